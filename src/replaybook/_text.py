@@ -1,0 +1,52 @@
+"""Text helpers shared by the loaders: safe strings, truncation, timestamps."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["safe_str", "truncate", "to_utc", "TEXT_LIMIT"]
+
+#: Characters of free text (prompts, model output, tool results) kept in a frame cell.
+#: The full size in UTF-8 bytes is kept beside it (``text_bytes``).
+TEXT_LIMIT = 4000
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_str(s: str) -> str:
+    """Return ``s`` with lone UTF-16 surrogates replaced by U+FFFD.
+
+    JSON allows escapes such as ``\\udcb2`` that decode to lone surrogates; Python keeps them
+    in ``str`` but they cannot be encoded to UTF-8 (HTML, Parquet).  Valid surrogate *pairs*
+    are joined into their code point.
+    """
+    if not _SURROGATE.search(s):
+        return s
+    return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def truncate(s: str | None, limit: int = TEXT_LIMIT) -> tuple[str | None, int | None]:
+    """Return ``(truncated surrogate-safe text, size of the full text in UTF-8 bytes)``.
+
+    ``None`` gives ``(None, None)``.  Truncated text ends with ``" …[+N chars]"``.
+    """
+    if s is None:
+        return None, None
+    s = safe_str(s)
+    size = len(s.encode("utf-8"))
+    if len(s) > limit:
+        return s[:limit] + f" …[+{len(s) - limit} chars]", size
+    return s, size
+
+
+def to_utc(values: Any) -> pd.Series:
+    """Parse RFC 3339 / ISO 8601 strings (any offset, 0-9 fractional digits) to UTC.
+
+    Returns a ``datetime64[ns, UTC]`` Series; unparseable or missing values become ``NaT``.
+    """
+    s = pd.Series(values, dtype="object")
+    out = pd.to_datetime(s, utc=True, format="ISO8601", errors="coerce")
+    return out.astype("datetime64[ns, UTC]")

@@ -1,0 +1,86 @@
+"""Canonical tool-call arguments: one stable text key per arguments object.
+
+The join matches a transcript's tool call to a door call by tool *and* arguments, so both sides
+must spell the same arguments the same way.  :func:`canonical_args` is the only function that
+decides that spelling.  Rules (version :data:`CANONICAL_VERSION`):
+
+1. Objects: keys sorted by code point, at every depth; keys and string values NFC-normalised.
+2. No insignificant whitespace: ``{"a":1,"b":[1,2]}``.
+3. Numbers: an integral float equals its integer (``1.0`` → ``1``, ``-0.0`` → ``0``); other
+   floats are written in Python's shortest round-trip form (``0.1`` → ``0.1``).  Booleans stay
+   booleans (``true`` is not ``1``).  NaN and ±Infinity (not JSON) become the strings
+   ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+4. Arrays keep their order (order is meaningful in arguments).
+5. ``None``/``null`` is ``null``; a missing arguments object (``None`` at top level) is ``{}``.
+6. Output is ASCII-safe UTF-8 text (non-ASCII kept as characters, lone surrogates replaced).
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from ._text import safe_str
+
+__all__ = ["canonical_args", "canonical_args_text", "CANONICAL_VERSION"]
+
+#: Bumped whenever a rule above changes, since stored keys stop comparing equal.
+CANONICAL_VERSION = 1
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, str):
+        return unicodedata.normalize("NFC", safe_str(v)) if not v.isascii() else v
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
+        if v.is_integer() and abs(v) < 2**63:
+            return int(v)
+        return v
+    if isinstance(v, dict):
+        return {(_norm(k) if isinstance(k, str) else str(k)): _norm(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_norm(x) for x in v]
+    return str(v)
+
+
+def canonical_args(arguments: Any) -> str:
+    """Return the canonical JSON text of a tool call's arguments.
+
+    Args:
+        arguments: the arguments as parsed JSON (usually a ``dict``); ``None`` means ``{}``.
+
+    Returns:
+        Compact JSON text with sorted keys, e.g. ``{"columns":["mpg","cyl"],"path":"demo/"}``.
+        Two argument objects that differ only in key order, whitespace, ``1`` vs ``1.0`` or
+        Unicode normal form give the same text.
+    """
+    if arguments is None:
+        arguments = {}
+    return orjson.dumps(_norm(arguments), option=orjson.OPT_SORT_KEYS).decode("utf-8")
+
+
+@lru_cache(maxsize=65536)
+def canonical_args_text(text: str) -> str:
+    """Canonical key for arguments given as JSON *text* (cached: logs repeat arguments a lot).
+
+    Raises:
+        ValueError: ``text`` is not JSON.
+    """
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        import json
+
+        obj = json.loads(text)
+    return canonical_args(obj)

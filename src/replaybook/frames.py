@@ -1,0 +1,315 @@
+"""Canonical frames: the one source of truth for every DataFrame replaybook produces.
+
+Each frame is declared as a :class:`FrameSpec` — an ordered tuple of :class:`Column` with a
+pandas dtype and a description.  Loaders build rows as plain dicts and call
+:meth:`FrameSpec.build`; everything downstream (join, views, report, CLI) relies on the columns
+and dtypes declared here.  Timestamps are always tz-aware UTC (``datetime64[ns, UTC]``).
+
+Frames
+------
+``STEPS``       one row per transcript event (Claude Code and other agent clients)
+``CALLS``       one row per call the door (MCP gateway) decided
+``QUARANTINE``  one row per input line a loader could not use, or a pending last line
+
+The dtype vocabulary: ``string`` (pandas ``StringDtype``, NA for missing), ``Int64`` and
+``boolean`` (nullable), ``float64``, ``datetime64[ns, UTC]``, and ``object`` for JSON values
+(``arguments`` holds the parsed dict).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+from .errors import FrameError
+
+__all__ = [
+    "Column",
+    "FrameSpec",
+    "LoadResult",
+    "STEPS",
+    "CALLS",
+    "QUARANTINE",
+    "PAIRS",
+    "SESSIONS",
+    "STEP_KINDS",
+    "JOIN_STATUSES",
+    "DECISIONS",
+]
+
+UTC = "datetime64[ns, UTC]"
+
+#: Values of ``steps.kind``.
+STEP_KINDS = (
+    "user_prompt",  # a prompt typed by the user (or a sub-agent's task prompt)
+    "model_request",  # one request to the model: all streamed lines of one message.id+requestId
+    "tool_call",  # one tool_use block
+    "tool_result",  # one tool_result block
+    "summary",  # a compaction / summary line
+    "system",  # system lines (hooks, turn durations, compaction boundaries)
+    "other",  # every other line type (bookkeeping, line types newer than this loader)
+)
+
+#: Values of ``sessions.status`` (the join's verdict per door session).
+JOIN_STATUSES = ("matched", "ambiguous", "unmatched")
+
+#: Values of ``calls.decision``.
+DECISIONS = ("allow", "deny", "ask")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a canonical frame: its name, pandas dtype and meaning (with units)."""
+
+    name: str
+    dtype: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class FrameSpec:
+    """An ordered, documented set of columns.
+
+    Attributes:
+        name: the frame's name (``steps``, ``calls``, ``quarantine``).
+        columns: the columns, in output order.
+        doc: one paragraph on what one row is.
+    """
+
+    name: str
+    columns: tuple[Column, ...]
+    doc: str
+
+    @property
+    def names(self) -> list[str]:
+        """Column names in order."""
+        return [c.name for c in self.columns]
+
+    @property
+    def dtypes(self) -> dict[str, str]:
+        """``{column: dtype}`` in order."""
+        return {c.name: c.dtype for c in self.columns}
+
+    def empty(self) -> pd.DataFrame:
+        """A frame with no rows and every column at its dtype."""
+        return self.build([])
+
+    def build(self, rows: Iterable[Mapping] | pd.DataFrame) -> pd.DataFrame:
+        """Build a frame from row dicts (missing keys become NA, extra keys are an error).
+
+        Timestamps may be given as ``pandas.Timestamp``, ``datetime`` or ISO 8601 strings; they
+        are converted to UTC.  Returns a DataFrame with exactly :attr:`names`, at
+        :attr:`dtypes`, and a fresh ``RangeIndex``.
+
+        Raises:
+            FrameError: a row has a key that is not a column, or a value cannot take its dtype.
+        """
+        df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(list(rows))
+        extra = set(df.columns) - set(self.names)
+        if extra:
+            raise FrameError(f"{self.name}: unknown columns {sorted(extra)}")
+        out = {}
+        n = len(df)
+        for c in self.columns:
+            col = df[c.name] if c.name in df.columns else pd.Series([None] * n, dtype="object")
+            try:
+                out[c.name] = _coerce(col, c.dtype)
+            except (TypeError, ValueError) as exc:
+                raise FrameError(f"{self.name}.{c.name}: cannot convert to {c.dtype}: {exc}") from exc
+        return pd.DataFrame(out, index=pd.RangeIndex(n))
+
+    def validate(self, df: pd.DataFrame) -> None:
+        """Check that ``df`` has exactly this spec's columns and dtypes.
+
+        Raises:
+            FrameError: naming the first missing, extra or mistyped column.
+        """
+        if list(df.columns) != self.names:
+            missing = [n for n in self.names if n not in df.columns]
+            extra = [n for n in df.columns if n not in self.names]
+            raise FrameError(f"{self.name}: columns differ (missing {missing}, extra {extra})")
+        for c in self.columns:
+            if str(df[c.name].dtype) != str(pd.Series([], dtype=_pandas_dtype(c.dtype)).dtype):
+                raise FrameError(f"{self.name}.{c.name}: dtype {df[c.name].dtype}, expected {c.dtype}")
+
+    def describe(self) -> pd.DataFrame:
+        """The spec itself as a frame (``column``, ``dtype``, ``meaning``) for docs and notebooks."""
+        return pd.DataFrame(
+            [(c.name, c.dtype, c.doc) for c in self.columns], columns=["column", "dtype", "meaning"]
+        )
+
+
+def _pandas_dtype(dtype: str):
+    return pd.StringDtype("python") if dtype == "string" else dtype
+
+
+def _coerce(col: pd.Series, dtype: str) -> pd.Series:
+    col = col.reset_index(drop=True)
+    if dtype == UTC:
+        if pd.api.types.is_datetime64_any_dtype(col.dtype):
+            col = col.dt.tz_localize("UTC") if col.dt.tz is None else col.dt.tz_convert("UTC")
+            return col.astype(UTC)
+        return pd.to_datetime(col, utc=True, format="ISO8601", errors="raise").astype(UTC)
+    if dtype == "object":
+        return col.astype("object")
+    if dtype == "string":
+        col = col.astype("object").where(col.notna(), None)
+        return col.astype(pd.StringDtype("python"))
+    if dtype in ("Int64", "boolean"):
+        col = col.astype("object").where(col.notna(), None)
+        return col.astype(dtype)
+    return col.astype(dtype)
+
+
+def _cols(*specs: tuple[str, str, str]) -> tuple[Column, ...]:
+    return tuple(Column(*s) for s in specs)
+
+
+STEPS = FrameSpec(
+    "steps",
+    _cols(
+        ("transcript_id", "string", "id of the transcript file (Claude Code: the file stem, a session UUID or agent-<id>)"),
+        ("client", "string", "agent client that wrote it: claude-code, codex, otel …"),
+        ("client_version", "string", "client version from the line (Claude Code `version`), if any"),
+        ("client_session_id", "string", "the client's own session id (Claude Code `sessionId`)"),
+        ("agent_id", "string", "sub-agent id for sidechain/sub-agent lines; NA for the main agent"),
+        ("seq", "Int64", "0-based order of the event within its transcript (file order after merging)"),
+        ("ts", UTC, "when the client wrote the event, UTC; NaT where the line carries no timestamp"),
+        ("kind", "string", "one of STEP_KINDS"),
+        ("line_type", "string", "the raw line type (`user`, `assistant`, `progress`, … or `type/subtype`)"),
+        ("tool_raw", "string", "tool name as the client called it (`mcp__door__read_object`)"),
+        ("server", "string", "MCP server name split from `mcp__<server>__<tool>`; NA for built-in tools"),
+        ("tool", "string", "tool name without the client's MCP prefix (`read_object`)"),
+        ("call_id", "string", "the tool-use id (`toolu_…`) on tool_call and tool_result rows"),
+        ("arguments", "object", "tool_call: the arguments dict as the model sent them"),
+        ("args_key", "string", "tool_call: canonical JSON of `arguments` (replaybook.canonical_args)"),
+        ("result_ts", UTC, "tool_call: when its result was written, UTC"),
+        ("is_error", "boolean", "tool_call/tool_result: the result was flagged as an error"),
+        ("result_text", "string", "tool_call: the result's text (truncated to TEXT_LIMIT chars)"),
+        ("images", "Int64", "tool_call/tool_result/user_prompt: number of image blocks"),
+        ("text", "string", "prompt, model text, summary or result text (truncated to TEXT_LIMIT chars)"),
+        ("text_bytes", "Int64", "size of the full, untruncated text in UTF-8 bytes"),
+        ("model", "string", "model_request: the model name"),
+        ("message_id", "string", "model_request/tool_call: the API message id"),
+        ("request_id", "string", "model_request/tool_call: the API request id"),
+        ("input_tokens", "Int64", "model_request: input tokens (from the last streamed copy, never summed)"),
+        ("output_tokens", "Int64", "model_request: output tokens (from the last streamed copy, never summed)"),
+        ("uuid", "string", "the line's uuid (first line's uuid for a merged model request)"),
+        ("parent_uuid", "string", "the line's parentUuid"),
+        ("source_file", "string", "path of the file the event was read from"),
+        ("line_no", "Int64", "1-based line number in source_file (first line for merged events)"),
+    ),
+    "One row per transcript event: prompts, model requests, tool calls, tool results, other lines.",
+)
+
+CALLS = FrameSpec(
+    "calls",
+    _cols(
+        ("door_session", "string", "the door's session id (one log file per agent per session)"),
+        ("agent", "string", "the agent name the door knows the caller by"),
+        ("seq", "Int64", "the door's own 1-based call number within the session"),
+        ("ts", UTC, "when the door received the call, UTC"),
+        ("ts_end", UTC, "when the door answered, UTC (NaT if not logged)"),
+        ("duration_ms", "float64", "ts_end − ts in milliseconds, or the logged duration"),
+        ("server", "string", "the upstream MCP server name, if logged"),
+        ("tool", "string", "the MCP tool name (no client prefix)"),
+        ("arguments", "object", "the call's arguments dict"),
+        ("args_key", "string", "canonical JSON of `arguments` (replaybook.canonical_args)"),
+        ("object", "string", "the object the call reached (a path, a table, a URI)"),
+        ("decision", "string", "the door's decision: one of DECISIONS"),
+        ("rule", "string", "id of the rule that decided"),
+        ("rows", "Int64", "rows returned to the agent"),
+        ("bytes", "Int64", "bytes returned to the agent"),
+        ("meta_call_id", "string", "client tool-use id from the request's `_meta` (e.g. `claudecode/toolUseId`)"),
+        ("error", "string", "error text when the upstream call failed"),
+        ("response_digest", "string", "sha256:<hex> of the full response, when the door kept evidence"),
+        ("source_file", "string", "path of the door log file"),
+        ("line_no", "Int64", "1-based line number in source_file"),
+    ),
+    "One row per tool call the door decided, in the door's own words. Never the data itself.",
+)
+
+QUARANTINE = FrameSpec(
+    "quarantine",
+    _cols(
+        ("source_file", "string", "the file the line came from"),
+        ("line_no", "Int64", "1-based line number"),
+        ("byte_offset", "Int64", "offset of the line's first byte in the file"),
+        ("kind", "string", "`invalid` (unusable line) or `pending` (unterminated last line: still being written)"),
+        ("loader", "string", "the loader that set it aside (claude-code, door, …)"),
+        ("error", "string", "why, in words"),
+        ("raw", "string", "the line's start (200 chars, surrogate-safe)"),
+    ),
+    "One row per input line a loader could not use. Loaders never drop a line silently.",
+)
+
+PAIRS = FrameSpec(
+    "pairs",
+    _cols(
+        ("door_session", "string", "the door session"),
+        ("transcript_id", "string", "the transcript assigned to that session"),
+        ("step_seq", "Int64", "steps.seq of the agreeing tool_call"),
+        ("call_seq", "Int64", "calls.seq of the agreeing door call"),
+        ("call_id", "string", "the transcript's tool-use id"),
+        ("tool", "string", "tool name (no client prefix)"),
+        ("args_key", "string", "canonical arguments both sides share"),
+        ("step_ts", UTC, "when the transcript wrote the tool call, UTC"),
+        ("call_ts", UTC, "when the door received the call, UTC"),
+        ("delta_ms", "float64", "call_ts − step_ts in milliseconds (positive: door clock later)"),
+        ("how", "string", "`meta_id` (the door logged the client's tool-use id) or `content` (tool + args + window)"),
+    ),
+    "One row per agreeing (transcript tool call, door call) pair within an assigned session.",
+)
+
+SESSIONS = FrameSpec(
+    "sessions",
+    _cols(
+        ("door_session", "string", "the door session id"),
+        ("agent", "string", "the agent name the door logged"),
+        ("start", UTC, "first call, UTC"),
+        ("end", UTC, "last call (its ts_end when logged), UTC"),
+        ("calls", "Int64", "door calls in the session"),
+        ("refused", "Int64", "calls the door refused (decision deny)"),
+        ("transcript_id", "string", "the transcript assigned one-to-one; NA when unmatched"),
+        ("agreed", "Int64", "steps of that transcript agreeing with this session's calls"),
+        ("transcript_tool_steps", "Int64", "tool_call steps in that transcript"),
+        ("share", "float64", "agreed / calls in the session (0–1)"),
+        ("runner_up", "string", "the transcript with the next-best agreement with this session"),
+        ("runner_up_agreed", "Int64", "its agreeing steps"),
+        ("margin", "float64", "how much the best one-to-one total agreement drops if this session "
+                              "may not have its transcript (0 means an equally good alternative exists)"),
+        ("status", "string", "one of JOIN_STATUSES"),
+        ("offset_ms", "float64", "estimated door clock − transcript clock, median over agreeing pairs, ms"),
+        ("unclaimed_calls", "Int64", "door calls no step of the assigned transcript claims"),
+        ("unmatched_steps", "Int64", "tool steps of the assigned transcript with no door call"),
+        ("method", "string", "`meta_id`, `content`, or `meta_id+content`: what the agreement rests on"),
+    ),
+    "One row per door session with the join's verdict: which transcript, how sure, what is left over.",
+)
+
+
+@dataclass
+class LoadResult:
+    """What a loader returns: the canonical frame, its quarantine and the inputs it read.
+
+    Attributes:
+        frame: the canonical frame (``STEPS`` or ``CALLS`` shaped).
+        quarantine: ``QUARANTINE``-shaped rows for lines set aside.
+        inputs: one dict per file read: ``path``, ``sha256`` (hex), ``bytes``, ``lines``, ``format``.
+    """
+
+    frame: pd.DataFrame
+    quarantine: pd.DataFrame = field(default_factory=QUARANTINE.empty)
+    inputs: list[dict] = field(default_factory=list)
+
+    @property
+    def invalid(self) -> pd.DataFrame:
+        """Quarantine rows of kind ``invalid``."""
+        return self.quarantine[self.quarantine["kind"] == "invalid"]
+
+    @property
+    def pending(self) -> pd.DataFrame:
+        """Quarantine rows of kind ``pending`` (an unterminated last line)."""
+        return self.quarantine[self.quarantine["kind"] == "pending"]
