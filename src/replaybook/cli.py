@@ -1,0 +1,176 @@
+"""The ``replaybook`` command line. Same public API as the notebooks.
+
+Exit codes: ``0`` success, ``2`` bad usage or bad input (the message names the file and line),
+``1`` an internal error (a bug: please report it with the traceback printed by ``--debug``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import click
+import orjson
+import pandas as pd
+
+from . import __version__
+from .errors import InputError, JoinError, ReplaybookError
+
+__all__ = ["main", "cli"]
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
+
+
+def _frame_out(df: pd.DataFrame, fmt: str, out: str | None) -> None:
+    df = df.copy()
+    if "arguments" in df.columns:
+        df["arguments"] = [None if a is None else orjson.dumps(a, option=orjson.OPT_NON_STR_KEYS).decode()
+                           for a in df["arguments"]]
+    if fmt == "parquet":
+        if not out:
+            raise click.UsageError("--format parquet needs --out FILE")
+        df.to_parquet(out, index=False)
+        return
+    if fmt == "csv":
+        text = df.to_csv(index=False)
+    else:
+        text = df.to_json(orient="records", lines=True, date_format="iso", date_unit="ns",
+                          force_ascii=False)
+        if text and not text.endswith("\n"):
+            text += "\n"
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def _quarantine_summary(q: pd.DataFrame) -> None:
+    if q.empty:
+        click.echo("quarantine: 0 lines", err=True)
+        return
+    click.echo(f"quarantine: {len(q)} lines", err=True)
+    for r in q.head(50).itertuples(index=False):
+        click.echo(f"  {r.source_file}:{r.line_no}: [{r.kind}] {r.error}", err=True)
+    if len(q) > 50:
+        click.echo(f"  … and {len(q) - 50} more", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="replaybook")
+@click.option("--debug", is_flag=True, help="Print tracebacks for internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """What did the agent see, in the order it saw it? Load, join and report agent evidence."""
+    ctx.obj = {"debug": debug}
+
+
+@cli.command("load")
+@click.argument("frame", type=click.Choice(["steps", "calls"]))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--source", "source_name", default=None,
+              help="Input format (default: claude-code for steps, door for calls).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl",
+              show_default=True, help="Output format.")
+@click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write here instead of stdout (required for parquet).")
+def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: str, out: str | None) -> None:
+    """Load PATHS (files or folders) into the canonical FRAME and write its rows.
+
+    The quarantine (lines that could not be used, with file and line) goes to stderr.
+    """
+    from .sources import registry
+
+    name = source_name or ("claude-code" if frame == "steps" else "door")
+    src = registry.get(name)
+    if src.frame != frame:
+        raise InputError(f"source {name!r} yields {src.frame}, not {frame}")
+    res = src.load(list(paths))
+    _frame_out(res.frame, fmt, out)
+    click.echo(f"{frame}: {len(res.frame)} rows from {len(res.inputs)} files ({name})", err=True)
+    _quarantine_summary(res.quarantine)
+
+
+@cli.command("join")
+@click.option("--transcripts", "transcripts", multiple=True, required=True, type=click.Path(exists=True),
+              help="Transcript file or folder (Claude Code JSONL). Repeatable.")
+@click.option("--calls", "calls", multiple=True, required=True, type=click.Path(exists=True),
+              help="Door call log file or log root. Repeatable.")
+@click.option("--window", type=float, default=60.0, show_default=True, help="Agreement window, seconds.")
+@click.option("--min-agreed", type=int, default=1, show_default=True,
+              help="Never assign a transcript with fewer agreeing steps.")
+@click.option("--max-offset", type=float, default=300.0, show_default=True,
+              help="Largest clock offset between transcript and door to look for, seconds.")
+@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True)
+def join_cmd(transcripts, calls, window, min_agreed, max_offset, fmt) -> None:
+    """Assign transcripts to door sessions one-to-one and say how sure each assignment is."""
+    from .join import join_sessions
+    from .sources.claude_code import load_claude_code
+    from .sources.door import load_door
+
+    st = load_claude_code(list(transcripts))
+    ca = load_door(list(calls))
+    res = join_sessions(st.frame, ca.frame, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset)
+    if fmt == "json":
+        d = res.to_dict()
+        d["quarantine"] = int(len(st.quarantine) + len(ca.quarantine))
+        click.echo(json.dumps(d, indent=2, ensure_ascii=False))
+    else:
+        cols = ["door_session", "transcript_id", "agreed", "transcript_tool_steps", "share",
+                "runner_up", "runner_up_agreed", "margin", "status", "offset_ms",
+                "unclaimed_calls", "unmatched_steps"]
+        with pd.option_context("display.width", 200, "display.max_columns", 50):
+            click.echo(res.sessions[cols].to_string(index=False))
+        click.echo(f"\nunmatched transcripts: {', '.join(res.unmatched_transcripts) or 'none'}")
+        off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
+        click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
+    _quarantine_summary(pd.concat([st.quarantine, ca.quarantine], ignore_index=True))
+
+
+@cli.command("report")
+@click.argument("incident", type=click.Path(exists=True))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
+              help="Folder for the executed notebook and the HTML.")
+@click.option("--timeout", type=int, default=600, show_default=True,
+              help="Seconds a notebook cell may run before the kernel counts as hung.")
+def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
+    """Render the review report of INCIDENT (an incident.yaml or its folder) to self-contained HTML."""
+    from .incident import Incident
+    from .report.render import render_report
+
+    Incident.load(incident)  # validate the manifest and inputs before starting a kernel
+    paths = render_report(incident, out_dir, timeout=timeout)
+    click.echo(str(paths.html))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: run the CLI and map errors to exit codes (0 ok, 2 input, 1 internal)."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="replaybook", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click.ClickException as exc:  # usage errors
+        exc.show()
+        return EXIT_INPUT
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return EXIT_INPUT
+    except ReplaybookError as exc:
+        click.echo(f"replaybook: error: {exc}", err=True)
+        return EXIT_INPUT if isinstance(exc, (InputError, JoinError)) else EXIT_INTERNAL
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # a bug
+        click.echo(f"replaybook: internal error: {type(exc).__name__}: {exc}", err=True)
+        if debug:
+            traceback.print_exc()
+        else:
+            click.echo("(run with --debug for the traceback)", err=True)
+        return EXIT_INTERNAL
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""An incident: a manifest (``incident.yaml``) naming the evidence, loaded into frames.
+
+Example ``incident.yaml`` (paths relative to its folder; globs and folders allowed)::
+
+    title: Analyst agent reported a wrong average mpg
+    transcripts:
+      - transcripts/*.jsonl                 # Claude Code by default
+    door:
+      - door/                               # the door's log root: <agent>/<session>.jsonl
+    data_root: data/                        # what the door's `object` paths point into
+    window_s: 60
+
+The manifest's shape is the JSON Schema ``replaybook/schemas/incident.v1.json``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import yaml
+
+from .errors import ManifestError
+from .frames import STEPS, LoadResult
+from .join import DEFAULT_MIN_AGREED, DEFAULT_WINDOW_S, JoinResult, join_sessions
+from .sources import registry
+
+__all__ = ["Incident", "load_manifest"]
+
+DEFAULT_TRANSCRIPT_FORMAT = "claude-code"
+
+
+def _schema() -> dict:
+    return json.loads(resources.files("replaybook").joinpath("schemas/incident.v1.json").read_text("utf-8"))
+
+
+def load_manifest(path: str | Path) -> dict:
+    """Read and validate an ``incident.yaml``.
+
+    Args:
+        path: the manifest file, or the folder holding ``incident.yaml``.
+
+    Returns:
+        The manifest as a dict, with defaults filled in.
+
+    Raises:
+        ManifestError: the file is missing, not YAML, or does not match the schema (the message
+            names the offending field).
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "incident.yaml"
+    try:
+        text = p.read_text("utf-8")
+    except OSError as exc:
+        raise ManifestError(f"cannot read incident manifest: {exc.strerror or exc}", p) from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise ManifestError(f"not valid YAML: {exc}", p, None if line is None else line + 1) from exc
+    validator = jsonschema.Draft202012Validator(_schema())
+    err = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if err is not None:
+        where = "/".join(str(x) for x in err.absolute_path) or "(top level)"
+        raise ManifestError(f"invalid manifest at {where}: {err.message}", p)
+    data.setdefault("window_s", DEFAULT_WINDOW_S)
+    data.setdefault("min_agreed", DEFAULT_MIN_AGREED)
+    data.setdefault("max_offset_s", 300.0)
+    return data
+
+
+def _expand(base: Path, pattern: str, manifest: Path) -> list[Path]:
+    full = base / pattern
+    if any(ch in pattern for ch in "*?["):
+        found = sorted(Path(p) for p in glob.glob(str(full), recursive=True))
+        if not found:
+            raise ManifestError(f"{pattern!r} matches no file", manifest)
+        return found
+    if not full.exists():
+        raise ManifestError(f"{pattern!r} does not exist (looked for {full})", manifest)
+    return [full]
+
+
+@dataclass
+class Incident:
+    """One incident's evidence, loaded into canonical frames.
+
+    Build with :meth:`load`.  Frames are loaded on first access and cached.
+
+    Attributes:
+        path: the manifest file.
+        manifest: the validated manifest dict.
+    """
+
+    path: Path
+    manifest: dict
+    _results: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Incident":
+        """Read ``incident.yaml`` (or a folder holding one) and check that its inputs exist.
+
+        Raises:
+            ManifestError: see :func:`load_manifest`; also when a named path matches nothing.
+        """
+        p = Path(path)
+        if p.is_dir():
+            p = p / "incident.yaml"
+        inc = cls(path=p.resolve(), manifest=load_manifest(p))
+        inc._transcript_groups()  # fail early on missing inputs
+        inc._door_paths()
+        return inc
+
+    # -- manifest fields ------------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        """The manifest's folder; relative paths in the manifest start here."""
+        return self.path.parent
+
+    @property
+    def title(self) -> str:
+        """The incident's title."""
+        return self.manifest["title"]
+
+    @property
+    def data_root(self) -> Path | None:
+        """Folder the door's ``object`` paths point into, or ``None`` if the manifest has none."""
+        d = self.manifest.get("data_root")
+        return (self.root / d).resolve() if d else None
+
+    @property
+    def window_s(self) -> float:
+        """The join window, seconds."""
+        return float(self.manifest["window_s"])
+
+    def _transcript_groups(self) -> dict[str, list[Path]]:
+        groups: dict[str, list[Path]] = {}
+        for item in self.manifest["transcripts"]:
+            if isinstance(item, str):
+                pattern, fmt = item, DEFAULT_TRANSCRIPT_FORMAT
+            else:
+                pattern, fmt = item["path"], item.get("format", DEFAULT_TRANSCRIPT_FORMAT)
+            groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path))
+        return groups
+
+    def _door_paths(self) -> list[Path]:
+        out: list[Path] = []
+        for item in self.manifest["door"]:
+            out.extend(_expand(self.root, item, self.path))
+        return out
+
+    # -- frames ---------------------------------------------------------------------------
+    def _load(self, kind: str) -> LoadResult:
+        if kind in self._results:
+            return self._results[kind]
+        if kind == "steps":
+            parts = []
+            for fmt, paths in self._transcript_groups().items():
+                src = registry.get(fmt)
+                if src.frame != "steps":
+                    raise ManifestError(f"format {fmt!r} yields {src.frame}, not transcripts", self.path)
+                parts.append(src.load(paths))
+            res = _concat(parts, STEPS)
+        else:
+            res = registry.get("door").load(self._door_paths())
+        self._results[kind] = res
+        return res
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """All transcripts as one :data:`~replaybook.frames.STEPS` frame."""
+        return self._load("steps").frame
+
+    @property
+    def calls(self) -> pd.DataFrame:
+        """All door logs as one :data:`~replaybook.frames.CALLS` frame."""
+        return self._load("calls").frame
+
+    @property
+    def quarantine(self) -> pd.DataFrame:
+        """Every line set aside by any loader (:data:`~replaybook.frames.QUARANTINE`)."""
+        return pd.concat([self._load("steps").quarantine, self._load("calls").quarantine],
+                         ignore_index=True)
+
+    @property
+    def inputs(self) -> list[dict]:
+        """Every file read: ``path`` (relative to the manifest folder when inside it), ``sha256``,
+        ``bytes``, ``lines``, ``format``."""
+        out = []
+        for r in self._load("steps").inputs + self._load("calls").inputs:
+            d = dict(r)
+            try:
+                d["path"] = str(Path(d["path"]).resolve().relative_to(self.root))
+            except ValueError:
+                pass
+            out.append(d)
+        return out
+
+    @cached_property
+    def join(self) -> JoinResult:
+        """The transcript ↔ door-session join with the manifest's window and thresholds."""
+        return join_sessions(self.steps, self.calls, window_s=self.window_s,
+                             min_agreed=int(self.manifest["min_agreed"]),
+                             max_offset_s=float(self.manifest["max_offset_s"]))
+
+
+def _concat(parts: list[LoadResult], spec) -> LoadResult:
+    if not parts:
+        return LoadResult(frame=spec.empty())
+    if len(parts) == 1:
+        return parts[0]
+    frame = pd.concat([p.frame for p in parts], ignore_index=True)
+    return LoadResult(frame=frame,
+                      quarantine=pd.concat([p.quarantine for p in parts], ignore_index=True),
+                      inputs=[i for p in parts for i in p.inputs])
+
+

@@ -1,0 +1,233 @@
+"""The door's call log → the ``calls`` frame.
+
+The *door* is the MCP gateway that decides each ``tools/call`` (and ``resources/read``) and,
+before answering, appends one JSON line to ``<log-root>/<agent>/<session>.jsonl``: time, tool,
+arguments, object, decision, rule, rows, bytes — never the data.  The format is replaybook's own,
+version 1, shipped as a JSON Schema: ``replaybook/schemas/door-call-log.v1.json``
+(:func:`door_schema`).  Every line is validated against it; a line that fails goes to the
+quarantine with its file, line number and the schema's complaint, and the rest of the file loads.
+
+Client tool-use ids: Claude Code sends its tool-use id in the MCP request's
+``params._meta["claudecode/toolUseId"]``; a door that logs ``_meta`` as ``meta`` lets the join
+match exactly.  Keys recognised for ``meta_call_id``: :data:`META_CALL_ID_KEYS`.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Iterable
+
+import jsonschema
+import orjson
+import pandas as pd
+
+from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
+from .._text import to_utc
+from ..canonical import canonical_args
+from ..errors import InputError
+from ..frames import CALLS, QUARANTINE, LoadResult
+from .registry import Source, register
+
+__all__ = ["load_door", "door_schema", "sniff", "META_CALL_ID_KEYS", "expand_paths"]
+
+#: ``meta`` keys holding a client's tool-use id, in order of preference.
+META_CALL_ID_KEYS = ("claudecode/toolUseId", "toolUseId", "tool_use_id", "call_id", "openai/callId")
+
+LOADER = "door"
+
+
+@lru_cache(maxsize=1)
+def door_schema() -> dict:
+    """The door call log's JSON Schema (draft 2020-12) as a dict."""
+    text = resources.files("replaybook").joinpath("schemas/door-call-log.v1.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(door_schema())
+    return cls(door_schema(), format_checker=cls.FORMAT_CHECKER)
+
+
+def _quick_ok(o: dict) -> bool:
+    """Fast path: True when a line is certainly valid (common shape); otherwise run the schema."""
+    t = o.get("ts")
+    return (
+        type(t) is str
+        and len(t) >= 20
+        and t[4] == "-"
+        and t[10] == "T"
+        and type(o.get("session")) is str
+        and o["session"] != ""
+        and type(o.get("tool")) is str
+        and o["tool"] != ""
+        and o.get("decision") in ("allow", "deny", "ask")
+        and type(o.get("seq", 0)) is int
+        and type(o.get("arguments") or {}) is dict
+        and type(o.get("meta") or {}) is dict
+        and all(type(o.get(k)) in (int, type(None)) and (o.get(k) or 0) >= 0 for k in ("rows", "bytes"))
+        and all(type(o.get(k)) in (str, type(None)) for k in ("agent", "server", "object", "rule", "error", "ts_end"))
+        and "v" not in o
+        and "response_digest" not in o
+        and "duration_ms" not in o
+    )
+
+
+def _schema_error(o: object) -> str | None:
+    err = jsonschema.exceptions.best_match(_validator().iter_errors(o))
+    if err is None:
+        return None
+    where = "/".join(str(p) for p in err.absolute_path) or "(line)"
+    return f"does not match door-call-log v1 at {where}: {err.message}"
+
+
+def _meta_call_id(meta: dict | None) -> str | None:
+    if not meta:
+        return None
+    for k in META_CALL_ID_KEYS:
+        v = meta.get(k)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def expand_paths(paths: str | Path | Iterable[str | Path], pattern: str = "*.jsonl") -> list[Path]:
+    """Files named by ``paths``: files as given, folders walked for ``pattern`` (sorted).
+
+    Raises:
+        InputError: a path does not exist.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob(pattern) if q.is_file() and not q.is_symlink()))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError("no such file or folder", p)
+    return out
+
+
+def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
+    """Load door call logs into the ``calls`` frame.
+
+    Args:
+        paths: log files and/or log roots (folders are walked for ``*.jsonl``; gzip recognised
+            by magic bytes).
+
+    Returns:
+        :class:`~replaybook.frames.LoadResult` with ``frame`` shaped by
+        :data:`~replaybook.frames.CALLS` (sorted by ``door_session``, ``ts``, ``seq``),
+        ``quarantine`` rows for lines that are not JSON objects or fail the schema, and one
+        ``inputs`` entry per file (with its SHA-256).  ``agent`` falls back to the parent
+        folder's name (``<agent>/<session>.jsonl``) when a line has none; a line whose ``ts``
+        is not a real date-time is quarantined.
+
+    Raises:
+        InputError: a path does not exist or a file cannot be read (gzip corrupt, permission).
+    """
+    rows: list[dict] = []
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    for path in expand_paths(paths):
+        try:
+            raw_size = path.stat().st_size
+            data = read_bytes(path)
+        except (OSError, EOFError) as exc:
+            raise InputError(f"cannot read door log: {exc}", path) from exc
+        inputs.append(file_info(path, raw_size, data, LOADER))
+        default_agent = path.parent.name or None
+        spath = str(path)
+        for line in iter_lines(data):
+            if line.error is not None:
+                quarantine.append(quarantine_row(path, line, LOADER, line.error,
+                                                 kind="pending" if line.pending else "invalid"))
+                continue
+            o = line.obj
+            if not isinstance(o, dict):
+                quarantine.append(quarantine_row(path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
+                continue
+            if not _quick_ok(o):
+                err = _schema_error(o)
+                if err is not None:
+                    quarantine.append(quarantine_row(path, line, LOADER, err))
+                    continue
+            args = o.get("arguments")
+            meta = o.get("meta")
+            rows.append({
+                "door_session": o["session"],
+                "agent": o.get("agent") or default_agent,
+                "seq": o.get("seq"),
+                "ts": o["ts"],
+                "ts_end": o.get("ts_end"),
+                "duration_ms": o.get("duration_ms"),
+                "server": o.get("server"),
+                "tool": o["tool"],
+                "arguments": args if args is not None else {},
+                "args_key": canonical_args(args),
+                "object": o.get("object"),
+                "decision": o["decision"],
+                "rule": o.get("rule"),
+                "rows": o.get("rows"),
+                "bytes": o.get("bytes"),
+                "meta_call_id": _meta_call_id(meta),
+                "error": o.get("error"),
+                "response_digest": o.get("response_digest"),
+                "source_file": spath,
+                "line_no": line.line_no,
+            })
+    if rows:
+        ts = to_utc([r["ts"] for r in rows])
+        te = to_utc([r["ts_end"] for r in rows])
+        bad = ts.isna().to_numpy() | (te.isna().to_numpy() & pd.notna(pd.Series([r["ts_end"] for r in rows], dtype=object)).to_numpy())
+        for r, t, e, b in zip(rows, ts, te, bad):
+            r["ts"], r["ts_end"] = t, e
+        if bad.any():
+            for r in [r for r, b in zip(rows, bad) if b]:
+                quarantine.append(quarantine_row(r["source_file"], None, LOADER,
+                                                 "ts or ts_end is not an RFC 3339 date-time",
+                                                 line_no=r["line_no"]))
+            rows = [r for r, b in zip(rows, bad) if not b]
+    frame = CALLS.build(rows)
+    if len(frame):
+        missing = frame["duration_ms"].isna() & frame["ts_end"].notna()
+        frame.loc[missing, "duration_ms"] = (
+            (frame.loc[missing, "ts_end"] - frame.loc[missing, "ts"]).dt.total_seconds() * 1000.0
+        )
+        # seq missing: number calls in file order within the session
+        if frame["seq"].isna().any():
+            order = frame.groupby("door_session").cumcount() + 1
+            frame["seq"] = frame["seq"].fillna(order.astype("Int64"))
+        frame = frame.sort_values(["door_session", "ts", "seq"], kind="stable").reset_index(drop=True)
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+def sniff(sample: bytes) -> float:
+    """Confidence that ``sample`` (a file's first bytes) is a door call log (v1)."""
+    seen = ok = 0
+    for raw in sample.split(b"\n")[:50]:
+        raw = raw.strip()
+        if not raw:
+            continue
+        seen += 1
+        try:
+            o = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(o, dict) and {"ts", "session", "tool", "decision"} <= o.keys():
+            ok += 1
+    return 0.0 if not seen else 0.95 * ok / seen
+
+
+register(Source(
+    name=LOADER,
+    frame="calls",
+    sniff=sniff,
+    load=load_door,
+    doc="replaybook door call log v1 (schemas/door-call-log.v1.json); one file per agent per session",
+))

@@ -1,0 +1,97 @@
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from replaybook.errors import InputError
+from replaybook.frames import CALLS
+from replaybook.sources import door
+from replaybook.sources.door import door_schema, load_door
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _write(tmp_path, name, lines, newline_at_end=True):
+    p = tmp_path / "analyst" / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + ("\n" if newline_at_end else "")
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+GOOD = {"ts": "2026-09-13T10:00:05.600Z", "seq": 1, "session": "s1", "agent": "analyst",
+        "tool": "list_folder", "arguments": {"path": "demo/"}, "object": "demo/",
+        "decision": "allow", "rule": "allow-demo", "rows": 3, "bytes": 412}
+
+
+def test_join_trap_door_logs_load_into_calls():
+    res = load_door(FIX / "join_trap" / "door")
+    CALLS.validate(res.frame)
+    assert len(res.frame) == 8 and res.quarantine.empty
+    a = res.frame[res.frame.door_session == "door-sess-a"]
+    assert list(a.seq) == [1, 2, 3, 4, 5]
+    assert list(a.decision) == ["allow"] * 4 + ["deny"]
+    assert a.iloc[4].rule == "no-dotenv" and a.iloc[4].object == "reference/.env"
+    assert a.iloc[2].args_key == '{"columns":["mpg","cyl"],"path":"demo/cars.sas7bdat"}'
+    assert str(a.iloc[0].ts) == "2026-09-13 10:00:05.600000+00:00"
+    assert {i["sha256"] for i in res.inputs} == {
+        hashlib.sha256(p.read_bytes()).hexdigest() for p in (FIX / "join_trap" / "door" / "analyst").glob("*.jsonl")
+    }
+
+
+def test_bad_lines_are_quarantined_with_line_numbers(tmp_path):
+    lines = [
+        json.dumps(GOOD),
+        "not json",
+        json.dumps(["a list"]),
+        json.dumps({**GOOD, "decision": "maybe"}),
+        json.dumps({**GOOD, "rows": -1}),
+        json.dumps({**GOOD, "ts": "2026-13-45T99:00:00Z"}),
+        json.dumps({k: v for k, v in GOOD.items() if k != "session"}),
+        json.dumps({**GOOD, "seq": 2, "meta": {"claudecode/toolUseId": "toolu_1"}, "duration_ms": 12.5}),
+        '{"ts": "2026-09-13T10:00:09Z", "sess',
+    ]
+    p = _write(tmp_path, "s1.jsonl", lines, newline_at_end=False)
+    res = load_door(tmp_path)
+    assert list(res.frame.seq) == [1, 2]
+    assert res.frame.iloc[1].meta_call_id == "toolu_1"
+    assert res.frame.iloc[1].duration_ms == 12.5
+    q = res.quarantine.set_index("line_no")
+    assert sorted(q.index) == [2, 3, 4, 5, 6, 7, 9]
+    assert (q.loc[[2, 3, 4, 5, 6, 7], "kind"] == "invalid").all()
+    assert q.loc[9, "kind"] == "pending"
+    assert "decision" in q.loc[4, "error"]
+    assert "session" in q.loc[7, "error"]
+    assert "ts" in q.loc[6, "error"]
+    assert (q["source_file"] == str(p)).all()
+
+
+def test_duration_from_ts_end_and_agent_from_folder(tmp_path):
+    row = {k: v for k, v in GOOD.items() if k != "agent"}
+    row["ts_end"] = "2026-09-13T10:00:05.850Z"
+    _write(tmp_path, "s1.jsonl", [json.dumps(row)])
+    res = load_door(tmp_path)
+    assert res.frame.iloc[0].agent == "analyst"
+    assert res.frame.iloc[0].duration_ms == pytest.approx(250.0)
+
+
+def test_input_files_are_not_modified(tmp_path):
+    p = _write(tmp_path, "s1.jsonl", [json.dumps(GOOD), "garbage"])
+    before = (p.read_bytes(), p.stat().st_mtime_ns)
+    load_door(p)
+    assert (p.read_bytes(), p.stat().st_mtime_ns) == before
+
+
+def test_missing_path_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        load_door(tmp_path / "nope")
+
+
+def test_schema_ships_in_the_package_and_sniff_recognises_the_format():
+    s = door_schema()
+    assert s["required"] == ["ts", "session", "tool", "decision"]
+    assert s["properties"]["decision"]["enum"] == ["allow", "deny", "ask"]
+    sample = (FIX / "join_trap" / "door" / "analyst" / "door-sess-a.jsonl").read_bytes()
+    assert door.sniff(sample) > 0.9
+    assert door.sniff(b'{"type": "user", "message": {}}\n') == 0.0

@@ -1,0 +1,33 @@
+from replaybook.canonical import canonical_args, canonical_args_text
+
+
+def test_key_order_and_whitespace_do_not_matter():
+    a = canonical_args({"sql": "SELECT 1", "path": "demo/cars.parquet"})
+    b = canonical_args_text('{ "path" : "demo/cars.parquet",\n "sql":"SELECT 1" }')
+    assert a == b == '{"path":"demo/cars.parquet","sql":"SELECT 1"}'
+
+
+def test_integral_floats_equal_ints_but_bools_stay_bools():
+    assert canonical_args({"n": 1.0, "m": -0.0, "x": 0.5}) == '{"m":0,"n":1,"x":0.5}'
+    assert canonical_args({"n": True}) == '{"n":true}'
+    assert canonical_args({"n": True}) != canonical_args({"n": 1})
+
+
+def test_nested_objects_sorted_arrays_keep_order():
+    assert canonical_args({"b": [3, 1, {"z": 1, "a": 2.0}], "a": {"y": None, "x": "1"}}) == (
+        '{"a":{"x":"1","y":null},"b":[3,1,{"a":2,"z":1}]}'
+    )
+
+
+def test_unicode_nfc_and_missing_arguments():
+    decomposed = "cafe\u0301"
+    composed = "caf\u00e9"
+    assert canonical_args({"q": decomposed}) == canonical_args({"q": composed})
+    assert canonical_args(None) == "{}"
+
+
+def test_non_json_floats_and_lone_surrogates_are_safe():
+    assert canonical_args({"a": float("nan"), "b": float("inf")}) == '{"a":"NaN","b":"Infinity"}'
+    out = canonical_args({"s": "x\udcb2"})
+    out.encode("utf-8")  # would raise on a lone surrogate
+    assert out == '{"s":"x\ufffd"}'

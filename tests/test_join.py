@@ -1,0 +1,113 @@
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from replaybook.canonical import canonical_args
+from replaybook.errors import JoinError
+from replaybook.frames import CALLS, STEPS
+from replaybook.join import join_sessions
+from replaybook.sources.claude_code import load_claude_code
+from replaybook.sources.door import load_door
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+T0 = datetime(2026, 9, 13, 10, 0, tzinfo=timezone.utc)
+
+
+def steps_frame(rows):
+    out = []
+    for i, (tid, sec, tool, args, call_id) in enumerate(rows):
+        out.append(dict(transcript_id=tid, client="claude-code", seq=i, ts=T0 + timedelta(seconds=sec),
+                        kind="tool_call", tool_raw=f"mcp__door__{tool}", server="door", tool=tool,
+                        call_id=call_id, arguments=args, args_key=canonical_args(args)))
+    return STEPS.build(out)
+
+
+def calls_frame(rows):
+    out = []
+    for i, (sess, sec, tool, args, meta) in enumerate(rows):
+        out.append(dict(door_session=sess, agent="analyst", seq=i + 1, ts=T0 + timedelta(seconds=sec),
+                        tool=tool, arguments=args, args_key=canonical_args(args), object=args.get("path"),
+                        decision="allow", rule="r", meta_call_id=meta))
+    return CALLS.build(out)
+
+
+def test_join_trap_case_gives_each_session_its_own_transcript():
+    expected = json.loads((FIX / "join_trap" / "expected.json").read_text())
+    steps = load_claude_code(FIX / "join_trap" / "transcripts").frame
+    calls = load_door(FIX / "join_trap" / "door").frame
+    res = join_sessions(steps, calls)
+    assert res.assignments() == expected["assignments"]
+    assert res.unmatched_transcripts == expected["unmatched_transcripts"]
+    s = res.sessions.set_index("door_session")
+    assert {k: int(s.loc[k, "agreed"]) for k in s.index} == expected["agreed_steps"]
+    # the seed's rule (each session takes its best raw agreement) ties at 3 for session b
+    sc = res.scores[res.scores.door_session == "door-sess-b"]
+    assert sorted(sc.agreed.tolist()) == [3, 3]
+    assert s.loc["door-sess-b", "runner_up"] == "11111111-aaaa-4aaa-8aaa-111111111111"
+    assert s.loc["door-sess-b", "runner_up_agreed"] == 3
+    # giving b the first transcript would cost 2 agreeing steps overall
+    assert s.loc["door-sess-b", "margin"] == 2.0
+    assert list(s.status) == ["matched", "matched"]
+    assert s.loc["door-sess-a", "share"] == 1.0
+    assert s.loc["door-sess-a", "refused"] == 1
+    # the door's clock is 400 ms ahead of the transcripts' in this case
+    assert res.offset_ms == pytest.approx(400.0)
+    assert (res.pairs.delta_ms == 400.0).all() and len(res.pairs) == 8
+    assert res.unclaimed_calls.empty and res.unmatched_steps.empty
+
+
+def test_meta_tool_use_id_decides_over_content_and_time():
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, "toolu_A"), ("t2", 1, "read", {"path": "a"}, "toolu_B")])
+    # the door logged toolu_B's id; the times favour t1
+    calls = calls_frame([("s1", 0.1, "read", {"path": "a"}, "toolu_B")])
+    res = join_sessions(steps, calls)
+    assert res.assignments() == {"s1": "t2"}
+    assert res.sessions.iloc[0].method == "meta_id"
+    assert res.pairs.iloc[0].how == "meta_id"
+
+
+def test_window_and_min_agreed_are_respected():
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 10, "read", {"path": "b"}, None)])
+    calls = calls_frame([("s1", 90, "read", {"path": "a"}, None), ("s1", 100, "read", {"path": "b"}, None)])
+    assert join_sessions(steps, calls, max_offset_s=0).sessions.iloc[0].status == "unmatched"
+    # the same two calls 90 s late are found once the clock offset is estimated
+    res = join_sessions(steps, calls)
+    assert res.assignments() == {"s1": "t1"} and res.offset_ms == pytest.approx(90000.0)
+    res = join_sessions(steps, calls, min_agreed=3)
+    assert res.assignments() == {"s1": None} and res.unmatched_transcripts == ["t1"]
+    assert len(res.unclaimed_calls) == 2
+    with pytest.raises(JoinError):
+        join_sessions(steps, calls, window_s=0)
+
+
+def test_repeated_arguments_need_one_call_each():
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 5, "read", {"path": "a"}, None),
+                         ("t1", 9, "list", {"path": "x"}, None)])
+    calls = calls_frame([("s1", 0.2, "read", {"path": "a"}, None)])
+    res = join_sessions(steps, calls)
+    row = res.sessions.iloc[0]
+    assert row.agreed == 1 and row.transcript_tool_steps == 3 and row.unmatched_steps == 2
+
+
+def test_equal_alternatives_are_ambiguous_and_time_breaks_the_tie():
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t2", 30, "read", {"path": "a"}, None)])
+    calls = calls_frame([("s1", 28, "read", {"path": "a"}, None)])
+    res = join_sessions(steps, calls, max_offset_s=0)
+    assert res.assignments() == {"s1": "t2"}
+    assert res.sessions.iloc[0].status == "ambiguous" and res.sessions.iloc[0].margin == 0.0
+
+
+def test_many_sessions_sharing_arguments_stay_one_to_one():
+    n = 60
+    steps, calls = [], []
+    for i in range(n):
+        steps += [(f"t{i:02d}", i * 2, "list", {"path": "demo/"}, None),
+                  (f"t{i:02d}", i * 2 + 1, "read", {"path": f"f{i}"}, None)]
+        calls += [(f"s{i:02d}", i * 2 + 0.3, "list", {"path": "demo/"}, None),
+                  (f"s{i:02d}", i * 2 + 1.3, "read", {"path": f"f{i}"}, None)]
+    res = join_sessions(steps_frame(steps), calls_frame(calls), max_offset_s=0)
+    assert res.assignments() == {f"s{i:02d}": f"t{i:02d}" for i in range(n)}
+    assert len(set(res.assignments().values())) == n
+    assert (res.sessions.agreed == 2).all()
