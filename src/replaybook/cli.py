@@ -137,9 +137,10 @@ def join_cmd(transcripts, calls, window, min_agreed, max_offset, fmt) -> None:
 def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     """Render the review report of INCIDENT (an incident.yaml or its folder) to self-contained HTML."""
     from .incident import Incident
-    from .report.render import render_report
 
     Incident.load(incident)  # validate the manifest and inputs before starting a kernel
+    from .report.render import render_report
+
     paths = render_report(incident, out_dir, timeout=timeout)
     click.echo(str(paths.html))
 

@@ -1,0 +1,46 @@
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from replaybook.cli import main
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_join_prints_the_expected_assignment(capsys):
+    rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
+               "--calls", str(FIX / "join_trap" / "door"), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    expected = json.loads((FIX / "join_trap" / "expected.json").read_text())
+    assert rc == 0
+    assert out["assignments"] == expected["assignments"]
+    assert out["unmatched_transcripts"] == expected["unmatched_transcripts"]
+
+
+def test_load_calls_jsonl_and_parquet(tmp_path, capsys):
+    rc = main(["load", "calls", str(FIX / "join_trap" / "door")])
+    cap = capsys.readouterr()
+    rows = [json.loads(x) for x in cap.out.splitlines()]
+    assert rc == 0 and len(rows) == 8
+    assert rows[0]["ts"].startswith("2026-09-13T10:00:05.600") and rows[0]["arguments"] == '{"path":"demo/"}'
+    assert "calls: 8 rows from 2 files" in cap.err and "quarantine: 0 lines" in cap.err
+    out = tmp_path / "steps.parquet"
+    assert main(["load", "steps", str(FIX / "join_trap" / "transcripts"), "--format", "parquet", "--out", str(out)]) == 0
+    df = pd.read_parquet(out)
+    assert (df.kind == "tool_call").sum() == 9
+
+
+def test_exit_codes_and_messages_name_file_and_line(tmp_path, capsys):
+    assert main(["load", "calls", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["load", "calls", str(FIX / "join_trap" / "door"), "--format", "parquet"]) == 2
+    assert "--out" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"ts": "2026-09-13T10:00:00Z", "session": "s", "tool": "t", "decision": "allow"}\n[1]\n')
+    assert main(["load", "calls", str(bad)]) == 0
+    assert f"{bad}:2: [invalid] not a JSON object" in capsys.readouterr().err
+    (tmp_path / "incident.yaml").write_text("title: x\n")
+    assert main(["report", str(tmp_path / "incident.yaml"), "--out", str(tmp_path / "r")]) == 2
+    assert "incident.yaml" in capsys.readouterr().err
+    assert main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
+                 "--calls", str(FIX / "join_trap" / "door"), "--window", "-1"]) == 2

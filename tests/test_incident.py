@@ -1,0 +1,45 @@
+from pathlib import Path
+
+import pytest
+
+import replaybook
+from replaybook.errors import ManifestError
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "data" / "demo" / "incident.yaml"
+
+
+def test_demo_incident_loads_and_joins():
+    inc = replaybook.Incident.load(DEMO)
+    assert inc.title.startswith("Demo:")
+    assert inc.data_root == (ROOT / "data" / "demo" / "data").resolve()
+    assert inc.window_s == 60.0
+    assert len(inc.calls) == 9 and (inc.calls.decision == "deny").sum() == 1
+    assert (inc.steps.kind == "tool_call").sum() == 10  # 5 + 4 door calls + 1 built-in Read
+    assert inc.quarantine.empty
+    assert {i["format"] for i in inc.inputs} == {"claude-code", "door"}
+    assert len(inc.inputs) == 5 and all(len(i["sha256"]) == 64 for i in inc.inputs)
+    res = inc.join
+    sess = res.sessions.set_index("door_session")
+    assert list(sess.status) == ["matched", "matched"]
+    assert sess.agreed.tolist() == [5, 4]
+    # the second session (50 s later, same first three calls) gets its own transcript
+    assert sess.transcript_id.nunique() == 2
+    assert len(res.unmatched_transcripts) == 1
+    # door clock: 400 ms skew + 350 ms dispatch
+    assert res.offset_ms == pytest.approx(750.0)
+
+
+def test_manifest_errors_name_the_field(tmp_path):
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: []\n")
+    with pytest.raises(ManifestError, match="'door' is a required property"):
+        replaybook.Incident.load(tmp_path)
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: [t/*.jsonl]\ndoor: [d/]\n")
+    with pytest.raises(ManifestError, match="matches no file"):
+        replaybook.Incident.load(tmp_path)
+    (tmp_path / "incident.yaml").write_text("title: [unclosed\n")
+    with pytest.raises(ManifestError, match="not valid YAML") as e:
+        replaybook.Incident.load(tmp_path / "incident.yaml")
+    assert e.value.path.endswith("incident.yaml")
+    with pytest.raises(ManifestError, match="cannot read"):
+        replaybook.Incident.load(tmp_path / "missing.yaml")
