@@ -96,8 +96,10 @@ class FrameSpec:
         """A frame with no rows and every column at its dtype."""
         return self.build([])
 
-    def build(self, rows: Iterable[Mapping] | pd.DataFrame) -> pd.DataFrame:
-        """Build a frame from row dicts (missing keys become NA, extra keys are an error).
+    def build(self, rows: Iterable[Mapping] | Mapping[str, list] | pd.DataFrame) -> pd.DataFrame:
+        """Build a frame from row dicts, a dict of equal-length column lists, or a DataFrame.
+
+        Missing columns become NA; a column that is not in the spec is an error.
 
         Timestamps may be given as ``pandas.Timestamp``, ``datetime`` or ISO 8601 strings; they
         are converted to UTC.  Returns a DataFrame with exactly :attr:`names`, at
@@ -106,7 +108,13 @@ class FrameSpec:
         Raises:
             FrameError: a row has a key that is not a column, or a value cannot take its dtype.
         """
-        df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(list(rows))
+        if isinstance(rows, pd.DataFrame):
+            df = rows
+        elif isinstance(rows, Mapping):
+            df = pd.DataFrame({k: (v.reset_index(drop=True) if isinstance(v, pd.Series)
+                                   else pd.Series(v, dtype="object")) for k, v in rows.items()})
+        else:
+            df = pd.DataFrame.from_records(list(rows))
         extra = set(df.columns) - set(self.names)
         if extra:
             raise FrameError(f"{self.name}: unknown columns {sorted(extra)}")

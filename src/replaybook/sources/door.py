@@ -52,28 +52,35 @@ def _validator() -> jsonschema.protocols.Validator:
     return cls(door_schema(), format_checker=cls.FORMAT_CHECKER)
 
 
+_STR_OR_NONE = (str, type(None))
+_INT_OR_NONE = (int, type(None))
+_KNOWN_FAST = frozenset({"ts", "ts_end", "seq", "session", "agent", "server", "tool", "arguments",
+                         "object", "decision", "rule", "rows", "bytes", "meta", "error"})
+
+
 def _quick_ok(o: dict) -> bool:
-    """Fast path: True when a line is certainly valid (common shape); otherwise run the schema."""
+    """Fast path: True when a line is certainly valid (the common shape); else run the schema."""
+    if not _KNOWN_FAST.issuperset(o):
+        return False
     t = o.get("ts")
-    return (
-        type(t) is str
-        and len(t) >= 20
-        and t[4] == "-"
-        and t[10] == "T"
-        and type(o.get("session")) is str
-        and o["session"] != ""
-        and type(o.get("tool")) is str
-        and o["tool"] != ""
-        and o.get("decision") in ("allow", "deny", "ask")
-        and type(o.get("seq", 0)) is int
-        and type(o.get("arguments") or {}) is dict
-        and type(o.get("meta") or {}) is dict
-        and all(type(o.get(k)) in (int, type(None)) and (o.get(k) or 0) >= 0 for k in ("rows", "bytes"))
-        and all(type(o.get(k)) in (str, type(None)) for k in ("agent", "server", "object", "rule", "error", "ts_end"))
-        and "v" not in o
-        and "response_digest" not in o
-        and "duration_ms" not in o
-    )
+    if type(t) is not str or len(t) < 20 or t[4] != "-" or t[10] != "T":
+        return False
+    if o.get("decision") not in ("allow", "deny", "ask"):
+        return False
+    s, tool = o.get("session"), o.get("tool")
+    if type(s) is not str or not s or type(tool) is not str or not tool:
+        return False
+    if type(o.get("seq", 0)) is not int or type(o.get("arguments") or {}) is not dict:
+        return False
+    if type(o.get("meta") or {}) is not dict:
+        return False
+    r, b = o.get("rows"), o.get("bytes")
+    if type(r) not in _INT_OR_NONE or type(b) not in _INT_OR_NONE or (r or 0) < 0 or (b or 0) < 0:
+        return False
+    for k in ("agent", "server", "object", "rule", "error", "ts_end"):
+        if type(o.get(k)) not in _STR_OR_NONE:
+            return False
+    return True
 
 
 def _schema_error(o: object) -> str | None:
@@ -131,9 +138,10 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be read (gzip corrupt, permission).
     """
-    rows: list[dict] = []
+    cols: dict[str, list] = {c: [] for c in CALLS.names}
     quarantine: list[dict] = []
     inputs: list[dict] = []
+    key_cache: dict[bytes, str] = {}
     for path in expand_paths(paths):
         try:
             raw_size = path.stat().st_size
@@ -158,42 +166,44 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     quarantine.append(quarantine_row(path, line, LOADER, err))
                     continue
             args = o.get("arguments")
-            meta = o.get("meta")
-            rows.append({
-                "door_session": o["session"],
-                "agent": o.get("agent") or default_agent,
-                "seq": o.get("seq"),
-                "ts": o["ts"],
-                "ts_end": o.get("ts_end"),
-                "duration_ms": o.get("duration_ms"),
-                "server": o.get("server"),
-                "tool": o["tool"],
-                "arguments": args if args is not None else {},
-                "args_key": canonical_args(args),
-                "object": o.get("object"),
-                "decision": o["decision"],
-                "rule": o.get("rule"),
-                "rows": o.get("rows"),
-                "bytes": o.get("bytes"),
-                "meta_call_id": _meta_call_id(meta),
-                "error": o.get("error"),
-                "response_digest": o.get("response_digest"),
-                "source_file": spath,
-                "line_no": line.line_no,
-            })
-    if rows:
-        ts = to_utc([r["ts"] for r in rows])
-        te = to_utc([r["ts_end"] for r in rows])
-        bad = ts.isna().to_numpy() | (te.isna().to_numpy() & pd.notna(pd.Series([r["ts_end"] for r in rows], dtype=object)).to_numpy())
-        for r, t, e, b in zip(rows, ts, te, bad):
-            r["ts"], r["ts_end"] = t, e
-        if bad.any():
-            for r in [r for r, b in zip(rows, bad) if b]:
-                quarantine.append(quarantine_row(r["source_file"], None, LOADER,
-                                                 "ts or ts_end is not an RFC 3339 date-time",
-                                                 line_no=r["line_no"]))
-            rows = [r for r, b in zip(rows, bad) if not b]
-    frame = CALLS.build(rows)
+            if args is None:
+                args = {}
+            # canonical keys are cached by the arguments' compact JSON: logs repeat arguments a lot
+            kb = orjson.dumps(args)
+            key = key_cache.get(kb)
+            if key is None:
+                key = key_cache[kb] = canonical_args(args)
+            cols["door_session"].append(o["session"])
+            cols["agent"].append(o.get("agent") or default_agent)
+            cols["seq"].append(o.get("seq"))
+            cols["ts"].append(o["ts"])
+            cols["ts_end"].append(o.get("ts_end"))
+            cols["duration_ms"].append(o.get("duration_ms"))
+            cols["server"].append(o.get("server"))
+            cols["tool"].append(o["tool"])
+            cols["arguments"].append(args)
+            cols["args_key"].append(key)
+            cols["object"].append(o.get("object"))
+            cols["decision"].append(o["decision"])
+            cols["rule"].append(o.get("rule"))
+            cols["rows"].append(o.get("rows"))
+            cols["bytes"].append(o.get("bytes"))
+            cols["meta_call_id"].append(_meta_call_id(o.get("meta")))
+            cols["error"].append(o.get("error"))
+            cols["response_digest"].append(o.get("response_digest"))
+            cols["source_file"].append(spath)
+            cols["line_no"].append(line.line_no)
+    ts = to_utc(cols["ts"])
+    te = to_utc(cols["ts_end"])
+    te_given = pd.Series(cols["ts_end"], dtype="object").notna().to_numpy()
+    bad = ts.isna().to_numpy() | (te.isna().to_numpy() & te_given)
+    cols["ts"], cols["ts_end"] = ts, te
+    frame = CALLS.build(cols)
+    if bad.any():
+        for f, n in zip(frame.loc[bad, "source_file"], frame.loc[bad, "line_no"]):
+            quarantine.append(quarantine_row(f, None, LOADER, "ts or ts_end is not an RFC 3339 date-time",
+                                             line_no=int(n)))
+        frame = frame[~bad].reset_index(drop=True)
     if len(frame):
         missing = frame["duration_ms"].isna() & frame["ts_end"].notna()
         frame.loc[missing, "duration_ms"] = (
