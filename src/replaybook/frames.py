@@ -34,6 +34,9 @@ __all__ = [
     "QUARANTINE",
     "PAIRS",
     "SESSIONS",
+    "ACCESS",
+    "ACCESS_ACTIONS",
+    "ACCESS_OUTCOMES",
     "STEP_KINDS",
     "JOIN_STATUSES",
     "DECISIONS",
@@ -54,6 +57,12 @@ STEP_KINDS = (
 
 #: Values of ``sessions.status`` (the join's verdict per door session).
 JOIN_STATUSES = ("matched", "ambiguous", "unmatched")
+
+#: Values of ``access.action``.
+ACCESS_ACTIONS = ("read", "list", "head", "write", "delete", "other")
+
+#: Values of ``access.outcome``.
+ACCESS_OUTCOMES = ("allowed", "denied", "error")
 
 #: Values of ``calls.decision``.
 DECISIONS = ("allow", "deny", "ask")
@@ -295,6 +304,33 @@ SESSIONS = FrameSpec(
         ("method", "string", "`meta_id`, `content`, or `meta_id+content`: what the agreement rests on"),
     ),
     "One row per door session with the join's verdict: which transcript, how sure, what is left over.",
+)
+
+ACCESS = FrameSpec(
+    "access",
+    _cols(
+        ("ts", UTC, "when the storage service says the request happened, UTC (see time_kind)"),
+        ("time_kind", "string", "what ts means: `received` (S3 server access log), `completed` "
+                                "(CloudTrail eventTime), `event` (GCP/Azure timestamp)"),
+        ("source", "string", "aws.cloudtrail, aws.s3_access, gcp.audit, azure.storage"),
+        ("principal", "string", "who made the request (ARN, service account, object id)"),
+        ("principal_type", "string", "role, user, service, anonymous, … as the source says"),
+        ("action", "string", "one of ACCESS_ACTIONS"),
+        ("action_raw", "string", "the source's own operation name (GetObject, storage.objects.get …)"),
+        ("resource_uri", "string", "s3://bucket/key, gs://bucket/key, az://account/container/blob"),
+        ("outcome", "string", "one of ACCESS_OUTCOMES"),
+        ("error_code", "string", "the source's error code (AccessDenied, 7 …), if any"),
+        ("bytes", "Int64", "bytes sent to the requester"),
+        ("rows", "Int64", "items listed / rows returned, where the source says"),
+        ("request_id", "string", "the source's request id"),
+        ("user_agent", "string", "the client's user agent"),
+        ("correlation", "string", "a correlation token the door propagated (role session name, "
+                                  "source identity, custom audit field, client request id)"),
+        ("raw", "object", "the source record as parsed (dict), for drill-down"),
+        ("source_file", "string", "path of the log file"),
+        ("line_no", "Int64", "1-based line (or record index for whole-file JSON) in source_file"),
+    ),
+    "One row per cloud storage request from the cloud's own access logs.",
 )
 
 

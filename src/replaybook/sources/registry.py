@@ -93,6 +93,20 @@ def sniff_file(path: str | Path) -> tuple[Source | None, float]:
     return best, score
 
 
+_LOADED = False
+
+
 def _load_builtin() -> None:
-    # Importing the modules registers them.
-    from . import claude_code, door  # noqa: F401
+    """Import every module of this package once; each registers its source on import."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import importlib
+    import pkgutil
+
+    from .. import sources
+
+    for mod in pkgutil.iter_modules(sources.__path__):
+        if not mod.name.startswith("_") and mod.name != "registry":
+            importlib.import_module(f"{sources.__name__}.{mod.name}")
