@@ -18,6 +18,7 @@ from .errors import (FormatError, FrameError, InputError, JoinError, ManifestErr
 from .frames import CALLS, PAIRS, QUARANTINE, SESSIONS, STEPS, LoadResult
 from .incident import Incident
 from .join import JoinResult, join_sessions
+from .sources.claude_code import load_claude_code
 from .sources.door import load_door
 
 __version__ = "0.1.0"
@@ -45,11 +46,3 @@ __all__ = [
     "__version__",
 ]
 
-
-def __getattr__(name: str):
-    # The Claude Code loader is imported lazily so a broken optional source never blocks import.
-    if name == "load_claude_code":
-        from .sources.claude_code import load_claude_code
-
-        return load_claude_code
-    raise AttributeError(name)

@@ -1,0 +1,44 @@
+"""Shared test fixtures.
+
+``shared_dir`` / ``real_dir`` / ``cases_dir`` point at the read-only evidence folder
+``../shared`` beside the repository.  When it is absent the tests that need it are skipped —
+unless ``REPLAYBOOK_REQUIRE_SHARED=1`` is set (CI), in which case they fail.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = REPO_ROOT.parent / "shared"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _require(path: Path) -> Path:
+    if path.is_dir():
+        return path
+    msg = f"{path} not found (the read-only evidence folder ../shared beside the repository)"
+    if os.environ.get("REPLAYBOOK_REQUIRE_SHARED") == "1":
+        pytest.fail(msg + "; REPLAYBOOK_REQUIRE_SHARED=1 forbids skipping", pytrace=False)
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``../shared`` (skip if absent; fail if REPLAYBOOK_REQUIRE_SHARED=1)."""
+    return _require(SHARED)
+
+
+@pytest.fixture(scope="session")
+def real_dir(shared_dir: Path) -> Path:
+    """``../shared/real``: real public sample files (never copied into the repo)."""
+    return _require(shared_dir / "real")
+
+
+@pytest.fixture(scope="session")
+def cases_dir(shared_dir: Path) -> Path:
+    """``../shared/cases``: small breaking inputs with their ``expected.json``."""
+    return _require(shared_dir / "cases")

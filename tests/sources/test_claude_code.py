@@ -1,0 +1,539 @@
+"""Claude Code transcript loader → ``steps`` frame.
+
+Case fixtures under ``tests/fixtures/claude_code/claude-*`` are copies of ``../shared/cases``
+(with their ``expected.json``); the other fixture folders are ours, modelled on real shapes.
+Edge cases that need big or binary inputs are written to ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook._text import TEXT_LIMIT
+from replaybook.errors import InputError
+from replaybook.frames import QUARANTINE, STEPS, STEP_KINDS
+from replaybook.sources import claude_code as cc
+from replaybook.sources.claude_code import load_claude_code, sniff, split_mcp_name
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "claude_code"
+CASES = sorted(p.name for p in FIX.glob("claude-*"))
+
+
+def expected(case: str) -> dict:
+    return json.loads((FIX / case / "expected.json").read_text("utf-8"))
+
+
+def kinds(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    return frame[frame["kind"] == kind]
+
+
+def line(**kw) -> dict:
+    """A user/assistant line with the usual envelope."""
+    d = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/p",
+         "sessionId": "ffffffff-0000-4000-8000-ffffffffffff", "version": "2.0.55",
+         "timestamp": "2026-09-13T10:00:00.000Z"}
+    d.update(kw)
+    return d
+
+
+def user(uuid: str, content, **kw) -> dict:
+    return line(type="user", uuid=uuid, message={"role": "user", "content": content}, **kw)
+
+
+def assistant(uuid: str, mid: str, rid: str, content: list, usage: dict | None = None, **kw) -> dict:
+    msg = {"model": "claude-sonnet-4-5", "id": mid, "type": "message", "role": "assistant",
+           "content": content}
+    if usage is not None:
+        msg["usage"] = usage
+    return line(type="assistant", uuid=uuid, requestId=rid, message=msg, **kw)
+
+
+def write_jsonl(path: Path, items: list) -> Path:
+    """Write items (dicts → JSON, bytes/str verbatim) one per line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        for it in items:
+            if isinstance(it, bytes):
+                fh.write(it)
+            elif isinstance(it, str):
+                fh.write(it.encode("utf-8"))
+            else:
+                fh.write(json.dumps(it).encode("utf-8"))
+            fh.write(b"\n")
+    return path
+
+
+# --------------------------------------------------------------------------- the five cases
+
+def test_case_fixtures_are_all_here():
+    assert CASES == ["claude-damaged-lines", "claude-resumed-session", "claude-streaming-split",
+                     "claude-tool-result-shapes", "claude-unknown-line-types"]
+
+
+def test_case_damaged_lines(tmp_path):
+    exp = expected("claude-damaged-lines")
+    res = load_claude_code(FIX / "claude-damaged-lines")
+    f, q = res.frame, res.quarantine
+    assert len(kinds(f, "tool_call")) == exp["tool_calls"] == 2
+    assert res.invalid["line_no"].tolist() == exp["quarantined_line_numbers"] == [4, 5, 6]
+    assert (len(res.pending) == 1) is exp["pending_last_line"] is True
+    assert res.pending["line_no"].tolist() == [9]
+    assert q["loader"].eq("claude-code").all()
+    assert q["source_file"].str.endswith("77777777-1111-4111-8111-777777777777.jsonl").all()
+    assert res.invalid["error"].tolist()[1] == "not a JSON object (str)"
+    assert res.invalid["byte_offset"].tolist() == [1562, 2304, 2320]
+    # the damaged line 4 is re-written intact as line 7 (same uuid): counted once
+    assert kinds(f, "model_request")["line_no"].tolist() == [2, 7]
+    assert f.loc[f["kind"] != "tool_call", "uuid"].dropna().is_unique  # tool_call rows share their line's uuid
+    # lone surrogates (\udcb2\udcb3) become U+FFFD; the frame writes to Parquet and HTML
+    first = f[(f["kind"] == "tool_call") & (f["call_id"] == "toolu_9419e057c57a528c8ff")].iloc[0]
+    assert first["result_text"] == "bytes: \ufffd\ufffd end"
+    assert kinds(f, "tool_call")["result_text"].tolist()[1] == "fine"
+    f.to_parquet(tmp_path / "steps.parquet")
+    assert len(pd.read_parquet(tmp_path / "steps.parquet")) == len(f)
+    f.to_html().encode("utf-8")
+    q.to_parquet(tmp_path / "q.parquet")
+    q.to_html().encode("utf-8")
+
+
+def test_case_resumed_session():
+    exp = expected("claude-resumed-session")
+    res = load_claude_code(FIX / "claude-resumed-session")
+    f = res.frame
+    calls = kinds(f, "tool_call")
+    assert calls["call_id"].nunique() == len(calls) == exp["distinct_tool_calls"] == 2
+    assert len(kinds(f, "user_prompt")) == exp["user_prompts"] == 2
+    assert len(kinds(f, "tool_result")) == 2
+    assert f.loc[f["kind"] != "tool_call", "uuid"].is_unique
+    # the first file keeps its three lines; the resumed file's three copies are skipped
+    assert [i["duplicates"] for i in res.inputs] == [0, 3]
+    assert calls["transcript_id"].tolist() == ["88888888-2222-4222-8222-888888888888",
+                                               "99999999-3333-4333-8333-999999999999"]
+    # seq restarts per transcript and is 0-based
+    assert f.groupby("transcript_id")["seq"].min().tolist() == [0, 0]
+    # whichever order the files are given in, the copies count once
+    files = sorted((FIX / "claude-resumed-session").glob("*.jsonl"), reverse=True)
+    rev = load_claude_code(files).frame
+    assert len(kinds(rev, "tool_call")) == 2 and len(kinds(rev, "user_prompt")) == 2
+
+
+def test_case_streaming_split():
+    exp = expected("claude-streaming-split")
+    f = load_claude_code(FIX / "claude-streaming-split").frame
+    calls = kinds(f, "tool_call")
+    reqs = kinds(f, "model_request")
+    assert len(calls) == exp["tool_calls"] == 3
+    assert len(reqs) == exp["model_requests"] == 2
+    assert calls["call_id"].tolist() == exp["tool_call_ids_in_order"]
+    by_call = dict(zip(calls["call_id"], calls["result_text"]))
+    for cid, text in exp["result_text_by_call"].items():
+        assert by_call[cid] == text
+    split = reqs[reqs["message_id"] == "msg_01SPLITSPLITSPLIT"].iloc[0]
+    assert split["output_tokens"] == exp["output_tokens_of_split_request"] == 88  # last copy, not 2+40+61+88
+    assert split["input_tokens"] == 5
+    assert split["request_id"] == "req_01SPLITSPLIT"
+    assert split["text"] == "I'll look at two files."
+    assert split["line_no"] == 2 and split["uuid"] == "a661e187-9b09-5c8c-a7c9-fec59f285e5c"
+    assert split["model"] == "claude-sonnet-4-5"
+    # results arrive out of order (split_2 first) and still pair by id
+    assert kinds(f, "tool_result")["call_id"].tolist()[:2] == ["toolu_split_2", "toolu_split_1"]
+    rts = dict(zip(calls["call_id"], calls["result_ts"]))
+    assert rts["toolu_split_1"] == pd.Timestamp("2026-09-13T10:00:03.200Z")
+    assert rts["toolu_split_2"] == pd.Timestamp("2026-09-13T10:00:03.000Z")
+    assert calls["server"].tolist() == ["door"] * 3
+    assert calls["tool"].tolist() == ["describe", "describe", "query"]
+    assert calls["args_key"].tolist()[2] == '{"path":"demo/a.parquet","sql":"SELECT 1"}'
+    assert f["seq"].tolist() == list(range(len(f)))
+
+
+def test_case_tool_result_shapes():
+    exp = expected("claude-tool-result-shapes")
+    f = load_claude_code(FIX / "claude-tool-result-shapes").frame
+    calls = kinds(f, "tool_call").set_index("call_id")
+    results = kinds(f, "tool_result").set_index("call_id")
+    for cid, want in exp["results"].items():
+        assert calls.loc[cid, "result_text"] == want["text"]
+        assert bool(calls.loc[cid, "is_error"]) is want["is_error"]
+        assert results.loc[cid, "text"] == want["text"]
+        assert bool(results.loc[cid, "is_error"]) is want["is_error"]
+        if "images" in want:
+            assert calls.loc[cid, "images"] == want["images"] == 1
+            assert results.loc[cid, "images"] == 1
+    assert calls.loc["toolu_e54eaee5f6785e1da8c", "images"] == 0
+    assert results.loc["toolu_9e95163677405609b51", "tool_raw"] == "mcp__door__render_chart"
+
+
+def test_case_unknown_line_types():
+    exp = expected("claude-unknown-line-types")
+    path = FIX / "claude-unknown-line-types" / "session.jsonl"
+    from replaybook.sources import registry
+
+    src, score = registry.sniff_file(path)
+    assert src is not None and src.name == exp["format"] == "claude-code"
+    assert score >= 0.85
+    res = load_claude_code(path)
+    f = res.frame
+    assert len(kinds(f, "tool_call")) == exp["tool_calls"] == 2
+    assert len(res.quarantine) == exp["quarantined_lines"] == 0
+    # every one of the 15 lines is a row (assistant lines carry one tool_call each as well)
+    assert len(f) == 15
+    other = kinds(f, "other")
+    assert other["line_type"].tolist() == ["queue-operation", "file-history-snapshot",
+                                           "file-history-snapshot", "file-history-snapshot",
+                                           "atis-latch", "mode", "last-prompt"]
+    assert other["line_no"].tolist() == [1, 2, 3, 4, 7, 8, 10]
+    sysrow = kinds(f, "system").iloc[0]
+    assert sysrow["line_type"] == "system/turn_duration" and sysrow["line_no"] == 11
+    # lines without a timestamp have NaT, the rest are UTC
+    assert str(f["ts"].dtype) == "datetime64[ns, UTC]"
+    assert f.loc[f["line_type"].isin(["atis-latch", "mode", "last-prompt"]), "ts"].isna().all()
+    assert f.loc[f["line_no"] == 1, "ts"].iloc[0] == pd.Timestamp("2026-09-13T10:00:00Z")
+    assert f["client_version"].dropna().unique().tolist() == ["2.1.152"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_cases_frame_shape(case):
+    """Every case: exact STEPS columns/dtypes, seq 0-based per transcript, provenance on every row."""
+    res = load_claude_code(FIX / case)
+    f = res.frame
+    STEPS.validate(f)
+    QUARANTINE.validate(res.quarantine)
+    assert set(f["kind"]) <= set(STEP_KINDS)
+    assert f["source_file"].notna().all() and f["line_no"].notna().all()
+    assert (f["line_no"] >= 1).all()
+    assert f["client"].eq("claude-code").all()
+    for _, g in f.groupby("transcript_id"):
+        assert g["seq"].tolist() == list(range(len(g)))
+    assert [i["format"] for i in res.inputs] == ["claude-code"] * len(res.inputs)
+
+
+# --------------------------------------------------------------------------- sub-agents
+
+def test_sidechain_inline():
+    f = load_claude_code(FIX / "sidechain-inline").frame
+    by_line = f.groupby("line_no")["agent_id"].first()
+    assert by_line.loc[[1, 2, 8, 9]].isna().all()
+    assert by_line.loc[[3, 4, 5]].tolist() == ["sidechain"] * 3   # isSidechain, no agentId
+    assert by_line.loc[[6, 7]].tolist() == ["inl7", "inl7"]       # isSidechain with agentId
+    assert by_line.loc[10] is pd.NA                               # the summary line
+    prompts = kinds(f, "user_prompt")
+    assert prompts["text"].tolist() == ["Find the config", "Search for config files", "Check the README too"]
+    task = kinds(f, "tool_call").set_index("call_id").loc["toolu_inl_task"]
+    assert task["tool"] == "Task" and task["server"] is pd.NA
+    assert task["result_text"] == "Found config.yaml\nDone."
+    assert task["arguments"] == {"description": "find config", "prompt": "Search for config files"}
+    sysrow = kinds(f, "system").iloc[0]
+    assert sysrow["line_type"] == "system" and sysrow["text"] == "Running PostToolUse:Task..."
+    summ = kinds(f, "summary").iloc[0]
+    assert summ["text"] == "Config search" and pd.isna(summ["ts"]) and summ["line_no"] == 10
+    assert kinds(f, "model_request").set_index("line_no").loc[7, "text"] == "README mentions config.yaml"
+    assert f["client_version"].dropna().unique().tolist() == ["1.0.51"]
+
+
+def test_subagents_folder_layout():
+    root = FIX / "subagents-layout"
+    res = load_claude_code(root)
+    f = res.frame
+    main = "cccccccc-6666-4666-8666-cccccccccccc"
+    assert sorted(f["transcript_id"].unique()) == [
+        "agent-a000000000000000b", "agent-a5f0c1d2e3b4a5968", main]
+    ag = f.groupby("transcript_id")["agent_id"].unique()
+    assert f.loc[f["transcript_id"] == main, "agent_id"].isna().all()
+    assert list(ag["agent-a5f0c1d2e3b4a5968"]) == ["a5f0c1d2e3b4a5968"]   # from the lines' agentId
+    assert list(ag["agent-a000000000000000b"]) == ["a000000000000000b"]   # from the file name
+    # .meta.json files are not transcripts; a good one is read, a broken one is ignored
+    assert len(res.inputs) == 3 and not any(i["path"].endswith(".meta.json") for i in res.inputs)
+    meta = {Path(i["path"]).name: i.get("agent_meta") for i in res.inputs}
+    assert meta["agent-a5f0c1d2e3b4a5968.jsonl"] == {"agentType": "general-purpose", "description": "Read the log"}
+    assert meta["agent-a000000000000000b.jsonl"] is None
+    assert len(res.quarantine) == 0
+    # the sub-agent's MCP call is paired with its result in the sub-agent file
+    sub = kinds(f, "tool_call").set_index("call_id").loc["toolu_sub_read"]
+    assert (sub["server"], sub["tool"], sub["agent_id"]) == ("door", "read_object", "a5f0c1d2e3b4a5968")
+    assert sub["result_text"] == "ERROR a\nERROR b\nERROR c"
+    assert sub["result_ts"] == pd.Timestamp("2026-09-13T11:00:04Z")
+    assert sub["client_session_id"] == main
+    # bookkeeping lines of 2.1.x are kept as `other`
+    assert kinds(f, "other")["line_type"].tolist() == ["queue-operation", "attachment", "permission-mode"]
+    # the Bash call of the second sub-agent has no result: NA, not an error
+    bash = kinds(f, "tool_call").set_index("call_id").loc["toolu_sub_bash"]
+    assert pd.isna(bash["result_ts"]) and bash["is_error"] is pd.NA and bash["result_text"] is pd.NA
+    # a .meta.json given explicitly is not loaded as a transcript
+    metafile = next(root.rglob("agent-a5f0c1d2e3b4a5968.meta.json"))
+    assert len(load_claude_code([metafile]).frame) == 0
+
+
+def test_flat_agent_files():
+    f = load_claude_code(FIX / "flat-agent").frame
+    agent = f[f["transcript_id"] == "agent-3f2a9c1b"]
+    assert agent["kind"].tolist() == ["user_prompt", "model_request", "tool_call", "tool_result"]
+    assert agent["agent_id"].eq("3f2a9c1b").all()
+    assert f.loc[f["transcript_id"] != "agent-3f2a9c1b", "agent_id"].isna().all()
+    ls = kinds(f, "tool_call").set_index("call_id").loc["toolu_flat_ls"]
+    assert ls["result_text"] == "a.py\nb.py\nc.py"      # toolUseResult was a list: tolerated
+    # files load in sorted path order: agent-3f2a9c1b.jsonl sorts before dddddddd-….jsonl
+    assert kinds(f, "tool_call")["call_id"].tolist() == ["toolu_flat_ls", "toolu_flat_task"]
+
+
+# --------------------------------------------------------------------------- MCP names
+
+@pytest.mark.parametrize("name, want", [
+    ("mcp__door__read_object", ("door", "read_object")),
+    ("mcp__plugin_github_github__create_issue", ("github", "create_issue")),
+    ("mcp__plugin_my_srv_my_srv__go", ("my_srv", "go")),               # X_X: plugin == server
+    ("mcp__plugin_claude-mem_mcp-search__search", ("mcp-search", "search")),  # first "_" splits
+    ("mcp__plugin_pw_browser_tools__click", ("browser_tools", "click")),
+    ("mcp__plugin_solo__x", ("plugin_solo", "x")),                     # not a plugin name
+    ("mcp__my_server__do__thing", ("my_server", "do__thing")),         # first "__" splits
+    ("mcp__claude_ai_Gmail__search", ("claude_ai_Gmail", "search")),
+    ("Read", (None, "Read")),
+    ("Bash", (None, "Bash")),
+    ("Task", (None, "Task")),
+    ("mcp__onlyserver", (None, "mcp__onlyserver")),
+    ("mcp__srv__", (None, "mcp__srv__")),
+    (None, (None, None)),
+])
+def test_split_mcp_name(name, want):
+    assert split_mcp_name(name) == want
+
+
+def test_mcp_names_in_frame_and_five_line_split():
+    f = load_claude_code(FIX / "mcp-names").frame
+    calls = kinds(f, "tool_call")
+    assert calls["tool_raw"].tolist() == [
+        "mcp__plugin_github_github__create_issue", "mcp__door__read_object", "Read",
+        "mcp__plugin_claude-mem_mcp-search__search", "mcp__my_server__do__thing"]
+    assert calls["server"].tolist() == ["github", "door", pd.NA, "mcp-search", "my_server"]
+    assert calls["tool"].tolist() == ["create_issue", "read_object", "Read", "search", "do__thing"]
+    assert calls["result_text"].tolist() == ["ok 1", "ok 2", "ok 3", "ok 4", "ok 5"]
+    assert calls["line_no"].tolist() == [2, 3, 4, 5, 6]
+    assert calls["args_key"].tolist()[-1] == "{}"
+    reqs = kinds(f, "model_request")
+    assert len(reqs) == 1
+    assert reqs.iloc[0]["output_tokens"] == 50 and reqs.iloc[0]["text"] is pd.NA
+    results = kinds(f, "tool_result")
+    assert results["server"].tolist() == ["github", "door", pd.NA, "mcp-search", "my_server"]
+
+
+# --------------------------------------------------------------------------- merging & pairing
+
+def test_split_stream_non_consecutive_and_usage_from_last_copy(tmp_path):
+    p = write_jsonl(tmp_path / "s.jsonl", [
+        user("u1", "go"),
+        assistant("a1", "msg_A", "req_A", [{"type": "text", "text": "part one"}], {"input_tokens": 3, "output_tokens": 10}),
+        assistant("b1", "msg_B", "req_B", [{"type": "text", "text": "other request"}], {"input_tokens": 1, "output_tokens": 2},
+                  isSidechain=True),
+        assistant("a2", "msg_A", "req_A", [{"type": "thinking", "thinking": "hmm"}]),  # no usage on this copy
+        assistant("a3", "msg_A", "req_A", [{"type": "text", "text": "part two"},
+                                            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
+                                            {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "pwd"}}],
+                  {"input_tokens": 3, "output_tokens": 30}),
+        # same message id with a different request id is a different request
+        assistant("c1", "msg_A", "req_C", [{"type": "text", "text": "retry"}], {"input_tokens": 4, "output_tokens": 5}),
+    ])
+    f = load_claude_code(p).frame
+    reqs = kinds(f, "model_request")
+    assert reqs["request_id"].tolist() == ["req_A", "req_B", "req_C"]
+    a = reqs.iloc[0]
+    assert a["text"] == "part one\npart two"
+    assert a["output_tokens"] == 30 and a["input_tokens"] == 3   # last copy with usage, not 40
+    assert a["line_no"] == 2 and a["uuid"] == "a1"
+    assert reqs.iloc[1]["agent_id"] == "sidechain"
+    calls = kinds(f, "tool_call")
+    assert calls["call_id"].tolist() == ["t1", "t2"] and calls["line_no"].tolist() == [5, 5]
+    assert calls["message_id"].tolist() == ["msg_A", "msg_A"]
+    assert f["kind"].tolist() == ["user_prompt", "model_request", "model_request", "tool_call",
+                                  "tool_call", "model_request"]
+
+
+def test_pairing_orphans_and_mixed_user_content(tmp_path):
+    p = write_jsonl(tmp_path / "p.jsonl", [
+        user("r0", [{"type": "tool_result", "tool_use_id": "late", "content": [{"type": "text", "text": "early result"}]}],
+             toolUseResult={"stdout": "x"}),
+        assistant("a1", "m1", "q1", [{"type": "tool_use", "id": "late", "name": "mcp__door__q", "input": {"n": 1.0}}]),
+        user("r1", [{"type": "tool_result", "tool_use_id": "ghost", "content": "no call", "is_error": True},
+                    {"type": "text", "text": "[Request interrupted by user]"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}],
+             toolUseResult="Error: interrupted"),
+        user("r2", [{"type": "tool_result", "tool_use_id": "late", "content": "second result"}]),
+    ])
+    f = load_claude_code(p).frame
+    call = kinds(f, "tool_call").iloc[0]
+    assert call["result_text"] == "early result"            # result before call; first result wins
+    assert call["args_key"] == '{"n":1}' and call["arguments"] == {"n": 1.0}
+    assert not pd.isna(call["is_error"]) and bool(call["is_error"]) is False
+    res = kinds(f, "tool_result")
+    assert res["call_id"].tolist() == ["late", "ghost", "late"]
+    ghost = res.iloc[1]
+    assert ghost["tool"] is pd.NA and bool(ghost["is_error"]) is True and ghost["text"] == "no call"
+    mixed = kinds(f, "user_prompt").iloc[0]
+    assert mixed["line_no"] == 3 and mixed["text"] == "[Request interrupted by user]" and mixed["images"] == 1
+
+
+def test_dedup_within_one_file_and_uuidless_lines_kept(tmp_path):
+    p = write_jsonl(tmp_path / "d.jsonl", [
+        user("same", "hello"),
+        {"type": "summary", "summary": "s", "leafUuid": "same"},
+        user("same", "hello"),
+        {"type": "summary", "summary": "s", "leafUuid": "same"},
+    ])
+    res = load_claude_code(p)
+    assert res.frame["kind"].tolist() == ["user_prompt", "summary", "summary"]
+    assert res.inputs[0]["duplicates"] == 1
+
+
+# --------------------------------------------------------------------------- damage, size, text safety
+
+def test_non_object_and_invalid_lines_quarantined(tmp_path):
+    p = write_jsonl(tmp_path / "bad.jsonl", [
+        user("u1", "ok"),
+        "[1, 2]", "42", "null", '"s"', "", "{not json", '{"type": "user"}{"type": "x"}',
+        {"no_type_here": True},
+        {"type": "brand-new-type", "uuid": "n1", "subtype": "v9"},
+    ])
+    res = load_claude_code(p)
+    assert res.invalid["line_no"].tolist() == [2, 3, 4, 5, 7, 8]
+    assert res.invalid["error"].tolist()[:4] == ["not a JSON object (list)", "not a JSON object (int)",
+                                                 "not a JSON object (NoneType)", "not a JSON object (str)"]
+    assert len(res.pending) == 0
+    f = res.frame
+    assert f["kind"].tolist() == ["user_prompt", "other", "other"]
+    assert f["line_type"].tolist() == ["user", pd.NA, "brand-new-type/v9"]
+    assert f["line_no"].tolist() == [1, 9, 10]
+
+
+def test_pending_last_line(tmp_path):
+    p = tmp_path / "pend.jsonl"
+    p.write_bytes(json.dumps(user("u1", "hi")).encode() + b"\n" + b'{"type": "assistant", "mess')
+    res = load_claude_code(p)
+    assert res.pending["line_no"].tolist() == [2] and len(res.invalid) == 0
+    assert res.pending["byte_offset"].iloc[0] == len(json.dumps(user("u1", "hi"))) + 1
+    assert len(res.frame) == 1
+
+
+def test_surrogates_and_invalid_utf8_made_safe(tmp_path):
+    good = json.dumps(assistant("a1", "m1", "q1", [
+        {"type": "tool_use", "id": "t1", "name": "mcp__door__read_object", "input": {"path\udcb2": "x\ud800y"}}]))
+    assert "\\udcb2" in good
+    bad_utf8 = json.dumps(user("u1", "caf_")).encode().replace(b"caf_", b"caf\xe9 \xff")
+    p = write_jsonl(tmp_path / "s.jsonl", [good, bad_utf8,
+                                           user("u2", [{"type": "tool_result", "tool_use_id": "t1", "content": "\udcb3"}])])
+    res = load_claude_code(p)
+    f = res.frame
+    assert len(res.quarantine) == 0
+    call = kinds(f, "tool_call").iloc[0]
+    assert call["arguments"] == {"path\ufffd": "x\ufffdy"}
+    assert call["args_key"] == '{"path\ufffd":"x\ufffdy"}'
+    assert call["result_text"] == "\ufffd"
+    assert kinds(f, "user_prompt").iloc[0]["text"] == "caf\ufffd \ufffd"
+    f.to_parquet(tmp_path / "s.parquet")
+    f.to_html().encode("utf-8")
+    for col in ("text", "result_text", "args_key"):
+        for v in f[col].dropna():
+            v.encode("utf-8")
+
+
+def test_huge_line_truncated_with_full_size(tmp_path):
+    big_text = "é" * 300_000 + "END"
+    image = "A" * 600_000
+    p = write_jsonl(tmp_path / "huge.jsonl", [
+        user("u1", [{"type": "text", "text": big_text},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": image}}]),
+        assistant("a1", "m1", "q1", [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/x"}}]),
+        user("u2", [{"type": "tool_result", "tool_use_id": "t1", "content": "x" * 50_000}]),
+    ])
+    assert p.stat().st_size > 855_000
+    f = load_claude_code(p).frame
+    prompt = kinds(f, "user_prompt").iloc[0]
+    assert prompt["text_bytes"] == len(big_text.encode("utf-8")) == 600_003
+    assert prompt["text"].startswith("éé") and len(prompt["text"]) < TEXT_LIMIT + 30
+    assert prompt["text"].endswith(f"…[+{len(big_text) - TEXT_LIMIT} chars]")
+    assert prompt["images"] == 1
+    call = kinds(f, "tool_call").iloc[0]
+    assert len(call["result_text"]) < TEXT_LIMIT + 30
+    assert kinds(f, "tool_result").iloc[0]["text_bytes"] == 50_000
+
+
+# --------------------------------------------------------------------------- files
+
+def test_read_only_inputs_unchanged(tmp_path):
+    src = FIX / "claude-streaming-split" / "66666666-ffff-4fff-8fff-666666666666.jsonl"
+    p = tmp_path / src.name
+    p.write_bytes(src.read_bytes())
+    os.chmod(p, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    before = (p.read_bytes(), p.stat().st_mtime_ns, p.stat().st_mode)
+    res = load_claude_code(p)
+    assert (p.read_bytes(), p.stat().st_mtime_ns, p.stat().st_mode) == before
+    info = res.inputs[0]
+    assert info["sha256"] == hashlib.sha256(before[0]).hexdigest()
+    assert info["bytes"] == len(before[0]) and info["lines"] == 9 and info["path"] == str(p)
+
+
+def test_gzip_and_folder_walk(tmp_path):
+    src = FIX / "claude-tool-result-shapes" / "aaaaaaaa-4444-4444-8444-aaaaaaaaaaaa.jsonl"
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / (src.name + ".gz")).write_bytes(gzip.compress(src.read_bytes()))
+    (tmp_path / "notes.txt").write_text("not a transcript")
+    res = load_claude_code(tmp_path)
+    f = res.frame
+    assert f["transcript_id"].unique().tolist() == ["aaaaaaaa-4444-4444-8444-aaaaaaaaaaaa"]
+    assert len(kinds(f, "tool_call")) == 2
+    assert len(res.inputs) == 1
+
+
+def test_missing_path_raises(tmp_path):
+    with pytest.raises(InputError, match="no such file or folder"):
+        load_claude_code(tmp_path / "nope.jsonl")
+
+
+def test_empty_input_gives_empty_frame(tmp_path):
+    res = load_claude_code([])
+    STEPS.validate(res.frame)
+    assert len(res.frame) == 0 and len(res.quarantine) == 0
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    res = load_claude_code(tmp_path / "empty.jsonl")
+    STEPS.validate(res.frame)
+    assert len(res.frame) == 0 and res.inputs[0]["lines"] == 0
+
+
+# --------------------------------------------------------------------------- sniffing & registry
+
+def test_sniff_high_for_claude_code_low_for_others():
+    for case in CASES:
+        for p in (FIX / case).glob("*.jsonl"):
+            assert sniff(p.read_bytes()) >= 0.75, p
+    # starts with 4 bookkeeping lines, still recognised with high confidence
+    assert sniff((FIX / "claude-unknown-line-types" / "session.jsonl").read_bytes()) >= 0.85
+    door = b'{"ts":"2026-09-13T10:00:00Z","seq":1,"session":"s","agent":"a","tool":"q","arguments":{},"decision":"allow"}\n' * 5
+    codex = b'{"timestamp":"2026-01-02T03:04:05Z","type":"session_meta","payload":{"id":"x"}}\n' \
+            b'{"timestamp":"2026-01-02T03:04:06Z","type":"response_item","payload":{"type":"message","role":"user"}}\n'
+    other = b'{"a": 1}\n[1,2]\nnot json\n'
+    assert sniff(door) == 0.0
+    assert sniff(codex) <= 0.1
+    assert sniff(other) == 0.0
+    assert sniff(b"") == 0.0
+    # only bookkeeping lines (a file of snapshots): moderate
+    snaps = b'{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m"},"isSnapshotUpdate":false}\n' * 3
+    assert 0.5 <= sniff(snaps) < 0.9
+    # a sample cut inside one huge line: judged by the keys in the fragment
+    big = json.dumps(user("u1", [{"type": "text", "text": "x" * 300_000}])).encode()
+    frag = big[:256 * 1024]
+    assert sniff(frag) >= 0.5
+
+
+def test_registered_in_registry():
+    from replaybook.sources import registry
+
+    src = registry.get("claude-code")
+    assert src.frame == "steps"
+    assert src.load is load_claude_code and src.sniff is sniff
+    assert "claude-code" in registry.names()
+    assert set(cc.__all__) >= {"load_claude_code", "split_mcp_name", "sniff"}
