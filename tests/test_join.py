@@ -111,3 +111,15 @@ def test_many_sessions_sharing_arguments_stay_one_to_one():
     assert res.assignments() == {f"s{i:02d}": f"t{i:02d}" for i in range(n)}
     assert len(set(res.assignments().values())) == n
     assert (res.sessions.agreed == 2).all()
+
+
+def test_calls_without_arguments_fall_back_to_tool_and_time():
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 20, "list", {"path": "x"}, None),
+                         ("t2", 40, "read", {"path": "b"}, None)])
+    calls = calls_frame([("s1", 0.5, "read", {}, None), ("s1", 20.5, "list", {"path": "x"}, None)])
+    calls.loc[0, "args_key"] = None  # this gateway logged only an argument count
+    res = join_sessions(steps, calls, max_offset_s=0)
+    row = res.sessions.iloc[0]
+    assert res.assignments() == {"s1": "t1"}
+    assert row.agreed == 2 and row.method == "content+tool_time"
+    assert sorted(res.pairs.how) == ["content", "tool_time"]

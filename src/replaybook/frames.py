@@ -275,7 +275,8 @@ PAIRS = FrameSpec(
         ("step_ts", UTC, "when the transcript wrote the tool call, UTC"),
         ("call_ts", UTC, "when the door received the call, UTC"),
         ("delta_ms", "float64", "call_ts − step_ts in milliseconds (positive: door clock later)"),
-        ("how", "string", "`meta_id` (the door logged the client's tool-use id) or `content` (tool + args + window)"),
+        ("how", "string", "`meta_id` (the door logged the client's tool-use id), `content` (tool + args + "
+                          "window) or `tool_time` (tool + window: the gateway logged no arguments)"),
     ),
     "One row per agreeing (transcript tool call, door call) pair within an assigned session.",
 )
@@ -301,7 +302,7 @@ SESSIONS = FrameSpec(
         ("offset_ms", "float64", "estimated door clock − transcript clock, median over agreeing pairs, ms"),
         ("unclaimed_calls", "Int64", "door calls no step of the assigned transcript claims"),
         ("unmatched_steps", "Int64", "tool steps of the assigned transcript with no door call"),
-        ("method", "string", "`meta_id`, `content`, or `meta_id+content`: what the agreement rests on"),
+        ("method", "string", "what the agreement rests on: `meta_id`, `content`, `tool_time` joined by `+`"),
     ),
     "One row per door session with the join's verdict: which transcript, how sure, what is left over.",
 )

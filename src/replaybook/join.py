@@ -9,7 +9,10 @@ call when
 * the tool is the same (after the client's ``mcp__<server>__`` prefix is stripped), the
   canonical arguments are equal (:func:`replaybook.canonical_args`) and the door's time, after
   subtracting the estimated clock offset, is within ``window_s`` of the step's time
-  (``how = "content"``).
+  (``how = "content"``), or
+* the gateway logged no arguments for the call (``args_key`` NA: only a count or a hash), and
+  the tool is the same within the window (``how = "tool_time"``).  This is weaker evidence —
+  the session's ``method`` says so, and the report lowers its confidence.
 
 Within one (transcript, session) pair, steps and calls with the same tool and arguments are
 paired in time order, one call per step, so a step repeated twice needs two calls to agree
@@ -227,10 +230,16 @@ def join_sessions(
     # Integer codes for transcripts, sessions and (tool, args) keys.
     t_codes, t_names = pd.factorize(ts_steps["transcript_id"].astype("object"), sort=True)
     s_codes, s_names = pd.factorize(calls["door_session"].astype("object"), sort=True)
+    # Calls whose gateway logged no arguments (args_key NA) can only agree on tool + time.
+    c_noargs = calls["args_key"].isna().to_numpy()
     key_s = ts_steps["tool"].astype("object") + "\x00" + ts_steps["args_key"].fillna("{}").astype("object")
     key_c = calls["tool"].astype("object") + "\x00" + calls["args_key"].fillna("{}").astype("object")
-    k_all, _ = pd.factorize(pd.concat([key_s, key_c], ignore_index=True))
-    k_s, k_c = k_all[: len(key_s)], k_all[len(key_s):]
+    key_s_tool = ts_steps["tool"].astype("object") + "\x00*"
+    key_c_tool = calls["tool"].astype("object") + "\x00*"
+    k_all, _ = pd.factorize(pd.concat([key_s, key_c, key_s_tool, key_c_tool], ignore_index=True))
+    n1, n2 = len(key_s), len(key_s) + len(key_c)
+    k_s, k_c = k_all[:n1], k_all[n1:n2]
+    k_s_tool, k_c_tool = k_all[n2:n2 + n1], k_all[n2 + n1:]
     s_ms, c_ms = _ms(ts_steps["ts"]), _ms(calls["ts"])
     s_ok = ts_steps["ts"].notna().to_numpy()
     c_ok = calls["ts"].notna().to_numpy()
@@ -246,7 +255,9 @@ def join_sessions(
 
     # 2. content candidates (steps/calls already matched exactly are out of the running).
     s_idx = np.flatnonzero(s_ok & ~np.isin(np.arange(len(ts_steps)), list(ex_steps)))
-    c_idx = np.flatnonzero(c_ok & ~np.isin(np.arange(len(calls)), list(ex_calls)))
+    c_free = c_ok & ~np.isin(np.arange(len(calls)), list(ex_calls))
+    c_tool_idx = np.flatnonzero(c_free & c_noargs)
+    c_idx = np.flatnonzero(c_free & ~c_noargs)
     offset = _estimate_offset(k_s[s_idx], s_ms[s_idx], k_c[c_idx], c_ms[c_idx], int(max_offset_s * 1000))
     if not exact.empty:  # exact pairs measure the offset directly
         d = c_ms[exact["ci"].to_numpy()] - s_ms[exact["si"].to_numpy()]
@@ -262,6 +273,18 @@ def join_sessions(
     })
     matched = _rank_pair(cand, window_ms) if len(cand) else cand.assign(r=0)
     matched = matched[["t", "s", "k", "si", "ci", "sms", "cms"]].assign(how="content")
+    if len(c_tool_idx):  # tool + time only, for steps not already agreeing on content
+        free_s = s_idx[~np.isin(s_idx, matched["si"].to_numpy())]
+        si2, ci2 = _candidates(k_s_tool[free_s], s_ms[free_s], k_c_tool[c_tool_idx],
+                               c_ms[c_tool_idx] - off, window_ms)
+        si2, ci2 = free_s[si2], c_tool_idx[ci2]
+        cand2 = pd.DataFrame({
+            "si": si2, "ci": ci2, "t": t_codes[si2], "s": s_codes[ci2], "k": k_s_tool[si2],
+            "sms": s_ms[si2], "cms": c_ms[ci2] - off,
+        })
+        if len(cand2):
+            m2 = _rank_pair(cand2, window_ms)[["t", "s", "k", "si", "ci", "sms", "cms"]].assign(how="tool_time")
+            matched = pd.concat([matched, m2], ignore_index=True)
     if not exact.empty:
         e = exact.assign(t=t_codes[exact["si"]], s=s_codes[exact["ci"]], k=k_s[exact["si"]],
                          sms=s_ms[exact["si"]], cms=c_ms[exact["ci"]] - off, how="meta_id")
@@ -319,7 +342,7 @@ def join_sessions(
             d = (m["cms"] + off) - m["sms"]
             off_ms = float(np.median(d)) if len(d) else None
             hows = set(m["how"])
-            method = "+".join(h for h in ("meta_id", "content") if h in hows)
+            method = "+".join(h for h in ("meta_id", "content", "tool_time") if h in hows)
             p = pd.DataFrame({
                 "door_session": s_name,
                 "transcript_id": t_name,
