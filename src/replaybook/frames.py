@@ -242,6 +242,7 @@ CALLS = FrameSpec(
         ("meta_call_id", "string", "client tool-use id from the request's `_meta` (e.g. `claudecode/toolUseId`)"),
         ("error", "string", "error text when the upstream call failed"),
         ("response_digest", "string", "sha256:<hex> of the full response, when the door kept evidence"),
+        ("object_digest", "string", "sha256:<hex> of the object as the door read it, if logged"),
         ("source_file", "string", "path of the door log file"),
         ("line_no", "Int64", "1-based line number in source_file"),
     ),

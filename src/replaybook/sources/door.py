@@ -191,6 +191,7 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             cols["meta_call_id"].append(_meta_call_id(o.get("meta")))
             cols["error"].append(o.get("error"))
             cols["response_digest"].append(o.get("response_digest"))
+            cols["object_digest"].append(o.get("object_digest"))
             cols["source_file"].append(spath)
             cols["line_no"].append(line.line_no)
     ts = to_utc(cols["ts"])

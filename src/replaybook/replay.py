@@ -1,0 +1,339 @@
+"""Replay: reopen, in order, what the agent opened — and nothing it was refused.
+
+A :class:`ReplayPlan` is the ordered list of a door session's calls, each turned into a
+:class:`ReplayStep` that knows what to open: a folder the agent listed, an object it read or
+queried.  A refused call opens nothing.  The plan is a plain object with a small state machine
+(``idle → running → finished | stopped``); the workbook's widget drives it with a timer
+(:data:`DEFAULT_STEP_MS` per step) and renders what :meth:`ReplayPlan.advance` returns.  Replay
+asks nothing of the door's rules: it only follows the log.
+
+Every path is resolved by :func:`resolve_in_root`, which refuses anything that would leave the
+incident's data root (``..``, absolute paths, symlinks pointing outside).  Previews
+(:func:`preview`) redact secret-looking values (:mod:`replaybook.redact`).  Where the door logged
+a digest of the object it read (``object_digest``) and the file on disk now hashes differently,
+the step says *changed since the run* instead of pretending to show what the agent saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+import pandas as pd
+
+from .errors import InputError, ReplaybookError
+from .redact import redact_frame, redact_text
+
+__all__ = [
+    "DEFAULT_STEP_MS",
+    "OutsideDataRoot",
+    "ReplayStep",
+    "ReplayPlan",
+    "Preview",
+    "resolve_in_root",
+    "preview",
+    "file_digest",
+]
+
+#: Time Replay spends on each step, milliseconds.
+DEFAULT_STEP_MS = 700
+
+#: Tools whose object is a folder to list; others open their object as a file.
+FOLDER_TOOLS = frozenset({"list_folder", "list_directory", "list", "ls", "list_objects", "list_dir"})
+
+_TABLE_READERS = {
+    ".csv": lambda p, n: pd.read_csv(p, nrows=n),
+    ".tsv": lambda p, n: pd.read_csv(p, sep="\t", nrows=n),
+    ".parquet": lambda p, n: pd.read_parquet(p).head(n),
+    ".json": lambda p, n: pd.read_json(p).head(n),
+    ".jsonl": lambda p, n: pd.read_json(p, lines=True, nrows=n),
+    ".xlsx": lambda p, n: pd.read_excel(p, nrows=n),
+    ".xls": lambda p, n: pd.read_excel(p, nrows=n),
+    ".sas7bdat": lambda p, n: pd.read_sas(p, format="sas7bdat", encoding="infer").head(n),
+    ".xpt": lambda p, n: pd.read_sas(p, format="xport", encoding="infer").head(n),
+    ".dta": lambda p, n: pd.read_stata(p).head(n),
+}
+
+
+class OutsideDataRoot(ReplaybookError):
+    """A path would resolve outside the incident's data root (``..``, absolute, symlink out)."""
+
+
+def resolve_in_root(data_root: str | Path, obj: str) -> Path:
+    """Resolve a door ``object`` path inside ``data_root``, refusing anything that leaves it.
+
+    Args:
+        data_root: the incident's data root folder.
+        obj: the object as the door logged it (POSIX-style, relative to the data root).
+
+    Returns:
+        The resolved absolute path (which may not exist).
+
+    Raises:
+        OutsideDataRoot: ``obj`` is absolute, contains ``..``, or resolves (through symlinks)
+            outside ``data_root``.
+    """
+    if obj is None or str(obj).strip() == "":
+        raise OutsideDataRoot("empty object path")
+    s = str(obj)
+    pp = PurePosixPath(s.replace("\\", "/"))
+    if pp.is_absolute() or s.startswith(("/", "\\")) or (len(s) > 1 and s[1] == ":"):
+        raise OutsideDataRoot(f"{s!r} is an absolute path; Replay opens only paths inside the data root")
+    if ".." in pp.parts:
+        raise OutsideDataRoot(f"{s!r} climbs out with '..'; Replay opens only paths inside the data root")
+    root = Path(data_root).resolve()
+    target = (root / Path(*pp.parts)).resolve() if pp.parts else root
+    if target != root and root not in target.parents:
+        raise OutsideDataRoot(f"{s!r} resolves to {target}, outside the data root {root} (a symlink?)")
+    return target
+
+
+def file_digest(path: str | Path) -> str:
+    """``sha256:<hex>`` of a file's bytes (read-only, streamed)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+@dataclass
+class Preview:
+    """What Replay or the object pane shows for one object.
+
+    Attributes:
+        kind: ``folder`` (``table`` lists entries), ``table`` (head of a data file), ``text``
+            (first lines), ``binary`` (size only), ``missing``, ``refused``, ``outside``.
+        path: the object path as logged.
+        table: a DataFrame for ``folder``/``table`` kinds (secrets redacted), else ``None``.
+        text: the text for ``text`` kind (redacted) or an explanation for the others.
+        size: bytes on disk, if a file.
+        redactions: names of the redaction rules that fired.
+    """
+
+    kind: str
+    path: str
+    table: pd.DataFrame | None = None
+    text: str | None = None
+    size: int | None = None
+    redactions: list[str] = field(default_factory=list)
+
+
+def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: int = 40,
+            max_bytes: int = 64 * 1024) -> Preview:
+    """Open ``obj`` read-only inside ``data_root`` and return a redacted :class:`Preview`.
+
+    A folder gives its entries (name, kind, bytes); CSV/TSV/Parquet/JSON/JSONL/Excel/SAS/Stata
+    files give their first ``max_rows`` rows (via pandas); other text files their first
+    ``max_lines`` lines (at most ``max_bytes``); anything else only its size.  Paths outside the
+    data root give ``kind="outside"`` and are never opened.
+    """
+    try:
+        path = resolve_in_root(data_root, obj)
+    except OutsideDataRoot as exc:
+        return Preview("outside", str(obj), text=str(exc))
+    if not path.exists():
+        return Preview("missing", str(obj), text="not on disk now")
+    if path.is_dir():
+        rows = []
+        for e in sorted(path.iterdir(), key=lambda p: p.name):
+            if e.is_symlink() and not _inside(data_root, e):
+                rows.append({"name": e.name, "kind": "link outside data root", "bytes": None})
+                continue
+            rows.append({"name": e.name + ("/" if e.is_dir() else ""),
+                         "kind": "folder" if e.is_dir() else "file",
+                         "bytes": None if e.is_dir() else e.stat().st_size})
+        return Preview("folder", str(obj), table=pd.DataFrame(rows, columns=["name", "kind", "bytes"]))
+    size = path.stat().st_size
+    reader = _TABLE_READERS.get(path.suffix.lower())
+    if reader is not None:
+        try:
+            df = reader(path, max_rows)
+            return Preview("table", str(obj), table=redact_frame(df), size=size)
+        except Exception as exc:  # a damaged data file still gets a preview of what it is
+            return Preview("binary", str(obj), size=size, text=f"could not read as a table: {exc}")
+    with open(path, "rb") as fh:
+        head = fh.read(max_bytes)
+    if b"\x00" in head[:8192]:
+        return Preview("binary", str(obj), size=size, text=f"binary file, {size} bytes")
+    text = head.decode("utf-8", "replace")
+    text = "\n".join(text.splitlines()[:max_lines])
+    red, fired = redact_text(text)
+    return Preview("text", str(obj), text=red, size=size, redactions=fired)
+
+
+def _inside(root: str | Path, p: Path) -> bool:
+    r = Path(root).resolve()
+    t = p.resolve()
+    return t == r or r in t.parents
+
+
+@dataclass
+class ReplayStep:
+    """One step of a Replay.
+
+    Attributes:
+        index: 0-based position in the plan.
+        door_session, call_seq: which door call this is.
+        ts: when the door received the call, UTC.
+        tool, object, decision, rule: as the door logged them.
+        opens: ``folder``, ``object`` or ``nothing`` (refused calls, calls with no object,
+            objects outside the data root).
+        note: why a step opens nothing or differs (``refused by rule no-dotenv``, ``changed
+            since the run``, ``outside the data root``, ``not on disk now``).
+        changed: the recorded ``object_digest`` differs from the file now (``None``: unknown).
+        state: ``pending``, ``current``, ``done`` or ``skipped`` (refused / nothing to open).
+    """
+
+    index: int
+    door_session: str
+    call_seq: int
+    ts: pd.Timestamp
+    tool: str
+    object: str | None
+    decision: str
+    rule: str | None
+    opens: str
+    note: str | None = None
+    changed: bool | None = None
+    recorded_digest: str | None = None
+    state: str = "pending"
+
+    @property
+    def refused(self) -> bool:
+        """The door refused this call (Replay shows it crossed out and opens nothing)."""
+        return self.decision != "allow"
+
+
+class ReplayPlan:
+    """The ordered steps of one door session's Replay and where the playback is.
+
+    Build with :meth:`from_calls`.  Drive with :meth:`start`, then :meth:`advance` every
+    :attr:`step_ms` milliseconds until it returns ``None``; :meth:`stop` halts it (Escape).
+
+    Attributes:
+        steps: the steps in the door's order (ts, then seq).
+        data_root: the incident's data root.
+        step_ms: milliseconds per step.
+        status: ``idle``, ``running``, ``stopped`` or ``finished``.
+        position: index of the current step, or -1 before the first.
+    """
+
+    def __init__(self, steps: list[ReplayStep], data_root: str | Path | None, step_ms: int = DEFAULT_STEP_MS):
+        if step_ms <= 0:
+            raise InputError(f"step_ms must be positive, got {step_ms}")
+        self.steps = steps
+        self.data_root = Path(data_root) if data_root is not None else None
+        self.step_ms = int(step_ms)
+        self.status = "idle"
+        self.position = -1
+
+    @classmethod
+    def from_calls(cls, calls: pd.DataFrame, data_root: str | Path | None, *,
+                   door_session: str | None = None, step_ms: int = DEFAULT_STEP_MS) -> "ReplayPlan":
+        """Plan the Replay of one door session from a :data:`~replaybook.frames.CALLS` frame.
+
+        Args:
+            calls: the calls frame (all sessions or one).
+            data_root: the incident's data root (``None``: nothing can be opened).
+            door_session: which session; required when ``calls`` holds several.
+            step_ms: milliseconds per step (default 700).
+
+        Raises:
+            InputError: several sessions and none chosen, or an unknown session.
+        """
+        sessions = list(dict.fromkeys(calls["door_session"].astype(str)))
+        if door_session is None:
+            if len(sessions) != 1:
+                raise InputError(f"choose a door session: {', '.join(sessions) or 'none in the log'}")
+            door_session = sessions[0]
+        elif door_session not in sessions:
+            raise InputError(f"no door session {door_session!r}")
+        c = calls[calls["door_session"] == door_session].sort_values(["ts", "seq"], kind="stable")
+        steps = []
+        for i, r in enumerate(c.itertuples(index=False)):
+            obj = None if pd.isna(r.object) else str(r.object)
+            digest = getattr(r, "object_digest", None)
+            digest = None if digest is None or pd.isna(digest) else str(digest)
+            step = ReplayStep(index=i, door_session=door_session, call_seq=int(r.seq), ts=r.ts,
+                              tool=str(r.tool), object=obj, decision=str(r.decision),
+                              rule=None if pd.isna(r.rule) else str(r.rule), opens="nothing",
+                              recorded_digest=digest)
+            cls._classify(step, data_root)
+            steps.append(step)
+        return cls(steps, data_root, step_ms)
+
+    @staticmethod
+    def _classify(step: ReplayStep, data_root: str | Path | None) -> None:
+        if step.refused:
+            step.note = f"refused by rule {step.rule}" if step.rule else "refused"
+            return
+        if not step.object:
+            step.note = "the call reached no object"
+            return
+        if data_root is None:
+            step.note = "the incident names no data root"
+            return
+        try:
+            path = resolve_in_root(data_root, step.object)
+        except OutsideDataRoot:
+            step.note = "outside the data root: not opened"
+            return
+        if not path.exists():
+            step.note = "not on disk now"
+            return
+        step.opens = "folder" if path.is_dir() or step.tool in FOLDER_TOOLS else "object"
+        if step.recorded_digest and path.is_file():
+            step.changed = file_digest(path) != step.recorded_digest
+            if step.changed:
+                step.note = "changed since the run"
+
+    # -- playback -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Begin (or restart) playback from the first step."""
+        for s in self.steps:
+            s.state = "pending"
+        self.position = -1
+        self.status = "running" if self.steps else "finished"
+
+    def advance(self) -> tuple[ReplayStep, Preview | None] | None:
+        """Move to the next step and return it with what to show.
+
+        Returns:
+            ``(step, preview)`` — ``preview`` is ``None`` for a step that opens nothing (refused,
+            no object, outside the data root, changed since the run) — or ``None`` when the
+            plan is finished or stopped.
+        """
+        if self.status != "running":
+            return None
+        if 0 <= self.position < len(self.steps):
+            cur = self.steps[self.position]
+            cur.state = "done" if cur.opens != "nothing" and not cur.changed else "skipped"
+        self.position += 1
+        if self.position >= len(self.steps):
+            self.status = "finished"
+            return None
+        step = self.steps[self.position]
+        step.state = "current"
+        if step.opens == "nothing" or step.changed or self.data_root is None:
+            return step, None
+        return step, preview(self.data_root, step.object)
+
+    def stop(self) -> None:
+        """Halt playback where it is (the current step keeps its state)."""
+        if self.status == "running":
+            self.status = "stopped"
+
+    def to_frame(self) -> pd.DataFrame:
+        """The plan as a table: index, call_seq, ts (UTC), tool, object, decision, rule, opens,
+        note, state."""
+        return pd.DataFrame([{
+            "index": s.index, "call_seq": s.call_seq, "ts": s.ts, "tool": s.tool, "object": s.object,
+            "decision": s.decision, "rule": s.rule, "opens": s.opens, "note": s.note, "state": s.state,
+        } for s in self.steps])
+
+    @property
+    def total_ms(self) -> int:
+        """How long a full playback takes, milliseconds."""
+        return self.step_ms * len(self.steps)
+

@@ -1,0 +1,104 @@
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import replaybook
+from replaybook.errors import InputError
+from replaybook.frames import CALLS
+from replaybook.redact import MASK
+from replaybook.replay import OutsideDataRoot, ReplayPlan, file_digest, preview, resolve_in_root
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "data" / "demo" / "incident.yaml"
+
+
+@pytest.fixture
+def root(tmp_path):
+    r = tmp_path / "root"
+    (r / "demo").mkdir(parents=True)
+    (r / "reference").mkdir()
+    (r / "demo" / "a.csv").write_text("name,api_token,value\nx,tok-123,1\ny,tok-456,2\n")
+    (r / "demo" / "notes.txt").write_text("hello\nAWS_SECRET_ACCESS_KEY=abc/def\nkey AKIAABCDEFGHIJKLMNOP\n")
+    (r / "reference" / ".env").write_text("PASSWORD=hunter2\n")
+    (tmp_path / "outside.txt").write_text("secret outside")
+    os.symlink(tmp_path / "outside.txt", r / "demo" / "link.txt")
+    return r
+
+
+def calls(rows):
+    out = []
+    for i, (tool, obj, decision, rule, digest) in enumerate(rows):
+        out.append(dict(door_session="s1", agent="a", seq=i + 1, ts=pd.Timestamp("2026-09-13T10:00:00Z") + pd.Timedelta(seconds=i),
+                        tool=tool, arguments={}, args_key="{}", object=obj, decision=decision, rule=rule,
+                        object_digest=digest))
+    return CALLS.build(out)
+
+
+def test_confinement_refuses_dotdot_absolute_and_symlinks_out(root):
+    assert resolve_in_root(root, "demo/a.csv") == (root / "demo" / "a.csv").resolve()
+    for bad in ("../outside.txt", "demo/../../outside.txt", "/etc/passwd", "demo/link.txt", "C:\\x"):
+        with pytest.raises(OutsideDataRoot):
+            resolve_in_root(root, bad)
+    assert preview(root, "demo/link.txt").kind == "outside"
+    assert preview(root, "/etc/passwd").kind == "outside"
+
+
+def test_preview_redacts_secret_values(root):
+    p = preview(root, "demo/a.csv")
+    assert p.kind == "table" and list(p.table["api_token"]) == [MASK, MASK]
+    assert list(p.table["value"]) == [1, 2]
+    t = preview(root, "demo/notes.txt")
+    assert t.kind == "text" and "abc/def" not in t.text and "AKIAABCDEFGHIJKLMNOP" not in t.text
+    assert "hello" in t.text and set(t.redactions) == {"aws_access_key_id", "secret_name"}
+    f = preview(root, "demo/")
+    assert f.kind == "folder" and list(f.table["name"]) == ["a.csv", "link.txt", "notes.txt"]
+    assert f.table.set_index("name").loc["link.txt", "kind"] == "link outside data root"
+
+
+def test_plan_order_refused_and_changed_since_run(root):
+    good = file_digest(root / "demo" / "a.csv")
+    plan = ReplayPlan.from_calls(calls([
+        ("list_folder", "demo/", "allow", "allow-demo", None),
+        ("read_object", "demo/a.csv", "allow", "allow-demo", good),
+        ("read_object", "reference/.env", "deny", "no-dotenv", None),
+        ("read_object", "demo/notes.txt", "allow", "allow-demo", "sha256:" + "0" * 64),
+        ("read_object", "../outside.txt", "allow", "allow-demo", None),
+    ]), root)
+    assert [s.opens for s in plan.steps] == ["folder", "object", "nothing", "object", "nothing"]
+    assert plan.steps[2].note == "refused by rule no-dotenv"
+    assert plan.steps[1].changed is False and plan.steps[3].changed is True
+    assert plan.steps[3].note == "changed since the run"
+    assert plan.steps[4].note == "outside the data root: not opened"
+    assert plan.total_ms == 5 * 700
+    plan.start()
+    shown = []
+    while (r := plan.advance()) is not None:
+        step, pv = r
+        shown.append((step.index, None if pv is None else pv.kind))
+    assert shown == [(0, "folder"), (1, "table"), (2, None), (3, None), (4, None)]
+    assert [s.state for s in plan.steps] == ["done", "done", "skipped", "skipped", "skipped"]
+    assert plan.status == "finished"
+
+
+def test_stop_halts_playback(root):
+    plan = ReplayPlan.from_calls(calls([("list_folder", "demo/", "allow", "r", None)] * 3), root, step_ms=10)
+    plan.start()
+    plan.advance()
+    plan.stop()
+    assert plan.advance() is None and plan.status == "stopped" and plan.position == 0
+    with pytest.raises(InputError):
+        ReplayPlan.from_calls(calls([]), root, step_ms=0)
+
+
+def test_demo_session_replay_never_opens_the_refused_env():
+    inc = replaybook.Incident.load(DEMO)
+    first = inc.join.sessions.door_session.iloc[0]
+    plan = ReplayPlan.from_calls(inc.calls, inc.data_root, door_session=first)
+    assert [s.object for s in plan.steps] == ["demo/", "demo/cars.xpt", "demo/cars.xpt", "demo/cars.parquet",
+                                              "reference/.env"]
+    plan.start()
+    opened = [r[1].path for r in iter(plan.advance, None) if r[1] is not None]
+    assert opened == ["demo/", "demo/cars.xpt", "demo/cars.xpt", "demo/cars.parquet"]
+    assert plan.steps[-1].state == "skipped" and plan.steps[-1].refused
