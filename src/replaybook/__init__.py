@@ -6,6 +6,7 @@ join each transcript to the door session it came from, and render a review repor
 Public API::
 
     replaybook.Incident.load("incident.yaml")     # manifest → steps, calls, quarantine, join
+    replaybook.load(paths)                        # sniff each file, load into its frame
     replaybook.load_claude_code(paths)            # → LoadResult(frame=steps, quarantine, inputs)
     replaybook.load_door(paths)                   # → LoadResult(frame=calls, quarantine, inputs)
     replaybook.join_sessions(steps, calls)        # → JoinResult
@@ -18,6 +19,7 @@ from .errors import (FormatError, FrameError, InputError, JoinError, ManifestErr
 from .frames import CALLS, PAIRS, QUARANTINE, SESSIONS, STEPS, LoadResult
 from .incident import Incident
 from .join import JoinResult, join_sessions
+from .loading import Loaded, load
 from .sources.claude_code import load_claude_code
 from .sources.door import load_door
 
@@ -25,6 +27,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Incident",
+    "load",
+    "Loaded",
     "JoinResult",
     "LoadResult",
     "join_sessions",

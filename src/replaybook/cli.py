@@ -67,7 +67,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 @cli.command("load")
-@click.argument("frame", type=click.Choice(["steps", "calls"]))
+@click.argument("frame", type=click.Choice(["steps", "calls", "access", "auto"]))
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--source", "source_name", default=None,
               help="Input format (default: claude-code for steps, door for calls).")
@@ -78,10 +78,18 @@ def cli(ctx: click.Context, debug: bool) -> None:
 def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: str, out: str | None) -> None:
     """Load PATHS (files or folders) into the canonical FRAME and write its rows.
 
-    The quarantine (lines that could not be used, with file and line) goes to stderr.
+    FRAME ``auto`` sniffs every file's content, loads it with the source that recognises it and
+    prints a per-file table (source chosen, rows, quarantined lines); with ``--out`` each frame
+    is written to ``OUT`` with the frame name inserted before the suffix.  The quarantine (lines
+    that could not be used, with file and line) goes to stderr.
     """
     from .sources import registry
 
+    if frame == "auto":
+        _load_auto(paths, fmt, out)
+        return
+    if frame == "access" and not source_name:
+        raise click.UsageError("load access needs --source (aws.cloudtrail, …) or use `load auto`")
     name = source_name or ("claude-code" if frame == "steps" else "door")
     src = registry.get(name)
     if src.frame != frame:
@@ -90,6 +98,25 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     _frame_out(res.frame, fmt, out)
     click.echo(f"{frame}: {len(res.frame)} rows from {len(res.inputs)} files ({name})", err=True)
     _quarantine_summary(res.quarantine)
+
+
+def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
+    from .loading import load
+
+    loaded = load(list(paths))
+    with pd.option_context("display.width", 250, "display.max_colwidth", 90, "display.max_rows", 10000):
+        w = int(loaded.files["path"].str.len().max() or 4)
+        click.echo(loaded.files.to_string(index=False, formatters={"path": lambda v: f"{v:<{w}}"},
+                                          na_rep="-"))
+    for name, res in loaded.results.items():
+        click.echo(f"{name}: {len(res.frame)} rows, {len(res.quarantine)} quarantined lines", err=True)
+        if out:
+            o = Path(out)
+            _frame_out(res.frame, fmt, str(o.with_name(f"{o.stem}.{name}{o.suffix}")))
+    _quarantine_summary(loaded.quarantine)
+    unknown = loaded.files["source"].isna().sum()
+    if unknown:
+        click.echo(f"{unknown} files not loaded (see the note column)", err=True)
 
 
 @cli.command("join")

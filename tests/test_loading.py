@@ -1,0 +1,35 @@
+import gzip
+from pathlib import Path
+
+import replaybook
+from replaybook.cli import main
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_load_sniffs_by_content_not_by_name(tmp_path):
+    # a door log named .txt, a transcript gzipped under a misleading name, junk named .jsonl
+    door = (FIX / "join_trap" / "door" / "analyst" / "door-sess-a.jsonl").read_bytes()
+    (tmp_path / "door-log.txt").write_bytes(door)
+    tr = (FIX / "join_trap" / "transcripts" / "11111111-aaaa-4aaa-8aaa-111111111111.jsonl").read_bytes()
+    (tmp_path / "session.dat").write_bytes(gzip.compress(tr))
+    (tmp_path / "junk.jsonl").write_bytes(b"\x00\x01binary\xff" * 10)
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    loaded = replaybook.load(tmp_path)
+    files = loaded.files.set_index("path")
+    assert files.loc[str(tmp_path / "door-log.txt"), "source"] == "door"
+    assert files.loc[str(tmp_path / "session.dat"), "source"] == "claude-code"
+    assert files.loc[str(tmp_path / "junk.jsonl"), "note"] == "no source recognised this content"
+    assert files.loc[str(tmp_path / "empty.jsonl"), "note"] == "empty file"
+    assert len(loaded["calls"]) == 5 and files.loc[str(tmp_path / "door-log.txt"), "rows"] == 5
+    assert (loaded["steps"].kind == "tool_call").sum() == 5
+
+
+def test_cli_load_auto_prints_per_file_counts(capsys):
+    assert main(["load", "auto", str(FIX / "join_trap")]) == 0
+    out = capsys.readouterr()
+    lines = [line for line in out.out.splitlines() if "door-sess-a.jsonl" in line]
+    assert len(lines) == 1 and " door " in lines[0] and " calls " in lines[0]
+    assert "calls: 8 rows, 0 quarantined lines" in out.err
+    assert "steps: 32 rows" in out.err
+    assert "2 files not loaded" in out.err  # expected.json and README.md
