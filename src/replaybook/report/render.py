@@ -1,0 +1,259 @@
+"""Render an incident's review report: papermill runs the template notebook, nbconvert makes HTML.
+
+``render_report("incidents/x/incident.yaml", "reports/")`` writes ``reports/x.ipynb`` (the
+executed notebook, with its outputs) and ``reports/x.html`` (one self-contained file: no code,
+no parameters cell, no ``<script src=…>``, no CDN; the timeline's Vega JavaScript is inlined,
+so the report opens offline).
+
+The kernel is always this interpreter, whether or not its venv is activated: the kernel
+manager replaces the ``python3`` kernelspec's command with ``sys.executable -m
+ipykernel_launcher`` (a spec found first on the Jupyter path may name another Python by absolute
+path), and ``dirname(sys.executable)`` is prepended to ``PATH`` for the run (so anything the
+kernel starts by name finds this environment's tools).  The template's first hidden cell
+records which interpreter ran, in the ``.ipynb``.  ``PATH`` is process-global: do not render two
+reports from two threads of one process at once.  Every cell has an execution timeout; a kernel that hangs or dies is retried
+``retries`` times, then :class:`~replaybook.errors.ReportError` says what happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import nbformat
+
+from ..errors import ReplaybookError, ReportError
+
+__all__ = ["ReportPaths", "render_report", "to_html", "TEMPLATE_DIR", "TEMPLATE_NAME", "REVIEW_NOTEBOOK",
+           "REMOVE_TAGS"]
+
+log = logging.getLogger(__name__)
+
+#: Folder holding replaybook's nbconvert templates.
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+#: The offline HTML template (``templates/offline``).
+TEMPLATE_NAME = "offline"
+#: The papermill template notebook.
+REVIEW_NOTEBOOK = Path(__file__).resolve().parent / "review.ipynb"
+#: Cells with these tags are left out of the HTML (also configured in ``offline/conf.json``).
+REMOVE_TAGS = ("injected-parameters", "parameters", "remove")
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Where :func:`render_report` wrote the report.
+
+    Attributes:
+        ipynb: the executed notebook.
+        html: the self-contained HTML report.
+        seconds: wall time of the whole render (execution + conversion), seconds.
+        attempts: executions needed (2 when the first kernel hung or died).
+    """
+
+    ipynb: Path
+    html: Path
+    seconds: float = 0.0
+    attempts: int = 1
+
+
+def _slug(incident: Path) -> str:
+    folder = incident if incident.is_dir() else incident.parent
+    name = folder.name or "incident"
+    s = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+    return s or "incident"
+
+
+@contextlib.contextmanager
+def _this_python_on_path():
+    """Put this interpreter's folder first on PATH (and restore PATH afterwards)."""
+    old = os.environ.get("PATH")
+    bindir = os.path.dirname(sys.executable)
+    os.environ["PATH"] = bindir + (os.pathsep + old if old else "")
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = old
+
+
+def _this_python_kernel_manager():
+    """An nbclient kernel manager whose Python kernel is always ``sys.executable``.
+
+    A ``python3`` kernelspec found first on the Jupyter path may name another interpreter by
+    absolute path (a user-level ``~/.local/share/jupyter/kernels/python3``); PATH does not help
+    then, so the spec's command is replaced by this interpreter's ``-m ipykernel_launcher``.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class ThisPythonKernelManager(AsyncKernelManager):
+        @property
+        def kernel_spec(self):
+            spec = super().kernel_spec
+            if spec is not None and (spec.language or "python").lower() == "python":
+                spec.argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            return spec
+
+    return ThisPythonKernelManager
+
+
+def _is_kernel_failure(exc: BaseException) -> bool:
+    """A hang or a dead kernel (worth one more try), as opposed to an error in a cell."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    if isinstance(exc, (CellTimeoutError, DeadKernelError, TimeoutError)):
+        return True
+    if isinstance(exc, RuntimeError):
+        msg = str(exc).lower()
+        return "kernel" in msg and ("respond" in msg or "died" in msg or "dead" in msg or "timed out" in msg)
+    return False
+
+
+def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, start_timeout: int) -> None:
+    import papermill as pm
+
+    with _this_python_on_path():
+        pm.execute_notebook(
+            str(template),
+            str(out_ipynb),
+            parameters={"incident_path": str(incident), "interactive": False},
+            kernel_name=KERNELSPEC["name"],
+            language="python",
+            execution_timeout=timeout,
+            start_timeout=start_timeout,
+            kernel_manager_class=_this_python_kernel_manager(),
+            progress_bar=False,
+            log_output=False,
+            cwd=str(incident.parent if incident.is_file() else incident),
+        )
+
+
+def to_html(ipynb: str | Path, html_path: str | Path | None = None) -> Path:
+    """Convert an executed report notebook to one self-contained HTML file with the offline
+    template (no code inputs, no parameters cells, no external scripts).  Returns the HTML path
+    (default: beside the notebook)."""
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    ipynb = Path(ipynb)
+    html_path = Path(html_path) if html_path else ipynb.with_suffix(".html")
+    nb = nbformat.read(str(ipynb), as_version=4)
+    nb.metadata.pop("widgets", None)  # a widget snapshot without its manager shows nothing
+    c = Config()
+    c.TagRemovePreprocessor.remove_cell_tags = set(REMOVE_TAGS)
+    c.TagRemovePreprocessor.enabled = True
+    exporter = HTMLExporter(
+        config=c,
+        template_name=TEMPLATE_NAME,
+        extra_template_basedirs=[str(TEMPLATE_DIR)],
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        embed_images=True,
+    )
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": ipynb.stem}})
+    html_path.write_text(body, encoding="utf-8")
+    return html_path
+
+
+def render_report(
+    incident: str | Path,
+    out_dir: str | Path,
+    *,
+    template: str | Path | None = None,
+    timeout: int = 600,
+    retries: int = 1,
+    start_timeout: int = 120,
+) -> ReportPaths:
+    """Execute the review template for one incident and write ``<slug>.ipynb`` and ``<slug>.html``.
+
+    Args:
+        incident: the incident's ``incident.yaml`` or its folder; the slug is the folder's name.
+        out_dir: folder for the outputs (created if missing).
+        template: the papermill template notebook (default: ``replaybook/report/review.ipynb``);
+            it must have a cell tagged ``parameters`` defining ``incident_path`` and ``interactive``.
+        timeout: execution timeout per cell, seconds (papermill/nbclient ``execution_timeout``).
+        retries: extra executions after a kernel hang (cell timeout) or death.
+        start_timeout: seconds to wait for the kernel to start.
+
+    Returns:
+        :class:`ReportPaths` with ``.ipynb`` and ``.html``.
+
+    Raises:
+        ManifestError: the manifest is missing or invalid (checked before any kernel starts).
+        ReportError: the template is missing, a cell raised, the kernel hung or died on every
+            attempt, or the HTML conversion failed.
+    """
+    from ..incident import load_manifest
+
+    t0 = time.perf_counter()
+    incident = Path(incident).expanduser().resolve()
+    manifest = load_manifest(incident)  # raises ManifestError early
+    incident_file = incident / "incident.yaml" if incident.is_dir() else incident
+    template = Path(template).expanduser().resolve() if template else REVIEW_NOTEBOOK
+    if not template.is_file():
+        raise ReportError(f"report template notebook not found: {template}")
+    out_dir = Path(out_dir).expanduser().resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    slug = _slug(incident)
+    out_ipynb = out_dir / f"{slug}.ipynb"
+    out_html = out_dir / f"{slug}.html"
+
+    attempts = 0
+    last: BaseException | None = None
+    while attempts <= max(0, retries):
+        attempts += 1
+        try:
+            _execute(template, out_ipynb, incident_file, timeout, start_timeout)
+            last = None
+            break
+        except ReplaybookError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - classified below
+            if _is_kernel_failure(exc):
+                last = exc
+                log.warning("report kernel attempt %d failed (%s: %s)", attempts, type(exc).__name__, exc)
+                continue
+            try:
+                from papermill.exceptions import PapermillExecutionError
+            except ImportError:  # pragma: no cover
+                PapermillExecutionError = ()  # type: ignore[assignment]
+            if isinstance(exc, PapermillExecutionError):
+                raise ReportError(
+                    f"report notebook failed in cell {exc.exec_count} ({exc.ename}: {exc.evalue}); "
+                    f"the partly executed notebook is {out_ipynb}"
+                ) from exc
+            raise ReportError(f"report execution failed: {type(exc).__name__}: {exc}") from exc
+    if last is not None:
+        raise ReportError(
+            f"report kernel hung or died on all {attempts} attempt(s) (execution timeout {timeout} s per cell): "
+            f"{type(last).__name__}: {last}"
+        ) from last
+
+    # kernelspec / language_info: papermill keeps the template's, nbclient fills language_info;
+    # make sure both are there (a notebook without them needs `-k python3 -l python` to rerun).
+    nb = nbformat.read(str(out_ipynb), as_version=4)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC, **{k: v for k, v in nb.metadata.get("kernelspec", {}).items()
+                                                     if k in ("display_name",)})
+    li = dict(nb.metadata.get("language_info") or {})
+    li.setdefault("name", "python")
+    li.setdefault("version", ".".join(map(str, sys.version_info[:3])))
+    nb.metadata["language_info"] = li
+    nb.metadata["title"] = f"{manifest.get('title', slug)} — replaybook review"
+    nbformat.write(nb, str(out_ipynb))
+
+    try:
+        to_html(out_ipynb, out_html)
+    except Exception as exc:  # noqa: BLE001
+        raise ReportError(f"HTML conversion of {out_ipynb} failed: {type(exc).__name__}: {exc}") from exc
+    return ReportPaths(ipynb=out_ipynb, html=out_html, seconds=time.perf_counter() - t0, attempts=attempts)

@@ -1,0 +1,500 @@
+"""Sections of the review report, as self-contained HTML strings.
+
+Each function takes canonical frames (or plain values) and returns an HTML fragment, so the
+template notebook's cells are one-liners (``display(HTML(sections.join_summary(...)))``) and the
+sections can be tested without running a kernel.
+
+Everything that comes from the evidence — transcript text, tool names, arguments, door objects,
+rule ids, file paths, quarantined lines — is HTML-escaped here: a transcript may contain
+``<script>`` and the report must show it as text.  The only markup not built here is the
+timeline chart (:func:`replaybook.views.charts.chart_html`), whose data travels as escaped JSON.
+
+Times are shown in UTC as ``YYYY-MM-DD HH:MM:SS.mmmZ``; durations and offsets in milliseconds;
+``rows`` are counts and ``bytes`` are bytes returned to the agent.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+__all__ = [
+    "STYLE",
+    "esc",
+    "fmt_ts",
+    "table",
+    "header",
+    "confidence_sentence",
+    "join_summary",
+    "clock_offset",
+    "timeline_section",
+    "session_calls",
+    "all_session_calls",
+    "refused_calls",
+    "inputs_table",
+    "quarantine_summary",
+    "cannot_prove",
+    "CANNOT_PROVE_TEXT",
+]
+
+#: Rows shown per table before it is cut (the note under the table gives the full count).
+MAX_ROWS = 1000
+
+#: The report's CSS (no external resources).
+STYLE = """<style type="text/css">
+.rb-section { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size: 14px; line-height: 1.45; }
+.rb-section h1 { font-size: 1.7em; margin: 0.2em 0 0.4em; }
+.rb-section h2 { font-size: 1.3em; margin: 1.2em 0 0.4em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.rb-section h3 { font-size: 1.1em; margin: 1em 0 0.3em; }
+.rb-section table.rb-table { border-collapse: collapse; margin: 0.4em 0 0.8em; font-size: 12.5px; table-layout: auto; }
+.rb-section table.rb-table th, .rb-section table.rb-table td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
+.rb-section table.rb-table th { background: #f4f4f4; font-weight: 600; }
+.rb-section table.rb-table td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.rb-section table.rb-table td code, .rb-section code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; background: none; }
+.rb-section table.rb-table tr.rb-refused td { background: #fdecea; }
+.rb-note { color: #555; font-size: 12.5px; }
+.rb-status { display: inline-block; padding: 0 6px; border-radius: 3px; font-weight: 600; }
+.rb-status-matched { background: #e6f4ea; color: #1e7e34; }
+.rb-status-ambiguous { background: #fff4e5; color: #b35c00; }
+.rb-status-unmatched { background: #fdecea; color: #b00020; }
+.rb-decision-deny { color: #b00020; font-weight: 600; }
+.rb-sentences li { margin: 0.2em 0; }
+</style>"""
+
+
+# --------------------------------------------------------------------------------------------
+# formatting helpers
+
+
+def _isna(v: Any) -> bool:
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    if isinstance(v, float) and math.isnan(v):
+        return True
+    try:
+        return bool(pd.isna(v)) if not isinstance(v, (list, dict, tuple, str)) else False
+    except (TypeError, ValueError):
+        return False
+
+
+def esc(v: Any, limit: int | None = None) -> str:
+    """``v`` as escaped HTML text ("—" for missing), cut to ``limit`` characters with "…"."""
+    if _isna(v):
+        return "—"
+    s = str(v)
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return html.escape(s, quote=True)
+
+
+def fmt_ts(v: Any) -> str:
+    """A UTC timestamp as ``YYYY-MM-DD HH:MM:SS.mmmZ`` (empty string for NaT)."""
+    if _isna(v):
+        return ""
+    ts = pd.Timestamp(v)
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return ts.strftime("%Y-%m-%d %H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
+
+
+def _fmt_num(v: Any, fmt: str = "{:,}") -> str:
+    if _isna(v):
+        return "—"
+    if isinstance(v, float) and v.is_integer() and fmt == "{:,}":
+        v = int(v)
+    return html.escape(fmt.format(v))
+
+
+def _pct(v: Any) -> str:
+    return "—" if _isna(v) else f"{float(v) * 100:.0f}%"
+
+
+def _cell(v: Any, kind: str) -> tuple[str, str]:
+    """(class, inner html) for one cell of :func:`table`."""
+    if kind == "num":
+        return "num", _fmt_num(v)
+    if kind == "ms":
+        return "num", _fmt_num(v, "{:,.0f}")
+    if kind == "pct":
+        return "num", _pct(v)
+    if kind == "ts":
+        return "", html.escape(fmt_ts(v)) or "—"
+    if kind == "code":
+        return "", "—" if _isna(v) else f"<code>{esc(v, 300)}</code>"
+    if kind == "html":  # pre-built, already escaped markup (only from this module)
+        return "", str(v)
+    return "", esc(v, 300)
+
+
+def table(
+    df: pd.DataFrame,
+    columns: Sequence[tuple[str, str, str]],
+    *,
+    max_rows: int = MAX_ROWS,
+    row_class: Any = None,
+    empty: str = "none",
+) -> str:
+    """An escaped HTML table.
+
+    Args:
+        df: the rows.
+        columns: ``(column, heading, kind)``; kind is ``text``, ``code`` (monospace), ``num``,
+            ``ms``, ``pct``, ``ts`` (UTC time) or ``html`` (trusted markup built in this module).
+        max_rows: rows shown; a note gives the full count when more.
+        row_class: optional function ``row dict -> css class``.
+        empty: text shown when ``df`` has no rows.
+    """
+    if df is None or len(df) == 0:
+        return f'<p class="rb-note">{esc(empty)}</p>'
+    shown = df.head(max_rows)
+    head = "".join(f"<th>{esc(h)}</th>" for _, h, _ in columns)
+    body = []
+    names = [c for c, _, _ in columns]
+    for rec in shown.to_dict("records"):
+        cls = row_class(rec) if row_class else ""
+        tds = []
+        for name, (_, _, kind) in zip(names, columns):
+            c, inner = _cell(rec.get(name), kind)
+            tds.append(f'<td class="{c}">{inner}</td>' if c else f"<td>{inner}</td>")
+        body.append(f'<tr class="{cls}">' + "".join(tds) + "</tr>" if cls else "<tr>" + "".join(tds) + "</tr>")
+    note = ""
+    if len(df) > max_rows:
+        note = f'<p class="rb-note">Showing the first {max_rows:,} of {len(df):,} rows.</p>'
+    return f'<table class="rb-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{note}'
+
+
+def _section(title: str | None, body: str, level: int = 2, anchor: str | None = None) -> str:
+    h = ""
+    if title:
+        aid = f' id="{esc(anchor)}"' if anchor else ""
+        h = f"<h{level}{aid}>{esc(title)}</h{level}>"
+    return f'<div class="rb-section">{h}{body}</div>'
+
+
+def _status_badge(status: Any) -> str:
+    s = "unmatched" if _isna(status) else str(status)
+    return f'<span class="rb-status rb-status-{esc(s)}">{esc(s)}</span>'
+
+
+def _refused_row(rec: Mapping) -> str:
+    return "rb-refused" if rec.get("decision") == "deny" else ""
+
+
+# --------------------------------------------------------------------------------------------
+# sections
+
+
+def header(
+    title: str,
+    incident_path: str | Path,
+    *,
+    steps: pd.DataFrame | None = None,
+    calls: pd.DataFrame | None = None,
+    generated_at: datetime | None = None,
+) -> str:
+    """Title block (with the report CSS): incident title, manifest path, generation time (UTC),
+    and counts of transcripts, transcript events, door sessions and door calls."""
+    when = generated_at or datetime.now(timezone.utc)
+    facts = [f"Manifest: <code>{esc(incident_path)}</code>",
+             f"Generated: {esc(fmt_ts(pd.Timestamp(when)))}"]
+    if steps is not None:
+        facts.append(f"{steps['transcript_id'].nunique():,} transcripts, {len(steps):,} transcript events")
+    if calls is not None:
+        facts.append(f"{calls['door_session'].nunique():,} door sessions, {len(calls):,} door calls "
+                     f"({int((calls['decision'] == 'deny').sum()):,} refused)")
+    intro = ("<p>What the agent saw, in the order it saw it: the agent's own transcripts set beside "
+             "the door's (MCP gateway's) record of every call it decided. All times are UTC.</p>")
+    return STYLE + _section(None, f"<h1>{esc(title)}</h1>" + intro
+                            + "<ul>" + "".join(f"<li>{f}</li>" for f in facts) + "</ul>")
+
+
+def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
+    """One plain-language sentence (plain text, not HTML) on how far a session's link to its
+    transcript can be trusted, from a ``SESSIONS`` row."""
+    ds = row.get("door_session")
+    calls = 0 if _isna(row.get("calls")) else int(row["calls"])
+    agreed = 0 if _isna(row.get("agreed")) else int(row["agreed"])
+    tid = row.get("transcript_id")
+    status = row.get("status")
+    share = row.get("share")
+    margin = row.get("margin")
+    method = "" if _isna(row.get("method")) else str(row["method"])
+    runner = row.get("runner_up")
+    runner_agreed = row.get("runner_up_agreed")
+    within = f" within {window_s:g} s" if window_s else ""
+
+    if _isna(tid) or status == "unmatched":
+        base = (f"Door session {ds}: no transcript agrees with its {calls} calls well enough to be "
+                f"assigned, so nothing here says which conversation made them")
+        if not _isna(runner) and not _isna(runner_agreed) and int(runner_agreed) > 0:
+            base += f" (closest: transcript {runner}, {int(runner_agreed)} agreeing steps)"
+        return base + "."
+    if status == "ambiguous":
+        alt = (f"; transcript {runner} explains it about as well ({int(runner_agreed)} agreeing steps)"
+               if not _isna(runner) and not _isna(runner_agreed) else "")
+        return (f"Door session {ds}: ambiguous. Transcript {tid} agrees on {agreed} of {calls} calls, but an "
+                f"equally good assignment exists (margin {_fmt_num(margin, '{:g}')}){alt}; treat the link as unproven.")
+    share_f = 0.0 if _isna(share) else float(share)
+    margin_f = 0.0 if _isna(margin) else float(margin)
+    if "meta_id" in method:
+        level = "Strong"
+        how = "the door logged the client's own tool-use ids, and they match the transcript's"
+    elif share_f >= 0.9 and margin_f >= 2 and agreed >= 5:
+        level = "High confidence"
+        how = f"tool, canonical arguments and time{within} agree"
+    elif share_f >= 0.5 and margin_f >= 1 and agreed >= 2:
+        level = "Moderate confidence"
+        how = f"tool, canonical arguments and time{within} agree"
+    else:
+        level = "Weak"
+        how = f"only a few calls agree on tool, arguments and time{within}"
+    s = (f"Door session {ds}: {level} — matched to transcript {tid}; {agreed} of {calls} calls "
+         f"({_pct(share)}) agree ({how})")
+    if margin_f > 0:
+        s += f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer steps"
+    if level == "Moderate confidence" and agreed < 5:
+        s += f"; only {agreed} agreeing step(s) — little evidence either way"
+    residual = []
+    uc = row.get("unclaimed_calls")
+    us = row.get("unmatched_steps")
+    if not _isna(uc) and int(uc):
+        residual.append(f"{int(uc)} door calls have no matching transcript step")
+    if not _isna(us) and int(us):
+        residual.append(f"{int(us)} door-bound transcript tool calls have no door call")
+    if residual:
+        s += "; " + " and ".join(residual)
+    return s + "."
+
+
+def join_summary(sessions: pd.DataFrame, window_s: float | None = None) -> str:
+    """Sessions and the join: one row per door session (``SESSIONS`` frame) — transcript,
+    agreement, share, runner-up, margin, status, method, clock offset (ms) and residual
+    counts — followed by one confidence sentence per session."""
+    if sessions is None or len(sessions) == 0:
+        return _section("Sessions and the join", '<p class="rb-note">No door sessions in this incident.</p>',
+                        anchor="sessions")
+    df = sessions.copy()
+    df["status_html"] = df["status"].map(_status_badge)
+    cols = [
+        ("door_session", "door session", "code"), ("agent", "agent", "text"),
+        ("start", "first call", "ts"), ("end", "last call", "ts"), ("calls", "calls", "num"),
+        ("refused", "refused", "num"), ("transcript_id", "transcript", "code"),
+        ("agreed", "agreed", "num"), ("transcript_tool_steps", "transcript tool steps", "num"),
+        ("share", "share", "pct"), ("runner_up", "runner-up", "code"),
+        ("runner_up_agreed", "runner-up agreed", "num"), ("margin", "margin", "num"),
+        ("status_html", "status", "html"), ("method", "method", "text"),
+        ("offset_ms", "offset (ms)", "ms"), ("unclaimed_calls", "unclaimed calls", "num"),
+        ("unmatched_steps", "steps without call", "num"),
+    ]
+    win = f" (window {window_s:g} s)" if window_s else ""
+    intro = (f"<p>Each door session is assigned at most one transcript, one-to-one, maximising the total "
+             f"number of agreeing steps{esc(win)}. <b>share</b> = agreed ÷ calls; <b>margin</b> = how many "
+             f"agreeing steps the best assignment loses if this session may not have its transcript "
+             f"(0 means an equally good alternative exists).</p>")
+    sentences = "".join(f"<li>{esc(confidence_sentence(r, window_s))}</li>" for r in sessions.to_dict("records"))
+    return _section("Sessions and the join", intro + table(df, cols)
+                    + f'<h3>How sure is each link?</h3><ul class="rb-sentences">{sentences}</ul>',
+                    anchor="sessions")
+
+
+def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
+                 pairs: pd.DataFrame | None = None) -> str:
+    """The estimated clock offset (door clock − transcript clock, ms; median over agreeing
+    pairs), overall and per session, with the spread of ``pairs.delta_ms`` when given."""
+    if offset_ms is None or _isna(offset_ms):
+        body = ("<p>No transcript step agrees with any door call, so the offset between the door's clock "
+                "and the transcripts' clocks cannot be estimated.</p>")
+        return _section("Clock offset", body, anchor="offset")
+    off = float(offset_ms)
+    direction = "later than" if off > 0 else ("earlier than" if off < 0 else "the same as")
+    body = (f"<p>The door's clock reads <b>{abs(off):,.0f} ms</b> {direction} the transcripts' clocks "
+            f"(median of door time − transcript time over all agreeing pairs). This includes the time "
+            f"a call takes to travel from the client to the door, so a small positive value is expected; "
+            f"times in this report are shown as each side logged them, not corrected.</p>")
+    if pairs is not None and len(pairs):
+        d = pairs["delta_ms"].dropna()
+        if len(d):
+            body += (f'<p class="rb-note">Spread over {len(d):,} pairs: min {d.min():,.0f} ms, '
+                     f"median {d.median():,.0f} ms, max {d.max():,.0f} ms.</p>")
+    if sessions is not None and len(sessions):
+        body += table(sessions, [("door_session", "door session", "code"), ("transcript_id", "transcript", "code"),
+                                 ("offset_ms", "offset (ms)", "ms"), ("agreed", "pairs", "num")])
+    return _section("Clock offset", body, anchor="offset")
+
+
+def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None = None,
+                     access: pd.DataFrame | None = None, *, max_marks: int = 5000) -> str:
+    """The transcript-vs-door timeline (:func:`replaybook.views.charts.timeline`) embedded as an
+    offline HTML fragment (Vega JavaScript inlined)."""
+    from ..views.charts import chart_html, timeline
+
+    chart = timeline(steps, calls, pairs, access, max_marks=max_marks)
+    note = ('<p class="rb-note">Dots: transcript events (prompts, model requests, tool calls) and door calls '
+            "(green allowed, red cross refused). Lines join each transcript tool call to the door call it agrees "
+            "with. Hover for details; drag or scroll to zoom in time.</p>")
+    return _section("Timeline", note + chart_html(chart), anchor="timeline")
+
+
+def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd.DataFrame:
+    """(door_session, call_seq) → call_id, step_seq, transcript, and the step's result text."""
+    if pairs is None or len(pairs) == 0:
+        return pd.DataFrame(columns=["door_session", "call_seq", "step_call_id", "step_seq", "step_transcript"])
+    m = pairs[["door_session", "call_seq", "call_id", "step_seq", "transcript_id"]].rename(
+        columns={"call_id": "step_call_id", "transcript_id": "step_transcript"})
+    if steps is not None and len(steps) and "result_text" in steps.columns:
+        st = steps.loc[steps["kind"] == "tool_call", ["transcript_id", "seq", "result_text", "is_error"]].rename(
+            columns={"transcript_id": "step_transcript", "seq": "step_seq", "result_text": "step_result"})
+        m = m.merge(st, on=["step_transcript", "step_seq"], how="left")
+    return m
+
+
+def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session: str, *,
+                  steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS) -> str:
+    """What one door session's calls reached, in the door's order (``seq``): time, tool, object,
+    decision, rule, rows, bytes, arguments, and the tool-use id (and step seq) of the transcript
+    step the join matched to each call ("—" when none)."""
+    c = calls[calls["door_session"] == door_session].sort_values(["seq", "ts"], na_position="last")
+    m = _matched_steps(pairs, steps)
+    m = m[m["door_session"] == door_session].drop(columns=["door_session"])
+    c = c.merge(m, left_on="seq", right_on="call_seq", how="left")
+    cols = [("seq", "seq", "num"), ("ts", "time (UTC)", "ts"), ("tool", "tool", "code"),
+            ("object", "object", "code"), ("decision", "decision", "text"), ("rule", "rule", "code"),
+            ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("args_key", "arguments", "code"),
+            ("step_call_id", "transcript tool-use id", "code"), ("step_seq", "step seq", "num")]
+    agent = c["agent"].dropna().iloc[0] if len(c) and c["agent"].notna().any() else None
+    sub = f"{len(c):,} calls" + (f", agent {agent}" if agent is not None else "")
+    return _section(f"Door session {door_session}",
+                    f'<p class="rb-note">{esc(sub)}</p>' + table(c, cols, max_rows=max_rows, row_class=_refused_row),
+                    level=3)
+
+
+def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions: pd.DataFrame | None = None, *,
+                      steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS) -> str:
+    """:func:`session_calls` for every door session (in ``sessions`` order when given)."""
+    if sessions is not None and len(sessions):
+        order = list(sessions["door_session"])
+    else:
+        order = list(pd.unique(calls.sort_values("ts")["door_session"].dropna()))
+    parts = [session_calls(calls, pairs, s, steps=steps, max_rows=max_rows) for s in order]
+    intro = ("<p>Per door session, every call in the door's order: what it reached (object), what the door "
+             "decided and returned, and the transcript tool call the join matched it to. Refused calls are "
+             "highlighted.</p>")
+    if not parts:
+        intro += '<p class="rb-note">No door calls.</p>'
+    return _section("What each call reached", intro + "".join(parts), anchor="calls")
+
+
+def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
+                  steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS) -> str:
+    """Every call the door refused (``decision == "deny"``), with its rule and, when the join
+    matched it, the transcript's tool-use id and the result text the agent was shown."""
+    r = calls[calls["decision"] == "deny"].sort_values(["ts", "door_session", "seq"])
+    if len(r) == 0:
+        return _section("Refused calls", "<p>The door refused no call.</p>", anchor="refused")
+    m = _matched_steps(pairs, steps)
+    r = r.merge(m, left_on=["door_session", "seq"], right_on=["door_session", "call_seq"], how="left")
+    cols = [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),
+            ("tool", "tool", "code"), ("object", "object", "code"), ("rule", "rule", "code"),
+            ("args_key", "arguments", "code"), ("error", "error", "text"),
+            ("step_call_id", "transcript tool-use id", "code")]
+    if "step_result" in r.columns:
+        cols.append(("step_result", "what the agent was shown", "code"))
+    body = (f"<p>The door refused {len(r):,} call(s). A refusal shows the agent asked; it does not show "
+            f"what the agent did next — read the transcript around the matched step.</p>"
+            + table(r, cols, max_rows=max_rows, row_class=_refused_row))
+    return _section("Refused calls", body, anchor="refused")
+
+
+def inputs_table(inputs: Iterable[Mapping]) -> str:
+    """Every input file read, with its format, size (bytes), line count and SHA-256 (hex), so
+    the report can be tied to the exact evidence."""
+    df = pd.DataFrame(list(inputs or []))
+    if df.empty:
+        return _section("Inputs", '<p class="rb-note">No input files.</p>', anchor="inputs")
+    cols = [("path", "path", "code"), ("format", "format", "text"), ("bytes", "bytes", "num"),
+            ("lines", "lines", "num"), ("sha256", "SHA-256", "code")]
+    body = ("<p>Every file this report was built from. Recompute a file's SHA-256 (<code>sha256sum</code>) to "
+            "check that it is the same evidence.</p>" + table(df, cols, max_rows=100000))
+    return _section("Inputs", body, anchor="inputs")
+
+
+def quarantine_summary(quarantine: pd.DataFrame, *, max_rows: int = 50) -> str:
+    """Lines the loaders set aside (``QUARANTINE`` frame): counts per file, loader and kind
+    (``invalid`` / ``pending``), then the first ``max_rows`` lines with the reason and the
+    line's start (escaped)."""
+    if quarantine is None or len(quarantine) == 0:
+        return _section("Quarantine", "<p>Every input line was used: nothing was set aside.</p>",
+                        anchor="quarantine")
+    g = (quarantine.groupby(["source_file", "loader", "kind"], dropna=False, observed=True)
+         .size().reset_index(name="lines"))
+    body = (f"<p>{len(quarantine):,} input line(s) could not be used and were set aside (never silently "
+            f"dropped). <b>invalid</b>: unusable; <b>pending</b>: an unterminated last line, probably still "
+            f"being written.</p>"
+            + table(g, [("source_file", "file", "code"), ("loader", "loader", "text"), ("kind", "kind", "text"),
+                        ("lines", "lines", "num")])
+            + "<h3>Set-aside lines</h3>"
+            + table(quarantine.sort_values(["source_file", "line_no"]),
+                    [("source_file", "file", "code"), ("line_no", "line", "num"), ("kind", "kind", "text"),
+                     ("error", "why", "text"), ("raw", "line starts", "code")], max_rows=max_rows))
+    return _section("Quarantine", body, anchor="quarantine")
+
+
+#: The fixed part of "what the join cannot prove".
+CANNOT_PROVE_TEXT = (
+    "The join links a transcript to a door session only through what both sides recorded: the tool, "
+    "its canonical arguments and the time (or, where the door logged it, the client's tool-use id).",
+    "Two agents making the same call with the same arguments within the window look alike; a link resting "
+    "on a few such calls (low share, margin 0) is a hypothesis, not a fact.",
+    "The door records decisions and sizes (rows, bytes), never the data itself: this report cannot show "
+    "what content the agent received, only what it reached and how much came back.",
+    "Transcripts are written by the client on the agent's machine; the door log is written by the gateway. "
+    "Neither is signed here: the SHA-256 list ties the report to these files, not to what happened.",
+    "Built-in tools and MCP servers that do not pass through the door never appear in the door log, so "
+    "their steps are not residuals; anything the agent did outside both records is invisible.",
+    "An agreeing pair shows a call was made and answered; it does not show the model read or used the result.",
+)
+
+
+def cannot_prove(
+    *,
+    unclaimed_calls: pd.DataFrame | None,
+    unmatched_steps: pd.DataFrame | None,
+    unmatched_transcripts: Sequence[str] | None,
+    sessions: pd.DataFrame | None,
+    max_rows: int = 200,
+) -> str:
+    """What the join cannot prove: the fixed caveats, then the specific residuals — door calls no
+    transcript step claims, door-bound transcript tool calls with no door call, transcripts
+    assigned to no session, and sessions whose assignment is ambiguous or missing."""
+    body = "<ul>" + "".join(f"<li>{esc(t)}</li>" for t in CANNOT_PROVE_TEXT) + "</ul>"
+    body += "<h3>Door calls no transcript step claims</h3>"
+    body += table(unclaimed_calls if unclaimed_calls is not None else None,
+                  [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),
+                   ("tool", "tool", "code"), ("object", "object", "code"), ("decision", "decision", "text"),
+                   ("args_key", "arguments", "code")],
+                  max_rows=max_rows, row_class=_refused_row,
+                  empty="None: every door call of an assigned session has a matching transcript step.")
+    body += "<h3>Transcript tool calls with no door call</h3>"
+    body += table(unmatched_steps if unmatched_steps is not None else None,
+                  [("transcript_id", "transcript", "code"), ("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"),
+                   ("tool_raw", "tool", "code"), ("call_id", "tool-use id", "code"), ("args_key", "arguments", "code"),
+                   ("is_error", "error result", "text")],
+                  max_rows=max_rows,
+                  empty="None: every door-bound tool call of an assigned transcript reached the door.")
+    body += "<h3>Transcripts assigned to no door session</h3>"
+    ut = list(unmatched_transcripts or [])
+    body += ("<ul>" + "".join(f"<li><code>{esc(t)}</code></li>" for t in ut) + "</ul>") if ut else \
+        '<p class="rb-note">None.</p>'
+    body += "<h3>Sessions without a sure link</h3>"
+    weak = sessions[sessions["status"].isin(["ambiguous", "unmatched"])] if sessions is not None and len(sessions) \
+        else None
+    if weak is not None and len(weak):
+        body += '<ul class="rb-sentences">' + "".join(
+            f"<li>{esc(confidence_sentence(r))}</li>" for r in weak.to_dict("records")) + "</ul>"
+    else:
+        body += '<p class="rb-note">None: every door session is matched.</p>'
+    return _section("What the join cannot prove", body, anchor="cannot-prove")

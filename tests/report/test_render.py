@@ -1,0 +1,194 @@
+"""render_report: papermill execution (kernel = this interpreter), retries, offline HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from replaybook.errors import ManifestError, ReportError
+from replaybook.report import render as R
+from replaybook.report.render import render_report, to_html
+
+
+
+def read(p) -> str:
+    return Path(p).read_text(encoding="utf-8")
+
+
+def assert_offline(html: str) -> None:
+    low = html.lower()
+    assert not re.search(r"<script[^>]*\bsrc\s*=", low)
+    assert "<link" not in low  # no external stylesheet either
+    for word in ("cdn", "require.js", "requirejs", "mathjax", "widget-state", "jupyter-widgets"):
+        assert word not in low, word
+    # no code input cells
+    assert 'class="jp-CodeMirrorEditor' not in html and 'class="jp-InputArea-editor' not in html
+    assert "highlight hl-ipython3" not in html and 'class="jp-InputPrompt' not in html
+
+
+def test_tiny_report_files_and_names(rendered_tiny):
+    assert Path(rendered_tiny["ipynb"]).name == "tiny-incident.ipynb"
+    assert Path(rendered_tiny["html"]).name == "tiny-incident.html"
+    assert rendered_tiny["attempts"] == 1
+
+
+def test_tiny_report_is_offline_without_code(rendered_tiny):
+    html = read(rendered_tiny["html"])
+    assert_offline(html)
+    # parameters cells and their values are gone; so is the code that loads the incident
+    assert "incident_path" not in html and "injected-parameters" not in html
+    assert "Incident.load" not in html and "display(HTML" not in html
+    # exactly two scripts: the inlined Vega bundle and the vegaEmbed call
+    assert html.count("<script") == 2
+    assert "window.vegaEmbed=" in html
+
+
+def test_tiny_report_escapes_evidence(rendered_tiny, hostile):
+    html = read(rendered_tiny["html"])
+    for raw in (*hostile.values(), "<b>hostile</b>"):
+        assert raw not in html
+    # (nbconvert re-serialises the page with BeautifulSoup, which writes quotes in text unescaped)
+    assert re.search(r"&lt;script&gt;alert\((&#x27;|')result-xss", html)  # refused call's result
+    assert re.search(r"&lt;img src=x onerror=alert\((&quot;|\")q-xss", html)  # quarantined line
+    assert "Tiny &lt;b&gt;hostile&lt;/b&gt; incident" in html
+    assert "\\u003cscript\\u003ealert(\\\"prompt-xss\\\")" in html  # prompt inside the chart's JSON
+
+
+def test_tiny_report_sections(rendered_tiny):
+    html = read(rendered_tiny["html"])
+    for title in ("Sessions and the join", "Clock offset", "Timeline", "What each call reached",
+                  "Refused calls", "Inputs", "Quarantine", "What the join cannot prove"):
+        assert f">{title}</h2>" in html, title
+    assert html.index("Sessions and the join") < html.index("Clock offset") < html.index(">Timeline<")
+    assert "door-sess-tiny" in html and "toolu_env_2" in html and "no-dotenv" in html
+    assert re.search(r"<code>[0-9a-f]{64}</code>", html)  # input SHA-256
+
+
+def test_tiny_notebook_metadata_and_interpreter(rendered_tiny):
+    nb = json.loads(read(rendered_tiny["ipynb"]))
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert nb["metadata"]["kernelspec"]["language"] == "python"
+    assert nb["metadata"]["language_info"]["name"] == "python"
+    assert nb["metadata"]["language_info"]["version"].startswith(f"{sys.version_info[0]}.{sys.version_info[1]}")
+    nbformat.validate(nbformat.reads(json.dumps(nb), as_version=4))
+    # the hidden "remove" cell recorded which interpreter the kernel ran: this one, though the
+    # render ran with the venv absent from PATH
+    outs = [o for c in nb["cells"] if "remove" in c["metadata"].get("tags", []) and c["cell_type"] == "code"
+            for o in c["outputs"]]
+    text = "".join("".join(o.get("text", "")) for o in outs)
+    assert f"python: {sys.executable}\n" in text
+    tags = [c["metadata"].get("tags", []) for c in nb["cells"]]
+    assert ["injected-parameters"] in tags and ["parameters"] in tags
+
+
+def _template(tmp_path: Path, body: str) -> Path:
+    nb = new_notebook(cells=[
+        new_code_cell('incident_path = "x"\ninteractive = False', metadata={"tags": ["parameters"]}),
+        new_code_cell(body),
+    ], metadata={"kernelspec": R.KERNELSPEC, "language_info": {"name": "python"}})
+    p = tmp_path / "template.ipynb"
+    nbformat.write(nb, p)
+    return p
+
+
+def test_hang_is_retried_once_then_succeeds(tiny_incident, tmp_path):
+    marker = tmp_path / "first-attempt-hung"
+    body = (f"import pathlib, time\nm = pathlib.Path({str(marker)!r})\n"
+            "if not m.exists():\n    m.write_text('x')\n    time.sleep(60)\nprint('second attempt ok')")
+    out = render_report(tiny_incident, tmp_path / "out", template=_template(tmp_path, body), timeout=3)
+    assert out.attempts == 2 and marker.exists()
+    assert "second attempt ok" in read(out.ipynb)
+    assert_offline(read(out.html))
+
+
+def test_hang_on_every_attempt_raises_report_error(tiny_incident, tmp_path):
+    tpl = _template(tmp_path, "import time\ntime.sleep(60)")
+    with pytest.raises(ReportError, match=r"hung or died on all 2 attempt\(s\).*timeout 2 s"):
+        render_report(tiny_incident, tmp_path / "out", template=tpl, timeout=2)
+
+
+def test_dead_kernel_raises_report_error(tiny_incident, tmp_path):
+    tpl = _template(tmp_path, "import os\nos._exit(1)")
+    with pytest.raises(ReportError, match="hung or died on all 1 attempt"):
+        render_report(tiny_incident, tmp_path / "out", template=tpl, timeout=20, retries=0)
+
+
+def test_cell_error_is_a_report_error_not_retried(tiny_incident, tmp_path):
+    tpl = _template(tmp_path, "raise ValueError('boom <here>')")
+    with pytest.raises(ReportError, match=r"failed in cell .*ValueError: boom <here>"):
+        render_report(tiny_incident, tmp_path / "out", template=tpl, timeout=20)
+
+
+def test_bad_manifest_fails_before_any_kernel(tmp_path):
+    (tmp_path / "incident.yaml").write_text("title: x\n")
+    with pytest.raises(ManifestError):
+        render_report(tmp_path, tmp_path / "out")
+    with pytest.raises(ReportError, match="template notebook not found"):
+        (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: [incident.yaml]\ndoor: [incident.yaml]\n")
+        render_report(tmp_path, tmp_path / "out", template=tmp_path / "nope.ipynb")
+
+
+def test_to_html_drops_tagged_cells_inputs_and_widgets(tmp_path):
+    nb = new_notebook(cells=[
+        new_markdown_cell("# Visible heading"),
+        new_code_cell("secret_param = 1", metadata={"tags": ["parameters"]},
+                      outputs=[new_output("stream", name="stdout", text="PARAM-OUT")]),
+        new_code_cell("injected = 2", metadata={"tags": ["injected-parameters"]},
+                      outputs=[new_output("stream", name="stdout", text="INJECTED-OUT")]),
+        new_code_cell("hidden()", metadata={"tags": ["remove"]},
+                      outputs=[new_output("stream", name="stdout", text="REMOVED-OUT")]),
+        new_code_cell("shown_code_xyz()",
+                      outputs=[new_output("display_data", data={"text/html": "<p>SHOWN-OUT</p>",
+                                                                "text/plain": "x"})]),
+        new_code_cell("w", outputs=[new_output("display_data", data={
+            "application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2,
+                                                         "version_minor": 0},
+            "text/plain": "IntSlider()"})]),
+        new_markdown_cell("$x^2$ stays as text"),
+    ], metadata={"kernelspec": R.KERNELSPEC, "language_info": {"name": "python"},
+                 "widgets": {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2,
+                                                                            "version_minor": 0}}})
+    p = tmp_path / "n.ipynb"
+    nbformat.write(nb, p)
+    html = read(to_html(p))
+    assert_offline(html)
+    assert "Visible heading" in html and "SHOWN-OUT" in html
+    for gone in ("PARAM-OUT", "INJECTED-OUT", "REMOVED-OUT", "secret_param", "shown_code_xyz", "model_id"):
+        assert gone not in html, gone
+    assert "<script" not in html
+
+
+def test_demo_report_renders(rendered_demo):
+    out = rendered_demo
+    html = read(out["html"])
+    assert Path(out["html"]).name == "demo.html"
+    assert_offline(html)
+    assert ">Refused calls</h2>" in html and html.count("<script") == 2
+    assert html.count('class="rb-status rb-status-matched"') == 2 and 'class="rb-status rb-status-ambiguous' not in html
+    assert "door-20260913T100005-a1" in html and "door-20260913T100052-b7" in html
+    # the transcript with no door calls is named as a residual
+    residual = html[html.index("Transcripts assigned to no door session"):]
+    assert re.search(r"<li><code>[0-9a-f-]{36}</code></li>", residual)
+    nb = json.loads(read(out["ipynb"]))
+    assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"
+    assert f"python: {sys.executable}" in json.dumps(nb)
+
+
+def test_a_foreign_python3_kernelspec_is_not_used(tiny_incident, tmp_path, monkeypatch):
+    # a user-level python3 kernelspec naming another interpreter by absolute path comes first
+    # on the Jupyter path; the report must still run in this interpreter
+    kdir = tmp_path / "jp" / "kernels" / "python3"
+    kdir.mkdir(parents=True)
+    (kdir / "kernel.json").write_text(json.dumps({
+        "argv": ["/nonexistent/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (elsewhere)", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jp"))
+    tpl = _template(tmp_path, "import sys\nprint('kernel python:', sys.executable)")
+    out = render_report(tiny_incident, tmp_path / "out", template=tpl, timeout=60)
+    assert f"kernel python: {sys.executable}" in read(out.ipynb)

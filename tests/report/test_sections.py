@@ -1,0 +1,186 @@
+"""Report sections built from synthetic canonical frames (no kernel)."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from replaybook.frames import CALLS, PAIRS, QUARANTINE, SESSIONS, STEPS
+from replaybook.report import sections as S
+
+T0 = pd.Timestamp("2026-09-13T10:00:00Z")
+XSS = '<script>alert("xss")</script>'
+
+
+def s(sec: float) -> pd.Timestamp:
+    return T0 + pd.Timedelta(seconds=sec)
+
+
+@pytest.fixture()
+def frames():
+    steps = STEPS.build([
+        dict(transcript_id="t1", seq=0, ts=s(0), kind="user_prompt", text=XSS),
+        dict(transcript_id="t1", seq=1, ts=s(1), kind="tool_call", tool="read_object", tool_raw="mcp__door__read_object",
+             args_key='{"path":"a"}', call_id="toolu_a"),
+        dict(transcript_id="t1", seq=2, ts=s(5), kind="tool_call", tool="read_object", tool_raw="mcp__door__read_object",
+             args_key='{"path":".env"}', call_id="toolu_env", result_text="denied " + XSS, is_error=True),
+        dict(transcript_id="t1", seq=3, ts=s(9), kind="tool_call", tool="query", tool_raw="mcp__door__query",
+             args_key='{"sql":"<b>x</b>"}', call_id="toolu_lost"),
+    ])
+    calls = CALLS.build([
+        dict(door_session="s1", agent="analyst", seq=1, ts=s(1.4), tool="read_object", args_key='{"path":"a"}',
+             object="a", decision="allow", rule="allow-demo", rows=32, bytes=2048),
+        dict(door_session="s1", agent="analyst", seq=2, ts=s(5.4), tool="read_object", args_key='{"path":".env"}',
+             object=".env", decision="deny", rule="no-dotenv"),
+        dict(door_session="s1", agent="analyst", seq=3, ts=s(7), tool="list_folder", args_key='{"path":"<i>"}',
+             object="<img src=x onerror=alert(1)>", decision="allow", rule="r", rows=1, bytes=9),
+        dict(door_session="s2", agent="other", seq=1, ts=s(30), tool="read_object", args_key='{"path":"a"}',
+             object="a", decision="allow", rule="allow-demo", rows=32, bytes=2048),
+    ])
+    pairs = PAIRS.build([
+        dict(door_session="s1", transcript_id="t1", step_seq=1, call_seq=1, call_id="toolu_a", tool="read_object",
+             args_key='{"path":"a"}', step_ts=s(1), call_ts=s(1.4), delta_ms=400.0, how="content"),
+        dict(door_session="s1", transcript_id="t1", step_seq=2, call_seq=2, call_id="toolu_env", tool="read_object",
+             args_key='{"path":".env"}', step_ts=s(5), call_ts=s(5.4), delta_ms=400.0, how="content"),
+    ])
+    sessions = SESSIONS.build([
+        dict(door_session="s1", agent="analyst", start=s(1.4), end=s(7), calls=3, refused=1, transcript_id="t1",
+             agreed=2, transcript_tool_steps=3, share=2 / 3, runner_up=pd.NA, runner_up_agreed=pd.NA, margin=2.0,
+             status="matched", offset_ms=400.0, unclaimed_calls=1, unmatched_steps=1, method="content"),
+        dict(door_session="s2", agent="other", start=s(30), end=s(30), calls=1, refused=0, transcript_id=pd.NA,
+             agreed=0, transcript_tool_steps=pd.NA, share=0.0, runner_up="t1", runner_up_agreed=1, margin=0.0,
+             status="unmatched", offset_ms=None, unclaimed_calls=1, unmatched_steps=0, method=pd.NA),
+    ])
+    return steps, calls, pairs, sessions
+
+
+def no_raw_html(h: str) -> None:
+    """None of the hostile strings survive as markup."""
+    assert "<script>alert" not in h
+    assert "<img src=x" not in h
+    assert "<b>x</b>" not in h and "<i>" not in h
+
+
+def test_table_escapes_every_cell():
+    df = pd.DataFrame({"a": [XSS, None], "n": [1234567, None]})
+    h = S.table(df, [("a", "A <b>", "code"), ("n", "n", "num")])
+    no_raw_html(h)
+    assert "&lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in h
+    assert "A &lt;b&gt;" in h and "1,234,567" in h and h.count("—") == 2
+
+
+def test_table_cuts_long_frames_and_says_so():
+    h = S.table(pd.DataFrame({"x": range(30)}), [("x", "x", "num")], max_rows=10)
+    assert h.count("<tr>") == 11 and "first 10 of 30 rows" in h
+
+
+def test_header_escapes_title():
+    h = S.header("Incident <script>x</script>", "/a/<b>/incident.yaml", steps=STEPS.empty(), calls=CALLS.empty())
+    assert "<script>x" not in h and "Incident &lt;script&gt;x" in h and "&lt;b&gt;" in h
+    assert h.startswith("<style")
+    assert not re.search(r"url\(|https?://", S.STYLE)
+
+
+def test_join_summary_and_confidence(frames):
+    _, _, _, sessions = frames
+    h = S.join_summary(sessions, 60.0)
+    assert "rb-status-matched" in h and "rb-status-unmatched" in h
+    assert "67%" in h  # share of s1
+    assert "High confidence" not in h  # share 2/3 < 0.9
+    assert "Moderate confidence — matched to transcript t1; 2 of 3 calls (67%) agree" in h
+    assert "1 door calls have no matching transcript step" in h
+    assert "1 door-bound transcript tool calls have no door call" in h
+    assert "Door session s2: no transcript agrees with its 1 calls" in h
+    assert "closest: transcript t1, 1 agreeing steps" in h
+
+
+@pytest.mark.parametrize("row, expect", [
+    (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
+          method="content"), "High confidence"),
+    (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
+          method="meta_id+content"), "Strong"),
+    (dict(door_session="a", calls=10, agreed=2, transcript_id="t", status="matched", share=0.2, margin=1.0,
+          method="content"), "Weak"),
+    (dict(door_session="a", calls=10, agreed=3, transcript_id="t", status="ambiguous", share=0.3, margin=0.0,
+          runner_up="u", runner_up_agreed=3, method="content"), "ambiguous"),
+])
+def test_confidence_levels(row, expect):
+    text = S.confidence_sentence(row, 60)
+    assert expect in text and text.endswith(".")
+
+
+def test_clock_offset(frames):
+    _, _, pairs, sessions = frames
+    h = S.clock_offset(400.0, sessions, pairs)
+    assert "400 ms</b> later than" in h and "Spread over 2 pairs" in h
+    assert "cannot be estimated" in S.clock_offset(None)
+    assert "earlier than" in S.clock_offset(-1500.0)
+
+
+def test_session_calls_lists_what_each_call_reached(frames):
+    steps, calls, pairs, sessions = frames
+    h = S.session_calls(calls, pairs, "s1", steps=steps)
+    no_raw_html(h)
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1:]
+    assert len(rows) == 3
+    assert "toolu_a" in rows[0] and "2,048" in rows[0] and "2026-09-13 10:00:01.400Z" in rows[0]
+    assert "toolu_env" in rows[1] and "no-dotenv" in rows[1]
+    assert '<tr class="rb-refused">' in h and h.count("rb-refused") == 1
+    assert "&lt;img src=x onerror=alert(1)&gt;" in rows[2] and "toolu" not in rows[2]
+    all_h = S.all_session_calls(calls, pairs, sessions, steps=steps)
+    assert all_h.index("Door session s1") < all_h.index("Door session s2")
+
+
+def test_refused_calls_show_what_the_agent_was_shown(frames):
+    steps, calls, pairs, _ = frames
+    h = S.refused_calls(calls, pairs, steps=steps)
+    no_raw_html(h)
+    assert "1 call(s)" in h and "toolu_env" in h and "no-dotenv" in h
+    assert "denied &lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in h
+    assert "refused no call" in S.refused_calls(calls[calls.decision != "deny"], pairs)
+
+
+def test_inputs_table_lists_sha256():
+    sha = "ab" * 32
+    h = S.inputs_table([{"path": "t/<x>.jsonl", "sha256": sha, "bytes": 7023, "lines": 12, "format": "claude-code"}])
+    assert sha in h and "7,023" in h and "t/&lt;x&gt;.jsonl" in h
+
+
+def test_quarantine_summary_escapes_raw_lines():
+    q = QUARANTINE.build([
+        dict(source_file="t.jsonl", line_no=4, byte_offset=100, kind="invalid", loader="claude-code",
+             error="not JSON", raw='{"a": <img src=x onerror=alert(1)>'),
+        dict(source_file="t.jsonl", line_no=9, byte_offset=900, kind="pending", loader="claude-code",
+             error="unterminated last line", raw='{"b":'),
+    ])
+    h = S.quarantine_summary(q)
+    no_raw_html(h)
+    assert "2 input line(s)" in h and "&lt;img src=x" in h and "pending" in h
+    assert "nothing was set aside" in S.quarantine_summary(QUARANTINE.empty())
+
+
+def test_cannot_prove_lists_the_residuals(frames):
+    steps, calls, pairs, sessions = frames
+    unclaimed = calls[(calls.door_session == "s2") | (calls.seq == 3)]
+    unmatched = steps[steps.call_id == "toolu_lost"]
+    h = S.cannot_prove(unclaimed_calls=unclaimed, unmatched_steps=unmatched, unmatched_transcripts=["t9<script>"],
+                       sessions=sessions)
+    no_raw_html(h)
+    for t in S.CANNOT_PROVE_TEXT:
+        assert S.esc(t) in h
+    assert "toolu_lost" in h and "{&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}" in h
+    assert "t9&lt;script&gt;" in h
+    assert "Door session s2: no transcript agrees" in h
+    empty = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
+                           sessions=sessions.iloc[:1])
+    assert "None: every door call" in empty and "None: every door session is matched" in empty
+
+
+def test_timeline_section_embeds_an_offline_chart(frames):
+    steps, calls, pairs, _ = frames
+    h = S.timeline_section(steps, calls, pairs)
+    assert 'class="replaybook-chart"' in h and h.count("<script") == 2
+    assert not re.search(r"<script[^>]*\bsrc\s*=", h)
+    assert "<script>alert" not in h and "\\u003cscript\\u003ealert" in h
