@@ -11,42 +11,66 @@ Public API::
     replaybook.load_door(paths)                   # → LoadResult(frame=calls, quarantine, inputs)
     replaybook.join_sessions(steps, calls)        # → JoinResult
     replaybook.canonical_args(arguments)          # → canonical JSON text
+
+Names are imported on first use, so ``import replaybook`` (and the ``rec`` recorder, the CLI's
+``--help``) stays fast; pandas and friends load when a frame is first needed.
 """
 
-from .canonical import canonical_args
-from .errors import (FormatError, FrameError, InputError, JoinError, ManifestError,
-                     ReplaybookError, ReportError)
-from .frames import CALLS, PAIRS, QUARANTINE, SESSIONS, STEPS, LoadResult
-from .incident import Incident
-from .join import JoinResult, join_sessions
-from .loading import Loaded, load
-from .sources.claude_code import load_claude_code
-from .sources.door import load_door
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Incident",
-    "load",
-    "Loaded",
-    "JoinResult",
-    "LoadResult",
-    "join_sessions",
-    "load_door",
-    "load_claude_code",
-    "canonical_args",
-    "STEPS",
-    "CALLS",
-    "PAIRS",
-    "SESSIONS",
-    "QUARANTINE",
-    "ReplaybookError",
-    "InputError",
-    "FormatError",
-    "ManifestError",
-    "FrameError",
-    "JoinError",
-    "ReportError",
-    "__version__",
-]
+_EXPORTS = {
+    "Incident": "incident",
+    "load": "loading",
+    "Loaded": "loading",
+    "JoinResult": "join",
+    "join_sessions": "join",
+    "load_claude_code": "sources.claude_code",
+    "load_door": "sources.door",
+    "canonical_args": "canonical",
+    "LoadResult": "frames",
+    "STEPS": "frames",
+    "CALLS": "frames",
+    "PAIRS": "frames",
+    "SESSIONS": "frames",
+    "ACCESS": "frames",
+    "QUARANTINE": "frames",
+    "ReplaybookError": "errors",
+    "InputError": "errors",
+    "FormatError": "errors",
+    "ManifestError": "errors",
+    "FrameError": "errors",
+    "JoinError": "errors",
+    "ReportError": "errors",
+}
 
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'replaybook' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .canonical import canonical_args
+    from .errors import (FormatError, FrameError, InputError, JoinError, ManifestError,
+                         ReplaybookError, ReportError)
+    from .frames import ACCESS, CALLS, PAIRS, QUARANTINE, SESSIONS, STEPS, LoadResult
+    from .incident import Incident
+    from .join import JoinResult, join_sessions
+    from .loading import Loaded, load
+    from .sources.claude_code import load_claude_code
+    from .sources.door import load_door

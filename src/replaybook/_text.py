@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["safe_str", "truncate", "to_utc", "TEXT_LIMIT"]
 
@@ -42,11 +43,13 @@ def truncate(s: str | None, limit: int = TEXT_LIMIT) -> tuple[str | None, int | 
     return s, size
 
 
-def to_utc(values: Any) -> pd.Series:
+def to_utc(values: Any) -> "pd.Series":
     """Parse RFC 3339 / ISO 8601 strings (any offset, 0-9 fractional digits) to UTC.
 
     Returns a ``datetime64[ns, UTC]`` Series; unparseable or missing values become ``NaT``.
     """
+    import pandas as pd
+
     s = pd.Series(values, dtype="object")
     out = pd.to_datetime(s, utc=True, format="ISO8601", errors="coerce")
     return out.astype("datetime64[ns, UTC]")

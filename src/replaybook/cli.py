@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 import orjson
-import pandas as pd
 
 from . import __version__
 from .errors import InputError, JoinError, ReplaybookError
@@ -23,7 +22,7 @@ __all__ = ["main", "cli"]
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
 
 
-def _frame_out(df: pd.DataFrame, fmt: str, out: str | None) -> None:
+def _frame_out(df, fmt: str, out: str | None) -> None:
     df = df.copy()
     if "arguments" in df.columns:
         df["arguments"] = [None if a is None else orjson.dumps(a, option=orjson.OPT_NON_STR_KEYS).decode()
@@ -46,7 +45,7 @@ def _frame_out(df: pd.DataFrame, fmt: str, out: str | None) -> None:
         sys.stdout.write(text)
 
 
-def _quarantine_summary(q: pd.DataFrame) -> None:
+def _quarantine_summary(q) -> None:
     if q.empty:
         click.echo("quarantine: 0 lines", err=True)
         return
@@ -101,6 +100,8 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
 
 
 def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
+    import pandas as pd
+
     from .loading import load
 
     loaded = load(list(paths))
@@ -132,6 +133,8 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True)
 def join_cmd(transcripts, calls, window, min_agreed, max_offset, fmt) -> None:
     """Assign transcripts to door sessions one-to-one and say how sure each assignment is."""
+    import pandas as pd
+
     from .join import join_sessions
     from .sources.claude_code import load_claude_code
     from .sources.door import load_door
@@ -176,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the CLI and map errors to exit codes (0 ok, 2 input, 1 internal)."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        cli.main(args=argv, prog_name="replaybook", standalone_mode=False)
+        rv = cli.main(args=argv, prog_name="replaybook", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except click.ClickException as exc:  # usage errors
@@ -197,7 +200,18 @@ def main(argv: list[str] | None = None) -> int:
         else:
             click.echo("(run with --debug for the traceback)", err=True)
         return EXIT_INTERNAL
-    return EXIT_OK
+    # a command that ends with ctx.exit(n) returns n here (standalone_mode=False)
+    return rv if isinstance(rv, int) else EXIT_OK
+
+
+def _register_groups() -> None:
+    """Subcommand groups that live with their feature."""
+    from .packet.cli import packet
+
+    cli.add_command(packet)
+
+
+_register_groups()
 
 
 if __name__ == "__main__":  # pragma: no cover

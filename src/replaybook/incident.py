@@ -16,16 +16,14 @@ The manifest's shape is the JSON Schema ``replaybook/schemas/incident.v1.json``.
 from __future__ import annotations
 
 import glob
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pandas as pd
 import yaml
 
+from ._schema import first_error, package_schema
 from .errors import ManifestError
 from .frames import STEPS, LoadResult
 from .join import DEFAULT_MIN_AGREED, DEFAULT_WINDOW_S, JoinResult, join_sessions
@@ -34,10 +32,6 @@ from .sources import registry
 __all__ = ["Incident", "load_manifest"]
 
 DEFAULT_TRANSCRIPT_FORMAT = "claude-code"
-
-
-def _schema() -> dict:
-    return json.loads(resources.files("replaybook").joinpath("schemas/incident.v1.json").read_text("utf-8"))
 
 
 def load_manifest(path: str | Path) -> dict:
@@ -65,11 +59,9 @@ def load_manifest(path: str | Path) -> dict:
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise ManifestError(f"not valid YAML: {exc}", p, None if line is None else line + 1) from exc
-    validator = jsonschema.Draft202012Validator(_schema())
-    err = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    err = first_error(package_schema("incident.v1.json"), data)
     if err is not None:
-        where = "/".join(str(x) for x in err.absolute_path) or "(top level)"
-        raise ManifestError(f"invalid manifest at {where}: {err.message}", p)
+        raise ManifestError(f"invalid manifest {err}", p)
     data.setdefault("window_s", DEFAULT_WINDOW_S)
     data.setdefault("min_agreed", DEFAULT_MIN_AGREED)
     data.setdefault("max_offset_s", 300.0)

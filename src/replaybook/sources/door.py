@@ -14,16 +14,13 @@ match exactly.  Keys recognised for ``meta_call_id``: :data:`META_CALL_ID_KEYS`.
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
-import jsonschema
 import orjson
 import pandas as pd
 
+from .._schema import first_error, package_schema
 from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
 from .._text import to_utc
 from ..canonical import canonical_args
@@ -39,17 +36,9 @@ META_CALL_ID_KEYS = ("claudecode/toolUseId", "toolUseId", "tool_use_id", "call_i
 LOADER = "door"
 
 
-@lru_cache(maxsize=1)
 def door_schema() -> dict:
     """The door call log's JSON Schema (draft 2020-12) as a dict."""
-    text = resources.files("replaybook").joinpath("schemas/door-call-log.v1.json").read_text("utf-8")
-    return json.loads(text)
-
-
-@lru_cache(maxsize=1)
-def _validator() -> jsonschema.protocols.Validator:
-    cls = jsonschema.validators.validator_for(door_schema())
-    return cls(door_schema(), format_checker=cls.FORMAT_CHECKER)
+    return package_schema("door-call-log.v1.json")
 
 
 _STR_OR_NONE = (str, type(None))
@@ -84,11 +73,8 @@ def _quick_ok(o: dict) -> bool:
 
 
 def _schema_error(o: object) -> str | None:
-    err = jsonschema.exceptions.best_match(_validator().iter_errors(o))
-    if err is None:
-        return None
-    where = "/".join(str(p) for p in err.absolute_path) or "(line)"
-    return f"does not match door-call-log v1 at {where}: {err.message}"
+    err = first_error(door_schema(), o)
+    return None if err is None else f"does not match door-call-log v1 {err}"
 
 
 def _meta_call_id(meta: dict | None) -> str | None:

@@ -1,0 +1,49 @@
+"""JSON Schema validation shared by every loader and manifest reader.
+
+``jsonschema`` is imported on first use: with its optional format checkers installed it can cost
+seconds to import, which would slow every CLI call (and ``rec`` in an agent session) that never
+validates anything.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+__all__ = ["package_schema", "first_error"]
+
+
+@lru_cache(maxsize=None)
+def package_schema(name: str) -> dict:
+    """A JSON Schema shipped in ``replaybook/schemas/`` (e.g. ``door-call-log.v1.json``)."""
+    return json.loads(resources.files("replaybook").joinpath("schemas", name).read_text("utf-8"))
+
+
+_VALIDATORS: dict[int, Any] = {}
+
+
+def _validator(schema: dict, formats: bool):
+    key = (id(schema), formats)
+    v = _VALIDATORS.get(key)
+    if v is None:
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(schema)
+        v = cls(schema, format_checker=cls.FORMAT_CHECKER if formats else None)
+        _VALIDATORS[key] = (v, schema)  # keep schema alive so id() stays unique
+        return v
+    return v[0]
+
+
+def first_error(schema: dict, obj: Any, *, formats: bool = True) -> str | None:
+    """The most relevant validation error of ``obj`` against ``schema`` as ``"at <path>: <msg>"``,
+    or ``None`` when ``obj`` is valid.  ``schema`` must stay alive (module constant or cached)."""
+    import jsonschema
+
+    err = jsonschema.exceptions.best_match(_validator(schema, formats).iter_errors(obj))
+    if err is None:
+        return None
+    where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+    return f"at {where}: {err.message}"
