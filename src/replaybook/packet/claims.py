@@ -1,0 +1,373 @@
+"""The claims linter: every claim in a PR body must cite a step of the session log that backs it.
+
+Markers are ``[seq:N]`` (``N`` a step's ``seq``), anywhere in the Markdown body except inside
+fenced code blocks (```` ``` ```` / ``~~~``), inline code spans and HTML comments.  A marker
+placed right after a sentence's full stop (``It passes. [seq:2]``) belongs to that sentence.
+
+Findings (failures — the linter exits non-zero when there is one):
+
+``cites_missing_step``   the marker cites a seq that is not in the log (the step never ran)
+``cites_failing_step``   the cited step exited non-zero and its sentence does not describe it
+                         as an expected failure (:data:`EXPECTED_FAILURE`)
+``malformed_marker``     ``[seq:…]`` whose content is not a step number
+
+Warnings (reported, never failures):
+
+``unsupported_claim``    a sentence with no marker that reads like a factual claim — it uses a
+                         word from :data:`CLAIM_WORDS` (passes, fails, fixes, faster, 30% …).
+                         A heuristic: headings and questions are never flagged.
+
+A cited failing step is accepted when its sentence matches one of these phrasings
+(case-insensitive): "expected failure", "expected to fail", "fails/failed as expected",
+"fails/failed/failing before the fix|change|patch", "fails without the fix|change|patch",
+"failing test(s)", "red before", "reproduces/reproduced the bug|issue|failure|problem|regression",
+"xfail".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+from .log import read_log
+
+__all__ = [
+    "EXPECTED_FAILURE",
+    "CLAIM_WORDS",
+    "FINDING_KINDS",
+    "WARNING_KINDS",
+    "Finding",
+    "ClaimsReport",
+    "lint_claims",
+    "lint_claims_text",
+    "mask_code",
+]
+
+#: Phrasings that describe a cited non-zero step as an expected failure.
+EXPECTED_FAILURE = re.compile(
+    r"\bexpected(?:ly)?[ -](?:to[ -])?fail(?:ure|s|ed|ing)?\b"
+    r"|\bfail(?:s|ed|ing)?\s+as\s+expected\b"
+    r"|\bfail(?:s|ed|ing)?\s+(?:before|without)\s+the\s+(?:fix|change|patch)\b"
+    r"|\bfailing\s+tests?\b"
+    r"|\bred\s+before\b"
+    r"|\breproduc(?:es|ed|ing)?\s+the\s+(?:bug|issue|failure|problem|regression)\b"
+    r"|\bxfail",
+    re.I,
+)
+
+#: Words that make a sentence a factual claim (for ``unsupported_claim`` warnings).
+CLAIM_WORDS = re.compile(
+    r"\b(?:pass(?:es|ed|ing)?|fail(?:s|ed|ing|ure)?|fix(?:es|ed)?|works?|green|clean|succeed(?:s|ed)?|"
+    r"improv(?:es|ed|ement)|faster|slower|speed(?:s|ed)?\s+up|reduc(?:es|ed)|increas(?:es|ed)|"
+    r"no\s+longer|resolv(?:es|ed)|verif(?:y|ies|ied)|confirm(?:s|ed)|tested|reproduc(?:es|ed)|"
+    r"all\s+tests|benchmark\w*|coverage|regression|broken|errors?)\b"
+    r"|\b\d+(?:\.\d+)?\s?%|\b\d+(?:\.\d+)?x\b",
+    re.I,
+)
+
+#: Finding kinds (failures) and warning kinds.
+FINDING_KINDS = ("cites_missing_step", "cites_failing_step", "malformed_marker")
+WARNING_KINDS = ("unsupported_claim",)
+
+_MARKER = re.compile(r"\[\s*seq\s*:\s*([^\]\n]*)\]", re.I)
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
+_TABLE_ROW = re.compile(r"^\s*\|")
+_QUOTE = re.compile(r"^\s*>\s?")
+_ABBREV = {"e.g", "i.e", "etc", "vs", "cf", "fig", "no", "approx", "mr", "mrs", "dr", "al", "ca"}
+_SENT_END = re.compile(r"[.!?]+[)\"'*_\]]*(?=\s|$)")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding or warning.
+
+    Attributes:
+        kind: one of :data:`FINDING_KINDS` or :data:`WARNING_KINDS` (or ``accepted``).
+        severity: ``error`` (a finding), ``warning``, or ``accepted``.
+        line: 1-based line in the body where the marker (or the sentence) is.
+        seq: the cited step, if the finding is about a marker with a number.
+        sentence: the sentence concerned, as written (whitespace collapsed).
+        message: what is wrong and what to do, in words.
+    """
+
+    kind: str
+    severity: str
+    line: int
+    seq: int | None
+    sentence: str
+    message: str
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class ClaimsReport:
+    """The linter's answer for one PR body and one session log.
+
+    Attributes:
+        body_path, log_path: the inputs.
+        findings: failures, in body order.
+        warnings: ``unsupported_claim`` warnings, in body order.
+        accepted: sorted seqs cited by at least one marker that raised no finding.
+        accepted_markers: those markers, one :class:`Finding` each (kind and severity
+            ``accepted``, empty message), in body order.
+        markers: number of ``[seq:…]`` markers found outside code.
+    """
+
+    body_path: str
+    log_path: str
+    findings: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+    accepted: list[int] = field(default_factory=list)
+    accepted_markers: list[Finding] = field(default_factory=list)
+    markers: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        """1 when there are findings, else 0 (warnings never fail)."""
+        return 1 if self.findings else 0
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (``--format json``)."""
+        return {"body": self.body_path, "log": self.log_path, "markers": self.markers,
+                "findings": [f.to_dict() for f in self.findings],
+                "warnings": [w.to_dict() for w in self.warnings],
+                "accepted": list(self.accepted),
+                "accepted_markers": [a.to_dict() for a in self.accepted_markers],
+                "exit_code": self.exit_code}
+
+
+def mask_code(text: str) -> str:
+    """``text`` with fenced code blocks, inline code spans and HTML comments blanked out.
+
+    Every masked character becomes a space except newlines, so offsets and line numbers of the
+    result are those of ``text``.  An unclosed fence runs to the end (as in CommonMark); a
+    backtick run with no closing run of the same length in its paragraph is literal.
+    """
+    out = list(text)
+
+    def blank(a: int, b: int) -> None:
+        for i in range(a, b):
+            if out[i] != "\n":
+                out[i] = " "
+
+    # fenced blocks, line by line
+    pos = 0
+    fence: tuple[str, int] | None = None
+    fence_start = 0
+    for line in text.splitlines(keepends=True):
+        m = _FENCE_OPEN.match(line)
+        if fence is None:
+            if m:
+                fence = (m.group(1)[0], len(m.group(1)))
+                fence_start = pos
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not line[m.end():].strip():
+            blank(fence_start, pos + len(line))
+            fence = None
+        pos += len(line)
+    if fence is not None:
+        blank(fence_start, len(text))
+    masked = "".join(out)
+    # HTML comments
+    for m in re.finditer(r"<!--.*?(?:-->|\Z)", masked, re.S):
+        blank(m.start(), m.end())
+    masked = "".join(out)
+    # inline code: a run of N backticks closes at the next run of exactly N in the same paragraph
+    i = 0
+    n = len(masked)
+    while i < n:
+        if masked[i] != "`":
+            i += 1
+            continue
+        j = i
+        while j < n and masked[j] == "`":
+            j += 1
+        run = j - i
+        para_end = masked.find("\n\n", j)
+        para_end = n if para_end < 0 else para_end
+        close = re.compile(r"(?<!`)`{%d}(?!`)" % run).search(masked, j, para_end)
+        if close:
+            blank(i, close.end())
+            i = close.end()
+        else:
+            i = j
+    return "".join(out)
+
+
+@dataclass
+class _Sentence:
+    start: int
+    end: int
+    line: int
+    heading: bool
+    markers: list[tuple[int, str, int]] = field(default_factory=list)  # (offset, content, line)
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for m in re.finditer("\n", text):
+        starts.append(m.end())
+    return starts
+
+
+def _line_of(starts: list[int], offset: int) -> int:
+    lo, hi = 0, len(starts) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if starts[mid] <= offset:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo + 1
+
+
+def _blocks(masked: str) -> list[tuple[int, int, bool, bool]]:
+    """``(start, end, heading, table)`` text blocks: paragraphs, list items, headings, table rows."""
+    blocks: list[tuple[int, int, bool, bool]] = []
+    cur: list[int] | None = None  # [start, end]
+    pos = 0
+    for line in masked.splitlines(keepends=True):
+        body = _QUOTE.sub("", line)
+        end = pos + len(line.rstrip("\n"))
+        if not body.strip():
+            cur = None
+        elif _HEADING.match(body) or _TABLE_ROW.match(body):
+            blocks.append((pos, end, bool(_HEADING.match(body)), bool(_TABLE_ROW.match(body))))
+            cur = None
+        elif cur is None or _LIST_ITEM.match(body):
+            cur = [pos, end]
+            blocks.append((pos, end, False, False))
+        else:
+            cur[1] = end
+            blocks[-1] = (cur[0], end, False, False)
+        pos += len(line)
+    return blocks
+
+
+def _sentences(masked: str, starts: list[int]) -> list[_Sentence]:
+    out: list[_Sentence] = []
+    for b_start, b_end, heading, table in _blocks(masked):
+        spans: list[tuple[int, int]] = []
+        s = b_start
+        if not (heading or table):
+            for m in _SENT_END.finditer(masked, b_start, b_end):
+                word = re.search(r"([\w.]+)$", masked[s:m.start()])
+                w = word.group(1).lower().rstrip(".") if word else ""
+                if w in _ABBREV or (len(w) == 1 and w.isalpha()):
+                    continue
+                spans.append((s, m.end()))
+                s = m.end()
+        if s < b_end and masked[s:b_end].strip():
+            spans.append((s, b_end))
+        block_sents: list[_Sentence] = []
+        for a, z in spans:
+            lead = len(masked[a:z]) - len(masked[a:z].lstrip())
+            a += lead
+            sent = _Sentence(a, z, _line_of(starts, a), heading)
+            for m in _MARKER.finditer(masked, a, z):
+                sent.markers.append((m.start(), m.group(1).strip(), _line_of(starts, m.start())))
+            rest = _MARKER.sub("", masked[a:z])
+            if block_sents and sent.markers and not re.search(r"\w", rest):
+                block_sents[-1].markers.extend(sent.markers)  # "It passes. [seq:2]"
+                block_sents[-1].end = z
+                continue
+            if block_sents and sent.markers:
+                # "It fails before the fix. [seq:1] It passes …": leading markers cite the sentence before
+                lead_end = re.match(r"(?:\s*" + _MARKER.pattern + r")+", masked[a:z], re.I)
+                if lead_end:
+                    moved = [m for m in sent.markers if m[0] < a + lead_end.end()]
+                    block_sents[-1].markers.extend(moved)
+                    sent.markers = [m for m in sent.markers if m[0] >= a + lead_end.end()]
+                    a += lead_end.end()
+                    a += len(masked[a:z]) - len(masked[a:z].lstrip())
+                    sent.start, sent.line = a, _line_of(starts, a)
+            block_sents.append(sent)
+        out.extend(block_sents)
+    return out
+
+
+def _display(text: str) -> str:
+    text = _LIST_ITEM.sub("", _QUOTE.sub("", text), count=1)
+    text = re.sub(r"^\s*#{1,6}\s*", "", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_BODY.md",
+                     log_path: str = "session.jsonl", commands: dict[int, str] | None = None) -> ClaimsReport:
+    """Lint a PR body's text against ``{seq: exit code}``.
+
+    Args:
+        body: the Markdown text.
+        steps: exit code of every step in the log, by seq.
+        body_path, log_path: names used in messages.
+        commands: ``{seq: cmd}`` for friendlier messages (optional).
+
+    Returns:
+        :class:`ClaimsReport`.
+    """
+    commands = commands or {}
+    masked = mask_code(body)
+    starts = _line_starts(body)
+    report = ClaimsReport(body_path, log_path)
+    accepted: set[int] = set()
+    for sent in _sentences(masked, starts):
+        shown = _display(body[sent.start:sent.end])
+        text = masked[sent.start:sent.end]
+        if not sent.markers:
+            if (not sent.heading and not shown.rstrip().endswith("?") and len(shown.split()) >= 2
+                    and CLAIM_WORDS.search(text)):
+                report.warnings.append(Finding(
+                    "unsupported_claim", "warning", sent.line, None, shown,
+                    "this sentence reads like a factual claim but cites no step; add [seq:N]"))
+            continue
+        expected_failure = bool(EXPECTED_FAILURE.search(text))
+        for _off, content, line in sent.markers:
+            report.markers += 1
+            if not content.isdigit():
+                report.findings.append(Finding(
+                    "malformed_marker", "error", line, None, shown,
+                    f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"))
+                continue
+            seq = int(content)
+            what = f"step {seq}" + (f" (`{commands[seq]}`)" if seq in commands else "")
+            if seq not in steps:
+                report.findings.append(Finding(
+                    "cites_missing_step", "error", line, seq, shown,
+                    f"[seq:{seq}] cites a step that never ran: {log_path} has no seq {seq}"))
+            elif steps[seq] != 0 and not expected_failure:
+                report.findings.append(Finding(
+                    "cites_failing_step", "error", line, seq, shown,
+                    f"[seq:{seq}] cites {what}, which exited {steps[seq]}; describe it as an expected "
+                    f"failure (\"expected failure\", \"fails before the fix\" …) or cite a passing step"))
+            else:
+                accepted.add(seq)
+                report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
+    report.findings.sort(key=lambda f: f.line)  # stable: markers keep their order within a line
+    report.accepted = sorted(accepted)
+    return report
+
+
+def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike) -> ClaimsReport:
+    """Lint the PR body at ``body_path`` against the session log at ``log_path``.
+
+    The log only needs ``seq``, ``cmd`` and ``exit`` per line (seed-format logs work).
+
+    Raises:
+        InputError: the body cannot be read.
+        PacketLogError: the log cannot be read or a line is malformed (file and line named).
+    """
+    body_path = Path(body_path)
+    try:
+        body = body_path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read PR body: {exc.strerror or exc}", body_path) from exc
+    log = read_log(log_path)
+    return lint_claims_text(body, {s.seq: s.exit for s in log.steps}, body_path=str(body_path),
+                            log_path=str(log_path), commands={s.seq: s.cmd for s in log.steps})

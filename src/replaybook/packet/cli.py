@@ -1,0 +1,173 @@
+"""``replaybook packet``: record commands, replay them in a clean worktree, lint PR claims.
+
+Commands and exit codes::
+
+    replaybook packet record [--log session.jsonl] [--store-output] -- CMD [ARGS…]
+        exits with CMD's exit code; 2 when the step could not be recorded
+    replaybook packet replay session.jsonl [--checkout REF] [--timeout S] [--junit FILE] [--allow-dirty]
+        0 PASS · 1 DIVERGED · 2 UNRUNNABLE or bad usage
+    replaybook packet claims PR_BODY.md session.jsonl [--format text|json]
+        0 no findings · 1 findings · 2 unreadable input or bad usage
+
+Every command exits 3 on an internal error (a bug; the traceback is printed).
+Run standalone as ``python -m replaybook.packet.cli``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+
+import click
+
+from ..errors import ReplaybookError
+
+__all__ = ["packet", "EXIT_INTERNAL"]
+
+#: Exit code for an unexpected exception (1 and 2 carry meanings in these commands).
+EXIT_INTERNAL = 3
+
+
+def _guard(name: str):
+    """Map ReplaybookError to exit 2 with a one-line message, anything else to exit 3."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            ctx = click.get_current_context()
+            try:
+                return fn(*args, **kwargs)
+            except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+                raise
+            except ReplaybookError as exc:
+                click.echo(f"replaybook packet {name}: error: {exc}", err=True)
+                ctx.exit(2)
+            except Exception as exc:  # a bug
+                click.echo(f"replaybook packet {name}: internal error: {type(exc).__name__}: {exc}", err=True)
+                traceback.print_exc()
+                ctx.exit(EXIT_INTERNAL)
+        return wrapper
+    return deco
+
+
+@click.group("packet", context_settings={"help_option_names": ["-h", "--help"]})
+def packet() -> None:
+    """Replay packets: evidence a reviewer can re-run (see docs/packets.md)."""
+
+
+@packet.command("record", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--log", "log_path", default="session.jsonl", show_default=True, envvar="REPLAYBOOK_SESSION_LOG",
+              type=click.Path(dir_okay=False), help="Session log to append to (env REPLAYBOOK_SESSION_LOG).")
+@click.option("--store-output", is_flag=True, help="Keep the normalized output beside the log for replay diffs.")
+@click.option("--outputs", "outputs_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for stored outputs (default: session.outputs/ beside the log).")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the 'recorded seq N' line to stderr.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@_guard("record")
+def record_cmd(log_path: str, store_output: bool, outputs_dir: str | None, quiet: bool,
+               command: tuple[str, ...]) -> None:
+    """Run COMMAND, print its output, append one step to the log, exit with its exit code.
+
+    One argument is a shell line (``record -- "pytest -q | tail"``); several are a program
+    and its arguments (``record -- pytest -q``).  stdout and stderr are captured as one stream.
+    """
+    from .record import record
+
+    sys.stdout.flush()
+    res = record(command, log_path, store=store_output, outputs_dir=outputs_dir,
+                 tee=getattr(sys.stdout, "buffer", None))
+    for w in res.warnings:
+        click.echo(f"[replaybook] warning: {w}", err=True)
+    if not quiet:
+        click.echo(f"[replaybook] recorded seq {res.seq} (exit {res.exit}) in {log_path}", err=True)
+    click.get_current_context().exit(res.exit)
+
+
+def _print_step(s) -> None:
+    tag = "[ok]      " if s.ok else "[DIVERGED]"
+    exit_s = "timeout" if s.exit is None and s.duration_ms is not None else str(s.exit)
+    line = f"{tag} seq={s.seq} exit={exit_s}/{s.expected_exit} {s.cmd}"
+    if s.cwd not in (".", ""):
+        line += f"   (in {s.cwd})"
+    click.echo(line)
+    if s.reasons:
+        click.echo("           " + "; ".join(s.reasons))
+    for n in s.notes:
+        click.echo(f"           note: {n}")
+    if s.diff:
+        for dl in s.diff.split("\n"):
+            click.echo("           " + dl)
+
+
+@packet.command("replay")
+@click.argument("log_path", metavar="SESSION_LOG", type=click.Path(dir_okay=False))
+@click.option("--checkout", "ref", default=None, help="Replay every step on REF instead of the recorded commit(s).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+              help="Seconds each step may run.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a JUnit XML report here (for CI).")
+@click.option("--allow-dirty", is_flag=True,
+              help="Replay even when the recording's uncommitted changes are not in the replayed tree (warns).")
+@click.option("--repo", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Repository holding the commits (default: the one around the current directory).")
+@click.option("--outputs", "outputs_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of stored outputs, for diffs (default: session.outputs/ beside the log).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_guard("replay")
+def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str | None, allow_dirty: bool,
+               repo: str | None, outputs_dir: str | None, fmt: str) -> None:
+    """Re-run SESSION_LOG in a clean temporary worktree; print ok/DIVERGED per step and the verdict.
+
+    Exit 0 PASS, 1 DIVERGED, 2 UNRUNNABLE (empty or malformed log, unknown commit, dirty record).
+    """
+    from .junit import write_junit
+    from .replay import replay
+
+    text = fmt == "text"
+
+    def on_start(v) -> None:
+        where = f"{v.checkout} ({v.commit[:12]})" if v.checkout else f"recorded commit {v.commit[:12]}"
+        click.echo(f"replaying {log_path} at {where} in a clean worktree")
+        for w in v.warnings:
+            click.echo(f"warning: {w}")
+
+    verdict = replay(log_path, repo=repo, checkout=ref, timeout=timeout, allow_dirty=allow_dirty,
+                     outputs_dir=outputs_dir, on_step=_print_step if text else None,
+                     on_start=on_start if text else None)
+    if junit_path:
+        write_junit(verdict, junit_path)
+    if text:
+        click.echo(f"VERDICT: {verdict.headline}")
+    else:
+        click.echo(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
+    click.get_current_context().exit(verdict.exit_code)
+
+
+@packet.command("claims")
+@click.argument("body_path", metavar="PR_BODY", type=click.Path(dir_okay=False))
+@click.argument("log_path", metavar="SESSION_LOG", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_guard("claims")
+def claims_cmd(body_path: str, log_path: str, fmt: str) -> None:
+    """Check the [seq:N] markers of PR_BODY against SESSION_LOG; list unsupported claims.
+
+    Exit 1 when a marker cites a step that never ran or a failing step not described as an
+    expected failure; warnings (unsupported claims) never fail.
+    """
+    from .claims import lint_claims
+
+    report = lint_claims(body_path, log_path)
+    if fmt == "json":
+        click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        for f in report.findings + sorted(report.warnings, key=lambda w: w.line):
+            click.echo(f"{body_path}:{f.line}: {f.severity}: {f.kind}: {f.message}\n    {f.sentence}")
+        acc = ", ".join(str(s) for s in report.accepted) or "none"
+        click.echo(f"claims: {len(report.findings)} finding(s), {len(report.warnings)} warning(s), "
+                   f"{report.markers} marker(s); accepted seq: {acc}")
+    click.get_current_context().exit(report.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    packet(prog_name="replaybook packet")

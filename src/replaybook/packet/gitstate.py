@@ -1,0 +1,245 @@
+"""Git state for replay packets: repository root, commit, working-tree digest, worktrees.
+
+The **tree digest** (``tree`` in the log) identifies the *content* of a working tree, whatever
+commit it sits on: ``sha256:<hex>`` over the sorted ``(mode, blob id, path)`` of every file git
+would see — tracked files as they are on disk (staged or not) and untracked files that are not
+ignored.  Two working trees with the same files have the same digest, so a step recorded on
+uncommitted changes matches a later commit that holds exactly those changes.  Excluded from the
+digest: the session log and its output folder (the recorder writes them while it works) and
+tool caches that every run rewrites (:data:`CACHE_PARTS`, files ending in :data:`CACHE_SUFFIXES`).
+
+Everything here shells out to ``git`` (≥ 2.20) and never writes to the repository's objects or
+refs; ``git status`` runs with ``--no-optional-locks`` so it does not rewrite the index either.
+The only writes are :func:`temporary_worktree` (``git worktree add/remove``) and
+:func:`checkout` inside such a worktree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .errors import PacketError
+
+__all__ = [
+    "CACHE_PARTS",
+    "CACHE_SUFFIXES",
+    "TreeState",
+    "git",
+    "repo_root",
+    "head_commit",
+    "resolve_commit",
+    "commit_exists",
+    "tree_state",
+    "temporary_worktree",
+    "checkout",
+    "clean_git_env",
+]
+
+#: Path components whose files are tool caches, left out of the tree digest.
+CACHE_PARTS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis",
+                         ".tox", ".nox"})
+#: File name endings left out of the tree digest.
+CACHE_SUFFIXES = (".pyc", ".pyo")
+
+#: Environment variables that would point git (or a replayed command) at another repository.
+_GIT_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
+                  "GIT_COMMON_DIR", "GIT_NAMESPACE")
+
+
+def clean_git_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``env`` (default ``os.environ``) without variables that redirect git."""
+    env = dict(os.environ if env is None else env)
+    for k in _GIT_REDIRECTS:
+        env.pop(k, None)
+    return env
+
+
+def git(args: list[str], cwd: str | os.PathLike, *, check: bool = True, input: bytes | None = None,
+        env: dict[str, str] | None = None) -> bytes:
+    """Run ``git ARGS`` in ``cwd`` and return its stdout bytes.
+
+    Raises:
+        PacketError: git is not installed, or it exited non-zero while ``check`` is true
+            (the message carries git's own stderr).
+    """
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True,
+                              env=env, stdin=None if input is not None else subprocess.DEVNULL)
+    except FileNotFoundError as exc:
+        raise PacketError("git is not installed (or not on PATH)") from exc
+    except NotADirectoryError as exc:
+        raise PacketError(f"not a directory: {cwd}") from exc
+    if check and proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip()
+        raise PacketError(f"git {' '.join(args[:2])} failed in {cwd}: {msg}")
+    return proc.stdout
+
+
+def repo_root(path: str | os.PathLike) -> Path | None:
+    """The top directory of the git working tree containing ``path``, or ``None``."""
+    try:
+        out = git(["rev-parse", "--show-toplevel"], path, check=False)
+    except PacketError:
+        return None
+    text = out.decode("utf-8", "surrogateescape").strip()
+    return Path(text) if text else None
+
+
+def head_commit(root: str | os.PathLike) -> str | None:
+    """The 40-hex commit ``HEAD`` points at, or ``None`` on an unborn branch."""
+    out = git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], root, check=False).decode().strip()
+    return out or None
+
+
+def resolve_commit(root: str | os.PathLike, ref: str) -> str:
+    """Resolve ``ref`` (a branch, tag, sha …) to a 40-hex commit.
+
+    Raises:
+        PacketError: ``ref`` names no commit in this repository.
+    """
+    out = git(["rev-parse", "--verify", "-q", "--end-of-options", ref + "^{commit}"], root,
+              check=False).decode().strip()
+    if not out:
+        raise PacketError(f"{ref!r} is not a commit in {root}")
+    return out
+
+
+def commit_exists(root: str | os.PathLike, sha: str) -> bool:
+    """True when the commit ``sha`` is in the repository at ``root``."""
+    return subprocess.run(["git", "cat-file", "-e", sha + "^{commit}"], cwd=root, capture_output=True,
+                          stdin=subprocess.DEVNULL, env=clean_git_env()).returncode == 0
+
+
+@dataclass(frozen=True)
+class TreeState:
+    """The content of a working tree at one moment.
+
+    Attributes:
+        digest: ``sha256:<hex>`` (see the module doc).
+        changed: paths (root-relative, POSIX) that differ from ``HEAD`` — modified, added,
+            deleted or untracked — after exclusions.  Empty means a clean tree.
+    """
+
+    digest: str
+    changed: tuple[str, ...]
+
+    @property
+    def dirty(self) -> bool:
+        """True when the tree has uncommitted changes (after exclusions)."""
+        return bool(self.changed)
+
+
+def _excluded(path: str, excludes: tuple[str, ...]) -> bool:
+    parts = path.rstrip("/").split("/")
+    if any(p in CACHE_PARTS for p in parts) or path.endswith(CACHE_SUFFIXES):
+        return True
+    return any(path == e or path.startswith(e.rstrip("/") + "/") for e in excludes)
+
+
+def _mode_of(st: os.stat_result) -> str:
+    if stat.S_ISLNK(st.st_mode):
+        return "120000"
+    if stat.S_ISDIR(st.st_mode):
+        return "160000"
+    return "100755" if st.st_mode & 0o111 else "100644"
+
+
+def tree_state(root: str | os.PathLike, excludes: Iterable[str] = (), *,
+               env: dict[str, str] | None = None) -> TreeState:
+    """Digest the working tree at ``root`` (see the module doc).
+
+    Args:
+        root: the working tree's top directory.
+        excludes: root-relative POSIX paths (files or folders) to leave out, e.g. the log.
+        env: environment for git (default: the current one).
+
+    Raises:
+        PacketError: git failed.
+    """
+    excl = tuple(e.strip("/") for e in excludes if e and e.strip("/") not in ("", "."))
+    root = Path(root)
+    entries: dict[str, tuple[str, str]] = {}
+    for rec in git(["ls-files", "-s", "-z"], root, env=env).split(b"\0"):
+        if not rec:
+            continue
+        meta, _, path_b = rec.partition(b"\t")
+        mode, sha, _stage = meta.decode().split(" ")
+        entries[path_b.decode("utf-8", "surrogateescape")] = (mode, sha)
+    status = git(["--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all",
+                  "--no-renames", "--ignore-submodules=none"], root, env=env)
+    changed: set[str] = set()
+    for rec in status.split(b"\0"):
+        if len(rec) < 4:
+            continue
+        path = rec[3:].decode("utf-8", "surrogateescape")
+        if not _excluded(path, excl):
+            changed.add(path.rstrip("/"))
+    to_hash: list[str] = []
+    for path in sorted(changed):
+        full = root / path
+        try:
+            st = full.lstat()
+        except FileNotFoundError:
+            entries.pop(path, None)
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            target = os.readlink(full).encode("utf-8", "surrogateescape")
+            entries[path] = ("120000", hashlib.sha1(b"blob %d\0" % len(target) + target).hexdigest())
+        elif stat.S_ISDIR(st.st_mode):
+            entries[path] = ("160000", "dir")
+        else:
+            entries[path] = (_mode_of(st), "")
+            to_hash.append(path)
+    if to_hash:
+        shas = git(["hash-object", "--stdin-paths"], root, env=env,
+                   input="\n".join(to_hash).encode("utf-8", "surrogateescape") + b"\n").split()
+        for path, sha in zip(to_hash, shas):
+            entries[path] = (entries[path][0], sha.decode())
+    h = hashlib.sha256()
+    for path in sorted(entries):
+        if _excluded(path, excl):
+            continue
+        mode, sha = entries[path]
+        h.update(f"{mode} {sha} ".encode() + path.encode("utf-8", "surrogateescape") + b"\0")
+    return TreeState("sha256:" + h.hexdigest(), tuple(sorted(changed)))
+
+
+@contextmanager
+def temporary_worktree(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
+    """A clean, detached ``git worktree`` of ``commit`` in a temporary folder.
+
+    The worktree is removed (``git worktree remove --force``, then ``prune``) when the block
+    exits, however it exits.
+
+    Raises:
+        PacketError: the worktree could not be created.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="replaybook-replay-"))
+    wt = tmp / "worktree"
+    env = clean_git_env()
+    try:
+        git(["worktree", "add", "--detach", "--quiet", str(wt), commit], repo, env=env)
+        yield wt
+    finally:
+        if wt.exists():
+            git(["worktree", "remove", "--force", "--force", str(wt)], repo, check=False, env=env)
+        shutil.rmtree(tmp, ignore_errors=True)
+        git(["worktree", "prune"], repo, check=False, env=env)
+
+
+def checkout(worktree: str | os.PathLike, commit: str) -> None:
+    """Move a replay worktree to ``commit`` (keeping untracked files and local changes).
+
+    Raises:
+        PacketError: git refused (e.g. local changes would be overwritten).
+    """
+    git(["checkout", "--detach", "--quiet", commit], worktree, env=clean_git_env())

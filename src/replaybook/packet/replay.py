@@ -1,0 +1,330 @@
+"""The replayer: re-run a session log in a clean worktree and compare, step by step.
+
+:func:`replay` makes a temporary ``git worktree`` of the recorded commit (or ``checkout``),
+re-runs every step in its recorded working directory with a timeout, captures the merged
+output exactly as the recorder did, redacts and normalizes it with the rules found in the
+worktree, and compares the exit code and ``out_sha``.  The worktree is always removed.
+
+Verdicts (:class:`PacketVerdict`): ``PASS`` (every step matched, exit 0), ``DIVERGED`` (k of n
+steps differ, exit 1), ``UNRUNNABLE`` (the log is empty or malformed, a commit is unknown, a
+command holds a secret that cannot be restored, or the recording was made on uncommitted
+changes that the replayed tree does not hold — exit 2).  A step may have a non-zero exit: it
+matches when the replay exits the same way.
+
+Which state is replayed
+-----------------------
+* Without ``checkout``: the first step's recorded commit.  When a later step was recorded on a
+  different commit (a commit was made between steps), the worktree is moved to it first
+  (``git checkout --detach``, keeping files earlier steps produced).
+* With ``checkout=REF``: every step runs on ``REF``; recorded commits are not followed.
+
+Before the first step the worktree's tree digest is compared with the recorded one.  If they
+differ and the first step was recorded on a *dirty* tree, the replay refuses (UNRUNNABLE) —
+the recorded evidence depends on changes nobody committed — unless ``allow_dirty`` is set, in
+which case it warns and runs.  If they differ but the recording was clean, the replayed ref
+simply holds other files (``--checkout``): a warning, not a refusal.  Before each later step a
+differing digest is a per-step note ("files changed outside recorded commands").
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+from .capture import run_merged
+from .errors import PacketError, PacketLogError, RulesError
+from .gitstate import (checkout as git_checkout, clean_git_env, commit_exists, repo_root, resolve_commit,
+                       temporary_worktree, tree_state)
+from .log import LogStep, outputs_dir_for, read_log
+from .normalize import BUILTIN_VERSION, load_rules, out_sha
+from .redact import Redactor
+
+__all__ = ["StepResult", "PacketVerdict", "replay", "VERDICTS", "DIFF_LINES"]
+
+#: The three verdicts and their exit codes.
+VERDICTS = {"PASS": 0, "DIVERGED": 1, "UNRUNNABLE": 2}
+
+#: At most this many lines of unified diff are kept per step.
+DIFF_LINES = 200
+
+
+@dataclass
+class StepResult:
+    """One replayed step.
+
+    Attributes:
+        seq, cmd, cwd, line_no: from the log (``line_no`` 1-based).
+        status: ``ok`` or ``DIVERGED``.
+        expected_exit / exit: recorded and replayed exit codes (``exit`` None: timed out or not run).
+        expected_sha / out_sha: recorded and replayed normalized-output SHA-256 (hex).
+        duration_ms: replay run time in ms.
+        reasons: why the step diverged (empty when ok).
+        notes: things that did not decide the step but a reviewer should see.
+        diff: unified diff recorded → replayed normalized output, when the recording stored it.
+        output: the replayed normalized output.
+    """
+
+    seq: int
+    cmd: str
+    cwd: str
+    line_no: int
+    status: str
+    expected_exit: int
+    exit: int | None
+    expected_sha: str
+    out_sha: str | None = None
+    duration_ms: int | None = None
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    diff: str | None = None
+    output: str | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """The step matched (same exit code and normalized output)."""
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (without ``output``)."""
+        return {k: v for k, v in self.__dict__.items() if k != "output"}
+
+
+@dataclass
+class PacketVerdict:
+    """The outcome of a replay.
+
+    Attributes:
+        verdict: ``PASS``, ``DIVERGED`` or ``UNRUNNABLE``.
+        log_path: the session log.
+        steps: the replayed steps (empty when UNRUNNABLE before running).
+        reason: why UNRUNNABLE (names the file and line where one line is the cause).
+        commit: the commit the worktree started at.
+        checkout: the ref asked for with ``checkout``, if any.
+        warnings: whole-replay warnings (``--allow-dirty``, a different ref's files …).
+    """
+
+    verdict: str
+    log_path: str
+    steps: list[StepResult] = field(default_factory=list)
+    reason: str | None = None
+    commit: str | None = None
+    checkout: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """0 PASS, 1 DIVERGED, 2 UNRUNNABLE."""
+        return VERDICTS[self.verdict]
+
+    @property
+    def diverged(self) -> list[StepResult]:
+        """The steps that differ."""
+        return [s for s in self.steps if not s.ok]
+
+    @property
+    def headline(self) -> str:
+        """``PASS``, ``DIVERGED (k/n steps differ)`` or ``UNRUNNABLE (reason)``."""
+        if self.verdict == "DIVERGED":
+            return f"DIVERGED ({len(self.diverged)}/{len(self.steps)} steps differ)"
+        if self.verdict == "UNRUNNABLE":
+            return f"UNRUNNABLE ({self.reason})"
+        return "PASS"
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return {"verdict": self.verdict, "headline": self.headline, "log_path": self.log_path,
+                "reason": self.reason, "commit": self.commit, "checkout": self.checkout,
+                "warnings": list(self.warnings), "steps": [s.to_dict() for s in self.steps]}
+
+
+def _unrunnable(log_path, reason: str, **kw) -> PacketVerdict:
+    return PacketVerdict("UNRUNNABLE", str(log_path), reason=reason, **kw)
+
+
+def _stored_diff(outputs: Path, expected_sha: str, seq: int, replayed: str) -> tuple[str | None, str | None]:
+    """``(diff, note)`` against the stored recorded output, if there is one."""
+    path = outputs / f"{expected_sha}.txt"
+    if not path.is_file():
+        return None, None
+    try:
+        recorded = path.read_bytes().decode("utf-8", "surrogatepass")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"stored output {path} unreadable: {exc}"
+    if out_sha(recorded) != expected_sha:
+        return None, f"stored output {path} does not hash to the recorded out_sha (edited?)"
+    lines = list(difflib.unified_diff(recorded.split("\n"), replayed.split("\n"),
+                                      f"recorded (seq {seq})", "replay", lineterm="", n=3))
+    if len(lines) > DIFF_LINES:
+        lines = lines[:DIFF_LINES] + [f"… diff truncated ({len(lines) - DIFF_LINES} more lines)"]
+    return "\n".join(lines), None
+
+
+def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
+                 repo: Path, follow_commits: bool) -> tuple[str | None, dict[int, object]]:
+    """Pre-flight: versions, restorable commands, known commits.  Returns (reason, commands)."""
+    commands: dict[int, object] = {}
+    for s in steps:
+        norm = str(s.get("norm"))
+        if norm.split("+", 1)[0] != BUILTIN_VERSION:
+            return (f"{log_path}:{s.line_no}: step {s.seq} was normalized with rules version {norm}; "
+                    f"this replaybook has version {BUILTIN_VERSION}"), commands
+        argv = s.get("argv")
+        if argv is not None:
+            restored = [redactor.restore(a) for a in argv]
+            missing = sorted({m for _, ms in restored for m in ms})
+            command: object = [t for t, _ in restored]
+        else:
+            text, missing = redactor.restore(s.cmd)
+            command = text
+        if missing:
+            return (f"{log_path}:{s.line_no}: step {s.seq}'s command had a secret redacted at record time "
+                    f"({', '.join(missing)}); it can only be re-run with the same secret-named variable "
+                    f"set in the environment"), commands
+        commands[s.seq] = command
+        if follow_commits:
+            if s.get("commit") is None:
+                return (f"{log_path}:{s.line_no}: step {s.seq} recorded no commit (recorded outside a git "
+                        f"repository or before the first commit); replay with --checkout REF"), commands
+            if not commit_exists(repo, s.get("commit")):
+                return (f"{log_path}:{s.line_no}: step {s.seq}'s commit {s.get('commit')} is not in {repo} "
+                        f"(fetch it, or replay with --checkout REF)"), commands
+    return None, commands
+
+
+def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None, checkout: str | None = None,
+           timeout: float = 600.0, allow_dirty: bool = False, outputs_dir: str | os.PathLike | None = None,
+           env: Mapping[str, str] | None = None,
+           on_step: Callable[[StepResult], None] | None = None,
+           on_start: Callable[[PacketVerdict], None] | None = None) -> PacketVerdict:
+    """Replay a session log in a temporary clean worktree and judge it.
+
+    Args:
+        log_path: the session log.
+        repo: the repository to take commits from (default: the one containing the current
+            directory, else the one containing the log).
+        checkout: replay every step on this ref instead of the recorded commit(s).
+        timeout: seconds each step may run (its process group is killed after).
+        allow_dirty: run even when the recording's uncommitted changes are not in the replayed
+            tree (warns instead of refusing).
+        outputs_dir: where stored outputs are (default ``session.outputs/`` beside the log),
+            for diffs.
+        env: environment for the steps (default ``os.environ``, minus GIT_DIR & co.); its
+            secret-named variables restore redacted command secrets and are redacted again
+            from the output.
+        on_step: called with each :class:`StepResult` as soon as it is known (the CLI prints).
+        on_start: called once with the (still empty) verdict when the worktree is ready.
+
+    Returns:
+        :class:`PacketVerdict`.  Every problem with the log or the repository is an
+        ``UNRUNNABLE`` verdict with a reason naming the file and line, not an exception.
+    """
+    log_path = Path(log_path)
+    env = clean_git_env(dict(os.environ if env is None else env))
+    try:
+        log = read_log(log_path, for_replay=True)
+    except PacketLogError as exc:
+        return _unrunnable(log_path, str(exc))
+    steps = log.steps
+    if not steps:
+        return _unrunnable(log_path, f"{log_path}: the log has no steps")
+    first = steps[0]
+    repo_path = Path(repo) if repo else (repo_root(Path.cwd()) or repo_root(log_path.resolve().parent))
+    if repo_path is None or repo_root(repo_path) is None:
+        return _unrunnable(log_path, f"{repo_path or Path.cwd()} is not inside a git repository (use --repo DIR)")
+    redactor = Redactor.from_env(env)
+    reason, commands = _check_steps(log_path, steps, redactor, repo_path, follow_commits=checkout is None)
+    if reason:
+        return _unrunnable(log_path, reason)
+    try:
+        target = resolve_commit(repo_path, checkout) if checkout else first.get("commit")
+    except PacketError as exc:
+        return _unrunnable(log_path, str(exc), checkout=checkout)
+    outputs = Path(outputs_dir) if outputs_dir else outputs_dir_for(log_path)
+    verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout)
+    try:
+        with temporary_worktree(repo_path, target) as wt:
+            try:
+                rules = load_rules(wt)
+            except RulesError as exc:
+                return _unrunnable(log_path, f"the replayed tree's {exc}", commit=target, checkout=checkout)
+            what = f"{checkout} ({target[:12]})" if checkout else f"a clean checkout of {target[:12]}"
+            state = tree_state(wt, first.get("excluded") or (), env=env)
+            if first.get("tree") is None:
+                verdict.warnings.append("the log records no tree digest: the replayed files cannot be "
+                                        "checked against the recorded ones")
+            elif state.digest != first.get("tree"):
+                if first.get("dirty"):
+                    msg = (f"{log_path}:{first.line_no}: step {first.seq} was recorded on a working tree with "
+                           f"{first.get('dirty_files')} uncommitted change(s); {what} does not hold them")
+                    if not allow_dirty:
+                        return _unrunnable(
+                            log_path, msg + ". Commit them and replay with --checkout <that commit>, "
+                                            "or pass --allow-dirty to replay anyway",
+                            commit=target, checkout=checkout)
+                    verdict.warnings.append(msg + "; replaying anyway (--allow-dirty): divergence may come "
+                                                  "from those changes")
+                else:
+                    verdict.warnings.append(f"{what} holds different files than the recorded commit "
+                                            f"{str(first.get('commit'))[:12]}; divergence may come from them")
+            if on_start:
+                on_start(verdict)
+            prev_commit = first.get("commit")
+            for i, s in enumerate(steps):
+                res = _replay_step(s, i, wt, commands[s.seq], prev_commit, checkout is None, rules,
+                                   redactor, env, timeout, outputs)
+                prev_commit = s.get("commit")
+                verdict.steps.append(res)
+                if on_step:
+                    on_step(res)
+    except PacketError as exc:
+        return _unrunnable(log_path, str(exc), steps=verdict.steps, commit=target, checkout=checkout,
+                           warnings=verdict.warnings)
+    verdict.verdict = "DIVERGED" if verdict.diverged else "PASS"
+    return verdict
+
+
+def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | None, follow: bool, rules,
+                 redactor: Redactor, env: dict[str, str], timeout: float, outputs: Path) -> StepResult:
+    cwd_rel = s.get("cwd") or "."
+    res = StepResult(s.seq, s.cmd, cwd_rel, s.line_no, "ok", s.exit, None, s.get("out_sha"))
+    commit = s.get("commit")
+    if follow and index > 0 and commit and commit != prev_commit:
+        try:
+            git_checkout(wt, commit)
+            res.notes.append(f"moved the worktree to the recorded commit {commit[:12]}")
+        except PacketError as exc:
+            res.status = "DIVERGED"
+            res.reasons.append(f"could not move to the recorded commit {commit[:12]}: {exc}")
+            return res
+    if index > 0 and s.get("tree"):
+        if tree_state(wt, s.get("excluded") or (), env=env).digest != s.get("tree"):
+            res.notes.append("files differ from the recorded state before this step "
+                             "(changed outside recorded commands?)")
+    if s.get("norm") != rules.version:
+        res.notes.append(f"normalization rules are {rules.version} here, {s.get('norm')} when recorded")
+    cwd = (wt / cwd_rel).resolve()
+    if not cwd.is_dir() or not (cwd == wt.resolve() or wt.resolve() in cwd.parents):
+        res.status = "DIVERGED"
+        res.reasons.append(f"the recorded working directory {cwd_rel!r} does not exist in the replayed tree")
+        return res
+    cap = run_merged(command, cwd, shell=s.get("shell") or "sh", timeout=timeout, env=env, new_session=True)
+    res.exit = cap.exit
+    res.duration_ms = cap.duration_ms
+    norm = rules.normalize(redactor.redact(cap.output.decode("utf-8", "replace")).text, wt)
+    res.output = norm.text
+    res.out_sha = norm.sha256
+    if cap.timed_out:
+        res.reasons.append(f"timed out after {timeout:g} s")
+    elif cap.exit != s.exit:
+        res.reasons.append(f"exit {cap.exit}, recorded {s.exit}")
+    if res.out_sha != res.expected_sha:
+        res.reasons.append("output differs")
+        res.diff, note = _stored_diff(outputs, res.expected_sha, s.seq, norm.text)
+        if note:
+            res.notes.append(note)
+    if res.reasons:
+        res.status = "DIVERGED"
+    return res

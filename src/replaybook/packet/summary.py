@@ -1,0 +1,78 @@
+"""``packet_summary``: the replay packet as tables, for the review report and the workbook."""
+
+from __future__ import annotations
+
+import os
+
+from .claims import ClaimsReport, lint_claims
+from .frames import PACKET_CLAIMS, PACKET_STEPS
+from .log import read_log
+from .replay import PacketVerdict
+
+__all__ = ["packet_summary"]
+
+
+def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | None = None,
+                   replay: PacketVerdict | None = None) -> dict:
+    """Summarize a replay packet.  Pure: reads the files, runs nothing, writes nothing.
+
+    Args:
+        log_path: the session log (seed-format lines are fine).
+        body_path: the PR body to lint against the log, if any.
+        replay: a :class:`~replaybook.packet.replay.PacketVerdict` from an earlier
+            :func:`~replaybook.packet.replay.replay`, if any; its outcome joins the steps table.
+
+    Returns:
+        ``{"steps": DataFrame (PACKET_STEPS), "claims": DataFrame (PACKET_CLAIMS),
+        "verdict": "PASS" | "DIVERGED" | "UNRUNNABLE" | None, "headline": str | None,
+        "counts": {"steps", "failing_steps", "diverged", "findings", "warnings", "accepted"}}``.
+
+    Raises:
+        PacketLogError: the log is unreadable or malformed (file and line named).
+        InputError: the body cannot be read.
+    """
+    log = read_log(log_path)
+    by_seq = {r.seq: r for r in (replay.steps if replay else [])}
+    rows = []
+    for s in log.steps:
+        r = by_seq.get(s.seq)
+        rows.append({
+            "seq": s.seq, "ts": s.get("ts"), "cmd": s.cmd, "cwd": s.get("cwd"), "exit": s.exit,
+            "out_sha": s.get("out_sha"), "duration_ms": s.get("duration_ms"), "commit": s.get("commit"),
+            "dirty": s.get("dirty"), "norm": s.get("norm"),
+            "redacted": ",".join(s.get("redacted") or []) or None, "stored": s.get("stored"),
+            "replay_status": r.status if r else None, "replay_exit": r.exit if r else None,
+            "replay_out_sha": r.out_sha if r else None,
+            "replay_reasons": "; ".join(r.reasons) or None if r else None,
+            "source_file": str(log_path), "line_no": s.line_no,
+        })
+    steps = PACKET_STEPS.build(rows)
+    report: ClaimsReport | None = None
+    claims = PACKET_CLAIMS.empty()
+    if body_path is not None:
+        report = lint_claims(body_path, log_path)
+        exits = {s.seq: s.exit for s in log.steps}
+        crow = []
+        items = ([("finding", f) for f in report.findings] + [("warning", w) for w in report.warnings]
+                 + [("accepted", a) for a in report.accepted_markers])
+        for status, f in sorted(items, key=lambda it: (it[1].line, it[1].seq or 0)):
+            crow.append({"line_no": f.line, "status": status,
+                         "kind": None if status == "accepted" else f.kind, "seq": f.seq,
+                         "step_exit": exits.get(f.seq) if f.seq is not None else None,
+                         "sentence": f.sentence, "message": f.message or None,
+                         "source_file": str(body_path)})
+        claims = PACKET_CLAIMS.build(crow)
+    return {
+        "steps": steps,
+        "claims": claims,
+        "verdict": replay.verdict if replay else None,
+        "headline": replay.headline if replay else None,
+        "counts": {
+            "steps": len(log.steps),
+            "failing_steps": sum(1 for s in log.steps if s.exit != 0),
+            "diverged": len(replay.diverged) if replay else None,
+            "findings": len(report.findings) if report else None,
+            "warnings": len(report.warnings) if report else None,
+            "accepted": len(report.accepted) if report else None,
+        },
+    }

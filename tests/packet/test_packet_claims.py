@@ -1,0 +1,107 @@
+"""The claims linter, including the shared packet-claims case (copied into tests/fixtures/packet/claims)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from replaybook.packet import lint_claims
+from replaybook.packet.claims import lint_claims_text, mask_code
+from replaybook.packet.cli import packet as packet_cli
+from replaybook.packet.errors import PacketLogError
+
+CASE = Path(__file__).resolve().parents[1] / "fixtures" / "packet" / "claims"
+
+
+def test_packet_claims_case_gives_exactly_the_expected_findings():
+    expected = json.loads((CASE / "expected.json").read_text())
+    report = lint_claims(CASE / "PR_BODY.md", CASE / "session.jsonl")
+    assert [{"seq": f.seq, "kind": f.kind} for f in report.findings] == expected["findings"]
+    assert report.accepted == expected["accepted"]
+    assert expected["exit_code"] == "non-zero" and report.exit_code == 1
+    assert [(f.line, f.kind) for f in report.findings] == [(5, "cites_failing_step"), (6, "cites_missing_step")]
+    # the unmarked opening sentence is a warning, not a finding
+    assert [(w.line, w.kind, w.sentence) for w in report.warnings] == [
+        (1, "unsupported_claim", "Fixes the router fallback.")]
+
+
+def test_cli_json_and_exit_code():
+    res = CliRunner().invoke(packet_cli, ["claims", str(CASE / "PR_BODY.md"), str(CASE / "session.jsonl"),
+                                          "--format", "json"])
+    assert res.exit_code == 1
+    out = json.loads(res.output)
+    assert [(f["seq"], f["kind"]) for f in out["findings"]] == [(3, "cites_failing_step"), (7, "cites_missing_step")]
+    assert out["accepted"] == [1, 2] and out["markers"] == 4
+
+
+def test_cli_text_names_file_and_line():
+    body = str(CASE / "PR_BODY.md")
+    res = CliRunner().invoke(packet_cli, ["claims", body, str(CASE / "session.jsonl")])
+    assert res.exit_code == 1
+    assert f"{body}:5: error: cites_failing_step: [seq:3] cites step 3 (`ruff check src`), which exited 1" in res.output
+    assert res.output.splitlines()[-1] == "claims: 2 finding(s), 1 warning(s), 4 marker(s); accepted seq: 1, 2"
+
+
+STEPS = {1: 1, 2: 0, 3: 1}
+
+
+def test_markers_in_code_and_comments_are_ignored():
+    body = ("Done.\n\n```\nexample [seq:9]\n```\n\nUse `[seq:8]` like this.\n\n"
+            "<!-- cite with [seq:N] -->\n\n~~~~\n[seq:7]\n~~~\n~~~~\n")
+    report = lint_claims_text(body, STEPS)
+    assert report.markers == 0 and report.findings == []
+    masked = mask_code("a `b [seq:1]` c")
+    assert masked == "a " + " " * len("`b [seq:1]`") + " c"
+
+
+def test_unclosed_fence_runs_to_the_end():
+    report = lint_claims_text("Text [seq:2].\n```python\n[seq:99]\n", STEPS)
+    assert report.markers == 1 and report.findings == [] and report.accepted == [2]
+
+
+@pytest.mark.parametrize("sentence", [
+    "The test fails before the fix [seq:1].",
+    "Expected failure: the old router drops the request [seq:1].",
+    "A failing test pins the bug [seq:3].",
+    "It was red before the change [seq:1].",
+    "This reproduces the bug [seq:1].",
+    "The new test is expected to fail here [seq:3].",
+])
+def test_expected_failure_phrasings_accept_failing_steps(sentence: str):
+    report = lint_claims_text(sentence, STEPS)
+    assert report.findings == [] and len(report.accepted) == 1
+
+
+def test_marker_after_the_full_stop_belongs_to_the_sentence():
+    report = lint_claims_text("The test fails before the fix. [seq:1] It passes after it. [seq:2]", STEPS)
+    assert report.findings == [] and report.accepted == [1, 2] and report.warnings == []
+
+
+def test_failing_step_without_the_words_and_malformed_markers_are_findings():
+    body = "# Summary\n\nAll green [seq:1]. Also e.g. this [seq:x].\n\n- Lint is clean [seq:2]\n"
+    report = lint_claims_text(body, STEPS)
+    assert [(f.line, f.kind, f.seq) for f in report.findings] == [
+        (3, "cites_failing_step", 1), (3, "malformed_marker", None)]
+    assert report.accepted == [2]
+
+
+def test_unsupported_claims_are_warnings_only():
+    body = "## Tests pass\n\nThe cache is 30% faster.\nDoes it work?\nSee the notes.\nIt works [seq:2].\n"
+    report = lint_claims_text(body, STEPS)
+    assert report.exit_code == 0
+    assert [(w.line, w.sentence) for w in report.warnings] == [(3, "The cache is 30% faster.")]
+
+
+def test_bad_log_names_file_and_line(tmp_path: Path):
+    log = tmp_path / "s.jsonl"
+    log.write_text('{"seq": 1, "cmd": "a", "exit": 0}\n{"seq": 1, "cmd": "b", "exit": 0}\n')
+    with pytest.raises(PacketLogError, match=r"s\.jsonl:2: seq 1 repeats \(first on line 1\)"):
+        lint_claims(CASE / "PR_BODY.md", log)
+    log.write_text('{"seq": "1", "cmd": "a", "exit": 0}\n')
+    res = CliRunner().invoke(packet_cli, ["claims", str(CASE / "PR_BODY.md"), str(log)])
+    assert res.exit_code == 2 and f"{log}:1: field 'seq': '1' is not of type 'integer'" in res.output
+    res = CliRunner().invoke(packet_cli, ["claims", str(tmp_path / "nope.md"), str(CASE / "session.jsonl")])
+    assert res.exit_code == 2 and "cannot read PR body" in res.output

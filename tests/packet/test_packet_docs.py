@@ -1,0 +1,20 @@
+"""docs/packets.md documents every log field and every built-in normalization rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from replaybook.packet.log import LOG_FIELDS
+from replaybook.packet.normalize import BUILTIN_RULES, BUILTIN_VERSION
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "packets.md"
+
+
+def test_docs_list_every_field_and_rule():
+    text = DOC.read_text()
+    for f in LOG_FIELDS:
+        assert f"| `{f.name}` |" in text, f.name
+    for r in BUILTIN_RULES:
+        assert f"| `{r.name}` |" in text, r.name
+    assert f"version {BUILTIN_VERSION}" in text
+    assert "replaybook packet replay session.jsonl" in text and "replaybook packet claims PR_BODY.md" in text

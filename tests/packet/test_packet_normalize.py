@@ -1,0 +1,81 @@
+"""Normalization rules: each built-in rule on its own example, fired names, project rules, versions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replaybook.packet.errors import RulesError
+from replaybook.packet.normalize import BUILTIN_RULES, RuleSet, load_rules, normalize
+
+CASES = [
+    ("ansi", "\x1b[32mPASSED\x1b[0m", "PASSED"),
+    ("carriage_return", "progress 10%\rprogress 100%\r\nnext", "progress 100%\nnext"),
+    ("tmp_path", "wrote /tmp/pytest-of-u/pytest-7/x.txt: ok", "wrote <TMP>: ok"),
+    ("iso_timestamp", "at 2024-05-01T12:34:56.789+00:00 and 2024-05-01 12:34:56Z", "at <TS> and <TS>"),
+    ("hex_address", "<Foo object at 0x7f3a2c1b4d90> flags 0x1f", "<Foo object at 0xADDR> flags 0x1f"),
+    ("pytest_duration", "3 passed in 0.12s", "3 passed in <DUR>"),
+    ("pytest_duration", "1 failed in 75.01s (0:01:15)", "1 failed in <DUR>"),
+    ("duration", "took 12ms, then 0.5s, then 3 seconds", "took <DUR>, then <DUR>, then <DUR>"),
+    ("local_port", "listening on 127.0.0.1:54321 and localhost:8000, [::1]:8080",
+     "listening on 127.0.0.1:<PORT> and localhost:<PORT>, [::1]:<PORT>"),
+    ("pid", "worker pid 1234 / PID=99 / pid: 7", "worker pid <PID> / PID=<PID> / pid: <PID>"),
+    ("whitespace", "a  \n\n\nb\t\n", "a\nb"),
+]
+
+
+@pytest.mark.parametrize("rule,text,expected", CASES)
+def test_each_builtin_rule(rule: str, text: str, expected: str):
+    got = normalize(text)
+    assert got.text == expected
+    assert rule in got.fired
+
+
+def test_structural_text_is_left_alone():
+    text = "test_router.py::test_fallback FAILED\nassert 41 == 42\nversion 1.2.3, 10 items, 2 users"
+    got = normalize(text)
+    assert got.text == text and got.fired == ()
+
+
+def test_root_rule_replaces_the_repository_path(tmp_path: Path):
+    text = f"rootdir: {tmp_path}/repo\nfile {tmp_path}/repo/a.py"
+    got = normalize(text, root=tmp_path / "repo")
+    assert got.text == "rootdir: <ROOT>\nfile <ROOT>/a.py" and got.fired[0] == "root"
+
+
+def test_rules_are_documented_in_order():
+    names = [r.name for r in BUILTIN_RULES]
+    assert names[0] == "ansi" and names[-1] == "whitespace"
+    assert names.index("root") < names.index("tmp_path")
+    assert names.index("pytest_duration") < names.index("duration")
+
+
+def test_project_rules_from_pyproject_change_the_version(tmp_path: Path):
+    assert load_rules(tmp_path).version == "1"  # no pyproject.toml
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.replaybook.normalize]\n'
+        'rules = [{ name = "request_id", pattern = "req-[0-9a-f]{8}", replace = "req-<ID>" }]\n')
+    rules = load_rules(tmp_path)
+    assert rules.version.startswith("1+project.") and len(rules.version) == len("1+project.") + 12
+    got = rules.normalize("served req-deadbeef in 3ms")
+    assert got.text == "served req-<ID> in <DUR>" and got.fired == ("duration", "request_id")
+    other = RuleSet(rules.project_rules[:0])
+    assert other.version == "1"
+
+
+@pytest.mark.parametrize("body,message,line", [
+    ('[tool.replaybook.normalize]\nrules = [{ name = "ansi", pattern = "x", replace = "" }]\n',
+     "rule name 'ansi' is already used by a built-in rule", 2),
+    ('[tool.replaybook.normalize]\nrules = [\n  { name = "bad", pattern = "(", replace = "" },\n]\n',
+     "rules[0] (bad): bad pattern", 3),
+    ('[tool.replaybook.normalize]\nrules = [{ name = "x", pattern = "a" }]\n',
+     "[tool.replaybook.normalize].rules[0]: 'replace' is a required property", 1),
+    ('[tool.replaybook.normalize\n', "not valid TOML", 1),
+])
+def test_bad_project_rules_name_file_and_line(tmp_path: Path, body: str, message: str, line: int):
+    (tmp_path / "pyproject.toml").write_text(body)
+    with pytest.raises(RulesError) as ei:
+        load_rules(tmp_path)
+    assert message in str(ei.value)
+    assert ei.value.path == str(tmp_path / "pyproject.toml") and ei.value.line_no == line

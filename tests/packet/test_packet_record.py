@@ -1,0 +1,133 @@
+"""The recorder: exit codes, pass-through, redaction, concurrent appends, the shell function."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from replaybook.packet import REC_SH, read_log, record, replay
+from replaybook.packet.cli import packet as packet_cli
+from replaybook.packet.errors import PacketError, PacketLogError
+from replaybook.packet.log import append_step
+
+from packet_helpers import PY, git, rec
+
+SECRET = "s3cr3t-value-123"
+GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_cli_prints_output_through_and_exits_with_the_command_code(repo: Path, monkeypatch):
+    monkeypatch.chdir(repo)
+    res = CliRunner().invoke(packet_cli, ["record", "--store-output", "--", PY, "-c",
+                                          "import sys; print('to out'); print('to err', file=sys.stderr); sys.exit(3)"])
+    assert res.exit_code == 3
+    assert "to out\nto err\n" in res.output
+    assert "[replaybook] recorded seq 1 (exit 3) in session.jsonl" in res.output
+    res = CliRunner().invoke(packet_cli, ["record", "-q", "--", "exit 5"])  # a shell line
+    assert res.exit_code == 5 and res.output == ""
+    steps = read_log(repo / "session.jsonl", for_replay=True).steps
+    assert [(s.seq, s.exit) for s in steps] == [(1, 3), (2, 5)]
+    assert steps[1].cmd == "exit 5" and steps[1].get("stored") is False
+
+
+def test_missing_program_is_recorded_as_127(repo: Path):
+    r = rec(repo, "definitely-not-a-program-xyz", "--flag")
+    assert r.exit == 127 and r.line["cmd"] == "definitely-not-a-program-xyz --flag"
+
+
+def test_no_command_is_an_error(repo: Path):
+    with pytest.raises(PacketError, match="no command to record"):
+        record([], repo / "session.jsonl", cwd=repo)
+    res = CliRunner().invoke(packet_cli, ["record", "--", "  "])
+    assert res.exit_code == 2 and "no command to record" in res.output
+
+
+def test_secrets_never_reach_the_log_or_stored_output(repo: Path, monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", SECRET)
+    monkeypatch.setenv("SHORT_KEY", "abc")  # too short to redact
+    env = dict(os.environ)
+    r1 = rec(repo, 'echo "token is $MY_API_TOKEN"', env=env)
+    r2 = rec(repo, "echo", SECRET, env=env)  # the secret is in the command line too
+    r3 = rec(repo, "printf", "auth: Bearer abcdefghijklmnop and %s\\n", GHP, env=env)
+    assert r1.line["out_sha"] == hashlib.sha256(b"token is [REDACTED:env:MY_API_TOKEN]").hexdigest()
+    assert r2.line["cmd"] == "echo '[REDACTED:env:MY_API_TOKEN]'"
+    assert r2.line["argv"] == ["echo", "[REDACTED:env:MY_API_TOKEN]"]
+    assert r3.line["redacted"] == ["bearer", "github_token"]
+    files = [repo / "session.jsonl", *sorted((repo / "session.outputs").iterdir())]
+    assert len(files) == 4
+    for f in files:
+        data = f.read_bytes()
+        assert SECRET.encode() not in data and GHP.encode() not in data and b"abcdefghijklmnop" not in data, f
+    stored = (repo / "session.outputs" / f"{r3.line['out_sha']}.txt").read_text()
+    assert stored == "auth: Bearer [REDACTED:bearer] and [REDACTED:github_token]"
+    # the replayer restores the secret from its own environment and hashes the same way
+    lines = (repo / "session.jsonl").read_text().splitlines()
+    (repo / "two.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    v = replay(repo / "two.jsonl", repo=repo, env=env)
+    assert v.verdict == "PASS", v.to_dict()
+    env.pop("MY_API_TOKEN")
+    v = replay(repo / "two.jsonl", repo=repo, env=env)
+    assert v.verdict == "UNRUNNABLE" and v.reason.startswith(f"{repo / 'two.jsonl'}:2: step 2's command")
+    assert "env:MY_API_TOKEN" in v.reason
+
+
+def _worker(log: str, cwd: str, n: int, start) -> None:
+    start.wait()
+    for _ in range(n):
+        record(["true"], log, cwd=cwd)
+
+
+def test_concurrent_appends_get_unique_seqs(repo: Path):
+    log = repo / "session.jsonl"
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_worker, args=(str(log), str(repo), 10, start)) for _ in range(8)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * 8
+    raw = log.read_text().splitlines()
+    assert len(raw) == 80
+    steps = read_log(log, for_replay=True).steps
+    assert sorted(s.seq for s in steps) == list(range(1, 81))
+
+
+def test_append_never_glues_onto_a_torn_line(tmp_path: Path):
+    log = tmp_path / "s.jsonl"
+    log.write_text('{"seq": 4, "cmd": "a", "exit": 0}\n{"seq": 9, "cmd": "torn')
+    assert append_step(log, {"cmd": "b", "exit": 0}) == 5
+    lines = log.read_text().splitlines()
+    assert lines[1] == '{"seq": 9, "cmd": "torn' and json.loads(lines[2])["seq"] == 5
+    with pytest.raises(PacketLogError, match=r"s\.jsonl:2: invalid JSON"):
+        read_log(log)
+
+
+def test_outside_a_repository_records_with_a_warning(tmp_path: Path):
+    r = record(["echo", "hi"], tmp_path / "s.jsonl", cwd=tmp_path)
+    assert r.exit == 0 and r.line["commit"] is None and r.line["cwd"] is None
+    assert "not inside a git repository" in r.warnings[0]
+    v = replay(tmp_path / "s.jsonl", repo=tmp_path)
+    assert v.verdict == "UNRUNNABLE"
+
+
+def test_rec_sh_shell_function(repo: Path):
+    # one `rec` call (each starts a Python process): a shell line, run from a subdirectory
+    script = (f'export REPLAYBOOK_PYTHON="{PY}"; export SESSION_LOG=session.jsonl; source "{REC_SH}"; '
+              'cd sub; rec "cat data.txt | wc -l; exit 3"; echo "rc=$?"')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run(["bash", "-c", script], cwd=repo, capture_output=True, text=True, env=env, timeout=60)
+    assert out.stdout.split() == ["2", "rc=3"], out.stderr
+    assert "[replaybook] recorded seq 1 (exit 3)" in out.stderr
+    steps = read_log(repo / "session.jsonl", for_replay=True).steps  # the log stays where rec.sh was sourced
+    assert [(s.cmd, s.exit, s.get("cwd")) for s in steps] == [("cat data.txt | wc -l; exit 3", 3, "sub")]
+    assert git(repo, "status", "--porcelain") == "?? session.jsonl\n"

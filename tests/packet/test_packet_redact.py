@@ -1,0 +1,54 @@
+"""Secret redaction: environment values by name, token formats, restoring commands."""
+
+from __future__ import annotations
+
+import pytest
+
+from replaybook.packet.redact import Redactor, is_secret_name
+
+KEY_BLOCK = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+
+@pytest.mark.parametrize("name,secret", [
+    ("AWS_SECRET_ACCESS_KEY", True), ("GITHUB_TOKEN", True), ("DB_PASSWORD", True), ("my_api_key", True),
+    ("NPM_AUTH", True), ("PWD", False), ("OLDPWD", False), ("HOME", False), ("PATH", False),
+])
+def test_secret_names(name: str, secret: bool):
+    assert is_secret_name(name) is secret
+
+
+def test_environment_values_are_replaced_by_name():
+    r = Redactor.from_env({"MY_API_TOKEN": "s3cr3t-value-123", "SHORT_KEY": "abc", "HOME": "/home/me"})
+    got = r.redact("token=s3cr3t-value-123 home=/home/me abc")
+    assert got.text == "token=[REDACTED:env:MY_API_TOKEN] home=/home/me abc"
+    assert got.kinds == ("env:MY_API_TOKEN",)
+
+
+@pytest.mark.parametrize("text,expected,kind", [
+    ("key AKIAIOSFODNN7EXAMPLE used", "key [REDACTED:aws_access_key_id] used", "aws_access_key_id"),
+    ("ghp_" + "a" * 36, "[REDACTED:github_token]", "github_token"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "[REDACTED:github_token]", "github_token"),
+    ("xoxb-123456789012-abcdefABCDEF", "[REDACTED:slack_token]", "slack_token"),
+    (f"before\n{KEY_BLOCK}\nafter", "before\n[REDACTED:private_key]\nafter", "private_key"),
+    (f"jwt {JWT} end", "jwt [REDACTED:jwt] end", "jwt"),
+    ("Authorization: Bearer abc.def-ghi_123", "Authorization: Bearer [REDACTED:bearer]", "bearer"),
+    ("postgres://app:hunter2@db:5432/x", "postgres://app:[REDACTED:url_password]@db:5432/x", "url_password"),
+    ('{"password": "correct-horse"}', '{"password": "[REDACTED:secret_assignment]"}', "secret_assignment"),
+    ("deploy --api-key abcdef123456", "deploy --api-key [REDACTED:secret_flag]", "secret_flag"),
+])
+def test_token_formats(text: str, expected: str, kind: str):
+    got = Redactor().redact(text)
+    assert got.text == expected and kind in got.kinds
+
+
+def test_ordinary_text_is_untouched():
+    text = "3 passed in 0.12s; password reset works; token count 12; see https://example.com/a"
+    assert Redactor().redact(text).text == text
+
+
+def test_restore_puts_env_secrets_back_and_names_what_cannot_be():
+    r = Redactor.from_env({"MY_API_TOKEN": "s3cr3t-value-123"})
+    assert r.restore("curl -H '[REDACTED:env:MY_API_TOKEN]'") == ("curl -H 's3cr3t-value-123'", [])
+    text, missing = Redactor().restore("x [REDACTED:env:MY_API_TOKEN] [REDACTED:github_token]")
+    assert missing == ["env:MY_API_TOKEN", "github_token"] and "[REDACTED:env:MY_API_TOKEN]" in text

@@ -1,0 +1,183 @@
+"""Record → replay in a clean worktree: PASS, DIVERGED (naming the step), UNRUNNABLE, dirty trees."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from replaybook.packet import read_log, replay
+from replaybook.packet.cli import packet as packet_cli
+from replaybook.packet.normalize import normalize
+
+from packet_helpers import PY, git, rec, write_check
+
+
+def _worktrees(repo: Path) -> int:
+    return git(repo, "worktree", "list", "--porcelain").count("worktree ")
+
+
+def test_recorded_log_has_what_a_replay_needs(packet: Path, repo: Path):
+    steps = read_log(packet, for_replay=True).steps
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert [s.seq for s in steps] == [1, 2, 3]
+    assert [s.exit for s in steps] == [1, 0, 0]
+    s1 = steps[0]
+    assert s1.get("commit") == head and s1.get("cwd") == "." and s1.get("dirty") is False
+    assert s1.get("excluded") == ["session.jsonl", "session.outputs"]
+    assert s1.get("norm") == "1" and s1.get("argv") == [PY, "check.py"] and s1.get("shell") is None
+    assert steps[1].get("shell") in ("bash", "sh") and steps[1].get("argv") is None
+    # the flag file made by step 2 is an untracked change seen by step 3
+    assert steps[2].get("dirty") is True and steps[2].get("dirty_files") == 1
+    assert set(s1.get("norm_fired")) >= {"iso_timestamp", "pid", "pytest_duration"}
+    stored = (repo / "session.outputs" / f"{s1.get('out_sha')}.txt").read_text()
+    assert stored == "started <TS> pid <PID>\nFAIL: feature flag missing\n1 check in <DUR>"
+
+
+def test_replay_passes_in_a_clean_worktree_and_removes_it(packet: Path, repo: Path, tmp_path: Path,
+                                                          monkeypatch):
+    monkeypatch.chdir(repo)
+    (repo / "feature.flag").unlink()  # made by step 2 of the recording
+    junit = tmp_path / "packet.xml"
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", str(junit)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith("replaying session.jsonl at recorded commit ")
+    assert lines[1].startswith("[ok]       seq=1 exit=1/1 ")
+    assert lines[2] == "[ok]       seq=2 exit=0/0 touch feature.flag"
+    assert lines[-1] == "VERDICT: PASS"
+    assert _worktrees(repo) == 1
+    assert not (repo / "feature.flag").exists()  # the replay never touched the user's tree
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("tests") == "3" and suite.get("failures") == "0" and suite.get("errors") == "0"
+
+
+def test_local_edits_do_not_leak_into_the_replay(packet: Path, repo: Path):
+    write_check(repo, extra=" and False")  # uncommitted breakage on disk
+    v = replay(packet, repo=repo)
+    assert v.verdict == "PASS" and v.exit_code == 0 and v.warnings == []
+    # the replayed files match the recorded digests before every step: no drift notes
+    assert [s.notes for s in v.steps] == [[], [], []]
+    assert [s.exit for s in v.steps] == [1, 0, 0]
+
+
+def test_changed_commit_diverges_naming_the_step_with_a_diff(packet: Path, repo: Path, monkeypatch):
+    write_check(repo, extra=' and os.path.exists("other.flag")')
+    git(repo, "commit", "-q", "-am", "require another flag")
+    monkeypatch.chdir(repo)
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--checkout", "HEAD"])
+    assert res.exit_code == 1, res.output
+    assert "[ok]       seq=1 exit=1/1" in res.output
+    assert f"[DIVERGED] seq=3 exit=1/0 {PY} check.py" in res.output
+    assert "exit 1, recorded 0; output differs" in res.output
+    assert "+FAIL: feature flag missing" in res.output  # the stored output gives a unified diff
+    assert "holds different files than the recorded commit" in res.output
+    assert res.output.rstrip().endswith("VERDICT: DIVERGED (1/3 steps differ)")
+    assert _worktrees(repo) == 1
+    junit = repo.parent / "diverged.xml"
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--checkout", "HEAD", "--format", "json",
+                                          "--junit", str(junit)])
+    out = json.loads(res.output)
+    assert res.exit_code == 1 and out["headline"] == "DIVERGED (1/3 steps differ)"
+    assert [(s["seq"], s["status"]) for s in out["steps"]] == [(1, "ok"), (2, "ok"), (3, "DIVERGED")]
+    failures = ET.parse(junit).getroot().findall("testsuite/testcase/failure")
+    assert len(failures) == 1 and failures[0].get("message") == "exit 1, recorded 0; output differs"
+    assert "+FAIL: feature flag missing" in failures[0].text
+
+
+def test_interleaved_stdout_stderr_is_one_stream_and_replays(repo: Path):
+    code = ("import sys\nfor i in range(4):\n"
+            "    sys.stdout.write(f'out {i}\\n'); sys.stdout.flush()\n"
+            "    sys.stderr.write(f'err {i}\\n'); sys.stderr.flush()\n")
+    r = rec(repo, PY, "-c", code)
+    stored = (repo / "session.outputs" / f"{r.line['out_sha']}.txt").read_text()
+    assert stored == "out 0\nerr 0\nout 1\nerr 1\nout 2\nerr 2\nout 3\nerr 3"
+    # the seed's replay hashed stdout + stderr: that would never match this recording
+    seed_style = "".join(f"out {i}\n" for i in range(4)) + "".join(f"err {i}\n" for i in range(4))
+    assert normalize(seed_style).sha256 != r.line["out_sha"]
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "PASS" and v.steps[0].output == stored
+
+
+def test_empty_and_malformed_logs_are_unrunnable(tmp_path: Path, repo: Path, monkeypatch):
+    monkeypatch.chdir(repo)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    res = CliRunner().invoke(packet_cli, ["replay", str(empty)])
+    assert res.exit_code == 2
+    assert res.output.strip() == f"VERDICT: UNRUNNABLE ({empty}: the log has no steps)"
+    bad = tmp_path / "bad.jsonl"
+    rec(repo, "echo", "hi")
+    bad.write_text((repo / "session.jsonl").read_text() + '{"seq": 2, "cmd": "x"\n')
+    v = replay(bad, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and v.exit_code == 2 and f"{bad}:2: invalid JSON" in v.reason
+    seed = tmp_path / "seed.jsonl"  # the seed's five fields are not enough to replay
+    seed.write_text('{"seq": 1, "cmd": "true", "exit": 0, "out_sha": "' + "0" * 64 + '", "duration_ms": 1}\n')
+    v = replay(seed, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and f"{seed}:1: " in v.reason and "'v' is a required property" in v.reason
+    v = replay(tmp_path / "missing.jsonl", repo=repo)
+    assert v.verdict == "UNRUNNABLE" and "no such session log" in v.reason
+    assert _worktrees(repo) == 1
+
+
+def test_unknown_commit_is_unrunnable_with_the_line(repo: Path, tmp_path: Path):
+    rec(repo, "echo", "hi")
+    line = json.loads((repo / "session.jsonl").read_text())
+    line["commit"] = "f" * 40
+    log = tmp_path / "other.jsonl"
+    log.write_text(json.dumps(line) + "\n")
+    v = replay(log, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and v.reason.startswith(f"{log}:1: step 1's commit ffff")
+
+
+def test_dirty_recording_is_refused_unless_allowed_or_committed(repo: Path):
+    write_check(repo, extra="  # local edit")
+    r = rec(repo, "echo", "hi")
+    assert r.line["dirty"] is True and r.line["dirty_files"] == 1
+    log = repo / "session.jsonl"
+    v = replay(log, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and "1 uncommitted change(s)" in v.reason and "--allow-dirty" in v.reason
+    v = replay(log, repo=repo, allow_dirty=True)
+    assert v.verdict == "PASS" and len(v.warnings) == 1 and "--allow-dirty" in v.warnings[0]
+    git(repo, "commit", "-q", "-am", "the edit")  # the same files, now committed
+    v = replay(log, repo=repo, checkout="HEAD")
+    assert v.verdict == "PASS" and v.warnings == []
+
+
+def test_commits_made_between_steps_are_followed(repo: Path):
+    rec(repo, PY, "check.py")
+    (repo / "feature.flag").write_text("on\n")
+    git(repo, "add", "feature.flag")
+    git(repo, "commit", "-q", "-m", "fix")
+    rec(repo, PY, "check.py")
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "PASS", v.to_dict()
+    assert v.steps[1].notes == [f"moved the worktree to the recorded commit {git(repo, 'rev-parse', 'HEAD')[:12]}"]
+
+
+def test_uncommitted_edit_between_steps_is_named(repo: Path):
+    rec(repo, PY, "check.py")
+    (repo / "feature.flag").write_text("on\n")  # an agent's file edit, not a recorded command
+    rec(repo, PY, "check.py")
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "DIVERGED" and [s.seq for s in v.diverged] == [2]
+    assert any("changed outside recorded commands" in n for n in v.steps[1].notes)
+
+
+def test_timeout_kills_the_step_and_diverges(repo: Path):
+    rec(repo, PY, "-c", "import os, time; time.sleep(30 if os.environ.get('RB_SLOW') else 0); print('done')")
+    env = dict(os.environ, RB_SLOW="1")
+    v = replay(repo / "session.jsonl", repo=repo, timeout=0.5, env=env)
+    s = v.steps[0]
+    assert v.verdict == "DIVERGED" and s.exit is None and s.reasons[0] == "timed out after 0.5 s"
+    assert s.duration_ms < 10_000
+
+
+def test_steps_run_in_their_recorded_directory(repo: Path):
+    r = rec(repo, "cat", "data.txt", cwd=repo / "sub")
+    assert r.line["cwd"] == "sub" and r.exit == 0
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "PASS" and v.steps[0].output == "alpha\nbeta"
