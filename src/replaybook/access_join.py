@@ -1,0 +1,441 @@
+"""Join door calls to the cloud's own access log: which storage request did each call cause,
+and — first of all — which storage requests did **no** door call cause.
+
+Inputs are the :data:`~replaybook.frames.CALLS` frame (what the door says it did) and the
+:data:`~replaybook.frames.ACCESS` frame (what the cloud says happened: CloudTrail, S3 server
+access logs, GCP audit logs, Azure Storage logs).  Each access row is linked to **at most one**
+call; a call may explain **many** access rows (pagination, retries, a multipart read, a folder
+listing followed by reads).  Calls the door refused (``decision == "deny"``) never explain an
+access: the door did not forward them, so a storage request that matches only a refused call is
+reported as unexplained, with that call named.
+
+Tiers (the first that links wins)
+---------------------------------
+1. ``correlation`` — the access row's ``correlation`` (role session name / ``sourceIdentity``,
+   a GCS ``x-goog-custom-audit-*`` value, Azure ``x-ms-client-request-id``) equals the
+   ``correlation`` of exactly one door call, and the time fits that call's window.  ``calls`` has
+   no ``correlation`` column in the door log v1; when a caller adds one (door v2, or derived from
+   ``meta``), this tier is used, otherwise it is skipped.
+2. ``correlation+object+time`` — the token is shared by several calls (a per-session token such
+   as a role session name): the candidates are those calls, decided by object and time.  When a
+   token matches calls but none fits, the row is **not** offered to other sessions' calls.
+3. ``principal+object+time`` — ``principals`` maps the call's agent to the cloud principal(s) it
+   acts as, one of them matches the access row's ``principal``, the object matches and the time
+   fits.
+4. ``object+time`` — no principal is known for the call's agent (no ``principals`` mapping, or
+   the agent is not in it): object and time only.  Weaker evidence; the ``how`` column says so.
+
+Among several candidates of one tier, the call whose window contains the access time and whose
+start is nearest wins (ties: the lower ``seq``).
+
+Objects
+-------
+A call's ``object`` (``demo/cars.sas7bdat``) is mapped to a storage URI through ``storage_map``
+(``{"demo/": "s3://acme-data/demo/"}``; the longest matching prefix wins; an object that already
+is a ``s3://`` / ``gs://`` / ``az://`` URI is used as is; an object that no prefix maps is never
+matched).  An access row matches a call when its ``resource_uri``
+
+* equals the call's URI, or
+* lies under it, when the call's URI is a folder (ends with ``/``) and the access is a ``list``
+  or ``head``: a folder listing may page, recurse or stat its entries — but a **read, write or
+  delete** of an object is only explained by a call on that very object, so an object read
+  while the agent was "only listing" stays unexplained, or
+* is a folder above the call's URI, the call's URI is itself a folder and the access is a
+  ``list``: a coarser record of the same listing (GCS audit logs record a listing at bucket
+  level, without its prefix).
+
+Time windows
+------------
+Each source's ``ts`` means something different (``access.time_kind``), so the window does too.
+Let ``start`` = the call's ``ts`` (door received it) and ``end`` = its ``ts_end`` (door
+answered), or ``start + window_s`` when the door did not log an end.  Clocks of the door host
+and the cloud may disagree by up to ``skew_s``:
+
+==========  ==============================================  ==========================================
+time_kind   sources                                         an access at ``t`` fits a call when
+==========  ==============================================  ==========================================
+received    S3 server access logs, Azure Storage logs       start − skew_s ≤ t ≤ end + skew_s
+completed   CloudTrail ``eventTime``                        start − skew_s ≤ t ≤ end + lag_s + skew_s
+event       GCP audit ``timestamp``                         start − skew_s ≤ t ≤ end + lag_s + skew_s
+==========  ==============================================  ==========================================
+
+CloudTrail ``eventTime`` and S3 server access log times have whole-second precision (the
+fraction is dropped), so ``skew_s`` must stay ≥ 1 s for them; the default is 2 s.
+
+A request that storage *received* must have been sent while the call was open; one that
+*completed* can finish a little after the door answered (a streamed read the door cut short, a
+retry): ``lag_s``.  Delivery delay — CloudTrail files arrive about 5 minutes after the event,
+S3 server access logs within hours, best effort; GCP and Azure within minutes — does not move
+these timestamps, but it does mean the newest access rows may not have been delivered yet when
+the logs were collected: a call near the end of the logs with ``access_count == 0`` is not proof
+of absence.
+
+The result
+----------
+:class:`AccessJoinResult`: ``links`` (:data:`ACCESS_LINKS`, one row per linked access row),
+``unexplained`` (the access rows no call explains, with ``why`` — sorted so that rows made by a
+principal the door's agents use come first, then by time), ``per_call`` (every call with
+``access_count``, ``access_bytes``, ``denied_count``).
+
+Errors: :class:`~replaybook.errors.JoinError` for a frame missing required columns or a negative
+window.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import JoinError
+from .frames import ACCESS, Column, FrameSpec
+
+__all__ = [
+    "AccessJoinResult",
+    "join_access",
+    "map_object",
+    "ACCESS_LINKS",
+    "LINK_HOWS",
+    "DEFAULT_WINDOW_S",
+    "DEFAULT_LAG_S",
+    "DEFAULT_SKEW_S",
+]
+
+#: How long a call may have lasted when the door logged no ``ts_end``, seconds.
+DEFAULT_WINDOW_S = 60.0
+#: How long after the door answered a *completed*/*event* timestamp may fall, seconds.
+DEFAULT_LAG_S = 5.0
+#: Clock disagreement allowed between the door host and the cloud, seconds (both directions).
+DEFAULT_SKEW_S = 2.0
+
+#: Values of ``links.how``, strongest first.
+LINK_HOWS = ("correlation", "correlation+object+time", "principal+object+time", "object+time")
+
+UTC = "datetime64[ns, UTC]"
+
+ACCESS_LINKS = FrameSpec(
+    "access_links",
+    tuple(Column(*c) for c in (
+        ("door_session", "string", "the door session of the explaining call"),
+        ("call_seq", "Int64", "calls.seq of the explaining call"),
+        ("agent", "string", "the call's agent"),
+        ("access_index", "Int64", "row label of the access row in the `access` frame given"),
+        ("request_id", "string", "the access row's request id"),
+        ("source", "string", "the access row's source (aws.cloudtrail …)"),
+        ("action", "string", "the access row's action"),
+        ("outcome", "string", "the access row's outcome"),
+        ("resource_uri", "string", "the access row's resource_uri"),
+        ("call_uri", "string", "the call's object mapped through storage_map"),
+        ("call_ts", UTC, "when the door received the call, UTC"),
+        ("access_ts", UTC, "the access row's ts, UTC"),
+        ("time_kind", "string", "what access_ts means (received / completed / event)"),
+        ("delta_ms", "float64", "access_ts − call_ts in milliseconds (positive: storage after the door)"),
+        ("how", "string", "one of LINK_HOWS"),
+    )),
+    "One row per access row a door call explains (each access row at most once).",
+)
+
+_CALL_NEEDS = ("door_session", "seq", "ts", "ts_end", "agent", "object", "decision")
+_SCHEMES = ("s3://", "gs://", "az://")
+
+
+@dataclass
+class AccessJoinResult:
+    """The outcome of :func:`join_access`.
+
+    Attributes:
+        links: :data:`ACCESS_LINKS` frame, ordered by ``access_ts``.
+        unexplained: the access rows no call explains: the ACCESS columns plus ``access_index``
+            (Int64, row label in the given frame), ``door_principal`` (boolean: the row's
+            principal is one the ``principals`` mapping gives a door agent; NA without a
+            mapping) and ``why`` (string) — rows of door principals first, then by ``ts``.
+        per_call: one row per door call: ``door_session``, ``seq``, ``agent``, ``ts``,
+            ``decision``, ``object``, ``call_uri`` (the object through ``storage_map``, NA when
+            unmapped), ``access_count`` (Int64, access rows it explains), ``access_bytes``
+            (Int64, sum of their ``bytes``), ``denied_count`` (Int64, of them refused by storage).
+        window_s, lag_s, skew_s: the windows used, seconds.
+    """
+
+    links: pd.DataFrame
+    unexplained: pd.DataFrame
+    per_call: pd.DataFrame
+    window_s: float
+    lag_s: float
+    skew_s: float
+
+    def to_dict(self) -> dict:
+        """A JSON-ready summary: counts per tier, unexplained rows (short), windows."""
+        return {
+            "window_s": self.window_s,
+            "lag_s": self.lag_s,
+            "skew_s": self.skew_s,
+            "links": int(len(self.links)),
+            "by_how": {k: int(v) for k, v in self.links["how"].value_counts().items()},
+            "unexplained": [
+                {"access_index": int(r.access_index), "ts": r.ts.isoformat().replace("+00:00", "Z"),
+                 "source": r.source, "principal": None if pd.isna(r.principal) else r.principal,
+                 "action": r.action, "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
+                 "outcome": r.outcome, "why": r.why}
+                for r in self.unexplained.itertuples(index=False)
+            ],
+        }
+
+
+def map_object(obj: object, storage_map: Mapping[str, str] | None) -> str | None:
+    """A door ``object`` as a storage URI: as is when it already is ``s3://``/``gs://``/``az://``,
+    else through the longest ``storage_map`` prefix it starts with; ``None`` when nothing maps."""
+    if not isinstance(obj, str) or not obj:
+        return None
+    if obj.startswith(_SCHEMES):
+        return obj
+    best = None
+    for prefix in (storage_map or {}):
+        if obj.startswith(prefix) and (best is None or len(prefix) > len(best)):
+            best = prefix
+    if best is None:
+        return None
+    return storage_map[best] + obj[len(best):]
+
+
+def _object_match(access_uri: str | None, access_action: str, call_uri: str | None) -> bool:
+    if not access_uri or not call_uri:
+        return False
+    if access_uri == call_uri:
+        return True
+    if call_uri.endswith("/") and access_uri.startswith(call_uri) and access_action in ("list", "head"):
+        return True
+    if access_action == "list" and access_uri.endswith("/") and call_uri.endswith("/") \
+            and call_uri.startswith(access_uri):
+        return True
+    return False
+
+
+def _principal_match(principal: str | None, patterns: Sequence[str]) -> bool:
+    if not principal:
+        return False
+    return any(principal == p or fnmatch.fnmatchcase(principal, p) for p in patterns)
+
+
+def _check(df: pd.DataFrame, needs: Sequence[str], what: str) -> None:
+    missing = [c for c in needs if c not in df.columns]
+    if missing:
+        raise JoinError(f"{what} frame lacks columns {missing}")
+
+
+def join_access(
+    calls: pd.DataFrame,
+    access: pd.DataFrame,
+    *,
+    storage_map: Mapping[str, str] | None = None,
+    principals: Mapping[str, str | Sequence[str]] | None = None,
+    window_s: float = DEFAULT_WINDOW_S,
+    lag_s: float = DEFAULT_LAG_S,
+    skew_s: float = DEFAULT_SKEW_S,
+) -> AccessJoinResult:
+    """Link door calls to the cloud access rows they caused (see the module docstring).
+
+    Args:
+        calls: a :data:`~replaybook.frames.CALLS` frame; an extra string column ``correlation``
+            enables the correlation tiers.
+        access: an :data:`~replaybook.frames.ACCESS` frame (any index; ``access_index`` refers
+            to its row labels).
+        storage_map: door object prefix → storage URI prefix, e.g.
+            ``{"demo/": "s3://acme-data/demo/"}``.
+        principals: agent name → the cloud principal(s) it acts as: exact strings or
+            ``fnmatch`` patterns (``"arn:aws:sts::123456789012:assumed-role/door-reader/*"``).
+        window_s: assumed longest call when ``ts_end`` is missing, seconds (≥ 0).
+        lag_s: slack after the call's end for ``completed``/``event`` timestamps, seconds (≥ 0).
+        skew_s: clock skew allowed between the door and the cloud, seconds (≥ 0).
+
+    Returns:
+        :class:`AccessJoinResult`.
+
+    Raises:
+        JoinError: a frame lacks required columns, or a window is negative.
+    """
+    for name, v in (("window_s", window_s), ("lag_s", lag_s), ("skew_s", skew_s)):
+        if not (v >= 0):
+            raise JoinError(f"{name} must be ≥ 0 seconds, got {v!r}")
+    _check(calls, _CALL_NEEDS, "calls")
+    _check(access, ACCESS.names, "access")
+    pats: dict[str, list[str]] = {}
+    for agent, p in (principals or {}).items():
+        pats[agent] = [p] if isinstance(p, str) else list(p)
+    all_patterns = [p for ps in pats.values() for p in ps]
+
+    c = calls.reset_index(drop=True)
+    n_c = len(c)
+    c_uri = [map_object(o, storage_map) for o in c["object"]]
+    c_start = c["ts"].astype(UTC)
+    c_end = c["ts_end"].astype(UTC).where(c["ts_end"].notna(), c_start + pd.Timedelta(seconds=window_s))
+    start_ns = c_start.to_numpy(dtype="datetime64[ns]").astype(np.int64) if n_c else np.zeros(0, np.int64)
+    end_ns = c_end.to_numpy(dtype="datetime64[ns]").astype(np.int64) if n_c else np.zeros(0, np.int64)
+    valid = c_start.notna().to_numpy() if n_c else np.zeros(0, bool)
+    refused = (c["decision"].astype("string") == "deny").fillna(False).to_numpy(dtype=bool) if n_c else np.zeros(0, bool)
+    agents = [None if pd.isna(a) else str(a) for a in c["agent"]] if n_c else []
+    corr = None
+    if "correlation" in c.columns:
+        corr = [None if pd.isna(x) or x == "" else str(x) for x in c["correlation"]]
+    by_token: dict[str, list[int]] = {}
+    for i, tok in enumerate(corr or []):
+        if tok is not None:
+            by_token.setdefault(tok, []).append(i)
+
+    order = np.argsort(np.where(valid, start_ns, np.iinfo(np.int64).max), kind="stable")
+    sorted_start = np.where(valid, start_ns, np.iinfo(np.int64).max)[order]
+    max_span = int(np.max(np.where(valid, end_ns - start_ns, 0))) if n_c else 0
+    skew = int(skew_s * 1e9)
+    lag = int(lag_s * 1e9)
+
+    def fits(i: int, t: int, kind: str) -> bool:
+        if not valid[i]:
+            return False
+        tail = skew if kind == "received" else lag + skew
+        return start_ns[i] - skew <= t <= end_ns[i] + tail
+
+    def rank(i: int, t: int) -> tuple[int, int, int]:
+        outside = 0 if start_ns[i] <= t <= end_ns[i] else 1
+        return outside, abs(t - int(start_ns[i])), int(c["seq"].iat[i]) if not pd.isna(c["seq"].iat[i]) else 0
+
+    def time_candidates(t: int) -> np.ndarray:
+        lo = np.searchsorted(sorted_start, t - max_span - lag - skew, side="left")
+        hi = np.searchsorted(sorted_start, t + skew, side="right")
+        return order[lo:hi]
+
+    links: list[dict] = []
+    unexplained: list[tuple[object, str]] = []
+    counts = np.zeros(n_c, np.int64)
+    bytes_sum = np.zeros(n_c, np.int64)
+    denied = np.zeros(n_c, np.int64)
+
+    a_ts = access["ts"].astype(UTC)
+    a_ns = a_ts.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    a_nat = a_ts.isna().to_numpy()
+    for pos, (label, r) in enumerate(zip(access.index, access[ACCESS.names].to_dict("records"))):
+        if a_nat[pos]:
+            unexplained.append((label, "no time"))
+            continue
+        t = int(a_ns[pos])
+        kind = str(r["time_kind"]) if not pd.isna(r["time_kind"]) else "event"
+        uri = None if pd.isna(r["resource_uri"]) else str(r["resource_uri"])
+        action = str(r["action"]) if not pd.isna(r["action"]) else "other"
+        principal = None if pd.isna(r["principal"]) else str(r["principal"])
+        token = None if pd.isna(r["correlation"]) else str(r["correlation"])
+        chosen, how, why = None, None, None
+
+        tok_calls = by_token.get(token, []) if token is not None else []
+        if tok_calls:
+            usable = [i for i in tok_calls if not refused[i]]
+            if len(tok_calls) == 1 and usable and fits(usable[0], t, kind):
+                chosen, how = usable[0], "correlation"
+            else:
+                cands = [i for i in usable if fits(i, t, kind) and _object_match(uri, action, c_uri[i])]
+                if cands:
+                    chosen, how = min(cands, key=lambda i: rank(i, t)), "correlation+object+time"
+                else:
+                    sess = sorted({str(c['door_session'].iat[i]) for i in tok_calls})
+                    why = (f"correlation {token!r} belongs to door session(s) {', '.join(sess)}, "
+                           f"but no allowed call there on this object within the window")
+        else:
+            tiered: dict[str, list[int]] = {"principal+object+time": [], "object+time": []}
+            refused_hits: list[int] = []
+            for i in time_candidates(t):
+                i = int(i)
+                if not fits(i, t, kind) or not _object_match(uri, action, c_uri[i]):
+                    continue
+                ag = agents[i]
+                if ag is not None and ag in pats:
+                    if not _principal_match(principal, pats[ag]):
+                        continue
+                    tier = "principal+object+time"
+                else:
+                    tier = "object+time"
+                if refused[i]:
+                    refused_hits.append(i)
+                    continue
+                tiered[tier].append(i)
+            for tier in ("principal+object+time", "object+time"):
+                if tiered[tier]:
+                    chosen, how = min(tiered[tier], key=lambda i: rank(i, t)), tier
+                    break
+            if chosen is None:
+                if refused_hits:
+                    i = min(refused_hits, key=lambda i: rank(i, t))
+                    why = (f"only a call the door refused matches (session {c['door_session'].iat[i]} "
+                           f"seq {c['seq'].iat[i]}): the door says it did not forward it")
+                elif uri is None:
+                    why = "no resource in the access record"
+                else:
+                    same = [i for i in range(n_c) if valid[i] and _object_match(uri, action, c_uri[i])]
+                    targets = list((storage_map or {}).values())
+                    if not same and targets and not any(uri.startswith(tg) or tg.startswith(uri) for tg in targets):
+                        why = "resource outside every storage_map target: no door call can reach it"
+                    elif not same:
+                        why = "no door call on this object"
+                    else:
+                        i = min(same, key=lambda i: abs(t - int(start_ns[i])))
+                        why = (f"no door call on this object within the time window (nearest: session "
+                               f"{c['door_session'].iat[i]} seq {c['seq'].iat[i]}, "
+                               f"{(t - int(start_ns[i])) / 1e9:+.1f} s from its start)")
+                        if all_patterns and not _principal_match(principal, all_patterns):
+                            why += "; the principal is not one the door's agents use"
+        if chosen is None:
+            unexplained.append((label, why or "no door call explains it"))
+            continue
+        counts[chosen] += 1
+        b = r["bytes"]
+        bytes_sum[chosen] += 0 if pd.isna(b) else int(b)
+        denied[chosen] += int(str(r["outcome"]) == "denied")
+        links.append({
+            "door_session": c["door_session"].iat[chosen],
+            "call_seq": c["seq"].iat[chosen],
+            "agent": agents[chosen],
+            "access_index": label,
+            "request_id": r["request_id"],
+            "source": r["source"],
+            "action": r["action"],
+            "outcome": r["outcome"],
+            "resource_uri": r["resource_uri"],
+            "call_uri": c_uri[chosen],
+            "call_ts": c_start.iat[chosen],
+            "access_ts": a_ts.iat[pos],
+            "time_kind": r["time_kind"],
+            "delta_ms": (t - int(start_ns[chosen])) / 1e6,
+            "how": how,
+        })
+
+    links_df = ACCESS_LINKS.build(links) if links else ACCESS_LINKS.empty()
+    if len(links_df):
+        links_df = links_df.sort_values(["access_ts", "access_index"], kind="stable").reset_index(drop=True)
+
+    labels = [lab for lab, _ in unexplained]
+    un = access.loc[labels].reset_index(drop=True) if labels else ACCESS.empty()
+    un = un[ACCESS.names].copy()
+    un.insert(0, "access_index", pd.array(labels, dtype="Int64") if labels else pd.array([], dtype="Int64"))
+    if all_patterns:
+        dp = [_principal_match(None if pd.isna(p) else str(p), all_patterns) for p in un["principal"]]
+        un["door_principal"] = pd.array(dp, dtype="boolean")
+    else:
+        un["door_principal"] = pd.array([pd.NA] * len(un), dtype="boolean")
+    un["why"] = pd.array([w for _, w in unexplained], dtype="string")
+    if len(un):
+        un = un.assign(_k=~un["door_principal"].fillna(False).astype(bool)).sort_values(
+            ["_k", "ts", "access_index"], kind="stable").drop(columns="_k").reset_index(drop=True)
+
+    per_call = pd.DataFrame({
+        "door_session": c["door_session"].astype("string"),
+        "seq": c["seq"].astype("Int64"),
+        "agent": c["agent"].astype("string"),
+        "ts": c_start,
+        "decision": c["decision"].astype("string"),
+        "object": c["object"].astype("string"),
+        "call_uri": pd.array(c_uri, dtype="string"),
+        "access_count": pd.array(counts, dtype="Int64"),
+        "access_bytes": pd.array(bytes_sum, dtype="Int64"),
+        "denied_count": pd.array(denied, dtype="Int64"),
+    })
+    return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call,
+                            window_s=float(window_s), lag_s=float(lag_s), skew_s=float(skew_s))

@@ -1,0 +1,473 @@
+"""Shared helpers of the cloud access-log loaders (``cloudtrail``, ``s3_access``, ``gcp_audit``,
+``azure_storage``), which all yield the :data:`~replaybook.frames.ACCESS` frame.
+
+What lives here
+---------------
+* **Reading** (:func:`expand_files`, :func:`read_input`): files are opened read-only and never
+  written; gzip is recognised by its magic bytes.  A *truncated* gzip stream (a partial download)
+  is decompressed as far as it goes and reported, so the lines before the cut still load; a
+  stream that is not gzip at all past its magic bytes gives no data and a file-level quarantine
+  row.  A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
+* **JSON shapes** (:func:`json_items`): one whole JSON document (an object, an array, or a
+  wrapper object such as CloudTrail's ``{"Records": [...]}``), or JSON Lines — decided by
+  content, never by the file name.
+* **Row building** (:func:`new_row`, :func:`finish`): rows are plain dicts with every ACCESS
+  column; :func:`finish` parses timestamps to UTC in one pass, quarantines rows whose time is
+  not a date-time, sorts by ``ts`` (then file, line) and returns a
+  :class:`~replaybook.frames.LoadResult`.
+* **Safety** (:func:`clean`, :func:`redact_url`): every string in ``raw`` and in the row is made
+  surrogate-safe (:func:`~replaybook._text.safe_str`), and credentials in URLs (SAS ``sig``,
+  presigned ``X-Amz-Signature`` / ``X-Goog-Signature``, security tokens) are replaced by
+  ``REDACTED`` before they reach a frame.
+* **Vocabulary**: :data:`PRINCIPAL_TYPES` (the normalised ``principal_type`` values shared by all
+  four loaders), :func:`http_outcome`, :func:`verb_action`, :func:`role_session_name`.
+
+Inputs entries
+--------------
+Each loader returns one ``inputs`` dict per file (``path``, ``sha256`` of the bytes on disk,
+``bytes`` on disk, ``lines`` of the decompressed text, ``format``) plus, where they apply:
+``records`` (rows produced), ``skipped: True`` and ``reason`` (a valid file that holds no access
+records, e.g. a CloudTrail digest file or an empty file), ``ignored_lines`` (valid lines that are
+not access records, e.g. GCP ``textPayload`` entries), ``extra_fields`` (S3 lines carrying fields
+newer than this loader), ``damaged_gzip: True`` with ``problem`` (a truncated or corrupt gzip
+stream; the text before the damage is still read).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+from urllib.parse import unquote
+
+import orjson
+import pandas as pd
+
+from .._jsonl import GZIP_MAGIC, file_info, iter_lines, parse_json, quarantine_row
+from .._text import safe_str, to_utc
+from ..errors import InputError
+from ..frames import ACCESS, QUARANTINE, LoadResult
+
+__all__ = [
+    "PRINCIPAL_TYPES",
+    "REDACTED",
+    "Item",
+    "expand_files",
+    "read_input",
+    "looks_binary",
+    "json_items",
+    "new_row",
+    "finish",
+    "clean",
+    "redact_url",
+    "redact_text",
+    "http_outcome",
+    "verb_action",
+    "role_session_name",
+    "to_int",
+    "input_entry",
+    "path_uri",
+    "iter_text_lines",
+    "json_preview",
+    "is_na",
+]
+
+#: Normalised ``access.principal_type`` values used by every cloud loader.
+PRINCIPAL_TYPES = (
+    "user",             # a person's identity: AWS IAMUser / Identity Center user, GCP user, Azure User
+    "role",             # an AWS assumed role session
+    "root",             # an AWS account root user
+    "federated",        # AWS FederatedUser / WebIdentityUser / SAMLUser
+    "service",          # the cloud provider's own service acting (AWS invokedBy, S3 `svc:` requesters)
+    "service_account",  # a workload identity: GCP service account, Azure service principal / managed identity
+    "account",          # a whole account (AWS AWSAccount, an S3 canonical user id)
+    "sas",              # Azure shared access signature (no identity, only a signed URL)
+    "shared_key",       # Azure storage account key
+    "anonymous",        # unauthenticated request
+    "unknown",          # the source did not say
+)
+
+#: What replaces a credential in a URL or text.
+REDACTED = "REDACTED"
+
+# Query parameters whose values are credentials, in any cloud (compared lower-case).
+_SECRET_PARAMS = frozenset({
+    "sig", "signature", "x-amz-signature", "x-amz-security-token", "x-amz-credential",
+    "x-goog-signature", "x-goog-credential", "googleaccessid", "awsaccesskeyid",
+    "access_token", "token", "code", "x-ms-signature", "sv-signature",
+})
+_SECRET_IN_TEXT = re.compile(
+    r"(?i)\b(sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential|x-goog-signature|"
+    r"x-goog-credential|access_token)=([^&\s\"'#]+)"
+)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+def expand_files(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    """Files named by ``paths``: files as given; folders walked recursively for every regular
+    file (sorted; symlinks and dot-files skipped — formats are decided by content, so no name
+    pattern is applied).
+
+    Raises:
+        InputError: a path does not exist.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*")
+                              if q.is_file() and not q.is_symlink() and not q.name.startswith(".")))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError("no such file or folder", p)
+    return out
+
+
+def read_input(path: Path) -> tuple[int, bytes, str | None]:
+    """Read one file read-only: ``(size on disk, decompressed bytes, problem)``.
+
+    ``problem`` is ``None`` for a clean read; for a gzip stream that is truncated or corrupt it
+    says so, and the bytes are what could be decompressed before the damage (possibly none).
+    Concatenated gzip members are all read.
+
+    Raises:
+        InputError: the file cannot be opened or read (missing, permission, a folder).
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path) from exc
+    size = len(data)
+    if data[:2] != GZIP_MAGIC:
+        return size, data, None
+    out: list[bytes] = []
+    rest = data
+    problem = None
+    while rest[:2] == GZIP_MAGIC:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out.append(d.decompress(rest))
+        except zlib.error as exc:
+            problem = f"corrupt gzip stream ({exc}); {sum(map(len, out))} bytes recovered before it"
+            break
+        if not d.eof:
+            out.append(d.flush())
+            problem = (f"truncated gzip stream: it ends before its end marker; "
+                       f"{sum(map(len, out))} bytes recovered")
+            break
+        rest = d.unused_data
+    return size, b"".join(out), problem
+
+
+def looks_binary(data: bytes) -> bool:
+    """True when the first 8 KiB hold NUL bytes or mostly control bytes (not a text log)."""
+    head = data[:8192]
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    ctrl = sum(1 for b in head if b < 9 or 13 < b < 32)
+    return ctrl > len(head) * 0.1
+
+
+@dataclass(slots=True)
+class Item:
+    """One JSON record of a file.
+
+    ``line_no`` is the 1-based line for JSON Lines, or the 1-based record index inside a
+    whole-file document (``{"Records": [...]}``, an array); ``offset`` is the line's byte offset
+    (``None`` inside a whole-file document).  ``obj`` is the parsed value or ``None`` with
+    ``error`` set; ``pending`` marks an unterminated, unparsable last line.
+    """
+
+    line_no: int | None
+    offset: int | None
+    raw: bytes | None
+    obj: Any
+    error: str | None
+    pending: bool = False
+
+
+def _strip_bom(data: bytes) -> bytes:
+    return data[3:] if data[:3] == b"\xef\xbb\xbf" else data
+
+
+def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[Item]]:
+    """Split a file's text into JSON records, by content.
+
+    Returns ``(shape, document, items)``:
+
+    * ``("wrapper:<key>", doc, items)`` — one JSON object with a list under one of ``wrappers``
+      (tried in order); ``items`` are the list's elements (record index as ``line_no``);
+    * ``("array", None, items)`` — one JSON array;
+    * ``("document", doc, [])`` — one JSON object without a wrapper key (the caller decides:
+      a single record, or a file to skip);
+    * ``("jsonl", None, items)`` — JSON Lines, one item per non-blank line;
+    * ``("broken", None, [item])`` — one JSON document (its first line is not JSON by itself)
+      that does not parse: a single item carrying the parser's complaint.
+    """
+    data = _strip_bom(data)
+    body = data.lstrip()
+    if body[:1] in (b"{", b"["):
+        obj, err = parse_json(body)
+        if err is None:
+            if isinstance(obj, list):
+                return "array", None, [Item(i + 1, None, None, o, None) for i, o in enumerate(obj)]
+            if isinstance(obj, dict):
+                for key in wrappers:
+                    v = obj.get(key)
+                    if isinstance(v, list):
+                        return (f"wrapper:{key}", obj,
+                                [Item(i + 1, None, None, o, None) for i, o in enumerate(v)])
+                return "document", obj, []
+        else:
+            first_end = data.find(b"\n")
+            first = data if first_end < 0 else data[:first_end]
+            if first.strip() and parse_json(first.strip())[1] is not None:
+                # one multi-line (or single-line) document that does not parse as a whole
+                return "broken", None, [Item(1, 0, data[:400], None, err, False)]
+    items = [Item(ln.line_no, ln.offset, ln.raw, ln.obj, ln.error, ln.pending) for ln in iter_lines(data)]
+    return "jsonl", None, items
+
+
+# -- rows ------------------------------------------------------------------------------------
+
+def new_row(source: str, time_kind: str, path: str, line_no: int | None) -> dict:
+    """A row dict with every ACCESS column (NA) and the given source, time kind and location."""
+    row = dict.fromkeys(ACCESS.names)
+    row["source"] = source
+    row["time_kind"] = time_kind
+    row["source_file"] = path
+    row["line_no"] = line_no
+    return row
+
+
+def finish(rows: list[dict], quarantine: list[dict], inputs: list[dict], loader: str) -> LoadResult:
+    """Build the ACCESS frame from row dicts whose ``ts`` is an ISO 8601 string.
+
+    Rows whose ``ts`` does not parse are moved to the quarantine (with file and line).  The
+    frame is sorted by ``ts``, then ``source_file``, ``line_no`` (stable) and re-indexed, and
+    each file's ``inputs`` entry gets ``records`` (rows kept).
+    """
+    if rows:
+        ts = to_utc([r["ts"] for r in rows])
+        bad = ts.isna().to_numpy()
+        keep = []
+        for r, t, b in zip(rows, ts, bad):
+            if b:
+                quarantine.append(quarantine_row(
+                    r["source_file"], None, loader,
+                    f"time {r['ts']!r} is not a date-time", line_no=r["line_no"],
+                    raw=orjson.dumps(r["raw"], default=str)[:400] if r["raw"] is not None else None))
+                continue
+            r["ts"] = t
+            keep.append(r)
+        rows = keep
+    frame = ACCESS.build(rows) if rows else ACCESS.empty()
+    if len(frame):
+        frame = frame.sort_values(["ts", "source_file", "line_no"], kind="stable").reset_index(drop=True)
+    counts = frame["source_file"].value_counts().to_dict() if len(frame) else {}
+    for info in inputs:
+        info["records"] = int(counts.get(info["path"], 0))
+    for q in quarantine:
+        if isinstance(q.get("raw"), str):
+            q["raw"] = redact_text(q["raw"])
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+def input_entry(path: Path, size: int, data: bytes, fmt: str, problem: str | None) -> dict:
+    """The ``inputs`` dict for one file (see the module docstring)."""
+    info = file_info(path, size, data, fmt)
+    if problem:
+        info["damaged_gzip"] = True
+        info["problem"] = problem
+    return info
+
+
+# -- safety ----------------------------------------------------------------------------------
+
+def redact_url(url: str, keep: frozenset[str] | None = None) -> str:
+    """``url`` with credential query values replaced by ``REDACTED``.
+
+    With ``keep`` ``None``, the values of :data:`_SECRET_PARAMS` (``sig``, ``X-Amz-Signature``,
+    ``X-Amz-Security-Token``, ``X-Goog-Signature``, ``access_token`` …) are redacted.  With a
+    ``keep`` set (lower-case names), EVERY parameter value whose name is not in it is redacted
+    (used for Azure SAS URLs, whose ``sv``/``se``/``sp``/``skoid``… describe the credential).
+    Parameters without a value (``?versioning``) and the parameter names are kept; the order
+    is kept.
+    """
+    q = url.find("?")
+    if q < 0:
+        return url
+    head, query = url[:q], url[q + 1:]
+    frag = ""
+    h = query.find("#")
+    if h >= 0:
+        query, frag = query[:h], query[h:]
+    parts = []
+    for part in query.split("&"):
+        name, eq, _value = part.partition("=")
+        lname = unquote(name).lower()
+        if eq and ((keep is None and lname in _SECRET_PARAMS) or (keep is not None and lname not in keep)):
+            parts.append(f"{name}={REDACTED}")
+        else:
+            parts.append(part)
+    return head + "?" + "&".join(parts) + frag
+
+
+def redact_text(s: str) -> str:
+    """``s`` with ``sig=…``, ``X-Amz-Signature=…`` and similar credential values redacted
+    wherever they appear (inside URLs embedded in free text, request lines, headers)."""
+    if "=" not in s:
+        return s
+    return _SECRET_IN_TEXT.sub(lambda m: f"{m.group(1)}={REDACTED}", s)
+
+
+def clean(obj: Any, _depth: int = 0) -> Any:
+    """A copy of a parsed JSON value with every string surrogate-safe and credential-redacted.
+
+    Dict keys are cleaned too.  Nesting deeper than 200 levels is cut (replaced by the string
+    ``"…nested too deeply"``) so a hostile record cannot exhaust the stack.
+    """
+    if isinstance(obj, str):
+        return redact_text(safe_str(obj))
+    if _depth > 200:
+        return "…nested too deeply"
+    if isinstance(obj, dict):
+        return {(redact_text(safe_str(k)) if isinstance(k, str) else k): clean(v, _depth + 1)
+                for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [clean(v, _depth + 1) for v in obj]
+    return obj
+
+
+# -- vocabulary ------------------------------------------------------------------------------
+
+def http_outcome(status: int | None, error_code: str | None = None) -> str:
+    """``allowed`` / ``denied`` / ``error`` from an HTTP status and a service error code.
+
+    401 and 403, and error codes naming an authorization failure (``AccessDenied…``,
+    ``…Unauthorized…``, ``AuthorizationFailure``, ``AuthenticationFailed``, ``AllAccessDisabled``,
+    ``…PermissionMismatch``, ``Forbidden``) are ``denied``; any other 4xx/5xx or error code is
+    ``error``; 1xx–3xx without an error code (304 Not Modified included) or no status at all is
+    ``allowed``.
+    """
+    if error_code and _is_denied_code(error_code):
+        return "denied"
+    if status in (401, 403):
+        return "denied"
+    if status is not None and status >= 400:
+        return "error"
+    if error_code:
+        return "error"
+    return "allowed"
+
+
+_DENIED_CODE = re.compile(r"(?i)accessdenied|unauthori[sz]|authorizationfailure|authenticationfailed|"
+                          r"allaccessdisabled|permissionmismatch|forbidden|permission_denied|"
+                          r"sasauthorizationerror|authorizationerror|invalidaccesskeyid|signaturedoesnotmatch|"
+                          r"expiredtoken|invalidtoken|accountisdisabled")
+
+
+def _is_denied_code(code: str) -> bool:
+    return bool(_DENIED_CODE.search(code))
+
+
+_VERBS = (
+    ("list", ("list", "describe", "search", "scan", "query", "lookup", "select")),
+    ("head", ("head",)),
+    ("read", ("get", "read", "download", "fetch", "export", "batchget")),
+    ("delete", ("delete", "remove", "terminate", "destroy", "purge", "expire", "abort")),
+    ("write", ("put", "create", "update", "modify", "set", "insert", "patch", "upload", "copy",
+               "write", "append", "compose", "rewrite", "restore", "move", "rename", "attach",
+               "add", "run", "start", "stop", "reboot", "tag", "untag", "enable",
+               "disable", "register", "replace", "post")),
+)
+
+
+def verb_action(name: str | None) -> str:
+    """Coarse ACCESS_ACTIONS value from an operation name's leading verb (``DescribeInstances``
+    → list, ``TerminateInstances`` → delete, ``insert`` → write); ``other`` when no verb fits.
+
+    Used only for operations outside each loader's explicit storage table.
+    """
+    if not name:
+        return "other"
+    word = re.match(r"[A-Za-z][a-z]*", name)
+    if not word:
+        return "other"
+    w = word.group(0).lower()
+    for action, verbs in _VERBS:
+        if w in verbs:
+            return action
+    return "other"
+
+
+_ASSUMED_ROLE = re.compile(r"^arn:aws[\w-]*:sts::\d*:assumed-role/([^/]+)/(.+)$")
+
+
+def role_session_name(arn: str | None) -> str | None:
+    """The role session name of an ``arn:aws:sts::<acct>:assumed-role/<role>/<session>`` ARN."""
+    if not arn:
+        return None
+    m = _ASSUMED_ROLE.match(arn)
+    return m.group(2) if m else None
+
+
+def to_int(v: Any) -> int | None:
+    """An int from an int, an integral float or a decimal string; ``None`` otherwise (and for
+    booleans and negative values, which no byte or row count can be)."""
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v if v >= 0 else None
+    if isinstance(v, float):
+        return int(v) if v.is_integer() and v >= 0 else None
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v.strip())
+    return None
+
+
+def path_uri(scheme: str, bucket: str, key: str | None) -> str:
+    """``<scheme>://<bucket>/<key>`` (``key`` ``None`` or empty gives the bucket root ``…/``)."""
+    return f"{scheme}://{bucket}/{key or ''}"
+
+
+def iter_text_lines(data: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
+    """``(line_no, offset, raw, unterminated)`` for every non-blank line of a text log."""
+    pos, n, line_no = 0, len(data), 0
+    while pos < n:
+        end = data.find(b"\n", pos)
+        pending = end < 0
+        if pending:
+            end = n
+        line_no += 1
+        raw = data[pos:end]
+        start = pos
+        pos = end + 1
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if raw.strip():
+            yield line_no, start, raw, pending
+
+
+def json_preview(obj: Any) -> bytes:
+    """Compact JSON bytes of ``obj`` for a quarantine row's ``raw`` (non-JSON values as str)."""
+    try:
+        return orjson.dumps(obj, default=str)
+    except (TypeError, orjson.JSONEncodeError):
+        return safe_str(repr(obj)).encode("utf-8", "replace")
+
+
+def is_na(v: Any) -> bool:
+    """True for ``None`` and pandas NA/NaT/NaN scalars."""
+    try:
+        return v is None or bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,435 @@
+"""Azure Storage resource logs → the ``access`` frame (source ``azure.storage``).
+
+Format origin
+-------------
+Azure Monitor resource logs of a storage account's blob / file / dfs service, categories
+``StorageRead``, ``StorageWrite``, ``StorageDelete`` — the Microsoft Learn pages "Azure Blob
+Storage monitoring data reference" (section "Resource logs": fields that describe the operation,
+how it was authenticated, and the service; ``schemaVersion`` 1.0) and the Azure Monitor table
+reference "StorageBlobLogs".  Shapes read, by content:
+
+* JSON Lines, one record per line — what a diagnostic setting archives to a storage account
+  (``insights-logs-storageread/…/PT1H.json``);
+* ``{"records": [ … ]}`` — what it streams to Event Hubs; a JSON array of records;
+* Log Analytics exports of the ``StorageBlobLogs`` table (``TimeGenerated``, ``OperationName``,
+  ``Uri``, ``RequesterObjectId`` …), mapped onto the same fields.
+
+Records of other Azure resource-log categories in the same file are valid but not storage
+access: counted as ``inputs[i]["ignored_lines"]``.
+
+The rows
+--------
+==============  ============================================================================
+column          from
+==============  ============================================================================
+ts              ``time`` — when storage **received** the request (``time_kind = received``,
+                per the docs), UTC; ``2018/11/08 21:09:36.6900118`` (the docs' own example
+                shape) is read as UTC as well
+principal       ``identity.requester.objectId``, else ``upn``, else ``appId``; NA for SAS /
+                account-key / anonymous requests (which carry no identity)
+principal_type  ``identity.type``: OAuth → from ``identity.authorization[].principals[].type``
+                (User → user, ServicePrincipal / ManagedIdentity → service_account), else user
+                when a ``upn`` is present; SAS → sas; AccountKey → shared_key; Anonymous →
+                anonymous; Kerberos → user
+action          :data:`OPERATIONS` (GetBlob → read, ListBlobs → list, GetBlobProperties → head,
+                PutBlob → write, DeleteBlob → delete …); unknown operations → other, or delete
+                in category StorageDelete
+resource_uri    ``uri`` (else ``properties.requestUrl``, else ``properties.objectKey``) →
+                ``az://<account>/<container>/<blob>`` (percent-decoded); a listing's ``prefix``
+                query parameter is appended to the container
+outcome         ``statusText`` ending in ``Success`` and 1xx–3xx → allowed; 401/403,
+                ``AuthorizationFailure``, ``AuthorizationPermissionMismatch``,
+                ``SASAuthorizationError``, ``AuthenticationFailed`` or an
+                ``identity.authorization[].result`` of ``Denied`` → denied; else error
+error_code      ``statusText`` when it is not a success
+bytes           ``properties.responseBodySize`` (bytes)
+request_id      ``correlationId`` (the storage request id, ``x-ms-request-id``)
+user_agent      ``properties.userAgentHeader`` (surrounding quotes removed)
+correlation     ``properties.clientRequestId`` (the ``x-ms-client-request-id`` header)
+raw             the record; every URL's SAS token is redacted (:func:`redact_sas`)
+==============  ============================================================================
+
+SAS tokens
+----------
+A SAS URL carries its credential in the query string (``sig=`` is the signature; ``sv``, ``se``,
+``sp``, ``skoid`` … describe and scope it).  In ``resource_uri`` the query is dropped; in ``raw``
+every URL-valued string keeps only the query parameters in :data:`KEEP_PARAMS` (operation
+parameters such as ``restype``, ``comp``, ``prefix``) and has every other value replaced by
+``REDACTED``; ``sig=…`` anywhere else in a string is redacted too.
+
+Errors
+------
+A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`;
+a line that is not JSON / not an object / has no ``time``, a time that is not a date-time →
+quarantine row with file and line; truncated/corrupt gzip and binary data → a file-level
+quarantine row.  Files are opened read-only and never modified.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import orjson
+
+from .._jsonl import quarantine_row
+from .._text import safe_str
+from ..frames import LoadResult
+from ._cloud import (
+    Item,
+    expand_files,
+    finish,
+    http_outcome,
+    input_entry,
+    json_items,
+    json_preview,
+    looks_binary,
+    new_row,
+    read_input,
+    redact_text,
+    redact_url,
+    to_int,
+)
+from .registry import Source, register
+
+__all__ = ["load_azure_storage", "sniff", "redact_sas", "OPERATIONS", "KEEP_PARAMS", "LOADER", "SOURCE"]
+
+#: Registry name, quarantine ``loader`` and ``access.source`` value.
+LOADER = SOURCE = "azure.storage"
+TIME_KIND = "received"
+
+#: Query parameters kept (lower-case) in URLs of ``raw``; every other value is redacted.
+KEEP_PARAMS = frozenset({
+    "restype", "comp", "prefix", "delimiter", "marker", "maxresults", "include", "timeout",
+    "snapshot", "versionid", "blockid", "blocklisttype", "resource", "recursive", "directory",
+    "continuation", "action", "position", "mode", "upn", "showonly", "where", "_",
+})
+
+#: Storage ``operationName`` → ACCESS action.
+OPERATIONS = {
+    **dict.fromkeys(("GetBlob", "GetFile", "ReadFile", "QueryBlobContents", "ReadPath"), "read"),
+    **dict.fromkeys(("ListBlobs", "ListContainers", "ListFilesystems", "ListFileSystems", "ListPaths",
+                     "ListShares", "ListFilesAndDirectories", "ListFiles", "FindBlobsByTags",
+                     "GetBlockList", "GetPageRegions"), "list"),
+    **dict.fromkeys(("GetBlobProperties", "GetBlobMetadata", "GetContainerProperties",
+                     "GetContainerMetadata", "GetFileProperties", "GetFileMetadata",
+                     "GetPathProperties", "GetPathStatus", "GetDirectoryProperties",
+                     "GetShareProperties", "GetBlobTags"), "head"),
+    **dict.fromkeys(("PutBlob", "PutBlock", "PutBlockList", "PutBlockFromURL", "PutBlobFromURL",
+                     "PutPage", "PutPageFromURL", "AppendBlock", "AppendBlockFromURL", "CopyBlob",
+                     "CopyBlobFromURL", "SetBlobProperties", "SetBlobMetadata", "SetBlobTier",
+                     "SnapshotBlob", "UndeleteBlob", "CreateContainer", "CreateFile", "PutRange",
+                     "CreatePathFile", "CreatePathDir", "AppendFile", "FlushFile", "RenamePathFile",
+                     "RenamePathDir", "CreateDirectory", "SetFileProperties", "SetBlobTags"), "write"),
+    **dict.fromkeys(("DeleteBlob", "DeleteContainer", "DeleteFile", "DeleteDirectory",
+                     "DeleteFilesystem", "DeleteFileSystem", "DeletePath", "DeleteShare"), "delete"),
+}
+
+_AUTH_TYPES = {
+    "sas": "sas", "saskey": "sas", "sas key": "sas",
+    "accountkey": "shared_key", "account key": "shared_key", "key": "shared_key",
+    "anonymous": "anonymous",
+    "kerberos": "user",
+}
+_PRINCIPAL_TYPES = {"user": "user", "serviceprincipal": "service_account",
+                    "managedidentity": "service_account", "group": "user"}
+_DENIED_TEXT = re.compile(r"(?i)^(authorizationfailure|authorizationpermissionmismatch|"
+                          r"sasauthorizationerror|authenticationfailed|authorizationerror|"
+                          r"authorizationresourcetypemismatch|authorizationsourceipmismatch|"
+                          r"authorizationprotocolmismatch|insufficientaccountpermissions)")
+_SLASH_TIME = re.compile(r"^(\d{4})/(\d{2})/(\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d+)?)(Z|[+-]\d{2}:?\d{2})?$")
+_HAS_TZ = re.compile(r"(Z|[+-]\d{2}:?\d{2})$")
+_WRAPPERS = ("records", "value")
+
+# Log Analytics (StorageBlobLogs) column → resource-log path
+_LA_MAP = {
+    "TimeGenerated": ("time",), "OperationName": ("operationName",), "Category": ("category",),
+    "StatusCode": ("statusCode",), "StatusText": ("statusText",), "CallerIpAddress": ("callerIpAddress",),
+    "CorrelationId": ("correlationId",), "Uri": ("uri",), "AuthenticationType": ("identity", "type"),
+    "RequesterObjectId": ("identity", "requester", "objectId"), "RequesterUpn": ("identity", "requester", "upn"),
+    "RequesterAppId": ("identity", "requester", "appId"), "AccountName": ("properties", "accountName"),
+    "ClientRequestId": ("properties", "clientRequestId"), "UserAgentHeader": ("properties", "userAgentHeader"),
+    "ResponseBodySize": ("properties", "responseBodySize"), "ObjectKey": ("properties", "objectKey"),
+    "_ResourceId": ("resourceId",),
+}
+
+
+def redact_sas(obj: Any, _depth: int = 0) -> Any:
+    """A copy of a parsed record with every URL's non-operation query values replaced by
+    ``REDACTED`` (see :data:`KEEP_PARAMS`), ``sig=…`` redacted in any other string, and
+    every string made surrogate-safe."""
+    if isinstance(obj, str):
+        s = safe_str(obj)
+        if "?" in s and re.match(r"(?i)^(https?://|/)", s):
+            s = redact_url(s, keep=KEEP_PARAMS)
+        return redact_text(s)
+    if _depth > 200:
+        return "…nested too deeply"
+    if isinstance(obj, dict):
+        return {(safe_str(k) if isinstance(k, str) else k): redact_sas(v, _depth + 1) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_sas(v, _depth + 1) for v in obj]
+    return obj
+
+
+def _from_log_analytics(o: dict) -> dict:
+    rec: dict = {}
+    for col, pathk in _LA_MAP.items():
+        if col in o and o[col] not in (None, ""):
+            d = rec
+            for k in pathk[:-1]:
+                d = d.setdefault(k, {})
+            d[pathk[-1]] = o[col]
+    rec["_log_analytics"] = o
+    return rec
+
+
+def _time(v: Any) -> str | None:
+    if not isinstance(v, str) or not v:
+        return None
+    m = _SLASH_TIME.match(v.strip())
+    if m:
+        y, mo, d, t, tz = m.groups()
+        v = f"{y}-{mo}-{d}T{t}{tz or 'Z'}"
+    elif not _HAS_TZ.search(v.strip()):
+        v = v.strip() + "Z"  # the docs: resource-log times are UTC
+    return v
+
+
+def _resource_uri(rec: dict, props: dict) -> str | None:
+    url = rec.get("uri") if isinstance(rec.get("uri"), str) else props.get("requestUrl")
+    account = props.get("accountName") if isinstance(props.get("accountName"), str) else None
+    if isinstance(url, str) and url:
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            parts = None
+        if parts is not None and parts.hostname:
+            host = parts.hostname
+            segs = [unquote(s) for s in parts.path.split("/")[1:]]
+            if re.match(r"^[a-z0-9]+\.(blob|dfs|file|queue|table|web)\.", host):
+                account = host.split(".")[0]
+            elif segs and account and segs[0] == account:  # path-style (Azurite, IP endpoints)
+                segs = segs[1:]
+            elif segs and not account:
+                account, segs = segs[0], segs[1:]
+            if account:
+                path = "/".join(segs)
+                query = parse_qs(parts.query, keep_blank_values=True)
+                prefix = (query.get("prefix") or [None])[0]
+                if prefix and (query.get("comp") == ["list"] or query.get("resource") == ["filesystem"]):
+                    path = path.rstrip("/") + "/" + prefix if path else prefix
+                elif segs and len(segs) == 1 and path and not path.endswith("/"):
+                    path += "/"  # a container on its own
+                return f"az://{account}/{path}"
+    key = props.get("objectKey")
+    if isinstance(key, str) and key.strip("/"):
+        return "az://" + unquote(key.lstrip("/"))
+    return f"az://{account}/" if account else None
+
+
+def _principal(identity: Any) -> tuple[str | None, str]:
+    identity = identity if isinstance(identity, dict) else {}
+    req = identity.get("requester") if isinstance(identity.get("requester"), dict) else {}
+    principal = next((req[k] for k in ("objectId", "upn", "appId")
+                      if isinstance(req.get(k), str) and req[k]), None)
+    typ = str(identity.get("type") or "").strip().lower()
+    if typ in _AUTH_TYPES and principal is None:
+        return None, _AUTH_TYPES[typ]
+    ptype = None
+    for a in identity.get("authorization") or []:
+        if isinstance(a, dict):
+            for p in a.get("principals") or []:
+                if isinstance(p, dict) and isinstance(p.get("type"), str):
+                    ptype = _PRINCIPAL_TYPES.get(p["type"].lower())
+                    if ptype:
+                        break
+        if ptype:
+            break
+    if ptype is None:
+        if typ == "kerberos" or req.get("upn"):
+            ptype = "user"
+        elif req.get("appId") or req.get("objectId"):
+            ptype = "service_account" if not req.get("upn") and req.get("appId") else "unknown"
+        else:
+            ptype = _AUTH_TYPES.get(typ, "unknown")
+    return principal, ptype
+
+
+def _outcome(rec: dict) -> tuple[str, str | None]:
+    code = rec.get("statusCode")
+    status = code if isinstance(code, int) else to_int(code)
+    text = rec.get("statusText") if isinstance(rec.get("statusText"), str) else None
+    err = text if text and not text.lower().endswith("success") else None
+    identity = rec.get("identity") if isinstance(rec.get("identity"), dict) else {}
+    denied_by_auth = any(isinstance(a, dict) and str(a.get("result", "")).lower() == "denied"
+                         for a in identity.get("authorization") or [])
+    if denied_by_auth or (err and _DENIED_TEXT.match(err)):
+        return "denied", err or "Denied"
+    if status is None and code not in (None, "") and err is None:
+        # "Unknown": the request was interrupted
+        return "error", str(code)
+    return http_outcome(status, err), err
+
+
+def _row(rec: dict, path: str, line_no: int | None) -> tuple[dict | None, str | None]:
+    ts = _time(rec.get("time"))
+    if ts is None:
+        return None, "storage log record without a time"
+    props = rec.get("properties") if isinstance(rec.get("properties"), dict) else {}
+    row = new_row(SOURCE, TIME_KIND, path, line_no)
+    row["ts"] = ts
+    row["principal"], row["principal_type"] = _principal(rec.get("identity"))
+    op = rec.get("operationName") if isinstance(rec.get("operationName"), str) else None
+    row["action_raw"] = op
+    action = OPERATIONS.get(op or "")
+    if action is None:
+        action = "delete" if rec.get("category") == "StorageDelete" else "other"
+    row["action"] = action
+    row["resource_uri"] = _resource_uri(rec, props)
+    row["outcome"], row["error_code"] = _outcome(rec)
+    row["bytes"] = to_int(props.get("responseBodySize"))
+    rid = rec.get("correlationId")
+    row["request_id"] = rid if isinstance(rid, str) and rid else None
+    ua = props.get("userAgentHeader")
+    if isinstance(ua, str) and len(ua) >= 2 and ua[0] == ua[-1] == '"':
+        ua = ua[1:-1]
+    row["user_agent"] = ua if isinstance(ua, str) and ua else None
+    crid = props.get("clientRequestId")
+    row["correlation"] = crid if isinstance(crid, str) and crid else None
+    row["raw"] = redact_sas(rec)
+    for k in ("principal", "action_raw", "resource_uri", "error_code", "request_id", "user_agent", "correlation"):
+        if isinstance(row[k], str):
+            row[k] = redact_sas(row[k])
+    return row, None
+
+
+def _classify(obj: Any) -> tuple[str, dict | None, str | None]:
+    if not isinstance(obj, dict):
+        return "invalid", None, f"not a JSON object ({type(obj).__name__})"
+    if "TimeGenerated" in obj and "OperationName" in obj:
+        obj = _from_log_analytics(obj)
+    cat = str(obj.get("category") or "")
+    rid = str(obj.get("resourceId") or "").lower()
+    storage = cat.startswith("Storage") or "/microsoft.storage/" in rid
+    if "operationName" in obj or "category" in obj:
+        if storage:
+            return "storage", obj, None
+        return "ignored", None, None
+    return "invalid", None, "not an Azure resource log record (no operationName / category)"
+
+
+def load_azure_storage(paths: str | Path | Iterable[str | Path]) -> LoadResult:
+    """Load Azure Storage resource logs (StorageRead / StorageWrite / StorageDelete).
+
+    Args:
+        paths: files and/or folders (walked recursively, every regular file, sorted; gzip
+            recognised by magic bytes).
+
+    Returns:
+        :class:`~replaybook.frames.LoadResult` with ``frame`` shaped by
+        :data:`~replaybook.frames.ACCESS` (sorted by ``ts``), ``quarantine`` for unusable
+        lines, and one ``inputs`` entry per file (``sha256``, ``records``, ``ignored_lines``:
+        records of other categories; ``skipped``/``reason`` for empty files and JSON documents
+        holding no records).
+
+    Raises:
+        InputError: a path does not exist or a file cannot be opened.
+    """
+    rows: list[dict] = []
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    for path in expand_files(paths):
+        size, data, problem = read_input(path)
+        info = input_entry(path, size, data, LOADER, problem)
+        inputs.append(info)
+        spath = str(path)
+        if problem:
+            quarantine.append(quarantine_row(path, None, LOADER, problem))
+        if not data.strip():
+            if not problem:
+                info["skipped"], info["reason"] = True, "empty file"
+            continue
+        if looks_binary(data):
+            quarantine.append(quarantine_row(path, None, LOADER, "not a text log (binary data)",
+                                             offset=0, raw=data[:200]))
+            continue
+        shape, doc, items = json_items(data, _WRAPPERS)
+        if shape == "document":
+            kind, _, _ = _classify(doc)
+            if kind == "invalid":
+                info["skipped"], info["reason"] = True, "JSON object without records: not a resource log"
+                continue
+            items = [Item(1, 0, None, doc, None)]
+        ignored = 0
+        for it in items:
+            if it.error is not None:
+                quarantine.append(quarantine_row(path, None, LOADER, it.error,
+                                                 kind="pending" if it.pending else "invalid",
+                                                 line_no=it.line_no, offset=it.offset, raw=it.raw))
+                continue
+            kind, rec, why = _classify(it.obj)
+            if kind == "ignored":
+                ignored += 1
+                continue
+            row = None
+            if kind == "storage":
+                row, why = _row(rec, spath, it.line_no)
+            if row is None:
+                preview = it.raw if it.raw is not None else json_preview(it.obj)[:400]
+                quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
+                                                 raw=redact_sas(preview.decode("utf-8", "replace")).encode("utf-8")))
+                continue
+            rows.append(row)
+        if ignored:
+            info["ignored_lines"] = ignored
+    res = finish(rows, quarantine, inputs, LOADER)
+    if len(res.quarantine):
+        res.quarantine["raw"] = res.quarantine["raw"].map(lambda s: redact_sas(s) if isinstance(s, str) else s)
+    return res
+
+
+def sniff(sample: bytes) -> float:
+    """Confidence that ``sample`` holds Azure Storage resource logs.
+
+    JSON Lines: the share of the first 50 non-blank lines that are records with ``time``,
+    ``operationName`` and a ``Storage*`` category or a ``Microsoft.Storage`` resource id (or
+    ``StorageBlobLogs`` rows with ``TimeGenerated``/``OperationName``/``AccountName``), × 0.95.
+    ``{"records": [`` with a ``Storage…`` category: 0.9.
+    """
+    s = sample.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if re.match(rb'^\{\s*"records"\s*:\s*\[', s) and re.search(rb'"category"\s*:\s*"Storage(Read|Write|Delete)"', s):
+        return 0.9
+    if s[:1] == b"[" and re.search(rb'"category"\s*:\s*"Storage(Read|Write|Delete)"', s) and b'"operationName"' in s:
+        return 0.9
+    seen = ok = 0
+    for raw in s.split(b"\n")[:50]:
+        raw = raw.strip()
+        if not raw:
+            continue
+        seen += 1
+        try:
+            o = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(o, dict):
+            continue
+        if "time" in o and "operationName" in o and (
+                str(o.get("category", "")).startswith("Storage")
+                or "/microsoft.storage/" in str(o.get("resourceId", "")).lower()):
+            ok += 1
+        elif {"TimeGenerated", "OperationName", "AccountName"} <= o.keys():
+            ok += 1
+    return 0.0 if not seen else 0.95 * ok / seen
+
+
+register(Source(
+    name=LOADER,
+    frame="access",
+    sniff=sniff,
+    load=load_azure_storage,
+    doc="Azure Storage resource logs (StorageRead/StorageWrite/StorageDelete, schemaVersion 1.0; "
+        "JSON Lines, {\"records\": [...]}, StorageBlobLogs exports)",
+))

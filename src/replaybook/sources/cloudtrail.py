@@ -1,0 +1,400 @@
+"""AWS CloudTrail logs → the ``access`` frame (source ``aws.cloudtrail``).
+
+Format origin
+-------------
+AWS CloudTrail User Guide, "CloudTrail record contents" (``eventVersion`` 1.0 – 1.11) and
+"CloudTrail log file examples"; "Validating CloudTrail log file integrity" for digest files;
+the ``LookupEvents`` API reference (``Event`` with ``CloudTrailEvent`` as a JSON *string*); the
+Amazon EventBridge User Guide, "AWS API Call via CloudTrail" events.  Shapes read, decided by
+content (never by file name), gzip recognised by magic bytes:
+
+* a **delivery file** ``{"Records": [ … ]}`` (``.json`` or ``.json.gz``), alone or as a whole
+  ``AWSLogs/<account>/CloudTrail/<region>/YYYY/MM/DD/`` tree;
+* **digest files** (``AWSLogs/<account>/CloudTrail-Digest/…``: a JSON object with
+  ``digestStartTime``/``logFiles`` and no ``Records``) — valid, but hold no events: **skipped and
+  counted**, each as an ``inputs`` entry with ``skipped: True`` and a ``reason``; any other JSON
+  object without ``Records`` is skipped the same way;
+* **LookupEvents exports**: JSON Lines (or the CLI's ``{"Events": [ … ]}``) whose
+  ``CloudTrailEvent`` holds the record as a JSON string; the record's ``eventTime`` is used, the
+  export's own ``EventTime`` (local offset, e.g. ``+11:00``) only when the record lacks one;
+* **EventBridge envelopes** (``{"detail-type": "AWS API Call via CloudTrail", "detail": {…}}``)
+  one per line; envelopes whose ``detail`` is not a CloudTrail record (S3 ``Object Created``
+  notifications …) are valid but not ours: counted as ``ignored_lines`` on the ``inputs`` entry;
+* plain JSON Lines of records (CloudTrail Lake / CloudWatch Logs exports) and JSON arrays.
+
+The rows
+--------
+One row per CloudTrail record — storage events and all others (``DescribeInstances``,
+``AssumeRole`` …), so nothing is dropped; only S3 events get storage URIs.
+
+===============  ==========================================================================
+column           from
+===============  ==========================================================================
+ts               ``eventTime`` — when the request **completed** (``time_kind = completed``), UTC
+principal        ``userIdentity.arn``; without an ARN: ``invokedBy`` (AWS service),
+                 ``accountId`` (``AWSAccount``), else ``userName`` / ``principalId``
+principal_type   ``userIdentity.type`` normalised (:data:`PRINCIPAL_TYPES`): AssumedRole → role,
+                 IAMUser → user, AWSService (or no type but ``invokedBy``) → service,
+                 ``accountId: "anonymous"`` → anonymous …
+action           S3 data/bucket events from :data:`S3_ACTIONS`; other S3 events ``other``;
+                 other services by the name's verb (:func:`~._cloud.verb_action`)
+resource_uri     S3: ``resources[]`` of type ``AWS::S3::Object`` (``ARN`` or ``ARNPrefix`` for a
+                 listed prefix) → ``s3://bucket/key``, else ``requestParameters.bucketName`` +
+                 ``key`` / ``prefix``, else the bucket ARN → ``s3://bucket/``; other services: the
+                 first ``resources[].ARN`` as given, else NA
+outcome          no ``errorCode`` → allowed; ``AccessDenied``-like codes → denied; other codes → error
+bytes            ``additionalEventData.bytesTransferredOut`` (bytes, S3 data events)
+request_id       ``requestID``
+correlation      ``userIdentity.sessionContext.sourceIdentity`` (or ``userIdentity.sourceIdentity``),
+                 else the role session name of an assumed-role ARN
+raw              the CloudTrail record (envelopes kept under ``_envelope``), strings made
+                 surrogate-safe, presigned-URL signatures redacted
+line_no          the 1-based record index in a delivery file / array, the line in JSON Lines
+===============  ==========================================================================
+
+Errors
+------
+A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
+Everything else is per file or per record: a record that is not a JSON object or has no
+``eventTime``/``eventName``, a line that is not JSON, a time that is not a date-time → a
+quarantine row with file and line/record index; a truncated or corrupt gzip → a file-level
+quarantine row (plus whatever could be read before the damage); binary data → one file-level
+quarantine row.  Files are opened read-only and never modified.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import orjson
+
+from .._jsonl import parse_json, quarantine_row
+from ..frames import LoadResult
+from ._cloud import (
+    Item,
+    clean,
+    expand_files,
+    finish,
+    http_outcome,
+    input_entry,
+    json_items,
+    json_preview,
+    looks_binary,
+    new_row,
+    path_uri,
+    read_input,
+    role_session_name,
+    to_int,
+    verb_action,
+)
+from .registry import Source, register
+
+__all__ = ["load_cloudtrail", "sniff", "S3_ACTIONS", "LOADER", "SOURCE"]
+
+#: Registry name, quarantine ``loader`` and ``access.source`` value.
+LOADER = SOURCE = "aws.cloudtrail"
+TIME_KIND = "completed"
+
+#: CloudTrail ``eventName`` of S3 (``eventSource`` ``s3.amazonaws.com``) → ACCESS action.
+#: S3 events not listed (bucket configuration: GetBucketAcl, PutBucketPolicy …) are ``other``.
+S3_ACTIONS = {
+    **dict.fromkeys(("GetObject", "SelectObjectContent", "GetObjectTorrent"), "read"),
+    **dict.fromkeys(("ListObjects", "ListObjectsV2", "ListObjectVersions", "ListBuckets",
+                     "ListMultipartUploads", "ListParts", "ListDirectoryBuckets"), "list"),
+    **dict.fromkeys(("HeadObject", "HeadBucket", "GetObjectAttributes"), "head"),
+    **dict.fromkeys(("PutObject", "CopyObject", "UploadPart", "UploadPartCopy",
+                     "CreateMultipartUpload", "CompleteMultipartUpload", "PostObject",
+                     "RestoreObject", "WriteGetObjectResponse", "CreateBucket",
+                     "RenameObject", "AppendObject"), "write"),
+    **dict.fromkeys(("DeleteObject", "DeleteObjects", "DeleteObjectVersion",
+                     "AbortMultipartUpload", "DeleteBucket"), "delete"),
+}
+
+_TYPES = {
+    "AssumedRole": "role",
+    "IAMUser": "user",
+    "IdentityCenterUser": "user",
+    "Directory": "user",
+    "Root": "root",
+    "FederatedUser": "federated",
+    "WebIdentityUser": "federated",
+    "SAMLUser": "federated",
+    "AWSService": "service",
+    "AWSAccount": "account",
+    "Unknown": "unknown",
+}
+
+_S3_ARN = re.compile(r"^arn:aws[\w-]*:s3:::([^/]+)(?:/(.*))?$", re.S)
+_DIGEST_KEYS = ("digestStartTime", "digestEndTime", "logFiles", "digestSignatureAlgorithm")
+_WRAPPERS = ("Records", "Events")
+
+
+def _s3_arn_uri(arn: Any) -> str | None:
+    if not isinstance(arn, str):
+        return None
+    m = _S3_ARN.match(arn)
+    if not m:
+        return None
+    return path_uri("s3", m.group(1), m.group(2))
+
+
+def _s3_uri(rec: dict) -> str | None:
+    resources = [r for r in (rec.get("resources") or []) if isinstance(r, dict)]
+    for r in resources:
+        if r.get("type") == "AWS::S3::Object":
+            u = _s3_arn_uri(r.get("ARN") or r.get("ARNPrefix"))
+            if u:
+                return u
+    rp = rec.get("requestParameters")
+    if isinstance(rp, dict):
+        bucket = rp.get("bucketName")
+        if isinstance(bucket, str) and bucket:
+            for k in ("key", "prefix"):
+                v = rp.get(k)
+                if isinstance(v, str):
+                    return path_uri("s3", bucket, v)
+            return path_uri("s3", bucket, None)
+    for r in resources:
+        u = _s3_arn_uri(r.get("ARN") or r.get("ARNPrefix"))
+        if u:
+            return u
+    return None
+
+
+def _principal(ui: dict) -> tuple[str | None, str]:
+    typ = ui.get("type")
+    arn = ui.get("arn")
+    invoked = ui.get("invokedBy")
+    if isinstance(arn, str) and arn:
+        principal = arn
+    elif typ == "AWSService" or (typ is None and invoked):
+        principal = invoked or ui.get("principalId")
+    elif typ == "AWSAccount":
+        principal = ui.get("accountId") or ui.get("principalId")
+    else:
+        principal = ui.get("userName") or ui.get("principalId") or ui.get("accountId")
+    if ui.get("accountId") == "anonymous" or principal == "anonymous":
+        ptype = "anonymous"
+    elif typ in _TYPES:
+        ptype = _TYPES[typ]
+    elif invoked and not arn:
+        ptype = "service"
+    else:
+        ptype = "unknown"
+    return (principal if isinstance(principal, str) and principal else None), ptype
+
+
+def _correlation(ui: dict) -> str | None:
+    ctx = ui.get("sessionContext") if isinstance(ui.get("sessionContext"), dict) else {}
+    for v in (ctx.get("sourceIdentity"), ui.get("sourceIdentity")):
+        if isinstance(v, str) and v:
+            return v
+    return role_session_name(ui.get("arn") if isinstance(ui.get("arn"), str) else None)
+
+
+def _unwrap(obj: Any) -> tuple[str, dict | None, dict | None, str | None]:
+    """Classify one JSON value: ``(kind, record, envelope, problem)``.
+
+    kind: ``record`` (record set), ``ignored`` (valid, not a CloudTrail record), ``invalid``.
+    """
+    if not isinstance(obj, dict):
+        return "invalid", None, None, f"not a JSON object ({type(obj).__name__})"
+    if "CloudTrailEvent" in obj or ("EventTime" in obj and "EventName" in obj):  # LookupEvents
+        inner = obj.get("CloudTrailEvent")
+        if isinstance(inner, str):
+            inner, err = parse_json(inner.encode("utf-8", "surrogatepass"))
+            if err is not None:
+                inner = None
+        env = {k: v for k, v in obj.items() if k != "CloudTrailEvent"}
+        rec = dict(inner) if isinstance(inner, dict) else {}
+        # the export's own fields fill what the embedded record lacks
+        for mine, theirs in (("eventTime", "EventTime"), ("eventName", "EventName"),
+                             ("eventSource", "EventSource"), ("eventID", "EventId")):
+            if not rec.get(mine) and obj.get(theirs):
+                rec[mine] = obj[theirs]
+        if not isinstance(rec.get("userIdentity"), dict) and obj.get("Username"):
+            rec["userIdentity"] = {"userName": obj["Username"]}
+        if not isinstance(inner, dict):
+            env["_note"] = "CloudTrailEvent missing or not a JSON object; fields from the export"
+        return "record", rec, env, None
+    detail = obj.get("detail")
+    if isinstance(detail, dict) and ("detail-type" in obj or "source" in obj and "time" in obj):
+        env = {k: v for k, v in obj.items() if k != "detail"}
+        if "eventName" in detail and "eventTime" in detail:
+            return "record", detail, env, None
+        return "ignored", None, None, f"EventBridge event {obj.get('detail-type')!r} is not a CloudTrail record"
+    return "record", obj, None, None
+
+
+def _row(rec: dict, env: dict | None, path: str, line_no: int | None) -> tuple[dict | None, str | None]:
+    et, en = rec.get("eventTime"), rec.get("eventName")
+    if not isinstance(et, str) or not isinstance(en, str) or not en:
+        return None, "not a CloudTrail record (no eventTime / eventName)"
+    ui = rec.get("userIdentity") if isinstance(rec.get("userIdentity"), dict) else {}
+    row = new_row(SOURCE, TIME_KIND, path, line_no)
+    row["ts"] = et
+    row["principal"], row["principal_type"] = _principal(ui)
+    row["action_raw"] = en
+    is_s3 = rec.get("eventSource") == "s3.amazonaws.com"
+    if is_s3:
+        row["action"] = S3_ACTIONS.get(en, "other")
+        row["resource_uri"] = _s3_uri(rec)
+        extra = rec.get("additionalEventData")
+        if isinstance(extra, dict):
+            row["bytes"] = to_int(extra.get("bytesTransferredOut"))
+    else:
+        row["action"] = verb_action(en)
+        for r in rec.get("resources") or []:
+            if isinstance(r, dict) and isinstance(r.get("ARN"), str):
+                row["resource_uri"] = r["ARN"]
+                break
+    code = rec.get("errorCode")
+    code = code if isinstance(code, str) and code else None
+    row["error_code"] = code
+    if code:
+        row["outcome"] = http_outcome(None, code)
+    elif en == "ConsoleLogin" and isinstance(rec.get("responseElements"), dict) \
+            and rec["responseElements"].get("ConsoleLogin") == "Failure":
+        row["outcome"] = "denied"
+    else:
+        row["outcome"] = "allowed"
+    rid = rec.get("requestID") or rec.get("requestId")
+    row["request_id"] = rid if isinstance(rid, str) and rid else None
+    ua = rec.get("userAgent")
+    row["user_agent"] = ua if isinstance(ua, str) and ua else None
+    row["correlation"] = _correlation(ui)
+    raw = clean(rec)
+    if env:
+        raw["_envelope"] = clean(env)
+    row["raw"] = raw
+    for k in ("principal", "principal_type", "action_raw", "resource_uri", "error_code",
+              "request_id", "user_agent", "correlation"):
+        if isinstance(row[k], str):
+            row[k] = clean(row[k])
+    return row, None
+
+
+def load_cloudtrail(paths: str | Path | Iterable[str | Path]) -> LoadResult:
+    """Load CloudTrail logs (files and/or folders such as a whole ``AWSLogs/`` tree).
+
+    Args:
+        paths: files and/or folders; folders are walked recursively (every regular file, sorted;
+            dot-files and symlinks skipped).  Format and gzip are decided by content.
+
+    Returns:
+        :class:`~replaybook.frames.LoadResult`: ``frame`` shaped by
+        :data:`~replaybook.frames.ACCESS` (sorted by ``ts``), ``quarantine`` for unusable
+        records/lines/files, and one ``inputs`` entry per file (``sha256``; ``records``;
+        ``skipped``/``reason`` for digest and other non-CloudTrail JSON files;
+        ``ignored_lines``; ``damaged_gzip``/``problem``).
+
+    Raises:
+        InputError: a path does not exist or a file cannot be opened.
+    """
+    rows: list[dict] = []
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    for path in expand_files(paths):
+        size, data, problem = read_input(path)
+        info = input_entry(path, size, data, LOADER, problem)
+        inputs.append(info)
+        spath = str(path)
+        if problem:
+            quarantine.append(quarantine_row(path, None, LOADER, problem, raw=None))
+        if not data.strip():
+            if not problem:
+                info["skipped"], info["reason"] = True, "empty file"
+            continue
+        if looks_binary(data):
+            quarantine.append(quarantine_row(path, None, LOADER, "not a text log (binary data)",
+                                             line_no=None, offset=0, raw=data[:200]))
+            continue
+        shape, doc, items = json_items(data, _WRAPPERS)
+        if shape == "document":
+            if any(k in doc for k in _DIGEST_KEYS):
+                info["skipped"], info["reason"] = True, "CloudTrail digest file (no Records)"
+                continue
+            kind, _, _, _ = _unwrap(doc)
+            if kind != "record" or not ("eventTime" in doc or "CloudTrailEvent" in doc or "detail" in doc):
+                info["skipped"], info["reason"] = True, "JSON object without Records: not a CloudTrail log file"
+                continue
+            items = [Item(1, 0, None, doc, None)]
+        ignored = 0
+        for it in items:
+            if it.error is not None:
+                quarantine.append(quarantine_row(path, None, LOADER, it.error,
+                                                 kind="pending" if it.pending else "invalid",
+                                                 line_no=it.line_no, offset=it.offset, raw=it.raw))
+                continue
+            objs = [it.obj]
+            if isinstance(it.obj, dict) and isinstance(it.obj.get("Records"), list):
+                objs = it.obj["Records"]  # a whole delivery document on one JSON Lines line
+            for obj in objs:
+                kind, rec, env, why = _unwrap(obj)
+                if kind == "ignored":
+                    ignored += 1
+                    continue
+                row, why = (None, why) if kind == "invalid" else _row(rec, env, spath, it.line_no)
+                if row is None:
+                    quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no,
+                                                     offset=it.offset,
+                                                     raw=it.raw if it.raw is not None else json_preview(obj)[:400]))
+                    continue
+                rows.append(row)
+        if ignored:
+            info["ignored_lines"] = ignored
+    return finish(rows, quarantine, inputs, LOADER)
+
+
+_DELIVERY = re.compile(rb'^\s*\{\s*"Records"\s*:\s*\[')
+_DIGEST = re.compile(rb'^\s*\{[^\n]{0,2000}?"digest(Start|End)Time"')
+
+
+def sniff(sample: bytes) -> float:
+    """Confidence that ``sample`` (a file's first bytes, decompressed) is a CloudTrail log.
+
+    A delivery file starts with ``{"Records": [`` and names ``eventVersion``/``eventTime``
+    (0.95); a digest file is claimed at 0.8 so that it reaches this loader and is counted as
+    skipped; JSON Lines score the share of the first 50 non-blank lines that are CloudTrail
+    records, LookupEvents or EventBridge "via CloudTrail" envelopes (× 0.95); a JSON array of
+    records 0.9.
+    """
+    s = sample.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if _DELIVERY.match(s):
+        return 0.95 if (b'"eventTime"' in s or b'"eventVersion"' in s or b'"Records":[]' in s.replace(b" ", b"")) else 0.6
+    if _DIGEST.match(s) and b'"logFiles"' in s:
+        return 0.8
+    if s[:1] == b"[" and b'"eventVersion"' in s and b'"eventSource"' in s and b'"protoPayload"' not in s:
+        return 0.9
+    seen = ok = 0
+    for raw in s.split(b"\n")[:50]:
+        raw = raw.strip()
+        if not raw:
+            continue
+        seen += 1
+        try:
+            o = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(o, dict):
+            continue
+        if ("CloudTrailEvent" in o and ("EventName" in o or "EventId" in o)) or \
+                {"EventName", "EventTime", "EventSource"} <= o.keys():
+            ok += 1
+        elif isinstance(o.get("detail"), dict) and "eventName" in o["detail"] and "detail-type" in o:
+            ok += 1
+        elif {"eventTime", "eventName", "eventSource"} <= o.keys():
+            ok += 1
+    return 0.0 if not seen else 0.95 * ok / seen
+
+
+register(Source(
+    name=LOADER,
+    frame="access",
+    sniff=sniff,
+    load=load_cloudtrail,
+    doc="AWS CloudTrail: delivery files ({\"Records\": [...]}, .json.gz, AWSLogs/ trees with digest "
+        "files skipped), LookupEvents exports, EventBridge 'AWS API Call via CloudTrail' envelopes",
+))

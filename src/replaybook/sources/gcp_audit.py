@@ -1,0 +1,335 @@
+"""Google Cloud Audit Logs → the ``access`` frame (source ``gcp.audit``).
+
+Format origin
+-------------
+Cloud Logging ``LogEntry`` (logging/v2) whose ``protoPayload`` is a
+``type.googleapis.com/google.cloud.audit.AuditLog`` ("Understanding audit logs"; the AuditLog
+reference), as written by ``gcloud logging read --format=json`` (a JSON array), Logging sinks
+to Cloud Storage / Pub/Sub (JSON Lines), or the ``entries.list`` API (``{"entries": [...]}``).
+Cloud Storage specifics from "Cloud Audit Logs with Cloud Storage": Data Access entries
+(``cloudaudit.googleapis.com%2Fdata_access``) with ``methodName`` ``storage.objects.get`` /
+``storage.objects.list`` / ``storage.objects.create`` / ``storage.objects.delete`` … and
+``resourceName`` ``projects/_/buckets/<bucket>[/objects/<object>]``; custom audit information
+sent as ``x-goog-custom-audit-<key>`` request headers.
+
+Shapes and quirks handled
+-------------------------
+* proto3 JSON omits default values: ``status`` may be absent or ``{}`` (code 0 = OK), and
+  ``authorizationInfo[].granted`` is absent when false — the outcome therefore comes from
+  ``status.code``, never from ``granted``;
+* ``timestamp`` with 0 – 9 fractional digits (nanoseconds kept);
+* entries that are not audit logs (``jsonPayload`` / ``textPayload``, or a ``protoPayload`` of
+  another ``@type``) are valid but are not access records: counted per file as
+  ``inputs[i]["ignored_lines"]``, not quarantined;
+* numbers as strings (``"numResponseItems": "3"``; proto3 JSON writes int64 as strings).
+
+The rows
+--------
+==============  =============================================================================
+column          from
+==============  =============================================================================
+ts              ``timestamp`` — when the event happened (``time_kind = event``), UTC
+principal       ``authenticationInfo.principalEmail`` (else ``principalSubject``)
+principal_type  ``…gserviceaccount.com`` → service_account; other e-mail → user; none → anonymous
+action          :data:`METHODS` for Cloud Storage; other methods by their last verb
+                (``….networks.insert`` → write)
+action_raw      ``methodName``
+resource_uri    ``projects/_/buckets/B/objects/K`` → ``gs://B/K``; ``…/buckets/B`` → ``gs://B/``;
+                other services: ``resourceName`` as given
+outcome         ``status.code`` 0/absent → allowed; 7 PERMISSION_DENIED and 16 UNAUTHENTICATED →
+                denied; any other code → error
+error_code      the status code as text (``"7"``) when not 0
+rows            ``numResponseItems`` (AuditLog field, or inside ``metadata``)
+request_id      ``insertId`` (the log entry's unique id; audit entries carry no request id)
+user_agent      ``requestMetadata.callerSuppliedUserAgent``
+correlation     the first ``x-goog-custom-audit-<key>`` value found under ``protoPayload.metadata``
+                whose key is in :data:`CORRELATION_KEYS`
+raw             the LogEntry, strings surrogate-safe, URL signatures redacted
+==============  =============================================================================
+
+Errors
+------
+A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
+A line that is not JSON or not an object, an audit entry without ``timestamp`` or with a time
+that is not a date-time → quarantine row with file and line; truncated/corrupt gzip and binary
+data → a file-level quarantine row.  Files are opened read-only and never modified.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import orjson
+
+from .._jsonl import quarantine_row
+from ..frames import LoadResult
+from ._cloud import (
+    Item,
+    clean,
+    expand_files,
+    finish,
+    input_entry,
+    json_items,
+    json_preview,
+    looks_binary,
+    new_row,
+    path_uri,
+    read_input,
+    to_int,
+    verb_action,
+)
+from .registry import Source, register
+
+__all__ = ["load_gcp_audit", "sniff", "METHODS", "CORRELATION_KEYS", "DENIED_CODES", "LOADER", "SOURCE"]
+
+#: Registry name, quarantine ``loader`` and ``access.source`` value.
+LOADER = SOURCE = "gcp.audit"
+TIME_KIND = "event"
+
+AUDIT_TYPE = "type.googleapis.com/google.cloud.audit.AuditLog"
+
+#: ``google.rpc.Code`` values that mean the caller was refused: 7 PERMISSION_DENIED,
+#: 16 UNAUTHENTICATED.
+DENIED_CODES = frozenset({7, 16})
+
+#: Cloud Storage ``methodName`` → ACCESS action (others: by verb, see the module docstring).
+METHODS = {
+    "storage.objects.get": "read",
+    "storage.objects.list": "list",
+    "storage.buckets.list": "list",
+    "storage.managedFolders.list": "list",
+    "storage.folders.list": "list",
+    "storage.objects.create": "write",
+    "storage.objects.insert": "write",
+    "storage.objects.update": "write",
+    "storage.objects.patch": "write",
+    "storage.objects.compose": "write",
+    "storage.objects.copy": "write",
+    "storage.objects.rewrite": "write",
+    "storage.objects.restore": "write",
+    "storage.objects.move": "write",
+    "storage.objects.delete": "delete",
+    "storage.buckets.get": "other",
+    "storage.buckets.getIamPolicy": "other",
+    "storage.getIamPermissions": "other",
+}
+
+#: ``x-goog-custom-audit-<key>`` header names read as ``correlation`` (first found wins).
+CORRELATION_KEYS = (
+    "x-goog-custom-audit-correlation-id",
+    "x-goog-custom-audit-correlation",
+    "x-goog-custom-audit-door-call",
+    "x-goog-custom-audit-request-id",
+    "x-goog-custom-audit-door-session",
+)
+
+_GCS = re.compile(r"^projects/[^/]+/buckets/([^/]+)(?:/objects/(.*))?$", re.S)
+_WRAPPERS = ("entries",)
+
+
+def _resource_uri(name: Any) -> str | None:
+    if not isinstance(name, str) or not name:
+        return None
+    m = _GCS.match(name)
+    if m:
+        return path_uri("gs", m.group(1), m.group(2))
+    return name
+
+
+def _action(method: str | None) -> str:
+    if not method:
+        return "other"
+    if method in METHODS:
+        return METHODS[method]
+    last = method.rsplit(".", 1)[-1]
+    return verb_action(last[:1].upper() + last[1:])
+
+
+def _custom_audit(meta: Any, depth: int = 0) -> dict[str, str]:
+    """Every ``x-goog-custom-audit-*`` key/value under ``meta`` (nested dicts searched)."""
+    found: dict[str, str] = {}
+    if depth > 6 or not isinstance(meta, dict):
+        return found
+    for k, v in meta.items():
+        if isinstance(k, str) and k.lower().startswith("x-goog-custom-audit-") and isinstance(v, str):
+            found.setdefault(k.lower(), v)
+        elif isinstance(v, dict):
+            for kk, vv in _custom_audit(v, depth + 1).items():
+                found.setdefault(kk, vv)
+    return found
+
+
+def _principal(auth: Any) -> tuple[str | None, str]:
+    auth = auth if isinstance(auth, dict) else {}
+    p = auth.get("principalEmail") or auth.get("principalSubject")
+    if not isinstance(p, str) or not p:
+        return None, "anonymous"
+    if p.endswith(".gserviceaccount.com") or p.startswith("serviceAccount:"):
+        return p, "service_account"
+    if "@" in p or p.startswith("user:"):
+        return p, "user"
+    return p, "unknown"
+
+
+def _row(entry: dict, path: str, line_no: int | None) -> tuple[dict | None, str | None]:
+    pp = entry["protoPayload"]
+    ts = entry.get("timestamp")
+    if not isinstance(ts, str) or not ts:
+        return None, "audit log entry without a timestamp"
+    row = new_row(SOURCE, TIME_KIND, path, line_no)
+    row["ts"] = ts
+    row["principal"], row["principal_type"] = _principal(pp.get("authenticationInfo"))
+    method = pp.get("methodName") if isinstance(pp.get("methodName"), str) else None
+    row["action"] = _action(method)
+    row["action_raw"] = method
+    row["resource_uri"] = _resource_uri(pp.get("resourceName"))
+    status = pp.get("status") if isinstance(pp.get("status"), dict) else {}
+    code = status.get("code", 0)
+    code = to_int(code) if not isinstance(code, int) else code
+    if not code:
+        row["outcome"] = "allowed"
+    else:
+        row["outcome"] = "denied" if code in DENIED_CODES else "error"
+        row["error_code"] = str(code)
+    meta = pp.get("metadata") if isinstance(pp.get("metadata"), dict) else {}
+    n = pp.get("numResponseItems", meta.get("numResponseItems"))
+    row["rows"] = to_int(n)
+    rid = entry.get("insertId")
+    row["request_id"] = rid if isinstance(rid, str) and rid else None
+    rm = pp.get("requestMetadata") if isinstance(pp.get("requestMetadata"), dict) else {}
+    ua = rm.get("callerSuppliedUserAgent")
+    row["user_agent"] = ua if isinstance(ua, str) and ua else None
+    custom = _custom_audit(meta)
+    row["correlation"] = next((custom[k] for k in CORRELATION_KEYS if k in custom), None)
+    row["raw"] = clean(entry)
+    for k in ("principal", "action_raw", "resource_uri", "request_id", "user_agent", "correlation"):
+        if isinstance(row[k], str):
+            row[k] = clean(row[k])
+    return row, None
+
+
+def _classify(obj: Any) -> tuple[str, str | None]:
+    """``("audit" | "ignored" | "invalid", why)`` for one JSON value."""
+    if not isinstance(obj, dict):
+        return "invalid", f"not a JSON object ({type(obj).__name__})"
+    pp = obj.get("protoPayload")
+    if isinstance(pp, dict):
+        if "AuditLog" in str(pp.get("@type", "")) or ("methodName" in pp and "serviceName" in pp):
+            return "audit", None
+        return "ignored", None
+    if any(k in obj for k in ("jsonPayload", "textPayload", "protoPayload")) or \
+            ("logName" in obj and ("insertId" in obj or "timestamp" in obj)):
+        return "ignored", None
+    return "invalid", "not a Cloud Logging LogEntry (no logName / payload)"
+
+
+def load_gcp_audit(paths: str | Path | Iterable[str | Path]) -> LoadResult:
+    """Load Cloud Audit Logs LogEntries (JSON Lines, a JSON array, or ``{"entries": [...]}``).
+
+    Args:
+        paths: files and/or folders (walked recursively, every regular file, sorted; gzip
+            recognised by magic bytes).
+
+    Returns:
+        :class:`~replaybook.frames.LoadResult` with ``frame`` shaped by
+        :data:`~replaybook.frames.ACCESS` (sorted by ``ts``), ``quarantine`` for unusable
+        lines, and one ``inputs`` entry per file (``sha256``, ``records``, ``ignored_lines``:
+        valid non-audit entries; ``skipped``/``reason`` for empty files and JSON documents
+        that hold no entries).
+
+    Raises:
+        InputError: a path does not exist or a file cannot be opened.
+    """
+    rows: list[dict] = []
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    for path in expand_files(paths):
+        size, data, problem = read_input(path)
+        info = input_entry(path, size, data, LOADER, problem)
+        inputs.append(info)
+        spath = str(path)
+        if problem:
+            quarantine.append(quarantine_row(path, None, LOADER, problem))
+        if not data.strip():
+            if not problem:
+                info["skipped"], info["reason"] = True, "empty file"
+            continue
+        if looks_binary(data):
+            quarantine.append(quarantine_row(path, None, LOADER, "not a text log (binary data)",
+                                             offset=0, raw=data[:200]))
+            continue
+        shape, doc, items = json_items(data, _WRAPPERS)
+        if shape == "document":
+            kind, _ = _classify(doc)
+            if kind == "invalid":
+                info["skipped"], info["reason"] = True, "JSON object that is not a LogEntry"
+                continue
+            items = [Item(1, 0, None, doc, None)]
+        ignored = 0
+        for it in items:
+            if it.error is not None:
+                quarantine.append(quarantine_row(path, None, LOADER, it.error,
+                                                 kind="pending" if it.pending else "invalid",
+                                                 line_no=it.line_no, offset=it.offset, raw=it.raw))
+                continue
+            kind, why = _classify(it.obj)
+            if kind == "ignored":
+                ignored += 1
+                continue
+            row = None
+            if kind == "audit":
+                row, why = _row(it.obj, spath, it.line_no)
+            if row is None:
+                quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
+                                                 raw=it.raw if it.raw is not None else json_preview(it.obj)[:400]))
+                continue
+            rows.append(row)
+        if ignored:
+            info["ignored_lines"] = ignored
+    return finish(rows, quarantine, inputs, LOADER)
+
+
+def sniff(sample: bytes) -> float:
+    """Confidence that ``sample`` holds Cloud Audit Logs entries.
+
+    JSON Lines: the share of the first 50 non-blank lines that are LogEntries (``logName`` or
+    ``insertId`` with a ``protoPayload``/``jsonPayload``/``textPayload``), × 0.95 when at least
+    one is an AuditLog, × 0.5 otherwise (plain application logs are not access records).  A JSON
+    array or ``{"entries": [`` document naming ``protoPayload`` and ``AuditLog``: 0.9.
+    """
+    s = sample.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if s[:1] in (b"[", b"{") and b'"protoPayload"' in s and b"google.cloud.audit.AuditLog" in s \
+            and (s[:1] == b"[" or re.match(rb'^\{\s*"entries"\s*:', s)):
+        return 0.9
+    seen = ok = audit = 0
+    for raw in s.split(b"\n")[:50]:
+        raw = raw.strip()
+        if not raw:
+            continue
+        seen += 1
+        try:
+            o = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(o, dict):
+            continue
+        payload = any(k in o for k in ("protoPayload", "jsonPayload", "textPayload"))
+        if payload and ("logName" in o or "insertId" in o):
+            ok += 1
+            if isinstance(o.get("protoPayload"), dict) and "AuditLog" in str(o["protoPayload"].get("@type", "")):
+                audit += 1
+    if not seen:
+        return 0.0
+    return (0.95 if audit else 0.5) * ok / seen
+
+
+register(Source(
+    name=LOADER,
+    frame="access",
+    sniff=sniff,
+    load=load_gcp_audit,
+    doc="Google Cloud Audit Logs (LogEntry with protoPayload google.cloud.audit.AuditLog), "
+        "JSON Lines / JSON array / entries.list",
+))

@@ -1,0 +1,318 @@
+"""Amazon S3 server access logs → the ``access`` frame (source ``aws.s3_access``).
+
+Format origin
+-------------
+Amazon S3 User Guide, "Amazon S3 server access log format" (the space-delimited text S3 delivers
+to a target bucket, one request per line; files named ``<prefix>YYYY-mm-DD-HH-MM-SS-<unique>``
+with no extension).  Fields, in order (:data:`FIELDS`): bucket owner, bucket, ``[time]``, remote
+IP, requester, request ID, operation, key, ``"request-URI"``, HTTP status, error code, bytes sent,
+object size, total time, turn-around time, ``"referer"``, ``"user-agent"``, version ID, host ID,
+signature version, cipher suite, authentication type, host header, TLS version, access point
+ARN, aclRequired, source region.
+
+What the parser copes with
+--------------------------
+* ``-`` for "unknown / not applicable" in any field (``bytes sent`` ``-`` means zero, as the
+  format says);
+* quoted fields that **contain quotes** (``"door/1.2 (say "hi")"``): S3 does not escape them, so
+  a quoted referer / user agent ends at the quote after which only unquoted fields remain;
+* **lines shorter** than :data:`FIELDS` (older log lines end after the user agent or the TLS
+  version) and **fields AWS appends later**: kept in ``raw["extra_fields"]`` (a list), never
+  rejected, and counted per file as ``inputs[i]["extra_fields"]`` (lines carrying them);
+* URL-encoded keys (``%20``, ``+`` for a space, as S3 writes them) decoded into ``resource_uri``;
+  the key as logged stays in ``raw["key"]``;
+* presigned-URL signatures (``X-Amz-Signature``, ``X-Amz-Security-Token``, ``X-Amz-Credential``)
+  in the request-URI / referer are redacted.
+
+The rows
+--------
+``ts`` is the time S3 **received** the request (``time_kind = received``), converted to UTC.
+``action`` from :data:`OPERATIONS` (``REST.GET.OBJECT`` → read, ``REST.GET.BUCKET`` → list,
+``REST.HEAD.OBJECT`` → head, ``REST.PUT.OBJECT`` → write, ``REST.DELETE.OBJECT`` /
+``BATCH.DELETE.OBJECT`` → delete …; bucket-configuration operations such as
+``REST.GET.VERSIONING`` → other).  ``resource_uri`` is ``s3://bucket/key``; for a listing without a
+key, ``s3://bucket/<prefix>`` from the request-URI's ``prefix`` parameter (else ``s3://bucket/``).
+``outcome`` from HTTP status and error code (403 / ``AccessDenied`` → denied, other 4xx/5xx →
+error).  ``bytes`` = bytes sent.  ``principal`` = requester (``-`` → NA, ``principal_type``
+anonymous; assumed-role ARN → role; ``svc:…`` → service; a canonical user id → account).
+``correlation`` = the role session name of an assumed-role requester.  ``raw`` = the named fields
+(``-`` → ``None``, quotes removed).  ``line_no`` = the 1-based line.
+
+Errors
+------
+A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
+A line that does not have the format's shape, or whose time is not a date-time, is quarantined
+with file, line and byte offset (an unterminated unparsable last line as ``pending``); a
+truncated/corrupt gzip or binary data → a file-level quarantine row.  Files are opened
+read-only and never modified.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+from urllib.parse import parse_qs, unquote_plus
+
+from .._jsonl import quarantine_row
+from .._text import safe_str
+from ..frames import LoadResult
+from ._cloud import (
+    expand_files,
+    finish,
+    http_outcome,
+    input_entry,
+    iter_text_lines,
+    looks_binary,
+    new_row,
+    path_uri,
+    read_input,
+    redact_text,
+    role_session_name,
+)
+from .registry import Source, register
+
+__all__ = ["load_s3_access", "parse_line", "sniff", "FIELDS", "OPERATIONS", "LOADER", "SOURCE"]
+
+#: Registry name, quarantine ``loader`` and ``access.source`` value.
+LOADER = SOURCE = "aws.s3_access"
+TIME_KIND = "received"
+
+#: Field names in log order (S3 User Guide, "Amazon S3 server access log format").
+FIELDS = (
+    "bucket_owner", "bucket", "time", "remote_ip", "requester", "request_id", "operation", "key",
+    "request_uri", "http_status", "error_code", "bytes_sent", "object_size", "total_time",
+    "turn_around_time", "referer", "user_agent", "version_id", "host_id", "signature_version",
+    "cipher_suite", "authentication_type", "host_header", "tls_version", "access_point_arn",
+    "acl_required", "source_region",
+)
+_TAIL = FIELDS[17:]
+
+#: S3 access-log ``operation`` → ACCESS action; anything else is ``other``.
+OPERATIONS = {
+    **dict.fromkeys(("REST.GET.OBJECT", "WEBSITE.GET.OBJECT", "REST.COPY.OBJECT_GET",
+                     "REST.COPY.PART_GET", "REST.POST.SELECT"), "read"),
+    **dict.fromkeys(("REST.GET.BUCKET", "REST.GET.BUCKETVERSIONS", "REST.GET.UPLOADS",
+                     "REST.GET.UPLOAD", "REST.GET.SERVICE"), "list"),
+    **dict.fromkeys(("REST.HEAD.OBJECT", "WEBSITE.HEAD.OBJECT", "REST.HEAD.BUCKET",
+                     "REST.GET.OBJECT_ATTRIBUTES"), "head"),
+    **dict.fromkeys(("REST.PUT.OBJECT", "REST.POST.OBJECT", "REST.COPY.OBJECT", "REST.PUT.PART",
+                     "REST.COPY.PART", "REST.POST.UPLOADS", "REST.POST.UPLOAD", "REST.POST.RESTORE",
+                     "REST.PUT.BUCKET"), "write"),
+    **dict.fromkeys(("REST.DELETE.OBJECT", "BATCH.DELETE.OBJECT", "REST.POST.MULTI_OBJECT_DELETE",
+                     "REST.DELETE.UPLOAD", "REST.DELETE.BUCKET", "S3.EXPIRE.OBJECT",
+                     "S3.CREATE.DELETEMARKER"), "delete"),
+}
+_LIST_OPS = frozenset(k for k, v in OPERATIONS.items() if v == "list")
+
+_HEAD = (r"^(?P<bucket_owner>\S+) (?P<bucket>\S+) \[(?P<time>[^\]]*)\] (?P<remote_ip>\S+) "
+         r"(?P<requester>\S+) (?P<request_id>\S+) (?P<operation>\S+) (?P<key>\S+) "
+         r"(?P<request_uri>-|\".*?\") (?P<http_status>\d{3}|-) (?P<error_code>\S+) "
+         r"(?P<bytes_sent>\d+|-) (?P<object_size>\d+|-) (?P<total_time>\d+|-) "
+         r"(?P<turn_around_time>\d+|-) ")
+# Three patterns, tried in order: quotes inside quoted fields are rare, and the stricter the
+# pattern the less backtracking.  Tail fields never contain spaces.
+_LINES = (
+    re.compile(_HEAD + r"(?P<referer>-|\"[^\"]*\") (?P<user_agent>-|\"[^\"]*\")"
+               r"(?P<tail>(?: (?:\"[^\"]*\"|[^ \"]+))*) ?$", re.S),
+    re.compile(_HEAD + r"(?P<referer>-|\"[^\"]*\") (?P<user_agent>-|\".*\")"
+               r"(?P<tail>(?: [^ \"]+)*) ?$", re.S),
+    re.compile(_HEAD + r"(?P<referer>-|\".*?\") (?P<user_agent>-|\".*\")"
+               r"(?P<tail>(?: [^ \"]+)*) ?$", re.S),
+)
+#: Lines longer than this (characters) are only tried with the two linear-time patterns.
+_MAX_BACKTRACK_LINE = 4096
+
+_TIME = re.compile(r"^(\d{1,2})/([A-Za-z]{3})/(\d{4}):(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? ([+-])(\d{2}):?(\d{2})$")
+_MONTHS = {m: i for i, m in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_SNIFF = re.compile(rb"^\S+ \S+ \[\d{1,2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] \S+ \S+ \S+ "
+                    rb"[A-Z0-9_]+\.[A-Z0-9_]+(?:\.[A-Z0-9_]+)* \S+ (?:-|\")")
+_TAIL_TOKEN = re.compile(r'"[^"]*"|[^ "]+')
+_CANONICAL_ID = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _iso_time(s: str) -> str:
+    """``13/Sep/2026:10:00:21 +0000`` → ``2026-09-13T10:00:21+00:00`` (returned unchanged when
+    it does not have that shape, so that :func:`~._cloud.finish` quarantines it)."""
+    m = _TIME.match(s)
+    if not m:
+        return s
+    d, mon, y, hh, mm, ss, frac, sign, tzh, tzm = m.groups()
+    month = _MONTHS.get(mon.lower())
+    if month is None:
+        return s
+    f = f".{frac}" if frac else ""
+    return f"{y}-{month:02d}-{int(d):02d}T{hh}:{mm}:{ss}{f}{sign}{tzh}:{tzm}"
+
+
+def _unquote_field(v: str) -> str | None:
+    if v == "-":
+        return None
+    if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
+        v = v[1:-1]
+        return v if v != "-" else None
+    return v
+
+
+def parse_line(line: str) -> dict | None:
+    """Split one access-log line into ``{field: value}`` (``-`` → ``None``, quotes removed,
+    extra trailing fields under ``extra_fields`` as a list); ``None`` when the line does not
+    have the format's shape."""
+    m = None
+    for i, pat in enumerate(_LINES):
+        if i == 2 and len(line) > _MAX_BACKTRACK_LINE:
+            break
+        m = pat.match(line)
+        if m:
+            break
+    if not m:
+        return None
+    g = m.groupdict()
+    tail = _TAIL_TOKEN.findall(g.pop("tail") or "")
+    out: dict = {}
+    for k in FIELDS[:17]:
+        out[k] = _unquote_field(g[k]) if k != "time" else g[k]
+    for k, v in zip(_TAIL, tail):
+        out[k] = _unquote_field(v)
+    extra = tail[len(_TAIL):]
+    if extra:
+        out["extra_fields"] = [_unquote_field(v) for v in extra]
+    return out
+
+
+def _principal_type(requester: str | None) -> str:
+    if requester is None:
+        return "anonymous"
+    if requester.startswith("svc:"):
+        return "service"
+    if ":assumed-role/" in requester:
+        return "role"
+    if ":federated-user/" in requester:
+        return "federated"
+    if requester.endswith(":root"):
+        return "root"
+    if ":user/" in requester:
+        return "user"
+    if _CANONICAL_ID.match(requester):
+        return "account"
+    return "unknown"
+
+
+def _list_prefix(request_uri: str | None) -> str | None:
+    if not request_uri:
+        return None
+    parts = request_uri.split(" ")
+    target = parts[1] if len(parts) >= 2 else parts[0]
+    q = target.find("?")
+    if q < 0:
+        return None
+    vals = parse_qs(target[q + 1:], keep_blank_values=True).get("prefix")
+    return vals[0] if vals else None
+
+
+def _int(v: str | None) -> int | None:
+    return int(v) if v is not None and v.isdigit() else None
+
+
+def load_s3_access(paths: str | Path | Iterable[str | Path]) -> LoadResult:
+    """Load S3 server access log files into the ``access`` frame.
+
+    Args:
+        paths: files and/or folders (walked recursively, every regular file, sorted; gzip
+            recognised by magic bytes).
+
+    Returns:
+        :class:`~replaybook.frames.LoadResult` with ``frame`` shaped by
+        :data:`~replaybook.frames.ACCESS` (sorted by ``ts``), ``quarantine`` for lines that do
+        not parse, and one ``inputs`` entry per file (``sha256``, ``records``, ``extra_fields``:
+        lines carrying fields newer than :data:`FIELDS`; ``skipped``/``reason`` for an empty
+        file).
+
+    Raises:
+        InputError: a path does not exist or a file cannot be opened.
+    """
+    rows: list[dict] = []
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    for path in expand_files(paths):
+        size, data, problem = read_input(path)
+        info = input_entry(path, size, data, LOADER, problem)
+        inputs.append(info)
+        spath = str(path)
+        if problem:
+            quarantine.append(quarantine_row(path, None, LOADER, problem))
+        if not data.strip():
+            if not problem:
+                info["skipped"], info["reason"] = True, "empty file"
+            continue
+        if looks_binary(data):
+            quarantine.append(quarantine_row(path, None, LOADER, "not a text log (binary data)",
+                                             offset=0, raw=data[:200]))
+            continue
+        extra_lines = 0
+        for line_no, offset, raw, pending in iter_text_lines(data):
+            text = safe_str(raw.decode("utf-8", "replace"))
+            rec = parse_line(text)
+            if rec is None:
+                quarantine.append(quarantine_row(
+                    path, None, LOADER,
+                    "unterminated last line (still being written?)" if pending
+                    else "not an S3 server access log line (fields do not match the format)",
+                    kind="pending" if pending else "invalid", line_no=line_no, offset=offset, raw=raw))
+                continue
+            for k in ("request_uri", "referer", "user_agent"):
+                if rec.get(k):
+                    rec[k] = redact_text(rec[k])
+            if "extra_fields" in rec:
+                extra_lines += 1
+            op = rec["operation"] or ""
+            row = new_row(SOURCE, TIME_KIND, spath, line_no)
+            row["ts"] = _iso_time(rec["time"])
+            row["principal"] = rec["requester"]
+            row["principal_type"] = _principal_type(rec["requester"])
+            row["action"] = OPERATIONS.get(op, "other")
+            row["action_raw"] = op
+            bucket = rec["bucket"]
+            if bucket:
+                if rec["key"] is not None:
+                    row["resource_uri"] = path_uri("s3", bucket, unquote_plus(rec["key"]))
+                elif op in _LIST_OPS:
+                    row["resource_uri"] = path_uri("s3", bucket, _list_prefix(rec["request_uri"]))
+                else:
+                    row["resource_uri"] = path_uri("s3", bucket, None)
+            status = _int(rec["http_status"])
+            row["error_code"] = rec["error_code"]
+            row["outcome"] = http_outcome(status, rec["error_code"])
+            row["bytes"] = 0 if rec["bytes_sent"] is None else _int(rec["bytes_sent"])
+            row["request_id"] = rec["request_id"]
+            row["user_agent"] = rec["user_agent"]
+            row["correlation"] = role_session_name(rec["requester"])
+            row["raw"] = rec
+            rows.append(row)
+        if extra_lines:
+            info["extra_fields"] = extra_lines
+    return finish(rows, quarantine, inputs, LOADER)
+
+
+def sniff(sample: bytes) -> float:
+    """Confidence that ``sample`` is an S3 server access log: the share of the first 50
+    non-blank lines that start like one (owner, bucket, ``[dd/Mon/yyyy:HH:MM:SS +zzzz]``, IP,
+    requester, request id, ``KIND.METHOD.RESOURCE`` operation, key, request-URI) × 0.95."""
+    seen = ok = 0
+    for raw in sample.split(b"\n")[:50]:
+        if not raw.strip():
+            continue
+        seen += 1
+        if _SNIFF.match(raw):
+            ok += 1
+    return 0.0 if not seen else 0.95 * ok / seen
+
+
+register(Source(
+    name=LOADER,
+    frame="access",
+    sniff=sniff,
+    load=load_s3_access,
+    doc="Amazon S3 server access logs (space-delimited; S3 User Guide 'Amazon S3 server access log format')",
+))

@@ -1,0 +1,98 @@
+"""Azure Storage resource logs (fixtures written from the Microsoft Learn "Azure Blob Storage
+monitoring data reference" / StorageBlobLogs schema; no public sample exists)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook.frames import ACCESS
+from replaybook.sources.azure_storage import load_azure_storage, redact_sas, sniff
+
+AZ = Path(__file__).resolve().parents[1] / "fixtures" / "cloud" / "azure"
+SP = "5f0c7e9a-1111-4a2b-9c3d-0123456789ab"
+SIG = "Zm9vYmFyU0lHTkFUVVJFc2VjcmV0JTNE"
+
+
+def test_resource_log_lines_and_records_wrapper():
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in AZ.iterdir()}
+    res = load_azure_storage(AZ)
+    ACCESS.validate(res.frame)
+    assert res.quarantine.empty
+    f = res.frame.set_index("request_id")
+    assert len(f) == 8
+    assert list(res.frame["action_raw"]) == ["ListBlobs", "GetBlob", "GetBlob", "DeleteBlob", "PutBlob", "GetBlob",
+                                             "GetBlobProperties", "ListContainers"]
+    assert set(res.frame["source"]) == {"azure.storage"} and set(res.frame["time_kind"]) == {"received"}
+
+    lst = f.loc["3f1a0000-401e-0053-6c1d-e6a2b8000000"]
+    assert lst["action"] == "list" and lst["resource_uri"] == "az://acmedata/demo-data/demo/"
+    assert lst["principal"] == SP and lst["principal_type"] == "service_account"
+    assert lst["correlation"] == "door-sess-a/1" and lst["bytes"] == 412
+    assert lst["ts"] == pd.Timestamp("2026-09-13T10:00:05.1234567Z")
+
+    get = f.loc["3f1a0001-401e-0053-6c1d-e6a2b8000000"]
+    assert get["resource_uri"] == "az://acmedata/demo-data/demo/cars v2.csv" and get["bytes"] == 2048
+    assert get["user_agent"] == "door/1.2 azsdk-python-storage-blob/12.19.0"
+
+    sas = f.loc["3f1a0002-401e-0053-6c1d-e6a2b8000000"]
+    assert sas["outcome"] == "denied" and sas["error_code"] == "SASAuthorizationError"
+    assert pd.isna(sas["principal"]) and sas["principal_type"] == "sas"
+    assert sas["resource_uri"] == "az://acmedata/reference/.env"
+    assert pd.isna(sas["correlation"])  # empty clientRequestId
+    assert sas["user_agent"] == "curl/8.5.0"  # the header's quotes removed
+    text = json.dumps(sas["raw"])
+    assert SIG not in text and "sig=REDACTED" in text and "se=REDACTED" in text
+    assert sas["raw"]["properties"]["referrerHeader"] == "https://evil.example/?leak=REDACTED"
+
+    dele = f.loc["3f1a0003-401e-0053-6c1d-e6a2b8000000"]
+    assert dele["action"] == "delete" and dele["principal_type"] == "user"
+    assert dele["principal"] == "fde5ba15-4355-4223-b811-cccccccccccc"
+
+    put = f.loc["3f1a0004-401e-0053-6c1d-e6a2b8000000"]
+    assert put["ts"] == pd.Timestamp("2026-09-13T10:03:00.1Z")  # "2026/09/13 10:03:00.1000000", UTC
+    assert put["principal_type"] == "shared_key" and put["action"] == "write"
+    assert put["raw"]["uri"].endswith("?timeout=30")  # operation parameters stay
+
+    unknown = f.loc["3f1a0005-401e-0053-6c1d-e6a2b8000000"]
+    assert unknown["outcome"] == "error" and unknown["error_code"] == "NetworkError"
+
+    assert f.loc["3f1a0010-401e-0053-6c1d-e6a2b8000000", "action"] == "head"
+    assert f.loc["3f1a0011-401e-0053-6c1d-e6a2b8000000", "resource_uri"] == "az://acmedata/"
+    info = {Path(i["path"]).name: i for i in res.inputs}
+    assert info["PT1H.json"]["ignored_lines"] == 1 and info["PT1H.json"]["records"] == 6
+    assert info["eventhub-records.json"]["records"] == 2
+    assert list(f.loc[["3f1a0010-401e-0053-6c1d-e6a2b8000000"], "line_no"]) == [1]
+    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in AZ.iterdir()} == before
+
+
+def test_log_analytics_rows(tmp_path):
+    row = {"TimeGenerated": "2026-09-13T10:00:21.5Z", "AccountName": "acmedata", "OperationName": "GetBlob",
+           "Category": "StorageRead", "StatusCode": "403", "StatusText": "AuthorizationPermissionMismatch",
+           "Uri": "https://acmedata.blob.core.windows.net/demo-data/demo/x.csv", "RequesterObjectId": SP,
+           "AuthenticationType": "OAuth", "ClientRequestId": "door-sess-a/9", "CorrelationId": "la-1",
+           "ResponseBodySize": 0, "CallerIpAddress": "198.51.100.7:1"}
+    p = tmp_path / "StorageBlobLogs.json"
+    p.write_text(json.dumps([row]))
+    f = load_azure_storage(p).frame
+    r = f.iloc[0]
+    assert r["outcome"] == "denied" and r["error_code"] == "AuthorizationPermissionMismatch"
+    assert r["resource_uri"] == "az://acmedata/demo-data/demo/x.csv" and r["principal"] == SP
+    assert r["correlation"] == "door-sess-a/9" and r["request_id"] == "la-1"
+    assert r["raw"]["_log_analytics"]["AccountName"] == "acmedata"
+
+
+def test_redact_sas_keeps_operation_parameters():
+    url = f"https://a.blob.core.windows.net/c?restype=container&comp=list&prefix=x/&sv=2022&sig={SIG}&skoid=abc"
+    assert redact_sas(url) == ("https://a.blob.core.windows.net/c?restype=container&comp=list&prefix=x/"
+                               "&sv=REDACTED&sig=REDACTED&skoid=REDACTED")
+    assert redact_sas({"note": f"see sig={SIG} here"}) == {"note": "see sig=REDACTED here"}
+
+
+def test_sniff():
+    assert sniff((AZ / "PT1H.json").read_bytes()) == pytest.approx(0.95 * 6 / 7)
+    assert sniff((AZ / "eventhub-records.json").read_bytes()) == 0.9

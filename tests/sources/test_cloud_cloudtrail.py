@@ -1,0 +1,131 @@
+"""CloudTrail shapes beyond the delivery file: EventBridge envelopes, LookupEvents exports,
+JSON Lines, arrays, the CLI's ``{"Events": [...]}``, and record-level damage."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook.errors import InputError
+from replaybook.frames import ACCESS
+from replaybook.sources.cloudtrail import load_cloudtrail, sniff
+
+CLOUD = Path(__file__).resolve().parents[1] / "fixtures" / "cloud"
+ROLE = "arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst"
+
+
+def test_eventbridge_envelopes():
+    res = load_cloudtrail(CLOUD / "eventbridge" / "events.jsonl")
+    f = res.frame
+    ACCESS.validate(f)
+    assert list(f["request_id"]) == ["EB1", "EB2", "EB3"]
+    assert list(f["line_no"]) == [1, 2, 4]
+    assert list(f["action"]) == ["read", "write", "delete"]
+    assert list(f["resource_uri"]) == ["s3://acme-data/demo/cars.sas7bdat", "s3://acme-data/out/report.csv",
+                                       "s3://acme-data/tmp/x y.csv"]
+    # sourceIdentity wins over the role session name
+    assert list(f["correlation"]) == ["door-sess-a", "door-analyst", "door-analyst"]
+    assert f.iloc[0]["bytes"] == 2048
+    assert f.iloc[2]["outcome"] == "denied" and f.iloc[2]["error_code"] == "AccessDenied"
+    assert f.iloc[0]["raw"]["_envelope"]["detail-type"] == "AWS API Call via CloudTrail"
+    assert "detail" not in f.iloc[0]["raw"]["_envelope"]
+    # the S3 "Object Created" notification is valid but not a CloudTrail record
+    assert res.inputs[0]["ignored_lines"] == 1 and res.quarantine.empty
+
+
+def test_lookup_events_export():
+    res = load_cloudtrail(CLOUD / "lookup" / "lookup_events.jsonl")
+    f = res.frame.set_index("line_no")
+    assert res.quarantine.empty and len(f) == 3
+    # line 1: the embedded record (a JSON string) is used
+    assert f.loc[1, "ts"] == pd.Timestamp("2026-09-13T10:00:21Z")
+    assert f.loc[1, "principal"] == ROLE and f.loc[1, "request_id"] == "LK1"
+    assert f.loc[1, "raw"]["_envelope"]["AccessKeyId"] == "ASIAEXAMPLEKEY000001"
+    assert "CloudTrailEvent" not in f.loc[1, "raw"]["_envelope"]
+    # line 2: no CloudTrailEvent at all — the export's own fields, +11:00 converted to UTC
+    assert f.loc[2, "ts"] == pd.Timestamp("2026-09-13T21:30:00Z")
+    assert f.loc[2, "action_raw"] == "ConsoleLogin" and f.loc[2, "principal"] == "mallory"
+    assert f.loc[2, "principal_type"] == "unknown"
+    # line 3: CloudTrailEvent is not valid JSON — the export's fields, -05:00 converted to UTC
+    assert f.loc[3, "ts"] == pd.Timestamp("2026-09-14T04:00:00Z")
+    assert f.loc[3, "action"] == "list"
+    assert "not a JSON object" in f.loc[3, "raw"]["_envelope"]["_note"]
+
+
+def _rec(t, name, **kw):
+    r = {"eventVersion": "1.10", "eventTime": t, "eventName": name, "eventSource": "s3.amazonaws.com",
+         "userIdentity": {"type": "AssumedRole", "arn": ROLE},
+         "requestParameters": {"bucketName": "acme-data", "key": "demo/a.csv"}}
+    r.update(kw)
+    return r
+
+
+def test_plain_jsonl_array_and_events_wrapper(tmp_path):
+    recs = [_rec("2026-09-13T10:00:00Z", "GetObject"), _rec("2026-09-13T10:00:01Z", "HeadObject")]
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    (tmp_path / "b.json").write_text(json.dumps(recs, indent=2))
+    cli = {"Events": [{"EventId": "x", "EventName": "GetObject", "EventTime": "2026-09-13T20:00:02+10:00",
+                       "CloudTrailEvent": json.dumps(_rec("2026-09-13T10:00:02Z", "GetObject"))}],
+           "NextToken": "abc"}
+    (tmp_path / "c.json").write_text(json.dumps(cli))
+    single = _rec("2026-09-13T10:00:03Z", "DeleteObject")
+    (tmp_path / "d.json").write_text(json.dumps(single, indent=1))
+    res = load_cloudtrail(tmp_path)
+    f = res.frame
+    assert res.quarantine.empty
+    assert list(f["action"]) == ["read", "read", "head", "head", "read", "delete"]
+    assert sorted(Path(p).name for p in f["source_file"]) == ["a.jsonl", "a.jsonl", "b.json", "b.json", "c.json", "d.json"]
+    assert {i["path"].rsplit("/", 1)[-1]: i["records"] for i in res.inputs} == {
+        "a.jsonl": 2, "b.json": 2, "c.json": 1, "d.json": 1}
+
+
+def test_bad_records_are_quarantined_with_their_index(tmp_path):
+    doc = {"Records": [_rec("2026-09-13T10:00:00Z", "GetObject"), "not an object",
+                       {"eventTime": "2026-09-13T10:00:00Z"},  # no eventName
+                       _rec("2026-02-30T10:00:00Z", "GetObject"),  # no such day
+                       _rec("2026-09-13T10:00:05Z", "PutObject")]}
+    p = tmp_path / "x_CloudTrail_x.json.gz"
+    p.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    res = load_cloudtrail(p)
+    assert list(res.frame["line_no"]) == [1, 5]
+    q = res.quarantine.set_index("line_no")
+    assert list(q.index) == [2, 3, 4]
+    assert q.loc[2, "error"] == "not a JSON object (str)"
+    assert q.loc[3, "error"] == "not a CloudTrail record (no eventTime / eventName)"
+    assert q.loc[4, "error"] == "time '2026-02-30T10:00:00Z' is not a date-time"
+    assert set(q["source_file"]) == {str(p)}
+
+
+def test_non_s3_events_keep_their_arn_and_verb():
+    res = load_cloudtrail(CLOUD / "cloudtrail-tree" / "AWSLogs")
+    assert set(res.frame["source"]) == {"aws.cloudtrail"}
+    rec = {"eventTime": "2026-09-13T10:00:00Z", "eventName": "AssumeRole", "eventSource": "sts.amazonaws.com",
+           "userIdentity": {"type": "AWSAccount", "accountId": "anonymous", "principalId": ""},
+           "resources": [{"ARN": "arn:aws:iam::123456789012:role/door-reader", "type": "AWS::IAM::Role"}],
+           "errorCode": "Client.UnauthorizedOperation"}
+    from replaybook.sources.cloudtrail import _row
+    row, err = _row(rec, None, "f", 1)
+    assert err is None
+    assert row["resource_uri"] == "arn:aws:iam::123456789012:role/door-reader"
+    assert row["principal"] == "anonymous" and row["principal_type"] == "anonymous"
+    assert row["outcome"] == "denied" and row["action"] == "other"
+
+
+def test_missing_path_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="no such file or folder"):
+        load_cloudtrail(tmp_path / "nope")
+
+
+def test_sniff_scores():
+    tree = CLOUD / "cloudtrail-tree" / "AWSLogs" / "123456789012"
+    delivery = gzip.decompress(next((tree / "CloudTrail").rglob("*.gz")).read_bytes())
+    digest = gzip.decompress(next((tree / "CloudTrail-Digest").rglob("*.gz")).read_bytes())
+    assert sniff(delivery) == 0.95
+    assert sniff(digest) == 0.8
+    assert sniff((CLOUD / "eventbridge" / "events.jsonl").read_bytes()) == pytest.approx(0.95 * 3 / 4)
+    assert sniff((CLOUD / "lookup" / "lookup_events.jsonl").read_bytes()) == pytest.approx(0.95)
+    assert sniff(b"") == 0.0

@@ -1,0 +1,172 @@
+"""Hostile inputs for every cloud loader: truncated gzip, zero-byte gzip, a gzip magic with no
+gzip behind it, binary junk named ``.json``, lone surrogates and invalid UTF-8.  Each gives a
+clear quarantine row or a counted skip — never a crash, never a silent drop — and no input file
+changes.  Also: the cloud sniffers leave door / Claude Code files alone and vice versa."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from replaybook.errors import InputError
+from replaybook.frames import ACCESS
+from replaybook.sources import registry
+from replaybook.sources.azure_storage import load_azure_storage
+from replaybook.sources.cloudtrail import load_cloudtrail
+from replaybook.sources.gcp_audit import load_gcp_audit
+from replaybook.sources.s3_access import load_s3_access
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+CLOUD = FIX / "cloud"
+HOSTILE = CLOUD / "hostile"
+
+# loader, a good sample file, a line with lone surrogates / invalid UTF-8 in that format
+SURROGATE_S3 = (b'79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be acme-data [13/Sep/2026:10:00:21 +0000] '
+                b'198.51.100.7 - R1 REST.GET.OBJECT demo/caf%C3%A9.csv "GET /acme-data/demo/x HTTP/1.1" 200 - 5 5 1 1 '
+                b'"-" "ua \xff\xfe \xed\xb3\xa9" - H SigV4 C AuthHeader h TLSv1.3 - -\n')
+SURROGATE_GCP = (b'{"protoPayload": {"@type": "type.googleapis.com/google.cloud.audit.AuditLog", "methodName": '
+                 b'"storage.objects.get", "resourceName": "projects/_/buckets/b/objects/caf\\udce9", '
+                 b'"authenticationInfo": {"principalEmail": "x\\ud83d@acme.example"}}, "insertId": "s1", '
+                 b'"timestamp": "2026-09-13T10:00:21Z", "logName": "projects/p/logs/cloudaudit.googleapis.com%2Fdata_access"}\n')
+SURROGATE_AZ = (b'{"time": "2026-09-13T10:00:21Z", "category": "StorageRead", "operationName": "GetBlob", '
+                b'"statusCode": 200, "statusText": "Success", "correlationId": "s1", '
+                b'"uri": "https://acct.blob.core.windows.net/c/caf\\udce9.csv", '
+                b'"properties": {"accountName": "acct", "userAgentHeader": "ua \\ud800"}}\n')
+LOADERS = {
+    "aws.cloudtrail": (load_cloudtrail, (HOSTILE / "surrogates.jsonl").read_bytes()),
+    "aws.s3_access": (load_s3_access, SURROGATE_S3),
+    "gcp.audit": (load_gcp_audit, SURROGATE_GCP),
+    "azure.storage": (load_azure_storage, SURROGATE_AZ),
+}
+GOOD = {
+    "aws.cloudtrail": next((CLOUD / "cloudtrail-tree").rglob("*_CloudTrail_*.json.gz")),
+    "aws.s3_access": CLOUD / "s3-access-quotes" / "acme-data-2026-09-13-10-10-00-0123456789ABCDEF",
+    "gcp.audit": CLOUD / "gcp-audit-denied" / "data_access.jsonl",
+    "azure.storage": CLOUD / "azure" / "PT1H.json",
+}
+
+
+def _state(folder: Path) -> dict[str, tuple[str, int]]:
+    return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), os.stat(p).st_mtime_ns)
+            for p in folder.iterdir()}
+
+
+def _hostile_folder(tmp_path: Path, name: str) -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    good = GOOD[name].read_bytes()
+    if good[:2] == b"\x1f\x8b":
+        good = gzip.decompress(good)
+    gz = gzip.compress(good)
+    (d / "truncated.json.gz").write_bytes(gz[: len(gz) * 6 // 10])
+    (d / "zero.json.gz").write_bytes(b"")
+    (d / "fake.json.gz").write_bytes(b"\x1f\x8b" + b"not deflate" * 9)
+    rnd = random.Random(7)
+    (d / "junk.json").write_bytes(bytes(rnd.randrange(256) for _ in range(2048)) + b"\x00")
+    (d / "surrogates.log").write_bytes(LOADERS[name][1])
+    for p in d.iterdir():
+        p.chmod(0o444)
+    return d
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_hostile_inputs_give_quarantine_rows_and_leave_files_alone(tmp_path, name):
+    loader = LOADERS[name][0]
+    d = _hostile_folder(tmp_path, name)
+    before = _state(d)
+    res = loader(d)
+    assert _state(d) == before
+    ACCESS.validate(res.frame)
+    info = {Path(i["path"]).name: i for i in res.inputs}
+    assert set(info) == {"truncated.json.gz", "zero.json.gz", "fake.json.gz", "junk.json", "surrogates.log"}
+    assert all(len(i["sha256"]) == 64 for i in info.values())
+    assert info["zero.json.gz"]["skipped"] is True and info["zero.json.gz"]["reason"] == "empty file"
+    assert info["truncated.json.gz"]["damaged_gzip"] is True
+    q = res.quarantine
+    by_file = {n: q[q["source_file"].str.endswith(n)] for n in info}
+    assert by_file["zero.json.gz"].empty
+    assert by_file["truncated.json.gz"]["error"].str.startswith("truncated gzip stream").any()
+    assert by_file["fake.json.gz"]["error"].str.startswith("corrupt gzip stream").any()
+    assert list(by_file["junk.json"]["error"]) == ["not a text log (binary data)"]
+    # lone surrogates and invalid UTF-8 become U+FFFD; the row loads and encodes as UTF-8
+    rows = res.frame[res.frame["source_file"].str.endswith("surrogates.log")]
+    assert len(rows) >= 1
+    for col in ("principal", "resource_uri", "user_agent"):
+        for v in rows[col].dropna():
+            v.encode("utf-8")
+    json.dumps(rows.iloc[0]["raw"], ensure_ascii=False).encode("utf-8")
+    assert any("\ufffd" in str(v) for v in rows[["resource_uri", "user_agent", "principal"]].to_numpy().ravel())
+
+
+def test_truncated_gzip_keeps_the_lines_before_the_cut(tmp_path):
+    lines = [json.dumps({"eventTime": f"2026-09-13T10:00:{i:02d}Z", "eventName": "GetObject",
+                         "eventSource": "s3.amazonaws.com", "requestParameters": {"bucketName": "b", "key": f"k{i}"}})
+             for i in range(60)]
+    gz = gzip.compress(("\n".join(lines) + "\n").encode(), compresslevel=1)
+    p = tmp_path / "events.jsonl.gz"
+    p.write_bytes(gz[: len(gz) // 2])
+    res = load_cloudtrail(p)
+    assert 0 < len(res.frame) < 60
+    assert list(res.frame["line_no"]) == list(range(1, len(res.frame) + 1))
+    kinds = res.quarantine["kind"].tolist()
+    assert kinds.count("invalid") == 1  # the file-level row saying the stream is truncated
+    assert kinds.count("pending") <= 1  # the cut line, if the cut fell inside one
+
+
+def test_cloudtrail_hostile_fixture_folder():
+    before = _state(HOSTILE)
+    res = load_cloudtrail(HOSTILE)
+    assert _state(HOSTILE) == before
+    assert list(res.frame["request_id"].fillna("-")) == ["SUR1", "-"]
+    assert res.frame.iloc[0]["resource_uri"] == "s3://acme-data/demo/caf\ufffd.csv"
+    assert res.frame.iloc[0]["user_agent"] == "door/1.2 \ufffd"
+    q = res.quarantine
+    assert sorted(Path(p).name for p in q["source_file"]) == [
+        "junk.json", "not_really.json.gz", "surrogates.jsonl", "surrogates.jsonl",
+        "truncated_CloudTrail.json.gz", "truncated_CloudTrail.json.gz"]
+    sur = q[q["source_file"].str.endswith("surrogates.jsonl")].set_index("line_no")
+    assert sur.loc[3, "error"] == "time 'not a time' is not a date-time"
+    assert sur.loc[4, "kind"] == "pending"
+
+
+@pytest.mark.parametrize("loader", [v[0] for v in LOADERS.values()])
+def test_missing_path_raises_input_error(tmp_path, loader):
+    with pytest.raises(InputError):
+        loader([tmp_path / "absent.json"])
+
+
+CLOUD_NAMES = set(LOADERS)
+
+
+def _files(root: Path) -> list[Path]:
+    return [p for p in sorted(root.rglob("*")) if p.is_file() and p.name not in ("README.md", "expected.json")]
+
+
+def test_cloud_sniffers_do_not_claim_door_or_claude_code_files():
+    others = _files(FIX / "join_trap") + _files(FIX / "claude_code") + _files(CLOUD / "join" / "door")
+    assert others
+    for p in others:
+        data = p.read_bytes()
+        for name in CLOUD_NAMES:
+            assert registry.get(name).sniff(data) < 0.5, (name, p)
+
+
+def test_cloud_files_sniff_as_their_own_source():
+    expect = {
+        CLOUD / "azure" / "PT1H.json": "azure.storage",
+        CLOUD / "azure" / "eventhub-records.json": "azure.storage",
+        CLOUD / "eventbridge" / "events.jsonl": "aws.cloudtrail",
+        CLOUD / "lookup" / "lookup_events.jsonl": "aws.cloudtrail",
+        CLOUD / "join" / "cloudtrail.json": "aws.cloudtrail",
+    }
+    for p, name in expect.items():
+        src, conf = registry.sniff_file(p)
+        assert src.name == name and conf >= 0.5, (p, src.name, conf)
+        for other in CLOUD_NAMES - {name}:
+            assert registry.get(other).sniff(p.read_bytes()) < 0.5

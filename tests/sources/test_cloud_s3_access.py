@@ -1,0 +1,90 @@
+"""S3 server access log parsing: quotes inside quoted fields, short and long lines, redaction,
+bad lines, and a hostile line that must not make the parser backtrack for ever."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook.sources.s3_access import load_s3_access, parse_line, sniff
+
+CLOUD = Path(__file__).resolve().parents[1] / "fixtures" / "cloud"
+OWNER = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
+ROLE = "arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst"
+
+
+def _line(time_="[13/Sep/2026:10:00:21 +0000]", requester=ROLE, op="REST.GET.OBJECT", key="demo/a.csv",
+          uri='"GET /acme-data/demo/a.csv HTTP/1.1"', status="200", err="-", sent="10",
+          referer='"-"', ua='"door/1.2"', tail=" - HOSTID SigV4 ECDHE-RSA-AES128-GCM-SHA256 AuthHeader "
+                                               "acme-data.s3.eu-west-1.amazonaws.com TLSv1.3 - -"):
+    return (f"{OWNER} acme-data {time_} 198.51.100.7 {requester} REQ {op} {key} {uri} {status} {err} "
+            f"{sent} 10 5 4 {referer} {ua}{tail}")
+
+
+def test_quotes_and_spaces_inside_quoted_fields():
+    rec = parse_line(_line(ua='"agent "quoted" with spaces" and "more""'))
+    assert rec["user_agent"] == 'agent "quoted" with spaces" and "more"'
+    assert rec["version_id"] is None and rec["host_id"] == "HOSTID" and rec["acl_required"] is None
+    rec = parse_line(_line(referer='"https://x.example/?q="a b""', ua='"ua "x""'))
+    assert rec["referer"] == 'https://x.example/?q="a b"'
+    assert rec["user_agent"] == 'ua "x"'
+
+
+def test_short_old_lines_and_future_fields():
+    old = parse_line(_line(tail=""))
+    assert old["user_agent"] == "door/1.2" and "version_id" not in old and "extra_fields" not in old
+    new = parse_line(_line(tail=" - H SigV4 C AuthHeader h TLSv1.3 - Yes eu-west-1 f28 \"quoted new\""))
+    assert new["acl_required"] == "Yes" and new["source_region"] == "eu-west-1"
+    assert new["extra_fields"] == ["f28", "quoted new"]
+
+
+def test_loader_rows(tmp_path):
+    lines = [
+        _line(time_="[13/Sep/2026:12:00:21 +0200]", key="demo/a%2Bb+c.csv"),
+        _line(requester="-", op="REST.GET.BUCKET", key="-", uri='"GET /?list-type=2&prefix=a%20b%2F HTTP/1.1"',
+              sent="-"),
+        _line(op="REST.HEAD.OBJECT", status="404", err="NoSuchKey", sent="-"),
+        _line(uri='"GET /acme-data/demo/a.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=ASIA%2F20260913'
+                  '&X-Amz-Security-Token=IQoJb3JpZ2luX2VjE&X-Amz-Signature=4f3c2b1a HTTP/1.1"',
+              referer='"https://evil.example/?sig=abcdef"'),
+        "this is not an access log line",
+        _line(op="REST.PUT.OBJECT", status="403", err="AccessDenied", sent="243"),
+        _line()[:60],  # unterminated last line
+    ]
+    p = tmp_path / "acme-data-2026-09-13-10-10-00-ABC"
+    p.write_text("\n".join(lines), encoding="utf-8")
+    res = load_s3_access(p)
+    f = res.frame.set_index("line_no")
+    assert list(f.index) == [1, 2, 3, 4, 6]
+    assert f.loc[1, "ts"] == pd.Timestamp("2026-09-13T10:00:21Z")  # +0200 → UTC
+    assert f.loc[1, "resource_uri"] == "s3://acme-data/demo/a+b c.csv"  # %2B is a plus, + a space
+    assert f.loc[2, "principal_type"] == "anonymous" and pd.isna(f.loc[2, "principal"])
+    assert f.loc[2, "resource_uri"] == "s3://acme-data/a b/" and f.loc[2, "action"] == "list"
+    assert f.loc[2, "bytes"] == 0
+    assert f.loc[3, "action"] == "head" and f.loc[3, "outcome"] == "error" and f.loc[3, "error_code"] == "NoSuchKey"
+    raw4 = f.loc[4, "raw"]
+    assert "4f3c2b1a" not in raw4["request_uri"] and "IQoJb3JpZ2luX2VjE" not in raw4["request_uri"]
+    assert "X-Amz-Signature=REDACTED" in raw4["request_uri"] and "X-Amz-Algorithm=AWS4-HMAC-SHA256" in raw4["request_uri"]
+    assert raw4["referer"] == "https://evil.example/?sig=REDACTED"
+    assert f.loc[6, "outcome"] == "denied" and f.loc[6, "action"] == "write"
+    q = res.quarantine.set_index("line_no")
+    assert q.loc[5, "kind"] == "invalid" and "not an S3 server access log line" in q.loc[5, "error"]
+    assert q.loc[7, "kind"] == "pending"
+    assert q.loc[5, "byte_offset"] == sum(len(x.encode()) + 1 for x in lines[:4])
+
+
+def test_pathological_line_is_quick():
+    evil = _line(referer='"' + '" "' * 6000 + '"', ua='"' + '" x "' * 3000 + '"', tail=' "')
+    t0 = time.perf_counter()
+    parse_line(evil)
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_sniff():
+    data = (CLOUD / "s3-access-quotes" / "acme-data-2026-09-13-10-10-00-0123456789ABCDEF").read_bytes()
+    assert sniff(data) == pytest.approx(0.95)
+    assert sniff(b'{"ts": "2026-09-13T10:00:00Z"}\n') == 0.0
+    assert sniff(data + b"garbage line\n") == pytest.approx(0.95 * 4 / 5)

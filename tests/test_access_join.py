@@ -1,0 +1,173 @@
+"""Door call ↔ cloud access join: a synthetic door log and CloudTrail delivery file
+(``tests/fixtures/cloud/join``) with one storage request no call explains, plus the other tiers
+and verdicts on small frames."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook.access_join import ACCESS_LINKS, join_access, map_object
+from replaybook.errors import JoinError
+from replaybook.frames import CALLS
+from replaybook.sources.azure_storage import load_azure_storage
+from replaybook.sources.cloudtrail import load_cloudtrail
+from replaybook.sources.door import load_door
+
+CLOUD = Path(__file__).resolve().parent / "fixtures" / "cloud"
+ROLE = "arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst"
+SMAP = {"demo/": "s3://acme-data/demo/", "reference/": "s3://acme-data/reference/"}
+PRINCIPALS = {"analyst": "arn:aws:sts::123456789012:assumed-role/door-reader/*"}
+
+
+@pytest.fixture(scope="module")
+def frames():
+    calls = load_door(CLOUD / "join" / "door").frame
+    access = load_cloudtrail(CLOUD / "join" / "cloudtrail.json").frame
+    return calls, access
+
+
+def test_links_and_the_unexplained_request(frames):
+    calls, access = frames
+    res = join_access(calls, access, storage_map=SMAP, principals=PRINCIPALS)
+    ACCESS_LINKS.validate(res.links)
+    links = res.links
+    assert list(links["request_id"]) == ["J0", "J1", "J2", "J3"]
+    assert list(links["call_seq"]) == [1, 2, 3, 3]  # seq 3 explains a read and its retry
+    assert set(links["door_session"]) == {"door-sess-j"}
+    assert set(links["how"]) == {"principal+object+time"}
+    # CloudTrail eventTime is whole seconds: the listing "completed" 0.6 s before the door logged the call
+    assert list(links["delta_ms"]) == [-600.0, 200.0, 600.0, 1600.0]
+    assert list(links["call_uri"]) == ["s3://acme-data/demo/"] + ["s3://acme-data/demo/cars.sas7bdat"] * 3
+    assert list(links["access_index"]) == [0, 1, 2, 3]
+
+    un = res.unexplained
+    assert len(un) == 1
+    row = un.iloc[0]
+    assert row["request_id"] == "J4" and row["access_index"] == 4
+    assert row["resource_uri"] == "s3://acme-data/demo/customers.csv" and row["action"] == "read"
+    assert row["principal"] == ROLE and bool(row["door_principal"]) is True
+    assert row["bytes"] == 90210 and row["ts"] == pd.Timestamp("2026-09-13T10:03:10Z")
+    assert row["why"] == "no door call on this object"
+
+    pc = res.per_call.set_index("seq")
+    assert list(pc["access_count"]) == [1, 1, 2, 0]
+    assert list(pc["access_bytes"]) == [0, 2048, 2048, 0]
+    assert pc.loc[4, "decision"] == "deny" and pc.loc[4, "call_uri"] == "s3://acme-data/reference/.env"
+
+    d = res.to_dict()
+    assert d["links"] == 4 and d["by_how"] == {"principal+object+time": 4}
+    assert d["unexplained"][0]["resource_uri"] == "s3://acme-data/demo/customers.csv"
+
+
+def test_a_read_during_a_folder_listing_is_not_explained_by_it(frames):
+    calls, access = frames
+    moved = access.copy()
+    moved.loc[4, "ts"] = pd.Timestamp("2026-09-13T10:00:05.800Z")  # while list_folder demo/ was open
+    res = join_access(calls, moved, storage_map=SMAP, principals=PRINCIPALS)
+    assert 4 in set(res.unexplained["access_index"])
+    assert res.unexplained.iloc[0]["why"] == "no door call on this object"
+
+
+def test_without_principal_mapping_the_tier_says_so(frames):
+    calls, access = frames
+    res = join_access(calls, access, storage_map=SMAP)
+    assert set(res.links["how"]) == {"object+time"}
+    assert res.unexplained["door_principal"].isna().all()
+
+
+def test_wrong_principal_is_not_linked(frames):
+    calls, access = frames
+    res = join_access(calls, access, storage_map=SMAP, principals={"analyst": "arn:aws:iam::999999999999:user/*"})
+    assert res.links.empty and len(res.unexplained) == 5
+    first = res.unexplained.iloc[0]
+    assert first["request_id"] == "J0"
+    assert first["why"].startswith("no door call on this object within the time window (nearest: session "
+                                   "door-sess-j seq 1, -0.6 s from its start)")
+    assert first["why"].endswith("the principal is not one the door's agents use")
+
+
+def test_refused_calls_and_unreachable_resources_from_the_case_tree(frames):
+    calls, _ = frames
+    access = load_cloudtrail(CLOUD / "cloudtrail-tree" / "AWSLogs").frame
+    res = join_access(calls, access, storage_map=SMAP, principals=PRINCIPALS)
+    assert list(res.links["request_id"]) == ["REQ0", "REQ1"]
+    un = res.unexplained.set_index("action_raw")
+    assert un.loc["GetObject", "resource_uri"] == "s3://acme-data/reference/.env"
+    assert un.loc["GetObject", "why"] == ("only a call the door refused matches (session door-sess-j seq 4): "
+                                          "the door says it did not forward it")
+    assert un.loc["GetBucketAcl", "why"] == "resource outside every storage_map target: no door call can reach it"
+    # rows of the door's own principal first
+    assert list(res.unexplained["door_principal"]) == [True, False]
+
+
+def _azure_calls() -> pd.DataFrame:
+    rows = [
+        {"door_session": "door-sess-a", "agent": "analyst", "seq": 1, "ts": "2026-09-13T10:00:05.000Z",
+         "ts_end": "2026-09-13T10:00:05.400Z", "tool": "list_folder", "object": "demo/", "decision": "allow",
+         "arguments": {"path": "demo/"}},
+        {"door_session": "door-sess-a", "agent": "analyst", "seq": 2, "ts": "2026-09-13T10:00:21.200Z",
+         "ts_end": "2026-09-13T10:00:21.700Z", "tool": "describe", "object": "demo/cars v2.csv", "decision": "allow",
+         "arguments": {"path": "demo/cars v2.csv"}},
+        {"door_session": "door-sess-b", "agent": "analyst", "seq": 1, "ts": "2026-09-13T10:59:59.500Z",
+         "tool": "describe", "object": "demo/cars v2.csv", "decision": "allow", "arguments": {}},
+    ]
+    calls = CALLS.build(rows)
+    calls["correlation"] = pd.array(["door-sess-a/1", "door-sess-a/2", "door-sess-b/1"], dtype="string")
+    return calls
+
+
+def test_correlation_tier_with_azure_client_request_ids():
+    access = load_azure_storage(CLOUD / "azure").frame
+    res = join_access(_azure_calls(), access, storage_map={"demo/": "az://acmedata/demo-data/demo/"})
+    by_rid = res.links.set_index("request_id")
+    assert by_rid.loc["3f1a0000-401e-0053-6c1d-e6a2b8000000", "how"] == "correlation"
+    assert by_rid.loc["3f1a0001-401e-0053-6c1d-e6a2b8000000", "how"] == "correlation"
+    assert by_rid.loc["3f1a0010-401e-0053-6c1d-e6a2b8000000", "door_session"] == "door-sess-b"
+    assert by_rid.loc["3f1a0010-401e-0053-6c1d-e6a2b8000000", "time_kind"] == "received"
+    assert len(res.links) == 3
+    # ListContainers (door-sess-b/2) names a token no call has, and no call lists the account
+    assert set(res.unexplained["request_id"]) == {
+        "3f1a0002-401e-0053-6c1d-e6a2b8000000", "3f1a0003-401e-0053-6c1d-e6a2b8000000",
+        "3f1a0004-401e-0053-6c1d-e6a2b8000000", "3f1a0005-401e-0053-6c1d-e6a2b8000000",
+        "3f1a0011-401e-0053-6c1d-e6a2b8000000"}
+
+
+def test_shared_per_session_token_decides_by_object_and_time(frames):
+    calls, access = frames
+    calls = calls.copy()
+    calls["correlation"] = pd.array(["door-analyst"] * len(calls), dtype="string")
+    res = join_access(calls, access, storage_map=SMAP)
+    assert list(res.links["how"]) == ["correlation+object+time"] * 4
+    assert list(res.links["call_seq"]) == [1, 2, 3, 3]
+    assert res.unexplained.iloc[0]["why"].startswith("correlation 'door-analyst' belongs to door session(s) door-sess-j")
+
+
+def test_received_time_has_no_completion_lag():
+    calls = CALLS.build([{"door_session": "s", "agent": "a", "seq": 1, "ts": "2026-09-13T10:00:00Z",
+                          "ts_end": "2026-09-13T10:00:01Z", "tool": "t", "object": "s3://b/k", "decision": "allow"}])
+    rows = []
+    for kind in ("received", "completed"):
+        rows.append({"ts": "2026-09-13T10:00:05Z", "time_kind": kind, "source": "x", "action": "read",
+                     "resource_uri": "s3://b/k", "outcome": "allowed", "raw": {}})
+    from replaybook.frames import ACCESS
+    access = ACCESS.build(rows)
+    res = join_access(calls, access, lag_s=5.0, skew_s=0.0)
+    assert list(res.links["time_kind"]) == ["completed"]
+    assert list(res.unexplained["time_kind"]) == ["received"]
+
+
+def test_map_object_and_errors(frames):
+    assert map_object("demo/a.csv", {"demo/": "s3://x/d/", "demo/a": "s3://y/"}) == "s3://y/.csv"
+    assert map_object("gs://b/k", None) == "gs://b/k"
+    assert map_object("other/a.csv", SMAP) is None
+    assert map_object(None, SMAP) is None
+    calls, access = frames
+    with pytest.raises(JoinError, match="window_s"):
+        join_access(calls, access, window_s=-1)
+    with pytest.raises(JoinError, match="lacks columns"):
+        join_access(calls.drop(columns=["object"]), access)
+    empty = join_access(calls.iloc[0:0], access, storage_map=SMAP)
+    assert empty.links.empty and len(empty.unexplained) == len(access) and empty.per_call.empty
