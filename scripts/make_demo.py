@@ -12,6 +12,7 @@ Needs pyreadstat (the ``dev`` extra) to write the SAS transport file.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import sys
@@ -145,6 +146,85 @@ def run_session(tr: Transcript, door_session: str, start: datetime, script: list
     return door
 
 
+ACCOUNT = "123456789012"
+ROLE_ARN = f"arn:aws:sts::{ACCOUNT}:assumed-role/door-reader/door-analyst"
+
+
+def _ct_event(n: int, when: datetime, name: str, key: str | None, prefix: str | None = None,
+              bytes_out: int | None = None, identity: dict | None = None, error: str | None = None) -> dict:
+    """One CloudTrail S3 data event (eventVersion 1.09 shape)."""
+    ident = identity or {
+        "type": "AssumedRole", "principalId": "AROADEMOEXAMPLE:door-analyst", "arn": ROLE_ARN,
+        "accountId": ACCOUNT,
+        "sessionContext": {"sessionIssuer": {"type": "Role", "arn": f"arn:aws:iam::{ACCOUNT}:role/door-reader"},
+                           "attributes": {"creationDate": "2026-09-13T09:59:00Z", "mfaAuthenticated": "false"}},
+    }
+    params: dict = {"bucketName": "acme-data", "Host": "acme-data.s3.eu-west-1.amazonaws.com"}
+    resources: list[dict] = []
+    if key is not None:
+        params["key"] = key
+        resources.append({"type": "AWS::S3::Object", "ARN": f"arn:aws:s3:::acme-data/{key}"})
+    if prefix is not None:
+        params.update({"prefix": prefix, "list-type": "2"})
+        resources.append({"type": "AWS::S3::Object", "ARNPrefix": f"arn:aws:s3:::acme-data/{prefix}"})
+    resources.append({"accountId": ACCOUNT, "type": "AWS::S3::Bucket", "ARN": "arn:aws:s3:::acme-data"})
+    ev = {
+        "eventVersion": "1.09", "userIdentity": ident,
+        "eventTime": when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "eventSource": "s3.amazonaws.com", "eventName": name, "awsRegion": "eu-west-1",
+        "sourceIPAddress": "198.51.100.7" if identity is None else "config.amazonaws.com",
+        "userAgent": "warehouse-files-mcp/0.4 (boto3)" if identity is None else "config.amazonaws.com",
+        "requestParameters": params, "responseElements": None,
+        "requestID": f"DEMO{n:04d}REQ", "eventID": str(uuid.uuid5(uuid.NAMESPACE_URL, f"ct/{n}")),
+        "readOnly": True, "resources": resources, "eventType": "AwsApiCall", "managementEvent": False,
+        "recipientAccountId": ACCOUNT, "eventCategory": "Data",
+    }
+    if bytes_out is not None:
+        ev["additionalEventData"] = {"bytesTransferredIn": 0, "bytesTransferredOut": bytes_out}
+    if error:
+        ev["errorCode"], ev["errorMessage"] = error, "Access Denied"
+    return ev
+
+
+def write_cloudtrail(out: Path, sessions: list[tuple[str, list[dict]]], data_root: Path) -> None:
+    """The data bucket's CloudTrail delivery: one S3 data event per storage request the door made
+    for an allowed call, plus what no door call explains."""
+    events = []
+    n = 0
+    for _, calls in sessions:
+        for c in calls:
+            if c["decision"] != "allow":
+                continue  # the door never forwarded it
+            n += 1
+            done = datetime.strptime(c["ts_end"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+            if c["tool"] == "list_folder":
+                events.append(_ct_event(n, done, "ListObjects", None, prefix=c["object"]))
+            else:
+                size = (data_root / c["object"]).stat().st_size
+                events.append(_ct_event(n, done, "GetObject", c["object"], bytes_out=size))
+    # Read by the door's own role with no door call behind it: someone used the role directly.
+    events.append(_ct_event(90, T0 + timedelta(minutes=3, seconds=12), "GetObject", "reference/.env",
+                            bytes_out=(data_root / "reference" / ".env").stat().st_size))
+    # An AWS service reading bucket configuration (not the agent).
+    events.append(_ct_event(91, T0 + timedelta(minutes=4), "GetBucketAcl", None,
+                            identity={"type": "AWSService", "invokedBy": "config.amazonaws.com"}))
+    events.sort(key=lambda e: e["eventTime"])
+    day = out / "cloud" / "AWSLogs" / ACCOUNT / "CloudTrail" / "eu-west-1" / "2026" / "09" / "13"
+    day.mkdir(parents=True, exist_ok=True)
+    body = json.dumps({"Records": events}, indent=None).encode()
+    (day / f"{ACCOUNT}_CloudTrail_eu-west-1_20260913T1005Z_DemoTrailFile0001.json.gz").write_bytes(
+        gzip.compress(body, mtime=0))
+    ddir = out / "cloud" / "AWSLogs" / ACCOUNT / "CloudTrail-Digest" / "eu-west-1" / "2026" / "09" / "13"
+    ddir.mkdir(parents=True, exist_ok=True)
+    digest = {"awsAccountId": ACCOUNT, "digestStartTime": "2026-09-13T10:00:00Z",
+              "digestEndTime": "2026-09-13T11:00:00Z", "digestS3Bucket": "acme-trail",
+              "digestSignatureAlgorithm": "SHA256withRSA", "logFiles": [
+                  {"s3Bucket": "acme-trail", "hashValue": hashlib.sha256(body).hexdigest(),
+                   "hashAlgorithm": "SHA-256"}]}
+    (ddir / f"{ACCOUNT}_CloudTrail-Digest_eu-west-1_trail_eu-west-1_20260913T110000Z.json.gz").write_bytes(
+        gzip.compress(json.dumps(digest).encode(), mtime=0))
+
+
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     data_root = out / "data"
@@ -200,6 +280,8 @@ def main(out: Path) -> None:
     for name, lines in (("door-20260913T100005-a1", d1), ("door-20260913T100052-b7", d2)):
         (ddir / f"{name}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
 
+    write_cloudtrail(out, [("door-20260913T100005-a1", d1), ("door-20260913T100052-b7", d2)], data_root)
+
     (out / "incident.yaml").write_text(
         "# The bundled demo incident (generated by scripts/make_demo.py; do not edit by hand).\n"
         "title: \"Demo: the analyst agent reported a wrong average mpg\"\n"
@@ -208,6 +290,9 @@ def main(out: Path) -> None:
         "  number. A second session a minute later repeated some of the same calls.\n"
         "transcripts:\n  - transcripts/*.jsonl\n"
         "door:\n  - door/\n"
+        "access:\n  - cloud/AWSLogs/\n"
+        "storage_map:\n  demo/: s3://acme-data/demo/\n  reference/: s3://acme-data/reference/\n"
+        f"principals:\n  analyst: {ROLE_ARN}\n"
         "data_root: data/\n"
         "window_s: 60\n", encoding="utf-8")
     print(f"demo incident written to {out}")

@@ -17,8 +17,8 @@ def test_demo_incident_loads_and_joins():
     assert len(inc.calls) == 9 and (inc.calls.decision == "deny").sum() == 1
     assert (inc.steps.kind == "tool_call").sum() == 10  # 5 + 4 door calls + 1 built-in Read
     assert inc.quarantine.empty
-    assert {i["format"] for i in inc.inputs} == {"claude-code", "door"}
-    assert len(inc.inputs) == 5 and all(len(i["sha256"]) == 64 for i in inc.inputs)
+    assert {i["format"] for i in inc.inputs} == {"claude-code", "door", "aws.cloudtrail"}
+    assert len(inc.inputs) == 7 and all(len(i["sha256"]) == 64 for i in inc.inputs)
     res = inc.join
     sess = res.sessions.set_index("door_session")
     assert list(sess.status) == ["matched", "matched"]
@@ -43,3 +43,21 @@ def test_manifest_errors_name_the_field(tmp_path):
     assert e.value.path.endswith("incident.yaml")
     with pytest.raises(ManifestError, match="cannot read"):
         replaybook.Incident.load(tmp_path / "missing.yaml")
+
+
+def test_demo_incident_cloudtrail_lane_and_unexplained_access():
+    inc = replaybook.Incident.load(DEMO)
+    assert inc.has_access and len(inc.access) == 10
+    assert set(inc.access.source) == {"aws.cloudtrail"}
+    digest = [i for i in inc.inputs if i.get("skipped")]
+    assert len(digest) == 1 and "CloudTrail-Digest" in digest[0]["path"]
+    aj = inc.access_join
+    # every allowed door call reached storage once; the refused .env call never left the door
+    assert len(aj.links) == 8
+    per = aj.per_call.set_index(["door_session", "seq"])
+    assert per.loc[("door-20260913T100005-a1", 5), "access_count"] == 0
+    # the door's own role read reference/.env at 10:03:12 with no door call behind it
+    first = aj.unexplained.iloc[0]
+    assert first.resource_uri == "s3://acme-data/reference/.env" and bool(first.door_principal)
+    assert str(first.ts) == "2026-09-13 10:03:12+00:00"
+    assert len(aj.unexplained) == 2

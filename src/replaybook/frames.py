@@ -240,6 +240,7 @@ CALLS = FrameSpec(
         ("rows", "Int64", "rows returned to the agent"),
         ("bytes", "Int64", "bytes returned to the agent"),
         ("meta_call_id", "string", "client tool-use id from the request's `_meta` (e.g. `claudecode/toolUseId`)"),
+        ("correlation", "string", "token the door propagated to storage (role session name, audit header, request id)"),
         ("error", "string", "error text when the upstream call failed"),
         ("response_digest", "string", "sha256:<hex> of the full response, when the door kept evidence"),
         ("object_digest", "string", "sha256:<hex> of the object as the door read it, if logged"),
@@ -312,8 +313,8 @@ ACCESS = FrameSpec(
     "access",
     _cols(
         ("ts", UTC, "when the storage service says the request happened, UTC (see time_kind)"),
-        ("time_kind", "string", "what ts means: `received` (S3 server access log), `completed` "
-                                "(CloudTrail eventTime), `event` (GCP/Azure timestamp)"),
+        ("time_kind", "string", "what ts means: `received` (S3 server access log, Azure storage log), "
+                                "`completed` (CloudTrail eventTime), `event` (GCP audit timestamp)"),
         ("source", "string", "aws.cloudtrail, aws.s3_access, gcp.audit, azure.storage"),
         ("principal", "string", "who made the request (ARN, service account, object id)"),
         ("principal_type", "string", "role, user, service, anonymous, … as the source says"),

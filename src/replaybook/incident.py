@@ -7,6 +7,10 @@ Example ``incident.yaml`` (paths relative to its folder; globs and folders allow
       - transcripts/*.jsonl                 # Claude Code by default
     door:
       - door/                               # the door's log root: <agent>/<session>.jsonl
+    access:                                 # optional: the cloud's own access logs
+      - cloud/AWSLogs/                      # sniffed by content (CloudTrail, S3, GCP, Azure)
+    storage_map: {"demo/": "s3://acme-data/demo/"}
+    principals: {analyst: "arn:aws:sts::123456789012:assumed-role/door-reader/*"}
     data_root: data/                        # what the door's `object` paths point into
     window_s: 60
 
@@ -25,7 +29,7 @@ import yaml
 
 from ._schema import first_error, package_schema
 from .errors import ManifestError
-from .frames import STEPS, LoadResult
+from .frames import ACCESS, QUARANTINE, STEPS, LoadResult
 from .join import DEFAULT_MIN_AGREED, DEFAULT_WINDOW_S, JoinResult, join_sessions
 from .sources import registry
 
@@ -108,6 +112,7 @@ class Incident:
         inc = cls(path=p.resolve(), manifest=load_manifest(p))
         inc._transcript_groups()  # fail early on missing inputs
         inc._door_paths()
+        inc._access_groups()
         return inc
 
     # -- manifest fields ------------------------------------------------------------------
@@ -142,6 +147,16 @@ class Incident:
             groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path))
         return groups
 
+    def _access_groups(self) -> dict[str | None, list[Path]]:
+        groups: dict[str | None, list[Path]] = {}
+        for item in self.manifest.get("access", []):
+            if isinstance(item, str):
+                pattern, fmt = item, None
+            else:
+                pattern, fmt = item["path"], item.get("format")
+            groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path))
+        return groups
+
     def _door_paths(self) -> list[Path]:
         out: list[Path] = []
         for item in self.manifest["door"]:
@@ -160,6 +175,26 @@ class Incident:
                     raise ManifestError(f"format {fmt!r} yields {src.frame}, not transcripts", self.path)
                 parts.append(src.load(paths))
             res = _concat(parts, STEPS)
+        elif kind == "access":
+            parts = []
+            for fmt, paths in self._access_groups().items():
+                if fmt is None:
+                    from .loading import load
+
+                    loaded = load(paths)
+                    other = [f for f in loaded.results if f != "access"]
+                    if other:
+                        raise ManifestError(f"access: files that are not cloud access logs ({', '.join(other)})",
+                                            self.path)
+                    if "access" in loaded.results:
+                        parts.append(loaded.results["access"])
+                    parts.append(LoadResult(frame=ACCESS.empty(), quarantine=_not_loaded(loaded.files)))
+                else:
+                    src = registry.get(fmt)
+                    if src.frame != "access":
+                        raise ManifestError(f"format {fmt!r} yields {src.frame}, not access logs", self.path)
+                    parts.append(src.load(paths))
+            res = _concat(parts, ACCESS)
         else:
             res = registry.get("door").load(self._door_paths())
         self._results[kind] = res
@@ -176,9 +211,20 @@ class Incident:
         return self._load("calls").frame
 
     @property
+    def access(self) -> pd.DataFrame:
+        """All cloud access logs as one :data:`~replaybook.frames.ACCESS` frame (empty when the
+        manifest names none)."""
+        return self._load("access").frame
+
+    @property
+    def has_access(self) -> bool:
+        """The manifest names cloud access logs."""
+        return bool(self.manifest.get("access"))
+
+    @property
     def quarantine(self) -> pd.DataFrame:
         """Every line set aside by any loader (:data:`~replaybook.frames.QUARANTINE`)."""
-        return pd.concat([self._load("steps").quarantine, self._load("calls").quarantine],
+        return pd.concat([self._load(k).quarantine for k in ("steps", "calls", "access")],
                          ignore_index=True)
 
     @property
@@ -186,7 +232,7 @@ class Incident:
         """Every file read: ``path`` (relative to the manifest folder when inside it), ``sha256``,
         ``bytes``, ``lines``, ``format``."""
         out = []
-        for r in self._load("steps").inputs + self._load("calls").inputs:
+        for r in self._load("steps").inputs + self._load("calls").inputs + self._load("access").inputs:
             d = dict(r)
             try:
                 d["path"] = str(Path(d["path"]).resolve().relative_to(self.root))
@@ -201,6 +247,25 @@ class Incident:
         return join_sessions(self.steps, self.calls, window_s=self.window_s,
                              min_agreed=int(self.manifest["min_agreed"]),
                              max_offset_s=float(self.manifest["max_offset_s"]))
+
+
+    @cached_property
+    def access_join(self):
+        """Door calls ↔ cloud access events (:class:`~replaybook.access_join.AccessJoinResult`),
+        or ``None`` when the manifest names no access logs."""
+        if not self.has_access:
+            return None
+        from .access_join import join_access
+
+        return join_access(self.calls, self.access, storage_map=self.manifest.get("storage_map"),
+                           principals=self.manifest.get("principals"))
+
+
+def _not_loaded(files: pd.DataFrame) -> pd.DataFrame:
+    """Whole-file quarantine rows for files no access source recognised."""
+    rows = [{"source_file": r.path, "kind": "invalid", "loader": "auto", "error": r.note}
+            for r in files.itertuples(index=False) if pd.isna(r.source)]
+    return QUARANTINE.build(rows)
 
 
 def _concat(parts: list[LoadResult], spec) -> LoadResult:

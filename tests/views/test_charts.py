@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ import pytest
 
 from replaybook.frames import CALLS, PAIRS, STEPS
 from replaybook.views import charts
-from replaybook.views.charts import CATEGORY_COLORS, chart_html, timeline
+from replaybook.views.charts import UNEXPLAINED_GROUP, CATEGORY_COLORS, chart_html, timeline
 
 T0 = pd.Timestamp("2026-09-13T10:00:00Z")
 
@@ -135,9 +136,28 @@ def test_access_lane(small):
                            "resource_uri": ["s3://b/k", "s3://b/secret"], "outcome": ["allowed", "denied"],
                            "principal": ["role/agent", "role/agent"], "bytes": [10, None]})
     spec = timeline(steps, calls, pairs, access).to_dict()
-    acc = [v for v in spec["data"]["values"] if v["group"] == "cloud storage access"]
+    acc = [v for v in spec["data"]["values"] if v["group"] == UNEXPLAINED_GROUP]
     assert sorted(v["layer"] for v in acc) == ["access", "refused"]
     assert {v["lane"] for v in acc} == {"storage"}
+    # the row an investigator must see first comes first
+    assert spec["facet"]["sort"][0] == UNEXPLAINED_GROUP
+
+
+def test_linked_access_sits_under_its_call_with_a_link_line():
+    import replaybook
+
+    U = UNEXPLAINED_GROUP
+    inc = replaybook.Incident.load(Path(__file__).resolve().parents[2] / "data" / "demo" / "incident.yaml")
+    aj = inc.access_join
+    spec = timeline(inc.steps, inc.calls, inc.join.pairs, inc.access, access_links=aj.links).to_dict()
+    vals = spec["data"]["values"]
+    links = [v for v in vals if v["layer"] == "link"]
+    assert len(links) == len(aj.links) == 8
+    assert all(v["lane"] == "door" and v["lane2"] == "storage" for v in links)
+    unexplained = [v for v in vals if v["group"] == U]
+    assert sorted(v["object"] for v in unexplained) == ["s3://acme-data/", "s3://acme-data/reference/.env"]
+    linked = [v for v in vals if v["lane"] == "storage" and v["group"] != U]
+    assert len(linked) == 8 and all(v["group"].startswith("door session door-2026") for v in linked)
 
 
 def test_empty_inputs_give_a_message_not_an_error():

@@ -327,15 +327,21 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
 
 
 def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None = None,
-                     access: pd.DataFrame | None = None, *, max_marks: int = 5000) -> str:
+                     access: pd.DataFrame | None = None, *, access_links: pd.DataFrame | None = None,
+                     max_marks: int = 5000) -> str:
     """The transcript-vs-door timeline (:func:`replaybook.views.charts.timeline`) embedded as an
-    offline HTML fragment (Vega JavaScript inlined)."""
+    offline HTML fragment (Vega JavaScript inlined); with ``access`` a third lane of cloud
+    storage requests, linked to the door calls that explain them (``access_links``)."""
     from ..views.charts import chart_html, timeline
 
-    chart = timeline(steps, calls, pairs, access, max_marks=max_marks)
+    chart = timeline(steps, calls, pairs, access, access_links=access_links, max_marks=max_marks)
     note = ('<p class="rb-note">Dots: transcript events (prompts, model requests, tool calls) and door calls '
             "(green allowed, red cross refused). Lines join each transcript tool call to the door call it agrees "
             "with. Hover for details; drag or scroll to zoom in time.</p>")
+    if access is not None and len(access):
+        note += ('<p class="rb-note">Squares in the storage lane: the cloud\'s own access log. Dashed lines join a '
+                 "door call to the storage requests it explains; requests no door call explains are drawn in the "
+                 "first row, <b>cloud storage access no door call explains</b>.</p>")
     return _section("Timeline", note + chart_html(chart), anchor="timeline")
 
 
@@ -457,6 +463,48 @@ CANNOT_PROVE_TEXT = (
     "their steps are not residuals; anything the agent did outside both records is invisible.",
     "An agreeing pair shows a call was made and answered; it does not show the model read or used the result.",
 )
+
+
+def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 200) -> str:
+    """Cloud access the door did not explain, then what each call reached in storage.
+
+    Args:
+        result: an :class:`~replaybook.access_join.AccessJoinResult` (or ``None``: the incident
+            names no access logs, and the section says so).
+        access: the ACCESS frame the result was built from.
+    """
+    if result is None:
+        return _section("Cloud access", '<p class="rb-note">The incident names no cloud access logs, so '
+                        "nothing here checks the door's record against the storage's own.</p>", anchor="access")
+    un = result.unexplained
+    n_access = 0 if access is None else len(access)
+    body = (f"<p>The storage service's own log holds <b>{n_access:,}</b> requests; door calls explain "
+            f"<b>{len(result.links):,}</b> of them. <b>{len(un):,}</b> requests match no door call — look at "
+            "these first: a request made with the door's own principal and no door call behind it means "
+            "someone or something reached the data around the door.</p>")
+    body += "<h3>Requests no door call explains</h3>"
+    body += table(un, [("ts", "time (UTC)", "ts"), ("source", "source", "text"), ("principal", "principal", "code"),
+                       ("door_principal", "door's principal", "text"), ("action", "action", "text"),
+                       ("resource_uri", "resource", "code"), ("outcome", "outcome", "text"),
+                       ("bytes", "bytes", "num"), ("why", "why no call explains it", "text")],
+                  max_rows=max_rows, row_class=lambda r: "rb-refused" if r.get("door_principal") is True else "",
+                  empty="None: every storage request in the log is explained by a door call.")
+    by_how = result.links["how"].value_counts() if len(result.links) else pd.Series(dtype="int64")
+    if len(by_how):
+        body += "<h3>How requests were linked to calls</h3><ul>" + "".join(
+            f"<li><code>{esc(k)}</code>: {int(v):,}</li>" for k, v in by_how.items()) + "</ul>"
+    body += "<h3>What each door call reached in storage</h3>"
+    body += table(result.per_call, [("door_session", "door session", "code"), ("seq", "seq", "num"),
+                                    ("ts", "time (UTC)", "ts"), ("object", "object", "code"),
+                                    ("decision", "decision", "text"), ("call_uri", "storage URI", "code"),
+                                    ("access_count", "requests", "num"), ("access_bytes", "bytes (storage)", "num"),
+                                    ("denied_count", "denied by storage", "num")],
+                  max_rows=max_rows, row_class=_refused_row)
+    body += ('<p class="rb-note">Windows: storage time may precede the door by '
+             f"{result.skew_s:g} s (clock skew) and a completed request may end up to {result.lag_s:g} s after the "
+             "door answered. Access logs arrive late (CloudTrail about 5 minutes, S3 server access logs within "
+             "hours, best effort): a call near the end of the logs with no request may only be undelivered.</p>")
+    return _section("Cloud access the door did not explain", body, anchor="access")
 
 
 def cannot_prove(

@@ -175,6 +175,7 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             cols["rows"].append(o.get("rows"))
             cols["bytes"].append(o.get("bytes"))
             cols["meta_call_id"].append(_meta_call_id(o.get("meta")))
+            cols["correlation"].append(o.get("correlation"))
             cols["error"].append(o.get("error"))
             cols["response_digest"].append(o.get("response_digest"))
             cols["object_digest"].append(o.get("object_digest"))

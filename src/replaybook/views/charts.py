@@ -47,7 +47,11 @@ CATEGORY_COLORS = {
     "ask": "#ff7f0e",
     "deny": "#d62728",
     "storage": "#8c564b",
+    "no door call": "#e377c2",
 }
+
+#: Facet row holding access events no door call explains.
+UNEXPLAINED_GROUP = "cloud storage access no door call explains"
 #: Shape of door calls by decision (refused = ``deny`` = a cross).
 DECISION_SHAPES = {"allow": "circle", "ask": "diamond", "deny": "cross"}
 
@@ -159,18 +163,40 @@ def _call_records(calls: pd.DataFrame, session_label: dict) -> pd.DataFrame:
     )
 
 
-def _access_records(access: pd.DataFrame | None) -> pd.DataFrame:
+def _access_records(access: pd.DataFrame | None, links: pd.DataFrame | None = None,
+                    session_label: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Access points (under their explaining call's session, or in the unexplained row) and the
+    call → access link lines."""
     if access is None or len(access) == 0 or "ts" not in access.columns:
-        return pd.DataFrame()
+        return pd.DataFrame(), pd.DataFrame()
     a = access[access["ts"].notna()]
     if a.empty:
-        return pd.DataFrame()
+        return pd.DataFrame(), pd.DataFrame()
+    session_label = session_label or {}
+    group = pd.Series(UNEXPLAINED_GROUP, index=a.index, dtype="object")
+    category = pd.Series("no door call", index=a.index, dtype="object")
+    link_lines = pd.DataFrame()
+    if links is not None and len(links):
+        lk = links[links["access_index"].notna()]
+        lk = lk[lk["access_index"].astype("int64").isin(a.index)]
+        idx = lk["access_index"].astype("int64").to_numpy()
+        labels = lk["door_session"].astype(str).map(lambda d: session_label.get(d, f"door session {d}"))
+        group.loc[idx] = labels.to_numpy()
+        category.loc[idx] = "storage"
+        link_lines = pd.DataFrame({
+            "group": labels.to_numpy(),
+            "lane": "door", "lane2": "storage", "category": "link", "layer": "link",
+            "t": lk["call_ts"].to_numpy(), "t2": lk["access_ts"].to_numpy(),
+            "who": lk["door_session"].to_numpy(), "seq": lk["call_seq"].to_numpy(),
+            "tool": lk["action"].to_numpy(), "object": lk["resource_uri"].to_numpy(),
+            "delta_ms": lk["delta_ms"].to_numpy(), "how": lk["how"].to_numpy(),
+        })
     outcome = _col(a, "outcome").fillna("?").astype(str)
-    return pd.DataFrame(
+    points = pd.DataFrame(
         {
-            "group": "cloud storage access",
+            "group": group,
             "lane": "storage",
-            "category": "storage",
+            "category": category,
             "layer": outcome.map(lambda o: "refused" if o == "denied" else "access"),
             "t": a["ts"],
             "who": _col(a, "principal"),
@@ -180,6 +206,7 @@ def _access_records(access: pd.DataFrame | None) -> pd.DataFrame:
             "bytes": _col(a, "bytes"),
         }
     )
+    return points, link_lines
 
 
 def _pair_records(pairs: pd.DataFrame | None, session_label: dict) -> pd.DataFrame:
@@ -276,6 +303,7 @@ def timeline(
     pairs: pd.DataFrame | None = None,
     access: pd.DataFrame | None = None,
     *,
+    access_links: pd.DataFrame | None = None,
     max_marks: int = MAX_MARKS,
     width: int = 760,
 ) -> alt.FacetChart | alt.Chart:
@@ -294,7 +322,12 @@ def timeline(
             session pairs with most is drawn in that session's facet row.
         access: optional cloud storage access frame (``ts`` UTC, ``action``, ``resource_uri``,
             ``outcome`` — ``denied`` is marked like a refusal —, ``principal``, ``bytes``),
-            drawn in its own "cloud storage access" row.
+            drawn in the "storage" lane of the session whose door call explains it (a line joins
+            the call to it) or, when no call explains it, in the highlighted row
+            :data:`UNEXPLAINED_GROUP`.
+        access_links: optional ``ACCESS_LINKS`` frame from
+            :func:`replaybook.access_join.join_access` (``access_index`` refers to ``access``'s
+            row labels); without it every access row counts as unexplained.
         max_marks: above this many events (transcript + door + access rows drawn), ordinary
             events are counted per lane per time bin (bin width chosen for ~150 bins over the
             whole span) and drawn as bars whose opacity is the count; refused calls are always
@@ -315,8 +348,10 @@ def timeline(
 
     st = _step_records(steps, transcript_label)
     ca = _call_records(calls, session_label)
-    ac = _access_records(access)
+    ac, al = _access_records(access, access_links, session_label)
     pr = _pair_records(pairs, session_label)
+    if not al.empty:
+        pr = pd.concat([pr, al], ignore_index=True) if not pr.empty else al
     events = pd.concat([x for x in (st, ca, ac) if not x.empty], ignore_index=True) if any(
         not x.empty for x in (st, ca, ac)) else pd.DataFrame()
 
@@ -361,7 +396,7 @@ def timeline(
     values = _records(data)
     present = set(data["layer"])
 
-    cats = set(data["category"].dropna()) - {"pair"}
+    cats = set(data["category"].dropna()) - {"pair", "link"}
     known = [c for c in CATEGORY_COLORS if c in cats]
     extra = sorted(cats - set(CATEGORY_COLORS))  # decisions outside DECISIONS, e.g. "?"
     color_scale = alt.Scale(domain=known + extra,
@@ -444,6 +479,20 @@ def timeline(
                          alt.Tooltip("how:N", title="matched by")],
             )
         )
+    if "link" in present:
+        layers.append(
+            base("link", True)
+            .mark_rule(color=CATEGORY_COLORS["storage"], strokeWidth=1, strokeDash=[3, 2], opacity=0.7)
+            .encode(
+                x=x, x2="t2:T", y=y, y2="lane2:N",
+                tooltip=[alt.Tooltip("who:N", title="door session"), alt.Tooltip("seq:Q", title="call seq"),
+                         alt.Tooltip("tool:N", title="storage action"), alt.Tooltip("object:N", title="resource"),
+                         alt.Tooltip("when:N", title="door time (UTC)"),
+                         alt.Tooltip("when2:N", title="storage time (UTC)"),
+                         alt.Tooltip("delta_ms:Q", title="storage − door (ms)", format=",.0f"),
+                         alt.Tooltip("how:N", title="linked by")],
+            )
+        )
     if "refused" in present:
         layers.append(
             base("refused")
@@ -454,7 +503,7 @@ def timeline(
     layers[0] = layers[0].add_params(zoom)
 
     first = data.groupby("group")["t"].min()
-    groups = sorted(first.index, key=lambda g: (g == "cloud storage access", g.startswith("transcript "),
+    groups = sorted(first.index, key=lambda g: (g != UNEXPLAINED_GROUP, g.startswith("transcript "),
                                                  first[g], g))
     inner = alt.layer(*layers).properties(width=width, height=alt.Step(22))
     chart = (
