@@ -42,3 +42,32 @@ def real_dir(shared_dir: Path) -> Path:
 def cases_dir(shared_dir: Path) -> Path:
     """``../shared/cases``: small breaking inputs with their ``expected.json``."""
     return _require(shared_dir / "cases")
+
+
+# --- workbook / browser fixtures (views) ------------------------------------------------------
+
+DEMO_INCIDENT = REPO_ROOT / "data" / "demo" / "incident.yaml"
+
+
+@pytest.fixture(scope="session")
+def demo_incident_path() -> Path:
+    """The bundled demo incident's manifest (``data/demo/incident.yaml``)."""
+    return DEMO_INCIDENT
+
+
+@pytest.fixture(scope="session")
+def demo_incident(demo_incident_path: Path):
+    """The bundled demo incident, loaded once per test session (treat it as read-only)."""
+    from replaybook.incident import Incident
+
+    return Incident.load(demo_incident_path)
+
+
+@pytest.fixture()
+def demo_copy(tmp_path: Path) -> Path:
+    """A writable copy of the demo incident's folder (edit its manifest or logs freely)."""
+    import shutil
+
+    dst = tmp_path / "demo"
+    shutil.copytree(DEMO_INCIDENT.parent, dst)
+    return dst

@@ -1,0 +1,637 @@
+"""Pure helpers behind the workbook's session view (no ipywidgets here).
+
+Everything the widgets in :mod:`replaybook.views.widgets` show is computed here from an
+:class:`~replaybook.incident.Incident`'s frames and its join, so it can be tested and reused
+without a browser or a kernel:
+
+* :func:`sessions_list` — one row per door session with the join's verdict;
+* :func:`conversation` — the matched transcript as a sequence (the user's question, each
+  request to the model, each tool call), each door call annotated with what it reached, plus
+  the calls the door never saw and the door calls no step claims;
+* :func:`door_table` — the door's own table for one session;
+* :func:`call_preview` — what clicking an object shows (a refused object is never opened);
+* :func:`conversation_chart`, :func:`timeline_with_brush` — Altair charts;
+* :func:`panel_html`, :func:`preview_html` — the Replay panel and the preview pane as HTML;
+* :func:`span_from_selection`, :func:`in_span` — the timeline brush as a time span;
+* :func:`resolve_incident_path`, :func:`display_static` — for the notebook.
+
+All HTML built here escapes every value that comes from the evidence.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from ..replay import Preview, ReplayPlan, ReplayStep, preview
+
+__all__ = [
+    "DEMO_INCIDENT",
+    "resolve_incident_path",
+    "sessions_list",
+    "transcript_of",
+    "conversation",
+    "door_table",
+    "call_row",
+    "call_preview",
+    "conversation_chart",
+    "timeline_with_brush",
+    "SPAN_PARAM",
+    "span_from_selection",
+    "in_span",
+    "step_mark",
+    "panel_html",
+    "preview_html",
+    "frame_html",
+    "slug",
+    "display_static",
+]
+
+#: The bundled demo incident, relative to the repository root.
+DEMO_INCIDENT = "data/demo/incident.yaml"
+
+#: Name of the interval selection on the timeline's brush strip.
+SPAN_PARAM = "span"
+
+_CONV_LANES = ("user", "model", "tool call", "door")
+_LANE_OF_KIND = {"user_prompt": "user", "model_request": "model", "tool_call": "tool call"}
+_LABEL_CHARS = 110
+
+
+# --------------------------------------------------------------------------------------------
+# small utilities
+
+
+def slug(text: Any) -> str:
+    """A CSS-class-safe form of ``text`` (``door-20260913T100005-a1`` stays as it is)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", str(text)).strip("-") or "x"
+
+
+def _na(v: Any) -> bool:
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _short(v: Any, n: int = _LABEL_CHARS) -> str:
+    if _na(v):
+        return ""
+    s = " ".join(str(v).split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _int(v: Any) -> int | None:
+    return None if _na(v) else int(v)
+
+
+def _hms(ts: Any) -> str:
+    if _na(ts):
+        return ""
+    return pd.Timestamp(ts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3]
+
+
+def _bytes(n: Any) -> str:
+    return "" if _na(n) else f"{int(n):,} B"
+
+
+def resolve_incident_path(path: str | Path | None = None, *, start: str | Path | None = None) -> Path:
+    """Find an incident manifest: ``path`` as given, or relative to the repository.
+
+    A relative ``path`` (default: the bundled demo, :data:`DEMO_INCIDENT`) is tried against
+    ``start`` (default: the current directory) and each of its parents — so the notebook finds
+    ``data/demo/incident.yaml`` when run from ``notebooks/`` — and finally against the
+    repository this package was installed from (editable installs).
+
+    Raises:
+        FileNotFoundError: nothing matches (the message lists where it looked).
+    """
+    p = Path(path if path not in (None, "") else DEMO_INCIDENT).expanduser()
+    if p.is_absolute():
+        if p.exists():
+            return p
+        raise FileNotFoundError(f"incident {p} not found")
+    here = Path(start or Path.cwd()).resolve()
+    tried = []
+    for base in (here, *here.parents, Path(__file__).resolve().parents[3]):
+        cand = base / p
+        tried.append(str(cand))
+        if cand.exists():
+            return cand.resolve()
+    raise FileNotFoundError(f"incident {p} not found; looked in: " + ", ".join(tried[:6]) + " …")
+
+
+# --------------------------------------------------------------------------------------------
+# frames
+
+
+def sessions_list(join) -> pd.DataFrame:
+    """One row per door session, in start order, with the join's verdict.
+
+    Columns: ``door_session``, ``agent``, ``start``, ``end`` (UTC), ``calls``, ``refused``,
+    ``transcript`` (the matched transcript id, NA when none), ``agreed`` (steps agreeing),
+    ``share`` (agreed / calls), ``status`` (matched / ambiguous / unmatched), ``offset_ms``
+    (door clock − transcript clock), ``runner_up``, ``margin``, ``unclaimed_calls``,
+    ``unmatched_steps``.
+    """
+    s = join.sessions
+    out = pd.DataFrame({
+        "door_session": s["door_session"].astype("string"),
+        "agent": s["agent"],
+        "start": s["start"],
+        "end": s["end"],
+        "calls": s["calls"],
+        "refused": s["refused"],
+        "transcript": s["transcript_id"],
+        "agreed": s["agreed"],
+        "share": s["share"],
+        "status": s["status"],
+        "offset_ms": s["offset_ms"],
+        "runner_up": s["runner_up"],
+        "margin": s["margin"],
+        "unclaimed_calls": s["unclaimed_calls"],
+        "unmatched_steps": s["unmatched_steps"],
+    })
+    return out.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
+
+
+def transcript_of(join, door_session: str) -> str | None:
+    """The transcript the join assigned to ``door_session``, or ``None``."""
+    return join.assignments().get(str(door_session))
+
+
+def _session_calls(calls: pd.DataFrame, door_session: str) -> pd.DataFrame:
+    c = calls[calls["door_session"].astype("string") == str(door_session)]
+    return c.sort_values(["ts", "seq"], kind="stable")
+
+
+def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
+    """The door's own table for one session, in the door's order.
+
+    Columns: ``seq``, ``ts``, ``tool``, ``object``, ``decision``, ``rule``, ``rows``,
+    ``bytes``, ``refused`` (bool), ``claimed`` (a step of the matched transcript claims the
+    call), ``note`` (``refused by rule …`` / ``no transcript step claims this call``).
+    """
+    c = _session_calls(calls, door_session)
+    claimed_seqs = set()
+    p = join.pairs
+    if len(p):
+        pp = p[p["door_session"].astype("string") == str(door_session)]
+        claimed_seqs = {int(x) for x in pp["call_seq"].dropna()}
+    has_transcript = transcript_of(join, door_session) is not None
+    rows = []
+    for r in c.itertuples(index=False):
+        refused = str(r.decision) != "allow"
+        seq = _int(r.seq)
+        claimed = seq in claimed_seqs
+        notes = []
+        if refused:
+            notes.append(f"refused by rule {r.rule}" if not _na(r.rule) else "refused")
+        if has_transcript and not claimed:
+            notes.append("no transcript step claims this call")
+        rows.append({
+            "seq": seq, "ts": r.ts, "tool": r.tool, "object": None if _na(r.object) else str(r.object),
+            "decision": r.decision, "rule": None if _na(r.rule) else str(r.rule),
+            "rows": _int(r.rows), "bytes": _int(r.bytes), "refused": refused, "claimed": claimed,
+            "note": "; ".join(notes),
+        })
+    cols = ["seq", "ts", "tool", "object", "decision", "rule", "rows", "bytes", "refused", "claimed", "note"]
+    out = pd.DataFrame(rows, columns=cols)
+    out["ts"] = pd.to_datetime(out["ts"], utc=True)
+    for col in ("seq", "rows", "bytes"):
+        out[col] = out[col].astype("Int64")
+    return out
+
+
+def _reach(call: Any) -> str:
+    """``demo/cars.xpt · allow (allow-demo) · 32 rows · 2,720 B`` for a door call row."""
+    obj = call.object if not _na(call.object) else "(no object)"
+    if str(call.decision) != "allow":
+        rule = f" by rule {call.rule}" if not _na(call.rule) else ""
+        return f"{obj} · REFUSED{rule} · nothing returned"
+    parts = [str(obj), f"{call.decision}" + (f" ({call.rule})" if not _na(call.rule) else "")]
+    if not _na(call.rows):
+        parts.append(f"{int(call.rows):,} row" + ("" if int(call.rows) == 1 else "s"))
+    if not _na(call.bytes):
+        parts.append(_bytes(call.bytes))
+    return " · ".join(parts)
+
+
+def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame | None:
+    """The matched transcript of ``door_session`` as a sequence, annotated by the door.
+
+    One row per user prompt, model request and tool call of the transcript the join assigned
+    to the session (in transcript order), plus one row per door call of the session that no
+    step claims (placed at its time on the transcript's clock, ``ts − offset_ms``).
+
+    Columns: ``order`` (0-based position), ``ts`` (transcript clock, UTC), ``lane`` (``user``,
+    ``model``, ``tool call`` or ``door``), ``kind``, ``step_seq``, ``tool``, ``text`` (prompt /
+    model text / tool arguments), ``call_seq``, ``object``, ``decision``, ``rule``, ``rows``,
+    ``bytes``, ``status`` — ``prompt``, ``request``, ``reached`` (a door call agrees),
+    ``refused`` (it agrees and the door refused it), ``door never saw`` (a door-bound call
+    with no door call: ``join.unmatched_steps``), ``not through the door`` (built-in or other
+    server's tool), ``unclaimed`` (a door call no step claims: ``join.unclaimed_calls``) —
+    and ``reach`` (what the door call reached, in words), ``label`` (one line for the chart).
+
+    Returns ``None`` when the session has no matched transcript.
+    """
+    tid = transcript_of(join, door_session)
+    if tid is None:
+        return None
+    st = steps[(steps["transcript_id"].astype("string") == tid) & steps["kind"].isin(list(_LANE_OF_KIND))]
+    st = st.sort_values("seq", kind="stable")
+    sc = _session_calls(calls, door_session)
+    by_seq = {int(r.seq): r for r in sc.itertuples(index=False)}
+    pairs = join.pairs
+    pairs = pairs[(pairs["door_session"].astype("string") == str(door_session))
+                  & (pairs["transcript_id"].astype("string") == tid)]
+    call_of_step = {int(r.step_seq): int(r.call_seq) for r in pairs.itertuples(index=False)}
+    um = join.unmatched_steps
+    never_saw = set()
+    if len(um):
+        um = um[um["transcript_id"].astype("string") == tid]
+        never_saw = {int(x) for x in um["seq"].dropna()}
+
+    rows: list[dict] = []
+    for r in st.itertuples(index=False):
+        seq = int(r.seq)
+        lane = _LANE_OF_KIND[str(r.kind)]
+        row = {"ts": r.ts, "lane": lane, "kind": str(r.kind), "step_seq": seq, "tool": None, "text": None,
+               "call_seq": None, "object": None, "decision": None, "rule": None, "rows": None,
+               "bytes": None, "status": None, "reach": None}
+        if lane == "user":
+            row.update(status="prompt", text=_short(r.text, 400))
+            row["label"] = "user: " + _short(r.text)
+        elif lane == "model":
+            row.update(status="request", text=_short(r.text, 400))
+            row["label"] = "model: " + (_short(r.text) or "(request to the model)")
+        else:
+            tool = r.tool if not _na(r.tool) else r.tool_raw
+            args = _short(r.args_key, 60)
+            row.update(tool=None if _na(tool) else str(tool), text=args)
+            head = f"{tool} {args}".strip()
+            cseq = call_of_step.get(seq)
+            if cseq is not None and cseq in by_seq:
+                c = by_seq[cseq]
+                refused = str(c.decision) != "allow"
+                row.update(call_seq=cseq, object=None if _na(c.object) else str(c.object),
+                           decision=str(c.decision), rule=None if _na(c.rule) else str(c.rule),
+                           rows=_int(c.rows), bytes=_int(c.bytes),
+                           status="refused" if refused else "reached", reach=_reach(c))
+                row["label"] = f"{head}  →  door #{cseq}: {row['reach']}"
+            elif seq in never_saw:
+                row.update(status="door never saw", reach="the door never saw this call")
+                row["label"] = f"{head}  →  the door never saw this call"
+            else:
+                row.update(status="not through the door", reach="not a door tool")
+                row["label"] = f"{head}  (not through the door)"
+        rows.append(row)
+
+    offset = _session_offset_ms(join, door_session)
+    uc = join.unclaimed_calls
+    if len(uc):
+        uc = uc[uc["door_session"].astype("string") == str(door_session)]
+        for c in uc.itertuples(index=False):
+            ts = c.ts - pd.Timedelta(milliseconds=offset) if not _na(c.ts) else c.ts
+            reach = _reach(c)
+            rows.append({"ts": ts, "lane": "door", "kind": "door_call", "step_seq": None, "tool": str(c.tool),
+                         "text": _short(c.args_key, 60), "call_seq": int(c.seq),
+                         "object": None if _na(c.object) else str(c.object), "decision": str(c.decision),
+                         "rule": None if _na(c.rule) else str(c.rule), "rows": _int(c.rows),
+                         "bytes": _int(c.bytes), "status": "unclaimed", "reach": reach,
+                         "label": f"door #{int(c.seq)} {c.tool}: {reach}  (no transcript step claims it)"})
+    cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "object", "decision", "rule",
+            "rows", "bytes", "status", "reach", "label"]
+    out = pd.DataFrame(rows, columns=cols)
+    out["ts"] = pd.to_datetime(out["ts"], utc=True)
+    # transcript order; an unclaimed door call goes after the steps written before it
+    out["_k"] = out["step_seq"].astype("float64")
+    out = out.sort_values(["ts", "_k"], kind="stable", na_position="last").drop(columns="_k")
+    for col in ("step_seq", "call_seq", "rows", "bytes"):
+        out[col] = out[col].astype("Int64")
+    out.insert(0, "order", range(len(out)))
+    return out.reset_index(drop=True)
+
+
+def _session_offset_ms(join, door_session: str) -> float:
+    s = join.sessions
+    row = s[s["door_session"].astype("string") == str(door_session)]
+    if len(row) and not _na(row["offset_ms"].iloc[0]):
+        return float(row["offset_ms"].iloc[0])
+    return float(join.offset_ms or 0.0)
+
+
+def call_row(calls: pd.DataFrame, door_session: str, seq: int) -> Any:
+    """The door call ``seq`` of ``door_session`` (a namedtuple), or ``None``."""
+    c = calls[(calls["door_session"].astype("string") == str(door_session)) & (calls["seq"] == int(seq))]
+    return next(c.itertuples(index=False), None)
+
+
+def call_preview(data_root: str | Path | None, call: Any) -> Preview:
+    """What clicking a door call's object shows.
+
+    A call the door did not allow is never opened: the preview says ``refused by rule …``
+    (kind ``refused``) and the file is not touched.  Otherwise :func:`replaybook.replay.preview`
+    opens it read-only inside the data root, secrets redacted.
+    """
+    obj = None if call is None or _na(call.object) else str(call.object)
+    if call is None:
+        return Preview("missing", "", text="no such door call")
+    if str(call.decision) != "allow":
+        rule = f"refused by rule {call.rule}" if not _na(call.rule) else "refused by the door"
+        return Preview("refused", obj or "", text=f"{rule}: the agent was refused this object, so nothing is opened")
+    if obj is None:
+        return Preview("missing", "", text="the call reached no object")
+    if data_root is None:
+        return Preview("missing", obj, text="the incident names no data root")
+    return preview(data_root, obj)
+
+
+# --------------------------------------------------------------------------------------------
+# spans
+
+
+def span_from_selection(value: Any) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """Turn an interval selection's value (``{"t": [start, end]}``) into a UTC span.
+
+    Accepts epoch milliseconds, ISO strings or Timestamps; ``None``/empty gives ``None``.
+    """
+    if not value:
+        return None
+    if isinstance(value, dict):
+        vals = next((v for v in value.values() if isinstance(v, (list, tuple)) and len(v) == 2), None)
+    else:
+        vals = value if isinstance(value, (list, tuple)) and len(value) == 2 else None
+    if vals is None:
+        return None
+
+    def ts(v):
+        if isinstance(v, (int, float)):
+            return pd.Timestamp(v, unit="ms", tz="UTC")
+        t = pd.Timestamp(v)
+        return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+    a, b = ts(vals[0]), ts(vals[1])
+    return (a, b) if a <= b else (b, a)
+
+
+def in_span(df: pd.DataFrame, span: tuple[pd.Timestamp, pd.Timestamp] | None, col: str = "ts") -> pd.DataFrame:
+    """Rows of ``df`` whose ``col`` lies in ``span`` (inclusive); all rows when ``span`` is None."""
+    if span is None or df is None or len(df) == 0:
+        return df
+    t = pd.to_datetime(df[col], utc=True)
+    return df[(t >= span[0]) & (t <= span[1])]
+
+
+def sessions_in_span(sessions: pd.DataFrame, span) -> pd.DataFrame:
+    """Sessions (from :func:`sessions_list`) that overlap ``span``."""
+    if span is None:
+        return sessions
+    return sessions[(sessions["end"] >= span[0]) & (sessions["start"] <= span[1])]
+
+
+# --------------------------------------------------------------------------------------------
+# charts
+
+
+def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 400) -> alt.LayerChart:
+    """The conversation as a sequence chart: one row per event, top to bottom.
+
+    Lanes (x): user, model, tool call, door.  A tool call the door decided is drawn in the
+    tool-call lane joined to the door lane (green when allowed, red cross when refused); a
+    tool call the door never saw is a hollow grey circle with no door mark; a door call no
+    step claims is an orange square in the door lane only.  The label on each row says what
+    the door call reached (object, decision, rule, rows, bytes).  Clicking a door mark selects
+    it (point selection ``pick`` over ``call_seq``).
+    """
+    if conv is None or len(conv) == 0:
+        return alt.Chart(alt.Data(values=[{"msg": "no conversation events in the selected span"}])).mark_text(
+            size=13, color="#555555").encode(text="msg:N").properties(width=width, height=30)
+    n_all = len(conv)
+    d = conv.head(max_rows).copy()
+    x_of = {lane: i for i, lane in enumerate(_CONV_LANES)}
+    recs = []
+    for r in d.itertuples(index=False):
+        base = {"order": int(r.order), "when": _hms(r.ts), "status": r.status, "label": r.label,
+                "call_seq": None if _na(r.call_seq) else int(r.call_seq),
+                "object": r.object, "decision": r.decision, "rule": r.rule,
+                "rows": None if _na(r.rows) else int(r.rows), "bytes": None if _na(r.bytes) else int(r.bytes)}
+        base["ink"] = {"refused": "#d62728", "door never saw": "#b35900", "unclaimed": "#b35900"}.get(r.status, "#222222")
+        recs.append({**base, "mark": "event", "x": x_of[r.lane]})
+        if r.lane == "tool call" and r.status in ("reached", "refused"):
+            recs.append({**base, "mark": "door", "x": x_of["door"]})
+    data = pd.DataFrame(recs)
+    status_colors = {"prompt": "#9467bd", "request": "#7f7f7f", "reached": "#2ca02c", "refused": "#d62728",
+                     "door never saw": "#aaaaaa", "not through the door": "#1f77b4", "unclaimed": "#ff7f0e"}
+    color = alt.Color("status:N", title="what happened",
+                      scale=alt.Scale(domain=list(status_colors), range=list(status_colors.values())))
+    y = alt.Y("order:O", axis=None)
+    x = alt.X("x:Q", scale=alt.Scale(domain=[-1.6, 12]),
+              axis=alt.Axis(values=list(range(len(_CONV_LANES))), orient="top", title=None, grid=True,
+                            labelExpr="['user','model','tool call','door'][datum.value]", labelFontWeight="bold"))
+    tooltip = [alt.Tooltip("when:N", title="time (UTC)"), alt.Tooltip("label:N", title="event"),
+               alt.Tooltip("call_seq:Q", title="door call"), alt.Tooltip("object:N"), alt.Tooltip("decision:N"),
+               alt.Tooltip("rule:N"), alt.Tooltip("rows:Q"), alt.Tooltip("bytes:Q")]
+    base = alt.Chart(data)
+    pick = alt.selection_point(name="pick", fields=["call_seq"], on="click", empty=False)
+    links = base.transform_filter(alt.datum.mark == "door").mark_rule(strokeWidth=1.5).encode(
+        x=x, x2=alt.datum(x_of["tool call"]), y=y, color=color)
+    events = base.transform_filter(
+        "datum.mark == 'event' && datum.status != 'door never saw' && datum.status != 'unclaimed'"
+    ).mark_point(filled=True, size=90).encode(x=x, y=y, color=color, tooltip=tooltip)
+    never = base.transform_filter("datum.status == 'door never saw'").mark_point(
+        filled=False, size=110, strokeWidth=2).encode(x=x, y=y, color=color, tooltip=tooltip)
+    door_ok = base.transform_filter("(datum.mark == 'door' && datum.status == 'reached') || datum.status == 'unclaimed'"
+                                    ).mark_point(filled=True, size=110, shape="square").encode(
+        x=x, y=y, color=color, tooltip=tooltip,
+        strokeWidth=alt.condition(pick, alt.value(3), alt.value(0)), stroke=alt.value("black")).add_params(pick)
+    door_no = base.transform_filter("datum.mark == 'door' && datum.status == 'refused'").mark_point(
+        shape="cross", filled=True, size=180).encode(x=x, y=y, color=color, tooltip=tooltip)
+    text = base.transform_filter("datum.mark == 'event'").mark_text(align="left", dx=4, limit=width * 0.62).encode(
+        x=alt.datum(3.35), y=y, text="label:N", tooltip=tooltip, color=alt.Color("ink:N", scale=None))
+    times = base.transform_filter("datum.mark == 'event'").mark_text(align="right", color="#666666").encode(
+        x=alt.datum(-0.35), y=y, text="when:N")
+    title = "What the agent did and what each door call reached"
+    sub = [f"{n_all - max_rows:,} later events not drawn"] if n_all > max_rows else []
+    return alt.layer(links, events, never, door_ok, door_no, text, times).properties(
+        width=width, height=alt.Step(24),
+        title=alt.TitleParams(title, anchor="start", **({"subtitle": sub} if sub else {})))
+
+
+def timeline_with_brush(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
+                        width: int = 760) -> alt.VConcatChart:
+    """The spine's :func:`~replaybook.views.charts.timeline` above a brush strip.
+
+    The strip draws every door call (coloured by decision) and transcript event on one
+    time axis and carries an interval selection :data:`SPAN_PARAM` over x: drag across it to
+    select a span (read it in Python with ``JupyterChart.selections.span``).
+    """
+    from .charts import timeline
+
+    top = timeline(steps, calls, pairs, width=width)
+    parts = []
+    if calls is not None and len(calls):
+        c = calls[calls["ts"].notna()]
+        parts.append(pd.DataFrame({"t": c["ts"], "what": "door " + c["decision"].fillna("?").astype(str),
+                                   "who": c["door_session"].astype(str)}))
+    if steps is not None and len(steps):  # the same events the timeline draws, so the two x extents agree
+        s = steps[steps["kind"].isin(list(_LANE_OF_KIND)) & steps["ts"].notna()]
+        parts.append(pd.DataFrame({"t": s["ts"], "what": "transcript", "who": s["transcript_id"].astype(str)}))
+    ev = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({"t": [], "what": [], "who": []})
+    ev = ev[ev["t"].notna()]
+    ev["t"] = pd.to_datetime(ev["t"], utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
+    brush = alt.selection_interval(name=SPAN_PARAM, encodings=["x"])
+    strip = alt.Chart(ev).mark_tick(thickness=2, size=16).encode(
+        x=alt.X("t:T", title="drag here to select a span (filters the sessions and tables below)",
+                scale=alt.Scale(type="utc", padding=10), axis=alt.Axis(format="%H:%M:%S")),
+        y=alt.Y("what:N", title=None),
+        color=alt.Color("what:N", legend=None,
+                        scale=alt.Scale(domain=["door allow", "door ask", "door deny", "transcript"],
+                                        range=["#2ca02c", "#ff7f0e", "#d62728", "#1f77b4"])),
+        tooltip=[alt.Tooltip("what:N"), alt.Tooltip("who:N")],
+    ).add_params(brush).properties(width=width, height=alt.Step(14))
+    return alt.vconcat(top, strip).resolve_scale(color="independent", shape="independent")
+
+
+# --------------------------------------------------------------------------------------------
+# HTML for the Replay panel and the preview pane
+
+
+def step_mark(step: ReplayStep) -> str:
+    """The panel's mark for a step: ``▶`` current, ``✓`` done, ``✗`` refused, ``–`` skipped
+    for another reason, ``·`` pending."""
+    if step.state == "current":
+        return "▶"
+    if step.refused and step.state in ("skipped", "done"):
+        return "✗"
+    return {"done": "✓", "skipped": "–"}.get(step.state, "·")
+
+
+def _step_label(step: ReplayStep) -> str:
+    what = step.object or "(no object)"
+    return f"#{step.call_seq} {step.tool} {what}"
+
+
+def panel_html(plan: ReplayPlan, status: str | None = None) -> str:
+    """The Replay panel: one line per step, ticked off as playback goes.
+
+    Each ``<li>`` carries ``class="rb-step rb-step-<state>"`` (and ``rb-step-refused``),
+    ``data-index``, ``data-state`` and ``data-mark`` so tests can read it; a refused step is
+    crossed out (``<s>``).
+    """
+    items = []
+    for s in plan.steps:
+        mark = step_mark(s)
+        cls = f"rb-step rb-step-{s.state}" + (" rb-step-refused" if s.refused else "")
+        label = html.escape(_step_label(s))
+        if s.refused:
+            label = f"<s>{label}</s>"
+        if s.state == "current":
+            label = f"<b>{label}</b>"
+        note = f' <span class="rb-step-note">— {html.escape(s.note)}</span>' if s.note else ""
+        style = "color:#d62728;" if s.refused else ("color:#b35900;" if s.changed else "")
+        items.append(
+            f'<li class="{cls}" data-index="{s.index}" data-state="{s.state}" data-mark="{mark}" '
+            f'data-seq="{s.call_seq}" style="list-style:none;{style}">'
+            f'<span class="rb-step-mark" style="display:inline-block;width:1.4em">{mark}</span>{label}{note}</li>'
+        )
+    st = status or plan.status
+    done = sum(1 for s in plan.steps if s.state in ("done", "skipped"))
+    head = (f'<div class="rb-replay-head" data-status="{html.escape(st)}" data-position="{plan.position}">'
+            f"<b>Replay</b> — {html.escape(st)} · {done}/{len(plan.steps)} steps · {plan.step_ms} ms/step</div>")
+    return (f'<div class="rb-replay-panel-inner" data-status="{html.escape(st)}">{head}'
+            f'<ol class="rb-steps" style="padding-left:0;margin:4px 0">{"".join(items)}</ol></div>')
+
+
+def frame_html(df: pd.DataFrame, max_rows: int = 20) -> str:
+    """A small escaped HTML table."""
+    return df.head(max_rows).to_html(index=False, escape=True, na_rep="", border=0, classes="rb-table")
+
+
+def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
+    """The preview pane for an object (or a Replay step that opens nothing).
+
+    The outer ``<div class="rb-preview" data-kind=… data-path=…>`` tells what is shown:
+    ``folder``/``table``/``text``/``binary``/``missing``/``outside`` from
+    :func:`~replaybook.replay.preview`, ``refused`` for an object the door refused (never
+    opened), ``nothing`` for a Replay step that opens nothing, ``changed`` for a step whose
+    object changed since the run.
+    """
+    if pv is None and step is not None:
+        kind = "refused" if step.refused else ("changed" if step.changed else "nothing")
+        path = step.object or ""
+        if step.refused:
+            body = (f'<div style="color:#d62728"><s>{html.escape(path)}</s> — {html.escape(step.note or "refused")}. '
+                    "The agent was refused it, so there is nothing to open.</div>")
+        elif step.changed:
+            body = (f"<div>{html.escape(path)} — changed since the run: the file on disk now differs from "
+                    "what the agent read, so it is not shown as if it were.</div>")
+        else:
+            body = f"<div>{html.escape(path)} — {html.escape(step.note or 'nothing to open')}.</div>"
+        head = f"Step #{step.call_seq} {html.escape(step.tool)}: opens nothing"
+        return (f'<div class="rb-preview rb-preview-nothing" data-kind="{kind}" data-path="{html.escape(path)}" '
+                f'data-seq="{step.call_seq}"><div class="rb-preview-head"><b>{head}</b></div>{body}</div>')
+    if pv is None:
+        return ('<div class="rb-preview rb-preview-empty" data-kind="empty" data-path="">'
+                "<i>Click an object in the door's table (or press Replay) to open it here.</i></div>")
+    seq = f' data-seq="{step.call_seq}"' if step is not None else ""
+    head = html.escape(pv.path or "")
+    size = f" · {pv.size:,} bytes" if pv.size is not None else ""
+    red = f" · redacted: {html.escape(', '.join(pv.redactions))}" if pv.redactions else ""
+    if pv.kind == "refused":
+        body = f'<div style="color:#d62728"><s>{head}</s> — {html.escape(pv.text or "refused")}</div>'
+    elif pv.kind in ("folder", "table") and pv.table is not None:
+        body = frame_html(pv.table)
+    elif pv.kind == "text":
+        body = f'<pre style="max-height:18em;overflow:auto;margin:0">{html.escape(pv.text or "")}</pre>'
+    else:
+        body = f"<div>{html.escape(pv.text or pv.kind)}</div>"
+    label = {"folder": "folder", "table": "data file", "text": "text file", "binary": "file",
+             "missing": "not available", "outside": "outside the data root", "refused": "refused"}.get(pv.kind, pv.kind)
+    return (f'<div class="rb-preview rb-preview-{html.escape(pv.kind)}" data-kind="{html.escape(pv.kind)}" '
+            f'data-path="{head}"{seq}><div class="rb-preview-head"><b>{head}</b> ({label}{size}{red})</div>{body}</div>')
+
+
+# --------------------------------------------------------------------------------------------
+# notebook, batch mode
+
+
+def display_static(incident, *, chart: bool = True) -> None:
+    """Show the workbook's content without widgets (papermill, ``interactive=False``).
+
+    The sessions list, then for each door session: its conversation (or a note), the door's
+    table and the Replay plan.  The timeline is drawn as SVG (vl-convert, no network).
+    """
+    from IPython.display import HTML, Markdown, display
+
+    j = incident.join
+    display(Markdown(f"## Sessions — {incident.title}"))
+    display(sessions_list(j))
+    if chart:
+        try:
+            from .charts import timeline
+
+            svg = timeline(incident.steps, incident.calls, j.pairs).to_json()
+            import vl_convert as vlc
+
+            display(HTML(vlc.vegalite_to_svg(svg)))
+        except Exception as exc:  # a missing renderer must not stop a batch run
+            display(Markdown(f"_timeline not drawn: {html.escape(str(exc))}_"))
+    for ds in sessions_list(j)["door_session"]:
+        display(Markdown(f"### Door session `{ds}`"))
+        conv = conversation(incident.steps, incident.calls, j, ds)
+        if conv is None:
+            display(Markdown("_No transcript matched this session: the conversation would be here. "
+                             "The door's table below is all there is._"))
+        else:
+            display(conv[["order", "ts", "lane", "tool", "status", "label"]])
+        display(door_table(incident.calls, j, ds))
+        plan = ReplayPlan.from_calls(incident.calls, incident.data_root, door_session=str(ds))
+        display(plan.to_frame())

@@ -1,0 +1,553 @@
+"""The investigation workbook's widgets: they render, the package decides.
+
+:class:`Workbook` is the whole interactive workbook for one incident::
+
+    from replaybook.incident import Incident
+    from replaybook.views.widgets import Workbook
+    wb = Workbook(Incident.load("data/demo/incident.yaml"))
+    wb            # in JupyterLab
+
+It shows the timeline (with a brush strip: drag a span to filter), the sessions list (one row
+per door session: Open and Replay buttons), and a :class:`ipywidgets.Tab` with one
+:class:`SessionView` per opened session.  A session view has the conversation as a sequence
+chart (or a note when no transcript matched), the door's own table (click an object to
+preview it), the Replay controls, the Replay panel and the preview pane.
+
+Replay is driven by :class:`~replaybook.replay.ReplayPlan`: :meth:`SessionView.replay_start`
+starts it and schedules an asyncio task on the kernel's loop that calls
+:meth:`SessionView.replay_step` every ``step_ms`` milliseconds (never ``time.sleep``, so the
+kernel stays responsive: Stop and Escape work while it plays).  Tests call
+:meth:`~SessionView.replay_step` by hand.
+
+Every interactive element carries a stable CSS class (``rb-…``) for browser tests; see
+:data:`CSS_CLASSES`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import time
+from typing import Any
+
+import anywidget
+import ipywidgets as W
+import traitlets
+
+from ..replay import DEFAULT_STEP_MS, ReplayPlan
+from . import session as S
+
+__all__ = ["Workbook", "SessionView", "SessionsList", "EscapeKey", "CSS_CLASSES", "STYLE"]
+
+#: The stable CSS classes the browser test relies on.
+CSS_CLASSES = {
+    "workbook": "rb-workbook",
+    "timeline": "rb-timeline",
+    "span": "rb-span-label",
+    "clear_span": "rb-clear-span",
+    "sessions": "rb-sessions",
+    "open_session": "rb-open-session",  # + rb-session-<door_session>
+    "row_replay": "rb-row-replay",  # + rb-session-<door_session>
+    "tabs": "rb-tabs",
+    "view": "rb-session-view",  # + rb-session-view-<door_session>
+    "conversation": "rb-conversation",
+    "no_transcript": "rb-no-transcript",
+    "door_table": "rb-door-table",
+    "object_button": "rb-object-button",  # + rb-call-<seq>, rb-refused when refused
+    "replay": "rb-replay-button",
+    "stop": "rb-stop-button",
+    "step_ms": "rb-step-ms",
+    "panel": "rb-replay-panel",
+    "viewer": "rb-viewer",
+    "escape": "rb-escape",
+    "close": "rb-close-tab",
+}
+
+#: CSS for the workbook (injected once per workbook through an HTML widget).
+STYLE = """
+<style>
+.rb-workbook .rb-grid-cell { padding: 1px 6px; border-bottom: 1px solid #eee; font-size: 12px;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.rb-workbook .rb-grid-head { font-weight: bold; border-bottom: 1px solid #999; }
+.rb-workbook .rb-refused button, .rb-workbook button.rb-refused { text-decoration: line-through;
+  color: #d62728; }
+.rb-workbook .rb-step-current { background: #fff3c4; }
+.rb-workbook .rb-step-refused { text-decoration: line-through; }
+.rb-workbook .rb-replay-panel { border: 1px solid #ccc; border-radius: 4px; padding: 4px 8px;
+  background: #fafafa; font-size: 12px; }
+.rb-workbook .rb-viewer { border: 1px solid #ccc; border-radius: 4px; padding: 4px 8px;
+  font-size: 12px; overflow: auto; max-height: 30em; }
+.rb-workbook .rb-door-table { overflow-x: auto; }
+.rb-workbook .rb-table { border-collapse: collapse; font-size: 11px; }
+.rb-workbook .rb-table td, .rb-workbook .rb-table th { padding: 1px 6px; border-bottom: 1px solid #eee; }
+.rb-workbook .rb-tabs { --jp-widgets-horizontal-tab-width: 17em; }
+.rb-workbook .rb-object-button button, .rb-workbook button.rb-object-button { text-align: left; }
+.rb-workbook .rb-note { color: #555; font-style: italic; padding: 8px; border: 1px dashed #bbb;
+  border-radius: 4px; }
+</style>
+"""
+
+_MAX_TABLE_ROWS = 500
+
+
+class EscapeKey(anywidget.AnyWidget):
+    """A tiny widget that counts Escape key presses anywhere on the page while ``armed``.
+
+    The page listens in the capture phase, so Escape reaches it even while JupyterLab has the
+    focus in a notebook; ``presses`` goes up by one per press and Python stops the Replay.
+    """
+
+    _esm = """
+    function render({ model, el }) {
+      el.classList.add("rb-escape-catcher");
+      const hint = document.createElement("span");
+      hint.style.fontSize = "11px";
+      hint.style.color = "#777";
+      const show = () => { hint.textContent = model.get("armed") ? "Esc stops Replay" : ""; };
+      show();
+      model.on("change:armed", show);
+      el.appendChild(hint);
+      const onKey = (e) => {
+        if (e.key !== "Escape" || !model.get("armed")) return;
+        model.set("presses", (model.get("presses") || 0) + 1);
+        model.save_changes();
+      };
+      document.addEventListener("keydown", onKey, true);
+      return () => { document.removeEventListener("keydown", onKey, true); model.off("change:armed", show); };
+    }
+    export default { render };
+    """
+    armed = traitlets.Bool(False).tag(sync=True)
+    presses = traitlets.Int(0).tag(sync=True)
+
+
+def _cell(text: Any, *, head: bool = False, title: str | None = None, style: str = "") -> W.HTML:
+    t = "" if S._na(text) else str(text)
+    tip = f' title="{html.escape(title)}"' if title else ""
+    w = W.HTML(f'<span{tip} style="{style}">{html.escape(t)}</span>')
+    w.add_class("rb-grid-cell")
+    if head:
+        w.add_class("rb-grid-head")
+    return w
+
+
+def _grid(children: list, columns: str) -> W.GridBox:
+    return W.GridBox(children, layout=W.Layout(grid_template_columns=columns, grid_gap="0px", width="100%"))
+
+
+def _jupyter_chart(chart, **kw):
+    """An offline :class:`altair.JupyterChart` (Vega bundled by vl-convert, no CDN)."""
+    import altair as alt
+
+    alt.JupyterChart.enable_offline()
+    return alt.JupyterChart(chart, embed_options={"actions": False}, **kw)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+class SessionView:
+    """One door session in a tab: conversation, door's table, Replay, preview pane.
+
+    Attributes:
+        door_session: the session id.
+        transcript_id: the matched transcript, or ``None``.
+        conversation: :func:`replaybook.views.session.conversation` frame, or ``None``.
+        table: :func:`replaybook.views.session.door_table` frame.
+        plan: the current :class:`~replaybook.replay.ReplayPlan` (``None`` before Replay).
+        replay_log: ``(step index, monotonic seconds)`` each time a step became current.
+        widget: the tab's content (``rb-session-view``).
+    """
+
+    def __init__(self, incident, door_session: str, *, step_ms: int = DEFAULT_STEP_MS, charts: bool = True):
+        self.incident = incident
+        self.join = incident.join
+        self.door_session = str(door_session)
+        self.data_root = incident.data_root
+        self.transcript_id = S.transcript_of(self.join, self.door_session)
+        self.conversation = S.conversation(incident.steps, incident.calls, self.join, self.door_session)
+        self.table = S.door_table(incident.calls, self.join, self.door_session)
+        self.span = None
+        self.plan: ReplayPlan | None = None
+        self.replay_log: list[tuple[int, float]] = []
+        self._task: asyncio.Task | None = None
+        self._charts = charts
+        sl = S.slug(self.door_session)
+
+        row = S.sessions_list(self.join)
+        row = row[row["door_session"] == self.door_session].iloc[0]
+        self.header = W.HTML(self._header_html(row))
+
+        self.replay_button = W.Button(description="Replay", icon="play", tooltip="Reopen, in order, what the agent opened")
+        self.replay_button.add_class(CSS_CLASSES["replay"])
+        self.replay_button.add_class(f"rb-session-{sl}")
+        self.stop_button = W.Button(description="Stop", icon="stop", tooltip="Stop Replay (Escape)", disabled=True)
+        self.stop_button.add_class(CSS_CLASSES["stop"])
+        self.step_ms = W.BoundedIntText(value=int(step_ms), min=50, max=60000, step=100, description="ms/step",
+                                        layout=W.Layout(width="160px"))
+        self.step_ms.add_class(CSS_CLASSES["step_ms"])
+        self.escape = EscapeKey()
+        self.escape.add_class(CSS_CLASSES["escape"])
+        self.close_button = W.Button(description="Close", icon="times", layout=W.Layout(width="90px"))
+        self.close_button.add_class(CSS_CLASSES["close"])
+        self.replay_button.on_click(lambda _b: self.replay_start())
+        self.stop_button.on_click(lambda _b: self.replay_stop())
+        self.escape.observe(self._on_escape, names="presses")
+
+        self.panel = W.HTML()
+        self.panel.add_class(CSS_CLASSES["panel"])
+        self.viewer = W.HTML(S.preview_html(None))
+        self.viewer.add_class(CSS_CLASSES["viewer"])
+        self._render_panel()
+
+        self.chart = None
+        if self.conversation is None:
+            self.conversation_box = W.HTML(
+                '<div class="rb-note rb-no-transcript-note">No transcript matched this door session, so the '
+                "conversation would be here. The join reads one client's transcript format and joins by tool, "
+                "arguments and time; below is the door's own table, which is all the evidence says.</div>")
+            self.conversation_box.add_class(CSS_CLASSES["no_transcript"])
+        elif charts:
+            self.chart = _jupyter_chart(S.conversation_chart(self.conversation))
+            self.chart.selections.observe(self._on_pick, names=["pick"])
+            self.conversation_box = self.chart
+            self.conversation_box.add_class(CSS_CLASSES["conversation"])
+        else:
+            self.conversation_box = W.HTML(S.frame_html(self.conversation[["order", "lane", "status", "label"]], 400))
+            self.conversation_box.add_class(CSS_CLASSES["conversation"])
+
+        self.door_box = W.VBox()
+        self.door_box.add_class(CSS_CLASSES["door_table"])
+        self.object_buttons: dict[int, W.Button] = {}
+        self._render_table()
+
+        controls = W.HBox([self.replay_button, self.stop_button, self.step_ms, self.escape, self.close_button],
+                          layout=W.Layout(align_items="center"))
+        right = W.VBox([self.panel, self.viewer], layout=W.Layout(width="40%", min_width="300px"))
+        left = W.VBox([W.HTML("<b>The door's table</b> (click an object to open it)"), self.door_box],
+                      layout=W.Layout(width="60%", margin="0 8px 0 0"))
+        self.widget = W.VBox([self.header, controls, self.conversation_box, W.HBox([left, right])])
+        self.widget.add_class(CSS_CLASSES["view"])
+        self.widget.add_class(f"rb-session-view-{sl}")
+
+    # -- rendering ---------------------------------------------------------------------------
+    def _header_html(self, r) -> str:
+        tid = self.transcript_id
+        who = (f"transcript <code>{html.escape(tid)}</code> — {html.escape(str(r['status']))}, "
+               f"{int(r['agreed'])} of {int(r['calls'])} calls agree"
+               + ("" if S._na(r["offset_ms"]) else f", door clock {float(r['offset_ms']):+,.0f} ms")
+               if tid else "no matched transcript")
+        return (f'<div class="rb-session-header"><b>Door session <code>{html.escape(self.door_session)}</code></b> · '
+                f"agent {html.escape(str(r['agent']))} · {S._hms(r['start'])}–{S._hms(r['end'])} UTC · "
+                f"{int(r['calls'])} calls, {int(r['refused'])} refused · {who}</div>")
+
+    def _render_table(self) -> None:
+        t = S.in_span(self.table, self.span)
+        cols = ["#", "time (UTC)", "tool", "object", "decision", "rule", "rows", "bytes", "note"]
+        children: list = [_cell(c, head=True) for c in cols]
+        self.object_buttons = {}
+        for r in t.head(_MAX_TABLE_ROWS).itertuples(index=False):
+            red = "color:#d62728;text-decoration:line-through;" if r.refused else ""
+            b = W.Button(description=r.object or "(no object)", tooltip=f"open {r.object or ''}",
+                         layout=W.Layout(width="auto", height="24px"), disabled=r.object is None)
+            b.add_class(CSS_CLASSES["object_button"])
+            b.add_class(f"rb-call-{int(r.seq)}")
+            if r.refused:
+                b.add_class("rb-refused")
+            b.on_click(lambda _b, seq=int(r.seq): self.open_object(seq))
+            self.object_buttons[int(r.seq)] = b
+            children += [_cell(r.seq), _cell(S._hms(r.ts)), _cell(r.tool, style=red), b,
+                         _cell(r.decision, style="color:#d62728;font-weight:bold" if r.refused else ""),
+                         _cell(r.rule), _cell("" if S._na(r.rows) else f"{int(r.rows):,}"),
+                         _cell("" if S._na(r.bytes) else f"{int(r.bytes):,}"), _cell(r.note, title=r.note)]
+        extra = []
+        if len(t) > _MAX_TABLE_ROWS:
+            extra.append(W.HTML(f"<i>{len(t) - _MAX_TABLE_ROWS:,} more calls not shown</i>"))
+        if self.span is not None:
+            extra.append(W.HTML(f"<i>{len(t)} of {len(self.table)} calls in the selected span</i>"))
+        self.door_box.children = [_grid(children, "2.5em 7.3em 6.5em minmax(8em,2fr) 4.6em 6em 3em 4em "
+                                                  "minmax(7em,1.5fr)"),
+                                  *extra]
+
+    def _render_panel(self, status: str | None = None) -> None:
+        if self.plan is None:
+            plan = ReplayPlan.from_calls(self.incident.calls, self.data_root, door_session=self.door_session,
+                                         step_ms=int(self.step_ms.value))
+            self.panel.value = S.panel_html(plan, status="ready")
+        else:
+            self.panel.value = S.panel_html(self.plan, status=status)
+
+    # -- objects -------------------------------------------------------------------------------
+    def open_object(self, seq: int) -> str:
+        """Show door call ``seq``'s object in the preview pane (refused: the refusal, never the
+        file).  Returns the pane's HTML."""
+        call = S.call_row(self.incident.calls, self.door_session, seq)
+        pv = S.call_preview(self.data_root, call)
+        self.viewer.value = S.preview_html(pv)
+        return self.viewer.value
+
+    def _on_pick(self, change) -> None:
+        sel = change.get("new")
+        vals = getattr(sel, "value", None) or []
+        for v in vals:
+            seq = v.get("call_seq") if isinstance(v, dict) else None
+            if seq is not None:
+                self.open_object(int(seq))
+                return
+
+    # -- span ----------------------------------------------------------------------------------
+    def set_span(self, span) -> None:
+        """Filter the door's table (and the conversation chart) to ``span`` (``None``: all)."""
+        self.span = span
+        self._render_table()
+        if self.chart is not None and self.conversation is not None:
+            # the span is read off the timeline, which draws each record at its own clock's time
+            self.chart.chart = S.conversation_chart(S.in_span(self.conversation, span))
+            self.chart.selections.observe(self._on_pick, names=["pick"])  # a new chart has new selections
+
+    # -- Replay --------------------------------------------------------------------------------
+    def replay_start(self, *, run: bool = True) -> ReplayPlan:
+        """Start Replay from the first step.
+
+        Args:
+            run: schedule the playback on the running asyncio loop (the kernel's); ``False``
+                only prepares it, for a caller that drives :meth:`replay_step` itself.
+        """
+        self._cancel_task()
+        self.plan = ReplayPlan.from_calls(self.incident.calls, self.data_root, door_session=self.door_session,
+                                          step_ms=int(self.step_ms.value))
+        self.plan.start()
+        self.replay_log = []
+        self.escape.armed = True
+        self.stop_button.disabled = False
+        self.viewer.value = S.preview_html(None)
+        self._render_panel()
+        if run:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = asyncio.get_event_loop()
+            self._task = loop.create_task(self._run(self.plan))
+        return self.plan
+
+    def replay_step(self) -> bool:
+        """Advance Replay by one step and render it; ``False`` once it is finished or stopped."""
+        plan = self.plan
+        if plan is None:
+            return False
+        r = plan.advance()
+        if r is None:
+            self._finish()
+            return False
+        step, pv = r
+        self.replay_log.append((step.index, time.monotonic()))
+        self.viewer.value = S.preview_html(pv, step=step)
+        self._render_panel()
+        return True
+
+    def replay_stop(self) -> None:
+        """Stop Replay where it is (Stop button, Escape)."""
+        self._cancel_task()
+        if self.plan is not None:
+            self.plan.stop()
+        self._finish()
+
+    def _finish(self) -> None:
+        self.escape.armed = False
+        self.stop_button.disabled = True
+        self._render_panel()
+
+    def _cancel_task(self) -> None:
+        t, self._task = self._task, None
+        if t is not None and not t.done() and t is not _current_task():
+            t.cancel()
+
+    async def _run(self, plan: ReplayPlan) -> None:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        k = 0
+        try:
+            while plan is self.plan and plan.status == "running":
+                if not self.replay_step():
+                    break
+                k += 1
+                await asyncio.sleep(max(0.0, t0 + k * plan.step_ms / 1000 - loop.time()))
+        except asyncio.CancelledError:
+            pass
+
+    def _on_escape(self, _change) -> None:
+        if self.plan is not None and self.plan.status == "running":
+            self.replay_stop()
+
+    @property
+    def replay_running(self) -> bool:
+        """Replay is playing."""
+        return self.plan is not None and self.plan.status == "running"
+
+
+def _current_task():
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+class SessionsList:
+    """The sessions list: one row per door session, with Open and Replay buttons.
+
+    Attributes:
+        frame: :func:`replaybook.views.session.sessions_list`.
+        widget: the list (``rb-sessions``).
+    """
+
+    COLUMNS = ["door session", "agent", "start (UTC)", "end (UTC)", "calls", "refused", "matched transcript",
+               "agreement", "status", "clock offset", ""]
+
+    def __init__(self, join, on_open, on_replay):
+        self.frame = S.sessions_list(join)
+        self._on_open, self._on_replay = on_open, on_replay
+        self.widget = W.VBox()
+        self.widget.add_class(CSS_CLASSES["sessions"])
+        self.open_buttons: dict[str, W.Button] = {}
+        self.replay_buttons: dict[str, W.Button] = {}
+        self.render()
+
+    def render(self, span=None) -> None:
+        f = S.sessions_in_span(self.frame, span)
+        children: list = [_cell(c, head=True) for c in self.COLUMNS]
+        self.open_buttons, self.replay_buttons = {}, {}
+        status_color = {"matched": "#2ca02c", "ambiguous": "#ff7f0e", "unmatched": "#777777"}
+        for r in f.itertuples(index=False):
+            ds = str(r.door_session)
+            sl = S.slug(ds)
+            ob = W.Button(description=ds, tooltip=f"open {ds} in a tab", layout=W.Layout(width="auto", height="24px"))
+            ob.add_class(CSS_CLASSES["open_session"])
+            ob.add_class(f"rb-session-{sl}")
+            ob.on_click(lambda _b, ds=ds: self._on_open(ds))
+            rb = W.Button(description="Replay", icon="play", tooltip=f"Replay {ds}",
+                          layout=W.Layout(width="90px", height="24px"))
+            rb.add_class(CSS_CLASSES["row_replay"])
+            rb.add_class(f"rb-session-{sl}")
+            rb.on_click(lambda _b, ds=ds: self._on_replay(ds))
+            self.open_buttons[ds], self.replay_buttons[ds] = ob, rb
+            tid = None if S._na(r.transcript) else str(r.transcript)
+            agree = "" if S._na(r.agreed) else f"{int(r.agreed)} ({float(r.share):.0%})"
+            tip = None
+            if not S._na(r.runner_up):
+                tip = f"runner-up {r.runner_up}, margin {r.margin}"
+            children += [ob, _cell(r.agent), _cell(S._hms(r.start)), _cell(S._hms(r.end)), _cell(r.calls),
+                         _cell(r.refused, style="color:#d62728;font-weight:bold" if (r.refused or 0) > 0 else ""),
+                         _cell(tid[:13] + "…" if tid and len(tid) > 14 else (tid or "— none —"), title=tid or None),
+                         _cell(agree, title=tip),
+                         _cell(r.status, style=f"color:{status_color.get(str(r.status), '#000')};font-weight:bold"),
+                         _cell("" if S._na(r.offset_ms) else f"{float(r.offset_ms):+,.0f} ms"), rb]
+        note = [] if span is None else [W.HTML(f"<i>{len(f)} of {len(self.frame)} sessions overlap the span</i>")]
+        self.widget.children = [_grid(children, "minmax(14em,2fr) 6em 7.5em 7.5em 3.5em 4.5em minmax(8em,1.2fr) "
+                                                "7em 6.5em 6.5em 7em"), *note]
+
+
+class Workbook:
+    """The interactive workbook for one incident (display it in JupyterLab).
+
+    Args:
+        incident: a loaded :class:`~replaybook.incident.Incident`.
+        step_ms: Replay's milliseconds per step (default 700).
+        charts: draw the timeline and conversation charts (``JupyterChart``); ``False`` for tests
+            that only need the tables.
+
+    Attributes:
+        sessions: the :class:`SessionsList`.
+        tabs: the :class:`ipywidgets.Tab` of opened sessions.
+        views: ``{door_session: SessionView}`` for the opened sessions.
+        timeline: the timeline ``JupyterChart`` (``None`` without charts).
+        span: the selected ``(start, end)`` span, or ``None``.
+        widget: the whole workbook (``rb-workbook``).
+    """
+
+    def __init__(self, incident, *, step_ms: int = DEFAULT_STEP_MS, charts: bool = True):
+        self.incident = incident
+        self.step_ms = int(step_ms)
+        self.charts = charts
+        self.views: dict[str, SessionView] = {}
+        self.span = None
+        self.sessions = SessionsList(incident.join, self.open_session, self.replay)
+        self.tabs = W.Tab()
+        self.tabs.add_class(CSS_CLASSES["tabs"])
+        self.span_label = W.HTML("<i>No span selected: drag across the strip under the timeline to select one.</i>")
+        self.span_label.add_class(CSS_CLASSES["span"])
+        self.clear_span_button = W.Button(description="Clear span", disabled=True, layout=W.Layout(width="110px"))
+        self.clear_span_button.add_class(CSS_CLASSES["clear_span"])
+        self.clear_span_button.on_click(lambda _b: self.set_span(None))
+        self.timeline = None
+        parts: list = [W.HTML(STYLE), W.HTML(f"<h3 style='margin:4px 0'>{html.escape(incident.title)}</h3>")]
+        if charts:
+            j = incident.join
+            self.timeline = _jupyter_chart(S.timeline_with_brush(incident.steps, incident.calls, j.pairs))
+            self.timeline.add_class(CSS_CLASSES["timeline"])
+            self.timeline.selections.observe(self._on_brush, names=[S.SPAN_PARAM])
+            parts.append(self.timeline)
+        parts += [W.HBox([self.span_label, self.clear_span_button], layout=W.Layout(align_items="center")),
+                  W.HTML("<b>Door sessions</b> — Open shows a session in a tab; Replay reopens what the agent opened."),
+                  self.sessions.widget, self.tabs]
+        self.widget = W.VBox(parts)
+        self.widget.add_class(CSS_CLASSES["workbook"])
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # -- tabs ------------------------------------------------------------------------------------
+    def open_session(self, door_session: str) -> SessionView:
+        """Open ``door_session`` in its tab (or select it if open) and return its view."""
+        ds = str(door_session)
+        if ds not in self.views:
+            v = SessionView(self.incident, ds, step_ms=self.step_ms, charts=self.charts)
+            if self.span is not None:
+                v.set_span(self.span)
+            v.close_button.on_click(lambda _b, ds=ds: self.close_session(ds))
+            self.views[ds] = v
+            self._sync_tabs()
+        self.tabs.selected_index = list(self.views).index(ds)
+        return self.views[ds]
+
+    def close_session(self, door_session: str) -> None:
+        """Close a session's tab (stopping its Replay)."""
+        v = self.views.pop(str(door_session), None)
+        if v is not None:
+            v.replay_stop()
+            self._sync_tabs()
+
+    def _sync_tabs(self) -> None:
+        self.tabs.children = [v.widget for v in self.views.values()]
+        self.tabs.titles = tuple(self._title(ds) for ds in self.views)
+        if not self.views:
+            self.tabs.selected_index = None
+
+    def _title(self, ds: str) -> str:
+        return ds if len(ds) <= 28 else "…" + ds[-27:]
+
+    def replay(self, door_session: str, *, run: bool = True) -> SessionView:
+        """Replay pressed on a session's row: open its tab and start Replay there."""
+        v = self.open_session(door_session)
+        v.replay_start(run=run)
+        return v
+
+    # -- span ------------------------------------------------------------------------------------
+    def _on_brush(self, change) -> None:
+        sel = change.get("new")
+        self.set_span(S.span_from_selection(getattr(sel, "value", None)))
+
+    def set_span(self, span) -> None:
+        """Filter the sessions list and every open session's tables to ``span`` (``None``: all)."""
+        self.span = span
+        if span is None:
+            self.span_label.value = "<i>No span selected: drag across the strip under the timeline to select one.</i>"
+        else:
+            self.span_label.value = (f'<span class="rb-span-value">Span {S._hms(span[0])} – {S._hms(span[1])} UTC</span>'
+                                     " — tables filtered to it")
+        self.clear_span_button.disabled = span is None
+        self.sessions.render(span)
+        for v in self.views.values():
+            v.set_span(span)

@@ -1,0 +1,329 @@
+"""The workbook's widgets and their pure helpers, without a browser.
+
+The widgets only render what :mod:`replaybook.views.session` and :mod:`replaybook.replay`
+compute; these tests drive them the way a click would (calling the handlers) and read the
+widgets' state and HTML.  ``charts=False`` skips the JupyterChart widgets where a test only
+needs tables (the offline Vega bundle takes seconds to build).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("anywidget")
+
+from replaybook.incident import Incident  # noqa: E402
+from replaybook.views import session as S  # noqa: E402
+from replaybook.views.widgets import CSS_CLASSES, SessionView, Workbook  # noqa: E402
+
+S1 = "door-20260913T100005-a1"
+S2 = "door-20260913T100052-b7"
+T1 = "919dc839-23e1-56e5-8bd5-430e87d6a897"
+T2 = "3b4173aa-345d-5382-aff0-c40b872f81ae"
+SECRETS = ("WAREHOUSE_PASSWORD", "demo-not-a-real-secret", "wJalrXUtnFEMI")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def states(view: SessionView) -> list[str]:
+    return [s.state for s in view.plan.steps]
+
+
+def panel_items(html_text: str) -> list[dict]:
+    return [dict(re.findall(r'data-(\w+)="([^"]*)"', li)) for li in re.findall(r"<li [^>]*>", html_text)]
+
+
+# -- sessions list ------------------------------------------------------------------------------
+
+
+def test_sessions_list_from_the_demo(demo_incident):
+    f = S.sessions_list(demo_incident.join)
+    assert list(f["door_session"]) == [S1, S2]
+    assert list(f["transcript"]) == [T1, T2]
+    assert list(f["calls"]) == [5, 4] and list(f["refused"]) == [1, 0]
+    assert list(f["status"]) == ["matched", "matched"]
+    assert f["offset_ms"].tolist() == [750.0, 750.0]
+    for col in ("agent", "start", "end", "agreed", "share", "runner_up", "margin"):
+        assert col in f.columns
+
+    wb = Workbook(demo_incident, charts=False)
+    assert set(wb.sessions.open_buttons) == {S1, S2}
+    b = wb.sessions.open_buttons[S1]
+    assert CSS_CLASSES["open_session"] in b._dom_classes and f"rb-session-{S1}" in b._dom_classes
+    assert CSS_CLASSES["row_replay"] in wb.sessions.replay_buttons[S2]._dom_classes
+
+
+def test_selecting_rows_opens_one_tab_per_session(demo_incident):
+    wb = Workbook(demo_incident, charts=False)
+    wb.sessions.open_buttons[S1].click()
+    wb.sessions.open_buttons[S2].click()
+    assert list(wb.views) == [S1, S2]
+    assert len(wb.tabs.children) == 2 and wb.tabs.titles == (S1, S2)
+    assert wb.tabs.selected_index == 1
+    wb.sessions.open_buttons[S1].click()  # already open: selected, not duplicated
+    assert len(wb.tabs.children) == 2 and wb.tabs.selected_index == 0
+    wb.close_session(S1)
+    assert wb.tabs.titles == (S2,)
+
+
+def test_second_session_a_minute_later_shows_its_own_transcript(demo_incident):
+    wb = Workbook(demo_incident, charts=False)
+    v1, v2 = wb.open_session(S1), wb.open_session(S2)
+    assert v1.transcript_id == T1 and v2.transcript_id == T2
+    assert "19.90" in " ".join(v1.conversation["label"]) and "20.35" not in " ".join(v1.conversation["label"])
+    assert "20.35 (from cars.xpt)" in " ".join(v2.conversation["label"])
+    # each tool call carries what its door call reached
+    reached = v2.conversation[v2.conversation["lane"] == "tool call"]
+    assert list(reached["call_seq"]) == [1, 2, 3, 4]
+    assert reached["status"].eq("reached").all()
+    assert "demo/cars.xpt · allow (allow-demo) · 1 row · 96 B" in reached["reach"].iloc[-1]
+    refused = v1.conversation[v1.conversation["status"] == "refused"]
+    assert list(refused["object"]) == ["reference/.env"] and list(refused["rule"]) == ["no-dotenv"]
+    assert T2 in v2.header.value and "+750 ms" in v2.header.value
+
+
+def test_conversation_shows_calls_the_door_never_saw_and_unclaimed_calls(demo_incident):
+    steps, calls = demo_incident.steps, demo_incident.calls
+    # the door "lost" call 2 of session 1, and logged an extra call no step made
+    extra = calls[(calls["door_session"] == S1) & (calls["seq"] == 1)].copy()
+    extra["seq"] = 9
+    extra["ts"] = extra["ts"] + pd.Timedelta(seconds=30)
+    extra["object"] = "demo/README.txt"
+    calls2 = pd.concat([calls[~((calls["door_session"] == S1) & (calls["seq"] == 2))], extra], ignore_index=True)
+    from replaybook.join import join_sessions
+
+    j2 = join_sessions(steps, calls2, window_s=60)
+    conv = S.conversation(steps, calls2, j2, S1)
+    assert "door never saw" in set(conv["status"])
+    never = conv[conv["status"] == "door never saw"]
+    assert list(never["tool"]) == ["describe"]
+    unclaimed = conv[conv["status"] == "unclaimed"]
+    assert list(unclaimed["call_seq"]) == [9] and list(unclaimed["lane"]) == ["door"]
+    # placed at its time on the transcript's clock, after the steps written before it
+    assert unclaimed["order"].iloc[0] > conv[conv["step_seq"] == 5]["order"].iloc[0]
+    table = S.door_table(calls2, j2, S1)
+    assert table.loc[table["seq"] == 9, "note"].iloc[0] == "no transcript step claims this call"
+    spec = S.conversation_chart(conv).to_dict()
+    statuses = {v["status"] for v in spec["datasets"][next(iter(spec["datasets"]))]}
+    assert {"door never saw", "unclaimed", "refused", "reached"} <= statuses
+
+
+def test_session_without_a_transcript_shows_the_table_and_a_note(demo_copy):
+    man = demo_copy / "incident.yaml"
+    man.write_text(man.read_text().replace("transcripts/*.jsonl", "transcripts/9c58*.jsonl"))
+    inc = Incident.load(man)
+    wb = Workbook(inc, charts=False)
+    v = wb.open_session(S1)
+    assert v.transcript_id is None and v.conversation is None
+    assert CSS_CLASSES["no_transcript"] in v.conversation_box._dom_classes
+    assert "conversation would be here" in v.conversation_box.value
+    assert len(v.table) == 5 and set(v.object_buttons) == {1, 2, 3, 4, 5}
+    assert "no matched transcript" in v.header.value
+
+
+# -- object preview -------------------------------------------------------------------------------
+
+
+def test_refused_object_preview_shows_the_refusal_not_the_file(demo_incident):
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    b = v.object_buttons[5]
+    assert "rb-refused" in b._dom_classes and b.description == "reference/.env"
+    b.click()
+    out = v.viewer.value
+    assert 'data-kind="refused"' in out and "refused by rule no-dotenv" in out
+    assert not any(s in out for s in SECRETS)
+    # allowed objects open: a folder lists, a data file shows its head
+    v.object_buttons[1].click()
+    assert 'data-kind="folder"' in v.viewer.value and "cars.parquet" in v.viewer.value
+    v.object_buttons[4].click()
+    assert 'data-kind="table"' in v.viewer.value and "mpg" in v.viewer.value
+
+
+def test_call_preview_never_opens_a_refused_object(demo_incident, monkeypatch):
+    import replaybook.views.session as mod
+
+    opened = []
+    monkeypatch.setattr(mod, "preview", lambda root, obj, **k: opened.append(obj))
+    call = S.call_row(demo_incident.calls, S1, 5)
+    pv = S.call_preview(demo_incident.data_root, call)
+    assert pv.kind == "refused" and pv.text.startswith("refused by rule no-dotenv") and opened == []
+
+
+# -- Replay ----------------------------------------------------------------------------------------
+
+
+def test_replay_by_hand_ticks_the_panel_in_order(demo_incident):
+    wb = Workbook(demo_incident, charts=False)
+    v = wb.replay(S1, run=False)  # Replay on the session's row: opens the tab, starts there
+    assert wb.tabs.titles == (S1,) and v.plan.status == "running" and v.escape.armed
+    assert states(v) == ["pending"] * 5
+    while v.replay_step():
+        cur = v.plan.position
+        assert states(v)[:cur] == [("skipped" if v.plan.steps[i].refused else "done") for i in range(cur)]
+        assert states(v)[cur] == "current" and states(v)[cur + 1:] == ["pending"] * (4 - cur)
+        marks = [i["mark"] for i in panel_items(v.panel.value)]
+        assert marks[cur] == "▶" and all(m == "✓" for m in marks[:cur])
+        kind = re.search(r'data-kind="(\w+)"', v.viewer.value).group(1)
+        assert kind == ["folder", "table", "table", "table", "refused"][cur]
+    assert [i for i, _ in v.replay_log] == [0, 1, 2, 3, 4]
+    assert v.plan.status == "finished" and not v.escape.armed and v.stop_button.disabled
+    items = panel_items(v.panel.value)
+    assert [i["mark"] for i in items] == ["✓", "✓", "✓", "✓", "✗"]
+    assert "<s>#5 read_object reference/.env</s>" in v.panel.value and "rb-step-refused" in v.panel.value
+    assert not any(s in v.viewer.value for s in SECRETS)
+    assert 'data-status="finished"' in v.panel.value
+
+
+def test_stop_and_escape_halt_replay(demo_incident):
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    v.replay_start(run=False)
+    v.replay_step(), v.replay_step()
+    v.stop_button.click()
+    assert v.plan.status == "stopped" and 'data-status="stopped"' in v.panel.value
+    assert v.replay_step() is False and states(v)[:2] == ["done", "current"]
+    v.replay_start(run=False)
+    v.replay_step()
+    v.escape.presses += 1  # what the page's Escape key does
+    assert v.plan.status == "stopped" and not v.escape.armed
+    v.escape.presses += 1  # Escape when nothing plays changes nothing
+    assert v.plan.status == "stopped"
+
+
+def test_replay_runs_on_the_event_loop_without_blocking(demo_incident):
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    v.step_ms.value = 60
+
+    async def main():
+        t0 = time.monotonic()
+        v.replay_start()
+        ticks = 0
+        while v.replay_running:  # the loop stays free while Replay plays
+            ticks += 1
+            await asyncio.sleep(0.005)
+        return time.monotonic() - t0, ticks
+
+    took, ticks = asyncio.run(main())
+    assert v.plan.status == "finished" and ticks > 10
+    times = [t for _, t in v.replay_log]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert all(0.04 <= g <= 0.5 for g in gaps), gaps
+    assert 0.25 <= took <= 3, took  # 5 steps × 60 ms
+
+
+def test_replay_stop_while_running_cancels_the_task(demo_incident):
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    v.step_ms.value = 100
+
+    async def main():
+        v.replay_start()
+        await asyncio.sleep(0.15)
+        v.replay_stop()
+        pos = v.plan.position
+        await asyncio.sleep(0.4)
+        return pos
+
+    pos = asyncio.run(main())
+    assert v.plan.status == "stopped" and v.plan.position == pos == 1
+
+
+def test_changed_since_the_run_says_so(demo_copy):
+    log = demo_copy / "door" / "analyst" / "door-20260913T100005-a1.jsonl"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    lines[1]["object_digest"] = "sha256:" + "0" * 64  # the agent read different bytes
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    v = Workbook(Incident.load(demo_copy), charts=False).open_session(S1)
+    v.replay_start(run=False)
+    v.replay_step(), v.replay_step()
+    assert 'data-kind="changed"' in v.viewer.value and "changed since the run" in v.viewer.value
+    assert "changed since the run" in v.panel.value
+    while v.replay_step():
+        pass
+    assert [i["mark"] for i in panel_items(v.panel.value)] == ["✓", "–", "✓", "✓", "✗"]
+
+
+# -- timeline span ---------------------------------------------------------------------------------
+
+
+def test_span_filters_sessions_and_tables(demo_incident):
+    wb = Workbook(demo_incident, charts=False)
+    v1 = wb.open_session(S1)
+    span = S.span_from_selection({"t": [pd.Timestamp("2026-09-13T10:00:00Z").value // 10**6,
+                                        pd.Timestamp("2026-09-13T10:00:30Z").value // 10**6]})
+    wb.set_span(span)
+    assert "10:00:00.000 – 10:00:30.000" in wb.span_label.value and not wb.clear_span_button.disabled
+    assert set(wb.sessions.open_buttons) == {S1}  # session 2 starts at 10:00:53
+    assert set(v1.object_buttons) == {1, 2}
+    v2 = wb.open_session(S2)  # opened while a span is set: filtered too
+    assert v2.object_buttons == {}
+    wb.clear_span_button.click()
+    assert set(wb.sessions.open_buttons) == {S1, S2} and set(v1.object_buttons) == {1, 2, 3, 4, 5}
+    assert S.span_from_selection({}) is None
+    iso = S.span_from_selection({"t": ["2026-09-13T10:00:30Z", "2026-09-13T10:00:00.000Z"]})
+    assert iso == (pd.Timestamp("2026-09-13T10:00:00Z"), pd.Timestamp("2026-09-13T10:00:30Z"))
+
+
+def test_charts_are_jupyter_charts_with_a_brush_and_a_pick(demo_incident):
+    wb = Workbook(demo_incident)
+    assert wb.timeline is not None and CSS_CLASSES["timeline"] in wb.timeline._dom_classes
+    assert S.SPAN_PARAM in wb.timeline.selections.trait_names()
+    assert "esm.sh" not in wb.timeline._esm  # offline bundle, no CDN import
+    v = wb.open_session(S1)
+    assert "pick" in v.chart.selections.trait_names()
+    # the brush in the browser sets the JupyterChart's selection; the tables follow
+    wb.timeline._vl_selections = {S.SPAN_PARAM: {"value": {"t": [
+        pd.Timestamp("2026-09-13T10:01:00Z").value // 10**6, pd.Timestamp("2026-09-13T10:01:30Z").value // 10**6]},
+        "store": []}}
+    assert set(v.object_buttons) == {4, 5} and wb.span is not None
+    # clicking a door mark in the conversation opens its object
+    v.chart._vl_selections = {"pick": {"value": {"vlPoint": {"or": [{"call_seq": 5}]}}, "store": []}}
+    assert 'data-kind="refused"' in v.viewer.value
+
+
+def test_resolve_incident_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO / "notebooks")
+    assert S.resolve_incident_path() == (REPO / "data/demo/incident.yaml").resolve()
+    monkeypatch.chdir(tmp_path)  # outside the repo: falls back to the package's repository
+    assert S.resolve_incident_path("data/demo/incident.yaml").exists()
+    with pytest.raises(FileNotFoundError):
+        S.resolve_incident_path("no/such/incident.yaml")
+
+
+# -- the notebook under papermill -------------------------------------------------------------------
+
+
+def _papermill(out: Path, timeout: int) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "papermill", str(REPO / "notebooks" / "investigate.ipynb"), str(out),
+         "-p", "interactive", "False", "-k", "python3", "--execution-timeout", "180",
+         "--cwd", str(REPO / "notebooks"), "--no-progress-bar"],
+        capture_output=True, text=True, timeout=timeout)
+
+
+def test_notebook_runs_top_to_bottom_under_papermill(tmp_path):
+    nb = json.loads((REPO / "notebooks" / "investigate.ipynb").read_text())
+    params = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(params) == 1
+    src = "".join(params[0]["source"])
+    assert 'incident_path = "data/demo/incident.yaml"' in src and "interactive = True" in src
+    out = tmp_path / "out.ipynb"
+    try:  # papermill can lose a cell's reply (nbclient #312): time out and retry once
+        r = _papermill(out, timeout=300)
+    except subprocess.TimeoutExpired:
+        r = _papermill(out, timeout=300)
+    if r.returncode != 0:
+        r = _papermill(out, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    done = json.loads(out.read_text())
+    text = json.dumps(done["cells"])
+    assert "door-20260913T100052-b7" in text and "refused by rule no-dotenv" in text
+    assert "application/vnd.jupyter.widget-view+json" not in text  # no widgets in batch runs
+    assert not any(s in text for s in SECRETS)
