@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["package_schema", "first_error"]
+__all__ = ["package_schema", "first_error", "first_error_at"]
 
 
 @lru_cache(maxsize=None)
@@ -37,13 +37,22 @@ def _validator(schema: dict, formats: bool):
     return v[0]
 
 
-def first_error(schema: dict, obj: Any, *, formats: bool = True) -> str | None:
-    """The most relevant validation error of ``obj`` against ``schema`` as ``"at <path>: <msg>"``,
-    or ``None`` when ``obj`` is valid.  ``schema`` must stay alive (module constant or cached)."""
+def first_error_at(schema: dict, obj: Any, *, formats: bool = True) -> tuple[list, str] | None:
+    """The most relevant validation error of ``obj`` against ``schema`` as ``(path, message)``
+    (``path`` is the list of keys/indexes into ``obj``), or ``None`` when ``obj`` is valid.
+    ``schema`` must stay alive (a module constant or cached)."""
     import jsonschema
 
     err = jsonschema.exceptions.best_match(_validator(schema, formats).iter_errors(obj))
     if err is None:
         return None
-    where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-    return f"at {where}: {err.message}"
+    return list(err.absolute_path), err.message
+
+
+def first_error(schema: dict, obj: Any, *, formats: bool = True) -> str | None:
+    """Like :func:`first_error_at`, as text: ``"at <a/b/0>: <message>"``."""
+    found = first_error_at(schema, obj, formats=formats)
+    if found is None:
+        return None
+    path, message = found
+    return f"at {'/'.join(str(p) for p in path) or '(top level)'}: {message}"

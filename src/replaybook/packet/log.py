@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import orjson
 
-from .._schema import first_error
+from .._schema import first_error_at
 
 from .._jsonl import iter_lines, read_bytes
 from .errors import PacketLogError
@@ -181,9 +181,10 @@ def read_log(path: str | os.PathLike, *, for_replay: bool = False) -> SessionLog
         obj = line.obj
         if not isinstance(obj, dict):
             raise PacketLogError(f"expected a JSON object, got {type(obj).__name__}", path, line.line_no)
-        err = first_error(schema, obj)
+        err = first_error_at(schema, obj)
         if err is not None:
-            raise PacketLogError(err, path, line.line_no)
+            where = ".".join(str(p) for p in err[0])
+            raise PacketLogError((f"field {where!r}: " if where else "") + err[1], path, line.line_no)
         if isinstance(obj["seq"], bool) or isinstance(obj["exit"], bool):
             raise PacketLogError("seq and exit must be integers, not booleans", path, line.line_no)
         if obj["seq"] in seen:

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Callable
 
 
-from .._schema import first_error
+from .._schema import first_error_at
 from .errors import RulesError
 
 __all__ = [
@@ -311,9 +311,10 @@ def load_rules(root: str | os.PathLike | None) -> RuleSet:
     if table is None:
         return RuleSet()
     where = "[tool.replaybook.normalize]"
-    err = first_error(PROJECT_RULES_SCHEMA, table)
+    err = first_error_at(PROJECT_RULES_SCHEMA, table)
     if err is not None:
-        raise RulesError(f"{where} {err}", path, _line_of(raw, "replaybook.normalize"))
+        loc = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err[0])
+        raise RulesError(f"{loc}: {err[1]}", path, _line_of(raw, "replaybook.normalize"))
     rules: list[Rule] = []
     seen: set[str] = set()
     for i, spec in enumerate(table.get("rules", [])):
