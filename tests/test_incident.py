@@ -61,3 +61,17 @@ def test_demo_incident_cloudtrail_lane_and_unexplained_access():
     assert first.resource_uri == "s3://acme-data/reference/.env" and bool(first.door_principal)
     assert str(first.ts) == "2026-09-13 10:03:12+00:00"
     assert len(aj.unexplained) == 2
+
+
+def test_capsule_demo_incident_carries_its_verdict():
+    inc = replaybook.Incident.load(ROOT / "data" / "capsule-demo" / "incident.yaml")
+    assert inc.has_capsule and not inc.has_access
+    sec = inc.capsule_section()
+    assert sec.completeness == "complete"
+    v = sec.verdict["replay_verdict"]
+    assert v["forensic_decision_reproduced"] is True and v["live_decision_reproduced"] is False
+    assert v["live_verdict"] == "diverged at checkpoint 12"
+    d = sec.divergence["divergence"]
+    assert d["classification"] == "external_evidence_drift"
+    assert d["first_checkpoint"] == "tool_response.service_catalogue"
+    assert replaybook.Incident.load(DEMO).capsule_section() is None

@@ -206,9 +206,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _register_groups() -> None:
     """Subcommand groups that live with their feature."""
+    from .capsule.cli import capsule
     from .packet.cli import packet
 
     cli.add_command(packet)
+    cli.add_command(capsule)
 
 
 _register_groups()

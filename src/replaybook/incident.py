@@ -261,6 +261,36 @@ class Incident:
                            principals=self.manifest.get("principals"))
 
 
+    @property
+    def has_capsule(self) -> bool:
+        """The manifest names a replay capsule."""
+        return bool(self.manifest.get("capsule"))
+
+    def capsule_section(self):
+        """The capsule's review section (:class:`~replaybook.capsule.report.CapsuleSection`):
+        verdict block, inventory, divergence record — or ``None`` when the manifest names no
+        capsule.  Without all three runs (incident, forensic, live) only verification is shown.
+
+        Raises:
+            ManifestError: a named capsule or run file does not exist.
+        """
+        spec = self.manifest.get("capsule")
+        if not spec:
+            return None
+        from .capsule.report import review_section
+        from .capsule.runs import load_run
+
+        cap = self.root / spec["path"]
+        runs = {k: self.root / v for k, v in (spec.get("runs") or {}).items()}
+        for p in [cap, *runs.values()]:
+            if not p.exists():
+                raise ManifestError(f"capsule: {p} does not exist", self.path)
+        if set(runs) != {"incident", "forensic", "live"}:
+            raise ManifestError("capsule.runs needs incident, forensic and live run records", self.path)
+        return review_section(cap, load_run(runs["incident"]), load_run(runs["forensic"]),
+                              load_run(runs["live"]), reviewer_decision=spec.get("reviewer_decision"))
+
+
 def _not_loaded(files: pd.DataFrame) -> pd.DataFrame:
     """Whole-file quarantine rows for files no access source recognised."""
     rows = [{"source_file": r.path, "kind": "invalid", "loader": "auto", "error": r.note}

@@ -507,6 +507,15 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     return _section("Cloud access the door did not explain", body, anchor="access")
 
 
+def capsule_section(incident: Any) -> str:
+    """The replay capsule's verdict block, inventory and divergence record (the incident's
+    ``capsule`` entry), or an empty string when the incident names no capsule."""
+    if not getattr(incident, "has_capsule", False):
+        return ""
+    sec = incident.capsule_section()
+    return _section(None, sec.html(), anchor="capsule")
+
+
 def cannot_prove(
     *,
     unclaimed_calls: pd.DataFrame | None,

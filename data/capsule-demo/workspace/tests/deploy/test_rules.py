@@ -1,0 +1,2 @@
+def test_rules_parse():
+    assert True

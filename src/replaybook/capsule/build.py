@@ -1,0 +1,341 @@
+"""Build a capsule from an incident: door log + the door's captured responses + transcript + checkout.
+
+Inputs:
+
+* the incident manifest (``incident.yaml``, :class:`replaybook.Incident`): its door call log
+  must carry ``response_digest`` for the responses the door kept;
+* the door's captured-responses folder (content-addressed, ``sha256/<hex>``, the same layout as
+  :class:`~replaybook.capsule.store.EvidenceStore`);
+* a git checkout (commit + dirty-tree digest, :func:`~replaybook.capsule.repo.repo_state`) — or,
+  when the checkout is gone, the state the runtime captured (``capture.yaml``'s ``repository``);
+* optionally ``capture.yaml``: what the agent runtime captured besides the door's evidence.
+
+``capture.yaml`` (paths relative to it; every field optional)::
+
+    operation_id: op-example-913
+    principal: claude-worker-example-12        # default: the door's agent name
+    scopes: [catalogue_read, repo_write]
+    policy_version: policy-example-44
+    provider: anthropic                        # default for Claude Code transcripts
+    clock_source: door                         # default: door
+    started_at: 2026-09-13T16:42:03Z           # default: first transcript or door event
+    workdir: /home/deployer/deploy-config      # default: the transcript's cwd
+    system_prompt: capture/system-prompt.txt   # files: stored as evidence, never inlined
+    model_parameters: capture/model-parameters.json
+    image_manifest: capture/image-manifest.json
+    feature_flags: capture/feature-flags.json
+    token_info: capture/token-info.json
+    tool_effects: {"service-catalogue/get_service": read}   # default: guessed from the name
+    permitted_fallbacks: []                    # [{server, method}] a reviewer allows live
+    repository: {commit: 89d2…, dirty_tree: capture/dirty-tree.bin}
+
+Everything sensitive (prompts, responses, parameters, token information, the dirty tree, the
+door's logs) goes into the capsule's evidence store; ``capsule.yaml`` holds digests and
+``evidence://`` references only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import orjson
+import pandas as pd
+import yaml
+
+from .._jsonl import read_bytes
+from ..incident import Incident
+from .digest import request_digest
+from .errors import CapsuleFormatError
+from .model import EFFECTS, Capsule, _plain, evidence_ref, guess_effect, iso_z
+from .repo import repo_state
+from .store import EvidenceStore
+
+__all__ = ["Capture", "load_capture", "build_capsule", "door_call_ids", "select_transcript", "BUILTIN_TOOLS"]
+
+#: Claude Code built-in tools the capsule and the checkpoint extractor understand.
+BUILTIN_TOOLS = ("Edit", "Write", "MultiEdit", "Bash")
+
+_CAPTURE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "operation_id": {"type": "string", "minLength": 1},
+        "principal": {"type": "string"},
+        "scopes": {"type": "array", "items": {"type": "string"}},
+        "policy_version": {"type": "string"},
+        "provider": {"type": "string"},
+        "clock_source": {"type": "string"},
+        "started_at": {"type": "string", "format": "date-time"},
+        "workdir": {"type": "string"},
+        "system_prompt": {"type": "string"},
+        "model_parameters": {"type": "string"},
+        "image_manifest": {"type": "string"},
+        "feature_flags": {"type": "string"},
+        "token_info": {"type": "string"},
+        "tool_effects": {"type": "object", "additionalProperties": {"enum": list(EFFECTS)}},
+        "permitted_fallbacks": {"type": "array", "items": {
+            "type": "object", "required": ["server"],
+            "properties": {"server": {"type": "string"}, "method": {"type": "string"}}, "additionalProperties": False}},
+        "repository": {"type": "object", "required": ["commit"],
+                       "properties": {"commit": {"type": "string"}, "dirty_tree": {"type": "string"}},
+                       "additionalProperties": False},
+    },
+    "additionalProperties": False,
+}
+
+_FILES = ("system_prompt", "model_parameters", "image_manifest", "feature_flags", "token_info")
+
+
+@dataclass
+class Capture:
+    """What the agent runtime captured besides the door's evidence (``capture.yaml``, loaded).
+
+    File fields hold the files' bytes; every field may be ``None`` (not captured).
+    """
+
+    operation_id: str | None = None
+    principal: str | None = None
+    scopes: list[str] | None = None
+    policy_version: str | None = None
+    provider: str | None = None
+    clock_source: str | None = None
+    started_at: str | None = None
+    workdir: str | None = None
+    system_prompt: bytes | None = None
+    model_parameters: bytes | None = None
+    image_manifest: bytes | None = None
+    feature_flags: bytes | None = None
+    token_info: bytes | None = None
+    tool_effects: dict[str, str] = field(default_factory=dict)
+    permitted_fallbacks: list[dict] = field(default_factory=list)
+    repository_commit: str | None = None
+    repository_dirty_tree: bytes | None = None
+
+
+def load_capture(path: str | Path) -> Capture:
+    """Read ``capture.yaml`` (file paths in it are relative to its folder).
+
+    Raises:
+        CapsuleFormatError: unreadable, not YAML, not matching the format, or naming a missing file.
+    """
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text("utf-8")) or {}
+    except OSError as exc:
+        raise CapsuleFormatError(f"cannot read capture file: {exc.strerror or exc}", p) from exc
+    except yaml.YAMLError as exc:
+        raise CapsuleFormatError(f"not valid YAML: {exc}", p) from exc
+    data = _plain(data)
+    v = jsonschema.Draft202012Validator(_CAPTURE_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    err = jsonschema.exceptions.best_match(v.iter_errors(data))
+    if err is not None:
+        where = "/".join(str(x) for x in err.absolute_path) or "(top level)"
+        raise CapsuleFormatError(f"invalid capture file at {where}: {err.message}", p)
+
+    def read(rel: str | None) -> bytes | None:
+        if rel is None:
+            return None
+        try:
+            return (p.parent / rel).read_bytes()
+        except OSError as exc:
+            raise CapsuleFormatError(f"cannot read {rel!r}: {exc.strerror or exc}", p) from exc
+
+    repo = data.get("repository") or {}
+    return Capture(
+        operation_id=data.get("operation_id"), principal=data.get("principal"), scopes=data.get("scopes"),
+        policy_version=data.get("policy_version"), provider=data.get("provider"),
+        clock_source=data.get("clock_source"), started_at=data.get("started_at"), workdir=data.get("workdir"),
+        **{k: read(data.get(k)) for k in _FILES},
+        tool_effects=dict(data.get("tool_effects") or {}),
+        permitted_fallbacks=list(data.get("permitted_fallbacks") or []),
+        repository_commit=repo.get("commit"), repository_dirty_tree=read(repo.get("dirty_tree")),
+    )
+
+
+def door_call_ids(calls: pd.DataFrame) -> list[str]:
+    """One unique call id per door call row: the client's tool-use id (``meta_call_id``) or
+    ``<door_session>#<seq>``; a repeated id gets ``#2``, ``#3`` … (in row order)."""
+    out, seen = [], {}
+    for meta, sess, seq in zip(calls["meta_call_id"], calls["door_session"], calls["seq"]):
+        base = meta if isinstance(meta, str) and meta else f"{sess}#{seq}"
+        n = seen[base] = seen.get(base, 0) + 1
+        out.append(base if n == 1 else f"{base}#{n}")
+    return out
+
+
+def select_transcript(steps: pd.DataFrame, call_ids: set[str]) -> str | None:
+    """The transcript whose tool calls share the most ids with the door's calls (ties: first id).
+
+    Returns ``None`` when there are no transcripts; with no shared ids and one transcript, that one.
+    """
+    if steps.empty:
+        return None
+    tc = steps[(steps["kind"] == "tool_call") & steps["call_id"].isin(list(call_ids))]
+    if not tc.empty:
+        counts = tc.groupby("transcript_id").size()
+        return str(sorted(counts.index, key=lambda t: (-counts[t], t))[0])
+    ids = sorted(steps["transcript_id"].dropna().unique())
+    return str(ids[0]) if len(ids) == 1 else None
+
+
+def _line_obj(row: Any) -> dict | None:
+    try:
+        data = read_bytes(row.source_file)
+        lines = data.split(b"\n")
+        return orjson.loads(lines[int(row.line_no) - 1])
+    except (OSError, IndexError, ValueError, TypeError, orjson.JSONDecodeError):
+        return None
+
+
+def _prompt_bytes(row: Any) -> bytes | None:
+    """The full text of a user prompt (re-read from its line: the frame's text is truncated)."""
+    o = _line_obj(row)
+    content = ((o or {}).get("message") or {}).get("content")
+    if isinstance(content, str):
+        return content.encode("utf-8")
+    if isinstance(content, list):
+        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        if parts:
+            return "\n".join(parts).encode("utf-8")
+    return None if pd.isna(row.text) else str(row.text).encode("utf-8")
+
+
+def _opt(v: Any) -> Any:
+    return None if v is None or (not isinstance(v, (list, dict)) and pd.isna(v)) else v
+
+
+def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | None, out_dir: str | Path, *,
+                  repo: str | Path | None = None, capture: Capture | None = None,
+                  operation_id: str | None = None) -> Capsule:
+    """Build ``<out_dir>/capsule.yaml`` and its evidence store ``<out_dir>/evidence``.
+
+    Args:
+        incident: the incident manifest (or its folder, or a loaded :class:`~replaybook.Incident`).
+        door_evidence: the door's captured-responses folder (``sha256/<hex>``); ``None`` = none kept.
+        out_dir: where to write the capsule (created).
+        repo: a git checkout; overrides ``capture.repository``.
+        capture: what the runtime captured (:func:`load_capture`).
+        operation_id: overrides ``capture.operation_id`` (default ``op-<first door session>``).
+
+    Returns:
+        The saved, schema-valid :class:`~replaybook.capsule.model.Capsule`, with ``completeness``
+        and ``completeness_reasons`` computed by :func:`~replaybook.capsule.verify.verify_capsule`.
+
+    Raises:
+        ManifestError: the incident manifest is bad.
+        CapsuleFormatError: the incident has no door calls, or the checkout is not a git checkout.
+        IntegrityError: an object in the door's folder does not match its digest (names the call).
+    """
+    from .verify import verify_capsule
+
+    inc = incident if isinstance(incident, Incident) else Incident.load(incident)
+    cap = capture or Capture()
+    out = Path(out_dir)
+    calls = inc.calls
+    if calls.empty:
+        raise CapsuleFormatError("the incident's door log has no calls: nothing to capture", inc.path)
+    calls = calls.sort_values(["ts", "seq"], kind="stable").reset_index(drop=True)
+    ids = door_call_ids(calls)
+    op = operation_id or cap.operation_id or f"op-{calls['door_session'].iloc[0]}"
+    store = EvidenceStore(out / "evidence")
+    door = EvidenceStore(door_evidence) if door_evidence is not None else None
+
+    evidence = []
+    for call_id, row in zip(ids, calls.itertuples(index=False)):
+        server = _opt(row.server) or "unknown"
+        resp = _opt(row.response_digest)
+        ref = None
+        if resp and door is not None and door.has(resp):
+            store.put(door.get(resp, call_id=call_id))
+            ref = evidence_ref(op, call_id)
+        effect = cap.tool_effects.get(f"{server}/{row.tool}") or guess_effect(row.tool)
+        observed = row.ts_end if not pd.isna(row.ts_end) else row.ts
+        evidence.append({"call_id": call_id, "server": server, "method": row.tool,
+                         "request_digest": request_digest(server, row.tool, row.arguments),
+                         "response_digest": resp, "captured_response_ref": ref, "observed_at": iso_z(observed),
+                         "effect": effect, "policy": {"result": row.decision, "rule": _opt(row.rule)},
+                         "error": _opt(row.error)})
+
+    def keep(data: bytes | None, name: str) -> tuple[str | None, str | None]:
+        if data is None:
+            return None, None
+        return store.put(data), evidence_ref(op, name)
+
+    # repository
+    if repo is not None:
+        st = repo_state(repo)
+        commit, dirty = st.commit, st.dirty_tree
+    else:
+        commit, dirty = cap.repository_commit, cap.repository_dirty_tree
+    dirty_digest, dirty_ref = keep(dirty, "repository.dirty-tree")
+
+    # transcript: task prompt, model, workdir
+    steps = inc.steps
+    tid = select_transcript(steps, set(ids))
+    tsteps = steps[steps["transcript_id"] == tid] if tid is not None else steps.iloc[0:0]
+    prompts = tsteps[tsteps["kind"] == "user_prompt"]
+    task = _prompt_bytes(next(prompts.itertuples(index=False))) if not prompts.empty else None
+    first = _line_obj(next(tsteps.itertuples(index=False))) if not tsteps.empty else None
+    workdir = cap.workdir or ((first or {}).get("cwd") if isinstance((first or {}).get("cwd"), str) else None)
+    models = tsteps.loc[tsteps["kind"] == "model_request", "model"].dropna()
+    model = str(models.iloc[0]) if not models.empty else None
+    clients = tsteps["client"].dropna()
+    provider = cap.provider or ("anthropic" if not clients.empty and clients.iloc[0] == "claude-code" else None)
+
+    started = cap.started_at
+    if started is None:
+        times = [t for t in (tsteps["ts"].min() if not tsteps.empty else None, calls["ts"].min())
+                 if t is not None and not pd.isna(t)]
+        started = iso_z(min(times)) if times else None
+    else:
+        started = iso_z(started)
+
+    principal = cap.principal
+    if principal is None:
+        agents = calls["agent"].dropna().unique()
+        principal = str(agents[0]) if len(agents) == 1 else None
+
+    logs = []
+    for i, info in enumerate(x for x in inc.inputs if x["format"] == "door"):
+        p = Path(info["path"])
+        p = p if p.is_absolute() else inc.root / p
+        logs.append({"digest": store.put_file(p), "ref": evidence_ref(op, f"door-log.{i + 1}")})
+
+    sys_d, sys_r = keep(cap.system_prompt, "prompt.system")
+    task_d, task_r = keep(task, "prompt.task")
+    par_d, par_r = keep(cap.model_parameters, "model.parameters")
+    img_d, img_r = keep(cap.image_manifest, "runtime.image-manifest")
+    flg_d, flg_r = keep(cap.feature_flags, "runtime.feature-flags")
+    tok_d, tok_r = keep(cap.token_info, "authority.token-info")
+
+    data = {
+        "capsule_version": 1,
+        "operation_id": op,
+        "evidence_store": "evidence",
+        "repository": {"commit": commit, "dirty_tree_digest": dirty_digest, "dirty_tree_ref": dirty_ref,
+                       "workdir": workdir},
+        "prompts": {"system_digest": sys_d, "system_ref": sys_r, "task_digest": task_d, "task_ref": task_r},
+        "model": {"provider": provider, "model": model, "parameters_digest": par_d, "parameters_ref": par_r},
+        "runtime": {"image_digest": img_d, "image_ref": img_r, "started_at": started,
+                    "clock_source": cap.clock_source or "door", "flags_digest": flg_d, "flags_ref": flg_r},
+        "authority": {"principal": principal, "scopes": None if cap.scopes is None else sorted(cap.scopes),
+                      "policy_version": cap.policy_version, "token_info_digest": tok_d, "token_info_ref": tok_r,
+                      "decision_logs": logs},
+        "tool_evidence": evidence,
+        "missing_evidence_policy": {"default": "stop",
+                                    "permitted_fallbacks": [{"server": f["server"], "method": f.get("method", "*")}
+                                                            for f in cap.permitted_fallbacks],
+                                    "verdict_on_missing_input": "replay_incomplete"},
+        "completeness": "unproven",
+        "completeness_reasons": ["not verified yet"],
+    }
+    capsule = Capsule.from_dict(data, out / "capsule.yaml")
+    capsule.save(out)
+    report = verify_capsule(capsule)
+    capsule.data["completeness"] = report.completeness
+    capsule.data["completeness_reasons"] = report.reasons
+    capsule.save(out)
+    return capsule
+

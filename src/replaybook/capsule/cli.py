@@ -1,0 +1,255 @@
+"""``replaybook capsule …``: build, verify and compare replay capsules and runs.
+
+The lead registers the group on the main CLI (``cli.add_command(capsule)``).
+
+Exit codes:
+    ``0`` verified complete / a verdict was reached (reproduced or diverged);
+    ``2`` bad input (unreadable or schema-invalid capsule, run record or capture file);
+    ``3`` integrity failure (an evidence object does not hash to its digest);
+    ``4`` incomplete evidence (capsule ``unproven``; diff verdict ``not_re_derivable``);
+    ``1`` with ``diff --exit-code`` only: the runs diverged.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pandas as pd
+
+from .diff import RunDiff, align, diff_runs
+from .digest import short
+from .errors import CapsuleFormatError, IntegrityError
+from .verify import EXIT_INCOMPLETE, EXIT_INTEGRITY, VerifyReport
+
+__all__ = ["capsule", "EXIT_INPUT", "EXIT_DIVERGED"]
+
+EXIT_INPUT = 2
+EXIT_DIVERGED = 1
+
+
+def _input_error(ctx: click.Context, exc: Exception) -> None:
+    click.echo(f"replaybook: error: {exc}", err=True)
+    ctx.exit(EXIT_INPUT)
+
+
+def _load_run(ctx: click.Context, path: str):
+    from .runs import load_run
+
+    try:
+        return load_run(path)
+    except CapsuleFormatError as exc:
+        _input_error(ctx, exc)
+
+
+@click.group("capsule", context_settings={"help_option_names": ["-h", "--help"]})
+def capsule() -> None:
+    """Replay capsules: capture the inputs of an agent run, replay them, report the first divergence."""
+
+
+# -- verify -------------------------------------------------------------------------------------
+
+def _verify_table(rep: VerifyReport) -> str:
+    lines = [f"capsule {rep.capsule.operation_id} ({rep.capsule.path})", ""]
+    inv = rep.inventory.rename(columns={"input_class": "input class", "captured": "independently captured?",
+                                        "pinned": "pinned?"})
+    with pd.option_context("display.width", 250, "display.max_colwidth", 120):
+        lines.append(inv.to_string(index=False))
+    lines += ["", f"completeness: {rep.completeness}"
+              + (f" (capsule declares {rep.declared})" if rep.declared != rep.completeness else "")]
+    lines += [f"  - {r}" for r in rep.reasons]
+    lines.append(f"objects checked: {len(rep.objects)}; integrity failures: {len(rep.integrity_failures)}; "
+                 f"missing: {len(rep.missing_objects)}")
+    for r in rep.integrity_failures.itertuples(index=False):
+        lines.append(f"INTEGRITY FAILURE: {r.what}: evidence object {r.digest} hashes to {r.actual}")
+    return "\n".join(lines)
+
+
+@capsule.command("verify")
+@click.argument("capsule_path", metavar="CAPSULE", type=click.Path(exists=True))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.pass_context
+def verify_cmd(ctx: click.Context, capsule_path: str, fmt: str) -> None:
+    """Re-hash every evidence object of CAPSULE (capsule.yaml or its folder), check the schema and
+    print the inventory.  Exit 3 on an integrity failure, 4 when the evidence is incomplete."""
+    from .verify import verify_capsule
+
+    try:
+        rep = verify_capsule(capsule_path)
+    except CapsuleFormatError as exc:
+        _input_error(ctx, exc)
+        return
+    if fmt == "json":
+        click.echo(json.dumps(rep.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(_verify_table(rep))
+    ctx.exit(rep.exit_code)
+
+
+# -- diff ---------------------------------------------------------------------------------------
+
+def _yn(v: bool | None) -> str:
+    return "n/a (not re-derivable)" if v is None else ("yes" if v else "no")
+
+
+def _diff_table(d: RunDiff) -> str:
+    a, b = d.reference, d.replay
+    out = []
+    for role, r in (("reference", a), ("replay", b)):
+        out.append(f"{role:<10} {r.run} ({r.mode}, {r.status}; evidence {r.evidence_time}; "
+                   f"external calls {r.external_calls})")
+    out.append(f"verdict    {d.verdict_text}")
+    if d.divergence:
+        dv = d.divergence
+        ci = dv["changed_input"]
+        out.append(f"classification    {d.classification} (structural)")
+        out.append(f"first divergence  {dv['first_checkpoint']} (checkpoint {dv['checkpoint']})")
+        w = max(len(a.run), len(b.run), len("changed")) + 7
+        out.append(f"  {a.run + ' digest':<{w}} {dv['incident_digest']}")
+        out.append(f"  {b.run + ' digest':<{w}} {dv['replay_digest']}")
+        out.append(f"  {'changed input':<{w}} {ci['name']}")
+        for f in ci.get("fields") or []:
+            out.append(f"    {f['path']}: {json.dumps(f['a'])} → {json.dumps(f['b'])}")
+        sc = ci.get("schema_change")
+        if sc:
+            out.append(f"    schema added: {', '.join(sc['added']) or 'none'}")
+            out.append(f"    schema removed: {', '.join(sc['removed']) or 'none'}")
+        if ci["name"] == "clock":
+            out.append(f"    clock: {ci.get('clock_a')} → {ci.get('clock_b')}")
+        if dv["downstream_changes"]:
+            out.append("  downstream changes")
+            out += [f"    - {x}" for x in dv["downstream_changes"]]
+    out.append(f"decision reproduced  {_yn(d.decision_reproduced)}")
+    e = d.effects
+    out.append(f"effects    patch digests equal: {_yn(e['patch_digests_equal'])}; "
+               f"committed effects equal: {_yn(e['effects_equal'])}")
+    for r in d.reasons:
+        out.append(f"not re-derivable: {r}")
+    for n in d.notes + d.cosmetic:
+        out.append(f"note: {n}")
+    al = align({"A": a, "B": b}, "A")
+    marks = ["·" if pd.isna(m) else ("=" if m else "≠") for m in al["B_match"]]
+    first = d.divergence["first_checkpoint"] if d.divergence else None
+    rows = [("", "checkpoint", a.run, "", b.run, f"{b.run} status")]
+    for lbl, da, sa, m, db, sb in zip(al["label"], al["A_digest"], al["A_status"], marks, al["B_digest"],
+                                      al["B_status"]):
+        rows.append(("▶" if lbl == first else "", lbl,
+                     "—" if pd.isna(sa) else (short(da) if not pd.isna(da) else "(none)"), m,
+                     "—" if pd.isna(sb) else (short(db) if not pd.isna(db) else "(none)"),
+                     "—" if pd.isna(sb) else sb))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(6)]
+    out.append("")
+    out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(out)
+
+
+@capsule.command("diff")
+@click.argument("run_a", type=click.Path(exists=True, dir_okay=False))
+@click.argument("run_b", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--exit-code", "exit_code", is_flag=True, help="Exit 1 when the runs diverge.")
+@click.pass_context
+def diff_cmd(ctx: click.Context, run_a: str, run_b: str, fmt: str, exit_code: bool) -> None:
+    """Compare two runs' checkpoints: RUN_A is the reference (the incident), RUN_B the replay.
+
+    Prints the verdict (reproduced / diverged at checkpoint N / not re-derivable), the first
+    divergence and its classification.  Exit 4 when not re-derivable.
+    """
+    a, b = _load_run(ctx, run_a), _load_run(ctx, run_b)
+    d = diff_runs(a, b)
+    if fmt == "json":
+        click.echo(json.dumps(d.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(_diff_table(d))
+    if d.verdict == "not_re_derivable":
+        ctx.exit(EXIT_INCOMPLETE)
+    if d.verdict == "diverged" and exit_code:
+        ctx.exit(EXIT_DIVERGED)
+
+
+# -- build ----------------------------------------------------------------------------------------
+
+@capsule.command("build")
+@click.argument("incident", type=click.Path(exists=True))
+@click.option("--evidence", "evidence", type=click.Path(exists=True, file_okay=False), default=None,
+              help="The door's captured-responses folder (sha256/<hex>).")
+@click.option("--repo", type=click.Path(exists=True, file_okay=False), default=None,
+              help="The git checkout the agent worked in (commit + dirty tree).")
+@click.option("--capture", "capture_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="capture.yaml: what the agent runtime captured (prompts, authority, image …).")
+@click.option("--operation-id", default=None, help="Operation id (default: capture.yaml's, else op-<door session>).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
+              help="Folder for capsule.yaml and its evidence store.")
+@click.pass_context
+def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str | None,
+              capture_path: str | None, operation_id: str | None, out_dir: str) -> None:
+    """Build a capsule from INCIDENT (incident.yaml or its folder) and print its inventory."""
+    from ..errors import InputError
+    from .build import build_capsule, load_capture
+    from .verify import verify_capsule
+
+    try:
+        cap = load_capture(capture_path) if capture_path else None
+        built = build_capsule(incident, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
+    except InputError as exc:
+        _input_error(ctx, exc)
+        return
+    except IntegrityError as exc:
+        click.echo(f"replaybook: integrity failure: {exc}", err=True)
+        ctx.exit(EXIT_INTEGRITY)
+        return
+    rep = verify_capsule(built)
+    click.echo(str(built.path))
+    click.echo(_verify_table(rep), err=True)
+
+
+# -- checkpoints / verdict --------------------------------------------------------------------------
+
+@capsule.command("checkpoints")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["table", "jsonl", "csv"]), default="table", show_default=True)
+@click.pass_context
+def checkpoints_cmd(ctx: click.Context, runs: tuple[str, ...], fmt: str) -> None:
+    """Print the checkpoints frame of one or more run records."""
+    from .checkpoints import checkpoints_frame
+
+    df = checkpoints_frame([_load_run(ctx, p) for p in runs])
+    if fmt == "table":
+        view = df[["run", "order", "label", "digest", "status", "ts", "summary"]].copy()
+        view["digest"] = [short(x) if not pd.isna(x) else "—" for x in view["digest"]]
+        with pd.option_context("display.width", 250, "display.max_colwidth", 80, "display.max_rows", None):
+            click.echo(view.to_string(index=False))
+        return
+    df = df.copy()
+    for c in ("detail", "context"):
+        df[c] = [json.dumps(x, ensure_ascii=False, sort_keys=True) for x in df[c]]
+    if fmt == "csv":
+        click.echo(df.to_csv(index=False), nl=False)
+    else:
+        click.echo(df.to_json(orient="records", lines=True, date_format="iso", force_ascii=False), nl=False)
+
+
+@capsule.command("verdict")
+@click.argument("capsule_path", metavar="CAPSULE", type=click.Path(exists=True))
+@click.option("--incident", "incident", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option("--forensic", "forensic", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option("--live", "live", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option("--reviewer-decision", default=None, help="Record this instead of the suggested decision.")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+@click.pass_context
+def verdict_cmd(ctx: click.Context, capsule_path: str, incident: str, forensic: str, live: str,
+                reviewer_decision: str | None, fmt: str) -> None:
+    """Print the review packet's replay_verdict, replay_results and divergence blocks."""
+    from .report import review_section, to_yaml
+
+    runs = [_load_run(ctx, p) for p in (incident, forensic, live)]
+    try:
+        sec = review_section(capsule_path, *runs, reviewer_decision=reviewer_decision)
+    except CapsuleFormatError as exc:
+        _input_error(ctx, exc)
+        return
+    blocks = {**sec.verdict, **sec.results, **(sec.divergence or {})}
+    if fmt == "json":
+        click.echo(json.dumps(blocks, indent=2, ensure_ascii=False))
+    else:
+        click.echo(to_yaml(blocks), nl=False)

@@ -1,0 +1,251 @@
+"""Views and review-report sections for capsules and replays (pure functions; no widgets).
+
+* :func:`side_by_side` — the incident / forensic / live table aligned by checkpoint, with each
+  run's first divergence flagged; :func:`side_by_side_styler` — the same as a pandas Styler.
+* :func:`replay_verdict` / :func:`replay_results` — the seed's ``replay_verdict`` and
+  ``replay_results`` blocks; :func:`to_yaml` renders them.
+* :func:`review_section` — everything the review report shows for one capsule: the verdict block
+  as YAML text, the inventory table, the divergence record, the side-by-side table, and
+  :meth:`CapsuleSection.html` (a self-contained, escaped HTML fragment).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+import yaml
+
+from .diff import RunDiff, align, diff_runs
+from .digest import short
+from .model import Capsule
+from .runs import RunRecord
+from .verify import VerifyReport, verify_capsule
+
+__all__ = ["side_by_side", "side_by_side_styler", "replay_verdict", "replay_results", "divergence_record",
+           "suggest_reviewer_decision", "to_yaml", "CapsuleSection", "review_section"]
+
+
+def side_by_side(runs: Mapping[str, RunRecord], reference: str | None = None) -> pd.DataFrame:
+    """Runs aligned by checkpoint label, in the reference run's order.
+
+    Args:
+        runs: ``{name: run}``, e.g. ``{"incident": …, "forensic": …, "live": …}``.
+        reference: the run others are compared with (default: the first).
+
+    Returns:
+        One row per checkpoint label: ``checkpoint`` (label), ``kind``, then per run ``<name>``
+        (short digest and summary, NA where the run has no such checkpoint), ``<name>_digest``,
+        ``<name>_status``; per non-reference run ``<name>_match`` (boolean, NA when not
+        compared); and ``first_divergence`` — the names of the runs whose first divergence from
+        the reference is this checkpoint (comma-separated, ``""`` elsewhere).  All text columns
+        are ``string`` dtype.
+    """
+    names = list(runs)
+    ref = reference or names[0]
+    al = align(runs, ref)
+    out = pd.DataFrame({"checkpoint": al["label"], "kind": al["kind"]})
+    for n in names:
+        cell = [None if pd.isna(s) else f"{short(d) if not pd.isna(d) else '—'} {s}"
+                for d, s in zip(al[f"{n}_digest"], al[f"{n}_summary"])]
+        out[n] = pd.Series(cell, dtype=pd.StringDtype("python"))
+        out[f"{n}_digest"] = al[f"{n}_digest"]
+        out[f"{n}_status"] = al[f"{n}_status"]
+    flags = [[] for _ in range(len(al))]
+    for n in names:
+        if n == ref:
+            continue
+        out[f"{n}_match"] = al[f"{n}_match"]
+        d = diff_runs(runs[ref], runs[n])
+        if d.divergence is not None:
+            idx = al.index[al["label"] == d.divergence["first_checkpoint"]]
+            if len(idx):
+                flags[idx[0]].append(n)
+    out["first_divergence"] = pd.Series([", ".join(f) for f in flags], dtype=pd.StringDtype("python"))
+    return out
+
+
+def side_by_side_styler(df: pd.DataFrame):
+    """A pandas Styler for :func:`side_by_side`'s frame: first-divergence rows red, mismatching
+    cells amber, digest and status columns hidden."""
+    runs = [c[:-6] for c in df.columns if c.endswith("_match")]
+
+    def row_style(row: pd.Series) -> list[str]:
+        base = "background-color: #fdecea" if row["first_divergence"] else ""
+        styles = []
+        for c in df.columns:
+            s = base
+            name = c
+            m = row.get(f"{name}_match")
+            if name in runs and m is not None and not pd.isna(m) and not bool(m):
+                s = "background-color: #fff3cd" if not base else base + "; font-weight: 600"
+            styles.append(s)
+        return styles
+
+    hidden = [c for c in df.columns if c.endswith("_digest") or c.endswith("_status") or c.endswith("_match")]
+    return df.style.apply(row_style, axis=1).hide(axis="index").hide(subset=hidden, axis="columns")
+
+
+def divergence_record(diff: RunDiff) -> dict | None:
+    """``{"divergence": {...}}`` in the seed's format (``None`` when the runs agree)."""
+    return None if diff.divergence is None else {"divergence": diff.divergence}
+
+
+def _changed_inputs(diff: RunDiff) -> list[str]:
+    if diff.divergence is None:
+        return []
+    ci = diff.divergence["changed_input"]
+    key = diff.divergence["first_checkpoint"].split(".", 1)[-1].split("#")[0]
+    if ci.get("fields") and diff.divergence["first_checkpoint"].startswith("tool_response."):
+        return [f"{key}.{f['path']}" for f in ci["fields"]]
+    return [ci["name"]]
+
+
+def suggest_reviewer_decision(capsule_complete: bool, forensic: RunDiff, live: RunDiff) -> str:
+    """A proposed ``reviewer_decision`` (the reviewer confirms or replaces it).
+
+    ``incident_explained_by_<server>_drift`` when the forensic replay reproduces and the live
+    verification diverges on external evidence; ``incident_explained_by_<classification>`` for
+    another live divergence; ``incident_reproduces_today`` when both reproduce;
+    ``replay_not_re_derivable`` / ``forensic_replay_diverged`` / ``live_verification_not_re_derivable``
+    otherwise.
+    """
+    if not capsule_complete or forensic.verdict == "not_re_derivable":
+        return "replay_not_re_derivable"
+    if forensic.verdict == "diverged":
+        return "forensic_replay_diverged"
+    if live.verdict == "not_re_derivable":
+        return "live_verification_not_re_derivable"
+    if live.verdict == "reproduced":
+        return "incident_reproduces_today"
+    if live.classification == "external_evidence_drift":
+        key = live.divergence["first_checkpoint"].split(".", 1)[-1].split("#")[0]
+        return f"incident_explained_by_{key}_drift"
+    return f"incident_explained_by_{live.classification}"
+
+
+def _reproduced(d: RunDiff) -> bool | None:
+    return None if d.verdict == "not_re_derivable" else d.decision_reproduced
+
+
+def replay_verdict(report: VerifyReport, forensic: RunDiff, live: RunDiff, *,
+                   reviewer_decision: str | None = None) -> dict:
+    """The seed's ``replay_verdict`` block (plus both verdicts, never merged).
+
+    Args:
+        report: the capsule's verification.
+        forensic: incident vs forensic replay.
+        live: incident vs live verification.
+        reviewer_decision: the reviewer's decision; default :func:`suggest_reviewer_decision`.
+
+    Returns:
+        ``{"replay_verdict": {capsule_complete, forensic_verdict, live_verdict,
+        forensic_decision_reproduced, live_decision_reproduced, first_divergence,
+        external_effects_replayed, unexpected_live_calls, reviewer_decision}}`` —
+        ``*_decision_reproduced`` is ``None`` when that comparison is not re-derivable.
+    """
+    complete = report.completeness == "complete" and report.integrity_failures.empty
+    first = forensic.first_divergence if forensic.verdict == "diverged" else live.first_divergence
+    fr = forensic.replay
+    return {"replay_verdict": {
+        "capsule_complete": complete,
+        "forensic_verdict": forensic.verdict_text,
+        "live_verdict": live.verdict_text,
+        "forensic_decision_reproduced": _reproduced(forensic),
+        "live_decision_reproduced": _reproduced(live),
+        "first_divergence": first,
+        "external_effects_replayed": bool(fr.external_effects_replayed or live.replay.external_effects_replayed),
+        "unexpected_live_calls": len(fr.network_attempts) + len(fr.substitutions),
+        "reviewer_decision": reviewer_decision or suggest_reviewer_decision(complete, forensic, live),
+    }}
+
+
+def replay_results(forensic: RunDiff, live: RunDiff) -> dict:
+    """The seed's ``replay_results`` block: the forensic and live runs side by side, never merged."""
+    f, lv = forensic.replay, live.replay
+    return {"replay_results": {
+        "forensic": {"evidence_time": f.evidence_time, "external_calls": f.external_calls,
+                     "captured_responses_used": f.captured_responses_used, "status": f.status,
+                     "decision_reproduced": _reproduced(forensic)},
+        "live_verification": {"evidence_time": lv.evidence_time, "external_calls": lv.external_calls,
+                              "changed_inputs": _changed_inputs(live), "status": lv.status,
+                              "decision_reproduced": _reproduced(live)},
+    }}
+
+
+def to_yaml(obj: Any) -> str:
+    """Block-style YAML text (key order kept)."""
+    return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True, width=100)
+
+
+@dataclass
+class CapsuleSection:
+    """The review report's capsule section.
+
+    Attributes:
+        verdict: the ``replay_verdict`` block (dict); ``verdict_yaml`` its YAML text.
+        results: the ``replay_results`` block (dict).
+        inventory: the inventory frame (:data:`~replaybook.capsule.verify.INVENTORY`).
+        completeness, reasons: the capsule's computed completeness and why.
+        divergence: the first divergence record (forensic if it diverged, else live), or ``None``;
+            ``divergence_yaml`` its YAML text (``""`` when none).
+        side_by_side: :func:`side_by_side` of incident / forensic / live.
+    """
+
+    verdict: dict
+    verdict_yaml: str
+    results: dict
+    inventory: pd.DataFrame
+    completeness: str
+    reasons: list[str]
+    divergence: dict | None
+    divergence_yaml: str
+    side_by_side: pd.DataFrame
+
+    def html(self) -> str:
+        """A self-contained HTML fragment (``rb-section`` classes; every value escaped)."""
+        def pre(text: str) -> str:
+            return f"<pre><code>{html.escape(text)}</code></pre>"
+
+        sbs = self.side_by_side
+        runs = [c for c in sbs.columns if c not in ("checkpoint", "kind", "first_divergence")
+                and not c.endswith(("_digest", "_status", "_match"))]
+        rows = []
+        for _, r in sbs.iterrows():
+            cls = ' class="rb-refused"' if r["first_divergence"] else ""
+            cells = "".join(f"<td><code>{html.escape('' if pd.isna(r[n]) else str(r[n]))}</code></td>" for n in runs)
+            rows.append(f"<tr{cls}><td>{html.escape(str(r['checkpoint']))}</td>{cells}"
+                        f"<td>{html.escape(str(r['first_divergence']))}</td></tr>")
+        head = "".join(f"<th>{html.escape(n)}</th>" for n in ["checkpoint", *runs, "first divergence"])
+        reasons = "".join(f"<li>{html.escape(x)}</li>" for x in self.reasons)
+        return (
+            '<div class="rb-section"><h2>Replay capsule</h2>'
+            f"<h3>Verdict</h3>{pre(self.verdict_yaml)}{pre(to_yaml(self.results))}"
+            f"<h3>Inventory (completeness: {html.escape(self.completeness)})</h3>"
+            + self.inventory.to_html(index=False, classes="rb-table", escape=True, border=0)
+            + (f"<ul>{reasons}</ul>" if reasons else "")
+            + "<h3>First divergence</h3>" + (pre(self.divergence_yaml) if self.divergence_yaml else "<p>none</p>")
+            + f'<h3>Incident, forensic replay and live verification</h3><table class="rb-table"><tr>{head}</tr>'
+            + "".join(rows) + "</table></div>"
+        )
+
+
+def review_section(capsule: Capsule | str | Path, incident: RunRecord, forensic: RunRecord, live: RunRecord,
+                   *, reviewer_decision: str | None = None) -> CapsuleSection:
+    """Build the capsule section of the review report.
+
+    Raises:
+        CapsuleFormatError: the capsule cannot be read.
+    """
+    report = verify_capsule(capsule)
+    fd, ld = diff_runs(incident, forensic), diff_runs(incident, live)
+    verdict = replay_verdict(report, fd, ld, reviewer_decision=reviewer_decision)
+    div = divergence_record(fd if fd.verdict == "diverged" else ld)
+    return CapsuleSection(
+        verdict=verdict, verdict_yaml=to_yaml(verdict), results=replay_results(fd, ld),
+        inventory=report.inventory, completeness=report.completeness, reasons=list(report.reasons),
+        divergence=div, divergence_yaml="" if div is None else to_yaml(div),
+        side_by_side=side_by_side({incident.run: incident, forensic.run: forensic, live.run: live}, incident.run))

@@ -1,0 +1,150 @@
+"""The evidence store: a content-addressed folder of captured objects.
+
+Layout: ``<root>/sha256/<64 hex>``, one file per object, named by the SHA-256 of its exact bytes
+(the same layout the door uses for the responses it keeps).  Objects are written atomically
+(temporary file in the same folder, ``fsync``, ``os.replace``) and then made read-only
+(mode ``0444``); writing an object that already exists checks the existing bytes instead of
+overwriting them.  Reading and verification open files read-only and never write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .digest import hex_of, is_digest, sha256_digest
+from .errors import EvidenceMissing, IntegrityError
+
+__all__ = ["EvidenceStore", "ObjectCheck", "OBJECT_STATUSES"]
+
+#: Values of :attr:`ObjectCheck.status`.
+OBJECT_STATUSES = ("ok", "missing", "mismatch")
+
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ObjectCheck:
+    """The result of re-hashing one object.
+
+    Attributes:
+        digest: the digest asked for (``sha256:<hex>``).
+        status: ``ok``, ``missing`` (no such object) or ``mismatch`` (bytes hash to ``actual``).
+        actual: the digest of the bytes found (``None`` when missing).
+        size: the object's size in bytes (``None`` when missing).
+    """
+
+    digest: str
+    status: str
+    actual: str | None = None
+    size: int | None = None
+
+
+def _hash_file(path: Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+            n += len(chunk)
+    return "sha256:" + h.hexdigest(), n
+
+
+class EvidenceStore:
+    """A content-addressed evidence folder.
+
+    Args:
+        root: the store's folder (it need not exist until the first :meth:`put`).
+    """
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"EvidenceStore({str(self.root)!r})"
+
+    def path(self, digest: str) -> Path:
+        """The file that holds ``digest``'s object (it may not exist).
+
+        Raises:
+            ValueError: ``digest`` is not ``sha256:<64 hex>``.
+        """
+        return self.root / "sha256" / hex_of(digest)
+
+    def has(self, digest: str) -> bool:
+        """True when an object file for ``digest`` exists (its bytes are not checked)."""
+        return is_digest(digest) and self.path(digest).is_file()
+
+    def digests(self) -> list[str]:
+        """Every object's digest by file name, sorted (files whose name is not 64 hex are skipped)."""
+        d = self.root / "sha256"
+        if not d.is_dir():
+            return []
+        return sorted("sha256:" + p.name for p in d.iterdir()
+                      if p.is_file() and is_digest("sha256:" + p.name))
+
+    def check(self, digest: str) -> ObjectCheck:
+        """Re-hash one object (read-only)."""
+        p = self.path(digest)
+        if not p.is_file():
+            return ObjectCheck(digest, "missing")
+        actual, size = _hash_file(p)
+        return ObjectCheck(digest, "ok" if actual == digest else "mismatch", actual, size)
+
+    def get(self, digest: str, *, call_id: str | None = None) -> bytes:
+        """The object's bytes, verified against ``digest``.
+
+        Raises:
+            EvidenceMissing: no object for ``digest`` (``what='object'``).
+            IntegrityError: the bytes hash to something else (names ``call_id`` when given).
+        """
+        try:
+            p = self.path(digest)
+        except ValueError as exc:
+            raise EvidenceMissing(f"not a digest: {digest!r}", call_id=call_id, what="object") from exc
+        try:
+            with open(p, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            who = f" (call {call_id})" if call_id else ""
+            raise EvidenceMissing(f"evidence object {digest}{who} is not in {self.root}",
+                                  call_id=call_id, what="object") from None
+        actual = sha256_digest(data)
+        if actual != digest:
+            who = f" for call {call_id}" if call_id else ""
+            raise IntegrityError(f"evidence object {digest}{who} was changed: its bytes hash to {actual}",
+                                 digest=digest, actual=actual, call_id=call_id)
+        return data
+
+    def put(self, data: bytes) -> str:
+        """Store ``data`` atomically and read-only; return its digest.
+
+        Raises:
+            IntegrityError: an object with that name exists but holds other bytes.
+        """
+        digest = sha256_digest(data)
+        p = self.path(digest)
+        if p.is_file():
+            self.get(digest)  # exists: verify instead of overwriting
+            return digest
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=p.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return digest
+
+    def put_file(self, path: str | Path) -> str:
+        """Store a file's bytes (read-only open); return the digest."""
+        with open(path, "rb") as fh:
+            return self.put(fh.read())

@@ -1,0 +1,116 @@
+"""Building a capsule from an incident, and verifying it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from replaybook.capsule import build_capsule, load_capsule, load_capture, verify_capsule
+from replaybook.capsule.digest import sha256_digest
+from replaybook.capsule.errors import CapsuleFormatError, IntegrityError
+
+SECRETS = ("fft-demo-not-a-real-secret-3f9a", "tok-demo-not-a-real-secret-81c2",
+           "ledger-api deploys are slow", "deployment assistant", '"regulated_data"')
+
+
+def test_demo_capsule_is_complete_and_holds_no_secret_inline(demo):
+    text = (demo / "capsule" / "capsule.yaml").read_text()
+    for s in SECRETS:
+        assert s not in text
+    cap = load_capsule(demo / "capsule")
+    assert cap.operation_id == "op-example-913" and cap.completeness == "complete"
+    assert [(e.server, e.method, e.effect, e.policy["rule"]) for e in cap.tool_evidence] == [
+        ("feature-flags", "get_flag", "read", "allow-read"),
+        ("service-catalogue", "get_service", "read", "allow-read"),
+        ("repo-host", "create_pull_request", "write", "change-window"),
+        ("repo-host", "merge_pull_request", "write", "change-window")]
+    ev = cap.tool_evidence[1]
+    assert ev.observed_at == "2026-09-13T16:42:11.300Z"
+    assert ev.captured_response_ref == f"evidence://op-example-913/{ev.call_id}"
+    assert ev.response_digest == "sha256:0482a3c6491f9d14b6c7cd72e873ca6dcfc853f40c2a04d65eb40b2d1e5e60f0"
+    assert cap.store().get(ev.response_digest) == (
+        b'{"owner":"payments-platform","service":"ledger-api","tags":{"regulated_data":false,"team":"payments"},'
+        b'"tier":1,"updated_at":"2026-09-13T09:00:00.000Z"}')
+    assert cap.repository["workdir"] == "/home/deployer/deploy-config"
+    assert cap.model == {"provider": "anthropic", "model": "claude-sonnet-4-5",
+                         "parameters_digest": cap.model["parameters_digest"],
+                         "parameters_ref": "evidence://op-example-913/model.parameters"}
+    task = cap.store().get(cap.prompts["task_digest"]).decode()
+    assert task.startswith("ledger-api deploys are slow.")
+    rep = verify_capsule(cap)
+    assert rep.exit_code == 0 and rep.reasons == [] and len(rep.objects) == 12
+    assert (rep.inventory.pinned == "yes").all() and (rep.inventory.captured == "yes").all()
+    assert rep.inventory.why.tolist()[3:5] == ["4 of 4 responses stored",
+                                               "policy-example-44; 4 decisions; 1 door logs"]
+
+
+def test_build_from_a_checkout_equals_build_from_the_captured_state(demo, checkout, tmp_path):
+    cap = load_capture(demo / "capture.yaml")
+    a = build_capsule(demo / "incident.yaml", demo / "door-evidence", tmp_path / "a", capture=cap)
+    b = build_capsule(demo, demo / "door-evidence", tmp_path / "b", repo=checkout, capture=cap)
+    assert a.data == b.data == load_capsule(demo / "capsule").data
+    assert (tmp_path / "a" / "capsule.yaml").read_bytes() == (demo / "capsule" / "capsule.yaml").read_bytes()
+
+
+def test_build_without_capture_is_unproven_and_says_why(demo, tmp_path):
+    cap = build_capsule(demo, demo / "door-evidence", tmp_path / "c")
+    assert cap.operation_id == "op-door-20260913T164203-d1"
+    assert cap.authority.principal == "deployer" and cap.authority.scopes is None
+    assert cap.repository["commit"] is None
+    assert cap.completeness == "unproven"
+    assert cap.data["completeness_reasons"] == [
+        "repository tree: no commit; no dirty-tree digest; dirty-tree object not in the store",
+        "system and task prompts: system prompt not pinned",
+        "model and parameters: parameters not pinned",
+        "policy decisions: policy version not recorded",
+        "credential scope: scopes not recorded; token introspection record not in the store",
+        "runtime image: image not pinned",
+        "clock and feature flags: feature flags not pinned",
+    ]
+    inv = verify_capsule(cap).inventory
+    assert inv[["pinned", "captured"]].values.tolist() == [
+        ["no", "no"], ["partial", "partial"], ["partial", "no"], ["yes", "yes"], ["partial", "yes"],
+        ["partial", "no"], ["partial", "no"], ["partial", "partial"]]
+
+
+def test_build_without_door_evidence_leaves_responses_uncaptured(demo, tmp_path):
+    cap = build_capsule(demo, None, tmp_path / "c", capture=load_capture(demo / "capture.yaml"))
+    assert [e.captured_response_ref for e in cap.tool_evidence] == [None] * 4
+    row = verify_capsule(cap).inventory.set_index("input_class").loc["MCP responses"]
+    assert (row.pinned, row.captured) == ("yes", "no")
+
+
+def test_damaged_door_evidence_fails_the_build_naming_the_call(demo, tmp_path):
+    door = tmp_path / "door-evidence"
+    shutil.copytree(demo / "door-evidence", door)
+    cap = load_capsule(demo / "capsule")
+    ev = cap.tool_evidence[1]
+    obj = door / "sha256" / ev.response_digest[7:]
+    obj.chmod(0o644)
+    obj.write_bytes(b'{"regulated_data":true}')
+    with pytest.raises(IntegrityError, match=f"for call {ev.call_id} was changed") as e:
+        build_capsule(demo, door, tmp_path / "c", capture=load_capture(demo / "capture.yaml"))
+    assert e.value.call_id == ev.call_id
+
+
+def test_declared_complete_but_damaged_is_reported(capsule_dir):
+    cap = load_capsule(capsule_dir)
+    ev = cap.tool_evidence[0]
+    cap.store().path(ev.response_digest).write_bytes(b"{}")
+    rep = verify_capsule(capsule_dir)
+    assert (rep.exit_code, rep.completeness, rep.declared) == (3, "unproven", "complete")
+    assert rep.reasons == [
+        f"MCP responses: response not in the store: {ev.call_id}",
+        f"integrity: call {ev.call_id}: object {ev.response_digest} hashes to {sha256_digest(b'{}')}",
+        "the capsule declares itself complete, but the evidence does not show it"]
+
+
+def test_bad_capture_file_is_an_input_error(tmp_path):
+    p = tmp_path / "capture.yaml"
+    p.write_text("scopes: read\n")
+    with pytest.raises(CapsuleFormatError, match="invalid capture file at scopes"):
+        load_capture(p)
+    p.write_text("system_prompt: missing.txt\n")
+    with pytest.raises(CapsuleFormatError, match="cannot read 'missing.txt'"):
+        load_capture(p)

@@ -1,0 +1,108 @@
+"""``replaybook capsule`` (the click group), through click's CliRunner, on the committed demo."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from replaybook.capsule.cli import capsule
+
+from pathlib import Path
+
+DEMO = Path(__file__).resolve().parents[2] / "data" / "capsule-demo"
+
+
+def run(*args):
+    return CliRunner().invoke(capsule, [str(a) for a in args])
+
+
+def test_verify_the_committed_demo():
+    r = run("verify", DEMO / "capsule")
+    assert r.exit_code == 0, r.output
+    assert "completeness: complete" in r.output
+    assert "input class pinned? independently captured?" in " ".join(r.output.split())
+    r = run("verify", DEMO / "capsule" / "capsule.yaml", "--format", "json")
+    d = json.loads(r.output)
+    assert (r.exit_code, d["completeness"], d["integrity_failures"], d["objects_checked"]) == (0, "complete", [], 12)
+    assert [x["input_class"] for x in d["inventory"]][:2] == ["repository tree", "system and task prompts"]
+
+
+def test_diff_the_committed_demo_runs():
+    r = run("diff", DEMO / "runs" / "incident.json", DEMO / "runs" / "live.json", "--format", "json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert (d["verdict"], d["verdict_text"], d["classification"]) == ("diverged", "diverged at checkpoint 12",
+                                                                      "external_evidence_drift")
+    assert d["divergence"]["first_checkpoint"] == "tool_response.service_catalogue"
+    assert d["divergence"]["changed_input"]["name"] == "service_catalogue.response"
+    r = run("diff", DEMO / "runs" / "incident.json", DEMO / "runs" / "live.json", "--format", "table")
+    assert r.exit_code == 0
+    lines = r.output.splitlines()
+    assert lines[2] == "verdict    diverged at checkpoint 12"
+    assert "classification    external_evidence_drift (structural)" in lines
+    assert "    tags.regulated_data: false → true" in lines
+    assert any(x.startswith("▶  tool_response.service_catalogue") and "≠" in x for x in lines)
+    r = run("diff", DEMO / "runs" / "incident.json", DEMO / "runs" / "forensic.json")
+    assert r.exit_code == 0 and r.output.splitlines()[2] == "verdict    reproduced"
+    r = run("diff", DEMO / "runs" / "incident.json", DEMO / "runs" / "live.json", "--exit-code")
+    assert r.exit_code == 1
+
+
+def test_verdict_block():
+    r = run("verdict", DEMO / "capsule", "--incident", DEMO / "runs" / "incident.json",
+            "--forensic", DEMO / "runs" / "forensic.json", "--live", DEMO / "runs" / "live.json")
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("replay_verdict:\n  capsule_complete: true\n  forensic_verdict: reproduced\n"
+                               "  live_verdict: diverged at checkpoint 12\n")
+    assert "  first_divergence: service_catalogue.response\n" in r.output
+    assert "  reviewer_decision: incident_explained_by_service_catalogue_drift\n" in r.output
+
+
+def test_integrity_failure_exits_3_and_names_the_call(committed_capsule_copy):
+    cap = committed_capsule_copy
+    obj = next(p for p in (cap / "evidence" / "sha256").iterdir()
+               if p.name == "0482a3c6491f9d14b6c7cd72e873ca6dcfc853f40c2a04d65eb40b2d1e5e60f0")
+    obj.write_bytes(obj.read_bytes().replace(b"false", b"true "))
+    r = run("verify", cap)
+    assert r.exit_code == 3
+    assert "INTEGRITY FAILURE: call toolu_01d39b40b90e67fffe3f8481: evidence object sha256:0482" in r.output
+
+
+def test_incomplete_evidence_exits_4(committed_capsule_copy):
+    cap = committed_capsule_copy
+    (cap / "evidence" / "sha256" / "0482a3c6491f9d14b6c7cd72e873ca6dcfc853f40c2a04d65eb40b2d1e5e60f0").unlink()
+    r = run("verify", cap)
+    assert r.exit_code == 4
+    assert "  - MCP responses: response not in the store: toolu_01d39b40b90e67fffe3f8481" in r.output.splitlines()
+
+
+def test_not_re_derivable_diff_exits_4(tmp_path):
+    rec = json.loads((DEMO / "runs" / "forensic.json").read_text())
+    rec.update(status="replay_incomplete", stop_reason="missing_evidence: test", checkpoints=rec["checkpoints"][:9])
+    p = tmp_path / "forensic.json"
+    p.write_text(json.dumps(rec))
+    r = run("diff", DEMO / "runs" / "incident.json", p)
+    assert r.exit_code == 4
+    assert "not re-derivable: replay run 'forensic' replay_incomplete: missing_evidence: test" in r.output
+
+
+@pytest.mark.parametrize("cmd", [("verify", "{bad}"), ("diff", "{bad}", "{bad}"), ("checkpoints", "{bad}")])
+def test_bad_input_exits_2(tmp_path, cmd):
+    bad = tmp_path / "capsule.yaml"
+    bad.write_text("capsule_version: 2\n")
+    r = run(*[c.replace("{bad}", str(bad)) for c in cmd])
+    assert r.exit_code == 2 and "replaybook: error:" in r.output and str(bad) in r.output
+
+
+def test_build_and_checkpoints_commands(demo, tmp_path):
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--capture", demo / "capture.yaml",
+            "--out", tmp_path / "c")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "c" / "capsule.yaml").read_bytes() == (DEMO / "capsule" / "capsule.yaml").read_bytes()
+    r = run("checkpoints", DEMO / "runs" / "live.json", "--format", "jsonl")
+    rows = [json.loads(x) for x in r.output.splitlines()]
+    assert r.exit_code == 0 and len(rows) == 13 and rows[11]["label"] == "tool_response.service_catalogue"
+    r = run("checkpoints", DEMO / "runs" / "live.json")
+    assert r.exit_code == 0 and "tool_response.service_catalogue" in r.output

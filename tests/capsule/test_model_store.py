@@ -1,0 +1,120 @@
+"""The capsule format, its schema, digests and the evidence store."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from replaybook.capsule import EvidenceStore, capsule_schema, load_capsule, verify_capsule
+from replaybook.capsule.digest import (json_digest, request_digest, response_shape, sha256_digest, shape_paths,
+                                       short)
+from replaybook.capsule.errors import CapsuleFormatError, EvidenceMissing, IntegrityError
+from replaybook.capsule.model import MissingEvidencePolicy, guess_effect, iso_z
+from replaybook.errors import InputError
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "capsule"
+
+
+def test_schema_ships_in_the_package():
+    s = capsule_schema()
+    assert s["$id"] == "https://replaybook.dev/schemas/capsule.v1.json"
+    assert s["required"] == ["capsule_version", "operation_id", "repository", "prompts", "model", "runtime",
+                             "authority", "tool_evidence", "completeness"]
+
+
+def test_seed_capsule_loads_and_is_unproven():
+    cap = load_capsule(FIXTURES / "seed_capsule.yaml")
+    assert cap.operation_id == "op-example-913"
+    assert cap.started_at == "2026-09-13T16:42:03.000Z"
+    ev = cap.tool_evidence[0]
+    assert (ev.call_id, ev.method, ev.observed_at, ev.effect) == ("call-example-07", "service.get",
+                                                                   "2026-09-13T16:42:11.000Z", "unknown")
+    assert cap.authority.scopes == ("catalogue_read", "repo_write")
+    assert cap.missing_evidence_policy == MissingEvidencePolicy("stop", (), "replay_incomplete")
+    rep = verify_capsule(cap)
+    inv = rep.inventory
+    assert list(inv.columns) == ["input_class", "pinned", "captured", "why"]
+    assert inv[["input_class", "pinned", "captured"]].values.tolist() == [
+        ["repository tree", "yes", "no"],
+        ["system and task prompts", "yes", "no"],
+        ["model and parameters", "yes", "no"],
+        ["MCP responses", "yes", "no"],
+        ["policy decisions", "partial", "no"],
+        ["credential scope", "yes", "no"],
+        ["runtime image", "yes", "no"],
+        ["clock and feature flags", "partial", "no"],
+    ]
+    assert rep.completeness == "unproven" and rep.exit_code == 4
+    assert rep.reasons[3] == ("MCP responses: response not in the store: call-example-07")
+
+
+@pytest.mark.parametrize("text,match", [
+    ("capsule_version: 1\n", "'operation_id' is a required property"),
+    ("[1, 2]\n", "must be a YAML mapping"),
+    ("a: [unclosed\n", "not valid YAML"),
+])
+def test_bad_capsules_are_input_errors_naming_the_problem(tmp_path, text, match):
+    p = tmp_path / "capsule.yaml"
+    p.write_text(text)
+    with pytest.raises(CapsuleFormatError, match=match) as e:
+        load_capsule(tmp_path)
+    assert isinstance(e.value, InputError) and e.value.path == str(p)
+
+
+def test_schema_error_names_the_field(tmp_path):
+    text = (FIXTURES / "seed_capsule.yaml").read_text().replace(
+        "request_digest: sha256:6666", "request_digest: md5:6666")
+    (tmp_path / "capsule.yaml").write_text(text)
+    with pytest.raises(CapsuleFormatError, match="at tool_evidence/0/request_digest: 'md5:6666"):
+        load_capsule(tmp_path)
+
+
+def test_digests():
+    assert sha256_digest(b"") == "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert request_digest("s", "m", {"b": 1.0, "a": [1, 2]}) == request_digest("s", "m", {"a": [1, 2], "b": 1})
+    assert request_digest("s", "m", None) == request_digest("s", "m", {})
+    assert request_digest("s", "m", {"a": 1}) != request_digest("s", "other", {"a": 1})
+    assert json_digest({"a": 1}) == sha256_digest(b'{"a":1}')
+    shape = response_shape({"tags": {"x": False}, "items": [1, "a", 2], "n": None, "f": 1.5})
+    assert shape == {"object": {"tags": {"object": {"x": "boolean"}}, "items": {"array": ["integer", "string"]},
+                                "n": "null", "f": "number"}}
+    assert shape_paths(shape) == {"tags.x:boolean", "items[]:integer", "items[]:string", "n:null", "f:number"}
+    assert short("sha256:31a7ffff") == "sha256:31a7…" and short(None) == "—"
+    assert iso_z("2026-09-13T16:42:11+02:00") == "2026-09-13T14:42:11.000Z"
+    assert [guess_effect(m) for m in ("get_service", "list", "merge_pull_request", "service.get")] == [
+        "read", "read", "write", "write"]
+
+
+def test_store_is_content_addressed_atomic_and_read_only(tmp_path):
+    store = EvidenceStore(tmp_path / "ev")
+    d = store.put(b"hello")
+    assert d == sha256_digest(b"hello")
+    p = store.path(d)
+    assert p == tmp_path / "ev" / "sha256" / d[7:]
+    assert stat.S_IMODE(p.stat().st_mode) == 0o444
+    assert store.put(b"hello") == d and store.digests() == [d]
+    assert [f.name for f in (tmp_path / "ev" / "sha256").iterdir()] == [d[7:]]  # no temp files left
+    assert store.get(d) == b"hello"
+    assert store.check(d).status == "ok"
+    with pytest.raises(EvidenceMissing, match="is not in"):
+        store.get(sha256_digest(b"other"))
+    os.chmod(p, 0o644)
+    p.write_bytes(b"HELLO")
+    c = store.check(d)
+    assert (c.status, c.actual, c.size) == ("mismatch", sha256_digest(b"HELLO"), 5)
+    with pytest.raises(IntegrityError, match="for call c1 was changed"):
+        store.get(d, call_id="c1")
+    with pytest.raises(IntegrityError):
+        store.put(b"hello")  # an existing, damaged object is never silently overwritten
+
+
+def test_capsule_round_trip_keeps_the_file_valid(capsule_dir):
+    cap = load_capsule(capsule_dir)
+    cap.save(capsule_dir)
+    again = load_capsule(capsule_dir / "capsule.yaml")
+    assert again.data == cap.data
+    assert json.loads(json.dumps(again.data)) == again.data
