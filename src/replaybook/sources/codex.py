@@ -1,0 +1,1056 @@
+"""OpenAI Codex CLI rollouts → the ``steps`` frame.
+
+Format origin
+-------------
+Codex writes one rollout per session under ``~/.codex/sessions/``.  Three generations exist; all
+are read (the generation is recognised per file, by content):
+
+1. **TypeScript CLI** (``codex-cli``, 2025-04/05, ``codex-cli/src/utils/storage/save-rollout.ts``):
+   one pretty-printed JSON document ``rollout-<date>-<id>.json`` =
+   ``{"session": {"timestamp", "id", "instructions"}, "items": [<Responses API item>, …]}``.
+   Items carry no timestamps.
+2. **Rust, un-enveloped JSONL** (codex-rs before the envelope): first line the session meta
+   object ``{"id", "timestamp", "instructions", "git"?}``, then one Responses API item per line
+   (``{"type": "message"|"function_call"|"function_call_output"|"reasoning"|…, "id": "msg_…"}``)
+   and ``{"record_type": "state"}`` markers.  Items carry no timestamps.
+3. **Rust, envelope JSONL** (``RolloutLine`` in ``codex-rs/protocol/src/protocol.rs``):
+   ``{"timestamp", "type", "payload"}`` with ``type`` one of ``session_meta``,
+   ``response_item``, ``event_msg``, ``turn_context``, ``compacted`` (and types newer than this
+   loader).  ``payload`` of ``response_item`` is the ``ResponseItem`` enum
+   (``codex-rs/protocol/src/models.rs``); of ``event_msg`` the ``EventMsg`` enum, e.g.
+   ``mcp_tool_call_begin`` / ``mcp_tool_call_end`` with ``invocation: {server, tool, arguments}``,
+   ``duration: {secs, nanos}`` (or a string such as ``"1.2s"``) and
+   ``result: {"Ok": CallToolResult} | {"Err": "…"}``.
+
+The frame
+---------
+:func:`load_codex` returns a :class:`~replaybook.frames.LoadResult`; ``frame`` has exactly the
+:data:`~replaybook.frames.STEPS` columns and dtypes, ``client`` ``"codex"``.  One row per line
+(per item for the TypeScript generation), in file order; ``seq`` is 0-based per transcript.
+
+==============  ===========================================================================
+kind            from
+==============  ===========================================================================
+user_prompt     ``event_msg/user_message`` (what the user typed); in files without such events
+                (generations 1–2) a ``message`` item with ``role: user``
+model_request   a ``message`` item with ``role: assistant`` (``model`` from the latest
+                ``turn_context``; tokens from the next ``event_msg/token_count``'s
+                ``info.last_token_usage``)
+tool_call       ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` /
+                ``web_search_call`` / ``tool_search_call`` items; an ``mcp_tool_call_begin``
+                (else ``_end``) event when no ``function_call`` carries its ``call_id``
+tool_result     ``function_call_output`` / ``custom_tool_call_output`` / ``tool_search_output``;
+                an ``mcp_tool_call_end`` whose call came from a ``begin`` event
+summary         a ``compacted`` line (``text`` = its ``message``)
+system          ``session_meta`` (and the legacy meta line), ``turn_context``, ``message`` items
+                with role ``system``/``developer``
+other           everything else: ``role: user`` items of files that have ``user_message`` events
+                (they mirror the event, or are injected context), other ``event_msg`` types
+                (``agent_message``, ``token_count``, MCP events folded into their
+                ``function_call``), ``reasoning`` (``text`` = summary, never the encrypted
+                content), ``{"record_type": "state"}`` lines, types newer than this loader
+==============  ===========================================================================
+
+* ``transcript_id`` and ``client_session_id``: the session id (``session_meta.payload.id``, the
+  legacy meta ``id``, ``session.id``), else the UUID in the file name, else the file stem.
+  ``client_version``: ``cli_version``.  ``agent_id``: for sub-agent rollouts
+  (``source.subagent``) the ``agent_nickname``/``agent_path``/``agent_role``, else the
+  sub-agent kind (``review``, ``compact`` …); NA for main sessions.
+* **Arguments**: ``function_call.arguments`` is a JSON *string*; it is parsed and canonicalised
+  (:func:`~replaybook.canonical.canonical_args`).  Text that is not JSON keeps ``arguments`` None
+  and ``args_key`` NA, puts the raw text in ``text`` and adds a note (``inputs[i]["notes"]``); the
+  line is not quarantined.  ``custom_tool_call.input`` is free text (``apply_patch``): ``arguments``
+  None, ``args_key`` NA, ``text`` the input.
+* **MCP names**: ``mcp__<server>__<tool>`` and the legacy ``<server>__<tool>`` are split at the
+  first ``__`` (:func:`split_codex_name`); the ``invocation`` of an MCP event is authoritative and
+  overrides the split for the same ``call_id``.
+* **Pairing**: results and MCP end events are paired with calls by ``call_id`` across every file
+  of the load (first result wins): the call row gets ``result_ts``, ``is_error`` (``Err``,
+  ``isError``, or a legacy ``{"content", "success": false}`` output; NA when the rollout does not
+  say), ``result_text``; result rows get the call's ``tool_raw``/``server``/``tool``.
+* **Forks and sub-agents — replayed history is counted once.**  A forked or sub-agent rollout
+  starts by replaying its parent's history, re-stamped with the time of the fork.  Rule, per
+  file, applied to the lines after its own ``session_meta``:
+
+  A. when its ``session_meta`` names a parent (``forked_from_id``, or
+     ``source.subagent.thread_spawn.parent_thread_id``) whose rollout is in the same load, the
+     leading lines whose ``(type, payload)`` — timestamp ignored — appear, in order, in the
+     parent's lines (a subsequence: the parent may hold lines that were not replayed), plus
+     replayed ``session_meta`` lines of another session, are replay;
+  B. otherwise, the leading lines identical in ``(timestamp, type, payload)`` (envelope) or in
+     their whole object when it carries an item ``id`` (legacy) to a line of a file loaded
+     earlier are replay (lines without such an identity — ``record_type: state`` — are replay
+     when they sit before the last matching line).
+
+  Replayed lines become no rows; ``inputs[i]["replayed"]`` counts them and
+  ``inputs[i]["parent"]`` names the parent session.
+
+Timestamps (``ts``, ``result_ts``) are tz-aware UTC; NaT where a line has none (generations 1–2).
+Lines that are not JSON, not JSON objects, or whose ``payload`` is not an object go to the
+quarantine with file, line number and byte offset; an unterminated unparsable last line is
+``pending``.  A TypeScript document that is not valid JSON is one quarantine row (with the
+parser's line).  Files are opened read-only and never modified.
+
+Raises :class:`~replaybook.errors.InputError` for a missing path or an unreadable file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from dataclasses import dataclass, field
+from json.decoder import scanstring
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import orjson
+import pandas as pd
+
+from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
+from .._text import safe_str, to_utc, truncate
+from ..canonical import canonical_args
+from ..errors import InputError
+from ..frames import QUARANTINE, STEPS, LoadResult
+from .registry import Source, register
+
+__all__ = [
+    "load_codex",
+    "sniff",
+    "split_codex_name",
+    "json_doc_items",
+    "expand_files",
+    "deep_safe",
+    "needs_safe",
+    "LOADER",
+    "CLIENT",
+]
+
+#: Source name in the registry and ``quarantine.loader``.
+LOADER = "codex"
+#: Value of ``steps.client``.
+CLIENT = "codex"
+
+_ENVELOPE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+_ITEM_TYPES = frozenset({
+    "message", "function_call", "function_call_output", "reasoning", "local_shell_call",
+    "custom_tool_call", "custom_tool_call_output", "web_search_call", "tool_search_call",
+    "tool_search_output", "image_generation_call", "compaction", "compaction_summary",
+})
+_CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call",
+                         "tool_search_call"})
+_RESULT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+def expand_files(paths: str | Path | Iterable[str | Path], suffixes: tuple[str, ...],
+                 accept: Callable[[Path], bool] | None = None) -> list[Path]:
+    """Files named by ``paths``: files as given, folders walked (sorted) for names ending in one of
+    ``suffixes`` (and, when given, passing ``accept`` — folder walks only); duplicates (same
+    resolved path) left out.
+
+    Raises:
+        InputError: a path does not exist.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.is_symlink()
+                           and q.name.endswith(suffixes) and (accept is None or accept(q)))
+        elif p.is_file():
+            found = [p]
+        else:
+            raise InputError("no such file or folder", p)
+        for q in found:
+            key = q.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(q)
+    return out
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _skip_ws(s: str, pos: int) -> int:
+    return _WS.match(s, pos).end()
+
+
+def _walk(s: str, pos: int, path: tuple, out: list) -> int:
+    pos = _skip_ws(s, pos)
+    if not path:
+        val, end = _DECODER.raw_decode(s, pos)
+        out.append((pos, val))
+        return end
+    head = path[0]
+    c = s[pos:pos + 1]
+    if head == "*" and c == "[":
+        pos = _skip_ws(s, pos + 1)
+        if s[pos:pos + 1] == "]":
+            return pos + 1
+        while True:
+            pos = _skip_ws(s, _walk(s, pos, path[1:], out))
+            c = s[pos:pos + 1]
+            if c == ",":
+                pos += 1
+            elif c == "]":
+                return pos + 1
+            else:
+                raise ValueError(f"expected , or ] at {pos}")
+    if head != "*" and c == "{":
+        pos = _skip_ws(s, pos + 1)
+        if s[pos:pos + 1] == "}":
+            return pos + 1
+        while True:
+            if s[pos:pos + 1] != '"':
+                raise ValueError(f"expected a key at {pos}")
+            key, pos = scanstring(s, pos + 1)
+            pos = _skip_ws(s, pos)
+            if s[pos:pos + 1] != ":":
+                raise ValueError(f"expected : at {pos}")
+            if key == head or (isinstance(head, tuple) and key in head):
+                pos = _walk(s, pos + 1, path[1:], out)
+            else:
+                _, pos = _DECODER.raw_decode(s, _skip_ws(s, pos + 1))
+            pos = _skip_ws(s, pos)
+            c = s[pos:pos + 1]
+            if c == ",":
+                pos = _skip_ws(s, pos + 1)
+            elif c == "}":
+                return pos + 1
+            else:
+                raise ValueError(f"expected , or }} at {pos}")
+    _, end = _DECODER.raw_decode(s, pos)  # not the container the path wants: skip it
+    return end
+
+
+def json_doc_items(text: str, path: tuple) -> Iterator[tuple[int, int, Any]]:
+    """Elements of a JSON document at ``path``, with their 1-based line and character offset.
+
+    ``path`` is a tuple of object keys (a key may be a tuple of alternative spellings) and ``"*"``
+    for "every element of this array", e.g. ``("items", "*")`` or
+    ``(("resourceSpans", "resource_spans"), "*", ("scopeSpans", "scope_spans"), "*", "spans", "*")``.
+    Yields ``(line_no, offset, value)`` in document order.
+
+    Raises:
+        ValueError: ``text`` is not valid JSON (json.JSONDecodeError is a ValueError).
+    """
+    out: list[tuple[int, Any]] = []
+    _walk(text, 0, path, out)
+    newlines = [i for i, ch in enumerate(text) if ch == "\n"] if out else []
+    for off, val in out:
+        yield bisect.bisect_right(newlines, off) + 1, off, val
+
+
+def deep_safe(v: Any) -> Any:
+    """``v`` with lone surrogates replaced in every string and key, at any depth."""
+    if isinstance(v, str):
+        return safe_str(v)
+    if isinstance(v, dict):
+        return {(safe_str(k) if isinstance(k, str) else k): deep_safe(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [deep_safe(x) for x in v]
+    return v
+
+
+def needs_safe(raw: bytes) -> bool:
+    """True when a raw line may decode to lone surrogates (escapes or invalid UTF-8)."""
+    if b"\\ud" in raw or b"\\uD" in raw:
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v != "" else None
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".jsonl.gz", ".json.gz", ".jsonl", ".json", ".gz"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def _canon_key(v: Any) -> bytes:
+    try:
+        return orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return json.dumps(v, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+# --------------------------------------------------------------------------- names
+
+def split_codex_name(name: Any, namespace: Any = None) -> tuple[str | None, Any]:
+    """Split a Codex tool name into ``(server, tool)``.
+
+    * ``mcp__<server>__<tool>`` → ``(server, tool)`` (split at the first ``__`` after ``mcp__``);
+    * legacy ``<server>__<tool>`` → ``(server, tool)`` (Codex built-in tool names hold no ``__``);
+    * a ``namespace`` such as ``"mcp__files__"`` with a bare ``name`` → ``("files", name)``;
+    * anything else (``shell``, ``exec_command``, ``apply_patch``) → ``(None, name)``.
+
+    >>> split_codex_name("mcp__door__read_object")
+    ('door', 'read_object')
+    >>> split_codex_name("door__read_object")
+    ('door', 'read_object')
+    >>> split_codex_name("exec_command")
+    (None, 'exec_command')
+    """
+    if not isinstance(name, str):
+        return None, name
+    if isinstance(namespace, str) and namespace and "__" not in name:
+        ns = namespace[5:] if namespace.startswith("mcp__") else namespace
+        ns = ns.strip("_")
+        if ns:
+            return ns, name
+    rest = name[5:] if name.startswith("mcp__") else name
+    server, sep, tool = rest.partition("__")
+    if sep and server and tool:
+        return server, tool
+    return None, name
+
+
+# --------------------------------------------------------------------------- sniffing
+
+_FRAG_ENVELOPE = re.compile(rb'"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context)"')
+_FRAG_TS_DOC = re.compile(rb'^\s*\{\s*"(session|items)"\s*:')
+_FRAG_ITEM = re.compile(rb'"type"\s*:\s*"(message|function_call|function_call_output|reasoning)"')
+
+
+def _line_score(o: Any) -> float:
+    if not isinstance(o, dict):
+        return 0.0
+    t = o.get("type")
+    if t in _ENVELOPE_TYPES and "payload" in o and isinstance(o.get("timestamp"), str):
+        return 1.0
+    if "payload" in o and isinstance(o.get("timestamp"), str) and isinstance(t, str) and len(o) <= 4:
+        return 0.5  # an envelope type newer than this loader
+    if o.get("record_type") == "state":
+        return 0.6
+    if t in _ITEM_TYPES and "payload" not in o and "message" not in o and "uuid" not in o:
+        if t == "message":
+            return 0.8 if o.get("role") in ("user", "assistant", "system", "developer") and \
+                isinstance(o.get("content"), list) else 0.0
+        if t in ("function_call", "function_call_output"):
+            return 0.9 if "call_id" in o else 0.0
+        return 0.6
+    if t is None and isinstance(o.get("id"), str) and isinstance(o.get("timestamp"), str) and \
+            ("instructions" in o or "git" in o):
+        return 0.6
+    return 0.0
+
+
+def sniff(sample: bytes) -> float:
+    """Confidence in [0, 1] that ``sample`` (a file's first bytes) is a Codex rollout.
+
+    Judges up to 200 lines (every generation: envelope lines, un-enveloped Responses items,
+    ``record_type`` markers, the legacy meta line); a TypeScript-generation document (one JSON
+    object with ``session`` and ``items``) is judged by its parsed keys, or by its visible keys
+    when the sample cuts it.  ≥ 0.9 for envelope files, about 0.7–0.9 for older generations,
+    ≤ 0.1 for other JSON.
+    """
+    stripped = sample.lstrip()
+    if stripped.startswith(b"{") and _FRAG_TS_DOC.match(stripped):
+        try:
+            doc = orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict):
+            items = doc.get("items")
+            if isinstance(doc.get("session"), dict) and isinstance(items, list):
+                return 0.85 if any(_line_score(i) >= 0.6 for i in items[:50] if isinstance(i, dict)) \
+                    or not items else 0.5
+        elif b'"items"' in sample and b'"session"' in sample and _FRAG_ITEM.search(sample):
+            return 0.8
+    parts = sample.split(b"\n")
+    if parts and not sample.endswith(b"\n"):
+        parts.pop()  # the sample may cut the last line
+    scores: list[float] = []
+    for raw in parts[:200]:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            scores.append(_line_score(orjson.loads(raw)))
+        except orjson.JSONDecodeError:
+            scores.append(0.0)
+    if not scores:
+        tail = sample.strip()
+        return 0.6 if _FRAG_ENVELOPE.search(tail) and b'"payload"' in tail else 0.0
+    mean = sum(scores) / len(scores)
+    if max(scores) >= 1.0:
+        return round(min(0.99, 0.6 + 0.4 * mean), 3)
+    if max(scores) >= 0.8:
+        return round(min(0.9, 0.4 + 0.5 * mean), 3)
+    return round(min(0.4, mean), 3)
+
+
+# --------------------------------------------------------------------------- parsing
+
+@dataclass
+class _Rec:
+    """One usable line (or TypeScript item) of a rollout."""
+
+    line_no: int
+    kind: str                 # envelope | legacy_meta | legacy_item | state | ts_session | ts_item | unknown
+    obj: dict
+    ts: str | None
+    rtype: str | None         # envelope type, or "response_item" for bare items
+    payload: Any              # envelope payload / the item itself
+
+
+@dataclass
+class _File:
+    path: Path
+    info: dict
+    recs: list[_Rec] = field(default_factory=list)
+    session_id: str | None = None
+    parent_id: str | None = None
+    cli_version: str | None = None
+    agent_id: str | None = None
+    meta_idx: int | None = None   # index in recs of its own session meta
+    skip: int = 0                 # number of leading recs (after meta) that are replay
+    skip_set: set = field(default_factory=set)
+
+
+def _subagent(source: Any) -> tuple[str | None, str | None]:
+    """``(agent_id, parent_thread_id)`` from a ``SessionSource`` value."""
+    if not isinstance(source, dict):
+        return None, None
+    sub = None
+    for k in ("subagent", "sub_agent", "SubAgent"):
+        if k in source:
+            sub = source[k]
+            break
+    if sub is None:
+        return None, None
+    if isinstance(sub, str):
+        return sub, None
+    if isinstance(sub, dict):
+        spawn = sub.get("thread_spawn") or sub.get("ThreadSpawn")
+        if isinstance(spawn, dict):
+            aid = (_str(spawn.get("agent_nickname")) or _str(spawn.get("agent_path"))
+                   or _str(spawn.get("agent_role")) or "thread_spawn")
+            return aid, _str(spawn.get("parent_thread_id"))
+        for k, v in sub.items():
+            return (_str(v) if k == "other" and _str(v) else k), None
+    return "subagent", None
+
+
+def _apply_meta(f: _File, meta: dict) -> None:
+    f.session_id = f.session_id or _str(meta.get("id"))
+    f.cli_version = f.cli_version or _str(meta.get("cli_version"))
+    aid, parent = _subagent(meta.get("source"))
+    nick = _str(meta.get("agent_nickname"))
+    if aid == "thread_spawn" and nick:
+        aid = nick
+    f.agent_id = f.agent_id or aid or nick
+    f.parent_id = f.parent_id or _str(meta.get("forked_from_id")) or parent
+
+
+def _classify(o: dict, first: bool) -> tuple[str, str | None, str | None, Any]:
+    """``(kind, ts, rtype, payload)`` of one parsed JSONL object."""
+    t = o.get("type")
+    ts = o.get("timestamp") if isinstance(o.get("timestamp"), str) else None
+    if "payload" in o and isinstance(t, str):
+        return "envelope", ts, t, o.get("payload")
+    if "record_type" in o:
+        return "state", None, None, o
+    if isinstance(t, str):
+        return ("legacy_item" if t in _ITEM_TYPES else "unknown"), None, "response_item", o
+    if first and _str(o.get("id")):
+        return "legacy_meta", ts, "session_meta", o
+    return "unknown", ts, None, o
+
+
+def _read_file(path: Path, quarantine: list[dict]) -> _File:
+    try:
+        raw_size = path.stat().st_size
+        data = read_bytes(path)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read Codex rollout: {exc}", path) from exc
+    f = _File(path=path, info=file_info(path, raw_size, data, LOADER))
+    f.info["notes"] = []
+    first_line = data.lstrip().split(b"\n", 1)[0].strip()
+    doc = None
+    if data.lstrip()[:1] == b"{":
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("items"), list) and isinstance(doc.get("session"), dict):
+        _read_ts_doc(f, data)
+        f.info["generation"] = "typescript-json"
+        return f
+    if first_line == b"{":
+        # a pretty-printed JSON document that is not a TypeScript rollout (or does not parse)
+        try:
+            json.loads(data.decode("utf-8", "replace"))
+            msg, ln = "a JSON document without session and items: not a Codex rollout", 1
+        except json.JSONDecodeError as exc:
+            msg, ln = f"rollout document is not valid JSON: {exc.msg}", exc.lineno
+        quarantine.append(quarantine_row(path, None, LOADER, msg, line_no=ln, raw=data[:400]))
+        f.info["generation"] = "typescript-json" if b'"items"' in data and b'"session"' in data else "unknown"
+        return f
+    gens: set[str] = set()
+    first = True
+    for line in iter_lines(data):
+        if line.error is not None:
+            quarantine.append(quarantine_row(path, line, LOADER, line.error,
+                                             kind="pending" if line.pending else "invalid"))
+            continue
+        o = line.obj
+        if not isinstance(o, dict):
+            quarantine.append(quarantine_row(path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
+            continue
+        if needs_safe(line.raw):
+            o = deep_safe(o)
+        kind, ts, rtype, payload = _classify(o, first)
+        first = False
+        if kind == "envelope" and rtype in _ENVELOPE_TYPES and not isinstance(payload, dict):
+            quarantine.append(quarantine_row(path, line, LOADER,
+                                             f"{rtype} payload is not an object ({type(payload).__name__})"))
+            continue
+        gens.add("envelope" if kind == "envelope" else ("legacy" if kind != "unknown" else "unknown"))
+        rec = _Rec(line.line_no, kind, o, ts, rtype, payload)
+        if (kind == "envelope" and rtype == "session_meta") or kind == "legacy_meta":
+            meta = payload if kind == "envelope" else o
+            if f.meta_idx is None:
+                f.meta_idx = len(f.recs)
+                _apply_meta(f, meta)
+        f.recs.append(rec)
+    gens.discard("unknown")
+    f.info["generation"] = ("envelope-jsonl" if gens == {"envelope"} else
+                            "legacy-jsonl" if gens == {"legacy"} else
+                            "mixed-jsonl" if gens else "unknown")
+    _fallback_ids(f)
+    return f
+
+
+def _read_ts_doc(f: _File, data: bytes) -> None:
+    text = data.decode("utf-8", "replace")
+    try:
+        sess = list(json_doc_items(text, ("session",)))
+        items = list(json_doc_items(text, ("items", "*")))
+    except ValueError:
+        sess, items = [], []
+    doc = orjson.loads(data)
+    if not items:  # fall back to item index as the line
+        items = [(None, 0, it) for it in doc["items"]]
+    meta = deep_safe(doc["session"])
+    line_no = sess[0][0] if sess else None
+    f.meta_idx = 0
+    f.recs.append(_Rec(line_no, "ts_session", meta, meta.get("timestamp") if isinstance(
+        meta.get("timestamp"), str) else None, "session_meta", meta))
+    _apply_meta(f, meta)
+    for ln, _off, it in items:
+        if not isinstance(it, dict):
+            f.info["notes"].append(f"line {ln}: item is not a JSON object; kept as an other row")
+            it = {"type": None, "value": it}
+        it = deep_safe(it)
+        f.recs.append(_Rec(ln, "ts_item", it, None, "response_item", it))
+    _fallback_ids(f)
+
+
+def _fallback_ids(f: _File) -> None:
+    if f.session_id is None:
+        m = _UUID.findall(f.path.name)
+        f.session_id = m[-1] if m else _stem(f.path)
+
+
+# --------------------------------------------------------------------------- replay (forks)
+
+def _key_a(r: _Rec) -> bytes:
+    return _canon_key([r.rtype, r.payload])
+
+
+def _key_b(r: _Rec) -> bytes | None:
+    if r.kind == "envelope":
+        return _canon_key([r.ts, r.rtype, r.payload])
+    if r.kind in ("legacy_item", "ts_item") and _str(r.obj.get("id")):
+        return _canon_key(r.obj)
+    return None
+
+
+def _mark_replay(files: list[_File]) -> None:
+    by_session: dict[str, _File] = {}
+    for f in files:
+        if f.session_id and f.meta_idx is not None:
+            by_session.setdefault(f.session_id, f)
+    seen_b: set[bytes] = set()
+    for f in files:
+        start = (f.meta_idx + 1) if f.meta_idx is not None else 0
+        tail = f.recs[start:]
+        parent = by_session.get(f.parent_id) if f.parent_id else None
+        n = 0
+        if parent is not None and parent is not f:
+            f.info["parent"] = f.parent_id
+            p_start = (parent.meta_idx + 1) if parent.meta_idx is not None else 0
+            positions: dict[bytes, list[int]] = {}
+            for i, r in enumerate(parent.recs[p_start:]):
+                positions.setdefault(_key_a(r), []).append(i)
+            j = 0
+            for r in tail:
+                if r.rtype == "session_meta" and _str((r.payload or {}).get("id")) != f.session_id:
+                    n += 1
+                    continue
+                pos = positions.get(_key_a(r))
+                k = bisect.bisect_left(pos, j) if pos else None
+                if pos is None or k == len(pos):
+                    break
+                j = pos[k] + 1
+                n += 1
+        else:
+            if f.parent_id:
+                f.info["parent"] = f.parent_id
+            last = -1
+            for i, r in enumerate(tail):
+                k = _key_b(r)
+                if k is None:
+                    continue
+                if k in seen_b:
+                    last = i
+                else:
+                    break
+            n = last + 1
+        f.skip = n
+        f.skip_set = set(range(start, start + n))
+        f.info["replayed"] = n
+        for r in f.recs:
+            k = _key_b(r)
+            if k is not None:
+                seen_b.add(k)
+
+
+# --------------------------------------------------------------------------- rows
+
+def _content_text(content: Any) -> tuple[str | None, int]:
+    """Text of a Responses API ``content`` (string or list of content items) and its image count."""
+    if isinstance(content, str):
+        return content, 0
+    if not isinstance(content, list):
+        return None, 0
+    texts: list[str] = []
+    images = 0
+    for c in content:
+        if isinstance(c, str):
+            texts.append(c)
+        elif isinstance(c, dict):
+            ct = c.get("type")
+            if isinstance(c.get("text"), str) and ct in (None, "input_text", "output_text", "text",
+                                                         "summary_text", "reasoning_text"):
+                texts.append(c["text"])
+            elif ct in ("input_image", "image"):
+                images += 1
+    return ("\n".join(texts) if texts else None), images
+
+
+def _output(out: Any) -> tuple[str | None, int, bool | None]:
+    """``(text, images, is_error)`` of a ``function_call_output.output``."""
+    if isinstance(out, dict):
+        succ = out.get("success")
+        text, images = _content_text(out.get("content"))
+        return text, images, (succ is False) if isinstance(succ, bool) else None
+    text, images = _content_text(out)
+    return text, images, None
+
+
+def _mcp_result(res: Any) -> tuple[str | None, bool | None]:
+    """``(text, is_error)`` of an ``mcp_tool_call_end.result`` (``{"Ok": …} | {"Err": …}``)."""
+    if not isinstance(res, dict):
+        return None, None
+    if "Err" in res:
+        err = res["Err"]
+        return (err if isinstance(err, str) else orjson.dumps(err).decode()), True
+    ok = res.get("Ok", res)
+    if isinstance(ok, dict):
+        text, _ = _content_text(ok.get("content"))
+        is_err = ok.get("isError", ok.get("is_error"))
+        if text is None and ok.get("structuredContent") is not None:
+            text = orjson.dumps(ok["structuredContent"]).decode()
+        return text, (is_err is True)
+    return None, None
+
+
+def _duration_s(d: Any) -> float | None:
+    if isinstance(d, dict):
+        secs, nanos = d.get("secs", 0), d.get("nanos", 0)
+        if isinstance(secs, (int, float)) and isinstance(nanos, (int, float)):
+            return float(secs) + float(nanos) / 1e9
+        return None
+    if isinstance(d, (int, float)) and not isinstance(d, bool):
+        return float(d)
+    if isinstance(d, str):
+        total = 0.0
+        found = False
+        for num, unit in re.findall(r"([0-9]*\.?[0-9]+)\s*(ns|µs|us|ms|s|m|h)", d):
+            found = True
+            total += float(num) * {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0,
+                                   "m": 60.0, "h": 3600.0}[unit]
+        return total if found else None
+    return None
+
+
+class _Load:
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+        self.ts: list[str | None] = []
+        self.result_ts: list[str | None] = []
+        self.calls: dict[str, int] = {}          # call_id → row index of its tool_call
+        self.results: list[int] = []             # tool_result row indexes
+        self.mcp_info: dict[str, list[int]] = {}  # call_id → indexes of MCP event rows
+        self.seq: dict[str, int] = {}
+
+    def add(self, row: dict, ts: str | None) -> int:
+        tid = row["transcript_id"]
+        row["seq"] = self.seq.get(tid, 0)
+        self.seq[tid] = row["seq"] + 1
+        self.rows.append(row)
+        self.ts.append(ts)
+        self.result_ts.append(None)
+        return len(self.rows) - 1
+
+
+def _build_file(st: _Load, f: _File, fc_ids: set[str], begin_ids: set[str]) -> None:
+    spath = str(f.path)
+    notes: list[str] = f.info["notes"]
+    user_events = any(r.rtype == "event_msg" and isinstance(r.payload, dict)
+                      and r.payload.get("type") == "user_message"
+                      for i, r in enumerate(f.recs) if i not in f.skip_set)
+    model: str | None = None
+    pending_request: int | None = None
+    for idx, r in enumerate(f.recs):
+        if idx in f.skip_set:
+            continue
+        base = {
+            "transcript_id": f.session_id,
+            "client": CLIENT,
+            "client_version": f.cli_version,
+            "client_session_id": f.session_id,
+            "agent_id": f.agent_id,
+            "source_file": spath,
+            "line_no": r.line_no,
+        }
+        p = r.payload if isinstance(r.payload, dict) else {}
+        if r.kind == "state":
+            st.add({**base, "kind": "other", "line_type": "state"}, None)
+            continue
+        if r.rtype == "session_meta" or r.kind in ("legacy_meta", "ts_session"):
+            text, nb = truncate(_str(p.get("instructions")) or _str((p.get("base_instructions") or {}).get("text")
+                                                                    if isinstance(p.get("base_instructions"), dict) else None))
+            st.add({**base, "kind": "system", "line_type": "session_meta", "text": text,
+                    "text_bytes": nb, "uuid": _str(p.get("id"))}, r.ts)
+            model = model or _str(p.get("model"))
+            continue
+        if r.rtype == "turn_context":
+            model = _str(p.get("model")) or model
+            st.add({**base, "kind": "system", "line_type": "turn_context", "model": _str(p.get("model"))}, r.ts)
+            continue
+        if r.rtype == "compacted":
+            text, nb = truncate(_str(p.get("message")))
+            st.add({**base, "kind": "summary", "line_type": "compacted", "text": text, "text_bytes": nb}, r.ts)
+            continue
+        if r.rtype == "event_msg":
+            pending_request = _event(st, base, r, p, fc_ids, begin_ids, pending_request)
+            continue
+        if r.rtype == "response_item" and r.kind in ("envelope", "legacy_item", "ts_item", "unknown"):
+            it = p if r.kind == "envelope" else r.obj
+            lt_prefix = "response_item/" if r.kind == "envelope" else ""
+            pending_request = _item(st, base, r, it, lt_prefix, model, user_events, notes, pending_request)
+            continue
+        lt = r.rtype if r.rtype else (_str(r.obj.get("type")) if isinstance(r.obj, dict) else None)
+        st.add({**base, "kind": "other", "line_type": lt}, r.ts)
+
+
+def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str | None,
+          user_events: bool, notes: list[str], pending_request: int | None) -> int | None:
+    t = it.get("type")
+    t = t if isinstance(t, str) else None
+    lt = f"{lt_prefix}{t}" if t else (lt_prefix.rstrip("/") or None)
+    item_id = _str(it.get("id"))
+    if t == "message":
+        role = it.get("role")
+        text, images = _content_text(it.get("content"))
+        text, nb = truncate(text)
+        if role == "assistant":
+            i = st.add({**base, "kind": "model_request", "line_type": f"{lt}/assistant", "text": text,
+                        "text_bytes": nb, "model": model, "message_id": item_id}, r.ts)
+            return i
+        if role == "user":
+            kind = "other" if user_events else "user_prompt"
+            st.add({**base, "kind": kind, "line_type": f"{lt}/user", "text": text, "text_bytes": nb,
+                    "images": images, "message_id": item_id}, r.ts)
+            return pending_request
+        st.add({**base, "kind": "system", "line_type": f"{lt}/{role}" if isinstance(role, str) else lt,
+                "text": text, "text_bytes": nb, "message_id": item_id}, r.ts)
+        return pending_request
+    if t in _CALL_TYPES:
+        call_id = _str(it.get("call_id")) or (item_id if t in ("web_search_call",) else None)
+        args: Any = None
+        key: str | None = None
+        text = None
+        if t == "function_call":
+            name = _str(it.get("name"))
+            raw_args = it.get("arguments")
+            if isinstance(raw_args, str):
+                try:
+                    args = orjson.loads(raw_args) if raw_args.strip() else {}
+                    key = canonical_args(args)
+                except orjson.JSONDecodeError:
+                    try:
+                        args = json.loads(raw_args)
+                        key = canonical_args(args)
+                    except (json.JSONDecodeError, RecursionError):
+                        args = None
+                        text = raw_args
+                        notes.append(f"line {r.line_no}: function_call arguments are not JSON; "
+                                     "args_key left NA")
+            elif isinstance(raw_args, (dict, list)):
+                args = raw_args
+                key = canonical_args(args)
+            elif raw_args is None:
+                args = {}
+                key = canonical_args(args)
+            server, tool = split_codex_name(name, it.get("namespace"))
+            tool_raw = name if not (isinstance(it.get("namespace"), str) and name and "__" not in name) \
+                else f"{it['namespace'].rstrip('_')}__{name}"
+        elif t == "custom_tool_call":
+            name = _str(it.get("name"))
+            server, tool, tool_raw = None, name, name
+            text = it.get("input") if isinstance(it.get("input"), str) else None
+        elif t == "local_shell_call":
+            server, tool, tool_raw = None, "local_shell", "local_shell"
+            args = it.get("action") if isinstance(it.get("action"), dict) else None
+            key = canonical_args(args) if args is not None else None
+        elif t == "web_search_call":
+            server, tool, tool_raw = None, "web_search", "web_search"
+            args = it.get("action") if isinstance(it.get("action"), dict) else None
+            key = canonical_args(args) if args is not None else None
+        else:  # tool_search_call
+            server, tool, tool_raw = None, "tool_search", "tool_search"
+            args = it.get("arguments")
+            key = canonical_args(args) if args is not None else None
+        text, nb = truncate(text)
+        i = st.add({**base, "kind": "tool_call", "line_type": lt, "tool_raw": tool_raw, "server": server,
+                    "tool": tool, "call_id": call_id, "arguments": args, "args_key": key, "text": text,
+                    "text_bytes": nb, "message_id": item_id}, r.ts)
+        if call_id is not None and call_id not in st.calls:
+            st.calls[call_id] = i
+        return pending_request
+    if t in _RESULT_TYPES:
+        if t == "tool_search_output":
+            text = orjson.dumps(it.get("tools")).decode() if it.get("tools") is not None else None
+            images, is_err = 0, None
+        else:
+            text, images, is_err = _output(it.get("output"))
+        text, nb = truncate(text)
+        i = st.add({**base, "kind": "tool_result", "line_type": lt, "call_id": _str(it.get("call_id")),
+                    "is_error": is_err, "text": text, "text_bytes": nb, "images": images}, r.ts)
+        st.results.append(i)
+        return pending_request
+    if t == "reasoning":
+        text, _ = _content_text(it.get("summary"))
+        text, nb = truncate(text)
+        st.add({**base, "kind": "other", "line_type": lt, "text": text, "text_bytes": nb,
+                "message_id": item_id}, r.ts)
+        return pending_request
+    st.add({**base, "kind": "other", "line_type": lt, "message_id": item_id}, r.ts)
+    return pending_request
+
+
+def _event(st: _Load, base: dict, r: _Rec, p: dict, fc_ids: set[str], begin_ids: set[str],
+           pending_request: int | None) -> int | None:
+    et = _str(p.get("type"))
+    lt = f"event_msg/{et}" if et else "event_msg"
+    if et == "user_message":
+        text, nb = truncate(_str(p.get("message")))
+        images = p.get("images")
+        st.add({**base, "kind": "user_prompt", "line_type": lt, "text": text, "text_bytes": nb,
+                "images": len(images) if isinstance(images, list) else 0}, r.ts)
+        return pending_request
+    if et in ("agent_message", "agent_reasoning", "agent_reasoning_raw_content", "error",
+              "warning", "background_event"):
+        text, nb = truncate(_str(p.get("message")) or _str(p.get("text")))
+        st.add({**base, "kind": "other", "line_type": lt, "text": text, "text_bytes": nb}, r.ts)
+        return pending_request
+    if et == "token_count":
+        info = p.get("info") if isinstance(p.get("info"), dict) else {}
+        last = info.get("last_token_usage") if isinstance(info.get("last_token_usage"), dict) else None
+        st.add({**base, "kind": "other", "line_type": lt}, r.ts)
+        if last is not None and pending_request is not None:
+            row = st.rows[pending_request]
+            row["input_tokens"] = _int(last.get("input_tokens"))
+            row["output_tokens"] = _int(last.get("output_tokens"))
+            return None
+        return pending_request
+    if et in ("mcp_tool_call_begin", "mcp_tool_call_end"):
+        call_id = _str(p.get("call_id"))
+        inv = p.get("invocation") if isinstance(p.get("invocation"), dict) else {}
+        server, tool = _str(inv.get("server")), _str(inv.get("tool"))
+        args = inv.get("arguments") if "arguments" in inv else None
+        if "arguments" in inv and (args is None or isinstance(args, (dict, list))):
+            args_key = canonical_args(args)
+        else:
+            args_key = None  # not logged, or not an arguments object
+        tool_raw = f"mcp__{server}__{tool}" if server and tool else tool
+        base = {**base, "line_type": lt, "call_id": call_id, "server": server, "tool": tool,
+                "tool_raw": tool_raw}
+        has_fc = call_id is not None and call_id in fc_ids
+        if et == "mcp_tool_call_begin":
+            if has_fc:
+                i = st.add({**base, "kind": "other"}, r.ts)
+            else:
+                i = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key}, r.ts)
+                if call_id is not None and call_id not in st.calls:
+                    st.calls[call_id] = i
+        else:
+            text, is_err = _mcp_result(p.get("result"))
+            text, nb = truncate(text)
+            if has_fc or (call_id is not None and call_id in begin_ids):
+                kind = "other" if has_fc else "tool_result"
+                i = st.add({**base, "kind": kind, "is_error": is_err, "text": text, "text_bytes": nb}, r.ts)
+                if kind == "tool_result":
+                    st.results.append(i)
+            else:  # no function_call and no begin: the end line is the only record of the call
+                dur = _duration_s(p.get("duration"))
+                i = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key,
+                            "is_error": is_err, "result_text": text}, r.ts)
+                st.result_ts[i] = r.ts
+                if dur is not None and r.ts:
+                    st.ts[i] = _minus_seconds(r.ts, dur)
+                if call_id is not None and call_id not in st.calls:
+                    st.calls[call_id] = i
+        if call_id is not None:
+            st.mcp_info.setdefault(call_id, []).append(i)
+        return pending_request
+    st.add({**base, "kind": "other", "line_type": lt}, r.ts)
+    return pending_request
+
+
+def _minus_seconds(ts: str, seconds: float) -> str:
+    t = to_utc([ts]).iloc[0]
+    if pd.isna(t):
+        return ts
+    return (t - pd.Timedelta(seconds=seconds)).isoformat()
+
+
+def _pair(st: _Load) -> None:
+    rows = st.rows
+    done: set[str] = set()
+    for i in st.results:
+        r = rows[i]
+        cid = r.get("call_id")
+        ci = st.calls.get(cid) if cid is not None else None
+        if ci is None:
+            continue
+        call = rows[ci]
+        if r.get("tool") is None:
+            r["tool_raw"], r["server"], r["tool"] = call.get("tool_raw"), call.get("server"), call.get("tool")
+        if cid in done:
+            continue
+        done.add(cid)
+        st.result_ts[ci] = st.ts[i]
+        call["is_error"] = r.get("is_error")
+        call["result_text"] = r.get("text")
+        call["images"] = r.get("images")
+    # MCP events: authoritative server/tool; fill result facts the function_call_output lacks
+    for cid, idxs in st.mcp_info.items():
+        ci = st.calls.get(cid)
+        if ci is None:
+            continue
+        call = rows[ci]
+        for j in idxs:
+            ev = rows[j]
+            if j == ci:
+                continue
+            if ev.get("server") and ev.get("tool") and call["line_type"].endswith("function_call"):
+                call["server"], call["tool"] = ev["server"], ev["tool"]
+            if ev["line_type"].endswith("mcp_tool_call_end"):
+                if call.get("is_error") is None and ev.get("is_error") is not None:
+                    call["is_error"] = ev["is_error"]
+                if call.get("result_text") is None and ev.get("text") is not None:
+                    call["result_text"] = ev["text"]
+                if st.result_ts[ci] is None:
+                    st.result_ts[ci] = st.ts[j]
+    for i in st.results:  # results inherit the (possibly corrected) names
+        r = rows[i]
+        ci = st.calls.get(r.get("call_id")) if r.get("call_id") else None
+        if ci is not None:
+            r["tool_raw"], r["server"], r["tool"] = rows[ci]["tool_raw"], rows[ci]["server"], rows[ci]["tool"]
+
+
+def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
+    """Load Codex CLI rollouts (all three generations) into the ``steps`` frame.
+
+    Args:
+        paths: rollout files and/or folders (e.g. ``~/.codex/sessions/``); folders are walked
+            recursively (sorted) for ``rollout-*`` files ending ``.jsonl``, ``.json`` (or ``.gz``) —
+            never ``auth.json``, ``config.toml``, ``history.jsonl`` and other files of ``~/.codex``;
+            a file named explicitly is always read.  Gzip is recognised by magic bytes.
+
+    Returns:
+        :class:`~replaybook.frames.LoadResult`: ``frame`` with exactly the
+        :data:`~replaybook.frames.STEPS` columns (file order; ``seq`` 0-based per transcript;
+        ``ts``/``result_ts`` tz-aware UTC, NaT where absent), ``quarantine`` (``invalid`` /
+        ``pending`` lines), and ``inputs`` with one dict per file: ``path``, ``sha256``, ``bytes``,
+        ``lines``, ``format``, ``generation`` (``envelope-jsonl``, ``legacy-jsonl``,
+        ``typescript-json`` …), ``replayed`` (lines skipped as a parent's replayed history),
+        ``parent`` (when declared) and ``notes``.
+
+    Raises:
+        InputError: a path does not exist, or a file cannot be read (permission, corrupt gzip).
+    """
+    quarantine: list[dict] = []
+    files = [_read_file(p, quarantine) for p in expand_files(
+        paths, (".jsonl", ".jsonl.gz", ".json", ".json.gz"), accept=lambda q: q.name.startswith("rollout-"))]
+    _mark_replay(files)
+    fc_ids: set[str] = set()
+    begin_ids: set[str] = set()
+    for f in files:
+        for idx, r in enumerate(f.recs):
+            if idx in f.skip_set or not isinstance(r.payload, dict):
+                continue
+            p = r.payload
+            if r.rtype == "response_item" and p.get("type") == "function_call" and _str(p.get("call_id")):
+                fc_ids.add(p["call_id"])
+            if r.rtype == "event_msg" and p.get("type") == "mcp_tool_call_begin" and _str(p.get("call_id")):
+                begin_ids.add(p["call_id"])
+    st = _Load()
+    for f in files:
+        _build_file(st, f, fc_ids, begin_ids)
+    _pair(st)
+    frame = STEPS.build(st.rows)
+    if len(frame):
+        frame["ts"] = to_utc(st.ts).array
+        frame["result_ts"] = to_utc(st.result_ts).array
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=[f.info for f in files])
+
+
+register(Source(
+    name=LOADER,
+    frame="steps",
+    sniff=sniff,
+    load=load_codex,
+    doc="OpenAI Codex CLI rollouts from ~/.codex/sessions/: envelope JSONL ({timestamp,type,payload}, "
+        "codex-rs RolloutLine), un-enveloped legacy JSONL, and TypeScript-CLI rollout JSON",
+))

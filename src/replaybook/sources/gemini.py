@@ -1,0 +1,636 @@
+"""Gemini CLI chat recordings → the ``steps`` frame.
+
+Format origin
+-------------
+Google's Gemini CLI (``google-gemini/gemini-cli``, ``packages/core/src/services/
+chatRecordingService.ts`` and ``chatRecordingTypes.ts``) records each session under
+``~/.gemini/tmp/<project-hash>/chats/``.  Three shapes are read, recognised by content:
+
+1. **JSONL** (current, ``session-<time>-<id8>.jsonl``; sub-agents in ``chats/<parent>/<id>.jsonl``):
+   append-only records — the metadata record ``{sessionId, projectHash, startTime, lastUpdated,
+   kind?, directories?}``; message records ``{id, timestamp, type: user|gemini|info|error|warning,
+   content, toolCalls?, thoughts?, tokens?, model?}``, re-appended whole whenever they change
+   (tool calls added, tokens recorded, results masked); ``{"$set": {…}}`` metadata updates
+   (``$set.messages`` replaces the message list); ``{"$rewindTo": <id>}``.
+2. **ConversationRecord JSON** (older, ``session-*.json``): one document ``{sessionId,
+   projectHash, startTime, lastUpdated, messages: [<message record>, …], summary?}``.
+3. **Checkpoint / history JSON** (``/chat save`` checkpoints): a list of ``Content``
+   ``{role: user|model, parts: [{text} | {functionCall: {id?, name, args}} |
+   {functionResponse: {id?, name, response}}]}`` (or ``{"history": [...]}``).  No timestamps.
+
+``ToolCallRecord``: ``{id, name, args, result (PartListUnion), status (success|error|cancelled|…),
+timestamp, displayName, description, resultDisplay}``.
+
+The frame
+---------
+:func:`load_gemini` returns a :class:`~replaybook.frames.LoadResult` whose ``frame`` has exactly the
+:data:`~replaybook.frames.STEPS` columns, ``client`` ``"gemini"``:
+
+==============  ===========================================================================
+kind            from
+==============  ===========================================================================
+user_prompt     a ``user`` message (checkpoints: a ``user`` Content with text parts)
+model_request   a ``gemini`` message (``model``, ``tokens.input``/``tokens.output``; text parts
+                only, never ``thought`` parts); checkpoints: a ``model`` Content
+tool_call       one per ``toolCalls[]`` entry of a ``gemini`` message (it carries its own
+                result: no separate tool_result row); checkpoints: one per ``functionCall``
+tool_result     checkpoints only: one per ``functionResponse`` part (paired by ``id``, else by
+                name in order)
+system          the metadata record (once per session), ``info``/``error``/``warning`` messages
+other           message records of other types
+==============  ===========================================================================
+
+Decisions
+---------
+* **Upserts — the last version of an id wins.**  Message records are keyed by
+  ``(sessionId, id)`` across every file of the load (a session resumed from ``.json`` into
+  ``.jsonl`` re-appends the same ids).  A message's row sits at its *first* appearance (load
+  order — the order Gemini CLI itself keeps) and carries the *last* version's content, file and
+  line; superseded versions become no row and are counted in ``inputs[i]["superseded"]``.
+  ``$set.messages`` entries are upserts too.
+* **Rewinds are kept.**  Messages removed by ``$rewindTo`` were still said and their tool calls
+  still ran, so their rows stay; ``inputs[i]["rewinds"]`` lists the ids rewound to.
+  ``$set`` records are counted in ``inputs[i]["metadata_updates"]`` (not rows).
+* ``transcript_id`` / ``client_session_id``: ``sessionId`` (checkpoints: the file stem).
+  ``agent_id``: the ``sessionId`` of a ``kind: "subagent"`` recording; NA for the main agent.
+  ``message_id``: the message ``id``; ``call_id``: the ``ToolCallRecord.id`` / ``functionCall.id``.
+* Tool call ``ts`` is the record's own ``timestamp`` (written when the call is recorded), else the
+  message's; ``result_ts`` is that record timestamp when a result is present.  ``is_error``:
+  ``status`` ``error``/``cancelled`` → True, ``success`` → False, else NA.
+* MCP names (:func:`split_gemini_name`): ``displayName`` ``"<tool> (<server> MCP Server)"`` is
+  authoritative; else ``mcp_<server>_<tool>`` (split at the first ``_`` after ``mcp_``, as Gemini
+  CLI's ``parseMcpToolName``) or the older ``<server>__<tool>``; else a built-in (server NA).
+
+Timestamps are tz-aware UTC.  Lines that are not JSON or not objects go to the quarantine with
+file, line and byte offset (an unterminated last line: ``pending``); a JSON document that does
+not parse is one quarantine row with the parser's line.  Files are opened read-only.
+
+Raises :class:`~replaybook.errors.InputError` for a missing path or an unreadable file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import orjson
+
+from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
+from .._text import to_utc, truncate
+from ..canonical import canonical_args
+from ..errors import InputError
+from ..frames import QUARANTINE, STEPS, LoadResult
+from .codex import deep_safe, expand_files, json_doc_items, needs_safe
+from .registry import Source, register
+
+__all__ = ["load_gemini", "sniff", "split_gemini_name", "LOADER", "CLIENT"]
+
+#: Source name in the registry and ``quarantine.loader``.
+LOADER = "gemini"
+#: Value of ``steps.client``.
+CLIENT = "gemini"
+
+_MSG_TYPES = ("user", "gemini", "info", "error", "warning")
+_DISPLAY = re.compile(r"^(?P<tool>.+) \((?P<server>.+) MCP Server\)$")
+
+
+def split_gemini_name(name: Any, display_name: Any = None) -> tuple[str | None, Any]:
+    """Split a Gemini CLI tool name into ``(server, tool)``.
+
+    >>> split_gemini_name("mcp_door_read_object")
+    ('door', 'read_object')
+    >>> split_gemini_name("read_object", "read_object (door MCP Server)")
+    ('door', 'read_object')
+    >>> split_gemini_name("door__read_object")
+    ('door', 'read_object')
+    >>> split_gemini_name("read_file")
+    (None, 'read_file')
+    """
+    if isinstance(display_name, str):
+        m = _DISPLAY.match(display_name)
+        if m:
+            return m.group("server"), m.group("tool")
+    if not isinstance(name, str):
+        return None, name
+    if name.startswith("mcp_"):
+        m = re.match(r"^([^_]+)_(.+)$", name[4:])
+        if m:
+            return m.group(1), m.group(2)
+    server, sep, tool = name.partition("__")
+    if sep and server and tool:
+        return server, tool
+    return None, name
+
+
+# --------------------------------------------------------------------------- sniffing
+
+def _rec_score(o: Any) -> float:
+    if not isinstance(o, dict):
+        return 0.0
+    if any(k in o for k in ("uuid", "parentUuid", "payload", "message", "resourceSpans")):
+        return 0.0
+    if isinstance(o.get("sessionId"), str) and isinstance(o.get("projectHash"), str):
+        return 1.0
+    if isinstance(o.get("id"), str) and o.get("type") in _MSG_TYPES and "content" in o \
+            and isinstance(o.get("timestamp"), str):
+        return 0.9
+    if isinstance(o.get("$set"), dict) and len(o) == 1:
+        return 0.6
+    if isinstance(o.get("$rewindTo"), str) and len(o) == 1:
+        return 0.6
+    return 0.0
+
+
+def _content_list_score(v: Any) -> float:
+    if not isinstance(v, list) or not v:
+        return 0.0
+    good = sum(1 for c in v[:50] if isinstance(c, dict) and c.get("role") in ("user", "model")
+               and isinstance(c.get("parts"), list))
+    return 0.8 * good / min(len(v), 50)
+
+
+_FRAG_SESSION = re.compile(rb'"sessionId"\s*:\s*"')
+_FRAG_PROJECT = re.compile(rb'"projectHash"\s*:\s*"')
+
+
+def sniff(sample: bytes) -> float:
+    """Confidence in [0, 1] that ``sample`` (a file's first bytes) is a Gemini CLI recording.
+
+    JSONL: up to 200 records (metadata, message, ``$set``, ``$rewindTo``); a JSON document is
+    parsed when whole, else judged by its visible keys.  ≥ 0.9 with a metadata record or a
+    ``sessionId``+``projectHash`` document, 0.6–0.8 for message-only files and checkpoints,
+    0 for Claude Code, Codex, OTLP and door files.
+    """
+    stripped = sample.strip()
+    first = stripped.split(b"\n", 1)[0].strip()
+    if stripped[:1] in (b"{", b"[") and (first in (b"{", b"[") or b"\n" not in stripped):
+        try:
+            doc = orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict):
+            if isinstance(doc.get("sessionId"), str) and isinstance(doc.get("messages"), list):
+                return 0.9 if isinstance(doc.get("projectHash"), str) else 0.6
+            if isinstance(doc.get("history"), list):
+                return _content_list_score(doc["history"])
+            if b"\n" not in stripped:
+                return _rec_score(doc)
+            return 0.0
+        if isinstance(doc, list):
+            return _content_list_score(doc)
+        if first in (b"{", b"["):  # cut document: visible keys
+            if _FRAG_SESSION.search(sample) and _FRAG_PROJECT.search(sample) and b'"messages"' in sample:
+                return 0.85
+            if re.search(rb'"role"\s*:\s*"model"', sample) and b'"parts"' in sample:
+                return 0.6
+            return 0.0
+    parts = sample.split(b"\n")
+    if parts and not sample.endswith(b"\n"):
+        parts.pop()
+    scores: list[float] = []
+    for raw in parts[:200]:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            scores.append(_rec_score(orjson.loads(raw)))
+        except orjson.JSONDecodeError:
+            scores.append(0.0)
+    if not scores:
+        return 0.0
+    mean = sum(scores) / len(scores)
+    if max(scores) >= 1.0:
+        return round(min(0.98, 0.6 + 0.4 * mean), 3)
+    if max(scores) >= 0.9:
+        return round(min(0.85, 0.3 + 0.5 * mean), 3)
+    return round(min(0.3, mean), 3)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v != "" else None
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def _parts_text(content: Any) -> tuple[str | None, int]:
+    """Text of a ``PartListUnion`` (string, part, or list of parts/strings) and its media count.
+
+    ``thought`` parts are left out; ``inlineData``/``fileData`` parts count as images.
+    """
+    if isinstance(content, str):
+        return content, 0
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return None, 0
+    texts: list[str] = []
+    media = 0
+    for p in content:
+        if isinstance(p, str):
+            texts.append(p)
+        elif isinstance(p, dict):
+            if isinstance(p.get("text"), str) and not p.get("thought"):
+                texts.append(p["text"])
+            elif "inlineData" in p or "fileData" in p:
+                media += 1
+    return ("\n".join(texts) if texts else None), media
+
+
+def _result_text(result: Any, display: Any = None) -> str | None:
+    """Text of a tool call's ``result`` parts: ``functionResponse.response`` output/error, text parts."""
+    texts: list[str] = []
+    items = result if isinstance(result, list) else ([result] if result is not None else [])
+    for p in items:
+        if isinstance(p, str):
+            texts.append(p)
+        elif isinstance(p, dict):
+            fr = p.get("functionResponse")
+            if isinstance(fr, dict):
+                resp = fr.get("response")
+                if isinstance(resp, dict):
+                    for k in ("output", "error", "content", "llmContent"):
+                        v = resp.get(k)
+                        if isinstance(v, str):
+                            texts.append(v)
+                            break
+                    else:
+                        texts.append(orjson.dumps(resp).decode())
+                elif isinstance(resp, str):
+                    texts.append(resp)
+            elif isinstance(p.get("text"), str):
+                texts.append(p["text"])
+    if texts:
+        return "\n".join(texts)
+    return display if isinstance(display, str) and display else None
+
+
+# --------------------------------------------------------------------------- loading
+
+@dataclass
+class _Msg:
+    order: int
+    session: str
+    rec: dict
+    file_idx: int
+    line_no: int | None
+
+
+@dataclass
+class _Content:
+    """One checkpoint Content item."""
+
+    session: str
+    item: Any
+    file_idx: int
+    line_no: int | None
+    order: int
+
+
+class _State:
+    def __init__(self) -> None:
+        self.msgs: dict[tuple[str, str], _Msg] = {}
+        self.versions: dict[tuple[str, str], list[int]] = {}   # key → file indexes of every version
+        self.meta: dict[str, tuple[int, int | None, dict, int]] = {}  # session → (file, line, meta, order)
+        self.kind: dict[str, str] = {}
+        self.contents: list[_Content] = []
+        self.others: list[tuple[int, str, dict, int, int | None]] = []  # (order, session, rec, file, line)
+        self.order = 0
+
+    def next(self) -> int:
+        self.order += 1
+        return self.order
+
+    def upsert(self, session: str, rec: dict, file_idx: int, line_no: int | None) -> None:
+        key = (session, rec["id"])
+        old = self.msgs.get(key)
+        order = old.order if old is not None else self.next()
+        self.msgs[key] = _Msg(order, session, rec, file_idx, line_no)
+        self.versions.setdefault(key, []).append(file_idx)
+
+    def set_meta(self, session: str, meta: dict, file_idx: int, line_no: int | None) -> None:
+        if meta.get("kind") in ("main", "subagent"):
+            self.kind[session] = meta["kind"]
+        if session not in self.meta:
+            self.meta[session] = (file_idx, line_no, meta, self.next())
+
+
+def _recording_name(path: Path) -> bool:
+    """Folder walks read chat recordings only: ``session-*``, ``checkpoint-*``, and sub-agent
+    recordings under a ``chats/`` folder — never ``settings.json``, ``oauth_creds.json``,
+    ``logs.json`` or other files of ``~/.gemini``."""
+    return path.name.startswith(("session-", "checkpoint-")) or (
+        path.name.endswith((".jsonl", ".jsonl.gz")) and "chats" in path.parts[:-1])
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".jsonl.gz", ".json.gz", ".jsonl", ".json"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict:
+    try:
+        raw_size = path.stat().st_size
+        data = read_bytes(path)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read Gemini CLI recording: {exc}", path) from exc
+    info = file_info(path, raw_size, data, LOADER)
+    info.update(layout=None, superseded=0, rewinds=[], metadata_updates=0, notes=[])
+    stripped = data.strip()
+    first = stripped.split(b"\n", 1)[0].strip()
+    doc = None
+    if stripped[:1] in (b"{", b"["):
+        try:
+            doc = orjson.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
+        except orjson.JSONDecodeError:
+            doc = None
+    is_doc = isinstance(doc, list) or (isinstance(doc, dict) and (
+        isinstance(doc.get("messages"), list) or isinstance(doc.get("history"), list)))
+    if is_doc or (doc is None and first in (b"{", b"[")):
+        info["layout"] = "json"
+        _read_doc(path, data, file_idx, st, quarantine, info)
+        return info
+    info["layout"] = "jsonl"
+    session = None
+    for line in iter_lines(data):
+        if line.error is not None:
+            quarantine.append(quarantine_row(path, line, LOADER, line.error,
+                                             kind="pending" if line.pending else "invalid"))
+            continue
+        o = line.obj
+        if not isinstance(o, dict):
+            quarantine.append(quarantine_row(path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
+            continue
+        if needs_safe(line.raw):
+            o = deep_safe(o)
+        if isinstance(o.get("$rewindTo"), str):
+            info["rewinds"].append(o["$rewindTo"])
+            continue
+        if isinstance(o.get("$set"), dict):
+            info["metadata_updates"] += 1
+            s = o["$set"]
+            if isinstance(s.get("sessionId"), str):
+                session = session or s["sessionId"]
+            if isinstance(s.get("kind"), str) and session:
+                st.kind[session] = s["kind"]
+            if isinstance(s.get("messages"), list):
+                for m in s["messages"]:
+                    if isinstance(m, dict) and isinstance(m.get("id"), str):
+                        st.upsert(session or _stem(path), m, file_idx, line.line_no)
+            continue
+        if isinstance(o.get("sessionId"), str) and not isinstance(o.get("id"), str):
+            session = session or o["sessionId"]
+            st.set_meta(o["sessionId"], o, file_idx, line.line_no)
+            continue
+        if isinstance(o.get("id"), str):
+            st.upsert(session or _stem(path), o, file_idx, line.line_no)
+            continue
+        st.others.append((st.next(), session or _stem(path), o, file_idx, line.line_no))
+    return info
+
+
+def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: list[dict], info: dict) -> None:
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            doc = json.loads(data.decode("utf-8", "replace"))
+        except json.JSONDecodeError as exc:
+            quarantine.append(quarantine_row(path, None, LOADER, f"JSON document is not valid JSON: {exc.msg}",
+                                             line_no=exc.lineno, raw=data[:400]))
+            return
+    doc = deep_safe(doc)
+    text = data.decode("utf-8", "replace")
+
+    def lines(p: tuple, n: int) -> list[int | None]:
+        try:
+            got = [ln for ln, _o, _v in json_doc_items(text, p)]
+        except ValueError:
+            got = []
+        return got if len(got) == n else [None] * n
+
+    if isinstance(doc, dict) and isinstance(doc.get("messages"), list) and \
+            not any(isinstance(m, dict) and "parts" in m and "id" not in m for m in doc["messages"][:5]):
+        session = _str(doc.get("sessionId")) or _stem(path)
+        st.set_meta(session, {k: v for k, v in doc.items() if k != "messages"}, file_idx, 1)
+        msgs = doc["messages"]
+        for ln, m in zip(lines(("messages", "*"), len(msgs)), msgs):
+            if isinstance(m, dict) and isinstance(m.get("id"), str):
+                st.upsert(session, m, file_idx, ln)
+            else:
+                quarantine.append(quarantine_row(path, None, LOADER, "message without a string id", line_no=ln,
+                                                 raw=orjson.dumps(m)[:400]))
+        return
+    if isinstance(doc, dict):
+        key = "history" if isinstance(doc.get("history"), list) else (
+            "messages" if isinstance(doc.get("messages"), list) else None)
+        items, p = (doc[key], (key, "*")) if key else (None, None)
+    elif isinstance(doc, list):
+        items, p = doc, ("*",)
+    else:
+        items, p = None, None
+    if items is None:
+        quarantine.append(quarantine_row(path, None, LOADER, "JSON document is neither a conversation record "
+                                         "(sessionId, messages) nor a Content list", line_no=1, raw=data[:400]))
+        return
+    session = _stem(path)
+    for ln, c in zip(lines(p, len(items)), items):
+        if not isinstance(c, dict) or not isinstance(c.get("parts"), list):
+            quarantine.append(quarantine_row(path, None, LOADER, "Content item without parts", line_no=ln,
+                                             raw=orjson.dumps(c)[:400]))
+            continue
+        st.contents.append(_Content(session, c, file_idx, ln, st.next()))
+
+
+def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None) -> tuple[dict, str | None, str | None]:
+    name = _str(tc.get("name"))
+    server, tool = split_gemini_name(name, tc.get("displayName"))
+    args = tc.get("args")
+    key = canonical_args(args) if isinstance(args, dict) or args is None else (
+        canonical_args(args) if isinstance(args, list) else None)
+    status = tc.get("status")
+    is_err = True if status in ("error", "cancelled") else (False if status == "success" else None)
+    rtext = _result_text(tc.get("result"), tc.get("resultDisplay"))
+    rtext, _ = truncate(rtext)
+    tts = _str(tc.get("timestamp")) or msg_ts
+    has_result = tc.get("result") is not None or status in ("success", "error", "cancelled")
+    row = {**base, "kind": "tool_call", "line_type": "gemini/toolCall", "tool_raw": name, "server": server,
+           "tool": tool, "call_id": _str(tc.get("id")), "arguments": args, "args_key": key,
+           "is_error": is_err, "result_text": rtext, "message_id": msg_id}
+    return row, tts, (tts if has_result else None)
+
+
+def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
+    """Load Gemini CLI chat recordings (JSONL, ConversationRecord JSON, checkpoints) into ``steps``.
+
+    Args:
+        paths: files and/or folders (e.g. ``~/.gemini/tmp/<hash>/``); folders are walked
+            recursively (sorted) for ``session-*``/``checkpoint-*`` files and ``*.jsonl`` under a
+            ``chats/`` folder, ending ``.jsonl``/``.json`` (or ``.gz``) — see
+            :func:`_recording_name`; a file named explicitly is always read.  Gzip by magic bytes.
+
+    Returns:
+        :class:`~replaybook.frames.LoadResult`: ``frame`` with exactly the
+        :data:`~replaybook.frames.STEPS` columns (first-appearance order; ``seq`` 0-based per
+        transcript; ``ts``/``result_ts`` tz-aware UTC, NaT where absent), ``quarantine``, and
+        ``inputs`` with one dict per file: ``path``, ``sha256``, ``bytes``, ``lines``, ``format``,
+        ``layout`` (``jsonl``/``json``), ``superseded``, ``rewinds``, ``metadata_updates``, ``notes``.
+
+    Raises:
+        InputError: a path does not exist, or a file cannot be read (permission, corrupt gzip).
+    """
+    quarantine: list[dict] = []
+    st = _State()
+    files = expand_files(paths, (".jsonl", ".json", ".jsonl.gz", ".json.gz"), accept=_recording_name)
+    inputs = [_read(p, i, st, quarantine) for i, p in enumerate(files)]
+    for key, fidx in st.versions.items():
+        for fi in fidx[:-1]:
+            inputs[fi]["superseded"] += 1
+
+    items: list[tuple[int, str, Any]] = []
+    for session, (fi, ln, meta, order) in st.meta.items():
+        items.append((order, "meta", (session, fi, ln, meta)))
+    for m in st.msgs.values():
+        items.append((m.order, "msg", m))
+    for c in st.contents:
+        items.append((c.order, "content", c))
+    for o in st.others:
+        items.append((o[0], "other", o))
+    items.sort(key=lambda x: x[0])
+
+    rows: list[dict] = []
+    ts: list[str | None] = []
+    rts: list[str | None] = []
+    seqs: dict[str, int] = {}
+
+    def add(row: dict, t: str | None, rt: str | None = None) -> int:
+        n = seqs.get(row["transcript_id"], 0)
+        row["seq"] = n
+        seqs[row["transcript_id"]] = n + 1
+        rows.append(row)
+        ts.append(t)
+        rts.append(rt)
+        return len(rows) - 1
+
+    def base_for(session: str, fi: int, ln: int | None) -> dict:
+        return {"transcript_id": session, "client": CLIENT, "client_session_id": session,
+                "agent_id": session if st.kind.get(session) == "subagent" else None,
+                "source_file": str(files[fi]), "line_no": ln}
+
+    # checkpoint pairing state, per file
+    pending_calls: dict[int, dict[str, list[int]]] = {}
+    for _order, what, obj in items:
+        if what == "meta":
+            session, fi, ln, meta = obj
+            text, nb = truncate(_str(meta.get("summary")))
+            add({**base_for(session, fi, ln), "kind": "system", "line_type": "session", "text": text,
+                 "text_bytes": nb}, _str(meta.get("startTime")))
+        elif what == "msg":
+            m: _Msg = obj
+            rec = m.rec
+            b = base_for(m.session, m.file_idx, m.line_no)
+            t = _str(rec.get("type"))
+            mts = _str(rec.get("timestamp"))
+            text, media = _parts_text(rec.get("content"))
+            text, nb = truncate(text)
+            if t == "user":
+                add({**b, "kind": "user_prompt", "line_type": "user", "text": text, "text_bytes": nb,
+                     "images": media, "message_id": rec["id"]}, mts)
+            elif t == "gemini":
+                tok = rec.get("tokens") if isinstance(rec.get("tokens"), dict) else {}
+                add({**b, "kind": "model_request", "line_type": "gemini", "text": text, "text_bytes": nb,
+                     "model": _str(rec.get("model")), "message_id": rec["id"],
+                     "input_tokens": _int(tok.get("input")), "output_tokens": _int(tok.get("output"))}, mts)
+                for tc in rec.get("toolCalls") or []:
+                    if isinstance(tc, dict):
+                        row, t1, t2 = _tool_row(b, tc, mts, rec["id"])
+                        add(row, t1, t2)
+            elif t in ("info", "error", "warning"):
+                add({**b, "kind": "system", "line_type": t, "text": text, "text_bytes": nb,
+                     "message_id": rec["id"]}, mts)
+            else:
+                add({**b, "kind": "other", "line_type": t, "text": text, "text_bytes": nb,
+                     "message_id": rec["id"]}, mts)
+        elif what == "other":
+            _o, session, rec, fi, ln = obj
+            lt = rec.get("type") if isinstance(rec.get("type"), str) else "unknown"
+            add({**base_for(session, fi, ln), "kind": "other", "line_type": lt},
+                _str(rec.get("timestamp")))
+        else:
+            c: _Content = obj
+            b = base_for(c.session, c.file_idx, c.line_no)
+            role = c.item.get("role")
+            parts = c.item["parts"]
+            calls = pending_calls.setdefault(c.file_idx, {})
+            text, media = _parts_text([p for p in parts if not (isinstance(p, dict) and (
+                "functionCall" in p or "functionResponse" in p))])
+            text, nb = truncate(text)
+            if role == "model":
+                add({**b, "kind": "model_request", "line_type": "model", "text": text, "text_bytes": nb}, None)
+                for p in parts:
+                    fc = p.get("functionCall") if isinstance(p, dict) else None
+                    if isinstance(fc, dict):
+                        name = _str(fc.get("name"))
+                        server, tool = split_gemini_name(name)
+                        args = fc.get("args")
+                        i = add({**b, "kind": "tool_call", "line_type": "model/functionCall", "tool_raw": name,
+                                 "server": server, "tool": tool, "call_id": _str(fc.get("id")),
+                                 "arguments": args, "args_key": canonical_args(args)
+                                 if isinstance(args, (dict, list)) or args is None else None}, None)
+                        calls.setdefault(_str(fc.get("id")) or f"name:{name}", []).append(i)
+            else:
+                responses = [p["functionResponse"] for p in parts if isinstance(p, dict)
+                             and isinstance(p.get("functionResponse"), dict)]
+                if text is not None or media or not responses:
+                    add({**b, "kind": "user_prompt" if role == "user" else "other",
+                         "line_type": role if isinstance(role, str) else None, "text": text,
+                         "text_bytes": nb, "images": media}, None)
+                for fr in responses:
+                    name = _str(fr.get("name"))
+                    rtext, rnb = truncate(_result_text([{"functionResponse": fr}]))
+                    resp = fr.get("response") if isinstance(fr.get("response"), dict) else {}
+                    is_err = "error" in resp
+                    cid = _str(fr.get("id"))
+                    q = calls.get(cid) if cid else None
+                    if not q:
+                        q = calls.get(f"name:{name}")
+                    ci = q.pop(0) if q else None
+                    server, tool = split_gemini_name(name)
+                    if ci is not None:
+                        call = rows[ci]
+                        call.update(is_error=is_err, result_text=rtext)
+                        server, tool = call["server"], call["tool"]
+                        cid = cid or call["call_id"]
+                    add({**b, "kind": "tool_result", "line_type": "user/functionResponse", "tool_raw": name,
+                         "server": server, "tool": tool, "call_id": cid, "is_error": is_err, "text": rtext,
+                         "text_bytes": rnb}, None)
+    frame = STEPS.build(rows)
+    if len(frame):
+        frame["ts"] = to_utc(ts).array
+        frame["result_ts"] = to_utc(rts).array
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+register(Source(
+    name=LOADER,
+    frame="steps",
+    sniff=sniff,
+    load=load_gemini,
+    doc="Gemini CLI chat recordings from ~/.gemini/tmp/<hash>/chats/: append-only session JSONL "
+        "(ChatRecordingService), older ConversationRecord JSON, and /chat checkpoints (Content lists)",
+))

@@ -1,0 +1,588 @@
+"""OpenTelemetry GenAI spans (OTLP JSON) → the ``steps`` frame.
+
+Format origin
+-------------
+* Container: OTLP/JSON trace export requests (``ExportTraceServiceRequest``, opentelemetry-proto
+  ``trace/v1``, JSON mapping per the OTLP specification "JSON Protobuf Encoding"):
+  ``{"resourceSpans": [{"resource": {"attributes": […]}, "scopeSpans": [{"scope": {…},
+  "spans": [{"traceId", "spanId", "parentSpanId", "name", "kind", "startTimeUnixNano",
+  "endTimeUnixNano", "attributes": [{"key", "value": {"stringValue"|"intValue"|…}}],
+  "status": {"code", "message"}}]}]}]}``.  Two file layouts: one document (``.json``, pretty
+  or not; also a JSON array of requests) or OTLP JSON Lines — one request per line, as the
+  OpenTelemetry Collector ``file`` exporter writes.  ``lowerCamelCase`` and ``snake_case`` field
+  names, hex or integer-as-string values and ``instrumentationLibrarySpans`` (pre-1.0) are read.
+* Meaning: OpenTelemetry semantic conventions for generative AI (``gen_ai.*``, "Development"
+  status; attribute names as of semconv 1.37–1.38 and the semantic-conventions-genai MCP
+  conventions): ``gen_ai.operation.name`` (``execute_tool``, ``chat``, ``text_completion``,
+  ``generate_content``, ``invoke_agent``), ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
+  ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``, ``gen_ai.request.model``,
+  ``gen_ai.response.model``, ``gen_ai.response.id``, ``gen_ai.usage.input_tokens`` /
+  ``output_tokens``, ``gen_ai.conversation.id``, ``gen_ai.agent.id`` / ``name``; MCP:
+  ``mcp.method.name`` (``tools/call``), ``mcp.session.id``.
+
+The frame
+---------
+:func:`load_otel` returns a :class:`~replaybook.frames.LoadResult` whose ``frame`` has exactly the
+:data:`~replaybook.frames.STEPS` columns, ``client`` ``"otel"``; one row per span (a span exported
+twice — same trace and span id — counts once; ``inputs[i]["duplicates"]``):
+
+==============  ===========================================================================
+kind            span
+==============  ===========================================================================
+tool_call       ``execute_tool``, or an MCP ``tools/call`` client span; ``ts`` = start,
+                ``result_ts`` = end, ``is_error`` from the status (ERROR) or ``error.type``
+model_request   ``chat`` / ``text_completion`` / ``generate_content``; ``invoke_agent`` only
+                when no model span sits under it (else its tokens would count twice)
+other           every other span, and a tool span nested (at any depth) inside a tool span
+                for the same tool — one call seen by two instrumentation layers (a framework's
+                ``execute_tool`` around the MCP client's ``tools/call``, or the MCP server's
+                own span): the outer span is the row, the inner one fills what it lacks
+                (``mcp.session.id``, call id, arguments, result) and becomes ``other``
+                (with the outer span's call id when it has none)
+==============  ===========================================================================
+
+* ``transcript_id``: ``gen_ai.conversation.id`` of the span, else of its nearest ancestor, else
+  of any span of its trace, else the trace id (hex).  Rows are ordered by start time within a
+  transcript; ``seq`` is 0-based per transcript.
+* ``client_session_id``: ``mcp.session.id``.  ``client_version``: the resource's
+  ``service.version``.  ``agent_id``: the ``gen_ai.agent.id`` (or name) of the nearest enclosing
+  ``invoke_agent`` span when that agent is itself invoked by another agent; NA otherwise.
+* ``uuid`` / ``parent_uuid``: span id / parent span id.  ``line_no``: the line of the export
+  request (JSON Lines) or of the span object (one document).
+* Tool names: ``gen_ai.tool.name`` (for a ``tools/call`` span without it, the span name's target);
+  ``mcp__<server>__<tool>`` is split; otherwise ``server`` is an ``mcp.server.name`` attribute if
+  present, else — for MCP spans only — ``server.address`` (a host, not a configured name).
+* Arguments: ``gen_ai.tool.call.arguments`` is a JSON string (or a structured value); it is
+  parsed and canonicalised.  Not recorded (the attribute is opt-in) → ``arguments`` None and
+  ``args_key`` NA; not JSON → ``args_key`` NA, raw text in ``text`` and a note in
+  ``inputs[i]["notes"]``.
+
+Times are converted from Unix nanoseconds to tz-aware UTC.  A line that is not JSON, not an
+object, or not an export request, and a span without ``traceId``/``spanId`` or a start time, go to
+the quarantine with file and line; an unterminated last line is ``pending``.  Export requests of
+other signals (``resourceLogs``, ``resourceMetrics``) are counted in ``inputs[i]["other_signals"]``.
+Files are opened read-only.
+
+Raises :class:`~replaybook.errors.InputError` for a missing path or an unreadable file.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import orjson
+import pandas as pd
+
+from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
+from .._text import truncate
+from ..canonical import canonical_args
+from ..errors import InputError
+from ..frames import QUARANTINE, STEPS, LoadResult
+from .codex import deep_safe, expand_files, json_doc_items, split_codex_name
+from .registry import Source, register
+
+__all__ = ["load_otel", "sniff", "otlp_value", "LOADER", "CLIENT"]
+
+#: Source name in the registry and ``quarantine.loader``.
+LOADER = "otel"
+#: Value of ``steps.client``.
+CLIENT = "otel"
+
+_RS = ("resourceSpans", "resource_spans")
+_SS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentation_library_spans")
+_SPAN_PATH = (_RS, "*", _SS, "*", ("spans",), "*")
+_MODEL_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+_ERROR_CODES = (2, "2", "STATUS_CODE_ERROR", "ERROR")
+
+
+def otlp_value(v: Any) -> Any:
+    """Decode an OTLP JSON ``AnyValue`` (``{"stringValue": …}`` etc.) into a Python value.
+
+    ``intValue`` strings become ``int``; ``arrayValue`` a list; ``kvlistValue`` a dict;
+    ``bytesValue`` stays the base64 text; an empty ``AnyValue`` is None.
+    """
+    if not isinstance(v, dict):
+        return v
+    for k in ("stringValue", "string_value"):
+        if k in v:
+            return v[k]
+    for k in ("intValue", "int_value"):
+        if k in v:
+            try:
+                return int(v[k])
+            except (TypeError, ValueError):
+                return v[k]
+    for k in ("doubleValue", "double_value"):
+        if k in v:
+            try:
+                return float(v[k])
+            except (TypeError, ValueError):
+                return v[k]
+    for k in ("boolValue", "bool_value"):
+        if k in v:
+            return v[k]
+    for k in ("arrayValue", "array_value"):
+        if k in v:
+            vals = v[k].get("values", []) if isinstance(v[k], dict) else []
+            return [otlp_value(x) for x in vals]
+    for k in ("kvlistValue", "kvlist_value"):
+        if k in v:
+            vals = v[k].get("values", []) if isinstance(v[k], dict) else []
+            return _attrs(vals)
+    for k in ("bytesValue", "bytes_value"):
+        if k in v:
+            return v[k]
+    return None
+
+
+def _attrs(lst: Any) -> dict:
+    out: dict = {}
+    if isinstance(lst, dict):  # already a mapping (some exporters)
+        return {k: otlp_value(v) for k, v in lst.items()}
+    if not isinstance(lst, list):
+        return out
+    for a in lst:
+        if isinstance(a, dict) and isinstance(a.get("key"), str):
+            out[a["key"]] = otlp_value(a.get("value"))
+    return out
+
+
+def _get(d: dict, *names: str) -> Any:
+    for n in names:
+        if n in d:
+            return d[n]
+    return None
+
+
+def _hex_id(v: Any) -> str | None:
+    """Trace/span ids: OTLP JSON uses hex; proto-JSON from some SDKs uses base64."""
+    if not isinstance(v, str) or not v:
+        return None
+    if re.fullmatch(r"[0-9a-fA-F]+", v):
+        return v.lower()
+    try:
+        return base64.b64decode(v, validate=True).hex()
+    except (ValueError, TypeError):
+        return v
+
+
+def _ns(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.isdigit():
+        return int(v)
+    return None
+
+
+# --------------------------------------------------------------------------- sniffing
+
+_FRAG = re.compile(rb'"(resourceSpans|resource_spans)"\s*:')
+_FRAG_SPAN = re.compile(rb'"(traceId|trace_id|spanId|span_id|startTimeUnixNano|start_time_unix_nano)"')
+
+
+def sniff(sample: bytes) -> float:
+    """Confidence in [0, 1] that ``sample`` (a file's first bytes) is OTLP JSON traces.
+
+    Looks at up to 200 lines: JSON Lines of export requests, or one document (parsed when the
+    sample holds all of it, else judged by its visible keys).  0.95 with ``resourceSpans`` and
+    span keys (0.97 when ``gen_ai.``/``mcp.`` attributes show), 0 otherwise.
+    """
+    if not _FRAG.search(sample):
+        return 0.0
+    has_span = bool(_FRAG_SPAN.search(sample))
+    genai = b'"gen_ai.' in sample or b'"mcp.' in sample
+    lines = [x for x in sample.split(b"\n")[:200] if x.strip()]
+    ok = seen = 0
+    for raw in lines:
+        seen += 1
+        try:
+            o = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(o, dict) and any(k in o for k in _RS):
+            ok += 1
+    if ok and ok >= seen - 1:  # JSON Lines (the last line may be cut)
+        return 0.97 if genai else 0.95
+    if has_span:
+        return 0.97 if genai else 0.9
+    return 0.5
+
+
+# --------------------------------------------------------------------------- loading
+
+@dataclass
+class _Span:
+    trace: str
+    span: str
+    parent: str | None
+    name: str | None
+    kind: Any
+    start: int
+    end: int | None
+    attrs: dict
+    status_code: Any
+    status_msg: str | None
+    res: dict
+    file_idx: int
+    line_no: int | None
+    order: int
+
+
+def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span], counter: list[int]) -> dict:
+    try:
+        raw_size = path.stat().st_size
+        data = read_bytes(path)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read OTLP file: {exc}", path) from exc
+    info = file_info(path, raw_size, data, LOADER)
+    info.update(notes=[], other_signals=0, duplicates=0, layout=None)
+    doc = None
+    stripped = data.strip()
+    if stripped[:1] in (b"{", b"["):
+        try:
+            doc = orjson.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
+        except orjson.JSONDecodeError:
+            doc = None
+            if stripped.split(b"\n", 1)[0].strip() in (b"{", b"["):  # a pretty document that does not parse
+                try:
+                    json.loads(data.decode("utf-8", "replace"))
+                except json.JSONDecodeError as exc:
+                    quarantine.append(quarantine_row(path, None, LOADER, f"OTLP JSON document is not valid JSON: "
+                                                     f"{exc.msg}", line_no=exc.lineno, raw=data[:400]))
+                    info["layout"] = "document"
+                    return info
+    if doc is not None:
+        info["layout"] = "document"
+        reqs = doc if isinstance(doc, list) else [doc]
+        text = data.decode("utf-8", "replace")
+        path_ = ("*",) + _SPAN_PATH if isinstance(doc, list) else _SPAN_PATH
+        try:
+            lines = [ln for ln, _o, _v in json_doc_items(text, path_)]
+        except ValueError:
+            lines = []
+        it = iter(lines)
+        for k, req in enumerate(reqs):
+            if not isinstance(req, dict) or not any(x in req for x in _RS):
+                if isinstance(req, dict) and any(x in req for x in ("resourceLogs", "resourceMetrics",
+                                                                     "resource_logs", "resource_metrics")):
+                    info["other_signals"] += 1
+                else:
+                    quarantine.append(quarantine_row(path, None, LOADER, "not an OTLP trace export request "
+                                                     "(no resourceSpans)", line_no=1 if not isinstance(doc, list) else None,
+                                                     raw=orjson.dumps(req)[:400] if req is not None else None))
+                continue
+            _request(path, req, lambda: next(it, None), file_idx, quarantine, spans, counter, info)
+        return info
+    info["layout"] = "jsonl"
+    for line in iter_lines(data):
+        if line.error is not None:
+            quarantine.append(quarantine_row(path, line, LOADER, line.error,
+                                             kind="pending" if line.pending else "invalid"))
+            continue
+        o = line.obj
+        if not isinstance(o, dict):
+            quarantine.append(quarantine_row(path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
+            continue
+        if not any(x in o for x in _RS):
+            if any(x in o for x in ("resourceLogs", "resourceMetrics", "resource_logs", "resource_metrics")):
+                info["other_signals"] += 1
+                continue
+            quarantine.append(quarantine_row(path, line, LOADER, "not an OTLP trace export request (no resourceSpans)"))
+            continue
+        ln = line.line_no
+        _request(path, o, lambda: ln, file_idx, quarantine, spans, counter, info)
+    return info
+
+
+def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[dict],
+             spans: list[_Span], counter: list[int], info: dict) -> None:
+    req = deep_safe(req)
+    for rs in _get(req, *_RS) or []:
+        if not isinstance(rs, dict):
+            continue
+        res = _attrs((rs.get("resource") or {}).get("attributes") if isinstance(rs.get("resource"), dict) else None)
+        for ss in _get(rs, *_SS) or []:
+            if not isinstance(ss, dict):
+                continue
+            for sp in ss.get("spans") or []:
+                ln = next_line()
+                if not isinstance(sp, dict):
+                    quarantine.append(quarantine_row(path, None, LOADER, "span is not an object", line_no=ln))
+                    continue
+                trace = _hex_id(_get(sp, "traceId", "trace_id"))
+                sid = _hex_id(_get(sp, "spanId", "span_id"))
+                start = _ns(_get(sp, "startTimeUnixNano", "start_time_unix_nano"))
+                if trace is None or sid is None or start is None:
+                    quarantine.append(quarantine_row(
+                        path, None, LOADER, "span without traceId, spanId or startTimeUnixNano", line_no=ln,
+                        raw=orjson.dumps(sp)[:400]))
+                    continue
+                st = sp.get("status") if isinstance(sp.get("status"), dict) else {}
+                counter[0] += 1
+                spans.append(_Span(
+                    trace=trace, span=sid, parent=_hex_id(_get(sp, "parentSpanId", "parent_span_id")),
+                    name=sp.get("name") if isinstance(sp.get("name"), str) else None, kind=sp.get("kind"),
+                    start=start, end=_ns(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
+                    attrs=_attrs(sp.get("attributes")), status_code=st.get("code"),
+                    status_msg=st.get("message") if isinstance(st.get("message"), str) else None,
+                    res=res, file_idx=file_idx, line_no=ln, order=counter[0]))
+
+
+def _op(s: _Span) -> str | None:
+    op = s.attrs.get("gen_ai.operation.name")
+    return op if isinstance(op, str) and op else None
+
+
+def _is_tool(s: _Span) -> bool:
+    return _op(s) == "execute_tool" or s.attrs.get("mcp.method.name") == "tools/call"
+
+
+def _tool_name(s: _Span) -> str | None:
+    n = s.attrs.get("gen_ai.tool.name")
+    if isinstance(n, str) and n:
+        return n
+    if s.name and s.attrs.get("mcp.method.name") == "tools/call":
+        parts = s.name.split(" ", 1)
+        if len(parts) == 2 and parts[1]:
+            return parts[1]
+    if s.name and _op(s) == "execute_tool":
+        parts = s.name.split(" ", 1)
+        if len(parts) == 2 and parts[1]:
+            return parts[1]
+    return None
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    return pd.Timestamp(ns, unit="ns", tz="UTC").isoformat()
+
+
+def _text_of_messages(v: Any) -> str | None:
+    """Text parts of ``gen_ai.output.messages`` (JSON string or structured), joined."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    if not isinstance(v, list):
+        return None
+    texts: list[str] = []
+    for m in v:
+        if not isinstance(m, dict):
+            continue
+        for p in m.get("parts") or []:
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str):
+                texts.append(p["content"])
+    return "\n".join(texts) if texts else None
+
+
+def _parse_args(v: Any) -> tuple[Any, str | None, str | None]:
+    """``(arguments, args_key, raw_text_if_unparsable)``."""
+    if v is None:
+        return None, None, None
+    if isinstance(v, (dict, list)):
+        return v, canonical_args(v), None
+    if isinstance(v, str):
+        try:
+            obj = orjson.loads(v) if v.strip() else {}
+        except orjson.JSONDecodeError:
+            try:
+                obj = json.loads(v)
+            except (json.JSONDecodeError, RecursionError):
+                return None, None, v
+        return obj, canonical_args(obj), None
+    return None, None, str(v)
+
+
+def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
+    """Load OTLP JSON trace exports (GenAI / MCP semantic conventions) into the ``steps`` frame.
+
+    Args:
+        paths: files and/or folders; folders are walked (sorted) for ``*.json``, ``*.jsonl``,
+            ``*.json.gz``, ``*.jsonl.gz``; gzip is recognised by magic bytes.
+
+    Returns:
+        :class:`~replaybook.frames.LoadResult`: ``frame`` with exactly the
+        :data:`~replaybook.frames.STEPS` columns (ordered by transcript, then span start;
+        ``ts``/``result_ts`` tz-aware UTC), ``quarantine``, and ``inputs`` (one dict per file:
+        ``path``, ``sha256``, ``bytes``, ``lines``, ``format``, ``layout`` (``document`` or
+        ``jsonl``), ``duplicates``, ``other_signals``, ``notes``).
+
+    Raises:
+        InputError: a path does not exist, or a file cannot be read (permission, corrupt gzip).
+    """
+    quarantine: list[dict] = []
+    spans_all: list[_Span] = []
+    counter = [0]
+    files = expand_files(paths, (".json", ".jsonl", ".json.gz", ".jsonl.gz"))
+    inputs = [_read(p, i, quarantine, spans_all, counter) for i, p in enumerate(files)]
+    spans: list[_Span] = []
+    index: dict[tuple[str, str], _Span] = {}
+    for s in spans_all:
+        k = (s.trace, s.span)
+        if k in index:
+            inputs[s.file_idx]["duplicates"] += 1
+            continue
+        index[k] = s
+        spans.append(s)
+
+    def parent_of(s: _Span) -> _Span | None:
+        return index.get((s.trace, s.parent)) if s.parent else None
+
+    def ancestors(s: _Span):
+        seen = {s.span}
+        p = parent_of(s)
+        while p is not None and p.span not in seen:
+            yield p
+            seen.add(p.span)
+            p = parent_of(p)
+
+    # conversation ids per trace (any span), for spans without their own or an ancestor's
+    trace_conv: dict[str, str] = {}
+    for s in spans:
+        c = s.attrs.get("gen_ai.conversation.id")
+        if isinstance(c, str) and c and s.trace not in trace_conv:
+            trace_conv[s.trace] = c
+    # model spans under invoke_agent spans
+    has_model_below: set[tuple[str, str]] = set()
+    for s in spans:
+        if _op(s) in _MODEL_OPS:
+            for a in ancestors(s):
+                if _op(a) == "invoke_agent":
+                    has_model_below.add((a.trace, a.span))
+    # nested tool spans: fold into the outermost tool span for the same tool
+    outer_of: dict[tuple[str, str], _Span] = {}
+    for s in spans:
+        if not _is_tool(s):
+            continue
+        name = _tool_name(s)
+        cid = s.attrs.get("gen_ai.tool.call.id")
+        outer = None
+        for a in ancestors(s):
+            if _is_tool(a) and (_tool_name(a) == name or (cid and a.attrs.get("gen_ai.tool.call.id") == cid)):
+                outer = a
+        if outer is not None:
+            outer_of[(s.trace, s.span)] = outer
+    merged: dict[tuple[str, str], dict] = {}
+    for k, outer in outer_of.items():
+        inner = index[k]
+        m = merged.setdefault((outer.trace, outer.span), {})
+        for key in ("mcp.session.id", "gen_ai.tool.call.id", "gen_ai.tool.call.arguments",
+                    "gen_ai.tool.call.result", "mcp.server.name", "server.address", "mcp.method.name"):
+            if key not in outer.attrs and key in inner.attrs and key not in m:
+                m[key] = inner.attrs[key]
+
+    rows: list[dict] = []
+    keys: list[tuple] = []
+    for s in spans:
+        k = (s.trace, s.span)
+        attrs = {**s.attrs, **merged.get(k, {})}
+        conv = attrs.get("gen_ai.conversation.id")
+        if not (isinstance(conv, str) and conv):
+            conv = next((a.attrs["gen_ai.conversation.id"] for a in ancestors(s)
+                         if isinstance(a.attrs.get("gen_ai.conversation.id"), str)
+                         and a.attrs["gen_ai.conversation.id"]), None) or trace_conv.get(s.trace)
+        tid = conv or s.trace
+        agents = [a for a in ([s] if _op(s) == "invoke_agent" else []) + list(ancestors(s)) if _op(a) == "invoke_agent"]
+        agent_id = None
+        if len(agents) >= 2:
+            a0 = agents[0]
+            agent_id = a0.attrs.get("gen_ai.agent.id") or a0.attrs.get("gen_ai.agent.name") or a0.span
+        op = _op(s)
+        lt = op or attrs.get("mcp.method.name") or s.name
+        sess = attrs.get("mcp.session.id")
+        info = inputs[s.file_idx]
+        row = {
+            "transcript_id": tid,
+            "client": CLIENT,
+            "client_version": s.res.get("service.version") if isinstance(s.res.get("service.version"), str) else None,
+            "client_session_id": sess if isinstance(sess, str) and sess else None,
+            "agent_id": agent_id,
+            "line_type": lt if isinstance(lt, str) else None,
+            "uuid": s.span,
+            "parent_uuid": s.parent,
+            "source_file": str(files[s.file_idx]),
+            "line_no": s.line_no,
+        }
+        ts, result_ts = _iso(s.start), None
+        error = s.status_code in _ERROR_CODES or attrs.get("error.type") is not None
+        if _is_tool(s) and k not in outer_of:
+            name = _tool_name(s)
+            server, tool = split_codex_name(name) if name and name.startswith("mcp__") else (None, name)
+            if server is None:
+                srv = attrs.get("mcp.server.name")
+                if isinstance(srv, str) and srv:
+                    server = srv
+                elif attrs.get("mcp.method.name") and isinstance(attrs.get("server.address"), str):
+                    server = attrs["server.address"]
+            args, key, raw = _parse_args(attrs.get("gen_ai.tool.call.arguments"))
+            if raw is not None:
+                info["notes"].append(f"line {s.line_no}: span {s.span} gen_ai.tool.call.arguments is not JSON; "
+                                     "args_key left NA")
+            res = attrs.get("gen_ai.tool.call.result")
+            if res is not None and not isinstance(res, str):
+                res = orjson.dumps(res).decode()
+            text, nb = truncate(raw)
+            rtext, _ = truncate(res if isinstance(res, str) else (s.status_msg if error else None))
+            cid = attrs.get("gen_ai.tool.call.id")
+            row.update(kind="tool_call", tool_raw=name, server=server, tool=tool,
+                       call_id=str(cid) if cid is not None else None, arguments=args, args_key=key,
+                       is_error=bool(error) if s.end is not None or error else None,
+                       result_text=rtext, text=text, text_bytes=nb)
+            result_ts = _iso(s.end)
+        elif op in _MODEL_OPS or (op == "invoke_agent" and k not in has_model_below):
+            model = attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model")
+            text, nb = truncate(_text_of_messages(attrs.get("gen_ai.output.messages")))
+            it, ot = attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens")
+            row.update(kind="model_request", model=model if isinstance(model, str) else None,
+                       message_id=attrs.get("gen_ai.response.id") if isinstance(attrs.get("gen_ai.response.id"), str)
+                       else None,
+                       input_tokens=it if isinstance(it, int) and not isinstance(it, bool) else None,
+                       output_tokens=ot if isinstance(ot, int) and not isinstance(ot, bool) else None,
+                       text=text, text_bytes=nb)
+        else:
+            if k in outer_of:
+                row["line_type"] = f"{row['line_type']} (nested in span {outer_of[k].span})"
+                name = _tool_name(s)
+                cid = attrs.get("gen_ai.tool.call.id", outer_of[k].attrs.get("gen_ai.tool.call.id"))
+                row.update(tool_raw=name, tool=name, call_id=str(cid) if cid is not None else None)
+            row["kind"] = "other"
+        row["_ts"], row["_rts"] = ts, result_ts
+        rows.append(row)
+        keys.append((tid, s.start, s.order))
+    order = sorted(range(len(rows)), key=lambda i: keys[i])
+    seqs: dict[str, int] = {}
+    out, ts_l, rts_l = [], [], []
+    for i in order:
+        r = rows[i]
+        ts_l.append(r.pop("_ts"))
+        rts_l.append(r.pop("_rts"))
+        n = seqs.get(r["transcript_id"], 0)
+        r["seq"] = n
+        seqs[r["transcript_id"]] = n + 1
+        out.append(r)
+    frame = STEPS.build(out)
+    if len(frame):
+        frame["ts"] = pd.to_datetime(pd.Series(ts_l, dtype="object"), utc=True, format="ISO8601").astype(
+            "datetime64[ns, UTC]").array
+        frame["result_ts"] = pd.to_datetime(pd.Series(rts_l, dtype="object"), utc=True, format="ISO8601").astype(
+            "datetime64[ns, UTC]").array
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+register(Source(
+    name=LOADER,
+    frame="steps",
+    sniff=sniff,
+    load=load_otel,
+    doc="OpenTelemetry GenAI/MCP spans as OTLP JSON (one ExportTraceServiceRequest document, or OTLP JSON "
+        "Lines as the Collector file exporter writes); gen_ai.* semantic conventions (Development)",
+))

@@ -1,0 +1,141 @@
+"""The gateway loaders against ``../shared/real/gateway`` (read in place, never copied).
+
+``modelled/`` holds samples written field-for-field from each gateway's source; ``lasso_…json``
+and ``pomerium_…json`` are the projects' own published examples.  Counts checked BY HAND:
+
+  docker stderr   grep -c -- '- Calling tool' → 3 calls (one "(unknown)"), grep -c '> Calling' → 2
+  docker audit    jq '[.target_type,.trigger,.result,.session_id]' → 3 tool invokes, allowed 1,
+                  denied 2, no session_id
+  mcpjungle       event_type: 2 mcp_tool_call_start (lines 1, 4 — line 4 a zap console line),
+                  2 mcp_tool_call (lines 2, 3); line 3 failed with no start → 3 calls
+  gatekit         REQUEST 1 / RESPONSE 1 (same request_id) + SECURITY_BLOCK abc-2 → 2 calls
+  obot            1 row, callType tools/call, sessionID 9f1c2a7e-…
+  lasso           1 row, capability_type tool, track_id mottled-stingray-0411, isError 0
+  pomerium        1 line, mcp-method tools/call, allow true, deny false, time -04:00
+The other modelled files (agentgateway, context-forge, invariant, mxcp, streamable HTTP) are not
+formats of ours: no gateway sniff may claim them.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook.frames import CALLS
+from replaybook.sources import gateways as gw
+from replaybook.sources import registry
+
+pytestmark = pytest.mark.real
+
+GATEWAYS = ("docker-mcp-gateway", "mcpjungle", "gatekit", "obot", "lasso", "pomerium")
+OWNERS = {
+    "modelled/docker_mcp_gateway_stderr.log": "docker-mcp-gateway",
+    "modelled/docker_mcp_gateway_policy_audit_events.jsonl": "docker-mcp-gateway",
+    "modelled/mcpjungle_audit.log": "mcpjungle",
+    "modelled/gatekit_audit.jsonl": "gatekit",
+    "modelled/obot_mcp_audit_log_row.json": "obot",
+    "lasso_xetrack_events_row__readme_example.json": "lasso",
+    "pomerium_authorize_log_mcp__pr5668_example.json": "pomerium",
+}
+LOADERS = {"docker-mcp-gateway": gw.load_docker_gateway, "mcpjungle": gw.load_mcpjungle, "gatekit": gw.load_gatekit,
+           "obot": gw.load_obot, "lasso": gw.load_lasso, "pomerium": gw.load_pomerium}
+# (calls, deny, quarantined, args_keys non-NA, distinct door_sessions)
+EXPECTED = {
+    "modelled/docker_mcp_gateway_stderr.log": (3, 0, 0, 1, 1),
+    "modelled/docker_mcp_gateway_policy_audit_events.jsonl": (3, 2, 0, 0, 2),
+    "modelled/mcpjungle_audit.log": (3, 0, 0, 0, 1),
+    "modelled/gatekit_audit.jsonl": (2, 1, 0, 1, 1),
+    "modelled/obot_mcp_audit_log_row.json": (1, 0, 0, 1, 1),
+    "lasso_xetrack_events_row__readme_example.json": (1, 0, 0, 0, 1),
+    "pomerium_authorize_log_mcp__pr5668_example.json": (1, 0, 0, 1, 1),
+}
+
+
+@pytest.fixture(scope="module")
+def gw_dir(real_dir: Path) -> Path:
+    d = real_dir / "gateway"
+    assert d.is_dir(), f"{d} missing from the shared evidence folder"
+    return d
+
+
+@pytest.mark.parametrize("rel", sorted(EXPECTED))
+def test_real_gateway_counts(gw_dir, rel):
+    calls, deny, quarantined, keyed, sessions = EXPECTED[rel]
+    path = gw_dir / rel
+    before = (path.stat().st_mtime_ns, path.read_bytes())
+    res = LOADERS[OWNERS[rel]](path)
+    f = res.frame
+    CALLS.validate(f)
+    assert len(f) == calls and (f["decision"] == "deny").sum() == deny
+    assert len(res.quarantine) == quarantined
+    assert f["args_key"].notna().sum() == keyed and f["door_session"].nunique() == sessions
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == before
+    assert registry.sniff_file(path)[0].name == OWNERS[rel]
+
+
+def test_real_gateway_values(gw_dir):
+    m = gw_dir / "modelled"
+    d = gw.load_docker_gateway(m / "docker_mcp_gateway_stderr.log").frame
+    assert d["tool"].tolist()[:2] == ["read_object", "read_object"] and pd.isna(d["tool"].tolist()[2])
+    assert d["duration_ms"].tolist()[:2] == pytest.approx([412.337, 1204.4])
+    assert d.iloc[0]["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}' and pd.isna(d.iloc[1]["args_key"])
+    a = gw.load_docker_gateway(m / "docker_mcp_gateway_policy_audit_events.jsonl").frame
+    assert sorted(a["door_session"].unique()) == ["docker-mcp-gateway:example-agent:2025-10-01",
+                                                  "docker-mcp-gateway:unknown-agent:2025-10-01"]
+    assert a.set_index("line_no").loc[2, "rule"] == "policy_rule — bucket 'secrets' is not allowed"
+    assert a.set_index("line_no").loc[3, "error"] == "policy service unreachable"
+    j = gw.load_mcpjungle(m / "mcpjungle_audit.log").frame
+    assert j["line_no"].tolist() == [1, 3, 4] and j["tool"].tolist() == ["read_object", "read_object", "list_objects"]
+    # +0200 offsets in UTC; line 1 + line 2 are one call of 412 ms
+    assert str(j.iloc[0]["ts"]) == "2025-10-01 12:00:03.114000+00:00" and j.iloc[0]["duration_ms"] == 412.0
+    assert j.iloc[1]["error"] == "access denied" and pd.isna(j.iloc[2]["ts_end"])
+    g = gw.load_gatekit(m / "gatekit_audit.jsonl").frame
+    assert g["tool"].tolist() == ["read_object", "read_object"] and g["server"].eq("files").all()
+    assert g.iloc[0]["duration_ms"] == 413.0 and g.iloc[1]["decision"] == "deny"
+    assert pd.isna(g.iloc[1]["args_key"])                           # request_body _truncated
+    o = gw.load_obot(m / "obot_mcp_audit_log_row.json").frame.iloc[0]
+    assert (o["door_session"], o["agent"], o["tool"]) == ("9f1c2a7e-0b7d-4c55-8a1e-3c2d1f0a9b88", "example-agent",
+                                                          "read_object")
+    assert o["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}' and o["duration_ms"] == 413.0
+    la = gw.load_lasso(gw_dir / "lasso_xetrack_events_row__readme_example.json").frame.iloc[0]
+    assert (la["door_session"], la["server"], la["tool"]) == ("mottled-stingray-0411", "filesystem", "list_directory")
+    assert la["arguments"] == {"path": "."} and pd.isna(la["args_key"]) and pd.isna(la["error"])
+    po = gw.load_pomerium(gw_dir / "pomerium_authorize_log_mcp__pr5668_example.json").frame.iloc[0]
+    assert (po["tool"], po["decision"], po["rule"]) == ("describe_table", "allow", "email-ok, mcp-tool-ok")
+    assert po["args_key"] == '{"table_name":"Categories"}' and str(po["ts"]) == "2025-06-24 21:40:41+00:00"
+
+
+def test_docker_logs_merge_over_real_samples(gw_dir):
+    """The real stderr sample has no times, so nothing can fold into the audit events."""
+    m = gw_dir / "modelled"
+    res = gw.load_docker_gateway([m / "docker_mcp_gateway_stderr.log", m / "docker_mcp_gateway_policy_audit_events.jsonl"])
+    assert len(res.frame) == 6 and all("merged_into_audit" not in i for i in res.inputs)
+
+
+def _head(p: Path) -> bytes:
+    data = p.read_bytes()[: registry.SNIFF_BYTES]
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(p.read_bytes())[: registry.SNIFF_BYTES]
+        except (OSError, EOFError):
+            data = b""
+    return data
+
+
+def test_every_registered_sniff_over_every_real_file(real_dir):
+    """Every registered sniff runs over every real file: the owner wins; our sniffs claim nothing else."""
+    names = registry.names()
+    assert set(GATEWAYS) <= set(names)
+    for p in sorted(q for q in real_dir.rglob("*") if q.is_file() and q.suffix != ".md"):
+        rel = p.relative_to(real_dir).as_posix()
+        head = _head(p)
+        scores = {n: registry.get(n).sniff(head) for n in names}
+        owner = OWNERS.get(rel.removeprefix("gateway/")) if rel.startswith("gateway/") else None
+        if owner is not None:
+            assert max(scores, key=scores.get) == owner, (rel, scores)
+            assert all(s < 0.5 for n, s in scores.items() if n != owner), (rel, scores)
+        else:
+            assert all(scores[n] < 0.5 for n in GATEWAYS), (rel, {n: scores[n] for n in GATEWAYS})

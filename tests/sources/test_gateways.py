@@ -1,0 +1,224 @@
+"""Third-party MCP gateway logs → ``calls`` frame, and sniffing across every fixture.
+
+Fixtures under ``tests/fixtures/gateways`` are ours, modelled on each gateway's source (see the
+module doc of ``replaybook.sources.gateways``) — not copies of ``../shared/real``.  Per-file call
+counts and line numbers below were checked by hand (``grep -n``, ``jq``).
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook.errors import InputError
+from replaybook.frames import CALLS
+from replaybook.sources import gateways as gw
+from replaybook.sources import registry
+
+FIXROOT = Path(__file__).resolve().parents[1] / "fixtures"
+FIX = FIXROOT / "gateways"
+
+
+def _cols(frame, *cols):
+    """Rows of ``cols`` as plain lists, NA as None."""
+    sub = frame[list(cols)].astype(object)
+    return sub.where(sub.notna(), None).values.tolist()
+
+
+def test_docker_stderr_and_audit_merge():
+    res = gw.load_docker_gateway(FIX / "docker")
+    f = res.frame
+    CALLS.validate(f)
+    # stderr: 4 call lines (3, 5, 6, 8); audit: 3 tool invocations (lines 1, 2, 6)
+    # the stderr read_object at 12:00:03.1 folds into the allowed audit event at 12:00:03 (sess-d1)
+    assert len(f) == 6
+    sess = f[f["door_session"] == "sess-d1"]
+    assert _cols(sess, "seq", "decision", "tool", "line_no") == [
+        [1, "allow", "read_object", 1], [2, "deny", "read_object", 2]]
+    a = sess.iloc[0]
+    assert a["agent"] == "claude-code" and a["server"] == "files" and a["rule"] == "allow-reports"
+    assert a["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}'     # from the stderr line
+    assert a["duration_ms"] == pytest.approx(412.337)
+    assert str(a["ts"]) == "2025-10-01 12:00:03+00:00"                             # 14:00:03+02:00 in UTC
+    assert sess.iloc[1]["rule"] == "no-secrets — bucket 'secrets' is not allowed"
+    info = {i["layout"]: i for i in res.inputs}
+    assert info["stderr"]["merged_into_audit"] == 1 and info["stderr"]["not_calls"] == 2
+    assert info["stderr"]["unfinished"] == 1
+    assert info["audit"]["not_calls"] == 2                                         # a list trigger, a server target
+    q = res.quarantine
+    assert sorted(zip(q["source_file"].str.rsplit("/", n=1).str[-1], q["line_no"], q["kind"])) == [
+        ("gateway-stderr.log", 9, "invalid"), ("gateway-stderr.log", 10, "pending"),
+        ("policy-audit.jsonl", 4, "invalid"), ("policy-audit.jsonl", 7, "invalid")]
+
+
+def test_docker_stderr_alone():
+    res = gw.load_docker_gateway(FIX / "docker" / "gateway-stderr.log")
+    f = res.frame
+    assert f["line_no"].tolist() == [3, 5, 6, 8]
+    assert f["door_session"].eq("docker-mcp-gateway:unknown-agent:2025-10-01").all()
+    assert f["seq"].tolist() == [1, 2, 3, 4] and f["decision"].eq("allow").all()
+    lo = f.iloc[1]                                      # "object with 2 field(s)": no arguments
+    assert lo["arguments"] is None and pd.isna(lo["args_key"])
+    assert lo["duration_ms"] == pytest.approx(1204.4)
+    assert str(lo["ts_end"]) == "2025-10-01 12:00:05.204400+00:00"
+    assert pd.isna(f.iloc[3]["tool"]) and f.iloc[3]["error"] == "tool name not logged (method tools/call)"
+    assert gw.go_duration_ms("1m2.5s") == pytest.approx(62500.0) and gw.go_duration_ms("850µs") == 0.85
+    assert gw.go_duration_ms("soon") is None
+
+
+def test_docker_stderr_without_times(tmp_path):
+    p = tmp_path / "stderr.log"
+    p.write_text("  - Calling tool a with arguments: {}\n  > Calling tool a took: 2ms\n")
+    f = gw.load_docker_gateway(p).frame
+    assert f["ts"].isna().all() and f.iloc[0]["door_session"] == "docker-mcp-gateway:unknown-agent:stderr.log"
+    assert f.iloc[0]["args_key"] == "{}" and f.iloc[0]["duration_ms"] == 2.0
+
+
+def test_mcpjungle():
+    res = gw.load_mcpjungle(FIX / "mcpjungle")
+    f = res.frame
+    CALLS.validate(f)
+    assert len(f) == 4
+    cc = f[f["agent"] == "claude-code"]
+    assert cc["door_session"].eq("mcpjungle:claude-code:2025-10-01").all()
+    # r-1 and r-2 overlap; paired by request_id, not by order
+    assert _cols(cc, "tool", "duration_ms", "line_no") == [
+        ["read_object", 413.0, 2], ["list_objects", 100.0, 3]]
+    assert str(cc.iloc[0]["ts_end"]) == "2025-10-01 12:00:03.527000+00:00"
+    un = f[f["agent"].isna()]
+    # a failure with no start line: ts = completion − 21 ms; console lines (ANSI) paired by name
+    assert _cols(un, "tool", "error", "line_no") == [
+        ["read_object", "upstream: access denied", 7], ["stat_object", None, 8]]
+    assert str(un.iloc[0]["ts"]) == "2025-10-01 12:00:05+00:00"
+    assert f["args_key"].isna().all() and f["decision"].eq("allow").all()
+    assert res.inputs[0]["not_calls"] == 2 and res.inputs[0]["unfinished"] == 0
+    assert res.quarantine["line_no"].tolist() == [6]
+
+
+def test_gatekit():
+    res = gw.load_gatekit(FIX / "gatekit")
+    f = res.frame
+    CALLS.validate(f)
+    assert f["line_no"].tolist() == [3, 4, 8, 10]
+    assert f["tool"].tolist() == ["read_object", "list_objects", "read_object", "stat_object"]
+    a = f.iloc[0]
+    assert a["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}'
+    assert a["meta_call_id"] == "toolu_01AbC" and a["duration_ms"] == 413.0
+    assert pd.isna(f.iloc[1]["args_key"]) and f.iloc[1]["arguments"] is None       # no request_body
+    b = f.iloc[2]                                                                  # blocked, truncated body
+    assert b["decision"] == "deny" and pd.isna(b["args_key"]) and b["arguments"]["bucket"] == "secrets"
+    assert b["rule"] == "basic_secrets_filter — [basic_secrets_filter] secret pattern in request"
+    assert b["error"] == "blocked by policy"
+    assert f.iloc[3]["error"] == "upstream timeout" and f.iloc[3]["args_key"] == '{"bucket":"reports","key":"a.csv"}'
+    assert f["door_session"].eq("gatekit:unknown-agent:2025-10-01").all()
+    info = res.inputs[0]
+    # initialize (1), tools/list (2), the orphan UPSTREAM_ERROR response (9), a notification (12);
+    # the blocked request (8) never got a response
+    assert info["not_calls"] == 4 and info["unfinished"] == 1
+    assert "line 9: response without a logged request; not a call row" in info["notes"]
+    assert res.quarantine["line_no"].tolist() == [7]
+
+
+def test_obot():
+    res = gw.load_obot(FIX / "obot")
+    f = res.frame
+    CALLS.validate(f)
+    # 4 rows in {"items": [...]}: 3 tools/call, 1 resources/read; object lines via grep -n '"id": 200'
+    assert f["line_no"].tolist() == [3, 53, 112] and res.inputs[0]["not_calls"] == 1
+    a, b, c = (f.iloc[i] for i in range(3))
+    assert (a["door_session"], a["agent"], a["server"], a["tool"]) == ("obot-sess-1", "claude-code", "Files", "read_object")
+    assert a["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}' and a["meta_call_id"] == "toolu_01XyZ"
+    assert a["decision"] == "allow" and a["duration_ms"] == 413.0
+    assert b["decision"] == "deny" and b["rule"] == "secrets-guard: denied (secrets bucket)"
+    assert b["error"] == "request rejected by webhook secrets-guard"
+    assert c["door_session"] == "obot:cursor:2025-10-02" and pd.isna(c["args_key"])
+
+
+def test_lasso_and_pomerium():
+    la = gw.load_lasso(FIX / "lasso")
+    f = la.frame
+    assert f["line_no"].tolist() == [2, 19] and f["door_session"].eq("quiet-otter-0001").all()
+    assert f.iloc[0]["arguments"] == {"path": "."} and f["args_key"].isna().all()
+    assert f.iloc[1]["arguments"] == {"paths": ["a.txt", "b.txt"]} and f.iloc[1]["error"] == "Error: b.txt not found"
+    assert str(f.iloc[0]["ts"]) == "2025-04-17 17:12:48.233126+00:00" and la.inputs[0]["not_calls"] == 1
+    po = gw.load_pomerium(FIX / "pomerium")
+    g = po.frame
+    assert g["line_no"].tolist() == [1, 3] and g["decision"].tolist() == ["allow", "deny"]
+    assert g["rule"].tolist() == ["email-ok, mcp-tool-ok", "mcp-tool-denied"]
+    assert g["door_session"].eq("pomerium:alice@example.com:2025-10-01").all()
+    assert str(g.iloc[0]["ts"]) == "2025-10-01 12:00:03+00:00"                    # 08:00:03-04:00
+    assert g.iloc[0]["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}'
+    assert po.inputs[0]["not_calls"] == 2
+
+
+def test_gzip_read_only_and_errors(tmp_path):
+    src = FIX / "gatekit" / "gatekit_audit.jsonl"
+    p = tmp_path / "audit.jsonl.gz"
+    p.write_bytes(gzip.compress(src.read_bytes()))
+    before = (p.read_bytes(), p.stat().st_mtime_ns)
+    assert len(gw.load_gatekit(p).frame) == 4
+    assert (p.read_bytes(), p.stat().st_mtime_ns) == before
+    for load in (gw.load_docker_gateway, gw.load_mcpjungle, gw.load_gatekit, gw.load_obot, gw.load_lasso,
+                 gw.load_pomerium):
+        with pytest.raises(InputError, match="no such file"):
+            load(tmp_path / "missing.log")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    r = gw.load_obot(empty)
+    CALLS.validate(r.frame)
+    assert r.frame.empty and r.quarantine.empty
+
+
+# --------------------------------------------------------------------------- sniffing
+
+MINE = ("codex", "otel", "gemini", "docker-mcp-gateway", "mcpjungle", "gatekit", "obot", "lasso", "pomerium")
+OWNER = {
+    "codex": "codex", "otel": "otel", "gemini": "gemini",
+    "gateways/docker": "docker-mcp-gateway", "gateways/mcpjungle": "mcpjungle", "gateways/gatekit": "gatekit",
+    "gateways/obot": "obot", "gateways/lasso": "lasso", "gateways/pomerium": "pomerium",
+    "claude_code": "claude-code", "join_trap/transcripts": "claude-code", "join_trap/door": "door", "door": "door",
+}
+
+
+def _owner(p: Path) -> str | None:
+    rel = p.relative_to(FIXROOT).as_posix()
+    if p.name == "expected.json" or p.name.endswith(".meta.json") or p.suffix == ".md":
+        return None
+    for prefix in sorted(OWNER, key=len, reverse=True):
+        if rel.startswith(prefix + "/"):
+            return OWNER[prefix]
+    return None
+
+
+def _head(p: Path) -> bytes:
+    head = p.read_bytes()[: registry.SNIFF_BYTES]
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = gzip.decompress(p.read_bytes())[: registry.SNIFF_BYTES]
+        except (OSError, EOFError):
+            head = b""
+    return head
+
+
+def test_every_sniff_over_every_fixture_the_right_one_wins():
+    names = registry.names()
+    assert set(MINE) <= set(names)
+    files = sorted(p for p in FIXROOT.rglob("*") if p.is_file())
+    owned = 0
+    for p in files:
+        head = _head(p)
+        scores = {n: registry.get(n).sniff(head) for n in names}
+        owner = _owner(p)
+        if owner is None:                     # not a format of ours (others' fixtures, side files)
+            assert all(scores[n] < 0.5 for n in MINE), (p, {n: scores[n] for n in MINE})
+            continue
+        owned += 1
+        best = max(scores, key=scores.get)
+        assert best == owner and scores[owner] >= 0.6, (p, scores)
+        assert all(s < 0.5 for n, s in scores.items() if n != owner), (p, scores)
+        if owner in MINE:
+            assert registry.sniff_file(p)[0].name == owner
+    assert owned >= 30

@@ -1,0 +1,158 @@
+"""OpenTelemetry GenAI spans (OTLP JSON) → ``steps`` frame.
+
+Fixtures under ``tests/fixtures/otel`` are ours, modelled on the OTLP/JSON encoding and the
+GenAI + MCP semantic conventions:
+
+* ``document/agent_trace.json`` — one pretty-printed export request, trace 4bf9…, 11 spans:
+  invoke_agent analyst (conversation conv-77) > chat, execute_tool read_object (> its MCP
+  ``tools/call`` client span with ``mcp.session.id``), execute_tool with ERROR status,
+  execute_tool without arguments, execute_tool with non-JSON arguments, an HTTP span,
+  invoke_agent researcher (> chat), and a second chat;
+* ``jsonl/collector_traces.jsonl`` — Collector file exporter lines: spans (no conversation id),
+  a metrics request, spans again (one duplicate), a span without ids, not JSON, a cut last line.
+
+Span counts and line numbers were checked with ``jq``/``grep -n``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook.errors import InputError
+from replaybook.frames import STEPS
+from replaybook.sources.otel import load_otel, otlp_value, sniff
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "otel"
+DOC = FIX / "document" / "agent_trace.json"
+JSONL = FIX / "jsonl" / "collector_traces.jsonl"
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return load_otel(DOC)
+
+
+def test_document_spans_to_rows(doc):
+    f = doc.frame
+    STEPS.validate(f)
+    assert len(f) == 11 and f["transcript_id"].eq("conv-77").all()
+    assert f["seq"].tolist() == list(range(11))
+    assert f["client"].eq("otel").all() and f["client_version"].eq("1.4.2").all()
+    # ordered by start time; span objects' lines in the document (grep -n '"spanId"' minus 2)
+    assert f["line_no"].tolist() == [27, 73, 132, 179, 238, 283, 312, 347, 376, 405, 440]
+    assert f["kind"].tolist() == ["other", "model_request", "tool_call", "other", "tool_call", "tool_call",
+                                  "tool_call", "other", "other", "model_request", "model_request"]
+    assert doc.quarantine.empty
+
+
+def test_tool_call_span_fields(doc):
+    f = doc.frame
+    t = f[f["call_id"] == "call_1"]
+    assert t["kind"].tolist() == ["tool_call", "other"]          # the nested tools/call span is folded in
+    call = t.iloc[0]
+    assert call["arguments"] == {"key": "2025/q3 summary.csv", "bucket": "reports"}
+    assert call["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}'
+    assert str(call["ts"]) == "2025-10-01 12:00:03+00:00" and str(call["result_ts"]) == "2025-10-01 12:00:03.500000+00:00"
+    assert call["result_text"] == "region,revenue\nEU,100\n" and call["is_error"] == False  # noqa: E712
+    # mcp.session.id of the inner MCP client span kept on the call (and on the inner row)
+    assert t["client_session_id"].eq("9f1c2a7e-0b7d-4c55-8a1e-3c2d1f0a9b88").all()
+    assert call["server"] == "gw.local"                          # MCP span: server.address as last resort
+    assert call["uuid"] == "e000000000000001" and call["parent_uuid"] == "a000000000000001"
+    assert t.iloc[1]["line_type"] == "execute_tool (nested in span e000000000000001)"
+
+
+def test_error_missing_and_unparsable_arguments(doc):
+    f = doc.frame.set_index("call_id")
+    e = f.loc["call_2"]
+    assert e["is_error"] == True and e["result_text"] == "access denied by rule no-secrets"  # noqa: E712
+    assert str(e["result_ts"] - e["ts"]) == "0 days 00:00:00.004000"
+    n = f.loc["call_3"]                      # arguments attribute not recorded (opt-in)
+    assert n["arguments"] is None and pd.isna(n["args_key"])
+    u = f.loc["call_4"]                      # not JSON: args_key NA, raw text, note
+    assert pd.isna(u["args_key"]) and u["text"] == "{bucket: reports"
+    assert (u["server"], u["tool"], u["tool_raw"]) == ("door", "stat_object", "mcp__door__stat_object")
+    assert doc.inputs[0]["notes"] == ["line 312: span e000000000000004 gen_ai.tool.call.arguments is not JSON; "
+                                      "args_key left NA"]
+
+
+def test_model_requests_and_agents(doc):
+    f = doc.frame
+    mr = f[f["kind"] == "model_request"]
+    assert mr["model"].tolist() == ["gpt-4.1", "gpt-4.1-mini", "gpt-4.1"]
+    assert mr["input_tokens"].tolist() == [1200, 300, 1300] and mr["output_tokens"].tolist() == [80, 40, 20]
+    assert mr.iloc[0]["message_id"] == "resp_1" and mr.iloc[0]["text"] == "I will read the Q3 summary."
+    # invoke_agent spans with model spans below are "other" (their 9999 tokens are not counted)
+    ia = f[f["line_type"] == "invoke_agent"]
+    assert ia["kind"].tolist() == ["other", "other"]
+    # the researcher is invoked by the analyst: a sub-agent
+    assert ia["agent_id"].tolist()[1] == "agent-researcher" and pd.isna(ia["agent_id"].tolist()[0])
+    assert mr["agent_id"].tolist()[1] == "agent-researcher"
+
+
+def test_jsonl_lines_duplicates_and_quarantine():
+    res = load_otel(JSONL)
+    f = res.frame
+    info = res.inputs[0]
+    assert info["layout"] == "jsonl" and info["other_signals"] == 1 and info["duplicates"] == 1
+    assert len(f) == 3 and f["transcript_id"].eq("0af7651916cd43dd8448eb211c80319c").all()
+    assert f["kind"].tolist() == ["model_request", "tool_call", "tool_call"]
+    assert f["line_no"].tolist() == [1, 1, 3]
+    s = f.iloc[1]
+    assert s["args_key"] == '{"limit":5,"q":"q3 revenue"}' and s["call_id"] == "toolu_01"
+    assert pd.isna(s["server"])                             # not an MCP span, no name prefix
+    m = f.iloc[2]
+    assert (m["tool"], m["server"], m["client_session_id"]) == ("read_object", "door.local", "sess-2")
+    assert m["line_type"] == "tools/call"
+    q = res.quarantine
+    assert q["line_no"].tolist() == [4, 5, 6] and q["kind"].tolist() == ["invalid", "invalid", "pending"]
+    assert q.iloc[0]["error"] == "span without traceId, spanId or startTimeUnixNano"
+
+
+def test_whole_folder_and_gzip(tmp_path):
+    gz = tmp_path / "t.jsonl.gz"
+    gz.write_bytes(gzip.compress(JSONL.read_bytes()))
+    res = load_otel([FIX, gz])
+    assert len(res.inputs) == 3
+    # the gz copy repeats the JSONL spans: all duplicates
+    assert res.inputs[2]["duplicates"] == 4 and len(res.frame) == 14
+
+
+def test_snake_case_base64_ids_and_array_document(tmp_path):
+    p = tmp_path / "export.json"
+    req = {"resource_spans": [{"scope_spans": [{"spans": [{
+        "trace_id": "S/kvNXezTaajzpKdDg5HNg==", "span_id": "AAAAAAAAAAE=", "name": "execute_tool x",
+        "start_time_unix_nano": 1759320000000000000, "end_time_unix_nano": 1759320001000000000,
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"string_value": "execute_tool"}},
+                       {"key": "gen_ai.tool.call.arguments",
+                        "value": {"kvlist_value": {"values": [{"key": "n", "value": {"int_value": "2"}}]}}}],
+        "status": {"code": "STATUS_CODE_ERROR"}}]}]}]}
+    p.write_text(json.dumps([req]))
+    f = load_otel(p).frame
+    row = f.iloc[0]
+    assert row["transcript_id"] == "4bf92f3577b34da6a3ce929d0e0e4736" and row["uuid"] == "0000000000000001"
+    assert row["tool"] == "x" and row["args_key"] == '{"n":2}' and row["is_error"] == True  # noqa: E712
+
+
+def test_otlp_value():
+    assert otlp_value({"intValue": "42"}) == 42
+    assert otlp_value({"arrayValue": {"values": [{"stringValue": "a"}, {"boolValue": True}]}}) == ["a", True]
+    assert otlp_value({"kvlistValue": {"values": [{"key": "k", "value": {"doubleValue": 1.5}}]}}) == {"k": 1.5}
+    assert otlp_value({}) is None
+
+
+def test_sniff_and_errors(tmp_path):
+    assert sniff(DOC.read_bytes()) >= 0.95 and sniff(JSONL.read_bytes()) >= 0.95
+    assert sniff(DOC.read_bytes()[:2000]) >= 0.9            # a cut document still shows its keys
+    assert sniff(b'{"trace_id": "x", "span_id": "y"}\n') == 0.0
+    with pytest.raises(InputError, match="no such file"):
+        load_otel(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "resourceSpans": [\n    {"scopeSpans": \n')
+    res = load_otel(bad)
+    assert res.frame.empty and res.quarantine.iloc[0]["line_no"] == 4
+    assert res.quarantine.iloc[0]["error"].startswith("OTLP JSON document is not valid JSON")
