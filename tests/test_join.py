@@ -123,3 +123,16 @@ def test_calls_without_arguments_fall_back_to_tool_and_time():
     assert res.assignments() == {"s1": "t1"}
     assert row.agreed == 2 and row.method == "content+tool_time"
     assert sorted(res.pairs.how) == ["content", "tool_time"]
+
+
+def test_steps_without_arguments_and_calls_without_tool_or_time():
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 20, "list", {"path": "x"}, None)])
+    steps.loc[0, "args_key"] = None  # the client's arguments did not parse
+    calls = calls_frame([("s1", 0.5, "read", {"path": "a"}, None), ("s1", 20.5, "list", {"path": "x"}, None),
+                         ("s1", 30, "read", {"path": "a"}, None), ("s1", 31, "read", {"path": "b"}, None)])
+    calls.loc[2, "tool"] = None  # a gateway line with no tool name
+    calls.loc[3, "ts"] = None  # a gateway line with no time
+    res = join_sessions(steps, calls, max_offset_s=0)
+    row = res.sessions.iloc[0]
+    assert row.agreed == 2 and row.method == "content+tool_time"
+    assert sorted(res.unclaimed_calls.seq.tolist()) == [3, 4]

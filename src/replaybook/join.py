@@ -10,8 +10,9 @@ call when
   canonical arguments are equal (:func:`replaybook.canonical_args`) and the door's time, after
   subtracting the estimated clock offset, is within ``window_s`` of the step's time
   (``how = "content"``), or
-* the gateway logged no arguments for the call (``args_key`` NA: only a count or a hash), and
-  the tool is the same within the window (``how = "tool_time"``).  This is weaker evidence —
+* one side has no arguments to compare (``args_key`` NA: a gateway that logs only a count or a
+  hash, a client whose arguments did not parse), and the tool is the same within the window
+  (``how = "tool_time"``).  This is weaker evidence —
   the session's ``method`` says so, and the report lowers its confidence.
 
 Within one (transcript, session) pair, steps and calls with the same tool and arguments are
@@ -242,7 +243,8 @@ def join_sessions(
     k_s_tool, k_c_tool = k_all[n2:n2 + n1], k_all[n2 + n1:]
     s_ms, c_ms = _ms(ts_steps["ts"]), _ms(calls["ts"])
     s_ok = ts_steps["ts"].notna().to_numpy()
-    c_ok = calls["ts"].notna().to_numpy()
+    c_ok = (calls["ts"].notna() & calls["tool"].notna()).to_numpy()  # some gateways log neither
+    s_noargs = ts_steps["args_key"].isna().to_numpy()
 
     # 1. exact pairs by the client's tool-use id logged in _meta.
     exact = pd.DataFrame(columns=["si", "ci"], dtype="int64")
@@ -265,23 +267,33 @@ def join_sessions(
         if len(d):
             offset = float(np.median(d))
     off = int(round(offset))
-    si, ci = _candidates(k_s[s_idx], s_ms[s_idx], k_c[c_idx], c_ms[c_idx] - off, window_ms)
-    si, ci = s_idx[si], c_idx[ci]
+    s_args_idx = s_idx[~s_noargs[s_idx]]
+    si, ci = _candidates(k_s[s_args_idx], s_ms[s_args_idx], k_c[c_idx], c_ms[c_idx] - off, window_ms)
+    si = s_args_idx[si]
+    ci = c_idx[ci]
     cand = pd.DataFrame({
         "si": si, "ci": ci, "t": t_codes[si], "s": s_codes[ci], "k": k_s[si],
         "sms": s_ms[si], "cms": c_ms[ci] - off,
     })
     matched = _rank_pair(cand, window_ms) if len(cand) else cand.assign(r=0)
     matched = matched[["t", "s", "k", "si", "ci", "sms", "cms"]].assign(how="content")
-    if len(c_tool_idx):  # tool + time only, for steps not already agreeing on content
+    if len(c_tool_idx) or s_noargs[s_idx].any():
+        # tool + time only, where one side logged no arguments (a gateway that logs a count or a
+        # hash; a client whose arguments did not parse), among steps and calls still unmatched
         free_s = s_idx[~np.isin(s_idx, matched["si"].to_numpy())]
-        si2, ci2 = _candidates(k_s_tool[free_s], s_ms[free_s], k_c_tool[c_tool_idx],
-                               c_ms[c_tool_idx] - off, window_ms)
-        si2, ci2 = free_s[si2], c_tool_idx[ci2]
+        free_c = c_idx[~np.isin(c_idx, matched["ci"].to_numpy())]
+        pairs_ = []
+        for ss, cc in ((free_s, c_tool_idx), (free_s[s_noargs[free_s]], free_c)):
+            if len(ss) and len(cc):
+                a, b = _candidates(k_s_tool[ss], s_ms[ss], k_c_tool[cc], c_ms[cc] - off, window_ms)
+                pairs_.append((ss[a], cc[b]))
+        si2 = np.concatenate([p[0] for p in pairs_]) if pairs_ else np.empty(0, np.int64)
+        ci2 = np.concatenate([p[1] for p in pairs_]) if pairs_ else np.empty(0, np.int64)
         cand2 = pd.DataFrame({
             "si": si2, "ci": ci2, "t": t_codes[si2], "s": s_codes[ci2], "k": k_s_tool[si2],
             "sms": s_ms[si2], "cms": c_ms[ci2] - off,
         })
+        cand2 = cand2.drop_duplicates(["si", "ci"])
         if len(cand2):
             m2 = _rank_pair(cand2, window_ms)[["t", "s", "k", "si", "ci", "sms", "cms"]].assign(how="tool_time")
             matched = pd.concat([matched, m2], ignore_index=True)
