@@ -11,13 +11,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
-from ._text import safe_str
+from ._text import deep_safe, safe_str
 
 __all__ = ["Line", "read_bytes", "iter_lines", "file_info", "quarantine_row"]
 
@@ -44,23 +45,29 @@ def read_bytes(path: str | Path) -> bytes:
     """Read a whole file read-only, gunzipping it when it starts with the gzip magic bytes.
 
     Raises:
-        OSError: the file cannot be read.
-        EOFError / gzip.BadGzipFile: a corrupt gzip stream (callers turn this into InputError).
+        OSError: the file cannot be read; ``gzip.BadGzipFile`` (an OSError) for corrupt gzip.
+        EOFError: a gzip stream cut short (callers turn both into InputError or quarantine).
     """
     with open(path, "rb") as fh:
         data = fh.read()
     if data[:2] == GZIP_MAGIC:
-        data = gzip.decompress(data)
+        try:
+            data = gzip.decompress(data)
+        except zlib.error as exc:  # a damaged deflate stream is not an OSError
+            raise gzip.BadGzipFile(f"corrupt gzip data: {exc}") from exc
     return data
 
 
 def parse_json(raw: bytes) -> tuple[Any, str | None]:
-    """Parse one JSON text; fall back to the stdlib for what orjson refuses (lone surrogates)."""
+    """Parse one JSON text; fall back to the stdlib for what orjson refuses (lone surrogates,
+    invalid UTF-8), replacing lone surrogates with U+FFFD everywhere in the result."""
     try:
-        return orjson.loads(raw), None
+        return orjson.loads(raw), None  # orjson refuses lone surrogates, so this is safe
     except orjson.JSONDecodeError as exc:
         try:
-            return json.loads(raw.decode("utf-8", "surrogateescape")), None
+            # lone-surrogate escapes or invalid UTF-8: parse leniently, then make every string
+            # safe so no loader hands a frame that cannot be written to Parquet or HTML
+            return deep_safe(json.loads(raw.decode("utf-8", "surrogateescape"))), None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc2:
             msg = str(exc2) if isinstance(exc2, json.JSONDecodeError) else str(exc)
             return None, f"invalid JSON: {msg}"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["safe_str", "truncate", "to_utc", "TEXT_LIMIT"]
+__all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "TEXT_LIMIT"]
 
 #: Characters of free text (prompts, model output, tool results) kept in a frame cell.
 #: The full size in UTF-8 bytes is kept beside it (``text_bytes``).
@@ -27,6 +27,28 @@ def safe_str(s: str) -> str:
     if not _SURROGATE.search(s):
         return s
     return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def deep_safe(v: Any) -> Any:
+    """``v`` with lone surrogates replaced in every string and key, at any depth (dicts, lists)."""
+    if isinstance(v, str):
+        return safe_str(v)
+    if isinstance(v, dict):
+        return {(safe_str(k) if isinstance(k, str) else k): deep_safe(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [deep_safe(x) for x in v]
+    return v
+
+
+def needs_safe(raw: bytes) -> bool:
+    """True when a raw JSON line may decode to lone surrogates (escapes or invalid UTF-8)."""
+    if b"\\ud" in raw or b"\\uD" in raw:
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def truncate(s: str | None, limit: int = TEXT_LIMIT) -> tuple[str | None, int | None]:

@@ -351,6 +351,13 @@ class LoadResult:
     quarantine: pd.DataFrame = field(default_factory=QUARANTINE.empty)
     inputs: list[dict] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # every loader's quarantine leaves here with the canonical columns and dtypes
+        try:
+            QUARANTINE.validate(self.quarantine)
+        except FrameError:
+            self.quarantine = QUARANTINE.build(self.quarantine.reset_index(drop=True))
+
     @property
     def invalid(self) -> pd.DataFrame:
         """Quarantine rows of kind ``invalid``."""

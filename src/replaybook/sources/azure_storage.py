@@ -387,7 +387,8 @@ def load_azure_storage(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             info["ignored_lines"] = ignored
     res = finish(rows, quarantine, inputs, LOADER)
     if len(res.quarantine):
-        res.quarantine["raw"] = res.quarantine["raw"].map(lambda s: redact_sas(s) if isinstance(s, str) else s)
+        res.quarantine["raw"] = res.quarantine["raw"].map(
+            lambda s: redact_sas(s) if isinstance(s, str) else s).astype(res.quarantine["raw"].dtype)
     return res
 
 

@@ -71,7 +71,7 @@ from typing import Any, Iterable
 import orjson
 
 from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
-from .._text import safe_str, to_utc, truncate
+from .._text import deep_safe, needs_safe, safe_str, to_utc, truncate
 from ..canonical import canonical_args
 from ..errors import InputError
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -84,7 +84,6 @@ LOADER = "claude-code"
 #: Value of ``steps.client``.
 CLIENT = "claude-code"
 
-_SURR_ESC = (b"\\ud", b"\\uD")
 _BOOKKEEPING_TYPES = frozenset({
     "summary", "system", "progress", "queue-operation", "file-history-snapshot", "attachment",
     "last-prompt", "permission-mode", "mode", "atis-latch", "custom-title", "tag",
@@ -201,27 +200,6 @@ def sniff(sample: bytes) -> float:
 
 # --------------------------------------------------------------------------- helpers
 
-def _deep_safe(v: Any) -> Any:
-    """``v`` with lone surrogates replaced in every string and key, at any depth."""
-    if isinstance(v, str):
-        return safe_str(v)
-    if isinstance(v, dict):
-        return {(safe_str(k) if isinstance(k, str) else k): _deep_safe(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_deep_safe(x) for x in v]
-    return v
-
-
-def _needs_safe(raw: bytes) -> bool:
-    if _SURR_ESC[0] in raw or _SURR_ESC[1] in raw:
-        return True
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
-
-
 def _str(v: Any) -> str | None:
     return v if isinstance(v, str) and v != "" else None
 
@@ -303,7 +281,7 @@ def _read_meta(path: Path, stem: str) -> dict | None:
             return None
         with open(meta, "rb") as fh:
             obj = orjson.loads(fh.read())
-        return _deep_safe(obj) if isinstance(obj, dict) else None
+        return deep_safe(obj) if isinstance(obj, dict) else None
     except (OSError, orjson.JSONDecodeError, RecursionError):
         return None
 
@@ -358,8 +336,8 @@ class _Load:
                 self.quarantine.append(quarantine_row(
                     path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
                 continue
-            if _needs_safe(line.raw):
-                o = _deep_safe(o)
+            if needs_safe(line.raw):
+                o = deep_safe(o)
             uuid = _str(o.get("uuid"))
             if uuid is not None:
                 if uuid in self.seen_uuids:

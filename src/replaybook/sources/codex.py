@@ -108,7 +108,7 @@ import orjson
 import pandas as pd
 
 from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
-from .._text import safe_str, to_utc, truncate
+from .._text import deep_safe, needs_safe, safe_str, to_utc, truncate
 from ..canonical import canonical_args
 from ..errors import InputError
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -120,8 +120,6 @@ __all__ = [
     "split_codex_name",
     "json_doc_items",
     "expand_files",
-    "deep_safe",
-    "needs_safe",
     "LOADER",
     "CLIENT",
 ]
@@ -246,28 +244,6 @@ def json_doc_items(text: str, path: tuple) -> Iterator[tuple[int, int, Any]]:
     newlines = [i for i, ch in enumerate(text) if ch == "\n"] if out else []
     for off, val in out:
         yield bisect.bisect_right(newlines, off) + 1, off, val
-
-
-def deep_safe(v: Any) -> Any:
-    """``v`` with lone surrogates replaced in every string and key, at any depth."""
-    if isinstance(v, str):
-        return safe_str(v)
-    if isinstance(v, dict):
-        return {(safe_str(k) if isinstance(k, str) else k): deep_safe(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [deep_safe(x) for x in v]
-    return v
-
-
-def needs_safe(raw: bytes) -> bool:
-    """True when a raw line may decode to lone surrogates (escapes or invalid UTF-8)."""
-    if b"\\ud" in raw or b"\\uD" in raw:
-        return True
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
 
 
 def _str(v: Any) -> str | None:

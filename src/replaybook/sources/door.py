@@ -41,6 +41,7 @@ def door_schema() -> dict:
     return package_schema("door-call-log.v1.json")
 
 
+_INT64 = 2**63
 _STR_OR_NONE = (str, type(None))
 _INT_OR_NONE = (int, type(None))
 _KNOWN_FAST = frozenset({"ts", "ts_end", "seq", "session", "agent", "server", "tool", "arguments",
@@ -59,12 +60,14 @@ def _quick_ok(o: dict) -> bool:
     s, tool = o.get("session"), o.get("tool")
     if type(s) is not str or not s or type(tool) is not str or not tool:
         return False
-    if type(o.get("seq", 0)) is not int or type(o.get("arguments") or {}) is not dict:
+    q = o.get("seq", 0)
+    if type(q) is not int or not 0 <= q < _INT64 or type(o.get("arguments") or {}) is not dict:
         return False
     if type(o.get("meta") or {}) is not dict:
         return False
     r, b = o.get("rows"), o.get("bytes")
-    if type(r) not in _INT_OR_NONE or type(b) not in _INT_OR_NONE or (r or 0) < 0 or (b or 0) < 0:
+    if type(r) not in _INT_OR_NONE or type(b) not in _INT_OR_NONE or not (0 <= (r or 0) < _INT64) \
+            or not (0 <= (b or 0) < _INT64):
         return False
     for k in ("agent", "server", "object", "rule", "error", "ts_end"):
         if type(o.get(k)) not in _STR_OR_NONE:
@@ -155,7 +158,7 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             if args is None:
                 args = {}
             # canonical keys are cached by the arguments' compact JSON: logs repeat arguments a lot
-            kb = orjson.dumps(args)
+            kb = orjson.dumps(args, option=orjson.OPT_NON_STR_KEYS)
             key = key_cache.get(kb)
             if key is None:
                 key = key_cache[kb] = canonical_args(args)
@@ -206,8 +209,12 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
 
 def sniff(sample: bytes) -> float:
-    """Confidence that ``sample`` (a file's first bytes) is a door call log (v1)."""
-    seen = ok = 0
+    """Confidence that ``sample`` (a file's first bytes) is a door call log (v1).
+
+    The share of JSON-object lines carrying the door's required keys, lowered when many lines
+    are not JSON at all (a damaged log is still a log; junk with one matching line is not).
+    """
+    seen = objects = ok = 0
     for raw in sample.split(b"\n")[:50]:
         raw = raw.strip()
         if not raw:
@@ -217,9 +224,13 @@ def sniff(sample: bytes) -> float:
             o = orjson.loads(raw)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(o, dict) and {"ts", "session", "tool", "decision"} <= o.keys():
-            ok += 1
-    return 0.0 if not seen else 0.95 * ok / seen
+        if isinstance(o, dict):
+            objects += 1
+            if {"ts", "session", "tool", "decision"} <= o.keys():
+                ok += 1
+    if not ok:
+        return 0.0
+    return 0.95 * (ok / objects) * (0.5 + 0.5 * objects / seen)
 
 
 register(Source(

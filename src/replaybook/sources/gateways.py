@@ -96,7 +96,8 @@ from .._text import to_utc
 from ..canonical import canonical_args
 from ..errors import InputError
 from ..frames import CALLS, QUARANTINE, LoadResult
-from .codex import deep_safe, expand_files, json_doc_items
+from .._text import deep_safe
+from .codex import expand_files, json_doc_items
 from .door import META_CALL_ID_KEYS
 from .registry import Source, register
 

@@ -79,11 +79,12 @@ def sniff_file(path: str | Path) -> tuple[Source | None, float]:
     if head[:2] == GZIP_MAGIC:
         import gzip
         import io
+        import zlib
 
         try:
             with gzip.GzipFile(fileobj=io.BytesIO(head)) as gz:
                 head = gz.read(SNIFF_BYTES)
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):
             head = b""
     best, score = None, 0.0
     for src in _REGISTRY.values():
