@@ -136,3 +136,20 @@ def test_steps_without_arguments_and_calls_without_tool_or_time():
     row = res.sessions.iloc[0]
     assert row.agreed == 2 and row.method == "content+tool_time"
     assert sorted(res.unclaimed_calls.seq.tolist()) == [3, 4]
+
+
+def test_a_large_component_is_matched_sparsely_and_stays_one_to_one(monkeypatch):
+    import replaybook.join as j
+
+    monkeypatch.setattr(j, "_EXACT_MARGIN_LIMIT", 10)  # force the sparse path
+    n = 40
+    steps, calls = [], []
+    for i in range(n):  # everyone lists demo/ at about the same time; each reads its own file
+        steps += [(f"t{i:02d}", i * 0.5, "list", {"path": "demo/"}, None),
+                  (f"t{i:02d}", i * 0.5 + 0.2, "read", {"path": f"f{i}"}, None)]
+        calls += [(f"s{i:02d}", i * 0.5 + 0.1, "list", {"path": "demo/"}, None),
+                  (f"s{i:02d}", i * 0.5 + 0.3, "read", {"path": f"f{i}"}, None)]
+    res = join_sessions(steps_frame(steps), calls_frame(calls), max_offset_s=0)
+    assert res.assignments() == {f"s{i:02d}": f"t{i:02d}" for i in range(n)}
+    assert (res.sessions.agreed == 2).all() and (res.sessions.margin == 1.0).all()
+    assert (res.sessions.status == "matched").all()

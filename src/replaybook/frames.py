@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from .errors import FrameError
@@ -172,8 +173,13 @@ def _coerce(col: pd.Series, dtype: str) -> pd.Series:
     if dtype == "object":
         return col.astype("object")
     if dtype == "string":
-        col = col.astype("object").where(col.notna(), None)
-        return col.astype(pd.StringDtype("python"))
+        if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "python":
+            return col
+        try:
+            return pd.Series(pd.array(np.asarray(col, dtype=object), dtype=pd.StringDtype("python")))
+        except (TypeError, ValueError):  # non-str values (numbers): convert them to text
+            col = col.astype("object").where(col.notna(), None)
+            return col.astype(pd.StringDtype("python"))
     if dtype in ("Int64", "boolean"):
         col = col.astype("object").where(col.notna(), None)
         return col.astype(dtype)

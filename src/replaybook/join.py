@@ -174,18 +174,42 @@ def _estimate_offset(s_code, s_ms, c_code, c_ms, max_offset_ms: int, sample: int
     return float(np.median(nearest["d"]))
 
 
-def _rank_pair(cand: pd.DataFrame, window_ms: float) -> pd.DataFrame:
-    """Pair candidate steps and calls one-to-one in time order within (t, s, key) groups."""
-    g = ["t", "s", "k"]
-    steps = cand[g + ["si", "sms"]].drop_duplicates(g + ["si"])
-    calls = cand[g + ["ci", "cms"]].drop_duplicates(g + ["ci"])
-    steps = steps.sort_values(g + ["sms", "si"], kind="stable")
-    calls = calls.sort_values(g + ["cms", "ci"], kind="stable")
-    steps["r"] = steps.groupby(g, sort=False).cumcount()
-    calls["r"] = calls.groupby(g, sort=False).cumcount()
-    m = steps.merge(calls, on=g + ["r"], how="inner")
-    m = m[(m["cms"] - m["sms"]).abs() <= window_ms]
-    return m
+def _ranked(group: np.ndarray, item: np.ndarray, when: np.ndarray, n_items: int):
+    """Unique (group, item) pairs, each item's 0-based rank by time within its group."""
+    key = np.unique(group.astype(np.int64) * n_items + item)
+    g, it = key // n_items, key % n_items
+    order = np.lexsort((it, when[it], g))
+    g, it = g[order], it[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    counts = np.diff(np.r_[starts, len(g)])
+    rank = np.arange(len(g)) - np.repeat(starts, counts)
+    return g, it, rank
+
+
+def _rank_pair(si: np.ndarray, ci: np.ndarray, t: np.ndarray, s: np.ndarray, k: np.ndarray,
+               s_ms: np.ndarray, c_ms: np.ndarray, window_ms: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pair candidate steps and calls one-to-one in time order within (transcript, session, key).
+
+    ``si``/``ci`` index the candidate pairs' steps and calls; ``t``, ``s``, ``k`` are their
+    transcript, session and key codes; ``s_ms``/``c_ms`` the full time arrays (ms, calls already
+    shifted by the clock offset).  The i-th candidate step of a group pairs with its i-th
+    candidate call; pairs further apart than the window are dropped.  Integer arrays only: no
+    per-group Python.
+    """
+    if len(si) == 0:
+        return si, ci
+    grp = np.stack([t, s, k], axis=1)
+    _, g = np.unique(grp, axis=0, return_inverse=True)
+    g = g.reshape(-1).astype(np.int64)
+    n_items = int(max(si.max(), ci.max())) + 1
+    g1, step, r1 = _ranked(g, si, s_ms, n_items)
+    g2, call, r2 = _ranked(g, ci, c_ms, n_items)
+    width = int(max(r1.max(), r2.max())) + 1
+    a, b = g1 * width + r1, g2 * width + r2
+    _, i1, i2 = np.intersect1d(a, b, assume_unique=True, return_indices=True)
+    step, call = step[i1], call[i2]
+    keep = np.abs(c_ms[call] - s_ms[step]) <= window_ms
+    return step[keep], call[keep]
 
 
 def join_sessions(
@@ -271,17 +295,14 @@ def join_sessions(
     si, ci = _candidates(k_s[s_args_idx], s_ms[s_args_idx], k_c[c_idx], c_ms[c_idx] - off, window_ms)
     si = s_args_idx[si]
     ci = c_idx[ci]
-    cand = pd.DataFrame({
-        "si": si, "ci": ci, "t": t_codes[si], "s": s_codes[ci], "k": k_s[si],
-        "sms": s_ms[si], "cms": c_ms[ci] - off,
-    })
-    matched = _rank_pair(cand, window_ms) if len(cand) else cand.assign(r=0)
-    matched = matched[["t", "s", "k", "si", "ci", "sms", "cms"]].assign(how="content")
+    c_shift = c_ms - off
+    msi, mci = _rank_pair(si, ci, t_codes[si], s_codes[ci], k_s[si], s_ms, c_shift, window_ms)
+    parts = [(msi, mci, np.full(len(msi), HOW_CONTENT, np.int8))]
     if len(c_tool_idx) or s_noargs[s_idx].any():
         # tool + time only, where one side logged no arguments (a gateway that logs a count or a
         # hash; a client whose arguments did not parse), among steps and calls still unmatched
-        free_s = s_idx[~np.isin(s_idx, matched["si"].to_numpy())]
-        free_c = c_idx[~np.isin(c_idx, matched["ci"].to_numpy())]
+        free_s = s_idx[~np.isin(s_idx, msi)]
+        free_c = c_idx[~np.isin(c_idx, mci)]
         pairs_ = []
         for ss, cc in ((free_s, c_tool_idx), (free_s[s_noargs[free_s]], free_c)):
             if len(ss) and len(cc):
@@ -289,149 +310,152 @@ def join_sessions(
                 pairs_.append((ss[a], cc[b]))
         si2 = np.concatenate([p[0] for p in pairs_]) if pairs_ else np.empty(0, np.int64)
         ci2 = np.concatenate([p[1] for p in pairs_]) if pairs_ else np.empty(0, np.int64)
-        cand2 = pd.DataFrame({
-            "si": si2, "ci": ci2, "t": t_codes[si2], "s": s_codes[ci2], "k": k_s_tool[si2],
-            "sms": s_ms[si2], "cms": c_ms[ci2] - off,
-        })
-        cand2 = cand2.drop_duplicates(["si", "ci"])
-        if len(cand2):
-            m2 = _rank_pair(cand2, window_ms)[["t", "s", "k", "si", "ci", "sms", "cms"]].assign(how="tool_time")
-            matched = pd.concat([matched, m2], ignore_index=True)
+        if len(si2):
+            uniq = np.unique(si2.astype(np.int64) * (len(calls) + 1) + ci2)
+            si2, ci2 = uniq // (len(calls) + 1), uniq % (len(calls) + 1)
+            m2s, m2c = _rank_pair(si2, ci2, t_codes[si2], s_codes[ci2], k_s_tool[si2], s_ms, c_shift, window_ms)
+            parts.append((m2s, m2c, np.full(len(m2s), HOW_TOOL_TIME, np.int8)))
     if not exact.empty:
-        e = exact.assign(t=t_codes[exact["si"]], s=s_codes[exact["ci"]], k=k_s[exact["si"]],
-                         sms=s_ms[exact["si"]], cms=c_ms[exact["ci"]] - off, how="meta_id")
-        matched = pd.concat([matched, e[matched.columns]], ignore_index=True)
-    matched["absd"] = (matched["cms"] - matched["sms"]).abs().astype("float64")
+        es, ec = exact["si"].to_numpy(np.int64), exact["ci"].to_numpy(np.int64)
+        parts.append((es, ec, np.full(len(es), HOW_META, np.int8)))
+    m_si = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    m_ci = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    m_how = np.concatenate([p[2] for p in parts])
+    m_t, m_s = t_codes[m_si], s_codes[m_ci]
+    m_d = (c_shift[m_ci] - s_ms[m_si]).astype("float64")  # after the offset: ~0 when in step
 
-    # 3. agreement per (transcript, session).
-    if len(matched):
-        sc = matched.groupby(["t", "s"], sort=False).agg(
-            agreed=("si", "size"),
-            exact=("how", lambda h: int((h == "meta_id").sum())),
-            med=("absd", "median"),
-        ).reset_index()
+    # 3. agreement per (transcript, session): integer pair codes, one groupby.
+    n_s, n_t = len(s_names), len(t_names)
+    if len(m_si):
+        pair_code = m_t.astype(np.int64) * max(n_s, 1) + m_s
+        g = pd.DataFrame({"p": pair_code, "absd": np.abs(m_d), "meta": m_how == HOW_META})
+        agg = g.groupby("p", sort=True).agg(agreed=("absd", "size"), exact=("meta", "sum"),
+                                            med=("absd", "median"))
+        pc = agg.index.to_numpy(np.int64)
+        sc = pd.DataFrame({"t": pc // max(n_s, 1), "s": pc % max(n_s, 1),
+                           "agreed": agg["agreed"].to_numpy(np.int64),
+                           "exact": agg["exact"].to_numpy(np.int64),
+                           "med": agg["med"].to_numpy("float64")})
     else:
-        sc = pd.DataFrame({"t": [], "s": [], "agreed": [], "exact": [], "med": []})
-    sc = sc.astype({"t": "int64", "s": "int64", "agreed": "int64", "exact": "int64", "med": "float64"})
+        sc = pd.DataFrame({"t": np.empty(0, np.int64), "s": np.empty(0, np.int64),
+                           "agreed": np.empty(0, np.int64), "exact": np.empty(0, np.int64),
+                           "med": np.empty(0, "float64")})
 
     # 4. one-to-one assignment, maximising agreement; ties by time proximity.
     eligible = sc[sc["agreed"] >= min_agreed]
     assign: dict[int, int] = {}
     margin: dict[int, float] = {}
-    n_s, n_t = len(s_names), len(t_names)
     if len(eligible):
         assign, margin = _assign(eligible, n_s, n_t, window_ms)
+    assign_arr = np.full(n_s, -1, np.int64)
+    for sc_, tc_ in assign.items():
+        assign_arr[sc_] = tc_
 
-    # 5. per-session report.
-    sess_rows = []
-    all_sessions = calls.groupby("door_session", sort=False) if len(calls) else []
-    per_session = {name: g for name, g in all_sessions}
-    sc_by_s = {s: g.sort_values(["agreed", "med"], ascending=[False, True]) for s, g in sc.groupby("s")} if len(sc) else {}
-    pair_frames = []
-    unclaimed = []
-    unmatched_steps = []
-    door_servers = sorted(set(ts_steps.loc[matched["si"].unique(), "server"].dropna().astype(str))) if len(matched) else []
-    for s_code, s_name in enumerate(s_names):
-        g = per_session[s_name]
-        t_code = assign.get(s_code)
-        cands = sc_by_s.get(s_code)
-        t_name = t_names[t_code] if t_code is not None else None
-        runner = runner_agreed = None
-        if cands is not None:
-            others = cands[cands["t"] != t_code] if t_code is not None else cands
-            if t_code is None:
-                others = cands
-            if len(others):
-                runner = t_names[int(others["t"].iloc[0])]
-                runner_agreed = int(others["agreed"].iloc[0])
-        agreed = share = off_ms = None
-        tool_steps = n_unmatched = None
-        method = None
-        if t_code is not None:
-            m = matched[(matched["t"] == t_code) & (matched["s"] == s_code)]
-            agreed = len(m)
-            share = agreed / len(g)
-            d = (m["cms"] + off) - m["sms"]
-            off_ms = float(np.median(d)) if len(d) else None
-            hows = set(m["how"])
-            method = "+".join(h for h in ("meta_id", "content", "tool_time") if h in hows)
-            p = pd.DataFrame({
-                "door_session": s_name,
-                "transcript_id": t_name,
-                "step_seq": ts_steps.loc[m["si"], "seq"].to_numpy(),
-                "call_seq": calls.loc[m["ci"], "seq"].to_numpy(),
-                "call_id": ts_steps.loc[m["si"], "call_id"].to_numpy(),
-                "tool": ts_steps.loc[m["si"], "tool"].to_numpy(),
-                "args_key": ts_steps.loc[m["si"], "args_key"].to_numpy(),
-                "step_ts": ts_steps.loc[m["si"], "ts"].to_numpy(),
-                "call_ts": calls.loc[m["ci"], "ts"].to_numpy(),
-                "delta_ms": d.to_numpy(dtype="float64"),
-                "how": m["how"].to_numpy(),
-            })
-            pair_frames.append(p)
-            claimed_calls = set(m["ci"].tolist())
-            unclaimed.append(calls.loc[[i for i in g.index if i not in claimed_calls]])
-            t_steps = ts_steps.index[ts_steps["transcript_id"] == t_name]
-            door_bound = _door_bound(ts_steps.loc[t_steps], door_servers)
-            tool_steps = int(len(door_bound))
-            claimed_steps = set(m["si"].tolist())
-            um = door_bound.loc[[i for i in door_bound.index if i not in claimed_steps]]
-            unmatched_steps.append(um)
-            n_unmatched = len(um)
-        else:
-            unclaimed.append(g)
-        mg = margin.get(s_code)
-        if t_code is None:
-            status = "unmatched"
-        elif mg is not None and mg <= 0:
-            status = "ambiguous"
-        else:
-            status = "matched"
-        end = g["ts_end"].max() if g["ts_end"].notna().any() else g["ts"].max()
-        sess_rows.append({
-            "door_session": s_name,
-            "agent": g["agent"].dropna().iloc[0] if g["agent"].notna().any() else None,
-            "start": g["ts"].min(),
-            "end": max(end, g["ts"].max()),
-            "calls": len(g),
-            "refused": int((g["decision"] == "deny").sum()),
-            "transcript_id": t_name,
-            "agreed": agreed,
-            "transcript_tool_steps": tool_steps,
-            "share": share,
-            "runner_up": runner,
-            "runner_up_agreed": runner_agreed,
-            "margin": mg,
-            "status": status,
-            "offset_ms": off_ms,
-            "unclaimed_calls": len(unclaimed[-1]),
-            "unmatched_steps": n_unmatched,
-            "method": method,
-        })
-    sessions = SESSIONS.build(sess_rows)
-    if len(sessions):
-        sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
-    pairs = PAIRS.build(pd.concat(pair_frames, ignore_index=True)) if pair_frames else PAIRS.empty()
+    # 5. per-session report, vectorised.
+    in_pair = assign_arr[m_s] == m_t if len(m_si) else np.zeros(0, bool)
+    p_si, p_ci, p_s, p_t = m_si[in_pair], m_ci[in_pair], m_s[in_pair], m_t[in_pair]
+    p_how, p_delta = m_how[in_pair], (c_ms[m_ci[in_pair]] - s_ms[m_si[in_pair]]).astype("float64")
+    # the names the clients give the door: servers of steps that agree with some call; steps of
+    # other servers and built-in tools never pass the door and are not residuals
+    door_servers = sorted(set(ts_steps["server"].iloc[np.unique(m_si)].dropna().astype(str))) if len(m_si) else []
+    pairs = PAIRS.build({
+        "door_session": s_names.to_numpy(object)[p_s] if len(p_s) else [],
+        "transcript_id": t_names.to_numpy(object)[p_t] if len(p_t) else [],
+        "step_seq": ts_steps["seq"].to_numpy(object)[p_si],
+        "call_seq": calls["seq"].to_numpy(object)[p_ci],
+        "call_id": ts_steps["call_id"].to_numpy(object)[p_si],
+        "tool": ts_steps["tool"].to_numpy(object)[p_si],
+        "args_key": ts_steps["args_key"].to_numpy(object)[p_si],
+        "step_ts": ts_steps["ts"].iloc[p_si].reset_index(drop=True),
+        "call_ts": calls["ts"].iloc[p_ci].reset_index(drop=True),
+        "delta_ms": p_delta,
+        "how": np.asarray(_HOW_NAMES, dtype=object)[p_how] if len(p_how) else [],
+    })
     if len(pairs):
         pairs = pairs.sort_values(["door_session", "call_ts"], kind="stable").reset_index(drop=True)
+
+    # residuals: calls no step claims; door-bound steps of assigned transcripts no call claims
+    claimed_call = np.zeros(len(calls), bool)
+    claimed_call[p_ci] = True
+    claimed_step = np.zeros(len(ts_steps), bool)
+    claimed_step[p_si] = True
+    srv = ts_steps["server"]
+    door_bound = (srv.isin(door_servers) if door_servers else srv.notna()).to_numpy(bool)
+    t_assigned = np.zeros(n_t, bool)
+    t_assigned[assign_arr[assign_arr >= 0]] = True
+    step_in_assigned = t_assigned[t_codes] if len(ts_steps) else np.zeros(0, bool)
+    unmatched_mask = door_bound & step_in_assigned & ~claimed_step
+    t_to_s = np.full(n_t, -1, np.int64)
+    t_to_s[assign_arr[assign_arr >= 0]] = np.flatnonzero(assign_arr >= 0)
+
+    per = pd.DataFrame({
+        "s": s_codes, "ts": calls["ts"], "ts_end": calls["ts_end"], "agent": calls["agent"],
+        "deny": (calls["decision"] == "deny").to_numpy(bool), "unclaimed": ~claimed_call,
+    })
+    ga = per.groupby("s", sort=True).agg(start=("ts", "min"), last=("ts", "max"), end=("ts_end", "max"),
+                                         calls=("ts", "size"), refused=("deny", "sum"),
+                                         unclaimed=("unclaimed", "sum"), agent=("agent", "first"))
+    ga = ga.reindex(range(n_s))
+    n_agreed = np.bincount(p_s, minlength=n_s) if n_s else np.zeros(0, np.int64)
+    off_ms = pd.Series(p_delta).groupby(p_s).median().reindex(range(n_s)) if len(p_s) else \
+        pd.Series([np.nan] * n_s)
+    how_bits = np.zeros(n_s, np.int64)
+    if len(p_s):
+        np.bitwise_or.at(how_bits, p_s, (1 << p_how.astype(np.int64)))
+    tool_steps_t = np.bincount(t_codes[door_bound], minlength=n_t) if len(ts_steps) else np.zeros(n_t, np.int64)
+    unmatched_t = np.bincount(t_codes[unmatched_mask], minlength=n_t) if len(ts_steps) else np.zeros(n_t, np.int64)
+    runner = _runners_up(sc, assign_arr)
+    t_names_arr = t_names.to_numpy(object)
+    s_names_arr = s_names.to_numpy(object)
+    has_t = assign_arr >= 0
+    tcode = np.where(has_t, assign_arr, 0)
+    status = np.where(~has_t, "unmatched", "matched").astype(object)
+    mg = np.array([margin.get(i, np.nan) for i in range(n_s)], dtype="float64")
+    status[has_t & (mg <= 0)] = "ambiguous"
+    end = ga["end"].where(ga["end"].notna() & (ga["end"] > ga["last"]), ga["last"])
+    sessions = SESSIONS.build({
+        "door_session": s_names_arr,
+        "agent": ga["agent"].to_numpy(object),
+        "start": ga["start"],
+        "end": end,
+        "calls": ga["calls"].to_numpy(object),
+        "refused": ga["refused"].to_numpy(object),
+        "transcript_id": np.where(has_t, t_names_arr[tcode] if n_t else None, None),
+        "agreed": np.where(has_t, n_agreed, None),
+        "transcript_tool_steps": np.where(has_t, tool_steps_t[tcode] if n_t else 0, None),
+        "share": np.where(has_t, n_agreed / np.maximum(ga["calls"].to_numpy("float64"), 1), np.nan),
+        "runner_up": [None if r < 0 else t_names_arr[r] for r in runner["t"]],
+        "runner_up_agreed": [None if r < 0 else int(a) for r, a in zip(runner["t"], runner["agreed"])],
+        "margin": mg,
+        "status": status,
+        "offset_ms": np.where(has_t, off_ms.to_numpy("float64"), np.nan),
+        "unclaimed_calls": ga["unclaimed"].to_numpy(object),
+        "unmatched_steps": np.where(has_t, unmatched_t[tcode] if n_t else 0, None),
+        "method": [("+".join(n for b, n in enumerate(_HOW_NAMES) if bits & (1 << b)) if h else None)
+                   for bits, h in zip(how_bits, has_t)],
+    })
+    if len(sessions):
+        sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
     scores = pd.DataFrame({
-        "door_session": pd.array([s_names[i] for i in sc["s"]], dtype="string"),
-        "transcript_id": pd.array([t_names[i] for i in sc["t"]], dtype="string"),
+        "door_session": pd.array(s_names_arr[sc["s"].to_numpy(np.int64)] if len(sc) else [], dtype="string"),
+        "transcript_id": pd.array(t_names_arr[sc["t"].to_numpy(np.int64)] if len(sc) else [], dtype="string"),
         "agreed": pd.array(sc["agreed"], dtype="Int64"),
         "exact": pd.array(sc["exact"], dtype="Int64"),
         "median_abs_delta_ms": sc["med"].astype("float64").to_numpy(),
     }).sort_values(["door_session", "agreed"], ascending=[True, False], kind="stable").reset_index(drop=True)
-    assigned_t = {t_names[t] for t in assign.values()}
+    assigned_names = set(t_names_arr[assign_arr[assign_arr >= 0]])
     all_t = sorted(set(steps["transcript_id"].dropna().astype(str)))
     offset_all = float(np.median(pairs["delta_ms"])) if len(pairs) else None
+    unclaimed_calls = calls[~claimed_call]
+    if len(unclaimed_calls):
+        unclaimed_calls = unclaimed_calls.sort_values(["door_session", "ts"], kind="stable")
     return JoinResult(
         sessions=sessions,
         pairs=pairs,
         scores=scores,
-        unclaimed_calls=(pd.concat(unclaimed).sort_values(["door_session", "ts"], kind="stable")
-                         if unclaimed else calls.iloc[0:0]),
-        unmatched_steps=(pd.concat(unmatched_steps) if unmatched_steps else ts_steps.iloc[0:0]),
-        unmatched_transcripts=[t for t in all_t if t not in assigned_t],
+        unclaimed_calls=unclaimed_calls,
+        unmatched_steps=ts_steps[unmatched_mask],
+        unmatched_transcripts=[t for t in all_t if t not in assigned_names],
         offset_ms=offset_all,
         window_s=float(window_s),
         min_agreed=int(min_agreed),
@@ -439,58 +463,92 @@ def join_sessions(
     )
 
 
-def _door_bound(tsteps: pd.DataFrame, door_servers: list[str]) -> pd.DataFrame:
-    """Tool steps that should have passed the door: MCP steps of a door server.
+#: How an agreeing pair was found (index = code in the arrays above).
+HOW_META, HOW_CONTENT, HOW_TOOL_TIME = 0, 1, 2
+_HOW_NAMES = ("meta_id", "content", "tool_time")
 
-    With no agreeing step anywhere, every MCP tool step (server known) counts.
-    """
-    if door_servers:
-        return tsteps[tsteps["server"].isin(door_servers)]
-    return tsteps[tsteps["server"].notna()]
+
+def _runners_up(sc: pd.DataFrame, assign_arr: np.ndarray) -> pd.DataFrame:
+    """Per session code: the best-agreeing transcript other than the assigned one (t = -1: none)."""
+    n_s = len(assign_arr)
+    out = pd.DataFrame({"t": np.full(n_s, -1, np.int64), "agreed": np.zeros(n_s, np.int64)})
+    if not len(sc):
+        return out
+    others = sc[sc["t"].to_numpy() != assign_arr[sc["s"].to_numpy()]]
+    best = others.sort_values(["s", "agreed", "med", "t"], ascending=[True, False, True, True],
+                              kind="stable").drop_duplicates("s")
+    out.loc[best["s"].to_numpy(), "t"] = best["t"].to_numpy()
+    out.loc[best["s"].to_numpy(), "agreed"] = best["agreed"].to_numpy()
+    return out
 
 
 def _assign(eligible: pd.DataFrame, n_s: int, n_t: int, window_ms: int) -> tuple[dict[int, int], dict[int, float]]:
     """Maximum-agreement one-to-one assignment per connected component of the score graph.
 
-    Returns ``{session code: transcript code}`` and ``{session code: margin}``; the margin is in
-    agreeing steps: the best total agreement minus the best total when this session may not
-    keep its transcript (exact for components up to ``_EXACT_MARGIN_LIMIT`` nodes; larger ones
-    use agreement minus the best alternative transcript's agreement).
+    Weights are agreeing steps minus a time-proximity penalty that sums to less than one step
+    over any assignment, so agreement always decides and proximity only breaks ties.  Small
+    components (≤ ``_EXACT_MARGIN_LIMIT`` nodes) are solved densely and get exact margins: the
+    best total agreement minus the best total when this session may not keep its transcript.
+    Larger ones (many sessions repeating the same calls at the same time chain into one) are
+    solved as a sparse bipartite matching — never a dense matrix — and their margin is the
+    assigned agreement minus the best alternative transcript's agreement for that session.
+
+    Returns ``{session code: transcript code}`` and ``{session code: margin}``.
     """
-    s = eligible["s"].to_numpy()
-    t = eligible["t"].to_numpy()
+    s = eligible["s"].to_numpy(np.int64)
+    t = eligible["t"].to_numpy(np.int64)
     graph = coo_matrix((np.ones(len(s)), (s, n_s + t)), shape=(n_s + n_t, n_s + n_t))
     _, labels = connected_components(graph, directed=False)
-    eligible = eligible.assign(comp=labels[s])
+    comp_of = labels[s]
+    order = np.argsort(comp_of, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, comp_of[order][1:] != comp_of[order][:-1], True])
+    agreed_all = eligible["agreed"].to_numpy("float64")
+    med_all = eligible["med"].to_numpy("float64")
     assign: dict[int, int] = {}
     margin: dict[int, float] = {}
-    for _, comp in eligible.groupby("comp", sort=False):
-        ss = np.unique(comp["s"].to_numpy())
-        tt = np.unique(comp["t"].to_numpy())
-        si = {v: i for i, v in enumerate(ss)}
-        ti = {v: i for i, v in enumerate(tt)}
-        agreed = np.zeros((len(ss), len(tt)))
-        penalty = np.zeros((len(ss), len(tt)))
-        rows = comp["s"].map(si).to_numpy()
-        cols = comp["t"].map(ti).to_numpy()
-        agreed[rows, cols] = comp["agreed"].to_numpy()
-        # ties broken by time proximity: the penalties of a whole assignment sum to < 1 step
-        penalty[rows, cols] = np.minimum(comp["med"].to_numpy() / max(window_ms, 1), 1.0) / (len(ss) + 1)
-        weight = np.where(agreed > 0, agreed - penalty, 0.0)
-        r, c = linear_sum_assignment(weight, maximize=True)
-        best = {int(a): int(b) for a, b in zip(r, c) if agreed[a, b] > 0}
-        total = sum(agreed[a, b] for a, b in best.items())
-        exact_margin = len(ss) + len(tt) <= _EXACT_MARGIN_LIMIT
-        for a, b in best.items():
-            assign[int(ss[a])] = int(tt[b])
-            if exact_margin:
+    for a_, b_ in zip(bounds[:-1], bounds[1:]):
+        idx = order[a_:b_]
+        cs, ct, ca, cm = s[idx], t[idx], agreed_all[idx], med_all[idx]
+        ss, rows = np.unique(cs, return_inverse=True)
+        tt, cols = np.unique(ct, return_inverse=True)
+        penalty = np.minimum(cm / max(window_ms, 1), 1.0) / (len(ss) + 1)
+        weight = ca - penalty
+        if len(ss) + len(tt) <= _EXACT_MARGIN_LIMIT:
+            agreed = np.zeros((len(ss), len(tt)))
+            agreed[rows, cols] = ca
+            w = np.zeros((len(ss), len(tt)))
+            w[rows, cols] = weight
+            r, c = linear_sum_assignment(w, maximize=True)
+            best = {int(x): int(y) for x, y in zip(r, c) if agreed[x, y] > 0}
+            total = sum(agreed[x, y] for x, y in best.items())
+            for x, y in best.items():
+                assign[int(ss[x])] = int(tt[y])
                 w2 = agreed.copy()
-                w2[a, b] = 0
+                w2[x, y] = 0
                 r2, c2 = linear_sum_assignment(w2, maximize=True)
-                alt = w2[r2, c2].sum()
-                margin[int(ss[a])] = float(total - alt)
-            else:
-                row = agreed[a].copy()
-                row[b] = 0
-                margin[int(ss[a])] = float(agreed[a, b] - row.max())
+                margin[int(ss[x])] = float(total - w2[r2, c2].sum())
+            continue
+        # sparse: rows = sessions; columns = transcripts, then one "no transcript" column per
+        # session (a tiny weight), so a full matching of the sessions always exists
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+        eps = 1e-9
+        nr, nc = len(ss), len(tt)
+        m = csr_matrix((np.r_[weight + 1.0, np.full(nr, eps)],
+                        (np.r_[rows, np.arange(nr)], np.r_[cols, nc + np.arange(nr)])),
+                       shape=(nr, nc + nr))
+        r, c = min_weight_full_bipartite_matching(m, maximize=True)
+        chosen = np.full(nr, -1, np.int64)
+        real = c < nc
+        chosen[r[real]] = c[real]
+        # margin per assigned row: its agreement minus the best other transcript's, vectorised
+        e = pd.DataFrame({"row": rows, "col": cols, "agreed": ca}).sort_values(
+            ["row", "agreed"], ascending=[True, False], kind="stable")
+        e["is_chosen"] = e["col"].to_numpy() == chosen[e["row"].to_numpy()]
+        got = e[e["is_chosen"]].groupby("row")["agreed"].max()
+        alt = e[~e["is_chosen"]].groupby("row")["agreed"].max()
+        for x in np.flatnonzero(chosen >= 0):
+            assign[int(ss[x])] = int(tt[chosen[x]])
+            margin[int(ss[x])] = float(got.get(x, 0.0) - alt.get(x, 0.0))
     return assign, margin
