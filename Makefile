@@ -25,6 +25,7 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) bench/run.py $(BENCH_ARGS)
+	$(PY) bench/door_bench.py $(DOOR_BENCH_ARGS)
 
 # Regenerate the committed demo incident (needs the dev extra for the SAS transport writer).
 demo-data: $(VENV)/.installed

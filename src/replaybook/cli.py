@@ -56,7 +56,31 @@ def _quarantine_summary(q) -> None:
         click.echo(f"  … and {len(q) - 50} more", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group whose feature subcommands are imported only when used (click's lazy-group recipe),
+    so ``replaybook door`` or ``replaybook packet record`` does not pay for pandas and friends."""
+
+    lazy = {
+        "packet": "replaybook.packet.cli:packet",
+        "capsule": "replaybook.capsule.cli:capsule",
+        "door": "replaybook.door.cli:door",
+        "serve-capsule": "replaybook.door.cli:serve_capsule",
+        "prune": "replaybook.door.cli:prune",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name in self.lazy:
+            import importlib
+
+            mod, attr = self.lazy[name].split(":")
+            return getattr(importlib.import_module(mod), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="replaybook")
 @click.option("--debug", is_flag=True, help="Print tracebacks for internal errors.")
 @click.pass_context
@@ -202,18 +226,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
     # a command that ends with ctx.exit(n) returns n here (standalone_mode=False)
     return rv if isinstance(rv, int) else EXIT_OK
-
-
-def _register_groups() -> None:
-    """Subcommand groups that live with their feature."""
-    from .capsule.cli import capsule
-    from .packet.cli import packet
-
-    cli.add_command(packet)
-    cli.add_command(capsule)
-
-
-_register_groups()
 
 
 if __name__ == "__main__":  # pragma: no cover

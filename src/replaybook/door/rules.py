@@ -32,11 +32,11 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, time as dtime, timezone
+from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import yaml
@@ -66,6 +66,7 @@ BUILTIN_RULES = {
     "door:outside-roots": "a path argument is outside the door's data roots",
     "door:invalid-request": "the request is not a valid MCP request",
     "door:method-not-allowed": "the door does not forward this method",
+    "door:message-too-large": "the message is larger than the door accepts",
     "door:log-failed": "the door could not write its call log",
 }
 
@@ -74,10 +75,9 @@ _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 def refusal_text(tool: str, rule: str | None) -> str:
     """What a refused call answers (the same for the door and for ``serve-capsule``)."""
-    why = BUILTIN_RULES.get(rule or "", None)
     text = f"refused by the door: rule {rule!r} denies this {tool} call"
-    return text + (f" ({why})" if why and rule != DEFAULT_DENY else " (no rule allows it)" if rule == DEFAULT_DENY
-                   else "")
+    why = BUILTIN_RULES.get(rule or "")
+    return f"{text} ({why})" if why else text
 
 
 @lru_cache(maxsize=1)
@@ -223,7 +223,9 @@ class Decision:
 def _has_bad_text(v: Any) -> bool:
     """True when a string anywhere in ``v`` holds U+FFFD (undecodable bytes) or a lone surrogate."""
     if isinstance(v, str):
-        return "\ufffd" in v or any("\ud800" <= ch <= "\udfff" for ch in v) if not v.isascii() else False
+        if v.isascii():
+            return False
+        return "\ufffd" in v or any("\ud800" <= ch <= "\udfff" for ch in v)
     if isinstance(v, dict):
         return any(_has_bad_text(k) or _has_bad_text(x) for k, x in v.items())
     if isinstance(v, list):
@@ -344,6 +346,18 @@ def _window(d: dict) -> Window:
                   tz=d.get("tz", "UTC"), not_before=inst(d.get("from")), until=inst(d.get("until")))
 
 
+def _yaml_times(data: Any) -> Any:
+    """YAML 1.1 reads an unquoted ``18:00`` as the base-60 integer 1080: turn window times back."""
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        return data
+    for r in data["rules"]:
+        for w in (r.get("windows") or []) if isinstance(r, dict) else []:
+            for k in ("start", "end"):
+                if isinstance(w, dict) and isinstance(w.get(k), int) and not isinstance(w.get(k), bool):
+                    w[k] = f"{w[k] // 60:02d}:{w[k] % 60:02d}"
+    return data
+
+
 def rules_from_dict(data: Any, path: str | Path | None = None) -> Rules:
     """Validate a rules mapping and build :class:`Rules`.
 
@@ -353,6 +367,7 @@ def rules_from_dict(data: Any, path: str | Path | None = None) -> Rules:
     """
     from .._schema import first_error
 
+    data = _yaml_times(data)
     err = first_error(rules_schema(), data)
     if err is not None:
         raise InputError(f"invalid door rules {err}", path)
@@ -402,15 +417,3 @@ def load_rules(path: str | Path) -> Rules:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"door rules are not valid YAML: {exc}", p, None if mark is None else mark.line + 1) from exc
     return rules_from_dict(data, p)
-
-
-def iter_strings(v: Any) -> Iterable[str]:  # pragma: no cover - helper kept for callers
-    if isinstance(v, str):
-        yield v
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            yield k
-            yield from iter_strings(x)
-    elif isinstance(v, list):
-        for x in v:
-            yield from iter_strings(x)

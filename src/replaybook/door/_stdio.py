@@ -1,0 +1,231 @@
+"""The door's client-facing stdio transport: newline-delimited JSON-RPC on stdin/stdout.
+
+Messages are parsed and written with the MCP SDK's own JSON-RPC models
+(``mcp_types.jsonrpc_message_adapter``, ``model_dump_json(by_alias=True, exclude_unset=True)``),
+exactly as ``mcp.server.stdio.stdio_server`` does.  The door reads the bytes itself instead of
+using ``stdio_server`` because it must, for hostile input:
+
+* see the raw bytes, to refuse a request that is not valid UTF-8 (the SDK silently replaces
+  them) while still answering its id;
+* bound a line's size (``max_line``): an over-long line is discarded as it streams in, never
+  held in memory, and answered with an error;
+* stop reading when the upstream server dies (a thread blocked on ``readline`` cannot be
+  cancelled; a non-blocking pipe can).
+
+While the transport is open, fd 0 points at ``/dev/null`` and fd 1 at stderr, so nothing else in
+the process (or a child it starts) can write stray bytes into the protocol stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from dataclasses import dataclass
+
+import mcp_types as types
+import orjson
+
+__all__ = ["Incoming", "StdioPeer"]
+
+_ID_RE = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
+_METHOD_RE = re.compile(rb'"method"\s*:\s*"((?:[^"\\]|\\.){1,256})"')
+
+
+@dataclass
+class Incoming:
+    """One line from the client.
+
+    Attributes:
+        message: the parsed JSON-RPC message, or ``None`` when the line is not one.
+        error: why the line is not a message (``None`` when it is).
+        size: the line's size in bytes.
+        bad_utf8: the line held bytes that are not valid UTF-8 (decoded with U+FFFD).
+        id_hint: the request id recovered from an unparseable line, if any.
+        method_hint: the method recovered from an unparseable line, if any.
+        too_large: the line was longer than the transport's limit (discarded unread).
+        json_ok: the line is JSON (but not a JSON-RPC message), as opposed to not JSON at all.
+    """
+
+    message: types.JSONRPCMessage | None
+    error: str | None = None
+    size: int = 0
+    bad_utf8: bool = False
+    id_hint: int | str | None = None
+    method_hint: str | None = None
+    too_large: bool = False
+    json_ok: bool = False
+
+
+def _hints(head: bytes) -> tuple[int | str | None, str | None]:
+    rid = None
+    m = _ID_RE.search(head)
+    if m:
+        try:
+            rid = orjson.loads(m.group(1))
+        except orjson.JSONDecodeError:
+            rid = None
+    mm = _METHOD_RE.search(head)
+    method = mm.group(1).decode("utf-8", "replace") if mm else None
+    return rid, method
+
+
+def _parse(raw: bytes) -> Incoming:
+    bad = False
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        bad = True
+        text = raw.decode("utf-8", "replace")
+    try:
+        msg = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValueError as exc:
+        rid, method, json_ok = None, None, False
+        try:
+            o = orjson.loads(raw)
+            json_ok = True
+            if isinstance(o, dict):
+                v = o.get("id")
+                rid = v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+                method = o.get("method") if isinstance(o.get("method"), str) else None
+        except orjson.JSONDecodeError:
+            rid, method = _hints(raw[:4096])
+        first = str(exc).strip().splitlines()
+        why = "invalid JSON" if not json_ok else (first[0] if first else type(exc).__name__)
+        return Incoming(None, why[:300], len(raw), bad, rid, method, json_ok=json_ok)
+    return Incoming(msg, None, len(raw), bad)
+
+
+class StdioPeer:
+    """The client side of the door, over this process's stdin and stdout.
+
+    Args:
+        max_line: longest line accepted, bytes; longer lines are discarded and reported.
+    """
+
+    def __init__(self, max_line: int = 16 << 20):
+        self.max_line = max_line
+        self._in_fd: int | None = None
+        self._out_fd: int | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._read_transport = None
+        self._lines = None
+        self._saved: list[tuple[int, int]] = []
+
+    async def __aenter__(self) -> "StdioPeer":
+        self._in_fd = os.dup(0)
+        self._out_fd = os.dup(1)
+        # divert fd 0/1 for the rest of the process: stray output goes to stderr
+        for fd, target in ((0, os.open(os.devnull, os.O_RDONLY)), (1, os.dup(2))):
+            saved = os.dup(fd)
+            os.dup2(target, fd)
+            os.close(target)
+            self._saved.append((fd, saved))
+        loop = asyncio.get_running_loop()
+        try:
+            reader = asyncio.StreamReader(limit=1 << 16)
+            proto = asyncio.StreamReaderProtocol(reader)
+            self._read_transport, _ = await loop.connect_read_pipe(lambda: proto, os.fdopen(self._in_fd, "rb", 0))
+            self._reader = reader
+        except (ValueError, OSError):
+            self._reader = None  # a regular file: read it in a thread
+        try:
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                                os.fdopen(self._out_fd, "wb", 0))
+            self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        except (ValueError, OSError):
+            self._writer = None
+        self._lines = self._iter_lines()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Flush and close stdout, stop reading stdin, restore fd 0/1."""
+        if self._writer is not None:
+            try:
+                await self._writer.drain()
+                self._writer.close()
+            except (ConnectionError, OSError, RuntimeError):
+                pass
+            self._writer = None
+        if self._read_transport is not None:
+            self._read_transport.close()
+            self._read_transport = None
+        for fd, saved in reversed(self._saved):
+            try:
+                os.dup2(saved, fd)
+                os.close(saved)
+            except OSError:
+                pass
+        self._saved.clear()
+
+    async def _read_chunk(self) -> bytes:
+        if self._reader is not None:
+            return await self._reader.read(1 << 16)
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(os.read, self._in_fd, 1 << 16)
+
+    async def _iter_lines(self):
+        buf = bytearray()
+        discarding = 0  # > 0: bytes of an over-long line seen so far
+        head = b""
+        while True:
+            chunk = await self._read_chunk()
+            if not chunk:
+                if discarding:
+                    rid, method = _hints(head)
+                    yield Incoming(None, f"message of {discarding} bytes exceeds the door's limit of {self.max_line}",
+                                   discarding, False, rid, method, True)
+                elif buf.strip():
+                    yield _parse(bytes(buf))
+                return
+            start = 0
+            while True:
+                i = chunk.find(b"\n", start)
+                piece = chunk[start:] if i < 0 else chunk[start:i]
+                if discarding:
+                    discarding += len(piece)
+                elif len(buf) + len(piece) > self.max_line:
+                    head = bytes(buf[:4096]) + piece[: max(0, 4096 - len(buf))]
+                    discarding = len(buf) + len(piece)
+                    buf.clear()
+                else:
+                    buf += piece
+                if i < 0:
+                    break
+                if discarding:
+                    rid, method = _hints(head)
+                    yield Incoming(None, f"message of {discarding} bytes exceeds the door's limit of {self.max_line}",
+                                   discarding, False, rid, method, True)
+                    discarding, head = 0, b""
+                elif buf.strip():
+                    yield _parse(bytes(buf))
+                buf.clear()
+                start = i + 1
+
+    async def receive(self) -> Incoming | None:
+        """The next line from the client, or ``None`` at end of input."""
+        try:
+            return await self._lines.__anext__()
+        except StopAsyncIteration:
+            return None
+
+    async def send(self, message: types.JSONRPCMessage) -> None:
+        """Write one message as a line on stdout.
+
+        Raises:
+            ConnectionError: the client closed its end.
+        """
+        data = (message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8", "replace")
+        if self._writer is not None:
+            self._writer.write(data)
+            await self._writer.drain()
+        else:
+            view = memoryview(data)
+            while view:
+                n = os.write(self._out_fd, view)
+                view = view[n:]

@@ -1,0 +1,158 @@
+"""The door's call log writer: one JSON line per call, flushed and fsync'd before the answer.
+
+File layout (the door-call-log v1 format, ``replaybook/schemas/door-call-log.v1.json``, read by
+:func:`replaybook.sources.door.load_door`)::
+
+    <log-root>/<agent>/<session>.jsonl
+
+Each line is written with a single ``write(2)`` on an ``O_APPEND`` descriptor and then
+``fsync(2)``'d, so a door killed at any point leaves whole lines only (the loader also sets a
+torn last line aside instead of failing).  While the door runs it holds an exclusive ``flock``
+on its file: ``replaybook prune`` skips locked files.  The file is opened with ``O_NOFOLLOW``
+(a symlink planted at the log path is refused) and created on the first call.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..canonical import canonical_args
+from ..errors import InputError
+
+__all__ = ["CallLog", "rfc3339", "new_session_id", "check_name", "canonical_object", "NAME_RE"]
+
+#: Agent and session names: they become a folder and a file name.
+NAME_RE = re.compile(r"^[A-Za-z0-9@_+=-][A-Za-z0-9@._+=-]{0,127}$")
+
+
+def rfc3339(ns: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.ffffffZ`` for a ``time.time_ns()`` value."""
+    s, frac = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{frac // 1000:06d}Z"
+
+
+def new_session_id(ns: int | None = None) -> str:
+    """A fresh door session id: ``door-20261013T120000Z-3f9a1c2b``."""
+    ns = time.time_ns() if ns is None else ns
+    return "door-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(ns // 1_000_000_000)) + "-" + secrets.token_hex(4)
+
+
+def check_name(value: str, what: str) -> str:
+    """Return ``value`` if it is a safe agent/session name (no ``/``, no leading dot, ≤ 128 chars).
+
+    Raises:
+        InputError: it is not.
+    """
+    if not isinstance(value, str) or not NAME_RE.match(value):
+        raise InputError(f"{what} {value!r} is not a safe name (letters, digits, @ . _ + = -; no leading dot; "
+                         "at most 128 characters)")
+    return value
+
+
+def canonical_object(v: Any) -> Any:
+    """``v`` in canonical form (sorted keys, NFC, integral floats as ints, no lone surrogates)."""
+    return orjson.loads(canonical_args(v))
+
+
+class CallLog:
+    """Appends door-call-log v1 lines to ``<root>/<agent>/<session>.jsonl``.
+
+    Args:
+        root: the log root.
+        agent: the agent's name (a folder).
+        session: the session id (the file's stem).
+        fsync: ``fsync`` every line (default; turn off only for throw-away benchmarks).
+
+    Raises:
+        InputError: ``agent`` or ``session`` is not a safe name.
+    """
+
+    def __init__(self, root: str | Path, agent: str, session: str, *, fsync: bool = True):
+        self.root = Path(root)
+        self.agent = check_name(agent, "agent")
+        self.session = check_name(session, "session")
+        self.path = self.root / self.agent / f"{self.session}.jsonl"
+        self.fsync = fsync
+        self._fd: int | None = None
+        self._seq = 0
+        self.lines = 0
+
+    def __repr__(self) -> str:
+        return f"CallLog({str(self.path)!r})"
+
+    def next_seq(self) -> int:
+        """The next 1-based call number of the session."""
+        if self._fd is None and self._seq == 0 and self.path.is_file():
+            self._seq = _last_seq(self.path)
+        self._seq += 1
+        return self._seq
+
+    def _open(self) -> int:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.path, flags, 0o640)
+        except OSError as exc:
+            raise InputError(f"cannot open the door call log: {exc.strerror or exc}", self.path) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise InputError("another door is writing this session's log (it is locked)", self.path) from None
+        return fd
+
+    def write(self, record: dict) -> None:
+        """Append one record as a JSON line, then ``fsync``.
+
+        Raises:
+            OSError: the write or the fsync failed (the caller must not answer as if logged).
+        """
+        if self._fd is None:
+            self._fd = self._open()
+        data = orjson.dumps(record) + b"\n"
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+        if self.fsync:
+            os.fsync(self._fd)
+        self.lines += 1
+
+    def close(self) -> None:
+        """Release the lock and close the file (idempotent)."""
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            finally:
+                self._fd = None
+
+    def __enter__(self) -> "CallLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _last_seq(path: Path) -> int:
+    """The highest ``seq`` in an existing log (a resumed session continues numbering)."""
+    best = 0
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                try:
+                    o = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(o, dict) and isinstance(o.get("seq"), int):
+                    best = max(best, o["seq"])
+    except OSError:
+        return 0
+    return best

@@ -1,0 +1,194 @@
+"""Click commands of the door feature: ``door``, ``serve-capsule`` and ``prune``.
+
+They are top-level commands of the ``replaybook`` CLI (``cli.add_command(door)`` …).  Until then,
+and for spawning from MCP client configs, ``python -m replaybook.door COMMAND …`` runs the same
+commands (:func:`main`), with the same exit codes: ``0`` ok, ``2`` bad input, ``1`` internal
+error or the upstream server ended the session.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import click
+
+from ..errors import InputError, ReplaybookError
+
+__all__ = ["door", "serve_capsule", "prune", "door_group", "main"]
+
+_AGENT_ENV = "REPLAYBOOK_DOOR_AGENT"
+
+
+def _fast_start() -> None:
+    """Skip ``rfc3987_syntax`` when jsonschema is first imported in this process.
+
+    jsonschema imports it (if installed) for its ``iri``/``uri`` format checkers, and building its
+    grammar costs ~1.5 s — paid by every MCP server start, since MCP clients spawn the door as a
+    process.  No door schema uses those formats; without the module jsonschema just does not
+    check them.  Only done when jsonschema is not imported yet (never changes a running process).
+    """
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+
+@click.command("door", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False,
+                                         "help_option_names": ["-h", "--help"]})
+@click.option("--rules", "rules_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Rules file (YAML, door-rules.v1): first match decides, default deny.")
+@click.option("--log-root", required=True, type=click.Path(file_okay=False),
+              help="Call logs go to LOG_ROOT/<agent>/<session>.jsonl.")
+@click.option("--evidence", type=click.Path(file_okay=False), default=None,
+              help="Keep every full response here (sha256/<hex>) and log its digest.")
+@click.option("--agent", default=None, help=f"Agent name (a folder of the log root; default ${_AGENT_ENV} or 'agent').")
+@click.option("--session", default=None, help="Session id (default: door-<UTC time>-<random>).")
+@click.option("--server-name", default=None,
+              help="Upstream server name in the log (default: its serverInfo.name, else the command's name).")
+@click.option("--max-message-bytes", type=click.IntRange(1024), default=16 << 20, show_default=True,
+              help="Longest JSON-RPC line accepted from the client.")
+@click.option("--cwd", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Working folder of the server process.")
+@click.option("--no-fsync", is_flag=True, hidden=True, help="Do not fsync log lines (benchmarks only).")
+@click.argument("server_cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None, session: str | None,
+         server_name: str | None, max_message_bytes: int, cwd: str | None, no_fsync: bool,
+         server_cmd: tuple[str, ...]) -> None:
+    """Put a door in front of the MCP server SERVER_CMD (after `--`): stdio in, stdio out.
+
+    Every tools/call and resources/read is decided by the rules, written to the call log
+    (flushed and fsync'd) before it is answered, and a refused call is answered with an error
+    naming the rule.  initialize, tools/list, resources/list … pass through untouched.
+    """
+    _fast_start()
+    import anyio
+
+    from .calllog import CallLog, new_session_id
+    from .proxy import run_door
+    from .rules import load_rules
+
+    rules = load_rules(rules_path)
+    agent = agent or os.environ.get(_AGENT_ENV) or "agent"
+    log = CallLog(log_root, agent, session or new_session_id(), fsync=not no_fsync)
+    store = None
+    if evidence:
+        from ..capsule.store import EvidenceStore
+
+        store = EvidenceStore(evidence)
+    click.echo(f"replaybook door: session {log.session}, log {log.path}", err=True)
+    try:
+        ended = anyio.run(lambda: run_door(rules, log, list(server_cmd), evidence=store, server_name=server_name,
+                                           cwd=cwd, max_message_bytes=max_message_bytes))
+    except OSError as exc:
+        raise InputError(f"cannot start the MCP server {server_cmd[0]!r}: {exc.strerror or exc}") from exc
+    finally:
+        log.close()
+    if ended == "server":
+        click.echo("replaybook door: the MCP server exited", err=True)
+        sys.exit(1)
+
+
+@click.command("serve-capsule", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("capsule_path", metavar="CAPSULE", type=click.Path(exists=True))
+@click.option("--log-root", required=True, type=click.Path(file_okay=False),
+              help="The replay's door-format log goes to LOG_ROOT/<agent>/<session>.jsonl.")
+@click.option("--agent", default=None, help=f"Agent name (default ${_AGENT_ENV} or 'agent').")
+@click.option("--session", default=None, help="Session id (default: replay-<UTC time>-<random>).")
+@click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="The original door's rules: only to log `object` the same way (roots, path arguments).")
+@click.option("--record", type=click.Path(dir_okay=False), default=None,
+              help="Run record (replaybook-run/1) path (default: LOG_ROOT/<agent>/<session>.run.json).")
+def serve_capsule(capsule_path: str, log_root: str, agent: str | None, session: str | None,
+                  rules_path: str | None, record: str | None) -> None:
+    """Serve a replay capsule as an MCP server (stdio): answers only from captured evidence.
+
+    Lists the tools seen in CAPSULE (capsule.yaml or its folder) and answers each call by its
+    request digest through the forensic harness; anything not captured is an MCP error result
+    and a replay_incomplete run record — never a live call.
+    """
+    _fast_start()
+    import anyio
+
+    from ..capsule import load_capsule
+    from .calllog import CallLog, new_session_id
+    from .replay import CapsuleServer, run_serve_capsule
+    from .rules import load_rules
+
+    capsule = load_capsule(capsule_path)
+    agent = agent or os.environ.get(_AGENT_ENV) or "agent"
+    log = CallLog(log_root, agent, session or new_session_id().replace("door-", "replay-", 1))
+    server = CapsuleServer(capsule, log, record_path=record, rules=load_rules(rules_path) if rules_path else None)
+    click.echo(f"replaybook serve-capsule: {capsule.operation_id}, session {log.session}, log {log.path}", err=True)
+    try:
+        anyio.run(run_serve_capsule, server)
+    finally:
+        log.close()
+    rec = server.end()
+    click.echo(f"replaybook serve-capsule: run {rec.status}"
+               + (f" ({rec.stop_reason})" if rec.stop_reason else "") + f", record {server.record_path}", err=True)
+
+
+@click.command("prune", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--log-root", required=True, type=click.Path(file_okay=False, exists=True),
+              help="The door's log root (<agent>/<session>.jsonl).")
+@click.option("--older-than", default=None,
+              help="Remove sessions whose last call is older than this (30d, 12h, 1d12h). Default: "
+                   "$REPLAYBOOK_DOOR_RETENTION, else [door] retention in replaybook.toml / "
+                   "[tool.replaybook.door] retention in pyproject.toml, else 30d.")
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@click.option("--evidence", type=click.Path(file_okay=False), default=None,
+              help="The door's evidence store: also remove objects no remaining session references.")
+@click.option("--config", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Read the retention from this replaybook.toml / pyproject.toml.")
+def prune(log_root: str, older_than: str | None, dry_run: bool, evidence: str | None, config: str | None) -> None:
+    """Delete whole door sessions older than the retention limit, and their unshared evidence.
+
+    Never follows symlinks, never touches anything outside the log root (and the evidence
+    store's sha256/ folder), skips files modified within the last minute or locked by a door.
+    """
+    from .config import format_duration, parse_duration, retention_setting
+    from .retention import prune as do_prune
+
+    if older_than is not None:
+        limit, source = parse_duration(older_than), "--older-than"
+    else:
+        limit, source = retention_setting(config)
+    click.echo(f"retention {format_duration(limit)} (from {source})", err=True)
+    report = do_prune(log_root, limit, dry_run=dry_run, evidence=evidence)
+    for line in report.lines():
+        click.echo(line)
+
+
+@click.group("door-tools", context_settings={"help_option_names": ["-h", "--help"]})
+def door_group() -> None:
+    """replaybook's door commands (also top-level commands of `replaybook`)."""
+
+
+door_group.add_command(door)
+door_group.add_command(serve_capsule)
+door_group.add_command(prune)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m replaybook.door``: run a door command and map errors to exit codes."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        rv = door_group.main(args=argv, prog_name="python -m replaybook.door", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except click.exceptions.Abort:
+        return 2
+    except ReplaybookError as exc:
+        click.echo(f"replaybook: error: {exc}", err=True)
+        return 2 if isinstance(exc, InputError) else 1
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 1
+    except Exception as exc:  # noqa: BLE001 - a bug: say so
+        click.echo(f"replaybook: internal error: {type(exc).__name__}: {exc}", err=True)
+        if os.environ.get("REPLAYBOOK_DEBUG"):
+            traceback.print_exc()
+        return 1
+    return rv if isinstance(rv, int) else 0

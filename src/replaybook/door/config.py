@@ -1,0 +1,110 @@
+"""Door settings read from the environment and config files: the retention limit.
+
+The default ``--older-than`` of ``replaybook prune`` is, first found:
+
+1. the environment variable ``REPLAYBOOK_DOOR_RETENTION`` (e.g. ``14d``);
+2. ``[door] retention = "…"`` in ``replaybook.toml``, or ``[tool.replaybook.door] retention = "…"``
+   in ``pyproject.toml`` — looked for in the current folder and then each parent folder (the
+   first of those files that has the setting wins; ``--config FILE`` names one file instead);
+3. :data:`DEFAULT_RETENTION` (``30d``).
+
+Durations: a number and a unit — ``s``, ``m``, ``h``, ``d``, ``w`` — optionally several
+(``1d12h``); ``0`` alone means no retention at all (everything idle is pruned).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+
+from ..errors import InputError
+
+__all__ = ["DEFAULT_RETENTION", "RETENTION_ENV", "parse_duration", "retention_setting", "format_duration"]
+
+#: Retention when nothing configures it.
+DEFAULT_RETENTION = "30d"
+#: Environment variable that sets the retention.
+RETENTION_ENV = "REPLAYBOOK_DOOR_RETENTION"
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+
+
+def parse_duration(text: str) -> timedelta:
+    """``"30d"`` → ``timedelta(days=30)``; ``"1d12h"``, ``"90m"``, ``"2w"``, ``"0"``.
+
+    Raises:
+        InputError: not a duration.
+    """
+    s = str(text).strip().lower()
+    if s in ("0", "0s"):
+        return timedelta(0)
+    pos, total = 0, 0.0
+    for m in _PART.finditer(s):
+        if m.start() != pos and s[pos:m.start()].strip():
+            break
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos == 0 or s[pos:].strip():
+        raise InputError(f"not a duration: {text!r} (use e.g. 30d, 12h, 90m, 1d12h)")
+    return timedelta(seconds=total)
+
+
+def format_duration(td: timedelta) -> str:
+    """``timedelta(days=30)`` → ``30d`` (largest exact unit)."""
+    secs = int(td.total_seconds())
+    for unit, n in (("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if secs and secs % n == 0:
+            return f"{secs // n}{unit}"
+    return f"{secs}s"
+
+
+def _from_file(path: Path) -> str | None:
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"cannot read config: {exc}", path) from exc
+    if path.name == "pyproject.toml":
+        section = ((data.get("tool") or {}).get("replaybook") or {}).get("door") or {}
+    else:
+        section = data.get("door") or {}
+    v = section.get("retention") if isinstance(section, dict) else None
+    if v is None:
+        return None
+    if not isinstance(v, (str, int)):
+        raise InputError(f"door retention must be a duration string like \"30d\", got {v!r}", path)
+    return str(v)
+
+
+def retention_setting(config: str | Path | None = None, *, cwd: str | Path | None = None,
+                      env: dict | None = None) -> tuple[timedelta, str]:
+    """The configured retention and where it came from (``env``, a file path, or ``default``).
+
+    Raises:
+        InputError: a setting is not a duration, or ``config`` cannot be read.
+    """
+    env = os.environ if env is None else env
+    v = env.get(RETENTION_ENV)
+    if v:
+        return parse_duration(v), f"${RETENTION_ENV}"
+    if config is not None:
+        p = Path(config)
+        v = _from_file(p)
+        if v is not None:
+            return parse_duration(v), str(p)
+    else:
+        here = Path(cwd or Path.cwd()).resolve()
+        for folder in (here, *here.parents):
+            for name in ("replaybook.toml", "pyproject.toml"):
+                p = folder / name
+                if p.is_file():
+                    try:
+                        v = _from_file(p)
+                    except InputError:
+                        continue  # an unrelated, unreadable file on the way up: not ours to judge
+                    if v is not None:
+                        return parse_duration(v), str(p)
+    return parse_duration(DEFAULT_RETENTION), "default"

@@ -1,0 +1,433 @@
+"""``replaybook door``: an MCP proxy that decides, logs and (optionally) keeps every call.
+
+The door sits between an MCP client (stdio) and the MCP server it starts (stdio, through the
+SDK's :func:`mcp.client.stdio.stdio_client`).  It relays JSON-RPC messages, parsed and written
+with the SDK's models, and never rewrites what it forwards:
+
+* ``initialize``, ``ping``, ``server/discover``, ``tools/list``, ``resources/list`` and the other
+  listing/negotiation requests in :data:`PASS_METHODS` (plus the rules file's ``pass_methods``),
+  every notification, and every server→client message pass through untouched;
+* each ``tools/call`` and ``resources/read`` is decided by the rules (:mod:`.rules`).  A refused
+  call is logged and answered by the door (a tool result with ``isError: true`` naming the rule;
+  for ``resources/read`` a JSON-RPC error, code :data:`~.results.DOOR_REFUSED`).  An allowed call
+  is forwarded; when the server answers, the door measures the answer, keeps it in the evidence
+  store (``--evidence``), writes the log line, and only then forwards the answer;
+* any other request method is refused (``door:method-not-allowed``), and a line that is not a
+  JSON-RPC message (invalid JSON, a batch, too long, not UTF-8) is answered with a JSON-RPC error
+  and logged (``door:invalid-request`` / ``door:message-too-large``).
+
+If the log line cannot be written, the client gets an error instead of the answer (fail closed).
+If the server exits, every call still waiting is logged with an error and answered with one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import anyio
+import mcp_types as types
+import orjson
+
+from .._text import deep_safe, safe_str
+from .calllog import CallLog, canonical_object, rfc3339
+from .results import (DOOR_REFUSED, error_evidence_bytes, evidence_bytes, measure, refusal_result,
+                      tool_error_text)
+from .rules import Decision, Rules, refusal_text
+
+__all__ = ["Door", "PASS_METHODS", "DECIDED_METHODS", "run_door", "ClientPeer"]
+
+#: Request methods forwarded untouched.
+PASS_METHODS = frozenset({
+    "initialize", "ping", "server/discover", "tools/list", "resources/list", "resources/templates/list",
+    "prompts/list", "completion/complete", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+    "subscriptions/listen",
+})
+#: Request methods the door decides.
+DECIDED_METHODS = ("tools/call", "resources/read")
+
+_SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
+_PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
+#: Longest tool or method name the door accepts (MCP tool names are at most 128 characters).
+_MAX_NAME = 256
+
+
+def _result_for(method: str, version: str | None, result) -> dict:
+    """A result model dumped the way the negotiated protocol version spells it (SDK surface maps)."""
+    data = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if version:
+        try:
+            from mcp_types.methods import serialize_server_result
+
+            return serialize_server_result(method, version, data)
+        except Exception:  # noqa: BLE001 - unknown version or method: the generic dump is valid JSON-RPC
+            pass
+    return data
+
+
+class ClientPeer(Protocol):
+    """The client side of the door (:class:`~._stdio.StdioPeer`, or a test double)."""
+
+    async def receive(self) -> Any: ...
+
+    async def send(self, message: types.JSONRPCMessage) -> None: ...
+
+
+@dataclass
+class _Call:
+    seq: int
+    ts_ns: int
+    t0: float
+    method: str
+    tool: str
+    arguments: Any
+    meta: dict | None
+    decision: Decision
+    extra: dict = field(default_factory=dict)
+
+
+def _jsonable(v: Any) -> tuple[Any, bytes | None, bool]:
+    """``(value, compact JSON bytes or None, had_bad_text)`` — lone surrogates replaced."""
+    try:
+        return v, orjson.dumps(v), False
+    except (orjson.JSONEncodeError, TypeError):
+        pass
+    safe = deep_safe(v)
+    try:
+        return safe, orjson.dumps(safe), safe != v
+    except (orjson.JSONEncodeError, TypeError):
+        return None, None, safe != v
+
+
+def _canon(v: Any) -> Any:
+    try:
+        return canonical_object(v)
+    except (orjson.JSONEncodeError, orjson.JSONDecodeError, TypeError, ValueError):
+        return None
+
+
+class Door:
+    """The relay and its policy.  One instance serves one client session.
+
+    Args:
+        rules: the loaded rules.
+        log: the session's call log.
+        evidence: where to keep full responses (``None``: keep none, log no digests).
+        server_name: the upstream's name in the log (default: its ``serverInfo.name`` as seen in the
+            ``initialize`` answer, else ``default_server``).
+        default_server: the name used before/without ``serverInfo`` (e.g. the command's name).
+        clock_ns: the door's wall clock (``time.time_ns``); rules' time windows use it too.
+        grace_s: how long to wait for answers still in flight after the client hangs up.
+    """
+
+    def __init__(self, rules: Rules, log: CallLog, *, evidence=None, server_name: str | None = None,
+                 default_server: str | None = None, clock_ns: Callable[[], int] = time.time_ns,
+                 grace_s: float = 5.0):
+        self.rules = rules
+        self.log = log
+        self.evidence = evidence
+        self._server_name = server_name
+        self._sniffed: str | None = None
+        self.protocol_version: str | None = None
+        self.default_server = default_server
+        self.clock_ns = clock_ns
+        self.grace_s = grace_s
+        self.pending: dict[Any, _Call] = {}
+        self._init_ids: set = set()
+        self.pass_methods = PASS_METHODS | frozenset(rules.pass_methods)
+        self.calls = 0
+        self.refused = 0
+
+    @property
+    def server_name(self) -> str | None:
+        return self._server_name or self._sniffed or self.default_server
+
+    # -- logging ---------------------------------------------------------------------------------
+    def _record(self, call: _Call, *, rows=None, nbytes=None, error=None, digest=None) -> dict:
+        end = self.clock_ns()
+        rec = {"ts": rfc3339(call.ts_ns), "ts_end": rfc3339(max(end, call.ts_ns)), "seq": call.seq,
+               "session": self.log.session, "agent": self.log.agent, "server": self.server_name,
+               "tool": call.tool}
+        if call.method != "tools/call":
+            rec["method"] = call.method
+        rec.update({"arguments": call.arguments, "object": call.decision.object, "decision": call.decision.decision,
+                    "rule": call.decision.rule, "rows": rows, "bytes": nbytes,
+                    "duration_ms": round((time.perf_counter() - call.t0) * 1000.0, 3), "meta": call.meta,
+                    "error": error})
+        if digest is not None:
+            rec["response_digest"] = digest
+        rec.update(call.extra)
+        return rec
+
+    def _write(self, rec: dict) -> bool:
+        try:
+            self.log.write(rec)
+            return True
+        except Exception as exc:  # noqa: BLE001 - OSError, InputError (locked): fail closed
+            print(f"replaybook door: cannot write the call log: {exc}", file=sys.stderr)
+            return False
+
+    def _keep(self, data: bytes) -> str | None:
+        if self.evidence is None:
+            return None
+        digest = self.evidence.put(data)
+        try:  # mark as recently used: prune never removes an object touched within its idle window
+            os.utime(self.evidence.path(digest))
+        except OSError:
+            pass
+        return digest
+
+    # -- building a call ----------------------------------------------------------------------------
+    def _new_call(self, method: str, tool: str, arguments: Any, meta: Any, decision: Decision,
+                  extra: dict | None = None) -> _Call:
+        return _Call(seq=self.log.next_seq(), ts_ns=self.clock_ns(), t0=time.perf_counter(), method=method,
+                     tool=tool, arguments=arguments, meta=_canon(meta) if isinstance(meta, dict) else None,
+                     decision=decision, extra=extra or {})
+
+    def _decide_request(self, msg: types.JSONRPCRequest, bad_utf8: bool) -> _Call:
+        ts_ns, t0 = self.clock_ns(), time.perf_counter()
+        params = msg.params if isinstance(msg.params, dict) else {}
+        method = msg.method
+        meta = params.get("_meta")
+        if method == "tools/call":
+            name = params.get("name")
+            tool = safe_str(name) if isinstance(name, str) and 0 < len(name) <= _MAX_NAME else None
+            raw_args = params.get("arguments")
+        else:
+            uri = params.get("uri")
+            tool = "resources/read"
+            raw_args = {"uri": uri} if isinstance(uri, str) else None
+            if raw_args is None:
+                tool = None
+        extra: dict = {}
+        if tool is None:
+            decision = Decision("deny", "door:invalid-request")
+            call = self._new_call(method, "(invalid)", None, meta, decision)
+            call.ts_ns, call.t0 = ts_ns, t0
+            return call
+        args, argjson, bad_text = _jsonable(raw_args if raw_args is not None else {})
+        if args is None or not isinstance(args, dict):
+            decision = Decision("deny", "door:invalid-arguments")
+            logged = None  # the log's `arguments` is an object or null; keep what came, when small
+            if argjson is not None and len(argjson) <= self.rules.max_argument_bytes:
+                extra["arguments_invalid"] = _canon(args)
+        else:
+            renamed = method == "tools/call" and tool != params.get("name")  # lone surrogates in the name
+            if bad_utf8 or bad_text or renamed:
+                objs = self.rules.raw_objects(method, args) if isinstance(args, dict) else []
+                decision = Decision("deny", "door:invalid-utf8", objs[0] if objs else None)
+            else:
+                decision = self.rules.decide(method, tool, args, argument_bytes=len(argjson),
+                                             now=datetime.fromtimestamp(ts_ns / 1e9, timezone.utc))
+            if decision.rule == "door:arguments-too-large":
+                logged = None
+                extra = {"arguments_bytes": len(argjson),
+                         "arguments_digest": "sha256:" + hashlib.sha256(argjson).hexdigest()}
+            else:
+                logged = _canon(args)
+        if len(decision.objects) > 1:
+            extra["objects"] = list(decision.objects)
+        call = self._new_call(method, tool, logged, meta, decision, extra)
+        call.ts_ns, call.t0 = ts_ns, t0
+        return call
+
+    # -- answering ---------------------------------------------------------------------------------
+    def _refusal(self, call: _Call, rid) -> types.JSONRPCMessage:
+        if call.decision.rule == "door:invalid-request":
+            return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+                code=types.INVALID_PARAMS, message=refusal_text(call.method, call.decision.rule)))
+        if call.method == "tools/call":
+            res = refusal_result(call.tool, call.decision.rule)
+            version = (call.meta or {}).get(_PROTOCOL_VERSION_META_KEY) or self.protocol_version
+            return types.JSONRPCResponse(jsonrpc="2.0", id=rid,
+                                         result=_result_for("tools/call", version if isinstance(version, str)
+                                                            else None, res))
+        return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+            code=DOOR_REFUSED, message=refusal_text(call.tool, call.decision.rule)))
+
+    @staticmethod
+    def _log_failed(rid) -> types.JSONRPCError:
+        return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+            code=types.INTERNAL_ERROR, message=refusal_text("request", "door:log-failed")))
+
+    async def _safe_send(self, peer: ClientPeer, msg: types.JSONRPCMessage) -> None:
+        try:
+            await peer.send(msg)
+        except (ConnectionError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    # -- the two directions ---------------------------------------------------------------------------
+    async def _from_client(self, peer: ClientPeer, server_write) -> None:
+        while True:
+            inc = await peer.receive()
+            if inc is None:
+                return
+            msg = inc.message
+            if msg is None:
+                await self._bad_line(peer, inc)
+                continue
+            if isinstance(msg, types.JSONRPCRequest):
+                if msg.method in DECIDED_METHODS:
+                    await self._decided(peer, server_write, msg, inc.bad_utf8)
+                    continue
+                if msg.method not in self.pass_methods:
+                    await self._not_allowed(peer, msg)
+                    continue
+                if msg.method in ("initialize", "server/discover"):
+                    self._init_ids.add(msg.id)
+            await server_write.send(_session_message(msg))
+
+    async def _decided(self, peer: ClientPeer, server_write, msg: types.JSONRPCRequest, bad_utf8: bool) -> None:
+        call = self._decide_request(msg, bad_utf8)
+        self.calls += 1
+        if call.decision.allowed and msg.id in self.pending:
+            call.decision = Decision("deny", "door:invalid-request", call.decision.object)
+            call.extra["error_detail"] = "request id already in flight"
+        if not call.decision.allowed:
+            self.refused += 1
+            ok = self._write(self._record(call, error=call.extra.pop("error_detail", None)))
+            await self._safe_send(peer, self._refusal(call, msg.id) if ok else self._log_failed(msg.id))
+            return
+        self.pending[msg.id] = call
+        await server_write.send(_session_message(msg))
+
+    async def _not_allowed(self, peer: ClientPeer, msg: types.JSONRPCRequest) -> None:
+        params, _, _ = _jsonable(msg.params)
+        if params is not None and len(orjson.dumps(params)) > self.rules.max_argument_bytes:
+            params = None
+        method = safe_str(msg.method)[:_MAX_NAME] or "(empty)"
+        call = self._new_call(method, method, _canon(params) if isinstance(params, dict) else None,
+                              (msg.params or {}).get("_meta"), Decision("deny", "door:method-not-allowed"))
+        self.refused += 1
+        ok = self._write(self._record(call, error=f"method {call.method!r} is not forwarded by the door"))
+        err = types.JSONRPCError(jsonrpc="2.0", id=msg.id, error=types.ErrorData(
+            code=types.METHOD_NOT_FOUND, message=refusal_text(call.method, "door:method-not-allowed")))
+        await self._safe_send(peer, err if ok else self._log_failed(msg.id))
+
+    async def _bad_line(self, peer: ClientPeer, inc) -> None:
+        rule = "door:message-too-large" if inc.too_large else "door:invalid-request"
+        name = safe_str(inc.method_hint) if inc.method_hint else "(invalid)"
+        call = self._new_call(name, name, None, None, Decision("deny", rule))
+        call.extra["message_bytes"] = inc.size
+        self.refused += 1
+        ok = self._write(self._record(call, error=f"not a JSON-RPC message: {safe_str(inc.error or '')}"))
+        code = types.INVALID_REQUEST if inc.too_large or inc.json_ok else types.PARSE_ERROR
+        err = types.JSONRPCError(jsonrpc="2.0", id=inc.id_hint, error=types.ErrorData(
+            code=code, message=f"{refusal_text('message', rule)}: {safe_str(inc.error or '')}"[:500]))
+        await self._safe_send(peer, err if ok else self._log_failed(inc.id_hint))
+
+    def _sniff(self, msg) -> None:
+        self._init_ids.discard(msg.id)
+        if not isinstance(msg, types.JSONRPCResponse):
+            return
+        if isinstance(msg.result.get("protocolVersion"), str):
+            self.protocol_version = msg.result["protocolVersion"]
+        info = msg.result.get("serverInfo")
+        if not isinstance(info, dict):
+            info = (msg.result.get("_meta") or {}).get(_SERVER_INFO_META_KEY)
+        if isinstance(info, dict) and isinstance(info.get("name"), str) and info["name"]:
+            self._sniffed = safe_str(info["name"])
+
+    def _complete(self, call: _Call, msg) -> bool:
+        """Measure, keep and log an answered call; False when the log line could not be written."""
+        if isinstance(msg, types.JSONRPCResponse):
+            rows, nbytes = measure(call.method, msg.result)
+            digest = self._keep(evidence_bytes(msg.result)) if self.evidence is not None else None
+            rec = self._record(call, rows=rows, nbytes=nbytes, error=tool_error_text(msg.result), digest=digest)
+        else:
+            e = msg.error
+            digest = self._keep(error_evidence_bytes(e.code, e.message, e.data)) if self.evidence is not None else None
+            rec = self._record(call, error=f"upstream error {e.code}: {safe_str(str(e.message))[:500]}", digest=digest)
+        return self._write(rec)
+
+    async def _from_server(self, peer: ClientPeer, server_read) -> None:
+        async for item in server_read:
+            if isinstance(item, Exception):
+                print(f"replaybook door: the server sent a line that is not JSON-RPC: {item}", file=sys.stderr)
+                continue
+            msg = item.message
+            if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)):
+                if msg.id in self._init_ids:
+                    self._sniff(msg)
+                call = self.pending.pop(msg.id, None)
+                if call is not None and not self._complete(call, msg):
+                    msg = self._log_failed(msg.id)
+            await self._safe_send(peer, msg)
+
+    def _abandon(self, reason: str) -> list:
+        """Log every call still waiting with ``reason``; return their ids."""
+        ids = []
+        for rid, call in list(self.pending.items()):
+            self._write(self._record(call, error=reason))
+            ids.append(rid)
+        self.pending.clear()
+        return ids
+
+    async def serve(self, peer: ClientPeer, server_read, server_write) -> str:
+        """Relay until the client or the server hangs up.
+
+        Returns:
+            ``client`` or ``server``: who ended the session.
+        """
+        ended = "client"
+        async with anyio.create_task_group() as tg:
+            async def from_server() -> None:
+                nonlocal ended
+                try:
+                    await self._from_server(peer, server_read)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+                    pass
+                ended = "server"
+                for rid in self._abandon("the upstream MCP server closed the connection before answering"):
+                    await self._safe_send(peer, types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+                        code=types.INTERNAL_ERROR, message="the upstream MCP server exited before answering")))
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(from_server)
+            try:
+                await self._from_client(peer, server_write)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # the server side is gone; from_server winds down
+            else:
+                with anyio.move_on_after(self.grace_s):
+                    while self.pending:
+                        await anyio.sleep(0.01)
+                tg.cancel_scope.cancel()
+        self._abandon("the client closed the connection before the answer")
+        return ended
+
+
+def _session_message(msg: types.JSONRPCMessage):
+    from mcp.shared.message import SessionMessage
+
+    return SessionMessage(msg)
+
+
+async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=None, server_name: str | None = None,
+                   cwd: str | Path | None = None, max_message_bytes: int = 16 << 20, grace_s: float = 5.0) -> str:
+    """Start ``command`` as the upstream MCP server and relay this process's stdio to it.
+
+    Returns:
+        who ended the session (``client`` or ``server``).
+
+    Raises:
+        OSError: the server could not be started.
+    """
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from ._stdio import StdioPeer
+
+    params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(os.environ), cwd=cwd,
+                                   encoding_error_handler="replace")
+    door = Door(rules, log, evidence=evidence, server_name=server_name,
+                default_server=Path(command[0]).name, grace_s=grace_s)
+    async with StdioPeer(max_line=max_message_bytes) as peer:
+        async with stdio_client(params, errlog=sys.stderr) as (server_read, server_write):
+            ended = await door.serve(peer, server_read, server_write)
+    return ended

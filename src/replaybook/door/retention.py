@@ -1,0 +1,274 @@
+"""``replaybook prune``: delete door sessions older than the retention limit, and their evidence.
+
+A session file (``<log-root>/<agent>/<session>.jsonl``) is removed when its **last call**
+(the latest ``ts_end``, else ``ts``, of its lines; the file's mtime when no line has one) is
+older than the limit.  Evidence objects (``<evidence>/sha256/<hex>``) referenced by a removed
+session (``response_digest``, ``object_digest``) are removed too, unless a remaining session
+still references them.  A serve-capsule run record beside a removed session
+(``<session>.run.json``) goes with it.
+
+Safety:
+
+* only ``<log-root>/<agent>/*.jsonl`` regular files are considered; symlinks (to files or
+  folders) are never followed and never removed, and nothing outside the log root is touched
+  (evidence objects only inside ``<evidence>/sha256/``, named by a 64-hex digest);
+* files modified within the last ``idle_s`` seconds (default 60) and files another process holds
+  a lock on (a running door holds an exclusive ``flock`` on its log) are skipped — so prune is
+  safe to run while doors are writing; an evidence object touched within ``idle_s`` is kept;
+* ``dry_run`` reports what would be removed and removes nothing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import stat
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import orjson
+
+from ..errors import InputError
+
+__all__ = ["prune", "PruneReport", "SessionInfo", "DEFAULT_IDLE_S"]
+
+#: A file modified this recently (seconds) is taken to be in use and skipped.
+DEFAULT_IDLE_S = 60.0
+
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass
+class SessionInfo:
+    """One session file as prune saw it.
+
+    Attributes:
+        path: the file.
+        last_call: its last call's time (UTC), or ``None`` when it could not be read.
+        digests: evidence digests its lines reference.
+        status: ``removed`` (or would be, in a dry run), ``kept`` (young enough), ``active``
+            (modified within the idle window), ``locked`` (a door holds it) or ``unreadable``.
+    """
+
+    path: Path
+    last_call: datetime | None
+    digests: set[str] = field(default_factory=set)
+    status: str = "kept"
+
+
+@dataclass
+class PruneReport:
+    """What :func:`prune` did (or would do, with ``dry_run``)."""
+
+    log_root: Path
+    cutoff: datetime
+    dry_run: bool
+    sessions: list[SessionInfo] = field(default_factory=list)
+    evidence_removed: list[Path] = field(default_factory=list)
+    other_removed: list[Path] = field(default_factory=list)
+    skipped_symlinks: list[Path] = field(default_factory=list)
+
+    @property
+    def removed(self) -> list[SessionInfo]:
+        """The sessions removed (or that would be)."""
+        return [s for s in self.sessions if s.status == "removed"]
+
+    def lines(self) -> list[str]:
+        """The report as text lines (what the CLI prints)."""
+        verb = "would remove" if self.dry_run else "removed"
+        out = []
+        for s in self.removed:
+            out.append(f"{verb} {s.path} (last call {s.last_call:%Y-%m-%dT%H:%M:%SZ})")
+        for p in self.other_removed:
+            out.append(f"{verb} {p}")
+        for p in self.evidence_removed:
+            out.append(f"{verb} evidence {p}")
+        for s in self.sessions:
+            if s.status in ("active", "locked", "unreadable"):
+                out.append(f"skipped {s.path} ({s.status})")
+        for p in self.skipped_symlinks:
+            out.append(f"skipped {p} (symlink, not followed)")
+        n_ev = len(self.evidence_removed)
+        out.append(f"{len(self.removed)} session(s) and {n_ev} evidence object(s) "
+                   f"{'would be removed' if self.dry_run else 'removed'}; cutoff {self.cutoff:%Y-%m-%dT%H:%M:%SZ}")
+        return out
+
+
+def _parse_ts(s: object) -> datetime | None:
+    if not isinstance(s, str) or len(s) < 19:
+        return None
+    try:
+        t = datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        # more than 6 fractional digits: trim them
+        m = re.match(r"^(.*?\.\d{6})\d*(.*)$", s)
+        if not m:
+            return None
+        try:
+            t = datetime.fromisoformat((m.group(1) + m.group(2)).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def _scan(fd: int) -> tuple[datetime | None, set[str]]:
+    last: datetime | None = None
+    digests: set[str] = set()
+    with os.fdopen(os.dup(fd), "rb") as fh:
+        for line in fh:
+            try:
+                o = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(o, dict):
+                continue
+            t = _parse_ts(o.get("ts_end")) or _parse_ts(o.get("ts"))
+            if t is not None and (last is None or t > last):
+                last = t
+            for k in ("response_digest", "object_digest"):
+                d = o.get(k)
+                if isinstance(d, str) and d.startswith("sha256:") and _HEX.match(d[7:]):
+                    digests.add(d)
+    return last, digests
+
+
+def _open_nofollow(path: Path) -> int:
+    return os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False, evidence: str | Path | None = None,
+          now: datetime | None = None, idle_s: float = DEFAULT_IDLE_S) -> PruneReport:
+    """Remove door sessions whose last call is older than ``older_than`` (see the module docstring).
+
+    Raises:
+        InputError: ``log_root`` is not a folder (or is a symlink), or ``older_than`` is negative.
+    """
+    root = Path(log_root)
+    if older_than < timedelta(0):
+        raise InputError(f"retention must not be negative, got {older_than}")
+    try:
+        st = os.lstat(root)
+    except OSError as exc:
+        raise InputError(f"log root does not exist: {exc.strerror or exc}", root) from exc
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise InputError("log root must be a folder (not a symlink)", root)
+    now = now or datetime.now(timezone.utc)
+    cutoff = now - older_than
+    wall = time.time()
+    report = PruneReport(log_root=root, cutoff=cutoff, dry_run=dry_run)
+    held: list[tuple[SessionInfo, int]] = []  # removal candidates, locked by us
+    try:
+        for agent in sorted(os.scandir(root), key=lambda e: e.name):
+            if agent.is_symlink():
+                report.skipped_symlinks.append(Path(agent.path))
+                continue
+            if not agent.is_dir(follow_symlinks=False):
+                continue
+            for entry in sorted(os.scandir(agent.path), key=lambda e: e.name):
+                if not entry.name.endswith(".jsonl"):
+                    continue
+                path = Path(entry.path)
+                if entry.is_symlink():
+                    report.skipped_symlinks.append(path)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                info = SessionInfo(path, None)
+                report.sessions.append(info)
+                try:
+                    fd = _open_nofollow(path)
+                except OSError:
+                    info.status = "unreadable"
+                    continue
+                keep_fd = False
+                try:
+                    fst = os.fstat(fd)
+                    if not stat.S_ISREG(fst.st_mode):
+                        info.status = "unreadable"
+                        continue
+                    info.last_call, info.digests = _scan(fd)
+                    if info.last_call is None:
+                        info.last_call = datetime.fromtimestamp(fst.st_mtime, timezone.utc)
+                    if wall - fst.st_mtime < idle_s:
+                        info.status = "active"
+                        continue
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        info.status = "locked"
+                        continue
+                    if info.last_call < cutoff:
+                        info.status = "removed"
+                        held.append((info, fd))
+                        keep_fd = True
+                finally:
+                    if not keep_fd:
+                        os.close(fd)
+
+        # evidence still referenced by any session that stays (kept, active, locked, unreadable)
+        referenced: set[str] = set()
+        for s in report.sessions:
+            if s.status != "removed":
+                referenced |= s.digests
+        doomed = set()
+        for s, _ in held:
+            doomed |= s.digests
+        doomed -= referenced
+
+        for s, fd in held:
+            sibling = s.path.with_name(s.path.name[: -len(".jsonl")] + ".run.json")
+            if not dry_run:
+                # still the same file we locked? (never unlink something swapped in under us)
+                try:
+                    cur = os.lstat(s.path)
+                    mine = os.fstat(fd)
+                    if (cur.st_ino, cur.st_dev) != (mine.st_ino, mine.st_dev) or not stat.S_ISREG(cur.st_mode):
+                        s.status = "kept"
+                        continue
+                    os.unlink(s.path)
+                except FileNotFoundError:
+                    pass
+            try:
+                sst = os.lstat(sibling)
+                if stat.S_ISREG(sst.st_mode):
+                    if not dry_run:
+                        os.unlink(sibling)
+                    report.other_removed.append(sibling)
+            except FileNotFoundError:
+                pass
+    finally:
+        for _, fd in held:
+            os.close(fd)
+
+    if evidence is not None and doomed:
+        ev_dir = Path(evidence) / "sha256"
+        try:
+            ok_dir = stat.S_ISDIR(os.lstat(Path(evidence)).st_mode) and stat.S_ISDIR(os.lstat(ev_dir).st_mode)
+        except OSError:
+            ok_dir = False
+        if ok_dir:
+            for d in sorted(doomed):
+                p = ev_dir / d[7:]
+                try:
+                    pst = os.lstat(p)
+                except FileNotFoundError:
+                    continue
+                if not stat.S_ISREG(pst.st_mode) or wall - pst.st_mtime < idle_s:
+                    continue
+                if not dry_run:
+                    try:
+                        os.unlink(p)
+                    except FileNotFoundError:
+                        continue
+                report.evidence_removed.append(p)
+
+    if not dry_run:
+        for agent in {s.path.parent for s in report.removed}:
+            try:
+                os.rmdir(agent)  # only when now empty
+            except OSError:
+                pass
+    return report

@@ -1,0 +1,202 @@
+"""The door in front of the SDK fixture server, driven by the SDK client: log lines, refusals,
+evidence digests, resources, upstream errors — and a capsule replay of that run."""
+
+from __future__ import annotations
+
+import sys
+
+import mcp_types as types
+import orjson
+import pytest
+import yaml
+from mcp.shared.exceptions import MCPError
+
+from replaybook.capsule import Capture, EvidenceStore, build_capsule, load_run
+from replaybook.door import DOOR_REFUSED
+from replaybook.door.results import measure
+from replaybook.sources.door import load_door
+
+from .conftest import door_cmd, fixture_server_cmd, run_session, validate_lines
+
+CALLS = [
+    ("list_folder", {"path": "demo"}),
+    ("query", {"path": "demo/cars.csv", "column": "mpg"}),
+    ("read_object", {"path": "reference/.env"}),
+    ("read_object", {"path": "elsewhere/x.txt"}),
+    ("read_object", {"path": "demo/missing.csv"}),
+]
+
+
+def _dump(r) -> dict:
+    return r.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+@pytest.fixture(scope="module")
+def fixture_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("door-proxy")
+    data = base / "data"
+    (data / "demo").mkdir(parents=True)
+    (data / "reference").mkdir()
+    (data / "demo" / "cars.csv").write_text("name,mpg,cyl\nmazda,21,6\ndatsun,22.8,4\nhornet,21.4,6\n")
+    (data / "demo" / "notes.txt").write_text("cars from 1974\n")
+    (data / "reference" / ".env").write_text("API_KEY=do-not-read\n")
+    from .conftest import RULES_YAML
+
+    rules = base / "rules.yaml"
+    rules.write_text(RULES_YAML)
+    log_root, evidence = base / "incident" / "door", base / "evidence"
+    log = log_root / "analyst" / "sess-1.jsonl"
+
+    async def agent(s):
+        out, seen_lines = [], []
+        listed = await s.list_tools()
+        for i, (name, args) in enumerate(CALLS):
+            out.append(await s.call_tool(name, args, meta={"claudecode/toolUseId": f"toolu_{i}"}))
+            seen_lines.append(len(log.read_bytes().splitlines()))  # logged before we got the answer
+        res = await s.read_resource("data://demo/notes.txt")
+        seen_lines.append(len(log.read_bytes().splitlines()))
+        try:
+            await s.read_resource("data://reference/.env")
+            refused = None
+        except MCPError as exc:
+            refused = exc
+        return listed, out, res, refused, seen_lines
+
+    listed, out, res, refused, seen = run_session(
+        door_cmd(rules, log_root, fixture_server_cmd(data), evidence=evidence, session="sess-1"), agent)
+    return {"base": base, "data": data, "rules": rules, "log_root": log_root, "log": log, "evidence": evidence,
+            "listed": listed, "results": [_dump(r) for r in out], "resource": _dump(res), "refused": refused,
+            "seen": seen}
+
+
+def test_calls_are_decided_logged_before_the_answer_and_refusals_name_the_rule(fixture_run):
+    assert [t.name for t in fixture_run["listed"].tools] == ["list_folder", "read_object", "query", "crash"]
+    assert fixture_run["seen"] == [1, 2, 3, 4, 5, 6]
+    r = fixture_run["results"]
+    assert r[0]["content"][0]["text"] == "cars.csv\nnotes.txt\n"
+    assert r[1]["structuredContent"] == {"rows": [{"mpg": "21"}, {"mpg": "22.8"}, {"mpg": "21.4"}]}
+    assert r[2]["isError"] and "rule 'deny-dotenv'" in r[2]["content"][0]["text"]
+    assert r[3]["isError"] and "rule 'default-deny'" in r[3]["content"][0]["text"]
+    assert r[4]["isError"] and "read_object" in r[4]["content"][0]["text"]  # the server's own error
+    assert fixture_run["resource"]["contents"][0]["text"] == "cars from 1974\n"
+    assert fixture_run["refused"].code == DOOR_REFUSED and "deny-dotenv" in fixture_run["refused"].message
+
+    lines = validate_lines(fixture_run["log"])
+    assert [(o["seq"], o["tool"], o.get("method", "tools/call"), o["object"], o["decision"], o["rule"])
+            for o in lines] == [
+        (1, "list_folder", "tools/call", "demo", "allow", "allow-demo"),
+        (2, "query", "tools/call", "demo/cars.csv", "allow", "allow-demo"),
+        (3, "read_object", "tools/call", "reference/.env", "deny", "deny-dotenv"),
+        (4, "read_object", "tools/call", "elsewhere/x.txt", "deny", "default-deny"),
+        (5, "read_object", "tools/call", "demo/missing.csv", "allow", "allow-demo"),
+        (6, "resources/read", "resources/read", "data://demo/notes.txt", "allow", "allow-demo"),
+        (7, "resources/read", "resources/read", "data://reference/.env", "deny", "deny-dotenv"),
+    ]
+    assert all(o["session"] == "sess-1" and o["agent"] == "analyst" and o["server"] == "door-fixture"
+               for o in lines)
+    assert [o["meta"] for o in lines[:5]] == [{"claudecode/toolUseId": f"toolu_{i}"} for i in range(5)]
+    assert lines[1]["arguments"] == {"column": "mpg", "path": "demo/cars.csv"}  # canonical: sorted keys
+    assert (lines[0]["rows"], lines[0]["bytes"]) == (2, len("cars.csv\nnotes.txt\n"))
+    assert lines[1]["rows"] == 3
+    assert (lines[5]["rows"], lines[5]["bytes"]) == (1, len("cars from 1974\n"))
+    assert lines[4]["error"].startswith("tool error:") and lines[0]["error"] is None
+    assert all(o["rows"] is None and o["bytes"] is None for o in lines if o["decision"] == "deny")
+    for o in lines:
+        assert o["ts"] <= o["ts_end"] and o["duration_ms"] >= 0
+
+    loaded = load_door(fixture_run["log_root"])
+    assert loaded.quarantine.empty and len(loaded.frame) == 7
+    assert list(loaded.frame["meta_call_id"][:5]) == [f"toolu_{i}" for i in range(5)]
+
+
+def test_full_responses_go_to_the_evidence_store_only(fixture_run):
+    lines = validate_lines(fixture_run["log"])
+    store = EvidenceStore(fixture_run["evidence"])
+    allowed = [o for o in lines if o["decision"] == "allow"]
+    assert all(o["response_digest"] for o in allowed) and not any("response_digest" in o for o in lines
+                                                                  if o["decision"] == "deny")
+    for o, res in zip(allowed[:2], fixture_run["results"][:2]):
+        kept = orjson.loads(store.get(o["response_digest"]))
+        assert _dump(types.CallToolResult.model_validate(kept)) == res
+        assert measure("tools/call", kept) == (o["rows"], o["bytes"])
+    kept = orjson.loads(store.get(lines[5]["response_digest"]))
+    assert _dump(types.ReadResourceResult.model_validate(kept)) == fixture_run["resource"]
+    text = fixture_run["log"].read_text()
+    assert "mazda" not in text and "1974" not in text and "API_KEY" not in text
+    assert store.digests() == sorted({o["response_digest"] for o in allowed})
+
+
+def test_a_capsule_of_the_run_is_served_from_evidence_only(fixture_run, tmp_path):
+    inc = fixture_run["base"] / "incident"
+    (inc / "transcripts").mkdir(exist_ok=True)
+    (inc / "transcripts" / "none.jsonl").write_text("")
+    (inc / "incident.yaml").write_text(yaml.safe_dump({"title": "fixture", "transcripts": ["transcripts/*.jsonl"],
+                                                      "door": ["door/"]}))
+    build_capsule(inc, fixture_run["evidence"], tmp_path / "capsule",
+                  capture=Capture(principal="analyst", scopes=["read"], policy_version="v1"))
+    cmd = [sys.executable, "-m", "replaybook.door", "serve-capsule", str(tmp_path / "capsule"),
+           "--log-root", str(tmp_path / "replay"), "--agent", "analyst", "--session", "r1"]
+
+    async def agent(s):
+        tools = [t.name for t in (await s.list_tools()).tools]
+        out = [await s.call_tool(n, a) for n, a in CALLS]
+        res = await s.read_resource("data://demo/notes.txt")
+        try:
+            await s.read_resource("data://reference/.env")
+        except MCPError as exc:
+            refused = exc
+        try:
+            await s.read_resource("data://demo/cars.csv")  # never captured
+        except MCPError as exc:
+            missing = exc
+        return tools, out, res, refused, missing
+
+    tools, out, res, refused, missing = run_session(cmd, agent)
+    assert tools == ["list_folder", "query", "read_object"]
+    assert [_dump(r) for r in out] == fixture_run["results"]
+    assert _dump(res) == fixture_run["resource"]
+    assert (refused.code, refused.message) == (fixture_run["refused"].code, fixture_run["refused"].message)
+    assert missing.message.startswith("replay_incomplete:")
+    rec = load_run(tmp_path / "replay" / "analyst" / "r1.run.json")
+    assert rec.status == "replay_incomplete" and rec.network_attempts == []
+    lines = validate_lines(tmp_path / "replay" / "analyst" / "r1.jsonl")
+    orig = validate_lines(fixture_run["log"])
+    keys = ("tool", "arguments", "decision", "rule", "rows", "bytes", "response_digest")
+    assert [[o.get(k) for k in keys] for o in lines[:7]] == [[o.get(k) for k in keys] for o in orig]
+    assert (lines[7]["decision"], lines[7]["rule"]) == ("deny", "replay:incomplete")
+
+
+def test_a_bad_rules_file_is_refused_before_anything_starts(tmp_path, data_root):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rules:\n  - id: x\n    decision: maybe\n")
+    import subprocess
+
+    r = subprocess.run(door_cmd(bad, tmp_path / "logs", fixture_server_cmd(data_root)), capture_output=True,
+                       text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and "rules/0/decision" in r.stderr
+    assert not (tmp_path / "logs").exists()
+
+
+def test_the_2026_per_request_protocol_passes_through_too(tmp_path, data_root, rules_file):
+    """The SDK's high-level Client negotiates 2026-07-28 (server/discover, per-request _meta)."""
+    import os
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    cmd = door_cmd(rules_file, tmp_path / "logs", fixture_server_cmd(data_root), session="modern")
+
+    async def go():
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
+        async with Client(params) as c:
+            return (c.session.protocol_version, await c.call_tool("list_folder", {"path": "demo"}),
+                    await c.call_tool("read_object", {"path": "reference/.env"}))
+
+    version, listing, refused = anyio.run(go)
+    assert version == "2026-07-28"
+    assert listing.content[0].text == "cars.csv\nnotes.txt\n"
+    assert refused.is_error and "deny-dotenv" in refused.content[0].text
+    lines = validate_lines(tmp_path / "logs" / "analyst" / "modern.jsonl")
+    assert [(o["decision"], o["rule"], o["server"]) for o in lines] == [("allow", "allow-demo", "door-fixture"),
+                                                                       ("deny", "deny-dotenv", "door-fixture")]
+    assert lines[0]["meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"

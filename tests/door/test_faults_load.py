@@ -1,0 +1,283 @@
+"""Faults and load, loopback only and bounded: hostile requests, SIGKILL mid-run, 500 calls.
+
+Hostile input must be sent as raw bytes, so these tests drive the door over its pipes directly
+(messages that are valid are still built with the SDK's JSON-RPC models)."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import mcp_types as types
+import orjson
+import pytest
+
+from replaybook.sources.door import load_door
+
+from .conftest import door_cmd, fixture_server_cmd, run_session, validate_lines
+
+FAULT_RULES = """\
+version: 1
+max_argument_bytes: 100000
+rules:
+  - id: deny-dotenv
+    decision: deny
+    paths: ["**/.env"]
+  - id: allow-demo
+    decision: allow
+    tools: [list_folder, read_object, query]
+    paths: ["demo", "demo/**"]
+  - id: allow-tools-without-objects
+    decision: allow
+    tools: [crash, no_such_tool]
+"""
+
+
+class RawDoor:
+    """A door process spoken to over raw pipes (newline-delimited JSON-RPC)."""
+
+    def __init__(self, cmd: list[str], stderr: Path):
+        self._err = open(stderr, "wb")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+        self._buf = b""
+        self._next = 100
+
+    def send_raw(self, data: bytes) -> None:
+        self.proc.stdin.write(data if data.endswith(b"\n") else data + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict | None = None, rid=None) -> int:
+        if rid is None:
+            self._next += 1
+            rid = self._next
+        msg = types.JSONRPCRequest(jsonrpc="2.0", id=rid, method=method, params=params)
+        self.send_raw(msg.model_dump_json(by_alias=True, exclude_none=True).encode())
+        return rid
+
+    def notify(self, method: str, params: dict | None = None) -> None:
+        msg = types.JSONRPCNotification(jsonrpc="2.0", method=method, params=params)
+        self.send_raw(msg.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+    def recv(self, timeout: float = 20.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._sel.select(left):
+                raise TimeoutError("no answer from the door")
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise EOFError("the door closed stdout")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return orjson.loads(line)
+
+    def initialize(self) -> dict:
+        params = types.InitializeRequestParams(
+            protocol_version="2025-11-25", capabilities=types.ClientCapabilities(),
+            client_info=types.Implementation(name="raw-test", version="0")).model_dump(
+            by_alias=True, exclude_none=True, mode="json")
+        self.request("initialize", params, rid=1)
+        ans = self.recv()
+        self.notify("notifications/initialized")
+        return ans
+
+    def call(self, name: str, arguments, rid=None) -> dict:
+        rid = self.request("tools/call", {"name": name, "arguments": arguments}, rid)
+        ans = self.recv()
+        assert ans["id"] == rid
+        return ans
+
+    def close(self, timeout: float = 15.0) -> int:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._err.close()
+
+
+@pytest.fixture
+def fault_rules(tmp_path: Path) -> Path:
+    p = tmp_path / "fault-rules.yaml"
+    p.write_text(FAULT_RULES)
+    return p
+
+
+def test_hostile_requests_get_clear_errors_and_log_lines_and_the_door_survives(tmp_path, data_root, fault_rules):
+    log_root = tmp_path / "logs"
+    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="hostile",
+                            extra=["--max-message-bytes", "1000000"]), tmp_path / "door.err")
+    try:
+        assert door.initialize()["result"]["serverInfo"]["name"] == "door-fixture"
+
+        def text(ans):
+            return ans["result"]["content"][0]["text"]
+
+        big = door.call("read_object", {"path": "demo/notes.txt", "pad": "x" * 300_000}, rid=2)
+        assert big["result"]["isError"] and "door:arguments-too-large" in text(big)
+        trav = door.call("read_object", {"path": "demo/../reference/.env"}, rid=3)
+        assert "door:path-traversal" in text(trav)
+        trav2 = door.call("read_object", {"path": "../../etc/passwd"}, rid=4)
+        assert "door:path-traversal" in text(trav2)
+        door.send_raw(b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"demo/\xff\xfe.csv"}}}')
+        bad = door.recv()
+        assert bad["id"] == 5 and "door:invalid-utf8" in text(bad)
+        door.send_raw(b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"demo/\\ud800.csv"}}}')
+        surrogate = door.recv()  # a lone surrogate escape is not valid JSON text for the SDK's parser
+        assert surrogate["id"] == 6 and surrogate["error"]["code"] == types.PARSE_ERROR
+        door.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{')
+        broken = door.recv()
+        assert broken["id"] == 7 and broken["error"]["code"] == types.PARSE_ERROR
+        door.send_raw(b"[1,2,3]")
+        batch = door.recv()
+        assert batch["id"] is None and batch["error"]["code"] == types.INVALID_REQUEST
+        door.request("secrets/dump", {"all": True}, rid=8)
+        unknown = door.recv()
+        assert unknown["id"] == 8 and unknown["error"]["code"] == types.METHOD_NOT_FOUND
+        assert "door:method-not-allowed" in unknown["error"]["message"]
+        door.request("tools/call", {"arguments": {"path": "demo"}}, rid=9)
+        noname = door.recv()
+        assert noname["id"] == 9 and noname["error"]["code"] == types.INVALID_PARAMS
+        args_list = door.call("read_object", ["demo/notes.txt"], rid=10)
+        assert "door:invalid-arguments" in text(args_list)
+        door.send_raw(b'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"' + b"y" * 1_200_000 + b'"}}}')
+        huge = door.recv()
+        assert huge["id"] == 11 and "door:message-too-large" in huge["error"]["message"]
+        # … and the door still works
+        ok = door.call("read_object", {"path": "demo/notes.txt"}, rid=12)
+        assert not ok["result"]["isError"] and text(ok) == "cars from 1974\n"
+    finally:
+        rc = door.close()
+    assert rc == 0, (tmp_path / "door.err").read_text()
+    lines = validate_lines(log_root / "analyst" / "hostile.jsonl")
+    assert [(o["tool"], o["decision"], o["rule"]) for o in lines] == [
+        ("read_object", "deny", "door:arguments-too-large"),
+        ("read_object", "deny", "door:path-traversal"),
+        ("read_object", "deny", "door:path-traversal"),
+        ("read_object", "deny", "door:invalid-utf8"),
+        ("tools/call", "deny", "door:invalid-request"),
+        ("tools/call", "deny", "door:invalid-request"),
+        ("(invalid)", "deny", "door:invalid-request"),
+        ("secrets/dump", "deny", "door:method-not-allowed"),
+        ("(invalid)", "deny", "door:invalid-request"),
+        ("read_object", "deny", "door:invalid-arguments"),
+        ("tools/call", "deny", "door:message-too-large"),
+        ("read_object", "allow", "allow-demo"),
+    ]
+    assert lines[0]["arguments"] is None and lines[0]["arguments_bytes"] > 300_000
+    assert lines[0]["arguments_digest"].startswith("sha256:")
+    assert lines[3]["arguments"] == {"path": "demo/\ufffd\ufffd.csv"}
+    assert lines[10]["message_bytes"] > 1_000_000 and lines[9]["arguments_invalid"] == ["demo/notes.txt"]
+    assert all(o["error"] for o in lines[4:8])
+    res = load_door(log_root)
+    assert res.quarantine.empty and len(res.frame) == len(lines)
+
+
+def test_sigkill_mid_run_leaves_a_log_that_loads_up_to_the_last_completed_call(tmp_path, data_root, fault_rules):
+    log_root = tmp_path / "logs"
+    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="killed"),
+                   tmp_path / "door.err")
+    door.initialize()
+    answered = 0
+    for i in range(40):
+        assert not door.call("read_object", {"path": "demo/notes.txt", "i": i})["result"]["isError"]
+        answered += 1
+    for i in range(20):  # a burst in flight …
+        door.request("query", {"path": "demo/cars.csv", "i": i})
+    for _ in range(5):
+        door.recv()
+        answered += 1
+    os.kill(door.proc.pid, signal.SIGKILL)  # … killed mid-run
+    door.proc.wait(10)
+    door._err.close()
+    log = log_root / "analyst" / "killed.jsonl"
+    raw = log.read_bytes()
+    assert raw.endswith(b"\n")
+    lines = validate_lines(log)
+    assert answered <= len(lines) <= 60
+    assert [o["seq"] for o in lines] == list(range(1, len(lines) + 1))
+    res = load_door(log_root)
+    assert res.quarantine.empty and len(res.frame) == len(lines)
+
+
+def test_an_upstream_error_and_a_crashing_server_are_logged_and_answered(tmp_path, data_root, fault_rules):
+    log_root = tmp_path / "logs"
+    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="crash",
+                            evidence=tmp_path / "ev"), tmp_path / "door.err")
+    door.initialize()
+    unknown = door.call("no_such_tool", {}, rid=2)
+    assert "error" in unknown or unknown["result"]["isError"]
+    door.request("tools/call", {"name": "crash", "arguments": {}}, rid=3)
+    ans = door.recv()
+    assert ans["id"] == 3 and ans["error"]["code"] == types.INTERNAL_ERROR
+    assert "exited" in ans["error"]["message"]
+    assert door.proc.wait(15) == 1  # the door ends when its server is gone
+    door._err.close()
+    lines = validate_lines(log_root / "analyst" / "crash.jsonl")
+    assert [(o["tool"], o["decision"]) for o in lines] == [("no_such_tool", "allow"), ("crash", "allow")]
+    assert lines[0]["error"] and lines[0]["response_digest"]
+    assert "closed the connection before answering" in lines[1]["error"] and "response_digest" not in lines[1]
+
+
+def _children_rss_kb(marker: str) -> int | None:
+    """RSS of this process's child whose command line contains ``marker`` (Linux /proc)."""
+    me = os.getpid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            if ppid != me:
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if marker.encode() not in fh.read():
+                    continue
+            with open(f"/proc/{pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_500_calls_no_lost_lines_flat_memory_and_small_added_latency(tmp_path, data_root, fault_rules):
+    n = 500
+    log_root = tmp_path / "logs"
+
+    async def drive(s):
+        times, rss = [], []
+        for i in range(n):
+            t = time.perf_counter()
+            r = await s.call_tool("read_object", {"path": "demo/notes.txt", "i": i})
+            times.append(time.perf_counter() - t)
+            assert not r.is_error
+            if i in (100, n - 1):
+                rss.append(_children_rss_kb("replaybook.door"))
+        return sorted(times), rss
+
+    direct, _ = run_session(fixture_server_cmd(data_root), drive)
+    via_door, rss = run_session(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="load"),
+                                drive)
+    lines = validate_lines(log_root / "analyst" / "load.jsonl")
+    assert len(lines) == n and [o["seq"] for o in lines] == list(range(1, n + 1))
+    p50 = via_door[n // 2] - direct[n // 2]
+    p99 = via_door[int(n * 0.99)] - direct[int(n * 0.99)]
+    print(f"door added latency over {n} calls: p50 {p50 * 1000:.2f} ms, p99 {p99 * 1000:.2f} ms; "
+          f"door RSS {rss[0]} kB → {rss[1]} kB")
+    assert p50 < 0.05
+    if None not in rss:
+        assert rss[1] - rss[0] < 20_000  # kB: flat, not growing with calls

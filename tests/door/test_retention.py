@@ -1,0 +1,197 @@
+"""Retention: ``replaybook prune`` removes exactly the old sessions (and their unshared evidence),
+never follows symlinks, skips active and locked files; the retention default comes from config.
+Also the call log writer's own guarantees."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from replaybook.capsule.store import EvidenceStore
+from replaybook.door.calllog import CallLog, check_name
+from replaybook.door.cli import main, prune as prune_cmd
+from replaybook.door.config import parse_duration, retention_setting
+from replaybook.door.retention import prune
+from replaybook.errors import InputError
+from replaybook.sources.door import load_door
+
+NOW = datetime.now(timezone.utc)
+OLD_MTIME = time.time() - 90 * 86400
+
+
+def _line(session: str, ts: datetime, seq: int, digest: str | None = None) -> dict:
+    iso = ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    o = {"ts": iso, "ts_end": iso, "seq": seq, "session": session, "agent": "analyst", "tool": "read_object",
+         "arguments": {"path": "demo/a"}, "object": "demo/a", "decision": "allow", "rule": "allow-demo"}
+    if digest:
+        o["response_digest"] = digest
+    return o
+
+
+def _session(root: Path, agent: str, name: str, last: datetime, digests=(), mtime: float | None = OLD_MTIME) -> Path:
+    p = root / agent / f"{name}.jsonl"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    lines = [_line(name, last - timedelta(minutes=5), 1)] + [_line(name, last, i + 2, d) for i, d in enumerate(digests)]
+    if not digests:
+        lines.append(_line(name, last, 2))
+    p.write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in lines))
+    if mtime is not None:
+        os.utime(p, (mtime, mtime))
+    return p
+
+
+@pytest.fixture
+def world(tmp_path):
+    """A log root with old and new sessions, shared and unshared evidence, and traps."""
+    root, ev_root = tmp_path / "logs", tmp_path / "evidence"
+    store = EvidenceStore(ev_root)
+    only_old, shared, only_new = (store.put(b'{"a":1}'), store.put(b'{"b":2}'), store.put(b'{"c":3}'))
+    for d in (only_old, shared, only_new):
+        os.utime(store.path(d), (OLD_MTIME, OLD_MTIME))
+    s = {
+        "old1": _session(root, "analyst", "old1", NOW - timedelta(days=45), [only_old, shared]),
+        "old2": _session(root, "deployer", "old2", NOW - timedelta(days=31)),
+        "new1": _session(root, "analyst", "new1", NOW - timedelta(days=2), [shared, only_new]),
+        "edge": _session(root, "analyst", "edge", NOW - timedelta(days=29)),
+        # old content but written a moment ago: a door may be writing it
+        "active": _session(root, "analyst", "active", NOW - timedelta(days=60), mtime=None),
+    }
+    (s["old1"].with_name("old1.run.json")).write_text("{}")
+    # traps: a symlink to a file outside the root, a symlinked agent folder, a non-jsonl file
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = _session(outside, "x", "victim", NOW - timedelta(days=400))
+    (root / "analyst" / "link.jsonl").symlink_to(victim)
+    (root / "linked-agent").symlink_to(victim.parent)
+    (root / "analyst" / "notes.txt").write_text("keep me")
+    os.utime(root / "analyst" / "notes.txt", (OLD_MTIME, OLD_MTIME))
+    return {"root": root, "evidence": ev_root, "store": store, "s": s, "victim": victim,
+            "digests": {"only_old": only_old, "shared": shared, "only_new": only_new}}
+
+
+def test_dry_run_lists_exactly_the_old_sessions_and_removes_nothing(world):
+    before = sorted(p for p in world["root"].rglob("*"))
+    r = CliRunner().invoke(prune_cmd, ["--log-root", str(world["root"]), "--older-than", "30d", "--dry-run",
+                                       "--evidence", str(world["evidence"])])
+    assert r.exit_code == 0, r.output
+    would = [line for line in r.output.splitlines() if line.startswith("would remove ")]
+    assert would == [
+        f"would remove {world['s']['old1']} (last call {(NOW - timedelta(days=45)):%Y-%m-%dT%H:%M:%SZ})",
+        f"would remove {world['s']['old2']} (last call {(NOW - timedelta(days=31)):%Y-%m-%dT%H:%M:%SZ})",
+        f"would remove {world['s']['old1'].with_name('old1.run.json')}",
+        f"would remove evidence {world['store'].path(world['digests']['only_old'])}",
+    ]
+    assert f"skipped {world['s']['active']} (active)" in r.output
+    assert sorted(p for p in world["root"].rglob("*")) == before
+    assert world["store"].has(world["digests"]["only_old"])
+
+
+def test_prune_removes_exactly_those_and_their_unshared_evidence(world):
+    rep = prune(world["root"], timedelta(days=30), evidence=world["evidence"])
+    assert sorted(s.path for s in rep.removed) == sorted([world["s"]["old1"], world["s"]["old2"]])
+    for k, p in world["s"].items():
+        assert p.exists() == (k not in ("old1", "old2")), k
+    assert not world["s"]["old1"].with_name("old1.run.json").exists()
+    assert not (world["root"] / "deployer").exists()  # emptied agent folder goes too
+    d = world["digests"]
+    store = world["store"]
+    assert not store.has(d["only_old"]) and store.has(d["shared"]) and store.has(d["only_new"])
+    # nothing outside the root, no symlink, no foreign file touched
+    assert world["victim"].exists() and (world["root"] / "analyst" / "link.jsonl").is_symlink()
+    assert (world["root"] / "linked-agent").is_symlink() and (world["root"] / "analyst" / "notes.txt").exists()
+    assert load_door(world["root"] / "analyst").quarantine.empty
+    # idempotent
+    assert prune(world["root"], timedelta(days=30), evidence=world["evidence"]).removed == []
+
+
+def test_a_locked_session_is_skipped(world):
+    fd = os.open(world["s"]["old2"], os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        rep = prune(world["root"], timedelta(days=30))
+        assert [s.path for s in rep.removed] == [world["s"]["old1"]]
+        assert {s.path: s.status for s in rep.sessions}[world["s"]["old2"]] == "locked"
+        assert world["s"]["old2"].exists()
+    finally:
+        os.close(fd)
+
+
+def test_a_running_door_log_is_never_pruned(tmp_path):
+    log = CallLog(tmp_path / "logs", "analyst", "live")
+    log.write(_line("live", NOW - timedelta(days=99), 1))
+    os.utime(log.path, (OLD_MTIME, OLD_MTIME))
+    try:
+        rep = prune(tmp_path / "logs", timedelta(days=1))
+        assert rep.removed == [] and rep.sessions[0].status == "locked"
+    finally:
+        log.close()
+    assert [s.path for s in prune(tmp_path / "logs", timedelta(days=1)).removed] == [log.path]
+
+
+def test_retention_default_comes_from_env_then_config_files(tmp_path, monkeypatch):
+    monkeypatch.delenv("REPLAYBOOK_DOOR_RETENTION", raising=False)
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    assert retention_setting(cwd=sub, env={}) == (timedelta(days=30), "default")
+    (tmp_path / "pyproject.toml").write_text('[tool.replaybook.door]\nretention = "14d"\n')
+    assert retention_setting(cwd=sub, env={}) == (timedelta(days=14), str(tmp_path / "pyproject.toml"))
+    (tmp_path / "a" / "replaybook.toml").write_text('[door]\nretention = "1w"\n')
+    assert retention_setting(cwd=sub, env={})[0] == timedelta(days=7)
+    assert retention_setting(cwd=sub, env={"REPLAYBOOK_DOOR_RETENTION": "12h"}) == (timedelta(hours=12),
+                                                                                   "$REPLAYBOOK_DOOR_RETENTION")
+    (tmp_path / "bad.toml").write_text('[door]\nretention = "soon"\n')
+    with pytest.raises(InputError, match="not a duration"):
+        retention_setting(tmp_path / "bad.toml", env={})
+    # the CLI uses it when --older-than is not given
+    root = tmp_path / "logs"
+    _session(root, "analyst", "s10", NOW - timedelta(days=10))
+    monkeypatch.setenv("REPLAYBOOK_DOOR_RETENTION", "7d")
+    r = CliRunner().invoke(prune_cmd, ["--log-root", str(root), "--dry-run"])
+    assert r.exit_code == 0 and "would remove" in r.output
+    assert "retention 1w (from $REPLAYBOOK_DOOR_RETENTION)" in r.output
+    monkeypatch.setenv("REPLAYBOOK_DOOR_RETENTION", "30d")
+    assert "would remove" not in CliRunner().invoke(prune_cmd, ["--log-root", str(root), "--dry-run"]).output
+
+
+def test_durations_and_bad_input(tmp_path):
+    assert parse_duration("30d") == timedelta(days=30)
+    assert parse_duration("1d12h") == timedelta(days=1, hours=12)
+    assert parse_duration("90m") == timedelta(minutes=90) and parse_duration("2w") == timedelta(weeks=2)
+    assert parse_duration("0") == timedelta(0)
+    for bad in ("", "30", "d30", "3x", "30d junk", "-1d"):
+        with pytest.raises(InputError):
+            parse_duration(bad)
+    assert main(["prune", "--log-root", str(tmp_path), "--older-than", "soon"]) == 2
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    with pytest.raises(InputError, match="symlink"):
+        prune(link, timedelta(days=1))
+
+
+def test_call_log_writer(tmp_path):
+    log = CallLog(tmp_path, "analyst", "s1")
+    assert [log.next_seq(), log.next_seq()] == [1, 2]
+    log.write(_line("s1", NOW, 1))
+    log.write(_line("s1", NOW, 2))
+    with pytest.raises(InputError, match="locked"):
+        CallLog(tmp_path, "analyst", "s1").write(_line("s1", NOW, 3))
+    log.close()
+    resumed = CallLog(tmp_path, "analyst", "s1")
+    assert resumed.next_seq() == 3  # a resumed session continues numbering
+    resumed.close()
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text("")
+    (tmp_path / "analyst" / "trap.jsonl").symlink_to(target)
+    with pytest.raises(InputError, match="cannot open"):
+        CallLog(tmp_path, "analyst", "trap").write(_line("trap", NOW, 1))
+    assert target.read_text() == ""
+    for bad in ("../x", ".hidden", "a/b", "", "x" * 200):
+        with pytest.raises(InputError):
+            check_name(bad, "agent")

@@ -1,0 +1,148 @@
+"""The door's rules: schema, globs, first match, default deny, windows, built-in refusals."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from replaybook.door.rules import (DEFAULT_DENY, glob_regex, load_rules, refusal_text, rules_from_dict,
+                                   rules_schema)
+from replaybook.errors import InputError
+
+RULES = {
+    "version": 1,
+    "roots": ["/srv/data"],
+    "rules": [
+        {"id": "deny-dotenv", "decision": "deny", "paths": ["**/.env", "**/.env.*"]},
+        {"id": "deny-big-query", "decision": "deny", "tools": "query", "arguments": {"limit": ["1????*"]}},
+        {"id": "allow-demo", "decision": "allow", "tools": ["list_*", "read_*", "query"], "paths": ["demo", "demo/**"]},
+        {"id": "allow-ping", "decision": "allow", "tools": "ping_tool"},
+        {"id": "office-hours", "decision": "allow", "tools": "report", "paths": "reports/*.csv",
+         "windows": [{"days": ["mon", "tue", "wed", "thu", "fri"], "start": "08:00", "end": "18:00",
+                      "tz": "Europe/Paris"}]},
+        {"id": "night-batch", "decision": "allow", "tools": "batch", "windows": [{"start": "22:00", "end": "06:00"}]},
+        {"id": "res-demo", "decision": "allow", "methods": ["resources/read"], "paths": ["data://demo/**"]},
+    ],
+}
+
+MON_NOON_PARIS = datetime(2026, 9, 14, 10, 0, tzinfo=timezone.utc)  # 12:00 in Paris
+SAT_NOON_PARIS = datetime(2026, 9, 19, 10, 0, tzinfo=timezone.utc)
+MON_NIGHT = datetime(2026, 9, 14, 19, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return rules_from_dict(RULES)
+
+
+def d(rules, tool, args, method="tools/call", now=MON_NOON_PARIS):
+    dec = rules.decide(method, tool, args, now=now)
+    return dec.decision, dec.rule, dec.object
+
+
+def test_first_match_decides_and_default_is_deny(rules):
+    assert d(rules, "read_object", {"path": "demo/cars.csv"}) == ("allow", "allow-demo", "demo/cars.csv")
+    assert d(rules, "read_object", {"path": "demo/.env"}) == ("deny", "deny-dotenv", "demo/.env")
+    assert d(rules, "read_object", {"path": ".env"}) == ("deny", "deny-dotenv", ".env")  # **/ may be empty
+    assert d(rules, "read_object", {"path": "demo/sub/.env.local"}) == ("deny", "deny-dotenv", "demo/sub/.env.local")
+    assert d(rules, "write_object", {"path": "demo/cars.csv"}) == ("deny", DEFAULT_DENY, "demo/cars.csv")
+    assert d(rules, "read_object", {"path": "other/x"}) == ("deny", DEFAULT_DENY, "other/x")
+    assert d(rules, "ping_tool", {}) == ("allow", "allow-ping", None)
+    assert d(rules, "read_object", {}) == ("deny", DEFAULT_DENY, None)  # a paths rule needs an object
+    assert d(rules, "query", {"path": "demo/a.csv", "limit": 100000}) == ("deny", "deny-big-query", "demo/a.csv")
+    assert d(rules, "query", {"path": "demo/a.csv", "limit": 10}) == ("allow", "allow-demo", "demo/a.csv")
+
+
+def test_roots_make_paths_relative_and_outside_is_refused(rules):
+    assert d(rules, "read_object", {"path": "/srv/data/demo/cars.csv"}) == ("allow", "allow-demo", "demo/cars.csv")
+    assert d(rules, "read_object", {"path": "/srv/data/./demo//x"}) == ("allow", "allow-demo", "demo/x")
+    assert d(rules, "read_object", {"path": "/etc/passwd"}) == ("deny", "door:outside-roots", "/etc/passwd")
+    assert d(rules, "read_object", {"path": "/srv/database/x"})[1] == "door:outside-roots"
+    assert d(rules, "read_object", {"path": "file:///srv/data/demo/a%20b.csv"}) == (
+        "allow", "allow-demo", "demo/a b.csv")
+
+
+@pytest.mark.parametrize("path", ["../x", "demo/../reference/.env", "demo/..", "demo\\..\\x", "demo/%2e%2e/x",
+                                  "file:///srv/data/demo/../../etc/passwd", "data://demo/../secret"])
+def test_traversal_is_refused_before_any_rule(rules, path):
+    assert d(rules, "read_object", {"path": path})[1] == "door:path-traversal"
+
+
+def test_every_object_of_a_call_is_decided(rules):
+    dec = rules.decide("tools/call", "fetch_many", {"paths": ["demo/a", "demo/.env"]}, now=MON_NOON_PARIS)
+    assert (dec.decision, dec.rule, dec.object, dec.objects) == ("deny", "default-deny", "demo/a",
+                                                                 ("demo/a", "demo/.env"))
+    dec = rules.decide("tools/call", "read_many", {"paths": ["demo/a", "demo/.env"]}, now=MON_NOON_PARIS)
+    assert (dec.decision, dec.rule, dec.object) == ("deny", "deny-dotenv", "demo/.env")
+    dec = rules.decide("tools/call", "read_many", {"paths": ["demo/a", "demo/b"]}, now=MON_NOON_PARIS)
+    assert (dec.decision, dec.rule, dec.object) == ("allow", "allow-demo", "demo/a")
+    dec = rules.decide("tools/call", "list_move", {"source": "demo/a", "destination": "/srv/data/out/b"},
+                       now=MON_NOON_PARIS)
+    assert (dec.decision, dec.rule, dec.object) == ("deny", "default-deny", "out/b")
+
+
+def test_time_windows(rules):
+    assert d(rules, "report", {"path": "reports/q3.csv"}, now=MON_NOON_PARIS)[:2] == ("allow", "office-hours")
+    assert d(rules, "report", {"path": "reports/q3.csv"}, now=SAT_NOON_PARIS)[:2] == ("deny", DEFAULT_DENY)
+    assert d(rules, "report", {"path": "reports/q3.csv"}, now=MON_NIGHT)[:2] == ("deny", DEFAULT_DENY)
+    assert d(rules, "batch", {}, now=MON_NIGHT)[:2] == ("deny", DEFAULT_DENY)  # 19:00 UTC
+    assert d(rules, "batch", {}, now=datetime(2026, 9, 14, 23, 30, tzinfo=timezone.utc))[:2] == ("allow", "night-batch")
+    assert d(rules, "batch", {}, now=datetime(2026, 9, 15, 5, 59, tzinfo=timezone.utc))[:2] == ("allow", "night-batch")
+    r = rules_from_dict({"rules": [{"id": "w", "decision": "allow", "windows": [
+        {"from": "2026-09-01T00:00:00Z", "until": "2026-10-01T00:00:00Z"}]}]})
+    assert r.decide("tools/call", "t", {}, now=MON_NOON_PARIS).rule == "w"
+    assert r.decide("tools/call", "t", {}, now=datetime(2026, 10, 1, tzinfo=timezone.utc)).rule == DEFAULT_DENY
+
+
+def test_resources_and_built_in_refusals(rules):
+    assert d(rules, "resources/read", {"uri": "data://demo/a"}, "resources/read") == (
+        "allow", "res-demo", "data://demo/a")
+    assert d(rules, "resources/read", {"uri": "data://other/a"}, "resources/read")[1] == DEFAULT_DENY
+    assert rules.decide("tools/call", "read_object", ["x"]).rule == "door:invalid-arguments"
+    assert rules.decide("tools/call", "read_object", {"path": "demo/\ufffd"}).rule == "door:invalid-utf8"
+    assert rules.decide("tools/call", "read_object", {"path": "demo/a"}, argument_bytes=2 << 20).rule == \
+        "door:arguments-too-large"
+
+
+def test_globs():
+    assert glob_regex("demo/*").match("demo/a.csv") and not glob_regex("demo/*").match("demo/a/b.csv")
+    assert glob_regex("demo/**").match("demo/a/b.csv") and glob_regex("**").match("x/y")
+    assert glob_regex("**/.env").match(".env") and glob_regex("**/.env").match("a/b/.env")
+    assert not glob_regex("**/.env").match("a/b.env")
+    assert glob_regex("data/?.csv").match("data/a.csv") and not glob_regex("data/?.csv").match("data/ab.csv")
+    assert glob_regex("[ab]*.csv").match("a1.csv") and not glob_regex("[!ab]*.csv").match("a1.csv")
+    assert glob_regex("a+b(c).csv").match("a+b(c).csv")
+
+
+def test_refusal_text_names_the_rule():
+    assert refusal_text("read_object", "deny-dotenv") == \
+        "refused by the door: rule 'deny-dotenv' denies this read_object call"
+    assert "no rule allows it" in refusal_text("x", DEFAULT_DENY)
+    assert "'..'" in refusal_text("x", "door:path-traversal")
+
+
+@pytest.mark.parametrize("bad, where", [
+    ({"rules": [{"id": "a", "decision": "maybe"}]}, "rules/0/decision"),
+    ({"rules": [{"id": "door:x", "decision": "allow"}]}, "rules/0/id"),
+    ({"rules": [{"id": "a", "decision": "allow", "paths": []}]}, "rules/0/paths"),
+    ({"rules": [{"id": "a", "decision": "allow", "windows": [{"start": "25:00"}]}]}, "rules/0/windows/0/start"),
+    ({"rules": [{"id": "a", "decision": "allow", "colour": "red"}]}, "rules/0"),
+    ({"rules": [{"id": "a", "decision": "allow"}, {"id": "a", "decision": "deny"}]}, "rules/1/id"),
+    ({"rules": [{"id": "a", "decision": "allow", "windows": [{"tz": "Mars/Olympus"}]}]}, "rules/0/windows"),
+    ({"roles": []}, "(top level)"),
+])
+def test_bad_rules_are_refused_naming_the_field(bad, where):
+    with pytest.raises(InputError, match=where.replace("(", r"\(").replace(")", r"\)")):
+        rules_from_dict(bad, "rules.yaml")
+
+
+def test_yaml_file_with_unquoted_times(tmp_path):
+    p = tmp_path / "rules.yaml"
+    p.write_text("rules:\n  - id: office\n    decision: allow\n    windows:\n      - {start: 08:00, end: 18:30}\n")
+    r = load_rules(p)
+    assert (r.rules[0].windows[0].start_min, r.rules[0].windows[0].end_min) == (480, 1110)
+    assert rules_schema()["$id"].endswith("door-rules.v1.json")
+    (tmp_path / "bad.yaml").write_text("rules: [\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_rules(tmp_path / "bad.yaml")
