@@ -506,7 +506,14 @@ def _assign(eligible: pd.DataFrame, n_s: int, n_t: int, window_ms: int) -> tuple
     med_all = eligible["med"].to_numpy("float64")
     assign: dict[int, int] = {}
     margin: dict[int, float] = {}
+    sizes = np.diff(bounds)
+    single = order[bounds[:-1][sizes == 1]]  # one session, one transcript: nothing to decide
+    for x in single:
+        assign[int(s[x])] = int(t[x])
+        margin[int(s[x])] = float(agreed_all[x])
     for a_, b_ in zip(bounds[:-1], bounds[1:]):
+        if b_ - a_ == 1:
+            continue
         idx = order[a_:b_]
         cs, ct, ca, cm = s[idx], t[idx], agreed_all[idx], med_all[idx]
         ss, rows = np.unique(cs, return_inverse=True)
