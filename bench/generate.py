@@ -1,0 +1,605 @@
+"""Deterministic (seeded) benchmark data for replaybook.
+
+Three generators:
+
+* :func:`gen_transcripts` — Claude Code session JSONL files (``<root>/<project>/<uuid>.jsonl``,
+  a few flat ``agent-<id>.jsonl`` sub-agent files): user prompts, assistant responses streamed
+  one content block per line (thinking / text / tool_use lines sharing ``message.id`` +
+  ``requestId``, growing ``usage``), ``mcp__door__<tool>`` and built-in tool calls with small
+  argument dicts, tool_result lines (string or block content, varied size, ~2 % of tens of KB,
+  with the ``toolUseResult`` copy Claude Code writes), bookkeeping lines
+  (file-history-snapshot, progress, system/turn_duration, queue-operation, last-prompt).
+* :func:`gen_door` — a door call log (``<root>/<agent>/<session>.jsonl``, schema
+  ``door-call-log.v1``) whose arguments come from a Zipf-shaped pool, so many sessions share the
+  same (tool, arguments); some sessions log ``meta`` tool-use ids, some lines carry
+  ``response_digest`` / ``duration_ms`` (evidence-keeping doors), some are refused or failed.
+* :func:`build_join_frames` — in-memory ``steps`` (tool_call rows only) and ``calls`` frames with
+  the exact STEPS / CALLS columns and dtypes, built with numpy (no files, no ``FrameSpec.build``).
+
+Every generator takes a seed; the same parameters give byte-identical output.  A
+``manifest.json`` beside the data records the parameters and file sizes so ``run.py`` can tell
+whether data on disk is current.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+GEN_VERSION = 1
+EPOCH_MS = int(datetime(2026, 9, 1, tzinfo=timezone.utc).timestamp() * 1000)
+
+DOOR_TOOLS = ("list_folder", "describe", "summarise", "query", "read_object", "search",
+              "render_chart", "sample_rows")
+BUILTIN_TOOLS = ("Read", "Bash", "Grep", "Edit", "Glob", "TodoWrite")
+WORDS = ("the of and to in is that for it as with was on be by this are from at or an have not "
+         "table column rows mpg cyl hp wt cars parquet xpt csv schema value mean median null "
+         "error warning select where group order limit join file folder path demo data "
+         "reference report summary analysis result query count total average latency 42 3.14 "
+         "ÿes naïve café 東京 données straße").split()
+
+
+# --------------------------------------------------------------------------- helpers
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds → RFC 3339 UTC with milliseconds and 'Z'."""
+    s, ms = divmod(int(ms), 1000)
+    return datetime.fromtimestamp(s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{ms:03d}Z"
+
+
+def _uuid(rng: random.Random) -> str:
+    h = f"{rng.getrandbits(128):032x}"
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:]}"
+
+
+def _corpus(seed: int, n: int = 1 << 20) -> str:
+    """About ``n`` characters of seeded filler text to slice prose and tool output from."""
+    r = random.Random(seed)
+    parts, size = [], 0
+    while size < n:
+        line = " ".join(r.choice(WORDS) for _ in range(r.randint(4, 16)))
+        parts.append(line)
+        size += len(line) + 1
+    return "\n".join(parts)
+
+
+class _Text:
+    def __init__(self, seed: int) -> None:
+        self.c = _corpus(seed)
+        self.n = len(self.c)
+
+    def get(self, r: random.Random, size: int) -> str:
+        size = max(1, min(size, self.n - 1))
+        i = r.randrange(0, self.n - size)
+        return self.c[i:i + size]
+
+
+def _args_pool(seed: int, n: int) -> list[tuple[str, dict]]:
+    """``n`` distinct (door tool, small arguments dict) pairs; index 0 is the most popular."""
+    r = random.Random(seed)
+    out, seen = [], set()
+    folders = ["demo/", "reference/", "warehouse/", "finance/2026/", "hr/", "sales/q3/", "/"]
+    while len(out) < n:
+        tool = DOOR_TOOLS[min(int(r.expovariate(0.45)), len(DOOR_TOOLS) - 1)]
+        folder = folders[min(int(r.expovariate(0.6)), len(folders) - 1)]
+        obj = f"{folder}{r.choice(['cars', 'orders', 'events', 'users', 'ledger'])}_{r.randrange(n // 4 + 1)}." \
+              f"{r.choice(['parquet', 'xpt', 'csv'])}"
+        if tool == "list_folder":
+            args = {"path": folder if r.random() < 0.3 else obj.rsplit('/', 1)[0] + f"/p{r.randrange(n)}/"}
+        elif tool == "query":
+            args = {"path": obj, "sql": f"SELECT {r.choice(['avg', 'sum', 'max'])}(mpg) FROM t "
+                                        f"WHERE cyl = {r.randrange(12)} LIMIT {r.randrange(1, 1000)}"}
+        elif tool == "summarise":
+            args = {"path": obj, "columns": r.sample(["mpg", "cyl", "hp", "wt", "qsec", "gear"], r.randint(1, 4))}
+        elif tool == "search":
+            args = {"pattern": " ".join(r.sample(WORDS, 2)), "path": folder, "max_results": r.choice([10, 50, 100])}
+        elif tool == "sample_rows":
+            args = {"path": obj, "n": r.choice([5, 10, 20]), "seed": r.randrange(100)}
+        else:
+            args = {"path": obj}
+        key = (tool, orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((tool, args))
+    return out
+
+
+def _zipf_index(r: random.Random, n: int, a: float = 1.1) -> int:
+    """Index in [0, n) with P(k) roughly ∝ 1/(k+1)^a (inverse-CDF of a continuous power law)."""
+    u = r.random()
+    x = ((n + 1) ** (1 - a) - 1) * u + 1
+    return min(int(x ** (1 / (1 - a))) - 1, n - 1)
+
+
+def _dir_bytes(root: Path) -> tuple[int, int]:
+    files = [p for p in root.rglob("*.jsonl")]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def manifest_ok(root: Path, params: dict) -> bool:
+    """True when ``root/manifest.json`` records ``params`` and the files on disk match it."""
+    m = root / "manifest.json"
+    try:
+        got = json.loads(m.read_text())
+    except (OSError, ValueError):
+        return False
+    if got.get("params") != params:
+        return False
+    return _dir_bytes(root) == (got.get("files"), got.get("bytes"))
+
+
+def _write_manifest(root: Path, params: dict, extra: dict | None = None) -> dict:
+    files, size = _dir_bytes(root)
+    m = {"params": params, "files": files, "bytes": size, **(extra or {})}
+    (root / "manifest.json").write_text(json.dumps(m, indent=1))
+    return m
+
+
+def _fresh(root: Path) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+
+
+# --------------------------------------------------------------------------- transcripts
+
+def _transcript_job(job: tuple) -> int:
+    """Write one transcript file of about ``target`` bytes; returns bytes written."""
+    path, seed, target, start_ms, is_agent, pool_n = job
+    r = random.Random(seed)
+    text = _TEXT
+    pool = _POOL
+    session = Path(path).stem if not is_agent else _uuid(r)
+    agent_id = Path(path).stem[6:] if is_agent else None
+    version = r.choice(["2.0.55", "2.1.42", "2.1.152", "1.0.98"])
+    cwd = f"/home/{r.choice(['analyst', 'dev', 'ops'])}/project-{r.randrange(50)}"
+    t = start_ms
+    parent = None
+    out: list[bytes] = []
+    size = 0
+    dumps = orjson.dumps
+
+    def common(kind: str) -> dict:
+        nonlocal parent
+        u = _uuid(r)
+        d = {"parentUuid": parent, "isSidechain": is_agent, "userType": "external", "cwd": cwd,
+             "sessionId": session, "version": version, "gitBranch": "main", "type": kind,
+             "uuid": u, "timestamp": iso(t)}
+        if is_agent:
+            d["agentId"] = agent_id
+        parent = u
+        return d
+
+    def emit(o: dict) -> None:
+        nonlocal size
+        b = dumps(o)
+        out.append(b)
+        size += len(b) + 1
+
+    if not is_agent and r.random() < 0.5:
+        emit({"type": "queue-operation", "operation": "enqueue", "timestamp": iso(t), "sessionId": session})
+    while size < target:
+        # one turn: a prompt, then model requests until the model stops calling tools
+        t += int(r.expovariate(1 / 20000)) + 500
+        prompt_uuid = None
+        d = common("user")
+        prompt_uuid = d["uuid"]
+        if not is_agent:
+            emit({"type": "file-history-snapshot", "messageId": prompt_uuid,
+                  "snapshot": {"messageId": prompt_uuid, "trackedFileBackups": {}, "timestamp": iso(t)},
+                  "isSnapshotUpdate": False})
+        d["message"] = {"role": "user", "content": text.get(r, int(r.lognormvariate(5.0, 1.0)) + 10)}
+        emit(d)
+        in_tok = r.randrange(2000, 60000)
+        for _ in range(max(1, int(r.expovariate(1 / 6)))):
+            t += int(r.expovariate(1 / 4000)) + 300
+            mid = f"msg_01{r.getrandbits(96):024x}"
+            rid = f"req_01{r.getrandbits(88):022x}"
+            model = r.choice(["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"])
+            out_tok = 0
+            blocks: list[dict] = []
+            if r.random() < 0.4:
+                blocks.append({"type": "thinking", "thinking": text.get(r, int(r.lognormvariate(6, 1))),
+                               "signature": f"{r.getrandbits(256):064x}"})
+            if r.random() < 0.7:
+                blocks.append({"type": "text", "text": text.get(r, int(r.lognormvariate(5.5, 1.0)) + 5)})
+            n_tools = 0 if r.random() < 0.15 else min(1 + int(r.expovariate(1.5)), 4)
+            uses = []
+            for _ in range(n_tools):
+                tid = f"toolu_01{r.getrandbits(96):024x}"
+                if r.random() < 0.75:
+                    tool, args = pool[_zipf_index(r, pool_n)]
+                    name = f"mcp__door__{tool}"
+                else:
+                    name = r.choice(BUILTIN_TOOLS)
+                    args = {"file_path": f"{cwd}/src/m{r.randrange(500)}.py"} if name != "Bash" else \
+                        {"command": f"ls -la {cwd}/data{r.randrange(40)}", "description": "List files"}
+                blocks.append({"type": "tool_use", "id": tid, "name": name, "input": args})
+                uses.append(tid)
+            if not blocks:
+                blocks.append({"type": "text", "text": "Done."})
+            for i, b in enumerate(blocks):
+                out_tok += r.randrange(5, 200)
+                d = common("assistant")
+                d["message"] = {"model": model, "id": mid, "type": "message", "role": "assistant",
+                                "content": [b],
+                                "stop_reason": ("tool_use" if uses else "end_turn") if i == len(blocks) - 1 else None,
+                                "stop_sequence": None,
+                                "usage": {"input_tokens": in_tok, "cache_creation_input_tokens": r.randrange(2000),
+                                          "cache_read_input_tokens": r.randrange(40000), "output_tokens": out_tok,
+                                          "service_tier": "standard"}}
+                d["requestId"] = rid
+                emit(d)
+            if r.random() < 0.1:
+                emit({"parentUuid": parent, "isSidechain": is_agent, "type": "progress",
+                      "data": {"type": "hook_progress", "hookEvent": "PreToolUse", "hookName": "PreToolUse:mcp"},
+                      "toolUseID": uses[0] if uses else None, "parentToolUseID": None,
+                      "uuid": _uuid(r), "timestamp": iso(t), "sessionId": session})
+            for tid in uses:
+                t += int(r.expovariate(1 / 1500)) + 50
+                big = r.random() < 0.02
+                n = r.randrange(20000, 80000) if big else int(r.lognormvariate(6.3, 1.2)) + 5
+                body = text.get(r, n)
+                err = r.random() < 0.04
+                if err:
+                    body = "Error: refused by rule " + r.choice(["no-dotenv", "default-deny", "pii-columns"])
+                content = body if r.random() < 0.6 else [{"type": "text", "text": body}]
+                d = common("user")
+                d["message"] = {"role": "user", "content": [
+                    {"tool_use_id": tid, "type": "tool_result", "content": content, "is_error": err}]}
+                if r.random() < 0.7:
+                    d["toolUseResult"] = body if err else {"content": [{"type": "text", "text": body}]}
+                emit(d)
+            in_tok += out_tok + r.randrange(100, 3000)
+            if not uses or size >= target:
+                break
+        if not is_agent:
+            emit({"type": "system", "subtype": "turn_duration", "durationMs": r.randrange(1000, 300000),
+                  "timestamp": iso(t), "uuid": _uuid(r), "parentUuid": parent, "sessionId": session,
+                  "isMeta": False})
+            if r.random() < 0.3:
+                emit({"type": "last-prompt", "leafUuid": parent, "sessionId": session})
+    with open(path, "wb") as fh:
+        fh.write(b"\n".join(out) + b"\n")
+    return size
+
+
+_TEXT: _Text | None = None
+_POOL: list | None = None
+
+
+def _init_worker(seed: int, pool_n: int) -> None:
+    global _TEXT, _POOL
+    _TEXT = _Text(seed)
+    _POOL = _args_pool(seed, pool_n)
+
+
+def gen_transcripts(root: Path, n_files: int, total_bytes: int, seed: int = 1, workers: int = 2) -> dict:
+    """Write ``n_files`` transcripts totalling about ``total_bytes`` under ``root`` (replaced)."""
+    params = {"kind": "transcripts", "v": GEN_VERSION, "files": n_files, "bytes": total_bytes, "seed": seed}
+    if manifest_ok(root, params):
+        return json.loads((root / "manifest.json").read_text())
+    _fresh(root)
+    r = random.Random(seed)
+    # heavy-tailed file sizes (most sessions small, a few several MB), scaled to the total
+    w = [r.lognormvariate(0, 1.0) for _ in range(n_files)]
+    scale = total_bytes / sum(w)
+    pool_n = 20000
+    jobs = []
+    for i in range(n_files):
+        project = root / f"-home-user-project-{i % 12:02d}"
+        project.mkdir(exist_ok=True)
+        is_agent = r.random() < 0.05
+        name = f"agent-{r.getrandbits(32):08x}" if is_agent else _uuid(r)
+        start = EPOCH_MS + r.randrange(0, 14 * 86400_000)
+        jobs.append((str(project / f"{name}.jsonl"), seed * 1_000_003 + i, int(w[i] * scale * 0.94), start, is_agent, pool_n))
+    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(seed, pool_n)) as ex:
+        list(ex.map(_transcript_job, jobs, chunksize=8))
+    return _write_manifest(root, params)
+
+
+# --------------------------------------------------------------------------- door log
+
+def _door_job(job: tuple) -> int:
+    path, seed, n_lines, start_ms, agent, session, pool_n = job
+    r = random.Random(seed)
+    pool = _POOL
+    meta = r.random() < 0.3           # door logs the client's _meta (tool-use ids)
+    evidence = r.random() < 0.15      # door keeps evidence: response_digest + duration_ms
+    server = r.choice(["warehouse-files", "warehouse-sql", "door-upstream"])
+    t = start_ms
+    out = []
+    dumps = orjson.dumps
+    for seq in range(1, n_lines + 1):
+        t += int(r.expovariate(1 / 15000)) + 100
+        tool, args = pool[_zipf_index(r, pool_n)]
+        dur = int(r.expovariate(1 / 150)) + 1
+        deny = r.random() < 0.05
+        o = {"ts": iso(t), "ts_end": iso(t + dur), "seq": seq, "session": session, "agent": agent,
+             "server": server, "tool": tool, "arguments": args,
+             "object": args.get("path"), "decision": "deny" if deny else "allow",
+             "rule": r.choice(["no-dotenv", "default-deny"]) if deny else r.choice(["allow-demo", "allow-read", "allow-sql"]),
+             "rows": None if deny else r.randrange(0, 5000), "bytes": None if deny else int(r.lognormvariate(7, 2))}
+        if not deny and r.random() < 0.01:
+            o["error"] = "upstream timeout after 30s"
+        if meta:
+            o["meta"] = {"claudecode/toolUseId": f"toolu_01{r.getrandbits(96):024x}", "progressToken": seq}
+        if evidence:
+            o["v"] = 1
+            o["duration_ms"] = float(dur)
+            o["response_digest"] = f"sha256:{r.getrandbits(256):064x}"
+        out.append(dumps(o))
+    with open(path, "wb") as fh:
+        fh.write(b"\n".join(out) + b"\n")
+    return n_lines
+
+
+def gen_door(root: Path, n_lines: int, seed: int = 2, workers: int = 2, mean_session: int = 100) -> dict:
+    """Write a door log of ``n_lines`` lines across ~``n_lines/mean_session`` sessions under ``root``."""
+    params = {"kind": "door", "v": GEN_VERSION, "lines": n_lines, "seed": seed, "mean_session": mean_session}
+    if manifest_ok(root, params):
+        return json.loads((root / "manifest.json").read_text())
+    _fresh(root)
+    r = random.Random(seed)
+    agents = [f"agent-{a}" for a in ("analyst", "etl", "support", "finance", "research", "ops")] + \
+             [f"svc-{i:02d}" for i in range(18)]
+    pool_n = 20000
+    jobs, left, i = [], n_lines, 0
+    while left > 0:
+        n = min(left, max(1, int(r.lognormvariate(np.log(mean_session) - 0.5, 1.0))), 20000)
+        left -= n
+        agent = agents[min(int(r.expovariate(0.25)), len(agents) - 1)]
+        start = EPOCH_MS + r.randrange(0, 14 * 86400_000)
+        session = f"door-{datetime.fromtimestamp(start / 1000, timezone.utc):%Y%m%dT%H%M%S}-{r.getrandbits(24):06x}"
+        (root / agent).mkdir(exist_ok=True)
+        jobs.append((str(root / agent / f"{session}.jsonl"), seed * 1_000_003 + i, n, start, agent, session, pool_n))
+        i += 1
+    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(seed, pool_n)) as ex:
+        list(ex.map(_door_job, jobs, chunksize=32))
+    return _write_manifest(root, params, {"sessions": len(jobs), "lines": n_lines})
+
+
+# --------------------------------------------------------------------------- join frames
+
+def _str_array(values, n: int | None = None):
+    import pandas as pd
+
+    if values is None:
+        values = np.full(n, None, dtype=object)
+    return pd.array(np.asarray(values, dtype=object), dtype=pd.StringDtype("python"))
+
+
+def _conform(df, spec_name: str):
+    """Order ``df``'s columns as the current spec in replaybook.frames declares them; columns the
+    spec gained since this generator was written are added as all-NA at their dtype, columns it
+    lost are dropped (the spec is edited concurrently; the bench follows it)."""
+    import pandas as pd
+    from replaybook import frames
+
+    spec = getattr(frames, spec_name)
+    n = len(df)
+    out = {}
+    for c in spec.columns:
+        if c.name in df.columns:
+            out[c.name] = df[c.name]
+        elif c.dtype == "float64":
+            out[c.name] = np.full(n, np.nan)
+        elif c.dtype == "object":
+            out[c.name] = np.full(n, None, dtype=object)
+        elif c.dtype == "string":
+            out[c.name] = _str_array(None, n)
+        else:
+            out[c.name] = pd.array(np.full(n, None, dtype=object), dtype=c.dtype)
+    return pd.DataFrame(out, index=pd.RangeIndex(n))
+
+
+def build_join_frames(n_calls: int, n_steps: int, seed: int = 3, mean_session: int = 100,
+                      n_keys: int | None = None, zipf_a: float = 1.1, meta_share: float = 0.3,
+                      span_days: float = 30.0):
+    """In-memory ``(steps, calls)`` frames for the join, built with numpy.
+
+    * ``calls``: ``n_calls`` door calls in ~``n_calls / mean_session`` sessions (lognormal sizes)
+      spread over ``span_days``; each call's (tool, arguments) drawn from a Zipf(``zipf_a``) pool
+      of ``n_keys`` keys (default ``n_calls // 25``), so popular keys recur across many sessions.
+    * ``steps``: ``n_steps`` ``tool_call`` rows.  Transcripts are copies of randomly chosen
+      door sessions (until ``n_steps`` is reached): ~3 % of their calls dropped, ~5 % extra
+      built-in tool steps, a per-transcript clock offset (door later by ~1.2 s ± 0.3 s) and
+      jitter; ``meta_share`` of the sessions log the step's tool-use id in ``meta_call_id``.
+      The remaining door sessions have no transcript.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    n_keys = n_keys or max(50, n_calls // 25)
+    UTC = "datetime64[ns, UTC]"
+
+    # ---- sessions and calls
+    n_sess = max(1, n_calls // mean_session)
+    sizes = np.maximum(1, rng.lognormal(np.log(mean_session) - 0.5, 1.0, n_sess)).astype(np.int64)
+    sizes = np.maximum(1, np.round(sizes * n_calls / sizes.sum())).astype(np.int64)
+    diff = n_calls - int(sizes.sum())
+    while diff != 0:  # fix rounding so the total is exact
+        j = rng.integers(0, n_sess, min(abs(diff), n_sess))
+        if diff > 0:
+            np.add.at(sizes, j, 1)
+        else:
+            sizes[j] = np.maximum(1, sizes[j] - 1)
+        diff = n_calls - int(sizes.sum())
+    sess = np.repeat(np.arange(n_sess), sizes)
+    starts_idx = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    seq = np.arange(n_calls) - np.repeat(starts_idx, sizes) + 1
+    sess_start = EPOCH_MS + rng.integers(0, int(span_days * 86400_000), n_sess)
+    gaps = rng.exponential(15000, n_calls).astype(np.int64) + 100
+    cg = np.cumsum(gaps)
+    cg -= np.repeat(cg[starts_idx], sizes)
+    c_ms = sess_start[sess] + cg
+    # Zipf key ranks via inverse CDF of a continuous power law
+    u = rng.random(n_calls)
+    a = zipf_a
+    key = np.minimum(((((n_keys + 1) ** (1 - a) - 1) * u + 1) ** (1 / (1 - a))).astype(np.int64) - 1, n_keys - 1)
+    tools_arr = np.array(DOOR_TOOLS, dtype=object)
+    key_tool = tools_arr[np.minimum(rng.exponential(2.2, n_keys).astype(np.int64), len(DOOR_TOOLS) - 1)]
+    key_args = [{"path": f"warehouse/t{k % 997}/obj_{k}.parquet"} if k % 3 else
+                {"path": f"warehouse/t{k % 997}/", "sql": f"SELECT * FROM t WHERE id = {k} LIMIT 10"}
+                for k in range(n_keys)]
+    key_args_key = np.array([orjson.dumps(d, option=orjson.OPT_SORT_KEYS).decode() for d in key_args], dtype=object)
+    key_args_obj = np.empty(n_keys, dtype=object)
+    key_args_obj[:] = key_args
+    sess_names = np.array([f"door-s{i:07d}" for i in range(n_sess)], dtype=object)
+    agent_names = np.array([f"agent-{i:02d}" for i in range(24)], dtype=object)
+    sess_agent = agent_names[rng.integers(0, 24, n_sess)]
+    dur = rng.exponential(150.0, n_calls).astype(np.int64) + 1
+    deny = rng.random(n_calls) < 0.05
+
+    # ---- transcripts: copies of some sessions
+    order = rng.permutation(n_sess)
+    keep_p = 0.97
+    est = np.cumsum(sizes[order] * (keep_p + 0.05))
+    n_tr = int(min(n_sess, np.searchsorted(est, n_steps) + 1))
+    tr_sess = order[:n_tr]                       # session copied by transcript i
+    is_tr_sess = np.zeros(n_sess, bool)
+    is_tr_sess[tr_sess] = True
+    tr_of_sess = np.full(n_sess, -1)
+    tr_of_sess[tr_sess] = np.arange(n_tr)
+    c_in = is_tr_sess[sess]
+    c_keep = c_in & (rng.random(n_calls) < keep_p)
+    src = np.flatnonzero(c_keep)                 # calls that have a step
+    sess_meta = rng.random(n_sess) < meta_share
+    tr_off = rng.normal(1200, 300, n_tr).astype(np.int64)
+    s_tr = tr_of_sess[sess[src]]
+    s_ms = c_ms[src] - tr_off[s_tr] - rng.exponential(200, len(src)).astype(np.int64)
+    s_key = key[src]
+    s_builtin = np.zeros(len(src), bool)
+    # extra built-in tool steps (never pass the door)
+    n_extra = max(0, n_steps - len(src))
+    x_tr = rng.integers(0, n_tr, n_extra)
+    x_ms = c_ms[starts_idx[tr_sess[x_tr]]] + rng.integers(0, 3_600_000, n_extra)
+    all_tr = np.concatenate([s_tr, x_tr])
+    all_ms = np.concatenate([s_ms, x_ms])
+    all_key = np.concatenate([s_key, np.full(n_extra, -1)])
+    all_builtin = np.concatenate([s_builtin, np.ones(n_extra, bool)])
+    all_src = np.concatenate([src, np.full(n_extra, -1)])
+    # trim to exactly n_steps: drop random rows, then re-sort
+    if len(all_tr) > n_steps:
+        pick = np.sort(rng.choice(len(all_tr), n_steps, replace=False))
+        all_tr, all_ms, all_key, all_builtin, all_src = (x[pick] for x in (all_tr, all_ms, all_key, all_builtin, all_src))
+    o = np.lexsort((all_ms, all_tr))
+    all_tr, all_ms, all_key, all_builtin, all_src = (x[o] for x in (all_tr, all_ms, all_key, all_builtin, all_src))
+    n_s = len(all_tr)
+    tr_counts = np.bincount(all_tr, minlength=n_tr)
+    tr_starts = np.concatenate(([0], np.cumsum(tr_counts)[:-1]))
+    s_seq = np.arange(n_s) - np.repeat(tr_starts, tr_counts)
+    tr_names = np.array([f"{(seed << 96) ^ (i * 0x9E3779B97F4A7C15):032x}"[-32:] for i in range(n_tr)], dtype=object)
+    tr_names = np.array([f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:]}" for h in tr_names], dtype=object)
+    call_ids = np.array([f"toolu_01{i:022x}" for i in range(n_s)], dtype=object)
+    # meta ids on the call side for steps copied from meta-logging sessions
+    c_meta = np.full(n_calls, None, dtype=object)
+    has_src = all_src >= 0
+    ms_mask = has_src.copy()
+    ms_mask[has_src] = sess_meta[sess[all_src[has_src]]]
+    c_meta[all_src[ms_mask]] = call_ids[ms_mask]
+    # meta-logging sessions without a transcript still log (unmatched) ids
+    other = sess_meta[sess] & (c_meta == None)  # noqa: E711
+    c_meta[other] = np.array([f"toolu_02{i:022x}" for i in range(int(other.sum()))], dtype=object)
+
+    builtin_names = np.array(BUILTIN_TOOLS, dtype=object)
+    s_tool = np.where(all_builtin, builtin_names[np.arange(n_s) % len(BUILTIN_TOOLS)],
+                      key_tool[np.maximum(all_key, 0)])
+    s_args_key = np.where(all_builtin, '{"file_path":"/home/u/src/x.py"}', key_args_key[np.maximum(all_key, 0)])
+    s_args = key_args_obj[np.maximum(all_key, 0)].copy()
+    s_args[all_builtin] = None
+    s_server = np.where(all_builtin, None, "door")
+    s_raw = np.where(all_builtin, s_tool, "mcp__door__" + s_tool.astype(str)).astype(object)
+    s_ts = pd.to_datetime(all_ms, unit="ms", utc=True).astype(UTC)
+
+    na_s = _str_array(None, n_s)
+    na_i = pd.array(np.full(n_s, None, dtype=object), dtype="Int64")
+    steps = pd.DataFrame({
+        "transcript_id": _str_array(tr_names[all_tr]),
+        "client": _str_array(np.full(n_s, "claude-code", dtype=object)),
+        "client_version": _str_array(np.full(n_s, "2.1.42", dtype=object)),
+        "client_session_id": _str_array(tr_names[all_tr]),
+        "agent_id": na_s,
+        "seq": pd.array(s_seq, dtype="Int64"),
+        "ts": s_ts,
+        "kind": _str_array(np.full(n_s, "tool_call", dtype=object)),
+        "line_type": _str_array(np.full(n_s, "assistant", dtype=object)),
+        "tool_raw": _str_array(s_raw),
+        "server": _str_array(s_server),
+        "tool": _str_array(s_tool),
+        "call_id": _str_array(call_ids),
+        "arguments": pd.Series(s_args, dtype=object).array,
+        "args_key": _str_array(s_args_key),
+        "result_ts": pd.to_datetime(all_ms + 800, unit="ms", utc=True).astype(UTC),
+        "is_error": pd.array(np.zeros(n_s, bool), dtype="boolean"),
+        "result_text": na_s.copy(),
+        "images": pd.array(np.zeros(n_s, np.int64), dtype="Int64"),
+        "text": na_s.copy(),
+        "text_bytes": na_i,
+        "model": na_s.copy(),
+        "message_id": na_s.copy(),
+        "request_id": na_s.copy(),
+        "input_tokens": na_i.copy(),
+        "output_tokens": na_i.copy(),
+        "uuid": na_s.copy(),
+        "parent_uuid": na_s.copy(),
+        "source_file": _str_array(np.full(n_s, "bench/in-memory.jsonl", dtype=object)),
+        "line_no": pd.array(s_seq + 1, dtype="Int64"),
+    })
+
+    na_c = _str_array(None, n_calls)
+    c_key_tool = key_tool[key]
+    calls = pd.DataFrame({
+        "door_session": _str_array(sess_names[sess]),
+        "agent": _str_array(sess_agent[sess]),
+        "seq": pd.array(seq, dtype="Int64"),
+        "ts": pd.to_datetime(c_ms, unit="ms", utc=True).astype(UTC),
+        "ts_end": pd.to_datetime(c_ms + dur, unit="ms", utc=True).astype(UTC),
+        "duration_ms": dur.astype("float64"),
+        "server": _str_array(np.full(n_calls, "warehouse-files", dtype=object)),
+        "tool": _str_array(c_key_tool),
+        "arguments": pd.Series(key_args_obj[key], dtype=object).array,
+        "args_key": _str_array(key_args_key[key]),
+        "object": na_c,
+        "decision": _str_array(np.where(deny, "deny", "allow").astype(object)),
+        "rule": _str_array(np.where(deny, "default-deny", "allow-read").astype(object)),
+        "rows": pd.array(np.where(deny, 0, 10), dtype="Int64"),
+        "bytes": pd.array(np.where(deny, 0, 1000), dtype="Int64"),
+        "meta_call_id": _str_array(c_meta),
+        "error": na_c.copy(),
+        "response_digest": na_c.copy(),
+        "source_file": _str_array(np.full(n_calls, "bench/in-memory-door.jsonl", dtype=object)),
+        "line_no": pd.array(seq, dtype="Int64"),
+    })
+    steps, calls = _conform(steps, "STEPS"), _conform(calls, "CALLS")
+    info = {"calls": n_calls, "steps": n_s, "sessions": n_sess, "transcripts": n_tr, "keys": n_keys,
+            "meta_sessions": int(sess_meta.sum()),
+            # ground truth: door session -> the transcript copied from it
+            "_truth": {sess_names[tr_sess[i]]: tr_names[i] for i in np.unique(all_tr)}}
+    return steps, calls, info
+
+
+if __name__ == "__main__":  # tiny self-check
+    import sys
+
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/out/selfcheck")
+    print(gen_transcripts(out / "t", 4, 400_000))
+    print(gen_door(out / "d", 2000))
+    s, c, info = build_join_frames(20000, 8000)
+    info.pop("_truth")
+    print(info, s.shape, c.shape)
+    from replaybook.frames import CALLS, STEPS
+
+    STEPS.validate(s)
+    CALLS.validate(c)
+    print("frames valid")
+    print(os.path.getsize(out / "t" / "manifest.json"))
