@@ -44,3 +44,17 @@ def test_exit_codes_and_messages_name_file_and_line(tmp_path, capsys):
     assert "incident.yaml" in capsys.readouterr().err
     assert main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
                  "--calls", str(FIX / "join_trap" / "door"), "--window", "-1"]) == 2
+
+
+def test_load_access_keeps_nanoseconds_and_writes_json_columns_as_text(tmp_path, capsys):
+    case = FIX / "cloud" / "gcp-audit-denied" / "data_access.jsonl"
+    assert main(["load", "access", str(case), "--source", "gcp.audit"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [r["ts"] for r in rows] == ["2026-09-13T10:00:05.000000000Z", "2026-09-13T10:01:02.512000000Z",
+                                       "2026-09-13T10:01:20.123456789Z"]
+    assert json.loads(rows[2]["raw"])["protoPayload"]["status"]["code"] == 7
+    out = tmp_path / "a.parquet"
+    # the raw records hold empty objects, which pyarrow cannot write as structs
+    assert main(["load", "access", str(case), "--source", "gcp.audit", "--format", "parquet", "--out", str(out)]) == 0
+    df = pd.read_parquet(out)
+    assert str(df.ts.iloc[2]) == "2026-09-13 10:01:20.123456789+00:00"

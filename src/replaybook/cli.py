@@ -22,11 +22,28 @@ __all__ = ["main", "cli"]
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
 
 
+def _json_text(v):
+    if v is None or (isinstance(v, float) and v != v):
+        return None
+    return orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+                        default=str).decode()
+
+
 def _frame_out(df, fmt: str, out: str | None) -> None:
+    """Write a canonical frame.  JSON-valued columns (``arguments``, ``raw``) become JSON text —
+    never structs inferred by pyarrow — and timestamps keep all nine fractional digits."""
+    import pandas as pd
+
     df = df.copy()
-    if "arguments" in df.columns:
-        df["arguments"] = [None if a is None else orjson.dumps(a, option=orjson.OPT_NON_STR_KEYS).decode()
-                           for a in df["arguments"]]
+    for col in df.columns:
+        if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (dict, list))).any():
+            df[col] = df[col].map(_json_text).astype(pd.StringDtype("python"))
+    if fmt != "parquet":
+        for col in df.columns:
+            if isinstance(df[col].dtype, pd.DatetimeTZDtype):
+                t = df[col].dt.tz_convert("UTC")
+                frac = (t.dt.microsecond * 1000 + t.dt.nanosecond).astype("Int64").astype(str).str.zfill(9)
+                df[col] = (t.dt.strftime("%Y-%m-%dT%H:%M:%S.") + frac + "Z").where(t.notna(), None)
     if fmt == "parquet":
         if not out:
             raise click.UsageError("--format parquet needs --out FILE")
@@ -35,8 +52,7 @@ def _frame_out(df, fmt: str, out: str | None) -> None:
     if fmt == "csv":
         text = df.to_csv(index=False)
     else:
-        text = df.to_json(orient="records", lines=True, date_format="iso", date_unit="ns",
-                          force_ascii=False)
+        text = df.to_json(orient="records", lines=True, force_ascii=False)
         if text and not text.endswith("\n"):
             text += "\n"
     if out:
