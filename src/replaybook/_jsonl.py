@@ -4,23 +4,47 @@ Source files are evidence: they are opened read-only (``rb``) and never written.
 recognised by its magic bytes, not by the file name.  Each line becomes a :class:`Line`:
 parsed object, or the reason it could not be used.  A last line without a terminating newline
 is reported as *pending* (the writer may still be appending), not as corruption.
+
+Also here, for every loader: which files a list of paths names (:func:`expand_paths`), reading
+one file with its ``inputs`` entry (:func:`read_source`), the JSON objects of a JSON Lines file
+with the rest quarantined (:func:`iter_objects`), the elements of a JSON document with their
+lines (:func:`json_doc_items`), and the line loops of the sniffers (:func:`line_scores`,
+:func:`sample_objects`).
 """
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import hashlib
 import json
+import re
 import zlib
 from dataclasses import dataclass
+from json.decoder import scanstring
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
 from ._text import deep_safe, safe_str
+from .errors import InputError
 
-__all__ = ["Line", "read_bytes", "iter_lines", "file_info", "quarantine_row"]
+__all__ = [
+    "Line",
+    "read_bytes",
+    "read_source",
+    "iter_lines",
+    "iter_text_lines",
+    "iter_objects",
+    "expand_paths",
+    "name_stem",
+    "file_info",
+    "quarantine_row",
+    "json_doc_items",
+    "line_scores",
+    "sample_objects",
+]
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -75,14 +99,14 @@ def parse_json(raw: bytes) -> tuple[Any, str | None]:
             return None, "invalid JSON: nested too deeply"
 
 
-def iter_lines(data: bytes) -> Iterator[Line]:
-    """Split ``data`` on ``\\n`` and parse each non-blank line.
+def iter_text_lines(data: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
+    """``(line_no, offset, raw, unterminated)`` for every non-blank line of a text.
 
-    Blank lines are skipped (they carry nothing); every other line yields a :class:`Line`.
+    ``data`` is split on ``\\n``; a trailing ``\\r`` is dropped from ``raw``; ``line_no`` is
+    1-based (blank lines count), ``offset`` in bytes; ``unterminated`` marks a last line without
+    a newline.
     """
-    pos = 0
-    n = len(data)
-    line_no = 0
+    pos, n, line_no = 0, len(data), 0
     while pos < n:
         end = data.find(b"\n", pos)
         pending = end < 0
@@ -94,13 +118,105 @@ def iter_lines(data: bytes) -> Iterator[Line]:
         pos = end + 1
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        if not raw.strip():
-            continue
+        if raw.strip():
+            yield line_no, start, raw, pending
+
+
+def iter_lines(data: bytes) -> Iterator[Line]:
+    """Split ``data`` on ``\\n`` and parse each non-blank line.
+
+    Blank lines are skipped (they carry nothing); every other line yields a :class:`Line`.
+    """
+    for line_no, start, raw, pending in iter_text_lines(data):
         obj, err = parse_json(raw)
         if pending and err is not None:
             yield Line(line_no, start, raw, None, "unterminated last line (still being written?)", True)
         else:
             yield Line(line_no, start, raw, obj, err, False)
+
+
+def iter_objects(path: str | Path, data: bytes, loader: str, quarantine: list[dict]) -> Iterator[Line]:
+    """The lines of a JSON Lines file that are JSON objects.
+
+    Every other non-blank line is appended to ``quarantine`` as a QUARANTINE row dict
+    (:func:`quarantine_row`): one that does not parse with the parser's complaint (``kind``
+    ``pending`` for an unterminated last line, else ``invalid``), one that parses to another
+    JSON type as ``not a JSON object (<type>)``.  Yields :class:`Line` values whose ``obj`` is a
+    dict, in file order.
+    """
+    for line in iter_lines(data):
+        if line.error is not None:
+            quarantine.append(quarantine_row(path, line, loader, line.error,
+                                             kind="pending" if line.pending else "invalid"))
+            continue
+        if not isinstance(line.obj, dict):
+            quarantine.append(quarantine_row(path, line, loader,
+                                             f"not a JSON object ({type(line.obj).__name__})"))
+            continue
+        yield line
+
+
+def expand_paths(paths: str | Path | Iterable[str | Path], *,
+                 accept: Callable[[Path], bool] | None = None, unique: bool = True) -> list[Path]:
+    """Files named by ``paths`` (one path or several).
+
+    A file is taken as given, whatever its name.  A folder is walked recursively, sorted, for
+    regular files that are not symlinks (symlinked folders are not entered) and, when ``accept``
+    is given, for which ``accept(file)`` is true.  With ``unique`` a file met again (same
+    resolved path) is left out after its first place; without it every place is kept.
+
+    Raises:
+        InputError: a path is neither a file nor a folder (``no such file or folder``).
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.is_symlink()
+                           and (accept is None or accept(q)))
+        elif p.is_file():
+            found = [p]
+        else:
+            raise InputError("no such file or folder", p)
+        if not unique:
+            out.extend(found)
+            continue
+        for q in found:
+            key = q.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(q)
+    return out
+
+
+def name_stem(path: Path, suffixes: tuple[str, ...]) -> str:
+    """``path``'s name without the first of ``suffixes`` (tried in order) that it ends with,
+    provided something is left (``.jsonl`` alone stays whole); else ``path.stem``."""
+    name = path.name
+    for suffix in suffixes:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def read_source(path: Path, fmt: str, what: str) -> tuple[bytes, dict]:
+    """Read one input file read-only (gunzipped by magic bytes): ``(data, inputs entry)``.
+
+    The entry is :func:`file_info` of the file (``path``, ``sha256``, ``bytes``, ``lines``,
+    ``format`` = ``fmt``).
+
+    Raises:
+        InputError: the file cannot be read (permission, a folder, corrupt or truncated gzip);
+            the message is ``cannot read <what>: <reason>``.
+    """
+    try:
+        raw_size = path.stat().st_size
+        data = read_bytes(path)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read {what}: {exc}", path) from exc
+    return data, file_info(path, raw_size, data, fmt)
 
 
 def file_info(path: str | Path, raw_size: int, data: bytes, fmt: str) -> dict:
@@ -136,3 +252,123 @@ def quarantine_row(path: str | Path, line: Line | None, loader: str, error: str,
         "error": error,
         "raw": text,
     }
+
+
+# -- JSON documents ----------------------------------------------------------------------------
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _skip_ws(s: str, pos: int) -> int:
+    return _WS.match(s, pos).end()
+
+
+def _walk(s: str, pos: int, path: tuple, out: list) -> int:
+    pos = _skip_ws(s, pos)
+    if not path:
+        val, end = _DECODER.raw_decode(s, pos)
+        out.append((pos, val))
+        return end
+    head = path[0]
+    c = s[pos:pos + 1]
+    if head == "*" and c == "[":
+        pos = _skip_ws(s, pos + 1)
+        if s[pos:pos + 1] == "]":
+            return pos + 1
+        while True:
+            pos = _skip_ws(s, _walk(s, pos, path[1:], out))
+            c = s[pos:pos + 1]
+            if c == ",":
+                pos += 1
+            elif c == "]":
+                return pos + 1
+            else:
+                raise ValueError(f"expected , or ] at {pos}")
+    if head != "*" and c == "{":
+        pos = _skip_ws(s, pos + 1)
+        if s[pos:pos + 1] == "}":
+            return pos + 1
+        while True:
+            if s[pos:pos + 1] != '"':
+                raise ValueError(f"expected a key at {pos}")
+            key, pos = scanstring(s, pos + 1)
+            pos = _skip_ws(s, pos)
+            if s[pos:pos + 1] != ":":
+                raise ValueError(f"expected : at {pos}")
+            if key == head or (isinstance(head, tuple) and key in head):
+                pos = _walk(s, pos + 1, path[1:], out)
+            else:
+                _, pos = _DECODER.raw_decode(s, _skip_ws(s, pos + 1))
+            pos = _skip_ws(s, pos)
+            c = s[pos:pos + 1]
+            if c == ",":
+                pos = _skip_ws(s, pos + 1)
+            elif c == "}":
+                return pos + 1
+            else:
+                raise ValueError(f"expected , or }} at {pos}")
+    _, end = _DECODER.raw_decode(s, pos)  # not the container the path wants: skip it
+    return end
+
+
+def json_doc_items(text: str, path: tuple) -> Iterator[tuple[int, int, Any]]:
+    """Elements of a JSON document at ``path``, with their 1-based line and character offset.
+
+    ``path`` is a tuple of object keys (a key may be a tuple of alternative spellings) and ``"*"``
+    for "every element of this array", e.g. ``("items", "*")`` or
+    ``(("resourceSpans", "resource_spans"), "*", ("scopeSpans", "scope_spans"), "*", "spans", "*")``.
+    Yields ``(line_no, offset, value)`` in document order.
+
+    Raises:
+        ValueError: ``text`` is not valid JSON (json.JSONDecodeError is a ValueError).
+    """
+    out: list[tuple[int, Any]] = []
+    _walk(text, 0, path, out)
+    newlines = [i for i, ch in enumerate(text) if ch == "\n"] if out else []
+    for off, val in out:
+        yield bisect.bisect_right(newlines, off) + 1, off, val
+
+
+# -- sniffing ----------------------------------------------------------------------------------
+
+def line_scores(sample: bytes, score: Callable[[dict], float], limit: int = 200) -> list[float]:
+    """``score`` of each JSON object among the first ``limit`` complete non-blank lines of a sample.
+
+    The last line is left out when the sample does not end with a newline (the sample may cut
+    it).  A line that is not JSON, or is JSON but not an object, scores 0.0.
+    """
+    parts = sample.split(b"\n")
+    if parts and not sample.endswith(b"\n"):
+        parts.pop()
+    out: list[float] = []
+    for raw in parts[:limit]:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            o = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            out.append(0.0)
+            continue
+        out.append(score(o) if isinstance(o, dict) else 0.0)
+    return out
+
+
+def sample_objects(sample: bytes, limit: int = 50) -> tuple[int, list[dict]]:
+    """``(seen, objects)`` of the first ``limit`` lines of a sample: how many are not blank, and
+    the JSON objects among them (lines that are not JSON, or not objects, are only counted)."""
+    seen = 0
+    objects: list[dict] = []
+    for raw in sample.split(b"\n")[:limit]:
+        raw = raw.strip()
+        if not raw:
+            continue
+        seen += 1
+        try:
+            o = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(o, dict):
+            objects.append(o)
+    return seen, objects

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "TEXT_LIMIT"]
+__all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "TEXT_LIMIT", "str_or_none",
+           "int_or_none", "float_or_none"]
 
 #: Characters of free text (prompts, model output, tool results) kept in a frame cell.
 #: The full size in UTF-8 bytes is kept beside it (``text_bytes``).
@@ -63,6 +64,31 @@ def truncate(s: str | None, limit: int = TEXT_LIMIT) -> tuple[str | None, int | 
     if len(s) > limit:
         return s[:limit] + f" …[+{len(s) - limit} chars]", size
     return s, size
+
+
+def str_or_none(v: Any) -> str | None:
+    """``v`` when it is a non-empty string, else ``None``."""
+    return v if isinstance(v, str) and v != "" else None
+
+
+def int_or_none(v: Any, *, integral_float: bool = False) -> int | None:
+    """``v`` when it is an int (booleans excluded), else ``None``.
+
+    With ``integral_float`` a float with no fractional part (``3.0``) is accepted as well and
+    returned as an int; other floats, strings and everything else give ``None``.
+    """
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if integral_float and isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def float_or_none(v: Any) -> float | None:
+    """``v`` as a float when it is an int or a float (booleans excluded), else ``None``."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def to_utc(values: Any) -> "pd.Series":

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from .errors import InputError
+from ._jsonl import expand_paths
 from .frames import QUARANTINE, LoadResult
 from .sources import registry
 
@@ -53,16 +53,9 @@ class Loaded:
 
 
 def _walk(paths: Iterable[str | Path]) -> list[Path]:
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and not q.is_symlink()
-                              and q.name not in _SKIP_NAMES))
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise InputError("no such file or folder", p)
-    return out
+    """Files named by ``paths``: files as given, folders walked (sorted; symlinks and
+    :data:`_SKIP_NAMES` left out), every place kept.  Raises InputError for a missing path."""
+    return expand_paths(paths, accept=lambda q: q.name not in _SKIP_NAMES, unique=False)
 
 
 def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MIN_CONFIDENCE) -> Loaded:

@@ -22,10 +22,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from replaybook._jsonl import json_doc_items
 from replaybook.errors import InputError
 from replaybook.frames import QUARANTINE, STEPS
 from replaybook.sources import codex
-from replaybook.sources.codex import json_doc_items, load_codex, sniff, split_codex_name
+from replaybook.sources.codex import load_codex, sniff, split_codex_name
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
 P = "0199aaaa-0000-7000-8000-000000000001"

@@ -3,14 +3,16 @@
 
 What lives here
 ---------------
-* **Reading** (:func:`expand_files`, :func:`read_input`): files are opened read-only and never
+* **Reading** (:func:`iter_files`, :func:`read_input`): files are opened read-only and never
   written; gzip is recognised by its magic bytes.  A *truncated* gzip stream (a partial download)
   is decompressed as far as it goes and reported, so the lines before the cut still load; a
   stream that is not gzip at all past its magic bytes gives no data and a file-level quarantine
   row.  A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
-* **JSON shapes** (:func:`json_items`): one whole JSON document (an object, an array, or a
-  wrapper object such as CloudTrail's ``{"Records": [...]}``), or JSON Lines — decided by
-  content, never by the file name.
+* **JSON shapes** (:func:`json_items`, :func:`json_records`): one whole JSON document (an object,
+  an array, or a wrapper object such as CloudTrail's ``{"Records": [...]}``), or JSON Lines —
+  decided by content, never by the file name.
+* **Loading** (:func:`load_each`): every file read and handed to the loader's own reader, then
+  :func:`finish`.
 * **Row building** (:func:`new_row`, :func:`finish`): rows are plain dicts with every ACCESS
   column; :func:`finish` parses timestamps to UTC in one pass, quarantines rows whose time is
   not a date-time, sorts by ``ts`` (then file, line) and returns a
@@ -39,13 +41,13 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import unquote
 
 import orjson
 import pandas as pd
 
-from .._jsonl import GZIP_MAGIC, file_info, iter_lines, parse_json, quarantine_row
+from .._jsonl import GZIP_MAGIC, expand_paths, file_info, iter_lines, parse_json, quarantine_row
 from .._text import safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
@@ -54,10 +56,12 @@ __all__ = [
     "PRINCIPAL_TYPES",
     "REDACTED",
     "Item",
-    "expand_files",
+    "iter_files",
     "read_input",
     "looks_binary",
     "json_items",
+    "json_records",
+    "load_each",
     "new_row",
     "finish",
     "clean",
@@ -69,7 +73,6 @@ __all__ = [
     "to_int",
     "input_entry",
     "path_uri",
-    "iter_text_lines",
     "json_preview",
     "is_na",
 ]
@@ -106,26 +109,36 @@ _SECRET_IN_TEXT = re.compile(
 
 # -- reading ---------------------------------------------------------------------------------
 
-def expand_files(paths: str | Path | Iterable[str | Path]) -> list[Path]:
-    """Files named by ``paths``: files as given; folders walked recursively for every regular
-    file (sorted; symlinks and dot-files skipped — formats are decided by content, so no name
-    pattern is applied).
+def iter_files(paths: str | Path | Iterable[str | Path], loader: str, inputs: list[dict],
+               quarantine: list[dict]) -> Iterator[tuple[Path, bytes, dict]]:
+    """``(path, data, inputs entry)`` for each file named by ``paths`` that holds text to read.
+
+    Files are taken as given; folders are walked recursively for every regular file (sorted;
+    symlinks and dot-files skipped — formats are decided by content, so no name pattern is
+    applied).  Each file is read (:func:`read_input`) and gets its :func:`input_entry`, appended
+    to ``inputs`` in order.  A damaged gzip stream adds a file-level row to ``quarantine`` (what
+    was recovered is still read).  An empty file is not yielded (its entry gets ``skipped`` and
+    ``reason`` ``empty file`` unless the gzip was damaged); nor is a binary one, which adds a
+    quarantine row ``not a text log (binary data)``.
 
     Raises:
-        InputError: a path does not exist.
+        InputError: a path does not exist, or a file cannot be opened or read.
     """
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*")
-                              if q.is_file() and not q.is_symlink() and not q.name.startswith(".")))
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise InputError("no such file or folder", p)
-    return out
+    for path in expand_paths(paths, accept=lambda q: not q.name.startswith("."), unique=False):
+        size, data, problem = read_input(path)
+        info = input_entry(path, size, data, loader, problem)
+        inputs.append(info)
+        if problem:
+            quarantine.append(quarantine_row(path, None, loader, problem))
+        if not data.strip():
+            if not problem:
+                info["skipped"], info["reason"] = True, "empty file"
+            continue
+        if looks_binary(data):
+            quarantine.append(quarantine_row(path, None, loader, "not a text log (binary data)",
+                                             offset=0, raw=data[:200]))
+            continue
+        yield path, data, info
 
 
 def read_input(path: Path) -> tuple[int, bytes, str | None]:
@@ -234,6 +247,52 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
                 return "broken", None, [Item(1, 0, data[:400], None, err, False)]
     items = [Item(ln.line_no, ln.offset, ln.raw, ln.obj, ln.error, ln.pending) for ln in iter_lines(data)]
     return "jsonl", None, items
+
+
+def json_records(path: Path, data: bytes, info: dict, wrappers: tuple[str, ...], loader: str,
+                 quarantine: list[dict], skip_document: Callable[[dict], str | None]) -> Iterator[Item]:
+    """The parsed JSON records of one file's text, by content (:func:`json_items`).
+
+    The elements of a wrapper list (one of ``wrappers``) or of an array, or the lines of JSON
+    Lines; a lone JSON object is one record (line 1, offset 0) unless ``skip_document(object)``
+    gives a reason, in which case ``info`` gets ``skipped: True`` and that ``reason`` and nothing
+    is yielded.  A record that does not parse goes to ``quarantine`` instead, with its line,
+    offset, raw text and the parser's complaint (``kind`` ``pending`` for an unterminated last
+    line, else ``invalid``).
+    """
+    shape, doc, items = json_items(data, wrappers)
+    if shape == "document":
+        reason = skip_document(doc)
+        if reason:
+            info["skipped"], info["reason"] = True, reason
+            return
+        items = [Item(1, 0, None, doc, None)]
+    for it in items:
+        if it.error is not None:
+            quarantine.append(quarantine_row(path, None, loader, it.error,
+                                             kind="pending" if it.pending else "invalid",
+                                             line_no=it.line_no, offset=it.offset, raw=it.raw))
+            continue
+        yield it
+
+
+def load_each(paths: str | Path | Iterable[str | Path], loader: str,
+              read_file: Callable[[Path, bytes, dict, list[dict], list[dict]], None]) -> LoadResult:
+    """Load the files named by ``paths`` (:func:`iter_files`) into the ACCESS frame.
+
+    ``read_file(path, data, info, rows, quarantine)`` reads one file's text: it appends a row dict
+    (:func:`new_row`, ``ts`` an ISO 8601 string) per access record to ``rows``, unusable records
+    to ``quarantine``, and notes to ``info``.  The result is :func:`finish`'s.
+
+    Raises:
+        InputError: a path does not exist, or a file cannot be opened or read.
+    """
+    rows: list[dict] = []
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    for path, data, info in iter_files(paths, loader, inputs, quarantine):
+        read_file(path, data, info, rows, quarantine)
+    return finish(rows, quarantine, inputs, loader)
 
 
 # -- rows ------------------------------------------------------------------------------------
@@ -437,24 +496,6 @@ def to_int(v: Any) -> int | None:
 def path_uri(scheme: str, bucket: str, key: str | None) -> str:
     """``<scheme>://<bucket>/<key>`` (``key`` ``None`` or empty gives the bucket root ``…/``)."""
     return f"{scheme}://{bucket}/{key or ''}"
-
-
-def iter_text_lines(data: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
-    """``(line_no, offset, raw, unterminated)`` for every non-blank line of a text log."""
-    pos, n, line_no = 0, len(data), 0
-    while pos < n:
-        end = data.find(b"\n", pos)
-        pending = end < 0
-        if pending:
-            end = n
-        line_no += 1
-        raw = data[pos:end]
-        start = pos
-        pos = end + 1
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        if raw.strip():
-            yield line_no, start, raw, pending
 
 
 def json_preview(obj: Any) -> bytes:

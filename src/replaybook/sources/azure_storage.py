@@ -72,22 +72,15 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import orjson
-
-from .._jsonl import quarantine_row
+from .._jsonl import quarantine_row, sample_objects
 from .._text import safe_str
 from ..frames import LoadResult
 from ._cloud import (
-    Item,
-    expand_files,
-    finish,
     http_outcome,
-    input_entry,
-    json_items,
     json_preview,
-    looks_binary,
+    json_records,
+    load_each,
     new_row,
-    read_input,
     redact_text,
     redact_url,
     to_int,
@@ -321,6 +314,33 @@ def _classify(obj: Any) -> tuple[str, dict | None, str | None]:
     return "invalid", None, "not an Azure resource log record (no operationName / category)"
 
 
+def _skip_document(doc: dict) -> str | None:
+    kind, _, _ = _classify(doc)
+    return "JSON object without records: not a resource log" if kind == "invalid" else None
+
+
+def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
+    """The access rows of one file's text (see :func:`load_azure_storage`)."""
+    spath = str(path)
+    ignored = 0
+    for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, _skip_document):
+        kind, rec, why = _classify(it.obj)
+        if kind == "ignored":
+            ignored += 1
+            continue
+        row = None
+        if kind == "storage":
+            row, why = _row(rec, spath, it.line_no)
+        if row is None:
+            preview = it.raw if it.raw is not None else json_preview(it.obj)[:400]
+            quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
+                                             raw=redact_sas(preview.decode("utf-8", "replace")).encode("utf-8")))
+            continue
+        rows.append(row)
+    if ignored:
+        info["ignored_lines"] = ignored
+
+
 def load_azure_storage(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load Azure Storage resource logs (StorageRead / StorageWrite / StorageDelete).
 
@@ -338,54 +358,7 @@ def load_azure_storage(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be opened.
     """
-    rows: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    for path in expand_files(paths):
-        size, data, problem = read_input(path)
-        info = input_entry(path, size, data, LOADER, problem)
-        inputs.append(info)
-        spath = str(path)
-        if problem:
-            quarantine.append(quarantine_row(path, None, LOADER, problem))
-        if not data.strip():
-            if not problem:
-                info["skipped"], info["reason"] = True, "empty file"
-            continue
-        if looks_binary(data):
-            quarantine.append(quarantine_row(path, None, LOADER, "not a text log (binary data)",
-                                             offset=0, raw=data[:200]))
-            continue
-        shape, doc, items = json_items(data, _WRAPPERS)
-        if shape == "document":
-            kind, _, _ = _classify(doc)
-            if kind == "invalid":
-                info["skipped"], info["reason"] = True, "JSON object without records: not a resource log"
-                continue
-            items = [Item(1, 0, None, doc, None)]
-        ignored = 0
-        for it in items:
-            if it.error is not None:
-                quarantine.append(quarantine_row(path, None, LOADER, it.error,
-                                                 kind="pending" if it.pending else "invalid",
-                                                 line_no=it.line_no, offset=it.offset, raw=it.raw))
-                continue
-            kind, rec, why = _classify(it.obj)
-            if kind == "ignored":
-                ignored += 1
-                continue
-            row = None
-            if kind == "storage":
-                row, why = _row(rec, spath, it.line_no)
-            if row is None:
-                preview = it.raw if it.raw is not None else json_preview(it.obj)[:400]
-                quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
-                                                 raw=redact_sas(preview.decode("utf-8", "replace")).encode("utf-8")))
-                continue
-            rows.append(row)
-        if ignored:
-            info["ignored_lines"] = ignored
-    res = finish(rows, quarantine, inputs, LOADER)
+    res = load_each(paths, LOADER, _read_file)
     if len(res.quarantine):
         res.quarantine["raw"] = res.quarantine["raw"].map(
             lambda s: redact_sas(s) if isinstance(s, str) else s).astype(res.quarantine["raw"].dtype)
@@ -405,24 +378,12 @@ def sniff(sample: bytes) -> float:
         return 0.9
     if s[:1] == b"[" and re.search(rb'"category"\s*:\s*"Storage(Read|Write|Delete)"', s) and b'"operationName"' in s:
         return 0.9
-    seen = ok = 0
-    for raw in s.split(b"\n")[:50]:
-        raw = raw.strip()
-        if not raw:
-            continue
-        seen += 1
-        try:
-            o = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if not isinstance(o, dict):
-            continue
-        if "time" in o and "operationName" in o and (
-                str(o.get("category", "")).startswith("Storage")
-                or "/microsoft.storage/" in str(o.get("resourceId", "")).lower()):
-            ok += 1
-        elif {"TimeGenerated", "OperationName", "AccountName"} <= o.keys():
-            ok += 1
+    seen, objects = sample_objects(s)
+    ok = sum(1 for o in objects
+             if ("time" in o and "operationName" in o and (
+                 str(o.get("category", "")).startswith("Storage")
+                 or "/microsoft.storage/" in str(o.get("resourceId", "")).lower()))
+             or {"TimeGenerated", "OperationName", "AccountName"} <= o.keys())
     return 0.0 if not seen else 0.95 * ok / seen
 
 

@@ -70,10 +70,9 @@ from typing import Any, Iterable
 
 import orjson
 
-from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
-from .._text import deep_safe, needs_safe, safe_str, to_utc, truncate
+from .._jsonl import expand_paths, iter_objects, line_scores, name_stem, read_source
+from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import canonical_args
-from ..errors import InputError
 from ..frames import QUARANTINE, STEPS, LoadResult
 from .registry import Source, register
 
@@ -169,19 +168,8 @@ def sniff(sample: bytes) -> float:
     ``sessionId``/``uuid``/``parentUuid`` are seen, about 0.6–0.7 for files of bookkeeping lines
     only (snapshots, summaries), and ≤ 0.1 for other JSON Lines.
     """
-    parts = sample.split(b"\n")
-    tail = parts.pop() if parts and not sample.endswith(b"\n") else b""
-    scores: list[float] = []
-    for raw in parts[:200]:
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            o = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            scores.append(0.0)
-            continue
-        scores.append(_line_score(o))
+    scores = line_scores(sample, _line_score)
+    tail = sample.rpartition(b"\n")[2]   # the last line when the sample does not end with one
     if tail.strip():
         try:
             scores.append(_line_score(orjson.loads(tail)))
@@ -199,14 +187,6 @@ def sniff(sample: bytes) -> float:
 
 
 # --------------------------------------------------------------------------- helpers
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v != "" else None
-
-
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
 
 def _blocks_text(content: Any) -> tuple[str | None, int]:
     """Text of a content value (string or list of blocks) and its number of image blocks.
@@ -247,30 +227,12 @@ def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    out: list[Path] = []
-    seen: set[Path] = set()
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.is_symlink()
-                           and (q.name.endswith(".jsonl") or q.name.endswith(".jsonl.gz")))
-        elif p.is_file():
-            found = [] if p.name.endswith(".meta.json") else [p]
-        else:
-            raise InputError("no such file or folder", p)
-        for q in found:
-            key = q.resolve()
-            if key not in seen:
-                seen.add(key)
-                out.append(q)
-    return out
+    named = [p for p in map(Path, paths) if not (p.name.endswith(".meta.json") and p.is_file())]
+    return expand_paths(named, accept=lambda q: q.name.endswith((".jsonl", ".jsonl.gz")))
 
 
 def _stem(path: Path) -> str:
-    name = path.name
-    for suffix in (".jsonl.gz", ".jsonl", ".gz", ".json"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return path.stem
+    return name_stem(path, (".jsonl.gz", ".jsonl", ".gz", ".json"))
 
 
 def _read_meta(path: Path, stem: str) -> dict | None:
@@ -311,13 +273,8 @@ class _Load:
         return row
 
     def load_file(self, path: Path) -> None:
-        try:
-            raw_size = path.stat().st_size
-            data = read_bytes(path)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"cannot read Claude Code transcript: {exc}", path) from exc
+        data, info = read_source(path, LOADER, "Claude Code transcript")
         stem = _stem(path)
-        info = file_info(path, raw_size, data, LOADER)
         file_agent = stem[6:] if stem.startswith("agent-") and len(stem) > 6 else None
         if file_agent is not None:
             meta = _read_meta(path, stem)
@@ -326,19 +283,11 @@ class _Load:
         spath = str(path)
         groups: dict[tuple, dict] = {}           # (message.id, requestId) → group state
         dups = 0
-        for line in iter_lines(data):
-            if line.error is not None:
-                self.quarantine.append(quarantine_row(
-                    path, line, LOADER, line.error, kind="pending" if line.pending else "invalid"))
-                continue
+        for line in iter_objects(path, data, LOADER, self.quarantine):
             o = line.obj
-            if not isinstance(o, dict):
-                self.quarantine.append(quarantine_row(
-                    path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
-                continue
             if needs_safe(line.raw):
                 o = deep_safe(o)
-            uuid = _str(o.get("uuid"))
+            uuid = str_or_none(o.get("uuid"))
             if uuid is not None:
                 if uuid in self.seen_uuids:
                     dups += 1
@@ -356,7 +305,7 @@ class _Load:
         t = o.get("type")
         side = o.get("isSidechain") is True
         if side or file_agent is not None:
-            agent = _str(o.get("agentId")) or file_agent or "sidechain"
+            agent = str_or_none(o.get("agentId")) or file_agent or "sidechain"
         else:
             agent = None
         ts = o.get("timestamp")
@@ -364,11 +313,11 @@ class _Load:
         base = {
             "transcript_id": stem,
             "client": CLIENT,
-            "client_version": _str(o.get("version")),
-            "client_session_id": _str(o.get("sessionId")),
+            "client_version": str_or_none(o.get("version")),
+            "client_session_id": str_or_none(o.get("sessionId")),
             "agent_id": agent,
             "uuid": uuid,
-            "parent_uuid": _str(o.get("parentUuid")),
+            "parent_uuid": str_or_none(o.get("parentUuid")),
             "source_file": spath,
             "line_no": line_no,
         }
@@ -378,7 +327,7 @@ class _Load:
         elif t == "assistant" and isinstance(msg, dict):
             self._assistant(base, ts, o, msg, groups)
         elif t == "summary":
-            text, nb = truncate(_str(o.get("summary")))
+            text, nb = truncate(str_or_none(o.get("summary")))
             self.add({**base, "kind": "summary", "line_type": "summary", "text": text,
                       "text_bytes": nb}, ts)
         else:
@@ -388,7 +337,7 @@ class _Load:
                 lt = f"{lt}/{sub}"
             row = {**base, "kind": "system" if t == "system" else "other", "line_type": lt}
             if t == "system":
-                row["text"], row["text_bytes"] = truncate(_str(o.get("content")))
+                row["text"], row["text_bytes"] = truncate(str_or_none(o.get("content")))
             self.add(row, ts)
 
     def _user(self, base: dict, ts: str | None, content: Any) -> None:
@@ -401,7 +350,7 @@ class _Load:
                     text, images = _blocks_text(b.get("content"))
                     text, nb = truncate(text)
                     self.add({**base, "kind": "tool_result", "line_type": "user",
-                                    "call_id": _str(b.get("tool_use_id")),
+                                    "call_id": str_or_none(b.get("tool_use_id")),
                                     "is_error": b.get("is_error") is True, "text": text,
                                     "text_bytes": nb, "images": images}, ts)
                     self.results.append(len(self.rows) - 1)
@@ -416,22 +365,22 @@ class _Load:
                   "text_bytes": nb, "images": images}, ts)
 
     def _assistant(self, base: dict, ts: str | None, o: dict, msg: dict, groups: dict) -> None:
-        mid = _str(msg.get("id"))
-        rid = _str(o.get("requestId"))
+        mid = str_or_none(msg.get("id"))
+        rid = str_or_none(o.get("requestId"))
         usage = msg.get("usage")
         g = groups.get((mid, rid)) if mid is not None else None
         if g is None:
             row = self.add({**base, "kind": "model_request", "line_type": "assistant",
-                            "model": _str(msg.get("model")), "message_id": mid,
+                            "model": str_or_none(msg.get("model")), "message_id": mid,
                             "request_id": rid}, ts)
             g = {"row": row, "texts": []}
             groups[(mid, rid) if mid is not None else ("line", base["line_no"])] = g
         row = g["row"]
         if isinstance(usage, dict):
-            row["input_tokens"] = _int(usage.get("input_tokens"))
-            row["output_tokens"] = _int(usage.get("output_tokens"))
+            row["input_tokens"] = int_or_none(usage.get("input_tokens"))
+            row["output_tokens"] = int_or_none(usage.get("output_tokens"))
         if row.get("model") is None:
-            row["model"] = _str(msg.get("model"))
+            row["model"] = str_or_none(msg.get("model"))
         content = msg.get("content")
         if isinstance(content, str):
             g["texts"].append(content)
@@ -450,7 +399,7 @@ class _Load:
                 name = name if isinstance(name, str) else None
                 server, tool = split_mcp_name(name)
                 args = b.get("input")
-                call_id = _str(b.get("id"))
+                call_id = str_or_none(b.get("id"))
                 self.add({**base, "kind": "tool_call", "line_type": "assistant",
                           "tool_raw": name, "server": server, "tool": tool, "call_id": call_id,
                           "arguments": args, "args_key": canonical_args(args),

@@ -68,23 +68,16 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-import orjson
-
-from .._jsonl import parse_json, quarantine_row
+from .._jsonl import parse_json, quarantine_row, sample_objects
 from ..frames import LoadResult
 from ._cloud import (
-    Item,
     clean,
-    expand_files,
-    finish,
     http_outcome,
-    input_entry,
-    json_items,
     json_preview,
-    looks_binary,
+    json_records,
+    load_each,
     new_row,
     path_uri,
-    read_input,
     role_session_name,
     to_int,
     verb_action,
@@ -276,6 +269,39 @@ def _row(rec: dict, env: dict | None, path: str, line_no: int | None) -> tuple[d
     return row, None
 
 
+def _skip_document(doc: dict) -> str | None:
+    if any(k in doc for k in _DIGEST_KEYS):
+        return "CloudTrail digest file (no Records)"
+    kind, _, _, _ = _unwrap(doc)
+    if kind != "record" or not ("eventTime" in doc or "CloudTrailEvent" in doc or "detail" in doc):
+        return "JSON object without Records: not a CloudTrail log file"
+    return None
+
+
+def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
+    """The access rows of one file's text (see :func:`load_cloudtrail`)."""
+    spath = str(path)
+    ignored = 0
+    for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, _skip_document):
+        objs = [it.obj]
+        if isinstance(it.obj, dict) and isinstance(it.obj.get("Records"), list):
+            objs = it.obj["Records"]  # a whole delivery document on one JSON Lines line
+        for obj in objs:
+            kind, rec, env, why = _unwrap(obj)
+            if kind == "ignored":
+                ignored += 1
+                continue
+            row, why = (None, why) if kind == "invalid" else _row(rec, env, spath, it.line_no)
+            if row is None:
+                quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no,
+                                                 offset=it.offset,
+                                                 raw=it.raw if it.raw is not None else json_preview(obj)[:400]))
+                continue
+            rows.append(row)
+    if ignored:
+        info["ignored_lines"] = ignored
+
+
 def load_cloudtrail(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load CloudTrail logs (files and/or folders such as a whole ``AWSLogs/`` tree).
 
@@ -293,59 +319,7 @@ def load_cloudtrail(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be opened.
     """
-    rows: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    for path in expand_files(paths):
-        size, data, problem = read_input(path)
-        info = input_entry(path, size, data, LOADER, problem)
-        inputs.append(info)
-        spath = str(path)
-        if problem:
-            quarantine.append(quarantine_row(path, None, LOADER, problem, raw=None))
-        if not data.strip():
-            if not problem:
-                info["skipped"], info["reason"] = True, "empty file"
-            continue
-        if looks_binary(data):
-            quarantine.append(quarantine_row(path, None, LOADER, "not a text log (binary data)",
-                                             line_no=None, offset=0, raw=data[:200]))
-            continue
-        shape, doc, items = json_items(data, _WRAPPERS)
-        if shape == "document":
-            if any(k in doc for k in _DIGEST_KEYS):
-                info["skipped"], info["reason"] = True, "CloudTrail digest file (no Records)"
-                continue
-            kind, _, _, _ = _unwrap(doc)
-            if kind != "record" or not ("eventTime" in doc or "CloudTrailEvent" in doc or "detail" in doc):
-                info["skipped"], info["reason"] = True, "JSON object without Records: not a CloudTrail log file"
-                continue
-            items = [Item(1, 0, None, doc, None)]
-        ignored = 0
-        for it in items:
-            if it.error is not None:
-                quarantine.append(quarantine_row(path, None, LOADER, it.error,
-                                                 kind="pending" if it.pending else "invalid",
-                                                 line_no=it.line_no, offset=it.offset, raw=it.raw))
-                continue
-            objs = [it.obj]
-            if isinstance(it.obj, dict) and isinstance(it.obj.get("Records"), list):
-                objs = it.obj["Records"]  # a whole delivery document on one JSON Lines line
-            for obj in objs:
-                kind, rec, env, why = _unwrap(obj)
-                if kind == "ignored":
-                    ignored += 1
-                    continue
-                row, why = (None, why) if kind == "invalid" else _row(rec, env, spath, it.line_no)
-                if row is None:
-                    quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no,
-                                                     offset=it.offset,
-                                                     raw=it.raw if it.raw is not None else json_preview(obj)[:400]))
-                    continue
-                rows.append(row)
-        if ignored:
-            info["ignored_lines"] = ignored
-    return finish(rows, quarantine, inputs, LOADER)
+    return load_each(paths, LOADER, _read_file)
 
 
 _DELIVERY = re.compile(rb'^\s*\{\s*"Records"\s*:\s*\[')
@@ -368,25 +342,12 @@ def sniff(sample: bytes) -> float:
         return 0.8
     if s[:1] == b"[" and b'"eventVersion"' in s and b'"eventSource"' in s and b'"protoPayload"' not in s:
         return 0.9
-    seen = ok = 0
-    for raw in s.split(b"\n")[:50]:
-        raw = raw.strip()
-        if not raw:
-            continue
-        seen += 1
-        try:
-            o = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if not isinstance(o, dict):
-            continue
-        if ("CloudTrailEvent" in o and ("EventName" in o or "EventId" in o)) or \
-                {"EventName", "EventTime", "EventSource"} <= o.keys():
-            ok += 1
-        elif isinstance(o.get("detail"), dict) and "eventName" in o["detail"] and "detail-type" in o:
-            ok += 1
-        elif {"eventTime", "eventName", "eventSource"} <= o.keys():
-            ok += 1
+    seen, objects = sample_objects(s)
+    ok = sum(1 for o in objects
+             if ("CloudTrailEvent" in o and ("EventName" in o or "EventId" in o))
+             or {"EventName", "EventTime", "EventSource"} <= o.keys()
+             or (isinstance(o.get("detail"), dict) and "eventName" in o["detail"] and "detail-type" in o)
+             or {"eventTime", "eventName", "eventSource"} <= o.keys())
     return 0.0 if not seen else 0.95 * ok / seen
 
 

@@ -100,17 +100,15 @@ import bisect
 import json
 import re
 from dataclasses import dataclass, field
-from json.decoder import scanstring
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable
 
 import orjson
 import pandas as pd
 
-from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
-from .._text import deep_safe, needs_safe, safe_str, to_utc, truncate
+from .._jsonl import expand_paths, iter_objects, json_doc_items, line_scores, name_stem, quarantine_row, read_source
+from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import canonical_args
-from ..errors import InputError
 from ..frames import QUARANTINE, STEPS, LoadResult
 from .registry import Source, register
 
@@ -118,8 +116,6 @@ __all__ = [
     "load_codex",
     "sniff",
     "split_codex_name",
-    "json_doc_items",
-    "expand_files",
     "LOADER",
     "CLIENT",
 ]
@@ -143,129 +139,13 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 
 # --------------------------------------------------------------------------- shared helpers
 
-def expand_files(paths: str | Path | Iterable[str | Path], suffixes: tuple[str, ...],
-                 accept: Callable[[Path], bool] | None = None) -> list[Path]:
-    """Files named by ``paths``: files as given, folders walked (sorted) for names ending in one of
-    ``suffixes`` (and, when given, passing ``accept`` — folder walks only); duplicates (same
-    resolved path) left out.
-
-    Raises:
-        InputError: a path does not exist.
-    """
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    out: list[Path] = []
-    seen: set[Path] = set()
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.is_symlink()
-                           and q.name.endswith(suffixes) and (accept is None or accept(q)))
-        elif p.is_file():
-            found = [p]
-        else:
-            raise InputError("no such file or folder", p)
-        for q in found:
-            key = q.resolve()
-            if key not in seen:
-                seen.add(key)
-                out.append(q)
-    return out
-
-
-_WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
-
-
-def _skip_ws(s: str, pos: int) -> int:
-    return _WS.match(s, pos).end()
-
-
-def _walk(s: str, pos: int, path: tuple, out: list) -> int:
-    pos = _skip_ws(s, pos)
-    if not path:
-        val, end = _DECODER.raw_decode(s, pos)
-        out.append((pos, val))
-        return end
-    head = path[0]
-    c = s[pos:pos + 1]
-    if head == "*" and c == "[":
-        pos = _skip_ws(s, pos + 1)
-        if s[pos:pos + 1] == "]":
-            return pos + 1
-        while True:
-            pos = _skip_ws(s, _walk(s, pos, path[1:], out))
-            c = s[pos:pos + 1]
-            if c == ",":
-                pos += 1
-            elif c == "]":
-                return pos + 1
-            else:
-                raise ValueError(f"expected , or ] at {pos}")
-    if head != "*" and c == "{":
-        pos = _skip_ws(s, pos + 1)
-        if s[pos:pos + 1] == "}":
-            return pos + 1
-        while True:
-            if s[pos:pos + 1] != '"':
-                raise ValueError(f"expected a key at {pos}")
-            key, pos = scanstring(s, pos + 1)
-            pos = _skip_ws(s, pos)
-            if s[pos:pos + 1] != ":":
-                raise ValueError(f"expected : at {pos}")
-            if key == head or (isinstance(head, tuple) and key in head):
-                pos = _walk(s, pos + 1, path[1:], out)
-            else:
-                _, pos = _DECODER.raw_decode(s, _skip_ws(s, pos + 1))
-            pos = _skip_ws(s, pos)
-            c = s[pos:pos + 1]
-            if c == ",":
-                pos = _skip_ws(s, pos + 1)
-            elif c == "}":
-                return pos + 1
-            else:
-                raise ValueError(f"expected , or }} at {pos}")
-    _, end = _DECODER.raw_decode(s, pos)  # not the container the path wants: skip it
-    return end
-
-
-def json_doc_items(text: str, path: tuple) -> Iterator[tuple[int, int, Any]]:
-    """Elements of a JSON document at ``path``, with their 1-based line and character offset.
-
-    ``path`` is a tuple of object keys (a key may be a tuple of alternative spellings) and ``"*"``
-    for "every element of this array", e.g. ``("items", "*")`` or
-    ``(("resourceSpans", "resource_spans"), "*", ("scopeSpans", "scope_spans"), "*", "spans", "*")``.
-    Yields ``(line_no, offset, value)`` in document order.
-
-    Raises:
-        ValueError: ``text`` is not valid JSON (json.JSONDecodeError is a ValueError).
-    """
-    out: list[tuple[int, Any]] = []
-    _walk(text, 0, path, out)
-    newlines = [i for i, ch in enumerate(text) if ch == "\n"] if out else []
-    for off, val in out:
-        yield bisect.bisect_right(newlines, off) + 1, off, val
-
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v != "" else None
-
-
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return None
+def _rollout_name(path: Path) -> bool:
+    """Folder walks read ``rollout-*`` files ending ``.jsonl``/``.json`` (or ``.gz``) only."""
+    return path.name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")) and path.name.startswith("rollout-")
 
 
 def _stem(path: Path) -> str:
-    name = path.name
-    for suffix in (".jsonl.gz", ".json.gz", ".jsonl", ".json", ".gz"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return path.stem
+    return name_stem(path, (".jsonl.gz", ".json.gz", ".jsonl", ".json", ".gz"))
 
 
 def _canon_key(v: Any) -> bytes:
@@ -358,18 +238,7 @@ def sniff(sample: bytes) -> float:
                     or not items else 0.5
         elif b'"items"' in sample and b'"session"' in sample and _FRAG_ITEM.search(sample):
             return 0.8
-    parts = sample.split(b"\n")
-    if parts and not sample.endswith(b"\n"):
-        parts.pop()  # the sample may cut the last line
-    scores: list[float] = []
-    for raw in parts[:200]:
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            scores.append(_line_score(orjson.loads(raw)))
-        except orjson.JSONDecodeError:
-            scores.append(0.0)
+    scores = line_scores(sample, _line_score)  # the sample may cut the last line: left out
     if not scores:
         tail = sample.strip()
         return 0.6 if _FRAG_ENVELOPE.search(tail) and b'"payload"' in tail else 0.0
@@ -425,23 +294,23 @@ def _subagent(source: Any) -> tuple[str | None, str | None]:
     if isinstance(sub, dict):
         spawn = sub.get("thread_spawn") or sub.get("ThreadSpawn")
         if isinstance(spawn, dict):
-            aid = (_str(spawn.get("agent_nickname")) or _str(spawn.get("agent_path"))
-                   or _str(spawn.get("agent_role")) or "thread_spawn")
-            return aid, _str(spawn.get("parent_thread_id"))
+            aid = (str_or_none(spawn.get("agent_nickname")) or str_or_none(spawn.get("agent_path"))
+                   or str_or_none(spawn.get("agent_role")) or "thread_spawn")
+            return aid, str_or_none(spawn.get("parent_thread_id"))
         for k, v in sub.items():
-            return (_str(v) if k == "other" and _str(v) else k), None
+            return (str_or_none(v) if k == "other" and str_or_none(v) else k), None
     return "subagent", None
 
 
 def _apply_meta(f: _File, meta: dict) -> None:
-    f.session_id = f.session_id or _str(meta.get("id"))
-    f.cli_version = f.cli_version or _str(meta.get("cli_version"))
+    f.session_id = f.session_id or str_or_none(meta.get("id"))
+    f.cli_version = f.cli_version or str_or_none(meta.get("cli_version"))
     aid, parent = _subagent(meta.get("source"))
-    nick = _str(meta.get("agent_nickname"))
+    nick = str_or_none(meta.get("agent_nickname"))
     if aid == "thread_spawn" and nick:
         aid = nick
     f.agent_id = f.agent_id or aid or nick
-    f.parent_id = f.parent_id or _str(meta.get("forked_from_id")) or parent
+    f.parent_id = f.parent_id or str_or_none(meta.get("forked_from_id")) or parent
 
 
 def _classify(o: dict, first: bool) -> tuple[str, str | None, str | None, Any]:
@@ -454,18 +323,14 @@ def _classify(o: dict, first: bool) -> tuple[str, str | None, str | None, Any]:
         return "state", None, None, o
     if isinstance(t, str):
         return ("legacy_item" if t in _ITEM_TYPES else "unknown"), None, "response_item", o
-    if first and _str(o.get("id")):
+    if first and str_or_none(o.get("id")):
         return "legacy_meta", ts, "session_meta", o
     return "unknown", ts, None, o
 
 
 def _read_file(path: Path, quarantine: list[dict]) -> _File:
-    try:
-        raw_size = path.stat().st_size
-        data = read_bytes(path)
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read Codex rollout: {exc}", path) from exc
-    f = _File(path=path, info=file_info(path, raw_size, data, LOADER))
+    data, info = read_source(path, LOADER, "Codex rollout")
+    f = _File(path=path, info=info)
     f.info["notes"] = []
     first_line = data.lstrip().split(b"\n", 1)[0].strip()
     doc = None
@@ -490,15 +355,8 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
         return f
     gens: set[str] = set()
     first = True
-    for line in iter_lines(data):
-        if line.error is not None:
-            quarantine.append(quarantine_row(path, line, LOADER, line.error,
-                                             kind="pending" if line.pending else "invalid"))
-            continue
+    for line in iter_objects(path, data, LOADER, quarantine):
         o = line.obj
-        if not isinstance(o, dict):
-            quarantine.append(quarantine_row(path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
-            continue
         if needs_safe(line.raw):
             o = deep_safe(o)
         kind, ts, rtype, payload = _classify(o, first)
@@ -563,7 +421,7 @@ def _key_a(r: _Rec) -> bytes:
 def _key_b(r: _Rec) -> bytes | None:
     if r.kind == "envelope":
         return _canon_key([r.ts, r.rtype, r.payload])
-    if r.kind in ("legacy_item", "ts_item") and _str(r.obj.get("id")):
+    if r.kind in ("legacy_item", "ts_item") and str_or_none(r.obj.get("id")):
         return _canon_key(r.obj)
     return None
 
@@ -587,7 +445,7 @@ def _mark_replay(files: list[_File]) -> None:
                 positions.setdefault(_key_a(r), []).append(i)
             j = 0
             for r in tail:
-                if r.rtype == "session_meta" and _str((r.payload or {}).get("id")) != f.session_id:
+                if r.rtype == "session_meta" and str_or_none((r.payload or {}).get("id")) != f.session_id:
                     n += 1
                     continue
                 pos = positions.get(_key_a(r))
@@ -732,18 +590,19 @@ def _build_file(st: _Load, f: _File, fc_ids: set[str], begin_ids: set[str]) -> N
             st.add({**base, "kind": "other", "line_type": "state"}, None)
             continue
         if r.rtype == "session_meta" or r.kind in ("legacy_meta", "ts_session"):
-            text, nb = truncate(_str(p.get("instructions")) or _str((p.get("base_instructions") or {}).get("text")
-                                                                    if isinstance(p.get("base_instructions"), dict) else None))
+            base_instructions = p.get("base_instructions")
+            text, nb = truncate(str_or_none(p.get("instructions")) or (
+                str_or_none(base_instructions.get("text")) if isinstance(base_instructions, dict) else None))
             st.add({**base, "kind": "system", "line_type": "session_meta", "text": text,
-                    "text_bytes": nb, "uuid": _str(p.get("id"))}, r.ts)
-            model = model or _str(p.get("model"))
+                    "text_bytes": nb, "uuid": str_or_none(p.get("id"))}, r.ts)
+            model = model or str_or_none(p.get("model"))
             continue
         if r.rtype == "turn_context":
-            model = _str(p.get("model")) or model
-            st.add({**base, "kind": "system", "line_type": "turn_context", "model": _str(p.get("model"))}, r.ts)
+            model = str_or_none(p.get("model")) or model
+            st.add({**base, "kind": "system", "line_type": "turn_context", "model": str_or_none(p.get("model"))}, r.ts)
             continue
         if r.rtype == "compacted":
-            text, nb = truncate(_str(p.get("message")))
+            text, nb = truncate(str_or_none(p.get("message")))
             st.add({**base, "kind": "summary", "line_type": "compacted", "text": text, "text_bytes": nb}, r.ts)
             continue
         if r.rtype == "event_msg":
@@ -754,7 +613,7 @@ def _build_file(st: _Load, f: _File, fc_ids: set[str], begin_ids: set[str]) -> N
             lt_prefix = "response_item/" if r.kind == "envelope" else ""
             pending_request = _item(st, base, r, it, lt_prefix, model, user_events, notes, pending_request)
             continue
-        lt = r.rtype if r.rtype else (_str(r.obj.get("type")) if isinstance(r.obj, dict) else None)
+        lt = r.rtype if r.rtype else (str_or_none(r.obj.get("type")) if isinstance(r.obj, dict) else None)
         st.add({**base, "kind": "other", "line_type": lt}, r.ts)
 
 
@@ -763,7 +622,7 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
     t = it.get("type")
     t = t if isinstance(t, str) else None
     lt = f"{lt_prefix}{t}" if t else (lt_prefix.rstrip("/") or None)
-    item_id = _str(it.get("id"))
+    item_id = str_or_none(it.get("id"))
     if t == "message":
         role = it.get("role")
         text, images = _content_text(it.get("content"))
@@ -781,12 +640,12 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
                 "text": text, "text_bytes": nb, "message_id": item_id}, r.ts)
         return pending_request
     if t in _CALL_TYPES:
-        call_id = _str(it.get("call_id")) or (item_id if t in ("web_search_call",) else None)
+        call_id = str_or_none(it.get("call_id")) or (item_id if t in ("web_search_call",) else None)
         args: Any = None
         key: str | None = None
         text = None
         if t == "function_call":
-            name = _str(it.get("name"))
+            name = str_or_none(it.get("name"))
             raw_args = it.get("arguments")
             if isinstance(raw_args, str):
                 try:
@@ -811,7 +670,7 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
             tool_raw = name if not (isinstance(it.get("namespace"), str) and name and "__" not in name) \
                 else f"{it['namespace'].rstrip('_')}__{name}"
         elif t == "custom_tool_call":
-            name = _str(it.get("name"))
+            name = str_or_none(it.get("name"))
             server, tool, tool_raw = None, name, name
             text = it.get("input") if isinstance(it.get("input"), str) else None
         elif t == "local_shell_call":
@@ -840,7 +699,7 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
         else:
             text, images, is_err = _output(it.get("output"))
         text, nb = truncate(text)
-        i = st.add({**base, "kind": "tool_result", "line_type": lt, "call_id": _str(it.get("call_id")),
+        i = st.add({**base, "kind": "tool_result", "line_type": lt, "call_id": str_or_none(it.get("call_id")),
                     "is_error": is_err, "text": text, "text_bytes": nb, "images": images}, r.ts)
         st.results.append(i)
         return pending_request
@@ -856,17 +715,17 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
 
 def _event(st: _Load, base: dict, r: _Rec, p: dict, fc_ids: set[str], begin_ids: set[str],
            pending_request: int | None) -> int | None:
-    et = _str(p.get("type"))
+    et = str_or_none(p.get("type"))
     lt = f"event_msg/{et}" if et else "event_msg"
     if et == "user_message":
-        text, nb = truncate(_str(p.get("message")))
+        text, nb = truncate(str_or_none(p.get("message")))
         images = p.get("images")
         st.add({**base, "kind": "user_prompt", "line_type": lt, "text": text, "text_bytes": nb,
                 "images": len(images) if isinstance(images, list) else 0}, r.ts)
         return pending_request
     if et in ("agent_message", "agent_reasoning", "agent_reasoning_raw_content", "error",
               "warning", "background_event"):
-        text, nb = truncate(_str(p.get("message")) or _str(p.get("text")))
+        text, nb = truncate(str_or_none(p.get("message")) or str_or_none(p.get("text")))
         st.add({**base, "kind": "other", "line_type": lt, "text": text, "text_bytes": nb}, r.ts)
         return pending_request
     if et == "token_count":
@@ -875,14 +734,14 @@ def _event(st: _Load, base: dict, r: _Rec, p: dict, fc_ids: set[str], begin_ids:
         st.add({**base, "kind": "other", "line_type": lt}, r.ts)
         if last is not None and pending_request is not None:
             row = st.rows[pending_request]
-            row["input_tokens"] = _int(last.get("input_tokens"))
-            row["output_tokens"] = _int(last.get("output_tokens"))
+            row["input_tokens"] = int_or_none(last.get("input_tokens"), integral_float=True)
+            row["output_tokens"] = int_or_none(last.get("output_tokens"), integral_float=True)
             return None
         return pending_request
     if et in ("mcp_tool_call_begin", "mcp_tool_call_end"):
-        call_id = _str(p.get("call_id"))
+        call_id = str_or_none(p.get("call_id"))
         inv = p.get("invocation") if isinstance(p.get("invocation"), dict) else {}
-        server, tool = _str(inv.get("server")), _str(inv.get("tool"))
+        server, tool = str_or_none(inv.get("server")), str_or_none(inv.get("tool"))
         args = inv.get("arguments") if "arguments" in inv else None
         if "arguments" in inv and (args is None or isinstance(args, (dict, list))):
             args_key = canonical_args(args)
@@ -997,8 +856,7 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         InputError: a path does not exist, or a file cannot be read (permission, corrupt gzip).
     """
     quarantine: list[dict] = []
-    files = [_read_file(p, quarantine) for p in expand_files(
-        paths, (".jsonl", ".jsonl.gz", ".json", ".json.gz"), accept=lambda q: q.name.startswith("rollout-"))]
+    files = [_read_file(p, quarantine) for p in expand_paths(paths, accept=_rollout_name)]
     _mark_replay(files)
     fc_ids: set[str] = set()
     begin_ids: set[str] = set()
@@ -1007,9 +865,9 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             if idx in f.skip_set or not isinstance(r.payload, dict):
                 continue
             p = r.payload
-            if r.rtype == "response_item" and p.get("type") == "function_call" and _str(p.get("call_id")):
+            if r.rtype == "response_item" and p.get("type") == "function_call" and str_or_none(p.get("call_id")):
                 fc_ids.add(p["call_id"])
-            if r.rtype == "event_msg" and p.get("type") == "mcp_tool_call_begin" and _str(p.get("call_id")):
+            if r.rtype == "event_msg" and p.get("type") == "mcp_tool_call_begin" and str_or_none(p.get("call_id")):
                 begin_ids.add(p["call_id"])
     st = _Load()
     for f in files:

@@ -15,20 +15,19 @@ match exactly.  Keys recognised for ``meta_call_id``: :data:`META_CALL_ID_KEYS`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import orjson
 import pandas as pd
 
 from .._schema import first_error, package_schema
-from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
+from .._jsonl import expand_paths, iter_objects, quarantine_row, read_source, sample_objects
 from .._text import to_utc
 from ..canonical import canonical_args
-from ..errors import InputError
 from ..frames import CALLS, QUARANTINE, LoadResult
 from .registry import Source, register
 
-__all__ = ["load_door", "door_schema", "sniff", "META_CALL_ID_KEYS", "expand_paths"]
+__all__ = ["load_door", "door_schema", "sniff", "META_CALL_ID_KEYS", "meta_call_id"]
 
 #: ``meta`` keys holding a client's tool-use id, in order of preference.
 META_CALL_ID_KEYS = ("claudecode/toolUseId", "toolUseId", "tool_use_id", "call_id", "openai/callId")
@@ -80,8 +79,10 @@ def _schema_error(o: object) -> str | None:
     return None if err is None else f"does not match door-call-log v1 {err}"
 
 
-def _meta_call_id(meta: dict | None) -> str | None:
-    if not meta:
+def meta_call_id(meta: Any) -> str | None:
+    """The client tool-use id in a request's ``_meta`` object: the first non-empty string under
+    one of :data:`META_CALL_ID_KEYS`; ``None`` when there is none or ``meta`` is not an object."""
+    if not isinstance(meta, dict):
         return None
     for k in META_CALL_ID_KEYS:
         v = meta.get(k)
@@ -90,23 +91,9 @@ def _meta_call_id(meta: dict | None) -> str | None:
     return None
 
 
-def expand_paths(paths: str | Path | Iterable[str | Path], pattern: str = "*.jsonl") -> list[Path]:
-    """Files named by ``paths``: files as given, folders walked for ``pattern`` (sorted).
-
-    Raises:
-        InputError: a path does not exist.
-    """
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            out.extend(sorted(q for q in p.rglob(pattern) if q.is_file() and not q.is_symlink()))
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise InputError("no such file or folder", p)
-    return out
+def _log_name(path: Path) -> bool:
+    """Folder walks read ``*.jsonl`` files only."""
+    return path.name.endswith(".jsonl")
 
 
 def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
@@ -131,24 +118,13 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     quarantine: list[dict] = []
     inputs: list[dict] = []
     key_cache: dict[bytes, str] = {}
-    for path in expand_paths(paths):
-        try:
-            raw_size = path.stat().st_size
-            data = read_bytes(path)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"cannot read door log: {exc}", path) from exc
-        inputs.append(file_info(path, raw_size, data, LOADER))
+    for path in expand_paths(paths, accept=_log_name, unique=False):
+        data, info = read_source(path, LOADER, "door log")
+        inputs.append(info)
         default_agent = path.parent.name or None
         spath = str(path)
-        for line in iter_lines(data):
-            if line.error is not None:
-                quarantine.append(quarantine_row(path, line, LOADER, line.error,
-                                                 kind="pending" if line.pending else "invalid"))
-                continue
+        for line in iter_objects(path, data, LOADER, quarantine):
             o = line.obj
-            if not isinstance(o, dict):
-                quarantine.append(quarantine_row(path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
-                continue
             if not _quick_ok(o):
                 err = _schema_error(o)
                 if err is not None:
@@ -177,7 +153,7 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             cols["rule"].append(o.get("rule"))
             cols["rows"].append(o.get("rows"))
             cols["bytes"].append(o.get("bytes"))
-            cols["meta_call_id"].append(_meta_call_id(o.get("meta")))
+            cols["meta_call_id"].append(meta_call_id(o.get("meta")))
             cols["correlation"].append(o.get("correlation"))
             cols["error"].append(o.get("error"))
             cols["response_digest"].append(o.get("response_digest"))
@@ -214,23 +190,11 @@ def sniff(sample: bytes) -> float:
     The share of JSON-object lines carrying the door's required keys, lowered when many lines
     are not JSON at all (a damaged log is still a log; junk with one matching line is not).
     """
-    seen = objects = ok = 0
-    for raw in sample.split(b"\n")[:50]:
-        raw = raw.strip()
-        if not raw:
-            continue
-        seen += 1
-        try:
-            o = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(o, dict):
-            objects += 1
-            if {"ts", "session", "tool", "decision"} <= o.keys():
-                ok += 1
+    seen, objects = sample_objects(sample)
+    ok = sum(1 for o in objects if {"ts", "session", "tool", "decision"} <= o.keys())
     if not ok:
         return 0.0
-    return 0.95 * (ok / objects) * (0.5 + 0.5 * objects / seen)
+    return 0.95 * (ok / len(objects)) * (0.5 + 0.5 * len(objects) / seen)
 
 
 register(Source(

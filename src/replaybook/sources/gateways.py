@@ -91,14 +91,20 @@ from typing import Any, Callable, Iterable, Iterator
 import orjson
 import pandas as pd
 
-from .._jsonl import file_info, iter_lines, parse_json, quarantine_row, read_bytes
-from .._text import to_utc
+from .._jsonl import (
+    expand_paths,
+    iter_lines,
+    iter_objects,
+    json_doc_items,
+    line_scores,
+    parse_json,
+    quarantine_row,
+    read_source,
+)
+from .._text import deep_safe, float_or_none, str_or_none, to_utc
 from ..canonical import canonical_args
-from ..errors import InputError
 from ..frames import CALLS, QUARANTINE, LoadResult
-from .._text import deep_safe
-from .codex import expand_files, json_doc_items
-from .door import META_CALL_ID_KEYS
+from .door import meta_call_id
 from .registry import Source, register
 
 __all__ = [
@@ -135,30 +141,52 @@ def go_duration_ms(text: str) -> float | None:
     return sum(float(n) * units[u] for n, u in parts)
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v != "" else None
-
-
 def _meta_id(params: Any) -> str | None:
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if not isinstance(meta, dict):
-        return None
-    for k in META_CALL_ID_KEYS:
-        v = meta.get(k)
-        if isinstance(v, str) and v:
-            return v
-    return None
+    """The client tool-use id in a logged request's ``params._meta``."""
+    return meta_call_id(params.get("_meta") if isinstance(params, dict) else None)
 
 
-def _read(path: Path, loader: str) -> tuple[bytes, dict]:
-    try:
-        raw_size = path.stat().st_size
-        data = read_bytes(path)
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read {loader} log: {exc}", path) from exc
-    info = file_info(path, raw_size, data, loader)
-    info.update(not_calls=0, notes=[])
-    return data, info
+def _files(paths: str | Path | Iterable[str | Path], loader: str,
+           inputs: list[dict]) -> Iterator[tuple[Path, bytes, dict]]:
+    """``(path, data, inputs entry)`` for each log file named by ``paths`` (folders walked for
+    :data:`_SUFFIXES`); each entry, with ``not_calls`` 0 and empty ``notes``, is appended to
+    ``inputs`` as its file is read.
+
+    Raises:
+        InputError: a path does not exist or a file cannot be read.
+    """
+    for path in expand_paths(paths, accept=lambda q: q.name.endswith(_SUFFIXES)):
+        data, info = read_source(path, loader, f"{loader} log")
+        info.update(not_calls=0, notes=[])
+        inputs.append(info)
+        yield path, data, info
+
+
+def _load_calls(paths: str | Path | Iterable[str | Path], loader: str,
+                read_file: Callable[[Path, bytes, dict, list[dict], list[dict]], None]) -> LoadResult:
+    """Load every log file named by ``paths``: ``read_file(path, data, info, rows, quarantine)``
+    appends one row dict per call (and quarantine rows); then :func:`_finish`.
+
+    Raises:
+        InputError: a path does not exist or a file cannot be read.
+    """
+    rows: list[dict] = []
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    for path, data, info in _files(paths, loader, inputs):
+        read_file(path, data, info, rows, quarantine)
+    return _finish(rows, quarantine, inputs, loader)
+
+
+def _dated(o: dict, key: str, what: str, path: Path, line_no: int | None, loader: str,
+           quarantine: list[dict]) -> bool:
+    """True when ``o[key]`` is a date-time; otherwise the record goes to ``quarantine`` as
+    ``<what> without a valid <key>`` (with its line and compact JSON) and the answer is False."""
+    if _valid_ts(o.get(key)):
+        return True
+    quarantine.append(quarantine_row(path, None, loader, f"{what} without a valid {key}",
+                                     line_no=line_no, raw=orjson.dumps(o)[:400]))
+    return False
 
 
 def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
@@ -211,14 +239,7 @@ def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
                 quarantine.append(quarantine_row(path, None, loader, f"not a JSON object ({type(it).__name__})",
                                                  line_no=ln, raw=orjson.dumps(it)[:400]))
         return
-    for line in iter_lines(data):
-        if line.error is not None:
-            quarantine.append(quarantine_row(path, line, loader, line.error,
-                                             kind="pending" if line.pending else "invalid"))
-            continue
-        if not isinstance(line.obj, dict):
-            quarantine.append(quarantine_row(path, line, loader, f"not a JSON object ({type(line.obj).__name__})"))
-            continue
+    for line in iter_objects(path, data, loader, quarantine):
         yield line.line_no, deep_safe(line.obj)
 
 
@@ -270,22 +291,9 @@ def _note_synthetic(info: dict, source: str, n: int) -> None:
                              "<source>:<agent>:<UTC date>, one per client per day")
 
 
-def _json_lines_score(sample: bytes, line_score: Callable[[dict], float], limit: int = 200) -> list[float]:
-    parts = sample.split(b"\n")
-    if parts and not sample.endswith(b"\n"):
-        parts.pop()
-    out: list[float] = []
-    for raw in parts[:limit]:
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            o = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            out.append(0.0)
-            continue
-        out.append(line_score(o) if isinstance(o, dict) else 0.0)
-    return out
+def _mean_score(scores: list[float]) -> float:
+    """0.95 × the mean of ``scores`` (rounded to 3 places); 0.0 for none."""
+    return round(0.95 * sum(scores) / len(scores), 3) if scores else 0.0
 
 
 def _doc_or_lines(sample: bytes, rec_score: Callable[[dict], float], list_keys: tuple[str, ...] = (),
@@ -304,11 +312,9 @@ def _doc_or_lines(sample: bytes, rec_score: Callable[[dict], float], list_keys: 
             key = next((k for k in list_keys if isinstance(doc.get(k), list)), None)
             doc = doc[key] if key else [doc]
         if isinstance(doc, list):
-            scores = [rec_score(r) if isinstance(r, dict) else 0.0 for r in doc[:100]]
-            return round(0.95 * sum(scores) / len(scores), 3) if scores else 0.0
+            return _mean_score([rec_score(r) if isinstance(r, dict) else 0.0 for r in doc[:100]])
         return 0.0
-    scores = _json_lines_score(sample, rec_score)
-    return round(0.95 * sum(scores) / len(scores), 3) if scores else 0.0
+    return _mean_score(line_scores(sample, rec_score))
 
 
 # --------------------------------------------------------------------------- Docker mcp-gateway
@@ -339,8 +345,7 @@ def sniff_docker_gateway(sample: bytes) -> float:
             text_hits += 1
     if text_hits:
         return round(min(0.95, 0.7 + 0.25 * text_hits / len(lines)), 3)
-    scores = _json_lines_score(sample, _docker_audit_score)
-    return round(0.95 * sum(scores) / len(scores), 3) if scores else 0.0
+    return _mean_score(line_scores(sample, _docker_audit_score))
 
 
 def _docker_stderr(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
@@ -426,23 +431,22 @@ def _docker_stderr(path: Path, data: bytes, info: dict, rows: list[dict], quaran
 def _docker_audit(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     synth = 0
     for ln, o in _records(path, data, "docker-mcp-gateway", quarantine):
-        if o.get("target_type") != "tool" or not _str(o.get("tool_name")) or \
+        if o.get("target_type") != "tool" or not str_or_none(o.get("tool_name")) or \
                 o.get("trigger") not in (None, "invoke", "call", "tools/call"):
             info["not_calls"] += 1
             continue
-        if not _valid_ts(o.get("timestamp")):
-            quarantine.append(quarantine_row(path, None, "docker-mcp-gateway", "audit event without a valid timestamp",
-                                             line_no=ln, raw=orjson.dumps(o)[:400]))
+        if not _dated(o, "timestamp", "audit event", path, ln, "docker-mcp-gateway", quarantine):
             continue
-        agent = _str(o.get("client_name")) or _str(o.get("actor_name"))
-        sess = _str(o.get("session_id"))
+        agent = str_or_none(o.get("client_name")) or str_or_none(o.get("actor_name"))
+        sess = str_or_none(o.get("session_id"))
         if sess is None:
             synth += 1
         result = o.get("result")
-        reason = _str(o.get("reason"))
-        rule = " — ".join(x for x in (_str(o.get("policy_id")) or _str(o.get("outcome_reason")), reason) if x) or None
+        reason = str_or_none(o.get("reason"))
+        policy = str_or_none(o.get("policy_id")) or str_or_none(o.get("outcome_reason"))
+        rule = " — ".join(x for x in (policy, reason) if x) or None
         rows.append({"door_session": sess or _synthetic("docker-mcp-gateway", agent, o.get("timestamp"), path),
-                     "agent": agent, "ts": o["timestamp"], "server": _str(o.get("server_name")),
+                     "agent": agent, "ts": o["timestamp"], "server": str_or_none(o.get("server_name")),
                      "tool": o["tool_name"], "arguments": None, "args_key": None,
                      "decision": "deny" if result == "denied" else "allow", "rule": rule,
                      "error": reason if o.get("outcome_reason") == "policy_error" else None,
@@ -470,8 +474,7 @@ def load_docker_gateway(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     quarantine: list[dict] = []
     inputs: list[dict] = []
     by_path: dict[str, dict] = {}
-    for path in expand_files(paths, _SUFFIXES):
-        data, info = _read(path, "docker-mcp-gateway")
+    for path, data, info in _files(paths, "docker-mcp-gateway", inputs):
         head = data[:256 * 1024]
         text_like = any(_D_CALL.match(s) or _D_DONE.match(s) or _D_UNKNOWN.match(s)
                         for s in (_ANSI.sub("", x.decode("utf-8", "replace")) for x in head.split(b"\n")[:400]))
@@ -481,7 +484,6 @@ def load_docker_gateway(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         else:
             info["layout"] = "audit"
             _docker_audit(path, data, info, audit_rows, quarantine)
-        inputs.append(info)
         by_path[str(path)] = info
     stderr_rows = _docker_merge(stderr_rows, audit_rows, by_path)
     return _finish(audit_rows + stderr_rows, quarantine, inputs, "docker-mcp-gateway")
@@ -576,6 +578,63 @@ def sniff_mcpjungle(sample: bytes) -> float:
     return round(0.95 * sum(scores) / len(scores), 3)
 
 
+def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
+    """The calls of one MCPJungle audit log (see :func:`load_mcpjungle`)."""
+    open_calls: dict[tuple, list[dict]] = {}
+    n_calls = 0
+    for line in iter_lines(data):
+        rec, ts = _mcpjungle_line(line.raw.strip())
+        if rec is None:
+            quarantine.append(quarantine_row(path, line, "mcpjungle",
+                                             "unterminated last line (still being written?)" if line.pending
+                                             else "neither a zap JSON nor a zap console line",
+                                             kind="pending" if line.pending else "invalid"))
+            continue
+        rec = deep_safe(rec)
+        et = rec.get("event_type")
+        if et not in ("mcp_tool_call_start", "mcp_tool_call"):
+            info["not_calls"] += 1
+            continue
+        if not _valid_ts(ts):
+            quarantine.append(quarantine_row(path, line, "mcpjungle", "audit line without a valid timestamp"))
+            continue
+        agent = str_or_none(rec.get("client_name"))
+        rid = str_or_none(rec.get("request_id"))
+        key = ("rid", rid) if rid else ("name", agent, rec.get("server_name"), rec.get("tool_name"))
+        if et == "mcp_tool_call_start":
+            row = {"door_session": _synthetic("mcpjungle", agent, ts, path), "agent": agent, "ts": ts,
+                   "server": str_or_none(rec.get("server_name")), "tool": str_or_none(rec.get("tool_name")),
+                   "arguments": None, "args_key": None, "decision": "allow",
+                   "source_file": str(path), "line_no": line.line_no}
+            rows.append(row)
+            n_calls += 1
+            open_calls.setdefault(key, []).append(row)
+            continue
+        q = open_calls.get(key)
+        dur = float_or_none(rec.get("duration_ms"))
+        if q:
+            row = q.pop(0)
+            row["ts_end"] = ts
+            row["duration_ms"] = dur
+        else:
+            start = ts
+            if dur is not None:
+                t = to_utc([ts]).iloc[0]
+                start = (t - pd.Timedelta(milliseconds=dur)).isoformat()
+            row = {"door_session": _synthetic("mcpjungle", agent, ts, path), "agent": agent, "ts": start,
+                   "ts_end": ts, "duration_ms": dur, "server": str_or_none(rec.get("server_name")),
+                   "tool": str_or_none(rec.get("tool_name")), "arguments": None, "args_key": None,
+                   "decision": "allow", "source_file": str(path), "line_no": line.line_no}
+            rows.append(row)
+            n_calls += 1
+        if rec.get("success") is False:
+            row["error"] = str_or_none(rec.get("error")) or "call failed (success: false)"
+    info["unfinished"] = sum(len(q) for q in open_calls.values())
+    _note_synthetic(info, "MCPJungle", n_calls)
+    if n_calls:
+        info["notes"].append("MCPJungle logs no arguments: arguments None, args_key NA")
+
+
 def load_mcpjungle(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load MCPJungle audit logs (zap JSON or console lines) into ``calls``.
 
@@ -588,67 +647,7 @@ def load_mcpjungle(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be read.
     """
-    rows: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    for path in expand_files(paths, _SUFFIXES):
-        data, info = _read(path, "mcpjungle")
-        open_calls: dict[tuple, list[dict]] = {}
-        n_calls = 0
-        for line in iter_lines(data):
-            rec, ts = _mcpjungle_line(line.raw.strip())
-            if rec is None:
-                quarantine.append(quarantine_row(path, line, "mcpjungle",
-                                                 "unterminated last line (still being written?)" if line.pending
-                                                 else "neither a zap JSON nor a zap console line",
-                                                 kind="pending" if line.pending else "invalid"))
-                continue
-            rec = deep_safe(rec)
-            et = rec.get("event_type")
-            if et not in ("mcp_tool_call_start", "mcp_tool_call"):
-                info["not_calls"] += 1
-                continue
-            if not _valid_ts(ts):
-                quarantine.append(quarantine_row(path, line, "mcpjungle", "audit line without a valid timestamp"))
-                continue
-            agent = _str(rec.get("client_name"))
-            rid = _str(rec.get("request_id"))
-            key = ("rid", rid) if rid else ("name", agent, rec.get("server_name"), rec.get("tool_name"))
-            if et == "mcp_tool_call_start":
-                row = {"door_session": _synthetic("mcpjungle", agent, ts, path), "agent": agent, "ts": ts,
-                       "server": _str(rec.get("server_name")), "tool": _str(rec.get("tool_name")),
-                       "arguments": None, "args_key": None, "decision": "allow",
-                       "source_file": str(path), "line_no": line.line_no}
-                rows.append(row)
-                n_calls += 1
-                open_calls.setdefault(key, []).append(row)
-                continue
-            q = open_calls.get(key)
-            dur = rec.get("duration_ms")
-            dur = float(dur) if isinstance(dur, (int, float)) and not isinstance(dur, bool) else None
-            if q:
-                row = q.pop(0)
-                row["ts_end"] = ts
-                row["duration_ms"] = dur
-            else:
-                start = ts
-                if dur is not None:
-                    t = to_utc([ts]).iloc[0]
-                    start = (t - pd.Timedelta(milliseconds=dur)).isoformat()
-                row = {"door_session": _synthetic("mcpjungle", agent, ts, path), "agent": agent, "ts": start,
-                       "ts_end": ts, "duration_ms": dur, "server": _str(rec.get("server_name")),
-                       "tool": _str(rec.get("tool_name")), "arguments": None, "args_key": None,
-                       "decision": "allow", "source_file": str(path), "line_no": line.line_no}
-                rows.append(row)
-                n_calls += 1
-            if rec.get("success") is False:
-                row["error"] = _str(rec.get("error")) or "call failed (success: false)"
-        info["unfinished"] = sum(len(q) for q in open_calls.values())
-        _note_synthetic(info, "MCPJungle", n_calls)
-        if n_calls:
-            info["notes"].append("MCPJungle logs no arguments: arguments None, args_key NA")
-        inputs.append(info)
-    return _finish(rows, quarantine, inputs, "mcpjungle")
+    return _load_calls(paths, "mcpjungle", _read_mcpjungle)
 
 
 # --------------------------------------------------------------------------- Gatekit
@@ -666,8 +665,7 @@ def _gatekit_score(o: dict) -> float:
 
 def sniff_gatekit(sample: bytes) -> float:
     """Confidence that ``sample`` is a Gatekit JSON Lines audit log."""
-    scores = _json_lines_score(sample, _gatekit_score)
-    return round(0.95 * sum(scores) / len(scores), 3) if scores else 0.0
+    return _mean_score(line_scores(sample, _gatekit_score))
 
 
 def _truncated(body: Any) -> bool:
@@ -690,6 +688,78 @@ def _truncated_value(v: Any) -> bool:
     return False
 
 
+def _read_gatekit(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
+    """The calls of one Gatekit audit log (see :func:`load_gatekit`)."""
+    open_calls: dict[tuple, list[dict]] = {}
+    n_calls = truncated = no_body = 0
+    for ln, o in _records(path, data, "gatekit", quarantine):
+        et = o.get("event_type")
+        if o.get("method") != "tools/call" and not (et in _GK_RESPONSE and o.get("method") in (None, "")):
+            info["not_calls"] += 1
+            continue
+        if not _dated(o, "timestamp", "audit event", path, ln, "gatekit", quarantine):
+            continue
+        server = str_or_none(o.get("server_name"))
+        key = (server, json.dumps(o.get("request_id")))
+        pipe = o.get("pipeline") if isinstance(o.get("pipeline"), dict) else {}
+        blocked = o.get("pipeline_outcome") == "blocked" or pipe.get("pipeline_outcome") == "blocked"
+        stage = str_or_none(pipe.get("blocked_at_stage")) or (
+            str_or_none(pipe.get("completed_by")) if blocked else None)
+        reason = str_or_none(o.get("reason"))
+        err = str_or_none(o.get("error_message"))
+        if et in _GK_RESPONSE:
+            q = open_calls.get(key)
+            if not q:
+                info["not_calls"] += 1
+                info["notes"].append(f"line {ln}: response without a logged request; not a call row")
+                continue
+            row = q.pop(0)
+            row["ts_end"] = o["timestamp"]
+            dur = float_or_none(o.get("duration_ms"))
+            if dur is not None:
+                row["duration_ms"] = dur
+        else:
+            tool = str_or_none(o.get("tool"))
+            if tool and server and tool.startswith(server + "__"):
+                tool = tool[len(server) + 2:]
+            elif tool and "__" in tool and server is None:
+                server, _, tool = tool.partition("__")
+            body = o.get("request_body")
+            args, akey = None, None
+            if body is None:
+                no_body += 1
+            elif _truncated(body):
+                truncated += 1
+                args = body.get("arguments") if isinstance(body, dict) and isinstance(body.get("arguments"), dict) else None
+            else:
+                args, akey = _args(body.get("arguments") if isinstance(body, dict) else None)
+                if args is None and isinstance(body, dict) and "arguments" not in body:
+                    args, akey = {}, canonical_args({})
+            row = {"door_session": _synthetic("gatekit", None, o["timestamp"], path), "agent": None,
+                   "ts": o["timestamp"], "server": server, "tool": tool, "arguments": args, "args_key": akey,
+                   "decision": "allow", "meta_call_id": _meta_id(body),
+                   "source_file": str(path), "line_no": ln}
+            rows.append(row)
+            n_calls += 1
+            open_calls.setdefault(key, []).append(row)
+        if blocked:
+            row["decision"] = "deny"
+        if blocked or stage:
+            parts = [x for x in (stage, reason) if x]
+            if parts:
+                row["rule"] = " — ".join(parts)
+        if err and o.get("response_status", "error") == "error":
+            row["error"] = err
+    info["unfinished"] = sum(len(q) for q in open_calls.values())
+    _note_synthetic(info, "Gatekit", n_calls)
+    if no_body:
+        info["notes"].append(f"{no_body} call(s) without request_body (include_request_body off): "
+                             "arguments None, args_key NA")
+    if truncated:
+        info["notes"].append(f"{truncated} call(s) with a truncated request_body: arguments as logged, "
+                             "args_key NA")
+
+
 def load_gatekit(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load Gatekit JSON Lines audit logs into ``calls``.
 
@@ -703,82 +773,7 @@ def load_gatekit(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be read.
     """
-    rows: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    for path in expand_files(paths, _SUFFIXES):
-        data, info = _read(path, "gatekit")
-        open_calls: dict[tuple, list[dict]] = {}
-        n_calls = truncated = no_body = 0
-        for ln, o in _records(path, data, "gatekit", quarantine):
-            et = o.get("event_type")
-            if o.get("method") != "tools/call" and not (et in _GK_RESPONSE and o.get("method") in (None, "")):
-                info["not_calls"] += 1
-                continue
-            if not _valid_ts(o.get("timestamp")):
-                quarantine.append(quarantine_row(path, None, "gatekit", "audit event without a valid timestamp",
-                                                 line_no=ln, raw=orjson.dumps(o)[:400]))
-                continue
-            server = _str(o.get("server_name"))
-            key = (server, json.dumps(o.get("request_id")))
-            pipe = o.get("pipeline") if isinstance(o.get("pipeline"), dict) else {}
-            blocked = o.get("pipeline_outcome") == "blocked" or pipe.get("pipeline_outcome") == "blocked"
-            stage = _str(pipe.get("blocked_at_stage")) or (_str(pipe.get("completed_by")) if blocked else None)
-            reason = _str(o.get("reason"))
-            err = _str(o.get("error_message"))
-            if et in _GK_RESPONSE:
-                q = open_calls.get(key)
-                if not q:
-                    info["not_calls"] += 1
-                    info["notes"].append(f"line {ln}: response without a logged request; not a call row")
-                    continue
-                row = q.pop(0)
-                row["ts_end"] = o["timestamp"]
-                dur = o.get("duration_ms")
-                if isinstance(dur, (int, float)) and not isinstance(dur, bool):
-                    row["duration_ms"] = float(dur)
-            else:
-                tool = _str(o.get("tool"))
-                if tool and server and tool.startswith(server + "__"):
-                    tool = tool[len(server) + 2:]
-                elif tool and "__" in tool and server is None:
-                    server, _, tool = tool.partition("__")
-                body = o.get("request_body")
-                args, akey = None, None
-                if body is None:
-                    no_body += 1
-                elif _truncated(body):
-                    truncated += 1
-                    args = body.get("arguments") if isinstance(body, dict) and isinstance(body.get("arguments"), dict) else None
-                else:
-                    args, akey = _args(body.get("arguments") if isinstance(body, dict) else None)
-                    if args is None and isinstance(body, dict) and "arguments" not in body:
-                        args, akey = {}, canonical_args({})
-                row = {"door_session": _synthetic("gatekit", None, o["timestamp"], path), "agent": None,
-                       "ts": o["timestamp"], "server": server, "tool": tool, "arguments": args, "args_key": akey,
-                       "decision": "allow", "meta_call_id": _meta_id(body),
-                       "source_file": str(path), "line_no": ln}
-                rows.append(row)
-                n_calls += 1
-                open_calls.setdefault(key, []).append(row)
-            if blocked:
-                row["decision"] = "deny"
-            if blocked or stage:
-                parts = [x for x in (stage, reason) if x]
-                if parts:
-                    row["rule"] = " — ".join(parts)
-            if err and o.get("response_status", "error") == "error":
-                row["error"] = err
-        info["unfinished"] = sum(len(q) for q in open_calls.values())
-        _note_synthetic(info, "Gatekit", n_calls)
-        if no_body:
-            info["notes"].append(f"{no_body} call(s) without request_body (include_request_body off): "
-                                 "arguments None, args_key NA")
-        if truncated:
-            info["notes"].append(f"{truncated} call(s) with a truncated request_body: arguments as logged, "
-                                 "args_key NA")
-        inputs.append(info)
-    return _finish(rows, quarantine, inputs, "gatekit")
+    return _load_calls(paths, "gatekit", _read_gatekit)
 
 
 # --------------------------------------------------------------------------- Obot
@@ -798,6 +793,51 @@ def sniff_obot(sample: bytes) -> float:
     return _doc_or_lines(sample, _obot_score, _OBOT_LIST_KEYS, frag=(b'"callType"', b'"callIdentifier"'))
 
 
+def _read_obot(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
+    """The calls of one Obot audit export (see :func:`load_obot`)."""
+    synth = 0
+    for ln, o in _records(path, data, "obot", quarantine, _OBOT_LIST_KEYS):
+        if o.get("callType") != "tools/call":
+            info["not_calls"] += 1
+            continue
+        if not _dated(o, "createdAt", "audit row", path, ln, "obot", quarantine):
+            continue
+        ci = o.get("clientInfo") if isinstance(o.get("clientInfo"), dict) else {}
+        agent = str_or_none(ci.get("name")) or str_or_none(o.get("userAgent"))
+        sess = str_or_none(o.get("sessionID"))
+        if sess is None:
+            synth += 1
+        req = o.get("requestBody") if isinstance(o.get("requestBody"), dict) else None
+        params = req.get("params") if req and isinstance(req.get("params"), dict) else None
+        if params is not None:
+            args, akey = _args(params.get("arguments") if "arguments" in params else {})
+        else:
+            args, akey = None, None
+        outcome = str_or_none(o.get("outcome"))
+        hooks = [h for h in (o.get("webhookStatuses") or []) if isinstance(h, dict)]
+        deny = (outcome or "").lower() in _DENY_WORDS or o.get("responseStatus") in (401, 403) or any(
+            str(h.get("status", "")).lower() in _DENY_WORDS for h in hooks)
+        acted = [h for h in hooks if str(h.get("status", "")).lower() not in ("", "success", "allowed", "ok")]
+        rule = "; ".join(f"{h.get('name')}: {h.get('status')}" + (f" ({h['message']})" if str_or_none(h.get("message"))
+                                                                  else "") for h in acted) or None
+        resp = o.get("responseBody") if isinstance(o.get("responseBody"), dict) else {}
+        error = None
+        if isinstance(resp.get("error"), dict):
+            error = str_or_none(resp["error"].get("message")) or orjson.dumps(resp["error"]).decode()
+        elif isinstance(resp.get("result"), dict) and resp["result"].get("isError") is True:
+            error = "tool result isError"
+        elif outcome and outcome.lower() not in ("success", "succeeded", "ok") and not deny:
+            error = f"outcome: {outcome}"
+        tool = str_or_none(o.get("callIdentifier")) or (str_or_none(params.get("name")) if params else None)
+        rows.append({"door_session": sess or _synthetic("obot", agent, o["createdAt"], path), "agent": agent,
+                     "ts": o["createdAt"], "duration_ms": float_or_none(o.get("processingTimeMs")),
+                     "server": str_or_none(o.get("mcpServerDisplayName")) or str_or_none(o.get("mcpID")), "tool": tool,
+                     "arguments": args, "args_key": akey, "decision": "deny" if deny else "allow",
+                     "rule": rule, "meta_call_id": _meta_id(params), "error": error,
+                     "source_file": str(path), "line_no": ln})
+    _note_synthetic(info, "this Obot export", synth)
+
+
 def load_obot(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load Obot MCP audit log rows into ``calls`` (``callType`` ``tools/call`` rows only).
 
@@ -810,58 +850,7 @@ def load_obot(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be read.
     """
-    rows: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    for path in expand_files(paths, _SUFFIXES):
-        data, info = _read(path, "obot")
-        synth = 0
-        for ln, o in _records(path, data, "obot", quarantine, _OBOT_LIST_KEYS):
-            if o.get("callType") != "tools/call":
-                info["not_calls"] += 1
-                continue
-            if not _valid_ts(o.get("createdAt")):
-                quarantine.append(quarantine_row(path, None, "obot", "audit row without a valid createdAt",
-                                                 line_no=ln, raw=orjson.dumps(o)[:400]))
-                continue
-            ci = o.get("clientInfo") if isinstance(o.get("clientInfo"), dict) else {}
-            agent = _str(ci.get("name")) or _str(o.get("userAgent"))
-            sess = _str(o.get("sessionID"))
-            if sess is None:
-                synth += 1
-            req = o.get("requestBody") if isinstance(o.get("requestBody"), dict) else None
-            params = req.get("params") if req and isinstance(req.get("params"), dict) else None
-            if params is not None:
-                args, akey = _args(params.get("arguments") if "arguments" in params else {})
-            else:
-                args, akey = None, None
-            outcome = _str(o.get("outcome"))
-            hooks = [h for h in (o.get("webhookStatuses") or []) if isinstance(h, dict)]
-            deny = (outcome or "").lower() in _DENY_WORDS or o.get("responseStatus") in (401, 403) or any(
-                str(h.get("status", "")).lower() in _DENY_WORDS for h in hooks)
-            acted = [h for h in hooks if str(h.get("status", "")).lower() not in ("", "success", "allowed", "ok")]
-            rule = "; ".join(f"{h.get('name')}: {h.get('status')}" + (f" ({h['message']})" if _str(h.get("message"))
-                                                                      else "") for h in acted) or None
-            resp = o.get("responseBody") if isinstance(o.get("responseBody"), dict) else {}
-            error = None
-            if isinstance(resp.get("error"), dict):
-                error = _str(resp["error"].get("message")) or orjson.dumps(resp["error"]).decode()
-            elif isinstance(resp.get("result"), dict) and resp["result"].get("isError") is True:
-                error = "tool result isError"
-            elif outcome and outcome.lower() not in ("success", "succeeded", "ok") and not deny:
-                error = f"outcome: {outcome}"
-            tool = _str(o.get("callIdentifier")) or (_str(params.get("name")) if params else None)
-            dur = o.get("processingTimeMs")
-            rows.append({"door_session": sess or _synthetic("obot", agent, o["createdAt"], path), "agent": agent,
-                         "ts": o["createdAt"], "duration_ms": float(dur) if isinstance(dur, (int, float))
-                         and not isinstance(dur, bool) else None,
-                         "server": _str(o.get("mcpServerDisplayName")) or _str(o.get("mcpID")), "tool": tool,
-                         "arguments": args, "args_key": akey, "decision": "deny" if deny else "allow",
-                         "rule": rule, "meta_call_id": _meta_id(params), "error": error,
-                         "source_file": str(path), "line_no": ln})
-        _note_synthetic(info, "this Obot export", synth)
-        inputs.append(info)
-    return _finish(rows, quarantine, inputs, "obot")
+    return _load_calls(paths, "obot", _read_obot)
 
 
 # --------------------------------------------------------------------------- Lasso
@@ -880,6 +869,29 @@ def sniff_lasso(sample: bytes) -> float:
     return _doc_or_lines(sample, _lasso_score, ("events", "rows"), frag=(b'"track_id"', b'"capability_name"'))
 
 
+def _read_lasso(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
+    """The calls of one Lasso event log (see :func:`load_lasso`)."""
+    n = 0
+    for ln, o in _records(path, data, "lasso", quarantine, ("events", "rows")):
+        if o.get("capability_type") != "tool":
+            info["not_calls"] += 1
+            continue
+        if not _dated(o, "timestamp", "row", path, ln, "lasso", quarantine):
+            continue
+        args = {k: v for k, v in o.items() if k not in _LASSO_FIXED and v is not None}
+        is_err = o.get("isError") not in (None, 0, False, "0", "false")
+        rows.append({"door_session": str_or_none(o.get("track_id")) or _synthetic("lasso", None, o["timestamp"], path),
+                     "agent": None, "ts": o["timestamp"], "server": str_or_none(o.get("server_name")),
+                     "tool": str_or_none(o.get("capability_name")), "arguments": args, "args_key": None,
+                     "decision": "allow",
+                     "error": (str_or_none(o.get("content_text")) or "isError") if is_err else None,
+                     "source_file": str(path), "line_no": ln})
+        n += 1
+    if n:
+        info["notes"].append("Lasso timestamps carry no zone: read as UTC")
+        info["notes"].append("arguments rebuilt from Lasso's extra columns (null values dropped); args_key NA")
+
+
 def load_lasso(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load Lasso MCP gateway xetrack rows into ``calls`` (``capability_type`` ``tool`` rows).
 
@@ -890,33 +902,7 @@ def load_lasso(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be read.
     """
-    rows: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    for path in expand_files(paths, _SUFFIXES):
-        data, info = _read(path, "lasso")
-        n = 0
-        for ln, o in _records(path, data, "lasso", quarantine, ("events", "rows")):
-            if o.get("capability_type") != "tool":
-                info["not_calls"] += 1
-                continue
-            if not _valid_ts(o.get("timestamp")):
-                quarantine.append(quarantine_row(path, None, "lasso", "row without a valid timestamp",
-                                                 line_no=ln, raw=orjson.dumps(o)[:400]))
-                continue
-            args = {k: v for k, v in o.items() if k not in _LASSO_FIXED and v is not None}
-            is_err = o.get("isError") not in (None, 0, False, "0", "false")
-            rows.append({"door_session": _str(o.get("track_id")) or _synthetic("lasso", None, o["timestamp"], path),
-                         "agent": None, "ts": o["timestamp"], "server": _str(o.get("server_name")),
-                         "tool": _str(o.get("capability_name")), "arguments": args, "args_key": None,
-                         "decision": "allow", "error": (_str(o.get("content_text")) or "isError") if is_err else None,
-                         "source_file": str(path), "line_no": ln})
-            n += 1
-        if n:
-            info["notes"].append("Lasso timestamps carry no zone: read as UTC")
-            info["notes"].append("arguments rebuilt from Lasso's extra columns (null values dropped); args_key NA")
-        inputs.append(info)
-    return _finish(rows, quarantine, inputs, "lasso")
+    return _load_calls(paths, "lasso", _read_lasso)
 
 
 # --------------------------------------------------------------------------- Pomerium
@@ -931,12 +917,37 @@ def _pomerium_score(o: dict) -> float:
 
 def sniff_pomerium(sample: bytes) -> float:
     """Confidence that ``sample`` holds Pomerium authorize log lines for MCP."""
-    scores = _json_lines_score(sample, _pomerium_score)
+    scores = line_scores(sample, _pomerium_score)
     if not scores:
         return _doc_or_lines(sample, _pomerium_score)
     if max(scores) < 1.0:
         return 0.0
     return round(0.95 * sum(scores) / len(scores), 3)
+
+
+def _read_pomerium(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
+    """The calls of one Pomerium authorize log (see :func:`load_pomerium`)."""
+    n = 0
+    for ln, o in _records(path, data, "pomerium", quarantine):
+        if o.get("mcp-method") != "tools/call":
+            info["not_calls"] += 1
+            continue
+        if not _dated(o, "time", "log line", path, ln, "pomerium", quarantine):
+            continue
+        agent = str_or_none(o.get("user")) or str_or_none(o.get("email")) or str_or_none(o.get("user-id"))
+        deny = o.get("deny") is True or o.get("allow") is False
+        why = o.get("deny-why-true") if deny else o.get("allow-why-true")
+        rule = ", ".join(str(x) for x in why) if isinstance(why, list) and why else None
+        args, akey = _args(o.get("mcp-tool-parameters"))
+        if args is None and "mcp-tool-parameters" not in o:
+            info["notes"].append(f"line {ln}: no mcp-tool-parameters; args_key NA")
+        rows.append({"door_session": _synthetic("pomerium", agent, o["time"], path), "agent": agent,
+                     "ts": o["time"], "server": str_or_none(o.get("server-name")),
+                     "tool": str_or_none(o.get("mcp-tool")),
+                     "arguments": args, "args_key": akey, "decision": "deny" if deny else "allow",
+                     "rule": rule, "source_file": str(path), "line_no": ln})
+        n += 1
+    _note_synthetic(info, "Pomerium", n)
 
 
 def load_pomerium(paths: str | Path | Iterable[str | Path]) -> LoadResult:
@@ -950,35 +961,7 @@ def load_pomerium(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be read.
     """
-    rows: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    for path in expand_files(paths, _SUFFIXES):
-        data, info = _read(path, "pomerium")
-        n = 0
-        for ln, o in _records(path, data, "pomerium", quarantine):
-            if o.get("mcp-method") != "tools/call":
-                info["not_calls"] += 1
-                continue
-            if not _valid_ts(o.get("time")):
-                quarantine.append(quarantine_row(path, None, "pomerium", "log line without a valid time",
-                                                 line_no=ln, raw=orjson.dumps(o)[:400]))
-                continue
-            agent = _str(o.get("user")) or _str(o.get("email")) or _str(o.get("user-id"))
-            deny = o.get("deny") is True or o.get("allow") is False
-            why = o.get("deny-why-true") if deny else o.get("allow-why-true")
-            rule = ", ".join(str(x) for x in why) if isinstance(why, list) and why else None
-            args, akey = _args(o.get("mcp-tool-parameters"))
-            if args is None and "mcp-tool-parameters" not in o:
-                info["notes"].append(f"line {ln}: no mcp-tool-parameters; args_key NA")
-            rows.append({"door_session": _synthetic("pomerium", agent, o["time"], path), "agent": agent,
-                         "ts": o["time"], "server": _str(o.get("server-name")), "tool": _str(o.get("mcp-tool")),
-                         "arguments": args, "args_key": akey, "decision": "deny" if deny else "allow",
-                         "rule": rule, "source_file": str(path), "line_no": ln})
-            n += 1
-        _note_synthetic(info, "Pomerium", n)
-        inputs.append(info)
-    return _finish(rows, quarantine, inputs, "pomerium")
+    return _load_calls(paths, "pomerium", _read_pomerium)
 
 
 # --------------------------------------------------------------------------- registration

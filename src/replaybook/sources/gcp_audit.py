@@ -61,22 +61,15 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-import orjson
-
-from .._jsonl import quarantine_row
+from .._jsonl import quarantine_row, sample_objects
 from ..frames import LoadResult
 from ._cloud import (
-    Item,
     clean,
-    expand_files,
-    finish,
-    input_entry,
-    json_items,
     json_preview,
-    looks_binary,
+    json_records,
+    load_each,
     new_row,
     path_uri,
-    read_input,
     to_int,
     verb_action,
 )
@@ -225,6 +218,32 @@ def _classify(obj: Any) -> tuple[str, str | None]:
     return "invalid", "not a Cloud Logging LogEntry (no logName / payload)"
 
 
+def _skip_document(doc: dict) -> str | None:
+    kind, _ = _classify(doc)
+    return "JSON object that is not a LogEntry" if kind == "invalid" else None
+
+
+def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
+    """The access rows of one file's text (see :func:`load_gcp_audit`)."""
+    spath = str(path)
+    ignored = 0
+    for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, _skip_document):
+        kind, why = _classify(it.obj)
+        if kind == "ignored":
+            ignored += 1
+            continue
+        row = None
+        if kind == "audit":
+            row, why = _row(it.obj, spath, it.line_no)
+        if row is None:
+            quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
+                                             raw=it.raw if it.raw is not None else json_preview(it.obj)[:400]))
+            continue
+        rows.append(row)
+    if ignored:
+        info["ignored_lines"] = ignored
+
+
 def load_gcp_audit(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load Cloud Audit Logs LogEntries (JSON Lines, a JSON array, or ``{"entries": [...]}``).
 
@@ -242,53 +261,7 @@ def load_gcp_audit(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be opened.
     """
-    rows: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    for path in expand_files(paths):
-        size, data, problem = read_input(path)
-        info = input_entry(path, size, data, LOADER, problem)
-        inputs.append(info)
-        spath = str(path)
-        if problem:
-            quarantine.append(quarantine_row(path, None, LOADER, problem))
-        if not data.strip():
-            if not problem:
-                info["skipped"], info["reason"] = True, "empty file"
-            continue
-        if looks_binary(data):
-            quarantine.append(quarantine_row(path, None, LOADER, "not a text log (binary data)",
-                                             offset=0, raw=data[:200]))
-            continue
-        shape, doc, items = json_items(data, _WRAPPERS)
-        if shape == "document":
-            kind, _ = _classify(doc)
-            if kind == "invalid":
-                info["skipped"], info["reason"] = True, "JSON object that is not a LogEntry"
-                continue
-            items = [Item(1, 0, None, doc, None)]
-        ignored = 0
-        for it in items:
-            if it.error is not None:
-                quarantine.append(quarantine_row(path, None, LOADER, it.error,
-                                                 kind="pending" if it.pending else "invalid",
-                                                 line_no=it.line_no, offset=it.offset, raw=it.raw))
-                continue
-            kind, why = _classify(it.obj)
-            if kind == "ignored":
-                ignored += 1
-                continue
-            row = None
-            if kind == "audit":
-                row, why = _row(it.obj, spath, it.line_no)
-            if row is None:
-                quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
-                                                 raw=it.raw if it.raw is not None else json_preview(it.obj)[:400]))
-                continue
-            rows.append(row)
-        if ignored:
-            info["ignored_lines"] = ignored
-    return finish(rows, quarantine, inputs, LOADER)
+    return load_each(paths, LOADER, _read_file)
 
 
 def sniff(sample: bytes) -> float:
@@ -303,18 +276,9 @@ def sniff(sample: bytes) -> float:
     if s[:1] in (b"[", b"{") and b'"protoPayload"' in s and b"google.cloud.audit.AuditLog" in s \
             and (s[:1] == b"[" or re.match(rb'^\{\s*"entries"\s*:', s)):
         return 0.9
-    seen = ok = audit = 0
-    for raw in s.split(b"\n")[:50]:
-        raw = raw.strip()
-        if not raw:
-            continue
-        seen += 1
-        try:
-            o = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if not isinstance(o, dict):
-            continue
+    seen, objects = sample_objects(s)
+    ok = audit = 0
+    for o in objects:
         payload = any(k in o for k in ("protoPayload", "jsonPayload", "textPayload"))
         if payload and ("logName" in o or "insertId" in o):
             ok += 1

@@ -78,12 +78,10 @@ from typing import Any, Iterable
 
 import orjson
 
-from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
-from .._text import to_utc, truncate
+from .._jsonl import expand_paths, iter_objects, json_doc_items, line_scores, name_stem, quarantine_row, read_source
+from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import canonical_args
-from ..errors import InputError
 from ..frames import QUARANTINE, STEPS, LoadResult
-from .codex import deep_safe, expand_files, json_doc_items, needs_safe
 from .registry import Source, register
 
 __all__ = ["load_gemini", "sniff", "split_gemini_name", "LOADER", "CLIENT"]
@@ -187,18 +185,7 @@ def sniff(sample: bytes) -> float:
             if re.search(rb'"role"\s*:\s*"model"', sample) and b'"parts"' in sample:
                 return 0.6
             return 0.0
-    parts = sample.split(b"\n")
-    if parts and not sample.endswith(b"\n"):
-        parts.pop()
-    scores: list[float] = []
-    for raw in parts[:200]:
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            scores.append(_rec_score(orjson.loads(raw)))
-        except orjson.JSONDecodeError:
-            scores.append(0.0)
+    scores = line_scores(sample, _rec_score)
     if not scores:
         return 0.0
     mean = sum(scores) / len(scores)
@@ -210,20 +197,6 @@ def sniff(sample: bytes) -> float:
 
 
 # --------------------------------------------------------------------------- helpers
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v != "" else None
-
-
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return None
-
 
 def _parts_text(content: Any) -> tuple[str | None, int]:
     """Text of a ``PartListUnion`` (string, part, or list of parts/strings) and its media count.
@@ -329,27 +302,19 @@ class _State:
 
 def _recording_name(path: Path) -> bool:
     """Folder walks read chat recordings only: ``session-*``, ``checkpoint-*``, and sub-agent
-    recordings under a ``chats/`` folder — never ``settings.json``, ``oauth_creds.json``,
-    ``logs.json`` or other files of ``~/.gemini``."""
-    return path.name.startswith(("session-", "checkpoint-")) or (
-        path.name.endswith((".jsonl", ".jsonl.gz")) and "chats" in path.parts[:-1])
+    recordings under a ``chats/`` folder, ending ``.jsonl``/``.json`` (or ``.gz``) — never
+    ``settings.json``, ``oauth_creds.json``, ``logs.json`` or other files of ``~/.gemini``."""
+    return path.name.endswith((".jsonl", ".json", ".jsonl.gz", ".json.gz")) and (
+        path.name.startswith(("session-", "checkpoint-")) or (
+            path.name.endswith((".jsonl", ".jsonl.gz")) and "chats" in path.parts[:-1]))
 
 
 def _stem(path: Path) -> str:
-    name = path.name
-    for suffix in (".jsonl.gz", ".json.gz", ".jsonl", ".json"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return path.stem
+    return name_stem(path, (".jsonl.gz", ".json.gz", ".jsonl", ".json"))
 
 
 def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict:
-    try:
-        raw_size = path.stat().st_size
-        data = read_bytes(path)
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read Gemini CLI recording: {exc}", path) from exc
-    info = file_info(path, raw_size, data, LOADER)
+    data, info = read_source(path, LOADER, "Gemini CLI recording")
     info.update(layout=None, superseded=0, rewinds=[], metadata_updates=0, notes=[])
     stripped = data.strip()
     first = stripped.split(b"\n", 1)[0].strip()
@@ -367,15 +332,8 @@ def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict
         return info
     info["layout"] = "jsonl"
     session = None
-    for line in iter_lines(data):
-        if line.error is not None:
-            quarantine.append(quarantine_row(path, line, LOADER, line.error,
-                                             kind="pending" if line.pending else "invalid"))
-            continue
+    for line in iter_objects(path, data, LOADER, quarantine):
         o = line.obj
-        if not isinstance(o, dict):
-            quarantine.append(quarantine_row(path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
-            continue
         if needs_safe(line.raw):
             o = deep_safe(o)
         if isinstance(o.get("$rewindTo"), str):
@@ -426,7 +384,7 @@ def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: li
 
     if isinstance(doc, dict) and isinstance(doc.get("messages"), list) and \
             not any(isinstance(m, dict) and "parts" in m and "id" not in m for m in doc["messages"][:5]):
-        session = _str(doc.get("sessionId")) or _stem(path)
+        session = str_or_none(doc.get("sessionId")) or _stem(path)
         st.set_meta(session, {k: v for k, v in doc.items() if k != "messages"}, file_idx, 1)
         msgs = doc["messages"]
         for ln, m in zip(lines(("messages", "*"), len(msgs)), msgs):
@@ -458,7 +416,7 @@ def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: li
 
 
 def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None) -> tuple[dict, str | None, str | None]:
-    name = _str(tc.get("name"))
+    name = str_or_none(tc.get("name"))
     server, tool = split_gemini_name(name, tc.get("displayName"))
     args = tc.get("args")
     key = canonical_args(args) if isinstance(args, dict) or args is None else (
@@ -467,10 +425,10 @@ def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None) -> t
     is_err = True if status in ("error", "cancelled") else (False if status == "success" else None)
     rtext = _result_text(tc.get("result"), tc.get("resultDisplay"))
     rtext, _ = truncate(rtext)
-    tts = _str(tc.get("timestamp")) or msg_ts
+    tts = str_or_none(tc.get("timestamp")) or msg_ts
     has_result = tc.get("result") is not None or status in ("success", "error", "cancelled")
     row = {**base, "kind": "tool_call", "line_type": "gemini/toolCall", "tool_raw": name, "server": server,
-           "tool": tool, "call_id": _str(tc.get("id")), "arguments": args, "args_key": key,
+           "tool": tool, "call_id": str_or_none(tc.get("id")), "arguments": args, "args_key": key,
            "is_error": is_err, "result_text": rtext, "message_id": msg_id}
     return row, tts, (tts if has_result else None)
 
@@ -496,7 +454,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """
     quarantine: list[dict] = []
     st = _State()
-    files = expand_files(paths, (".jsonl", ".json", ".jsonl.gz", ".json.gz"), accept=_recording_name)
+    files = expand_paths(paths, accept=_recording_name)
     inputs = [_read(p, i, st, quarantine) for i, p in enumerate(files)]
     for key, fidx in st.versions.items():
         for fi in fidx[:-1]:
@@ -537,15 +495,15 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     for _order, what, obj in items:
         if what == "meta":
             session, fi, ln, meta = obj
-            text, nb = truncate(_str(meta.get("summary")))
+            text, nb = truncate(str_or_none(meta.get("summary")))
             add({**base_for(session, fi, ln), "kind": "system", "line_type": "session", "text": text,
-                 "text_bytes": nb}, _str(meta.get("startTime")))
+                 "text_bytes": nb}, str_or_none(meta.get("startTime")))
         elif what == "msg":
             m: _Msg = obj
             rec = m.rec
             b = base_for(m.session, m.file_idx, m.line_no)
-            t = _str(rec.get("type"))
-            mts = _str(rec.get("timestamp"))
+            t = str_or_none(rec.get("type"))
+            mts = str_or_none(rec.get("timestamp"))
             text, media = _parts_text(rec.get("content"))
             text, nb = truncate(text)
             if t == "user":
@@ -554,8 +512,9 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             elif t == "gemini":
                 tok = rec.get("tokens") if isinstance(rec.get("tokens"), dict) else {}
                 add({**b, "kind": "model_request", "line_type": "gemini", "text": text, "text_bytes": nb,
-                     "model": _str(rec.get("model")), "message_id": rec["id"],
-                     "input_tokens": _int(tok.get("input")), "output_tokens": _int(tok.get("output"))}, mts)
+                     "model": str_or_none(rec.get("model")), "message_id": rec["id"],
+                     "input_tokens": int_or_none(tok.get("input"), integral_float=True),
+                     "output_tokens": int_or_none(tok.get("output"), integral_float=True)}, mts)
                 for tc in rec.get("toolCalls") or []:
                     if isinstance(tc, dict):
                         row, t1, t2 = _tool_row(b, tc, mts, rec["id"])
@@ -570,7 +529,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             _o, session, rec, fi, ln = obj
             lt = rec.get("type") if isinstance(rec.get("type"), str) else "unknown"
             add({**base_for(session, fi, ln), "kind": "other", "line_type": lt},
-                _str(rec.get("timestamp")))
+                str_or_none(rec.get("timestamp")))
         else:
             c: _Content = obj
             b = base_for(c.session, c.file_idx, c.line_no)
@@ -585,14 +544,14 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                 for p in parts:
                     fc = p.get("functionCall") if isinstance(p, dict) else None
                     if isinstance(fc, dict):
-                        name = _str(fc.get("name"))
+                        name = str_or_none(fc.get("name"))
                         server, tool = split_gemini_name(name)
                         args = fc.get("args")
                         i = add({**b, "kind": "tool_call", "line_type": "model/functionCall", "tool_raw": name,
-                                 "server": server, "tool": tool, "call_id": _str(fc.get("id")),
+                                 "server": server, "tool": tool, "call_id": str_or_none(fc.get("id")),
                                  "arguments": args, "args_key": canonical_args(args)
                                  if isinstance(args, (dict, list)) or args is None else None}, None)
-                        calls.setdefault(_str(fc.get("id")) or f"name:{name}", []).append(i)
+                        calls.setdefault(str_or_none(fc.get("id")) or f"name:{name}", []).append(i)
             else:
                 responses = [p["functionResponse"] for p in parts if isinstance(p, dict)
                              and isinstance(p.get("functionResponse"), dict)]
@@ -601,11 +560,11 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                          "line_type": role if isinstance(role, str) else None, "text": text,
                          "text_bytes": nb, "images": media}, None)
                 for fr in responses:
-                    name = _str(fr.get("name"))
+                    name = str_or_none(fr.get("name"))
                     rtext, rnb = truncate(_result_text([{"functionResponse": fr}]))
                     resp = fr.get("response") if isinstance(fr.get("response"), dict) else {}
                     is_err = "error" in resp
-                    cid = _str(fr.get("id"))
+                    cid = str_or_none(fr.get("id"))
                     q = calls.get(cid) if cid else None
                     if not q:
                         q = calls.get(f"name:{name}")

@@ -78,12 +78,11 @@ from typing import Any, Iterable
 import orjson
 import pandas as pd
 
-from .._jsonl import file_info, iter_lines, quarantine_row, read_bytes
-from .._text import truncate
+from .._jsonl import expand_paths, iter_objects, json_doc_items, quarantine_row, read_source
+from .._text import deep_safe, int_or_none, truncate
 from ..canonical import canonical_args
-from ..errors import InputError
 from ..frames import QUARANTINE, STEPS, LoadResult
-from .codex import deep_safe, expand_files, json_doc_items, split_codex_name
+from .codex import split_codex_name
 from .registry import Source, register
 
 __all__ = ["load_otel", "sniff", "otlp_value", "LOADER", "CLIENT"]
@@ -236,12 +235,7 @@ class _Span:
 
 
 def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span], counter: list[int]) -> dict:
-    try:
-        raw_size = path.stat().st_size
-        data = read_bytes(path)
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read OTLP file: {exc}", path) from exc
-    info = file_info(path, raw_size, data, LOADER)
+    data, info = read_source(path, LOADER, "OTLP file")
     info.update(notes=[], other_signals=0, duplicates=0, layout=None)
     doc = None
     stripped = data.strip()
@@ -281,15 +275,8 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
             _request(path, req, lambda: next(it, None), file_idx, quarantine, spans, counter, info)
         return info
     info["layout"] = "jsonl"
-    for line in iter_lines(data):
-        if line.error is not None:
-            quarantine.append(quarantine_row(path, line, LOADER, line.error,
-                                             kind="pending" if line.pending else "invalid"))
-            continue
+    for line in iter_objects(path, data, LOADER, quarantine):
         o = line.obj
-        if not isinstance(o, dict):
-            quarantine.append(quarantine_row(path, line, LOADER, f"not a JSON object ({type(o).__name__})"))
-            continue
         if not any(x in o for x in _RS):
             if any(x in o for x in ("resourceLogs", "resourceMetrics", "resource_logs", "resource_metrics")):
                 info["other_signals"] += 1
@@ -422,7 +409,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     quarantine: list[dict] = []
     spans_all: list[_Span] = []
     counter = [0]
-    files = expand_files(paths, (".json", ".jsonl", ".json.gz", ".jsonl.gz"))
+    files = expand_paths(paths, accept=lambda q: q.name.endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz")))
     inputs = [_read(p, i, quarantine, spans_all, counter) for i, p in enumerate(files)]
     spans: list[_Span] = []
     index: dict[tuple[str, str], _Span] = {}
@@ -545,8 +532,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             row.update(kind="model_request", model=model if isinstance(model, str) else None,
                        message_id=attrs.get("gen_ai.response.id") if isinstance(attrs.get("gen_ai.response.id"), str)
                        else None,
-                       input_tokens=it if isinstance(it, int) and not isinstance(it, bool) else None,
-                       output_tokens=ot if isinstance(ot, int) and not isinstance(ot, bool) else None,
+                       input_tokens=int_or_none(it), output_tokens=int_or_none(ot),
                        text=text, text_bytes=nb)
         else:
             if k in outer_of:

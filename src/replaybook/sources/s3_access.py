@@ -54,19 +54,14 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import parse_qs, unquote_plus
 
-from .._jsonl import quarantine_row
+from .._jsonl import iter_text_lines, quarantine_row
 from .._text import safe_str
 from ..frames import LoadResult
 from ._cloud import (
-    expand_files,
-    finish,
     http_outcome,
-    input_entry,
-    iter_text_lines,
-    looks_binary,
+    load_each,
     new_row,
     path_uri,
-    read_input,
     redact_text,
     role_session_name,
 )
@@ -215,6 +210,53 @@ def _int(v: str | None) -> int | None:
     return int(v) if v is not None and v.isdigit() else None
 
 
+def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
+    """The access rows of one log file's text (see :func:`load_s3_access`)."""
+    spath = str(path)
+    extra_lines = 0
+    for line_no, offset, raw, pending in iter_text_lines(data):
+        text = safe_str(raw.decode("utf-8", "replace"))
+        rec = parse_line(text)
+        if rec is None:
+            quarantine.append(quarantine_row(
+                path, None, LOADER,
+                "unterminated last line (still being written?)" if pending
+                else "not an S3 server access log line (fields do not match the format)",
+                kind="pending" if pending else "invalid", line_no=line_no, offset=offset, raw=raw))
+            continue
+        for k in ("request_uri", "referer", "user_agent"):
+            if rec.get(k):
+                rec[k] = redact_text(rec[k])
+        if "extra_fields" in rec:
+            extra_lines += 1
+        op = rec["operation"] or ""
+        row = new_row(SOURCE, TIME_KIND, spath, line_no)
+        row["ts"] = _iso_time(rec["time"])
+        row["principal"] = rec["requester"]
+        row["principal_type"] = _principal_type(rec["requester"])
+        row["action"] = OPERATIONS.get(op, "other")
+        row["action_raw"] = op
+        bucket = rec["bucket"]
+        if bucket:
+            if rec["key"] is not None:
+                row["resource_uri"] = path_uri("s3", bucket, unquote_plus(rec["key"]))
+            elif op in _LIST_OPS:
+                row["resource_uri"] = path_uri("s3", bucket, _list_prefix(rec["request_uri"]))
+            else:
+                row["resource_uri"] = path_uri("s3", bucket, None)
+        status = _int(rec["http_status"])
+        row["error_code"] = rec["error_code"]
+        row["outcome"] = http_outcome(status, rec["error_code"])
+        row["bytes"] = 0 if rec["bytes_sent"] is None else _int(rec["bytes_sent"])
+        row["request_id"] = rec["request_id"]
+        row["user_agent"] = rec["user_agent"]
+        row["correlation"] = role_session_name(rec["requester"])
+        row["raw"] = rec
+        rows.append(row)
+    if extra_lines:
+        info["extra_fields"] = extra_lines
+
+
 def load_s3_access(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load S3 server access log files into the ``access`` frame.
 
@@ -232,67 +274,7 @@ def load_s3_access(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be opened.
     """
-    rows: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    for path in expand_files(paths):
-        size, data, problem = read_input(path)
-        info = input_entry(path, size, data, LOADER, problem)
-        inputs.append(info)
-        spath = str(path)
-        if problem:
-            quarantine.append(quarantine_row(path, None, LOADER, problem))
-        if not data.strip():
-            if not problem:
-                info["skipped"], info["reason"] = True, "empty file"
-            continue
-        if looks_binary(data):
-            quarantine.append(quarantine_row(path, None, LOADER, "not a text log (binary data)",
-                                             offset=0, raw=data[:200]))
-            continue
-        extra_lines = 0
-        for line_no, offset, raw, pending in iter_text_lines(data):
-            text = safe_str(raw.decode("utf-8", "replace"))
-            rec = parse_line(text)
-            if rec is None:
-                quarantine.append(quarantine_row(
-                    path, None, LOADER,
-                    "unterminated last line (still being written?)" if pending
-                    else "not an S3 server access log line (fields do not match the format)",
-                    kind="pending" if pending else "invalid", line_no=line_no, offset=offset, raw=raw))
-                continue
-            for k in ("request_uri", "referer", "user_agent"):
-                if rec.get(k):
-                    rec[k] = redact_text(rec[k])
-            if "extra_fields" in rec:
-                extra_lines += 1
-            op = rec["operation"] or ""
-            row = new_row(SOURCE, TIME_KIND, spath, line_no)
-            row["ts"] = _iso_time(rec["time"])
-            row["principal"] = rec["requester"]
-            row["principal_type"] = _principal_type(rec["requester"])
-            row["action"] = OPERATIONS.get(op, "other")
-            row["action_raw"] = op
-            bucket = rec["bucket"]
-            if bucket:
-                if rec["key"] is not None:
-                    row["resource_uri"] = path_uri("s3", bucket, unquote_plus(rec["key"]))
-                elif op in _LIST_OPS:
-                    row["resource_uri"] = path_uri("s3", bucket, _list_prefix(rec["request_uri"]))
-                else:
-                    row["resource_uri"] = path_uri("s3", bucket, None)
-            status = _int(rec["http_status"])
-            row["error_code"] = rec["error_code"]
-            row["outcome"] = http_outcome(status, rec["error_code"])
-            row["bytes"] = 0 if rec["bytes_sent"] is None else _int(rec["bytes_sent"])
-            row["request_id"] = rec["request_id"]
-            row["user_agent"] = rec["user_agent"]
-            row["correlation"] = role_session_name(rec["requester"])
-            row["raw"] = rec
-            rows.append(row)
-        if extra_lines:
-            info["extra_fields"] = extra_lines
-    return finish(rows, quarantine, inputs, LOADER)
+    return load_each(paths, LOADER, _read_file)
 
 
 def sniff(sample: bytes) -> float:
