@@ -25,7 +25,7 @@ def safe_str(s: str) -> str:
     in ``str`` but they cannot be encoded to UTF-8 (HTML, Parquet).  Valid surrogate *pairs*
     are joined into their code point.
     """
-    if not _SURROGATE.search(s):
+    if s.isascii() or not _SURROGATE.search(s):  # isascii is O(1) on CPython
         return s
     return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 

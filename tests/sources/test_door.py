@@ -95,3 +95,18 @@ def test_schema_ships_in_the_package_and_sniff_recognises_the_format():
     sample = (FIX / "join_trap" / "door" / "analyst" / "door-sess-a.jsonl").read_bytes()
     assert door.sniff(sample) > 0.9
     assert door.sniff(b'{"type": "user", "message": {}}\n') == 0.0
+
+
+def test_optional_fields_are_checked_as_strictly_as_the_schema(tmp_path):
+    ok = {**GOOD, "v": 1, "duration_ms": 3.5, "response_digest": "sha256:" + "a" * 64,
+          "object_digest": "sha256:" + "b" * 64, "correlation": "door-analyst", "method": "tools/call"}
+    lines = [json.dumps(ok),
+             json.dumps({**ok, "response_digest": "sha256:XYZ"}),
+             json.dumps({**ok, "v": 2}),
+             json.dumps({**ok, "duration_ms": -1})]
+    _write(tmp_path, "s1.jsonl", lines)
+    res = load_door(tmp_path)
+    assert len(res.frame) == 1 and res.frame.iloc[0].correlation == "door-analyst"
+    assert res.frame.iloc[0].object_digest == "sha256:" + "b" * 64
+    assert sorted(res.quarantine.line_no) == [2, 3, 4]
+    assert "response_digest" in res.quarantine.set_index("line_no").loc[2, "error"]

@@ -14,6 +14,8 @@ match exactly.  Keys recognised for ``meta_call_id``: :data:`META_CALL_ID_KEYS`.
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -44,7 +46,9 @@ _INT64 = 2**63
 _STR_OR_NONE = (str, type(None))
 _INT_OR_NONE = (int, type(None))
 _KNOWN_FAST = frozenset({"ts", "ts_end", "seq", "session", "agent", "server", "tool", "arguments",
-                         "object", "decision", "rule", "rows", "bytes", "meta", "error"})
+                         "object", "decision", "rule", "rows", "bytes", "meta", "error", "v",
+                         "duration_ms", "response_digest", "object_digest", "correlation", "method"})
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _quick_ok(o: dict) -> bool:
@@ -68,8 +72,19 @@ def _quick_ok(o: dict) -> bool:
     if type(r) not in _INT_OR_NONE or type(b) not in _INT_OR_NONE or not (0 <= (r or 0) < _INT64) \
             or not (0 <= (b or 0) < _INT64):
         return False
-    for k in ("agent", "server", "object", "rule", "error", "ts_end"):
+    for k in ("agent", "server", "object", "rule", "error", "ts_end", "correlation"):
         if type(o.get(k)) not in _STR_OR_NONE:
+            return False
+    if "v" in o and (o["v"] != 1 or type(o["v"]) is not int):
+        return False
+    if "method" in o and type(o["method"]) is not str:
+        return False
+    d = o.get("duration_ms")
+    if d is not None and (type(d) not in (int, float) or not d >= 0):
+        return False
+    for k in ("response_digest", "object_digest"):
+        v = o.get(k)
+        if v is not None and (type(v) is not str or not _DIGEST.fullmatch(v)):
             return False
     return True
 
