@@ -184,3 +184,19 @@ def test_timeline_section_embeds_an_offline_chart(frames):
     assert 'class="replaybook-chart"' in h and h.count("<script") == 2
     assert not re.search(r"<script[^>]*\bsrc\s*=", h)
     assert "<script>alert" not in h and "\\u003cscript\\u003ealert" in h
+
+
+def test_asked_and_answered_quotes_the_transcript_escaped():
+    import replaybook
+    from pathlib import Path
+
+    from replaybook.report import sections as S
+
+    inc = replaybook.Incident.load(Path(__file__).resolve().parents[2] / "data" / "demo" / "incident.yaml")
+    h = S.asked_and_answered(inc.steps, inc.join.sessions)
+    assert h.count("What is the average mpg of the cars in demo/?") == 2
+    assert "The average mpg of the cars in demo/ is 19.90." in h  # from the stale Parquet copy
+    assert "The average mpg is 20.35 (from cars.xpt)." in h
+    steps = inc.steps.copy()
+    steps.loc[steps.kind == "user_prompt", "text"] = "<script>alert(1)</script>"
+    assert "<script>" not in S.asked_and_answered(steps, inc.join.sessions)

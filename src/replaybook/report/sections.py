@@ -243,7 +243,7 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     if "meta_id" in method:
         level = "Strong"
         how = "the door logged the client's own tool-use ids, and they match the transcript's"
-    elif share_f >= 0.9 and margin_f >= 2 and agreed >= 5:
+    elif share_f >= 0.9 and margin_f >= 2 and agreed >= 3:
         level = "High confidence"
         how = f"tool, canonical arguments and time{within} agree"
     elif share_f >= 0.5 and margin_f >= 1 and agreed >= 2:
@@ -256,8 +256,11 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
          f"({_pct(share)}) agree ({how})")
     if margin_f > 0:
         s += f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer steps"
-    if level == "Moderate confidence" and agreed < 5:
+    if level == "Moderate confidence" and agreed < 3:
         s += f"; only {agreed} agreeing step(s) — little evidence either way"
+    if "tool_time" in method:
+        s += ("; some calls agree on tool and time only (their gateway logged no arguments), which is "
+              "weaker evidence")
     residual = []
     uc = row.get("unclaimed_calls")
     us = row.get("unmatched_steps")
@@ -268,6 +271,31 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     if residual:
         s += "; " + " and ".join(residual)
     return s + "."
+
+
+def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: int = 600) -> str:
+    """Per door session with a transcript: what the user asked (every prompt, in order) and the
+    agent's last text answer, quoted from the transcript (escaped, truncated to ``limit``
+    characters), so the report states the question and the answer in plain text."""
+    if sessions is None or not len(sessions):
+        return ""
+    items = []
+    for r in sessions.to_dict("records"):
+        tid = r.get("transcript_id")
+        if _isna(tid):
+            continue
+        t = steps[(steps["transcript_id"] == tid) & steps["agent_id"].isna()]
+        prompts = t[t["kind"] == "user_prompt"]["text"].dropna().tolist()
+        answers = t[(t["kind"] == "model_request") & t["text"].notna()]["text"].tolist()
+        asked = "".join(f"<blockquote>{esc(p, limit)}</blockquote>" for p in prompts) or \
+            '<p class="rb-note">no prompt in the transcript</p>'
+        answered = f"<blockquote>{esc(answers[-1], limit)}</blockquote>" if answers else \
+            '<p class="rb-note">no text answer in the transcript</p>'
+        items.append(f"<h3>Door session <code>{esc(r['door_session'])}</code> · transcript "
+                     f"<code>{esc(tid)}</code></h3><p>Asked:</p>{asked}<p>Answered (last text):</p>{answered}")
+    if not items:
+        return ""
+    return _section("What the agent was asked, and what it answered", "".join(items), anchor="asked")
 
 
 def join_summary(sessions: pd.DataFrame, window_s: float | None = None) -> str:
