@@ -75,3 +75,23 @@ def test_capsule_demo_incident_carries_its_verdict():
     assert d["classification"] == "external_evidence_drift"
     assert d["first_checkpoint"] == "tool_response.service_catalogue"
     assert replaybook.Incident.load(DEMO).capsule_section() is None
+
+
+def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
+    import shutil
+
+    from replaybook.report import sections as S
+
+    shutil.copytree(ROOT / "data" / "demo", tmp_path / "demo")
+    claims = ROOT / "tests" / "fixtures" / "packet" / "claims"
+    shutil.copy(claims / "session.jsonl", tmp_path / "demo" / "session.jsonl")
+    shutil.copy(claims / "PR_BODY.md", tmp_path / "demo" / "PR_BODY.md")
+    m = tmp_path / "demo" / "incident.yaml"
+    m.write_text(m.read_text() + "packet:\n  log: session.jsonl\n  body: PR_BODY.md\n")
+    inc = replaybook.Incident.load(m)
+    summary = inc.packet_summary()
+    findings = summary["claims"][summary["claims"].status == "finding"]
+    assert sorted(zip(findings.seq, findings.kind)) == [(3, "cites_failing_step"), (7, "cites_missing_step")]
+    html = S.packet_section(summary)
+    assert "cites_failing_step" in html and "Replay packet" in html
+    assert S.packet_section(replaybook.Incident.load(DEMO).packet_summary()) == ""

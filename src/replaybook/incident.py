@@ -262,6 +262,31 @@ class Incident:
 
 
     @property
+    def has_packet(self) -> bool:
+        """The manifest names a replay packet (``packet: {log, body}``)."""
+        return bool(self.manifest.get("packet"))
+
+    def packet_summary(self) -> dict | None:
+        """The replay packet's steps and claims (:func:`replaybook.packet.packet_summary`), or
+        ``None`` when the manifest names no packet.  Runs nothing.
+
+        Raises:
+            ManifestError: a named file does not exist.
+            PacketLogError: the session log is malformed (file and line named).
+        """
+        spec = self.manifest.get("packet")
+        if not spec:
+            return None
+        from .packet import packet_summary
+
+        log = self.root / spec["log"]
+        body = self.root / spec["body"] if spec.get("body") else None
+        for p in (log, body):
+            if p is not None and not p.exists():
+                raise ManifestError(f"packet: {p} does not exist", self.path)
+        return packet_summary(log, body)
+
+    @property
     def has_capsule(self) -> bool:
         """The manifest names a replay capsule."""
         return bool(self.manifest.get("capsule"))

@@ -535,6 +535,31 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     return _section("Cloud access the door did not explain", body, anchor="access")
 
 
+def packet_section(summary: Mapping | None) -> str:
+    """The replay packet: its recorded steps (exit codes, output hashes) and the PR body's
+    ``[seq:N]`` claims checked against them (from :func:`replaybook.packet.packet_summary`), or
+    an empty string when there is no packet."""
+    if not summary:
+        return ""
+    c = summary.get("counts", {})
+    body = (f"<p>{c.get('steps', 0)} recorded steps ({c.get('failing_steps', 0)} with a non-zero exit — a "
+            "failing-then-passing pair is often the best evidence). Re-run them in a clean checkout with "
+            "<code>replaybook packet replay</code>; the verdict is not in this report unless a replay was run.</p>")
+    body += table(summary["steps"], [("seq", "seq", "num"), ("cmd", "command", "code"), ("cwd", "cwd", "code"),
+                                     ("exit", "exit", "num"), ("out_sha", "output SHA-256", "code"),
+                                     ("duration_ms", "ms", "num"), ("replay_status", "replay", "text")],
+                  row_class=lambda r: "rb-refused" if r.get("exit") not in (0, None) else "")
+    claims = summary.get("claims")
+    if claims is not None and len(claims):
+        body += (f"<h3>Claims in the PR body</h3><p>{c.get('findings', 0)} findings, {c.get('warnings', 0)} "
+                 f"warnings, {c.get('accepted', 0)} accepted citations.</p>")
+        body += table(claims, [("line_no", "line", "num"), ("status", "status", "text"), ("kind", "kind", "code"),
+                               ("seq", "cites seq", "num"), ("step_exit", "step exit", "num"),
+                               ("sentence", "sentence", "text"), ("message", "what is wrong", "text")],
+                      row_class=lambda r: "rb-refused" if r.get("status") == "finding" else "")
+    return _section("Replay packet", body, anchor="packet")
+
+
 def capsule_section(incident: Any) -> str:
     """The replay capsule's verdict block, inventory and divergence record (the incident's
     ``capsule`` entry), or an empty string when the incident names no capsule."""
