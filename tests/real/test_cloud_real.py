@@ -59,8 +59,7 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def cloud(real_dir: Path) -> Path:
     d = real_dir / "cloud"
-    if not d.is_dir():
-        pytest.skip(f"{d} not found")
+    assert d.is_dir(), f"{d} not found in the shared sample files"
     return d
 
 

@@ -132,9 +132,8 @@ def render_subprocess():
 
 @pytest.fixture(scope="session")
 def demo_incident() -> Path:
-    """``data/demo/incident.yaml`` (skip when the demo has not been generated)."""
-    if not DEMO.exists():
-        pytest.skip(f"demo incident {DEMO} not generated yet")
+    """``data/demo/incident.yaml`` (committed; regenerate with ``make demo-data``)."""
+    assert DEMO.exists(), f"demo incident {DEMO} is missing: run `make demo-data`"
     return DEMO
 
 
