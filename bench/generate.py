@@ -35,6 +35,7 @@ import numpy as np
 import orjson
 
 GEN_VERSION = 1
+CLOUD_GEN_VERSION = 2  # CloudTrail / S3 access data (bump to regenerate only those)
 EPOCH_MS = int(datetime(2026, 9, 1, tzinfo=timezone.utc).timestamp() * 1000)
 
 DOOR_TOOLS = ("list_folder", "describe", "summarise", "query", "read_object", "search",
@@ -120,8 +121,11 @@ def _zipf_index(r: random.Random, n: int, a: float = 1.1) -> int:
     return min(int(x ** (1 / (1 - a))) - 1, n - 1)
 
 
-def _dir_bytes(root: Path) -> tuple[int, int]:
-    files = [p for p in root.rglob("*.jsonl")]
+_GLOBS = {"cloudtrail": "*.json.gz", "s3": "*-*-*-*-*-*-*"}
+
+
+def _dir_bytes(root: Path, pattern: str = "*.jsonl") -> tuple[int, int]:
+    files = [p for p in root.rglob(pattern) if p.is_file() and p.name != "manifest.json"]
     return len(files), sum(p.stat().st_size for p in files)
 
 
@@ -134,11 +138,11 @@ def manifest_ok(root: Path, params: dict) -> bool:
         return False
     if got.get("params") != params:
         return False
-    return _dir_bytes(root) == (got.get("files"), got.get("bytes"))
+    return _dir_bytes(root, _GLOBS.get(params.get("kind"), "*.jsonl")) == (got.get("files"), got.get("bytes"))
 
 
 def _write_manifest(root: Path, params: dict, extra: dict | None = None) -> dict:
-    files, size = _dir_bytes(root)
+    files, size = _dir_bytes(root, _GLOBS.get(params.get("kind"), "*.jsonl"))
     m = {"params": params, "files": files, "bytes": size, **(extra or {})}
     (root / "manifest.json").write_text(json.dumps(m, indent=1))
     return m
@@ -366,6 +370,213 @@ def gen_door(root: Path, n_lines: int, seed: int = 2, workers: int = 2, mean_ses
     with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(seed, pool_n)) as ex:
         list(ex.map(_door_job, jobs, chunksize=32))
     return _write_manifest(root, params, {"sessions": len(jobs), "lines": n_lines})
+
+
+# --------------------------------------------------------------------------- CloudTrail / S3 access logs
+
+_CT_ACCOUNT = "123456789012"
+_CT_REGIONS = ("eu-west-1", "us-east-1")
+_CT_BUCKETS = ("acme-data", "acme-reports", "acme-raw", "acme-ml")
+_CT_ROLES = ("door-reader", "etl-writer", "analyst", "ml-train")
+_CT_UA = ("[aws-sdk-java/1.12.588 Linux/5.10 OpenJDK_64-Bit_Server_VM/17.0.9+9-LTS java/17.0.9 vendor/Amazon.com_Inc.]",
+          "[Boto3/1.34.11 md/Botocore#1.34.11 ua/2.0 os/linux#5.15 md/arch#x86_64 lang/python#3.11.7 md/pyimpl#CPython "
+          "cfg/retry-mode#legacy Botocore/1.34.11]", "door/1.2", "[aws-cli/2.15.8 Python/3.11.6 Linux/6.1 exe/x86_64.amzn.2]")
+_S3_OPS = (("GetObject", "REST.GET.OBJECT", "GET", True, 0.55), ("ListObjects", "REST.GET.BUCKET", "GET", True, 0.15),
+           ("HeadObject", "REST.HEAD.OBJECT", "HEAD", True, 0.12), ("PutObject", "REST.PUT.OBJECT", "PUT", False, 0.12),
+           ("DeleteObject", "REST.DELETE.OBJECT", "DELETE", False, 0.06))
+
+
+def _s3_op(r: random.Random) -> tuple:
+    x = r.random()
+    for op in _S3_OPS:
+        x -= op[4]
+        if x < 0:
+            return op
+    return _S3_OPS[0]
+
+
+def _ct_key(r: random.Random, pool_n: int) -> str:
+    tool, args = _POOL[_zipf_index(r, pool_n)]
+    p = args.get("path") if isinstance(args.get("path"), str) else ""
+    p = p.strip("/ ").replace(" ", "_") or f"{tool}/{r.getrandbits(20):05x}"
+    return p + r.choice([".csv", ".parquet", ".json", ".sas7bdat", ""])
+
+
+def _ct_record(r: random.Random, t_ms: int, region: str, pool_n: int) -> dict:
+    role = r.choice(_CT_ROLES)
+    sess = f"{role}-{r.getrandbits(16):04x}"
+    ip = f"198.51.{r.randrange(256)}.{r.randrange(1, 255)}"
+    ev_time = datetime.fromtimestamp(t_ms // 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    common = {"eventVersion": "1.09"}
+    if r.random() < 0.08:                         # management events: STS from AWS services, KMS …
+        name = r.choice(["AssumeRole", "Decrypt", "GenerateDataKey", "GetCallerIdentity"])
+        src = "sts.amazonaws.com" if name in ("AssumeRole", "GetCallerIdentity") else "kms.amazonaws.com"
+        ident = ({"type": "AWSService", "invokedBy": "lambda.amazonaws.com"} if r.random() < 0.5 else
+                 {"type": "AssumedRole", "principalId": f"AROA{r.getrandbits(64):016X}:{sess}",
+                  "arn": f"arn:aws:sts::{_CT_ACCOUNT}:assumed-role/{role}/{sess}", "accountId": _CT_ACCOUNT,
+                  "accessKeyId": f"ASIA{r.getrandbits(64):016X}"})
+        return {**common, "userIdentity": ident, "eventTime": ev_time, "eventSource": src, "eventName": name,
+                "awsRegion": region, "sourceIPAddress": ident.get("invokedBy", ip), "userAgent": r.choice(_CT_UA),
+                "requestParameters": {"roleArn": f"arn:aws:iam::{_CT_ACCOUNT}:role/{role}", "roleSessionName": sess,
+                                      "durationSeconds": 3600} if name == "AssumeRole" else {"keyId": "alias/acme"},
+                "responseElements": None, "requestID": f"{r.getrandbits(128):032x}",
+                "eventID": f"{r.getrandbits(128):032x}", "readOnly": name != "AssumeRole",
+                "eventType": "AwsApiCall", "managementEvent": True, "recipientAccountId": _CT_ACCOUNT,
+                "eventCategory": "Management"}
+    name, _op, _m, ro, _w = _s3_op(r)
+    bucket = _CT_BUCKETS[min(int(r.expovariate(1.0)), len(_CT_BUCKETS) - 1)]
+    key = _ct_key(r, pool_n)
+    rp: dict = {"bucketName": bucket, "Host": f"{bucket}.s3.{region}.amazonaws.com"}
+    if name == "ListObjects":
+        rp.update({"list-type": "2", "prefix": key.rsplit("/", 1)[0] + "/", "encoding-type": "url"})
+    else:
+        rp["key"] = key
+    rec = {**common,
+           "userIdentity": {"type": "AssumedRole", "principalId": f"AROA{r.getrandbits(64):016X}:{sess}",
+                            "arn": f"arn:aws:sts::{_CT_ACCOUNT}:assumed-role/{role}/{sess}", "accountId": _CT_ACCOUNT,
+                            "accessKeyId": f"ASIA{r.getrandbits(64):016X}",
+                            "sessionContext": {"sessionIssuer": {"type": "Role", "principalId": f"AROA{role.upper()}",
+                                                                 "arn": f"arn:aws:iam::{_CT_ACCOUNT}:role/{role}",
+                                                                 "accountId": _CT_ACCOUNT, "userName": role},
+                                               "attributes": {"creationDate": ev_time, "mfaAuthenticated": "false"}}},
+           "eventTime": ev_time, "eventSource": "s3.amazonaws.com", "eventName": name, "awsRegion": region,
+           "sourceIPAddress": ip, "userAgent": r.choice(_CT_UA), "requestParameters": rp,
+           "responseElements": None,
+           "additionalEventData": {"SignatureVersion": "SigV4", "CipherSuite": "ECDHE-RSA-AES128-GCM-SHA256",
+                                   "bytesTransferredIn": 0 if ro else int(r.lognormvariate(8, 2)),
+                                   "AuthenticationMethod": "AuthHeader", "x-amz-id-2": f"{r.getrandbits(256):064x}",
+                                   "bytesTransferredOut": int(r.lognormvariate(8, 2)) if ro else 0},
+           "requestID": f"{r.getrandbits(64):016X}", "eventID": f"{r.getrandbits(128):032x}", "readOnly": ro,
+           "resources": [{"type": "AWS::S3::Object", "ARN": f"arn:aws:s3:::{bucket}/{key}"},
+                         {"accountId": _CT_ACCOUNT, "type": "AWS::S3::Bucket", "ARN": f"arn:aws:s3:::{bucket}"}],
+           "eventType": "AwsApiCall", "managementEvent": False, "recipientAccountId": _CT_ACCOUNT,
+           "eventCategory": "Data",
+           "tlsDetails": {"tlsVersion": "TLSv1.2", "cipherSuite": "ECDHE-RSA-AES128-GCM-SHA256",
+                          "clientProvidedHostHeader": rp["Host"]}}
+    if r.random() < 0.04:
+        rec["errorCode"], rec["errorMessage"] = "AccessDenied", "Access Denied"
+    elif r.random() < 0.01:
+        rec["errorCode"], rec["errorMessage"] = "NoSuchKey", "The specified key does not exist."
+    return rec
+
+
+def _cloudtrail_job(job: tuple) -> tuple[int, int]:
+    """One CloudTrail delivery file (gzipped ``{"Records": [...]}``); returns (records, JSON bytes)."""
+    path, seed, n, start_ms, region, pool_n = job
+    r = random.Random(seed)
+    t = start_ms
+    recs = []
+    for _ in range(n):
+        t += r.randrange(0, 600)
+        recs.append(_ct_record(r, t, region, pool_n))
+    body = orjson.dumps({"Records": recs})
+    import gzip
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(gzip.compress(body, compresslevel=6, mtime=0))
+    return n, len(body)
+
+
+def gen_cloudtrail(root: Path, n_records: int, seed: int = 4, workers: int = 2, per_file: int = 1000) -> dict:
+    """CloudTrail delivery files under ``root/AWSLogs/<acct>/CloudTrail/<region>/YYYY/MM/DD/``, ``n_records`` in all."""
+    params = {"kind": "cloudtrail", "v": CLOUD_GEN_VERSION, "records": n_records, "seed": seed, "per_file": per_file}
+    if manifest_ok(root, params):
+        return json.loads((root / "manifest.json").read_text())
+    _fresh(root)
+    r = random.Random(seed)
+    jobs, left, i = [], n_records, 0
+    t = EPOCH_MS
+    while left > 0:
+        n = min(left, max(1, int(r.gauss(per_file, per_file / 4))))
+        left -= n
+        region = _CT_REGIONS[i % len(_CT_REGIONS)]
+        t += 300_000 // len(_CT_REGIONS)
+        d = datetime.fromtimestamp(t / 1000, timezone.utc)
+        name = (f"{_CT_ACCOUNT}_CloudTrail_{region}_{d:%Y%m%dT%H%M}Z_"
+                f"{''.join(r.choice('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789') for _ in range(16))}.json.gz")
+        path = root / "AWSLogs" / _CT_ACCOUNT / "CloudTrail" / region / f"{d:%Y}" / f"{d:%m}" / f"{d:%d}" / name
+        jobs.append((str(path), seed * 1_000_003 + i, n, t - 300_000, region, 20000))
+        i += 1
+    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(seed, 20000)) as ex:
+        done = list(ex.map(_cloudtrail_job, jobs, chunksize=16))
+    # digest files sit in the same tree (no Records key): one per region-hour
+    dig = root / "AWSLogs" / _CT_ACCOUNT / "CloudTrail-Digest" / _CT_REGIONS[0] / "2026" / "09" / "01"
+    dig.mkdir(parents=True, exist_ok=True)
+    import gzip
+    (dig / f"{_CT_ACCOUNT}_CloudTrail-Digest_{_CT_REGIONS[0]}_trail_{_CT_REGIONS[0]}_20260901T010000Z.json.gz").write_bytes(
+        gzip.compress(orjson.dumps({"awsAccountId": _CT_ACCOUNT, "digestStartTime": "2026-09-01T00:00:00Z",
+                                    "digestEndTime": "2026-09-01T01:00:00Z", "logFiles": []}), mtime=0))
+    return _write_manifest(root, params, {"records": sum(n for n, _ in done), "json_bytes": sum(b for _, b in done)})
+
+
+_S3_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _s3_line(r: random.Random, t_ms: int, bucket: str, pool_n: int) -> str:
+    name, op, method, ro, _w = _s3_op(r)
+    d = datetime.fromtimestamp(t_ms // 1000, timezone.utc)
+    when = f"[{d.day:02d}/{_S3_MONTHS[d.month - 1]}/{d.year}:{d:%H:%M:%S} +0000]"
+    role = r.choice(_CT_ROLES)
+    requester = (f"arn:aws:sts::{_CT_ACCOUNT}:assumed-role/{role}/{role}-{r.getrandbits(16):04x}"
+                 if r.random() < 0.9 else "-")
+    key = _ct_key(r, pool_n)
+    ek = key.replace(" ", "%20")
+    if op == "REST.GET.BUCKET":
+        obj, uri = "-", f"GET /{bucket}?list-type=2&prefix={ek.rsplit('/', 1)[0]}%2F HTTP/1.1"
+    else:
+        obj, uri = ek, f"{method} /{bucket}/{ek} HTTP/1.1"
+    status, err = 200, "-"
+    if r.random() < 0.04:
+        status, err = 403, "AccessDenied"
+    elif op in ("REST.GET.OBJECT", "REST.HEAD.OBJECT") and r.random() < 0.02:
+        status, err = 404, "NoSuchKey"
+    elif op == "REST.DELETE.OBJECT":
+        status = 204
+    size = int(r.lognormvariate(8, 2))
+    sent = "-" if status >= 300 or method in ("HEAD", "PUT") else str(size)
+    total = r.randrange(1, 400)
+    turn = "-" if method == "PUT" else str(max(1, total - r.randrange(0, total)))
+    ua = r.choice(_CT_UA).strip("[]")
+    return (f"{r.getrandbits(256):064x} {bucket} {when} 198.51.{r.randrange(256)}.{r.randrange(1, 255)} {requester} "
+            f"{r.getrandbits(64):016X} {op} {obj} \"{uri}\" {status} {err} {sent} "
+            f"{size if method in ('GET', 'PUT') else '-'} {total} {turn} \"-\" \"{ua}\" "
+            f"{'-' if r.random() < 0.7 else f'{r.getrandbits(96):024x}'} "
+            f"{r.getrandbits(384):096x}= SigV4 ECDHE-RSA-AES128-GCM-SHA256 AuthHeader "
+            f"{bucket}.s3.eu-west-1.amazonaws.com TLSv1.2 - -")
+
+
+def _s3_job(job: tuple) -> int:
+    path, seed, n, start_ms, bucket, pool_n = job
+    r = random.Random(seed)
+    t = start_ms
+    lines = []
+    for _ in range(n):
+        t += r.randrange(0, 300)
+        lines.append(_s3_line(r, t, bucket, pool_n))
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return n
+
+
+def gen_s3_access(root: Path, n_lines: int, seed: int = 5, workers: int = 2, per_file: int = 2000) -> dict:
+    """S3 server access log files ``<bucket>-YYYY-MM-DD-HH-MM-SS-<UNIQUE>`` under ``root``, ``n_lines`` in all."""
+    params = {"kind": "s3", "v": CLOUD_GEN_VERSION, "lines": n_lines, "seed": seed, "per_file": per_file}
+    if manifest_ok(root, params):
+        return json.loads((root / "manifest.json").read_text())
+    _fresh(root)
+    r = random.Random(seed)
+    jobs, left, i, t = [], n_lines, 0, EPOCH_MS
+    while left > 0:
+        n = min(left, max(1, int(r.gauss(per_file, per_file / 4))))
+        left -= n
+        bucket = _CT_BUCKETS[i % len(_CT_BUCKETS)]
+        t += 60_000
+        d = datetime.fromtimestamp(t / 1000, timezone.utc)
+        name = f"{bucket}-{d:%Y-%m-%d-%H-%M-%S}-{r.getrandbits(64):016X}"
+        jobs.append((str(root / name), seed * 1_000_003 + i, n, t - 60_000, bucket, 20000))
+        i += 1
+    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(seed, 20000)) as ex:
+        list(ex.map(_s3_job, jobs, chunksize=16))
+    return _write_manifest(root, params, {"lines": n_lines})
 
 
 # --------------------------------------------------------------------------- join frames

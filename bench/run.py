@@ -1,8 +1,15 @@
-"""replaybook benchmark: load-steps, load-calls and join — wall time, throughput, peak memory.
+"""replaybook benchmark: load-steps, load-calls, CloudTrail, S3 access logs and join — wall time,
+throughput, peak memory.
+
+Stages: ``steps`` (Claude Code transcripts), ``calls`` (door log), ``cloudtrail`` (1 M records in
+gzipped ``{"Records": [...]}`` delivery files under ``AWSLogs/<acct>/CloudTrail/<region>/YYYY/MM/DD/``;
+MB/s over the decompressed JSON, vs read over the .gz bytes read), ``s3`` (1 M S3 server access log
+lines), ``join``.
 
     .venv/bin/python bench/run.py                 # full sizes (generates ~1 GB into bench/out/ once)
     .venv/bin/python bench/run.py --quick         # small sizes, ~20 s smoke run
     .venv/bin/python bench/run.py --stages join --join-sizes 1000000x400000
+    .venv/bin/python bench/run.py --stages cloudtrail,s3
     .venv/bin/python bench/run.py --profile lines # also write line-level hot spots per stage
 
 Every measurement runs in a fresh subprocess (so one stage's memory never masks another's); the
@@ -32,12 +39,16 @@ SRC = REPO / "src"
 OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
 
-TARGETS = {"steps": ("MB/s", 500.0), "calls": ("MB/s", 300.0), "join": ("s", 3.0)}
+TARGETS = {"steps": ("MB/s", 500.0), "calls": ("MB/s", 300.0), "cloudtrail": ("MB/s", 200.0),
+           "s3": ("MB/s", 100.0), "join": ("s", 3.0)}
+LOAD_STAGES = ("steps", "calls", "cloudtrail", "s3")
 
 SIZES = {
     "full": {"transcripts": (2000, 500_000_000), "door_lines": 1_500_000,
+             "cloudtrail_records": 1_000_000, "s3_lines": 1_000_000,
              "join": [(5_000_000, 2_000_000), (1_000_000, 400_000)]},
     "quick": {"transcripts": (40, 10_000_000), "door_lines": 30_000,
+              "cloudtrail_records": 20_000, "s3_lines": 20_000,
               "join": [(50_000, 20_000)]},
 }
 
@@ -195,18 +206,32 @@ def child(spec: dict) -> None:
         phase("import")
         import pandas as pd  # noqa: F401
 
-        if spec["stage"] in ("steps", "calls"):
+        if spec["stage"] in LOAD_STAGES:
             root = Path(spec["root"])
             if spec["stage"] == "steps":
                 from replaybook.sources.claude_code import load_claude_code as load
                 files = sorted(p for p in root.rglob("*.jsonl"))
-            else:
+            elif spec["stage"] == "calls":
                 from replaybook.sources.door import load_door as load
                 files = sorted(p for p in root.rglob("*.jsonl"))
+            elif spec["stage"] == "cloudtrail":
+                from replaybook.sources.cloudtrail import load_cloudtrail as load
+                files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != "manifest.json")
+            else:
+                from replaybook.sources.s3_access import load_s3_access as load
+                files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != "manifest.json")
+                root = [root / p.name for p in files] if files else root   # the folder minus manifest.json
             phase("read-baseline")
             rb = _read_baseline(files)
             res.update(files=len(files), bytes=rb["bytes"], read_s=rb["read_s"],
                        read_mb_s=rb["bytes"] / 1e6 / rb["read_s"])
+            if spec["stage"] == "cloudtrail":
+                # throughput is over the JSON the loader parses (the files are gzipped); the read
+                # baseline stays open().read() of the .gz files, plus one with gunzip for reference
+                import gzip
+                t_g = time.perf_counter()
+                json_bytes = sum(len(gzip.decompress(p.read_bytes())) for p in files)
+                res.update(gz_bytes=rb["bytes"], bytes=json_bytes, read_gunzip_s=time.perf_counter() - t_g)
             gc.collect()
             res["rss_before_mb"] = round(_status_kb("VmRSS") / 1024, 1)
             res["hwm_reset"] = _reset_hwm()
@@ -247,7 +272,7 @@ def child(spec: dict) -> None:
         out = run()
         res["wall_s"] = time.perf_counter() - t0
         phase("done")
-        if spec["stage"] in ("steps", "calls"):
+        if spec["stage"] in LOAD_STAGES:
             res["rows"] = len(out.frame)
             res["quarantined"] = len(out.quarantine)
             res["mb_s"] = res["bytes"] / 1e6 / res["wall_s"]
@@ -351,7 +376,7 @@ def measure(spec: dict, timeout: float, mem_limit_gb: float, log) -> dict:
 
 
 def ensure_data(mode: str, stages: list[str], regen: bool, log) -> dict:
-    from generate import gen_door, gen_transcripts, manifest_ok  # noqa: F401
+    from generate import gen_cloudtrail, gen_door, gen_s3_access, gen_transcripts, manifest_ok  # noqa: F401
 
     base = OUT / "data" / mode
     info = {}
@@ -372,6 +397,21 @@ def ensure_data(mode: str, stages: list[str], regen: bool, log) -> dict:
                         "sessions": m["sessions"], "lines": m["lines"], "gen_s": round(time.perf_counter() - t0, 1)}
         log(f"door log: {m['lines']} lines, {m['sessions']} sessions, {m['bytes'] / 1e6:.0f} MB "
             f"({info['door']['gen_s']} s)")
+    if "cloudtrail" in stages:
+        t0 = time.perf_counter()
+        m = gen_cloudtrail(base / "cloudtrail", SIZES[mode]["cloudtrail_records"])
+        info["cloudtrail"] = {"root": str(base / "cloudtrail"), "files": m["files"], "bytes": m["bytes"],
+                              "records": m["records"], "json_bytes": m["json_bytes"],
+                              "gen_s": round(time.perf_counter() - t0, 1)}
+        log(f"cloudtrail: {m['records']} records in {m['files']} .json.gz, {m['json_bytes'] / 1e6:.0f} MB JSON "
+            f"({m['bytes'] / 1e6:.0f} MB gz) ({info['cloudtrail']['gen_s']} s)")
+    if "s3" in stages:
+        t0 = time.perf_counter()
+        m = gen_s3_access(base / "s3_access", SIZES[mode]["s3_lines"])
+        info["s3"] = {"root": str(base / "s3_access"), "files": m["files"], "bytes": m["bytes"], "lines": m["lines"],
+                      "gen_s": round(time.perf_counter() - t0, 1)}
+        log(f"s3 access logs: {m['lines']} lines in {m['files']} files, {m['bytes'] / 1e6:.0f} MB "
+            f"({info['s3']['gen_s']} s)")
     return info
 
 
@@ -381,8 +421,11 @@ def _size_label(r: dict) -> str:
         return f"{_n(c)} calls x {_n(s)} steps"
     if "bytes" not in r:
         return "-"
-    unit = "files" if r["stage"] == "steps" else "files"
-    return f"{r.get('files')} {unit}, {r['bytes'] / 1e6:.0f} MB"
+    if r["stage"] == "cloudtrail":
+        return f"{r.get('files')} files, {_n(r.get('rows', 0))} rec, {r['bytes'] / 1e6:.0f} MB JSON"
+    if r["stage"] == "s3":
+        return f"{r.get('files')} files, {_n(r.get('rows', 0))} lines, {r['bytes'] / 1e6:.0f} MB"
+    return f"{r.get('files')} files, {r['bytes'] / 1e6:.0f} MB"
 
 
 def _n(x: int) -> str:
@@ -396,7 +439,7 @@ def table(results: list[dict]) -> str:
         st = r["stage"]
         unit, tgt = TARGETS[st]
         ok = r["status"] == "ok"
-        if st in ("steps", "calls"):
+        if st in LOAD_STAGES:
             thr = f"{r['mb_s']:.1f} MB/s, {r['rows_s'] / 1e3:.0f}k rows/s" if ok else "-"
             target = f">= {tgt:g} MB/s"
             vs = f"{r['vs_read']:.0f}x ({r['read_mb_s']:.0f} MB/s)" if ok else "-"
@@ -439,7 +482,8 @@ def _src_state() -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes (~20 s smoke run)")
-    ap.add_argument("--stages", default="steps,calls,join", help="comma list of steps,calls,join")
+    ap.add_argument("--stages", default="steps,calls,cloudtrail,s3,join",
+                    help="comma list of steps,calls,cloudtrail,s3,join")
     ap.add_argument("--regen", action="store_true", help="regenerate the data even if it is current")
     ap.add_argument("--join-sizes", help="comma list of CALLSxSTEPS, e.g. 5000000x2000000,1000000x400000")
     ap.add_argument("--join-all", action="store_true",
@@ -483,8 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     data = ensure_data(mode, stages, a.regen, log)
     results = []
     for st in stages:
-        if st in ("steps", "calls"):
-            root = data["transcripts" if st == "steps" else "door"]["root"]
+        if st in LOAD_STAGES:
+            root = data[{"steps": "transcripts", "calls": "door"}.get(st, st)]["root"]
             log(f"measuring {st} ...")
             r = measure({"stage": st, "root": root}, timeout, a.mem_limit_gb, log)
             results.append(r)

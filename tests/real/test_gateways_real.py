@@ -12,8 +12,8 @@ and ``pomerium_…json`` are the projects' own published examples.  Counts check
   obot            1 row, callType tools/call, sessionID 9f1c2a7e-…
   lasso           1 row, capability_type tool, track_id mottled-stingray-0411, isError 0
   pomerium        1 line, mcp-method tools/call, allow true, deny false, time -04:00
-The other modelled files (agentgateway, context-forge, invariant, mxcp, streamable HTTP) are not
-formats of ours: no gateway sniff may claim them.
+The other five modelled files are read by ``replaybook.sources.gateways_more`` (counts in
+``tests/real/test_gateways_real.py::NEW_EXPECTED`` below, checked by hand too).
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ import pytest
 
 from replaybook.frames import CALLS
 from replaybook.sources import gateways as gw
+from replaybook.sources import gateways_more as gm
 from replaybook.sources import registry
 
 pytestmark = pytest.mark.real
 
-GATEWAYS = ("docker-mcp-gateway", "mcpjungle", "gatekit", "obot", "lasso", "pomerium")
+GATEWAYS = ("docker-mcp-gateway", "mcpjungle", "gatekit", "obot", "lasso", "pomerium",
+            "agentgateway", "context-forge", "invariant", "mxcp", "mcp-http")
 OWNERS = {
     "modelled/docker_mcp_gateway_stderr.log": "docker-mcp-gateway",
     "modelled/docker_mcp_gateway_policy_audit_events.jsonl": "docker-mcp-gateway",
@@ -39,9 +41,16 @@ OWNERS = {
     "modelled/obot_mcp_audit_log_row.json": "obot",
     "lasso_xetrack_events_row__readme_example.json": "lasso",
     "pomerium_authorize_log_mcp__pr5668_example.json": "pomerium",
+    "modelled/agentgateway_access_log.txt": "agentgateway",
+    "modelled/context_forge_rows.json": "context-forge",
+    "modelled/invariant_gateway_trace_messages.json": "invariant",
+    "modelled/mxcp_audit.jsonl": "mxcp",
+    "modelled/mcp_streamable_http_exchange.jsonl": "mcp-http",
 }
 LOADERS = {"docker-mcp-gateway": gw.load_docker_gateway, "mcpjungle": gw.load_mcpjungle, "gatekit": gw.load_gatekit,
-           "obot": gw.load_obot, "lasso": gw.load_lasso, "pomerium": gw.load_pomerium}
+           "obot": gw.load_obot, "lasso": gw.load_lasso, "pomerium": gw.load_pomerium,
+           "agentgateway": gm.load_agentgateway, "context-forge": gm.load_context_forge,
+           "invariant": gm.load_invariant, "mxcp": gm.load_mxcp, "mcp-http": gm.load_mcp_http}
 # (calls, deny, quarantined, args_keys non-NA, distinct door_sessions)
 EXPECTED = {
     "modelled/docker_mcp_gateway_stderr.log": (3, 0, 0, 1, 1),
@@ -51,6 +60,24 @@ EXPECTED = {
     "modelled/obot_mcp_audit_log_row.json": (1, 0, 0, 1, 1),
     "lasso_xetrack_events_row__readme_example.json": (1, 0, 0, 0, 1),
     "pomerium_authorize_log_mcp__pr5668_example.json": (1, 0, 0, 1, 1),
+    # checked by hand:
+    #  agentgateway  grep -c 'mcp.method.name=tools/call' → 2, both http.status=200 (no deny), one
+    #                mcp.error.message; both mcp.session.id 9f1c2a7e-… → 1 session; no arguments logged
+    #  context-forge jq '.observability_spans[] | select(.name=="tool.invoke")' → 1 span (the metric and
+    #                log rows describe the same call); plugin_violation_example → 1 deny; 2 sessions
+    #                (unknown-agent:2025-10-01, alice@example.com:<file name>: the violation has no time)
+    #  invariant     jq '[.messages[].tool_calls[]?] | length' → 1; annotation guardrail.action block on
+    #                messages.1 (its tool result) → deny; arguments an object → keyed
+    #  mxcp          jq -c '[.type,.policy_decision]' → tool allow, tool deny; line 1 input_json has
+    #                "[REDACTED]" → args_key NA, line 2 keyed; no session → 1 synthetic session
+    #  mcp-http      jq -c 'select(.body.method=="tools/call") | .body.id' → 1, "abc-2", 4; the abc-2 result
+    #                isError "AccessDenied: not allowed" → deny; id 4 a JSON-RPC error (unknown tool) → allow
+    #                with error; all three keyed; Mcp-Session-Id 9f1c2a7e-… → 1 session
+    "modelled/agentgateway_access_log.txt": (2, 0, 0, 0, 1),
+    "modelled/context_forge_rows.json": (2, 1, 0, 0, 2),
+    "modelled/invariant_gateway_trace_messages.json": (1, 1, 0, 1, 1),
+    "modelled/mxcp_audit.jsonl": (2, 1, 0, 1, 1),
+    "modelled/mcp_streamable_http_exchange.jsonl": (3, 1, 0, 3, 1),
 }
 
 
@@ -139,3 +166,46 @@ def test_every_registered_sniff_over_every_real_file(real_dir):
             assert all(s < 0.5 for n, s in scores.items() if n != owner), (rel, scores)
         else:
             assert all(scores[n] < 0.5 for n in GATEWAYS), (rel, {n: scores[n] for n in GATEWAYS})
+
+
+def test_real_new_gateway_values(gw_dir):
+    """Values of the five sources of ``gateways_more`` over the modelled samples (checked by hand)."""
+    m = gw_dir / "modelled"
+    ag = gm.load_agentgateway(m / "agentgateway_access_log.txt").frame
+    assert _rows(ag, "door_session", "agent", "server", "tool", "duration_ms", "decision") == [
+        ["9f1c2a7e-0b7d-4c55-8a1e-3c2d1f0a9b88", "agent-42", "files", "read_object", 412.0, "allow"],
+        ["9f1c2a7e-0b7d-4c55-8a1e-3c2d1f0a9b88", "agent-42", "files", "read_object", 3.0, "allow"]]
+    assert pd.isna(ag.iloc[0]["error"]) and ag.iloc[1]["error"] == "Unknown tool: read_secret (-32602)"
+    assert str(ag.iloc[0]["ts"]) == "2025-10-01 12:00:03.114512+00:00" and ag["arguments"].isna().all()
+    cf = gm.load_context_forge(m / "context_forge_rows.json")
+    f = cf.frame.sort_values("decision").reset_index(drop=True)
+    assert _rows(f, "door_session", "tool", "decision", "duration_ms") == [
+        ["context-forge:unknown-agent:2025-10-01", "read_object", "allow", 413.0],
+        ["context-forge:alice@example.com:context_forge_rows.json", "read_object", "deny", None]]
+    assert f.iloc[1]["rule"] == ("UnifiedPDPPlugin: PDP_DENY — Policy decision: DENY — "
+                                 "bucket 'secrets' denied for role analyst")
+    assert f.iloc[0]["correlation"] == "0af7651916cd43dd8448eb211c80319c" and cf.inputs[0]["not_calls"] == 2
+    inv = gm.load_invariant(m / "invariant_gateway_trace_messages.json").frame.iloc[0]
+    assert (inv["door_session"], inv["agent"], inv["server"], inv["tool"]) == (
+        "inv-5b0f0c3e9a2d4e6f8a1b2c3d4e5f6a7b", "example-agent", "files-server", "read_object")
+    assert inv["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}'
+    assert inv["object"] == "reports/2025/q3 summary.csv" and inv["rule"] == "g-1 — secret pattern detected"
+    assert str(inv["ts"]) == "2025-10-01 14:00:03.101223+00:00" and inv["duration_ms"] == pytest.approx(413.684)
+    mx = gm.load_mxcp(m / "mxcp_audit.jsonl").frame
+    assert _rows(mx, "door_session", "decision", "rule", "error", "args_key") == [
+        ["mxcp:unknown-agent:2025-10-01", "allow", None, None, None],
+        ["mxcp:unknown-agent:2025-10-01", "deny", "Blocked by policy", "Policy enforcement failed",
+         '{"bucket":"secrets","key":"keys.txt"}']]
+    assert mx.iloc[0]["arguments"]["api_key"] == "[REDACTED]"
+    h = gm.load_mcp_http(m / "mcp_streamable_http_exchange.jsonl")
+    assert _rows(h.frame, "line_no", "agent", "server", "tool", "decision", "error") == [
+        [5, "example-agent", "files-server", "read_object", "allow", None],
+        [7, "example-agent", "files-server", "read_object", "deny", "AccessDenied: not allowed"],
+        [11, "example-agent", "files-server", "no_such_tool", "allow", "Unknown tool: no_such_tool (-32602)"]]
+    assert h.frame["ts"].isna().all() and h.inputs[0]["unfinished"] == 0
+    assert h.frame.iloc[2]["args_key"] == "{}"
+
+
+def _rows(frame, *cols):
+    sub = frame[list(cols)].astype(object)
+    return sub.where(sub.notna(), None).values.tolist()

@@ -174,11 +174,14 @@ def test_gzip_read_only_and_errors(tmp_path):
 
 # --------------------------------------------------------------------------- sniffing
 
-MINE = ("codex", "otel", "gemini", "docker-mcp-gateway", "mcpjungle", "gatekit", "obot", "lasso", "pomerium")
+MINE = ("codex", "otel", "gemini", "docker-mcp-gateway", "mcpjungle", "gatekit", "obot", "lasso", "pomerium",
+        "agentgateway", "context-forge", "invariant", "mxcp", "mcp-http")
 OWNER = {
     "codex": "codex", "otel": "otel", "gemini": "gemini",
     "gateways/docker": "docker-mcp-gateway", "gateways/mcpjungle": "mcpjungle", "gateways/gatekit": "gatekit",
     "gateways/obot": "obot", "gateways/lasso": "lasso", "gateways/pomerium": "pomerium",
+    "gateways/agentgateway": "agentgateway", "gateways/context_forge": "context-forge",
+    "gateways/invariant": "invariant", "gateways/mxcp": "mxcp", "gateways/mcp_http": "mcp-http",
     "claude_code": "claude-code", "join_trap/transcripts": "claude-code", "join_trap/door": "door", "door": "door",
 }
 

@@ -1,0 +1,166 @@
+"""``replaybook.sources.gateways_more``: agentgateway, context-forge, Invariant, MXCP, MCP HTTP.
+
+Fixtures under ``tests/fixtures/gateways/<source>/`` are ours, modelled on each project's shapes
+(not copies of ``../shared/real``).  Counts checked by hand:
+
+  agentgateway/access.log    grep -c 'mcp.method.name=tools/call' → 3 (lines 2, 3, 4); line 3
+                             http.status=403 → deny; line 4 no session/jwt → synthetic; 2 not calls
+  context_forge/export.json  2 tool.invoke spans (s2 status error), 1 prompt span, 2 metrics,
+                             1 log entry → 2 calls + 1 plugin violation (deny); 4 not calls
+  invariant/traces.jsonl     3 tool_calls (2 in trace inv-a1, 1 in inv-b2); block annotation on
+                             messages.3 = call_b's result → deny; c1 error "folder not found"
+  mxcp/audit.jsonl           types tool, resource, tool, tool, prompt → 3 calls; line 3 deny with
+                             [REDACTED] → args_key NA
+  mcp_http/exchange.jsonl    tools/call ids 2, x-3, x-4 (a batch), 5 → 4 calls; x-3 error "Forbidden
+                             by policy" → deny; 5 unanswered → unfinished 1
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook.errors import InputError
+from replaybook.frames import CALLS
+from replaybook.sources import gateways_more as gm
+from replaybook.sources import registry
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "gateways"
+
+
+def _cols(frame, *cols):
+    sub = frame[list(cols)].astype(object)
+    return sub.where(sub.notna(), None).values.tolist()
+
+
+def test_agentgateway():
+    res = gm.load_agentgateway(FIX / "agentgateway" / "access.log")
+    f = res.frame
+    CALLS.validate(f)
+    assert _cols(f, "line_no", "door_session", "agent", "server", "tool", "decision", "duration_ms") == [
+        [4, "agentgateway:unknown-agent:2026-09-13", None, "files", "list_objects", "allow", 20.0],
+        [2, "s-etl-1", "svc-etl", "warehouse", "query", "allow", 1500.0],
+        [3, "s-etl-1", "svc-etl", "files", "read_object", "deny", 1.0]]
+    assert f.iloc[0]["error"] == "upstream closed the stream (-32603)" and f.iloc[2]["rule"] == "HTTP 403"
+    assert f.iloc[1]["correlation"] == "aa11" and f["args_key"].isna().all() and f["arguments"].isna().all()
+    assert str(f.iloc[1]["ts_end"]) == "2026-09-13 10:00:03+00:00"
+    assert res.inputs[0]["not_calls"] == 2 and res.quarantine.empty
+
+
+def test_agentgateway_json_lines_and_bad_lines(tmp_path):
+    p = tmp_path / "ag.log"
+    p.write_text('{"timestamp":"2026-09-13T10:00:00Z","level":"info","fields":{"mcp.method.name":"tools/call",'
+                 '"gen_ai.tool.name":"query","mcp.session.id":"s1","http.status":401,"duration":"2ms"}}\n'
+                 "not a log line\n"
+                 "2026-09-13T10:00:01Z\tinfo\trequest mcp.method.name=tools/call mcp.error.message=\"cut sho")
+    res = gm.load_agentgateway(p)
+    assert _cols(res.frame, "door_session", "tool", "decision", "duration_ms") == [["s1", "query", "deny", 2.0]]
+    assert res.quarantine["kind"].tolist() == ["invalid", "pending"]
+
+
+def test_context_forge():
+    res = gm.load_context_forge(FIX / "context_forge" / "export.json")
+    f = res.frame
+    CALLS.validate(f)
+    assert _cols(f, "door_session", "agent", "tool", "decision", "duration_ms", "error") == [
+        ["context-forge:etl@acme.test:2026-09-13", "etl@acme.test", "query", "allow", 400.0, None],
+        ["context-forge:etl@acme.test:2026-09-13", "etl@acme.test", "read_object", "deny", None, None],
+        ["context-forge:unknown-agent:2026-09-13", None, "read_object", "allow", 50.0, "timeout"]]
+    assert f.iloc[1]["rule"] == "UnifiedPDPPlugin: PDP_DENY — Policy decision: DENY — path .env denied"
+    assert f["args_key"].isna().all() and res.inputs[0]["call_table"] == "span"
+    assert res.inputs[0]["not_calls"] == 4 and res.quarantine.empty
+
+
+def test_context_forge_metrics_only_jsonl(tmp_path):
+    """Without spans, each tool_metrics row is a call; ts = completion − response_time."""
+    p = tmp_path / "metrics.jsonl"
+    p.write_text('{"id":1,"tool_id":"t-9","timestamp":"2026-09-13T10:00:01+00:00","response_time":0.5,'
+                 '"is_success":false,"error_message":"boom"}\n')
+    f = gm.load_context_forge(p).frame
+    assert _cols(f, "tool", "error", "duration_ms") == [["t-9", "boom", 500.0]]
+    assert str(f.iloc[0]["ts"]) == "2026-09-13 10:00:00.500000+00:00"
+
+
+def test_invariant():
+    res = gm.load_invariant(FIX / "invariant" / "traces.jsonl")
+    f = res.frame
+    CALLS.validate(f)
+    assert _cols(f, "door_session", "agent", "server", "tool", "object", "decision", "rule", "error",
+                 "correlation") == [
+        ["inv-a1", "claude-code", "warehouse", "query", None, "allow", None, None, "call_a"],
+        ["inv-a1", "claude-code", "warehouse", "read_object", "demo/.env", "deny", "no-secrets — secret in output",
+         None, "call_b"],
+        ["inv-b2", "codex", "files", "list_folder", "reports/", "allow", None, "folder not found", "c1"]]
+    assert f["args_key"].tolist() == ['{"sql":"select count(*) from cars"}', '{"path":"demo/.env"}',
+                                      '{"path":"reports/"}']          # string arguments parsed too
+    assert f["duration_ms"].tolist() == [300.0, 500.0, 200.0] and f["seq"].tolist() == [1, 2, 1]
+
+
+def test_mxcp():
+    res = gm.load_mxcp(FIX / "mxcp" / "audit.jsonl")
+    f = res.frame
+    CALLS.validate(f)
+    assert _cols(f, "line_no", "tool", "decision", "rule", "error", "args_key", "object") == [
+        [1, "query", "allow", None, None, '{"sql":"select 1"}', None],
+        [3, "read_object", "deny", "dotenv files are blocked", "Policy enforcement failed", None, "demo/.env"],
+        [4, "query", "allow", None, "Catalog Error: Table nope does not exist", '{"sql":"select * from nope"}', None]]
+    assert f.iloc[1]["arguments"] == {"path": "demo/.env", "token": "[REDACTED]"}
+    assert f["door_session"].unique().tolist() == ["mxcp:unknown-agent:2026-09-13"]
+    assert res.inputs[0]["not_calls"] == 2
+
+
+def test_mcp_http():
+    res = gm.load_mcp_http(FIX / "mcp_http" / "exchange.jsonl")
+    f = res.frame
+    CALLS.validate(f)
+    assert _cols(f, "line_no", "door_session", "agent", "server", "tool", "decision", "meta_call_id",
+                 "correlation") == [
+        [3, "sess-42", "claude-code", "warehouse", "read_object", "allow", "toolu_01abc", "2"],
+        [5, "sess-42", "claude-code", "warehouse", "read_object", "deny", None, "x-3"],
+        [5, "sess-42", "claude-code", "warehouse", "query", "allow", None, "x-4"],
+        [7, "sess-42", "claude-code", "warehouse", "query", "allow", None, "5"]]
+    assert f["duration_ms"].tolist()[:3] == [300.0, 10.0, 10.0] and pd.isna(f.iloc[3]["ts_end"])
+    assert f.iloc[1]["rule"] == f.iloc[1]["error"] == "Forbidden by policy no-dotenv (-32001)"
+    assert f.iloc[0]["object"] == "demo/cars.csv" and f["args_key"].notna().all()
+    assert res.inputs[0]["unfinished"] == 1 and res.inputs[0]["not_calls"] == 2
+
+
+def test_mcp_http_bare_jsonrpc_lines(tmp_path):
+    """JSON-RPC messages alone (no envelope): no session id → synthetic session, ts NaT; an error
+    that does not say refused stays allow."""
+    p = tmp_path / "rpc.jsonl"
+    p.write_text('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"query","arguments":{"sql":"x"}}}\n'
+                 '{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"internal error"}}\n')
+    assert registry.sniff_file(p)[0].name == "mcp-http"
+    f = gm.load_mcp_http(p).frame
+    assert _cols(f, "door_session", "decision", "error") == [["mcp-http:unknown-agent:rpc.jsonl", "allow",
+                                                              "internal error (-32603)"]]
+
+
+@pytest.mark.parametrize("load", [gm.load_agentgateway, gm.load_context_forge, gm.load_invariant, gm.load_mxcp,
+                                  gm.load_mcp_http])
+def test_gzip_empty_and_missing(tmp_path, load):
+    src = {gm.load_agentgateway: "agentgateway/access.log", gm.load_context_forge: "context_forge/export.json",
+           gm.load_invariant: "invariant/traces.jsonl", gm.load_mxcp: "mxcp/audit.jsonl",
+           gm.load_mcp_http: "mcp_http/exchange.jsonl"}[load]
+    plain = FIX / src
+    gz = tmp_path / (plain.name + ".gz")
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    a, b = load(plain).frame, load(gz).frame
+    assert len(a) == len(b) > 0 and a["tool"].tolist() == b["tool"].tolist()
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    r = load(empty)
+    CALLS.validate(r.frame)
+    assert r.frame.empty
+    with pytest.raises(InputError):
+        load(tmp_path / "missing.jsonl")
+
+
+def test_path_object():
+    assert gm.path_object({"bucket": "b", "key": "k/x.csv"}) == "b/k/x.csv"
+    assert gm.path_object({"file_path": "/etc/hosts", "x": 1}) == "/etc/hosts"
+    assert gm.path_object({"sql": "select 1"}) is None and gm.path_object(None) is None
