@@ -86,6 +86,11 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
         if size == 0:
             table.append({"path": str(f), "note": "empty file"})
             continue
+        side = registry.side_file_of(f)
+        if side is not None:
+            table.append({"path": str(f), "source": side.name, "frame": side.frame,
+                          "note": "side file: read with the file it belongs to"})
+            continue
         src, conf = registry.sniff_file(f)
         if src is None or conf < min_confidence:
             table.append({"path": str(f), "confidence": conf,
@@ -110,6 +115,11 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
         if res is None:
             rows.append(None)
             quar.append(None)
+            notes.append(r.note)
+            continue
+        if isinstance(r.note, str) and r.note.startswith("side file"):
+            rows.append(0)
+            quar.append(0)
             notes.append(r.note)
             continue
         rows.append(int((res.frame["source_file"] == r.path).sum()) if len(res.frame) else 0)

@@ -471,4 +471,6 @@ register(Source(
     load=load_claude_code,
     doc="Claude Code session JSONL (client 1.0.24–2.1.x) from ~/.claude/projects/<project>/, "
         "with sub-agent files (agent-<id>.jsonl, <session>/subagents/agent-<id>.jsonl)",
+    side_file=lambda p: p.name.endswith(".meta.json")
+    and p.with_name(p.name[: -len(".meta.json")] + ".jsonl").is_file(),
 ))

@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 from ..errors import InputError
 from ..frames import LoadResult
 
-__all__ = ["Source", "register", "get", "names", "sniff_file", "SNIFF_BYTES"]
+__all__ = ["Source", "register", "get", "names", "sniff_file", "side_file_of", "SNIFF_BYTES"]
 
 #: How much of a file sniffing reads (decompressed), in bytes.
 SNIFF_BYTES = 256 * 1024
@@ -32,6 +32,9 @@ class Source:
         sniff: ``sniff(sample: bytes) -> float`` confidence in [0, 1] from a file's first bytes.
         load: ``load(paths: Iterable[str | Path]) -> LoadResult``; folders are walked.
         doc: where the format comes from (spec, client versions seen).
+        side_file: ``side_file(path) -> bool``: a file this source reads *beside* its main files
+            (Claude Code's ``agent-<id>.meta.json``); :func:`replaybook.load` reports such files
+            as read with their transcript instead of as unrecognised.
     """
 
     name: str
@@ -39,6 +42,7 @@ class Source:
     sniff: Callable[[bytes], float]
     load: Callable[[Iterable[str | Path]], LoadResult]
     doc: str = ""
+    side_file: Callable[[Path], bool] | None = None
 
 
 _REGISTRY: dict[str, Source] = {}
@@ -67,6 +71,16 @@ def names() -> list[str]:
     """Registered source names, sorted."""
     _load_builtin()
     return sorted(_REGISTRY)
+
+
+def side_file_of(path: str | Path) -> Source | None:
+    """The source that reads ``path`` as a side file of its main files, if any."""
+    _load_builtin()
+    p = Path(path)
+    for src in _REGISTRY.values():
+        if src.side_file is not None and src.side_file(p):
+            return src
+    return None
 
 
 def sniff_file(path: str | Path) -> tuple[Source | None, float]:
