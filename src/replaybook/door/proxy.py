@@ -74,9 +74,13 @@ def _result_for(method: str, version: str | None, result) -> dict:
 class ClientPeer(Protocol):
     """The client side of the door (:class:`~._stdio.StdioPeer`, or a test double)."""
 
-    async def receive(self) -> Any: ...
+    async def receive(self) -> Any:
+        """The next message from the client (a JSON-RPC message or an error to answer)."""
+        ...
 
-    async def send(self, message: types.JSONRPCMessage) -> None: ...
+    async def send(self, message: types.JSONRPCMessage) -> None:
+        """Send one JSON-RPC message to the client."""
+        ...
 
 
 @dataclass
@@ -146,6 +150,7 @@ class Door:
 
     @property
     def server_name(self) -> str | None:
+        """The upstream server's name for the log: given, else from its ``initialize`` answer."""
         return self._server_name or self._sniffed or self.default_server
 
     # -- logging ---------------------------------------------------------------------------------

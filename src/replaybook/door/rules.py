@@ -217,6 +217,7 @@ class Decision:
 
     @property
     def allowed(self) -> bool:
+        """The call may pass the door."""
         return self.decision == "allow"
 
 

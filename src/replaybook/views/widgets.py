@@ -416,6 +416,7 @@ class SessionsList:
         self.render()
 
     def render(self, span=None) -> None:
+        """(Re)draw the list, keeping only sessions overlapping ``span`` (UTC start, end) if given."""
         f = S.sessions_in_span(self.frame, span)
         children: list = [_cell(c, head=True) for c in self.COLUMNS]
         self.open_buttons, self.replay_buttons = {}, {}
