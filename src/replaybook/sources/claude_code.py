@@ -70,9 +70,8 @@ from typing import Any, Iterable
 
 import orjson
 
-from .._jsonl import expand_paths, iter_objects, line_scores, name_stem, read_source
-from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
-from ..canonical import canonical_args
+from .._jsonl import expand_paths, line_scores
+from .._text import to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from .registry import Source, register
 
@@ -188,36 +187,6 @@ def sniff(sample: bytes) -> float:
 
 # --------------------------------------------------------------------------- helpers
 
-def _blocks_text(content: Any) -> tuple[str | None, int]:
-    """Text of a content value (string or list of blocks) and its number of image blocks.
-
-    Text blocks are joined with ``"\\n"``; ``tool_reference`` blocks are written as
-    ``[tool_reference: <name>]``; other non-text blocks are not text.
-    """
-    if isinstance(content, str):
-        return content, 0
-    if not isinstance(content, list):
-        return None, 0
-    texts: list[str] = []
-    images = 0
-    for b in content:
-        if isinstance(b, str):
-            texts.append(b)
-            continue
-        if not isinstance(b, dict):
-            continue
-        bt = b.get("type")
-        if bt == "text":
-            t = b.get("text")
-            if isinstance(t, str):
-                texts.append(t)
-        elif bt == "image":
-            images += 1
-        elif bt == "tool_reference":
-            texts.append(f"[tool_reference: {b.get('tool_name')}]")
-    return ("\n".join(texts) if texts else None), images
-
-
 def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     """Transcript files named by ``paths``: files as given, folders walked (sorted) for ``*.jsonl``
     and ``*.jsonl.gz``; duplicates and ``*.meta.json`` side files are left out.
@@ -231,206 +200,7 @@ def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     return expand_paths(named, accept=lambda q: q.name.endswith((".jsonl", ".jsonl.gz")))
 
 
-def _stem(path: Path) -> str:
-    return name_stem(path, (".jsonl.gz", ".jsonl", ".gz", ".json"))
-
-
-def _read_meta(path: Path, stem: str) -> dict | None:
-    """The 2.1.x ``agent-<id>.meta.json`` beside a sub-agent file, or None (never raises)."""
-    meta = path.with_name(stem + ".meta.json")
-    try:
-        if not meta.is_file():
-            return None
-        with open(meta, "rb") as fh:
-            obj = orjson.loads(fh.read())
-        return deep_safe(obj) if isinstance(obj, dict) else None
-    except (OSError, orjson.JSONDecodeError, RecursionError):
-        return None
-
-
 # --------------------------------------------------------------------------- loading
-
-class _Load:
-    """Mutable state of one load call: rows, quarantine, dedup and pairing tables."""
-
-    def __init__(self) -> None:
-        self.rows: list[dict] = []
-        self.ts: list[str | None] = []          # parallel to rows: raw timestamp strings
-        self.quarantine: list[dict] = []
-        self.inputs: list[dict] = []
-        self.seen_uuids: set[str] = set()
-        self.calls: dict[str, list[int]] = {}    # call_id → indexes of tool_call rows
-        self.results: list[int] = []             # indexes of tool_result rows
-        self.seq: dict[str, int] = {}            # transcript_id → next seq
-
-    def add(self, row: dict, ts: str | None) -> dict:
-        tid = row["transcript_id"]
-        n = self.seq.get(tid, 0)
-        row["seq"] = n
-        self.seq[tid] = n + 1
-        self.rows.append(row)
-        self.ts.append(ts)
-        return row
-
-    def load_file(self, path: Path) -> None:
-        data, info = read_source(path, LOADER, "Claude Code transcript")
-        stem = _stem(path)
-        file_agent = stem[6:] if stem.startswith("agent-") and len(stem) > 6 else None
-        if file_agent is not None:
-            meta = _read_meta(path, stem)
-            if meta is not None:
-                info["agent_meta"] = meta
-        spath = str(path)
-        groups: dict[tuple, dict] = {}           # (message.id, requestId) → group state
-        dups = 0
-        for line in iter_objects(path, data, LOADER, self.quarantine):
-            o = line.obj
-            if needs_safe(line.raw):
-                o = deep_safe(o)
-            uuid = str_or_none(o.get("uuid"))
-            if uuid is not None:
-                if uuid in self.seen_uuids:
-                    dups += 1
-                    continue
-                self.seen_uuids.add(uuid)
-            self._line(o, uuid, stem, file_agent, spath, line.line_no, groups)
-        for g in groups.values():
-            row = g["row"]
-            row["text"], row["text_bytes"] = truncate("\n".join(g["texts"]) if g["texts"] else None)
-        info["duplicates"] = dups
-        self.inputs.append(info)
-
-    def _line(self, o: dict, uuid: str | None, stem: str, file_agent: str | None, spath: str,
-              line_no: int, groups: dict) -> None:
-        t = o.get("type")
-        side = o.get("isSidechain") is True
-        if side or file_agent is not None:
-            agent = str_or_none(o.get("agentId")) or file_agent or "sidechain"
-        else:
-            agent = None
-        ts = o.get("timestamp")
-        ts = ts if isinstance(ts, str) else None
-        base = {
-            "transcript_id": stem,
-            "client": CLIENT,
-            "client_version": str_or_none(o.get("version")),
-            "client_session_id": str_or_none(o.get("sessionId")),
-            "agent_id": agent,
-            "uuid": uuid,
-            "parent_uuid": str_or_none(o.get("parentUuid")),
-            "source_file": spath,
-            "line_no": line_no,
-        }
-        msg = o.get("message")
-        if t == "user" and isinstance(msg, dict):
-            self._user(base, ts, msg.get("content"))
-        elif t == "assistant" and isinstance(msg, dict):
-            self._assistant(base, ts, o, msg, groups)
-        elif t == "summary":
-            text, nb = truncate(str_or_none(o.get("summary")))
-            self.add({**base, "kind": "summary", "line_type": "summary", "text": text,
-                      "text_bytes": nb}, ts)
-        else:
-            lt = t if isinstance(t, str) else (None if t is None else str(t))
-            sub = o.get("subtype")
-            if lt is not None and isinstance(sub, str) and sub:
-                lt = f"{lt}/{sub}"
-            row = {**base, "kind": "system" if t == "system" else "other", "line_type": lt}
-            if t == "system":
-                row["text"], row["text_bytes"] = truncate(str_or_none(o.get("content")))
-            self.add(row, ts)
-
-    def _user(self, base: dict, ts: str | None, content: Any) -> None:
-        if isinstance(content, list):
-            other: list = []
-            n_results = 0
-            for b in content:
-                if isinstance(b, dict) and b.get("type") == "tool_result":
-                    n_results += 1
-                    text, images = _blocks_text(b.get("content"))
-                    text, nb = truncate(text)
-                    self.add({**base, "kind": "tool_result", "line_type": "user",
-                                    "call_id": str_or_none(b.get("tool_use_id")),
-                                    "is_error": b.get("is_error") is True, "text": text,
-                                    "text_bytes": nb, "images": images}, ts)
-                    self.results.append(len(self.rows) - 1)
-                else:
-                    other.append(b)
-            if n_results and not other:
-                return
-            content = other
-        text, images = _blocks_text(content)
-        text, nb = truncate(text)
-        self.add({**base, "kind": "user_prompt", "line_type": "user", "text": text,
-                  "text_bytes": nb, "images": images}, ts)
-
-    def _assistant(self, base: dict, ts: str | None, o: dict, msg: dict, groups: dict) -> None:
-        mid = str_or_none(msg.get("id"))
-        rid = str_or_none(o.get("requestId"))
-        usage = msg.get("usage")
-        g = groups.get((mid, rid)) if mid is not None else None
-        if g is None:
-            row = self.add({**base, "kind": "model_request", "line_type": "assistant",
-                            "model": str_or_none(msg.get("model")), "message_id": mid,
-                            "request_id": rid}, ts)
-            g = {"row": row, "texts": []}
-            groups[(mid, rid) if mid is not None else ("line", base["line_no"])] = g
-        row = g["row"]
-        if isinstance(usage, dict):
-            row["input_tokens"] = int_or_none(usage.get("input_tokens"))
-            row["output_tokens"] = int_or_none(usage.get("output_tokens"))
-        if row.get("model") is None:
-            row["model"] = str_or_none(msg.get("model"))
-        content = msg.get("content")
-        if isinstance(content, str):
-            g["texts"].append(content)
-            return
-        if not isinstance(content, list):
-            return
-        for b in content:
-            if not isinstance(b, dict):
-                continue
-            bt = b.get("type")
-            if bt == "text":
-                if isinstance(b.get("text"), str):
-                    g["texts"].append(b["text"])
-            elif bt == "tool_use":
-                name = b.get("name")
-                name = name if isinstance(name, str) else None
-                server, tool = split_mcp_name(name)
-                args = b.get("input")
-                call_id = str_or_none(b.get("id"))
-                self.add({**base, "kind": "tool_call", "line_type": "assistant",
-                          "tool_raw": name, "server": server, "tool": tool, "call_id": call_id,
-                          "arguments": args, "args_key": canonical_args(args),
-                          "message_id": mid, "request_id": rid}, ts)
-                if call_id is not None:
-                    self.calls.setdefault(call_id, []).append(len(self.rows) - 1)
-
-    def pair(self) -> list[str | None]:
-        """Pair results to calls by call_id; returns the result_ts strings parallel to rows."""
-        result_ts: list[str | None] = [None] * len(self.rows)
-        done: set[str] = set()
-        rows = self.rows
-        for i in self.results:
-            r = rows[i]
-            cid = r["call_id"]
-            idx = self.calls.get(cid) if cid is not None else None
-            if not idx:
-                continue
-            call = rows[idx[0]]
-            r["tool_raw"], r["server"], r["tool"] = call["tool_raw"], call["server"], call["tool"]
-            if cid in done:
-                continue
-            done.add(cid)
-            for j in idx:
-                c = rows[j]
-                result_ts[j] = self.ts[i]
-                c["is_error"] = r["is_error"]
-                c["result_text"] = r["text"]
-                c["images"] = r["images"]
-        return result_ts
-
 
 def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load Claude Code transcripts (JSONL, client versions 1.0.24 – 2.1.x) into the ``steps`` frame.
@@ -453,15 +223,182 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist, or a file cannot be read (permission, corrupt gzip).
     """
-    st = _Load()
-    for path in _expand(paths):
-        st.load_file(path)
-    result_ts = st.pair()
-    frame = STEPS.build(st.rows)
-    if len(frame):
-        frame["ts"] = to_utc(st.ts).array
-        frame["result_ts"] = to_utc(result_ts).array
-    return LoadResult(frame=frame, quarantine=QUARANTINE.build(st.quarantine), inputs=st.inputs)
+    import gc
+
+    from . import _claude_fast as F
+
+    files = _expand(paths)
+    # the parse allocates millions of short-lived containers: the cyclic GC's passes over them
+    # cost ~10 % and find nothing (parsed JSON has no cycles)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(files, F)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _load(files: list[Path], F) -> LoadResult:
+    cols: list[list] = [[] for _ in range(F.NCOLS)]
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    seen: set[str] = set()
+    seq: dict[str, int] = {}
+    per_file: list[tuple[str, str, int]] = []   # (transcript_id, source_file, rows) per file
+    _PER_FILE = (F.C_TID, F.C_CLIENT, F.C_SOURCE)   # constant within a file: built in _build
+    for path in files:
+        fcols, fq, info = F.parse_file(path, seen)
+        quarantine.extend(fq)
+        inputs.append(info)
+        if not fcols:
+            continue
+        tid = fcols[F.C_TID][0]
+        nf = len(fcols[F.C_TID])
+        off = seq.get(tid, 0)
+        if off:
+            fcols[F.C_SEQ] = [i + off for i in fcols[F.C_SEQ]]
+        seq[tid] = off + nf
+        per_file.append((tid, fcols[F.C_SOURCE][0], nf))
+        for k, (c, fc) in enumerate(zip(cols, fcols)):
+            if k not in _PER_FILE:
+                c.extend(fc)
+    if not cols[F.C_KIND]:
+        frame = STEPS.build([])
+        return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+    ts = cols[F.C_TS]
+    result_ts = _pair(cols, F)
+    frame = _build(cols, F, ts, result_ts, per_file)
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+def _pair(cols: list[list], F) -> list[int]:
+    """Pair results to calls by call_id across the load (first result wins); fills the columns in
+    place and returns, parallel to the rows, the row whose ``ts`` is the row's result_ts (-1:
+    none)."""
+    kind, call_id = cols[F.C_KIND], cols[F.C_CALL_ID]
+    n = len(kind)
+    result_ts: list[int] = [-1] * n
+    calls: dict[str, list[int]] = {}
+    results: list[int] = []
+    for i in range(n):
+        k = kind[i]
+        if k == "tool_call":
+            cid = call_id[i]
+            if cid is not None:
+                calls.setdefault(cid, []).append(i)
+        elif k == "tool_result":
+            results.append(i)
+    if not calls:
+        return result_ts
+    tool_raw, server, tool = cols[F.C_TOOL_RAW], cols[F.C_SERVER], cols[F.C_TOOL]
+    is_error, result_text, images, text = (cols[F.C_IS_ERROR], cols[F.C_RESULT_TEXT],
+                                           cols[F.C_IMAGES], cols[F.C_TEXT])
+    done: set[str] = set()
+    for i in results:
+        cid = call_id[i]
+        idx = calls.get(cid) if cid is not None else None
+        if not idx:
+            continue
+        j0 = idx[0]
+        tool_raw[i], server[i], tool[i] = tool_raw[j0], server[j0], tool[j0]
+        if cid in done:
+            continue
+        done.add(cid)
+        for j in idx:
+            result_ts[j] = i
+            is_error[j] = is_error[i]
+            result_text[j] = text[i]
+            images[j] = images[i]
+    return result_ts
+
+
+_EXACT = 1 << 53
+
+
+def _build(cols: list[list], F, ts: list, result_ts: list[int],
+           per_file: list[tuple[str, str, int]]) -> "pd.DataFrame":
+    """The STEPS frame of the columns, equal to STEPS.build(row dicts) of the row-dict loader
+    (with ``ts`` parsed by ``to_utc``; ``result_ts`` is taken from the parsed ``ts`` of the rows
+    :func:`_pair` names: to_utc parses element by element, so this equals parsing the strings)."""
+    import numpy as np
+    import pandas as pd
+
+    n = len(cols[F.C_KIND])
+    kind = cols[F.C_KIND]
+    # the columns constant within a file are expanded from one value per file
+    file_of_row = np.repeat(np.arange(len(per_file), dtype=np.intp), [k for _, _, k in per_file])
+    cols[F.C_TID] = ([t for t, _, _ in per_file], file_of_row)
+    cols[F.C_SOURCE] = ([p for _, p, _ in per_file], file_of_row)
+    cols[F.C_CLIENT] = ([F.CLIENT], np.zeros(n, dtype=np.intp))
+    exact = True
+    args = cols[F.C_ARGS]
+    if "tool_call" not in kind:
+        args = [None] * n   # no row had the key: from_records leaves the column out → None
+    elif any(a.__class__ is not dict for a, k in zip(args, kind) if k == "tool_call"):
+        exact = False   # from_records infers this column's dtype from its values
+    for c in (F.C_IN_TOK, F.C_OUT_TOK):  # the other Int64 columns are small counts
+        vals = [v for v in cols[c] if v is not None]
+        if vals and (max(vals) > _EXACT or min(vals) < -_EXACT):
+            exact = False   # from_records goes through float64 (missing keys → NaN)
+    if not exact:
+        for c in (F.C_TID, F.C_SOURCE, F.C_CLIENT):
+            vals, idx = cols[c]
+            cols[c] = [vals[i] for i in idx.tolist()]
+        return _build_records(cols, F, ts, result_ts)
+    out: dict[str, Any] = {}
+    sdt = pd.StringDtype("python")
+    ts_arr = to_utc(ts).array
+    for c, col in zip(STEPS.columns, cols):
+        name = c.name
+        if name == "ts":
+            out[name] = ts_arr
+        elif name == "result_ts":
+            out[name] = ts_arr.take(np.asarray(result_ts, dtype=np.intp), allow_fill=True)
+        elif name == "arguments":
+            arr = np.empty(n, dtype=object)
+            arr[:] = args
+            out[name] = arr
+        elif c.dtype == "string":
+            if isinstance(col, tuple):   # (values, index of each row's value)
+                out[name] = pd.array(col[0], dtype=sdt).take(col[1])
+            else:
+                out[name] = pd.array(col, dtype=sdt)
+        elif c.dtype == "Int64":   # ints (|v| <= 2**53 here) and None
+            arr = np.array(col, dtype=object)
+            mask = pd.isna(arr)
+            if mask.any():
+                arr[mask] = 0
+            out[name] = pd.arrays.IntegerArray(arr.astype(np.int64), mask)
+        elif c.dtype == "boolean":
+            out[name] = pd.array(col, dtype=c.dtype)
+        else:  # pragma: no cover - STEPS has no other dtypes
+            raise AssertionError(c.dtype)
+    return pd.DataFrame(out, index=pd.RangeIndex(n))
+
+
+def _build_records(cols: list[list], F, ts: list, result_ts: list[int]) -> "pd.DataFrame":
+    """Slow exact path for odd values: arguments that are not objects, token counts beyond 2**53."""
+    import pandas as pd
+
+    data: dict[str, Any] = {}
+    kind = cols[F.C_KIND]
+    for name, col in zip(STEPS.names, cols):
+        if name in ("ts", "result_ts"):
+            continue
+        if name == "arguments":
+            if "tool_call" not in kind:
+                col = [None] * len(col)
+            else:
+                col = pd.DataFrame.from_records(
+                    [{"a": a} if k == "tool_call" else {} for a, k in zip(col, kind)])["a"]
+        elif name in ("input_tokens", "output_tokens"):
+            col = pd.DataFrame.from_records([{"a": v} for v in col])["a"]
+        data[name] = col
+    frame = STEPS.build(data)
+    frame["ts"] = to_utc(ts).array
+    frame["result_ts"] = to_utc([ts[i] if i >= 0 else None for i in result_ts]).array
+    return frame
 
 
 register(Source(
