@@ -198,8 +198,11 @@ def _rank_pair(si: np.ndarray, ci: np.ndarray, t: np.ndarray, s: np.ndarray, k: 
     """
     if len(si) == 0:
         return si, ci
-    grp = np.stack([t, s, k], axis=1)
-    _, g = np.unique(grp, axis=0, return_inverse=True)
+    nt, ns, nk = int(t.max()) + 1, int(s.max()) + 1, int(k.max()) + 1
+    if nt * ns * nk < 2**62:  # one int64 key per (transcript, session, key): a 1-D unique
+        _, g = np.unique((t.astype(np.int64) * ns + s) * nk + k, return_inverse=True)
+    else:
+        _, g = np.unique(np.stack([t, s, k], axis=1), axis=0, return_inverse=True)
     g = g.reshape(-1).astype(np.int64)
     n_items = int(max(si.max(), ci.max())) + 1
     g1, step, r1 = _ranked(g, si, s_ms, n_items)
