@@ -201,22 +201,40 @@ def name_stem(path: Path, suffixes: tuple[str, ...]) -> str:
     return path.stem
 
 
-def read_source(path: Path, fmt: str, what: str) -> tuple[bytes, dict]:
-    """Read one input file read-only (gunzipped by magic bytes): ``(data, inputs entry)``.
+def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) -> tuple[bytes, dict]:
+    """Read one input file read-only, once (gunzipped by magic bytes): ``(data, inputs entry)``.
 
-    The entry is :func:`file_info` of the file (``path``, ``sha256``, ``bytes``, ``lines``,
-    ``format`` = ``fmt``).
+    The entry has ``path``, ``sha256`` (hex, of the bytes on disk — hashed from the bytes just
+    read, not by reading the file again), ``bytes`` (on disk), ``lines`` (of the decompressed
+    text; ``None`` with ``count_lines=False`` for a caller that counts them itself) and
+    ``format`` = ``fmt``.
 
     Raises:
         InputError: the file cannot be read (permission, a folder, corrupt or truncated gzip);
             the message is ``cannot read <what>: <reason>``.
     """
     try:
-        raw_size = path.stat().st_size
-        data = read_bytes(path)
+        with open(path, "rb") as fh:
+            disk = fh.read()
+        data = disk
+        if data[:2] == GZIP_MAGIC:
+            try:
+                data = gzip.decompress(data)
+            except zlib.error as exc:  # a damaged deflate stream is not an OSError
+                raise gzip.BadGzipFile(f"corrupt gzip data: {exc}") from exc
     except (OSError, EOFError) as exc:
         raise InputError(f"cannot read {what}: {exc}", path) from exc
-    return data, file_info(path, raw_size, data, fmt)
+    return data, {
+        "path": str(path),
+        "sha256": hashlib.sha256(disk).hexdigest(),
+        "bytes": len(disk),
+        "lines": _count_lines(data) if count_lines else None,
+        "format": fmt,
+    }
+
+
+def _count_lines(data: bytes) -> int:
+    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
 
 
 def file_info(path: str | Path, raw_size: int, data: bytes, fmt: str) -> dict:
@@ -229,7 +247,7 @@ def file_info(path: str | Path, raw_size: int, data: bytes, fmt: str) -> dict:
         "path": str(path),
         "sha256": h.hexdigest(),
         "bytes": raw_size,
-        "lines": data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1),
+        "lines": _count_lines(data),
         "format": fmt,
     }
 

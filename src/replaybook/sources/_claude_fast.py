@@ -13,18 +13,14 @@ Semantics are those of the original row-dict loader, line for line:
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import zlib
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .._jsonl import GZIP_MAGIC, Line, file_info, name_stem, parse_json, quarantine_row
-from .._text import TEXT_LIMIT, deep_safe
+from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
+from .._text import TEXT_LIMIT, deep_safe, int_or_none, str_or_none
 from ..canonical import canonical_args
-from ..errors import InputError
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -51,10 +47,6 @@ def _trunc(s: str | None) -> tuple[str | None, int | None]:
     return s, size
 
 
-def _sn(v: Any) -> str | None:
-    return v if isinstance(v, str) and v != "" else None
-
-
 _CANON: dict[bytes, str] = {}
 
 
@@ -70,12 +62,6 @@ def _canonical(args: Any) -> str:
             _CANON.clear()
         out = _CANON[key] = canonical_args(args)
     return out
-
-
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    return v if isinstance(v, int) else None
 
 
 def _blocks_text(content: Any) -> tuple[str | None, int]:
@@ -116,30 +102,8 @@ def _read_meta(path: Path, stem: str) -> dict | None:
 
 
 def read_file(path: Path) -> tuple[bytes, dict]:
-    """``read_source(path, LOADER, …)`` hashing the bytes already read instead of re-reading."""
-    what = "Claude Code transcript"
-    try:
-        raw_size = path.stat().st_size
-        with open(path, "rb") as fh:
-            disk = fh.read()
-        data = disk
-        if data[:2] == GZIP_MAGIC:
-            try:
-                data = gzip.decompress(data)
-            except zlib.error as exc:
-                raise gzip.BadGzipFile(f"corrupt gzip data: {exc}") from exc
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read {what}: {exc}", path) from exc
-    if len(disk) != raw_size:  # changed between stat and read: keep the original behaviour
-        return data, file_info(path, raw_size, data, LOADER)
-    info = {
-        "path": str(path),
-        "sha256": hashlib.sha256(disk).hexdigest(),
-        "bytes": raw_size,
-        "lines": None,   # counted by parse_file
-        "format": LOADER,
-    }
-    return data, info
+    """One transcript read once, with its ``inputs`` entry (lines are counted by parse_file)."""
+    return read_source(path, LOADER, "Claude Code transcript", count_lines=False)
 
 
 def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) -> tuple[list, list, dict]:
@@ -219,7 +183,7 @@ def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) ->
         g = o.get
         t = g("type")
         if g("isSidechain") is True or file_agent is not None:
-            agent = _sn(g("agentId")) or file_agent or "sidechain"
+            agent = str_or_none(g("agentId")) or file_agent or "sidechain"
         else:
             agent = None
         ts = g("timestamp")
@@ -248,7 +212,7 @@ def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) ->
                         r = base.copy()
                         r[C_KIND] = "tool_result"
                         r[C_LT] = "user"
-                        r[C_CALL_ID] = _sn(b.get("tool_use_id"))
+                        r[C_CALL_ID] = str_or_none(b.get("tool_use_id"))
                         r[C_IS_ERROR] = b.get("is_error") is True
                         r[C_TEXT] = text
                         r[C_TEXT_BYTES] = nb
@@ -269,14 +233,14 @@ def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) ->
             add(base)
         elif t == "assistant" and isinstance(msg, dict):
             mg = msg.get
-            mid = _sn(mg("id"))
-            rid = _sn(g("requestId"))
+            mid = str_or_none(mg("id"))
+            rid = str_or_none(g("requestId"))
             usage = mg("usage")
             grp = groups.get((mid, rid)) if mid is not None else None
             if grp is None:
                 base[C_KIND] = "model_request"
                 base[C_LT] = "assistant"
-                base[C_MODEL] = _sn(mg("model"))
+                base[C_MODEL] = str_or_none(mg("model"))
                 base[C_MSG_ID] = mid
                 base[C_REQ_ID] = rid
                 add(base)
@@ -284,10 +248,10 @@ def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) ->
                 groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
             row = grp[0]
             if isinstance(usage, dict):
-                row[C_IN_TOK] = _int(usage.get("input_tokens"))
-                row[C_OUT_TOK] = _int(usage.get("output_tokens"))
+                row[C_IN_TOK] = int_or_none(usage.get("input_tokens"))
+                row[C_OUT_TOK] = int_or_none(usage.get("output_tokens"))
             if row[C_MODEL] is None:
-                row[C_MODEL] = _sn(mg("model"))
+                row[C_MODEL] = str_or_none(mg("model"))
             content = mg("content")
             if isinstance(content, str):
                 grp[1].append(content)
@@ -312,7 +276,7 @@ def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) ->
                     r[C_TOOL_RAW] = name
                     r[C_SERVER] = server
                     r[C_TOOL] = tool
-                    r[C_CALL_ID] = _sn(b.get("id"))
+                    r[C_CALL_ID] = str_or_none(b.get("id"))
                     r[C_ARGS] = args
                     r[C_ARGS_KEY] = _canonical(args)
                     r[C_MODEL] = None
@@ -326,7 +290,7 @@ def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) ->
         elif t == "summary":
             base[C_KIND] = "summary"
             base[C_LT] = "summary"
-            base[C_TEXT], base[C_TEXT_BYTES] = _trunc(_sn(g("summary")))
+            base[C_TEXT], base[C_TEXT_BYTES] = _trunc(str_or_none(g("summary")))
             add(base)
         else:
             lt = t if isinstance(t, str) else (None if t is None else str(t))
@@ -336,7 +300,7 @@ def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) ->
             base[C_LT] = lt
             if t == "system":
                 base[C_KIND] = "system"
-                base[C_TEXT], base[C_TEXT_BYTES] = _trunc(_sn(g("content")))
+                base[C_TEXT], base[C_TEXT_BYTES] = _trunc(str_or_none(g("content")))
             else:
                 base[C_KIND] = "other"
             add(base)
