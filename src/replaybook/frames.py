@@ -121,17 +121,25 @@ class FrameSpec:
         if isinstance(rows, pd.DataFrame):
             df = rows
         elif isinstance(rows, Mapping):
-            df = pd.DataFrame({k: (v.reset_index(drop=True) if isinstance(v, pd.Series)
-                                   else pd.Series(v, dtype="object")) for k, v in rows.items()})
+            extra = set(rows) - set(self.names)
+            if extra:
+                raise FrameError(f"{self.name}: unknown columns {sorted(extra)}")
+            given = {k: _as_series(v) for k, v in rows.items()}
+            lengths = {len(v) for v in given.values()}
+            if len(lengths) > 1:
+                raise FrameError(f"{self.name}: columns have different lengths {sorted(lengths)}")
+            return self._from_columns(given, lengths.pop() if lengths else 0)
         else:
             df = pd.DataFrame.from_records(list(rows))
         extra = set(df.columns) - set(self.names)
         if extra:
             raise FrameError(f"{self.name}: unknown columns {sorted(extra)}")
+        return self._from_columns({k: df[k] for k in df.columns}, len(df))
+
+    def _from_columns(self, given: Mapping[str, pd.Series], n: int) -> pd.DataFrame:
         out = {}
-        n = len(df)
         for c in self.columns:
-            col = df[c.name] if c.name in df.columns else pd.Series([None] * n, dtype="object")
+            col = given[c.name] if c.name in given else pd.Series([None] * n, dtype="object")
             try:
                 out[c.name] = _coerce(col, c.dtype)
             except (TypeError, ValueError) as exc:
@@ -163,8 +171,20 @@ def _pandas_dtype(dtype: str):
     return pd.StringDtype("python") if dtype == "string" else dtype
 
 
+def _as_series(v) -> pd.Series:
+    """A column given to :meth:`FrameSpec.build`: Series and typed arrays keep their dtype (no
+    copy); plain lists become ``object`` Series to be coerced."""
+    if isinstance(v, pd.Series):
+        return v.reset_index(drop=True)
+    if isinstance(v, (np.ndarray, pd.api.extensions.ExtensionArray, pd.Index)):
+        return pd.Series(v, copy=False)
+    return pd.Series(v, dtype="object")
+
+
 def _coerce(col: pd.Series, dtype: str) -> pd.Series:
     col = col.reset_index(drop=True)
+    if dtype != "string" and str(col.dtype) == dtype:
+        return col  # already at its dtype: pass through without a copy
     if dtype == UTC:
         if pd.api.types.is_datetime64_any_dtype(col.dtype):
             col = col.dt.tz_localize("UTC") if col.dt.tz is None else col.dt.tz_convert("UTC")
