@@ -91,13 +91,24 @@ def float_or_none(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def _ns_bounds():
+    import pandas as pd
+
+    return pd.Timestamp.min.tz_localize("UTC"), pd.Timestamp.max.tz_localize("UTC")
+
+
 def to_utc(values: Any) -> "pd.Series":
     """Parse RFC 3339 / ISO 8601 strings (any offset, 0-9 fractional digits) to UTC.
 
-    Returns a ``datetime64[ns, UTC]`` Series; unparseable or missing values become ``NaT``.
+    Returns a ``datetime64[ns, UTC]`` Series; unparseable or missing values become ``NaT``, and
+    so do date-times outside what nanoseconds can hold (before 1677-09-21 or after 2262-04-11),
+    so the caller quarantines them instead of the load failing.
     """
     import pandas as pd
 
     s = pd.Series(values, dtype="object")
     out = pd.to_datetime(s, utc=True, format="ISO8601", errors="coerce")
+    if str(out.dtype) != "datetime64[ns, UTC]":  # pandas 3 parses at µs: range-check before ns
+        lo, hi = _ns_bounds()
+        out = out.where((out >= lo) & (out <= hi))
     return out.astype("datetime64[ns, UTC]")

@@ -1,0 +1,21 @@
+"""replaybook._text: the shared timestamp parser every loader uses."""
+
+import pandas as pd
+
+from replaybook._text import to_utc
+
+
+def test_to_utc_offsets_and_fraction_digits():
+    out = to_utc(["2026-09-13T12:00:05+02:00", "2026-09-13T10:00:05.123456789Z", "2026-09-13T10:00:05Z"])
+    assert str(out.dtype) == "datetime64[ns, UTC]"
+    assert out[0] == pd.Timestamp("2026-09-13T10:00:05Z")
+    assert out[1].value % 1_000_000_000 == 123_456_789
+    assert out[2] == pd.Timestamp("2026-09-13T10:00:05Z")
+
+
+def test_to_utc_outside_nanosecond_range_is_nat_not_an_exception():
+    # a forged or broken clock must end in a quarantine row, not abort the whole load
+    out = to_utc(["1500-09-13T10:00:05.600Z", "3000-09-13T10:00:05Z", "2262-04-11T23:47:16.854775807Z",
+                  "1677-09-21T00:12:43.145224193Z", None, "not a time"])
+    assert out.isna().tolist() == [True, True, False, False, True, True]
+    assert out[2] == pd.Timestamp.max.tz_localize("UTC")
