@@ -144,7 +144,7 @@ class FrameSpec:
                 out[c.name] = _coerce(col, c.dtype)
             except (TypeError, ValueError) as exc:
                 raise FrameError(f"{self.name}.{c.name}: cannot convert to {c.dtype}: {exc}") from exc
-        return pd.DataFrame(out, index=pd.RangeIndex(n))
+        return pd.DataFrame(out, index=pd.RangeIndex(n), copy=False)
 
     def validate(self, df: pd.DataFrame) -> None:
         """Check that ``df`` has exactly this spec's columns and dtypes.
