@@ -15,18 +15,12 @@ match exactly.  Keys recognised for ``meta_call_id``: :data:`META_CALL_ID_KEYS`.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from typing import Any, Iterable
 
-import orjson
-import pandas as pd
-
 from .._schema import first_error, package_schema
 from .._jsonl import expand_paths, iter_objects, quarantine_row, read_source, sample_objects
-from .._text import to_utc
-from ..canonical import canonical_args
-from ..frames import CALLS, QUARANTINE, LoadResult
+from ..frames import QUARANTINE, LoadResult
 from .registry import Source, register
 
 __all__ = ["load_door", "door_schema", "sniff", "META_CALL_ID_KEYS", "meta_call_id"]
@@ -120,83 +114,101 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
     Returns:
         :class:`~replaybook.frames.LoadResult` with ``frame`` shaped by
-        :data:`~replaybook.frames.CALLS` (sorted by ``door_session``, ``ts``, ``seq``),
-        ``quarantine`` rows for lines that are not JSON objects or fail the schema, and one
-        ``inputs`` entry per file (with its SHA-256).  ``agent`` falls back to the parent
-        folder's name (``<agent>/<session>.jsonl``) when a line has none; a line whose ``ts``
-        is not a real date-time is quarantined.
+        :data:`~replaybook.frames.CALLS` (one row per valid line, sorted by ``door_session``,
+        ``ts``, ``seq``; ``ts``/``ts_end`` UTC, ``duration_ms`` in milliseconds, ``arguments``
+        the parsed dict and ``args_key`` its :func:`~replaybook.canonical.canonical_args` text),
+        ``quarantine`` rows for lines that are not JSON objects or fail the schema (file, line
+        number, the schema's complaint), and one ``inputs`` entry per file (with its SHA-256).
+        ``agent`` falls back to the parent folder's name (``<agent>/<session>.jsonl``) when a
+        line has none; a line whose ``ts`` is not a real date-time (or lies outside 1677–2262)
+        is quarantined, and so is one whose ``arguments`` cannot be canonicalised (nested deeper
+        than orjson's 254 levels, or an integer past 64 bits).
+
+    Files whose every line has the common, certainly valid shape are decoded in one call
+    (:mod:`._door_fast`, msgspec); any other file is read line by line; both give the same rows.
 
     Raises:
         InputError: a path does not exist or a file cannot be read (gzip corrupt, permission).
     """
-    cols: dict[str, list] = {c: [] for c in CALLS.names}
+    return _load(paths, fast=True)
+
+
+def _load(paths: str | Path | Iterable[str | Path], *, fast: bool) -> LoadResult:
+    """:func:`load_door`; with ``fast=False`` every file is read line by line (the reference the
+    fast path is tested against)."""
+    import gc
+
+    from . import _door_fast
+
+    files = expand_paths(paths, accept=_log_name, unique=False)
+    cols = _door_fast.Columns()
     quarantine: list[dict] = []
     inputs: list[dict] = []
-    key_cache: dict[bytes, str] = {}
-    for path in expand_paths(paths, accept=_log_name, unique=False):
-        data, info = read_source(path, LOADER, "door log")
-        inputs.append(info)
-        default_agent = path.parent.name or None
-        spath = str(path)
-        for line in iter_objects(path, data, LOADER, quarantine):
-            o = line.obj
-            if not _quick_ok(o):
-                err = _schema_error(o)
-                if err is not None:
-                    quarantine.append(quarantine_row(path, line, LOADER, err))
-                    continue
-            args = o.get("arguments")
-            if args is None:
-                args = {}
-            # canonical keys are cached by the arguments' compact JSON: logs repeat arguments a lot
-            kb = orjson.dumps(args, option=orjson.OPT_NON_STR_KEYS)
-            key = key_cache.get(kb)
-            if key is None:
-                key = key_cache[kb] = canonical_args(args)
-            cols["door_session"].append(o["session"])
-            cols["agent"].append(o.get("agent") or default_agent)
-            cols["seq"].append(o.get("seq"))
-            cols["ts"].append(o["ts"])
-            cols["ts_end"].append(o.get("ts_end"))
-            cols["duration_ms"].append(o.get("duration_ms"))
-            cols["server"].append(o.get("server"))
-            cols["tool"].append(o["tool"])
-            cols["arguments"].append(args)
-            cols["args_key"].append(key)
-            cols["object"].append(o.get("object"))
-            cols["decision"].append(o["decision"])
-            cols["rule"].append(o.get("rule"))
-            cols["rows"].append(o.get("rows"))
-            cols["bytes"].append(o.get("bytes"))
-            cols["meta_call_id"].append(meta_call_id(o.get("meta")))
-            cols["correlation"].append(o.get("correlation"))
-            cols["error"].append(o.get("error"))
-            cols["response_digest"].append(o.get("response_digest"))
-            cols["object_digest"].append(o.get("object_digest"))
-            cols["source_file"].append(spath)
-            cols["line_no"].append(line.line_no)
-    ts = to_utc(cols["ts"])
-    te = to_utc(cols["ts_end"])
-    te_given = pd.Series(cols["ts_end"], dtype="object").notna().to_numpy()
-    bad = ts.isna().to_numpy() | (te.isna().to_numpy() & te_given)
-    cols["ts"], cols["ts_end"] = ts, te
-    frame = CALLS.build(cols)
-    if bad.any():
-        for f, n in zip(frame.loc[bad, "source_file"], frame.loc[bad, "line_no"]):
-            quarantine.append(quarantine_row(f, None, LOADER, "ts or ts_end is not an RFC 3339 date-time",
-                                             line_no=int(n)))
-        frame = frame[~bad].reset_index(drop=True)
-    if len(frame):
-        missing = frame["duration_ms"].isna() & frame["ts_end"].notna()
-        frame.loc[missing, "duration_ms"] = (
-            (frame.loc[missing, "ts_end"] - frame.loc[missing, "ts"]).dt.total_seconds() * 1000.0
-        )
-        # seq missing: number calls in file order within the session
-        if frame["seq"].isna().any():
-            order = frame.groupby("door_session").cumcount() + 1
-            frame["seq"] = frame["seq"].fillna(order.astype("Int64"))
-        frame = frame.sort_values(["door_session", "ts", "seq"], kind="stable").reset_index(drop=True)
+    # millions of short-lived containers: the cyclic GC's passes over them find nothing
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for path in files:
+            data, info = read_source(path, LOADER, "door log")
+            inputs.append(info)
+            default_agent = path.parent.name or None
+            spath = str(path)
+            if not (fast and _door_fast.decode_file(data, info["lines"], spath, default_agent, cols)):
+                _read_lines(path, data, spath, default_agent, quarantine, cols)
+            del data
+        frame = _door_fast.frame(cols, quarantine, LOADER)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, quarantine: list[dict],
+                out: Any) -> None:
+    """The per-line path: every line of one file parsed and validated on its own, its rows
+    added to ``out`` (a ``_door_fast.Columns``), bad lines appended to ``quarantine``."""
+    from ._door_fast import CODED, PLAIN
+
+    cols: dict[str, list] = {c: [] for c in CODED + PLAIN}
+    arg_codes: list[int] = []
+    table = out.args
+    for line in iter_objects(path, data, LOADER, quarantine):
+        o = line.obj
+        if not _quick_ok(o):
+            err = _schema_error(o)
+            if err is not None:
+                quarantine.append(quarantine_row(path, line, LOADER, err))
+                continue
+        args = o.get("arguments")
+        if args is None:
+            args = {}
+        try:
+            # canonical keys are cached by the arguments' compact JSON: logs repeat arguments a lot
+            key = table.key_for(args)
+        except (TypeError, RecursionError) as exc:  # nested too deep for orjson, an int past 64 bits
+            quarantine.append(quarantine_row(path, line, LOADER, f"arguments cannot be canonicalised: {exc}"))
+            continue
+        arg_codes.append(table.add(args, key))
+        cols["door_session"].append(o["session"])
+        cols["agent"].append(o.get("agent") or default_agent)
+        cols["seq"].append(o.get("seq"))
+        cols["ts"].append(o["ts"])
+        cols["ts_end"].append(o.get("ts_end"))
+        cols["duration_ms"].append(o.get("duration_ms"))
+        cols["server"].append(o.get("server"))
+        cols["tool"].append(o["tool"])
+        cols["object"].append(o.get("object"))
+        cols["decision"].append(o["decision"])
+        cols["rule"].append(o.get("rule"))
+        cols["rows"].append(o.get("rows"))
+        cols["bytes"].append(o.get("bytes"))
+        cols["meta_call_id"].append(meta_call_id(o.get("meta")))
+        cols["correlation"].append(o.get("correlation"))
+        cols["error"].append(o.get("error"))
+        cols["response_digest"].append(o.get("response_digest"))
+        cols["object_digest"].append(o.get("object_digest"))
+        cols["line_no"].append(line.line_no)
+    out.add(spath, cols, arg_codes)
 
 
 def sniff(sample: bytes) -> float:
