@@ -31,3 +31,19 @@ def test_non_json_floats_and_lone_surrogates_are_safe():
     out = canonical_args({"s": "x\udcb2"})
     out.encode("utf-8")  # would raise on a lone surrogate
     assert out == '{"s":"x\ufffd"}'
+
+
+def test_integers_beyond_64_bits_are_written_exactly():
+    # orjson cannot write them; the key must still be stable and exact, not a crash
+    big = 123456789012345678901234567890
+    assert canonical_args({"b": big, "a": 1.0}) == '{"a":1,"b":123456789012345678901234567890}'
+    assert canonical_args({"b": big + 1}) != canonical_args({"b": big})
+
+
+def test_deep_nesting_that_parsers_return_is_canonicalised():
+    # orjson parses up to 1,024 levels; canonicalising such arguments must not abort a load
+    import orjson
+
+    text = '{"a":' * 1000 + "1" + "}" * 1000
+    key = canonical_args(orjson.loads(text))
+    assert key == text

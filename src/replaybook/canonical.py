@@ -13,6 +13,8 @@ decides that spelling.  Rules (version :data:`CANONICAL_VERSION`):
 4. Arrays keep their order (order is meaningful in arguments).
 5. ``None``/``null`` is ``null``; a missing arguments object (``None`` at top level) is ``{}``.
 6. Output is ASCII-safe UTF-8 text (non-ASCII kept as characters, lone surrogates replaced).
+7. Integers beyond 64 bits are written exactly, all digits (the whole text is then written by
+   Python's ``json``, whose float spelling can differ from orjson's in the exponent only).
 """
 
 from __future__ import annotations
@@ -64,10 +66,42 @@ def canonical_args(arguments: Any) -> str:
         Compact JSON text with sorted keys, e.g. ``{"columns":["mpg","cyl"],"path":"demo/"}``.
         Two argument objects that differ only in key order, whitespace, ``1`` vs ``1.0`` or
         Unicode normal form give the same text.
+
+    Raises:
+        ValueError: the arguments are nested deeper than ~5,000 levels (no JSON parser replaybook
+            uses returns that much nesting: orjson stops at 1,024).
     """
     if arguments is None:
         arguments = {}
-    return orjson.dumps(_norm(arguments), option=orjson.OPT_SORT_KEYS).decode("utf-8")
+    try:
+        return _canonical(arguments)
+    except RecursionError:
+        pass
+    # deeper than the interpreter's default limit allows: JSON parsers stop near 1,024 levels,
+    # so retry once with room for that much nesting rather than fail the whole load
+    import sys
+
+    old = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(old, _DEEP_LIMIT))
+        return _canonical(arguments)
+    except RecursionError:
+        raise ValueError(f"arguments nested too deeply to canonicalise (over ~{_DEEP_LIMIT // 2} levels)") from None
+    finally:
+        sys.setrecursionlimit(old)
+
+
+_DEEP_LIMIT = 10_000
+
+
+def _canonical(arguments: Any) -> str:
+    normed = _norm(arguments)
+    try:
+        return orjson.dumps(normed, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+    except TypeError:  # an integer beyond 64 bits, or deeper than orjson writes (254 levels)
+        import json
+
+        return json.dumps(normed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @lru_cache(maxsize=65536)
