@@ -19,3 +19,14 @@ def test_to_utc_outside_nanosecond_range_is_nat_not_an_exception():
                   "1677-09-21T00:12:43.145224193Z", None, "not a time"])
     assert out.isna().tolist() == [True, True, False, False, True, True]
     assert out[2] == pd.Timestamp.max.tz_localize("UTC")
+
+
+def test_int_or_none_keeps_only_what_int64_holds():
+    from replaybook._text import int_or_none
+
+    assert int_or_none(2**63 - 1) == 2**63 - 1
+    assert int_or_none(-(2**63)) == -(2**63)
+    assert int_or_none(2**63) is None
+    assert int_or_none(True) is None
+    assert int_or_none(3.0, integral_float=True) == 3
+    assert int_or_none(1e300, integral_float=True) is None

@@ -71,17 +71,21 @@ def str_or_none(v: Any) -> str | None:
     return v if isinstance(v, str) and v != "" else None
 
 
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
 def int_or_none(v: Any, *, integral_float: bool = False) -> int | None:
-    """``v`` when it is an int (booleans excluded), else ``None``.
+    """``v`` when it is an int that fits a signed 64-bit integer (booleans excluded), else ``None``.
 
     With ``integral_float`` a float with no fractional part (``3.0``) is accepted as well and
-    returned as an int; other floats, strings and everything else give ``None``.
+    returned as an int; other floats, strings, integers beyond int64 (which no ``Int64`` column
+    can hold) and everything else give ``None``.
     """
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
-        return v
-    if integral_float and isinstance(v, float) and v.is_integer():
+        return v if _I64_MIN <= v <= _I64_MAX else None
+    if integral_float and isinstance(v, float) and v.is_integer() and _I64_MIN <= v < _I64_MAX:
         return int(v)
     return None
 
