@@ -537,3 +537,24 @@ def test_registered_in_registry():
     assert src.load is load_claude_code and src.sniff is sniff
     assert "claude-code" in registry.names()
     assert set(cc.__all__) >= {"load_claude_code", "split_mcp_name", "sniff"}
+
+
+@pytest.mark.parametrize("tokens", [2**63, 2**64 - 1, 10**30])
+def test_token_count_beyond_int64_is_na_not_a_crash(tmp_path, tokens):
+    # usage counts no Int64 column can hold are treated like any non-integer count (NA); the
+    # rest of the request, and of the file, loads
+    from replaybook.sources.claude_code import load_claude_code
+
+    lines = [
+        '{"type":"user","uuid":"u1","sessionId":"s","timestamp":"2026-01-01T00:00:00Z",'
+        '"message":{"role":"user","content":"hi"}}',
+        '{"type":"assistant","uuid":"u2","sessionId":"s","timestamp":"2026-01-01T00:00:01Z","requestId":"r",'
+        '"message":{"id":"m","role":"assistant","model":"x","usage":{"input_tokens":%d,"output_tokens":7},'
+        '"content":[{"type":"text","text":"ok"}]}}' % tokens,
+    ]
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    res = load_claude_code(p)
+    req = res.frame[res.frame["kind"] == "model_request"]
+    assert len(req) == 1 and res.quarantine.empty
+    assert pd.isna(req["input_tokens"].iloc[0]) and req["output_tokens"].iloc[0] == 7

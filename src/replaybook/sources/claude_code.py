@@ -60,6 +60,10 @@ Decisions
 Nothing is dropped silently: lines that are not JSON or not a JSON object go to the quarantine
 with file, line number and byte offset; an unterminated unparsable last line is quarantined as
 ``kind="pending"``.  Files are opened read-only and never modified.
+
+Speed: well-formed files are decoded whole by msgspec into just the keys read, other files line
+by line with orjson (``_claude_fast``, ``_claude_ms``); the per-record loader this replaced is
+kept in ``_claude_ref`` as the reference the tests hold the fast path to.
 """
 
 from __future__ import annotations
@@ -197,7 +201,25 @@ def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     if isinstance(paths, (str, Path)):
         paths = [paths]
     named = [p for p in map(Path, paths) if not (p.name.endswith(".meta.json") and p.is_file())]
-    return expand_paths(named, accept=lambda q: q.name.endswith((".jsonl", ".jsonl.gz")))
+    if len(named) == 1 and named[0].is_dir():
+        # one folder: what expand_paths finds, without resolving every file to drop duplicates
+        # (a walk that enters no symlinked folder and takes no symlinked file meets none)
+        return sorted(q for q in named[0].rglob("*") if _transcript_name(q) and _regular_file(q))
+    return expand_paths(named, accept=_transcript_name)
+
+
+def _transcript_name(q: Path) -> bool:
+    return q.name.endswith((".jsonl", ".jsonl.gz"))
+
+
+def _regular_file(q: Path) -> bool:
+    """``q.is_file() and not q.is_symlink()`` with one ``lstat``."""
+    import stat
+
+    try:
+        return stat.S_ISREG(q.lstat().st_mode)
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------- loading
@@ -228,76 +250,65 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     from . import _claude_fast as F
 
     files = _expand(paths)
+    max_open = F.max_open()
     # the parse allocates millions of short-lived containers: the cyclic GC's passes over them
     # cost ~10 % and find nothing (parsed JSON has no cycles)
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(files, F)
+        return _load(files, max_open)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _load(files: list[Path], F) -> LoadResult:
-    cols: list[list] = [[] for _ in range(F.NCOLS)]
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    seen: set[str] = set()
-    seq: dict[str, int] = {}
-    per_file: list[tuple[str, str, int]] = []   # (transcript_id, source_file, rows) per file
-    _PER_FILE = (F.C_TID, F.C_CLIENT, F.C_SOURCE)   # constant within a file: built in _build
+def _load(files: list[Path], max_open: int) -> LoadResult:
+    from . import _claude_fast as F
+
+    load = F.Load(expect_rows=_expect_rows(files), max_open=max_open)
     for path in files:
-        fcols, fq, info = F.parse_file(path, seen)
-        quarantine.extend(fq)
-        inputs.append(info)
-        if not fcols:
-            continue
-        tid = fcols[F.C_TID][0]
-        nf = len(fcols[F.C_TID])
-        off = seq.get(tid, 0)
-        if off:
-            fcols[F.C_SEQ] = [i + off for i in fcols[F.C_SEQ]]
-        seq[tid] = off + nf
-        per_file.append((tid, fcols[F.C_SOURCE][0], nf))
-        for k, (c, fc) in enumerate(zip(cols, fcols)):
-            if k not in _PER_FILE:
-                c.extend(fc)
-    if not cols[F.C_KIND]:
-        frame = STEPS.build([])
-        return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
-    ts = cols[F.C_TS]
-    result_ts = _pair(cols, F)
-    frame = _build(cols, F, ts, result_ts, per_file)
-    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+        # (reading the next file in a thread while this one is parsed was tried: the parse holds
+        # the GIL, so the reader only ran when the parser waited for it — no gain)
+        load.file(path, F.read_file(path))
+    quarantine = QUARANTINE.build(load.quarantine)
+    if not load.n:
+        return LoadResult(frame=STEPS.build([]), quarantine=quarantine, inputs=load.inputs)
+    frame = _build(load, F)
+    return LoadResult(frame=frame, quarantine=quarantine, inputs=load.inputs)
 
 
-def _pair(cols: list[list], F) -> list[int]:
-    """Pair results to calls by call_id across the load (first result wins); fills the columns in
-    place and returns, parallel to the rows, the row whose ``ts`` is the row's result_ts (-1:
-    none)."""
-    kind, call_id = cols[F.C_KIND], cols[F.C_CALL_ID]
-    n = len(kind)
-    result_ts: list[int] = [-1] * n
-    calls: dict[str, list[int]] = {}
-    results: list[int] = []
-    for i in range(n):
-        k = kind[i]
-        if k == "tool_call":
-            cid = call_id[i]
-            if cid is not None:
-                calls.setdefault(cid, []).append(i)
-        elif k == "tool_result":
-            results.append(i)
+def _expect_rows(files: list[Path]) -> int:
+    """A guess of the rows ``files`` give, to size the column arrays (200 bytes a row): ~1 per
+    1.6 KB as in typical transcripts, at most 2**20; 0 when the sizes cannot be read.  The arrays
+    grow as needed; spare room is dropped when the frame is built."""
+    import os
+
+    try:
+        return min(sum(os.stat(p).st_size for p in files) // 1600 + 1024, 1 << 20)
+    except OSError:
+        return 0
+
+
+def _pair(load, F, col) -> "np.ndarray":
+    """Pair results to calls by call_id across the load (first result wins), filling the object
+    columns ``col`` in place; returns, per row, the row whose ``ts`` is its result_ts (-1: none)."""
+    import numpy as np
+
+    n = load.n
+    result_ts = np.full(n, -1, dtype=np.intp)
+    calls = load.calls
     if not calls:
         return result_ts
-    tool_raw, server, tool = cols[F.C_TOOL_RAW], cols[F.C_SERVER], cols[F.C_TOOL]
-    is_error, result_text, images, text = (cols[F.C_IS_ERROR], cols[F.C_RESULT_TEXT],
-                                           cols[F.C_IMAGES], cols[F.C_TEXT])
+    call_id = col[F.C_CALL_ID]
+    tool_raw, server, tool = col[F.C_TOOL_RAW], col[F.C_SERVER], col[F.C_TOOL]
+    is_error, result_text, images, text = (col[F.C_IS_ERROR], col[F.C_RESULT_TEXT],
+                                           col[F.C_IMAGES], col[F.C_TEXT])
     done: set[str] = set()
-    for i in results:
+    call_rows: list[int] = []
+    result_rows: list[int] = []
+    for i in load.results:
         cid = call_id[i]
-        idx = calls.get(cid) if cid is not None else None
+        idx = calls.get(cid)
         if not idx:
             continue
         j0 = idx[0]
@@ -305,100 +316,167 @@ def _pair(cols: list[list], F) -> list[int]:
         if cid in done:
             continue
         done.add(cid)
-        for j in idx:
-            result_ts[j] = i
-            is_error[j] = is_error[i]
-            result_text[j] = text[i]
-            images[j] = images[i]
+        call_rows.extend(idx)
+        result_rows.extend([i] * len(idx))
+    if call_rows:
+        j = np.array(call_rows, dtype=np.intp)
+        i = np.array(result_rows, dtype=np.intp)
+        result_ts[j] = i
+        is_error[j] = is_error[i]
+        result_text[j] = text[i]
+        images[j] = images[i]
     return result_ts
 
 
 _EXACT = 1 << 53
 
 
-def _build(cols: list[list], F, ts: list, result_ts: list[int],
-           per_file: list[tuple[str, str, int]]) -> "pd.DataFrame":
-    """The STEPS frame of the columns, equal to STEPS.build(row dicts) of the row-dict loader
-    (with ``ts`` parsed by ``to_utc``; ``result_ts`` is taken from the parsed ``ts`` of the rows
-    :func:`_pair` names: to_utc parses element by element, so this equals parsing the strings)."""
+def _build(load, F) -> "pd.DataFrame":
+    """The STEPS frame of the load, equal to the reference loader's (``_claude_ref``): object
+    columns joined once with ``np.fromiter``, string columns (NA already in place) wrapped as they
+    are, ``seq`` and the per-file columns from per-file row counts, ``ts`` parsed once per
+    distinct string (``to_utc`` parses element by element)."""
     import numpy as np
     import pandas as pd
 
-    n = len(cols[F.C_KIND])
-    kind = cols[F.C_KIND]
-    # the columns constant within a file are expanded from one value per file
-    file_of_row = np.repeat(np.arange(len(per_file), dtype=np.intp), [k for _, _, k in per_file])
-    cols[F.C_TID] = ([t for t, _, _ in per_file], file_of_row)
-    cols[F.C_SOURCE] = ([p for _, p, _ in per_file], file_of_row)
-    cols[F.C_CLIENT] = ([F.CLIENT], np.zeros(n, dtype=np.intp))
+    n = load.n
+    per_file = load.per_file
+    col = {k: load.column(k) for k in F.JOINED}
+    result_ts = _pair(load, F, col)
+    counts = [k for _, _, k in per_file]
+    file_of_row = np.repeat(np.arange(len(per_file), dtype=np.intp), counts)
+    # seq: 0-based per transcript id, continuing over files with the same id
+    seq = np.empty(n, dtype=np.int64)
+    done: dict[str, int] = {}
+    pos = 0
+    for tid, _, k in per_file:
+        off = done.get(tid, 0)
+        seq[pos:pos + k] = np.arange(off, off + k, dtype=np.int64)
+        done[tid] = off + k
+        pos += k
+    is_call = col[F.C_KIND] == "tool_call"
+    args = col[F.C_ARGS]
     exact = True
-    args = cols[F.C_ARGS]
-    if "tool_call" not in kind:
-        args = [None] * n   # no row had the key: from_records leaves the column out → None
-    elif any(a.__class__ is not dict for a, k in zip(args, kind) if k == "tool_call"):
+    if not is_call.any():
+        args = None   # no row had the key: from_records leaves the column out → None
+    elif any(a.__class__ is not dict for a in args[is_call]):
         exact = False   # from_records infers this column's dtype from its values
-    for c in (F.C_IN_TOK, F.C_OUT_TOK):  # the other Int64 columns are small counts
-        vals = [v for v in cols[c] if v is not None]
-        if vals and (max(vals) > _EXACT or min(vals) < -_EXACT):
-            exact = False   # from_records goes through float64 (missing keys → NaN)
+    ints: dict[int, Any] = {}
+    for k in (F.C_IMAGES, F.C_TEXT_BYTES, F.C_IN_TOK, F.C_OUT_TOK):
+        ints[k] = _int64(col[k])
+        if ints[k] is None:
+            if k in (F.C_IN_TOK, F.C_OUT_TOK):
+                exact = False   # beyond 2**53: from_records goes through float64
+            else:  # pragma: no cover - text sizes and image counts are far below 2**53
+                ints[k] = _int64_object(col[k])
     if not exact:
-        for c in (F.C_TID, F.C_SOURCE, F.C_CLIENT):
-            vals, idx = cols[c]
-            cols[c] = [vals[i] for i in idx.tolist()]
-        return _build_records(cols, F, ts, result_ts)
+        return _build_slow(col, F, per_file, file_of_row, seq, result_ts)
     out: dict[str, Any] = {}
     sdt = pd.StringDtype("python")
-    ts_arr = to_utc(ts).array
-    for c, col in zip(STEPS.columns, cols):
+    ts_arr = _utc(col[F.C_TS])
+    no_mask = np.zeros(n, dtype=bool)
+    for k, c in enumerate(STEPS.columns):
         name = c.name
-        if name == "ts":
+        if k == F.C_TS:
             out[name] = ts_arr
-        elif name == "result_ts":
-            out[name] = ts_arr.take(np.asarray(result_ts, dtype=np.intp), allow_fill=True)
-        elif name == "arguments":
-            arr = np.empty(n, dtype=object)
-            arr[:] = args
-            out[name] = arr
-        elif c.dtype == "string":
-            if isinstance(col, tuple):   # (values, index of each row's value)
-                out[name] = pd.array(col[0], dtype=sdt).take(col[1])
-            else:
-                out[name] = pd.array(col, dtype=sdt)
-        elif c.dtype == "Int64":   # ints (|v| <= 2**53 here) and None
-            arr = np.array(col, dtype=object)
-            mask = pd.isna(arr)
-            if mask.any():
-                arr[mask] = 0
-            out[name] = pd.arrays.IntegerArray(arr.astype(np.int64), mask)
+        elif k == F.C_RESULT_TS:
+            out[name] = ts_arr.take(result_ts, allow_fill=True)
+        elif k == F.C_ARGS:
+            out[name] = np.full(n, None, dtype=object) if args is None else args
+        elif k == F.C_TID:
+            out[name] = pd.array([t for t, _, _ in per_file], dtype=sdt).take(file_of_row)
+        elif k == F.C_SOURCE:
+            out[name] = pd.array([p for _, p, _ in per_file], dtype=sdt).take(file_of_row)
+        elif k == F.C_CLIENT:
+            out[name] = pd.array([F.CLIENT], dtype=sdt).take(np.zeros(n, dtype=np.intp))
+        elif k == F.C_SEQ:
+            out[name] = pd.arrays.IntegerArray(seq, no_mask.copy())
+        elif k == F.C_LINE_NO:
+            out[name] = pd.arrays.IntegerArray(col[k].astype(np.int64), no_mask.copy())
+        elif c.dtype == "string":   # str or NA only (F.STR_COLS): wrapped as they are
+            out[name] = _strings(col[k], sdt)
+        elif c.dtype == "Int64":
+            out[name] = ints[k]
         elif c.dtype == "boolean":
-            out[name] = pd.array(col, dtype=c.dtype)
+            out[name] = pd.array(col[k], dtype=c.dtype)
         else:  # pragma: no cover - STEPS has no other dtypes
             raise AssertionError(c.dtype)
-    return pd.DataFrame(out, index=pd.RangeIndex(n))
+    return pd.DataFrame(out, index=pd.RangeIndex(n), copy=False)
 
 
-def _build_records(cols: list[list], F, ts: list, result_ts: list[int]) -> "pd.DataFrame":
-    """Slow exact path for odd values: arguments that are not objects, token counts beyond 2**53."""
+def _strings(arr, sdt) -> "pd.arrays.StringArray":
+    """A StringArray of ``sdt`` over ``arr`` (an object array holding only ``str`` and ``pd.NA``,
+    as the parser makes them), without a validating pass over the values."""
     import pandas as pd
 
-    data: dict[str, Any] = {}
-    kind = cols[F.C_KIND]
-    for name, col in zip(STEPS.names, cols):
-        if name in ("ts", "result_ts"):
-            continue
-        if name == "arguments":
-            if "tool_call" not in kind:
-                col = [None] * len(col)
-            else:
-                col = pd.DataFrame.from_records(
-                    [{"a": a} if k == "tool_call" else {} for a, k in zip(col, kind)])["a"]
-        elif name in ("input_tokens", "output_tokens"):
-            col = pd.DataFrame.from_records([{"a": v} for v in col])["a"]
-        data[name] = col
-    frame = STEPS.build(data)
-    frame["ts"] = to_utc(ts).array
-    frame["result_ts"] = to_utc([ts[i] if i >= 0 else None for i in result_ts]).array
-    return frame
+    proto = pd.arrays.StringArray(arr[:1], dtype=sdt)   # validated (and checks the dtype)
+    wrap = getattr(proto, "_from_backing_data", None)
+    if wrap is None:  # pragma: no cover - pandas without the (private) no-copy constructor
+        return pd.arrays.StringArray(arr, dtype=sdt)
+    return wrap(arr)
+
+
+def _int64(obj) -> "pd.arrays.IntegerArray | None":
+    """Int64 array of an object array of ints and None; None when a value is beyond 2**53."""
+    import numpy as np
+    import pandas as pd
+
+    try:
+        arr = obj.astype(np.float64)   # None → NaN
+    except OverflowError:
+        return None
+    mask = np.isnan(arr)
+    if mask.any():
+        arr[mask] = 0
+    if arr.size and np.abs(arr).max() >= _EXACT:   # may not be exact in float64: look closer
+        vals = [v for v in obj.tolist() if v is not None]
+        if max(vals) > _EXACT or min(vals) < -_EXACT:
+            return None
+        return _int64_object(obj)
+    return pd.arrays.IntegerArray(arr.astype(np.int64), mask)
+
+
+def _int64_object(obj) -> "pd.arrays.IntegerArray":
+    """Int64 array of an object array of ints and None, the reference's way (exact ints)."""
+    import numpy as np
+    import pandas as pd
+
+    arr = obj.copy()
+    mask = pd.isna(arr)
+    if mask.any():
+        arr[mask] = 0
+    return pd.arrays.IntegerArray(arr.astype(np.int64), mask)
+
+
+def _utc(ts) -> "pd.api.extensions.ExtensionArray":
+    """``to_utc(ts).array`` of an object array of str/None, each distinct string parsed once."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(ts)
+    return to_utc(uniques).array.take(codes, allow_fill=True)
+
+
+def _build_slow(col: dict, F, per_file, file_of_row, seq, result_ts) -> "pd.DataFrame":
+    """Odd values (arguments that are not objects, token counts beyond 2**53): the reference's
+    exact slow build, from the reference's column lists (None for missing strings)."""
+    import pandas as pd
+
+    from ._claude_ref import _build_records
+
+    NA = pd.NA
+    cols: list = [None] * F.NCOLS
+    for k, arr in col.items():
+        vals = arr.tolist()
+        cols[k] = [None if v is NA else v for v in vals] if k in F.STR_COLS else vals
+    idx = file_of_row.tolist()
+    tids = [t for t, _, _ in per_file]
+    srcs = [p for _, p, _ in per_file]
+    cols[F.C_TID] = [tids[i] for i in idx]
+    cols[F.C_SOURCE] = [srcs[i] for i in idx]
+    cols[F.C_CLIENT] = [F.CLIENT] * len(idx)
+    cols[F.C_SEQ] = seq.tolist()
+    cols[F.C_RESULT_TS] = [None] * len(idx)
+    return _build_records(cols, F, cols[F.C_TS], result_ts.tolist())
 
 
 register(Source(

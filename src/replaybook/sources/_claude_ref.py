@@ -1,0 +1,509 @@
+"""The reference (per-record) Claude Code loader, kept unchanged as the oracle for the fast path (private).
+
+:func:`load_reference` is what :func:`replaybook.sources.claude_code.load_claude_code` returned
+before the fast path; ``tests/sources/test_claude_fast_equiv.py`` asserts both give equal results.
+Per-file parsing for :mod:`replaybook.sources.claude_code` (private).
+
+One file is turned into STEPS columns (a list per column, in ``STEPS`` order) without building
+row dicts.  The cross-file steps (``seq`` per transcript, tool_use_id pairing, the frame) are
+done by the caller; :func:`parse_file` shares the load's set of seen uuids (dedup).
+
+Semantics are those of the original row-dict loader, line for line:
+
+* a line parsed by orjson needs no surrogate clean-up (orjson refuses lone surrogates and
+  invalid UTF-8); a line parsed by the lenient fallback is already ``deep_safe``;
+* every string in a parsed object is therefore surrogate-free, so ``safe_str`` is skipped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
+from .._text import TEXT_LIMIT, deep_safe, int_or_none, str_or_none, to_utc
+from ..frames import QUARANTINE, STEPS, LoadResult
+from ..canonical import canonical_args
+
+NCOLS = 30
+# column positions (STEPS order)
+(C_TID, C_CLIENT, C_VER, C_SESS, C_AGENT, C_SEQ, C_TS, C_KIND, C_LT, C_TOOL_RAW, C_SERVER,
+ C_TOOL, C_CALL_ID, C_ARGS, C_ARGS_KEY, C_RESULT_TS, C_IS_ERROR, C_RESULT_TEXT, C_IMAGES,
+ C_TEXT, C_TEXT_BYTES, C_MODEL, C_MSG_ID, C_REQ_ID, C_IN_TOK, C_OUT_TOK, C_UUID, C_PARENT,
+ C_SOURCE, C_LINE_NO) = range(NCOLS)
+
+NAN = float("nan")   # ``arguments`` of rows that are not tool calls (from_records: missing → NaN)
+
+LOADER = "claude-code"
+CLIENT = "claude-code"
+_PENDING = "unterminated last line (still being written?)"
+
+
+def _trunc(s: str | None) -> tuple[str | None, int | None]:
+    """``truncate`` for strings known to be surrogate-free."""
+    if s is None:
+        return None, None
+    n = len(s)
+    size = n if s.isascii() else len(s.encode("utf-8"))
+    if n > TEXT_LIMIT:
+        return s[:TEXT_LIMIT] + f" …[+{n - TEXT_LIMIT} chars]", size
+    return s, size
+
+
+_CANON: dict[bytes, str] = {}
+
+
+def _canonical(args: Any) -> str:
+    """canonical_args, cached by the exact JSON spelling of ``args`` (same bytes: same value)."""
+    try:
+        key = orjson.dumps(args)
+    except (TypeError, orjson.JSONEncodeError):
+        return canonical_args(args)
+    out = _CANON.get(key)
+    if out is None:
+        if len(_CANON) >= 65536:
+            _CANON.clear()
+        out = _CANON[key] = canonical_args(args)
+    return out
+
+
+def _blocks_text(content: Any) -> tuple[str | None, int]:
+    if isinstance(content, str):
+        return content, 0
+    if not isinstance(content, list):
+        return None, 0
+    texts: list[str] = []
+    images = 0
+    for b in content:
+        if isinstance(b, str):
+            texts.append(b)
+            continue
+        if not isinstance(b, dict):
+            continue
+        bt = b.get("type")
+        if bt == "text":
+            t = b.get("text")
+            if isinstance(t, str):
+                texts.append(t)
+        elif bt == "image":
+            images += 1
+        elif bt == "tool_reference":
+            texts.append(f"[tool_reference: {b.get('tool_name')}]")
+    return ("\n".join(texts) if texts else None), images
+
+
+def _read_meta(path: Path, stem: str) -> dict | None:
+    meta = path.with_name(stem + ".meta.json")
+    try:
+        if not meta.is_file():
+            return None
+        with open(meta, "rb") as fh:
+            obj = orjson.loads(fh.read())
+        return deep_safe(obj) if isinstance(obj, dict) else None
+    except (OSError, orjson.JSONDecodeError, RecursionError):
+        return None
+
+
+def read_file(path: Path) -> tuple[bytes, dict]:
+    """One transcript read once, with its ``inputs`` entry (lines are counted by parse_file)."""
+    return read_source(path, LOADER, "Claude Code transcript", count_lines=False)
+
+
+def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) -> tuple[list, list, dict]:
+    """Parse one transcript: ``(columns, quarantine rows, inputs entry)``.
+
+    ``columns`` is a list of NCOLS lists (empty when the file has no rows); ``seq`` is 0-based
+    within the file and ``ts`` holds the raw timestamp strings.  ``seen`` holds the uuids met so
+    far in the load: lines with those uuids are skipped as resume copies, and the file's own
+    uuids are added to it.  ``read`` is :func:`read_file`'s result when already read.
+    """
+    data, info = read if read is not None else read_file(path)
+    stem = name_stem(path, (".jsonl.gz", ".jsonl", ".gz", ".json"))
+    file_agent = stem[6:] if stem.startswith("agent-") and len(stem) > 6 else None
+    if file_agent is not None:
+        meta = _read_meta(path, stem)
+        if meta is not None:
+            info["agent_meta"] = meta
+    spath = str(path)
+    quarantine: list[dict] = []
+    rows: list[list] = []
+    add = rows.append
+    groups: dict[tuple, list] = {}   # key → [row, texts]
+    dups = 0
+    loads = orjson.loads
+    JDE = orjson.JSONDecodeError
+
+    # lines are handed to orjson as memoryview slices (no copy of the file); bytes are made only
+    # for lines that need them (quarantine)
+    mv = memoryview(data)
+    find = data.find
+    n = len(data)
+    pos = 0
+    line_no = 0
+    newlines = 0
+    while pos < n:
+        end = find(b"\n", pos)
+        if end < 0:
+            pending = True
+            end = n
+        else:
+            pending = False
+            newlines += 1
+        line_no += 1
+        start = pos
+        pos = end + 1
+        stop = end - 1 if end > start and data[end - 1] == 13 else end   # drop a trailing \r
+        try:
+            o = loads(mv[start:stop])
+        except JDE:
+            raw = data[start:stop]
+            if not raw.strip():
+                continue
+            o, err = parse_json(raw)
+            if err is not None:
+                if pending:
+                    quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, _PENDING, True),
+                                                     LOADER, _PENDING, kind="pending"))
+                else:
+                    quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, err, False),
+                                                     LOADER, err, kind="invalid"))
+                continue
+        if o.__class__ is not dict:
+            raw = data[start:stop]
+            quarantine.append(quarantine_row(path, Line(line_no, start, raw, o, None, False), LOADER,
+                                             f"not a JSON object ({type(o).__name__})"))
+            continue
+        uuid = o.get("uuid")
+        if uuid.__class__ is not str or uuid == "":
+            uuid = uuid if isinstance(uuid, str) and uuid != "" else None
+        if uuid is not None:
+            if uuid in seen:
+                dups += 1
+                continue
+            seen.add(uuid)
+
+        # ---- one line (legacy _Load._line)
+        g = o.get
+        t = g("type")
+        if g("isSidechain") is True or file_agent is not None:
+            agent = str_or_none(g("agentId")) or file_agent or "sidechain"
+        else:
+            agent = None
+        ts = g("timestamp")
+        if ts.__class__ is not str:
+            ts = ts if isinstance(ts, str) else None
+        # parsed JSON strings are exact ``str``: ``v if v.__class__ is str and v`` is str_or_none
+        ver = g("version")
+        sess = g("sessionId")
+        par = g("parentUuid")
+        base = [stem, CLIENT, ver if ver.__class__ is str and ver else None,
+                sess if sess.__class__ is str and sess else None, agent, 0, ts, None, None,
+                None, None, None, None, NAN, None, None, None, None, None, None, None, None, None,
+                None, None, None, uuid, par if par.__class__ is str and par else None, spath,
+                line_no]
+        msg = g("message")
+        if t == "user" and isinstance(msg, dict):
+            content = msg.get("content")
+            if isinstance(content, list):
+                other: list = []
+                n_results = 0
+                for b in content:
+                    if isinstance(b, dict) and b.get("type") == "tool_result":
+                        n_results += 1
+                        text, images = _blocks_text(b.get("content"))
+                        text, nb = _trunc(text)
+                        r = base.copy()
+                        r[C_KIND] = "tool_result"
+                        r[C_LT] = "user"
+                        r[C_CALL_ID] = str_or_none(b.get("tool_use_id"))
+                        r[C_IS_ERROR] = b.get("is_error") is True
+                        r[C_TEXT] = text
+                        r[C_TEXT_BYTES] = nb
+                        r[C_IMAGES] = images
+                        add(r)
+                    else:
+                        other.append(b)
+                if n_results and not other:
+                    continue
+                content = other
+            text, images = _blocks_text(content)
+            text, nb = _trunc(text)
+            base[C_KIND] = "user_prompt"
+            base[C_LT] = "user"
+            base[C_TEXT] = text
+            base[C_TEXT_BYTES] = nb
+            base[C_IMAGES] = images
+            add(base)
+        elif t == "assistant" and isinstance(msg, dict):
+            mg = msg.get
+            mid = str_or_none(mg("id"))
+            rid = str_or_none(g("requestId"))
+            usage = mg("usage")
+            grp = groups.get((mid, rid)) if mid is not None else None
+            if grp is None:
+                base[C_KIND] = "model_request"
+                base[C_LT] = "assistant"
+                base[C_MODEL] = str_or_none(mg("model"))
+                base[C_MSG_ID] = mid
+                base[C_REQ_ID] = rid
+                add(base)
+                grp = [base, []]
+                groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
+            row = grp[0]
+            if isinstance(usage, dict):
+                row[C_IN_TOK] = int_or_none(usage.get("input_tokens"))
+                row[C_OUT_TOK] = int_or_none(usage.get("output_tokens"))
+            if row[C_MODEL] is None:
+                row[C_MODEL] = str_or_none(mg("model"))
+            content = mg("content")
+            if isinstance(content, str):
+                grp[1].append(content)
+                continue
+            if not isinstance(content, list):
+                continue
+            for b in content:
+                if not isinstance(b, dict):
+                    continue
+                bt = b.get("type")
+                if bt == "text":
+                    if isinstance(b.get("text"), str):
+                        grp[1].append(b["text"])
+                elif bt == "tool_use":
+                    name = b.get("name")
+                    name = name if isinstance(name, str) else None
+                    server, tool = split_mcp_name(name)
+                    args = b.get("input")
+                    r = base.copy()
+                    r[C_KIND] = "tool_call"
+                    r[C_LT] = "assistant"
+                    r[C_TOOL_RAW] = name
+                    r[C_SERVER] = server
+                    r[C_TOOL] = tool
+                    r[C_CALL_ID] = str_or_none(b.get("id"))
+                    r[C_ARGS] = args
+                    r[C_ARGS_KEY] = _canonical(args)
+                    r[C_MODEL] = None
+                    r[C_TEXT] = None
+                    r[C_TEXT_BYTES] = None
+                    r[C_IN_TOK] = None
+                    r[C_OUT_TOK] = None
+                    r[C_MSG_ID] = mid
+                    r[C_REQ_ID] = rid
+                    add(r)
+        elif t == "summary":
+            base[C_KIND] = "summary"
+            base[C_LT] = "summary"
+            base[C_TEXT], base[C_TEXT_BYTES] = _trunc(str_or_none(g("summary")))
+            add(base)
+        else:
+            lt = t if isinstance(t, str) else (None if t is None else str(t))
+            sub = g("subtype")
+            if lt is not None and isinstance(sub, str) and sub:
+                lt = f"{lt}/{sub}"
+            base[C_LT] = lt
+            if t == "system":
+                base[C_KIND] = "system"
+                base[C_TEXT], base[C_TEXT_BYTES] = _trunc(str_or_none(g("content")))
+            else:
+                base[C_KIND] = "other"
+            add(base)
+    for row, texts in groups.values():
+        row[C_TEXT], row[C_TEXT_BYTES] = _trunc("\n".join(texts) if texts else None)
+    for i, r in enumerate(rows):
+        r[C_SEQ] = i
+    info["lines"] = newlines + (0 if data.endswith(b"\n") or not data else 1)
+    info["duplicates"] = dups
+    cols = [list(c) for c in zip(*rows)] if rows else []
+    return cols, quarantine, info
+
+
+# --------------------------------------------------------------------------- whole load (reference)
+
+def load_reference(paths) -> LoadResult:
+    """The reference loader: same arguments, result and errors as ``load_claude_code``."""
+    import gc
+
+    from .._jsonl import expand_paths
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    named = [p for p in map(Path, paths) if not (p.name.endswith(".meta.json") and p.is_file())]
+    files = expand_paths(named, accept=lambda q: q.name.endswith((".jsonl", ".jsonl.gz")))
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(files, _F)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _load(files: list[Path], F) -> LoadResult:
+    cols: list[list] = [[] for _ in range(F.NCOLS)]
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    seen: set[str] = set()
+    seq: dict[str, int] = {}
+    per_file: list[tuple[str, str, int]] = []   # (transcript_id, source_file, rows) per file
+    _PER_FILE = (F.C_TID, F.C_CLIENT, F.C_SOURCE)   # constant within a file: built in _build
+    for path in files:
+        fcols, fq, info = F.parse_file(path, seen)
+        quarantine.extend(fq)
+        inputs.append(info)
+        if not fcols:
+            continue
+        tid = fcols[F.C_TID][0]
+        nf = len(fcols[F.C_TID])
+        off = seq.get(tid, 0)
+        if off:
+            fcols[F.C_SEQ] = [i + off for i in fcols[F.C_SEQ]]
+        seq[tid] = off + nf
+        per_file.append((tid, fcols[F.C_SOURCE][0], nf))
+        for k, (c, fc) in enumerate(zip(cols, fcols)):
+            if k not in _PER_FILE:
+                c.extend(fc)
+    if not cols[F.C_KIND]:
+        frame = STEPS.build([])
+        return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+    ts = cols[F.C_TS]
+    result_ts = _pair(cols, F)
+    frame = _build(cols, F, ts, result_ts, per_file)
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+def _pair(cols: list[list], F) -> list[int]:
+    """Pair results to calls by call_id across the load (first result wins); fills the columns in
+    place and returns, parallel to the rows, the row whose ``ts`` is the row's result_ts (-1:
+    none)."""
+    kind, call_id = cols[F.C_KIND], cols[F.C_CALL_ID]
+    n = len(kind)
+    result_ts: list[int] = [-1] * n
+    calls: dict[str, list[int]] = {}
+    results: list[int] = []
+    for i in range(n):
+        k = kind[i]
+        if k == "tool_call":
+            cid = call_id[i]
+            if cid is not None:
+                calls.setdefault(cid, []).append(i)
+        elif k == "tool_result":
+            results.append(i)
+    if not calls:
+        return result_ts
+    tool_raw, server, tool = cols[F.C_TOOL_RAW], cols[F.C_SERVER], cols[F.C_TOOL]
+    is_error, result_text, images, text = (cols[F.C_IS_ERROR], cols[F.C_RESULT_TEXT],
+                                           cols[F.C_IMAGES], cols[F.C_TEXT])
+    done: set[str] = set()
+    for i in results:
+        cid = call_id[i]
+        idx = calls.get(cid) if cid is not None else None
+        if not idx:
+            continue
+        j0 = idx[0]
+        tool_raw[i], server[i], tool[i] = tool_raw[j0], server[j0], tool[j0]
+        if cid in done:
+            continue
+        done.add(cid)
+        for j in idx:
+            result_ts[j] = i
+            is_error[j] = is_error[i]
+            result_text[j] = text[i]
+            images[j] = images[i]
+    return result_ts
+
+
+_EXACT = 1 << 53
+
+
+def _build(cols: list[list], F, ts: list, result_ts: list[int],
+           per_file: list[tuple[str, str, int]]) -> "pd.DataFrame":
+    """The STEPS frame of the columns, equal to STEPS.build(row dicts) of the row-dict loader
+    (with ``ts`` parsed by ``to_utc``; ``result_ts`` is taken from the parsed ``ts`` of the rows
+    :func:`_pair` names: to_utc parses element by element, so this equals parsing the strings)."""
+    import numpy as np
+    import pandas as pd
+
+    n = len(cols[F.C_KIND])
+    kind = cols[F.C_KIND]
+    # the columns constant within a file are expanded from one value per file
+    file_of_row = np.repeat(np.arange(len(per_file), dtype=np.intp), [k for _, _, k in per_file])
+    cols[F.C_TID] = ([t for t, _, _ in per_file], file_of_row)
+    cols[F.C_SOURCE] = ([p for _, p, _ in per_file], file_of_row)
+    cols[F.C_CLIENT] = ([F.CLIENT], np.zeros(n, dtype=np.intp))
+    exact = True
+    args = cols[F.C_ARGS]
+    if "tool_call" not in kind:
+        args = [None] * n   # no row had the key: from_records leaves the column out → None
+    elif any(a.__class__ is not dict for a, k in zip(args, kind) if k == "tool_call"):
+        exact = False   # from_records infers this column's dtype from its values
+    for c in (F.C_IN_TOK, F.C_OUT_TOK):  # the other Int64 columns are small counts
+        vals = [v for v in cols[c] if v is not None]
+        if vals and (max(vals) > _EXACT or min(vals) < -_EXACT):
+            exact = False   # from_records goes through float64 (missing keys → NaN)
+    if not exact:
+        for c in (F.C_TID, F.C_SOURCE, F.C_CLIENT):
+            vals, idx = cols[c]
+            cols[c] = [vals[i] for i in idx.tolist()]
+        return _build_records(cols, F, ts, result_ts)
+    out: dict[str, Any] = {}
+    sdt = pd.StringDtype("python")
+    ts_arr = to_utc(ts).array
+    for c, col in zip(STEPS.columns, cols):
+        name = c.name
+        if name == "ts":
+            out[name] = ts_arr
+        elif name == "result_ts":
+            out[name] = ts_arr.take(np.asarray(result_ts, dtype=np.intp), allow_fill=True)
+        elif name == "arguments":
+            arr = np.empty(n, dtype=object)
+            arr[:] = args
+            out[name] = arr
+        elif c.dtype == "string":
+            if isinstance(col, tuple):   # (values, index of each row's value)
+                out[name] = pd.array(col[0], dtype=sdt).take(col[1])
+            else:
+                out[name] = pd.array(col, dtype=sdt)
+        elif c.dtype == "Int64":   # ints (|v| <= 2**53 here) and None
+            arr = np.array(col, dtype=object)
+            mask = pd.isna(arr)
+            if mask.any():
+                arr[mask] = 0
+            out[name] = pd.arrays.IntegerArray(arr.astype(np.int64), mask)
+        elif c.dtype == "boolean":
+            out[name] = pd.array(col, dtype=c.dtype)
+        else:  # pragma: no cover - STEPS has no other dtypes
+            raise AssertionError(c.dtype)
+    return pd.DataFrame(out, index=pd.RangeIndex(n))
+
+
+def _build_records(cols: list[list], F, ts: list, result_ts: list[int]) -> "pd.DataFrame":
+    """Slow exact path for odd values: arguments that are not objects, token counts beyond 2**53."""
+    import pandas as pd
+
+    data: dict[str, Any] = {}
+    kind = cols[F.C_KIND]
+    for name, col in zip(STEPS.names, cols):
+        if name in ("ts", "result_ts"):
+            continue
+        if name == "arguments":
+            if "tool_call" not in kind:
+                col = [None] * len(col)
+            else:
+                col = pd.DataFrame.from_records(
+                    [{"a": a} if k == "tool_call" else {} for a, k in zip(col, kind)])["a"]
+        elif name in ("input_tokens", "output_tokens"):
+            col = pd.DataFrame.from_records([{"a": v} for v in col])["a"]
+        data[name] = col
+    frame = STEPS.build(data)
+    frame["ts"] = to_utc(ts).array
+    frame["result_ts"] = to_utc([ts[i] if i >= 0 else None for i in result_ts]).array
+    return frame
+
+
+
+
+import sys as _sys  # noqa: E402
+_F = _sys.modules[__name__]
+from .claude_code import split_mcp_name  # noqa: E402  (circular: claude_code imports us lazily)

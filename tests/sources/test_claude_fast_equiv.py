@@ -1,0 +1,420 @@
+"""The Claude Code fast path equals the reference (per-record) loader, exactly.
+
+``load_claude_code`` (``_claude_fast`` + ``_claude_ms``: msgspec-decoded files, line-by-line
+orjson otherwise) against ``_claude_ref.load_reference`` (the loader as it was before the fast
+path, kept verbatim): same frame (values, dtypes, order), same quarantine, same ``inputs`` — on
+every fixture, the hostile corpus, the real files and cases in ``../shared``, generated bench-like
+transcripts and a set of tricky lines written here.  Each input is also loaded with the msgspec
+decoder switched off, so the line-by-line path is held to the reference on its own too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook._text import TEXT_LIMIT
+from replaybook.sources import _claude_fast, _claude_ms
+from replaybook.sources._claude_ref import load_reference
+from replaybook.sources.claude_code import load_claude_code
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _outcome(fn, paths):
+    try:
+        return fn(paths), None
+    except Exception as exc:  # InputError; and whatever the reference raises, the fast path must too
+        return None, (type(exc), str(exc))
+
+
+def assert_same(paths, monkeypatch=None) -> pd.DataFrame | None:
+    """Load ``paths`` both ways (and with the msgspec decoder off) and assert equal results."""
+    ref, ref_err = _outcome(load_reference, paths)
+    runs = [_outcome(load_claude_code, paths)]
+    if monkeypatch is not None:
+        with monkeypatch.context() as m:
+            m.setattr(_claude_fast, "decode_file", lambda data, max_open: None)
+            runs.append(_outcome(load_claude_code, paths))
+    for got, err in runs:
+        assert err == ref_err
+        if ref is None:
+            continue
+        pd.testing.assert_frame_equal(got.frame, ref.frame, check_exact=True)
+        pd.testing.assert_frame_equal(got.quarantine, ref.quarantine, check_exact=True)
+        assert got.inputs == ref.inputs
+    return None if ref is None else ref.frame
+
+
+# --------------------------------------------------------------------------- fixtures, cases, real
+
+@pytest.mark.parametrize("folder", ["claude_code", "join_trap"])
+def test_fixture_folders(folder, monkeypatch):
+    assert_same(FIX / folder, monkeypatch)
+
+
+def test_each_fixture_file(monkeypatch):
+    for p in sorted((FIX / "claude_code").rglob("*.jsonl")) + sorted((FIX / "join_trap").rglob("*.jsonl")):
+        assert_same(p, monkeypatch)
+
+
+def test_demo_transcripts(monkeypatch):
+    demo = REPO / "data" / "demo"
+    files = sorted(demo.rglob("*.jsonl"))
+    if not files:
+        pytest.skip("no demo transcripts")
+    frame = assert_same([f for f in files if "door" not in f.parts], monkeypatch)
+    assert frame is not None
+
+
+def test_shared_real(real_dir, monkeypatch):
+    root = real_dir / "claude-code"
+    assert_same(root, monkeypatch)
+    for p in sorted(root.rglob("*.jsonl")):
+        assert_same(p, monkeypatch)
+
+
+def test_shared_cases(cases_dir, monkeypatch):
+    cases = sorted(cases_dir.glob("claude-*"))
+    assert cases
+    for case in cases:
+        assert_same(case, monkeypatch)
+    assert_same(cases_dir / "join-trap", monkeypatch)
+
+
+def test_hostile_corpus(tmp_path, monkeypatch):
+    sys.path.insert(0, str(REPO / "tests" / "hostile"))
+    try:
+        from test_hostile import corpus
+    finally:
+        sys.path.pop(0)
+    for p in corpus(tmp_path):
+        assert_same(p, monkeypatch)
+
+
+def test_generated_transcripts(tmp_path, monkeypatch):
+    """Bench-shaped data (bench/generate.py): every file goes the msgspec way."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import generate
+    except ImportError:  # pragma: no cover - bench/ not shipped
+        pytest.skip("bench/generate.py not available")
+    finally:
+        sys.path.pop(0)
+    root = tmp_path / "t"
+    generate.gen_transcripts(root, 24, 3_000_000, seed=7, workers=1)
+    files = sorted(root.rglob("*.jsonl"))
+    assert all(_claude_ms.decode_file(f.read_bytes(), 400) is not None for f in files)
+    frame = assert_same(root, monkeypatch)
+    assert len(frame) > 1500
+    # column arrays sized far too small (they grow) and far too big (spare room dropped)
+    from replaybook.sources import claude_code
+
+    for guess in (0, 50_000):
+        with monkeypatch.context() as m:
+            m.setattr(claude_code, "_expect_rows", lambda files, g=guess: g)
+            assert_same(root)
+
+
+# --------------------------------------------------------------------------- tricky lines
+
+SID = "ffffffff-0000-4000-8000-ffffffffffff"
+TS = "2026-09-13T10:00:00.000Z"
+
+
+def env(**kw) -> dict:
+    d = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/p",
+         "sessionId": SID, "version": "2.0.55", "timestamp": TS}
+    d.update(kw)
+    return d
+
+
+def j(o) -> bytes:
+    return json.dumps(o, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def user(uuid, content, **kw) -> bytes:
+    return j(env(type="user", uuid=uuid, message={"role": "user", "content": content}, **kw))
+
+
+def asst(uuid, mid, rid, content, usage=None, model="claude-sonnet-4-5", **kw) -> bytes:
+    msg = {"model": model, "id": mid, "type": "message", "role": "assistant", "content": content}
+    if usage is not None:
+        msg["usage"] = usage
+    return j(env(type="assistant", uuid=uuid, requestId=rid, message=msg, **kw))
+
+
+def tr(cid, content, **kw) -> dict:
+    return {"type": "tool_result", "tool_use_id": cid, "content": content, **kw}
+
+
+def tu(cid, name, inp) -> dict:
+    return {"type": "tool_use", "id": cid, "name": name, "input": inp}
+
+
+BIG = ("naïve café 東京 \"quoted\" \\ back\tslash\n" * 400)   # > TEXT_LIMIT chars, escapes, non-ASCII
+
+# each entry: name → list of raw lines (bytes); written with "\n" after each line
+TRICKY: dict[str, list[bytes]] = {
+    "plain": [
+        user("u1", "hello"),
+        asst("a1", "m1", "r1", [{"type": "thinking", "thinking": BIG, "signature": "s"}],
+             usage={"input_tokens": 1, "output_tokens": 2}),
+        asst("a2", "m1", "r1", [{"type": "text", "text": BIG}], usage={"input_tokens": 1, "output_tokens": 5}),
+        asst("a3", "m1", "r1", [tu("t1", "mcp__door__read_object", {"path": "x", "n": 1.0, "z": [1, {"b": 2, "a": 1}]})]),
+        user("u2", [tr("t1", BIG)], toolUseResult={"content": [{"type": "text", "text": BIG}]}),
+        j({"type": "summary", "summary": BIG, "leafUuid": "u2"}),
+        j(env(type="system", subtype="turn_duration", uuid="s1", content=BIG)),
+        j(env(type="progress", uuid="p1", data={"x": [1, 2, {"y": None}]})),
+        j({"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"trackedFileBackups": {}}}),
+    ],
+    "result-shapes": [
+        asst("a1", "m1", "r1", [tu("t1", "Read", {}), tu("t2", "mcp__plugin_github_github__x", None),
+                                tu("t3", "Bash", "str"), tu("t4", "Bash", [1, 2]),
+                                {"type": "tool_use", "id": "t5"},
+                                {"type": "tool_use", "id": "", "name": "mcp__x"}]),
+        user("u1", [tr("t1", [{"type": "text", "text": "a"}, "bare", {"type": "image", "source": {}},
+                              {"type": "tool_reference", "tool_name": "Grep"},
+                              {"type": "tool_reference"}, {"type": "text", "text": ""}])]),
+        user("u2", [tr("t2", None, is_error=True), tr("t3", [], is_error=False)]),
+        user("u3", [tr("t4", "x"), {"type": "text", "text": "also"}, "s"]),
+        user("u4", [tr("t5", [BIG, {"type": "text", "text": BIG}])]),
+        user("u5", [tr("t1", "second result for t1")]),
+        user("u6", [{"type": "image", "source": {}}, {"type": "text", "text": "see"}]),
+        user("u7", []),
+        user("u8", None),
+        user("u9", ""),
+    ],
+    "streaming": [
+        asst("a1", "m1", "r1", [{"type": "text", "text": "one"}], model=None),
+        asst("a2", "m2", "r2", [{"type": "text", "text": "other"}], usage={"input_tokens": 3}),
+        asst("a3", "m1", "r1", [{"type": "text", "text": "two"}], usage={"input_tokens": 9, "output_tokens": 4}),
+        asst("a4", "m1", None, [{"type": "text", "text": "norid"}]),
+        asst("a5", None, "r9", [{"type": "text", "text": "nomid"}]),
+        asst("a6", "", "r9", "a string content"),
+        asst("a7", "m3", "r3", ["str", {"type": "text"}, {"type": "image"}],
+             usage={"input_tokens": 2**53 + 1, "output_tokens": 0}),
+        asst("a8", "m1", "r1", [], usage={}),
+    ],
+    "sidechain": [
+        user("u1", "main"),
+        user("u2", "side", isSidechain=True, agentId="abc"),
+        user("u3", "side2", isSidechain=True),
+        user("u4", "side3", isSidechain=True, agentId=""),
+    ],
+    "dedup-and-ids": [
+        user("u1", "a"), user("u1", "a copy"), user("", "no uuid"), j(env(type="user", message={"content": "x"})),
+        user("u2", "b", parentUuid="u1", version="", sessionId=""),
+        j(env(type="user", uuid="u3", message={"content": "t"}, timestamp="")),
+        j(env(type="user", uuid="u4", message={"content": "t"}, timestamp=None)),
+        j(env(type="user", uuid="u5", message={"content": "t"}, timestamp="not a time")),
+        j(env(type="user", uuid="u6", message={"content": "t"}, timestamp="2026-09-13T12:00:00+02:00")),
+    ],
+    "duplicate-keys": [
+        b'{"type":"user","uuid":"d1","uuid":"d2","message":{"content":"first"},"message":{"content":"second"}}',
+        b'{"type":"assistant","type":"user","uuid":"d3","message":{"content":"x","content":[{"type":"text","text":"y"}]}}',
+        b'{"type":"assistant","uuid":"d4","requestId":"r","message":{"id":"m","usage":{"input_tokens":1,"input_tokens":7},'
+        b'"content":[{"type":"tool_use","id":"t","name":"a","name":"b","input":{"k":1,"k":2}}]}}',
+    ],
+    "other-types": [
+        j(env(type="system", uuid="s1", content="")), j(env(type="system", uuid="s2")),
+        j(env(type="system", uuid="s3", subtype="", content="c")),
+        j(env(type="attachment", uuid="x1", content={"a": [1]}, subtype="k")),
+        j(env(type="queue-operation", operation="enqueue", content="ls")),
+        j({"type": "summary", "summary": "", "leafUuid": "z"}), j({"type": "summary"}),
+        j({"type": "last-prompt", "lastPrompt": "p"}), j({"no_type": True}), j({}),
+        j(env(type="user", uuid="m1")), j(env(type="assistant", uuid="m2", message=None)),
+        j(env(type="from-the-future", uuid="f1", subtype="x", message={"content": "y"})),
+    ],
+    # type mismatches: the msgspec decoder refuses the file, the line-by-line path decides
+    "odd-types": [
+        j({"type": 7, "subtype": "s"}), j({"type": ["user"], "uuid": 5}), j({"type": None, "uuid": ""}),
+        j(env(type="user", uuid="o1", isSidechain="true", agentId=3, message={"content": "x"})),
+        j(env(type="user", uuid="o2", message="a string")),
+        j(env(type="user", uuid="o3", message={"content": {"a": 1}})),
+        j(env(type="user", uuid="o4", message={"content": [1, None, [2], {"type": "text", "text": 3}]})),
+        j(env(type="assistant", uuid="o5", requestId=4, message={"id": 5, "model": 6, "usage": [],
+                                                                   "content": [tu("q", "n", {"a": 1})]})),
+        j(env(type="assistant", uuid="o6", requestId="r", message={"id": "m6", "usage": {"input_tokens": True,
+                                                                                         "output_tokens": 5.0}})),
+        j(env(type="system", uuid="o7", subtype=9, content=["a"])),
+        j({"type": "summary", "summary": 12}),
+        asst("o9", "m9", "r9", [{"type": "text", "text": 5}, "str", None, {"type": "text"}]),
+        asst("o10", "m10", "r10", [{"type": "tool_use", "id": "t5", "name": 7}]),
+        j(env(type="user", uuid="o8", message={"content": [tr(7, "x", is_error="yes")]})),
+    ],
+}
+
+RAW: dict[str, bytes] = {
+    # tool input numbers / shapes that json and orjson read alike only sometimes
+    "big-ints": b"\n".join([
+        b'{"type":"assistant","uuid":"b1","requestId":"r","message":{"id":"m1","usage":{"input_tokens":18446744073709551616,"output_tokens":1},"content":[]}}',
+        b'{"type":"assistant","uuid":"b2","requestId":"r","message":{"id":"m2","usage":{"input_tokens":9223372036854775808,"output_tokens":-9223372036854775809},"content":[]}}',
+        b'{"type":"assistant","uuid":"b3","requestId":"r","message":{"id":"m3","content":[{"type":"tool_use","id":"t","name":"x","input":{"n":123456789012345678901234567890,"f":1.0,"e":1e5}}]}}',
+    ]) + b"\n",
+    "big-int-in-range": b'{"type":"assistant","uuid":"b1","requestId":"r","message":{"id":"m1","usage":{"input_tokens":9007199254740993,"output_tokens":1},"content":[]}}\n',
+    # what msgspec skips without checking: the reference reads such a line with json
+    "invalid-utf8-skipped": (user("u1", "ok").replace(b'"cwd":"/p"', b'"cwd":"/p\xff\xfe"') + b"\n"
+                             + user("u2", [tr("t", "r")], toolUseResult={"c": "x"}).replace(b'"c":"x"', b'"c":"\xc3("')
+                             + b"\n"),
+    "invalid-utf8-used": user("u1", "hi").replace(b"hi", b"h\xffi") + b"\n" + user("u2", "fine") + b"\n",
+    "invalid-utf8-in-input": asst("a1", "m", "r", [tu("t", "x", {"p": "v"})]).replace(b'"v"', b'"\xff"') + b"\n",
+    "float-overflow-skipped": user("u1", "x").replace(b'"cwd":"/p"', b'"cwd":1e400') + b"\n",
+    "float-overflow-input": asst("a1", "m", "r", [tu("t", "x", {"p": 1})]).replace(b'"p":1', b'"p":1e400') + b"\n",
+    "nan-skipped": user("u1", "x").replace(b'"cwd":"/p"', b'"cwd":NaN') + b"\n" + user("u2", "y") + b"\n",
+    "surrogates": (user("u1", "x").replace(b'"x"', b'"a\\udcb2b\\ud800"') + b"\n"
+                   + user("u2", "y").replace(b'"cwd":"/p"', b'"cwd":"\\ud800"') + b"\n"
+                   + user("u3", "pair \\ud83d\\ude00").replace(b"\\\\ud83d\\\\ude00", b"\\ud83d\\ude00") + b"\n"),
+    "control-char-skipped": user("u1", "x").replace(b'"cwd":"/p"', b'"cwd":"a\x01b"') + b"\n" + user("u2", "y") + b"\n",
+    "tab-in-string": user("u1", "x").replace(b'"x"', b'"a\tb"') + b"\n",
+    "deep-skipped": (user("u1", "x").replace(b'"cwd":"/p"', b'"cwd":' + b"[" * 700 + b"]" * 700) + b"\n"
+                     + user("u2", "x").replace(b'"cwd":"/p"', b'"cwd":' + b"[" * 1100 + b"]" * 1100) + b"\n"),
+    # orjson refuses these lines, json reads them: the reference's values, or its quarantine
+    # ("nested too deeply": deep_safe recurses two frames a level) must come out
+    "invalid-utf8-deep": (user("u1", "x").replace(b'"cwd":"/p"', b'"cwd":"\xff","d":' + b"[" * 600 + b"]" * 600)
+                          + b"\n" + user("u2", "y") + b"\n"),
+    "overflow-deep": (user("u1", "x").replace(b'"cwd":"/p"', b'"cwd":1e999,"d":' + b'[{"a":' * 300 + b"1" + b"}]" * 300)
+                      + b"\n" + user("u2", "y") + b"\n"),
+    "invalid-utf8-bigint-input": asst("a1", "m", "r", [tu("t", "x", {"n": 1})]).replace(
+        b'"n":1', b'"n":123456789012345678901234567890').replace(b'"cwd":"/p"', b'"cwd":"\xff"') + b"\n",
+    "overflow-bigint-tool-name": user("u1", [tr("t", [{"type": "tool_reference", "tool_name": [1]}])]).replace(
+        b'"tool_name":[1]', b'"tool_name":[99999999999999999999999]').replace(b'"cwd":"/p"', b'"cwd":-1e999') + b"\n",
+    "bigint-input-ok": asst("a1", "m", "r", [tu("t", "x", {"n": 1, "s": "12345678901234567890123"})]).replace(
+        b'"n":1', b'"n":123456789012345678901234567890') + b"\n",
+    "many-brackets-shallow": user("u1", [tr("t", "r")], toolUseResult={"l": [{"a": [i]} for i in range(600)]}) + b"\n",
+    "crlf": user("u1", "a") + b"\r\n" + user("u2", "b") + b"\r\n",
+    "blank-lines": b"\n" + user("u1", "a") + b"\n\n  \n" + user("u2", "b") + b"\n",
+    "trailing-space": user("u1", "a") + b"  \n" + user("u2", "b") + b"\n",
+    "pending-last": user("u1", "a") + b"\n" + user("u2", "b")[:40],
+    "complete-last-no-newline": user("u1", "a") + b"\n" + user("u2", "b"),
+    "concatenated": user("u1", "a") + user("u2", "b") + b"\n" + user("u3", "c") + b"\n",
+    "not-objects": b'[1,2]\n"s"\n' + user("u1", "a") + b"\nnull\n",
+    "garbage-line": user("u1", "a") + b"\n{not json}\n" + user("u2", "b") + b"\n",
+    "pretty-printed": json.dumps(json.loads(user("u1", "a")), indent=1).encode() + b"\n",
+    "spaces-json": json.dumps(json.loads(user("u1", "a"))).encode() + b"\n",
+    "escaped-keys": (b'{"t\\u0079pe":"user","uuid":"e1","message":{"c\\u006fntent":"hi"}}\n'
+                     b'{"type":"summary","t\\u0079pe":"user","uuid":"e2","message":{"content":[{"type":"text","text":"x"}]}}\n'
+                     b'{"type":"\\u0061ssistant","uuid":"e3","requestId":"r","message":{"id":"m","content":'
+                     b'[{"type":"tool_use","id":"t","n\\u0061me":"mcp__a__b","input":{"k\\u0065y":"\\u00e9"}}]}}\n'),
+    "empty": b"",
+    "only-newline": b"\n",
+}
+
+
+@pytest.fixture()
+def tricky(tmp_path) -> Path:
+    root = tmp_path / "tricky"
+    root.mkdir()
+    for name, lines in TRICKY.items():
+        (root / f"{name}.jsonl").write_bytes(b"".join(ln + b"\n" for ln in lines))
+    for name, data in RAW.items():
+        (root / f"{name}.jsonl").write_bytes(data)
+    return root
+
+
+def test_tricky_files_one_by_one(tricky, monkeypatch):
+    for p in sorted(tricky.iterdir()):
+        assert_same(p, monkeypatch)
+
+
+def test_tricky_files_together(tricky, monkeypatch):
+    """Pairing and dedup across files (results before calls, resume copies, seq per id)."""
+    (tricky / "resumed.jsonl").write_bytes(TRICKY["plain"][0] + b"\n" + TRICKY["result-shapes"][1] + b"\n")
+    (tricky / "agent-abc123.jsonl").write_bytes(user("g1", "sub") + b"\n" + TRICKY["plain"][3] + b"\n")
+    (tricky / "agent-abc123.meta.json").write_text('{"agentType": "x"}')
+    # token counts beyond int64 make the reference raise OverflowError when it builds the frame
+    # (frames.py casts from_records' float64); one by one, the fast path is held to that too
+    (tricky / "big-ints.jsonl").unlink()
+    frame = assert_same(tricky, monkeypatch)
+    assert frame is not None and len(frame) > 50
+
+
+def test_tricky_paths_taken(tricky):
+    """The msgspec decoder takes the well-formed files and refuses the others."""
+    takes = {"plain", "result-shapes", "streaming", "sidechain", "dedup-and-ids", "duplicate-keys",
+             "other-types", "big-int-in-range", "invalid-utf8-skipped", "float-overflow-skipped",
+             "spaces-json", "escaped-keys", "invalid-utf8-deep", "overflow-deep", "invalid-utf8-bigint-input",
+             "overflow-bigint-tool-name", "bigint-input-ok", "many-brackets-shallow",
+             # taken by the decoder, then the tool input does not parse with orjson: line by line
+             "invalid-utf8-in-input", "float-overflow-input"}
+    for name in takes:
+        assert _claude_ms.decode_file((tricky / f"{name}.jsonl").read_bytes(), 400) is not None, name
+    for name in ("odd-types", "big-ints", "surrogates", "control-char-skipped", "nan-skipped", "crlf",
+                 "blank-lines", "pending-last", "concatenated", "not-objects", "garbage-line", "empty",
+                 "only-newline", "pretty-printed", "invalid-utf8-used", "tab-in-string", "deep-skipped",
+                 "trailing-space", "complete-last-no-newline"):
+        assert _claude_ms.decode_file((tricky / f"{name}.jsonl").read_bytes(), 400) is None, name
+
+
+def test_text_limit_and_sizes(tricky):
+    f = load_claude_code(tricky / "plain.jsonl").frame
+    res = f[f["kind"] == "tool_result"].iloc[0]
+    assert res["text"].startswith(BIG[:100]) and len(res["text"]) > TEXT_LIMIT
+    assert res["text_bytes"] == len(BIG.encode("utf-8"))
+
+
+def test_folder_walk_with_symlinks(tricky, tmp_path, monkeypatch):
+    """One folder is walked without resolving each file: same files, same order as expand_paths
+    (symlinked files and folders are not taken; hard links are distinct files)."""
+    from replaybook._jsonl import expand_paths
+    from replaybook.sources.claude_code import _expand, _transcript_name
+
+    root = tmp_path / "walk"
+    (root / "b" / "c").mkdir(parents=True)
+    (root / "b-c").mkdir()
+    for p in (root / "a.jsonl", root / "b" / "x.jsonl", root / "b" / "c" / "y.jsonl.gz", root / "b-c" / "z.jsonl"):
+        p.write_bytes((tricky / "plain.jsonl").read_bytes() if p.suffix == ".jsonl" else b"")
+    (root / "b" / "notes.txt").write_text("x")
+    (root / "b" / "x.meta.json").write_text("{}")
+    (root / "link.jsonl").symlink_to(root / "a.jsonl")
+    (root / "linkdir").symlink_to(root / "b", target_is_directory=True)
+    (root / "hard.jsonl").hardlink_to(root / "a.jsonl")
+    got = _expand(root)
+    assert got == expand_paths([root], accept=_transcript_name)
+    assert [p.relative_to(root).as_posix() for p in got] == [
+        "a.jsonl", "b/c/y.jsonl.gz", "b/x.jsonl", "b-c/z.jsonl", "hard.jsonl"]   # Path order, by parts
+    assert_same(root, monkeypatch)
+    assert_same(str(root), monkeypatch)
+
+
+def test_checks_before_taking_msgspec_records(tricky):
+    """Lines orjson refuses (json reads them) that are deep, or hold a long integer in a value used
+    whole, send their file line by line; deep lines orjson reads and long integers in lines it
+    reads keep the msgspec records."""
+    from replaybook.sources import _claude_fast as F
+
+    def path_taken(name: str) -> str:
+        load = F.Load(max_open=400)
+        took = []
+        orig = load._lines
+        load._lines = lambda *a: (took.append("lines"), orig(*a))
+        try:
+            load.file(tricky / f"{name}.jsonl", F.read_file(tricky / f"{name}.jsonl"))
+        except TypeError:   # canonical_args refuses json's 100-bit integer: the reference's crash
+            assert name == "invalid-utf8-bigint-input"
+        return took[0] if took else "msgspec"
+
+    for name in ("invalid-utf8-deep", "overflow-deep", "invalid-utf8-bigint-input", "overflow-bigint-tool-name"):
+        assert path_taken(name) == "lines", name
+    for name in ("bigint-input-ok", "many-brackets-shallow", "plain", "invalid-utf8-skipped", "float-overflow-skipped"):
+        assert path_taken(name) == "msgspec", name
+    f = load_reference(tricky / "invalid-utf8-deep.jsonl")
+    assert f.quarantine["error"].tolist() == ["invalid JSON: nested too deeply"]
+
+
+def test_integer_beyond_4300_digits_in_a_line_orjson_refuses(tmp_path):
+    """The one known difference: the reference raises ValueError (int max_str_digits, raised by
+    ``json`` and not caught by ``parse_json``) on a line orjson refuses that holds an integer of
+    more than 4300 digits in a value it does not read; where msgspec takes the file, the fast path
+    gives the line's rows instead of that crash."""
+    p = tmp_path / "huge-int.jsonl"
+    p.write_bytes(user("u1", "x").replace(b'"cwd":"/p"', b'"cwd":"\xff","n":' + b"7" * 5000) + b"\n")
+    with pytest.raises(ValueError):
+        load_reference(p)
+    frame = load_claude_code(p).frame
+    assert frame["text"].tolist() == ["x"]
