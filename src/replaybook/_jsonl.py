@@ -95,6 +95,8 @@ def parse_json(raw: bytes) -> tuple[Any, str | None]:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc2:
             msg = str(exc2) if isinstance(exc2, json.JSONDecodeError) else str(exc)
             return None, f"invalid JSON: {msg}"
+        except ValueError as exc2:  # e.g. an integer of more than 4,300 digits (sys.int_info)
+            return None, f"invalid JSON: {exc2}"
         except RecursionError:
             return None, "invalid JSON: nested too deeply"
 
