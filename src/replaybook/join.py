@@ -28,19 +28,37 @@ best transcript is then the first one.
 For each session the result reports the transcript, agreement, share, runner-up, **margin**
 (how much the best total agreement drops when this session may not have its transcript: 0 means
 an equally good alternative assignment exists), status, clock offset and both residuals.
+
+How it is computed (5 M calls × 2 M steps in seconds, not minutes): every string column is turned
+into int64 codes once (by object identity first: the loaders hand the same ``str`` object for
+repeated values); calls and steps are ordered by (key, time, row) with one ``np.sort`` of packed
+int64 keys each, and each step's window of same-key calls is found by binary search on sorted
+needles — no cross join, however many sessions share the same arguments; the time-order pairing
+per (transcript, session, key) and the agreement per (transcript, session) are sorts of packed
+keys too, with no per-group Python.  Tool-use ids are matched with a polars hash join when
+polars is installed (a dependency; checked with Python's own ``==``; a dict look-up otherwise).  The
+assignment first fixes the pairs every optimum must contain (see :func:`_match_sparse`).
+Calls or steps without a door session / transcript id take part in no agreement.
 """
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse import coo_matrix, csr_matrix
+from scipy.sparse.csgraph import connected_components, min_weight_full_bipartite_matching
 
 from .errors import JoinError
+
+try:  # optional: a faster hash join for tool-use ids
+    import polars as pl
+except ImportError:  # pragma: no cover
+    pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
 __all__ = ["JoinResult", "join_sessions", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED"]
@@ -125,94 +143,343 @@ class JoinResult:
         }
 
 
-def _ms(ts: pd.Series) -> np.ndarray:
-    """UTC timestamps → int64 milliseconds since the epoch (NaT → min int64)."""
-    return ts.astype("datetime64[ns, UTC]").to_numpy(dtype="datetime64[ns]").astype("int64") // 1_000_000
+#: How an agreeing pair was found (index = code in the arrays below).
+HOW_META, HOW_CONTENT, HOW_TOOL_TIME = 0, 1, 2
+_HOW_NAMES = ("meta_id", "content", "tool_time")
+_I64_MAX = np.iinfo(np.int64).max
+_NAT = np.iinfo(np.int64).min  # NaT as int64 nanoseconds
+_EMPTY = np.empty(0, np.int64)
 
 
-def _candidates(s_code, s_ms, c_code, c_ms, window_ms: int) -> tuple[np.ndarray, np.ndarray]:
-    """All (step index, call index) with equal key code and |Δt| ≤ window, without a cross join.
+# --- integer building blocks ------------------------------------------------------------------
+# Every string column becomes int64 codes once; after that all set work is sorting int64 keys
+# with the payload packed into the low bits (numpy's np.sort is several times faster than
+# argsort, lexsort or the hash-based np.unique on arrays of this size).
 
-    Calls are sorted by (code, time) into one int64 composite key; each step's range is found by
-    binary search, so the cost is O((S + C) log C + candidates).
+
+def _objects(col: pd.Series) -> np.ndarray:
+    """The column's values as an object ndarray (no copy for python-backed strings)."""
+    arr = col.array
+    if isinstance(arr.dtype, pd.StringDtype) and arr.dtype.storage == "python":
+        return np.asarray(arr)
+    return col.to_numpy(dtype=object)
+
+
+def _addresses(values: np.ndarray) -> np.ndarray | None:
+    """The object addresses held by an object array, as int64 (``None`` if not a plain 1-D one).
+
+    The array keeps every object alive while the caller holds it, so equal addresses mean the
+    same object; nothing is dereferenced.
     """
-    if len(s_code) == 0 or len(c_code) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    tmin = min(s_ms.min(), c_ms.min()) - window_ms - 1
-    span = int(max(s_ms.max(), c_ms.max()) - tmin + window_ms + 2)
-    if span * (max(int(s_code.max()), int(c_code.max())) + 1) >= 2**62:
-        raise JoinError("time span too large to index; split the incident by day")
-    ckey = c_code.astype(np.int64) * span + (c_ms - tmin)
-    order = np.argsort(ckey, kind="stable")
-    ckey_sorted = ckey[order]
-    base = s_code.astype(np.int64) * span + (s_ms - tmin)
-    lo = np.searchsorted(ckey_sorted, base - window_ms, side="left")
-    hi = np.searchsorted(ckey_sorted, base + window_ms, side="right")
+    if values.dtype != object or values.ndim != 1 or values.itemsize != 8 or not values.flags.c_contiguous:
+        return None
+    if not len(values):
+        return _EMPTY.copy()
+    raw = (ctypes.c_int64 * len(values)).from_address(values.ctypes.data)
+    return np.frombuffer(raw, dtype=np.int64).copy()
+
+
+def _codes(values: np.ndarray, sort: bool = False, runs: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, sort=sort)`` of an object array: (int64 codes, object uniques), NA → -1.
+
+    The result is identical; the work is less.  Loaders hand the *same* ``str`` object for
+    repeated values (canonical argument keys, tool names, agents), so when a sample shows that,
+    the objects' addresses are factorized first (integer hashing) and only one object per address
+    is hashed by value.  With ``runs``, runs of equal adjacent values (a session's calls, a
+    transcript's steps) are collapsed first.
+    """
+    n = len(values)
+    if runs and n > 1:
+        brk = np.empty(n, bool)
+        brk[0] = True
+        try:
+            np.not_equal(values[1:], values[:-1], out=brk[1:])
+        except TypeError:  # pd.NA compares as NA: no run shortcut
+            brk = None
+        if brk is not None:
+            heads = np.flatnonzero(brk)
+            if 4 * len(heads) < n:
+                hc, u = _codes(values[heads], sort)
+                return np.repeat(hc, np.diff(np.r_[heads, n])), u
+    return _codes_parts([values], sort)
+
+
+def _codes_parts(parts: list[np.ndarray], sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_codes` of ``np.concatenate(parts)``, without building that object array when the
+    objects are shared (only their addresses are concatenated)."""
+    n = sum(len(p) for p in parts)
+    ptrs = [_addresses(p) for p in parts] if n >= 4096 else [None]
+    if all(p is not None for p in ptrs):
+        ptr = np.concatenate(ptrs)
+        del ptrs
+        sample = np.arange(0, n, n // 2048)
+        if len(np.unique(ptr[sample])) <= 2 * len(pd.unique(_take_parts(parts, sample))) + 8:
+            # rotate the (16-byte aligned) addresses by 4 bits: same identity, better hashing
+            ptr = (ptr >> 4) | (ptr << 60)
+            pc, pu = pd.factorize(ptr)
+            del ptr
+            # codes are numbered in order of first appearance: code j first appears where the
+            # running maximum reaches j
+            first = np.searchsorted(np.maximum.accumulate(pc), np.arange(len(pu)), "left")
+            oc, u = pd.factorize(_take_parts(parts, first), sort=sort)
+            return oc.astype(np.int64)[pc], np.asarray(u, dtype=object)
+    values = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    c, u = pd.factorize(values, sort=sort)
+    return c.astype(np.int64), np.asarray(u, dtype=object)
+
+
+def _take_parts(parts: list[np.ndarray], idx: np.ndarray) -> np.ndarray:
+    """``np.concatenate(parts)[idx]`` for ascending ``idx``."""
+    if len(parts) == 1:
+        return parts[0][idx]
+    out, start = [], 0
+    for p in parts:
+        lo, hi = np.searchsorted(idx, [start, start + len(p)])
+        out.append(p[idx[lo:hi] - start])
+        start += len(p)
+    return np.concatenate(out)
+
+
+def _equals(values: np.ndarray, const: str) -> np.ndarray:
+    """``values == const`` elementwise for an object array (NA → False)."""
+    try:
+        return np.equal(values, const).astype(bool, copy=False)
+    except TypeError:  # pd.NA compares as NA
+        c, u = _codes(values)
+        return np.array([isinstance(x, str) and x == const for x in u] + [False], bool)[c]
+
+
+def _isna_str(col: pd.Series) -> np.ndarray:
+    """``col.isna()`` as a bool array; for python-backed strings by the NA object's address."""
+    arr = col.array
+    if isinstance(arr.dtype, pd.StringDtype) and arr.dtype.storage == "python" and arr.dtype.na_value is pd.NA:
+        ptr = _addresses(np.asarray(arr))
+        if ptr is not None:  # a python StringArray holds only str objects and the pd.NA singleton
+            return ptr == id(pd.NA)
+    return col.isna().to_numpy(bool)
+
+
+def _ns(ts: pd.Series) -> np.ndarray:
+    """UTC timestamps → int64 nanoseconds since the epoch (NaT → min int64)."""
+    return ts.astype("datetime64[ns, UTC]").to_numpy(dtype="datetime64[ns]").view("int64")
+
+
+def _stable_order(key: np.ndarray) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` of an int64 array, by one ``np.sort`` of (key, position)
+    packed into int64 when the key's range leaves room for the position bits."""
+    n = len(key)
+    if n < 2:
+        return np.arange(n)
+    lo, hi = int(key.min()), int(key.max())
+    b = (n - 1).bit_length()
+    if hi - lo < (1 << (62 - b)):
+        packed = (key - lo) << b
+        packed |= np.arange(n)
+        packed.sort()
+        packed &= (1 << b) - 1
+        return packed
+    return np.argsort(key, kind="stable")
+
+
+class _KeyTime:
+    """Items (ascending row numbers ``idx``) ordered by (key, time, row), for window look-ups.
+
+    ``item[p]``, ``key[p]``, ``ms[p]``: row, key and time at position ``p`` of that order.
+    Positions order items of one key by time then row, which is the rank order the join pairs by.
+    """
+
+    def __init__(self, idx: np.ndarray, key: np.ndarray, ms: np.ndarray, n_keys: int):
+        n = len(idx)
+        k, t = key[idx], ms[idx]
+        tord = _stable_order(t)
+        self.t_sorted = t[tord]
+        self.bits = b = max(n, 1).bit_length()  # time ranks 0..n
+        if n_keys >= (1 << (62 - b)):
+            raise JoinError(f"too many distinct (tool, arguments) keys to index ({n_keys})")
+        packed = k[tord] << b
+        packed |= np.arange(n)
+        packed.sort()
+        self.packed = packed
+        self.key = packed >> b
+        self.trank = packed & ((1 << b) - 1)  # each position's rank in time order
+        self.item = idx[tord][self.trank]
+        self.ms = self.t_sorted[self.trank]
+
+    def ranges(self, key: np.ndarray, lo_ms: np.ndarray, hi_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions ``[lo, hi)`` of the items with ``key`` and ``lo_ms ≤ time ≤ hi_ms`` (elementwise)."""
+        return self._ranges(key, np.searchsorted(self.t_sorted, lo_ms, "left"),
+                            np.searchsorted(self.t_sorted, hi_ms, "right"))
+
+    def window(self, other: "_KeyTime", lo_shift: int, hi_shift: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`ranges` for every position of ``other``: its key, its time + ``lo_shift`` …
+        + ``hi_shift``.  The time look-ups run in ``other``'s time order (sorted needles)."""
+        r_lo = np.searchsorted(self.t_sorted, other.t_sorted + lo_shift, "left")[other.trank]
+        r_hi = np.searchsorted(self.t_sorted, other.t_sorted + hi_shift, "right")[other.trank]
+        return self._ranges(other.key, r_lo, r_hi)
+
+    def _ranges(self, key: np.ndarray, r_lo: np.ndarray, r_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        base = key << self.bits
+        return (np.searchsorted(self.packed, base | r_lo, "left"),
+                np.searchsorted(self.packed, base | r_hi, "left"))
+
+
+def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (i, j) with ``lo[i] ≤ j < hi[i]``, ordered by i then j."""
     counts = hi - lo
     total = int(counts.sum())
     if total == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    step_idx = np.repeat(np.arange(len(s_code)), counts)
-    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-    call_pos = starts + np.arange(total)
-    return step_idx, order[call_pos]
+        return _EMPTY, _EMPTY
+    rows = np.repeat(np.arange(len(lo)), counts)
+    cols = np.arange(total) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    return rows, cols
 
 
-def _estimate_offset(s_code, s_ms, c_code, c_ms, max_offset_ms: int, sample: int = 20000) -> float:
-    """Median door−transcript offset from each sampled step's nearest same-key call (ms)."""
-    if max_offset_ms <= 0 or len(s_code) == 0 or len(c_code) == 0:
-        return 0.0
-    idx = np.arange(len(s_code))
-    if len(idx) > sample:
-        idx = np.random.default_rng(0).choice(idx, sample, replace=False)
-    si, ci = _candidates(s_code[idx], s_ms[idx], c_code, c_ms, max_offset_ms)
-    if len(si) == 0:
-        return 0.0
-    d = pd.DataFrame({"s": si, "d": c_ms[ci] - s_ms[idx][si]})
-    d["a"] = d["d"].abs()
-    nearest = d.sort_values("a", kind="stable").drop_duplicates("s")
-    return float(np.median(nearest["d"]))
+def _distinct_sorted(major: np.ndarray, minor: np.ndarray, n_minor: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (major, minor) pairs (both ≥ 0, ``minor < n_minor``), sorted."""
+    if not len(major):
+        return _EMPTY, _EMPTY
+    b = max(n_minor - 1, 1).bit_length()
+    if int(major.max()) < (1 << (63 - b)):
+        key = major << b
+        key |= minor
+        key.sort()
+        keep = np.empty(len(key), bool)
+        keep[0] = True
+        np.not_equal(key[1:], key[:-1], out=keep[1:])
+        key = key[keep]
+        return key >> b, key & ((1 << b) - 1)
+    o = np.lexsort((minor, major))
+    mj, mn = major[o], minor[o]
+    keep = np.r_[True, (mj[1:] != mj[:-1]) | (mn[1:] != mn[:-1])]
+    return mj[keep], mn[keep]
 
 
-def _ranked(group: np.ndarray, item: np.ndarray, when: np.ndarray, n_items: int):
-    """Unique (group, item) pairs, each item's 0-based rank by time within its group."""
-    key = np.unique(group.astype(np.int64) * n_items + item)
-    g, it = key // n_items, key % n_items
-    order = np.lexsort((it, when[it], g))
-    g, it = g[order], it[order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    counts = np.diff(np.r_[starts, len(g)])
-    rank = np.arange(len(g)) - np.repeat(starts, counts)
-    return g, it, rank
-
-
-def _rank_pair(si: np.ndarray, ci: np.ndarray, t: np.ndarray, s: np.ndarray, k: np.ndarray,
-               s_ms: np.ndarray, c_ms: np.ndarray, window_ms: float) -> tuple[np.ndarray, np.ndarray]:
+def _rank_pair(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, t_codes: np.ndarray,
+               s_codes: np.ndarray, n_sx: int) -> tuple[np.ndarray, np.ndarray]:
     """Pair candidate steps and calls one-to-one in time order within (transcript, session, key).
 
-    ``si``/``ci`` index the candidate pairs' steps and calls; ``t``, ``s``, ``k`` are their
-    transcript, session and key codes; ``s_ms``/``c_ms`` the full time arrays (ms, calls already
-    shifted by the clock offset).  The i-th candidate step of a group pairs with its i-th
-    candidate call; pairs further apart than the window are dropped.  Integer arrays only: no
-    per-group Python.
+    ``cs``/``cc`` are the candidate pairs' positions in ``S`` (steps) and ``C`` (calls); a group is
+    one (transcript, session, key).  The i-th of a group's candidate steps (by time, then row)
+    pairs with its i-th candidate call.  Returns the paired positions ordered by (transcript,
+    session, key, rank).  Integer sorts only: no per-group Python.
     """
-    if len(si) == 0:
-        return si, ci
-    nt, ns, nk = int(t.max()) + 1, int(s.max()) + 1, int(k.max()) + 1
-    if nt * ns * nk < 2**62:  # one int64 key per (transcript, session, key): a 1-D unique
-        _, g = np.unique((t.astype(np.int64) * ns + s) * nk + k, return_inverse=True)
+    if not len(cs):
+        return _EMPTY, _EMPTY
+    pc = t_codes[S.item][cs] * n_sx + s_codes[C.item][cc]
+    p1, sp = _distinct_sorted(pc, cs, len(S.item))
+    p2, cp = _distinct_sorted(pc, cc, len(C.item))
+    del pc
+    b1, b2 = _group_starts(p1, S.key[sp]), _group_starts(p2, C.key[cp])
+    if len(b1) != len(b2):  # both sides see the same groups in the same order
+        raise AssertionError("join: candidate groups differ between steps and calls")
+    n1 = np.diff(np.r_[b1, len(sp)])
+    start1 = np.repeat(b1, n1)
+    rank = np.arange(len(sp)) - start1
+    del start1
+    ok = rank < np.repeat(np.diff(np.r_[b2, len(cp)]), n1)
+    return sp[ok], cp[np.repeat(b2, n1)[ok] + rank[ok]]
+
+
+def _group_starts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Indices where the pair (a, b) differs from the previous entry (and 0)."""
+    change = np.empty(len(a), bool)
+    change[0] = True
+    np.not_equal(a[1:], a[:-1], out=change[1:])
+    change[1:] |= b[1:] != b[:-1]
+    return np.flatnonzero(change)
+
+
+def _group_median(g: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per distinct ``g`` (int64 ≥ 0, sorted): the group, its size and the median of ``v`` (int64)
+    as pandas' groupby median gives it (mean of the two middle values)."""
+    n = len(g)
+    if not n:
+        return _EMPTY, _EMPTY, np.empty(0, "float64")
+    vmin = int(v.min())
+    span = int(v.max()) - vmin + 1
+    if (int(g.max()) + 1) * span < (1 << 63):
+        key = g * span + (v - vmin)
+        key.sort()
+        gs = key // span
+        vs = key - gs * span + vmin
     else:
-        _, g = np.unique(np.stack([t, s, k], axis=1), axis=0, return_inverse=True)
-    g = g.reshape(-1).astype(np.int64)
-    n_items = int(max(si.max(), ci.max())) + 1
-    g1, step, r1 = _ranked(g, si, s_ms, n_items)
-    g2, call, r2 = _ranked(g, ci, c_ms, n_items)
-    width = int(max(r1.max(), r2.max())) + 1
-    a, b = g1 * width + r1, g2 * width + r2
-    _, i1, i2 = np.intersect1d(a, b, assume_unique=True, return_indices=True)
-    step, call = step[i1], call[i2]
-    keep = np.abs(c_ms[call] - s_ms[step]) <= window_ms
-    return step[keep], call[keep]
+        o = np.lexsort((v, g))
+        gs, vs = g[o], v[o]
+    starts = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    lo = vs[starts + (sizes - 1) // 2].astype("float64")
+    hi = vs[starts + sizes // 2].astype("float64")
+    return gs[starts], sizes, (lo + hi) / 2
+
+
+def _nearest_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: int) -> float:
+    """Median door−transcript offset (ms) from each step's nearest same-key call in ``C`` within
+    ``max_offset_ms`` (of two equally near calls the earlier one); 0.0 when no step has one."""
+    n = len(C.item)
+    if not n or not len(key):
+        return 0.0
+    r = np.searchsorted(C.t_sorted, ms, "left")
+    pos = np.searchsorted(C.packed, (key << C.bits) | r, "left")  # first call of the key at or after ms
+    nxt = np.minimum(pos, n - 1)
+    prv = np.maximum(pos - 1, 0)
+    d_next = C.ms[nxt] - ms
+    d_prev = C.ms[prv] - ms
+    ok_next = (pos < n) & (C.key[nxt] == key) & (d_next <= max_offset_ms)
+    ok_prev = (pos > 0) & (C.key[prv] == key) & (-d_prev <= max_offset_ms)
+    use_prev = ok_prev & (~ok_next | (-d_prev <= d_next))
+    d = np.where(use_prev, d_prev, d_next)[ok_prev | ok_next]
+    return float(np.median(d)) if len(d) else 0.0
+
+
+def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: np.ndarray,
+                  s_codes: np.ndarray, n_sx: int) -> tuple[np.ndarray, np.ndarray]:
+    """Content agreement of the steps in ``S`` with the calls in ``C``: equal key,
+    |Δt − off| ≤ window, paired in time order per (transcript, session, key).  Returns
+    (step rows, call rows) ordered by (transcript, session, key, rank)."""
+    lo, hi = C.window(S, off - window_ms, off + window_ms)
+    cs, cc = _expand(lo, hi)
+    del lo, hi
+    sp, cp = _rank_pair(cs, cc, S, C, t_codes, s_codes, n_sx)
+    del cs, cc
+    keep = np.abs(C.ms[cp] - off - S.ms[sp]) <= window_ms
+    return S.item[sp[keep]], C.item[cp[keep]]
+
+
+def _first_equal(a: np.ndarray, b: np.ndarray, a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each string of ``a`` equal to some string of ``b``: (its row, the row of the first such
+    ``b``), ordered by ``a``'s rows (both row arrays ascending; no NA).
+
+    A hash join in polars when it is installed; the pairs it finds are then checked with Python's
+    own ``==`` and on any doubt (a string polars cannot take, a mismatch) the exact dict
+    look-up decides instead.
+    """
+    if pl is not None and len(a) and len(b):
+        try:
+            left = pl.DataFrame({"id": pl.Series(a, dtype=pl.String), "i": np.arange(len(a))})
+            right = pl.DataFrame({"id": pl.Series(b, dtype=pl.String), "j": np.arange(len(b))})
+            hit = left.join(right, on="id", how="inner").select("i", "j")
+            bits = max(len(b) - 1, 1).bit_length()
+            key = (hit["i"].to_numpy().astype(np.int64) << bits) | hit["j"].to_numpy().astype(np.int64)
+            key.sort()  # by a's row, then b's: the first b of each a leads
+            i = key >> bits
+            first = np.empty(len(key), bool)
+            first[:1] = True
+            np.not_equal(i[1:], i[:-1], out=first[1:])
+            key = key[first]
+            i, j = key >> bits, key & ((1 << bits) - 1)
+        except Exception:  # noqa: BLE001 - e.g. a lone surrogate polars cannot encode
+            i = None
+        if i is not None and bool(np.all(np.equal(a[i], b[j]).astype(bool))):
+            return a_rows[i], b_rows[j]
+    first = dict(zip(b[::-1].tolist(), b_rows[::-1].tolist()))
+    ci = np.fromiter(map(first.get, a, itertools.repeat(-1)), np.int64, len(a))
+    have = ci >= 0
+    return a_rows[have], ci[have]
+
+
+def _str_take(uniques: np.ndarray, codes: np.ndarray):
+    """Python-backed string array of ``uniques[codes]`` (validates the uniques only)."""
+    return pd.array(uniques, dtype=pd.StringDtype("python")).take(codes)
 
 
 def join_sessions(
@@ -240,7 +507,13 @@ def join_sessions(
         :class:`JoinResult`.
 
     Raises:
-        JoinError: ``window_s`` ≤ 0 or ``min_agreed`` < 1, or a frame lacks its columns.
+        JoinError: ``window_s`` ≤ 0 or ``min_agreed`` < 1, a frame lacks its columns, or (beyond
+            any real incident: ~2^31 rows) too many distinct keys to index.
+
+    Cost: integer codes for every string column once, then sorts of packed int64 keys — about
+    O((S + C) log C + candidates), no per-session Python (5 M calls × 2 M steps: ~5 s and
+    ~1.3 GB on two cores).  Rows whose door session or transcript id is missing take part in no
+    agreement (their calls stay unclaimed).
     """
     if not window_s > 0:
         raise JoinError(f"window_s must be positive, got {window_s}")
@@ -251,213 +524,330 @@ def join_sessions(
         if missing:
             raise JoinError(f"{spec.name} frame lacks columns {missing}")
     window_ms = int(round(window_s * 1000))
-
-    ts_steps = steps[(steps["kind"] == "tool_call") & steps["tool"].notna()].reset_index(drop=True)
     calls = calls.reset_index(drop=True)
+    n_c = len(calls)
 
-    # Integer codes for transcripts, sessions and (tool, args) keys.
-    t_codes, t_names = pd.factorize(ts_steps["transcript_id"].astype("object"), sort=True)
-    s_codes, s_names = pd.factorize(calls["door_session"].astype("object"), sort=True)
-    # Calls whose gateway logged no arguments (args_key NA) can only agree on tool + time.
-    c_noargs = calls["args_key"].isna().to_numpy()
-    key_s = ts_steps["tool"].astype("object") + "\x00" + ts_steps["args_key"].fillna("{}").astype("object")
-    key_c = calls["tool"].astype("object") + "\x00" + calls["args_key"].fillna("{}").astype("object")
-    key_s_tool = ts_steps["tool"].astype("object") + "\x00*"
-    key_c_tool = calls["tool"].astype("object") + "\x00*"
-    k_all, _ = pd.factorize(pd.concat([key_s, key_c, key_s_tool, key_c_tool], ignore_index=True))
-    n1, n2 = len(key_s), len(key_s) + len(key_c)
-    k_s, k_c = k_all[:n1], k_all[n1:n2]
-    k_s_tool, k_c_tool = k_all[n2:n2 + n1], k_all[n2 + n1:]
-    s_ms, c_ms = _ms(ts_steps["ts"]), _ms(calls["ts"])
-    s_ok = ts_steps["ts"].notna().to_numpy()
-    c_ok = (calls["ts"].notna() & calls["tool"].notna()).to_numpy()  # some gateways log neither
-    s_noargs = ts_steps["args_key"].isna().to_numpy()
+    # 1. integer codes.  Tool and argument codes are shared by steps and calls.
+    tool_all, tool_u = _codes_parts([_objects(steps["tool"]), _objects(calls["tool"])])
+    sel_mask = _equals(_objects(steps["kind"]), "tool_call") & (tool_all[:len(steps)] >= 0)
+    sel = np.flatnonzero(sel_mask)
+    whole = len(sel) == len(steps)
+    n_st = len(sel)
 
-    # 1. exact pairs by the client's tool-use id logged in _meta.
-    exact = pd.DataFrame(columns=["si", "ci"], dtype="int64")
-    if calls["meta_call_id"].notna().any() and ts_steps["call_id"].notna().any():
-        a = pd.DataFrame({"ci": np.arange(len(calls)), "id": calls["meta_call_id"].astype("object")}).dropna()
-        b = pd.DataFrame({"si": np.arange(len(ts_steps)), "id": ts_steps["call_id"].astype("object")}).dropna()
-        exact = b.merge(a, on="id")[["si", "ci"]].drop_duplicates("si").drop_duplicates("ci")
-    ex_steps = set(exact["si"].tolist())
-    ex_calls = set(exact["ci"].tolist())
+    def scol(name: str) -> np.ndarray:  # a steps column's objects, tool_call rows only
+        v = _objects(steps[name])
+        return v if whole else v[sel]
 
-    # 2. content candidates (steps/calls already matched exactly are out of the running).
-    s_idx = np.flatnonzero(s_ok & ~np.isin(np.arange(len(ts_steps)), list(ex_steps)))
-    c_free = c_ok & ~np.isin(np.arange(len(calls)), list(ex_calls))
+    t_codes, t_names = _codes(scol("transcript_id"), sort=True, runs=True)
+    s_codes, s_names = _codes(_objects(calls["door_session"]), sort=True, runs=True)
+    n_t, n_s = len(t_names), len(s_names)
+    n_sx = max(n_s, 1)
+    tool_s = tool_all[:len(steps)][sel]
+    tool_c = tool_all[len(steps):]
+    args_all, args_u = _codes_parts([scol("args_key"), _objects(calls["args_key"])])
+    s_noargs = args_all[:n_st] < 0
+    c_noargs = args_all[n_st:] < 0
+    # the key compares tool + arguments, a missing argument key spelled as "{}"
+    brace = np.flatnonzero(_equals(args_u, "{}"))
+    args_all = np.where(args_all >= 0, args_all, brace[0] if len(brace) else len(args_u))
+    tool_sc = np.concatenate([tool_s, tool_c])
+    valid = tool_sc >= 0
+    comb = tool_sc * (len(args_u) + 1) + args_all
+    n_keys = max(len(tool_u) * (len(args_u) + 1), 1)
+
+    def keys_in_order_of_appearance() -> np.ndarray:
+        """The key codes numbered in order of first appearance (steps, then calls)."""
+        k = np.full(n_st + n_c, -1, np.int64)
+        k[valid] = pd.factorize(comb[valid])[0]
+        return k
+
+    if n_keys < (1 << (61 - max(n_st, n_c, 1).bit_length())):  # the code pair itself is the key
+        k_all = np.where(valid, comb, -1)
+    else:
+        k_all = keys_in_order_of_appearance()
+        n_keys = max(int(k_all.max()) + 1, 1)
+    k_s, k_c = k_all[:n_st], k_all[n_st:]
+
+    st_ts = steps["ts"] if whole else steps["ts"].iloc[sel]
+    s_ns, c_ns = _ns(st_ts), _ns(calls["ts"])
+    s_ms, c_ms = s_ns // 1_000_000, c_ns // 1_000_000
+    s_ok = (s_ns != _NAT) & (t_codes >= 0)
+    c_ok = (c_ns != _NAT) & (tool_c >= 0) & (s_codes >= 0)  # some gateways log neither
+
+    # 2. exact pairs by the client's tool-use id logged in _meta: each step takes the first call
+    # logging its id, each call the first step claiming it.
+    ex_si = ex_ci = _EMPTY
+    meta_na = _isna_str(calls["meta_call_id"])
+    if not meta_na.all():
+        cid_col = steps["call_id"] if whole else steps["call_id"].iloc[sel]
+        cid_na = _isna_str(cid_col)
+        if not cid_na.all():
+            mi = np.flatnonzero(~meta_na)
+            si_ = np.flatnonzero(~cid_na & (t_codes >= 0))
+            si_, ci_ = _first_equal(_objects(cid_col)[si_], _objects(calls["meta_call_id"])[mi], si_, mi)
+            have = s_codes[ci_] >= 0
+            si_, ci_ = si_[have], ci_[have]
+            o = _stable_order(ci_)
+            firsts = o[np.r_[True, ci_[o][1:] != ci_[o][:-1]]] if len(o) else _EMPTY
+            keep = np.zeros(len(ci_), bool)
+            keep[firsts] = True
+            ex_si, ex_ci = si_[keep], ci_[keep]
+    ex_step = np.zeros(n_st, bool)
+    ex_step[ex_si] = True
+    ex_call = np.zeros(n_c, bool)
+    ex_call[ex_ci] = True
+
+    # 3. content candidates (steps/calls already matched exactly are out of the running)
+    s_idx = np.flatnonzero(s_ok & ~ex_step)
+    c_free = c_ok & ~ex_call
     c_tool_idx = np.flatnonzero(c_free & c_noargs)
     c_idx = np.flatnonzero(c_free & ~c_noargs)
-    offset = _estimate_offset(k_s[s_idx], s_ms[s_idx], k_c[c_idx], c_ms[c_idx], int(max_offset_s * 1000))
-    if not exact.empty:  # exact pairs measure the offset directly
-        d = c_ms[exact["ci"].to_numpy()] - s_ms[exact["si"].to_numpy()]
-        d = d[s_ok[exact["si"].to_numpy()] & c_ok[exact["ci"].to_numpy()]]
+    offset = None
+    if len(ex_si):  # exact pairs measure the offset directly
+        d = c_ms[ex_ci] - s_ms[ex_si]
+        d = d[s_ok[ex_si] & c_ok[ex_ci]]
         if len(d):
             offset = float(np.median(d))
-    off = int(round(offset))
+    max_offset_ms = int(max_offset_s * 1000)
     s_args_idx = s_idx[~s_noargs[s_idx]]
-    si, ci = _candidates(k_s[s_args_idx], s_ms[s_args_idx], k_c[c_idx], c_ms[c_idx] - off, window_ms)
-    si = s_args_idx[si]
-    ci = c_idx[ci]
-    c_shift = c_ms - off
-    msi, mci = _rank_pair(si, ci, t_codes[si], s_codes[ci], k_s[si], s_ms, c_shift, window_ms)
-    parts = [(msi, mci, np.full(len(msi), HOW_CONTENT, np.int8))]
+    C = _KeyTime(c_idx, k_c, c_ms, n_keys)  # calls with arguments by (key, time, row)
+    if offset is None:
+        offset = 0.0
+        if max_offset_ms > 0 and len(s_idx) and len(c_idx):
+            pick = np.arange(len(s_idx))
+            if len(pick) > 20000:
+                pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
+            q = s_idx[pick]
+            offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
+    off = int(round(offset))
+    msi, mci = _window_pairs(_KeyTime(s_args_idx, k_s, s_ms, n_keys), C, off, window_ms, t_codes, s_codes, n_sx)
+    del C
+    parts = [(msi, mci, HOW_CONTENT)]
     if len(c_tool_idx) or s_noargs[s_idx].any():
         # tool + time only, where one side logged no arguments (a gateway that logs a count or a
         # hash; a client whose arguments did not parse), among steps and calls still unmatched
-        free_s = s_idx[~np.isin(s_idx, msi)]
-        free_c = c_idx[~np.isin(c_idx, mci)]
-        pairs_ = []
+        taken_s = np.zeros(n_st, bool)
+        taken_s[msi] = True
+        taken_c = np.zeros(n_c, bool)
+        taken_c[mci] = True
+        free_s = s_idx[~taken_s[s_idx]]
+        free_c = c_idx[~taken_c[c_idx]]
+        kt_all = np.full(n_st + n_c, -1, np.int64)  # tool-only keys
+        ktc_, ktu_ = pd.factorize(tool_sc[valid])
+        kt_all[valid] = ktc_
+        kt_s, kt_c = kt_all[:n_st], kt_all[n_st:]
+        n_tkeys = max(len(ktu_), 1)
+        S2 = _KeyTime(free_s, kt_s, s_ms, n_tkeys)
+        C2 = _KeyTime(np.sort(np.concatenate([c_tool_idx, free_c])), kt_c, c_ms, n_tkeys)
+        spos = np.full(n_st, -1, np.int64)
+        spos[S2.item] = np.arange(len(S2.item))
+        cpos = np.full(n_c, -1, np.int64)
+        cpos[C2.item] = np.arange(len(C2.item))
+        cands = []
         for ss, cc in ((free_s, c_tool_idx), (free_s[s_noargs[free_s]], free_c)):
             if len(ss) and len(cc):
-                a, b = _candidates(k_s_tool[ss], s_ms[ss], k_c_tool[cc], c_ms[cc] - off, window_ms)
-                pairs_.append((ss[a], cc[b]))
-        si2 = np.concatenate([p[0] for p in pairs_]) if pairs_ else np.empty(0, np.int64)
-        ci2 = np.concatenate([p[1] for p in pairs_]) if pairs_ else np.empty(0, np.int64)
-        if len(si2):
-            uniq = np.unique(si2.astype(np.int64) * (len(calls) + 1) + ci2)
-            si2, ci2 = uniq // (len(calls) + 1), uniq % (len(calls) + 1)
-            m2s, m2c = _rank_pair(si2, ci2, t_codes[si2], s_codes[ci2], k_s_tool[si2], s_ms, c_shift, window_ms)
-            parts.append((m2s, m2c, np.full(len(m2s), HOW_TOOL_TIME, np.int8)))
-    if not exact.empty:
-        es, ec = exact["si"].to_numpy(np.int64), exact["ci"].to_numpy(np.int64)
-        parts.append((es, ec, np.full(len(es), HOW_META, np.int8)))
+                CA = _KeyTime(cc, kt_c, c_ms, n_tkeys)
+                lo, hi = CA.ranges(kt_s[ss], s_ms[ss] + (off - window_ms), s_ms[ss] + (off + window_ms))
+                r, c = _expand(lo, hi)
+                cands.append((spos[ss[r]], cpos[CA.item[c]]))
+        if cands:
+            sp, cp = _rank_pair(np.concatenate([x[0] for x in cands]), np.concatenate([x[1] for x in cands]),
+                                S2, C2, t_codes, s_codes, n_sx)
+            m2s, m2c = S2.item[sp], C2.item[cp]
+            keep = np.abs(c_ms[m2c] - off - s_ms[m2s]) <= window_ms
+            parts.append((m2s[keep], m2c[keep], HOW_TOOL_TIME))
+    if len(ex_si):
+        parts.append((ex_si, ex_ci, HOW_META))
     m_si = np.concatenate([p[0] for p in parts]).astype(np.int64)
     m_ci = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    m_how = np.concatenate([p[2] for p in parts])
+    m_how = np.concatenate([np.full(len(p[0]), p[2], np.int8) for p in parts])
     m_t, m_s = t_codes[m_si], s_codes[m_ci]
-    m_d = (c_shift[m_ci] - s_ms[m_si]).astype("float64")  # after the offset: ~0 when in step
+    m_d = c_ms[m_ci] - off - s_ms[m_si]  # after the offset: ~0 when in step
 
-    # 3. agreement per (transcript, session): integer pair codes, one groupby.
-    n_s, n_t = len(s_names), len(t_names)
-    if len(m_si):
-        pair_code = m_t.astype(np.int64) * max(n_s, 1) + m_s
-        g = pd.DataFrame({"p": pair_code, "absd": np.abs(m_d), "meta": m_how == HOW_META})
-        agg = g.groupby("p", sort=True).agg(agreed=("absd", "size"), exact=("meta", "sum"),
-                                            med=("absd", "median"))
-        pc = agg.index.to_numpy(np.int64)
-        sc = pd.DataFrame({"t": pc // max(n_s, 1), "s": pc % max(n_s, 1),
-                           "agreed": agg["agreed"].to_numpy(np.int64),
-                           "exact": agg["exact"].to_numpy(np.int64),
-                           "med": agg["med"].to_numpy("float64")})
-    else:
-        sc = pd.DataFrame({"t": np.empty(0, np.int64), "s": np.empty(0, np.int64),
-                           "agreed": np.empty(0, np.int64), "exact": np.empty(0, np.int64),
-                           "med": np.empty(0, "float64")})
+    # 4. agreement per (transcript, session): count, tool-use id matches, median |Δt|
+    pcode = m_t * n_sx + m_s
+    upc, agreed, med = _group_median(pcode, np.abs(m_d))
+    exact_n = np.bincount(np.searchsorted(upc, pcode[m_how == HOW_META]), minlength=len(upc)).astype(np.int64)
+    sc_t, sc_s = upc // n_sx, upc % n_sx
 
-    # 4. one-to-one assignment, maximising agreement; ties by time proximity.
-    eligible = sc[sc["agreed"] >= min_agreed]
-    assign: dict[int, int] = {}
-    margin: dict[int, float] = {}
-    if len(eligible):
-        assign, margin = _assign(eligible, n_s, n_t, window_ms)
-    assign_arr = np.full(n_s, -1, np.int64)
-    for sc_, tc_ in assign.items():
-        assign_arr[sc_] = tc_
+    # 5. one-to-one assignment, maximising agreement; ties by time proximity.
+    el = agreed >= min_agreed
+    assign_arr, mg = _assign(sc_s[el], sc_t[el], agreed[el].astype("float64"), med[el], n_s, n_t, window_ms)
 
-    # 5. per-session report, vectorised.
-    in_pair = assign_arr[m_s] == m_t if len(m_si) else np.zeros(0, bool)
-    p_si, p_ci, p_s, p_t = m_si[in_pair], m_ci[in_pair], m_s[in_pair], m_t[in_pair]
-    p_how, p_delta = m_how[in_pair], (c_ms[m_ci[in_pair]] - s_ms[m_si[in_pair]]).astype("float64")
-    # the names the clients give the door: servers of steps that agree with some call; steps of
-    # other servers and built-in tools never pass the door and are not residuals
-    door_servers = sorted(set(ts_steps["server"].iloc[np.unique(m_si)].dropna().astype(str))) if len(m_si) else []
+    # 6. per-session report
+    has_t = assign_arr >= 0
+    in_pair = assign_arr[m_s] == m_t
+    p_si, p_ci, p_s, p_t, p_how = m_si[in_pair], m_ci[in_pair], m_s[in_pair], m_t[in_pair], m_how[in_pair]
+    p_dint = c_ms[p_ci] - s_ms[p_si]
+    # calls in (door_session, ts) order, NA sessions and NaT last: the loaders' usual order
+    cs_key = s_codes if not n_c or s_codes.min() >= 0 else np.where(s_codes >= 0, s_codes, n_s)
+    c_nat = c_ns == _NAT
+    cts_key = np.where(c_nat, _I64_MAX, c_ns) if c_nat.any() else c_ns
+    del c_nat
+    calls_sorted = bool(np.all((cs_key[1:] > cs_key[:-1])
+                               | ((cs_key[1:] == cs_key[:-1]) & (cts_key[1:] >= cts_key[:-1]))))
+    c_rank = None
+    if not calls_sorted:  # each call's place in that order
+        c_rank = np.empty(n_c, np.int64)
+        c_rank[np.lexsort((cts_key, cs_key))] = np.arange(n_c)
+    # pairs ordered by (door_session, call_ts); equal ones keep their order of discovery: tier
+    # (content, tool_time, meta_id), then key (numbered in order of first appearance), rank
+    fo = _stable_order(p_ci if c_rank is None else c_rank[p_ci])
+    if len(fo) > 1:
+        a_s, a_t = cs_key[p_ci[fo]], cts_key[p_ci[fo]]
+        if np.any((a_s[1:] == a_s[:-1]) & (a_t[1:] == a_t[:-1])):
+            pos = np.arange(len(p_ci))
+            tier = np.choose(p_how, [2, 0, 1])  # HOW_META, HOW_CONTENT, HOW_TOOL_TIME
+            k_first = np.where(p_how == HOW_CONTENT, keys_in_order_of_appearance()[p_si], 0)
+            discovered = np.lexsort((pos, k_first, p_s, p_t, tier))
+            m_rank = np.empty(len(pos), np.int64)
+            m_rank[discovered] = pos
+            fo = np.lexsort((m_rank, cts_key[p_ci], cs_key[p_ci]))
+    p_si, p_ci, p_s, p_t, p_how, p_dint = (x[fo] for x in (p_si, p_ci, p_s, p_t, p_how, p_dint))
+    p_delta = p_dint.astype("float64")
+    st_rows = p_si if whole else sel[p_si]
+    srv_c, srv_u = _codes(scol("server"))
+    agreeing = np.zeros(n_st, bool)
+    agreeing[m_si] = True
+    seen = np.zeros(len(srv_u) + 1, bool)
+    seen[srv_c[agreeing]] = True
+    door_servers = sorted({str(u) for u in srv_u[seen[:-1]]})
     pairs = PAIRS.build({
-        "door_session": s_names.to_numpy(object)[p_s] if len(p_s) else [],
-        "transcript_id": t_names.to_numpy(object)[p_t] if len(p_t) else [],
-        "step_seq": ts_steps["seq"].to_numpy(object)[p_si],
-        "call_seq": calls["seq"].to_numpy(object)[p_ci],
-        "call_id": ts_steps["call_id"].to_numpy(object)[p_si],
-        "tool": ts_steps["tool"].to_numpy(object)[p_si],
-        "args_key": ts_steps["args_key"].to_numpy(object)[p_si],
-        "step_ts": ts_steps["ts"].iloc[p_si].reset_index(drop=True),
-        "call_ts": calls["ts"].iloc[p_ci].reset_index(drop=True),
+        "door_session": _str_take(s_names, p_s),
+        "transcript_id": _str_take(t_names, p_t),
+        "step_seq": steps["seq"].array.take(st_rows),
+        "call_seq": calls["seq"].array.take(p_ci),
+        "call_id": steps["call_id"].array.take(st_rows),
+        "tool": steps["tool"].array.take(st_rows),
+        "args_key": steps["args_key"].array.take(st_rows),
+        "step_ts": steps["ts"].array.take(st_rows),
+        "call_ts": calls["ts"].array.take(p_ci),
         "delta_ms": p_delta,
-        "how": np.asarray(_HOW_NAMES, dtype=object)[p_how] if len(p_how) else [],
+        "how": _str_take(np.asarray(_HOW_NAMES, dtype=object), p_how.astype(np.int64)),
     })
-    if len(pairs):
-        pairs = pairs.sort_values(["door_session", "call_ts"], kind="stable").reset_index(drop=True)
 
     # residuals: calls no step claims; door-bound steps of assigned transcripts no call claims
-    claimed_call = np.zeros(len(calls), bool)
+    claimed_call = np.zeros(n_c, bool)
     claimed_call[p_ci] = True
-    claimed_step = np.zeros(len(ts_steps), bool)
+    claimed_step = np.zeros(n_st, bool)
     claimed_step[p_si] = True
-    srv = ts_steps["server"]
-    door_bound = (srv.isin(door_servers) if door_servers else srv.notna()).to_numpy(bool)
+    if door_servers:
+        in_door = np.array([str(u) in door_servers for u in srv_u] + [False], bool)
+        door_bound = in_door[srv_c]
+    else:
+        door_bound = srv_c >= 0
     t_assigned = np.zeros(n_t, bool)
-    t_assigned[assign_arr[assign_arr >= 0]] = True
-    step_in_assigned = t_assigned[t_codes] if len(ts_steps) else np.zeros(0, bool)
+    t_assigned[assign_arr[has_t]] = True
+    step_in_assigned = t_assigned[t_codes] & (t_codes >= 0)
     unmatched_mask = door_bound & step_in_assigned & ~claimed_step
-    t_to_s = np.full(n_t, -1, np.int64)
-    t_to_s[assign_arr[assign_arr >= 0]] = np.flatnonzero(assign_arr >= 0)
 
-    per = pd.DataFrame({
-        "s": s_codes, "ts": calls["ts"], "ts_end": calls["ts_end"], "agent": calls["agent"],
-        "deny": (calls["decision"] == "deny").to_numpy(bool), "unclaimed": ~claimed_call,
-    })
-    ga = per.groupby("s", sort=True).agg(start=("ts", "min"), last=("ts", "max"), end=("ts_end", "max"),
-                                         calls=("ts", "size"), refused=("deny", "sum"),
-                                         unclaimed=("unclaimed", "sum"), agent=("agent", "first"))
-    ga = ga.reindex(range(n_s))
+    # per-session figures over the calls, in session order (calls without a session: none)
+    if calls_sorted:
+        order = None
+        so = cs_key
+    else:
+        order = _stable_order(cs_key)
+        so = cs_key[order]
+    first = np.searchsorted(so, np.arange(n_s), "left")
+    n_valid = int(np.searchsorted(so, n_s, "left"))
+    counts = np.bincount(s_codes[s_codes >= 0], minlength=n_s)
+
+    def seg(a):
+        return (a if order is None else a[order])[:n_valid]
+
+    def seg_reduce(ufunc, a):
+        return ufunc.reduceat(seg(a), first) if n_s else np.empty(0, np.int64)
+
+    start_ns = seg_reduce(np.minimum, cts_key)  # NaT counted as the latest
+    start_ns[start_ns == _I64_MAX] = _NAT
+    last_ns = seg_reduce(np.maximum, c_ns)
+    end_all = _ns(calls["ts_end"])
+    end_ns = seg_reduce(np.maximum, end_all)
+    later = (end_ns != _NAT) & (last_ns != _NAT) & (end_ns > last_ns)
+    end_ns = np.where(later, end_ns, last_ns)
+    is_deny = _equals(_objects(calls["decision"]), "deny")
+    refused = np.bincount(cs_key[is_deny], minlength=n_s + 1)[:n_s]
+    unclaimed_n = np.bincount(cs_key[~claimed_call], minlength=n_s + 1)[:n_s]
+    ag_first = seg_reduce(np.minimum, np.where(_isna_str(calls["agent"]), n_c, np.arange(n_c)))
+    agent = np.array([None] * n_s, dtype=object)
+    has_ag = ag_first < n_c
+    agent[has_ag] = _objects(calls["agent"])[ag_first[has_ag]]
+
     n_agreed = np.bincount(p_s, minlength=n_s) if n_s else np.zeros(0, np.int64)
-    off_ms = pd.Series(p_delta).groupby(p_s).median().reindex(range(n_s)) if len(p_s) else \
-        pd.Series([np.nan] * n_s)
+    off_ms = np.full(n_s, np.nan)
+    if len(p_s):
+        ps_, _, pmed = _group_median(p_s.astype(np.int64), p_dint)
+        off_ms[ps_] = pmed
     how_bits = np.zeros(n_s, np.int64)
     if len(p_s):
         np.bitwise_or.at(how_bits, p_s, (1 << p_how.astype(np.int64)))
-    tool_steps_t = np.bincount(t_codes[door_bound], minlength=n_t) if len(ts_steps) else np.zeros(n_t, np.int64)
-    unmatched_t = np.bincount(t_codes[unmatched_mask], minlength=n_t) if len(ts_steps) else np.zeros(n_t, np.int64)
-    runner = _runners_up(sc, assign_arr)
-    t_names_arr = t_names.to_numpy(object)
-    s_names_arr = s_names.to_numpy(object)
-    has_t = assign_arr >= 0
+    tool_steps_t = np.bincount(t_codes[door_bound & (t_codes >= 0)], minlength=n_t)
+    unmatched_t = np.bincount(t_codes[unmatched_mask], minlength=n_t)
+    r_t, r_agreed = _runners_up(sc_s, sc_t, agreed, med, assign_arr)
     tcode = np.where(has_t, assign_arr, 0)
     status = np.where(~has_t, "unmatched", "matched").astype(object)
-    mg = np.array([margin.get(i, np.nan) for i in range(n_s)], dtype="float64")
     status[has_t & (mg <= 0)] = "ambiguous"
-    end = ga["end"].where(ga["end"].notna() & (ga["end"] > ga["last"]), ga["last"])
+
+    def utc(ns: np.ndarray) -> pd.Series:
+        return pd.Series(ns.view("datetime64[ns]")).dt.tz_localize("UTC")
+
+    def int_na(values: np.ndarray, mask: np.ndarray):
+        return pd.arrays.IntegerArray(values.astype(np.int64), ~mask)
+
+    calls_f = counts.astype("float64")
     sessions = SESSIONS.build({
-        "door_session": s_names_arr,
-        "agent": ga["agent"].to_numpy(object),
-        "start": ga["start"],
-        "end": end,
-        "calls": ga["calls"].to_numpy(object),
-        "refused": ga["refused"].to_numpy(object),
-        "transcript_id": np.where(has_t, t_names_arr[tcode] if n_t else None, None),
-        "agreed": np.where(has_t, n_agreed, None),
-        "transcript_tool_steps": np.where(has_t, tool_steps_t[tcode] if n_t else 0, None),
-        "share": np.where(has_t, n_agreed / np.maximum(ga["calls"].to_numpy("float64"), 1), np.nan),
-        "runner_up": [None if r < 0 else t_names_arr[r] for r in runner["t"]],
-        "runner_up_agreed": [None if r < 0 else int(a) for r, a in zip(runner["t"], runner["agreed"])],
+        "door_session": _str_take(s_names, np.arange(n_s)),
+        "agent": agent,
+        "start": utc(start_ns),
+        "end": utc(end_ns),
+        "calls": int_na(counts, np.ones(n_s, bool)),
+        "refused": int_na(refused, np.ones(n_s, bool)),
+        "transcript_id": np.where(has_t, t_names[tcode] if n_t else None, None),
+        "agreed": int_na(n_agreed, has_t),
+        "transcript_tool_steps": int_na(tool_steps_t[tcode] if n_t else np.zeros(n_s, np.int64), has_t),
+        "share": np.where(has_t, n_agreed / np.maximum(calls_f, 1), np.nan),
+        "runner_up": np.where(r_t >= 0, t_names[np.maximum(r_t, 0)] if n_t else None, None),
+        "runner_up_agreed": int_na(r_agreed, r_t >= 0),
         "margin": mg,
         "status": status,
-        "offset_ms": np.where(has_t, off_ms.to_numpy("float64"), np.nan),
-        "unclaimed_calls": ga["unclaimed"].to_numpy(object),
-        "unmatched_steps": np.where(has_t, unmatched_t[tcode] if n_t else 0, None),
+        "offset_ms": np.where(has_t, off_ms, np.nan),
+        "unclaimed_calls": int_na(unclaimed_n, np.ones(n_s, bool)),
+        "unmatched_steps": int_na(unmatched_t[tcode] if n_t else np.zeros(n_s, np.int64), has_t),
         "method": [("+".join(n for b, n in enumerate(_HOW_NAMES) if bits & (1 << b)) if h else None)
-                   for bits, h in zip(how_bits, has_t)],
+                   for bits, h in zip(how_bits.tolist(), has_t.tolist())],
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
+    # scores: by door session, then agreement (descending), then transcript
+    amax = int(agreed.max()) if len(agreed) else 0
+    so_ = _stable_order(sc_s * (amax + 1) + (amax - agreed)) if len(agreed) else _EMPTY
     scores = pd.DataFrame({
-        "door_session": pd.array(s_names_arr[sc["s"].to_numpy(np.int64)] if len(sc) else [], dtype="string"),
-        "transcript_id": pd.array(t_names_arr[sc["t"].to_numpy(np.int64)] if len(sc) else [], dtype="string"),
-        "agreed": pd.array(sc["agreed"], dtype="Int64"),
-        "exact": pd.array(sc["exact"], dtype="Int64"),
-        "median_abs_delta_ms": sc["med"].astype("float64").to_numpy(),
-    }).sort_values(["door_session", "agreed"], ascending=[True, False], kind="stable").reset_index(drop=True)
-    assigned_names = set(t_names_arr[assign_arr[assign_arr >= 0]])
-    all_t = sorted(set(steps["transcript_id"].dropna().astype(str)))
-    offset_all = float(np.median(pairs["delta_ms"])) if len(pairs) else None
-    unclaimed_calls = calls[~claimed_call]
-    if len(unclaimed_calls):
-        unclaimed_calls = unclaimed_calls.sort_values(["door_session", "ts"], kind="stable")
+        "door_session": pd.array(s_names[sc_s[so_]] if len(so_) else [], dtype="string"),
+        "transcript_id": pd.array(t_names[sc_t[so_]] if len(so_) else [], dtype="string"),
+        "agreed": pd.array(agreed[so_], dtype="Int64"),
+        "exact": pd.array(exact_n[so_], dtype="Int64"),
+        "median_abs_delta_ms": med[so_].astype("float64"),
+    })
+    assigned_names = set(t_names[assign_arr[has_t]].tolist())
+    if whole:
+        all_t = [str(t) for t in t_names]
+    else:
+        all_t = sorted({str(t) for t in _codes(_objects(steps["transcript_id"]), sort=True, runs=True)[1]
+                        if not pd.isna(t)})
+    offset_all = float(np.median(p_delta)) if len(p_delta) else None
+    unclaimed_rows = np.flatnonzero(~claimed_call)
+    if c_rank is not None and len(unclaimed_rows):
+        unclaimed_rows = unclaimed_rows[_stable_order(c_rank[unclaimed_rows])]
+    unclaimed_calls = calls.take(unclaimed_rows)
+    um_pos = np.flatnonzero(unmatched_mask)
+    unmatched_steps = steps.take(um_pos if whole else sel[um_pos])
+    unmatched_steps.index = pd.RangeIndex(n_st).take(um_pos)
     return JoinResult(
         sessions=sessions,
         pairs=pairs,
         scores=scores,
         unclaimed_calls=unclaimed_calls,
-        unmatched_steps=ts_steps[unmatched_mask],
+        unmatched_steps=unmatched_steps,
         unmatched_transcripts=[t for t in all_t if t not in assigned_names],
         offset_ms=offset_all,
         window_s=float(window_s),
@@ -466,85 +856,152 @@ def join_sessions(
     )
 
 
-#: How an agreeing pair was found (index = code in the arrays above).
-HOW_META, HOW_CONTENT, HOW_TOOL_TIME = 0, 1, 2
-_HOW_NAMES = ("meta_id", "content", "tool_time")
-
-
-def _runners_up(sc: pd.DataFrame, assign_arr: np.ndarray) -> pd.DataFrame:
-    """Per session code: the best-agreeing transcript other than the assigned one (t = -1: none)."""
+def _runners_up(sc_s, sc_t, agreed, med, assign_arr) -> tuple[np.ndarray, np.ndarray]:
+    """Per session code: the best-agreeing transcript other than the assigned one (-1: none) and
+    its agreement; ties by smaller median |Δt|, then transcript code."""
     n_s = len(assign_arr)
-    out = pd.DataFrame({"t": np.full(n_s, -1, np.int64), "agreed": np.zeros(n_s, np.int64)})
-    if not len(sc):
-        return out
-    others = sc[sc["t"].to_numpy() != assign_arr[sc["s"].to_numpy()]]
-    best = others.sort_values(["s", "agreed", "med", "t"], ascending=[True, False, True, True],
-                              kind="stable").drop_duplicates("s")
-    out.loc[best["s"].to_numpy(), "t"] = best["t"].to_numpy()
-    out.loc[best["s"].to_numpy(), "agreed"] = best["agreed"].to_numpy()
-    return out
+    r_t = np.full(n_s, -1, np.int64)
+    r_a = np.zeros(n_s, np.int64)
+    other = sc_t != assign_arr[sc_s]
+    if not other.any():
+        return r_t, r_a
+    s, t, a, m = sc_s[other], sc_t[other], agreed[other], med[other]
+    top = np.zeros(n_s, np.int64)
+    np.maximum.at(top, s, a)
+    best = a == top[s]  # usually one per session; order those by median |Δt|, then transcript
+    s, t, a, m = s[best], t[best], a[best], m[best]
+    o = np.lexsort((t, m, s))
+    s, t, a = s[o], t[o], a[o]
+    first = np.r_[True, s[1:] != s[:-1]]
+    r_t[s[first]] = t[first]
+    r_a[s[first]] = a[first]
+    return r_t, r_a
 
 
-def _assign(eligible: pd.DataFrame, n_s: int, n_t: int, window_ms: int) -> tuple[dict[int, int], dict[int, float]]:
+def _assign(s: np.ndarray, t: np.ndarray, agreed: np.ndarray, med: np.ndarray, n_s: int, n_t: int,
+            window_ms: int) -> tuple[np.ndarray, np.ndarray]:
     """Maximum-agreement one-to-one assignment per connected component of the score graph.
 
+    ``s``, ``t``, ``agreed``, ``med``: one entry per eligible (session, transcript) pair.
     Weights are agreeing steps minus a time-proximity penalty that sums to less than one step
     over any assignment, so agreement always decides and proximity only breaks ties.  Small
     components (≤ ``_EXACT_MARGIN_LIMIT`` nodes) are solved densely and get exact margins: the
     best total agreement minus the best total when this session may not keep its transcript.
     Larger ones (many sessions repeating the same calls at the same time chain into one) are
-    solved as a sparse bipartite matching — never a dense matrix — and their margin is the
-    assigned agreement minus the best alternative transcript's agreement for that session.
+    solved as a sparse bipartite matching — never a dense matrix — after fixing the pairs every
+    optimum contains (:func:`_match_sparse`); their margin is the assigned agreement minus the
+    best alternative transcript's agreement for that session.
 
-    Returns ``{session code: transcript code}`` and ``{session code: margin}``.
+    Returns ``assign`` (per session code: transcript code or -1) and ``margin`` (float64, NaN
+    where unassigned).
     """
-    s = eligible["s"].to_numpy(np.int64)
-    t = eligible["t"].to_numpy(np.int64)
+    assign = np.full(n_s, -1, np.int64)
+    margin = np.full(n_s, np.nan)
+    if not len(s):
+        return assign, margin
     graph = coo_matrix((np.ones(len(s)), (s, n_s + t)), shape=(n_s + n_t, n_s + n_t))
     _, labels = connected_components(graph, directed=False)
     comp_of = labels[s]
-    order = np.argsort(comp_of, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, comp_of[order][1:] != comp_of[order][:-1], True])
-    agreed_all = eligible["agreed"].to_numpy("float64")
-    med_all = eligible["med"].to_numpy("float64")
-    assign: dict[int, int] = {}
-    margin: dict[int, float] = {}
+    order = _stable_order(comp_of)
+    co = comp_of[order]
+    bounds = np.flatnonzero(np.r_[True, co[1:] != co[:-1], True])
     sizes = np.diff(bounds)
     single = order[bounds[:-1][sizes == 1]]  # one session, one transcript: nothing to decide
-    for x in single:
-        assign[int(s[x])] = int(t[x])
-        margin[int(s[x])] = float(agreed_all[x])
-    for a_, b_ in zip(bounds[:-1], bounds[1:]):
-        if b_ - a_ == 1:
-            continue
+    assign[s[single]] = t[single]
+    margin[s[single]] = agreed[single]
+    for a_, b_ in zip(bounds[:-1][sizes > 1], bounds[1:][sizes > 1]):
         idx = order[a_:b_]
-        cs, ct, ca, cm = s[idx], t[idx], agreed_all[idx], med_all[idx]
+        cs, ct, ca, cm = s[idx], t[idx], agreed[idx], med[idx]
         ss, rows = np.unique(cs, return_inverse=True)
         tt, cols = np.unique(ct, return_inverse=True)
         penalty = np.minimum(cm / max(window_ms, 1), 1.0) / (len(ss) + 1)
         weight = ca - penalty
         if len(ss) + len(tt) <= _EXACT_MARGIN_LIMIT:
-            agreed = np.zeros((len(ss), len(tt)))
-            agreed[rows, cols] = ca
+            agr = np.zeros((len(ss), len(tt)))
+            agr[rows, cols] = ca
             w = np.zeros((len(ss), len(tt)))
             w[rows, cols] = weight
             r, c = linear_sum_assignment(w, maximize=True)
-            best = {int(x): int(y) for x, y in zip(r, c) if agreed[x, y] > 0}
-            total = sum(agreed[x, y] for x, y in best.items())
+            best = {int(x): int(y) for x, y in zip(r, c) if agr[x, y] > 0}
+            total = sum(agr[x, y] for x, y in best.items())
             for x, y in best.items():
-                assign[int(ss[x])] = int(tt[y])
-                w2 = agreed.copy()
+                assign[ss[x]] = tt[y]
+                w2 = agr.copy()
                 w2[x, y] = 0
                 r2, c2 = linear_sum_assignment(w2, maximize=True)
-                margin[int(ss[x])] = float(total - w2[r2, c2].sum())
+                margin[ss[x]] = float(total - w2[r2, c2].sum())
             continue
-        # sparse: rows = sessions; columns = transcripts, then one "no transcript" column per
-        # session (a tiny weight), so a full matching of the sessions always exists
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+        chosen = _match_sparse(rows, cols, weight, len(ss), len(tt))
+        # margin per assigned row: its agreement minus the best other transcript's
+        is_chosen = cols == chosen[rows]
+        got = np.zeros(len(ss))
+        got[rows[is_chosen]] = ca[is_chosen]
+        alt = np.zeros(len(ss))
+        np.maximum.at(alt, rows[~is_chosen], ca[~is_chosen])
+        x = np.flatnonzero(chosen >= 0)
+        assign[ss[x]] = tt[chosen[x]]
+        margin[ss[x]] = got[x] - alt[x]
+    return assign, margin
 
-        eps = 1e-9
-        nr, nc = len(ss), len(tt)
+
+def _top2(group: np.ndarray, w: np.ndarray, edge: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """For edges sorted by (group, weight descending): each group's best edge (-1: none) and its
+    second-best weight (0.0: none)."""
+    best = np.full(n, -1, np.int64)
+    second = np.zeros(n)
+    if not len(group):
+        return best, second
+    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    best[group[first]] = edge[first]
+    nxt = first + 1
+    nxt = nxt[nxt < len(group)]
+    nxt = nxt[group[nxt] == group[nxt - 1]]
+    second[group[nxt]] = w[nxt]
+    return best, second
+
+
+def _match_sparse(rows: np.ndarray, cols: np.ndarray, weight: np.ndarray, nr: int, nc: int) -> np.ndarray:
+    """Rows (sessions) matched to columns (transcripts) maximising Σ (weight + 1) over matched
+    edges, each row free to stay unmatched (a dummy column of weight ``eps``), as
+    ``scipy.sparse.csgraph.min_weight_full_bipartite_matching`` solves it.
+
+    First, edges every optimum contains are fixed and their rows and columns removed, repeatedly:
+    an edge whose gain over leaving its row unmatched exceeds the best other gain at its row plus
+    the best other gain at its column (by more than rounding could blur) is in every optimal
+    matching — swapping it in for those two can only gain.  Agreement graphs are mostly such
+    edges (a session's own transcript agrees far more than a stranger sharing a few popular
+    calls); when they settle every row the optimum is unique and the solver is not needed.  If
+    anything stays contested the solver runs on the whole component, exactly as without this
+    step.  Returns the column per row (-1).
+    """
+    eps = 1e-9
+    gain = weight + 1.0 - eps  # what an edge adds over leaving its row on its dummy column
+    chosen = np.full(nr, -1, np.int64)
+    row_gone = np.zeros(nr, bool)
+    col_gone = np.zeros(nc, bool)
+    active = np.ones(len(rows), bool)
+    g_rank = np.empty(len(gain), np.int64)  # rank by gain, descending
+    g_rank[np.argsort(-gain, kind="stable")] = np.arange(len(gain))
+    by_row = _stable_order(rows * len(gain) + g_rank)
+    by_col = _stable_order(cols * len(gain) + g_rank)
+    while True:
+        er, ec = by_row[active[by_row]], by_col[active[by_col]]
+        if not len(er):
+            break
+        best_r, second_r = _top2(rows[er], gain[er], er, nr)
+        best_c, second_c = _top2(cols[ec], gain[ec], ec, nc)
+        e = best_r[best_r >= 0]
+        e = e[best_c[cols[e]] == e]
+        dom = e[gain[e] > second_r[rows[e]] + second_c[cols[e]] + 1e-6]
+        if not len(dom):
+            break
+        chosen[rows[dom]] = cols[dom]
+        row_gone[rows[dom]] = True
+        col_gone[cols[dom]] = True
+        active &= ~(row_gone[rows] | col_gone[cols])
+    if active.any():
+        # something is contested: solve the whole component as given, so that where several
+        # matchings are equally good the solver picks the same one it always did
         m = csr_matrix((np.r_[weight + 1.0, np.full(nr, eps)],
                         (np.r_[rows, np.arange(nr)], np.r_[cols, nc + np.arange(nr)])),
                        shape=(nr, nc + nr))
@@ -552,13 +1009,4 @@ def _assign(eligible: pd.DataFrame, n_s: int, n_t: int, window_ms: int) -> tuple
         chosen = np.full(nr, -1, np.int64)
         real = c < nc
         chosen[r[real]] = c[real]
-        # margin per assigned row: its agreement minus the best other transcript's, vectorised
-        e = pd.DataFrame({"row": rows, "col": cols, "agreed": ca}).sort_values(
-            ["row", "agreed"], ascending=[True, False], kind="stable")
-        e["is_chosen"] = e["col"].to_numpy() == chosen[e["row"].to_numpy()]
-        got = e[e["is_chosen"]].groupby("row")["agreed"].max()
-        alt = e[~e["is_chosen"]].groupby("row")["agreed"].max()
-        for x in np.flatnonzero(chosen >= 0):
-            assign[int(ss[x])] = int(tt[chosen[x]])
-            margin[int(ss[x])] = float(got.get(x, 0.0) - alt.get(x, 0.0))
-    return assign, margin
+    return chosen

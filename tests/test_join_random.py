@@ -1,0 +1,341 @@
+"""join_sessions against a brute-force reference, on many small random incidents.
+
+The reference below restates the join's rules in the plainest Python (nested loops, one group at
+a time, every one-to-one assignment enumerated) so that the vectorised implementation can be
+checked on the cases it is easiest to get wrong: many sessions sharing identical arguments,
+equal timestamps, a door clock running ahead, calls logged without arguments, tool-use ids
+logged twice.  Also: the integer building blocks against the pandas/numpy calls they replace,
+and the sparse matcher's shortcut against the plain solver.
+"""
+
+from __future__ import annotations
+
+import statistics
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+import replaybook.join as J
+from replaybook.canonical import canonical_args
+from replaybook.frames import CALLS, STEPS
+
+T0 = datetime(2026, 9, 13, 10, 0, tzinfo=timezone.utc)
+TOOLS = ("read", "list", "query")
+
+
+# --- the reference --------------------------------------------------------------------------
+
+
+def _ms(ts) -> int | None:
+    return None if pd.isna(ts) else int(pd.Timestamp(ts).value // 1_000_000)
+
+
+def _na(v):
+    return None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v
+
+
+def _rank_pairs(cands, S, C, key):
+    """Group candidate (step, call) pairs by (transcript, session, key); pair the i-th step with
+    the i-th call of each group, both in (time, row) order."""
+    groups: dict = {}
+    for i, j in cands:
+        g = groups.setdefault((S[i]["t"], C[j]["s"], key(i)), (set(), set()))
+        g[0].add(i)
+        g[1].add(j)
+    out = []
+    for ss, cc in groups.values():
+        for i, j in zip(sorted(ss, key=lambda i: (S[i]["ms"], i)), sorted(cc, key=lambda j: (C[j]["ms"], j))):
+            out.append((i, j))
+    return out
+
+
+def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
+    W = int(round(window_s * 1000))
+    st = steps[(steps["kind"] == "tool_call") & steps["tool"].notna()].reset_index(drop=True)
+    S = [dict(t=r.transcript_id, ms=_ms(r.ts), tool=r.tool, args=_na(r.args_key), cid=_na(r.call_id),
+              server=_na(r.server), seq=r.seq) for r in st.itertuples()]
+    C = [dict(s=r.door_session, ms=_ms(r.ts), tool=_na(r.tool), args=_na(r.args_key), meta=_na(r.meta_call_id),
+              seq=r.seq) for r in calls.reset_index(drop=True).itertuples()]
+    # tier 1: the tool-use id; each step takes the first call logging its id, each call the
+    # first step that took it
+    exact, used = [], set()
+    for i, s in enumerate(S):
+        if s["cid"] is None:
+            continue
+        js = [j for j, c in enumerate(C) if c["meta"] == s["cid"]]
+        if js and js[0] not in used:
+            used.add(js[0])
+            exact.append((i, js[0]))
+    ex_s, ex_c = {i for i, _ in exact}, {j for _, j in exact}
+    s_pool = [i for i, s in enumerate(S) if s["ms"] is not None and i not in ex_s]
+    c_pool = [j for j, c in enumerate(C) if c["ms"] is not None and c["tool"] is not None and j not in ex_c]
+    c_args = [j for j in c_pool if C[j]["args"] is not None]
+    c_noargs = [j for j in c_pool if C[j]["args"] is None]
+
+    def key(x):
+        return (x["tool"], x["args"] if x["args"] is not None else "{}")
+
+    # clock offset
+    d_ex = [C[j]["ms"] - S[i]["ms"] for i, j in exact if S[i]["ms"] is not None and C[j]["ms"] is not None
+            and C[j]["tool"] is not None]
+    if d_ex:
+        offset = float(np.median(d_ex))
+    else:
+        near, M = [], int(max_offset_s * 1000)
+        if M > 0:
+            for i in s_pool:
+                ds = [C[j]["ms"] - S[i]["ms"] for j in c_args if key(C[j]) == key(S[i])
+                      and abs(C[j]["ms"] - S[i]["ms"]) <= M]
+                if ds:
+                    near.append(min(ds, key=lambda d: (abs(d), d)))
+        offset = float(np.median(near)) if near else 0.0
+    off = int(round(offset))
+
+    def within(i, j):
+        return abs(C[j]["ms"] - off - S[i]["ms"]) <= W
+
+    content = [p for p in _rank_pairs(
+        [(i, j) for i in s_pool if S[i]["args"] is not None for j in c_args
+         if key(S[i]) == key(C[j]) and within(i, j)], S, C, lambda i: key(S[i])) if within(*p)]
+    tool = []
+    if c_noargs or any(S[i]["args"] is None for i in s_pool):
+        cs_, cc_ = {i for i, _ in content}, {j for _, j in content}
+        free_s = [i for i in s_pool if i not in cs_]
+        free_c = [j for j in c_args if j not in cc_]
+        cands = {(i, j) for i in free_s for j in c_noargs if S[i]["tool"] == C[j]["tool"] and within(i, j)}
+        cands |= {(i, j) for i in free_s if S[i]["args"] is None for j in free_c
+                  if S[i]["tool"] == C[j]["tool"] and within(i, j)}
+        tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"]) if within(*p)]
+    pairs = [(i, j, "content") for i, j in content] + [(i, j, "tool_time") for i, j in tool] + \
+            [(i, j, "meta_id") for i, j in exact]
+    # agreement per (transcript, session)
+    agg: dict = {}
+    for i, j, how in pairs:
+        a = agg.setdefault((S[i]["t"], C[j]["s"]), [0, 0, []])
+        a[0] += 1
+        a[1] += how == "meta_id"
+        a[2].append(abs(C[j]["ms"] - off - S[i]["ms"]))
+    scores = {k: (v[0], v[1], statistics.median(v[2])) for k, v in agg.items()}
+    edges = {k: v for k, v in scores.items() if v[0] >= min_agreed}
+    sessions = sorted({c["s"] for c in C})
+
+    def best(forbid=None):
+        """Every one-to-one assignment: the best (total agreement, -total proximity penalty)."""
+        out = []
+
+        def rec(k, used_t, tot, pen, chosen):
+            if k == len(sessions):
+                out.append((tot, -pen, dict(chosen)))
+                return
+            s = sessions[k]
+            rec(k + 1, used_t, tot, pen, chosen)
+            for (t, s2), (a, _, m) in edges.items():
+                if s2 == s and t not in used_t and (t, s) != forbid:
+                    chosen[s] = t
+                    rec(k + 1, used_t | {t}, tot + a, pen + min(m / max(W, 1), 1.0), chosen)
+                    del chosen[s]
+        rec(0, frozenset(), 0, 0.0, {})
+        return out
+
+    alls = best()
+    top = max(x[:2] for x in alls)
+    winners = [x[2] for x in alls if x[:2] == top]
+    return dict(S=S, C=C, pairs=pairs, scores=scores, offset=off, best_total=top[0], winners=winners,
+                edges=edges, best=best, sessions=sessions)
+
+
+# --- random incidents -----------------------------------------------------------------------
+
+
+def random_incident(rng):
+    n_t, n_s, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
+    grid = int(rng.choice([1, 500, 1000]))  # coarse clocks make equal timestamps common
+    skew = int(rng.choice([0, 400, 1200, 90_000]))
+    keys = [(TOOLS[k % 3], {"path": f"p{k // 3}"}) for k in range(n_keys)]
+    steps, calls = [], []
+    seq = 0
+    for s in range(n_s):  # each session copies some transcript (or none), with noise
+        t = int(rng.integers(0, n_t + 1))
+        n = int(rng.integers(1, 6))
+        base = int(rng.integers(0, 120)) * 1000
+        for _ in range(n):
+            tool, args = keys[int(rng.integers(0, n_keys))]
+            ms = base + int(rng.integers(0, 20)) * grid
+            tid = f"toolu_{seq:04d}"
+            if t < n_t and rng.random() > 0.15:
+                steps.append((f"t{t}", ms, tool, args, tid, rng.random() < 0.1))
+            meta = tid if rng.random() < 0.2 else None
+            if meta is None and rng.random() < 0.05:  # an id some other call (or none) also logs
+                meta = f"toolu_{int(rng.integers(0, seq + 1)):04d}"
+            calls.append((f"s{s}", ms + skew + int(rng.integers(0, 3)) * grid, tool, args, meta, rng.random() < 0.1))
+            seq += 1
+    for _ in range(int(rng.integers(0, 4))):  # stray steps
+        tool, args = keys[int(rng.integers(0, n_keys))]
+        steps.append((f"t{int(rng.integers(0, n_t))}", int(rng.integers(0, 150)) * 1000, tool, args,
+                      f"toolu_x{int(rng.integers(0, 99))}", False))
+    st = STEPS.build([dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(milliseconds=ms),
+                           kind="tool_call", tool_raw=f"mcp__door__{tool}", server="door", tool=tool,
+                           call_id=cid, arguments=args, args_key=None if noargs else canonical_args(args))
+                      for i, (t, ms, tool, args, cid, noargs) in enumerate(steps)])
+    ca = CALLS.build([dict(door_session=s, agent="analyst", seq=i + 1, ts=T0 + timedelta(milliseconds=ms), tool=tool,
+                           arguments=args, args_key=None if noargs else canonical_args(args), decision="allow",
+                           meta_call_id=meta)
+                      for i, (s, ms, tool, args, meta, noargs) in enumerate(calls)])
+    return st, ca
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_join_agrees_with_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(12):
+        steps, calls = random_incident(rng)
+        window_s = float(rng.choice([0.5, 2.0, 60.0]))
+        min_agreed = int(rng.choice([1, 1, 2]))
+        max_offset_s = float(rng.choice([0.0, 300.0]))
+        res = J.join_sessions(steps, calls, window_s=window_s, min_agreed=min_agreed, max_offset_s=max_offset_s)
+        ref = brute_join(steps, calls, window_s, min_agreed, max_offset_s)
+        S, C = ref["S"], ref["C"]
+        # scores: every (session, transcript) pair with any agreement
+        got = {(r.transcript_id, r.door_session): (int(r.agreed), int(r.exact), float(r.median_abs_delta_ms))
+               for r in res.scores.itertuples()}
+        assert got == {k: (a, e, float(m)) for k, (a, e, m) in ref["scores"].items()}
+        # the assignment: maximal total agreement, and the unique best one when there is one
+        asg = {s: t for s, t in res.assignments().items() if t is not None}
+        assert sum(ref["edges"][(t, s)][0] for s, t in asg.items()) == ref["best_total"]
+        if len(ref["winners"]) == 1:
+            assert asg == ref["winners"][0]
+        assert len(set(asg.values())) == len(asg)
+        # agreeing pairs of the assigned sessions, tier by tier
+        want = sorted((C[j]["s"], S[i]["t"], S[i]["seq"], C[j]["seq"], how) for i, j, how in ref["pairs"]
+                      if asg.get(C[j]["s"]) == S[i]["t"])
+        have = sorted(zip(res.pairs.door_session, res.pairs.transcript_id, res.pairs.step_seq, res.pairs.call_seq,
+                          res.pairs.how))
+        assert have == want
+        assert list(res.pairs.door_session) == sorted(res.pairs.door_session)
+        # exact margins (small components): best total minus best total without this pair
+        sess = res.sessions.set_index("door_session")
+        for s, t in asg.items():
+            alt = max(x[0] for x in ref["best"](forbid=(t, s)))
+            assert sess.loc[s, "margin"] == ref["best_total"] - alt
+            assert sess.loc[s, "status"] == ("ambiguous" if ref["best_total"] - alt <= 0 else "matched")
+            assert sess.loc[s, "agreed"] == ref["edges"][(t, s)][0]
+        # residuals
+        claimed = {j for i, j, _ in ref["pairs"] if asg.get(C[j]["s"]) == S[i]["t"]}
+        assert len(res.unclaimed_calls) == len(C) - len(claimed)
+        assert sorted(res.unclaimed_calls.seq) == sorted(C[j]["seq"] for j in range(len(C)) if j not in claimed)
+        if res.pairs.empty:
+            assert res.offset_ms is None
+        else:
+            assert res.offset_ms == pytest.approx(float(np.median(res.pairs.delta_ms)))
+
+
+def test_many_sessions_repeating_the_same_call_at_the_same_time():
+    """Twenty sessions issue the same call in the same millisecond as their transcripts do; each
+    also reads its own file.  Only the own file can tell them apart — and does."""
+    n = 20
+    st, ca = [], []
+    for i in range(n):
+        st += [dict(transcript_id=f"t{i:02d}", seq=0, ts=T0, tool="list", args_key='{"path":"demo/"}'),
+               dict(transcript_id=f"t{i:02d}", seq=1, ts=T0 + timedelta(seconds=1), tool="read",
+                    args_key=f'{{"path":"f{i}"}}')]
+        ca += [dict(door_session=f"s{i:02d}", seq=1, ts=T0 + timedelta(milliseconds=300), tool="list",
+                    args_key='{"path":"demo/"}', decision="allow"),
+               dict(door_session=f"s{i:02d}", seq=2, ts=T0 + timedelta(milliseconds=1300), tool="read",
+                    args_key=f'{{"path":"f{i}"}}', decision="allow")]
+    steps = STEPS.build([dict(r, kind="tool_call", server="door", call_id=None) for r in st])
+    calls = CALLS.build(ca)
+    res = J.join_sessions(steps, calls)
+    assert res.assignments() == {f"s{i:02d}": f"t{i:02d}" for i in range(n)}
+    assert (res.sessions.agreed == 2).all()
+    assert res.offset_ms == pytest.approx(300.0)
+    # every session agrees with every transcript on the shared call
+    assert len(res.scores) == n * n
+
+
+# --- building blocks --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sort", [False, True])
+@pytest.mark.parametrize("runs", [False, True])
+def test_codes_equal_pandas_factorize(sort, runs):
+    rng = np.random.default_rng(1)
+    pool = [f"v{i}" for i in range(50)]
+    shared = np.array([pool[i] for i in rng.integers(0, 50, 20000)], dtype=object)  # same objects repeated
+    fresh = np.array(["".join(["v", str(i)]) for i in rng.integers(0, 50, 20000)], dtype=object)  # equal, distinct
+    grouped = np.array(sorted(fresh.tolist()), dtype=object)
+    with_na = shared.copy()
+    with_na[rng.random(20000) < 0.1] = pd.NA
+    with_none = fresh.copy()
+    with_none[::7] = None
+    for v in (shared, fresh, grouped, with_na, with_none, shared[:10], np.array([], dtype=object)):
+        c, u = J._codes(v, sort=sort, runs=runs)
+        c2, u2 = pd.factorize(v, sort=sort)
+        assert np.array_equal(c, c2) and list(u) == list(u2)
+    for parts in ([shared, fresh], [shared[:3000], with_na, shared[5:9]], [fresh[:10], shared]):
+        c, u = J._codes_parts(parts, sort=sort)
+        c2, u2 = pd.factorize(np.concatenate(parts), sort=sort)
+        assert np.array_equal(c, c2) and list(u) == list(u2)
+
+
+def test_stable_order_and_isna():
+    rng = np.random.default_rng(2)
+    for key in (rng.integers(0, 5, 1000), rng.integers(-(2**40), 2**40, 1000),
+                rng.integers(-(2**62), 2**62, 1000), np.array([], np.int64), np.array([3])):
+        assert np.array_equal(J._stable_order(key.astype(np.int64)), np.argsort(key, kind="stable"))
+    s = pd.Series(pd.array(["a", None, "b", None] * 1000, dtype=pd.StringDtype("python")))
+    assert np.array_equal(J._isna_str(s), s.isna().to_numpy())
+    o = pd.Series(["a", None, np.nan, "b"] * 1000, dtype=object)
+    assert np.array_equal(J._isna_str(o), o.isna().to_numpy())
+
+
+def test_first_equal_matches_a_dict_lookup_even_with_lone_surrogates():
+    a = np.array(["x1", "x2", "x\ud800", "x3", "x1"], dtype=object)
+    b = np.array(["x3", "x1", "x\ud801", "x1", "x\ud800"], dtype=object)
+    rows_a, rows_b = np.arange(5) * 10, np.arange(5) * 100
+    i, j = J._first_equal(a, b, rows_a, rows_b)
+    assert list(i) == [0, 20, 30, 40] and list(j) == [100, 400, 0, 100]
+    i, j = J._first_equal(a[[0, 1, 3, 4]], b[[0, 1, 3]], rows_a[[0, 1, 3, 4]], rows_b[[0, 1, 3]])
+    assert list(i) == [0, 30, 40] and list(j) == [100, 0, 100]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sparse_matching_shortcut_gives_the_solvers_answer(seed):
+    """Fixing the pairs every optimum contains must not change what the solver would pick."""
+    rng = np.random.default_rng(seed)
+    nr, nc = int(rng.integers(5, 60)), int(rng.integers(5, 60))
+    own = rng.permutation(max(nr, nc))[:nr] % nc
+    rows = list(range(nr))
+    cols = list(own)
+    agreed = list(rng.integers(1, 30, nr))
+    for _ in range(int(rng.integers(0, 4 * nr))):  # strangers sharing a few popular calls
+        rows.append(int(rng.integers(0, nr)))
+        cols.append(int(rng.integers(0, nc)))
+        agreed.append(int(rng.integers(1, 4)))
+    e = pd.DataFrame({"r": rows, "c": cols, "a": agreed}).drop_duplicates(["r", "c"])
+    rows, cols = e.r.to_numpy(np.int64), e.c.to_numpy(np.int64)
+    weight = e.a.to_numpy(float) - rng.random(len(e)) / (nr + 1)
+    got = J._match_sparse(rows, cols, weight, nr, nc)
+    m = csr_matrix((np.r_[weight + 1.0, np.full(nr, 1e-9)],
+                    (np.r_[rows, np.arange(nr)], np.r_[cols, nc + np.arange(nr)])), shape=(nr, nc + nr))
+    r, c = min_weight_full_bipartite_matching(m, maximize=True)
+    want = np.full(nr, -1)
+    want[r[c < nc]] = c[c < nc]
+    assert np.array_equal(got, want)
+
+
+def test_rows_without_session_or_transcript_join_nothing_and_do_not_break_the_rest():
+    args = '{"path":"a"}'
+    steps = STEPS.build([dict(transcript_id=t, seq=i, ts=T0 + timedelta(seconds=i), kind="tool_call", server="door",
+                              tool="read", call_id=f"toolu_{i}", args_key=args) for i, t in enumerate(["t1", None])])
+    calls = CALLS.build([dict(door_session=s, seq=i + 1, ts=T0 + timedelta(seconds=i, milliseconds=300), tool="read",
+                              args_key=args, decision="allow", meta_call_id=m)
+                         for i, (s, m) in enumerate([("s1", None), (None, "toolu_1")])])
+    res = J.join_sessions(steps, calls)
+    assert res.assignments() == {"s1": "t1"}
+    assert list(res.sessions.door_session) == ["s1"] and res.sessions.calls.tolist() == [1]
+    assert len(res.pairs) == 1 and len(res.unclaimed_calls) == 1
+    assert res.unclaimed_calls.door_session.isna().all()
