@@ -58,3 +58,16 @@ def test_load_access_keeps_nanoseconds_and_writes_json_columns_as_text(tmp_path,
     assert main(["load", "access", str(case), "--source", "gcp.audit", "--format", "parquet", "--out", str(out)]) == 0
     df = pd.read_parquet(out)
     assert str(df.ts.iloc[2]) == "2026-09-13 10:01:20.123456789+00:00"
+
+
+def test_load_access_names_every_source_and_reports_skipped_files(capsys):
+    from replaybook.cli import main
+
+    case = Path(__file__).parent / "fixtures" / "cloud" / "cloudtrail-tree"
+    assert main(["load", "access", str(case)]) == 2
+    err = capsys.readouterr().err
+    assert "aws.cloudtrail, aws.s3_access, azure.storage, gcp.audit" in err
+    assert main(["load", "access", "--source", "aws.cloudtrail", str(case / "AWSLogs")]) == 0
+    err = capsys.readouterr().err
+    assert "access: 4 rows from 2 files" in err
+    assert "CloudTrail digest file (no Records)" in err

@@ -65,7 +65,9 @@ def _quarantine_summary(q) -> None:
     if q.empty:
         click.echo("quarantine: 0 lines", err=True)
         return
-    click.echo(f"quarantine: {len(q)} lines", err=True)
+    pending = int((q["kind"] == "pending").sum())
+    extra = f" ({len(q) - pending} invalid, {pending} pending: an unterminated last line)" if pending else ""
+    click.echo(f"quarantine: {len(q)} lines{extra}", err=True)
     for r in q.head(50).itertuples(index=False):
         click.echo(f"  {r.source_file}:{r.line_no}: [{r.kind}] {r.error}", err=True)
     if len(q) > 50:
@@ -128,7 +130,8 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
         _load_auto(paths, fmt, out)
         return
     if frame == "access" and not source_name:
-        raise click.UsageError("load access needs --source (aws.cloudtrail, …) or use `load auto`")
+        names = ", ".join(n for n in registry.names() if registry.get(n).frame == "access")
+        raise click.UsageError(f"load access needs --source (one of: {names}) or use `load auto`")
     name = source_name or ("claude-code" if frame == "steps" else "door")
     src = registry.get(name)
     if src.frame != frame:
@@ -136,6 +139,9 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     res = src.load(list(paths))
     _frame_out(res.frame, fmt, out)
     click.echo(f"{frame}: {len(res.frame)} rows from {len(res.inputs)} files ({name})", err=True)
+    for info in res.inputs:
+        if info.get("skipped"):
+            click.echo(f"  skipped {info.get('path')}: {info.get('reason') or 'no records'}", err=True)
     _quarantine_summary(res.quarantine)
 
 
@@ -157,7 +163,10 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
     _quarantine_summary(loaded.quarantine)
     unknown = loaded.files["source"].isna().sum()
     if unknown:
-        click.echo(f"{unknown} files not loaded (see the note column)", err=True)
+        click.echo(f"{unknown} files no source recognised (see the note column)", err=True)
+    skipped = loaded.files["note"].fillna("").str.contains("skipped=True", regex=False).sum()
+    if skipped:
+        click.echo(f"{skipped} files recognised but holding no records (see the note column)", err=True)
 
 
 @cli.command("join")
