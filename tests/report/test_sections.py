@@ -200,3 +200,18 @@ def test_asked_and_answered_quotes_the_transcript_escaped():
     steps = inc.steps.copy()
     steps.loc[steps.kind == "user_prompt", "text"] = "<script>alert(1)</script>"
     assert "<script>" not in S.asked_and_answered(steps, inc.join.sessions)
+
+
+def test_cannot_prove_names_sessions_a_gateway_did_not_name(frames):
+    # a gateway logging no session id gives one synthetic session per client per day: the report
+    # must say it may hold several conversations, and list it; named sessions are not listed
+    steps, calls, pairs, sessions = frames
+    synth = sessions.copy()
+    synth.loc[0, "door_session"] = "mcpjungle:claude-code:2026-09-13"
+    h = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
+                       sessions=synth)
+    assert "Door sessions the gateway did not name" in h
+    assert "mcpjungle:claude-code:2026-09-13" in h and "several conversations" in h
+    plain = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
+                           sessions=sessions)
+    assert "did not name" not in plain

@@ -225,3 +225,23 @@ def test_every_sniff_over_every_fixture_the_right_one_wins():
         if owner in MINE:
             assert registry.sniff_file(p)[0].name == owner
     assert owned >= 30
+
+
+def test_every_synthetic_session_is_recognised_and_counted():
+    # each gateway that logs no session id makes up <source>:<agent>:<day>; is_synthetic_session
+    # must know every one of them (the report flags them), and each file's note counts them
+    import re
+
+    from replaybook.loading import load
+
+    calls = load([FIXROOT / "gateways"]).results["calls"]
+    flagged = calls.frame[[gw.is_synthetic_session(s) for s in calls.frame["door_session"]]]
+    noted = sum(int(re.match(r"(\d+) call", n).group(1))
+                for i in calls.inputs for n in i.get("notes", []) if "synthetic door_session" in n)
+    assert len(flagged) == noted == 22
+    assert {s.split(":")[0] for s in flagged["door_session"]} == {
+        "agentgateway", "context-forge", "docker-mcp-gateway", "gatekit", "mcpjungle", "mxcp", "obot", "pomerium"}
+    assert not gw.is_synthetic_session("door-20260913T100000-ab12")
+    assert not gw.is_synthetic_session("sess-42") and not gw.is_synthetic_session(None)
+    with pytest.raises(AssertionError):
+        gw._synthetic("a-new-gateway", None, "2026-09-13T10:00:00Z", Path("x"))

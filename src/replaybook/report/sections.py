@@ -477,6 +477,14 @@ def quarantine_summary(quarantine: pd.DataFrame, *, max_rows: int = 50) -> str:
     return _section("Quarantine", body, anchor="quarantine")
 
 
+def _synthetic_sessions(sessions: pd.DataFrame | None) -> pd.DataFrame | None:
+    if sessions is None or not len(sessions):
+        return None
+    from ..sources.gateways import is_synthetic_session
+
+    return sessions[[is_synthetic_session(s) for s in sessions["door_session"]]]
+
+
 #: The fixed part of "what the join cannot prove".
 CANNOT_PROVE_TEXT = (
     "The join links a transcript to a door session only through what both sides recorded: the tool, "
@@ -579,7 +587,8 @@ def cannot_prove(
 ) -> str:
     """What the join cannot prove: the fixed caveats, then the specific residuals — door calls no
     transcript step claims, door-bound transcript tool calls with no door call, transcripts
-    assigned to no session, and sessions whose assignment is ambiguous or missing."""
+    assigned to no session, door sessions a gateway did not name (one client-day, possibly several
+    conversations), and sessions whose assignment is ambiguous or missing."""
     body = "<ul>" + "".join(f"<li>{esc(t)}</li>" for t in CANNOT_PROVE_TEXT) + "</ul>"
     body += "<h3>Door calls no transcript step claims</h3>"
     body += table(unclaimed_calls if unclaimed_calls is not None else None,
@@ -599,6 +608,16 @@ def cannot_prove(
     ut = list(unmatched_transcripts or [])
     body += ("<ul>" + "".join(f"<li><code>{esc(t)}</code></li>" for t in ut) + "</ul>") if ut else \
         '<p class="rb-note">None.</p>'
+    synth = _synthetic_sessions(sessions)
+    if synth is not None and len(synth):
+        body += "<h3>Door sessions the gateway did not name</h3>"
+        body += ('<p class="rb-note">The gateway that wrote these calls logs no session id, so each row below '
+                 "is one client's calls over one UTC day. It may hold several conversations, but the join links "
+                 "each door session to one transcript: calls of the other conversations appear above as "
+                 "unclaimed, and their transcripts as assigned to no session.</p>")
+        body += table(synth, [("door_session", "door session", "code"), ("calls", "calls", "num"),
+                              ("transcript_id", "linked transcript", "code"), ("agreed", "agreed", "num"),
+                              ("unclaimed_calls", "unclaimed calls", "num")], max_rows=max_rows)
     body += "<h3>Sessions without a sure link</h3>"
     weak = sessions[sessions["status"].isin(["ambiguous", "unmatched"])] if sessions is not None and len(sessions) \
         else None

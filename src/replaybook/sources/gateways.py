@@ -108,6 +108,8 @@ from .door import meta_call_id
 from .registry import Source, register
 
 __all__ = [
+    "SYNTHETIC_SESSION_SOURCES",
+    "is_synthetic_session",
     "load_docker_gateway",
     "load_mcpjungle",
     "load_gatekit",
@@ -254,7 +256,26 @@ def _day(ts: Any) -> str | None:
     return None if pd.isna(t) else t.strftime("%Y-%m-%d")
 
 
+#: Gateways whose logs may carry no session id; their calls get a synthetic ``door_session``
+#: ``<source>:<agent or unknown-agent>:<UTC date or file name>`` (one per client per day).
+SYNTHETIC_SESSION_SOURCES = frozenset({
+    "docker-mcp-gateway", "mcpjungle", "gatekit", "obot", "lasso", "pomerium",
+    "agentgateway", "context-forge", "invariant", "mxcp", "mcp-http",
+})
+
+
+def is_synthetic_session(door_session: Any) -> bool:
+    """True when ``door_session`` is an id replaybook made up for a gateway that logs none
+    (:data:`SYNTHETIC_SESSION_SOURCES`).  Such a session is a client's calls over a day: it may
+    hold several conversations, so a one-to-one link to one transcript covers only part of it."""
+    if not isinstance(door_session, str) or door_session.count(":") < 2:
+        return False
+    return door_session.split(":", 1)[0] in SYNTHETIC_SESSION_SOURCES
+
+
 def _synthetic(source: str, agent: str | None, ts: Any, path: Path) -> str:
+    if source not in SYNTHETIC_SESSION_SOURCES:  # keep is_synthetic_session true for every one made
+        raise AssertionError(f"{source} missing from SYNTHETIC_SESSION_SOURCES")
     return f"{source}:{agent or 'unknown-agent'}:{_day(ts) or path.name}"
 
 
@@ -486,6 +507,12 @@ def load_docker_gateway(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             _docker_audit(path, data, info, audit_rows, quarantine)
         by_path[str(path)] = info
     stderr_rows = _docker_merge(stderr_rows, audit_rows, by_path)
+    left: dict[str, int] = {}
+    for r in stderr_rows:
+        left[r["source_file"]] = left.get(r["source_file"], 0) + 1
+    for p, info in by_path.items():
+        if info.get("layout") == "stderr":
+            _note_synthetic(info, "the Docker gateway's call log", left.get(p, 0))
     return _finish(audit_rows + stderr_rows, quarantine, inputs, "docker-mcp-gateway")
 
 
