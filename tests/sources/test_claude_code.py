@@ -558,3 +558,33 @@ def test_token_count_beyond_int64_is_na_not_a_crash(tmp_path, tokens):
     req = res.frame[res.frame["kind"] == "model_request"]
     assert len(req) == 1 and res.quarantine.empty
     assert pd.isna(req["input_tokens"].iloc[0]) and req["output_tokens"].iloc[0] == 7
+
+
+def test_same_file_name_in_two_folders_is_two_transcripts(tmp_path):
+    # investigators collect transcripts from several machines into folders; two different
+    # sessions both saved as session.jsonl must not merge into one transcript for the join
+    from replaybook.sources.claude_code import load_claude_code
+
+    def lines(tag):
+        return "\n".join([
+            '{"type":"user","uuid":"%s-u1","sessionId":"%s","timestamp":"2026-01-01T00:00:00Z",'
+            '"message":{"role":"user","content":"hi"}}' % (tag, tag),
+            '{"type":"assistant","uuid":"%s-u2","sessionId":"%s","timestamp":"2026-01-01T00:00:01Z","requestId":"r%s",'
+            '"message":{"id":"m%s","role":"assistant","model":"x","content":[{"type":"tool_use","id":"t%s",'
+            '"name":"mcp__door__ls","input":{"path":"%s"}}]}}' % (tag, tag, tag, tag, tag, tag),
+        ]) + "\n"
+
+    for host in ("alice", "bob"):
+        (tmp_path / host / "proj").mkdir(parents=True)
+        (tmp_path / host / "proj" / "session.jsonl").write_text(lines(host))
+    res = load_claude_code(tmp_path)
+    f = res.frame
+    assert sorted(f["transcript_id"].unique()) == ["alice/proj/session", "bob/proj/session"]
+    for tid, g in f.groupby("transcript_id"):
+        assert g["seq"].tolist() == [0, 1, 2]
+        assert set(g["client_session_id"]) == {tid.split("/")[0]}
+    assert [i["transcript_id"] for i in res.inputs] == ["alice/proj/session", "bob/proj/session"]
+    # a copy of a file adds no lines (its uuids were seen): still one transcript
+    (tmp_path / "bob" / "proj" / "session.jsonl").write_text(lines("alice"))
+    f = load_claude_code(tmp_path).frame
+    assert f["transcript_id"].unique().tolist() == ["session"]

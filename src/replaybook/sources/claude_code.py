@@ -55,7 +55,8 @@ Decisions
 * **MCP names**: see :func:`split_mcp_name`.
 * **Sub-agents**: ``agent_id`` is the line's ``agentId`` on sidechain lines or in ``agent-<id>``
   files, else the id from the file name, else ``"sidechain"`` for an inline sidechain line
-  without ``agentId``; NA for the main agent.  ``transcript_id`` is the file stem.
+  without ``agentId``; NA for the main agent.  ``transcript_id`` is the file stem; files in
+  different folders sharing a name are told apart as ``<folder>/<stem>``.
 
 Nothing is dropped silently: lines that are not JSON or not a JSON object go to the quarantine
 with file, line number and byte offset; an unterminated unparsable last line is quarantined as
@@ -274,7 +275,43 @@ def _load(files: list[Path], max_open: int) -> LoadResult:
     if not load.n:
         return LoadResult(frame=STEPS.build([]), quarantine=quarantine, inputs=load.inputs)
     frame = _build(load, F)
+    frame = _split_shared_names(frame, load.inputs)
     return LoadResult(frame=frame, quarantine=quarantine, inputs=load.inputs)
+
+
+def _split_shared_names(frame: "pd.DataFrame", inputs: list[dict]) -> "pd.DataFrame":
+    """Files in different folders with the same name (``a/session.jsonl``, ``b/session.jsonl``)
+    that each contribute lines are different transcripts, not one: each such file's rows get
+    ``transcript_id`` ``<folder>/<stem>`` (as many parent folders as it takes to tell them
+    apart), ``seq`` renumbered 0-based per new id, and the file's ``inputs`` entry a
+    ``transcript_id``.  A copy of a file contributes no lines (its uuids were seen), so copies
+    stay one transcript."""
+    import pandas as pd
+
+    per = frame[["transcript_id", "source_file"]].drop_duplicates()
+    shared = per[per.duplicated("transcript_id", keep=False)]
+    if shared.empty:
+        return frame
+    new: dict[tuple[str, str], str] = {}
+    for tid, grp in shared.groupby("transcript_id", sort=False):
+        parents = [Path(p).parent.parts for p in grp["source_file"]]
+        for k in range(1, max(len(x) for x in parents) + 1):
+            names = ["/".join((*x[-k:], tid)) for x in parents]
+            if len(set(names)) == len(names):
+                break
+        else:  # the same path listed in different spellings: keep the full path
+            names = list(grp["source_file"])
+        new.update({(tid, f): n for f, n in zip(grp["source_file"], names)})
+    keys = list(zip(frame["transcript_id"], frame["source_file"]))
+    mask = pd.Series([k in new for k in keys], index=frame.index)
+    frame = frame.copy()
+    frame.loc[mask, "transcript_id"] = [new[k] for k, m in zip(keys, mask) if m]
+    frame.loc[mask, "seq"] = frame[mask].groupby("transcript_id", sort=False).cumcount().astype("Int64")
+    by_path = {f: n for (_, f), n in new.items()}
+    for info in inputs:
+        if info.get("path") in by_path:
+            info["transcript_id"] = by_path[info["path"]]
+    return frame
 
 
 def _expect_rows(files: list[Path]) -> int:
