@@ -130,7 +130,11 @@ class FrameSpec:
                 raise FrameError(f"{self.name}: columns have different lengths {sorted(lengths)}")
             return self._from_columns(given, lengths.pop() if lengths else 0)
         else:
-            df = pd.DataFrame.from_records(list(rows))
+            # column lists straight from the dicts: DataFrame.from_records would infer float64
+            # for an integer column holding None and round counts above 2**53
+            rows = list(rows)
+            keys = dict.fromkeys(k for r in rows for k in r)
+            return self.build({k: [r.get(k) for r in rows] for k in keys})
         extra = set(df.columns) - set(self.names)
         if extra:
             raise FrameError(f"{self.name}: unknown columns {sorted(extra)}")
@@ -142,7 +146,7 @@ class FrameSpec:
             col = given[c.name] if c.name in given else pd.Series([None] * n, dtype="object")
             try:
                 out[c.name] = _coerce(col, c.dtype)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise FrameError(f"{self.name}.{c.name}: cannot convert to {c.dtype}: {exc}") from exc
         return pd.DataFrame(out, index=pd.RangeIndex(n), copy=False)
 
