@@ -47,7 +47,7 @@ from urllib.parse import unquote
 import orjson
 import pandas as pd
 
-from .._jsonl import GZIP_MAGIC, expand_paths, file_info, iter_lines, parse_json, quarantine_row
+from .._jsonl import GZIP_MAGIC, _count_lines, expand_paths, file_info, iter_lines, parse_json, quarantine_row
 from .._text import safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
@@ -58,6 +58,7 @@ __all__ = [
     "Item",
     "iter_files",
     "read_input",
+    "read_input_bytes",
     "looks_binary",
     "json_items",
     "json_records",
@@ -156,6 +157,12 @@ def read_input(path: Path) -> tuple[int, bytes, str | None]:
             data = fh.read()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path) from exc
+    return read_input_bytes(data)
+
+
+def read_input_bytes(data: bytes) -> tuple[int, bytes, str | None]:
+    """:func:`read_input` for bytes already read from disk: ``(len(data), decompressed bytes,
+    problem)``; bytes that do not start with the gzip magic are returned as they are."""
     size = len(data)
     if data[:2] != GZIP_MAGIC:
         return size, data, None
@@ -185,8 +192,11 @@ def looks_binary(data: bytes) -> bool:
         return False
     if b"\x00" in head:
         return True
-    ctrl = sum(1 for b in head if b < 9 or 13 < b < 32)
+    ctrl = len(head.translate(None, _NOT_CONTROL))  # bytes < 9 or 14..31
     return ctrl > len(head) * 0.1
+
+
+_NOT_CONTROL = bytes(b for b in range(256) if not (b < 9 or 13 < b < 32))
 
 
 @dataclass(slots=True)
@@ -340,9 +350,18 @@ def finish(rows: list[dict], quarantine: list[dict], inputs: list[dict], loader:
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 
-def input_entry(path: Path, size: int, data: bytes, fmt: str, problem: str | None) -> dict:
-    """The ``inputs`` dict for one file (see the module docstring)."""
-    info = file_info(path, size, data, fmt)
+def input_entry(path: Path, size: int, data: bytes, fmt: str, problem: str | None, *,
+                sha256: str | None = None, lines: int | None = None) -> dict:
+    """The ``inputs`` dict for one file (see the module docstring).
+
+    ``sha256`` (hex, of the bytes on disk) and ``lines`` (of ``data``) may be given when the
+    caller already has them; otherwise the file is hashed from disk and the lines counted.
+    """
+    if sha256 is None:
+        info = file_info(path, size, data, fmt)
+    else:
+        info = {"path": str(path), "sha256": sha256, "bytes": size,
+                "lines": lines if lines is not None else _count_lines(data), "format": fmt}
     if problem:
         info["damaged_gzip"] = True
         info["problem"] = problem
@@ -481,16 +500,22 @@ def role_session_name(arn: str | None) -> str | None:
 
 def to_int(v: Any) -> int | None:
     """An int from an int, an integral float or a decimal string; ``None`` otherwise (and for
-    booleans and negative values, which no byte or row count can be)."""
+    booleans, negative values and values of 2**63 or more, which no byte or row count can be
+    and no ``Int64`` column can hold)."""
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, int):
-        return v if v >= 0 else None
+        return v if 0 <= v < COUNT_LIMIT else None
     if isinstance(v, float):
-        return int(v) if v.is_integer() and v >= 0 else None
+        return int(v) if v.is_integer() and 0 <= v < COUNT_LIMIT else None
     if isinstance(v, str) and v.strip().isdigit():
-        return int(v.strip())
+        n = int(v.strip()) if len(v.strip()) < 20 else COUNT_LIMIT
+        return n if n < COUNT_LIMIT else None
     return None
+
+
+#: Counts (bytes, rows) at or above this are not counts: ``to_int`` gives ``None``.
+COUNT_LIMIT = 2**63
 
 
 def path_uri(scheme: str, bucket: str, key: str | None) -> str:

@@ -207,51 +207,65 @@ def _list_prefix(request_uri: str | None) -> str | None:
 
 
 def _int(v: str | None) -> int | None:
-    return int(v) if v is not None and v.isdigit() else None
+    """A decimal count; ``None`` for ``-``, anything else, or 2**63 and more (not a count)."""
+    if v is None or not v.isdigit() or len(v) > 19:
+        return None
+    n = int(v)
+    return n if n < 2**63 else None
+
+
+def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pending: bool,
+              quarantine: list[dict]) -> dict | None:
+    """The access row of one non-blank line (``raw`` without its newline), or ``None`` after
+    adding a quarantine row for a line that does not have the format's shape."""
+    text = safe_str(raw.decode("utf-8", "replace"))
+    rec = parse_line(text)
+    if rec is None:
+        quarantine.append(quarantine_row(
+            path, None, LOADER,
+            "unterminated last line (still being written?)" if pending
+            else "not an S3 server access log line (fields do not match the format)",
+            kind="pending" if pending else "invalid", line_no=line_no, offset=offset, raw=raw))
+        return None
+    for k in ("request_uri", "referer", "user_agent"):
+        if rec.get(k):
+            rec[k] = redact_text(rec[k])
+    op = rec["operation"] or ""
+    row = new_row(SOURCE, TIME_KIND, spath, line_no)
+    row["ts"] = _iso_time(rec["time"])
+    row["principal"] = rec["requester"]
+    row["principal_type"] = _principal_type(rec["requester"])
+    row["action"] = OPERATIONS.get(op, "other")
+    row["action_raw"] = op
+    bucket = rec["bucket"]
+    if bucket:
+        if rec["key"] is not None:
+            row["resource_uri"] = path_uri("s3", bucket, unquote_plus(rec["key"]))
+        elif op in _LIST_OPS:
+            row["resource_uri"] = path_uri("s3", bucket, _list_prefix(rec["request_uri"]))
+        else:
+            row["resource_uri"] = path_uri("s3", bucket, None)
+    status = _int(rec["http_status"])
+    row["error_code"] = rec["error_code"]
+    row["outcome"] = http_outcome(status, rec["error_code"])
+    row["bytes"] = 0 if rec["bytes_sent"] is None else _int(rec["bytes_sent"])
+    row["request_id"] = rec["request_id"]
+    row["user_agent"] = rec["user_agent"]
+    row["correlation"] = role_session_name(rec["requester"])
+    row["raw"] = rec
+    return row
 
 
 def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
-    """The access rows of one log file's text (see :func:`load_s3_access`)."""
+    """The access rows of one log file's text, line by line (see :func:`load_s3_access`)."""
     spath = str(path)
     extra_lines = 0
     for line_no, offset, raw, pending in iter_text_lines(data):
-        text = safe_str(raw.decode("utf-8", "replace"))
-        rec = parse_line(text)
-        if rec is None:
-            quarantine.append(quarantine_row(
-                path, None, LOADER,
-                "unterminated last line (still being written?)" if pending
-                else "not an S3 server access log line (fields do not match the format)",
-                kind="pending" if pending else "invalid", line_no=line_no, offset=offset, raw=raw))
+        row = _line_row(path, spath, line_no, offset, raw, pending, quarantine)
+        if row is None:
             continue
-        for k in ("request_uri", "referer", "user_agent"):
-            if rec.get(k):
-                rec[k] = redact_text(rec[k])
-        if "extra_fields" in rec:
+        if "extra_fields" in row["raw"]:
             extra_lines += 1
-        op = rec["operation"] or ""
-        row = new_row(SOURCE, TIME_KIND, spath, line_no)
-        row["ts"] = _iso_time(rec["time"])
-        row["principal"] = rec["requester"]
-        row["principal_type"] = _principal_type(rec["requester"])
-        row["action"] = OPERATIONS.get(op, "other")
-        row["action_raw"] = op
-        bucket = rec["bucket"]
-        if bucket:
-            if rec["key"] is not None:
-                row["resource_uri"] = path_uri("s3", bucket, unquote_plus(rec["key"]))
-            elif op in _LIST_OPS:
-                row["resource_uri"] = path_uri("s3", bucket, _list_prefix(rec["request_uri"]))
-            else:
-                row["resource_uri"] = path_uri("s3", bucket, None)
-        status = _int(rec["http_status"])
-        row["error_code"] = rec["error_code"]
-        row["outcome"] = http_outcome(status, rec["error_code"])
-        row["bytes"] = 0 if rec["bytes_sent"] is None else _int(rec["bytes_sent"])
-        row["request_id"] = rec["request_id"]
-        row["user_agent"] = rec["user_agent"]
-        row["correlation"] = role_session_name(rec["requester"])
-        row["raw"] = rec
         rows.append(row)
     if extra_lines:
         info["extra_fields"] = extra_lines
@@ -273,7 +287,19 @@ def load_s3_access(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
     Raises:
         InputError: a path does not exist or a file cannot be opened.
+
+    Lines are split by a whole-file pattern (:mod:`._s3_fast`) that gives exactly
+    :func:`_load_reference`'s result; lines it does not take, and files where it could differ,
+    are read line by line by that reference path.
     """
+    from ._s3_fast import load
+
+    return load(paths)
+
+
+def _load_reference(paths: str | Path | Iterable[str | Path]) -> LoadResult:
+    """:func:`load_s3_access` line by line: the definition of its result (tests compare the
+    fast path against it).  Same arguments, result and errors."""
     return load_each(paths, LOADER, _read_file)
 
 

@@ -1,0 +1,424 @@
+"""The column-wise fast paths of the CloudTrail and S3 access-log loaders give exactly what the
+record-by-record reference paths give (frame, quarantine, inputs) — on every fixture, on the
+hostile inputs, and on tricky inputs written here to hit each guard that sends a file or a line
+back to the reference path."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import struct
+import zlib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook.sources import _cloud_fast, _ct_fast, _s3_fast, cloudtrail, s3_access
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+CLOUD = FIX / "cloud"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+
+
+def _same(fast, ref, paths) -> None:
+    try:
+        b = ref(paths)
+    except Exception as exc:  # noqa: BLE001 - the fast path must fail the same way
+        with pytest.raises(type(exc)):
+            fast(paths)
+        return
+    a = fast(paths)
+    pd.testing.assert_frame_equal(a.frame, b.frame)
+    pd.testing.assert_frame_equal(a.quarantine, b.quarantine)
+    assert a.inputs == b.inputs
+    for x, y in zip(a.frame["raw"], b.frame["raw"]):
+        assert x == y and type(x) is type(y)
+
+
+def same_ct(paths) -> None:
+    _same(cloudtrail.load_cloudtrail, cloudtrail._load_reference, paths)
+
+
+def same_s3(paths) -> None:
+    _same(s3_access.load_s3_access, s3_access._load_reference, paths)
+
+
+# -- CloudTrail ------------------------------------------------------------------------------
+
+CT_FIXTURES = [CLOUD / "cloudtrail-tree", CLOUD / "hostile", CLOUD / "lookup", CLOUD / "eventbridge",
+               CLOUD / "join", CLOUD / "s3-access-quotes", CLOUD / "azure"]
+
+
+@pytest.mark.parametrize("path", CT_FIXTURES, ids=lambda p: p.name)
+def test_cloudtrail_fixtures(path):
+    same_ct(path)
+
+
+@pytest.mark.skipif(not (SHARED / "real" / "cloud").is_dir(), reason="shared/real not present")
+def test_cloudtrail_real_and_case_files():
+    same_ct(SHARED / "real" / "cloud")
+    same_ct(SHARED / "cases" / "cloudtrail-tree")
+
+
+def _rec(i: int, **over) -> dict:
+    rec = {
+        "eventVersion": "1.09",
+        "userIdentity": {"type": "AssumedRole", "principalId": f"AROA:s{i}",
+                         "arn": f"arn:aws:sts::123456789012:assumed-role/reader/sess-{i % 7}",
+                         "accountId": "123456789012",
+                         "sessionContext": {"attributes": {"mfaAuthenticated": "false"}}},
+        "eventTime": f"2026-09-13T10:{i % 60:02d}:{(i * 7) % 60:02d}Z",
+        "eventSource": "s3.amazonaws.com", "eventName": "GetObject", "awsRegion": "eu-west-1",
+        "userAgent": "[aws-cli/2.15 Python/3.11]",
+        "requestParameters": {"bucketName": "acme-data", "key": f"k/{i}.csv"},
+        "additionalEventData": {"bytesTransferredOut": 100 + i},
+        "requestID": f"R{i}", "eventID": f"E{i}",
+        "resources": [{"type": "AWS::S3::Object", "ARN": f"arn:aws:s3:::acme-data/k/{i}.csv"},
+                      {"type": "AWS::S3::Bucket", "ARN": "arn:aws:s3:::acme-data"}],
+    }
+    rec.update(over)
+    return {k: v for k, v in rec.items() if v is not _DROP}
+
+
+_DROP = object()
+
+
+def _delivery(path: Path, recs: list, *, gz: bool = True, prefix: bytes = b"") -> Path:
+    body = prefix + json.dumps({"Records": recs}, ensure_ascii=False).encode("utf-8")
+    path.write_bytes(gzip.compress(body, mtime=0) if gz else body)
+    return path
+
+
+def _variety() -> list[dict]:
+    """Records covering every branch of the reference's row builder."""
+    recs = [_rec(i) for i in range(30)]
+    recs += [
+        _rec(30, eventName="ListObjects", resources=_DROP,
+             requestParameters={"bucketName": "acme-data", "prefix": "reports/"}),
+        _rec(31, resources=[{"type": "AWS::S3::Object", "ARNPrefix": "arn:aws:s3:::acme-data/pre/"}]),
+        _rec(32, resources=[{"type": "AWS::S3::Bucket", "ARN": "arn:aws:s3:::acme-data"}],
+             requestParameters={"bucketName": ""}),
+        _rec(33, resources=[{"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::"}, "junk",
+                            {"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::b2/x y"}]),
+        _rec(34, resources="not a list", requestParameters=None),
+        _rec(35, eventSource="kms.amazonaws.com", eventName="Decrypt",
+             userIdentity={"type": "AWSService", "invokedBy": "lambda.amazonaws.com"},
+             resources=[{"ARN": "arn:aws:kms:eu-west-1:1:key/k"}]),
+        _rec(36, eventSource="signin.amazonaws.com", eventName="ConsoleLogin",
+             responseElements={"ConsoleLogin": "Failure"}, userIdentity={"type": "IAMUser", "userName": "bob"}),
+        _rec(37, errorCode="AccessDenied", errorMessage="Access Denied"),
+        _rec(38, errorCode="NoSuchKey"),
+        _rec(39, errorCode=""),
+        _rec(40, userIdentity={"type": "AWSAccount", "accountId": "anonymous", "principalId": ""}),
+        _rec(41, userIdentity={"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s",
+                               "sessionContext": {"sourceIdentity": "door-call-17"}}),
+        _rec(42, userIdentity={"type": "Weird", "arn": "arn:aws:iam::1:user/x", "sourceIdentity": "si"}),
+        _rec(43, userIdentity="not a dict"),
+        _rec(44, userIdentity={"arn": "", "invokedBy": "s3.amazonaws.com"}),
+        _rec(45, additionalEventData={"bytesTransferredOut": 2 ** 60}),
+        _rec(46, additionalEventData={"bytesTransferredOut": -5}),
+        _rec(47, additionalEventData={"bytesTransferredOut": 12.0}),
+        _rec(48, additionalEventData={"bytesTransferredOut": "77"}),
+        _rec(49, additionalEventData={"bytesTransferredOut": True}),
+        _rec(50, additionalEventData=None, requestID=None, requestId="lower-id", userAgent=""),
+        _rec(51, eventTime="2026-09-13T10:00:00.123456789+11:00"),
+        _rec(52, eventTime="yesterday"),
+        _rec(53, userAgent="naïve ünïcode ✓", requestParameters={"bucketName": "b", "key": "caf\u00e9"}),
+        _rec(54, eventName="DeleteObjects", eventSource="s3.amazonaws.com"),
+        _rec(55, eventSource="ec2.amazonaws.com", eventName="TerminateInstances", resources=None),
+        _rec(56, userIdentity={"type": ["AssumedRole"], "userName": "odd"}),  # used to crash the load
+        _rec(57, resources=5),
+        _rec(58, eventSource="ec2.amazonaws.com", eventName="RunInstances", resources=True),
+        _rec(59, eventSource="ec2.amazonaws.com", eventName="RunInstances", resources={"ARN": "x"}),
+    ]
+    return recs
+
+
+def test_cloudtrail_fast_path_is_taken_and_equal(tmp_path):
+    _delivery(tmp_path / "a.json.gz", _variety())
+    data = gzip.decompress((tmp_path / "a.json.gz").read_bytes())
+    assert _ct_fast.read_fast(tmp_path / "a.json.gz", data) is not None
+    same_ct(tmp_path)
+
+
+@pytest.mark.parametrize("case", [
+    "secret", "secret-upper", "eq-harmless", "escape", "long-s", "deep", "not-deep", "bad-record",
+    "lookup-inside", "eventbridge-inside", "nested-records", "bom", "ws", "array", "jsonl", "plain",
+    "duplicate-key", "empty-records",
+])
+def test_cloudtrail_guards(tmp_path, case):
+    recs = _variety()[:8]
+    f = tmp_path / "f.json.gz"
+    if case == "secret":
+        recs[2]["requestParameters"]["url"] = "https://x/o?X-Amz-Signature=abc&a=b"
+    elif case == "secret-upper":
+        recs[2]["userAgent"] = "SIG=zzz"
+    elif case == "eq-harmless":
+        recs[2]["userAgent"] = "a=b c=d"
+    elif case == "escape":
+        _delivery(f, recs, gz=True)
+        body = gzip.decompress(f.read_bytes()).replace(b"[aws-cli", b"\\u0073ig\\u003dq [aws-cli", 1)
+        f.write_bytes(gzip.compress(body))
+        same_ct(tmp_path)
+        return
+    elif case == "long-s":
+        recs[2]["userAgent"] = "\u017fig=secret"  # case-folds to "sig" in the reference's regex
+    elif case in ("deep", "not-deep"):
+        v: object = 1
+        for _ in range(230 if case == "deep" else 120):
+            v = [v]
+        recs[3]["requestParameters"]["deep"] = v
+    elif case == "bad-record":
+        recs[4] = {"eventName": "GetObject"}
+    elif case == "lookup-inside":
+        recs[4] = {"EventTime": "2026-09-13T10:00:00Z", "EventName": "GetObject",
+                   "CloudTrailEvent": json.dumps(_rec(99))}
+    elif case == "eventbridge-inside":
+        recs[4] = {"detail-type": "Object Created", "detail": {"bucket": "b"}}
+    elif case == "nested-records":
+        recs[4] = {"Records": [_rec(98)]}
+    elif case == "bom":
+        _delivery(f, recs, prefix=b"\xef\xbb\xbf")
+        same_ct(tmp_path)
+        return
+    elif case == "ws":
+        _delivery(f, recs, prefix=b" \n\t\x0c")
+        same_ct(tmp_path)
+        return
+    elif case == "array":
+        f.write_bytes(json.dumps(recs).encode())
+        same_ct(tmp_path)
+        return
+    elif case == "jsonl":
+        f.write_bytes(b"\n".join(json.dumps(r).encode() for r in recs) + b"\n")
+        same_ct(tmp_path)
+        return
+    elif case == "plain":
+        _delivery(f, recs, gz=False)
+        same_ct(tmp_path)
+        return
+    elif case == "duplicate-key":
+        _delivery(f, recs, gz=False)
+        f.write_bytes(f.read_bytes().replace(b'"eventName": "GetObject"',
+                                             b'"eventName": "PutObject", "eventName": "GetObject"', 1))
+        same_ct(tmp_path)
+        return
+    elif case == "empty-records":
+        recs = []
+    _delivery(f, recs)
+    same_ct(tmp_path)
+
+
+def _nested(k: int, leaf=1) -> dict:
+    """A record whose ``requestParameters`` makes ``k`` nested containers, the record included."""
+    v = leaf
+    for _ in range(k - 2):
+        v = [v]
+    return _rec(0, requestParameters={"deep": v})
+
+
+@pytest.mark.parametrize("k,fast", [(150, True), (200, True), (201, False), (260, False), (1100, False)])
+def test_cloudtrail_nesting_limit(tmp_path, k, fast):
+    recs = [_rec(1), _nested(k)]
+    assert _ct_fast.shallow(recs) is fast
+    if k < 1000:  # orjson itself refuses more than 1024 levels: the reference reads that file
+        _delivery(tmp_path / "n.json.gz", recs)
+        same_ct(tmp_path)
+        _delivery(tmp_path / "n.json.gz", [_rec(1), _nested(k, leaf="s")])
+        same_ct(tmp_path)
+
+
+def test_cloudtrail_files_given_twice_unsorted_and_mixed(tmp_path):
+    a = _delivery(tmp_path / "b.json.gz", _variety())
+    b = _delivery(tmp_path / "a.json.gz", [_rec(i) for i in range(100, 120)])
+    (tmp_path / "digest.json").write_text(json.dumps({"digestStartTime": "x", "logFiles": []}))
+    (tmp_path / "lookup.jsonl").write_bytes((CLOUD / "lookup" / "lookup_events.jsonl").read_bytes())
+    same_ct([a, b, a, tmp_path / "digest.json", tmp_path / "lookup.jsonl"])
+    same_ct(tmp_path)
+
+
+def _gzip_with_header_crc(body: bytes) -> bytes:
+    head = b"\x1f\x8b\x08\x02" + struct.pack("<I", 0) + b"\x00\xff"
+    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return (head + struct.pack("<H", zlib.crc32(head) & 0xFFFF) + comp.compress(body) + comp.flush()
+            + struct.pack("<II", zlib.crc32(body), len(body)))
+
+
+def test_cloudtrail_gzip_variants(tmp_path):
+    body = json.dumps({"Records": _variety()[:5]}).encode()
+    (tmp_path / "multi.json.gz").write_bytes(gzip.compress(body[:50]) + gzip.compress(body[50:]))
+    (tmp_path / "hcrc.json.gz").write_bytes(_gzip_with_header_crc(body))
+    gz = gzip.compress(body)
+    (tmp_path / "cut.json.gz").write_bytes(gz[: len(gz) // 2])
+    bad = bytearray(gz)
+    bad[-8] ^= 0xFF
+    (tmp_path / "crc.json.gz").write_bytes(bytes(bad))
+    (tmp_path / "trailing.json.gz").write_bytes(gz + b"\x00\x00junk")
+    same_ct(tmp_path)
+    for p in tmp_path.iterdir():
+        disk = p.read_bytes()
+        assert _cloud_fast.gunzip(p, disk) == _cloud_fast._cloud.read_input_bytes(disk)[1:]
+
+
+# -- S3 server access logs -------------------------------------------------------------------
+
+S3_FIXTURES = [CLOUD / "s3-access-quotes", CLOUD / "hostile", CLOUD / "cloudtrail-tree", CLOUD / "join"]
+
+
+@pytest.mark.parametrize("path", S3_FIXTURES, ids=lambda p: p.name)
+def test_s3_fixtures(path):
+    same_s3(path)
+
+
+@pytest.mark.skipif(not (SHARED / "real" / "cloud").is_dir(), reason="shared/real not present")
+def test_s3_real_and_case_files():
+    same_s3(SHARED / "real" / "cloud" / "s3_server_access__awsdocs_logformat_example.log")
+    same_s3(SHARED / "cases" / "s3-access-quotes")
+
+
+OWNER = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
+
+
+def _line(i: int = 0, *, owner=OWNER, bucket="acme-data", time="13/Sep/2026:10:00:21 +0000",
+          requester="arn:aws:sts::123456789012:assumed-role/reader/sess-1", op="REST.GET.OBJECT",
+          key="demo/a.csv", uri='"GET /acme-data/demo/a.csv HTTP/1.1"', status="200", err="-",
+          sent="512", size="512", total="12", turn="10", referer='"-"', ua='"aws-cli/2.15 Python/3.11"',
+          tail="- HOSTID= SigV4 ECDHE-RSA-AES128-GCM-SHA256 AuthHeader acme-data.s3.amazonaws.com TLSv1.2 - -"):
+    parts = [owner, bucket, f"[{time}]", f"198.51.100.{i % 250}", requester, f"REQ{i}", op, key, uri,
+             status, err, sent, size, total, turn, referer, ua]
+    return " ".join(parts) + (" " + tail if tail else "")
+
+
+TRICKY = {
+    "quote-in-ua": _line(ua='"door/1.2 (say "hi")"'),
+    "quote-in-uri": _line(uri='"GET /acme-data/a"b HTTP/1.1"'),
+    "space-requester": _line(requester="arn:aws:iam::1:user/with space"),
+    "dashes": _line(requester="-", key="-", uri="-", status="-", err="-", sent="-", size="-", total="-",
+                    turn="-", referer="-", ua="-", tail="- - - - - - - - - -"),
+    "empty-quoted": _line(uri='""', referer='""'),
+    "quoted-dash": _line(ua='"-"', uri='"-"'),
+    "short-tail": _line(tail="- HOSTID="),
+    "no-tail": _line(tail=""),
+    "extra-fields": _line(tail="- H SigV4 C AuthHeader h TLSv1.3 - Yes eu-west-1 NEW1 NEW2"),
+    "quoted-tail": _line(tail='- H SigV4 C AuthHeader h TLSv1.3 "arn x" - -'),
+    "trailing-space": _line() + " ",
+    "double-space-tail": _line(tail="- H  SigV4"),
+    "two-trailing-spaces": _line() + "  ",
+    "encoded-key": _line(key="demo/caf%C3%A9+menu%2Bx.csv"),
+    "plus-key": _line(key="a+b"),
+    "list-prefix": _line(op="REST.GET.BUCKET", key="-", uri='"GET /acme-data?list-type=2&prefix=rep%2F HTTP/1.1"'),
+    "list-encoded-name": _line(op="REST.GET.BUCKET", key="-", uri='"GET /acme-data?pre%66ix=z&x=1 HTTP/1.1"'),
+    "list-no-prefix": _line(op="REST.GET.BUCKET", key="-", uri='"GET /acme-data HTTP/1.1"'),
+    "no-bucket": _line(bucket="-"),
+    "bucket-op": _line(op="REST.GET.VERSIONING", key="-"),
+    "no-op": _line(op="-"),
+    "secret-uri": _line(uri='"GET /acme-data/a?X-Amz-Signature=abc&X-Amz-Credential=AK HTTP/1.1"'),
+    "secret-referer": _line(referer='"https://x/?sig=zzz"'),
+    "harmless-eq": _line(uri='"GET /acme-data/a?versionId=3 HTTP/1.1"'),
+    "bad-time": _line(time="13/Foo/2026:10:00:21 +0000"),
+    "dash-time": _line(time="-"),
+    "odd-time": _line(time="3/sep/2026:10:00:21.5 -0130"),
+    "big-bytes": _line(sent=str(2 ** 60)),
+    "huge-bytes": _line(sent=str(2 ** 70)),
+    "denied": _line(status="403", err="AccessDenied"),
+    "server-error": _line(status="503", err="SlowDown"),
+    "canonical": _line(requester="a" * 64),
+    "svc": _line(requester="svc:logging.s3.amazonaws.com"),
+    "root": _line(requester="arn:aws:iam::123456789012:root"),
+    "quoted-plain-field": _line(key='"k"'),
+    "tab": _line(ua='"a\tb"'),
+    "unicode-ua": _line(ua='"naïve ✓"'),
+    "junk": "this is not an access log line",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_s3_tricky_line_in_a_file_of_good_lines(tmp_path, name):
+    good = [_line(i) for i in range(5)]
+    text = "\n".join(good[:3] + [TRICKY[name]] + good[3:]) + "\n"
+    (tmp_path / "log").write_text(text, encoding="utf-8")
+    same_s3(tmp_path)
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "", "\r", "\n\n\n", "\r\r\n"])
+def test_s3_line_endings_blank_and_pending_lines(tmp_path, ending):
+    lines = [_line(i) for i in range(4)]
+    (tmp_path / "a").write_bytes((ending.join(lines) + ending).encode() if ending else
+                                 "\n".join(lines).encode())
+    (tmp_path / "b").write_bytes(("\n".join(lines) + "\n\n   \n" + _line(9)[:80]).encode())  # pending junk
+    (tmp_path / "c").write_bytes(b"\n" + "\n".join(lines).encode() + b"\n \t\n" + _line(8).encode())
+    (tmp_path / "d").write_bytes(b"\n".join([_line(1).encode(), b"\xff\xfe broken", _line(2).encode()]))
+    same_s3(tmp_path)
+
+
+def test_s3_whole_file_shapes(tmp_path):
+    # uniform tails, mixed tail lengths, all extra fields, all lines without tail, lone CR
+    (tmp_path / "uniform").write_text("\n".join(_line(i) for i in range(50)) + "\n")
+    (tmp_path / "mixed").write_text("\n".join(_line(i, tail=" ".join(["x"] * (i % 13))) for i in range(50)) + "\n")
+    (tmp_path / "extra").write_text("\n".join(_line(i, tail=" ".join(["y"] * 12)) for i in range(20)) + "\n")
+    (tmp_path / "notail").write_text("\n".join(_line(i, tail="") for i in range(20)) + "\n")
+    (tmp_path / "cr").write_bytes(("\n".join(_line(i) for i in range(5)) + "\rmore\n").encode())
+    (tmp_path / "gz").write_bytes(gzip.compress(("\n".join(_line(i) for i in range(30)) + "\n").encode()))
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "blank").write_bytes(b"\n\n  \n")
+    same_s3(tmp_path)
+    same_s3([tmp_path / "uniform", tmp_path / "mixed", tmp_path / "uniform"])
+
+
+def test_s3_fuzzed_lines(tmp_path):
+    rnd = random.Random(20261129)
+    base = [_line(i) for i in range(40)] + list(TRICKY.values())
+    out = []
+    for i in range(400):
+        s = list(rnd.choice(base))
+        for _ in range(rnd.randrange(0, 4)):
+            pos = rnd.randrange(len(s) + 1)
+            op = rnd.random()
+            if op < 0.6:
+                s.insert(pos, rnd.choice([" ", '"', "-", "]", "[", "%", "+", "=", "\r", "x"]))
+            elif s:
+                del s[min(pos, len(s) - 1)]
+        out.append("".join(s))
+    for k in range(8):
+        (tmp_path / f"f{k}").write_text("\n".join(out[k * 50:(k + 1) * 50]) + "\n")
+    same_s3(tmp_path)
+
+
+def test_s3_fast_pattern_takes_ordinary_lines():
+    text = "\n".join(_line(i) for i in range(10)) + "\n"
+    assert all(m[0] for m in _s3_fast.LINE.findall(text))
+
+
+def test_s3_fast_path_is_taken_with_odd_lines_read_per_line(tmp_path):
+    good = [_line(i) for i in range(5)]
+    data = ("\n".join(good[:2] + [TRICKY["junk"], TRICKY["quote-in-uri"]] + good[2:]) + "\n").encode()
+    q: list = []
+    block = _s3_fast._read_fast(tmp_path / "x", data, {}, q)
+    assert block is not None and block["line_no"] == [1, 2, 4, 5, 6, 7] and [r["line_no"] for r in q] == [3]
+
+
+
+
+def test_byte_counts_beyond_int64_are_na_on_both_paths(tmp_path):
+    # no byte count reaches 2**63: such a value is not a count (NA), and must not abort the load
+    rec = {"eventVersion": "1.09", "userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s"},
+           "eventTime": "2026-09-13T10:00:00Z", "eventSource": "s3.amazonaws.com", "eventName": "GetObject",
+           "requestParameters": {"bucketName": "b", "key": "k"}, "requestID": "R", "eventID": "E",
+           "additionalEventData": {"bytesTransferredOut": 2**64}}
+    ct = tmp_path / "ct.json"
+    ct.write_text(json.dumps({"Records": [rec, dict(rec, additionalEventData={"bytesTransferredOut": 5})]}))
+    for load in (cloudtrail.load_cloudtrail, cloudtrail._load_reference):
+        res = load(ct)
+        assert res.frame["bytes"].tolist() == [pd.NA, 5] and res.quarantine.empty
+    owner = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
+    line = (f'{owner} bkt [06/Feb/2019:00:00:38 +0000] 192.0.2.3 {owner} 3E57427F3EXAMPLE REST.GET.OBJECT a.jpg '
+            '"GET /bkt/a.jpg HTTP/1.1" 200 - {} 434234 70 10 "-" "curl/7.1" - id2= SigV4 ECDHE-RSA-AES128-SHA '
+            'AuthHeader bkt.s3.amazonaws.com TLSV1.2 - -\n')
+    s3log = tmp_path / "s3.log"
+    s3log.write_text(line.format("99999999999999999999999") + line.format("9223372036854775807")
+                     + line.format("9223372036854775808"))
+    for load in (s3_access.load_s3_access, s3_access._load_reference):
+        res = load(s3log)
+        assert res.frame["bytes"].tolist() == [pd.NA, 2**63 - 1, pd.NA] and res.quarantine.empty
