@@ -16,7 +16,7 @@ from replaybook.door import DOOR_REFUSED
 from replaybook.door.results import measure
 from replaybook.sources.door import load_door
 
-from .conftest import door_cmd, fixture_server_cmd, run_session, validate_lines
+from .conftest import door_cmd, fixture_server_cmd, log_files, run_session, validate_lines
 
 CALLS = [
     ("list_folder", {"path": "demo"}),
@@ -200,3 +200,44 @@ def test_the_2026_per_request_protocol_passes_through_too(tmp_path, data_root, r
     assert [(o["decision"], o["rule"], o["server"]) for o in lines] == [("allow", "allow-demo", "door-fixture"),
                                                                        ("deny", "deny-dotenv", "door-fixture")]
     assert lines[0]["meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+
+
+@pytest.mark.parametrize("stdin_kind", ["pipe", "file"])
+def test_replies_go_to_stdout_when_stdout_is_a_regular_file(tmp_path, data_root, rules_file, stdin_kind):
+    # someone trying the door by hand redirects its output to a file: the replies (with the data)
+    # must land there, and the call log must hold call lines only — never the data
+    import json
+    import subprocess
+    import time
+
+    msgs = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "read_object", "arguments": {"path": "demo/cars.csv"}}},
+    ]
+    text = "".join(json.dumps(m) + "\n" for m in msgs)
+    log_root, out = tmp_path / "door", tmp_path / "out.jsonl"
+    cmd = door_cmd(rules_file, log_root, fixture_server_cmd(data_root), session="s-file")
+    with open(out, "wb") as fh:
+        if stdin_kind == "file":
+            (tmp_path / "in.jsonl").write_text(text)
+            with open(tmp_path / "in.jsonl", "rb") as fin:
+                subprocess.run(cmd, stdin=fin, stdout=fh, timeout=60, check=True)
+        else:
+            p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=fh)
+            p.stdin.write(text.encode())
+            p.stdin.flush()
+            deadline = time.time() + 30
+            while time.time() < deadline and b'"id":2' not in out.read_bytes().replace(b" ", b""):
+                time.sleep(0.1)
+            p.stdin.close()
+            assert p.wait(timeout=30) == 0
+    replies = [json.loads(x) for x in out.read_bytes().splitlines()]
+    assert [r.get("id") for r in replies] == [1, 2]
+    assert "mazda" in json.dumps(replies[1])
+    (log,) = log_files(log_root)
+    lines = validate_lines(log)
+    assert [(o["tool"], o["decision"]) for o in lines] == [("read_object", "allow")]
+    assert b"mazda" not in log.read_bytes()

@@ -126,13 +126,17 @@ class StdioPeer:
         try:
             reader = asyncio.StreamReader(limit=1 << 16)
             proto = asyncio.StreamReaderProtocol(reader)
-            self._read_transport, _ = await loop.connect_read_pipe(lambda: proto, os.fdopen(self._in_fd, "rb", 0))
+            # closefd=False: when the fd is a regular file the transport refuses it, and the
+            # discarded file object must not close the fd — its number would be reused by the
+            # next open() (the call log) and replies would be written into it
+            self._read_transport, _ = await loop.connect_read_pipe(
+                lambda: proto, os.fdopen(self._in_fd, "rb", 0, closefd=False))
             self._reader = reader
         except (ValueError, OSError):
             self._reader = None  # a regular file: read it in a thread
         try:
             transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                                os.fdopen(self._out_fd, "wb", 0))
+                                                                os.fdopen(self._out_fd, "wb", 0, closefd=False))
             self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
         except (ValueError, OSError):
             self._writer = None
@@ -154,6 +158,13 @@ class StdioPeer:
         if self._read_transport is not None:
             self._read_transport.close()
             self._read_transport = None
+        for fd in (self._in_fd, self._out_fd):  # the transports never own them (closefd=False)
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._in_fd = self._out_fd = None
         for fd, saved in reversed(self._saved):
             try:
                 os.dup2(saved, fd)
