@@ -192,3 +192,13 @@ def test_a_foreign_python3_kernelspec_is_not_used(tiny_incident, tmp_path, monke
     tpl = _template(tmp_path, "import sys\nprint('kernel python:', sys.executable)")
     out = render_report(tiny_incident, tmp_path / "out", template=tpl, timeout=60)
     assert f"kernel python: {sys.executable}" in read(out.ipynb)
+
+
+def test_report_file_is_named_after_the_manifest_so_two_in_one_folder_do_not_collide(tmp_path):
+    from replaybook.report.render import _slug
+
+    (tmp_path / "case 7").mkdir()
+    assert _slug(tmp_path / "case 7" / "incident.yaml") == "case-7"
+    assert _slug(tmp_path / "case 7") == "case-7"
+    assert _slug(tmp_path / "case 7" / "jointrap.yaml") == "jointrap"
+    assert _slug(tmp_path / "case 7" / "real.yaml") == "real"

@@ -66,8 +66,14 @@ class ReportPaths:
 
 
 def _slug(incident: Path) -> str:
-    folder = incident if incident.is_dir() else incident.parent
-    name = folder.name or "incident"
+    """The report's file name: the manifest's name (``jointrap.yaml`` → ``jointrap``), or its
+    folder's name for the usual ``incident.yaml`` (``data/demo/incident.yaml`` → ``demo``), so two
+    manifests in one folder never overwrite each other's report."""
+    if incident.is_dir() or incident.stem in ("incident", ""):
+        folder = incident if incident.is_dir() else incident.parent
+        name = folder.resolve().name or "incident"
+    else:
+        name = incident.stem
     s = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
     return s or "incident"
 
@@ -178,7 +184,8 @@ def render_report(
     """Execute the review template for one incident and write ``<slug>.ipynb`` and ``<slug>.html``.
 
     Args:
-        incident: the incident's ``incident.yaml`` or its folder; the slug is the folder's name.
+        incident: the incident's ``incident.yaml`` (or another manifest) or its folder; the file
+            name is the manifest's name, or the folder's for ``incident.yaml`` (see ``_slug``).
         out_dir: folder for the outputs (created if missing).
         template: the papermill template notebook (default: ``replaybook/report/review.ipynb``);
             it must have a cell tagged ``parameters`` defining ``incident_path`` and ``interactive``.
