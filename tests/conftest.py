@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT.parent / "shared"
+#: the read-only evidence folder: ../shared beside the checkout, or $REPLAYBOOK_SHARED
+SHARED = Path(os.environ.get("REPLAYBOOK_SHARED") or REPO_ROOT.parent / "shared")
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

@@ -60,14 +60,27 @@ def test_load_access_keeps_nanoseconds_and_writes_json_columns_as_text(tmp_path,
     assert str(df.ts.iloc[2]) == "2026-09-13 10:01:20.123456789+00:00"
 
 
-def test_load_access_names_every_source_and_reports_skipped_files(capsys):
+def test_load_access_sniffs_names_sources_and_reports_skipped_files(capsys):
     from replaybook.cli import main
 
     case = Path(__file__).parent / "fixtures" / "cloud" / "cloudtrail-tree"
-    assert main(["load", "access", str(case)]) == 2
+    assert main(["load", "access", "--source", "nope", str(case)]) == 2
+    assert "aws.cloudtrail" in capsys.readouterr().err
+    assert main(["load", "access", str(case)]) == 0  # sniffed: no --source needed
     err = capsys.readouterr().err
-    assert "aws.cloudtrail, aws.s3_access, azure.storage, gcp.audit" in err
-    assert main(["load", "access", "--source", "aws.cloudtrail", str(case / "AWSLogs")]) == 0
-    err = capsys.readouterr().err
-    assert "access: 4 rows from 2 files" in err
+    assert "access: 4 rows from 2 files (aws.cloudtrail)" in err
     assert "CloudTrail digest file (no Records)" in err
+    assert "expected.json: [invalid] no source recognised this content" in err
+
+
+def test_load_steps_reads_each_file_with_its_own_source_and_refuses_the_wrong_frame(capsys):
+    # a Codex rollout is not misread as Claude Code; a door log is not a transcript
+    from replaybook.cli import main
+
+    fx = Path(__file__).parent / "fixtures"
+    assert main(["load", "steps", str(fx / "codex")]) == 0
+    err = capsys.readouterr().err
+    assert "(codex)" in err and "claude-code" not in err
+    assert main(["load", "steps", str(fx / "join_trap" / "door")]) == 2
+    assert "no steps input" in capsys.readouterr().err
+    assert main(["join", "--transcripts", str(fx / "join_trap" / "door"), "--calls", str(fx / "join_trap" / "transcripts")]) == 2

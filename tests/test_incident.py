@@ -95,3 +95,24 @@ def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
     html = S.packet_section(summary)
     assert "cites_failing_step" in html and "Replay packet" in html
     assert S.packet_section(replaybook.Incident.load(DEMO).packet_summary()) == ""
+
+
+def test_manifest_lists_are_read_by_content_or_by_named_format(tmp_path):
+    # a Codex rollout under transcripts and a gateway log under door are read by their own
+    # loaders (sniffed, or named with {path, format}); a file in the wrong list is an error
+    fx = ROOT / "tests" / "fixtures"
+    codex = fx / "codex" / "envelope"
+    gw = fx / "gateways" / "mcpjungle" / "audit.log"
+    m = tmp_path / "incident.yaml"
+    m.write_text(f"title: t\ntranscripts: ['{codex}']\ndoor: [{{path: '{gw}', format: mcpjungle}}]\n")
+    inc = replaybook.Incident.load(m)
+    assert set(inc.steps["client"]) == {"codex"} and len(inc.steps) > 0
+    assert len(inc.calls) > 0 and inc.calls["door_session"].str.startswith("mcpjungle:").all()
+    m.write_text(f"title: t\ntranscripts: ['{codex}']\ndoor: ['{gw}']\n")
+    assert len(replaybook.Incident.load(m).calls) == len(inc.calls)  # sniffed the same
+    m.write_text(f"title: t\ntranscripts: ['{gw}']\ndoor: ['{gw}']\n")
+    with pytest.raises(ManifestError, match="transcripts: files that are not transcripts"):
+        replaybook.Incident.load(m).steps
+    m.write_text(f"title: t\ntranscripts: ['{codex}', '{gw}']\ndoor: ['{gw}']\n")
+    with pytest.raises(ManifestError, match="files that are not transcripts"):
+        replaybook.Incident.load(m).steps

@@ -62,6 +62,8 @@ def _frame_out(df, fmt: str, out: str | None) -> None:
 
 
 def _quarantine_summary(q) -> None:
+    import pandas as pd
+
     if q.empty:
         click.echo("quarantine: 0 lines", err=True)
         return
@@ -69,7 +71,8 @@ def _quarantine_summary(q) -> None:
     extra = f" ({len(q) - pending} invalid, {pending} pending: an unterminated last line)" if pending else ""
     click.echo(f"quarantine: {len(q)} lines{extra}", err=True)
     for r in q.head(50).itertuples(index=False):
-        click.echo(f"  {r.source_file}:{r.line_no}: [{r.kind}] {r.error}", err=True)
+        where = r.source_file if pd.isna(r.line_no) else f"{r.source_file}:{r.line_no}"
+        click.echo(f"  {where}: [{r.kind}] {r.error}", err=True)
     if len(q) > 50:
         click.echo(f"  … and {len(q) - 50} more", err=True)
 
@@ -111,7 +114,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.argument("frame", type=click.Choice(["steps", "calls", "access", "auto"]))
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--source", "source_name", default=None,
-              help="Input format (default: claude-code for steps, door for calls).")
+              help="Read every path with this source (e.g. claude-code, codex, gemini, otel, door, mcpjungle, "
+                   "aws.cloudtrail, aws.s3_access); default: sniff each file by content.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl",
               show_default=True, help="Output format.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
@@ -129,20 +133,26 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     if frame == "auto":
         _load_auto(paths, fmt, out)
         return
-    if frame == "access" and not source_name:
-        names = ", ".join(n for n in registry.names() if registry.get(n).frame == "access")
-        raise click.UsageError(f"load access needs --source (one of: {names}) or use `load auto`")
-    name = source_name or ("claude-code" if frame == "steps" else "door")
-    src = registry.get(name)
-    if src.frame != frame:
-        raise InputError(f"source {name!r} yields {src.frame}, not {frame}")
-    res = src.load(list(paths))
+    got = _load_one(frame, paths, source_name)
+    res = got.result
     _frame_out(res.frame, fmt, out)
-    click.echo(f"{frame}: {len(res.frame)} rows from {len(res.inputs)} files ({name})", err=True)
+    used = ", ".join(sorted(set(got.sources.values()))) or "-"
+    click.echo(f"{frame}: {len(res.frame)} rows from {len(res.inputs)} files ({used})", err=True)
     for info in res.inputs:
         if info.get("skipped"):
             click.echo(f"  skipped {info.get('path')}: {info.get('reason') or 'no records'}", err=True)
     _quarantine_summary(res.quarantine)
+
+
+def _load_one(frame: str, paths, source_name: str | None):
+    """One frame from PATHS: with a source, that loader; else every file sniffed by content.
+    Files that belong to another frame are named on stderr and left out."""
+    from .loading import load_frame
+
+    got = load_frame(list(paths), frame, source=source_name)
+    for p, what in got.elsewhere.items():
+        click.echo(f"  left out {p}: it is {what}, not {frame}", err=True)
+    return got
 
 
 def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
@@ -171,25 +181,25 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
 
 @cli.command("join")
 @click.option("--transcripts", "transcripts", multiple=True, required=True, type=click.Path(exists=True),
-              help="Transcript file or folder (Claude Code JSONL). Repeatable.")
+              help="Transcript file or folder (Claude Code, Codex, Gemini, OTel; sniffed by content). Repeatable.")
 @click.option("--calls", "calls", multiple=True, required=True, type=click.Path(exists=True),
-              help="Door call log file or log root. Repeatable.")
+              help="Door call log file or log root, or a gateway's log (sniffed by content). Repeatable.")
+@click.option("--transcripts-format", default=None, help="Read every transcript with this source (see `load --help`).")
+@click.option("--calls-format", default=None, help="Read every call log with this source (see `load --help`).")
 @click.option("--window", type=float, default=60.0, show_default=True, help="Agreement window, seconds.")
 @click.option("--min-agreed", type=int, default=1, show_default=True,
               help="Never assign a transcript with fewer agreeing steps.")
 @click.option("--max-offset", type=float, default=300.0, show_default=True,
               help="Largest clock offset between transcript and door to look for, seconds.")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True)
-def join_cmd(transcripts, calls, window, min_agreed, max_offset, fmt) -> None:
+def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_agreed, max_offset, fmt) -> None:
     """Assign transcripts to door sessions one-to-one and say how sure each assignment is."""
     import pandas as pd
 
     from .join import join_sessions
-    from .sources.claude_code import load_claude_code
-    from .sources.door import load_door
 
-    st = load_claude_code(list(transcripts))
-    ca = load_door(list(calls))
+    st = _load_one("steps", transcripts, transcripts_format).result
+    ca = _load_one("calls", calls, calls_format).result
     res = join_sessions(st.frame, ca.frame, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset)
     if fmt == "json":
         d = res.to_dict()

@@ -4,9 +4,11 @@ Example ``incident.yaml`` (paths relative to its folder; globs and folders allow
 
     title: Analyst agent reported a wrong average mpg
     transcripts:
-      - transcripts/*.jsonl                 # Claude Code by default
+      - transcripts/                        # sniffed by content: Claude Code, Codex, Gemini, OTel
+      - {path: exports/spans.json, format: otel}   # or name the format
     door:
       - door/                               # the door's log root: <agent>/<session>.jsonl
+      - {path: gw/audit.log, format: mcpjungle}    # a third-party gateway's log
     access:                                 # optional: the cloud's own access logs
       - cloud/AWSLogs/                      # sniffed by content (CloudTrail, S3, GCP, Azure)
     storage_map: {"demo/": "s3://acme-data/demo/"}
@@ -28,14 +30,17 @@ import pandas as pd
 import yaml
 
 from ._schema import first_error, package_schema
-from .errors import ManifestError
-from .frames import ACCESS, QUARANTINE, STEPS, LoadResult
+from .errors import InputError, ManifestError
+from .frames import ACCESS, CALLS, QUARANTINE, STEPS, LoadResult
 from .join import DEFAULT_MIN_AGREED, DEFAULT_WINDOW_S, JoinResult, join_sessions
 from .sources import registry
 
 __all__ = ["Incident", "load_manifest"]
 
-DEFAULT_TRANSCRIPT_FORMAT = "claude-code"
+#: manifest list and what its files are, per frame
+_MANIFEST_KEY = {"steps": ("transcripts", "transcripts"), "calls": ("door", "door or gateway call logs"),
+                 "access": ("access", "cloud access logs")}
+_SPEC = {"steps": STEPS, "calls": CALLS, "access": ACCESS}
 
 
 def load_manifest(path: str | Path) -> dict:
@@ -110,9 +115,8 @@ class Incident:
         if p.is_dir():
             p = p / "incident.yaml"
         inc = cls(path=p.resolve(), manifest=load_manifest(p))
-        inc._transcript_groups()  # fail early on missing inputs
-        inc._door_paths()
-        inc._access_groups()
+        for key in ("transcripts", "door", "access"):  # fail early on missing inputs
+            inc._groups(key)
         return inc
 
     # -- manifest fields ------------------------------------------------------------------
@@ -137,19 +141,10 @@ class Incident:
         """The join window, seconds."""
         return float(self.manifest["window_s"])
 
-    def _transcript_groups(self) -> dict[str, list[Path]]:
-        groups: dict[str, list[Path]] = {}
-        for item in self.manifest["transcripts"]:
-            if isinstance(item, str):
-                pattern, fmt = item, DEFAULT_TRANSCRIPT_FORMAT
-            else:
-                pattern, fmt = item["path"], item.get("format", DEFAULT_TRANSCRIPT_FORMAT)
-            groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path))
-        return groups
-
-    def _access_groups(self) -> dict[str | None, list[Path]]:
+    def _groups(self, key: str) -> dict[str | None, list[Path]]:
+        """``{format or None: paths}`` of one manifest list; ``None`` means sniff each file."""
         groups: dict[str | None, list[Path]] = {}
-        for item in self.manifest.get("access", []):
+        for item in self.manifest.get(key, []):
             if isinstance(item, str):
                 pattern, fmt = item, None
             else:
@@ -157,46 +152,33 @@ class Incident:
             groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path))
         return groups
 
-    def _door_paths(self) -> list[Path]:
-        out: list[Path] = []
-        for item in self.manifest["door"]:
-            out.extend(_expand(self.root, item, self.path))
-        return out
-
     # -- frames ---------------------------------------------------------------------------
     def _load(self, kind: str) -> LoadResult:
         if kind in self._results:
             return self._results[kind]
-        if kind == "steps":
-            parts = []
-            for fmt, paths in self._transcript_groups().items():
+        key, what = _MANIFEST_KEY[kind]
+        parts = []
+        for fmt, paths in self._groups(key).items():
+            if not paths:
+                continue
+            if fmt is not None:
                 src = registry.get(fmt)
-                if src.frame != "steps":
-                    raise ManifestError(f"format {fmt!r} yields {src.frame}, not transcripts", self.path)
+                if src.frame != kind:
+                    raise ManifestError(f"{key}: format {fmt!r} yields {src.frame}, not {what}", self.path)
                 parts.append(src.load(paths))
-            res = _concat(parts, STEPS)
-        elif kind == "access":
-            parts = []
-            for fmt, paths in self._access_groups().items():
-                if fmt is None:
-                    from .loading import load
+                continue
+            from .loading import load_frame
 
-                    loaded = load(paths)
-                    other = [f for f in loaded.results if f != "access"]
-                    if other:
-                        raise ManifestError(f"access: files that are not cloud access logs ({', '.join(other)})",
-                                            self.path)
-                    if "access" in loaded.results:
-                        parts.append(loaded.results["access"])
-                    parts.append(LoadResult(frame=ACCESS.empty(), quarantine=_not_loaded(loaded.files)))
-                else:
-                    src = registry.get(fmt)
-                    if src.frame != "access":
-                        raise ManifestError(f"format {fmt!r} yields {src.frame}, not access logs", self.path)
-                    parts.append(src.load(paths))
-            res = _concat(parts, ACCESS)
-        else:
-            res = registry.get("door").load(self._door_paths())
+            try:
+                got = load_frame(paths, kind, require=False)
+            except InputError as exc:
+                raise ManifestError(f"{key}: {exc.message}", self.path) from None
+            if got.elsewhere:
+                listed = "; ".join(f"{p}: {v}" for p, v in list(got.elsewhere.items())[:5])
+                raise ManifestError(f"{key}: files that are not {what} ({listed}); move them to the right "
+                                    "list or give {path, format}", self.path)
+            parts.append(got.result)
+        res = _concat(parts, _SPEC[kind])
         self._results[kind] = res
         return res
 
@@ -314,13 +296,6 @@ class Incident:
             raise ManifestError("capsule.runs needs incident, forensic and live run records", self.path)
         return review_section(cap, load_run(runs["incident"]), load_run(runs["forensic"]),
                               load_run(runs["live"]), reviewer_decision=spec.get("reviewer_decision"))
-
-
-def _not_loaded(files: pd.DataFrame) -> pd.DataFrame:
-    """Whole-file quarantine rows for files no access source recognised."""
-    rows = [{"source_file": r.path, "kind": "invalid", "loader": "auto", "error": r.note}
-            for r in files.itertuples(index=False) if pd.isna(r.source)]
-    return QUARANTINE.build(rows)
 
 
 def _concat(parts: list[LoadResult], spec) -> LoadResult:

@@ -15,10 +15,11 @@ from typing import Iterable
 import pandas as pd
 
 from ._jsonl import expand_paths
+from .errors import InputError
 from .frames import QUARANTINE, LoadResult
 from .sources import registry
 
-__all__ = ["load", "Loaded", "MIN_CONFIDENCE"]
+__all__ = ["load", "load_frame", "Loaded", "FrameLoad", "MIN_CONFIDENCE"]
 
 #: A source must be at least this sure before it may claim a file.
 MIN_CONFIDENCE = 0.5
@@ -133,3 +134,78 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
                     "note": "string"})
     return Loaded(results=results, files=df[["path", "source", "frame", "confidence", "rows",
                                              "quarantined", "note"]])
+
+
+_SPECS = ("steps", "calls", "access")
+
+
+@dataclass
+class FrameLoad:
+    """What :func:`load_frame` loaded into one frame.
+
+    Attributes:
+        result: the frame's :class:`~replaybook.frames.LoadResult`; its quarantine also holds one
+            whole-file row (``loader`` ``auto``, no line number) per file no source recognised.
+        sources: the source chosen for each loaded file, ``{path: source name}``.
+        elsewhere: files recognised as another frame's input, ``{path: "source (frame)"}`` —
+            not loaded here.
+    """
+
+    result: LoadResult
+    sources: dict[str, str] = field(default_factory=dict)
+    elsewhere: dict[str, str] = field(default_factory=dict)
+
+
+def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: str | None = None,
+               require: bool = True) -> FrameLoad:
+    """Load files and folders into one canonical ``frame`` (``steps``, ``calls`` or ``access``).
+
+    With ``source`` that source loads every path (its own folder walk).  Without, each file is
+    sniffed by content as :func:`load` does and loaded by the source that recognises it, so a
+    Codex rollout given as a transcript, or a gateway log given as a door log, is read by its own
+    loader instead of being misread as the default format.
+
+    With ``require=False`` paths that hold nothing for ``frame`` (only empty files, say) give
+    an empty frame instead of an error.
+
+    Raises:
+        InputError: a path does not exist; ``source`` is unknown or yields another frame; with
+            ``require``, no file gave anything for ``frame`` (the message says what the files
+            were instead).
+    """
+    if frame not in _SPECS:
+        raise InputError(f"unknown frame {frame!r} (steps, calls or access)")
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    paths = list(paths)
+    if source is not None:
+        src = registry.get(source)
+        if src.frame != frame:
+            raise InputError(f"source {source!r} yields {src.frame}, not {frame}")
+        res = src.load(paths)
+        if not res.inputs:
+            raise InputError(f"source {source!r} found no input files in {', '.join(map(str, paths))}")
+        return FrameLoad(result=res, sources={i["path"]: source for i in res.inputs if "path" in i})
+    loaded = load(paths)
+    files = loaded.files
+    mine = files[files["frame"] == frame]
+    other = files[files["frame"].notna() & (files["frame"] != frame)]
+    unknown = files[files["source"].isna()]
+    elsewhere = {r.path: f"{r.source} ({r.frame})" for r in other.itertuples(index=False)}
+    res = loaded.results.get(frame)
+    if res is None and not require:
+        from .frames import ACCESS, CALLS, STEPS
+
+        res = LoadResult(frame={"steps": STEPS, "calls": CALLS, "access": ACCESS}[frame].empty())
+    if res is None:
+        what = "; ".join(f"{p}: {v}" for p, v in list(elsewhere.items())[:5]) or \
+            "no file's content was recognised"
+        raise InputError(f"no {frame} input in {', '.join(map(str, paths))} ({what}); "
+                         f"`replaybook load auto PATH` shows what each file is")
+    nl = [{"source_file": r.path, "kind": "invalid", "loader": "auto", "error": r.note}
+          for r in unknown.itertuples(index=False) if r.note != "empty file"]
+    if nl:
+        res = LoadResult(frame=res.frame, quarantine=pd.concat([res.quarantine, QUARANTINE.build(nl)],
+                                                               ignore_index=True), inputs=res.inputs)
+    return FrameLoad(result=res, sources={r.path: r.source for r in mine.itertuples(index=False)},
+                     elsewhere=elsewhere)

@@ -19,7 +19,6 @@ from replaybook.sources import _cloud_fast, _ct_fast, _s3_fast, cloudtrail, s3_a
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 CLOUD = FIX / "cloud"
-SHARED = Path(__file__).resolve().parents[3] / "shared"
 
 
 def _same(fast, ref, paths) -> None:
@@ -56,10 +55,10 @@ def test_cloudtrail_fixtures(path):
     same_ct(path)
 
 
-@pytest.mark.skipif(not (SHARED / "real" / "cloud").is_dir(), reason="shared/real not present")
-def test_cloudtrail_real_and_case_files():
-    same_ct(SHARED / "real" / "cloud")
-    same_ct(SHARED / "cases" / "cloudtrail-tree")
+@pytest.mark.real
+def test_cloudtrail_real_and_case_files(real_dir, cases_dir):
+    same_ct(real_dir / "cloud")
+    same_ct(cases_dir / "cloudtrail-tree")
 
 
 def _rec(i: int, **over) -> dict:
@@ -272,10 +271,10 @@ def test_s3_fixtures(path):
     same_s3(path)
 
 
-@pytest.mark.skipif(not (SHARED / "real" / "cloud").is_dir(), reason="shared/real not present")
-def test_s3_real_and_case_files():
-    same_s3(SHARED / "real" / "cloud" / "s3_server_access__awsdocs_logformat_example.log")
-    same_s3(SHARED / "cases" / "s3-access-quotes")
+@pytest.mark.real
+def test_s3_real_and_case_files(real_dir, cases_dir):
+    same_s3(real_dir / "cloud" / "s3_server_access__awsdocs_logformat_example.log")
+    same_s3(cases_dir / "s3-access-quotes")
 
 
 OWNER = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
