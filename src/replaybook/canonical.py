@@ -28,7 +28,7 @@ import orjson
 
 from ._text import safe_str
 
-__all__ = ["canonical_args", "canonical_args_text", "CANONICAL_VERSION"]
+__all__ = ["canonical_args", "canonical_args_cached", "canonical_args_text", "CANONICAL_VERSION"]
 
 #: Bumped whenever a rule above changes, since stored keys stop comparing equal.
 CANONICAL_VERSION = 1
@@ -102,6 +102,25 @@ def _canonical(arguments: Any) -> str:
         import json
 
         return json.dumps(normed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_CACHE: dict[bytes, str] = {}
+
+
+def canonical_args_cached(arguments: Any) -> str:
+    """:func:`canonical_args`, cached by the exact JSON spelling of ``arguments`` (the same
+    bytes are the same value; transcripts and logs repeat arguments a lot).  At most 65,536
+    spellings are kept; the cache is emptied when full."""
+    try:
+        key = orjson.dumps(arguments)
+    except (TypeError, orjson.JSONEncodeError):  # not writable by orjson: no cache
+        return canonical_args(arguments)
+    out = _CACHE.get(key)
+    if out is None:
+        if len(_CACHE) >= 65536:
+            _CACHE.clear()
+        out = _CACHE[key] = canonical_args(arguments)
+    return out
 
 
 @lru_cache(maxsize=65536)

@@ -33,7 +33,7 @@ import pandas as pd
 
 from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
 from .._text import TEXT_LIMIT, deep_safe
-from ..canonical import canonical_args
+from ..canonical import canonical_args_cached
 from . import _claude_ms as M
 from ._claude_ms import decode_file
 
@@ -75,21 +75,7 @@ def _trunc_parts(texts: list) -> tuple[str, int | None]:
     return _trunc("\n".join(texts))
 
 
-_CANON: dict[bytes, str] = {}
-
-
-def _canonical(args: Any) -> str:
-    """canonical_args, cached by the exact JSON spelling of ``args`` (same bytes: same value)."""
-    try:
-        key = orjson.dumps(args)
-    except (TypeError, orjson.JSONEncodeError):
-        return canonical_args(args)
-    out = _CANON.get(key)
-    if out is None:
-        if len(_CANON) >= 65536:
-            _CANON.clear()
-        out = _CANON[key] = canonical_args(args)
-    return out
+_canonical = canonical_args_cached
 
 
 _SPLIT: dict[str, tuple] = {}

@@ -25,7 +25,7 @@ import orjson
 from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
 from .._text import TEXT_LIMIT, deep_safe, int_or_none, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
-from ..canonical import canonical_args
+from ..canonical import canonical_args_cached
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -52,21 +52,7 @@ def _trunc(s: str | None) -> tuple[str | None, int | None]:
     return s, size
 
 
-_CANON: dict[bytes, str] = {}
-
-
-def _canonical(args: Any) -> str:
-    """canonical_args, cached by the exact JSON spelling of ``args`` (same bytes: same value)."""
-    try:
-        key = orjson.dumps(args)
-    except (TypeError, orjson.JSONEncodeError):
-        return canonical_args(args)
-    out = _CANON.get(key)
-    if out is None:
-        if len(_CANON) >= 65536:
-            _CANON.clear()
-        out = _CANON[key] = canonical_args(args)
-    return out
+_canonical = canonical_args_cached
 
 
 def _blocks_text(content: Any) -> tuple[str | None, int]:
