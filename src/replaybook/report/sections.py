@@ -51,7 +51,7 @@ STYLE = """<style type="text/css">
 .rb-section h1 { font-size: 1.7em; margin: 0.2em 0 0.4em; }
 .rb-section h2 { font-size: 1.3em; margin: 1.2em 0 0.4em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
 .rb-section h3 { font-size: 1.1em; margin: 1em 0 0.3em; }
-.rb-section table.rb-table { border-collapse: collapse; margin: 0.4em 0 0.8em; font-size: 12.5px; table-layout: auto; }
+.rb-section table.rb-table { border-collapse: collapse; margin: 0.4em 0 0.8em; font-size: 12.5px; table-layout: auto; display: block; max-width: 100%; overflow-x: auto; }
 .rb-section table.rb-table th, .rb-section table.rb-table td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
 .rb-section table.rb-table th { background: #f4f4f4; font-weight: 600; }
 .rb-section table.rb-table td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
