@@ -84,3 +84,22 @@ def test_load_steps_reads_each_file_with_its_own_source_and_refuses_the_wrong_fr
     assert main(["load", "steps", str(fx / "join_trap" / "door")]) == 2
     assert "no steps input" in capsys.readouterr().err
     assert main(["join", "--transcripts", str(fx / "join_trap" / "door"), "--calls", str(fx / "join_trap" / "transcripts")]) == 2
+
+
+def test_top_level_help_lists_lazy_commands_without_importing_them():
+    # `replaybook --help` must stay instant: the feature groups are described, not imported
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom replaybook.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print([m for m in ('replaybook.packet', 'replaybook.capsule', 'replaybook.door', 'pandas') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+    import click
+
+    from replaybook.cli import _LazyGroup, cli
+
+    ctx = click.Context(cli)
+    for name, short in _LazyGroup.lazy_help.items():
+        own = cli.get_command(ctx, name).get_short_help_str(500)
+        assert own.split()[:3] == short.split()[:3], name

@@ -89,8 +89,31 @@ class _LazyGroup(click.Group):
         "prune": "replaybook.door.cli:prune",
     }
 
+    #: one-line help of the lazy commands, so ``replaybook --help`` imports none of them
+    #: (a test checks each against the command's own docstring)
+    lazy_help = {
+        "packet": "Replay packets: evidence a reviewer can re-run.",
+        "capsule": "Replay capsules: capture the inputs of an agent run, diff.",
+        "door": "Put a door in front of the MCP server SERVER_CMD (after --).",
+        "serve-capsule": "Serve a replay capsule as an MCP server (stdio).",
+        "prune": "Delete whole door sessions older than the retention period.",
+    }
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.lazy:
+                rows.append((name, self.lazy_help[name]))
+                continue
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(formatter.width - 6 - max(map(len, self.list_commands(ctx))))))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, name: str):
         if name in self.lazy:
