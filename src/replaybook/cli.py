@@ -178,16 +178,42 @@ def _load_one(frame: str, paths, source_name: str | None):
     return got
 
 
+def _text_table(df, numeric: tuple[str, ...] = ()) -> str:
+    """A plain-text table: text left-aligned, ``numeric`` columns right-aligned, NA as ``-``."""
+    import pandas as pd
+
+    def cell(c, v):
+        if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+            return "-"
+        return f"{v:.2f}" if isinstance(v, float) else str(v)
+
+    cols = list(df.columns)
+    cells = [[cell(c, v) for c, v in zip(cols, row)] for row in df.itertuples(index=False)]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]
+
+    def line(vals):
+        return "  ".join(v.rjust(w) if c in numeric else v.ljust(w)
+                         for c, v, w in zip(cols, vals, widths)).rstrip()
+
+    return "\n".join([line(cols)] + [line(r) for r in cells])
+
+
 def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
     import pandas as pd
 
     from .loading import load
 
+    import os
+
     loaded = load(list(paths))
-    with pd.option_context("display.width", 250, "display.max_colwidth", 90, "display.max_rows", 10000):
-        w = int(loaded.files["path"].str.len().max() or 4)
-        click.echo(loaded.files.to_string(index=False, formatters={"path": lambda v: f"{v:<{w}}"},
-                                          na_rep="-"))
+    files = loaded.files.copy()
+    if len(files) > 1:  # long absolute paths made the table unreadable: show them under their common folder
+        absolute = [os.path.abspath(p) for p in files["path"]]
+        base = os.path.commonpath(absolute)
+        if base not in absolute:
+            click.echo(f"(paths under {base})")
+            files["path"] = [os.path.relpath(p, base) for p in absolute]
+    click.echo(_text_table(files, numeric=("confidence", "rows", "quarantined")))
     for name, res in loaded.results.items():
         click.echo(f"{name}: {len(res.frame)} rows, {len(res.quarantine)} quarantined lines", err=True)
         if out:
