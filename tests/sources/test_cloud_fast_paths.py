@@ -421,3 +421,14 @@ def test_byte_counts_beyond_int64_are_na_on_both_paths(tmp_path):
     for load in (s3_access.load_s3_access, s3_access._load_reference):
         res = load(s3log)
         assert res.frame["bytes"].tolist() == [pd.NA, 2**63 - 1, pd.NA] and res.quarantine.empty
+
+
+def test_quarantined_record_holding_an_integer_past_64_bits_is_kept_not_a_crash(tmp_path):
+    # found by differential fuzzing: the quarantine row's raw preview could not be written
+    p = tmp_path / "ct.jsonl"
+    p.write_bytes(b'{"eventTime":"","eventName":"t","x":{"y":"\xe9"},"n":18446744073709551616}\n')  # invalid UTF-8: read by json, the int stays exact
+    for load in (cloudtrail.load_cloudtrail, cloudtrail._load_reference):
+        res = load(p)
+        assert res.frame.empty
+        assert res.quarantine["line_no"].tolist() == [1]
+        assert "18446744073709551616" in str(res.quarantine["raw"][0])

@@ -333,7 +333,7 @@ def finish(rows: list[dict], quarantine: list[dict], inputs: list[dict], loader:
                 quarantine.append(quarantine_row(
                     r["source_file"], None, loader,
                     f"time {r['ts']!r} is not a date-time", line_no=r["line_no"],
-                    raw=orjson.dumps(r["raw"], default=str)[:400] if r["raw"] is not None else None))
+                    raw=json_preview(r["raw"])[:400] if r["raw"] is not None else None))
                 continue
             r["ts"] = t
             keep.append(r)

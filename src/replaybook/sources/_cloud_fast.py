@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
-import orjson
 import pandas as pd
 
 from .._jsonl import GZIP_MAGIC, expand_paths, quarantine_row
@@ -256,7 +255,7 @@ def finish_columns(chunks: Chunks, quarantine: list[dict], inputs: list[dict], l
         for i in np.flatnonzero(bad).tolist():
             quarantine.append(quarantine_row(
                 source_file[i], None, loader, f"time {ts_text[i]!r} is not a date-time", line_no=line_no[i],
-                raw=orjson.dumps(raw[i], default=str)[:400] if raw[i] is not None else None))
+                raw=_cloud.json_preview(raw[i])[:400] if raw[i] is not None else None))
         ts = ts[keep]
     if keep is not None and not keep.any():
         frame = ACCESS.empty()
