@@ -44,7 +44,7 @@ try:  # optional: ISA-L inflate is ~1.5x zlib's; results are identical for intac
 except ImportError:  # pragma: no cover - depends on the environment
     _isal = None
 
-__all__ = ["prefetched_files", "Chunks", "finish_columns", "gc_paused", "gunzip"]
+__all__ = ["prefetched_files", "Chunks", "finish_columns", "gc_paused", "gunzip", "load_files"]
 
 _SAFE_INT = 2 ** 53  # ints in [0, this] go straight into an IntegerArray; others via the frame coercer
 
@@ -305,3 +305,28 @@ def _done(frame: pd.DataFrame, quarantine: list[dict], inputs: list[dict]) -> Lo
         if isinstance(q.get("raw"), str):
             q["raw"] = _cloud.redact_text(q["raw"])
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+def load_files(paths: str | Path | Iterable[str | Path], loader: str,
+               fast: Callable[[Path, bytes, dict, list[dict]], dict | None],
+               per_record: Callable[[Path, bytes, dict, list[dict], list[dict]], None]) -> LoadResult:
+    """The fast-path loader shape shared by CloudTrail and S3: each file is read once; ``fast``
+    (path, data, inputs entry, quarantine) returns its column block or ``None``, and then the
+    format's per-record reader (path, data, inputs entry, rows, quarantine) reads it instead.
+
+    Raises:
+        InputError: a path does not exist, or a file cannot be opened or read.
+    """
+    chunks = Chunks()
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    with gc_paused():
+        for path, data, info, _ in prefetched_files(paths, loader, inputs, quarantine):
+            block = fast(path, data, info, quarantine)
+            if block is not None:
+                chunks.add(block)
+                continue
+            rows: list[dict] = []
+            per_record(path, data, info, rows, quarantine)
+            chunks.add_rows(rows)
+        return finish_columns(chunks, quarantine, inputs, loader)

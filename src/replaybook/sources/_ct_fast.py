@@ -32,7 +32,7 @@ import orjson
 from ..frames import LoadResult
 from . import cloudtrail as ct
 from ._cloud import http_outcome, role_session_name, to_int, verb_action
-from ._cloud_fast import Chunks, finish_columns, gc_paused, prefetched_files
+from ._cloud_fast import load_files
 
 __all__ = ["load", "read_fast", "shallow", "may_hold_secret"]
 
@@ -222,16 +222,5 @@ def read_fast(path: Path, data: bytes) -> dict[str, list] | None:
 
 def load(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """:func:`~.cloudtrail.load_cloudtrail` (same arguments, result and errors)."""
-    chunks = Chunks()
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    with gc_paused():
-        for path, data, info, _ in prefetched_files(paths, ct.LOADER, inputs, quarantine):
-            block = read_fast(path, data)
-            if block is not None:
-                chunks.add(block)
-                continue
-            rows: list[dict] = []
-            ct._read_file(path, data, info, rows, quarantine)
-            chunks.add_rows(rows)
-        return finish_columns(chunks, quarantine, inputs, ct.LOADER)
+    return load_files(paths, ct.LOADER, lambda path, data, info, quarantine: read_fast(path, data),
+                      ct._read_file)

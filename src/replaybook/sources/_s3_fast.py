@@ -36,7 +36,7 @@ import numpy as np
 from ..frames import LoadResult
 from . import s3_access as s3
 from ._cloud import http_outcome, redact_text, role_session_name
-from ._cloud_fast import Chunks, finish_columns, gc_paused, prefetched_files
+from ._cloud_fast import load_files
 
 __all__ = ["load", "LINE"]
 
@@ -321,16 +321,4 @@ def _merge_others(path: Path, data: bytes, block: dict | None, other_no: list[in
 
 def load(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """:func:`~.s3_access.load_s3_access` (same arguments, result and errors)."""
-    chunks = Chunks()
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    with gc_paused():
-        for path, data, info, _ in prefetched_files(paths, s3.LOADER, inputs, quarantine):
-            block = _read_fast(path, data, info, quarantine)
-            if block is not None:
-                chunks.add(block)
-                continue
-            rows: list[dict] = []
-            s3._read_file(path, data, info, rows, quarantine)
-            chunks.add_rows(rows)
-        return finish_columns(chunks, quarantine, inputs, s3.LOADER)
+    return load_files(paths, s3.LOADER, _read_fast, s3._read_file)
