@@ -32,6 +32,8 @@ from .errors import InputError
 
 __all__ = [
     "Line",
+    "PENDING",
+    "unreadable_row",
     "read_bytes",
     "read_source",
     "iter_lines",
@@ -252,6 +254,19 @@ def file_info(path: str | Path, raw_size: int, data: bytes, fmt: str) -> dict:
         "lines": _count_lines(data),
         "format": fmt,
     }
+
+
+#: The quarantine's words for an unterminated last line (``kind="pending"``): a log still being
+#: written, not a damaged one.
+PENDING = "unterminated last line (still being written?)"
+
+
+def unreadable_row(path: str | Path, line: Line, loader: str, why: str) -> dict:
+    """The quarantine row for a line a loader cannot read: ``pending`` (:data:`PENDING`) when it
+    is the unterminated last line, else ``invalid`` with ``why``."""
+    if line.pending:
+        return quarantine_row(path, line, loader, PENDING, kind="pending")
+    return quarantine_row(path, line, loader, why)
 
 
 def quarantine_row(path: str | Path, line: Line | None, loader: str, error: str, *,

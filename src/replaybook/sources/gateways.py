@@ -100,6 +100,7 @@ from .._jsonl import (
     parse_json,
     quarantine_row,
     read_source,
+    unreadable_row,
 )
 from .._text import deep_safe, float_or_none, str_or_none, to_utc
 from ..canonical import canonical_args
@@ -612,10 +613,7 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
     for line in iter_lines(data):
         rec, ts = _mcpjungle_line(line.raw.strip())
         if rec is None:
-            quarantine.append(quarantine_row(path, line, "mcpjungle",
-                                             "unterminated last line (still being written?)" if line.pending
-                                             else "neither a zap JSON nor a zap console line",
-                                             kind="pending" if line.pending else "invalid"))
+            quarantine.append(unreadable_row(path, line, "mcpjungle", "neither a zap JSON nor a zap console line"))
             continue
         rec = deep_safe(rec)
         et = rec.get("event_type")

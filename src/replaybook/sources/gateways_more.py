@@ -60,16 +60,13 @@ from typing import Any, Iterable
 
 import orjson
 
-from .._jsonl import iter_lines, line_scores, parse_json, quarantine_row
+from .._jsonl import iter_lines, line_scores, parse_json, quarantine_row, unreadable_row
 from .._text import deep_safe, float_or_none, str_or_none
-from ..canonical import canonical_args
 from ..frames import LoadResult
 from .gateways import (
     _args,
     _dated,
     _doc_or_lines,
-    _finish,
-    _files,
     _load_calls,
     _mean_score,
     _meta_id,
@@ -180,10 +177,7 @@ def _read_agentgateway(path: Path, data: bytes, info: dict, rows: list[dict], qu
             continue
         f, ts = _ag_fields(line.raw.strip())
         if f is None:
-            quarantine.append(quarantine_row(path, line, "agentgateway",
-                                             "unterminated last line (still being written?)" if line.pending
-                                             else "not an agentgateway log line",
-                                             kind="pending" if line.pending else "invalid"))
+            quarantine.append(unreadable_row(path, line, "agentgateway", "not an agentgateway log line"))
             continue
         f = deep_safe(f)
         if f.get("mcp.method.name") != "tools/call":
