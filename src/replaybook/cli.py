@@ -22,21 +22,29 @@ __all__ = ["main", "cli"]
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
 
 
+def _json_default(v):
+    from collections.abc import Mapping
+
+    return dict(v) if isinstance(v, Mapping) else str(v)  # a lazily parsed ``raw`` record
+
+
 def _json_text(v):
     if v is None or (isinstance(v, float) and v != v):
         return None
     return orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
-                        default=str).decode()
+                        default=_json_default).decode()
 
 
 def _frame_out(df, fmt: str, out: str | None) -> None:
     """Write a canonical frame.  JSON-valued columns (``arguments``, ``raw``) become JSON text —
     never structs inferred by pyarrow — and timestamps keep all nine fractional digits."""
+    from collections.abc import Mapping
+
     import pandas as pd
 
     df = df.copy()
     for col in df.columns:
-        if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (dict, list))).any():
+        if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (Mapping, list))).any():
             df[col] = df[col].map(_json_text).astype(pd.StringDtype("python"))
     if fmt != "parquet":
         for col in df.columns:
