@@ -153,3 +153,25 @@ def test_a_large_component_is_matched_sparsely_and_stays_one_to_one(monkeypatch)
     assert res.assignments() == {f"s{i:02d}": f"t{i:02d}" for i in range(n)}
     assert (res.sessions.agreed == 2).all() and (res.sessions.margin == 1.0).all()
     assert (res.sessions.status == "matched").all()
+
+
+def test_residual_frames_are_taken_from_the_inputs_on_first_use_and_counted_without():
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 5, "read", {"path": "a"}, None),
+                         ("t1", 9, "list", {"path": "x"}, None)])
+    calls = calls_frame([("s1", 0.2, "read", {"path": "a"}, None), ("s1", 1, "write", {"path": "z"}, None),
+                         ("s2", 3, "read", {"path": "q"}, None)])
+    res = join_sessions(steps, calls)
+    assert res.assignments() == {"s1": "t1", "s2": None}
+    # counts (to_dict, the CLI's json) come from the row positions, before any frame exists
+    assert res.n_unclaimed_calls == 2 and res.n_unmatched_steps == 2
+    assert res._residuals._uc is None and res._residuals._us is None
+    d = res.to_dict()
+    assert d["unclaimed_calls"] == 2 and d["unmatched_steps"] == 2
+    assert res._residuals._uc is None
+    uc = res.unclaimed_calls
+    assert uc.tool.tolist() == ["write", "read"] and uc.door_session.tolist() == ["s1", "s2"]
+    assert uc.index.tolist() == [1, 2]  # positions in `calls`
+    assert res.unclaimed_calls is uc  # taken once, then kept
+    um = res.unmatched_steps
+    assert um.seq.tolist() == [1, 2] and um.index.tolist() == [1, 2]
+    assert list(uc.columns) == list(calls.columns) and list(um.columns) == list(steps.columns)

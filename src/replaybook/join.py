@@ -84,9 +84,13 @@ class JoinResult:
             ``door_session``, ``transcript_id`` (string), ``agreed`` (Int64), ``exact`` (Int64,
             agreeing steps matched by tool-use id), ``median_abs_delta_ms`` (float64).
         unclaimed_calls: rows of ``calls`` that no step of their session's transcript claims
-            (all calls of unmatched sessions).
+            (all calls of unmatched sessions), in (door_session, ts) order, indexed by their
+            position in ``calls``.
+            Built on first access (then kept): see *Residual frames* below.
         unmatched_steps: door-bound ``tool_call`` rows of assigned transcripts that no call of
-            their session claims (see ``door_servers``).
+            their session claims (see ``door_servers``), indexed by their position among the
+            ``tool_call`` rows.  Built
+            on first access, like ``unclaimed_calls``.
         unmatched_transcripts: transcript ids assigned to no session.
         offset_ms: the door clock minus the transcript clock, median over all agreeing pairs
             (ms), or ``None`` when nothing agreed.
@@ -94,18 +98,44 @@ class JoinResult:
         min_agreed: the minimum agreement used.
         door_servers: MCP server names (as the clients call the door) seen on agreeing steps;
             steps of other servers and built-in tools never pass the door and are not residuals.
+
+    Residual frames: the join knows the residual *rows* (``n_unclaimed_calls``,
+    ``n_unmatched_steps``, and per session in ``sessions``); the frames themselves are copies of
+    those rows of the input frames (millions of rows on a large incident, of which the report
+    shows the first few and the session view one session's), so they are taken from the inputs
+    when first read.  The result keeps the two input frames referenced until then: change them
+    in place after the join and the residual frames read the changed values.
     """
 
     sessions: pd.DataFrame
     pairs: pd.DataFrame
     scores: pd.DataFrame
-    unclaimed_calls: pd.DataFrame
-    unmatched_steps: pd.DataFrame
     unmatched_transcripts: list[str]
     offset_ms: float | None
     window_s: float
     min_agreed: int
     door_servers: list[str] = field(default_factory=list)
+    _residuals: "_Residuals | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def unclaimed_calls(self) -> pd.DataFrame:
+        """Door calls no step claims (a :data:`~replaybook.frames.CALLS` frame; see the class)."""
+        return self._residuals.unclaimed_calls() if self._residuals is not None else CALLS.empty()
+
+    @property
+    def unmatched_steps(self) -> pd.DataFrame:
+        """Door-bound tool steps no call claims (a :data:`~replaybook.frames.STEPS` frame)."""
+        return self._residuals.unmatched_steps() if self._residuals is not None else STEPS.empty()
+
+    @property
+    def n_unclaimed_calls(self) -> int:
+        """Number of rows of :attr:`unclaimed_calls` (without building the frame)."""
+        return len(self._residuals.call_rows) if self._residuals is not None else 0
+
+    @property
+    def n_unmatched_steps(self) -> int:
+        """Number of rows of :attr:`unmatched_steps` (without building the frame)."""
+        return len(self._residuals.step_rows) if self._residuals is not None else 0
 
     def assignments(self) -> dict[str, str | None]:
         """``{door_session: transcript_id or None}``."""
@@ -137,10 +167,35 @@ class JoinResult:
             "assignments": self.assignments(),
             "unmatched_transcripts": list(self.unmatched_transcripts),
             "sessions": sess,
-            "unclaimed_calls": int(len(self.unclaimed_calls)),
-            "unmatched_steps": int(len(self.unmatched_steps)),
+            "unclaimed_calls": self.n_unclaimed_calls,
+            "unmatched_steps": self.n_unmatched_steps,
             "door_servers": list(self.door_servers),
         }
+
+
+class _Residuals:
+    """The residual rows of a join and the frames they come from; each frame is taken once."""
+
+    __slots__ = ("calls", "call_rows", "steps", "step_rows", "step_labels", "_uc", "_us")
+
+    def __init__(self, calls: pd.DataFrame, call_rows: np.ndarray, steps: pd.DataFrame,
+                 step_rows: np.ndarray, step_labels: pd.Index):
+        self.calls, self.call_rows = calls, call_rows
+        self.steps, self.step_rows, self.step_labels = steps, step_rows, step_labels
+        self._uc = self._us = None
+
+    def unclaimed_calls(self) -> pd.DataFrame:
+        if self._uc is None:
+            self._uc = self.calls.take(self.call_rows)
+            self.calls = None
+        return self._uc
+
+    def unmatched_steps(self) -> pd.DataFrame:
+        if self._us is None:
+            us = self.steps.take(self.step_rows)
+            us.index = self.step_labels
+            self._us, self.steps = us, None
+        return self._us
 
 
 #: How an agreeing pair was found (index = code in the arrays below).
@@ -838,16 +893,13 @@ def join_sessions(
     unclaimed_rows = np.flatnonzero(~claimed_call)
     if c_rank is not None and len(unclaimed_rows):
         unclaimed_rows = unclaimed_rows[_stable_order(c_rank[unclaimed_rows])]
-    unclaimed_calls = calls.take(unclaimed_rows)
     um_pos = np.flatnonzero(unmatched_mask)
-    unmatched_steps = steps.take(um_pos if whole else sel[um_pos])
-    unmatched_steps.index = pd.RangeIndex(n_st).take(um_pos)
     return JoinResult(
         sessions=sessions,
         pairs=pairs,
         scores=scores,
-        unclaimed_calls=unclaimed_calls,
-        unmatched_steps=unmatched_steps,
+        _residuals=_Residuals(calls, unclaimed_rows, steps, um_pos if whole else sel[um_pos],
+                              pd.RangeIndex(n_st).take(um_pos)),
         unmatched_transcripts=[t for t in all_t if t not in assigned_names],
         offset_ms=offset_all,
         window_s=float(window_s),
