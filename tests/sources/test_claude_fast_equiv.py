@@ -418,3 +418,31 @@ def test_integer_beyond_4300_digits_in_a_value_the_loader_does_not_read(tmp_path
     assert "4300" in ref.quarantine["error"][0]
     frame = load_claude_code(p).frame
     assert frame["text"].tolist() == ["x"]
+
+
+def _nested(depth: int, cwd: bytes = b"\xff") -> bytes:
+    """A user line whose unread ``d`` value nests ``depth`` levels (the line's object included),
+    with invalid UTF-8 (orjson refuses the line; json reads it) unless ``cwd`` says otherwise."""
+    return (user("u1", "x").replace(b'"cwd":"/p"', b'"cwd":"' + cwd + b'","d":' + b"[" * (depth - 1)
+                                     + b"]" * (depth - 1)) + b"\n" + user("u2", "y") + b"\n")
+
+
+@pytest.mark.parametrize("limit", [1000, 3000])
+def test_deep_lines_near_the_reference_limit(tmp_path, monkeypatch, limit):
+    """Lines nested around the depth where the reference's json + deep_safe give up (orjson
+    refuses them), in an unread value and in a tool input: the same rows or quarantine both
+    ways, at two recursion limits."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        for depth in (60, 200, limit // 2 - 80, limit // 2 - 20, limit // 2 + 20, limit - 100):
+            p = tmp_path / f"deep-{limit}-{depth}.jsonl"
+            p.write_bytes(_nested(depth))
+            q = tmp_path / f"deep-input-{limit}-{depth}.jsonl"   # nested in a raw value read
+            q.write_bytes(asst("a1", "m", "r", [tu("t", "x", {"p": 1})]).replace(
+                b'"p":1', b'"p":' + b"[" * (depth - 5) + b"]" * (depth - 5)).replace(
+                b'"cwd":"/p"', b'"cwd":"\xff"') + b"\n")
+            for f in (p, q):
+                assert_same(f, monkeypatch)
+    finally:
+        sys.setrecursionlimit(old)
