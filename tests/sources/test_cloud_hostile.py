@@ -17,6 +17,7 @@ import pytest
 from replaybook.errors import InputError
 from replaybook.frames import ACCESS
 from replaybook.sources import registry
+from replaybook.sources._record import as_dict
 from replaybook.sources.azure_storage import load_azure_storage
 from replaybook.sources.cloudtrail import load_cloudtrail
 from replaybook.sources.gcp_audit import load_gcp_audit
@@ -100,7 +101,7 @@ def test_hostile_inputs_give_quarantine_rows_and_leave_files_alone(tmp_path, nam
     for col in ("principal", "resource_uri", "user_agent"):
         for v in rows[col].dropna():
             v.encode("utf-8")
-    json.dumps(rows.iloc[0]["raw"], ensure_ascii=False).encode("utf-8")
+    json.dumps(as_dict(rows.iloc[0]["raw"]), ensure_ascii=False).encode("utf-8")
     assert any("\ufffd" in str(v) for v in rows[["resource_uri", "user_agent", "principal"]].to_numpy().ravel())
 
 

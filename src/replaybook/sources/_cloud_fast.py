@@ -4,7 +4,7 @@ The per-record reference path (:func:`~._cloud.load_each` with the loader's ``_r
 stays the definition of the output; what is here only makes the same frame cheaper:
 
 * :func:`prefetched_files` — :func:`~._cloud.iter_files` with each file read once (hashed
-  from memory, gunzipped, line-counted with numpy).
+  from memory, gunzipped, line-counted with numpy unless it is one line).
   Same ``inputs`` entries, same quarantine rows, same order; an unreadable file raises the
   same :class:`~replaybook.errors.InputError` when its turn comes.
 * :class:`Chunks` — the rows of the files, kept as one list per ACCESS column per file
@@ -38,6 +38,7 @@ from .._text import to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
 from . import _cloud
+from ._record import as_dict
 
 try:  # optional: ISA-L inflate is ~1.5x zlib's; results are identical for intact streams
     from isal import isal_zlib as _isal
@@ -99,6 +100,9 @@ def gunzip(path: Path, disk: bytes) -> tuple[bytes, str | None]:
 def _count_lines(data: bytes) -> int:
     if not data:
         return 0
+    first = data.find(b"\n")  # memchr: a delivery file is one line (or one and a newline)
+    if first < 0 or first == len(data) - 1:
+        return 1
     n = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
     return n + (0 if data[-1:] == b"\n" else 1)
 
@@ -255,7 +259,7 @@ def finish_columns(chunks: Chunks, quarantine: list[dict], inputs: list[dict], l
         for i in np.flatnonzero(bad).tolist():
             quarantine.append(quarantine_row(
                 source_file[i], None, loader, f"time {ts_text[i]!r} is not a date-time", line_no=line_no[i],
-                raw=_cloud.json_preview(raw[i])[:400] if raw[i] is not None else None))
+                raw=_cloud.json_preview(as_dict(raw[i]))[:400] if raw[i] is not None else None))
         ts = ts[keep]
     if keep is not None and not keep.any():
         frame = ACCESS.empty()

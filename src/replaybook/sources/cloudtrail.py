@@ -48,7 +48,9 @@ request_id       ``requestID``
 correlation      ``userIdentity.sessionContext.sourceIdentity`` (or ``userIdentity.sourceIdentity``),
                  else the role session name of an assumed-role ARN
 raw              the CloudTrail record (envelopes kept under ``_envelope``), strings made
-                 surrogate-safe, presigned-URL signatures redacted
+                 surrogate-safe, presigned-URL signatures redacted; for compact delivery files
+                 a :class:`~._record.SourceRecord` that keeps the record's source bytes and
+                 parses them into that dict on first use (it compares equal to it)
 line_no          the 1-based record index in a delivery file / array, the line in JSON Lines
 ===============  ==========================================================================
 
