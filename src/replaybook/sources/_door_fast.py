@@ -10,10 +10,20 @@ asserts equal frames), cheaper:
   whole file the per-line way, which then gives the schema's complaint (:func:`decode_file`);
 * ``arguments`` is kept as its raw JSON bytes by the decoder and parsed with orjson (and
   canonicalised) once per distinct spelling (:class:`ArgsTable`);
+* the line count and the one-object-per-line check are one numpy pass over the bytes
+  (:func:`scan`);
 * rows are collected per column (:class:`Columns`): text columns as integer codes into a table
-  of distinct values, numbers as Python numbers, so the frame is built with numpy ``take``\\ s
-  instead of one Python object per row and column;
-* the sort is one ``numpy.lexsort`` over session ranks, timestamps and ``seq``.
+  of distinct values (per file one code when every row has the same value), numbers as Python
+  numbers; :meth:`Columns.finish` turns them into numpy
+  arrays (a :class:`Block`), so the frame is built with numpy ``take``\\ s instead of one Python
+  object per row and column;
+* timestamps of the common shape ``YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z`` (same width within a file,
+  ASCII, years 1900–2199, a real date, hours < 24, minutes and seconds < 60) are converted
+  arithmetically on the whole column (:func:`iso_ns`); every other text (offsets, leap seconds,
+  other widths, impossible dates …) goes through ``_text.to_utc`` as before;
+* the sort (:func:`sort_order`) is the files in session order when every file holds one
+  session no other file has, in (``ts``, ``seq``) order — what a door writes; otherwise one
+  ``numpy.lexsort`` over session ranks, timestamps and ``seq``.
 
 When :func:`decode_file` takes a file, what it collects equals, row for row, what the per-line
 path collects for that file.  It only takes a file whose bytes show one JSON object per line and
@@ -36,15 +46,15 @@ from typing import Annotated, Any, Literal, Sequence, Union
 import msgspec
 import numpy as np
 import orjson
-import pandas as pd
 from msgspec import Meta, Raw, Struct, field
 from msgspec.structs import astuple
 
 from .._jsonl import quarantine_row
 from ..canonical import canonical_args
-from ..frames import CALLS
 
-__all__ = ["Rec", "ArgsTable", "Columns", "decode_file", "frame", "utc_ns"]
+# pandas (and frames, which imports it) is imported where the frame is built
+
+__all__ = ["Rec", "ArgsTable", "Columns", "Block", "decode_file", "frame", "utc_ns", "iso_ns"]
 
 _U63 = Annotated[int, Meta(ge=0, le=2**63 - 1)]
 _NONEMPTY = Annotated[str, Meta(min_length=1)]
@@ -108,7 +118,8 @@ class _Unusable(Exception):
 
 
 class _Codes(dict):
-    """value → code (0, 1, … in order of first sight; ``None`` → -1); ``values`` by code."""
+    """value → code (0, 1, … in order of first sight; ``None`` → -1); ``values`` by code
+    (``values`` may also hold entries added without a code here: see :data:`_MOSTLY_DISTINCT`)."""
 
     def __init__(self) -> None:
         super().__init__({None: -1})
@@ -167,20 +178,56 @@ class ArgsTable:
         return len(self.objs) - 1
 
 
-#: CALLS columns kept as codes into a table of distinct strings
-CODED = ("door_session", "agent", "server", "tool", "object", "decision", "rule", "correlation", "error")
+#: CALLS columns kept as codes into a table of distinct strings (the last three are mostly
+#: missing: a table of the given values is cheaper to make a ``string`` array of than every row)
+CODED = ("door_session", "agent", "server", "tool", "object", "decision", "rule", "correlation", "error",
+         "meta_call_id", "response_digest", "object_digest")
 #: CALLS columns kept as Python values (mostly distinct per row, or numbers)
-PLAIN = ("seq", "ts", "ts_end", "duration_ms", "rows", "bytes", "meta_call_id", "response_digest",
-         "object_digest", "line_no")
+PLAIN = ("seq", "ts", "ts_end", "duration_ms", "rows", "bytes", "line_no")
+_LISTS = ("seq", "duration_ms", "rows", "bytes")
+_VARYING = -2  # not a code (codes are -1 for None, else 0, 1, …)
+#: CODED columns whose values are mostly distinct where given: a file whose rows differ adds
+#: every row to the table as it is (a table may then hold a value, or None, more than once)
+_MOSTLY_DISTINCT = frozenset({"meta_call_id", "response_digest", "object_digest"})
 
+
+class Block:
+    """The finished rows of consecutive files, as arrays (:meth:`Columns.finish`).
+
+    ``coded[c]`` is ``(values, codes)`` for every CODED column: a table of values and an int32
+    index into it per row (-1 for ``None``); the ``door_session`` table is distinct (the sort
+    ranks sessions by it), others may hold a value twice (:data:`_MOSTLY_DISTINCT`).  ``arg_objs``/``arg_keys`` are the ``arguments`` table and ``arg_codes``
+    its codes; ``ts``/``te`` int64 nanoseconds since the epoch (``NaT``'s value where missing or
+    not a date-time) and ``te_given`` where ``ts_end`` was given; integer columns come with a
+    ``*_missing`` mask; ``duration`` is float64 (NaN where not logged); ``line_no`` int64;
+    ``counts[i]`` rows of ``files[i]``, in file order.
+    """
+
+    __slots__ = ("files", "counts", "coded", "arg_objs", "arg_keys", "arg_codes", "seq", "seq_missing",
+                 "ts", "te", "te_given", "duration", "rows", "rows_missing", "bytes", "bytes_missing", "line_no")
+
+    def __init__(self, **kw: Any) -> None:
+        for k in self.__slots__:
+            setattr(self, k, kw[k])
+
+    def __len__(self) -> int:
+        return len(self.arg_codes)
 
 class Columns:
-    """The rows of one load, per column, in file order (see the module docstring)."""
+    """The rows of one load (or one part of it), per column, in file order (see the module
+    docstring); :meth:`finish` makes a :class:`Block` of them."""
 
     def __init__(self) -> None:
         self.codes = {c: _Codes() for c in CODED}
+        #: per column: per file its code, or _VARYING (the codes are then in ``varying``)
         self.coded: dict[str, list[int]] = {c: [] for c in CODED}
-        self.plain: dict[str, list] = {c: [] for c in PLAIN}
+        self.varying: dict[str, list[int]] = {c: [] for c in CODED}
+        self.plain: dict[str, list] = {c: [] for c in _LISTS}
+        #: per file: ``(width, text)`` (every value ``width`` ASCII characters, joined) or a list
+        self.ts_parts: list = []
+        self.te_parts: list = []
+        #: per file: its rows' line numbers, or None for 1 … n
+        self.line_nos: list = []
         self.args = ArgsTable()
         self.arg_codes: list[int] = []
         self.files: list[str] = []
@@ -193,17 +240,66 @@ class Columns:
         """Append one file's rows: ``values`` maps every CODED and PLAIN column to a sequence of
         its rows' values; ``arg_codes`` are the rows' :class:`ArgsTable` codes."""
         n = len(arg_codes)
-        for c in CODED:
-            col, codes = values[c], self.codes[c]
-            if n and col.count(col[0]) == n:  # the same in every row (session, agent …): one look-up
-                self.coded[c].extend([codes[col[0]]] * n)
-            else:
-                self.coded[c].extend(map(codes.__getitem__, col))
-        for c in PLAIN:
-            self.plain[c].extend(values[c])
+        self._add_coded(values, n)
+        for c in _LISTS:
+            if c != "line_no":
+                self.plain[c].extend(values[c])
+        self.line_nos.append(list(values["line_no"]))
+        self.ts_parts.append(list(values["ts"]))
+        self.te_parts.append(list(values["ts_end"]))
         self.arg_codes.extend(arg_codes)
         self.files.append(spath)
         self.counts.append(n)
+
+    def _add_coded(self, values: dict[str, Sequence], n: int) -> None:
+        # per column and file: the code when every row has the same value (one look-up), else
+        # _VARYING and the rows' codes appended to ``varying``
+        for c in CODED:
+            col, codes = values[c], self.codes[c]
+            first = col[0] if n else None
+            if n and col[-1] == first and col.count(first) == n:
+                self.coded[c].append(codes[first])
+            elif c in _MOSTLY_DISTINCT:  # a new table entry per row (None included): no look-ups
+                self.coded[c].append(_VARYING)
+                base = len(codes.values)
+                codes.values.extend(col)
+                self.varying[c].extend(range(base, base + n))
+            else:
+                self.coded[c].append(_VARYING)
+                self.varying[c].extend(map(codes.__getitem__, col))
+
+    def finish(self) -> Block:
+        """The collected rows as a :class:`Block` (timestamps parsed, see :func:`parse_parts`)."""
+        n = len(self.arg_codes)
+        plain = self.plain
+        coded = {}
+        counts = np.asarray(self.counts, dtype=np.int64)
+        for c in CODED:
+            codes = np.repeat(np.asarray(self.coded[c], dtype=np.int32), counts)
+            varying = self.varying[c]
+            if varying:
+                codes[codes == _VARYING] = np.fromiter(varying, dtype=np.int32, count=len(varying))
+            coded[c] = (self.codes[c].values, codes)
+        ts, _ = parse_parts(self.ts_parts, self.counts)
+        te, te_given = parse_parts(self.te_parts, self.counts)
+        seq, seq_missing = _ints(plain["seq"])
+        rows, rows_missing = _ints(plain["rows"])
+        nbytes, bytes_missing = _ints(plain["bytes"])
+        duration = np.fromiter(plain["duration_ms"], dtype=object, count=n).astype(np.float64)
+        return Block(files=list(self.files), counts=list(self.counts), coded=coded, arg_objs=self.args.objs,
+                     arg_keys=self.args.keys, arg_codes=np.fromiter(self.arg_codes, dtype=np.int64, count=n),
+                     seq=seq, seq_missing=seq_missing, ts=ts, te=te, te_given=te_given, duration=duration,
+                     rows=rows, rows_missing=rows_missing, bytes=nbytes, bytes_missing=bytes_missing,
+                     line_no=self._line_no(counts))
+
+    def _line_no(self, counts: np.ndarray) -> np.ndarray:
+        n = int(counts.sum())
+        starts = np.cumsum(counts) - counts
+        line_no = np.arange(1, n + 1, dtype=np.int64) - np.repeat(starts, counts)
+        for start, k, given in zip(starts.tolist(), counts.tolist(), self.line_nos):
+            if given is not None:
+                line_no[start:start + k] = np.asarray(given, dtype=np.int64).reshape(k)
+        return line_no
 
 
 def _meta_id(m: _MetaIds | None) -> str | None:
@@ -212,22 +308,60 @@ def _meta_id(m: _MetaIds | None) -> str | None:
     return m.k0 or m.k1 or m.k2 or m.k3 or m.k4 or None
 
 
-def _ts_quick_ok(ts: Sequence[str]) -> bool:
+def _fixed(ts: Sequence) -> tuple[int, str] | None:
+    """``(width, joined text)`` when every value is a str of one width, else None (also when
+    a value is ``None``)."""
+    try:
+        lengths = set(map(len, ts))
+    except TypeError:  # None among them
+        return None
+    if len(lengths) == 1:
+        return lengths.pop(), "".join(ts)
+    return None
+
+
+def _ts_quick_ok(ts: Sequence[str], fixed: tuple[int, str] | None) -> bool:
     """``len(t) >= 20 and t[4] == "-" and t[10] == "T"`` for every ``t`` (door._quick_ok)."""
     n = len(ts)
-    width = len(ts[0])
-    if width >= 20 and min(map(len, ts)) == width == max(map(len, ts)):
-        joined = "".join(ts)
+    if fixed is not None and fixed[0] >= 20:
+        width, joined = fixed
         return joined[4::width].count("-") == n and joined[10::width].count("T") == n
     return all(len(t) >= 20 and t[4] == "-" and t[10] == "T" for t in ts)
 
 
-def decode_file(data: bytes, n_lines: int, spath: str, default_agent: str | None, out: Columns) -> bool:
+def _ts_part(values: Sequence, fixed: tuple[int, str] | None) -> Any:
+    """A file's ``ts`` or ``ts_end`` values for :func:`parse_parts`: joined when they have one
+    width :func:`iso_ns` reads and are ASCII, else as a list."""
+    if fixed is not None and fixed[0] in _ISO_WIDTHS and fixed[1].isascii():
+        return fixed
+    return list(values)
+
+
+def scan(data: bytes) -> tuple[int, bool]:
+    """``(lines, shaped)``: the number of lines of ``data`` (as ``_jsonl`` counts them: a last
+    line without a newline counts) and whether the bytes show one JSON object per line and
+    nothing else (starts with ``{``, ends with ``}\\n``, every newline between ``}`` and ``{``).
+    One pass over the bytes (numpy, which does not hold the GIL)."""
+    if not data:
+        return 0, False
+    a = np.frombuffer(data, dtype=np.uint8)
+    nl = np.flatnonzero(a == 10)
+    n = len(nl)
+    if a[-1] != 10:
+        return n + 1, False
+    shaped = bool(a[0] == 123 and (a[nl - 1] == 125).all() and (a[nl[:-1] + 1] == 123).all())
+    return n, shaped
+
+
+def decode_file(data: bytes, info: dict, spath: str, default_agent: str | None, out: Columns) -> bool:
     """Collect a door log file's rows into ``out`` when every line is one the per-line path
     would take without the schema; False (nothing collected) when the file must go the
-    per-line way (see the module docstring)."""
-    n = n_lines
-    if not n or data[:1] != b"{" or data[-2:] != b"}\n" or data.count(b"}\n{") != n - 1:
+    per-line way (see the module docstring).  Sets ``info["lines"]`` when it is ``None``."""
+    lines, shaped = scan(data)
+    if info.get("lines") is None:
+        info["lines"] = lines
+    n = lines
+    if not (n and shaped):
         return False
     if not data.isascii():
         try:
@@ -242,28 +376,41 @@ def decode_file(data: bytes, n_lines: int, spath: str, default_agent: str | None
         return False
     c = list(zip(*map(astuple, recs)))
     del recs
-    if not _ts_quick_ok(c[_TS]):
+    ts = c[_TS]
+    ts_fixed = _fixed(ts)
+    if not _ts_quick_ok(ts, ts_fixed):
         return False
     try:
-        arg_codes = list(map(out.args.by_raw.__getitem__, map(bytes, c[_ARGS])))
+        # the raw spellings as bytes: joined and split at newlines (none inside a line here)
+        arg_codes = list(map(out.args.by_raw.__getitem__, b"\n".join(c[_ARGS]).split(b"\n")))
     except _Unusable:
         return False
     agent = c[_AGENT]
-    if None in agent or "" in agent:
+    if not all(agent):  # None or "": the folder's name
         agent = [a or default_agent for a in agent]
     meta = c[_META]
-    out.add(spath, {
-        "door_session": c[_SESSION], "agent": agent, "server": c[_SERVER], "tool": c[_TOOL],
-        "object": c[_OBJECT], "decision": c[_DECISION], "rule": c[_RULE], "correlation": c[_CORRELATION],
-        "error": c[_ERROR], "seq": c[_SEQ], "ts": c[_TS], "ts_end": c[_TS_END], "duration_ms": c[_DURATION],
-        "rows": c[_ROWS], "bytes": c[_BYTES],
-        "meta_call_id": [None] * n if meta.count(None) == n else list(map(_meta_id, meta)),
-        "response_digest": c[_RESPONSE_DIGEST], "object_digest": c[_OBJECT_DIGEST], "line_no": range(1, n + 1),
-    }, arg_codes)
+    te = c[_TS_END]
+    te_fixed = _fixed(te)
+    out._add_coded({"door_session": c[_SESSION], "agent": agent, "server": c[_SERVER], "tool": c[_TOOL],
+                    "object": c[_OBJECT], "decision": c[_DECISION], "rule": c[_RULE],
+                    "correlation": c[_CORRELATION], "error": c[_ERROR],
+                    "meta_call_id": meta if meta.count(None) == n else list(map(_meta_id, meta)),
+                    "response_digest": c[_RESPONSE_DIGEST], "object_digest": c[_OBJECT_DIGEST]}, n)
+    plain = out.plain
+    plain["seq"].extend(c[_SEQ])
+    plain["duration_ms"].extend(c[_DURATION])
+    plain["rows"].extend(c[_ROWS])
+    plain["bytes"].extend(c[_BYTES])
+    out.line_nos.append(None)  # 1 … n
+    out.ts_parts.append(_ts_part(ts, ts_fixed))
+    out.te_parts.append(_ts_part(te, te_fixed))
+    out.arg_codes.extend(arg_codes)
+    out.files.append(spath)
+    out.counts.append(n)
     return True
 
 
-# -- the frame ---------------------------------------------------------------------------------
+# -- timestamps --------------------------------------------------------------------------------
 
 def utc_ns(values: list) -> tuple[np.ndarray, np.ndarray]:
     """``(ns, given)``: ``_text.to_utc(values)`` as int64 nanoseconds since the epoch (``NaT``'s
@@ -276,16 +423,111 @@ def utc_ns(values: list) -> tuple[np.ndarray, np.ndarray]:
     given = obj.astype(bool)  # text is truthy unless empty; None is not
     for i in np.flatnonzero(~given):
         given[i] = obj[i] is not None
+    if not len(obj):
+        return np.zeros(0, dtype=np.int64), given
     ns = to_utc(obj).to_numpy(dtype="datetime64[ns]").view(np.int64)
     return ns, given
 
 
-def _utc_series(ns: np.ndarray) -> pd.Series:
+_ISO_WIDTHS = frozenset([20, *range(22, 31)])  # …SSZ, …SS.fZ to …SS.fffffffffZ
+_CUM_DAYS = np.array([0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334], dtype=np.int64)
+_MONTH_DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
+
+
+def iso_ns(text: bytes, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ns, ok)`` of ``len(text) // width`` ASCII date-times of ``width`` characters each,
+    laid end to end: nanoseconds since the epoch where ``ok``, i.e. where the value has the
+    shape ``YYYY-MM-DDTHH:MM:SSZ`` or ``YYYY-MM-DDTHH:MM:SS.<1–9 digits>Z``, the year is
+    1900–2199, the date exists, hours < 24, minutes and seconds < 60.  There the value is
+    exactly what ``_text.to_utc`` gives; elsewhere (``ok`` false) ``ns`` is meaningless and the
+    caller asks ``to_utc``."""
+    k = len(text) // width
+    if width not in _ISO_WIDTHS or not k:
+        return np.zeros(k, dtype=np.int64), np.zeros(k, dtype=bool)
+    a = np.frombuffer(text, dtype=np.uint8).reshape(k, width)
+    digit_at = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, *range(20, width - 1)]
+    d = np.ascontiguousarray((a[:, digit_at] - np.uint8(48)).T)  # digit j of every value: row j
+    ok = (d < 10).all(axis=0)  # wraps below '0'
+    seps = np.ascontiguousarray(a[:, [4, 7, 10, 13, 16, 19, width - 1]].T)
+    for row, ch in enumerate(b"--T::.Z"):
+        if row != 5 or width > 20:
+            ok &= seps[row] == ch
+
+    def num(*at: int) -> np.ndarray:
+        v = d[digit_at.index(at[0])].astype(np.int64)
+        for i in at[1:]:
+            v = v * 10 + d[digit_at.index(i)]
+        return v
+
+    year, month, day = num(0, 1, 2, 3), num(5, 6), num(8, 9)
+    hour, minute, second = num(11, 12), num(14, 15), num(17, 18)
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    m0 = np.clip(month - 1, 0, 11)
+    dim = _MONTH_DAYS[m0] + (leap & (m0 == 1))
+    ok &= (year >= 1900) & (year < 2200) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= dim)
+    ok &= (hour < 24) & (minute < 60) & (second < 60)
+    # days since 1970-01-01 (proleptic Gregorian)
+    y1 = year - 1
+    days = (365 * (year - 1970) + (y1 // 4 - 1969 // 4) - (y1 // 100 - 1969 // 100) + (y1 // 400 - 1969 // 400)
+            + _CUM_DAYS[m0] + ((m0 >= 2) & leap) + day - 1)
+    ns = (days * 86400 + hour * 3600 + minute * 60 + second) * 1_000_000_000
+    frac_digits = width - 21
+    if frac_digits > 0:
+        ns += num(*range(20, width - 1)) * 10 ** (9 - frac_digits)
+    return ns, ok
+
+
+def parse_parts(parts: list, counts: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ns, given)`` as :func:`utc_ns` gives them for the values of ``parts`` laid end to end:
+    one part per file, ``counts[i]`` values each, either ``(width, text)`` (the file's values,
+    all ``width`` ASCII characters, joined: converted by :func:`iso_ns` where it can) or a list
+    (of str / ``None``)."""
+    n = int(sum(counts))
+    ns = np.full(n, _NAT, dtype=np.int64)
+    given = np.ones(n, dtype=bool)
+    groups: dict[int, tuple[list, list]] = {}
+    rest_at: list[np.ndarray] = []
+    rest_vals: list = []
+    pos = 0
+    for part, k in zip(parts, counts):
+        if type(part) is tuple:
+            starts, texts = groups.setdefault(part[0], ([], []))
+            starts.append(pos)
+            texts.append(part[1])
+        elif k:
+            rest_at.append(np.arange(pos, pos + k))
+            rest_vals.extend(part)
+        pos += k
+    for width, (starts, texts) in groups.items():
+        sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) // width
+        at = np.repeat(np.asarray(starts, dtype=np.int64) - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
+        text = "".join(texts).encode("ascii")
+        vals, ok = iso_ns(text, width)
+        ns[at[ok]] = vals[ok]
+        bad = np.flatnonzero(~ok)
+        if len(bad):
+            rest_at.append(at[bad])
+            rest_vals.extend(text[i * width:(i + 1) * width].decode("ascii") for i in bad.tolist())
+    if rest_vals:
+        at = np.concatenate(rest_at)
+        vals, g = utc_ns(rest_vals)
+        ns[at] = vals
+        given[at] = g
+    return ns, given
+
+
+# -- the frame ---------------------------------------------------------------------------------
+
+def _utc_series(ns: np.ndarray):
+    import pandas as pd
+
     return pd.Series(ns.view("datetime64[ns]")).dt.tz_localize("UTC")
 
 
-def _strings(values: Sequence) -> pd.api.extensions.ExtensionArray:
+def _strings(values: Sequence):
     """A ``string`` (python storage) array of ``str``/``None`` values."""
+    import pandas as pd
+
     if not isinstance(values, np.ndarray):
         values = np.fromiter(values, dtype=object, count=len(values))
     return pd.array(values, dtype=pd.StringDtype("python"))
@@ -297,28 +539,53 @@ def _ints(values: list) -> tuple[np.ndarray, np.ndarray]:
         return np.fromiter(values, dtype=np.int64, count=len(values)), np.zeros(len(values), dtype=bool)
     except TypeError:  # None among them
         obj = np.fromiter(values, dtype=object, count=len(values))
-        missing = pd.isna(obj)
+        missing = obj == None  # noqa: E711 - elementwise
         obj[missing] = 0
         return obj.astype(np.int64), missing
 
 
-def frame(cols: Columns, quarantine: list[dict], loader: str) -> pd.DataFrame:
+def sort_order(key: np.ndarray, ts: np.ndarray, seq: np.ndarray, file_idx: np.ndarray) -> np.ndarray:
+    """``numpy.lexsort((seq, ts, key))`` (stable) of rows grouped by file (``file_idx``
+    non-decreasing).  When every file's rows share one ``key`` that no other file has and are
+    already in (``ts``, ``seq``) order — a door writes one file per session, in time order —
+    that is the files in ``key`` order, which costs no row sort."""
+    m = len(key)
+    if m < 2:
+        return np.arange(m, dtype=np.int64)
+    same = file_idx[1:] == file_idx[:-1]
+    first = np.flatnonzero(np.concatenate(([True], ~same)))  # each file's first row
+    seg_keys = key[first]
+    if (np.all((key[1:] == key[:-1]) | ~same)
+            and np.all((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (seq[1:] >= seq[:-1])) | ~same)
+            and len(np.unique(seg_keys)) == len(first)):
+        lens = np.diff(np.append(first, m))
+        by_key = np.argsort(seg_keys, kind="stable")
+        lens_sorted = lens[by_key]
+        return np.repeat(first[by_key] - (np.cumsum(lens_sorted) - lens_sorted), lens_sorted) + np.arange(m)
+    return np.lexsort((seq, ts, key))
+
+
+def frame(block: Block | Columns, quarantine: list[dict], loader: str):
     """The CALLS frame of the collected rows, as ``door.load_door`` documents it: lines with a
     ``ts``/``ts_end`` that is not a date-time appended to ``quarantine`` (in file order, after
     the others), ``duration_ms`` from ``ts_end − ts`` where not logged, a missing ``seq``
     numbered in file order within its session, rows sorted by (``door_session``, ``ts``,
     ``seq``), stable."""
-    n = len(cols)
-    plain = cols.plain
-    ts_ns, _ = utc_ns(plain["ts"])
-    te_ns, te_given = utc_ns(plain["ts_end"])
-    file_idx = np.repeat(np.arange(len(cols.files)), cols.counts)
-    line_no = np.fromiter(plain["line_no"], dtype=np.int64, count=n)
-    bad = (ts_ns == _NAT) | ((te_ns == _NAT) & te_given)
+    import pandas as pd
+
+    from ..frames import CALLS
+
+    if isinstance(block, Columns):
+        block = block.finish()
+    b = block
+    ts_ns, te_ns = b.ts, b.te
+    file_idx = np.repeat(np.arange(len(b.files)), b.counts)
+    line_no = b.line_no
+    bad = (ts_ns == _NAT) | ((te_ns == _NAT) & b.te_given)
     keep = None
     if bad.any():
         for i in np.flatnonzero(bad):
-            quarantine.append(quarantine_row(cols.files[file_idx[i]], None, loader,
+            quarantine.append(quarantine_row(b.files[file_idx[i]], None, loader,
                                              "ts or ts_end is not an RFC 3339 date-time", line_no=int(line_no[i])))
         keep = ~bad
 
@@ -326,11 +593,13 @@ def frame(cols: Columns, quarantine: list[dict], loader: str) -> pd.DataFrame:
         return a if keep is None else a[keep]
 
     ts_ns, te_ns, file_idx, line_no = kept(ts_ns), kept(te_ns), kept(file_idx), kept(line_no)
-    codes = {c: kept(np.fromiter(cols.coded[c], dtype=np.int64, count=n)) for c in CODED}
-    arg_codes = kept(np.fromiter(cols.arg_codes, dtype=np.int64, count=n))
-    seq, seq_missing = (kept(a) for a in _ints(plain["seq"]))
+    codes = {c: kept(b.coded[c][1]) for c in CODED}
+    arg_codes = kept(b.arg_codes)
+    seq, seq_missing = kept(b.seq), kept(b.seq_missing)
     m = len(ts_ns)
-    duration = kept(np.fromiter(plain["duration_ms"], dtype=object, count=n).astype(np.float64))
+    duration = kept(b.duration)
+    if keep is None:
+        duration = duration.copy()
     fill = np.isnan(duration) & (te_ns != _NAT)
     if fill.any():
         span = pd.Series((te_ns[fill] - ts_ns[fill]).view("timedelta64[ns]"))
@@ -342,28 +611,26 @@ def frame(cols: Columns, quarantine: list[dict], loader: str) -> pd.DataFrame:
         seq = np.where(seq_missing, nth, seq)
         seq_missing = np.zeros(m, dtype=bool)
     # sort by (door_session, ts, seq), stable: sessions by their text's order
-    names = np.fromiter(cols.codes["door_session"].values, dtype=object, count=len(cols.codes["door_session"].values))
+    names_list = b.coded["door_session"][0]
+    names = np.fromiter(names_list, dtype=object, count=len(names_list))
     rank = np.empty(len(names), dtype=np.int64)
     rank[np.argsort(names, kind="stable")] = np.arange(len(names))
-    order = np.lexsort((seq, ts_ns, rank[session])) if m else np.zeros(0, dtype=np.int64)
+    order = sort_order(rank[session], ts_ns, seq, file_idx)
 
     out: dict[str, Any] = {}
     for c in CODED:
-        table = _strings(cols.codes[c].values)
+        table = _strings(b.coded[c][0])
         out[c] = table.take(codes[c][order], allow_fill=True)
     out["seq"] = pd.arrays.IntegerArray(seq[order], seq_missing[order])
     out["ts"] = _utc_series(ts_ns[order])
     out["ts_end"] = _utc_series(te_ns[order])
     out["duration_ms"] = duration[order]
-    args = np.fromiter(cols.args.objs, dtype=object, count=len(cols.args.objs))
+    args = np.fromiter(b.arg_objs, dtype=object, count=len(b.arg_objs))
     out["arguments"] = args.take(arg_codes[order])
-    out["args_key"] = _strings(cols.args.keys).take(arg_codes[order])
-    for c in ("rows", "bytes"):
-        v, missing = _ints(plain[c])
-        v, missing = kept(v), kept(missing)
-        out[c] = pd.arrays.IntegerArray(v[order], missing[order])
-    for c in ("meta_call_id", "response_digest", "object_digest"):
-        out[c] = _strings(kept(np.fromiter(plain[c], dtype=object, count=n))[order])
-    out["source_file"] = _strings(cols.files).take(file_idx[order])
+    out["args_key"] = _strings(b.arg_keys).take(arg_codes[order])
+    for c, v, missing in (("rows", b.rows, b.rows_missing), ("bytes", b.bytes, b.bytes_missing)):
+        out[c] = pd.arrays.IntegerArray(kept(v)[order], kept(missing)[order])
+    out["source_file"] = _strings(b.files).take(file_idx[order])
     out["line_no"] = pd.arrays.IntegerArray(line_no[order], np.zeros(m, dtype=bool))
     return CALLS.build({c: pd.Series(out[c], copy=False) for c in CALLS.names})
+

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._schema import first_error, package_schema
-from .._jsonl import expand_paths, iter_objects, quarantine_row, read_source, sample_objects
+from .._jsonl import _count_lines, expand_paths, iter_objects, quarantine_row, read_source, sample_objects
 from ..frames import QUARANTINE, LoadResult
 from .registry import Source, register
 
@@ -141,26 +141,35 @@ def _load(paths: str | Path | Iterable[str | Path], *, fast: bool) -> LoadResult
     from . import _door_fast
 
     files = expand_paths(paths, accept=_log_name, unique=False)
-    cols = _door_fast.Columns()
     quarantine: list[dict] = []
     inputs: list[dict] = []
+    cols = _door_fast.Columns()
     # millions of short-lived containers: the cyclic GC's passes over them find nothing
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         for path in files:
-            data, info = read_source(path, LOADER, "door log")
-            inputs.append(info)
-            default_agent = path.parent.name or None
-            spath = str(path)
-            if not (fast and _door_fast.decode_file(data, info["lines"], spath, default_agent, cols)):
-                _read_lines(path, data, spath, default_agent, quarantine, cols)
-            del data
-        frame = _door_fast.frame(cols, quarantine, LOADER)
+            _load_file(path, fast, cols, quarantine, inputs)
+        frame = _door_fast.frame(cols.finish(), quarantine, LOADER)
     finally:
         if gc_was_enabled:
             gc.enable()
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+def _load_file(path: Path, fast: bool, cols: Any, quarantine: list[dict], inputs: list[dict]) -> None:
+    """Read one file into ``cols`` (a ``_door_fast.Columns``): the fast way when ``fast`` and
+    it can, else line by line; its ``inputs`` entry appended to ``inputs``."""
+    from . import _door_fast
+
+    data, info = read_source(path, LOADER, "door log", count_lines=False)
+    inputs.append(info)
+    default_agent = path.parent.name or None
+    spath = str(path)
+    if not (fast and _door_fast.decode_file(data, info, spath, default_agent, cols)):
+        if info["lines"] is None:
+            info["lines"] = _count_lines(data)
+        _read_lines(path, data, spath, default_agent, quarantine, cols)
 
 
 def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, quarantine: list[dict],
