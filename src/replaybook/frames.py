@@ -359,7 +359,9 @@ ACCESS = FrameSpec(
         ("user_agent", "string", "the client's user agent"),
         ("correlation", "string", "a correlation token the door propagated (role session name, "
                                   "source identity, custom audit field, client request id)"),
-        ("raw", "object", "the source record as parsed (dict), for drill-down"),
+        ("raw", "object", "the source record as parsed, for drill-down: a dict, or a "
+                          "SourceRecord (a read-only mapping equal to that dict, parsed from the "
+                          "record's exact source text on first use; ``.text`` holds that text)"),
         ("source_file", "string", "path of the log file"),
         ("line_no", "Int64", "1-based line (or record index for whole-file JSON) in source_file"),
     ),
