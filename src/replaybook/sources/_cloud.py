@@ -51,6 +51,7 @@ from .._jsonl import GZIP_MAGIC, _count_lines, expand_paths, file_info, iter_lin
 from .._text import safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
+from ._record import as_dict
 
 __all__ = [
     "PRINCIPAL_TYPES",
@@ -524,9 +525,10 @@ def path_uri(scheme: str, bucket: str, key: str | None) -> str:
 
 
 def json_preview(obj: Any) -> bytes:
-    """Compact JSON bytes of ``obj`` for a quarantine row's ``raw`` (non-JSON values as str)."""
+    """Compact JSON bytes of ``obj`` for a quarantine row's ``raw`` (non-JSON values as str; a
+    lazily parsed :class:`~._record.SourceRecord` as its dict)."""
     try:
-        return orjson.dumps(obj, default=str)
+        return orjson.dumps(as_dict(obj), default=str)
     except (TypeError, orjson.JSONEncodeError):
         return safe_str(repr(obj)).encode("utf-8", "replace")
 

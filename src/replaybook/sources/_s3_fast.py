@@ -1,298 +1,192 @@
 """Fast path of the S3 server access log loader (:func:`~.s3_access.load_s3_access`).
 
-One compiled pattern splits a whole file's text (``re.findall``), one tuple per line; columns
-are then built with C-level ``map``/``zip`` and the derived values (time → ISO text, requester
-→ principal type / role session, status + error code → outcome, URL-decoded keys — only for
-keys holding ``%`` or ``+``) are computed once per distinct value.  The result is the reference
-path's (:func:`~.s3_access._read_file` through :func:`~._cloud.finish`) row for row.
+One compiled pattern splits a whole file's text (``re.findall``), one tuple per line, holding
+only the fields the frame needs, adjacent ones in one group (operation + key + request-URI;
+status + error code; referer + user agent).  The ``raw`` cell is a
+:class:`~.s3_access.LogLine` of the line's bytes, parsed by the reference parser on first use
+(the reference path makes the same cells).  Every derived value (bucket, ISO time and then UTC
+time, principal type and role session, action, ``s3://`` URI, outcome, redacted user agent) is
+computed once per distinct group value over the whole load (distinct values found with
+Arrow's hash table) and spread to the rows with integer codes; the frame is built at its final
+dtypes and sorted as :func:`~._cloud.finish` sorts.  A worker thread reads the files ahead
+and hashes them (SHA-256) while the main thread parses; the bytes are scanned with numpy
+(lines, quotes, ASCII, stray whitespace) before the pattern runs.  The result is the reference path's
+(:func:`~.s3_access._read_file` through :func:`~._cloud.finish`) row for row.
 
 Which lines the pattern takes
 -----------------------------
 The pattern is the reference's first pattern narrowed so that every field is determined
 without backtracking: unquoted fields ``[^ ]+``; a quoted request-URI / referer / user agent
 ends at its first closing quote and is not empty; the time starts with a digit; everything
-after the user agent is taken as one string and split on spaces.  Under the file-level guards
-below this gives exactly the fields the reference pattern gives.  Any other line (blank, a
-short or damaged line, a trailing-space or double-space tail, an empty quoted field …) is
-read by the reference per-line code, with its own line number, byte offset and quarantine
-row; its row is merged back in line order.
+after the user agent is taken as one string.  A line is read the fast way when it matches and
+that rest is empty or is tokens each after one space (no empty token, no trailing space).
+Under the file-level guards below this gives exactly the fields the reference pattern gives
+(a quoted operation or key is unquoted as the reference unquotes it).  Any other line (blank,
+a short or damaged line, a trailing-space or double-space tail, an empty quoted field …) is
+read by the reference per-line code, with its own line number, byte offset and quarantine row.
 
 The whole file goes the reference way when the text is not ASCII, holds a tab / vertical tab /
-form feed / ``\\x1c``–``\\x1f`` (whitespace to the reference's ``\\S`` but not to ``[^ ]``), a
-carriage return other than one ending a line, any ``"`` outside the three quoted fields, or
-when a match would have run over a line end (count of matches ≠ count of lines).
+form feed / ``\\x1c``–``\\x1f`` (whitespace to the reference's ``\\S`` but not to ``[^ ]``),
+a carriage return other than one ending a line, any ``"`` outside the operation, key and the
+three quoted fields of the lines taken, or when a match would have run over a line end (count
+of matches ≠ count of lines).
+
+Shortcuts with their own guard: a requester's principal type and role session name are read
+off the ARN when it is ``arn:aws…:sts::<acct>:assumed-role/<role>/<session>`` with no ``/`` in
+the session (else the reference functions); the sort is one ``argsort`` of a packed (time rank,
+file, line) key when the rows are in file/line order and the key fits 63 bits (else
+``np.lexsort`` with the reference's tie order).
 """
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import re
-from itertools import repeat
+import threading
+from contextlib import contextmanager
+from itertools import compress, repeat
+from operator import is_, not_
 from pathlib import Path
+from queue import Full, Queue
 from typing import Iterable
 from urllib.parse import unquote_plus
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from ..frames import LoadResult
+from .._jsonl import expand_paths, quarantine_row
+from .._text import to_utc
+from ..errors import InputError
+from ..frames import ACCESS, QUARANTINE, LoadResult
+from . import _cloud
 from . import s3_access as s3
-from ._cloud import http_outcome, redact_text, role_session_name
-from ._cloud_fast import load_files
+from ._cloud import http_outcome, json_preview, path_uri, redact_text, role_session_name
+from ._cloud_fast import gunzip
+from ._record import as_dict
 
 __all__ = ["load", "LINE"]
 
-_F = r"([^ ]+)"
-_N = r"([0-9]+|-)"
-_Q = r'(?:-|"([^"]+)")'
-#: One line of the fast shape (17 fields, then the rest of the line) — or, as group 19, any
-#: other line.  Every match ends at a newline, so matches and lines correspond one to one.
+_Q = r'(?:-|"[^"]+")'
+_N = r"(?:[0-9]+|-)"
+#: One line of the fast shape — groups: bucket, time, requester, request id,
+#: operation + key + request-URI, status + error code, bytes sent, referer + user agent, the
+#: rest of the line — or any other line (all groups empty).  Every match ends at a newline, so
+#: matches and lines correspond one to one.  (The reference's first pattern, narrowed; the
+#: owner, IP, object size and the two times are matched but not captured.)
 LINE = re.compile(
-    r"(?:([^ \n][^ ]*) " + _F + r" \[([0-9][^\]]*)\] " + " ".join([_F] * 5) + " " + _Q
-    + r" ([0-9]{3}|-) " + _F + " " + " ".join([_N] * 4) + " " + _Q + " " + _Q
-    + r"([^\n]*)\n|([^\n]*)\n)"
+    r"(?:[^ \n][^ ]* ([^ ]+) \[([0-9][^\]]*)\] [^ ]+ ([^ ]+) ([^ ]+) ([^ ]+ [^ ]+ " + _Q + r") "
+    r"((?:[0-9]{3}|-) [^ ]+) ([0-9]+|-) " + " ".join([_N] * 3) + " (" + _Q + " " + _Q + r")"
+    r"((?: [^\n]*)?)\n|[^\n]*\n)"
 )
-_HEAD = s3.FIELDS[:17]
-_TAIL = s3.FIELDS[17:]
-_NA = {"-": None, "": None}
-_NA_GET = _NA.get
+_GROUPS = ("A", "T", "R", "D", "E", "F", "B", "H")  # the block keys of groups 1-8
 _STRAY_WS = (b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
-_EQ_SECRET = re.compile(r"=(?:(?<=sig=)|(?<=signature=)|(?<=credential=)|(?<=token=))", re.I)
-_URI = "s3://{}/{}".format
-
-_CACHE_MAX = 1_000_000  # distinct values kept between files (times, requesters, outcomes)
-_PTYPE: dict = {}
-_RSN: dict = {}
-_ISO: dict = {}
+_MAX_TAIL = len(s3.FIELDS) - 17  # tail fields with a name; more are raw["extra_fields"]
+_SAFE_INT = 2 ** 53
+_DOUBLE_SPACE = re.compile("  ")  # (a regex finds it ~3x faster than `in`)
 
 
-def _mapped(values: list, cache: dict, fn) -> list:
-    """``[fn(v) for v in values]`` with ``fn`` called once per distinct value (``cache`` keeps
-    them across files; ``fn`` never returns ``None``).  Filling ``_PTYPE`` (requesters) fills
-    ``_RSN`` with their role session names too."""
-    if len(cache) > _CACHE_MAX:
-        cache.clear()
-        if cache is _PTYPE:
-            _RSN.clear()
-    new = [v for v in dict.fromkeys(values) if v not in cache]
-    for v in new:
-        cache[v] = fn(v)
-    if cache is _PTYPE:
-        for v in new:
-            _RSN[v] = role_session_name(v)
-    return list(map(cache.__getitem__, values))
+def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
+               scan: tuple | None = None) -> dict | None:
+    """One file's lines split into group columns (see :data:`LINE`; lines the pattern does not
+    take are read the reference way, quarantine rows included), or ``None`` when the whole file
+    must be read by the reference path.
 
-
-def _na(col) -> list | tuple:
-    """``col`` with ``-`` and empty strings (an absent quoted field) as ``None``."""
-    k = col.count("-") + col.count("")
-    if not k:
-        return col
-    if k * 8 > len(col):
-        return list(map(_NA_GET, col, col))
-    out = list(col)
-    for marker in ("-", ""):
-        i = -1
-        while True:
-            try:
-                i = out.index(marker, i + 1)
-            except ValueError:
-                break
-            out[i] = None
-    return out
-
-
-def _tail_columns(rests: tuple) -> list[list] | None:
-    """The tail fields of every line as columns, when every line has the same number (≤ 10)
-    of tail fields, each a non-empty space-free token after one space; else ``None``."""
-    if sum(map(str.startswith, rests, repeat(" "))) != len(rests):
-        return None
-    counts = set(map(str.count, rests, repeat(" ")))
-    if len(counts) != 1:
-        return None
-    k = counts.pop()
-    if k > len(_TAIL):
-        return None
-    tokens = "".join(rests).split(" ")
-    if len(tokens) != 1 + k * len(rests) or tokens.count("") != 1:
-        return None
-    return [tokens[1 + j::k] for j in range(k)]
-
-
-def _raw_per_line(head_rows, rests) -> tuple[list[dict] | None, int]:
-    """Raw dicts for lines whose tails are not uniform; ``None`` entries for tails the
-    reference pattern would not split this way (those lines go the per-line way)."""
-    out: list = []
-    extra = 0
-    for t, rest in zip(head_rows, rests):
-        if rest:
-            if rest[0] != " ":
-                out.append(None)
-                continue
-            parts = rest.split(" ")
-            del parts[0]
-            if parts and parts[-1] == "" and len(rest) > 1:
-                parts.pop()
-            elif rest == " ":
-                parts = []
-            if "" in parts:
-                out.append(None)
-                continue
-        else:
-            parts = []
-        d = dict(zip(_HEAD, map(_NA_GET, t, t)))
-        d.update(zip(_TAIL, map(_NA_GET, parts, parts)))
-        if len(parts) > len(_TAIL):
-            more = parts[len(_TAIL):]
-            d["extra_fields"] = list(map(_NA_GET, more, more))
-            extra += 1
-        out.append(d)
-    return out, extra
-
-
-def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict]) -> dict | None:
-    """One file's rows as ACCESS column lists (lines the pattern does not take are read the
-    reference way, quarantine rows included), or ``None`` when the whole file must be read by
-    the reference path."""
-    if not data.isascii() or any(c in data for c in _STRAY_WS):
+    Returns a block: the group columns ``A`` … ``H`` (one entry per line taken), ``raw`` (those
+    lines' :class:`~.s3_access.LogLine`), ``fast_no`` (their line numbers, ``None`` for 1…n), ``rows`` (reference row
+    dicts of the other lines) and ``line_no`` (every row's line number, ascending).
+    ``scan``: what :func:`_scan` found in ``data`` (computed here when not given).
+    """
+    ascii_, stray, quotes_in_file, nl = scan if scan is not None else (data.isascii(), None, None, None)
+    if not ascii_ or (stray if stray is not None else any(c in data for c in _STRAY_WS)):
         return None
     text = data.decode("ascii")
-    if not text.endswith("\n"):
-        text += "\n"
+    norm = data
     if "\r" in text:
         text = text.replace("\r\n", "\n")
         if "\r" in text:
             return None
+        norm = text.encode("ascii")  # the lines without their CR, as the reference reads them
+        nl = None
+    if not text.endswith("\n"):
+        text += "\n"
     matches = LINE.findall(text)
     lines = info.get("lines")  # lines of data = newlines of text (it ends with one)
     if len(matches) != (lines if lines is not None else text.count("\n")):
         return None  # a match ran over a line end
     cols = list(zip(*matches))
-    others = cols[0].count("")
-    if others:
-        fast_no = [i + 1 for i, f in enumerate(cols[0]) if f]
-        other_no = [i + 1 for i, f in enumerate(cols[0]) if not f]
-        other_text = [matches[i - 1][18] for i in other_no]
-        matches = [m for m in matches if m[0]]
-        cols = list(zip(*matches)) if matches else [()] * 19
-    else:
-        fast_no = None
-        other_no, other_text = [], []
     del matches
-    # no '"' may stand anywhere but around the three quoted fields of the lines taken
-    quoted = sum(len(c) - c.count("") for c in (cols[8], cols[15], cols[16]))
-    if text.count('"') != 2 * quoted + sum(t.count('"') for t in other_text):
-        return None
     n = len(cols[0])
-    raws: list = []
-    extra_lines = 0
-    if n:
-        head = [_na(c) if i != 2 else c for i, c in enumerate(cols[:17])]
-        if _EQ_SECRET.search(text):
-            for i in (8, 15, 16):  # request_uri, referer, user_agent as the reference redacts them
-                head[i] = [redact_text(v) if v else v for v in head[i]]
-        tails = _tail_columns(cols[17])
-        if tails is not None:
-            tails = [_na(c) for c in tails]
-            keys = _HEAD + _TAIL[:len(tails)]
-            raws = list(map(dict, map(zip, repeat(keys), zip(*head, *tails))))
-        else:
-            raws, extra_lines = _raw_per_line(zip(*head), cols[17])
-            if None in raws:  # tails the pattern cannot split: those lines go the per-line way
-                keep = [i for i, r in enumerate(raws) if r is not None]
-                line_nos = fast_no if fast_no is not None else list(range(1, n + 1))
-                other_no = sorted(other_no + [line_nos[i] for i in range(n) if raws[i] is None])
-                fast_no = [line_nos[i] for i in keep]
-                head = [[c[i] for i in keep] for c in head]
-                raws = [raws[i] for i in keep]
-                n = len(raws)
-    block = _columns(path, head, raws, n, fast_no) if n else None
+    rest = cols[8]
+    # lines taken: matched (group 1 set) and a tail of tokens each after one space (the
+    # pattern makes it start with one; here: no empty token, no trailing space)
+    take = cols[0]
+    tails = "\n".join(rest)
+    if _DOUBLE_SPACE.search(tails) or " \n" in tails or tails.endswith(" "):
+        take = list(take)
+        for i, r in enumerate(rest):
+            if r and ("  " in r or r[-1] == " "):
+                take[i] = ""
+    del tails
+    other_no = [i + 1 for i in compress(range(n), map(not_, take))] if "" in take else []
+    # each line's place in the bytes: start << 32 | length
+    if nl is None:
+        nl = np.flatnonzero(np.frombuffer(norm, dtype=np.uint8) == 10)
+    ends = nl[:n] if len(nl) >= n else np.append(nl, len(norm))
+    starts = np.empty(n, dtype=np.int64)
+    starts[:1] = 0
+    starts[1:] = ends[:-1] + 1
+    if len(norm) < 2**31:
+        spans = (starts << 32) | (ends - starts)
+    else:  # pragma: no cover - a log file of 2 GiB: copy the lines out
+        spans = None
     if other_no:
-        block = _merge_others(path, data, block, other_no, quarantine)
-        extra_lines = sum(1 for r in block["raw"] if "extra_fields" in r) if block else 0
-    if extra_lines:
-        info["extra_fields"] = extra_lines
-    return block if block is not None else {"ts": []}
-
-
-def _columns(path: Path, head: list[list], raws: list[dict], n: int, line_nos: list[int] | None) -> dict:
-    (_owner, bucket, time, _ip, requester, request_id, op, key, request_uri, status, error_code,
-     bytes_sent, _size, _total, _turn, _referer, user_agent) = head
-    action_raw = [v if v is not None else "" for v in op] if None in op else op  # `op or ""`
-    ptype = _mapped(requester, _PTYPE, s3._principal_type)  # also fills _RSN for these values
-    block = {
-        "ts": _mapped(time, _ISO, s3._iso_time),
-        "time_kind": [s3.TIME_KIND] * n,
-        "source": [s3.SOURCE] * n,
-        "principal": requester,
-        "principal_type": ptype,
-        "action": list(map(s3.OPERATIONS.get, action_raw, repeat("other"))),
-        "action_raw": action_raw,
-        "resource_uri": _uris(bucket, key, action_raw, request_uri),
-        "outcome": _outcomes(status, error_code),
-        "error_code": error_code,
-        "bytes": list(map(int, bytes_sent)) if None not in bytes_sent and max(map(len, bytes_sent), default=0) < 19
-        else [0 if v is None else s3._int(v) for v in bytes_sent],
-        "rows": [None] * n,
-        "request_id": request_id,
-        "user_agent": user_agent,
-        "correlation": list(map(_RSN.__getitem__, requester)),
-        "raw": raws,
-        "source_file": [str(path)] * n,
-        "line_no": line_nos if line_nos is not None else list(range(1, n + 1)),
-    }
+        keep = list(compress(range(n), take))
+        cols = [[c[i] for i in keep] for c in cols]
+        other_text = [norm[starts[i - 1]:ends[i - 1]] for i in other_no]
+        fast_no = [i + 1 for i in keep]
+        if spans is not None:
+            spans = spans[keep]
+    else:
+        other_text = []
+        fast_no = None
+        keep = None
+    # no '"' outside the operation, key, request-URI, referer and user agent of the lines
+    # taken (the three quoted fields hold none inside; operation and key are unquoted as the
+    # reference unquotes them)
+    quotes = "".join(cols[4]).count('"') + "".join(cols[7]).count('"')
+    if quotes_in_file is None:
+        quotes_in_file = data.count(b'"')
+    if quotes_in_file != quotes + sum(t.count(b'"') for t in other_text):
+        return None
+    block: dict = dict(zip(_GROUPS, cols))
+    if spans is not None:
+        block["raw"] = s3.LogLine.lines(norm, spans.tolist())
+    else:  # pragma: no cover - see above
+        texts = norm.split(b"\n")[:n]
+        block["raw"] = s3.LogLine.many(texts if keep is None else [texts[i] for i in keep])
+    block["fast_no"] = fast_no
+    block["rows"] = _other_rows(path, data, other_no, quarantine) if other_no else []
+    extra = 0
+    if len(cols[8]) - cols[8].count("") > 0:
+        counts = np.fromiter(map(str.count, cols[8], repeat(" ")), dtype=np.int64, count=len(cols[8]))
+        extra = int(np.count_nonzero(counts > _MAX_TAIL))
+    extra += sum(1 for r in block["rows"] if "extra_fields" in r["raw"])
+    if extra:
+        info["extra_fields"] = extra
+    nf = len(block["raw"])
+    if block["rows"]:
+        block["line_no"] = sorted((fast_no or []) + [r["line_no"] for r in block["rows"]])
+    else:
+        block["line_no"] = fast_no if fast_no is not None else list(range(1, nf + 1))
     return block
 
 
-def _uris(bucket: list, key: list, op: list, request_uri: list) -> list:
-    decode = {k: unquote_plus(k) for k in set(key) if k is not None and ("%" in k or "+" in k)}
-    keys = list(map(decode.get, key, key)) if decode else key
-    out = list(map(_URI, bucket, keys))
-    for i in _nones(keys):
-        out[i] = _URI(bucket[i], _prefix(request_uri[i]) or "") if op[i] in s3._LIST_OPS \
-            else _URI(bucket[i], "")
-    for i in _nones(bucket):  # no bucket: no URI
-        out[i] = None
-    return out
-
-
-def _nones(values: list) -> Iterable[int]:
-    """Indexes of ``None`` in ``values`` (C-level search between them)."""
-    i = -1
-    index = values.index
-    while True:
-        try:
-            i = index(None, i + 1)
-        except ValueError:
-            return
-        yield i
-
-
-_OUTCOME: dict = {}
-_PREFIX: dict = {}
-
-
-def _prefix(request_uri: str | None) -> str | None:
-    """:func:`~.s3_access._list_prefix`, once per distinct request-URI."""
-    v = _PREFIX.get(request_uri, _PREFIX)
-    if v is _PREFIX:
-        if len(_PREFIX) > _CACHE_MAX:
-            _PREFIX.clear()
-        v = _PREFIX[request_uri] = s3._list_prefix(request_uri)
-    return v
-
-
-def _outcomes(status: list, error_code: list) -> list:
-    pairs = list(zip(status, error_code))
-    if len(_OUTCOME) > _CACHE_MAX:
-        _OUTCOME.clear()
-    for p in set(pairs).difference(_OUTCOME):
-        _OUTCOME[p] = http_outcome(s3._int(p[0]), p[1])
-    return list(map(_OUTCOME.__getitem__, pairs))
-
-
-def _merge_others(path: Path, data: bytes, block: dict | None, other_no: list[int],
-                  quarantine: list[dict]) -> dict | None:
-    """Read the lines numbered ``other_no`` the reference way (same line numbers, byte offsets,
-    quarantine rows) and merge their rows into ``block`` in line order."""
+def _other_rows(path: Path, data: bytes, other_no: list[int], quarantine: list[dict]) -> list[dict]:
+    """The reference rows of the lines numbered ``other_no`` (same line numbers, byte offsets,
+    quarantine rows as the per-line path)."""
     nl = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
     spath = str(path)
     rows = []
@@ -308,17 +202,465 @@ def _merge_others(path: Path, data: bytes, block: dict | None, other_no: list[in
         row = s3._line_row(path, spath, line_no, start, raw, pending, quarantine)
         if row is not None:
             rows.append(row)
-    if not rows:
-        return block
-    names = list(block) if block is not None else list(rows[0])
-    extra = {c: [r[c] for r in rows] for c in names}
-    if block is None:
-        return extra
-    merged = {c: list(block[c]) + extra[c] for c in names}
-    order = sorted(range(len(merged["line_no"])), key=merged["line_no"].__getitem__)
-    return {c: [v[i] for i in order] for c, v in merged.items()}
+    return rows
+
+
+# -- the frame -------------------------------------------------------------------------------
+
+def _factorize(values, single: bool = False) -> tuple[np.ndarray, list]:
+    """``(codes, distinct)``: the distinct values (first-seen order) and each value's index
+    among them (``intp`` array).  Arrow's hash table: ~2x a dict's speed on fresh strings.
+    ``single``: first try whether all values are one (a log file's bucket), without hashing."""
+    n = len(values)
+    if not n:
+        return np.zeros(0, dtype=np.intp), []
+    if single and values[0] == values[-1] and values.count(values[0]) == n:
+        return np.zeros(n, dtype=np.intp), [values[0]]
+    enc = pc.dictionary_encode(pa.array(values, type=pa.large_string()))
+    return enc.indices.to_numpy().astype(np.intp, copy=False), enc.dictionary.to_pylist()
+
+
+def _objects(values) -> np.ndarray:
+    """An ``object`` array of ``values`` (never nested: records are mappings numpy must not
+    unpack)."""
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+def _cat(blocks: list[dict], key: str) -> list:
+    if len(blocks) == 1:
+        return blocks[0][key]
+    out: list = []
+    for b in blocks:
+        out.extend(b[key])
+    return out
+
+
+def _na(v: str) -> str | None:
+    return None if v == "-" else v
+
+
+def _quoted(v: str) -> str | None:
+    """A quoted field as the reference unquotes it (``-`` or ``"-"`` → ``None``)."""
+    return None if v == "-" or v == '"-"' else v[1:-1]
+
+
+def _op_key_uri(e: str) -> tuple:
+    """``operation key request-URI`` → ``(action_raw, action, what follows the bucket in the
+    resource URI)`` as :func:`~.s3_access._line_row` derives them (operation and key unquoted
+    as :func:`~.s3_access._unquote_field` does; the request-URI redacted before its ``prefix``
+    is read)."""
+    op, key, uri = e.split(" ", 2)
+    if '"' in op or '"' in key:
+        op, key = s3._unquote_field(op) or "", s3._unquote_field(key)
+    else:
+        op = "" if op == "-" else op
+        key = None if key == "-" else key
+    if key is not None:
+        suffix = unquote_plus(key) if "%" in key or "+" in key else key
+    elif op in s3._LIST_OPS:
+        uri = _quoted(uri)
+        suffix = s3._list_prefix(redact_text(uri) if uri else uri)
+    else:
+        suffix = None
+    return op, s3.OPERATIONS.get(op, "other"), suffix
+
+
+#: ``arn:aws…:sts::<acct>:assumed-role/<role>``: an assumed-role ARN (as
+#: :data:`~._cloud._ASSUMED_ROLE` reads it) before the ``/`` that starts its session name.
+_ROLE_HEAD = re.compile(r"arn:aws[\w-]*:sts::\d*:assumed-role/[^/\n]+")
+
+
+def _requesters(values: list) -> tuple[list, list, list]:
+    """``(principal, principal type, role session name)`` for each requester (``-`` → ``None``).
+
+    An assumed-role ARN whose session name holds no ``/`` (cut at its last ``/``: what is
+    before matches :data:`_ROLE_HEAD`, what is after is not empty) is of type ``role`` and its session
+    name is that rest, exactly as :func:`~.s3_access._principal_type` and
+    :func:`~._cloud.role_session_name` say; those are the bulk, split with C-level calls.
+    Every other requester goes through those two functions.
+    """
+    principal = list(values)
+    if "-" in principal:
+        for i in compress(range(len(principal)), map("-".__eq__, principal)):
+            principal[i] = None
+    heads, _sep, tails = zip(*map(str.rpartition, values, repeat("/"))) if values else ((), (), ())
+    ok = {h: _ROLE_HEAD.fullmatch(h) is not None for h in set(heads)}
+    role = list(map(ok.__getitem__, heads))
+    rsn = [t if r and t else None for r, t in zip(role, tails)]
+    ptype = ["role" if r else None for r in rsn]
+    others: dict = {}
+    for i in compress(range(len(rsn)), map(is_, rsn, repeat(None))):
+        p = principal[i]
+        if p not in others:
+            others[p] = (s3._principal_type(p), role_session_name(p))
+        ptype[i], rsn[i] = others[p]
+    return principal, ptype, rsn
+
+
+def _user_agent(h: str) -> str | None:
+    """``referer user-agent`` (each ``-`` or quoted) → the redacted user agent."""
+    ua = _quoted(h[h.index('"', 1) + 2:] if h[0] == '"' else h[2:])
+    return redact_text(ua) if ua else ua
+
+
+def _outcome(f: str) -> tuple:
+    """``status error-code`` → ``(error_code, outcome)``."""
+    status, err = f.split(" ", 1)
+    err = _na(err)
+    return err, http_outcome(s3._int(_na(status)), err)
+
+
+def _bytes(values: list) -> np.ndarray | list:
+    """Bytes sent as the reference counts them (``-`` → 0; not a count → ``None``): an
+    ``int64`` array when every value has fewer than 19 digits, else a list."""
+    if not values:
+        return np.zeros(0, dtype=np.int64)
+    digits = pa.array(values, type=pa.large_string())
+    if pc.max(pc.binary_length(digits)).as_py() < 19:  # decimal digits or '-' (the pattern's)
+        if "-" in values:
+            digits = pc.if_else(pc.equal(digits, "-"), pa.scalar("0", pa.large_string()), digits)
+        return pc.cast(digits, pa.int64()).to_numpy()
+    return [0 if v == "-" else s3._int(v) for v in values]
+
+
+def _int_array(values: list):
+    """Int64 column as the reference builds it from ``values`` (ints / ``None``); values
+    outside ``[0, 2**53]`` take the frame coercer's route from an ``object`` column."""
+    n = len(values)
+    if isinstance(values, np.ndarray):
+        values = values.tolist()
+    if None in values:
+        obj = _objects(values)
+        mask = np.fromiter(map(is_, values, repeat(None)), dtype=bool, count=n)
+        obj[mask] = 0
+        try:
+            data = obj.astype(np.int64)
+        except OverflowError:
+            data = None
+    else:
+        mask = np.zeros(n, dtype=bool)
+        try:
+            data = np.asarray(values, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        except OverflowError:
+            data = None
+    if data is not None and (not n or (data.min() >= 0 and data.max() <= _SAFE_INT)):
+        return pd.arrays.IntegerArray(data, mask)
+    return pd.Series(values, dtype="object")
+
+
+def _finish(blocks: list[dict], quarantine: list[dict], inputs: list[dict]) -> LoadResult:
+    """:func:`~._cloud.finish` for the blocks of a load (fast blocks and reference rows):
+    same frame, quarantine (rows whose time is not a date-time, in row order, after what the
+    files themselves quarantined) and ``inputs`` record counts."""
+    fast = [b for b in blocks if b.get("A")]
+    rows = [r for b in blocks for r in b["rows"]]
+    counts = [len(b["A"]) for b in fast]
+    nf, nr = sum(counts), len(rows)
+    n = nf + nr
+    if not n:
+        for info in inputs:
+            info["records"] = 0
+        return _done(ACCESS.empty(), quarantine, inputs)
+    # where each row stands in the reference's row order (block, then line) and its file
+    blk = np.concatenate([np.repeat(np.array([b["k"] for b in fast], dtype=np.int64), counts),
+                          np.fromiter((b["k"] for b in blocks for _ in b["rows"]), dtype=np.int64, count=nr)])
+    line_no = np.concatenate(
+        [np.asarray(b["fast_no"], dtype=np.int64) if b["fast_no"] is not None else np.arange(1, len(b["A"]) + 1)
+         for b in fast] + [np.fromiter((r["line_no"] for r in rows), dtype=np.int64, count=nr)])
+    spaths = [b["path"] for b in blocks]
+    names = sorted(set(spaths))
+    rank = {f: i for i, f in enumerate(names)}
+    file_of_block = np.array([rank[p] for p in spaths], dtype=np.int64)
+    fcode = file_of_block[blk]
+
+    g = {k: _cat(fast, k) if fast else [] for k in _GROUPS}
+    uniq: dict[str, list] = {}
+    codes: dict[str, np.ndarray] = {}
+    for k in ("A", "T", "R", "E", "F", "H"):
+        codes[k], uniq[k] = _factorize(g[k], single=k == "A")
+    ref_idx = np.arange(nr)
+
+    def row_codes(key: str) -> np.ndarray:
+        """Codes of group ``key`` for every row: the fast rows' distinct-value codes, then one
+        code per reference row (after the distinct values)."""
+        return np.concatenate([codes[key], len(uniq[key]) + ref_idx]) if nr else codes[key]
+
+    # times: one to_utc call over the distinct ISO strings and the reference rows' strings
+    iso_u = list(map(s3._iso_time, uniq["T"]))
+    ts_all = to_utc(iso_u + [r["ts"] for r in rows]).array
+    t_codes = row_codes("T")
+    bad = np.asarray(ts_all.isna())[t_codes]
+    raw = _objects(_cat(fast, "raw") + [r["raw"] for r in rows] if fast else [r["raw"] for r in rows])
+    if bad.any():
+        ts_text = _objects(iso_u + [r["ts"] for r in rows])[t_codes]
+        bad_idx = np.flatnonzero(bad)
+        for i in bad_idx[np.lexsort((line_no[bad_idx], blk[bad_idx]))].tolist():
+            rec = raw[i]
+            quarantine.append(quarantine_row(
+                spaths[blk[i]], None, s3.LOADER, f"time {ts_text[i]!r} is not a date-time",
+                line_no=int(line_no[i]), raw=json_preview(as_dict(rec))[:400] if rec is not None else None))
+        keep = np.flatnonzero(~bad)
+        if not len(keep):
+            for info in inputs:
+                info["records"] = 0
+            return _done(ACCESS.empty(), quarantine, inputs)
+        blk, line_no, fcode, kept_t = blk[keep], line_no[keep], fcode[keep], t_codes[keep]
+    else:
+        keep = None
+        kept_t = t_codes
+    # the reference's frame.sort_values(["ts", "source_file", "line_no"], kind="stable"),
+    # its ties in the reference's row order (block, then line)
+    order = _sort_order(np.asarray(ts_all.asi8), kept_t, fcode, line_no, blk, in_row_order=not nr)
+    final = keep if order is None else (order if keep is None else keep[order])
+
+    def put(a):
+        return a if final is None else a.take(final)
+
+    def text(values: list, key: str, ref_col: str):
+        """A string column: ``values`` per distinct value of group ``key`` for the fast rows,
+        the reference rows' ``ref_col``; validated once per distinct value, then taken."""
+        arr = pd.array(values + [r[ref_col] for r in rows], dtype=pd.StringDtype("python"))
+        return arr.take(put(row_codes(key)))
+
+    m = len(final) if final is not None else n
+    cols: dict = {"ts": ts_all.take(put(t_codes))}
+    zeros = np.zeros(m, dtype=np.intp)
+    cols["time_kind"] = pd.array([s3.TIME_KIND], dtype=pd.StringDtype("python")).take(zeros)
+    cols["source"] = pd.array([s3.SOURCE], dtype=pd.StringDtype("python")).take(zeros)
+    principal_u, ptype_u, rsn_u = _requesters(uniq["R"])
+    cols["principal"] = text(principal_u, "R", "principal")
+    cols["principal_type"] = text(ptype_u, "R", "principal_type")
+    cols["correlation"] = text(rsn_u, "R", "correlation")
+    e_u = list(map(_op_key_uri, uniq["E"]))
+    cols["action"] = text([e[1] for e in e_u], "E", "action")
+    cols["action_raw"] = text([e[0] for e in e_u], "E", "action_raw")
+    # resource URI: once per distinct (bucket, operation + key + URI) pair
+    bucket_u = list(map(_na, uniq["A"]))
+    ne = max(len(e_u), 1)
+    if len(bucket_u) == 1:
+        pair_codes, pairs = codes["E"], np.arange(len(e_u))
+    else:
+        pair_codes, pairs = (pd.factorize(codes["A"].astype(np.int64) * ne + codes["E"]) if nf
+                             else (np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int64)))
+    res_u = [path_uri("s3", bucket_u[p // ne], e_u[p % ne][2]) if bucket_u[p // ne] else None
+             for p in pairs.tolist()]
+    codes["P"], uniq["P"] = pair_codes, res_u
+    cols["resource_uri"] = text(res_u, "P", "resource_uri")
+    f_u = list(map(_outcome, uniq["F"]))
+    cols["outcome"] = text([f[1] for f in f_u], "F", "outcome")
+    cols["error_code"] = text([f[0] for f in f_u], "F", "error_code")
+    h_u = list(map(_user_agent, uniq["H"]))
+    cols["user_agent"] = text(h_u, "H", "user_agent")
+    rid = _objects(list(g["D"]) + [r["request_id"] for r in rows])
+    if "-" in g["D"]:
+        rid[:nf][rid[:nf] == "-"] = None
+    cols["request_id"] = pd.array(put(rid), dtype=pd.StringDtype("python"))
+    cols["raw"] = put(raw)
+    cols["source_file"] = pd.array(names, dtype=pd.StringDtype("python")).take(
+        fcode if order is None else fcode[order])
+    cols["line_no"] = pd.arrays.IntegerArray(line_no if order is None else line_no[order], np.zeros(m, dtype=bool))
+    b = _bytes(g["B"])
+    if isinstance(b, np.ndarray) and not nr:
+        if final is not None:
+            b = b[final]
+        cols["bytes"] = _int_array(b) if len(b) and b.max() > _SAFE_INT else pd.arrays.IntegerArray(
+            b, np.zeros(len(b), dtype=bool))
+    else:
+        b = (b.tolist() if isinstance(b, np.ndarray) else b) + [r["bytes"] for r in rows]
+        cols["bytes"] = _int_array(b if final is None else list(map(b.__getitem__, final.tolist())))
+    cols["rows"] = pd.arrays.IntegerArray(np.zeros(m, dtype=np.int64), np.ones(m, dtype=bool))
+    frame = ACCESS.build(cols)
+    per_file = np.bincount(fcode, minlength=len(names))
+    for info in inputs:
+        i = rank.get(info["path"])
+        info["records"] = int(per_file[i]) if i is not None else 0
+    return _done(frame, quarantine, inputs)
+
+
+def _sort_order(ts_u: np.ndarray, t_codes: np.ndarray, fcode: np.ndarray, line_no: np.ndarray,
+                blk: np.ndarray, in_row_order: bool) -> np.ndarray | None:
+    """The stable order of rows by (time, ``fcode``, ``line_no``), ties by (``blk``,
+    ``line_no``); ``None`` when the rows are in that order already.  Row ``i``'s time is
+    ``ts_u[t_codes[i]]`` (``int64`` ns).  ``in_row_order``: the rows stand in (``blk``,
+    ``line_no``) order, so a stable sort needs no ``blk`` key.
+
+    When the time's rank among the distinct times, the file code and the line number fit in
+    63 bits together, one stable ``argsort`` of that packed key; else ``np.lexsort``."""
+    n = len(t_codes)
+    if not n:
+        return None
+    if in_row_order:
+        bits_line = int(line_no.max()).bit_length()
+        bits_file = int(fcode.max()).bit_length()
+        if len(ts_u).bit_length() + bits_file + bits_line <= 63:
+            rank_u = np.empty(len(ts_u), dtype=np.int64)
+            uniq_sorted, first = np.unique(ts_u, return_inverse=True)
+            rank_u[:] = first
+            key = (rank_u[t_codes] << (bits_file + bits_line)) | (fcode << bits_line) | line_no
+            if (key[1:] >= key[:-1]).all():
+                return None
+            return np.argsort(key, kind="stable")
+    ts = ts_u[t_codes]
+    order = np.lexsort((blk, line_no, fcode, ts))
+    return None if (order == np.arange(n)).all() else order
+
+
+def _done(frame: pd.DataFrame, quarantine: list[dict], inputs: list[dict]) -> LoadResult:
+    for q in quarantine:
+        if isinstance(q.get("raw"), str):
+            q["raw"] = redact_text(q["raw"])
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+@contextmanager
+def _gc_paused():
+    """:func:`~._cloud_fast.gc_paused`, and the objects made meanwhile (a million raw
+    records that the frame keeps) handed to the oldest generation as they are, instead of the
+    collector scanning them all as young objects at its first run after the load
+    (``gc.freeze()`` + ``gc.unfreeze()``: two list splices, no scan; nothing is kept alive
+    longer than by the references it has)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.freeze()
+            gc.unfreeze()
+            gc.enable()
+
+
+
+
+def _read_one(path: Path) -> tuple[bytes, str]:
+    """``(bytes on disk, their sha256 hex)`` of one file.  Run by the :class:`_Reader` thread:
+    reading and hashing release the GIL, so they go on beside the parsing (a thread that also
+    ran the numpy scans of :func:`_scan` would take the GIL back a dozen times per file, and
+    the waits for it cost the parsing thread more than the scans do).
+
+    Raises:
+        InputError: the file cannot be opened or read.
+    """
+    try:
+        with open(path, "rb") as fh:
+            disk = fh.read()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path) from exc
+    return disk, hashlib.sha256(disk).hexdigest()
+
+
+def _scan(data: bytes) -> tuple[int, tuple | None]:
+    """``(lines, scan)`` of a file's (decompressed) bytes: ``scan`` is ``(ASCII?, stray
+    whitespace? (``None``: not known), count of '"', newline offsets)`` (``None`` for no
+    bytes)."""
+    if not data:
+        return 0, None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    nl = np.flatnonzero(buf == 10)
+    ascii_ = int(buf.max()) < 128
+    # control bytes other than the newlines: only then look for the stray whitespace ones
+    stray = None if int(np.count_nonzero(buf < 32)) != len(nl) else False
+    return len(nl) + (data[-1:] != b"\n"), (ascii_, stray, int(np.count_nonzero(buf == 34)), nl)
+
+
+class _Reader(threading.Thread):
+    """Reads and hashes ``files`` in order (:func:`_read_one`), ahead of the parsing thread,
+    handing ``(path, bytes on disk, sha256 hex)`` — or ``(path, exception, None)``, then it
+    stops — to :attr:`out`.  One thread for the whole load, not a task per file: each
+    hand-over of the GIL costs the parsing thread, and a file then costs only three (open,
+    read, hash).  It stays at most :data:`AHEAD` files ahead (a folder of logs larger than
+    memory is read as it is parsed), and stops within 0.1 s of :attr:`stop` being set."""
+
+    AHEAD = 4
+
+    def __init__(self, files: list[Path]):
+        super().__init__(name="s3-read", daemon=True)
+        self.files = files
+        self.out: Queue = Queue(maxsize=self.AHEAD)
+        self.stop = False
+
+    def _put(self, item: tuple) -> bool:
+        while not self.stop:
+            try:
+                self.out.put(item, timeout=0.1)
+                return True
+            except Full:
+                continue
+        return False
+
+    def run(self) -> None:
+        for path in self.files:
+            if self.stop:
+                return
+            try:
+                disk, sha = _read_one(path)
+            except BaseException as exc:  # noqa: BLE001 - raised in the parsing thread, in turn
+                self._put((path, exc, None))
+                return
+            if not self._put((path, disk, sha)):
+                return
+
+
+def _files(paths: str | Path | Iterable[str | Path], inputs: list[dict], quarantine: list[dict]):
+    """:func:`~._cloud.iter_files`: ``(path, data, inputs entry, scan)`` for each file that
+    holds text, with the same ``inputs`` entries and quarantine rows in the same order (``scan``:
+    see :func:`_scan`).  Each file is read once and hashed by a :class:`_Reader` thread.
+
+    Raises:
+        InputError: a path does not exist, or a file cannot be opened or read (raised when
+            that file's turn comes, as the reference reader does).
+    """
+    files = expand_paths(paths, accept=lambda q: not q.name.startswith("."), unique=False)
+    if not files:
+        return
+    reader = _Reader(files)
+    reader.start()
+    try:
+        for _ in files:
+            path, disk, sha = reader.out.get()
+            if sha is None:
+                raise disk
+            data, problem = gunzip(path, disk)
+            size = len(disk)
+            del disk
+            lines, scan = _scan(data)
+            info = _cloud.input_entry(path, size, data, s3.LOADER, problem, sha256=sha, lines=lines)
+            inputs.append(info)
+            if problem:
+                quarantine.append(quarantine_row(path, None, s3.LOADER, problem))
+            if not data or data.isspace():
+                if not problem:
+                    info["skipped"], info["reason"] = True, "empty file"
+                continue
+            if _cloud.looks_binary(data):
+                quarantine.append(quarantine_row(path, None, s3.LOADER, "not a text log (binary data)",
+                                                 offset=0, raw=data[:200]))
+                continue
+            yield path, data, info, scan
+    finally:
+        reader.stop = True
+        reader.join()
 
 
 def load(paths: str | Path | Iterable[str | Path]) -> LoadResult:
-    """:func:`~.s3_access.load_s3_access` (same arguments, result and errors)."""
-    return load_files(paths, s3.LOADER, _read_fast, s3._read_file)
+    """:func:`~.s3_access.load_s3_access` (same arguments, result and errors).
+
+    Raises:
+        InputError: a path does not exist, or a file cannot be opened or read.
+    """
+    blocks: list[dict] = []
+    quarantine: list[dict] = []
+    inputs: list[dict] = []
+    with _gc_paused():
+        for path, data, info, scan in _files(paths, inputs, quarantine):
+            block = _read_fast(path, data, info, quarantine, scan)
+            if block is None:
+                rows: list[dict] = []
+                s3._read_file(path, data, info, rows, quarantine)
+                block = {"rows": rows}
+            block["path"] = str(path)
+            block["k"] = len(blocks)
+            blocks.append(block)
+        return _finish(blocks, quarantine, inputs)

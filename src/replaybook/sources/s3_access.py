@@ -36,7 +36,9 @@ key, ``s3://bucket/<prefix>`` from the request-URI's ``prefix`` parameter (else 
 error).  ``bytes`` = bytes sent.  ``principal`` = requester (``-`` → NA, ``principal_type``
 anonymous; assumed-role ARN → role; ``svc:…`` → service; a canonical user id → account).
 ``correlation`` = the role session name of an assumed-role requester.  ``raw`` = the named fields
-(``-`` → ``None``, quotes removed).  ``line_no`` = the 1-based line.
+(``-`` → ``None``, quotes removed) as a :class:`LogLine`: a
+:class:`~replaybook.sources._record.SourceRecord` holding the line's bytes (``raw.text``) and
+parsed on first use.  ``line_no`` = the 1-based line.
 
 Errors
 ------
@@ -50,6 +52,8 @@ read-only and never modified.
 from __future__ import annotations
 
 import re
+from collections import deque
+from itertools import repeat
 from pathlib import Path
 from typing import Iterable
 from urllib.parse import parse_qs, unquote_plus
@@ -65,9 +69,10 @@ from ._cloud import (
     redact_text,
     role_session_name,
 )
+from ._record import SourceRecord
 from .registry import Source, register
 
-__all__ = ["load_s3_access", "parse_line", "sniff", "FIELDS", "OPERATIONS", "LOADER", "SOURCE"]
+__all__ = ["load_s3_access", "parse_line", "sniff", "LogLine", "FIELDS", "OPERATIONS", "LOADER", "SOURCE"]
 
 #: Registry name, quarantine ``loader`` and ``access.source`` value.
 LOADER = SOURCE = "aws.s3_access"
@@ -214,6 +219,98 @@ def _int(v: str | None) -> int | None:
     return n if n < 2**63 else None
 
 
+def _record_of(line: bytes | str) -> dict:
+    """The ``raw`` dict of one access-log line as the loader builds it: :func:`parse_line` of
+    the line (bytes decoded as UTF-8, undecodable bytes replaced, surrogate-safe) with
+    credentials redacted in the request-URI, referer and user agent.
+
+    Raises:
+        ValueError: the line does not have the format's shape (the loader quarantines such
+            lines and never makes a :class:`LogLine` of them).
+    """
+    text = safe_str(line.decode("utf-8", "replace")) if isinstance(line, bytes) else line
+    rec = parse_line(text)
+    if rec is None:
+        raise ValueError("not an S3 server access log line")
+    for k in ("request_uri", "referer", "user_agent"):
+        if rec.get(k):
+            rec[k] = redact_text(rec[k])
+    return rec
+
+
+_VALUE_GET = SourceRecord._value.__get__  # the per-instance slot of the parsed value
+_VALUE_SET = SourceRecord._value.__set__
+_TEXT_GET = SourceRecord.text.__get__
+_TEXT_SET = SourceRecord.text.__set__
+_NEW = object.__new__
+
+
+class LogLine(SourceRecord):
+    """The ``raw`` cell of an S3 access row: a :class:`~._record.SourceRecord` whose text is the
+    line's bytes as they stand in the file (without the line end) and whose parser is
+    :func:`_record_of` (shared by every line).
+
+    A line is held either as its bytes (``LogLine(text)``) or, for the lines of a whole file
+    (:meth:`lines`), as a reference to the file's bytes and the line's place in them:
+    :attr:`text` slices it on use, so a million lines need not be copied out one by one.
+
+    Both ways of reading a file (the per-line reference and :mod:`._s3_fast`) make these, so
+    the two frames' ``raw`` cells are of one type and compare equal as dicts.
+    """
+
+    __slots__ = ("_src", "_span")
+    _parse = staticmethod(_record_of)  # one parser for all lines (shadows the base's slot)
+
+    def __init__(self, text: bytes | str, value: dict | None = None):
+        _TEXT_SET(self, text)
+        if value is not None:
+            _VALUE_SET(self, value)
+
+    @property
+    def text(self) -> bytes | str:
+        """The line's exact source bytes (without the line end)."""
+        try:
+            src = _SRC_GET(self)
+        except AttributeError:
+            return _TEXT_GET(self)
+        span = _SPAN_GET(self)
+        start = span >> 32
+        return src[start:start + (span & 0xFFFFFFFF)]
+
+    @property
+    def value(self) -> dict:
+        """The parsed line (a plain ``dict``, parsed on the first call, then kept)."""
+        try:
+            v = _VALUE_GET(self)
+        except AttributeError:
+            v = None
+        if v is None:
+            v = _record_of(self.text)
+            _VALUE_SET(self, v)
+        return v
+
+    @classmethod
+    def many(cls, texts: list) -> list:
+        """``[LogLine(t) for t in texts]`` without a Python-level call per line (C-level
+        allocation and slot stores)."""
+        out = list(map(_NEW, repeat(cls, len(texts))))
+        deque(map(_TEXT_SET, out, texts), 0)
+        return out
+
+    @classmethod
+    def lines(cls, src: bytes, spans: list[int]) -> list:
+        """One line of ``src`` per span, a span being ``start << 32 | length`` (byte offsets;
+        lines shorter than 4 GiB), made without a Python-level call per line."""
+        out = list(map(_NEW, repeat(cls, len(spans))))
+        deque(map(_SRC_SET, out, repeat(src)), 0)
+        deque(map(_SPAN_SET, out, spans), 0)
+        return out
+
+
+_SRC_GET, _SRC_SET = LogLine._src.__get__, LogLine._src.__set__
+_SPAN_GET, _SPAN_SET = LogLine._span.__get__, LogLine._span.__set__
+
+
 def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pending: bool,
               quarantine: list[dict]) -> dict | None:
     """The access row of one non-blank line (``raw`` without its newline), or ``None`` after
@@ -252,7 +349,7 @@ def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pen
     row["request_id"] = rec["request_id"]
     row["user_agent"] = rec["user_agent"]
     row["correlation"] = role_session_name(rec["requester"])
-    row["raw"] = rec
+    row["raw"] = LogLine(raw, rec)
     return row
 
 
