@@ -52,13 +52,21 @@ _SAFE_INT = 2 ** 53  # ints in [0, this] go straight into an IntegerArray; other
 
 @contextmanager
 def gc_paused():
-    """Pause the cyclic garbage collector for the block (restored as it was, also on error)."""
+    """Pause the cyclic garbage collector for the block (restored as it was, also on error).
+
+    The objects made meanwhile (a million raw records the frame keeps) are then handed to the
+    oldest generation as they are (``gc.freeze()`` + ``gc.unfreeze()``: two list splices, no
+    scan), instead of the collector's next run scanning them all as young objects.  Nothing is
+    kept alive longer than its references keep it; the caller's own young objects are promoted
+    with them."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 

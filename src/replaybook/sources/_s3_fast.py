@@ -40,11 +40,9 @@ file, line) key when the rows are in file/line order and the key fits 63 bits (e
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import re
 import threading
-from contextlib import contextmanager
 from itertools import compress, repeat
 from operator import is_, not_
 from pathlib import Path
@@ -64,7 +62,7 @@ from ..frames import ACCESS, QUARANTINE, LoadResult
 from . import _cloud
 from . import s3_access as s3
 from ._cloud import http_outcome, json_preview, path_uri, redact_text, role_session_name
-from ._cloud_fast import gunzip
+from ._cloud_fast import gc_paused, gunzip
 from ._record import as_dict
 
 __all__ = ["load", "LINE"]
@@ -514,26 +512,6 @@ def _done(frame: pd.DataFrame, quarantine: list[dict], inputs: list[dict]) -> Lo
 
 # -- reading ---------------------------------------------------------------------------------
 
-@contextmanager
-def _gc_paused():
-    """:func:`~._cloud_fast.gc_paused`, and the objects made meanwhile (a million raw
-    records that the frame keeps) handed to the oldest generation as they are, instead of the
-    collector scanning them all as young objects at its first run after the load
-    (``gc.freeze()`` + ``gc.unfreeze()``: two list splices, no scan; nothing is kept alive
-    longer than by the references it has)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.freeze()
-            gc.unfreeze()
-            gc.enable()
-
-
-
-
 def _read_one(path: Path) -> tuple[bytes, str]:
     """``(bytes on disk, their sha256 hex)`` of one file.  Run by the :class:`_Reader` thread:
     reading and hashing release the GIL, so they go on beside the parsing (a thread that also
@@ -653,7 +631,7 @@ def load(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     blocks: list[dict] = []
     quarantine: list[dict] = []
     inputs: list[dict] = []
-    with _gc_paused():
+    with gc_paused():
         for path, data, info, scan in _files(paths, inputs, quarantine):
             block = _read_fast(path, data, info, quarantine, scan)
             if block is None:
