@@ -18,6 +18,7 @@ import pytest
 
 from replaybook.sources import _ct_fast, cloudtrail
 from replaybook.sources._record import SourceRecord, as_dict
+from test_cloud_fast_paths import _DROP, _rec  # the record builder the equivalence tests use
 
 
 def _same(paths) -> object:
@@ -31,27 +32,6 @@ def _same(paths) -> object:
     return a
 
 
-def _rec(i: int, **over) -> dict:
-    rec = {
-        "eventVersion": "1.09",
-        "userIdentity": {"type": "AssumedRole", "principalId": f"AROA:s{i}",
-                         "arn": f"arn:aws:sts::123456789012:assumed-role/reader/sess-{i % 7}",
-                         "accountId": "123456789012",
-                         "sessionContext": {"attributes": {"mfaAuthenticated": "false"}}},
-        "eventTime": f"2026-09-13T10:{i % 60:02d}:{(i * 7) % 60:02d}Z",
-        "eventSource": "s3.amazonaws.com", "eventName": "GetObject", "awsRegion": "eu-west-1",
-        "userAgent": "[aws-cli/2.15 Python/3.11]",
-        "requestParameters": {"bucketName": "acme-data", "key": f"k/{i}.csv"},
-        "additionalEventData": {"bytesTransferredOut": 100 + i},
-        "requestID": f"R{i}", "eventID": f"E{i}",
-        "resources": [{"type": "AWS::S3::Object", "ARN": f"arn:aws:s3:::acme-data/k/{i}.csv"},
-                      {"type": "AWS::S3::Bucket", "ARN": "arn:aws:s3:::acme-data"}],
-    }
-    rec.update(over)
-    return {k: v for k, v in rec.items() if v is not _DROP}
-
-
-_DROP = object()
 
 
 def _variety() -> list[dict]:

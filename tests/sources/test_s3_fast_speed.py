@@ -17,19 +17,9 @@ import pytest
 from replaybook.errors import InputError
 from replaybook.sources import _cloud, _s3_fast, s3_access
 from replaybook.sources._record import SourceRecord
+from test_cloud_fast_paths import _line  # the log-line builder the equivalence tests use
 
 
-OWNER = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
-
-
-def _line(i: int = 0, *, owner=OWNER, bucket="acme-data", time="13/Sep/2026:10:00:21 +0000",
-          requester="arn:aws:sts::123456789012:assumed-role/reader/sess-1", op="REST.GET.OBJECT",
-          key="demo/a.csv", uri='"GET /acme-data/demo/a.csv HTTP/1.1"', status="200", err="-",
-          sent="512", size="512", total="12", turn="10", referer='"-"', ua='"aws-cli/2.15 Python/3.11"',
-          tail="- HOSTID= SigV4 ECDHE-RSA-AES128-GCM-SHA256 AuthHeader acme-data.s3.amazonaws.com TLSv1.2 - -"):
-    parts = [owner, bucket, f"[{time}]", f"198.51.100.{i % 250}", requester, f"REQ{i}", op, key, uri,
-             status, err, sent, size, total, turn, referer, ua]
-    return " ".join(parts) + (" " + tail if tail else "")
 
 
 def same_s3(paths) -> None:

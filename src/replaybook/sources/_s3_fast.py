@@ -59,10 +59,9 @@ from .._jsonl import expand_paths, quarantine_row
 from .._text import to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
-from . import _cloud
 from . import s3_access as s3
 from ._cloud import http_outcome, json_preview, path_uri, redact_text, role_session_name
-from ._cloud_fast import gc_paused, gunzip
+from ._cloud_fast import _entry, gc_paused, gunzip
 from ._record import as_dict
 
 __all__ = ["load", "LINE"]
@@ -604,19 +603,7 @@ def _files(paths: str | Path | Iterable[str | Path], inputs: list[dict], quarant
             size = len(disk)
             del disk
             lines, scan = _scan(data)
-            info = _cloud.input_entry(path, size, data, s3.LOADER, problem, sha256=sha, lines=lines)
-            inputs.append(info)
-            if problem:
-                quarantine.append(quarantine_row(path, None, s3.LOADER, problem))
-            if not data or data.isspace():
-                if not problem:
-                    info["skipped"], info["reason"] = True, "empty file"
-                continue
-            if _cloud.looks_binary(data):
-                quarantine.append(quarantine_row(path, None, s3.LOADER, "not a text log (binary data)",
-                                                 offset=0, raw=data[:200]))
-                continue
-            yield path, data, info, scan
+            yield from _entry(path, (size, sha, data, problem, lines, scan), s3.LOADER, inputs, quarantine)
     finally:
         reader.stop = True
         reader.join()
