@@ -85,7 +85,7 @@ def test_wrong_principal_is_not_linked(frames):
     first = res.unexplained.iloc[0]
     assert first["request_id"] == "J0"
     assert first["why"].startswith("no door call on this object within the time window (nearest: session "
-                                   "door-sess-j seq 1, -0.6 s from its start)")
+                                   "door-sess-j seq 1, 0.6 s before that call)")
     assert first["why"].endswith("the principal is not one the door's agents use")
 
 

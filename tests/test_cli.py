@@ -18,6 +18,24 @@ def test_join_prints_the_expected_assignment(capsys):
     assert out["unmatched_transcripts"] == expected["unmatched_transcripts"]
 
 
+def test_join_table_is_readable(capsys):
+    rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
+               "--calls", str(FIX / "join_trap" / "door")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    rows = [ln.split() for ln in out.splitlines()[1:] if ln.startswith("door-")]
+    # share as a percentage, margin and offset without a trailing ".0"
+    assert [(r[0], r[4], r[7], r[8], r[9]) for r in rows] == [
+        ("door-sess-a", "100%", "2", "matched", "+400"), ("door-sess-b", "100%", "2", "matched", "+400")]
+    # sessions no transcript agrees with: their figures are "-", never <NA> or NaN
+    rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
+               "--calls", str(FIX / "join_trap" / "door"), "--min-agreed", "50"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "<NA>" not in out and "NaN" not in out
+    rows = [ln.split() for ln in out.splitlines()[1:] if ln.startswith("door-")]
+    assert [r[1:5] + r[7:10] + r[11:] for r in rows] == [["-"] * 4 + ["-", "unmatched", "-", "-"]] * 2
+
+
 def test_load_calls_jsonl_and_parquet(tmp_path, capsys):
     rc = main(["load", "calls", str(FIX / "join_trap" / "door")])
     cap = capsys.readouterr()
@@ -68,7 +86,7 @@ def test_load_access_sniffs_names_sources_and_reports_skipped_files(capsys):
     assert "aws.cloudtrail" in capsys.readouterr().err
     assert main(["load", "access", str(case)]) == 0  # sniffed: no --source needed
     err = capsys.readouterr().err
-    assert "access: 4 rows from 2 files (aws.cloudtrail)" in err
+    assert "access: 4 rows from 1 file, 1 more skipped (aws.cloudtrail)" in err
     assert "CloudTrail digest file (no Records)" in err
     assert "expected.json: [invalid] no source recognised this content" in err
 
@@ -103,3 +121,19 @@ def test_top_level_help_lists_lazy_commands_without_importing_them():
     for name, short in _LazyGroup.lazy_help.items():
         own = cli.get_command(ctx, name).get_short_help_str(500)
         assert own.split()[:3] == short.split()[:3], name
+
+
+def test_load_access_names_valid_lines_of_other_kinds(tmp_path, capsys):
+    entry = {"protoPayload": {"@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+                              "serviceName": "storage.googleapis.com", "methodName": "storage.objects.get",
+                              "resourceName": "projects/_/buckets/b/objects/k",
+                              "authenticationInfo": {"principalEmail": "a@example.com"}, "status": {}},
+             "timestamp": "2026-09-13T10:00:00Z", "logName": "projects/p/logs/cloudaudit.googleapis.com%2Fdata_access"}
+    other = {"textPayload": "a line of another log", "timestamp": "2026-09-13T10:00:01Z", "logName": "projects/p/logs/x"}
+    p = tmp_path / "audit.jsonl"
+    p.write_text(json.dumps(entry) + "\n" + json.dumps(other) + "\n")
+    assert main(["load", "access", str(p)]) == 0
+    err = capsys.readouterr().err
+    assert "access: 1 row from 1 file (gcp.audit)" in err
+    assert f"ignored 1 valid line of other kinds in {p}" in err
+

@@ -116,3 +116,14 @@ def test_manifest_lists_are_read_by_content_or_by_named_format(tmp_path):
     m.write_text(f"title: t\ntranscripts: ['{codex}', '{gw}']\ndoor: ['{gw}']\n")
     with pytest.raises(ManifestError, match="files that are not transcripts"):
         replaybook.Incident.load(m).steps
+
+
+def test_demo_report_access_section_names_the_operation_and_says_yes_or_no():
+    from replaybook.report import sections as S
+
+    inc = replaybook.Incident.load(DEMO)
+    h = S.access_section(inc.access_join, inc.access)
+    un = h[h.index("Requests no door call explains"):h.index("How requests were linked")]
+    assert "<th>operation</th>" in un and "<code>GetBucketAcl</code>" in un and "<code>GetObject</code>" in un
+    assert ">yes<" in un and ">True<" not in un and ">False<" not in un
+    assert "(nearest: session door-20260913T100005-a1 seq 5, 111 s after that call)" in un

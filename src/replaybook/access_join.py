@@ -379,7 +379,7 @@ def join_access(
                         i = min(same, key=lambda i: abs(t - int(start_ns[i])))
                         why = (f"no door call on this object within the time window (nearest: session "
                                f"{c['door_session'].iat[i]} seq {c['seq'].iat[i]}, "
-                               f"{(t - int(start_ns[i])) / 1e9:+.1f} s from its start)")
+                               f"{_delta_words((t - int(start_ns[i])) / 1e9)} that call)")
                         if all_patterns and not _principal_match(principal, all_patterns):
                             why += "; the principal is not one the door's agents use"
         if chosen is None:
@@ -439,3 +439,10 @@ def join_access(
     })
     return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call,
                             window_s=float(window_s), lag_s=float(lag_s), skew_s=float(skew_s))
+
+
+def _delta_words(seconds: float) -> str:
+    """``111 s after`` / ``2.5 s before`` (one decimal below 10 s, whole seconds above)."""
+    a = abs(seconds)
+    amount = f"{a:.1f}" if a < 10 else f"{a:,.0f}"
+    return f"{amount} s {'after' if seconds >= 0 else 'before'}"

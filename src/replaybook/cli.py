@@ -168,10 +168,20 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     res = got.result
     _frame_out(res.frame, fmt, out)
     used = ", ".join(sorted(set(got.sources.values()))) or "-"
-    click.echo(f"{frame}: {len(res.frame)} rows from {len(res.inputs)} files ({used})", err=True)
+    skipped = [i for i in res.inputs if i.get("skipped")]
+    n_read = len(res.inputs) - len(skipped)
+    more = f", {len(skipped)} more skipped" if skipped else ""
+    n_rows = len(res.frame)
+    click.echo(f"{frame}: {n_rows} row{'' if n_rows == 1 else 's'} from {n_read} file{'' if n_read == 1 else 's'}"
+               f"{more} ({used})",
+               err=True)
+    for info in skipped:
+        click.echo(f"  skipped {info.get('path')}: {info.get('reason') or 'no records'}", err=True)
     for info in res.inputs:
-        if info.get("skipped"):
-            click.echo(f"  skipped {info.get('path')}: {info.get('reason') or 'no records'}", err=True)
+        if info.get("ignored_lines"):
+            n = info["ignored_lines"]
+            click.echo(f"  ignored {n} valid line{'' if n == 1 else 's'} of other kinds in {info.get('path')} "
+                       "(not storage access records)", err=True)
     _quarantine_summary(res.quarantine)
 
 
@@ -266,8 +276,12 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
         cols = ["door_session", "transcript_id", "agreed", "transcript_tool_steps", "share",
                 "runner_up", "runner_up_agreed", "margin", "status", "offset_ms",
                 "unclaimed_calls", "unmatched_steps"]
-        with pd.option_context("display.width", 200, "display.max_columns", 50):
-            click.echo(res.sessions[cols].to_string(index=False))
+        view = res.sessions[cols].astype(object)
+        view["share"] = [None if pd.isna(v) else f"{v:.0%}" for v in view["share"]]
+        view["margin"] = [None if pd.isna(v) else f"{v:g}" for v in view["margin"]]
+        view["offset_ms"] = [None if pd.isna(v) else f"{v:+.0f}" for v in view["offset_ms"]]
+        click.echo(_text_table(view, numeric=("agreed", "transcript_tool_steps", "share", "runner_up_agreed",
+                                              "margin", "offset_ms", "unclaimed_calls", "unmatched_steps")))
         click.echo(f"\nunmatched transcripts: {', '.join(res.unmatched_transcripts) or 'none'}")
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")

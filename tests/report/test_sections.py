@@ -71,9 +71,26 @@ def test_table_escapes_every_cell():
     assert "A &lt;b&gt;" in h and "1,234,567" in h and h.count("—") == 2
 
 
+def test_table_shows_yes_or_no_for_flags_not_python_booleans():
+    import numpy as np
+
+    df = pd.DataFrame({"f": pd.array([True, False, None], dtype="boolean"), "g": np.array([True, False, True])})
+    h = S.table(df, [("f", "f", "text"), ("g", "g", "text")])
+    assert "True" not in h and "False" not in h
+    assert h.count(">yes<") == 3 and h.count(">no<") == 2 and h.count("—") == 1
+
+
 def test_table_cuts_long_frames_and_says_so():
     h = S.table(pd.DataFrame({"x": range(30)}), [("x", "x", "num")], max_rows=10)
     assert h.count("<tr>") == 11 and "first 10 of 30 rows" in h
+
+
+def test_header_counts_read_as_english(frames):
+    steps, calls = frames[0], frames[1]
+    h = S.header("t", "/x/incident.yaml", steps=steps.head(1), calls=calls.head(1))
+    assert "1 transcript, 1 transcript event" in h and "1 door session, 1 door call (" in h
+    h = S.header("t", "/x/incident.yaml", steps=steps, calls=calls)
+    assert f"{len(steps)} transcript events" in h and f"{len(calls)} door calls" in h
 
 
 def test_header_escapes_title():

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -127,6 +128,8 @@ def _cell(v: Any, kind: str) -> tuple[str, str]:
         return "", "—" if _isna(v) else f"<code>{esc(v, 300)}</code>"
     if kind == "html":  # pre-built, already escaped markup (only from this module)
         return "", str(v)
+    if isinstance(v, (bool, np.bool_)):
+        return "", "yes" if v else "no"
     return "", esc(v, 300)
 
 
@@ -167,6 +170,11 @@ def table(
     return f'<table class="rb-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{note}'
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 transcript`` / ``2,000 transcripts``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def _section(title: str | None, body: str, level: int = 2, anchor: str | None = None) -> str:
     h = ""
     if title:
@@ -202,10 +210,11 @@ def header(
     facts = [f"Manifest: <code>{esc(incident_path)}</code>",
              f"Generated: {esc(fmt_ts(pd.Timestamp(when)))}"]
     if steps is not None:
-        facts.append(f"{steps['transcript_id'].nunique():,} transcripts, {len(steps):,} transcript events")
+        facts.append(f"{_count(steps['transcript_id'].nunique(), 'transcript')}, "
+                     f"{_count(len(steps), 'transcript event')}")
     if calls is not None:
-        facts.append(f"{calls['door_session'].nunique():,} door sessions, {len(calls):,} door calls "
-                     f"({int((calls['decision'] == 'deny').sum()):,} refused)")
+        facts.append(f"{_count(calls['door_session'].nunique(), 'door session')}, "
+                     f"{_count(len(calls), 'door call')} ({int((calls['decision'] == 'deny').sum()):,} refused)")
     intro = ("<p>What the agent saw, in the order it saw it: the agent's own transcripts set beside "
              "the door's (MCP gateway's) record of every call it decided. All times are UTC.</p>")
     return STYLE + _section(None, f"<h1>{esc(title)}</h1>" + intro
@@ -400,7 +409,7 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
             ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("args_key", "arguments", "code"),
             ("step_call_id", "transcript tool-use id", "code"), ("step_seq", "step seq", "num")]
     agent = c["agent"].dropna().iloc[0] if len(c) and c["agent"].notna().any() else None
-    sub = f"{len(c):,} calls" + (f", agent {agent}" if agent is not None else "")
+    sub = _count(len(c), "call") + (f", agent {agent}" if agent is not None else "")
     return _section(f"Door session {door_session}",
                     f'<p class="rb-note">{esc(sub)}</p>' + table(c, cols, max_rows=max_rows, row_class=_refused_row),
                     level=3)
@@ -521,7 +530,7 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     body += "<h3>Requests no door call explains</h3>"
     body += table(un, [("ts", "time (UTC)", "ts"), ("source", "source", "text"), ("principal", "principal", "code"),
                        ("door_principal", "door's principal", "text"), ("action", "action", "text"),
-                       ("resource_uri", "resource", "code"), ("outcome", "outcome", "text"),
+                       ("action_raw", "operation", "code"), ("resource_uri", "resource", "code"), ("outcome", "outcome", "text"),
                        ("bytes", "bytes", "num"), ("why", "why no call explains it", "text")],
                   max_rows=max_rows, row_class=lambda r: "rb-refused" if r.get("door_principal") is True else "",
                   empty="None: every storage request in the log is explained by a door call.")
