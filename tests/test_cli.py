@@ -137,3 +137,14 @@ def test_load_access_names_valid_lines_of_other_kinds(tmp_path, capsys):
     assert "access: 1 row from 1 file (gcp.audit)" in err
     assert f"ignored 1 valid line of other kinds in {p}" in err
 
+
+
+def test_jsonl_keeps_slashes_readable_and_exact(tmp_path):
+    from replaybook.cli import _frame_out
+
+    values = ["s3://b/k/a.csv", "back\\slash/then", "\\/", "\\\\/x", "plain"]
+    out = tmp_path / "rows.jsonl"
+    _frame_out(pd.DataFrame({"v": values}), "jsonl", str(out))
+    text = out.read_text()
+    assert '"s3://b/k/a.csv"' in text and "\\/" not in text.replace("\\\\", "")
+    assert [json.loads(x)["v"] for x in text.splitlines()] == values

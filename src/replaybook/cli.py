@@ -61,6 +61,9 @@ def _frame_out(df, fmt: str, out: str | None) -> None:
         text = df.to_csv(index=False)
     else:
         text = df.to_json(orient="records", lines=True, force_ascii=False)
+        # pandas escapes every "/" as "\/" (valid JSON, but paths and URIs become unreadable); it
+        # never leaves a "/" unescaped, so each "\/" is that escape and can be undone as text
+        text = text.replace("\\/", "/")
         if text and not text.endswith("\n"):
             text += "\n"
     if out:
