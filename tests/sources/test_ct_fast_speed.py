@@ -32,8 +32,6 @@ def _same(paths) -> object:
     return a
 
 
-
-
 def _variety() -> list[dict]:
     """Records covering the row builder's branches, all of a shape tier 1 takes."""
     recs = [_rec(i) for i in range(20)]
