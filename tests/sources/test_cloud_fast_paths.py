@@ -433,3 +433,48 @@ def test_quarantined_record_holding_an_integer_past_64_bits_is_kept_not_a_crash(
         assert res.frame.empty
         assert res.quarantine["line_no"].tolist() == [1]
         assert "18446744073709551616" in str(res.quarantine["raw"][0])
+
+
+def test_the_reader_thread_stays_a_few_files_ahead_and_stops_when_told(tmp_path, monkeypatch):
+    """A folder of logs larger than memory must not be read ahead all at once."""
+    import time
+
+    files = []
+    for i in range(20):
+        p = tmp_path / f"log-{i:02d}"
+        p.write_bytes(b"x" * 10)
+        files.append(p)
+    reads = []
+    real = _cloud_fast.read_disk
+    monkeypatch.setattr(_cloud_fast, "read_disk", lambda p: (reads.append(p), real(p))[1])
+    reader = _cloud_fast.ReadAhead(files)
+    reader.start()
+    time.sleep(0.5)  # nothing consumed: the reader fills its queue and waits
+    assert len(reads) <= _cloud_fast.ReadAhead.AHEAD + 1
+    assert reader.out.get()[0] == files[0]
+    reader.stop = True
+    reader.join(timeout=2)
+    assert not reader.is_alive()
+
+
+def test_a_file_the_reader_cannot_read_raises_in_its_turn_and_the_reader_stops(tmp_path, monkeypatch):
+    import threading
+
+    from replaybook.errors import InputError
+
+    for i in range(6):
+        (tmp_path / f"log-{i}").write_text(_line(i) + "\n")
+    bad = tmp_path / "log-3"
+    real = _cloud_fast.read_disk
+
+    def read(p):
+        if p == bad:
+            raise InputError("cannot read: Permission denied", p)
+        return real(p)
+
+    monkeypatch.setattr(_cloud_fast, "read_disk", read)
+    before = threading.active_count()
+    with pytest.raises(InputError, match="cannot read: Permission denied") as err:
+        s3_access.load_s3_access(tmp_path)
+    assert str(bad) in str(err.value)
+    assert threading.active_count() == before  # the read-ahead thread is gone

@@ -281,27 +281,3 @@ def test_requesters_repeated_and_mostly_distinct(tmp_path):
     assert ptype == [s3_access._principal_type(p) for p in principal]
     assert rsn == [_cloud.role_session_name(p) for p in principal]
     same_s3(_file(tmp_path, "log", [_line(i, requester=r) for i, r in enumerate(reqs)]))
-
-
-def test_the_reader_thread_stays_a_few_files_ahead_and_stops_when_told(tmp_path, monkeypatch):
-    """A folder of logs larger than memory must not be read ahead all at once."""
-    import time
-
-    from replaybook.sources import _s3_fast
-
-    files = []
-    for i in range(20):
-        p = tmp_path / f"log-{i:02d}"
-        p.write_bytes(b"x" * 10)
-        files.append(p)
-    reads = []
-    real = _s3_fast._read_one
-    monkeypatch.setattr(_s3_fast, "_read_one", lambda p: (reads.append(p), real(p))[1])
-    reader = _s3_fast._Reader(files)
-    reader.start()
-    time.sleep(0.5)  # nothing consumed: the reader fills its queue and waits
-    assert len(reads) <= _s3_fast._Reader.AHEAD + 1
-    assert reader.out.get()[0] == files[0]
-    reader.stop = True
-    reader.join(timeout=2)
-    assert not reader.is_alive()

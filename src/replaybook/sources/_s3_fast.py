@@ -8,9 +8,9 @@ status + error code; referer + user agent).  The ``raw`` cell is a
 time, principal type and role session, action, ``s3://`` URI, outcome, redacted user agent) is
 computed once per distinct group value over the whole load (distinct values found with
 Arrow's hash table) and spread to the rows with integer codes; the frame is built at its final
-dtypes and sorted as :func:`~._cloud.finish` sorts.  A worker thread reads the files ahead
-and hashes them (SHA-256) while the main thread parses; the bytes are scanned with numpy
-(lines, quotes, ASCII, stray whitespace) before the pattern runs.  The result is the reference path's
+dtypes and sorted as :func:`~._cloud.finish` sorts.  Files are read ahead and hashed by the
+shared reader (:func:`~._cloud_fast.prefetched_files`); each file's bytes are scanned once with
+numpy (lines, quotes, ASCII, stray whitespace: :func:`_scan`) before the pattern runs.  The result is the reference path's
 (:func:`~.s3_access._read_file` through :func:`~._cloud.finish`) row for row.
 
 Which lines the pattern takes
@@ -40,13 +40,10 @@ file, line) key when the rows are in file/line order and the key fits 63 bits (e
 
 from __future__ import annotations
 
-import hashlib
 import re
-import threading
 from itertools import compress, repeat
 from operator import is_, not_
 from pathlib import Path
-from queue import Full, Queue
 from typing import Iterable
 from urllib.parse import unquote_plus
 
@@ -55,13 +52,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._jsonl import expand_paths, quarantine_row
+from .._jsonl import quarantine_row
 from .._text import to_utc
-from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
 from . import s3_access as s3
 from ._cloud import http_outcome, json_preview, path_uri, redact_text, role_session_name
-from ._cloud_fast import _entry, gc_paused, gunzip
+from ._cloud_fast import gc_paused, prefetched_files
 from ._record import as_dict
 
 __all__ = ["load", "LINE"]
@@ -511,23 +507,6 @@ def _done(frame: pd.DataFrame, quarantine: list[dict], inputs: list[dict]) -> Lo
 
 # -- reading ---------------------------------------------------------------------------------
 
-def _read_one(path: Path) -> tuple[bytes, str]:
-    """``(bytes on disk, their sha256 hex)`` of one file.  Run by the :class:`_Reader` thread:
-    reading and hashing release the GIL, so they go on beside the parsing (a thread that also
-    ran the numpy scans of :func:`_scan` would take the GIL back a dozen times per file, and
-    the waits for it cost the parsing thread more than the scans do).
-
-    Raises:
-        InputError: the file cannot be opened or read.
-    """
-    try:
-        with open(path, "rb") as fh:
-            disk = fh.read()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path) from exc
-    return disk, hashlib.sha256(disk).hexdigest()
-
-
 def _scan(data: bytes) -> tuple[int, tuple | None]:
     """``(lines, scan)`` of a file's (decompressed) bytes: ``scan`` is ``(ASCII?, stray
     whitespace? (``None``: not known), count of '"', newline offsets)`` (``None`` for no
@@ -542,73 +521,6 @@ def _scan(data: bytes) -> tuple[int, tuple | None]:
     return len(nl) + (data[-1:] != b"\n"), (ascii_, stray, int(np.count_nonzero(buf == 34)), nl)
 
 
-class _Reader(threading.Thread):
-    """Reads and hashes ``files`` in order (:func:`_read_one`), ahead of the parsing thread,
-    handing ``(path, bytes on disk, sha256 hex)`` — or ``(path, exception, None)``, then it
-    stops — to :attr:`out`.  One thread for the whole load, not a task per file: each
-    hand-over of the GIL costs the parsing thread, and a file then costs only three (open,
-    read, hash).  It stays at most :data:`AHEAD` files ahead (a folder of logs larger than
-    memory is read as it is parsed), and stops within 0.1 s of :attr:`stop` being set."""
-
-    AHEAD = 4
-
-    def __init__(self, files: list[Path]):
-        super().__init__(name="s3-read", daemon=True)
-        self.files = files
-        self.out: Queue = Queue(maxsize=self.AHEAD)
-        self.stop = False
-
-    def _put(self, item: tuple) -> bool:
-        while not self.stop:
-            try:
-                self.out.put(item, timeout=0.1)
-                return True
-            except Full:
-                continue
-        return False
-
-    def run(self) -> None:
-        for path in self.files:
-            if self.stop:
-                return
-            try:
-                disk, sha = _read_one(path)
-            except BaseException as exc:  # noqa: BLE001 - raised in the parsing thread, in turn
-                self._put((path, exc, None))
-                return
-            if not self._put((path, disk, sha)):
-                return
-
-
-def _files(paths: str | Path | Iterable[str | Path], inputs: list[dict], quarantine: list[dict]):
-    """:func:`~._cloud.iter_files`: ``(path, data, inputs entry, scan)`` for each file that
-    holds text, with the same ``inputs`` entries and quarantine rows in the same order (``scan``:
-    see :func:`_scan`).  Each file is read once and hashed by a :class:`_Reader` thread.
-
-    Raises:
-        InputError: a path does not exist, or a file cannot be opened or read (raised when
-            that file's turn comes, as the reference reader does).
-    """
-    files = expand_paths(paths, accept=lambda q: not q.name.startswith("."), unique=False)
-    if not files:
-        return
-    reader = _Reader(files)
-    reader.start()
-    try:
-        for _ in files:
-            path, disk, sha = reader.out.get()
-            if sha is None:
-                raise disk
-            data, problem = gunzip(path, disk)
-            size = len(disk)
-            del disk
-            lines, scan = _scan(data)
-            yield from _entry(path, (size, sha, data, problem, lines, scan), s3.LOADER, inputs, quarantine)
-    finally:
-        reader.stop = True
-        reader.join()
-
-
 def load(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """:func:`~.s3_access.load_s3_access` (same arguments, result and errors).
 
@@ -619,7 +531,7 @@ def load(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     quarantine: list[dict] = []
     inputs: list[dict] = []
     with gc_paused():
-        for path, data, info, scan in _files(paths, inputs, quarantine):
+        for path, data, info, scan in prefetched_files(paths, s3.LOADER, inputs, quarantine, _scan):
             block = _read_fast(path, data, info, quarantine, scan)
             if block is None:
                 rows: list[dict] = []
