@@ -19,12 +19,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytest.importorskip("ipywidgets")
-pytest.importorskip("anywidget")
-
-from replaybook.incident import Incident  # noqa: E402
-from replaybook.views import session as S  # noqa: E402
-from replaybook.views.widgets import CSS_CLASSES, SessionView, Workbook  # noqa: E402
+from replaybook.incident import Incident
+from replaybook.views import session as S
+from replaybook.views.widgets import CSS_CLASSES, SessionView, Workbook
 
 S1 = "door-20260913T100005-a1"
 S2 = "door-20260913T100052-b7"
