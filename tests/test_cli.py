@@ -148,3 +148,14 @@ def test_jsonl_keeps_slashes_readable_and_exact(tmp_path):
     text = out.read_text()
     assert '"s3://b/k/a.csv"' in text and "\\/" not in text.replace("\\\\", "")
     assert [json.loads(x)["v"] for x in text.splitlines()] == values
+
+
+def test_unmatched_transcripts_are_listed_one_per_line_when_many(capsys):
+    rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
+               "--calls", str(FIX / "join_trap" / "door"), "--min-agreed", "50"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    tail = out[out.index("unmatched transcripts (3):"):].splitlines()
+    assert [t.strip() for t in tail[1:4]] == ["11111111-aaaa-4aaa-8aaa-111111111111",
+                                              "22222222-bbbb-4bbb-8bbb-222222222222",
+                                              "33333333-cccc-4ccc-8ccc-333333333333"]

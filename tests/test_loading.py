@@ -33,3 +33,15 @@ def test_cli_load_auto_prints_per_file_counts(capsys):
     assert "calls: 8 rows, 0 quarantined lines" in out.err
     assert "steps: 32 rows" in out.err
     assert "2 files no source recognised" in out.err  # expected.json and README.md
+
+
+def test_input_notes_read_as_words():
+    from replaybook.loading import _input_note
+
+    assert _input_note({}) is None
+    assert _input_note({"skipped": True, "reason": "CloudTrail digest file (no Records)"}) == \
+        "skipped: CloudTrail digest file (no Records)"
+    assert _input_note({"skipped": True}) == "skipped: no records"
+    assert _input_note({"duplicates": 3}) == "3 duplicate lines"
+    assert _input_note({"duplicates": 1, "ignored_lines": 2}) == "1 duplicate line; 2 lines of other kinds ignored"
+    assert _input_note({"ignored_lines": 1}) == "1 line of other kinds ignored"

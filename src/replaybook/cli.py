@@ -199,6 +199,11 @@ def _load_one(frame: str, paths, source_name: str | None):
     return got
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 file`` / ``5 files``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def _text_table(df, numeric: tuple[str, ...] = ()) -> str:
     """A plain-text table: text left-aligned, ``numeric`` columns right-aligned, NA as ``-``."""
     import pandas as pd
@@ -243,10 +248,10 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
     _quarantine_summary(loaded.quarantine)
     unknown = loaded.files["source"].isna().sum()
     if unknown:
-        click.echo(f"{unknown} files no source recognised (see the note column)", err=True)
-    skipped = loaded.files["note"].fillna("").str.contains("skipped=True", regex=False).sum()
+        click.echo(f"{_count(unknown, 'file')} no source recognised (see the note column)", err=True)
+    skipped = int(loaded.files["note"].fillna("").str.startswith("skipped:").sum())
     if skipped:
-        click.echo(f"{skipped} files recognised but holding no records (see the note column)", err=True)
+        click.echo(f"{_count(skipped, 'file')} recognised but holding no records (see the note column)", err=True)
 
 
 @cli.command("join")
@@ -285,7 +290,11 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
         view["offset_ms"] = [None if pd.isna(v) else f"{v:+.0f}" for v in view["offset_ms"]]
         click.echo(_text_table(view, numeric=("agreed", "transcript_tool_steps", "share", "runner_up_agreed",
                                               "margin", "offset_ms", "unclaimed_calls", "unmatched_steps")))
-        click.echo(f"\nunmatched transcripts: {', '.join(res.unmatched_transcripts) or 'none'}")
+        ut = res.unmatched_transcripts
+        if len(ut) <= 2:
+            click.echo(f"\nunmatched transcripts: {', '.join(ut) or 'none'}")
+        else:  # one per line: a comma list of ids wraps unreadably in a terminal
+            click.echo(f"\nunmatched transcripts ({len(ut)}):\n" + "\n".join(f"  {t}" for t in ut))
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
     _quarantine_summary(pd.concat([st.quarantine, ca.quarantine], ignore_index=True))

@@ -126,14 +126,28 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
         rows.append(int((res.frame["source_file"] == r.path).sum()) if len(res.frame) else 0)
         quar.append(int((res.quarantine["source_file"] == r.path).sum()) if len(res.quarantine) else 0)
         info = next((i for i in res.inputs if i.get("path") == r.path), {})
-        extra = [f"{k}={info[k]}" for k in ("skipped", "reason", "duplicates", "ignored_lines") if info.get(k)]
-        notes.append("; ".join(extra) if extra else r.note)
+        notes.append(_input_note(info) or r.note)
     df = df.assign(rows=pd.array(rows, dtype="Int64"), quarantined=pd.array(quar, dtype="Int64"),
                    note=notes)
     df = df.astype({"path": "string", "source": "string", "frame": "string", "confidence": "float64",
                     "note": "string"})
     return Loaded(results=results, files=df[["path", "source", "frame", "confidence", "rows",
                                              "quarantined", "note"]])
+
+
+def _input_note(info: dict) -> str | None:
+    """What a loader said of one input file, in words (``skipped: CloudTrail digest file``,
+    ``3 duplicate lines``, ``2 lines of other kinds ignored``), or ``None``."""
+    parts = []
+    if info.get("skipped"):
+        parts.append(f"skipped: {info.get('reason') or 'no records'}")
+    for key, what in (("duplicates", "duplicate line"), ("ignored_lines", "line of other kinds")):
+        n = info.get(key)
+        if n:
+            parts.append(f"{n} {what}" if n == 1 else f"{n} {what.replace('line', 'lines', 1)}")
+    if parts and not info.get("skipped") and info.get("ignored_lines"):
+        parts[-1] += " ignored"
+    return "; ".join(parts) or None
 
 
 _SPECS = ("steps", "calls", "access")
