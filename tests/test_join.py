@@ -175,3 +175,33 @@ def test_residual_frames_are_taken_from_the_inputs_on_first_use_and_counted_with
     um = res.unmatched_steps
     assert um.seq.tolist() == [1, 2] and um.index.tolist() == [1, 2]
     assert list(uc.columns) == list(calls.columns) and list(um.columns) == list(steps.columns)
+
+
+def test_jobs_run_together_return_in_order_and_raise_the_first_failure_after_all_finish():
+    import threading
+
+    from replaybook.join import _together
+
+    names = []
+
+    def job(value):
+        def run():
+            names.append(threading.current_thread().name)
+            return value
+        return run
+
+    assert _together(job(1), job("two"), job([3])) == [1, "two", [3]]
+    assert names.count(threading.current_thread().name) == 1  # the first ran on the caller's thread
+    finished = []
+
+    def slow():
+        import time
+        time.sleep(0.2)
+        finished.append("slow")
+
+    def fail():
+        raise JoinError("bad key")
+
+    with pytest.raises(JoinError, match="bad key"):
+        _together(fail, slow)
+    assert finished == ["slow"]  # the other job was waited for, not abandoned

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -212,6 +213,37 @@ _EMPTY = np.empty(0, np.int64)
 # argsort, lexsort or the hash-based np.unique on arrays of this size).
 
 
+def _together(*jobs):
+    """The results of the callables ``jobs``, run at once: the first on this thread, each other
+    on a thread of its own.  For numpy work on large integer arrays (sorts, binary searches,
+    takes), which releases the GIL: on two cores two such jobs take about the time of one.
+    The results do not depend on how the jobs interleave; an exception in any job is raised
+    here once all have finished."""
+    if len(jobs) == 1:
+        return [jobs[0]()]
+    out: list = [None] * len(jobs)
+    err: list = [None] * len(jobs)
+
+    def run(i):
+        try:
+            out[i] = jobs[i]()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, on the caller's thread
+            err[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), name="replaybook-join") for i in range(1, len(jobs))]
+    for t in threads:
+        t.start()
+    try:
+        run(0)
+    finally:
+        for t in threads:
+            t.join()
+    for e in err:
+        if e is not None:
+            raise e
+    return out
+
+
 def _objects(col: pd.Series) -> np.ndarray:
     """The column's values as an object ndarray (no copy for python-backed strings)."""
     arr = col.array
@@ -220,8 +252,9 @@ def _objects(col: pd.Series) -> np.ndarray:
     return col.to_numpy(dtype=object)
 
 
-def _addresses(values: np.ndarray) -> np.ndarray | None:
-    """The object addresses held by an object array, as int64 (``None`` if not a plain 1-D one).
+def _address_view(values: np.ndarray) -> np.ndarray | None:
+    """The object addresses held by an object array, as an int64 view of its buffer (``None``
+    if not a plain 1-D one).  Valid while ``values`` is; copy it before ``values`` goes.
 
     The array keeps every object alive while the caller holds it, so equal addresses mean the
     same object; nothing is dereferenced.
@@ -229,9 +262,15 @@ def _addresses(values: np.ndarray) -> np.ndarray | None:
     if values.dtype != object or values.ndim != 1 or values.itemsize != 8 or not values.flags.c_contiguous:
         return None
     if not len(values):
-        return _EMPTY.copy()
+        return _EMPTY
     raw = (ctypes.c_int64 * len(values)).from_address(values.ctypes.data)
-    return np.frombuffer(raw, dtype=np.int64).copy()
+    return np.frombuffer(raw, dtype=np.int64)
+
+
+def _addresses(values: np.ndarray) -> np.ndarray | None:
+    """:func:`_address_view` copied: the object addresses held by an object array, as int64."""
+    view = _address_view(values)
+    return None if view is None else view.copy()
 
 
 def _codes(values: np.ndarray, sort: bool = False, runs: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -263,14 +302,17 @@ def _codes_parts(parts: list[np.ndarray], sort: bool = False) -> tuple[np.ndarra
     """:func:`_codes` of ``np.concatenate(parts)``, without building that object array when the
     objects are shared (only their addresses are concatenated)."""
     n = sum(len(p) for p in parts)
-    ptrs = [_addresses(p) for p in parts] if n >= 4096 else [None]
-    if all(p is not None for p in ptrs):
-        ptr = np.concatenate(ptrs)
-        del ptrs
+    views = [_address_view(p) for p in parts] if n >= 4096 else [None]
+    if all(v is not None for v in views):
+        ptr = np.concatenate(views)  # one fresh array (memory is the cost here, not arithmetic)
+        del views
         sample = np.arange(0, n, n // 2048)
         if len(np.unique(ptr[sample])) <= 2 * len(pd.unique(_take_parts(parts, sample))) + 8:
             # rotate the (16-byte aligned) addresses by 4 bits: same identity, better hashing
-            ptr = (ptr >> 4) | (ptr << 60)
+            low = ptr << 60
+            ptr >>= 4
+            ptr |= low
+            del low
             pc, pu = pd.factorize(ptr)
             del ptr
             # codes are numbered in order of first appearance: code j first appears where the
@@ -308,7 +350,8 @@ def _isna_str(col: pd.Series) -> np.ndarray:
     """``col.isna()`` as a bool array; for python-backed strings by the NA object's address."""
     arr = col.array
     if isinstance(arr.dtype, pd.StringDtype) and arr.dtype.storage == "python" and arr.dtype.na_value is pd.NA:
-        ptr = _addresses(np.asarray(arr))
+        values = np.asarray(arr)
+        ptr = _address_view(values)
         if ptr is not None:  # a python StringArray holds only str objects and the pd.NA singleton
             return ptr == id(pd.NA)
     return col.isna().to_numpy(bool)
@@ -368,9 +411,14 @@ class _KeyTime:
     def window(self, other: "_KeyTime", lo_shift: int, hi_shift: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`ranges` for every position of ``other``: its key, its time + ``lo_shift`` …
         + ``hi_shift``.  The time look-ups run in ``other``'s time order (sorted needles)."""
-        r_lo = np.searchsorted(self.t_sorted, other.t_sorted + lo_shift, "left")[other.trank]
-        r_hi = np.searchsorted(self.t_sorted, other.t_sorted + hi_shift, "right")[other.trank]
-        return self._ranges(other.key, r_lo, r_hi)
+        base = other.key << self.bits
+
+        def bound(shift: int, side: str) -> np.ndarray:
+            r = np.searchsorted(self.t_sorted, other.t_sorted + shift, side)[other.trank]
+            r |= base
+            return np.searchsorted(self.packed, r, "left")
+        lo, hi = _together(lambda: bound(lo_shift, "left"), lambda: bound(hi_shift, "right"))
+        return lo, hi
 
     def _ranges(self, key: np.ndarray, r_lo: np.ndarray, r_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         base = key << self.bits
@@ -421,8 +469,8 @@ def _rank_pair(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, t_codes
     if not len(cs):
         return _EMPTY, _EMPTY
     pc = t_codes[S.item][cs] * n_sx + s_codes[C.item][cc]
-    p1, sp = _distinct_sorted(pc, cs, len(S.item))
-    p2, cp = _distinct_sorted(pc, cc, len(C.item))
+    (p1, sp), (p2, cp) = _together(lambda: _distinct_sorted(pc, cs, len(S.item)),
+                                   lambda: _distinct_sorted(pc, cc, len(C.item)))
     del pc
     b1, b2 = _group_starts(p1, S.key[sp]), _group_starts(p2, C.key[cp])
     if len(b1) != len(b2):  # both sides see the same groups in the same order
@@ -599,7 +647,33 @@ def join_sessions(
     n_sx = max(n_s, 1)
     tool_s = tool_all[:len(steps)][sel]
     tool_c = tool_all[len(steps):]
-    args_all, args_u = _codes_parts([scol("args_key"), _objects(calls["args_key"])])
+    def argument_codes() -> tuple[np.ndarray, np.ndarray]:
+        return _codes_parts([scol("args_key"), _objects(calls["args_key"])])
+
+    def exact_pairs() -> tuple[np.ndarray, np.ndarray]:
+        """2. exact pairs by the client's tool-use id logged in _meta: each step takes the
+        first call logging its id, each call the first step claiming it."""
+        meta_na = _isna_str(calls["meta_call_id"])
+        if meta_na.all():
+            return _EMPTY, _EMPTY
+        cid_col = steps["call_id"] if whole else steps["call_id"].iloc[sel]
+        cid_na = _isna_str(cid_col)
+        if cid_na.all():
+            return _EMPTY, _EMPTY
+        mi = np.flatnonzero(~meta_na)
+        si_ = np.flatnonzero(~cid_na & (t_codes >= 0))
+        si_, ci_ = _first_equal(_objects(cid_col)[si_], _objects(calls["meta_call_id"])[mi], si_, mi)
+        have = s_codes[ci_] >= 0
+        si_, ci_ = si_[have], ci_[have]
+        o = _stable_order(ci_)
+        firsts = o[np.r_[True, ci_[o][1:] != ci_[o][:-1]]] if len(o) else _EMPTY
+        keep = np.zeros(len(ci_), bool)
+        keep[firsts] = True
+        return si_[keep], ci_[keep]
+
+    # the argument codes (integer work on object addresses) and the tool-use-id match (a
+    # polars join) side by side
+    (args_all, args_u), (ex_si, ex_ci) = _together(argument_codes, exact_pairs)
     s_noargs = args_all[:n_st] < 0
     c_noargs = args_all[n_st:] < 0
     # the key compares tool + arguments, a missing argument key spelled as "{}"
@@ -629,24 +703,6 @@ def join_sessions(
     s_ok = (s_ns != _NAT) & (t_codes >= 0)
     c_ok = (c_ns != _NAT) & (tool_c >= 0) & (s_codes >= 0)  # some gateways log neither
 
-    # 2. exact pairs by the client's tool-use id logged in _meta: each step takes the first call
-    # logging its id, each call the first step claiming it.
-    ex_si = ex_ci = _EMPTY
-    meta_na = _isna_str(calls["meta_call_id"])
-    if not meta_na.all():
-        cid_col = steps["call_id"] if whole else steps["call_id"].iloc[sel]
-        cid_na = _isna_str(cid_col)
-        if not cid_na.all():
-            mi = np.flatnonzero(~meta_na)
-            si_ = np.flatnonzero(~cid_na & (t_codes >= 0))
-            si_, ci_ = _first_equal(_objects(cid_col)[si_], _objects(calls["meta_call_id"])[mi], si_, mi)
-            have = s_codes[ci_] >= 0
-            si_, ci_ = si_[have], ci_[have]
-            o = _stable_order(ci_)
-            firsts = o[np.r_[True, ci_[o][1:] != ci_[o][:-1]]] if len(o) else _EMPTY
-            keep = np.zeros(len(ci_), bool)
-            keep[firsts] = True
-            ex_si, ex_ci = si_[keep], ci_[keep]
     ex_step = np.zeros(n_st, bool)
     ex_step[ex_si] = True
     ex_call = np.zeros(n_c, bool)
@@ -665,7 +721,8 @@ def join_sessions(
             offset = float(np.median(d))
     max_offset_ms = int(max_offset_s * 1000)
     s_args_idx = s_idx[~s_noargs[s_idx]]
-    C = _KeyTime(c_idx, k_c, c_ms, n_keys)  # calls with arguments by (key, time, row)
+    # calls and steps with arguments by (key, time, row)
+    C, S = _together(lambda: _KeyTime(c_idx, k_c, c_ms, n_keys), lambda: _KeyTime(s_args_idx, k_s, s_ms, n_keys))
     if offset is None:
         offset = 0.0
         if max_offset_ms > 0 and len(s_idx) and len(c_idx):
@@ -675,8 +732,8 @@ def join_sessions(
             q = s_idx[pick]
             offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
     off = int(round(offset))
-    msi, mci = _window_pairs(_KeyTime(s_args_idx, k_s, s_ms, n_keys), C, off, window_ms, t_codes, s_codes, n_sx)
-    del C
+    msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx)
+    del C, S
     parts = [(msi, mci, HOW_CONTENT)]
     if len(c_tool_idx) or s_noargs[s_idx].any():
         # tool + time only, where one side logged no arguments (a gateway that logs a count or a
