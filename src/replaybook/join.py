@@ -371,7 +371,8 @@ def _stable_order(key: np.ndarray) -> np.ndarray:
     lo, hi = int(key.min()), int(key.max())
     b = (n - 1).bit_length()
     if hi - lo < (1 << (62 - b)):
-        packed = (key - lo) << b
+        packed = key - lo
+        packed <<= b
         packed |= np.arange(n)
         packed.sort()
         packed &= (1 << b) - 1
@@ -382,26 +383,38 @@ def _stable_order(key: np.ndarray) -> np.ndarray:
 class _KeyTime:
     """Items (ascending row numbers ``idx``) ordered by (key, time, row), for window look-ups.
 
-    ``item[p]``, ``key[p]``, ``ms[p]``: row, key and time at position ``p`` of that order.
+    ``item[p]``, ``keys(p)``, ``times(p)``: row, key and time at position ``p`` of that order.
     Positions order items of one key by time then row, which is the rank order the join pairs by.
+    (Key and time are taken for the positions asked: each full array of this size costs fresh
+    memory, and fresh memory is most of the cost here.)
     """
 
     def __init__(self, idx: np.ndarray, key: np.ndarray, ms: np.ndarray, n_keys: int):
         n = len(idx)
-        k, t = key[idx], ms[idx]
+        t = ms[idx]
         tord = _stable_order(t)
         self.t_sorted = t[tord]
+        del t
         self.bits = b = max(n, 1).bit_length()  # time ranks 0..n
         if n_keys >= (1 << (62 - b)):
             raise JoinError(f"too many distinct (tool, arguments) keys to index ({n_keys})")
-        packed = k[tord] << b
+        rows = idx[tord]  # rows in time order
+        del tord
+        packed = key[rows]
+        packed <<= b
         packed |= np.arange(n)
         packed.sort()
         self.packed = packed
-        self.key = packed >> b
         self.trank = packed & ((1 << b) - 1)  # each position's rank in time order
-        self.item = idx[tord][self.trank]
-        self.ms = self.t_sorted[self.trank]
+        self.item = rows[self.trank]
+
+    def keys(self, pos: np.ndarray) -> np.ndarray:
+        """The keys at positions ``pos``."""
+        return self.packed[pos] >> self.bits
+
+    def times(self, pos: np.ndarray) -> np.ndarray:
+        """The times (ms) at positions ``pos``."""
+        return self.t_sorted[self.trank[pos]]
 
     def ranges(self, key: np.ndarray, lo_ms: np.ndarray, hi_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions ``[lo, hi)`` of the items with ``key`` and ``lo_ms ≤ time ≤ hi_ms`` (elementwise)."""
@@ -411,7 +424,8 @@ class _KeyTime:
     def window(self, other: "_KeyTime", lo_shift: int, hi_shift: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`ranges` for every position of ``other``: its key, its time + ``lo_shift`` …
         + ``hi_shift``.  The time look-ups run in ``other``'s time order (sorted needles)."""
-        base = other.key << self.bits
+        base = other.packed >> other.bits
+        base <<= self.bits
 
         def bound(shift: int, side: str) -> np.ndarray:
             r = np.searchsorted(self.t_sorted, other.t_sorted + shift, side)[other.trank]
@@ -433,7 +447,12 @@ def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if total == 0:
         return _EMPTY, _EMPTY
     rows = np.repeat(np.arange(len(lo)), counts)
-    cols = np.arange(total) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    first = np.cumsum(counts)
+    first -= counts  # where each i's pairs start
+    np.subtract(lo, first, out=first)
+    cols = np.repeat(first, counts)
+    del first
+    cols += np.arange(total)
     return rows, cols
 
 
@@ -450,7 +469,9 @@ def _distinct_sorted(major: np.ndarray, minor: np.ndarray, n_minor: int) -> tupl
         keep[0] = True
         np.not_equal(key[1:], key[:-1], out=keep[1:])
         key = key[keep]
-        return key >> b, key & ((1 << b) - 1)
+        high = key >> b
+        key &= (1 << b) - 1
+        return high, key
     o = np.lexsort((minor, major))
     mj, mn = major[o], minor[o]
     keep = np.r_[True, (mj[1:] != mj[:-1]) | (mn[1:] != mn[:-1])]
@@ -468,11 +489,13 @@ def _rank_pair(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, t_codes
     """
     if not len(cs):
         return _EMPTY, _EMPTY
-    pc = t_codes[S.item][cs] * n_sx + s_codes[C.item][cc]
+    pc = t_codes[S.item][cs]
+    pc *= n_sx
+    pc += s_codes[C.item][cc]
     (p1, sp), (p2, cp) = _together(lambda: _distinct_sorted(pc, cs, len(S.item)),
                                    lambda: _distinct_sorted(pc, cc, len(C.item)))
     del pc
-    b1, b2 = _group_starts(p1, S.key[sp]), _group_starts(p2, C.key[cp])
+    b1, b2 = _together(lambda: _group_starts(p1, S.keys(sp)), lambda: _group_starts(p2, C.keys(cp)))
     if len(b1) != len(b2):  # both sides see the same groups in the same order
         raise AssertionError("join: candidate groups differ between steps and calls")
     n1 = np.diff(np.r_[b1, len(sp)])
@@ -525,10 +548,10 @@ def _nearest_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms:
     pos = np.searchsorted(C.packed, (key << C.bits) | r, "left")  # first call of the key at or after ms
     nxt = np.minimum(pos, n - 1)
     prv = np.maximum(pos - 1, 0)
-    d_next = C.ms[nxt] - ms
-    d_prev = C.ms[prv] - ms
-    ok_next = (pos < n) & (C.key[nxt] == key) & (d_next <= max_offset_ms)
-    ok_prev = (pos > 0) & (C.key[prv] == key) & (-d_prev <= max_offset_ms)
+    d_next = C.times(nxt) - ms
+    d_prev = C.times(prv) - ms
+    ok_next = (pos < n) & (C.keys(nxt) == key) & (d_next <= max_offset_ms)
+    ok_prev = (pos > 0) & (C.keys(prv) == key) & (-d_prev <= max_offset_ms)
     use_prev = ok_prev & (~ok_next | (-d_prev <= d_next))
     d = np.where(use_prev, d_prev, d_next)[ok_prev | ok_next]
     return float(np.median(d)) if len(d) else 0.0
@@ -544,7 +567,11 @@ def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: n
     del lo, hi
     sp, cp = _rank_pair(cs, cc, S, C, t_codes, s_codes, n_sx)
     del cs, cc
-    keep = np.abs(C.ms[cp] - off - S.ms[sp]) <= window_ms
+    d = C.times(cp)
+    d -= S.times(sp)
+    d -= off
+    keep = np.abs(d) <= window_ms
+    del d
     return S.item[sp[keep]], C.item[cp[keep]]
 
 
