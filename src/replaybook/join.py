@@ -308,11 +308,9 @@ def _codes_parts(parts: list[np.ndarray], sort: bool = False) -> tuple[np.ndarra
         del views
         sample = np.arange(0, n, n // 2048)
         if len(np.unique(ptr[sample])) <= 2 * len(pd.unique(_take_parts(parts, sample))) + 8:
-            # rotate the (16-byte aligned) addresses by 4 bits: same identity, better hashing
-            low = ptr << 60
+            # drop the low 4 bits (zero in 16-byte aligned addresses) for better hashing; still
+            # one value per object, since two live objects (each ≥ 16 bytes) start ≥ 16 apart
             ptr >>= 4
-            ptr |= low
-            del low
             pc, pu = pd.factorize(ptr)
             del ptr
             # codes are numbered in order of first appearance: code j first appears where the
@@ -759,7 +757,58 @@ def join_sessions(
             q = s_idx[pick]
             offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
     off = int(round(offset))
-    msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx)
+    def call_figures() -> tuple:
+        """What the report needs from the calls and steps alone, whatever agrees: the calls'
+        (door_session, ts) order, per-session start, end, refusals and agent, the steps'
+        server codes.  (Run beside the window pairing: mostly object work holding the GIL
+        beside integer work releasing it.)"""
+        # calls in (door_session, ts) order, NA sessions and NaT last: the loaders' usual order
+        cs_key = s_codes if not n_c or s_codes.min() >= 0 else np.where(s_codes >= 0, s_codes, n_s)
+        c_nat = c_ns == _NAT
+        cts_key = np.where(c_nat, _I64_MAX, c_ns) if c_nat.any() else c_ns
+        del c_nat
+        calls_sorted = bool(np.all((cs_key[1:] > cs_key[:-1])
+                                   | ((cs_key[1:] == cs_key[:-1]) & (cts_key[1:] >= cts_key[:-1]))))
+        c_rank = None
+        if not calls_sorted:  # each call's place in that order
+            c_rank = np.empty(n_c, np.int64)
+            c_rank[np.lexsort((cts_key, cs_key))] = np.arange(n_c)
+        # per-session figures over the calls, in session order (calls without a session: none)
+        if calls_sorted:
+            order = None
+            so = cs_key
+        else:
+            order = _stable_order(cs_key)
+            so = cs_key[order]
+        first = np.searchsorted(so, np.arange(n_s), "left")
+        n_valid = int(np.searchsorted(so, n_s, "left"))
+        counts = np.bincount(s_codes[s_codes >= 0], minlength=n_s)
+
+        def seg(a):
+            return (a if order is None else a[order])[:n_valid]
+
+        def seg_reduce(ufunc, a):
+            return ufunc.reduceat(seg(a), first) if n_s else np.empty(0, np.int64)
+
+        start_ns = seg_reduce(np.minimum, cts_key)  # NaT counted as the latest
+        start_ns[start_ns == _I64_MAX] = _NAT
+        last_ns = seg_reduce(np.maximum, c_ns)
+        end_ns = seg_reduce(np.maximum, _ns(calls["ts_end"]))
+        later = (end_ns != _NAT) & (last_ns != _NAT) & (end_ns > last_ns)
+        end_ns = np.where(later, end_ns, last_ns)
+        is_deny = _equals(_objects(calls["decision"]), "deny")
+        refused = np.bincount(cs_key[is_deny], minlength=n_s + 1)[:n_s]
+        ag_first = seg_reduce(np.minimum, np.where(_isna_str(calls["agent"]), n_c, np.arange(n_c)))
+        agent = np.array([None] * n_s, dtype=object)
+        has_ag = ag_first < n_c
+        agent[has_ag] = _objects(calls["agent"])[ag_first[has_ag]]
+        srv_c, srv_u = _codes(scol("server"))
+        return cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u
+
+    (msi, mci), figures = _together(lambda: _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx),
+                                    call_figures)
+    cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u = figures
+    del figures
     del C, S
     parts = [(msi, mci, HOW_CONTENT)]
     if len(c_tool_idx) or s_noargs[s_idx].any():
@@ -818,17 +867,6 @@ def join_sessions(
     in_pair = assign_arr[m_s] == m_t
     p_si, p_ci, p_s, p_t, p_how = m_si[in_pair], m_ci[in_pair], m_s[in_pair], m_t[in_pair], m_how[in_pair]
     p_dint = c_ms[p_ci] - s_ms[p_si]
-    # calls in (door_session, ts) order, NA sessions and NaT last: the loaders' usual order
-    cs_key = s_codes if not n_c or s_codes.min() >= 0 else np.where(s_codes >= 0, s_codes, n_s)
-    c_nat = c_ns == _NAT
-    cts_key = np.where(c_nat, _I64_MAX, c_ns) if c_nat.any() else c_ns
-    del c_nat
-    calls_sorted = bool(np.all((cs_key[1:] > cs_key[:-1])
-                               | ((cs_key[1:] == cs_key[:-1]) & (cts_key[1:] >= cts_key[:-1]))))
-    c_rank = None
-    if not calls_sorted:  # each call's place in that order
-        c_rank = np.empty(n_c, np.int64)
-        c_rank[np.lexsort((cts_key, cs_key))] = np.arange(n_c)
     # pairs ordered by (door_session, call_ts); equal ones keep their order of discovery: tier
     # (content, tool_time, meta_id), then key (numbered in order of first appearance), rank
     fo = _stable_order(p_ci if c_rank is None else c_rank[p_ci])
@@ -845,7 +883,6 @@ def join_sessions(
     p_si, p_ci, p_s, p_t, p_how, p_dint = (x[fo] for x in (p_si, p_ci, p_s, p_t, p_how, p_dint))
     p_delta = p_dint.astype("float64")
     st_rows = p_si if whole else sel[p_si]
-    srv_c, srv_u = _codes(scol("server"))
     agreeing = np.zeros(n_st, bool)
     agreeing[m_si] = True
     seen = np.zeros(len(srv_u) + 1, bool)
@@ -880,37 +917,7 @@ def join_sessions(
     step_in_assigned = t_assigned[t_codes] & (t_codes >= 0)
     unmatched_mask = door_bound & step_in_assigned & ~claimed_step
 
-    # per-session figures over the calls, in session order (calls without a session: none)
-    if calls_sorted:
-        order = None
-        so = cs_key
-    else:
-        order = _stable_order(cs_key)
-        so = cs_key[order]
-    first = np.searchsorted(so, np.arange(n_s), "left")
-    n_valid = int(np.searchsorted(so, n_s, "left"))
-    counts = np.bincount(s_codes[s_codes >= 0], minlength=n_s)
-
-    def seg(a):
-        return (a if order is None else a[order])[:n_valid]
-
-    def seg_reduce(ufunc, a):
-        return ufunc.reduceat(seg(a), first) if n_s else np.empty(0, np.int64)
-
-    start_ns = seg_reduce(np.minimum, cts_key)  # NaT counted as the latest
-    start_ns[start_ns == _I64_MAX] = _NAT
-    last_ns = seg_reduce(np.maximum, c_ns)
-    end_all = _ns(calls["ts_end"])
-    end_ns = seg_reduce(np.maximum, end_all)
-    later = (end_ns != _NAT) & (last_ns != _NAT) & (end_ns > last_ns)
-    end_ns = np.where(later, end_ns, last_ns)
-    is_deny = _equals(_objects(calls["decision"]), "deny")
-    refused = np.bincount(cs_key[is_deny], minlength=n_s + 1)[:n_s]
     unclaimed_n = np.bincount(cs_key[~claimed_call], minlength=n_s + 1)[:n_s]
-    ag_first = seg_reduce(np.minimum, np.where(_isna_str(calls["agent"]), n_c, np.arange(n_c)))
-    agent = np.array([None] * n_s, dtype=object)
-    has_ag = ag_first < n_c
-    agent[has_ag] = _objects(calls["agent"])[ag_first[has_ag]]
 
     n_agreed = np.bincount(p_s, minlength=n_s) if n_s else np.zeros(0, np.int64)
     off_ms = np.full(n_s, np.nan)
