@@ -202,6 +202,9 @@ class _Residuals:
 #: How an agreeing pair was found (index = code in the arrays below).
 HOW_META, HOW_CONTENT, HOW_TOOL_TIME = 0, 1, 2
 _HOW_NAMES = ("meta_id", "content", "tool_time")
+#: A session's ``method`` for each set of ``how`` bits: the names joined by "+", None for none.
+_METHODS = np.array([("+".join(n for b, n in enumerate(_HOW_NAMES) if bits & (1 << b)) or None)
+                     for bits in range(1 << len(_HOW_NAMES))], dtype=object)
 _I64_MAX = np.iinfo(np.int64).max
 _NAT = np.iinfo(np.int64).min  # NaT as int64 nanoseconds
 _EMPTY = np.empty(0, np.int64)
@@ -959,8 +962,7 @@ def join_sessions(
         "offset_ms": np.where(has_t, off_ms, np.nan),
         "unclaimed_calls": int_na(unclaimed_n, np.ones(n_s, bool)),
         "unmatched_steps": int_na(unmatched_t[tcode] if n_t else np.zeros(n_s, np.int64), has_t),
-        "method": [("+".join(n for b, n in enumerate(_HOW_NAMES) if bits & (1 << b)) if h else None)
-                   for bits, h in zip(how_bits.tolist(), has_t.tolist())],
+        "method": np.where(has_t, _METHODS[how_bits], None),
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
@@ -968,8 +970,9 @@ def join_sessions(
     amax = int(agreed.max()) if len(agreed) else 0
     so_ = _stable_order(sc_s * (amax + 1) + (amax - agreed)) if len(agreed) else _EMPTY
     scores = pd.DataFrame({
-        "door_session": pd.array(s_names[sc_s[so_]] if len(so_) else [], dtype="string"),
-        "transcript_id": pd.array(t_names[sc_t[so_]] if len(so_) else [], dtype="string"),
+        # (each name validated once, then taken)
+        "door_session": pd.array(s_names, dtype="string").take(sc_s[so_]),
+        "transcript_id": pd.array(t_names, dtype="string").take(sc_t[so_]),
         "agreed": pd.array(agreed[so_], dtype="Int64"),
         "exact": pd.array(exact_n[so_], dtype="Int64"),
         "median_abs_delta_ms": med[so_].astype("float64"),
