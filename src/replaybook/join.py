@@ -681,22 +681,26 @@ def join_sessions(
     n_sx = max(n_s, 1)
     tool_s = tool_all[:len(steps)][sel]
     tool_c = tool_all[len(steps):]
+    # (columns that work on another thread reads are taken from the frames here)
+    args_parts = [scol("args_key"), _objects(calls["args_key"])]
+    meta_col = calls["meta_call_id"]
+    cid_col = steps["call_id"] if whole else steps["call_id"].iloc[sel]
+
     def argument_codes() -> tuple[np.ndarray, np.ndarray]:
-        return _codes_parts([scol("args_key"), _objects(calls["args_key"])])
+        return _codes_parts(args_parts)
 
     def exact_pairs() -> tuple[np.ndarray, np.ndarray]:
         """2. exact pairs by the client's tool-use id logged in _meta: each step takes the
         first call logging its id, each call the first step claiming it."""
-        meta_na = _isna_str(calls["meta_call_id"])
+        meta_na = _isna_str(meta_col)
         if meta_na.all():
             return _EMPTY, _EMPTY
-        cid_col = steps["call_id"] if whole else steps["call_id"].iloc[sel]
         cid_na = _isna_str(cid_col)
         if cid_na.all():
             return _EMPTY, _EMPTY
         mi = np.flatnonzero(~meta_na)
         si_ = np.flatnonzero(~cid_na & (t_codes >= 0))
-        si_, ci_ = _first_equal(_objects(cid_col)[si_], _objects(calls["meta_call_id"])[mi], si_, mi)
+        si_, ci_ = _first_equal(_objects(cid_col)[si_], _objects(meta_col)[mi], si_, mi)
         have = s_codes[ci_] >= 0
         si_, ci_ = si_[have], ci_[have]
         o = _stable_order(ci_)
@@ -708,6 +712,7 @@ def join_sessions(
     # the argument codes (integer work on object addresses) and the tool-use-id match (a
     # polars join) side by side
     (args_all, args_u), (ex_si, ex_ci) = _together(argument_codes, exact_pairs)
+    del args_parts
     s_noargs = args_all[:n_st] < 0
     c_noargs = args_all[n_st:] < 0
     # the key compares tool + arguments, a missing argument key spelled as "{}"
@@ -766,6 +771,9 @@ def join_sessions(
             q = s_idx[pick]
             offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
     off = int(round(offset))
+    ts_end_col, decision_col, agent_col = calls["ts_end"], calls["decision"], calls["agent"]
+    server_objs = scol("server")
+
     def call_figures() -> tuple:
         """What the report needs from the calls and steps alone, whatever agrees: the calls'
         (door_session, ts) order, per-session start, end, refusals and agent, the steps'
@@ -802,16 +810,16 @@ def join_sessions(
         start_ns = seg_reduce(np.minimum, cts_key)  # NaT counted as the latest
         start_ns[start_ns == _I64_MAX] = _NAT
         last_ns = seg_reduce(np.maximum, c_ns)
-        end_ns = seg_reduce(np.maximum, _ns(calls["ts_end"]))
+        end_ns = seg_reduce(np.maximum, _ns(ts_end_col))
         later = (end_ns != _NAT) & (last_ns != _NAT) & (end_ns > last_ns)
         end_ns = np.where(later, end_ns, last_ns)
-        is_deny = _equals(_objects(calls["decision"]), "deny")
+        is_deny = _equals(_objects(decision_col), "deny")
         refused = np.bincount(cs_key[is_deny], minlength=n_s + 1)[:n_s]
-        ag_first = seg_reduce(np.minimum, np.where(_isna_str(calls["agent"]), n_c, np.arange(n_c)))
+        ag_first = seg_reduce(np.minimum, np.where(_isna_str(agent_col), n_c, np.arange(n_c)))
         agent = np.array([None] * n_s, dtype=object)
         has_ag = ag_first < n_c
-        agent[has_ag] = _objects(calls["agent"])[ag_first[has_ag]]
-        srv_c, srv_u = _codes(scol("server"))
+        agent[has_ag] = _objects(agent_col)[ag_first[has_ag]]
+        srv_c, srv_u = _codes(server_objs)
         return cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u
 
     (msi, mci), figures = _together(lambda: _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx),
