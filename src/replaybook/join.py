@@ -761,7 +761,8 @@ def join_sessions(
     max_offset_ms = int(max_offset_s * 1000)
     s_args_idx = s_idx[~s_noargs[s_idx]]
     # calls and steps with arguments by (key, time, row)
-    C, S = _together(lambda: _KeyTime(c_idx, k_c, c_ms, n_keys), lambda: _KeyTime(s_args_idx, k_s, s_ms, n_keys))
+    C, S = _together(lambda: _KeyTime(c_idx, k_c, c_ms, n_keys),
+                     lambda: _KeyTime(s_args_idx, k_s, s_ms, n_keys))
     if offset is None:
         offset = 0.0
         if max_offset_ms > 0 and len(s_idx) and len(c_idx):
