@@ -649,8 +649,8 @@ def join_sessions(
     Cost: integer codes for every string column once, then sorts of packed int64 keys — about
     O((S + C) log C + candidates), no per-session Python (5 M calls × 2 M steps: ~3.5 s and
     ~1.3 GB on two cores).  Independent parts run on two threads (:func:`_together`); the
-    result does not depend on how they interleave.  Rows whose door session or transcript id is missing take part in no
-    agreement (their calls stay unclaimed).
+    result does not depend on how they interleave.  Rows whose door session or transcript id
+    is missing take part in no agreement (their calls stay unclaimed).
     """
     if not window_s > 0:
         raise JoinError(f"window_s must be positive, got {window_s}")
