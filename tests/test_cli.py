@@ -16,6 +16,10 @@ def test_join_prints_the_expected_assignment(capsys):
     assert rc == 0
     assert out["assignments"] == expected["assignments"]
     assert out["unmatched_transcripts"] == expected["unmatched_transcripts"]
+    assert {s["door_session"]: s["agreed"] for s in out["sessions"]} == expected["agreed_steps"]
+    assert {s["door_session"]: s["status"] for s in out["sessions"]} == {
+        "door-sess-a": "matched", "door-sess-b": "matched"}
+    assert out["offset_ms"] == 400.0  # the door's clock runs 0.4 s ahead in this case
 
 
 def test_join_table_is_readable(capsys):
