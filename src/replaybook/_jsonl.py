@@ -95,12 +95,21 @@ def parse_json(raw: bytes) -> tuple[Any, str | None]:
             # safe so no loader hands a frame that cannot be written to Parquet or HTML
             return deep_safe(json.loads(raw.decode("utf-8", "surrogateescape"))), None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc2:
-            msg = str(exc2) if isinstance(exc2, json.JSONDecodeError) else str(exc)
+            msg = _where(exc2) if isinstance(exc2, json.JSONDecodeError) else str(exc)
             return None, f"invalid JSON: {msg}"
         except ValueError as exc2:  # e.g. an integer of more than 4,300 digits (sys.int_info)
             return None, f"invalid JSON: {exc2}"
         except RecursionError:
             return None, "invalid JSON: nested too deeply"
+
+
+def _where(exc: json.JSONDecodeError) -> str:
+    """The parser's complaint with its place in the text parsed: ``column C`` for a one-line
+    text (a JSON Lines record, whose file line the quarantine row gives), else ``line L
+    column C of the record``; the parser's own "line 1 column 2 (char 1)" read as a file line."""
+    if exc.lineno == 1:
+        return f"{exc.msg} at column {exc.colno}"
+    return f"{exc.msg} at line {exc.lineno} column {exc.colno} of the record"
 
 
 def iter_text_lines(data: bytes) -> Iterator[tuple[int, int, bytes, bool]]:

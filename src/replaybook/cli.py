@@ -80,7 +80,7 @@ def _quarantine_summary(q) -> None:
         return
     pending = int((q["kind"] == "pending").sum())
     extra = f" ({len(q) - pending} invalid, {pending} pending: an unterminated last line)" if pending else ""
-    click.echo(f"quarantine: {len(q)} lines{extra}", err=True)
+    click.echo(f"quarantine: {_count(len(q), 'line')}{extra}", err=True)
     for r in q.head(50).itertuples(index=False):
         where = r.source_file if pd.isna(r.line_no) else f"{r.source_file}:{r.line_no}"
         click.echo(f"  {where}: [{r.kind}] {r.error}", err=True)

@@ -154,7 +154,7 @@ def test_refused_calls_show_what_the_agent_was_shown(frames):
     steps, calls, pairs, _ = frames
     h = S.refused_calls(calls, pairs, steps=steps)
     no_raw_html(h)
-    assert "1 call(s)" in h and "toolu_env" in h and "no-dotenv" in h
+    assert "refused 1 call." in h and "toolu_env" in h and "no-dotenv" in h
     assert "denied &lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in h
     assert "refused no call" in S.refused_calls(calls[calls.decision != "deny"], pairs)
 
@@ -174,7 +174,7 @@ def test_quarantine_summary_escapes_raw_lines():
     ])
     h = S.quarantine_summary(q)
     no_raw_html(h)
-    assert "2 input line(s)" in h and "&lt;img src=x" in h and "pending" in h
+    assert "2 input lines could not be used and were set aside" in h and "&lt;img src=x" in h and "pending" in h
     assert "nothing was set aside" in S.quarantine_summary(QUARANTINE.empty())
 
 
@@ -232,3 +232,18 @@ def test_cannot_prove_names_sessions_a_gateway_did_not_name(frames):
     plain = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
                            sessions=sessions)
     assert "did not name" not in plain
+
+
+def test_quarantine_summary_counts_whole_files_apart_from_lines():
+    q = QUARANTINE.build([
+        dict(source_file="junk.jsonl", line_no=None, byte_offset=0, kind="invalid", loader="claude-code",
+             error="not a text file (binary data)", raw="\\x00\\x01"),
+    ])
+    assert "1 whole file could not be used and was set aside" in S.quarantine_summary(q)
+    q = QUARANTINE.build([
+        dict(source_file="junk.jsonl", line_no=None, byte_offset=0, kind="invalid", loader="claude-code",
+             error="not a text file (binary data)", raw="\\x00"),
+        dict(source_file="t.jsonl", line_no=4, byte_offset=100, kind="invalid", loader="claude-code",
+             error="not JSON", raw="{"),
+    ])
+    assert "1 input line and 1 whole file could not be used and were set aside" in S.quarantine_summary(q)

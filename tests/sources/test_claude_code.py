@@ -88,7 +88,11 @@ def test_case_damaged_lines(tmp_path):
     assert res.pending["line_no"].tolist() == [9]
     assert q["loader"].eq("claude-code").all()
     assert q["source_file"].str.endswith("77777777-1111-4111-8111-777777777777.jsonl").all()
-    assert res.invalid["error"].tolist()[1] == "not a JSON object (str)"
+    assert res.invalid["error"].tolist() == [
+        # the column within the line; the file line is the row's line_no (the parser's own
+        # "line 1 column 702" read as a file line)
+        "invalid JSON: Expecting ',' delimiter at column 702", "not a JSON object (str)",
+        "invalid JSON: Extra data at column 62"]
     assert res.invalid["byte_offset"].tolist() == [1562, 2304, 2320]
     # the damaged line 4 is re-written intact as line 7 (same uuid): counted once
     assert kinds(f, "model_request")["line_no"].tolist() == [2, 7]

@@ -266,7 +266,7 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     if margin_f > 0:
         s += f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer steps"
     if level == "Moderate confidence" and agreed < 3:
-        s += f"; only {agreed} agreeing step(s) — little evidence either way"
+        s += f"; only {_count(int(agreed), 'agreeing step')} — little evidence either way"
     if "tool_time" in method:
         s += ("; some calls agree on tool and time only (their gateway logged no arguments), which is "
               "weaker evidence")
@@ -377,8 +377,8 @@ def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFra
             "with. Hover for details; drag or scroll to zoom in time.</p>")
     if access is not None and len(access):
         note += ('<p class="rb-note">Squares in the storage lane: the cloud\'s own access log. Dashed lines join a '
-                 "door call to the storage requests it explains; requests no door call explains are drawn in the "
-                 "first row, <b>cloud storage access no door call explains</b>.</p>")
+                 "door call to the storage requests it explains; requests no door call explains have a row of "
+                 "their own at the top, titled “cloud storage access no door call explains”.</p>")
     return _section("Timeline", note + chart_html(chart), anchor="timeline")
 
 
@@ -446,7 +446,7 @@ def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
             ("step_call_id", "transcript tool-use id", "code")]
     if "step_result" in r.columns:
         cols.append(("step_result", "what the agent was shown", "code"))
-    body = (f"<p>The door refused {len(r):,} call(s). A refusal shows the agent asked; it does not show "
+    body = (f"<p>The door refused {_count(len(r), 'call')}. A refusal shows the agent asked; it does not show "
             f"what the agent did next — read the transcript around the matched step.</p>"
             + table(r, cols, max_rows=max_rows, row_class=_refused_row))
     return _section("Refused calls", body, anchor="refused")
@@ -474,8 +474,11 @@ def quarantine_summary(quarantine: pd.DataFrame, *, max_rows: int = 50) -> str:
                         anchor="quarantine")
     g = (quarantine.groupby(["source_file", "loader", "kind"], dropna=False, observed=True)
          .size().reset_index(name="lines"))
-    body = (f"<p>{len(quarantine):,} input line(s) could not be used and were set aside (never silently "
-            f"dropped). <b>invalid</b>: unusable; <b>pending</b>: an unterminated last line, probably still "
+    whole = int(quarantine["line_no"].isna().sum()) if "line_no" in quarantine.columns else 0
+    what = " and ".join(p for p in (_count(len(quarantine) - whole, "input line") if len(quarantine) > whole else "",
+                                    _count(whole, "whole file") if whole else "") if p)
+    body = (f"<p>{what} could not be used and {'was' if len(quarantine) == 1 else 'were'} set aside (never "
+            f"silently dropped). <b>invalid</b>: unusable; <b>pending</b>: an unterminated last line, probably still "
             f"being written.</p>"
             + table(g, [("source_file", "file", "code"), ("loader", "loader", "text"), ("kind", "kind", "text"),
                         ("lines", "lines", "num")])
@@ -616,7 +619,7 @@ def cannot_prove(
     body += "<h3>Transcripts assigned to no door session</h3>"
     ut = list(unmatched_transcripts or [])
     body += ("<ul>" + "".join(f"<li><code>{esc(t)}</code></li>" for t in ut) + "</ul>") if ut else \
-        '<p class="rb-note">None.</p>'
+        '<p class="rb-note">None: every transcript was assigned to a door session.</p>'
     synth = _synthetic_sessions(sessions)
     if synth is not None and len(synth):
         body += "<h3>Door sessions the gateway did not name</h3>"
