@@ -90,7 +90,7 @@ def test_load_access_sniffs_names_sources_and_reports_skipped_files(capsys):
     assert "aws.cloudtrail" in capsys.readouterr().err
     assert main(["load", "access", str(case)]) == 0  # sniffed: no --source needed
     err = capsys.readouterr().err
-    assert "access: 4 rows from 1 file, 1 more skipped (aws.cloudtrail)" in err
+    assert "access: 4 rows from 1 file, 1 more skipped, 1 not recognised (aws.cloudtrail)" in err
     assert "CloudTrail digest file (no Records)" in err
     assert "expected.json: [invalid] no source recognised this content" in err
 

@@ -127,3 +127,25 @@ def test_demo_report_access_section_names_the_operation_and_says_yes_or_no():
     assert "<th>operation</th>" in un and "<code>GetBucketAcl</code>" in un and "<code>GetObject</code>" in un
     assert ">yes<" in un and ">True<" not in un and ">False<" not in un
     assert "(nearest: session door-20260913T100005-a1 seq 5, 111 s after that call)" in un
+
+
+def test_inputs_list_every_file_given_with_notes_and_paths_as_the_report_shows_them(tmp_path):
+    # a file no source recognises is evidence too: listed with its hash and why nothing was
+    # read; quarantine paths are written as inputs paths; "a/../b" is normalised
+    import hashlib
+
+    demo = ROOT / "data" / "demo"
+    (tmp_path / "case").mkdir()
+    junk = tmp_path / "case" / "junk.jsonl"
+    junk.write_bytes(bytes(range(256)) * 4)
+    m = tmp_path / "case" / "incident.yaml"
+    m.write_text(f"title: t\ntranscripts: ['../../{tmp_path.name}/case/junk.jsonl', '{demo}/transcripts']\n"
+                 f"door: ['{demo}/door']\n")
+    inc = replaybook.Incident.load(m)
+    row = next(i for i in inc.inputs if i["path"] == "junk.jsonl")
+    assert row["sha256"] == hashlib.sha256(junk.read_bytes()).hexdigest() and row["bytes"] == 1024
+    assert row["format"] is None and row["note"] == "skipped: no source recognised this content"
+    assert inc.quarantine.loc[inc.quarantine["loader"] == "auto", "source_file"].tolist() == ["junk.jsonl"]
+    assert not any(".." in i["path"] for i in inc.inputs)
+    digest = [i for i in replaybook.Incident.load(demo / "incident.yaml").inputs if "Digest" in i["path"]]
+    assert [i["note"] for i in digest] == ["skipped: CloudTrail digest file (no Records)"]

@@ -171,9 +171,14 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     res = got.result
     _frame_out(res.frame, fmt, out)
     used = ", ".join(sorted(set(got.sources.values()))) or "-"
-    skipped = [i for i in res.inputs if i.get("skipped")]
-    n_read = len(res.inputs) - len(skipped)
-    more = f", {len(skipped)} more skipped" if skipped else ""
+    # files no source recognised have no format: counted apart (the quarantine below names
+    # them, except empty ones, named here)
+    unread = [i for i in res.inputs if i.get("format") is None]
+    skipped = [i for i in res.inputs if i.get("skipped") and i.get("format") is not None]
+    n_read = len(res.inputs) - len(skipped) - len(unread)
+    more = (f", {len(skipped)} more skipped" if skipped else "") + \
+        (f", {len(unread)} not recognised" if unread else "")
+    skipped += [i for i in unread if i.get("reason") == "empty file"]
     n_rows = len(res.frame)
     click.echo(f"{frame}: {n_rows} row{'' if n_rows == 1 else 's'} from {n_read} file{'' if n_read == 1 else 's'}"
                f"{more} ({used})",

@@ -22,6 +22,7 @@ The manifest's shape is the JSON Schema ``replaybook/schemas/incident.v1.json``.
 from __future__ import annotations
 
 import glob
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -68,6 +69,8 @@ def load_manifest(path: str | Path) -> dict:
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise ManifestError(f"not valid YAML: {exc}", p, None if line is None else line + 1) from exc
+    if data is None:
+        raise ManifestError("the manifest is empty (it needs title:, transcripts: and door:)", p)
     err = first_error(package_schema("incident.v1.json"), data)
     if err is not None:
         raise ManifestError(f"invalid manifest {err}", p)
@@ -78,7 +81,7 @@ def load_manifest(path: str | Path) -> dict:
 
 
 def _expand(base: Path, pattern: str, manifest: Path) -> list[Path]:
-    full = base / pattern
+    full = Path(os.path.normpath(base / pattern))  # no "a/../b" in the paths a report shows
     if any(ch in pattern for ch in "*?["):
         found = sorted(Path(p) for p in glob.glob(str(full), recursive=True))
         if not found:
@@ -205,21 +208,35 @@ class Incident:
 
     @property
     def quarantine(self) -> pd.DataFrame:
-        """Every line set aside by any loader (:data:`~replaybook.frames.QUARANTINE`)."""
-        return pd.concat([self._load(k).quarantine for k in ("steps", "calls", "access")],
-                         ignore_index=True)
+        """Every line set aside by any loader (:data:`~replaybook.frames.QUARANTINE`), its
+        ``source_file`` written as :attr:`inputs` writes paths."""
+        q = pd.concat([self._load(k).quarantine for k in ("steps", "calls", "access")], ignore_index=True)
+        if len(q):
+            q["source_file"] = pd.array([self._shown(p) for p in q["source_file"]], dtype="string")
+        return q
+
+    def _shown(self, path) -> str:
+        """``path`` relative to the manifest folder when inside it, else as given."""
+        if not isinstance(path, str):
+            return path
+        try:
+            return str(Path(path).resolve().relative_to(self.root))
+        except (ValueError, OSError):
+            return path
 
     @property
     def inputs(self) -> list[dict]:
-        """Every file read: ``path`` (relative to the manifest folder when inside it), ``sha256``,
-        ``bytes``, ``lines``, ``format``."""
+        """Every file given: ``path`` (relative to the manifest folder when inside it),
+        ``sha256`` (hex, of the bytes on disk), ``bytes``, ``lines``, ``format`` (``None`` when
+        no source read it) and ``note`` (why a file was skipped, what a loader left out, or
+        ``None``)."""
+        from .loading import _input_note
+
         out = []
         for r in self._load("steps").inputs + self._load("calls").inputs + self._load("access").inputs:
             d = dict(r)
-            try:
-                d["path"] = str(Path(d["path"]).resolve().relative_to(self.root))
-            except ValueError:
-                pass
+            d["path"] = self._shown(d["path"])
+            d["note"] = _input_note(d)
             out.append(d)
         return out
 

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from ._jsonl import expand_paths
+from ._jsonl import expand_paths, file_info
 from .errors import InputError
 from .frames import QUARANTINE, LoadResult
 from .sources import registry
@@ -150,6 +150,14 @@ def _input_note(info: dict) -> str | None:
     return "; ".join(parts) or None
 
 
+def _unread_entry(path: str, note: str | None) -> dict:
+    """The ``inputs`` entry of a file no source read: its hash and size, no format, and why
+    (``skipped``/``reason``, as a loader's skipped files have them)."""
+    info = file_info(path, Path(path).stat().st_size, b"", None)
+    info.update(lines=None, skipped=True, reason=note or "no source recognised this content")
+    return info
+
+
 _SPECS = ("steps", "calls", "access")
 
 
@@ -218,8 +226,12 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
                          f"`replaybook load auto PATH` shows what each file is")
     nl = [{"source_file": r.path, "kind": "invalid", "loader": "auto", "error": r.note}
           for r in unknown.itertuples(index=False) if r.note != "empty file"]
-    if nl:
+    if len(unknown):
+        # files given for this frame that no source recognised are evidence too: listed with
+        # their hash and why nothing was read from them
+        unread = [_unread_entry(r.path, r.note) for r in unknown.itertuples(index=False)]
         res = LoadResult(frame=res.frame, quarantine=pd.concat([res.quarantine, QUARANTINE.build(nl)],
-                                                               ignore_index=True), inputs=res.inputs)
+                                                               ignore_index=True) if nl else res.quarantine,
+                         inputs=res.inputs + unread)
     return FrameLoad(result=res, sources={r.path: r.source for r in mine.itertuples(index=False)},
                      elsewhere=elsewhere)

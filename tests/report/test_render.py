@@ -202,3 +202,23 @@ def test_report_file_is_named_after_the_manifest_so_two_in_one_folder_do_not_col
     assert _slug(tmp_path / "case 7") == "case-7"
     assert _slug(tmp_path / "case 7" / "jointrap.yaml") == "jointrap"
     assert _slug(tmp_path / "case 7" / "real.yaml") == "real"
+
+
+def test_evidence_in_the_wrong_list_is_a_user_error_exit_2_not_a_report_failure(tmp_path, capsys):
+    # a door log under transcripts is found only when the notebook loads the frames: it is the
+    # evidence that is wrong, so the CLI exits 2 (bad input), as its own loaders would
+    from replaybook.cli import main
+    from replaybook.errors import InputError
+
+    door = Path(__file__).resolve().parents[2] / "data" / "demo" / "door"
+    (tmp_path / "incident.yaml").write_text(f"title: x\ntranscripts: ['{door}']\ndoor: ['{door}']\n")
+    with pytest.raises(InputError, match=r"transcripts: files that are not transcripts .*no report written"):
+        render_report(tmp_path, tmp_path / "out", timeout=60, retries=0)
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out2")]) == 2
+    assert "files that are not transcripts" in capsys.readouterr().err
+
+
+def test_empty_manifest_says_so(tmp_path):
+    (tmp_path / "incident.yaml").write_text("")
+    with pytest.raises(ManifestError, match="the manifest is empty"):
+        render_report(tmp_path, tmp_path / "out")

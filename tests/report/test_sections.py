@@ -91,6 +91,9 @@ def test_header_counts_read_as_english(frames):
     assert "1 transcript, 1 transcript event" in h and "1 door session, 1 door call (" in h
     h = S.header("t", "/x/incident.yaml", steps=steps, calls=calls)
     assert f"{len(steps)} transcript events" in h and f"{len(calls)} door calls" in h
+    # a shared report names the manifest by its folder and file, not the investigator's path
+    h = S.header("t", "/home/ann/cases/acme-42/incident.yaml")
+    assert "<code>acme-42/incident.yaml</code>" in h and "/home/ann" not in h
 
 
 def test_header_escapes_title():

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..errors import ReplaybookError, ReportError
+from ..errors import InputError, ReplaybookError, ReportError
 
 __all__ = ["ReportPaths", "render_report", "to_html", "TEMPLATE_DIR", "TEMPLATE_NAME", "REVIEW_NOTEBOOK",
            "REMOVE_TAGS"]
@@ -111,6 +111,13 @@ def _this_python_kernel_manager():
             return spec
 
     return ThisPythonKernelManager
+
+
+def _subclass_names(cls: type) -> set[str]:
+    """The names of ``cls`` and its subclasses: the errors that mean bad evidence when ``cls``
+    is :class:`~replaybook.errors.InputError` (a manifest naming the wrong files, an unreadable
+    file), the user's to fix."""
+    return {cls.__name__}.union(*(_subclass_names(c) for c in cls.__subclasses__()))
 
 
 def _is_kernel_failure(exc: BaseException) -> bool:
@@ -235,6 +242,11 @@ def render_report(
                 from papermill.exceptions import PapermillExecutionError
             except ImportError:  # pragma: no cover
                 PapermillExecutionError = ()  # type: ignore[assignment]
+            if isinstance(exc, PapermillExecutionError) and exc.ename in _subclass_names(InputError):
+                # the evidence, not the report, is at fault: a user error (exit 2), as the CLI's
+                # own loaders would say it
+                raise InputError(f"{exc.evalue} (no report written: the notebook stopped in cell "
+                                 f"{exc.exec_count})") from exc
             if isinstance(exc, PapermillExecutionError):
                 raise ReportError(
                     f"report notebook failed in cell {exc.exec_count} ({exc.ename}: {exc.evalue}); "

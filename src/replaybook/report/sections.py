@@ -204,10 +204,13 @@ def header(
     calls: pd.DataFrame | None = None,
     generated_at: datetime | None = None,
 ) -> str:
-    """Title block (with the report CSS): incident title, manifest path, generation time (UTC),
-    and counts of transcripts, transcript events, door sessions and door calls."""
+    """Title block (with the report CSS): incident title, manifest (its folder and file name
+    only: a report is shared, the investigator's own paths stay out of it), generation time
+    (UTC), and counts of transcripts, transcript events, door sessions and door calls."""
     when = generated_at or datetime.now(timezone.utc)
-    facts = [f"Manifest: <code>{esc(incident_path)}</code>",
+    manifest = Path(incident_path)
+    shown = Path(manifest.parent.name, manifest.name) if manifest.is_absolute() else manifest
+    facts = [f"Manifest: <code>{esc(shown.as_posix())}</code>",
              f"Generated: {esc(fmt_ts(pd.Timestamp(when)))}"]
     if steps is not None:
         facts.append(f"{_count(steps['transcript_id'].nunique(), 'transcript')}, "
@@ -453,13 +456,16 @@ def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
 
 
 def inputs_table(inputs: Iterable[Mapping]) -> str:
-    """Every input file read, with its format, size (bytes), line count and SHA-256 (hex), so
-    the report can be tied to the exact evidence."""
+    """Every input file given, with its format, size (bytes), line count, SHA-256 (hex) and,
+    when any file has one, a note (a skipped file's reason), so the report can be tied to the
+    exact evidence."""
     df = pd.DataFrame(list(inputs or []))
     if df.empty:
         return _section("Inputs", '<p class="rb-note">No input files.</p>', anchor="inputs")
     cols = [("path", "path", "code"), ("format", "format", "text"), ("bytes", "bytes", "num"),
             ("lines", "lines", "num"), ("sha256", "SHA-256", "code")]
+    if "note" in df.columns and df["note"].notna().any():
+        cols.append(("note", "note", "text"))  # skipped files and what a loader left out
     body = ("<p>Every file this report was built from. Recompute a file's SHA-256 (<code>sha256sum</code>) to "
             "check that it is the same evidence.</p>" + table(df, cols, max_rows=100000))
     return _section("Inputs", body, anchor="inputs")
