@@ -1,6 +1,7 @@
 import gzip
 from pathlib import Path
 
+import pytest
 import replaybook
 from replaybook.cli import main
 
@@ -45,3 +46,15 @@ def test_input_notes_read_as_words():
     assert _input_note({"duplicates": 3}) == "3 duplicate lines"
     assert _input_note({"duplicates": 1, "ignored_lines": 2}) == "1 duplicate line; 2 lines of other kinds ignored"
     assert _input_note({"ignored_lines": 1}) == "1 line of other kinds ignored"
+
+
+def test_nothing_for_the_frame_says_what_each_file_was(tmp_path):
+    from replaybook.errors import InputError
+    from replaybook.loading import load_frame
+
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    with pytest.raises(InputError, match=r"no steps input in .*empty\.jsonl: empty file"):
+        load_frame(tmp_path / "empty.jsonl", "steps")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(InputError, match=r"no steps input in .*d \(no files in it\)"):
+        load_frame(tmp_path / "d", "steps")

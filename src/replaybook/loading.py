@@ -220,8 +220,11 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
 
         res = LoadResult(frame={"steps": STEPS, "calls": CALLS, "access": ACCESS}[frame].empty())
     if res is None:
-        what = "; ".join(f"{p}: {v}" for p, v in list(elsewhere.items())[:5]) or \
-            "no file's content was recognised"
+        found = list(elsewhere.items()) + [(r.path, r.note or "not recognised")
+                                           for r in unknown.itertuples(index=False)]
+        what = "; ".join(f"{p}: {v}" for p, v in found[:5]) or "no files in it"
+        if len(found) > 5:
+            what += f"; … {len(found) - 5} more"
         raise InputError(f"no {frame} input in {', '.join(map(str, paths))} ({what}); "
                          f"`replaybook load auto PATH` shows what each file is")
     nl = [{"source_file": r.path, "kind": "invalid", "loader": "auto", "error": r.note}
