@@ -2,6 +2,7 @@ import gzip
 from pathlib import Path
 
 import pytest
+
 import replaybook
 from replaybook.cli import main
 
