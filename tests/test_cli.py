@@ -163,3 +163,20 @@ def test_unmatched_transcripts_are_listed_one_per_line_when_many(capsys):
     assert [t.strip() for t in tail[1:4]] == ["11111111-aaaa-4aaa-8aaa-111111111111",
                                               "22222222-bbbb-4bbb-8bbb-222222222222",
                                               "33333333-cccc-4ccc-8ccc-333333333333"]
+
+
+def test_sources_lists_every_registered_format_under_its_frame(capsys):
+    from replaybook.cli import main
+    from replaybook.sources import registry
+
+    assert main(["sources"]) == 0
+    out = capsys.readouterr().out
+    frame = None
+    listed = {}
+    for line in out.splitlines():
+        if not line.startswith(" "):
+            frame = line.rstrip(":")
+        else:
+            listed[line.split()[0]] = frame
+    assert listed == {n: registry.get(n).frame for n in registry.names()}
+    assert listed["claude-code"] == "steps" and listed["door"] == "calls" and listed["aws.s3_access"] == "access"

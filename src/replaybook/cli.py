@@ -148,8 +148,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.argument("frame", type=click.Choice(["steps", "calls", "access", "auto"]))
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--source", "source_name", default=None,
-              help="Read every path with this source (e.g. claude-code, codex, gemini, otel, door, mcpjungle, "
-                   "aws.cloudtrail, aws.s3_access); default: sniff each file by content.")
+              help="Read every path with this source (e.g. claude-code, door, aws.cloudtrail; "
+                   "`replaybook sources` lists them all); default: sniff each file by content.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl",
               show_default=True, help="Output format.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
@@ -157,9 +157,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: str, out: str | None) -> None:
     """Load PATHS (files or folders) into the canonical FRAME and write its rows.
 
-    FRAME ``auto`` sniffs every file's content, loads it with the source that recognises it and
-    prints a per-file table (source chosen, rows, quarantined lines); with ``--out`` each frame
-    is written to ``OUT`` with the frame name inserted before the suffix.  The quarantine (lines
+    FRAME 'auto' sniffs every file's content, loads it with the source that recognises it and
+    prints a per-file table (source chosen, rows, quarantined lines); with --out each frame
+    is written to OUT with the frame name inserted before the suffix.  The quarantine (lines
     that could not be used, with file and line) goes to stderr.
     """
     from .sources import registry
@@ -259,13 +259,34 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
         click.echo(f"{_count(skipped, 'file')} recognised but holding no records (see the note column)", err=True)
 
 
+@cli.command("sources")
+def sources_cmd() -> None:
+    """List the input formats replaybook reads, by frame.
+
+    Each name is what --source, --transcripts-format, --calls-format and a manifest's
+    {path, format} take; beside it, where the format comes from.
+    """
+    from .sources import registry
+
+    by_frame: dict[str, list] = {}
+    for name in registry.names():
+        src = registry.get(name)
+        by_frame.setdefault(src.frame, []).append(src)
+    width = max(map(len, registry.names()))
+    for frame in ("steps", "calls", "access"):
+        click.echo(f"{frame}:")
+        for src in by_frame.get(frame, []):
+            doc = src.doc if len(src.doc) <= 100 else src.doc[:99] + "…"
+            click.echo(f"  {src.name:<{width}}  {doc}")
+
+
 @cli.command("join")
 @click.option("--transcripts", "transcripts", multiple=True, required=True, type=click.Path(exists=True),
               help="Transcript file or folder (Claude Code, Codex, Gemini, OTel; sniffed by content). Repeatable.")
 @click.option("--calls", "calls", multiple=True, required=True, type=click.Path(exists=True),
               help="Door call log file or log root, or a gateway's log (sniffed by content). Repeatable.")
-@click.option("--transcripts-format", default=None, help="Read every transcript with this source (see `load --help`).")
-@click.option("--calls-format", default=None, help="Read every call log with this source (see `load --help`).")
+@click.option("--transcripts-format", default=None, help="Read every transcript with this source (`replaybook sources` lists them).")
+@click.option("--calls-format", default=None, help="Read every call log with this source (`replaybook sources` lists them).")
 @click.option("--window", type=float, default=60.0, show_default=True, help="Agreement window, seconds.")
 @click.option("--min-agreed", type=int, default=1, show_default=True,
               help="Never assign a transcript with fewer agreeing steps.")
