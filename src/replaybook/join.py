@@ -675,8 +675,11 @@ def join_sessions(
         v = _objects(steps[name])
         return v if whole else v[sel]
 
-    t_codes, t_names = _codes(scol("transcript_id"), sort=True, runs=True)
-    s_codes, s_names = _codes(_objects(calls["door_session"]), sort=True, runs=True)
+    session_objs = _objects(calls["door_session"])
+    (t_codes, t_names), (s_codes, s_names) = _together(
+        lambda: _codes(scol("transcript_id"), sort=True, runs=True),
+        lambda: _codes(session_objs, sort=True, runs=True))
+    del session_objs
     n_t, n_s = len(t_names), len(s_names)
     n_sx = max(n_s, 1)
     tool_s = tool_all[:len(steps)][sel]
@@ -878,7 +881,23 @@ def join_sessions(
 
     # 5. one-to-one assignment, maximising agreement; ties by time proximity.
     el = agreed >= min_agreed
-    assign_arr, mg = _assign(sc_s[el], sc_t[el], agreed[el].astype("float64"), med[el], n_s, n_t, window_ms)
+
+    def scores_frame() -> pd.DataFrame:
+        """scores: by door session, then agreement (descending), then transcript."""
+        amax = int(agreed.max()) if len(agreed) else 0
+        so_ = _stable_order(sc_s * (amax + 1) + (amax - agreed)) if len(agreed) else _EMPTY
+        return pd.DataFrame({
+            # (each name validated once, then taken)
+            "door_session": pd.array(s_names, dtype="string").take(sc_s[so_]),
+            "transcript_id": pd.array(t_names, dtype="string").take(sc_t[so_]),
+            "agreed": pd.array(agreed[so_], dtype="Int64"),
+            "exact": pd.array(exact_n[so_], dtype="Int64"),
+            "median_abs_delta_ms": med[so_].astype("float64"),
+        })
+
+    (assign_arr, mg), scores = _together(
+        lambda: _assign(sc_s[el], sc_t[el], agreed[el].astype("float64"), med[el], n_s, n_t, window_ms),
+        scores_frame)
 
     # 6. per-session report
     has_t = assign_arr >= 0
@@ -981,17 +1000,6 @@ def join_sessions(
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
-    # scores: by door session, then agreement (descending), then transcript
-    amax = int(agreed.max()) if len(agreed) else 0
-    so_ = _stable_order(sc_s * (amax + 1) + (amax - agreed)) if len(agreed) else _EMPTY
-    scores = pd.DataFrame({
-        # (each name validated once, then taken)
-        "door_session": pd.array(s_names, dtype="string").take(sc_s[so_]),
-        "transcript_id": pd.array(t_names, dtype="string").take(sc_t[so_]),
-        "agreed": pd.array(agreed[so_], dtype="Int64"),
-        "exact": pd.array(exact_n[so_], dtype="Int64"),
-        "median_abs_delta_ms": med[so_].astype("float64"),
-    })
     assigned_names = set(t_names[assign_arr[has_t]].tolist())
     if whole:
         all_t = [str(t) for t in t_names]
