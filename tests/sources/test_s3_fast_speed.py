@@ -281,3 +281,16 @@ def test_requesters_repeated_and_mostly_distinct(tmp_path):
     assert ptype == [s3_access._principal_type(p) for p in principal]
     assert rsn == [_cloud.role_session_name(p) for p in principal]
     same_s3(_file(tmp_path, "log", [_line(i, requester=r) for i, r in enumerate(reqs)]))
+
+
+def test_tail_spaces_counts_each_tail_and_finds_double_or_trailing_spaces():
+    from replaybook.sources._s3_fast import _tail_spaces
+
+    counts, odd = _tail_spaces(("", " a b", " c", ""))
+    assert counts.tolist() == [0, 2, 1, 0] and odd is False
+    assert _tail_spaces((" a  b", " c"))[1] is True        # two spaces in a row
+    assert _tail_spaces((" a ", " c"))[1] is True          # a tail ending with a space
+    assert _tail_spaces((" c", " a "))[1] is True          # the last tail too
+    assert _tail_spaces(("", ""))[0].tolist() == [0, 0] and _tail_spaces(("",))[1] is False
+    # a newline between tails is no space: " a \n b" would be two tails " a " (odd) and " b"
+    assert _tail_spaces((" x", " y z"))[0].tolist() == [1, 2] and _tail_spaces((" x", " y z"))[1] is False

@@ -78,7 +78,6 @@ _GROUPS = ("A", "T", "R", "D", "E", "F", "B", "H")  # the block keys of groups 1
 _STRAY_WS = (b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 _MAX_TAIL = len(s3.FIELDS) - 17  # tail fields with a name; more are raw["extra_fields"]
 _SAFE_INT = 2 ** 53
-_DOUBLE_SPACE = re.compile("  ")  # (a regex finds it ~3x faster than `in`)
 
 
 def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
@@ -116,13 +115,12 @@ def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
     # lines taken: matched (group 1 set) and a tail of tokens each after one space (the
     # pattern makes it start with one; here: no empty token, no trailing space)
     take = cols[0]
-    tails = "\n".join(rest)
-    if _DOUBLE_SPACE.search(tails) or " \n" in tails or tails.endswith(" "):
+    tail_spaces, odd = _tail_spaces(rest)
+    if odd:
         take = list(take)
         for i, r in enumerate(rest):
             if r and ("  " in r or r[-1] == " "):
                 take[i] = ""
-    del tails
     other_no = [i + 1 for i in compress(range(n), map(not_, take))] if "" in take else []
     # each line's place in the bytes: start << 32 | length
     if nl is None:
@@ -162,10 +160,8 @@ def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
         block["raw"] = s3.LogLine.many(texts if keep is None else [texts[i] for i in keep])
     block["fast_no"] = fast_no
     block["rows"] = _other_rows(path, data, other_no, quarantine) if other_no else []
-    extra = 0
-    if len(cols[8]) - cols[8].count("") > 0:
-        counts = np.fromiter(map(str.count, cols[8], repeat(" ")), dtype=np.int64, count=len(cols[8]))
-        extra = int(np.count_nonzero(counts > _MAX_TAIL))
+    too_many = tail_spaces > _MAX_TAIL  # a space before each tail field
+    extra = int(np.count_nonzero(too_many if keep is None else too_many[keep]))
     extra += sum(1 for r in block["rows"] if "extra_fields" in r["raw"])
     if extra:
         info["extra_fields"] = extra
@@ -175,6 +171,26 @@ def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
     else:
         block["line_no"] = fast_no if fast_no is not None else list(range(1, nf + 1))
     return block
+
+
+def _tail_spaces(tails: tuple[str, ...]) -> tuple[np.ndarray, bool]:
+    """``(spaces in each tail, whether any tail holds two spaces in a row or ends with one)``
+    for the ASCII tails of a file's lines: one numpy pass over their bytes instead of a search
+    and a count per line."""
+    buf = np.frombuffer("\n".join(tails).encode("ascii"), dtype=np.uint8)
+    sp = buf == 32
+    nl = np.flatnonzero(buf == 10)  # one between each two tails
+    odd = bool(len(buf)) and (bool(sp[-1]) or bool(np.any(sp[1:] & sp[:-1]))
+                              or bool(np.any(sp[nl[nl > 0] - 1])))
+    run = np.zeros(len(buf) + 1, dtype=np.int64)
+    np.cumsum(sp, out=run[1:])
+    starts = np.empty(len(tails), dtype=np.int64)
+    starts[:1] = 0
+    starts[1:] = nl + 1
+    ends = np.empty(len(tails), dtype=np.int64)
+    ends[:-1] = nl
+    ends[-1:] = len(buf)
+    return run[ends] - run[starts], odd
 
 
 def _other_rows(path: Path, data: bytes, other_no: list[int], quarantine: list[dict]) -> list[dict]:
