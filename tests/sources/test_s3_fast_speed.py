@@ -294,3 +294,12 @@ def test_tail_spaces_counts_each_tail_and_finds_double_or_trailing_spaces():
     assert _tail_spaces(("", ""))[0].tolist() == [0, 0] and _tail_spaces(("",))[1] is False
     # a newline between tails is no space: " a \n b" would be two tails " a " (odd) and " b"
     assert _tail_spaces((" x", " y z"))[0].tolist() == [1, 2] and _tail_spaces((" x", " y z"))[1] is False
+
+
+def test_buckets_are_coded_per_file_and_a_file_naming_two_buckets_still_reads_right(tmp_path):
+    one = _file(tmp_path, "a.log", [_line(i, bucket="b-one") for i in range(3)])
+    two = _file(tmp_path, "b.log", [_line(0, bucket="b-two"), _line(1, bucket="b-one"), _line(2, bucket="b-two")])
+    same_s3(tmp_path)
+    f = s3_access.load_s3_access([one, two]).frame
+    assert sorted(f["resource_uri"].str.split("/").str[2]) == ["b-one"] * 4 + ["b-two"] * 2
+    same_s3(one)

@@ -216,17 +216,27 @@ def _other_rows(path: Path, data: bytes, other_no: list[int], quarantine: list[d
 
 # -- the frame -------------------------------------------------------------------------------
 
-def _factorize(values, single: bool = False) -> tuple[np.ndarray, list]:
+def _factorize(values) -> tuple[np.ndarray, list]:
     """``(codes, distinct)``: the distinct values (first-seen order) and each value's index
-    among them (``intp`` array).  Arrow's hash table: ~2x a dict's speed on fresh strings.
-    ``single``: first try whether all values are one (a log file's bucket), without hashing."""
+    among them (``intp`` array).  Arrow's hash table: ~2x a dict's speed on fresh strings."""
     n = len(values)
     if not n:
         return np.zeros(0, dtype=np.intp), []
-    if single and values[0] == values[-1] and values.count(values[0]) == n:
-        return np.zeros(n, dtype=np.intp), [values[0]]
     enc = pc.dictionary_encode(pa.array(values, type=pa.large_string()))
     return enc.indices.to_numpy().astype(np.intp, copy=False), enc.dictionary.to_pylist()
+
+
+def _bucket_codes(fast: list[dict]) -> tuple[np.ndarray, list]:
+    """:func:`_factorize` of the blocks' bucket column, per block when a block (a log file)
+    names one bucket, as S3 writes them (no hashing of a million equal strings)."""
+    per_block = []
+    for b in fast:
+        a = b["A"]
+        if a[0] != a[-1] or a.count(a[0]) != len(a):
+            return _factorize(_cat(fast, "A"))
+        per_block.append(a[0])
+    firsts, distinct = _factorize(per_block)
+    return np.repeat(firsts, [len(b["A"]) for b in fast]), distinct
 
 
 def _objects(values) -> np.ndarray:
@@ -382,11 +392,12 @@ def _finish(blocks: list[dict], quarantine: list[dict], inputs: list[dict]) -> L
     file_of_block = np.array([rank[p] for p in spaths], dtype=np.int64)
     fcode = file_of_block[blk]
 
-    g = {k: _cat(fast, k) if fast else [] for k in _GROUPS}
+    g = {k: _cat(fast, k) if fast else [] for k in _GROUPS if k != "A"}
     uniq: dict[str, list] = {}
     codes: dict[str, np.ndarray] = {}
-    for k in ("A", "T", "R", "E", "F", "H"):
-        codes[k], uniq[k] = _factorize(g[k], single=k == "A")
+    codes["A"], uniq["A"] = _bucket_codes(fast)
+    for k in ("T", "R", "E", "F", "H"):
+        codes[k], uniq[k] = _factorize(g[k])
     ref_idx = np.arange(nr)
 
     def row_codes(key: str) -> np.ndarray:
