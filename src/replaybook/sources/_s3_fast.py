@@ -182,15 +182,13 @@ def _tail_spaces(tails: tuple[str, ...]) -> tuple[np.ndarray, bool]:
     nl = np.flatnonzero(buf == 10)  # one between each two tails
     odd = bool(len(buf)) and (bool(sp[-1]) or bool(np.any(sp[1:] & sp[:-1]))
                               or bool(np.any(sp[nl[nl > 0] - 1])))
-    run = np.zeros(len(buf) + 1, dtype=np.int64)
-    np.cumsum(sp, out=run[1:])
-    starts = np.empty(len(tails), dtype=np.int64)
-    starts[:1] = 0
-    starts[1:] = nl + 1
-    ends = np.empty(len(tails), dtype=np.int64)
-    ends[:-1] = nl
-    ends[-1:] = len(buf)
-    return run[ends] - run[starts], odd
+    # spaces per tail: the spaces' positions counted up to each tail's end
+    at = np.searchsorted(np.flatnonzero(sp), nl)  # spaces before each separator
+    counts = np.empty(len(tails), dtype=np.int64)
+    counts[:-1] = at
+    counts[-1:] = np.count_nonzero(sp)
+    counts[1:] -= at
+    return counts, odd
 
 
 def _other_rows(path: Path, data: bytes, other_no: list[int], quarantine: list[dict]) -> list[dict]:
