@@ -41,6 +41,7 @@ file, line) key when the rows are in file/line order and the key fits 63 bits (e
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from itertools import compress, repeat
 from operator import is_, not_
 from pathlib import Path
@@ -217,11 +218,24 @@ def _other_rows(path: Path, data: bytes, other_no: list[int], quarantine: list[d
 def _factorize(values) -> tuple[np.ndarray, list]:
     """``(codes, distinct)``: the distinct values (first-seen order) and each value's index
     among them (``intp`` array).  Arrow's hash table: ~2x a dict's speed on fresh strings."""
-    n = len(values)
-    if not n:
-        return np.zeros(0, dtype=np.intp), []
-    enc = pc.dictionary_encode(pa.array(values, type=pa.large_string()))
-    return enc.indices.to_numpy().astype(np.intp, copy=False), enc.dictionary.to_pylist()
+    return _factorize_many([values])[0]
+
+
+def _factorize_many(columns: list) -> list[tuple[np.ndarray, list]]:
+    """:func:`_factorize` of each of ``columns``.  Arrow's hash tables run on a second thread
+    (they release the GIL) while this one turns the next column into an Arrow array."""
+    out: list = [None] * len(columns)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="replaybook-s3") as pool:
+        pending = []
+        for i, values in enumerate(columns):
+            if not len(values):
+                out[i] = (np.zeros(0, dtype=np.intp), [])
+                continue
+            pending.append((i, pool.submit(pc.dictionary_encode, pa.array(values, type=pa.large_string()))))
+        for i, fut in pending:
+            enc = fut.result()
+            out[i] = (enc.indices.to_numpy().astype(np.intp, copy=False), enc.dictionary.to_pylist())
+    return out
 
 
 def _bucket_codes(fast: list[dict]) -> tuple[np.ndarray, list]:
@@ -394,8 +408,9 @@ def _finish(blocks: list[dict], quarantine: list[dict], inputs: list[dict]) -> L
     uniq: dict[str, list] = {}
     codes: dict[str, np.ndarray] = {}
     codes["A"], uniq["A"] = _bucket_codes(fast)
-    for k in ("T", "R", "E", "F", "H"):
-        codes[k], uniq[k] = _factorize(g[k])
+    keys = ("T", "R", "E", "F", "H")
+    for k, (c, u) in zip(keys, _factorize_many([g[k] for k in keys])):
+        codes[k], uniq[k] = c, u
     ref_idx = np.arange(nr)
 
     def row_codes(key: str) -> np.ndarray:
