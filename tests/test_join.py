@@ -205,3 +205,12 @@ def test_jobs_run_together_return_in_order_and_raise_the_first_failure_after_all
     with pytest.raises(JoinError, match="bad key"):
         _together(fail, slow)
     assert finished == ["slow"]  # the other job was waited for, not abandoned
+
+
+def test_work_started_for_later_gives_its_value_or_raises_its_error_when_asked():
+    from replaybook.join import _later
+
+    assert _later(lambda: [1, 2]).result() == [1, 2]
+    failing = _later(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing.result()

@@ -252,6 +252,29 @@ def _together(*jobs):
     return out
 
 
+class _later(threading.Thread):
+    """``fn()`` started now on a thread of its own; :meth:`result` waits for its value (or
+    raises its exception).  For work that holds the GIL little or in turns with the caller's
+    (object passes beside integer sorts); the value does not depend on the interleaving."""
+
+    def __init__(self, fn):
+        super().__init__(name="replaybook-join", daemon=True)
+        self._fn, self._value, self._error = fn, None, None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._value = self._fn()
+        except BaseException as exc:  # noqa: BLE001 - raised by result(), on the caller's thread
+            self._error = exc
+
+    def result(self):
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 def _objects(col: pd.Series) -> np.ndarray:
     """The column's values as an object ndarray (no copy for python-backed strings)."""
     arr = col.array
@@ -714,7 +737,8 @@ def join_sessions(
 
     # the argument codes (integer work on object addresses) and the tool-use-id match (a
     # polars join) side by side
-    (args_all, args_u), (ex_si, ex_ci) = _together(argument_codes, exact_pairs)
+    exact_later = _later(exact_pairs)  # beside the argument codes, keys and times
+    args_all, args_u = argument_codes()
     del args_parts
     s_noargs = args_all[:n_st] < 0
     c_noargs = args_all[n_st:] < 0
@@ -745,36 +769,6 @@ def join_sessions(
     s_ok = (s_ns != _NAT) & (t_codes >= 0)
     c_ok = (c_ns != _NAT) & (tool_c >= 0) & (s_codes >= 0)  # some gateways log neither
 
-    ex_step = np.zeros(n_st, bool)
-    ex_step[ex_si] = True
-    ex_call = np.zeros(n_c, bool)
-    ex_call[ex_ci] = True
-
-    # 3. content candidates (steps/calls already matched exactly are out of the running)
-    s_idx = np.flatnonzero(s_ok & ~ex_step)
-    c_free = c_ok & ~ex_call
-    c_tool_idx = np.flatnonzero(c_free & c_noargs)
-    c_idx = np.flatnonzero(c_free & ~c_noargs)
-    offset = None
-    if len(ex_si):  # exact pairs measure the offset directly
-        d = c_ms[ex_ci] - s_ms[ex_si]
-        d = d[s_ok[ex_si] & c_ok[ex_ci]]
-        if len(d):
-            offset = float(np.median(d))
-    max_offset_ms = int(max_offset_s * 1000)
-    s_args_idx = s_idx[~s_noargs[s_idx]]
-    # calls and steps with arguments by (key, time, row)
-    C, S = _together(lambda: _KeyTime(c_idx, k_c, c_ms, n_keys),
-                     lambda: _KeyTime(s_args_idx, k_s, s_ms, n_keys))
-    if offset is None:
-        offset = 0.0
-        if max_offset_ms > 0 and len(s_idx) and len(c_idx):
-            pick = np.arange(len(s_idx))
-            if len(pick) > 20000:
-                pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
-            q = s_idx[pick]
-            offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
-    off = int(round(offset))
     ts_end_col, decision_col, agent_col = calls["ts_end"], calls["decision"], calls["agent"]
     server_objs = scol("server")
 
@@ -826,10 +820,43 @@ def join_sessions(
         srv_c, srv_u = _codes(server_objs)
         return cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u
 
-    (msi, mci), figures = _together(lambda: _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx),
-                                    call_figures)
-    cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u = figures
-    del figures
+    figures_later = _later(call_figures)  # beside the time indexes and the window pairing
+
+    ex_si, ex_ci = exact_later.result()
+    del exact_later
+    ex_step = np.zeros(n_st, bool)
+    ex_step[ex_si] = True
+    ex_call = np.zeros(n_c, bool)
+    ex_call[ex_ci] = True
+
+    # 3. content candidates (steps/calls already matched exactly are out of the running)
+    s_idx = np.flatnonzero(s_ok & ~ex_step)
+    c_free = c_ok & ~ex_call
+    c_tool_idx = np.flatnonzero(c_free & c_noargs)
+    c_idx = np.flatnonzero(c_free & ~c_noargs)
+    offset = None
+    if len(ex_si):  # exact pairs measure the offset directly
+        d = c_ms[ex_ci] - s_ms[ex_si]
+        d = d[s_ok[ex_si] & c_ok[ex_ci]]
+        if len(d):
+            offset = float(np.median(d))
+    max_offset_ms = int(max_offset_s * 1000)
+    s_args_idx = s_idx[~s_noargs[s_idx]]
+    # calls and steps with arguments by (key, time, row)
+    C, S = _together(lambda: _KeyTime(c_idx, k_c, c_ms, n_keys),
+                     lambda: _KeyTime(s_args_idx, k_s, s_ms, n_keys))
+    if offset is None:
+        offset = 0.0
+        if max_offset_ms > 0 and len(s_idx) and len(c_idx):
+            pick = np.arange(len(s_idx))
+            if len(pick) > 20000:
+                pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
+            q = s_idx[pick]
+            offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
+    off = int(round(offset))
+    msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx)
+    cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u = figures_later.result()
+    del figures_later
     del C, S
     parts = [(msi, mci, HOW_CONTENT)]
     if len(c_tool_idx) or s_noargs[s_idx].any():
