@@ -705,7 +705,7 @@ def join_sessions(
     del session_objs
     n_t, n_s = len(t_names), len(s_names)
     n_sx = max(n_s, 1)
-    tool_s = tool_all[:len(steps)][sel]
+    tool_s = tool_all[:len(steps)] if whole else tool_all[:len(steps)][sel]
     tool_c = tool_all[len(steps):]
     # (columns that work on another thread reads are taken from the frames here)
     args_parts = [scol("args_key"), _objects(calls["args_key"])]
@@ -740,14 +740,17 @@ def join_sessions(
     exact_later = _later(exact_pairs)  # beside the argument codes, keys and times
     args_all, args_u = argument_codes()
     del args_parts
-    s_noargs = args_all[:n_st] < 0
-    c_noargs = args_all[n_st:] < 0
-    # the key compares tool + arguments, a missing argument key spelled as "{}"
+    noargs = args_all < 0
+    s_noargs, c_noargs = noargs[:n_st], noargs[n_st:]
+    # the key compares tool + arguments, a missing argument key spelled as "{}" (in place:
+    # fresh memory is much of the cost at these sizes)
     brace = np.flatnonzero(_equals(args_u, "{}"))
-    args_all = np.where(args_all >= 0, args_all, brace[0] if len(brace) else len(args_u))
-    tool_sc = np.concatenate([tool_s, tool_c])
+    args_all[noargs] = brace[0] if len(brace) else len(args_u)
+    tool_sc = tool_all if whole else np.concatenate([tool_s, tool_c])
     valid = tool_sc >= 0
-    comb = tool_sc * (len(args_u) + 1) + args_all
+    comb = tool_sc * (len(args_u) + 1)
+    comb += args_all
+    del args_all
     n_keys = max(len(tool_u) * (len(args_u) + 1), 1)
 
     def keys_in_order_of_appearance() -> np.ndarray:
@@ -757,7 +760,8 @@ def join_sessions(
         return k
 
     if n_keys < (1 << (61 - max(n_st, n_c, 1).bit_length())):  # the code pair itself is the key
-        k_all = np.where(valid, comb, -1)
+        k_all = comb  # (later reads of comb read valid entries only)
+        k_all[~valid] = -1
     else:
         k_all = keys_in_order_of_appearance()
         n_keys = max(int(k_all.max()) + 1, 1)
