@@ -38,11 +38,12 @@ per (transcript, session, key) and the agreement per (transcript, session) are s
 keys too, with no per-group Python.  Tool-use ids are matched with a polars hash join when
 polars is installed (a dependency; checked with Python's own ``==``; a dict look-up otherwise).  The
 assignment first fixes the pairs every optimum must contain (see :func:`_match_sparse`).
-Independent work (the argument codes beside the tool-use-id match, the two time indexes, the two
-window bounds, the two distinct-pair sorts; the per-session figures beside the window pairing)
-runs on two threads: numpy releases the GIL in sorts, binary searches and takes. At these sizes
-fresh memory (page faults) costs as much as the arithmetic, so large arrays are built in place
-where they can be.
+Independent work runs on a second thread: the tool-use-id match and the per-session figures as
+soon as their inputs exist (:class:`_later`), and pairs of integer jobs side by side
+(:func:`_together`: the two time indexes, the two window bounds, the two distinct-pair sorts,
+the assignment beside the scores table); numpy releases the GIL in sorts, binary searches and
+takes. At these sizes fresh memory (page faults) costs as much as the arithmetic, so large
+arrays are built or reused in place where they can be.
 Calls or steps without a door session / transcript id take part in no agreement.
 """
 
