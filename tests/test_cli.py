@@ -176,7 +176,7 @@ def test_sources_lists_every_registered_format_under_its_frame(capsys):
     for line in out.splitlines():
         if not line.startswith(" "):
             frame = line.rstrip(":")
-        else:
+        elif not line.startswith("   "):  # (a wrapped description continues further in)
             listed[line.split()[0]] = frame
     assert listed == {n: registry.get(n).frame for n in registry.names()}
     assert listed["claude-code"] == "steps" and listed["door"] == "calls" and listed["aws.s3_access"] == "access"

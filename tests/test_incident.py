@@ -17,8 +17,9 @@ def test_demo_incident_loads_and_joins():
     assert len(inc.calls) == 9 and (inc.calls.decision == "deny").sum() == 1
     assert (inc.steps.kind == "tool_call").sum() == 10  # 5 + 4 door calls + 1 built-in Read
     assert inc.quarantine.empty
-    assert {i["format"] for i in inc.inputs} == {"claude-code", "door", "aws.cloudtrail"}
-    assert len(inc.inputs) == 7 and all(len(i["sha256"]) == 64 for i in inc.inputs)
+    assert {i["format"] for i in inc.inputs} == {"manifest", "claude-code", "door", "aws.cloudtrail"}
+    assert len(inc.inputs) == 8 and all(len(i["sha256"]) == 64 for i in inc.inputs)
+    assert inc.inputs[0]["path"] == "incident.yaml" and inc.inputs[0]["format"] == "manifest"
     res = inc.join
     sess = res.sessions.set_index("door_session")
     assert list(sess.status) == ["matched", "matched"]

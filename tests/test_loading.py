@@ -54,7 +54,7 @@ def test_nothing_for_the_frame_says_what_each_file_was(tmp_path):
     from replaybook.loading import load_frame
 
     (tmp_path / "empty.jsonl").write_bytes(b"")
-    with pytest.raises(InputError, match=r"no steps input in .*empty\.jsonl: empty file"):
+    with pytest.raises(InputError, match=r"no steps input in .*empty\.jsonl \(empty file\)"):
         load_frame(tmp_path / "empty.jsonl", "steps")
     (tmp_path / "d").mkdir()
     with pytest.raises(InputError, match=r"no steps input in .*d \(no files in it\)"):

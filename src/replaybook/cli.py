@@ -237,6 +237,8 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
     import os
 
     loaded = load(list(paths))
+    if not len(loaded.files):
+        raise InputError(f"no files in {', '.join(paths)}")
     files = loaded.files.copy()
     if len(files) > 1:  # long absolute paths made the table unreadable: show them under their common folder
         absolute = [os.path.abspath(p) for p in files["path"]]
@@ -246,7 +248,8 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
             files["path"] = [os.path.relpath(p, base) for p in absolute]
     click.echo(_text_table(files, numeric=("confidence", "rows", "quarantined")))
     for name, res in loaded.results.items():
-        click.echo(f"{name}: {len(res.frame)} rows, {len(res.quarantine)} quarantined lines", err=True)
+        click.echo(f"{name}: {_count(len(res.frame), 'row')}, {_count(len(res.quarantine), 'quarantined line')}",
+                   err=True)
         if out:
             o = Path(out)
             _frame_out(res.frame, fmt, str(o.with_name(f"{o.stem}.{name}{o.suffix}")))
@@ -272,12 +275,18 @@ def sources_cmd() -> None:
     for name in registry.names():
         src = registry.get(name)
         by_frame.setdefault(src.frame, []).append(src)
+    import shutil
+    import textwrap
+
     width = max(map(len, registry.names()))
+    text_width = max(40, shutil.get_terminal_size((100, 24)).columns - width - 4)
     for frame in ("steps", "calls", "access"):
         click.echo(f"{frame}:")
         for src in by_frame.get(frame, []):
-            doc = src.doc if len(src.doc) <= 100 else src.doc[:99] + "…"
-            click.echo(f"  {src.name:<{width}}  {doc}")
+            lines = textwrap.wrap(src.doc, text_width) or [""]
+            click.echo(f"  {src.name:<{width}}  {lines[0]}")
+            for more in lines[1:]:
+                click.echo(f"  {'':<{width}}  {more}")
 
 
 @cli.command("join")

@@ -226,13 +226,16 @@ class Incident:
 
     @property
     def inputs(self) -> list[dict]:
-        """Every file given: ``path`` (relative to the manifest folder when inside it),
-        ``sha256`` (hex, of the bytes on disk), ``bytes``, ``lines``, ``format`` (``None`` when
-        no source read it) and ``note`` (why a file was skipped, what a loader left out, or
-        ``None``)."""
+        """The manifest, then every file it names: ``path`` (relative to the manifest folder
+        when inside it), ``sha256`` (hex, of the bytes on disk), ``bytes``, ``lines``,
+        ``format`` (``manifest`` for the manifest; ``None`` when no source read a file) and
+        ``note`` (why a file was skipped, what a loader left out, or ``None``).  The manifest
+        is evidence too: it sets the window, the storage mapping and the principals."""
+        from ._jsonl import file_info
         from .loading import _input_note
 
-        out = []
+        data = self.path.read_bytes()
+        out = [dict(file_info(self.path, len(data), data, "manifest"), path=self.path.name, note=None)]
         for r in self._load("steps").inputs + self._load("calls").inputs + self._load("access").inputs:
             d = dict(r)
             d["path"] = self._shown(d["path"])

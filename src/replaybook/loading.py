@@ -222,7 +222,10 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
     if res is None:
         found = list(elsewhere.items()) + [(r.path, r.note or "not recognised")
                                            for r in unknown.itertuples(index=False)]
-        what = "; ".join(f"{p}: {v}" for p, v in found[:5]) or "no files in it"
+        if len(found) == 1 and [str(p) for p in paths] == [found[0][0]]:
+            what = found[0][1]  # the one file given: its path is said already
+        else:
+            what = "; ".join(f"{p}: {v}" for p, v in found[:5]) or "no files in it"
         if len(found) > 5:
             what += f"; … {len(found) - 5} more"
         raise InputError(f"no {frame} input in {', '.join(map(str, paths))} ({what}); "

@@ -214,6 +214,7 @@ def test_evidence_in_the_wrong_list_is_a_user_error_exit_2_not_a_report_failure(
     (tmp_path / "incident.yaml").write_text(f"title: x\ntranscripts: ['{door}']\ndoor: ['{door}']\n")
     with pytest.raises(InputError, match=r"transcripts: files that are not transcripts .*no report written"):
         render_report(tmp_path, tmp_path / "out", timeout=60, retries=0)
+    assert not list((tmp_path / "out").iterdir())  # no half-run notebook left as if it were a report
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "out2")]) == 2
     assert "files that are not transcripts" in capsys.readouterr().err
 

@@ -93,7 +93,11 @@ def test_header_counts_read_as_english(frames):
     assert f"{len(steps)} transcript events" in h and f"{len(calls)} door calls" in h
     # a shared report names the manifest by its folder and file, not the investigator's path
     h = S.header("t", "/home/ann/cases/acme-42/incident.yaml")
-    assert "<code>acme-42/incident.yaml</code>" in h and "/home/ann" not in h
+    assert "<code>acme-42/incident.yaml</code>" in h and "/home/ann" not in h and "quarantine" not in h
+    q = QUARANTINE.build([dict(source_file="t.jsonl", line_no=4, byte_offset=1, kind="invalid",
+                               loader="claude-code", error="not JSON", raw="{")])
+    assert '<a href="#quarantine">1 quarantine entry</a>' in S.header("t", "i.yaml", quarantine=q)
+    assert "2 quarantine entries" in S.header("t", "i.yaml", quarantine=pd.concat([q, q]))
 
 
 def test_header_escapes_title():
@@ -235,6 +239,18 @@ def test_cannot_prove_names_sessions_a_gateway_did_not_name(frames):
     plain = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
                            sessions=sessions)
     assert "did not name" not in plain
+
+
+def test_binary_quarantined_lines_and_control_characters_never_reach_the_html_raw():
+    q = QUARANTINE.build([
+        dict(source_file="junk.jsonl", line_no=1, byte_offset=0, kind="invalid", loader="claude-code",
+             error="invalid JSON", raw="\ufffd\x00\x1b\ufffd\ufffd\x01ab"),
+        dict(source_file="t.jsonl", line_no=2, byte_offset=9, kind="invalid", loader="claude-code",
+             error="invalid JSON", raw='{"a": "bell\x07"'),
+    ])
+    h = S.quarantine_summary(q)
+    assert "(binary data)" in h and "\x00" not in h and "\x1b" not in h and "\x07" not in h
+    assert "bell\\x07" in h  # a stray control character in a text line is shown escaped
 
 
 def test_quarantine_summary_counts_whole_files_apart_from_lines():

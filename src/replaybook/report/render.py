@@ -245,6 +245,7 @@ def render_report(
             if isinstance(exc, PapermillExecutionError) and exc.ename in _subclass_names(InputError):
                 # the evidence, not the report, is at fault: a user error (exit 2), as the CLI's
                 # own loaders would say it
+                out_ipynb.unlink(missing_ok=True)  # a half-run notebook is no report
                 raise InputError(f"{exc.evalue} (no report written: the notebook stopped in cell "
                                  f"{exc.exec_count})") from exc
             if isinstance(exc, PapermillExecutionError):

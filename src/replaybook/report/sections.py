@@ -83,14 +83,29 @@ def _isna(v: Any) -> bool:
         return False
 
 
+#: Control characters HTML text may not hold (all of C0 but tab, newline and carriage return,
+#: and DEL), shown as ``\xNN`` instead.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
+
+
 def esc(v: Any, limit: int | None = None) -> str:
-    """``v`` as escaped HTML text ("—" for missing), cut to ``limit`` characters with "…"."""
+    """``v`` as escaped HTML text ("—" for missing), cut to ``limit`` characters with "…";
+    control characters (evidence can hold any byte) are shown as ``\\xNN``."""
     if _isna(v):
         return "—"
     s = str(v)
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
-    return html.escape(s, quote=True)
+    return html.escape(s.translate(_CONTROLS), quote=True)
+
+
+def _line_start(raw: Any) -> Any:
+    """A quarantined line's start as the report shows it: ``(binary data)`` when most of it is
+    replacement or control characters (a binary file read as text), else the text."""
+    if _isna(raw) or not isinstance(raw, str) or not raw:
+        return raw
+    odd = sum(1 for c in raw if c == "\ufffd" or (ord(c) < 32 and c not in "\t\n\r") or c == "\x7f")
+    return "(binary data)" if odd > len(raw) // 4 else raw
 
 
 def fmt_ts(v: Any) -> str:
@@ -203,10 +218,12 @@ def header(
     steps: pd.DataFrame | None = None,
     calls: pd.DataFrame | None = None,
     generated_at: datetime | None = None,
+    quarantine: pd.DataFrame | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
-    (UTC), and counts of transcripts, transcript events, door sessions and door calls."""
+    (UTC), counts of transcripts, transcript events, door sessions and door calls, and of the
+    entries set aside (``quarantine``) when there are any, linked to that section."""
     when = generated_at or datetime.now(timezone.utc)
     manifest = Path(incident_path)
     shown = Path(manifest.parent.name, manifest.name) if manifest.is_absolute() else manifest
@@ -218,6 +235,10 @@ def header(
     if calls is not None:
         facts.append(f"{_count(calls['door_session'].nunique(), 'door session')}, "
                      f"{_count(len(calls), 'door call')} ({int((calls['decision'] == 'deny').sum()):,} refused)")
+    if quarantine is not None and len(quarantine):
+        n = len(quarantine)
+        facts.append(f'<a href="#quarantine">{n:,} quarantine {"entry" if n == 1 else "entries"}</a>: '
+                     "input set aside, not used")
     intro = ("<p>What the agent saw, in the order it saw it: the agent's own transcripts set beside "
              "the door's (MCP gateway's) record of every call it decided. All times are UTC.</p>")
     return STYLE + _section(None, f"<h1>{esc(title)}</h1>" + intro
@@ -321,7 +342,7 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None) -> str:
     df["status_html"] = df["status"].map(_status_badge)
     cols = [
         ("door_session", "door session", "code"), ("agent", "agent", "text"),
-        ("start", "first call", "ts"), ("end", "last call", "ts"), ("calls", "calls", "num"),
+        ("start", "first call", "ts"), ("end", "last call ended", "ts"), ("calls", "calls", "num"),
         ("refused", "refused", "num"), ("transcript_id", "transcript", "code"),
         ("agreed", "agreed", "num"), ("transcript_tool_steps", "transcript tool steps", "num"),
         ("share", "share", "pct"), ("runner_up", "runner-up", "code"),
@@ -489,7 +510,7 @@ def quarantine_summary(quarantine: pd.DataFrame, *, max_rows: int = 50) -> str:
             + table(g, [("source_file", "file", "code"), ("loader", "loader", "text"), ("kind", "kind", "text"),
                         ("lines", "lines", "num")])
             + "<h3>Set-aside lines</h3>"
-            + table(quarantine.sort_values(["source_file", "line_no"]),
+            + table(quarantine.sort_values(["source_file", "line_no"]).assign(raw=lambda d: d["raw"].map(_line_start)),
                     [("source_file", "file", "code"), ("line_no", "line", "num"), ("kind", "kind", "text"),
                      ("error", "why", "text"), ("raw", "line starts", "code")], max_rows=max_rows))
     return _section("Quarantine", body, anchor="quarantine")
