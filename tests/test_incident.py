@@ -148,5 +148,12 @@ def test_inputs_list_every_file_given_with_notes_and_paths_as_the_report_shows_t
     assert row["format"] is None and row["note"] == "skipped: no source recognised this content"
     assert inc.quarantine.loc[inc.quarantine["loader"] == "auto", "source_file"].tolist() == ["junk.jsonl"]
     assert not any(".." in i["path"] for i in inc.inputs)
+    # a file read with every line set aside says so beside its hash
+    bad = tmp_path / "case" / "bad.jsonl"
+    bad.write_text("{bad\n{worse\n")
+    m.write_text(f"title: t\ntranscripts: ['{demo}/transcripts', {{path: bad.jsonl, format: claude-code}}]\n"
+                 f"door: ['{demo}/door']\n")
+    inc = replaybook.Incident.load(m)
+    assert next(i for i in inc.inputs if i["path"] == "bad.jsonl")["note"] == "2 lines set aside (see Quarantine)"
     digest = [i for i in replaybook.Incident.load(demo / "incident.yaml").inputs if "Digest" in i["path"]]
     assert [i["note"] for i in digest] == ["skipped: CloudTrail digest file (no Records)"]

@@ -236,10 +236,16 @@ class Incident:
 
         data = self.path.read_bytes()
         out = [dict(file_info(self.path, len(data), data, "manifest"), path=self.path.name, note=None)]
+        q = self.quarantine
+        set_aside = q["source_file"].value_counts().to_dict() if len(q) else {}
         for r in self._load("steps").inputs + self._load("calls").inputs + self._load("access").inputs:
             d = dict(r)
             d["path"] = self._shown(d["path"])
-            d["note"] = _input_note(d)
+            notes = [n for n in (_input_note(d),) if n]
+            n_q = set_aside.get(d["path"], 0)
+            if n_q and d.get("format") is not None:  # (a file no source read is set aside whole)
+                notes.append(f"{n_q} line{'' if n_q == 1 else 's'} set aside (see Quarantine)")
+            d["note"] = "; ".join(notes) or None
             out.append(d)
         return out
 
