@@ -349,6 +349,8 @@ def _codes_parts(parts: list[np.ndarray], sort: bool = False) -> tuple[np.ndarra
             # running maximum reaches j
             first = np.searchsorted(np.maximum.accumulate(pc), np.arange(len(pu)), "left")
             oc, u = pd.factorize(_take_parts(parts, first), sort=sort)
+            if not sort and len(u) == len(pu):  # one object per value: the codes are the same
+                return pc.astype(np.int64, copy=False), np.asarray(u, dtype=object)
             return oc.astype(np.int64)[pc], np.asarray(u, dtype=object)
     values = parts[0] if len(parts) == 1 else np.concatenate(parts)
     c, u = pd.factorize(values, sort=sort)
