@@ -531,11 +531,12 @@ def _rank_pair(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, t_codes
     if len(b1) != len(b2):  # both sides see the same groups in the same order
         raise AssertionError("join: candidate groups differ between steps and calls")
     n1 = np.diff(np.r_[b1, len(sp)])
-    start1 = np.repeat(b1, n1)
-    rank = np.arange(len(sp)) - start1
-    del start1
+    rank = np.arange(len(sp))
+    rank -= np.repeat(b1, n1)
     ok = rank < np.repeat(np.diff(np.r_[b2, len(cp)]), n1)
-    return sp[ok], cp[np.repeat(b2, n1)[ok] + rank[ok]]
+    at = np.repeat(b2, n1)[ok]
+    at += rank[ok]
+    return sp[ok], cp[at]
 
 
 def _group_starts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -556,10 +557,13 @@ def _group_median(g: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     vmin = int(v.min())
     span = int(v.max()) - vmin + 1
     if (int(g.max()) + 1) * span < (1 << 63):
-        key = g * span + (v - vmin)
+        key = g * span
+        key += v - vmin  # (the check above bounds this sum, not g * span + v)
         key.sort()
         gs = key // span
-        vs = key - gs * span + vmin
+        vs = gs * span
+        np.subtract(key, vs, out=vs)
+        vs += vmin
     else:
         o = np.lexsort((v, g))
         gs, vs = g[o], v[o]
@@ -602,7 +606,8 @@ def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: n
     d = C.times(cp)
     d -= S.times(sp)
     d -= off
-    keep = np.abs(d) <= window_ms
+    np.abs(d, out=d)
+    keep = d <= window_ms
     del d
     return S.item[sp[keep]], C.item[cp[keep]]
 
@@ -691,6 +696,8 @@ def join_sessions(
     n_c = len(calls)
 
     # 1. integer codes.  Tool and argument codes are shared by steps and calls.
+    session_objs = _objects(calls["door_session"])
+    sessions_later = _later(lambda: _codes(session_objs, sort=True, runs=True))  # beside the tool codes
     tool_all, tool_u = _codes_parts([_objects(steps["tool"]), _objects(calls["tool"])])
     sel_mask = _equals(_objects(steps["kind"]), "tool_call") & (tool_all[:len(steps)] >= 0)
     sel = np.flatnonzero(sel_mask)
@@ -701,11 +708,9 @@ def join_sessions(
         v = _objects(steps[name])
         return v if whole else v[sel]
 
-    session_objs = _objects(calls["door_session"])
-    (t_codes, t_names), (s_codes, s_names) = _together(
-        lambda: _codes(scol("transcript_id"), sort=True, runs=True),
-        lambda: _codes(session_objs, sort=True, runs=True))
-    del session_objs
+    t_codes, t_names = _codes(scol("transcript_id"), sort=True, runs=True)
+    s_codes, s_names = sessions_later.result()
+    del sessions_later
     n_t, n_s = len(t_names), len(s_names)
     n_sx = max(n_s, 1)
     tool_s = tool_all[:len(steps)] if whole else tool_all[:len(steps)][sel]
@@ -905,10 +910,13 @@ def join_sessions(
     m_ci = np.concatenate([p[1] for p in parts]).astype(np.int64)
     m_how = np.concatenate([np.full(len(p[0]), p[2], np.int8) for p in parts])
     m_t, m_s = t_codes[m_si], s_codes[m_ci]
-    m_d = c_ms[m_ci] - off - s_ms[m_si]  # after the offset: ~0 when in step
+    m_d = c_ms[m_ci]  # after the offset: ~0 when in step
+    m_d -= s_ms[m_si]
+    m_d -= off
 
     # 4. agreement per (transcript, session): count, tool-use id matches, median |Δt|
-    pcode = m_t * n_sx + m_s
+    pcode = m_t * n_sx
+    pcode += m_s
     upc, agreed, med = _group_median(pcode, np.abs(m_d))
     exact_n = np.bincount(np.searchsorted(upc, pcode[m_how == HOW_META]), minlength=len(upc)).astype(np.int64)
     sc_t, sc_s = upc // n_sx, upc % n_sx
