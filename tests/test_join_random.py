@@ -339,3 +339,26 @@ def test_rows_without_session_or_transcript_join_nothing_and_do_not_break_the_re
     assert list(res.sessions.door_session) == ["s1"] and res.sessions.calls.tolist() == [1]
     assert len(res.pairs) == 1 and len(res.unclaimed_calls) == 1
     assert res.unclaimed_calls.door_session.isna().all()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_of_other_kinds_change_nothing_even_when_they_carry_a_matching_call_id(seed):
+    # tool_result rows repeat their call's tool-use id (which the door may have logged in
+    # _meta), prompts carry none: neither may claim a call or shift a pair
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(6):
+        steps, calls = random_incident(rng)
+        extra = steps.copy()
+        extra["kind"] = "tool_result"
+        extra["tool"] = pd.array([None] * len(extra), dtype="string") if rng.random() < 0.5 else extra["tool"]
+        extra["ts"] = extra["ts"] + pd.Timedelta(milliseconds=5)
+        prompts = steps.head(3).assign(kind="prompt", call_id=None)
+        # each result right after its call; the tool_call rows keep their order
+        order = np.r_[np.arange(len(steps)) * 2 + 1, np.arange(len(steps)) * 2 + 2, np.zeros(len(prompts))]
+        mixed = (pd.concat([steps, extra, prompts], ignore_index=True).assign(_o=order)
+                 .sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True))
+        a = J.join_sessions(steps, calls)
+        b = J.join_sessions(mixed, calls)
+        pd.testing.assert_frame_equal(a.scores, b.scores)
+        pd.testing.assert_frame_equal(a.sessions, b.sessions)
+        pd.testing.assert_frame_equal(a.pairs, b.pairs)

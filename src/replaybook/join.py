@@ -695,6 +695,26 @@ def join_sessions(
     calls = calls.reset_index(drop=True)
     n_c = len(calls)
 
+    # 2 (started first: the longest side job). exact pairs by the client's tool-use id logged
+    # in _meta, over every step row; tool_call rows with a transcript and calls with a session
+    # are kept below, on this thread
+    meta_col, cid_all = calls["meta_call_id"], steps["call_id"]
+
+    def id_matches() -> tuple[np.ndarray, np.ndarray]:
+        """(step row, call row) of each step whose call_id some call logged, with the first
+        such call; by step row."""
+        meta_na = _isna_str(meta_col)
+        if meta_na.all():
+            return _EMPTY, _EMPTY
+        cid_na = _isna_str(cid_all)
+        if cid_na.all():
+            return _EMPTY, _EMPTY
+        mi = np.flatnonzero(~meta_na)
+        ai = np.flatnonzero(~cid_na)
+        return _first_equal(_objects(cid_all)[ai], _objects(meta_col)[mi], ai, mi)
+
+    id_later = _later(id_matches)
+
     # 1. integer codes.  Tool and argument codes are shared by steps and calls.
     session_objs = _objects(calls["door_session"])
     sessions_later = _later(lambda: _codes(session_objs, sort=True, runs=True))  # beside the tool codes
@@ -715,39 +735,7 @@ def join_sessions(
     n_sx = max(n_s, 1)
     tool_s = tool_all[:len(steps)] if whole else tool_all[:len(steps)][sel]
     tool_c = tool_all[len(steps):]
-    # (columns that work on another thread reads are taken from the frames here)
-    args_parts = [scol("args_key"), _objects(calls["args_key"])]
-    meta_col = calls["meta_call_id"]
-    cid_col = steps["call_id"] if whole else steps["call_id"].iloc[sel]
-
-    def argument_codes() -> tuple[np.ndarray, np.ndarray]:
-        return _codes_parts(args_parts)
-
-    def exact_pairs() -> tuple[np.ndarray, np.ndarray]:
-        """2. exact pairs by the client's tool-use id logged in _meta: each step takes the
-        first call logging its id, each call the first step claiming it."""
-        meta_na = _isna_str(meta_col)
-        if meta_na.all():
-            return _EMPTY, _EMPTY
-        cid_na = _isna_str(cid_col)
-        if cid_na.all():
-            return _EMPTY, _EMPTY
-        mi = np.flatnonzero(~meta_na)
-        si_ = np.flatnonzero(~cid_na & (t_codes >= 0))
-        si_, ci_ = _first_equal(_objects(cid_col)[si_], _objects(meta_col)[mi], si_, mi)
-        have = s_codes[ci_] >= 0
-        si_, ci_ = si_[have], ci_[have]
-        o = _stable_order(ci_)
-        firsts = o[np.r_[True, ci_[o][1:] != ci_[o][:-1]]] if len(o) else _EMPTY
-        keep = np.zeros(len(ci_), bool)
-        keep[firsts] = True
-        return si_[keep], ci_[keep]
-
-    # the argument codes (integer work on object addresses) and the tool-use-id match (a
-    # polars join) side by side
-    exact_later = _later(exact_pairs)  # beside the argument codes, keys and times
-    args_all, args_u = argument_codes()
-    del args_parts
+    args_all, args_u = _codes_parts([scol("args_key"), _objects(calls["args_key"])])
     noargs = args_all < 0
     s_noargs, c_noargs = noargs[:n_st], noargs[n_st:]
     # the key compares tool + arguments, a missing argument key spelled as "{}" (in place:
@@ -834,8 +822,24 @@ def join_sessions(
 
     figures_later = _later(call_figures)  # beside the time indexes and the window pairing
 
-    ex_si, ex_ci = exact_later.result()
-    del exact_later
+    # exact pairs: each step takes the first call logging its id, each call the first step
+    # claiming it
+    si_, ci_ = id_later.result()
+    del id_later
+    if len(si_) and not whole:  # step rows → positions among the tool_call rows
+        at = np.full(len(steps), -1, np.int64)
+        at[sel] = np.arange(n_st)
+        si_ = at[si_]
+        ci_ = ci_[si_ >= 0]
+        si_ = si_[si_ >= 0]
+    have = (t_codes[si_] >= 0) & (s_codes[ci_] >= 0)
+    si_, ci_ = si_[have], ci_[have]
+    o = _stable_order(ci_)
+    firsts = o[np.r_[True, ci_[o][1:] != ci_[o][:-1]]] if len(o) else _EMPTY
+    keep = np.zeros(len(ci_), bool)
+    keep[firsts] = True
+    ex_si, ex_ci = si_[keep], ci_[keep]
+    del si_, ci_, o, firsts, keep, have
     ex_step = np.zeros(n_st, bool)
     ex_step[ex_si] = True
     ex_call = np.zeros(n_c, bool)
