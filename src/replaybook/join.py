@@ -38,12 +38,12 @@ per (transcript, session, key) and the agreement per (transcript, session) are s
 keys too, with no per-group Python.  Tool-use ids are matched with a polars hash join when
 polars is installed (a dependency; checked with Python's own ``==``; a dict look-up otherwise).  The
 assignment first fixes the pairs every optimum must contain (see :func:`_match_sparse`).
-Independent work runs on a second thread: the tool-use-id match and the per-session figures as
-soon as their inputs exist (:class:`_later`), and pairs of integer jobs side by side
-(:func:`_together`: the two time indexes, the two window bounds, the two distinct-pair sorts,
-the assignment beside the scores table); numpy releases the GIL in sorts, binary searches and
-takes. At these sizes fresh memory (page faults) costs as much as the arithmetic, so large
-arrays are built or reused in place where they can be.
+Independent work runs on a second thread: the tool-use-id match (first of all), the session
+codes and the per-session figures as soon as their inputs exist (:class:`_later`), and pairs of
+integer jobs side by side (:func:`_together`: the two time indexes, the two window bounds, the
+two distinct-pair sorts, the assignment beside the scores table); numpy releases the GIL in
+sorts, binary searches and takes. At these sizes fresh memory (page faults) costs as much as the
+arithmetic, so large arrays are built or reused in place where they can be.
 Calls or steps without a door session / transcript id take part in no agreement.
 """
 
@@ -678,7 +678,7 @@ def join_sessions(
             any real incident: ~2^31 rows) too many distinct keys to index.
 
     Cost: integer codes for every string column once, then sorts of packed int64 keys — about
-    O((S + C) log C + candidates), no per-session Python (5 M calls × 2 M steps: ~3.5 s and
+    O((S + C) log C + candidates), no per-session Python (5 M calls × 2 M steps: ~3 s and
     ~1.3 GB on two cores).  Independent parts run on two threads (:func:`_together`); the
     result does not depend on how they interleave.  Rows whose door session or transcript id
     is missing take part in no agreement (their calls stay unclaimed).
