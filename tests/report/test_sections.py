@@ -94,8 +94,7 @@ def test_header_counts_read_as_english(frames):
     # a shared report names the manifest by its folder and file, not the investigator's path
     h = S.header("t", "/home/ann/cases/acme-42/incident.yaml")
     assert "<code>acme-42/incident.yaml</code>" in h and "/home/ann" not in h and "quarantine" not in h
-    q = QUARANTINE.build([dict(source_file="t.jsonl", line_no=4, byte_offset=1, kind="invalid",
-                               loader="claude-code", error="not JSON", raw="{")])
+    q = _q("t.jsonl", 4, "{")
     assert '<a href="#quarantine">1 quarantine entry</a>' in S.header("t", "i.yaml", quarantine=q)
     assert "2 quarantine entries" in S.header("t", "i.yaml", quarantine=pd.concat([q, q]))
 
@@ -172,13 +171,16 @@ def test_inputs_table_lists_sha256():
     assert sha in h and "7,023" in h and "t/&lt;x&gt;.jsonl" in h
 
 
+def _q(source_file, line_no, raw, *, kind="invalid", error="invalid JSON"):
+    """A QUARANTINE frame of one row per call of this (concatenate several)."""
+    return QUARANTINE.build([dict(source_file=source_file, line_no=line_no, byte_offset=0, kind=kind,
+                                  loader="claude-code", error=error, raw=raw)])
+
+
 def test_quarantine_summary_escapes_raw_lines():
-    q = QUARANTINE.build([
-        dict(source_file="t.jsonl", line_no=4, byte_offset=100, kind="invalid", loader="claude-code",
-             error="not JSON", raw='{"a": <img src=x onerror=alert(1)>'),
-        dict(source_file="t.jsonl", line_no=9, byte_offset=900, kind="pending", loader="claude-code",
-             error="unterminated last line", raw='{"b":'),
-    ])
+    q = pd.concat([_q("t.jsonl", 4, '{"a": <img src=x onerror=alert(1)>', error="not JSON"),
+                   _q("t.jsonl", 9, '{"b":', kind="pending", error="unterminated last line")],
+                  ignore_index=True)
     h = S.quarantine_summary(q)
     no_raw_html(h)
     assert "2 input lines could not be used and were set aside" in h and "&lt;img src=x" in h and "pending" in h
@@ -242,27 +244,15 @@ def test_cannot_prove_names_sessions_a_gateway_did_not_name(frames):
 
 
 def test_binary_quarantined_lines_and_control_characters_never_reach_the_html_raw():
-    q = QUARANTINE.build([
-        dict(source_file="junk.jsonl", line_no=1, byte_offset=0, kind="invalid", loader="claude-code",
-             error="invalid JSON", raw="\ufffd\x00\x1b\ufffd\ufffd\x01ab"),
-        dict(source_file="t.jsonl", line_no=2, byte_offset=9, kind="invalid", loader="claude-code",
-             error="invalid JSON", raw='{"a": "bell\x07"'),
-    ])
+    q = pd.concat([_q("junk.jsonl", 1, "\ufffd\x00\x1b\ufffd\ufffd\x01ab"), _q("t.jsonl", 2, '{"a": "bell\x07"')],
+                  ignore_index=True)
     h = S.quarantine_summary(q)
     assert "(binary data)" in h and "\x00" not in h and "\x1b" not in h and "\x07" not in h
     assert "bell\\x07" in h  # a stray control character in a text line is shown escaped
 
 
 def test_quarantine_summary_counts_whole_files_apart_from_lines():
-    q = QUARANTINE.build([
-        dict(source_file="junk.jsonl", line_no=None, byte_offset=0, kind="invalid", loader="claude-code",
-             error="not a text file (binary data)", raw="\\x00\\x01"),
-    ])
+    q = _q("junk.jsonl", None, "\\x00\\x01", error="not a text file (binary data)")
     assert "1 whole file could not be used and was set aside" in S.quarantine_summary(q)
-    q = QUARANTINE.build([
-        dict(source_file="junk.jsonl", line_no=None, byte_offset=0, kind="invalid", loader="claude-code",
-             error="not a text file (binary data)", raw="\\x00"),
-        dict(source_file="t.jsonl", line_no=4, byte_offset=100, kind="invalid", loader="claude-code",
-             error="not JSON", raw="{"),
-    ])
+    q = pd.concat([q, _q("t.jsonl", 4, "{", error="not JSON")], ignore_index=True)
     assert "1 input line and 1 whole file could not be used and were set aside" in S.quarantine_summary(q)
