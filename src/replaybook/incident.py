@@ -212,7 +212,8 @@ class Incident:
         ``source_file`` written as :attr:`inputs` writes paths."""
         q = pd.concat([self._load(k).quarantine for k in ("steps", "calls", "access")], ignore_index=True)
         if len(q):
-            q["source_file"] = pd.array([self._shown(p) for p in q["source_file"]], dtype="string")
+            shown = {p: self._shown(p) for p in q["source_file"].unique()}  # one look-up per file
+            q["source_file"] = pd.array([shown[p] for p in q["source_file"]], dtype="string")
         return q
 
     def _shown(self, path) -> str:
