@@ -59,3 +59,22 @@ def test_nothing_for_the_frame_says_what_each_file_was(tmp_path):
     (tmp_path / "d").mkdir()
     with pytest.raises(InputError, match=r"no steps input in .*d \(no files in it\)"):
         load_frame(tmp_path / "d", "steps")
+
+
+def test_a_format_forced_on_a_binary_file_is_refused_naming_the_file(tmp_path):
+    # sniffed, such a file is "not recognised"; forced, it is the user's contradiction to fix
+    from replaybook.errors import InputError
+    from replaybook.loading import load_frame
+
+    junk = tmp_path / "x.jsonl"
+    junk.write_bytes(bytes(range(256)) * 12)
+    with pytest.raises(InputError, match=r"x\.jsonl: not a text file \(binary data\): it cannot be read as door"):
+        load_frame(junk, "calls", source="door")
+    gz = tmp_path / "y.jsonl.gz"
+    gz.write_bytes(gzip.compress(bytes(range(256)) * 12))
+    with pytest.raises(InputError, match="not a text file"):
+        load_frame(gz, "steps", source="claude-code")
+    text = tmp_path / "z.jsonl"
+    text.write_text("{bad\n")
+    got = load_frame(text, "steps", source="claude-code")  # text with a damaged line: quarantined, not refused
+    assert got.result.quarantine["line_no"].tolist() == [1]

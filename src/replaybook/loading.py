@@ -14,7 +14,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from ._jsonl import expand_paths, file_info
+from ._jsonl import GZIP_MAGIC, expand_paths, file_info
 from .errors import InputError
 from .frames import QUARANTINE, LoadResult
 from .sources import registry
@@ -150,6 +150,31 @@ def _input_note(info: dict) -> str | None:
     return "; ".join(parts) or None
 
 
+def _binary_file(path: str | Path) -> bool:
+    """``path`` is a regular file whose first 8 KiB (gzip: its decompressed start) hold NUL
+    bytes or mostly control bytes (:func:`~replaybook.sources._cloud.looks_binary`)."""
+    from .sources._cloud import looks_binary
+
+    p = Path(path)
+    if not p.is_file():
+        return False
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(8192)
+            if head[:2] == GZIP_MAGIC:
+                import gzip
+                import zlib
+
+                fh.seek(0)
+                try:
+                    head = gzip.GzipFile(fileobj=fh).read(8192)
+                except (OSError, EOFError, zlib.error):
+                    return False  # a damaged gzip stream: the loader says so, with its own words
+    except OSError:
+        return False  # unreadable: the loader raises its own error
+    return looks_binary(head)
+
+
 def _unread_entry(path: str, note: str | None) -> dict:
     """The ``inputs`` entry of a file no source read: its hash and size, no format, and why
     (``skipped``/``reason``, as a loader's skipped files have them)."""
@@ -204,6 +229,9 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
         src = registry.get(source)
         if src.frame != frame:
             raise InputError(f"source {source!r} yields {src.frame}, not {frame}")
+        for p in paths:  # a format forced on a file that is not text at all: the user's to fix
+            if _binary_file(p):
+                raise InputError(f"not a text file (binary data): it cannot be read as {source}", p)
         res = src.load(paths)
         if not res.inputs:
             raise InputError(f"source {source!r} found no input files in {', '.join(map(str, paths))}")
