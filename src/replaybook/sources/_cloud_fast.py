@@ -30,7 +30,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 from queue import Full, Queue
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _isal = None
 
 __all__ = ["prefetched_files", "ReadAhead", "read_disk", "Chunks", "finish_columns", "gc_paused", "gunzip",
-           "load_files"]
+           "load_files", "finish_result"]
 
 _SAFE_INT = 2 ** 53  # ints in [0, this] go straight into an IntegerArray; others via the frame coercer
 
@@ -306,10 +306,7 @@ def finish_columns(chunks: Chunks, quarantine: list[dict], inputs: list[dict], l
     """
     n = sum(len(b["ts"]) for b in chunks.blocks)
     if not n:
-        frame = ACCESS.empty()
-        for info in inputs:
-            info["records"] = 0
-        return _done(frame, quarantine, inputs)
+        return finish_result(ACCESS.empty(), quarantine, inputs)
     ts_text = chunks.column("ts")
     ts = to_utc(ts_text).array
     bad = np.asarray(pd.isna(ts))
@@ -324,10 +321,7 @@ def finish_columns(chunks: Chunks, quarantine: list[dict], inputs: list[dict], l
                 raw=_cloud.json_preview(as_dict(raw[i]))[:400] if raw[i] is not None else None))
         ts = ts[keep]
     if keep is not None and not keep.any():
-        frame = ACCESS.empty()
-        for info in inputs:
-            info["records"] = 0
-        return _done(frame, quarantine, inputs)
+        return finish_result(ACCESS.empty(), quarantine, inputs)
     idx = np.flatnonzero(keep) if keep is not None else None
 
     def take(values: list) -> list:
@@ -358,15 +352,20 @@ def finish_columns(chunks: Chunks, quarantine: list[dict], inputs: list[dict], l
         if order is not None:
             arr = arr.take(order) if not isinstance(arr, pd.Series) else arr.iloc[order].reset_index(drop=True)
         cols[c.name] = arr
-    frame = ACCESS.build(cols)
-    counts = np.bincount(file_codes, minlength=len(names))
+    return finish_result(ACCESS.build(cols), quarantine, inputs, file_codes, names)
+
+
+def finish_result(frame: pd.DataFrame, quarantine: list[dict], inputs: list[dict],
+                  file_codes: np.ndarray | None = None, names: Sequence[str] = ()) -> LoadResult:
+    """The :class:`~replaybook.frames.LoadResult` of a fast cloud load: each ``inputs`` entry
+    gets ``records``, its rows counted from ``file_codes`` (each row's file, an index into
+    ``names``; no codes: no rows, every count 0), and the quarantine's raw text is redacted as
+    the reference path redacts it."""
+    counts = np.bincount(file_codes, minlength=len(names)) if file_codes is not None else None
+    rank = {f: i for i, f in enumerate(names)}
     for info in inputs:
         i = rank.get(info["path"])
-        info["records"] = int(counts[i]) if i is not None else 0
-    return _done(frame, quarantine, inputs)
-
-
-def _done(frame: pd.DataFrame, quarantine: list[dict], inputs: list[dict]) -> LoadResult:
+        info["records"] = int(counts[i]) if counts is not None and i is not None else 0
     for q in quarantine:
         if isinstance(q.get("raw"), str):
             q["raw"] = _cloud.redact_text(q["raw"])

@@ -55,10 +55,10 @@ import pyarrow.compute as pc
 
 from .._jsonl import quarantine_row
 from .._text import to_utc
-from ..frames import ACCESS, QUARANTINE, LoadResult
+from ..frames import ACCESS, LoadResult
 from . import s3_access as s3
 from ._cloud import http_outcome, json_preview, path_uri, redact_text, role_session_name
-from ._cloud_fast import gc_paused, prefetched_files
+from ._cloud_fast import finish_result, gc_paused, prefetched_files
 from ._record import as_dict
 
 __all__ = ["load", "LINE"]
@@ -389,9 +389,7 @@ def _finish(blocks: list[dict], quarantine: list[dict], inputs: list[dict]) -> L
     nf, nr = sum(counts), len(rows)
     n = nf + nr
     if not n:
-        for info in inputs:
-            info["records"] = 0
-        return _done(ACCESS.empty(), quarantine, inputs)
+        return finish_result(ACCESS.empty(), quarantine, inputs)
     # where each row stands in the reference's row order (block, then line) and its file
     blk = np.concatenate([np.repeat(np.array([b["k"] for b in fast], dtype=np.int64), counts),
                           np.fromiter((b["k"] for b in blocks for _ in b["rows"]), dtype=np.int64, count=nr)])
@@ -434,9 +432,7 @@ def _finish(blocks: list[dict], quarantine: list[dict], inputs: list[dict]) -> L
                 line_no=int(line_no[i]), raw=json_preview(as_dict(rec))[:400] if rec is not None else None))
         keep = np.flatnonzero(~bad)
         if not len(keep):
-            for info in inputs:
-                info["records"] = 0
-            return _done(ACCESS.empty(), quarantine, inputs)
+            return finish_result(ACCESS.empty(), quarantine, inputs)
         blk, line_no, fcode, kept_t = blk[keep], line_no[keep], fcode[keep], t_codes[keep]
     else:
         keep = None
@@ -502,12 +498,7 @@ def _finish(blocks: list[dict], quarantine: list[dict], inputs: list[dict]) -> L
         b = (b.tolist() if isinstance(b, np.ndarray) else b) + [r["bytes"] for r in rows]
         cols["bytes"] = _int_array(b if final is None else list(map(b.__getitem__, final.tolist())))
     cols["rows"] = pd.arrays.IntegerArray(np.zeros(m, dtype=np.int64), np.ones(m, dtype=bool))
-    frame = ACCESS.build(cols)
-    per_file = np.bincount(fcode, minlength=len(names))
-    for info in inputs:
-        i = rank.get(info["path"])
-        info["records"] = int(per_file[i]) if i is not None else 0
-    return _done(frame, quarantine, inputs)
+    return finish_result(ACCESS.build(cols), quarantine, inputs, fcode, names)
 
 
 def _sort_order(ts_u: np.ndarray, t_codes: np.ndarray, fcode: np.ndarray, line_no: np.ndarray,
@@ -536,13 +527,6 @@ def _sort_order(ts_u: np.ndarray, t_codes: np.ndarray, fcode: np.ndarray, line_n
     ts = ts_u[t_codes]
     order = np.lexsort((blk, line_no, fcode, ts))
     return None if (order == np.arange(n)).all() else order
-
-
-def _done(frame: pd.DataFrame, quarantine: list[dict], inputs: list[dict]) -> LoadResult:
-    for q in quarantine:
-        if isinstance(q.get("raw"), str):
-            q["raw"] = redact_text(q["raw"])
-    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 
 # -- reading ---------------------------------------------------------------------------------
