@@ -117,6 +117,20 @@ _WRAPS = 53
 _RSN: dict[str, str | None] = {}
 _ARN_URI: dict[str, str | None] = {}
 _VERB: dict[str, str] = {}
+
+
+def _verb(en: str) -> str:
+    """:func:`~._cloud.verb_action` of a non-S3 event name, once per name."""
+    action = _VERB.get(en)
+    if action is None:
+        action = _VERB[en] = verb_action(en)
+    return action
+
+
+def _bytes_out(v) -> int | None:
+    """``additionalEventData.bytesTransferredOut`` as the reference reads it (``to_int``; a
+    plain non-negative int64 as it is)."""
+    return v if (v.__class__ is int and 0 <= v < 2**63) else to_int(v)
 _OUTCOME: dict[str, str] = {}
 
 
@@ -177,11 +191,9 @@ def _fields(r, _rsn=_RSN, _arn_uri=_ARN_URI, _types=ct._TYPES, _s3_actions=ct.S3
         extra = r.get("additionalEventData")
         if extra.__class__ is dict:
             v = extra.get("bytesTransferredOut")
-            nbytes = v if (v.__class__ is int and 0 <= v < 2**63) else to_int(v)
+            nbytes = _bytes_out(v)
     else:
-        action = _VERB.get(en)
-        if action is None:
-            action = _VERB[en] = verb_action(en)
+        action = _verb(en)
         uri = None
         for x in ct._resources(r):
             if isinstance(x, dict) and isinstance(x.get("ARN"), str):
@@ -488,7 +500,7 @@ def _s3_uri_of(arn: str) -> str | None:
     return uri
 
 
-def _tfields(r: _Rec, text, _types=ct._TYPES, _s3_actions=ct.S3_ACTIONS, _verb=_VERB,
+def _tfields(r: _Rec, text, _types=ct._TYPES, _s3_actions=ct.S3_ACTIONS,
              _outcome=_OUTCOME, _U=_UNSET, _rsn=_RSN_CACHE.get, _uri=_URI_CACHE.get) -> tuple | None:
     """:func:`_fields` for a tier-1 record struct (``text``: the record's source text)."""
     if r.CloudTrailEvent is not _U or r.EventTime is not _U or r.detail is not _U or r.Records is not _U:
@@ -536,11 +548,9 @@ def _tfields(r: _Rec, text, _types=ct._TYPES, _s3_actions=ct.S3_ACTIONS, _verb=_
         extra = r.additionalEventData
         if extra.__class__ is _Extra:
             v = extra.bytesTransferredOut
-            nbytes = v if (v.__class__ is int and 0 <= v < 2**63) else to_int(v)
+            nbytes = _bytes_out(v)
     else:
-        action = _verb.get(en)
-        if action is None:
-            action = _verb[en] = verb_action(en)
+        action = _verb(en)
         uri = None
         if res:
             for x in res:
