@@ -91,48 +91,53 @@ def _delivery(path: Path, recs: list, *, gz: bool = True, prefix: bytes = b"") -
     return path
 
 
-def _variety() -> list[dict]:
-    """Records covering every branch of the reference's row builder."""
-    recs = [_rec(i) for i in range(30)]
-    recs += [
-        _rec(30, eventName="ListObjects", resources=_DROP,
+def _branches(start: int) -> list[dict]:
+    """Records of the row builder's branches that every CloudTrail path reads (the reference,
+    both fast tiers), numbered from ``start``."""
+    specs = [
+        dict(eventName="ListObjects", resources=_DROP,
              requestParameters={"bucketName": "acme-data", "prefix": "reports/"}),
-        _rec(31, resources=[{"type": "AWS::S3::Object", "ARNPrefix": "arn:aws:s3:::acme-data/pre/"}]),
-        _rec(32, resources=[{"type": "AWS::S3::Bucket", "ARN": "arn:aws:s3:::acme-data"}],
+        dict(resources=[{"type": "AWS::S3::Object", "ARNPrefix": "arn:aws:s3:::acme-data/pre/"}]),
+        dict(resources=[{"type": "AWS::S3::Bucket", "ARN": "arn:aws:s3:::acme-data"}],
              requestParameters={"bucketName": ""}),
-        _rec(33, resources=[{"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::"}, "junk",
-                            {"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::b2/x y"}]),
-        _rec(34, resources="not a list", requestParameters=None),
-        _rec(35, eventSource="kms.amazonaws.com", eventName="Decrypt",
+        dict(eventSource="kms.amazonaws.com", eventName="Decrypt",
              userIdentity={"type": "AWSService", "invokedBy": "lambda.amazonaws.com"},
              resources=[{"ARN": "arn:aws:kms:eu-west-1:1:key/k"}]),
-        _rec(36, eventSource="signin.amazonaws.com", eventName="ConsoleLogin",
+        dict(eventSource="signin.amazonaws.com", eventName="ConsoleLogin",
              responseElements={"ConsoleLogin": "Failure"}, userIdentity={"type": "IAMUser", "userName": "bob"}),
-        _rec(37, errorCode="AccessDenied", errorMessage="Access Denied"),
-        _rec(38, errorCode="NoSuchKey"),
-        _rec(39, errorCode=""),
-        _rec(40, userIdentity={"type": "AWSAccount", "accountId": "anonymous", "principalId": ""}),
-        _rec(41, userIdentity={"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s",
-                               "sessionContext": {"sourceIdentity": "door-call-17"}}),
-        _rec(42, userIdentity={"type": "Weird", "arn": "arn:aws:iam::1:user/x", "sourceIdentity": "si"}),
-        _rec(43, userIdentity="not a dict"),
-        _rec(44, userIdentity={"arn": "", "invokedBy": "s3.amazonaws.com"}),
-        _rec(45, additionalEventData={"bytesTransferredOut": 2 ** 60}),
-        _rec(46, additionalEventData={"bytesTransferredOut": -5}),
-        _rec(47, additionalEventData={"bytesTransferredOut": 12.0}),
-        _rec(48, additionalEventData={"bytesTransferredOut": "77"}),
-        _rec(49, additionalEventData={"bytesTransferredOut": True}),
-        _rec(50, additionalEventData=None, requestID=None, requestId="lower-id", userAgent=""),
-        _rec(51, eventTime="2026-09-13T10:00:00.123456789+11:00"),
-        _rec(52, eventTime="yesterday"),
-        _rec(53, userAgent="naïve ünïcode ✓", requestParameters={"bucketName": "b", "key": "caf\u00e9"}),
-        _rec(54, eventName="DeleteObjects", eventSource="s3.amazonaws.com"),
-        _rec(55, eventSource="ec2.amazonaws.com", eventName="TerminateInstances", resources=None),
-        _rec(56, userIdentity={"type": ["AssumedRole"], "userName": "odd"}),  # used to crash the load
-        _rec(57, resources=5),
-        _rec(58, eventSource="ec2.amazonaws.com", eventName="RunInstances", resources=True),
-        _rec(59, eventSource="ec2.amazonaws.com", eventName="RunInstances", resources={"ARN": "x"}),
+        dict(errorCode="AccessDenied", errorMessage="Access Denied"),
+        dict(errorCode="NoSuchKey"),
+        dict(errorCode=""),
+        dict(userIdentity={"type": "AWSAccount", "accountId": "anonymous", "principalId": ""}),
+        dict(userIdentity={"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s",
+                           "sessionContext": {"sourceIdentity": "door-call-17"}}),
+        dict(userIdentity={"type": "Weird", "arn": "arn:aws:iam::1:user/x", "sourceIdentity": "si"}),
+        dict(userIdentity={"arn": "", "invokedBy": "s3.amazonaws.com"}),
+        *(dict(additionalEventData={"bytesTransferredOut": v}) for v in (2 ** 60, -5, 12.0, "77", True)),
+        dict(additionalEventData=None, requestID=None, requestId="lower-id", userAgent=""),
     ]
+    return [_rec(start + k, **kw) for k, kw in enumerate(specs)]
+
+
+def _variety() -> list[dict]:
+    """Records covering every branch of the reference's row builder."""
+    recs = [_rec(i) for i in range(30)] + _branches(30)
+    n = len(recs)
+    recs += [_rec(n + k, **kw) for k, kw in enumerate([
+        dict(resources=[{"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::"}, "junk",
+                        {"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::b2/x y"}]),
+        dict(resources="not a list", requestParameters=None),
+        dict(userIdentity="not a dict"),
+        dict(eventTime="2026-09-13T10:00:00.123456789+11:00"),
+        dict(eventTime="yesterday"),
+        dict(userAgent="naïve ünïcode ✓", requestParameters={"bucketName": "b", "key": "caf\u00e9"}),
+        dict(eventName="DeleteObjects", eventSource="s3.amazonaws.com"),
+        dict(eventSource="ec2.amazonaws.com", eventName="TerminateInstances", resources=None),
+        dict(userIdentity={"type": ["AssumedRole"], "userName": "odd"}),  # used to crash the load
+        dict(resources=5),
+        dict(eventSource="ec2.amazonaws.com", eventName="RunInstances", resources=True),
+        dict(eventSource="ec2.amazonaws.com", eventName="RunInstances", resources={"ARN": "x"}),
+    ])]
     return recs
 
 

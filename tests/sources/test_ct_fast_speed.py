@@ -18,7 +18,7 @@ import pytest
 
 from replaybook.sources import _ct_fast, cloudtrail
 from replaybook.sources._record import SourceRecord, as_dict
-from test_cloud_fast_paths import _DROP, _rec  # the record builder the equivalence tests use
+from test_cloud_fast_paths import _DROP, _branches, _rec  # the record builders the equivalence tests use
 
 
 def _same(paths) -> object:
@@ -34,56 +34,33 @@ def _same(paths) -> object:
 
 def _variety() -> list[dict]:
     """Records covering the row builder's branches, all of a shape tier 1 takes."""
-    recs = [_rec(i) for i in range(20)]
-    recs += [
-        _rec(30, eventName="ListObjects", resources=_DROP,
-             requestParameters={"bucketName": "acme-data", "prefix": "reports/"}),
-        _rec(31, resources=[{"type": "AWS::S3::Object", "ARNPrefix": "arn:aws:s3:::acme-data/pre/"}]),
-        _rec(32, resources=[{"type": "AWS::S3::Bucket", "ARN": "arn:aws:s3:::acme-data"}],
-             requestParameters={"bucketName": ""}),
-        _rec(33, resources=[{"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::"},
-                            {"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::b2/x y"}]),
-        _rec(34, resources=None, requestParameters=None),
-        _rec(35, resources=[], requestParameters=["odd", 1]),
-        _rec(36, resources=[{"type": "AWS::S3::Object", "ARN": ""}], requestParameters={"bucketName": "b", "key": 5,
-                                                                                        "prefix": "p/"}),
-        _rec(37, eventSource="kms.amazonaws.com", eventName="Decrypt",
-             userIdentity={"type": "AWSService", "invokedBy": "lambda.amazonaws.com"},
-             resources=[{"ARN": "arn:aws:kms:eu-west-1:1:key/k"}]),
-        _rec(38, eventSource="signin.amazonaws.com", eventName="ConsoleLogin",
-             responseElements={"ConsoleLogin": "Failure"}, userIdentity={"type": "IAMUser", "userName": "bob"}),
-        _rec(39, eventSource="signin.amazonaws.com", eventName="ConsoleLogin",
+    recs = [_rec(i) for i in range(20)] + _branches(30)
+    n = 30 + len(recs) - 20
+    recs += [_rec(n + k, **kw) for k, kw in enumerate([
+        dict(resources=[{"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::"},
+                        {"type": "AWS::S3::Object", "ARN": "arn:aws:s3:::b2/x y"}]),
+        dict(resources=None, requestParameters=None),
+        dict(resources=[], requestParameters=["odd", 1]),
+        dict(resources=[{"type": "AWS::S3::Object", "ARN": ""}], requestParameters={"bucketName": "b", "key": 5,
+                                                                                    "prefix": "p/"}),
+        dict(eventSource="signin.amazonaws.com", eventName="ConsoleLogin",
              responseElements={"ConsoleLogin": "Success"}, userIdentity={"userName": "amy", "principalId": "P"}),
-        _rec(40, eventSource="signin.amazonaws.com", eventName="ConsoleLogin", responseElements=["Failure"]),
-        _rec(41, errorCode="AccessDenied", errorMessage="Access Denied"),
-        _rec(42, errorCode="NoSuchKey"),
-        _rec(43, errorCode=""),
-        _rec(44, userIdentity={"type": "AWSAccount", "accountId": "anonymous", "principalId": ""}),
-        _rec(45, userIdentity={"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s",
-                               "sessionContext": {"sourceIdentity": "door-call-17"}}),
-        _rec(46, userIdentity={"type": "Weird", "arn": "arn:aws:iam::1:user/x", "sourceIdentity": "si"}),
-        _rec(47, userIdentity=None),
-        _rec(48, userIdentity={"arn": "", "invokedBy": "s3.amazonaws.com"}),
-        _rec(49, userIdentity={"arn": "arn:aws:sts::1:assumed-role/r/no-type"}),
-        _rec(50, userIdentity={"type": "AssumedRole", "arn": "anonymous", "sessionContext": None}),
-        _rec(51, additionalEventData={"bytesTransferredOut": 2 ** 60}),
-        _rec(52, additionalEventData={"bytesTransferredOut": -5}),
-        _rec(53, additionalEventData={"bytesTransferredOut": 12.0}),
-        _rec(54, additionalEventData={"bytesTransferredOut": "77"}),
-        _rec(55, additionalEventData={"bytesTransferredOut": True}),
-        _rec(56, additionalEventData=None, requestID=None, requestId="lower-id", userAgent=""),
-        _rec(57, additionalEventData=["x"], requestID="", requestId=""),
-        _rec(58, eventTime="2026-09-13T10:00:00.123456789+11:00"),
-        _rec(59, userAgent="naïve ünïcode ✓", requestParameters={"bucketName": "b", "key": "caf\u00e9"}),
-        _rec(60, eventName="DeleteObjects"),
-        _rec(61, eventSource="ec2.amazonaws.com", eventName="TerminateInstances", resources=None),
-        _rec(62, eventSource="ec2.amazonaws.com", eventName="RunInstances",
+        dict(eventSource="signin.amazonaws.com", eventName="ConsoleLogin", responseElements=["Failure"]),
+        dict(userIdentity=None),
+        dict(userIdentity={"arn": "arn:aws:sts::1:assumed-role/r/no-type"}),
+        dict(userIdentity={"type": "AssumedRole", "arn": "anonymous", "sessionContext": None}),
+        dict(additionalEventData=["x"], requestID="", requestId=""),
+        dict(eventTime="2026-09-13T10:00:00.123456789+11:00"),
+        dict(userAgent="naïve ünïcode ✓", requestParameters={"bucketName": "b", "key": "caf\u00e9"}),
+        dict(eventName="DeleteObjects"),
+        dict(eventSource="ec2.amazonaws.com", eventName="TerminateInstances", resources=None),
+        dict(eventSource="ec2.amazonaws.com", eventName="RunInstances",
              resources=[{"type": "x"}, {"ARN": "arn:aws:ec2:1:i/1"}, {"ARN": "arn:aws:ec2:1:i/2"}]),
-        _rec(63, eventSource=None, eventName="Frobnicate"),
-        _rec(64, requestParameters={"bucketName": "b", "key": {"nested": [1, 2.5, None]}}, resources=_DROP),
-        _rec(65, userIdentity={"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s",
-                               "sessionContext": {"sourceIdentity": ""}, "sourceIdentity": "outer"}),
-    ]
+        dict(eventSource=None, eventName="Frobnicate"),
+        dict(requestParameters={"bucketName": "b", "key": {"nested": [1, 2.5, None]}}, resources=_DROP),
+        dict(userIdentity={"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s",
+                           "sessionContext": {"sourceIdentity": ""}, "sourceIdentity": "outer"}),
+    ])]
     return recs
 
 
