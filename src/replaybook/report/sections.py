@@ -278,13 +278,13 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
         how = "the door logged the client's own tool-use ids, and they match the transcript's"
     elif share_f >= 0.9 and margin_f >= 2 and agreed >= 3:
         level = "High confidence"
-        how = f"tool, canonical arguments and time{within} agree"
+        how = f"same tool and canonical arguments, at times{within}"
     elif share_f >= 0.5 and margin_f >= 1 and agreed >= 2:
         level = "Moderate confidence"
-        how = f"tool, canonical arguments and time{within} agree"
+        how = f"same tool and canonical arguments, at times{within}"
     else:
         level = "Weak"
-        how = f"only a few calls agree on tool, arguments and time{within}"
+        how = f"only a few calls share tool, arguments and time{within}"
     s = (f"Door session {ds}: {level} — matched to transcript {tid}; {agreed} of {calls} calls "
          f"({_pct(share)}) agree ({how})")
     if margin_f > 0:
