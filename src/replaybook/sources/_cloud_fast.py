@@ -28,6 +28,7 @@ import gc
 import hashlib
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from queue import Full, Queue
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -36,10 +37,9 @@ import numpy as np
 import pandas as pd
 
 from .._jsonl import GZIP_MAGIC, expand_paths, quarantine_row
-from .._text import to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
-from . import _cloud
+from . import _cloud, _parallel
 from ._record import as_dict
 
 try:  # optional: ISA-L inflate is ~1.5x zlib's; results are identical for intact streams
@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _isal = None
 
 __all__ = ["prefetched_files", "ReadAhead", "read_disk", "Chunks", "finish_columns", "gc_paused", "gunzip",
-           "load_files", "finish_result"]
+           "load_files", "finish_result", "RemoteReader", "PARALLEL_MIN_BYTES"]
 
 _SAFE_INT = 2 ** 53  # ints in [0, this] go straight into an IntegerArray; others via the frame coercer
 
@@ -293,6 +293,32 @@ def _int_column(values: list):
     return pd.Series(values, dtype="object")
 
 
+def _utc(chunks: Chunks) -> pd.arrays.DatetimeArray:
+    """``to_utc(chunks.column("ts")).array``, cheaper: a block whose times are all ASCII text
+    of one width is converted arithmetically where it has the common ``…THH:MM:SS[.f]Z``
+    shape (:func:`~._door_fast.parse_parts`, exact where it takes a value), the rest by
+    :func:`~replaybook._text.to_utc`."""
+    from ._door_fast import parse_parts
+
+    parts: list = []
+    counts: list[int] = []
+    for b in chunks.blocks:
+        values = b["ts"]
+        counts.append(len(values))
+        part: Any = values
+        try:
+            width = len(values[0])
+            if width and (np.fromiter(map(len, values), dtype=np.int64, count=len(values)) == width).all():
+                text = "".join(values)
+                if text.isascii():
+                    part = (width, text)
+        except TypeError:  # a value that is not text: to_utc decides
+            pass
+        parts.append(part)
+    ns, _given = parse_parts(parts, counts)
+    return pd.Series(ns.view("datetime64[ns]")).dt.tz_localize("UTC").array
+
+
 def finish_columns(chunks: Chunks, quarantine: list[dict], inputs: list[dict], loader: str) -> LoadResult:
     """:func:`~._cloud.finish` for rows kept as columns: same frame, quarantine and counts.
 
@@ -308,7 +334,7 @@ def finish_columns(chunks: Chunks, quarantine: list[dict], inputs: list[dict], l
     if not n:
         return finish_result(ACCESS.empty(), quarantine, inputs)
     ts_text = chunks.column("ts")
-    ts = to_utc(ts_text).array
+    ts = _utc(chunks)
     bad = np.asarray(pd.isna(ts))
     cols: dict[str, Any] = {}
     keep = None
@@ -372,26 +398,168 @@ def finish_result(frame: pd.DataFrame, quarantine: list[dict], inputs: list[dict
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 
+@dataclass(frozen=True)
+class RemoteReader:
+    """How helper processes read a format's ordinary files for :func:`load_files`.
+
+    Attributes:
+        pack: ``pack(path, data) -> (columns, source)`` in a helper: the file's rows as column
+            lists (name → list, all of one length) plus whatever (picklable) the calling
+            process needs to make the ``raw`` cells (the text and the records' places in it),
+            or ``None`` when the calling process must read the file (its usual way).
+        unpack: ``unpack(path, columns, source) -> block`` in the calling process: the block
+            the format's fast reader returns for that file (see :class:`Chunks`).
+        strings: the columns that hold only ``str`` or ``None`` (sent as Arrow strings; any
+            other column is sent as a pickled list).
+    """
+
+    pack: Callable[[Path, bytes], tuple[dict[str, list], Any] | None]
+    unpack: Callable[[Path, dict[str, list], Any], dict[str, list]]
+    strings: tuple[str, ...]
+
+
+#: below this many bytes on disk a load stays in one process (forking costs more than it saves)
+PARALLEL_MIN_BYTES = 32 * 2**20
+_CHUNKS_PER_PROCESS = 16
+
+
 def load_files(paths: str | Path | Iterable[str | Path], loader: str,
                fast: Callable[[Path, bytes, dict, list[dict]], dict | None],
-               per_record: Callable[[Path, bytes, dict, list[dict], list[dict]], None]) -> LoadResult:
+               per_record: Callable[[Path, bytes, dict, list[dict], list[dict]], None],
+               remote: RemoteReader | None = None) -> LoadResult:
     """The fast-path loader shape shared by CloudTrail and S3: each file is read once; ``fast``
     (path, data, inputs entry, quarantine) returns its column block or ``None``, and then the
     format's per-record reader (path, data, inputs entry, rows, quarantine) reads it instead.
 
+    With ``remote``, a load of at least :data:`PARALLEL_MIN_BYTES` on disk is shared with
+    helper processes (:mod:`._parallel`): they read chunks of files from the back with
+    ``remote.pack``, this process reads from the front; a file a helper declines is read here
+    in its turn.  The result is the same, row for row and entry for entry.
+
     Raises:
         InputError: a path does not exist, or a file cannot be opened or read.
     """
+    files = expand_paths(paths, accept=lambda q: not q.name.startswith("."), unique=False)
     chunks = Chunks()
     quarantine: list[dict] = []
     inputs: list[dict] = []
-    with gc_paused():
-        for path, data, info, _ in prefetched_files(paths, loader, inputs, quarantine):
-            block = fast(path, data, info, quarantine)
+
+    def read_here(group: list[Path]) -> tuple[list[dict], list[dict], list[dict]]:
+        found, put_aside, blocks = [], [], Chunks()
+        for path, data, info, _ in prefetched_files(group, loader, found, put_aside):
+            block = fast(path, data, info, put_aside)
             if block is not None:
-                chunks.add(block)
+                blocks.add(block)
                 continue
             rows: list[dict] = []
-            per_record(path, data, info, rows, quarantine)
-            chunks.add_rows(rows)
+            per_record(path, data, info, rows, put_aside)
+            blocks.add_rows(rows)
+        return found, put_aside, blocks.blocks
+
+    workers = _parallel.helpers() if remote is not None else 0
+    groups = _groups(files, workers) if workers else [files]
+    with gc_paused():
+        for kind, value in _parallel.front_back(
+                groups, read_here, lambda group: _pack_group(group, loader, remote), workers):
+            if kind == "remote":
+                value = _unpack_group(value, read_here, remote)
+            found, put_aside, blocks = value
+            inputs.extend(found)
+            quarantine.extend(put_aside)
+            chunks.blocks.extend(blocks)
         return finish_columns(chunks, quarantine, inputs, loader)
+
+
+def _groups(files: list[Path], workers: int) -> list[list[Path]]:
+    """``files`` cut, in order, into about 16 groups per process of similar size on disk (one
+    group when the whole is under :data:`PARALLEL_MIN_BYTES`)."""
+    sizes = []
+    for f in files:
+        try:
+            sizes.append(f.stat().st_size)
+        except OSError:
+            sizes.append(0)
+    total = sum(sizes)
+    if total < PARALLEL_MIN_BYTES or len(files) < 2:
+        return [files]
+    target = total / (_CHUNKS_PER_PROCESS * (workers + 1))
+    groups: list[list[Path]] = [[]]
+    acc = 0
+    for f, size in zip(files, sizes):
+        if groups[-1] and acc + size > target:
+            groups.append([])
+            acc = 0
+        groups[-1].append(f)
+        acc += size
+    return groups
+
+
+def _pack_group(group: list[Path], loader: str, remote: RemoteReader) -> tuple:
+    """In a helper: ``(group, entries, counts, columns, sources)`` for ``group`` — per file its
+    ``inputs`` entry (``None``: declined, to be read by the calling process) and row count,
+    the accepted files' columns concatenated (Arrow strings where
+    :attr:`RemoteReader.strings` says, else lists), and per accepted file its ``source``."""
+    import pyarrow as pa
+
+    entries: list[dict | None] = []
+    counts: list[int] = []
+    cols: dict[str, list] = {}
+    sources: list[Any] = []
+    for path in group:
+        try:
+            disk, sha = read_disk(path)
+        except InputError:
+            entries.append(None)
+            counts.append(0)
+            continue
+        data, problem = gunzip(path, disk)
+        found = None
+        if not problem and data and not data.isspace() and not _cloud.looks_binary(data):
+            found = remote.pack(path, data)
+        if found is None:
+            entries.append(None)
+            counts.append(0)
+            continue
+        columns, source = found
+        n = len(next(iter(columns.values()))) if columns else 0
+        entries.append(_cloud.input_entry(path, len(disk), data, loader, None, sha256=sha,
+                                          lines=_count_lines(data)))
+        counts.append(n)
+        for k, v in columns.items():
+            cols.setdefault(k, []).extend(v)
+        sources.append(source)
+    packed: dict[str, Any] = {}
+    for k, v in cols.items():
+        if k in remote.strings:
+            try:
+                packed[k] = pa.array(v, type=pa.string())
+                continue
+            except (pa.ArrowException, TypeError, ValueError, UnicodeError):
+                pass
+        packed[k] = v
+    return group, entries, counts, packed, sources
+
+
+def _unpack_group(value: tuple, read_here: Callable, remote: RemoteReader,
+                  ) -> tuple[list[dict], list[dict], list[dict]]:
+    """In the calling process: a helper's :func:`_pack_group` result as ``read_here`` would
+    have returned it (a declined file is read here, in its place)."""
+    paths, entries, counts, packed, sources = value
+    columns = {k: (v.to_numpy(zero_copy_only=False).tolist() if not isinstance(v, list) else v)
+               for k, v in packed.items()}
+    found: list[dict] = []
+    put_aside: list[dict] = []
+    blocks = Chunks()
+    at = 0
+    taken = iter(sources)
+    for path, info, n in zip(paths, entries, counts):
+        if info is None:
+            more = read_here([path])
+            found.extend(more[0])
+            put_aside.extend(more[1])
+            blocks.blocks.extend(more[2])
+            continue
+        found.append(info)
+        blocks.add(remote.unpack(path, {k: v[at:at + n] for k, v in columns.items()}, next(taken)))
+        at += n
+    return found, put_aside, blocks.blocks

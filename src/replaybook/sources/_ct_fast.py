@@ -8,7 +8,8 @@ reference path.
 ``{"Records":[<record>,<record>,…]}`` with no whitespace between the records — is split by
 msgspec into the records' exact source bytes (:class:`msgspec.Raw`), and each record is decoded
 into small structs holding only the fields the columns are read from (unknown keys skipped).  Each
-``raw`` cell is a :class:`~._record.SourceRecord` over the record's bytes, parsed on first use
+``raw`` cell is a :class:`~._record.SliceRecord` over the record's place in the document's text
+(no copy per record), parsed on first use
 into exactly what the reference puts in ``raw`` (:class:`_RecordParser`: surrogate-cleaned,
 redacted, nesting cut as the reference's :func:`~._cloud.clean` does).  The derived values
 (verb → action, error code → outcome, S3 ARN → URI) are computed once per distinct string,
@@ -63,10 +64,11 @@ from .._text import deep_safe
 from ..frames import LoadResult
 from . import cloudtrail as ct
 from ._cloud import clean, http_outcome, role_session_name, to_int, verb_action
-from ._cloud_fast import load_files
-from ._record import SourceRecord
+from ._cloud_fast import RemoteReader, load_files
+from ._record import MAX_SPAN_SOURCE, SliceRecord
 
-__all__ = ["load", "read_fast", "read_compact", "shallow", "may_hold_secret"]
+__all__ = ["load", "read_fast", "read_compact", "compact_columns", "compact_block", "REMOTE", "shallow",
+           "may_hold_secret"]
 
 # Any "=" that the reference's redaction could act on is preceded by one of these (superset of
 # _cloud._SECRET_IN_TEXT's names: every name there ends with one of them).
@@ -364,7 +366,7 @@ def _orjson_ok(text: bytes) -> bool:
 
 
 class _RecordParser:
-    """``parse`` of the tier-1 :class:`~._record.SourceRecord` cells of one file: a record's
+    """``parse`` of the tier-1 :class:`~._record.SliceRecord` cells of one file: a record's
     text → what the reference path puts in ``raw`` for it.
 
     The reference parses the whole document with orjson, or — when orjson refuses it (a number
@@ -376,18 +378,23 @@ class _RecordParser:
     for a record that holds a 19-digit run, or that orjson refuses itself.
     """
 
-    __slots__ = ("texts", "_native")
+    __slots__ = ("src", "spans", "_native")
 
-    def __init__(self, texts: list[bytes]):
-        self.texts = texts
+    def __init__(self, src: bytes, spans: np.ndarray):
+        self.src = src
+        self.spans = spans
         self._native: bool | None = None
 
     def _file_native(self) -> bool:
         if self._native is None:
-            self._native = all(map(_orjson_ok, self.texts))
+            src = self.src
+            self._native = all(_orjson_ok(src[start:start + size])
+                               for start, size in zip((self.spans >> 32).tolist(),
+                                                      (self.spans & 0xFFFFFFFF).tolist()))
         return self._native
 
     def __call__(self, text: bytes) -> dict:
+        """The ``raw`` value of one record of the file, from its text."""
         try:
             v = orjson.loads(text)
             native = _LONG_DIGITS.search(text) is None or self._file_native()
@@ -400,17 +407,18 @@ class _RecordParser:
         return v
 
 
-def _compact_records(data: bytes) -> tuple[list[bytes], list[_Rec]] | None:
-    """``(texts, structs)`` of the records of a compact delivery document (each record's
-    exact bytes, and its :class:`_Rec`; see the module docstring), or ``None`` when tier 1
-    does not take the text."""
+def _compact_records(data: bytes) -> tuple[bytes, np.ndarray, list, list[_Rec]] | None:
+    """``(body, spans, raws, structs)`` of the records of a compact delivery document: the
+    document's text, each record's place in it (``start << 32 | length``), its exact bytes
+    (:class:`msgspec.Raw`) and its :class:`_Rec` (see the module docstring); or ``None`` when
+    tier 1 does not take the text."""
     body = data[3:] if data[:3] == _BOM else data
     if body[:12] != _HEAD:
         body = body.lstrip(_WS)
         if body[:12] != _HEAD:
             return None
     end = len(body.rstrip(b" \t\n\r"))
-    if body[end - 2:end] != b"]}" or end < 14:
+    if body[end - 2:end] != b"]}" or end < 14 or len(body) >= MAX_SPAN_SOURCE:
         return None
     if not body.isascii():
         try:
@@ -427,10 +435,19 @@ def _compact_records(data: bytes) -> tuple[list[bytes], list[_Rec]] | None:
         v = v[0]
     raws = v.Records
     n = len(raws)
-    if end != 14 + sum(map(len, raws)) + max(n - 1, 0):
+    sizes = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+    if end != 14 + int(sizes.sum()) + max(n - 1, 0):
         return None  # whitespace between the records, other keys, a repeated "Records" …
     recs = _typed_records(raws)
-    return None if recs is None else (list(map(bytes, raws)), recs)
+    if recs is None:
+        return None
+    # compact: record i starts after the 12-byte head and the records (and commas) before it
+    starts = np.empty(n, dtype=np.int64)
+    if n:
+        starts[0] = 12
+        np.cumsum(sizes[:-1] + 1, out=starts[1:])
+        starts[1:] += 12
+    return body, (starts << 32) | sizes, raws, recs
 
 
 def _typed_records(texts: list) -> list | None:
@@ -585,31 +602,53 @@ def _res_dict(x: _Res) -> dict:
     return {"type": x.type, "ARN": x.ARN, "ARNPrefix": x.ARNPrefix}
 
 
-def read_compact(path: Path, data: bytes) -> dict[str, list] | None:
-    """Tier 1: one compact delivery file's rows as ACCESS column lists (``raw`` as
-    :class:`~._record.SourceRecord` cells), or ``None`` when tier 1 does not take the file."""
+def compact_columns(path: Path, data: bytes) -> tuple[dict[str, list], tuple[bytes, np.ndarray]] | None:
+    """Tier 1's reading of one compact delivery file: ``(columns, (body, spans))`` — the
+    :data:`_FIELD_NAMES` columns as lists, the document's text and each record's place in it
+    (``start << 32 | length``) — or ``None`` when tier 1 does not take the file.  (Runs in a
+    load's helper processes too: see :data:`REMOTE`.)"""
     found = None if may_hold_secret(data) else _compact_records(data)
     if found is None:
         return None
-    texts, recs = found
+    body, spans, raws, recs = found
     try:
-        out = list(map(_tfields, recs, texts))
+        out = list(map(_tfields, recs, raws))
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     if None in out:
         return None
-    n = len(out)
-    block: dict[str, list] = dict(zip(_FIELD_NAMES, map(list, zip(*out)))) if n else \
+    columns: dict[str, list] = dict(zip(_FIELD_NAMES, map(list, zip(*out)))) if out else \
         {k: [] for k in _FIELD_NAMES}
-    parse = _RecordParser(texts)
+    return columns, (body, spans)
+
+
+def compact_block(path: Path, columns: dict[str, list], source: tuple[bytes, np.ndarray]) -> dict[str, list]:
+    """The ACCESS column block of a file read by :func:`compact_columns` (``raw`` as
+    :class:`~._record.SliceRecord` cells over the document's text)."""
+    body, spans = source
+    n = len(spans)
+    block = columns
     spath = str(path)
     block["time_kind"] = [ct.TIME_KIND] * n
     block["source"] = [ct.SOURCE] * n
     block["rows"] = [None] * n
-    block["raw"] = list(map(SourceRecord, texts, repeat(parse, n)))
+    block["raw"] = SliceRecord.slices(body, spans.tolist(), _RecordParser(body, spans))
     block["source_file"] = [spath] * n
     block["line_no"] = list(range(1, n + 1))
     return block
+
+
+def read_compact(path: Path, data: bytes) -> dict[str, list] | None:
+    """Tier 1: one compact delivery file's rows as ACCESS column lists (``raw`` as
+    :class:`~._record.SliceRecord` cells), or ``None`` when tier 1 does not take the file."""
+    found = compact_columns(path, data)
+    return None if found is None else compact_block(path, *found)
+
+
+#: how a load's helper processes read compact delivery files (tier 1); the rest is read in the
+#: calling process (see :func:`~._cloud_fast.load_files`)
+REMOTE = RemoteReader(pack=compact_columns, unpack=compact_block,
+                      strings=tuple(k for k in _FIELD_NAMES if k != "bytes"))
 
 
 def read_fast(path: Path, data: bytes) -> dict[str, list] | None:
@@ -640,4 +679,4 @@ def read_fast(path: Path, data: bytes) -> dict[str, list] | None:
 def load(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """:func:`~.cloudtrail.load_cloudtrail` (same arguments, result and errors)."""
     return load_files(paths, ct.LOADER, lambda path, data, info, quarantine: read_fast(path, data),
-                      ct._read_file)
+                      ct._read_file, REMOTE)

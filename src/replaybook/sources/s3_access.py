@@ -69,7 +69,7 @@ from ._cloud import (
     redact_text,
     role_session_name,
 )
-from ._record import SourceRecord
+from ._record import SliceRecord, SourceRecord
 from .registry import Source, register
 
 __all__ = ["load_s3_access", "parse_line", "sniff", "LogLine", "FIELDS", "OPERATIONS", "LOADER", "SOURCE"]
@@ -238,56 +238,32 @@ def _record_of(line: bytes | str) -> dict:
     return rec
 
 
-_VALUE_GET = SourceRecord._value.__get__  # the per-instance slot of the parsed value
-_VALUE_SET = SourceRecord._value.__set__
-_TEXT_GET = SourceRecord.text.__get__
+_VALUE_SET = SourceRecord._value.__set__  # the per-instance slots of the base class
 _TEXT_SET = SourceRecord.text.__set__
 _NEW = object.__new__
 
 
-class LogLine(SourceRecord):
+class LogLine(SliceRecord):
     """The ``raw`` cell of an S3 access row: a :class:`~._record.SourceRecord` whose text is the
     line's bytes as they stand in the file (without the line end) and whose parser is
     :func:`_record_of` (shared by every line).
 
     A line is held either as its bytes (``LogLine(text)``) or, for the lines of a whole file
-    (:meth:`lines`), as a reference to the file's bytes and the line's place in them:
-    :attr:`text` slices it on use, so a million lines need not be copied out one by one.
+    (:meth:`lines`), as a reference to the file's bytes and the line's place in them
+    (:class:`~._record.SliceRecord`): :attr:`text` slices it on use, so a million lines need
+    not be copied out one by one.
 
     Both ways of reading a file (the per-line reference and :mod:`._s3_fast`) make these, so
     the two frames' ``raw`` cells are of one type and compare equal as dicts.
     """
 
-    __slots__ = ("_src", "_span")
+    __slots__ = ()
     _parse = staticmethod(_record_of)  # one parser for all lines (shadows the base's slot)
 
     def __init__(self, text: bytes | str, value: dict | None = None):
         _TEXT_SET(self, text)
         if value is not None:
             _VALUE_SET(self, value)
-
-    @property
-    def text(self) -> bytes | str:
-        """The line's exact source bytes (without the line end)."""
-        try:
-            src = _SRC_GET(self)
-        except AttributeError:
-            return _TEXT_GET(self)
-        span = _SPAN_GET(self)
-        start = span >> 32
-        return src[start:start + (span & 0xFFFFFFFF)]
-
-    @property
-    def value(self) -> dict:
-        """The parsed line (a plain ``dict``, parsed on the first call, then kept)."""
-        try:
-            v = _VALUE_GET(self)
-        except AttributeError:
-            v = None
-        if v is None:
-            v = _record_of(self.text)
-            _VALUE_SET(self, v)
-        return v
 
     @classmethod
     def many(cls, texts: list) -> list:
@@ -301,14 +277,7 @@ class LogLine(SourceRecord):
     def lines(cls, src: bytes, spans: list[int]) -> list:
         """One line of ``src`` per span, a span being ``start << 32 | length`` (byte offsets;
         lines shorter than 4 GiB), made without a Python-level call per line."""
-        out = list(map(_NEW, repeat(cls, len(spans))))
-        deque(map(_SRC_SET, out, repeat(src)), 0)
-        deque(map(_SPAN_SET, out, spans), 0)
-        return out
-
-
-_SRC_GET, _SRC_SET = LogLine._src.__get__, LogLine._src.__set__
-_SPAN_GET, _SPAN_SET = LogLine._span.__get__, LogLine._span.__set__
+        return cls.slices(src, spans)
 
 
 def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pending: bool,

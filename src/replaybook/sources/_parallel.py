@@ -1,0 +1,165 @@
+"""Helper processes for loaders whose files can be read one chunk at a time (private).
+
+A large load is cut into chunks of files.  The calling process takes chunks from the front, in
+order; helper processes, forked at the start of the load, take chunks from the back and leave
+what they made of each one pickled in a private temporary folder (removed at the end).  The two meet in the middle, so a
+slower or late helper simply does less.  Nothing a helper does is needed for the result: a
+chunk whose helper raised, died or was never started is done by the caller afterwards, the
+same way as its own.
+
+The caller's chunks always come before every helper's chunk, so the caller meets the files
+in order: an error it raises (a file that cannot be read) is the one the sequential load
+would raise first, and it stops the helpers.
+
+Only ``fork`` is used: the helpers need nothing pickled to start (the chunks and the
+functions are inherited), and they never re-import the program's ``__main__`` as ``spawn`` and
+``forkserver`` children do.  Where ``fork`` is missing (not Linux), or would be unsafe (Python
+3.12 and later warn when other threads are running), the load runs in one process.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+import threading
+from typing import Any, Callable, Iterator, Sequence
+
+__all__ = ["helpers", "front_back", "ENV"]
+
+#: environment variable: how many helper processes a large load may fork (``0``: none)
+ENV = "REPLAYBOOK_LOAD_WORKERS"
+_MAX = 3
+
+
+def helpers() -> int:
+    """How many helper processes to fork for one load: ``$REPLAYBOOK_LOAD_WORKERS`` when set
+    (an integer; ``0`` turns them off), else one fewer than the CPUs this process may use (at
+    most 3).  ``0`` wherever ``fork`` is not available or not safe (see the module
+    docstring)."""
+    if sys.platform != "linux":
+        return 0
+    if sys.version_info >= (3, 12) and threading.active_count() > 1:
+        return 0
+    raw = os.environ.get(ENV, "").strip()
+    if raw:
+        try:
+            return max(0, int(raw))
+        except ValueError:
+            return 0
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - Linux has it
+        cpus = os.cpu_count() or 1
+    return max(0, min(cpus - 1, _MAX))
+
+
+def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], folder: str) -> None:
+    """A helper's loop: take the last chunk not yet taken and write ``work(chunk)`` pickled to
+    ``<folder>/<index>`` (nothing when ``work`` raised), until none is left.  Results go
+    through files, not a pipe: a pipe's reader must be scheduled for every 64 KB, and the
+    calling process is busy with its own chunks meanwhile."""
+    while True:
+        with lock:
+            lo, hi = bounds[0], bounds[1]
+            if hi <= lo:
+                break
+            hi -= 1
+            bounds[1] = hi
+        target = os.path.join(folder, str(hi))
+        try:
+            payload = pickle.dumps(work(chunks[hi]), protocol=pickle.HIGHEST_PROTOCOL)
+            with open(target + ".part", "wb") as fh:
+                fh.write(payload)
+            os.rename(target + ".part", target)
+        except Exception:  # noqa: BLE001 - the caller does this chunk itself
+            continue
+
+
+def front_back(chunks: Sequence[Any], local: Callable[[Any], Any], remote: Callable[[Any], Any],
+               workers: int) -> Iterator[tuple[str, Any]]:
+    """Run ``local(chunk)`` here from the first chunk on and ``remote(chunk)`` in ``workers``
+    forked helpers from the last chunk back, until every chunk is taken.
+
+    Without helpers (``workers`` 0, fewer than two chunks) every chunk is done with ``local``
+    as the iterator reaches it.  ``local`` must not return ``None``.
+
+    Returns an iterator over the chunks in order: ``("local", local(chunk))`` or
+    ``("remote", remote(chunk))``, the latter unpickled only when its turn comes.  A chunk a
+    helper took but did not deliver (``remote`` raised, or the helper died) is done with
+    ``local`` then.
+
+    Raises:
+        whatever ``local`` raises (here, or when a chunk's turn comes); the helpers are
+            stopped first.
+    """
+    n = len(chunks)
+    done: list[Any] = [None] * n
+    folder = None
+    if workers and n >= 2:
+        folder = tempfile.mkdtemp(prefix="replaybook-load-")
+        try:
+            _run(chunks, local, remote, workers, done, folder)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+    return _in_order(chunks, local, done, folder)
+
+
+def _in_order(chunks, local, done, folder) -> Iterator[tuple[str, Any]]:
+    try:
+        for i, chunk in enumerate(chunks):
+            if done[i] is not None:
+                value, done[i] = done[i], None
+                yield "local", value
+                continue
+            value = None
+            if folder is not None:
+                try:
+                    with open(os.path.join(folder, str(i)), "rb") as fh:
+                        value = pickle.loads(fh.read())
+                except FileNotFoundError:
+                    pass
+            if value is not None:
+                yield "remote", value
+            else:
+                yield "local", local(chunk)
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run(chunks, local, remote, workers: int, done: list, folder: str) -> None:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    bounds = ctx.RawArray("q", [0, len(chunks)])
+    lock = ctx.Lock()
+    procs = []
+    try:
+        for _ in range(workers):
+            p = ctx.Process(target=_serve, args=(chunks, bounds, lock, remote, folder), daemon=True,
+                            name="replaybook-load-helper")
+            try:
+                p.start()
+            except OSError:  # cannot fork (process limits): the chunks stay here
+                break
+            procs.append(p)
+        while True:
+            with lock:
+                i = bounds[0]
+                if i >= bounds[1]:
+                    break
+                bounds[0] = i + 1
+            done[i] = local(chunks[i])
+    except BaseException:
+        with lock:
+            bounds[1] = bounds[0]
+        for p in procs:
+            p.terminate()
+        raise
+    finally:
+        for p in procs:
+            p.join()

@@ -1,0 +1,188 @@
+"""Helper processes for large loads (``sources._parallel``) and the CloudTrail load that uses
+them: the result is the reference path's, whichever process read which file, and whatever a
+helper does wrong (raises, dies) only costs time."""
+
+from __future__ import annotations
+
+import gzip
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from replaybook.errors import InputError
+from replaybook.sources import _cloud_fast, _parallel, cloudtrail
+from replaybook.sources._record import SliceRecord
+
+from test_cloud_fast_paths import CT_FIXTURES, same_ct  # the equivalence check of the fast paths
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="helper processes are forked on Linux only")
+
+
+@pytest.fixture
+def helpers(monkeypatch):
+    """Every load is shared with one helper, however small."""
+    monkeypatch.setenv(_parallel.ENV, "1")
+    monkeypatch.setattr(_cloud_fast, "PARALLEL_MIN_BYTES", 0)
+    assert _parallel.helpers() == 1
+
+
+def _chunks(n: int) -> list[int]:
+    return list(range(n))
+
+
+def test_every_chunk_once_in_order_from_either_side():
+    out = list(_parallel.front_back(_chunks(40), lambda c: ("here", c), lambda c: ("helper", c * 10), 1))
+    assert len(out) == 40
+    for i, (kind, value) in enumerate(out):
+        assert kind in ("local", "remote")
+        assert value == (("here", i) if kind == "local" else ("helper", i * 10))
+    kinds = [k for k, _ in out]
+    # the caller takes from the front, the helper from the back: one switch at most
+    assert kinds == sorted(kinds)
+
+
+def test_a_chunk_the_helper_cannot_do_is_done_here():
+    def remote(c):
+        if c % 3 == 0:
+            raise ValueError("helper trouble")
+        return c * 10
+
+    def local(c):
+        return -c - 1  # never None
+
+    out = list(_parallel.front_back(_chunks(30), local, remote, 1))
+    for i, (kind, value) in enumerate(out):
+        assert value == (-i - 1 if kind == "local" else i * 10)
+        if i % 3 == 0:
+            assert kind == "local"
+
+
+def test_a_helper_that_dies_costs_only_time():
+    def remote(c):
+        os._exit(3)  # the helper process ends abruptly on its first chunk
+
+    out = list(_parallel.front_back(_chunks(12), lambda c: c + 100, remote, 1))
+    assert out == [("local", c + 100) for c in range(12)]
+
+
+def test_an_error_here_stops_the_helpers_and_is_raised():
+    def local(c):
+        if c == 2:
+            raise InputError("cannot read: gone", Path(f"/x/{c}"))
+        return c
+
+    with pytest.raises(InputError, match="gone"):
+        list(_parallel.front_back(_chunks(200), local, lambda c: c, 1))
+    assert multiprocessing.active_children() == []
+
+
+def test_without_helpers_everything_is_done_here_in_turn():
+    seen = []
+    it = _parallel.front_back(_chunks(5), lambda c: seen.append(c) or c, lambda c: 1 / 0, 0)
+    assert seen == []  # nothing before the iterator is read
+    assert list(it) == [("local", c) for c in range(5)]
+
+
+@pytest.mark.parametrize("raw, expected", [("0", 0), ("2", 2), (" 1 ", 1), ("many", 0), ("-4", 0)])
+def test_helpers_from_the_environment(monkeypatch, raw, expected):
+    monkeypatch.setenv(_parallel.ENV, raw)
+    assert _parallel.helpers() == expected
+
+
+# -- CloudTrail ----------------------------------------------------------------------------------
+
+def _compact(path: Path, first: int, n: int, *, gz: bool = True) -> Path:
+    recs = [{"eventVersion": "1.08", "eventTime": f"2024-05-01T10:{(first + i) % 60:02d}:0{i % 10}Z",
+             "eventSource": "s3.amazonaws.com", "eventName": "GetObject",
+             "userIdentity": {"type": "AssumedRole",
+                              "arn": f"arn:aws:sts::123456789012:assumed-role/analyst/s{first + i}"},
+             "resources": [{"type": "AWS::S3::Object", "ARN": f"arn:aws:s3:::data/k{first + i}.csv"}],
+             "additionalEventData": {"bytesTransferredOut": 100 + i},
+             "requestID": f"R{first + i}"} for i in range(n)]
+    text = orjson.dumps({"Records": recs})
+    path.write_bytes(gzip.compress(text, mtime=0) if gz else text)
+    return path
+
+
+@pytest.fixture
+def slow_here(monkeypatch):
+    """This process reads each file 20 ms slower (its helpers do not), so that the helper
+    surely reads some; counts the helper's chunks this process takes in."""
+    here = os.getpid()
+    read, unpack = _cloud_fast.read_disk, _cloud_fast._unpack_group
+    taken = []
+
+    def slow(path):
+        if os.getpid() == here:
+            time.sleep(0.02)
+        return read(path)
+
+    def counted(*args, **kwargs):
+        taken.append(args[0][0])
+        return unpack(*args, **kwargs)
+
+    monkeypatch.setattr(_cloud_fast, "read_disk", slow)
+    monkeypatch.setattr(_cloud_fast, "_unpack_group", counted)
+    return taken
+
+
+def test_cloudtrail_shared_with_a_helper_equals_the_reference(helpers, slow_here, tmp_path):
+    files = [_compact(tmp_path / f"{i:02d}.json.gz", i * 7, 7) for i in range(24)]
+    res = cloudtrail.load_cloudtrail(tmp_path)
+    assert slow_here and slow_here[-1] == [files[-1]]  # the helper read the last file's chunk
+    same_ct(tmp_path)
+    assert len(res.frame) == 24 * 7
+    assert [e["path"] for e in res.inputs] == [str(f) for f in files]
+    assert all(e["records"] == 7 for e in res.inputs)
+    assert res.frame["raw"].map(type).eq(SliceRecord).all()
+    row = res.frame.iloc[0]
+    assert row["raw"]["eventName"] == "GetObject" and row["raw"].text.startswith(b'{"eventVersion"')
+
+
+def test_cloudtrail_fixtures_shared_with_a_helper(helpers, slow_here):
+    """Every shape the fixtures hold — tier 2, LookupEvents, EventBridge, damaged gzip, empty and
+    binary files, digest files — in one load: a helper declines what tier 1 does not take, and
+    that file is read here in its place."""
+    same_ct(CT_FIXTURES)
+    assert slow_here
+
+
+def test_cloudtrail_mixed_with_damaged_and_declined_files(helpers, slow_here, tmp_path):
+    for i in range(10):
+        _compact(tmp_path / f"a{i:02d}.json.gz", i * 3, 3)
+    (tmp_path / "a03.json.gz").write_bytes(gzip.compress(b'{"Records":[{"eventTime": 5}]}'))
+    (tmp_path / "a05.json.gz").write_bytes(gzip.compress(b'{"Records": [')[:-6])  # cut short
+    (tmp_path / "a07.json").write_bytes(b"")
+    (tmp_path / "a08.json").write_bytes(b"\x00\x01binary")
+    _compact(tmp_path / "a09.json", 90, 4, gz=False)
+    same_ct(tmp_path)
+    assert slow_here
+    res = cloudtrail.load_cloudtrail(tmp_path)
+    assert len(res.quarantine) >= 2
+    assert {e["path"].rsplit("/", 1)[1] for e in res.inputs} >= {"a03.json.gz", "a05.json.gz", "a07.json"}
+
+
+@pytest.mark.parametrize("bad", [1, 6])
+def test_cloudtrail_unreadable_file_raises_in_its_turn(helpers, tmp_path, monkeypatch, bad):
+    """A file that cannot be read raises the sequential load's error, whichever process met it
+    first (the helper takes the last files: it declines it and it is read here in turn)."""
+    for i in range(8):
+        _compact(tmp_path / f"f{i}.json.gz", i, 2)
+    read = _cloud_fast.read_disk
+
+    def failing(path):
+        if path.name in (f"f{bad}.json.gz", "f7.json.gz"):
+            raise InputError("cannot read: Input/output error", path)
+        return read(path)
+
+    monkeypatch.setattr(_cloud_fast, "read_disk", failing)
+    with pytest.raises(InputError, match=f"f{bad}") as err:
+        cloudtrail.load_cloudtrail(tmp_path)
+    assert "f7" not in str(err.value)  # the first one in order, not the last
+    assert multiprocessing.active_children() == []
