@@ -70,9 +70,10 @@ def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], fold
             bounds[1] = hi
         target = os.path.join(folder, str(hi))
         try:
-            payload = pickle.dumps(work(chunks[hi]), protocol=pickle.HIGHEST_PROTOCOL)
-            with open(target + ".part", "wb") as fh:
-                fh.write(payload)
+            value = work(chunks[hi])
+            with open(target + ".part", "wb") as fh:  # large bytes go straight to the file
+                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            del value
             os.rename(target + ".part", target)
         except Exception:  # noqa: BLE001 - the caller does this chunk itself
             continue
@@ -119,7 +120,7 @@ def _in_order(chunks, local, done, folder) -> Iterator[tuple[str, Any]]:
             if folder is not None:
                 try:
                     with open(os.path.join(folder, str(i)), "rb") as fh:
-                        value = pickle.loads(fh.read())
+                        value = pickle.load(fh)  # large bytes are read straight into place
                 except FileNotFoundError:
                     pass
             if value is not None:
