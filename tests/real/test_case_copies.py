@@ -16,6 +16,9 @@ COPIES = {
     "cloud/cloudtrail-tree": "cloudtrail-tree",
     "cloud/s3-access-quotes": "s3-access-quotes",
     "cloud/gcp-audit-denied": "gcp-audit-denied",
+    **{f"claude_code/{name}": name for name in (
+        "claude-damaged-lines", "claude-resumed-session", "claude-streaming-split",
+        "claude-tool-result-shapes", "claude-unknown-line-types")},
 }
 
 
@@ -30,3 +33,7 @@ def test_fixture_copy_matches_its_case(cases_dir, fixture, case):
     assert sorted(copy) == sorted(original)
     for name, data in original.items():
         assert copy[name] == data, f"{fixture}/{name} differs from cases/{case}/{name}"
+
+
+def test_every_case_has_a_copy(cases_dir):
+    assert sorted(set(COPIES.values())) == sorted(p.name for p in cases_dir.iterdir() if p.is_dir())

@@ -124,7 +124,7 @@ def slow_here(monkeypatch):
         return read(path)
 
     def counted(*args, **kwargs):
-        taken.append(args[0][0])
+        taken.append(args[0][0])  # the group's paths
         return unpack(*args, **kwargs)
 
     monkeypatch.setattr(_cloud_fast, "read_disk", slow)
@@ -186,3 +186,25 @@ def test_cloudtrail_unreadable_file_raises_in_its_turn(helpers, tmp_path, monkey
         cloudtrail.load_cloudtrail(tmp_path)
     assert "f7" not in str(err.value)  # the first one in order, not the last
     assert multiprocessing.active_children() == []
+
+
+def test_helper_results_are_settled_here_and_come_in_order():
+    settled = []
+
+    def settle(value):
+        settled.append(value)
+        return ("settled", value)
+
+    out = list(_parallel.front_back(_chunks(30), lambda c: c, lambda c: c * 10, 1, settle))
+    for i, (kind, value) in enumerate(out):
+        assert value == (i if kind == "local" else ("settled", i * 10))
+    assert sorted(settled) == [value[1] for kind, value in out if kind == "remote"]  # each once
+
+
+def test_no_temporary_folder_means_no_helpers(monkeypatch):
+    def refuse(*a, **k):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(_parallel.tempfile, "mkdtemp", refuse)
+    assert list(_parallel.front_back(_chunks(4), lambda c: c, lambda c: 1 / 0, 1)) == \
+        [("local", c) for c in range(4)]

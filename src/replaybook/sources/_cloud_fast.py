@@ -460,9 +460,10 @@ def load_files(paths: str | Path | Iterable[str | Path], loader: str,
     groups = _groups(files, workers) if workers else [files]
     with gc_paused():
         for kind, value in _parallel.front_back(
-                groups, read_here, lambda group: _pack_group(group, loader, remote), workers):
+                groups, read_here, lambda group: _pack_group(group, loader, remote), workers,
+                lambda packed: _settle_group(packed, remote)):
             if kind == "remote":
-                value = _unpack_group(value, read_here, remote)
+                value = _unpack_group(value, read_here)
             found, put_aside, blocks = value
             inputs.extend(found)
             quarantine.extend(put_aside)
@@ -540,26 +541,40 @@ def _pack_group(group: list[Path], loader: str, remote: RemoteReader) -> tuple:
     return group, entries, counts, packed, sources
 
 
-def _unpack_group(value: tuple, read_here: Callable, remote: RemoteReader,
-                  ) -> tuple[list[dict], list[dict], list[dict]]:
-    """In the calling process: a helper's :func:`_pack_group` result as ``read_here`` would
-    have returned it (a declined file is read here, in its place)."""
+def _settle_group(value: tuple, remote: RemoteReader) -> tuple:
+    """In the calling process, as soon as a helper's :func:`_pack_group` result is found (any
+    order): the accepted files' blocks made; a declined file is left as ``None`` for
+    :func:`_unpack_group` to read in its turn."""
     paths, entries, counts, packed, sources = value
     columns = {k: (v.to_numpy(zero_copy_only=False).tolist() if not isinstance(v, list) else v)
                for k, v in packed.items()}
-    found: list[dict] = []
-    put_aside: list[dict] = []
-    blocks = Chunks()
+    blocks: list[dict | None] = []
     at = 0
     taken = iter(sources)
     for path, info, n in zip(paths, entries, counts):
         if info is None:
+            blocks.append(None)
+            continue
+        blocks.append(remote.unpack(path, {k: v[at:at + n] for k, v in columns.items()}, next(taken)))
+        at += n
+    return paths, entries, blocks
+
+
+def _unpack_group(settled: tuple, read_here: Callable) -> tuple[list[dict], list[dict], list[dict]]:
+    """In the calling process, in the group's turn: a settled helper result
+    (:func:`_settle_group`) as ``read_here`` would have returned it — a declined file is read
+    here, in its place."""
+    paths, entries, blocks = settled
+    found: list[dict] = []
+    put_aside: list[dict] = []
+    out = Chunks()
+    for path, info, block in zip(paths, entries, blocks):
+        if info is None:
             more = read_here([path])
             found.extend(more[0])
             put_aside.extend(more[1])
-            blocks.blocks.extend(more[2])
+            out.blocks.extend(more[2])
             continue
         found.append(info)
-        blocks.add(remote.unpack(path, {k: v[at:at + n] for k, v in columns.items()}, next(taken)))
-        at += n
-    return found, put_aside, blocks.blocks
+        out.add(block)
+    return found, put_aside, out.blocks

@@ -2,7 +2,8 @@
 
 A large load is cut into chunks of files.  The calling process takes chunks from the front, in
 order; helper processes, forked at the start of the load, take chunks from the back and leave
-what they made of each one pickled in a private temporary folder (removed at the end).  The two meet in the middle, so a
+what they made of each one pickled in a private temporary folder (``tempfile``'s, mode 0700;
+each result is deleted as soon as it is read, the folder at the end).  The two meet in the middle, so a
 slower or late helper simply does less.  Nothing a helper does is needed for the result: a
 chunk whose helper raised, died or was never started is done by the caller afterwards, the
 same way as its own.
@@ -22,9 +23,11 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
+import signal
 import sys
 import tempfile
 import threading
+import time
 from typing import Any, Callable, Iterator, Sequence
 
 __all__ = ["helpers", "front_back", "ENV"]
@@ -61,6 +64,7 @@ def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], fold
     ``<folder>/<index>`` (nothing when ``work`` raised), until none is left.  Results go
     through files, not a pipe: a pipe's reader must be scheduled for every 64 KB, and the
     calling process is busy with its own chunks meanwhile."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle: it stops us
     while True:
         with lock:
             lo, hi = bounds[0], bounds[1]
@@ -80,17 +84,22 @@ def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], fold
 
 
 def front_back(chunks: Sequence[Any], local: Callable[[Any], Any], remote: Callable[[Any], Any],
-               workers: int) -> Iterator[tuple[str, Any]]:
+               workers: int, settle: Callable[[Any], Any] | None = None) -> Iterator[tuple[str, Any]]:
     """Run ``local(chunk)`` here from the first chunk on and ``remote(chunk)`` in ``workers``
     forked helpers from the last chunk back, until every chunk is taken.
 
     Without helpers (``workers`` 0, fewer than two chunks) every chunk is done with ``local``
     as the iterator reaches it.  ``local`` must not return ``None``.
 
+    ``settle(result)``, when given, is applied here to each helper's result as soon as it is
+    found (between two chunks of this process's own, and while the last helper finishes), in
+    whatever order they come: work that needs no order is done while the helpers still
+    run.  It must not raise for a result a helper delivered.
+
     Returns an iterator over the chunks in order: ``("local", local(chunk))`` or
-    ``("remote", remote(chunk))``, the latter unpickled only when its turn comes.  A chunk a
+    ``("remote", settle(remote(chunk)))`` (without ``settle``: ``remote(chunk)``).  A chunk a
     helper took but did not deliver (``remote`` raised, or the helper died) is done with
-    ``local`` then.
+    ``local`` when its turn comes.
 
     Raises:
         whatever ``local`` raises (here, or when a chunk's turn comes); the helpers are
@@ -98,41 +107,70 @@ def front_back(chunks: Sequence[Any], local: Callable[[Any], Any], remote: Calla
     """
     n = len(chunks)
     done: list[Any] = [None] * n
+    settled: dict[int, Any] = {}
     folder = None
     if workers and n >= 2:
-        folder = tempfile.mkdtemp(prefix="replaybook-load-")
         try:
-            _run(chunks, local, remote, workers, done, folder)
+            folder = tempfile.mkdtemp(prefix="replaybook-load-")  # private (0700)
+        except OSError:  # no usable temporary folder: everything is done here
+            return _in_order(chunks, local, done, None)
+        try:
+            _run(chunks, local, remote, workers, done, _Inbox(folder, settle, settled))
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-    return _in_order(chunks, local, done, folder)
+    return _in_order(chunks, local, done, _Inbox(folder, settle, settled) if folder else None)
 
 
-def _in_order(chunks, local, done, folder) -> Iterator[tuple[str, Any]]:
+class _Inbox:
+    """The helpers' delivered results in ``folder``, settled as they are found."""
+
+    def __init__(self, folder: str, settle: Callable[[Any], Any] | None, settled: dict[int, Any]):
+        self.folder = folder
+        self.settle = settle
+        self.settled = settled
+
+    def _load(self, i: int) -> Any:
+        with open(os.path.join(self.folder, str(i)), "rb") as fh:
+            value = pickle.load(fh)  # large bytes are read straight into place
+        os.unlink(os.path.join(self.folder, str(i)))
+        return self.settle(value) if self.settle is not None else value
+
+    def collect(self) -> None:
+        """Settle every result delivered so far."""
+        for name in os.listdir(self.folder):
+            if name.isdigit():
+                i = int(name)
+                self.settled[i] = self._load(i)
+
+    def take(self, i: int) -> Any:
+        """Chunk ``i``'s settled result, or ``None`` when no helper delivered it."""
+        if i in self.settled:
+            return self.settled.pop(i)
+        try:
+            return self._load(i)
+        except FileNotFoundError:
+            return None
+
+
+def _in_order(chunks, local, done, inbox: _Inbox | None) -> Iterator[tuple[str, Any]]:
     try:
         for i, chunk in enumerate(chunks):
             if done[i] is not None:
                 value, done[i] = done[i], None
                 yield "local", value
                 continue
-            value = None
-            if folder is not None:
-                try:
-                    with open(os.path.join(folder, str(i)), "rb") as fh:
-                        value = pickle.load(fh)  # large bytes are read straight into place
-                except FileNotFoundError:
-                    pass
+            value = inbox.take(i) if inbox is not None else None
             if value is not None:
                 yield "remote", value
             else:
                 yield "local", local(chunk)
     finally:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+        if inbox is not None:
+            shutil.rmtree(inbox.folder, ignore_errors=True)
 
 
-def _run(chunks, local, remote, workers: int, done: list, folder: str) -> None:
+def _run(chunks, local, remote, workers: int, done: list, inbox: _Inbox) -> None:
     import multiprocessing as mp
 
     ctx = mp.get_context("fork")
@@ -141,20 +179,27 @@ def _run(chunks, local, remote, workers: int, done: list, folder: str) -> None:
     procs = []
     try:
         for _ in range(workers):
-            p = ctx.Process(target=_serve, args=(chunks, bounds, lock, remote, folder), daemon=True,
-                            name="replaybook-load-helper")
+            p = ctx.Process(target=_serve, args=(chunks, bounds, lock, remote, inbox.folder),
+                            daemon=True, name="replaybook-load-helper")
             try:
                 p.start()
             except OSError:  # cannot fork (process limits): the chunks stay here
                 break
             procs.append(p)
         while True:
+            if inbox.settle is not None:
+                inbox.collect()
             with lock:
                 i = bounds[0]
                 if i >= bounds[1]:
                     break
                 bounds[0] = i + 1
             done[i] = local(chunks[i])
+        if inbox.settle is not None:
+            while any(p.is_alive() for p in procs):
+                inbox.collect()
+                time.sleep(0.005)
+            inbox.collect()
     except BaseException:
         with lock:
             bounds[1] = bounds[0]
