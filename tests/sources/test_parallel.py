@@ -7,6 +7,8 @@ from __future__ import annotations
 import gzip
 import multiprocessing
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -208,3 +210,70 @@ def test_no_temporary_folder_means_no_helpers(monkeypatch):
     monkeypatch.setattr(_parallel.tempfile, "mkdtemp", refuse)
     assert list(_parallel.front_back(_chunks(4), lambda c: c, lambda c: 1 / 0, 1)) == \
         [("local", c) for c in range(4)]
+
+
+_KILLED_LOAD = """
+import sys, time
+from replaybook.sources import _cloud_fast, cloudtrail
+_cloud_fast.PARALLEL_MIN_BYTES = 0
+read = _cloud_fast.read_disk
+
+def slow(path):
+    time.sleep(0.2)
+    return read(path)
+
+_cloud_fast.read_disk = slow
+cloudtrail.load_cloudtrail(sys.argv[1])
+"""
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")  # a zombie waiting for its new parent to reap it has ended
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_load_leaves_no_helper_and_no_copies(tmp_path, how):
+    """However the loading process ends, its helper ends too and removes the folder of results
+    (copies of the evidence) instead of running on as an orphan."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(30):
+        _compact(logs / f"f{i:02d}.json.gz", i * 2, 2)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), _parallel.ENV: "1"}
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_LOAD, str(logs)], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not list(scratch.glob("replaybook-load-*/[0-9]*")):  # the helper has delivered
+            assert proc.poll() is None and time.monotonic() < deadline, "the load never shared its files"
+            time.sleep(0.02)
+        helpers = _children(proc.pid)
+        assert helpers, "no helper process found"
+        os.kill(proc.pid, how)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while (not all(map(_gone, helpers)) or list(scratch.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(map(_gone, helpers)), "a helper outlived the load"
+        assert list(scratch.iterdir()) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

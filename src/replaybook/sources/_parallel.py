@@ -59,12 +59,14 @@ def helpers() -> int:
     return max(0, min(cpus - 1, _MAX))
 
 
-def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], folder: str) -> None:
+def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], folder: str,
+           parent: int) -> None:
     """A helper's loop: take the last chunk not yet taken and write ``work(chunk)`` pickled to
     ``<folder>/<index>`` (nothing when ``work`` raised), until none is left.  Results go
     through files, not a pipe: a pipe's reader must be scheduled for every 64 KB, and the
     calling process is busy with its own chunks meanwhile."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle: it stops us
+    _follow(parent, folder)
     while True:
         with lock:
             lo, hi = bounds[0], bounds[1]
@@ -75,12 +77,34 @@ def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], fold
         target = os.path.join(folder, str(hi))
         try:
             value = work(chunks[hi])
-            with open(target + ".part", "wb") as fh:  # large bytes go straight to the file
+            fd = os.open(target + ".part", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with open(fd, "wb") as fh:  # large bytes go straight to the file
                 pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
             del value
             os.rename(target + ".part", target)
         except Exception:  # noqa: BLE001 - the caller does this chunk itself
             continue
+
+
+def _follow(parent: int, folder: str) -> None:
+    """Make this helper end, removing the results folder, when it is told to stop (SIGTERM)
+    or when the calling process dies however it dies (Linux ``PR_SET_PDEATHSIG``): a killed
+    load leaves neither a process nor copies of the evidence behind."""
+
+    def stop(_signum, _frame) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - Linux has prctl
+        pass
+    if os.getppid() != parent:  # the caller died before the line above
+        stop(None, None)
 
 
 def front_back(chunks: Sequence[Any], local: Callable[[Any], Any], remote: Callable[[Any], Any],
@@ -138,10 +162,17 @@ class _Inbox:
 
     def collect(self) -> None:
         """Settle every result delivered so far."""
-        for name in os.listdir(self.folder):
+        try:
+            names = os.listdir(self.folder)
+        except FileNotFoundError:  # a helper told to stop removed it: the chunks are done here
+            return
+        for name in names:
             if name.isdigit():
                 i = int(name)
-                self.settled[i] = self._load(i)
+                try:
+                    self.settled[i] = self._load(i)
+                except FileNotFoundError:
+                    pass
 
     def take(self, i: int) -> Any:
         """Chunk ``i``'s settled result, or ``None`` when no helper delivered it."""
@@ -179,7 +210,7 @@ def _run(chunks, local, remote, workers: int, done: list, inbox: _Inbox) -> None
     procs = []
     try:
         for _ in range(workers):
-            p = ctx.Process(target=_serve, args=(chunks, bounds, lock, remote, inbox.folder),
+            p = ctx.Process(target=_serve, args=(chunks, bounds, lock, remote, inbox.folder, os.getpid()),
                             daemon=True, name="replaybook-load-helper")
             try:
                 p.start()
