@@ -113,6 +113,9 @@ def test_tiny_report_renders_offline(browser, rendered_tiny, hostile):
     assert r["rules"] == 2  # one line per agreeing pair
     assert r["tooltip_scripts"] == 0
     assert any(hostile["prompt"].split(" average")[0] in t for t in r["tips"]), r["tips"]
+    # a value an event does not have shows as a dash, never as Vega's "undefined" / "NaN"
+    assert r["tips"] and not any("undefined" in t or "NaN" in t for t in r["tips"]), r["tips"]
+    assert any("—" in t for t in r["tips"]), r["tips"]
     assert "Timeline" in r["headings"] and "What the join cannot prove" in r["headings"]
 
 
@@ -122,3 +125,4 @@ def test_demo_report_renders_offline(browser, rendered_demo):
     assert r["attempted"] == [], r["attempted"]
     assert r["errors"] == [] and r["dialogs"] == []
     assert r["symbols"] >= 9 and r["red"] >= 1 and r["rules"] >= 9
+    assert r["tips"] and not any("undefined" in t or "NaN" in t for t in r["tips"]), r["tips"]

@@ -78,7 +78,7 @@ def test_layers_and_encodings(small):
     assert step["encoding"]["x"]["scale"]["type"] == "utc"
     assert step["encoding"]["y"]["field"] == "lane"
     call = layer_of(spec, "call")
-    tips = [t["field"] for t in call["encoding"]["tooltip"]]
+    tips = [t["field"].removeprefix("tip_") for t in call["encoding"]["tooltip"]]
     for f in ("tool", "arguments", "object", "rule", "decision", "rows", "bytes"):
         assert f in tips
     assert call["encoding"]["shape"]["field"] == "decision"
@@ -92,6 +92,21 @@ def test_layers_and_encodings(small):
     assert allowed == [{**allowed[0]}] and allowed[0]["object"] == "a.csv" and allowed[0]["rows"] == 32
     assert allowed[0]["bytes"] == 2048 and allowed[0]["arguments"] == '{"path":"a.csv"}'
     assert allowed[0]["t"] == "2026-09-13T10:00:02.400Z"
+
+
+def test_every_tooltip_value_has_a_dash_for_missing(small):
+    """Vega-Lite shows a field an event lacks as "undefined" and a missing number as "NaN":
+    every tooltip value is computed with a dash in their place."""
+    steps, calls, pairs = small
+    spec = timeline(steps, calls, pairs).to_dict()
+    for layer in spec["spec"]["layer"]:
+        calcs = {t["as"]: t["calculate"] for t in layer["transform"] if "calculate" in t}
+        for tip in layer["encoding"]["tooltip"]:
+            expr = calcs[tip["field"]]
+            assert expr.startswith("isValid(") and expr.endswith(": '—'"), expr
+    call = layer_of(spec, "call")
+    calcs = {t["as"]: t["calculate"] for t in call["transform"] if "calculate" in t}
+    assert "format(datum['bytes'], ',')" in calcs["tip_bytes"]
 
 
 def test_refused_call_is_a_red_cross(small):

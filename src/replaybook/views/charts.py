@@ -58,7 +58,7 @@ DECISION_SHAPES = {"allow": "circle", "ask": "diamond", "deny": "cross"}
 _ARGS_CHARS = 160  # tooltip text is truncated to this many characters
 _TEXT_CHARS = 120
 _TARGET_BINS = 150
-_WHEN_FMT = "%Y-%m-%d %H:%M:%S.%L"
+_WHEN_FMT = "%Y-%m-%d %H:%M:%S.%LZ"
 _NICE_BIN_S = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600,
                900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800)
 
@@ -269,6 +269,22 @@ def _fmt_width(w: float) -> str:
     return f"{w / 86400:g} d"
 
 
+_MISSING = "—"  # what a tooltip shows for a value the event does not have (as the tables do)
+
+
+def _tips(chart: alt.Chart, *tips: tuple) -> alt.Chart:
+    """``chart`` with a tooltip of ``tips`` — ``(field, title)`` or ``(field, title, number
+    format)`` — each shown as text, and :data:`_MISSING` where the event has no value:
+    Vega-Lite would show a missing field as "undefined" and a missing number as "NaN"."""
+    calc, shown = {}, []
+    for field, title, *fmt in tips:
+        name = f"tip_{field}"
+        value = f"format(datum['{field}'], '{fmt[0]}')" if fmt else f"datum['{field}'] + ''"
+        calc[name] = f"isValid(datum['{field}']) && datum['{field}'] !== '' ? {value} : '{_MISSING}'"
+        shown.append(alt.Tooltip(f"{name}:N", title=title))
+    return chart.transform_calculate(**calc).encode(tooltip=shown)
+
+
 def _records(df: pd.DataFrame) -> list[dict]:
     """Compact JSON-safe records: NA keys are dropped, timestamps become ISO strings."""
     if df.empty:
@@ -415,91 +431,68 @@ def timeline(
     layers = []
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
     if "bin" in present:
-        layers.append(
+        layers.append(_tips(
             base("bin", True)
             .mark_rect(height={"band": 0.7})
             .encode(
                 x=x, x2="t2:T", y=y, color=color,
                 opacity=alt.Opacity("count:Q", scale=alt.Scale(type="sqrt", range=[0.2, 1]), legend=None),
-                tooltip=[alt.Tooltip("lane:N"), alt.Tooltip("category:N"), alt.Tooltip("count:Q", title="events"),
-                         alt.Tooltip("when:N", title="from (UTC)"), alt.Tooltip("when2:N", title="to (UTC)")],
-            )
-        )
-    when = alt.Tooltip("when:N", title="time (UTC)")
+            ),
+            ("lane", "lane"), ("category", "category"), ("count", "events", ","),
+            ("when", "from (UTC)"), ("when2", "to (UTC)")))
+    when = ("when", "time (UTC)")
     if "step" in present:
-        layers.append(
+        layers.append(_tips(
             base("step")
             .mark_point(filled=True, size=45, opacity=0.85)
-            .encode(
-                x=x, y=y, color=color,
-                tooltip=[alt.Tooltip("who:N", title="transcript"), alt.Tooltip("seq:Q", title="step seq"), when,
-                         alt.Tooltip("lane:N", title="kind"), alt.Tooltip("tool:N"),
-                         alt.Tooltip("arguments:N"), alt.Tooltip("call_id:N", title="tool-use id"),
-                         alt.Tooltip("text:N")],
-            )
-        )
-    call_tooltip = [alt.Tooltip("who:N", title="door session"), alt.Tooltip("seq:Q", title="call seq"), when,
-                    alt.Tooltip("tool:N"), alt.Tooltip("arguments:N"), alt.Tooltip("object:N"),
-                    alt.Tooltip("decision:N"), alt.Tooltip("rule:N"), alt.Tooltip("rows:Q"),
-                    alt.Tooltip("bytes:Q")]
+            .encode(x=x, y=y, color=color),
+            ("who", "transcript"), ("seq", "step seq", "d"), when, ("lane", "kind"), ("tool", "tool"),
+            ("arguments", "arguments"), ("call_id", "tool-use id"), ("text", "text")))
+    call_tooltip = [("who", "door session"), ("seq", "call seq", "d"), when, ("tool", "tool"),
+                    ("arguments", "arguments"), ("object", "object"), ("decision", "decision"),
+                    ("rule", "rule"), ("rows", "rows", ","), ("bytes", "bytes", ",")]
     decisions = set(data.loc[data["layer"].isin(["call", "refused"]), "decision"].dropna()) if "decision" in data else set()
     shapes = [d for d in DECISION_SHAPES if d in decisions or d == "deny"]
     if "call" in present:
-        layers.append(
+        layers.append(_tips(
             base("call")
             .mark_point(filled=True, size=55, opacity=0.9)
             .encode(
                 x=x, y=y, color=color,
                 shape=alt.Shape("decision:N", scale=alt.Scale(domain=shapes, range=[DECISION_SHAPES[d] for d in shapes]),
                                 title="door decision"),
-                tooltip=call_tooltip,
-            )
-        )
+            ),
+            *call_tooltip))
     if "access" in present:
-        layers.append(
+        layers.append(_tips(
             base("access")
             .mark_point(filled=True, size=45, shape="square")
-            .encode(x=x, y=y, color=color,
-                    tooltip=[alt.Tooltip("who:N", title="principal"), when, alt.Tooltip("tool:N", title="action"),
-                             alt.Tooltip("object:N", title="resource"), alt.Tooltip("decision:N", title="outcome"),
-                             alt.Tooltip("bytes:Q")])
-        )
+            .encode(x=x, y=y, color=color),
+            ("who", "principal"), when, ("tool", "action"), ("object", "resource"),
+            ("decision", "outcome"), ("bytes", "bytes", ",")))
     if "pair" in present:
-        layers.append(
+        layers.append(_tips(
             base("pair", True)
             .mark_rule(color="#555555", strokeWidth=1, opacity=0.6)
-            .encode(
-                x=x, x2="t2:T", y=y, y2="lane2:N",
-                tooltip=[alt.Tooltip("who:N", title="transcript"), alt.Tooltip("call_id:N", title="tool-use id"),
-                         alt.Tooltip("seq:Q", title="call seq"), alt.Tooltip("tool:N"),
-                         alt.Tooltip("arguments:N"),
-                         alt.Tooltip("when:N", title="transcript time (UTC)"),
-                         alt.Tooltip("when2:N", title="door time (UTC)"),
-                         alt.Tooltip("delta_ms:Q", title="door − transcript (ms)", format=",.0f"),
-                         alt.Tooltip("how:N", title="matched by")],
-            )
-        )
+            .encode(x=x, x2="t2:T", y=y, y2="lane2:N"),
+            ("who", "transcript"), ("call_id", "tool-use id"), ("seq", "call seq", "d"), ("tool", "tool"),
+            ("arguments", "arguments"), ("when", "transcript time (UTC)"), ("when2", "door time (UTC)"),
+            ("delta_ms", "door − transcript (ms)", ",.0f"), ("how", "matched by")))
     if "link" in present:
-        layers.append(
+        layers.append(_tips(
             base("link", True)
             .mark_rule(color=CATEGORY_COLORS["storage"], strokeWidth=1, strokeDash=[3, 2], opacity=0.7)
-            .encode(
-                x=x, x2="t2:T", y=y, y2="lane2:N",
-                tooltip=[alt.Tooltip("who:N", title="door session"), alt.Tooltip("seq:Q", title="call seq"),
-                         alt.Tooltip("tool:N", title="storage action"), alt.Tooltip("object:N", title="resource"),
-                         alt.Tooltip("when:N", title="door time (UTC)"),
-                         alt.Tooltip("when2:N", title="storage time (UTC)"),
-                         alt.Tooltip("delta_ms:Q", title="storage − door (ms)", format=",.0f"),
-                         alt.Tooltip("how:N", title="linked by")],
-            )
-        )
+            .encode(x=x, x2="t2:T", y=y, y2="lane2:N"),
+            ("who", "door session"), ("seq", "call seq", "d"), ("tool", "storage action"),
+            ("object", "resource"), ("when", "door time (UTC)"), ("when2", "storage time (UTC)"),
+            ("delta_ms", "storage − door (ms)", ",.0f"), ("how", "linked by")))
     if "refused" in present:
-        layers.append(
+        layers.append(_tips(
             base("refused")
             .mark_point(shape="cross", filled=True, size=160, color=CATEGORY_COLORS["deny"],
                         stroke=CATEGORY_COLORS["deny"], strokeWidth=1, opacity=1)
-            .encode(x=x, y=y, color=color, tooltip=call_tooltip)
-        )
+            .encode(x=x, y=y, color=color),
+            *call_tooltip))
     layers[0] = layers[0].add_params(zoom)
 
     first = data.groupby("group")["t"].min()

@@ -29,6 +29,7 @@ import altair as alt
 import pandas as pd
 
 from ..replay import Preview, ReplayPlan, ReplayStep, preview
+from .charts import _tips
 
 __all__ = [
     "DEMO_INCIDENT",
@@ -436,26 +437,26 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
     x = alt.X("x:Q", scale=alt.Scale(domain=[-1.6, 12]),
               axis=alt.Axis(values=list(range(len(_CONV_LANES))), orient="top", title=None, grid=True,
                             labelExpr="['user','model','tool call','door'][datum.value]", labelFontWeight="bold"))
-    tooltip = [alt.Tooltip("when:N", title="time (UTC)"), alt.Tooltip("label:N", title="event"),
-               alt.Tooltip("call_seq:Q", title="door call"), alt.Tooltip("object:N"), alt.Tooltip("decision:N"),
-               alt.Tooltip("rule:N"), alt.Tooltip("rows:Q"), alt.Tooltip("bytes:Q")]
+    tips = [("when", "time (UTC)"), ("label", "event"), ("call_seq", "door call", "d"), ("object", "object"),
+            ("decision", "decision"), ("rule", "rule"), ("rows", "rows", ","), ("bytes", "bytes", ",")]
     base = alt.Chart(data)
     pick = alt.selection_point(name="pick", fields=["call_seq"], on="click", empty=False)
     links = base.transform_filter(alt.datum.mark == "door").mark_rule(strokeWidth=1.5).encode(
         x=x, x2=alt.datum(x_of["tool call"]), y=y, color=color)
-    events = base.transform_filter(
+    events = _tips(base.transform_filter(
         "datum.mark == 'event' && datum.status != 'door never saw' && datum.status != 'unclaimed'"
-    ).mark_point(filled=True, size=90).encode(x=x, y=y, color=color, tooltip=tooltip)
-    never = base.transform_filter("datum.status == 'door never saw'").mark_point(
-        filled=False, size=110, strokeWidth=2).encode(x=x, y=y, color=color, tooltip=tooltip)
-    door_ok = base.transform_filter("(datum.mark == 'door' && datum.status == 'reached') || datum.status == 'unclaimed'"
-                                    ).mark_point(filled=True, size=110, shape="square").encode(
-        x=x, y=y, color=color, tooltip=tooltip,
-        strokeWidth=alt.condition(pick, alt.value(3), alt.value(0)), stroke=alt.value("black")).add_params(pick)
-    door_no = base.transform_filter("datum.mark == 'door' && datum.status == 'refused'").mark_point(
-        shape="cross", filled=True, size=180).encode(x=x, y=y, color=color, tooltip=tooltip)
-    text = base.transform_filter("datum.mark == 'event'").mark_text(align="left", dx=4, limit=width * 0.62).encode(
-        x=alt.datum(3.35), y=y, text="label:N", tooltip=tooltip, color=alt.Color("ink:N", scale=None))
+    ).mark_point(filled=True, size=90).encode(x=x, y=y, color=color), *tips)
+    never = _tips(base.transform_filter("datum.status == 'door never saw'").mark_point(
+        filled=False, size=110, strokeWidth=2).encode(x=x, y=y, color=color), *tips)
+    door_ok = _tips(base.transform_filter(
+        "(datum.mark == 'door' && datum.status == 'reached') || datum.status == 'unclaimed'"
+    ).mark_point(filled=True, size=110, shape="square").encode(
+        x=x, y=y, color=color,
+        strokeWidth=alt.condition(pick, alt.value(3), alt.value(0)), stroke=alt.value("black")).add_params(pick), *tips)
+    door_no = _tips(base.transform_filter("datum.mark == 'door' && datum.status == 'refused'").mark_point(
+        shape="cross", filled=True, size=180).encode(x=x, y=y, color=color), *tips)
+    text = _tips(base.transform_filter("datum.mark == 'event'").mark_text(align="left", dx=4, limit=width * 0.62).encode(
+        x=alt.datum(3.35), y=y, text="label:N", color=alt.Color("ink:N", scale=None)), *tips)
     times = base.transform_filter("datum.mark == 'event'").mark_text(align="right", color="#666666").encode(
         x=alt.datum(-0.35), y=y, text="when:N")
     title = "What the agent did and what each door call reached"
