@@ -140,6 +140,21 @@ def test_load_access_names_valid_lines_of_other_kinds(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "access: 1 row from 1 file (gcp.audit)" in err
     assert f"ignored 1 valid line of other kinds in {p}" in err
+    assert "another format" not in err  # it has a record: the format is right
+
+
+def test_a_forced_format_that_reads_nothing_says_so(tmp_path, capsys):
+    """A gateway format forced on a file of another kind reads its lines as valid JSON but finds
+    no tool call in them: the summary names each such file and suggests another format,
+    for load and for join alike."""
+    log = FIX / "claude_code" / "flat-agent" / "dddddddd-7777-4777-8777-dddddddddddd.jsonl"
+    assert main(["load", "calls", str(log), "--source", "mcpjungle"]) == 0
+    err = capsys.readouterr().err
+    assert "calls: 0 rows from 1 file (mcpjungle)" in err
+    assert f"valid lines of other kinds in {log} (not tool calls); nothing in it was read as mcpjungle: " \
+           "is it another format?" in err
+    assert main(["join", "--transcripts", str(log), "--calls", str(log), "--calls-format", "mcpjungle"]) == 0
+    assert "nothing in it was read as mcpjungle" in capsys.readouterr().err
 
 
 

@@ -185,11 +185,7 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
                err=True)
     for info in skipped:
         click.echo(f"  skipped {info.get('path')}: {info.get('reason') or 'no records'}", err=True)
-    for info in res.inputs:
-        if info.get("ignored_lines"):
-            n = info["ignored_lines"]
-            click.echo(f"  ignored {n} valid line{'' if n == 1 else 's'} of other kinds in {info.get('path')} "
-                       "(not storage access records)", err=True)
+    _other_kinds(frame, res)
     _quarantine_summary(res.quarantine)
 
 
@@ -202,6 +198,27 @@ def _load_one(frame: str, paths, source_name: str | None):
     for p, what in got.elsewhere.items():
         click.echo(f"  left out {p}: it is {what}, not {frame}", err=True)
     return got
+
+
+_RECORDS = {"access": "storage access records", "calls": "tool calls", "steps": "transcript lines"}
+
+
+def _other_kinds(frame: str, res) -> None:
+    """Name, per file, the valid lines a loader read but left out as not its records (a
+    gateway's start-up messages, CloudTrail's management events …); a file whose every line
+    was such a line gets a hint that it may be another format (a forced ``--source``)."""
+    per_file = res.frame["source_file"].value_counts() if "source_file" in res.frame else {}
+    for info in res.inputs:
+        n = info.get("ignored_lines") or info.get("not_calls") or 0
+        if not n:
+            continue
+        path = info.get("path")
+        line = (f"  ignored {n} valid line{'' if n == 1 else 's'} of other kinds in {path} "
+                f"(not {_RECORDS.get(frame, 'records')})")
+        if not per_file.get(path, 0) and not info.get("skipped"):
+            line += f"; nothing in it was read as {info.get('format') or 'this format'}: is it another " \
+                    "format? (`replaybook sources` lists them)"
+        click.echo(line, err=True)
 
 
 def _count(n: int, noun: str) -> str:
@@ -310,6 +327,8 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
 
     st = _load_one("steps", transcripts, transcripts_format).result
     ca = _load_one("calls", calls, calls_format).result
+    _other_kinds("steps", st)
+    _other_kinds("calls", ca)
     res = join_sessions(st.frame, ca.frame, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset)
     if fmt == "json":
         d = res.to_dict()
