@@ -236,9 +236,11 @@ class Chunks:
     def __init__(self) -> None:
         self.blocks: list[dict[str, list]] = []
 
-    def add(self, block: dict[str, list]) -> None:
+    def add(self, block: dict[str, list] | None) -> None:
         """Append one file's block (ACCESS column name → a list, all of one length; a column
-        the block lacks is all NA)."""
+        the block lacks is all NA); ``None`` or a block of no rows adds nothing."""
+        if block is None:
+            return
         n = len(block["ts"])
         if n:
             for c in ACCESS.names:
@@ -246,10 +248,11 @@ class Chunks:
                     block[c] = [None] * n
             self.blocks.append(block)
 
-    def add_rows(self, rows: list[dict]) -> None:
-        """Append row dicts made by a reference ``_read_file`` (``ts`` still a string)."""
-        if rows:
-            self.blocks.append({c: [r[c] for r in rows] for c in ACCESS.names})
+    @staticmethod
+    def block_of_rows(rows: list[dict]) -> dict[str, list] | None:
+        """The block of row dicts made by a reference ``_read_file`` (``ts`` still a string),
+        or ``None`` for no rows."""
+        return {c: [r[c] for r in rows] for c in ACCESS.names} if rows else None
 
     def column(self, name: str) -> list:
         """One column over all blocks."""
@@ -403,17 +406,20 @@ class RemoteReader:
     """How helper processes read a format's ordinary files for :func:`load_files`.
 
     Attributes:
-        pack: ``pack(path, data) -> (columns, source)`` in a helper: the file's rows as column
-            lists (name → list, all of one length) plus whatever (picklable) the calling
-            process needs to make the ``raw`` cells (the text and the records' places in it),
-            or ``None`` when the calling process must read the file (its usual way).
+        pack: ``pack(path, data, info, extra) -> (columns, source)`` in a helper (``info``:
+            the file's ``inputs`` entry, which it may add to; ``extra``: what the load's
+            ``prepare`` returned): the file's rows as column lists (name → list, all of one
+            length) plus whatever (picklable) the calling process needs to make the ``raw``
+            cells (the text and the records' places in it), or ``None`` when the calling
+            process must read the file (its usual way: a file with anything to quarantine is
+            always left to it).
         unpack: ``unpack(path, columns, source) -> block`` in the calling process: the block
             the format's fast reader returns for that file (see :class:`Chunks`).
         strings: the columns that hold only ``str`` or ``None`` (sent as Arrow strings; any
             other column is sent as a pickled list).
     """
 
-    pack: Callable[[Path, bytes], tuple[dict[str, list], Any] | None]
+    pack: Callable[[Path, bytes, dict, Any], tuple[dict[str, list], Any] | None]
     unpack: Callable[[Path, dict[str, list], Any], dict[str, list]]
     strings: tuple[str, ...]
 
@@ -424,51 +430,52 @@ _CHUNKS_PER_PROCESS = 16
 
 
 def load_files(paths: str | Path | Iterable[str | Path], loader: str,
-               fast: Callable[[Path, bytes, dict, list[dict]], dict | None],
-               per_record: Callable[[Path, bytes, dict, list[dict], list[dict]], None],
-               remote: RemoteReader | None = None) -> LoadResult:
-    """The fast-path loader shape shared by CloudTrail and S3: each file is read once; ``fast``
-    (path, data, inputs entry, quarantine) returns its column block or ``None``, and then the
-    format's per-record reader (path, data, inputs entry, rows, quarantine) reads it instead.
+               read_file: Callable[[Path, bytes, dict, list[dict], Any], dict | None],
+               finish: Callable[[list[dict], list[dict], list[dict]], LoadResult],
+               remote: RemoteReader | None = None,
+               prepare: Callable[[bytes], tuple[int, Any]] | None = None) -> LoadResult:
+    """The loader shape shared by the CloudTrail and S3 fast paths: each file is read once
+    (:func:`prefetched_files`, with ``prepare``); ``read_file(path, data, inputs entry,
+    quarantine, extra)`` returns its block (or ``None``: nothing to add), and
+    ``finish(blocks, quarantine, inputs)`` makes the result of all blocks, in file order.
 
     With ``remote``, a load of at least :data:`PARALLEL_MIN_BYTES` on disk is shared with
     helper processes (:mod:`._parallel`): they read chunks of files from the back with
     ``remote.pack``, this process reads from the front; a file a helper declines is read here
-    in its turn.  The result is the same, row for row and entry for entry.
+    in its turn.  The blocks, inputs entries and quarantine rows are the same, in the same
+    order.
 
     Raises:
         InputError: a path does not exist, or a file cannot be opened or read.
     """
     files = expand_paths(paths, accept=lambda q: not q.name.startswith("."), unique=False)
-    chunks = Chunks()
     quarantine: list[dict] = []
     inputs: list[dict] = []
+    blocks: list[dict] = []
 
     def read_here(group: list[Path]) -> tuple[list[dict], list[dict], list[dict]]:
-        found, put_aside, blocks = [], [], Chunks()
-        for path, data, info, _ in prefetched_files(group, loader, found, put_aside):
-            block = fast(path, data, info, put_aside)
+        found: list[dict] = []
+        put_aside: list[dict] = []
+        made: list[dict] = []
+        for path, data, info, extra in prefetched_files(group, loader, found, put_aside, prepare):
+            block = read_file(path, data, info, put_aside, extra)
             if block is not None:
-                blocks.add(block)
-                continue
-            rows: list[dict] = []
-            per_record(path, data, info, rows, put_aside)
-            blocks.add_rows(rows)
-        return found, put_aside, blocks.blocks
+                made.append(block)
+        return found, put_aside, made
 
     workers = _parallel.helpers() if remote is not None else 0
     groups = _groups(files, workers) if workers else [files]
     with gc_paused():
         for kind, value in _parallel.front_back(
-                groups, read_here, lambda group: _pack_group(group, loader, remote), workers,
+                groups, read_here, lambda group: _pack_group(group, loader, remote, prepare), workers,
                 lambda packed: _settle_group(packed, remote)):
             if kind == "remote":
                 value = _unpack_group(value, read_here)
-            found, put_aside, blocks = value
+            found, put_aside, made = value
             inputs.extend(found)
             quarantine.extend(put_aside)
-            chunks.blocks.extend(blocks)
-        return finish_columns(chunks, quarantine, inputs, loader)
+            blocks.extend(made)
+        return finish(blocks, quarantine, inputs)
 
 
 def _groups(files: list[Path], workers: int) -> list[list[Path]]:
@@ -495,7 +502,8 @@ def _groups(files: list[Path], workers: int) -> list[list[Path]]:
     return groups
 
 
-def _pack_group(group: list[Path], loader: str, remote: RemoteReader) -> tuple:
+def _pack_group(group: list[Path], loader: str, remote: RemoteReader,
+                prepare: Callable[[bytes], tuple[int, Any]] | None = None) -> tuple:
     """In a helper: ``(group, entries, counts, columns, sources)`` for ``group`` — per file its
     ``inputs`` entry (``None``: declined, to be read by the calling process) and row count,
     the accepted files' columns concatenated (Arrow strings where
@@ -516,15 +524,16 @@ def _pack_group(group: list[Path], loader: str, remote: RemoteReader) -> tuple:
         data, problem = gunzip(path, disk)
         found = None
         if not problem and data and not data.isspace() and not _cloud.looks_binary(data):
-            found = remote.pack(path, data)
+            lines, extra = prepare(data) if prepare is not None else (_count_lines(data), None)
+            info = _cloud.input_entry(path, len(disk), data, loader, None, sha256=sha, lines=lines)
+            found = remote.pack(path, data, info, extra)
         if found is None:
             entries.append(None)
             counts.append(0)
             continue
         columns, source = found
         n = len(next(iter(columns.values()))) if columns else 0
-        entries.append(_cloud.input_entry(path, len(disk), data, loader, None, sha256=sha,
-                                          lines=_count_lines(data)))
+        entries.append(info)
         counts.append(n)
         for k, v in columns.items():
             cols.setdefault(k, []).extend(v)

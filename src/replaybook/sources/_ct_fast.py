@@ -64,7 +64,7 @@ from .._text import deep_safe
 from ..frames import LoadResult
 from . import cloudtrail as ct
 from ._cloud import clean, http_outcome, role_session_name, to_int, verb_action
-from ._cloud_fast import RemoteReader, load_files
+from ._cloud_fast import Chunks, RemoteReader, finish_columns, load_files
 from ._record import MAX_SPAN_SOURCE, SliceRecord
 
 __all__ = ["load", "read_fast", "read_compact", "compact_columns", "compact_block", "REMOTE", "shallow",
@@ -645,9 +645,13 @@ def read_compact(path: Path, data: bytes) -> dict[str, list] | None:
     return None if found is None else compact_block(path, *found)
 
 
+def _pack(path: Path, data: bytes, _info: dict, _extra) -> tuple | None:
+    return compact_columns(path, data)
+
+
 #: how a load's helper processes read compact delivery files (tier 1); the rest is read in the
 #: calling process (see :func:`~._cloud_fast.load_files`)
-REMOTE = RemoteReader(pack=compact_columns, unpack=compact_block,
+REMOTE = RemoteReader(pack=_pack, unpack=compact_block,
                       strings=tuple(k for k in _FIELD_NAMES if k != "bytes"))
 
 
@@ -676,7 +680,23 @@ def read_fast(path: Path, data: bytes) -> dict[str, list] | None:
     return block
 
 
+def _read_file(path: Path, data: bytes, info: dict, quarantine: list[dict], _extra) -> dict | None:
+    """One delivery file's block: the fast tiers' columns, else the reference rows as columns."""
+    block = read_fast(path, data)
+    if block is not None:
+        return block
+    rows: list[dict] = []
+    ct._read_file(path, data, info, rows, quarantine)
+    return Chunks.block_of_rows(rows)
+
+
+def _finish(blocks: list[dict], quarantine: list[dict], inputs: list[dict]) -> LoadResult:
+    chunks = Chunks()
+    for block in blocks:
+        chunks.add(block)
+    return finish_columns(chunks, quarantine, inputs, ct.LOADER)
+
+
 def load(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """:func:`~.cloudtrail.load_cloudtrail` (same arguments, result and errors)."""
-    return load_files(paths, ct.LOADER, lambda path, data, info, quarantine: read_fast(path, data),
-                      ct._read_file, REMOTE)
+    return load_files(paths, ct.LOADER, _read_file, _finish, REMOTE)
