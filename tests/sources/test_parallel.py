@@ -17,10 +17,11 @@ import orjson
 import pytest
 
 from replaybook.errors import InputError
-from replaybook.sources import _cloud_fast, _parallel, cloudtrail
+from replaybook.sources import _cloud_fast, _parallel, cloudtrail, s3_access
 from replaybook.sources._record import SliceRecord
 
-from test_cloud_fast_paths import CT_FIXTURES, same_ct  # the equivalence check of the fast paths
+from test_cloud_fast_paths import (  # the equivalence checks of the fast paths
+    CT_FIXTURES, S3_FIXTURES, TRICKY, _line, same_ct, same_s3)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="helper processes are forked on Linux only")
@@ -168,6 +169,33 @@ def test_cloudtrail_mixed_with_damaged_and_declined_files(helpers, slow_here, tm
     res = cloudtrail.load_cloudtrail(tmp_path)
     assert len(res.quarantine) >= 2
     assert {e["path"].rsplit("/", 1)[1] for e in res.inputs} >= {"a03.json.gz", "a05.json.gz", "a07.json"}
+
+
+# -- S3 server access logs -----------------------------------------------------------------------
+
+def test_s3_shared_with_a_helper_equals_the_reference(helpers, slow_here, tmp_path):
+    files = []
+    for i in range(16):
+        minute = f"13/Sep/2026:10:{i:02d}:{i % 60:02d} +0000"
+        lines = [_line(i * 10 + j, time=minute, key=f"demo/k{i}-{j}.csv") for j in range(10)]
+        p = tmp_path / f"2026-09-13-10-{i:02d}-00-ABCDEF{i:02d}"
+        p.write_text("\n".join(lines) + "\n")
+        files.append(p)
+    same_s3(tmp_path)
+    assert slow_here and slow_here[-1] == [files[-1]]  # the helper read the last file's chunk
+    res = s3_access.load_s3_access(tmp_path)
+    assert len(res.frame) == 160 and [e["records"] for e in res.inputs] == [10] * 16
+    assert res.frame["raw"].iloc[-1].text == _line(159, time="13/Sep/2026:10:15:15 +0000",
+                                                   key="demo/k15-9.csv").encode()
+
+
+def test_s3_fixtures_and_tricky_lines_shared_with_a_helper(helpers, slow_here, tmp_path):
+    """Files a helper declines — lines the fast path leaves to the reference (quarantined or
+    not), extra fields, damaged files — are read here in their place."""
+    for i, (name, line) in enumerate(sorted(TRICKY.items())):
+        (tmp_path / f"{i:02d}-{name}").write_text(_line(1) + "\n" + line + "\n" + _line(2) + "\n")
+    same_s3([*S3_FIXTURES, tmp_path])
+    assert slow_here
 
 
 @pytest.mark.parametrize("bad", [1, 6])

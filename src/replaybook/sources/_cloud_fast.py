@@ -576,14 +576,14 @@ def _unpack_group(settled: tuple, read_here: Callable) -> tuple[list[dict], list
     paths, entries, blocks = settled
     found: list[dict] = []
     put_aside: list[dict] = []
-    out = Chunks()
+    out: list[dict] = []
     for path, info, block in zip(paths, entries, blocks):
         if info is None:
             more = read_here([path])
             found.extend(more[0])
             put_aside.extend(more[1])
-            out.blocks.extend(more[2])
+            out.extend(more[2])
             continue
         found.append(info)
-        out.add(block)
-    return found, put_aside, out.blocks
+        out.append(block)
+    return found, put_aside, out

@@ -58,7 +58,7 @@ from .._text import to_utc
 from ..frames import ACCESS, LoadResult
 from . import s3_access as s3
 from ._cloud import http_outcome, json_preview, path_uri, redact_text, role_session_name
-from ._cloud_fast import finish_result, gc_paused, prefetched_files
+from ._cloud_fast import RemoteReader, finish_result, load_files
 from ._record import as_dict
 
 __all__ = ["load", "LINE"]
@@ -82,7 +82,7 @@ _SAFE_INT = 2 ** 53
 
 
 def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
-               scan: tuple | None = None) -> dict | None:
+               scan: tuple | None = None, cells: bool = True) -> dict | None:
     """One file's lines split into group columns (see :data:`LINE`; lines the pattern does not
     take are read the reference way, quarantine rows included), or ``None`` when the whole file
     must be read by the reference path.
@@ -90,7 +90,9 @@ def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
     Returns a block: the group columns ``A`` … ``H`` (one entry per line taken), ``raw`` (those
     lines' :class:`~.s3_access.LogLine`), ``fast_no`` (their line numbers, ``None`` for 1…n), ``rows`` (reference row
     dicts of the other lines) and ``line_no`` (every row's line number, ascending).
-    ``scan``: what :func:`_scan` found in ``data`` (computed here when not given).
+    ``scan``: what :func:`_scan` found in ``data`` (computed here when not given).  Without
+    ``cells`` (a load's helper process) ``raw`` is left out and ``source`` holds the file's
+    text and each line's place in it instead (``None`` is returned for a file of 2 GiB).
     """
     ascii_, stray, quotes_in_file, nl = scan if scan is not None else (data.isascii(), None, None, None)
     if not ascii_ or (stray if stray is not None else any(c in data for c in _STRAY_WS)):
@@ -154,7 +156,11 @@ def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
     if quotes_in_file != quotes + sum(t.count(b'"') for t in other_text):
         return None
     block: dict = dict(zip(_GROUPS, cols))
-    if spans is not None:
+    if not cells:
+        if spans is None:  # pragma: no cover - see above
+            return None
+        block["source"] = (norm, spans)
+    elif spans is not None:
         block["raw"] = s3.LogLine.lines(norm, spans.tolist())
     else:  # pragma: no cover - see above
         texts = norm.split(b"\n")[:n]
@@ -166,7 +172,7 @@ def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
     extra += sum(1 for r in block["rows"] if "extra_fields" in r["raw"])
     if extra:
         info["extra_fields"] = extra
-    nf = len(block["raw"])
+    nf = len(cols[0])
     if block["rows"]:
         block["line_no"] = sorted((fast_no or []) + [r["line_no"] for r in block["rows"]])
     else:
@@ -545,23 +551,52 @@ def _scan(data: bytes) -> tuple[int, tuple | None]:
     return len(nl) + (data[-1:] != b"\n"), (ascii_, stray, int(np.count_nonzero(buf == 34)), nl)
 
 
+def _read_file(path: Path, data: bytes, info: dict, quarantine: list[dict], scan) -> dict:
+    """One log file's block: the fast path's, else the reference rows (``{"rows": …}``)."""
+    block = _read_fast(path, data, info, quarantine, scan)
+    if block is None:
+        rows: list[dict] = []
+        s3._read_file(path, data, info, rows, quarantine)
+        block = {"rows": rows}
+    block["path"] = str(path)
+    return block
+
+
+def _finish_blocks(blocks: list[dict], quarantine: list[dict], inputs: list[dict]) -> LoadResult:
+    for k, block in enumerate(blocks):
+        block["k"] = k  # the block's place: ties keep the reference's row order
+    return _finish(blocks, quarantine, inputs)
+
+
+def _pack(path: Path, data: bytes, info: dict, scan) -> tuple | None:
+    """In a load's helper: a file every line of which the fast path takes, as ``(group
+    columns, (text, line places, fast_no, line_no))``; ``None`` for anything else."""
+    put_aside: list[dict] = []
+    block = _read_fast(path, data, info, put_aside, scan, cells=False)
+    if block is None or put_aside or block["rows"]:
+        return None
+    return {k: block[k] for k in _GROUPS}, (*block["source"], block["fast_no"], block["line_no"])
+
+
+def _unpack(path: Path, columns: dict[str, list], source: tuple) -> dict:
+    norm, spans, fast_no, line_no = source
+    block = dict(columns)
+    block["raw"] = s3.LogLine.lines(norm, spans.tolist())
+    block["fast_no"] = fast_no
+    block["rows"] = []
+    block["line_no"] = line_no
+    block["path"] = str(path)
+    return block
+
+
+#: how a load's helper processes read the log files the fast path takes whole
+REMOTE = RemoteReader(pack=_pack, unpack=_unpack, strings=_GROUPS)
+
+
 def load(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """:func:`~.s3_access.load_s3_access` (same arguments, result and errors).
 
     Raises:
         InputError: a path does not exist, or a file cannot be opened or read.
     """
-    blocks: list[dict] = []
-    quarantine: list[dict] = []
-    inputs: list[dict] = []
-    with gc_paused():
-        for path, data, info, scan in prefetched_files(paths, s3.LOADER, inputs, quarantine, _scan):
-            block = _read_fast(path, data, info, quarantine, scan)
-            if block is None:
-                rows: list[dict] = []
-                s3._read_file(path, data, info, rows, quarantine)
-                block = {"rows": rows}
-            block["path"] = str(path)
-            block["k"] = len(blocks)
-            blocks.append(block)
-        return _finish(blocks, quarantine, inputs)
+    return load_files(paths, s3.LOADER, _read_file, _finish_blocks, REMOTE, prepare=_scan)
