@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import multiprocessing
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -146,6 +147,21 @@ def test_cloudtrail_shared_with_a_helper_equals_the_reference(helpers, slow_here
     assert res.frame["raw"].map(type).eq(SliceRecord).all()
     row = res.frame.iloc[0]
     assert row["raw"]["eventName"] == "GetObject" and row["raw"].text.startswith(b'{"eventVersion"')
+
+
+def test_a_helper_hands_over_gzip_files_as_they_are_on_disk(helpers, slow_here, tmp_path):
+    """A gzip delivery file a helper read comes back as its bytes on disk (a tenth of the text);
+    its records' raw cells inflate it on first use, to exactly the records' bytes."""
+    files = [_compact(tmp_path / f"{i:02d}.json.gz", i * 5, 5) for i in range(12)]
+    res = cloudtrail.load_cloudtrail(tmp_path)
+    last = res.frame[res.frame["source_file"] == str(files[-1])]["raw"].tolist()
+    text = SliceRecord._src.__get__(last[0])
+    assert isinstance(text, _cloud_fast.Gunzipped) and text.disk == files[-1].read_bytes()
+    assert text._text is None  # nothing inflated at load time
+    body = gzip.decompress(files[-1].read_bytes())
+    assert [c.text for c in last] == [orjson.dumps(r) for r in orjson.loads(body)["Records"]]
+    assert last[2]["requestID"] == "R57"
+    assert pickle.loads(pickle.dumps(text))._text is None  # handed over without the inflated copy
 
 
 def test_cloudtrail_fixtures_shared_with_a_helper(helpers, slow_here):

@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _isal = None
 
 __all__ = ["prefetched_files", "ReadAhead", "read_disk", "Chunks", "finish_columns", "gc_paused", "gunzip",
-           "load_files", "finish_result", "RemoteReader", "PARALLEL_MIN_BYTES"]
+           "load_files", "finish_result", "RemoteReader", "Gunzipped", "PARALLEL_MIN_BYTES"]
 
 _SAFE_INT = 2 ** 53  # ints in [0, this] go straight into an IntegerArray; others via the frame coercer
 
@@ -401,25 +401,50 @@ def finish_result(frame: pd.DataFrame, quarantine: list[dict], inputs: list[dict
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 
+class Gunzipped:
+    """A gzip file's text, held as its bytes on disk and inflated on first use (then kept):
+    ``text[a:b]`` is ``gunzip(path, disk)[0][a:b]``.  A load's helper ships this instead of
+    the inflated text (a tenth of the bytes to hand over and to keep in memory); ``raw`` cells
+    slice it (:class:`~._record.SliceRecord`).  Only made for a stream the helper inflated
+    whole and without a problem, so inflating it again gives the same bytes."""
+
+    __slots__ = ("path", "disk", "_text")
+
+    def __init__(self, path: Path, disk: bytes):
+        self.path = path
+        self.disk = disk
+        self._text: bytes | None = None
+
+    def __getitem__(self, key):
+        text = self._text
+        if text is None:
+            text = self._text = gunzip(self.path, self.disk)[0]
+        return text[key]
+
+    def __reduce__(self):  # pickled (to the calling process) as the bytes on disk only
+        return (Gunzipped, (self.path, self.disk))
+
+
 @dataclass(frozen=True)
 class RemoteReader:
     """How helper processes read a format's ordinary files for :func:`load_files`.
 
     Attributes:
-        pack: ``pack(path, data, info, extra) -> (columns, source)`` in a helper (``info``:
-            the file's ``inputs`` entry, which it may add to; ``extra``: what the load's
-            ``prepare`` returned): the file's rows as column lists (name → list, all of one
-            length) plus whatever (picklable) the calling process needs to make the ``raw``
-            cells (the text and the records' places in it), or ``None`` when the calling
-            process must read the file (its usual way: a file with anything to quarantine is
-            always left to it).
+        pack: ``pack(path, data, info, extra, shipped) -> (columns, source)`` in a helper
+            (``info``: the file's ``inputs`` entry, which it may add to; ``extra``: what the
+            load's ``prepare`` returned; ``shipped``: what to hand over in place of ``data``,
+            a :class:`Gunzipped` for a gzip file): the file's rows as column lists (name →
+            list, all of one length) plus whatever (picklable) the calling process needs to
+            make the ``raw`` cells (the text and the records' places in it), or ``None`` when
+            the calling process must read the file (its usual way: a file with anything to
+            quarantine is always left to it).
         unpack: ``unpack(path, columns, source) -> block`` in the calling process: the block
             the format's fast reader returns for that file (see :class:`Chunks`).
         strings: the columns that hold only ``str`` or ``None`` (sent as Arrow strings; any
             other column is sent as a pickled list).
     """
 
-    pack: Callable[[Path, bytes, dict, Any], tuple[dict[str, list], Any] | None]
+    pack: Callable[[Path, bytes, dict, Any, Any], tuple[dict[str, list], Any] | None]
     unpack: Callable[[Path, dict[str, list], Any], dict[str, list]]
     strings: tuple[str, ...]
 
@@ -526,7 +551,7 @@ def _pack_group(group: list[Path], loader: str, remote: RemoteReader,
         if not problem and data and not data.isspace() and not _cloud.looks_binary(data):
             lines, extra = prepare(data) if prepare is not None else (_count_lines(data), None)
             info = _cloud.input_entry(path, len(disk), data, loader, None, sha256=sha, lines=lines)
-            found = remote.pack(path, data, info, extra)
+            found = remote.pack(path, data, info, extra, Gunzipped(path, disk) if data is not disk else data)
         if found is None:
             entries.append(None)
             counts.append(0)

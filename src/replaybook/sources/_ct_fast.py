@@ -407,9 +407,9 @@ class _RecordParser:
         return v
 
 
-def _compact_records(data: bytes) -> tuple[bytes, np.ndarray, list, list[_Rec]] | None:
-    """``(body, spans, raws, structs)`` of the records of a compact delivery document: the
-    document's text, each record's place in it (``start << 32 | length``), its exact bytes
+def _compact_records(data: bytes) -> tuple[np.ndarray, list, list[_Rec]] | None:
+    """``(spans, raws, structs)`` of the records of a compact delivery document: each
+    record's place in ``data`` (``start << 32 | length``), its exact bytes
     (:class:`msgspec.Raw`) and its :class:`_Rec` (see the module docstring); or ``None`` when
     tier 1 does not take the text."""
     body = data[3:] if data[:3] == _BOM else data
@@ -418,7 +418,7 @@ def _compact_records(data: bytes) -> tuple[bytes, np.ndarray, list, list[_Rec]] 
         if body[:12] != _HEAD:
             return None
     end = len(body.rstrip(b" \t\n\r"))
-    if body[end - 2:end] != b"]}" or end < 14 or len(body) >= MAX_SPAN_SOURCE:
+    if body[end - 2:end] != b"]}" or end < 14 or len(data) >= MAX_SPAN_SOURCE:
         return None
     if not body.isascii():
         try:
@@ -441,13 +441,15 @@ def _compact_records(data: bytes) -> tuple[bytes, np.ndarray, list, list[_Rec]] 
     recs = _typed_records(raws)
     if recs is None:
         return None
-    # compact: record i starts after the 12-byte head and the records (and commas) before it
+    # compact: record i starts after the 12-byte head and the records (and commas) before it,
+    # the document after what came before it in the file (a BOM, whitespace)
+    head = len(data) - len(body) + 12
     starts = np.empty(n, dtype=np.int64)
     if n:
-        starts[0] = 12
+        starts[0] = head
         np.cumsum(sizes[:-1] + 1, out=starts[1:])
-        starts[1:] += 12
-    return body, (starts << 32) | sizes, raws, recs
+        starts[1:] += head
+    return (starts << 32) | sizes, raws, recs
 
 
 def _typed_records(texts: list) -> list | None:
@@ -602,15 +604,16 @@ def _res_dict(x: _Res) -> dict:
     return {"type": x.type, "ARN": x.ARN, "ARNPrefix": x.ARNPrefix}
 
 
-def compact_columns(path: Path, data: bytes) -> tuple[dict[str, list], tuple[bytes, np.ndarray]] | None:
-    """Tier 1's reading of one compact delivery file: ``(columns, (body, spans))`` — the
-    :data:`_FIELD_NAMES` columns as lists, the document's text and each record's place in it
-    (``start << 32 | length``) — or ``None`` when tier 1 does not take the file.  (Runs in a
-    load's helper processes too: see :data:`REMOTE`.)"""
+def compact_columns(path: Path, data: bytes, text: Any = None) -> tuple[dict[str, list], tuple[Any, np.ndarray]] | None:
+    """Tier 1's reading of one compact delivery file: ``(columns, (text, spans))`` — the
+    :data:`_FIELD_NAMES` columns as lists, the file's text (``text`` when given: anything
+    that slices as ``data`` does, e.g. :class:`~._cloud_fast.Gunzipped`; else ``data``) and
+    each record's place in it (``start << 32 | length``) — or ``None`` when tier 1 does not
+    take the file.  (Runs in a load's helper processes too: see :data:`REMOTE`.)"""
     found = None if may_hold_secret(data) else _compact_records(data)
     if found is None:
         return None
-    body, spans, raws, recs = found
+    spans, raws, recs = found
     try:
         out = list(map(_tfields, recs, raws))
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
@@ -619,20 +622,20 @@ def compact_columns(path: Path, data: bytes) -> tuple[dict[str, list], tuple[byt
         return None
     columns: dict[str, list] = dict(zip(_FIELD_NAMES, map(list, zip(*out)))) if out else \
         {k: [] for k in _FIELD_NAMES}
-    return columns, (body, spans)
+    return columns, (data if text is None else text, spans)
 
 
-def compact_block(path: Path, columns: dict[str, list], source: tuple[bytes, np.ndarray]) -> dict[str, list]:
+def compact_block(path: Path, columns: dict[str, list], source: tuple[Any, np.ndarray]) -> dict[str, list]:
     """The ACCESS column block of a file read by :func:`compact_columns` (``raw`` as
-    :class:`~._record.SliceRecord` cells over the document's text)."""
-    body, spans = source
+    :class:`~._record.SliceRecord` cells over the file's text)."""
+    text, spans = source
     n = len(spans)
     block = columns
     spath = str(path)
     block["time_kind"] = [ct.TIME_KIND] * n
     block["source"] = [ct.SOURCE] * n
     block["rows"] = [None] * n
-    block["raw"] = SliceRecord.slices(body, spans.tolist(), _RecordParser(body, spans))
+    block["raw"] = SliceRecord.slices(text, spans.tolist(), _RecordParser(text, spans))
     block["source_file"] = [spath] * n
     block["line_no"] = list(range(1, n + 1))
     return block
@@ -645,8 +648,8 @@ def read_compact(path: Path, data: bytes) -> dict[str, list] | None:
     return None if found is None else compact_block(path, *found)
 
 
-def _pack(path: Path, data: bytes, _info: dict, _extra) -> tuple | None:
-    return compact_columns(path, data)
+def _pack(path: Path, data: bytes, _info: dict, _extra, shipped) -> tuple | None:
+    return compact_columns(path, data, shipped)
 
 
 #: how a load's helper processes read compact delivery files (tier 1); the rest is read in the

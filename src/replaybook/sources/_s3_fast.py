@@ -568,14 +568,16 @@ def _finish_blocks(blocks: list[dict], quarantine: list[dict], inputs: list[dict
     return _finish(blocks, quarantine, inputs)
 
 
-def _pack(path: Path, data: bytes, info: dict, scan) -> tuple | None:
+def _pack(path: Path, data: bytes, info: dict, scan, shipped) -> tuple | None:
     """In a load's helper: a file every line of which the fast path takes, as ``(group
     columns, (text, line places, fast_no, line_no))``; ``None`` for anything else."""
     put_aside: list[dict] = []
     block = _read_fast(path, data, info, put_aside, scan, cells=False)
     if block is None or put_aside or block["rows"]:
         return None
-    return {k: block[k] for k in _GROUPS}, (*block["source"], block["fast_no"], block["line_no"])
+    norm, spans = block["source"]
+    text = shipped if norm is data else norm  # CRLF lines: the text without the CRs
+    return {k: block[k] for k in _GROUPS}, (text, spans, block["fast_no"], block["line_no"])
 
 
 def _unpack(path: Path, columns: dict[str, list], source: tuple) -> dict:
