@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 def helpers(monkeypatch):
     """Every load is shared with one helper, however small."""
     monkeypatch.setenv(_parallel.ENV, "1")
-    monkeypatch.setattr(_cloud_fast, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(_parallel, "MIN_BYTES", 0)
     assert _parallel.helpers() == 1
 
 
@@ -258,8 +258,8 @@ def test_no_temporary_folder_means_no_helpers(monkeypatch):
 
 _KILLED_LOAD = """
 import sys, time
-from replaybook.sources import _cloud_fast, cloudtrail
-_cloud_fast.PARALLEL_MIN_BYTES = 0
+from replaybook.sources import _cloud_fast, _parallel, cloudtrail
+_parallel.MIN_BYTES = 0
 read = _cloud_fast.read_disk
 
 def slow(path):

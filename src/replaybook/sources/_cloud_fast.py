@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _isal = None
 
 __all__ = ["prefetched_files", "ReadAhead", "read_disk", "Chunks", "finish_columns", "gc_paused", "gunzip",
-           "load_files", "finish_result", "RemoteReader", "Gunzipped", "PARALLEL_MIN_BYTES"]
+           "load_files", "finish_result", "RemoteReader", "Gunzipped"]
 
 _SAFE_INT = 2 ** 53  # ints in [0, this] go straight into an IntegerArray; others via the frame coercer
 
@@ -449,11 +449,6 @@ class RemoteReader:
     strings: tuple[str, ...]
 
 
-#: below this many bytes on disk a load stays in one process (forking costs more than it saves)
-PARALLEL_MIN_BYTES = 32 * 2**20
-_CHUNKS_PER_PROCESS = 16
-
-
 def load_files(paths: str | Path | Iterable[str | Path], loader: str,
                read_file: Callable[[Path, bytes, dict, list[dict], Any], dict | None],
                finish: Callable[[list[dict], list[dict], list[dict]], LoadResult],
@@ -464,7 +459,7 @@ def load_files(paths: str | Path | Iterable[str | Path], loader: str,
     quarantine, extra)`` returns its block (or ``None``: nothing to add), and
     ``finish(blocks, quarantine, inputs)`` makes the result of all blocks, in file order.
 
-    With ``remote``, a load of at least :data:`PARALLEL_MIN_BYTES` on disk is shared with
+    With ``remote``, a load of at least :data:`~._parallel.MIN_BYTES` on disk is shared with
     helper processes (:mod:`._parallel`): they read chunks of files from the back with
     ``remote.pack``, this process reads from the front; a file a helper declines is read here
     in its turn.  The blocks, inputs entries and quarantine rows are the same, in the same
@@ -489,7 +484,7 @@ def load_files(paths: str | Path | Iterable[str | Path], loader: str,
         return found, put_aside, made
 
     workers = _parallel.helpers() if remote is not None else 0
-    groups = _groups(files, workers) if workers else [files]
+    groups = _parallel.groups(files, workers) if workers else [files]
     with gc_paused():
         for kind, value in _parallel.front_back(
                 groups, read_here, lambda group: _pack_group(group, loader, remote, prepare), workers,
@@ -501,30 +496,6 @@ def load_files(paths: str | Path | Iterable[str | Path], loader: str,
             quarantine.extend(put_aside)
             blocks.extend(made)
         return finish(blocks, quarantine, inputs)
-
-
-def _groups(files: list[Path], workers: int) -> list[list[Path]]:
-    """``files`` cut, in order, into about 16 groups per process of similar size on disk (one
-    group when the whole is under :data:`PARALLEL_MIN_BYTES`)."""
-    sizes = []
-    for f in files:
-        try:
-            sizes.append(f.stat().st_size)
-        except OSError:
-            sizes.append(0)
-    total = sum(sizes)
-    if total < PARALLEL_MIN_BYTES or len(files) < 2:
-        return [files]
-    target = total / (_CHUNKS_PER_PROCESS * (workers + 1))
-    groups: list[list[Path]] = [[]]
-    acc = 0
-    for f, size in zip(files, sizes):
-        if groups[-1] and acc + size > target:
-            groups.append([])
-            acc = 0
-        groups[-1].append(f)
-        acc += size
-    return groups
 
 
 def _pack_group(group: list[Path], loader: str, remote: RemoteReader,

@@ -28,13 +28,17 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["helpers", "front_back", "ENV"]
+__all__ = ["helpers", "groups", "front_back", "ENV", "MIN_BYTES"]
 
 #: environment variable: how many helper processes a large load may fork (``0``: none)
 ENV = "REPLAYBOOK_LOAD_WORKERS"
 _MAX = 3
+#: below this many bytes on disk a load stays in one process (forking costs more than it saves)
+MIN_BYTES = 32 * 2**20
+_CHUNKS_PER_PROCESS = 16
 
 
 def helpers() -> int:
@@ -57,6 +61,30 @@ def helpers() -> int:
     except (AttributeError, OSError):  # pragma: no cover - Linux has it
         cpus = os.cpu_count() or 1
     return max(0, min(cpus - 1, _MAX))
+
+
+def groups(files: list[Path], workers: int) -> list[list[Path]]:
+    """``files`` cut, in order, into about 16 groups per process of similar size on disk (one
+    group when the whole is under :data:`MIN_BYTES`, or without ``workers``)."""
+    sizes = []
+    for f in files:
+        try:
+            sizes.append(f.stat().st_size)
+        except OSError:
+            sizes.append(0)
+    total = sum(sizes)
+    if not workers or total < MIN_BYTES or len(files) < 2:
+        return [files]
+    target = total / (_CHUNKS_PER_PROCESS * (workers + 1))
+    out: list[list[Path]] = [[]]
+    acc = 0
+    for f, size in zip(files, sizes):
+        if out[-1] and acc + size > target:
+            out.append([])
+            acc = 0
+        out[-1].append(f)
+        acc += size
+    return out
 
 
 def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], folder: str,
