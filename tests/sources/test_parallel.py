@@ -1,6 +1,6 @@
-"""Helper processes for large loads (``sources._parallel``) and the CloudTrail load that uses
-them: the result is the reference path's, whichever process read which file, and whatever a
-helper does wrong (raises, dies) only costs time."""
+"""Helper processes for large loads (``sources._parallel``) and the loads that use them
+(CloudTrail, S3 access logs, door logs): the result is the reference path's, whichever process
+read which file, and whatever a helper does wrong (raises, dies) only costs time."""
 
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ import orjson
 import pytest
 
 from replaybook.errors import InputError
-from replaybook.sources import _cloud_fast, _parallel, cloudtrail, s3_access
+from replaybook.sources import _cloud_fast, _parallel, cloudtrail, door, s3_access
 from replaybook.sources._record import SliceRecord
 
 from test_cloud_fast_paths import (  # the equivalence checks of the fast paths
     CT_FIXTURES, S3_FIXTURES, TRICKY, _line, same_ct, same_s3)
+from test_door_fast import ACCEPTED, GOOD, REJECTED, _assert_same, _generated, _write, reference_load_door
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="helper processes are forked on Linux only")
@@ -321,3 +322,56 @@ def test_a_killed_load_leaves_no_helper_and_no_copies(tmp_path, how):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# -- door logs -------------------------------------------------------------------------------------
+
+@pytest.fixture
+def door_shared(monkeypatch):
+    """This process reads each door log 20 ms slower (its helpers do not), so that a helper
+    surely reads some; lists the kinds of the groups as they come back."""
+    here = os.getpid()
+    read, front_back = door.read_source, _parallel.front_back
+    kinds = []
+
+    def slow(*args, **kwargs):
+        if os.getpid() == here:
+            time.sleep(0.02)
+        return read(*args, **kwargs)
+
+    def spy(*args, **kwargs):
+        for kind, value in front_back(*args, **kwargs):
+            kinds.append(kind)
+            yield kind, value
+
+    monkeypatch.setattr(door, "read_source", slow)
+    monkeypatch.setattr(_parallel, "front_back", spy)
+    return kinds
+
+
+def test_door_logs_shared_with_a_helper_equal_the_reference(helpers, door_shared, tmp_path):
+    """Groups of files read whole in a helper — the fast path's and the per-line path's files,
+    quarantined lines, sessions spanning files and groups — merge into the sequential frame."""
+    for name, line in {**REJECTED, **ACCEPTED}.items():
+        _write(tmp_path, f"agent/{name}.jsonl", [GOOD, line])
+    _generated(tmp_path, 11, 30)
+    _assert_same(door.load_door(tmp_path), reference_load_door(tmp_path))
+    assert "remote" in door_shared and door_shared[0] == "local"
+    assert len(door_shared) > 8  # one group per file or so: sessions cross group boundaries
+
+
+@pytest.mark.parametrize("bad", ["a03", "a13"])
+def test_door_unreadable_file_raises_in_its_turn(helpers, door_shared, tmp_path, monkeypatch, bad):
+    for i in range(16):
+        _write(tmp_path, f"agent/a{i:02d}.jsonl", [{**GOOD, "session": f"s{i}"}])
+    read = door.read_source
+
+    def failing(path, *args, **kwargs):
+        if path.stem in (bad, "a15"):
+            raise InputError("cannot read: Input/output error", path)
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(door, "read_source", failing)
+    with pytest.raises(InputError, match=bad):
+        door.load_door(tmp_path)
+    assert multiprocessing.active_children() == []

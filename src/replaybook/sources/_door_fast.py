@@ -54,7 +54,7 @@ from ..canonical import canonical_args
 
 # pandas (and frames, which imports it) is imported where the frame is built
 
-__all__ = ["Rec", "ArgsTable", "Columns", "Block", "decode_file", "frame", "utc_ns", "iso_ns"]
+__all__ = ["Rec", "ArgsTable", "Columns", "Block", "merge", "decode_file", "frame", "utc_ns", "iso_ns"]
 
 _U63 = Annotated[int, Meta(ge=0, le=2**63 - 1)]
 _NONEMPTY = Annotated[str, Meta(min_length=1)]
@@ -300,6 +300,45 @@ class Columns:
             if given is not None:
                 line_no[start:start + k] = np.asarray(given, dtype=np.int64).reshape(k)
         return line_no
+
+
+def merge(blocks: Sequence[Block]) -> Block:
+    """One :class:`Block` of ``blocks`` (each the rows of consecutive files, in file order):
+    the same rows, values and order as one :class:`Columns` over all their files would give.
+    Tables are laid end to end and codes shifted; the ``door_session`` table is made distinct
+    again (:func:`frame` ranks sessions by it)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    coded = {}
+    for c in CODED:
+        tables = [b.coded[c][0] for b in blocks]
+        shifted = []
+        at = 0
+        for b, table in zip(blocks, tables):
+            codes = b.coded[c][1].astype(np.int32, copy=True)
+            codes[codes >= 0] += at
+            shifted.append(codes)
+            at += len(table)
+        codes = np.concatenate(shifted)
+        values = [v for table in tables for v in table]
+        if c == "door_session":
+            first: dict = {}
+            new = np.fromiter((first.setdefault(v, len(first)) for v in values), dtype=np.int32,
+                              count=len(values))
+            codes = np.where(codes >= 0, new[np.maximum(codes, 0)], codes).astype(np.int32)
+            values = list(first)
+        coded[c] = (values, codes)
+    arg_at = np.cumsum([0] + [len(b.arg_objs) for b in blocks[:-1]])
+    arg_codes = np.concatenate([b.arg_codes + shift for b, shift in zip(blocks, arg_at.tolist())])
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(b, name) for b in blocks])
+
+    return Block(files=[f for b in blocks for f in b.files], counts=[k for b in blocks for k in b.counts],
+                 coded=coded, arg_objs=[o for b in blocks for o in b.arg_objs],
+                 arg_keys=[k for b in blocks for k in b.arg_keys], arg_codes=arg_codes,
+                 **{name: cat(name) for name in ("seq", "seq_missing", "ts", "te", "te_given", "duration",
+                                                 "rows", "rows_missing", "bytes", "bytes_missing", "line_no")})
 
 
 def _meta_id(m: _MetaIds | None) -> str | None:

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 from .._schema import first_error, package_schema
 from .._jsonl import _count_lines, expand_paths, iter_objects, quarantine_row, read_source, sample_objects
 from ..frames import QUARANTINE, LoadResult
+from . import _parallel
 from .registry import Source, register
 
 __all__ = ["load_door", "door_schema", "sniff", "META_CALL_ID_KEYS", "meta_call_id"]
@@ -143,14 +144,30 @@ def _load(paths: str | Path | Iterable[str | Path], *, fast: bool) -> LoadResult
     files = expand_paths(paths, accept=_log_name, unique=False)
     quarantine: list[dict] = []
     inputs: list[dict] = []
-    cols = _door_fast.Columns()
+    blocks = []
+
+    def read_group(group: list[Path]) -> tuple[list[dict], list[dict], Any]:
+        found: list[dict] = []
+        put_aside: list[dict] = []
+        cols = _door_fast.Columns()
+        for path in group:
+            _load_file(path, fast, cols, put_aside, found)
+        return found, put_aside, cols.finish()
+
+    # a large load is shared with helper processes, each group read whole on one side (the
+    # per-line path included: its quarantine rows travel with the group's rows)
+    workers = _parallel.helpers() if fast else 0
     # millions of short-lived containers: the cyclic GC's passes over them find nothing
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for path in files:
-            _load_file(path, fast, cols, quarantine, inputs)
-        frame = _door_fast.frame(cols.finish(), quarantine, LOADER)
+        for _kind, (found, put_aside, block) in _parallel.front_back(
+                _parallel.groups(files, workers), read_group, read_group, workers,
+                lambda delivered: delivered):  # unpickled as soon as found, between groups read here
+            inputs.extend(found)
+            quarantine.extend(put_aside)
+            blocks.append(block)
+        frame = _door_fast.frame(_door_fast.merge(blocks), quarantine, LOADER)
     finally:
         if gc_was_enabled:
             gc.enable()
