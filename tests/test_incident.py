@@ -119,6 +119,36 @@ def test_manifest_lists_are_read_by_content_or_by_named_format(tmp_path):
         replaybook.Incident.load(m).steps
 
 
+def test_check_inputs_finds_a_file_in_the_wrong_list_without_loading_it(tmp_path, monkeypatch):
+    """``check_inputs`` (run by ``replaybook report`` before a kernel starts) sniffs, loads
+    nothing, and says exactly what loading would say."""
+    fx = ROOT / "tests" / "fixtures"
+    codex = fx / "codex" / "envelope"
+    gw = fx / "gateways" / "mcpjungle" / "audit.log"
+    m = tmp_path / "incident.yaml"
+    m.write_text(f"title: t\ntranscripts: ['{codex}', '{gw}']\ndoor: ['{gw}']\n")
+    with pytest.raises(ManifestError) as loading:
+        replaybook.Incident.load(m).steps
+    from dataclasses import replace
+
+    from replaybook.sources import registry
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("check_inputs loaded a file")
+
+    for name in registry.names():
+        monkeypatch.setitem(registry._REGISTRY, name, replace(registry.get(name), load=no_loading))
+    with pytest.raises(ManifestError) as checking:
+        replaybook.Incident.load(m).check_inputs()
+    assert str(checking.value) == str(loading.value)
+    assert f"{gw}: mcpjungle (calls)" in str(checking.value)
+    m.write_text(f"title: t\ntranscripts: ['{codex}']\ndoor: ['{gw}']\n")
+    replaybook.Incident.load(m).check_inputs()  # every file in its list: nothing to say
+    m.write_text(f"title: t\ntranscripts: ['{codex}']\ndoor: [{{path: '{codex}', format: codex}}]\n")
+    with pytest.raises(ManifestError, match="door: format 'codex' yields steps, not door or gateway call logs"):
+        replaybook.Incident.load(m).check_inputs()
+
+
 def test_demo_report_access_section_names_the_operation_and_says_yes_or_no():
     from replaybook.report import sections as S
 

@@ -364,7 +364,8 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     """Render the review report of INCIDENT (an incident.yaml or its folder) to self-contained HTML."""
     from .incident import Incident
 
-    Incident.load(incident)  # validate the manifest and inputs before starting a kernel
+    # the manifest, its inputs and which list each file belongs in: checked before a kernel starts
+    Incident.load(incident).check_inputs()
     from .report.render import render_report
 
     paths = render_report(incident, out_dir, timeout=timeout)

@@ -44,6 +44,12 @@ _MANIFEST_KEY = {"steps": ("transcripts", "transcripts"), "calls": ("door", "doo
 _SPEC = {"steps": STEPS, "calls": CALLS, "access": ACCESS}
 
 
+def _elsewhere_message(key: str, what: str, found: list[str]) -> str:
+    """The error for files listed under ``key`` whose content belongs to another list."""
+    return (f"{key}: files that are not {what} ({'; '.join(found[:5])}); move them to the right "
+            "list or give {path, format}")
+
+
 def load_manifest(path: str | Path) -> dict:
     """Read and validate an ``incident.yaml``.
 
@@ -155,6 +161,37 @@ class Incident:
             groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path))
         return groups
 
+    def check_inputs(self) -> None:
+        """Sniff every file the manifest lists — nothing is loaded — and raise what loading
+        would raise for a file in the wrong list, before anything is loaded (``replaybook
+        report`` runs this before it starts a kernel).
+
+        Raises:
+            ManifestError: a ``{path, format}`` format yields another frame, or a file's content
+                belongs in another list (the same message as when loading).
+        """
+        from .loading import MIN_CONFIDENCE, _walk
+
+        for kind, (key, what) in _MANIFEST_KEY.items():
+            for fmt, paths in self._groups(key).items():
+                if fmt is not None:
+                    src = registry.get(fmt)
+                    if src.frame != kind:
+                        raise ManifestError(f"{key}: format {fmt!r} yields {src.frame}, not {what}", self.path)
+                    continue
+                elsewhere = []
+                for f in _walk(paths):
+                    try:
+                        if f.stat().st_size == 0 or registry.side_file_of(f) is not None:
+                            continue
+                    except OSError:
+                        continue  # loading says so, with the file's name
+                    src, conf = registry.sniff_file(f)
+                    if src is not None and conf >= MIN_CONFIDENCE and src.frame != kind:
+                        elsewhere.append(f"{f}: {src.name} ({src.frame})")
+                if elsewhere:
+                    raise ManifestError(_elsewhere_message(key, what, elsewhere), self.path)
+
     # -- frames ---------------------------------------------------------------------------
     def _load(self, kind: str) -> LoadResult:
         if kind in self._results:
@@ -177,9 +214,8 @@ class Incident:
             except InputError as exc:
                 raise ManifestError(f"{key}: {exc.message}", self.path) from None
             if got.elsewhere:
-                listed = "; ".join(f"{p}: {v}" for p, v in list(got.elsewhere.items())[:5])
-                raise ManifestError(f"{key}: files that are not {what} ({listed}); move them to the right "
-                                    "list or give {path, format}", self.path)
+                raise ManifestError(_elsewhere_message(key, what, [f"{p}: {v}" for p, v in got.elsewhere.items()]),
+                                    self.path)
             parts.append(got.result)
         res = _concat(parts, _SPEC[kind])
         self._results[kind] = res

@@ -217,6 +217,7 @@ def test_evidence_in_the_wrong_list_is_a_user_error_exit_2_not_a_report_failure(
     assert not list((tmp_path / "out").iterdir())  # no half-run notebook left as if it were a report
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "out2")]) == 2
     assert "files that are not transcripts" in capsys.readouterr().err
+    assert not (tmp_path / "out2").exists()  # found before a kernel started: nothing written
 
 
 def test_empty_manifest_says_so(tmp_path):
