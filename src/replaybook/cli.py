@@ -162,8 +162,6 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     is written to OUT with the frame name inserted before the suffix.  The quarantine (lines
     that could not be used, with file and line) goes to stderr.
     """
-    from .sources import registry
-
     if frame == "auto":
         _load_auto(paths, fmt, out)
         return
@@ -247,8 +245,6 @@ def _text_table(df, numeric: tuple[str, ...] = ()) -> str:
 
 
 def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
-    import pandas as pd
-
     from .loading import load
 
     import os

@@ -32,7 +32,7 @@ import yaml
 
 from ._schema import first_error, package_schema
 from .errors import InputError, ManifestError
-from .frames import ACCESS, CALLS, QUARANTINE, STEPS, LoadResult
+from .frames import ACCESS, CALLS, STEPS, LoadResult
 from .join import DEFAULT_MIN_AGREED, DEFAULT_WINDOW_S, JoinResult, join_sessions
 from .sources import registry
 

@@ -24,7 +24,6 @@ import re
 import sys
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import nbformat

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Iterable
 

@@ -3,8 +3,8 @@
 A large load is cut into chunks of files.  The calling process takes chunks from the front, in
 order; helper processes, forked at the start of the load, take chunks from the back and leave
 what they made of each one pickled in a private temporary folder (``tempfile``'s, mode 0700;
-each result is deleted as soon as it is read, the folder at the end).  The two meet in the middle, so a
-slower or late helper simply does less.  Nothing a helper does is needed for the result: a
+each result is deleted as soon as it is read, the folder at the end).  The two meet in the
+middle, so a slower or late helper simply does less.  Nothing a helper does is needed for the result: a
 chunk whose helper raised, died or was never started is done by the caller afterwards, the
 same way as its own.
 
