@@ -1,5 +1,5 @@
 """Helper processes for large loads (``sources._parallel``) and the loads that use them
-(CloudTrail, S3 access logs, door logs): the result is the reference path's, whichever process
+(CloudTrail, S3 access logs, door logs, Claude Code transcripts): the result is the reference path's, whichever process
 read which file, and whatever a helper does wrong (raises, dies) only costs time."""
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ import orjson
 import pytest
 
 from replaybook.errors import InputError
-from replaybook.sources import _cloud_fast, _parallel, cloudtrail, door, s3_access
+from replaybook.sources import _claude_fast, _cloud_fast, _parallel, cloudtrail, door, s3_access
+from replaybook.sources.claude_code import load_claude_code
 from replaybook.sources._record import SliceRecord
 
 from test_cloud_fast_paths import (  # the equivalence checks of the fast paths
     CT_FIXTURES, S3_FIXTURES, TRICKY, _line, same_ct, same_s3)
+from test_claude_fast_equiv import FIX, asst, tr, tu, user
+from test_claude_fast_equiv import assert_same as assert_claude_same
 from test_door_fast import ACCEPTED, GOOD, REJECTED, _assert_same, _generated, _write, reference_load_door
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -375,3 +378,63 @@ def test_door_unreadable_file_raises_in_its_turn(helpers, door_shared, tmp_path,
     with pytest.raises(InputError, match=bad):
         door.load_door(tmp_path)
     assert multiprocessing.active_children() == []
+
+
+# -- Claude Code transcripts -----------------------------------------------------------------------
+
+def _session(i: int) -> list[bytes]:
+    """One transcript: a prompt, a tool call (result in a later line) and an answer."""
+    return [user(f"u{i}", f"question {i}", sessionId=f"s{i}"),
+            asst(f"a{i}", f"m{i}", f"r{i}", [tu(f"toolu_{i}", "mcp__door__read", {"path": f"f{i}.csv"})],
+                 usage={"output_tokens": i}, sessionId=f"s{i}"),
+            user(f"t{i}", [tr(f"toolu_{i}", f"{i} rows")], sessionId=f"s{i}"),
+            asst(f"b{i}", f"n{i}", f"q{i}", [{"type": "text", "text": f"answer {i}"}], sessionId=f"s{i}")]
+
+
+@pytest.fixture
+def transcripts_shared(monkeypatch):
+    """This process reads each transcript 20 ms slower (its helpers do not); records whether
+    each helper group was taken (True) or parsed here again (False)."""
+    here = os.getpid()
+    read, absorb = _claude_fast.read_file, _claude_fast.Load.absorb
+    taken = []
+
+    def slow(path):
+        if os.getpid() == here:
+            time.sleep(0.02)
+        return read(path)
+
+    def spy(self, state):
+        got = absorb(self, state)
+        taken.append(got)
+        return got
+
+    monkeypatch.setattr(_claude_fast, "read_file", slow)
+    monkeypatch.setattr(_claude_fast.Load, "absorb", spy)
+    return taken
+
+
+def test_transcripts_shared_with_a_helper_equal_the_reference(helpers, transcripts_shared, tmp_path):
+    """Groups parsed in a helper are taken as they are (rows, pairing by tool-use id across
+    groups, quarantine); a group holding a resumed session's copy of earlier lines is parsed
+    here again, so that the copy is skipped as the sequential load skips it."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    for i in range(14):
+        lines = _session(i)
+        if i == 12:  # resumed from transcript 2: its lines copied first
+            lines = _session(2) + lines
+        if i == 13:  # a damaged line, and the result of transcript 11's call
+            lines = lines + [b'{"type": "user", "uuid": ', user("late", [tr("toolu_11", "late")])]
+        (root / f"{i:02d}.jsonl").write_bytes(b"".join(ln + b"\n" for ln in lines))
+    assert_claude_same(root)
+    assert True in transcripts_shared and False in transcripts_shared
+    res = load_claude_code(root)
+    dup = next(e for e in res.inputs if e["path"].endswith("12.jsonl"))
+    assert dup["duplicates"] == 4
+    assert len(res.quarantine) == 1 and res.quarantine["line_no"].tolist() == [5]
+
+
+def test_transcript_fixtures_shared_with_a_helper(helpers, transcripts_shared):
+    assert_claude_same(FIX / "claude_code")
+    assert transcripts_shared

@@ -248,6 +248,42 @@ class Load:
                 return
         self._lines(path, data, info, stem, file_agent)
 
+    def state(self) -> tuple:
+        """This load as a picklable tuple, for :meth:`absorb` in another process: its rows'
+        columns, per-file counts, calls and results (row numbers from 0), the uuids it saw,
+        inputs and quarantine."""
+        return (self.n, {k: self.arrs[k][:self.n] for k in JOINED}, self.per_file, self.calls,
+                self.results, list(self.seen), self.inputs, self.quarantine)
+
+    def absorb(self, state: tuple) -> bool:
+        """Append a load of the files that come next (:meth:`state` of it) as if they had been
+        parsed here — or return False, taking nothing, when one of its lines repeats a uuid
+        seen here (a resumed session's copy: those files must be parsed here, where the copy
+        is recognised)."""
+        n, cols, per_file, calls, results, seen, inputs, quarantine = state
+        if not self.seen.isdisjoint(seen):
+            return False
+        base = self.n
+        if base + n > self.cap:
+            self._grow(base + n)
+        for k in JOINED:
+            self.arrs[k][base:base + n] = cols[k]
+        self.n = base + n
+        self.per_file.extend(per_file)
+        mine = self.calls
+        for cid, rows in calls.items():
+            shifted = [r + base for r in rows]
+            have = mine.get(cid)
+            if have is None:
+                mine[cid] = shifted
+            else:
+                have.extend(shifted)
+        self.results.extend(r + base for r in results)
+        self.seen.update(seen)
+        self.inputs.extend(inputs)
+        self.quarantine.extend(quarantine)
+        return True
+
     def _commit(self, stem: str, path: Path, rows: list[list]) -> None:
         import numpy as np
 

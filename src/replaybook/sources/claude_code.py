@@ -78,6 +78,7 @@ import orjson
 from .._jsonl import expand_paths, line_scores
 from .._text import to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
+from . import _parallel
 from .registry import Source, register
 
 __all__ = ["load_claude_code", "split_mcp_name", "sniff", "LOADER", "CLIENT"]
@@ -267,10 +268,29 @@ def _load(files: list[Path], max_open: int) -> LoadResult:
     from . import _claude_fast as F
 
     load = F.Load(expect_rows=_expect_rows(files), max_open=max_open)
-    for path in files:
+
+    def here(group: list[Path]) -> bool:
         # (reading the next file in a thread while this one is parsed was tried: the parse holds
         # the GIL, so the reader only ran when the parser waited for it — no gain)
-        load.file(path, F.read_file(path))
+        for path in group:
+            load.file(path, F.read_file(path))
+        return True
+
+    def helper(group: list[Path]) -> tuple:
+        part = F.Load(expect_rows=_expect_rows(group), max_open=max_open)
+        for path in group:
+            part.file(path, F.read_file(path))
+        return group, part.state()
+
+    # a large load is shared with helper processes (groups of files parsed on either side, in
+    # order of files); a helper's group is taken as it is unless a line of it repeats a line
+    # (uuid) of an earlier group — a resumed session's copy —, then it is parsed here again
+    workers = _parallel.helpers()
+    for kind, value in _parallel.front_back(_parallel.groups(files, workers), here, helper, workers):
+        if kind == "remote":
+            group, state = value
+            if not load.absorb(state):
+                here(group)
     quarantine = QUARANTINE.build(load.quarantine)
     if not load.n:
         return LoadResult(frame=STEPS.build([]), quarantine=quarantine, inputs=load.inputs)
