@@ -265,9 +265,11 @@ import sys, time
 from replaybook.sources import _cloud_fast, _parallel, cloudtrail
 _parallel.MIN_BYTES = 0
 read = _cloud_fast.read_disk
+here = _parallel.os.getpid()
+pauses = [float(sys.argv[2])]  # the caller's first file, then 0.2 s each; the helper's 0.05 s
 
 def slow(path):
-    time.sleep(0.2)
+    time.sleep((pauses.pop() if pauses else 0.2) if _parallel.os.getpid() == here else 0.05)
     return read(path)
 
 _cloud_fast.read_disk = slow
@@ -296,9 +298,12 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-def test_a_killed_load_leaves_no_helper_and_no_copies(tmp_path, how):
-    """However the loading process ends, its helper ends too and removes the folder of results
-    (copies of the evidence) instead of running on as an orphan."""
+@pytest.mark.parametrize("when", ["working", "done"])
+def test_a_killed_load_leaves_no_helper_and_no_copies(tmp_path, how, when):
+    """However the loading process ends — while its helper still reads files, or after the
+    helper has handed everything over and only the caller still works — the helper ends too and
+    removes the folder of results (copies of the evidence) instead of running on as an orphan
+    or leaving them behind."""
     logs = tmp_path / "logs"
     logs.mkdir()
     for i in range(30):
@@ -306,7 +311,8 @@ def test_a_killed_load_leaves_no_helper_and_no_copies(tmp_path, how):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch), _parallel.ENV: "1"}
-    proc = subprocess.Popen([sys.executable, "-c", _KILLED_LOAD, str(logs)], env=env)
+    pause = "0.2" if when == "working" else "20"  # "done": the helper finishes long before the caller
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_LOAD, str(logs), pause], env=env)
     try:
         deadline = time.monotonic() + 30
         while not list(scratch.glob("replaybook-load-*/[0-9]*")):  # the helper has delivered
@@ -314,6 +320,9 @@ def test_a_killed_load_leaves_no_helper_and_no_copies(tmp_path, how):
             time.sleep(0.02)
         helpers = _children(proc.pid)
         assert helpers, "no helper process found"
+        if when == "done":
+            time.sleep(3)  # 29 files at 0.05 s: the helper is through, the caller still at its first
+            assert proc.poll() is None and list(scratch.glob("replaybook-load-*"))
         os.kill(proc.pid, how)
         proc.wait(10)
         deadline = time.monotonic() + 10

@@ -88,12 +88,15 @@ def groups(files: list[Path], workers: int) -> list[list[Path]]:
 
 
 def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], folder: str,
-           parent: int) -> None:
+           parent: int, done, me: int, release: int, release_write: int) -> None:
     """A helper's loop: take the last chunk not yet taken and write ``work(chunk)`` pickled to
-    ``<folder>/<index>`` (nothing when ``work`` raised), until none is left.  Results go
-    through files, not a pipe: a pipe's reader must be scheduled for every 64 KB, and the
-    calling process is busy with its own chunks meanwhile."""
+    ``<folder>/<index>`` (nothing when ``work`` raised), until none is left; then say so
+    (``done[me]``) and wait until the caller lets go (``release``, a pipe's read end, reaches
+    its end: the caller closed it, or died), and remove the folder.  Results go through files,
+    not a pipe: a pipe's reader must be scheduled for every 64 KB, and the calling process is
+    busy with its own chunks meanwhile."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle: it stops us
+    os.close(release_write)  # the caller's end: only the caller may hold it open
     _follow(parent, folder)
     while True:
         with lock:
@@ -112,6 +115,15 @@ def _serve(chunks: Sequence[Any], bounds, lock, work: Callable[[Any], Any], fold
             os.rename(target + ".part", target)
         except Exception:  # noqa: BLE001 - the caller does this chunk itself
             continue
+    done[me] = 1
+    # results not yet taken in are copies of the evidence: stay until the caller is done with
+    # them — or gone, however it went — and leave nothing behind
+    try:
+        while os.read(release, 1):
+            pass
+    except OSError:
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _follow(parent: int, folder: str) -> None:
@@ -160,27 +172,41 @@ def front_back(chunks: Sequence[Any], local: Callable[[Any], Any], remote: Calla
     n = len(chunks)
     done: list[Any] = [None] * n
     settled: dict[int, Any] = {}
-    folder = None
-    if workers and n >= 2:
-        try:
-            folder = tempfile.mkdtemp(prefix="replaybook-load-")  # private (0700)
-        except OSError:  # no usable temporary folder: everything is done here
-            return _in_order(chunks, local, done, None)
-        try:
-            _run(chunks, local, remote, workers, done, _Inbox(folder, settle, settled))
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-    return _in_order(chunks, local, done, _Inbox(folder, settle, settled) if folder else None)
+    if not workers or n < 2:
+        return _in_order(chunks, local, done, None)
+    try:
+        folder = tempfile.mkdtemp(prefix="replaybook-load-")  # private (0700)
+    except OSError:  # no usable temporary folder: everything is done here
+        return _in_order(chunks, local, done, None)
+    inbox = _Inbox(folder, settle, settled)
+    try:
+        _run(chunks, local, remote, workers, done, inbox)
+    except BaseException:
+        inbox.close()
+        raise
+    return _in_order(chunks, local, done, inbox)
 
 
 class _Inbox:
-    """The helpers' delivered results in ``folder``, settled as they are found."""
+    """The helpers' delivered results in ``folder``, settled as they are found; the helper
+    processes and the pipe that keeps them waiting until :meth:`close`."""
 
     def __init__(self, folder: str, settle: Callable[[Any], Any] | None, settled: dict[int, Any]):
         self.folder = folder
         self.settle = settle
         self.settled = settled
+        self.procs: list = []
+        self.release_write: int | None = None
+
+    def close(self) -> None:
+        """Remove the folder, let the helpers go and wait for them to end."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.release_write is not None:
+            os.close(self.release_write)
+            self.release_write = None
+        for p in self.procs:
+            p.join()
+        self.procs = []
 
     def _load(self, i: int) -> Any:
         with open(os.path.join(self.folder, str(i)), "rb") as fh:
@@ -226,25 +252,34 @@ def _in_order(chunks, local, done, inbox: _Inbox | None) -> Iterator[tuple[str, 
                 yield "local", local(chunk)
     finally:
         if inbox is not None:
-            shutil.rmtree(inbox.folder, ignore_errors=True)
+            inbox.close()
 
 
 def _run(chunks, local, remote, workers: int, done: list, inbox: _Inbox) -> None:
+    """The caller's side of the load: fork the helpers, do chunks from the front until the two
+    sides meet, then settle results until every helper has finished its chunks (or died).  On
+    an error the helpers are stopped (they remove the folder) and the error is raised."""
     import multiprocessing as mp
 
     ctx = mp.get_context("fork")
     bounds = ctx.RawArray("q", [0, len(chunks)])
+    finished = ctx.RawArray("b", workers)
     lock = ctx.Lock()
-    procs = []
+    release_read, inbox.release_write = os.pipe()
+    procs = inbox.procs
     try:
-        for _ in range(workers):
-            p = ctx.Process(target=_serve, args=(chunks, bounds, lock, remote, inbox.folder, os.getpid()),
-                            daemon=True, name="replaybook-load-helper")
-            try:
-                p.start()
-            except OSError:  # cannot fork (process limits): the chunks stay here
-                break
-            procs.append(p)
+        try:
+            for me in range(workers):
+                p = ctx.Process(target=_serve, daemon=True, name="replaybook-load-helper",
+                                args=(chunks, bounds, lock, remote, inbox.folder, os.getpid(), finished, me,
+                                      release_read, inbox.release_write))
+                try:
+                    p.start()
+                except OSError:  # cannot fork (process limits): the chunks stay here
+                    break
+                procs.append(p)
+        finally:
+            os.close(release_read)  # the helpers hold it now
         while True:
             if inbox.settle is not None:
                 inbox.collect()
@@ -254,10 +289,12 @@ def _run(chunks, local, remote, workers: int, done: list, inbox: _Inbox) -> None
                     break
                 bounds[0] = i + 1
             done[i] = local(chunks[i])
-        if inbox.settle is not None:
-            while any(p.is_alive() for p in procs):
+        # the helpers' last chunks: wait for each to finish them (or to die)
+        while any(not finished[k] and p.is_alive() for k, p in enumerate(procs)):
+            if inbox.settle is not None:
                 inbox.collect()
-                time.sleep(0.005)
+            time.sleep(0.005)
+        if inbox.settle is not None:
             inbox.collect()
     except BaseException:
         with lock:
@@ -265,6 +302,3 @@ def _run(chunks, local, remote, workers: int, done: list, inbox: _Inbox) -> None
         for p in procs:
             p.terminate()
         raise
-    finally:
-        for p in procs:
-            p.join()
