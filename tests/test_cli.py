@@ -145,16 +145,21 @@ def test_load_access_names_valid_lines_of_other_kinds(tmp_path, capsys):
 
 def test_a_forced_format_that_reads_nothing_says_so(tmp_path, capsys):
     """A gateway format forced on a file of another kind reads its lines as valid JSON but finds
-    no tool call in them: the summary names each such file and suggests another format,
-    for load and for join alike."""
+    no tool call in them: the summary names each such file and suggests another format, and
+    when nothing at all was read the command exits 2 (a script must not go on with an empty
+    frame) — for load and for join alike."""
     log = FIX / "claude_code" / "flat-agent" / "dddddddd-7777-4777-8777-dddddddddddd.jsonl"
-    assert main(["load", "calls", str(log), "--source", "mcpjungle"]) == 0
+    assert main(["load", "calls", str(log), "--source", "mcpjungle"]) == 2
     err = capsys.readouterr().err
     assert "calls: 0 rows from 1 file (mcpjungle)" in err
     assert f"valid lines of other kinds in {log} (not tool calls); nothing in it was read as mcpjungle: " \
            "is it another format?" in err
-    assert main(["join", "--transcripts", str(log), "--calls", str(log), "--calls-format", "mcpjungle"]) == 0
-    assert "nothing in it was read as mcpjungle" in capsys.readouterr().err
+    assert "nothing was read as mcpjungle from 1 file holding lines of other kinds" in err.splitlines()[-1]
+    assert main(["join", "--transcripts", str(log), "--calls", str(log), "--calls-format", "mcpjungle"]) == 2
+    assert "nothing was read as mcpjungle" in capsys.readouterr().err
+    # the same file read by the format it is: no complaint
+    assert main(["load", "steps", str(log), "--source", "claude-code", "--out", str(tmp_path / "s.jsonl")]) == 0
+    assert "other kinds" not in capsys.readouterr().err
 
 
 

@@ -119,6 +119,23 @@ def test_manifest_lists_are_read_by_content_or_by_named_format(tmp_path):
         replaybook.Incident.load(m).steps
 
 
+def test_a_forced_format_that_reads_nothing_is_named_in_inputs(tmp_path):
+    """{path, format} forcing a gateway format on a transcript: the report's Inputs row for it
+    says that nothing was read as that format, and how many lines were left out."""
+    log = ROOT / "tests" / "fixtures" / "claude_code" / "flat-agent" / "dddddddd-7777-4777-8777-dddddddddddd.jsonl"
+    m = tmp_path / "incident.yaml"
+    m.write_text(f"title: t\ntranscripts: ['{log}']\ndoor: [{{path: '{log}', format: gatekit}}]\n")
+    inc = replaybook.Incident.load(m)
+    assert len(inc.calls) == 0 and len(inc.steps) > 0
+    rows = [r for r in inc.inputs if r["format"] == "gatekit"]
+    assert len(rows) == 1
+    n = sum(1 for line in log.read_bytes().splitlines() if line.strip())
+    assert rows[0]["note"] == (f"{n} lines of other kinds ignored; "
+                               "nothing in it was read as gatekit: is it another format?")
+    read = [r for r in inc.inputs if r["format"] == "claude-code"]
+    assert read and read[0]["note"] is None
+
+
 def test_check_inputs_finds_a_file_in_the_wrong_list_without_loading_it(tmp_path, monkeypatch):
     """``check_inputs`` (run by ``replaybook report`` before a kernel starts) sniffs, loads
     nothing, and says exactly what loading would say."""

@@ -183,8 +183,10 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
                err=True)
     for info in skipped:
         click.echo(f"  skipped {info.get('path')}: {info.get('reason') or 'no records'}", err=True)
-    _other_kinds(frame, res)
+    wrong = _other_kinds(frame, res, source_name)
     _quarantine_summary(res.quarantine)
+    if wrong is not None:
+        raise wrong
 
 
 def _load_one(frame: str, paths, source_name: str | None):
@@ -201,11 +203,18 @@ def _load_one(frame: str, paths, source_name: str | None):
 _RECORDS = {"access": "storage access records", "calls": "tool calls", "steps": "transcript lines"}
 
 
-def _other_kinds(frame: str, res) -> None:
+def _other_kinds(frame: str, res, forced: str | None = None) -> InputError | None:
     """Name, per file, the valid lines a loader read but left out as not its records (a
     gateway's start-up messages, CloudTrail's management events …); a file whose every line
-    was such a line gets a hint that it may be another format (a forced ``--source``)."""
+    was such a line gets a hint that it may be another format.
+
+    Returns the :class:`InputError` for the caller to raise (exit 2: the input is wrong, and a
+    script must not carry on with an empty frame) when a format was ``forced`` (``--source``,
+    ``--calls-format`` …) and nothing at all was read as it though the files hold lines; else
+    ``None``.
+    """
     per_file = res.frame["source_file"].value_counts() if "source_file" in res.frame else {}
+    nothing = []
     for info in res.inputs:
         n = info.get("ignored_lines") or info.get("not_calls") or 0
         if not n:
@@ -216,7 +225,13 @@ def _other_kinds(frame: str, res) -> None:
         if not per_file.get(path, 0) and not info.get("skipped"):
             line += f"; nothing in it was read as {info.get('format') or 'this format'}: is it another " \
                     "format? (`replaybook sources` lists them)"
+            nothing.append(path)
         click.echo(line, err=True)
+    if forced and nothing and not len(res.frame):
+        return InputError(f"nothing was read as {forced} from {_count(len(nothing), 'file')} holding lines "
+                          "of other kinds: is it another format? (`replaybook sources` lists them)",
+                          nothing[0] if len(nothing) == 1 else None)
+    return None
 
 
 def _count(n: int, noun: str) -> str:
@@ -323,8 +338,9 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
 
     st = _load_one("steps", transcripts, transcripts_format).result
     ca = _load_one("calls", calls, calls_format).result
-    _other_kinds("steps", st)
-    _other_kinds("calls", ca)
+    for wrong in (_other_kinds("steps", st, transcripts_format), _other_kinds("calls", ca, calls_format)):
+        if wrong is not None:
+            raise wrong
     res = join_sessions(st.frame, ca.frame, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset)
     if fmt == "json":
         d = res.to_dict()

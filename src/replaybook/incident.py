@@ -269,22 +269,35 @@ class Incident:
         ``note`` (why a file was skipped, what a loader left out, or ``None``).  The manifest
         is evidence too: it sets the window, the storage mapping and the principals."""
         from ._jsonl import file_info
-        from .loading import _input_note
 
         data = self.path.read_bytes()
         out = [dict(file_info(self.path, len(data), data, "manifest"), path=self.path.name, note=None)]
         q = self.quarantine
         set_aside = q["source_file"].value_counts().to_dict() if len(q) else {}
-        for r in self._load("steps").inputs + self._load("calls").inputs + self._load("access").inputs:
-            d = dict(r)
-            d["path"] = self._shown(d["path"])
-            notes = [n for n in (_input_note(d),) if n]
-            n_q = set_aside.get(d["path"], 0)
-            if n_q and d.get("format") is not None:  # (a file no source read is set aside whole)
-                notes.append(f"{n_q} line{'' if n_q == 1 else 's'} set aside (see Quarantine)")
-            d["note"] = "; ".join(notes) or None
-            out.append(d)
+        for kind in ("steps", "calls", "access"):
+            res = self._load(kind)
+            rows = res.frame["source_file"].value_counts().to_dict() if len(res.frame) else {}
+            for r in res.inputs:
+                out.append(self._input_row(r, rows, set_aside))
         return out
+
+    def _input_row(self, r: dict, rows: dict, set_aside: dict) -> dict:
+        """One file's Inputs row (see :attr:`inputs`): ``rows`` and ``set_aside`` count its
+        frame's rows and the quarantine's lines per file."""
+        from .loading import _input_note
+
+        d = dict(r)
+        read_nothing = (d.get("format") is not None and not d.get("skipped") and not rows.get(d["path"])
+                        and (d.get("ignored_lines") or d.get("not_calls")))
+        d["path"] = self._shown(d["path"])
+        notes = [n for n in (_input_note(d),) if n]
+        if read_nothing:  # e.g. a {path, format} forcing a gateway format on a transcript
+            notes.append(f"nothing in it was read as {d['format']}: is it another format?")
+        n_q = set_aside.get(d["path"], 0)
+        if n_q and d.get("format") is not None:  # (a file no source read is set aside whole)
+            notes.append(f"{n_q} line{'' if n_q == 1 else 's'} set aside (see Quarantine)")
+        d["note"] = "; ".join(notes) or None
+        return d
 
     @cached_property
     def join(self) -> JoinResult:

@@ -141,11 +141,11 @@ def _input_note(info: dict) -> str | None:
     parts = []
     if info.get("skipped"):
         parts.append(f"skipped: {info.get('reason') or 'no records'}")
-    for key, what in (("duplicates", "duplicate line"), ("ignored_lines", "line of other kinds")):
-        n = info.get(key)
+    other = info.get("ignored_lines") or info.get("not_calls")  # (cloud / gateway loaders)
+    for n, what in ((info.get("duplicates"), "duplicate line"), (other, "line of other kinds")):
         if n:
             parts.append(f"{n} {what}" if n == 1 else f"{n} {what.replace('line', 'lines', 1)}")
-    if parts and not info.get("skipped") and info.get("ignored_lines"):
+    if parts and not info.get("skipped") and other:
         parts[-1] += " ignored"
     return "; ".join(parts) or None
 

@@ -184,7 +184,7 @@ def test_quarantine_summary_escapes_raw_lines():
     h = S.quarantine_summary(q)
     no_raw_html(h)
     assert "2 input lines could not be used and were set aside" in h and "&lt;img src=x" in h and "pending" in h
-    assert "nothing was set aside" in S.quarantine_summary(QUARANTINE.empty())
+    assert "Nothing was set aside: no input line was damaged or unreadable" in S.quarantine_summary(QUARANTINE.empty())
 
 
 def test_cannot_prove_lists_the_residuals(frames):

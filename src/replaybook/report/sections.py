@@ -497,7 +497,8 @@ def quarantine_summary(quarantine: pd.DataFrame, *, max_rows: int = 50) -> str:
     (``invalid`` / ``pending``), then the first ``max_rows`` lines with the reason and the
     line's start (escaped)."""
     if quarantine is None or len(quarantine) == 0:
-        return _section("Quarantine", "<p>Every input line was used: nothing was set aside.</p>",
+        return _section("Quarantine", "<p>Nothing was set aside: no input line was damaged or unreadable. "
+                        "Valid lines of other kinds a loader left out are named in Inputs.</p>",
                         anchor="quarantine")
     g = (quarantine.groupby(["source_file", "loader", "kind"], dropna=False, observed=True)
          .size().reset_index(name="lines"))
