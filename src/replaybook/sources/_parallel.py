@@ -4,7 +4,9 @@ A large load is cut into chunks of files.  The calling process takes chunks from
 order; helper processes, forked at the start of the load, take chunks from the back and leave
 what they made of each one pickled in a private temporary folder (``tempfile``'s, mode 0700;
 each result is deleted as soon as it is read, the folder at the end).  The two meet in the
-middle, so a slower or late helper simply does less.  Nothing a helper does is needed for the result: a
+middle, so a slower or late helper simply does less.  A helper that has finished waits until the caller
+is done with its results (a pipe the caller holds reaches its end), then removes the folder;
+one whose caller dies, however it dies, is told (``PR_SET_PDEATHSIG``) and does the same.  Nothing a helper does is needed for the result: a
 chunk whose helper raised, died or was never started is done by the caller afterwards, the
 same way as its own.
 
