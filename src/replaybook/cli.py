@@ -377,7 +377,8 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     from .incident import Incident
 
     # the manifest, its inputs and which list each file belongs in: checked before a kernel starts
-    Incident.load(incident).check_inputs()
+    for warning in Incident.load(incident).check_inputs():
+        click.echo(f"replaybook: warning: {warning}", err=True)
     from .report.render import render_report
 
     paths = render_report(incident, out_dir, timeout=timeout)

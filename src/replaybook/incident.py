@@ -161,10 +161,15 @@ class Incident:
             groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path))
         return groups
 
-    def check_inputs(self) -> None:
+    def check_inputs(self) -> list[str]:
         """Sniff every file the manifest lists — nothing is loaded — and raise what loading
         would raise for a file in the wrong list, before anything is loaded (``replaybook
         report`` runs this before it starts a kernel).
+
+        Returns:
+            warnings, one per file forced to a format (``{path, format}``) that sniffs as
+            another one with confidence while its own format does not recognise it (it will
+            likely load as nothing): the user asked for that format, so it is not refused.
 
         Raises:
             ManifestError: a ``{path, format}`` format yields another frame, or a file's content
@@ -172,13 +177,12 @@ class Incident:
         """
         from .loading import MIN_CONFIDENCE, _walk
 
+        warnings: list[str] = []
         for kind, (key, what) in _MANIFEST_KEY.items():
             for fmt, paths in self._groups(key).items():
-                if fmt is not None:
-                    src = registry.get(fmt)
-                    if src.frame != kind:
-                        raise ManifestError(f"{key}: format {fmt!r} yields {src.frame}, not {what}", self.path)
-                    continue
+                forced = registry.get(fmt) if fmt is not None else None
+                if forced is not None and forced.frame != kind:
+                    raise ManifestError(f"{key}: format {fmt!r} yields {forced.frame}, not {what}", self.path)
                 elsewhere = []
                 for f in _walk(paths):
                     try:
@@ -187,10 +191,16 @@ class Incident:
                     except OSError:
                         continue  # loading says so, with the file's name
                     src, conf = registry.sniff_file(f)
-                    if src is not None and conf >= MIN_CONFIDENCE and src.frame != kind:
+                    if src is None or conf < MIN_CONFIDENCE or src is forced:
+                        continue
+                    if forced is None and src.frame != kind:
                         elsewhere.append(f"{f}: {src.name} ({src.frame})")
+                    elif forced is not None and registry.sniff_file(f, only=forced)[1] < MIN_CONFIDENCE:
+                        warnings.append(f"{key}: {f} is forced to {fmt} but reads as {src.name} ({src.frame}); "
+                                        f"{fmt} may find nothing in it")
                 if elsewhere:
                     raise ManifestError(_elsewhere_message(key, what, elsewhere), self.path)
+        return warnings
 
     # -- frames ---------------------------------------------------------------------------
     def _load(self, kind: str) -> LoadResult:

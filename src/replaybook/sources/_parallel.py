@@ -176,11 +176,7 @@ def front_back(chunks: Sequence[Any], local: Callable[[Any], Any], remote: Calla
     settled: dict[int, Any] = {}
     if not workers or n < 2:
         return _in_order(chunks, local, done, None)
-    try:
-        folder = tempfile.mkdtemp(prefix="replaybook-load-")  # private (0700)
-    except OSError:  # no usable temporary folder: everything is done here
-        return _in_order(chunks, local, done, None)
-    inbox = _Inbox(folder, settle, settled)
+    inbox = _Inbox(None, settle, settled)  # the folder is made just before the helpers are forked
     try:
         _run(chunks, local, remote, workers, done, inbox)
     except BaseException:
@@ -193,7 +189,7 @@ class _Inbox:
     """The helpers' delivered results in ``folder``, settled as they are found; the helper
     processes and the pipe that keeps them waiting until :meth:`close`."""
 
-    def __init__(self, folder: str, settle: Callable[[Any], Any] | None, settled: dict[int, Any]):
+    def __init__(self, folder: str | None, settle: Callable[[Any], Any] | None, settled: dict[int, Any]):
         self.folder = folder
         self.settle = settle
         self.settled = settled
@@ -202,7 +198,8 @@ class _Inbox:
 
     def close(self) -> None:
         """Remove the folder, let the helpers go and wait for them to end."""
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
         if self.release_write is not None:
             os.close(self.release_write)
             self.release_write = None
@@ -218,6 +215,8 @@ class _Inbox:
 
     def collect(self) -> None:
         """Settle every result delivered so far."""
+        if self.folder is None:
+            return
         try:
             names = os.listdir(self.folder)
         except FileNotFoundError:  # a helper told to stop removed it: the chunks are done here
@@ -234,6 +233,8 @@ class _Inbox:
         """Chunk ``i``'s settled result, or ``None`` when no helper delivered it."""
         if i in self.settled:
             return self.settled.pop(i)
+        if self.folder is None:
+            return None
         try:
             return self._load(i)
         except FileNotFoundError:
@@ -270,6 +271,12 @@ def _run(chunks, local, remote, workers: int, done: list, inbox: _Inbox) -> None
     release_read, inbox.release_write = os.pipe()
     procs = inbox.procs
     try:
+        try:
+            # made at the last moment: a caller killed between here and the fork below leaves an
+            # empty private folder behind (microseconds), after the fork the helpers remove it
+            inbox.folder = tempfile.mkdtemp(prefix="replaybook-load-")  # private (0700)
+        except OSError:  # no usable temporary folder: everything is done here
+            workers = 0
         try:
             for me in range(workers):
                 p = ctx.Process(target=_serve, daemon=True, name="replaybook-load-helper",

@@ -83,8 +83,13 @@ def side_file_of(path: str | Path) -> Source | None:
     return None
 
 
-def sniff_file(path: str | Path) -> tuple[Source | None, float]:
-    """Best-matching source for one file by content, with its confidence (``(None, 0.0)`` if none)."""
+def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | None, float]:
+    """Best-matching source for one file by content, with its confidence (``(None, 0.0)`` if
+    none); with ``only``, that source's own confidence in the file.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
     from .._jsonl import GZIP_MAGIC
 
     _load_builtin()
@@ -101,7 +106,7 @@ def sniff_file(path: str | Path) -> tuple[Source | None, float]:
         except (OSError, EOFError, zlib.error):
             head = b""
     best, score = None, 0.0
-    for src in _REGISTRY.values():
+    for src in (_REGISTRY.values() if only is None else (only,)):
         s = src.sniff(head)
         if s > score:
             best, score = src, s
