@@ -134,6 +134,7 @@ def test_a_forced_format_that_reads_nothing_is_named_in_inputs(tmp_path):
                                "nothing in it was read as gatekit: is it another format?")
     read = [r for r in inc.inputs if r["format"] == "claude-code"]
     assert read and read[0]["note"] is None
+    assert rows[0]["read_nothing"] is True and read[0]["read_nothing"] is False
     # and before any kernel starts, report warns on stderr (the format was asked for: not refused)
     assert inc.check_inputs() == [f"door: {log} is forced to gatekit but reads as claude-code (steps); "
                                   "gatekit may find nothing in it"]

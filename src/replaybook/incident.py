@@ -275,8 +275,9 @@ class Incident:
     def inputs(self) -> list[dict]:
         """The manifest, then every file it names: ``path`` (relative to the manifest folder
         when inside it), ``sha256`` (hex, of the bytes on disk), ``bytes``, ``lines``,
-        ``format`` (``manifest`` for the manifest; ``None`` when no source read a file) and
-        ``note`` (why a file was skipped, what a loader left out, or ``None``).  The manifest
+        ``format`` (``manifest`` for the manifest; ``None`` when no source read a file),
+        ``note`` (why a file was skipped, what a loader left out, or ``None``) and, for the
+        files, ``read_nothing`` (its format found no record among its lines).  The manifest
         is evidence too: it sets the window, the storage mapping and the principals."""
         from ._jsonl import file_info
 
@@ -303,6 +304,7 @@ class Incident:
         notes = [n for n in (_input_note(d),) if n]
         if read_nothing:  # e.g. a {path, format} forcing a gateway format on a transcript
             notes.append(f"nothing in it was read as {d['format']}: is it another format?")
+        d["read_nothing"] = bool(read_nothing)
         n_q = set_aside.get(d["path"], 0)
         if n_q and d.get("format") is not None:  # (a file no source read is set aside whole)
             notes.append(f"{n_q} line{'' if n_q == 1 else 's'} set aside (see Quarantine)")

@@ -97,6 +97,14 @@ def test_header_counts_read_as_english(frames):
     q = _q("t.jsonl", 4, "{")
     assert '<a href="#quarantine">1 quarantine entry</a>' in S.header("t", "i.yaml", quarantine=q)
     assert "2 quarantine entries" in S.header("t", "i.yaml", quarantine=pd.concat([q, q]))
+    # an input its named format read nothing from is said at the top, linked to Inputs
+    inputs = [{"path": "incident.yaml", "format": "manifest"},
+              {"path": "t/<a>.jsonl", "format": "gatekit", "read_nothing": True},
+              {"path": "door/s.jsonl", "format": "door", "read_nothing": False}]
+    h = S.header("t", "i.yaml", inputs=inputs)
+    assert ('<strong><a href="#inputs">1 input file</a> read as nothing</strong> by the format the manifest '
+            "named for it: <code>t/&lt;a&gt;.jsonl</code> (gatekit)") in h
+    assert "read as nothing" not in S.header("t", "i.yaml", inputs=inputs[::2])
 
 
 def test_header_escapes_title():

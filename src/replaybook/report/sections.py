@@ -219,11 +219,14 @@ def header(
     calls: pd.DataFrame | None = None,
     generated_at: datetime | None = None,
     quarantine: pd.DataFrame | None = None,
+    inputs: Sequence[Mapping] = (),
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
-    (UTC), counts of transcripts, transcript events, door sessions and door calls, and of the
-    entries set aside (``quarantine``) when there are any, linked to that section."""
+    (UTC), counts of transcripts, transcript events, door sessions and door calls, of the
+    entries set aside (``quarantine``) when there are any, linked to that section, and of the
+    ``inputs`` rows (:attr:`~replaybook.Incident.inputs`) their format read nothing from
+    (``read_nothing``: a format forced on the wrong file), linked to Inputs."""
     when = generated_at or datetime.now(timezone.utc)
     manifest = Path(incident_path)
     shown = Path(manifest.parent.name, manifest.name) if manifest.is_absolute() else manifest
@@ -239,6 +242,13 @@ def header(
         n = len(quarantine)
         facts.append(f'<a href="#quarantine">{n:,} quarantine {"entry" if n == 1 else "entries"}</a>: '
                      "input set aside, not used")
+    unread = [r for r in inputs if r.get("read_nothing")]
+    if unread:
+        facts.append(f'<strong><a href="#inputs">{_count(len(unread), "input file")}</a> read as nothing</strong> '
+                     "by the format the manifest named for "
+                     + ("it" if len(unread) == 1 else "them") + ": "
+                     + ", ".join(f"<code>{esc(str(r['path']))}</code> ({esc(str(r.get('format')))})"
+                                 for r in unread[:5]))
     intro = ("<p>What the agent saw, in the order it saw it: the agent's own transcripts set beside "
              "the door's (MCP gateway's) record of every call it decided. All times are UTC.</p>")
     return STYLE + _section(None, f"<h1>{esc(title)}</h1>" + intro
