@@ -25,7 +25,7 @@ from replaybook._jsonl import expand_paths, iter_objects, quarantine_row, read_s
 from replaybook._text import to_utc as pandas_to_utc
 from replaybook.canonical import canonical_args
 from replaybook.frames import CALLS, QUARANTINE, LoadResult
-from replaybook.sources import _door_fast, door
+from replaybook.sources import _door_fast, _times, door
 from replaybook.sources.door import _quick_ok, _schema_error, load_door, meta_call_id
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -439,7 +439,7 @@ def test_existing_door_test_inputs(tmp_path):
 
 def test_utc_ns_is_to_utc_with_given():
     texts = ["2026-09-13T10:00:05.600Z", None, "", "x", "2026-09-13T10:00:05.5-07:30", "2026-02-30T10:00:00Z"]
-    ns, given = _door_fast.utc_ns(texts)
+    ns, given = _times.utc_ns(texts)
     expect = pandas_to_utc(texts)
     assert list(given) == [True, False, True, True, True, True]
     assert list(ns == np.iinfo(np.int64).min) == list(expect.isna())

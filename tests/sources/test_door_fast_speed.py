@@ -1,7 +1,7 @@
 """The door log's speed-ups beyond the per-file fast path (``sources/_door_fast.py``) give exactly
 what the per-line path gives:
 
-* the arithmetic conversion of common timestamps (:func:`_door_fast.iso_ns`), against
+* the arithmetic conversion of common timestamps (:func:`_times.iso_ns`), against
   ``_text.to_utc`` on shapes it takes and shapes it must leave to pandas;
 * the one-pass byte scan (:func:`_door_fast.scan`) against ``_jsonl``'s line count and the
   one-object-per-line shape;
@@ -21,7 +21,7 @@ import pytest
 
 from replaybook._jsonl import _count_lines
 from replaybook._text import to_utc
-from replaybook.sources import _door_fast, door
+from replaybook.sources import _door_fast, _times, door
 from replaybook.sources.door import load_door
 
 # the equivalence helpers of test_door_fast.py (loaded by path: tests/ is not a package)
@@ -71,7 +71,7 @@ def test_iso_ns_agrees_with_to_utc_where_it_takes_a_value(seed):
     taken = 0
     for w in widths:
         group = [(i, t) for i, t in enumerate(texts) if len(t) == w and t.isascii()]
-        ns, ok = _door_fast.iso_ns("".join(t for _, t in group).encode(), w)
+        ns, ok = _times.iso_ns("".join(t for _, t in group).encode(), w)
         for (i, t), v, good in zip(group, ns, ok):
             if good:
                 taken += 1
@@ -99,8 +99,8 @@ def test_parse_parts_is_utc_ns(seed):
         parts.append(_door_fast._ts_part(chunk, fixed))
         counts.append(len(chunk))
         flat.extend(chunk)
-    ns, given = _door_fast.parse_parts(parts, counts)
-    ns2, given2 = _door_fast.utc_ns(flat)
+    ns, given = _times.parse_parts(parts, counts)
+    ns2, given2 = _times.utc_ns(flat)
     assert list(ns) == list(ns2)
     assert list(given) == list(given2)
     assert any(type(p) is tuple for p in parts)
@@ -109,7 +109,7 @@ def test_parse_parts_is_utc_ns(seed):
 def test_common_timestamps_take_the_arithmetic_way():
     ts = pd.Timestamp("2026-09-13T10:00:05.600Z")
     texts = [(ts + pd.Timedelta(milliseconds=37 * i)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z" for i in range(100)]
-    ns, ok = _door_fast.iso_ns("".join(texts).encode(), 24)
+    ns, ok = _times.iso_ns("".join(texts).encode(), 24)
     assert ok.all() and list(ns) == [t.value for t in to_utc(texts)]
 
 

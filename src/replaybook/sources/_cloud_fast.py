@@ -299,9 +299,9 @@ def _int_column(values: list):
 def _utc(chunks: Chunks) -> pd.arrays.DatetimeArray:
     """``to_utc(chunks.column("ts")).array``, cheaper: a block whose times are all ASCII text
     of one width is converted arithmetically where it has the common ``…THH:MM:SS[.f]Z``
-    shape (:func:`~._door_fast.parse_parts`, exact where it takes a value), the rest by
+    shape (:func:`~._times.parse_parts`, exact where it takes a value), the rest by
     :func:`~replaybook._text.to_utc`."""
-    from ._door_fast import parse_parts
+    from ._times import parse_parts
 
     parts: list = []
     counts: list[int] = []
