@@ -20,6 +20,8 @@ def test_join_prints_the_expected_assignment(capsys):
     assert {s["door_session"]: s["status"] for s in out["sessions"]} == {
         "door-sess-a": "matched", "door-sess-b": "matched"}
     assert out["offset_ms"] == 400.0  # the door's clock runs 0.4 s ahead in this case
+    # the margin is a difference of step counts: printed as an integer, not 2.0
+    assert [(s["margin"], type(s["margin"])) for s in out["sessions"]] == [(2, int), (2, int)]
 
 
 def test_join_table_is_readable(capsys):

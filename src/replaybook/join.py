@@ -163,8 +163,10 @@ class JoinResult:
                     v = None
                 elif isinstance(v, np.integer):
                     v = int(v)
-                elif isinstance(v, np.floating):
+                elif isinstance(v, (float, np.floating)):
                     v = float(v)
+                    if k == "margin" and v.is_integer():  # a difference of step counts
+                        v = int(v)
                 d[k] = v
             sess.append(d)
         return {
