@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import platform
 import re
 import sys
 from pathlib import Path
@@ -36,6 +38,21 @@ def test_tiny_report_files_and_names(rendered_tiny):
     assert Path(rendered_tiny["ipynb"]).name == "tiny-incident.ipynb"
     assert Path(rendered_tiny["html"]).name == "tiny-incident.html"
     assert rendered_tiny["attempts"] == 1
+
+
+def test_executed_notebook_holds_no_local_paths(rendered_tiny, tiny_incident):
+    # the executed .ipynb is shared like the HTML: neither the evidence folder, the output
+    # folder nor the install location appears in it
+    text = read(rendered_tiny["ipynb"])
+    out_dir = str(Path(rendered_tiny["ipynb"]).parent)
+    for path in (str(tiny_incident.parent), out_dir, str(Path(R.__file__).parents[2]), sys.prefix):
+        assert path not in text, path
+    nb = nbformat.read(rendered_tiny["ipynb"], as_version=4)
+    meta = nb.metadata["papermill"]
+    assert meta["parameters"]["incident_path"] == "incident.yaml"
+    assert (meta["input_path"], meta["output_path"]) == ("replaybook/report/review.ipynb", "tiny-incident.ipynb")
+    # the header still names the manifest by its folder
+    assert f"<code>{tiny_incident.parent.name}/incident.yaml</code>" in read(rendered_tiny["html"])
 
 
 def test_tiny_report_is_offline_without_code(rendered_tiny):
@@ -77,12 +94,13 @@ def test_tiny_notebook_metadata_and_interpreter(rendered_tiny):
     assert nb["metadata"]["language_info"]["name"] == "python"
     assert nb["metadata"]["language_info"]["version"].startswith(f"{sys.version_info[0]}.{sys.version_info[1]}")
     nbformat.validate(nbformat.reads(json.dumps(nb), as_version=4))
-    # the hidden "remove" cell recorded which interpreter the kernel ran: this one, though the
-    # render ran with the venv absent from PATH
+    # the hidden "remove" cell recorded which interpreter the kernel ran (a digest of its path):
+    # this one, though the render ran with the venv absent from PATH
     outs = [o for c in nb["cells"] if "remove" in c["metadata"].get("tags", []) and c["cell_type"] == "code"
             for o in c["outputs"]]
     text = "".join("".join(o.get("text", "")) for o in outs)
-    assert f"python: {sys.executable}\n" in text
+    digest = hashlib.sha256(sys.executable.encode()).hexdigest()[:16]
+    assert f"python: {platform.python_version()} {digest}\n" in text
     tags = [c["metadata"].get("tags", []) for c in nb["cells"]]
     assert ["injected-parameters"] in tags and ["parameters"] in tags
 
@@ -177,7 +195,7 @@ def test_demo_report_renders(rendered_demo):
     assert re.search(r"<li><code>[0-9a-f-]{36}</code></li>", residual)
     nb = json.loads(read(out["ipynb"]))
     assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"
-    assert f"python: {sys.executable}" in json.dumps(nb)
+    assert f"python: {platform.python_version()} {hashlib.sha256(sys.executable.encode()).hexdigest()[:16]}" in json.dumps(nb)
 
 
 def test_a_foreign_python3_kernelspec_is_not_used(tiny_incident, tmp_path, monkeypatch):

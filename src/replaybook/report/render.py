@@ -138,7 +138,9 @@ def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, star
         pm.execute_notebook(
             str(template),
             str(out_ipynb),
-            parameters={"incident_path": str(incident), "interactive": False},
+            # the manifest's name, read from its folder (the kernel's working directory): the
+            # executed notebook is shared like the HTML, so the investigator's paths stay out
+            parameters={"incident_path": incident.name, "interactive": False},
             kernel_name=KERNELSPEC["name"],
             language="python",
             execution_timeout=timeout,
@@ -146,8 +148,23 @@ def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, star
             kernel_manager_class=_this_python_kernel_manager(),
             progress_bar=False,
             log_output=False,
-            cwd=str(incident.parent if incident.is_file() else incident),
+            cwd=str(incident.parent),
         )
+    _drop_paths(out_ipynb, template)
+
+
+def _drop_paths(out_ipynb: Path, template: Path) -> None:
+    """Replace the absolute paths papermill records in the executed notebook's metadata
+    (``input_path``: the template; ``output_path``) by the template's name within the package
+    (or its file name) and the notebook's file name."""
+    nb = nbformat.read(str(out_ipynb), as_version=4)
+    pm_meta = nb.metadata.get("papermill")
+    if not pm_meta:
+        return
+    pm_meta["input_path"] = ("replaybook/report/" + template.name if template == REVIEW_NOTEBOOK
+                             else template.name)
+    pm_meta["output_path"] = out_ipynb.name
+    nbformat.write(nb, str(out_ipynb))
 
 
 def to_html(ipynb: str | Path, html_path: str | Path | None = None) -> Path:

@@ -228,8 +228,8 @@ def header(
     ``inputs`` rows (:attr:`~replaybook.Incident.inputs`) their format read nothing from
     (``read_nothing``: a format forced on the wrong file), linked to Inputs."""
     when = generated_at or datetime.now(timezone.utc)
-    manifest = Path(incident_path)
-    shown = Path(manifest.parent.name, manifest.name) if manifest.is_absolute() else manifest
+    manifest = Path(incident_path).resolve()  # relative: to the working directory (the report's: its folder)
+    shown = Path(manifest.parent.name, manifest.name)
     facts = [f"Manifest: <code>{esc(shown.as_posix())}</code>",
              f"Generated: {esc(fmt_ts(pd.Timestamp(when)))}"]
     if steps is not None:
