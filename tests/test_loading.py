@@ -78,3 +78,41 @@ def test_a_format_forced_on_a_binary_file_is_refused_naming_the_file(tmp_path):
     text.write_text("{bad\n")
     got = load_frame(text, "steps", source="claude-code")  # text with a damaged line: quarantined, not refused
     assert got.result.quarantine["line_no"].tolist() == [1]
+
+
+def test_a_file_named_twice_or_copied_is_read_once(tmp_path, capsys):
+    # a folder and a file in it both given, and a copy of that file under another folder: the
+    # door calls count once (they counted twice, halving every session's share), the copy is
+    # listed with its hash and why it was not read
+    src = FIX / "join_trap" / "door" / "analyst"
+    door = tmp_path / "door" / "analyst"
+    door.mkdir(parents=True)
+    for f in src.iterdir():
+        (door / f.name).write_bytes(f.read_bytes())
+    n_a = len((door / "door-sess-a.jsonl").read_bytes().splitlines())
+    n_b = len((door / "door-sess-b.jsonl").read_bytes().splitlines())
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    (backup / "door-sess-a.jsonl").write_bytes((door / "door-sess-a.jsonl").read_bytes())
+
+    loaded = replaybook.load([tmp_path / "door", door / "door-sess-a.jsonl", backup])
+    assert len(loaded["calls"]) == n_a + n_b
+    assert loaded["calls"]["door_session"].value_counts().to_dict() == {"door-sess-a": n_a, "door-sess-b": n_b}
+    files = loaded.files.set_index("path")
+    assert list(files.index).count(str(door / "door-sess-a.jsonl")) == 1
+    copy = files.loc[str(backup / "door-sess-a.jsonl")]
+    assert copy["rows"] == 0
+    assert copy["note"] == f"same content as {door / 'door-sess-a.jsonl'}: read once"
+
+    # the CLI, with the same folder twice
+    assert main(["load", "calls", str(tmp_path / "door"), str(tmp_path / "door")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == n_a + n_b
+
+    # a manifest listing the folder, one of its files and the copy
+    (tmp_path / "incident.yaml").write_text(
+        "title: t\ntranscripts: []\ndoor: [door/, door/analyst/door-sess-a.jsonl, backup/]\n")
+    inc = replaybook.Incident.load(tmp_path / "incident.yaml")
+    assert len(inc.calls) == n_a + n_b
+    notes = {r["path"]: r["note"] for r in inc.inputs}
+    # (the report's paths are relative to the manifest's folder, the earlier file's too)
+    assert notes["backup/door-sess-a.jsonl"] == "same content as door/analyst/door-sess-a.jsonl: read once"

@@ -176,13 +176,14 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
     A file is taken as given, whatever its name.  A folder is walked recursively, sorted, for
     regular files that are not symlinks (symlinked folders are not entered) and, when ``accept``
     is given, for which ``accept(file)`` is true.  With ``unique`` a file met again (same
-    resolved path) is left out after its first place; without it every place is kept.
+    resolved path: a folder and a file in it both given, say) is left out after its first
+    place — read twice, its rows would count twice; without it every place is kept.  (One path
+    cannot name a file twice, so only several paths are resolved.)
 
     Raises:
         InputError: a path is neither a file nor a folder (``no such file or folder``).
     """
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     out: list[Path] = []
     seen: set[Path] = set()
     for p in map(Path, paths):
@@ -193,7 +194,7 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
             found = [p]
         else:
             raise InputError("no such file or folder", p)
-        if not unique:
+        if not unique or len(paths) == 1:
             out.extend(found)
             continue
         for q in found:

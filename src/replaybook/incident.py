@@ -301,6 +301,8 @@ class Incident:
         read_nothing = (d.get("format") is not None and not d.get("skipped") and not rows.get(d["path"])
                         and (d.get("ignored_lines") or d.get("not_calls")))
         d["path"] = self._shown(d["path"])
+        if d.get("same_as"):
+            d["same_as"] = self._shown(d["same_as"])
         notes = [n for n in (_input_note(d),) if n]
         if read_nothing:  # e.g. a {path, format} forcing a gateway format on a transcript
             notes.append(f"nothing in it was read as {d['format']}: is it another format?")
@@ -387,13 +389,17 @@ class Incident:
 
 
 def _concat(parts: list[LoadResult], spec) -> LoadResult:
+    """The parts of one frame (one per format group of a manifest list) as one load, a file
+    listed twice or copied under another path read once (:func:`~replaybook.loading.read_once`)."""
+    from .loading import read_once
+
     if not parts:
         return LoadResult(frame=spec.empty())
     if len(parts) == 1:
-        return parts[0]
+        return read_once(parts[0])
     frame = pd.concat([p.frame for p in parts], ignore_index=True)
-    return LoadResult(frame=frame,
-                      quarantine=pd.concat([p.quarantine for p in parts], ignore_index=True),
-                      inputs=[i for p in parts for i in p.inputs])
+    return read_once(LoadResult(frame=frame,
+                                quarantine=pd.concat([p.quarantine for p in parts], ignore_index=True),
+                                inputs=[i for p in parts for i in p.inputs]))
 
 

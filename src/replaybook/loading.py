@@ -55,8 +55,9 @@ class Loaded:
 
 def _walk(paths: Iterable[str | Path]) -> list[Path]:
     """Files named by ``paths``: files as given, folders walked (sorted; symlinks and
-    :data:`_SKIP_NAMES` left out), every place kept.  Raises InputError for a missing path."""
-    return expand_paths(paths, accept=lambda q: q.name not in _SKIP_NAMES, unique=False)
+    :data:`_SKIP_NAMES` left out), a file named twice taken once.  Raises InputError for a
+    missing path."""
+    return expand_paths(paths, accept=lambda q: q.name not in _SKIP_NAMES)
 
 
 def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MIN_CONFIDENCE) -> Loaded:
@@ -109,6 +110,7 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
             quarantine=pd.concat([prev.quarantine, res.quarantine], ignore_index=True),
             inputs=prev.inputs + res.inputs,
         )
+    results = {k: read_once(v) for k, v in results.items()}
     df = pd.DataFrame(table, columns=["path", "source", "frame", "confidence", "note"])
     rows, quar, notes = [], [], []
     for r in df.itertuples(index=False):
@@ -135,10 +137,50 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
                                              "quarantined", "note"]])
 
 
+def read_once(res: LoadResult) -> LoadResult:
+    """``res`` without the rows of an input file whose bytes equal an earlier input's.
+
+    A copy of the same log under another path (``door/`` and a copy of one of its files in
+    ``door-backup/``, say) would otherwise count its calls or events twice.  The earlier file
+    (in ``res.inputs`` order) is kept; the copy's rows and quarantine rows (by ``source_file``)
+    are left out and its ``inputs`` entry is marked ``skipped``, ``same_as`` the earlier path
+    (said as "same content as <earlier path>: read once") — listed, hashed, not read.  Files already
+    skipped, and empty ones, are not compared.  Returns ``res`` itself when no two inputs share
+    a SHA-256 (one pass over ``res.inputs``; the frame is untouched).
+    """
+    first: dict[str, str] = {}
+    copies: dict[str, str] = {}
+    for info in res.inputs:
+        sha, path = info.get("sha256"), info.get("path")
+        if not sha or path is None or info.get("skipped") or not info.get("bytes"):
+            continue
+        if sha in first and first[sha] != path:
+            copies[path] = first[sha]
+        else:
+            first.setdefault(sha, path)
+    if not copies:
+        return res
+    inputs = []
+    for info in res.inputs:
+        earlier = copies.get(info.get("path")) if not info.get("skipped") else None
+        if earlier is not None:
+            info = dict(info, skipped=True, same_as=earlier)
+        inputs.append(info)
+    frame, quarantine = res.frame, res.quarantine
+    names = list(copies)
+    if len(frame):
+        frame = frame[~frame["source_file"].isin(names).to_numpy(bool)].reset_index(drop=True)
+    if len(quarantine):
+        quarantine = quarantine[~quarantine["source_file"].isin(names).to_numpy(bool)].reset_index(drop=True)
+    return LoadResult(frame=frame, quarantine=quarantine, inputs=inputs)
+
+
 def _input_note(info: dict) -> str | None:
     """What a loader said of one input file, in words (``skipped: CloudTrail digest file``,
     ``3 duplicate lines``, ``2 lines of other kinds ignored``), or ``None``."""
     parts = []
+    if info.get("same_as"):
+        return f"same content as {info['same_as']}: read once"
     if info.get("skipped"):
         parts.append(f"skipped: {info.get('reason') or 'no records'}")
     other = info.get("ignored_lines") or info.get("not_calls")  # (cloud / gateway loaders)
@@ -232,7 +274,7 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
         for p in paths:  # a format forced on a file that is not text at all: the user's to fix
             if _binary_file(p):
                 raise InputError(f"not a text file (binary data): it cannot be read as {source}", p)
-        res = src.load(paths)
+        res = read_once(src.load(paths))
         if not res.inputs:
             raise InputError(f"source {source!r} found no input files in {', '.join(map(str, paths))}")
         return FrameLoad(result=res, sources={i["path"]: source for i in res.inputs if "path" in i})

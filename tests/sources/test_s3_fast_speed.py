@@ -234,8 +234,9 @@ def test_same_file_twice_and_out_of_order_times(tmp_path):
 
 def test_inputs_hash_the_bytes_on_disk_and_a_missing_file_fails_in_turn(tmp_path):
     a = _file(tmp_path, "a", [_line(0)])
-    res = s3_access.load_s3_access([a, a])
-    assert [i["sha256"] for i in res.inputs] == [hashlib.sha256(a.read_bytes()).hexdigest()] * 2
+    res = s3_access.load_s3_access([a, a])  # a file named twice is read once
+    assert [i["sha256"] for i in res.inputs] == [hashlib.sha256(a.read_bytes()).hexdigest()]
+    assert len(res.frame) == 1
     with pytest.raises(InputError):
         s3_access.load_s3_access([a, tmp_path / "missing"])
     assert gc.isenabled()

@@ -126,7 +126,7 @@ def iter_files(paths: str | Path | Iterable[str | Path], loader: str, inputs: li
     Raises:
         InputError: a path does not exist, or a file cannot be opened or read.
     """
-    for path in expand_paths(paths, accept=lambda q: not q.name.startswith("."), unique=False):
+    for path in expand_paths(paths, accept=lambda q: not q.name.startswith(".")):
         size, data, problem = read_input(path)
         info = input_entry(path, size, data, loader, problem)
         inputs.append(info)

@@ -186,7 +186,7 @@ def prefetched_files(paths: str | Path | Iterable[str | Path], loader: str, inpu
         InputError: a path does not exist, or a file cannot be opened or read (raised when
             that file's turn comes, as the reference reader does).
     """
-    files = expand_paths(paths, accept=lambda q: not q.name.startswith("."), unique=False)
+    files = expand_paths(paths, accept=lambda q: not q.name.startswith("."))
     if not files:
         return
     reader = ReadAhead(files)
@@ -468,7 +468,7 @@ def load_files(paths: str | Path | Iterable[str | Path], loader: str,
     Raises:
         InputError: a path does not exist, or a file cannot be opened or read.
     """
-    files = expand_paths(paths, accept=lambda q: not q.name.startswith("."), unique=False)
+    files = expand_paths(paths, accept=lambda q: not q.name.startswith("."))
     quarantine: list[dict] = []
     inputs: list[dict] = []
     blocks: list[dict] = []

@@ -141,7 +141,7 @@ def _load(paths: str | Path | Iterable[str | Path], *, fast: bool) -> LoadResult
 
     from . import _door_fast
 
-    files = expand_paths(paths, accept=_log_name, unique=False)
+    files = expand_paths(paths, accept=_log_name)
     quarantine: list[dict] = []
     inputs: list[dict] = []
     blocks = []
