@@ -264,3 +264,37 @@ def test_quarantine_summary_counts_whole_files_apart_from_lines():
     assert "1 whole file could not be used and was set aside" in S.quarantine_summary(q)
     q = pd.concat([q, _q("t.jsonl", 4, "{", error="not JSON")], ignore_index=True)
     assert "1 input line and 1 whole file could not be used and were set aside" in S.quarantine_summary(q)
+
+
+def test_session_calls_show_what_the_agent_got_back(frames):
+    steps, calls, pairs, _ = frames
+    long = "row " * 600  # 2,400 characters: a preview, the rest behind a click, cut at RESULT_LIMIT
+    steps = steps.copy()
+    steps.loc[steps["seq"] == 1, "result_text"] = long
+    calls = calls.copy()
+    calls.loc[calls["seq"] == 3, "error"] = "upstream timed out <b>x</b>"
+    h = S.session_calls(calls, pairs, "s1", steps=steps)
+    no_raw_html(h)
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1:]
+    # the matched call's result, as its transcript recorded it
+    assert "<details><summary>" in rows[0] and f">{'row ' * 39}row…</span></summary>" in rows[0]
+    assert ("row " * 499 + "row…") in rows[0] and ("row " * 501) not in rows[0]
+    # the refused call: what the client was shown, marked as an error, escaped
+    assert '<span class="rb-decision-deny">error:</span>' in rows[1]
+    assert "denied &lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in rows[1]
+    # the door's own error for a call; a call no step claims got back nothing the report knows of
+    assert "upstream timed out &lt;b&gt;x&lt;/b&gt;" in rows[2] and rows[2].endswith("<td>—</td>")
+
+
+def test_unassigned_transcripts_show_what_they_called_and_got_back(frames):
+    steps = frames[0].copy()
+    steps.loc[steps["seq"] == 1, "result_text"] = "32 rows"
+    h = S.unassigned_transcripts(steps, ["t1"])
+    no_raw_html(h)
+    assert 'id="unassigned"' in h and "Transcript t1" in h and "3 tool calls" in h
+    assert "&lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in h  # the prompt, escaped
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1:]
+    assert [re.search(r"<code>(\{.*?\})</code>", r).group(1) for r in rows] == [
+        '{&quot;path&quot;:&quot;a&quot;}', '{&quot;path&quot;:&quot;.env&quot;}', '{&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}']
+    assert "32 rows" in rows[0] and "error:" in rows[1] and rows[2].endswith("<td>—</td>")
+    assert S.unassigned_transcripts(steps, []) == ""

@@ -36,6 +36,8 @@ __all__ = [
     "timeline_section",
     "session_calls",
     "all_session_calls",
+    "result_cell",
+    "unassigned_transcripts",
     "refused_calls",
     "inputs_table",
     "quarantine_summary",
@@ -65,6 +67,8 @@ STYLE = """<style type="text/css">
 .rb-status-unmatched { background: #fdecea; color: #b00020; }
 .rb-decision-deny { color: #b00020; font-weight: 600; }
 .rb-sentences li { margin: 0.2em 0; }
+.rb-result { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3em 0 0; }
+.rb-section details summary { cursor: pointer; }
 </style>"""
 
 
@@ -146,6 +150,27 @@ def _cell(v: Any, kind: str) -> tuple[str, str]:
     if isinstance(v, (bool, np.bool_)):
         return "", "yes" if v else "no"
     return "", esc(v, 300)
+
+
+#: Characters of a tool result shown before "…" (beyond it, a click shows up to RESULT_LIMIT).
+RESULT_PREVIEW = 160
+#: Characters of a tool result the report holds at most (the steps frame keeps 4,000).
+RESULT_LIMIT = 2000
+
+
+def result_cell(text: Any, is_error: Any = None) -> str:
+    """What the agent got back for one tool call, as the transcript recorded it, as escaped
+    table-cell markup: the first :data:`RESULT_PREVIEW` characters, the rest (up to
+    :data:`RESULT_LIMIT`) behind a click; "error" first when the client marked it an error;
+    "—" when the transcript holds no result."""
+    if _isna(text):
+        return "—"
+    s = str(text)
+    mark = '<span class="rb-decision-deny">error:</span> ' if is_error is True or is_error is np.True_ else ""
+    if len(s) <= RESULT_PREVIEW:
+        return f'{mark}<span class="rb-result">{esc(s)}</span>'
+    return (f'<details><summary>{mark}<span class="rb-result">{esc(s, RESULT_PREVIEW)}</span></summary>'
+            f'<pre class="rb-result">{esc(s, RESULT_LIMIT)}</pre></details>')
 
 
 def table(
@@ -432,16 +457,23 @@ def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd
 def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session: str, *,
                   steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS) -> str:
     """What one door session's calls reached, in the door's order (``seq``): time, tool, object,
-    decision, rule, rows, bytes, arguments, and the tool-use id (and step seq) of the transcript
-    step the join matched to each call ("—" when none)."""
+    decision, rule, rows, bytes, the error the door logged, arguments, the tool-use id (and step
+    seq) of the transcript step the join matched to each call ("—" when none) and what that step
+    got back, as the transcript recorded it (:func:`result_cell`)."""
     c = calls[calls["door_session"] == door_session].sort_values(["seq", "ts"], na_position="last")
     m = _matched_steps(pairs, steps)
     m = m[m["door_session"] == door_session].drop(columns=["door_session"])
     c = c.merge(m, left_on="seq", right_on="call_seq", how="left")
+    if "step_result" in c.columns:
+        c["got_back"] = [result_cell(t, e) for t, e in zip(c["step_result"], c["is_error"])]
+    else:
+        c["got_back"] = "—"
     cols = [("seq", "seq", "num"), ("ts", "time (UTC)", "ts"), ("tool", "tool", "code"),
             ("object", "object", "code"), ("decision", "decision", "text"), ("rule", "rule", "code"),
-            ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("args_key", "arguments", "code"),
-            ("step_call_id", "transcript tool-use id", "code"), ("step_seq", "step seq", "num")]
+            ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("error", "door logged error", "text"),
+            ("args_key", "arguments", "code"),
+            ("step_call_id", "transcript tool-use id", "code"), ("step_seq", "step seq", "num"),
+            ("got_back", "what the agent got back (transcript)", "html")]
     agent = c["agent"].dropna().iloc[0] if len(c) and c["agent"].notna().any() else None
     sub = _count(len(c), "call") + (f", agent {agent}" if agent is not None else "")
     return _section(f"Door session {door_session}",
@@ -458,11 +490,49 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
         order = list(pd.unique(calls.sort_values("ts")["door_session"].dropna()))
     parts = [session_calls(calls, pairs, s, steps=steps, max_rows=max_rows) for s in order]
     intro = ("<p>Per door session, every call in the door's order: what it reached (object), what the door "
-             "decided and returned, and the transcript tool call the join matched it to. Refused calls are "
+             "decided and returned, the transcript tool call the join matched it to and what the agent got back, "
+             "as its transcript recorded it (click a result to see more of it). Refused calls are "
              "highlighted.</p>")
     if not parts:
         intro += '<p class="rb-note">No door calls.</p>'
     return _section("What each call reached", intro + "".join(parts), anchor="calls")
+
+
+def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *, max_rows: int = MAX_ROWS,
+                           max_transcripts: int = 50, limit: int = 600) -> str:
+    """What each transcript no door session was assigned to asked, called and got back, from its
+    own record (a transcripts-only incident, or one whose door log misses these sessions): per
+    transcript (at most ``max_transcripts``, in ``transcript_ids`` order) its prompts and last
+    text answer (cut to ``limit`` characters), then every tool call in order — time, agent
+    (sub-agents), server, tool, arguments and what it got back (:func:`result_cell`).  Empty
+    when there are none."""
+    ids = [t for t in transcript_ids if not _isna(t)]
+    if not ids or steps is None or not len(steps):
+        return ""
+    parts = []
+    for tid in ids[:max_transcripts]:
+        t = steps[steps["transcript_id"] == tid]
+        main = t[t["agent_id"].isna()]
+        prompts = main[main["kind"] == "user_prompt"]["text"].dropna().tolist()
+        answers = main[(main["kind"] == "model_request") & main["text"].notna()]["text"].tolist()
+        tc = t[t["kind"] == "tool_call"].sort_values(["seq"])
+        tc = tc.assign(got_back=[result_cell(x, e) for x, e in zip(tc["result_text"], tc["is_error"])])
+        body = "".join(f"<blockquote>{esc(p, limit)}</blockquote>" for p in prompts[:3])
+        if len(prompts) > 3:
+            body += f'<p class="rb-note">… and {_count(len(prompts) - 3, "more prompt")}.</p>'
+        if answers:
+            body += f"<p>Answered (last text):</p><blockquote>{esc(answers[-1], limit)}</blockquote>"
+        body += table(tc, [("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"), ("agent_id", "sub-agent", "code"),
+                           ("server", "server", "code"), ("tool", "tool", "code"), ("args_key", "arguments", "code"),
+                           ("got_back", "what the agent got back", "html")],
+                      max_rows=max_rows, empty="No tool calls.")
+        parts.append(_section(f"Transcript {tid}", f'<p class="rb-note">{esc(_count(len(tc), "tool call"))}</p>'
+                              + body, level=3))
+    intro = ("<p>Transcripts no door session was assigned to: what each agent was asked, what it called and what "
+             "it got back, in order, from its own transcript. No door record confirms these calls.</p>")
+    if len(ids) > max_transcripts:
+        intro += f'<p class="rb-note">Showing the first {max_transcripts} of {len(ids):,} transcripts.</p>'
+    return _section("Transcripts no door session explains", intro + "".join(parts), anchor="unassigned")
 
 
 def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
@@ -541,8 +611,9 @@ CANNOT_PROVE_TEXT = (
     "its canonical arguments and the time (or, where the door logged it, the client's tool-use id).",
     "Two agents making the same call with the same arguments within the window look alike; a link resting "
     "on a few such calls (low share, margin 0) is a hypothesis, not a fact.",
-    "The door records decisions and sizes (rows, bytes), never the data itself: this report cannot show "
-    "what content the agent received, only what it reached and how much came back.",
+    "The door records decisions and sizes (rows, bytes), never the data itself. What the agent got back is "
+    "shown from its own transcript (cut to its first characters), which the door cannot confirm: it shows what "
+    "the client recorded, not what the data source sent.",
     "Transcripts are written by the client on the agent's machine; the door log is written by the gateway. "
     "Neither is signed here: the SHA-256 list ties the report to these files, not to what happened.",
     "Built-in tools and MCP servers that do not pass through the door never appear in the door log, so "
