@@ -31,15 +31,17 @@ def test_join_table_is_readable(capsys):
     assert rc == 0
     rows = [ln.split() for ln in out.splitlines()[1:] if ln.startswith("door-")]
     # share as a percentage, margin and offset without a trailing ".0"
-    assert [(r[0], r[4], r[7], r[8], r[9]) for r in rows] == [
-        ("door-sess-a", "100%", "2", "matched", "+400"), ("door-sess-b", "100%", "2", "matched", "+400")]
+    # and what the agreement rests on (method)
+    assert [(r[0], r[4], r[7], r[8], r[9], r[10]) for r in rows] == [
+        ("door-sess-a", "100%", "2", "matched", "content", "+400"),
+        ("door-sess-b", "100%", "2", "matched", "content", "+400")]
     # sessions no transcript agrees with: their figures are "-", never <NA> or NaN
     rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
                "--calls", str(FIX / "join_trap" / "door"), "--min-agreed", "50"])
     out = capsys.readouterr().out
     assert rc == 0 and "<NA>" not in out and "NaN" not in out
     rows = [ln.split() for ln in out.splitlines()[1:] if ln.startswith("door-")]
-    assert [r[1:5] + r[7:10] + r[11:] for r in rows] == [["-"] * 4 + ["-", "unmatched", "-", "-"]] * 2
+    assert [r[1:5] + r[7:11] + r[12:] for r in rows] == [["-"] * 4 + ["-", "unmatched", "-", "-", "-"]] * 2
 
 
 def test_load_calls_jsonl_and_parquet(tmp_path, capsys):

@@ -348,7 +348,7 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
     else:
         cols = ["door_session", "transcript_id", "agreed", "transcript_tool_steps", "share",
-                "runner_up", "runner_up_agreed", "margin", "status", "offset_ms",
+                "runner_up", "runner_up_agreed", "margin", "status", "method", "offset_ms",
                 "unclaimed_calls", "unmatched_steps"]
         view = res.sessions[cols].astype(object)
         view["share"] = [None if pd.isna(v) else f"{v:.0%}" for v in view["share"]]

@@ -136,6 +136,14 @@ def test_join_summary_and_confidence(frames):
           method="content"), "Weak"),
     (dict(door_session="a", calls=10, agreed=3, transcript_id="t", status="ambiguous", share=0.3, margin=0.0,
           runner_up="u", runner_up_agreed=3, method="content"), "ambiguous"),
+    # a gateway that logs no arguments: tool and time only, never called an argument match
+    (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
+          method="tool_time"), "Moderate confidence — matched to transcript t; 10 of 10 calls (100%) agree "
+                              "(same tool, at times within 60 s); without this link the best assignment would "
+                              "agree on 5 fewer steps; the gateway logged no arguments, so arguments were not compared"),
+    (dict(door_session="a", calls=10, agreed=2, transcript_id="t", status="matched", share=0.2, margin=1.0,
+          method="tool_time"), "Weak — matched to transcript t; 2 of 10 calls (20%) agree (only a few calls share "
+                               "tool and time within 60 s)"),
 ])
 def test_confidence_levels(row, expect):
     text = S.confidence_sentence(row, 60)

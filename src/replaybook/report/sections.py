@@ -308,25 +308,31 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
                 f"equally good assignment exists (margin {_fmt_num(margin, '{:g}')}){alt}; treat the link as unproven.")
     share_f = 0.0 if _isna(share) else float(share)
     margin_f = 0.0 if _isna(margin) else float(margin)
+    # what the content agreement compared: arguments too, or (a gateway that logs none) tool and time only
+    tool_time_only = "tool_time" in method and "content" not in method
+    compared = "tool" if tool_time_only else "tool and canonical arguments"
     if "meta_id" in method:
         level = "Strong"
         how = "the door logged the client's own tool-use ids, and they match the transcript's"
-    elif share_f >= 0.9 and margin_f >= 2 and agreed >= 3:
+    elif share_f >= 0.9 and margin_f >= 2 and agreed >= 3 and not tool_time_only:
         level = "High confidence"
-        how = f"same tool and canonical arguments, at times{within}"
+        how = f"same {compared}, at times{within}"
     elif share_f >= 0.5 and margin_f >= 1 and agreed >= 2:
         level = "Moderate confidence"
-        how = f"same tool and canonical arguments, at times{within}"
+        how = f"same {compared}, at times{within}"
     else:
         level = "Weak"
-        how = f"only a few calls share tool, arguments and time{within}"
+        how = f"only a few calls share {'tool and time' if tool_time_only else 'tool, arguments and time'}{within}"
     s = (f"Door session {ds}: {level} — matched to transcript {tid}; {agreed} of {calls} calls "
          f"({_pct(share)}) agree ({how})")
     if margin_f > 0:
         s += f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer steps"
     if level == "Moderate confidence" and agreed < 3:
         s += f"; only {_count(int(agreed), 'agreeing step')} — little evidence either way"
-    if "tool_time" in method:
+    if tool_time_only:
+        s += ("; the gateway logged no arguments, so arguments were not compared: agreement on tool and time "
+              "alone is weaker evidence")
+    elif "tool_time" in method:
         s += ("; some calls agree on tool and time only (their gateway logged no arguments), which is "
               "weaker evidence")
     residual = []
