@@ -38,6 +38,13 @@ def test_manifest_errors_name_the_field(tmp_path):
     (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: [t/*.jsonl]\ndoor: [d/]\n")
     with pytest.raises(ManifestError, match="matches no file"):
         replaybook.Incident.load(tmp_path)
+    # an empty folder is said the same way (it read as "0 requests", a clean-looking result)
+    (tmp_path / "d" / "agent").mkdir(parents=True)
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: []\ndoor: [d/]\n")
+    with pytest.raises(ManifestError, match="'d/' is an empty folder: no file in it to read"):
+        replaybook.Incident.load(tmp_path)
+    (tmp_path / "d" / "agent" / "s.jsonl").write_text("")
+    assert replaybook.Incident.load(tmp_path).calls.empty  # a file, even empty, is evidence listed
     (tmp_path / "incident.yaml").write_text("title: [unclosed\n")
     with pytest.raises(ManifestError, match="not valid YAML") as e:
         replaybook.Incident.load(tmp_path / "incident.yaml")

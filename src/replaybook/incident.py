@@ -95,6 +95,10 @@ def _expand(base: Path, pattern: str, manifest: Path) -> list[Path]:
         return found
     if not full.exists():
         raise ManifestError(f"{pattern!r} does not exist (looked for {full})", manifest)
+    if full.is_dir() and not any(q.is_file() for q in full.rglob("*")):
+        # like a glob that matches nothing: a listed source with no evidence in it is a mistake
+        # to say, not a clean result ("0 requests") to report
+        raise ManifestError(f"{pattern!r} is an empty folder: no file in it to read", manifest)
     return [full]
 
 
