@@ -204,3 +204,15 @@ def test_sources_lists_every_registered_format_under_its_frame(capsys):
             listed[line.split()[0]] = frame
     assert listed == {n: registry.get(n).frame for n in registry.names()}
     assert listed["claude-code"] == "steps" and listed["door"] == "calls" and listed["aws.s3_access"] == "access"
+
+
+def test_load_out_makes_its_folder(tmp_path, capsys):
+    # as `report --out` does; it crashed with an internal error (exit 1) after the whole load
+    out = tmp_path / "new" / "deeper" / "calls.jsonl"
+    assert main(["load", "calls", str(FIX / "join_trap" / "door"), "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 8
+    assert main(["load", "auto", str(FIX / "join_trap"), "--out", str(tmp_path / "auto" / "x.jsonl")]) == 0
+    assert sorted(p.name for p in (tmp_path / "auto").iterdir()) == ["x.calls.jsonl", "x.steps.jsonl"]
+    (tmp_path / "file").write_text("")
+    assert main(["load", "calls", str(FIX / "join_trap" / "door"), "--out", str(tmp_path / "file" / "x.jsonl")]) == 2
+    assert "cannot make the folder for" in capsys.readouterr().err

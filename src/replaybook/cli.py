@@ -162,6 +162,12 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     is written to OUT with the frame name inserted before the suffix.  The quarantine (lines
     that could not be used, with file and line) goes to stderr.
     """
+    if out:  # made (or refused) before anything is loaded, as `report --out` makes its folder
+        try:
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise click.BadParameter(f"cannot make the folder for {out}: {exc.strerror or exc}",
+                                     param_hint="--out") from None
     if frame == "auto":
         _load_auto(paths, fmt, out)
         return
