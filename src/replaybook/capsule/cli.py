@@ -130,14 +130,20 @@ def _diff_table(d: RunDiff) -> str:
     al = align({"A": a, "B": b}, "A")
     marks = ["·" if pd.isna(m) else ("=" if m else "≠") for m in al["B_match"]]
     first = d.divergence["first_checkpoint"] if d.divergence else None
-    rows = [("", "checkpoint", a.run, "", b.run, f"{b.run} status")]
-    for lbl, da, sa, m, db, sb in zip(al["label"], al["A_digest"], al["A_status"], marks, al["B_digest"],
-                                      al["B_status"]):
+    # "compared" says what the digests show; the last column is how the replay recorded the
+    # checkpoint (a recording status, not the comparison: "ok" beside ≠ read as "no divergence")
+    rows = [("", "checkpoint", a.run, "", b.run, "compared", f"{b.run} record")]
+    for lbl, da, sa, m, db, sb, mt in zip(al["label"], al["A_digest"], al["A_status"], marks, al["B_digest"],
+                                          al["B_status"], al["B_match"]):
+        if pd.isna(sb) or pd.isna(sa):
+            compared = f"only in {a.run}" if pd.isna(sb) else f"only in {b.run}"
+        else:
+            compared = "not compared" if pd.isna(mt) else ("same" if mt else "different")
         rows.append(("▶" if lbl == first else "", lbl,
                      "—" if pd.isna(sa) else (short(da) if not pd.isna(da) else "(none)"), m,
-                     "—" if pd.isna(sb) else (short(db) if not pd.isna(db) else "(none)"),
-                     "—" if pd.isna(sb) else sb))
-    widths = [max(len(str(r[i])) for r in rows) for i in range(6)]
+                     "—" if pd.isna(sb) else (short(db) if not pd.isna(db) else "(none)"), compared,
+                     "—" if pd.isna(sb) else ("recorded" if sb == "ok" else sb)))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(7)]
     out.append("")
     out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     return "\n".join(out)
