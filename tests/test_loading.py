@@ -1,6 +1,7 @@
 import gzip
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import replaybook
@@ -116,3 +117,23 @@ def test_a_file_named_twice_or_copied_is_read_once(tmp_path, capsys):
     notes = {r["path"]: r["note"] for r in inc.inputs}
     # (the report's paths are relative to the manifest's folder, the earlier file's too)
     assert notes["backup/door-sess-a.jsonl"] == "same content as door/analyst/door-sess-a.jsonl: read once"
+
+
+def test_a_byte_order_mark_does_not_set_the_first_line_aside(tmp_path):
+    # a log saved by a Windows editor starts with EF BB BF: its first line (a transcript's
+    # prompt) was quarantined as invalid JSON
+    tr = FIX / "join_trap" / "transcripts" / "11111111-aaaa-4aaa-8aaa-111111111111.jsonl"
+    door = FIX / "join_trap" / "door" / "analyst" / "door-sess-a.jsonl"
+    (tmp_path / "t").mkdir()
+    (tmp_path / "d" / "analyst").mkdir(parents=True)
+    (tmp_path / "t" / tr.name).write_bytes(b"\xef\xbb\xbf" + tr.read_bytes())
+    (tmp_path / "d" / "analyst" / door.name).write_bytes(b"\xef\xbb\xbf" + door.read_bytes())
+    plain = replaybook.load([tr, door])
+    marked = replaybook.load([tmp_path / "t", tmp_path / "d"])
+    for frame in ("steps", "calls"):
+        assert marked.results[frame].quarantine.empty
+        a = plain[frame].drop(columns=["source_file"])
+        b = marked[frame].drop(columns=["source_file"])
+        pd.testing.assert_frame_equal(a, b)
+    notes = marked.files.set_index("path")["note"]
+    assert notes[str(tmp_path / "d" / "analyst" / door.name)] == "starts with a UTF-8 byte-order mark (read past)"

@@ -215,13 +215,17 @@ def name_stem(path: Path, suffixes: tuple[str, ...]) -> str:
     return path.stem
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) -> tuple[bytes, dict]:
     """Read one input file read-only, once (gunzipped by magic bytes): ``(data, inputs entry)``.
 
     The entry has ``path``, ``sha256`` (hex, of the bytes on disk — hashed from the bytes just
     read, not by reading the file again), ``bytes`` (on disk), ``lines`` (of the decompressed
     text; ``None`` with ``count_lines=False`` for a caller that counts them itself) and
-    ``format`` = ``fmt``.
+    ``format`` = ``fmt``.  A UTF-8 byte-order mark before a JSON value is given back as three
+    spaces (``bom: True`` in the entry), so the first line parses and byte offsets stay the file's.
 
     Raises:
         InputError: the file cannot be read (permission, a folder, corrupt or truncated gzip);
@@ -238,13 +242,19 @@ def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) ->
                 raise gzip.BadGzipFile(f"corrupt gzip data: {exc}") from exc
     except (OSError, EOFError) as exc:
         raise InputError(f"cannot read {what}: {exc}", path) from exc
-    return data, {
+    bom = data[:3] == _BOM and data[3:4] in (b"{", b"[")
+    if bom:  # (a file saved by a Windows editor) read as JSON's leading whitespace: offsets stay the file's
+        data = b"   " + data[3:]
+    info = {
         "path": str(path),
         "sha256": hashlib.sha256(disk).hexdigest(),
         "bytes": len(disk),
         "lines": _count_lines(data) if count_lines else None,
         "format": fmt,
     }
+    if bom:
+        info["bom"] = True
+    return data, info
 
 
 def _count_lines(data: bytes) -> int:

@@ -189,6 +189,8 @@ def _input_note(info: dict) -> str | None:
             parts.append(f"{n} {what}" if n == 1 else f"{n} {what.replace('line', 'lines', 1)}")
     if parts and not info.get("skipped") and other:
         parts[-1] += " ignored"
+    if info.get("bom"):
+        parts.append("starts with a UTF-8 byte-order mark (read past)")
     return "; ".join(parts) or None
 
 
