@@ -137,3 +137,13 @@ def test_a_byte_order_mark_does_not_set_the_first_line_aside(tmp_path):
         pd.testing.assert_frame_equal(a, b)
     notes = marked.files.set_index("path")["note"]
     assert notes[str(tmp_path / "d" / "analyst" / door.name)] == "starts with a UTF-8 byte-order mark (read past)"
+
+
+def test_a_damaged_line_error_reads_as_english():
+    from replaybook._jsonl import parse_json
+
+    # the parser's "Unterminated string starting at" got a second "at"
+    assert parse_json(b'{"a": "open') == (None, "invalid JSON: Unterminated string starting at column 7")
+    assert parse_json(b'{"a" 1}') == (None, "invalid JSON: Expecting ':' delimiter at column 6")
+    assert parse_json(b'{"a":\n "b}') == (None, "invalid JSON: Unterminated string starting at line 2 column 2 "
+                                                "of the record")

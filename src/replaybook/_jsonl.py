@@ -107,9 +107,10 @@ def _where(exc: json.JSONDecodeError) -> str:
     """The parser's complaint with its place in the text parsed: ``column C`` for a one-line
     text (a JSON Lines record, whose file line the quarantine row gives), else ``line L
     column C of the record``; the parser's own "line 1 column 2 (char 1)" read as a file line."""
+    at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at": no second "at"
     if exc.lineno == 1:
-        return f"{exc.msg} at column {exc.colno}"
-    return f"{exc.msg} at line {exc.lineno} column {exc.colno} of the record"
+        return f"{exc.msg}{at} column {exc.colno}"
+    return f"{exc.msg}{at} line {exc.lineno} column {exc.colno} of the record"
 
 
 def iter_text_lines(data: bytes) -> Iterator[tuple[int, int, bytes, bool]]:

@@ -217,6 +217,8 @@ def test_report_file_is_named_after_the_manifest_so_two_in_one_folder_do_not_col
 
     (tmp_path / "case 7").mkdir()
     assert _slug(tmp_path / "case 7" / "incident.yaml") == "case-7"
+    assert _slug(tmp_path / "Vorfall März 2026" / "incident.yaml") == "Vorfall-März-2026"  # not Vorfall-M-rz
+    assert _slug(tmp_path / "a;b$(c)" / "incident.yaml") == "a-b-c"
     assert _slug(tmp_path / "case 7") == "case-7"
     assert _slug(tmp_path / "case 7" / "jointrap.yaml") == "jointrap"
     assert _slug(tmp_path / "case 7" / "real.yaml") == "real"

@@ -121,10 +121,11 @@ def test_join_summary_and_confidence(frames):
     assert "67%" in h  # share of s1
     assert "High confidence" not in h  # share 2/3 < 0.9
     assert "Moderate confidence — matched to transcript t1; 2 of 3 calls (67%) agree" in h
-    assert "1 door calls have no matching transcript step" in h
-    assert "1 door-bound transcript tool calls have no door call" in h
-    assert "Door session s2: no transcript agrees with its 1 calls" in h
-    assert "closest: transcript t1, 1 agreeing steps" in h
+    # one of a thing is singular
+    assert "1 door call has no matching transcript step" in h
+    assert "1 door-bound transcript tool call has no door call" in h
+    assert "Door session s2: no transcript agrees with its 1 call well enough" in h
+    assert "closest: transcript t1, 1 agreeing step)" in h
 
 
 @pytest.mark.parametrize("row, expect", [

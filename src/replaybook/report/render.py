@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,7 +74,9 @@ def _slug(incident: Path) -> str:
         name = folder.resolve().name or "incident"
     else:
         name = incident.stem
-    s = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+    # letters and digits of any script are kept (``Vorfall März`` → ``Vorfall-März``); the rest,
+    # spaces and path or shell characters among them, become "-"
+    s = re.sub(r"[^\w.-]+", "-", unicodedata.normalize("NFC", name)).strip("-.")
     return s or "incident"
 
 

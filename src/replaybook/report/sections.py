@@ -296,15 +296,15 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     within = f" within {window_s:g} s" if window_s else ""
 
     if _isna(tid) or status == "unmatched":
-        base = (f"Door session {ds}: no transcript agrees with its {calls} calls well enough to be "
+        base = (f"Door session {ds}: no transcript agrees with its {_count(calls, 'call')} well enough to be "
                 f"assigned, so nothing here says which conversation made them")
         if not _isna(runner) and not _isna(runner_agreed) and int(runner_agreed) > 0:
-            base += f" (closest: transcript {runner}, {int(runner_agreed)} agreeing steps)"
+            base += f" (closest: transcript {runner}, {_count(int(runner_agreed), 'agreeing step')})"
         return base + "."
     if status == "ambiguous":
-        alt = (f"; transcript {runner} explains it about as well ({int(runner_agreed)} agreeing steps)"
+        alt = (f"; transcript {runner} explains it about as well ({_count(int(runner_agreed), 'agreeing step')})"
                if not _isna(runner) and not _isna(runner_agreed) else "")
-        return (f"Door session {ds}: ambiguous. Transcript {tid} agrees on {agreed} of {calls} calls, but an "
+        return (f"Door session {ds}: ambiguous. Transcript {tid} agrees on {agreed} of {_count(calls, 'call')}, but an "
                 f"equally good assignment exists (margin {_fmt_num(margin, '{:g}')}){alt}; treat the link as unproven.")
     share_f = 0.0 if _isna(share) else float(share)
     margin_f = 0.0 if _isna(margin) else float(margin)
@@ -323,7 +323,7 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     else:
         level = "Weak"
         how = f"only a few calls share {'tool and time' if tool_time_only else 'tool, arguments and time'}{within}"
-    s = (f"Door session {ds}: {level} — matched to transcript {tid}; {agreed} of {calls} calls "
+    s = (f"Door session {ds}: {level} — matched to transcript {tid}; {agreed} of {_count(calls, 'call')} "
          f"({_pct(share)}) agree ({how})")
     if margin_f > 0:
         s += f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer steps"
@@ -339,9 +339,11 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     uc = row.get("unclaimed_calls")
     us = row.get("unmatched_steps")
     if not _isna(uc) and int(uc):
-        residual.append(f"{int(uc)} door calls have no matching transcript step")
+        residual.append(f"{_count(int(uc), 'door call')} {'has' if int(uc) == 1 else 'have'} no matching "
+                        "transcript step")
     if not _isna(us) and int(us):
-        residual.append(f"{int(us)} door-bound transcript tool calls have no door call")
+        residual.append(f"{_count(int(us), 'door-bound transcript tool call')} {'has' if int(us) == 1 else 'have'} "
+                        "no door call")
     if residual:
         s += "; " + " and ".join(residual)
     return s + "."

@@ -234,12 +234,12 @@ class SessionView:
     def _header_html(self, r) -> str:
         tid = self.transcript_id
         who = (f"transcript <code>{html.escape(tid)}</code> — {html.escape(str(r['status']))}, "
-               f"{int(r['agreed'])} of {int(r['calls'])} calls agree"
+               f"{int(r['agreed'])} of {int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'} agree"
                + ("" if S._na(r["offset_ms"]) else f", door clock {float(r['offset_ms']):+,.0f} ms")
                if tid else "no matched transcript")
         return (f'<div class="rb-session-header"><b>Door session <code>{html.escape(self.door_session)}</code></b> · '
                 f"agent {html.escape(str(r['agent']))} · {S._hms(r['start'])}–{S._hms(r['end'])} UTC · "
-                f"{int(r['calls'])} calls, {int(r['refused'])} refused · {who}</div>")
+                f"{int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'}, {int(r['refused'])} refused · {who}</div>")
 
     def _render_table(self) -> None:
         t = S.in_span(self.table, self.span)
