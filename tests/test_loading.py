@@ -147,3 +147,17 @@ def test_a_damaged_line_error_reads_as_english():
     assert parse_json(b'{"a" 1}') == (None, "invalid JSON: Expecting ':' delimiter at column 6")
     assert parse_json(b'{"a":\n "b}') == (None, "invalid JSON: Unterminated string starting at line 2 column 2 "
                                                 "of the record")
+
+
+def test_a_truncated_gzip_is_read_as_what_it_holds_and_said_to_be_truncated(tmp_path, capsys):
+    # a copy cut short: it sniffed as "no source recognised this content", hiding the reason
+    src = next((FIX / "cloud" / "cloudtrail-tree" / "AWSLogs").rglob("*_CloudTrail_eu-west-1_*.json.gz"))
+    disk = src.read_bytes()
+    cut = tmp_path / src.name
+    cut.write_bytes(disk[: len(disk) // 2])
+    from replaybook.sources import registry
+
+    assert registry.sniff_file(cut)[0].name == registry.sniff_file(src)[0].name == "aws.cloudtrail"
+    assert main(["load", "access", str(cut)]) == 0
+    err = capsys.readouterr().err
+    assert "truncated gzip stream: it ends before its end marker" in err and "no source recognised" not in err

@@ -96,14 +96,13 @@ def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | N
     with open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES)
     if head[:2] == GZIP_MAGIC:
-        import gzip
-        import io
         import zlib
 
         try:
-            with gzip.GzipFile(fileobj=io.BytesIO(head)) as gz:
-                head = gz.read(SNIFF_BYTES)
-        except (OSError, EOFError, zlib.error):
+            # what the stream gives so far: a truncated file (a copy cut short, a delivery still
+            # being written) still sniffs as what it holds, and its loader says it is truncated
+            head = zlib.decompressobj(wbits=31).decompress(head, SNIFF_BYTES)
+        except zlib.error:
             head = b""
     best, score = None, 0.0
     for src in (_REGISTRY.values() if only is None else (only,)):
