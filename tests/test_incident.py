@@ -1,5 +1,7 @@
+import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import replaybook
@@ -215,3 +217,28 @@ def test_inputs_list_every_file_given_with_notes_and_paths_as_the_report_shows_t
     assert next(i for i in inc.inputs if i["path"] == "bad.jsonl")["note"] == "2 lines set aside (see Quarantine)"
     digest = [i for i in replaybook.Incident.load(demo / "incident.yaml").inputs if "Digest" in i["path"]]
     assert [i["note"] for i in digest] == ["skipped: CloudTrail digest file (no Records)"]
+
+
+def test_access_section_keeps_other_services_events_apart_from_storage_requests():
+    # a trail holds IAM/STS/compute events too: they were counted as "storage requests" and
+    # listed first, burying the storage requests no door call explains
+    from replaybook.access_join import join_access, on_storage
+    from replaybook.report import sections as S
+
+    inc = replaybook.Incident.load(DEMO)
+    acc = inc.access
+    extra = acc.iloc[[0, 0, 0]].copy()
+    extra["resource_uri"] = pd.array(["arn:aws:iam::123456789012:role/x"] * 3, dtype="string")
+    extra["action_raw"] = pd.array(["AssumeRole"] * 3, dtype="string")
+    extra["principal"] = pd.array(["config.amazonaws.com"] * 3, dtype="string")
+    both = pd.concat([acc, extra], ignore_index=True)
+    res = join_access(inc.calls, both, storage_map=inc.manifest.get("storage_map"),
+                      principals=inc.manifest.get("principals"))
+    h = S.access_section(res, both)
+    n_storage = sum(map(on_storage, acc["resource_uri"]))
+    assert n_storage == len(acc) == 10
+    assert f"hold <b>13 events</b>: <b>{n_storage}</b> on storage (objects and buckets, what the door's calls reach) and 3 on other services" in h
+    first = h[h.index("Requests no door call explains"):h.index("Other cloud events")]
+    assert "AssumeRole" not in first and "GetObject" in first
+    other = h[h.index("Other cloud events (3 events, not on storage)"):h.index("How requests were linked")]
+    assert re.search(r"<code>AssumeRole</code></td><td><code>config.amazonaws.com</code></td><td class=\"num\">3</td>", other)

@@ -97,6 +97,7 @@ __all__ = [
     "AccessJoinResult",
     "join_access",
     "map_object",
+    "on_storage",
     "ACCESS_LINKS",
     "LINK_HOWS",
     "DEFAULT_WINDOW_S",
@@ -182,6 +183,13 @@ class AccessJoinResult:
                 for r in self.unexplained.itertuples(index=False)
             ],
         }
+
+
+def on_storage(resource_uri: object) -> bool:
+    """An access row's ``resource_uri`` names a storage object or bucket (``s3://``, ``gs://``,
+    ``az://``): something a door call can reach.  Other rows (IAM, STS, compute … events in the
+    same trail) no door call can explain."""
+    return isinstance(resource_uri, str) and resource_uri.startswith(_SCHEMES)
 
 
 def map_object(obj: object, storage_map: Mapping[str, str] | None) -> str | None:

@@ -641,12 +641,24 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     if result is None:
         return _section("Cloud access", '<p class="rb-note">The incident names no cloud access logs, so '
                         "nothing here checks the door's record against the storage's own.</p>", anchor="access")
-    un = result.unexplained
+    from ..access_join import on_storage
+
+    un_all = result.unexplained
     n_access = 0 if access is None else len(access)
-    body = (f"<p>The storage service's own log holds <b>{n_access:,}</b> requests; door calls explain "
-            f"<b>{len(result.links):,}</b> of them. <b>{len(un):,}</b> requests match no door call — look at "
-            "these first: a request made with the door's own principal and no door call behind it means "
-            "someone or something reached the data around the door.</p>")
+    n_storage = 0 if access is None else sum(map(on_storage, access["resource_uri"]))
+    # storage requests, and any event made with the door's own principal, come first; other
+    # services' events (IAM, STS, compute … in the same trail) no door call could explain
+    first = [on_storage(u) or dp is True for u, dp in zip(un_all["resource_uri"], un_all["door_principal"])]
+    un = un_all[first]
+    others = un_all[[not f for f in first]]
+    n_other = n_access - n_storage
+    body = (f"<p>The cloud's own access logs hold <b>{_count(n_access, 'event')}</b>: <b>{n_storage:,}</b> on "
+            f"storage (objects and buckets, what the door's calls reach)"
+            + (f" and {n_other:,} on other services" if n_other else "") + ". Door calls explain "
+            f"<b>{_count(len(result.links), 'storage request')}</b>. <b>{_count(len(un), 'request')}</b> on storage "
+            "(or made with the door's own principal) match no door call — look at these first: a request made "
+            "with the door's own principal and no door call behind it means someone or something reached the data "
+            "around the door.</p>")
     body += "<h3>Requests no door call explains</h3>"
     body += table(un, [("ts", "time (UTC)", "ts"), ("source", "source", "text"), ("principal", "principal", "code"),
                        ("door_principal", "door's principal", "text"), ("action", "action", "text"),
@@ -654,6 +666,18 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
                        ("bytes", "bytes", "num"), ("why", "why no call explains it", "text")],
                   max_rows=max_rows, row_class=lambda r: "rb-refused" if r.get("door_principal") is True else "",
                   empty="None: every storage request in the log is explained by a door call.")
+    if len(others):
+        counts = (others.assign(n=1).groupby(["source", "action_raw", "principal"], dropna=False, sort=False)
+                  .agg(n=("n", "size"), first=("ts", "min"), last=("ts", "max")).reset_index()
+                  .sort_values(["n", "first"], ascending=[False, True], kind="stable"))
+        body += (f"<h3>Other cloud events ({_count(len(others), 'event')}, not on storage)</h3>"
+                 '<p class="rb-note">Events of other services in the same logs (roles assumed, instances '
+                 "described …): no door call could explain them, since the door's tools reach storage. "
+                 "Counted by operation and principal.</p>")
+        body += table(counts, [("source", "source", "text"), ("action_raw", "operation", "code"),
+                               ("principal", "principal", "code"), ("n", "events", "num"),
+                               ("first", "first (UTC)", "ts"), ("last", "last (UTC)", "ts")],
+                      max_rows=50)
     by_how = result.links["how"].value_counts() if len(result.links) else pd.Series(dtype="int64")
     if len(by_how):
         body += "<h3>How requests were linked to calls</h3><ul>" + "".join(
