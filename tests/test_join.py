@@ -214,3 +214,66 @@ def test_work_started_for_later_gives_its_value_or_raises_its_error_when_asked()
     failing = _later(lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         failing.result()
+
+
+def _with_agents(frame, agents: dict, sessions: dict):
+    """Set ``agent_id`` and ``client_session_id`` per transcript (as a Claude Code load gives them)."""
+    frame = frame.copy()
+    frame["agent_id"] = frame["transcript_id"].map(agents).astype("string")
+    frame["client_session_id"] = frame["transcript_id"].map(sessions).astype("string")
+    return frame
+
+
+def test_a_sub_agents_calls_count_for_its_parents_conversation():
+    # Claude Code runs a sub-agent (agent-x.jsonl, or P/subagents/agent-x.jsonl) in the same
+    # process as its parent P, with the same MCP connections: its door calls are in P's door
+    # session.  Counted as a transcript of its own it could not be assigned (one-to-one), and its
+    # calls showed as door calls no step claims.
+    steps = steps_frame([("P", 0, "list", {"path": "demo/"}, None), ("P", 10, "read", {"path": "a"}, None),
+                         ("agent-x", 4, "read", {"path": "b"}, None), ("agent-x", 6, "read", {"path": "c"}, None),
+                         ("Q", 100, "read", {"path": "q"}, None), ("agent-y", 101, "read", {"path": "y"}, None)])
+    steps = _with_agents(steps, {"agent-x": "x", "agent-y": "y"},
+                         {"P": "P", "agent-x": "P", "Q": "Q", "agent-y": "gone"})  # agent-y's parent is not here
+    calls = calls_frame([("s1", 0.2, "list", {"path": "demo/"}, None), ("s1", 4.2, "read", {"path": "b"}, None),
+                         ("s1", 6.2, "read", {"path": "c"}, None), ("s1", 10.2, "read", {"path": "a"}, None),
+                         ("s2", 101.2, "read", {"path": "y"}, None)])
+    res = join_sessions(steps, calls, max_offset_s=0)
+    assert res.sub_agents == {"agent-x": "P"}
+    assert res.transcripts_of("P") == ["P", "agent-x"]
+    assert res.assignments() == {"s1": "P", "s2": "agent-y"}
+    s1 = res.sessions.set_index("door_session").loc["s1"]
+    assert (s1.agreed, s1.transcript_tool_steps, s1.unclaimed_calls, s1.unmatched_steps, s1.share) == (4, 4, 0, 0, 1.0)
+    # each pair names the step's own transcript, so (transcript_id, step_seq) finds the step
+    p = res.pairs[res.pairs.door_session == "s1"].sort_values("call_seq")
+    assert list(zip(p.transcript_id, p.step_seq, p.call_seq)) == [("P", 0, 1), ("agent-x", 2, 2), ("agent-x", 3, 3),
+                                                                  ("P", 1, 4)]
+    assert res.unmatched_transcripts == ["Q"]  # agent-x is part of P's conversation, not listed apart
+    assert res.to_dict()["sub_agents"] == {"agent-x": "P"}
+    # without agent ids the same files are separate transcripts, and x's calls go unclaimed
+    plain = join_sessions(steps_frame([r for r in [("P", 0, "list", {"path": "demo/"}, None),
+                                                   ("P", 10, "read", {"path": "a"}, None),
+                                                   ("agent-x", 4, "read", {"path": "b"}, None),
+                                                   ("agent-x", 6, "read", {"path": "c"}, None)]]),
+                          calls[calls.door_session == "s1"], max_offset_s=0)
+    assert plain.sub_agents == {} and int(plain.sessions.iloc[0].unclaimed_calls) == 2
+
+
+def test_the_session_view_shows_a_sub_agents_steps_in_its_parents_conversation():
+    from replaybook.views.session import conversation
+
+    steps = steps_frame([("P", 0, "list", {"path": "demo/"}, None), ("P", 10, "read", {"path": "a"}, None),
+                         ("agent-x", 4, "read", {"path": "b"}, None), ("agent-x", 6, "read", {"path": "c"}, None)])
+    steps = _with_agents(steps, {"agent-x": "x"}, {"P": "P", "agent-x": "P"})
+    steps["seq"] = steps.groupby("transcript_id").cumcount().astype("Int64")  # each file numbers its own steps
+    calls = calls_frame([("s1", 0.2, "list", {"path": "demo/"}, None), ("s1", 4.2, "read", {"path": "b"}, None),
+                         ("s1", 6.2, "read", {"path": "c"}, None), ("s1", 10.2, "read", {"path": "a"}, None)])
+    res = join_sessions(steps, calls, max_offset_s=0)
+    conv = conversation(steps, calls, res, "s1")
+    # every step, parent's and sub-agent's, in time order, each with the door call it reached
+    # (the two files both number their steps from 0: the pair is found by transcript and seq)
+    assert list(zip(conv.step_seq, conv.call_seq, conv.status)) == [(0, 1, "reached"), (0, 2, "reached"),
+                                                                    (1, 3, "reached"), (1, 4, "reached")]
+    assert [lb.split(" · ")[0] for lb in conv.label] == ["list {\"path\":\"demo/\"}  →  door #1: demo/",
+                                                        "sub-agent x", "sub-agent x",
+                                                        "read {\"path\":\"a\"}  →  door #4: a"]
+    assert "unclaimed" not in set(conv.status)

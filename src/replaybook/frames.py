@@ -298,7 +298,8 @@ PAIRS = FrameSpec(
     "pairs",
     _cols(
         ("door_session", "string", "the door session"),
-        ("transcript_id", "string", "the transcript assigned to that session"),
+        ("transcript_id", "string", "the transcript the step is in: the one assigned to that session, "
+                                    "or one of its sub-agents' (JoinResult.sub_agents)"),
         ("step_seq", "Int64", "steps.seq of the agreeing tool_call"),
         ("call_seq", "Int64", "calls.seq of the agreeing door call"),
         ("call_id", "string", "the transcript's tool-use id"),

@@ -68,7 +68,7 @@ except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
-__all__ = ["JoinResult", "join_sessions", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED"]
+__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED"]
 
 #: Default agreement window between a transcript step and a door call, seconds.
 DEFAULT_WINDOW_S = 60.0
@@ -98,7 +98,13 @@ class JoinResult:
             their session claims (see ``door_servers``), indexed by their position among the
             ``tool_call`` rows.  Built
             on first access, like ``unclaimed_calls``.
-        unmatched_transcripts: transcript ids assigned to no session.
+        unmatched_transcripts: transcript ids assigned to no session (a sub-agent's transcript
+            is not listed apart from its parent's: see ``sub_agents``).
+        sub_agents: ``{sub-agent transcript id: parent transcript id}``
+            (:func:`sub_agent_parents`): a sub-agent's steps count as its parent's
+            conversation — its tool calls go through the same MCP connections, so the same door
+            session — and ``sessions.transcript_id`` names the parent; ``pairs.transcript_id``
+            names each step's own transcript.  :meth:`transcripts_of` lists a conversation's.
         offset_ms: the door clock minus the transcript clock, median over all agreeing pairs
             (ms), or ``None`` when nothing agreed.
         window_s: the window used, seconds.
@@ -122,7 +128,13 @@ class JoinResult:
     window_s: float
     min_agreed: int
     door_servers: list[str] = field(default_factory=list)
+    sub_agents: dict[str, str] = field(default_factory=dict)
     _residuals: "_Residuals | None" = field(default=None, repr=False, compare=False)
+
+    def transcripts_of(self, transcript_id: str) -> list[str]:
+        """The transcripts of one conversation: ``transcript_id`` first, then its sub-agents'
+        (in ``sub_agents`` order)."""
+        return [transcript_id] + [t for t, p in self.sub_agents.items() if p == transcript_id]
 
     @property
     def unclaimed_calls(self) -> pd.DataFrame:
@@ -179,6 +191,7 @@ class JoinResult:
             "unclaimed_calls": self.n_unclaimed_calls,
             "unmatched_steps": self.n_unmatched_steps,
             "door_servers": list(self.door_servers),
+            "sub_agents": dict(self.sub_agents),
         }
 
 
@@ -651,6 +664,32 @@ def _str_take(uniques: np.ndarray, codes: np.ndarray):
     return pd.array(uniques, dtype=pd.StringDtype("python")).take(codes)
 
 
+def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
+    """``{sub-agent transcript id: parent transcript id}`` for the transcripts of ``steps`` that
+    a sub-agent wrote: every row carries an ``agent_id`` and names one ``client_session_id``,
+    which is another transcript of ``steps`` — Claude Code's ``agent-<id>.jsonl`` (2.0.x) and
+    ``<session>/subagents/agent-<id>.jsonl`` (2.1.x) files, whose parent is the
+    ``<session>.jsonl`` transcript.  (Inline sidechain lines are in their parent's file
+    already.)  A sub-agent file whose parent transcript is not among ``steps`` stays a
+    transcript of its own.  Empty when no row has an ``agent_id`` (one pass over that column)."""
+    if not len(steps):
+        return {}
+    agent_na = _isna_str(steps["agent_id"])
+    if agent_na.all():
+        return {}
+    tid = _objects(steps["transcript_id"])
+    main = set(pd.unique(tid[agent_na]).tolist())  # transcripts with a main-agent row
+    every = set(pd.unique(tid).tolist())
+    sub = pd.DataFrame({"t": tid[~agent_na], "c": _objects(steps["client_session_id"])[~agent_na]})
+    sub = sub[~sub["t"].isin(main)].drop_duplicates()
+    out: dict[str, str] = {}
+    for t, c in sub.groupby("t", sort=False)["c"]:
+        vals = c.tolist()
+        if len(vals) == 1 and isinstance(t, str) and isinstance(vals[0], str) and vals[0] != t and vals[0] in every:
+            out[t] = vals[0]
+    return out
+
+
 def join_sessions(
     steps: pd.DataFrame,
     calls: pd.DataFrame,
@@ -730,7 +769,14 @@ def join_sessions(
         v = _objects(steps[name])
         return v if whole else v[sel]
 
-    t_codes, t_names = _codes(scol("transcript_id"), sort=True, runs=True)
+    # a sub-agent's steps are its parent's conversation (same MCP connections, same door session)
+    parents = sub_agent_parents(steps)
+    conv = scol("transcript_id")
+    if parents:
+        mapped = pd.Series(conv).map(parents).to_numpy(dtype=object)
+        moved = pd.notna(mapped)
+        conv = np.where(moved, mapped, conv)
+    t_codes, t_names = _codes(conv, sort=True, runs=True)
     s_codes, s_names = sessions_later.result()
     del sessions_later
     n_t, n_s = len(t_names), len(s_names)
@@ -975,7 +1021,8 @@ def join_sessions(
     door_servers = sorted({str(u) for u in srv_u[seen[:-1]]})
     pairs = PAIRS.build({
         "door_session": _str_take(s_names, p_s),
-        "transcript_id": _str_take(t_names, p_t),
+        # each step's own transcript (a sub-agent's file), so (transcript_id, step_seq) names the step
+        "transcript_id": steps["transcript_id"].array.take(st_rows) if parents else _str_take(t_names, p_t),
         "step_seq": steps["seq"].array.take(st_rows),
         "call_seq": calls["seq"].array.take(p_ci),
         "call_id": steps["call_id"].array.take(st_rows),
@@ -1053,7 +1100,7 @@ def join_sessions(
         all_t = [str(t) for t in t_names]
     else:
         all_t = sorted({str(t) for t in _codes(_objects(steps["transcript_id"]), sort=True, runs=True)[1]
-                        if not pd.isna(t)})
+                        if not pd.isna(t) and t not in parents})
     offset_all = float(np.median(p_delta)) if len(p_delta) else None
     unclaimed_rows = np.flatnonzero(~claimed_call)
     if c_rank is not None and len(unclaimed_rows):
@@ -1070,6 +1117,7 @@ def join_sessions(
         window_s=float(window_s),
         min_agreed=int(min_agreed),
         door_servers=door_servers,
+        sub_agents=parents,
     )
 
 

@@ -507,23 +507,28 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
 
 
 def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *, max_rows: int = MAX_ROWS,
-                           max_transcripts: int = 50, limit: int = 600) -> str:
+                           max_transcripts: int = 50, limit: int = 600,
+                           sub_agents: Mapping[str, str] | None = None) -> str:
     """What each transcript no door session was assigned to asked, called and got back, from its
     own record (a transcripts-only incident, or one whose door log misses these sessions): per
     transcript (at most ``max_transcripts``, in ``transcript_ids`` order) its prompts and last
-    text answer (cut to ``limit`` characters), then every tool call in order — time, agent
-    (sub-agents), server, tool, arguments and what it got back (:func:`result_cell`).  Empty
-    when there are none."""
+    text answer (cut to ``limit`` characters), then every tool call in time order, its
+    sub-agents' (``sub_agents``: sub-agent transcript → parent, ``JoinResult.sub_agents``)
+    among them — time, sub-agent, server, tool, arguments and what it got back
+    (:func:`result_cell`).  Empty when there are none."""
     ids = [t for t in transcript_ids if not _isna(t)]
     if not ids or steps is None or not len(steps):
         return ""
     parts = []
     for tid in ids[:max_transcripts]:
-        t = steps[steps["transcript_id"] == tid]
+        members = [tid] + [t for t, p in (sub_agents or {}).items() if p == tid]
+        t = steps[steps["transcript_id"].isin(members)]
         main = t[t["agent_id"].isna()]
         prompts = main[main["kind"] == "user_prompt"]["text"].dropna().tolist()
         answers = main[(main["kind"] == "model_request") & main["text"].notna()]["text"].tolist()
-        tc = t[t["kind"] == "tool_call"].sort_values(["seq"])
+        tc = t[t["kind"] == "tool_call"]
+        tc = tc.assign(member=tc["transcript_id"].map({m: i for i, m in enumerate(members)})).sort_values(
+            ["ts", "member", "seq"], kind="stable", na_position="last")
         tc = tc.assign(got_back=[result_cell(x, e) for x, e in zip(tc["result_text"], tc["is_error"])])
         body = "".join(f"<blockquote>{esc(p, limit)}</blockquote>" for p in prompts[:3])
         if len(prompts) > 3:

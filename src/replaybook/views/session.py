@@ -246,27 +246,31 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     tid = transcript_of(join, door_session)
     if tid is None:
         return None
-    st = steps[(steps["transcript_id"].astype("string") == tid) & steps["kind"].isin(list(_LANE_OF_KIND))]
-    st = st.sort_values("seq", kind="stable")
+    # the conversation: the transcript and its sub-agents' (their calls share the door session)
+    members = join.transcripts_of(tid) if hasattr(join, "transcripts_of") else [tid]
+    rank = {t: i for i, t in enumerate(members)}
+    st = steps[steps["transcript_id"].astype("string").isin(members) & steps["kind"].isin(list(_LANE_OF_KIND))]
+    st = st.assign(member=st["transcript_id"].map(rank)).sort_values(["member", "seq"], kind="stable")
     sc = _session_calls(calls, door_session)
     by_seq = {int(r.seq): r for r in sc.itertuples(index=False)}
     pairs = join.pairs
     pairs = pairs[(pairs["door_session"].astype("string") == str(door_session))
-                  & (pairs["transcript_id"].astype("string") == tid)]
-    call_of_step = {int(r.step_seq): int(r.call_seq) for r in pairs.itertuples(index=False)}
+                  & pairs["transcript_id"].astype("string").isin(members)]
+    call_of_step = {(str(r.transcript_id), int(r.step_seq)): int(r.call_seq) for r in pairs.itertuples(index=False)}
     um = join.unmatched_steps
     never_saw = set()
     if len(um):
-        um = um[um["transcript_id"].astype("string") == tid]
-        never_saw = {int(x) for x in um["seq"].dropna()}
+        um = um[um["transcript_id"].astype("string").isin(members)]
+        never_saw = {(str(t), int(x)) for t, x in zip(um["transcript_id"], um["seq"]) if not _na(x)}
 
     rows: list[dict] = []
     for r in st.itertuples(index=False):
         seq = int(r.seq)
+        key = (str(r.transcript_id), seq)
         lane = _LANE_OF_KIND[str(r.kind)]
         row = {"ts": r.ts, "lane": lane, "kind": str(r.kind), "step_seq": seq, "tool": None, "text": None,
                "call_seq": None, "object": None, "decision": None, "rule": None, "rows": None,
-               "bytes": None, "status": None, "reach": None}
+               "bytes": None, "status": None, "reach": None, "_m": r.member}
         if lane == "user":
             row.update(status="prompt", text=_short(r.text, 400))
             row["label"] = "user: " + _short(r.text)
@@ -278,7 +282,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
             args = _short(r.args_key, 60)
             row.update(tool=None if _na(tool) else str(tool), text=args)
             head = f"{tool} {args}".strip()
-            cseq = call_of_step.get(seq)
+            cseq = call_of_step.get(key)
             if cseq is not None and cseq in by_seq:
                 c = by_seq[cseq]
                 refused = str(c.decision) != "allow"
@@ -287,12 +291,15 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                            rows=_int(c.rows), bytes=_int(c.bytes),
                            status="refused" if refused else "reached", reach=_reach(c))
                 row["label"] = f"{head}  →  door #{cseq}: {row['reach']}"
-            elif seq in never_saw:
+            elif key in never_saw:
                 row.update(status="door never saw", reach="the door never saw this call")
                 row["label"] = f"{head}  →  the door never saw this call"
             else:
                 row.update(status="not through the door", reach="not a door tool")
                 row["label"] = f"{head}  (not through the door)"
+        if r.member:  # a sub-agent's step
+            agent = r.agent_id if not _na(r.agent_id) else r.transcript_id
+            row["label"] = f"sub-agent {agent} · {row['label']}"
         rows.append(row)
 
     offset = _session_offset_ms(join, door_session)
@@ -307,14 +314,17 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                          "object": None if _na(c.object) else str(c.object), "decision": str(c.decision),
                          "rule": None if _na(c.rule) else str(c.rule), "rows": _int(c.rows),
                          "bytes": _int(c.bytes), "status": "unclaimed", "reach": reach,
-                         "label": f"door #{int(c.seq)} {c.tool}: {reach}  (no transcript step claims it)"})
+                         "label": f"door #{int(c.seq)} {c.tool}: {reach}  (no transcript step claims it)",
+                         "_m": None})
     cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "object", "decision", "rule",
-            "rows", "bytes", "status", "reach", "label"]
+            "rows", "bytes", "status", "reach", "label", "_m"]
     out = pd.DataFrame(rows, columns=cols)
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
-    # transcript order; an unclaimed door call goes after the steps written before it
+    # time order, then transcript order (the parent's, then each sub-agent's); an unclaimed door
+    # call goes after the steps written before it
     out["_k"] = out["step_seq"].astype("float64")
-    out = out.sort_values(["ts", "_k"], kind="stable", na_position="last").drop(columns="_k")
+    out["_m"] = out["_m"].astype("float64")
+    out = out.sort_values(["ts", "_m", "_k"], kind="stable", na_position="last").drop(columns=["_k", "_m"])
     for col in ("step_seq", "call_seq", "rows", "bytes"):
         out[col] = out[col].astype("Int64")
     out.insert(0, "order", range(len(out)))
