@@ -286,7 +286,11 @@ def _load(files: list[Path], max_open: int) -> LoadResult:
     # order of files); a helper's group is taken as it is unless a line of it repeats a line
     # (uuid) of an earlier group — a resumed session's copy —, then it is parsed here again
     workers = _parallel.helpers()
-    for kind, value in _parallel.front_back(_parallel.groups(files, workers), here, helper, workers):
+    def settle(value: tuple) -> tuple:  # a helper's columns unpickled while this process still parses
+        group, state = value
+        return group, F.Load.unpack(state)
+
+    for kind, value in _parallel.front_back(_parallel.groups(files, workers), here, helper, workers, settle):
         if kind == "remote":
             group, state = value
             if not load.absorb(state):
@@ -295,7 +299,13 @@ def _load(files: list[Path], max_open: int) -> LoadResult:
     if not load.n:
         return LoadResult(frame=STEPS.build([]), quarantine=quarantine, inputs=load.inputs)
     frame = _build(load, F)
-    frame = _split_shared_names(frame, load.inputs)
+    # (each file's rows carry its stem as transcript_id: only a stem two files share needs a look)
+    paths_of: dict[str, set] = {}
+    for stem, path, rows in load.per_file:
+        if rows:
+            paths_of.setdefault(stem, set()).add(path)
+    if any(len(v) > 1 for v in paths_of.values()):
+        frame = _split_shared_names(frame, load.inputs)
     return LoadResult(frame=frame, quarantine=quarantine, inputs=load.inputs)
 
 
