@@ -280,3 +280,40 @@ def test_charts_does_not_import_ipywidgets():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "True"
+
+
+def test_sessions_months_apart_get_a_time_axis_each():
+    # two sessions three months apart: on one shared axis each was a dot
+    far = pd.Timedelta(days=90)
+    steps = STEPS.build([
+        dict(transcript_id="t1", seq=0, ts=s(0), kind="user_prompt", text="first"),
+        dict(transcript_id="t1", seq=1, ts=s(30), kind="tool_call", tool="read", args_key="{}"),
+        dict(transcript_id="t2", seq=0, ts=s(0) + far, kind="user_prompt", text="second"),
+        dict(transcript_id="t2", seq=1, ts=s(45) + far, kind="tool_call", tool="read", args_key="{}"),
+    ])
+    spec = timeline(steps, CALLS.empty()).to_dict()
+    assert spec["resolve"]["scale"] == {"y": "independent", "x": "independent"}
+    assert "each row has its own time axis: the sessions lie far apart (2026-09-13 to 2026-12-12)" in spec["title"]["subtitle"]
+    assert layer_of(spec, "step")["encoding"]["x"]["axis"]["format"] == "%Y-%m-%d %H:%M:%S"
+    # close together (the usual incident): one shared axis, times of day
+    near = timeline(steps[steps.transcript_id == "t1"], CALLS.empty()).to_dict()
+    assert near["resolve"]["scale"] == {"y": "independent"}
+    # aggregated, each row binned over its own span (not one bin of ~15 hours per row)
+    n = 3000
+    rows = [dict(transcript_id=f"t{k}", seq=i, ts=s(i * 0.5) + k * far, kind="model_request")
+            for k in (1, 2) for i in range(n)]
+    spec = timeline(STEPS.build(rows), CALLS.empty(), max_marks=1000).to_dict()
+    bins = values(spec, "bin")
+    widths = {pd.Timestamp(b["t2"]) - pd.Timestamp(b["t"]) for b in bins}
+    assert widths == {pd.Timedelta(seconds=10)} and sum(b["count"] for b in bins) == 2 * n
+
+
+def test_a_sub_agent_is_drawn_in_its_parents_row():
+    steps = STEPS.build([
+        dict(transcript_id="P", client_session_id="P", seq=0, ts=s(0), kind="user_prompt", text="go"),
+        dict(transcript_id="P", client_session_id="P", seq=1, ts=s(1), kind="tool_call", tool="Task", args_key="{}"),
+        dict(transcript_id="agent-x", client_session_id="P", agent_id="x", seq=0, ts=s(2), kind="tool_call",
+             tool="read", args_key="{}"),
+    ])
+    groups = {v["who"]: v["group"] for v in values(timeline(steps, CALLS.empty()).to_dict(), "step")}
+    assert groups == {"P": "transcript P (no door session)", "agent-x": "transcript P (no door session)"}

@@ -112,6 +112,13 @@ def _group_labels(steps: pd.DataFrame, calls: pd.DataFrame, assign: dict[str, st
     tids_all = pd.unique(steps["transcript_id"].fillna("?").astype(str)) if len(steps) else []
     for tid in tids_all:
         transcript_label[tid] = session_label[assign[tid]] if tid in assign else f"transcript {tid} (no door session)"
+    if len(steps) and {"agent_id", "client_session_id"} <= set(steps.columns):
+        from ..join import sub_agent_parents
+
+        # a sub-agent with no door call of its own is drawn in its parent's row
+        for sub, parent in sub_agent_parents(steps).items():
+            if sub not in assign and parent in transcript_label:
+                transcript_label[sub] = transcript_label[parent]
     return session_label, transcript_label
 
 
@@ -241,6 +248,30 @@ def _bin_seconds(span_s: float) -> float:
         if b >= want:
             return b
     return math.ceil(want / 86400) * 86400
+
+
+#: Rows get a time axis each when the whole span is this many times the longest row's (and
+#: over :data:`_APART_MIN_S`): sessions days or months apart on one axis are a dot each.
+_APART_RATIO = 20
+_APART_MIN_S = 3600.0
+
+
+def _far_apart(ev: pd.DataFrame) -> bool:
+    """The facet rows (``group``) of ``ev`` lie so far apart in time that one shared axis would
+    draw each as a dot (see :data:`_APART_RATIO`)."""
+    by = ev.groupby("group")["t"]
+    if by.ngroups < 2:
+        return False
+    span = (ev["t"].max() - ev["t"].min()).total_seconds()
+    longest = max((by.max() - by.min()).dt.total_seconds().max(), 1.0)
+    return span > _APART_MIN_S and span > _APART_RATIO * longest
+
+
+def _aggregate_each(ev: pd.DataFrame) -> tuple[pd.DataFrame, float]:
+    """:func:`_aggregate` per facet row (each row has its own time axis): the bins, and the
+    widest bin width used."""
+    parts = [_aggregate(g) for _, g in ev.groupby("group", sort=False)]
+    return pd.concat([p for p, _ in parts], ignore_index=True), max(w for _, w in parts)
 
 
 def _aggregate(ev: pd.DataFrame) -> tuple[pd.DataFrame, float]:
@@ -384,6 +415,10 @@ def timeline(
             .properties(title=title, width=width, height=40)
         )
 
+    apart = _far_apart(events)
+    if apart:
+        subtitle.append(f"each row has its own time axis: the sessions lie far apart "
+                        f"({events['t'].min():%Y-%m-%d} to {events['t'].max():%Y-%m-%d})")
     aggregated = len(events) > max_marks
     bins = pd.DataFrame()
     if aggregated:
@@ -394,7 +429,8 @@ def timeline(
             ordinary = pd.concat([ordinary, refused.iloc[max_marks:]], ignore_index=True)
             refused = refused.iloc[:max_marks]
             subtitle.append(f"{max_marks} earliest refused calls drawn individually, later ones counted")
-        bins, bw = _aggregate(ordinary) if len(ordinary) else (pd.DataFrame(), _bin_seconds(0))
+        bins, bw = ((_aggregate_each if apart else _aggregate)(ordinary) if len(ordinary)
+                    else (pd.DataFrame(), _bin_seconds(0)))
         kept_pairs = len(pr) if len(refused) + len(pr) <= max_marks else 0
         title += f" (aggregated: {len(events):,} events in {_fmt_width(bw)} bins)"
         subtitle.append(
@@ -419,7 +455,7 @@ def timeline(
                             range=[CATEGORY_COLORS[c] for c in known] + ["#bcbd22"] * len(extra))
     color = alt.Color("category:N", scale=color_scale, title="lane / decision")
     x = alt.X("t:T", title="time (UTC)", scale=alt.Scale(type="utc", padding=10),
-              axis=alt.Axis(format="%H:%M:%S", labelOverlap=True))
+              axis=alt.Axis(format="%Y-%m-%d %H:%M:%S" if apart else "%H:%M:%S", labelOverlap=True))
     y = alt.Y("lane:N", title=None, sort=list(LANES))
 
     def base(layer: str, two: bool = False) -> alt.Chart:
@@ -508,7 +544,7 @@ def timeline(
                                               labelOrient="top", labelFontWeight="bold")),
             columns=1,
         )
-        .resolve_scale(y="independent")
+        .resolve_scale(y="independent", **({"x": "independent"} if apart else {}))
         .properties(title=alt.TitleParams(title, anchor="start", **({"subtitle": subtitle} if subtitle else {})))
     )
     return chart
