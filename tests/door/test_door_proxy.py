@@ -241,3 +241,31 @@ def test_replies_go_to_stdout_when_stdout_is_a_regular_file(tmp_path, data_root,
     lines = validate_lines(log)
     assert [(o["tool"], o["decision"]) for o in lines] == [("read_object", "allow")]
     assert b"mazda" not in log.read_bytes()
+
+
+def test_a_call_sent_before_the_initialize_answer_names_the_server(tmp_path, data_root, rules_file):
+    # a client that does not wait for the initialize answer (MCP says it should): the door's own
+    # line for a refusal named the command ("python3") as server, the lines after it the server
+    import json
+    import subprocess
+
+    msgs = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "read_object", "arguments": {"path": "reference/.env"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "read_object", "arguments": {"path": "demo/cars.csv"}}},
+    ]
+    log_root = tmp_path / "door"
+    cmd = door_cmd(rules_file, log_root, fixture_server_cmd(data_root), session="eager")
+    p = subprocess.run(cmd, input="".join(json.dumps(m) + "\n" for m in msgs).encode(), capture_output=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    replies = {r.get("id"): r for r in map(json.loads, p.stdout.splitlines())}
+    assert replies[2]["result"]["isError"] is True
+    (log,) = log_files(log_root)
+    lines = validate_lines(log)
+    assert [(o["tool"], o["decision"], o["server"]) for o in lines] == [
+        ("read_object", "deny", "door-fixture"), ("read_object", "allow", "door-fixture")]

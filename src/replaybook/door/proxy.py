@@ -144,6 +144,10 @@ class Door:
         self.grace_s = grace_s
         self.pending: dict[Any, _Call] = {}
         self._init_ids: set = set()
+        #: set once the server has answered every ``initialize`` in flight (made in the event loop)
+        self._init_answered: anyio.Event | None = None
+        #: how long a line the door writes itself (a refusal) waits for that answer, seconds
+        self.init_wait_s = 5.0
         self.pass_methods = PASS_METHODS | frozenset(rules.pass_methods)
         self.calls = 0
         self.refused = 0
@@ -286,6 +290,8 @@ class Door:
                     continue
                 if msg.method in ("initialize", "server/discover"):
                     self._init_ids.add(msg.id)
+                    if self._init_answered is None or self._init_answered.is_set():
+                        self._init_answered = anyio.Event()
             await server_write.send(_session_message(msg))
 
     async def _decided(self, peer: ClientPeer, server_write, msg: types.JSONRPCRequest, bad_utf8: bool) -> None:
@@ -296,6 +302,7 @@ class Door:
             call.extra["error_detail"] = "request id already in flight"
         if not call.decision.allowed:
             self.refused += 1
+            await self._server_named()
             ok = self._write(self._record(call, error=call.extra.pop("error_detail", None)))
             await self._safe_send(peer, self._refusal(call, msg.id) if ok else self._log_failed(msg.id))
             return
@@ -310,6 +317,7 @@ class Door:
         call = self._new_call(method, method, _canon(params) if isinstance(params, dict) else None,
                               (msg.params or {}).get("_meta"), Decision("deny", "door:method-not-allowed"))
         self.refused += 1
+        await self._server_named()
         ok = self._write(self._record(call, error=f"method {call.method!r} is not forwarded by the door"))
         err = types.JSONRPCError(jsonrpc="2.0", id=msg.id, error=types.ErrorData(
             code=types.METHOD_NOT_FOUND, message=refusal_text(call.method, "door:method-not-allowed")))
@@ -321,14 +329,26 @@ class Door:
         call = self._new_call(name, name, None, None, Decision("deny", rule))
         call.extra["message_bytes"] = inc.size
         self.refused += 1
+        await self._server_named()
         ok = self._write(self._record(call, error=f"not a JSON-RPC message: {safe_str(inc.error or '')}"))
         code = types.INVALID_REQUEST if inc.too_large or inc.json_ok else types.PARSE_ERROR
         err = types.JSONRPCError(jsonrpc="2.0", id=inc.id_hint, error=types.ErrorData(
             code=code, message=f"{refusal_text('message', rule)}: {safe_str(inc.error or '')}"[:500]))
         await self._safe_send(peer, err if ok else self._log_failed(inc.id_hint))
 
+    async def _server_named(self) -> None:
+        """Wait (at most :attr:`init_wait_s`) for the server's answer to an ``initialize`` still
+        in flight, so that a line the door writes itself names the server as the lines after
+        it do.  (A client that sends a call before that answer, as MCP says it should not, got
+        the command's name — ``python3`` — as ``server`` on that line.)"""
+        if self._init_ids and self._server_name is None and self._init_answered is not None:
+            with anyio.move_on_after(self.init_wait_s):
+                await self._init_answered.wait()
+
     def _sniff(self, msg) -> None:
         self._init_ids.discard(msg.id)
+        if not self._init_ids and self._init_answered is not None:
+            self._init_answered.set()
         if not isinstance(msg, types.JSONRPCResponse):
             return
         if isinstance(msg.result.get("protocolVersion"), str):
@@ -367,6 +387,8 @@ class Door:
 
     def _abandon(self, reason: str) -> list:
         """Log every call still waiting with ``reason``; return their ids."""
+        if self._init_answered is not None:  # no answer is coming: nothing more to wait for
+            self._init_answered.set()
         ids = []
         for rid, call in list(self.pending.items()):
             self._write(self._record(call, error=reason))
