@@ -161,3 +161,37 @@ def test_a_truncated_gzip_is_read_as_what_it_holds_and_said_to_be_truncated(tmp_
     assert main(["load", "access", str(cut)]) == 0
     err = capsys.readouterr().err
     assert "truncated gzip stream: it ends before its end marker" in err and "no source recognised" not in err
+
+
+def test_a_delivery_file_cut_short_keeps_its_complete_records(tmp_path):
+    # {"Records": [...]} stopped mid-write (or a truncated gzip): the whole file was set aside,
+    # though all but its last record are whole
+    import json as _json
+
+    from replaybook.sources.cloudtrail import load_cloudtrail
+
+    src = next((FIX / "cloud" / "cloudtrail-tree" / "AWSLogs").rglob("*_CloudTrail_eu-west-1_*.json.gz"))
+    records = _json.loads(gzip.decompress(src.read_bytes()))["Records"]
+    doc = _json.dumps({"Records": records * 3}, indent=2).encode()
+    whole = load_cloudtrail([_write(tmp_path / "whole.json", doc)])
+    n = len(whole.frame)
+    assert n == 3 * len(records) > 3
+    # cut inside the last record but one: every record before it is read, the rest said
+    last_two = doc.rindex(b'"eventVersion"', 0, doc.rindex(b'"eventVersion"'))
+    cut = doc[:last_two + 20]
+    for name, body in (("cut.json", cut), ("cut.json.gz", gzip.compress(doc)[: len(gzip.compress(cut))])):
+        res = load_cloudtrail([_write(tmp_path / name, body)])
+        got = len(res.frame)
+        assert 0 < got <= n - 2, (name, got)
+        first = load_cloudtrail([_write(tmp_path / f"first-{name}.json",
+                                        _json.dumps({"Records": (records * 3)[:got]}, indent=2).encode())])
+        pd.testing.assert_frame_equal(res.frame.drop(columns=["source_file", "raw"]),
+                                      first.frame.drop(columns=["source_file", "raw"]))
+        errors = res.quarantine["error"].tolist()
+        assert any(f"document cut short or damaged after {got:,} complete records (those are read)" in e
+                   for e in errors), errors
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path

@@ -37,6 +37,7 @@ stream; the text before the damage is still read).
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ import orjson
 import pandas as pd
 
 from .._jsonl import GZIP_MAGIC, _count_lines, expand_paths, file_info, iter_lines, parse_json, quarantine_row
-from .._text import safe_str, to_utc
+from .._text import deep_safe, safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
 from ._record import as_dict
@@ -222,6 +223,48 @@ def _strip_bom(data: bytes) -> bytes:
     return data[3:] if data[:3] == b"\xef\xbb\xbf" else data
 
 
+_WRAPPER_START = re.compile(rb'\{\s*"([A-Za-z_]+)"\s*:\s*\[')
+
+
+def _records_before_the_cut(body: bytes, wrappers: tuple[str, ...], err: str) -> tuple[str, Any, list[Item]] | None:
+    """A document that opens with one of ``wrappers`` (``{"Records": [``) and does not parse as
+    a whole, read element by element: ``("wrapper:<key>", None, items)`` — the complete
+    records, then one item carrying the error ("cut short after N complete records …") at the
+    first element that does not parse — or ``None`` when it does not open that way or no
+    element parses (the whole document is then one broken item, as before)."""
+    m = _WRAPPER_START.match(body)
+    if m is None or m.group(1).decode() not in wrappers:
+        return None
+    text = body.decode("utf-8", "surrogateescape")
+    dec = json.JSONDecoder()
+    pos = len(m.group(0).decode("utf-8", "surrogateescape"))
+    items: list[Item] = []
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        try:
+            obj, end = dec.raw_decode(text, pos)
+            obj = deep_safe(obj)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            break
+        items.append(Item(len(items) + 1, None, None, obj, None))
+        pos = end
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        if pos < n and text[pos] == ",":
+            pos += 1
+            continue
+        break  # "]" (then the document's end did not parse) or anything else
+    if not items:
+        return None
+    rest = text[pos:pos + 400].encode("utf-8", "surrogateescape")
+    why = (f"document cut short or damaged after {len(items):,} complete record"
+           f"{'' if len(items) == 1 else 's'} (those are read): {err}")
+    items.append(Item(len(items) + 1, None, rest, None, why, False))
+    return f"wrapper:{m.group(1).decode()}", None, items
+
+
 def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[Item]]:
     """Split a file's text into JSON records, by content.
 
@@ -254,7 +297,12 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
             first_end = data.find(b"\n")
             first = data if first_end < 0 else data[:first_end]
             if first.strip() and parse_json(first.strip())[1] is not None:
-                # one multi-line (or single-line) document that does not parse as a whole
+                # one multi-line (or single-line) document that does not parse as a whole: a
+                # wrapper list cut short (a copy of a delivery file stopped mid-write, a
+                # truncated gzip) still holds its complete records
+                cut = _records_before_the_cut(body, wrappers, err)
+                if cut is not None:
+                    return cut
                 return "broken", None, [Item(1, 0, data[:400], None, err, False)]
     items = [Item(ln.line_no, ln.offset, ln.raw, ln.obj, ln.error, ln.pending) for ln in iter_lines(data)]
     return "jsonl", None, items
