@@ -307,3 +307,28 @@ def test_unassigned_transcripts_show_what_they_called_and_got_back(frames):
         '{&quot;path&quot;:&quot;a&quot;}', '{&quot;path&quot;:&quot;.env&quot;}', '{&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}']
     assert "32 rows" in rows[0] and "error:" in rows[1] and rows[2].endswith("<td>—</td>")
     assert S.unassigned_transcripts(steps, []) == ""
+
+
+def test_conversations_lay_out_what_the_agent_saw_in_order(frames):
+    from replaybook.join import join_sessions
+
+    steps, calls, _, _ = frames
+    steps = steps.copy()
+    steps.loc[steps["seq"] == 1, "result_text"] = "32 rows"
+    extra = STEPS.build([dict(transcript_id="t1", seq=4, ts=s(6), kind="model_request", text="It is 19.90.")])
+    steps = pd.concat([steps, extra], ignore_index=True)
+    res = join_sessions(steps, calls, max_offset_s=0)
+    h = S.conversations(steps, calls, res)
+    no_raw_html(h)
+    assert 'id="conversation"' in h and "Door session s1 · transcript t1" in h
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1:]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows]
+    # in time order: the prompt, two calls (a refusal among them), the model's text, the door's call
+    # no step claims (at its time on the transcript's clock), a call of no door server
+    assert [c[1] for c in cells] == ["user", "tool call", "tool call", "model", "door (no step)", "tool call"]
+    assert cells[0][2].startswith("&lt;script&gt;")
+    assert cells[1][2] == 'read_object {&quot;path&quot;:&quot;a&quot;}' and "32 rows" in cells[1][4]
+    assert "REFUSED by rule no-dotenv" in cells[2][3] and "error:" in cells[2][4] and 'class="rb-refused"' in h
+    assert cells[3][2] == "It is 19.90." and cells[3][4] == ""
+    assert cells[5][2] == 'query {&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}' and cells[5][3] == "not a door tool"
+    assert S.conversations(steps, calls.iloc[0:0], join_sessions(steps, calls.iloc[0:0])) == ""

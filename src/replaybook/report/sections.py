@@ -37,6 +37,7 @@ __all__ = [
     "session_calls",
     "all_session_calls",
     "result_cell",
+    "conversations",
     "unassigned_transcripts",
     "refused_calls",
     "inputs_table",
@@ -504,6 +505,69 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
     if not parts:
         intro += '<p class="rb-note">No door calls.</p>'
     return _section("What each call reached", intro + "".join(parts), anchor="calls")
+
+
+_WHO = {"user": "user", "model": "model", "tool call": "tool call", "door": "door (no step)"}
+
+
+def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_rows: int = MAX_ROWS,
+                  limit: int = 400) -> str:
+    """Per door session with a transcript, the conversation in the order the agent lived it
+    (:func:`replaybook.views.session.conversation`): each prompt, each model request with its
+    text (cut to ``limit`` characters), each tool call with what the door decided and reached
+    and what the agent got back (:func:`result_cell`), a sub-agent's steps among its parent's,
+    and door calls no step claims at their time.  Empty when no session has a transcript."""
+    from ..views.session import conversation
+
+    if join is None or not len(join.sessions):
+        return ""
+    results = None
+    if len(steps) and "result_text" in steps.columns:
+        tc = steps[steps["kind"] == "tool_call"]
+        results = {(str(t), int(q)): (x, e, a) for t, q, x, e, a in
+                   zip(tc["transcript_id"], tc["seq"], tc["result_text"], tc["is_error"], tc["args_key"])
+                   if not _isna(q)}
+    parts = []
+    for r in join.sessions.to_dict("records"):
+        if _isna(r.get("transcript_id")):
+            continue
+        conv = conversation(steps, calls, join, r["door_session"])
+        if conv is None or not len(conv):
+            continue
+        got, what, who = [], [], []
+        for c in conv.to_dict("records"):
+            lane = c["lane"]
+            label = c["label"] or ""
+            sub = label.split(" · ", 1)[0] if label.startswith("sub-agent ") else None
+            who.append(_WHO.get(lane, lane) + (f" ({sub})" if sub else ""))
+            if lane == "tool call":
+                key = (str(c["transcript_id"]), int(c["step_seq"])) if not _isna(c["step_seq"]) else None
+                res = results.get(key) if results is not None and key is not None else None
+                args = c["text"] if res is None or _isna(res[2]) else res[2]  # the whole arguments
+                what.append(f"{c['tool'] or ''} {args or ''}".strip())
+                got.append(result_cell(res[0], res[1]) if res is not None else "—")
+            elif lane == "door":
+                what.append(f"{c['tool'] or ''} {c['text'] or ''}".strip())
+                got.append("—")
+            else:
+                what.append(c["text"] or ("(request to the model)" if lane == "model" else ""))
+                got.append("")
+        conv = conv.assign(who=who, what=what, got_back=got,
+                           door=[c["reach"] if not _isna(c["reach"]) else ("" if lane in ("user", "model") else "—")
+                                 for c, lane in zip(conv.to_dict("records"), conv["lane"])])
+        body = table(conv, [("ts", "time (UTC)", "ts"), ("who", "who", "text"), ("what", "what", "text"),
+                            ("door", "what the door decided and reached", "text"),
+                            ("got_back", "what the agent got back", "html")],
+                     max_rows=max_rows, row_class=lambda rec: "rb-refused" if rec.get("status") == "refused" else "")
+        parts.append(_section(f"Door session {r['door_session']} · transcript {r['transcript_id']}",
+                              f'<p class="rb-note">{esc(_count(len(conv), "event"))}, in time order</p>' + body,
+                              level=3))
+    if not parts:
+        return ""
+    intro = ("<p>What each agent was asked, what it said, what it called and what it got back, in the order it "
+             "happened, from its transcript; beside each tool call, what the door decided and reached. Model text "
+             f"is cut to {limit} characters; click a result to see more of it.</p>")
+    return _section("The conversation, in order", intro + "".join(parts), anchor="conversation")
 
 
 def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *, max_rows: int = MAX_ROWS,

@@ -239,7 +239,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     ``refused`` (it agrees and the door refused it), ``door never saw`` (a door-bound call
     with no door call: ``join.unmatched_steps``), ``not through the door`` (built-in or other
     server's tool), ``unclaimed`` (a door call no step claims: ``join.unclaimed_calls``) —
-    and ``reach`` (what the door call reached, in words), ``label`` (one line for the chart).
+    and ``reach`` (what the door call reached, in words), ``label`` (one line for the chart),
+    ``transcript_id`` (the step's transcript: the session's, or a sub-agent's; ``None`` for an
+    unclaimed door call).
 
     Returns ``None`` when the session has no matched transcript.
     """
@@ -270,7 +272,8 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
         lane = _LANE_OF_KIND[str(r.kind)]
         row = {"ts": r.ts, "lane": lane, "kind": str(r.kind), "step_seq": seq, "tool": None, "text": None,
                "call_seq": None, "object": None, "decision": None, "rule": None, "rows": None,
-               "bytes": None, "status": None, "reach": None, "_m": r.member}
+               "bytes": None, "status": None, "reach": None, "transcript_id": str(r.transcript_id),
+               "_m": r.member}
         if lane == "user":
             row.update(status="prompt", text=_short(r.text, 400))
             row["label"] = "user: " + _short(r.text)
@@ -315,9 +318,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                          "rule": None if _na(c.rule) else str(c.rule), "rows": _int(c.rows),
                          "bytes": _int(c.bytes), "status": "unclaimed", "reach": reach,
                          "label": f"door #{int(c.seq)} {c.tool}: {reach}  (no transcript step claims it)",
-                         "_m": None})
+                         "transcript_id": None, "_m": None})
     cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "object", "decision", "rule",
-            "rows", "bytes", "status", "reach", "label", "_m"]
+            "rows", "bytes", "status", "reach", "label", "transcript_id", "_m"]
     out = pd.DataFrame(rows, columns=cols)
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
     # time order, then transcript order (the parent's, then each sub-agent's); an unclaimed door
