@@ -195,3 +195,20 @@ def test_a_delivery_file_cut_short_keeps_its_complete_records(tmp_path):
 def _write(path, data: bytes):
     path.write_bytes(data)
     return path
+
+
+def test_a_delivery_kept_both_plain_and_gzipped_is_read_once(tmp_path, capsys):
+    # x.json beside x.json.gz with the same text: every event counted twice (different bytes on
+    # disk, so the hash on disk did not tell)
+    src = next((FIX / "cloud" / "cloudtrail-tree" / "AWSLogs").rglob("*_CloudTrail_eu-west-1_*.json.gz"))
+    (tmp_path / "x.json.gz").write_bytes(src.read_bytes())
+    (tmp_path / "x.json").write_bytes(gzip.decompress(src.read_bytes()))
+    one = replaybook.load([src])
+    both = replaybook.load([tmp_path])
+    assert len(both["access"]) == len(one["access"]) > 0
+    notes = both.files.set_index("path")["note"]
+    assert notes[str(tmp_path / "x.json.gz")] == f"same content as {tmp_path / 'x.json'}: read once"
+    # a different text under the gz name is not a copy
+    (tmp_path / "x.json").write_bytes(gzip.decompress(src.read_bytes()).replace(b"eu-west-1", b"eu-west-2"))
+    assert len(replaybook.load([tmp_path])["access"]) == 2 * len(one["access"])
+    assert main(["load", "access", str(tmp_path)]) == 0

@@ -188,7 +188,9 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
                f"{more} ({used})",
                err=True)
     for info in skipped:
-        click.echo(f"  skipped {info.get('path')}: {info.get('reason') or 'no records'}", err=True)
+        why = (f"same content as {info['same_as']}: read once" if info.get("same_as")
+               else info.get("reason") or "no records")
+        click.echo(f"  skipped {info.get('path')}: {why}", err=True)
     wrong = _other_kinds(frame, res, source_name)
     _quarantine_summary(res.quarantine)
     if wrong is not None:

@@ -137,11 +137,34 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
                                              "quarantined", "note"]])
 
 
+def _content_sha(inputs: list[dict], info: dict) -> str | None:
+    """For a ``<name>.gz`` input beside which ``<name>`` is an input too (a CloudTrail delivery
+    kept both ways), the SHA-256 of its decompressed bytes, which equals the plain file's hash
+    when they hold the same text; else ``None`` (the hash on disk decides).  Reads only such
+    files again."""
+    path = info.get("path")
+    if not isinstance(path, str) or not path.endswith(".gz"):
+        return None
+    plain = path[:-3]
+    if not any(i.get("path") == plain for i in inputs):
+        return None
+    import gzip
+    import hashlib
+    import zlib
+
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(gzip.decompress(fh.read())).hexdigest()
+    except (OSError, EOFError, zlib.error):
+        return None
+
+
 def read_once(res: LoadResult) -> LoadResult:
     """``res`` without the rows of an input file whose bytes equal an earlier input's.
 
     A copy of the same log under another path (``door/`` and a copy of one of its files in
-    ``door-backup/``, say) would otherwise count its calls or events twice.  The earlier file
+    ``door-backup/``, say; or ``x.json`` beside ``x.json.gz`` holding the same text) would
+    otherwise count its calls or events twice.  The earlier file
     (in ``res.inputs`` order) is kept; the copy's rows and quarantine rows (by ``source_file``)
     are left out and its ``inputs`` entry is marked ``skipped``, ``same_as`` the earlier path
     (said as "same content as <earlier path>: read once") — listed, hashed, not read.  Files already
@@ -154,6 +177,7 @@ def read_once(res: LoadResult) -> LoadResult:
         sha, path = info.get("sha256"), info.get("path")
         if not sha or path is None or info.get("skipped") or not info.get("bytes"):
             continue
+        sha = _content_sha(res.inputs, info) or sha
         if sha in first and first[sha] != path:
             copies[path] = first[sha]
         else:
