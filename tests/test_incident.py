@@ -34,9 +34,12 @@ def test_demo_incident_loads_and_joins():
 
 
 def test_manifest_errors_name_the_field(tmp_path):
-    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: []\n")
-    with pytest.raises(ManifestError, match="'door' is a required property"):
+    (tmp_path / "incident.yaml").write_text("title: x\n")
+    with pytest.raises(ManifestError, match="'transcripts' is a required property"):
         replaybook.Incident.load(tmp_path)
+    # a transcripts-only incident needs no door key (it had to say `door: []`)
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: []\n")
+    assert replaybook.Incident.load(tmp_path).calls.empty
     (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: [t/*.jsonl]\ndoor: [d/]\n")
     with pytest.raises(ManifestError, match="matches no file"):
         replaybook.Incident.load(tmp_path)

@@ -37,6 +37,8 @@ def test_diff_the_committed_demo_runs():
                                                                       "external_evidence_drift")
     assert d["divergence"]["first_checkpoint"] == "tool_response.service_catalogue"
     assert d["divergence"]["changed_input"]["name"] == "service_catalogue.response"
+    # whole digests in JSON (a script compares them); "sha256:c6dd…" could not be used
+    assert [len(p) for p in d["effects"]["reference_patches"]] == [71] and d["effects"]["replay_patches"] == []
     r = run("diff", DEMO / "runs" / "incident.json", DEMO / "runs" / "live.json", "--format", "table")
     assert r.exit_code == 0
     lines = r.output.splitlines()

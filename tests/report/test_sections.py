@@ -132,7 +132,7 @@ def test_join_summary_and_confidence(frames):
     (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
           method="content"), "High confidence"),
     (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
-          method="meta_id+content"), "Strong"),
+          method="meta_id+content"), "Certain (by tool-use id) — matched to transcript t"),
     (dict(door_session="a", calls=10, agreed=2, transcript_id="t", status="matched", share=0.2, margin=1.0,
           method="content"), "Weak"),
     (dict(door_session="a", calls=10, agreed=3, transcript_id="t", status="ambiguous", share=0.3, margin=0.0,
@@ -219,6 +219,10 @@ def test_cannot_prove_lists_the_residuals(frames):
     empty = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
                            sessions=sessions.iloc[:1])
     assert "None: every door call" in empty and "None: every door session is matched" in empty
+    # no door log at all: not "every door session is matched"
+    none = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=["t1"],
+                          sessions=sessions.iloc[:0])
+    assert "every door session is matched" not in none and "No door sessions: this incident holds no door" in none
 
 
 def test_timeline_section_embeds_an_offline_chart(frames):

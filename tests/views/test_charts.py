@@ -317,3 +317,10 @@ def test_a_sub_agent_is_drawn_in_its_parents_row():
     ])
     groups = {v["who"]: v["group"] for v in values(timeline(steps, CALLS.empty()).to_dict(), "step")}
     assert groups == {"P": "transcript P (no door session)", "agent-x": "transcript P (no door session)"}
+
+
+def test_without_a_door_log_the_title_does_not_speak_of_the_door(small):
+    steps, calls, pairs = small
+    assert timeline(steps, calls, pairs).to_dict()["title"]["text"].startswith("Transcript vs door")
+    assert timeline(steps, CALLS.empty()).to_dict()["title"]["text"] == \
+        "Transcripts: what the agent did (no door log in this incident)"

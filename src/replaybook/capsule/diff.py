@@ -338,7 +338,8 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
     eb = [c for c in cb if c.kind == "effect"]
     res.effects = {"patch_digests_equal": pa == pb, "effects_equal": [c.digest for c in ea] == [c.digest for c in eb],
                    "reference_effects": [c.summary for c in ea], "replay_effects": [c.summary for c in eb],
-                   "reference_patches": [short(p) for p in pa], "replay_patches": [short(p) for p in pb]}
+                   # whole digests: a script compares or looks them up (the table shortens them)
+                   "reference_patches": list(pa), "replay_patches": list(pb)}
     upto = d if d is not None else (bad if bad is not None else min(len(ca), len(cb)))
     res.cosmetic = [f"{la[i]}: summary differs ({ca[i].summary!r} vs {cb[i].summary!r})" for i in range(upto)
                     if ca[i].digest == cb[i].digest and ca[i].summary != cb[i].summary]

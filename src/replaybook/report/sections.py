@@ -313,7 +313,7 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     tool_time_only = "tool_time" in method and "content" not in method
     compared = "tool" if tool_time_only else "tool and canonical arguments"
     if "meta_id" in method:
-        level = "Strong"
+        level = "Certain (by tool-use id)"  # above "High confidence": the ids prove the link
         how = "the door logged the client's own tool-use ids, and they match the transcript's"
     elif share_f >= 0.9 and margin_f >= 2 and agreed >= 3 and not tool_time_only:
         level = "High confidence"
@@ -721,9 +721,10 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     un = un_all[first]
     others = un_all[[not f for f in first]]
     n_other = n_access - n_storage
-    body = (f"<p>The cloud's own access logs hold <b>{_count(n_access, 'event')}</b>: <b>{n_storage:,}</b> on "
-            f"storage (objects and buckets, what the door's calls reach)"
-            + (f" and {n_other:,} on other services" if n_other else "") + ". Door calls explain "
+    held = (f"<b>{_count(n_access, 'event')}</b>: <b>{n_storage:,}</b> on storage (objects and buckets, what the "
+            f"door's calls reach) and {n_other:,} on other services" if n_other else
+            f"<b>{_count(n_access, 'storage request')}</b> (on objects and buckets, what the door's calls reach)")
+    body = (f"<p>The cloud's own access logs hold {held}. Door calls explain "
             f"<b>{_count(len(result.links), 'storage request')}</b>. <b>{_count(len(un), 'request')}</b> on storage "
             "(or made with the door's own principal) match no door call — look at these first: a request made "
             "with the door's own principal and no door call behind it means someone or something reached the data "
@@ -846,6 +847,9 @@ def cannot_prove(
     if weak is not None and len(weak):
         body += '<ul class="rb-sentences">' + "".join(
             f"<li>{esc(confidence_sentence(r))}</li>" for r in weak.to_dict("records")) + "</ul>"
+    elif sessions is None or not len(sessions):
+        body += ('<p class="rb-note">No door sessions: this incident holds no door or gateway log, so nothing '
+                 "here confirms what any tool call reached.</p>")
     else:
         body += '<p class="rb-note">None: every door session is matched.</p>'
     return _section("What the join cannot prove", body, anchor="cannot-prove")

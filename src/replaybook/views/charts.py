@@ -405,7 +405,8 @@ def timeline(
     n_steps_nat = int(steps["kind"].isin(list(_KIND_LANE)).sum() - len(st)) if len(steps) else 0
     n_calls_nat = int(len(calls) - len(ca)) if len(calls) else 0
 
-    title = "Transcript vs door: what the agent did and what the door decided"
+    title = ("Transcript vs door: what the agent did and what the door decided" if len(calls)
+             else "Transcripts: what the agent did (no door log in this incident)")
     subtitle: list[str] = []
     if events.empty:
         return (
