@@ -70,8 +70,9 @@ def test_layers_and_encodings(small):
     spec = timeline(steps, calls, pairs).to_dict()
     assert spec["facet"]["field"] == "group"
     names = [l["transform"][0]["filter"] for l in spec["spec"]["layer"]]
-    assert names == ["(datum.layer === 'step')", "(datum.layer === 'call')",
-                     "(datum.layer === 'pair')", "(datum.layer === 'refused')"]
+    # the pair lines under the points, so a dot's own tooltip shows when it is hovered
+    assert names == ["(datum.layer === 'pair')", "(datum.layer === 'step')", "(datum.layer === 'call')",
+                     "(datum.layer === 'refused')"]
     step = layer_of(spec, "step")
     assert step["mark"]["type"] == "point"
     assert step["encoding"]["x"]["field"] == "t" and step["encoding"]["x"]["type"] == "temporal"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -59,7 +60,7 @@ STYLE = """<style type="text/css">
 .rb-section table.rb-table th, .rb-section table.rb-table td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
 .rb-section table.rb-table th { background: #f4f4f4; font-weight: 600; }
 .rb-section table.rb-table td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.rb-section table.rb-table td code, .rb-section code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; background: none; }
+.rb-section table.rb-table td code, .rb-section code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: break-word; background: none; }
 .rb-section table.rb-table tr.rb-refused td { background: #fdecea; }
 .rb-note { color: #555; font-size: 12.5px; }
 .rb-status { display: inline-block; padding: 0 6px; border-radius: 3px; font-weight: 600; }
@@ -68,7 +69,7 @@ STYLE = """<style type="text/css">
 .rb-status-unmatched { background: #fdecea; color: #b00020; }
 .rb-decision-deny { color: #b00020; font-weight: 600; }
 .rb-sentences li { margin: 0.2em 0; }
-.rb-result { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3em 0 0; }
+.rb-result { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3em 0 0; display: inline-block; min-width: 16em; }
 .rb-section details summary { cursor: pointer; }
 </style>"""
 
@@ -102,6 +103,28 @@ def esc(v: Any, limit: int | None = None) -> str:
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
     return html.escape(s.translate(_CONTROLS), quote=True)
+
+
+#: Where a name or path may wrap in a table cell: after ``_ - / , : . = & ?``, and inside a run of
+#: 24 characters with none of them (a digest, a long id).
+_BREAK_AT = re.compile(r"(?<=[_\-/,:.=&?])(?=\S)")
+_RUN = 24
+
+
+def _breakable(v: Any, limit: int | None = None) -> str:
+    """:func:`esc` with, in a text holding a word longer than 24 characters (arguments, a
+    digest, a long path), a line-break opportunity (``<wbr>``) at :data:`_BREAK_AT` and every 24
+    characters of a run without one: a table column wraps there instead of letter by letter
+    (names are never cut mid-word, ``overflow-wrap: break-word``)."""
+    if _isna(v):
+        return "—"
+    s = str(v)
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    if all(len(w) <= _RUN for w in s.split()):  # short words wrap at their spaces, if any
+        return esc(s)
+    pieces = [p[i:i + _RUN] for p in _BREAK_AT.split(s) for i in range(0, max(len(p), 1), _RUN)]
+    return "<wbr>".join(esc(p) for p in pieces)
 
 
 def _line_start(raw: Any) -> Any:
@@ -145,7 +168,7 @@ def _cell(v: Any, kind: str) -> tuple[str, str]:
     if kind == "ts":
         return "", html.escape(fmt_ts(v)) or "—"
     if kind == "code":
-        return "", "—" if _isna(v) else f"<code>{esc(v, 300)}</code>"
+        return "", "—" if _isna(v) else f"<code>{_breakable(v, 300)}</code>"
     if kind == "html":  # pre-built, already escaped markup (only from this module)
         return "", str(v)
     if isinstance(v, (bool, np.bool_)):
@@ -384,16 +407,19 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None) -> str:
                         anchor="sessions")
     df = sessions.copy()
     df["status_html"] = df["status"].map(_status_badge)
+    # two tables, each fitting the page: the verdicts, then what each link rests on
     cols = [
         ("door_session", "door session", "code"), ("agent", "agent", "text"),
         ("start", "first call", "ts"), ("end", "last call ended", "ts"), ("calls", "calls", "num"),
         ("refused", "refused", "num"), ("transcript_id", "transcript", "code"),
-        ("agreed", "agreed", "num"), ("transcript_tool_steps", "transcript tool steps", "num"),
-        ("share", "share", "pct"), ("runner_up", "runner-up", "code"),
-        ("runner_up_agreed", "runner-up agreed", "num"), ("margin", "margin", "num"),
+        ("agreed", "agreed", "num"), ("share", "share", "pct"),
         ("status_html", "status", "html"), ("method", "method", "text"),
-        ("offset_ms", "offset (ms)", "ms"), ("unclaimed_calls", "unclaimed calls", "num"),
-        ("unmatched_steps", "steps without call", "num"),
+    ]
+    evidence = [
+        ("door_session", "door session", "code"), ("transcript_tool_steps", "transcript tool steps", "num"),
+        ("runner_up", "runner-up", "code"), ("runner_up_agreed", "runner-up agreed", "num"),
+        ("margin", "margin", "num"), ("offset_ms", "offset (ms)", "ms"),
+        ("unclaimed_calls", "unclaimed calls", "num"), ("unmatched_steps", "steps without call", "num"),
     ]
     win = f" (window {window_s:g} s)" if window_s else ""
     intro = (f"<p>Each door session is assigned at most one transcript, one-to-one, maximising the total "
@@ -402,6 +428,7 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None) -> str:
              f"(0 means an equally good alternative exists).</p>")
     sentences = "".join(f"<li>{esc(confidence_sentence(r, window_s))}</li>" for r in sessions.to_dict("records"))
     return _section("Sessions and the join", intro + table(df, cols)
+                    + "<h3>What each link rests on</h3>" + table(df, evidence)
                     + f'<h3>How sure is each link?</h3><ul class="rb-sentences">{sentences}</ul>',
                     anchor="sessions")
 
@@ -466,9 +493,9 @@ def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd
 def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session: str, *,
                   steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS) -> str:
     """What one door session's calls reached, in the door's order (``seq``): time, tool, object,
-    decision, rule, rows, bytes, the error the door logged, arguments, the tool-use id (and step
-    seq) of the transcript step the join matched to each call ("—" when none) and what that step
-    got back, as the transcript recorded it (:func:`result_cell`)."""
+    decision, rule, rows, bytes, the error the door logged, arguments, the seq of the transcript
+    step the join matched to each call ("—" when none) and what that step got back, as the
+    transcript recorded it (:func:`result_cell`)."""
     c = calls[calls["door_session"] == door_session].sort_values(["seq", "ts"], na_position="last")
     m = _matched_steps(pairs, steps)
     m = m[m["door_session"] == door_session].drop(columns=["door_session"])
@@ -479,10 +506,9 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
         c["got_back"] = "—"
     cols = [("seq", "seq", "num"), ("ts", "time (UTC)", "ts"), ("tool", "tool", "code"),
             ("object", "object", "code"), ("decision", "decision", "text"), ("rule", "rule", "code"),
-            ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("error", "door logged error", "text"),
-            ("args_key", "arguments", "code"),
-            ("step_call_id", "transcript tool-use id", "code"), ("step_seq", "step seq", "num"),
-            ("got_back", "what the agent got back (transcript)", "html")]
+            ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("error", "door error", "text"),
+            ("args_key", "arguments", "code"), ("step_seq", "step", "num"),
+            ("got_back", "what the agent got back", "html")]
     agent = c["agent"].dropna().iloc[0] if len(c) and c["agent"].notna().any() else None
     sub = _count(len(c), "call") + (f", agent {agent}" if agent is not None else "")
     return _section(f"Door session {door_session}",

@@ -383,10 +383,10 @@ def timeline(
         width: plot width in pixels.
 
     Returns:
-        An Altair chart: a facet (``row`` = session group) of a layer chart.  Layers, in order:
-        ``bin`` rects (aggregated mode only), ``step`` points, ``call`` points (door calls
-        allowed/asked, shape by decision), ``access`` points, ``pair`` rules, ``refused`` points
-        (red crosses).  Layers with no data are omitted.  x is UTC time; y is the lane.
+        An Altair chart: a facet (``row`` = session group) of a layer chart.  Layers, in order
+        (bottom to top): ``bin`` rects (aggregated mode only), ``pair`` and ``link`` rules,
+        ``step`` points, ``call`` points (door calls allowed/asked, shape by decision),
+        ``access`` points, ``refused`` points (red crosses).  Layers with no data are omitted.  x is UTC time; y is the lane.
     """
     steps = steps if steps is not None else pd.DataFrame(columns=["transcript_id", "kind", "ts"])
     calls = calls if calls is not None else pd.DataFrame(columns=["door_session", "ts", "decision"])
@@ -478,6 +478,23 @@ def timeline(
             ("lane", "lane"), ("category", "category"), ("count", "events", ","),
             ("when", "from (UTC)"), ("when2", "to (UTC)")))
     when = ("when", "time (UTC)")
+    # the lines first, under the points: hovering a dot shows the dot's tooltip, not a line's
+    if "pair" in present:
+        layers.append(_tips(
+            base("pair", True)
+            .mark_rule(color="#555555", strokeWidth=1, opacity=0.6)
+            .encode(x=x, x2="t2:T", y=y, y2="lane2:N"),
+            ("who", "transcript"), ("call_id", "tool-use id"), ("seq", "call seq", "d"), ("tool", "tool"),
+            ("arguments", "arguments"), ("when", "transcript time (UTC)"), ("when2", "door time (UTC)"),
+            ("delta_ms", "door − transcript (ms)", ",.0f"), ("how", "matched by")))
+    if "link" in present:
+        layers.append(_tips(
+            base("link", True)
+            .mark_rule(color=CATEGORY_COLORS["storage"], strokeWidth=1, strokeDash=[3, 2], opacity=0.7)
+            .encode(x=x, x2="t2:T", y=y, y2="lane2:N"),
+            ("who", "door session"), ("seq", "call seq", "d"), ("tool", "storage action"),
+            ("object", "resource"), ("when", "door time (UTC)"), ("when2", "storage time (UTC)"),
+            ("delta_ms", "storage − door (ms)", ",.0f"), ("how", "linked by")))
     if "step" in present:
         layers.append(_tips(
             base("step")
@@ -507,22 +524,6 @@ def timeline(
             .encode(x=x, y=y, color=color),
             ("who", "principal"), when, ("tool", "action"), ("object", "resource"),
             ("decision", "outcome"), ("bytes", "bytes", ",")))
-    if "pair" in present:
-        layers.append(_tips(
-            base("pair", True)
-            .mark_rule(color="#555555", strokeWidth=1, opacity=0.6)
-            .encode(x=x, x2="t2:T", y=y, y2="lane2:N"),
-            ("who", "transcript"), ("call_id", "tool-use id"), ("seq", "call seq", "d"), ("tool", "tool"),
-            ("arguments", "arguments"), ("when", "transcript time (UTC)"), ("when2", "door time (UTC)"),
-            ("delta_ms", "door − transcript (ms)", ",.0f"), ("how", "matched by")))
-    if "link" in present:
-        layers.append(_tips(
-            base("link", True)
-            .mark_rule(color=CATEGORY_COLORS["storage"], strokeWidth=1, strokeDash=[3, 2], opacity=0.7)
-            .encode(x=x, x2="t2:T", y=y, y2="lane2:N"),
-            ("who", "door session"), ("seq", "call seq", "d"), ("tool", "storage action"),
-            ("object", "resource"), ("when", "door time (UTC)"), ("when2", "storage time (UTC)"),
-            ("delta_ms", "storage − door (ms)", ",.0f"), ("how", "linked by")))
     if "refused" in present:
         layers.append(_tips(
             base("refused")
