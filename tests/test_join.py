@@ -2,6 +2,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from replaybook.canonical import canonical_args
@@ -265,6 +266,7 @@ def test_the_session_view_shows_a_sub_agents_steps_in_its_parents_conversation()
                          ("agent-x", 4, "read", {"path": "b"}, None), ("agent-x", 6, "read", {"path": "c"}, None)])
     steps = _with_agents(steps, {"agent-x": "x"}, {"P": "P", "agent-x": "P"})
     steps["seq"] = steps.groupby("transcript_id").cumcount().astype("Int64")  # each file numbers its own steps
+    steps.loc[steps["transcript_id"] == "agent-x", "result_text"] = ["b:\n 3 rows", "c: 9 rows"]
     calls = calls_frame([("s1", 0.2, "list", {"path": "demo/"}, None), ("s1", 4.2, "read", {"path": "b"}, None),
                          ("s1", 6.2, "read", {"path": "c"}, None), ("s1", 10.2, "read", {"path": "a"}, None)])
     res = join_sessions(steps, calls, max_offset_s=0)
@@ -277,3 +279,10 @@ def test_the_session_view_shows_a_sub_agents_steps_in_its_parents_conversation()
                                                         "sub-agent x", "sub-agent x",
                                                         "read {\"path\":\"a\"}  →  door #4: a"]
     assert "unclaimed" not in set(conv.status)
+    # what each call got back, as its transcript recorded it (one line), for the view's tooltips
+    assert [None if pd.isna(x) else x for x in conv.result] == [None, "b: 3 rows", "c: 9 rows", None]
+    from replaybook.views.session import conversation_chart
+
+    tips = [t["title"] for layer in conversation_chart(conv).to_dict()["layer"]
+            for t in layer.get("encoding", {}).get("tooltip", [])]
+    assert "agent got back" in tips

@@ -241,7 +241,8 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     server's tool), ``unclaimed`` (a door call no step claims: ``join.unclaimed_calls``) —
     and ``reach`` (what the door call reached, in words), ``label`` (one line for the chart),
     ``transcript_id`` (the step's transcript: the session's, or a sub-agent's; ``None`` for an
-    unclaimed door call).
+    unclaimed door call), ``result`` (what a tool call got back, as the transcript recorded it,
+    one line of at most 400 characters; ``None`` for other rows).
 
     Returns ``None`` when the session has no matched transcript.
     """
@@ -273,7 +274,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
         row = {"ts": r.ts, "lane": lane, "kind": str(r.kind), "step_seq": seq, "tool": None, "text": None,
                "call_seq": None, "object": None, "decision": None, "rule": None, "rows": None,
                "bytes": None, "status": None, "reach": None, "transcript_id": str(r.transcript_id),
-               "_m": r.member}
+               "result": None, "_m": r.member}
         if lane == "user":
             row.update(status="prompt", text=_short(r.text, 400))
             row["label"] = "user: " + _short(r.text)
@@ -283,7 +284,8 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
         else:
             tool = r.tool if not _na(r.tool) else r.tool_raw
             args = _short(r.args_key, 60)
-            row.update(tool=None if _na(tool) else str(tool), text=args)
+            row.update(tool=None if _na(tool) else str(tool), text=args,
+                       result=(_short(r.result_text, 400) or None) if hasattr(r, "result_text") else None)
             head = f"{tool} {args}".strip()
             cseq = call_of_step.get(key)
             if cseq is not None and cseq in by_seq:
@@ -318,9 +320,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                          "rule": None if _na(c.rule) else str(c.rule), "rows": _int(c.rows),
                          "bytes": _int(c.bytes), "status": "unclaimed", "reach": reach,
                          "label": f"door #{int(c.seq)} {c.tool}: {reach}  (no transcript step claims it)",
-                         "transcript_id": None, "_m": None})
+                         "transcript_id": None, "result": None, "_m": None})
     cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "object", "decision", "rule",
-            "rows", "bytes", "status", "reach", "label", "transcript_id", "_m"]
+            "rows", "bytes", "status", "reach", "label", "transcript_id", "result", "_m"]
     out = pd.DataFrame(rows, columns=cols)
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
     # time order, then transcript order (the parent's, then each sub-agent's); an unclaimed door
@@ -436,7 +438,8 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
         base = {"order": int(r.order), "when": _hms(r.ts), "status": r.status, "label": r.label,
                 "call_seq": None if _na(r.call_seq) else int(r.call_seq),
                 "object": r.object, "decision": r.decision, "rule": r.rule,
-                "rows": None if _na(r.rows) else int(r.rows), "bytes": None if _na(r.bytes) else int(r.bytes)}
+                "rows": None if _na(r.rows) else int(r.rows), "bytes": None if _na(r.bytes) else int(r.bytes),
+                "result": getattr(r, "result", None)}
         base["ink"] = {"refused": "#d62728", "door never saw": "#b35900", "unclaimed": "#b35900"}.get(r.status, "#222222")
         recs.append({**base, "mark": "event", "x": x_of[r.lane]})
         if r.lane == "tool call" and r.status in ("reached", "refused"):
@@ -451,7 +454,8 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
               axis=alt.Axis(values=list(range(len(_CONV_LANES))), orient="top", title=None, grid=True,
                             labelExpr="['user','model','tool call','door'][datum.value]", labelFontWeight="bold"))
     tips = [("when", "time (UTC)"), ("label", "event"), ("call_seq", "door call", "d"), ("object", "object"),
-            ("decision", "decision"), ("rule", "rule"), ("rows", "rows", ","), ("bytes", "bytes", ",")]
+            ("decision", "decision"), ("rule", "rule"), ("rows", "rows", ","), ("bytes", "bytes", ","),
+            ("result", "agent got back")]
     base = alt.Chart(data)
     pick = alt.selection_point(name="pick", fields=["call_seq"], on="click", empty=False)
     links = base.transform_filter(alt.datum.mark == "door").mark_rule(strokeWidth=1.5).encode(
