@@ -325,3 +325,14 @@ def test_without_a_door_log_the_title_does_not_speak_of_the_door(small):
     assert timeline(steps, calls, pairs).to_dict()["title"]["text"].startswith("Transcript vs door")
     assert timeline(steps, CALLS.empty()).to_dict()["title"]["text"] == \
         "Transcripts: what the agent did (no door log in this incident)"
+
+
+def test_marks_are_described_for_screen_readers_in_words(small):
+    # Vega-Lite's default aria label lists raw field names ("t2: …; lane2: door")
+    steps, calls, pairs = small
+    spec = timeline(steps, calls, pairs).to_dict()
+    for name in ("step", "call", "refused"):
+        assert layer_of(spec, name)["encoding"]["description"] == {"field": "desc", "type": "nominal"}
+    calc = [t["calculate"] for t in layer_of(spec, "call")["transform"] if t.get("as") == "desc"]
+    assert calc and calc[0].endswith("' at ' + datum.when")  # (when: UTC text ending in Z)
+    assert layer_of(spec, "pair")["mark"]["aria"] is False

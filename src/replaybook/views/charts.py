@@ -460,10 +460,15 @@ def timeline(
     y = alt.Y("lane:N", title=None, sort=list(LANES))
 
     def base(layer: str, two: bool = False) -> alt.Chart:
-        # tooltips show UTC text computed in the browser (Vega's time format would be local time)
+        # tooltips show UTC text computed in the browser (Vega's time format would be local time);
+        # ``desc`` is what a screen reader says of a mark (its default lists the raw field names)
         c = alt.Chart().transform_filter(alt.datum.layer == layer).transform_calculate(
-            when=f"utcFormat(toDate(datum.t), '{_WHEN_FMT}')")
+            when=f"utcFormat(toDate(datum.t), '{_WHEN_FMT}')").transform_calculate(
+            desc="datum.lane + (datum.tool ? ' ' + datum.tool : '') + (datum.object ? ' on ' + datum.object : '')"
+                 " + (datum.decision ? ', ' + datum.decision : '') + ' at ' + datum.when")
         return c.transform_calculate(when2=f"utcFormat(toDate(datum.t2), '{_WHEN_FMT}')") if two else c
+
+    desc = alt.Description("desc:N")
 
     layers = []
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
@@ -482,7 +487,7 @@ def timeline(
     if "pair" in present:
         layers.append(_tips(
             base("pair", True)
-            .mark_rule(color="#555555", strokeWidth=1, opacity=0.6)
+            .mark_rule(color="#555555", strokeWidth=1, opacity=0.6, aria=False)
             .encode(x=x, x2="t2:T", y=y, y2="lane2:N"),
             ("who", "transcript"), ("call_id", "tool-use id"), ("seq", "call seq", "d"), ("tool", "tool"),
             ("arguments", "arguments"), ("when", "transcript time (UTC)"), ("when2", "door time (UTC)"),
@@ -490,7 +495,7 @@ def timeline(
     if "link" in present:
         layers.append(_tips(
             base("link", True)
-            .mark_rule(color=CATEGORY_COLORS["storage"], strokeWidth=1, strokeDash=[3, 2], opacity=0.7)
+            .mark_rule(color=CATEGORY_COLORS["storage"], strokeWidth=1, strokeDash=[3, 2], opacity=0.7, aria=False)
             .encode(x=x, x2="t2:T", y=y, y2="lane2:N"),
             ("who", "door session"), ("seq", "call seq", "d"), ("tool", "storage action"),
             ("object", "resource"), ("when", "door time (UTC)"), ("when2", "storage time (UTC)"),
@@ -499,7 +504,7 @@ def timeline(
         layers.append(_tips(
             base("step")
             .mark_point(filled=True, size=45, opacity=0.85)
-            .encode(x=x, y=y, color=color),
+            .encode(x=x, y=y, color=color, description=desc),
             ("who", "transcript"), ("seq", "step seq", "d"), when, ("lane", "kind"), ("tool", "tool"),
             ("arguments", "arguments"), ("call_id", "tool-use id"), ("text", "text")))
     call_tooltip = [("who", "door session"), ("seq", "call seq", "d"), when, ("tool", "tool"),
@@ -512,7 +517,7 @@ def timeline(
             base("call")
             .mark_point(filled=True, size=55, opacity=0.9)
             .encode(
-                x=x, y=y, color=color,
+                x=x, y=y, color=color, description=desc,
                 shape=alt.Shape("decision:N", scale=alt.Scale(domain=shapes, range=[DECISION_SHAPES[d] for d in shapes]),
                                 title="door decision"),
             ),
@@ -521,7 +526,7 @@ def timeline(
         layers.append(_tips(
             base("access")
             .mark_point(filled=True, size=45, shape="square")
-            .encode(x=x, y=y, color=color),
+            .encode(x=x, y=y, color=color, description=desc),
             ("who", "principal"), when, ("tool", "action"), ("object", "resource"),
             ("decision", "outcome"), ("bytes", "bytes", ",")))
     if "refused" in present:
@@ -529,7 +534,7 @@ def timeline(
             base("refused")
             .mark_point(shape="cross", filled=True, size=160, color=CATEGORY_COLORS["deny"],
                         stroke=CATEGORY_COLORS["deny"], strokeWidth=1, opacity=1)
-            .encode(x=x, y=y, color=color),
+            .encode(x=x, y=y, color=color, description=desc),
             *call_tooltip))
     layers[0] = layers[0].add_params(zoom)
 
