@@ -109,6 +109,12 @@ def test_header_counts_read_as_english(frames):
     assert "read as nothing" not in S.header("t", "i.yaml", inputs=inputs[::2])
 
 
+def test_header_shows_the_manifests_description_escaped():
+    h = S.header("t", "/x/incident.yaml", description="The agent said 19.90 <b>mpg</b>")
+    assert "<p><b>The agent said 19.90 &lt;b&gt;mpg&lt;/b&gt;</b></p>" in h
+    assert "<p><b>" not in S.header("t", "/x/incident.yaml")
+
+
 def test_header_escapes_title():
     h = S.header("Incident <script>x</script>", "/a/<b>/incident.yaml", steps=STEPS.empty(), calls=CALLS.empty())
     assert "<script>x" not in h and "Incident &lt;script&gt;x" in h and "&lt;b&gt;" in h
@@ -229,6 +235,7 @@ def test_cannot_prove_lists_the_residuals(frames):
     none = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=["t1"],
                           sessions=sessions.iloc[:0])
     assert "every door session is matched" not in none and "No door sessions: this incident holds no door" in none
+    assert "None: every door" not in none and none.count("No door log in this incident: nothing to compare.") == 2
 
 
 def test_timeline_section_embeds_an_offline_chart(frames):
@@ -308,14 +315,23 @@ def test_session_calls_show_what_the_agent_got_back(frames):
 def test_unassigned_transcripts_show_what_they_called_and_got_back(frames):
     steps = frames[0].copy()
     steps.loc[steps["seq"] == 1, "result_text"] = "32 rows"
-    h = S.unassigned_transcripts(steps, ["t1"])
+    extra = STEPS.build([dict(transcript_id="t1", seq=4, ts=s(6), kind="model_request", text="It is 19.90."),
+                         dict(transcript_id="t1", seq=5, ts=s(7), kind="model_request"),  # only called tools
+                         dict(transcript_id="t0", seq=0, ts=s(-5), kind="user_prompt", text="earlier")])
+    steps = pd.concat([steps, extra], ignore_index=True)
+    h = S.unassigned_transcripts(steps, ["t1", "t0"])
     no_raw_html(h)
-    assert 'id="unassigned"' in h and "Transcript t1" in h and "3 tool calls" in h
-    assert "&lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in h  # the prompt, escaped
-    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1:]
-    assert [re.search(r"<code>(\{.*?\})</code>", r).group(1) for r in rows] == [
-        '{&quot;path&quot;:&quot;a&quot;}', '{&quot;path&quot;:&quot;.env&quot;}', '{&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}']
-    assert "32 rows" in rows[0] and "error:" in rows[1] and rows[2].endswith("<td>—</td>")
+    assert 'id="unassigned"' in h and "5 rows, 3 tool calls" in h
+    assert h.index("Transcript t0") < h.index("Transcript t1")  # earliest first, as on the timeline
+    t1 = h[h.index("Transcript t1"):]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", t1)[1:]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows]
+    # in time order: the prompt (escaped), the calls with what they got back, the model's text
+    assert [(c[0], c[2]) for c in cells] == [("0", "user"), ("1", "tool call"), ("2", "tool call"), ("4", "model"),
+                                             ("3", "tool call")]
+    assert cells[0][3] == "&lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;"
+    assert "32 rows" in cells[1][4] and "error:" in cells[2][4] and cells[4][4] == "—"
+    assert cells[3][3] == "It is 19.90." and cells[4][3] == 'query {&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}'
     assert S.unassigned_transcripts(steps, []) == ""
 
 
@@ -325,7 +341,8 @@ def test_conversations_lay_out_what_the_agent_saw_in_order(frames):
     steps, calls, _, _ = frames
     steps = steps.copy()
     steps.loc[steps["seq"] == 1, "result_text"] = "32 rows"
-    extra = STEPS.build([dict(transcript_id="t1", seq=4, ts=s(6), kind="model_request", text="It is 19.90.")])
+    extra = STEPS.build([dict(transcript_id="t1", seq=4, ts=s(6), kind="model_request", text="It is 19.90."),
+                         dict(transcript_id="t1", seq=5, ts=s(8), kind="model_request")])  # only called tools: no row
     steps = pd.concat([steps, extra], ignore_index=True)
     res = join_sessions(steps, calls, max_offset_s=0)
     h = S.conversations(steps, calls, res)
@@ -335,7 +352,9 @@ def test_conversations_lay_out_what_the_agent_saw_in_order(frames):
     cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows]
     # in time order: the prompt, two calls (a refusal among them), the model's text, the door's call
     # no step claims (at its time on the transcript's clock), a call of no door server
-    assert [c[1] for c in cells] == ["user", "tool call", "tool call", "model", "door (no step)", "tool call"]
+    assert [(c[0], c[2]) for c in cells] == [("0", "user"), ("1", "tool call"), ("2", "tool call"), ("4", "model"),
+                                             ("—", "door (no step)"), ("3", "tool call")]
+    cells = [c[1:] for c in cells]  # (the step column checked)
     assert cells[0][2].startswith("&lt;script&gt;")
     assert cells[1][2] == 'read_object {&quot;path&quot;:&quot;a&quot;}' and "32 rows" in cells[1][4]
     assert "REFUSED by rule no-dotenv" in cells[2][3] and "error:" in cells[2][4] and 'class="rb-refused"' in h

@@ -69,8 +69,10 @@ STYLE = """<style type="text/css">
 .rb-status-unmatched { background: #fdecea; color: #b00020; }
 .rb-decision-deny { color: #b00020; font-weight: 600; }
 .rb-sentences li { margin: 0.2em 0; }
-.rb-result { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3em 0 0; display: inline-block; min-width: 16em; }
+.rb-result { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3em 0 0; }
+.rb-section table.rb-table td:has(> .rb-result), .rb-section table.rb-table td:has(> details) { min-width: 16em; }
 .rb-section details summary { cursor: pointer; }
+.rb-section details summary .rb-result { display: inline; }
 </style>"""
 
 
@@ -269,6 +271,7 @@ def header(
     generated_at: datetime | None = None,
     quarantine: pd.DataFrame | None = None,
     inputs: Sequence[Mapping] = (),
+    description: str | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -300,6 +303,8 @@ def header(
                                  for r in unread[:5]))
     intro = ("<p>What the agent saw, in the order it saw it: the agent's own transcripts set beside "
              "the door's (MCP gateway's) record of every call it decided. All times are UTC.</p>")
+    if description and not _isna(description):  # the investigator's own summary, from the manifest
+        intro = f"<p><b>{esc(description)}</b></p>" + intro
     return STYLE + _section(None, f"<h1>{esc(title)}</h1>" + intro
                             + "<ul>" + "".join(f"<li>{f}</li>" for f in facts) + "</ul>")
 
@@ -581,58 +586,71 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
         conv = conv.assign(who=who, what=what, got_back=got,
                            door=[c["reach"] if not _isna(c["reach"]) else ("" if lane in ("user", "model") else "—")
                                  for c, lane in zip(conv.to_dict("records"), conv["lane"])])
-        body = table(conv, [("ts", "time (UTC)", "ts"), ("who", "who", "text"), ("what", "what", "text"),
-                            ("door", "what the door decided and reached", "text"),
+        # a model request without text only called tools: its calls are the rows that follow
+        conv = conv[~((conv["lane"] == "model") & conv["text"].fillna("").eq(""))]
+        body = table(conv, [("step_seq", "step", "num"), ("ts", "time (UTC)", "ts"), ("who", "who", "text"),
+                            ("what", "what", "text"), ("door", "what the door decided and reached", "text"),
                             ("got_back", "what the agent got back", "html")],
                      max_rows=max_rows, row_class=lambda rec: "rb-refused" if rec.get("status") == "refused" else "")
         parts.append(_section(f"Door session {r['door_session']} · transcript {r['transcript_id']}",
-                              f'<p class="rb-note">{esc(_count(len(conv), "event"))}, in time order</p>' + body,
+                              f'<p class="rb-note">{esc(_count(len(conv), "row"))}, in time order</p>' + body,
                               level=3))
     if not parts:
         return ""
     intro = ("<p>What each agent was asked, what it said, what it called and what it got back, in the order it "
-             "happened, from its transcript; beside each tool call, what the door decided and reached. Model text "
-             f"is cut to {limit} characters; click a result to see more of it.</p>")
+             "happened, from its transcript; beside each tool call, what the door decided and reached (<b>step</b> "
+             f"is the transcript's step number, as in the tables below). Model text is cut to {limit} characters; "
+             "model requests that only called tools show as those calls; click a result to see more of it.</p>")
     return _section("The conversation, in order", intro + "".join(parts), anchor="conversation")
 
 
 def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *, max_rows: int = MAX_ROWS,
-                           max_transcripts: int = 50, limit: int = 600,
+                           max_transcripts: int = 50, limit: int = 400,
                            sub_agents: Mapping[str, str] | None = None) -> str:
-    """What each transcript no door session was assigned to asked, called and got back, from its
-    own record (a transcripts-only incident, or one whose door log misses these sessions): per
-    transcript (at most ``max_transcripts``, in ``transcript_ids`` order) its prompts and last
-    text answer (cut to ``limit`` characters), then every tool call in time order, its
-    sub-agents' (``sub_agents``: sub-agent transcript → parent, ``JoinResult.sub_agents``)
-    among them — time, sub-agent, server, tool, arguments and what it got back
-    (:func:`result_cell`).  Empty when there are none."""
+    """What each transcript no door session was assigned to asked, said, called and got back,
+    in time order, from its own record (a transcripts-only incident, or one whose door log
+    misses these sessions): per transcript (at most ``max_transcripts``, earliest first) every
+    prompt, every model text (cut to ``limit`` characters) and every tool call with what it got
+    back (:func:`result_cell`), its sub-agents' steps (``sub_agents``: sub-agent transcript →
+    parent, ``JoinResult.sub_agents``) among them.  Empty when there are none."""
     ids = [t for t in transcript_ids if not _isna(t)]
     if not ids or steps is None or not len(steps):
         return ""
+    starts = steps.groupby("transcript_id")["ts"].min()
+    far = pd.Timestamp.max.tz_localize("UTC")
+    ids = sorted(ids, key=lambda t: (starts.get(t, pd.NaT) if not _isna(starts.get(t, pd.NaT)) else far, t))
     parts = []
     for tid in ids[:max_transcripts]:
         members = [tid] + [t for t, p in (sub_agents or {}).items() if p == tid]
         t = steps[steps["transcript_id"].isin(members)]
-        main = t[t["agent_id"].isna()]
-        prompts = main[main["kind"] == "user_prompt"]["text"].dropna().tolist()
-        answers = main[(main["kind"] == "model_request") & main["text"].notna()]["text"].tolist()
-        tc = t[t["kind"] == "tool_call"]
-        tc = tc.assign(member=tc["transcript_id"].map({m: i for i, m in enumerate(members)})).sort_values(
+        t = t[(t["kind"].isin(["user_prompt", "tool_call"]))
+              | ((t["kind"] == "model_request") & t["text"].notna() & t["text"].fillna("").ne(""))]
+        t = t.assign(member=t["transcript_id"].map({m: i for i, m in enumerate(members)})).sort_values(
             ["ts", "member", "seq"], kind="stable", na_position="last")
-        tc = tc.assign(got_back=[result_cell(x, e) for x, e in zip(tc["result_text"], tc["is_error"])])
-        body = "".join(f"<blockquote>{esc(p, limit)}</blockquote>" for p in prompts[:3])
-        if len(prompts) > 3:
-            body += f'<p class="rb-note">… and {_count(len(prompts) - 3, "more prompt")}.</p>'
-        if answers:
-            body += f"<p>Answered (last text):</p><blockquote>{esc(answers[-1], limit)}</blockquote>"
-        body += table(tc, [("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"), ("agent_id", "sub-agent", "code"),
-                           ("server", "server", "code"), ("tool", "tool", "code"), ("args_key", "arguments", "code"),
-                           ("got_back", "what the agent got back", "html")],
-                      max_rows=max_rows, empty="No tool calls.")
-        parts.append(_section(f"Transcript {tid}", f'<p class="rb-note">{esc(_count(len(tc), "tool call"))}</p>'
-                              + body, level=3))
-    intro = ("<p>Transcripts no door session was assigned to: what each agent was asked, what it called and what "
-             "it got back, in order, from its own transcript. No door record confirms these calls.</p>")
+        who, what, got = [], [], []
+        for r in t.to_dict("records"):
+            sub = f" (sub-agent {r['agent_id']})" if not _isna(r.get("agent_id")) else ""
+            if r["kind"] == "tool_call":
+                who.append("tool call" + sub)
+                tool = r["tool"] if not _isna(r["tool"]) else r.get("tool_raw")
+                what.append(f"{'' if _isna(tool) else tool} {'' if _isna(r['args_key']) else r['args_key']}".strip())
+                got.append(result_cell(r["result_text"], r["is_error"]))
+            else:
+                who.append(("user" if r["kind"] == "user_prompt" else "model") + sub)
+                what.append(None if _isna(r["text"]) else str(r["text"]))
+                got.append("")
+        t = t.assign(who=who, what=what, got_back=got)
+        t["what"] = [w if w is None or len(w) <= limit else w[: limit - 1] + "…" for w in t["what"]]
+        n_calls = int((t["kind"] == "tool_call").sum())
+        body = table(t, [("seq", "step", "num"), ("ts", "time (UTC)", "ts"), ("who", "who", "text"),
+                         ("what", "what", "text"), ("got_back", "what the agent got back", "html")],
+                     max_rows=max_rows, empty="Nothing the agent was asked, said or called.")
+        parts.append(_section(f"Transcript {tid}",
+                              f'<p class="rb-note">{esc(_count(len(t), "row"))}, {esc(_count(n_calls, "tool call"))}, '
+                              "in time order</p>" + body, level=3))
+    intro = ("<p>Transcripts no door session was assigned to: what each agent was asked, what it said, what it "
+             "called and what it got back, in order, from its own transcript. No door record confirms these calls. "
+             f"Model text is cut to {limit} characters; click a result to see more of it.</p>")
     if len(ids) > max_transcripts:
         intro += f'<p class="rb-note">Showing the first {max_transcripts} of {len(ids):,} transcripts.</p>'
     return _section("Transcripts no door session explains", intro + "".join(parts), anchor="unassigned")
@@ -839,20 +857,24 @@ def cannot_prove(
     assigned to no session, door sessions a gateway did not name (one client-day, possibly several
     conversations), and sessions whose assignment is ambiguous or missing."""
     body = "<ul>" + "".join(f"<li>{esc(t)}</li>" for t in CANNOT_PROVE_TEXT) + "</ul>"
+    no_door = sessions is None or not len(sessions)
+    nothing = "No door log in this incident: nothing to compare."
     body += "<h3>Door calls no transcript step claims</h3>"
     body += table(unclaimed_calls if unclaimed_calls is not None else None,
                   [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),
                    ("tool", "tool", "code"), ("object", "object", "code"), ("decision", "decision", "text"),
                    ("args_key", "arguments", "code")],
                   max_rows=max_rows, row_class=_refused_row,
-                  empty="None: every door call of an assigned session has a matching transcript step.")
+                  empty=nothing if no_door else "None: every door call of an assigned session has a matching "
+                                                "transcript step.")
     body += "<h3>Transcript tool calls with no door call</h3>"
     body += table(unmatched_steps if unmatched_steps is not None else None,
                   [("transcript_id", "transcript", "code"), ("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"),
                    ("tool_raw", "tool", "code"), ("call_id", "tool-use id", "code"), ("args_key", "arguments", "code"),
                    ("is_error", "error result", "text")],
                   max_rows=max_rows,
-                  empty="None: every door-bound tool call of an assigned transcript reached the door.")
+                  empty=nothing if no_door else "None: every door-bound tool call of an assigned transcript "
+                                                "reached the door.")
     body += "<h3>Transcripts assigned to no door session</h3>"
     ut = list(unmatched_transcripts or [])
     body += ("<ul>" + "".join(f"<li><code>{esc(t)}</code></li>" for t in ut) + "</ul>") if ut else \
