@@ -41,18 +41,38 @@ DEFAULT_STEP_MS = 700
 #: Tools whose object is a folder to list; others open their object as a file.
 FOLDER_TOOLS = frozenset({"list_folder", "list_directory", "list", "ls", "list_objects", "list_dir"})
 
+def _whole(read):
+    """A reader that loads the whole file: its first ``n`` rows and how many rows it holds."""
+    def head_and_rows(p, n):
+        df = read(p)
+        return df.head(n), len(df)
+    return head_and_rows
+
+
+def _first(read):
+    """A reader that stops after ``n`` rows (the file's row count is not known)."""
+    return lambda p, n: (read(p, n), None)
+
+
+#: suffix → ``reader(path, n) -> (first n rows, rows in the file or None)``
 _TABLE_READERS = {
-    ".csv": lambda p, n: pd.read_csv(p, nrows=n),
-    ".tsv": lambda p, n: pd.read_csv(p, sep="\t", nrows=n),
-    ".parquet": lambda p, n: pd.read_parquet(p).head(n),
-    ".json": lambda p, n: pd.read_json(p).head(n),
-    ".jsonl": lambda p, n: pd.read_json(p, lines=True, nrows=n),
-    ".xlsx": lambda p, n: pd.read_excel(p, nrows=n),
-    ".xls": lambda p, n: pd.read_excel(p, nrows=n),
-    ".sas7bdat": lambda p, n: pd.read_sas(p, format="sas7bdat", encoding="infer").head(n),
-    ".xpt": lambda p, n: pd.read_sas(p, format="xport", encoding="infer").head(n),
-    ".dta": lambda p, n: pd.read_stata(p).head(n),
+    ".csv": _first(lambda p, n: pd.read_csv(p, nrows=n)),
+    ".tsv": _first(lambda p, n: pd.read_csv(p, sep="\t", nrows=n)),
+    ".parquet": lambda p, n: (pd.read_parquet(p).head(n), _parquet_rows(p)),
+    ".json": _whole(pd.read_json),
+    ".jsonl": _first(lambda p, n: pd.read_json(p, lines=True, nrows=n)),
+    ".xlsx": _first(lambda p, n: pd.read_excel(p, nrows=n)),
+    ".xls": _first(lambda p, n: pd.read_excel(p, nrows=n)),
+    ".sas7bdat": _whole(lambda p: pd.read_sas(p, format="sas7bdat", encoding="infer")),
+    ".xpt": _whole(lambda p: pd.read_sas(p, format="xport", encoding="infer")),
+    ".dta": _whole(pd.read_stata),
 }
+
+
+def _parquet_rows(p) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(p).metadata.num_rows
 
 
 class OutsideDataRoot(ReplaybookError):
@@ -109,6 +129,9 @@ class Preview:
         text: the text for ``text`` kind (redacted) or an explanation for the others.
         size: bytes on disk, if a file.
         redactions: names of the redaction rules that fired.
+        rows: for ``table``, the rows the whole file holds where its reader knows it without
+            reading it all again (Parquet metadata; JSON, SAS, Stata files are read whole);
+            ``None`` otherwise (CSV, JSON Lines, Excel: read only as far as the preview).
     """
 
     kind: str
@@ -117,6 +140,7 @@ class Preview:
     text: str | None = None
     size: int | None = None
     redactions: list[str] = field(default_factory=list)
+    rows: int | None = None
 
 
 def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: int = 40,
@@ -148,8 +172,8 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
     reader = _TABLE_READERS.get(path.suffix.lower())
     if reader is not None:
         try:
-            df = reader(path, max_rows)
-            return Preview("table", str(obj), table=redact_frame(df), size=size)
+            df, n_rows = reader(path, max_rows)
+            return Preview("table", str(obj), table=redact_frame(df), size=size, rows=n_rows)
         except Exception as exc:  # a damaged data file still gets a preview of what it is
             return Preview("binary", str(obj), size=size, text=f"could not read as a table: {exc}")
     with open(path, "rb") as fh:

@@ -361,3 +361,36 @@ def test_conversations_lay_out_what_the_agent_saw_in_order(frames):
     assert cells[3][2] == "It is 19.90." and cells[3][4] == ""
     assert cells[5][2] == 'query {&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}' and cells[5][3] == "not a door tool"
     assert S.conversations(steps, calls.iloc[0:0], join_sessions(steps, calls.iloc[0:0])) == ""
+
+
+def test_objects_section_opens_what_allowed_calls_reached_and_compares_digests(tmp_path):
+    import hashlib
+
+    root = tmp_path / "data"
+    (root / "demo").mkdir(parents=True)
+    pd.DataFrame({"mpg": [float(i) for i in range(35)]}).to_parquet(root / "demo" / "cars.parquet")
+    (root / "demo" / "notes.txt").write_text("AWS_SECRET_ACCESS_KEY=abcd1234abcd1234abcd1234abcd1234abcd1234\nhello\n")
+    (root / "reference").mkdir()
+    (root / "reference" / ".env").write_text("TOKEN=never-opened\n")
+    digest = "sha256:" + hashlib.sha256((root / "demo" / "notes.txt").read_bytes()).hexdigest()
+    calls = CALLS.build([
+        dict(door_session="s1", seq=1, ts=s(1), tool="query", object="demo/cars.parquet", decision="allow"),
+        dict(door_session="s1", seq=2, ts=s(2), tool="read", object="demo/notes.txt", decision="allow",
+             object_digest=digest),
+        dict(door_session="s1", seq=3, ts=s(3), tool="read", object="reference/.env", decision="deny", rule="no-dotenv"),
+        dict(door_session="s1", seq=4, ts=s(4), tool="read", object="../outside.txt", decision="allow"),
+        dict(door_session="s1", seq=5, ts=s(5), tool="query", object="demo/cars.parquet", decision="allow",
+             object_digest="sha256:" + "0" * 64),
+    ])
+    h = S.objects_section(calls, root)
+    no_raw_html(h)
+    assert 'id="objects"' in h and "never-opened" not in h and "reference/.env" not in h  # refused: not opened
+    assert "abcd1234abcd1234" not in h  # the preview is redacted
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", h.split("<h3>")[0])[1:]]
+    by = {re.sub("<[^>]+>", "", r[0]): r for r in rows}
+    assert list(by) == ["demo/cars.parquet", "demo/notes.txt", "../outside.txt"]
+    assert by["demo/cars.parquet"][3] == "2" and by["demo/cars.parquet"][6] == "35"  # calls, rows in the file
+    assert by["demo/cars.parquet"][9] == "no: it changed"  # the door logged another digest
+    assert by["demo/notes.txt"][9] == "yes" and by["demo/notes.txt"][4] == "text"
+    assert by["../outside.txt"][4] == "outside"
+    assert "The incident names no data root" in S.objects_section(calls, None)

@@ -40,6 +40,7 @@ __all__ = [
     "result_cell",
     "conversations",
     "unassigned_transcripts",
+    "objects_section",
     "refused_calls",
     "inputs_table",
     "quarantine_summary",
@@ -654,6 +655,79 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
     if len(ids) > max_transcripts:
         intro += f'<p class="rb-note">Showing the first {max_transcripts} of {len(ids):,} transcripts.</p>'
     return _section("Transcripts no door session explains", intro + "".join(parts), anchor="unassigned")
+
+
+def _sha256_file(path) -> str | None:
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 100, max_rows: int = 10) -> str:
+    """What the agent reached, as it is on disk now: per object an allowed door call reached
+    (first reached first; at most ``max_objects``), the calls that reached it, what it is
+    (:func:`replaybook.replay.preview`, read-only inside ``data_root``, secrets redacted),
+    its size, its rows where the file says (Parquet, SAS, Stata, JSON), its columns, its
+    SHA-256 now and whether that equals the ``object_digest`` the door logged; then, behind a
+    click, its first ``max_rows`` rows or lines.  Refused calls open nothing.  The files are
+    today's: without a logged digest nothing shows they are what the agent read."""
+    from ..replay import preview, resolve_in_root
+
+    title = "What the agent reached, as it is now"
+    if data_root is None:
+        return _section(title, '<p class="rb-note">The incident names no data root, so the objects the door '
+                        "calls reached are not opened here.</p>", anchor="objects")
+    c = calls[(calls["decision"] == "allow") & calls["object"].notna()]
+    if not len(c):
+        return _section(title, '<p class="rb-note">No allowed door call reached an object.</p>', anchor="objects")
+    c = c.sort_values(["ts", "door_session", "seq"], kind="stable", na_position="last")
+    rows, previews = [], []
+    grouped = c.groupby("object", sort=False)
+    for obj, g in list(grouped)[:max_objects]:
+        pv = preview(data_root, str(obj), max_rows=max_rows)
+        now = None
+        if pv.kind in ("table", "text", "binary"):
+            try:
+                now = _sha256_file(resolve_in_root(data_root, str(obj)))
+            except Exception:  # noqa: BLE001 - outside the root or unreadable: no digest
+                now = None
+        logged = sorted({str(d) for d in g["object_digest"].dropna()}) if "object_digest" in g else []
+        same = "—" if not logged or now is None else ("yes" if logged == [f"sha256:{now}"] else "no: it changed")
+        first = g.iloc[0]
+        cols = ", ".join(map(str, pv.table.columns)) if pv.kind == "table" and pv.table is not None else None
+        rows.append({"object": str(obj), "first": first["ts"], "who": f"{first['door_session']} #{first['seq']}",
+                     "calls": len(g), "kind": pv.kind, "bytes": pv.size, "rows": pv.rows, "columns": cols,
+                     "sha256": now, "same": same, "note": pv.text if pv.kind not in ("table", "text", "folder") else None})
+        if pv.kind in ("table", "folder") and pv.table is not None:
+            inner = table(pv.table.astype(object), [(str(k), str(k), "text") for k in pv.table.columns],
+                          max_rows=max_rows)
+        elif pv.kind == "text" and pv.text:
+            inner = f'<pre class="rb-result">{esc(pv.text)}</pre>'
+        else:
+            inner = ""
+        if inner:
+            previews.append(f"<details><summary><code>{esc(obj)}</code></summary>{inner}</details>")
+    df = pd.DataFrame(rows)
+    body = ('<p class="rb-note">Opened now, read-only, inside the data root (secrets redacted): these are the files '
+            "as they are today. Where the door logged a digest of what it served, <b>same as logged</b> says whether "
+            "the file is still that; without one, nothing here shows the agent read this content.</p>")
+    body += table(df, [("object", "object", "code"), ("first", "first reached (UTC)", "ts"),
+                       ("who", "by call", "code"), ("calls", "calls", "num"), ("kind", "what it is", "text"),
+                       ("bytes", "bytes", "num"), ("rows", "rows in the file", "num"), ("columns", "columns", "text"),
+                       ("sha256", "SHA-256 now", "code"), ("same", "same as logged", "text"), ("note", "note", "text")],
+                  max_rows=max_objects)
+    if grouped.ngroups > max_objects:
+        body += f'<p class="rb-note">Showing the first {max_objects} of {grouped.ngroups:,} objects.</p>'
+    if previews:
+        body += "<h3>What each holds (first rows or lines)</h3>" + "".join(previews)
+    return _section(title, body, anchor="objects")
 
 
 def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
