@@ -190,7 +190,9 @@ def test_demo_report_access_section_names_the_operation_and_says_yes_or_no():
     un = h[h.index("Requests no door call explains"):h.index("How requests were linked")]
     assert "<th>operation</th>" in un and "<code>GetBucketAcl</code>" in un and "<code>GetObject</code>" in un
     assert ">yes<" in un and ">True<" not in un and ">False<" not in un
-    assert "(nearest: session door-20260913T100005-a1 seq 5, 111 s after that call)" in un
+    # the nearest call on the object was the door's refusal: said, since that is the alarm
+    assert ("(nearest: session door-20260913T100005-a1 seq 5, which the door refused (rule no-dotenv), "
+            "111 s after that call)") in un
 
 
 def test_inputs_list_every_file_given_with_notes_and_paths_as_the_report_shows_them(tmp_path):

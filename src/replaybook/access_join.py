@@ -385,8 +385,11 @@ def join_access(
                         why = "no door call on this object"
                     else:
                         i = min(same, key=lambda i: abs(t - int(start_ns[i])))
+                        near_rule = c["rule"].iat[i] if "rule" in c.columns else None
+                        what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"
+                                if str(c["decision"].iat[i]) != "allow" else "")
                         why = (f"no door call on this object within the time window (nearest: session "
-                               f"{c['door_session'].iat[i]} seq {c['seq'].iat[i]}, "
+                               f"{c['door_session'].iat[i]} seq {c['seq'].iat[i]}{what}, "
                                f"{_delta_words((t - int(start_ns[i])) / 1e9)} that call)")
                         if all_patterns and not _principal_match(principal, all_patterns):
                             why += "; the principal is not one the door's agents use"

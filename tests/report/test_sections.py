@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -394,3 +395,13 @@ def test_objects_section_opens_what_allowed_calls_reached_and_compares_digests(t
     assert by["demo/notes.txt"][9] == "yes" and by["demo/notes.txt"][4] == "text"
     assert by["../outside.txt"][4] == "outside"
     assert "The incident names no data root" in S.objects_section(calls, None)
+
+
+def test_header_raises_storage_requests_no_door_call_explains():
+    import replaybook
+
+    inc = replaybook.Incident.load(Path(__file__).resolve().parents[2] / "data" / "demo" / "incident.yaml")
+    h = S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained)
+    assert ('<strong><a href="#access">2 storage requests no door call explains</a></strong> '
+            "(1 made with the door's own principal)") in h
+    assert "no door call explains" not in S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained.iloc[:0])

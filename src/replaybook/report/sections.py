@@ -273,13 +273,16 @@ def header(
     quarantine: pd.DataFrame | None = None,
     inputs: Sequence[Mapping] = (),
     description: str | None = None,
+    unexplained: pd.DataFrame | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
     (UTC), counts of transcripts, transcript events, door sessions and door calls, of the
     entries set aside (``quarantine``) when there are any, linked to that section, and of the
     ``inputs`` rows (:attr:`~replaybook.Incident.inputs`) their format read nothing from
-    (``read_nothing``: a format forced on the wrong file), linked to Inputs."""
+    (``read_nothing``: a format forced on the wrong file), linked to Inputs, of the storage requests
+    no door call explains (``unexplained``: ``AccessJoinResult.unexplained``), linked to that
+    section, and the manifest's ``description``."""
     when = generated_at or datetime.now(timezone.utc)
     manifest = Path(incident_path).resolve()  # relative: to the working directory (the report's: its folder)
     shown = Path(manifest.parent.name, manifest.name)
@@ -295,6 +298,15 @@ def header(
         n = len(quarantine)
         facts.append(f'<a href="#quarantine">{n:,} quarantine {"entry" if n == 1 else "entries"}</a>: '
                      "input set aside, not used")
+    if unexplained is not None and len(unexplained):  # AccessJoinResult.unexplained: the alarm, up top
+        from ..access_join import on_storage
+
+        on = [on_storage(u) for u in unexplained["resource_uri"]]
+        n_st = sum(on)
+        by_door = int(sum(o and not _isna(d) and bool(d) for d, o in zip(unexplained["door_principal"], on)))
+        if n_st:
+            facts.append(f'<strong><a href="#access">{_count(n_st, "storage request")} no door call explains</a>'
+                         "</strong>" + (f" ({by_door:,} made with the door's own principal)" if by_door else ""))
     unread = [r for r in inputs if r.get("read_nothing")]
     if unread:
         facts.append(f'<strong><a href="#inputs">{_count(len(unread), "input file")}</a> read as nothing</strong> '
@@ -532,7 +544,7 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
     parts = [session_calls(calls, pairs, s, steps=steps, max_rows=max_rows) for s in order]
     intro = ("<p>Per door session, every call in the door's order: what it reached (object), what the door "
              "decided and returned, the transcript tool call the join matched it to and what the agent got back, "
-             "as its transcript recorded it (click a result to see more of it). Refused calls are "
+             "as its transcript recorded it (a long result opens on a click, ▶). Refused calls are "
              "highlighted.</p>")
     if not parts:
         intro += '<p class="rb-note">No door calls.</p>'
@@ -601,7 +613,7 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
     intro = ("<p>What each agent was asked, what it said, what it called and what it got back, in the order it "
              "happened, from its transcript; beside each tool call, what the door decided and reached (<b>step</b> "
              f"is the transcript's step number, as in the tables below). Model text is cut to {limit} characters; "
-             "model requests that only called tools show as those calls; click a result to see more of it.</p>")
+             "model requests that only called tools show as those calls; a long result opens on a click (▶).</p>")
     return _section("The conversation, in order", intro + "".join(parts), anchor="conversation")
 
 
@@ -651,7 +663,7 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
                               "in time order</p>" + body, level=3))
     intro = ("<p>Transcripts no door session was assigned to: what each agent was asked, what it said, what it "
              "called and what it got back, in order, from its own transcript. No door record confirms these calls. "
-             f"Model text is cut to {limit} characters; click a result to see more of it.</p>")
+             f"Model text is cut to {limit} characters; a long result opens on a click (▶).</p>")
     if len(ids) > max_transcripts:
         intro += f'<p class="rb-note">Showing the first {max_transcripts} of {len(ids):,} transcripts.</p>'
     return _section("Transcripts no door session explains", intro + "".join(parts), anchor="unassigned")
@@ -706,7 +718,9 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
                      "calls": len(g), "kind": pv.kind, "bytes": pv.size, "rows": pv.rows, "columns": cols,
                      "sha256": now, "same": same, "note": pv.text if pv.kind not in ("table", "text", "folder") else None})
         if pv.kind in ("table", "folder") and pv.table is not None:
-            inner = table(pv.table.astype(object), [(str(k), str(k), "text") for k in pv.table.columns],
+            kinds = {k: "num" if pd.api.types.is_numeric_dtype(pv.table[k]) and k == "bytes" else "text"
+                     for k in pv.table.columns}
+            inner = table(pv.table.astype(object), [(str(k), str(k), kinds[k]) for k in pv.table.columns],
                           max_rows=max_rows)
         elif pv.kind == "text" and pv.text:
             inner = f'<pre class="rb-result">{esc(pv.text)}</pre>'
