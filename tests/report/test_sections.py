@@ -190,6 +190,8 @@ def test_refused_calls_show_what_the_agent_was_shown(frames):
     no_raw_html(h)
     h = h.replace("<wbr>", "")
     assert "refused 1 call." in h and "toolu_env" in h and "no-dotenv" in h
+    row = re.findall(r"<td[^>]*>(.*?)</td>", re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1])
+    assert row[8] == "2"  # the matched step, as numbered in the conversation
     assert "denied &lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in h
     assert "refused no call" in S.refused_calls(calls[calls.decision != "deny"], pairs)
 

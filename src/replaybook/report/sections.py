@@ -756,11 +756,11 @@ def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
     cols = [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),
             ("tool", "tool", "code"), ("object", "object", "code"), ("rule", "rule", "code"),
             ("args_key", "arguments", "code"), ("error", "error", "text"),
-            ("step_call_id", "transcript tool-use id", "code")]
+            ("step_seq", "step", "num"), ("step_call_id", "transcript tool-use id", "code")]
     if "step_result" in r.columns:
         cols.append(("step_result", "what the agent was shown", "code"))
     body = (f"<p>The door refused {_count(len(r), 'call')}. A refusal shows the agent asked; it does not show "
-            f"what the agent did next — read the transcript around the matched step.</p>"
+            f"what the agent did next — read the conversation above from the matched <b>step</b> on.</p>"
             + table(r, cols, max_rows=max_rows, row_class=_refused_row))
     return _section("Refused calls", body, anchor="refused")
 
