@@ -395,6 +395,7 @@ def test_objects_section_opens_what_allowed_calls_reached_and_compares_digests(t
     assert by["demo/cars.parquet"][3] == "2" and by["demo/cars.parquet"][6] == "35"  # calls, rows in the file
     assert by["demo/cars.parquet"][9] == "no: it changed"  # the door logged another digest
     assert by["demo/notes.txt"][9] == "yes" and by["demo/notes.txt"][4] == "text"
+    assert re.sub("<[^>]+>", "", by["demo/notes.txt"][8]) == digest.removeprefix("sha256:")  # the hash now
     assert by["../outside.txt"][4] == "outside"
     assert "The incident names no data root" in S.objects_section(calls, None)
 

@@ -669,19 +669,6 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
     return _section("Transcripts no door session explains", intro + "".join(parts), anchor="unassigned")
 
 
-def _sha256_file(path) -> str | None:
-    import hashlib
-
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError:
-        return None
-    return h.hexdigest()
-
-
 def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 100, max_rows: int = 10) -> str:
     """What the agent reached, as it is on disk now: per object an allowed door call reached
     (first reached first; at most ``max_objects``), the calls that reached it, what it is
@@ -690,7 +677,7 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
     SHA-256 now and whether that equals the ``object_digest`` the door logged; then, behind a
     click, its first ``max_rows`` rows or lines.  Refused calls open nothing.  The files are
     today's: without a logged digest nothing shows they are what the agent read."""
-    from ..replay import preview, resolve_in_root
+    from ..replay import file_digest, preview, resolve_in_root
 
     title = "What the agent reached, as it is now"
     if data_root is None:
@@ -707,16 +694,16 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         now = None
         if pv.kind in ("table", "text", "binary"):
             try:
-                now = _sha256_file(resolve_in_root(data_root, str(obj)))
+                now = file_digest(resolve_in_root(data_root, str(obj)))  # "sha256:<hex>", as the door logs it
             except Exception:  # noqa: BLE001 - outside the root or unreadable: no digest
                 now = None
         logged = sorted({str(d) for d in g["object_digest"].dropna()}) if "object_digest" in g else []
-        same = "—" if not logged or now is None else ("yes" if logged == [f"sha256:{now}"] else "no: it changed")
+        same = "—" if not logged or now is None else ("yes" if logged == [now] else "no: it changed")
         first = g.iloc[0]
         cols = ", ".join(map(str, pv.table.columns)) if pv.kind == "table" and pv.table is not None else None
         rows.append({"object": str(obj), "first": first["ts"], "who": f"{first['door_session']} #{first['seq']}",
                      "calls": len(g), "kind": pv.kind, "bytes": pv.size, "rows": pv.rows, "columns": cols,
-                     "sha256": now, "same": same, "note": pv.text if pv.kind not in ("table", "text", "folder") else None})
+                     "sha256": None if now is None else now.removeprefix("sha256:"), "same": same, "note": pv.text if pv.kind not in ("table", "text", "folder") else None})
         if pv.kind in ("table", "folder") and pv.table is not None:
             kinds = {k: "num" if pd.api.types.is_numeric_dtype(pv.table[k]) and k == "bytes" else "text"
                      for k in pv.table.columns}
