@@ -286,3 +286,9 @@ def test_the_session_view_shows_a_sub_agents_steps_in_its_parents_conversation()
     tips = [t["title"] for layer in conversation_chart(conv).to_dict()["layer"]
             for t in layer.get("encoding", {}).get("tooltip", [])]
     assert "agent got back" in tips
+    assert [None if pd.isna(a) else a for a in conv.agent_id] == [None, "x", "x", None]
+    # the report's conversation names the sub-agent in its "who" column
+    from replaybook.report import sections as S
+
+    h = S.conversations(steps, calls, res)
+    assert h.count("<td>tool call (sub-agent x)</td>") == 2 and h.count("<td>tool call</td>") == 2

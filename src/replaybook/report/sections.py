@@ -554,6 +554,11 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
 _WHO = {"user": "user", "model": "model", "tool call": "tool call", "door": "door (no step)"}
 
 
+def _who(role: str, agent_id: Any) -> str:
+    """``tool call`` / ``tool call (sub-agent a1b2)``: the "who" cell of a conversation row."""
+    return role if _isna(agent_id) else f"{role} (sub-agent {agent_id})"
+
+
 def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_rows: int = MAX_ROWS,
                   limit: int = 400) -> str:
     """Per door session with a transcript, the conversation in the order the agent lived it
@@ -581,9 +586,7 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
         got, what, who = [], [], []
         for c in conv.to_dict("records"):
             lane = c["lane"]
-            label = c["label"] or ""
-            sub = label.split(" · ", 1)[0] if label.startswith("sub-agent ") else None
-            who.append(_WHO.get(lane, lane) + (f" ({sub})" if sub else ""))
+            who.append(_who(_WHO.get(lane, lane), c["agent_id"]))
             if lane == "tool call":
                 key = (str(c["transcript_id"]), int(c["step_seq"])) if not _isna(c["step_seq"]) else None
                 res = results.get(key) if results is not None and key is not None else None
@@ -642,14 +645,13 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
             ["ts", "member", "seq"], kind="stable", na_position="last")
         who, what, got = [], [], []
         for r in t.to_dict("records"):
-            sub = f" (sub-agent {r['agent_id']})" if not _isna(r.get("agent_id")) else ""
             if r["kind"] == "tool_call":
-                who.append("tool call" + sub)
+                who.append(_who("tool call", r.get("agent_id")))
                 tool = r["tool"] if not _isna(r["tool"]) else r.get("tool_raw")
                 what.append(f"{'' if _isna(tool) else tool} {'' if _isna(r['args_key']) else r['args_key']}".strip())
                 got.append(result_cell(r["result_text"], r["is_error"]))
             else:
-                who.append(("user" if r["kind"] == "user_prompt" else "model") + sub)
+                who.append(_who("user" if r["kind"] == "user_prompt" else "model", r.get("agent_id")))
                 what.append(None if _isna(r["text"]) else str(r["text"]))
                 got.append("")
         t = t.assign(who=who, what=what, got_back=got)

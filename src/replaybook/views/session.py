@@ -241,7 +241,8 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     server's tool), ``unclaimed`` (a door call no step claims: ``join.unclaimed_calls``) —
     and ``reach`` (what the door call reached, in words), ``label`` (one line for the chart),
     ``transcript_id`` (the step's transcript: the session's, or a sub-agent's; ``None`` for an
-    unclaimed door call), ``result`` (what a tool call got back, as the transcript recorded it,
+    unclaimed door call), ``agent_id`` (a sub-agent's step: its agent id; else ``None``; the
+    step's transcript may also be a sub-agent's own file), ``result`` (what a tool call got back, as the transcript recorded it,
     one line of at most 400 characters; ``None`` for other rows).
 
     Returns ``None`` when the session has no matched transcript.
@@ -274,7 +275,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
         row = {"ts": r.ts, "lane": lane, "kind": str(r.kind), "step_seq": seq, "tool": None, "text": None,
                "call_seq": None, "object": None, "decision": None, "rule": None, "rows": None,
                "bytes": None, "status": None, "reach": None, "transcript_id": str(r.transcript_id),
-               "result": None, "_m": r.member}
+               "agent_id": None if _na(r.agent_id) else str(r.agent_id), "result": None, "_m": r.member}
         if lane == "user":
             row.update(status="prompt", text=_short(r.text, 400))
             row["label"] = "user: " + _short(r.text)
@@ -303,7 +304,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                 row.update(status="not through the door", reach="not a door tool")
                 row["label"] = f"{head}  (not through the door)"
         if r.member:  # a sub-agent's step
-            agent = r.agent_id if not _na(r.agent_id) else r.transcript_id
+            agent = row["agent_id"] or r.transcript_id
             row["label"] = f"sub-agent {agent} · {row['label']}"
         rows.append(row)
 
@@ -320,9 +321,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                          "rule": None if _na(c.rule) else str(c.rule), "rows": _int(c.rows),
                          "bytes": _int(c.bytes), "status": "unclaimed", "reach": reach,
                          "label": f"door #{int(c.seq)} {c.tool}: {reach}  (no transcript step claims it)",
-                         "transcript_id": None, "result": None, "_m": None})
+                         "transcript_id": None, "agent_id": None, "result": None, "_m": None})
     cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "object", "decision", "rule",
-            "rows", "bytes", "status", "reach", "label", "transcript_id", "result", "_m"]
+            "rows", "bytes", "status", "reach", "label", "transcript_id", "agent_id", "result", "_m"]
     out = pd.DataFrame(rows, columns=cols)
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
     # time order, then transcript order (the parent's, then each sub-agent's); an unclaimed door
