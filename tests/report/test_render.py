@@ -193,6 +193,10 @@ def test_demo_report_renders(rendered_demo):
     # the transcript with no door calls is named as a residual
     residual = html[html.index("Transcripts assigned to no door session"):]
     assert re.search(r"<li><code>[0-9a-f-]{36}</code></li>", residual)
+    # why the answer was wrong, up top: the file described and the file computed from disagree
+    head = re.sub("<[^>]+>", "", html[:html.index("Sessions and the join")])
+    assert ("2 files the agent reached look like one dataset but hold different rows: demo/cars.xpt (32 rows), "
+            "demo/cars.parquet (35 rows)") in head
     nb = json.loads(read(out["ipynb"]))
     assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"
     assert f"python: {platform.python_version()} {hashlib.sha256(sys.executable.encode()).hexdigest()[:16]}" in json.dumps(nb)

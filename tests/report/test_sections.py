@@ -408,3 +408,62 @@ def test_header_raises_storage_requests_no_door_call_explains():
     assert ('<strong><a href="#access">2 storage requests no door call explains</a></strong> '
             "(1 made with the door's own principal)") in h
     assert "no door call explains" not in S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained.iloc[:0])
+
+
+def test_copies_of_one_dataset_that_disagree_are_named(tmp_path):
+    """The demo's wrong average: the agent described cars.xpt (32 rows) and computed from
+    cars.parquet (35 rows).  Files of one name in one folder that hold different rows or columns
+    are named in the objects section and in the header; agreeing copies, other folders and
+    files of other names are not."""
+    root = tmp_path / "data"
+    (root / "demo").mkdir(parents=True)
+    (root / "other").mkdir()
+    base = pd.DataFrame({"model": [f"m{i}" for i in range(32)], "mpg": [float(i) for i in range(32)]})
+    extra = pd.concat([base, base.head(3)], ignore_index=True)
+    extra.to_parquet(root / "demo" / "cars.parquet")
+    base.to_json(root / "demo" / "cars.json", orient="records")
+    base.to_parquet(root / "demo" / "same.parquet")          # agrees with same.json
+    base.to_json(root / "demo" / "same.json", orient="records")
+    base[["mpg"]].to_parquet(root / "demo" / "cols.parquet")  # same rows, fewer columns
+    base.to_json(root / "demo" / "cols.json", orient="records")
+    extra.to_parquet(root / "other" / "cars.parquet")        # another folder: not a copy
+    objs = ["demo/cars.json", "demo/cars.parquet", "demo/same.parquet", "demo/same.json",
+            "demo/cols.parquet", "demo/cols.json", "other/cars.parquet"]
+    calls = CALLS.build([dict(door_session="s1", seq=i + 1, ts=s(i), tool="read", object=o, decision="allow")
+                         for i, o in enumerate(objs)])
+    reached = S.reached_objects(calls, root)
+    got = {(d["folder"], d["stem"]): d for d in reached.disagreements}
+    assert sorted(got) == [("demo", "cars"), ("demo", "cols")]
+    cars = got[("demo", "cars")]
+    assert cars["rows_differ"] and not cars["columns_differ"]
+    assert [(o["object"], o["rows"], o["who"]) for o in cars["objects"]] == [
+        ("demo/cars.json", 32, "s1 #1"), ("demo/cars.parquet", 35, "s1 #2")]
+    cols = got[("demo", "cols")]
+    assert cols["columns_differ"] and not cols["rows_differ"]
+    assert [o["columns"] for o in cols["objects"]] == [("mpg",), ("model", "mpg")]
+
+    h = S.objects_section(calls, root, reached=reached)
+    assert h == S.objects_section(calls, root)  # opened again: the same section
+    alarm = h.split('<div class="rb-alarm">')[1].split("</div>")[0]
+    items = [re.sub("<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", alarm)]
+    assert items == ["demo/cars.json: 32 rows, first reached by s1 #1; demo/cars.parquet: 35 rows, "
+                     "first reached by s1 #2",
+                     "demo/cols.parquet: 32 rows in 1 column (mpg), first reached by s1 #5; demo/cols.json: "
+                     "32 rows in 2 columns (model, mpg), first reached by s1 #6"]
+    head = S.header("t", tmp_path / "incident.yaml", disagreements=reached.disagreements)
+    facts = [re.sub("<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", head)]
+    assert "2 files the agent reached look like one dataset but hold different rows: demo/cars.json (32 rows), " \
+           "demo/cars.parquet (35 rows)" in facts
+    assert 'href="#objects"' in head
+
+    # nothing to say when the copies agree, and no alarm without any
+    same = calls[calls["object"].isin(["demo/same.parquet", "demo/same.json"])]
+    assert S.reached_objects(same, root).disagreements == []
+    assert "rb-alarm" not in S.objects_section(same, root)
+    assert "look like one dataset" not in S.header("t", tmp_path / "incident.yaml")
+
+
+def test_data_stem_drops_the_format_and_a_compression_suffix():
+    assert [S._data_stem(n) for n in ("cars.parquet", "cars.csv.gz", "cars.sas7bdat", "cars", ".env",
+                                      "a.b.csv", "x.tar.gz", "v1.2")] == [
+        "cars", "cars", "cars", "cars", ".env", "a.b", "x", "v1"]

@@ -41,6 +41,9 @@ __all__ = [
     "conversations",
     "unassigned_transcripts",
     "objects_section",
+    "reached_objects",
+    "ReachedObjects",
+    "copies_that_disagree",
     "refused_calls",
     "inputs_table",
     "quarantine_summary",
@@ -64,6 +67,7 @@ STYLE = """<style type="text/css">
 .rb-section table.rb-table td code, .rb-section code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: break-word; background: none; }
 .rb-section table.rb-table tr.rb-refused td { background: #fdecea; }
 .rb-note { color: #555; font-size: 12.5px; }
+.rb-alarm { border-left: 4px solid #b00020; background: #fdf3f2; padding: 2px 10px; margin: 0.5em 0 0.8em; }
 .rb-status { display: inline-block; padding: 0 6px; border-radius: 3px; font-weight: 600; }
 .rb-status-matched { background: #e6f4ea; color: #1e7e34; }
 .rb-status-ambiguous { background: #fff4e5; color: #b35c00; }
@@ -274,6 +278,7 @@ def header(
     inputs: Sequence[Mapping] = (),
     description: str | None = None,
     unexplained: pd.DataFrame | None = None,
+    disagreements: Sequence[Mapping] = (),
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -282,6 +287,8 @@ def header(
     ``inputs`` rows (:attr:`~replaybook.Incident.inputs`) their format read nothing from
     (``read_nothing``: a format forced on the wrong file), linked to Inputs, of the storage requests
     no door call explains (``unexplained``: ``AccessJoinResult.unexplained``), linked to that
+    section, of the objects the agent reached that look like copies of one dataset but hold
+    different data (``disagreements``: :attr:`ReachedObjects.disagreements`), linked to that
     section, and the manifest's ``description``."""
     when = generated_at or datetime.now(timezone.utc)
     manifest = Path(incident_path).resolve()  # relative: to the working directory (the report's: its folder)
@@ -307,6 +314,12 @@ def header(
         if n_st:
             facts.append(f'<strong><a href="#access">{_count(n_st, "storage request")} no door call explains</a>'
                          "</strong>" + (f" ({by_door:,} made with the door's own principal)" if by_door else ""))
+    for d in disagreements:  # copies of one dataset that disagree: the likeliest cause of a wrong figure
+        objs = ", ".join(f"<code>{esc(o['object'])}</code> ({'?' if o['rows'] is None else format(o['rows'], ',')} rows)"
+                         for o in d["objects"])
+        what = " and ".join(w for w, on in (("rows", d["rows_differ"]), ("columns", d["columns_differ"])) if on)
+        facts.append(f'<strong><a href="#objects">{len(d["objects"])} files the agent reached look like one dataset '
+                     f"but hold different {what}</a></strong>: {objs}")
     unread = [r for r in inputs if r.get("read_nothing")]
     if unread:
         facts.append(f'<strong><a href="#inputs">{_count(len(unread), "input file")}</a> read as nothing</strong> '
@@ -671,25 +684,92 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
     return _section("Transcripts no door session explains", intro + "".join(parts), anchor="unassigned")
 
 
-def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 100, max_rows: int = 10) -> str:
-    """What the agent reached, as it is on disk now: per object an allowed door call reached
-    (first reached first; at most ``max_objects``), the calls that reached it, what it is
-    (:func:`replaybook.replay.preview`, read-only inside ``data_root``, secrets redacted),
-    its size, its rows where the file says (Parquet, SAS, Stata, JSON), its columns, its
-    SHA-256 now and whether that equals the ``object_digest`` the door logged; then, behind a
-    click, its first ``max_rows`` rows or lines.  Refused calls open nothing.  The files are
-    today's: without a logged digest nothing shows they are what the agent read."""
+class ReachedObjects:
+    """The objects allowed door calls reached, opened once for the report (:func:`reached_objects`).
+
+    Attributes:
+        rows: one dict per object, first reached first (``object``, ``first``, ``who``, ``calls``,
+            ``kind``, ``bytes``, ``rows``, ``columns``, ``sha256``, ``same``, ``note``).
+        previews: ``(object, inner HTML)`` of each object's first rows or lines.
+        total: how many distinct objects the calls reached (``rows`` holds at most ``max_objects``).
+        disagreements: :func:`copies_that_disagree` of ``rows``.
+    """
+
+    def __init__(self, rows: list[dict], previews: list[tuple[str, str]], total: int,
+                 column_sets: dict[str, tuple]) -> None:
+        self.rows, self.previews, self.total = rows, previews, total
+        self.disagreements = copies_that_disagree(rows, column_sets)
+
+
+def _data_stem(name: str) -> str:
+    """``cars`` for ``cars.parquet``, ``cars.csv.gz``, ``cars.sas7bdat``; the name itself without
+    a suffix."""
+    stem = name
+    for _ in range(2):
+        head, dot, tail = stem.rpartition(".")
+        if not dot or not head or not tail or len(tail) > 9:
+            break
+        stem = head
+        if tail.lower() not in ("gz", "bz2", "xz", "zst", "zip"):
+            break
+    return stem
+
+
+def copies_that_disagree(rows: Sequence[Mapping], column_sets: Mapping[str, tuple] | None = None) -> list[dict]:
+    """Objects that look like one dataset in different files — same folder, same name up to the
+    format suffix (``demo/cars.parquet``, ``demo/cars.xpt``) — but hold different data now: a
+    different number of rows (where the files say) or different columns.  An agent that
+    described one and computed from the other gives a wrong figure; this names them.
+
+    Args:
+        rows: :attr:`ReachedObjects.rows` (``object``, ``kind``, ``rows``, ``who``).
+        column_sets: object → its column names (tables only).
+
+    Returns:
+        One dict per such group: ``folder`` and ``stem`` (str), ``objects`` (list of dicts with
+        ``object``, ``rows`` (int or None), ``columns`` (tuple or None), ``who`` (the first call
+        that reached it, ``<door_session> #<seq>``)), ``rows_differ`` and ``columns_differ``
+        (bool).  Empty when no two tables of one name disagree.
+    """
+    column_sets = column_sets or {}
+    groups: dict[tuple[str, str], list[Mapping]] = {}
+    for r in rows:
+        if r.get("kind") != "table":
+            continue
+        folder, _, name = str(r["object"]).rstrip("/").rpartition("/")
+        groups.setdefault((folder, _data_stem(name)), []).append(r)
+    out = []
+    for (folder, stem), g in groups.items():
+        if len(g) < 2:
+            continue
+        counts = {int(r["rows"]) for r in g if r.get("rows") is not None and not _isna(r.get("rows"))}
+        cols = {frozenset(column_sets[r["object"]]) for r in g if r["object"] in column_sets}
+        rows_differ, columns_differ = len(counts) > 1, len(cols) > 1
+        if rows_differ or columns_differ:
+            out.append({"folder": folder, "stem": stem, "rows_differ": rows_differ, "columns_differ": columns_differ,
+                        "objects": [{"object": str(r["object"]),
+                                     "rows": None if r.get("rows") is None or _isna(r.get("rows")) else int(r["rows"]),
+                                     "columns": column_sets.get(r["object"]), "who": r.get("who")} for r in g]})
+    return out
+
+
+def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 100,
+                    max_rows: int = 10) -> ReachedObjects | None:
+    """Open, once, each object an allowed door call reached (first reached first; at most
+    ``max_objects``) read-only inside ``data_root`` (:func:`replaybook.replay.preview`, secrets
+    redacted): its size, its rows where the file says (Parquet, SAS, Stata, JSON), its columns,
+    its SHA-256 now and whether that equals the ``object_digest`` the door logged, and its first
+    ``max_rows`` rows or lines.  Refused calls open nothing.  ``None`` without a data root.
+    What :func:`objects_section` shows and the header's alarm about copies that disagree read."""
     from ..replay import file_digest, preview, resolve_in_root
 
-    title = "What the agent reached, as it is now"
     if data_root is None:
-        return _section(title, '<p class="rb-note">The incident names no data root, so the objects the door '
-                        "calls reached are not opened here.</p>", anchor="objects")
+        return None
     c = calls[(calls["decision"] == "allow") & calls["object"].notna()]
-    if not len(c):
-        return _section(title, '<p class="rb-note">No allowed door call reached an object.</p>', anchor="objects")
     c = c.sort_values(["ts", "door_session", "seq"], kind="stable", na_position="last")
-    rows, previews = [], []
+    rows: list[dict] = []
+    previews: list[tuple[str, str]] = []
+    column_sets: dict[str, tuple] = {}
     grouped = c.groupby("object", sort=False)
     for obj, g in list(grouped)[:max_objects]:
         pv = preview(data_root, str(obj), max_rows=max_rows)
@@ -702,10 +782,14 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         logged = sorted({str(d) for d in g["object_digest"].dropna()}) if "object_digest" in g else []
         same = "—" if not logged or now is None else ("yes" if logged == [now] else "no: it changed")
         first = g.iloc[0]
-        cols = ", ".join(map(str, pv.table.columns)) if pv.kind == "table" and pv.table is not None else None
+        cols = None
+        if pv.kind == "table" and pv.table is not None:
+            column_sets[str(obj)] = tuple(map(str, pv.table.columns))
+            cols = ", ".join(column_sets[str(obj)])
         rows.append({"object": str(obj), "first": first["ts"], "who": f"{first['door_session']} #{first['seq']}",
                      "calls": len(g), "kind": pv.kind, "bytes": pv.size, "rows": pv.rows, "columns": cols,
-                     "sha256": None if now is None else now.removeprefix("sha256:"), "same": same, "note": pv.text if pv.kind not in ("table", "text", "folder") else None})
+                     "sha256": None if now is None else now.removeprefix("sha256:"), "same": same,
+                     "note": pv.text if pv.kind not in ("table", "text", "folder") else None})
         if pv.kind in ("table", "folder") and pv.table is not None:
             kinds = {k: "num" if pd.api.types.is_numeric_dtype(pv.table[k]) and k == "bytes" else "text"
                      for k in pv.table.columns}
@@ -716,20 +800,63 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         else:
             inner = ""
         if inner:
-            previews.append(f"<details><summary><code>{esc(obj)}</code></summary>{inner}</details>")
-    df = pd.DataFrame(rows)
-    body = ('<p class="rb-note">Opened now, read-only, inside the data root (secrets redacted): these are the files '
-            "as they are today. Where the door logged a digest of what it served, <b>same as logged</b> says whether "
-            "the file is still that; without one, nothing here shows the agent read this content.</p>")
+            previews.append((str(obj), inner))
+    return ReachedObjects(rows, previews, grouped.ngroups, column_sets)
+
+
+def _disagreement_sentence(d: Mapping) -> str:
+    """One group of :func:`copies_that_disagree` in words (HTML): each file, its rows (and
+    columns, when those differ) and the call that first reached it."""
+    parts = []
+    for o in d["objects"]:
+        what = f"{o['rows']:,} rows" if o["rows"] is not None else "rows not known"
+        if d["columns_differ"] and o["columns"] is not None:
+            what += f" in {_count(len(o['columns']), 'column')} ({esc(', '.join(o['columns']))})"
+        parts.append(f"<code>{esc(o['object'])}</code>: {what}, first reached by <code>{esc(o['who'])}</code>")
+    return "; ".join(parts)
+
+
+def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 100, max_rows: int = 10,
+                    reached: ReachedObjects | None = None) -> str:
+    """What the agent reached, as it is on disk now: per object an allowed door call reached
+    (first reached first; at most ``max_objects``), the calls that reached it, what it is
+    (:func:`replaybook.replay.preview`, read-only inside ``data_root``, secrets redacted),
+    its size, its rows where the file says (Parquet, SAS, Stata, JSON), its columns, its
+    SHA-256 now and whether that equals the ``object_digest`` the door logged; then, behind a
+    click, its first ``max_rows`` rows or lines.  Refused calls open nothing.  The files are
+    today's: without a logged digest nothing shows they are what the agent read.  Objects that
+    look like copies of one dataset but disagree (:func:`copies_that_disagree`) are named first.
+    ``reached``: the objects already opened by :func:`reached_objects` (then ``calls``,
+    ``data_root``, ``max_objects`` and ``max_rows`` are not read again)."""
+    title = "What the agent reached, as it is now"
+    if reached is None:
+        if data_root is None:
+            return _section(title, '<p class="rb-note">The incident names no data root, so the objects the door '
+                            "calls reached are not opened here.</p>", anchor="objects")
+        reached = reached_objects(calls, data_root, max_objects=max_objects, max_rows=max_rows)
+    if not reached.rows:
+        return _section(title, '<p class="rb-note">No allowed door call reached an object.</p>', anchor="objects")
+    body = ""
+    if reached.disagreements:
+        items = "".join(f"<li>{_disagreement_sentence(d)}</li>" for d in reached.disagreements)
+        body += ('<div class="rb-alarm"><p><b>Copies that disagree.</b> The agent reached files that look like one '
+                 f"dataset in different formats, but they hold different data now:</p><ul>{items}</ul>"
+                 "<p>A figure computed from one does not hold for the other. The conversation above shows which "
+                 "result each call returned and which one the answer used.</p></div>")
+    df = pd.DataFrame(reached.rows)
+    body += ('<p class="rb-note">Opened now, read-only, inside the data root (secrets redacted): these are the files '
+             "as they are today. Where the door logged a digest of what it served, <b>same as logged</b> says whether "
+             "the file is still that; without one, nothing here shows the agent read this content.</p>")
     body += table(df, [("object", "object", "code"), ("first", "first reached (UTC)", "ts"),
                        ("who", "by call", "code"), ("calls", "calls", "num"), ("kind", "what it is", "text"),
                        ("bytes", "bytes", "num"), ("rows", "rows in the file", "num"), ("columns", "columns", "text"),
                        ("sha256", "SHA-256 now", "code"), ("same", "same as logged", "text"), ("note", "note", "text")],
-                  max_rows=max_objects)
-    if grouped.ngroups > max_objects:
-        body += f'<p class="rb-note">Showing the first {max_objects} of {grouped.ngroups:,} objects.</p>'
-    if previews:
-        body += "<h3>What each holds (first rows or lines)</h3>" + "".join(previews)
+                  max_rows=len(reached.rows))
+    if reached.total > len(reached.rows):
+        body += f'<p class="rb-note">Showing the first {len(reached.rows):,} of {reached.total:,} objects.</p>'
+    if reached.previews:
+        body += "<h3>What each holds (first rows or lines)</h3>" + "".join(
+            f"<details><summary><code>{esc(obj)}</code></summary>{inner}</details>" for obj, inner in reached.previews)
     return _section(title, body, anchor="objects")
 
 
