@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -363,6 +364,10 @@ def test_conversations_lay_out_what_the_agent_saw_in_order(frames):
     assert "REFUSED by rule no-dotenv" in cells[2][3] and "error:" in cells[2][4] and 'class="rb-refused"' in h
     assert cells[3][2] == "It is 19.90." and cells[3][4] == ""
     assert cells[5][2] == 'query {&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}' and cells[5][3] == "not a door tool"
+    # whose clock: the door's runs 400 ms later here, and the section says so
+    assert res.offset_ms == 400.0
+    assert ("Times here are the transcript's clock. The door's clock reads 400 ms later (clock offset), so the "
+            "door's own tables below show the same calls that much later") in re.sub("<[^>]+>", "", html.unescape(h))
     assert S.conversations(steps, calls.iloc[0:0], join_sessions(steps, calls.iloc[0:0])) == ""
 
 

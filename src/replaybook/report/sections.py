@@ -630,6 +630,13 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
              "happened, from its transcript; beside each tool call, what the door decided and reached (<b>step</b> "
              f"is the transcript's step number, as in the tables below). Model text is cut to {limit} characters; "
              "model requests that only called tools show as those calls; a long result opens on a click (▶).</p>")
+    off = getattr(join, "offset_ms", None)
+    if off is not None and not _isna(off) and abs(float(off)) >= 1:
+        intro += (f'<p class="rb-note">Times here are the transcript\'s clock. The door\'s clock reads '
+                  f'{abs(float(off)):,.0f} ms {"later" if off > 0 else "earlier"} (<a href="#offset">clock offset</a>), '
+                  "so the door's own tables below show the same calls that much "
+                  f'{"later" if off > 0 else "earlier"}; a door call no step claims is placed here at its door time '
+                  "moved onto the transcript's clock.</p>")
     return _section("The conversation, in order", intro + "".join(parts), anchor="conversation")
 
 
