@@ -143,3 +143,44 @@ def test_an_ask_decision_is_an_approval_checkpoint_then_a_stop(workspace):
     assert rec.status == "completed"
     assert [(c.label, c.detail.get("result") or c.detail.get("value")) for c in rec.checkpoints[-3:]] == [
         ("policy.repo_host", "ask"), ("decision.approval", "requested"), ("decision.stop", "policy_denied")]
+
+
+def test_work_a_sub_agent_did_is_the_runs_too(demo, tmp_path):
+    """The demo's work (three door calls, the edit, the pytest run, the pull request) done by a
+    Claude Code sub-agent (a flat ``agent-<id>.jsonl``, 2.0.x): the capsule still belongs to the
+    parent's task and the incident run is the same, checkpoint for checkpoint — the sub-agent's
+    file, holding most of the calls, is not taken for the run, and its edits are not dropped."""
+    import json
+    import shutil
+
+    from replaybook import Incident
+    from replaybook.capsule.build import conversation_steps, select_transcript
+
+    inc_dir = tmp_path / "incident"
+    for part in ("door", "capsule", "runs"):
+        shutil.copytree(demo / part, inc_dir / part)
+    shutil.copy(demo / "incident.yaml", inc_dir / "incident.yaml")
+    (src,) = (demo / "transcripts").glob("*.jsonl")
+    lines = src.read_text().splitlines()
+    parent_id = src.stem
+    sub = []
+    for line in lines[2:12]:  # get_flag … create_pull_request, with their results
+        o = json.loads(line)
+        o.update(isSidechain=True, agentId="a1b2c3")
+        sub.append(json.dumps(o))
+    (inc_dir / "transcripts").mkdir()
+    (inc_dir / "transcripts" / src.name).write_text("\n".join(lines[:2] + lines[12:]) + "\n")
+    (inc_dir / "transcripts" / "agent-a1b2c3.jsonl").write_text("\n".join(sub) + "\n")
+
+    inc = Incident.load(inc_dir / "incident.yaml")
+    ids = set(inc.steps.loc[inc.steps["kind"] == "tool_call", "call_id"].dropna())
+    assert select_transcript(inc.steps, ids) == parent_id
+    conv = conversation_steps(inc.steps, parent_id)
+    assert conv["transcript_id"].tolist()[:3] == [parent_id, parent_id, "agent-a1b2c3"]
+    assert conv["ts"].is_monotonic_increasing and len(conv) == len(inc.steps)
+
+    run = incident_run(inc_dir / "capsule", inc)
+    assert [c.label for c in run.checkpoints] == DEMO_LABELS
+    original = incident_run(demo / "capsule", demo / "incident.yaml")
+    assert [c.digest for c in run.checkpoints] == [c.digest for c in original.checkpoints]
+    assert run.checkpoints[-1].detail == {"decision": "stop", "value": "end_turn"}

@@ -53,7 +53,8 @@ from .model import EFFECTS, Capsule, _plain, evidence_ref, guess_effect, iso_z
 from .repo import repo_state
 from .store import EvidenceStore
 
-__all__ = ["Capture", "load_capture", "build_capsule", "door_call_ids", "select_transcript", "BUILTIN_TOOLS"]
+__all__ = ["Capture", "load_capture", "build_capsule", "door_call_ids", "select_transcript", "conversation_steps",
+           "BUILTIN_TOOLS"]
 
 #: Claude Code built-in tools the capsule and the checkpoint extractor understand.
 BUILTIN_TOOLS = ("Edit", "Write", "MultiEdit", "Bash")
@@ -166,18 +167,44 @@ def door_call_ids(calls: pd.DataFrame) -> list[str]:
 
 
 def select_transcript(steps: pd.DataFrame, call_ids: set[str]) -> str | None:
-    """The transcript whose tool calls share the most ids with the door's calls (ties: first id).
+    """The conversation whose tool calls share the most ids with the door's calls (ties: first
+    id), named by its main transcript: a Claude Code sub-agent's file counts with its parent
+    (:func:`replaybook.join.sub_agent_parents`) — its calls go through the parent's MCP
+    connections, so a run whose work a sub-agent did is still its parent's task.
 
-    Returns ``None`` when there are no transcripts; with no shared ids and one transcript, that one.
+    Returns ``None`` when there are no transcripts; with no shared ids and one conversation, that one.
     """
     if steps.empty:
         return None
+    from ..join import sub_agent_parents
+
+    parents = sub_agent_parents(steps)
     tc = steps[(steps["kind"] == "tool_call") & steps["call_id"].isin(list(call_ids))]
     if not tc.empty:
-        counts = tc.groupby("transcript_id").size()
+        counts = tc["transcript_id"].map(lambda t: parents.get(t, t)).value_counts()
         return str(sorted(counts.index, key=lambda t: (-counts[t], t))[0])
-    ids = sorted(steps["transcript_id"].dropna().unique())
+    ids = sorted({parents.get(t, t) for t in steps["transcript_id"].dropna().unique()})
     return str(ids[0]) if len(ids) == 1 else None
+
+
+def conversation_steps(steps: pd.DataFrame, transcript_id: str | None) -> pd.DataFrame:
+    """The steps of ``transcript_id`` and of its sub-agents' files
+    (:func:`replaybook.join.sub_agent_parents`), in time order (steps at one time: the main
+    transcript's first, then by ``seq``; no time: last).  The STEPS columns, unchanged; empty
+    for ``None``."""
+    if transcript_id is None:
+        return steps.iloc[0:0]
+    from ..join import sub_agent_parents
+
+    subs = sorted(t for t, p in sub_agent_parents(steps).items() if p == transcript_id)
+    if not subs:
+        return steps[steps["transcript_id"] == transcript_id].sort_values("seq", kind="stable")
+    members = [transcript_id, *subs]
+    own = steps[steps["transcript_id"].isin(members)]
+    rank = own["transcript_id"].map({t: i for i, t in enumerate(members)})
+    order = pd.DataFrame({"ts": own["ts"], "m": rank, "seq": own["seq"]}).sort_values(
+        ["ts", "m", "seq"], kind="stable", na_position="last").index
+    return own.loc[order]
 
 
 def _line_obj(row: Any) -> dict | None:
@@ -275,6 +302,7 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
     steps = inc.steps
     tid = select_transcript(steps, set(ids))
     tsteps = steps[steps["transcript_id"] == tid] if tid is not None else steps.iloc[0:0]
+    conv = conversation_steps(steps, tid)  # with its sub-agents': when the run began
     prompts = tsteps[tsteps["kind"] == "user_prompt"]
     task = _prompt_bytes(next(prompts.itertuples(index=False))) if not prompts.empty else None
     first = _line_obj(next(tsteps.itertuples(index=False))) if not tsteps.empty else None
@@ -286,7 +314,7 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
 
     started = cap.started_at
     if started is None:
-        times = [t for t in (tsteps["ts"].min() if not tsteps.empty else None, calls["ts"].min())
+        times = [t for t in (conv["ts"].min() if not conv.empty else None, calls["ts"].min())
                  if t is not None and not pd.isna(t)]
         started = iso_z(min(times)) if times else None
     else:

@@ -1,6 +1,8 @@
 """Checkpoints of the incident itself, extracted from its evidence (transcript + door log + capsule).
 
-The incident run is rebuilt in transcript order:
+The incident run is rebuilt in transcript order — the transcript's steps and its Claude Code
+sub-agents' (``agent-<id>.jsonl`` files, :func:`~replaybook.capsule.build.conversation_steps`),
+in time order, since a sub-agent's edits and calls are the run's too:
 
 * an MCP tool call of the transcript is matched to its door call by the client's tool-use id
   (the door's ``meta_call_id``; failing that, the next unclaimed door call with the same tool and
@@ -32,7 +34,7 @@ import orjson
 import pandas as pd
 
 from ..incident import Incident
-from .build import door_call_ids, select_transcript
+from .build import conversation_steps, door_call_ids, select_transcript
 from .checkpoints import (CheckpointLog, authority_checkpoint, decision_checkpoint, effect_checkpoint,
                           patch_checkpoint, policy_checkpoint, response_schema_checkpoint, state_checkpoint,
                           target_scope, tests_checkpoint, tool_choice_checkpoint, tool_request_checkpoint,
@@ -132,7 +134,7 @@ def incident_run(capsule: Capsule | str | Path, incident: Incident | str | Path,
         calls["call_key"] = pd.Series(dtype="object")
     steps = inc.steps
     tid = select_transcript(steps, set(calls["call_key"]))
-    tsteps = steps[steps["transcript_id"] == tid].sort_values("seq") if tid is not None else steps.iloc[0:0]
+    tsteps = conversation_steps(steps, tid)  # a sub-agent's edits and calls are the run's too
 
     log = CheckpointLog()
     repo = cap.repository
