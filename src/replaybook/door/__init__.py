@@ -1,7 +1,8 @@
 """The door: an MCP proxy that decides, logs and keeps every call; replay from a capsule; retention.
 
 * :func:`run_door` / ``replaybook door --rules R --log-root L [--evidence E] [--agent A] -- SERVER_CMD…``
-  relays an MCP client (stdio) to the server it starts.  Each ``tools/call`` and
+  relays an MCP client (stdio) to the server it starts; :func:`run_door_url` / ``… --url URL
+  [--header 'NAME: VALUE']`` to a remote server over Streamable HTTP.  Each ``tools/call`` and
   ``resources/read`` is decided by :class:`Rules` (ordered, first match, default deny), written
   to ``<log-root>/<agent>/<session>.jsonl`` in the door-call-log v1 format *before* it is
   answered, and (with ``--evidence``) its full response is kept in a content-addressed
@@ -18,6 +19,7 @@ Public API::
     CallLog(root, agent, session).write(record)      # one fsync'd line
     Door(rules, log, evidence=store).serve(peer, server_read, server_write)
     run_door(rules, log, command, evidence=None)     # async; stdio ↔ the server it starts
+    run_door_url(rules, log, url, headers=None)      # async; stdio ↔ a Streamable HTTP server
     CapsuleServer(capsule, log).mcp_server(); run_serve_capsule(server)
     prune(log_root, older_than, dry_run=…, evidence=…) -> PruneReport
     parse_duration("30d"); retention_setting()
@@ -28,7 +30,7 @@ _EXPORTS = {
     "Rules": "rules", "Rule": "rules", "Decision": "rules", "load_rules": "rules", "rules_from_dict": "rules",
     "rules_schema": "rules", "refusal_text": "rules",
     "CallLog": "calllog", "new_session_id": "calllog", "rfc3339": "calllog",
-    "Door": "proxy", "run_door": "proxy", "PASS_METHODS": "proxy", "DECIDED_METHODS": "proxy",
+    "Door": "proxy", "run_door": "proxy", "run_door_url": "proxy", "UpstreamUnreachable": "proxy", "PASS_METHODS": "proxy", "DECIDED_METHODS": "proxy",
     "DOOR_REFUSED": "results", "measure": "results", "refusal_result": "results",
     "CapsuleServer": "replay", "run_serve_capsule": "replay",
     "prune": "retention", "PruneReport": "retention",

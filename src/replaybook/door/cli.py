@@ -49,12 +49,18 @@ def _fast_start() -> None:
               help="Longest JSON-RPC line accepted from the client.")
 @click.option("--cwd", type=click.Path(file_okay=False, exists=True), default=None,
               help="Working folder of the server process.")
+@click.option("--url", default=None, metavar="URL",
+              help="A remote MCP server's Streamable HTTP endpoint (https://host/mcp), instead of SERVER_CMD.")
+@click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'",
+              help="With --url: an HTTP header sent with every request (e.g. 'Authorization: Bearer …'); "
+                   "repeatable; never logged.")
 @click.option("--no-fsync", is_flag=True, hidden=True, help="Do not fsync log lines (benchmarks only).")
-@click.argument("server_cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("server_cmd", nargs=-1, required=False, type=click.UNPROCESSED)
 def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None, session: str | None,
-         server_name: str | None, max_message_bytes: int, cwd: str | None, no_fsync: bool,
-         server_cmd: tuple[str, ...]) -> None:
-    """Put a door in front of the MCP server SERVER_CMD (after `--`): stdio in, stdio out.
+         server_name: str | None, max_message_bytes: int, cwd: str | None, url: str | None,
+         headers: tuple[str, ...], no_fsync: bool, server_cmd: tuple[str, ...]) -> None:
+    """Put a door in front of the MCP server SERVER_CMD (after `--`), or of the remote one at
+    --url: stdio in, stdio (or Streamable HTTP) out.
 
     Every tools/call and resources/read is decided by the rules, written to the call log
     (flushed and fsync'd) before it is answered, and a refused call is answered with an error
@@ -64,9 +70,28 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
     import anyio
 
     from .calllog import CallLog, new_session_id
-    from .proxy import run_door
+    from .proxy import run_door, run_door_url, shown_url
     from .rules import load_rules
 
+    if bool(url) == bool(server_cmd):
+        raise click.UsageError("give the MCP server either as a command after `--` or as --url URL, not both"
+                               if url else "give the MCP server as a command after `--`, or --url URL")
+    if cwd and url:
+        raise click.UsageError("--cwd goes with a server started as a command, not with --url")
+    if headers and not url:
+        raise click.UsageError("--header goes with --url (a server started as a command gets no HTTP headers)")
+    sent: dict[str, str] = {}
+    if url:
+        from urllib.parse import urlsplit
+
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+            raise click.BadParameter(f"{shown_url(url)!r} is not an http(s) URL", param_hint="--url")
+        for h in headers:
+            name, sep, value = h.partition(":")
+            if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+                raise click.BadParameter("expected 'NAME: VALUE': a header name, a colon, its value "
+                                         "(the value is not repeated here)", param_hint="--header")
+            sent[name.strip()] = value.strip()
     rules = load_rules(rules_path)
     agent = agent or os.environ.get(_AGENT_ENV) or "agent"
     log = CallLog(log_root, agent, session or new_session_id(), fsync=not no_fsync)
@@ -75,11 +100,20 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
         from ..capsule.store import EvidenceStore
 
         store = EvidenceStore(evidence)
-    click.echo(f"replaybook door: session {log.session}, log {log.path}", err=True)
+    click.echo(f"replaybook door: session {log.session}, log {log.path}"
+               + (f", server {shown_url(url)}" if url else ""), err=True)
     try:
-        ended = anyio.run(lambda: run_door(rules, log, list(server_cmd), evidence=store, server_name=server_name,
-                                           cwd=cwd, max_message_bytes=max_message_bytes))
+        if url:
+            ended = anyio.run(lambda: run_door_url(rules, log, url, headers=sent, evidence=store,
+                                                   server_name=server_name, max_message_bytes=max_message_bytes))
+        else:
+            ended = anyio.run(lambda: run_door(rules, log, list(server_cmd), evidence=store, server_name=server_name,
+                                               cwd=cwd, max_message_bytes=max_message_bytes))
     except OSError as exc:
+        from .proxy import UpstreamUnreachable
+
+        if isinstance(exc, UpstreamUnreachable):
+            raise InputError(str(exc)) from exc
         raise InputError(f"cannot start the MCP server {server_cmd[0]!r}: {exc.strerror or exc}") from exc
     finally:
         log.close()

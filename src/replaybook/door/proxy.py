@@ -1,8 +1,10 @@
 """``replaybook door``: an MCP proxy that decides, logs and (optionally) keeps every call.
 
 The door sits between an MCP client (stdio) and the MCP server it starts (stdio, through the
-SDK's :func:`mcp.client.stdio.stdio_client`).  It relays JSON-RPC messages, parsed and written
-with the SDK's models, and never rewrites what it forwards:
+SDK's :func:`mcp.client.stdio.stdio_client`, :func:`run_door`) or a remote MCP server it reaches
+over Streamable HTTP (the SDK's :func:`mcp.client.streamable_http.streamable_http_client`,
+:func:`run_door_url`).  It relays JSON-RPC messages, parsed and written with the SDK's models,
+and never rewrites what it forwards:
 
 * ``initialize``, ``ping``, ``server/discover``, ``tools/list``, ``resources/list`` and the other
   listing/negotiation requests in :data:`PASS_METHODS` (plus the rules file's ``pass_methods``),
@@ -41,7 +43,7 @@ from .results import (DOOR_REFUSED, error_evidence_bytes, evidence_bytes, measur
                       tool_error_text)
 from .rules import Decision, Rules, refusal_text
 
-__all__ = ["Door", "PASS_METHODS", "DECIDED_METHODS", "run_door", "ClientPeer"]
+__all__ = ["Door", "PASS_METHODS", "DECIDED_METHODS", "run_door", "run_door_url", "UpstreamUnreachable", "shown_url", "ClientPeer"]
 
 #: Request methods forwarded untouched.
 PASS_METHODS = frozenset({
@@ -373,8 +375,9 @@ class Door:
 
     async def _from_server(self, peer: ClientPeer, server_read) -> None:
         async for item in server_read:
-            if isinstance(item, Exception):
-                print(f"replaybook door: the server sent a line that is not JSON-RPC: {item}", file=sys.stderr)
+            if isinstance(item, Exception):  # the transport's; a request it failed is answered by it
+                print(f"replaybook door: the MCP server sent something that is not JSON-RPC (passed over): "
+                      f"{type(item).__name__}: {item}", file=sys.stderr)
                 continue
             msg = item.message
             if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)):
@@ -458,3 +461,75 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
         async with stdio_client(params, errlog=sys.stderr) as (server_read, server_write):
             ended = await door.serve(peer, server_read, server_write)
     return ended
+
+
+async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[str, str] | None = None,
+                       evidence=None, server_name: str | None = None, max_message_bytes: int = 16 << 20,
+                       grace_s: float = 5.0) -> str:
+    """Relay this process's stdio to the remote MCP server at ``url`` over Streamable HTTP (MCP
+    2025-03-26 and later; the SDK's client transport: ``Mcp-Session-Id``, SSE answers, redirects
+    only within the endpoint's origin).  ``headers`` (e.g. ``Authorization``) go with every
+    request and are never logged.  Before the server names itself, calls are logged with the
+    URL's host as ``server``.
+
+    Returns:
+        who ended the session (``client`` or ``server``).
+    """
+    from urllib.parse import urlsplit
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from ._stdio import StdioPeer
+
+    door = Door(rules, log, evidence=evidence, server_name=server_name,
+                default_server=urlsplit(url).hostname or "remote", grace_s=grace_s)
+    shown = shown_url(url)
+    async def refused_by_http(response) -> None:
+        # the SDK answers the request with a bare "Server returned an error response": say why here
+        if response.status_code >= 400:
+            hint = " (check --header, e.g. Authorization)" if response.status_code in (401, 403) else ""
+            print(f"replaybook door: {shown} answered HTTP {response.status_code} {response.reason_phrase}{hint}",
+                  file=sys.stderr)
+
+    # the SDK's own timeouts: 30 s to connect or write, 300 s to read (an answer may stream)
+    client = httpx2.AsyncClient(headers=headers or {}, timeout=httpx2.Timeout(30.0, read=300.0),
+                                event_hooks={"response": [refused_by_http]})
+    async with StdioPeer(max_line=max_message_bytes) as peer, client:
+        try:
+            async with streamable_http_client(url, http_client=client) as (server_read, server_write):
+                ended = await door.serve(peer, server_read, server_write)
+        except BaseExceptionGroup as group:
+            lost, rest = group.split(httpx2.HTTPError)  # cannot connect, TLS, a timeout, a dropped stream
+            if lost is None:
+                raise
+            first = lost
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            reason = f"cannot reach the MCP server at {shown}: {first}"
+            for rid in door._abandon(reason):  # logged, then answered: no call is left hanging
+                await door._safe_send(peer, types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+                    code=types.INTERNAL_ERROR, message=reason)))
+            raise UpstreamUnreachable(reason) from first
+    return ended
+
+
+def shown_url(url: str) -> str:
+    """``url`` as the door may print and log it: scheme, host, port and path only — user
+    information and the query (where some servers take an API key) are left out."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(url)
+    host = u.hostname or ""
+    if ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = u.port
+    except ValueError:
+        port = None
+    return urlunsplit((u.scheme, host + (f":{port}" if port else ""), u.path, "", ""))
+
+
+class UpstreamUnreachable(OSError):
+    """The remote MCP server could not be reached, or the connection to it failed (an ``OSError``:
+    the CLI reports it as bad input, exit 2).  Calls in flight were logged and answered first."""

@@ -1,0 +1,190 @@
+"""The door in front of a remote MCP server over Streamable HTTP (``replaybook door --url``).
+
+The upstream is the fixture server (an SDK ``MCPServer``) run with its Streamable HTTP
+transport on a free local port; the client is the SDK's ``ClientSession`` over stdio, as an MCP
+client spawns the door."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from replaybook.door.proxy import shown_url
+from replaybook.sources.door import load_door
+
+from .conftest import FIXTURE_SERVER, door_cmd, run_session, validate_lines
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and ports")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(data: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(FIXTURE_SERVER), str(data), "--http", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the fixture server exited: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("the fixture server did not start listening within 30 s")
+
+
+@pytest.fixture
+def http_server(data_root):
+    proc, url = _start_server(data_root)
+    try:
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _door_url(rules: Path, log_root: Path, url: str, *extra: str) -> list[str]:
+    cmd = door_cmd(rules, log_root, [], session="web-1", extra=["--url", url, *extra])
+    return cmd[:-1]  # no `--` and no server command
+
+
+def test_calls_to_a_remote_server_are_decided_logged_and_headers_sent_but_never_logged(
+        http_server, rules_file, tmp_path):
+    _, url = http_server
+    log_root = tmp_path / "door"
+
+    async def agent(s):
+        names = [t.name for t in (await s.list_tools()).tools]
+        out = [await s.call_tool(n, a, meta={"claudecode/toolUseId": f"toolu_{i}"}) for i, (n, a) in enumerate([
+            ("list_folder", {"path": "demo"}), ("query", {"path": "demo/cars.csv", "column": "mpg"}),
+            ("read_object", {"path": "reference/.env"})])]
+        return names, out
+
+    names, out = run_session(_door_url(rules_file, log_root, url, "--header", "Authorization: Bearer t0ken-123"),
+                             agent)
+    assert names == ["list_folder", "read_object", "query", "crash", "whoami"]
+    assert out[0].content[0].text == "cars.csv\nnotes.txt\n"
+    assert out[1].structured_content == {"rows": [{"mpg": "21"}, {"mpg": "22.8"}, {"mpg": "21.4"}]}
+    assert out[2].is_error and "rule 'deny-dotenv'" in out[2].content[0].text
+    log = log_root / "analyst" / "web-1.jsonl"
+    lines = validate_lines(log)
+    assert [(o["seq"], o["tool"], o["object"], o["decision"], o["rule"], o["server"], o["meta"]) for o in lines] == [
+        (1, "list_folder", "demo", "allow", "allow-demo", "door-fixture", {"claudecode/toolUseId": "toolu_0"}),
+        (2, "query", "demo/cars.csv", "allow", "allow-demo", "door-fixture", {"claudecode/toolUseId": "toolu_1"}),
+        (3, "read_object", "reference/.env", "deny", "deny-dotenv", "door-fixture", {"claudecode/toolUseId": "toolu_2"}),
+    ]
+    assert lines[1]["rows"] == 3 and lines[0]["bytes"] == len("cars.csv\nnotes.txt\n")
+    assert len(load_door(log_root).frame) == 3
+
+    # the header reached the server; the door logged nothing of it
+    rules_all = tmp_path / "allow-all.yaml"
+    rules_all.write_text("version: 1\nrules:\n  - id: any\n    decision: allow\n")
+    got = run_session(_door_url(rules_all, tmp_path / "door2", url, "--header", "Authorization: Bearer t0ken-123"),
+                      lambda s: s.call_tool("whoami", {}))
+    assert got.content[0].text == "Bearer t0ken-123"
+    assert b"t0ken" not in log.read_bytes() and b"t0ken" not in (tmp_path / "door2" / "analyst" / "web-1.jsonl").read_bytes()
+
+
+def _run_door(cmd: list[str], stdin: bytes = b"", timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout)
+
+
+def test_an_unreachable_server_is_an_input_error_and_the_url_s_secrets_stay_out(rules_file, tmp_path):
+    port = _free_port()  # nothing listens there
+    url = f"http://someone:pa55word@127.0.0.1:{port}/mcp?api_key=sekrit"
+
+    async def agent(s):  # pragma: no cover - never reached: initialize fails
+        return None
+
+    with pytest.raises(BaseException):
+        run_session(_door_url(rules_file, tmp_path / "door", url), agent)
+    init = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+            b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n')
+    # as a client does, stdin stays open after initialize: the door ends on its own
+    p = subprocess.Popen(_door_url(rules_file, tmp_path / "door", url), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(init)
+    p.stdin.flush()
+    try:
+        code = p.wait(60)
+    finally:
+        p.kill()
+        p.stdin.close()
+    err = p.stderr.read().decode()
+    p.stdout.close()
+    p.stderr.close()
+    assert code == 2, err
+    assert f"cannot reach the MCP server at http://127.0.0.1:{port}/mcp" in err
+    assert "pa55word" not in err and "sekrit" not in err and "Traceback" not in err
+
+
+def test_a_server_lost_mid_session_answers_and_logs_the_call_in_flight(data_root, rules_file, tmp_path):
+    proc, url = _start_server(data_root)
+    log_root = tmp_path / "door"
+
+    async def agent(s):
+        first = await s.call_tool("list_folder", {"path": "demo"})
+        proc.kill()
+        proc.wait(10)
+        try:
+            with anyio.fail_after(60):
+                await s.call_tool("list_folder", {"path": "demo"})
+        except MCPError as exc:
+            return first, exc
+        return first, None
+
+    try:
+        first, lost = run_session(_door_url(rules_file, log_root, url), agent)
+    except BaseException as exc:  # the door exits after answering; the SDK client may say so too
+        pytest.fail(f"the client got no answer for the call in flight: {exc!r}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not first.is_error
+    assert lost is not None and "cannot reach the MCP server at " + url in str(lost)
+    lines = validate_lines(log_root / "analyst" / "web-1.jsonl")
+    assert [(o["seq"], o["decision"], o["error"]) for o in lines] == [
+        (1, "allow", None), (2, "allow", f"cannot reach the MCP server at {url}: All connection attempts failed")]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--url", "http://127.0.0.1:9/mcp", "--", sys.executable, "x.py"], "not both"),
+    ([], "give the MCP server as a command after `--`, or --url URL"),
+    (["--header", "Authorization: Bearer x", "--", sys.executable, "x.py"], "--header goes with --url"),
+    (["--url", "ftp://host/mcp"], "is not an http(s) URL"),
+    (["--url", "http://127.0.0.1:9/mcp", "--header", "Bearer s3cr3t"], "expected 'NAME: VALUE'"),
+    (["--url", "http://127.0.0.1:9/mcp", "--cwd", "."], "--cwd goes with a server started as a command"),
+])
+def test_door_usage_mistakes_exit_2_and_say_what_to_do(rules_file, tmp_path, args, says):
+    cmd = [sys.executable, "-m", "replaybook.door", "door", "--rules", str(rules_file),
+           "--log-root", str(tmp_path / "door"), *args]
+    r = _run_door(cmd)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and says in err, err
+    assert "s3cr3t" not in err and not (tmp_path / "door").exists()
+
+
+def test_shown_url_keeps_scheme_host_port_and_path_only():
+    assert shown_url("https://u:p@example.com:8443/a/mcp?key=1#f") == "https://example.com:8443/a/mcp"
+    assert shown_url("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
+    assert shown_url("https://example.com/mcp") == "https://example.com/mcp"
