@@ -216,3 +216,26 @@ def test_load_out_makes_its_folder(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     assert main(["load", "calls", str(FIX / "join_trap" / "door"), "--out", str(tmp_path / "file" / "x.jsonl")]) == 2
     assert "cannot make the folder for" in capsys.readouterr().err
+
+
+def test_load_out_never_writes_over_an_input(tmp_path, capsys):
+    import hashlib
+    import shutil
+
+    door = tmp_path / "door"
+    shutil.copytree(FIX / "join_trap" / "door", door)
+    logs = sorted(door.rglob("*.jsonl"))
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in logs}
+    # the file itself, the file inside a folder given, and (auto) a name the frame suffix makes
+    assert main(["load", "calls", str(logs[0]), "--out", str(logs[0])]) == 2
+    assert main(["load", "calls", str(door), "--out", str(logs[1])]) == 2
+    err = capsys.readouterr().err
+    assert "is one of the inputs" in err and "never written over" in err
+    stem = logs[0].with_name("x.jsonl")
+    logs[0].rename(logs[0].with_name("x.calls.jsonl"))
+    renamed = logs[0].with_name("x.calls.jsonl")
+    assert main(["load", "auto", str(door), "--out", str(stem)]) == 2
+    assert hashlib.sha256(renamed.read_bytes()).hexdigest() == before[logs[0]]
+    assert hashlib.sha256(logs[1].read_bytes()).hexdigest() == before[logs[1]]
+    # another file is fine
+    assert main(["load", "calls", str(door), "--out", str(tmp_path / "out.jsonl")]) == 0

@@ -163,6 +163,10 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     that could not be used, with file and line) goes to stderr.
     """
     if out:  # made (or refused) before anything is loaded, as `report --out` makes its folder
+        o = Path(out)
+        _refuse_writing_over_inputs([o] if frame != "auto" else
+                                    [o.with_name(f"{o.stem}.{k}{o.suffix}") for k in ("steps", "calls", "access")],
+                                    paths)
         try:
             Path(out).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -195,6 +199,27 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     _quarantine_summary(res.quarantine)
     if wrong is not None:
         raise wrong
+
+
+def _refuse_writing_over_inputs(targets: list[Path], paths) -> None:
+    """Refuse (exit 2) an output file that is one of the input files: the evidence is read,
+    never written over (``load calls d.jsonl --out d.jsonl`` had replaced the log)."""
+    import os
+
+    from ._jsonl import expand_paths
+
+    existing = [t for t in targets if t.is_file()]
+    if not existing:
+        return
+    for f in expand_paths(list(paths), unique=False):
+        for t in existing:
+            try:
+                same = os.path.samefile(f, t)
+            except OSError:
+                continue
+            if same:
+                raise click.BadParameter(f"{t} is one of the inputs ({f}); input files are never written over: "
+                                         "choose another file", param_hint="--out")
 
 
 def _load_one(frame: str, paths, source_name: str | None):
