@@ -18,6 +18,7 @@ import bisect
 import gzip
 import hashlib
 import json
+import os
 import re
 import zlib
 from dataclasses import dataclass
@@ -182,15 +183,15 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
     cannot name a file twice, so only several paths are resolved.)
 
     Raises:
-        InputError: a path is neither a file nor a folder (``no such file or folder``).
+        InputError: a path is neither a file nor a folder (``no such file or folder``), or a
+            folder under one cannot be listed (its files would be left out unsaid).
     """
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     out: list[Path] = []
     seen: set[Path] = set()
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.is_symlink()
-                           and (accept is None or accept(q)))
+            found = sorted(q for q in map(Path, _files_under(p)) if accept is None or accept(q))
         elif p.is_file():
             found = [p]
         else:
@@ -203,6 +204,36 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
             if key not in seen:
                 seen.add(key)
                 out.append(q)
+    return out
+
+
+def _files_under(folder: Path) -> list[str]:
+    """The regular files (not symlinks) under ``folder``, recursively, in no set order; symlinked
+    folders are not entered (as ``Path.rglob("*")``, which also passes over a folder it cannot
+    list — evidence left out without a word; here that is an error).
+
+    Raises:
+        InputError: a folder under ``folder`` cannot be listed (permission).
+    """
+    out: list[str] = []
+    stack = [os.fspath(folder)]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as entries:
+                for e in entries:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            out.append(e.path)
+                    except OSError:  # gone since listed
+                        continue
+        except FileNotFoundError:  # gone since listed
+            continue
+        except OSError as exc:
+            raise InputError(f"cannot list the folder: {exc.strerror or exc} (its files would be left out)",
+                             d) from None
     return out
 
 

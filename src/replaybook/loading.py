@@ -93,7 +93,10 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
             table.append({"path": str(f), "source": side.name, "frame": side.frame,
                           "note": "side file: read with the file it belongs to"})
             continue
-        src, conf = registry.sniff_file(f)
+        try:
+            src, conf = registry.sniff_file(f)
+        except OSError as exc:  # (a file of a folder: named directly, the CLI says so before this)
+            raise InputError(f"cannot read: {exc.strerror or exc}", f) from None
         if src is None or conf < min_confidence:
             table.append({"path": str(f), "confidence": conf,
                           "note": "no source recognised this content"})

@@ -203,25 +203,11 @@ def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     if isinstance(paths, (str, Path)):
         paths = [paths]
     named = [p for p in map(Path, paths) if not (p.name.endswith(".meta.json") and p.is_file())]
-    if len(named) == 1 and named[0].is_dir():
-        # one folder: what expand_paths finds, without resolving every file to drop duplicates
-        # (a walk that enters no symlinked folder and takes no symlinked file meets none)
-        return sorted(q for q in named[0].rglob("*") if _transcript_name(q) and _regular_file(q))
     return expand_paths(named, accept=_transcript_name)
 
 
 def _transcript_name(q: Path) -> bool:
     return q.name.endswith((".jsonl", ".jsonl.gz"))
-
-
-def _regular_file(q: Path) -> bool:
-    """``q.is_file() and not q.is_symlink()`` with one ``lstat``."""
-    import stat
-
-    try:
-        return stat.S_ISREG(q.lstat().st_mode)
-    except OSError:
-        return False
 
 
 # --------------------------------------------------------------------------- loading

@@ -1,0 +1,90 @@
+"""Listing input folders (``_jsonl.expand_paths``): the files ``Path.rglob`` would give, and
+an error — never a silent gap — where a folder or a file cannot be read."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from replaybook import _jsonl
+from replaybook._jsonl import expand_paths
+from replaybook.cli import main
+from replaybook.errors import InputError
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+
+
+def _tree(root: Path) -> None:
+    (root / "a" / "deep" / "deeper").mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    (root / "b").mkdir()
+    for rel, text in {"top.jsonl": "1\n", "a/x.jsonl": "2\n", "a/deep/deeper/y.jsonl": "3\n",
+                      ".hidden/z.jsonl": "4\n", ".dot.jsonl": "5\n", "b/note.txt": "6\n"}.items():
+        (root / rel).write_text(text)
+    (root / "link.jsonl").symlink_to(root / "top.jsonl")
+    (root / "a" / "linkdir").symlink_to(root / "b", target_is_directory=True)
+
+
+def test_folder_listing_is_what_rglob_lists(tmp_path):
+    _tree(tmp_path)
+    got = expand_paths(tmp_path)
+    assert got == sorted(q for q in tmp_path.rglob("*") if q.is_file() and not q.is_symlink())
+    # hidden files and folders are walked; symlinked files and folders are not taken
+    assert [p.relative_to(tmp_path).as_posix() for p in got] == [
+        ".dot.jsonl", ".hidden/z.jsonl", "a/deep/deeper/y.jsonl", "a/x.jsonl", "b/note.txt", "top.jsonl"]
+    # a folder named as a symlink is entered; only what is under it is not followed
+    (tmp_path.parent / "via-link").symlink_to(tmp_path, target_is_directory=True)
+    got = expand_paths(tmp_path.parent / "via-link", accept=lambda p: p.name.endswith(".jsonl"))
+    assert len(got) == 5
+
+
+def _unlistable(monkeypatch, bad: Path) -> None:
+    real = os.scandir
+
+    def scandir(path):
+        if Path(path) == bad:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(_jsonl.os, "scandir", scandir)
+
+
+def test_a_folder_that_cannot_be_listed_is_an_error_not_a_gap(tmp_path, monkeypatch, capsys):
+    """(rglob passed over it: 9 calls of 13 loaded, exit 0, nothing said.)"""
+    import shutil
+
+    door = tmp_path / "door"
+    shutil.copytree(FIX / "join_trap" / "door", door)
+    sub = door / "sub"
+    sub.mkdir()
+    first = sorted(door.rglob("*.jsonl"))[0]
+    shutil.copy(first, sub / "x.jsonl")
+    _unlistable(monkeypatch, sub)
+    with pytest.raises(InputError) as e:
+        expand_paths(door)
+    assert str(e.value) == f"{sub}: cannot list the folder: Permission denied (its files would be left out)"
+    assert main(["load", "calls", str(door)]) == 2
+    assert capsys.readouterr().err == (f"replaybook: error: {sub}: cannot list the folder: Permission denied "
+                                       "(its files would be left out)\n")
+
+
+def test_a_file_in_a_folder_that_cannot_be_read_is_an_error_not_a_crash(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from replaybook.sources import registry
+
+    door = tmp_path / "door"
+    shutil.copytree(FIX / "join_trap" / "door", door)
+    bad = sorted(door.rglob("*.jsonl"))[0]
+    real = registry.sniff_file
+
+    def sniff(path, only=None):
+        if Path(path) == bad:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, only)
+
+    monkeypatch.setattr(registry, "sniff_file", sniff)
+    assert main(["load", "calls", str(door)]) == 2  # an internal error (exit 1) before
+    assert capsys.readouterr().err == f"replaybook: error: {bad}: cannot read: Permission denied\n"
