@@ -56,6 +56,20 @@ def test_manifest_errors_name_the_field(tmp_path):
     assert e.value.path.endswith("incident.yaml")
     with pytest.raises(ManifestError, match="cannot read"):
         replaybook.Incident.load(tmp_path / "missing.yaml")
+    # YAML reads UTF-16 with its byte-order mark as it reads UTF-8 (an internal error before)
+    (tmp_path / "incident.yaml").write_bytes("title: café\ntranscripts: []\n".encode("utf-16"))
+    assert replaybook.Incident.load(tmp_path).title == "café"
+    (tmp_path / "incident.yaml").write_bytes(b"title: caf\xe9\ntranscripts: []\n")  # Latin-1, not UTF-8
+    with pytest.raises(ManifestError, match=r"not UTF-8 text .*: byte 10 \(invalid continuation byte\)"):
+        replaybook.Incident.load(tmp_path)
+    # a window YAML spells .inf or .nan is not a number of seconds (the report failed in a cell)
+    for bad, says in ((".inf", "1000000000"), (".nan", "nan is not a number of seconds"), ("1.0e+300", "1000000000")):
+        (tmp_path / "incident.yaml").write_text(f"title: x\ntranscripts: []\nwindow_s: {bad}\n")
+        with pytest.raises(ManifestError, match=says):
+            replaybook.Incident.load(tmp_path)
+    (tmp_path / "incident.yaml").write_text("")
+    with pytest.raises(ManifestError, match="it needs title: and transcripts:; door: is optional"):
+        replaybook.Incident.load(tmp_path)
 
 
 def test_demo_incident_cloudtrail_lane_and_unexplained_access():

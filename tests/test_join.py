@@ -81,6 +81,12 @@ def test_window_and_min_agreed_are_respected():
     assert len(res.unclaimed_calls) == 2
     with pytest.raises(JoinError):
         join_sessions(steps, calls, window_s=0)
+    # numbers that are not a number of seconds: a clear JoinError, not an overflow deep inside
+    for kw in (dict(window_s=float("inf")), dict(window_s=float("nan")), dict(window_s=1e300),
+               dict(max_offset_s=float("nan")), dict(max_offset_s=float("inf")), dict(max_offset_s=-5)):
+        with pytest.raises(JoinError, match="must be a number of seconds"):
+            join_sessions(steps, calls, **kw)
+    assert join_sessions(steps, calls, window_s=1e9, max_offset_s=1e9).assignments() == {"s1": "t1"}
 
 
 def test_repeated_arguments_need_one_call_each():

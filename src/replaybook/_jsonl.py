@@ -196,6 +196,8 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
             found = [p]
         else:
             raise InputError("no such file or folder", p)
+        for q in found:
+            _text_name(q)
         if not unique or len(paths) == 1:
             out.extend(found)
             continue
@@ -205,6 +207,19 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
                 seen.add(key)
                 out.append(q)
     return out
+
+
+def _text_name(path: Path) -> None:
+    """Raise :class:`InputError` for a file name that is not valid UTF-8 (the file system allows
+    it; Python keeps such bytes as lone surrogates, which no frame column, JSON output or report
+    can hold — the load failed deep inside with an internal error)."""
+    s = str(path)
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(s).decode("utf-8", "backslashreplace")
+        raise InputError(f"{shown}: the file name is not valid UTF-8; give the file a UTF-8 name "
+                         "(a copy will do: its content is what is read)") from None
 
 
 def _files_under(folder: Path) -> list[str]:

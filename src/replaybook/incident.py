@@ -22,6 +22,7 @@ The manifest's shape is the JSON Schema ``replaybook/schemas/incident.v1.json``.
 from __future__ import annotations
 
 import glob
+import math
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -67,19 +68,26 @@ def load_manifest(path: str | Path) -> dict:
     if p.is_dir():
         p = p / "incident.yaml"
     try:
-        text = p.read_text("utf-8")
+        raw = p.read_bytes()
     except OSError as exc:
         raise ManifestError(f"cannot read incident manifest: {exc.strerror or exc}", p) from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.safe_load(raw)  # YAML's own reading of the bytes: UTF-8, or UTF-16 with its BOM
+    except yaml.reader.ReaderError as exc:
+        raise ManifestError("not UTF-8 text (a manifest is UTF-8, or UTF-16 with a byte-order mark): "
+                            f"byte {exc.position} ({exc.reason})", p) from None
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise ManifestError(f"not valid YAML: {exc}", p, None if line is None else line + 1) from exc
     if data is None:
-        raise ManifestError("the manifest is empty (it needs title:, transcripts: and door:)", p)
+        raise ManifestError("the manifest is empty (it needs title: and transcripts:; door: is optional)", p)
     err = first_error(package_schema("incident.v1.json"), data)
     if err is not None:
         raise ManifestError(f"invalid manifest {err}", p)
+    for key in ("window_s", "max_offset_s"):  # YAML's .nan passes every bound a schema can set
+        v = data.get(key)
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ManifestError(f"invalid manifest at {key}: {v} is not a number of seconds", p)
     data.setdefault("window_s", DEFAULT_WINDOW_S)
     data.setdefault("min_agreed", DEFAULT_MIN_AGREED)
     data.setdefault("max_offset_s", 300.0)

@@ -74,6 +74,9 @@ __all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "DEFAULT_WINDOW_S
 DEFAULT_WINDOW_S = 60.0
 #: Default minimum agreeing steps before a transcript may be assigned to a session.
 DEFAULT_MIN_AGREED = 1
+#: the largest window or clock offset a join takes, seconds (about 31 years: a finite number
+#: whose milliseconds fit the join's integer arithmetic many times over)
+MAX_SECONDS = 1e9
 #: Components larger than this (sessions + transcripts) get an approximate margin.
 _EXACT_MARGIN_LIMIT = 400
 
@@ -715,7 +718,8 @@ def join_sessions(
         :class:`JoinResult`.
 
     Raises:
-        JoinError: ``window_s`` ≤ 0 or ``min_agreed`` < 1, a frame lacks its columns, or (beyond
+        JoinError: ``window_s`` not in (0, :data:`MAX_SECONDS`], ``max_offset_s`` not in
+            [0, :data:`MAX_SECONDS`] (NaN and infinity included), ``min_agreed`` < 1, a frame lacks its columns, or (beyond
             any real incident: ~2^31 rows) too many distinct keys to index.
 
     Cost: integer codes for every string column once, then sorts of packed int64 keys — about
@@ -724,8 +728,10 @@ def join_sessions(
     result does not depend on how they interleave.  Rows whose door session or transcript id
     is missing take part in no agreement (their calls stay unclaimed).
     """
-    if not window_s > 0:
-        raise JoinError(f"window_s must be positive, got {window_s}")
+    if not 0 < window_s <= MAX_SECONDS:  # (NaN fails too)
+        raise JoinError(f"window_s must be a number of seconds above 0 and at most {MAX_SECONDS:g}, got {window_s}")
+    if not 0 <= max_offset_s <= MAX_SECONDS:
+        raise JoinError(f"max_offset_s must be a number of seconds from 0 to {MAX_SECONDS:g}, got {max_offset_s}")
     if min_agreed < 1:
         raise JoinError(f"min_agreed must be at least 1, got {min_agreed}")
     for spec, df in ((STEPS, steps), (CALLS, calls)):

@@ -110,3 +110,26 @@ def test_optional_fields_are_checked_as_strictly_as_the_schema(tmp_path):
     assert res.frame.iloc[0].object_digest == "sha256:" + "b" * 64
     assert sorted(res.quarantine.line_no) == [2, 3, 4]
     assert "response_digest" in res.quarantine.set_index("line_no").loc[2, "error"]
+
+
+def test_arguments_nested_past_the_decoders_depth_are_quarantined_not_a_crash(tmp_path):
+    """msgspec's fast decoding raised RecursionError out of the load (exit 1) on a line whose
+    arguments nest ~1,200 deep; the file now goes the per-line way, which sets the line aside."""
+    deep = "[" * 1200 + "]" * 1200
+    line2 = json.dumps({**GOOD, "seq": 2}).replace('"arguments": {"path": "demo/"}', f'"arguments": {{"a": {deep}}}')
+    assert deep in line2
+    p = _write(tmp_path, "s1.jsonl", [json.dumps(GOOD), line2, json.dumps({**GOOD, "seq": 3})])
+    res = load_door(p)
+    assert list(res.frame.seq) == [1, 3]
+    assert list(zip(res.quarantine.line_no, res.quarantine.error)) == [(2, "invalid JSON: nested too deeply")]
+
+
+def test_a_file_name_that_is_not_utf8_is_a_clear_error(tmp_path):
+    import os
+
+    folder = tmp_path / "analyst"
+    folder.mkdir()
+    name = os.fsdecode(b"sess\xff\xfe.jsonl")
+    (folder / name).write_text(json.dumps(GOOD) + "\n")
+    with pytest.raises(InputError, match=r"sess\\xff\\xfe.jsonl: the file name is not valid UTF-8"):
+        load_door(tmp_path)

@@ -410,7 +410,7 @@ def decode_file(data: bytes, info: dict, spath: str, default_agent: str | None, 
             return False
     try:
         recs = _DECODER.decode_lines(data)
-    except msgspec.DecodeError:  # ValidationError is a DecodeError
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError; nesting too deep
         return False
     if len(recs) != n:
         return False
