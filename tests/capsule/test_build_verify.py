@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +115,29 @@ def test_bad_capture_file_is_an_input_error(tmp_path):
     p.write_text("system_prompt: missing.txt\n")
     with pytest.raises(CapsuleFormatError, match="cannot read 'missing.txt'"):
         load_capture(p)
+
+
+def test_a_transcript_the_join_rejects_is_not_the_capsules(demo, tmp_path):
+    """A fresh user's incident: the door log of one run beside an unrelated transcript the join
+    leaves unmatched.  The capsule had taken that transcript's prompt, model and start time
+    ("the one transcript there is"); it now pins none of them."""
+    import shutil
+
+    from replaybook import Incident
+
+    inc_dir = tmp_path / "incident"
+    shutil.copytree(demo / "door", inc_dir / "door")
+    (inc_dir / "transcripts").mkdir()
+    other = next((Path(__file__).resolve().parents[2] / "data" / "demo" / "transcripts").glob("*.jsonl"))
+    shutil.copy(other, inc_dir / "transcripts" / other.name)
+    (inc_dir / "incident.yaml").write_text("title: t\ntranscripts: [transcripts/*.jsonl]\ndoor: [door/]\n")
+    assert set(Incident.load(inc_dir).join.sessions["status"]) == {"unmatched"}
+    cap = build_capsule(inc_dir, demo / "door-evidence", tmp_path / "c")  # (no capture: its start time is the door's)
+    assert cap.data["prompts"]["task_digest"] is None and cap.data["model"]["model"] is None
+    first_call = Incident.load(inc_dir).calls["ts"].min()
+    assert cap.data["runtime"]["started_at"] == first_call.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    # with the run's own transcript beside it, that one is taken (by its tool-use ids)
+    (src,) = (demo / "transcripts").glob("*.jsonl")
+    shutil.copy(src, inc_dir / "transcripts" / src.name)
+    cap = build_capsule(inc_dir, demo / "door-evidence", tmp_path / "d", capture=load_capture(demo / "capture.yaml"))
+    assert cap.data["prompts"]["task_digest"] is not None and cap.data["model"]["model"] is not None

@@ -166,13 +166,19 @@ def door_call_ids(calls: pd.DataFrame) -> list[str]:
     return out
 
 
-def select_transcript(steps: pd.DataFrame, call_ids: set[str]) -> str | None:
-    """The conversation whose tool calls share the most ids with the door's calls (ties: first
-    id), named by its main transcript: a Claude Code sub-agent's file counts with its parent
-    (:func:`replaybook.join.sub_agent_parents`) — its calls go through the parent's MCP
-    connections, so a run whose work a sub-agent did is still its parent's task.
+def select_transcript(steps: pd.DataFrame, call_ids: set[str], join=None) -> str | None:
+    """The conversation the door's calls came from, named by its main transcript (a Claude Code
+    sub-agent's file counts with its parent, :func:`replaybook.join.sub_agent_parents`: its
+    calls go through the parent's MCP connections):
 
-    Returns ``None`` when there are no transcripts; with no shared ids and one conversation, that one.
+    1. the conversation whose tool calls share the most tool-use ids with the door's calls
+       (``call_ids``; ties: first id) — the ids are the client's own, so this is certain;
+    2. else the transcript ``join`` (a :class:`~replaybook.join.JoinResult`) assigned to the
+       door session with the most calls (``matched`` or ``ambiguous``);
+    3. else ``None``: no transcript is the run's (a capsule then pins no task prompt or model
+       rather than another conversation's).
+
+    Returns ``None`` when there are no transcripts.
     """
     if steps.empty:
         return None
@@ -183,8 +189,14 @@ def select_transcript(steps: pd.DataFrame, call_ids: set[str]) -> str | None:
     if not tc.empty:
         counts = tc["transcript_id"].map(lambda t: parents.get(t, t)).value_counts()
         return str(sorted(counts.index, key=lambda t: (-counts[t], t))[0])
-    ids = sorted({parents.get(t, t) for t in steps["transcript_id"].dropna().unique()})
-    return str(ids[0]) if len(ids) == 1 else None
+    if join is None or not len(join.sessions):
+        return None
+    s = join.sessions
+    s = s[s["transcript_id"].notna()]
+    if s.empty:
+        return None
+    best = s.sort_values(["calls", "door_session"], ascending=[False, True], kind="stable").iloc[0]
+    return str(best["transcript_id"])
 
 
 def conversation_steps(steps: pd.DataFrame, transcript_id: str | None) -> pd.DataFrame:
@@ -300,7 +312,7 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
 
     # transcript: task prompt, model, workdir
     steps = inc.steps
-    tid = select_transcript(steps, set(ids))
+    tid = select_transcript(steps, set(ids), inc.join)
     tsteps = steps[steps["transcript_id"] == tid] if tid is not None else steps.iloc[0:0]
     conv = conversation_steps(steps, tid)  # with its sub-agents': when the run began
     prompts = tsteps[tsteps["kind"] == "user_prompt"]

@@ -133,7 +133,7 @@ def incident_run(capsule: Capsule | str | Path, incident: Incident | str | Path,
     else:
         calls["call_key"] = pd.Series(dtype="object")
     steps = inc.steps
-    tid = select_transcript(steps, set(calls["call_key"]))
+    tid = select_transcript(steps, set(calls["call_key"]), inc.join)
     tsteps = conversation_steps(steps, tid)  # a sub-agent's edits and calls are the run's too
 
     log = CheckpointLog()
