@@ -67,6 +67,10 @@ def test_manifest_errors_name_the_field(tmp_path):
         (tmp_path / "incident.yaml").write_text(f"title: x\ntranscripts: []\nwindow_s: {bad}\n")
         with pytest.raises(ManifestError, match=says):
             replaybook.Incident.load(tmp_path)
+    # a data root that is not there: every object would read "missing … not on disk now"
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: []\ndata_root: ../nope/\n")
+    with pytest.raises(ManifestError, match=r"data_root '../nope/' is not a folder \(looked for "):
+        replaybook.Incident.load(tmp_path)
     (tmp_path / "incident.yaml").write_text("")
     with pytest.raises(ManifestError, match="it needs title: and transcripts:; door: is optional"):
         replaybook.Incident.load(tmp_path)
@@ -261,3 +265,21 @@ def test_access_section_keeps_other_services_events_apart_from_storage_requests(
     assert "AssumeRole" not in first and "GetObject" in first
     other = h[h.index("Other cloud events (3 events, not on storage)"):h.index("How requests were linked")]
     assert re.search(r"<code>AssumeRole</code></td><td><code>config.amazonaws.com</code></td><td class=\"num\">3</td>", other)
+
+
+def test_a_file_named_on_its_own_in_no_known_format_is_an_error(tmp_path, capsys):
+    """`transcripts: [/etc/passwd]` had rendered a report with 0 steps; a glob or a folder may
+    hold other files (a README), a file named on its own is meant."""
+    from replaybook.cli import main
+
+    junk = tmp_path / "notes.txt"
+    junk.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    m = tmp_path / "incident.yaml"
+    m.write_text(f"title: t\ntranscripts: ['{junk}']\n")
+    with pytest.raises(ManifestError, match=rf"transcripts: {junk}: no format replaybook reads recognises this file"):
+        replaybook.Incident.load(m).check_inputs()
+    assert main(["report", str(m), "--out", str(tmp_path / "r")]) == 2
+    assert "no format replaybook reads recognises this file" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+    m.write_text("title: t\ntranscripts: ['*.txt']\n")  # by a glob: left to the Inputs table, as before
+    assert replaybook.Incident.load(m).check_inputs() == []

@@ -130,7 +130,8 @@ class Incident:
         """Read ``incident.yaml`` (or a folder holding one) and check that its inputs exist.
 
         Raises:
-            ManifestError: see :func:`load_manifest`; also when a named path matches nothing.
+            ManifestError: see :func:`load_manifest`; also when a named path matches nothing, or
+                ``data_root`` is not a folder.
         """
         p = Path(path)
         if p.is_dir():
@@ -138,6 +139,9 @@ class Incident:
         inc = cls(path=p.resolve(), manifest=load_manifest(p))
         for key in ("transcripts", "door", "access"):  # fail early on missing inputs
             inc._groups(key)
+        d = inc.manifest.get("data_root")
+        if d and not (inc.root / d).is_dir():  # a typo would read as every object deleted since
+            raise ManifestError(f"data_root {d!r} is not a folder (looked for {(inc.root / d).resolve()})", p)
         return inc
 
     # -- manifest fields ------------------------------------------------------------------
@@ -184,13 +188,21 @@ class Incident:
             likely load as nothing): the user asked for that format, so it is not refused.
 
         Raises:
-            ManifestError: a ``{path, format}`` format yields another frame, or a file's content
-                belongs in another list (the same message as when loading).
+            ManifestError: a ``{path, format}`` format yields another frame, a file's content
+                belongs in another list (the same message as when loading), or a file the
+                manifest names on its own (not by a glob or folder) is in no known format.
         """
         from .loading import MIN_CONFIDENCE, _walk
 
         warnings: list[str] = []
         for kind, (key, what) in _MANIFEST_KEY.items():
+            named = set()  # files the manifest names one by one (not by a glob or a folder)
+            for item in self.manifest.get(key, []):
+                pattern = item if isinstance(item, str) else item["path"]
+                if isinstance(item, str) and not any(ch in pattern for ch in "*?["):
+                    full = Path(os.path.normpath(self.root / pattern))
+                    if full.is_file():
+                        named.add(full)
             for fmt, paths in self._groups(key).items():
                 forced = registry.get(fmt) if fmt is not None else None
                 if forced is not None and forced.frame != kind:
@@ -202,7 +214,14 @@ class Incident:
                             continue
                     except OSError:
                         continue  # loading says so, with the file's name
-                    src, conf = registry.sniff_file(f)
+                    try:
+                        src, conf = registry.sniff_file(f)
+                    except OSError:
+                        continue  # loading says so, with the file's name
+                    if (src is None or conf < MIN_CONFIDENCE) and f in named:
+                        raise ManifestError(f"{key}: {f}: no format replaybook reads recognises this file "
+                                            f"(`replaybook sources` lists them; {{path, format}} forces one)",
+                                            self.path)
                     if src is None or conf < MIN_CONFIDENCE or src is forced:
                         continue
                     if forced is None and src.frame != kind:
