@@ -286,7 +286,8 @@ QUARANTINE = FrameSpec(
         ("source_file", "string", "the file the line came from"),
         ("line_no", "Int64", "1-based line number"),
         ("byte_offset", "Int64", "offset of the line's first byte in the file"),
-        ("kind", "string", "`invalid` (unusable line) or `pending` (unterminated last line: still being written)"),
+        ("kind", "string", "`invalid` (unusable line), `pending` (unterminated last line: still being written) "
+                           "or `conflict` (repeats another line's id with different content: the first is kept)"),
         ("loader", "string", "the loader that set it aside (claude-code, door, …)"),
         ("error", "string", "why, in words"),
         ("raw", "string", "the line's start (200 chars, surrogate-safe)"),

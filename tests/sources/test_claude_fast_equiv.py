@@ -446,3 +446,34 @@ def test_deep_lines_near_the_reference_limit(tmp_path, monkeypatch, limit):
                 assert_same(f, monkeypatch)
     finally:
         sys.setrecursionlimit(old)
+
+
+def test_a_repeated_uuid_with_other_content_is_a_conflict_not_a_copy(tmp_path, monkeypatch):
+    """A resumed session's copy (same line, new sessionId) is counted once; a line that repeats
+    a uuid with other content (here: the prompt edited) is set aside as a conflict naming the
+    first place — it had been dropped as a 'duplicate', the edit invisible.  Every path agrees."""
+    first = [user("u1", "What is the MEAN mpg?"),
+             asst("a1", "m1", "r1", [tu("toolu_1", "mcp__door__query", {"sql": "select avg(mpg)"})]),
+             user("u2", [tr("toolu_1", "avg 19.9")])]
+    edited = [user("u1", "What is the MEDIAN mpg?", sessionId="other-session"),  # same uuid, other prompt
+              asst("a1", "m1", "r1", [tu("toolu_1", "mcp__door__query", {"sql": "select avg(mpg)"})],
+                   sessionId="other-session"),                                   # a resume copy
+              user("u2", [tr("toolu_1", "avg 19.9")]),                          # byte for byte
+              user("u3", "thanks", sessionId="other-session")]
+    (tmp_path / "a.jsonl").write_bytes(b"".join(x + b"\n" for x in first))
+    (tmp_path / "b.jsonl").write_bytes(b"".join(x + b"\n" for x in edited))
+    frame = assert_same(tmp_path, monkeypatch)
+    res = load_claude_code(tmp_path)
+    assert list(frame["text"].dropna()) == ["What is the MEAN mpg?", "avg 19.9", "thanks"]
+    q = res.quarantine
+    assert list(zip(q["source_file"], q["line_no"], q["kind"])) == [(str(tmp_path / "b.jsonl"), 1, "conflict")]
+    assert q["error"].iloc[0] == (f"repeats the uuid of {tmp_path / 'a.jsonl'}:1 with different content (message "
+                                  "differs); the first is kept, this one set aside")
+    assert [i["duplicates"] for i in res.inputs] == [0, 2]  # the two true copies only
+    # within one file, the first place is named by its line
+    (tmp_path / "b.jsonl").unlink()
+    (tmp_path / "a.jsonl").write_bytes(b"".join(x + b"\n" for x in first + [user("u1", "changed")]))
+    q = load_claude_code(tmp_path).quarantine
+    assert q["error"].tolist() == ["repeats the uuid of line 1 with different content (message differs); "
+                                   "the first is kept, this one set aside"]
+    assert_same(tmp_path, monkeypatch)

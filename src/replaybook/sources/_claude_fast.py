@@ -36,6 +36,7 @@ from .._text import TEXT_LIMIT, deep_safe
 from ..canonical import canonical_args_cached
 from . import _claude_ms as M
 from ._claude_ms import decode_file
+from ._resume import CONFLICT, copy_or_conflict
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -218,7 +219,8 @@ class Load:
         self.arrs: dict[int, Any] = {k: np.empty(self.cap, dtype=object) for k in JOINED}
         self.quarantine: list[dict] = []
         self.inputs: list[dict] = []
-        self.seen: set[str] = set()
+        #: uuid → (file, line) where it was met first (:mod:`._resume`)
+        self.seen: dict[str, tuple[str, int]] = {}
         self.per_file: list[tuple[str, str, int]] = []   # (transcript_id, source_file, rows)
         self.calls: dict[str, list[int]] = {}            # call_id → tool_call row numbers
         self.results: list[int] = []                     # tool_result row numbers (with a call_id)
@@ -238,12 +240,13 @@ class Load:
             try:
                 for i in dec.deep.tolist():
                     orjson.loads(dec.line(i))   # the reference reads it with orjson too
-                rows, dups = self._records(dec, file_agent)
+                rows, dups, conflicts = self._records(dec, file_agent, path)
             except (_Fallback, orjson.JSONDecodeError):
                 rows = None
             if rows is not None:
                 info["lines"] = len(dec.recs)
                 info["duplicates"] = dups
+                self.quarantine.extend(conflicts)
                 self._commit(stem, path, rows)
                 return
         self._lines(path, data, info, stem, file_agent)
@@ -256,7 +259,7 @@ class Load:
         import pickle
 
         return (self.n, {k: pickle.dumps(self.arrs[k][:self.n], protocol=5) for k in JOINED}, self.per_file,
-                self.calls, self.results, list(self.seen), self.inputs, self.quarantine)
+                self.calls, self.results, self.seen, self.inputs, self.quarantine)
 
     @staticmethod
     def unpack(state: tuple) -> tuple:
@@ -275,7 +278,7 @@ class Load:
         import pickle
 
         n, cols, per_file, calls, results, seen, inputs, quarantine = state
-        if not self.seen.isdisjoint(seen):
+        if not self.seen.keys().isdisjoint(seen):
             return False
         base = self.n
         if base + n > self.cap:
@@ -336,6 +339,7 @@ class Load:
     def _lines(self, path: Path, data: bytes, info: dict, stem: str, file_agent: str | None) -> None:
         """The file parsed line by line with orjson (the reference's way)."""
         seen = self.seen
+        spath = str(path)
         rows: list[list] = []
         row0 = self.n        # global number of this file's first row
         calls = self.calls
@@ -394,10 +398,17 @@ class Load:
             if uuid.__class__ is not str or uuid == "":
                 uuid = NA
             else:
-                if uuid in seen:
-                    dups += 1
+                first = seen.get(uuid)
+                if first is not None:
+                    raw = data[start:stop]
+                    err = copy_or_conflict(first, spath, line_no, raw)
+                    if err is None:
+                        dups += 1
+                    else:
+                        quarantine.append(quarantine_row(path, Line(line_no, start, raw, o, None, False), LOADER,
+                                                         err, kind=CONFLICT))
                     continue
-                seen.add(uuid)
+                seen[uuid] = (spath, line_no)
 
             # ---- one line (the reference's per-line code, inlined)
             g = o.get
@@ -566,7 +577,7 @@ class Load:
         info["duplicates"] = dups
         self._commit(stem, path, rows)
 
-    def _records(self, dec, file_agent: str | None) -> tuple[list[list], int]:
+    def _records(self, dec, file_agent: str | None, path: Path) -> tuple[list[list], int, list[dict]]:
         """The rows of a file decoded by msgspec (:func:`._claude_ms.decode_file`): the same
         rows, line for line, as :meth:`_lines`.  Raises _Fallback (with the load unchanged) when
         a raw value does not parse with orjson, or holds a long run of digits (an integer orjson
@@ -576,10 +587,15 @@ class Load:
         orjson, as the reference parses the line; where orjson would refuse the line, the
         reference reads it with ``json`` instead, which reads the same value unless it holds an
         integer beyond 64 bits (orjson: a float) — hence the digit check where such a value is
-        used whole (a string reads the same either way)."""
+        used whole (a string reads the same either way).
+
+        Returns the rows, the number of resume copies skipped and the ``conflict`` quarantine
+        rows of lines repeating a uuid with other content (:mod:`._resume`)."""
         recs = dec.recs
         line_ok = _line_ok_checker(dec)
         seen = self.seen
+        spath = str(path)
+        conflicts: list[dict] = []
         added: list[str] = []
         rows: list[list] = []
         row0 = self.n
@@ -600,10 +616,18 @@ class Load:
                 if not uuid:
                     uuid = NA
                 else:
-                    if uuid in seen:
-                        dups += 1
+                    first = seen.get(uuid)
+                    if first is not None:
+                        raw = dec.line(line_no - 1)
+                        err = copy_or_conflict(first, spath, line_no, raw)
+                        if err is None:
+                            dups += 1
+                        else:
+                            start = int(dec.ends[line_no - 2]) + 1 if line_no > 1 else 0
+                            conflicts.append(quarantine_row(path, Line(line_no, start, raw, None, None, False),
+                                                            LOADER, err, kind=CONFLICT))
                         continue
-                    seen.add(uuid)
+                    seen[uuid] = (spath, line_no)
                     added.append(uuid)
                 t = rec.type
                 if rec.isSidechain is True or file_agent is not None:
@@ -747,7 +771,8 @@ class Load:
                         base[C_KIND] = "other"
                     add(base)
         except (orjson.JSONDecodeError, _Fallback):
-            self.seen.difference_update(added)
+            for u in added:
+                del seen[u]
             raise _Fallback from None
         for row, texts in groups.values():
             row[C_TEXT], row[C_TEXT_BYTES] = trunc_parts(texts)
@@ -759,7 +784,7 @@ class Load:
             else:
                 lst.append(i)
         self.results.extend(fresults)
-        return rows, dups
+        return rows, dups, conflicts
 
 
 #: the columns gathered from the rows (the others are made from per-file counts and the pairing)

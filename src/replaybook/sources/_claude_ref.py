@@ -26,6 +26,7 @@ from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
 from .._text import TEXT_LIMIT, deep_safe, int_or_none, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ..canonical import canonical_args_cached
+from ._resume import CONFLICT, copy_or_conflict
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -97,13 +98,15 @@ def read_file(path: Path) -> tuple[bytes, dict]:
     return read_source(path, LOADER, "Claude Code transcript", count_lines=False)
 
 
-def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) -> tuple[list, list, dict]:
+def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -> tuple[list, list, dict]:
     """Parse one transcript: ``(columns, quarantine rows, inputs entry)``.
 
     ``columns`` is a list of NCOLS lists (empty when the file has no rows); ``seq`` is 0-based
-    within the file and ``ts`` holds the raw timestamp strings.  ``seen`` holds the uuids met so
-    far in the load: lines with those uuids are skipped as resume copies, and the file's own
-    uuids are added to it.  ``read`` is :func:`read_file`'s result when already read.
+    within the file and ``ts`` holds the raw timestamp strings.  ``seen`` maps the uuids met so
+    far in the load to where (``(file, line)``): a line with one of those uuids is skipped as a
+    resume copy, or set aside as a ``conflict`` when its content differs
+    (:func:`._resume.copy_or_conflict`); the file's own uuids are added to it.  ``read`` is
+    :func:`read_file`'s result when already read.
     """
     data, info = read if read is not None else read_file(path)
     stem = name_stem(path, (".jsonl.gz", ".jsonl", ".gz", ".json"))
@@ -165,10 +168,17 @@ def parse_file(path: Path, seen: set, read: tuple[bytes, dict] | None = None) ->
         if uuid.__class__ is not str or uuid == "":
             uuid = uuid if isinstance(uuid, str) and uuid != "" else None
         if uuid is not None:
-            if uuid in seen:
-                dups += 1
+            first = seen.get(uuid)
+            if first is not None:
+                raw = data[start:stop]
+                err = copy_or_conflict(first, spath, line_no, raw)
+                if err is None:
+                    dups += 1
+                else:
+                    quarantine.append(quarantine_row(path, Line(line_no, start, raw, o, None, False), LOADER, err,
+                                                     kind=CONFLICT))
                 continue
-            seen.add(uuid)
+            seen[uuid] = (spath, line_no)
 
         # ---- one line (legacy _Load._line)
         g = o.get
@@ -330,7 +340,7 @@ def _load(files: list[Path], F) -> LoadResult:
     cols: list[list] = [[] for _ in range(F.NCOLS)]
     quarantine: list[dict] = []
     inputs: list[dict] = []
-    seen: set[str] = set()
+    seen: dict[str, tuple[str, int]] = {}
     seq: dict[str, int] = {}
     per_file: list[tuple[str, str, int]] = []   # (transcript_id, source_file, rows) per file
     _PER_FILE = (F.C_TID, F.C_CLIENT, F.C_SOURCE)   # constant within a file: built in _build

@@ -42,8 +42,11 @@ including inside ``arguments``, so the frame can be written to Parquet and HTML.
 Decisions
 ---------
 * **Dedup**: a line whose ``uuid`` was already seen in the same :func:`load_claude_code` call is a
-  resume copy and is skipped (first occurrence wins, in load order).  The count of skipped copies
-  is reported per file as ``inputs[i]["duplicates"]``.  Lines without a ``uuid`` are never deduped.
+  resume copy and is skipped (first occurrence wins, in load order) — when it *is* a copy: the
+  same bytes, or the same JSON but for ``sessionId``.  The count of skipped copies is reported
+  per file as ``inputs[i]["duplicates"]``.  A line that repeats a uuid with other content (an
+  edited transcript, two files that disagree) is set aside as a ``conflict`` quarantine row
+  naming the first place and the keys that differ.  Lines without a ``uuid`` are never deduped.
 * **Merging**: assistant lines are grouped per file by ``(message.id, requestId)`` (``requestId``
   may be missing), consecutive or not.  The ``model_request`` row sits at the first line and keeps
   its ``uuid``/``ts``/``line_no``; ``usage`` comes from the LAST line of the group that has one
