@@ -298,3 +298,22 @@ def test_the_session_view_shows_a_sub_agents_steps_in_its_parents_conversation()
 
     h = S.conversations(steps, calls, res)
     assert h.count("<td>tool call (sub-agent x)</td>") == 2 and h.count("<td>tool call</td>") == 2
+
+
+def test_a_call_whose_logged_id_contradicts_the_step_is_not_an_agreement():
+    """The door logged the client's tool-use id; the transcript says the same call (tool,
+    arguments, time) had another id.  The id decides: the pair does not agree on content, and
+    the session counts the contradiction (it had been 'High confidence', 3 of 3)."""
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, "toolu_1"), ("t1", 5, "read", {"path": "b"}, "toolu_2"),
+                         ("t1", 9, "list", {"path": "x"}, "toolu_other")])
+    calls = calls_frame([("s1", 0.2, "read", {"path": "a"}, "toolu_1"), ("s1", 5.2, "read", {"path": "b"}, "toolu_2"),
+                         ("s1", 9.2, "list", {"path": "x"}, "toolu_3")])
+    res = join_sessions(steps, calls)
+    row = res.sessions.iloc[0]
+    assert (row.transcript_id, int(row.agreed), int(row.id_conflicts), int(row.unclaimed_calls),
+            int(row.unmatched_steps)) == ("t1", 2, 1, 1, 1)
+    assert res.pairs["how"].tolist() == ["meta_id", "meta_id"]
+    # a step with no id, or a call that logged none, still agrees on content
+    steps.loc[2, "call_id"] = None
+    row = join_sessions(steps, calls).sessions.iloc[0]
+    assert (int(row.agreed), int(row.id_conflicts), row.method) == (3, 0, "meta_id+content")

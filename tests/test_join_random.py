@@ -98,17 +98,27 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     def within(i, j):
         return abs(C[j]["ms"] - off - S[i]["ms"]) <= W
 
+    def ids_allow(i, j):  # a call that logged another tool-use id than the step's never agrees with it
+        return S[i]["cid"] is None or C[j]["meta"] is None or S[i]["cid"] == C[j]["meta"]
+
+    vetoed = {(i, j) for i in s_pool if S[i]["args"] is not None for j in c_args
+              if key(S[i]) == key(C[j]) and within(i, j) and not ids_allow(i, j)}
     content = [p for p in _rank_pairs(
         [(i, j) for i in s_pool if S[i]["args"] is not None for j in c_args
-         if key(S[i]) == key(C[j]) and within(i, j)], S, C, lambda i: key(S[i])) if within(*p)]
+         if key(S[i]) == key(C[j]) and within(i, j) and ids_allow(i, j)], S, C, lambda i: key(S[i])) if within(*p)]
     tool = []
     if c_noargs or any(S[i]["args"] is None for i in s_pool):
         cs_, cc_ = {i for i, _ in content}, {j for _, j in content}
         free_s = [i for i in s_pool if i not in cs_]
         free_c = [j for j in c_args if j not in cc_]
-        cands = {(i, j) for i in free_s for j in c_noargs if S[i]["tool"] == C[j]["tool"] and within(i, j)}
+        vetoed |= {(i, j) for i in free_s for j in c_noargs if S[i]["tool"] == C[j]["tool"] and within(i, j)
+                   and not ids_allow(i, j)}
+        vetoed |= {(i, j) for i in free_s if S[i]["args"] is None for j in free_c
+                   if S[i]["tool"] == C[j]["tool"] and within(i, j) and not ids_allow(i, j)}
+        cands = {(i, j) for i in free_s for j in c_noargs
+                 if S[i]["tool"] == C[j]["tool"] and within(i, j) and ids_allow(i, j)}
         cands |= {(i, j) for i in free_s if S[i]["args"] is None for j in free_c
-                  if S[i]["tool"] == C[j]["tool"] and within(i, j)}
+                  if S[i]["tool"] == C[j]["tool"] and within(i, j) and ids_allow(i, j)}
         tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"]) if within(*p)]
     pairs = [(i, j, "content") for i, j in content] + [(i, j, "tool_time") for i, j in tool] + \
             [(i, j, "meta_id") for i, j in exact]
@@ -145,7 +155,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     top = max(x[:2] for x in alls)
     winners = [x[2] for x in alls if x[:2] == top]
     return dict(S=S, C=C, pairs=pairs, scores=scores, offset=off, best_total=top[0], winners=winners,
-                edges=edges, best=best, sessions=sessions)
+                edges=edges, best=best, sessions=sessions, vetoed=vetoed)
 
 
 # --- random incidents -----------------------------------------------------------------------
@@ -209,6 +219,11 @@ def test_join_agrees_with_brute_force(seed):
         if len(ref["winners"]) == 1:
             assert asg == ref["winners"][0]
         assert len(set(asg.values())) == len(asg)
+        # calls that agree with a step of their session's transcript but logged another id
+        conflicts = {s: len({j for i, j in ref["vetoed"] if C[j]["s"] == s and S[i]["t"] == t})
+                     for s, t in asg.items()}
+        assert {r.door_session: int(r.id_conflicts) for r in res.sessions.itertuples()
+                if r.door_session in asg} == conflicts
         # agreeing pairs of the assigned sessions, tier by tier
         want = sorted((C[j]["s"], S[i]["t"], S[i]["seq"], C[j]["seq"], how) for i, j, how in ref["pairs"]
                       if asg.get(C[j]["s"]) == S[i]["t"])

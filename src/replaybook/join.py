@@ -612,13 +612,23 @@ def _nearest_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms:
 
 
 def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: np.ndarray,
-                  s_codes: np.ndarray, n_sx: int) -> tuple[np.ndarray, np.ndarray]:
+                  s_codes: np.ndarray, n_sx: int, veto=None) -> tuple[np.ndarray, np.ndarray]:
     """Content agreement of the steps in ``S`` with the calls in ``C``: equal key,
     |Δt − off| ≤ window, paired in time order per (transcript, session, key).  Returns
-    (step rows, call rows) ordered by (transcript, session, key, rank)."""
+    (step rows, call rows) ordered by (transcript, session, key, rank).  ``veto(step rows,
+    call rows)``, when given, marks candidate pairs that may not agree (:class:`_IdVeto`)."""
     lo, hi = C.window(S, off - window_ms, off + window_ms)
     cs, cc = _expand(lo, hi)
     del lo, hi
+    if veto is not None and len(cc):
+        m = veto.call_has_id[C.item][cc]  # (flags by position: one gather of rows, not one per candidate)
+        if m.any():
+            idx = np.flatnonzero(m)
+            bad = veto(S.item[cs[idx]], C.item[cc[idx]])
+            if bad is not None:
+                keep = np.ones(len(cs), bool)
+                keep[idx[bad]] = False
+                cs, cc = cs[keep], cc[keep]
     sp, cp = _rank_pair(cs, cc, S, C, t_codes, s_codes, n_sx)
     del cs, cc
     d = C.times(cp)
@@ -628,6 +638,48 @@ def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: n
     keep = d <= window_ms
     del d
     return S.item[sp[keep]], C.item[cp[keep]]
+
+
+class _IdVeto:
+    """Candidate pairs whose ids contradict: the door logged the client's tool-use id for the
+    call (``meta_call_id``) and the step has a tool-use id (``call_id``), and they differ.  The
+    client's own id decides (an exact match would have paired them already), so such a pair
+    may not agree on content or time; it is kept in :attr:`found` (step positions, call rows)
+    to be reported.  Costs two boolean gathers when no candidate call logged an id."""
+
+    def __init__(self, step_has_id: np.ndarray, step_ids: np.ndarray, call_has_id: np.ndarray,
+                 call_ids: np.ndarray) -> None:
+        self.step_has_id, self.step_ids = step_has_id, step_ids
+        self.call_has_id, self.call_ids = call_has_id, call_ids
+        self.found: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def __call__(self, si: np.ndarray, ci: np.ndarray) -> np.ndarray | None:
+        m = self.call_has_id[ci]
+        if not m.any():
+            return None
+        m &= self.step_has_id[si]
+        idx = np.flatnonzero(m)
+        if not len(idx):
+            return None
+        a, b = self.step_ids[si[idx]], self.call_ids[ci[idx]]
+        try:
+            differ = np.not_equal(a, b).astype(bool, copy=False)  # (a C loop over the str pairs)
+        except TypeError:
+            differ = np.fromiter((x != y for x, y in zip(a, b)), bool, len(idx))
+        if not differ.any():
+            return None
+        bad = np.zeros(len(si), bool)
+        bad[idx[differ]] = True
+        self.found.append((si[idx[differ]], ci[idx[differ]]))
+        return bad
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every vetoed (step position, call row), each once."""
+        if not self.found:
+            return _EMPTY, _EMPTY
+        si = np.concatenate([f[0] for f in self.found])
+        ci = np.concatenate([f[1] for f in self.found])
+        return si, ci
 
 
 def _first_equal(a: np.ndarray, b: np.ndarray, a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -924,7 +976,13 @@ def join_sessions(
             q = s_idx[pick]
             offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
     off = int(round(offset))
-    msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx)
+    # a call whose logged tool-use id differs from the step's may not agree on content
+    step_has_id = ~_isna_str(cid_all)
+    veto = None
+    if (meta_has_id := ~_isna_str(meta_col)).any() and step_has_id.any():
+        veto = _IdVeto(step_has_id if whole else step_has_id[sel], scol("call_id"), meta_has_id,
+                       _objects(meta_col))
+    msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx, veto)
     cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u = figures_later.result()
     del figures_later
     del C, S
@@ -955,6 +1013,10 @@ def join_sessions(
                 CA = _KeyTime(cc, kt_c, c_ms, n_tkeys)
                 lo, hi = CA.ranges(kt_s[ss], s_ms[ss] + (off - window_ms), s_ms[ss] + (off + window_ms))
                 r, c = _expand(lo, hi)
+                if veto is not None:
+                    bad = veto(ss[r], CA.item[c])
+                    if bad is not None:
+                        r, c = r[~bad], c[~bad]
                 cands.append((spos[ss[r]], cpos[CA.item[c]]))
         if cands:
             sp, cp = _rank_pair(np.concatenate([x[0] for x in cands]), np.concatenate([x[1] for x in cands]),
@@ -1065,6 +1127,15 @@ def join_sessions(
     how_bits = np.zeros(n_s, np.int64)
     if len(p_s):
         np.bitwise_or.at(how_bits, p_s, (1 << p_how.astype(np.int64)))
+    # calls of a session whose content agrees with a step of its transcript but whose ids differ
+    id_conflicts = np.zeros(n_s, np.int64)
+    if veto is not None:
+        v_si, v_ci = veto.pairs()
+        mine = (s_codes[v_ci] >= 0) & (t_codes[v_si] >= 0)
+        v_si, v_ci = v_si[mine], v_ci[mine]
+        mine = assign_arr[s_codes[v_ci]] == t_codes[v_si]
+        v_ci = np.unique(v_ci[mine])
+        id_conflicts = np.bincount(s_codes[v_ci], minlength=n_s)[:n_s]
     tool_steps_t = np.bincount(t_codes[door_bound & (t_codes >= 0)], minlength=n_t)
     unmatched_t = np.bincount(t_codes[unmatched_mask], minlength=n_t)
     r_t, r_agreed = _runners_up(sc_s, sc_t, agreed, med, assign_arr)
@@ -1098,6 +1169,7 @@ def join_sessions(
         "unclaimed_calls": int_na(unclaimed_n, np.ones(n_s, bool)),
         "unmatched_steps": int_na(unmatched_t[tcode] if n_t else np.zeros(n_s, np.int64), has_t),
         "method": np.where(has_t, _METHODS[how_bits], None),
+        "id_conflicts": int_na(id_conflicts, has_t),
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)

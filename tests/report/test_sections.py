@@ -142,7 +142,18 @@ def test_join_summary_and_confidence(frames):
     (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
           method="content"), "High confidence"),
     (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
-          method="meta_id+content"), "Certain (by tool-use id) — matched to transcript t"),
+          method="meta_id+content"), "Certain (by tool-use id) — matched to transcript t; 10 of 10 calls (100%) "
+                                     "agree (for some calls the door logged the client's own tool-use ids, and they "
+                                     "match the transcript's; the others agree on tool, canonical arguments and time "
+                                     "within 60 s)"),
+    (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
+          method="meta_id"), "agree (the door logged the client's own tool-use ids, and they match the transcript's)"),
+    # a call agreeing on everything but the id the door logged: said, not counted
+    (dict(door_session="a", calls=10, agreed=9, transcript_id="t", status="matched", share=0.9, margin=5.0,
+          method="content", id_conflicts=1), "; but 1 door call agrees with a step of this transcript on tool, "
+                                             "arguments and time while the door logged another tool-use id than the "
+                                             "step's, so it is not counted: an edited or copied transcript, or another "
+                                             "client's call, would look like this"),
     (dict(door_session="a", calls=10, agreed=2, transcript_id="t", status="matched", share=0.2, margin=1.0,
           method="content"), "Weak"),
     (dict(door_session="a", calls=10, agreed=3, transcript_id="t", status="ambiguous", share=0.3, margin=0.0,

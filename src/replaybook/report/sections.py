@@ -368,7 +368,11 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     compared = "tool" if tool_time_only else "tool and canonical arguments"
     if "meta_id" in method:
         level = "Certain (by tool-use id)"  # above "High confidence": the ids prove the link
-        how = "the door logged the client's own tool-use ids, and they match the transcript's"
+        how = ("the door logged the client's own tool-use ids, and they match the transcript's"
+               if method == "meta_id" else
+               "for some calls the door logged the client's own tool-use ids, and they match the transcript's; "
+               f"the others agree on {'tool' if 'content' not in method else 'tool, canonical arguments'} "
+               f"and time{within}")
     elif share_f >= 0.9 and margin_f >= 2 and agreed >= 3 and not tool_time_only:
         level = "High confidence"
         how = f"same {compared}, at times{within}"
@@ -390,6 +394,13 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     elif "tool_time" in method:
         s += ("; some calls agree on tool and time only (their gateway logged no arguments), which is "
               "weaker evidence")
+    ic = row.get("id_conflicts")
+    if not _isna(ic) and int(ic):
+        n = int(ic)
+        s += (f"; but {_count(n, 'door call')} {'agrees' if n == 1 else 'agree'} with a step of this transcript on "
+              f"tool, arguments and time while the door logged another tool-use id than the step's, so "
+              f"{'it is' if n == 1 else 'they are'} not counted: an edited or copied transcript, or another "
+              "client's call, would look like this")
     residual = []
     uc = row.get("unclaimed_calls")
     us = row.get("unmatched_steps")
