@@ -108,6 +108,30 @@ def test_capsule_demo_incident_carries_its_verdict():
     assert replaybook.Incident.load(DEMO).capsule_section() is None
 
 
+def test_a_capsule_without_all_three_runs_shows_its_inventory_and_what_is_missing(tmp_path):
+    """`capsule: {path: …}` alone (a user's own capsule, before any replay) had stopped the
+    report ("capsule.runs needs incident, forensic and live run records")."""
+    import shutil
+
+    from replaybook.report import sections as S
+
+    demo = ROOT / "data" / "capsule-demo"
+    for part in ("transcripts", "door", "capsule", "runs"):
+        shutil.copytree(demo / part, tmp_path / part)
+    text = (demo / "incident.yaml").read_text()
+    head, _, _ = text.partition("capsule:")
+    (tmp_path / "incident.yaml").write_text(head + "capsule:\n  path: capsule/capsule.yaml\n"
+                                            "  runs:\n    incident: runs/incident.json\n")
+    sec = replaybook.Incident.load(tmp_path).capsule_section()
+    assert (sec.completeness, list(sec.runs), sec.missing) == ("complete", ["incident"], ["forensic", "live"])
+    h = S.capsule_section(replaybook.Incident.load(tmp_path))
+    assert "No verdict yet" in h and "incident (completed, 27 checkpoints)" in h
+    assert "forensic: the run record <code>replaybook serve-capsule CAPSULE --record forensic.json</code>" in h
+    (tmp_path / "incident.yaml").write_text(head + "capsule:\n  path: capsule/capsule.yaml\n")
+    sec = replaybook.Incident.load(tmp_path).capsule_section()
+    assert sec.missing == ["incident", "forensic", "live"] and len(sec.inventory) > 0
+
+
 def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
     import shutil
 

@@ -395,7 +395,8 @@ class Incident:
         return bool(self.manifest.get("capsule"))
 
     def capsule_section(self):
-        """The capsule's review section (:class:`~replaybook.capsule.report.CapsuleSection`):
+        """The capsule's review section (:class:`~replaybook.capsule.report.CapsuleSection`, or
+        :class:`~replaybook.capsule.report.InventorySection` without all three runs):
         verdict block, inventory, divergence record — or ``None`` when the manifest names no
         capsule.  Without all three runs (incident, forensic, live) only verification is shown.
 
@@ -413,8 +414,10 @@ class Incident:
         for p in [cap, *runs.values()]:
             if not p.exists():
                 raise ManifestError(f"capsule: {p} does not exist", self.path)
-        if set(runs) != {"incident", "forensic", "live"}:
-            raise ManifestError("capsule.runs needs incident, forensic and live run records", self.path)
+        if set(runs) != {"incident", "forensic", "live"}:  # what is there, and what a verdict still needs
+            from .capsule.report import inventory_section
+
+            return inventory_section(cap, {k: load_run(v) for k, v in runs.items()})
         return review_section(cap, load_run(runs["incident"]), load_run(runs["forensic"]),
                               load_run(runs["live"]), reviewer_decision=spec.get("reviewer_decision"))
 

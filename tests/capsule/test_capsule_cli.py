@@ -114,3 +114,31 @@ def test_build_and_checkpoints_commands(demo, tmp_path):
     assert r.exit_code == 0 and len(rows) == 13 and rows[11]["label"] == "tool_response.service_catalogue"
     r = run("checkpoints", DEMO / "runs" / "live.json")
     assert r.exit_code == 0 and "tool_response.service_catalogue" in r.output
+
+
+def test_incident_run_command_writes_what_extraction_gives(demo, tmp_path):
+    """The incident's run record had no command (only the Python API), so a user could not diff
+    a replay against it."""
+    out = tmp_path / "runs" / "incident.json"
+    r = run("incident-run", demo / "capsule", demo / "incident.yaml", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "27 checkpoints, stop: end_turn" in r.output
+    got = json.loads(out.read_text())
+    committed = json.loads((DEMO / "runs" / "incident.json").read_text())
+    assert [c["digest"] for c in got["checkpoints"]] == [c["digest"] for c in committed["checkpoints"]]
+    r = run("diff", out, DEMO / "runs" / "forensic.json", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.output)["verdict"] == "reproduced"
+
+
+def test_build_says_what_a_replay_will_lack(demo, tmp_path):
+    """Built from a door run alone (no capture, no checkout), every forensic call would stop at
+    'authority not captured' and a verdict could not be re-derived; the build says so and how."""
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", tmp_path / "c")
+    assert r.exit_code == 0, r.output
+    notes = [ln for ln in r.output.splitlines() if ln.startswith("replaybook: note:")]
+    assert len(notes) == 2
+    assert "authority not captured (scopes, policy_version): a forensic replay stops at every call" in notes[0]
+    assert "--capture" in notes[0] and "no repository state" in notes[1] and "--repo" in notes[1]
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--capture", demo / "capture.yaml",
+            "--out", tmp_path / "d")
+    assert r.exit_code == 0 and "replaybook: note:" not in r.output

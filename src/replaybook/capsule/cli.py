@@ -207,9 +207,51 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
     rep = verify_capsule(built)
     click.echo(str(built.path))
     click.echo(_verify_table(rep), err=True)
+    for hint in build_hints(built):
+        click.echo(f"replaybook: note: {hint}", err=True)
+
+
+def build_hints(capsule) -> list[str]:
+    """What a built capsule lacks for a replay to get anywhere, and which option gives it."""
+    out = []
+    auth = capsule.authority
+    missing = auth.missing() if hasattr(auth, "missing") else []
+    if missing:
+        out.append(f"authority not captured ({', '.join(missing)}): a forensic replay stops at every call "
+                   "(replay_incomplete) until they are; give them in --capture (principal, scopes, "
+                   "policy_version; docs/capsules.md)")
+    repo = capsule.repository
+    if not repo.get("commit"):
+        out.append("no repository state: a verdict cannot be re-derived (state.repository unknown); give --repo "
+                   "CHECKOUT, or capture.yaml's repository: {commit, dirty_tree}")
+    return out
 
 
 # -- checkpoints / verdict --------------------------------------------------------------------------
+
+@capsule.command("incident-run")
+@click.argument("capsule_path", metavar="CAPSULE", type=click.Path(exists=True))
+@click.argument("incident", type=click.Path(exists=True))
+@click.option("--out", "out", type=click.Path(dir_okay=False), required=True,
+              help="Where to write the incident's run record (JSON, replaybook-run/1).")
+@click.pass_context
+def incident_run_cmd(ctx: click.Context, capsule_path: str, incident: str, out: str) -> None:
+    """Write the run record of the incident itself, extracted from INCIDENT's transcript and
+    door log with CAPSULE's evidence: what `capsule diff` and `capsule verdict` compare a
+    forensic replay and a live verification against."""
+    from ..errors import InputError
+    from .extract import incident_run
+
+    try:
+        rec = incident_run(capsule_path, incident)
+    except (InputError, CapsuleFormatError) as exc:
+        _input_error(ctx, exc)
+        return
+    path = rec.save(out)
+    click.echo(str(path))
+    click.echo(f"{len(rec.checkpoints)} checkpoints, stop: "
+               f"{next((c.detail.get('value') for c in reversed(rec.checkpoints) if c.label == 'decision.stop'), '?')}",
+               err=True)
 
 @capsule.command("checkpoints")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))

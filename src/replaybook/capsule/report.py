@@ -26,7 +26,11 @@ from .runs import RunRecord
 from .verify import VerifyReport, verify_capsule
 
 __all__ = ["side_by_side", "side_by_side_styler", "replay_verdict", "replay_results", "divergence_record",
-           "suggest_reviewer_decision", "to_yaml", "CapsuleSection", "review_section"]
+           "suggest_reviewer_decision", "to_yaml", "CapsuleSection", "review_section", "InventorySection",
+           "inventory_section", "RUN_ROLES"]
+
+#: the three runs a verdict compares, in order
+RUN_ROLES = ("incident", "forensic", "live")
 
 
 def side_by_side(runs: Mapping[str, RunRecord], reference: str | None = None) -> pd.DataFrame:
@@ -249,3 +253,53 @@ def review_section(capsule: Capsule | str | Path, incident: RunRecord, forensic:
         inventory=report.inventory, completeness=report.completeness, reasons=list(report.reasons),
         divergence=div, divergence_yaml="" if div is None else to_yaml(div),
         side_by_side=side_by_side({incident.run: incident, forensic.run: forensic, live.run: live}, incident.run))
+
+
+@dataclass
+class InventorySection:
+    """The capsule section when the incident names fewer than the three runs a verdict compares:
+    the capsule's inventory and completeness, the runs given, and what is missing.
+
+    Attributes:
+        inventory, completeness, reasons: as :class:`CapsuleSection`'s.
+        runs: the run records given, by role (``incident``, ``forensic``, ``live``).
+        missing: the roles not given, in :data:`RUN_ROLES` order.
+    """
+
+    inventory: pd.DataFrame
+    completeness: str
+    reasons: list[str]
+    runs: dict
+    missing: list[str]
+
+    def html(self) -> str:
+        """A self-contained HTML fragment (``rb-section`` classes; every value escaped)."""
+        reasons = "".join(f"<li>{html.escape(x)}</li>" for x in self.reasons)
+        given = ", ".join(f"{html.escape(k)} ({html.escape(r.status)}, {len(r.checkpoints)} checkpoints)"
+                          for k, r in self.runs.items()) or "none"
+        how = {"incident": "<code>replaybook capsule incident-run CAPSULE INCIDENT --out incident.json</code>",
+               "forensic": "the run record <code>replaybook serve-capsule CAPSULE --record forensic.json</code> "
+                           "writes when the agent is re-run against it",
+               "live": "a run of the agent against today's systems (the capsule harness's live mode)"}
+        todo = "".join(f"<li>{html.escape(m)}: {how[m]}</li>" for m in self.missing)
+        return (
+            '<div class="rb-section"><h2>Replay capsule</h2>'
+            f"<p>No verdict yet: a verdict compares the incident, its forensic replay and a live verification. "
+            f"Runs given: {given}. Missing:</p><ul>{todo}</ul>"
+            f"<h3>Inventory (completeness: {html.escape(self.completeness)})</h3>"
+            + self.inventory.to_html(index=False, classes="rb-table", escape=True, border=0)
+            + (f"<ul>{reasons}</ul>" if reasons else "") + "</div>"
+        )
+
+
+def inventory_section(capsule: Capsule | str | Path, runs: Mapping[str, RunRecord]) -> InventorySection:
+    """The capsule section without a verdict (:class:`InventorySection`): ``runs`` holds the
+    run records the incident names (any of :data:`RUN_ROLES`).
+
+    Raises:
+        CapsuleFormatError: the capsule cannot be read.
+    """
+    report = verify_capsule(capsule)
+    return InventorySection(inventory=report.inventory, completeness=report.completeness,
+                            reasons=list(report.reasons), runs={k: runs[k] for k in RUN_ROLES if k in runs},
+                            missing=[k for k in RUN_ROLES if k not in runs])
