@@ -317,3 +317,36 @@ def test_a_call_whose_logged_id_contradicts_the_step_is_not_an_agreement():
     steps.loc[2, "call_id"] = None
     row = join_sessions(steps, calls).sessions.iloc[0]
     assert (int(row.agreed), int(row.id_conflicts), row.method) == (3, 0, "meta_id+content")
+
+
+def test_tool_calls_without_a_usable_time_are_named(tmp_path, capsys):
+    """Transcript lines whose timestamp is an epoch number (not the ISO text Claude Code writes)
+    load with no time; the join then said 'unmatched' with no reason."""
+    import shutil
+
+    from replaybook.cli import main
+    from replaybook.join import untimed_note
+
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 5, "read", {"path": "b"}, None)])
+    calls = calls_frame([("s1", 0.2, "read", {"path": "a"}, None)])
+    assert untimed_note(steps, calls) is None
+    steps.loc[1, "ts"] = pd.NaT
+    steps["source_file"], steps["line_no"] = "t1.jsonl", pd.array([3, 7], dtype="Int64")
+    calls.loc[0, "ts"] = pd.NaT
+    calls["source_file"], calls["line_no"] = "s1.jsonl", pd.array([1], dtype="Int64")
+    assert untimed_note(steps, calls) == (
+        "1 transcript tool call (first: t1.jsonl:7) and 1 door call (first: s1.jsonl:1) carry no usable timestamp "
+        "(missing, or not a date-time in the source): they take part in no agreement by content and time")
+
+    # end to end: the join trap's transcripts with epoch-number timestamps on the tool calls
+    tr = tmp_path / "t"
+    shutil.copytree(FIX / "join_trap" / "transcripts", tr)
+    for p in tr.glob("*.jsonl"):
+        lines = [json.loads(x) for x in p.read_text().splitlines()]
+        for o in lines:
+            if o.get("type") == "assistant":
+                o["timestamp"] = 1789293605
+        p.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    assert main(["join", "--transcripts", str(tr), "--calls", str(FIX / "join_trap" / "door")]) == 0
+    err = capsys.readouterr().err
+    assert "transcript tool calls (first: " in err and "carry no usable timestamp" in err

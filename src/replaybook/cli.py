@@ -396,6 +396,11 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
             click.echo(f"\nunmatched transcripts ({len(ut)}):\n" + "\n".join(f"  {t}" for t in ut))
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
+    from .join import untimed_note
+
+    note = untimed_note(st.frame, ca.frame)
+    if note:
+        click.echo(f"note: {note}", err=True)
     _quarantine_summary(pd.concat([st.quarantine, ca.quarantine], ignore_index=True))
 
 

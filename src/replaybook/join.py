@@ -68,7 +68,8 @@ except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
-__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED"]
+__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "untimed_note", "DEFAULT_WINDOW_S",
+           "DEFAULT_MIN_AGREED", "MAX_SECONDS"]
 
 #: Default agreement window between a transcript step and a door call, seconds.
 DEFAULT_WINDOW_S = 60.0
@@ -743,6 +744,30 @@ def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
         if len(vals) == 1 and isinstance(t, str) and isinstance(vals[0], str) and vals[0] != t and vals[0] in every:
             out[t] = vals[0]
     return out
+
+
+def untimed_note(steps: pd.DataFrame, calls: pd.DataFrame) -> str | None:
+    """A sentence on the transcript tool calls and door calls that carry no usable time (``ts``
+    NaT: a timestamp missing or not a date-time in the source) — they can agree with nothing by
+    content, which otherwise only shows as an unexplained 'unmatched' — naming the first of each
+    by file and line; ``None`` when every one has a time."""
+    parts, total = [], 0
+    for what, df, kind in (("transcript tool call", steps, "tool_call"), ("door call", calls, None)):
+        if not len(df) or "ts" not in df:
+            continue
+        rows = df[df["ts"].isna()] if kind is None else df[(df["kind"] == kind) & df["ts"].isna()]
+        if not len(rows):
+            continue
+        first = rows.iloc[0]
+        where = f"{first['source_file']}:{first['line_no']}" if "source_file" in rows else "?"
+        n = len(rows)
+        total += n
+        parts.append(f"{n:,} {what}{'' if n == 1 else 's'} (first: {where})")
+    if not parts:
+        return None
+    one = total == 1
+    return (" and ".join(parts) + f" {'carries' if one else 'carry'} no usable timestamp (missing, or not a "
+            f"date-time in the source): {'it takes' if one else 'they take'} part in no agreement by content and time")
 
 
 def join_sessions(

@@ -125,8 +125,12 @@ def test_header_escapes_title():
 
 
 def test_join_summary_and_confidence(frames):
-    _, _, _, sessions = frames
+    steps, calls, _, sessions = frames
     h = S.join_summary(sessions, 60.0)
+    assert "Untimed" not in h and "Untimed" not in S.join_summary(sessions, 60.0, steps=steps, calls=calls)
+    untimed = steps.assign(ts=steps["ts"].where(steps["seq"] != 2), source_file="t1.jsonl", line_no=5)
+    assert ("<b>Untimed:</b> 1 transcript tool call (first: t1.jsonl:5) carries no usable timestamp"
+            in S.join_summary(sessions, 60.0, steps=untimed, calls=calls))
     assert "rb-status-matched" in h and "rb-status-unmatched" in h
     assert "67%" in h  # share of s1
     assert "High confidence" not in h  # share 2/3 < 0.9

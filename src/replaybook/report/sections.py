@@ -440,10 +440,12 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     return _section("What the agent was asked, and what it answered", "".join(items), anchor="asked")
 
 
-def join_summary(sessions: pd.DataFrame, window_s: float | None = None) -> str:
+def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps: pd.DataFrame | None = None,
+                 calls: pd.DataFrame | None = None) -> str:
     """Sessions and the join: one row per door session (``SESSIONS`` frame) — transcript,
     agreement, share, runner-up, margin, status, method, clock offset (ms) and residual
-    counts — followed by one confidence sentence per session."""
+    counts — followed by one confidence sentence per session; with ``steps`` and ``calls``, a
+    note on tool calls that carry no usable time (:func:`replaybook.join.untimed_note`)."""
     if sessions is None or len(sessions) == 0:
         return _section("Sessions and the join", '<p class="rb-note">No door sessions in this incident.</p>',
                         anchor="sessions")
@@ -469,6 +471,12 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None) -> str:
              f"agreeing steps the best assignment loses if this session may not have its transcript "
              f"(0 means an equally good alternative exists).</p>")
     sentences = "".join(f"<li>{esc(confidence_sentence(r, window_s))}</li>" for r in sessions.to_dict("records"))
+    if steps is not None and calls is not None:
+        from ..join import untimed_note
+
+        note = untimed_note(steps, calls)
+        if note:
+            intro += f'<p class="rb-note"><b>Untimed:</b> {esc(note)}.</p>'
     return _section("Sessions and the join", intro + table(df, cols)
                     + "<h3>What each link rests on</h3>" + table(df, evidence)
                     + f'<h3>How sure is each link?</h3><ul class="rb-sentences">{sentences}</ul>',
