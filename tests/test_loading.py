@@ -163,6 +163,26 @@ def test_a_truncated_gzip_is_read_as_what_it_holds_and_said_to_be_truncated(tmp_
     assert "truncated gzip stream: it ends before its end marker" in err and "no source recognised" not in err
 
 
+def test_a_gzip_of_several_members_sniffs_as_what_it_holds(tmp_path, capsys):
+    """gzip reads concatenated members as one stream; sniffing read the first only, so a log
+    split mid-line into two members (or behind an empty member) was 'no source recognised'."""
+    import gzip
+
+    from replaybook.sources import registry
+
+    log = next((FIX / "join_trap" / "door").rglob("*.jsonl"))
+    data = log.read_bytes()
+    cut = len(data) // 3 + 5
+    split = tmp_path / "split.jsonl.gz"
+    split.write_bytes(gzip.compress(data[:cut]) + gzip.compress(data[cut:]))
+    empty_first = tmp_path / "empty-first.jsonl.gz"
+    empty_first.write_bytes(gzip.compress(b"") + gzip.compress(data))
+    for p in (split, empty_first):
+        assert registry.sniff_file(p)[0].name == "door"
+        assert main(["load", "calls", str(p)]) == 0
+    assert capsys.readouterr().err.count(f"calls: {len(data.splitlines())} rows from 1 file (door)") == 2
+
+
 def test_a_delivery_file_cut_short_keeps_its_complete_records(tmp_path):
     # {"Records": [...]} stopped mid-write (or a truncated gzip): the whole file was set aside,
     # though all but its last record are whole

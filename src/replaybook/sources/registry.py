@@ -100,10 +100,19 @@ def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | N
 
         try:
             # what the stream gives so far: a truncated file (a copy cut short, a delivery still
-            # being written) still sniffs as what it holds, and its loader says it is truncated
-            head = zlib.decompressobj(wbits=31).decompress(head, SNIFF_BYTES)
+            # being written) still sniffs as what it holds, and its loader says it is truncated;
+            # a file of several gzip members (concatenated deliveries, an empty first member) is
+            # read on into the next member, as gzip itself reads it
+            out, rest = b"", head
+            while rest[:2] == GZIP_MAGIC and len(out) < SNIFF_BYTES:
+                d = zlib.decompressobj(wbits=31)
+                out += d.decompress(rest, SNIFF_BYTES - len(out))
+                if not d.eof:
+                    break
+                rest = d.unused_data
+            head = out
         except zlib.error:
-            head = b""
+            head = out
     best, score = None, 0.0
     for src in (_REGISTRY.values() if only is None else (only,)):
         s = src.sniff(head)
