@@ -30,3 +30,12 @@ def test_int_or_none_keeps_only_what_int64_holds():
     assert int_or_none(True) is None
     assert int_or_none(3.0, integral_float=True) == 3
     assert int_or_none(1e300, integral_float=True) is None
+
+
+def test_to_utc_takes_rfc3339_t_and_z_in_lower_case():
+    """RFC 3339 §5.6: "T" and "Z" may be lower case; door lines so written were quarantined."""
+    from replaybook._text import to_utc
+
+    got = to_utc(["2026-09-13t10:00:05z", "2026-09-13T10:00:05.25z", "2026-09-13t12:00:05+02:00", "junk", None])
+    assert [None if pd.isna(t) else t.isoformat() for t in got] == [
+        "2026-09-13T10:00:05+00:00", "2026-09-13T10:00:05.250000+00:00", "2026-09-13T10:00:05+00:00", None, None]

@@ -102,7 +102,8 @@ def _ns_bounds():
 
 
 def to_utc(values: Any) -> "pd.Series":
-    """Parse RFC 3339 / ISO 8601 strings (any offset, 0-9 fractional digits) to UTC.
+    """Parse RFC 3339 / ISO 8601 strings (any offset, 0-9 fractional digits, ``T``/``Z`` in either
+    case) to UTC.
 
     Returns a ``datetime64[ns, UTC]`` Series; unparseable or missing values become ``NaT``, and
     so do date-times outside what nanoseconds can hold (before 1677-09-21 or after 2262-04-11),
@@ -111,6 +112,11 @@ def to_utc(values: Any) -> "pd.Series":
     import pandas as pd
 
     s = pd.Series(values, dtype="object")
+    # RFC 3339 allows "t" and "z" in lower case; the ISO parser takes upper case only
+    lower = [i for i, v in enumerate(s) if v.__class__ is str and ("t" in v or "z" in v) and v.isascii()]
+    if lower:
+        s = s.copy()
+        s.iloc[lower] = [s.iloc[i].upper() for i in lower]
     out = pd.to_datetime(s, utc=True, format="ISO8601", errors="coerce")
     if str(out.dtype) != "datetime64[ns, UTC]":  # pandas 3 parses at µs: range-check before ns
         lo, hi = _ns_bounds()
