@@ -88,3 +88,11 @@ def test_a_file_in_a_folder_that_cannot_be_read_is_an_error_not_a_crash(tmp_path
     monkeypatch.setattr(registry, "sniff_file", sniff)
     assert main(["load", "calls", str(door)]) == 2  # an internal error (exit 1) before
     assert capsys.readouterr().err == f"replaybook: error: {bad}: cannot read: Permission denied\n"
+
+
+def test_a_pipe_is_not_called_missing(tmp_path):
+    fifo = tmp_path / "calls.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError) as e:
+        expand_paths(fifo)
+    assert str(e.value) == f"{fifo}: not a regular file or folder (a pipe, socket or device): nothing to read"

@@ -194,6 +194,8 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
             found = sorted(q for q in map(Path, _files_under(p)) if accept is None or accept(q))
         elif p.is_file():
             found = [p]
+        elif p.exists():
+            raise InputError("not a regular file or folder (a pipe, socket or device): nothing to read", p)
         else:
             raise InputError("no such file or folder", p)
         for q in found:

@@ -254,7 +254,7 @@ def test_cannot_prove_lists_the_residuals(frames):
     none = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=["t1"],
                           sessions=sessions.iloc[:0])
     assert "every door session is matched" not in none and "No door sessions: this incident holds no door" in none
-    assert "None: every door" not in none and none.count("No door log in this incident: nothing to compare.") == 2
+    assert "None: every door" not in none and none.count("No door calls in this incident (none listed, or none read from what was: see Inputs): nothing to compare.") == 2
 
 
 def test_timeline_section_embeds_an_offline_chart(frames):

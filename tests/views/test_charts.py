@@ -324,7 +324,7 @@ def test_without_a_door_log_the_title_does_not_speak_of_the_door(small):
     steps, calls, pairs = small
     assert timeline(steps, calls, pairs).to_dict()["title"]["text"].startswith("Transcript vs door")
     assert timeline(steps, CALLS.empty()).to_dict()["title"]["text"] == \
-        "Transcripts: what the agent did (no door log in this incident)"
+        "Transcripts: what the agent did (no door calls in this incident)"
 
 
 def test_marks_are_described_for_screen_readers_in_words(small):

@@ -1088,7 +1088,7 @@ def cannot_prove(
     conversations), and sessions whose assignment is ambiguous or missing."""
     body = "<ul>" + "".join(f"<li>{esc(t)}</li>" for t in CANNOT_PROVE_TEXT) + "</ul>"
     no_door = sessions is None or not len(sessions)
-    nothing = "No door log in this incident: nothing to compare."
+    nothing = "No door calls in this incident (none listed, or none read from what was: see Inputs): nothing to compare."
     body += "<h3>Door calls no transcript step claims</h3>"
     body += table(unclaimed_calls if unclaimed_calls is not None else None,
                   [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),

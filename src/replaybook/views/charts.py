@@ -406,7 +406,7 @@ def timeline(
     n_calls_nat = int(len(calls) - len(ca)) if len(calls) else 0
 
     title = ("Transcript vs door: what the agent did and what the door decided" if len(calls)
-             else "Transcripts: what the agent did (no door log in this incident)")
+             else "Transcripts: what the agent did (no door calls in this incident)")
     subtitle: list[str] = []
     if events.empty:
         return (
