@@ -71,6 +71,11 @@ def test_manifest_errors_name_the_field(tmp_path):
     (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: []\ndata_root: ../nope/\n")
     with pytest.raises(ManifestError, match=r"data_root '../nope/' is not a folder \(looked for "):
         replaybook.Incident.load(tmp_path)
+    # a misspelt key is named, with its line and the key meant (it had said 'transcripts' is required)
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscript: [t.jsonl]\n")
+    with pytest.raises(ManifestError) as e:
+        replaybook.Incident.load(tmp_path)
+    assert str(e.value) == f"{tmp_path / 'incident.yaml'}:2: unknown key 'transcript' (did you mean 'transcripts'?)"
     (tmp_path / "incident.yaml").write_text("")
     with pytest.raises(ManifestError, match="it needs title: and transcripts:; door: is optional"):
         replaybook.Incident.load(tmp_path)

@@ -81,7 +81,17 @@ def load_manifest(path: str | Path) -> dict:
         raise ManifestError(f"not valid YAML: {exc}", p, None if line is None else line + 1) from exc
     if data is None:
         raise ManifestError("the manifest is empty (it needs title: and transcripts:; door: is optional)", p)
-    err = first_error(package_schema("incident.v1.json"), data)
+    schema = package_schema("incident.v1.json")
+    if isinstance(data, dict):  # a misspelt key first: the schema would only say what is missing
+        import difflib
+
+        for key in data:
+            if isinstance(key, str) and key not in schema["properties"]:
+                near = difflib.get_close_matches(key, list(schema["properties"]), n=1)
+                raise ManifestError(f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else
+                                                             f"; a manifest takes {', '.join(schema['properties'])}"),
+                                    p, _line_of_key(raw, key))
+    err = first_error(schema, data)
     if err is not None:
         raise ManifestError(f"invalid manifest {err}", p)
     for key in ("window_s", "max_offset_s"):  # YAML's .nan passes every bound a schema can set
@@ -92,6 +102,18 @@ def load_manifest(path: str | Path) -> dict:
     data.setdefault("min_agreed", DEFAULT_MIN_AGREED)
     data.setdefault("max_offset_s", 300.0)
     return data
+
+
+def _line_of_key(raw: bytes, key: str) -> int | None:
+    """The 1-based line of the manifest where top-level ``key`` is written, if YAML can say."""
+    try:
+        node = yaml.compose(raw)
+    except yaml.YAMLError:
+        return None
+    for k, _v in getattr(node, "value", []) or []:
+        if getattr(k, "value", None) == key:
+            return k.start_mark.line + 1
+    return None
 
 
 def _expand(base: Path, pattern: str, manifest: Path) -> list[Path]:

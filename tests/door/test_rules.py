@@ -137,6 +137,14 @@ def test_bad_rules_are_refused_naming_the_field(bad, where):
         rules_from_dict(bad, "rules.yaml")
 
 
+@pytest.mark.parametrize("rid", ["default-deny", "door:mine"])
+def test_a_reserved_rule_id_is_said_plainly(rid):
+    with pytest.raises(InputError) as e:
+        rules_from_dict({"version": 1, "rules": [{"id": rid, "decision": "deny"}]}, "rules.yaml")
+    assert str(e.value) == (f"rules.yaml: invalid door rules at rules/0/id: {rid!r} is reserved for the door's own "
+                            "decisions (default-deny, door:…); give the rule another id")
+
+
 def test_yaml_file_with_unquoted_times(tmp_path):
     p = tmp_path / "rules.yaml"
     p.write_text("rules:\n  - id: office\n    decision: allow\n    windows:\n      - {start: 08:00, end: 18:30}\n")

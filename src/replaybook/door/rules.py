@@ -369,6 +369,12 @@ def rules_from_dict(data: Any, path: str | Path | None = None) -> Rules:
     from .._schema import first_error
 
     data = _yaml_times(data)
+    for i, r in enumerate(data.get("rules") or [] if isinstance(data, dict) else []):
+        rid = r.get("id") if isinstance(r, dict) else None
+        if isinstance(rid, str) and (rid == "default-deny" or rid.startswith("door:")):
+            # (the schema says this with a `not anyOf`, which reads as a riddle)
+            raise InputError(f"invalid door rules at rules/{i}/id: {rid!r} is reserved for the door's own "
+                             "decisions (default-deny, door:…); give the rule another id", path)
     err = first_error(rules_schema(), data)
     if err is not None:
         raise InputError(f"invalid door rules {err}", path)
