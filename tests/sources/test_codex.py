@@ -113,7 +113,8 @@ def test_unparsable_arguments_and_legacy_name(env):
     assert d["text"] == '{"bucket": "reports", "prefix": 2025/'
     assert d["is_error"] == True and d["result_text"] == "failed to parse function arguments"  # noqa: E712
     info = next(i for i in env.inputs if P in i["path"])
-    assert info["notes"] == ["line 21: function_call arguments are not JSON; args_key left NA"]
+    assert info["notes"] == ["line 21: function_call arguments are not JSON (or nest too deep); kept as text, "
+                             "args_key left NA: the call cannot agree by arguments"]
     assert len(env.quarantine) == 0
 
 
@@ -287,3 +288,26 @@ def test_folder_walk_reads_rollouts_only(tmp_path):
     res = load_codex(tmp_path)
     assert [Path(i["path"]).name for i in res.inputs] == [src.name]
     assert len(load_codex(tmp_path / "history.jsonl").inputs) == 1      # named explicitly: read
+
+
+def test_odd_function_call_arguments_and_names_are_noted_not_silent(tmp_path):
+    """Arguments given as a number, nested past any parser, or a call with no name had loaded
+    as an empty or NA value with nothing said."""
+    p = tmp_path / "rollout-y.jsonl"
+    deep = "[" * 3000 + "]" * 3000
+    calls = [{"name": "lookup", "arguments": 5, "call_id": "c1"},
+             {"name": "lookup", "arguments": deep, "call_id": "c2"},
+             {"name": None, "arguments": "{}", "call_id": "c3"}]
+    lines = [{"timestamp": "2025-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "s-2", "cli_version": "1"}}]
+    lines += [{"timestamp": f"2025-01-01T00:00:0{i + 1}Z", "type": "response_item",
+               "payload": {"type": "function_call", **c}} for i, c in enumerate(calls)]
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    res = load_codex(p)
+    tc = res.frame[res.frame["kind"] == "tool_call"]
+    assert len(tc) == 3 and tc["args_key"].isna().tolist() == [True, True, False]
+    assert tc["text"].iloc[0] == "5"
+    assert res.inputs[0]["notes"] == [
+        "line 2: function_call arguments are a number, not JSON text; kept as text, args_key left NA",
+        "line 3: function_call arguments are not JSON (or nest too deep); kept as text, args_key left NA: "
+        "the call cannot agree by arguments",
+        "line 4: function_call has no name (tool left NA)"]

@@ -651,21 +651,33 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
                 try:
                     args = orjson.loads(raw_args) if raw_args.strip() else {}
                     key = canonical_args(args)
-                except orjson.JSONDecodeError:
+                except (orjson.JSONDecodeError, TypeError, RecursionError):
                     try:
                         args = json.loads(raw_args)
                         key = canonical_args(args)
-                    except (json.JSONDecodeError, RecursionError):
-                        args = None
+                    except (json.JSONDecodeError, RecursionError, TypeError, ValueError):
+                        args, key = None, None
                         text = raw_args
-                        notes.append(f"line {r.line_no}: function_call arguments are not JSON; "
-                                     "args_key left NA")
+                        notes.append(f"line {r.line_no}: function_call arguments are not JSON (or nest too deep); "
+                                     "kept as text, args_key left NA: the call cannot agree by arguments")
             elif isinstance(raw_args, (dict, list)):
                 args = raw_args
-                key = canonical_args(args)
+                try:
+                    key = canonical_args(args)
+                except (TypeError, RecursionError):
+                    key = None
+                    notes.append(f"line {r.line_no}: function_call arguments nest too deep to compare; "
+                                 "args_key left NA")
             elif raw_args is None:
                 args = {}
                 key = canonical_args(args)
+            else:  # a number or a boolean: not the JSON text Codex writes
+                text = orjson.dumps(raw_args).decode()
+                what = "a boolean" if isinstance(raw_args, bool) else "a number"
+                notes.append(f"line {r.line_no}: function_call arguments are {what}, not JSON text; kept as "
+                             "text, args_key left NA")
+            if name is None:
+                notes.append(f"line {r.line_no}: function_call has no name (tool left NA)")
             server, tool = split_codex_name(name, it.get("namespace"))
             tool_raw = name if not (isinstance(it.get("namespace"), str) and name and "__" not in name) \
                 else f"{it['namespace'].rstrip('_')}__{name}"
