@@ -871,7 +871,8 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
                  "result each call returned and which one the answer used.</p></div>")
     df = pd.DataFrame(reached.rows)
     body += ('<p class="rb-note">Opened now, read-only, inside the data root (secrets redacted): these are the files '
-             "as they are today. Where the door logged a digest of what it served, <b>same as logged</b> says whether "
+             "as they are today. Where the gateway logged a digest of the object it read (<code>object_digest</code>; "
+             "replaybook's own door logs the digest of its whole answer instead), <b>same as logged</b> says whether "
              "the file is still that; without one, nothing here shows the agent read this content.</p>")
     body += table(df, [("object", "object", "code"), ("first", "first reached (UTC)", "ts"),
                        ("who", "by call", "code"), ("calls", "calls", "num"), ("kind", "what it is", "text"),
