@@ -239,3 +239,10 @@ def test_load_out_never_writes_over_an_input(tmp_path, capsys):
     assert hashlib.sha256(logs[1].read_bytes()).hexdigest() == before[logs[1]]
     # another file is fine
     assert main(["load", "calls", str(door), "--out", str(tmp_path / "out.jsonl")]) == 0
+
+
+def test_no_rows_is_no_lines(tmp_path, capsys):
+    empty = tmp_path / "s.jsonl"
+    empty.write_text("")
+    assert main(["load", "calls", "--source", "door", str(empty)]) == 0
+    assert capsys.readouterr().out == ""  # (pandas had written one blank line: not JSON Lines)

@@ -59,6 +59,8 @@ def _frame_out(df, fmt: str, out: str | None) -> None:
         return
     if fmt == "csv":
         text = df.to_csv(index=False)
+    elif not len(df):
+        text = ""  # no rows, no lines (pandas writes one empty line)
     else:
         text = df.to_json(orient="records", lines=True, force_ascii=False)
         # pandas escapes every "/" as "\/" (valid JSON, but paths and URIs become unreadable); it

@@ -142,3 +142,7 @@ def test_build_says_what_a_replay_will_lack(demo, tmp_path):
     r = run("build", demo, "--evidence", demo / "door-evidence", "--capture", demo / "capture.yaml",
             "--out", tmp_path / "d")
     assert r.exit_code == 0 and "replaybook: note:" not in r.output
+    before = (tmp_path / "d" / "capsule.yaml").read_bytes()
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", tmp_path / "d")  # over an existing one
+    assert r.exit_code == 2 and "already holds a capsule (capsule.yaml)" in r.output
+    assert (tmp_path / "d" / "capsule.yaml").read_bytes() == before

@@ -194,6 +194,12 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
     from .build import build_capsule, load_capture
     from .verify import verify_capsule
 
+    from pathlib import Path
+
+    if (Path(out_dir) / "capsule.yaml").exists():  # a capsule is evidence: never replaced unasked
+        _input_error(ctx, InputError("already holds a capsule (capsule.yaml): choose another folder, or remove "
+                                     "that one first", out_dir))
+        return
     try:
         cap = load_capture(capture_path) if capture_path else None
         built = build_capsule(incident, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
