@@ -232,3 +232,18 @@ def test_a_delivery_kept_both_plain_and_gzipped_is_read_once(tmp_path, capsys):
     (tmp_path / "x.json").write_bytes(gzip.decompress(src.read_bytes()).replace(b"eu-west-1", b"eu-west-2"))
     assert len(replaybook.load([tmp_path])["access"]) == 2 * len(one["access"])
     assert main(["load", "access", str(tmp_path)]) == 0
+
+
+def test_utf16_text_is_said_to_be_utf16_not_unrecognised(tmp_path, capsys):
+    """A log saved as UTF-16 (a Windows editor's "Unicode") read as 'no source recognised', or
+    with --source as 'not a text file (binary data)'."""
+    log = next((FIX / "join_trap" / "door").rglob("*.jsonl"))
+    wide = tmp_path / "calls.jsonl"
+    wide.write_bytes(log.read_text().encode("utf-16"))
+    assert main(["load", "calls", str(wide)]) == 2
+    assert "UTF-16 text: replaybook reads UTF-8 (a copy converted with `iconv -f UTF-16 -t UTF-8` will read)" \\
+        in capsys.readouterr().err
+    assert main(["load", "calls", "--source", "door", str(wide)]) == 2
+    assert capsys.readouterr().err == (f"replaybook: error: {wide}: UTF-16 text: replaybook reads UTF-8 (a copy "
+                                       "converted with `iconv -f UTF-16 -t UTF-8` will read); it cannot be read as "
+                                       "door as it is\\n")

@@ -99,7 +99,7 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
             raise InputError(f"cannot read: {exc.strerror or exc}", f) from None
         if src is None or conf < min_confidence:
             table.append({"path": str(f), "confidence": conf,
-                          "note": "no source recognised this content"})
+                          "note": _wide_text(f) or "no source recognised this content"})
             continue
         groups.setdefault(src.name, []).append(f)
         table.append({"path": str(f), "source": src.name, "frame": src.frame, "confidence": conf})
@@ -221,6 +221,26 @@ def _input_note(info: dict) -> str | None:
     return "; ".join(parts) or None
 
 
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
+def _wide_text(path: str | Path) -> str | None:
+    """The words for a file saved as UTF-16 or UTF-32 (by its byte-order mark; a Windows editor's
+    "Unicode"): replaybook reads UTF-8, and the file is not damaged, only encoded otherwise.
+    ``None`` for any other file."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return None
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            return (f"{name} text: replaybook reads UTF-8 (a copy converted with "
+                    f"`iconv -f {name} -t UTF-8` will read)")
+    return None
+
+
 def _binary_file(path: str | Path) -> bool:
     """``path`` is a regular file whose first 8 KiB (gzip: its decompressed start) hold NUL
     bytes or mostly control bytes (:func:`~replaybook.sources._cloud.looks_binary`)."""
@@ -301,6 +321,9 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
         if src.frame != frame:
             raise InputError(f"source {source!r} yields {src.frame}, not {frame}")
         for p in paths:  # a format forced on a file that is not text at all: the user's to fix
+            wide = _wide_text(p) if Path(p).is_file() else None
+            if wide:
+                raise InputError(f"{wide}; it cannot be read as {source} as it is", p)
             if _binary_file(p):
                 raise InputError(f"not a text file (binary data): it cannot be read as {source}", p)
         res = read_once(src.load(paths))
