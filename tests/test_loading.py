@@ -241,9 +241,9 @@ def test_utf16_text_is_said_to_be_utf16_not_unrecognised(tmp_path, capsys):
     wide = tmp_path / "calls.jsonl"
     wide.write_bytes(log.read_text().encode("utf-16"))
     assert main(["load", "calls", str(wide)]) == 2
-    assert "UTF-16 text: replaybook reads UTF-8 (a copy converted with `iconv -f UTF-16 -t UTF-8` will read)" \\
+    assert "UTF-16 text: replaybook reads UTF-8 (a copy converted with `iconv -f UTF-16 -t UTF-8` will read)" \
         in capsys.readouterr().err
     assert main(["load", "calls", "--source", "door", str(wide)]) == 2
     assert capsys.readouterr().err == (f"replaybook: error: {wide}: UTF-16 text: replaybook reads UTF-8 (a copy "
                                        "converted with `iconv -f UTF-16 -t UTF-8` will read); it cannot be read as "
-                                       "door as it is\\n")
+                                       "door as it is\n")
