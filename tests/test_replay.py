@@ -102,3 +102,22 @@ def test_demo_session_replay_never_opens_the_refused_env():
     opened = [r[1].path for r in iter(plan.advance, None) if r[1] is not None]
     assert opened == ["demo/", "demo/cars.xpt", "demo/cars.xpt", "demo/cars.parquet"]
     assert plan.steps[-1].state == "skipped" and plan.steps[-1].refused
+
+
+def test_preview_counts_the_rows_of_text_tables(tmp_path):
+    """A CSV beside a Parquet copy had 'rows in the file —', so the two could not be compared."""
+    from replaybook import replay
+
+    (tmp_path / "a.csv").write_text('name,note\nx,"two\nlines"\n\ny,z\nw,v\n')  # a quoted line break, a blank line
+    (tmp_path / "a.tsv").write_text("name\tn\nx\t1\ny\t2\n")
+    (tmp_path / "a.jsonl").write_text('{"a":1}\n\n{"a":2}\n{"a":3}\n')
+    got = {n: replay.preview(tmp_path, n, max_rows=1) for n in ("a.csv", "a.tsv", "a.jsonl")}
+    assert {n: (p.kind, p.rows, len(p.table)) for n, p in got.items()} == {
+        "a.csv": ("table", 3, 1), "a.tsv": ("table", 2, 1), "a.jsonl": ("table", 3, 1)}
+    assert len(pd.read_csv(tmp_path / "a.csv")) == 3  # as pandas counts them
+    big = replay.COUNT_ROWS_UP_TO
+    try:
+        replay.COUNT_ROWS_UP_TO = 10  # larger files are not read through again
+        assert replay.preview(tmp_path, "a.csv").rows is None
+    finally:
+        replay.COUNT_ROWS_UP_TO = big

@@ -54,13 +54,42 @@ def _first(read):
     return lambda p, n: (read(p, n), None)
 
 
+#: text tables up to this size (bytes) are read through once more to count their rows
+COUNT_ROWS_UP_TO = 64 * 2**20
+
+
+def _counted(read, count):
+    """A reader that stops after ``n`` rows, then counts the file's rows with ``count(path)``
+    when the file is at most :data:`COUNT_ROWS_UP_TO` bytes (else the count is not known)."""
+    def head_and_rows(p, n):
+        head = read(p, n)
+        return head, (count(p) if Path(p).stat().st_size <= COUNT_ROWS_UP_TO else None)
+    return head_and_rows
+
+
+def _csv_rows(p, sep: str = ",") -> int:
+    """Data rows of a delimited text file as pandas reads it: quoted line breaks stay inside
+    their row, blank lines are not rows, the first row is the header."""
+    import csv
+
+    with open(p, newline="", encoding="utf-8", errors="replace") as fh:
+        rows = sum(1 for r in csv.reader(fh, delimiter=sep) if r)
+    return max(rows - 1, 0)
+
+
+def _jsonl_rows(p) -> int:
+    """Non-blank lines of a JSON Lines file."""
+    with open(p, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
 #: suffix → ``reader(path, n) -> (first n rows, rows in the file or None)``
 _TABLE_READERS = {
-    ".csv": _first(lambda p, n: pd.read_csv(p, nrows=n)),
-    ".tsv": _first(lambda p, n: pd.read_csv(p, sep="\t", nrows=n)),
+    ".csv": _counted(lambda p, n: pd.read_csv(p, nrows=n), _csv_rows),
+    ".tsv": _counted(lambda p, n: pd.read_csv(p, sep="\t", nrows=n), lambda p: _csv_rows(p, "\t")),
     ".parquet": lambda p, n: (pd.read_parquet(p).head(n), _parquet_rows(p)),
     ".json": _whole(pd.read_json),
-    ".jsonl": _first(lambda p, n: pd.read_json(p, lines=True, nrows=n)),
+    ".jsonl": _counted(lambda p, n: pd.read_json(p, lines=True, nrows=n), _jsonl_rows),
     ".xlsx": _first(lambda p, n: pd.read_excel(p, nrows=n)),
     ".xls": _first(lambda p, n: pd.read_excel(p, nrows=n)),
     ".sas7bdat": _whole(lambda p: pd.read_sas(p, format="sas7bdat", encoding="infer")),
@@ -129,9 +158,10 @@ class Preview:
         text: the text for ``text`` kind (redacted) or an explanation for the others.
         size: bytes on disk, if a file.
         redactions: names of the redaction rules that fired.
-        rows: for ``table``, the rows the whole file holds where its reader knows it without
-            reading it all again (Parquet metadata; JSON, SAS, Stata files are read whole);
-            ``None`` otherwise (CSV, JSON Lines, Excel: read only as far as the preview).
+        rows: for ``table``, the rows the whole file holds: from Parquet's metadata; JSON, SAS
+            and Stata files are read whole; CSV, TSV and JSON Lines files up to
+            :data:`COUNT_ROWS_UP_TO` bytes are counted; ``None`` otherwise (larger text tables,
+            Excel: read only as far as the preview).
     """
 
     kind: str
