@@ -36,7 +36,7 @@ from .._text import TEXT_LIMIT, deep_safe
 from ..canonical import canonical_args_cached
 from . import _claude_ms as M
 from ._claude_ms import decode_file
-from ._resume import CONFLICT, copy_or_conflict
+from ._resume import conflict_row
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -399,14 +399,12 @@ class Load:
                 uuid = NA
             else:
                 first = seen.get(uuid)
-                if first is not None:
-                    raw = data[start:stop]
-                    err = copy_or_conflict(first, spath, line_no, raw)
-                    if err is None:
+                if first is not None:  # a resume copy, or a conflict set aside
+                    row = conflict_row(first, path, line_no, start, data[start:stop], LOADER)
+                    if row is None:
                         dups += 1
                     else:
-                        quarantine.append(quarantine_row(path, Line(line_no, start, raw, o, None, False), LOADER,
-                                                         err, kind=CONFLICT))
+                        quarantine.append(row)
                     continue
                 seen[uuid] = (spath, line_no)
 
@@ -617,15 +615,13 @@ class Load:
                     uuid = NA
                 else:
                     first = seen.get(uuid)
-                    if first is not None:
-                        raw = dec.line(line_no - 1)
-                        err = copy_or_conflict(first, spath, line_no, raw)
-                        if err is None:
+                    if first is not None:  # a resume copy, or a conflict set aside
+                        start = int(dec.ends[line_no - 2]) + 1 if line_no > 1 else 0
+                        row = conflict_row(first, path, line_no, start, dec.line(line_no - 1), LOADER)
+                        if row is None:
                             dups += 1
                         else:
-                            start = int(dec.ends[line_no - 2]) + 1 if line_no > 1 else 0
-                            conflicts.append(quarantine_row(path, Line(line_no, start, raw, None, None, False),
-                                                            LOADER, err, kind=CONFLICT))
+                            conflicts.append(row)
                         continue
                     seen[uuid] = (spath, line_no)
                     added.append(uuid)

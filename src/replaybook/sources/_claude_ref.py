@@ -26,7 +26,7 @@ from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
 from .._text import TEXT_LIMIT, deep_safe, int_or_none, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ..canonical import canonical_args_cached
-from ._resume import CONFLICT, copy_or_conflict
+from ._resume import conflict_row
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -169,14 +169,12 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
             uuid = uuid if isinstance(uuid, str) and uuid != "" else None
         if uuid is not None:
             first = seen.get(uuid)
-            if first is not None:
-                raw = data[start:stop]
-                err = copy_or_conflict(first, spath, line_no, raw)
-                if err is None:
+            if first is not None:  # a resume copy, or a conflict set aside
+                row = conflict_row(first, path, line_no, start, data[start:stop], LOADER)
+                if row is None:
                     dups += 1
                 else:
-                    quarantine.append(quarantine_row(path, Line(line_no, start, raw, o, None, False), LOADER, err,
-                                                     kind=CONFLICT))
+                    quarantine.append(row)
                 continue
             seen[uuid] = (spath, line_no)
 

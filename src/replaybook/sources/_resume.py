@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["copy_or_conflict", "COPY_KEYS_IGNORED", "CONFLICT"]
+__all__ = ["copy_or_conflict", "conflict_row", "COPY_KEYS_IGNORED", "CONFLICT"]
 
 #: keys a resumed session's copy may change (it is written under the new session's id)
 COPY_KEYS_IGNORED = frozenset({"sessionId"})
@@ -80,3 +80,14 @@ def copy_or_conflict(first: tuple[str, int], path: str, line_no: int, raw: bytes
     where = f"line {fline}" if fpath == path else f"{fpath}:{fline}"
     return (f"repeats the uuid of {where} with different content ({what}); the first is kept, "
             "this one set aside")
+
+
+def conflict_row(first: tuple[str, int], path, line_no: int, start: int, raw: bytes, loader: str) -> dict | None:
+    """``None`` for a resume copy (:func:`copy_or_conflict`), else the ``conflict`` QUARANTINE
+    row of line ``line_no`` (at byte ``start``) of ``path``."""
+    err = copy_or_conflict(first, str(path), line_no, raw)
+    if err is None:
+        return None
+    from .._jsonl import Line, quarantine_row
+
+    return quarantine_row(path, Line(line_no, start, raw, None, None, False), loader, err, kind=CONFLICT)
