@@ -246,3 +246,11 @@ def test_no_rows_is_no_lines(tmp_path, capsys):
     empty.write_text("")
     assert main(["load", "calls", "--source", "door", str(empty)]) == 0
     assert capsys.readouterr().out == ""  # (pandas had written one blank line: not JSON Lines)
+
+
+def test_quarantine_summary_counts_whole_files_apart_from_lines(capsys):
+    """Files no source recognised are set aside whole; they had been counted as 'lines'."""
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+    assert main(["join", "--transcripts", str(demo), "--calls", str(demo / "door")]) == 0
+    err = capsys.readouterr().err
+    assert "quarantine: 5 whole files" in err and "quarantine: 5 lines" not in err

@@ -81,8 +81,12 @@ def _quarantine_summary(q) -> None:
         click.echo("quarantine: 0 lines", err=True)
         return
     pending = int((q["kind"] == "pending").sum())
-    extra = f" ({len(q) - pending} invalid, {pending} pending: an unterminated last line)" if pending else ""
-    click.echo(f"quarantine: {_count(len(q), 'line')}{extra}", err=True)
+    whole = int(q["line_no"].isna().sum())  # a file set aside as a whole (no source recognised it …)
+    lines = len(q) - whole
+    extra = f" ({lines - pending} invalid, {pending} pending: an unterminated last line)" if pending else ""
+    said = ", ".join(x for x in (_count(lines, "line") + extra if lines else "",
+                                 _count(whole, "whole file") if whole else "") if x)
+    click.echo(f"quarantine: {said}", err=True)
     for r in q.head(50).itertuples(index=False):
         where = r.source_file if pd.isna(r.line_no) else f"{r.source_file}:{r.line_no}"
         click.echo(f"  {where}: [{r.kind}] {r.error}", err=True)
