@@ -3,7 +3,7 @@
 The story (seed 000): an analyst agent is asked for the average mpg of the cars in ``demo/``.
 It lists ``demo/``, describes and summarises the SAS file, then queries the Parquet file — a
 stale copy with three duplicated rows, so the number it reports is wrong — and is refused
-``reference/.env``.  A second session a minute later repeats the first three calls and queries
+``reference/.env``.  A second session 50 s later repeats the first three calls and queries
 the SAS file instead.  A third, unrelated transcript never touched the door.
 
 Usage:  python scripts/make_demo.py [OUT_DIR]        (default: data/demo)
@@ -287,7 +287,8 @@ def main(out: Path) -> None:
         "title: \"Demo: the analyst agent reported a wrong average mpg\"\n"
         "description: >-\n"
         "  An analyst agent answered 'what is the average mpg of the cars in demo/?' with a wrong\n"
-        "  number. A second session a minute later repeated some of the same calls.\n"
+        "  number. A second session, started 50 s later and running alongside it, repeated the first calls\n"
+        "  and queried cars.xpt instead.\n"
         "transcripts:\n  - transcripts/*.jsonl\n"
         "door:\n  - door/\n"
         "access:\n  - cloud/AWSLogs/\n"
