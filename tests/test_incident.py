@@ -2,6 +2,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+
 import pytest
 
 import replaybook
@@ -240,6 +241,24 @@ def test_demo_report_access_section_names_the_operation_and_says_yes_or_no():
     # the nearest call on the object was the door's refusal: said, since that is the alarm
     assert ("(nearest: session door-20260913T100005-a1 seq 5, which the door refused (rule no-dotenv), "
             "111 s after that call)") in un
+    # where each came from: the .env read from the same address and client as the door's own
+    # requests (the server behind the door), the ACL read from an AWS service
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", un)[1:]
+    origin = [re.sub("<[^>]+>", "", re.findall(r"<td[^>]*>(.*?)</td>", r)[9]) for r in rows]
+    assert origin == ["198.51.100.7 · warehouse-files-mcp/0.4 (boto3)same address and client as the requests door "
+                      "calls explain: sent from the door's side (the server behind it, or its host), not with "
+                      "credentials taken elsewhere", "config.amazonaws.com"]
+
+
+def test_source_ip_from_each_cloud_log():
+    from replaybook.access_join import source_ip
+
+    assert source_ip({"sourceIPAddress": "198.51.100.7"}) == "198.51.100.7"
+    assert source_ip({"sourceIPAddress": "config.amazonaws.com"}) is None  # a service, not an address
+    assert source_ip({"remote_ip": "203.0.113.9"}) == "203.0.113.9" and source_ip({"remote_ip": "-"}) is None
+    assert source_ip({"protoPayload": {"requestMetadata": {"callerIp": "2001:db8::1"}}}) == "2001:db8::1"
+    assert source_ip({"callerIpAddress": "192.0.2.4:53122"}) == "192.0.2.4:53122"
+    assert source_ip(None) is None and source_ip({"x": 1}) is None
 
 
 def test_inputs_list_every_file_given_with_notes_and_paths_as_the_report_shows_them(tmp_path):

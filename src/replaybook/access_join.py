@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -98,6 +98,7 @@ __all__ = [
     "join_access",
     "map_object",
     "on_storage",
+    "source_ip",
     "ACCESS_LINKS",
     "LINK_HOWS",
     "DEFAULT_WINDOW_S",
@@ -183,6 +184,28 @@ class AccessJoinResult:
                 for r in self.unexplained.itertuples(index=False)
             ],
         }
+
+
+def source_ip(raw: Any) -> str | None:
+    """The address a storage request came from, as its source logged it: CloudTrail
+    ``sourceIPAddress``, S3 server access ``remote_ip``, GCP audit
+    ``protoPayload.requestMetadata.callerIp``, Azure storage ``callerIpAddress`` (an Azure
+    ``ip:port`` keeps its port); ``None`` when the record has none (or names a service, as
+    CloudTrail does for AWS services)."""
+    if raw is None:
+        return None
+    try:
+        get = raw.get
+    except AttributeError:
+        return None
+    v = get("sourceIPAddress") or get("remote_ip") or get("callerIpAddress")
+    if v is None:
+        pp = get("protoPayload")
+        if isinstance(pp, dict):
+            v = (pp.get("requestMetadata") or {}).get("callerIp")
+    if not isinstance(v, str) or not v or v == "-" or v.endswith(".amazonaws.com"):
+        return None
+    return v
 
 
 def on_storage(resource_uri: object) -> bool:

@@ -1004,11 +1004,28 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
             "(or made with the door's own principal) match no door call — look at these first: a request made "
             "with the door's own principal and no door call behind it means someone or something reached the data "
             "around the door.</p>")
+    # where each came from (address, client): the same as the requests door calls explain points
+    # at the door's side — the server behind it, or its host — rather than credentials used elsewhere
+    from ..access_join import source_ip
+
+    explained = access.loc[result.links["access_index"].dropna().astype("int64").unique()] \
+        if access is not None and len(result.links) else None
+    door_ips = set() if explained is None else {x for x in map(source_ip, explained["raw"]) if x}
+    door_uas = set() if explained is None else {str(x) for x in explained["user_agent"].dropna()}
+    un = un.copy()
+    ips = [source_ip(r) for r in un["raw"]] if len(un) else []
+    uas = [None if _isna(x) else str(x) for x in un["user_agent"]] if len(un) else []
+    un["origin"] = [("—" if not (ip or ua) else f"<code>{_breakable(' · '.join(x for x in (ip, ua) if x), 300)}</code>")
+                    + ("<br><b>same address and client as the requests door calls explain</b>: sent from the door's "
+                       "side (the server behind it, or its host), not with credentials taken elsewhere"
+                       if ip and ip in door_ips and ua in door_uas else "")
+                    for ip, ua in zip(ips, uas)]
     body += "<h3>Requests no door call explains</h3>"
     body += table(un, [("ts", "time (UTC)", "ts"), ("source", "source", "text"), ("principal", "principal", "code"),
                        ("door_principal", "door's principal", "text"), ("action", "action", "text"),
                        ("action_raw", "operation", "code"), ("resource_uri", "resource", "code"), ("outcome", "outcome", "text"),
-                       ("bytes", "bytes", "num"), ("why", "why no call explains it", "text")],
+                       ("bytes", "bytes", "num"), ("origin", "from (address · client)", "html"),
+                       ("why", "why no call explains it", "text")],
                   max_rows=max_rows, row_class=lambda r: "rb-refused" if r.get("door_principal") is True else "",
                   empty="None: every storage request in the log is explained by a door call.")
     if len(others):
