@@ -121,3 +121,21 @@ def test_preview_counts_the_rows_of_text_tables(tmp_path):
         assert replay.preview(tmp_path, "a.csv").rows is None
     finally:
         replay.COUNT_ROWS_UP_TO = big
+
+
+def test_table_difference_counts_repeats_and_compares_across_formats(tmp_path):
+    from replaybook.replay import table_difference
+
+    a = pd.DataFrame({"name": ["x ", "y", "z"], "n": [1.0, 2.0, 3.0], "only_a": [0, 0, 0]})
+    b = pd.DataFrame({"name": ["x", "y", "y", "w"], "n": [1, 2, 2, 4]})
+    a.to_parquet(tmp_path / "a.parquet")
+    b.to_csv(tmp_path / "b.csv", index=False)
+    only_a, only_b = table_difference(tmp_path, "a.parquet", "b.csv")
+    # compared over name and n; "x " equals "x" (padding), 1.0 equals 1; y once in a, twice in b
+    assert only_a.to_dict("list") == {"name": ["z"], "n": [3.0]}
+    assert only_b.to_dict("list") == {"name": ["y", "w"], "n": [2, 4]}
+    assert table_difference(tmp_path, "a.parquet", "a.parquet")[0].empty
+    assert table_difference(tmp_path, "a.parquet", "../outside.csv") is None
+    assert table_difference(tmp_path, "a.parquet", "b.csv", max_rows=3) is None  # b holds 4
+    (tmp_path / "c.csv").write_text("other\n1\n")
+    assert table_difference(tmp_path, "a.parquet", "c.csv") is None  # no column in common

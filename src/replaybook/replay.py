@@ -17,6 +17,7 @@ the step says *changed since the run* instead of pretending to show what the age
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 import pandas as pd
@@ -25,6 +26,7 @@ from .errors import InputError, ReplaybookError
 from .redact import redact_frame, redact_text
 
 __all__ = [
+    "table_difference",
     "DEFAULT_STEP_MS",
     "OutsideDataRoot",
     "ReplayStep",
@@ -214,6 +216,70 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
     text = "\n".join(text.splitlines()[:max_lines])
     red, fired = redact_text(text)
     return Preview("text", str(obj), text=red, size=size, redactions=fired)
+
+
+def table_difference(data_root: str | Path, a: str, b: str, *, max_rows: int = 200_000
+                     ) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The rows two data files of the data root do not share, counting repeats: ``(rows of a
+    beyond what b holds, rows of b beyond what a holds)``, over the columns both have, in file
+    order (a row ``a`` holds twice and ``b`` once is in the first frame once).  Values compare
+    across formats: numbers as floats (rounded to 9 places: a SAS file's 21 equals a Parquet
+    file's 21.0), text with surrounding blanks stripped (SAS pads).  Read-only inside the data
+    root, secrets redacted.  ``None`` when either is not a table the previews read, holds more
+    than ``max_rows`` rows, or the two share no column."""
+    frames = []
+    for obj in (a, b):
+        try:
+            path = resolve_in_root(data_root, obj)
+        except OutsideDataRoot:
+            return None
+        reader = _TABLE_READERS.get(path.suffix.lower())
+        if reader is None or not path.is_file():
+            return None
+        try:
+            df, _ = reader(path, max_rows + 1)
+        except Exception:  # noqa: BLE001 - not readable as a table: nothing to compare
+            return None
+        if len(df) > max_rows:
+            return None
+        frames.append(df.reset_index(drop=True))
+    fa, fb = frames
+    cols = [c for c in fa.columns if c in fb.columns]
+    if not cols:
+        return None
+
+    def keys(df: pd.DataFrame) -> list[tuple]:
+        parts = []
+        for c in cols:
+            v = df[c]
+            if pd.api.types.is_numeric_dtype(v) and not pd.api.types.is_bool_dtype(v):
+                parts.append([None if pd.isna(x) else round(float(x), 9) for x in v])
+            else:
+                parts.append([None if _na(x) else (x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)).strip()
+                              for x in v])
+        return list(zip(*parts))
+
+    ka, kb = keys(fa), keys(fb)
+
+    def beyond(k1: list[tuple], k2: list[tuple]) -> list[int]:
+        left = Counter(k2)
+        out = []
+        for i, k in enumerate(k1):
+            if left[k] > 0:
+                left[k] -= 1
+            else:
+                out.append(i)
+        return out
+
+    only_a, only_b = fa.loc[beyond(ka, kb), cols], fb.loc[beyond(kb, ka), cols]
+    return redact_frame(only_a.reset_index(drop=True)), redact_frame(only_b.reset_index(drop=True))
+
+
+def _na(x) -> bool:
+    try:
+        return bool(pd.isna(x))
+    except (TypeError, ValueError):
+        return False
 
 
 def _inside(root: str | Path, p: Path) -> bool:

@@ -461,15 +461,24 @@ def test_copies_of_one_dataset_that_disagree_are_named(tmp_path):
     cols = got[("demo", "cols")]
     assert cols["columns_differ"] and not cols["rows_differ"]
     assert [o["columns"] for o in cols["objects"]] == [("mpg",), ("model", "mpg")]
+    # how they differ, row by row: the Parquet copy holds the first three rows a second time
+    ((a, b, only_a, only_b),) = cars["differences"]
+    assert (a, b, len(only_a)) == ("demo/cars.json", "demo/cars.parquet", 0)
+    assert only_b["model"].tolist() == ["m0", "m1", "m2"]
+    ((_, _, ca, cb),) = cols["differences"]
+    assert len(ca) == len(cb) == 0  # same rows over "mpg", the one column both have
 
     h = S.objects_section(calls, root, reached=reached)
     assert h == S.objects_section(calls, root)  # opened again: the same section
     alarm = h.split('<div class="rb-alarm">')[1].split("</div>")[0]
     items = [re.sub("<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", alarm)]
-    assert items == ["demo/cars.json: 32 rows, first reached by s1 #1; demo/cars.parquet: 35 rows, "
-                     "first reached by s1 #2",
-                     "demo/cols.parquet: 32 rows in 1 column (mpg), first reached by s1 #5; demo/cols.json: "
-                     "32 rows in 2 columns (model, mpg), first reached by s1 #6"]
+    assert [i.split("demo/cars.parquet holds")[0].split("demo/cols.parquet and")[0] for i in items] == [
+        "demo/cars.json: 32 rows, first reached by s1 #1; demo/cars.parquet: 35 rows, first reached by s1 #2",
+        "demo/cols.parquet: 32 rows in 1 column (mpg), first reached by s1 #5; demo/cols.json: "
+        "32 rows in 2 columns (model, mpg), first reached by s1 #6"]
+    assert "demo/cars.parquet holds 3 rows that demo/cars.json does not (counting repeats):" in items[0]
+    assert ("demo/cols.parquet and demo/cols.json hold the same rows over the columns both have: they differ "
+            "in their other columns.") in items[1]
     head = S.header("t", tmp_path / "incident.yaml", disagreements=reached.disagreements)
     facts = [re.sub("<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", head)]
     assert "2 files the agent reached look like one dataset but hold different rows: demo/cars.json (32 rows), " \

@@ -718,13 +718,23 @@ class ReachedObjects:
             ``kind``, ``bytes``, ``rows``, ``columns``, ``sha256``, ``same``, ``note``).
         previews: ``(object, inner HTML)`` of each object's first rows or lines.
         total: how many distinct objects the calls reached (``rows`` holds at most ``max_objects``).
-        disagreements: :func:`copies_that_disagree` of ``rows``.
+        disagreements: :func:`copies_that_disagree` of ``rows``; with a data root, each group also
+            has ``differences``: per other file, ``(first file, other file, rows only the first
+            holds, rows only the other holds)`` (:func:`replaybook.replay.table_difference`,
+            counting repeats; groups whose files cannot be compared have none).
     """
 
     def __init__(self, rows: list[dict], previews: list[tuple[str, str]], total: int,
-                 column_sets: dict[str, tuple]) -> None:
+                 column_sets: dict[str, tuple], data_root: Any = None) -> None:
         self.rows, self.previews, self.total = rows, previews, total
         self.disagreements = copies_that_disagree(rows, column_sets)
+        if data_root is not None:
+            from ..replay import table_difference
+
+            for d in self.disagreements:
+                first, *others = [o["object"] for o in d["objects"]]
+                d["differences"] = [(first, o, *diff) for o in others
+                                    if (diff := table_difference(data_root, first, o)) is not None]
 
 
 def _data_stem(name: str) -> str:
@@ -827,7 +837,7 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
             inner = ""
         if inner:
             previews.append((str(obj), inner))
-    return ReachedObjects(rows, previews, grouped.ngroups, column_sets)
+    return ReachedObjects(rows, previews, grouped.ngroups, column_sets, data_root)
 
 
 def _disagreement_sentence(d: Mapping) -> str:
@@ -840,6 +850,24 @@ def _disagreement_sentence(d: Mapping) -> str:
             what += f" in {_count(len(o['columns']), 'column')} ({esc(', '.join(o['columns']))})"
         parts.append(f"<code>{esc(o['object'])}</code>: {what}, first reached by <code>{esc(o['who'])}</code>")
     return "; ".join(parts)
+
+
+def _differences_html(d: Mapping, *, show: int = 5) -> str:
+    """How the files of one :func:`copies_that_disagree` group differ, row by row (the first
+    ``show`` rows each way), from its ``differences``."""
+    out = []
+    for a, b, only_a, only_b in d.get("differences", ()):
+        for holder, other, extra in ((b, a, only_b), (a, b, only_a)):
+            if not len(extra):
+                continue
+            cols = [(str(c), str(c), "text") for c in extra.columns]
+            out.append(f"<p><code>{esc(holder)}</code> holds {_count(len(extra), 'row')} that <code>{esc(other)}</code> "
+                       f"does not (counting repeats){':' if len(extra) <= show else f'; the first {show}:'}</p>"
+                       + table(extra.head(show).astype(object), cols, max_rows=show))
+        if not len(only_a) and not len(only_b):
+            out.append(f"<p><code>{esc(a)}</code> and <code>{esc(b)}</code> hold the same rows over the columns "
+                       "both have: they differ in their other columns.</p>")
+    return "".join(out)
 
 
 def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 100, max_rows: int = 10,
@@ -864,7 +892,7 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         return _section(title, '<p class="rb-note">No allowed door call reached an object.</p>', anchor="objects")
     body = ""
     if reached.disagreements:
-        items = "".join(f"<li>{_disagreement_sentence(d)}</li>" for d in reached.disagreements)
+        items = "".join(f"<li>{_disagreement_sentence(d)}{_differences_html(d)}</li>" for d in reached.disagreements)
         body += ('<div class="rb-alarm"><p><b>Copies that disagree.</b> The agent reached files that look like one '
                  f"dataset in different formats, but they hold different data now:</p><ul>{items}</ul>"
                  "<p>A figure computed from one does not hold for the other. The conversation above shows which "
