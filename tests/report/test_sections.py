@@ -376,6 +376,7 @@ def test_conversations_lay_out_what_the_agent_saw_in_order(frames):
     cells = [c[1:] for c in cells]  # (the step column checked)
     assert cells[0][2].startswith("&lt;script&gt;")
     assert cells[1][2] == 'read_object {&quot;path&quot;:&quot;a&quot;}' and "32 rows" in cells[1][4]
+    assert cells[1][3].startswith("#1 a · allow (allow-demo)")  # the door's own call number, as its tables use
     assert "REFUSED by rule no-dotenv" in cells[2][3] and "error:" in cells[2][4] and 'class="rb-refused"' in h
     assert cells[3][2] == "It is 19.90." and cells[3][4] == ""
     assert cells[5][2] == 'query {&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}' and cells[5][3] == "not a door tool"

@@ -631,8 +631,11 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
             else:
                 what.append(c["text"] or ("(request to the model)" if lane == "model" else ""))
                 got.append("")
+        # the door's own call number beside what it reached: the door tables and the objects
+        # section name calls by it ("door-…-a1 #2"), the conversation by the transcript's step
         conv = conv.assign(who=who, what=what, got_back=got,
-                           door=[c["reach"] if not _isna(c["reach"]) else ("" if lane in ("user", "model") else "—")
+                           door=[(f"#{int(c['call_seq'])} " if not _isna(c["call_seq"]) else "") + c["reach"]
+                                 if not _isna(c["reach"]) else ("" if lane in ("user", "model") else "—")
                                  for c, lane in zip(conv.to_dict("records"), conv["lane"])])
         # a model request without text only called tools: its calls are the rows that follow
         conv = conv[~((conv["lane"] == "model") & conv["text"].fillna("").eq(""))]
@@ -647,7 +650,8 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
         return ""
     intro = ("<p>What each agent was asked, what it said, what it called and what it got back, in the order it "
              "happened, from its transcript; beside each tool call, what the door decided and reached (<b>step</b> "
-             f"is the transcript's step number, as in the tables below). Model text is cut to {limit} characters; "
+             "is the transcript's step number, as in the tables below; <b>#N</b> beside what the door reached is "
+             f"the door's own call number). Model text is cut to {limit} characters; "
              "model requests that only called tools show as those calls; a long result opens on a click (▶).</p>")
     off = getattr(join, "offset_ms", None)
     if off is not None and not _isna(off) and abs(float(off)) >= 1:
