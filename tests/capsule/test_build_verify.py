@@ -141,3 +141,31 @@ def test_a_transcript_the_join_rejects_is_not_the_capsules(demo, tmp_path):
     shutil.copy(src, inc_dir / "transcripts" / src.name)
     cap = build_capsule(inc_dir, demo / "door-evidence", tmp_path / "d", capture=load_capture(demo / "capture.yaml"))
     assert cap.data["prompts"]["task_digest"] is not None and cap.data["model"]["model"] is not None
+
+
+def test_an_agent_on_no_repository_can_still_reproduce(demo, tmp_path):
+    """`repository: none` in capture.yaml: state.repository is pinned as 'no repository' in
+    the capsule, the incident run and a forensic replay, so they compare equal (it had been
+    'commit ?', failed, and a verdict could never be re-derived)."""
+    import yaml
+
+    from replaybook.capsule import ForensicHarness, diff_runs, incident_run
+    from replaybook.capsule.scripted import deploy_rule_agent
+
+    cap_yaml = yaml.safe_load((demo / "capture.yaml").read_text())
+    cap_yaml["repository"] = "none"
+    shutil.copytree(demo / "capture", tmp_path / "capture")
+    (tmp_path / "capture.yaml").write_text(yaml.safe_dump(cap_yaml))
+    cap = build_capsule(demo, demo / "door-evidence", tmp_path / "c", capture=load_capture(tmp_path / "capture.yaml"))
+    assert cap.repository["none"] is True and cap.repository["commit"] is None
+    rep = verify_capsule(cap)
+    row = rep.inventory[rep.inventory["input_class"] == "repository tree"].iloc[0]
+    assert (row["pinned"], row["captured"], row["why"]) == ("yes", "yes", "no repository (declared in capture.yaml)")
+    assert not any(r.startswith("repository tree") for r in rep.reasons)
+    inc = incident_run(cap, demo / "incident.yaml")
+    state = inc.checkpoints[0]
+    assert (state.label, state.status, state.summary) == ("state.repository", "ok", "no repository (declared)")
+    forensic = ForensicHarness(cap, None).run(deploy_rule_agent)
+    assert forensic.checkpoints[0].digest == state.digest
+    d = diff_runs(inc, forensic)
+    assert d.first_divergence != "state.repository" and d.verdict != "not_re_derivable", d.verdict_text

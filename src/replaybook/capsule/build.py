@@ -27,7 +27,7 @@ Inputs:
     token_info: capture/token-info.json
     tool_effects: {"service-catalogue/get_service": read}   # default: guessed from the name
     permitted_fallbacks: []                    # [{server, method}] a reviewer allows live
-    repository: {commit: 89d2…, dirty_tree: capture/dirty-tree.bin}
+    repository: {commit: 89d2…, dirty_tree: capture/dirty-tree.bin}   # or: none (no repository)
 
 Everything sensitive (prompts, responses, parameters, token information, the dirty tree, the
 door's logs) goes into the capsule's evidence store; ``capsule.yaml`` holds digests and
@@ -79,9 +79,11 @@ _CAPTURE_SCHEMA = {
         "permitted_fallbacks": {"type": "array", "items": {
             "type": "object", "required": ["server"],
             "properties": {"server": {"type": "string"}, "method": {"type": "string"}}, "additionalProperties": False}},
-        "repository": {"type": "object", "required": ["commit"],
-                       "properties": {"commit": {"type": "string"}, "dirty_tree": {"type": "string"}},
-                       "additionalProperties": False},
+        "repository": {"oneOf": [
+            {"type": "object", "required": ["commit"],
+             "properties": {"commit": {"type": "string"}, "dirty_tree": {"type": "string"}},
+             "additionalProperties": False},
+            {"const": "none", "description": "the agent worked on no repository (MCP tools only)"}]},
     },
     "additionalProperties": False,
 }
@@ -113,6 +115,8 @@ class Capture:
     permitted_fallbacks: list[dict] = field(default_factory=list)
     repository_commit: str | None = None
     repository_dirty_tree: bytes | None = None
+    #: ``repository: none``: the agent worked on no repository (its state is pinned as none)
+    repository_none: bool = False
 
 
 def load_capture(path: str | Path) -> Capture:
@@ -144,6 +148,9 @@ def load_capture(path: str | Path) -> Capture:
             raise CapsuleFormatError(f"cannot read {rel!r}: {exc.strerror or exc}", p) from exc
 
     repo = data.get("repository") or {}
+    none = repo == "none"
+    if none:
+        repo = {}
     return Capture(
         operation_id=data.get("operation_id"), principal=data.get("principal"), scopes=data.get("scopes"),
         policy_version=data.get("policy_version"), provider=data.get("provider"),
@@ -152,6 +159,7 @@ def load_capture(path: str | Path) -> Capture:
         tool_effects=dict(data.get("tool_effects") or {}),
         permitted_fallbacks=list(data.get("permitted_fallbacks") or []),
         repository_commit=repo.get("commit"), repository_dirty_tree=read(repo.get("dirty_tree")),
+        repository_none=none,
     )
 
 
@@ -355,7 +363,8 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
         "operation_id": op,
         "evidence_store": "evidence",
         "repository": {"commit": commit, "dirty_tree_digest": dirty_digest, "dirty_tree_ref": dirty_ref,
-                       "workdir": workdir},
+                       "workdir": workdir,
+                       **({"none": True} if repo is None and cap.repository_none and not commit else {})},
         "prompts": {"system_digest": sys_d, "system_ref": sys_r, "task_digest": task_d, "task_ref": task_r},
         "model": {"provider": provider, "model": model, "parameters_digest": par_d, "parameters_ref": par_r},
         "runtime": {"image_digest": img_d, "image_ref": img_r, "started_at": started,

@@ -201,8 +201,14 @@ class CheckpointLog:
 # -- builders --------------------------------------------------------------------------------
 
 def state_checkpoint(commit: str | None, dirty_tree_digest: str | None, ts: Any = None,
-                     context: dict | None = None) -> Checkpoint:
-    """The repository state (``state.repository``); ``failed`` when either part is unknown."""
+                     context: dict | None = None, *, none: bool = False) -> Checkpoint:
+    """The repository state (``state.repository``); ``failed`` when either part is unknown —
+    unless ``none``: the agent worked on no repository (a capsule's ``repository.none``), a
+    state pinned as such."""
+    if none and not commit:
+        detail = {"repository": "none"}
+        return Checkpoint("state", "repository", json_digest(detail), "no repository (declared)", iso_z(ts), "ok",
+                          None, detail, dict(context or {}))
     detail = {"commit": commit, "dirty_tree_digest": dirty_tree_digest}
     ok = bool(commit) and bool(dirty_tree_digest)
     summary = f"commit {commit[:12] if commit else '?'}, dirty tree {short(dirty_tree_digest)}"

@@ -227,9 +227,10 @@ def build_hints(capsule) -> list[str]:
                    "(replay_incomplete) until they are; give them in --capture (principal, scopes, "
                    "policy_version; docs/capsules.md)")
     repo = capsule.repository
-    if not repo.get("commit"):
+    if not repo.get("commit") and not repo.get("none"):
         out.append("no repository state: a verdict cannot be re-derived (state.repository unknown); give --repo "
-                   "CHECKOUT, or capture.yaml's repository: {commit, dirty_tree}")
+                   "CHECKOUT, or capture.yaml's repository: {commit, dirty_tree} — or repository: none when the "
+                   "agent worked on no repository")
     return out
 
 

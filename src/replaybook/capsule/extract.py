@@ -138,7 +138,8 @@ def incident_run(capsule: Capsule | str | Path, incident: Incident | str | Path,
 
     log = CheckpointLog()
     repo = cap.repository
-    log.add(state_checkpoint(repo.get("commit"), repo.get("dirty_tree_digest"), cap.started_at, {"source": "capsule"}))
+    log.add(state_checkpoint(repo.get("commit"), repo.get("dirty_tree_digest"), cap.started_at, {"source": "capsule"},
+                             none=bool(repo.get("none"))))
     log.add(authority_checkpoint(cap.authority, cap.started_at, {"source": "capsule"}))
     authority = cap.authority
     workdir = repo.get("workdir")

@@ -379,7 +379,7 @@ class ForensicHarness(Harness):
             self.log.add(state_checkpoint(st.commit, st.dirty_tree_digest, self._clock, ctx))
         else:
             self.log.add(state_checkpoint(repo.get("commit"), repo.get("dirty_tree_digest"), self._clock,
-                                          {"checked": False}))
+                                          {"checked": False}, none=bool(repo.get("none"))))
         self._begin_authority(self.capsule.authority, self._clock, {"source": "capsule"})
 
     def _plan(self, server: str, method: str, rd: str) -> tuple[str, str, datetime]:

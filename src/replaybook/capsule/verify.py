@@ -176,6 +176,9 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
 
     inv: list[dict] = []
     # repository tree
+    if repo.get("none") and not repo.get("commit"):  # declared: the agent worked on no repository
+        inv.append({"input_class": "repository tree", "pinned": "yes", "captured": "yes",
+                    "why": "no repository (declared in capture.yaml)"})
     pinned = _level(bool(repo.get("commit")) + bool(repo.get("dirty_tree_digest")), 2)
     got = ok(repo.get("dirty_tree_digest"), repo.get("dirty_tree_ref"))
     why = []
@@ -185,8 +188,9 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
         why.append("no dirty-tree digest")
     if not got:
         why.append("dirty-tree object not in the store")
-    inv.append({"input_class": "repository tree", "pinned": pinned, "captured": "yes" if got else "no",
-                "why": "; ".join(why) or f"commit {str(repo['commit'])[:12]} + dirty-tree object"})
+    if not inv:
+        inv.append({"input_class": "repository tree", "pinned": pinned, "captured": "yes" if got else "no",
+                    "why": "; ".join(why) or f"commit {str(repo['commit'])[:12]} + dirty-tree object"})
     # prompts
     pinned = _level(bool(prm.get("system_digest")) + bool(prm.get("task_digest")), 2)
     n = ok(prm.get("system_digest"), prm.get("system_ref")) + ok(prm.get("task_digest"), prm.get("task_ref"))
