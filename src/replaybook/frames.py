@@ -266,6 +266,8 @@ CALLS = FrameSpec(
         ("args_key", "string", "canonical JSON of `arguments` (replaybook.canonical_args)"),
         ("object", "string", "the object the call reached (a path, a table, a URI)"),
         ("decision", "string", "the door's decision: one of DECISIONS"),
+        ("approval", "string", "when the deciding rule asks the user: their answer (approved, declined, cancelled, "
+                               "timed_out, unavailable), which made the decision allow or deny"),
         ("rule", "string", "id of the rule that decided"),
         ("rows", "Int64", "rows returned to the agent"),
         ("bytes", "Int64", "bytes returned to the agent"),

@@ -70,6 +70,7 @@ def reference_load_door(paths) -> LoadResult:
             cols["args_key"].append(key)
             cols["object"].append(o.get("object"))
             cols["decision"].append(o["decision"])
+            cols["approval"].append(o.get("approval"))  # (a column added since: the one change here)
             cols["rule"].append(o.get("rule"))
             cols["rows"].append(o.get("rows"))
             cols["bytes"].append(o.get("bytes"))

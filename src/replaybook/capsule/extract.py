@@ -16,7 +16,8 @@ in time order, since a sub-agent's edits and calls are the run's too:
   ``--deselect``/``--ignore`` values omitted, ``-k``/``-m`` expressions kept as selected;
 * door calls no transcript step claims follow, in door order;
 * a door ``ask`` adds ``decision.approval`` = ``requested`` after the policy checkpoint (the call
-  itself is not answered);
+  itself is not answered); a call replaybook's door asked its user about adds
+  ``decision.approval`` = the answer (``approved``, ``declined`` …) after the policy checkpoint;
 * the run ends with ``decision.stop``: ``policy_denied`` when the last tool call was refused,
   ``end_turn`` when the transcript ends with the model's answer, else ``interrupted``.
 
@@ -159,8 +160,10 @@ def incident_run(capsule: Capsule | str | Path, incident: Incident | str | Path,
         log.add(tool_request_checkpoint(server, method, rd, target, ts, call_id))
         log.add(policy_checkpoint(server, method, row["decision"], _na(row["rule"]), authority, ts, call_id))
         last_denied = row["decision"] != "allow"
-        if row["decision"] == "ask":
+        if row["decision"] == "ask":  # a gateway that logs the question itself, unanswered
             log.add(decision_checkpoint("approval", "requested", ts))
+        elif "approval" in row.index and isinstance(row["approval"], str):  # the door asked; the user answered
+            log.add(decision_checkpoint("approval", row["approval"], ts))
         if last_denied:
             return
         rts = row["ts_end"] if not pd.isna(row["ts_end"]) else ts

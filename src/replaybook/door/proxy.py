@@ -9,7 +9,12 @@ and never rewrites what it forwards:
 * ``initialize``, ``ping``, ``server/discover``, ``tools/list``, ``resources/list`` and the other
   listing/negotiation requests in :data:`PASS_METHODS` (plus the rules file's ``pass_methods``),
   every notification, and every server→client message pass through untouched;
-* each ``tools/call`` and ``resources/read`` is decided by the rules (:mod:`.rules`).  A refused
+* each ``tools/call`` and ``resources/read`` is decided by the rules (:mod:`.rules`).  A rule
+  that *asks* sends the client an ``elicitation/create`` request (MCP elicitation: the client
+  asks its user "allow this call?") and the call is allowed only when the user approves; a
+  client that declared no ``elicitation`` capability, a decline, a dismissal or no answer within
+  :attr:`Door.ask_timeout_s` refuses it.  Such a call is logged with the decision that came of
+  it (``allow``/``deny``), the asking rule and ``approval`` (the answer).  A refused
   call is logged and answered by the door (a tool result with ``isError: true`` naming the rule;
   for ``resources/read`` a JSON-RPC error, code :data:`~.results.DOOR_REFUSED`).  An allowed call
   is forwarded; when the server answers, the door measures the answer, keeps it in the evidence
@@ -153,6 +158,14 @@ class Door:
         self.pass_methods = PASS_METHODS | frozenset(rules.pass_methods)
         self.calls = 0
         self.refused = 0
+        #: the client declared MCP elicitation in ``initialize``: a rule that asks can ask it
+        self.client_can_ask = False
+        #: how long a rule's question waits for the user's answer, seconds
+        self.ask_timeout_s = 300.0
+        self._asks: dict[str, list] = {}   # our elicitation request id → [answered event, answer]
+        self._asking: dict[Any, _Call] = {}  # client request id → a call waiting for its user's answer
+        self._n_asks = 0
+        self._tg = None                     # the relay's task group (a question waits in its own task)
 
     @property
     def server_name(self) -> str | None:
@@ -253,14 +266,15 @@ class Door:
         if call.decision.rule == "door:invalid-request":
             return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
                 code=types.INVALID_PARAMS, message=refusal_text(call.method, call.decision.rule)))
+        approval = call.extra.get("approval")
         if call.method == "tools/call":
-            res = refusal_result(call.tool, call.decision.rule)
+            res = refusal_result(call.tool, call.decision.rule, approval)
             version = (call.meta or {}).get(_PROTOCOL_VERSION_META_KEY) or self.protocol_version
             return types.JSONRPCResponse(jsonrpc="2.0", id=rid,
                                          result=_result_for("tools/call", version if isinstance(version, str)
                                                             else None, res))
         return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
-            code=DOOR_REFUSED, message=refusal_text(call.tool, call.decision.rule)))
+            code=DOOR_REFUSED, message=refusal_text(call.tool, call.decision.rule, approval)))
 
     @staticmethod
     def _log_failed(rid) -> types.JSONRPCError:
@@ -283,6 +297,11 @@ class Door:
             if msg is None:
                 await self._bad_line(peer, inc)
                 continue
+            if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)) and msg.id in self._asks:
+                asked = self._asks[msg.id]  # the user's answer to the door's own question: not the server's
+                asked[1] = msg
+                asked[0].set()
+                continue
             if isinstance(msg, types.JSONRPCRequest):
                 if msg.method in DECIDED_METHODS:
                     await self._decided(peer, server_write, msg, inc.bad_utf8)
@@ -294,6 +313,9 @@ class Door:
                     self._init_ids.add(msg.id)
                     if self._init_answered is None or self._init_answered.is_set():
                         self._init_answered = anyio.Event()
+                    if msg.method == "initialize":
+                        caps = (msg.params or {}).get("capabilities") if isinstance(msg.params, dict) else None
+                        self.client_can_ask = isinstance(caps, dict) and isinstance(caps.get("elicitation"), dict)
             await server_write.send(_session_message(msg))
 
     async def _decided(self, peer: ClientPeer, server_write, msg: types.JSONRPCRequest, bad_utf8: bool) -> None:
@@ -302,6 +324,14 @@ class Door:
         if call.decision.allowed and msg.id in self.pending:
             call.decision = Decision("deny", "door:invalid-request", call.decision.object)
             call.extra["error_detail"] = "request id already in flight"
+        if call.decision.decision == "ask" and self._tg is not None:
+            # the question waits for the user in a task of its own: this loop must go on
+            # reading, since the answer comes back through it
+            self._tg.start_soon(self._ask_then_relay, peer, server_write, msg, call)
+            return
+        if call.decision.decision == "ask":  # (no relay running: nobody to ask)
+            call.extra["approval"] = "unavailable"
+            call.decision = Decision("deny", call.decision.rule, call.decision.object, call.decision.objects)
         if not call.decision.allowed:
             self.refused += 1
             await self._server_named()
@@ -310,6 +340,63 @@ class Door:
             return
         self.pending[msg.id] = call
         await server_write.send(_session_message(msg))
+
+    async def _ask_then_relay(self, peer: ClientPeer, server_write, msg: types.JSONRPCRequest, call: _Call) -> None:
+        """A call a rule asks about: ask the user (:meth:`_ask`), then relay it (approved) or
+        refuse it, logging the decision that came of it with ``approval``."""
+        self._asking[msg.id] = call
+        approval = await self._ask(peer, call)  # (cancelled: the entry stays, for _abandon to log)
+        self._asking.pop(msg.id, None)
+        call.extra["approval"] = approval
+        d = call.decision
+        call.decision = Decision("allow" if approval == "approved" else "deny", d.rule, d.object, d.objects)
+        if approval == "approved" and msg.id not in self.pending:
+            self.pending[msg.id] = call
+            try:
+                await server_write.send(_session_message(msg))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # the server is gone: its wind-down logs and answers what is pending
+            return
+        if approval == "approved":  # the id is in flight already (the client reused it)
+            call.decision = Decision("deny", "door:invalid-request", d.object, d.objects)
+            call.extra["error_detail"] = "request id already in flight"
+        self.refused += 1
+        await self._server_named()
+        ok = self._write(self._record(call, error=call.extra.pop("error_detail", None)))
+        await self._safe_send(peer, self._refusal(call, msg.id) if ok else self._log_failed(msg.id))
+
+    async def _ask(self, peer: ClientPeer, call: _Call) -> str:
+        """Ask the client's user whether ``call`` may pass (MCP ``elicitation/create``, a form with
+        one yes/no field) and wait up to :attr:`ask_timeout_s` for the answer: ``approved``,
+        ``declined``, ``cancelled``, ``timed_out`` or ``unavailable`` (the client declared no
+        elicitation, or answered with an error)."""
+        if not self.client_can_ask:
+            return "unavailable"
+        self._n_asks += 1
+        rid = f"replaybook-door-ask-{self._n_asks}"
+        answered = anyio.Event()
+        self._asks[rid] = [answered, None]
+        what = f"{call.tool} on {call.decision.object}" if call.decision.object else call.tool
+        params = {"message": f"The door's rule {call.decision.rule!r} asks before this call: allow {what}?",
+                  "requestedSchema": {"type": "object", "required": ["approve"], "properties": {
+                      "approve": {"type": "boolean", "title": "Allow this call",
+                                  "description": f"{call.method} {what}, from the agent's MCP connection"}}}}
+        try:
+            await self._safe_send(peer, types.JSONRPCRequest(jsonrpc="2.0", id=rid, method="elicitation/create",
+                                                             params=params))
+            with anyio.move_on_after(self.ask_timeout_s):
+                await answered.wait()
+        finally:
+            got = self._asks.pop(rid)[1]
+        if got is None:
+            return "timed_out"
+        if isinstance(got, types.JSONRPCError):  # cannot ask after all, or the question was dropped
+            return "unavailable" if got.error.code in (types.METHOD_NOT_FOUND, types.INVALID_REQUEST) else "cancelled"
+        result = got.result if isinstance(got.result, dict) else {}
+        action = result.get("action")
+        if action == "accept":
+            return "approved" if (result.get("content") or {}).get("approve") is True else "declined"
+        return "cancelled" if action == "cancel" else "declined"
 
     async def _not_allowed(self, peer: ClientPeer, msg: types.JSONRPCRequest) -> None:
         params, _, _ = _jsonable(msg.params)
@@ -397,6 +484,13 @@ class Door:
             self._write(self._record(call, error=reason))
             ids.append(rid)
         self.pending.clear()
+        for rid, call in list(self._asking.items()):  # a question no one will answer now: refused
+            d = call.decision
+            call.decision = Decision("deny", d.rule, d.object, d.objects)
+            call.extra["approval"] = "timed_out"
+            self._write(self._record(call, error=f"no answer to the rule's question: {reason}"))
+            ids.append(rid)
+        self._asking.clear()
         return ids
 
     async def serve(self, peer: ClientPeer, server_read, server_write) -> str:
@@ -407,6 +501,8 @@ class Door:
         """
         ended = "client"
         async with anyio.create_task_group() as tg:
+            self._tg = tg
+
             async def from_server() -> None:
                 nonlocal ended
                 try:

@@ -129,7 +129,8 @@ def tool_error_text(result: Any, limit: int = 500) -> str | None:
     return "tool error"
 
 
-def refusal_result(tool: str, rule: str | None) -> types.CallToolResult:
-    """The MCP tool result the door answers a refused ``tools/call`` with (``isError: true``)."""
-    text = refusal_text(tool, rule)
+def refusal_result(tool: str, rule: str | None, approval: str | None = None) -> types.CallToolResult:
+    """The MCP tool result the door answers a refused ``tools/call`` with (``isError: true``);
+    ``approval``: the answer to an ``ask`` rule that refused it."""
+    text = refusal_text(tool, rule, approval)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)

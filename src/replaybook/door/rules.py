@@ -73,8 +73,18 @@ BUILTIN_RULES = {
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
-def refusal_text(tool: str, rule: str | None) -> str:
-    """What a refused call answers (the same for the door and for ``serve-capsule``)."""
+#: what each answer to an ``ask`` rule means, in a refusal's words (see :mod:`.proxy`)
+APPROVALS = {"approved": "the user approved it", "declined": "the user declined it",
+             "cancelled": "the user dismissed the question", "timed_out": "no answer came in time",
+             "unavailable": "the client cannot ask its user (no elicitation support)"}
+
+
+def refusal_text(tool: str, rule: str | None, approval: str | None = None) -> str:
+    """What a refused call answers (the same for the door and for ``serve-capsule``); with
+    ``approval``, the answer to the rule's question that refused it (:data:`APPROVALS`)."""
+    if approval is not None:
+        return (f"refused by the door: rule {rule!r} asks the user before this {tool} call, and "
+                f"{APPROVALS.get(approval, approval)}")
     text = f"refused by the door: rule {rule!r} denies this {tool} call"
     why = BUILTIN_RULES.get(rule or "")
     return f"{text} ({why})" if why else text
@@ -204,7 +214,8 @@ class Decision:
     """The door's decision for one call.
 
     Attributes:
-        decision: ``allow`` or ``deny``.
+        decision: ``allow``, ``deny`` or ``ask`` (a rule that asks the user: the door turns it
+            into ``allow`` or ``deny`` by the answer, :mod:`.proxy`).
         rule: the deciding rule's id (``default-deny`` or ``door:…`` for built-in refusals).
         object: the object logged for the call (the refused one when a call reaches several).
         objects: every object the call reaches, as matched (normalised, relative to a root).
@@ -324,14 +335,17 @@ class Rules:
                     return Decision(r.decision, r.id)
             return Decision("deny", DEFAULT_DENY)
         first: Decision | None = None
+        ask: Decision | None = None
         for obj in objects:
             d = next((Decision(r.decision, r.id, obj, tuple(objects)) for r in candidates if r.matches_object(obj)),
                      Decision("deny", DEFAULT_DENY, obj, tuple(objects)))
-            if d.decision != "allow":
+            if d.decision == "deny":  # a refusal of any object refuses the call, asked or not
                 return d
+            if d.decision == "ask":
+                ask = ask or d
             first = first or d
         assert first is not None
-        return first
+        return ask or first
 
 
 def _window(d: dict) -> Window:

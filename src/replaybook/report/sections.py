@@ -932,6 +932,8 @@ def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
             ("tool", "tool", "code"), ("object", "object", "code"), ("rule", "rule", "code"),
             ("args_key", "arguments", "code"), ("error", "error", "text"),
             ("step_seq", "step", "num"), ("step_call_id", "transcript tool-use id", "code")]
+    if "approval" in r.columns and r["approval"].notna().any():  # a rule that asks: the user's answer
+        cols.insert(6, ("approval", "the user, asked", "text"))
     if "step_result" in r.columns:
         cols.append(("step_result", "what the agent was shown", "code"))
     body = (f"<p>The door refused {_count(len(r), 'call')}. A refusal shows the agent asked; it does not show "

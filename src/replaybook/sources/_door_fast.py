@@ -105,13 +105,14 @@ class Rec(Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     error: Union[str, None] = None
     response_digest: Union[_DIGEST, None] = None
     object_digest: Union[_DIGEST, None] = None
+    approval: Union[Literal["approved", "declined", "cancelled", "timed_out", "unavailable"], None] = None
     method: str = None  # type: ignore[assignment]
     v: Literal[1] = None  # type: ignore[assignment]
 
 
 _DECODER = msgspec.json.Decoder(Rec)
 (_SESSION, _AGENT, _SEQ, _TS, _TS_END, _DURATION, _SERVER, _TOOL, _ARGS, _OBJECT, _DECISION, _RULE,
- _ROWS, _BYTES, _META, _CORRELATION, _ERROR, _RESPONSE_DIGEST, _OBJECT_DIGEST) = range(19)
+ _ROWS, _BYTES, _META, _CORRELATION, _ERROR, _RESPONSE_DIGEST, _OBJECT_DIGEST, _APPROVAL) = range(20)
 
 
 class _Unusable(Exception):
@@ -181,8 +182,8 @@ class ArgsTable:
 
 #: CALLS columns kept as codes into a table of distinct strings (the last three are mostly
 #: missing: a table of the given values is cheaper to make a ``string`` array of than every row)
-CODED = ("door_session", "agent", "server", "tool", "object", "decision", "rule", "correlation", "error",
-         "meta_call_id", "response_digest", "object_digest")
+CODED = ("door_session", "agent", "server", "tool", "object", "decision", "approval", "rule", "correlation",
+         "error", "meta_call_id", "response_digest", "object_digest")
 #: CALLS columns kept as Python values (mostly distinct per row, or numbers)
 PLAIN = ("seq", "ts", "ts_end", "duration_ms", "rows", "bytes", "line_no")
 _LISTS = ("seq", "duration_ms", "rows", "bytes")
@@ -432,7 +433,7 @@ def decode_file(data: bytes, info: dict, spath: str, default_agent: str | None, 
     te = c[_TS_END]
     te_fixed = _fixed(te)
     out._add_coded({"door_session": c[_SESSION], "agent": agent, "server": c[_SERVER], "tool": c[_TOOL],
-                    "object": c[_OBJECT], "decision": c[_DECISION], "rule": c[_RULE],
+                    "object": c[_OBJECT], "decision": c[_DECISION], "approval": c[_APPROVAL], "rule": c[_RULE],
                     "correlation": c[_CORRELATION], "error": c[_ERROR],
                     "meta_call_id": meta if meta.count(None) == n else list(map(_meta_id, meta)),
                     "response_digest": c[_RESPONSE_DIGEST], "object_digest": c[_OBJECT_DIGEST]}, n)

@@ -42,8 +42,10 @@ _STR_OR_NONE = (str, type(None))
 _INT_OR_NONE = (int, type(None))
 _KNOWN_FAST = frozenset({"ts", "ts_end", "seq", "session", "agent", "server", "tool", "arguments",
                          "object", "decision", "rule", "rows", "bytes", "meta", "error", "v",
-                         "duration_ms", "response_digest", "object_digest", "correlation", "method"})
+                         "duration_ms", "response_digest", "object_digest", "correlation", "method",
+                         "approval"})
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_APPROVALS = frozenset({None, "approved", "declined", "cancelled", "timed_out", "unavailable"})
 
 
 def _quick_ok(o: dict) -> bool:
@@ -70,6 +72,8 @@ def _quick_ok(o: dict) -> bool:
     for k in ("agent", "server", "object", "rule", "error", "ts_end", "correlation"):
         if type(o.get(k)) not in _STR_OR_NONE:
             return False
+    if o.get("approval") not in _APPROVALS:
+        return False
     if "v" in o and (o["v"] != 1 or type(o["v"]) is not int):
         return False
     if "method" in o and type(o["method"]) is not str:
@@ -225,6 +229,7 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
         cols["tool"].append(o["tool"])
         cols["object"].append(o.get("object"))
         cols["decision"].append(o["decision"])
+        cols["approval"].append(o.get("approval"))
         cols["rule"].append(o.get("rule"))
         cols["rows"].append(o.get("rows"))
         cols["bytes"].append(o.get("bytes"))

@@ -212,12 +212,15 @@ def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
 
 
 def _reach(call: Any) -> str:
-    """``demo/cars.xpt · allow (allow-demo) · 32 rows · 2,720 B`` for a door call row."""
+    """``demo/cars.xpt · allow (allow-demo) · 32 rows · 2,720 B`` for a door call row (a rule
+    that asked the user adds their answer: ``allow (ask-first, the user was asked: approved)``)."""
     obj = call.object if not _na(call.object) else "(no object)"
+    approval = getattr(call, "approval", None)
+    asked = "" if _na(approval) else f", the user was asked: {str(approval).replace('_', ' ')}"
     if str(call.decision) != "allow":
         rule = f" by rule {call.rule}" if not _na(call.rule) else ""
-        return f"{obj} · REFUSED{rule} · nothing returned"
-    parts = [str(obj), f"{call.decision}" + (f" ({call.rule})" if not _na(call.rule) else "")]
+        return f"{obj} · REFUSED{rule}{asked} · nothing returned"
+    parts = [str(obj), f"{call.decision}" + (f" ({call.rule}{asked})" if not _na(call.rule) else "")]
     if not _na(call.rows):
         parts.append(f"{int(call.rows):,} row" + ("" if int(call.rows) == 1 else "s"))
     if not _na(call.bytes):
