@@ -53,20 +53,21 @@ def fixture_server_cmd(data: Path) -> list[str]:
     return [sys.executable, str(FIXTURE_SERVER), str(data)]
 
 
-async def with_session(cmd: list[str], fn: Callable[[Any], Awaitable[Any]]) -> Any:
-    """Start ``cmd`` as an MCP server over stdio, initialize an SDK ClientSession, run ``fn(session)``."""
+async def with_session(cmd: list[str], fn: Callable[[Any], Awaitable[Any]], **session_kw: Any) -> Any:
+    """Start ``cmd`` as an MCP server over stdio, initialize an SDK ClientSession (``session_kw``:
+    its callbacks, e.g. ``elicitation_callback``), run ``fn(session)``."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, **session_kw) as session:
             await session.initialize()
             return await fn(session)
 
 
-def run_session(cmd: list[str], fn: Callable[[Any], Awaitable[Any]]) -> Any:
+def run_session(cmd: list[str], fn: Callable[[Any], Awaitable[Any]], **session_kw: Any) -> Any:
     """Synchronous :func:`with_session`."""
-    return anyio.run(with_session, cmd, fn)
+    return anyio.run(lambda: with_session(cmd, fn, **session_kw))
 
 
 def log_files(log_root: Path) -> list[Path]:

@@ -5,14 +5,12 @@ The client is the SDK's ``ClientSession`` with an elicitation callback (it then 
 
 from __future__ import annotations
 
-import os
-
 import anyio
 import pytest
 
 from replaybook.sources.door import load_door
 
-from .conftest import door_cmd, fixture_server_cmd, validate_lines
+from .conftest import door_cmd, fixture_server_cmd, run_session, validate_lines
 
 RULES = """\
 version: 1
@@ -32,11 +30,9 @@ rules:
 
 
 def _session(cmd, fn, answer=None):
-    """Run ``fn(session)`` through the door; ``answer(message) -> ElicitResult`` makes the
-    client one that can be asked (``None``: a client without elicitation)."""
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-    import mcp_types as types
-
+    """Run ``fn(session)`` through the door; ``answer(message) -> ElicitResult`` (or an awaitable
+    of one) makes the client one that can be asked (``None``: a client without elicitation).
+    Returns ``(fn's result, the questions asked)``."""
     asked: list[str] = []
 
     async def on_elicit(ctx, params):
@@ -44,15 +40,8 @@ def _session(cmd, fn, answer=None):
         got = answer(params.message)
         return await got if hasattr(got, "__await__") else got
 
-    async def go():
-        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
-        async with stdio_client(params) as (read, write):
-            kw = {"elicitation_callback": on_elicit} if answer is not None else {}
-            async with ClientSession(read, write, **kw) as s:
-                await s.initialize()
-                return await fn(s)
-
-    return anyio.run(go), asked, types
+    kw = {"elicitation_callback": on_elicit} if answer is not None else {}
+    return run_session(cmd, fn, **kw), asked
 
 
 @pytest.fixture
@@ -80,7 +69,7 @@ def test_the_user_approves_one_read_and_declines_another(tmp_path, data_root, as
         return types.ElicitResult(action="accept", content={"approve": ok})
 
     log_root = tmp_path / "door"
-    out, asked, _ = _session(door_cmd(ask_rules, log_root, fixture_server_cmd(data_root), session="s"), _calls, answer)
+    out, asked = _session(door_cmd(ask_rules, log_root, fixture_server_cmd(data_root), session="s"), _calls, answer)
     # asked twice (the two reads under demo/), never for the listing or the refused .env
     assert asked == ["The door's rule 'ask-before-reading' asks before this call: allow read_object on "
                      "demo/notes.txt?",
@@ -106,14 +95,14 @@ def test_a_client_that_cannot_be_asked_is_refused_and_a_dismissal_too(tmp_path, 
     import mcp_types as types
 
     log_root = tmp_path / "door"
-    out, asked, _ = _session(door_cmd(ask_rules, log_root, fixture_server_cmd(data_root), session="s"), _calls)
+    out, asked = _session(door_cmd(ask_rules, log_root, fixture_server_cmd(data_root), session="s"), _calls)
     assert asked == [] and out[0].is_error and out[0].content[0].text.endswith(
         "and the client cannot ask its user (no elicitation support)")
     lines = {o["seq"]: o for o in validate_lines(log_root / "analyst" / "s.jsonl")}
     assert (lines[1]["decision"], lines[1]["approval"]) == ("deny", "unavailable")
 
     log2 = tmp_path / "door2"
-    out, asked, _ = _session(door_cmd(ask_rules, log2, fixture_server_cmd(data_root), session="s"), _calls,
+    out, asked = _session(door_cmd(ask_rules, log2, fixture_server_cmd(data_root), session="s"), _calls,
                              lambda m: types.ElicitResult(action="cancel"))
     assert len(asked) == 2 and out[0].is_error and out[0].content[0].text.endswith("the user dismissed the question")
     assert {o["seq"]: o.get("approval") for o in validate_lines(log2 / "analyst" / "s.jsonl")} == {
