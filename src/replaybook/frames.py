@@ -267,7 +267,7 @@ CALLS = FrameSpec(
         ("object", "string", "the object the call reached (a path, a table, a URI)"),
         ("decision", "string", "the door's decision: one of DECISIONS"),
         ("approval", "string", "when the deciding rule asks the user: their answer (approved, declined, cancelled, "
-                               "timed_out, unavailable), which made the decision allow or deny"),
+                               "timed_out, unavailable, failed), which made the decision allow or deny"),
         ("rule", "string", "id of the rule that decided"),
         ("rows", "Int64", "rows returned to the agent"),
         ("bytes", "Int64", "bytes returned to the agent"),

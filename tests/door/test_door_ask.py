@@ -72,9 +72,9 @@ def test_the_user_approves_one_read_and_declines_another(tmp_path, data_root, as
     out, asked = _session(door_cmd(ask_rules, log_root, fixture_server_cmd(data_root), session="s"), _calls, answer)
     # asked twice (the two reads under demo/), never for the listing or the refused .env
     assert asked == ["The door's rule 'ask-before-reading' asks before this call: allow read_object on "
-                     "demo/notes.txt?",
+                     'demo/notes.txt? Arguments: {"path":"demo/notes.txt"}',
                      "The door's rule 'ask-before-reading' asks before this call: allow read_object on "
-                     "demo/cars.csv?"]
+                     'demo/cars.csv? Arguments: {"path":"demo/cars.csv"}']
     assert not out[0].is_error and out[0].content[0].text == "cars from 1974\n"
     assert out[1].is_error and out[1].content[0].text == (
         "refused by the door: rule 'ask-before-reading' asks the user before this read_object call, and the user "
@@ -174,6 +174,8 @@ def test_the_report_says_what_the_user_answered():
         dict(door_session="s", seq=3, ts=t, tool="read_object", object="x/.env", decision="deny", rule="no-env")])
     h = S.refused_calls(calls)
     assert "<th>the user, asked</th>" in h and ">timed_out<" in h
+    h = S.session_calls(calls, None, "s")  # an approved call reads as asked and approved, not a plain allow
+    assert "<th>the user, asked</th>" in h and ">approved<" in h
     rows = list(calls.itertuples(index=False))
     assert _reach(rows[0]) == "demo/a · allow (ask-first, the user was asked: approved) · 3 rows · 10 B"
     assert _reach(rows[1]) == "demo/b · REFUSED by rule ask-first, the user was asked: timed out · nothing returned"

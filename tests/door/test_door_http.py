@@ -174,6 +174,12 @@ def test_a_server_lost_mid_session_answers_and_logs_the_call_in_flight(data_root
     (["--url", "ftp://host/mcp"], "is not an http(s) URL"),
     (["--url", "http://127.0.0.1:9/mcp", "--header", "Bearer s3cr3t"], "expected 'NAME: VALUE'"),
     (["--url", "http://127.0.0.1:9/mcp", "--cwd", "."], "--cwd goes with a server started as a command"),
+    # a value HTTP cannot carry: refused at the start, never echoed (it went into the log and the
+    # agent's answer on the first call, or crashed with a UnicodeEncodeError)
+    (["--url", "http://127.0.0.1:9/mcp", "--header", "X-A: s3cr3t\r\nX-Injected: 1"], "holds a line break"),
+    (["--url", "http://127.0.0.1:9/mcp", "--header", "Authorization: Bearer s3cr3t\u00dc"], "non-ASCII character"),
+    (["--url", "http://127.0.0.1:9/mcp", "--header-env", "Authorization=REPLAYBOOK_TEST_UNSET"],
+     "REPLAYBOOK_TEST_UNSET is not"),
 ])
 def test_door_usage_mistakes_exit_2_and_say_what_to_do(rules_file, tmp_path, args, says):
     cmd = [sys.executable, "-m", "replaybook.door", "door", "--rules", str(rules_file),
@@ -188,3 +194,56 @@ def test_shown_url_keeps_scheme_host_port_and_path_only():
     assert shown_url("https://u:p@example.com:8443/a/mcp?key=1#f") == "https://example.com:8443/a/mcp"
     assert shown_url("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
     assert shown_url("https://example.com/mcp") == "https://example.com/mcp"
+
+
+def test_a_header_from_the_environment_reaches_the_server(http_server, rules_file, tmp_path, monkeypatch):
+    """--header-env keeps the token off the door's command line (which the process list shows)."""
+    _, url = http_server
+    rules_all = tmp_path / "allow-all.yaml"
+    rules_all.write_text("version: 1\nrules:\n  - id: any\n    decision: allow\n")
+    monkeypatch.setenv("REPLAYBOOK_TEST_TOKEN", "Bearer from-env-42")
+    cmd = _door_url(rules_all, tmp_path / "door", url, "--header-env", "Authorization=REPLAYBOOK_TEST_TOKEN")
+    assert "from-env-42" not in " ".join(cmd)
+    got = run_session(cmd, lambda s: s.call_tool("whoami", {}))
+    assert got.content[0].text == "Bearer from-env-42"
+    assert b"from-env-42" not in (tmp_path / "door" / "analyst" / "web-1.jsonl").read_bytes()
+
+
+def test_an_unreachable_server_answers_the_clients_initialize_with_the_reason(rules_file, tmp_path):
+    """An SDK client saw only 'Connection closed'; the door now answers its initialize."""
+    port = _free_port()
+    with pytest.raises(Exception) as e:
+        run_session(_door_url(rules_file, tmp_path / "door", f"http://127.0.0.1:{port}/mcp"), lambda s: None)
+    assert f"cannot reach the MCP server at http://127.0.0.1:{port}/mcp" in repr(e.value)
+
+
+def test_messages_sent_before_the_initialize_answer_wait_for_the_session_id(http_server, rules_file, tmp_path):
+    """A client that writes initialize, notifications/initialized and a call at once: over HTTP
+    the session id comes with the initialize answer, so the door holds the rest until it has
+    it (the notification had been refused: 'HTTP 400 … Missing session ID')."""
+    import json
+
+    _, url = http_server
+    p = subprocess.Popen(_door_url(rules_file, tmp_path / "door", url), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "list_folder", "arguments": {"path": "demo"}}}]
+    try:
+        p.stdin.write(b"".join(json.dumps(x).encode() + b"\n" for x in lines))
+        p.stdin.flush()
+        got = {}
+        while len(got) < 2:
+            o = json.loads(p.stdout.readline())
+            got[o.get("id")] = o
+        p.stdin.close()
+        p.wait(30)
+    finally:
+        p.kill()
+    err = p.stderr.read().decode()
+    p.stdout.close()
+    p.stderr.close()
+    assert "result" in got[1] and got[2]["result"]["content"][0]["text"] == "cars.csv\nnotes.txt\n"
+    assert "HTTP 400" not in err, err

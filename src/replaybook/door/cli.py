@@ -54,11 +54,14 @@ def _fast_start() -> None:
 @click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'",
               help="With --url: an HTTP header sent with every request (e.g. 'Authorization: Bearer …'); "
                    "repeatable; never logged.")
+@click.option("--header-env", "header_envs", multiple=True, metavar="NAME=VAR",
+              help="With --url: header NAME with the value of environment variable VAR (a token kept off "
+                   "the command line, which other users of the machine can list); repeatable.")
 @click.option("--no-fsync", is_flag=True, hidden=True, help="Do not fsync log lines (benchmarks only).")
 @click.argument("server_cmd", nargs=-1, required=False, type=click.UNPROCESSED)
 def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None, session: str | None,
          server_name: str | None, max_message_bytes: int, cwd: str | None, url: str | None,
-         headers: tuple[str, ...], no_fsync: bool, server_cmd: tuple[str, ...]) -> None:
+         headers: tuple[str, ...], header_envs: tuple[str, ...], no_fsync: bool, server_cmd: tuple[str, ...]) -> None:
     """Put a door in front of the MCP server SERVER_CMD (after `--`), or of the remote one at
     --url: stdio in, stdio (or Streamable HTTP) out.
 
@@ -78,7 +81,7 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
                                if url else "give the MCP server as a command after `--`, or --url URL")
     if cwd and url:
         raise click.UsageError("--cwd goes with a server started as a command, not with --url")
-    if headers and not url:
+    if (headers or header_envs) and not url:
         raise click.UsageError("--header goes with --url (a server started as a command gets no HTTP headers)")
     sent: dict[str, str] = {}
     if url:
@@ -86,12 +89,24 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
 
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
             raise click.BadParameter(f"{shown_url(url)!r} is not an http(s) URL", param_hint="--url")
-        for h in headers:
-            name, sep, value = h.partition(":")
-            if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+        given = [(*h.partition(":")[::2], "--header", ":" in h) for h in headers]
+        for spec in header_envs:
+            name, _, var = spec.partition("=")
+            if not var or var not in os.environ:
+                raise click.BadParameter(f"expected NAME=VAR with VAR set in the environment ({var or '?'} is not)",
+                                         param_hint="--header-env")
+            given.append((name, os.environ[var], "--header-env", True))
+        for name, value, option, ok in given:
+            name, value = name.strip(), value.strip()
+            if not ok or not name or any(c.isspace() or not c.isprintable() or not c.isascii() for c in name):
                 raise click.BadParameter("expected 'NAME: VALUE': a header name, a colon, its value "
-                                         "(the value is not repeated here)", param_hint="--header")
-            sent[name.strip()] = value.strip()
+                                         "(the value is not repeated here)", param_hint=option)
+            # (a value is never echoed: it is usually a secret)
+            if any(c in value for c in "\r\n\0") or not value.isascii() or not value.isprintable():
+                raise click.BadParameter(f"the value of header {name!r} holds a line break, a control or a "
+                                         "non-ASCII character, which HTTP headers cannot carry (the value is not "
+                                         "repeated here)", param_hint=option)
+            sent[name] = value
     rules = load_rules(rules_path)
     agent = agent or os.environ.get(_AGENT_ENV) or "agent"
     log = CallLog(log_root, agent, session or new_session_id(), fsync=not no_fsync)

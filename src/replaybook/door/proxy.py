@@ -166,6 +166,9 @@ class Door:
         self._asking: dict[Any, _Call] = {}  # client request id → a call waiting for its user's answer
         self._n_asks = 0
         self._tg = None                     # the relay's task group (a question waits in its own task)
+        #: hold every other client message until the server has answered ``initialize`` (over
+        #: HTTP the session id comes with that answer; a notification sent before it is refused)
+        self.hold_until_initialized = False
 
     @property
     def server_name(self) -> str | None:
@@ -297,6 +300,10 @@ class Door:
             if msg is None:
                 await self._bad_line(peer, inc)
                 continue
+            if (self.hold_until_initialized and self._init_ids and self._init_answered is not None
+                    and not (isinstance(msg, types.JSONRPCRequest) and msg.method == "initialize")):
+                with anyio.move_on_after(30):
+                    await self._init_answered.wait()
             if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)) and msg.id in self._asks:
                 asked = self._asks[msg.id]  # the user's answer to the door's own question: not the server's
                 asked[1] = msg
@@ -367,17 +374,23 @@ class Door:
 
     async def _ask(self, peer: ClientPeer, call: _Call) -> str:
         """Ask the client's user whether ``call`` may pass (MCP ``elicitation/create``, a form with
-        one yes/no field) and wait up to :attr:`ask_timeout_s` for the answer: ``approved``,
-        ``declined``, ``cancelled``, ``timed_out`` or ``unavailable`` (the client declared no
-        elicitation, or answered with an error)."""
+        one yes/no field; the message names the tool, every object it reaches and its arguments)
+        and wait up to :attr:`ask_timeout_s` for the answer: ``approved``, ``declined``,
+        ``cancelled``, ``timed_out``, ``unavailable`` (the client declared no elicitation, or does
+        not know the method) or ``failed`` (it answered with another error)."""
         if not self.client_can_ask:
             return "unavailable"
         self._n_asks += 1
         rid = f"replaybook-door-ask-{self._n_asks}"
         answered = anyio.Event()
         self._asks[rid] = [answered, None]
-        what = f"{call.tool} on {call.decision.object}" if call.decision.object else call.tool
-        params = {"message": f"The door's rule {call.decision.rule!r} asks before this call: allow {what}?",
+        objects = list(call.decision.objects) or ([call.decision.object] if call.decision.object else [])
+        what = f"{call.tool} on {' and '.join(objects)}" if objects else call.tool
+        args = orjson.dumps(call.arguments).decode() if call.arguments is not None else "{}"
+        if len(args) > 400:
+            args = args[:400] + " …"
+        params = {"message": f"The door's rule {call.decision.rule!r} asks before this call: allow {what}? "
+                             f"Arguments: {args}",
                   "requestedSchema": {"type": "object", "required": ["approve"], "properties": {
                       "approve": {"type": "boolean", "title": "Allow this call",
                                   "description": f"{call.method} {what}, from the agent's MCP connection"}}}}
@@ -390,8 +403,8 @@ class Door:
             got = self._asks.pop(rid)[1]
         if got is None:
             return "timed_out"
-        if isinstance(got, types.JSONRPCError):  # cannot ask after all, or the question was dropped
-            return "unavailable" if got.error.code in (types.METHOD_NOT_FOUND, types.INVALID_REQUEST) else "cancelled"
+        if isinstance(got, types.JSONRPCError):  # cannot ask after all, or the question failed
+            return "unavailable" if got.error.code in (types.METHOD_NOT_FOUND, types.INVALID_REQUEST) else "failed"
         result = got.result if isinstance(got.result, dict) else {}
         action = result.get("action")
         if action == "accept":
@@ -580,6 +593,7 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
 
     door = Door(rules, log, evidence=evidence, server_name=server_name,
                 default_server=urlsplit(url).hostname or "remote", grace_s=grace_s)
+    door.hold_until_initialized = True
     shown = shown_url(url)
     async def refused_by_http(response) -> None:
         # the SDK answers the request with a bare "Server returned an error response": say why here
@@ -602,11 +616,17 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
             first = lost
             while isinstance(first, BaseExceptionGroup):
                 first = first.exceptions[0]
-            reason = f"cannot reach the MCP server at {shown}: {first}"
-            for rid in door._abandon(reason):  # logged, then answered: no call is left hanging
+            said = str(first)
+            for v in (headers or {}).values():  # a header value never reaches a log, the agent or stderr
+                if v:
+                    said = said.replace(v, "[header value]").replace(repr(v.encode())[2:-1], "[header value]")
+            reason = f"cannot reach the MCP server at {shown}: {said}"
+            # logged, then answered: no call is left hanging — and an initialize still open (the
+            # server was never reached) gets the reason too, instead of a closed connection
+            for rid in [*door._abandon(reason), *door._init_ids]:
                 await door._safe_send(peer, types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
                     code=types.INTERNAL_ERROR, message=reason)))
-            raise UpstreamUnreachable(reason) from first
+            raise UpstreamUnreachable(reason) from None
     return ended
 
 

@@ -76,7 +76,8 @@ _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 #: what each answer to an ``ask`` rule means, in a refusal's words (see :mod:`.proxy`)
 APPROVALS = {"approved": "the user approved it", "declined": "the user declined it",
              "cancelled": "the user dismissed the question", "timed_out": "no answer came in time",
-             "unavailable": "the client cannot ask its user (no elicitation support)"}
+             "unavailable": "the client cannot ask its user (no elicitation support)",
+             "failed": "asking the user failed (the client answered with an error)"}
 
 
 def refusal_text(tool: str, rule: str | None, approval: str | None = None) -> str:

@@ -559,6 +559,8 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
             ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("error", "door error", "text"),
             ("args_key", "arguments", "code"), ("step_seq", "step", "num"),
             ("got_back", "what the agent got back", "html")]
+    if "approval" in c.columns and c["approval"].notna().any():  # a rule asked the user: their answer
+        cols.insert(6, ("approval", "the user, asked", "text"))
     agent = c["agent"].dropna().iloc[0] if len(c) and c["agent"].notna().any() else None
     sub = _count(len(c), "call") + (f", agent {agent}" if agent is not None else "")
     return _section(f"Door session {door_session}",

@@ -105,7 +105,7 @@ class Rec(Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     error: Union[str, None] = None
     response_digest: Union[_DIGEST, None] = None
     object_digest: Union[_DIGEST, None] = None
-    approval: Union[Literal["approved", "declined", "cancelled", "timed_out", "unavailable"], None] = None
+    approval: Union[Literal["approved", "declined", "cancelled", "timed_out", "unavailable", "failed"], None] = None
     method: str = None  # type: ignore[assignment]
     v: Literal[1] = None  # type: ignore[assignment]
 

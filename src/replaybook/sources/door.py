@@ -45,7 +45,7 @@ _KNOWN_FAST = frozenset({"ts", "ts_end", "seq", "session", "agent", "server", "t
                          "duration_ms", "response_digest", "object_digest", "correlation", "method",
                          "approval"})
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_APPROVALS = frozenset({None, "approved", "declined", "cancelled", "timed_out", "unavailable"})
+_APPROVALS = frozenset({None, "approved", "declined", "cancelled", "timed_out", "unavailable", "failed"})
 
 
 def _quick_ok(o: dict) -> bool:
