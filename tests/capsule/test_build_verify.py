@@ -169,3 +169,9 @@ def test_an_agent_on_no_repository_can_still_reproduce(demo, tmp_path):
     assert forensic.checkpoints[0].digest == state.digest
     d = diff_runs(inc, forensic)
     assert d.first_divergence != "state.repository" and d.verdict != "not_re_derivable", d.verdict_text
+    # a live verification of such an agent pins the same state
+    from replaybook.capsule import LiveHarness
+    from replaybook.capsule.scripted import T_LIVE, DemoWorld
+
+    live = LiveHarness(DemoWorld(T_LIVE), None, no_repository=True).run(deploy_rule_agent)
+    assert (live.checkpoints[0].label, live.checkpoints[0].digest) == ("state.repository", state.digest)

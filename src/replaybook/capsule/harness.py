@@ -448,12 +448,15 @@ class LiveHarness(Harness):
             performs writes — only for simulated worlds (the scripted demo's incident).
         run_name: the run's name (default ``live``).
         mode: ``live`` (default) or ``incident`` (recording a simulated incident).
+        no_repository: the agent works on no repository (a capsule built with ``repository:
+            none``): without a ``workspace`` the state is pinned as none, as in the capsule's runs.
     """
 
     def __init__(self, transport: LiveTransport, workspace: Workspace | None = None, *,
                  capture_store: EvidenceStore | None = None, read_only: bool = True, run_name: str = "live",
-                 mode: str = "live"):
+                 mode: str = "live", no_repository: bool = False):
         super().__init__(run_name, workspace)
+        self.no_repository = no_repository
         self.transport = transport
         self.capture_store = capture_store
         self.read_only = read_only
@@ -476,7 +479,7 @@ class LiveHarness(Harness):
             st = self.workspace.state
             self.log.add(state_checkpoint(st.commit, st.dirty_tree_digest, now, {"checked": True}))
         else:
-            self.log.add(state_checkpoint(None, None, now, {"checked": False}))
+            self.log.add(state_checkpoint(None, None, now, {"checked": False}, none=self.no_repository))
         self._begin_authority(self.transport.identity(), now, {"source": "live"})
 
     def _plan(self, server: str, method: str, rd: str) -> tuple[str, str, datetime]:
