@@ -247,3 +247,23 @@ def test_utf16_text_is_said_to_be_utf16_not_unrecognised(tmp_path, capsys):
     assert capsys.readouterr().err == (f"replaybook: error: {wide}: UTF-16 text: replaybook reads UTF-8 (a copy "
                                        "converted with `iconv -f UTF-16 -t UTF-8` will read); it cannot be read as "
                                        "door as it is\n")
+
+
+def test_a_file_with_cr_only_line_ends_is_said_to_be_one(tmp_path):
+    """Read as one unterminated line, it had been quarantined as 'still being written?'."""
+    from replaybook.sources.claude_code import load_claude_code
+    from replaybook.sources.door import load_door
+
+    door = next((FIX / "join_trap" / "door").rglob("*.jsonl")).read_text()
+    tr = next((FIX / "join_trap" / "transcripts").rglob("*.jsonl")).read_text()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "s.jsonl").write_text(door.replace("\n", "\r"))
+    (tmp_path / "t.jsonl").write_text(tr.replace("\n", "\r"))
+    for res in (load_door(tmp_path / "d"), load_claude_code(tmp_path / "t.jsonl")):
+        assert len(res.frame) == 0
+        assert res.quarantine[["line_no", "kind"]].values.tolist() == [[1, "invalid"]]
+        assert res.quarantine["error"].iloc[0].startswith("the lines end in CR only (no LF)")
+    # a real unterminated last line is still 'pending'
+    (tmp_path / "d" / "s.jsonl").write_text(door + '{"ts": "2026-09-13T10:00:09Z", "sess')
+    q = load_door(tmp_path / "d").quarantine
+    assert q["kind"].tolist() == ["pending"]

@@ -325,6 +325,10 @@ def file_info(path: str | Path, raw_size: int, data: bytes, fmt: str) -> dict:
     }
 
 
+#: The quarantine's words for a file whose lines end in CR only (no LF): one "line" to a reader.
+CR_ONLY = ("the lines end in CR only (no LF), so the file reads as one unfinished line: JSON Lines needs LF "
+           "line ends (a copy converted with `tr '\\r' '\\n'` will read)")
+
 #: The quarantine's words for an unterminated last line (``kind="pending"``): a log still being
 #: written, not a damaged one.
 PENDING = "unterminated last line (still being written?)"
@@ -341,9 +345,15 @@ def unreadable_row(path: str | Path, line: Line, loader: str, why: str) -> dict:
 def quarantine_row(path: str | Path, line: Line | None, loader: str, error: str, *,
                    kind: str = "invalid", line_no: int | None = None, offset: int | None = None,
                    raw: bytes | None = None) -> dict:
-    """A QUARANTINE row dict for a line (or for a whole file when ``line`` is None)."""
+    """A QUARANTINE row dict for a line (or for a whole file when ``line`` is None).
+
+    An unterminated "last line" (``pending``) that holds carriage returns is a file whose lines
+    end in CR only (an old Mac editor's): not a log still being written, so it is said as such
+    (``invalid``, with the conversion that reads it)."""
     if line is not None:
         line_no, offset, raw = line.line_no, line.offset, line.raw
+    if kind == "pending" and raw is not None and b"\r" in raw.rstrip(b"\r"):
+        kind, error = "invalid", CR_ONLY
     text = None
     if raw is not None:
         text = safe_str(raw[:400].decode("utf-8", "replace"))[:200]
