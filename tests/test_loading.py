@@ -267,3 +267,36 @@ def test_a_file_with_cr_only_line_ends_is_said_to_be_one(tmp_path):
     (tmp_path / "d" / "s.jsonl").write_text(door + '{"ts": "2026-09-13T10:00:09Z", "sess')
     q = load_door(tmp_path / "d").quarantine
     assert q["kind"].tolist() == ["pending"]
+
+
+def test_one_session_id_in_two_gateways_logs_is_two_sessions(tmp_path, capsys):
+    """A door log and an obot audit log that both call a session 'obot-sess-1' had merged into
+    one door session (one conversation to the join); a format's own rotated logs stay one."""
+    import json
+    import shutil
+
+    from replaybook import Incident
+    from replaybook.loading import load
+
+    shutil.copytree(FIX / "gateways" / "obot", tmp_path / "obot")
+    (tmp_path / "door" / "analyst").mkdir(parents=True)
+    line = {"ts": "2025-10-01T12:00:09Z", "seq": 1, "session": "obot-sess-1", "agent": "analyst",
+            "tool": "read_object", "arguments": {"path": "a"}, "decision": "allow"}
+    (tmp_path / "door" / "analyst" / "obot-sess-1.jsonl").write_text(json.dumps(line) + "\n")
+    calls = load([tmp_path]).results["calls"]
+    got = calls.frame.groupby("door_session")["source_file"].agg(lambda s: sorted({p.split("/")[-2] for p in s}))
+    assert got.to_dict() == {"door:obot-sess-1": ["analyst"], "obot:cursor:2025-10-02": ["obot"],
+                             "obot:obot-sess-1": ["obot"]}
+    notes = {i["path"].split("/")[-2]: i.get("sessions_renamed") for i in calls.inputs}
+    assert notes == {"analyst": ["door:obot-sess-1"], "obot": ["obot:obot-sess-1"]}
+    (tmp_path / "incident.yaml").write_text("title: t\ntranscripts: []\ndoor: [door/, obot/]\n")
+    inc = Incident.load(tmp_path)
+    assert sorted(inc.calls["door_session"].unique()) == ["door:obot-sess-1", "obot:cursor:2025-10-02",
+                                                          "obot:obot-sess-1"]
+    assert any("another gateway's log uses its session id too: read as door:obot-sess-1" in (i["note"] or "")
+               for i in inc.inputs)
+    # two rotated door logs of one session are one session
+    (tmp_path / "door" / "analyst" / "obot-sess-1.1.jsonl").write_text(json.dumps({**line, "seq": 2}) + "\n")
+    shutil.rmtree(tmp_path / "obot")
+    calls = load([tmp_path / "door"]).results["calls"].frame
+    assert calls["door_session"].unique().tolist() == ["obot-sess-1"] and len(calls) == 2

@@ -281,6 +281,10 @@ class Incident:
                                     self.path)
             parts.append(got.result)
         res = _concat(parts, _SPEC[kind])
+        if kind == "calls":  # one id in two gateways' logs: two sessions
+            from .loading import sessions_apart
+
+            res = sessions_apart(res)
         self._results[kind] = res
         return res
 

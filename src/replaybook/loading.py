@@ -114,6 +114,8 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
             inputs=prev.inputs + res.inputs,
         )
     results = {k: read_once(v) for k, v in results.items()}
+    if "calls" in results:
+        results["calls"] = sessions_apart(results["calls"])
     df = pd.DataFrame(table, columns=["path", "source", "frame", "confidence", "note"])
     rows, quar, notes = [], [], []
     for r in df.itertuples(index=False):
@@ -202,6 +204,40 @@ def read_once(res: LoadResult) -> LoadResult:
     return LoadResult(frame=frame, quarantine=quarantine, inputs=inputs)
 
 
+def sessions_apart(res: LoadResult) -> LoadResult:
+    """``res`` (a ``calls`` load) with a door session id that logs of *different* gateway formats
+    both use (``sess-1`` in a Docker MCP gateway log and in an agentgateway log, say) told apart:
+    those rows' ``door_session`` becomes ``<format>:<id>`` (re-sorted by session, time, seq) and
+    each such file's ``inputs`` entry says so (``sessions_renamed``).  Two gateways' calls had
+    merged into one session, joined as one conversation.  Files of one format sharing an id
+    are one gateway's rotated logs and stay together.  Returns ``res`` itself when no id is
+    shared across formats."""
+    f = res.frame
+    if not len(f) or "door_session" not in f.columns:
+        return res
+    fmt_of = {i.get("path"): i.get("format") for i in res.inputs if i.get("format")}
+    fmt = f["source_file"].map(fmt_of)
+    per = pd.DataFrame({"s": f["door_session"], "fmt": fmt}).dropna().drop_duplicates()
+    if per["s"].duplicated().sum() == 0:
+        return res
+    n_fmt = per.groupby("s")["fmt"].nunique()
+    shared = set(n_fmt[n_fmt > 1].index)
+    if not shared:
+        return res
+    mask = f["door_session"].isin(shared).fillna(False).to_numpy(bool)
+    sess = f["door_session"].astype(object).copy()
+    sess[mask] = (fmt[mask].astype(str) + ":" + f.loc[mask, "door_session"].astype(str)).to_numpy()
+    frame = f.assign(door_session=pd.array(sess.to_numpy(), dtype=f["door_session"].dtype))
+    frame = frame.sort_values(["door_session", "ts", "seq"], kind="stable", na_position="last").reset_index(drop=True)
+    renamed: dict[str, list[str]] = {}
+    for path, s_id, m in zip(f["source_file"], f["door_session"], mask):
+        if m and s_id not in renamed.setdefault(path, []):
+            renamed[path].append(s_id)
+    inputs = [dict(i, sessions_renamed=[f"{i.get('format')}:{x}" for x in renamed[i.get("path")]])
+              if renamed.get(i.get("path")) else i for i in res.inputs]
+    return LoadResult(frame=frame, quarantine=res.quarantine, inputs=inputs)
+
+
 def _input_note(info: dict) -> str | None:
     """What a loader said of one input file, in words (``skipped: CloudTrail digest file``,
     ``3 duplicate lines``, ``2 lines of other kinds ignored``), or ``None``."""
@@ -218,6 +254,9 @@ def _input_note(info: dict) -> str | None:
         parts[-1] += " ignored"
     if info.get("bom"):
         parts.append("starts with a UTF-8 byte-order mark (read past)")
+    if info.get("sessions_renamed"):
+        parts.append("another gateway's log uses its session id too: read as "
+                     + ", ".join(info["sessions_renamed"][:3]) + (" …" if len(info["sessions_renamed"]) > 3 else ""))
     return "; ".join(parts) or None
 
 
