@@ -190,7 +190,7 @@ def test_a_forced_format_that_reads_nothing_is_named_in_inputs(tmp_path):
     rows = [r for r in inc.inputs if r["format"] == "gatekit"]
     assert len(rows) == 1
     n = sum(1 for line in log.read_bytes().splitlines() if line.strip())
-    assert rows[0]["note"] == (f"{n} lines of other kinds ignored; "
+    assert rows[0]["note"] == (f"{n} records of other kinds ignored; "
                                "nothing in it was read as gatekit: is it another format?")
     read = [r for r in inc.inputs if r["format"] == "claude-code"]
     assert read and read[0]["note"] is None

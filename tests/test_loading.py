@@ -46,8 +46,8 @@ def test_input_notes_read_as_words():
         "skipped: CloudTrail digest file (no Records)"
     assert _input_note({"skipped": True}) == "skipped: no records"
     assert _input_note({"duplicates": 3}) == "3 duplicate lines"
-    assert _input_note({"duplicates": 1, "ignored_lines": 2}) == "1 duplicate line; 2 lines of other kinds ignored"
-    assert _input_note({"ignored_lines": 1}) == "1 line of other kinds ignored"
+    assert _input_note({"duplicates": 1, "ignored_lines": 2}) == "1 duplicate line; 2 records of other kinds ignored"
+    assert _input_note({"ignored_lines": 1}) == "1 record of other kinds ignored"
 
 
 def test_nothing_for_the_frame_says_what_each_file_was(tmp_path):
@@ -300,3 +300,15 @@ def test_one_session_id_in_two_gateways_logs_is_two_sessions(tmp_path, capsys):
     shutil.rmtree(tmp_path / "obot")
     calls = load([tmp_path / "door"]).results["calls"].frame
     assert calls["door_session"].unique().tolist() == ["obot-sess-1"] and len(calls) == 2
+
+
+def test_a_loaders_own_notes_reach_the_inputs_table_in_plain_words():
+    from replaybook.loading import _input_note
+
+    """Gateway loaders note what a log lacks (no zone, no arguments, made-up sessions); the
+    notes had been kept but shown nowhere."""
+    note = _input_note({"notes": ["Invariant message timestamps carry no zone: read as UTC",
+                                  "MCPJungle logs no arguments: arguments None, args_key NA",
+                                  "exchange records carry no time: ts NaT"]})
+    assert note == ("Invariant message timestamps carry no zone: read as UTC; MCPJungle logs no arguments: no "
+                    "arguments to compare; exchange records carry no time: time unknown")

@@ -238,22 +238,38 @@ def sessions_apart(res: LoadResult) -> LoadResult:
     return LoadResult(frame=frame, quarantine=res.quarantine, inputs=inputs)
 
 
+_NOTE_WORDS = (("arguments None, args_key NA", "no arguments to compare"),
+               ("arguments as logged, args_key NA", "arguments kept as logged but not compared"),
+               ("args_key left NA", "its arguments cannot be compared"),
+               ("; args_key NA", ": its arguments cannot be compared"), ("args_key NA", "arguments not compared"),
+               ("ts is NaT", "the time is unknown"), ("ts NaT", "time unknown"), ("tool left NA", "tool unknown"))
+
+
+def _plain_note(note: str) -> str:
+    """A loader's note in a reviewer's words (the frame's ``NA``/``NaT`` spelled out)."""
+    for a, b in _NOTE_WORDS:
+        note = note.replace(a, b)
+    return note
+
+
 def _input_note(info: dict) -> str | None:
     """What a loader said of one input file, in words (``skipped: CloudTrail digest file``,
-    ``3 duplicate lines``, ``2 lines of other kinds ignored``), or ``None``."""
+    ``3 duplicate lines``, ``2 records of other kinds ignored``, a loader's own notes), or ``None``."""
     parts = []
     if info.get("same_as"):
         return f"same content as {info['same_as']}: read once"
     if info.get("skipped"):
         parts.append(f"skipped: {info.get('reason') or 'no records'}")
     other = info.get("ignored_lines") or info.get("not_calls")  # (cloud / gateway loaders)
-    for n, what in ((info.get("duplicates"), "duplicate line"), (other, "line of other kinds")):
+    for n, what in ((info.get("duplicates"), "duplicate line"), (other, "record of other kinds")):
         if n:
-            parts.append(f"{n} {what}" if n == 1 else f"{n} {what.replace('line', 'lines', 1)}")
+            parts.append(f"{n} {what}" if n == 1 else f"{n} {what.replace('line', 'lines', 1).replace('record ', 'records ', 1)}")
     if parts and not info.get("skipped") and other:
         parts[-1] += " ignored"
     if info.get("bom"):
         parts.append("starts with a UTF-8 byte-order mark (read past)")
+    for note in info.get("notes") or ():  # what a loader says of the file (no zone, no arguments …)
+        parts.append(_plain_note(str(note)))
     if info.get("sessions_renamed"):
         parts.append("another gateway's log uses its session id too: read as "
                      + ", ".join(info["sessions_renamed"][:3]) + (" …" if len(info["sessions_renamed"]) > 3 else ""))

@@ -966,7 +966,7 @@ def quarantine_summary(quarantine: pd.DataFrame, *, max_rows: int = 50) -> str:
     line's start (escaped)."""
     if quarantine is None or len(quarantine) == 0:
         return _section("Quarantine", "<p>Nothing was set aside: no input line was damaged or unreadable. "
-                        "Valid lines of other kinds a loader left out are named in Inputs.</p>",
+                        "Valid records of other kinds a loader left out are named in Inputs.</p>",
                         anchor="quarantine")
     g = (quarantine.groupby(["source_file", "loader", "kind"], dropna=False, observed=True)
          .size().reset_index(name="lines"))
