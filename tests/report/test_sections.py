@@ -497,3 +497,24 @@ def test_data_stem_drops_the_format_and_a_compression_suffix():
     assert [S._data_stem(n) for n in ("cars.parquet", "cars.csv.gz", "cars.sas7bdat", "cars", ".env",
                                       "a.b.csv", "x.tar.gz", "v1.2")] == [
         "cars", "cars", "cars", "cars", ".env", "a.b", "x", "v1"]
+
+
+def test_a_report_where_nothing_matched_says_so(frames):
+    """Codex rollouts beside gateway logs of other days: no session has a transcript.  The
+    conversation sections had rendered empty, the residuals said 'None: every tool call
+    reached the door', and no line said that nothing matched."""
+    from replaybook.join import join_sessions
+
+    steps, calls, _, _ = frames
+    far = calls.assign(ts=calls["ts"] + pd.Timedelta(days=400))
+    res = join_sessions(steps, far, max_offset_s=0)
+    assert res.sessions["transcript_id"].isna().all()
+    assert "<b>No door session is linked to a transcript</b> (2 door sessions)" in S.join_summary(res.sessions, 60)
+    for h in (S.conversations(steps, far, res), S.asked_and_answered(steps, res.sessions)):
+        assert "No door session has a transcript assigned" in h and 'href="#unassigned"' in h
+    h = S.cannot_prove(unclaimed_calls=res.unclaimed_calls, unmatched_steps=res.unmatched_steps,
+                       unmatched_transcripts=res.unmatched_transcripts, sessions=res.sessions)
+    assert "Not checked: no transcript is assigned to a door session" in h and "None: every door-bound" not in h
+    # with a match, the headline counts it
+    _, _, _, sessions = frames
+    assert "<b>1 of 2 door sessions matched to a transcript</b>." in S.join_summary(sessions, 60)

@@ -415,12 +415,19 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     return s + "."
 
 
+#: a section about the conversation when no door session has a transcript (titled, anchored)
+_NO_CONVERSATION = ('<div class="rb-section"><h2 id="{anchor}">{title}</h2><p class="rb-note">No door session has a '
+                    "transcript assigned, so there is no conversation to set beside the door's calls here. Transcripts "
+                    'the join assigned to no session are shown, each in order, in '
+                    '<a href="#unassigned">Transcripts no door session explains</a>.</p></div>')
+
+
 def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: int = 600) -> str:
     """Per door session with a transcript: what the user asked (every prompt, in order) and the
     agent's last text answer, quoted from the transcript (escaped, truncated to ``limit``
     characters), so the report states the question and the answer in plain text."""
     if sessions is None or not len(sessions):
-        return ""
+        return _NO_CONVERSATION.format(title="What the agent was asked, and what it answered", anchor="asked")
     items = []
     for r in sessions.to_dict("records"):
         tid = r.get("transcript_id")
@@ -436,7 +443,7 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
         items.append(f"<h3>Door session <code>{esc(r['door_session'])}</code> · transcript "
                      f"<code>{esc(tid)}</code></h3><p>Asked:</p>{asked}<p>Answered (last text):</p>{answered}")
     if not items:
-        return ""
+        return _NO_CONVERSATION.format(title="What the agent was asked, and what it answered", anchor="asked")
     return _section("What the agent was asked, and what it answered", "".join(items), anchor="asked")
 
 
@@ -466,7 +473,16 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
         ("unclaimed_calls", "unclaimed calls", "num"), ("unmatched_steps", "steps without call", "num"),
     ]
     win = f" (window {window_s:g} s)" if window_s else ""
-    intro = (f"<p>Each door session is assigned at most one transcript, one-to-one, maximising the total "
+    n_s = len(sessions)
+    n_m = int((sessions["status"] == "matched").sum())
+    n_a = int((sessions["status"] == "ambiguous").sum())
+    if n_m + n_a == 0:
+        verdict = (f"<p><b>No door session is linked to a transcript</b> ({_count(n_s, 'door session')}): nothing "
+                   "here says which conversation made any door call.</p>")
+    else:
+        verdict = (f"<p><b>{n_m:,} of {_count(n_s, 'door session')} matched to a transcript</b>"
+                   + (f", {n_a:,} ambiguous" if n_a else "") + ".</p>")
+    intro = verdict + (f"<p>Each door session is assigned at most one transcript, one-to-one, maximising the total "
              f"number of agreeing steps{esc(win)}. <b>share</b> = agreed ÷ calls; <b>margin</b> = how many "
              f"agreeing steps the best assignment loses if this session may not have its transcript "
              f"(0 means an equally good alternative exists).</p>")
@@ -604,6 +620,8 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
 
     if join is None or not len(join.sessions):
         return ""
+    if not join.sessions["transcript_id"].notna().any():
+        return _NO_CONVERSATION.format(title="The conversation, in order", anchor="conversation")
     results = None
     if len(steps) and "result_text" in steps.columns:
         tc = steps[steps["kind"] == "tool_call"]
@@ -649,7 +667,7 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                               f'<p class="rb-note">{esc(_count(len(conv), "row"))}, in time order</p>' + body,
                               level=3))
     if not parts:
-        return ""
+        return _NO_CONVERSATION.format(title="The conversation, in order", anchor="conversation")
     intro = ("<p>What each agent was asked, what it said, what it called and what it got back, in the order it "
              "happened, from its transcript; beside each tool call, what the door decided and reached (<b>step</b> "
              "is the transcript's step number, as in the tables below; <b>#N</b> beside what the door reached is "
@@ -1157,8 +1175,11 @@ def cannot_prove(
                    ("tool_raw", "tool", "code"), ("call_id", "tool-use id", "code"), ("args_key", "arguments", "code"),
                    ("is_error", "error result", "text")],
                   max_rows=max_rows,
-                  empty=nothing if no_door else "None: every door-bound tool call of an assigned transcript "
-                                                "reached the door.")
+                  empty=nothing if no_door else (
+                      "None: every door-bound tool call of an assigned transcript reached the door."
+                      if sessions["transcript_id"].notna().any() else
+                      "Not checked: no transcript is assigned to a door session, so no transcript's tool calls "
+                      "are held against a door log here (see Transcripts no door session explains)."))
     body += "<h3>Transcripts assigned to no door session</h3>"
     ut = list(unmatched_transcripts or [])
     body += ("<ul>" + "".join(f"<li><code>{esc(t)}</code></li>" for t in ut) + "</ul>") if ut else \
