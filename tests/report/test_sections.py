@@ -518,3 +518,16 @@ def test_a_report_where_nothing_matched_says_so(frames):
     # with a match, the headline counts it
     _, _, _, sessions = frames
     assert "<b>1 of 2 door sessions matched to a transcript</b>." in S.join_summary(sessions, 60)
+
+
+def test_arguments_a_gateway_logged_but_could_not_compare_are_shown():
+    """A refused call's target, in arguments the gateway truncated (args_key NA), had read '—'."""
+    t = pd.Timestamp("2025-10-01T12:00:00Z")
+    calls = CALLS.build([dict(door_session="g", seq=1, ts=t, tool="read_object", decision="deny", rule="r",
+                              arguments={"bucket": "secrets", "key": "keys.txt"}),
+                         dict(door_session="g", seq=2, ts=t, tool="list", decision="allow", arguments=None)])
+    h = S.refused_calls(calls)
+    assert "{&quot;bucket&quot;: &quot;secrets&quot;, &quot;key&quot;: &quot;keys.txt&quot;} (as logged; not compared)" \
+        in re.sub("<wbr>", "", h)
+    h = S.session_calls(calls, None, "g")
+    assert "(as logged; not compared)" in h and h.count("(as logged; not compared)") == 1  # none for no arguments

@@ -16,6 +16,7 @@ Times are shown in UTC as ``YYYY-MM-DD HH:MM:SS.mmmZ``; durations and offsets in
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 from datetime import datetime, timezone
@@ -239,6 +240,29 @@ def table(
     if len(df) > max_rows:
         note = f'<p class="rb-note">Showing the first {max_rows:,} of {len(df):,} rows.</p>'
     return f'<table class="rb-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{note}'
+
+
+def _args_shown(df: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``df`` with ``args_key`` filled, for display, from ``arguments`` where a loader kept the
+    arguments but could not compare them (a gateway's redacted or truncated arguments, a
+    Codex call whose arguments are not JSON): "… (as logged; not compared)".  A reviewer had seen
+    "—" for arguments the log holds."""
+    if df is None or not len(df) or "args_key" not in df.columns or "arguments" not in df.columns:
+        return df
+    na = df["args_key"].isna().to_numpy(bool)
+    if not na.any():
+        return df
+    shown = df["args_key"].astype(object).to_numpy(copy=True)
+    for i in np.flatnonzero(na):
+        a = df["arguments"].iat[i]
+        if a is None or (isinstance(a, float) and math.isnan(a)) or a is pd.NA:
+            continue
+        try:
+            text = a if isinstance(a, str) else json.dumps(a, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError, RecursionError):
+            text = str(a)
+        shown[i] = f"{text} (as logged; not compared)"
+    return df.assign(args_key=shown)
 
 
 def _count(n: int, noun: str) -> str:
@@ -570,6 +594,7 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
         c["got_back"] = [result_cell(t, e) for t, e in zip(c["step_result"], c["is_error"])]
     else:
         c["got_back"] = "—"
+    c = _args_shown(c)
     cols = [("seq", "seq", "num"), ("ts", "time (UTC)", "ts"), ("tool", "tool", "code"),
             ("object", "object", "code"), ("decision", "decision", "text"), ("rule", "rule", "code"),
             ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("error", "door error", "text"),
@@ -948,6 +973,7 @@ def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
         return _section("Refused calls", "<p>The door refused no call.</p>", anchor="refused")
     m = _matched_steps(pairs, steps)
     r = r.merge(m, left_on=["door_session", "seq"], right_on=["door_session", "call_seq"], how="left")
+    r = _args_shown(r)
     cols = [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),
             ("tool", "tool", "code"), ("object", "object", "code"), ("rule", "rule", "code"),
             ("args_key", "arguments", "code"), ("error", "error", "text"),
@@ -1162,7 +1188,7 @@ def cannot_prove(
     no_door = sessions is None or not len(sessions)
     nothing = "No door calls in this incident (none listed, or none read from what was: see Inputs): nothing to compare."
     body += "<h3>Door calls no transcript step claims</h3>"
-    body += table(unclaimed_calls if unclaimed_calls is not None else None,
+    body += table(_args_shown(unclaimed_calls),
                   [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),
                    ("tool", "tool", "code"), ("object", "object", "code"), ("decision", "decision", "text"),
                    ("args_key", "arguments", "code")],
@@ -1170,7 +1196,7 @@ def cannot_prove(
                   empty=nothing if no_door else "None: every door call of an assigned session has a matching "
                                                 "transcript step.")
     body += "<h3>Transcript tool calls with no door call</h3>"
-    body += table(unmatched_steps if unmatched_steps is not None else None,
+    body += table(_args_shown(unmatched_steps),
                   [("transcript_id", "transcript", "code"), ("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"),
                    ("tool_raw", "tool", "code"), ("call_id", "tool-use id", "code"), ("args_key", "arguments", "code"),
                    ("is_error", "error result", "text")],
