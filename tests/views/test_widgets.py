@@ -114,6 +114,22 @@ def test_conversation_shows_calls_the_door_never_saw_and_unclaimed_calls(demo_in
     assert {"door never saw", "unclaimed", "refused", "reached"} <= statuses
 
 
+def test_a_tool_call_with_free_text_input_shows_that_text(demo_incident):
+    """Codex's apply_patch sends a patch, not JSON arguments (args_key NA): the conversation had
+    shown only the tool's name, so a file write was invisible."""
+    from replaybook.join import join_sessions
+
+    steps = demo_incident.steps.copy()
+    tid = demo_incident.join.assignments()[S1]
+    i = steps.index[(steps["transcript_id"] == tid) & (steps["kind"] == "tool_call") & (steps["tool"] == "describe")][0]
+    steps.loc[i, "args_key"] = pd.NA
+    steps.loc[i, "text"] = "*** Begin Patch\n*** Add File: gamma.txt\n+hello\n*** End Patch"
+    j = join_sessions(steps, demo_incident.calls, window_s=60)
+    conv = S.conversation(steps, demo_incident.calls, j, S1)
+    row = conv[conv["step_seq"] == steps.loc[i, "seq"]].iloc[0]
+    assert row["text"] == "*** Begin Patch *** Add File: gamma.txt +hello *** End Patch"
+
+
 def test_session_without_a_transcript_shows_the_table_and_a_note(demo_copy):
     man = demo_copy / "incident.yaml"
     man.write_text(man.read_text().replace("transcripts/*.jsonl", "transcripts/9c58*.jsonl"))

@@ -287,7 +287,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
             row["label"] = "model: " + (_short(r.text) or "(request to the model)")
         else:
             tool = r.tool if not _na(r.tool) else r.tool_raw
-            args = _short(r.args_key, 60)
+            # a call whose input is free text (Codex's apply_patch, a custom tool) has no
+            # comparable arguments: its text is what it sent
+            args = _short(r.args_key, 60) if not _na(r.args_key) else _short(r.text, 400)
             row.update(tool=None if _na(tool) else str(tool), text=args,
                        result=(_short(r.result_text, 400) or None) if hasattr(r, "result_text") else None)
             head = f"{tool} {args}".strip()
