@@ -159,6 +159,25 @@ def test_access_lane(small):
     assert spec["facet"]["sort"][0] == UNEXPLAINED_GROUP
 
 
+def test_other_services_events_are_not_drawn_as_storage_and_long_spans_show_dates(small):
+    """Real trails hold EC2, IAM and GCE events next to object reads: they had been drawn in
+    the 'storage no door call explains' row, and a row spanning years read 00:00:00 throughout."""
+    steps, calls, pairs = small
+    access = pd.DataFrame({"ts": [s(5), s(6), s(7) + pd.Timedelta(days=900)],
+                           "action": ["read", "other", "other"],
+                           "resource_uri": ["s3://b/k", "arn:aws:ec2:us-east-1:1:instance/i-1",
+                                            "//iam.googleapis.com/projects/p/serviceAccounts/x"],
+                           "outcome": ["allowed", "allowed", "denied"], "principal": ["a", "b", "c"], "bytes": [1, None, None]})
+    spec = timeline(steps, calls, pairs, access).to_dict()
+    acc = [v for v in spec["data"]["values"] if v["group"] == UNEXPLAINED_GROUP]
+    assert [v.get("object") for v in acc] == ["s3://b/k"]
+    assert "2 cloud events of other services (not storage) are not drawn: see the cloud section" in \
+        spec["title"]["subtitle"]
+    far = steps.assign(ts=steps["ts"] + pd.Timedelta(days=3))  # one row, three days long
+    x = timeline(pd.concat([steps, far.assign(seq=far["seq"] + 100)], ignore_index=True), calls, pairs).to_dict()
+    assert "%Y-%m-%d" in json.dumps(x)
+
+
 def test_linked_access_sits_under_its_call_with_a_link_line():
     import replaybook
 

@@ -395,6 +395,16 @@ def timeline(
 
     st = _step_records(steps, transcript_label)
     ca = _call_records(calls, session_label)
+    n_other = 0
+    if access is not None and len(access) and "resource_uri" in access.columns:
+        # the storage lane: requests on objects and buckets, what door calls reach; other
+        # services' events (roles assumed, instances started …) are counted in the report's
+        # cloud section, not drawn as storage
+        from ..access_join import on_storage
+
+        keep = [on_storage(u) for u in access["resource_uri"]]
+        n_other = len(keep) - sum(keep)
+        access = access[keep]
     ac, al = _access_records(access, access_links, session_label)
     pr = _pair_records(pairs, session_label)
     if not al.empty:
@@ -417,6 +427,10 @@ def timeline(
         )
 
     apart = _far_apart(events)
+    if n_other:
+        subtitle.append(f"{n_other:,} cloud events of other services (not storage) are not drawn: see the cloud section")
+    # one time axis spanning more than a day shows dates too (a multi-year lane read 00:00:00 throughout)
+    long_span = bool(len(events)) and (events["t"].max() - events["t"].min()) > pd.Timedelta(days=1)
     if apart:
         subtitle.append(f"each row has its own time axis: the sessions lie far apart "
                         f"({events['t'].min():%Y-%m-%d} to {events['t'].max():%Y-%m-%d})")
@@ -456,7 +470,7 @@ def timeline(
                             range=[CATEGORY_COLORS[c] for c in known] + ["#bcbd22"] * len(extra))
     color = alt.Color("category:N", scale=color_scale, title="lane / decision")
     x = alt.X("t:T", title="time (UTC)", scale=alt.Scale(type="utc", padding=10),
-              axis=alt.Axis(format="%Y-%m-%d %H:%M:%S" if apart else "%H:%M:%S", labelOverlap=True))
+              axis=alt.Axis(format="%Y-%m-%d %H:%M:%S" if apart or long_span else "%H:%M:%S", labelOverlap=True))
     y = alt.Y("lane:N", title=None, sort=list(LANES))
 
     def base(layer: str, two: bool = False) -> alt.Chart:
