@@ -209,3 +209,16 @@ def test_real_new_gateway_values(gw_dir):
 def _rows(frame, *cols):
     sub = frame[list(cols)].astype(object)
     return sub.where(sub.notna(), None).values.tolist()
+
+
+def test_every_gateway_names_the_object_its_arguments_name(gw_dir):
+    """The same {bucket, key} arguments gave 'reports/2025/q3 summary.csv' in some gateway
+    loaders and no object in others (obot, gatekit, Docker stderr), so those calls had no
+    storage link."""
+    from replaybook.loading import load_frame
+
+    f = load_frame([gw_dir], "calls").result.frame
+    named = [(a, o) for a, o in zip(f["arguments"], f["object"])
+             if isinstance(a, dict) and isinstance(a.get("bucket"), str) and isinstance(a.get("key"), str)]
+    assert len(named) >= 8
+    assert all(o == f"{a['bucket']}/{a['key']}" for a, o in named), named

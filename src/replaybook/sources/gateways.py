@@ -287,7 +287,15 @@ def _args(v: Any) -> tuple[Any, str | None]:
 
 
 def _finish(rows: list[dict], quarantine: list[dict], inputs: list[dict], loader: str) -> LoadResult:
-    """Rows → a sorted CALLS frame; ``seq`` numbered per session by time, then file order."""
+    """Rows → a sorted CALLS frame; ``seq`` numbered per session by time, then file order.  A row
+    whose gateway logs no object gets the one its arguments name (``path_object``: a path-like
+    argument, or ``<bucket>/<key>``), as every gateway loader's rows then do — a call with no
+    object had no storage link."""
+    from .gateways_more import path_object
+
+    for r in rows:
+        if not r.get("object") and isinstance(r.get("arguments"), dict):
+            r["object"] = path_object(r["arguments"])
     ts = to_utc([r.get("ts") for r in rows])
     te = to_utc([r.get("ts_end") for r in rows])
     frame = CALLS.build(rows)
