@@ -77,7 +77,7 @@ EXPECTED = {
     "modelled/context_forge_rows.json": (2, 1, 0, 0, 2),
     "modelled/invariant_gateway_trace_messages.json": (1, 1, 0, 1, 1),
     "modelled/mxcp_audit.jsonl": (2, 1, 0, 1, 1),
-    "modelled/mcp_streamable_http_exchange.jsonl": (3, 1, 0, 3, 1),
+    "modelled/mcp_streamable_http_exchange.jsonl": (4, 1, 0, 4, 1),
 }
 
 
@@ -201,9 +201,12 @@ def test_real_new_gateway_values(gw_dir):
     assert _rows(h.frame, "line_no", "agent", "server", "tool", "decision", "error") == [
         [5, "example-agent", "files-server", "read_object", "allow", None],
         [7, "example-agent", "files-server", "read_object", "deny", "AccessDenied: not allowed"],
+        [9, "example-agent", "files-server", "resources/read", "allow", None],   # an object read, as the door logs one
         [11, "example-agent", "files-server", "no_such_tool", "allow", "Unknown tool: no_such_tool (-32602)"]]
     assert h.frame["ts"].isna().all() and h.inputs[0]["unfinished"] == 0
-    assert h.frame.iloc[2]["args_key"] == "{}"
+    assert h.frame.iloc[3]["args_key"] == "{}"
+    assert (h.frame.iloc[2]["object"], h.frame.iloc[2]["args_key"]) == (
+        "s3://reports/2025/readme.md", '{"uri":"s3://reports/2025/readme.md"}')
 
 
 def _rows(frame, *cols):

@@ -21,7 +21,8 @@ def test_every_real_sample_file_gets_its_source(real_dir):
     assert len(side) == 6 and side.name.str.endswith(".meta.json").all()
     # CloudTrail delivery file 2 (its gz copy holds the same text: read once) + LookupEvents 6 +
     # GCP 9 + S3 5
-    assert len(loaded["calls"]) == 24 and len(loaded["access"]) == 22
+    # (calls: 25 with the MCP exchange's resources/read)
+    assert len(loaded["calls"]) == 25 and len(loaded["access"]) == 22
     gz = files[files.name == "cloud/111111111111_CloudTrail_eu-central-1_20171211T1505Z_A6kvhMoVeCsc7v8U.json.gz"]
     assert gz.note.tolist() == [f"same content as {real_dir}/cloud/111111111111_CloudTrail_eu-central-1_"
                                 f"20171211T1505Z_A6kvhMoVeCsc7v8U.json: read once"] and gz.rows.tolist() == [0]

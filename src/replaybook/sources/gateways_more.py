@@ -631,14 +631,20 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                         clients[sess] = ci["name"]
                         clients.setdefault(None, ci["name"])
                     init_ids[(sess, orjson.dumps(m.get("id")))] = None
-                if m["method"] != "tools/call" or "id" not in m:
+                if m["method"] not in ("tools/call", "resources/read") or "id" not in m:
                     info["not_calls"] += 1
                     continue
                 params = m.get("params") if isinstance(m.get("params"), dict) else {}
-                args, akey = _args(params.get("arguments") if "arguments" in params else {})
+                if m["method"] == "resources/read":  # an object read, logged as the door logs one
+                    uri = str_or_none(params.get("uri"))
+                    args, akey = _args({"uri": uri} if uri is not None else {})
+                    tool, obj = "resources/read", uri
+                else:
+                    args, akey = _args(params.get("arguments") if "arguments" in params else {})
+                    tool, obj = str_or_none(params.get("name")), path_object(args)
                 row = {"door_session": sess, "agent": None, "ts": ts, "server": None,
-                       "tool": str_or_none(params.get("name")), "arguments": args, "args_key": akey,
-                       "object": path_object(args), "decision": "allow", "meta_call_id": _meta_id(params),
+                       "tool": tool, "arguments": args, "args_key": akey,
+                       "object": obj, "decision": "allow", "meta_call_id": _meta_id(params),
                        "correlation": None if m.get("id") is None else str(m["id"]),
                        "source_file": str(path), "line_no": ln}
                 rows.append(row)
@@ -688,7 +694,9 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
 
 
 def load_mcp_http(paths: str | Path | Iterable[str | Path]) -> LoadResult:
-    """Load raw MCP Streamable HTTP exchanges into ``calls``: one row per ``tools/call`` request.
+    """Load raw MCP Streamable HTTP exchanges into ``calls``: one row per ``tools/call`` and
+    ``resources/read`` request (the latter as the door logs it: tool ``resources/read``, the
+    resource's ``uri`` as its argument and object).
 
     The response with the same JSON-RPC id (in the same ``Mcp-Session-Id``; a plain JSON body or
     an SSE event) closes it: ``error`` from a JSON-RPC error or an ``isError`` result; ``deny``
@@ -713,7 +721,7 @@ SOURCES = (
     ("invariant", sniff_invariant, load_invariant, "Invariant gateway traces (messages with tool_calls, annotations)"),
     ("mxcp", sniff_mxcp, load_mxcp, "MXCP audit log JSON Lines (AuditRecord)"),
     ("mcp-http", sniff_mcp_http, load_mcp_http,
-     "raw MCP Streamable HTTP exchange: JSON-RPC tools/call requests and responses (JSONL)"),
+     "raw MCP Streamable HTTP exchange: JSON-RPC tools/call and resources/read requests and responses (JSONL)"),
 )
 
 for _name, _sniff, _load, _doc in SOURCES:
