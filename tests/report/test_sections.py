@@ -515,6 +515,8 @@ def test_a_report_where_nothing_matched_says_so(frames):
     h = S.cannot_prove(unclaimed_calls=res.unclaimed_calls, unmatched_steps=res.unmatched_steps,
                        unmatched_transcripts=res.unmatched_transcripts, sessions=res.sessions)
     assert "Not checked: no transcript is assigned to a door session" in h and "None: every door-bound" not in h
+    h = S.clock_offset(res.offset_ms, res.sessions, res.pairs, steps=steps, calls=far)
+    assert "the two do not overlap at all" in h and "2026-09-13" in h
     # with a match, the headline counts it
     _, _, _, sessions = frames
     assert "<b>1 of 2 door sessions matched to a transcript</b>." in S.join_summary(sessions, 60)

@@ -524,12 +524,24 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
 
 
 def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
-                 pairs: pd.DataFrame | None = None) -> str:
+                 pairs: pd.DataFrame | None = None, *, steps: pd.DataFrame | None = None,
+                 calls: pd.DataFrame | None = None) -> str:
     """The estimated clock offset (door clock − transcript clock, ms; median over agreeing
-    pairs), overall and per session, with the spread of ``pairs.delta_ms`` when given."""
+    pairs), overall and per session, with the spread of ``pairs.delta_ms`` when given.  Without
+    an offset, and given ``steps`` and ``calls``, the two time ranges (transcript tool calls,
+    door calls), and whether they overlap at all."""
     if offset_ms is None or _isna(offset_ms):
         body = ("<p>No transcript step agrees with any door call, so the offset between the door's clock "
                 "and the transcripts' clocks cannot be estimated.</p>")
+        if steps is not None and calls is not None and len(steps) and len(calls):
+            st = steps.loc[steps["kind"] == "tool_call", "ts"].dropna()
+            ct = calls["ts"].dropna()
+            if len(st) and len(ct):
+                apart = st.max() < ct.min() or ct.max() < st.min()
+                body += (f"<p>The transcripts' tool calls run from {esc(fmt_ts(st.min()))} to {esc(fmt_ts(st.max()))}; "
+                         f"the door's calls from {esc(fmt_ts(ct.min()))} to {esc(fmt_ts(ct.max()))}"
+                         + (": <b>the two do not overlap at all</b> — are these logs of the same incident?</p>"
+                            if apart else ".</p>"))
         return _section("Clock offset", body, anchor="offset")
     off = float(offset_ms)
     direction = "later than" if off > 0 else ("earlier than" if off < 0 else "the same as")
