@@ -20,12 +20,15 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Mapping, Sequence
+
 import pandas as pd
 
 from .errors import InputError, ReplaybookError
 from .redact import redact_frame, redact_text
 
 __all__ = [
+    "copies_that_disagree",
     "table_difference",
     "DEFAULT_STEP_MS",
     "OutsideDataRoot",
@@ -216,6 +219,58 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
     text = "\n".join(text.splitlines()[:max_lines])
     red, fired = redact_text(text)
     return Preview("text", str(obj), text=red, size=size, redactions=fired)
+
+
+def _data_stem(name: str) -> str:
+    """``cars`` for ``cars.parquet``, ``cars.csv.gz``, ``cars.sas7bdat``; the name itself without
+    a suffix."""
+    stem = name
+    for _ in range(2):
+        head, dot, tail = stem.rpartition(".")
+        if not dot or not head or not tail or len(tail) > 9:
+            break
+        stem = head
+        if tail.lower() not in ("gz", "bz2", "xz", "zst", "zip"):
+            break
+    return stem
+
+
+def copies_that_disagree(rows: Sequence[Mapping], column_sets: Mapping[str, tuple] | None = None) -> list[dict]:
+    """Objects that look like one dataset in different files — same folder, same name up to the
+    format suffix (``demo/cars.parquet``, ``demo/cars.xpt``) — but hold different data now: a
+    different number of rows (where the files say) or different columns.  An agent that
+    described one and computed from the other gives a wrong figure; this names them.
+
+    Args:
+        rows: :attr:`ReachedObjects.rows` (``object``, ``kind``, ``rows``, ``who``).
+        column_sets: object → its column names (tables only).
+
+    Returns:
+        One dict per such group: ``folder`` and ``stem`` (str), ``objects`` (list of dicts with
+        ``object``, ``rows`` (int or None), ``columns`` (tuple or None), ``who`` (the first call
+        that reached it, ``<door_session> #<seq>``)), ``rows_differ`` and ``columns_differ``
+        (bool).  Empty when no two tables of one name disagree.
+    """
+    column_sets = column_sets or {}
+    groups: dict[tuple[str, str], list[Mapping]] = {}
+    for r in rows:
+        if r.get("kind") != "table":
+            continue
+        folder, _, name = str(r["object"]).rstrip("/").rpartition("/")
+        groups.setdefault((folder, _data_stem(name)), []).append(r)
+    out = []
+    for (folder, stem), g in groups.items():
+        if len(g) < 2:
+            continue
+        counts = {int(r["rows"]) for r in g if r.get("rows") is not None and not _na(r.get("rows"))}
+        cols = {frozenset(column_sets[r["object"]]) for r in g if r["object"] in column_sets}
+        rows_differ, columns_differ = len(counts) > 1, len(cols) > 1
+        if rows_differ or columns_differ:
+            out.append({"folder": folder, "stem": stem, "rows_differ": rows_differ, "columns_differ": columns_differ,
+                        "objects": [{"object": str(r["object"]),
+                                     "rows": None if r.get("rows") is None or _na(r.get("rows")) else int(r["rows"]),
+                                     "columns": column_sets.get(r["object"]), "who": r.get("who")} for r in g]})
+    return out
 
 
 def table_difference(data_root: str | Path, a: str, b: str, *, max_rows: int = 200_000

@@ -494,7 +494,9 @@ def test_copies_of_one_dataset_that_disagree_are_named(tmp_path):
 
 
 def test_data_stem_drops_the_format_and_a_compression_suffix():
-    assert [S._data_stem(n) for n in ("cars.parquet", "cars.csv.gz", "cars.sas7bdat", "cars", ".env",
+    from replaybook.replay import _data_stem
+
+    assert [_data_stem(n) for n in ("cars.parquet", "cars.csv.gz", "cars.sas7bdat", "cars", ".env",
                                       "a.b.csv", "x.tar.gz", "v1.2")] == [
         "cars", "cars", "cars", "cars", ".env", "a.b", "x", "v1"]
 

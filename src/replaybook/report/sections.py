@@ -44,7 +44,6 @@ __all__ = [
     "objects_section",
     "reached_objects",
     "ReachedObjects",
-    "copies_that_disagree",
     "refused_calls",
     "inputs_table",
     "quarantine_summary",
@@ -779,7 +778,7 @@ class ReachedObjects:
             ``kind``, ``bytes``, ``rows``, ``columns``, ``sha256``, ``same``, ``note``).
         previews: ``(object, inner HTML)`` of each object's first rows or lines.
         total: how many distinct objects the calls reached (``rows`` holds at most ``max_objects``).
-        disagreements: :func:`copies_that_disagree` of ``rows``; with a data root, each group also
+        disagreements: :func:`replaybook.replay.copies_that_disagree` of ``rows``; with a data root, each group also
             has ``differences``: per other file, ``(first file, other file, rows only the first
             holds, rows only the other holds)`` (:func:`replaybook.replay.table_difference`,
             counting repeats; groups whose files cannot be compared have none).
@@ -788,6 +787,8 @@ class ReachedObjects:
     def __init__(self, rows: list[dict], previews: list[tuple[str, str]], total: int,
                  column_sets: dict[str, tuple], data_root: Any = None) -> None:
         self.rows, self.previews, self.total = rows, previews, total
+        from ..replay import copies_that_disagree
+
         self.disagreements = copies_that_disagree(rows, column_sets)
         if data_root is not None:
             from ..replay import table_difference
@@ -796,58 +797,6 @@ class ReachedObjects:
                 first, *others = [o["object"] for o in d["objects"]]
                 d["differences"] = [(first, o, *diff) for o in others
                                     if (diff := table_difference(data_root, first, o)) is not None]
-
-
-def _data_stem(name: str) -> str:
-    """``cars`` for ``cars.parquet``, ``cars.csv.gz``, ``cars.sas7bdat``; the name itself without
-    a suffix."""
-    stem = name
-    for _ in range(2):
-        head, dot, tail = stem.rpartition(".")
-        if not dot or not head or not tail or len(tail) > 9:
-            break
-        stem = head
-        if tail.lower() not in ("gz", "bz2", "xz", "zst", "zip"):
-            break
-    return stem
-
-
-def copies_that_disagree(rows: Sequence[Mapping], column_sets: Mapping[str, tuple] | None = None) -> list[dict]:
-    """Objects that look like one dataset in different files — same folder, same name up to the
-    format suffix (``demo/cars.parquet``, ``demo/cars.xpt``) — but hold different data now: a
-    different number of rows (where the files say) or different columns.  An agent that
-    described one and computed from the other gives a wrong figure; this names them.
-
-    Args:
-        rows: :attr:`ReachedObjects.rows` (``object``, ``kind``, ``rows``, ``who``).
-        column_sets: object → its column names (tables only).
-
-    Returns:
-        One dict per such group: ``folder`` and ``stem`` (str), ``objects`` (list of dicts with
-        ``object``, ``rows`` (int or None), ``columns`` (tuple or None), ``who`` (the first call
-        that reached it, ``<door_session> #<seq>``)), ``rows_differ`` and ``columns_differ``
-        (bool).  Empty when no two tables of one name disagree.
-    """
-    column_sets = column_sets or {}
-    groups: dict[tuple[str, str], list[Mapping]] = {}
-    for r in rows:
-        if r.get("kind") != "table":
-            continue
-        folder, _, name = str(r["object"]).rstrip("/").rpartition("/")
-        groups.setdefault((folder, _data_stem(name)), []).append(r)
-    out = []
-    for (folder, stem), g in groups.items():
-        if len(g) < 2:
-            continue
-        counts = {int(r["rows"]) for r in g if r.get("rows") is not None and not _isna(r.get("rows"))}
-        cols = {frozenset(column_sets[r["object"]]) for r in g if r["object"] in column_sets}
-        rows_differ, columns_differ = len(counts) > 1, len(cols) > 1
-        if rows_differ or columns_differ:
-            out.append({"folder": folder, "stem": stem, "rows_differ": rows_differ, "columns_differ": columns_differ,
-                        "objects": [{"object": str(r["object"]),
-                                     "rows": None if r.get("rows") is None or _isna(r.get("rows")) else int(r["rows"]),
-                                     "columns": column_sets.get(r["object"]), "who": r.get("who")} for r in g]})
-    return out
 
 
 def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 100,
@@ -902,7 +851,7 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
 
 
 def _disagreement_sentence(d: Mapping) -> str:
-    """One group of :func:`copies_that_disagree` in words (HTML): each file, its rows (and
+    """One group of :func:`replaybook.replay.copies_that_disagree` in words (HTML): each file, its rows (and
     columns, when those differ) and the call that first reached it."""
     parts = []
     for o in d["objects"]:
@@ -914,7 +863,7 @@ def _disagreement_sentence(d: Mapping) -> str:
 
 
 def _differences_html(d: Mapping, *, show: int = 5) -> str:
-    """How the files of one :func:`copies_that_disagree` group differ, row by row (the first
+    """How the files of one :func:`replaybook.replay.copies_that_disagree` group differ, row by row (the first
     ``show`` rows each way), from its ``differences``."""
     out = []
     for a, b, only_a, only_b in d.get("differences", ()):
@@ -940,7 +889,7 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
     SHA-256 now and whether that equals the ``object_digest`` the door logged; then, behind a
     click, its first ``max_rows`` rows or lines.  Refused calls open nothing.  The files are
     today's: without a logged digest nothing shows they are what the agent read.  Objects that
-    look like copies of one dataset but disagree (:func:`copies_that_disagree`) are named first.
+    look like copies of one dataset but disagree (:func:`replaybook.replay.copies_that_disagree`) are named first.
     ``reached``: the objects already opened by :func:`reached_objects` (then ``calls``,
     ``data_root``, ``max_objects`` and ``max_rows`` are not read again)."""
     title = "What the agent reached, as it is now"
