@@ -5,7 +5,6 @@ The client is the SDK's ``ClientSession`` with an elicitation callback (it then 
 
 from __future__ import annotations
 
-import anyio
 import pytest
 
 from replaybook.sources.door import load_door

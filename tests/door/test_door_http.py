@@ -6,7 +6,6 @@ client spawns the door."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
