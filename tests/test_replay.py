@@ -134,6 +134,7 @@ def test_table_difference_counts_repeats_and_compares_across_formats(tmp_path):
     # compared over name and n; "x " equals "x" (padding), 1.0 equals 1; y once in a, twice in b
     assert only_a.to_dict("list") == {"name": ["z"], "n": [3.0]}
     assert only_b.to_dict("list") == {"name": ["y", "w"], "n": [2, 4]}
+    assert (only_a.attrs["repeated"], only_b.attrs["repeated"]) == (0, 1)  # y: a repeat; w, z: new
     assert table_difference(tmp_path, "a.parquet", "a.parquet")[0].empty
     assert table_difference(tmp_path, "a.parquet", "../outside.csv") is None
     assert table_difference(tmp_path, "a.parquet", "b.csv", max_rows=3) is None  # b holds 4

@@ -326,8 +326,14 @@ def table_difference(data_root: str | Path, a: str, b: str, *, max_rows: int = 2
                 out.append(i)
         return out
 
-    only_a, only_b = fa.loc[beyond(ka, kb), cols], fb.loc[beyond(kb, ka), cols]
-    return redact_frame(only_a.reset_index(drop=True)), redact_frame(only_b.reset_index(drop=True))
+    ia, ib = beyond(ka, kb), beyond(kb, ka)
+    only_a = redact_frame(fa.loc[ia, cols].reset_index(drop=True))
+    only_b = redact_frame(fb.loc[ib, cols].reset_index(drop=True))
+    # how many of them the other file holds too (fewer times): repeated rows, not new ones
+    sa, sb = set(ka), set(kb)
+    only_a.attrs["repeated"] = sum(ka[i] in sb for i in ia)
+    only_b.attrs["repeated"] = sum(kb[i] in sa for i in ib)
+    return only_a, only_b
 
 
 def _na(x) -> bool:

@@ -477,7 +477,8 @@ def test_copies_of_one_dataset_that_disagree_are_named(tmp_path):
         "demo/cars.json: 32 rows, first reached by s1 #1; demo/cars.parquet: 35 rows, first reached by s1 #2",
         "demo/cols.parquet: 32 rows in 1 column (mpg), first reached by s1 #5; demo/cols.json: "
         "32 rows in 2 columns (model, mpg), first reached by s1 #6"]
-    assert "demo/cars.parquet holds 3 rows that demo/cars.json does not (counting repeats):" in items[0]
+    assert ("demo/cars.parquet holds 3 rows more than demo/cars.json: each is also in demo/cars.json, so these "
+            "are repeated rows (the file holds them twice or more):") in items[0]
     assert ("demo/cols.parquet and demo/cols.json hold the same rows over the columns both have: they differ "
             "in their other columns.") in items[1]
     head = S.header("t", tmp_path / "incident.yaml", disagreements=reached.disagreements)

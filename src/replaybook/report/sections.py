@@ -871,8 +871,17 @@ def _differences_html(d: Mapping, *, show: int = 5) -> str:
             if not len(extra):
                 continue
             cols = [(str(c), str(c), "text") for c in extra.columns]
-            out.append(f"<p><code>{esc(holder)}</code> holds {_count(len(extra), 'row')} that <code>{esc(other)}</code> "
-                       f"does not (counting repeats){':' if len(extra) <= show else f'; the first {show}:'}</p>"
+            rep = int(extra.attrs.get("repeated", 0))
+            if rep == len(extra):  # every one is also in the other file: copies, not new rows
+                said = (f"holds {_count(len(extra), 'row')} more than <code>{esc(other)}</code>: each is also in "
+                        f"<code>{esc(other)}</code>, so these are <b>repeated rows</b> (the file holds them "
+                        "twice or more)")
+            elif rep:
+                said = (f"holds {_count(len(extra), 'row')} more than <code>{esc(other)}</code>: {rep:,} repeat rows "
+                        f"both hold, {len(extra) - rep:,} are not in <code>{esc(other)}</code> at all")
+            else:
+                said = f"holds {_count(len(extra), 'row')} that <code>{esc(other)}</code> does not hold at all"
+            out.append(f"<p><code>{esc(holder)}</code> {said}{':' if len(extra) <= show else f'; the first {show}:'}</p>"
                        + table(extra.head(show).astype(object), cols, max_rows=show))
         if not len(only_a) and not len(only_b):
             out.append(f"<p><code>{esc(a)}</code> and <code>{esc(b)}</code> hold the same rows over the columns "
