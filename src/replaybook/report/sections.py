@@ -1050,10 +1050,11 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
             f"door's calls reach) and {n_other:,} on other services" if n_other else
             f"<b>{_count(n_access, 'storage request')}</b> (on objects and buckets, what the door's calls reach)")
     body = (f"<p>The cloud's own access logs hold {held}. Door calls explain "
-            f"<b>{_count(len(result.links), 'storage request')}</b>. <b>{_count(len(un), 'request')}</b> on storage "
-            "(or made with the door's own principal) match no door call — look at these first: a request made "
-            "with the door's own principal and no door call behind it means someone or something reached the data "
-            "around the door.</p>")
+            f"<b>{_count(len(result.links), 'storage request')}</b>. <b>{_count(len(un), 'request')} "
+            f"{'matches' if len(un) == 1 else 'match'} no door call</b> (storage requests, and any other request "
+            "made with the door's own principal) — look at these first: a request made with the door's own "
+            "principal and no door call behind it means someone or something reached the data around the "
+            "door.</p>")
     # where each came from (address, client): the same as the requests door calls explain points
     # at the door's side — the server behind it, or its host — rather than credentials used elsewhere
     from ..access_join import source_ip
