@@ -1179,7 +1179,9 @@ def cannot_prove(
                       "are held against a door log here (see Transcripts no door session explains)."))
     body += "<h3>Transcripts assigned to no door session</h3>"
     ut = list(unmatched_transcripts or [])
-    body += ("<ul>" + "".join(f"<li><code>{esc(t)}</code></li>" for t in ut) + "</ul>") if ut else \
+    body += ("<ul>" + "".join(f"<li><code>{esc(t)}</code></li>" for t in ut) + "</ul>"
+             '<p class="rb-note">Each is shown as a conversation in '
+             '<a href="#unassigned">Transcripts no door session explains</a>.</p>') if ut else \
         '<p class="rb-note">None: every transcript was assigned to a door session.</p>'
     synth = _synthetic_sessions(sessions)
     if synth is not None and len(synth):
