@@ -471,7 +471,11 @@ def line_scores(sample: bytes, score: Callable[[dict], float], limit: int = 200)
 
 def sample_objects(sample: bytes, limit: int = 50) -> tuple[int, list[dict]]:
     """``(seen, objects)`` of the first ``limit`` lines of a sample: how many are not blank, and
-    the JSON objects among them (lines that are not JSON, or not objects, are only counted)."""
+    the JSON objects among them (lines that are not JSON, or not objects, are only counted).
+
+    A sample of pretty-printed objects one after another (``jq`` without ``-c``), where no line
+    is JSON by itself, is read as such a stream instead: its first ``limit`` complete objects
+    (the one the sample cuts off is not counted)."""
     seen = 0
     objects: list[dict] = []
     for raw in sample.split(b"\n")[:limit]:
@@ -483,6 +487,30 @@ def sample_objects(sample: bytes, limit: int = 50) -> tuple[int, list[dict]]:
             o = orjson.loads(raw)
         except orjson.JSONDecodeError:
             continue
+        if isinstance(o, dict):
+            objects.append(o)
+    if seen and not objects and sample.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{":
+        return _stream_objects(sample, limit)
+    return seen, objects
+
+
+def _stream_objects(sample: bytes, limit: int) -> tuple[int, list[dict]]:
+    """:func:`sample_objects` for a sample of JSON documents one after another."""
+    text = sample.decode("utf-8", "replace").lstrip("\ufeff")
+    dec = json.JSONDecoder()
+    pos, n = 0, len(text)
+    seen = 0
+    objects: list[dict] = []
+    while seen < limit:
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= n:
+            break
+        try:
+            o, pos = dec.raw_decode(text, pos)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            break
+        seen += 1
         if isinstance(o, dict):
             objects.append(o)
     return seen, objects

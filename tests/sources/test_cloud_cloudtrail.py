@@ -129,3 +129,45 @@ def test_sniff_scores():
     assert sniff((CLOUD / "eventbridge" / "events.jsonl").read_bytes()) == pytest.approx(0.95 * 3 / 4)
     assert sniff((CLOUD / "lookup" / "lookup_events.jsonl").read_bytes()) == pytest.approx(0.95)
     assert sniff(b"") == 0.0
+
+
+def test_documents_one_after_another_are_all_read(tmp_path):
+    """``cat`` of delivery files (which end without a newline), a gzip of several members and
+    ``jq`` without ``-c`` each give several JSON documents in one file: every record is read,
+    numbered across the file, with the byte offset of its document."""
+    a = json.dumps({"Records": [_rec("2026-09-13T10:00:00Z", "GetObject"),
+                                _rec("2026-09-13T10:00:01Z", "HeadObject")]})
+    b = json.dumps({"Records": [_rec("2026-09-13T10:00:02Z", "DeleteObject")]})
+    (tmp_path / "cat.json").write_text(a + b)
+    (tmp_path / "members.json.gz").write_bytes(gzip.compress(a.encode()) + gzip.compress(b.encode()))
+    (tmp_path / "jq.json").write_text("\n".join(json.dumps(r, indent=2) for r in json.loads(a)["Records"]) + "\n")
+    res = load_cloudtrail(tmp_path)
+    assert res.quarantine.empty
+    got = {name: list(g["action"]) for name, g in res.frame.groupby(res.frame["source_file"].map(lambda p: Path(p).name))}
+    assert got == {"cat.json": ["read", "head", "delete"], "members.json.gz": ["read", "head", "delete"],
+                   "jq.json": ["read", "head"]}
+    cat = res.frame[res.frame["source_file"].str.endswith("cat.json")]
+    assert list(cat["line_no"]) == [1, 2, 3]
+    assert {i["path"].rsplit("/", 1)[-1]: i["records"] for i in res.inputs} == {
+        "cat.json": 3, "members.json.gz": 3, "jq.json": 2}
+    assert sniff((tmp_path / "jq.json").read_bytes()) == pytest.approx(0.95)
+
+
+def test_a_damaged_last_document_keeps_the_records_before_it(tmp_path):
+    a = json.dumps({"Records": [_rec("2026-09-13T10:00:00Z", "GetObject")]})
+    b = json.dumps({"Records": [_rec("2026-09-13T10:00:02Z", "DeleteObject"),
+                                _rec("2026-09-13T10:00:03Z", "PutObject")]})
+    p = tmp_path / "cat.json"
+    p.write_text(a + b[:-40])  # the copy stopped inside the second document's last record
+    res = load_cloudtrail(p)
+    assert list(res.frame["action"]) == ["read", "delete"]
+    assert list(res.frame["line_no"]) == [1, 2]
+    q = res.quarantine
+    assert len(q) == 1 and q.loc[0, "line_no"] == 3
+    assert q.loc[0, "byte_offset"] == len(a)  # where the damaged document starts
+    assert q.loc[0, "error"].startswith("document cut short or damaged after 1 complete record")
+    p2 = tmp_path / "junk.json"
+    p2.write_text(a + "not json at all\n")
+    q2 = load_cloudtrail(p2).quarantine
+    assert len(q2) == 1 and q2.loc[0, "error"].startswith(
+        "document 2 cut short or damaged (document 1 before it is read): invalid JSON")

@@ -151,7 +151,7 @@ def test_cloudtrail_fast_path_is_taken_and_equal(tmp_path):
 @pytest.mark.parametrize("case", [
     "secret", "secret-upper", "eq-harmless", "escape", "long-s", "deep", "not-deep", "bad-record",
     "lookup-inside", "eventbridge-inside", "nested-records", "bom", "ws", "array", "jsonl", "plain",
-    "duplicate-key", "empty-records",
+    "duplicate-key", "empty-records", "concatenated", "concatenated-cut", "pretty-stream",
 ])
 def test_cloudtrail_guards(tmp_path, case):
     recs = _variety()[:8]
@@ -208,6 +208,16 @@ def test_cloudtrail_guards(tmp_path, case):
         _delivery(f, recs, gz=False)
         f.write_bytes(f.read_bytes().replace(b'"eventName": "GetObject"',
                                              b'"eventName": "PutObject", "eventName": "GetObject"', 1))
+        same_ct(tmp_path)
+        return
+    elif case in ("concatenated", "concatenated-cut"):
+        one = json.dumps({"Records": recs[:4]}).encode()
+        two = json.dumps({"Records": recs[4:]}).encode()
+        f.write_bytes(gzip.compress(one) + gzip.compress(two[:-50] if case == "concatenated-cut" else two))
+        same_ct(tmp_path)
+        return
+    elif case == "pretty-stream":
+        f.write_bytes("\n".join(json.dumps(r, indent=2) for r in recs).encode())
         same_ct(tmp_path)
         return
     elif case == "empty-records":

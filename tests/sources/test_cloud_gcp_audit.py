@@ -91,3 +91,20 @@ def test_sniff():
     assert sniff(b'{"insertId": "t", "textPayload": "x", "logName": "l"}\n') == pytest.approx(0.5)
     assert sniff(json.dumps([json.loads(line)]).encode()) == 0.9
     assert sniff(b'{"ts": "2026-09-13T10:00:00Z", "session": "s", "tool": "t", "decision": "allow"}\n') == 0.0
+
+
+def test_pretty_printed_entries_one_after_another(tmp_path):
+    """``gcloud logging read --format=json | jq '.[]'`` writes entries pretty-printed one after
+    another, no line JSON by itself: each entry is read, and the file is recognised."""
+    entries = [_entry("2026-09-13T10:00:00Z", "storage.objects.get",
+                      "projects/_/buckets/acme-data/objects/demo/a.csv", insert="p1"),
+               _entry("2026-09-13T10:00:01Z", "storage.objects.delete",
+                      "projects/_/buckets/acme-data/objects/demo/b.csv", code=7, insert="p2")]
+    p = tmp_path / "entries.json"
+    p.write_text("\n".join(json.dumps(e, indent=2) for e in entries) + "\n")
+    res = load_gcp_audit(p)
+    assert res.quarantine.empty
+    assert list(res.frame["request_id"]) == ["p1", "p2"]
+    assert list(res.frame["outcome"]) == ["allowed", "denied"]
+    assert list(res.frame["line_no"]) == [1, 2]
+    assert sniff(p.read_bytes()) > 0.9

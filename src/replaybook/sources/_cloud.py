@@ -9,8 +9,9 @@ What lives here
   stream that is not gzip at all past its magic bytes gives no data and a file-level quarantine
   row.  A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
 * **JSON shapes** (:func:`json_items`, :func:`json_records`): one whole JSON document (an object,
-  an array, or a wrapper object such as CloudTrail's ``{"Records": [...]}``), or JSON Lines —
-  decided by content, never by the file name.
+  an array, or a wrapper object such as CloudTrail's ``{"Records": [...]}``), several such
+  documents one after another (``cat`` of delivery files, pretty-printed ``jq`` output), or JSON
+  Lines — decided by content, never by the file name.
 * **Loading** (:func:`load_each`): every file read and handed to the loader's own reader, then
   :func:`finish`.
 * **Row building** (:func:`new_row`, :func:`finish`): rows are plain dicts with every ACCESS
@@ -206,8 +207,9 @@ class Item:
     """One JSON record of a file.
 
     ``line_no`` is the 1-based line for JSON Lines, or the 1-based record index inside a
-    whole-file document (``{"Records": [...]}``, an array); ``offset`` is the line's byte offset
-    (``None`` inside a whole-file document).  ``obj`` is the parsed value or ``None`` with
+    whole-file document (``{"Records": [...]}``, an array) or across a file of several documents;
+    ``offset`` is the line's byte offset for JSON Lines, the byte offset of the record's document
+    in a file of several documents, and ``None`` inside a single whole-file document.  ``obj`` is the parsed value or ``None`` with
     ``error`` set; ``pending`` marks an unterminated, unparsable last line.
     """
 
@@ -265,6 +267,67 @@ def _records_before_the_cut(body: bytes, wrappers: tuple[str, ...], err: str) ->
     return f"wrapper:{m.group(1).decode()}", None, items
 
 
+def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None, list[Item]] | None:
+    """Several JSON documents one after another, with or without whitespace between them: what
+    ``cat`` of uncompressed CloudTrail delivery files (which end without a newline), a gzip of
+    several members, or ``jq`` without ``-c`` (pretty-printed objects) writes.
+
+    Returns ``("documents", None, items)`` — each document's records in order (the elements of a
+    wrapper list or an array; any other document is one record), ``line_no`` the record's
+    1-based index across the file and ``offset`` the byte offset where its document starts; when
+    the last document does not parse, the records it holds before the damage
+    (:func:`_records_before_the_cut`) and one item with the complaint — or ``None`` when fewer
+    than two documents (a complete one and a damaged one count as two) are found, so the
+    caller's single-document handling applies."""
+    text = body.decode("utf-8", "surrogateescape")
+    dec = json.JSONDecoder()
+    n = len(text)
+    pos = 0
+    docs: list[tuple[int, Any]] = []  # (character position, document)
+    while True:
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= n:
+            break
+        try:
+            obj, end = dec.raw_decode(text, pos)
+            obj = deep_safe(obj)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            break
+        docs.append((pos, obj))
+        pos = end
+    tail: list[Item] = []
+    if pos < n:  # a damaged (or cut short) last document, or text that is no JSON at all
+        if not docs:
+            return None
+        rest = text[pos:].encode("utf-8", "surrogateescape")
+        _, err = parse_json(rest)
+        cut = _records_before_the_cut(rest, wrappers, err or "trailing text")
+        tail = (cut[2] if cut is not None
+                else [Item(None, None, rest[:400], None,
+                           f"document {len(docs) + 1} cut short or damaged ("
+                           + ("document 1 before it is read" if len(docs) == 1
+                              else f"the {len(docs):,} documents before it are read")
+                           + f"): {err or 'trailing text that is not JSON'}", False)])
+    if len(docs) + (1 if tail else 0) < 2:
+        return None
+    items: list[Item] = []
+    done_chars = done_bytes = 0
+    for at, doc in docs:
+        done_bytes += len(text[done_chars:at].encode("utf-8", "surrogateescape"))
+        done_chars = at
+        recs = doc if isinstance(doc, list) else None
+        if isinstance(doc, dict):
+            recs = next((doc[k] for k in wrappers if isinstance(doc.get(k), list)), None)
+        for o in (recs if recs is not None else [doc]):
+            items.append(Item(len(items) + 1, done_bytes, None, o, None))
+    if tail:
+        start = done_bytes + len(text[done_chars:pos].encode("utf-8", "surrogateescape"))
+        for it in tail:
+            items.append(Item(len(items) + 1, start, it.raw, it.obj, it.error, it.pending))
+    return "documents", None, items
+
+
 def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[Item]]:
     """Split a file's text into JSON records, by content.
 
@@ -275,6 +338,8 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
     * ``("array", None, items)`` — one JSON array;
     * ``("document", doc, [])`` — one JSON object without a wrapper key (the caller decides:
       a single record, or a file to skip);
+    * ``("documents", None, items)`` — several JSON documents one after another (concatenated
+      delivery files, pretty-printed ``jq`` output): :func:`_document_stream`;
     * ``("jsonl", None, items)`` — JSON Lines, one item per non-blank line;
     * ``("broken", None, [item])`` — one JSON document (its first line is not JSON by itself)
       that does not parse: a single item carrying the parser's complaint.
@@ -297,9 +362,13 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
             first_end = data.find(b"\n")
             first = data if first_end < 0 else data[:first_end]
             if first.strip() and parse_json(first.strip())[1] is not None:
-                # one multi-line (or single-line) document that does not parse as a whole: a
-                # wrapper list cut short (a copy of a delivery file stopped mid-write, a
-                # truncated gzip) still holds its complete records
+                # several documents one after another, or one multi-line (or single-line)
+                # document that does not parse as a whole: a wrapper list cut short (a copy of a
+                # delivery file stopped mid-write, a truncated gzip) still holds its complete
+                # records
+                stream = _document_stream(body, wrappers)
+                if stream is not None:
+                    return stream
                 cut = _records_before_the_cut(body, wrappers, err)
                 if cut is not None:
                     return cut
