@@ -80,9 +80,13 @@ def test_tiny_report_escapes_evidence(rendered_tiny, hostile):
 def test_tiny_report_sections(rendered_tiny):
     html = read(rendered_tiny["html"])
     for title in ("Sessions and the join", "Clock offset", "Timeline", "What each call reached",
-                  "Refused calls", "Inputs", "Quarantine", "What the join cannot prove"):
+                  "Residuals: what the join left unpaired", "Refused calls", "Inputs", "Quarantine",
+                  "What the join cannot prove"):
         assert f">{title}</h2>" in html, title
     assert html.index("Sessions and the join") < html.index("Clock offset") < html.index(">Timeline<")
+    # this incident's residuals come before the general caveats, under their own heading
+    assert html.index(">Residuals: what the join left unpaired<") < html.index(">What the join cannot prove</h2>")
+    assert html.index("Door calls no transcript step claims") < html.index(">What the join cannot prove</h2>")
     assert "door-sess-tiny" in html and "toolu_env_2" in html and "no-dotenv" in html
     assert re.search(r"<code>[0-9a-f]{64}</code>", html.replace("<wbr/>", "").replace("<wbr>", ""))  # input SHA-256
 

@@ -235,23 +235,27 @@ def test_quarantine_summary_escapes_raw_lines():
     assert "Nothing was set aside: no input line was damaged or unreadable" in S.quarantine_summary(QUARANTINE.empty())
 
 
-def test_cannot_prove_lists_the_residuals(frames):
+def test_residuals_have_their_own_section_and_the_caveats_point_to_it(frames):
     steps, calls, pairs, sessions = frames
     unclaimed = calls[(calls.door_session == "s2") | (calls.seq == 3)]
     unmatched = steps[steps.call_id == "toolu_lost"]
-    h = S.cannot_prove(unclaimed_calls=unclaimed, unmatched_steps=unmatched, unmatched_transcripts=["t9<script>"],
-                       sessions=sessions)
+    h = S.residuals(unclaimed_calls=unclaimed, unmatched_steps=unmatched, unmatched_transcripts=["t9<script>"],
+                    sessions=sessions)
     no_raw_html(h)
+    assert 'id="residuals"' in h and "Residuals: what the join left unpaired" in h
+    assert not any(S.esc(t) in h for t in S.CANNOT_PROVE_TEXT)  # results, not caveats
+    caveats = S.cannot_prove()
+    assert 'id="cannot-prove"' in caveats and 'href="#residuals"' in caveats
     for t in S.CANNOT_PROVE_TEXT:
-        assert S.esc(t) in h
+        assert S.esc(t) in caveats
     assert "toolu_lost" in h and "{&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}" in h
     assert "t9&lt;script&gt;" in h
     assert "Door session s2: no transcript agrees" in h
-    empty = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
+    empty = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
                            sessions=sessions.iloc[:1])
     assert "None: every door call" in empty and "None: every door session is matched" in empty
     # no door log at all: not "every door session is matched"
-    none = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=["t1"],
+    none = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=["t1"],
                           sessions=sessions.iloc[:0])
     assert "every door session is matched" not in none and "No door sessions: this incident holds no door" in none
     assert "None: every door" not in none and none.count("No door calls in this incident (none listed, or none read from what was: see Inputs): nothing to compare.") == 2
@@ -281,17 +285,17 @@ def test_asked_and_answered_quotes_the_transcript_escaped():
     assert "<script>" not in S.asked_and_answered(steps, inc.join.sessions)
 
 
-def test_cannot_prove_names_sessions_a_gateway_did_not_name(frames):
+def test_residuals_name_sessions_a_gateway_did_not_name(frames):
     # a gateway logging no session id gives one synthetic session per client per day: the report
     # must say it may hold several conversations, and list it; named sessions are not listed
     steps, calls, pairs, sessions = frames
     synth = sessions.copy()
     synth.loc[0, "door_session"] = "mcpjungle:claude-code:2026-09-13"
-    h = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
+    h = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
                        sessions=synth)
     assert "Door sessions the gateway did not name" in h
     assert "mcpjungle:claude-code:2026-09-13" in h.replace("<wbr>", "") and "several conversations" in h
-    plain = S.cannot_prove(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
+    plain = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
                            sessions=sessions)
     assert "did not name" not in plain
 
@@ -515,7 +519,7 @@ def test_a_report_where_nothing_matched_says_so(frames):
     assert "<b>No door session is linked to a transcript</b> (2 door sessions)" in S.join_summary(res.sessions, 60)
     for h in (S.conversations(steps, far, res), S.asked_and_answered(steps, res.sessions)):
         assert "No door session has a transcript assigned" in h and 'href="#unassigned"' in h
-    h = S.cannot_prove(unclaimed_calls=res.unclaimed_calls, unmatched_steps=res.unmatched_steps,
+    h = S.residuals(unclaimed_calls=res.unclaimed_calls, unmatched_steps=res.unmatched_steps,
                        unmatched_transcripts=res.unmatched_transcripts, sessions=res.sessions)
     assert "Not checked: no transcript is assigned to a door session" in h and "None: every door-bound" not in h
     h = S.clock_offset(res.offset_ms, res.sessions, res.pairs, steps=steps, calls=far)

@@ -48,6 +48,7 @@ __all__ = [
     "inputs_table",
     "quarantine_summary",
     "cannot_prove",
+    "residuals",
     "CANNOT_PROVE_TEXT",
 ]
 
@@ -1143,7 +1144,7 @@ def capsule_section(incident: Any) -> str:
     return _section(None, sec.html(), anchor="capsule")
 
 
-def cannot_prove(
+def residuals(
     *,
     unclaimed_calls: pd.DataFrame | None,
     unmatched_steps: pd.DataFrame | None,
@@ -1151,11 +1152,16 @@ def cannot_prove(
     sessions: pd.DataFrame | None,
     max_rows: int = 200,
 ) -> str:
-    """What the join cannot prove: the fixed caveats, then the specific residuals — door calls no
-    transcript step claims, door-bound transcript tool calls with no door call, transcripts
-    assigned to no session, door sessions a gateway did not name (one client-day, possibly several
-    conversations), and sessions whose assignment is ambiguous or missing."""
-    body = "<ul>" + "".join(f"<li>{esc(t)}</li>" for t in CANNOT_PROVE_TEXT) + "</ul>"
+    """The join's residuals, as a section ("Residuals: what the join left unpaired", anchor
+    ``residuals``): door calls no transcript step claims (``unclaimed_calls``, a
+    :data:`~replaybook.frames.CALLS` frame), door-bound transcript tool calls with no door call
+    (``unmatched_steps``, a :data:`~replaybook.frames.STEPS` frame), transcripts assigned to no
+    session, door sessions a gateway did not name (one client-day, possibly several
+    conversations), and sessions whose assignment is ambiguous or missing (``sessions``, the
+    join's sessions frame).  Each table shows at most ``max_rows`` rows."""
+    body = ('<p class="rb-note">What one side recorded and the other did not. Each row is a lead, not a '
+            'finding: see <a href="#cannot-prove">What the join cannot prove</a> for why a pair can be '
+            "missing.</p>")
     no_door = sessions is None or not len(sessions)
     nothing = "No door calls in this incident (none listed, or none read from what was: see Inputs): nothing to compare."
     body += "<h3>Door calls no transcript step claims</h3>"
@@ -1204,4 +1210,13 @@ def cannot_prove(
                  "here confirms what any tool call reached.</p>")
     else:
         body += '<p class="rb-note">None: every door session is matched.</p>'
+    return _section("Residuals: what the join left unpaired", body, anchor="residuals")
+
+
+def cannot_prove() -> str:
+    """What the join cannot prove, in general (:data:`CANNOT_PROVE_TEXT`), as a section (anchor
+    ``cannot-prove``); this incident's own residuals are :func:`residuals`."""
+    body = "<ul>" + "".join(f"<li>{esc(t)}</li>" for t in CANNOT_PROVE_TEXT) + "</ul>"
+    body += ('<p class="rb-note">This incident\'s unpaired calls and tool calls are listed in '
+             '<a href="#residuals">Residuals: what the join left unpaired</a>.</p>')
     return _section("What the join cannot prove", body, anchor="cannot-prove")
