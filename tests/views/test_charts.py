@@ -82,7 +82,11 @@ def test_layers_and_encodings(small):
     tips = [t["field"].removeprefix("tip_") for t in call["encoding"]["tooltip"]]
     for f in ("tool", "arguments", "object", "rule", "decision", "rows", "bytes"):
         assert f in tips
-    assert call["encoding"]["shape"]["field"] == "decision"
+    # one legend: shape and colour share the field, domain and title (no second "allow / deny" list)
+    assert call["encoding"]["shape"]["field"] == call["encoding"]["color"]["field"] == "category"
+    assert call["encoding"]["shape"]["title"] == call["encoding"]["color"]["title"]
+    assert call["encoding"]["shape"]["scale"]["domain"] == call["encoding"]["color"]["scale"]["domain"]
+    assert step["encoding"]["shape"] == call["encoding"]["shape"]
     # steps: only prompts, model requests and tool calls with a timestamp; the NaT prompt is counted
     st = values(spec, "step")
     assert sorted(v["lane"] for v in st) == ["model request", "tool call", "tool call", "user prompt"]
@@ -121,7 +125,10 @@ def test_refused_call_is_a_red_cross(small):
     (r,) = values(spec, "refused")
     assert r["decision"] == "deny" and r["rule"] == "no-dotenv" and r["object"] == ".env" and r["seq"] == 2
     assert "rows" not in r  # NA is left out, not sent as null
-    assert layer_of(spec, "call")["encoding"]["shape"]["scale"]["range"][-1] == "cross"
+    shape = layer_of(spec, "call")["encoding"]["shape"]["scale"]
+    assert dict(zip(shape["domain"], shape["range"])) == {
+        "user prompt": "circle", "model request": "circle", "tool call": "circle", "allow": "circle",
+        "deny": "cross"}
 
 
 def test_pairs_draw_rules_with_their_endpoints(small):
@@ -155,6 +162,9 @@ def test_access_lane(small):
     acc = [v for v in spec["data"]["values"] if v["group"] == UNEXPLAINED_GROUP]
     assert sorted(v["layer"] for v in acc) == ["access", "refused"]
     assert {v["lane"] for v in acc} == {"storage"}
+    shape = layer_of(spec, "access")["encoding"]["shape"]["scale"]
+    assert dict(zip(shape["domain"], shape["range"]))["no door call"] == "square"
+    assert layer_of(spec, "refused")["mark"]["shape"] == "cross"  # a denied request stays a cross
     # the row an investigator must see first comes first
     assert spec["facet"]["sort"][0] == UNEXPLAINED_GROUP
 

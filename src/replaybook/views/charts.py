@@ -54,6 +54,9 @@ CATEGORY_COLORS = {
 UNEXPLAINED_GROUP = "cloud storage access no door call explains"
 #: Shape of door calls by decision (refused = ``deny`` = a cross).
 DECISION_SHAPES = {"allow": "circle", "ask": "diamond", "deny": "cross"}
+#: Shape of each category (one legend gives colour and shape); storage requests are squares.
+CATEGORY_SHAPES = {**dict.fromkeys(("user prompt", "model request", "tool call"), "circle"), **DECISION_SHAPES,
+                   "storage": "square", "no door call": "square"}
 
 _ARGS_CHARS = 160  # tooltip text is truncated to this many characters
 _TEXT_CHARS = 120
@@ -469,6 +472,11 @@ def timeline(
     color_scale = alt.Scale(domain=known + extra,
                             range=[CATEGORY_COLORS[c] for c in known] + ["#bcbd22"] * len(extra))
     color = alt.Color("category:N", scale=color_scale, title="lane / decision")
+    # the same field, scale domain and title as the colour: Vega-Lite draws one legend whose
+    # symbols have both (a red cross for deny, squares for storage), not a second legend
+    shape = alt.Shape("category:N", title="lane / decision",
+                      scale=alt.Scale(domain=known + extra,
+                                      range=[CATEGORY_SHAPES.get(c, "circle") for c in known + extra]))
     x = alt.X("t:T", title="time (UTC)", scale=alt.Scale(type="utc", padding=10),
               axis=alt.Axis(format="%Y-%m-%d %H:%M:%S" if apart or long_span else "%H:%M:%S", labelOverlap=True))
     y = alt.Y("lane:N", title=None, sort=list(LANES))
@@ -518,29 +526,23 @@ def timeline(
         layers.append(_tips(
             base("step")
             .mark_point(filled=True, size=45, opacity=0.85)
-            .encode(x=x, y=y, color=color, description=desc),
+            .encode(x=x, y=y, color=color, shape=shape, description=desc),
             ("who", "transcript"), ("seq", "step seq", "d"), when, ("lane", "kind"), ("tool", "tool"),
             ("arguments", "arguments"), ("call_id", "tool-use id"), ("text", "text")))
     call_tooltip = [("who", "door session"), ("seq", "call seq", "d"), when, ("tool", "tool"),
                     ("arguments", "arguments"), ("object", "object"), ("decision", "decision"),
                     ("rule", "rule"), ("rows", "rows", ","), ("bytes", "bytes", ",")]
-    decisions = set(data.loc[data["layer"].isin(["call", "refused"]), "decision"].dropna()) if "decision" in data else set()
-    shapes = [d for d in DECISION_SHAPES if d in decisions or d == "deny"]
     if "call" in present:
         layers.append(_tips(
             base("call")
             .mark_point(filled=True, size=55, opacity=0.9)
-            .encode(
-                x=x, y=y, color=color, description=desc,
-                shape=alt.Shape("decision:N", scale=alt.Scale(domain=shapes, range=[DECISION_SHAPES[d] for d in shapes]),
-                                title="door decision"),
-            ),
+            .encode(x=x, y=y, color=color, shape=shape, description=desc),
             *call_tooltip))
     if "access" in present:
         layers.append(_tips(
             base("access")
-            .mark_point(filled=True, size=45, shape="square")
-            .encode(x=x, y=y, color=color, description=desc),
+            .mark_point(filled=True, size=45)
+            .encode(x=x, y=y, color=color, shape=shape, description=desc),
             ("who", "principal"), when, ("tool", "action"), ("object", "resource"),
             ("decision", "outcome"), ("bytes", "bytes", ",")))
     if "refused" in present:
