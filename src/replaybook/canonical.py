@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from . import _json
 from ._text import safe_str
 
 __all__ = ["canonical_args", "canonical_args_cached", "canonical_args_text", "CANONICAL_VERSION"]
@@ -131,7 +132,7 @@ def canonical_args_text(text: str) -> str:
         ValueError: ``text`` is not JSON.
     """
     try:
-        obj = orjson.loads(text)
+        obj = _json.loads(text)  # integers beyond 64 bits stay exact
     except orjson.JSONDecodeError:
         import json
 

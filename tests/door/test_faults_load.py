@@ -281,3 +281,26 @@ def test_500_calls_no_lost_lines_flat_memory_and_small_added_latency(tmp_path, d
     assert p50 < 0.05
     if None not in rss:
         assert rss[1] - rss[0] < 20_000  # kB: flat, not growing with calls
+
+
+def test_an_integer_beyond_64_bits_passes_and_is_logged_exactly(tmp_path, data_root, fault_rules):
+    """Valid JSON (RFC 8259 §6 sets no size): the door had refused such a call as "not a JSON
+    object" and logged its arguments as null, because its JSON writer stops at 64 bits."""
+    log_root = tmp_path / "logs"
+    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="bigint"),
+                   tmp_path / "door.err")
+    try:
+        door.initialize()
+        door.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"demo/notes.txt","id":123456789012345678901234567890,'
+                      b'"lo":-99999999999999999999}}}')
+        ans = door.recv()
+        assert ans["id"] == 2 and not ans["result"]["isError"]
+        assert ans["result"]["content"][0]["text"] == "cars from 1974\n"
+    finally:
+        rc = door.close()
+    assert rc == 0, (tmp_path / "door.err").read_text()
+    raw = (log_root / "analyst" / "bigint.jsonl").read_bytes()
+    assert b'"id":123456789012345678901234567890' in raw and b'"lo":-99999999999999999999' in raw
+    (line,) = validate_lines(log_root / "analyst" / "bigint.jsonl")
+    assert (line["decision"], line["rule"], line["object"]) == ("allow", "allow-demo", "demo/notes.txt")

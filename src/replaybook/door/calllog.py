@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from .. import _json
 from ..canonical import canonical_args
 from ..errors import InputError
 
@@ -59,7 +60,7 @@ def check_name(value: str, what: str) -> str:
 
 def canonical_object(v: Any) -> Any:
     """``v`` in canonical form (sorted keys, NFC, integral floats as ints, no lone surrogates)."""
-    return orjson.loads(canonical_args(v))
+    return _json.loads(canonical_args(v))
 
 
 class CallLog:
@@ -117,7 +118,7 @@ class CallLog:
         """
         if self._fd is None:
             self._fd = self._open()
-        data = orjson.dumps(record) + b"\n"
+        data = _json.dumps(record) + b"\n"
         view = memoryview(data)
         while view:
             n = os.write(self._fd, view)

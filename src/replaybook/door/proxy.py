@@ -42,6 +42,7 @@ import anyio
 import mcp_types as types
 import orjson
 
+from .. import _json
 from .._text import deep_safe, safe_str
 from .calllog import CallLog, canonical_object, rfc3339
 from .results import (DOOR_REFUSED, error_evidence_bytes, evidence_bytes, measure, refusal_result,
@@ -106,12 +107,12 @@ class _Call:
 def _jsonable(v: Any) -> tuple[Any, bytes | None, bool]:
     """``(value, compact JSON bytes or None, had_bad_text)`` — lone surrogates replaced."""
     try:
-        return v, orjson.dumps(v), False
+        return v, _json.dumps(v), False
     except (orjson.JSONEncodeError, TypeError):
         pass
     safe = deep_safe(v)
     try:
-        return safe, orjson.dumps(safe), safe != v
+        return safe, _json.dumps(safe), safe != v
     except (orjson.JSONEncodeError, TypeError):
         return None, None, safe != v
 
@@ -386,7 +387,7 @@ class Door:
         self._asks[rid] = [answered, None]
         objects = list(call.decision.objects) or ([call.decision.object] if call.decision.object else [])
         what = f"{call.tool} on {' and '.join(objects)}" if objects else call.tool
-        args = orjson.dumps(call.arguments).decode() if call.arguments is not None else "{}"
+        args = _json.dumps(call.arguments).decode() if call.arguments is not None else "{}"
         if len(args) > 400:
             args = args[:400] + " …"
         params = {"message": f"The door's rule {call.decision.rule!r} asks before this call: allow {what}? "
@@ -413,7 +414,7 @@ class Door:
 
     async def _not_allowed(self, peer: ClientPeer, msg: types.JSONRPCRequest) -> None:
         params, _, _ = _jsonable(msg.params)
-        if params is not None and len(orjson.dumps(params)) > self.rules.max_argument_bytes:
+        if params is not None and len(_json.dumps(params)) > self.rules.max_argument_bytes:
             params = None
         method = safe_str(msg.method)[:_MAX_NAME] or "(empty)"
         call = self._new_call(method, method, _canon(params) if isinstance(params, dict) else None,

@@ -20,6 +20,7 @@ from typing import Any
 import mcp_types as types
 import orjson
 
+from .. import _json
 from .rules import refusal_text
 
 __all__ = ["measure", "evidence_bytes", "error_evidence_bytes", "refusal_result", "tool_error_text",
@@ -92,7 +93,7 @@ def measure(method: str, result: Any) -> tuple[int | None, int | None]:
     sc = result.get("structuredContent")
     size = sum(_block_size(b) for b in content)
     if not content and sc is not None:
-        size = len(orjson.dumps(sc))
+        size = len(_json.dumps(sc))
     rows = _table_len(sc)
     if rows is None:
         rows = sum(_text_lines(b.get("text")) if b.get("type") == "text" else 1
@@ -102,7 +103,7 @@ def measure(method: str, result: Any) -> tuple[int | None, int | None]:
 
 def evidence_bytes(result: Any) -> bytes:
     """The bytes the door keeps for a response (compact JSON, sorted keys)."""
-    return orjson.dumps(result, option=orjson.OPT_SORT_KEYS)
+    return _json.dumps(result, option=orjson.OPT_SORT_KEYS)
 
 
 def error_evidence_bytes(code: int, message: str, data: Any = None) -> bytes:
@@ -110,7 +111,7 @@ def error_evidence_bytes(code: int, message: str, data: Any = None) -> bytes:
     err: dict = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
-    return orjson.dumps({"error": err}, option=orjson.OPT_SORT_KEYS)
+    return _json.dumps({"error": err}, option=orjson.OPT_SORT_KEYS)
 
 
 def is_error_evidence(obj: Any) -> bool:
