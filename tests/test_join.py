@@ -350,3 +350,47 @@ def test_tool_calls_without_a_usable_time_are_named(tmp_path, capsys):
     assert main(["join", "--transcripts", str(tr), "--calls", str(FIX / "join_trap" / "door")]) == 0
     err = capsys.readouterr().err
     assert "transcript tool calls (first: " in err and "carry no usable timestamp" in err
+
+
+def _big_int_incident(tmp_path: Path, step_n: str, call_n: str) -> tuple[Path, Path]:
+    """A transcript making one door call with ``{"n": <step_n>}`` and a door log of one call
+    with ``{"n": <call_n>}`` (numbers spelled as given), a second apart."""
+    sid = "bbbbbbbb-1111-4111-8111-bbbbbbbbbbbb"
+    tr = tmp_path / "t" / f"{sid}.jsonl"
+    tr.parent.mkdir(parents=True)
+    head = (f'"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/p","sessionId":"{sid}",'
+            f'"version":"2.1.90"')
+    tr.write_text(
+        f'{{{head},"uuid":"00000000-0000-4000-8000-000000000001","timestamp":"2026-09-13T13:00:00.000Z",'
+        f'"type":"user","message":{{"role":"user","content":"go"}}}}\n'
+        f'{{{head},"uuid":"00000000-0000-4000-8000-000000000002","timestamp":"2026-09-13T13:00:01.000Z",'
+        f'"type":"assistant","message":{{"model":"m","id":"msg_1","type":"message","role":"assistant",'
+        f'"content":[{{"type":"tool_use","id":"toolu_1","name":"mcp__door__lookup","input":{{"n":{step_n}}}}}],'
+        f'"stop_reason":null,"usage":{{"input_tokens":1,"output_tokens":1}}}},"requestId":"req_1"}}\n')
+    door = tmp_path / "d" / "analyst" / "s1.jsonl"
+    door.parent.mkdir(parents=True)
+    door.write_text(f'{{"ts":"2026-09-13T13:00:02Z","seq":1,"session":"s1","tool":"lookup",'
+                    f'"arguments":{{"n":{call_n}}},"decision":"allow"}}\n')
+    return tr.parent, door.parent.parent
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_integers_beyond_64_bits_compare_exactly(tmp_path, fast):
+    """orjson reads such an integer as a float: two numbers that differ in their last digits read
+    alike and their calls agreed.  Every loader now reads them exactly, on both paths."""
+    from replaybook.sources import door as door_mod
+    from replaybook.sources._claude_ref import load_reference
+
+    big = "123456789012345678901234567890"
+    # a float literal that long is not exact (a double): it is not the integer
+    for call_n, agree, key in ((big, True, big), ("123456789012345678901234567891", False, None),
+                               (big + ".0", False, "1.2345678901234568e+29")):
+        sub = tmp_path / call_n
+        t_dir, d_dir = _big_int_incident(sub, big, call_n)
+        steps = (load_claude_code if fast else load_reference)(t_dir).frame
+        calls = (load_door(d_dir) if fast else door_mod._load(d_dir, fast=False)).frame
+        tool = steps[steps.kind == "tool_call"].iloc[0]
+        assert tool["args_key"] == '{"n":%s}' % big and tool["arguments"] == {"n": int(big)}
+        assert calls.loc[0, "args_key"] == '{"n":%s}' % (key or call_n)
+        res = join_sessions(steps, calls)
+        assert (res.sessions.loc[0, "status"] == "matched") is agree, call_n

@@ -60,22 +60,23 @@ def _has_lossy_float(v: Any) -> bool:
     return False
 
 
-def dumps(v: Any, option: int | None = None) -> bytes:
-    """Compact JSON bytes of ``v`` (``option``: orjson options; ``orjson.OPT_SORT_KEYS`` is honoured
-    by the fallback too).
+def dumps(v: Any, option: int | None = None, default: Any = None) -> bytes:
+    """Compact JSON bytes of ``v`` (``option``, ``default``: as for ``orjson.dumps``;
+    ``orjson.OPT_SORT_KEYS`` and ``default`` are honoured by the fallback too).
 
     Raises:
         TypeError: ``v`` holds a value JSON cannot carry (orjson's ``JSONEncodeError``, a
             ``TypeError``: lone surrogates, non-string keys without ``OPT_NON_STR_KEYS``, objects).
     """
     try:
-        return orjson.dumps(v) if option is None else orjson.dumps(v, option=option)
+        return orjson.dumps(v, option=option, default=default)
     except orjson.JSONEncodeError as exc:
         if "64-bit" not in str(exc):
             raise
     sort = bool(option and option & orjson.OPT_SORT_KEYS)
     try:
-        text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=sort)
+        text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=sort,
+                          default=default)
         return text.encode("utf-8")
     except (ValueError, UnicodeEncodeError) as exc:  # NaN or Infinity; a lone surrogate
         raise orjson.JSONEncodeError(str(exc)) from None

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
+from . import _json
 from ._text import deep_safe, safe_str
 from .errors import InputError
 
@@ -85,11 +86,16 @@ def read_bytes(path: str | Path) -> bytes:
     return data
 
 
-def parse_json(raw: bytes) -> tuple[Any, str | None]:
+def parse_json(raw: bytes, exact: bool = True) -> tuple[Any, str | None]:
     """Parse one JSON text; fall back to the stdlib for what orjson refuses (lone surrogates,
-    invalid UTF-8), replacing lone surrogates with U+FFFD everywhere in the result."""
+    invalid UTF-8), replacing lone surrogates with U+FFFD everywhere in the result.
+
+    ``exact``: integers beyond 64 bits stay ``int`` (:func:`replaybook._json.loads`, as every
+    loader of tool-call arguments reads them); ``False`` leaves them as orjson reads them, as
+    floats (the cloud access-log loaders, whose column-wise fast paths read them so)."""
     try:
-        return orjson.loads(raw), None  # orjson refuses lone surrogates, so this is safe
+        # orjson refuses lone surrogates, so this is safe
+        return (_json.loads(raw) if exact else orjson.loads(raw)), None
     except orjson.JSONDecodeError as exc:
         try:
             # lone-surrogate escapes or invalid UTF-8: parse leniently, then make every string
@@ -137,13 +143,13 @@ def iter_text_lines(data: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
             yield line_no, start, raw, pending
 
 
-def iter_lines(data: bytes) -> Iterator[Line]:
-    """Split ``data`` on ``\\n`` and parse each non-blank line.
+def iter_lines(data: bytes, exact: bool = True) -> Iterator[Line]:
+    """Split ``data`` on ``\\n`` and parse each non-blank line (``exact``: as :func:`parse_json`).
 
     Blank lines are skipped (they carry nothing); every other line yields a :class:`Line`.
     """
     for line_no, start, raw, pending in iter_text_lines(data):
-        obj, err = parse_json(raw)
+        obj, err = parse_json(raw, exact)
         if pending and err is not None:
             yield Line(line_no, start, raw, None, "unterminated last line (still being written?)", True)
         else:

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 import orjson
 
+from . import _json
 from . import __version__
 from .errors import InputError, JoinError, ReplaybookError
 
@@ -31,7 +32,7 @@ def _json_default(v):
 def _json_text(v):
     if v is None or (isinstance(v, float) and v != v):
         return None
-    return orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+    return _json.dumps(v, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
                         default=_json_default).decode()
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 
+from replaybook import _json
 from replaybook._jsonl import expand_paths, iter_objects, quarantine_row, read_source
 from replaybook._text import to_utc as pandas_to_utc
 from replaybook.canonical import canonical_args
@@ -54,7 +55,8 @@ def reference_load_door(paths) -> LoadResult:
             args = o.get("arguments")
             if args is None:
                 args = {}
-            kb = orjson.dumps(args, option=orjson.OPT_NON_STR_KEYS)
+            # (changed since: integers beyond 64 bits are read exactly, so written by replaybook._json)
+            kb = _json.dumps(args, option=orjson.OPT_NON_STR_KEYS)
             key = key_cache.get(kb)
             if key is None:
                 key = key_cache[kb] = canonical_args(args)
@@ -107,7 +109,7 @@ def reference_load_door(paths) -> LoadResult:
 # -- comparing ---------------------------------------------------------------------------------
 
 def _spelling(v) -> bytes:
-    return orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS)
+    return _json.dumps(v, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _assert_same(a: LoadResult, b: LoadResult) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import orjson
 
+from .. import _json
 from .._schema import first_error_at
 
 from .._jsonl import iter_lines, read_bytes
@@ -247,7 +248,7 @@ def append_step(log_path: str | os.PathLike, fields: Mapping[str, Any]) -> int:
             data += more
         seq = _max_seq(data) + 1
         line["seq"] = seq
-        blob = orjson.dumps(line) + b"\n"
+        blob = _json.dumps(line) + b"\n"
         if data and not data.endswith(b"\n"):
             blob = b"\n" + blob  # never glue onto an unterminated line
         view = memoryview(blob)

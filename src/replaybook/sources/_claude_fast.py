@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 import pandas as pd
 
+from .. import _json
 from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
 from .._text import TEXT_LIMIT, deep_safe
 from ..canonical import canonical_args_cached
@@ -348,7 +349,7 @@ class Load:
         add = rows.append
         groups: dict[tuple, list] = {}   # key → [row, texts]
         dups = 0
-        loads = orjson.loads
+        loads = _json.loads
         JDE = orjson.JSONDecodeError
         split = _split
         canon = _canonical
@@ -717,7 +718,7 @@ class Load:
                             name = b.name
                             server, tool = split(name)
                             raw = bytes(b.input)
-                            args = orjson.loads(raw)
+                            args = _json.loads(raw)
                             if _LONG_DIGITS.search(raw) is not None:
                                 line_ok(line_no)
                             r = base.copy()

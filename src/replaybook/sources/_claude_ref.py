@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from .. import _json
 from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
 from .._text import TEXT_LIMIT, deep_safe, int_or_none, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -121,7 +122,7 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
     add = rows.append
     groups: dict[tuple, list] = {}   # key → [row, texts]
     dups = 0
-    loads = orjson.loads
+    loads = _json.loads
     JDE = orjson.JSONDecodeError
 
     # lines are handed to orjson as memoryview slices (no copy of the file); bytes are made only

@@ -301,7 +301,7 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
         if not docs:
             return None
         rest = text[pos:].encode("utf-8", "surrogateescape")
-        _, err = parse_json(rest)
+        _, err = parse_json(rest, exact=False)
         cut = _records_before_the_cut(rest, wrappers, err or "trailing text")
         tail = (cut[2] if cut is not None
                 else [Item(None, None, rest[:400], None,
@@ -347,7 +347,7 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
     data = _strip_bom(data)
     body = data.lstrip()
     if body[:1] in (b"{", b"["):
-        obj, err = parse_json(body)
+        obj, err = parse_json(body, exact=False)
         if err is None:
             if isinstance(obj, list):
                 return "array", None, [Item(i + 1, None, None, o, None) for i, o in enumerate(obj)]
@@ -361,7 +361,7 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
         else:
             first_end = data.find(b"\n")
             first = data if first_end < 0 else data[:first_end]
-            if first.strip() and parse_json(first.strip())[1] is not None:
+            if first.strip() and parse_json(first.strip(), exact=False)[1] is not None:
                 # several documents one after another, or one multi-line (or single-line)
                 # document that does not parse as a whole: a wrapper list cut short (a copy of a
                 # delivery file stopped mid-write, a truncated gzip) still holds its complete
@@ -373,7 +373,7 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
                 if cut is not None:
                     return cut
                 return "broken", None, [Item(1, 0, data[:400], None, err, False)]
-    items = [Item(ln.line_no, ln.offset, ln.raw, ln.obj, ln.error, ln.pending) for ln in iter_lines(data)]
+    items = [Item(ln.line_no, ln.offset, ln.raw, ln.obj, ln.error, ln.pending) for ln in iter_lines(data, exact=False)]
     return "jsonl", None, items
 
 

@@ -49,6 +49,7 @@ import orjson
 from msgspec import Meta, Raw, Struct, field
 from msgspec.structs import astuple
 
+from .. import _json
 from .._jsonl import quarantine_row
 from ..canonical import canonical_args
 from ._times import _ISO_WIDTHS, parse_parts
@@ -152,7 +153,7 @@ class ArgsTable:
                 if raw != _NULL and raw[:1] != b"{":
                     raise _Unusable
                 try:
-                    obj = {} if raw == _NULL else orjson.loads(raw)  # null or absent: {}
+                    obj = {} if raw == _NULL else _json.loads(raw)  # null or absent: {}
                     key = table.key_for(obj)
                 except (orjson.JSONDecodeError, TypeError, RecursionError):
                     raise _Unusable from None  # the per-line path quarantines it or takes it as it is
@@ -167,7 +168,7 @@ class ArgsTable:
         Raises:
             TypeError, RecursionError: ``obj`` is nested too deep, or holds an int past 64 bits.
         """
-        kb = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
+        kb = _json.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
         key = self.key_cache.get(kb)
         if key is None:
             key = self.key_cache[kb] = canonical_args(obj)

@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from .. import _json
+
 __all__ = ["copy_or_conflict", "conflict_row", "COPY_KEYS_IGNORED", "CONFLICT"]
 
 #: keys a resumed session's copy may change (it is written under the new session's id)
@@ -49,7 +51,7 @@ def _lines_of(path: str) -> list[bytes]:
 
 def _obj(raw: bytes) -> Any:
     try:
-        return orjson.loads(raw)
+        return _json.loads(raw)
     except orjson.JSONDecodeError:
         from .._jsonl import parse_json
 

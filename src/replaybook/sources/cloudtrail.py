@@ -207,7 +207,7 @@ def _unwrap(obj: Any) -> tuple[str, dict | None, dict | None, str | None]:
     if "CloudTrailEvent" in obj or ("EventTime" in obj and "EventName" in obj):  # LookupEvents
         inner = obj.get("CloudTrailEvent")
         if isinstance(inner, str):
-            inner, err = parse_json(inner.encode("utf-8", "surrogatepass"))
+            inner, err = parse_json(inner.encode("utf-8", "surrogatepass"), exact=False)
             if err is not None:
                 inner = None
         env = {k: v for k, v in obj.items() if k != "CloudTrailEvent"}

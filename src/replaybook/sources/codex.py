@@ -106,6 +106,7 @@ from typing import Any, Iterable
 import orjson
 import pandas as pd
 
+from .. import _json
 from .._jsonl import expand_paths, iter_objects, json_doc_items, line_scores, name_stem, quarantine_row, read_source
 from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import canonical_args
@@ -150,7 +151,7 @@ def _stem(path: Path) -> str:
 
 def _canon_key(v: Any) -> bytes:
     try:
-        return orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+        return _json.dumps(v, option=orjson.OPT_SORT_KEYS)
     except TypeError:
         return json.dumps(v, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
@@ -228,7 +229,7 @@ def sniff(sample: bytes) -> float:
     stripped = sample.lstrip()
     if stripped.startswith(b"{") and _FRAG_TS_DOC.match(stripped):
         try:
-            doc = orjson.loads(stripped)
+            doc = _json.loads(stripped)
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict):
@@ -336,7 +337,7 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
     doc = None
     if data.lstrip()[:1] == b"{":
         try:
-            doc = orjson.loads(data)
+            doc = _json.loads(data)
         except orjson.JSONDecodeError:
             doc = None
     if isinstance(doc, dict) and isinstance(doc.get("items"), list) and isinstance(doc.get("session"), dict):
@@ -388,7 +389,7 @@ def _read_ts_doc(f: _File, data: bytes) -> None:
         items = list(json_doc_items(text, ("items", "*")))
     except ValueError:
         sess, items = [], []
-    doc = orjson.loads(data)
+    doc = _json.loads(data)
     if not items:  # fall back to item index as the line
         items = [(None, 0, it) for it in doc["items"]]
     meta = deep_safe(doc["session"])
@@ -515,13 +516,13 @@ def _mcp_result(res: Any) -> tuple[str | None, bool | None]:
         return None, None
     if "Err" in res:
         err = res["Err"]
-        return (err if isinstance(err, str) else orjson.dumps(err).decode()), True
+        return (err if isinstance(err, str) else _json.dumps(err).decode()), True
     ok = res.get("Ok", res)
     if isinstance(ok, dict):
         text, _ = _content_text(ok.get("content"))
         is_err = ok.get("isError", ok.get("is_error"))
         if text is None and ok.get("structuredContent") is not None:
-            text = orjson.dumps(ok["structuredContent"]).decode()
+            text = _json.dumps(ok["structuredContent"]).decode()
         return text, (is_err is True)
     return None, None
 
@@ -649,7 +650,7 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
             raw_args = it.get("arguments")
             if isinstance(raw_args, str):
                 try:
-                    args = orjson.loads(raw_args) if raw_args.strip() else {}
+                    args = _json.loads(raw_args) if raw_args.strip() else {}
                     key = canonical_args(args)
                 except (orjson.JSONDecodeError, TypeError, RecursionError):
                     try:
@@ -672,7 +673,7 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
                 args = {}
                 key = canonical_args(args)
             else:  # a number or a boolean: not the JSON text Codex writes
-                text = orjson.dumps(raw_args).decode()
+                text = _json.dumps(raw_args).decode()
                 what = "a boolean" if isinstance(raw_args, bool) else "a number"
                 notes.append(f"line {r.line_no}: function_call arguments are {what}, not JSON text; kept as "
                              "text, args_key left NA")
@@ -706,7 +707,7 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
         return pending_request
     if t in _RESULT_TYPES:
         if t == "tool_search_output":
-            text = orjson.dumps(it.get("tools")).decode() if it.get("tools") is not None else None
+            text = _json.dumps(it.get("tools")).decode() if it.get("tools") is not None else None
             images, is_err = 0, None
         else:
             text, images, is_err = _output(it.get("output"))

@@ -91,6 +91,7 @@ from typing import Any, Callable, Iterable, Iterator
 import orjson
 import pandas as pd
 
+from .. import _json
 from .._jsonl import (
     expand_paths,
     iter_lines,
@@ -188,7 +189,7 @@ def _dated(o: dict, key: str, what: str, path: Path, line_no: int | None, loader
     if _valid_ts(o.get(key)):
         return True
     quarantine.append(quarantine_row(path, None, loader, f"{what} without a valid {key}",
-                                     line_no=line_no, raw=orjson.dumps(o)[:400]))
+                                     line_no=line_no, raw=_json.dumps(o)[:400]))
     return False
 
 
@@ -204,7 +205,7 @@ def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
     whole = False
     if stripped[:1] in (b"{", b"["):
         try:
-            doc = orjson.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
+            doc = _json.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
             whole = True
         except orjson.JSONDecodeError:
             if first in (b"{", b"["):      # a pretty document that does not parse
@@ -240,7 +241,7 @@ def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
                 yield ln, deep_safe(it)
             else:
                 quarantine.append(quarantine_row(path, None, loader, f"not a JSON object ({type(it).__name__})",
-                                                 line_no=ln, raw=orjson.dumps(it)[:400]))
+                                                 line_no=ln, raw=_json.dumps(it)[:400]))
         return
     for line in iter_objects(path, data, loader, quarantine):
         yield line.line_no, deep_safe(line.obj)
@@ -333,7 +334,7 @@ def _doc_or_lines(sample: bytes, rec_score: Callable[[dict], float], list_keys: 
     first = stripped.split(b"\n", 1)[0].strip()
     if stripped[:1] == b"[" or (stripped[:1] == b"{" and (first == b"{" or b"\n" not in stripped)):
         try:
-            doc = orjson.loads(stripped)
+            doc = _json.loads(stripped)
         except orjson.JSONDecodeError:
             doc = None
             if frag and all(f in sample for f in frag):
@@ -856,7 +857,7 @@ def _read_obot(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
         resp = o.get("responseBody") if isinstance(o.get("responseBody"), dict) else {}
         error = None
         if isinstance(resp.get("error"), dict):
-            error = str_or_none(resp["error"].get("message")) or orjson.dumps(resp["error"]).decode()
+            error = str_or_none(resp["error"].get("message")) or _json.dumps(resp["error"]).decode()
         elif isinstance(resp.get("result"), dict) and resp["result"].get("isError") is True:
             error = "tool result isError"
         elif outcome and outcome.lower() not in ("success", "succeeded", "ok") and not deny:

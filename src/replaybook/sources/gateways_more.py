@@ -60,6 +60,7 @@ from typing import Any, Iterable
 
 import orjson
 
+from .. import _json
 from .._jsonl import iter_lines, line_scores, parse_json, quarantine_row, unreadable_row
 from .._text import deep_safe, float_or_none, str_or_none
 from ..frames import LoadResult
@@ -253,7 +254,7 @@ def sniff_context_forge(sample: bytes) -> float:
     stripped = sample.strip()
     if stripped[:1] == b"{":
         try:
-            doc = orjson.loads(stripped)
+            doc = _json.loads(stripped)
         except orjson.JSONDecodeError:
             doc = None
             if b'"tool.invoke"' in sample or (b'"tool_metrics"' in sample and b'"observability_spans"' in sample):
@@ -279,7 +280,7 @@ def _cf_records(path: Path, data: bytes, quarantine: list[dict]) -> Iterable[tup
                     yield ln, deep_safe(it)
                 else:
                     quarantine.append(quarantine_row(path, None, "context-forge", f"{k}: not a JSON object",
-                                                     line_no=ln, raw=orjson.dumps(it)[:400]))
+                                                     line_no=ln, raw=_json.dumps(it)[:400]))
 
 
 def _read_context_forge(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
@@ -505,7 +506,7 @@ def _read_mxcp(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
             if err is not None:
                 info["notes"].append(f"line {ln}: input_json is not JSON; args_key NA")
         args, akey = _args(deep_safe(args_in))
-        if args is not None and b"[REDACTED]" in orjson.dumps(args):
+        if args is not None and b"[REDACTED]" in _json.dumps(args):
             akey = None
             redacted += 1
         agent = str_or_none(o.get("user_id")) or str_or_none(o.get("user"))
@@ -624,13 +625,13 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
         for m in msgs:
             if "method" in m:                                  # a request or a notification
                 if "id" in m:
-                    requests.add(orjson.dumps(m.get("id")))
+                    requests.add(_json.dumps(m.get("id")))
                 if m["method"] == "initialize" and isinstance(m.get("params"), dict):
                     ci = m["params"].get("clientInfo")
                     if isinstance(ci, dict) and str_or_none(ci.get("name")):
                         clients[sess] = ci["name"]
                         clients.setdefault(None, ci["name"])
-                    init_ids[(sess, orjson.dumps(m.get("id")))] = None
+                    init_ids[(sess, _json.dumps(m.get("id")))] = None
                 if m["method"] not in ("tools/call", "resources/read") or "id" not in m:
                     info["not_calls"] += 1
                     continue
@@ -648,9 +649,9 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                        "correlation": None if m.get("id") is None else str(m["id"]),
                        "source_file": str(path), "line_no": ln}
                 rows.append(row)
-                open_calls[(sess, orjson.dumps(m.get("id")))] = row
+                open_calls[(sess, _json.dumps(m.get("id")))] = row
                 continue
-            key = (sess, orjson.dumps(m.get("id")))
+            key = (sess, _json.dumps(m.get("id")))
             row = open_calls.pop(key, None)
             if row is None:
                 for (s, i), r in list(open_calls.items()):     # response before the session id was known

@@ -78,6 +78,7 @@ from typing import Any, Iterable
 
 import orjson
 
+from .. import _json
 from .._jsonl import expand_paths, iter_objects, json_doc_items, line_scores, name_stem, quarantine_row, read_source
 from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import canonical_args
@@ -166,7 +167,7 @@ def sniff(sample: bytes) -> float:
     first = stripped.split(b"\n", 1)[0].strip()
     if stripped[:1] in (b"{", b"[") and (first in (b"{", b"[") or b"\n" not in stripped):
         try:
-            doc = orjson.loads(stripped)
+            doc = _json.loads(stripped)
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict):
@@ -240,7 +241,7 @@ def _result_text(result: Any, display: Any = None) -> str | None:
                             texts.append(v)
                             break
                     else:
-                        texts.append(orjson.dumps(resp).decode())
+                        texts.append(_json.dumps(resp).decode())
                 elif isinstance(resp, str):
                     texts.append(resp)
             elif isinstance(p.get("text"), str):
@@ -321,7 +322,7 @@ def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict
     doc = None
     if stripped[:1] in (b"{", b"["):
         try:
-            doc = orjson.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
+            doc = _json.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
         except orjson.JSONDecodeError:
             doc = None
     is_doc = isinstance(doc, list) or (isinstance(doc, dict) and (
@@ -364,7 +365,7 @@ def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict
 
 def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: list[dict], info: dict) -> None:
     try:
-        doc = orjson.loads(data)
+        doc = _json.loads(data)
     except orjson.JSONDecodeError:
         try:
             doc = json.loads(data.decode("utf-8", "replace"))
@@ -392,7 +393,7 @@ def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: li
                 st.upsert(session, m, file_idx, ln)
             else:
                 quarantine.append(quarantine_row(path, None, LOADER, "message without a string id", line_no=ln,
-                                                 raw=orjson.dumps(m)[:400]))
+                                                 raw=_json.dumps(m)[:400]))
         return
     if isinstance(doc, dict):
         key = "history" if isinstance(doc.get("history"), list) else (
@@ -410,7 +411,7 @@ def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: li
     for ln, c in zip(lines(p, len(items)), items):
         if not isinstance(c, dict) or not isinstance(c.get("parts"), list):
             quarantine.append(quarantine_row(path, None, LOADER, "Content item without parts", line_no=ln,
-                                             raw=orjson.dumps(c)[:400]))
+                                             raw=_json.dumps(c)[:400]))
             continue
         st.contents.append(_Content(session, c, file_idx, ln, st.next()))
 

@@ -78,6 +78,7 @@ from typing import Any, Iterable
 import orjson
 import pandas as pd
 
+from .. import _json
 from .._jsonl import expand_paths, iter_objects, json_doc_items, quarantine_row, read_source
 from .._text import deep_safe, int_or_none, truncate
 from ..canonical import canonical_args
@@ -202,7 +203,7 @@ def sniff(sample: bytes) -> float:
     for raw in lines:
         seen += 1
         try:
-            o = orjson.loads(raw)
+            o = _json.loads(raw)
         except orjson.JSONDecodeError:
             continue
         if isinstance(o, dict) and any(k in o for k in _RS):
@@ -241,7 +242,7 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
     stripped = data.strip()
     if stripped[:1] in (b"{", b"["):
         try:
-            doc = orjson.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
+            doc = _json.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
         except orjson.JSONDecodeError:
             doc = None
             if stripped.split(b"\n", 1)[0].strip() in (b"{", b"["):  # a pretty document that does not parse
@@ -270,7 +271,7 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
                 else:
                     quarantine.append(quarantine_row(path, None, LOADER, "not an OTLP trace export request "
                                                      "(no resourceSpans)", line_no=1 if not isinstance(doc, list) else None,
-                                                     raw=orjson.dumps(req)[:400] if req is not None else None))
+                                                     raw=_json.dumps(req)[:400] if req is not None else None))
                 continue
             _request(path, req, lambda: next(it, None), file_idx, quarantine, spans, counter, info)
         return info
@@ -309,7 +310,7 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                 if trace is None or sid is None or start is None:
                     quarantine.append(quarantine_row(
                         path, None, LOADER, "span without traceId, spanId or startTimeUnixNano", line_no=ln,
-                        raw=orjson.dumps(sp)[:400]))
+                        raw=_json.dumps(sp)[:400]))
                     continue
                 st = sp.get("status") if isinstance(sp.get("status"), dict) else {}
                 counter[0] += 1
@@ -379,7 +380,7 @@ def _parse_args(v: Any) -> tuple[Any, str | None, str | None]:
         return v, canonical_args(v), None
     if isinstance(v, str):
         try:
-            obj = orjson.loads(v) if v.strip() else {}
+            obj = _json.loads(v) if v.strip() else {}
         except orjson.JSONDecodeError:
             try:
                 obj = json.loads(v)
@@ -516,7 +517,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                                      "args_key left NA")
             res = attrs.get("gen_ai.tool.call.result")
             if res is not None and not isinstance(res, str):
-                res = orjson.dumps(res).decode()
+                res = _json.dumps(res).decode()
             text, nb = truncate(raw)
             rtext, _ = truncate(res if isinstance(res, str) else (s.status_msg if error else None))
             cid = attrs.get("gen_ai.tool.call.id")
