@@ -157,7 +157,7 @@ class AccessJoinResult:
         per_call: one row per door call: ``door_session``, ``seq``, ``agent``, ``ts``,
             ``decision``, ``object``, ``call_uri`` (the object through ``storage_map``, NA when
             unmapped), ``access_count`` (Int64, access rows it explains), ``access_bytes``
-            (Int64, sum of their ``bytes``), ``denied_count`` (Int64, of them refused by storage).
+            (Int64, sum of their ``bytes`` that are known; NA when none logged a size), ``denied_count`` (Int64, of them refused by storage).
         window_s, lag_s, skew_s: the windows used, seconds.
     """
 
@@ -340,6 +340,7 @@ def join_access(
     unexplained: list[tuple[object, str]] = []
     counts = np.zeros(n_c, np.int64)
     bytes_sum = np.zeros(n_c, np.int64)
+    bytes_known = np.zeros(n_c, bool)  # some linked request logged its size
     denied = np.zeros(n_c, np.int64)
 
     a_ts = access["ts"].astype(UTC)
@@ -421,7 +422,9 @@ def join_access(
             continue
         counts[chosen] += 1
         b = r["bytes"]
-        bytes_sum[chosen] += 0 if pd.isna(b) else int(b)
+        if not pd.isna(b):
+            bytes_sum[chosen] += int(b)
+            bytes_known[chosen] = True
         denied[chosen] += int(str(r["outcome"]) == "denied")
         links.append({
             "door_session": c["door_session"].iat[chosen],
@@ -468,7 +471,8 @@ def join_access(
         "object": c["object"].astype("string"),
         "call_uri": pd.array(c_uri, dtype="string"),
         "access_count": pd.array(counts, dtype="Int64"),
-        "access_bytes": pd.array(bytes_sum, dtype="Int64"),
+        # no size logged (CloudTrail without bytesTransferredOut): unknown, not 0 bytes
+        "access_bytes": pd.arrays.IntegerArray(bytes_sum, ~bytes_known),
         "denied_count": pd.array(denied, dtype="Int64"),
     })
     return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call,
