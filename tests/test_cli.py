@@ -41,7 +41,30 @@ def test_join_table_is_readable(capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "<NA>" not in out and "NaN" not in out
     rows = [ln.split() for ln in out.splitlines()[1:] if ln.startswith("door-")]
-    assert [r[1:5] + r[7:11] + r[12:] for r in rows] == [["-"] * 4 + ["-", "unmatched", "-", "-", "-"]] * 2
+    assert [r[1:5] + r[7:11] + r[13:] for r in rows] == [["-"] * 4 + ["-", "unmatched", "-", "-", "-", "-"]] * 2
+
+
+def test_join_table_shows_refusals_and_flags_contradicting_tool_use_ids(tmp_path, capsys):
+    """id_conflicts had been in the JSON only: the table read 'matched' for a session whose door
+    logged another tool-use id than the transcript's step."""
+    import shutil
+
+    door = tmp_path / "door"
+    shutil.copytree(FIX / "join_trap" / "door", door)
+    f = door / "analyst" / "door-sess-a.jsonl"
+    lines = f.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["meta"] = {"claudecode/toolUseId": "toolu_not_the_transcripts"}
+    f.write_text("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+    rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"), "--calls", str(door)])
+    cap = capsys.readouterr()
+    assert rc == 0
+    header = cap.out.splitlines()[0].split()
+    assert header[11:] == ["refused", "unclaimed_calls", "unmatched_steps", "id_conflicts"]
+    rows = {r[0]: r for r in (ln.split() for ln in cap.out.splitlines()[1:] if ln.startswith("door-"))}
+    assert rows["door-sess-a"][14] == "1" and rows["door-sess-b"][14] == "0"
+    assert ("warning: door session door-sess-a: 1 door call logged another tool-use id than the transcript step "
+            "agreeing with it (not counted)") in cap.err
 
 
 def test_load_calls_jsonl_and_parquet(tmp_path, capsys):

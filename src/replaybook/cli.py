@@ -368,7 +368,9 @@ def sources_cmd() -> None:
 @click.option("--min-agreed", type=int, default=1, show_default=True,
               help="Never assign a transcript with fewer agreeing steps.")
 @click.option("--max-offset", type=float, default=300.0, show_default=True,
-              help="Largest clock offset between transcript and door to look for, seconds.")
+              help="Largest clock offset between transcript and door to look for before matching, "
+                   "seconds (0: assume the clocks agree). The offset printed is measured afterwards "
+                   "from the agreeing pairs, so it can be as large as --window even with 0.")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True)
 def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_agreed, max_offset, fmt) -> None:
     """Assign transcripts to door sessions one-to-one and say how sure each assignment is."""
@@ -389,13 +391,14 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
     else:
         cols = ["door_session", "transcript_id", "agreed", "transcript_tool_steps", "share",
                 "runner_up", "runner_up_agreed", "margin", "status", "method", "offset_ms",
-                "unclaimed_calls", "unmatched_steps"]
+                "refused", "unclaimed_calls", "unmatched_steps", "id_conflicts"]
         view = res.sessions[cols].astype(object)
         view["share"] = [None if pd.isna(v) else f"{v:.0%}" for v in view["share"]]
         view["margin"] = [None if pd.isna(v) else f"{v:g}" for v in view["margin"]]
         view["offset_ms"] = [None if pd.isna(v) else f"{v:+.0f}" for v in view["offset_ms"]]
         click.echo(_text_table(view, numeric=("agreed", "transcript_tool_steps", "share", "runner_up_agreed",
-                                              "margin", "offset_ms", "unclaimed_calls", "unmatched_steps")))
+                                              "margin", "offset_ms", "refused", "unclaimed_calls",
+                                              "unmatched_steps", "id_conflicts")))
         ut = res.unmatched_transcripts
         if len(ut) <= 2:
             click.echo(f"\nunmatched transcripts: {', '.join(ut) or 'none'}")
@@ -403,6 +406,12 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
             click.echo(f"\nunmatched transcripts ({len(ut)}):\n" + "\n".join(f"  {t}" for t in ut))
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
+        ic = res.sessions["id_conflicts"].fillna(0).astype(int)
+        for ds, n in zip(res.sessions["door_session"], ic):
+            if n:
+                click.echo(f"warning: door session {ds}: {n} door call{'' if n == 1 else 's'} logged another "
+                           "tool-use id than the transcript step agreeing with it (not counted): an edited or "
+                           "copied transcript, or another client's call, would look like this", err=True)
     from .join import untimed_note
 
     note = untimed_note(st.frame, ca.frame)
