@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pandas as pd
+
+from replaybook.canonical import canonical_args
 import pytest
 
 from replaybook.frames import CALLS, PAIRS, QUARANTINE, SESSIONS, STEPS
@@ -124,6 +126,20 @@ def test_header_escapes_title():
     assert not re.search(r"url\(|https?://", S.STYLE)
 
 
+def test_header_flags_contradicting_tool_use_ids_and_counts_the_residuals(frames):
+    _, _, _, sessions = frames
+    plain = S.header("x", "/a/incident.yaml", sessions=sessions)
+    assert "tool-use id" not in plain
+    assert ('<a href="#residuals">Left unpaired by the join</a>: 2 door calls no transcript step claims and '
+            "1 door-bound tool call with no door call") in plain
+    flagged = sessions.assign(id_conflicts=pd.array([2] + [pd.NA] * (len(sessions) - 1), dtype="Int64"))
+    h = S.header("x", "/a/incident.yaml", sessions=flagged)
+    assert ('<strong><a href="#sessions">2 door calls logged another tool-use id than the transcript step '
+            "agreeing with it</a></strong>") in h
+    clean = sessions.assign(unclaimed_calls=0, unmatched_steps=0)
+    assert "Left unpaired" not in S.header("x", "/a/incident.yaml", sessions=clean)
+
+
 def test_join_summary_and_confidence(frames):
     steps, calls, _, sessions = frames
     h = S.join_summary(sessions, 60.0)
@@ -158,6 +174,14 @@ def test_join_summary_and_confidence(frames):
                                              "arguments and time while the door logged another tool-use id than the "
                                              "step's, so it is not counted: an edited or copied transcript, or another "
                                              "client's call, would look like this"),
+    # … and the verdict says so first: never "Certain" or "High confidence" beside a contradicting id
+    (dict(door_session="a", calls=10, agreed=9, transcript_id="t", status="matched", share=0.9, margin=5.0,
+          method="meta_id+content", id_conflicts=1), "Door session a: Disputed: 1 tool-use id contradicts the link "
+                                                     "— matched to transcript t; 9 of 10 calls (90%) agree (for some "
+                                                     "calls the door logged the client's own tool-use ids"),
+    (dict(door_session="a", calls=10, agreed=8, transcript_id="t", status="matched", share=0.8, margin=5.0,
+          method="content", id_conflicts=2), "Disputed: 2 tool-use ids contradict the link — matched to transcript "
+                                             "t; 8 of 10 calls (80%) agree (same tool and canonical arguments"),
     (dict(door_session="a", calls=10, agreed=2, transcript_id="t", status="matched", share=0.2, margin=1.0,
           method="content"), "Weak"),
     (dict(door_session="a", calls=10, agreed=3, transcript_id="t", status="ambiguous", share=0.3, margin=0.0,
@@ -536,7 +560,22 @@ def test_arguments_a_gateway_logged_but_could_not_compare_are_shown():
                               arguments={"bucket": "secrets", "key": "keys.txt"}),
                          dict(door_session="g", seq=2, ts=t, tool="list", decision="allow", arguments=None)])
     h = S.refused_calls(calls)
-    assert "{&quot;bucket&quot;: &quot;secrets&quot;, &quot;key&quot;: &quot;keys.txt&quot;} (as logged; not compared)" \
+    assert "{&quot;bucket&quot;:&quot;secrets&quot;,&quot;key&quot;:&quot;keys.txt&quot;} (as logged; not compared)" \
         in re.sub("<wbr>", "", h)
-    h = S.session_calls(calls, None, "g")
+    h = re.sub("<wbr>", "", S.session_calls(calls, None, "g"))
     assert "(as logged; not compared)" in h and h.count("(as logged; not compared)") == 1  # none for no arguments
+
+
+def test_arguments_are_shown_as_logged_with_what_the_join_compared():
+    """Tables had shown only the canonical text: a reviewer never saw the log's own
+    ``{"sql": …, "limit": 1.0}``, nor that the pair matched only after canonical form."""
+    t = pd.Timestamp("2025-10-01T12:00:00Z")
+    logged = {"sql": "select 1", "limit": 1.0}
+    calls = CALLS.build([dict(door_session="g", seq=1, ts=t, tool="query", decision="allow", arguments=logged,
+                              args_key=canonical_args(logged)),
+                         dict(door_session="g", seq=2, ts=t, tool="list", decision="allow", arguments={"path": "a"},
+                              args_key='{"path":"a"}')])
+    h = re.sub("<wbr>", "", S.session_calls(calls, None, "g"))
+    assert ("{&quot;sql&quot;:&quot;select 1&quot;,&quot;limit&quot;:1.0} (compared as "
+            "{&quot;limit&quot;:1,&quot;sql&quot;:&quot;select 1&quot;})") in h
+    assert "<code>{&quot;path&quot;:&quot;a&quot;}</code>" in h  # the same either way: shown once

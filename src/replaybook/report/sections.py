@@ -242,26 +242,32 @@ def table(
     return f'<table class="rb-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{note}'
 
 
-def _args_shown(df: pd.DataFrame | None) -> pd.DataFrame | None:
-    """``df`` with ``args_key`` filled, for display, from ``arguments`` where a loader kept the
-    arguments but could not compare them (a gateway's redacted or truncated arguments, a
-    Codex call whose arguments are not JSON): "… (as logged; not compared)".  A reviewer had seen
-    "—" for arguments the log holds."""
+def _args_shown(df: pd.DataFrame | None, limit: int = MAX_ROWS) -> pd.DataFrame | None:
+    """``df`` with ``args_key`` replaced, for display in its first ``limit`` rows (the rows a table
+    shows), by the arguments *as logged*: the ``arguments`` value in its own key order and
+    number spelling, then "(compared as …)" with the canonical text the join compared when the
+    two differ (key order, ``1.0`` for ``1``, spacing), or "(as logged; not compared)" where a
+    loader kept arguments it could not compare (a gateway's redacted or truncated arguments, a
+    Codex call whose arguments are not JSON).  A reviewer had seen only the canonical form, never
+    what the log holds."""
     if df is None or not len(df) or "args_key" not in df.columns or "arguments" not in df.columns:
         return df
-    na = df["args_key"].isna().to_numpy(bool)
-    if not na.any():
-        return df
+    n = min(len(df), limit + 1)
     shown = df["args_key"].astype(object).to_numpy(copy=True)
-    for i in np.flatnonzero(na):
+    for i in range(n):
         a = df["arguments"].iat[i]
+        key = shown[i]
         if a is None or (isinstance(a, float) and math.isnan(a)) or a is pd.NA:
             continue
         try:
-            text = a if isinstance(a, str) else json.dumps(a, ensure_ascii=False, sort_keys=True, default=str)
+            text = a if isinstance(a, str) else json.dumps(a, ensure_ascii=False, separators=(",", ":"),
+                                                           default=str)
         except (TypeError, ValueError, RecursionError):
             text = str(a)
-        shown[i] = f"{text} (as logged; not compared)"
+        if key is None or key is pd.NA or (isinstance(key, float) and math.isnan(key)):
+            shown[i] = f"{text} (as logged; not compared)"
+        elif text != key:
+            shown[i] = f"{text} (compared as {key})"
     return df.assign(args_key=shown)
 
 
@@ -303,6 +309,7 @@ def header(
     description: str | None = None,
     unexplained: pd.DataFrame | None = None,
     disagreements: Sequence[Mapping] = (),
+    sessions: pd.DataFrame | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -313,7 +320,10 @@ def header(
     no door call explains (``unexplained``: ``AccessJoinResult.unexplained``), linked to that
     section, of the objects the agent reached that look like copies of one dataset but hold
     different data (``disagreements``: :attr:`ReachedObjects.disagreements`), linked to that
-    section, and the manifest's ``description``."""
+    section, from the join's ``sessions`` frame (``SESSIONS``) the door calls whose logged tool-use
+    id contradicts the transcript (``id_conflicts``, linked to the sessions) and the residual
+    counts (``unclaimed_calls``, ``unmatched_steps``, linked to the residuals), and the
+    manifest's ``description``."""
     when = generated_at or datetime.now(timezone.utc)
     manifest = Path(incident_path).resolve()  # relative: to the working directory (the report's: its folder)
     shown = Path(manifest.parent.name, manifest.name)
@@ -338,6 +348,20 @@ def header(
         if n_st:
             facts.append(f'<strong><a href="#access">{_count(n_st, "storage request")} no door call explains</a>'
                          "</strong>" + (f" ({by_door:,} made with the door's own principal)" if by_door else ""))
+    if sessions is not None and len(sessions):
+        def total(col: str) -> int:
+            return int(pd.to_numeric(sessions[col], errors="coerce").fillna(0).sum()) if col in sessions else 0
+
+        ic = total("id_conflicts")
+        if ic:  # a tamper signal: up top, not only inside a sentence of the join section
+            facts.append(f'<strong><a href="#sessions">{_count(ic, "door call")} logged another tool-use id than '
+                         "the transcript step agreeing with it</a></strong>: an edited or copied transcript, or "
+                         "another client's call, would look like this")
+        uc, us = total("unclaimed_calls"), total("unmatched_steps")
+        if uc or us:
+            parts = ([f"{_count(uc, 'door call')} no transcript step claims"] if uc else []) + \
+                    ([f"{_count(us, 'door-bound tool call')} with no door call"] if us else [])
+            facts.append(f'<a href="#residuals">Left unpaired by the join</a>: {" and ".join(parts)}')
     for d in disagreements:  # copies of one dataset that disagree: the likeliest cause of a wrong figure
         objs = ", ".join(f"<code>{esc(o['object'])}</code> ({'?' if o['rows'] is None else format(o['rows'], ',')} rows)"
                          for o in d["objects"])
@@ -390,7 +414,13 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     # what the content agreement compared: arguments too, or (a gateway that logs none) tool and time only
     tool_time_only = "tool_time" in method and "content" not in method
     compared = "tool" if tool_time_only else "tool and canonical arguments"
-    if "meta_id" in method:
+    ic = row.get("id_conflicts")
+    n_ic = 0 if _isna(ic) else int(ic)
+    if n_ic:  # a logged tool-use id contradicts the transcript: no level of confidence holds
+        level = f"Disputed: {_count(n_ic, 'tool-use id')} {'contradicts' if n_ic == 1 else 'contradict'} the link"
+        how = ("for some calls the door logged the client's own tool-use ids, and they match the transcript's"
+               if "meta_id" in method else f"same {compared}, at times{within}")
+    elif "meta_id" in method:
         level = "Certain (by tool-use id)"  # above "High confidence": the ids prove the link
         how = ("the door logged the client's own tool-use ids, and they match the transcript's"
                if method == "meta_id" else
@@ -418,9 +448,8 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     elif "tool_time" in method:
         s += ("; some calls agree on tool and time only (their gateway logged no arguments), which is "
               "weaker evidence")
-    ic = row.get("id_conflicts")
-    if not _isna(ic) and int(ic):
-        n = int(ic)
+    if n_ic:
+        n = n_ic
         s += (f"; but {_count(n, 'door call')} {'agrees' if n == 1 else 'agree'} with a step of this transcript on "
               f"tool, arguments and time while the door logged another tool-use id than the step's, so "
               f"{'it is' if n == 1 else 'they are'} not counted: an edited or copied transcript, or another "
@@ -606,7 +635,7 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
         c["got_back"] = [result_cell(t, e) for t, e in zip(c["step_result"], c["is_error"])]
     else:
         c["got_back"] = "—"
-    c = _args_shown(c)
+    c = _args_shown(c, max_rows)
     cols = [("seq", "seq", "num"), ("ts", "time (UTC)", "ts"), ("tool", "tool", "code"),
             ("object", "object", "code"), ("decision", "decision", "text"), ("rule", "rule", "code"),
             ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("error", "door error", "text"),
@@ -944,7 +973,7 @@ def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
         return _section("Refused calls", "<p>The door refused no call.</p>", anchor="refused")
     m = _matched_steps(pairs, steps)
     r = r.merge(m, left_on=["door_session", "seq"], right_on=["door_session", "call_seq"], how="left")
-    r = _args_shown(r)
+    r = _args_shown(r, max_rows)
     cols = [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),
             ("tool", "tool", "code"), ("object", "object", "code"), ("rule", "rule", "code"),
             ("args_key", "arguments", "code"), ("error", "error", "text"),
@@ -1052,10 +1081,10 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
             f"<b>{_count(n_access, 'storage request')}</b> (on objects and buckets, what the door's calls reach)")
     body = (f"<p>The cloud's own access logs hold {held}. Door calls explain "
             f"<b>{_count(len(result.links), 'storage request')}</b>. <b>{_count(len(un), 'request')} "
-            f"{'matches' if len(un) == 1 else 'match'} no door call</b> (storage requests, and any other request "
-            "made with the door's own principal) — look at these first: a request made with the door's own "
-            "principal and no door call behind it means someone or something reached the data around the "
-            "door.</p>")
+            f"{'matches' if len(un) == 1 else 'match'} no door call</b>, listed below: storage requests, and "
+            "requests to any other service made with the door's own principal. Look at these first: a request "
+            "made with the door's own principal and no door call behind it means someone or something reached "
+            "the data around the door.</p>")
     # where each came from (address, client): the same as the requests door calls explain points
     # at the door's side — the server behind it, or its host — rather than credentials used elsewhere
     from ..access_join import source_ip
@@ -1165,7 +1194,7 @@ def residuals(
     no_door = sessions is None or not len(sessions)
     nothing = "No door calls in this incident (none listed, or none read from what was: see Inputs): nothing to compare."
     body += "<h3>Door calls no transcript step claims</h3>"
-    body += table(_args_shown(unclaimed_calls),
+    body += table(_args_shown(unclaimed_calls, max_rows),
                   [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),
                    ("tool", "tool", "code"), ("object", "object", "code"), ("decision", "decision", "text"),
                    ("args_key", "arguments", "code")],
@@ -1173,7 +1202,7 @@ def residuals(
                   empty=nothing if no_door else "None: every door call of an assigned session has a matching "
                                                 "transcript step.")
     body += "<h3>Transcript tool calls with no door call</h3>"
-    body += table(_args_shown(unmatched_steps),
+    body += table(_args_shown(unmatched_steps, max_rows),
                   [("transcript_id", "transcript", "code"), ("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"),
                    ("tool_raw", "tool", "code"), ("call_id", "tool-use id", "code"), ("args_key", "arguments", "code"),
                    ("is_error", "error result", "text")],
