@@ -77,6 +77,13 @@ def test_manifest_errors_name_the_field(tmp_path):
     with pytest.raises(ManifestError) as e:
         replaybook.Incident.load(tmp_path)
     assert str(e.value) == f"{tmp_path / 'incident.yaml'}:2: unknown key 'transcript' (did you mean 'transcripts'?)"
+    # a misspelt format: its line and the name meant (it had said only "unknown source format")
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts:\n  - t.jsonl\n"
+                                            "  - {path: more/, format: claude_code}\n")
+    with pytest.raises(ManifestError) as e:
+        replaybook.Incident.load(tmp_path)
+    assert str(e.value) == (f"{tmp_path / 'incident.yaml'}:4: transcripts: unknown format 'claude_code' "
+                            "(did you mean 'claude-code'?) (`replaybook sources` lists every format)")
     (tmp_path / "incident.yaml").write_text("")
     with pytest.raises(ManifestError, match="it needs title: and transcripts:; door: is optional"):
         replaybook.Incident.load(tmp_path)

@@ -98,10 +98,38 @@ def load_manifest(path: str | Path) -> dict:
         v = data.get(key)
         if isinstance(v, float) and not math.isfinite(v):
             raise ManifestError(f"invalid manifest at {key}: {v} is not a number of seconds", p)
+    known = registry.names()
+    for key, value in data.items():  # a misspelt {path, format}: said here, with its line
+        for item in value if isinstance(value, list) else ():
+            fmt = item.get("format") if isinstance(item, dict) else None
+            if isinstance(fmt, str) and fmt not in known:
+                raise ManifestError(f"{key}: unknown format {fmt!r}{registry.did_you_mean(fmt)} "
+                                    "(`replaybook sources` lists every format)", p, _line_of_value(raw, key, fmt))
     data.setdefault("window_s", DEFAULT_WINDOW_S)
     data.setdefault("min_agreed", DEFAULT_MIN_AGREED)
     data.setdefault("max_offset_s", 300.0)
     return data
+
+
+def _line_of_value(raw: bytes, key: str, value: str) -> int | None:
+    """The 1-based manifest line of the first scalar ``value`` under top-level ``key``."""
+    try:
+        node = yaml.compose(raw)
+    except yaml.YAMLError:
+        return None
+    for k, v in getattr(node, "value", []) or []:
+        if getattr(k, "value", None) != key:
+            continue
+        stack = [v]
+        while stack:
+            n = stack.pop(0)
+            if isinstance(n, yaml.ScalarNode) and n.value == value:
+                return n.start_mark.line + 1
+            if isinstance(n, yaml.SequenceNode):
+                stack.extend(n.value)
+            elif isinstance(n, yaml.MappingNode):
+                stack.extend(x for pair in n.value for x in pair)
+    return None
 
 
 def _line_of_key(raw: bytes, key: str) -> int | None:

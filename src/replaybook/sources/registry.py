@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 from ..errors import InputError
 from ..frames import LoadResult
 
-__all__ = ["Source", "register", "get", "names", "sniff_file", "side_file_of", "SNIFF_BYTES"]
+__all__ = ["Source", "register", "get", "names", "did_you_mean", "sniff_file", "side_file_of", "SNIFF_BYTES"]
 
 #: How much of a file sniffing reads (decompressed), in bytes.
 SNIFF_BYTES = 256 * 1024
@@ -64,7 +64,20 @@ def get(name: str) -> Source:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise InputError(f"unknown source format {name!r}; known: {', '.join(names())}") from None
+        raise InputError(f"unknown source format {name!r}{did_you_mean(name)}; known: {', '.join(names())}") from None
+
+
+def did_you_mean(name: str) -> str:
+    """`` (did you mean 'claude-code'?)`` for the registered name nearest ``name`` (``_`` read as
+    ``-``, case ignored), or ``""`` when none is near."""
+    import difflib
+
+    _load_builtin()
+    want = name.strip().lower().replace("_", "-")
+    if want in _REGISTRY:
+        return f" (did you mean {want!r}?)"
+    near = difflib.get_close_matches(want, list(_REGISTRY), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 def names() -> list[str]:
