@@ -277,3 +277,20 @@ def test_quarantine_summary_counts_whole_files_apart_from_lines(capsys):
     assert main(["join", "--transcripts", str(demo), "--calls", str(demo / "door")]) == 0
     err = capsys.readouterr().err
     assert "quarantine: 5 whole files" in err and "quarantine: 5 lines" not in err
+
+
+def test_load_writes_arguments_nested_deeper_than_orjson_writes(tmp_path, capsys):
+    """A transcript whose tool input nests 600 deep loads, but writing its rows stopped the CLI
+    with an internal error (orjson writes 254 levels)."""
+    sid = "cccccccc-1111-4111-8111-cccccccccccc"
+    deep = "[" * 600 + "]" * 600
+    (tmp_path / f"{sid}.jsonl").write_text(
+        '{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/p","sessionId":"%s",'
+        '"version":"2.1.90","uuid":"00000000-0000-4000-8000-000000000002","timestamp":"2026-09-13T13:00:01.000Z",'
+        '"type":"assistant","message":{"model":"m","id":"msg_1","type":"message","role":"assistant","content":'
+        '[{"type":"tool_use","id":"toolu_1","name":"mcp__door__lookup","input":{"a":%s}}],"stop_reason":null,'
+        '"usage":{"input_tokens":1,"output_tokens":1}},"requestId":"req_1"}\n' % (sid, deep))
+    assert main(["load", "steps", str(tmp_path)]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (call,) = [r for r in rows if r["kind"] == "tool_call"]
+    assert call["arguments"] == '{"a":%s}' % deep and call["args_key"] == '{"a":%s}' % deep

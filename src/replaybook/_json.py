@@ -8,8 +8,9 @@ different such numbers must never read alike, and the door must pass and log the
 * :func:`loads` — orjson's result, except that a text holding a run of 20 or more digits (every
   integer of 2**64 or more has one; most texts have none) is read by the standard library's
   ``json``, which keeps integers exact.  Both read floats to the same double.
-* :func:`dumps` — orjson's bytes, except that a value holding such an integer is written by
-  ``json`` instead (compact, UTF-8, the same spelling otherwise but for float exponents).
+* :func:`dumps` — orjson's bytes, except that a value holding such an integer, or nested deeper
+  than orjson writes (254 levels), is written by ``json`` instead (compact, UTF-8, the same
+  spelling otherwise but for float exponents).
 """
 
 from __future__ import annotations
@@ -71,12 +72,20 @@ def dumps(v: Any, option: int | None = None, default: Any = None) -> bytes:
     try:
         return orjson.dumps(v, option=option, default=default)
     except orjson.JSONEncodeError as exc:
-        if "64-bit" not in str(exc):
+        if "64-bit" not in str(exc) and "Recursion" not in str(exc):
             raise
     sort = bool(option and option & orjson.OPT_SORT_KEYS)
+    import sys
+
+    old = sys.getrecursionlimit()
     try:
+        # nesting orjson does not write (past 254 levels) but a parser kept: room for the 1,024
+        # levels JSON parsers stop at, as canonical_args gives itself
+        sys.setrecursionlimit(max(old, 10_000))
         text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=sort,
                           default=default)
         return text.encode("utf-8")
-    except (ValueError, UnicodeEncodeError) as exc:  # NaN or Infinity; a lone surrogate
+    except (ValueError, UnicodeEncodeError, RecursionError) as exc:  # NaN, Infinity; lone surrogate; deeper still
         raise orjson.JSONEncodeError(str(exc)) from None
+    finally:
+        sys.setrecursionlimit(old)

@@ -166,7 +166,8 @@ class ArgsTable:
         """``canonical_args(obj)``, cached by ``obj``'s compact JSON.
 
         Raises:
-            TypeError, RecursionError: ``obj`` is nested too deep, or holds an int past 64 bits.
+            TypeError, ValueError: ``obj`` cannot be written as JSON, or is nested deeper than
+                canonical_args goes (~5,000 levels; parsers stop at 1,024).
         """
         kb = _json.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
         key = self.key_cache.get(kb)

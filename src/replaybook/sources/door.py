@@ -127,7 +127,7 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         ``agent`` falls back to the parent folder's name (``<agent>/<session>.jsonl``) when a
         line has none; a line whose ``ts`` is not a real date-time (or lies outside 1677–2262)
         is quarantined, and so is one whose ``arguments`` cannot be canonicalised (nested deeper
-        than orjson's 254 levels, or an integer past 64 bits).
+        than the JSON parsers' 1,024 levels: "nested too deeply").
 
     Files whose every line has the common, certainly valid shape are decoded in one call
     (:mod:`._door_fast`, msgspec); any other file is read line by line; both give the same rows.
@@ -215,7 +215,7 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
         try:
             # canonical keys are cached by the arguments' compact JSON: logs repeat arguments a lot
             key = table.key_for(args)
-        except (TypeError, RecursionError) as exc:  # nested too deep for orjson, an int past 64 bits
+        except (TypeError, RecursionError, ValueError) as exc:  # not JSON-writable, or nested past canonical_args
             quarantine.append(quarantine_row(path, line, LOADER, f"arguments cannot be canonicalised: {exc}"))
             continue
         arg_codes.append(table.add(args, key))
