@@ -46,7 +46,7 @@ def test_join_table_is_readable(capsys):
 
 def test_join_table_shows_refusals_and_flags_contradicting_tool_use_ids(tmp_path, capsys):
     """id_conflicts had been in the JSON only: the table read 'matched' for a session whose door
-    logged another tool-use id than the transcript's step."""
+    logged a different tool-use id from the transcript's step."""
     import shutil
 
     door = tmp_path / "door"
@@ -63,8 +63,8 @@ def test_join_table_shows_refusals_and_flags_contradicting_tool_use_ids(tmp_path
     assert header[11:] == ["refused", "unclaimed_calls", "unmatched_steps", "id_conflicts"]
     rows = {r[0]: r for r in (ln.split() for ln in cap.out.splitlines()[1:] if ln.startswith("door-"))}
     assert rows["door-sess-a"][14] == "1" and rows["door-sess-b"][14] == "0"
-    assert ("warning: door session door-sess-a: 1 door call logged another tool-use id than the transcript step "
-            "agreeing with it (not counted)") in cap.err
+    assert ("warning: door session door-sess-a: 1 door call logged a different tool-use id from the transcript "
+            "step it agrees with (not counted)") in cap.err
 
 
 def test_load_calls_jsonl_and_parquet(tmp_path, capsys):

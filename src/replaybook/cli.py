@@ -409,8 +409,8 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
         ic = res.sessions["id_conflicts"].fillna(0).astype(int)
         for ds, n in zip(res.sessions["door_session"], ic):
             if n:
-                click.echo(f"warning: door session {ds}: {n} door call{'' if n == 1 else 's'} logged another "
-                           "tool-use id than the transcript step agreeing with it (not counted): an edited or "
+                click.echo(f"warning: door session {ds}: {n} door call{'' if n == 1 else 's'} logged a different "
+                           "tool-use id from the transcript step it agrees with (not counted): an edited or "
                            "copied transcript, or another client's call, would look like this", err=True)
     from .join import untimed_note
 

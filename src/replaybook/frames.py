@@ -340,7 +340,7 @@ SESSIONS = FrameSpec(
         ("unmatched_steps", "Int64", "tool steps of the assigned transcript with no door call"),
         ("method", "string", "what the agreement rests on: `meta_id`, `content`, `tool_time` joined by `+`"),
         ("id_conflicts", "Int64", "door calls that agree with a tool call of the assigned transcript on tool, "
-                                  "arguments and time but logged another tool-use id than the step's: not "
+                                  "arguments and time but logged a different tool-use id from the step's: not "
                                   "counted as agreeing (an edited or copied transcript, another client)"),
     ),
     "One row per door session with the join's verdict: which transcript, how sure, what is left over.",

@@ -134,8 +134,8 @@ def test_header_flags_contradicting_tool_use_ids_and_counts_the_residuals(frames
             "1 door-bound tool call with no door call") in plain
     flagged = sessions.assign(id_conflicts=pd.array([2] + [pd.NA] * (len(sessions) - 1), dtype="Int64"))
     h = S.header("x", "/a/incident.yaml", sessions=flagged)
-    assert ('<strong><a href="#sessions">2 door calls logged another tool-use id than the transcript step '
-            "agreeing with it</a></strong>") in h
+    assert ('<strong><a href="#sessions">2 door calls logged a different tool-use id from the transcript step '
+            "it agrees with</a></strong>") in h
     clean = sessions.assign(unclaimed_calls=0, unmatched_steps=0)
     assert "Left unpaired" not in S.header("x", "/a/incident.yaml", sessions=clean)
 
@@ -171,7 +171,7 @@ def test_join_summary_and_confidence(frames):
     # a call agreeing on everything but the id the door logged: said, not counted
     (dict(door_session="a", calls=10, agreed=9, transcript_id="t", status="matched", share=0.9, margin=5.0,
           method="content", id_conflicts=1), "; but 1 door call agrees with a step of this transcript on tool, "
-                                             "arguments and time while the door logged another tool-use id than the "
+                                             "arguments and time while the door logged a different tool-use id from the "
                                              "step's, so it is not counted: an edited or copied transcript, or another "
                                              "client's call, would look like this"),
     # … and the verdict says so first: never "Certain" or "High confidence" beside a contradicting id

@@ -354,8 +354,8 @@ def header(
 
         ic = total("id_conflicts")
         if ic:  # a tamper signal: up top, not only inside a sentence of the join section
-            facts.append(f'<strong><a href="#sessions">{_count(ic, "door call")} logged another tool-use id than '
-                         "the transcript step agreeing with it</a></strong>: an edited or copied transcript, or "
+            facts.append(f'<strong><a href="#sessions">{_count(ic, "door call")} logged a different tool-use id '
+                         "from the transcript step it agrees with</a></strong>: an edited or copied transcript, or "
                          "another client's call, would look like this")
         uc, us = total("unclaimed_calls"), total("unmatched_steps")
         if uc or us:
@@ -451,7 +451,7 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     if n_ic:
         n = n_ic
         s += (f"; but {_count(n, 'door call')} {'agrees' if n == 1 else 'agree'} with a step of this transcript on "
-              f"tool, arguments and time while the door logged another tool-use id than the step's, so "
+              f"tool, arguments and time while the door logged a different tool-use id from the step's, so "
               f"{'it is' if n == 1 else 'they are'} not counted: an edited or copied transcript, or another "
               "client's call, would look like this")
     residual = []
