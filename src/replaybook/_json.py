@@ -5,9 +5,10 @@ orjson is replaybook's JSON parser and writer, but it reads an integer beyond 64
 refuses to write one.  Tool-call arguments are evidence and the join compares them, so two
 different such numbers must never read alike, and the door must pass and log them as sent.
 
-* :func:`loads` — orjson's result, except that a text holding a run of 20 or more digits (every
-  integer of 2**64 or more has one; most texts have none) is read by the standard library's
-  ``json``, which keeps integers exact.  Both read floats to the same double.
+* :func:`loads` — orjson's result, except that a text holding a run of 19 or more digits (every
+  integer orjson reads as a float — below -2**63 or from 2**64 — has one; most texts have none)
+  and a float where such an integer would be is read by the standard library's ``json``, which
+  keeps integers exact.  Both read floats to the same double.
 * :func:`dumps` — orjson's bytes, except that a value holding such an integer, or nested deeper
   than orjson writes (254 levels), is written by ``json`` instead (compact, UTF-8, the same
   spelling otherwise but for float exponents).
@@ -21,13 +22,13 @@ from typing import Any
 
 import orjson
 
-__all__ = ["loads", "dumps", "JSONDecodeError"]
+__all__ = ["loads", "loads_lenient", "dumps", "JSONDecodeError", "nesting_room"]
 
 #: What :func:`loads` raises for text that is not JSON (orjson's error, a ``ValueError``).
 JSONDecodeError = orjson.JSONDecodeError
 
-_LONG_DIGITS = re.compile(rb"\d{20}")
-_LONG_DIGITS_STR = re.compile(r"\d{20}")
+_LONG_DIGITS = re.compile(rb"\d{19}")
+_LONG_DIGITS_STR = re.compile(r"\d{19}")
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
@@ -42,8 +43,50 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     if pattern.search(data if not isinstance(data, memoryview) else bytes(data)) is not None \
             and _has_lossy_float(obj):
         text = data if isinstance(data, str) else bytes(data).decode("utf-8")
-        return json.loads(text)
+        return _deep_enough(json.loads, text)
     return obj
+
+
+def loads_lenient(text: str) -> Any:
+    """The standard library's reading of a JSON text orjson refused: lone-surrogate escapes,
+    ``NaN``/``Infinity`` literals (Python's ``json.dumps`` writes them) and numbers beyond the
+    double range (``1e400``, read as infinity) are read, integers stay exact, and there is room
+    for the nesting orjson reads.
+
+    Raises:
+        json.JSONDecodeError: not JSON, or nested deeper than 1,024-odd levels.
+    """
+    return _deep_enough(json.loads, text)
+
+
+def _deep_enough(fn, *args, **kw) -> Any:
+    """``fn(*args, **kw)`` (a standard-library JSON parse or write, which recurses once per level
+    of nesting) with room for the 1,024 levels orjson reads, and not much more: the limit also
+    keeps a far deeper text from exhausting the C stack.
+
+    Raises:
+        JSONDecodeError: nested deeper than that.
+    """
+    import sys
+
+    here, f = 0, sys._getframe()
+    while f is not None:
+        here += 1
+        f = f.f_back
+    old = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(old, here + _PARSE_LEVELS))
+        return fn(*args, **kw)
+    except RecursionError:
+        exc = orjson.JSONDecodeError("nested too deeply", "", 0)
+        exc.placeless = True  # (the recursion limit was met somewhere in the text)
+        raise exc from None
+    finally:
+        sys.setrecursionlimit(old)
+
+
+#: Levels of nesting the standard-library fallbacks read (orjson reads 1,024), with some room.
+_PARSE_LEVELS = 1_100
 
 
 def _has_lossy_float(v: Any) -> bool:
@@ -75,17 +118,38 @@ def dumps(v: Any, option: int | None = None, default: Any = None) -> bytes:
         if "64-bit" not in str(exc) and "Recursion" not in str(exc):
             raise
     sort = bool(option and option & orjson.OPT_SORT_KEYS)
-    import sys
-
-    old = sys.getrecursionlimit()
     try:
         # nesting orjson does not write (past 254 levels) but a parser kept: room for the 1,024
-        # levels JSON parsers stop at, as canonical_args gives itself
-        sys.setrecursionlimit(max(old, 10_000))
-        text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=sort,
-                          default=default)
+        # levels JSON parsers stop at
+        text = _deep_enough(json.dumps, v, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                            sort_keys=sort, default=default)
         return text.encode("utf-8")
-    except (ValueError, UnicodeEncodeError, RecursionError) as exc:  # NaN, Infinity; lone surrogate; deeper still
-        raise orjson.JSONEncodeError(str(exc)) from None
-    finally:
-        sys.setrecursionlimit(old)
+    except (ValueError, UnicodeEncodeError) as exc:  # NaN, Infinity; a lone surrogate; deeper still
+        raise orjson.JSONEncodeError(str(exc) or type(exc).__name__) from None
+
+
+#: The interpreter's recursion limit while a parsed value is walked: JSON parsers hand over up to
+#: 1,024 levels of nesting and a recursive walk takes a few frames per level.
+NESTING_ROOM = 6_000
+
+
+def nesting_room(fn):
+    """Decorate ``fn`` (a loader, a sniffer, a report section) to run with the recursion limit at
+    least :data:`NESTING_ROOM`: recursive walks over parsed values (surrogate clean-up, gateway
+    truncation markers, previews) then reach every depth a parser accepts instead of failing
+    with ``RecursionError`` at a few hundred levels.  The limit is restored on return."""
+    import functools
+    import sys
+
+    @functools.wraps(fn)
+    def run(*args, **kw):
+        old = sys.getrecursionlimit()
+        if old >= NESTING_ROOM:
+            return fn(*args, **kw)
+        sys.setrecursionlimit(NESTING_ROOM)
+        try:
+            return fn(*args, **kw)
+        finally:
+            sys.setrecursionlimit(old)
+
+    return run

@@ -100,7 +100,8 @@ def parse_json(raw: bytes, exact: bool = True) -> tuple[Any, str | None]:
         try:
             # lone-surrogate escapes or invalid UTF-8: parse leniently, then make every string
             # safe so no loader hands a frame that cannot be written to Parquet or HTML
-            return deep_safe(json.loads(raw.decode("utf-8", "surrogateescape"))), None
+            text = raw.decode("utf-8", "surrogateescape")
+            return deep_safe(_json.loads_lenient(text) if exact else json.loads(text)), None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc2:
             msg = _where(exc2) if isinstance(exc2, json.JSONDecodeError) else str(exc)
             return None, f"invalid JSON: {msg}"
@@ -114,6 +115,8 @@ def _where(exc: json.JSONDecodeError) -> str:
     """The parser's complaint with its place in the text parsed: ``column C`` for a one-line
     text (a JSON Lines record, whose file line the quarantine row gives), else ``line L
     column C of the record``; the parser's own "line 1 column 2 (char 1)" read as a file line."""
+    if getattr(exc, "placeless", False):  # (met the nesting limit: no one place to name)
+        return exc.msg
     at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at": no second "at"
     if exc.lineno == 1:
         return f"{exc.msg}{at} column {exc.colno}"

@@ -9,7 +9,9 @@ decides that spelling.  Rules (version :data:`CANONICAL_VERSION`):
 3. Numbers: an integral float equals its integer (``1.0`` → ``1``, ``-0.0`` → ``0``); other
    floats are written in Python's shortest round-trip form (``0.1`` → ``0.1``).  Booleans stay
    booleans (``true`` is not ``1``).  NaN and ±Infinity (not JSON) become the strings
-   ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+   ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` — and so does a number beyond the double range
+   (``1e400``), which every parser reads as infinity: two such numbers compare equal.  (The
+   door refuses such arguments, ``door:number-out-of-range``.)
 4. Arrays keep their order (order is meaningful in arguments).
 5. ``None``/``null`` is ``null``; a missing arguments object (``None`` at top level) is ``{}``.
 6. Output is ASCII-safe UTF-8 text (non-ASCII kept as characters, lone surrogates replaced).
@@ -134,7 +136,5 @@ def canonical_args_text(text: str) -> str:
     try:
         obj = _json.loads(text)  # integers beyond 64 bits stay exact
     except orjson.JSONDecodeError:
-        import json
-
-        obj = json.loads(text)
+        obj = _json.loads_lenient(text)
     return canonical_args(obj)

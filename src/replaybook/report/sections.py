@@ -26,6 +26,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import _json
+
 __all__ = [
     "STYLE",
     "esc",
@@ -259,11 +261,10 @@ def _args_shown(df: pd.DataFrame | None, limit: int = MAX_ROWS) -> pd.DataFrame 
         key = shown[i]
         if a is None or (isinstance(a, float) and math.isnan(a)) or a is pd.NA:
             continue
-        try:
-            text = a if isinstance(a, str) else json.dumps(a, ensure_ascii=False, separators=(",", ":"),
-                                                           default=str)
+        try:  # (replaybook._json: exact integers, and room for nesting a parser accepted)
+            text = a if isinstance(a, str) else _json.dumps(a, default=str).decode("utf-8")
         except (TypeError, ValueError, RecursionError):
-            text = str(a)
+            text = "(not shown: not writable as JSON)"
         if key is None or key is pd.NA or (isinstance(key, float) and math.isnan(key)):
             shown[i] = f"{text} (as logged; not compared)"
         elif text != key:

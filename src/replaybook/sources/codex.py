@@ -347,7 +347,7 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
     if first_line == b"{":
         # a pretty-printed JSON document that is not a TypeScript rollout (or does not parse)
         try:
-            json.loads(data.decode("utf-8", "replace"))
+            _json.loads_lenient(data.decode("utf-8", "replace"))
             msg, ln = "a JSON document without session and items: not a Codex rollout", 1
         except json.JSONDecodeError as exc:
             msg, ln = f"rollout document is not valid JSON: {exc.msg}", exc.lineno
@@ -654,7 +654,7 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
                     key = canonical_args(args)
                 except (orjson.JSONDecodeError, TypeError, RecursionError):
                     try:
-                        args = json.loads(raw_args)
+                        args = _json.loads_lenient(raw_args)
                         key = canonical_args(args)
                     except (json.JSONDecodeError, RecursionError, TypeError, ValueError):
                         args, key = None, None

@@ -210,7 +210,7 @@ def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
         except orjson.JSONDecodeError:
             if first in (b"{", b"["):      # a pretty document that does not parse
                 try:
-                    doc = json.loads(data.decode("utf-8", "replace"))
+                    doc = _json.loads_lenient(data.decode("utf-8", "replace"))
                     whole = True
                 except json.JSONDecodeError as exc:
                     quarantine.append(quarantine_row(path, None, loader, f"JSON document is not valid JSON: "

@@ -368,7 +368,7 @@ def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: li
         doc = _json.loads(data)
     except orjson.JSONDecodeError:
         try:
-            doc = json.loads(data.decode("utf-8", "replace"))
+            doc = _json.loads_lenient(data.decode("utf-8", "replace"))
         except json.JSONDecodeError as exc:
             quarantine.append(quarantine_row(path, None, LOADER, f"JSON document is not valid JSON: {exc.msg}",
                                              line_no=exc.lineno, raw=data[:400]))

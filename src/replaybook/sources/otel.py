@@ -247,7 +247,7 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
             doc = None
             if stripped.split(b"\n", 1)[0].strip() in (b"{", b"["):  # a pretty document that does not parse
                 try:
-                    json.loads(data.decode("utf-8", "replace"))
+                    _json.loads_lenient(data.decode("utf-8", "replace"))
                 except json.JSONDecodeError as exc:
                     quarantine.append(quarantine_row(path, None, LOADER, f"OTLP JSON document is not valid JSON: "
                                                      f"{exc.msg}", line_no=exc.lineno, raw=data[:400]))
@@ -357,7 +357,7 @@ def _text_of_messages(v: Any) -> str | None:
     """Text parts of ``gen_ai.output.messages`` (JSON string or structured), joined."""
     if isinstance(v, str):
         try:
-            v = json.loads(v)
+            v = _json.loads_lenient(v)
         except (json.JSONDecodeError, RecursionError):
             return None
     if not isinstance(v, list):
@@ -383,7 +383,7 @@ def _parse_args(v: Any) -> tuple[Any, str | None, str | None]:
             obj = _json.loads(v) if v.strip() else {}
         except orjson.JSONDecodeError:
             try:
-                obj = json.loads(v)
+                obj = _json.loads_lenient(v)
             except (json.JSONDecodeError, RecursionError):
                 return None, None, v
         return obj, canonical_args(obj), None

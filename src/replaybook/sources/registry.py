@@ -9,7 +9,7 @@ confidence between 0 and 1.  Callers pick a loader by name (:func:`get`) or by c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -49,7 +49,14 @@ _REGISTRY: dict[str, Source] = {}
 
 
 def register(source: Source) -> Source:
-    """Add ``source`` to the registry (a later registration of the same name replaces it)."""
+    """Add ``source`` to the registry (a later registration of the same name replaces it).
+
+    Its ``sniff`` and ``load`` run with room for deep nesting (:func:`replaybook._json.nesting_room`):
+    a value nested as deep as a JSON parser accepts must give a row or a quarantine row, never a
+    ``RecursionError`` out of a recursive walk."""
+    from .._json import nesting_room
+
+    source = replace(source, sniff=nesting_room(source.sniff), load=nesting_room(source.load))
     _REGISTRY[source.name] = source
     return source
 
