@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import mcp_types as types
 import orjson
 
+from .. import _json
+
 __all__ = ["Incoming", "StdioPeer"]
 
 _ID_RE = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
@@ -55,6 +57,28 @@ class Incoming:
     method_hint: str | None = None
     too_large: bool = False
     json_ok: bool = False
+    depth: int = 0
+    tool_hint: str | None = None
+    arguments_hint: object = None
+
+
+#: Nesting the MCP SDK's JSON reader (pydantic-core) takes: a message nested deeper is refused.
+SDK_MAX_DEPTH = 200
+
+
+def _depth(v: object) -> int:
+    """Levels of nesting of a parsed JSON value (a scalar is 0), without recursion."""
+    deepest = 0
+    stack = [(v, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, dict):
+            deepest = max(deepest, d)
+            stack.extend((y, d + 1) for y in x.values())
+        elif isinstance(x, list):
+            deepest = max(deepest, d)
+            stack.extend((y, d + 1) for y in x)
+    return deepest
 
 
 def _hints(head: bytes) -> tuple[int | str | None, str | None]:
@@ -81,18 +105,27 @@ def _parse(raw: bytes) -> Incoming:
         msg = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError as exc:
         rid, method, json_ok = None, None, False
+        depth, tool, args = 0, None, None
         try:
-            o = orjson.loads(raw)
+            o = _json.loads(raw)
             json_ok = True
             if isinstance(o, dict):
                 v = o.get("id")
                 rid = v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
                 method = o.get("method") if isinstance(o.get("method"), str) else None
+                depth = _depth(o)
+                params = o.get("params")
+                if method == "tools/call" and isinstance(params, dict):
+                    tool = params.get("name") if isinstance(params.get("name"), str) else None
+                    args = params.get("arguments")
         except orjson.JSONDecodeError:
             rid, method = _hints(raw[:4096])
         first = str(exc).strip().splitlines()
         why = "invalid JSON" if not json_ok else (first[0] if first else type(exc).__name__)
-        return Incoming(None, why[:300], len(raw), bad, rid, method, json_ok=json_ok)
+        if depth >= SDK_MAX_DEPTH:
+            why = f"nested {depth} levels deep, deeper than the MCP SDK reads (about {SDK_MAX_DEPTH})"
+        return Incoming(None, why[:300], len(raw), bad, rid, method, json_ok=json_ok, depth=depth,
+                        tool_hint=tool, arguments_hint=args)
     return Incoming(msg, None, len(raw), bad)
 
 

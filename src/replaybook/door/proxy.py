@@ -30,6 +30,7 @@ If the server exits, every call still waiting is logged with an error and answer
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sys
 import time
@@ -115,6 +116,22 @@ def _jsonable(v: Any) -> tuple[Any, bytes | None, bool]:
         return safe, _json.dumps(safe), safe != v
     except (orjson.JSONEncodeError, TypeError):
         return None, None, safe != v
+
+
+def _not_finite(v: Any) -> bool:
+    """``v`` holds a float that is infinite or NaN (a number beyond the double range, or a
+    ``NaN``/``Infinity`` literal), at any depth."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, float):
+            if x != x or x in (math.inf, -math.inf):
+                return True
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return False
 
 
 def _canon(v: Any) -> Any:
@@ -245,6 +262,11 @@ class Door:
             logged = None  # the log's `arguments` is an object or null; keep what came, when small
             if argjson is not None and len(argjson) <= self.rules.max_argument_bytes:
                 extra["arguments_invalid"] = _canon(args)
+        elif _not_finite(args):
+            # 1e400 reads as infinity and the SDK would pass it on as null: the server would get
+            # other arguments than the agent sent
+            decision = Decision("deny", "door:number-out-of-range")
+            logged = _canon(args)
         else:
             renamed = method == "tools/call" and tool != params.get("name")  # lone surrogates in the name
             if bad_utf8 or bad_text or renamed:
@@ -427,16 +449,25 @@ class Door:
         await self._safe_send(peer, err if ok else self._log_failed(msg.id))
 
     async def _bad_line(self, peer: ClientPeer, inc) -> None:
-        rule = "door:message-too-large" if inc.too_large else "door:invalid-request"
+        from ._stdio import SDK_MAX_DEPTH
+
+        too_deep = inc.json_ok and inc.depth >= SDK_MAX_DEPTH
+        rule = ("door:message-too-large" if inc.too_large else "door:nested-too-deep" if too_deep
+                else "door:invalid-request")
         name = safe_str(inc.method_hint) if inc.method_hint else "(invalid)"
-        call = self._new_call(name, name, None, None, Decision("deny", rule))
+        tool = safe_str(inc.tool_hint)[:_MAX_NAME] if inc.tool_hint else name
+        # what the agent asked for, when the line said it (a refusal a reviewer can read)
+        args = _canon(inc.arguments_hint) if isinstance(inc.arguments_hint, dict) else None
+        call = self._new_call(name, tool, args, None, Decision("deny", rule))
         call.extra["message_bytes"] = inc.size
         self.refused += 1
         await self._server_named()
-        ok = self._write(self._record(call, error=f"not a JSON-RPC message: {safe_str(inc.error or '')}"))
+        ok = self._write(self._record(call, error=safe_str(inc.error or "") if too_deep else
+                                      f"not a JSON-RPC message: {safe_str(inc.error or '')}"))
         code = types.INVALID_REQUEST if inc.too_large or inc.json_ok else types.PARSE_ERROR
         err = types.JSONRPCError(jsonrpc="2.0", id=inc.id_hint, error=types.ErrorData(
-            code=code, message=f"{refusal_text('message', rule)}: {safe_str(inc.error or '')}"[:500]))
+            code=code, message=f"{refusal_text(tool if inc.tool_hint else 'message', rule)}: "
+                              f"{safe_str(inc.error or '')}"[:500]))
         await self._safe_send(peer, err if ok else self._log_failed(inc.id_hint))
 
     async def _server_named(self) -> None:

@@ -67,6 +67,9 @@ BUILTIN_RULES = {
     "door:invalid-request": "the request is not a valid MCP request",
     "door:method-not-allowed": "the door does not forward this method",
     "door:message-too-large": "the message is larger than the door accepts",
+    "door:nested-too-deep": "the message is nested deeper than the MCP SDK reads",
+    "door:number-out-of-range": "an argument is a number beyond the double range (or NaN), which the MCP SDK "
+                                "would pass on as null",
     "door:log-failed": "the door could not write its call log",
 }
 
