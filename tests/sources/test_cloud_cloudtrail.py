@@ -169,5 +169,35 @@ def test_a_damaged_last_document_keeps_the_records_before_it(tmp_path):
     p2 = tmp_path / "junk.json"
     p2.write_text(a + "not json at all\n")
     q2 = load_cloudtrail(p2).quarantine
-    assert len(q2) == 1 and q2.loc[0, "error"].startswith(
-        "document 2 cut short or damaged (document 1 before it is read): invalid JSON")
+    assert len(q2) == 1 and q2.loc[0, "error"] == (
+        "document 2 cut short or damaged (15 bytes not read; the documents before it are): Expecting value at "
+        "character 1 of the document")
+
+
+def test_documents_after_a_damaged_one_are_read_too(tmp_path):
+    """A stray character, or a document cut short in the middle of a cat, had ended the reading:
+    the documents after it were neither read nor counted."""
+    docs = [json.dumps({"Records": [_rec(f"2026-09-13T10:00:0{i}Z", "GetObject")]}) for i in range(4)]
+    p = tmp_path / "cat.json"
+    p.write_text(docs[0] + "}" + docs[1] + docs[2][:-60] + docs[3])
+    res = load_cloudtrail(p)
+    assert list(res.frame["ts"].dt.second) == [0, 1, 3]
+    q = res.quarantine
+    assert len(q) == 2
+    assert q.loc[0, "error"].startswith("document 2 cut short or damaged (1 bytes not read; the documents around it "
+                                        "are): Expecting value")
+    assert q.loc[1, "error"].startswith("document 4 cut short or damaged (")
+    assert q.loc[1, "byte_offset"] == len(docs[0]) + 1 + len(docs[1])
+
+
+def test_a_json_lines_line_holding_two_documents_gives_both(tmp_path):
+    """Two delivery files joined without a newline, among JSON Lines: the line had been set aside
+    (as "still being written?" when last)."""
+    one, two, three = ([_rec(f"2026-09-13T10:00:0{i}Z", "GetObject")] for i in range(3))
+    p = tmp_path / "mixed.json"
+    p.write_text(json.dumps({"Records": one}) + "\nnot json\n" + json.dumps({"Records": two})
+                 + json.dumps({"Records": three}))
+    res = load_cloudtrail(p)
+    assert list(res.frame["ts"].dt.second) == [0, 1, 2]
+    assert list(res.frame["line_no"]) == [1, 3, 3]
+    assert list(res.quarantine["line_no"]) == [2]

@@ -151,7 +151,7 @@ def test_cloudtrail_fast_path_is_taken_and_equal(tmp_path):
 @pytest.mark.parametrize("case", [
     "secret", "secret-upper", "eq-harmless", "escape", "long-s", "deep", "not-deep", "bad-record",
     "lookup-inside", "eventbridge-inside", "nested-records", "bom", "ws", "array", "jsonl", "plain",
-    "duplicate-key", "empty-records", "concatenated", "concatenated-cut", "pretty-stream",
+    "duplicate-key", "empty-records", "concatenated", "concatenated-cut", "pretty-stream", "concatenated-stray", "jsonl-joined-line",
 ])
 def test_cloudtrail_guards(tmp_path, case):
     recs = _variety()[:8]
@@ -214,6 +214,16 @@ def test_cloudtrail_guards(tmp_path, case):
         one = json.dumps({"Records": recs[:4]}).encode()
         two = json.dumps({"Records": recs[4:]}).encode()
         f.write_bytes(gzip.compress(one) + gzip.compress(two[:-50] if case == "concatenated-cut" else two))
+        same_ct(tmp_path)
+        return
+    elif case == "concatenated-stray":
+        one, two = (json.dumps({"Records": r}).encode() for r in (recs[:4], recs[4:]))
+        f.write_bytes(gzip.compress(one + b"}" + two))
+        same_ct(tmp_path)
+        return
+    elif case == "jsonl-joined-line":
+        f.write_bytes(b"\n".join(json.dumps(r).encode() for r in recs[:3]) + b"\n"
+                      + json.dumps({"Records": recs[3:5]}).encode() + json.dumps({"Records": recs[5:]}).encode())
         same_ct(tmp_path)
         return
     elif case == "pretty-stream":

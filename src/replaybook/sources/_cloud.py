@@ -267,6 +267,13 @@ def _records_before_the_cut(body: bytes, wrappers: tuple[str, ...], err: str) ->
     return f"wrapper:{m.group(1).decode()}", None, items
 
 
+#: Where a document may start again after damage: a wrapper's opening (``{"Records": [``), or
+#: ``{`` right after a document's closing ``}``/``]`` or at the start of a line.
+_RESTART = re.compile(r'\{\s*"[A-Za-z_]+"\s*:\s*\[|(?<=[}\]\n])[ \t\r\n]*\{')
+#: Damaged stretches one file may have before the rest of it is set aside in one piece.
+_MAX_DAMAGED = 100
+
+
 def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None, list[Item]] | None:
     """Several JSON documents one after another, with or without whitespace between them: what
     ``cat`` of uncompressed CloudTrail delivery files (which end without a newline), a gzip of
@@ -274,16 +281,18 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
 
     Returns ``("documents", None, items)`` — each document's records in order (the elements of a
     wrapper list or an array; any other document is one record), ``line_no`` the record's
-    1-based index across the file and ``offset`` the byte offset where its document starts; when
-    the last document does not parse, the records it holds before the damage
-    (:func:`_records_before_the_cut`) and one item with the complaint — or ``None`` when fewer
-    than two documents (a complete one and a damaged one count as two) are found, so the
-    caller's single-document handling applies."""
+    1-based index across the file and ``offset`` the byte offset where its document starts.  A
+    stretch that does not parse (a document cut short, a stray character) gives the records it
+    holds before the damage (:func:`_records_before_the_cut`) and one item with the complaint,
+    and reading goes on at the next place a document starts (:data:`_RESTART`), so the
+    documents after it are read too.  ``None`` when fewer than two pieces (documents or damaged
+    stretches) are found, so the caller's single-document handling applies."""
     text = body.decode("utf-8", "surrogateescape")
     dec = json.JSONDecoder()
     n = len(text)
     pos = 0
-    docs: list[tuple[int, Any]] = []  # (character position, document)
+    pieces: list[tuple[int, Any, str | None]] = []  # (character position, document or text, complaint)
+    damaged = 0
     while True:
         while pos < n and text[pos] in " \t\r\n":
             pos += 1
@@ -291,40 +300,47 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
             break
         try:
             obj, end = dec.raw_decode(text, pos)
-            obj = deep_safe(obj)
-        except (json.JSONDecodeError, RecursionError, ValueError):
+            pieces.append((pos, deep_safe(obj), None))
+            pos = end
+            continue
+        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            why = (f"{exc.msg}{'' if exc.msg.endswith(' at') else ' at'} character {exc.pos - pos + 1:,} of the "
+                   "document" if isinstance(exc, json.JSONDecodeError) else "nested too deeply")
+        if not pieces and not damaged:
+            return None  # the first document does not parse: one damaged document, not a stream
+        damaged += 1
+        m = _RESTART.search(text, pos + 1) if damaged < _MAX_DAMAGED else None
+        stop = n if m is None else m.start()
+        while stop > pos + 1 and text[stop - 1] in " \t\r\n":
+            stop -= 1
+        pieces.append((pos, text[pos:stop], why))
+        if m is None:
             break
-        docs.append((pos, obj))
-        pos = end
-    tail: list[Item] = []
-    if pos < n:  # a damaged (or cut short) last document, or text that is no JSON at all
-        if not docs:
-            return None
-        rest = text[pos:].encode("utf-8", "surrogateescape")
-        _, err = parse_json(rest, exact=False)
-        cut = _records_before_the_cut(rest, wrappers, err or "trailing text")
-        tail = (cut[2] if cut is not None
-                else [Item(None, None, rest[:400], None,
-                           f"document {len(docs) + 1} cut short or damaged ("
-                           + ("document 1 before it is read" if len(docs) == 1
-                              else f"the {len(docs):,} documents before it are read")
-                           + f"): {err or 'trailing text that is not JSON'}", False)])
-    if len(docs) + (1 if tail else 0) < 2:
+        pos = m.start() if text[m.start()] == "{" else m.end() - 1
+    if len(pieces) < 2:
         return None
     items: list[Item] = []
     done_chars = done_bytes = 0
-    for at, doc in docs:
+    n_docs = 0
+    for k, (at, piece, why) in enumerate(pieces):
         done_bytes += len(text[done_chars:at].encode("utf-8", "surrogateescape"))
         done_chars = at
-        recs = doc if isinstance(doc, list) else None
-        if isinstance(doc, dict):
-            recs = next((doc[k] for k in wrappers if isinstance(doc.get(k), list)), None)
-        for o in (recs if recs is not None else [doc]):
-            items.append(Item(len(items) + 1, done_bytes, None, o, None))
-    if tail:
-        start = done_bytes + len(text[done_chars:pos].encode("utf-8", "surrogateescape"))
-        for it in tail:
-            items.append(Item(len(items) + 1, start, it.raw, it.obj, it.error, it.pending))
+        n_docs += 1
+        if why is None:
+            recs = piece if isinstance(piece, list) else None
+            if isinstance(piece, dict):
+                recs = next((piece[k] for k in wrappers if isinstance(piece.get(k), list)), None)
+            for o in (recs if recs is not None else [piece]):
+                items.append(Item(len(items) + 1, done_bytes, None, o, None))
+            continue
+        raw = piece.encode("utf-8", "surrogateescape")
+        cut = _records_before_the_cut(raw, wrappers, why)
+        held = (cut[2] if cut is not None else
+                [Item(None, None, raw[:400], None,
+                      f"document {n_docs} cut short or damaged ({len(raw):,} bytes not read; the documents "
+                      f"{'around' if k + 1 < len(pieces) else 'before'} it are): {why}", False)])
+        for it in held:
+            items.append(Item(len(items) + 1, done_bytes, it.raw, it.obj, it.error, it.pending))
     return "documents", None, items
 
 
@@ -373,7 +389,16 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
                 if cut is not None:
                     return cut
                 return "broken", None, [Item(1, 0, data[:400], None, err, False)]
-    items = [Item(ln.line_no, ln.offset, ln.raw, ln.obj, ln.error, ln.pending) for ln in iter_lines(data, exact=False)]
+    items = []
+    for ln in iter_lines(data, exact=False):
+        if ln.error is not None and ln.raw[:1] in (b"{", b"["):
+            # one line holding documents back to back (two delivery files joined without a
+            # newline): its records, all numbered with its line
+            stream = _document_stream(ln.raw, wrappers)
+            if stream is not None and all(it.error is None for it in stream[2]):
+                items.extend(Item(ln.line_no, ln.offset, None, it.obj, None) for it in stream[2])
+                continue
+        items.append(Item(ln.line_no, ln.offset, ln.raw, ln.obj, ln.error, ln.pending))
     return "jsonl", None, items
 
 
