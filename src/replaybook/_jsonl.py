@@ -41,6 +41,7 @@ __all__ = [
     "iter_lines",
     "iter_text_lines",
     "iter_objects",
+    "next_document",
     "expand_paths",
     "name_stem",
     "file_info",
@@ -506,20 +507,37 @@ def sample_objects(sample: bytes, limit: int = 50) -> tuple[int, list[dict]]:
 def _stream_objects(sample: bytes, limit: int) -> tuple[int, list[dict]]:
     """:func:`sample_objects` for a sample of JSON documents one after another."""
     text = sample.decode("utf-8", "replace").lstrip("\ufeff")
-    dec = json.JSONDecoder()
-    pos, n = 0, len(text)
+    pos = 0
     seen = 0
     objects: list[dict] = []
     while seen < limit:
-        while pos < n and text[pos] in " \t\r\n":
-            pos += 1
-        if pos >= n:
-            break
         try:
-            o, pos = dec.raw_decode(text, pos)
+            _, o, pos = next_document(text, pos)
         except (json.JSONDecodeError, RecursionError, ValueError):
+            break
+        if pos < 0:
             break
         seen += 1
         if isinstance(o, dict):
             objects.append(o)
     return seen, objects
+
+
+_DECODER_DOC = json.JSONDecoder()
+
+
+def next_document(text: str, pos: int) -> tuple[int, Any, int]:
+    """The JSON document of ``text`` at ``pos``, whitespace before it skipped: ``(start, value,
+    end)``, or ``(len(text), None, -1)`` when only whitespace is left (documents one after another:
+    ``cat`` of JSON files, ``jq`` output).
+
+    Raises:
+        json.JSONDecodeError, RecursionError, ValueError: the text at ``start`` is not a document.
+    """
+    n = len(text)
+    while pos < n and text[pos] in " \t\r\n":
+        pos += 1
+    if pos >= n:
+        return n, None, -1
+    value, end = _DECODER_DOC.raw_decode(text, pos)
+    return pos, value, end

@@ -284,50 +284,45 @@ def test_500_calls_no_lost_lines_flat_memory_and_small_added_latency(tmp_path, d
         assert rss[1] - rss[0] < 20_000  # kB: flat, not growing with calls
 
 
-def test_an_integer_beyond_64_bits_passes_and_is_logged_exactly(tmp_path, data_root, fault_rules):
-    """Valid JSON (RFC 8259 §6 sets no size): the door had refused such a call as "not a JSON
-    object" and logged its arguments as null, because its JSON writer stops at 64 bits."""
+def _one_call(tmp_path: Path, data_root: Path, rules: Path, session: str, arguments: bytes) -> tuple[dict, list[dict], dict]:
+    """Send one ``read_object`` call with these raw ``arguments`` through a door, then a plain one:
+    (the first answer, the log's lines, the second answer)."""
     log_root = tmp_path / "logs"
-    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="bigint"),
-                   tmp_path / "door.err")
+    door = RawDoor(door_cmd(rules, log_root, fixture_server_cmd(data_root), session=session), tmp_path / "door.err")
     try:
         door.initialize()
         door.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_object",'
-                      b'"arguments":{"path":"demo/notes.txt","id":123456789012345678901234567890,'
-                      b'"lo":-99999999999999999999}}}')
+                      b'"arguments":' + arguments + b'}}')
         ans = door.recv()
-        assert ans["id"] == 2 and not ans["result"]["isError"]
-        assert ans["result"]["content"][0]["text"] == "cars from 1974\n"
+        after = door.call("read_object", {"path": "demo/notes.txt"}, rid=3)  # and the door goes on
     finally:
         rc = door.close()
     assert rc == 0, (tmp_path / "door.err").read_text()
-    raw = (log_root / "analyst" / "bigint.jsonl").read_bytes()
-    assert b'"id":123456789012345678901234567890' in raw and b'"lo":-99999999999999999999' in raw
-    (line,) = validate_lines(log_root / "analyst" / "bigint.jsonl")
-    assert (line["decision"], line["rule"], line["object"]) == ("allow", "allow-demo", "demo/notes.txt")
+    return ans, validate_lines(log_root / "analyst" / f"{session}.jsonl"), after
+
+
+def test_an_integer_beyond_64_bits_passes_and_is_logged_exactly(tmp_path, data_root, fault_rules):
+    """Valid JSON (RFC 8259 §6 sets no size): the door had refused such a call as "not a JSON
+    object" and logged its arguments as null, because its JSON writer stops at 64 bits."""
+    ans, lines, _ = _one_call(tmp_path, data_root, fault_rules, "bigint",
+                              b'{"path":"demo/notes.txt","id":123456789012345678901234567890,"lo":-9223372036854775809}')
+    assert ans["id"] == 2 and not ans["result"]["isError"]
+    assert ans["result"]["content"][0]["text"] == "cars from 1974\n"
+    raw = (tmp_path / "logs" / "analyst" / "bigint.jsonl").read_bytes()
+    assert b'"id":123456789012345678901234567890' in raw and b'"lo":-9223372036854775809' in raw
+    assert (lines[0]["decision"], lines[0]["rule"], lines[0]["object"]) == ("allow", "allow-demo", "demo/notes.txt")
 
 
 def test_a_call_nested_deeper_than_the_sdk_reads_is_refused_by_name_and_logged(tmp_path, data_root, fault_rules):
     """The SDK's JSON reader stops near 200 levels: such a call had been refused as "1 validation
     error for union[...]", logged as tool 'tools/call' with null arguments."""
-    log_root = tmp_path / "logs"
-    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="deep"),
-                   tmp_path / "door.err")
     deep = b"[" * 250 + b"]" * 250
-    try:
-        door.initialize()
-        door.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_object",'
-                      b'"arguments":{"path":"demo/notes.txt","x":' + deep + b'}}}')
-        ans = door.recv()
-        assert ans["id"] == 2 and ans["error"]["code"] == types.INVALID_REQUEST
-        assert "rule 'door:nested-too-deep' denies this read_object call" in ans["error"]["message"]
-        assert "nested 253 levels deep" in ans["error"]["message"]
-        ok = door.call("read_object", {"path": "demo/notes.txt", "x": [[[1]]]}, rid=3)  # and the door goes on
-        assert not ok["result"]["isError"]
-    finally:
-        rc = door.close()
-    assert rc == 0, (tmp_path / "door.err").read_text()
-    first, second = validate_lines(log_root / "analyst" / "deep.jsonl")
+    ans, (first, second), after = _one_call(tmp_path, data_root, fault_rules, "deep",
+                                            b'{"path":"demo/notes.txt","x":' + deep + b'}')
+    assert ans["id"] == 2 and ans["error"]["code"] == types.INVALID_REQUEST
+    assert "rule 'door:nested-too-deep' denies this read_object call" in ans["error"]["message"]
+    assert "nested 253 levels deep" in ans["error"]["message"]
+    assert not after["result"]["isError"]
     assert (first["tool"], first["decision"], first["rule"]) == ("read_object", "deny", "door:nested-too-deep")
     assert first["arguments"]["path"] == "demo/notes.txt"
     assert json.dumps(first["arguments"]["x"], separators=(",", ":")) == deep.decode()
@@ -338,19 +333,8 @@ def test_a_call_nested_deeper_than_the_sdk_reads_is_refused_by_name_and_logged(t
 def test_a_number_beyond_the_double_range_is_refused_not_passed_on_as_null(tmp_path, data_root, fault_rules):
     """The SDK reads 1e400 as infinity and writes it as null: the server would have got other
     arguments than the agent sent, and the log said "Infinity"."""
-    log_root = tmp_path / "logs"
-    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="inf"),
-                   tmp_path / "door.err")
-    try:
-        door.initialize()
-        door.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_object",'
-                      b'"arguments":{"path":"demo/notes.txt","n":1e400}}}')
-        ans = door.recv()
-        assert ans["id"] == 2 and ans["result"]["isError"]
-        assert "rule 'door:number-out-of-range' denies this read_object call" in ans["result"]["content"][0]["text"]
-    finally:
-        rc = door.close()
-    assert rc == 0, (tmp_path / "door.err").read_text()
-    (line,) = validate_lines(log_root / "analyst" / "inf.jsonl")
+    ans, (line, _), _ = _one_call(tmp_path, data_root, fault_rules, "inf", b'{"path":"demo/notes.txt","n":1e400}')
+    assert ans["id"] == 2 and ans["result"]["isError"]
+    assert "rule 'door:number-out-of-range' denies this read_object call" in ans["result"]["content"][0]["text"]
     assert (line["decision"], line["rule"], line["arguments"]) == (
         "deny", "door:number-out-of-range", {"n": "Infinity", "path": "demo/notes.txt"})

@@ -49,7 +49,8 @@ from urllib.parse import unquote
 import orjson
 import pandas as pd
 
-from .._jsonl import GZIP_MAGIC, _count_lines, expand_paths, file_info, iter_lines, parse_json, quarantine_row
+from .._jsonl import (GZIP_MAGIC, _count_lines, expand_paths, file_info, iter_lines, next_document, parse_json,
+                      quarantine_row)
 from .._text import deep_safe, safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
@@ -288,22 +289,21 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
     documents after it are read too.  ``None`` when fewer than two pieces (documents or damaged
     stretches) are found, so the caller's single-document handling applies."""
     text = body.decode("utf-8", "surrogateescape")
-    dec = json.JSONDecoder()
     n = len(text)
     pos = 0
     pieces: list[tuple[int, Any, str | None]] = []  # (character position, document or text, complaint)
     damaged = 0
     while True:
-        while pos < n and text[pos] in " \t\r\n":
-            pos += 1
-        if pos >= n:
-            break
         try:
-            obj, end = dec.raw_decode(text, pos)
+            pos, obj, end = next_document(text, pos)
+            if end < 0:
+                break
             pieces.append((pos, deep_safe(obj), None))
             pos = end
             continue
         except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            while text[pos] in " \t\r\n":  # (where the document that does not parse starts)
+                pos += 1
             why = (f"{exc.msg}{'' if exc.msg.endswith(' at') else ' at'} character {exc.pos - pos + 1:,} of the "
                    "document" if isinstance(exc, json.JSONDecodeError) else "nested too deeply")
         if not pieces and not damaged:
