@@ -75,7 +75,9 @@ def _deep_enough(fn, *args, **kw) -> Any:
         f = f.f_back
     old = sys.getrecursionlimit()
     try:
-        sys.setrecursionlimit(max(old, here + _PARSE_LEVELS))
+        # exactly this much room, even under nesting_room's higher limit: what a parse accepts
+        # here, the recursive walks after it must reach too
+        sys.setrecursionlimit(here + _PARSE_LEVELS)
         return fn(*args, **kw)
     except RecursionError:
         exc = orjson.JSONDecodeError("nested too deeply", "", 0)

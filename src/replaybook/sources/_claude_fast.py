@@ -124,14 +124,16 @@ def _blocks_text(content: Any, texts: list) -> int:
 def max_open() -> int:
     """The opening-bracket count from which a line is checked with orjson before msgspec's
     records of its file are used: below half the recursion room left at the caller (the
-    reference's ``deep_safe`` recurses two frames a level), less a margin; 0 when that leaves
-    too little room (the msgspec decoder is then not used)."""
+    reference's ``deep_safe`` recurses two frames a level), less a margin, and below the 1,024
+    levels orjson reads (past them the reference's standard-library reading stops near 1,100,
+    whatever the recursion limit); 0 when that leaves too little room (the msgspec decoder is
+    then not used)."""
     f = sys._getframe(1)
     depth = 0
     while f is not None:
         depth += 1
         f = f.f_back
-    room = (sys.getrecursionlimit() - depth - 64) // 2
+    room = min((sys.getrecursionlimit() - depth - 64) // 2, 1000)
     return room if room >= 16 else 0
 
 
