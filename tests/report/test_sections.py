@@ -161,6 +161,10 @@ def test_join_summary_and_confidence(frames):
 @pytest.mark.parametrize("row, expect", [
     (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
           method="content"), "High confidence"),
+    # content alone is a strong lead, not proof of the same conversation: said where the verdict is
+    (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
+          method="content"), "agree on 5 fewer steps; the door logged no tool-use ids for these calls, so the link "
+                             "rests on content: likely, not proof of the same conversation."),
     (dict(door_session="a", calls=10, agreed=10, transcript_id="t", status="matched", share=1.0, margin=5.0,
           method="meta_id+content"), "Certain (by tool-use id) — matched to transcript t; 10 of 10 calls (100%) "
                                      "agree (for some calls the door logged the client's own tool-use ids, and they "

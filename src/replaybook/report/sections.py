@@ -443,6 +443,9 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
         s += f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer steps"
     if level == "Moderate confidence" and agreed < 3:
         s += f"; only {_count(int(agreed), 'agreeing step')} — little evidence either way"
+    if "meta_id" not in method and not tool_time_only and level in ("High confidence", "Moderate confidence"):
+        s += ("; the door logged no tool-use ids for these calls, so the link rests on content: likely, "
+              "not proof of the same conversation")
     if tool_time_only:
         s += ("; the gateway logged no arguments, so arguments were not compared: agreement on tool and time "
               "alone is weaker evidence")
