@@ -338,3 +338,31 @@ def test_a_number_beyond_the_double_range_is_refused_not_passed_on_as_null(tmp_p
     assert "rule 'door:number-out-of-range' denies this read_object call" in ans["result"]["content"][0]["text"]
     assert (line["decision"], line["rule"], line["arguments"]) == (
         "deny", "door:number-out-of-range", {"n": "Infinity", "path": "demo/notes.txt"})
+
+
+def test_a_call_without_a_usable_id_is_refused_and_logged_never_forwarded(tmp_path, data_root, fault_rules):
+    """JSON-RPC reads a request with no id (or id null, 7.0, true) as a notification: the door
+    had forwarded such a tools/call to the server with no rule applied and no log line."""
+    log_root = tmp_path / "logs"
+    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="noid"),
+                   tmp_path / "door.err")
+    try:
+        door.initialize()
+        door.send_raw(b'{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"reference/.env"}}}')
+        ans = door.recv()
+        assert ans["id"] is None and ans["error"]["code"] == types.INVALID_REQUEST
+        assert "rule 'door:not-a-request' denies this read_object call" in ans["error"]["message"]
+        door.send_raw(b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"demo/notes.txt"}}}')  # no id: no answer is due
+        ok = door.call("read_object", {"path": "demo/notes.txt"}, rid=3)
+        assert ok["id"] == 3 and not ok["result"]["isError"]  # the next answer is this call's
+    finally:
+        rc = door.close()
+    assert rc == 0, (tmp_path / "door.err").read_text()
+    lines = validate_lines(log_root / "analyst" / "noid.jsonl")
+    assert [(o["tool"], o["decision"], o["rule"], o["error"]) for o in lines] == [
+        ("read_object", "deny", "door:not-a-request", "the request's id is not a string or an integer"),
+        ("read_object", "deny", "door:not-a-request", "a request sent without an id"),
+        ("read_object", "allow", "allow-demo", None)]
+    assert lines[0]["arguments"] == {"path": "reference/.env"}

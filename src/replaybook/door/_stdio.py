@@ -47,6 +47,11 @@ class Incoming:
         method_hint: the method recovered from an unparseable line, if any.
         too_large: the line was longer than the transport's limit (discarded unread).
         json_ok: the line is JSON (but not a JSON-RPC message), as opposed to not JSON at all.
+        depth: how deeply the line nests (set when it is JSON but not a message).
+        tool_hint, arguments_hint: a ``tools/call`` line's tool name and arguments, when the line
+            is JSON but not a message (so a refusal can log what was asked).
+        has_id: a message read as a notification has an ``id`` member (of a type JSON-RPC does
+            not allow for requests: null, a fraction, a boolean …).
     """
 
     message: types.JSONRPCMessage | None
@@ -60,6 +65,7 @@ class Incoming:
     depth: int = 0
     tool_hint: str | None = None
     arguments_hint: object = None
+    has_id: bool = False
 
 
 #: Nesting the MCP SDK's JSON reader (pydantic-core) takes: a message nested deeper is refused.
@@ -126,6 +132,14 @@ def _parse(raw: bytes) -> Incoming:
             why = f"nested {depth} levels deep, deeper than the MCP SDK reads (about {SDK_MAX_DEPTH})"
         return Incoming(None, why[:300], len(raw), bad, rid, method, json_ok=json_ok, depth=depth,
                         tool_hint=tool, arguments_hint=args)
+    if isinstance(msg, types.JSONRPCNotification) and b'"id"' in raw:
+        # a request whose id JSON-RPC does not allow (null, 7.0, true …) reads as a notification
+        try:
+            o = _json.loads(raw)
+            rid_given = isinstance(o, dict) and "id" in o
+        except orjson.JSONDecodeError:
+            rid_given = True
+        return Incoming(msg, None, len(raw), bad, has_id=rid_given)
     return Incoming(msg, None, len(raw), bad)
 
 

@@ -332,6 +332,11 @@ class Door:
                 asked[1] = msg
                 asked[0].set()
                 continue
+            if isinstance(msg, types.JSONRPCNotification) and not msg.method.startswith("notifications/"):
+                # "tools/call" without an id (or with one JSON-RPC does not allow) reads as a
+                # notification: never forwarded, since no rule would decide it and no line log it
+                await self._not_a_request(peer, msg, inc.has_id)
+                continue
             if isinstance(msg, types.JSONRPCRequest):
                 if msg.method in DECIDED_METHODS:
                     await self._decided(peer, server_write, msg, inc.bad_utf8)
@@ -447,6 +452,27 @@ class Door:
         err = types.JSONRPCError(jsonrpc="2.0", id=msg.id, error=types.ErrorData(
             code=types.METHOD_NOT_FOUND, message=refusal_text(call.method, "door:method-not-allowed")))
         await self._safe_send(peer, err if ok else self._log_failed(msg.id))
+
+    async def _not_a_request(self, peer: ClientPeer, msg: types.JSONRPCNotification, has_id: bool) -> None:
+        """A notification whose method is a request's (``tools/call`` with no id, or an id that is
+        null, a fraction …): refused and logged (``door:not-a-request``), never forwarded; when the
+        line had an id, answered with an error for id null (JSON-RPC's answer to a request whose
+        id cannot be read), so the client does not wait forever."""
+        params = msg.params if isinstance(msg.params, dict) else {}
+        method = safe_str(msg.method)[:_MAX_NAME] or "(empty)"
+        tool = safe_str(params.get("name"))[:_MAX_NAME] if isinstance(params.get("name"), str) else method
+        args = params.get("arguments") if method == "tools/call" else params
+        call = self._new_call(method, tool, _canon(args) if isinstance(args, dict) else None, params.get("_meta"),
+                              Decision("deny", "door:not-a-request"))
+        self.refused += 1
+        await self._server_named()
+        ok = self._write(self._record(call, error=(
+            "the request's id is not a string or an integer" if has_id else "a request sent without an id")))
+        if has_id:
+            err = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+                code=types.INVALID_REQUEST, message=f"{refusal_text(tool, 'door:not-a-request')}: the id must be a "
+                                                    "string or an integer"))
+            await self._safe_send(peer, err if ok else self._log_failed(None))
 
     async def _bad_line(self, peer: ClientPeer, inc) -> None:
         from ._stdio import SDK_MAX_DEPTH

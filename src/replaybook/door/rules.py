@@ -68,6 +68,7 @@ BUILTIN_RULES = {
     "door:method-not-allowed": "the door does not forward this method",
     "door:message-too-large": "the message is larger than the door accepts",
     "door:nested-too-deep": "the message is nested deeper than the MCP SDK reads",
+    "door:not-a-request": "a request method was sent as a notification (no id, or an id JSON-RPC does not allow)",
     "door:number-out-of-range": "an argument is a number beyond the double range (or NaN), which the MCP SDK "
                                 "would pass on as null",
     "door:log-failed": "the door could not write its call log",
