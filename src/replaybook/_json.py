@@ -38,8 +38,20 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         JSONDecodeError: ``data`` is not JSON (orjson's verdict: lone surrogates, invalid UTF-8,
             NaN literals and nesting past 1,024 levels are refused).
     """
-    obj = orjson.loads(data)
     pattern = _LONG_DIGITS_STR if isinstance(data, str) else _LONG_DIGITS
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as refused:
+        # an integer of 310 digits or more is past the double range: orjson refuses the text
+        if pattern.search(data if not isinstance(data, memoryview) else bytes(data)) is None:
+            raise
+        try:
+            text = data if isinstance(data, str) else bytes(data).decode("utf-8")
+            return loads_lenient(text)
+        except orjson.JSONDecodeError:
+            raise
+        except ValueError:  # (not UTF-8, or not JSON for json either: orjson's own complaint)
+            raise refused from None
     if pattern.search(data if not isinstance(data, memoryview) else bytes(data)) is not None \
             and _has_lossy_float(obj):
         text = data if isinstance(data, str) else bytes(data).decode("utf-8")
@@ -59,10 +71,10 @@ def loads_lenient(text: str) -> Any:
     return _deep_enough(json.loads, text)
 
 
-def _deep_enough(fn, *args, **kw) -> Any:
+def _deep_enough(fn, *args, levels: int = 0, **kw) -> Any:
     """``fn(*args, **kw)`` (a standard-library JSON parse or write, which recurses once per level
-    of nesting) with room for the 1,024 levels orjson reads, and not much more: the limit also
-    keeps a far deeper text from exhausting the C stack.
+    of nesting) with room for the 1,024 levels orjson reads (``levels``: other room), and not
+    much more: the limit also keeps a far deeper text from exhausting the C stack.
 
     Raises:
         JSONDecodeError: nested deeper than that.
@@ -77,12 +89,20 @@ def _deep_enough(fn, *args, **kw) -> Any:
     try:
         # exactly this much room, even under nesting_room's higher limit: what a parse accepts
         # here, the recursive walks after it must reach too
-        sys.setrecursionlimit(here + _PARSE_LEVELS)
+        sys.setrecursionlimit(here + (levels or _PARSE_LEVELS))
         return fn(*args, **kw)
     except RecursionError:
         exc = orjson.JSONDecodeError("nested too deeply", "", 0)
         exc.placeless = True  # (the recursion limit was met somewhere in the text)
         raise exc from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise
+        # an integer of more digits than int() reads (sys.int_info.str_digits_check_threshold)
+        err = orjson.JSONDecodeError(f"an integer of more than {sys.get_int_max_str_digits():,} digits "
+                                     "(more than Python reads)" if "digits" in str(exc) else str(exc), "", 0)
+        err.placeless = True
+        raise err from None
     finally:
         sys.setrecursionlimit(old)
 
@@ -123,11 +143,12 @@ def dumps(v: Any, option: int | None = None, default: Any = None) -> bytes:
     try:
         # nesting orjson does not write (past 254 levels) but a parser kept: room for the 1,024
         # levels JSON parsers stop at
+        # (twice the parsers' room: what any reader here accepted can always be written back)
         text = _deep_enough(json.dumps, v, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
-                            sort_keys=sort, default=default)
+                            sort_keys=sort, default=default, levels=2 * _PARSE_LEVELS)
         return text.encode("utf-8")
     except (ValueError, UnicodeEncodeError) as exc:  # NaN, Infinity; a lone surrogate; deeper still
-        raise orjson.JSONEncodeError(str(exc) or type(exc).__name__) from None
+        raise orjson.JSONEncodeError(getattr(exc, "msg", None) or str(exc) or type(exc).__name__) from None
 
 
 #: The interpreter's recursion limit while a parsed value is walked: JSON parsers hand over up to
