@@ -201,3 +201,39 @@ def test_a_json_lines_line_holding_two_documents_gives_both(tmp_path):
     assert list(res.frame["ts"].dt.second) == [0, 1, 2]
     assert list(res.frame["line_no"]) == [1, 3, 3]
     assert list(res.quarantine["line_no"]) == [2]
+
+
+def test_damage_first_often_or_inside_strings_loses_no_valid_document(tmp_path):
+    """From a hostile sweep: a damaged *first* document, a first JSON Lines line cut short,
+    more than 100 damaged documents, or '}{' inside strings had each lost the valid documents
+    after them."""
+    def doc(i, key="k"):
+        return json.dumps({"Records": [_rec("2026-09-13T10:00:00Z", "GetObject", requestID=f"d{i}",
+                                            requestParameters={"bucketName": "acme-data", "key": key})]})
+    # first document cut short, then good ones
+    p = tmp_path / "first.json"
+    p.write_text(doc(0)[:-40] + doc(1) + doc(2))
+    res = load_cloudtrail(p)
+    assert sorted(res.frame["request_id"]) == ["d1", "d2"] and len(res.quarantine) == 1
+    # 300 damaged documents among 600: every good one read, every damaged one counted
+    p = tmp_path / "many.json"
+    p.write_text("".join(doc(i)[:-30] if i % 2 else doc(i) for i in range(600)))
+    res = load_cloudtrail(p)
+    assert sorted(res.frame["request_id"]) == sorted(f"d{i}" for i in range(0, 600, 2))
+    assert len(res.quarantine) == 300
+    # '}{' and '\n{' inside strings are not places where a document starts
+    p = tmp_path / "strings.json"
+    p.write_text("".join(doc(i, key='a}{"Records":[x' + "}{" * 20 + "\n{") for i in range(50)))
+    res = load_cloudtrail(p)
+    assert len(res.frame) == 50 and res.quarantine.empty
+
+
+def test_a_first_json_lines_line_cut_short_keeps_the_lines_after_it(tmp_path):
+    recs = [_rec(f"2026-09-13T10:00:0{i}Z", "GetObject", requestID=f"r{i}") for i in range(4)]
+    lines = [json.dumps(r) for r in recs]
+    p = tmp_path / "events.jsonl"
+    p.write_text(lines[0][:-50] + "\n" + "\n".join(lines[1:]) + "\n")
+    res = load_cloudtrail(p)
+    assert list(res.frame["request_id"]) == ["r1", "r2", "r3"]
+    assert list(res.frame["line_no"]) == [2, 3, 4]
+    assert list(res.quarantine["line_no"]) == [1]

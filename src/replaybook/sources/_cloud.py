@@ -49,8 +49,7 @@ from urllib.parse import unquote
 import orjson
 import pandas as pd
 
-from .._jsonl import (GZIP_MAGIC, _count_lines, expand_paths, file_info, iter_lines, next_document, parse_json,
-                      quarantine_row)
+from .._jsonl import GZIP_MAGIC, _count_lines, expand_paths, file_info, iter_lines, parse_json, quarantine_row
 from .._text import deep_safe, safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
@@ -268,11 +267,64 @@ def _records_before_the_cut(body: bytes, wrappers: tuple[str, ...], err: str) ->
     return f"wrapper:{m.group(1).decode()}", None, items
 
 
-#: Where a document may start again after damage: a wrapper's opening (``{"Records": [``), or
-#: ``{`` right after a document's closing ``}``/``]`` or at the start of a line.
-_RESTART = re.compile(r'\{\s*"[A-Za-z_]+"\s*:\s*\[|(?<=[}\]\n])[ \t\r\n]*\{')
+#: Where a document may start again after damage: ``{`` right after a document's closing
+#: ``}``/``]``, ``{`` at the start of a line (not indented: a pretty-printed document's own
+#: members are), or the opening of one of the loader's wrappers (``{"Records": [``).
+_RESTART_BASE = r'(?:[}\]][ \t\r\n]*|\n)(?P<a>)\{'
+_RESTARTS: dict[tuple[str, ...], re.Pattern] = {}
 #: Damaged stretches one file may have before the rest of it is set aside in one piece.
-_MAX_DAMAGED = 100
+_MAX_DAMAGED = 10_000
+
+
+def _restart(wrappers: tuple[str, ...]) -> re.Pattern:
+    pat = _RESTARTS.get(wrappers)
+    if pat is None:
+        keys = "|".join(re.escape(k) for k in wrappers)
+        pat = _RESTARTS[wrappers] = re.compile(_RESTART_BASE + (rf'|(?P<b>)\{{\s*"(?:{keys})"\s*:\s*\['
+                                                                 if keys else ""))
+    return pat
+
+
+def _start_of(m: re.Match) -> int:
+    """Where the document a :func:`_restart` match finds starts (its ``{``)."""
+    return m.start("a") if m.group("a") is not None else m.start("b")
+
+
+_DOC_DECODER = json.JSONDecoder()
+
+
+def _decode_at(text: str, pos: int, restart: re.Pattern, spent: list[int]) -> tuple[Any, int]:
+    """The JSON document at ``pos``: ``(value, end)``.  It is decoded from a copy reaching to a
+    place where a document may start again (:func:`_restart`), the copy doubled while the text
+    runs out inside it (``}{`` in a string, a document cut short): the parser's error names its
+    line by counting the text before it, so decoding in place would cost a file of many damaged
+    documents time in the square of its size.  ``spent[0]`` grows by the characters copied.
+
+    Raises:
+        json.JSONDecodeError: the document does not parse (its ``pos`` counted from ``pos``);
+            RecursionError, ValueError: as ``json`` raises them.
+    """
+    n = len(text)
+    stop = pos
+    while True:
+        want = max(stop + 1, pos + 2 * (stop - pos))
+        m = restart.search(text, want - 1)  # (from the char before: a '}' ending a document)
+        while m is not None and _start_of(m) < want:
+            m = restart.search(text, _start_of(m) + 1)
+        stop = n if m is None else _start_of(m)
+        piece = text[pos:stop]
+        spent[0] += len(piece)
+        try:  # the common case, one whole document up to the next: orjson, as parse_json reads
+            return orjson.loads(piece), stop
+        except orjson.JSONDecodeError:
+            pass
+        try:
+            value, end = _DOC_DECODER.raw_decode(piece)
+            return value, pos + end
+        except json.JSONDecodeError as exc:
+            ran_out = exc.pos >= len(piece.rstrip()) or exc.msg.startswith("Unterminated string")
+            if stop >= n or not ran_out:  # damaged inside, not cut by the copy's end
+                raise
 
 
 def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None, list[Item]] | None:
@@ -283,41 +335,51 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
     Returns ``("documents", None, items)`` — each document's records in order (the elements of a
     wrapper list or an array; any other document is one record), ``line_no`` the record's
     1-based index across the file and ``offset`` the byte offset where its document starts.  A
-    stretch that does not parse (a document cut short, a stray character) gives the records it
-    holds before the damage (:func:`_records_before_the_cut`) and one item with the complaint,
-    and reading goes on at the next place a document starts (:data:`_RESTART`), so the
-    documents after it are read too.  ``None`` when fewer than two pieces (documents or damaged
-    stretches) are found, so the caller's single-document handling applies."""
+    stretch that does not parse (a document cut short, a stray character; the first document
+    too) gives the records it holds before the damage (:func:`_records_before_the_cut`) and one
+    item with the complaint, and reading goes on where a document starts again
+    (:func:`_restart`), so the documents after it are read too.  After :data:`_MAX_DAMAGED`
+    stretches, or once the failed attempts have read four times the text (a text built to make
+    each attempt read to its end), the rest is one item.  ``None`` when no document parses, or
+    fewer than two pieces are found, so the caller's single-document handling applies."""
     text = body.decode("utf-8", "surrogateescape")
     n = len(text)
+    restart = _restart(wrappers)
+    budget = 4 * n + (1 << 20)  # characters decoding may copy
+    spent = [0]
     pos = 0
     pieces: list[tuple[int, Any, str | None]] = []  # (character position, document or text, complaint)
-    damaged = 0
+    damaged = complete = 0
     while True:
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= n:
+            break
+        if spent[0] > budget:  # (attempts have read the text four times over: no more of them)
+            pieces.append((pos, text[pos:].rstrip(), "not read on: too much of the file is damaged"))
+            damaged += 1
+            break
         try:
-            pos, obj, end = next_document(text, pos)
-            if end < 0:
-                break
+            obj, end = _decode_at(text, pos, restart, spent)
             pieces.append((pos, deep_safe(obj), None))
+            complete += 1
             pos = end
             continue
         except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-            while text[pos] in " \t\r\n":  # (where the document that does not parse starts)
-                pos += 1
-            why = (f"{exc.msg}{'' if exc.msg.endswith(' at') else ' at'} character {exc.pos - pos + 1:,} of the "
+            why = (f"{exc.msg}{'' if exc.msg.endswith(' at') else ' at'} character {exc.pos + 1:,} of the "
                    "document" if isinstance(exc, json.JSONDecodeError) else "nested too deeply")
-        if not pieces and not damaged:
-            return None  # the first document does not parse: one damaged document, not a stream
         damaged += 1
-        m = _RESTART.search(text, pos + 1) if damaged < _MAX_DAMAGED else None
-        stop = n if m is None else m.start()
+        m = restart.search(text, pos) if damaged < _MAX_DAMAGED else None
+        while m is not None and _start_of(m) <= pos:  # (the damaged document's own opening)
+            m = restart.search(text, _start_of(m) + 1)
+        stop = n if m is None else _start_of(m)
         while stop > pos + 1 and text[stop - 1] in " \t\r\n":
             stop -= 1
         pieces.append((pos, text[pos:stop], why))
         if m is None:
             break
-        pos = m.start() if text[m.start()] == "{" else m.end() - 1
-    if len(pieces) < 2:
+        pos = stop
+    if not complete or len(pieces) < 2:
         return None
     items: list[Item] = []
     done_chars = done_bytes = 0
@@ -342,6 +404,26 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
         for it in held:
             items.append(Item(len(items) + 1, done_bytes, it.raw, it.obj, it.error, it.pending))
     return "documents", None, items
+
+
+def _lines_after_are_records(data: bytes, first_end: int) -> bool:
+    """JSON Lines whose first line is damaged: one of the next five non-blank lines is a JSON
+    object (with members) by itself, as no line inside a pretty-printed document is."""
+    if first_end < 0:
+        return False
+    seen = 0
+    for raw in data[first_end + 1:first_end + 1 + (1 << 20)].split(b"\n"):
+        raw = raw.strip()
+        if not raw:
+            continue
+        seen += 1
+        if raw[:1] == b"{" and raw[-1:] == b"}" and len(raw) > 2:
+            obj, err = parse_json(raw, exact=False)
+            if err is None and isinstance(obj, dict) and obj:
+                return True
+        if seen >= 5:
+            break
+    return False
 
 
 def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[Item]]:
@@ -377,7 +459,8 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
         else:
             first_end = data.find(b"\n")
             first = data if first_end < 0 else data[:first_end]
-            if first.strip() and parse_json(first.strip(), exact=False)[1] is not None:
+            if (first.strip() and parse_json(first.strip(), exact=False)[1] is not None
+                    and not _lines_after_are_records(data, first_end)):
                 # several documents one after another, or one multi-line (or single-line)
                 # document that does not parse as a whole: a wrapper list cut short (a copy of a
                 # delivery file stopped mid-write, a truncated gzip) still holds its complete
