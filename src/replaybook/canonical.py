@@ -7,7 +7,10 @@ decides that spelling.  Rules (version :data:`CANONICAL_VERSION`):
 1. Objects: keys sorted by code point, at every depth; keys and string values NFC-normalised.
 2. No insignificant whitespace: ``{"a":1,"b":[1,2]}``.
 3. Numbers: an integral float equals its integer (``1.0`` → ``1``, ``-0.0`` → ``0``); other
-   floats are written in Python's shortest round-trip form (``0.1`` → ``0.1``).  Booleans stay
+   floats are written in Python's shortest round-trip form (``0.1`` → ``0.1``).  A number with a
+   fraction or exponent is the IEEE double it reads as (RFC 8259 §6), so spellings that read
+   alike agree (``0.30000000000000000001`` and ``0.3``; ``1e-400`` and ``0``); integers are
+   exact at any size.  Booleans stay
    booleans (``true`` is not ``1``).  NaN and ±Infinity (not JSON) become the strings
    ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` — and so does a number beyond the double range
    (``1e400``), which every parser reads as infinity: two such numbers compare equal.  (The
