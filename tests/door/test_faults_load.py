@@ -366,3 +366,16 @@ def test_a_call_without_a_usable_id_is_refused_and_logged_never_forwarded(tmp_pa
         ("read_object", "deny", "door:not-a-request", "a request sent without an id"),
         ("read_object", "allow", "allow-demo", None)]
     assert lines[0]["arguments"] == {"path": "reference/.env"}
+
+
+def test_a_call_nested_past_every_reader_is_still_refused_by_name(tmp_path, data_root, fault_rules):
+    """Past 1,024 levels no JSON reader here takes the line: it had been 'invalid JSON', logged as
+    tool 'tools/call'; it is nested-too-deep, with the tool name read from the line's start."""
+    deep = b"[" * 1100 + b"]" * 1100
+    ans, (first, second), _ = _one_call(tmp_path, data_root, fault_rules, "deeper",
+                                        b'{"path":"demo/notes.txt","x":' + deep + b'}')
+    assert ans["error"]["code"] == types.INVALID_REQUEST
+    assert "rule 'door:nested-too-deep' denies this read_object call" in ans["error"]["message"]
+    assert (first["tool"], first["rule"], first["arguments"]) == ("read_object", "door:nested-too-deep", None)
+    assert first["error"].startswith("nested more than 1,024 levels deep")
+    assert second["rule"] == "allow-demo"

@@ -70,6 +70,21 @@ class Incoming:
 
 #: Nesting the MCP SDK's JSON reader (pydantic-core) takes: a message nested deeper is refused.
 SDK_MAX_DEPTH = 200
+#: Nesting orjson reads (the door reads a refused line with it to log what it asked for).
+_MAX_READ_DEPTH = 1024
+_NAME_RE = re.compile(rb'"name"\s*:\s*"((?:[^"\\]|\\.){1,256})"')
+
+
+def _hints_tool(head: bytes) -> str | None:
+    """The ``"name"`` of a ``tools/call`` line too deep to parse, from its first bytes."""
+    m = _NAME_RE.search(head)
+    if m is None:
+        return None
+    try:
+        v = orjson.loads(b'"' + m.group(1) + b'"')
+    except orjson.JSONDecodeError:
+        return None
+    return v if isinstance(v, str) else None
 
 
 def _depth(v: object) -> int:
@@ -124,11 +139,17 @@ def _parse(raw: bytes) -> Incoming:
                 if method == "tools/call" and isinstance(params, dict):
                     tool = params.get("name") if isinstance(params.get("name"), str) else None
                     args = params.get("arguments")
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as refused:
             rid, method = _hints(raw[:4096])
+            if str(refused).startswith("depth limit exceeded"):  # (orjson's words past 1,024 levels)
+                json_ok, depth = True, _MAX_READ_DEPTH + 1
+                tool = _hints_tool(raw[:4096]) if method == "tools/call" else None
         first = str(exc).strip().splitlines()
         why = "invalid JSON" if not json_ok else (first[0] if first else type(exc).__name__)
-        if depth >= SDK_MAX_DEPTH:
+        if depth > _MAX_READ_DEPTH:
+            why = (f"nested more than {_MAX_READ_DEPTH:,} levels deep, deeper than any JSON reader here takes "
+                   f"(the MCP SDK reads about {SDK_MAX_DEPTH})")
+        elif depth >= SDK_MAX_DEPTH:
             why = f"nested {depth} levels deep, deeper than the MCP SDK reads (about {SDK_MAX_DEPTH})"
         return Incoming(None, why[:300], len(raw), bad, rid, method, json_ok=json_ok, depth=depth,
                         tool_hint=tool, arguments_hint=args)
