@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
-__all__ = ["loads", "loads_lenient", "dumps", "JSONDecodeError", "nesting_room"]
+__all__ = ["loads", "loads_lenient", "dumps", "leaves", "JSONDecodeError", "nesting_room"]
 
 #: What :func:`loads` raises for text that is not JSON (orjson's error, a ``ValueError``).
 JSONDecodeError = orjson.JSONDecodeError
@@ -111,19 +111,24 @@ def _deep_enough(fn, *args, levels: int = 0, **kw) -> Any:
 _PARSE_LEVELS = 1_100
 
 
-def _has_lossy_float(v: Any) -> bool:
-    """``v`` holds a float at or beyond 2**63 in magnitude (where orjson puts a long integer)."""
+def leaves(v: Any) -> Iterator[Any]:
+    """Every value of a parsed JSON value that is not an object or array (object values and array
+    items, at any depth, in no set order), without recursion: nesting a parser accepted cannot
+    exhaust the interpreter's stack here."""
     stack = [v]
     while stack:
         x = stack.pop()
-        if x.__class__ is float:
-            if abs(x) >= 9.2e18:
-                return True
-        elif x.__class__ is dict:
+        if isinstance(x, dict):
             stack.extend(x.values())
-        elif x.__class__ is list:
+        elif isinstance(x, list):
             stack.extend(x)
-    return False
+        else:
+            yield x
+
+
+def _has_lossy_float(v: Any) -> bool:
+    """``v`` holds a float at or beyond 2**63 in magnitude (where orjson puts a long integer)."""
+    return any(x.__class__ is float and abs(x) >= 9.2e18 for x in leaves(v))
 
 
 def dumps(v: Any, option: int | None = None, default: Any = None) -> bytes:

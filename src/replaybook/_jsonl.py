@@ -41,7 +41,6 @@ __all__ = [
     "iter_lines",
     "iter_text_lines",
     "iter_objects",
-    "next_document",
     "expand_paths",
     "name_stem",
     "file_info",
@@ -512,7 +511,7 @@ def _stream_objects(sample: bytes, limit: int) -> tuple[int, list[dict]]:
     objects: list[dict] = []
     while seen < limit:
         try:
-            _, o, pos = next_document(text, pos)
+            _, o, pos = _next_document(text, pos)
         except (json.JSONDecodeError, RecursionError, ValueError):
             break
         if pos < 0:
@@ -526,7 +525,7 @@ def _stream_objects(sample: bytes, limit: int) -> tuple[int, list[dict]]:
 _DECODER_DOC = json.JSONDecoder()
 
 
-def next_document(text: str, pos: int) -> tuple[int, Any, int]:
+def _next_document(text: str, pos: int) -> tuple[int, Any, int]:
     """The JSON document of ``text`` at ``pos``, whitespace before it skipped: ``(start, value,
     end)``, or ``(len(text), None, -1)`` when only whitespace is left (documents one after another:
     ``cat`` of JSON files, ``jq`` output).

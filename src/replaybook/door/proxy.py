@@ -121,17 +121,7 @@ def _jsonable(v: Any) -> tuple[Any, bytes | None, bool]:
 def _not_finite(v: Any) -> bool:
     """``v`` holds a float that is infinite or NaN (a number beyond the double range, or a
     ``NaN``/``Infinity`` literal), at any depth."""
-    stack = [v]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, float):
-            if x != x or x in (math.inf, -math.inf):
-                return True
-        elif isinstance(x, dict):
-            stack.extend(x.values())
-        elif isinstance(x, list):
-            stack.extend(x)
-    return False
+    return any(isinstance(x, float) and not math.isfinite(x) for x in _json.leaves(v))
 
 
 def _canon(v: Any) -> Any:
