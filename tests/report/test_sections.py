@@ -583,3 +583,16 @@ def test_arguments_are_shown_as_logged_with_what_the_join_compared():
     assert ("{&quot;sql&quot;:&quot;select 1&quot;,&quot;limit&quot;:1.0} (compared as "
             "{&quot;limit&quot;:1,&quot;sql&quot;:&quot;select 1&quot;})") in h
     assert "<code>{&quot;path&quot;:&quot;a&quot;}</code>" in h  # the same either way: shown once
+
+
+def test_an_unassigned_transcript_of_built_in_tools_only_is_not_a_lead():
+    """A fresh reader took the demo's unrelated transcript (one built-in Read) for a call the door
+    should have seen; its heading now says built-in tools never pass through a door."""
+    import replaybook
+
+    inc = replaybook.Incident.load(Path(__file__).resolve().parents[2] / "data" / "demo" / "incident.yaml")
+    h = S.unassigned_transcripts(inc.steps, inc.join.unmatched_transcripts, sub_agents=inc.join.sub_agents)
+    assert "1 tool call, in time order — built-in tools only: they never pass through a door" in h
+    mcp = inc.steps.assign(server=inc.steps["server"].fillna("door"))  # the same calls made over MCP
+    assert "built-in tools only" not in S.unassigned_transcripts(mcp, inc.join.unmatched_transcripts,
+                                                                 sub_agents=inc.join.sub_agents)

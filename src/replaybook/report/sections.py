@@ -790,14 +790,17 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
         t = t.assign(who=who, what=what, got_back=got)
         t["what"] = [w if w is None or len(w) <= limit else w[: limit - 1] + "…" for w in t["what"]]
         n_calls = int((t["kind"] == "tool_call").sum())
+        mcp = t.loc[t["kind"] == "tool_call", "server"].notna().sum() if "server" in t else n_calls
+        builtin_only = (" — built-in tools only: they never pass through a door, so no door log was expected "
+                        "to hold them" if n_calls and not mcp else "")
         body = table(t, [("seq", "step", "num"), ("ts", "time (UTC)", "ts"), ("who", "who", "text"),
                          ("what", "what", "text"), ("got_back", "what the agent got back", "html")],
                      max_rows=max_rows, empty="Nothing the agent was asked, said or called.")
         parts.append(_section(f"Transcript {tid}",
                               f'<p class="rb-note">{esc(_count(len(t), "row"))}, {esc(_count(n_calls, "tool call"))}, '
-                              "in time order</p>" + body, level=3))
+                              f"in time order{esc(builtin_only)}</p>" + body, level=3))
     intro = ("<p>Transcripts no door session was assigned to: what each agent was asked, what it said, what it "
-             "called and what it got back, in order, from its own transcript. No door record confirms these calls. "
+             "called and what it got back, in order, from its own transcript. No door record confirms their MCP calls. "
              f"Model text is cut to {limit} characters; a long result opens on a click (▶).</p>")
     if len(ids) > max_transcripts:
         intro += f'<p class="rb-note">Showing the first {max_transcripts} of {len(ids):,} transcripts.</p>'
