@@ -286,8 +286,8 @@ QUARANTINE = FrameSpec(
     "quarantine",
     _cols(
         ("source_file", "string", "the file the line came from"),
-        ("line_no", "Int64", "1-based line number"),
-        ("byte_offset", "Int64", "offset of the line's first byte in the file"),
+        ("line_no", "Int64", "1-based line number where the unusable text starts"),
+        ("byte_offset", "Int64", "offset of that text's first byte in the file"),
         ("kind", "string", "`invalid` (unusable line), `pending` (unterminated last line: still being written) "
                            "or `conflict` (repeats another line's id with different content: the first is kept)"),
         ("loader", "string", "the loader that set it aside (claude-code, door, …)"),

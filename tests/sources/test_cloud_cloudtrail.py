@@ -163,8 +163,8 @@ def test_a_damaged_last_document_keeps_the_records_before_it(tmp_path):
     assert list(res.frame["action"]) == ["read", "delete"]
     assert list(res.frame["line_no"]) == [1, 2]
     q = res.quarantine
-    assert len(q) == 1 and q.loc[0, "line_no"] == 3
-    assert q.loc[0, "byte_offset"] == len(a)  # where the damaged document starts
+    assert len(q) == 1 and q.loc[0, "line_no"] == 1  # a line and an offset in the file, not a record index
+    assert q.loc[0, "byte_offset"] == len(a) + b.index('{"eventVersion"', b.index("DeleteObject"))  # the unread record
     assert q.loc[0, "error"].startswith("document cut short or damaged after 1 complete record")
     p2 = tmp_path / "junk.json"
     p2.write_text(a + "not json at all\n")
@@ -172,6 +172,35 @@ def test_a_damaged_last_document_keeps_the_records_before_it(tmp_path):
     assert len(q2) == 1 and q2.loc[0, "error"] == (
         "document 2 cut short or damaged (15 bytes not read; the documents before it are): Expecting value at "
         "character 1 of the document")
+
+
+def test_damage_in_a_file_of_documents_is_placed_by_line_and_byte(tmp_path):
+    """Quarantine rows had carried the record's index across the file as their line number: a
+    reader looking for the damage at "line 3" of a pretty-printed file found the wrong text.  And
+    a pretty-printed file starting with a blank line had been read as JSON Lines: every line of
+    it quarantined, no record read."""
+    docs = [json.dumps({"Records": [_rec(f"2026-09-13T10:00:0{i}Z", "GetObject")]}, indent=2) for i in range(3)]
+    text = "\ufeff\n" + docs[0] + "\n" + docs[1][:-80] + "\n" + docs[2] + "\n"
+    p = tmp_path / "jq.json"
+    p.write_text(text, encoding="utf-8")
+    res = load_cloudtrail(p)
+    assert list(res.frame["ts"].dt.second) == [0, 2]
+    q = res.quarantine
+    assert len(q) == 1
+    data = p.read_bytes()
+    start = data.index(docs[1][:-80].encode())
+    assert q.loc[0, "byte_offset"] == start  # BOM and the blank first line counted
+    assert q.loc[0, "line_no"] == data[:start].count(b"\n") + 1 == 3 + docs[0].count("\n")
+    # a single delivery document cut short, after a blank line: its unread record's line and byte
+    one = json.dumps({"Records": [_rec("2026-09-13T10:00:00Z", "GetObject"),
+                                  _rec("2026-09-13T10:00:01Z", "PutObject")]}, indent=1)
+    p2 = tmp_path / "cut.json"
+    p2.write_text("\n" + one[:-60])
+    q2 = load_cloudtrail(p2).quarantine
+    data2 = p2.read_bytes()
+    at = data2.rindex(b"{\n", 0, data2.index(b'"PutObject"'))  # the unread record's opening brace
+    assert q2.loc[0, "byte_offset"] == at
+    assert q2.loc[0, "line_no"] == data2[:at].count(b"\n") + 1
 
 
 def test_documents_after_a_damaged_one_are_read_too(tmp_path):

@@ -206,11 +206,14 @@ _NOT_CONTROL = bytes(b for b in range(256) if not (b < 9 or 13 < b < 32))
 class Item:
     """One JSON record of a file.
 
-    ``line_no`` is the 1-based line for JSON Lines, or the 1-based record index inside a
-    whole-file document (``{"Records": [...]}``, an array) or across a file of several documents;
-    ``offset`` is the line's byte offset for JSON Lines, the byte offset of the record's document
-    in a file of several documents, and ``None`` inside a single whole-file document.  ``obj`` is the parsed value or ``None`` with
-    ``error`` set; ``pending`` marks an unterminated, unparsable last line.
+    For a record (``error`` is ``None``), ``line_no`` is the 1-based line for JSON Lines, or the
+    1-based record index inside a whole-file document (``{"Records": [...]}``, an array) or
+    across a file of several documents; ``offset`` is the line's byte offset for JSON Lines, the
+    byte offset of the record's document in a file of several documents, and ``None`` inside a
+    single whole-file document.  For damage (``error`` set, ``obj`` ``None``), ``line_no`` and
+    ``offset`` are always the 1-based line and the byte offset in the file where the text that
+    could not be read starts, so a quarantine row points at the bytes.  ``pending`` marks an
+    unterminated, unparsable last line.
     """
 
     line_no: int | None
@@ -263,8 +266,26 @@ def _records_before_the_cut(body: bytes, wrappers: tuple[str, ...], err: str) ->
     rest = text[pos:pos + 400].encode("utf-8", "surrogateescape")
     why = (f"document cut short or damaged after {len(items):,} complete record"
            f"{'' if len(items) == 1 else 's'} (those are read): {err}")
-    items.append(Item(len(items) + 1, None, rest, None, why, False))
+    line_no, offset = _where(text, pos)
+    items.append(Item(line_no, offset, rest, None, why, False))
     return f"wrapper:{m.group(1).decode()}", None, items
+
+
+def _where(text: str, pos: int) -> tuple[int, int]:
+    """The 1-based line and the byte offset of character ``pos`` of ``text`` (a file's bytes
+    decoded with ``surrogateescape``, so each undecodable byte is one character)."""
+    return text.count("\n", 0, pos) + 1, len(text[:pos].encode("utf-8", "surrogateescape"))
+
+
+def _shifted(items: list[Item], lines: int, offset: int) -> list[Item]:
+    """``items`` read from text that starts ``lines`` newlines and ``offset`` bytes into the
+    file, placed in the file: offsets moved by ``offset``, and the damaged items' lines by
+    ``lines`` (a record's ``line_no`` is its index, which does not move)."""
+    if not (lines or offset):
+        return items
+    return [it if it.offset is None else
+            Item(it.line_no + lines if it.error is not None else it.line_no, it.offset + offset,
+                 it.raw, it.obj, it.error, it.pending) for it in items]
 
 
 #: Where a document may start again after damage: ``{`` right after a document's closing
@@ -334,7 +355,8 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
 
     Returns ``("documents", None, items)`` — each document's records in order (the elements of a
     wrapper list or an array; any other document is one record), ``line_no`` the record's
-    1-based index across the file and ``offset`` the byte offset where its document starts.  A
+    1-based index across the file and ``offset`` the byte offset where its document starts (in
+    ``body``); a damaged stretch's item has the line and byte offset where it starts.  A
     stretch that does not parse (a document cut short, a stray character; the first document
     too) gives the records it holds before the damage (:func:`_records_before_the_cut`) and one
     item with the complaint, and reading goes on where a document starts again
@@ -382,10 +404,11 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
     if not complete or len(pieces) < 2:
         return None
     items: list[Item] = []
-    done_chars = done_bytes = 0
+    done_chars = done_bytes = done_lines = 0
     n_docs = 0
     for k, (at, piece, why) in enumerate(pieces):
         done_bytes += len(text[done_chars:at].encode("utf-8", "surrogateescape"))
+        done_lines += text.count("\n", done_chars, at)
         done_chars = at
         n_docs += 1
         if why is None:
@@ -397,12 +420,12 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
             continue
         raw = piece.encode("utf-8", "surrogateescape")
         cut = _records_before_the_cut(raw, wrappers, why)
-        held = (cut[2] if cut is not None else
-                [Item(None, None, raw[:400], None,
+        held = (_shifted(cut[2], done_lines, done_bytes) if cut is not None else
+                [Item(done_lines + 1, done_bytes, raw[:400], None,
                       f"document {n_docs} cut short or damaged ({len(raw):,} bytes not read; the documents "
                       f"{'around' if k + 1 < len(pieces) else 'before'} it are): {why}", False)])
-        for it in held:
-            items.append(Item(len(items) + 1, done_bytes, it.raw, it.obj, it.error, it.pending))
+        for it in held:  # records numbered across the file; damage where it is in the file
+            items.append(it if it.error is not None else Item(len(items) + 1, done_bytes, it.raw, it.obj, None))
     return "documents", None, items
 
 
@@ -442,8 +465,11 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
     * ``("broken", None, [item])`` — one JSON document (its first line is not JSON by itself)
       that does not parse: a single item carrying the parser's complaint.
     """
+    bom = len(data) - len(_strip_bom(data))
     data = _strip_bom(data)
     body = data.lstrip()
+    lead = len(data) - len(body)  # (damage found in body is placed in the file by these)
+    lead_lines, lead_bytes = data[:lead].count(b"\n"), bom + lead
     if body[:1] in (b"{", b"["):
         obj, err = parse_json(body, exact=False)
         if err is None:
@@ -457,20 +483,20 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
                                 [Item(i + 1, None, None, o, None) for i, o in enumerate(v)])
                 return "document", obj, []
         else:
-            first_end = data.find(b"\n")
-            first = data if first_end < 0 else data[:first_end]
-            if (first.strip() and parse_json(first.strip(), exact=False)[1] is not None
-                    and not _lines_after_are_records(data, first_end)):
+            first_end = body.find(b"\n")  # (the first line that is not blank)
+            first = body if first_end < 0 else body[:first_end]
+            if (parse_json(first.strip(), exact=False)[1] is not None
+                    and not _lines_after_are_records(body, first_end)):
                 # several documents one after another, or one multi-line (or single-line)
                 # document that does not parse as a whole: a wrapper list cut short (a copy of a
                 # delivery file stopped mid-write, a truncated gzip) still holds its complete
                 # records
                 stream = _document_stream(body, wrappers)
                 if stream is not None:
-                    return stream
+                    return stream[0], None, _shifted(stream[2], lead_lines, lead_bytes)
                 cut = _records_before_the_cut(body, wrappers, err)
                 if cut is not None:
-                    return cut
+                    return cut[0], None, _shifted(cut[2], lead_lines, lead_bytes)
                 return "broken", None, [Item(1, 0, data[:400], None, err, False)]
     items = []
     for ln in iter_lines(data, exact=False):
