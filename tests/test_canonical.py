@@ -1,4 +1,4 @@
-from replaybook.canonical import canonical_args, canonical_args_text
+from replaybook.canonical import canonical_args, canonical_args_cached, canonical_args_text
 
 
 def test_key_order_and_whitespace_do_not_matter():
@@ -27,7 +27,12 @@ def test_unicode_nfc_and_missing_arguments():
 
 
 def test_non_json_floats_and_lone_surrogates_are_safe():
-    assert canonical_args({"a": float("nan"), "b": float("inf")}) == '{"a":"NaN","b":"Infinity"}'
+    # bare tokens, never strings: the string "Infinity" is other arguments than the number
+    assert canonical_args({"a": float("nan"), "b": float("inf"), "c": -float("inf")}) == \
+        '{"a":NaN,"b":Infinity,"c":-Infinity}'
+    assert canonical_args({"b": float("inf")}) != canonical_args({"b": "Infinity"})
+    assert canonical_args_cached({"b": float("nan")}) == '{"b":NaN}'  # (orjson writes it as null: not a cache key)
+    assert canonical_args_cached({"b": None}) == '{"b":null}'
     out = canonical_args({"s": "x\udcb2"})
     out.encode("utf-8")  # would raise on a lone surrogate
     assert out == '{"s":"x\ufffd"}'
@@ -47,3 +52,19 @@ def test_deep_nesting_that_parsers_return_is_canonicalised():
     text = '{"a":' * 1000 + "1" + "}" * 1000
     key = canonical_args(orjson.loads(text))
     assert key == text
+
+
+def test_numbers_beyond_the_double_range_compare_by_their_exact_value():
+    """Every parser reads 1e400 as infinity: 1e400 and 1e401 had agreed, and with the string
+    "Infinity" too."""
+    keys = {t: canonical_args_text(t) for t in (
+        '{"n":1e400}', '{"n":10E+399}', '{"n":0.1e401}', '{"n":1e401}', '{"n":"Infinity"}', '{"n":Infinity}',
+        '{"n":-2.50e999}', '{"n":1e400,"big":123456789012345678901234567890}')}
+    assert keys['{"n":1e400}'] == keys['{"n":10E+399}'] == keys['{"n":0.1e401}'] == '{"n":1E400}'
+    assert keys['{"n":1e401}'] == '{"n":1E401}'
+    assert keys['{"n":"Infinity"}'] == '{"n":"Infinity"}' and keys['{"n":Infinity}'] == '{"n":Infinity}'
+    assert keys['{"n":-2.50e999}'] == '{"n":-25E998}'
+    assert keys['{"n":1e400,"big":123456789012345678901234567890}'] == \
+        '{"big":123456789012345678901234567890,"n":1E400}'  # (the writer for long integers too)
+    assert canonical_args_text('{"n":1e-400}') == '{"n":0}'  # (underflow reads as the double 0, as before)
+

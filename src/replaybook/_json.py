@@ -12,6 +12,10 @@ different such numbers must never read alike, and the door must pass and log the
 * :func:`dumps` — orjson's bytes, except that a value holding such an integer, or nested deeper
   than orjson writes (254 levels), is written by ``json`` instead (compact, UTF-8, the same
   spelling otherwise but for float exponents).
+* :class:`NumberAsWritten` — what :func:`loads_lenient` reads a number no double holds as
+  (``1e400``, and the ``NaN``/``Infinity`` literals Python's ``json`` writes): the float every
+  parser reads (±inf, nan) that also keeps its text, so it is compared and written as sent,
+  never as the string ``"Infinity"`` or as ``null``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any, Iterator
 
 import orjson
 
-__all__ = ["loads", "loads_lenient", "dumps", "leaves", "JSONDecodeError", "nesting_room"]
+__all__ = ["loads", "loads_lenient", "dumps", "leaves", "JSONDecodeError", "nesting_room", "NumberAsWritten"]
 
 #: What :func:`loads` raises for text that is not JSON (orjson's error, a ``ValueError``).
 JSONDecodeError = orjson.JSONDecodeError
@@ -59,16 +63,46 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     return obj
 
 
+class NumberAsWritten(float):
+    """A JSON number no double holds, as :func:`loads_lenient` reads it: a number beyond the
+    double range (``1e400``, ``-2.5E+999``) or one of the ``NaN``, ``Infinity`` and
+    ``-Infinity`` literals Python's ``json.dumps`` writes (not JSON, RFC 8259 §6).
+
+    Its float value is what any parser reads (±inf or nan), so numeric checks see it as such
+    (the door refuses it, ``door:number-out-of-range``); ``text`` is the number exactly as it was
+    written.  :func:`~replaybook.canonical.canonical_args` compares it by its exact value (never
+    equal to a string, nor ``1e400`` to ``1e401``) and :func:`dumps` writes ``text`` back.
+    """
+
+    __slots__ = ("text",)
+
+    def __new__(cls, text: str) -> "NumberAsWritten":
+        obj = super().__new__(cls, float(text))
+        obj.text = text
+        return obj
+
+    def __reduce__(self):  # (pickled whole, to and from load helpers)
+        return NumberAsWritten, (self.text,)
+
+    def __repr__(self) -> str:
+        return f"NumberAsWritten({self.text!r})"
+
+
+def _parse_float(text: str) -> float:
+    v = float(text)
+    return v if v - v == 0.0 else NumberAsWritten(text)  # (inf - inf is nan)
+
+
 def loads_lenient(text: str) -> Any:
     """The standard library's reading of a JSON text orjson refused: lone-surrogate escapes,
     ``NaN``/``Infinity`` literals (Python's ``json.dumps`` writes them) and numbers beyond the
-    double range (``1e400``, read as infinity) are read, integers stay exact, and there is room
-    for the nesting orjson reads.
+    double range (``1e400``) are read — those numbers as :class:`NumberAsWritten` —, integers
+    stay exact, and there is room for the nesting orjson reads.
 
     Raises:
         json.JSONDecodeError: not JSON, or nested deeper than 1,024-odd levels.
     """
-    return _deep_enough(json.loads, text)
+    return _deep_enough(json.loads, text, parse_float=_parse_float, parse_constant=NumberAsWritten)
 
 
 def _deep_enough(fn, *args, levels: int = 0, **kw) -> Any:
@@ -139,12 +173,18 @@ def dumps(v: Any, option: int | None = None, default: Any = None) -> bytes:
         TypeError: ``v`` holds a value JSON cannot carry (orjson's ``JSONEncodeError``, a
             ``TypeError``: lone surrogates, non-string keys without ``OPT_NON_STR_KEYS``, objects).
     """
+    if default is None:
+        default = _as_written
+    else:
+        default = _chained(default)
     try:
         return orjson.dumps(v, option=option, default=default)
     except orjson.JSONEncodeError as exc:
         if "64-bit" not in str(exc) and "Recursion" not in str(exc):
             raise
     sort = bool(option and option & orjson.OPT_SORT_KEYS)
+    if _has_number_as_written(v):  # (json cannot write a number's own text: placeholders)
+        return _with_numbers_as_written(v, sort, default)
     try:
         # nesting orjson does not write (past 254 levels) but a parser kept: room for the 1,024
         # levels JSON parsers stop at
@@ -154,6 +194,70 @@ def dumps(v: Any, option: int | None = None, default: Any = None) -> bytes:
         return text.encode("utf-8")
     except (ValueError, UnicodeEncodeError) as exc:  # NaN, Infinity; a lone surrogate; deeper still
         raise orjson.JSONEncodeError(getattr(exc, "msg", None) or str(exc) or type(exc).__name__) from None
+
+
+def _as_written(o: Any) -> Any:
+    if o.__class__ is NumberAsWritten:
+        return orjson.Fragment(o.text.encode("ascii"))
+    raise TypeError
+
+
+def _chained(default):
+    def run(o: Any) -> Any:
+        if o.__class__ is NumberAsWritten:
+            return orjson.Fragment(o.text.encode("ascii"))
+        return default(o)
+    return run
+
+
+def _has_number_as_written(v: Any) -> bool:
+    return any(x.__class__ is NumberAsWritten for x in leaves(v))
+
+
+#: Marks a number's text inside a string while ``json`` writes (a lone surrogate: no text a
+#: loader returns holds one once made safe, and none is written by orjson).
+_MARK = "\udfff"
+
+
+def _with_numbers_as_written(v: Any, sort: bool, default: Any) -> bytes:
+    def mark(o: Any) -> Any:
+        if o.__class__ is NumberAsWritten:
+            return _MARK + o.text + _MARK
+        if default is None or default is _as_written:
+            raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+        return default(o)
+
+    def plain(x: Any) -> Any:  # (json writes a float subclass as a float: hand it to mark)
+        if x.__class__ is NumberAsWritten:
+            return _Marked(x)
+        if isinstance(x, dict):
+            return {k: plain(y) for k, y in x.items()}
+        if isinstance(x, list):
+            return [plain(y) for y in x]
+        return x
+
+    def unwrap(o: Any) -> Any:
+        return mark(o.n) if isinstance(o, _Marked) else mark(o)
+
+    try:
+        text = _deep_enough(lambda: json.dumps(_deep_enough(plain, v, levels=2 * _PARSE_LEVELS),
+                                               ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                                               sort_keys=sort, default=unwrap),
+                            levels=2 * _PARSE_LEVELS)
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise orjson.JSONEncodeError(getattr(exc, "msg", None) or str(exc) or type(exc).__name__) from None
+    text = text.replace('"' + _MARK, "").replace(_MARK + '"', "")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # (a lone surrogate of the value's own: orjson refuses it too)
+        raise orjson.JSONEncodeError(str(exc)) from None
+
+
+class _Marked:
+    __slots__ = ("n",)
+
+    def __init__(self, n: NumberAsWritten) -> None:
+        self.n = n
 
 
 #: The interpreter's recursion limit while a parsed value is walked: JSON parsers hand over up to

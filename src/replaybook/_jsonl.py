@@ -459,7 +459,9 @@ def line_scores(sample: bytes, score: Callable[[dict], float], limit: int = 200)
     """``score`` of each JSON object among the first ``limit`` complete non-blank lines of a sample.
 
     The last line is left out when the sample does not end with a newline (the sample may cut
-    it).  A line that is not JSON, or is JSON but not an object, scores 0.0.
+    it).  A line that is not JSON, or is JSON but not an object, scores 0.0; a line orjson
+    refuses but the loaders read (a number beyond the double range, a lone-surrogate escape) is
+    scored.
     """
     parts = sample.split(b"\n")
     if parts and not sample.endswith(b"\n"):
@@ -469,12 +471,8 @@ def line_scores(sample: bytes, score: Callable[[dict], float], limit: int = 200)
         raw = raw.strip()
         if not raw:
             continue
-        try:
-            o = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            out.append(0.0)
-            continue
-        out.append(score(o) if isinstance(o, dict) else 0.0)
+        o, err = parse_json(raw, exact=False)  # (what the loaders read: 1e400, lone surrogates too)
+        out.append(score(o) if err is None and isinstance(o, dict) else 0.0)
     return out
 
 
@@ -492,11 +490,8 @@ def sample_objects(sample: bytes, limit: int = 50) -> tuple[int, list[dict]]:
         if not raw:
             continue
         seen += 1
-        try:
-            o = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(o, dict):
+        o, err = parse_json(raw, exact=False)  # (what the loaders read: 1e400, lone surrogates too)
+        if err is None and isinstance(o, dict):
             objects.append(o)
     if seen and not objects and sample.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{":
         return _stream_objects(sample, limit)

@@ -11,10 +11,13 @@ decides that spelling.  Rules (version :data:`CANONICAL_VERSION`):
    fraction or exponent is the IEEE double it reads as (RFC 8259 §6), so spellings that read
    alike agree (``0.30000000000000000001`` and ``0.3``; ``1e-400`` and ``0``); integers are
    exact at any size.  Booleans stay
-   booleans (``true`` is not ``1``).  NaN and ±Infinity (not JSON) become the strings
-   ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` — and so does a number beyond the double range
-   (``1e400``), which every parser reads as infinity: two such numbers compare equal.  (The
-   door refuses such arguments, ``door:number-out-of-range``.)
+   booleans (``true`` is not ``1``).  A number beyond the double range (``1e400``, read as
+   :class:`replaybook._json.NumberAsWritten`) is compared by its exact decimal value, written
+   as its digits without trailing zeros and a decimal exponent (``1e400``, ``10E+399`` →
+   ``1E400``; ``-2.50e999`` → ``-25E998``), so it never equals another such number nor
+   a string.  NaN and ±Infinity (Python's literals, not JSON) are written as the bare tokens
+   ``NaN``, ``Infinity``, ``-Infinity``, never as strings.  (The door refuses all of these,
+   ``door:number-out-of-range``.)
 4. Arrays keep their order (order is meaningful in arguments).
 5. ``None``/``null`` is ``null``; a missing arguments object (``None`` at top level) is ``{}``.
 6. Output is ASCII-safe UTF-8 text (non-ASCII kept as characters, lone surrogates replaced).
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -37,7 +41,7 @@ from ._text import safe_str
 __all__ = ["canonical_args", "canonical_args_cached", "canonical_args_text", "CANONICAL_VERSION"]
 
 #: Bumped whenever a rule above changes, since stored keys stop comparing equal.
-CANONICAL_VERSION = 1
+CANONICAL_VERSION = 2
 
 
 def _norm(v: Any) -> Any:
@@ -48,10 +52,12 @@ def _norm(v: Any) -> Any:
     if isinstance(v, int):
         return v
     if isinstance(v, float):
+        if v.__class__ is _json.NumberAsWritten:
+            return _exact_token(v.text)
         if math.isnan(v):
-            return "NaN"
+            return _NAN
         if math.isinf(v):
-            return "Infinity" if v > 0 else "-Infinity"
+            return _INF if v > 0 else _NEG_INF
         if v.is_integer() and abs(v) < 2**63:
             return int(v)
         return v
@@ -100,14 +106,61 @@ def canonical_args(arguments: Any) -> str:
 _DEEP_LIMIT = 10_000
 
 
+class _Token:
+    """A bare JSON token in canonical text (a number no double holds, a NaN/Infinity literal)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+_NAN, _INF, _NEG_INF = (_Token(t) for t in ("NaN", "Infinity", "-Infinity"))
+
+
+def _exact_token(text: str) -> _Token:
+    """The canonical spelling of a number no double holds (``1e400``): its exact decimal value
+    as digits without trailing zeros and a decimal exponent; the ``NaN``/``Infinity`` literals as
+    themselves."""
+    if text in ("NaN", "Infinity", "-Infinity"):
+        return {"NaN": _NAN, "Infinity": _INF, "-Infinity": _NEG_INF}[text]
+    sign, digits, exp = Decimal(text).as_tuple()  # (exact: no context, no rounding)
+    ds = "".join(map(str, digits)).lstrip("0")
+    if not ds:  # (zero reads as a double: never here)
+        return _Token("0")
+    stripped = ds.rstrip("0")
+    exp += len(ds) - len(stripped)
+    return _Token(f"{'-' if sign else ''}{stripped}E{exp}")
+
+
+def _as_fragment(o: Any) -> orjson.Fragment:
+    if o.__class__ is _Token:
+        return orjson.Fragment(o.text.encode("ascii"))
+    raise TypeError
+
+
 def _canonical(arguments: Any) -> str:
     normed = _norm(arguments)
     try:
-        return orjson.dumps(normed, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+        return orjson.dumps(normed, option=orjson.OPT_SORT_KEYS, default=_as_fragment).decode("utf-8")
     except TypeError:  # an integer beyond 64 bits, or deeper than orjson writes (254 levels)
-        import json
+        return _written_by_json(normed)
 
-        return json.dumps(normed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+#: Marks a token inside a string while ``json`` writes (normalised text never holds a lone surrogate).
+_MARK = "\udfff"
+
+
+def _written_by_json(normed: Any) -> str:
+    import json
+
+    def token(o: Any) -> str:
+        if o.__class__ is _Token:
+            return _MARK + o.text + _MARK
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    text = json.dumps(normed, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=token)
+    return text.replace('"' + _MARK, "").replace(_MARK + '"', "") if _MARK in text else text
 
 
 _CACHE: dict[bytes, str] = {}
@@ -121,6 +174,8 @@ def canonical_args_cached(arguments: Any) -> str:
         key = orjson.dumps(arguments)
     except (TypeError, orjson.JSONEncodeError):  # not writable by orjson: no cache
         return canonical_args(arguments)
+    if b"null" in key and any(isinstance(x, float) and x - x != 0.0 for x in _json.leaves(arguments)):
+        return canonical_args(arguments)  # (orjson writes NaN and infinity as null: not a key)
     out = _CACHE.get(key)
     if out is None:
         if len(_CACHE) >= 65536:

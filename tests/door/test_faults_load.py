@@ -332,12 +332,25 @@ def test_a_call_nested_deeper_than_the_sdk_reads_is_refused_by_name_and_logged(t
 
 def test_a_number_beyond_the_double_range_is_refused_not_passed_on_as_null(tmp_path, data_root, fault_rules):
     """The SDK reads 1e400 as infinity and writes it as null: the server would have got other
-    arguments than the agent sent, and the log said "Infinity"."""
-    ans, (line, _), _ = _one_call(tmp_path, data_root, fault_rules, "inf", b'{"path":"demo/notes.txt","n":1e400}')
+    arguments than the agent sent.  The log had said the *string* "Infinity", which a transcript
+    holding that string agreed with; it now holds the number, exactly, as valid JSON."""
+    ans, (line, _), _ = _one_call(tmp_path, data_root, fault_rules, "inf", b'{"path":"demo/notes.txt","n":10e399}')
     assert ans["id"] == 2 and ans["result"]["isError"]
     assert "rule 'door:number-out-of-range' denies this read_object call" in ans["result"]["content"][0]["text"]
+    assert (line["decision"], line["rule"], line["arguments"]["path"]) == (
+        "deny", "door:number-out-of-range", "demo/notes.txt")
+    raw = (tmp_path / "logs" / "analyst" / "inf.jsonl").read_bytes()
+    assert b'"arguments":{"n":1E400,"path":"demo/notes.txt"}' in raw  # (canonical: 10e399 is 1E400)
+    calls = load_door(tmp_path / "logs").frame
+    assert list(calls["args_key"]) == ['{"n":1E400,"path":"demo/notes.txt"}', '{"path":"demo/notes.txt"}']
+
+
+def test_nan_and_infinity_literals_are_refused_and_logged_as_valid_json(tmp_path, data_root, fault_rules):
+    """The SDK reads Python's NaN/Infinity literals (not JSON); the log stays JSON: they are
+    written as strings there."""
+    _, (line, _), _ = _one_call(tmp_path, data_root, fault_rules, "nan", b'{"path":"demo/notes.txt","n":[NaN,-Infinity]}')
     assert (line["decision"], line["rule"], line["arguments"]) == (
-        "deny", "door:number-out-of-range", {"n": "Infinity", "path": "demo/notes.txt"})
+        "deny", "door:number-out-of-range", {"n": ["NaN", "-Infinity"], "path": "demo/notes.txt"})
 
 
 def test_a_call_without_a_usable_id_is_refused_and_logged_never_forwarded(tmp_path, data_root, fault_rules):

@@ -52,6 +52,8 @@ class Incoming:
             is JSON but not a message (so a refusal can log what was asked).
         has_id: a message read as a notification has an ``id`` member (of a type JSON-RPC does
             not allow for requests: null, a fraction, a boolean …).
+        raw: the line's bytes, for a message (so a refusal can log numbers the SDK read as
+            infinity as they were written).
     """
 
     message: types.JSONRPCMessage | None
@@ -66,6 +68,7 @@ class Incoming:
     tool_hint: str | None = None
     arguments_hint: object = None
     has_id: bool = False
+    raw: bytes | None = None
 
 
 #: Nesting the MCP SDK's JSON reader (pydantic-core) takes: a message nested deeper is refused.
@@ -160,8 +163,8 @@ def _parse(raw: bytes) -> Incoming:
             rid_given = isinstance(o, dict) and "id" in o
         except orjson.JSONDecodeError:
             rid_given = True
-        return Incoming(msg, None, len(raw), bad, has_id=rid_given)
-    return Incoming(msg, None, len(raw), bad)
+        return Incoming(msg, None, len(raw), bad, has_id=rid_given, raw=raw)
+    return Incoming(msg, None, len(raw), bad, raw=raw)
 
 
 class StdioPeer:

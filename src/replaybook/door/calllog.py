@@ -59,8 +59,25 @@ def check_name(value: str, what: str) -> str:
 
 
 def canonical_object(v: Any) -> Any:
-    """``v`` in canonical form (sorted keys, NFC, integral floats as ints, no lone surrogates)."""
-    return _json.loads(canonical_args(v))
+    """``v`` in canonical form (sorted keys, NFC, integral floats as ints, no lone surrogates),
+    as the log writes it: valid JSON, so a number beyond the double range stays a number, exact
+    (``1E400``, a :class:`replaybook._json.NumberAsWritten`), and the ``NaN``/``Infinity``
+    literals JSON does not have become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
+    text = canonical_args(v)
+    try:
+        return _json.loads(text)
+    except _json.JSONDecodeError:
+        return _literals_as_strings(_json.loads_lenient(text))
+
+
+def _literals_as_strings(v: Any) -> Any:
+    if v.__class__ is _json.NumberAsWritten and v.text in ("NaN", "Infinity", "-Infinity"):
+        return v.text
+    if isinstance(v, dict):
+        return {k: _literals_as_strings(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_literals_as_strings(x) for x in v]
+    return v
 
 
 class CallLog:

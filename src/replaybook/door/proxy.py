@@ -124,6 +124,20 @@ def _not_finite(v: Any) -> bool:
     return any(isinstance(x, float) and not math.isfinite(x) for x in _json.leaves(v))
 
 
+def _as_written(raw: bytes | None, method: str, args: Any) -> Any:
+    """The arguments of the request line ``raw`` re-read so that numbers no double holds keep
+    their text (:class:`replaybook._json.NumberAsWritten`; the SDK reads ``1e400`` as infinity),
+    or ``args`` when the line does not give them."""
+    if raw is None:
+        return args
+    try:
+        params = _json.loads_lenient(raw.decode("utf-8", "replace")).get("params")
+        got = params.get("arguments") if method == "tools/call" else {"uri": params.get("uri")}
+    except (ValueError, AttributeError):
+        return args
+    return got if isinstance(got, dict) else args
+
+
 def _canon(v: Any) -> Any:
     try:
         return canonical_object(v)
@@ -225,7 +239,7 @@ class Door:
                      tool=tool, arguments=arguments, meta=_canon(meta) if isinstance(meta, dict) else None,
                      decision=decision, extra=extra or {})
 
-    def _decide_request(self, msg: types.JSONRPCRequest, bad_utf8: bool) -> _Call:
+    def _decide_request(self, msg: types.JSONRPCRequest, bad_utf8: bool, raw: bytes | None = None) -> _Call:
         ts_ns, t0 = self.clock_ns(), time.perf_counter()
         params = msg.params if isinstance(msg.params, dict) else {}
         method = msg.method
@@ -256,7 +270,7 @@ class Door:
             # 1e400 reads as infinity and the SDK would pass it on as null: the server would get
             # other arguments than the agent sent
             decision = Decision("deny", "door:number-out-of-range")
-            logged = _canon(args)
+            logged = _canon(_as_written(raw, method, args))
         else:
             renamed = method == "tools/call" and tool != params.get("name")  # lone surrogates in the name
             if bad_utf8 or bad_text or renamed:
@@ -329,7 +343,7 @@ class Door:
                 continue
             if isinstance(msg, types.JSONRPCRequest):
                 if msg.method in DECIDED_METHODS:
-                    await self._decided(peer, server_write, msg, inc.bad_utf8)
+                    await self._decided(peer, server_write, msg, inc.bad_utf8, inc.raw)
                     continue
                 if msg.method not in self.pass_methods:
                     await self._not_allowed(peer, msg)
@@ -343,8 +357,9 @@ class Door:
                         self.client_can_ask = isinstance(caps, dict) and isinstance(caps.get("elicitation"), dict)
             await server_write.send(_session_message(msg))
 
-    async def _decided(self, peer: ClientPeer, server_write, msg: types.JSONRPCRequest, bad_utf8: bool) -> None:
-        call = self._decide_request(msg, bad_utf8)
+    async def _decided(self, peer: ClientPeer, server_write, msg: types.JSONRPCRequest, bad_utf8: bool,
+                       raw: bytes | None = None) -> None:
+        call = self._decide_request(msg, bad_utf8, raw)
         self.calls += 1
         if call.decision.allowed and msg.id in self.pending:
             call.decision = Decision("deny", "door:invalid-request", call.decision.object)

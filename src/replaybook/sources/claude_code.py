@@ -76,9 +76,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-import orjson
-
-from .._jsonl import expand_paths, line_scores
+from .._jsonl import expand_paths, line_scores, parse_json
 from .._text import to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from . import _parallel
@@ -179,13 +177,13 @@ def sniff(sample: bytes) -> float:
     scores = line_scores(sample, _line_score)
     tail = sample.rpartition(b"\n")[2]   # the last line when the sample does not end with one
     if tail.strip():
-        try:
-            scores.append(_line_score(orjson.loads(tail)))
-        except orjson.JSONDecodeError:
-            if not scores:  # a single line longer than the sample: judge the fragment
-                keys = sum(k in tail for k in _FRAG_KEYS)
-                m = _FRAG_TYPE.search(tail)
-                return 0.8 if keys >= 3 and m else (0.4 if keys >= 2 else 0.0)
+        o, err = parse_json(tail, exact=False)  # (what the loader reads: 1e400, lone surrogates too)
+        if err is None:
+            scores.append(_line_score(o))
+        elif not scores:  # a single line longer than the sample: judge the fragment
+            keys = sum(k in tail for k in _FRAG_KEYS)
+            m = _FRAG_TYPE.search(tail)
+            return 0.8 if keys >= 3 and m else (0.4 if keys >= 2 else 0.0)
     if not scores:
         return 0.0
     mean = sum(scores) / len(scores)
