@@ -102,6 +102,32 @@ def test_refused_calls_and_unreachable_resources_from_the_case_tree(frames):
     assert un.loc["GetBucketAcl", "why"] == "resource outside every storage_map target: no door call can reach it"
     # rows of the door's own principal first
     assert list(res.unexplained["door_principal"]) == [True, False]
+    # the object the door refused, reached anyway: the refusal named in columns, not only in words
+    refused_call_ts = calls.set_index("seq").loc[4, "ts"]
+    assert (un.loc["GetObject", "refused_session"], un.loc["GetObject", "refused_seq"]) == ("door-sess-j", 4)
+    assert un.loc["GetObject", "since_refusal_s"] == pytest.approx(
+        (un.loc["GetObject", "ts"] - refused_call_ts).total_seconds())
+    assert pd.isna(un.loc["GetBucketAcl", "refused_session"]) and pd.isna(un.loc["GetBucketAcl", "since_refusal_s"])
+    got = {u["resource_uri"]: u["refused_call"] for u in res.to_dict()["unexplained"]}
+    assert got == {"s3://acme-data/reference/.env": {"door_session": "door-sess-j", "seq": 4, "rule": "no-dotenv",
+                                                   "since_refusal_s": -0.4}, "s3://acme-trail/": None}
+
+
+def test_a_refused_object_read_later_names_the_last_refusal_before_it():
+    """A storage read of an object the door refused twice, minutes before: the refusal it
+    follows is the latest one before it, and a request before any refusal names the first after."""
+    rows = [{"door_session": "s", "agent": "analyst", "seq": i + 1, "ts": ts, "ts_end": ts, "tool": "read_object",
+             "object": "reference/.env", "decision": "deny", "rule": f"r{i + 1}", "arguments": {}}
+            for i, ts in enumerate(["2026-09-13T10:00:00Z", "2026-09-13T10:05:00Z", "2026-09-13T10:20:00Z"])]
+    calls = CALLS.build(rows)
+    access = load_cloudtrail(CLOUD / "join" / "cloudtrail.json").frame.iloc[:2].copy()
+    access["resource_uri"] = pd.array(["s3://acme-data/reference/.env"] * 2, dtype="string")
+    access["action"] = pd.array(["read"] * 2, dtype="string")
+    access["ts"] = pd.to_datetime(["2026-09-13T09:59:00Z", "2026-09-13T10:10:00Z"], utc=True)
+    un = join_access(calls, access, storage_map=SMAP).unexplained.sort_values("ts")
+    assert list(un["refused_seq"]) == [1, 2]
+    assert list(un["refused_rule"]) == ["r1", "r2"]
+    assert list(un["since_refusal_s"]) == [-60.0, 300.0]
 
 
 def _azure_calls() -> pd.DataFrame:

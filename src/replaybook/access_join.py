@@ -153,7 +153,12 @@ class AccessJoinResult:
         unexplained: the access rows no call explains: the ACCESS columns plus ``access_index``
             (Int64, row label in the given frame), ``door_principal`` (boolean: the row's
             principal is one the ``principals`` mapping gives a door agent; NA without a
-            mapping) and ``why`` (string) — rows of door principals first, then by ``ts``.
+            mapping), ``why`` (string) and, when the door refused a call on the same object,
+            that call: ``refused_session`` (string), ``refused_seq`` (Int64), ``refused_rule``
+            (string) and ``since_refusal_s`` (float64, the request's time minus the call's,
+            seconds: negative when the request came first) — the last refused call started by
+            the request's time, else the first after; NA when there is none — rows of door
+            principals first, then by ``ts``.
         per_call: one row per door call: ``door_session``, ``seq``, ``agent``, ``ts``,
             ``decision``, ``object``, ``call_uri`` (the object through ``storage_map``, NA when
             unmapped), ``access_count`` (Int64, access rows it explains), ``access_bytes``
@@ -180,7 +185,11 @@ class AccessJoinResult:
                 {"access_index": int(r.access_index), "ts": r.ts.isoformat().replace("+00:00", "Z"),
                  "source": r.source, "principal": None if pd.isna(r.principal) else r.principal,
                  "action": r.action, "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
-                 "outcome": r.outcome, "why": r.why}
+                 "outcome": r.outcome, "why": r.why,
+                 "refused_call": None if pd.isna(r.refused_session) else {
+                     "door_session": r.refused_session, "seq": None if pd.isna(r.refused_seq) else int(r.refused_seq),
+                     "rule": None if pd.isna(r.refused_rule) else r.refused_rule,
+                     "since_refusal_s": float(r.since_refusal_s)}}
                 for r in self.unexplained.itertuples(index=False)
             ],
         }
@@ -336,8 +345,22 @@ def join_access(
         hi = np.searchsorted(sorted_start, t + skew, side="right")
         return order[lo:hi]
 
+    # the calls the door refused, by object: a storage request on such an object that no call
+    # explains is the one to read first (the agent was refused it, and it was reached anyway)
+    refused_calls = [i for i in range(n_c) if refused[i] and valid[i] and c_uri[i]]
+
+    def _refusal(uri: str | None, action: str, t: int) -> int | None:
+        """The refused call on this object the request at ``t`` most likely follows: the last
+        one started by ``t`` (clock skew allowed), else the first one after."""
+        hits = [i for i in refused_calls if _object_match(uri, action, c_uri[i])]
+        if not hits:
+            return None
+        before = [i for i in hits if start_ns[i] - skew <= t]
+        return (max(before, key=lambda i: (int(start_ns[i]), -i)) if before
+                else min(hits, key=lambda i: (int(start_ns[i]), i)))
+
     links: list[dict] = []
-    unexplained: list[tuple[object, str]] = []
+    unexplained: list[tuple[object, str, int | None, int | None]] = []  # (label, why, refused call, ns)
     counts = np.zeros(n_c, np.int64)
     bytes_sum = np.zeros(n_c, np.int64)
     bytes_known = np.zeros(n_c, bool)  # some linked request logged its size
@@ -348,7 +371,7 @@ def join_access(
     a_nat = a_ts.isna().to_numpy()
     for pos, (label, r) in enumerate(zip(access.index, access[ACCESS.names].to_dict("records"))):
         if a_nat[pos]:
-            unexplained.append((label, "no time"))
+            unexplained.append((label, "no time", None, None))
             continue
         t = int(a_ns[pos])
         kind = str(r["time_kind"]) if not pd.isna(r["time_kind"]) else "event"
@@ -418,7 +441,7 @@ def join_access(
                         if all_patterns and not _principal_match(principal, all_patterns):
                             why += "; the principal is not one the door's agents use"
         if chosen is None:
-            unexplained.append((label, why or "no door call explains it"))
+            unexplained.append((label, why or "no door call explains it", _refusal(uri, action, t), t))
             continue
         counts[chosen] += 1
         b = r["bytes"]
@@ -448,7 +471,7 @@ def join_access(
     if len(links_df):
         links_df = links_df.sort_values(["access_ts", "access_index"], kind="stable").reset_index(drop=True)
 
-    labels = [lab for lab, _ in unexplained]
+    labels = [u[0] for u in unexplained]
     un = access.loc[labels].reset_index(drop=True) if labels else ACCESS.empty()
     un = un[ACCESS.names].copy()
     un.insert(0, "access_index", pd.array(labels, dtype="Int64") if labels else pd.array([], dtype="Int64"))
@@ -457,7 +480,15 @@ def join_access(
         un["door_principal"] = pd.array(dp, dtype="boolean")
     else:
         un["door_principal"] = pd.array([pd.NA] * len(un), dtype="boolean")
-    un["why"] = pd.array([w for _, w in unexplained], dtype="string")
+    un["why"] = pd.array([u[1] for u in unexplained], dtype="string")
+    ref = [u[2] for u in unexplained]
+    rule = c["rule"] if "rule" in c.columns else pd.Series([pd.NA] * n_c, dtype="string")
+    un["refused_session"] = pd.array([None if i is None else c["door_session"].iat[i] for i in ref], dtype="string")
+    un["refused_seq"] = pd.array([None if i is None else c["seq"].iat[i] for i in ref], dtype="Int64")
+    un["refused_rule"] = pd.array([None if i is None or pd.isna(rule.iat[i]) else str(rule.iat[i]) for i in ref],
+                                  dtype="string")
+    un["since_refusal_s"] = pd.array(
+        [np.nan if u[2] is None else (u[3] - int(start_ns[u[2]])) / 1e9 for u in unexplained], dtype="float64")
     if len(un):
         un = un.assign(_k=~un["door_principal"].fillna(False).astype(bool)).sort_values(
             ["_k", "ts", "access_index"], kind="stable").drop(columns="_k").reset_index(drop=True)

@@ -461,6 +461,16 @@ def test_header_raises_storage_requests_no_door_call_explains():
     assert ('<strong><a href="#access">2 storage requests no door call explains</a></strong> '
             "(1 made with the door's own principal)") in h
     assert "no door call explains" not in S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained.iloc[:0])
+    # the demo's story: the agent was refused reference/.env, and the door's role read it 111 s later
+    assert ('<strong><a href="#access">1 object the door refused the agent was reached in storage anyway</a>'
+            "</strong>: <code>s3://acme-data/reference/.env</code>") in h
+    a = S.access_section(inc.access_join, inc.access)
+    no_raw_html(a)
+    top = a.split("<h3>Refused at the door, reached in storage anyway</h3>")[1].split("<h3>")[0]
+    assert "The door refused the agent 1 object, and <b>1 storage request</b> reached it anyway" in top
+    cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", top)]
+    assert cells[:4] == ["s3://acme-data/reference/.env", "door-20260913T100005-a1 seq 5, rule no-dotenv",
+                         "2026-09-13 10:03:12.000Z", "111 s after the refusal"]
 
 
 def test_copies_of_one_dataset_that_disagree_are_named(tmp_path):

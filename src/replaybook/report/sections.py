@@ -16,7 +16,6 @@ Times are shown in UTC as ``YYYY-MM-DD HH:MM:SS.mmmZ``; durations and offsets in
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
 from datetime import datetime, timezone
@@ -319,7 +318,7 @@ def header(
     ``inputs`` rows (:attr:`~replaybook.Incident.inputs`) their format read nothing from
     (``read_nothing``: a format forced on the wrong file), linked to Inputs, of the storage requests
     no door call explains (``unexplained``: ``AccessJoinResult.unexplained``), linked to that
-    section, of the objects the agent reached that look like copies of one dataset but hold
+    section, and the objects among them the door had refused the agent, of the objects the agent reached that look like copies of one dataset but hold
     different data (``disagreements``: :attr:`ReachedObjects.disagreements`), linked to that
     section, from the join's ``sessions`` frame (``SESSIONS``) the door calls whose logged tool-use
     id contradicts the transcript (``id_conflicts``, linked to the sessions) and the residual
@@ -349,6 +348,13 @@ def header(
         if n_st:
             facts.append(f'<strong><a href="#access">{_count(n_st, "storage request")} no door call explains</a>'
                          "</strong>" + (f" ({by_door:,} made with the door's own principal)" if by_door else ""))
+        if "refused_session" in unexplained.columns:
+            hit = unexplained[unexplained["refused_session"].notna()]
+            if len(hit):
+                objs = ", ".join(f"<code>{esc(u)}</code>" for u in hit["resource_uri"].drop_duplicates()[:5])
+                facts.append(f'<strong><a href="#access">{_count(hit["resource_uri"].nunique(), "object")} the door '
+                             f"refused the agent {'was' if hit['resource_uri'].nunique() == 1 else 'were'} reached in "
+                             f"storage anyway</a></strong>: {objs}")
     if sessions is not None and len(sessions):
         def total(col: str) -> int:
             return int(pd.to_numeric(sessions[col], errors="coerce").fillna(0).sum()) if col in sessions else 0
@@ -1108,6 +1114,7 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
                        "side (the server behind it, or its host), not with credentials taken elsewhere"
                        if ip and ip in door_ips and ua in door_uas else "")
                     for ip, ua in zip(ips, uas)]
+    body += _refused_then_reached(un)
     body += "<h3>Requests no door call explains</h3>"
     body += table(un, [("ts", "time (UTC)", "ts"), ("source", "source", "text"), ("principal", "principal", "code"),
                        ("door_principal", "door's principal", "text"), ("action", "action", "text"),
@@ -1144,6 +1151,35 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
              "door answered. Access logs arrive late (CloudTrail about 5 minutes, S3 server access logs within "
              "hours, best effort): a call near the end of the logs with no request may only be undelivered.</p>")
     return _section("Cloud access the door did not explain", body, anchor="access")
+
+
+def _refused_then_reached(un: pd.DataFrame) -> str:
+    """The storage requests no door call explains on objects the door had refused a call on
+    (``AccessJoinResult.unexplained`` rows with ``refused_session``; ``origin`` already HTML): the
+    agent was refused the object, and it was reached anyway."""
+    if "refused_session" not in un.columns:
+        return ""
+    hit = un[un["refused_session"].notna()]
+    if not len(hit):
+        return ""
+    from ..access_join import _delta_words
+
+    hit = hit.assign(
+        refused=[f"<code>{esc(sess)}</code> seq {esc(seq)}" + ("" if _isna(rule) else f", rule <code>{esc(rule)}</code>")
+                 for sess, seq, rule in zip(hit["refused_session"], hit["refused_seq"], hit["refused_rule"])],
+        when=[_delta_words(float(d)) + " the refusal" for d in hit["since_refusal_s"]])
+    objs = hit["resource_uri"].nunique()
+    return ("<h3>Refused at the door, reached in storage anyway</h3>"
+            f"<p>The door refused the agent {_count(objs, 'object')}, and <b>{_count(len(hit), 'storage request')}"
+            f"</b> reached {'it' if objs == 1 else 'them'} anyway, with no door call behind "
+            f"{'it' if len(hit) == 1 else 'them'}. Whoever sent each request (its principal, address and client) "
+            "reached what the door kept from the agent.</p>"
+            + table(hit, [("resource_uri", "object", "code"), ("refused", "refused call", "html"),
+                          ("ts", "request time (UTC)", "ts"), ("when", "when", "text"),
+                          ("principal", "principal", "code"), ("door_principal", "door's principal", "text"),
+                          ("action_raw", "operation", "code"), ("outcome", "outcome", "text"),
+                          ("bytes", "bytes", "num"), ("origin", "from (address · client)", "html")],
+                    max_rows=MAX_ROWS, row_class=lambda r: "rb-refused"))
 
 
 def packet_section(summary: Mapping | None) -> str:
