@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "TEXT_LIMIT", "str_or_none",
+__all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "before_by_ms", "MAX_SHIFT_MS",
+           "TEXT_LIMIT", "str_or_none",
            "int_or_none", "float_or_none"]
 
 #: Characters of free text (prompts, model output, tool results) kept in a frame cell.
@@ -93,6 +94,30 @@ def int_or_none(v: Any, *, integral_float: bool = False) -> int | None:
 def float_or_none(v: Any) -> float | None:
     """``v`` as a float when it is an int or a float (booleans excluded), else ``None``."""
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+#: The longest logged duration a start (or end) time is derived from, in ms (a year).  A duration
+#: beyond it (``1e300``), negative or not finite is kept as logged but moves no time: it would
+#: put a call's start after its end, or outside what a timestamp holds.
+MAX_SHIFT_MS = 366 * 86_400_000
+
+
+def before_by_ms(t: Any, ms: Any) -> "pd.Timestamp | None":
+    """``t`` (an RFC 3339 string or a timestamp) minus ``ms`` milliseconds, as a UTC
+    timestamp; ``None`` when ``t`` is not a date-time or ``ms`` is not a usable duration (a
+    number in [0, :data:`MAX_SHIFT_MS`])."""
+    import math
+
+    import pandas as pd
+
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not math.isfinite(ms) \
+            or not 0 <= ms <= MAX_SHIFT_MS:
+        return None
+    t = to_utc([t]).iloc[0] if not isinstance(t, pd.Timestamp) else t
+    if pd.isna(t):
+        return None
+    out = t - pd.Timedelta(milliseconds=ms)
+    return out if out >= _ns_bounds()[0] else None
 
 
 def _ns_bounds():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import inspect
 import json
 import os
 import stat
@@ -539,7 +540,7 @@ def test_registered_in_registry():
     src = registry.get("claude-code")
     assert src.frame == "steps"
     # (wrapped with room for deep nesting: replaybook._json.nesting_room)
-    assert src.load.__wrapped__ is load_claude_code and src.sniff.__wrapped__ is sniff
+    assert inspect.unwrap(src.load) is load_claude_code and inspect.unwrap(src.sniff) is sniff
     assert "claude-code" in registry.names()
     assert set(cc.__all__) >= {"load_claude_code", "split_mcp_name", "sniff"}
 

@@ -110,7 +110,30 @@ def test_jsonl_lines_duplicates_and_quarantine():
     assert m["line_type"] == "tools/call"
     q = res.quarantine
     assert q["line_no"].tolist() == [4, 5, 6] and q["kind"].tolist() == ["invalid", "invalid", "pending"]
-    assert q.iloc[0]["error"] == "span without traceId, spanId or startTimeUnixNano"
+    assert q.iloc[0]["error"] == "span without a usable traceId or spanId"
+
+
+@pytest.mark.parametrize("start", ['"1180591620717411303424"', '"\u00b2"', "-5", '"12a"'])
+def test_a_start_time_no_timestamp_holds_sets_the_span_aside(tmp_path, start):
+    """Past 2262 (a 22-digit string), a superscript digit (str.isdigit accepts it), negative:
+    the load had stopped with OutOfBoundsDatetime or ValueError."""
+    span = ('{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"chat m",'
+            f'"startTimeUnixNano":{start},"endTimeUnixNano":"1759320003000000000"}}')
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span + "]}]}]}\n")
+    res = load_otel(p)
+    assert len(res.frame) == 0
+    assert res.quarantine[["line_no", "error"]].values.tolist() == [
+        [1, "span without a usable startTimeUnixNano (nanoseconds since 1970, before 2262)"]]
+
+
+def test_spans_that_are_not_a_list_are_named(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"resourceSpans":[{"scopeSpans":[{"spans":5}]}]}\n{"resourceSpans":7}\n')
+    q = load_otel(p).quarantine
+    assert q[["line_no", "error"]].values.tolist() == [
+        [1, "spans is not a list (int): no span of it can be read"],
+        [2, "resourceSpans is not a list (int): no span of it can be read"]]
 
 
 def test_whole_folder_and_gzip(tmp_path):

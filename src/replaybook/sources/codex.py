@@ -104,11 +104,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import orjson
-import pandas as pd
 
 from .. import _json
 from .._jsonl import expand_paths, iter_objects, json_doc_items, line_scores, name_stem, quarantine_row, read_source
-from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
+from .._text import before_by_ms, deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
 from .registry import Source, register
@@ -198,6 +197,8 @@ def _line_score(o: Any) -> float:
     if not isinstance(o, dict):
         return 0.0
     t = o.get("type")
+    if t is not None and not isinstance(t, str):  # ("type": {…}: a line of no type this loader knows)
+        return 0.0
     if t in _ENVELOPE_TYPES and "payload" in o and isinstance(o.get("timestamp"), str):
         return 1.0
     if "payload" in o and isinstance(o.get("timestamp"), str) and isinstance(t, str) and len(o) <= 4:
@@ -796,10 +797,10 @@ def _event(st: _Load, base: dict, r: _Rec, p: dict, fc_ids: set[str], begin_ids:
 
 
 def _minus_seconds(ts: str, seconds: float) -> str:
-    t = to_utc([ts]).iloc[0]
-    if pd.isna(t):
-        return ts
-    return (t - pd.Timedelta(seconds=seconds)).isoformat()
+    """``ts`` less a logged duration; ``ts`` itself when the duration is not one a start can be
+    derived from (negative, or beyond :data:`~replaybook._text.MAX_SHIFT_MS`)."""
+    t = before_by_ms(ts, seconds * 1000.0 if isinstance(seconds, (int, float)) else None)
+    return ts if t is None else t.isoformat()
 
 
 def _pair(st: _Load) -> None:

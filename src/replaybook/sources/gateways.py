@@ -103,7 +103,7 @@ from .._jsonl import (
     read_source,
     unreadable_row,
 )
-from .._text import deep_safe, float_or_none, str_or_none, to_utc
+from .._text import MAX_SHIFT_MS, before_by_ms, deep_safe, float_or_none, str_or_none, to_utc
 from ..canonical import canonical_args
 from ..frames import CALLS, QUARANTINE, LoadResult
 from .door import meta_call_id
@@ -297,14 +297,15 @@ def _finish(rows: list[dict], quarantine: list[dict], inputs: list[dict], loader
     for r in rows:
         if not r.get("object") and isinstance(r.get("arguments"), dict):
             r["object"] = path_object(r["arguments"])
-    ts = to_utc([r.get("ts") for r in rows])
+    ts = to_utc([r.get("ts") for r in rows])  # (RFC 3339 in either case: "…t12:00:03z" too)
     te = to_utc([r.get("ts_end") for r in rows])
-    frame = CALLS.build(rows)
+    frame = CALLS.build([{**r, "ts": None, "ts_end": None} for r in rows])
     if not len(frame):
         return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
     frame["ts"] = ts.array
     frame["ts_end"] = te.array
-    missing = frame["ts_end"].isna() & frame["ts"].notna() & frame["duration_ms"].notna()
+    # (a logged duration that is negative, not finite or beyond MAX_SHIFT_MS gives no end time)
+    missing = frame["ts_end"].isna() & frame["ts"].notna() & frame["duration_ms"].between(0, MAX_SHIFT_MS)
     frame.loc[missing, "ts_end"] = frame.loc[missing, "ts"] + pd.to_timedelta(
         frame.loc[missing, "duration_ms"], unit="ms")
     need = frame["duration_ms"].isna() & frame["ts_end"].notna() & frame["ts"].notna()
@@ -634,7 +635,8 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
             continue
         agent = str_or_none(rec.get("client_name"))
         rid = str_or_none(rec.get("request_id"))
-        key = ("rid", rid) if rid else ("name", agent, rec.get("server_name"), rec.get("tool_name"))
+        key = ("rid", rid) if rid else ("name", agent, str_or_none(rec.get("server_name")),
+                                        str_or_none(rec.get("tool_name")))
         if et == "mcp_tool_call_start":
             row = {"door_session": _synthetic("mcpjungle", agent, ts, path), "agent": agent, "ts": ts,
                    "server": str_or_none(rec.get("server_name")), "tool": str_or_none(rec.get("tool_name")),
@@ -651,10 +653,8 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
             row["ts_end"] = ts
             row["duration_ms"] = dur
         else:
-            start = ts
-            if dur is not None:
-                t = to_utc([ts]).iloc[0]
-                start = (t - pd.Timedelta(milliseconds=dur)).isoformat()
+            t = before_by_ms(ts, dur)  # (no usable duration: the end time is all the log gives)
+            start = ts if t is None else t.isoformat()
             row = {"door_session": _synthetic("mcpjungle", agent, ts, path), "agent": agent, "ts": start,
                    "ts_end": ts, "duration_ms": dur, "server": str_or_none(rec.get("server_name")),
                    "tool": str_or_none(rec.get("tool_name")), "arguments": None, "args_key": None,
@@ -727,7 +727,7 @@ def _read_gatekit(path: Path, data: bytes, info: dict, rows: list[dict], quarant
     open_calls: dict[tuple, list[dict]] = {}
     n_calls = truncated = no_body = 0
     for ln, o in _records(path, data, "gatekit", quarantine):
-        et = o.get("event_type")
+        et = str_or_none(o.get("event_type"))  # (an object there is no event type: not a response)
         if o.get("method") != "tools/call" and not (et in _GK_RESPONSE and o.get("method") in (None, "")):
             info["not_calls"] += 1
             continue
@@ -848,7 +848,12 @@ def _read_obot(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
         else:
             args, akey = None, None
         outcome = str_or_none(o.get("outcome"))
-        hooks = [h for h in (o.get("webhookStatuses") or []) if isinstance(h, dict)]
+        hooks = o.get("webhookStatuses")
+        if hooks is not None and not isinstance(hooks, list):
+            info["notes"].append(f"line {ln}: webhookStatuses is not a list ({type(hooks).__name__}): "
+                                 "no webhook's verdict read for that call")
+            hooks = None
+        hooks = [h for h in (hooks or []) if isinstance(h, dict)]
         deny = (outcome or "").lower() in _DENY_WORDS or o.get("responseStatus") in (401, 403) or any(
             str(h.get("status", "")).lower() in _DENY_WORDS for h in hooks)
         acted = [h for h in hooks if str(h.get("status", "")).lower() not in ("", "success", "allowed", "ok")]

@@ -62,7 +62,7 @@ import orjson
 
 from .. import _json
 from .._jsonl import iter_lines, line_scores, parse_json, quarantine_row, unreadable_row
-from .._text import deep_safe, float_or_none, str_or_none
+from .._text import before_by_ms, deep_safe, float_or_none, str_or_none
 from ..frames import LoadResult
 from .gateways import (
     _args,
@@ -335,10 +335,8 @@ def _read_context_forge(path: Path, data: bytes, info: dict, rows: list[dict], q
                    "error": (str_or_none(ctx.get("error")) or str_or_none(o.get("message")))
                    if ctx.get("success") is False or ctx.get("event", "").endswith("failed") else None}
         if row["ts"] is None and row["duration_ms"] is not None:   # metrics/logs are written at completion
-            import pandas as pd
-            end = pd.Timestamp(row["ts_end"])
-            end = end.tz_localize("UTC") if end.tzinfo is None else end
-            row["ts"] = (end - pd.Timedelta(milliseconds=row["duration_ms"])).isoformat()
+            start = before_by_ms(row["ts_end"], row["duration_ms"])  # (unusable duration: the end time)
+            row["ts"] = row["ts_end"] if start is None else start.isoformat()
         if sess is None:
             synth += 1
         row.update(door_session=sess or _synthetic("context-forge", agent, row["ts"] or row["ts_end"], path),
@@ -600,7 +598,8 @@ def _result_error(msg: dict) -> str | None:
         return str_or_none(msg.get("error")) or "JSON-RPC error"
     res = msg.get("result")
     if isinstance(res, dict) and res.get("isError") is True:
-        texts = [c.get("text") for c in res.get("content") or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
+        content = res.get("content") if isinstance(res.get("content"), list) else []  # (the error stands without its text)
+        texts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
         return " ".join(texts).strip() or "tool result isError"
     return None
 

@@ -516,7 +516,14 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                      "model": str_or_none(rec.get("model")), "message_id": rec["id"],
                      "input_tokens": int_or_none(tok.get("input"), integral_float=True),
                      "output_tokens": int_or_none(tok.get("output"), integral_float=True)}, mts)
-                for tc in rec.get("toolCalls") or []:
+                calls = rec.get("toolCalls")
+                if calls is not None and not isinstance(calls, list):
+                    quarantine.append(quarantine_row(files[m.file_idx], None, LOADER,
+                                                     f"toolCalls is not a list ({type(calls).__name__}): no tool "
+                                                     "call of this message can be read", line_no=m.line_no,
+                                                     raw=_json.dumps(calls)[:400]))
+                    calls = None
+                for tc in calls or []:
                     if isinstance(tc, dict):
                         row, t1, t2 = _tool_row(b, tc, mts, rec["id"])
                         add(row, t1, t2)

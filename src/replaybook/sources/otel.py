@@ -172,12 +172,15 @@ def _hex_id(v: Any) -> str | None:
 
 
 def _ns(v: Any) -> int | None:
+    """A ``*UnixNano`` value (an integer, or its decimal digits as OTLP/JSON writes 64-bit
+    integers) as nanoseconds since the epoch; ``None`` when it is not one a timestamp holds
+    (negative, past 2262, ``"²"``)."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, int):
+    if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 19:
+        v = int(v)
+    if isinstance(v, int) and 0 <= v < 2**63:
         return v
-    if isinstance(v, str) and v.isdigit():
-        return int(v)
     return None
 
 
@@ -273,7 +276,8 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
                                                      "(no resourceSpans)", line_no=1 if not isinstance(doc, list) else None,
                                                      raw=_json.dumps(req)[:400] if req is not None else None))
                 continue
-            _request(path, req, lambda: next(it, None), file_idx, quarantine, spans, counter, info)
+            _request(path, req, lambda: next(it, None), file_idx, quarantine, spans, counter, info,
+                     req_line=None if isinstance(doc, list) else 1 + data[:len(data) - len(data.lstrip())].count(b"\n"))
         return info
     info["layout"] = "jsonl"
     for line in iter_objects(path, data, LOADER, quarantine):
@@ -285,21 +289,32 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
             quarantine.append(quarantine_row(path, line, LOADER, "not an OTLP trace export request (no resourceSpans)"))
             continue
         ln = line.line_no
-        _request(path, o, lambda: ln, file_idx, quarantine, spans, counter, info)
+        _request(path, o, lambda: ln, file_idx, quarantine, spans, counter, info, req_line=ln)
     return info
 
 
 def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[dict],
-             spans: list[_Span], counter: list[int], info: dict) -> None:
+             spans: list[_Span], counter: list[int], info: dict, req_line: int | None = None) -> None:
     req = deep_safe(req)
-    for rs in _get(req, *_RS) or []:
+
+    def listed(v: Any, what: str) -> list:
+        """``v`` when it is a list (``None``: empty); anything else is quarantined, with the
+        request's line (JSON Lines), since the spans it should hold cannot be read."""
+        if v is None or isinstance(v, list):
+            return v or []
+        quarantine.append(quarantine_row(path, None, LOADER, f"{what} is not a list ({type(v).__name__}): "
+                                         "no span of it can be read", line_no=req_line,
+                                         raw=_json.dumps(v)[:400]))
+        return []
+
+    for rs in listed(_get(req, *_RS), "resourceSpans"):
         if not isinstance(rs, dict):
             continue
         res = _attrs((rs.get("resource") or {}).get("attributes") if isinstance(rs.get("resource"), dict) else None)
-        for ss in _get(rs, *_SS) or []:
+        for ss in listed(_get(rs, *_SS), "scopeSpans"):
             if not isinstance(ss, dict):
                 continue
-            for sp in ss.get("spans") or []:
+            for sp in listed(ss.get("spans"), "spans"):
                 ln = next_line()
                 if not isinstance(sp, dict):
                     quarantine.append(quarantine_row(path, None, LOADER, "span is not an object", line_no=ln))
@@ -308,8 +323,11 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                 sid = _hex_id(_get(sp, "spanId", "span_id"))
                 start = _ns(_get(sp, "startTimeUnixNano", "start_time_unix_nano"))
                 if trace is None or sid is None or start is None:
+                    bad = [k for k, v in (("traceId", trace), ("spanId", sid), ("startTimeUnixNano", start))
+                           if v is None]
                     quarantine.append(quarantine_row(
-                        path, None, LOADER, "span without traceId, spanId or startTimeUnixNano", line_no=ln,
+                        path, None, LOADER, f"span without a usable {' or '.join(bad)}"
+                        + (" (nanoseconds since 1970, before 2262)" if start is None else ""), line_no=ln,
                         raw=_json.dumps(sp)[:400]))
                     continue
                 st = sp.get("status") if isinstance(sp.get("status"), dict) else {}

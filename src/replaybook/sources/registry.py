@@ -56,9 +56,29 @@ def register(source: Source) -> Source:
     ``RecursionError`` out of a recursive walk."""
     from .._json import nesting_room
 
-    source = replace(source, sniff=nesting_room(source.sniff), load=nesting_room(source.load))
+    source = replace(source, sniff=_judged(nesting_room(source.sniff)), load=nesting_room(source.load))
     _REGISTRY[source.name] = source
     return source
+
+
+def _judged(sniff: Callable[[bytes], float]) -> Callable[[bytes], float]:
+    """``sniff`` that never stops the load: every file is sniffed by every source, so one
+    sniffer that cannot judge a sample (a record of shapes it never met: ``"type": {…}``) must
+    not fail the load of a file it does not read anyway.  Such a sample scores 0.0: that source
+    does not recognise it.  A sample starting with a UTF-8 byte-order mark is judged without it
+    (the loaders read past it)."""
+    import functools
+
+    @functools.wraps(sniff)
+    def run(sample: bytes) -> float:
+        if sample[:3] == b"\xef\xbb\xbf":
+            sample = sample[3:]
+        try:
+            return sniff(sample)
+        except Exception:  # noqa: BLE001 - a sniffer's bug is "not recognised", never a failed load
+            return 0.0
+
+    return run
 
 
 def get(name: str) -> Source:

@@ -1,0 +1,105 @@
+"""Fields of a shape the formats do not give them, in the transcript and gateway loaders: each
+had stopped the whole load with an internal error (exit 1), or lost the file.
+
+Every input is one of this project's fixtures with one value replaced."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import replaybook
+from replaybook.sources.registry import sniff_file
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _edit(tmp_path: Path, fixture: str, old: str, new: str, *, count: int = 1, name: str | None = None) -> Path:
+    src = FIX / fixture
+    text = src.read_text(encoding="utf-8")
+    assert old in text, (fixture, old)
+    p = tmp_path / (name or src.name)
+    p.write_text(text.replace(old, new, count), encoding="utf-8")
+    return p
+
+
+def test_a_line_whose_type_is_an_object_does_not_stop_any_load(tmp_path):
+    """Every file is sniffed by every source: one line with ``"type": {…}`` in a Codex rollout
+    failed the load of any file, whatever its format (``unhashable type: 'dict'``)."""
+    codex = FIX / "codex" / "envelope" / "rollout-2025-09-13T10-00-00-0199aaaa-0000-7000-8000-000000000001.jsonl"
+    lines = codex.read_text().splitlines(keepends=True)
+    p = tmp_path / codex.name
+    p.write_text(lines[0] + '{"timestamp":"2025-09-13T10:00:00.001Z","type":{"x":1},"payload":{}}\n'
+                 + "".join(lines[1:]))
+    before = replaybook.load(codex)["steps"]
+    after = replaybook.load(p)["steps"]
+    assert len(after) == len(before) + 1  # the odd line is kept, as an event of no known type
+    assert sniff_file(p)[0].name == "codex"
+    # gatekit's event_type, MCPJungle's tool_name as objects: the other calls of the file load
+    gk = _edit(tmp_path, "gateways/gatekit/gatekit_audit.jsonl", '"event_type":"REQUEST"', '"event_type":{"x":1}')
+    assert len(replaybook.load(gk)["calls"]) == len(replaybook.load(FIX / "gateways/gatekit/gatekit_audit.jsonl")["calls"])
+    mj = _edit(tmp_path, "gateways/mcpjungle/audit.log", '"tool_name":"read_object"', '"tool_name":{"n":"read_object"}',
+               count=2)
+    calls = replaybook.load(mj)["calls"]
+    assert len(calls) == len(replaybook.load(FIX / "gateways/mcpjungle/audit.log")["calls"])
+    assert calls["tool"].isna().sum() == 1  # the call whose name is not text: kept, its tool unknown
+
+
+@pytest.mark.parametrize("fixture", ["gateways/mxcp/audit.jsonl", "gateways/obot/mcp-audit-logs.json",
+                                     "gateways/invariant/traces.jsonl"])
+def test_a_byte_order_mark_does_not_hide_a_file(tmp_path, fixture):
+    src = FIX / fixture
+    p = tmp_path / src.name
+    p.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    assert sniff_file(p)[0].name == sniff_file(src)[0].name
+    pd.testing.assert_frame_equal(replaybook.load(p)["calls"].drop(columns="source_file"),
+                                  replaybook.load(src)["calls"].drop(columns="source_file"))
+
+
+@pytest.mark.parametrize("duration", ["1e300", "-5000", str(2**70)])
+def test_a_duration_no_time_can_take_keeps_the_call(tmp_path, duration):
+    """1e300 ms had stopped the load (OutOfBoundsTimedelta); a negative one put the start after
+    the end.  The duration is kept as logged; no time is derived from it."""
+    p = _edit(tmp_path, "gateways/mxcp/audit.jsonl", '"duration_ms":12', f'"duration_ms":{duration}')
+    calls = replaybook.load(p)["calls"]
+    row = calls[calls["tool"] == "query"].iloc[0]
+    assert row["duration_ms"] == float(duration)
+    assert pd.isna(row["ts_end"]) or row["ts_end"] >= row["ts"]
+    mj = tmp_path / "audit.log"  # every call's duration, those with no start line too
+    mj.write_text(re.sub(r'"duration_ms":\s*\d+', f'"duration_ms": {duration}',
+                         (FIX / "gateways/mcpjungle/audit.log").read_text()))
+    mc = replaybook.load(mj)["calls"]
+    assert len(mc) == len(replaybook.load(FIX / "gateways/mcpjungle/audit.log")["calls"])
+    assert (mc["ts_end"].isna() | (mc["ts_end"] >= mc["ts"])).all()
+
+
+def test_lower_case_rfc3339_times_are_read(tmp_path):
+    """RFC 3339 §5.6 allows "t" and "z": the gateway loads had failed whole ("calls.ts: cannot
+    convert to datetime64")."""
+    p = _edit(tmp_path, "gateways/mxcp/audit.jsonl", '"2026-09-13T10:00:00.000Z"', '"2026-09-13t10:00:00.000z"')
+    calls = replaybook.load(p)["calls"]
+    assert calls["ts"].iloc[0] == pd.Timestamp("2026-09-13T10:00:00Z")
+
+
+def test_lists_that_are_numbers_are_said_not_crashed_on(tmp_path):
+    gem = next((FIX / "gemini").rglob("*.json"))
+    doc = json.loads(gem.read_text())
+    msgs = doc["messages"] if isinstance(doc, dict) and "messages" in doc else None
+    if msgs is None:
+        pytest.skip("no chat recording fixture with messages")  # pragma: no cover
+    i = next(i for i, m in enumerate(msgs) if m.get("toolCalls"))
+    msgs[i]["toolCalls"] = 5
+    p = tmp_path / gem.name
+    p.write_text(json.dumps(doc, indent=2))
+    res = replaybook.load(p)
+    assert res.quarantine["error"].str.startswith("toolCalls is not a list (int)").sum() == 1
+    assert (res["steps"]["kind"] == "model_request").sum() == (replaybook.load(gem)["steps"]["kind"] == "model_request").sum()
+    ob = _edit(tmp_path, "gateways/obot/mcp-audit-logs.json", '"webhookStatuses": []', '"webhookStatuses": 5')
+    res = replaybook.load(ob)
+    assert len(res["calls"]) == len(replaybook.load(FIX / "gateways/obot/mcp-audit-logs.json")["calls"])
+    notes = [n for i in res.results["calls"].inputs for n in (i.get("notes") or [])]
+    assert any("webhookStatuses is not a list (int)" in n for n in notes)
