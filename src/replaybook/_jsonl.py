@@ -24,7 +24,7 @@ import zlib
 from dataclasses import dataclass
 from json.decoder import scanstring
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
@@ -36,6 +36,7 @@ __all__ = [
     "Line",
     "PENDING",
     "unreadable_row",
+    "note_unreadable_times",
     "read_bytes",
     "read_source",
     "iter_lines",
@@ -349,6 +350,38 @@ def unreadable_row(path: str | Path, line: Line, loader: str, why: str) -> dict:
     if line.pending:
         return quarantine_row(path, line, loader, PENDING, kind="pending")
     return quarantine_row(path, line, loader, why)
+
+
+def note_unreadable_times(texts: Sequence[Any], parsed: Any, files: Sequence[Any], lines: Sequence[Any],
+                          inputs: Sequence[dict], what: str = "event") -> None:
+    """Say in each input's ``notes`` which rows carried a time that is not a date-time
+    (``"yesterday"``, year 9999): the row is kept, in file order, with its time unknown (NaT),
+    and the note names the lines and the text (the first three, and how many in all).
+
+    Args:
+        texts: each row's time as logged (``None`` or ``""`` where none was logged: no note).
+        parsed: each row's parsed time (``NaT`` where unreadable), same length.
+        files, lines: each row's source file and line.
+        inputs: the loader's inputs entries (``path`` and a ``notes`` list).
+        what: what a row is, in words (``event``, ``call``).
+    """
+    import pandas as pd
+
+    bad: dict[str, list[tuple[Any, str]]] = {}
+    for t, v, f, ln in zip(texts, parsed, files, lines):
+        if isinstance(t, str) and t and pd.isna(v):
+            bad.setdefault(str(f), []).append((ln, t))
+    if not bad:
+        return
+    for info in inputs:
+        got = bad.get(str(info.get("path")))
+        if not got:
+            continue
+        shown = ", ".join(f"line {ln} ({safe_str(t)[:40]!r})" for ln, t in got[:3])
+        more = f" and {len(got) - 3:,} more" if len(got) > 3 else ""
+        info.setdefault("notes", []).append(
+            f"{len(got):,} {what}{'' if len(got) == 1 else 's'} with a time that is not a date-time, kept with "
+            f"the time unknown: {shown}{more}")
 
 
 def quarantine_row(path: str | Path, line: Line | None, loader: str, error: str, *,

@@ -103,3 +103,26 @@ def test_lists_that_are_numbers_are_said_not_crashed_on(tmp_path):
     assert len(res["calls"]) == len(replaybook.load(FIX / "gateways/obot/mcp-audit-logs.json")["calls"])
     notes = [n for i in res.results["calls"].inputs for n in (i.get("notes") or [])]
     assert any("webhookStatuses is not a list (int)" in n for n in notes)
+
+
+def test_a_time_that_is_not_a_date_time_is_named_not_silently_unknown(tmp_path):
+    """"yesterday" or year 9999 had become NaT with no word in the Codex, Gemini and Invariant
+    loaders; the event stays (in file order), and the input's note names the line and text."""
+    codex = FIX / "codex" / "envelope" / "rollout-2025-09-13T10-00-00-0199aaaa-0000-7000-8000-000000000001.jsonl"
+    p = _edit(tmp_path, str(codex.relative_to(FIX)), '"timestamp":"2025-09-13T10:00:00.005Z"',
+              '"timestamp":"yesterday"')
+    res = replaybook.load(p)
+    steps = res["steps"]
+    assert len(steps) == len(replaybook.load(codex)["steps"])
+    assert steps.loc[steps["line_no"] == 2, "ts"].isna().all()
+    assert res.files["note"].iloc[0].endswith("; 1 event with a time that is not a date-time, kept with the time "
+                                              "unknown: line 2 ('yesterday')")
+    gem = _edit(tmp_path, "gemini/chats/session-2025-10-01T12-00-5a1b2c3d.jsonl", '"timestamp":"2025-10-01T12:00:02.000Z"',
+                '"timestamp":"9999-12-31T23:59:59Z"', count=-1)  # (every copy of the re-appended message)
+    assert "with a time that is not a date-time, kept with the time unknown: line " in replaybook.load(gem).files["note"].iloc[0]
+    inv = _edit(tmp_path, "gateways/invariant/traces.jsonl", '"timestamp":"2026-09-13T10:00:01.000"',
+                '"timestamp":"yesterday"')
+    res = replaybook.load(inv)
+    assert len(res["calls"]) == len(replaybook.load(FIX / "gateways/invariant/traces.jsonl")["calls"])
+    assert "line 1: message time 'yesterday' is not a date-time: its call is kept with the time unknown" in \
+        res.files["note"].iloc[0]

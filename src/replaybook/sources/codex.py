@@ -106,7 +106,8 @@ from typing import Any, Iterable
 import orjson
 
 from .. import _json
-from .._jsonl import expand_paths, iter_objects, json_doc_items, line_scores, name_stem, quarantine_row, read_source
+from .._jsonl import (expand_paths, iter_objects, json_doc_items, line_scores, name_stem, note_unreadable_times,
+                      quarantine_row, read_source)
 from .._text import before_by_ms, deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -888,10 +889,12 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         _build_file(st, f, fc_ids, begin_ids)
     _pair(st)
     frame = STEPS.build(st.rows)
+    inputs = [f.info for f in files]
     if len(frame):
         frame["ts"] = to_utc(st.ts).array
         frame["result_ts"] = to_utc(st.result_ts).array
-    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=[f.info for f in files])
+        note_unreadable_times(st.ts, frame["ts"], frame["source_file"], frame["line_no"], inputs)
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 
 register(Source(

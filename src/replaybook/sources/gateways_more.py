@@ -62,7 +62,7 @@ import orjson
 
 from .. import _json
 from .._jsonl import iter_lines, line_scores, parse_json, quarantine_row, unreadable_row
-from .._text import before_by_ms, deep_safe, float_or_none, str_or_none
+from .._text import before_by_ms, deep_safe, float_or_none, safe_str, str_or_none
 from ..frames import LoadResult
 from .gateways import (
     _args,
@@ -439,6 +439,9 @@ def _read_invariant(path: Path, data: bytes, info: dict, rows: list[dict], quara
                     raw_args = parsed if err is None else None
                 args, akey = _args(raw_args)
                 ts = m.get("timestamp") if _valid_ts(m.get("timestamp")) else None
+                if ts is None and str_or_none(m.get("timestamp")):
+                    info["notes"].append(f"line {ln}: message time {safe_str(m['timestamp'])[:40]!r} is not a "
+                                         "date-time: its call is kept with the time unknown")
                 ri, res = results.get(str(tc.get("id")), (None, None))
                 rule = blocks.get(i) or (blocks.get(ri) if ri is not None else None)
                 err = None

@@ -79,7 +79,8 @@ from typing import Any, Iterable
 import orjson
 
 from .. import _json
-from .._jsonl import expand_paths, iter_objects, json_doc_items, line_scores, name_stem, quarantine_row, read_source
+from .._jsonl import (expand_paths, iter_objects, json_doc_items, line_scores, name_stem, note_unreadable_times,
+                      quarantine_row, read_source)
 from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -590,6 +591,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     if len(frame):
         frame["ts"] = to_utc(ts).array
         frame["result_ts"] = to_utc(rts).array
+        note_unreadable_times(ts, frame["ts"], frame["source_file"], frame["line_no"], inputs)
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 
