@@ -126,3 +126,14 @@ def test_a_time_that_is_not_a_date_time_is_named_not_silently_unknown(tmp_path):
     assert len(res["calls"]) == len(replaybook.load(FIX / "gateways/invariant/traces.jsonl")["calls"])
     assert "line 1: message time 'yesterday' is not a date-time: its call is kept with the time unknown" in \
         res.files["note"].iloc[0]
+
+
+def test_a_lone_surrogate_escape_in_a_document_keeps_the_document(tmp_path):
+    """Valid JSON (RFC 8259 allows the escape) that orjson refuses: a context-forge export whose
+    first line is not "{" alone had been read as JSON Lines, every line set aside with wrong
+    reasons ("Expecting property name …")."""
+    src = FIX / "gateways/context_forge/export.json"
+    p = _edit(tmp_path, "gateways/context_forge/export.json", '"error_message":null}', '"error_message":"x\\ud800"}')
+    res = replaybook.load(p)
+    assert res.quarantine.empty
+    assert len(res["calls"]) == len(replaybook.load(src)["calls"])

@@ -207,14 +207,19 @@ def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
         try:
             doc = _json.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
             whole = True
-        except orjson.JSONDecodeError:
-            if first in (b"{", b"["):      # a pretty document that does not parse
-                try:
-                    doc = _json.loads_lenient(data.decode("utf-8", "replace"))
-                    whole = True
-                except json.JSONDecodeError as exc:
-                    quarantine.append(quarantine_row(path, None, loader, f"JSON document is not valid JSON: "
-                                                     f"{exc.msg}", line_no=exc.lineno, raw=data[:400]))
+        except orjson.JSONDecodeError as refused:
+            # what orjson refuses and JSON allows (a lone-surrogate escape, 1e400) in one document
+            # whose first line is not "{" alone: still one document, not lines to set aside
+            try:
+                if first not in (b"{", b"[") and "unexpected content after document" in str(refused):
+                    raise ValueError("JSON Lines")  # (one value per line: read line by line below)
+                doc = _json.loads_lenient(stripped.decode("utf-8", "surrogateescape"))
+                whole = True
+            except (json.JSONDecodeError, ValueError) as exc:
+                if first in (b"{", b"["):      # a pretty document that does not parse
+                    quarantine.append(quarantine_row(
+                        path, None, loader, f"JSON document is not valid JSON: {getattr(exc, 'msg', exc)}",
+                        line_no=getattr(exc, "lineno", None), raw=data[:400]))
                     return
     if whole:
         text = data.decode("utf-8", "replace")
