@@ -312,3 +312,23 @@ def test_a_loaders_own_notes_reach_the_inputs_table_in_plain_words():
                                   "exchange records carry no time: ts NaT"]})
     assert note == ("Invariant message timestamps carry no zone: read as UTC; MCPJungle logs no arguments: no "
                     "arguments to compare; exchange records carry no time: time unknown")
+
+
+def test_symbolic_links_in_a_folder_are_listed_not_passed_over(tmp_path, capsys):
+    """A folder's symbolic links are not followed (evidence stays the files named); they had
+    been left out without a word, and a folder of links only said "no files in it"."""
+    door = FIX / "join_trap" / "door" / "analyst" / "door-sess-a.jsonl"
+    (tmp_path / "real.jsonl").write_bytes(door.read_bytes())
+    (tmp_path / "link.jsonl").symlink_to("real.jsonl")
+    (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    loaded = replaybook.load(tmp_path)
+    files = loaded.files.set_index("path")
+    assert files.loc[str(tmp_path / "link.jsonl"), "note"] == \
+        "symbolic link to real.jsonl: not followed (name the file itself to read it)"
+    assert files.loc[str(tmp_path / "dangling.jsonl"), "note"].startswith(
+        f"symbolic link to {tmp_path / 'gone.jsonl'}: not followed")
+    assert len(loaded["calls"]) == 5  # the file, once
+    assert main(["load", "calls", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "calls: 5 rows from 1 file, 2 symbolic links not followed (door)" in err
+    assert f"{tmp_path / 'link.jsonl'}: [invalid] symbolic link to real.jsonl: not followed" in err

@@ -182,7 +182,8 @@ def iter_objects(path: str | Path, data: bytes, loader: str, quarantine: list[di
 
 
 def expand_paths(paths: str | Path | Iterable[str | Path], *,
-                 accept: Callable[[Path], bool] | None = None, unique: bool = True) -> list[Path]:
+                 accept: Callable[[Path], bool] | None = None, unique: bool = True,
+                 links: list[Path] | None = None) -> list[Path]:
     """Files named by ``paths`` (one path or several).
 
     A file is taken as given, whatever its name.  A folder is walked recursively, sorted, for
@@ -190,7 +191,8 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
     is given, for which ``accept(file)`` is true.  With ``unique`` a file met again (same
     resolved path: a folder and a file in it both given, say) is left out after its first
     place — read twice, its rows would count twice; without it every place is kept.  (One path
-    cannot name a file twice, so only several paths are resolved.)
+    cannot name a file twice, so only several paths are resolved.)  ``links``, when given, gets
+    the symbolic links met in walked folders (sorted), so the caller can say they were not followed.
 
     Raises:
         InputError: a path is neither a file nor a folder (``no such file or folder``), or a
@@ -201,7 +203,10 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
     seen: set[Path] = set()
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(q for q in map(Path, _files_under(p)) if accept is None or accept(q))
+            met: list[str] = []
+            found = sorted(q for q in map(Path, _files_under(p, met)) if accept is None or accept(q))
+            if links is not None:
+                links.extend(sorted(map(Path, met)))
         elif p.is_file():
             found = [p]
         elif p.exists():
@@ -234,10 +239,11 @@ def _text_name(path: Path) -> None:
                          "(a copy will do: its content is what is read)") from None
 
 
-def _files_under(folder: Path) -> list[str]:
+def _files_under(folder: Path, links: list[str] | None = None) -> list[str]:
     """The regular files (not symlinks) under ``folder``, recursively, in no set order; symlinked
     folders are not entered (as ``Path.rglob("*")``, which also passes over a folder it cannot
-    list — evidence left out without a word; here that is an error).
+    list — evidence left out without a word; here that is an error).  The symbolic links met
+    are appended to ``links``.
 
     Raises:
         InputError: a folder under ``folder`` cannot be listed (permission).
@@ -254,6 +260,8 @@ def _files_under(folder: Path) -> list[str]:
                             stack.append(e.path)
                         elif e.is_file(follow_symlinks=False):
                             out.append(e.path)
+                        elif links is not None and e.is_symlink():
+                            links.append(e.path)
                     except OSError:  # gone since listed
                         continue
         except FileNotFoundError:  # gone since listed

@@ -191,8 +191,11 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     unread = [i for i in res.inputs if i.get("format") is None]
     skipped = [i for i in res.inputs if i.get("skipped") and i.get("format") is not None]
     n_read = len(res.inputs) - len(skipped) - len(unread)
+    links = [i for i in unread if str(i.get("reason") or "").startswith("symbolic link")]
+    unread = [i for i in unread if i not in links]
     more = (f", {len(skipped)} more skipped" if skipped else "") + \
-        (f", {len(unread)} not recognised" if unread else "")
+        (f", {len(unread)} not recognised" if unread else "") + \
+        (f", {_count(len(links), 'symbolic link')} not followed" if links else "")
     skipped += [i for i in unread if i.get("reason") == "empty file"]
     n_rows = len(res.frame)
     click.echo(f"{frame}: {n_rows} row{'' if n_rows == 1 else 's'} from {n_read} file{'' if n_read == 1 else 's'}"
@@ -322,9 +325,13 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
             o = Path(out)
             _frame_out(res.frame, fmt, str(o.with_name(f"{o.stem}.{name}{o.suffix}")))
     _quarantine_summary(loaded.quarantine)
-    unknown = loaded.files["source"].isna().sum()
+    unread = loaded.files[loaded.files["source"].isna()]
+    links = int(unread["note"].fillna("").str.startswith("symbolic link").sum())
+    unknown = len(unread) - links
     if unknown:
         click.echo(f"{_count(unknown, 'file')} no source recognised (see the note column)", err=True)
+    if links:
+        click.echo(f"{_count(links, 'symbolic link')} not followed (see the note column)", err=True)
     skipped = int(loaded.files["note"].fillna("").str.startswith("skipped:").sum())
     if skipped:
         click.echo(f"{_count(skipped, 'file')} recognised but holding no records (see the note column)", err=True)

@@ -8,6 +8,7 @@ files it could not place.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -53,18 +54,28 @@ class Loaded:
         return pd.concat(parts, ignore_index=True) if parts else QUARANTINE.empty()
 
 
-def _walk(paths: Iterable[str | Path]) -> list[Path]:
+def _walk(paths: Iterable[str | Path], links: list[Path] | None = None) -> list[Path]:
     """Files named by ``paths``: files as given, folders walked (sorted; symlinks and
-    :data:`_SKIP_NAMES` left out), a file named twice taken once.  Raises InputError for a
-    missing path."""
-    return expand_paths(paths, accept=lambda q: q.name not in _SKIP_NAMES)
+    :data:`_SKIP_NAMES` left out; the symlinks met appended to ``links``), a file named twice
+    taken once.  Raises InputError for a missing path."""
+    return expand_paths(paths, accept=lambda q: q.name not in _SKIP_NAMES, links=links)
+
+
+def _link_note(link: Path) -> str:
+    """Why a symbolic link met in a folder was not read, naming its target."""
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    return f"symbolic link to {target}: not followed (name the file itself to read it)"
 
 
 def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MIN_CONFIDENCE) -> Loaded:
     """Sniff and load files and folders into canonical frames.
 
     Args:
-        paths: files and/or folders (walked recursively; symlinks are not followed).
+        paths: files and/or folders (walked recursively; symlinks are not followed: each one
+            met is listed in ``files`` with its target and a note).
         min_confidence: the lowest sniff confidence that lets a source claim a file.
 
     Returns:
@@ -76,9 +87,10 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    files = _walk(paths)
+    links: list[Path] = []
+    files = _walk(paths, links)
     groups: dict[str, list[Path]] = {}
-    table: list[dict] = []
+    table: list[dict] = [{"path": str(q), "note": _link_note(q)} for q in links]
     for f in files:
         try:
             size = f.stat().st_size
@@ -324,6 +336,9 @@ def _binary_file(path: str | Path) -> bool:
 def _unread_entry(path: str, note: str | None) -> dict:
     """The ``inputs`` entry of a file no source read: its hash and size, no format, and why
     (``skipped``/``reason``, as a loader's skipped files have them)."""
+    if Path(path).is_symlink():  # not followed: nothing of its target is read, or hashed
+        return {"path": str(path), "sha256": None, "bytes": None, "lines": None, "format": None,
+                "skipped": True, "reason": note}
     info = file_info(path, Path(path).stat().st_size, b"", None)
     info.update(lines=None, skipped=True, reason=note or "no source recognised this content")
     return info
