@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "before_by_ms", "MAX_SHIFT_MS",
+__all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "before_by_ms", "MAX_SHIFT_MS", "SHOW_INVISIBLE",
            "TEXT_LIMIT", "str_or_none",
            "int_or_none", "float_or_none"]
 
@@ -17,6 +17,16 @@ __all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "before_
 TEXT_LIMIT = 4000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+#: Invisible characters that change how the text around them reads, mapped to their visible
+#: ``\\uNNNN`` form (for ``str.translate``): bidirectional embeddings, overrides and isolates
+#: (``evil\u202egnp.exe`` shows as ``evilexe.png``) and zero-width spaces (Unicode TR9;
+#: CVE-2021-42574).  Where evidence is shown to a reader (report tables, chart tooltips) they
+#: are written out so a name cannot be disguised.  The zero-width joiner is left alone: emoji
+#: sequences need it.
+SHOW_INVISIBLE = {c: f"\\u{c:04x}" for c in (0x061C, 0x200B, 0x200E, 0x200F, *range(0x202A, 0x202F),
+                                           0x2060, *range(0x2066, 0x206A), 0xFEFF)}
 
 
 def safe_str(s: str) -> str:

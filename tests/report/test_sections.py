@@ -336,6 +336,14 @@ def test_binary_quarantined_lines_and_control_characters_never_reach_the_html_ra
     assert "bell\\x07" in h  # a stray control character in a text line is shown escaped
 
 
+def test_bidirectional_controls_cannot_disguise_a_name():
+    """U+202E had been written as is: "evil\u202egnp.S7.exe" showed as "evilexe.7S.png" in the
+    path, prompt and argument cells."""
+    h = S.esc("evil\u202egnp.S7.exe \u2066x\u2069 \u200b \ufeff")
+    assert h == "evil\\u202egnp.S7.exe \\u2066x\\u2069 \\u200b \\ufeff"
+    assert S.esc("\U0001f468\u200d\U0001f469") == "\U0001f468\u200d\U0001f469"  # (emoji keep their joiner)
+
+
 def test_quarantine_summary_counts_whole_files_apart_from_lines():
     q = _q("junk.jsonl", None, "\\x00\\x01", error="not a text file (binary data)")
     assert "1 whole file could not be used and was set aside" in S.quarantine_summary(q)

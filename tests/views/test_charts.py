@@ -288,6 +288,14 @@ def test_chart_html_is_offline_and_escaped(small):
     assert len(frag) > 800_000  # ~0.9 MB of JavaScript
 
 
+def test_tooltips_show_bidirectional_controls_written_out(small):
+    steps, calls, pairs = small
+    calls = calls.copy()
+    calls.loc[calls.index[0], "object"] = "demo/evil\u202egnp.exe"
+    frag = chart_html(timeline(steps, calls, pairs), include_js=False)
+    assert "\u202e" not in frag and "demo/evil\\\\u202egnp.exe" in frag  # (\\u202e, in JSON)
+
+
 def test_chart_html_without_js(small):
     steps, calls, pairs = small
     frag = chart_html(timeline(steps, calls, pairs), include_js=False)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _json
+from .._text import SHOW_INVISIBLE
 
 __all__ = [
     "STYLE",
@@ -101,11 +102,13 @@ def _isna(v: Any) -> bool:
 #: Control characters HTML text may not hold (all of C0 but tab, newline and carriage return,
 #: and DEL), shown as ``\xNN`` instead.
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
+_CONTROLS.update(SHOW_INVISIBLE)  # (bidirectional controls, zero-width spaces)
 
 
 def esc(v: Any, limit: int | None = None) -> str:
     """``v`` as escaped HTML text ("—" for missing), cut to ``limit`` characters with "…";
-    control characters (evidence can hold any byte) are shown as ``\\xNN``."""
+    control characters (evidence can hold any byte) are shown as ``\\xNN``, and bidirectional
+    controls and zero-width spaces as ``\\uNNNN`` (:data:`replaybook._text.SHOW_INVISIBLE`)."""
     if _isna(v):
         return "—"
     s = str(v)

@@ -28,6 +28,8 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from .._text import SHOW_INVISIBLE
+
 __all__ = ["timeline", "chart_html", "LANES", "CATEGORY_COLORS", "MAX_MARKS"]
 
 #: Default ceiling on individually drawn events before the timeline aggregates.
@@ -338,6 +340,8 @@ def _records(df: pd.DataFrame) -> list[dict]:
                 continue
             if hasattr(v, "item") and not isinstance(v, str):  # numpy scalars
                 v = v.item()
+            elif isinstance(v, str) and not v.isascii():  # a tooltip cannot disguise a name either
+                v = v.translate(SHOW_INVISIBLE)
             rec[k] = v
         out.append(rec)
     return out
