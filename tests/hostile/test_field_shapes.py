@@ -137,3 +137,16 @@ def test_a_lone_surrogate_escape_in_a_document_keeps_the_document(tmp_path):
     res = replaybook.load(p)
     assert res.quarantine.empty
     assert len(res["calls"]) == len(replaybook.load(src)["calls"])
+
+
+def test_an_agentgateway_line_cut_before_its_mcp_fields_is_pending(tmp_path):
+    """A half-written last line had been counted among "valid lines of other kinds"."""
+    src = FIX / "gateways/agentgateway/access.log"
+    lines = src.read_text().splitlines(keepends=True)
+    last = next(i for i in range(len(lines) - 1, -1, -1) if "mcp.method.name=tools/call" in lines[i])
+    cut = lines[last][:lines[last].index("mcp.")]
+    p = tmp_path / "access.log"
+    p.write_text("".join(lines[:last]) + cut)
+    res = replaybook.load(p)
+    q = res.quarantine
+    assert q[["line_no", "kind"]].values.tolist() == [[last + 1, "pending"]]

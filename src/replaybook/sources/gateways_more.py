@@ -182,7 +182,10 @@ def _read_agentgateway(path: Path, data: bytes, info: dict, rows: list[dict], qu
             continue
         f = deep_safe(f)
         if f.get("mcp.method.name") != "tools/call":
-            info["not_calls"] += 1
+            if line.pending:  # an unterminated last line cut before its MCP fields: still being written?
+                quarantine.append(unreadable_row(path, line, "agentgateway", "not an agentgateway log line"))
+            else:
+                info["not_calls"] += 1
             continue
         if not _valid_ts(ts):
             quarantine.append(quarantine_row(path, line, "agentgateway", "log line without a valid time"))
