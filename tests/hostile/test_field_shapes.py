@@ -150,3 +150,20 @@ def test_an_agentgateway_line_cut_before_its_mcp_fields_is_pending(tmp_path):
     res = replaybook.load(p)
     q = res.quarantine
     assert q[["line_no", "kind"]].values.tolist() == [[last + 1, "pending"]]
+
+
+def test_a_pomerium_log_mostly_of_its_own_proxy_lines_is_recognised(tmp_path):
+    """Pomerium's http-request lines outnumber the MCP authorize lines in a real log: such a
+    file (or the part of a rotated log holding one refusal) had been "no source recognised"."""
+    src = FIX / "gateways/pomerium/authorize.jsonl"
+    mcp = next(ln for ln in src.read_text().splitlines() if '"mcp-method":"tools/call"' in ln)
+    proxy = ('{"level":"info","service":"proxy","method":"POST","path":"/mcp","status":200,'
+             '"time":"2025-10-01T08:00:05-04:00","message":"http-request"}')
+    p = tmp_path / "authorize.jsonl"
+    p.write_text("\n".join([mcp] + [proxy] * 6) + "\n")
+    res = replaybook.load(p)
+    assert res.files["source"].tolist() == ["pomerium"]
+    assert len(res["calls"]) == 1
+    q = tmp_path / "proxy-only.jsonl"
+    q.write_text("\n".join([proxy] * 3) + "\n")  # (no MCP line at all: not a Pomerium MCP log)
+    assert replaybook.load(q).files["note"].tolist() == ["no source recognised this content"]

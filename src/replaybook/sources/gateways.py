@@ -951,11 +951,18 @@ def load_lasso(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
 # --------------------------------------------------------------------------- Pomerium
 
+#: Pomerium's own services: their log lines (``http-request`` …) share a file with the MCP
+#: authorize lines, usually far outnumbering them.
+_POMERIUM_SERVICES = ("proxy", "authorize", "authenticate", "databroker", "all")
+
+
 def _pomerium_score(o: dict) -> float:
     if "mcp-method" in o and ("allow" in o or "deny" in o):
         return 1.0
     if o.get("service") == "authorize" and "allow" in o and "deny" in o:
         return 0.5
+    if o.get("service") in _POMERIUM_SERVICES and "level" in o:
+        return 0.7  # another line of Pomerium's own (sniff_pomerium still needs one MCP line)
     return 0.0
 
 
