@@ -167,3 +167,26 @@ def test_a_pomerium_log_mostly_of_its_own_proxy_lines_is_recognised(tmp_path):
     q = tmp_path / "proxy-only.jsonl"
     q.write_text("\n".join([proxy] * 3) + "\n")  # (no MCP line at all: not a Pomerium MCP log)
     assert replaybook.load(q).files["note"].tolist() == ["no source recognised this content"]
+
+
+@pytest.mark.parametrize("fixture", ["gateways/gatekit/gatekit_audit.jsonl", "gateways/mcp_http/exchange.jsonl"])
+def test_a_rotated_log_split_anywhere_reads_as_it_does_whole(tmp_path, fixture):
+    """A request and its response (Gatekit), a session's initialize and its calls (MCP HTTP)
+    split over two files of a rotated log had lost the end time and duration, or the agent and
+    server.  The files are also named so that name order is not time order (app.log.1 is older)."""
+    src = FIX / fixture
+    lines = src.read_bytes().splitlines(keepends=True)
+    keep = ["source_file", "line_no"]
+    whole = replaybook.load(src)["calls"].drop(columns=keep)
+    compared = 0
+    for at in range(1, len(lines)):
+        d = tmp_path / f"split{at}"
+        d.mkdir()
+        (d / "b-older.jsonl").write_bytes(b"".join(lines[:at]))
+        (d / "a-newer.jsonl").write_bytes(b"".join(lines[at:]))
+        got = replaybook.load(d)
+        if "calls" not in got.results:  # (a part holding no record of the format is not recognised)
+            continue
+        pd.testing.assert_frame_equal(got["calls"].drop(columns=keep), whole, obj=f"split at line {at}")
+        compared += 1
+    assert compared >= len(lines) - 2

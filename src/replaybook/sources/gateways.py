@@ -85,6 +85,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -167,9 +168,18 @@ def _files(paths: str | Path | Iterable[str | Path], loader: str,
 
 
 def _load_calls(paths: str | Path | Iterable[str | Path], loader: str,
-                read_file: Callable[[Path, bytes, dict, list[dict], list[dict]], None]) -> LoadResult:
+                read_file: Callable[..., None], *,
+                finish_files: Callable[[list[dict], list[tuple[Path, dict]], dict], None] | None = None
+                ) -> LoadResult:
     """Load every log file named by ``paths``: ``read_file(path, data, info, rows, quarantine)``
     appends one row dict per call (and quarantine rows); then :func:`_finish`.
+
+    With ``finish_files`` the format pairs records across lines (a request and its response,
+    a session's ``initialize`` and its calls), and a rotated log may split a pair over two
+    files: the files are read in the time order of their first record (``app.log.1`` before
+    ``app.log``), with one ``state`` dict for all of them — ``read_file(path, data, info, rows,
+    quarantine, state)`` —, then ``finish_files(rows, [(path, info), …], state)`` finishes
+    what spans files.  A log split anywhere then reads as it does whole.
 
     Raises:
         InputError: a path does not exist or a file cannot be read.
@@ -177,9 +187,29 @@ def _load_calls(paths: str | Path | Iterable[str | Path], loader: str,
     rows: list[dict] = []
     quarantine: list[dict] = []
     inputs: list[dict] = []
-    for path, data, info in _files(paths, loader, inputs):
-        read_file(path, data, info, rows, quarantine)
+    if finish_files is None:
+        for path, data, info in _files(paths, loader, inputs):
+            read_file(path, data, info, rows, quarantine)
+        return _finish(rows, quarantine, inputs, loader)
+    files = list(_files(paths, loader, inputs))
+    first = to_utc([_first_time(data) for _, data, _ in files])
+    order = sorted(range(len(files)), key=lambda i: (pd.isna(first.iloc[i]),
+                                                     first.iloc[i] if not pd.isna(first.iloc[i]) else 0, i))
+    state: dict = {}
+    for i in order:
+        path, data, info = files[i]
+        read_file(path, data, info, rows, quarantine, state)
+    finish_files(rows, [(files[i][0], files[i][2]) for i in order], state)
     return _finish(rows, quarantine, inputs, loader)
+
+
+_FIRST_TIME = re.compile(rb'"(?:timestamp|ts|time)"\s*:\s*"([^"\\]{10,40})"')
+
+
+def _first_time(data: bytes) -> str | None:
+    """The first ``timestamp``/``ts``/``time`` text in a log's bytes (where its records start)."""
+    m = _FIRST_TIME.search(data)
+    return m.group(1).decode("ascii", "replace") if m else None
 
 
 def _dated(o: dict, key: str, what: str, path: Path, line_no: int | None, loader: str,
@@ -727,9 +757,11 @@ def _truncated_value(v: Any) -> bool:
     return False
 
 
-def _read_gatekit(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
-    """The calls of one Gatekit audit log (see :func:`load_gatekit`)."""
-    open_calls: dict[tuple, list[dict]] = {}
+def _read_gatekit(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict],
+                  state: dict) -> None:
+    """The calls of one Gatekit audit log (see :func:`load_gatekit`); requests still open are
+    kept in ``state`` for a response in the next file of a rotated log."""
+    open_calls: dict[tuple, list[dict]] = state.setdefault("open", {})
     n_calls = truncated = no_body = 0
     for ln, o in _records(path, data, "gatekit", quarantine):
         et = str_or_none(o.get("event_type"))  # (an object there is no event type: not a response)
@@ -789,7 +821,6 @@ def _read_gatekit(path: Path, data: bytes, info: dict, rows: list[dict], quarant
                 row["rule"] = " — ".join(parts)
         if err and o.get("response_status", "error") == "error":
             row["error"] = err
-    info["unfinished"] = sum(len(q) for q in open_calls.values())
     _note_synthetic(info, "Gatekit", n_calls)
     if no_body:
         info["notes"].append(f"{no_body} call(s) without request_body (include_request_body off): "
@@ -812,7 +843,14 @@ def load_gatekit(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be read.
     """
-    return _load_calls(paths, "gatekit", _read_gatekit)
+    return _load_calls(paths, "gatekit", _read_gatekit, finish_files=_gatekit_unfinished)
+
+
+def _gatekit_unfinished(rows: list[dict], files: list[tuple[Path, dict]], state: dict) -> None:
+    """Each file's count of requests no response closed, in any file of the load."""
+    left = Counter(r["source_file"] for q in state.get("open", {}).values() for r in q)
+    for path, info in files:
+        info["unfinished"] = left.get(str(path), 0)
 
 
 # --------------------------------------------------------------------------- Obot

@@ -610,18 +610,21 @@ def _result_error(msg: dict) -> str | None:
     return None
 
 
-def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
-    """The calls of one MCP Streamable HTTP exchange (see :func:`load_mcp_http`)."""
-    open_calls: dict[tuple, dict] = {}
-    clients: dict[str | None, str] = {}
-    servers: dict[str | None, str] = {}
-    init_ids: dict[tuple, None] = {}
-    requests: set[bytes] = set()
-    last_sess: str | None = None
+def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict],
+                   state: dict) -> None:
+    """The calls of one MCP Streamable HTTP exchange (see :func:`load_mcp_http`).  What pairs
+    across lines (open calls, each session's client and server, the last session id) is kept in
+    ``state``, for the next file of a rotated capture; :func:`_mcp_http_finish` names agents
+    and servers once every file is read."""
+    open_calls: dict[tuple, dict] = state.setdefault("open", {})
+    clients: dict[str | None, str] = state.setdefault("clients", {})
+    servers: dict[str | None, str] = state.setdefault("servers", {})
+    init_ids: dict[tuple, None] = state.setdefault("init_ids", {})
+    requests: set[bytes] = state.setdefault("requests", set())
     orphan = 0
     for ln, o in _records(path, data, "mcp-http", quarantine):
-        sess = _header(o, "Mcp-Session-Id") or str_or_none(o.get("session_id")) or last_sess
-        last_sess = sess
+        sess = _header(o, "Mcp-Session-Id") or str_or_none(o.get("session_id")) or state.get("last_sess")
+        state["last_sess"] = sess
         ts = next((o[k] for k in ("ts", "time", "timestamp") if _valid_ts(o.get(k))), None)
         msgs = list(_messages(o))
         if not msgs:
@@ -681,22 +684,30 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                 row["error"] = err
                 if REFUSAL.search(err):
                     row["decision"], row["rule"] = "deny", err
-    n_synth = 0
+    if orphan:
+        info["notes"].append(f"{orphan} response(s) to no logged request")
+
+
+def _mcp_http_finish(rows: list[dict], files: list[tuple[Path, dict]], state: dict) -> None:
+    """Agents and servers from every file's ``initialize`` exchanges, synthetic sessions, and
+    each file's notes (see :func:`_read_mcp_http`)."""
+    clients, servers = state.get("clients", {}), state.get("servers", {})
+    synth: dict[str, int] = {}
     for r in rows:
-        if r["source_file"] != str(path):
-            continue
         sess = r["door_session"]
         r["agent"] = clients.get(sess) or clients.get(None)
         r["server"] = servers.get(sess) or servers.get(None)
         if sess is None:
-            n_synth += 1
-            r["door_session"] = _synthetic("mcp-http", r["agent"], r["ts"], path)
-    info["unfinished"] = len(open_calls)
-    _note_synthetic(info, "this exchange (no Mcp-Session-Id)", n_synth)
-    if orphan:
-        info["notes"].append(f"{orphan} response(s) to no logged request")
-    if any(r["source_file"] == str(path) and r["ts"] is None for r in rows):
-        info["notes"].append("exchange records carry no time: ts NaT")
+            synth[r["source_file"]] = synth.get(r["source_file"], 0) + 1
+            r["door_session"] = _synthetic("mcp-http", r["agent"], r["ts"], Path(r["source_file"]))
+    left: dict[str, int] = {}
+    for r in state.get("open", {}).values():
+        left[r["source_file"]] = left.get(r["source_file"], 0) + 1
+    for path, info in files:
+        info["unfinished"] = left.get(str(path), 0)
+        _note_synthetic(info, "this exchange (no Mcp-Session-Id)", synth.get(str(path), 0))
+        if any(r["source_file"] == str(path) and r["ts"] is None for r in rows):
+            info["notes"].append("exchange records carry no time: ts NaT")
 
 
 def load_mcp_http(paths: str | Path | Iterable[str | Path]) -> LoadResult:
@@ -713,7 +724,7 @@ def load_mcp_http(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Raises:
         InputError: a path does not exist or a file cannot be read.
     """
-    return _load_calls(paths, "mcp-http", _read_mcp_http)
+    return _load_calls(paths, "mcp-http", _read_mcp_http, finish_files=_mcp_http_finish)
 
 
 # --------------------------------------------------------------------------- registration
