@@ -141,6 +141,20 @@ def test_dead_kernel_raises_report_error(tiny_incident, tmp_path):
         render_report(tiny_incident, tmp_path / "out", template=tpl, timeout=20, retries=0)
 
 
+def test_the_kernels_own_log_stays_off_the_terminal_and_explains_a_death(tiny_incident, tmp_path, capfd):
+    """ipykernel's start-up and shut-down lines ("KeyboardInterrupt caught in kernel") had been
+    printed on every report's stderr, reading as errors; they now go to the error message only
+    when the kernel dies."""
+    tpl = _template(tmp_path, "import os\nos.write(2, b'kernel noise on fd 2\\n')\nprint('fine')")
+    out = render_report(tiny_incident, tmp_path / "out", template=tpl, timeout=20)
+    assert "fine" in read(out.ipynb)
+    assert "kernel noise" not in capfd.readouterr().err
+    tpl = _template(tmp_path, "import os\nos.write(2, b'last words before dying\\n')\nos._exit(1)")
+    with pytest.raises(ReportError, match=r"(?s)hung or died on all 1 attempt.*the kernel's log ended:.*last words"):
+        render_report(tiny_incident, tmp_path / "out2", template=tpl, timeout=20, retries=0)
+    assert "last words" not in capfd.readouterr().err
+
+
 def test_cell_error_is_a_report_error_not_retried(tiny_incident, tmp_path):
     tpl = _template(tmp_path, "raise ValueError('boom <here>')")
     with pytest.raises(ReportError, match=r"failed in cell .*ValueError: boom <here>"):

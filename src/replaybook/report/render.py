@@ -95,12 +95,17 @@ def _this_python_on_path():
             os.environ["PATH"] = old
 
 
-def _this_python_kernel_manager():
+def _this_python_kernel_manager(stderr_path: Path | None = None):
     """An nbclient kernel manager whose Python kernel is always ``sys.executable``.
 
     A ``python3`` kernelspec found first on the Jupyter path may name another interpreter by
     absolute path (a user-level ``~/.local/share/jupyter/kernels/python3``); PATH does not help
     then, so the spec's command is replaced by this interpreter's ``-m ipykernel_launcher``.
+
+    With ``stderr_path`` the kernel process writes its own log there (appended) instead of to
+    the terminal: ipykernel's start-up and shut-down lines ("Kernel is running over TCP without
+    encryption", "KeyboardInterrupt caught in kernel" as it is stopped) say nothing about the
+    report, and read as errors.  A cell's output goes to the notebook either way.
     """
     from jupyter_client.manager import AsyncKernelManager
 
@@ -112,7 +117,22 @@ def _this_python_kernel_manager():
                 spec.argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
             return spec
 
+        async def _async_launch_kernel(self, kernel_cmd, **kw):  # (jupyter_client's hook for this)
+            if stderr_path is None or "stderr" in kw:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            with open(stderr_path, "ab") as fh:  # (the child holds its own copy once started)
+                return await super()._async_launch_kernel(kernel_cmd, stderr=fh, **kw)
+
     return ThisPythonKernelManager
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of a kernel's log, or ``""``."""
+    try:
+        text = path.read_text("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 def _subclass_names(cls: type) -> set[str]:
@@ -135,6 +155,33 @@ def _is_kernel_failure(exc: BaseException) -> bool:
 
 
 def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, start_timeout: int) -> None:
+    """Run the template with papermill.  The kernel's own log goes to a temporary file, deleted
+    afterwards; when the run fails, its last lines are added to the exception's notes
+    (``__notes__``) for the error message."""
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="replaybook-kernel-", suffix=".log")
+    os.close(fd)
+    kernel_log = Path(name)
+    try:
+        _run_papermill(template, out_ipynb, incident, timeout, start_timeout, kernel_log)
+    except Exception as exc:
+        tail = _tail(kernel_log)
+        if tail:
+            exc.add_note(f"the kernel's log ended:\n{tail}")
+        raise
+    finally:
+        kernel_log.unlink(missing_ok=True)
+
+
+def _notes(exc: BaseException) -> str:
+    """An exception's notes (:meth:`BaseException.add_note`), after a blank line; ``""`` for none."""
+    notes = getattr(exc, "__notes__", None) or []
+    return ("\n" + "\n".join(notes)) if notes else ""
+
+
+def _run_papermill(template: Path, out_ipynb: Path, incident: Path, timeout: int, start_timeout: int,
+                   kernel_log: Path) -> None:
     import papermill as pm
 
     with _this_python_on_path():
@@ -148,7 +195,7 @@ def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, star
             language="python",
             execution_timeout=timeout,
             start_timeout=start_timeout,
-            kernel_manager_class=_this_python_kernel_manager(),
+            kernel_manager_class=_this_python_kernel_manager(kernel_log),
             progress_bar=False,
             log_output=False,
             cwd=str(incident.parent),
@@ -272,11 +319,11 @@ def render_report(
                     f"report notebook failed in cell {exc.exec_count} ({exc.ename}: {exc.evalue}); "
                     f"the partly executed notebook is {out_ipynb}"
                 ) from exc
-            raise ReportError(f"report execution failed: {type(exc).__name__}: {exc}") from exc
+            raise ReportError(f"report execution failed: {type(exc).__name__}: {exc}{_notes(exc)}") from exc
     if last is not None:
         raise ReportError(
             f"report kernel hung or died on all {attempts} attempt(s) (execution timeout {timeout} s per cell): "
-            f"{type(last).__name__}: {last}"
+            f"{type(last).__name__}: {last}{_notes(last)}"
         ) from last
 
     # kernelspec / language_info: papermill keeps the template's, nbclient fills language_info;
