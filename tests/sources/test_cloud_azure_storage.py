@@ -96,3 +96,41 @@ def test_redact_sas_keeps_operation_parameters():
 def test_sniff():
     assert sniff((AZ / "PT1H.json").read_bytes()) == pytest.approx(0.95 * 6 / 7)
     assert sniff((AZ / "eventhub-records.json").read_bytes()) == 0.9
+
+
+def _oauth_record(authorization) -> dict:
+    return {"time": "2026-09-13T10:00:05Z", "category": "StorageRead", "operationName": "GetBlob",
+            "statusCode": 200, "statusText": "Success", "correlationId": "r-1",
+            "uri": "https://acmedata.blob.core.windows.net/demo-data/x.csv",
+            "identity": {"type": "OAuth", "authorization": authorization,
+                         "requester": {"objectId": SP}}}
+
+
+def test_authorization_lists_read_for_principal_type_and_denial(tmp_path):
+    p = tmp_path / "PT1H.json"
+    granted = [{"principals": [{"id": SP, "type": "User"}], "result": "Granted"}]
+    denied = [{"principals": [{"id": SP, "type": "ServicePrincipal"}], "result": "Denied"}]
+    p.write_text(json.dumps(_oauth_record(granted)) + "\n" + json.dumps(_oauth_record(denied)) + "\n")
+    res = load_azure_storage(p)
+    assert res.quarantine.empty
+    assert list(res.frame["principal_type"]) == ["user", "service_account"]
+    assert list(res.frame["outcome"]) == ["allowed", "denied"]
+
+
+@pytest.mark.parametrize("authorization", [
+    5, 2.5, True, "Granted", {"result": "Denied"},                     # not a list
+    [{"principals": 7, "result": "Granted"}],                          # principals not a list
+    [{"principals": True}], [{"principals": {"type": "User"}}], [3, None, "x"],
+])
+def test_authorization_of_another_type_is_left_out_and_the_row_kept(tmp_path, authorization):
+    # the format's identity.authorization and its principals are lists; a number there crashed
+    # the whole load ("'int' object is not iterable")
+    p = tmp_path / "PT1H.json"
+    p.write_text(json.dumps(_oauth_record(authorization)) + "\n")
+    res = load_azure_storage(p)
+    assert res.quarantine.empty
+    assert len(res.frame) == 1
+    r = res.frame.iloc[0]
+    assert r["principal"] == SP and r["principal_type"] == "unknown"  # no principals read: objectId alone
+    assert r["outcome"] == "allowed" and r["action"] == "read"
+    assert r["raw"]["identity"]["authorization"] == authorization  # kept as logged

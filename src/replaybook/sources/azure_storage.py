@@ -62,7 +62,10 @@ Errors
 A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`;
 a line that is not JSON / not an object / has no ``time``, a time that is not a date-time →
 quarantine row with file and line; truncated/corrupt gzip and binary data → a file-level
-quarantine row.  Files are opened read-only and never modified.
+quarantine row.  A field of another JSON type than the format's (``identity.authorization`` or
+its ``principals`` not a list, ``identity`` or ``properties`` not an object, a number where text
+belongs) is left out of the columns it feeds — the row is kept, the value stays in ``raw``.
+Files are opened read-only and never modified.
 """
 
 from __future__ import annotations
@@ -223,6 +226,13 @@ def _resource_uri(rec: dict, props: dict) -> str | None:
     return f"az://{account}/" if account else None
 
 
+def _listed(v: Any) -> list:
+    """``v`` when it is a list, else no items: ``identity.authorization`` and its
+    ``principals`` are lists in the format; any other value (a number, a string, an object) is
+    left out of the row's derivation — the row is kept, the value stays in ``raw``."""
+    return v if isinstance(v, list) else []
+
+
 def _principal(identity: Any) -> tuple[str | None, str]:
     identity = identity if isinstance(identity, dict) else {}
     req = identity.get("requester") if isinstance(identity.get("requester"), dict) else {}
@@ -232,9 +242,9 @@ def _principal(identity: Any) -> tuple[str | None, str]:
     if typ in _AUTH_TYPES and principal is None:
         return None, _AUTH_TYPES[typ]
     ptype = None
-    for a in identity.get("authorization") or []:
+    for a in _listed(identity.get("authorization")):
         if isinstance(a, dict):
-            for p in a.get("principals") or []:
+            for p in _listed(a.get("principals")):
                 if isinstance(p, dict) and isinstance(p.get("type"), str):
                     ptype = _PRINCIPAL_TYPES.get(p["type"].lower())
                     if ptype:
@@ -258,7 +268,7 @@ def _outcome(rec: dict) -> tuple[str, str | None]:
     err = text if text and not text.lower().endswith("success") else None
     identity = rec.get("identity") if isinstance(rec.get("identity"), dict) else {}
     denied_by_auth = any(isinstance(a, dict) and str(a.get("result", "")).lower() == "denied"
-                         for a in identity.get("authorization") or [])
+                         for a in _listed(identity.get("authorization")))
     if denied_by_auth or (err and _DENIED_TEXT.match(err)):
         return "denied", err or "Denied"
     if status is None and code not in (None, "") and err is None:
