@@ -134,3 +134,23 @@ def test_authorization_of_another_type_is_left_out_and_the_row_kept(tmp_path, au
     assert r["principal"] == SP and r["principal_type"] == "unknown"  # no principals read: objectId alone
     assert r["outcome"] == "allowed" and r["action"] == "read"
     assert r["raw"]["identity"]["authorization"] == authorization  # kept as logged
+
+
+@pytest.mark.parametrize("time, expected", [
+    ("2025-10-01t12:00:03.101z", "2025-10-01T12:00:03.101Z"),
+    ("2025-10-01T12:00:03.101z", "2025-10-01T12:00:03.101Z"),
+    ("2025-10-01t12:00:03.101Z", "2025-10-01T12:00:03.101Z"),
+    ("2025-10-01t14:00:03+02:00", "2025-10-01T12:00:03Z"),
+    ("2025-10-01t12:00:03", "2025-10-01T12:00:03Z"),              # no zone: UTC, as the docs say
+    ("2025/10/01 12:00:03.5z", "2025-10-01T12:00:03.5Z"),
+    ("2025/10/01t12:00:03.5", "2025-10-01T12:00:03.5Z"),
+])
+def test_lower_case_t_and_z_are_read(tmp_path, time, expected):
+    # RFC 3339 §5.6 allows "t" and "z"; a lower-case "z" was taken for a missing zone and a
+    # second "Z" appended, so the record was quarantined as "…03.101zZ is not a date-time"
+    p = tmp_path / "PT1H.json"
+    p.write_text(json.dumps(dict(_oauth_record([]), time=time)) + "\n")
+    res = load_azure_storage(p)
+    assert res.quarantine.empty
+    assert list(res.frame["ts"]) == [pd.Timestamp(expected)]
+    assert res.frame["raw"].iloc[0]["time"] == time  # as logged

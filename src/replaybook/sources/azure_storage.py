@@ -135,8 +135,9 @@ _DENIED_TEXT = re.compile(r"(?i)^(authorizationfailure|authorizationpermissionmi
                           r"sasauthorizationerror|authenticationfailed|authorizationerror|"
                           r"authorizationresourcetypemismatch|authorizationsourceipmismatch|"
                           r"authorizationprotocolmismatch|insufficientaccountpermissions)")
-_SLASH_TIME = re.compile(r"^(\d{4})/(\d{2})/(\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d+)?)(Z|[+-]\d{2}:?\d{2})?$")
-_HAS_TZ = re.compile(r"(Z|[+-]\d{2}:?\d{2})$")
+# (RFC 3339 §5.6: "T" and "Z" may be written in lower case)
+_SLASH_TIME = re.compile(r"^(\d{4})/(\d{2})/(\d{2})[ Tt](\d{2}:\d{2}:\d{2}(?:\.\d+)?)([Zz]|[+-]\d{2}:?\d{2})?$")
+_HAS_TZ = re.compile(r"([Zz]|[+-]\d{2}:?\d{2})$")
 _WRAPPERS = ("records", "value")
 
 # Log Analytics (StorageBlobLogs) column → resource-log path
