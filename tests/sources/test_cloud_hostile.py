@@ -12,11 +12,12 @@ import os
 import random
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from replaybook.errors import InputError
 from replaybook.frames import ACCESS
-from replaybook.sources import registry
+from replaybook.sources import registry, s3_access
 from replaybook.sources._record import as_dict
 from replaybook.sources.azure_storage import load_azure_storage
 from replaybook.sources.cloudtrail import load_cloudtrail
@@ -171,3 +172,70 @@ def test_cloud_files_sniff_as_their_own_source():
         assert src.name == name and conf >= 0.5, (p, src.name, conf)
         for other in CLOUD_NAMES - {name}:
             assert registry.get(other).sniff(p.read_bytes()) < 0.5
+
+
+# -- NUL bytes in a text log -------------------------------------------------------------------
+
+NUL_WORDS = "NUL bytes in the line (binary data: the file is damaged here); the other lines are read"
+
+
+def _good_lines(name: str) -> list[bytes]:
+    if name == "aws.cloudtrail":
+        return [json.dumps(CT_LINE | {"eventTime": f"2026-09-13T10:00:0{i}Z", "requestID": f"R{i}"}).encode()
+                for i in range(5)]
+    return [ln for ln in GOOD[name].read_bytes().split(b"\n") if ln.strip()]
+
+
+CT_LINE = {"eventVersion": "1.09", "eventTime": "2026-09-13T10:00:00Z", "eventName": "GetObject",
+           "eventSource": "s3.amazonaws.com", "userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::1:user/a"},
+           "requestParameters": {"bucketName": "b", "key": "k"}}
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+@pytest.mark.parametrize("damage", ["one", "block"])
+def test_nul_bytes_set_aside_only_their_line(tmp_path, name, damage):
+    # one NUL byte (or a block of them, as a crash leaves in a file) made the whole file
+    # "not a text log (binary data)": every record in it was lost
+    lines = _good_lines(name)
+    at = 1  # the second line
+    bad = lines[at][:40] + (b"\x00" if damage == "one" else b"\x00" * 4096) + lines[at][40:]
+    p = tmp_path / "log"
+    data = b"\n".join(lines[:at] + [bad] + lines[at + 1:]) + b"\n"
+    p.write_bytes(data)
+    res = LOADERS[name][0](p)
+    full = LOADERS[name][0](GOOD[name]) if name != "aws.cloudtrail" else None
+    q = res.quarantine
+    assert len(q) == 1
+    assert q.iloc[0]["line_no"] == 2 and q.iloc[0]["byte_offset"] == len(lines[0]) + 1
+    assert q.iloc[0]["kind"] == "invalid" and q.iloc[0]["error"].startswith(NUL_WORDS)
+    assert q.iloc[0]["source_file"] == str(p)
+    expected = 4 if full is None else len(full.frame) - 1
+    assert len(res.frame) == expected and 2 not in set(res.frame["line_no"])
+    assert p.read_bytes() == data
+
+
+def test_nul_line_in_s3_log_same_on_both_paths(tmp_path):
+    lines = _good_lines("aws.s3_access")
+    (tmp_path / "a").write_bytes(b"\n".join([lines[0], lines[1].replace(b" ", b"\x00 ", 1)] + lines[2:]) + b"\n")
+    (tmp_path / "b").write_bytes(b"\n".join(lines) + b"\n" + b"\x00" * 512)  # a crash's zeros at the end
+    res = load_s3_access(tmp_path)
+    ref = s3_access._load_reference(tmp_path)
+    pd.testing.assert_frame_equal(res.quarantine, ref.quarantine)
+    assert [(Path(f).name, n) for f, n in zip(res.quarantine["source_file"], res.quarantine["line_no"])] == [
+        ("a", 2), ("b", len(lines) + 1)]
+    assert set(res.quarantine["error"]) == {NUL_WORDS}
+    assert len(res.frame) == 2 * len(lines) - 1 == len(ref.frame)
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_a_file_that_is_not_text_is_still_refused_whole(tmp_path, name):
+    rnd = random.Random(11)
+    junk = bytes(rnd.randrange(256) for _ in range(4096)).replace(b"\x00", b"\x01")  # no NUL at all
+    (tmp_path / "junk").write_bytes(junk)
+    (tmp_path / "utf16").write_bytes("\n".join(_good_lines(name)[0].decode() for _ in range(3)).encode("utf-16-le"))
+    (tmp_path / "zeros").write_bytes(b"\x00" * 9000)
+    res = LOADERS[name][0](tmp_path)
+    assert res.frame.empty
+    q = res.quarantine
+    assert sorted(Path(f).name for f in q["source_file"]) == ["junk", "utf16", "zeros"]
+    assert set(q["error"]) == {"not a text log (binary data)"} and q["line_no"].isna().all()

@@ -58,6 +58,7 @@ from ._record import as_dict
 __all__ = [
     "PRINCIPAL_TYPES",
     "REDACTED",
+    "NUL_IN_LINE",
     "Item",
     "iter_files",
     "read_input",
@@ -122,8 +123,9 @@ def iter_files(paths: str | Path | Iterable[str | Path], loader: str, inputs: li
     applied).  Each file is read (:func:`read_input`) and gets its :func:`input_entry`, appended
     to ``inputs`` in order.  A damaged gzip stream adds a file-level row to ``quarantine`` (what
     was recovered is still read).  An empty file is not yielded (its entry gets ``skipped`` and
-    ``reason`` ``empty file`` unless the gzip was damaged); nor is a binary one, which adds a
-    quarantine row ``not a text log (binary data)``.
+    ``reason`` ``empty file`` unless the gzip was damaged); nor is one that is not text at all
+    (:func:`looks_binary`), which adds a quarantine row ``not a text log (binary data)``.  A
+    text file holding some NUL bytes is yielded: its loader quarantines the lines that hold them.
 
     Raises:
         InputError: a path does not exist, or a file cannot be opened or read.
@@ -189,17 +191,30 @@ def read_input_bytes(data: bytes) -> tuple[int, bytes, str | None]:
 
 
 def looks_binary(data: bytes) -> bool:
-    """True when the first 8 KiB hold NUL bytes or mostly control bytes (not a text log)."""
+    """True when the first 8 KiB are not text: more than a tenth of them control bytes (NUL
+    included; tab, line ends and form feed are text), or more than three tenths control bytes
+    and bytes that are not UTF-8 together (compressed or random data).
+
+    A stretch of NUL bytes counts as one byte: a text log holding a few NULs, or a block of
+    them (what a crash leaves where a file system had allocated but not yet written), is text
+    with damage in it — each loader quarantines the lines that hold them and reads the rest.
+    """
     head = data[:8192]
     if not head:
         return False
-    if b"\x00" in head:
-        return True
+    if b"\x00\x00" in head:
+        head = _NUL_RUN.sub(b"\x00", head)
     ctrl = len(head.translate(None, _NOT_CONTROL))  # bytes < 9 or 14..31
-    return ctrl > len(head) * 0.1
+    if ctrl > len(head) * 0.1:
+        return True
+    if head.isascii():
+        return False
+    not_utf8 = head.decode("utf-8", "replace").count("\ufffd") - head.count(b"\xef\xbf\xbd")
+    return ctrl + not_utf8 > len(head) * 0.3
 
 
 _NOT_CONTROL = bytes(b for b in range(256) if not (b < 9 or 13 < b < 32))
+_NUL_RUN = re.compile(rb"\x00{2,}")
 
 
 @dataclass(slots=True)
@@ -520,7 +535,7 @@ def json_records(path: Path, data: bytes, info: dict, wrappers: tuple[str, ...],
     gives a reason, in which case ``info`` gets ``skipped: True`` and that ``reason`` and nothing
     is yielded.  A record that does not parse goes to ``quarantine`` instead, with its line,
     offset, raw text and the parser's complaint (``kind`` ``pending`` for an unterminated last
-    line, else ``invalid``).
+    line, else ``invalid``; a JSON Lines line holding NUL bytes says so first, :data:`NUL_IN_LINE`).
     """
     shape, doc, items = json_items(data, wrappers)
     if shape == "document":
@@ -531,11 +546,20 @@ def json_records(path: Path, data: bytes, info: dict, wrappers: tuple[str, ...],
         items = [Item(1, 0, None, doc, None)]
     for it in items:
         if it.error is not None:
+            if shape == "jsonl" and it.raw is not None and b"\x00" in it.raw:
+                quarantine.append(quarantine_row(path, None, loader, f"{NUL_IN_LINE}: {it.error}",
+                                                 line_no=it.line_no, offset=it.offset, raw=it.raw))
+                continue
             quarantine.append(quarantine_row(path, None, loader, it.error,
                                              kind="pending" if it.pending else "invalid",
                                              line_no=it.line_no, offset=it.offset, raw=it.raw))
             continue
         yield it
+
+
+#: The quarantine's words for a line holding NUL bytes (no JSON text holds one raw, nor does an
+#: S3 access log): the file is damaged there, and only that line is set aside.
+NUL_IN_LINE = "NUL bytes in the line (binary data: the file is damaged here); the other lines are read"
 
 
 def load_each(paths: str | Path | Iterable[str | Path], loader: str,

@@ -26,7 +26,8 @@ a short or damaged line, a trailing-space or double-space tail, an empty quoted 
 read by the reference per-line code, with its own line number, byte offset and quarantine row.
 
 The whole file goes the reference way when the text is not ASCII, holds a tab / vertical tab /
-form feed / ``\\x1c``–``\\x1f`` (whitespace to the reference's ``\\S`` but not to ``[^ ]``),
+form feed / ``\\x1c``–``\\x1f`` (whitespace to the reference's ``\\S`` but not to ``[^ ]``) or a
+NUL (the reference quarantines its line),
 a carriage return other than one ending a line, any ``"`` outside the operation, key and the
 three quoted fields of the lines taken, or when a match would have run over a line end (count
 of matches ≠ count of lines).
@@ -77,6 +78,9 @@ LINE = re.compile(
 )
 _GROUPS = ("A", "T", "R", "D", "E", "F", "B", "H")  # the block keys of groups 1-8
 _STRAY_WS = (b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+#: Bytes that send a whole file the reference way: the stray whitespace, and NUL (the
+#: reference quarantines a line holding one, whose fields the pattern would take).
+_DECLINE = _STRAY_WS + (b"\x00",)
 _MAX_TAIL = len(s3.FIELDS) - 17  # tail fields with a name; more are raw["extra_fields"]
 _SAFE_INT = 2 ** 53
 
@@ -95,7 +99,7 @@ def _read_fast(path: Path, data: bytes, info: dict, quarantine: list[dict],
     text and each line's place in it instead (``None`` is returned for a file of 2 GiB).
     """
     ascii_, stray, quotes_in_file, nl = scan if scan is not None else (data.isascii(), None, None, None)
-    if not ascii_ or (stray if stray is not None else any(c in data for c in _STRAY_WS)):
+    if not ascii_ or (stray if stray is not None else any(c in data for c in _DECLINE)):
         return None
     text = data.decode("ascii")
     norm = data

@@ -44,8 +44,10 @@ Errors
 ------
 A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
 A line that does not have the format's shape, or whose time is not a date-time, is quarantined
-with file, line and byte offset (an unterminated unparsable last line as ``pending``); a
-truncated/corrupt gzip or binary data → a file-level quarantine row.  Files are opened
+with file, line and byte offset (an unterminated unparsable last line as ``pending``), and so is
+a line holding NUL bytes (:data:`NUL_IN_LINE`; S3 writes none, so the line is damaged even when
+its fields still match); a truncated/corrupt gzip or a file that is not text at all
+(:func:`~._cloud.looks_binary`) → a file-level quarantine row.  Files are opened
 read-only and never modified.
 """
 
@@ -62,6 +64,7 @@ from .._jsonl import iter_text_lines, quarantine_row
 from .._text import safe_str
 from ..frames import LoadResult
 from ._cloud import (
+    NUL_IN_LINE,
     http_outcome,
     load_each,
     new_row,
@@ -284,6 +287,9 @@ def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pen
               quarantine: list[dict]) -> dict | None:
     """The access row of one non-blank line (``raw`` without its newline), or ``None`` after
     adding a quarantine row for a line that does not have the format's shape."""
+    if b"\x00" in raw:  # (S3 writes none: the file is damaged here, whatever the fields say)
+        quarantine.append(quarantine_row(path, None, LOADER, NUL_IN_LINE, line_no=line_no, offset=offset, raw=raw))
+        return None
     text = safe_str(raw.decode("utf-8", "replace"))
     rec = parse_line(text)
     if rec is None:
