@@ -503,3 +503,16 @@ def test_a_file_the_reader_cannot_read_raises_in_its_turn_and_the_reader_stops(t
         s3_access.load_s3_access(tmp_path)
     assert str(bad) in str(err.value)
     assert threading.active_count() == before  # the read-ahead thread is gone
+
+
+def test_cr_line_ends_same_on_both_paths(tmp_path):
+    recs = [_rec(i) for i in range(6)]
+    (tmp_path / "pretty.json").write_bytes(json.dumps({"Records": recs}, indent=2).replace("\n", "\r").encode())
+    (tmp_path / "lines.jsonl").write_bytes(b"\r".join(json.dumps(r).encode() for r in recs) + b"\r")
+    (tmp_path / "compact.json").write_bytes(json.dumps({"Records": recs}, separators=(",", ":")).encode() + b"\r")
+    same_ct(tmp_path)
+    res = cloudtrail.load_cloudtrail(tmp_path / "lines.jsonl")
+    assert list(res.frame["request_id"]) == [f"R{i}" for i in range(6)]
+    assert res.inputs[0]["lines"] == 6 and len(res.inputs[0]["notes"]) == 1
+    (tmp_path / "s3").write_bytes(b"\r".join(_line(i).encode() for i in range(6)))
+    same_s3(tmp_path / "s3")

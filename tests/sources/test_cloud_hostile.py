@@ -239,3 +239,24 @@ def test_a_file_that_is_not_text_is_still_refused_whole(tmp_path, name):
     q = res.quarantine
     assert sorted(Path(f).name for f in q["source_file"]) == ["junk", "utf16", "zeros"]
     assert set(q["error"]) == {"not a text log (binary data)"} and q["line_no"].isna().all()
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_cr_only_line_ends_load_as_the_lf_copy_does(tmp_path, name):
+    # an old Mac editor's CR line ends: damage was placed at "line 1" of a file of one line (and
+    # an S3 log lost every record after the first into its trailing fields)
+    lines = _good_lines(name)[:3]
+    text = [lines[0], lines[1], b"", b'{"damaged', lines[2]]
+    (tmp_path / "cr").write_bytes(b"\r".join(text) + b"\r")
+    (tmp_path / "lf").write_bytes(b"\n".join(text) + b"\n")
+    load = LOADERS[name][0]
+    cr, lf = load(tmp_path / "cr"), load(tmp_path / "lf")
+    assert len(cr.frame) == len(lf.frame) >= 2
+    assert list(cr.frame["line_no"]) == list(lf.frame["line_no"])
+    assert 5 in set(cr.frame["line_no"])
+    q = cr.quarantine
+    assert list(q["line_no"]) == [4] and list(q["byte_offset"]) == [len(lines[0]) + len(lines[1]) + 3]
+    assert list(q["error"]) == list(lf.quarantine["error"])
+    assert [r for r in cr.frame["raw"]] == [r for r in lf.frame["raw"]]
+    assert cr.inputs[0]["lines"] == 5 and cr.inputs[0]["notes"] == [
+        "the lines end in CR only (an old Mac editor's): each CR read as a line end"]

@@ -88,3 +88,55 @@ def test_sniff():
     assert sniff(data) == pytest.approx(0.95)
     assert sniff(b'{"ts": "2026-09-13T10:00:00Z"}\n') == 0.0
     assert sniff(data + b"garbage line\n") == pytest.approx(0.95 * 4 / 5)
+
+
+def _keyed(i: int) -> str:
+    return _line(time_=f"[13/Sep/2026:10:00:{i:02d} +0000]", key=f"demo/{i}.csv")
+
+
+@pytest.mark.parametrize("end", ["\r", "\r\n", "\n", ""])
+def test_cr_only_line_ends_read_every_record(tmp_path, end):
+    # an old Mac editor's CR line ends: the first record took the other four into its trailing
+    # fields (extra_fields) and the load said 1 row, 0 quarantined
+    import gzip
+
+    from replaybook.sources import s3_access
+
+    lines = [_keyed(i) for i in range(5)]
+    data = ("\r".join(lines) + end).encode()  # (the last line's end: CR, CRLF, LF or none)
+    (tmp_path / "log").write_bytes(data)
+    (tmp_path / "log.gz").write_bytes(gzip.compress(data))
+    for name in ("log", "log.gz"):
+        res = load_s3_access(tmp_path / name)
+        ref = s3_access._load_reference(tmp_path / name)
+        pd.testing.assert_frame_equal(res.frame, ref.frame)
+        assert res.inputs == ref.inputs
+        assert res.quarantine.empty
+        assert list(res.frame["resource_uri"]) == [f"s3://acme-data/demo/{i}.csv" for i in range(5)]
+        assert list(res.frame["line_no"]) == [1, 2, 3, 4, 5]
+        assert all("extra_fields" not in r for r in res.frame["raw"])
+        info = res.inputs[0]
+        assert info["lines"] >= 5 and info["records"] == 5
+        assert info["notes"] == ["the lines end in CR only (an old Mac editor's): each CR read as a line end"]
+    assert (tmp_path / "log").read_bytes() == data
+
+
+def test_a_lone_cr_inside_a_line_ends_a_record(tmp_path):
+    # lines of an LF file joined by a CR (part of a file written with CR line ends): each
+    # record is read, numbered with the line it stands in; junk after a CR is quarantined
+    from replaybook.sources import s3_access
+
+    a, b, c, d = (_keyed(i) for i in range(4))
+    data = f"{a}\n{b}\r{c}\r\n{d}\rjunk\n".encode()
+    (tmp_path / "log").write_bytes(data)
+    res = load_s3_access(tmp_path / "log")
+    ref = s3_access._load_reference(tmp_path / "log")
+    pd.testing.assert_frame_equal(res.frame, ref.frame)
+    pd.testing.assert_frame_equal(res.quarantine, ref.quarantine)
+    assert list(res.frame["resource_uri"]) == [f"s3://acme-data/demo/{i}.csv" for i in range(4)]
+    assert list(res.frame["line_no"]) == [1, 2, 2, 3]
+    assert res.frame["raw"].iloc[2].text == c.encode()
+    q = res.quarantine.iloc[0]
+    assert (q["line_no"], q["byte_offset"], q["raw"]) == (3, data.index(b"junk"), "junk")
+    assert q["error"] == "not an S3 server access log line (fields do not match the format)"
+    assert "notes" not in res.inputs[0]

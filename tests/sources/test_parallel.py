@@ -447,3 +447,24 @@ def test_transcripts_shared_with_a_helper_equal_the_reference(helpers, transcrip
 def test_transcript_fixtures_shared_with_a_helper(helpers, transcripts_shared):
     assert_claude_same(FIX / "claude_code")
     assert transcripts_shared
+
+
+def test_cr_line_ends_and_nul_lines_shared_with_a_helper(helpers, slow_here, tmp_path):
+    """Files whose lines end in CR only are left to this process (read with CR as the line end),
+    and a file with a NUL in a line is read with only that line set aside — the same result,
+    inputs notes included, as the reference."""
+    for i in range(12):
+        lines = [_line(i * 10 + j, key=f"demo/c{i}-{j}.csv") for j in range(5)]
+        if i % 3 == 0:
+            text = "\r".join(lines) + "\r"
+        elif i % 3 == 1:
+            text = "\n".join(lines[:2] + [lines[2].replace(" ", "\x00 ", 1)] + lines[3:]) + "\n"
+        else:
+            text = "\n".join(lines) + "\n"
+        (tmp_path / f"{i:02d}").write_text(text)
+    same_s3(tmp_path)
+    assert slow_here
+    res = s3_access.load_s3_access(tmp_path)
+    assert len(res.frame) == 12 * 5 - 4 and len(res.quarantine) == 4
+    assert list(res.quarantine["line_no"]) == [3] * 4
+    assert [bool(e.get("notes")) for e in res.inputs] == [i % 3 == 0 for i in range(12)]

@@ -7,7 +7,8 @@ What lives here
   written; gzip is recognised by its magic bytes.  A *truncated* gzip stream (a partial download)
   is decompressed as far as it goes and reported, so the lines before the cut still load; a
   stream that is not gzip at all past its magic bytes gives no data and a file-level quarantine
-  row.  A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
+  row.  A file whose lines end in CR only is read with each CR as a line end
+  (:func:`cr_line_ends`).  A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
 * **JSON shapes** (:func:`json_items`, :func:`json_records`): one whole JSON document (an object,
   an array, or a wrapper object such as CloudTrail's ``{"Records": [...]}``), several such
   documents one after another (``cat`` of delivery files, pretty-printed ``jq`` output), or JSON
@@ -33,7 +34,8 @@ Each loader returns one ``inputs`` dict per file (``path``, ``sha256`` of the by
 records, e.g. a CloudTrail digest file or an empty file), ``ignored_lines`` (valid lines that are
 not access records, e.g. GCP ``textPayload`` entries), ``extra_fields`` (S3 lines carrying fields
 newer than this loader), ``damaged_gzip: True`` with ``problem`` (a truncated or corrupt gzip
-stream; the text before the damage is still read).
+stream; the text before the damage is still read), ``notes`` (a list of sentences: a file whose
+lines end in CR only, :data:`CR_LINE_ENDS`).
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ __all__ = [
     "read_input",
     "read_input_bytes",
     "looks_binary",
+    "cr_line_ends",
+    "note_cr_line_ends",
+    "CR_LINE_ENDS",
     "json_items",
     "json_records",
     "load_each",
@@ -126,13 +131,20 @@ def iter_files(paths: str | Path | Iterable[str | Path], loader: str, inputs: li
     ``reason`` ``empty file`` unless the gzip was damaged); nor is one that is not text at all
     (:func:`looks_binary`), which adds a quarantine row ``not a text log (binary data)``.  A
     text file holding some NUL bytes is yielded: its loader quarantines the lines that hold them.
+    A file whose lines end in CR only is yielded with each CR read as a line end
+    (:func:`cr_line_ends`; its entry's ``lines`` count those lines and its ``notes`` say so).
 
     Raises:
         InputError: a path does not exist, or a file cannot be opened or read.
     """
     for path in expand_paths(paths, accept=lambda q: not q.name.startswith(".")):
         size, data, problem = read_input(path)
+        lf = cr_line_ends(data)
+        if lf is not None:
+            data = lf
         info = input_entry(path, size, data, loader, problem)
+        if lf is not None:
+            note_cr_line_ends(info)
         inputs.append(info)
         if problem:
             quarantine.append(quarantine_row(path, None, loader, problem))
@@ -188,6 +200,33 @@ def read_input_bytes(data: bytes) -> tuple[int, bytes, str | None]:
             break
         rest = d.unused_data
     return size, b"".join(out), problem
+
+
+def cr_line_ends(data: bytes) -> bytes | None:
+    """The text of a file whose lines end in CR only (an old Mac editor's; no LF before its last
+    line end) with each lone CR read as a line end: ``data`` with every CR not followed by an LF
+    replaced by an LF — the same length, so every line's byte offset is its place in the file.
+    ``None`` for any other text (LF or CRLF line ends, or no line end at all).
+
+    Read as they stand, such a file is one line: JSON documents one after another still parse,
+    but an S3 access log's first record took all the others into its trailing fields."""
+    if b"\r" not in data:
+        return None
+    body = data.rstrip(b"\r\n")
+    if b"\n" in body or b"\r" not in body:
+        return None
+    return _LONE_CR.sub(b"\n", data)
+
+
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+#: The note an ``inputs`` entry gets for a file read by :func:`cr_line_ends`.
+CR_LINE_ENDS = "the lines end in CR only (an old Mac editor's): each CR read as a line end"
+
+
+def note_cr_line_ends(info: dict) -> None:
+    """Add :data:`CR_LINE_ENDS` to an ``inputs`` entry's ``notes``."""
+    info.setdefault("notes", []).append(CR_LINE_ENDS)
 
 
 def looks_binary(data: bytes) -> bool:

@@ -4,7 +4,8 @@ The per-record reference path (:func:`~._cloud.load_each` with the loader's ``_r
 stays the definition of the output; what is here only makes the same frame cheaper:
 
 * :func:`prefetched_files` — :func:`~._cloud.iter_files` with each file read once, and hashed
-  from memory, by a read-ahead thread (:class:`ReadAhead`), then gunzipped and line-counted.
+  from memory, by a read-ahead thread (:class:`ReadAhead`), then gunzipped, CR-only line ends
+  read as line ends (:func:`~._cloud.cr_line_ends`) and line-counted.
   Same ``inputs`` entries, same quarantine rows, same order; an unreadable file raises the
   same :class:`~replaybook.errors.InputError` when its turn comes.
 * :class:`Chunks` — the rows of the files, kept as one list per ACCESS column per file
@@ -199,17 +200,25 @@ def prefetched_files(paths: str | Path | Iterable[str | Path], loader: str, inpu
             data, problem = gunzip(path, disk)
             size = len(disk)
             del disk
+            lf = _cloud.cr_line_ends(data)
+            if lf is not None:
+                data = lf
             lines, extra = prepare(data) if prepare is not None else (_count_lines(data), None)
-            yield from _entry(path, (size, sha, data, problem, lines, extra), loader, inputs, quarantine)
+            yield from _entry(path, (size, sha, data, problem, lines, extra), loader, inputs, quarantine,
+                              lf is not None)
     finally:
         reader.stop = True
         reader.join()
 
 
-def _entry(path: Path, read: tuple, loader: str, inputs: list[dict], quarantine: list[dict]):
-    """:func:`~._cloud.iter_files`' bookkeeping for one file read by :func:`prefetched_files`."""
+def _entry(path: Path, read: tuple, loader: str, inputs: list[dict], quarantine: list[dict],
+           cr_line_ends: bool = False):
+    """:func:`~._cloud.iter_files`' bookkeeping for one file read by :func:`prefetched_files`
+    (``cr_line_ends``: its CRs were read as line ends, :func:`~._cloud.cr_line_ends`)."""
     size, sha, data, problem, lines, extra = read
     info = _cloud.input_entry(path, size, data, loader, problem, sha256=sha, lines=lines)
+    if cr_line_ends:
+        _cloud.note_cr_line_ends(info)
     inputs.append(info)
     if problem:
         quarantine.append(quarantine_row(path, None, loader, problem))
@@ -519,7 +528,9 @@ def _pack_group(group: list[Path], loader: str, remote: RemoteReader,
             continue
         data, problem = gunzip(path, disk)
         found = None
-        if not problem and data and not data.isspace() and not _cloud.looks_binary(data):
+        # (a file whose lines end in CR only is left to the calling process, which reads it so)
+        if not problem and data and not data.isspace() and not _cloud.looks_binary(data) \
+                and _cloud.cr_line_ends(data) is None:
             lines, extra = prepare(data) if prepare is not None else (_count_lines(data), None)
             info = _cloud.input_entry(path, len(disk), data, loader, None, sha256=sha, lines=lines)
             found = remote.pack(path, data, info, extra, Gunzipped(path, disk) if data is not disk else data)

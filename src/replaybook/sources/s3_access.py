@@ -16,6 +16,9 @@ What the parser copes with
   format says);
 * quoted fields that **contain quotes** (``"door/1.2 (say "hi")"``): S3 does not escape them, so
   a quoted referer / user agent ends at the quote after which only unquoted fields remain;
+* **CR line ends**: a file whose lines end in CR only (an old Mac editor's) is read with each CR
+  as a line end (:func:`~._cloud.cr_line_ends`); a lone CR inside a line of any other file ends
+  a record too (no field can hold one), each record read numbered with the line it stands in;
 * **lines shorter** than :data:`FIELDS` (older log lines end after the user agent or the TLS
   version) and **fields AWS appends later**: kept in ``raw["extra_fields"]`` (a list), never
   rejected, and counted per file as ``inputs[i]["extra_fields"]`` (lines carrying them);
@@ -328,17 +331,35 @@ def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pen
     return row
 
 
+def _cr_parts(offset: int, raw: bytes, pending: bool) -> list[tuple[int, bytes, bool]]:
+    """``(offset, text, unterminated)`` of each line a line holds: itself, or — when it holds a
+    lone CR, which no field can (S3 writes none, and an HTTP request line or header cannot carry
+    one) — each non-blank part between its CRs, lines joined by an editor that wrote CR line
+    ends.  Only the last part of an unterminated last line is unterminated."""
+    if b"\r" not in raw:
+        return [(offset, raw, pending)]
+    out = []
+    at = offset
+    pieces = raw.split(b"\r")
+    for k, piece in enumerate(pieces):
+        if piece.strip():
+            out.append((at, piece, pending and k == len(pieces) - 1))
+        at += len(piece) + 1
+    return out
+
+
 def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     """The access rows of one log file's text, line by line (see :func:`load_s3_access`)."""
     spath = str(path)
     extra_lines = 0
     for line_no, offset, raw, pending in iter_text_lines(data):
-        row = _line_row(path, spath, line_no, offset, raw, pending, quarantine)
-        if row is None:
-            continue
-        if "extra_fields" in row["raw"]:
-            extra_lines += 1
-        rows.append(row)
+        for at, part, cut in _cr_parts(offset, raw, pending):
+            row = _line_row(path, spath, line_no, at, part, cut, quarantine)
+            if row is None:
+                continue
+            if "extra_fields" in row["raw"]:
+                extra_lines += 1
+            rows.append(row)
     if extra_lines:
         info["extra_fields"] = extra_lines
 
