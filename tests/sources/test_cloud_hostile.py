@@ -260,3 +260,31 @@ def test_cr_only_line_ends_load_as_the_lf_copy_does(tmp_path, name):
     assert [r for r in cr.frame["raw"]] == [r for r in lf.frame["raw"]]
     assert cr.inputs[0]["lines"] == 5 and cr.inputs[0]["notes"] == [
         "the lines end in CR only (an old Mac editor's): each CR read as a line end"]
+
+
+@pytest.mark.parametrize("name, path", [
+    ("gcp.audit", CLOUD / "gcp-audit-denied" / "data_access.jsonl"),
+    ("azure.storage", CLOUD / "azure" / "PT1H.json"),
+    ("aws.cloudtrail", CLOUD / "lookup" / "lookup_events.jsonl"),
+    ("aws.cloudtrail", CLOUD / "eventbridge" / "events.jsonl"),
+    ("aws.s3_access", CLOUD / "s3-access-quotes" / "acme-data-2026-09-13-10-10-00-0123456789ABCDEF"),
+])
+def test_one_huge_foreign_line_does_not_hide_the_format(tmp_path, name, path):
+    # the sniffer sees a file's first 256 KiB: a long line of another kind cut there counted as
+    # a line that is not this format's, and a file of three records and that line was
+    # "not recognised" — none of its records loaded
+    from replaybook.loading import load_frame
+
+    lines = [ln for ln in path.read_bytes().split(b"\n") if ln.strip()]
+    huge = b'{"x": "' + b"A" * (1 << 20) + b'"}'
+    p = tmp_path / "log.jsonl"
+    p.write_bytes(b"\n".join(lines[:1] + [huge] + lines[1:]) + b"\n")
+    src, conf = registry.sniff_file(p)
+    assert src.name == name and conf >= 0.5
+    got = load_frame(p, "access").result
+    alone = registry.get(name).load(path)
+    assert len(got.frame) == len(alone.frame)
+    assert list(got.quarantine["line_no"]) == [2] and list(got.quarantine["kind"]) == ["invalid"]
+    # a sample of one cut line says nothing either way; a damaged complete line still counts
+    assert registry.get(name).sniff(huge[:1000]) == 0.0
+    assert registry.get(name).sniff(lines[0] + b"\n{damaged\n") < 0.5

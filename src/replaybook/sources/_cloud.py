@@ -66,6 +66,7 @@ __all__ = [
     "read_input",
     "read_input_bytes",
     "looks_binary",
+    "sniff_lines",
     "cr_line_ends",
     "note_cr_line_ends",
     "CR_LINE_ENDS",
@@ -227,6 +228,21 @@ CR_LINE_ENDS = "the lines end in CR only (an old Mac editor's): each CR read as 
 def note_cr_line_ends(info: dict) -> None:
     """Add :data:`CR_LINE_ENDS` to an ``inputs`` entry's ``notes``."""
     info.setdefault("notes", []).append(CR_LINE_ENDS)
+
+
+def sniff_lines(sample: bytes) -> bytes:
+    """A sniffer's sample without its last line when that line is unterminated and does not
+    parse as JSON: the sample (a file's first bytes) may have cut it — a long line of another
+    kind (one huge record, a pasted blob) must not count as a line that is not this format's,
+    which made a file of three records and one such line "not recognised".  A sample of one
+    line, or whose last line parses or is terminated, is returned as it is."""
+    cut = sample.rfind(b"\n")
+    if cut < 0 or cut == len(sample) - 1:
+        return sample
+    last = sample[cut + 1:].strip()
+    if last and parse_json(last, exact=False)[1] is None:
+        return sample
+    return sample[:cut + 1]
 
 
 def looks_binary(data: bytes) -> bool:

@@ -86,6 +86,7 @@ from ._cloud import (
     new_row,
     redact_text,
     redact_url,
+    sniff_lines,
     to_int,
 )
 from .registry import Source, register
@@ -379,7 +380,8 @@ def load_azure_storage(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 def sniff(sample: bytes) -> float:
     """Confidence that ``sample`` holds Azure Storage resource logs.
 
-    JSON Lines: the share of the first 50 non-blank lines that are records with ``time``,
+    JSON Lines: the share of the first 50 non-blank lines (a last line the sample cut off not
+    counted, :func:`~._cloud.sniff_lines`) that are records with ``time``,
     ``operationName`` and a ``Storage*`` category or a ``Microsoft.Storage`` resource id (or
     ``StorageBlobLogs`` rows with ``TimeGenerated``/``OperationName``/``AccountName``), × 0.95.
     ``{"records": [`` with a ``Storage…`` category: 0.9.
@@ -389,7 +391,7 @@ def sniff(sample: bytes) -> float:
         return 0.9
     if s[:1] == b"[" and re.search(rb'"category"\s*:\s*"Storage(Read|Write|Delete)"', s) and b'"operationName"' in s:
         return 0.9
-    seen, objects = sample_objects(s)
+    seen, objects = sample_objects(sniff_lines(s))
     ok = sum(1 for o in objects
              if ("time" in o and "operationName" in o and (
                  str(o.get("category", "")).startswith("Storage")

@@ -81,6 +81,7 @@ from ._cloud import (
     new_row,
     path_uri,
     role_session_name,
+    sniff_lines,
     to_int,
     verb_action,
 )
@@ -353,7 +354,8 @@ def sniff(sample: bytes) -> float:
 
     A delivery file starts with ``{"Records": [`` and names ``eventVersion``/``eventTime``
     (0.95); a digest file is claimed at 0.8 so that it reaches this loader and is counted as
-    skipped; JSON Lines score the share of the first 50 non-blank lines that are CloudTrail
+    skipped; JSON Lines score the share of the first 50 non-blank lines (a last line the sample
+    cut off not counted, :func:`~._cloud.sniff_lines`) that are CloudTrail
     records, LookupEvents or EventBridge "via CloudTrail" envelopes (× 0.95); a JSON array of
     records 0.9.
     """
@@ -364,7 +366,7 @@ def sniff(sample: bytes) -> float:
         return 0.8
     if s[:1] == b"[" and b'"eventVersion"' in s and b'"eventSource"' in s and b'"protoPayload"' not in s:
         return 0.9
-    seen, objects = sample_objects(s)
+    seen, objects = sample_objects(sniff_lines(s))
     ok = sum(1 for o in objects
              if ("CloudTrailEvent" in o and ("EventName" in o or "EventId" in o))
              or {"EventName", "EventTime", "EventSource"} <= o.keys()

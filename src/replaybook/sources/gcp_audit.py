@@ -70,6 +70,7 @@ from ._cloud import (
     load_each,
     new_row,
     path_uri,
+    sniff_lines,
     to_int,
     verb_action,
 )
@@ -267,7 +268,8 @@ def load_gcp_audit(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 def sniff(sample: bytes) -> float:
     """Confidence that ``sample`` holds Cloud Audit Logs entries.
 
-    JSON Lines: the share of the first 50 non-blank lines that are LogEntries (``logName`` or
+    JSON Lines: the share of the first 50 non-blank lines (a last line the sample cut off not
+    counted, :func:`~._cloud.sniff_lines`) that are LogEntries (``logName`` or
     ``insertId`` with a ``protoPayload``/``jsonPayload``/``textPayload``), × 0.95 when at least
     one is an AuditLog, × 0.5 otherwise (plain application logs are not access records).  A JSON
     array or ``{"entries": [`` document naming ``protoPayload`` and ``AuditLog``: 0.9.
@@ -276,7 +278,7 @@ def sniff(sample: bytes) -> float:
     if s[:1] in (b"[", b"{") and b'"protoPayload"' in s and b"google.cloud.audit.AuditLog" in s \
             and (s[:1] == b"[" or re.match(rb'^\{\s*"entries"\s*:', s)):
         return 0.9
-    seen, objects = sample_objects(s)
+    seen, objects = sample_objects(sniff_lines(s))
     ok = audit = 0
     for o in objects:
         payload = any(k in o for k in ("protoPayload", "jsonPayload", "textPayload"))

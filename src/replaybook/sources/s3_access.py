@@ -74,6 +74,7 @@ from ._cloud import (
     path_uri,
     redact_text,
     role_session_name,
+    sniff_lines,
 )
 from ._record import SliceRecord, SourceRecord
 from .registry import Source, register
@@ -399,9 +400,10 @@ def _load_reference(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 def sniff(sample: bytes) -> float:
     """Confidence that ``sample`` is an S3 server access log: the share of the first 50
     non-blank lines that start like one (owner, bucket, ``[dd/Mon/yyyy:HH:MM:SS +zzzz]``, IP,
-    requester, request id, ``KIND.METHOD.RESOURCE`` operation, key, request-URI) × 0.95."""
+    requester, request id, ``KIND.METHOD.RESOURCE`` operation, key, request-URI) × 0.95; a last
+    line the sample cut off is not counted (:func:`~._cloud.sniff_lines`)."""
     seen = ok = 0
-    for raw in sample.split(b"\n")[:50]:
+    for raw in sniff_lines(sample).split(b"\n")[:50]:
         if not raw.strip():
             continue
         seen += 1
