@@ -288,3 +288,20 @@ def test_one_huge_foreign_line_does_not_hide_the_format(tmp_path, name, path):
     # a sample of one cut line says nothing either way; a damaged complete line still counts
     assert registry.get(name).sniff(huge[:1000]) == 0.0
     assert registry.get(name).sniff(lines[0] + b"\n{damaged\n") < 0.5
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_a_line_with_nul_bytes_does_not_hide_the_format(tmp_path, name):
+    # a damaged line is not a line of another format: one NUL in the first of two lines made
+    # the file "not recognised" when sniffed, so the good line was never read
+    from replaybook.loading import load_frame
+
+    good = _good_lines(name)
+    p = tmp_path / "log"
+    p.write_bytes(good[0][:30] + b"\x00" + good[0][30:] + b"\n" + good[1] + b"\n")
+    src, conf = registry.sniff_file(p)
+    assert src.name == name and conf >= 0.5
+    got = load_frame(p, "access").result
+    assert list(got.quarantine["line_no"]) == [1] and got.quarantine["error"].iloc[0].startswith(NUL_WORDS)
+    assert list(got.frame["line_no"]) == [2]
+    assert registry.get(name).sniff(b"\x00\x01\x02\x03\n" * 50) == 0.0

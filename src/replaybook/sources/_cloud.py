@@ -231,18 +231,24 @@ def note_cr_line_ends(info: dict) -> None:
 
 
 def sniff_lines(sample: bytes) -> bytes:
-    """A sniffer's sample without its last line when that line is unterminated and does not
-    parse as JSON: the sample (a file's first bytes) may have cut it — a long line of another
-    kind (one huge record, a pasted blob) must not count as a line that is not this format's,
-    which made a file of three records and one such line "not recognised".  A sample of one
-    line, or whose last line parses or is terminated, is returned as it is."""
+    """The lines of a sniffer's sample that say what the file is.
+
+    Left out: the last line when it is unterminated and does not parse as JSON — the sample (a
+    file's first bytes) may have cut it, and a long line of another kind (one huge record, a
+    pasted blob) must not count as a line that is not this format's, which made a file of three
+    records and one such line "not recognised" — and, when the sample has more than one line,
+    every line holding NUL bytes (damage, which the loader quarantines line by line; not a
+    line of another format).  A sample of one line is returned as it is."""
     cut = sample.rfind(b"\n")
-    if cut < 0 or cut == len(sample) - 1:
+    if cut < 0:
         return sample
-    last = sample[cut + 1:].strip()
-    if last and parse_json(last, exact=False)[1] is None:
-        return sample
-    return sample[:cut + 1]
+    if cut != len(sample) - 1:
+        last = sample[cut + 1:].strip()
+        if not last or parse_json(last, exact=False)[1] is not None:
+            sample = sample[:cut + 1]
+    if b"\x00" in sample:
+        sample = b"\n".join(ln for ln in sample.split(b"\n") if b"\x00" not in ln)
+    return sample
 
 
 def looks_binary(data: bytes) -> bool:
