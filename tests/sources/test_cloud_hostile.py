@@ -305,3 +305,13 @@ def test_a_line_with_nul_bytes_does_not_hide_the_format(tmp_path, name):
     assert list(got.quarantine["line_no"]) == [1] and got.quarantine["error"].iloc[0].startswith(NUL_WORDS)
     assert list(got.frame["line_no"]) == [2]
     assert registry.get(name).sniff(b"\x00\x01\x02\x03\n" * 50) == 0.0
+
+
+@pytest.mark.parametrize("name", ["gcp.audit", "azure.storage", "aws.cloudtrail"])
+def test_a_whole_small_file_is_sniffed_to_its_last_line(name):
+    # a sample shorter than the sniffer's is the whole file: its unterminated last line (the
+    # closing brace of one pretty-printed record) is complete and read
+    rec = json.loads(_good_lines(name)[0])
+    doc = json.dumps(rec, indent=2).encode()
+    assert registry.get(name).sniff(doc) >= 0.9
+    assert registry.get(name).sniff(doc + b"\n" + doc) >= 0.9

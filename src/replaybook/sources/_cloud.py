@@ -56,6 +56,7 @@ from .._text import deep_safe, safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
 from ._record import as_dict
+from .registry import SNIFF_BYTES
 
 __all__ = [
     "PRINCIPAL_TYPES",
@@ -233,16 +234,18 @@ def note_cr_line_ends(info: dict) -> None:
 def sniff_lines(sample: bytes) -> bytes:
     """The lines of a sniffer's sample that say what the file is.
 
-    Left out: the last line when it is unterminated and does not parse as JSON — the sample (a
-    file's first bytes) may have cut it, and a long line of another kind (one huge record, a
-    pasted blob) must not count as a line that is not this format's, which made a file of three
-    records and one such line "not recognised" — and, when the sample has more than one line,
-    every line holding NUL bytes (damage, which the loader quarantines line by line; not a
-    line of another format).  A sample of one line is returned as it is."""
+    Left out: the last line when it is unterminated, does not parse as JSON and the sample is
+    as long as the registry's (:data:`~.registry.SNIFF_BYTES`: a file's first bytes, which may
+    have cut it) — a long line of another kind (one huge record, a pasted blob) must not count
+    as a line that is not this format's, which made a file of three records and one such line
+    "not recognised"; a shorter sample is the whole file, whose last line (a pretty-printed
+    document's closing brace) is complete — and, when the sample has more than one line, every
+    line holding NUL bytes (damage, which the loader quarantines line by line; not a line of
+    another format).  A sample of one line is returned as it is."""
     cut = sample.rfind(b"\n")
     if cut < 0:
         return sample
-    if cut != len(sample) - 1:
+    if cut != len(sample) - 1 and len(sample) >= SNIFF_BYTES:
         last = sample[cut + 1:].strip()
         if not last or parse_json(last, exact=False)[1] is not None:
             sample = sample[:cut + 1]
