@@ -181,3 +181,43 @@ def test_steps_run_in_their_recorded_directory(repo: Path):
     assert r.line["cwd"] == "sub" and r.exit == 0
     v = replay(repo / "session.jsonl", repo=repo)
     assert v.verdict == "PASS" and v.steps[0].output == "alpha\nbeta"
+
+
+def _edit_log(log: Path, seq: int, **fields) -> None:
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    for line in lines:
+        if line["seq"] == seq:
+            line.update(fields)
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_cmd_that_is_not_what_runs_is_unrunnable_naming_the_line(repo: Path):
+    rec(repo, PY, "-c", "print('1 passed')")
+    rec(repo, "true")
+    log = repo / "session.jsonl"
+    _edit_log(log, 1, cmd="pytest -q tests/test_x.py")  # argv still runs python -c …
+    _edit_log(log, 2, cmd="pytest -q tests/test_x.py", shell="true")  # would run: true -c "pytest …"
+    v = replay(log, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and v.steps == []
+    shown = f"{PY} -c 'print('\"'\"'1 passed'\"'\"')'"
+    assert v.reason == (
+        f"{log}:1: step 1's cmd 'pytest -q tests/test_x.py' is not the command its argv runs ({shown!r}); "
+        f"the log line was edited; "
+        f"{log}:2: step 2's shell 'true' is not a shell the recorder uses (bash or sh); the log line was edited")
+    _edit_log(log, 1, cmd=shown)
+    _edit_log(log, 2, shell="bash", argv=["true"])
+    v = replay(log, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and v.reason == (
+        f"{log}:2: step 2's cmd 'pytest -q tests/test_x.py' is not the command its argv runs ('true'); "
+        f"the log line was edited")
+
+
+def test_json_output_shows_what_each_step_runs(packet: Path, repo: Path, monkeypatch):
+    monkeypatch.chdir(repo)
+    (repo / "feature.flag").unlink()
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    steps = json.loads(res.output)["steps"]
+    assert [(s["argv"], s["shell"]) for s in steps] == [
+        ([PY, "check.py"], None), (None, steps[1]["shell"]), ([PY, "check.py"], None)]
+    assert steps[1]["shell"] in ("bash", "sh") and steps[1]["cmd"] == "touch feature.flag"

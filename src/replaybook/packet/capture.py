@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import BinaryIO, Sequence
 
-__all__ = ["Captured", "run_merged", "default_shell", "shell_path"]
+__all__ = ["Captured", "SHELLS", "run_merged", "default_shell", "shell_path"]
+
+#: The shells a recorded shell line runs in (what :func:`default_shell` returns).
+SHELLS = ("bash", "sh")
 
 
 @dataclass(frozen=True)

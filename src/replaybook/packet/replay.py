@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import difflib
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from .capture import run_merged
+from .capture import SHELLS, run_merged
 from .errors import PacketError, PacketLogError, RulesError
 from .gitstate import (checkout as git_checkout, clean_git_env, commit_exists, repo_root, resolve_commit,
                        temporary_worktree, tree_state)
@@ -57,6 +58,8 @@ class StepResult:
 
     Attributes:
         seq, cmd, cwd, line_no: from the log (``line_no`` 1-based).
+        argv, shell: what the replay runs — the argument list, or the shell a ``cmd`` shell line
+            runs in (from the log; checked against ``cmd`` before anything runs).
         status: ``ok`` or ``DIVERGED``.
         expected_exit / exit: recorded and replayed exit codes (``exit`` None: timed out or not run).
         expected_sha / out_sha: recorded and replayed normalized-output SHA-256 (hex).
@@ -81,6 +84,8 @@ class StepResult:
     notes: list[str] = field(default_factory=list)
     diff: str | None = None
     output: str | None = field(default=None, repr=False)
+    argv: list[str] | None = None
+    shell: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -162,15 +167,46 @@ def _stored_diff(outputs: Path, expected_sha: str, seq: int, replayed: str) -> t
     return "\n".join(lines), None
 
 
+def _command_problem(log_path: Path, s: LogStep) -> str | None:
+    """Why step ``s``'s ``cmd`` is not what a replay of it would run, or ``None``.
+
+    The recorder writes ``cmd == shlex.join(argv)`` and ``shell`` null for an argument list,
+    and ``argv`` null with ``shell`` in :data:`~.capture.SHELLS` for a shell line (``cmd`` is
+    then what runs).  Anything else means the line was edited: what it shows is not what runs.
+    """
+    argv, shell = s.get("argv"), s.get("shell")
+    where = f"{log_path}:{s.line_no}: step {s.seq}"
+    if argv is not None:
+        shown = shlex.join(argv)
+        if s.cmd != shown:
+            return (f"{where}'s cmd {s.cmd!r} is not the command its argv runs ({shown!r}); "
+                    f"the log line was edited")
+        if shell is not None:
+            return f"{where} has both argv and shell {shell!r}; a recorded line has one of them"
+    elif shell not in SHELLS:
+        return (f"{where}'s shell {shell!r} is not a shell the recorder uses ({' or '.join(SHELLS)}); "
+                f"the log line was edited")
+    return None
+
+
 def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
-                 repo: Path, follow_commits: bool) -> tuple[str | None, dict[int, object]]:
-    """Pre-flight: versions, restorable commands, known commits.  Returns (reason, commands)."""
+                 repo: Path, follow_commits: bool) -> tuple[list[str], dict[int, object]]:
+    """Pre-flight: versions, commands that are what they show and can be restored, known commits.
+
+    Returns ``(problems, commands)``: one message per problem (each naming the file and line;
+    any problem makes the replay UNRUNNABLE) and the command to run per seq.
+    """
+    problems: list[str] = []
     commands: dict[int, object] = {}
     for s in steps:
         norm = str(s.get("norm"))
         if norm.split("+", 1)[0] != BUILTIN_VERSION:
-            return (f"{log_path}:{s.line_no}: step {s.seq} was normalized with rules version {norm}; "
-                    f"this replaybook has version {BUILTIN_VERSION}"), commands
+            problems.append(f"{log_path}:{s.line_no}: step {s.seq} was normalized with rules version {norm}; "
+                            f"this replaybook has version {BUILTIN_VERSION}")
+        bad = _command_problem(log_path, s)
+        if bad:
+            problems.append(bad)
+            continue
         argv = s.get("argv")
         if argv is not None:
             restored = [redactor.restore(a) for a in argv]
@@ -180,18 +216,19 @@ def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
             text, missing = redactor.restore(s.cmd)
             command = text
         if missing:
-            return (f"{log_path}:{s.line_no}: step {s.seq}'s command had a secret redacted at record time "
-                    f"({', '.join(missing)}); it can only be re-run with the same secret-named variable "
-                    f"set in the environment"), commands
+            problems.append(f"{log_path}:{s.line_no}: step {s.seq}'s command had a secret redacted at record "
+                            f"time ({', '.join(missing)}); it can only be re-run with the same secret-named "
+                            f"variable set in the environment")
+            continue
         commands[s.seq] = command
         if follow_commits:
             if s.get("commit") is None:
-                return (f"{log_path}:{s.line_no}: step {s.seq} recorded no commit (recorded outside a git "
-                        f"repository or before the first commit); replay with --checkout REF"), commands
-            if not commit_exists(repo, s.get("commit")):
-                return (f"{log_path}:{s.line_no}: step {s.seq}'s commit {s.get('commit')} is not in {repo} "
-                        f"(fetch it, or replay with --checkout REF)"), commands
-    return None, commands
+                problems.append(f"{log_path}:{s.line_no}: step {s.seq} recorded no commit (recorded outside a "
+                                f"git repository or before the first commit); replay with --checkout REF")
+            elif not commit_exists(repo, s.get("commit")):
+                problems.append(f"{log_path}:{s.line_no}: step {s.seq}'s commit {s.get('commit')} is not in "
+                                f"{repo} (fetch it, or replay with --checkout REF)")
+    return problems, commands
 
 
 def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None, checkout: str | None = None,
@@ -235,9 +272,9 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
     if repo_path is None or repo_root(repo_path) is None:
         return _unrunnable(log_path, f"{repo_path or Path.cwd()} is not inside a git repository (use --repo DIR)")
     redactor = Redactor.from_env(env)
-    reason, commands = _check_steps(log_path, steps, redactor, repo_path, follow_commits=checkout is None)
-    if reason:
-        return _unrunnable(log_path, reason)
+    problems, commands = _check_steps(log_path, steps, redactor, repo_path, follow_commits=checkout is None)
+    if problems:
+        return _unrunnable(log_path, "; ".join(problems))
     try:
         target = resolve_commit(repo_path, checkout) if checkout else first.get("commit")
     except PacketError as exc:
@@ -289,7 +326,8 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
 def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | None, follow: bool, rules,
                  redactor: Redactor, env: dict[str, str], timeout: float, outputs: Path) -> StepResult:
     cwd_rel = s.get("cwd") or "."
-    res = StepResult(s.seq, s.cmd, cwd_rel, s.line_no, "ok", s.exit, None, s.get("out_sha"))
+    res = StepResult(s.seq, s.cmd, cwd_rel, s.line_no, "ok", s.exit, None, s.get("out_sha"),
+                     argv=s.get("argv"), shell=s.get("shell"))
     commit = s.get("commit")
     if follow and index > 0 and commit and commit != prev_commit:
         try:
@@ -310,7 +348,7 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
         res.status = "DIVERGED"
         res.reasons.append(f"the recorded working directory {cwd_rel!r} does not exist in the replayed tree")
         return res
-    cap = run_merged(command, cwd, shell=s.get("shell") or "sh", timeout=timeout, env=env, new_session=True)
+    cap = run_merged(command, cwd, shell=s.get("shell"), timeout=timeout, env=env, new_session=True)
     res.exit = cap.exit
     res.duration_ms = cap.duration_ms
     norm = rules.normalize(redactor.redact(cap.output.decode("utf-8", "replace")).text, wt)
