@@ -141,7 +141,9 @@ def test_dirty_recording_is_refused_unless_allowed_or_committed(repo: Path):
     v = replay(log, repo=repo)
     assert v.verdict == "UNRUNNABLE" and "1 uncommitted change(s)" in v.reason and "--allow-dirty" in v.reason
     v = replay(log, repo=repo, allow_dirty=True)
-    assert v.verdict == "PASS" and len(v.warnings) == 1 and "--allow-dirty" in v.warnings[0]
+    assert v.verdict == "PASS" and len(v.warnings) == 2 and "--allow-dirty" in v.warnings[0]
+    # and HEAD does not hold the uncommitted edit either
+    assert v.warnings[1].startswith("THE PR HEAD IS NOT WHAT THE PACKET TESTED: HEAD (")
     git(repo, "commit", "-q", "-am", "the edit")  # the same files, now committed
     v = replay(log, repo=repo, checkout="HEAD")
     assert v.verdict == "PASS" and v.warnings == []
@@ -221,3 +223,49 @@ def test_json_output_shows_what_each_step_runs(packet: Path, repo: Path, monkeyp
     assert [(s["argv"], s["shell"]) for s in steps] == [
         ([PY, "check.py"], None), (None, steps[1]["shell"]), ([PY, "check.py"], None)]
     assert steps[1]["shell"] in ("bash", "sh") and steps[1]["cmd"] == "touch feature.flag"
+
+
+def _fail_fix_pass_packet(repo: Path) -> Path:
+    """check.py fails, a commit adds the flag, check.py passes; then the log and a PR body are committed."""
+    rec(repo, PY, "check.py")
+    (repo / "feature.flag").write_text("on\n")
+    git(repo, "add", "feature.flag")
+    git(repo, "commit", "-q", "-m", "fix")
+    rec(repo, PY, "check.py")
+    (repo / "PR_BODY.md").write_text("It fails before the fix [seq:1] and passes after it [seq:2].\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "packet")
+    return repo / "session.jsonl"
+
+
+def test_head_holding_the_last_recorded_state_passes_with_require_head(repo: Path):
+    log = _fail_fix_pass_packet(repo)
+    v = replay(log, repo=repo, require_head=True, head_ignore=["PR_BODY.md"])
+    assert v.verdict == "PASS" and v.warnings == [] and v.problems == []
+    assert v.head["matches"] is True and v.head["differing"] == ["PR_BODY.md"]
+    assert v.head["ignored"] == ["PR_BODY.md"] and v.head["seq"] == 2
+
+
+def test_head_that_reverts_the_fix_after_recording_is_named_and_fails_with_require_head(repo: Path,
+                                                                                        monkeypatch):
+    log = _fail_fix_pass_packet(repo)
+    git(repo, "rm", "-q", "feature.flag")
+    git(repo, "commit", "-q", "-m", "later commit: reverts the fix")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    v = replay(log, repo=repo, head_ignore=["PR_BODY.md"])
+    assert v.verdict == "PASS" and v.exit_code == 0  # every step still matches at its recorded commit
+    assert v.warnings == [
+        f"THE PR HEAD IS NOT WHAT THE PACKET TESTED: HEAD ({head[:12]}) holds other files than the last "
+        f"recorded step (seq 2, {log}:2) ran on; 1 file(s) differ: feature.flag. The replay does not cover "
+        f"these changes: replay with --checkout HEAD, or record a step on the head; --require-head makes this "
+        f"a failing verdict"]
+    monkeypatch.chdir(repo)
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--require-head", "--head-ignore", "PR_BODY.md"])
+    assert res.exit_code == 1, res.output
+    lines = res.output.splitlines()
+    assert lines[-2].startswith("warning: THE PR HEAD IS NOT WHAT THE PACKET TESTED: HEAD (")
+    assert lines[-1] == (f"VERDICT: DIVERGED (the PR head HEAD ({head[:12]}) is not the last recorded state: "
+                         f"1 file(s) differ: feature.flag)")
+    # without --head-ignore the PR body written after the last step is a difference too
+    v = replay(log, repo=repo, require_head=True)
+    assert v.verdict == "DIVERGED" and v.head["differing"] == ["PR_BODY.md", "feature.flag"]

@@ -5,6 +5,7 @@ Commands and exit codes::
     replaybook packet record [--log session.jsonl] [--store-output] -- CMD [ARGS…]
         exits with CMD's exit code; 2 when the step could not be recorded
     replaybook packet replay session.jsonl [--checkout REF] [--timeout S] [--junit FILE] [--allow-dirty]
+                                           [--require-head] [--head-ignore PATH]…
         0 PASS · 1 DIVERGED · 2 UNRUNNABLE or bad usage
     replaybook packet claims PR_BODY.md session.jsonl [--format text|json]
         0 no findings · 1 findings · 2 unreadable input or bad usage
@@ -109,6 +110,10 @@ def _print_step(s) -> None:
               help="Also write a JUnit XML report here (for CI).")
 @click.option("--allow-dirty", is_flag=True,
               help="Replay even when the recording's uncommitted changes are not in the replayed tree (warns).")
+@click.option("--require-head", is_flag=True,
+              help="Fail (DIVERGED) when the PR head holds other files than the last recorded step ran on.")
+@click.option("--head-ignore", "head_ignore", multiple=True, metavar="PATH",
+              help="A path, folder or glob whose head differences are accepted, e.g. PR_BODY.md (repeatable).")
 @click.option("--repo", type=click.Path(file_okay=False, exists=True), default=None,
               help="Repository holding the commits (default: the one around the current directory).")
 @click.option("--outputs", "outputs_dir", type=click.Path(file_okay=False), default=None,
@@ -116,7 +121,8 @@ def _print_step(s) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_guard("replay")
 def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str | None, allow_dirty: bool,
-               repo: str | None, outputs_dir: str | None, fmt: str) -> None:
+               require_head: bool, head_ignore: tuple[str, ...], repo: str | None, outputs_dir: str | None,
+               fmt: str) -> None:
     """Re-run SESSION_LOG in a clean temporary worktree; print ok/DIVERGED per step and the verdict.
 
     Exit 0 PASS, 1 DIVERGED, 2 UNRUNNABLE (empty or malformed log, unknown commit, dirty record).
@@ -125,19 +131,23 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
     from .replay import replay
 
     text = fmt == "text"
+    shown = [0]  # warnings printed so far
 
     def on_start(v) -> None:
         where = f"{v.checkout} ({v.commit[:12]})" if v.checkout else f"recorded commit {v.commit[:12]}"
         click.echo(f"replaying {log_path} at {where} in a clean worktree")
         for w in v.warnings:
             click.echo(f"warning: {w}")
+        shown[0] = len(v.warnings)
 
     verdict = replay(log_path, repo=repo, checkout=ref, timeout=timeout, allow_dirty=allow_dirty,
-                     outputs_dir=outputs_dir, on_step=_print_step if text else None,
-                     on_start=on_start if text else None)
+                     outputs_dir=outputs_dir, require_head=require_head, head_ignore=head_ignore,
+                     on_step=_print_step if text else None, on_start=on_start if text else None)
     if junit_path:
         write_junit(verdict, junit_path)
     if text:
+        for w in verdict.warnings[shown[0]:]:
+            click.echo(f"warning: {w}")
         click.echo(f"VERDICT: {verdict.headline}")
     else:
         click.echo(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))

@@ -23,9 +23,9 @@ import stat
 import subprocess
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 from .errors import PacketError
 
@@ -39,6 +39,8 @@ __all__ = [
     "resolve_commit",
     "commit_exists",
     "tree_state",
+    "commit_state",
+    "differing_paths",
     "temporary_worktree",
     "checkout",
     "clean_git_env",
@@ -127,10 +129,13 @@ class TreeState:
         digest: ``sha256:<hex>`` (see the module doc).
         changed: paths (root-relative, POSIX) that differ from ``HEAD`` — modified, added,
             deleted or untracked — after exclusions.  Empty means a clean tree.
+        entries: ``{path: (mode, blob id)}`` of the files the digest covers (after exclusions),
+            so two states can be compared file by file (:func:`differing_paths`).
     """
 
     digest: str
     changed: tuple[str, ...]
+    entries: Mapping[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def dirty(self) -> bool:
@@ -165,7 +170,7 @@ def tree_state(root: str | os.PathLike, excludes: Iterable[str] = (), *,
     Raises:
         PacketError: git failed.
     """
-    excl = tuple(e.strip("/") for e in excludes if e and e.strip("/") not in ("", "."))
+    excl = _excludes(excludes)
     root = Path(root)
     entries: dict[str, tuple[str, str]] = {}
     for rec in git(["ls-files", "-s", "-z"], root, env=env).split(b"\0"):
@@ -204,13 +209,49 @@ def tree_state(root: str | os.PathLike, excludes: Iterable[str] = (), *,
                    input="\n".join(to_hash).encode("utf-8", "surrogateescape") + b"\n").split()
         for path, sha in zip(to_hash, shas):
             entries[path] = (entries[path][0], sha.decode())
+    digest, kept = _digest(entries, excl)
+    return TreeState(digest, tuple(sorted(changed)), kept)
+
+
+def _excludes(excludes: Iterable[str]) -> tuple[str, ...]:
+    return tuple(e.strip("/") for e in excludes if e and e.strip("/") not in ("", "."))
+
+
+def _digest(entries: Mapping[str, tuple[str, str]], excl: tuple[str, ...]) -> tuple[str, dict]:
+    """``(sha256:<hex>, kept entries)`` over the entries not excluded (see the module doc)."""
     h = hashlib.sha256()
+    kept: dict[str, tuple[str, str]] = {}
     for path in sorted(entries):
         if _excluded(path, excl):
             continue
-        mode, sha = entries[path]
+        mode, sha = kept[path] = entries[path]
         h.update(f"{mode} {sha} ".encode() + path.encode("utf-8", "surrogateescape") + b"\0")
-    return TreeState("sha256:" + h.hexdigest(), tuple(sorted(changed)))
+    return "sha256:" + h.hexdigest(), kept
+
+
+def commit_state(repo: str | os.PathLike, commit: str, excludes: Iterable[str] = (), *,
+                 env: dict[str, str] | None = None) -> TreeState:
+    """The :class:`TreeState` a clean checkout of ``commit`` would have, read from git's objects
+    (``git ls-tree -r``) without checking anything out.  ``changed`` is empty.
+
+    Raises:
+        PacketError: git failed (``commit`` is not in the repository).
+    """
+    entries: dict[str, tuple[str, str]] = {}
+    out = git(["ls-tree", "-r", "-z", "--full-tree", commit], repo, env=env if env is not None else clean_git_env())
+    for rec in out.split(b"\0"):
+        if not rec:
+            continue
+        meta, _, path_b = rec.partition(b"\t")
+        mode, _kind, sha = meta.decode().split(" ")
+        entries[path_b.decode("utf-8", "surrogateescape")] = (mode, sha)
+    digest, kept = _digest(entries, _excludes(excludes))
+    return TreeState(digest, (), kept)
+
+
+def differing_paths(a: TreeState, b: TreeState) -> list[str]:
+    """Sorted paths present in one state and not the other, or with another mode or content."""
+    return sorted(p for p in set(a.entries) | set(b.entries) if a.entries.get(p) != b.entries.get(p))
 
 
 @contextmanager

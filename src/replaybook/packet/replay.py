@@ -24,6 +24,10 @@ the recorded evidence depends on changes nobody committed — unless ``allow_dir
 which case it warns and runs.  If they differ but the recording was clean, the replayed ref
 simply holds other files (``--checkout``): a warning, not a refusal.  Before each later step a
 differing digest is a per-step note ("files changed outside recorded commands").
+
+After the last step the state it ran on is compared with the PR head (``HEAD`` or
+``checkout``): a head holding other files is a loud warning, and with ``require_head`` a
+``DIVERGED`` verdict (see :func:`_check_head`).
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from fnmatch import fnmatchcase
+from typing import Callable, Mapping, Sequence
 
 from .capture import SHELLS, run_merged
 from .errors import PacketError, PacketLogError, RulesError
-from .gitstate import (checkout as git_checkout, clean_git_env, commit_exists, repo_root, resolve_commit,
-                       temporary_worktree, tree_state)
+from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commit_exists, commit_state,
+                       differing_paths, repo_root, resolve_commit, temporary_worktree, tree_state)
 from .log import LogStep, outputs_dir_for, read_log
 from .normalize import BUILTIN_VERSION, load_rules, out_sha
 from .redact import Redactor
@@ -109,6 +114,14 @@ class PacketVerdict:
         commit: the commit the worktree started at.
         checkout: the ref asked for with ``checkout``, if any.
         warnings: whole-replay warnings (``--allow-dirty``, a different ref's files …).
+        problems: why the packet does not PASS although no step differs (e.g. the PR head is
+            not the last recorded state and ``require_head`` was asked); each makes the verdict
+            ``DIVERGED`` and is in the headline.
+        head: the comparison of the last recorded state with the PR head (see :func:`replay`):
+            ``{"ref", "commit", "seq", "matches", "differing", "ignored", "produced"}`` —
+            ``differing`` is the sorted paths that differ (``None`` when they cannot be listed),
+            ``ignored`` those of them left out with ``head_ignore``, ``produced`` files earlier
+            steps made that no commit holds (not differences); ``None`` when no comparison was made.
     """
 
     verdict: str
@@ -118,6 +131,8 @@ class PacketVerdict:
     commit: str | None = None
     checkout: str | None = None
     warnings: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    head: dict | None = None
 
     @property
     def exit_code(self) -> int:
@@ -131,9 +146,10 @@ class PacketVerdict:
 
     @property
     def headline(self) -> str:
-        """``PASS``, ``DIVERGED (k/n steps differ)`` or ``UNRUNNABLE (reason)``."""
+        """``PASS``, ``DIVERGED (k/n steps differ; problems…)`` or ``UNRUNNABLE (reason)``."""
         if self.verdict == "DIVERGED":
-            return f"DIVERGED ({len(self.diverged)}/{len(self.steps)} steps differ)"
+            parts = [f"{len(self.diverged)}/{len(self.steps)} steps differ"] if self.diverged else []
+            return f"DIVERGED ({'; '.join(parts + self.problems)})"
         if self.verdict == "UNRUNNABLE":
             return f"UNRUNNABLE ({self.reason})"
         return "PASS"
@@ -142,7 +158,8 @@ class PacketVerdict:
         """A JSON-ready dict."""
         return {"verdict": self.verdict, "headline": self.headline, "log_path": self.log_path,
                 "reason": self.reason, "commit": self.commit, "checkout": self.checkout,
-                "warnings": list(self.warnings), "steps": [s.to_dict() for s in self.steps]}
+                "warnings": list(self.warnings), "problems": list(self.problems), "head": self.head,
+                "steps": [s.to_dict() for s in self.steps]}
 
 
 def _unrunnable(log_path, reason: str, **kw) -> PacketVerdict:
@@ -233,7 +250,8 @@ def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
 
 def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None, checkout: str | None = None,
            timeout: float = 600.0, allow_dirty: bool = False, outputs_dir: str | os.PathLike | None = None,
-           env: Mapping[str, str] | None = None,
+           env: Mapping[str, str] | None = None, require_head: bool = False,
+           head_ignore: Sequence[str] = (),
            on_step: Callable[[StepResult], None] | None = None,
            on_start: Callable[[PacketVerdict], None] | None = None) -> PacketVerdict:
     """Replay a session log in a temporary clean worktree and judge it.
@@ -251,6 +269,12 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
         env: environment for the steps (default ``os.environ``, minus GIT_DIR & co.); its
             secret-named variables restore redacted command secrets and are redacted again
             from the output.
+        require_head: make it a failing verdict (``DIVERGED``, with the reason in
+            ``problems``) when the PR head does not hold the files the last recorded step ran
+            on.  Without it the difference is a warning.
+        head_ignore: paths (or ``fnmatch`` patterns, or folders) whose differences between the
+            last recorded state and the PR head are accepted, e.g. ``PR_BODY.md`` written after
+            the last step.  The log and its output folder are always left out.
         on_step: called with each :class:`StepResult` as soon as it is known (the CLI prints).
         on_start: called once with the (still empty) verdict when the worktree is ready.
 
@@ -309,22 +333,88 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             if on_start:
                 on_start(verdict)
             prev_commit = first.get("commit")
+            last_state = None
             for i, s in enumerate(steps):
-                res = _replay_step(s, i, wt, commands[s.seq], prev_commit, checkout is None, rules,
-                                   redactor, env, timeout, outputs)
+                res, before = _replay_step(s, i, wt, commands[s.seq], prev_commit, checkout is None, rules,
+                                           redactor, env, timeout, outputs, state)
                 prev_commit = s.get("commit")
                 verdict.steps.append(res)
                 if on_step:
                     on_step(res)
+                last_state = before
+            _check_head(verdict, log_path, steps[-1], last_state, target if checkout else prev_commit,
+                        repo_path, checkout, require_head, tuple(head_ignore))
     except PacketError as exc:
         return _unrunnable(log_path, str(exc), steps=verdict.steps, commit=target, checkout=checkout,
                            warnings=verdict.warnings)
-    verdict.verdict = "DIVERGED" if verdict.diverged else "PASS"
+    verdict.verdict = "DIVERGED" if verdict.diverged or verdict.problems else "PASS"
     return verdict
 
 
+def _ignored(path: str, patterns: tuple[str, ...]) -> bool:
+    return any(path == p.strip("/") or path.startswith(p.strip("/") + "/") or fnmatchcase(path, p)
+               for p in patterns)
+
+
+def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_last: TreeState | None,
+                base: str | None, repo: Path, checkout: str | None, require: bool,
+                ignore: tuple[str, ...]) -> None:
+    """Compare the state the last recorded step ran on with the PR head (``checkout`` or HEAD).
+
+    The recorded commits of earlier steps do not matter: a packet records the work as it went.
+    What a reviewer merges is the head, so the last recorded state must be the head's files
+    (the log and its output folder aside).  The files can be listed when the replay reached
+    the recorded ``tree`` before the last step, or when the last step was recorded clean on a
+    commit.  Files earlier steps produced (in that state, but neither in ``base`` — the commit
+    the worktree sat on — nor in the head) are not differences: a replay makes them again.
+    Sets ``verdict.head``; appends a warning, and a problem when ``require``.
+    """
+    ref = checkout or "HEAD"
+    if last.get("tree") is None:
+        verdict.warnings.append(f"the last step (seq {last.seq}) records no tree digest: the PR head {ref} "
+                                f"cannot be compared with it")
+        if require:
+            verdict.problems.append(f"the PR head {ref} cannot be compared with the last recorded state")
+        return
+    excluded = last.get("excluded") or ()
+    commit = resolve_commit(repo, ref)
+    head = commit_state(repo, commit, excluded)
+    recorded = before_last if before_last is not None and before_last.digest == last.get("tree") else None
+    if recorded is None and last.get("dirty") is False and last.get("commit") and commit_exists(repo, last.get("commit")):
+        candidate = commit_state(repo, last.get("commit"), excluded)
+        recorded = candidate if candidate.digest == last.get("tree") else None
+    differing = produced = None
+    if recorded is not None:
+        base_files = commit_state(repo, base, excluded).entries if base and commit_exists(repo, base) else {}
+        differing, produced = [], []
+        for p in differing_paths(recorded, head):
+            made = p in recorded.entries and p not in head.entries and p not in base_files
+            (produced if made else differing).append(p)
+    ignored = [p for p in differing or () if _ignored(p, ignore)]
+    matches = head.digest == last.get("tree") or (differing is not None and len(ignored) == len(differing))
+    verdict.head = {"ref": ref, "commit": commit, "seq": last.seq, "matches": matches,
+                    "differing": differing, "ignored": ignored, "produced": produced}
+    if matches:
+        return
+    shown = [p for p in differing or () if p not in ignored]
+    listed = (f"{len(shown)} file(s) differ: {', '.join(shown[:10])}" + (" …" if len(shown) > 10 else "")
+              if differing is not None else "the files cannot be listed (the last recorded state was not "
+                                            "reproduced), but their digests differ")
+    verdict.warnings.append(
+        f"THE PR HEAD IS NOT WHAT THE PACKET TESTED: {ref} ({commit[:12]}) holds other files than the last "
+        f"recorded step (seq {last.seq}, {log_path}:{last.line_no}) ran on; {listed}. The replay does not cover "
+        f"these changes: replay with --checkout {ref}, or record a step on the head"
+        + ("" if require else "; --require-head makes this a failing verdict"))
+    if require:
+        verdict.problems.append(f"the PR head {ref} ({commit[:12]}) is not the last recorded state: {listed}")
+
+
 def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | None, follow: bool, rules,
-                 redactor: Redactor, env: dict[str, str], timeout: float, outputs: Path) -> StepResult:
+                 redactor: Redactor, env: dict[str, str], timeout: float, outputs: Path,
+                 first_state: TreeState) -> tuple[StepResult, TreeState | None]:
+    """Run one step; returns its result and the worktree's state just before it ran (``None`` when
+    the step could not start).  ``first_state`` is that state for step 0, taken by the caller."""
+    before: TreeState | None = first_state if index == 0 else None
     cwd_rel = s.get("cwd") or "."
     res = StepResult(s.seq, s.cmd, cwd_rel, s.line_no, "ok", s.exit, None, s.get("out_sha"),
                      argv=s.get("argv"), shell=s.get("shell"))
@@ -336,9 +426,10 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
         except PacketError as exc:
             res.status = "DIVERGED"
             res.reasons.append(f"could not move to the recorded commit {commit[:12]}: {exc}")
-            return res
-    if index > 0 and s.get("tree"):
-        if tree_state(wt, s.get("excluded") or (), env=env).digest != s.get("tree"):
+            return res, None
+    if index > 0:
+        before = tree_state(wt, s.get("excluded") or (), env=env)
+        if s.get("tree") and before.digest != s.get("tree"):
             res.notes.append("files differ from the recorded state before this step "
                              "(changed outside recorded commands?)")
     if s.get("norm") != rules.version:
@@ -347,7 +438,7 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
     if not cwd.is_dir() or not (cwd == wt.resolve() or wt.resolve() in cwd.parents):
         res.status = "DIVERGED"
         res.reasons.append(f"the recorded working directory {cwd_rel!r} does not exist in the replayed tree")
-        return res
+        return res, before
     cap = run_merged(command, cwd, shell=s.get("shell"), timeout=timeout, env=env, new_session=True)
     res.exit = cap.exit
     res.duration_ms = cap.duration_ms
@@ -365,4 +456,4 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
             res.notes.append(note)
     if res.reasons:
         res.status = "DIVERGED"
-    return res
+    return res, before
