@@ -6,6 +6,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +132,28 @@ def test_rec_sh_shell_function(repo: Path):
     steps = read_log(repo / "session.jsonl", for_replay=True).steps  # the log stays where rec.sh was sourced
     assert [(s.cmd, s.exit, s.get("cwd")) for s in steps] == [("cat data.txt | wc -l; exit 3", 3, "sub")]
     assert git(repo, "status", "--porcelain") == "?? session.jsonl\n"
+
+
+def test_a_secret_recognised_in_the_command_line_is_redacted_everywhere(repo: Path):
+    r1 = rec(repo, "API_TOKEN=s3cretvalue42 sh -c 'echo using $API_TOKEN'")
+    r2 = rec(repo, "true --token s3cretvalue43; echo 'sent token s3cretvalue43'")
+    r3 = rec(repo, PY, "-c", "import sys; print('got', sys.argv[2])", "--token", "s3cretvalue44")
+    assert r1.line["cmd"] == "API_TOKEN=[REDACTED:secret_assignment] sh -c 'echo using $API_TOKEN'"
+    assert r2.line["cmd"] == "true --token [REDACTED:secret_flag]; echo 'sent token [REDACTED:secret_flag]'"
+    assert r3.line["argv"][-2:] == ["--token", "[REDACTED:secret_flag]"]
+    assert r3.line["cmd"] == shlex.join(r3.line["argv"])
+    outputs = repo / "session.outputs"
+    assert (outputs / f"{r1.line['out_sha']}.txt").read_text() == "using [REDACTED:secret_assignment]"
+    assert (outputs / f"{r2.line['out_sha']}.txt").read_text() == "sent token [REDACTED:secret_flag]"
+    assert (outputs / f"{r3.line['out_sha']}.txt").read_text() == "got [REDACTED:secret_flag]"
+    assert [r.line["redacted"] for r in (r1, r2, r3)] == [["secret_assignment"], ["secret_flag"], ["secret_flag"]]
+    for f in [repo / "session.jsonl", *outputs.iterdir()]:
+        assert b"s3cretvalue4" not in f.read_bytes(), f
+
+
+def test_replay_redacts_learned_secrets_the_way_the_recorder_did(repo: Path):
+    r = rec(repo, PY, "-c", "s = 'opensesame' + '99'; print('pass' + 'word: ' + s); print('login with', s)")
+    stored = (repo / "session.outputs" / f"{r.line['out_sha']}.txt").read_text()
+    assert stored == "password: [REDACTED:secret_assignment]\nlogin with [REDACTED:secret_assignment]"
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "PASS" and v.steps[0].output == stored

@@ -52,3 +52,19 @@ def test_restore_puts_env_secrets_back_and_names_what_cannot_be():
     assert r.restore("curl -H '[REDACTED:env:MY_API_TOKEN]'") == ("curl -H 's3cr3t-value-123'", [])
     text, missing = Redactor().restore("x [REDACTED:env:MY_API_TOKEN] [REDACTED:github_token]")
     assert missing == ["env:MY_API_TOKEN", "github_token"] and "[REDACTED:env:MY_API_TOKEN]" in text
+
+
+def test_a_value_found_once_is_removed_everywhere_it_appears():
+    r = Redactor().learn("API_TOKEN=s3cretvalue42 sh -c 'echo $API_TOKEN'", "using s3cretvalue42\n")
+    assert r.redact("API_TOKEN=s3cretvalue42 x; echo s3cretvalue42").text == \
+        "API_TOKEN=[REDACTED:secret_assignment] x; echo [REDACTED:secret_assignment]"
+    got = r.redact("using s3cretvalue42\nagain s3cretvalue42\n")
+    assert got.text == "using [REDACTED:secret_assignment]\nagain [REDACTED:secret_assignment]\n"
+    assert got.kinds == ("secret_assignment",)
+    # a secret found in the output itself is removed where it appears without its label too
+    r = Redactor().learn("password: opensesame99\nlogin with opensesame99\n")
+    assert r.redact("password: opensesame99\nlogin with opensesame99\n").text == \
+        "password: [REDACTED:secret_assignment]\nlogin with [REDACTED:secret_assignment]\n"
+    # a short value is only replaced where its format is found, never as a bare word
+    r = Redactor().learn("postgres://u:pw1@db/x")
+    assert r.redact("postgres://u:pw1@db/x pw1").text == "postgres://u:[REDACTED:url_password]@db/x pw1"

@@ -13,7 +13,8 @@ function (``rec.sh``) call.  Per command it:
 4. appends the line under the log's lock (:func:`.log.append_step`), which assigns ``seq``.
 
 The recorder never writes a secret it knows of: redaction happens before anything is hashed,
-stored or logged.
+stored or logged, and a value recognised as a secret in one place (the command line, an
+argument, the output) is removed from all of them, every occurrence.
 """
 
 from __future__ import annotations
@@ -157,20 +158,27 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
     shell = default_shell() if argv is None else None
     cap = _run_interruptible(argv if argv is not None else cmd, cwd, shell, env, tee)
 
-    redactor = Redactor.from_env(env)
-    red_out = redactor.redact(cap.output.decode("utf-8", "replace"))
+    raw_out = cap.output.decode("utf-8", "replace")
+    raw_args = [safe_str(a) for a in argv] if argv is not None else None
+    raw_cmd = safe_str(cmd) if raw_args is None else shlex.join(raw_args)
+    # every secret value found anywhere (command line, an argument, the output) is removed everywhere
+    redactor = Redactor.from_env(env).learn(raw_cmd, *(raw_args or ()), raw_out)
+    red_out = redactor.redact(raw_out)
     norm = rules.normalize(red_out.text, root)
     sha = norm.sha256
-    red_argv = [redactor.redact(safe_str(a)) for a in argv] if argv is not None else None
-    # argv: redact each argument, then quote — a secret holding a quote is still found whole
-    red_cmd = redactor.redact(safe_str(cmd) if red_argv is None else shlex.join(r.text for r in red_argv))
-    kinds = set(red_out.kinds) | set(red_cmd.kinds) | {k for r in (red_argv or []) for k in r.kinds}
+    red_argv = [redactor.redact(a) for a in raw_args] if raw_args is not None else None
+    # argv: redact each argument, then quote — a secret holding a quote is still found whole, and
+    # cmd stays exactly shlex.join(argv), which the replay checks
+    red_cmd = redactor.redact(raw_cmd) if red_argv is None else None
+    cmd_text = red_cmd.text if red_cmd is not None else shlex.join(r.text for r in red_argv)
+    kinds = (set(red_out.kinds) | set(red_cmd.kinds if red_cmd else ())
+             | {k for r in (red_argv or []) for k in r.kinds})
 
     stored = store_output(outputs, sha, norm.text) if store else None
     from .. import __version__
 
     line = {
-        "cmd": red_cmd.text,
+        "cmd": cmd_text,
         "exit": cap.exit,
         "out_sha": sha,
         "duration_ms": cap.duration_ms,

@@ -15,6 +15,9 @@ a placeholder that says what was removed, never the value:
   (``xoxb-`` …), PEM private key blocks, JWTs, ``Bearer``/``Basic`` credentials, passwords in
   URLs (``https://user:pw@host``) and ``name=value`` assignments whose name says secret.
 
+A value a token format finds anywhere — the command line, one argument, the output — is then
+removed from all of them, every occurrence (:meth:`Redactor.learn`).
+
 Replay applies the same redaction (with the replayer's environment) before hashing, so a
 redacted secret hashes the same on both sides.  A command whose *line* held an environment
 secret can be restored at replay from the same variable (:meth:`Redactor.restore`); a token
@@ -57,7 +60,8 @@ _SECRET_WORD = (r"(?:token|secret|password|passwd|passphrase|api[_-]?key|access[
                 r"private[_-]?key|secret[_-]?key|client[_-]?secret)")
 
 #: ``(kind, pattern, replacement)`` in the order they are applied; ``{P}`` in a replacement is
-#: the placeholder for ``kind``.
+#: the placeholder for ``kind``.  The group named ``s`` (the whole match when there is none) is
+#: the secret value itself, which :meth:`Redactor.learn` then removes everywhere else.
 TOKEN_RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("private_key", re.compile(
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
@@ -67,15 +71,15 @@ TOKEN_RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("github_token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), "{P}"),
     ("github_token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), "{P}"),
     ("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), "{P}"),
-    ("bearer", re.compile(r"\b(Bearer)\s+[A-Za-z0-9._~+/-]{8,}=*", re.I), r"\1 {P}"),
-    ("basic_auth", re.compile(r"\b(Authorization:\s*Basic)\s+[A-Za-z0-9+/]{8,}=*", re.I), r"\1 {P}"),
-    ("url_password", re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@\[\]]+):[^@\s/\[\]]+@", re.I), r"\1:{P}@"),
+    ("bearer", re.compile(r"\b(Bearer)\s+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)", re.I), r"\1 {P}"),
+    ("basic_auth", re.compile(r"\b(Authorization:\s*Basic)\s+(?P<s>[A-Za-z0-9+/]{8,}=*)", re.I), r"\1 {P}"),
+    ("url_password", re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@\[\]]+):(?P<s>[^@\s/\[\]]+)@", re.I), r"\1:{P}@"),
     ("secret_assignment", re.compile(
         r"(\b[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*[\"']?\s*[:=]\s*)([\"']?)"
-        r"(?!\[REDACTED:)([^\s\"',;]{6,})", re.I), r"\1\2{P}"),
+        r"(?!\[REDACTED:)(?P<s>[^\s\"',;]{6,})", re.I), r"\1\2{P}"),
     ("secret_flag", re.compile(
-        r"(--[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*\s+)([\"']?)(?!\[REDACTED:)([^\s\"',;-][^\s\"',;]{5,})",
-        re.I), r"\1\2{P}"),
+        r"(--[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*\s+)([\"']?)(?!\[REDACTED:)"
+        r"(?P<s>[^\s\"',;-][^\s\"',;]{5,})", re.I), r"\1\2{P}"),
 )
 
 
@@ -103,9 +107,12 @@ class Redactor:
 
     Build one with :meth:`from_env`.  ``secrets`` maps variable name → value for the variables
     :func:`is_secret_name` accepts with a value of at least :data:`MIN_SECRET_LEN` characters.
+    ``literals`` maps secret values found by their format (:data:`TOKEN_RULES`) to their kind;
+    :meth:`learn` fills it so a value found once is removed wherever else it appears.
     """
 
     secrets: dict[str, str] = field(default_factory=dict)
+    literals: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Redactor":
@@ -113,13 +120,41 @@ class Redactor:
         return cls({k: v for k, v in env.items()
                     if is_secret_name(k) and len(v.strip()) >= MIN_SECRET_LEN})
 
-    def redact(self, text: str) -> Redacted:
-        """Replace every secret in ``text``; environment values first, longest value first."""
-        kinds: set[str] = set()
+    def learn(self, *texts: str) -> "Redactor":
+        """A redactor that also removes every secret value :data:`TOKEN_RULES` find in ``texts``.
+
+        The recorder learns from the command line, each argument and the output before it
+        redacts any of them, so a value recognised in one place (``API_TOKEN=v …``,
+        ``--token v``, ``password: v``) is replaced in all of them, every occurrence.  Values
+        shorter than :data:`MIN_SECRET_LEN` are only replaced where their format is found.
+        """
+        literals = dict(self.literals)
+        for text in texts:
+            text = self._replace_known(text, set())
+            for kind, pattern, _repl in TOKEN_RULES:
+                for m in pattern.finditer(text):
+                    value = m.group("s") if "s" in pattern.groupindex else m.group(0)
+                    if len(value.strip()) >= MIN_SECRET_LEN:
+                        literals.setdefault(value, kind)
+        return Redactor(dict(self.secrets), literals)
+
+    def _replace_known(self, text: str, kinds: set[str]) -> str:
+        """Environment values (longest first), then learned literals (longest first)."""
         for name, value in sorted(self.secrets.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             if value in text:
                 text = text.replace(value, PLACEHOLDER.format("env:" + name))
                 kinds.add("env:" + name)
+        for value, kind in sorted(self.literals.items(), key=lambda kv: (-len(kv[0]), kv[0])):
+            if value in text:
+                text = text.replace(value, PLACEHOLDER.format(kind))
+                kinds.add(kind)
+        return text
+
+    def redact(self, text: str) -> Redacted:
+        """Replace every secret in ``text``: environment values first, longest value first, then
+        learned literals (:meth:`learn`), then the token formats."""
+        kinds: set[str] = set()
+        text = self._replace_known(text, kinds)
         for kind, pattern, repl in TOKEN_RULES:
             new, n = pattern.subn(repl.replace("{P}", PLACEHOLDER.format(kind)), text)
             if n:

@@ -442,7 +442,10 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
     cap = run_merged(command, cwd, shell=s.get("shell"), timeout=timeout, env=env, new_session=True)
     res.exit = cap.exit
     res.duration_ms = cap.duration_ms
-    norm = rules.normalize(redactor.redact(cap.output.decode("utf-8", "replace")).text, wt)
+    raw_out = cap.output.decode("utf-8", "replace")
+    shown = command if isinstance(command, str) else shlex.join(command)
+    learned = redactor.learn(shown, *([] if isinstance(command, str) else command), raw_out)
+    norm = rules.normalize(learned.redact(raw_out).text, wt)  # redacted as the recorder did
     res.output = norm.text
     res.out_sha = norm.sha256
     if cap.timed_out:
