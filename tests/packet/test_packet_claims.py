@@ -105,3 +105,42 @@ def test_bad_log_names_file_and_line(tmp_path: Path):
     assert res.exit_code == 2 and f"{log}:1: field 'seq': '1' is not of type 'integer'" in res.output
     res = CliRunner().invoke(packet_cli, ["claims", str(tmp_path / "nope.md"), str(CASE / "session.jsonl")])
     assert res.exit_code == 2 and "cannot read PR body" in res.output
+
+
+@pytest.mark.parametrize("sentence", [
+    "The new tests fail before the fix [seq:2].",
+    "It failed on the old code [seq:2].",
+    "This reproduces the bug [seq:2].",
+    "The suite was red before the change [seq:2].",
+    "The new test is expected to fail [seq:2].",
+    "The old parser crashed on empty input [seq:2].",
+])
+def test_a_failure_claim_citing_a_passing_step_is_a_finding(sentence: str):
+    report = lint_claims_text(sentence, STEPS, commands={2: "pytest -q"})
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_passing_step_for_failure", 2)]
+    assert report.findings[0].message == ("[seq:2] cites step 2 (`pytest -q`), which exited 0, but the sentence "
+                                          "says something fails; cite the step that failed")
+    assert report.accepted == [] and report.exit_code == 1
+
+
+@pytest.mark.parametrize("sentence", [
+    "The tests fail before the fix and pass after [seq:1][seq:2].",  # the failure half cites step 1
+    "The tests no longer fail [seq:2].",
+    "Nothing fails after the fix [seq:2].",
+    "The check doesn't fail any more [seq:2].",
+    "The fix makes the failing test pass [seq:2].",
+    "All tests pass [seq:2].",
+])
+def test_passing_steps_back_sentences_that_claim_no_failure(sentence: str):
+    report = lint_claims_text(sentence, STEPS)
+    assert report.findings == [] and 2 in report.accepted
+
+
+@pytest.mark.parametrize("sentence", [
+    "Negation: this is not an expected failure [seq:1].",
+    "No xfail here, the tests pass [seq:1].",
+    "It never fails before the fix [seq:1].",
+])
+def test_negated_expected_failure_phrases_do_not_accept_a_failing_step(sentence: str):
+    report = lint_claims_text(sentence, STEPS)
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_failing_step", 1)]

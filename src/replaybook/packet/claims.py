@@ -9,6 +9,8 @@ Findings (failures — the linter exits non-zero when there is one):
 ``cites_missing_step``   the marker cites a seq that is not in the log (the step never ran)
 ``cites_failing_step``   the cited step exited non-zero and its sentence does not describe it
                          as an expected failure (:data:`EXPECTED_FAILURE`)
+``cites_passing_step_for_failure``  the sentence says something fails (:data:`FAILURE_CLAIM`)
+                         but the cited step exited 0, and no other step it cites failed
 ``malformed_marker``     ``[seq:…]`` whose content is not a step number
 
 Warnings (reported, never failures):
@@ -21,7 +23,8 @@ A cited failing step is accepted when its sentence matches one of these phrasing
 (case-insensitive): "expected failure", "expected to fail", "fails/failed as expected",
 "fails/failed/failing before the fix|change|patch", "fails without the fix|change|patch",
 "failing test(s)", "red before", "reproduces/reproduced the bug|issue|failure|problem|regression",
-"xfail".
+"xfail".  A phrase that is negated ("not an expected failure", "no xfail here": a negation
+word among the three words before it, in the same clause) does not count.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from .log import read_log
 
 __all__ = [
     "EXPECTED_FAILURE",
+    "FAILURE_CLAIM",
+    "NEGATIONS",
     "CLAIM_WORDS",
     "FINDING_KINDS",
     "WARNING_KINDS",
@@ -58,6 +63,42 @@ EXPECTED_FAILURE = re.compile(
     re.I,
 )
 
+#: Phrasings that say something fails: a sentence with one (not negated) claims a failure, so
+#: a cited step that exited 0 does not back it.  "failing test(s)" alone is a noun ("the failing
+#: test passes now") and is not here.
+FAILURE_CLAIM = re.compile(
+    r"\bfail(?:s|ed)?\b"
+    r"|\b(?:is|are|was|were|still|keeps?|kept)\s+failing\b"
+    r"|\bexpected(?:ly)?[ -](?:to[ -])?fail\w*"
+    r"|\bxfail\w*"
+    r"|\b(?:is|are|was|were|goes|go|went|turns?|turned|stays?|stayed)\s+red\b|\bred\s+(?:before|without)\b"
+    r"|\breproduc(?:es|ed|ing)?\s+the\s+(?:bug|issue|failure|problem|regression)\b"
+    r"|\berror(?:s|ed)\s+out\b|\berrored\b|\bcrash(?:es|ed)?\b",
+    re.I,
+)
+
+#: Words that negate a phrase when they stand among the three words before it (same clause).
+NEGATIONS = frozenset({"not", "no", "never", "nothing", "none", "nobody", "neither", "nor", "without",
+                       "zero", "0", "cannot", "longer"})
+
+_CLAUSE_BREAK = re.compile(r"[,;:()\u2014]|\s-\s|\b(?:but|and|while|whereas|although)\b", re.I)
+
+
+def _negated(text: str, start: int) -> bool:
+    """True when the phrase starting at ``start`` is negated (see :data:`NEGATIONS`)."""
+    before = text[:start]
+    cut = list(_CLAUSE_BREAK.finditer(before))
+    if cut:
+        before = before[cut[-1].end():]
+    words = re.findall(r"[\w']+", before.lower())[-3:]
+    return any(w in NEGATIONS or w.endswith("n't") for w in words)
+
+
+def _says(pattern: re.Pattern[str], text: str) -> bool:
+    """``text`` holds a match of ``pattern`` that is not negated."""
+    return any(not _negated(text, m.start()) for m in pattern.finditer(text))
+
+
 #: Words that make a sentence a factual claim (for ``unsupported_claim`` warnings).
 CLAIM_WORDS = re.compile(
     r"\b(?:pass(?:es|ed|ing)?|fail(?:s|ed|ing|ure)?|fix(?:es|ed)?|works?|green|clean|succeed(?:s|ed)?|"
@@ -69,7 +110,7 @@ CLAIM_WORDS = re.compile(
 )
 
 #: Finding kinds (failures) and warning kinds.
-FINDING_KINDS = ("cites_missing_step", "cites_failing_step", "malformed_marker")
+FINDING_KINDS = ("cites_missing_step", "cites_failing_step", "cites_passing_step_for_failure", "malformed_marker")
 WARNING_KINDS = ("unsupported_claim",)
 
 _MARKER = re.compile(r"\[\s*seq\s*:\s*([^\]\n]*)\]", re.I)
@@ -327,7 +368,10 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
                     "unsupported_claim", "warning", sent.line, None, shown,
                     "this sentence reads like a factual claim but cites no step; add [seq:N]"))
             continue
-        expected_failure = bool(EXPECTED_FAILURE.search(text))
+        expected_failure = _says(EXPECTED_FAILURE, text)
+        claims_failure = _says(FAILURE_CLAIM, text)
+        cited = {int(c) for _o, c, _l in sent.markers if c.isdigit()}
+        backed = any(steps.get(q, 0) != 0 for q in cited)  # some cited step did fail
         for _off, content, line in sent.markers:
             report.markers += 1
             if not content.isdigit():
@@ -346,6 +390,11 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
                     "cites_failing_step", "error", line, seq, shown,
                     f"[seq:{seq}] cites {what}, which exited {steps[seq]}; describe it as an expected "
                     f"failure (\"expected failure\", \"fails before the fix\" …) or cite a passing step"))
+            elif steps[seq] == 0 and claims_failure and not backed:
+                report.findings.append(Finding(
+                    "cites_passing_step_for_failure", "error", line, seq, shown,
+                    f"[seq:{seq}] cites {what}, which exited 0, but the sentence says something fails; "
+                    f"cite the step that failed"))
             else:
                 accepted.add(seq)
                 report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
