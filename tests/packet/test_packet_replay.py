@@ -269,3 +269,12 @@ def test_head_that_reverts_the_fix_after_recording_is_named_and_fails_with_requi
     # without --head-ignore the PR body written after the last step is a difference too
     v = replay(log, repo=repo, require_head=True)
     assert v.verdict == "DIVERGED" and v.head["differing"] == ["PR_BODY.md", "feature.flag"]
+
+
+def test_replaying_on_the_head_itself_does_not_warn_that_the_head_was_not_tested(repo: Path):
+    log = _fail_fix_pass_packet(repo)
+    git(repo, "rm", "-q", "feature.flag")
+    git(repo, "commit", "-q", "-m", "later commit: reverts the fix")
+    v = replay(log, repo=repo, checkout="HEAD", require_head=True)
+    assert v.head is None and v.problems == [] and not any("PR HEAD" in w for w in v.warnings)
+    assert v.verdict == "DIVERGED" and [s.seq for s in v.diverged] == [2]  # the steps themselves show it

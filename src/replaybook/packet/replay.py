@@ -25,8 +25,8 @@ which case it warns and runs.  If they differ but the recording was clean, the r
 simply holds other files (``--checkout``): a warning, not a refusal.  Before each later step a
 differing digest is a per-step note ("files changed outside recorded commands").
 
-After the last step the state it ran on is compared with the PR head (``HEAD`` or
-``checkout``): a head holding other files is a loud warning, and with ``require_head`` a
+After the last step of a replay of the recorded commits, the state it ran on is compared with
+the PR head (``HEAD``; with ``checkout`` every step ran on the ref itself): a head holding other files is a loud warning, and with ``require_head`` a
 ``DIVERGED`` verdict (see :func:`_check_head`).
 """
 
@@ -342,8 +342,9 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
                 if on_step:
                     on_step(res)
                 last_state = before
-            _check_head(verdict, log_path, steps[-1], last_state, target if checkout else prev_commit,
-                        repo_path, checkout, require_head, tuple(head_ignore))
+            if checkout is None:  # with --checkout every step ran on the ref itself
+                _check_head(verdict, log_path, steps[-1], last_state, prev_commit, repo_path, require_head,
+                            tuple(head_ignore))
     except PacketError as exc:
         return _unrunnable(log_path, str(exc), steps=verdict.steps, commit=target, checkout=checkout,
                            warnings=verdict.warnings)
@@ -357,9 +358,10 @@ def _ignored(path: str, patterns: tuple[str, ...]) -> bool:
 
 
 def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_last: TreeState | None,
-                base: str | None, repo: Path, checkout: str | None, require: bool,
-                ignore: tuple[str, ...]) -> None:
-    """Compare the state the last recorded step ran on with the PR head (``checkout`` or HEAD).
+                base: str | None, repo: Path, require: bool, ignore: tuple[str, ...]) -> None:
+    """Compare the state the last recorded step ran on with the PR head (``HEAD``).
+
+    Only for a replay of the recorded commits: with ``checkout`` every step runs on the ref.
 
     The recorded commits of earlier steps do not matter: a packet records the work as it went.
     What a reviewer merges is the head, so the last recorded state must be the head's files
@@ -369,7 +371,7 @@ def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_la
     the worktree sat on — nor in the head) are not differences: a replay makes them again.
     Sets ``verdict.head``; appends a warning, and a problem when ``require``.
     """
-    ref = checkout or "HEAD"
+    ref = "HEAD"
     if last.get("tree") is None:
         verdict.warnings.append(f"the last step (seq {last.seq}) records no tree digest: the PR head {ref} "
                                 f"cannot be compared with it")
