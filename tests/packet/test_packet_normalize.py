@@ -79,3 +79,25 @@ def test_bad_project_rules_name_file_and_line(tmp_path: Path, body: str, message
         load_rules(tmp_path)
     assert message in str(ei.value)
     assert ei.value.path == str(tmp_path / "pyproject.toml") and ei.value.line_no == line
+
+
+def test_a_project_rule_that_replaces_the_whole_output_is_named(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.replaybook.normalize]\nrules = [\n'
+        '  { name = "everything", pattern = "(?s).+", replace = "ok" },\n'
+        '  { name = "request_id", pattern = "req-[0-9a-f]{8}", replace = "req-<ID>" },\n]\n')
+    rules = load_rules(tmp_path)
+    got = rules.normalize("TOTALLY DIFFERENT OUTPUT\nline 2\n")
+    assert got.text == "ok" and got.swallowed == ("everything",) and "everything" in got.fired
+    assert rules.normalize("").swallowed == ()  # nothing to swallow
+    assert [r.matches_anything() for r in rules.project_rules] == [True, False]
+    lines = RuleSet(tuple(r for r in rules.project_rules if r.name == "request_id"))
+    assert lines.normalize("req-deadbeef").swallowed == ("request_id",)  # all of this output, though
+    assert lines.normalize("served req-deadbeef").swallowed == ()
+
+
+def test_rules_errors_can_name_the_file_by_its_commit(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text('[tool.replaybook.normalize]\nrules = [{ name = "x", pattern = "(", replace = "" }]\n')
+    with pytest.raises(RulesError) as ei:
+        load_rules(tmp_path, label="pyproject.toml at commit 0123456789ab")
+    assert str(ei.value).startswith("pyproject.toml at commit 0123456789ab:2: [tool.replaybook.normalize].rules[0] (x)")

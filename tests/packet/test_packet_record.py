@@ -157,3 +157,11 @@ def test_replay_redacts_learned_secrets_the_way_the_recorder_did(repo: Path):
     assert stored == "password: [REDACTED:secret_assignment]\nlogin with [REDACTED:secret_assignment]"
     v = replay(repo / "session.jsonl", repo=repo)
     assert v.verdict == "PASS" and v.steps[0].output == stored
+
+
+def test_recording_a_step_whose_output_a_project_rule_swallows_warns(repo: Path):
+    (repo / "pyproject.toml").write_text(
+        '[tool.replaybook.normalize]\nrules = [ { name = "everything", pattern = "(?s).+", replace = "ok" } ]\n')
+    r = rec(repo, "echo", "hello")
+    assert r.warnings == (f"project normalization rule(s) 'everything' in {repo / 'pyproject.toml'} replaced the "
+                          f"whole output: a replay cannot compare this step",)

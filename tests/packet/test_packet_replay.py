@@ -278,3 +278,36 @@ def test_replaying_on_the_head_itself_does_not_warn_that_the_head_was_not_tested
     v = replay(log, repo=repo, checkout="HEAD", require_head=True)
     assert v.head is None and v.problems == [] and not any("PR HEAD" in w for w in v.warnings)
     assert v.verdict == "DIVERGED" and [s.seq for s in v.diverged] == [2]  # the steps themselves show it
+
+
+def test_a_project_rule_that_swallows_the_output_makes_the_step_not_compared(repo: Path, monkeypatch):
+    (repo / "pyproject.toml").write_text(
+        '[tool.replaybook.normalize]\nrules = [ { name = "everything", pattern = "(?s).+", replace = "ok" } ]\n')
+    (repo / "tool.py").write_text("print('version 1')\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "rules")
+    rec(repo, PY, "tool.py")
+    (repo / "tool.py").write_text("print('TOTALLY DIFFERENT OUTPUT')\n")
+    git(repo, "commit", "-q", "-am", "change")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    v = replay(repo / "session.jsonl", repo=repo, checkout="HEAD")
+    s = v.steps[0]
+    assert v.verdict == "DIVERGED" and v.headline == "DIVERGED (1/1 steps not compared)"
+    assert s.status == "UNCHECKED" and s.exit == 0
+    assert s.reasons == ["output not compared: project rule(s) 'everything' replaced the whole output"]
+    assert s.notes[-1] == "project rule(s) changed this output: everything" and "everything" in s.fired
+    assert v.rules_origin == f"pyproject.toml at commit {head[:12]}"
+    assert v.rules == [{"name": "everything", "pattern": "(?s).+", "replace": "ok", "matches_anything": True}]
+    monkeypatch.chdir(repo)
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--checkout", "HEAD"])
+    assert res.exit_code == 1
+    assert (f"project normalization rules (pyproject.toml at commit {head[:12]}):\n"
+            f"  everything: '(?s).+' -> 'ok'   MATCHES ANY TEXT: outputs it touches are not compared\n") in res.output
+    assert f"[UNCHECKED] seq=1 exit=0/0 {PY} tool.py" in res.output
+    # a malformed rules table is named by its commit, not by a deleted temporary path
+    (repo / "pyproject.toml").write_text('[tool.replaybook.normalize]\nrules = [ { name = "x", pattern = "(", replace = "" } ]\n')
+    git(repo, "commit", "-q", "-am", "bad rules")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    v = replay(repo / "session.jsonl", repo=repo, checkout="HEAD")
+    assert v.verdict == "UNRUNNABLE" and v.reason.startswith(
+        f"the replayed tree's pyproject.toml at commit {head[:12]}:2: [tool.replaybook.normalize].rules[0] (x): ")

@@ -86,7 +86,7 @@ def record_cmd(log_path: str, store_output: bool, outputs_dir: str | None, quiet
 
 
 def _print_step(s) -> None:
-    tag = "[ok]      " if s.ok else "[DIVERGED]"
+    tag = {"ok": "[ok]      ", "UNCHECKED": "[UNCHECKED]"}.get(s.status, "[DIVERGED]")
     exit_s = "timeout" if s.exit is None and s.duration_ms is not None else str(s.exit)
     line = f"{tag} seq={s.seq} exit={exit_s}/{s.expected_exit} {s.cmd}"
     if s.cwd not in (".", ""):
@@ -136,6 +136,11 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
     def on_start(v) -> None:
         where = f"{v.checkout} ({v.commit[:12]})" if v.checkout else f"recorded commit {v.commit[:12]}"
         click.echo(f"replaying {log_path} at {where} in a clean worktree")
+        if v.rules:
+            click.echo(f"project normalization rules ({v.rules_origin}):")
+            for r in v.rules:
+                flag = "   MATCHES ANY TEXT: outputs it touches are not compared" if r["matches_anything"] else ""
+                click.echo(f"  {r['name']}: {r['pattern']!r} -> {r['replace']!r}{flag}")
         for w in v.warnings:
             click.echo(f"warning: {w}")
         shown[0] = len(v.warnings)

@@ -33,7 +33,8 @@ PACKET_STEPS = FrameSpec(
         ("norm", "string", "normalization rules version"),
         ("redacted", "string", "comma-separated kinds redacted (env:NAME, github_token …)"),
         ("stored", "boolean", "the normalized output is stored beside the log"),
-        ("replay_status", "string", "`ok` or `DIVERGED` when a replay was given; NA otherwise"),
+        ("replay_status", "string", "`ok`, `DIVERGED` or `UNCHECKED` (output not comparable) when a replay "
+                                    "was given; NA otherwise"),
         ("replay_exit", "Int64", "the replay's exit code (NA: timed out or not replayed)"),
         ("replay_out_sha", "string", "SHA-256 hex of the replay's normalized output"),
         ("replay_reasons", "string", "why the step diverged ('; '-joined)"),

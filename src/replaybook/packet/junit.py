@@ -2,7 +2,7 @@
 
 One ``<testsuite name="replaybook.packet">`` with one ``<testcase>`` per step (``classname`` is
 the log's file name, ``name`` is ``seq N: <cmd>``, ``time`` in seconds).  A diverged step has a
-``<failure type="DIVERGED">`` whose text is the reasons, notes and diff.  An UNRUNNABLE replay
+``<failure type="DIVERGED">`` (``UNCHECKED`` for a step whose output could not be compared) whose text is the reasons, notes and diff.  An UNRUNNABLE replay
 adds a ``<testcase name="replay">`` with an ``<error type="UNRUNNABLE">``.  The format follows
 the de-facto JUnit schema read by Jenkins, GitLab and GitHub test-report actions.
 """
@@ -42,7 +42,7 @@ def junit_xml(verdict: PacketVerdict) -> str:
         case = ET.SubElement(suite, "testcase", classname=classname, name=_clean(f"seq {s.seq}: {s.cmd}"),
                              time=f"{(s.duration_ms or 0) / 1000:.3f}")
         if not s.ok:
-            fail = ET.SubElement(case, "failure", type="DIVERGED", message=_clean("; ".join(s.reasons)))
+            fail = ET.SubElement(case, "failure", type=s.status, message=_clean("; ".join(s.reasons)))
             body = list(s.reasons) + [f"note: {n}" for n in s.notes]
             if s.diff:
                 body += ["", s.diff]

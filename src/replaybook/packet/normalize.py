@@ -80,10 +80,14 @@ class Normalized:
     Attributes:
         text: the normalized text (``\\n`` line ends, no trailing newline).
         fired: names of the rules that changed the text, in rule order.
+        swallowed: names of the project rules that replaced *all* of a non-empty text (every
+            non-blank character was inside a match): the output then says nothing, and a
+            comparison of it proves nothing (:meth:`Rule.covers_all`).
     """
 
     text: str
     fired: tuple[str, ...]
+    swallowed: tuple[str, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -118,6 +122,27 @@ class Rule:
         new, n = _compiled(self.pattern)[0].subn(self.replace, text)  # type: ignore[arg-type]
         return (new, True) if n and new != text else (text, False)
 
+
+    def covers_all(self, text: str) -> bool:
+        """True when this regex rule's matches cover every non-blank character of ``text``
+        (non-empty): applying it replaces the whole output, whatever the output was."""
+        if self.pattern is None:
+            return False
+        total = sum(1 for ch in text if not ch.isspace())
+        if not total:
+            return False
+        covered = sum(1 for m in _compiled(self.pattern)[0].finditer(text)
+                      for ch in m.group(0) if not ch.isspace())
+        return covered >= total
+
+    def matches_anything(self) -> bool:
+        """True when the rule replaces the whole of ordinary outputs (probed with a few)."""
+        return all(self.covers_all(probe) for probe in _PROBES)
+
+
+#: Outputs a rule that "matches anything" swallows whole (see :meth:`Rule.matches_anything`).
+_PROBES = ("1 passed in 0.01s", "FAILED tests/test_x.py::test_y - assert 41 == 42\nexit 1",
+           "Traceback (most recent call last):\n  File \"x.py\", line 3\nValueError: bad")
 
 _CACHE: dict[str, tuple[re.Pattern[str]]] = {}
 
@@ -260,11 +285,15 @@ class RuleSet:
         if root is not None:
             roots = (str(root), os.path.realpath(root))
         fired = []
+        swallowed = []
         for rule in self.rules:
+            whole = rule.source == "project" and rule.covers_all(text)
             text, changed = rule.apply(text, roots)
             if changed:
                 fired.append(rule.name)
-        return Normalized(text, tuple(fired))
+                if whole:
+                    swallowed.append(rule.name)
+        return Normalized(text, tuple(fired), tuple(swallowed))
 
 
 def normalize(text: str, root: str | os.PathLike | None = None) -> Normalized:
@@ -284,10 +313,12 @@ def _line_of(text: str, needle: str) -> int | None:
     return None
 
 
-def load_rules(root: str | os.PathLike | None) -> RuleSet:
+def load_rules(root: str | os.PathLike | None, *, label: str | None = None) -> RuleSet:
     """Read the project's rules from ``<root>/pyproject.toml`` (tomllib).
 
     A missing root, file or ``[tool.replaybook.normalize]`` table gives the built-ins only.
+    ``label`` names the file in errors and in ``origin`` instead of its path (the replayer
+    passes ``pyproject.toml at commit <sha12>``: its worktree is deleted afterwards).
 
     Raises:
         RulesError: the file is not valid TOML, the table does not match
@@ -296,11 +327,12 @@ def load_rules(root: str | os.PathLike | None) -> RuleSet:
     """
     if root is None:
         return RuleSet()
-    path = Path(root) / "pyproject.toml"
-    if not path.is_file():
+    real = Path(root) / "pyproject.toml"
+    if not real.is_file():
         return RuleSet()
+    path = label or str(real)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = real.read_text(encoding="utf-8")
         data = tomllib.loads(raw)
     except (OSError, UnicodeDecodeError) as exc:
         raise RulesError(f"cannot read: {exc}", path) from exc
@@ -328,5 +360,5 @@ def load_rules(root: str | os.PathLike | None) -> RuleSet:
             re.compile(spec["pattern"]).sub(spec["replace"], "")
         except (re.error, IndexError) as exc:
             raise RulesError(f"{where}.rules[{i}] ({name}): bad pattern or replacement: {exc}", path, line) from exc
-        rules.append(Rule(name, f"project rule from {path.name}", spec["pattern"], spec["replace"], "project"))
+        rules.append(Rule(name, "project rule from pyproject.toml", spec["pattern"], spec["replace"], "project"))
     return RuleSet(tuple(rules), str(path))

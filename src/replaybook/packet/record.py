@@ -174,6 +174,9 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
     kinds = (set(red_out.kinds) | set(red_cmd.kinds if red_cmd else ())
              | {k for r in (red_argv or []) for k in r.kinds})
 
+    if norm.swallowed:
+        warnings.append(f"project normalization rule(s) {', '.join(map(repr, norm.swallowed))} in "
+                        f"{rules.origin} replaced the whole output: a replay cannot compare this step")
     stored = store_output(outputs, sha, norm.text) if store else None
     from .. import __version__
 

@@ -45,7 +45,7 @@ from .errors import PacketError, PacketLogError, RulesError
 from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commit_exists, commit_state,
                        differing_paths, repo_root, resolve_commit, temporary_worktree, tree_state)
 from .log import LogStep, outputs_dir_for, read_log
-from .normalize import BUILTIN_VERSION, load_rules, out_sha
+from .normalize import BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
 from .redact import Redactor
 
 __all__ = ["StepResult", "PacketVerdict", "replay", "VERDICTS", "DIFF_LINES"]
@@ -65,7 +65,8 @@ class StepResult:
         seq, cmd, cwd, line_no: from the log (``line_no`` 1-based).
         argv, shell: what the replay runs — the argument list, or the shell a ``cmd`` shell line
             runs in (from the log; checked against ``cmd`` before anything runs).
-        status: ``ok`` or ``DIVERGED``.
+        status: ``ok``, ``DIVERGED``, or ``UNCHECKED`` (the exit code matched but the output
+            could not be compared: a project rule replaced all of it).
         expected_exit / exit: recorded and replayed exit codes (``exit`` None: timed out or not run).
         expected_sha / out_sha: recorded and replayed normalized-output SHA-256 (hex).
         duration_ms: replay run time in ms.
@@ -73,6 +74,7 @@ class StepResult:
         notes: things that did not decide the step but a reviewer should see.
         diff: unified diff recorded → replayed normalized output, when the recording stored it.
         output: the replayed normalized output.
+        fired: the normalization rules that changed the replayed output (built-in and project).
     """
 
     seq: int
@@ -91,6 +93,7 @@ class StepResult:
     output: str | None = field(default=None, repr=False)
     argv: list[str] | None = None
     shell: str | None = None
+    fired: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -122,6 +125,9 @@ class PacketVerdict:
             ``differing`` is the sorted paths that differ (``None`` when they cannot be listed),
             ``ignored`` those of them left out with ``head_ignore``, ``produced`` files earlier
             steps made that no commit holds (not differences); ``None`` when no comparison was made.
+        rules, rules_origin: the project normalization rules in force at the start
+            (``{"name", "pattern", "replace", "matches_anything"}`` each) and where they come
+            from (``pyproject.toml at commit <sha12>``); empty / ``None`` without project rules.
     """
 
     verdict: str
@@ -133,6 +139,8 @@ class PacketVerdict:
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     head: dict | None = None
+    rules: list[dict] = field(default_factory=list)
+    rules_origin: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -141,14 +149,18 @@ class PacketVerdict:
 
     @property
     def diverged(self) -> list[StepResult]:
-        """The steps that differ."""
+        """The steps that did not match (``DIVERGED`` or ``UNCHECKED``)."""
         return [s for s in self.steps if not s.ok]
 
     @property
     def headline(self) -> str:
         """``PASS``, ``DIVERGED (k/n steps differ; problems…)`` or ``UNRUNNABLE (reason)``."""
         if self.verdict == "DIVERGED":
-            parts = [f"{len(self.diverged)}/{len(self.steps)} steps differ"] if self.diverged else []
+            n = len(self.steps)
+            differ = sum(1 for s in self.steps if s.status == "DIVERGED")
+            unchecked = sum(1 for s in self.steps if s.status == "UNCHECKED")
+            parts = [f"{differ}/{n} steps differ"] if differ else []
+            parts += [f"{unchecked}/{n} steps not compared"] if unchecked else []
             return f"DIVERGED ({'; '.join(parts + self.problems)})"
         if self.verdict == "UNRUNNABLE":
             return f"UNRUNNABLE ({self.reason})"
@@ -159,6 +171,7 @@ class PacketVerdict:
         return {"verdict": self.verdict, "headline": self.headline, "log_path": self.log_path,
                 "reason": self.reason, "commit": self.commit, "checkout": self.checkout,
                 "warnings": list(self.warnings), "problems": list(self.problems), "head": self.head,
+                "rules": list(self.rules), "rules_origin": self.rules_origin,
                 "steps": [s.to_dict() for s in self.steps]}
 
 
@@ -307,10 +320,15 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
     verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout)
     try:
         with temporary_worktree(repo_path, target) as wt:
+            def rules_at(commit: str) -> RuleSet:
+                return load_rules(wt, label=f"pyproject.toml at commit {commit[:12]}")
+
             try:
-                rules = load_rules(wt)
+                rules = rules_at(target)
             except RulesError as exc:
                 return _unrunnable(log_path, f"the replayed tree's {exc}", commit=target, checkout=checkout)
+            verdict.rules_origin = rules.origin
+            verdict.rules = [_rule_dict(r) for r in rules.project_rules]
             what = f"{checkout} ({target[:12]})" if checkout else f"a clean checkout of {target[:12]}"
             state = tree_state(wt, first.get("excluded") or (), env=env)
             if first.get("tree") is None:
@@ -335,8 +353,8 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             prev_commit = first.get("commit")
             last_state = None
             for i, s in enumerate(steps):
-                res, before = _replay_step(s, i, wt, commands[s.seq], prev_commit, checkout is None, rules,
-                                           redactor, env, timeout, outputs, state)
+                res, before, rules = _replay_step(s, i, wt, commands[s.seq], prev_commit, checkout is None,
+                                                  rules, rules_at, redactor, env, timeout, outputs, state)
                 prev_commit = s.get("commit")
                 verdict.steps.append(res)
                 if on_step:
@@ -411,11 +429,22 @@ def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_la
         verdict.problems.append(f"the PR head {ref} ({commit[:12]}) is not the last recorded state: {listed}")
 
 
-def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | None, follow: bool, rules,
-                 redactor: Redactor, env: dict[str, str], timeout: float, outputs: Path,
-                 first_state: TreeState) -> tuple[StepResult, TreeState | None]:
-    """Run one step; returns its result and the worktree's state just before it ran (``None`` when
-    the step could not start).  ``first_state`` is that state for step 0, taken by the caller."""
+def _rule_dict(r: Rule) -> dict:
+    return {"name": r.name, "pattern": r.pattern, "replace": r.replace, "matches_anything": r.matches_anything()}
+
+
+def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | None, follow: bool,
+                 rules: RuleSet, rules_at: Callable[[str], RuleSet], redactor: Redactor, env: dict[str, str],
+                 timeout: float, outputs: Path,
+                 first_state: TreeState) -> tuple[StepResult, TreeState | None, RuleSet]:
+    """Run one step; returns its result, the worktree's state just before it ran (``None`` when
+    the step could not start) and the rules in force after it (re-read with ``rules_at`` when
+    the worktree moves to another commit).  ``first_state`` is the state for step 0, taken by
+    the caller.
+
+    Raises:
+        RulesError: the pyproject.toml of a commit the worktree moved to is malformed.
+    """
     before: TreeState | None = first_state if index == 0 else None
     cwd_rel = s.get("cwd") or "."
     res = StepResult(s.seq, s.cmd, cwd_rel, s.line_no, "ok", s.exit, None, s.get("out_sha"),
@@ -428,7 +457,13 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
         except PacketError as exc:
             res.status = "DIVERGED"
             res.reasons.append(f"could not move to the recorded commit {commit[:12]}: {exc}")
-            return res, None
+            return res, None, rules
+        moved = rules_at(commit)
+        if moved.project_rules != rules.project_rules:
+            listed = ", ".join(r.name for r in moved.project_rules) or "none"
+            res.notes.append(f"project normalization rules from here on ({moved.origin or 'no pyproject.toml'}): "
+                             f"{listed}")
+        rules = moved
     if index > 0:
         before = tree_state(wt, s.get("excluded") or (), env=env)
         if s.get("tree") and before.digest != s.get("tree"):
@@ -440,7 +475,7 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
     if not cwd.is_dir() or not (cwd == wt.resolve() or wt.resolve() in cwd.parents):
         res.status = "DIVERGED"
         res.reasons.append(f"the recorded working directory {cwd_rel!r} does not exist in the replayed tree")
-        return res, before
+        return res, before, rules
     cap = run_merged(command, cwd, shell=s.get("shell"), timeout=timeout, env=env, new_session=True)
     res.exit = cap.exit
     res.duration_ms = cap.duration_ms
@@ -450,15 +485,24 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
     norm = rules.normalize(learned.redact(raw_out).text, wt)  # redacted as the recorder did
     res.output = norm.text
     res.out_sha = norm.sha256
+    res.fired = list(norm.fired)
+    project = [n for n in norm.fired if n in {r.name for r in rules.project_rules}]
+    if project:
+        res.notes.append(f"project rule(s) changed this output: {', '.join(project)}")
     if cap.timed_out:
         res.reasons.append(f"timed out after {timeout:g} s")
     elif cap.exit != s.exit:
         res.reasons.append(f"exit {cap.exit}, recorded {s.exit}")
-    if res.out_sha != res.expected_sha:
+    if norm.swallowed:
+        # the rule erased the output: equal hashes would prove nothing
+        res.reasons.append(f"output not compared: project rule(s) {', '.join(map(repr, norm.swallowed))} "
+                           f"replaced the whole output")
+        res.status = "UNCHECKED"
+    elif res.out_sha != res.expected_sha:
         res.reasons.append("output differs")
         res.diff, note = _stored_diff(outputs, res.expected_sha, s.seq, norm.text)
         if note:
             res.notes.append(note)
-    if res.reasons:
+    if res.reasons and (res.status != "UNCHECKED" or len(res.reasons) > 1):
         res.status = "DIVERGED"
-    return res, before
+    return res, before, rules
