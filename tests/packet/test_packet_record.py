@@ -165,3 +165,20 @@ def test_recording_a_step_whose_output_a_project_rule_swallows_warns(repo: Path)
     r = rec(repo, "echo", "hello")
     assert r.warnings == (f"project normalization rule(s) 'everything' in {repo / 'pyproject.toml'} replaced the "
                           f"whole output: a replay cannot compare this step",)
+
+
+def test_literal_tokens_are_named_per_step_and_a_variable_reference_replays(repo: Path):
+    env = dict(os.environ, MY_TOKEN="s3cretvalue45")
+    rec(repo, "echo --token s3cretvalue43 >/dev/null", env=env)
+    rec(repo, "true", "--api-key", "abcdef123456", env=env)
+    log = repo / "session.jsonl"
+    v = replay(log, repo=repo, env=env)
+    assert v.verdict == "UNRUNNABLE" and v.reason == "; ".join(
+        f"{log}:{n}: step {n}'s command line held a literal token (secret_flag), redacted at record time; it "
+        f"cannot be replayed. Re-record the step with the secret in an environment variable (for example "
+        f"--token \"$MY_TOKEN\")" for n in (1, 2))
+    assert "environment variable" in v.reason and "set MY" not in v.reason
+    log.unlink()
+    r = rec(repo, 'echo --token "$MY_TOKEN"', env=env)
+    assert r.line["cmd"] == 'echo --token "$MY_TOKEN"' and r.line["redacted"] == ["env:MY_TOKEN"]
+    assert replay(log, repo=repo, env=env).verdict == "PASS"

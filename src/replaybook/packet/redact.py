@@ -14,6 +14,8 @@ a placeholder that says what was removed, never the value:
   tokens (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), Slack tokens
   (``xoxb-`` …), PEM private key blocks, JWTs, ``Bearer``/``Basic`` credentials, passwords in
   URLs (``https://user:pw@host``) and ``name=value`` assignments whose name says secret.
+  A value that is only a shell variable reference in capitals (``--token "$MY_TOKEN"``) is
+  not a secret: it names one.
 
 A value a token format finds anywhere — the command line, one argument, the output — is then
 removed from all of them, every occurrence (:meth:`Redactor.learn`).
@@ -59,6 +61,10 @@ _ANY_PLACEHOLDER = re.compile(r"\[REDACTED:([^\]\s]+)\]")
 _SECRET_WORD = (r"(?:token|secret|password|passwd|passphrase|api[_-]?key|access[_-]?key|"
                 r"private[_-]?key|secret[_-]?key|client[_-]?secret)")
 
+# A shell variable reference ("$MY_TOKEN", "${MY_TOKEN}") as the whole value is not a secret: it
+# names one, and the replay restores nothing for it (the shell expands it from the environment).
+_VAR_REF = r"(?!(?-i:\$\{?[A-Z_][A-Z0-9_]*\}?)(?:[\s\"',;]|$))"
+
 #: ``(kind, pattern, replacement)`` in the order they are applied; ``{P}`` in a replacement is
 #: the placeholder for ``kind``.  The group named ``s`` (the whole match when there is none) is
 #: the secret value itself, which :meth:`Redactor.learn` then removes everywhere else.
@@ -76,9 +82,9 @@ TOKEN_RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("url_password", re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@\[\]]+):(?P<s>[^@\s/\[\]]+)@", re.I), r"\1:{P}@"),
     ("secret_assignment", re.compile(
         r"(\b[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*[\"']?\s*[:=]\s*)([\"']?)"
-        r"(?!\[REDACTED:)(?P<s>[^\s\"',;]{6,})", re.I), r"\1\2{P}"),
+        r"(?!\[REDACTED:)" + _VAR_REF + r"(?P<s>[^\s\"',;]{6,})", re.I), r"\1\2{P}"),
     ("secret_flag", re.compile(
-        r"(--[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*\s+)([\"']?)(?!\[REDACTED:)"
+        r"(--[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*\s+)([\"']?)(?!\[REDACTED:)" + _VAR_REF +
         r"(?P<s>[^\s\"',;-][^\s\"',;]{5,})", re.I), r"\1\2{P}"),
 )
 

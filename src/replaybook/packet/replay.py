@@ -219,6 +219,23 @@ def _command_problem(log_path: Path, s: LogStep) -> str | None:
     return None
 
 
+def _secret_problem(log_path: Path, s: LogStep, missing: list[str]) -> str:
+    """Why step ``s``'s command cannot be restored: literal tokens, or unset variables."""
+    where = f"{log_path}:{s.line_no}: step {s.seq}"
+    tokens = [m for m in missing if not m.startswith("env:")]
+    names = [m[4:] for m in missing if m.startswith("env:")]
+    parts = []
+    if tokens:
+        parts.append(f"{where}'s command line held a literal token ({', '.join(tokens)}), redacted at record "
+                     f"time; it cannot be replayed. Re-record the step with the secret in an environment "
+                     f"variable (for example --token \"$MY_TOKEN\")")
+    if names:
+        parts.append(f"{where}'s command held the value of {', '.join(names)} (redacted as "
+                     f"{', '.join('env:' + n for n in names)}); set {' and '.join(names)} in the environment "
+                     f"(at least 6 characters) to replay it")
+    return "; ".join(parts)
+
+
 def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
                  repo: Path, follow_commits: bool) -> tuple[list[str], dict[int, object]]:
     """Pre-flight: versions, commands that are what they show and can be restored, known commits.
@@ -246,9 +263,7 @@ def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
             text, missing = redactor.restore(s.cmd)
             command = text
         if missing:
-            problems.append(f"{log_path}:{s.line_no}: step {s.seq}'s command had a secret redacted at record "
-                            f"time ({', '.join(missing)}); it can only be re-run with the same secret-named "
-                            f"variable set in the environment")
+            problems.append(_secret_problem(log_path, s, missing))
             continue
         commands[s.seq] = command
         if follow_commits:
