@@ -311,3 +311,16 @@ def test_a_project_rule_that_swallows_the_output_makes_the_step_not_compared(rep
     v = replay(repo / "session.jsonl", repo=repo, checkout="HEAD")
     assert v.verdict == "UNRUNNABLE" and v.reason.startswith(
         f"the replayed tree's pyproject.toml at commit {head[:12]}:2: [tool.replaybook.normalize].rules[0] (x): ")
+
+
+def test_a_secret_variable_unset_at_replay_is_named_in_the_step_note(repo: Path):
+    env = dict(os.environ, MY_API_TOKEN="s3cr3t-value-123")
+    rec(repo, 'echo "token is $MY_API_TOKEN"', env=env)
+    env.pop("MY_API_TOKEN")
+    v = replay(repo / "session.jsonl", repo=repo, env=env)
+    s = v.steps[0]
+    assert v.verdict == "DIVERGED" and s.reasons == ["output differs"]
+    assert s.notes == ["the recording redacted the value of MY_API_TOKEN from this step, and MY_API_TOKEN is not "
+                       "set here (or shorter than 6 characters): the output cannot match; set it"]
+    v = replay(repo / "session.jsonl", repo=repo, env=dict(env, MY_API_TOKEN="another-value-456"))
+    assert v.verdict == "PASS" and v.steps[0].notes == []

@@ -484,6 +484,11 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
         if s.get("tree") and before.digest != s.get("tree"):
             res.notes.append("files differ from the recorded state before this step "
                              "(changed outside recorded commands?)")
+    unset = [k[4:] for k in s.get("redacted") or () if k.startswith("env:") and k[4:] not in redactor.secrets]
+    if unset:
+        res.notes.append(f"the recording redacted the value of {', '.join(unset)} from this step, and "
+                         f"{' and '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set here (or shorter "
+                         f"than 6 characters): the output cannot match; set {'it' if len(unset) == 1 else 'them'}")
     if s.get("norm") != rules.version:
         res.notes.append(f"normalization rules are {rules.version} here, {s.get('norm')} when recorded")
     cwd = (wt / cwd_rel).resolve()
