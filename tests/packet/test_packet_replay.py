@@ -324,3 +324,18 @@ def test_a_secret_variable_unset_at_replay_is_named_in_the_step_note(repo: Path)
                        "set here (or shorter than 6 characters): the output cannot match; set it"]
     v = replay(repo / "session.jsonl", repo=repo, env=dict(env, MY_API_TOKEN="another-value-456"))
     assert v.verdict == "PASS" and v.steps[0].notes == []
+
+
+def test_every_stored_output_is_checked_even_when_its_step_matches(packet: Path, repo: Path):
+    steps = read_log(packet, for_replay=True).steps
+    forged = repo / "session.outputs" / f"{steps[0].get('out_sha')}.txt"
+    forged.write_text("FORGED\n")
+    (repo / "session.outputs" / f"{steps[1].get('out_sha')}.txt").unlink()
+    v = replay(packet, repo=repo)
+    assert [s.status for s in v.steps] == ["ok", "ok", "ok"]
+    assert v.verdict == "DIVERGED" and v.problems == [
+        f"step 1's stored output {forged} does not hash to the recorded out_sha: it was edited"]
+    assert v.headline == f"DIVERGED (step 1's stored output {forged} does not hash to the recorded out_sha: it was edited)"
+    assert v.steps[0].notes == [f"stored output {forged} does not hash to the recorded out_sha: it was edited"]
+    missing = repo / "session.outputs" / f"{steps[1].get('out_sha')}.txt"
+    assert v.steps[1].notes == [f"the log marks this step's output stored, but {missing} is missing"]

@@ -179,17 +179,42 @@ def _unrunnable(log_path, reason: str, **kw) -> PacketVerdict:
     return PacketVerdict("UNRUNNABLE", str(log_path), reason=reason, **kw)
 
 
-def _stored_diff(outputs: Path, expected_sha: str, seq: int, replayed: str) -> tuple[str | None, str | None]:
-    """``(diff, note)`` against the stored recorded output, if there is one."""
-    path = outputs / f"{expected_sha}.txt"
-    if not path.is_file():
-        return None, None
+def _read_stored(path: Path, expected_sha: str) -> tuple[str | None, str | None]:
+    """``(text, problem)`` of a stored output: the text when it hashes to ``expected_sha``.
+
+    A checkout that turned ``\\n`` into ``\\r\\n`` (git ``core.autocrlf``) is read back as ``\\n``.
+    """
     try:
         recorded = path.read_bytes().decode("utf-8", "surrogatepass")
     except (OSError, UnicodeDecodeError) as exc:
-        return None, f"stored output {path} unreadable: {exc}"
-    if out_sha(recorded) != expected_sha:
-        return None, f"stored output {path} does not hash to the recorded out_sha (edited?)"
+        return None, f"stored output {path} is unreadable: {exc}"
+    for text in (recorded, recorded.replace("\r\n", "\n")):
+        if out_sha(text) == expected_sha:
+            return text, None
+    return None, f"stored output {path} does not hash to the recorded out_sha: it was edited"
+
+
+def _check_stored(s: LogStep, outputs: Path) -> tuple[str | None, str | None]:
+    """``(note, problem)`` for a step the log marks ``stored``: its file is missing (a note), or
+    does not hash to ``out_sha`` (a problem: the packet shows an output that was not recorded)."""
+    if not s.get("stored"):
+        return None, None
+    path = outputs / f"{s.get('out_sha')}.txt"
+    if not path.is_file():
+        return f"the log marks this step's output stored, but {path} is missing", None
+    _text, problem = _read_stored(path, s.get("out_sha"))
+    return problem, (f"step {s.seq}'s {problem}" if problem else None)
+
+
+def _stored_diff(outputs: Path, expected_sha: str, seq: int, replayed: str) -> tuple[str | None, str | None]:
+    """``(diff, None)`` against the stored recorded output, if there is one that hashes right
+    (:func:`_check_stored` reports the others)."""
+    path = outputs / f"{expected_sha}.txt"
+    if not path.is_file():
+        return None, None
+    recorded, _problem = _read_stored(path, expected_sha)
+    if recorded is None:
+        return None, None
     lines = list(difflib.unified_diff(recorded.split("\n"), replayed.split("\n"),
                                       f"recorded (seq {seq})", "replay", lineterm="", n=3))
     if len(lines) > DIFF_LINES:
@@ -371,6 +396,11 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
                 res, before, rules = _replay_step(s, i, wt, commands[s.seq], prev_commit, checkout is None,
                                                   rules, rules_at, redactor, env, timeout, outputs, state)
                 prev_commit = s.get("commit")
+                note, problem = _check_stored(s, outputs)
+                if note:
+                    res.notes.append(note)
+                if problem:
+                    verdict.problems.append(problem)
                 verdict.steps.append(res)
                 if on_step:
                     on_step(res)
