@@ -144,3 +144,14 @@ def test_passing_steps_back_sentences_that_claim_no_failure(sentence: str):
 def test_negated_expected_failure_phrases_do_not_accept_a_failing_step(sentence: str):
     report = lint_claims_text(sentence, STEPS)
     assert [(f.kind, f.seq) for f in report.findings] == [("cites_failing_step", 1)]
+
+
+def test_claims_warn_about_gaps_in_seq(tmp_path: Path):
+    log = tmp_path / "s.jsonl"
+    log.write_text('{"seq": 1, "cmd": "a", "exit": 1}\n{"seq": 3, "cmd": "b", "exit": 0}\n')
+    body = tmp_path / "b.md"
+    body.write_text("It passes [seq:3].\n")
+    res = CliRunner().invoke(packet_cli, ["claims", str(body), str(log)])
+    assert res.exit_code == 0
+    assert (f"warning: {log}:2: seq 2 missing before step 3: the recorder numbers steps without gaps, so a line "
+            f"was removed from the log") in res.output.splitlines()

@@ -339,3 +339,17 @@ def test_every_stored_output_is_checked_even_when_its_step_matches(packet: Path,
     assert v.steps[0].notes == [f"stored output {forged} does not hash to the recorded out_sha: it was edited"]
     missing = repo / "session.outputs" / f"{steps[1].get('out_sha')}.txt"
     assert v.steps[1].notes == [f"the log marks this step's output stored, but {missing} is missing"]
+
+
+def test_gaps_in_seq_are_warned_about(packet: Path, repo: Path):
+    lines = packet.read_text().splitlines()
+    packet.write_text(lines[0] + "\n" + lines[2] + "\n")  # the line of step 2 removed
+    (repo / "feature.flag").unlink()
+    v = replay(packet, repo=repo)
+    assert v.warnings[0] == (f"{packet}:2: seq 2 missing before step 3: the recorder numbers steps without gaps, "
+                             f"so a line was removed from the log")
+    assert read_log(packet).gap_warnings() == v.warnings[:1]
+    packet.write_text(lines[2] + "\n")
+    assert read_log(packet).gap_warnings() == [
+        f"{packet}:1: seq 1 to 2 missing before step 3: the recorder numbers steps without gaps, so lines were "
+        f"removed from the log"]

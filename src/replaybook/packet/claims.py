@@ -160,6 +160,8 @@ class ClaimsReport:
         accepted_markers: those markers, one :class:`Finding` each (kind and severity
             ``accepted``, empty message), in body order.
         markers: number of ``[seq:…]`` markers found outside code.
+        log_warnings: what is wrong with the log itself without making it unreadable (gaps in
+            seq: lines were removed), each naming the file and line; never a failure.
     """
 
     body_path: str
@@ -169,6 +171,7 @@ class ClaimsReport:
     accepted: list[int] = field(default_factory=list)
     accepted_markers: list[Finding] = field(default_factory=list)
     markers: int = 0
+    log_warnings: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -182,7 +185,7 @@ class ClaimsReport:
                 "warnings": [w.to_dict() for w in self.warnings],
                 "accepted": list(self.accepted),
                 "accepted_markers": [a.to_dict() for a in self.accepted_markers],
-                "exit_code": self.exit_code}
+                "log_warnings": list(self.log_warnings), "exit_code": self.exit_code}
 
 
 def mask_code(text: str) -> str:
@@ -418,5 +421,7 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike) -> Cl
     except OSError as exc:
         raise InputError(f"cannot read PR body: {exc.strerror or exc}", body_path) from exc
     log = read_log(log_path)
-    return lint_claims_text(body, {s.seq: s.exit for s in log.steps}, body_path=str(body_path),
-                            log_path=str(log_path), commands={s.seq: s.cmd for s in log.steps})
+    report = lint_claims_text(body, {s.seq: s.exit for s in log.steps}, body_path=str(body_path),
+                              log_path=str(log_path), commands={s.seq: s.cmd for s in log.steps})
+    report.log_warnings = log.gap_warnings()
+    return report

@@ -178,6 +178,8 @@ def claims_cmd(body_path: str, log_path: str, fmt: str) -> None:
     else:
         for f in report.findings + sorted(report.warnings, key=lambda w: w.line):
             click.echo(f"{body_path}:{f.line}: {f.severity}: {f.kind}: {f.message}\n    {f.sentence}")
+        for w in report.log_warnings:
+            click.echo(f"warning: {w}")
         acc = ", ".join(str(s) for s in report.accepted) or "none"
         click.echo(f"claims: {len(report.findings)} finding(s), {len(report.warnings)} warning(s), "
                    f"{report.markers} marker(s); accepted seq: {acc}")

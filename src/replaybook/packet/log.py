@@ -154,6 +154,27 @@ class SessionLog:
         """``{seq: step}``."""
         return {s.seq: s for s in self.steps}
 
+    def gaps(self) -> list[tuple[int, int, LogStep]]:
+        """``(first_missing, last_missing, step_after)`` for every run of seqs missing before a
+        step (from 1).  The recorder assigns seq = highest + 1 under the log's lock, so a gap
+        means lines were removed."""
+        out = []
+        expected = 1
+        for s in self.steps:
+            if s.seq > expected:
+                out.append((expected, s.seq - 1, s))
+            expected = s.seq + 1
+        return out
+
+    def gap_warnings(self) -> list[str]:
+        """One message per gap in seq (see :meth:`gaps`), naming the file and line."""
+        msgs = []
+        for a, b, s in self.gaps():
+            which = f"seq {a}" if a == b else f"seq {a} to {b}"
+            msgs.append(f"{self.path}:{s.line_no}: {which} missing before step {s.seq}: the recorder numbers "
+                        f"steps without gaps, so {'a line was' if a == b else 'lines were'} removed from the log")
+        return msgs
+
 
 def read_log(path: str | os.PathLike, *, for_replay: bool = False) -> SessionLog:
     """Read and validate a session log.

@@ -357,7 +357,7 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
     except PacketError as exc:
         return _unrunnable(log_path, str(exc), checkout=checkout)
     outputs = Path(outputs_dir) if outputs_dir else outputs_dir_for(log_path)
-    verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout)
+    verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout, warnings=log.gap_warnings())
     try:
         with temporary_worktree(repo_path, target) as wt:
             def rules_at(commit: str) -> RuleSet:
