@@ -353,3 +353,15 @@ def test_gaps_in_seq_are_warned_about(packet: Path, repo: Path):
     assert read_log(packet).gap_warnings() == [
         f"{packet}:1: seq 1 to 2 missing before step 3: the recorder numbers steps without gaps, so lines were "
         f"removed from the log"]
+
+
+def test_a_clean_step_whose_tree_is_not_its_commits_is_an_inconsistent_log(packet: Path, repo: Path):
+    _edit_log(packet, 1, tree="sha256:" + "0" * 64)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    v = replay(packet, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and v.steps == []
+    assert v.reason == (f"{packet}:1: step 1 is recorded as run on a clean checkout of {head[:12]}, but its tree "
+                        f"digest is not that commit's files: the log is inconsistent (was it edited?)")
+    assert replay(packet, repo=repo, checkout="HEAD").verdict == "UNRUNNABLE"
+    _edit_log(packet, 1, dirty=True)  # recorded dirty: a different digest is possible, and handled as before
+    assert replay(packet, repo=repo).verdict == "UNRUNNABLE" and "uncommitted change(s)" in replay(packet, repo=repo).reason

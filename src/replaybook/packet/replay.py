@@ -263,13 +263,15 @@ def _secret_problem(log_path: Path, s: LogStep, missing: list[str]) -> str:
 
 def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
                  repo: Path, follow_commits: bool) -> tuple[list[str], dict[int, object]]:
-    """Pre-flight: versions, commands that are what they show and can be restored, known commits.
+    """Pre-flight: versions, commands that are what they show and can be restored, known commits,
+    and clean steps whose tree digest is their commit's.
 
     Returns ``(problems, commands)``: one message per problem (each naming the file and line;
     any problem makes the replay UNRUNNABLE) and the command to run per seq.
     """
     problems: list[str] = []
     commands: dict[int, object] = {}
+    digests: dict = {}
     for s in steps:
         norm = str(s.get("norm"))
         if norm.split("+", 1)[0] != BUILTIN_VERSION:
@@ -298,7 +300,27 @@ def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
             elif not commit_exists(repo, s.get("commit")):
                 problems.append(f"{log_path}:{s.line_no}: step {s.seq}'s commit {s.get('commit')} is not in "
                                 f"{repo} (fetch it, or replay with --checkout REF)")
+                continue
+        bad = _clean_tree_problem(log_path, s, repo, digests)
+        if bad:
+            problems.append(bad)
     return problems, commands
+
+
+def _clean_tree_problem(log_path: Path, s: LogStep, repo: Path, digests: dict) -> str | None:
+    """A step recorded clean (``dirty`` false) ran on exactly its commit's files, so its ``tree``
+    must be that commit's digest; when it is not, the log is inconsistent (it was edited).
+    ``digests`` caches ``(commit, excluded) -> digest``."""
+    commit, tree = s.get("commit"), s.get("tree")
+    if s.get("dirty") is not False or not commit or not tree or not commit_exists(repo, commit):
+        return None
+    key = (commit, tuple(s.get("excluded") or ()))
+    if key not in digests:
+        digests[key] = commit_state(repo, commit, key[1]).digest
+    if digests[key] == tree:
+        return None
+    return (f"{log_path}:{s.line_no}: step {s.seq} is recorded as run on a clean checkout of {commit[:12]}, but its "
+            f"tree digest is not that commit's files: the log is inconsistent (was it edited?)")
 
 
 def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None, checkout: str | None = None,
