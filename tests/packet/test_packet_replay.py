@@ -160,13 +160,21 @@ def test_commits_made_between_steps_are_followed(repo: Path):
     assert v.steps[1].notes == [f"moved the worktree to the recorded commit {git(repo, 'rev-parse', 'HEAD')[:12]}"]
 
 
-def test_uncommitted_edit_between_steps_is_named(repo: Path):
+def test_uncommitted_edit_between_steps_is_named_once(repo: Path):
     rec(repo, PY, "check.py")
     (repo / "feature.flag").write_text("on\n")  # an agent's file edit, not a recorded command
     rec(repo, PY, "check.py")
+    rec(repo, PY, "check.py")
     v = replay(repo / "session.jsonl", repo=repo)
-    assert v.verdict == "DIVERGED" and [s.seq for s in v.diverged] == [2]
-    assert any("changed outside recorded commands" in n for n in v.steps[1].notes)
+    assert v.verdict == "DIVERGED" and [s.seq for s in v.diverged] == [2, 3]
+    assert v.steps[1].notes == ["step 2 was recorded with 1 uncommitted change(s) that the replay does not hold "
+                                "(files changed outside recorded commands?); commit between steps"]
+    assert v.steps[2].notes == []  # still the same missing change: not repeated
+    write_check(repo, extra=" or True")
+    git(repo, "commit", "-q", "-am", "other files")
+    v = replay(repo / "session.jsonl", repo=repo, checkout="HEAD")
+    assert "holds different files" in v.warnings[0]
+    assert [s.notes for s in v.steps] == [[], [], []]  # the warning said it; no note on every step
 
 
 def test_timeout_kills_the_step_and_diverges(repo: Path):

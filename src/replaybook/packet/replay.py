@@ -22,8 +22,9 @@ Before the first step the worktree's tree digest is compared with the recorded o
 differ and the first step was recorded on a *dirty* tree, the replay refuses (UNRUNNABLE) —
 the recorded evidence depends on changes nobody committed — unless ``allow_dirty`` is set, in
 which case it warns and runs.  If they differ but the recording was clean, the replayed ref
-simply holds other files (``--checkout``): a warning, not a refusal.  Before each later step a
-differing digest is a per-step note ("files changed outside recorded commands").
+simply holds other files (``--checkout``): a warning, not a refusal.  Before each later step the
+digest is compared again; the first step where the replay falls out of step with the
+recording gets a note, once (:func:`_drift_note`).
 
 After the last step of a replay of the recorded commits, the state it ran on is compared with
 the PR head (``HEAD``; with ``checkout`` every step ran on the ref itself): a head holding other files is a loud warning, and with ``require_head`` a
@@ -414,9 +415,16 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
                 on_start(verdict)
             prev_commit = first.get("commit")
             last_state = None
+            in_step = first.get("tree") is None or state.digest == first.get("tree")
             for i, s in enumerate(steps):
                 res, before, rules = _replay_step(s, i, wt, commands[s.seq], prev_commit, checkout is None,
                                                   rules, rules_at, redactor, env, timeout, outputs, state)
+                if i > 0 and before is not None and s.get("tree"):
+                    matched = before.digest == s.get("tree")
+                    if in_step and not matched:  # said once, where the replay loses step with the recording
+                        res.notes.insert(1 if res.notes[:1] and res.notes[0].startswith("moved") else 0,
+                                         _drift_note(s))
+                    in_step = matched
                 prev_commit = s.get("commit")
                 note, problem = _check_stored(s, outputs)
                 if note:
@@ -435,6 +443,14 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
                            warnings=verdict.warnings)
     verdict.verdict = "DIVERGED" if verdict.diverged or verdict.problems else "PASS"
     return verdict
+
+
+def _drift_note(s: LogStep) -> str:
+    """The note for the first step before which the replayed files are not the recorded ones."""
+    if s.get("dirty"):
+        return (f"step {s.seq} was recorded with {s.get('dirty_files')} uncommitted change(s) that the replay "
+                f"does not hold (files changed outside recorded commands?); commit between steps")
+    return "files differ from the recorded state before this step (changed outside recorded commands?)"
 
 
 def _ignored(path: str, patterns: tuple[str, ...]) -> bool:
@@ -533,9 +549,6 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
         rules = moved
     if index > 0:
         before = tree_state(wt, s.get("excluded") or (), env=env)
-        if s.get("tree") and before.digest != s.get("tree"):
-            res.notes.append("files differ from the recorded state before this step "
-                             "(changed outside recorded commands?)")
     unset = [k[4:] for k in s.get("redacted") or () if k.startswith("env:") and k[4:] not in redactor.secrets]
     if unset:
         res.notes.append(f"the recording redacted the value of {', '.join(unset)} from this step, and "
