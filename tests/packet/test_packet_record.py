@@ -182,3 +182,16 @@ def test_literal_tokens_are_named_per_step_and_a_variable_reference_replays(repo
     r = rec(repo, 'echo --token "$MY_TOKEN"', env=env)
     assert r.line["cmd"] == 'echo --token "$MY_TOKEN"' and r.line["redacted"] == ["env:MY_TOKEN"]
     assert replay(log, repo=repo, env=env).verdict == "PASS"
+
+
+def test_recording_into_a_log_with_a_malformed_line_warns_naming_it(repo: Path, monkeypatch):
+    log = repo / "session.jsonl"
+    log.write_text("garbage\n")
+    monkeypatch.chdir(repo)
+    res = CliRunner().invoke(packet_cli, ["record", "-q", "--", "echo", "hi"])
+    assert res.exit_code == 0
+    assert (f"[replaybook] warning: {log}:1: invalid JSON") in res.output
+    assert ("The step is appended anyway, but replay and the claims linter refuse this log until that line is "
+            "fixed") in res.output
+    log.write_text("")
+    assert rec(repo, "true").warnings == ()

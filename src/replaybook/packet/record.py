@@ -29,9 +29,9 @@ from typing import BinaryIO, Mapping, Sequence
 
 from .._text import safe_str
 from .capture import Captured, default_shell, run_merged
-from .errors import PacketError
+from .errors import PacketError, PacketLogError
 from .gitstate import head_commit, repo_root, tree_state
-from .log import FORMAT_VERSION, append_step, outputs_dir_for
+from .log import FORMAT_VERSION, append_step, outputs_dir_for, read_log
 from .normalize import RuleSet, load_rules
 from .redact import Redactor
 
@@ -47,7 +47,8 @@ class RecordResult:
         exit: the command's exit code (the recorder exits with it).
         line: the dict written to the log.
         stored: path of the stored normalized output, if ``store_output`` was asked.
-        warnings: things the user should know (e.g. not inside a git repository).
+        warnings: things the user should know (e.g. not inside a git repository, or the log
+            already holds a malformed line, named by file and line).
     """
 
     seq: int
@@ -139,6 +140,9 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
     outputs = Path(os.path.abspath(outputs_dir)) if outputs_dir else outputs_dir_for(log_path)
     warnings: list[str] = []
 
+    bad_log = _log_problem(log_path)
+    if bad_log:
+        warnings.append(bad_log)
     root = repo_root(cwd)
     rules: RuleSet = load_rules(root)
     commit = tree = dirty = dirty_files = rel_cwd = None
@@ -205,6 +209,19 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
     seq = append_step(log_path, line)
     line = {"seq": seq, **line}
     return RecordResult(seq, int(cap.exit if cap.exit is not None else 124), line, stored, tuple(warnings))
+
+
+def _log_problem(log_path: Path) -> str | None:
+    """What is wrong with an existing log the step will be appended to (a replay would refuse it),
+    or ``None``."""
+    if not log_path.is_file():
+        return None
+    try:
+        read_log(log_path)
+    except PacketLogError as exc:
+        return (f"{exc}. The step is appended anyway, but replay and the claims linter refuse this log "
+                f"until that line is fixed")
+    return None
 
 
 def _run_interruptible(command, cwd: Path, shell: str | None, env: dict[str, str],
