@@ -7,9 +7,11 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from replaybook.packet import read_log, replay
+from replaybook.packet.errors import PacketLogError
 from replaybook.packet.cli import packet as packet_cli
 from replaybook.packet.normalize import normalize
 
@@ -373,3 +375,20 @@ def test_a_clean_step_whose_tree_is_not_its_commits_is_an_inconsistent_log(packe
     assert replay(packet, repo=repo, checkout="HEAD").verdict == "UNRUNNABLE"
     _edit_log(packet, 1, dirty=True)  # recorded dirty: a different digest is possible, and handled as before
     assert replay(packet, repo=repo).verdict == "UNRUNNABLE" and "uncommitted change(s)" in replay(packet, repo=repo).reason
+
+
+@pytest.mark.parametrize("line,message", [
+    (b'{"seq": 5.0, "cmd": "x", "exit": 0}', "field 'seq': 5.0 is not an integer (write it without a decimal point)"),
+    (b'{"seq": 1, "cmd": "x", "exit": 0.0}', "field 'exit': 0.0 is not an integer (write it without a decimal point)"),
+    (b'{"seq": 1, "cmd": "x", "exit": 0, "v": 2}',
+     "field 'v': line format version 2 is not supported; this replaybook reads version 1"),
+    (b'{"seq": 1, "cmd": "echo \xff", "exit": 0}', "the line is not valid UTF-8 (byte 0xff at column 25)"),
+    (b'{"seq": 1, "cmd": "echo \\udcff", "exit": 0}',
+     "the command holds a lone surrogate escape (not a character); it cannot be run as recorded"),
+])
+def test_log_lines_the_schema_lets_through_are_refused(tmp_path: Path, line: bytes, message: str):
+    log = tmp_path / "s.jsonl"
+    log.write_bytes(b'{"seq": 9, "cmd": "ok \xe2\x9c\x93 \\ufffd", "exit": 0}\n' + line + b"\n")
+    with pytest.raises(PacketLogError) as ei:
+        read_log(log)
+    assert str(ei.value) == f"{log}:2: {message}"

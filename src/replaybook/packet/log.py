@@ -184,8 +184,9 @@ def read_log(path: str | os.PathLike, *, for_replay: bool = False) -> SessionLog
     are fine for the claims linter).  An empty log gives no steps (the caller decides).
 
     Raises:
-        PacketLogError: the file cannot be read, a line is not JSON or not an object, a field
-            is missing or mistyped, or a ``seq`` repeats — naming the file and line.
+        PacketLogError: the file cannot be read, a line is not JSON, not valid UTF-8 or not an
+            object, a field is missing or mistyped (``5.0`` is not an integer), ``v`` is not
+            :data:`FORMAT_VERSION`, or a ``seq`` repeats — naming the file and line.
     """
     path = Path(path)
     try:
@@ -209,12 +210,34 @@ def read_log(path: str | os.PathLike, *, for_replay: bool = False) -> SessionLog
             raise PacketLogError((f"field {where!r}: " if where else "") + err[1], path, line.line_no)
         if isinstance(obj["seq"], bool) or isinstance(obj["exit"], bool):
             raise PacketLogError("seq and exit must be integers, not booleans", path, line.line_no)
+        bad = _line_problem(line.raw, obj)
+        if bad:
+            raise PacketLogError(bad, path, line.line_no)
         if obj["seq"] in seen:
             raise PacketLogError(f"seq {obj['seq']} repeats (first on line {seen[obj['seq']]})", path, line.line_no)
         seen[obj["seq"]] = line.line_no
         steps.append(LogStep(obj["seq"], obj["cmd"], obj["exit"], line.line_no, obj))
     steps.sort(key=lambda s: s.seq)
     return SessionLog(path, tuple(steps))
+
+
+def _line_problem(raw: bytes, obj: dict) -> str | None:
+    """What the schema lets through but a log line must not hold: a non-integer number for an
+    integer field (``5.0``), another format version, text that was not valid UTF-8."""
+    for name in ("seq", "exit", "v"):
+        if name in obj and type(obj[name]) is float:
+            return f"field {name!r}: {obj[name]!r} is not an integer (write it without a decimal point)"
+    if "v" in obj and obj["v"] != FORMAT_VERSION:
+        return (f"field 'v': line format version {obj['v']!r} is not supported; this replaybook reads "
+                f"version {FORMAT_VERSION}")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the line is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+    texts = [obj["cmd"], *(a for a in obj.get("argv") or () if isinstance(a, str))]
+    if any("\ufffd" in t for t in texts) and b"\xef\xbf\xbd" not in raw and b"\\ufffd" not in raw.lower():
+        return "the command holds a lone surrogate escape (not a character); it cannot be run as recorded"
+    return None
 
 
 def outputs_dir_for(log_path: str | os.PathLike) -> Path:
