@@ -392,3 +392,24 @@ def test_log_lines_the_schema_lets_through_are_refused(tmp_path: Path, line: byt
     with pytest.raises(PacketLogError) as ei:
         read_log(log)
     assert str(ei.value) == f"{log}:2: {message}"
+
+
+@pytest.mark.parametrize("cwd", ["../..", "/etc", "sub/../../x"])
+def test_a_cwd_outside_the_tree_is_named_as_such(repo: Path, cwd: str):
+    rec(repo, "cat", "data.txt", cwd=repo / "sub")
+    log = repo / "session.jsonl"
+    _edit_log(log, 1, cwd=cwd)
+    v = replay(log, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and v.reason == (
+        f"{log}:1: step 1's cwd {cwd!r} is outside the replayed tree (the recorder writes a directory inside the "
+        f"repository): the log line was edited")
+
+
+def test_a_missing_cwd_is_a_step_that_did_not_run(repo: Path, monkeypatch):
+    rec(repo, "cat", "data.txt", cwd=repo / "sub")
+    _edit_log(repo / "session.jsonl", 1, cwd="nope")
+    monkeypatch.chdir(repo)
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl"])
+    assert res.exit_code == 1
+    assert "[DIVERGED] seq=1 exit=not-run/0 cat data.txt   (in nope)\n" in res.output
+    assert "not run: the recorded working directory 'nope' does not exist in the replayed tree" in res.output

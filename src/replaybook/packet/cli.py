@@ -87,7 +87,7 @@ def record_cmd(log_path: str, store_output: bool, outputs_dir: str | None, quiet
 
 def _print_step(s) -> None:
     tag = {"ok": "[ok]      ", "UNCHECKED": "[UNCHECKED]"}.get(s.status, "[DIVERGED]")
-    exit_s = "timeout" if s.exit is None and s.duration_ms is not None else str(s.exit)
+    exit_s = str(s.exit) if s.exit is not None else ("timeout" if s.duration_ms is not None else "not-run")
     line = f"{tag} seq={s.seq} exit={exit_s}/{s.expected_exit} {s.cmd}"
     if s.cwd not in (".", ""):
         line += f"   (in {s.cwd})"

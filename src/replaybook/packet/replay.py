@@ -68,7 +68,8 @@ class StepResult:
             runs in (from the log; checked against ``cmd`` before anything runs).
         status: ``ok``, ``DIVERGED``, or ``UNCHECKED`` (the exit code matched but the output
             could not be compared: a project rule replaced all of it).
-        expected_exit / exit: recorded and replayed exit codes (``exit`` None: timed out or not run).
+        expected_exit / exit: recorded and replayed exit codes (``exit`` None: timed out, or not run
+            when ``duration_ms`` is None too).
         expected_sha / out_sha: recorded and replayed normalized-output SHA-256 (hex).
         duration_ms: replay run time in ms.
         reasons: why the step diverged (empty when ok).
@@ -245,6 +246,18 @@ def _command_problem(log_path: Path, s: LogStep) -> str | None:
     return None
 
 
+def _cwd_problem(log_path: Path, s: LogStep) -> str | None:
+    """Why step ``s``'s ``cwd`` cannot be inside the replayed tree (absolute, or climbing out with
+    ``..``), or ``None``.  The recorder writes a path relative to the repository root, inside it."""
+    cwd = s.get("cwd")
+    if cwd is None:
+        return None
+    if os.path.isabs(cwd) or os.path.normpath(cwd).split(os.sep)[0] == "..":
+        return (f"{log_path}:{s.line_no}: step {s.seq}'s cwd {cwd!r} is outside the replayed tree (the recorder "
+                f"writes a directory inside the repository): the log line was edited")
+    return None
+
+
 def _secret_problem(log_path: Path, s: LogStep, missing: list[str]) -> str:
     """Why step ``s``'s command cannot be restored: literal tokens, or unset variables."""
     where = f"{log_path}:{s.line_no}: step {s.seq}"
@@ -278,7 +291,7 @@ def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
         if norm.split("+", 1)[0] != BUILTIN_VERSION:
             problems.append(f"{log_path}:{s.line_no}: step {s.seq} was normalized with rules version {norm}; "
                             f"this replaybook has version {BUILTIN_VERSION}")
-        bad = _command_problem(log_path, s)
+        bad = _command_problem(log_path, s) or _cwd_problem(log_path, s)
         if bad:
             problems.append(bad)
             continue
@@ -557,9 +570,13 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
     if s.get("norm") != rules.version:
         res.notes.append(f"normalization rules are {rules.version} here, {s.get('norm')} when recorded")
     cwd = (wt / cwd_rel).resolve()
-    if not cwd.is_dir() or not (cwd == wt.resolve() or wt.resolve() in cwd.parents):
+    if not (cwd == wt.resolve() or wt.resolve() in cwd.parents):  # e.g. a symlink pointing out
         res.status = "DIVERGED"
-        res.reasons.append(f"the recorded working directory {cwd_rel!r} does not exist in the replayed tree")
+        res.reasons.append(f"not run: the recorded working directory {cwd_rel!r} is outside the replayed tree")
+        return res, before, rules
+    if not cwd.is_dir():
+        res.status = "DIVERGED"
+        res.reasons.append(f"not run: the recorded working directory {cwd_rel!r} does not exist in the replayed tree")
         return res, before, rules
     cap = run_merged(command, cwd, shell=s.get("shell"), timeout=timeout, env=env, new_session=True)
     res.exit = cap.exit
