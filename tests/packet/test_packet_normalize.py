@@ -97,7 +97,8 @@ def test_a_project_rule_that_replaces_the_whole_output_is_named(tmp_path: Path):
 
 
 def test_rules_errors_can_name_the_file_by_its_commit(tmp_path: Path):
-    (tmp_path / "pyproject.toml").write_text('[tool.replaybook.normalize]\nrules = [{ name = "x", pattern = "(", replace = "" }]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.replaybook.normalize]\nrules = [{ name = "x", pattern = "(", replace = "" }]\n')
     with pytest.raises(RulesError) as ei:
         load_rules(tmp_path, label="pyproject.toml at commit 0123456789ab")
     assert str(ei.value).startswith("pyproject.toml at commit 0123456789ab:2: [tool.replaybook.normalize].rules[0] (x)")

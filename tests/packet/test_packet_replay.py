@@ -315,7 +315,8 @@ def test_a_project_rule_that_swallows_the_output_makes_the_step_not_compared(rep
             f"  everything: '(?s).+' -> 'ok'   MATCHES ANY TEXT: outputs it touches are not compared\n") in res.output
     assert f"[UNCHECKED] seq=1 exit=0/0 {PY} tool.py" in res.output
     # a malformed rules table is named by its commit, not by a deleted temporary path
-    (repo / "pyproject.toml").write_text('[tool.replaybook.normalize]\nrules = [ { name = "x", pattern = "(", replace = "" } ]\n')
+    (repo / "pyproject.toml").write_text(
+        '[tool.replaybook.normalize]\nrules = [ { name = "x", pattern = "(", replace = "" } ]\n')
     git(repo, "commit", "-q", "-am", "bad rules")
     head = git(repo, "rev-parse", "HEAD").strip()
     v = replay(repo / "session.jsonl", repo=repo, checkout="HEAD")
@@ -345,7 +346,8 @@ def test_every_stored_output_is_checked_even_when_its_step_matches(packet: Path,
     assert [s.status for s in v.steps] == ["ok", "ok", "ok"]
     assert v.verdict == "DIVERGED" and v.problems == [
         f"step 1's stored output {forged} does not hash to the recorded out_sha: it was edited"]
-    assert v.headline == f"DIVERGED (step 1's stored output {forged} does not hash to the recorded out_sha: it was edited)"
+    assert v.headline == (f"DIVERGED (step 1's stored output {forged} does not hash to the recorded out_sha: "
+                          f"it was edited)")
     assert v.steps[0].notes == [f"stored output {forged} does not hash to the recorded out_sha: it was edited"]
     missing = repo / "session.outputs" / f"{steps[1].get('out_sha')}.txt"
     assert v.steps[1].notes == [f"the log marks this step's output stored, but {missing} is missing"]
@@ -374,7 +376,8 @@ def test_a_clean_step_whose_tree_is_not_its_commits_is_an_inconsistent_log(packe
                         f"digest is not that commit's files: the log is inconsistent (was it edited?)")
     assert replay(packet, repo=repo, checkout="HEAD").verdict == "UNRUNNABLE"
     _edit_log(packet, 1, dirty=True)  # recorded dirty: a different digest is possible, and handled as before
-    assert replay(packet, repo=repo).verdict == "UNRUNNABLE" and "uncommitted change(s)" in replay(packet, repo=repo).reason
+    v = replay(packet, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and "uncommitted change(s)" in v.reason
 
 
 @pytest.mark.parametrize("line,message", [

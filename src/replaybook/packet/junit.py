@@ -2,7 +2,8 @@
 
 One ``<testsuite name="replaybook.packet">`` with one ``<testcase>`` per step (``classname`` is
 the log's file name, ``name`` is ``seq N: <cmd>``, ``time`` in seconds).  A diverged step has a
-``<failure type="DIVERGED">`` (``UNCHECKED`` for a step whose output could not be compared) whose text is the reasons, notes and diff.  An UNRUNNABLE replay
+``<failure type="DIVERGED">`` (``UNCHECKED`` for a step whose output could not be compared)
+whose text is the reasons, notes and diff.  An UNRUNNABLE replay
 adds a ``<testcase name="replay">`` with an ``<error type="UNRUNNABLE">``.  The format follows
 the de-facto JUnit schema read by Jenkins, GitLab and GitHub test-report actions.
 """

@@ -6,8 +6,11 @@ output exactly as the recorder did, redacts and normalizes it with the rules fou
 worktree, and compares the exit code and ``out_sha``.  The worktree is always removed.
 
 Verdicts (:class:`PacketVerdict`): ``PASS`` (every step matched, exit 0), ``DIVERGED`` (k of n
-steps differ, exit 1), ``UNRUNNABLE`` (the log is empty or malformed, a commit is unknown, a
-command holds a secret that cannot be restored, or the recording was made on uncommitted
+steps differ or could not be compared, or a packet-level problem such as an edited stored
+output or, with ``require_head``, a PR head that is not the last recorded state — exit 1),
+``UNRUNNABLE`` (the log is empty, malformed or inconsistent — a ``cmd`` that is not what runs,
+a clean step whose tree is not its commit's, a ``cwd`` outside the tree —, a commit is unknown,
+a command holds a secret that cannot be restored, or the recording was made on uncommitted
 changes that the replayed tree does not hold — exit 2).  A step may have a non-zero exit: it
 matches when the replay exits the same way.
 
@@ -27,7 +30,8 @@ digest is compared again; the first step where the replay falls out of step with
 recording gets a note, once (:func:`_drift_note`).
 
 After the last step of a replay of the recorded commits, the state it ran on is compared with
-the PR head (``HEAD``; with ``checkout`` every step ran on the ref itself): a head holding other files is a loud warning, and with ``require_head`` a
+the PR head (``HEAD``; with ``checkout`` every step ran on the ref itself): a head holding other
+files is a loud warning, and with ``require_head`` a
 ``DIVERGED`` verdict (see :func:`_check_head`).
 """
 
@@ -496,7 +500,8 @@ def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_la
     commit = resolve_commit(repo, ref)
     head = commit_state(repo, commit, excluded)
     recorded = before_last if before_last is not None and before_last.digest == last.get("tree") else None
-    if recorded is None and last.get("dirty") is False and last.get("commit") and commit_exists(repo, last.get("commit")):
+    clean_commit = last.get("commit") if last.get("dirty") is False else None
+    if recorded is None and clean_commit and commit_exists(repo, clean_commit):
         candidate = commit_state(repo, last.get("commit"), excluded)
         recorded = candidate if candidate.digest == last.get("tree") else None
     differing = produced = None
