@@ -20,7 +20,7 @@ import pytest
 from replaybook._text import TEXT_LIMIT
 from replaybook.sources import _claude_fast, _claude_ms
 from replaybook.sources._claude_ref import load_reference
-from replaybook.sources.claude_code import load_claude_code
+from replaybook.sources.claude_code import _expand, _shadowed_first, load_claude_code
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -33,9 +33,17 @@ def _outcome(fn, paths):
         return None, (type(exc), str(exc))
 
 
+def _reference(paths):
+    """The reference loader's result, with the one decision made after it was written: a
+    session's own file is read before the file resuming it (``claude_code._shadowed_first``)."""
+    ref = load_reference(paths)
+    first = _shadowed_first(_expand(paths), ref)
+    return ref if first is None else load_reference(first)
+
+
 def assert_same(paths, monkeypatch=None) -> pd.DataFrame | None:
     """Load ``paths`` both ways (and with the msgspec decoder off) and assert equal results."""
-    ref, ref_err = _outcome(load_reference, paths)
+    ref, ref_err = _outcome(_reference, paths)
     runs = [_outcome(load_claude_code, paths)]
     if monkeypatch is not None:
         with monkeypatch.context() as m:

@@ -42,7 +42,9 @@ including inside ``arguments``, so the frame can be written to Parquet and HTML.
 Decisions
 ---------
 * **Dedup**: a line whose ``uuid`` was already seen in the same :func:`load_claude_code` call is a
-  resume copy and is skipped (first occurrence wins, in load order) — when it *is* a copy: the
+  resume copy and is skipped (first occurrence wins, in load order, except that a file made
+  only of such lines — the session a later file resumed — is read first, so its transcript
+  keeps them whichever order the files were named in) — when it *is* a copy: the
   same bytes, or the same JSON but for ``sessionId``.  The count of skipped copies is reported
   per file as ``inputs[i]["duplicates"]``.  A line that repeats a uuid with other content (an
   edited transcript, two files that disagree) is set aside as a ``conflict`` quarantine row
@@ -245,10 +247,68 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(files, max_open)
+        res = _load(files, max_open)
+        first = _shadowed_first(files, res)
+        return res if first is None else _load(first, max_open)
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
+    """The files reordered so that a session's own file comes before the file resuming it, or
+    ``None`` when no file needs to move.
+
+    A resumed session's file starts with copies of the earlier session's lines, and the first
+    place of a uuid keeps the line: named first (a folder sorts by the random session ids), the
+    resumed file had taken every line of the session it resumed, whose transcript then vanished
+    from the frame — and its door session had no transcript to be joined to.  A file ``F`` is
+    such an original when none of its lines was kept and another file of the load *starts* with
+    copies of all of its uuid lines, in order, and goes on: ``F`` then moves before that file and the load
+    runs again, so the copies are the resumed file's whichever order the files were named in.
+    Files that merely share lines (an identical copy, lines pasted from several files) stay as
+    they were named."""
+    dup = {str(i.get("path")) for i in res.inputs if i.get("duplicates")}
+    if not dup or not len(res.frame):
+        return None
+    kept = set(res.frame["source_file"].astype(str))
+    first_file = dict(zip(res.frame["uuid"].astype(object), res.frame["source_file"].astype(str)))
+    before: dict[str, str] = {}  # original → the file resuming it
+    for f in files:
+        name = str(f)
+        if name not in dup or name in kept:
+            continue
+        mine = _line_uuids(name)
+        g = first_file.get(mine[0]) if mine else None
+        if g is not None and g != name:
+            theirs = _line_uuids(g, len(mine) + 1)
+            if len(theirs) > len(mine) and theirs[:len(mine)] == mine:  # (it goes on: it resumed this one)
+                before[name] = g
+    if not before:
+        return None
+    out = [f for f in files if str(f) not in before]
+    for name, g in before.items():
+        at = next(i for i, f in enumerate(out) if str(f) == g)
+        out.insert(at, next(f for f in files if str(f) == name))
+    return out
+
+
+def _line_uuids(path: str, limit: int | None = None) -> list:
+    """The top-level ``uuid`` of each line of a transcript that has one, in order (the first
+    ``limit``); lines that do not parse are passed over."""
+    from .._jsonl import parse_json
+    from ._resume import _lines_of
+
+    out: list = []
+    for raw in _lines_of(path):
+        if limit is not None and len(out) >= limit:
+            break
+        if b'"uuid"' not in raw:
+            continue
+        o, err = parse_json(raw, exact=False)
+        if err is None and isinstance(o, dict) and isinstance(o.get("uuid"), str):
+            out.append(o["uuid"])
+    return out
 
 
 def _load(files: list[Path], max_open: int) -> LoadResult:
