@@ -253,8 +253,9 @@ def test_demo_report_access_section_names_the_operation_and_says_yes_or_no():
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", un)[1:]
     origin = [re.sub("<[^>]+>", "", re.findall(r"<td[^>]*>(.*?)</td>", r)[9]) for r in rows]
     assert origin == ["198.51.100.7 · warehouse-files-mcp/0.4 (boto3)same address and client as the requests door "
-                      "calls explain: sent from the door's side (the server behind it, or its host), not with "
-                      "credentials taken elsewhere", "config.amazonaws.com"]
+                      "calls explain: consistent with a request from the door's side (the server behind it, or its "
+                      "host) rather than credentials used elsewhere — not proof: a client names itself, and an "
+                      "address can be shared", "config.amazonaws.com"]
 
 
 def test_source_ip_from_each_cloud_log():

@@ -141,6 +141,11 @@ ACCESS_LINKS = FrameSpec(
 )
 
 _CALL_NEEDS = ("door_session", "seq", "ts", "ts_end", "agent", "object", "decision")
+
+#: ``why`` of a storage request when no door call's object maps to a storage URI (a manifest
+#: without ``storage_map``, or one none of the door's objects starts with): nothing could be matched.
+UNMAPPED = ("no door call's object maps to a storage URI (no storage_map entry covers them), so no "
+            "request could be matched to a call")
 _SCHEMES = ("s3://", "gs://", "az://")
 
 
@@ -428,6 +433,8 @@ def join_access(
                     targets = list((storage_map or {}).values())
                     if not same and targets and not any(uri.startswith(tg) or tg.startswith(uri) for tg in targets):
                         why = "resource outside every storage_map target: no door call can reach it"
+                    elif not same and not any(c_uri):
+                        why = UNMAPPED
                     elif not same:
                         why = "no door call on this object"
                     else:

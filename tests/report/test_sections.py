@@ -614,3 +614,25 @@ def test_an_unassigned_transcript_of_built_in_tools_only_is_not_a_lead():
     mcp = inc.steps.assign(server=inc.steps["server"].fillna("door"))  # the same calls made over MCP
     assert "built-in tools only" not in S.unassigned_transcripts(mcp, inc.join.unmatched_transcripts,
                                                                  sub_agents=inc.join.sub_agents)
+
+
+def test_without_storage_map_the_report_says_nothing_could_be_matched(tmp_path):
+    """A manifest without storage_map (optional) had made every storage request an alarm,
+    "made with the door's own principal" and "no door call on this object", the ones the
+    door's calls caused too."""
+    import replaybook
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo"
+    text = (demo / "incident.yaml").read_text()
+    text = re.sub(r"storage_map:\n(  .*\n)+", "", text)
+    for key in ("transcripts/", "door/", "cloud/", "data/"):
+        text = text.replace(f"  - {key}", f"  - {demo}/{key}").replace(f"data_root: {key}", f"data_root: {demo}/{key}")
+    (tmp_path / "incident.yaml").write_text(text)
+    inc = replaybook.Incident.load(tmp_path / "incident.yaml")
+    assert "storage_map" not in inc.manifest
+    h = S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained)
+    assert '<a href="#access">10 storage requests could not be checked against the door</a>' in h
+    assert "no door call explains" not in h
+    a = S.access_section(inc.access_join, inc.access)
+    assert "<b>No door call's object maps to a storage URI</b>" in a
+    assert "no door call&#x27;s object maps to a storage URI (no storage_map entry covers them)" in a

@@ -348,7 +348,14 @@ def header(
         on = [on_storage(u) for u in unexplained["resource_uri"]]
         n_st = sum(on)
         by_door = int(sum(o and not _isna(d) and bool(d) for d, o in zip(unexplained["door_principal"], on)))
-        if n_st:
+        from ..access_join import UNMAPPED
+
+        unmapped = n_st and all(w == UNMAPPED for w, o in zip(unexplained["why"], on) if o)
+        if unmapped:  # (not an alarm about the evidence: the manifest cannot match anything)
+            facts.append(f'<a href="#access">{_count(n_st, "storage request")} could not be checked against the '
+                         "door</a>: no door call's object maps to a storage URI. Add <code>storage_map</code> to "
+                         "the manifest (door object prefix → storage URI prefix)")
+        elif n_st:
             facts.append(f'<strong><a href="#access">{_count(n_st, "storage request")} no door call explains</a>'
                          "</strong>" + (f" ({by_door:,} made with the door's own principal)" if by_door else ""))
         if "refused_session" in unexplained.columns:
@@ -1095,7 +1102,12 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     held = (f"<b>{_count(n_access, 'event')}</b>: <b>{n_storage:,}</b> on storage (objects and buckets, what the "
             f"door's calls reach) and {n_other:,} on other services" if n_other else
             f"<b>{_count(n_access, 'storage request')}</b> (on objects and buckets, what the door's calls reach)")
-    body = (f"<p>The cloud's own access logs hold {held}. Door calls explain "
+    unmapped = len(result.per_call) and not result.per_call["call_uri"].notna().any()
+    alarm = ('<p class="rb-alarm"><b>No door call\'s object maps to a storage URI</b>, so no storage request '
+             "below could be matched to a call, and each is listed as unexplained. Add <code>storage_map</code> to "
+             "the manifest: door object prefix → storage URI prefix (<code>demo/: s3://acme-data/demo/</code>).</p>"
+             if unmapped and n_storage else "")
+    body = alarm + (f"<p>The cloud's own access logs hold {held}. Door calls explain "
             f"<b>{_count(len(result.links), 'storage request')}</b>. <b>{_count(len(un), 'request')} "
             f"{'matches' if len(un) == 1 else 'match'} no door call</b>, listed below: storage requests, and "
             "requests to any other service made with the door's own principal. Look at these first: a request "
@@ -1113,8 +1125,9 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     ips = [source_ip(r) for r in un["raw"]] if len(un) else []
     uas = [None if _isna(x) else str(x) for x in un["user_agent"]] if len(un) else []
     un["origin"] = [("—" if not (ip or ua) else f"<code>{_breakable(' · '.join(x for x in (ip, ua) if x), 300)}</code>")
-                    + ("<br><b>same address and client as the requests door calls explain</b>: sent from the door's "
-                       "side (the server behind it, or its host), not with credentials taken elsewhere"
+                    + ("<br><b>same address and client as the requests door calls explain</b>: consistent with "
+                       "a request from the door's side (the server behind it, or its host) rather than credentials "
+                       "used elsewhere — not proof: a client names itself, and an address can be shared"
                        if ip and ip in door_ips and ua in door_uas else "")
                     for ip, ua in zip(ips, uas)]
     body += _refused_then_reached(un)
