@@ -696,12 +696,15 @@ def _who(role: str, agent_id: Any) -> str:
 
 
 def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_rows: int = MAX_ROWS,
-                  limit: int = 400) -> str:
+                  limit: int = 400, quarantine: pd.DataFrame | None = None) -> str:
     """Per door session with a transcript, the conversation in the order the agent lived it
     (:func:`replaybook.views.session.conversation`): each prompt, each model request with its
     text (cut to ``limit`` characters), each tool call with what the door decided and reached
     and what the agent got back (:func:`result_cell`), a sub-agent's steps among its parent's,
-    and door calls no step claims at their time.  Empty when no session has a transcript."""
+    and door calls no step claims at their time.  Each line of the transcript's files that
+    ``quarantine`` (:data:`~replaybook.frames.QUARANTINE`) set aside is a row of its own where
+    the line stood (before the first step read from a later line of that file): a reader of the
+    conversation sees that something is missing there.  Empty when no session has a transcript."""
     from ..views.session import conversation
 
     if join is None or not len(join.sessions):
@@ -745,6 +748,7 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                                  for c, lane in zip(conv.to_dict("records"), conv["lane"])])
         # a model request without text only called tools: its calls are the rows that follow
         conv = conv[~((conv["lane"] == "model") & conv["text"].fillna("").eq(""))]
+        conv = _with_set_aside(conv, steps, r["transcript_id"], quarantine)
         body = table(conv, [("step_seq", "step", "num"), ("ts", "time (UTC)", "ts"), ("who", "who", "text"),
                             ("what", "what", "text"), ("door", "what the door decided and reached", "text"),
                             ("got_back", "what the agent got back", "html")],
@@ -767,6 +771,44 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                   f'{"later" if off > 0 else "earlier"}; a door call no step claims is placed here at its door time '
                   "moved onto the transcript's clock.</p>")
     return _section("The conversation, in order", intro + "".join(parts), anchor="conversation")
+
+
+def _with_set_aside(conv: pd.DataFrame, steps: pd.DataFrame, transcript_id: Any,
+                    quarantine: pd.DataFrame | None) -> pd.DataFrame:
+    """``conv`` (rows of :func:`conversations`) with a row for each quarantined line of the
+    transcript's files, placed before the first row read from a later line of the same file
+    (at the end when none is): ``what`` says which line was set aside and why."""
+    if quarantine is None or not len(quarantine) or not len(conv):
+        return conv
+    mine = steps[steps["transcript_id"] == transcript_id]
+    files = set(mine["source_file"].dropna().astype(str))
+
+    def step_file(qf: str) -> str | None:  # (an incident's quarantine names files relative to its folder)
+        return qf if qf in files else next((f for f in files if f.endswith("/" + qf)), None)
+
+    q = quarantine[quarantine["line_no"].notna()]
+    q = q.assign(source_file=[step_file(str(f)) for f in q["source_file"]])
+    q = q[q["source_file"].notna()]
+    if not len(q):
+        return conv
+    where = {int(s_): (str(f), int(ln)) for s_, f, ln in zip(mine["seq"], mine["source_file"], mine["line_no"])
+             if not (_isna(s_) or _isna(f) or _isna(ln))}
+    placed = [where.get(int(x)) if not _isna(x) else None for x in conv["step_seq"]]
+    rows = conv.to_dict("records")
+    extra: dict[int, list[dict]] = {}
+    for f, ln, kind, err in sorted(zip(q["source_file"].astype(str), q["line_no"].astype(int), q["kind"], q["error"]),
+                                   key=lambda t: (t[0], t[1])):
+        at = next((i for i, pl in enumerate(placed) if pl is not None and pl[0] == f and pl[1] > ln), len(rows))
+        what = (f"line {ln:,} of {Path(f).name} was set aside ({'unterminated: still being written?' if kind == 'pending' else kind}): "
+                f"{err} — see Quarantine; what it held is not shown here")
+        extra.setdefault(at, []).append({**{k: None for k in conv.columns}, "lane": "set aside", "who": "—",
+                                         "what": what, "door": "", "got_back": "", "status": "set aside"})
+    out: list[dict] = []
+    for i in range(len(rows) + 1):
+        out.extend(extra.get(i, []))
+        if i < len(rows):
+            out.append(rows[i])
+    return pd.DataFrame(out, columns=conv.columns)
 
 
 def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *, max_rows: int = MAX_ROWS,
