@@ -248,7 +248,8 @@ def copies_that_disagree(rows: Sequence[Mapping], column_sets: Mapping[str, tupl
     Returns:
         One dict per such group: ``folder`` and ``stem`` (str), ``objects`` (list of dicts with
         ``object``, ``rows`` (int or None), ``columns`` (tuple or None), ``who`` (the first call
-        that reached it, ``<door_session> #<seq>``)), ``rows_differ`` and ``columns_differ``
+        that reached it, ``<door_session> #<seq>``) and, when ``rows`` give it, ``last`` (door
+        session → ``(ts, seq, tool)`` of its last call on the object)), ``rows_differ`` and ``columns_differ``
         (bool).  Empty when no two tables of one name disagree.
     """
     column_sets = column_sets or {}
@@ -269,7 +270,8 @@ def copies_that_disagree(rows: Sequence[Mapping], column_sets: Mapping[str, tupl
             out.append({"folder": folder, "stem": stem, "rows_differ": rows_differ, "columns_differ": columns_differ,
                         "objects": [{"object": str(r["object"]),
                                      "rows": None if r.get("rows") is None or _na(r.get("rows")) else int(r["rows"]),
-                                     "columns": column_sets.get(r["object"]), "who": r.get("who")} for r in g]})
+                                     "columns": column_sets.get(r["object"]), "who": r.get("who"),
+                                     "last": r.get("last")} for r in g]})
     return out
 
 

@@ -469,6 +469,12 @@ def test_header_raises_storage_requests_no_door_call_explains():
     assert ('<strong><a href="#access">2 storage requests no door call explains</a></strong> '
             "(1 made with the door's own principal)") in h
     assert "no door call explains" not in S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained.iloc[:0])
+    # the wrong average: which copy each session read last, so which one its figure came from
+    o = S.objects_section(inc.calls, inc.data_root)
+    assert ("Of these, the one each door session reached last: <code>door-20260913T100005-a1</code> → "
+            "<code>demo/cars.parquet</code> (#4, query); <code>door-20260913T100052-b7</code> → "
+            "<code>demo/cars.xpt</code> (#4, query). A figure a session gave after that call likely comes from "
+            "that file's data.") in o
     # the demo's story: the agent was refused reference/.env, and the door's role read it 111 s later
     assert ('<strong><a href="#access">1 object the door refused the agent was reached in storage anyway</a>'
             "</strong>: <code>s3://acme-data/reference/.env</code>") in h
@@ -523,10 +529,13 @@ def test_copies_of_one_dataset_that_disagree_are_named(tmp_path):
     assert h == S.objects_section(calls, root)  # opened again: the same section
     alarm = h.split('<div class="rb-alarm">')[1].split("</div>")[0]
     items = [re.sub("<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", alarm)]
+    last = ". A figure a session gave after that call likely comes from that file's data."
     assert [i.split("demo/cars.parquet holds")[0].split("demo/cols.parquet and")[0] for i in items] == [
-        "demo/cars.json: 32 rows, first reached by s1 #1; demo/cars.parquet: 35 rows, first reached by s1 #2",
+        "demo/cars.json: 32 rows, first reached by s1 #1; demo/cars.parquet: 35 rows, first reached by s1 #2. "
+        "Of these, the one each door session reached last: s1 → demo/cars.parquet (#2, read)" + last,
         "demo/cols.parquet: 32 rows in 1 column (mpg), first reached by s1 #5; demo/cols.json: "
-        "32 rows in 2 columns (model, mpg), first reached by s1 #6"]
+        "32 rows in 2 columns (model, mpg), first reached by s1 #6. "
+        "Of these, the one each door session reached last: s1 → demo/cols.json (#6, read)" + last]
     assert ("demo/cars.parquet holds 3 rows more than demo/cars.json: each is also in demo/cars.json, so these "
             "are repeated rows (the file holds them twice or more):") in items[0]
     assert ("demo/cols.parquet and demo/cols.json hold the same rows over the columns both have: they differ "

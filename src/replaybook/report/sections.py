@@ -869,7 +869,8 @@ class ReachedObjects:
     """The objects allowed door calls reached, opened once for the report (:func:`reached_objects`).
 
     Attributes:
-        rows: one dict per object, first reached first (``object``, ``first``, ``who``, ``calls``,
+        rows: one dict per object, first reached first (``object``, ``first``, ``who``, ``last``
+            (door session → ``(ts, seq, tool)`` of its last call on the object), ``calls``,
             ``kind``, ``bytes``, ``rows``, ``columns``, ``sha256``, ``same``, ``note``).
         previews: ``(object, inner HTML)`` of each object's first rows or lines.
         total: how many distinct objects the calls reached (``rows`` holds at most ``max_objects``).
@@ -928,6 +929,9 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
             column_sets[str(obj)] = tuple(map(str, pv.table.columns))
             cols = ", ".join(column_sets[str(obj)])
         rows.append({"object": str(obj), "first": first["ts"], "who": f"{first['door_session']} #{first['seq']}",
+                     "last": {str(k): (x["ts"].iloc[-1], x["seq"].iloc[-1],
+                                       None if _isna(x["tool"].iloc[-1]) else str(x["tool"].iloc[-1]))
+                              for k, x in g.groupby("door_session", sort=False)},
                      "calls": len(g), "kind": pv.kind, "bytes": pv.size, "rows": pv.rows, "columns": cols,
                      "sha256": None if now is None else now.removeprefix("sha256:"), "same": same,
                      "note": pv.text if pv.kind not in ("table", "text", "folder") else None})
@@ -954,7 +958,22 @@ def _disagreement_sentence(d: Mapping) -> str:
         if d["columns_differ"] and o["columns"] is not None:
             what += f" in {_count(len(o['columns']), 'column')} ({esc(', '.join(o['columns']))})"
         parts.append(f"<code>{esc(o['object'])}</code>: {what}, first reached by <code>{esc(o['who'])}</code>")
-    return "; ".join(parts)
+    said = "; ".join(parts)
+    # which copy each session's last figure most likely came from: the one it reached last
+    last: dict[str, tuple] = {}
+    for o in d["objects"]:
+        for sess, (ts, seq, tool) in (o.get("last") or {}).items():
+            if _isna(ts):
+                continue
+            if sess not in last or ts > last[sess][0]:
+                last[sess] = (ts, seq, tool, o["object"])
+    if last:
+        each = "; ".join(f"<code>{esc(sess)}</code> → <code>{esc(obj)}</code> (#{esc(seq)}"
+                         + (f", {esc(tool)}" if tool else "") + ")"
+                         for sess, (ts, seq, tool, obj) in sorted(last.items(), key=lambda kv: kv[1][0]))
+        said += (f". Of these, the one each door session reached last: {each}. A figure a session gave after that "
+                 "call likely comes from that file's data.")
+    return said
 
 
 def _differences_html(d: Mapping, *, show: int = 5) -> str:
