@@ -24,6 +24,23 @@ def test_join_prints_the_expected_assignment(capsys):
     assert [(s["margin"], type(s["margin"])) for s in out["sessions"]] == [(2, int), (2, int)]
 
 
+def test_join_takes_an_incident_manifest(tmp_path, capsys):
+    """Someone who has written a manifest had to repeat its paths as --transcripts/--calls."""
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "incident.yaml"
+    assert main(["join", str(demo), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["assignments"] == {"door-20260913T100005-a1": "919dc839-23e1-56e5-8bd5-430e87d6a897",
+                                  "door-20260913T100052-b7": "3b4173aa-345d-5382-aff0-c40b872f81ae"}
+    assert out["window_s"] == 60.0
+    assert main(["join", str(demo), "--calls", str(demo.parent / "door")]) == 2
+    assert "give an INCIDENT manifest or --transcripts and --calls, not both" in capsys.readouterr().err
+    assert main(["join", "--calls", str(demo.parent / "door")]) == 2
+    assert "give an INCIDENT manifest, or both --transcripts and --calls" in capsys.readouterr().err
+    bad = tmp_path / "incident.yaml"
+    bad.write_text("title: x\nwindow_s: sixty\n")
+    assert main(["join", str(bad)]) == 2
+
+
 def test_join_table_is_readable(capsys):
     rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
                "--calls", str(FIX / "join_trap" / "door")])

@@ -365,35 +365,63 @@ def sources_cmd() -> None:
 
 
 @cli.command("join")
-@click.option("--transcripts", "transcripts", multiple=True, required=True, type=click.Path(exists=True),
+@click.argument("incident", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--transcripts", "transcripts", multiple=True, type=click.Path(exists=True),
               help="Transcript file or folder (Claude Code, Codex, Gemini, OTel; sniffed by content). Repeatable.")
-@click.option("--calls", "calls", multiple=True, required=True, type=click.Path(exists=True),
+@click.option("--calls", "calls", multiple=True, type=click.Path(exists=True),
               help="Door call log file or log root, or a gateway's log (sniffed by content). Repeatable.")
 @click.option("--transcripts-format", default=None, help="Read every transcript with this source (`replaybook sources` lists them).")
 @click.option("--calls-format", default=None, help="Read every call log with this source (`replaybook sources` lists them).")
-@click.option("--window", type=float, default=60.0, show_default=True, help="Agreement window, seconds.")
+@click.option("--window", type=float, default=None,
+              help="Agreement window, seconds  [default: the manifest's window_s, else 60].")
 @click.option("--min-agreed", type=int, default=1, show_default=True,
               help="Never assign a transcript with fewer agreeing steps.")
-@click.option("--max-offset", type=float, default=300.0, show_default=True,
-              help="Largest clock offset between transcript and door to look for before matching, "
+@click.option("--max-offset", type=float, default=None,
+              help="[default: the manifest's max_offset_s, else 300] "
+
+                   "Largest clock offset between transcript and door to look for before matching, "
                    "seconds (0: assume the clocks agree). The offset printed is measured afterwards "
                    "from the agreeing pairs, so it can be as large as --window even with 0.")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True)
-def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_agreed, max_offset, fmt) -> None:
-    """Assign transcripts to door sessions one-to-one and say how sure each assignment is."""
+def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, window, min_agreed, max_offset,
+             fmt) -> None:
+    """Assign transcripts to door sessions one-to-one and say how sure each assignment is.
+
+    Give an INCIDENT manifest (its transcripts, door logs, window_s and max_offset_s), or
+    --transcripts and --calls.
+    """
     import pandas as pd
 
     from .join import join_sessions
 
-    st = _load_one("steps", transcripts, transcripts_format).result
-    ca = _load_one("calls", calls, calls_format).result
-    for wrong in (_other_kinds("steps", st, transcripts_format), _other_kinds("calls", ca, calls_format)):
-        if wrong is not None:
-            raise wrong
-    res = join_sessions(st.frame, ca.frame, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset)
+    if incident is not None and (transcripts or calls):
+        raise click.UsageError("give an INCIDENT manifest or --transcripts and --calls, not both")
+    if incident is None and not (transcripts and calls):
+        raise click.UsageError("give an INCIDENT manifest, or both --transcripts and --calls")
+    if incident is not None:
+        from .incident import Incident
+
+        inc = Incident.load(incident)
+        steps, calls_f = inc.steps, inc.calls
+        set_aside_rows = inc.quarantine  # (every input of the incident: its access logs too)
+        set_aside = int(len(set_aside_rows))
+        window = inc.window_s if window is None else window
+        max_offset = float(inc.manifest["max_offset_s"]) if max_offset is None else max_offset
+    else:
+        st = _load_one("steps", transcripts, transcripts_format).result
+        ca = _load_one("calls", calls, calls_format).result
+        for wrong in (_other_kinds("steps", st, transcripts_format), _other_kinds("calls", ca, calls_format)):
+            if wrong is not None:
+                raise wrong
+        steps, calls_f = st.frame, ca.frame
+        set_aside_rows = pd.concat([st.quarantine, ca.quarantine], ignore_index=True)
+        set_aside = int(len(set_aside_rows))
+    window = 60.0 if window is None else window
+    max_offset = 300.0 if max_offset is None else max_offset
+    res = join_sessions(steps, calls_f, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset)
     if fmt == "json":
         d = res.to_dict()
-        d["quarantine"] = int(len(st.quarantine) + len(ca.quarantine))
+        d["quarantine"] = set_aside
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
     else:
         cols = ["door_session", "transcript_id", "agreed", "transcript_tool_steps", "share",
@@ -421,10 +449,10 @@ def join_cmd(transcripts, calls, transcripts_format, calls_format, window, min_a
                            "copied transcript, or another client's call, would look like this", err=True)
     from .join import untimed_note
 
-    note = untimed_note(st.frame, ca.frame)
+    note = untimed_note(steps, calls_f)
     if note:
         click.echo(f"note: {note}", err=True)
-    _quarantine_summary(pd.concat([st.quarantine, ca.quarantine], ignore_index=True))
+    _quarantine_summary(set_aside_rows)
 
 
 @cli.command("report")
