@@ -136,7 +136,8 @@ def test_load_access_sniffs_names_sources_and_reports_skipped_files(capsys):
     err = capsys.readouterr().err
     assert "access: 4 rows from 1 file, 1 more skipped, 1 not recognised (aws.cloudtrail)" in err
     assert "CloudTrail digest file (no Records)" in err
-    assert "expected.json: [invalid] no source recognised this content" in err
+    assert "not read: 1 file no source reads" in err
+    assert "expected.json: no source recognised this content" in err and "quarantine: 0 lines" in err
 
 
 def test_load_steps_reads_each_file_with_its_own_source_and_refuses_the_wrong_frame(capsys):
@@ -288,12 +289,14 @@ def test_no_rows_is_no_lines(tmp_path, capsys):
     assert capsys.readouterr().out == ""  # (pandas had written one blank line: not JSON Lines)
 
 
-def test_quarantine_summary_counts_whole_files_apart_from_lines(capsys):
-    """Files no source recognised are set aside whole; they had been counted as 'lines'."""
+def test_files_no_source_reads_are_listed_apart_from_the_quarantine(capsys):
+    """A folder's incident.yaml and data files had been counted as quarantine 'lines', then as
+    'whole files … [invalid]' beside real damage; they are not evidence of these kinds."""
     demo = Path(__file__).resolve().parents[1] / "data" / "demo"
     assert main(["join", "--transcripts", str(demo), "--calls", str(demo / "door")]) == 0
     err = capsys.readouterr().err
-    assert "quarantine: 5 whole files" in err and "quarantine: 5 lines" not in err
+    assert "not read: 5 files no source reads" in err and "quarantine: 0 lines" in err
+    assert f"  {demo / 'incident.yaml'}: no source recognised this content" in err
 
 
 def test_load_writes_arguments_nested_deeper_than_orjson_writes(tmp_path, capsys):

@@ -331,4 +331,4 @@ def test_symbolic_links_in_a_folder_are_listed_not_passed_over(tmp_path, capsys)
     assert main(["load", "calls", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert "calls: 5 rows from 1 file, 2 symbolic links not followed (door)" in err
-    assert f"{tmp_path / 'link.jsonl'}: [invalid] symbolic link to real.jsonl: not followed" in err
+    assert f"  {tmp_path / 'link.jsonl'}: symbolic link to real.jsonl: not followed" in err

@@ -76,8 +76,20 @@ def _frame_out(df, fmt: str, out: str | None) -> None:
 
 
 def _quarantine_summary(q) -> None:
+    """The quarantine on stderr: lines and files a loader set aside, then, apart, the files no
+    source read at all (an ``incident.yaml``, a data CSV or a README in a folder given:
+    ``loader`` ``auto``), which are not damaged evidence."""
     import pandas as pd
 
+    unread = q[q["line_no"].isna() & (q["loader"] == "auto")] if not q.empty else q
+    q = q.drop(index=unread.index) if len(unread) else q
+    if len(unread):
+        click.echo(f"not read: {_count(len(unread), 'file')} no source reads (not evidence of these kinds, or "
+                   "named so on purpose):", err=True)
+        for r in unread.head(20).itertuples(index=False):
+            click.echo(f"  {r.source_file}: {r.error}", err=True)
+        if len(unread) > 20:
+            click.echo(f"  … and {len(unread) - 20} more", err=True)
     if q.empty:
         click.echo("quarantine: 0 lines", err=True)
         return
