@@ -155,3 +155,60 @@ def test_claims_warn_about_gaps_in_seq(tmp_path: Path):
     assert res.exit_code == 0
     assert (f"warning: {log}:2: seq 2 missing before step 3: the recorder numbers steps without gaps, so a line "
             f"was removed from the log") in res.output.splitlines()
+
+
+@pytest.mark.parametrize("sentence", [
+    "The test fails before the fix [seq:1] and passes after [seq:3].",
+    "The test fails before the fix [seq:1], but passes after [seq:3].",
+    "The test fails before the fix [seq:1]; it passes after [seq:3].",
+    "The tests fail before the fix and pass after [seq:1][seq:3].",
+    "It fails before the fix and passes after [seq:1].",
+    "The failing test passes now [seq:3].",
+])
+def test_a_failing_step_cited_for_a_pass_is_a_finding_though_the_sentence_names_a_failure(sentence: str):
+    """An expected-failure phrase excuses only the step its own clause cites."""
+    report = lint_claims_text(sentence, STEPS)
+    failing = [(f.kind, f.seq) for f in report.findings]
+    assert failing == [("cites_failing_step", failing[0][1])] and failing[0][1] in (1, 3)
+    assert report.exit_code == 1
+
+
+def test_each_marker_is_judged_against_the_clause_it_ends():
+    report = lint_claims_text("The test fails before the fix [seq:1] and passes after [seq:3].", STEPS,
+                              commands={3: "pytest -q"})
+    assert [(f.kind, f.seq, f.message) for f in report.findings] == [(
+        "cites_failing_step", 3,
+        '[seq:3] cites step 3 (`pytest -q`), which exited 1; describe it as an expected failure ("expected '
+        'failure", "fails before the fix" …) or cite a passing step (its clause: "passes after")')]
+    assert report.accepted == [1]
+    report = lint_claims_text("It fails before the fix and passes after [seq:1].", STEPS)
+    assert [f.message for f in report.findings] == [
+        '[seq:1] cites step 1, which exited 1, but "It fails before the fix; passes after" says something passes '
+        'and no step cited there passed; cite the step that passed']
+
+
+@pytest.mark.parametrize("sentence", [
+    "The bug is reproduced [seq:2].",
+    "Without the fix the test does not pass [seq:2].",
+    "Before the fix the test was broken [seq:2].",
+    "The old code gives the wrong mean [seq:2].",
+    "Before the fix, the assertion error shows up [seq:2].",
+    "The failing test [seq:2] shows the bug.",
+    "Before the fix, test_mean fails [seq:2] and after it passes [seq:2].",
+    "The test fails before the fix (see [seq:2]).",
+    "It fails before the fix and passes after [seq:2][seq:2].",
+])
+def test_other_failure_wordings_citing_a_passing_step_are_findings(sentence: str):
+    report = lint_claims_text(sentence, STEPS)
+    assert [(f.kind, f.seq) for f in report.findings][:1] == [("cites_passing_step_for_failure", 2)]
+
+
+@pytest.mark.parametrize("sentence", [
+    "The test fails before the fix [seq:1] and passes after [seq:2].",
+    "The tests fail before the fix and pass after [seq:1][seq:2].",
+    "The bug is reproduced [seq:1] and fixed [seq:2].",
+    "The test fails before the fix [seq:1]; it passes after [seq:2], as expected.",
+])
+def test_honest_failing_then_passing_sentences_stay_accepted(sentence: str):
+    report = lint_claims_text(sentence, STEPS)
+    assert report.findings == [] and report.accepted == [1, 2]

@@ -7,10 +7,16 @@ placed right after a sentence's full stop (``It passes. [seq:2]``) belongs to th
 Findings (failures — the linter exits non-zero when there is one):
 
 ``cites_missing_step``   the marker cites a seq that is not in the log (the step never ran)
-``cites_failing_step``   the cited step exited non-zero and its sentence does not describe it
-                         as an expected failure (:data:`EXPECTED_FAILURE`)
-``cites_passing_step_for_failure``  the sentence says something fails (:data:`FAILURE_CLAIM`)
-                         but the cited step exited 0, and no other step it cites failed
+``cites_failing_step``   the cited step exited non-zero and its clause does not describe it
+                         as an expected failure (:data:`EXPECTED_FAILURE`), or says something
+                         passes (:data:`PASS_CLAIM`) while no step cited there passed
+``cites_passing_step_for_failure``  its clause says something fails (:data:`FAILURE_CLAIM`)
+                         but the cited step exited 0, and no other step cited there failed
+
+Each marker is judged against the clause(s) it cites (:func:`_marker_groups`): adjacent markers
+form a group that cites the text since the previous group, split into clauses; with as many
+markers as clauses they pair in order.  An expected-failure phrase excuses only the steps of
+its own clause(s): "fails before the fix [seq:1] and passes after [seq:2]" needs step 2 to pass.
 ``malformed_marker``     ``[seq:…]`` whose content is not a step number
 
 Warnings (reported, never failures):
@@ -23,7 +29,7 @@ A cited failing step is accepted when its sentence matches one of these phrasing
 (case-insensitive): "expected failure", "expected to fail", "fails/failed as expected",
 "fails/failed/failing before the fix|change|patch", "fails without the fix|change|patch",
 "failing test(s)", "red before", "reproduces/reproduced the bug|issue|failure|problem|regression",
-"xfail".  A phrase that is negated ("not an expected failure", "no xfail here": a negation
+"the bug|issue|… is reproduced", "xfail".  A phrase that is negated ("not an expected failure", "no xfail here": a negation
 word among the three words before it, in the same clause) does not count.
 """
 
@@ -40,6 +46,7 @@ from .log import read_log
 __all__ = [
     "EXPECTED_FAILURE",
     "FAILURE_CLAIM",
+    "PASS_CLAIM",
     "NEGATIONS",
     "CLAIM_WORDS",
     "FINDING_KINDS",
@@ -59,6 +66,7 @@ EXPECTED_FAILURE = re.compile(
     r"|\bfailing\s+tests?\b"
     r"|\bred\s+before\b"
     r"|\breproduc(?:es|ed|ing)?\s+the\s+(?:bug|issue|failure|problem|regression)\b"
+    r"|\b(?:bug|issue|failure|problem|regression)\s+(?:is|was|gets|got)\s+reproduced\b"
     r"|\bxfail",
     re.I,
 )
@@ -73,7 +81,24 @@ FAILURE_CLAIM = re.compile(
     r"|\bxfail\w*"
     r"|\b(?:is|are|was|were|goes|go|went|turns?|turned|stays?|stayed)\s+red\b|\bred\s+(?:before|without)\b"
     r"|\breproduc(?:es|ed|ing)?\s+the\s+(?:bug|issue|failure|problem|regression)\b"
-    r"|\berror(?:s|ed)\s+out\b|\berrored\b|\bcrash(?:es|ed)?\b",
+    r"|\b(?:bug|issue|failure|problem|regression)\s+(?:is|was|gets|got)\s+reproduced\b"
+    r"|\b(?:is|are|was|were|gets|got)\s+reproduced\b"
+    r"|\berror(?:s|ed)\s+out\b|\berrored\b|\bcrash(?:es|ed)?\b"
+    r"|\b(?:does|do|did|is|are|was|were|will|would|could|can)(?:\s+not|n't)\s+pass\w*"
+    r"|\bno\s+longer\s+pass(?:es|ed)?\b"
+    r"|\b(?:is|are|was|were|still)\s+broken\b|\bbreaks\b"
+    r"|\b(?:gives?|gave|returns?|returned|prints?|printed|produces?|produced|computes?|computed|shows?|showed)"
+    r"\s+(?:a\s+|an\s+|the\s+)?(?:wrong|incorrect|bad)\b"
+    r"|\b(?:shows?|showed|exposes?|exposed|reveals?|revealed|triggers?|triggered|hits?)\s+the\s+"
+    r"(?:bug|issue|problem|regression|failure)\b"
+    r"|\b(?:error|exception|traceback)s?\s+(?:shows?\s+up|showed\s+up|appears?|appeared|(?:is|was)\s+raised)\b",
+    re.I,
+)
+
+#: Phrasings that say something passes (not negated): a clause with one, citing only failing
+#: steps, is not backed ("fails before the fix and passes after [seq:1][seq:2]" with both failing).
+PASS_CLAIM = re.compile(
+    r"\bpass(?:es|ed|ing)?\b|\bgreen\b|\bsucceed(?:s|ed)?\b|\bworks?\b|\bclean\b",
     re.I,
 )
 
@@ -343,6 +368,105 @@ def _display(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+_CLAUSE_SPLIT = re.compile(r"[;()\u2014]|\s-\s|\b(?:and|but|while|whereas|although|though|yet)\b", re.I)
+_GROUP_GLUE = re.compile(r"[\s,]*")
+
+
+def _claim_clauses(text: str) -> list[str]:
+    """The clauses of ``text`` (split at ``;``, parentheses, dashes, and/but/while …) that say
+    something: a pass, a failure or another claim word.  "(see" or "as shown in" are dropped."""
+    out = []
+    for part in _CLAUSE_SPLIT.split(text):
+        part = _MARKER.sub(" ", part).strip(" ,.:")
+        if part and (CLAIM_WORDS.search(part) or FAILURE_CLAIM.search(part) or EXPECTED_FAILURE.search(part)
+                     or PASS_CLAIM.search(part)):
+            out.append(part)
+    return out
+
+
+def _marker_groups(masked: str, sent: _Sentence) -> list[tuple[list[tuple[int, str, int]], list[str]]]:
+    """The sentence's markers in groups, each with the clauses it cites.
+
+    Markers next to each other (``[seq:1][seq:2]``, ``[seq:1], [seq:2]``) form one group.  A group
+    cites the text since the previous group (or the sentence start); the last group also cites
+    the text after it ("[seq:1] fails before the fix").  That text is split into clauses.
+    """
+    groups: list[list[tuple[int, str, int]]] = []
+    ends: list[int] = []
+    for marker in sent.markers:
+        m = _MARKER.match(masked, marker[0])
+        end = m.end() if m else marker[0]
+        if groups and _GROUP_GLUE.fullmatch(masked[ends[-1]:marker[0]]):
+            groups[-1].append(marker)
+            ends[-1] = end
+        else:
+            groups.append([marker])
+            ends.append(end)
+    out = []
+    prev = sent.start
+    for i, (group, end) in enumerate(zip(groups, ends)):
+        text = masked[prev:group[0][0]]
+        if i == len(groups) - 1:
+            text += " ; " + masked[end:sent.end]
+        out.append((group, _claim_clauses(text)))
+        prev = end
+    return out
+
+
+def _judge_group(report: ClaimsReport, accepted: set[int], group: list[tuple[int, str, int]],
+                 clauses: list[str], steps: dict[int, int], commands: dict[int, str], shown: str,
+                 log_path: str) -> None:
+    """Judge each marker of a group against the clause(s) it cites.
+
+    When the group has as many markers as claim clauses, the n-th marker cites the n-th clause
+    ("fail before the fix and pass after [seq:1][seq:2]"); otherwise every marker cites all the
+    group's clauses.  A failing step is backed by a clause that describes an expected failure,
+    unless the clauses also say something passes and no step of the group passed; a passing step
+    is not backed when the clauses say something fails and no step of the group failed.
+    """
+    numbered = [int(c) for _o, c, _l in group if c.isdigit()]
+    paired = len(group) > 1 and len(numbered) == len(group) == len(clauses)
+    for k, (_off, content, line) in enumerate(group):
+        report.markers += 1
+        if not content.isdigit():
+            report.findings.append(Finding(
+                "malformed_marker", "error", line, None, shown,
+                f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"))
+            continue
+        seq = int(content)
+        what = f"step {seq}" + (f" (`{commands[seq]}`)" if seq in commands else "")
+        mine = [clauses[k]] if paired else clauses
+        cited = [seq] if paired else numbered
+        expected_failure = any(_says(EXPECTED_FAILURE, c) for c in mine)
+        claims_failure = any(_says(FAILURE_CLAIM, c) for c in mine)
+        claims_pass = any(_says(PASS_CLAIM, c) and not _says(FAILURE_CLAIM, c) for c in mine)
+        some_failed = any(steps.get(q, 0) != 0 for q in cited)
+        some_passed = any(steps.get(q, 1) == 0 for q in cited)
+        if seq not in steps:
+            report.findings.append(Finding(
+                "cites_missing_step", "error", line, seq, shown,
+                f"[seq:{seq}] cites a step that never ran: {log_path} has no seq {seq}"))
+        elif steps[seq] != 0 and not expected_failure:
+            report.findings.append(Finding(
+                "cites_failing_step", "error", line, seq, shown,
+                f"[seq:{seq}] cites {what}, which exited {steps[seq]}; describe it as an expected "
+                f"failure (\"expected failure\", \"fails before the fix\" …) or cite a passing step"
+                + (f" (its clause: \"{'; '.join(mine)}\")" if mine else "")))
+        elif steps[seq] != 0 and claims_pass and not some_passed:
+            report.findings.append(Finding(
+                "cites_failing_step", "error", line, seq, shown,
+                f"[seq:{seq}] cites {what}, which exited {steps[seq]}, but \"{'; '.join(mine)}\" says "
+                f"something passes and no step cited there passed; cite the step that passed"))
+        elif steps[seq] == 0 and claims_failure and not some_failed:
+            report.findings.append(Finding(
+                "cites_passing_step_for_failure", "error", line, seq, shown,
+                f"[seq:{seq}] cites {what}, which exited 0, but the sentence says something fails; "
+                f"cite the step that failed"))
+        else:
+            accepted.add(seq)
+            report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
+
+
 def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_BODY.md",
                      log_path: str = "session.jsonl", commands: dict[int, str] | None = None) -> ClaimsReport:
     """Lint a PR body's text against ``{seq: exit code}``.
@@ -371,36 +495,8 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
                     "unsupported_claim", "warning", sent.line, None, shown,
                     "this sentence reads like a factual claim but cites no step; add [seq:N]"))
             continue
-        expected_failure = _says(EXPECTED_FAILURE, text)
-        claims_failure = _says(FAILURE_CLAIM, text)
-        cited = {int(c) for _o, c, _l in sent.markers if c.isdigit()}
-        backed = any(steps.get(q, 0) != 0 for q in cited)  # some cited step did fail
-        for _off, content, line in sent.markers:
-            report.markers += 1
-            if not content.isdigit():
-                report.findings.append(Finding(
-                    "malformed_marker", "error", line, None, shown,
-                    f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"))
-                continue
-            seq = int(content)
-            what = f"step {seq}" + (f" (`{commands[seq]}`)" if seq in commands else "")
-            if seq not in steps:
-                report.findings.append(Finding(
-                    "cites_missing_step", "error", line, seq, shown,
-                    f"[seq:{seq}] cites a step that never ran: {log_path} has no seq {seq}"))
-            elif steps[seq] != 0 and not expected_failure:
-                report.findings.append(Finding(
-                    "cites_failing_step", "error", line, seq, shown,
-                    f"[seq:{seq}] cites {what}, which exited {steps[seq]}; describe it as an expected "
-                    f"failure (\"expected failure\", \"fails before the fix\" …) or cite a passing step"))
-            elif steps[seq] == 0 and claims_failure and not backed:
-                report.findings.append(Finding(
-                    "cites_passing_step_for_failure", "error", line, seq, shown,
-                    f"[seq:{seq}] cites {what}, which exited 0, but the sentence says something fails; "
-                    f"cite the step that failed"))
-            else:
-                accepted.add(seq)
-                report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
+        for group, clauses in _marker_groups(masked, sent):
+            _judge_group(report, accepted, group, clauses, steps, commands, shown, log_path)
     report.findings.sort(key=lambda f: f.line)  # stable: markers keep their order within a line
     report.accepted = sorted(accepted)
     return report
