@@ -416,3 +416,25 @@ def test_a_missing_cwd_is_a_step_that_did_not_run(repo: Path, monkeypatch):
     assert res.exit_code == 1
     assert "[DIVERGED] seq=1 exit=not-run/0 cat data.txt   (in nope)\n" in res.output
     assert "not run: the recorded working directory 'nope' does not exist in the replayed tree" in res.output
+
+
+def test_control_characters_in_a_command_are_shown_escaped(repo: Path, tmp_path: Path, monkeypatch):
+    """A shell line holding CR, LF or ESC cannot draw a line that looks like the replay's own."""
+    rec(repo, "echo hi #\r[ok]       seq=2 exit=0/0 pytest -q")
+    rec(repo, "true\n[ok]       seq=3 exit=0/0 pytest -q\x1b[2K")
+    monkeypatch.chdir(repo)
+    junit = tmp_path / "packet.xml"
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", str(junit)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[1] == "[ok]       seq=1 exit=0/0 echo hi #\\r[ok]       seq=2 exit=0/0 pytest -q"
+    assert lines[2] == "[ok]       seq=2 exit=127/127 true\\n[ok]       seq=3 exit=0/0 pytest -q\\x1b[2K"
+    assert lines[3] == "VERDICT: PASS" and "\r" not in res.output and "\x1b" not in res.output
+    names = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
+    assert names == ["seq 1: echo hi #\\r[ok]       seq=2 exit=0/0 pytest -q",
+                     "seq 2: true\\n[ok]       seq=3 exit=0/0 pytest -q\\x1b[2K"]
+    (repo / "b.md").write_text("It works [seq:1] and [seq:9].\n")
+    _edit_log(repo / "session.jsonl", 1, exit=1)
+    res = CliRunner().invoke(packet_cli, ["claims", "b.md", "session.jsonl"])
+    assert ("[seq:1] cites step 1 (`echo hi #\\r[ok]       seq=2 exit=0/0 pytest -q`), which exited 1"
+            in res.output) and "\r" not in res.output

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from .log import read_log
+from .log import printable, read_log
 
 __all__ = [
     "EXPECTED_FAILURE",
@@ -365,7 +365,7 @@ def _sentences(masked: str, starts: list[int]) -> list[_Sentence]:
 def _display(text: str) -> str:
     text = _LIST_ITEM.sub("", _QUOTE.sub("", text), count=1)
     text = re.sub(r"^\s*#{1,6}\s*", "", text)
-    return re.sub(r"\s+", " ", text).strip()
+    return printable(re.sub(r"\s+", " ", text).strip())
 
 
 _CLAUSE_SPLIT = re.compile(r"[;()\u2014]|\s-\s|\b(?:and|but|while|whereas|although|though|yet)\b", re.I)
@@ -434,7 +434,7 @@ def _judge_group(report: ClaimsReport, accepted: set[int], group: list[tuple[int
                 f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"))
             continue
         seq = int(content)
-        what = f"step {seq}" + (f" (`{commands[seq]}`)" if seq in commands else "")
+        what = f"step {seq}" + (f" (`{printable(commands[seq])}`)" if seq in commands else "")
         mine = [clauses[k]] if paired else clauses
         cited = [seq] if paired else numbered
         expected_failure = any(_says(EXPECTED_FAILURE, c) for c in mine)

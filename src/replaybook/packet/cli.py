@@ -24,6 +24,7 @@ import traceback
 import click
 
 from ..errors import ReplaybookError
+from .log import printable
 
 __all__ = ["packet", "EXIT_INTERNAL"]
 
@@ -88,9 +89,9 @@ def record_cmd(log_path: str, store_output: bool, outputs_dir: str | None, quiet
 def _print_step(s) -> None:
     tag = {"ok": "[ok]      ", "UNCHECKED": "[UNCHECKED]"}.get(s.status, "[DIVERGED]")
     exit_s = str(s.exit) if s.exit is not None else ("timeout" if s.duration_ms is not None else "not-run")
-    line = f"{tag} seq={s.seq} exit={exit_s}/{s.expected_exit} {s.cmd}"
+    line = f"{tag} seq={s.seq} exit={exit_s}/{s.expected_exit} {printable(s.cmd)}"
     if s.cwd not in (".", ""):
-        line += f"   (in {s.cwd})"
+        line += f"   (in {printable(s.cwd)})"
     click.echo(line)
     if s.reasons:
         click.echo("           " + "; ".join(s.reasons))
@@ -98,7 +99,7 @@ def _print_step(s) -> None:
         click.echo(f"           note: {n}")
     if s.diff:
         for dl in s.diff.split("\n"):
-            click.echo("           " + dl)
+            click.echo("           " + printable(dl))
 
 
 @packet.command("replay")

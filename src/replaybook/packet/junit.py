@@ -1,7 +1,8 @@
 """JUnit XML for a replay verdict, for CI systems that show test reports.
 
 One ``<testsuite name="replaybook.packet">`` with one ``<testcase>`` per step (``classname`` is
-the log's file name, ``name`` is ``seq N: <cmd>``, ``time`` in seconds).  A diverged step has a
+the log's file name, ``name`` is ``seq N: <cmd>`` with control characters escaped
+(:func:`.log.printable`), ``time`` in seconds).  A diverged step has a
 ``<failure type="DIVERGED">`` (``UNCHECKED`` for a step whose output could not be compared)
 whose text is the reasons, notes and diff.  An UNRUNNABLE replay
 adds a ``<testcase name="replay">`` with an ``<error type="UNRUNNABLE">``.  The format follows
@@ -15,6 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from .errors import PacketError
+from .log import printable
 from .replay import PacketVerdict
 
 __all__ = ["junit_xml", "write_junit"]
@@ -40,7 +42,7 @@ def junit_xml(verdict: PacketVerdict) -> str:
                  ("checkout", verdict.checkout or "")):
         ET.SubElement(props, "property", name=k, value=_clean(v))
     for s in verdict.steps:
-        case = ET.SubElement(suite, "testcase", classname=classname, name=_clean(f"seq {s.seq}: {s.cmd}"),
+        case = ET.SubElement(suite, "testcase", classname=classname, name=printable(f"seq {s.seq}: {s.cmd}"),
                              time=f"{(s.duration_ms or 0) / 1000:.3f}")
         if not s.ok:
             fail = ET.SubElement(case, "failure", type=s.status, message=_clean("; ".join(s.reasons)))

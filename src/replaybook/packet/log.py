@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -38,6 +39,7 @@ __all__ = [
     "append_step",
     "read_log",
     "outputs_dir_for",
+    "printable",
 ]
 
 #: Value of ``v`` written by this recorder.
@@ -238,6 +240,25 @@ def _line_problem(raw: bytes, obj: dict) -> str | None:
     if any("\ufffd" in t for t in texts) and b"\xef\xbf\xbd" not in raw and b"\\ufffd" not in raw.lower():
         return "the command holds a lone surrogate escape (not a character); it cannot be run as recorded"
     return None
+
+
+_NAMED_ESCAPES = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """``text`` as one line of plain characters, for showing a recorded command to a person.
+
+    Control characters (C0 including CR, LF and tab, DEL, C1 (0x80-0x9f), and the
+    Unicode line and paragraph separators) become escapes: ``\\r``, ``\\n``, ``\\t``, else
+    ``\\xNN`` / ``\\uNNNN``.  A terminal would act on them (a CR returns to the start of the
+    line, ESC starts a colour or cursor sequence), so a command shown raw could draw text that
+    looks like the replay's own lines.  Everything else is kept as it is.
+    """
+    def esc(m: re.Match[str]) -> str:
+        ch = m.group(0)
+        return _NAMED_ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+    return _CONTROL.sub(esc, text)
 
 
 def outputs_dir_for(log_path: str | os.PathLike) -> Path:
