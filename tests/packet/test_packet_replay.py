@@ -438,3 +438,26 @@ def test_control_characters_in_a_command_are_shown_escaped(repo: Path, tmp_path:
     res = CliRunner().invoke(packet_cli, ["claims", "b.md", "session.jsonl"])
     assert ("[seq:1] cites step 1 (`echo hi #\\r[ok]       seq=2 exit=0/0 pytest -q`), which exited 1"
             in res.output) and "\r" not in res.output
+
+
+def test_a_tracked_cache_file_counts_in_the_tree_and_the_head_comparison(repo: Path):
+    """Only untracked caches are left out: a committed .pyc can change what the head runs."""
+    from replaybook.packet.gitstate import commit_state, tree_state
+
+    log = _fail_fix_pass_packet(repo)
+    before = tree_state(repo, ["session.jsonl", "session.outputs"])
+    (repo / "__pycache__").mkdir()
+    (repo / "__pycache__" / "check.cpython-312.pyc").write_bytes(b"stale")
+    (repo / "old.pyc").write_bytes(b"stale")
+    assert tree_state(repo, ["session.jsonl", "session.outputs"]) == before  # untracked caches are left out
+    git(repo, "add", "-f", "__pycache__/check.cpython-312.pyc")
+    git(repo, "commit", "-q", "-m", "add a build cache")
+    after = tree_state(repo, ["session.jsonl", "session.outputs"])
+    assert after.digest != before.digest and "__pycache__/check.cpython-312.pyc" in after.entries
+    assert "old.pyc" not in after.entries
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert "__pycache__/check.cpython-312.pyc" in commit_state(repo, head).entries
+    v = replay(log, repo=repo, require_head=True, head_ignore=["PR_BODY.md"])
+    assert v.verdict == "DIVERGED" and v.head["differing"] == ["PR_BODY.md", "__pycache__/check.cpython-312.pyc"]
+    assert v.problems == [f"the PR head HEAD ({head[:12]}) is not the last recorded state: 1 file(s) differ: "
+                          f"__pycache__/check.cpython-312.pyc"]

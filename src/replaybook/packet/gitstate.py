@@ -6,7 +6,9 @@ would see — tracked files as they are on disk (staged or not) and untracked fi
 ignored.  Two working trees with the same files have the same digest, so a step recorded on
 uncommitted changes matches a later commit that holds exactly those changes.  Excluded from the
 digest: the session log and its output folder (the recorder writes them while it works) and
-tool caches that every run rewrites (:data:`CACHE_PARTS`, files ending in :data:`CACHE_SUFFIXES`).
+*untracked* tool caches that every run rewrites (:data:`CACHE_PARTS`, files ending in
+:data:`CACHE_SUFFIXES`).  A tracked cache file counts like any other file: a committed ``.pyc``
+can change what runs.
 
 Everything here shells out to ``git`` (≥ 2.20) and never writes to the repository's objects or
 refs; ``git status`` runs with ``--no-optional-locks`` so it does not rewrite the index either.
@@ -25,13 +27,14 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Container, Iterable, Iterator, Mapping
 
 from .errors import PacketError
 
 __all__ = [
     "CACHE_PARTS",
     "CACHE_SUFFIXES",
+    "is_cache_path",
     "TreeState",
     "git",
     "repo_root",
@@ -143,9 +146,16 @@ class TreeState:
         return bool(self.changed)
 
 
-def _excluded(path: str, excludes: tuple[str, ...]) -> bool:
+def is_cache_path(path: str) -> bool:
+    """True when ``path`` (root-relative, POSIX) is a tool-cache file: under a :data:`CACHE_PARTS`
+    folder or ending in :data:`CACHE_SUFFIXES`.  Only *untracked* cache files are left out of a
+    digest: a committed ``.pyc`` is a file like any other (Python may run it)."""
     parts = path.rstrip("/").split("/")
-    if any(p in CACHE_PARTS for p in parts) or path.endswith(CACHE_SUFFIXES):
+    return any(p in CACHE_PARTS for p in parts) or path.endswith(CACHE_SUFFIXES)
+
+
+def _excluded(path: str, excludes: tuple[str, ...], tracked: Container[str] = frozenset()) -> bool:
+    if path not in tracked and is_cache_path(path):
         return True
     return any(path == e or path.startswith(e.rstrip("/") + "/") for e in excludes)
 
@@ -179,6 +189,7 @@ def tree_state(root: str | os.PathLike, excludes: Iterable[str] = (), *,
         meta, _, path_b = rec.partition(b"\t")
         mode, sha, _stage = meta.decode().split(" ")
         entries[path_b.decode("utf-8", "surrogateescape")] = (mode, sha)
+    tracked = frozenset(entries)
     status = git(["--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all",
                   "--no-renames", "--ignore-submodules=none"], root, env=env)
     changed: set[str] = set()
@@ -186,7 +197,7 @@ def tree_state(root: str | os.PathLike, excludes: Iterable[str] = (), *,
         if len(rec) < 4:
             continue
         path = rec[3:].decode("utf-8", "surrogateescape")
-        if not _excluded(path, excl):
+        if not _excluded(path, excl, tracked):
             changed.add(path.rstrip("/"))
     to_hash: list[str] = []
     for path in sorted(changed):
@@ -209,7 +220,7 @@ def tree_state(root: str | os.PathLike, excludes: Iterable[str] = (), *,
                    input="\n".join(to_hash).encode("utf-8", "surrogateescape") + b"\n").split()
         for path, sha in zip(to_hash, shas):
             entries[path] = (entries[path][0], sha.decode())
-    digest, kept = _digest(entries, excl)
+    digest, kept = _digest(entries, excl, tracked)
     return TreeState(digest, tuple(sorted(changed)), kept)
 
 
@@ -217,12 +228,14 @@ def _excludes(excludes: Iterable[str]) -> tuple[str, ...]:
     return tuple(e.strip("/") for e in excludes if e and e.strip("/") not in ("", "."))
 
 
-def _digest(entries: Mapping[str, tuple[str, str]], excl: tuple[str, ...]) -> tuple[str, dict]:
-    """``(sha256:<hex>, kept entries)`` over the entries not excluded (see the module doc)."""
+def _digest(entries: Mapping[str, tuple[str, str]], excl: tuple[str, ...],
+            tracked: Container[str]) -> tuple[str, dict]:
+    """``(sha256:<hex>, kept entries)`` over the entries not excluded (see the module doc);
+    ``tracked`` are the paths git tracks, which are never left out as caches."""
     h = hashlib.sha256()
     kept: dict[str, tuple[str, str]] = {}
     for path in sorted(entries):
-        if _excluded(path, excl):
+        if _excluded(path, excl, tracked):
             continue
         mode, sha = kept[path] = entries[path]
         h.update(f"{mode} {sha} ".encode() + path.encode("utf-8", "surrogateescape") + b"\0")
@@ -245,7 +258,7 @@ def commit_state(repo: str | os.PathLike, commit: str, excludes: Iterable[str] =
         meta, _, path_b = rec.partition(b"\t")
         mode, _kind, sha = meta.decode().split(" ")
         entries[path_b.decode("utf-8", "surrogateescape")] = (mode, sha)
-    digest, kept = _digest(entries, _excludes(excludes))
+    digest, kept = _digest(entries, _excludes(excludes), entries)  # every file of a commit is tracked
     return TreeState(digest, (), kept)
 
 
