@@ -71,7 +71,7 @@ def test_secrets_never_reach_the_log_or_stored_output(repo: Path, monkeypatch):
     assert stored == "auth: Bearer [REDACTED:bearer] and [REDACTED:github_token]"
     # the replayer restores the secret from its own environment and hashes the same way
     lines = (repo / "session.jsonl").read_text().splitlines()
-    (repo / "two.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    (repo / "two.jsonl").write_text("\n".join(lines[:2]).replace('"session.', '"two.') + "\n")
     v = replay(repo / "two.jsonl", repo=repo, env=env)
     assert v.verdict == "PASS", v.to_dict()
     env.pop("MY_API_TOKEN")

@@ -129,6 +129,7 @@ def test_unknown_commit_is_unrunnable_with_the_line(repo: Path, tmp_path: Path):
     rec(repo, "echo", "hi")
     line = json.loads((repo / "session.jsonl").read_text())
     line["commit"] = "f" * 40
+    line["excluded"] = []  # the log is outside the repository
     log = tmp_path / "other.jsonl"
     log.write_text(json.dumps(line) + "\n")
     v = replay(log, repo=repo)
@@ -461,3 +462,15 @@ def test_a_tracked_cache_file_counts_in_the_tree_and_the_head_comparison(repo: P
     assert v.verdict == "DIVERGED" and v.head["differing"] == ["PR_BODY.md", "__pycache__/check.cpython-312.pyc"]
     assert v.problems == [f"the PR head HEAD ({head[:12]}) is not the last recorded state: 1 file(s) differ: "
                           f"__pycache__/check.cpython-312.pyc"]
+
+
+def test_an_excluded_list_naming_more_than_the_log_and_its_outputs_is_an_inconsistent_log(repo: Path):
+    log = _fail_fix_pass_packet(repo)
+    _edit_log(log, 2, excluded=["session.jsonl", "session.outputs", "feature.flag"])
+    v = replay(log, repo=repo, require_head=True, head_ignore=["PR_BODY.md"])
+    assert v.verdict == "UNRUNNABLE" and v.steps == []
+    assert v.reason == (f"{log}:2: step 2's excluded list names 'feature.flag', which is neither the log nor its "
+                        f"output folder (session.jsonl, session.outputs); the recorder leaves out nothing else, so "
+                        f"the log line was edited (or the log was moved: replay it where it was recorded)")
+    _edit_log(log, 2, excluded=["session.jsonl/", "session.outputs"])
+    assert replay(log, repo=repo, require_head=True, head_ignore=["PR_BODY.md"]).verdict == "PASS"

@@ -9,7 +9,8 @@ Verdicts (:class:`PacketVerdict`): ``PASS`` (every step matched, exit 0), ``DIVE
 steps differ or could not be compared, or a packet-level problem such as an edited stored
 output or, with ``require_head``, a PR head that is not the last recorded state — exit 1),
 ``UNRUNNABLE`` (the log is empty, malformed or inconsistent — a ``cmd`` that is not what runs,
-a clean step whose tree is not its commit's, a ``cwd`` outside the tree —, a commit is unknown,
+a clean step whose tree is not its commit's, a ``cwd`` outside the tree, an ``excluded`` path
+other than the log and its output folder —, a commit is unknown,
 a command holds a secret that cannot be restored, or the recording was made on uncommitted
 changes that the replayed tree does not hold — exit 2).  A step may have a non-zero exit: it
 matches when the replay exits the same way.
@@ -51,6 +52,7 @@ from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commi
                        differing_paths, repo_root, resolve_commit, temporary_worktree, tree_state)
 from .log import LogStep, outputs_dir_for, read_log
 from .normalize import BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
+from .record import excluded_paths
 from .redact import Redactor
 
 __all__ = ["StepResult", "PacketVerdict", "replay", "VERDICTS", "DIFF_LINES"]
@@ -279,10 +281,28 @@ def _secret_problem(log_path: Path, s: LogStep, missing: list[str]) -> str:
     return "; ".join(parts)
 
 
+def _excluded_problem(log_path: Path, s: LogStep, allowed: tuple[str, ...]) -> str | None:
+    """Why step ``s``'s ``excluded`` list is not what the recorder writes, or ``None``.
+
+    The recorder leaves out of ``tree`` only the log and its output folder (``allowed``, worked
+    out from where the log and the output folder are, never read from the log).  Any other path
+    there would go unchecked by every digest comparison, so the log line was edited.
+    """
+    other = [e for e in s.get("excluded") or () if e.strip("/") not in ("", ".") and e.strip("/") not in allowed]
+    if not other:
+        return None
+    return (f"{log_path}:{s.line_no}: step {s.seq}'s excluded list names {', '.join(map(repr, other))}, which "
+            f"{'is' if len(other) == 1 else 'are'} neither the log nor its output folder "
+            f"({', '.join(allowed) or 'both outside the repository'}); the recorder leaves out nothing else, "
+            f"so the log line was edited (or the log was moved: replay it where it was recorded)")
+
+
 def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
-                 repo: Path, follow_commits: bool) -> tuple[list[str], dict[int, object]]:
+                 repo: Path, follow_commits: bool,
+                 allowed_excluded: tuple[str, ...] = ()) -> tuple[list[str], dict[int, object]]:
     """Pre-flight: versions, commands that are what they show and can be restored, known commits,
-    and clean steps whose tree digest is their commit's.
+    ``excluded`` lists that name only the log and its output folder (``allowed_excluded``), and
+    clean steps whose tree digest is their commit's.
 
     Returns ``(problems, commands)``: one message per problem (each naming the file and line;
     any problem makes the replay UNRUNNABLE) and the command to run per seq.
@@ -295,7 +315,8 @@ def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
         if norm.split("+", 1)[0] != BUILTIN_VERSION:
             problems.append(f"{log_path}:{s.line_no}: step {s.seq} was normalized with rules version {norm}; "
                             f"this replaybook has version {BUILTIN_VERSION}")
-        bad = _command_problem(log_path, s) or _cwd_problem(log_path, s)
+        bad = (_command_problem(log_path, s) or _cwd_problem(log_path, s)
+               or _excluded_problem(log_path, s, allowed_excluded))
         if bad:
             problems.append(bad)
             continue
@@ -389,14 +410,17 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
     if repo_path is None or repo_root(repo_path) is None:
         return _unrunnable(log_path, f"{repo_path or Path.cwd()} is not inside a git repository (use --repo DIR)")
     redactor = Redactor.from_env(env)
-    problems, commands = _check_steps(log_path, steps, redactor, repo_path, follow_commits=checkout is None)
+    outputs = Path(outputs_dir) if outputs_dir else outputs_dir_for(log_path)
+    allowed = tuple(dict.fromkeys(excluded_paths(repo_root(repo_path), log_path, outputs,
+                                                 outputs_dir_for(log_path))))
+    problems, commands = _check_steps(log_path, steps, redactor, repo_path, follow_commits=checkout is None,
+                                      allowed_excluded=allowed)
     if problems:
         return _unrunnable(log_path, "; ".join(problems))
     try:
         target = resolve_commit(repo_path, checkout) if checkout else first.get("commit")
     except PacketError as exc:
         return _unrunnable(log_path, str(exc), checkout=checkout)
-    outputs = Path(outputs_dir) if outputs_dir else outputs_dir_for(log_path)
     verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout, warnings=log.gap_warnings())
     try:
         with temporary_worktree(repo_path, target) as wt:
