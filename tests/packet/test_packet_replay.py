@@ -474,3 +474,21 @@ def test_an_excluded_list_naming_more_than_the_log_and_its_outputs_is_an_inconsi
                         f"the log line was edited (or the log was moved: replay it where it was recorded)")
     _edit_log(log, 2, excluded=["session.jsonl/", "session.outputs"])
     assert replay(log, repo=repo, require_head=True, head_ignore=["PR_BODY.md"]).verdict == "PASS"
+
+
+def test_an_edited_output_is_found_whatever_the_log_says_about_storing_it(packet: Path, repo: Path):
+    steps = read_log(packet, for_replay=True).steps
+    edited = repo / "session.outputs" / f"{steps[2].get('out_sha')}.txt"
+    edited.write_text("1 check passed, all good\n")
+    _edit_log(packet, 3, stored=False)
+    stray = repo / "session.outputs" / f"{'ab' * 32}.txt"
+    stray.write_text("a hand-written output\n")
+    (repo / "session.outputs" / "README.txt").write_text("notes\n")
+    (repo / "feature.flag").unlink()
+    v = replay(packet, repo=repo)
+    assert [s.status for s in v.steps] == ["ok", "ok", "ok"]
+    assert v.verdict == "DIVERGED" and v.problems == [
+        f"step 3's stored output {edited} does not hash to the recorded out_sha: it was edited",
+        f"stored output {repo / 'session.outputs' / 'README.txt'} does not hash to its name: it was edited",
+        f"stored output {stray} does not hash to its name: it was edited"]
+    assert v.steps[2].notes[-1] == f"stored output {edited} does not hash to the recorded out_sha: it was edited"

@@ -203,15 +203,33 @@ def _read_stored(path: Path, expected_sha: str) -> tuple[str | None, str | None]
 
 
 def _check_stored(s: LogStep, outputs: Path) -> tuple[str | None, str | None]:
-    """``(note, problem)`` for a step the log marks ``stored``: its file is missing (a note), or
-    does not hash to ``out_sha`` (a problem: the packet shows an output that was not recorded)."""
-    if not s.get("stored"):
-        return None, None
+    """``(note, problem)`` for a step's stored output ``<out_sha>.txt``: missing although the log
+    marks the step ``stored`` (a note), or present — whatever ``stored`` says — and not hashing to
+    ``out_sha`` (a problem: the packet shows an output that was not recorded)."""
     path = outputs / f"{s.get('out_sha')}.txt"
     if not path.is_file():
-        return f"the log marks this step's output stored, but {path} is missing", None
+        if s.get("stored"):
+            return f"the log marks this step's output stored, but {path} is missing", None
+        return None, None
     _text, problem = _read_stored(path, s.get("out_sha"))
     return problem, (f"step {s.seq}'s {problem}" if problem else None)
+
+
+def _other_edited_outputs(outputs: Path, named: set[str]) -> list[str]:
+    """Problems for the ``*.txt`` files in ``outputs`` that no step's ``out_sha`` names and whose
+    content does not hash to their name: a stored output is always ``<sha256 of it>.txt``, so
+    such a file was edited (or put there) after recording, and a reviewer may read it."""
+    if not outputs.is_dir():
+        return []
+    out = []
+    for path in sorted(outputs.glob("*.txt")):
+        if path.stem in named or not path.is_file():
+            continue
+        _text, problem = _read_stored(path, path.stem)
+        if problem:
+            out.append(problem.replace("the recorded out_sha", "its name") if "does not hash" in problem
+                       else problem)
+    return out
 
 
 def _stored_diff(outputs: Path, expected_sha: str, seq: int, replayed: str) -> tuple[str | None, str | None]:
@@ -470,12 +488,13 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
                 note, problem = _check_stored(s, outputs)
                 if note:
                     res.notes.append(note)
-                if problem:
+                if problem and problem not in verdict.problems:  # steps may share an output
                     verdict.problems.append(problem)
                 verdict.steps.append(res)
                 if on_step:
                     on_step(res)
                 last_state = before
+            verdict.problems += _other_edited_outputs(outputs, {str(s.get("out_sha")) for s in steps})
             if checkout is None:  # with --checkout every step ran on the ref itself
                 _check_head(verdict, log_path, steps[-1], last_state, prev_commit, repo_path, require_head,
                             tuple(head_ignore))
