@@ -195,3 +195,26 @@ def test_recording_into_a_log_with_a_malformed_line_warns_naming_it(repo: Path, 
             "fixed") in res.output
     log.write_text("")
     assert rec(repo, "true").warnings == ()
+
+
+def test_a_bash_pipeline_keeps_the_exit_code_of_a_failing_command_on_record_and_replay(repo: Path):
+    import shutil
+
+    from replaybook.packet import replay
+    from replaybook.packet.log import read_log
+
+    if not shutil.which("bash"):
+        pytest.skip("bash is not installed")
+    line = f"{PY} -c 'print(\"1 failed\"); raise SystemExit(1)' | tail -1"
+    r = rec(repo, line)
+    assert r.exit == 1 and r.line["shell"] == "bash" and r.line["pipefail"] is True
+    log = repo / "session.jsonl"
+    assert replay(log, repo=repo).verdict == "PASS"
+    # a log written before the field replays as it was recorded: without pipefail
+    old = json.loads(log.read_text())
+    del old["pipefail"]
+    old["exit"] = 0
+    log.write_text(json.dumps(old) + "\n")
+    assert read_log(log, for_replay=True).steps[0].get("pipefail") is None
+    v = replay(log, repo=repo)
+    assert v.verdict == "PASS" and v.steps[0].exit == 0

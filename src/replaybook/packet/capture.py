@@ -6,8 +6,8 @@ replay capture the same way and hash the same thing.  (A program that buffers st
 is not a terminal writes it in blocks; it does so on record and on replay alike.)  stdin is
 ``/dev/null`` on both sides so a replay never waits for input the recording had.
 
-A command is either a shell line (one string, run with ``<shell> -c``) or an argument vector
-(run directly, no shell).  Exit codes follow the shell: a command killed by signal N exits
+A command is either a shell line (one string, run with ``<shell> -c``; ``bash -o pipefail -c``
+when asked, see :func:`run_merged`) or an argument vector (run directly, no shell).  Exit codes follow the shell: a command killed by signal N exits
 ``128 + N``.
 """
 
@@ -60,7 +60,7 @@ def shell_path(name: str) -> str:
 
 def run_merged(command: str | Sequence[str], cwd: str | os.PathLike, *, shell: str | None = None,
                timeout: float | None = None, tee: BinaryIO | None = None,
-               env: dict[str, str] | None = None, new_session: bool = False) -> Captured:
+               env: dict[str, str] | None = None, new_session: bool = False, pipefail: bool = False) -> Captured:
     """Run ``command`` in ``cwd`` and capture stdout and stderr as one stream.
 
     Args:
@@ -73,13 +73,17 @@ def run_merged(command: str | Sequence[str], cwd: str | os.PathLike, *, shell: s
         env: the environment (default: the current one).
         new_session: start the command in its own session/process group so a timeout kills
             its children too.  The recorder leaves it off so Ctrl-C reaches the command.
+        pipefail: run a ``bash`` shell line with ``-o pipefail``, so a pipeline fails when any
+            command in it fails (``pytest | tail -3`` keeps pytest's exit code).  Ignored for
+            ``sh`` and for an argument list.
 
     Returns:
         :class:`Captured`.  A command that cannot be started (not found, not executable)
         gives exit 127 or 126 and the reason as its output, as a shell would.
     """
     if isinstance(command, str):
-        args = [shell_path(shell or default_shell()), "-c", command]
+        name = shell or default_shell()
+        args = [shell_path(name), *(["-o", "pipefail"] if pipefail and name == "bash" else []), "-c", command]
     else:
         args = list(command)
     started = datetime.now(timezone.utc)

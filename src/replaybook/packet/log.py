@@ -70,6 +70,8 @@ LOG_FIELDS: tuple[LogField, ...] = (
     LogField("argv", ("array", "null"), "the arguments (each redacted) when several were recorded: run without a "
                                         "shell; null when `cmd` is a shell line"),
     LogField("shell", ("string", "null"), "`bash` or `sh`: the shell a shell line ran in; null for argv"),
+    LogField("pipefail", ("boolean", "null"), "true: the bash shell line ran with `-o pipefail` (a pipeline fails "
+                                              "when any of its commands fails); null or absent: without it"),
     LogField("cwd", ("string", "null"), "working directory relative to the repository root, POSIX, `.` for the root; "
                                         "null outside a repository"),
     LogField("commit", ("string", "null"), "HEAD commit (40 hex) when the command started; null outside a repository "

@@ -160,7 +160,8 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
             warnings.append("the repository has no commit yet: the step cannot be replayed")
 
     shell = default_shell() if argv is None else None
-    cap = _run_interruptible(argv if argv is not None else cmd, cwd, shell, env, tee)
+    pipefail = True if shell == "bash" else None  # a pipeline keeps the exit code of a failing command
+    cap = _run_interruptible(argv if argv is not None else cmd, cwd, shell, env, tee, bool(pipefail))
 
     raw_out = cap.output.decode("utf-8", "replace")
     raw_args = [safe_str(a) for a in argv] if argv is not None else None
@@ -193,6 +194,7 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
         "ts": cap.started.strftime("%Y-%m-%dT%H:%M:%S.") + f"{cap.started.microsecond // 1000:03d}Z",
         "argv": [r.text for r in red_argv] if red_argv is not None else None,
         "shell": shell,
+        "pipefail": pipefail,
         "cwd": rel_cwd,
         "commit": commit,
         "tree": tree,
@@ -225,7 +227,7 @@ def _log_problem(log_path: Path) -> str | None:
 
 
 def _run_interruptible(command, cwd: Path, shell: str | None, env: dict[str, str],
-                       tee: BinaryIO | None) -> Captured:
+                       tee: BinaryIO | None, pipefail: bool = False) -> Captured:
     """Run the command; a Ctrl-C goes to the command (same process group), not the recorder,
     so the step is still recorded with the command's own exit code."""
     previous = None
@@ -234,7 +236,7 @@ def _run_interruptible(command, cwd: Path, shell: str | None, env: dict[str, str
     except ValueError:  # not the main thread
         previous = None
     try:
-        return run_merged(command, cwd, shell=shell, tee=tee, env=env)
+        return run_merged(command, cwd, shell=shell, tee=tee, env=env, pipefail=pipefail)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)

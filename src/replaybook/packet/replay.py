@@ -626,7 +626,8 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
         res.status = "DIVERGED"
         res.reasons.append(f"not run: the recorded working directory {cwd_rel!r} does not exist in the replayed tree")
         return res, before, rules
-    cap = run_merged(command, cwd, shell=s.get("shell"), timeout=timeout, env=env, new_session=True)
+    cap = run_merged(command, cwd, shell=s.get("shell"), timeout=timeout, env=env, new_session=True,
+                     pipefail=s.get("pipefail") is True)  # as recorded: older logs ran without it
     res.exit = cap.exit
     res.duration_ms = cap.duration_ms
     raw_out = cap.output.decode("utf-8", "replace")
