@@ -492,3 +492,13 @@ def test_an_edited_output_is_found_whatever_the_log_says_about_storing_it(packet
         f"stored output {repo / 'session.outputs' / 'README.txt'} does not hash to its name: it was edited",
         f"stored output {stray} does not hash to its name: it was edited"]
     assert v.steps[2].notes[-1] == f"stored output {edited} does not hash to the recorded out_sha: it was edited"
+
+
+def test_a_gap_in_seq_fails_the_strict_mode(packet: Path, repo: Path):
+    lines = packet.read_text().splitlines()
+    packet.write_text(lines[0] + "\n" + lines[2] + "\n")  # the line of step 2 removed
+    (repo / "feature.flag").unlink()
+    v = replay(packet, repo=repo, require_head=True, head_ignore=["feature.flag"])
+    assert v.verdict == "DIVERGED" and v.problems[0] == f"seq 2 missing from the log before step 3 ({packet}:2)"
+    assert v.headline.startswith(f"DIVERGED (1/2 steps differ; seq 2 missing from the log before step 3 ({packet}:2)")
+    assert replay(packet, repo=repo).problems == []  # without the strict mode, a warning only

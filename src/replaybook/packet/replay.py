@@ -401,9 +401,9 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
         env: environment for the steps (default ``os.environ``, minus GIT_DIR & co.); its
             secret-named variables restore redacted command secrets and are redacted again
             from the output.
-        require_head: make it a failing verdict (``DIVERGED``, with the reason in
+        require_head: the strict mode: make it a failing verdict (``DIVERGED``, with the reason in
             ``problems``) when the PR head does not hold the files the last recorded step ran
-            on.  Without it the difference is a warning.
+            on, or when seq has gaps (lines were removed).  Without it both are warnings.
         head_ignore: paths (or ``fnmatch`` patterns, or folders) whose differences between the
             last recorded state and the PR head are accepted, e.g. ``PR_BODY.md`` written after
             the last step.  The log and its output folder are always left out.
@@ -440,6 +440,10 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
     except PacketError as exc:
         return _unrunnable(log_path, str(exc), checkout=checkout)
     verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout, warnings=log.gap_warnings())
+    if require_head:  # the strict mode: a log with lines removed is not evidence
+        for a, b, s in log.gaps():
+            which = f"seq {a}" if a == b else f"seq {a} to {b}"
+            verdict.problems.append(f"{which} missing from the log before step {s.seq} ({log_path}:{s.line_no})")
     try:
         with temporary_worktree(repo_path, target) as wt:
             def rules_at(commit: str) -> RuleSet:
