@@ -68,3 +68,41 @@ def test_a_value_found_once_is_removed_everywhere_it_appears():
     # a short value is only replaced where its format is found, never as a bare word
     r = Redactor().learn("postgres://u:pw1@db/x")
     assert r.redact("postgres://u:pw1@db/x pw1").text == "postgres://u:[REDACTED:url_password]@db/x pw1"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("mysql -u root -ps3cr3tValue42 app", "mysql -u root -p[REDACTED:password_flag] app"),
+    ("mysqldump -u root -p s3cr3tValue42 app", "mysqldump -u root -p [REDACTED:password_flag] app"),
+    ("sshpass -p s3cr3tValue42 ssh host", "sshpass -p [REDACTED:password_flag] ssh host"),
+    ("deploy --key s3cr3tValue42", "deploy --key [REDACTED:secret_flag]"),
+    ("deploy --key=s3cr3tValue42", "deploy --key=[REDACTED:secret_flag]"),
+    ("gh auth --pat s3cr3tValue42", "gh auth --pat [REDACTED:secret_flag]"),
+    ("curl -H 'Authorization: token s3cr3tValue42' https://api",
+     "curl -H 'Authorization: token [REDACTED:authorization]' https://api"),
+    ("curl -H 'Authorization: s3cr3tValue42' https://api", "curl -H 'Authorization: [REDACTED:authorization]' https://api"),
+    ("export DB_PASS=s3cr3tValue42; ./migrate", "export DB_PASS=[REDACTED:secret_assignment]; ./migrate"),
+    ("GH_PAT=s3cr3tValue42 ./release", "GH_PAT=[REDACTED:secret_assignment] ./release"),
+    ("SIGNING_KEY='s3cr3tValue42' make", "SIGNING_KEY='[REDACTED:secret_assignment]' make"),
+])
+def test_more_command_line_secret_forms(text: str, expected: str):
+    r = Redactor().learn(text)
+    assert r.redact(text).text == expected
+    assert r.redact("echo s3cr3tValue42").text.startswith("echo [REDACTED:")  # removed everywhere
+
+
+@pytest.mark.parametrize("text", [
+    "deploy --token-file /home/me/.config/token.txt",
+    "deploy --token-file=/home/me/.config/token.txt",
+    "deploy --api-key-file secrets/key.txt",
+    "TOKEN_FILE=/run/secrets/token KEY_PATH=/etc/ssl/server.key ./serve",
+    "pytest -p no:cacheprovider -q",
+    "mkdir -p /tmp/somewhere && PATH=/usr/local/bin:/usr/bin BYPASS_CACHE=always make",
+    'gh release --pat "$GH_PAT"',
+])
+def test_paths_to_secrets_and_ordinary_flags_are_not_redacted(text: str):
+    assert Redactor().learn(text).redact(text).text == text
+
+
+@pytest.mark.parametrize("name,secret", [("DB_PASS", True), ("GH_PAT", True), ("BYPASS", False), ("PATH", False)])
+def test_pass_and_pat_name_parts_are_secret_names(name: str, secret: bool):
+    assert is_secret_name(name) is secret

@@ -6,14 +6,18 @@ a placeholder that says what was removed, never the value:
 
 * **environment values** — the value of every environment variable whose *name* looks secret
   (:data:`SECRET_NAME`: ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``,
-  ``*PASSPHRASE*``, ``*KEY*``, ``*CREDENTIAL*``, ``*AUTH*``, ``*COOKIE*``; e.g.
+  ``*PASSPHRASE*``, ``*KEY*``, ``*CREDENTIAL*``, ``*AUTH*``, ``*COOKIE*``, a part ``PASS`` or
+  ``PAT``; e.g.
   ``AWS_SECRET_ACCESS_KEY``, ``GITHUB_TOKEN``) becomes ``[REDACTED:env:NAME]``.  Values shorter
   than :data:`MIN_SECRET_LEN` characters are left alone (they would match everywhere);
   ``PWD`` and ``OLDPWD`` are never secrets.
 * **token formats** (:data:`TOKEN_RULES`) — AWS access key ids (``AKIA…``/``ASIA…``), GitHub
   tokens (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), Slack tokens
-  (``xoxb-`` …), PEM private key blocks, JWTs, ``Bearer``/``Basic`` credentials, passwords in
-  URLs (``https://user:pw@host``) and ``name=value`` assignments whose name says secret.
+  (``xoxb-`` …), PEM private key blocks, JWTs, ``Bearer``/``Basic`` credentials and
+  ``Authorization:`` headers of any scheme, passwords in URLs (``https://user:pw@host``),
+  ``name=value`` assignments and ``export NAME=value`` whose name says secret (``DB_PASS``,
+  ``GH_PAT``), ``--token``/``--key``/``--pat`` flags and ``-p`` after ``mysql``/``sshpass``.
+  A name that says where a secret is kept (``--token-file PATH``, ``KEY_PATH=…``) is not one.
   A value that is only a shell variable reference in capitals (``--token "$MY_TOKEN"``) is
   not a secret: it names one.
 
@@ -44,7 +48,8 @@ __all__ = [
 ]
 
 #: Environment variable names whose values are secrets (case-insensitive search).
-SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|KEY|CREDENTIAL|AUTH|COOKIE", re.I)
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|KEY|CREDENTIAL|AUTH|COOKIE"
+                         r"|(?<![A-Za-z])PASS(?![A-Za-z])|(?<![A-Za-z])PAT(?![A-Za-z])", re.I)
 
 #: Environment values shorter than this are not redacted: they would match everywhere.
 MIN_SECRET_LEN = 6
@@ -65,6 +70,14 @@ _SECRET_WORD = (r"(?:token|secret|password|passwd|passphrase|api[_-]?key|access[
 # names one, and the replay restores nothing for it (the shell expands it from the environment).
 _VAR_REF = r"(?!(?-i:\$\{?[A-Z_][A-Z0-9_]*\}?)(?:[\s\"',;]|$))"
 
+# A name that says it holds where a secret is, not the secret (``--token-file PATH``, ``KEY_PATH=…``).
+_NOT_A_PATH_NAME = r"(?i:(?<![-_.]file)(?<![-_.]path)(?<![-_.]dir)(?<![-_.]env)(?<![-_.]var)(?<![-_.]name)(?<![-_.]id))"
+
+# An environment variable name in capitals that says secret: a part PASS, PASSWORD, PASSWD, SECRET,
+# TOKEN, KEY or PAT (``DB_PASS``, ``GH_PAT``, ``SIGNING_KEY``; not ``PATH`` or ``BYPASS``).
+_SECRET_VAR = (r"(?-i:[A-Z0-9_]*(?:(?<![A-Z])PASS(?:WORD|WD)?(?![A-Z])|SECRET|TOKEN|KEY|(?<![A-Z])PAT(?![A-Z]))"
+               r"[A-Z0-9_]*)")
+
 #: ``(kind, pattern, replacement)`` in the order they are applied; ``{P}`` in a replacement is
 #: the placeholder for ``kind``.  The group named ``s`` (the whole match when there is none) is
 #: the secret value itself, which :meth:`Redactor.learn` then removes everywhere else.
@@ -80,12 +93,27 @@ TOKEN_RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("bearer", re.compile(r"\b(Bearer)\s+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)", re.I), r"\1 {P}"),
     ("basic_auth", re.compile(r"\b(Authorization:\s*Basic)\s+(?P<s>[A-Za-z0-9+/]{8,}=*)", re.I), r"\1 {P}"),
     ("url_password", re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@\[\]]+):(?P<s>[^@\s/\[\]]+)@", re.I), r"\1:{P}@"),
+    ("authorization", re.compile(
+        r"\b(Authorization:\s*[A-Za-z][A-Za-z0-9_-]*\s+)(?!\[REDACTED:)" + _VAR_REF + r"(?P<s>[^\s\"']{6,})", re.I),
+     r"\1{P}"),
+    ("authorization", re.compile(
+        r"\b(Authorization:\s*)(?!\[REDACTED:)" + _VAR_REF + r"(?P<s>[^\s\"']{6,})(?=\s*(?:[\"']|$))", re.I | re.M),
+     r"\1{P}"),
     ("secret_assignment", re.compile(
-        r"(\b[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*[\"']?\s*[:=]\s*)([\"']?)"
+        r"(\b[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*" + _NOT_A_PATH_NAME + r"[\"']?\s*[:=]\s*)([\"']?)"
         r"(?!\[REDACTED:)" + _VAR_REF + r"(?P<s>[^\s\"',;]{6,})", re.I), r"\1\2{P}"),
+    ("secret_assignment", re.compile(
+        r"(\b(?:export\s+)?" + _SECRET_VAR + _NOT_A_PATH_NAME + r"=)([\"']?)(?!\[REDACTED:)" + _VAR_REF +
+        r"(?P<s>[^\s\"';]{6,})"), r"\1\2{P}"),
     ("secret_flag", re.compile(
-        r"(--[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*\s+)([\"']?)(?!\[REDACTED:)" + _VAR_REF +
-        r"(?P<s>[^\s\"',;-][^\s\"',;]{5,})", re.I), r"\1\2{P}"),
+        r"(--[A-Za-z0-9_.-]*" + _SECRET_WORD + r"[A-Za-z0-9_.-]*" + _NOT_A_PATH_NAME + r"\s+)([\"']?)(?!\[REDACTED:)"
+        + _VAR_REF + r"(?P<s>[^\s\"',;-][^\s\"',;]{5,})", re.I), r"\1\2{P}"),
+    ("secret_flag", re.compile(
+        r"(--(?:[A-Za-z0-9_.-]*[-_])?(?:key|pat|pass)(?:\s+|=))([\"']?)(?!\[REDACTED:)"
+        + _VAR_REF + r"(?P<s>[^\s\"',;-][^\s\"',;]{5,})", re.I), r"\1\2{P}"),
+    ("password_flag", re.compile(
+        r"(\b(?:mysql[a-z]*|mariadb[a-z-]*|sshpass)\b[^\n;|&]*?\s-p\s*)([\"']?)(?!\[REDACTED:)" + _VAR_REF +
+        r"(?P<s>[^\s\"';|&]{6,})"), r"\1\2{P}"),
 )
 
 
