@@ -102,3 +102,20 @@ def test_rules_errors_can_name_the_file_by_its_commit(tmp_path: Path):
     with pytest.raises(RulesError) as ei:
         load_rules(tmp_path, label="pyproject.toml at commit 0123456789ab")
     assert str(ei.value).startswith("pyproject.toml at commit 0123456789ab:2: [tool.replaybook.normalize].rules[0] (x)")
+
+
+def _project(*rules: tuple[str, str, str]) -> RuleSet:
+    from replaybook.packet.normalize import Rule
+
+    return RuleSet(tuple(Rule(n, "", pattern=p, replace=r, source="project") for n, p, r in rules))
+
+
+@pytest.mark.parametrize("rules,expected", [
+    ([("tail", r"(?s)(?<=\A.).*", "")], ("tail",)),                    # leaves "m"
+    ([("words", r"\w+", "w")], ("words",)),                              # leaves "w: w.w\nw"
+    ([("first_half", "[a-m]", ""), ("second_half", "[n-z]", "")], ("first_half", "second_half")),  # together
+    ([("numbers", r"[0-9]+(\.[0-9]+)?", "<N>")], ()),                    # a number in a sentence: compared
+])
+def test_a_project_rule_that_leaves_almost_nothing_is_named(rules, expected):
+    got = _project(*rules).normalize("mean: 5.0\nwarning: this goes to stderr\ndone")
+    assert got.swallowed == expected

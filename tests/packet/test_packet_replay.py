@@ -305,7 +305,8 @@ def test_a_project_rule_that_swallows_the_output_makes_the_step_not_compared(rep
     s = v.steps[0]
     assert v.verdict == "DIVERGED" and v.headline == "DIVERGED (1/1 steps not compared)"
     assert s.status == "UNCHECKED" and s.exit == 0
-    assert s.reasons == ["output not compared: project rule(s) 'everything' replaced the whole output"]
+    assert s.reasons == ["output not compared: project rule(s) 'everything' replaced all or most of the output "
+                         "(more than 80% of it)"]
     assert s.notes[-1] == "project rule(s) changed this output: everything" and "everything" in s.fired
     assert v.rules_origin == f"pyproject.toml at commit {head[:12]}"
     assert v.rules == [{"name": "everything", "pattern": "(?s).+", "replace": "ok", "matches_anything": True}]
@@ -502,3 +503,34 @@ def test_a_gap_in_seq_fails_the_strict_mode(packet: Path, repo: Path):
     assert v.verdict == "DIVERGED" and v.problems[0] == f"seq 2 missing from the log before step 3 ({packet}:2)"
     assert v.headline.startswith(f"DIVERGED (1/2 steps differ; seq 2 missing from the log before step 3 ({packet}:2)")
     assert replay(packet, repo=repo).problems == []  # without the strict mode, a warning only
+
+
+def test_a_pass_says_how_many_outputs_project_rules_altered(repo: Path, tmp_path: Path, monkeypatch):
+    (repo / "pyproject.toml").write_text(
+        '[tool.replaybook.normalize]\nrules = [ { name = "request_id", pattern = "req-[0-9a-f]{8}", '
+        'replace = "req-<ID>" } ]\n')
+    (repo / "tool.py").write_text("import uuid\nprint('served request', 'req-' + uuid.uuid4().hex[:8])\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "rules")
+    rec(repo, PY, "tool.py")
+    rec(repo, "echo", "hello")
+    monkeypatch.chdir(repo)
+    junit = tmp_path / "packet.xml"
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", str(junit)])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[-1] == "VERDICT: PASS (1/2 outputs altered by project rules)"
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert props["verdict"] == "PASS (1/2 outputs altered by project rules)"
+
+
+def test_a_project_rule_that_leaves_almost_nothing_makes_the_step_not_compared(repo: Path):
+    (repo / "pyproject.toml").write_text(
+        '[tool.replaybook.normalize]\nrules = [ { name = "tail", pattern = "(?s)(?<=\\\\A.).*", replace = "" } ]\n')
+    (repo / "tool.py").write_text("print('mean: 5.0')\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "rules")
+    rec(repo, PY, "tool.py")
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "DIVERGED" and v.headline == "DIVERGED (1/1 steps not compared)"
+    assert v.steps[0].reasons == ["output not compared: project rule(s) 'tail' replaced all or most of the output "
+                                  "(more than 80% of it)"]

@@ -80,9 +80,10 @@ class Normalized:
     Attributes:
         text: the normalized text (``\\n`` line ends, no trailing newline).
         fired: names of the rules that changed the text, in rule order.
-        swallowed: names of the project rules that replaced *all* of a non-empty text (every
-            non-blank character was inside a match): the output then says nothing, and a
-            comparison of it proves nothing (:meth:`Rule.covers_all`).
+        swallowed: names of the project rules that replaced all or most of a non-empty text
+            (more than :data:`ALTERED_LIMIT` of its non-blank characters were inside their
+            matches, one rule alone or the project rules together): what is left says almost
+            nothing, and a comparison of it proves almost nothing (:meth:`Rule.coverage`).
     """
 
     text: str
@@ -123,22 +124,32 @@ class Rule:
         return (new, True) if n and new != text else (text, False)
 
 
+    def coverage(self, text: str) -> float:
+        """The share (0 to 1) of the non-blank characters of ``text`` that this regex rule's
+        matches cover: what applying it removes or replaces.  0 for an empty text or a rule
+        that is not one regex."""
+        if self.pattern is None:
+            return 0.0
+        total = sum(1 for ch in text if not ch.isspace())
+        if not total:
+            return 0.0
+        covered = sum(1 for m in _compiled(self.pattern)[0].finditer(text)
+                      for ch in m.group(0) if not ch.isspace())
+        return min(1.0, covered / total)
+
     def covers_all(self, text: str) -> bool:
         """True when this regex rule's matches cover every non-blank character of ``text``
         (non-empty): applying it replaces the whole output, whatever the output was."""
-        if self.pattern is None:
-            return False
-        total = sum(1 for ch in text if not ch.isspace())
-        if not total:
-            return False
-        covered = sum(1 for m in _compiled(self.pattern)[0].finditer(text)
-                      for ch in m.group(0) if not ch.isspace())
-        return covered >= total
+        return self.coverage(text) >= 1.0
 
     def matches_anything(self) -> bool:
         """True when the rule replaces the whole of ordinary outputs (probed with a few)."""
         return all(self.covers_all(probe) for probe in _PROBES)
 
+
+#: A project rule (or the project rules together) that removes or replaces more than this share of
+#: an output's non-blank characters leaves too little to compare: the step is not compared.
+ALTERED_LIMIT = 0.8
 
 #: Outputs a rule that "matches anything" swallows whole (see :meth:`Rule.matches_anything`).
 _PROBES = ("1 passed in 0.01s", "FAILED tests/test_x.py::test_y - assert 41 == 42\nexit 1",
@@ -286,13 +297,20 @@ class RuleSet:
             roots = (str(root), os.path.realpath(root))
         fired = []
         swallowed = []
+        project_fired = []
+        kept = 1.0  # share of the output the project rules left as it was, roughly
         for rule in self.rules:
-            whole = rule.source == "project" and rule.covers_all(text)
+            share = rule.coverage(text) if rule.source == "project" else 0.0
             text, changed = rule.apply(text, roots)
             if changed:
                 fired.append(rule.name)
-                if whole:
-                    swallowed.append(rule.name)
+                if rule.source == "project":
+                    project_fired.append(rule.name)
+                    kept *= 1.0 - share
+                    if share > ALTERED_LIMIT:
+                        swallowed.append(rule.name)
+        if not swallowed and project_fired and 1.0 - kept > ALTERED_LIMIT:
+            swallowed = project_fired  # no rule alone, but together they leave too little
         return Normalized(text, tuple(fired), tuple(swallowed))
 
 

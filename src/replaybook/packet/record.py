@@ -32,7 +32,7 @@ from .capture import Captured, default_shell, run_merged
 from .errors import PacketError, PacketLogError
 from .gitstate import head_commit, repo_root, tree_state
 from .log import FORMAT_VERSION, append_step, outputs_dir_for, read_log
-from .normalize import RuleSet, load_rules
+from .normalize import ALTERED_LIMIT, RuleSet, load_rules
 from .redact import Redactor
 
 __all__ = ["RecordResult", "record", "store_output", "command_line", "excluded_paths"]
@@ -181,7 +181,8 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
 
     if norm.swallowed:
         warnings.append(f"project normalization rule(s) {', '.join(map(repr, norm.swallowed))} in "
-                        f"{rules.origin} replaced the whole output: a replay cannot compare this step")
+                        f"{rules.origin} replaced all or most of the output (more than {ALTERED_LIMIT:.0%} of it): "
+                        f"a replay cannot compare this step")
     stored = store_output(outputs, sha, norm.text) if store else None
     from .. import __version__
 

@@ -51,7 +51,7 @@ from .errors import PacketError, PacketLogError, RulesError
 from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commit_exists, commit_state,
                        differing_paths, repo_root, resolve_commit, temporary_worktree, tree_state)
 from .log import LogStep, outputs_dir_for, read_log
-from .normalize import BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
+from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
 from .record import excluded_paths
 from .redact import Redactor
 
@@ -83,6 +83,7 @@ class StepResult:
         diff: unified diff recorded → replayed normalized output, when the recording stored it.
         output: the replayed normalized output.
         fired: the normalization rules that changed the replayed output (built-in and project).
+        project_fired: those of them that are project rules (from the replayed tree).
     """
 
     seq: int
@@ -102,6 +103,7 @@ class StepResult:
     argv: list[str] | None = None
     shell: str | None = None
     fired: list[str] = field(default_factory=list)
+    project_fired: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -162,7 +164,9 @@ class PacketVerdict:
 
     @property
     def headline(self) -> str:
-        """``PASS``, ``DIVERGED (k/n steps differ; problems…)`` or ``UNRUNNABLE (reason)``."""
+        """``PASS`` (``PASS (k/n outputs altered by project rules)`` when project normalization
+        rules changed k outputs), ``DIVERGED (k/n steps differ; problems…)`` or
+        ``UNRUNNABLE (reason)``."""
         if self.verdict == "DIVERGED":
             n = len(self.steps)
             differ = sum(1 for s in self.steps if s.status == "DIVERGED")
@@ -172,7 +176,8 @@ class PacketVerdict:
             return f"DIVERGED ({'; '.join(parts + self.problems)})"
         if self.verdict == "UNRUNNABLE":
             return f"UNRUNNABLE ({self.reason})"
-        return "PASS"
+        altered = sum(1 for s in self.steps if s.project_fired)
+        return f"PASS ({altered}/{len(self.steps)} outputs altered by project rules)" if altered else "PASS"
 
     def to_dict(self) -> dict:
         """A JSON-ready dict."""
@@ -642,6 +647,7 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
     res.out_sha = norm.sha256
     res.fired = list(norm.fired)
     project = [n for n in norm.fired if n in {r.name for r in rules.project_rules}]
+    res.project_fired = project
     if project:
         res.notes.append(f"project rule(s) changed this output: {', '.join(project)}")
     if cap.timed_out:
@@ -651,7 +657,7 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
     if norm.swallowed:
         # the rule erased the output: equal hashes would prove nothing
         res.reasons.append(f"output not compared: project rule(s) {', '.join(map(repr, norm.swallowed))} "
-                           f"replaced the whole output")
+                           f"replaced all or most of the output (more than {ALTERED_LIMIT:.0%} of it)")
         res.status = "UNCHECKED"
     elif res.out_sha != res.expected_sha:
         res.reasons.append("output differs")
