@@ -155,6 +155,7 @@ def test_claims_warn_about_gaps_in_seq(tmp_path: Path):
     assert res.exit_code == 0
     assert (f"warning: {log}:2: seq 2 missing before step 3: the recorder numbers steps without gaps, so a line "
             f"was removed from the log") in res.output.splitlines()
+    assert res.output.splitlines()[-1] == "claims: 0 finding(s), 1 warning(s), 1 marker(s); accepted seq: 3"
 
 
 @pytest.mark.parametrize("sentence", [

@@ -182,7 +182,8 @@ def claims_cmd(body_path: str, log_path: str, fmt: str) -> None:
         for w in report.log_warnings:
             click.echo(f"warning: {w}")
         acc = ", ".join(str(s) for s in report.accepted) or "none"
-        click.echo(f"claims: {len(report.findings)} finding(s), {len(report.warnings)} warning(s), "
+        click.echo(f"claims: {len(report.findings)} finding(s), {len(report.warnings) + len(report.log_warnings)} "
+                   f"warning(s), "
                    f"{report.markers} marker(s); accepted seq: {acc}")
     click.get_current_context().exit(report.exit_code)
 
