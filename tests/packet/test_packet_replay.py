@@ -534,3 +534,21 @@ def test_a_project_rule_that_leaves_almost_nothing_makes_the_step_not_compared(r
     assert v.verdict == "DIVERGED" and v.headline == "DIVERGED (1/1 steps not compared)"
     assert v.steps[0].reasons == ["output not compared: project rule(s) 'tail' replaced all or most of the output "
                                   "(more than 80% of it)"]
+
+
+def test_a_matching_step_whose_stored_output_was_edited_says_so_on_its_line(packet: Path, repo: Path,
+                                                                           tmp_path: Path, monkeypatch):
+    steps = read_log(packet, for_replay=True).steps
+    (repo / "session.outputs" / f"{steps[0].get('out_sha')}.txt").write_text("FORGED\n")
+    (repo / "feature.flag").unlink()
+    monkeypatch.chdir(repo)
+    junit = tmp_path / "packet.xml"
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", str(junit)])
+    assert res.exit_code == 1
+    lines = res.output.splitlines()
+    assert lines[1] == f"[ok]       seq=1 exit=1/1 {PY} check.py   STORED OUTPUT EDITED"
+    assert lines[3] == "[ok]       seq=2 exit=0/0 touch feature.flag"
+    root = ET.parse(junit).getroot()
+    assert root.find("testsuite").get("failures") == "1"
+    fails = [(c.get("name"), f.get("type")) for c in root.iter("testcase") for f in c.iter("failure")]
+    assert fails == [(f"seq 1: {PY} check.py", "EDITED_OUTPUT")]

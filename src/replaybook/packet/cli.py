@@ -92,6 +92,8 @@ def _print_step(s) -> None:
     line = f"{tag} seq={s.seq} exit={exit_s}/{s.expected_exit} {printable(s.cmd)}"
     if s.cwd not in (".", ""):
         line += f"   (in {printable(s.cwd)})"
+    if s.stored_edited:
+        line += "   STORED OUTPUT EDITED"
     click.echo(line)
     if s.reasons:
         click.echo("           " + "; ".join(s.reasons))

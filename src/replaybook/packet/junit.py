@@ -4,7 +4,8 @@ One ``<testsuite name="replaybook.packet">`` with one ``<testcase>`` per step (`
 the log's file name, ``name`` is ``seq N: <cmd>`` with control characters escaped
 (:func:`.log.printable`), ``time`` in seconds).  A diverged step has a
 ``<failure type="DIVERGED">`` (``UNCHECKED`` for a step whose output could not be compared)
-whose text is the reasons, notes and diff.  An UNRUNNABLE replay
+whose text is the reasons, notes and diff; a step that matched but whose stored output was
+edited has a ``<failure type="EDITED_OUTPUT">``.  An UNRUNNABLE replay
 adds a ``<testcase name="replay">`` with an ``<error type="UNRUNNABLE">``.  The format follows
 the de-facto JUnit schema read by Jenkins, GitLab and GitHub test-report actions.
 """
@@ -30,7 +31,7 @@ def _clean(text: str) -> str:
 def junit_xml(verdict: PacketVerdict) -> str:
     """The JUnit XML document (UTF-8 text, with XML declaration) for ``verdict``."""
     classname = Path(verdict.log_path).name
-    failures = sum(1 for s in verdict.steps if not s.ok)
+    failures = sum(1 for s in verdict.steps if not s.ok or s.stored_edited)
     errors = 1 if verdict.verdict == "UNRUNNABLE" else 0
     total_s = sum((s.duration_ms or 0) for s in verdict.steps) / 1000
     suites = ET.Element("testsuites")
@@ -50,6 +51,10 @@ def junit_xml(verdict: PacketVerdict) -> str:
             if s.diff:
                 body += ["", s.diff]
             fail.text = _clean("\n".join(body))
+        elif s.stored_edited:
+            fail = ET.SubElement(case, "failure", type="EDITED_OUTPUT",
+                                 message="the step matched, but its stored output was edited after recording")
+            fail.text = _clean("\n".join(f"note: {n}" for n in s.notes))
         elif s.notes:
             ET.SubElement(case, "system-out").text = _clean("\n".join(s.notes))
     if errors:

@@ -84,6 +84,8 @@ class StepResult:
         output: the replayed normalized output.
         fired: the normalization rules that changed the replayed output (built-in and project).
         project_fired: those of them that are project rules (from the replayed tree).
+        stored_edited: the step's stored output does not hash to its ``out_sha`` (it was edited
+            after recording); the step itself may still match, but the packet does not PASS.
     """
 
     seq: int
@@ -104,6 +106,7 @@ class StepResult:
     shell: str | None = None
     fired: list[str] = field(default_factory=list)
     project_fired: list[str] = field(default_factory=list)
+    stored_edited: bool = False
 
     @property
     def ok(self) -> bool:
@@ -497,6 +500,8 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
                 note, problem = _check_stored(s, outputs)
                 if note:
                     res.notes.append(note)
+                if problem:
+                    res.stored_edited = True
                 if problem and problem not in verdict.problems:  # steps may share an output
                     verdict.problems.append(problem)
                 verdict.steps.append(res)
