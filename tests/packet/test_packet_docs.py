@@ -18,3 +18,12 @@ def test_docs_list_every_field_and_rule():
         assert f"| `{r.name}` |" in text, r.name
     assert f"version {BUILTIN_VERSION}" in text
     assert "replaybook packet replay session.jsonl" in text and "replaybook packet claims PR_BODY.md" in text
+
+
+def test_the_ci_command_is_the_same_in_the_readme_and_sources_rec_sh_with_the_chosen_python():
+    text = DOC.read_text()
+    readme = (DOC.parents[1] / "README.md").read_text()
+    ci = "replaybook packet replay session.jsonl --require-head --head-ignore PR_BODY.md --junit packet-junit.xml"
+    assert f"- run: {ci}" in text and ci in readme
+    assert "source \"$(python3 -c" not in text
+    assert 'source "$("${REPLAYBOOK_PYTHON:-python3}" -c \'import replaybook.packet as p; print(p.REC_SH)\')"' in text

@@ -2,7 +2,7 @@
 # replaybook replay packets: source this file, then prefix commands with `rec`.
 #
 #   export SESSION_LOG=session.jsonl          # optional; default ./session.jsonl
-#   source "$(python3 -c 'import replaybook.packet as p; print(p.REC_SH)')"
+#   source "$("${REPLAYBOOK_PYTHON:-python3}" -c 'import replaybook.packet as p; print(p.REC_SH)')"
 #   rec "pytest -q tests/test_router.py"      # a shell line (like the seed article's rec) ...
 #   rec pytest -q tests/test_router.py        # ... or a program and its arguments
 #
