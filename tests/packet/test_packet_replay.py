@@ -291,13 +291,18 @@ def test_replaying_on_the_head_itself_does_not_warn_that_the_head_was_not_tested
     assert v.verdict == "DIVERGED" and [s.seq for s in v.diverged] == [2]  # the steps themselves show it
 
 
-def test_a_project_rule_that_swallows_the_output_makes_the_step_not_compared(repo: Path, monkeypatch):
-    (repo / "pyproject.toml").write_text(
-        '[tool.replaybook.normalize]\nrules = [ { name = "everything", pattern = "(?s).+", replace = "ok" } ]\n')
-    (repo / "tool.py").write_text("print('version 1')\n")
+def _with_rules(repo: Path, rules: str, program: str) -> None:
+    """Commit ``pyproject.toml`` normalization ``rules`` (the TOML list's items) and ``tool.py``
+    holding ``program``, then record ``python tool.py``."""
+    (repo / "pyproject.toml").write_text(f"[tool.replaybook.normalize]\nrules = [ {rules} ]\n")
+    (repo / "tool.py").write_text(program)
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "rules")
     rec(repo, PY, "tool.py")
+
+
+def test_a_project_rule_that_swallows_the_output_makes_the_step_not_compared(repo: Path, monkeypatch):
+    _with_rules(repo, '{ name = "everything", pattern = "(?s).+", replace = "ok" }', "print('version 1')\n")
     (repo / "tool.py").write_text("print('TOTALLY DIFFERENT OUTPUT')\n")
     git(repo, "commit", "-q", "-am", "change")
     head = git(repo, "rev-parse", "HEAD").strip()
@@ -506,13 +511,8 @@ def test_a_gap_in_seq_fails_the_strict_mode(packet: Path, repo: Path):
 
 
 def test_a_pass_says_how_many_outputs_project_rules_altered(repo: Path, tmp_path: Path, monkeypatch):
-    (repo / "pyproject.toml").write_text(
-        '[tool.replaybook.normalize]\nrules = [ { name = "request_id", pattern = "req-[0-9a-f]{8}", '
-        'replace = "req-<ID>" } ]\n')
-    (repo / "tool.py").write_text("import uuid\nprint('served request', 'req-' + uuid.uuid4().hex[:8])\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "rules")
-    rec(repo, PY, "tool.py")
+    _with_rules(repo, '{ name = "request_id", pattern = "req-[0-9a-f]{8}", replace = "req-<ID>" }',
+                "import uuid\nprint('served request', 'req-' + uuid.uuid4().hex[:8])\n")
     rec(repo, "echo", "hello")
     monkeypatch.chdir(repo)
     junit = tmp_path / "packet.xml"
@@ -524,12 +524,7 @@ def test_a_pass_says_how_many_outputs_project_rules_altered(repo: Path, tmp_path
 
 
 def test_a_project_rule_that_leaves_almost_nothing_makes_the_step_not_compared(repo: Path):
-    (repo / "pyproject.toml").write_text(
-        '[tool.replaybook.normalize]\nrules = [ { name = "tail", pattern = "(?s)(?<=\\\\A.).*", replace = "" } ]\n')
-    (repo / "tool.py").write_text("print('mean: 5.0')\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "rules")
-    rec(repo, PY, "tool.py")
+    _with_rules(repo, '{ name = "tail", pattern = "(?s)(?<=\\\\A.).*", replace = "" }', "print('mean: 5.0')\n")
     v = replay(repo / "session.jsonl", repo=repo)
     assert v.verdict == "DIVERGED" and v.headline == "DIVERGED (1/1 steps not compared)"
     assert v.steps[0].reasons == ["output not compared: project rule(s) 'tail' replaced all or most of the output "
