@@ -197,16 +197,16 @@ def dumps(v: Any, option: int | None = None, default: Any = None) -> bytes:
 
 
 def _as_written(o: Any) -> Any:
+    """orjson's ``default`` for a :class:`NumberAsWritten`: its text, as written."""
     if o.__class__ is NumberAsWritten:
         return orjson.Fragment(o.text.encode("ascii"))
     raise TypeError
 
 
 def _chained(default):
+    """``default`` that first writes a :class:`NumberAsWritten` as written."""
     def run(o: Any) -> Any:
-        if o.__class__ is NumberAsWritten:
-            return orjson.Fragment(o.text.encode("ascii"))
-        return default(o)
+        return _as_written(o) if o.__class__ is NumberAsWritten else default(o)
     return run
 
 
