@@ -87,7 +87,7 @@ def canonical_args(arguments: Any) -> str:
         arguments = {}
     try:
         return _canonical(arguments)
-    except RecursionError:
+    except (RecursionError, orjson.JSONEncodeError):
         pass
     # deeper than the interpreter's default limit allows: JSON parsers stop near 1,024 levels,
     # so retry once with room for that much nesting rather than fail the whole load
@@ -97,7 +97,7 @@ def canonical_args(arguments: Any) -> str:
     try:
         sys.setrecursionlimit(max(old, _DEEP_LIMIT))
         return _canonical(arguments)
-    except RecursionError:
+    except (RecursionError, orjson.JSONEncodeError):
         raise ValueError(f"arguments nested too deeply to canonicalise (over ~{_DEEP_LIMIT // 2} levels)") from None
     finally:
         sys.setrecursionlimit(old)
@@ -106,61 +106,26 @@ def canonical_args(arguments: Any) -> str:
 _DEEP_LIMIT = 10_000
 
 
-class _Token:
-    """A bare JSON token in canonical text (a number no double holds, a NaN/Infinity literal)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
+_NAN, _INF, _NEG_INF = (_json.NumberAsWritten(t) for t in ("NaN", "Infinity", "-Infinity"))
 
 
-_NAN, _INF, _NEG_INF = (_Token(t) for t in ("NaN", "Infinity", "-Infinity"))
-
-
-def _exact_token(text: str) -> _Token:
+def _exact_token(text: str) -> "_json.NumberAsWritten":
     """The canonical spelling of a number no double holds (``1e400``): its exact decimal value
     as digits without trailing zeros and a decimal exponent; the ``NaN``/``Infinity`` literals as
-    themselves."""
+    themselves.  :func:`replaybook._json.dumps` writes it as that bare token."""
     if text in ("NaN", "Infinity", "-Infinity"):
         return {"NaN": _NAN, "Infinity": _INF, "-Infinity": _NEG_INF}[text]
     sign, digits, exp = Decimal(text).as_tuple()  # (exact: no context, no rounding)
     ds = "".join(map(str, digits)).lstrip("0")
-    if not ds:  # (zero reads as a double: never here)
-        return _Token("0")
     stripped = ds.rstrip("0")
     exp += len(ds) - len(stripped)
-    return _Token(f"{'-' if sign else ''}{stripped}E{exp}")
-
-
-def _as_fragment(o: Any) -> orjson.Fragment:
-    if o.__class__ is _Token:
-        return orjson.Fragment(o.text.encode("ascii"))
-    raise TypeError
+    return _json.NumberAsWritten(f"{'-' if sign else ''}{stripped}E{exp}")
 
 
 def _canonical(arguments: Any) -> str:
-    normed = _norm(arguments)
-    try:
-        return orjson.dumps(normed, option=orjson.OPT_SORT_KEYS, default=_as_fragment).decode("utf-8")
-    except TypeError:  # an integer beyond 64 bits, or deeper than orjson writes (254 levels)
-        return _written_by_json(normed)
-
-
-#: Marks a token inside a string while ``json`` writes (normalised text never holds a lone surrogate).
-_MARK = "\udfff"
-
-
-def _written_by_json(normed: Any) -> str:
-    import json
-
-    def token(o: Any) -> str:
-        if o.__class__ is _Token:
-            return _MARK + o.text + _MARK
-        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
-
-    text = json.dumps(normed, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=token)
-    return text.replace('"' + _MARK, "").replace(_MARK + '"', "") if _MARK in text else text
+    # _json.dumps: orjson's writing; the standard library's for integers beyond 64 bits and
+    # nesting past 254 levels; numbers no double holds as their canonical text
+    return _json.dumps(_norm(arguments), option=orjson.OPT_SORT_KEYS).decode("utf-8")
 
 
 _CACHE: dict[bytes, str] = {}
