@@ -32,6 +32,9 @@ def test_join_takes_an_incident_manifest(tmp_path, capsys):
     assert out["assignments"] == {"door-20260913T100005-a1": "919dc839-23e1-56e5-8bd5-430e87d6a897",
                                   "door-20260913T100052-b7": "3b4173aa-345d-5382-aff0-c40b872f81ae"}
     assert out["window_s"] == 60.0
+    assert main(["join", str(demo)]) == 0  # the table says why the third transcript has no session
+    assert ("unmatched transcripts: 9c58f26c-cf9c-524b-8de3-1d9c34ca864a (built-in tools only: no door log was "
+            "expected to hold its calls)") in capsys.readouterr().out
     assert main(["join", str(demo), "--calls", str(demo.parent / "door")]) == 2
     assert "give an INCIDENT manifest or --transcripts and --calls, not both" in capsys.readouterr().err
     assert main(["join", "--calls", str(demo.parent / "door")]) == 2
@@ -227,7 +230,8 @@ def test_unmatched_transcripts_are_listed_one_per_line_when_many(capsys):
     tail = out[out.index("unmatched transcripts (3):"):].splitlines()
     assert [t.strip() for t in tail[1:4]] == ["11111111-aaaa-4aaa-8aaa-111111111111",
                                               "22222222-bbbb-4bbb-8bbb-222222222222",
-                                              "33333333-cccc-4ccc-8ccc-333333333333"]
+                                              "33333333-cccc-4ccc-8ccc-333333333333 (built-in tools only: no door "
+                                              "log was expected to hold its calls)"]  # (its one call is Read)
 
 
 def test_sources_lists_every_registered_format_under_its_frame(capsys):

@@ -385,15 +385,14 @@ def sources_cmd() -> None:
 @click.option("--transcripts-format", default=None, help="Read every transcript with this source (`replaybook sources` lists them).")
 @click.option("--calls-format", default=None, help="Read every call log with this source (`replaybook sources` lists them).")
 @click.option("--window", type=float, default=None,
-              help="Agreement window, seconds  [default: the manifest's window_s, else 60].")
+              help="Agreement window, seconds.  [default: the manifest's window_s, else 60]")
 @click.option("--min-agreed", type=int, default=1, show_default=True,
               help="Never assign a transcript with fewer agreeing steps.")
 @click.option("--max-offset", type=float, default=None,
-              help="[default: the manifest's max_offset_s, else 300] "
-
-                   "Largest clock offset between transcript and door to look for before matching, "
+              help="Largest clock offset between transcript and door to look for before matching, "
                    "seconds (0: assume the clocks agree). The offset printed is measured afterwards "
-                   "from the agreeing pairs, so it can be as large as --window even with 0.")
+                   "from the agreeing pairs, so it can be as large as --window even with 0.  "
+                   "[default: the manifest's max_offset_s, else 300]")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True)
 def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, window, min_agreed, max_offset,
              fmt) -> None:
@@ -446,7 +445,11 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         click.echo(_text_table(view, numeric=("agreed", "transcript_tool_steps", "share", "runner_up_agreed",
                                               "margin", "offset_ms", "refused", "unclaimed_calls",
                                               "unmatched_steps", "id_conflicts")))
-        ut = res.unmatched_transcripts
+        # a transcript of built-in tools only called nothing through a door: not a missing link
+        door_bound = set(steps.loc[(steps["kind"] == "tool_call") & steps["server"].notna(),
+                                   "transcript_id"].astype(str)) if len(steps) else set()
+        ut = [t if t in door_bound else f"{t} (built-in tools only: no door log was expected to hold its calls)"
+              for t in res.unmatched_transcripts]
         if len(ut) <= 2:
             click.echo(f"\nunmatched transcripts: {', '.join(ut) or 'none'}")
         else:  # one per line: a comma list of ids wraps unreadably in a terminal

@@ -1084,7 +1084,8 @@ def inputs_table(inputs: Iterable[Mapping]) -> str:
     if "note" in df.columns and df["note"].notna().any():
         cols.append(("note", "note", "text"))  # skipped files and what a loader left out
     body = ("<p>Every file this report was built from. Recompute a file's SHA-256 (<code>sha256sum</code>) to "
-            "check that it is the same evidence.</p>" + table(df, cols, max_rows=100000))
+            "check that it is the same evidence. The data files the door's calls reached are listed with their "
+            'SHA-256 now under <a href="#objects">what the agent reached</a>.</p>' + table(df, cols, max_rows=100000))
     return _section("Inputs", body, anchor="inputs")
 
 
