@@ -347,6 +347,13 @@ class Incident:
             q["source_file"] = pd.array([shown[p] for p in q["source_file"]], dtype="string")
         return q
 
+    @property
+    def loaded_quarantine(self) -> pd.DataFrame:
+        """:attr:`quarantine` with ``source_file`` as the loaders wrote it: the path as read,
+        the same string as the ``source_file`` of :attr:`steps` and :attr:`calls` rows of that
+        file (for matching a set-aside line to the rows around it)."""
+        return pd.concat([self._load(k).quarantine for k in ("steps", "calls", "access")], ignore_index=True)
+
     def _shown(self, path) -> str:
         """``path`` relative to the manifest folder when inside it, else as given."""
         if not isinstance(path, str):

@@ -647,9 +647,12 @@ def test_without_storage_map_the_report_says_nothing_could_be_matched(tmp_path):
     assert "no door call&#x27;s object maps to a storage URI (no storage_map entry covers them)" in a
 
 
-def test_a_set_aside_line_is_marked_where_it_stood_in_the_conversation(tmp_path):
+@pytest.mark.parametrize("linked", [False, True], ids=["folder", "folder-via-symlink"])
+def test_a_set_aside_line_is_marked_where_it_stood_in_the_conversation(tmp_path, linked):
     """A damaged transcript line had left no mark in the conversation: steps 0, 2, 5, 7 read as
-    complete.  Its row now stands where the line did, naming it and why."""
+    complete.  Its row now stands where the line did, naming it and why — also when the
+    manifest names the transcripts through a symbolic link (the Inputs path is the resolved one,
+    so a match by path suffix had lost the row)."""
     import shutil
 
     import replaybook
@@ -657,13 +660,16 @@ def test_a_set_aside_line_is_marked_where_it_stood_in_the_conversation(tmp_path)
     demo = Path(__file__).resolve().parents[2] / "data" / "demo"
     inc_dir = tmp_path / "demo"
     shutil.copytree(demo, inc_dir)
+    if linked:
+        (inc_dir / "transcripts").rename(inc_dir / "kept")
+        (inc_dir / "transcripts").symlink_to("kept")
     tr = inc_dir / "transcripts" / "919dc839-23e1-56e5-8bd5-430e87d6a897.jsonl"
     lines = tr.read_text().splitlines(keepends=True)
     at = next(i for i, ln in enumerate(lines) if '"tool_use"' in ln and "cars.parquet" in ln)
     lines[at] = lines[at][: len(lines[at]) // 2] + "\n"  # the query's call, cut off mid-line
     tr.write_text("".join(lines))
     inc = replaybook.Incident.load(inc_dir / "incident.yaml")
-    h = S.conversations(inc.steps, inc.calls, inc.join, quarantine=inc.quarantine)
+    h = S.conversations(inc.steps, inc.calls, inc.join, quarantine=inc.loaded_quarantine)
     no_raw_html(h)
     sess = h.split("transcript 919dc839")[1].split("<h3")[0]
     cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", sess)]

@@ -702,7 +702,8 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
     text (cut to ``limit`` characters), each tool call with what the door decided and reached
     and what the agent got back (:func:`result_cell`), a sub-agent's steps among its parent's,
     and door calls no step claims at their time.  Each line of the transcript's files that
-    ``quarantine`` (:data:`~replaybook.frames.QUARANTINE`) set aside is a row of its own where
+    ``quarantine`` (:data:`~replaybook.frames.QUARANTINE`, ``source_file`` as the loaders wrote
+    it, as in ``steps``: :attr:`replaybook.Incident.loaded_quarantine`) set aside is a row of its own where
     the line stood (before the first step read from a later line of that file): a reader of the
     conversation sees that something is missing there.  Empty when no session has a transcript."""
     from ..views.session import conversation
@@ -782,13 +783,8 @@ def _with_set_aside(conv: pd.DataFrame, steps: pd.DataFrame, transcript_id: Any,
         return conv
     mine = steps[steps["transcript_id"] == transcript_id]
     files = set(mine["source_file"].dropna().astype(str))
-
-    def step_file(qf: str) -> str | None:  # (an incident's quarantine names files relative to its folder)
-        return qf if qf in files else next((f for f in files if f.endswith("/" + qf)), None)
-
     q = quarantine[quarantine["line_no"].notna()]
-    q = q.assign(source_file=[step_file(str(f)) for f in q["source_file"]])
-    q = q[q["source_file"].notna()]
+    q = q[q["source_file"].astype(str).isin(files)]
     if not len(q):
         return conv
     where = {int(s_): (str(f), int(ln)) for s_, f, ln in zip(mine["seq"], mine["source_file"], mine["line_no"])
