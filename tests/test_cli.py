@@ -300,7 +300,7 @@ def test_files_no_source_reads_are_listed_apart_from_the_quarantine(capsys):
     assert main(["join", "--transcripts", str(demo), "--calls", str(demo / "door")]) == 0
     err = capsys.readouterr().err
     assert "not read: 5 files no source reads" in err and "quarantine: 0 lines" in err
-    assert f"  {demo / 'incident.yaml'}: no source recognised this content" in err
+    assert f"  {demo / 'incident.yaml'}: an incident manifest, not a log: `replaybook report incident.yaml`" in err
 
 
 def test_load_writes_arguments_nested_deeper_than_orjson_writes(tmp_path, capsys):

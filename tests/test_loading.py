@@ -332,3 +332,26 @@ def test_symbolic_links_in_a_folder_are_listed_not_passed_over(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "calls: 5 rows from 1 file, 2 symbolic links not followed (door)" in err
     assert f"  {tmp_path / 'link.jsonl'}: symbolic link to real.jsonl: not followed" in err
+
+
+def test_a_folders_manifest_and_data_files_are_named_for_what_they_are():
+    """``load auto`` on an incident folder had called its incident.yaml and Parquet data "no
+    source recognised this content", as if they were damaged logs."""
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+    files = replaybook.load(demo).files.set_index("path")
+    assert files.loc[str(demo / "incident.yaml"), "note"] == (
+        "an incident manifest, not a log: `replaybook report incident.yaml` or `replaybook join incident.yaml` reads it")
+    assert files.loc[str(demo / "data" / "demo" / "cars.parquet"), "note"] == (
+        "a Parquet data file: replaybook reads logs and transcripts, not data files")
+    # a text file, and YAML that is not a manifest, keep the plain words
+    assert files.loc[str(demo / "data" / "demo" / "README.txt"), "note"] == "no source recognised this content"
+
+
+def test_yaml_that_is_not_a_manifest_keeps_the_plain_words(tmp_path):
+    (tmp_path / "rules.yaml").write_text("title: x\nrules: []\n")
+    (tmp_path / "broken.yml").write_text("title: [\n")
+    (tmp_path / "wide.yaml").write_bytes(b"\xff\xfe" + "title: t\ntranscripts: []\n".encode("utf-16-le"))
+    notes = replaybook.load(tmp_path).files.set_index("path")["note"]
+    assert notes[str(tmp_path / "rules.yaml")] == "no source recognised this content"
+    assert notes[str(tmp_path / "broken.yml")] == "no source recognised this content"
+    assert notes[str(tmp_path / "wide.yaml")].startswith("UTF-16")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
+import yaml
 
 from ._jsonl import GZIP_MAGIC, expand_paths, file_info
 from .errors import InputError
@@ -111,7 +112,7 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
             raise InputError(f"cannot read: {exc.strerror or exc}", f) from None
         if src is None or conf < min_confidence:
             table.append({"path": str(f), "confidence": conf,
-                          "note": _wide_text(f) or "no source recognised this content"})
+                          "note": _unrecognised_note(f)})
             continue
         groups.setdefault(src.name, []).append(f)
         table.append({"path": str(f), "source": src.name, "frame": src.frame, "confidence": conf})
@@ -306,6 +307,35 @@ def _wide_text(path: str | Path) -> str | None:
             return (f"{name} text: replaybook reads UTF-8 (a copy converted with "
                     f"`iconv -f {name} -t UTF-8` will read)")
     return None
+
+
+#: keys of an incident manifest (schemas/incident.v1.json) that name evidence
+_MANIFEST_KEYS = frozenset({"transcripts", "door", "access"})
+
+
+def _unrecognised_note(path: str | Path) -> str:
+    """Why no source read ``path``, in words: a UTF-16/32 file (:func:`_wide_text`), an incident
+    manifest (a YAML mapping with ``title`` and one of ``transcripts``/``door``/``access``: the
+    user meant ``replaybook report`` or ``join``), a Parquet data file (its ``PAR1`` magic), or
+    "no source recognised this content"."""
+    wide = _wide_text(path)
+    if wide:
+        return wide
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4)
+            if head == b"PAR1":
+                return "a Parquet data file: replaybook reads logs and transcripts, not data files"
+            if p.suffix.lower() in (".yaml", ".yml") and p.stat().st_size <= 1 << 20:
+                fh.seek(0)
+                doc = yaml.safe_load(fh.read().decode("utf-8"))
+                if isinstance(doc, dict) and "title" in doc and _MANIFEST_KEYS & set(doc):
+                    return (f"an incident manifest, not a log: `replaybook report {p.name}` "
+                            f"or `replaybook join {p.name}` reads it")
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
+        pass
+    return "no source recognised this content"
 
 
 def _binary_file(path: str | Path) -> bool:
