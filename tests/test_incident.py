@@ -9,6 +9,7 @@ import replaybook
 from replaybook.errors import ManifestError
 
 ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "fixtures"
 DEMO = ROOT / "data" / "demo" / "incident.yaml"
 
 
@@ -337,5 +338,71 @@ def test_a_file_named_on_its_own_in_no_known_format_is_an_error(tmp_path, capsys
     assert main(["report", str(m), "--out", str(tmp_path / "r")]) == 2
     assert "no format replaybook reads recognises this file" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
-    m.write_text("title: t\ntranscripts: ['*.txt']\n")  # by a glob: left to the Inputs table, as before
+    m.write_text("title: t\ntranscripts: ['*.txt']\n")  # a glob of nothing but such files: said too
+    with pytest.raises(ManifestError, match=r"transcripts: '\*\.txt' holds no transcripts replaybook reads"):
+        replaybook.Incident.load(m).check_inputs()
+    (tmp_path / "s.txt").write_bytes((FIX / "join_trap" / "transcripts" /
+                                      "11111111-aaaa-4aaa-8aaa-111111111111.jsonl").read_bytes())
+    assert replaybook.Incident.load(m).check_inputs() == []  # beside a transcript: left to the Inputs table
+
+
+def _manifest_error(path) -> ManifestError:
+    with pytest.raises(ManifestError) as e:
+        replaybook.Incident.load(path).check_inputs()
+    return e.value
+
+
+def test_a_key_written_twice_is_an_error_with_both_lines(tmp_path):
+    """A second ``transcripts:`` block had silently replaced the first (PyYAML keeps the last):
+    transcript A was never read and its door session showed "unmatched"."""
+    (tmp_path / "a.jsonl").write_bytes((FIX / "join_trap" / "transcripts" /
+                                        "11111111-aaaa-4aaa-8aaa-111111111111.jsonl").read_bytes())
+    m = tmp_path / "incident.yaml"
+    m.write_text("title: x\ntranscripts:\n  - a.jsonl\ndoor: []\ntranscripts:\n  - b.jsonl\n")
+    e = _manifest_error(m)
+    assert (e.line_no, e.message) == (5, "key 'transcripts' is written twice (lines 2 and 5); YAML keeps only the "
+                                         "last, so what the first holds would be ignored: merge them into one")
+    # in a nested mapping too (a storage_map prefix written twice keeps one URI)
+    m.write_text('title: x\ntranscripts: [a.jsonl]\nstorage_map:\n  "demo/": s3://a/\n  "demo/": s3://b/\n')
+    assert _manifest_error(m).line_no == 5
+    # YAML merge keys are not duplicates
+    m.write_text('title: x\ntranscripts: [a.jsonl]\nprincipals: &p {analyst: "arn:x"}\n'
+                 'storage_map: {<<: {"d/": "s3://a/d/"}, "e/": "s3://a/e/"}\n')
+    assert replaybook.Incident.load(m).manifest["storage_map"] == {"d/": "s3://a/d/", "e/": "s3://a/e/"}
+
+
+def test_path_and_field_errors_name_the_manifest_line(tmp_path):
+    m = tmp_path / "incident.yaml"
+    m.write_text("title: x\ntranscripts:\n  - t/\ndoor:\n  - dorr/\n")
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "a.jsonl").write_text("")
+    e = _manifest_error(m)
+    assert (e.line_no, e.message) == (5, f"door: 'dorr/' does not exist (looked for {tmp_path / 'dorr'})")
+    m.write_text("title: x\ntranscripts: [t/]\n\nwindow_s: sixty\n")
+    e = _manifest_error(m)
+    assert (e.line_no, e.message) == (4, "invalid manifest at window_s: 'sixty' is not of type 'number'")
+    m.write_text("title: x\ntranscripts: [t/]\ndata_root: dta/\n")
+    assert _manifest_error(m).line_no == 3
+
+
+def test_an_entry_holding_no_file_of_its_kind_is_an_error(tmp_path):
+    """A transcripts folder holding only notes had given a clean-looking "0 transcripts" report."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "notes.txt").write_text("what I saw\n")
+    m = tmp_path / "incident.yaml"
+    m.write_text("title: x\ntranscripts:\n  - t/\n")
+    e = _manifest_error(m)
+    assert e.line_no == 3
+    assert e.message == ("transcripts: 't/' holds no transcripts replaybook reads (1 file: notes.txt: no source "
+                         "recognised this content); `replaybook load auto` shows what each file is")
+    # one file it reads (or an empty one: a session just begun) is enough
+    (tmp_path / "t" / "s.jsonl").write_text("")
     assert replaybook.Incident.load(m).check_inputs() == []
+
+
+def test_a_transcript_given_as_the_manifest_is_named(tmp_path):
+    tr = tmp_path / "s.jsonl"
+    tr.write_bytes((FIX / "join_trap" / "transcripts" / "11111111-aaaa-4aaa-8aaa-111111111111.jsonl").read_bytes())
+    e = _manifest_error(tr)
+    assert e.message == ("this is a claude-code file (steps), not an incident manifest: name it under transcripts: "
+                         "in an incident.yaml, or read it with `replaybook load steps s.jsonl`")

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ._schema import first_error, package_schema
+from ._schema import first_error_at, package_schema
 from .errors import InputError, ManifestError
 from .frames import ACCESS, CALLS, STEPS, LoadResult
 from .join import DEFAULT_MIN_AGREED, DEFAULT_WINDOW_S, JoinResult, join_sessions
@@ -49,6 +49,55 @@ def _elsewhere_message(key: str, what: str, found: list[str]) -> str:
     """The error for files listed under ``key`` whose content belongs to another list."""
     return (f"{key}: files that are not {what} ({'; '.join(found[:5])}); move them to the right "
             "list or give {path, format}")
+
+
+class _DuplicateKey(yaml.constructor.ConstructorError):
+    """A mapping of the manifest writes one key twice."""
+
+
+class _ManifestLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key written twice in one mapping: PyYAML keeps the last
+    one, so a second ``transcripts:`` block would silently drop the first one's files."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _value in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: the constructor says so itself
+                    continue
+                if first is not key_node:
+                    raise _DuplicateKey(
+                        None, None, f"key {key!r} is written twice (lines {first.start_mark.line + 1} and "
+                        f"{key_node.start_mark.line + 1}); YAML keeps only the last, so what the first holds "
+                        "would be ignored: merge them into one", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _line_at(raw: bytes, where: list) -> int | None:
+    """The 1-based manifest line of the node at ``where`` (keys and list indexes from the top,
+    as a schema error's path gives them), or of the deepest node on the way to it."""
+    try:
+        node = yaml.compose(raw, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for step in where:
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(step)), None)
+            if found is None:
+                break
+            line, node = found[0].start_mark.line + 1, found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+            node = node.value[step]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
 
 
 def load_manifest(path: str | Path) -> dict:
@@ -72,13 +121,18 @@ def load_manifest(path: str | Path) -> dict:
     except OSError as exc:
         raise ManifestError(f"cannot read incident manifest: {exc.strerror or exc}", p) from exc
     try:
-        data = yaml.safe_load(raw)  # YAML's own reading of the bytes: UTF-8, or UTF-16 with its BOM
+        data = yaml.load(raw, Loader=_ManifestLoader)  # YAML's own reading: UTF-8, or UTF-16 with its BOM
+    except _DuplicateKey as exc:
+        raise ManifestError(exc.problem, p, exc.problem_mark.line + 1) from None
     except yaml.reader.ReaderError as exc:
         raise ManifestError("not UTF-8 text (a manifest is UTF-8, or UTF-16 with a byte-order mark): "
                             f"byte {exc.position} ({exc.reason})", p) from None
     except yaml.YAMLError as exc:
+        _not_a_manifest(p)
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise ManifestError(f"not valid YAML: {exc}", p, None if line is None else line + 1) from exc
+    if not isinstance(data, dict):
+        _not_a_manifest(p)
     if data is None:
         raise ManifestError("the manifest is empty (it needs title: and transcripts:; door: is optional)", p)
     schema = package_schema("incident.v1.json")
@@ -91,13 +145,16 @@ def load_manifest(path: str | Path) -> dict:
                 raise ManifestError(f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else
                                                              f"; a manifest takes {', '.join(schema['properties'])}"),
                                     p, _line_of_key(raw, key))
-    err = first_error(schema, data)
-    if err is not None:
-        raise ManifestError(f"invalid manifest {err}", p)
+    found = first_error_at(schema, data)
+    if found is not None:
+        where, message = found
+        raise ManifestError(f"invalid manifest at {'/'.join(map(str, where)) or '(top level)'}: {message}",
+                            p, _line_at(raw, where) if where else None)
     for key in ("window_s", "max_offset_s"):  # YAML's .nan passes every bound a schema can set
         v = data.get(key)
         if isinstance(v, float) and not math.isfinite(v):
-            raise ManifestError(f"invalid manifest at {key}: {v} is not a number of seconds", p)
+            raise ManifestError(f"invalid manifest at {key}: {v} is not a number of seconds", p,
+                                _line_of_key(raw, key))
     known = registry.names()
     for key, value in data.items():  # a misspelt {path, format}: said here, with its line
         for item in value if isinstance(value, list) else ():
@@ -109,6 +166,21 @@ def load_manifest(path: str | Path) -> dict:
     data.setdefault("min_agreed", DEFAULT_MIN_AGREED)
     data.setdefault("max_offset_s", 300.0)
     return data
+
+
+def _not_a_manifest(p: Path) -> None:
+    """Raise ManifestError naming what ``p`` is when a source reads it (a transcript or log given
+    where the manifest goes); return when none does."""
+    try:
+        src, conf = registry.sniff_file(p)
+    except OSError:
+        return
+    from .loading import MIN_CONFIDENCE
+
+    if src is not None and conf >= MIN_CONFIDENCE:
+        raise ManifestError(f"this is a {src.name} file ({src.frame}), not an incident manifest: name it under "
+                            f"{_MANIFEST_KEY[src.frame][0]}: in an incident.yaml, or read it with "
+                            f"`replaybook load {src.frame} {p.name}`", p)
 
 
 def _line_of_value(raw: bytes, key: str, value: str) -> int | None:
@@ -144,19 +216,31 @@ def _line_of_key(raw: bytes, key: str) -> int | None:
     return None
 
 
-def _expand(base: Path, pattern: str, manifest: Path) -> list[Path]:
+def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
+    """The files (or folder) ``pattern`` under manifest list ``key`` names.
+
+    Raises:
+        ManifestError: it matches nothing, does not exist or is an empty folder (with the
+            manifest line that names it)."""
+    def error(message: str) -> ManifestError:
+        try:
+            line = _line_of_value(manifest.read_bytes(), key, pattern)
+        except OSError:
+            line = None
+        return ManifestError(message, manifest, line)
+
     full = Path(os.path.normpath(base / pattern))  # no "a/../b" in the paths a report shows
     if any(ch in pattern for ch in "*?["):
         found = sorted(Path(p) for p in glob.glob(str(full), recursive=True))
         if not found:
-            raise ManifestError(f"{pattern!r} matches no file", manifest)
+            raise error(f"{key}: {pattern!r} matches no file")
         return found
     if not full.exists():
-        raise ManifestError(f"{pattern!r} does not exist (looked for {full})", manifest)
+        raise error(f"{key}: {pattern!r} does not exist (looked for {full})")
     if full.is_dir() and not any(q.is_file() for q in full.rglob("*")):
         # like a glob that matches nothing: a listed source with no evidence in it is a mistake
         # to say, not a clean result ("0 requests") to report
-        raise ManifestError(f"{pattern!r} is an empty folder: no file in it to read", manifest)
+        raise error(f"{key}: {pattern!r} is an empty folder: no file in it to read")
     return [full]
 
 
@@ -191,7 +275,8 @@ class Incident:
             inc._groups(key)
         d = inc.manifest.get("data_root")
         if d and not (inc.root / d).is_dir():  # a typo would read as every object deleted since
-            raise ManifestError(f"data_root {d!r} is not a folder (looked for {(inc.root / d).resolve()})", p)
+            raise ManifestError(f"data_root {d!r} is not a folder (looked for {(inc.root / d).resolve()})", p,
+                                _line_of_key(p.read_bytes(), "data_root"))
         return inc
 
     # -- manifest fields ------------------------------------------------------------------
@@ -224,7 +309,7 @@ class Incident:
                 pattern, fmt = item, None
             else:
                 pattern, fmt = item["path"], item.get("format")
-            groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path))
+            groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path, key))
         return groups
 
     def check_inputs(self) -> list[str]:
@@ -280,8 +365,43 @@ class Incident:
                         warnings.append(f"{key}: {f} is forced to {fmt} but reads as {src.name} ({src.frame}); "
                                         f"{fmt} may find nothing in it")
                 if elsewhere:
-                    raise ManifestError(_elsewhere_message(key, what, elsewhere), self.path)
+                    raise ManifestError(_elsewhere_message(key, what, elsewhere), self.path,
+                                        _line_of_key(self.path.read_bytes(), key))
+            self._check_entries_hold(kind)
         return warnings
+
+    def _check_entries_hold(self, kind: str) -> None:
+        """Raise ManifestError when an entry of the list for ``kind`` that is read by content (not
+        ``{path, format}``) names only files no source recognises: a folder of notes named under
+        ``transcripts:`` would otherwise report "0 transcripts" as if the agent had left none."""
+        from .loading import MIN_CONFIDENCE, _unrecognised_note, _walk
+
+        key, what = _MANIFEST_KEY[kind]
+
+        def unread_only(files: list[Path]) -> list[Path]:
+            """``files`` when no source recognises any of them, else []."""
+            for f in files:
+                try:
+                    if f.stat().st_size == 0 or registry.side_file_of(f) is not None:
+                        return []  # an empty file (a session just begun) or a side file: not nothing
+                    src, conf = registry.sniff_file(f)
+                except OSError:
+                    return []  # loading says so, with the file's name
+                if src is not None and conf >= MIN_CONFIDENCE:
+                    return []
+            return files
+
+        for item in self.manifest.get(key, []):
+            if not isinstance(item, str):
+                continue
+            unread = unread_only(_walk(_expand(self.root, item, self.path, key)))
+            if unread:
+                n = len(unread)
+                shown = "; ".join(f"{f.name}: {_unrecognised_note(f)}" for f in unread[:3])
+                raise ManifestError(
+                    f"{key}: {item!r} holds no {what} replaybook reads ({n} file{'' if n == 1 else 's'}: "
+                    f"{shown}{'; …' if n > 3 else ''}); `replaybook load auto` shows what each file is",
+                    self.path, _line_of_value(self.path.read_bytes(), key, item))
 
     # -- frames ---------------------------------------------------------------------------
     def _load(self, kind: str) -> LoadResult:
@@ -306,7 +426,7 @@ class Incident:
                 raise ManifestError(f"{key}: {exc.message}", self.path) from None
             if got.elsewhere:
                 raise ManifestError(_elsewhere_message(key, what, [f"{p}: {v}" for p, v in got.elsewhere.items()]),
-                                    self.path)
+                                    self.path, _line_of_key(self.path.read_bytes(), key))
             parts.append(got.result)
         res = _concat(parts, _SPEC[kind])
         if kind == "calls":  # one id in two gateways' logs: two sessions
