@@ -318,3 +318,27 @@ def test_load_writes_arguments_nested_deeper_than_orjson_writes(tmp_path, capsys
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     (call,) = [r for r in rows if r["kind"] == "tool_call"]
     assert call["arguments"] == '{"a":%s}' % deep and call["args_key"] == '{"a":%s}' % deep
+
+
+def test_report_says_its_findings_and_a_replaced_report_on_stderr(tmp_path, monkeypatch, capsys):
+    """`report` had printed only the HTML path: a CI job never heard of set-aside evidence, and a
+    second run into the same folder replaced the first report without a word."""
+    import replaybook.report.render as render
+
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "demo.html").write_text("<p>earlier</p>")
+    findings = {"sessions": {"matched": 1, "unmatched": 1}, "door_calls": 7, "refused_calls": 1,
+                "set_aside_lines": 2, "set_aside_files": 0, "unread_files": 1, "unexplained_storage": 3,
+                "refused_then_reached": ["s3://b/.env"]}
+    monkeypatch.setattr(render, "render_report", lambda inc, o, timeout: render.ReportPaths(
+        ipynb=out / "demo.ipynb", html=(out / "demo.html").resolve(), findings=findings))
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "incident.yaml"
+    assert main(["report", str(demo), "--out", str(out)]) == 0
+    got = capsys.readouterr()
+    assert got.out == f"{(out / 'demo.html').resolve()}\n"
+    assert got.err.splitlines() == [
+        f"replaybook: replaced the earlier report demo.html in {out.resolve()}",
+        "replaybook: 2 door sessions (1 matched, 1 unmatched); 7 door calls, 1 refused; 2 lines set aside "
+        "(see Quarantine); 3 storage requests no door call explains; refused at the door, reached in storage "
+        "anyway: s3://b/.env"]

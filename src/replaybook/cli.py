@@ -413,6 +413,8 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         from .incident import Incident
 
         inc = Incident.load(incident)
+        for warning in inc.check_inputs():  # the same checks as `report`, before anything is loaded
+            click.echo(f"replaybook: warning: {warning}", err=True)
         steps, calls_f = inc.steps, inc.calls
         set_aside_rows = inc.quarantine  # (every input of the incident: its access logs too)
         set_aside = int(len(set_aside_rows))
@@ -485,8 +487,34 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
         click.echo(f"replaybook: warning: {warning}", err=True)
     from .report.render import render_report
 
+    slug_html = [p for p in Path(out_dir).glob("*.html")] if Path(out_dir).is_dir() else []
     paths = render_report(incident, out_dir, timeout=timeout)
+    if paths.html in [p.resolve() for p in slug_html]:
+        click.echo(f"replaybook: replaced the earlier report {paths.html.name} in {paths.html.parent}", err=True)
+    if paths.findings:
+        click.echo(f"replaybook: {_findings_line(paths.findings)}", err=True)
     click.echo(str(paths.html))
+
+
+def _findings_line(f: dict) -> str:
+    """The report's findings (``report.sections.findings``) in one line for the terminal."""
+    sess = f.get("sessions") or {}
+    parts = [f"{_count(sum(sess.values()), 'door session')}"
+             + (f" ({', '.join(f'{v} {k}' for k, v in sorted(sess.items()))})" if sess else ""),
+             f"{_count(f.get('door_calls', 0), 'door call')}, {f.get('refused_calls', 0):,} refused"]
+    lines, files = f.get("set_aside_lines", 0), f.get("set_aside_files", 0)
+    if lines or files:
+        parts.append(" and ".join(x for x in (_count(lines, "line") if lines else "",
+                                              _count(files, "whole file") if files else "") if x)
+                     + " set aside (see Quarantine)")
+    un = f.get("unexplained_storage")
+    if un:
+        parts.append(f"{_count(un, 'storage request')} no door call explains")
+    hit = f.get("refused_then_reached") or []
+    if hit:
+        parts.append(f"refused at the door, reached in storage anyway: {', '.join(hit[:3])}"
+                     + (f" and {len(hit) - 3} more" if len(hit) > 3 else ""))
+    return "; ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:

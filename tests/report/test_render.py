@@ -215,6 +215,11 @@ def test_demo_report_renders(rendered_demo):
     head = re.sub("<[^>]+>", "", html[:html.index("Sessions and the join")])
     assert ("2 files the agent reached look like one dataset but hold different rows: demo/cars.xpt (32 rows), "
             "demo/cars.parquet (35 rows)") in head
+    # the findings the CLI prints, read back from the executed notebook (and not in the HTML)
+    assert out["findings"] == {"sessions": {"matched": 2}, "door_calls": 9, "refused_calls": 1,
+                               "set_aside_lines": 0, "set_aside_files": 0, "unread_files": 0,
+                               "unexplained_storage": 2, "refused_then_reached": ["s3://acme-data/reference/.env"]}
+    assert "vnd.replaybook" not in html
     nb = json.loads(read(out["ipynb"]))
     assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"
     assert f"python: {platform.python_version()} {hashlib.sha256(sys.executable.encode()).hexdigest()[:16]}" in json.dumps(nb)

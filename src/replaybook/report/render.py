@@ -63,6 +63,9 @@ class ReportPaths:
     html: Path
     seconds: float = 0.0
     attempts: int = 1
+    #: the report's findings as counts (``report.sections.findings``), or ``None`` when the
+    #: template did not display them
+    findings: dict | None = None
 
 
 def _slug(incident: Path) -> str:
@@ -337,9 +340,24 @@ def render_report(
     nb.metadata["language_info"] = li
     nb.metadata["title"] = f"{manifest.get('title', slug)} — replaybook review"
     nbformat.write(nb, str(out_ipynb))
+    findings = _findings(nb)
 
     try:
         to_html(out_ipynb, out_html)
     except Exception as exc:  # noqa: BLE001
         raise ReportError(f"HTML conversion of {out_ipynb} failed: {type(exc).__name__}: {exc}") from exc
-    return ReportPaths(ipynb=out_ipynb, html=out_html, seconds=time.perf_counter() - t0, attempts=attempts)
+    return ReportPaths(ipynb=out_ipynb, html=out_html, seconds=time.perf_counter() - t0, attempts=attempts,
+                       findings=findings)
+
+
+def _findings(nb) -> dict | None:
+    """The last ``findings`` output (``sections.SUMMARY_MIME``) of an executed notebook."""
+    from .sections import SUMMARY_MIME
+
+    found = None
+    for cell in nb.cells:
+        for o in cell.get("outputs", ()):
+            data = o.get("data") or {}
+            if SUMMARY_MIME in data and isinstance(data[SUMMARY_MIME], dict):
+                found = dict(data[SUMMARY_MIME])
+    return found

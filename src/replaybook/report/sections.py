@@ -27,6 +27,7 @@ import pandas as pd
 
 from .. import _json
 from .._text import SHOW_INVISIBLE
+from ..frames import QUARANTINE
 
 __all__ = [
     "STYLE",
@@ -52,6 +53,8 @@ __all__ = [
     "cannot_prove",
     "residuals",
     "CANNOT_PROVE_TEXT",
+    "SUMMARY_MIME",
+    "findings",
 ]
 
 #: Rows shown per table before it is cut (the note under the table gives the full count).
@@ -1366,3 +1369,47 @@ def cannot_prove() -> str:
     body += ('<p class="rb-note">This incident\'s unpaired calls and tool calls are listed in '
              '<a href="#residuals">Residuals: what the join left unpaired</a>.</p>')
     return _section("What the join cannot prove", body, anchor="cannot-prove")
+
+
+#: MIME type of the :func:`findings` output the report notebook displays (in a cell left out of
+#: the HTML); ``render_report`` reads it back from the executed notebook.
+SUMMARY_MIME = "application/vnd.replaybook.findings+json"
+
+
+def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFrame,
+             unexplained: pd.DataFrame | None = None) -> dict:
+    """The report's findings as counts, for a terminal or a CI job that does not open the HTML.
+
+    Args:
+        sessions: ``JoinResult.sessions``.
+        calls: the ``calls`` frame.
+        quarantine: the quarantine (:data:`~replaybook.frames.QUARANTINE`).
+        unexplained: ``AccessJoinResult.unexplained``, or ``None`` without access logs.
+
+    Returns:
+        ``{"sessions": {status: count}, "door_calls": int, "refused_calls": int,
+        "set_aside_lines": int (damaged or pending lines), "set_aside_files": int (files set aside
+        whole, not counting files no source reads), "unread_files": int (files no source reads),
+        "unexplained_storage": int or None (storage requests no door call explains; None without
+        access logs), "refused_then_reached": [resource URIs the door had refused, reached anyway]}``.
+    """
+    q = quarantine if quarantine is not None else QUARANTINE.empty()
+    unread = q["line_no"].isna() & (q["loader"] == "auto") if len(q) else pd.Series([], dtype=bool)
+    whole = q["line_no"].isna() if len(q) else pd.Series([], dtype=bool)
+    out = {
+        "sessions": {str(k): int(v) for k, v in sessions["status"].value_counts().items()} if len(sessions) else {},
+        "door_calls": int(len(calls)),
+        "refused_calls": int((calls["decision"] == "deny").sum()) if len(calls) else 0,
+        "set_aside_lines": int((~whole).sum()),
+        "set_aside_files": int((whole & ~unread).sum()),
+        "unread_files": int(unread.sum()),
+        "unexplained_storage": None,
+        "refused_then_reached": [],
+    }
+    if unexplained is not None:
+        out["unexplained_storage"] = int(len(unexplained))
+        if "refused_session" in unexplained.columns and len(unexplained):
+            hit = unexplained[unexplained["refused_session"].notna()]
+            out["refused_then_reached"] = sorted({str(u) for u in hit["resource_uri"].dropna()})
+    return out
+
