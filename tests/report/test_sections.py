@@ -210,6 +210,22 @@ def test_clock_offset(frames):
     assert "400 ms</b> later than" in h and "Spread over 2 pairs" in h
     assert "cannot be estimated" in S.clock_offset(None)
     assert "earlier than" in S.clock_offset(-1500.0)
+    assert "from their session" not in h  # both pairs sit on the session's offset
+
+
+def test_clock_offset_names_a_pair_far_from_its_sessions_offset(frames):
+    """A pair 20 s off its session's offset showed only as "max 20,400 ms" in the spread line:
+    the reader could not tell which call it was."""
+    _, _, pairs, sessions = frames
+    pairs = pairs.copy()
+    pairs.loc[1, ["call_ts", "delta_ms"]] = [s(25.4), 20400.0]
+    h = S.clock_offset(400.0, sessions, pairs)
+    assert "max 20,400 ms" in h
+    assert "<b>1 agreeing pair lies more than 5 s from its session's offset</b>" in h
+    far = h[h.index("more than 5 s"):]
+    cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", far)]
+    assert cells == ["s1", "2", "2", "read_object", '{&quot;path&quot;:&quot;.env&quot;}',
+                     "2026-09-13 10:00:05.000Z", "2026-09-13 10:00:25.400Z", "20,000"]
 
 
 def test_session_calls_lists_what_each_call_reached(frames):

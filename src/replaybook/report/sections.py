@@ -609,7 +609,36 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
     if sessions is not None and len(sessions):
         body += table(sessions, [("door_session", "door session", "code"), ("transcript_id", "transcript", "code"),
                                  ("offset_ms", "offset (ms)", "ms"), ("agreed", "pairs", "num")])
+        body += _far_pairs(pairs, sessions)
     return _section("Clock offset", body, anchor="offset")
+
+
+#: a pair whose door − transcript time differs from its session's offset by more than this (ms)
+#: is named under the clock offset: one clock cannot drift that far within a session
+FAR_PAIR_MS = 5000.0
+
+
+def _far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame, far_ms: float = FAR_PAIR_MS) -> str:
+    """The agreeing pairs (``JoinResult.pairs``) whose ``delta_ms`` lies more than ``far_ms`` from
+    their door session's ``offset_ms``, as a table; "" when there are none.  The spread line gives
+    only the max: this says which pair it is."""
+    if pairs is None or not len(pairs) or "offset_ms" not in sessions.columns:
+        return ""
+    off = sessions.set_index("door_session")["offset_ms"]
+    p = pairs.assign(session_offset=pairs["door_session"].map(off).astype("float64"))
+    p = p.assign(off_by=p["delta_ms"].astype("float64") - p["session_offset"])
+    far = p[p["off_by"].abs() > far_ms].sort_values(["door_session", "call_seq"])
+    if not len(far):
+        return ""
+    n = len(far)
+    return (f'<p><b>{_count(n, "agreeing pair")} lie{"s" if n == 1 else ""} more than {far_ms / 1000:g} s from '
+            f"{'its' if n == 1 else 'their'} session's offset</b>. One clock does not drift that far within a session: such a pair is a "
+            "call that waited (for an approval, say) before the door logged it, a retry, or another call with "
+            "the same tool and arguments that the join took for this one. Compare the two times below.</p>"
+            + table(far, [("door_session", "door session", "code"), ("call_seq", "call seq", "num"),
+                          ("step_seq", "step", "num"), ("tool", "tool", "code"), ("args_key", "arguments", "code"),
+                          ("step_ts", "transcript time (UTC)", "ts"), ("call_ts", "door time (UTC)", "ts"),
+                          ("off_by", "off the session's offset (ms)", "ms")]))
 
 
 def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None = None,
