@@ -694,3 +694,32 @@ def test_a_set_aside_line_is_marked_where_it_stood_in_the_conversation(tmp_path,
     assert "see Quarantine" in cells[marker]
     # it stands before the steps read from later lines: the refused .env read comes after it
     assert any("reference/.env" in c for c in cells[marker:]) and not any("reference/.env" in c for c in cells[:marker])
+
+
+def test_a_set_aside_door_line_is_marked_in_its_sessions_table(tmp_path):
+    """A damaged line of a door session's log showed only under Quarantine; the session's table
+    read as complete, calls 1, 2, 4 (seq 3 was the damaged line)."""
+    import shutil
+
+    import replaybook
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo"
+    inc_dir = tmp_path / "demo"
+    shutil.copytree(demo, inc_dir)
+    log = inc_dir / "door" / "analyst" / "door-20260913T100005-a1.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    lines[2] = lines[2][:40] + "\n"  # call 3, cut off
+    log.write_text("".join(lines))
+    inc = replaybook.Incident.load(inc_dir / "incident.yaml")
+    h = S.all_session_calls(inc.calls, inc.join.pairs, inc.join.sessions, steps=inc.steps,
+                            quarantine=inc.loaded_quarantine)
+    no_raw_html(h)
+    sess = h.split("Door session door-20260913T100005-a1")[1].split("<h3")[0]
+    rows = [[re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", sess, re.S)]
+    rows = [r for r in rows if r]
+    assert [r[0] for r in rows] == ["1", "2", "—", "4", "5"]
+    marker = rows[2]
+    assert "set aside" in marker
+    assert any(c.startswith("line 3 of door-20260913T100005-a1.jsonl was set aside (invalid)") for c in marker)
+    assert "4 calls, agent analyst" in sess  # the count stays the calls'

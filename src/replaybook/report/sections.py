@@ -674,11 +674,14 @@ def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd
 
 
 def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session: str, *,
-                  steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS) -> str:
+                  steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS,
+                  quarantine: pd.DataFrame | None = None) -> str:
     """What one door session's calls reached, in the door's order (``seq``): time, tool, object,
     decision, rule, rows, bytes, the error the door logged, arguments, the seq of the transcript
     step the join matched to each call ("—" when none) and what that step got back, as the
-    transcript recorded it (:func:`result_cell`)."""
+    transcript recorded it (:func:`result_cell`).  Each line of the session's log files that
+    ``quarantine`` (``source_file`` as the loaders wrote it, as in ``calls``) set aside is a row
+    of its own, decision "set aside", before the first call read from a later line."""
     c = calls[calls["door_session"] == door_session].sort_values(["seq", "ts"], na_position="last")
     m = _matched_steps(pairs, steps)
     m = m[m["door_session"] == door_session].drop(columns=["door_session"])
@@ -697,19 +700,26 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
         cols.insert(6, ("approval", "the user, asked", "text"))
     agent = c["agent"].dropna().iloc[0] if len(c) and c["agent"].notna().any() else None
     sub = _count(len(c), "call") + (f", agent {agent}" if agent is not None else "")
+    if quarantine is not None and len(quarantine) and len(c):
+        placed = [(str(f), int(ln)) if not (_isna(f) or _isna(ln)) else None
+                  for f, ln in zip(c["source_file"], c["line_no"])]
+        c = _insert_set_aside(c, placed, {p[0] for p in placed if p is not None}, quarantine,
+                              {"decision": "set aside", "got_back": ""}, "error")
     return _section(f"Door session {door_session}",
                     f'<p class="rb-note">{esc(sub)}</p>' + table(c, cols, max_rows=max_rows, row_class=_refused_row),
                     level=3)
 
 
 def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions: pd.DataFrame | None = None, *,
-                      steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS) -> str:
-    """:func:`session_calls` for every door session (in ``sessions`` order when given)."""
+                      steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS,
+                      quarantine: pd.DataFrame | None = None) -> str:
+    """:func:`session_calls` for every door session (in ``sessions`` order when given), each with
+    the lines of its files ``quarantine`` set aside."""
     if sessions is not None and len(sessions):
         order = list(sessions["door_session"])
     else:
         order = list(pd.unique(calls.sort_values("ts")["door_session"].dropna()))
-    parts = [session_calls(calls, pairs, s, steps=steps, max_rows=max_rows) for s in order]
+    parts = [session_calls(calls, pairs, s, steps=steps, max_rows=max_rows, quarantine=quarantine) for s in order]
     intro = ("<p>Per door session, every call in the door's order: what it reached (object), what the door "
              "decided and returned, the transcript tool call the join matched it to and what the agent got back, "
              "as its transcript recorded it (a long result opens on a click, ▶). Refused calls are "
@@ -809,34 +819,44 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
 def _with_set_aside(conv: pd.DataFrame, steps: pd.DataFrame, transcript_id: Any,
                     quarantine: pd.DataFrame | None) -> pd.DataFrame:
     """``conv`` (rows of :func:`conversations`) with a row for each quarantined line of the
-    transcript's files, placed before the first row read from a later line of the same file
-    (at the end when none is): ``what`` says which line was set aside and why."""
+    transcript's files (:func:`_insert_set_aside`)."""
     if quarantine is None or not len(quarantine) or not len(conv):
         return conv
     mine = steps[steps["transcript_id"] == transcript_id]
-    files = set(mine["source_file"].dropna().astype(str))
-    q = quarantine[quarantine["line_no"].notna()]
-    q = q[q["source_file"].astype(str).isin(files)]
-    if not len(q):
-        return conv
     where = {int(s_): (str(f), int(ln)) for s_, f, ln in zip(mine["seq"], mine["source_file"], mine["line_no"])
              if not (_isna(s_) or _isna(f) or _isna(ln))}
     placed = [where.get(int(x)) if not _isna(x) else None for x in conv["step_seq"]]
-    rows = conv.to_dict("records")
+    return _insert_set_aside(conv, placed, set(mine["source_file"].dropna().astype(str)), quarantine,
+                             {"lane": "set aside", "who": "—", "door": "", "got_back": "", "status": "set aside"},
+                             "what")
+
+
+def _insert_set_aside(rows: pd.DataFrame, placed: list, files: set[str], quarantine: pd.DataFrame | None,
+                      fill: Mapping[str, Any], text_col: str) -> pd.DataFrame:
+    """``rows`` with a row for each ``quarantine`` line (``source_file`` as the loaders wrote it)
+    of one of ``files``, placed before the first row read from a later line of the same file
+    (``placed[i]``: ``(file, line_no)`` row ``i`` was read from, or None), at the end when none
+    is.  The new rows hold ``fill`` and, in ``text_col``, which line was set aside and why."""
+    if quarantine is None or not len(quarantine) or not files:
+        return rows
+    q = quarantine[quarantine["line_no"].notna()]
+    q = q[q["source_file"].astype(str).isin(files)]
+    if not len(q):
+        return rows
+    records = rows.to_dict("records")
     extra: dict[int, list[dict]] = {}
     for f, ln, kind, err in sorted(zip(q["source_file"].astype(str), q["line_no"].astype(int), q["kind"], q["error"]),
                                    key=lambda t: (t[0], t[1])):
-        at = next((i for i, pl in enumerate(placed) if pl is not None and pl[0] == f and pl[1] > ln), len(rows))
+        at = next((i for i, pl in enumerate(placed) if pl is not None and pl[0] == f and pl[1] > ln), len(records))
         what = (f"line {ln:,} of {Path(f).name} was set aside ({'unterminated: still being written?' if kind == 'pending' else kind}): "
                 f"{err} — see Quarantine; what it held is not shown here")
-        extra.setdefault(at, []).append({**{k: None for k in conv.columns}, "lane": "set aside", "who": "—",
-                                         "what": what, "door": "", "got_back": "", "status": "set aside"})
+        extra.setdefault(at, []).append({**{k: None for k in rows.columns}, **fill, text_col: what})
     out: list[dict] = []
-    for i in range(len(rows) + 1):
+    for i in range(len(records) + 1):
         out.extend(extra.get(i, []))
-        if i < len(rows):
-            out.append(rows[i])
-    return pd.DataFrame(out, columns=conv.columns)
+        if i < len(records):
+            out.append(records[i])
+    return pd.DataFrame(out, columns=rows.columns)
 
 
 def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *, max_rows: int = MAX_ROWS,
