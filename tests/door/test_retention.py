@@ -195,3 +195,24 @@ def test_call_log_writer(tmp_path):
     for bad in ("../x", ".hidden", "a/b", "", "x" * 200):
         with pytest.raises(InputError):
             check_name(bad, "agent")
+
+
+def test_evidence_an_unreadable_session_may_reference_is_kept(world, monkeypatch):
+    """A session prune cannot read (another user's file, an I/O error) may reference any
+    evidence object: removing the old sessions' objects would orphan its lines."""
+    import replaybook.door.retention as retention
+
+    real = retention._open_nofollow
+
+    def refuse_new1(path):
+        if Path(path) == world["s"]["new1"]:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(retention, "_open_nofollow", refuse_new1)
+    rep = prune(world["root"], timedelta(days=30), evidence=world["evidence"])
+    assert sorted(s.path for s in rep.removed) == sorted([world["s"]["old1"], world["s"]["old2"]])
+    assert {s.path: s.status for s in rep.sessions}[world["s"]["new1"]] == "unreadable"
+    assert rep.evidence_removed == []
+    assert all(world["store"].has(d) for d in world["digests"].values())
+    assert any("kept all evidence" in line for line in rep.lines())

@@ -15,6 +15,8 @@ Safety:
 * files modified within the last ``idle_s`` seconds (default 60) and files another process holds
   a lock on (a running door holds an exclusive ``flock`` on its log) are skipped — so prune is
   safe to run while doors are writing; an evidence object touched within ``idle_s`` is kept;
+* when a session file cannot be read, no evidence object is removed (the unread session may
+  reference any of them);
 * ``dry_run`` reports what would be removed and removes nothing.
 """
 
@@ -70,6 +72,8 @@ class PruneReport:
     evidence_removed: list[Path] = field(default_factory=list)
     other_removed: list[Path] = field(default_factory=list)
     skipped_symlinks: list[Path] = field(default_factory=list)
+    #: evidence that would have gone was kept because a session could not be read
+    evidence_held: bool = False
 
     @property
     def removed(self) -> list[SessionInfo]:
@@ -91,6 +95,8 @@ class PruneReport:
                 out.append(f"skipped {s.path} ({s.status})")
         for p in self.skipped_symlinks:
             out.append(f"skipped {p} (symlink, not followed)")
+        if self.evidence_held:
+            out.append("kept all evidence: a session that could not be read may still reference it")
         n_ev = len(self.evidence_removed)
         out.append(f"{len(self.removed)} session(s) and {n_ev} evidence object(s) "
                    f"{'would be removed' if self.dry_run else 'removed'}; cutoff {self.cutoff:%Y-%m-%dT%H:%M:%SZ}")
@@ -189,7 +195,11 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
                     if not stat.S_ISREG(fst.st_mode):
                         info.status = "unreadable"
                         continue
-                    info.last_call, info.digests = _scan(fd)
+                    try:
+                        info.last_call, info.digests = _scan(fd)
+                    except OSError:
+                        info.status = "unreadable"
+                        continue
                     if info.last_call is None:
                         info.last_call = datetime.fromtimestamp(fst.st_mtime, timezone.utc)
                     if wall - fst.st_mtime < idle_s:
@@ -243,7 +253,11 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
         for _, fd in held:
             os.close(fd)
 
-    if evidence is not None and doomed:
+    # a session that could not be read may reference any object: removing evidence could
+    # orphan its lines, so none is removed until it can be read (the report says so)
+    report.evidence_held = evidence is not None and bool(doomed) and any(
+        s.status == "unreadable" for s in report.sessions)
+    if evidence is not None and doomed and not report.evidence_held:
         ev_dir = Path(evidence) / "sha256"
         try:
             ok_dir = stat.S_ISDIR(os.lstat(Path(evidence)).st_mode) and stat.S_ISDIR(os.lstat(ev_dir).st_mode)
