@@ -216,3 +216,13 @@ def test_evidence_an_unreadable_session_may_reference_is_kept(world, monkeypatch
     assert rep.evidence_removed == []
     assert all(world["store"].has(d) for d in world["digests"].values())
     assert any("kept all evidence" in line for line in rep.lines())
+
+
+def test_a_retention_longer_than_a_date_can_count_is_bad_input(tmp_path):
+    (tmp_path / "logs").mkdir()
+    for limit in ("99999999999d", "9999999999w", "1000000000d", "800000d"):
+        assert main(["prune", "--log-root", str(tmp_path / "logs"), "--older-than", limit, "--dry-run"]) == 2, limit
+    with pytest.raises(InputError, match="too long"):
+        parse_duration("99999999999d")
+    with pytest.raises(InputError, match="before year 1"):
+        prune(tmp_path / "logs", timedelta(days=800000))

@@ -30,6 +30,7 @@ DEFAULT_RETENTION = "30d"
 RETENTION_ENV = "REPLAYBOOK_DOOR_RETENTION"
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_MAX_DAYS = 999_999_999  # timedelta's own limit
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 
 
@@ -37,7 +38,7 @@ def parse_duration(text: str) -> timedelta:
     """``"30d"`` → ``timedelta(days=30)``; ``"1d12h"``, ``"90m"``, ``"2w"``, ``"0"``.
 
     Raises:
-        InputError: not a duration.
+        InputError: not a duration, or longer than a time can be counted back (about 999,999,999 days).
     """
     s = str(text).strip().lower()
     if s in ("0", "0s"):
@@ -50,7 +51,10 @@ def parse_duration(text: str) -> timedelta:
         pos = m.end()
     if pos == 0 or s[pos:].strip():
         raise InputError(f"not a duration: {text!r} (use e.g. 30d, 12h, 90m, 1d12h)")
-    return timedelta(seconds=total)
+    try:
+        return timedelta(seconds=total)
+    except OverflowError:
+        raise InputError(f"duration too long: {text!r} (at most {_MAX_DAYS} days)") from None
 
 
 def format_duration(td: timedelta) -> str:

@@ -150,7 +150,8 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
     """Remove door sessions whose last call is older than ``older_than`` (see the module docstring).
 
     Raises:
-        InputError: ``log_root`` is not a folder (or is a symlink), or ``older_than`` is negative.
+        InputError: ``log_root`` is not a folder (or is a symlink), or ``older_than`` is negative
+            or reaches back before year 1.
     """
     root = Path(log_root)
     if older_than < timedelta(0):
@@ -162,7 +163,11 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise InputError("log root must be a folder (not a symlink)", root)
     now = now or datetime.now(timezone.utc)
-    cutoff = now - older_than
+    try:
+        cutoff = now - older_than
+    except OverflowError:
+        raise InputError(f"retention {older_than.days} days reaches back before year 1: "
+                         "no session can be that old") from None
     wall = time.time()
     report = PruneReport(log_root=root, cutoff=cutoff, dry_run=dry_run)
     held: list[tuple[SessionInfo, int]] = []  # removal candidates, locked by us
