@@ -105,3 +105,19 @@ def test_reviewer_decision_can_be_given_and_suggestions_never_merge_verdicts(dem
     assert suggest_reviewer_decision(False, fd, ld) == "replay_not_re_derivable"
     assert suggest_reviewer_decision(True, fd, fd) == "incident_reproduces_today"
     assert suggest_reviewer_decision(True, ld, fd) == "forensic_replay_diverged"
+
+
+def test_two_missing_digests_are_not_two_equal_ones(runs):
+    """A checkpoint recorded ``ok`` but without a digest (a run record written by another tool,
+    or edited) cannot be compared: the verdict is not re-derivable, never "reproduced"."""
+    import copy
+
+    a, b = copy.deepcopy(runs["incident"]), copy.deepcopy(runs["forensic"])
+    for r in (a, b):
+        r.checkpoints[11].digest = None  # tool_response.service_catalogue, status still "ok"
+    d = diff_runs(a, b)
+    assert d.verdict == "not_re_derivable" and d.decision_reproduced is None
+    assert any("tool_response.service_catalogue" in r and "no digest" in r for r in d.reasons)
+    b = copy.deepcopy(runs["forensic"])
+    b.checkpoints[11].digest = None  # one side only
+    assert diff_runs(runs["incident"], b).verdict == "not_re_derivable"

@@ -12,7 +12,7 @@ not compared).  Verdicts (:data:`VERDICTS`) are never conflated:
 ``not_re_derivable``
     the comparison cannot be trusted: a run stopped (``replay_incomplete``/``failed``), or a
     checkpoint at or before the split could not be established (``failed``,
-    ``missing_evidence``) or rests on a live substitution (``substituted``/``contaminated``).
+    ``missing_evidence``, or no digest whatever its status) or rests on a live substitution (``substituted``/``contaminated``).
 
 The divergence is classified (:data:`CLASSIFICATIONS`) from the checkpoint where it happens:
 
@@ -172,6 +172,12 @@ def _load(store: EvidenceStore | None, digest: str | None) -> Any:
         return data.decode("utf-8", "replace")
 
 
+def _unestablished(c: Checkpoint) -> bool:
+    """A checkpoint that cannot be compared: a bad status, or no digest (two missing digests
+    are not two equal ones)."""
+    return c.status in _BAD or c.digest is None
+
+
 def _classify(x: Checkpoint | None, y: Checkpoint | None, sa: EvidenceStore | None,
               sb: EvidenceStore | None) -> tuple[str, dict]:
     if x is None or y is None:
@@ -281,7 +287,7 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
             d = i
             break
         x, y = ca[i], cb[i]
-        if x.status in _BAD or y.status in _BAD:
+        if _unestablished(x) or _unestablished(y):
             bad = i
             break
         if (x.kind, x.key) != (y.kind, y.key):
@@ -303,6 +309,9 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
         for c, r in ((x, a), (y, b)):
             if c.status in _BAD:
                 reasons.append(f"checkpoint {c.order} {c.label} in run {r.run!r} is {c.status}: {c.summary}")
+            elif c.digest is None:
+                reasons.append(f"checkpoint {c.order} {c.label} in run {r.run!r} has no digest "
+                               f"(recorded {c.status}): it cannot be compared")
     if b.contaminated and d is None and bad is None:
         reasons.append(f"run {b.run!r} used live substitutions for missing evidence")
 
