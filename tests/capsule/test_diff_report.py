@@ -121,3 +121,23 @@ def test_two_missing_digests_are_not_two_equal_ones(runs):
     b = copy.deepcopy(runs["forensic"])
     b.checkpoints[11].digest = None  # one side only
     assert diff_runs(runs["incident"], b).verdict == "not_re_derivable"
+
+
+def test_two_runs_without_checkpoints_are_not_reproduced(tmp_path):
+    """Two run records with no checkpoint at all compare nothing: not re-derivable (exit 4),
+    and the table still prints."""
+    import json
+
+    from click.testing import CliRunner
+
+    from replaybook.capsule.cli import capsule
+
+    for n in ("a", "b"):
+        (tmp_path / f"{n}.json").write_text(json.dumps({"format": "replaybook-run/1", "run": n, "mode": "forensic",
+                                                        "status": "completed", "checkpoints": []}))
+    a, b = load_run(tmp_path / "a.json"), load_run(tmp_path / "b.json")
+    assert diff_runs(a, b).verdict == "not_re_derivable"
+    for fmt in ("table", "json"):
+        r = CliRunner().invoke(capsule, ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", fmt])
+        assert r.exit_code == 4, r.output
+        assert "nothing was compared" in r.output

@@ -312,6 +312,8 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
             elif c.digest is None:
                 reasons.append(f"checkpoint {c.order} {c.label} in run {r.run!r} has no digest "
                                f"(recorded {c.status}): it cannot be compared")
+    if not ca and not cb:
+        reasons.append("neither run has a checkpoint: nothing was compared")
     if b.contaminated and d is None and bad is None:
         reasons.append(f"run {b.run!r} used live substitutions for missing evidence")
 
@@ -373,6 +375,11 @@ def align(runs: Mapping[str, RunRecord], reference: str | None = None) -> pd.Dat
     names = list(runs)
     if not names:
         return pd.DataFrame(columns=["label", "kind", "key"])
+    if not any(r.checkpoints for r in runs.values()):  # no rows: still every column
+        cols = ["label", "kind", "key"] + [f"{n}_{c}" for n in names
+                                           for c in ("order", "digest", "summary", "status", "match")]
+        return pd.DataFrame({c: pd.Series(dtype="Int64" if c.endswith("_order") else "boolean"
+                                          if c.endswith("_match") else pd.StringDtype("python")) for c in cols})
     ref = reference or names[0]
     per = {n: dict(zip(labels(r.checkpoints), r.checkpoints)) for n, r in runs.items()}
     order: list[str] = list(per[ref])
