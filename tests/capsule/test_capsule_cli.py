@@ -146,3 +146,14 @@ def test_build_says_what_a_replay_will_lack(demo, tmp_path):
     r = run("build", demo, "--evidence", demo / "door-evidence", "--out", tmp_path / "d")  # over an existing one
     assert r.exit_code == 2 and "already holds a capsule (capsule.yaml)" in r.output
     assert (tmp_path / "d" / "capsule.yaml").read_bytes() == before
+
+
+def test_a_run_record_nested_too_deeply_is_bad_input(tmp_path):
+    rec = json.loads((DEMO / "runs" / "forensic.json").read_text())
+    text = json.dumps(rec).replace('"detail": {', '"detail": {"x": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1)
+    p = tmp_path / "deep.json"
+    p.write_text(text)
+    for cmd in (("diff", p, DEMO / "runs" / "incident.json"), ("checkpoints", p)):
+        r = run(*cmd)
+        assert r.exit_code == 2, r.output
+        assert "nested too deeply" in r.output and str(p) in r.output

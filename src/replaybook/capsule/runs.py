@@ -165,7 +165,8 @@ def load_run(path: str | Path) -> RunRecord:
     """Read a run record (``replaybook-run/1`` JSON).
 
     Raises:
-        CapsuleFormatError: unreadable, not JSON, or not a run record (names the field).
+        CapsuleFormatError: unreadable, not JSON (or nested too deeply to read), or not a run
+            record (names the field).
     """
     p = Path(path)
     try:
@@ -174,6 +175,8 @@ def load_run(path: str | Path) -> RunRecord:
         raise CapsuleFormatError(f"cannot read run record: {exc.strerror or exc}", p) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CapsuleFormatError(f"run record is not JSON: {exc}", p, getattr(exc, "lineno", None)) from exc
+    except RecursionError:  # (a record replaybook writes nests a few levels)
+        raise CapsuleFormatError("run record is nested too deeply to read", p) from None
     err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(_SCHEMA).iter_errors(d))
     if err is not None:
         where = "/".join(str(x) for x in err.absolute_path) or "(top level)"
