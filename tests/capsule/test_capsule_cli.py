@@ -157,3 +157,23 @@ def test_a_run_record_nested_too_deeply_is_bad_input(tmp_path):
         r = run(*cmd)
         assert r.exit_code == 2, r.output
         assert "nested too deeply" in r.output and str(p) in r.output
+
+
+@pytest.mark.parametrize("field, value", [
+    ("evidence_store", 123), ("captured_responses_used", "abc"), ("substitutions", "abc"),
+    ("checkpoints/0/ts", "garbage"), ("checkpoints/0/call_id", 5)])
+def test_a_run_record_field_of_the_wrong_type_is_bad_input_naming_it(tmp_path, field, value):
+    """Every field a run record has is typed: a wrong one is exit 2 naming it, never an internal
+    error (evidence_store: 123) nor a silent misreading (substitutions: "abc" read as 3 live reads)."""
+    rec = json.loads((DEMO / "runs" / "forensic.json").read_text())
+    *parents, last = field.split("/")
+    at = rec
+    for k in parents:
+        at = at[int(k) if k.isdigit() else k]
+    at[last] = value
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(rec))
+    for cmd in (("diff", DEMO / "runs" / "incident.json", p), ("checkpoints", p)):
+        r = run(*cmd)
+        assert r.exit_code == 2, r.output
+        assert f"{p}: not a replaybook-run/1 record at {field}:" in r.output

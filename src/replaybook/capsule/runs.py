@@ -56,6 +56,17 @@ _SCHEMA = {
         "mode": {"enum": list(RUN_MODES)},
         "status": {"enum": list(RUN_STATUSES)},
         "external_calls": {"enum": list(EXTERNAL_CALLS)},
+        "operation_id": {"type": ["string", "null"]},
+        "capsule_digest": {"type": ["string", "null"]},
+        "stop_reason": {"type": ["string", "null"]},
+        "stop_detail": {"type": ["object", "null"]},
+        "started_at": {"type": ["string", "null"], "format": "date-time"},
+        "evidence_time": {"type": ["string", "null"], "format": "date-time"},
+        "external_effects_replayed": {"type": "boolean"},
+        "captured_responses_used": {"type": ["integer", "null"], "minimum": 0},
+        "substitutions": {"type": ["array", "null"], "items": {"type": "object"}},
+        "network_attempts": {"type": ["array", "null"], "items": {"type": "object"}},
+        "evidence_store": {"type": ["string", "null"], "minLength": 1},
         "checkpoints": {"type": "array", "items": {
             "type": "object",
             "required": ["order", "kind", "key", "digest", "status"],
@@ -63,8 +74,12 @@ _SCHEMA = {
                 "order": {"type": "integer", "minimum": 1},
                 "kind": {"enum": list(CHECKPOINT_KINDS)},
                 "key": {"type": "string"},
+                "label": {"type": ["string", "null"]},
                 "digest": {"type": ["string", "null"]},
+                "summary": {"type": ["string", "null"]},
+                "ts": {"type": ["string", "null"], "format": "date-time"},
                 "status": {"enum": list(CHECKPOINT_STATUSES)},
+                "call_id": {"type": ["string", "null"]},
                 "detail": {"type": "object"},
                 "context": {"type": "object"},
             },
@@ -177,7 +192,8 @@ def load_run(path: str | Path) -> RunRecord:
         raise CapsuleFormatError(f"run record is not JSON: {exc}", p, getattr(exc, "lineno", None)) from exc
     except RecursionError:  # (a record replaybook writes nests a few levels)
         raise CapsuleFormatError("run record is nested too deeply to read", p) from None
-    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(_SCHEMA).iter_errors(d))
+    validator = jsonschema.Draft202012Validator(_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    err = jsonschema.exceptions.best_match(validator.iter_errors(d))
     if err is not None:
         where = "/".join(str(x) for x in err.absolute_path) or "(top level)"
         raise CapsuleFormatError(f"not a {RUN_FORMAT} record at {where}: {err.message}", p)
