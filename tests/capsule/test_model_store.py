@@ -118,3 +118,32 @@ def test_capsule_round_trip_keeps_the_file_valid(capsule_dir):
     again = load_capsule(capsule_dir / "capsule.yaml")
     assert again.data == cap.data
     assert json.loads(json.dumps(again.data)) == again.data
+
+
+def test_an_object_that_cannot_be_read_is_missing_not_a_crash(tmp_path):
+    """A folder where an object should be, or a store root that is a file: reading it is
+    ``EvidenceMissing`` (a replay stops as replay_incomplete), re-hashing it says ``missing``."""
+    store = EvidenceStore(tmp_path / "ev")
+    d = sha256_digest(b"hello")
+    store.path(d).mkdir(parents=True)  # a folder in the object's place
+    with pytest.raises(EvidenceMissing, match="cannot be read"):
+        store.get(d, call_id="c1")
+    (tmp_path / "file").write_text("not a folder")
+    on_a_file = EvidenceStore(tmp_path / "file")
+    with pytest.raises(EvidenceMissing, match="cannot be read"):
+        on_a_file.get(d)
+    assert on_a_file.check(d).status == "missing"
+
+
+def test_diff_with_an_evidence_store_that_is_a_file_still_compares(tmp_path):
+    from click.testing import CliRunner
+
+    from replaybook.capsule.cli import capsule
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "capsule-demo" / "runs"
+    rec = json.loads((demo / "incident.json").read_text())
+    rec["evidence_store"] = "incident.json"  # a file, not a store
+    (tmp_path / "incident.json").write_text(json.dumps(rec))
+    r = CliRunner().invoke(capsule, ["diff", str(tmp_path / "incident.json"), str(demo / "live.json")])
+    assert r.exit_code == 0, r.output
+    assert "verdict    diverged at checkpoint 12" in r.output

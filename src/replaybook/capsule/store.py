@@ -32,7 +32,7 @@ class ObjectCheck:
 
     Attributes:
         digest: the digest asked for (``sha256:<hex>``).
-        status: ``ok``, ``missing`` (no such object) or ``mismatch`` (bytes hash to ``actual``).
+        status: ``ok``, ``missing`` (no such object, or it cannot be read) or ``mismatch`` (bytes hash to ``actual``).
         actual: the digest of the bytes found (``None`` when missing).
         size: the object's size in bytes (``None`` when missing).
     """
@@ -87,18 +87,21 @@ class EvidenceStore:
                       if p.is_file() and is_digest("sha256:" + p.name))
 
     def check(self, digest: str) -> ObjectCheck:
-        """Re-hash one object (read-only)."""
+        """Re-hash one object (read-only); an object that cannot be read is ``missing``."""
         p = self.path(digest)
         if not p.is_file():
             return ObjectCheck(digest, "missing")
-        actual, size = _hash_file(p)
+        try:
+            actual, size = _hash_file(p)
+        except OSError:
+            return ObjectCheck(digest, "missing")
         return ObjectCheck(digest, "ok" if actual == digest else "mismatch", actual, size)
 
     def get(self, digest: str, *, call_id: str | None = None) -> bytes:
         """The object's bytes, verified against ``digest``.
 
         Raises:
-            EvidenceMissing: no object for ``digest`` (``what='object'``).
+            EvidenceMissing: no object for ``digest``, or it cannot be read (``what='object'``).
             IntegrityError: the bytes hash to something else (names ``call_id`` when given).
         """
         try:
@@ -112,6 +115,10 @@ class EvidenceStore:
             who = f" (call {call_id})" if call_id else ""
             raise EvidenceMissing(f"evidence object {digest}{who} is not in {self.root}",
                                   call_id=call_id, what="object") from None
+        except OSError as exc:  # a folder in its place, no permission, an I/O error …
+            who = f" (call {call_id})" if call_id else ""
+            raise EvidenceMissing(f"evidence object {digest}{who} cannot be read from {self.root}: "
+                                  f"{exc.strerror or exc}", call_id=call_id, what="object") from None
         actual = sha256_digest(data)
         if actual != digest:
             who = f" for call {call_id}" if call_id else ""
