@@ -269,3 +269,40 @@ def test_a_call_sent_before_the_initialize_answer_names_the_server(tmp_path, dat
     lines = validate_lines(log)
     assert [(o["tool"], o["decision"], o["server"]) for o in lines] == [
         ("read_object", "deny", "door-fixture"), ("read_object", "allow", "door-fixture")]
+
+
+def test_a_captured_response_that_is_not_json_stops_the_replay_and_is_logged(tmp_path):
+    """serve-capsule on a capsule whose evidence object is not JSON (hand-made, or written by
+    another tool): the call is answered replay_incomplete and logged, never dropped from the
+    log, and the replay stops there."""
+    import shutil
+    from pathlib import Path
+
+    from replaybook.capsule import load_capsule
+    from replaybook.capsule.digest import request_digest
+    from replaybook.door.calllog import CallLog
+    from replaybook.door.replay import CapsuleServer
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "capsule-demo" / "capsule"
+    cap_dir = tmp_path / "capsule"
+    shutil.copytree(demo, cap_dir)
+    for p in cap_dir.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    d = yaml.safe_load((cap_dir / "capsule.yaml").read_text())
+    ev = d["tool_evidence"][0]
+    ev.update(server="srv", method="get_x", request_digest=request_digest("srv", "get_x", {"a": 1}),
+              response_digest=EvidenceStore(cap_dir / "evidence").put(b'{"a": NaN}'))
+    d["tool_evidence"] = [ev, {**ev, "call_id": "second"}]
+    (cap_dir / "capsule.yaml").write_text(yaml.safe_dump(d))
+    server = CapsuleServer(load_capsule(cap_dir), CallLog(tmp_path / "logs", "analyst", "r1"))
+    with server.harness.guard():
+        server.begin()
+        kind, text = server.call("tools/call", "get_x", {"a": 1}, None)
+        assert kind == "incomplete" and text.startswith("replay_incomplete: captured response sha256:")
+        assert "is not JSON" in text
+        assert server.call("tools/call", "get_x", {"a": 1}, None)[0] == "incomplete"  # stopped
+    server.end()
+    server.log.close()
+    lines = validate_lines(tmp_path / "logs" / "analyst" / "r1.jsonl")
+    assert [(o["decision"], o["rule"]) for o in lines] == [("deny", "replay:incomplete")] * 2
+    assert load_run(tmp_path / "logs" / "analyst" / "r1.run.json").status == "replay_incomplete"

@@ -7,7 +7,7 @@ evidence, whose exact bytes are the answer.  Network access is blocked for the w
 
 * A call the original door refused is refused again, with the same answer (the rule's id).
 * A call with no captured evidence (new arguments, a tool the capsule never saw, a missing or
-  damaged evidence object) gets an MCP error result (``isError: true``, text starting with
+  damaged evidence object, one that is not JSON) gets an MCP error result (``isError: true``, text starting with
   ``replay_incomplete:``) — never a live call — and the run record says ``replay_incomplete``.
   As in any forensic replay, missing evidence **stops** the replay: every later call gets the
   same error.
@@ -30,7 +30,7 @@ import orjson
 
 from ..capsule import Capsule, ForensicHarness
 from ..capsule.digest import request_digest, sha256_digest
-from ..capsule.errors import CapsuleError, ToolDenied
+from ..capsule.errors import CapsuleError, EvidenceMissing, ToolDenied
 from .calllog import CallLog, canonical_object, rfc3339
 from .results import DOOR_REFUSED, is_error_evidence, measure, refusal_result, tool_error_text
 from .rules import DEFAULT_PATH_ARGUMENTS, Rules, refusal_text
@@ -137,6 +137,15 @@ class CapsuleServer:
         rows = nbytes = error = digest = None
         try:
             data = self.harness.call_raw(server, tool, arguments)
+            try:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError as exc:  # not an answer an MCP client can be given
+                who = ev.call_id if ev is not None else "?"
+                # the replay stops here, as for any evidence that cannot answer the call
+                raise self.harness._fail(EvidenceMissing(
+                    f"captured response {sha256_digest(data)} (call {who}) is not JSON an MCP client can "
+                    f"read ({exc}): {server} {tool} cannot be answered from it", server=server, method=tool,
+                    call_id=None if ev is None else ev.call_id, what="object")) from None
         except ToolDenied as exc:
             decision, rule, kind, value = "deny", exc.rule, "refused", exc.rule
         except CapsuleError as exc:
@@ -144,7 +153,6 @@ class CapsuleServer:
             value = error = f"replay_incomplete: {exc}"
         else:
             digest = sha256_digest(data)
-            obj = orjson.loads(data)
             decision = "allow"
             rule = (ev.policy or {}).get("rule") if ev is not None else None
             if is_error_evidence(obj):
