@@ -56,6 +56,7 @@ def test_seed_capsule_loads_and_is_unproven():
     ("capsule_version: 1\n", "'operation_id' is a required property"),
     ("[1, 2]\n", "must be a YAML mapping"),
     ("a: [unclosed\n", "not valid YAML"),
+    ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
 ])
 def test_bad_capsules_are_input_errors_naming_the_problem(tmp_path, text, match):
     p = tmp_path / "capsule.yaml"

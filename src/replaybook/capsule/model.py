@@ -379,8 +379,8 @@ def load_capsule(path: str | Path) -> Capsule:
         path: the file, or the folder holding ``capsule.yaml``.
 
     Raises:
-        CapsuleFormatError: the file is missing, not YAML, or does not match capsule.v1 (the
-            message names the field).
+        CapsuleFormatError: the file is missing, not YAML (or nested too deeply to read), or
+            does not match capsule.v1 (the message names the field).
     """
     p = Path(path)
     if p.is_dir():
@@ -396,11 +396,16 @@ def load_capsule(path: str | Path) -> Capsule:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise CapsuleFormatError(f"not valid YAML: {exc}", p, None if mark is None else mark.line + 1) from exc
+    except RecursionError:  # (a capsule replaybook writes nests a few levels)
+        raise CapsuleFormatError("capsule is nested too deeply to read", p) from None
     if isinstance(data, dict) and "replay_capsule" in data and len(data) == 1:
         data = data["replay_capsule"]  # the seed's wrapping key
     if not isinstance(data, dict):
         raise CapsuleFormatError("capsule must be a YAML mapping", p)
-    return Capsule.from_dict(data, p.resolve())
+    try:
+        return Capsule.from_dict(data, p.resolve())
+    except RecursionError:
+        raise CapsuleFormatError("capsule is nested too deeply to read", p) from None
 
 
 _READ_PREFIXES = ("get", "list", "read", "describe", "query", "search", "fetch", "show", "status", "find",
