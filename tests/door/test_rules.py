@@ -154,3 +154,16 @@ def test_yaml_file_with_unquoted_times(tmp_path):
     (tmp_path / "bad.yaml").write_text("rules: [\n")
     with pytest.raises(InputError, match="not valid YAML"):
         load_rules(tmp_path / "bad.yaml")
+
+
+def test_a_rules_file_nested_too_deeply_is_bad_input(tmp_path):
+    """The door refuses to start on it (exit 2, naming the file), never an internal error."""
+    from replaybook.door.cli import main
+
+    p = tmp_path / "rules.yaml"
+    p.write_text("version: 1\nrules: []\nx: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(InputError, match="nested too deeply") as e:
+        load_rules(p)
+    assert e.value.path == str(p)
+    assert main(["door", "--rules", str(p), "--log-root", str(tmp_path / "logs"), "--", "true"]) == 2
+    assert not (tmp_path / "logs").exists()

@@ -430,7 +430,8 @@ def load_rules(path: str | Path) -> Rules:
     """Read a rules file (YAML or JSON).
 
     Raises:
-        InputError: unreadable, not YAML, or not matching ``door-rules.v1`` (names the field).
+        InputError: unreadable, not YAML (or nested too deeply to read), or not matching
+            ``door-rules.v1`` (names the field).
     """
     p = Path(path)
     try:
@@ -442,4 +443,9 @@ def load_rules(path: str | Path) -> Rules:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"door rules are not valid YAML: {exc}", p, None if mark is None else mark.line + 1) from exc
-    return rules_from_dict(data, p)
+    except RecursionError:
+        raise InputError("door rules are nested too deeply to read", p) from None
+    try:
+        return rules_from_dict(data, p)
+    except RecursionError:
+        raise InputError("door rules are nested too deeply to read", p) from None
