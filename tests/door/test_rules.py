@@ -167,3 +167,22 @@ def test_a_rules_file_nested_too_deeply_is_bad_input(tmp_path):
     assert e.value.path == str(p)
     assert main(["door", "--rules", str(p), "--log-root", str(tmp_path / "logs"), "--", "true"]) == 2
     assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("text, key, line", [
+    # a second rules list appended to the file silently replaced the first, deny rules and all
+    ("version: 1\nrules:\n  - {id: deny-dotenv, decision: deny, paths: ['**/.env']}\n"
+     "rules:\n  - {id: allow-all, decision: allow}\n", "rules", 4),
+    ("rules:\n  - id: merge\n    decision: deny\n    tools: [merge_pull_request]\n    decision: allow\n",
+     "decision", 5),
+    ("roots: [/srv/data]\nrules: []\nroots: [/]\n", "roots", 3),
+])
+def test_a_key_given_twice_in_a_rules_file_is_refused_naming_the_line(tmp_path, text, key, line):
+    p = tmp_path / "rules.yaml"
+    p.write_text(text)
+    with pytest.raises(InputError, match=f"found the key '{key}' twice") as e:
+        load_rules(p)
+    assert e.value.line_no == line
+    # the same key in two rules, or a merge key overridden, is no duplicate
+    p.write_text("rules:\n  - &a {id: a, decision: deny, tools: [x]}\n  - {<<: *a, id: b, decision: allow}\n")
+    assert [(r.id, r.decision, r.tools) for r in load_rules(p).rules] == [("a", "deny", ("x",)), ("b", "allow", ("x",))]
