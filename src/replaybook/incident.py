@@ -31,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from . import _yaml
 from ._schema import first_error_at, package_schema
 from .errors import InputError, ManifestError
 from .frames import ACCESS, CALLS, STEPS, LoadResult
@@ -49,33 +50,6 @@ def _elsewhere_message(key: str, what: str, found: list[str]) -> str:
     """The error for files listed under ``key`` whose content belongs to another list."""
     return (f"{key}: files that are not {what} ({'; '.join(found[:5])}); move them to the right "
             "list or give {path, format}")
-
-
-class _DuplicateKey(yaml.constructor.ConstructorError):
-    """A mapping of the manifest writes one key twice."""
-
-
-class _ManifestLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key written twice in one mapping: PyYAML keeps the last
-    one, so a second ``transcripts:`` block would silently drop the first one's files."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen: dict = {}
-            for key_node, _value in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    first = seen.setdefault(key, key_node)
-                except TypeError:  # an unhashable key: the constructor says so itself
-                    continue
-                if first is not key_node:
-                    raise _DuplicateKey(
-                        None, None, f"key {key!r} is written twice (lines {first.start_mark.line + 1} and "
-                        f"{key_node.start_mark.line + 1}); YAML keeps only the last, so what the first holds "
-                        "would be ignored: merge them into one", key_node.start_mark)
-        return super().construct_mapping(node, deep=deep)
 
 
 def _line_at(raw: bytes, where: list) -> int | None:
@@ -121,8 +95,8 @@ def load_manifest(path: str | Path) -> dict:
     except OSError as exc:
         raise ManifestError(f"cannot read incident manifest: {exc.strerror or exc}", p) from exc
     try:
-        data = yaml.load(raw, Loader=_ManifestLoader)  # YAML's own reading: UTF-8, or UTF-16 with its BOM
-    except _DuplicateKey as exc:
+        data = _yaml.load(raw)  # YAML's own reading of the bytes: UTF-8, or UTF-16 with its BOM
+    except _yaml.DuplicateKeyError as exc:
         raise ManifestError(exc.problem, p, exc.problem_mark.line + 1) from None
     except yaml.reader.ReaderError as exc:
         raise ManifestError("not UTF-8 text (a manifest is UTF-8, or UTF-16 with a byte-order mark): "

@@ -57,6 +57,9 @@ def test_seed_capsule_loads_and_is_unproven():
     ("[1, 2]\n", "must be a YAML mapping"),
     ("a: [unclosed\n", "not valid YAML"),
     ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    # YAML keeps the last of a key written twice: a second tool_evidence list would replace the first
+    ("capsule_version: 1\ntool_evidence: []\noperation_id: x\ntool_evidence: []\n",
+     r"key 'tool_evidence' is written twice \(lines 2 and 4\)"),
 ])
 def test_bad_capsules_are_input_errors_naming_the_problem(tmp_path, text, match):
     p = tmp_path / "capsule.yaml"

@@ -180,7 +180,7 @@ def test_a_rules_file_nested_too_deeply_is_bad_input(tmp_path):
 def test_a_key_given_twice_in_a_rules_file_is_refused_naming_the_line(tmp_path, text, key, line):
     p = tmp_path / "rules.yaml"
     p.write_text(text)
-    with pytest.raises(InputError, match=f"found the key '{key}' twice") as e:
+    with pytest.raises(InputError, match=f"key '{key}' is written twice") as e:
         load_rules(p)
     assert e.value.line_no == line
     # the same key in two rules, or a merge key overridden, is no duplicate

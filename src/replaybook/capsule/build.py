@@ -45,6 +45,7 @@ import orjson
 import pandas as pd
 import yaml
 
+from .. import _yaml
 from .._jsonl import read_bytes
 from ..incident import Incident
 from .digest import request_digest
@@ -127,9 +128,11 @@ def load_capture(path: str | Path) -> Capture:
     """
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text("utf-8")) or {}
+        data = _yaml.load(p.read_text("utf-8")) or {}
     except OSError as exc:
         raise CapsuleFormatError(f"cannot read capture file: {exc.strerror or exc}", p) from exc
+    except _yaml.DuplicateKeyError as exc:
+        raise CapsuleFormatError(exc.problem, p, exc.problem_mark.line + 1) from None
     except yaml.YAMLError as exc:
         raise CapsuleFormatError(f"not valid YAML: {exc}", p) from exc
     data = _plain(data)

@@ -56,6 +56,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .. import _yaml
 from .errors import CapsuleFormatError
 
 __all__ = [
@@ -392,7 +393,9 @@ def load_capsule(path: str | Path) -> Capsule:
     except UnicodeDecodeError as exc:
         raise CapsuleFormatError(f"capsule is not UTF-8 text: {exc}", p) from exc
     try:
-        data = yaml.safe_load(text)
+        data = _yaml.load(text)
+    except _yaml.DuplicateKeyError as exc:
+        raise CapsuleFormatError(exc.problem, p, exc.problem_mark.line + 1) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise CapsuleFormatError(f"not valid YAML: {exc}", p, None if mark is None else mark.line + 1) from exc

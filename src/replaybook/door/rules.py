@@ -41,6 +41,7 @@ from urllib.parse import unquote, urlsplit
 
 import yaml
 
+from .. import _yaml
 from ..errors import InputError
 
 __all__ = [
@@ -426,32 +427,6 @@ def rules_from_dict(data: Any, path: str | Path | None = None) -> Rules:
                  path=None if path is None else Path(path))
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, except that a mapping with the same key twice is an error: YAML
-    keeps the last, so a second ``rules:`` or ``decision:`` would silently replace the first."""
-
-
-def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *anchor`` merges, it is no key
-            continue
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            first = seen.setdefault(key, key_node.start_mark.line)
-        except TypeError:  # an unhashable key: construct_mapping says so
-            continue
-        if first != key_node.start_mark.line:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark,
-                f"found the key {key!r} twice (first on line {first + 1}); YAML would keep only the last",
-                key_node.start_mark)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
-
-
 def load_rules(path: str | Path) -> Rules:
     """Read a rules file (YAML or JSON).
 
@@ -465,7 +440,9 @@ def load_rules(path: str | Path) -> Rules:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read door rules: {exc}", p) from exc
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # (safe: SafeLoader's constructors)
+        data = _yaml.load(text)
+    except _yaml.DuplicateKeyError as exc:
+        raise InputError(f"door rules: {exc.problem}", p, exc.problem_mark.line + 1) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"door rules are not valid YAML: {exc}", p, None if mark is None else mark.line + 1) from exc

@@ -1,0 +1,58 @@
+"""YAML for the files a user writes (incident manifests, door rules, capsule manifests).
+
+PyYAML's safe loader keeps the *last* of a key written twice in one mapping, so a second
+``rules:`` block appended to a rules file, or a second ``transcripts:`` block in a manifest,
+silently replaces the first.  :func:`load` refuses that instead (:class:`DuplicateKeyError`,
+with both lines); merge keys (``<<: *anchor``) are not duplicates.  Everything else is
+``yaml.safe_load``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+__all__ = ["DuplicateKeyError", "load"]
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping writes one key twice.  ``problem`` is the sentence to show; ``problem_mark``
+    is where the second one is (``.line`` 0-based); ``first_line`` (1-based) the first one."""
+
+    def __init__(self, key: Any, first, second) -> None:
+        self.key = key
+        self.first_line = first.start_mark.line + 1
+        super().__init__(
+            None, None, f"key {key!r} is written twice (lines {self.first_line} and {second.start_mark.line + 1}); "
+            "YAML keeps only the last, so what the first holds would be ignored: merge them into one",
+            second.start_mark)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` refusing a key written twice in one mapping."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _value in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *anchor`` merges: no key
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: the constructor says so itself
+                    continue
+                if first is not key_node:
+                    raise DuplicateKeyError(key, first, key_node)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load(stream: str | bytes) -> Any:
+    """``yaml.safe_load(stream)``, refusing a key written twice in one mapping.
+
+    Raises:
+        DuplicateKeyError: a mapping writes a key twice (a ``yaml.YAMLError``).
+        yaml.YAMLError: not YAML (as ``yaml.safe_load``).
+    """
+    return yaml.load(stream, Loader=_UniqueKeyLoader)  # (safe: SafeLoader's constructors)
