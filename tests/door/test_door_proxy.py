@@ -306,3 +306,15 @@ def test_a_captured_response_that_is_not_json_stops_the_replay_and_is_logged(tmp
     lines = validate_lines(tmp_path / "logs" / "analyst" / "r1.jsonl")
     assert [(o["decision"], o["rule"]) for o in lines] == [("deny", "replay:incomplete")] * 2
     assert load_run(tmp_path / "logs" / "analyst" / "r1.run.json").status == "replay_incomplete"
+
+
+def test_a_door_whose_stdin_is_dev_null_ends_at_once(tmp_path, data_root, rules_file):
+    """Started by cron or a harness with stdin=DEVNULL, the door waited for input forever: the
+    event loop cannot wait on /dev/null, and asyncio said so only in a logged callback."""
+    import subprocess
+
+    r = subprocess.run(door_cmd(rules_file, tmp_path / "logs", fixture_server_cmd(data_root)), capture_output=True,
+                       text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "Exception in callback" not in r.stderr
+    assert r.stdout == ""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import stat
 from dataclasses import dataclass
 
 import mcp_types as types
@@ -118,6 +119,18 @@ def _hints(head: bytes) -> tuple[int | str | None, str | None]:
     return rid, method
 
 
+def _pollable(fd: int) -> bool:
+    """``fd`` is a pipe, a socket or a terminal: what the event loop can wait on.  epoll refuses
+    regular files and other character devices (``/dev/null``: a door started by cron or with
+    ``stdin=DEVNULL``), and asyncio reports that only in a callback, after which the door would
+    wait for input forever."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 def _parse(raw: bytes) -> Incoming:
     bad = False
     try:
@@ -195,6 +208,8 @@ class StdioPeer:
             self._saved.append((fd, saved))
         loop = asyncio.get_running_loop()
         try:
+            if not _pollable(self._in_fd):
+                raise ValueError("not a pipe, socket or terminal")
             reader = asyncio.StreamReader(limit=1 << 16)
             proto = asyncio.StreamReaderProtocol(reader)
             # closefd=False: when the fd is a regular file the transport refuses it, and the
@@ -204,8 +219,10 @@ class StdioPeer:
                 lambda: proto, os.fdopen(self._in_fd, "rb", 0, closefd=False))
             self._reader = reader
         except (ValueError, OSError):
-            self._reader = None  # a regular file: read it in a thread
+            self._reader = None  # a regular file or /dev/null: read it in a thread
         try:
+            if not _pollable(self._out_fd):
+                raise ValueError("not a pipe, socket or terminal")
             transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
                                                                 os.fdopen(self._out_fd, "wb", 0, closefd=False))
             self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
