@@ -271,10 +271,18 @@ def test_a_call_sent_before_the_initialize_answer_names_the_server(tmp_path, dat
         ("read_object", "deny", "door-fixture"), ("read_object", "allow", "door-fixture")]
 
 
-def test_a_captured_response_that_is_not_json_stops_the_replay_and_is_logged(tmp_path):
-    """serve-capsule on a capsule whose evidence object is not JSON (hand-made, or written by
-    another tool): the call is answered replay_incomplete and logged, never dropped from the
-    log, and the replay stops there."""
+@pytest.mark.parametrize("evidence, problem", [
+    (b'{"a": NaN}', "is not JSON an MCP client can read"),
+    # JSON, but no answer a client takes: it had been logged allowed while the client got a
+    # protocol error
+    (b"[1, 2]", "is not an MCP CallToolResult"),
+    (b'{"content": "text"}', "is not an MCP CallToolResult"),
+    (b'{"error": {"code": "abc", "message": "x"}}', "is an error without an integer code and a message text"),
+])
+def test_a_captured_response_that_is_not_json_stops_the_replay_and_is_logged(tmp_path, evidence, problem):
+    """serve-capsule on a capsule whose evidence object is not an answer an MCP client can read
+    (hand-made, or written by another tool): the call is answered replay_incomplete and logged,
+    never dropped from the log, and the replay stops there."""
     import shutil
     from pathlib import Path
 
@@ -291,7 +299,7 @@ def test_a_captured_response_that_is_not_json_stops_the_replay_and_is_logged(tmp
     d = yaml.safe_load((cap_dir / "capsule.yaml").read_text())
     ev = d["tool_evidence"][0]
     ev.update(server="srv", method="get_x", request_digest=request_digest("srv", "get_x", {"a": 1}),
-              response_digest=EvidenceStore(cap_dir / "evidence").put(b'{"a": NaN}'))
+              response_digest=EvidenceStore(cap_dir / "evidence").put(evidence))
     d["tool_evidence"] = [ev, {**ev, "call_id": "second"}]
     (cap_dir / "capsule.yaml").write_text(yaml.safe_dump(d))
     server = CapsuleServer(load_capsule(cap_dir), CallLog(tmp_path / "logs", "analyst", "r1"))
@@ -299,7 +307,7 @@ def test_a_captured_response_that_is_not_json_stops_the_replay_and_is_logged(tmp
         server.begin()
         kind, text = server.call("tools/call", "get_x", {"a": 1}, None)
         assert kind == "incomplete" and text.startswith("replay_incomplete: captured response sha256:")
-        assert "is not JSON" in text
+        assert problem in text
         assert server.call("tools/call", "get_x", {"a": 1}, None)[0] == "incomplete"  # stopped
     server.end()
     server.log.close()

@@ -41,6 +41,26 @@ __all__ = ["CapsuleServer", "run_serve_capsule", "REPLAY_INCOMPLETE"]
 REPLAY_INCOMPLETE = -32011
 
 
+def _answer_problem(method: str, obj: Any) -> str | None:
+    """Why the captured JSON ``obj`` cannot be given to an MCP client as the answer to
+    ``method`` (``tools/call``: a ``CallToolResult``; ``resources/read``: a
+    ``ReadResourceResult``; either: a JSON-RPC error ``{"error": {"code": int, "message": str}}``,
+    :func:`is_error_evidence`), or ``None`` when it can.  Checked before the call is logged
+    as allowed: the client would otherwise get a protocol error for a call the log calls answered."""
+    if is_error_evidence(obj):
+        e = obj["error"]
+        if isinstance(e.get("code"), int) and not isinstance(e.get("code"), bool) and isinstance(e.get("message"), str):
+            return None
+        return "is an error without an integer code and a message text"
+    model = types.ReadResourceResult if method == "resources/read" else types.CallToolResult
+    try:
+        model.model_validate(obj)
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        first = str(exc).splitlines()
+        return f"is not an MCP {model.__name__} ({first[1].strip() if len(first) > 1 else first[0]})"
+    return None
+
+
 class CapsuleServer:
     """Answers MCP calls from a capsule's evidence and logs them in the door's format.
 
@@ -139,12 +159,15 @@ class CapsuleServer:
             data = self.harness.call_raw(server, tool, arguments)
             try:
                 obj = orjson.loads(data)
+                problem = _answer_problem(method, obj)
             except orjson.JSONDecodeError as exc:  # not an answer an MCP client can be given
+                problem = f"is not JSON an MCP client can read ({exc})"
+            if problem is not None:
                 who = ev.call_id if ev is not None else "?"
                 # the replay stops here, as for any evidence that cannot answer the call
                 raise self.harness._fail(EvidenceMissing(
-                    f"captured response {sha256_digest(data)} (call {who}) is not JSON an MCP client can "
-                    f"read ({exc}): {server} {tool} cannot be answered from it", server=server, method=tool,
+                    f"captured response {sha256_digest(data)} (call {who}) {problem}: {server} {tool} cannot be "
+                    "answered from it", server=server, method=tool,
                     call_id=None if ev is None else ev.call_id, what="object")) from None
         except ToolDenied as exc:
             decision, rule, kind, value = "deny", exc.rule, "refused", exc.rule
