@@ -131,6 +131,12 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
         results["calls"] = sessions_apart(results["calls"])
     df = pd.DataFrame(table, columns=["path", "source", "frame", "confidence", "note"])
     rows, quar, notes = [], [], []
+    # per frame: rows and quarantined lines per file, and each file's inputs entry (one pass each:
+    # a look-up per file over the whole frame was quadratic, minutes for a door's 15,000 files)
+    counts = {k: (res.frame["source_file"].value_counts().to_dict() if len(res.frame) else {},
+                  res.quarantine["source_file"].value_counts().to_dict() if len(res.quarantine) else {},
+                  {i.get("path"): i for i in reversed(res.inputs)})
+              for k, res in results.items()}
     for r in df.itertuples(index=False):
         res = results.get(r.frame) if isinstance(r.frame, str) else None
         if res is None:
@@ -143,9 +149,10 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
             quar.append(0)
             notes.append(r.note)
             continue
-        rows.append(int((res.frame["source_file"] == r.path).sum()) if len(res.frame) else 0)
-        quar.append(int((res.quarantine["source_file"] == r.path).sum()) if len(res.quarantine) else 0)
-        info = next((i for i in res.inputs if i.get("path") == r.path), {})
+        per_file, per_file_q, info_of = counts[r.frame]
+        rows.append(int(per_file.get(r.path, 0)))
+        quar.append(int(per_file_q.get(r.path, 0)))
+        info = info_of.get(r.path, {})  # (reversed above: the first entry of a path, as before)
         notes.append(_input_note(info) or r.note)
     df = df.assign(rows=pd.array(rows, dtype="Int64"), quarantined=pd.array(quar, dtype="Int64"),
                    note=notes)
