@@ -15,6 +15,7 @@ lines (:func:`json_doc_items`), and the line loops of the sniffers (:func:`line_
 from __future__ import annotations
 
 import bisect
+import contextlib
 import gzip
 import hashlib
 import json
@@ -87,6 +88,26 @@ def read_bytes(path: str | Path) -> bytes:
     return data
 
 
+#: while a file is sniffed (:func:`sniff_memo`): parse results by (line, exact), and parsed
+#: sample lines, shared by the ~20 sniffers that each read the same sample's lines
+_SNIFF_MEMO: dict | None = None
+
+
+@contextlib.contextmanager
+def sniff_memo() -> Iterator[None]:
+    """Within the block, :func:`parse_json`, :func:`line_scores` and :func:`sample_objects`
+    remember what they parsed, so that every source sniffing one sample parses each of its lines
+    once (the registry sniffs each file with every source).  What they return is then shared
+    between callers: sniffers read parsed values, never change them."""
+    global _SNIFF_MEMO
+    outer = _SNIFF_MEMO
+    _SNIFF_MEMO = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _SNIFF_MEMO = outer
+
+
 def parse_json(raw: bytes, exact: bool = True) -> tuple[Any, str | None]:
     """Parse one JSON text; fall back to the stdlib for what orjson refuses (lone surrogates,
     invalid UTF-8), replacing lone surrogates with U+FFFD everywhere in the result.
@@ -94,6 +115,17 @@ def parse_json(raw: bytes, exact: bool = True) -> tuple[Any, str | None]:
     ``exact``: integers beyond 64 bits stay ``int`` (:func:`replaybook._json.loads`, as every
     loader of tool-call arguments reads them); ``False`` leaves them as orjson reads them, as
     floats (the cloud access-log loaders, whose column-wise fast paths read them so)."""
+    memo = _SNIFF_MEMO
+    if memo is not None:
+        key = (raw, exact)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = _parse_json(raw, exact)
+        return got
+    return _parse_json(raw, exact)
+
+
+def _parse_json(raw: bytes, exact: bool) -> tuple[Any, str | None]:
     try:
         # orjson refuses lone surrogates, so this is safe
         return (_json.loads(raw) if exact else orjson.loads(raw)), None
@@ -504,16 +536,31 @@ def line_scores(sample: bytes, score: Callable[[dict], float], limit: int = 200)
     refuses but the loaders read (a number beyond the double range, a lone-surrogate escape) is
     scored.
     """
+    return [score(o) if o is not None else 0.0 for o in _sample_lines(sample, limit)]
+
+
+def _sample_lines(sample: bytes, limit: int) -> list:
+    """The JSON object (or ``None``: not JSON, or not an object) of each of the first ``limit``
+    complete non-blank lines of a sample (see :func:`line_scores`); remembered under
+    :func:`sniff_memo`."""
+    memo = _SNIFF_MEMO
+    key = ("lines", sample, limit)
+    if memo is not None:
+        got = memo.get(key)
+        if got is not None:
+            return got
     parts = sample.split(b"\n")
     if parts and not sample.endswith(b"\n"):
         parts.pop()
-    out: list[float] = []
+    out: list = []
     for raw in parts[:limit]:
         raw = raw.strip()
         if not raw:
             continue
         o, err = parse_json(raw, exact=False)  # (what the loaders read: 1e400, lone surrogates too)
-        out.append(score(o) if err is None and isinstance(o, dict) else 0.0)
+        out.append(o if err is None and isinstance(o, dict) else None)
+    if memo is not None:
+        memo[key] = out
     return out
 
 
@@ -523,7 +570,18 @@ def sample_objects(sample: bytes, limit: int = 50) -> tuple[int, list[dict]]:
 
     A sample of pretty-printed objects one after another (``jq`` without ``-c``), where no line
     is JSON by itself, is read as such a stream instead: its first ``limit`` complete objects
-    (the one the sample cuts off is not counted)."""
+    (the one the sample cuts off is not counted).  Remembered under :func:`sniff_memo`."""
+    memo = _SNIFF_MEMO
+    if memo is None:
+        return _sample_objects(sample, limit)
+    key = ("objects", sample, limit)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _sample_objects(sample, limit)
+    return got
+
+
+def _sample_objects(sample: bytes, limit: int) -> tuple[int, list[dict]]:
     seen = 0
     objects: list[dict] = []
     for raw in sample.split(b"\n")[:limit]:

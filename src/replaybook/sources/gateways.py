@@ -617,9 +617,10 @@ def _mcpjungle_score(o: dict) -> float:
     return 0.0
 
 
-def _mcpjungle_line(raw: bytes) -> tuple[dict | None, str | None]:
-    """``(record, ts)`` of one MCPJungle log line (zap JSON or console); ``(None, None)`` if neither."""
-    obj, err = parse_json(raw)
+def _mcpjungle_line(raw: bytes, exact: bool = True) -> tuple[dict | None, str | None]:
+    """``(record, ts)`` of one MCPJungle log line (zap JSON or console); ``(None, None)`` if neither.
+    ``exact=False`` (the sniffer: it reads only strings) reads integers beyond 64 bits as floats."""
+    obj, err = parse_json(raw, exact)
     if err is None and isinstance(obj, dict):
         return obj, obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else (
             obj.get("ts") if isinstance(obj.get("ts"), str) else None)
@@ -644,7 +645,7 @@ def sniff_mcpjungle(sample: bytes) -> float:
     for raw in parts[:200]:
         if not raw.strip():
             continue
-        rec, _ts = _mcpjungle_line(raw.strip())
+        rec, _ts = _mcpjungle_line(raw.strip(), exact=False)
         scores.append(_mcpjungle_score(rec) if rec else 0.0)
     if not scores or max(scores) < 0.9:
         return 0.0

@@ -115,9 +115,10 @@ _AG_LINE = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-
 _AG_KEYS = ("mcp.method.name", "gen_ai.tool.name", "mcp.session.id", "mcp.target")
 
 
-def _ag_fields(raw: bytes) -> tuple[dict | None, str | None]:
-    """``(fields, ts)`` of one agentgateway log line (text ``k=v`` or JSON); ``(None, None)`` if neither."""
-    obj, err = parse_json(raw)
+def _ag_fields(raw: bytes, exact: bool = True) -> tuple[dict | None, str | None]:
+    """``(fields, ts)`` of one agentgateway log line (text ``k=v`` or JSON); ``(None, None)`` if neither.
+    ``exact=False`` (the sniffer: it reads only keys and strings) reads integers beyond 64 bits as floats."""
+    obj, err = parse_json(raw, exact)
     if err is None and isinstance(obj, dict):
         f = obj.get("fields") if isinstance(obj.get("fields"), dict) else obj
         ts = obj.get("timestamp") or obj.get("time") or obj.get("ts")
@@ -153,7 +154,7 @@ def sniff_agentgateway(sample: bytes) -> float:
     parts = sample.split(b"\n")
     if parts and not sample.endswith(b"\n"):
         parts.pop()
-    scores = [_ag_score(_ag_fields(p.strip())[0]) for p in parts[:200] if p.strip()]
+    scores = [_ag_score(_ag_fields(p.strip(), exact=False)[0]) for p in parts[:200] if p.strip()]
     if not scores or max(scores) < 1.0:
         return 0.0
     return _mean_score(scores)
@@ -255,7 +256,9 @@ def _cf_score(o: dict) -> float:
 def sniff_context_forge(sample: bytes) -> float:
     """Confidence that ``sample`` holds IBM mcp-context-forge rows (tables document, list or JSONL)."""
     stripped = sample.strip()
-    if stripped[:1] == b"{":
+    first = stripped.split(b"\n", 1)[0].strip()
+    # one document (pretty-printed, or on one line); a sample of JSON Lines is scored line by line
+    if stripped[:1] == b"{" and (first == b"{" or b"\n" not in stripped or parse_json(first, False)[1] is not None):
         try:
             doc = _json.loads(stripped)
         except orjson.JSONDecodeError:

@@ -9,6 +9,8 @@ confidence between 0 and 1.  Callers pick a loader by name (:func:`get`) or by c
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable
@@ -123,18 +125,35 @@ def side_file_of(path: str | Path) -> Source | None:
     return None
 
 
+#: (BLAKE2b of the bytes read, all sources?) → (the sources that judged them, best or None,
+#: score): a sample is judged once per process (see :func:`sniff_file`); a verdict stands only
+#: while the same source objects are registered
+_SNIFFED: "OrderedDict[tuple, tuple[tuple, Source | None, float]]" = OrderedDict()
+_SNIFFED_MAX = 100_000
+
+
 def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | None, float]:
     """Best-matching source for one file by content, with its confidence (``(None, 0.0)`` if
     none); with ``only``, that source's own confidence in the file.
 
+    The verdict is remembered by the digest of the bytes sniffed (sniffers judge nothing else):
+    ``replaybook report`` checks every file's list before it loads, and the load would otherwise
+    sniff each of an incident's files twice.
+
     Raises:
         OSError: the file cannot be opened or read.
     """
-    from .._jsonl import GZIP_MAGIC
+    from .._jsonl import GZIP_MAGIC, sniff_memo
 
     _load_builtin()
     with open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES)
+    judges = tuple(_REGISTRY.values()) if only is None else (only,)
+    key = (hashlib.blake2b(head, digest_size=20).digest(), only is None)
+    known = _SNIFFED.get(key)
+    if known is not None and len(known[0]) == len(judges) and all(a is b for a, b in zip(known[0], judges)):
+        _SNIFFED.move_to_end(key)
+        return known[1], known[2]
     if head[:2] == GZIP_MAGIC:
         import zlib
 
@@ -153,11 +172,17 @@ def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | N
             head = out
         except zlib.error:
             head = out
+    if head[:3] == b"\xef\xbb\xbf":  # (every sniffer judges past it: strip it once)
+        head = head[3:]
     best, score = None, 0.0
-    for src in (_REGISTRY.values() if only is None else (only,)):
-        s = src.sniff(head)
-        if s > score:
-            best, score = src, s
+    with sniff_memo():  # each line of the sample parsed once, not once per source
+        for src in judges:
+            s = src.sniff(head)
+            if s > score:
+                best, score = src, s
+    _SNIFFED[key] = (judges, best, score)
+    if len(_SNIFFED) > _SNIFFED_MAX:
+        _SNIFFED.popitem(last=False)
     return best, score
 
 
