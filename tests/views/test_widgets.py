@@ -161,6 +161,21 @@ def test_refused_object_preview_shows_the_refusal_not_the_file(demo_incident):
     assert 'data-kind="table"' in v.viewer.value and "mpg" in v.viewer.value
 
 
+def test_a_door_call_with_no_object_opens_its_session(demo_copy):
+    """A tool that names no object (a search) is logged with ``object: null``: pandas reads the
+    missing value as NaN, and the session's tab failed to open."""
+    log = demo_copy / "door" / "analyst" / f"{S1}.jsonl"
+    line = json.loads(log.read_text().splitlines()[0])
+    line.update(seq=6, ts="2026-09-13T10:01:30.000Z", tool="search", arguments={"q": "mpg"}, object=None,
+                rows=None, bytes=None)
+    with log.open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    v = Workbook(Incident.load(demo_copy / "incident.yaml"), charts=False).open_session(S1)
+    b = v.object_buttons[6]
+    assert b.description == "(no object)" and b.disabled
+    assert 'data-kind="missing"' in v.open_object(6) and "reached no object" in v.viewer.value
+
+
 def test_call_preview_never_opens_a_refused_object(demo_incident, monkeypatch):
     import replaybook.views.session as mod
 

@@ -248,8 +248,9 @@ class SessionView:
         self.object_buttons = {}
         for r in t.head(_MAX_TABLE_ROWS).itertuples(index=False):
             red = "color:#d62728;text-decoration:line-through;" if r.refused else ""
-            b = W.Button(description=r.object or "(no object)", tooltip=f"open {r.object or ''}",
-                         layout=W.Layout(width="auto", height="24px"), disabled=r.object is None)
+            obj = None if S._na(r.object) else str(r.object)  # pandas 3 reads a missing object as NaN
+            b = W.Button(description=obj or "(no object)", tooltip=f"open {obj or ''}",
+                         layout=W.Layout(width="auto", height="24px"), disabled=obj is None)
             b.add_class(CSS_CLASSES["object_button"])
             b.add_class(f"rb-call-{int(r.seq)}")
             if r.refused:
