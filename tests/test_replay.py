@@ -104,6 +104,26 @@ def test_demo_session_replay_never_opens_the_refused_env():
     assert plan.steps[-1].state == "skipped" and plan.steps[-1].refused
 
 
+def test_a_named_pipe_in_the_data_root_does_not_hang_preview_or_replay(root):
+    """Opening a FIFO blocks until something writes to it: a pipe copied into the evidence hung
+    the kernel the moment Replay or a click reached it."""
+    import threading
+
+    for name in ("pipe", "pipe.csv"):
+        os.mkfifo(root / "demo" / name)
+    plan = ReplayPlan.from_calls(calls([("read_object", "demo/pipe", "allow", None, None),
+                                        ("read_object", "demo/pipe.csv", "allow", None, None)]), root)
+    plan.start()
+    got = []
+    t = threading.Thread(target=lambda: got.extend(iter(plan.advance, None)), daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "preview blocked on a named pipe"
+    assert [(pv.kind, "not a regular file" in pv.text) for _, pv in got] == [("binary", True)] * 2
+    with pytest.raises(OSError, match="not a regular file"):
+        file_digest(root / "demo" / "pipe")  # the report hashes what it previews
+
+
 def test_preview_counts_the_rows_of_text_tables(tmp_path):
     """A CSV beside a Parquet copy had 'rows in the file —', so the two could not be compared."""
     from replaybook import replay

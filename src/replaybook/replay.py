@@ -143,7 +143,13 @@ def resolve_in_root(data_root: str | Path, obj: str) -> Path:
 
 
 def file_digest(path: str | Path) -> str:
-    """``sha256:<hex>`` of a file's bytes (read-only, streamed)."""
+    """``sha256:<hex>`` of a file's bytes (read-only, streamed).
+
+    Raises:
+        OSError: ``path`` cannot be read, or is not a regular file (a named pipe would block).
+    """
+    if not Path(path).is_file():
+        raise OSError(f"{path} is not a regular file: not read")
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -185,7 +191,8 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
     A folder gives its entries (name, kind, bytes); CSV/TSV/Parquet/JSON/JSONL/Excel/SAS/Stata
     files give their first ``max_rows`` rows (via pandas); other text files their first
     ``max_lines`` lines (at most ``max_bytes``); anything else only its size.  Paths outside the
-    data root give ``kind="outside"`` and are never opened.
+    data root give ``kind="outside"`` and are never opened; nor is anything but a regular file
+    or folder (a named pipe, socket or device: ``kind="binary"``, never read).
     """
     try:
         path = resolve_in_root(data_root, obj)
@@ -204,6 +211,9 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
                          "bytes": None if e.is_dir() else e.stat().st_size})
         return Preview("folder", str(obj), table=pd.DataFrame(rows, columns=["name", "kind", "bytes"]))
     size = path.stat().st_size
+    if not path.is_file():  # opening a named pipe would wait for a writer: the kernel would hang
+        return Preview("binary", str(obj), size=size,
+                       text="not a regular file (a named pipe, socket or device): not opened")
     reader = _TABLE_READERS.get(path.suffix.lower())
     if reader is not None:
         try:
