@@ -124,6 +124,24 @@ def test_a_named_pipe_in_the_data_root_does_not_hang_preview_or_replay(root):
         file_digest(root / "demo" / "pipe")  # the report hashes what it previews
 
 
+def test_paths_the_file_system_cannot_resolve_open_nothing_and_raise_nothing(root):
+    """A NUL byte in a logged object, a name too long for the file system, a symlink loop, or a
+    dangling link in a listed folder raised from the plan (the session's tab did not open) or
+    from the folder preview."""
+    os.symlink("loop", root / "demo" / "loop")
+    os.symlink("gone.csv", root / "demo" / "dangling")
+    objs = ["demo/nul\x00.csv", "demo/" + "a" * 300, "demo/loop", "demo/"]
+    plan = ReplayPlan.from_calls(calls([("read_object", o, "allow", None, None) for o in objs]), root)
+    assert [s.opens for s in plan.steps] == ["nothing", "nothing", "nothing", "folder"]
+    assert [s.note for s in plan.steps][:3] == ["cannot be resolved: not opened", "not on disk now",
+                                                "cannot be resolved: not opened"]
+    for o in objs[:3]:
+        assert preview(root, o).kind == "missing"
+    listing = preview(root, "demo/").table.set_index("name")
+    assert listing.loc["dangling", "kind"] == listing.loc["loop", "kind"] == "broken link"
+    assert listing.loc["a.csv", "kind"] == "file"
+
+
 def test_preview_counts_the_rows_of_text_tables(tmp_path):
     """A CSV beside a Parquet copy had 'rows in the file —', so the two could not be compared."""
     from replaybook import replay

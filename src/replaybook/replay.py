@@ -32,6 +32,7 @@ __all__ = [
     "table_difference",
     "DEFAULT_STEP_MS",
     "OutsideDataRoot",
+    "UnresolvablePath",
     "ReplayStep",
     "ReplayPlan",
     "Preview",
@@ -113,6 +114,11 @@ class OutsideDataRoot(ReplaybookError):
     """A path would resolve outside the incident's data root (``..``, absolute, symlink out)."""
 
 
+class UnresolvablePath(OutsideDataRoot):
+    """A path no file can have or that cannot be resolved (a NUL byte, a symlink loop): it cannot
+    be placed inside the data root, so it is treated as outside it and never opened."""
+
+
 def resolve_in_root(data_root: str | Path, obj: str) -> Path:
     """Resolve a door ``object`` path inside ``data_root``, refusing anything that leaves it.
 
@@ -126,6 +132,8 @@ def resolve_in_root(data_root: str | Path, obj: str) -> Path:
     Raises:
         OutsideDataRoot: ``obj`` is absolute, contains ``..``, or resolves (through symlinks)
             outside ``data_root``.
+        UnresolvablePath: (an :class:`OutsideDataRoot`) ``obj`` holds a NUL byte or runs into a
+            symlink loop.
     """
     if obj is None or str(obj).strip() == "":
         raise OutsideDataRoot("empty object path")
@@ -135,8 +143,13 @@ def resolve_in_root(data_root: str | Path, obj: str) -> Path:
         raise OutsideDataRoot(f"{s!r} is an absolute path; Replay opens only paths inside the data root")
     if ".." in pp.parts:
         raise OutsideDataRoot(f"{s!r} climbs out with '..'; Replay opens only paths inside the data root")
+    if "\x00" in s:
+        raise UnresolvablePath(f"{s!r} holds a NUL byte: no file on disk has that name")
     root = Path(data_root).resolve()
-    target = (root / Path(*pp.parts)).resolve() if pp.parts else root
+    try:
+        target = (root / Path(*pp.parts)).resolve() if pp.parts else root
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise UnresolvablePath(f"{s!r} cannot be resolved: {exc}") from None
     if target != root and root not in target.parents:
         raise OutsideDataRoot(f"{s!r} resolves to {target}, outside the data root {root} (a symlink?)")
     return target
@@ -196,19 +209,25 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
     """
     try:
         path = resolve_in_root(data_root, obj)
+    except UnresolvablePath as exc:
+        return Preview("missing", str(obj), text=str(exc))
     except OutsideDataRoot as exc:
         return Preview("outside", str(obj), text=str(exc))
-    if not path.exists():
+    if not _exists(path):
         return Preview("missing", str(obj), text="not on disk now")
     if path.is_dir():
         rows = []
         for e in sorted(path.iterdir(), key=lambda p: p.name):
-            if e.is_symlink() and not _inside(data_root, e):
-                rows.append({"name": e.name, "kind": "link outside data root", "bytes": None})
-                continue
-            rows.append({"name": e.name + ("/" if e.is_dir() else ""),
-                         "kind": "folder" if e.is_dir() else "file",
-                         "bytes": None if e.is_dir() else e.stat().st_size})
+            try:
+                if e.is_symlink() and not _inside(data_root, e):
+                    rows.append({"name": e.name, "kind": "link outside data root", "bytes": None})
+                    continue
+                rows.append({"name": e.name + ("/" if e.is_dir() else ""),
+                             "kind": "folder" if e.is_dir() else "file",
+                             "bytes": None if e.is_dir() else e.stat().st_size})
+            except (OSError, RuntimeError):  # a dangling link, a link loop
+                rows.append({"name": e.name, "kind": "broken link" if e.is_symlink() else "unreadable",
+                             "bytes": None})
         return Preview("folder", str(obj), table=pd.DataFrame(rows, columns=["name", "kind", "bytes"]))
     size = path.stat().st_size
     if not path.is_file():  # opening a named pipe would wait for a writer: the kernel would hang
@@ -301,7 +320,7 @@ def table_difference(data_root: str | Path, a: str, b: str, *, max_rows: int = 2
         except OutsideDataRoot:
             return None
         reader = _TABLE_READERS.get(path.suffix.lower())
-        if reader is None or not path.is_file():
+        if reader is None or not _exists(path) or not path.is_file():
             return None
         try:
             df, _ = reader(path, max_rows + 1)
@@ -355,6 +374,14 @@ def _na(x) -> bool:
         return False
 
 
+def _exists(p: Path) -> bool:
+    """``p`` exists; ``False`` for a name the file system cannot hold (too long)."""
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _inside(root: str | Path, p: Path) -> bool:
     r = Path(root).resolve()
     t = p.resolve()
@@ -373,7 +400,8 @@ class ReplayStep:
         opens: ``folder``, ``object`` or ``nothing`` (refused calls, calls with no object,
             objects outside the data root).
         note: why a step opens nothing or differs (``refused by rule no-dotenv``, ``changed
-            since the run``, ``outside the data root``, ``not on disk now``).
+            since the run``, ``outside the data root``, ``cannot be resolved`` (a NUL byte, a
+            symlink loop), ``not on disk now``).
         changed: the recorded ``object_digest`` differs from the file now (``None``: unknown).
         state: ``pending``, ``current``, ``done`` or ``skipped`` (refused / nothing to open).
     """
@@ -469,10 +497,13 @@ class ReplayPlan:
             return
         try:
             path = resolve_in_root(data_root, step.object)
+        except UnresolvablePath:
+            step.note = "cannot be resolved: not opened"
+            return
         except OutsideDataRoot:
             step.note = "outside the data root: not opened"
             return
-        if not path.exists():
+        if not _exists(path):
             step.note = "not on disk now"
             return
         step.opens = "folder" if path.is_dir() or step.tool in FOLDER_TOOLS else "object"
