@@ -161,6 +161,31 @@ def test_preview_counts_the_rows_of_text_tables(tmp_path):
         replay.COUNT_ROWS_UP_TO = big
 
 
+def test_previews_never_read_a_large_data_file_whole(tmp_path, monkeypatch):
+    """A Parquet, SAS or JSON file was read whole to show its first rows: Replay reaching a 2 GB
+    file filled the kernel's memory."""
+    import pyarrow.parquet as pq
+
+    from replaybook import replay
+
+    pd.DataFrame({"a": range(1000)}).to_parquet(tmp_path / "big.parquet", row_group_size=100)
+    (tmp_path / "big.json").write_text(pd.DataFrame({"a": range(1000)}).to_json(orient="records"))
+    xpt = ROOT / "data" / "demo" / "data" / "demo" / "cars.xpt"
+    (tmp_path / "big.xpt").write_bytes(xpt.read_bytes())
+    whole = []
+    monkeypatch.setattr(pq, "read_table", lambda *a, **k: whole.append(a) or pytest.fail("read whole"))
+    real_read_sas = pd.read_sas
+    monkeypatch.setattr(pd, "read_sas", lambda p, **k: real_read_sas(p, **k) if k.get("chunksize")
+                        else pytest.fail("SAS file read whole"))
+    monkeypatch.setattr(replay, "COUNT_ROWS_UP_TO", 1000)  # "large" for this test
+    got = {n: replay.preview(tmp_path, n, max_rows=3) for n in ("big.parquet", "big.json", "big.xpt")}
+    assert (got["big.parquet"].kind, got["big.parquet"].rows, len(got["big.parquet"].table)) == ("table", 1000, 3)
+    assert got["big.parquet"].table["a"].tolist() == [0, 1, 2]
+    assert (got["big.xpt"].kind, got["big.xpt"].rows, len(got["big.xpt"].table)) == ("table", 32, 3)
+    assert got["big.json"].kind == "binary" and "too large to read whole" in got["big.json"].text
+    assert whole == []
+
+
 def test_table_difference_counts_repeats_and_compares_across_formats(tmp_path):
     from replaybook.replay import table_difference
 

@@ -89,25 +89,68 @@ def _jsonl_rows(p) -> int:
         return sum(1 for line in fh if line.strip())
 
 
-#: suffix → ``reader(path, n) -> (first n rows, rows in the file or None)``
+def _small(read):
+    """A reader that loads the whole file, refusing one over :data:`COUNT_ROWS_UP_TO` bytes
+    (JSON cannot be read in part: a 2 GB file would fill the kernel's memory)."""
+    whole = _whole(read)
+
+    def head_and_rows(p, n):
+        size = Path(p).stat().st_size
+        if size > COUNT_ROWS_UP_TO:
+            raise ValueError(f"{size:,} bytes is too large to read whole for a preview")
+        return whole(p, n)
+    return head_and_rows
+
+
+def _parquet_head(p, n):
+    """The first ``n`` rows of a Parquet file, read batch by batch (never the whole file), and
+    its row count from the footer."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(p)
+    batches, got = [], 0
+    for b in f.iter_batches(batch_size=max(int(n), 1)):
+        batches.append(b)
+        got += b.num_rows
+        if got >= n:
+            break
+    t = pa.Table.from_batches(batches, schema=f.schema_arrow) if batches else f.schema_arrow.empty_table()
+    return t.slice(0, n).to_pandas(), f.metadata.num_rows
+
+
+def _sas_head(fmt: str):
+    """The first ``n`` rows of a SAS file (read chunk by chunk) and its row count from the header."""
+    def head_and_rows(p, n):
+        with pd.read_sas(p, format=fmt, encoding="infer", chunksize=max(int(n), 1)) as r:
+            rows = getattr(r, "row_count", None) if fmt == "sas7bdat" else getattr(r, "nobs", None)
+            return r.read(n), rows
+    return head_and_rows
+
+
+def _stata_head(p, n):
+    """The first ``n`` rows of a Stata file; its rows counted by reading it whole only up to
+    :data:`COUNT_ROWS_UP_TO` bytes."""
+    if Path(p).stat().st_size <= COUNT_ROWS_UP_TO:
+        return _whole(pd.read_stata)(p, n)
+    with pd.read_stata(p, iterator=True) as r:
+        return r.read(n), None
+
+
+#: suffix → ``reader(path, n) -> (first n rows, rows in the file or None)``; none of them reads
+#: a large file whole
 _TABLE_READERS = {
     ".csv": _counted(lambda p, n: pd.read_csv(p, nrows=n), _csv_rows),
     ".tsv": _counted(lambda p, n: pd.read_csv(p, sep="\t", nrows=n), lambda p: _csv_rows(p, "\t")),
-    ".parquet": lambda p, n: (pd.read_parquet(p).head(n), _parquet_rows(p)),
-    ".json": _whole(pd.read_json),
+    ".parquet": _parquet_head,
+    ".json": _small(pd.read_json),
     ".jsonl": _counted(lambda p, n: pd.read_json(p, lines=True, nrows=n), _jsonl_rows),
     ".xlsx": _first(lambda p, n: pd.read_excel(p, nrows=n)),
     ".xls": _first(lambda p, n: pd.read_excel(p, nrows=n)),
-    ".sas7bdat": _whole(lambda p: pd.read_sas(p, format="sas7bdat", encoding="infer")),
-    ".xpt": _whole(lambda p: pd.read_sas(p, format="xport", encoding="infer")),
-    ".dta": _whole(pd.read_stata),
+    ".sas7bdat": _sas_head("sas7bdat"),
+    ".xpt": _sas_head("xport"),
+    ".dta": _stata_head,
 }
-
-
-def _parquet_rows(p) -> int:
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(p).metadata.num_rows
 
 
 class OutsideDataRoot(ReplaybookError):
@@ -182,10 +225,11 @@ class Preview:
         text: the text for ``text`` kind (redacted) or an explanation for the others.
         size: bytes on disk, if a file.
         redactions: names of the redaction rules that fired.
-        rows: for ``table``, the rows the whole file holds: from Parquet's metadata; JSON, SAS
-            and Stata files are read whole; CSV, TSV and JSON Lines files up to
-            :data:`COUNT_ROWS_UP_TO` bytes are counted; ``None`` otherwise (larger text tables,
-            Excel: read only as far as the preview).
+        rows: for ``table``, the rows the whole file holds: from Parquet's footer and SAS
+            headers; JSON files (up to :data:`COUNT_ROWS_UP_TO` bytes; larger ones are not
+            read) are read whole; Stata files up to that size are read whole, and CSV, TSV and
+            JSON Lines files counted; ``None`` otherwise (larger text tables and Stata files,
+            Excel: read only as far as the preview).  No preview reads a large file whole.
     """
 
     kind: str
