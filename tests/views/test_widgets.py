@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import ipywidgets as W
 import pandas as pd
 import pytest
 
@@ -174,6 +175,25 @@ def test_a_door_call_with_no_object_opens_its_session(demo_copy):
     b = v.object_buttons[6]
     assert b.description == "(no object)" and b.disabled
     assert 'data-kind="missing"' in v.open_object(6) and "reached no object" in v.viewer.value
+
+
+def test_a_refused_row_never_opens_the_file_of_another_call_with_its_number(demo_copy):
+    """A door that restarted mid-session numbers calls from 1 again: a refused row shared its
+    number with an allowed call, and clicking the refused row opened the allowed call's file."""
+    log = demo_copy / "door" / "analyst" / f"{S1}.jsonl"
+    line = json.loads(log.read_text().splitlines()[1])  # seq 2: describe demo/cars.xpt, allowed
+    line.update(ts="2026-09-13T10:01:30.000Z", decision="deny", rule="no-xpt-after-restart", rows=None, bytes=None)
+    with log.open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    v = Workbook(Incident.load(demo_copy / "incident.yaml"), charts=False).open_session(S1)
+    assert list(v.table["seq"]) == [1, 2, 3, 4, 5, 2]
+    buttons = [b for b in v.door_box.children[0].children if isinstance(b, W.Button)]
+    refused, allowed = buttons[5], buttons[1]
+    assert "rb-refused" in refused._dom_classes and "rb-refused" not in allowed._dom_classes
+    refused.click()
+    assert 'data-kind="refused"' in v.viewer.value and "no-xpt-after-restart" in v.viewer.value
+    allowed.click()
+    assert 'data-kind="table"' in v.viewer.value and "mpg" in v.viewer.value
 
 
 def test_call_preview_never_opens_a_refused_object(demo_incident, monkeypatch):

@@ -351,9 +351,10 @@ def _session_offset_ms(join, door_session: str) -> float:
 
 
 def call_row(calls: pd.DataFrame, door_session: str, seq: int) -> Any:
-    """The door call ``seq`` of ``door_session`` (a namedtuple), or ``None``."""
-    c = calls[(calls["door_session"].astype("string") == str(door_session)) & (calls["seq"] == int(seq))]
-    return next(c.itertuples(index=False), None)
+    """The door call ``seq`` of ``door_session`` (a namedtuple), or ``None``; the first in the
+    door's order when several share the number (a door that restarted numbers from 1 again)."""
+    c = _session_calls(calls, door_session)
+    return next(c[c["seq"] == int(seq)].itertuples(index=False), None)
 
 
 def call_preview(data_root: str | Path | None, call: Any) -> Preview:

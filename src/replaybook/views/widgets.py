@@ -255,7 +255,8 @@ class SessionView:
             b.add_class(f"rb-call-{int(r.seq)}")
             if r.refused:
                 b.add_class("rb-refused")
-            b.on_click(lambda _b, seq=int(r.seq): self.open_object(seq))
+            # the row itself, not its number: a door that restarted numbers its calls from 1 again
+            b.on_click(lambda _b, call=r: self._show_call(call))
             self.object_buttons[int(r.seq)] = b
             children += [_cell(r.seq), _cell(S._hms(r.ts)), _cell(r.tool, style=red), b,
                          _cell(r.decision, style="color:#d62728;font-weight:bold" if r.refused else ""),
@@ -282,9 +283,10 @@ class SessionView:
     def open_object(self, seq: int) -> str:
         """Show door call ``seq``'s object in the preview pane (refused: the refusal, never the
         file).  Returns the pane's HTML."""
-        call = S.call_row(self.incident.calls, self.door_session, seq)
-        pv = S.call_preview(self.data_root, call)
-        self.viewer.value = S.preview_html(pv)
+        return self._show_call(S.call_row(self.incident.calls, self.door_session, seq))
+
+    def _show_call(self, call) -> str:
+        self.viewer.value = S.preview_html(S.call_preview(self.data_root, call))
         return self.viewer.value
 
     def _on_pick(self, change) -> None:
