@@ -60,6 +60,23 @@ def test_sessions_list_from_the_demo(demo_incident):
     assert CSS_CLASSES["row_replay"] in wb.sessions.replay_buttons[S2]._dom_classes
 
 
+def test_the_workbook_opens_an_incident_with_more_door_calls_than_altair_draws(demo_incident):
+    """The brush strip under the timeline drew one tick per event: above 5,000 door calls Altair
+    refused the data and the workbook did not open at all."""
+    calls = demo_incident.calls
+    many = pd.concat([calls.assign(ts=calls["ts"] + pd.Timedelta(seconds=i), seq=calls["seq"] + 10 * i)
+                      for i in range(1300)], ignore_index=True)
+    assert len(many) > 10_000
+    spec = S.timeline_with_brush(demo_incident.steps, many, demo_incident.join.pairs).to_dict()
+    strip = spec["vconcat"][1]
+    ticks = spec["datasets"][strip["data"]["name"]]
+    assert 0 < len(ticks) <= 5000
+    assert {t["what"] for t in ticks} == {"door allow", "door deny", "transcript"}
+    first = pd.to_datetime(many["ts"].min()).strftime("%H:%M:%S.%f")[:-3]
+    last = pd.to_datetime(many["ts"].max()).strftime("%H:%M:%S.%f")[:-3]
+    assert any(first in t["t"] for t in ticks) and any(last in t["t"] for t in ticks)  # the full extent
+
+
 def test_selecting_rows_opens_one_tab_per_session(demo_incident):
     wb = Workbook(demo_incident, charts=False)
     wb.sessions.open_buttons[S1].click()

@@ -496,7 +496,9 @@ def timeline_with_brush(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.Data
 
     The strip draws every door call (coloured by decision) and transcript event on one
     time axis and carries an interval selection :data:`SPAN_PARAM` over x: drag across it to
-    select a span (read it in Python with ``JupyterChart.selections.span``).
+    select a span (read it in Python with ``JupyterChart.selections.span``).  Above
+    :data:`~replaybook.views.charts.MAX_MARKS` events the strip keeps, per kind, the first and
+    last event of each small slice of the time axis (the whole span stays selectable).
     """
     from .charts import timeline
 
@@ -511,6 +513,7 @@ def timeline_with_brush(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.Data
         parts.append(pd.DataFrame({"t": s["ts"], "what": "transcript", "who": s["transcript_id"].astype(str)}))
     ev = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({"t": [], "what": [], "who": []})
     ev = ev[ev["t"].notna()]
+    ev = _thin_ticks(ev)
     ev["t"] = pd.to_datetime(ev["t"], utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
     brush = alt.selection_interval(name=SPAN_PARAM, encodings=["x"])
     strip = alt.Chart(ev).mark_tick(thickness=2, size=16).encode(
@@ -523,6 +526,22 @@ def timeline_with_brush(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.Data
         tooltip=[alt.Tooltip("what:N"), alt.Tooltip("who:N")],
     ).add_params(brush).properties(width=width, height=alt.Step(14))
     return alt.vconcat(top, strip).resolve_scale(color="independent", shape="independent")
+
+
+def _thin_ticks(ev: pd.DataFrame) -> pd.DataFrame:
+    """At most :data:`~replaybook.views.charts.MAX_MARKS` strip ticks: above that, per ``what``,
+    the first and last event of each slice of the time axis (Altair refuses more rows, and more
+    ticks than pixels draw nothing more)."""
+    from .charts import MAX_MARKS
+
+    if len(ev) <= MAX_MARKS:
+        return ev
+    t = pd.to_datetime(ev["t"], utc=True)
+    slices = max(MAX_MARKS // (2 * max(ev["what"].nunique(), 1)) - 1, 1)
+    width = max((t.max() - t.min()) / slices, pd.Timedelta(microseconds=1))
+    ev = ev.assign(_s=((t - t.min()) // width).to_numpy(), _t=t).sort_values("_t", kind="stable")
+    keep = ~ev.duplicated(["what", "_s"], keep="first") | ~ev.duplicated(["what", "_s"], keep="last")
+    return ev[keep].drop(columns=["_s", "_t"])
 
 
 # --------------------------------------------------------------------------------------------
