@@ -141,3 +141,16 @@ def test_two_runs_without_checkpoints_are_not_reproduced(tmp_path):
         r = CliRunner().invoke(capsule, ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", fmt])
         assert r.exit_code == 4, r.output
         assert "nothing was compared" in r.output
+
+
+def test_side_by_side_styler_escapes_what_the_runs_recorded():
+    """A tool's response summary is evidence: the Styler showed it as markup, so a response
+    holding ``<img onerror=…>`` ran in the notebook that displayed the comparison."""
+    df = pd.DataFrame({"checkpoint": ["tool_response.<b>svc</b>"], "kind": ["tool_response"],
+                       "incident": ["sha256:aa… <img src=x onerror=alert(1)>"], "incident_digest": ["sha256:aa"],
+                       "incident_status": ["ok"], "live": ["sha256:bb… ok"], "live_digest": ["sha256:bb"],
+                       "live_status": ["ok"], "live_match": [False], "first_divergence": ["live"]})
+    out = side_by_side_styler(df).to_html()
+    assert "<img" not in out and "<b>svc" not in out
+    assert "&lt;img src=x onerror=alert(1)&gt;" in out and "&lt;b&gt;svc&lt;/b&gt;" in out
+    assert "background-color: #fdecea" in out

@@ -74,7 +74,8 @@ def side_by_side(runs: Mapping[str, RunRecord], reference: str | None = None) ->
 
 def side_by_side_styler(df: pd.DataFrame):
     """A pandas Styler for :func:`side_by_side`'s frame: first-divergence rows red, mismatching
-    cells amber, digest and status columns hidden."""
+    cells amber, digest and status columns hidden, every value HTML-escaped (the summaries are
+    what the runs' tools returned), ``—`` where a run has no such checkpoint."""
     runs = [c[:-6] for c in df.columns if c.endswith("_match")]
 
     def row_style(row: pd.Series) -> list[str]:
@@ -90,7 +91,8 @@ def side_by_side_styler(df: pd.DataFrame):
         return styles
 
     hidden = [c for c in df.columns if c.endswith("_digest") or c.endswith("_status") or c.endswith("_match")]
-    return df.style.apply(row_style, axis=1).hide(axis="index").hide(subset=hidden, axis="columns")
+    return (df.style.format(escape="html", na_rep="—").apply(row_style, axis=1).hide(axis="index")
+            .hide(subset=hidden, axis="columns"))
 
 
 def divergence_record(diff: RunDiff) -> dict | None:
