@@ -213,6 +213,37 @@ def test_a_refused_row_never_opens_the_file_of_another_call_with_its_number(demo
     assert 'data-kind="table"' in v.viewer.value and "mpg" in v.viewer.value
 
 
+def test_a_name_disguised_with_invisible_characters_is_shown_written_out(demo_copy):
+    """A right-to-left override makes ``evil<U+202E>gnp.exe`` read ``evilexe.png``; the report
+    writes such characters out, the workbook showed the disguise (door table, Replay panel,
+    preview pane, folder listing)."""
+    name = "demo/evil\u202egnp.exe"
+    (demo_copy / "data" / name).write_text("MZ")
+    (demo_copy / "data" / "demo" / "zero\u200bwidth.csv").write_text("a\u200bb,c\nx\u202ey,1\n")
+    log = demo_copy / "door" / "analyst" / f"{S1}.jsonl"
+    line = json.loads(log.read_text().splitlines()[0])
+    line.update(seq=6, ts="2026-09-13T10:01:30.000Z", tool="read_object", object=name)
+    with log.open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    v = Workbook(Incident.load(demo_copy / "incident.yaml"), charts=False).open_session(S1)
+
+    def shown(markup: str) -> str:  # the text a reader sees, attributes left out
+        return re.sub(r"<[^>]*>", "", markup)
+
+    assert v.object_buttons[6].description == "demo/evil\\u202egnp.exe"
+    pane = v.open_object(6)
+    assert "evil\\u202egnp.exe" in shown(pane) and "\u202e" not in shown(pane)
+    listing = v.open_object(1)  # demo/
+    assert "evil\\u202egnp.exe" in listing and "zero\\u200bwidth.csv" in listing and "\u202e" not in listing
+    from replaybook.replay import preview
+    table = S.preview_html(preview(demo_copy / "data", "demo/zero\u200bwidth.csv"))
+    assert "a\\u200bb" in table and "x\\u202ey" in table and "\u200b" not in shown(table)
+    v.replay_start(run=False)
+    while v.replay_step():
+        pass
+    assert "evil\\u202egnp.exe" in v.panel.value and "\u202e" not in shown(v.panel.value)
+
+
 def test_call_preview_never_opens_a_refused_object(demo_incident, monkeypatch):
     import replaybook.views.session as mod
 

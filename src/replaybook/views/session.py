@@ -15,7 +15,8 @@ without a browser or a kernel:
 * :func:`span_from_selection`, :func:`in_span` — the timeline brush as a time span;
 * :func:`resolve_incident_path`, :func:`display_static` — for the notebook.
 
-All HTML built here escapes every value that comes from the evidence.
+All HTML built here escapes every value that comes from the evidence, and writes out the
+characters that would disguise it (:func:`visible`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from .._text import SHOW_INVISIBLE
 from ..replay import Preview, ReplayPlan, ReplayStep, preview
 from .charts import _tips
 
@@ -50,6 +52,7 @@ __all__ = [
     "preview_html",
     "frame_html",
     "slug",
+    "visible",
     "display_static",
 ]
 
@@ -66,6 +69,26 @@ _LABEL_CHARS = 110
 
 # --------------------------------------------------------------------------------------------
 # small utilities
+
+
+#: Control characters and the invisible characters that change how a name reads (bidirectional
+#: overrides, zero-width spaces: :data:`replaybook._text.SHOW_INVISIBLE`), written out as the
+#: report writes them.
+_VISIBLE = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
+_VISIBLE.update(SHOW_INVISIBLE)
+
+
+def visible(text: Any) -> str:
+    """``text`` as a string whose invisible characters are written out, so a name cannot be
+    disguised (a right-to-left override makes ``evil<U+202E>gnp.exe`` read ``evilexe.png``):
+    control characters as ``\\xNN``, bidirectional controls and zero-width spaces as
+    ``\\uNNNN``.  ``""`` for NA."""
+    return "" if _na(text) else str(text).translate(_VISIBLE)
+
+
+def _esc(text: Any) -> str:
+    """Escaped HTML text of :func:`visible` ``text``."""
+    return html.escape(visible(text))
 
 
 def slug(text: Any) -> str:
@@ -442,11 +465,11 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
     x_of = {lane: i for i, lane in enumerate(_CONV_LANES)}
     recs = []
     for r in d.itertuples(index=False):
-        base = {"order": int(r.order), "when": _hms(r.ts), "status": r.status, "label": r.label,
+        base = {"order": int(r.order), "when": _hms(r.ts), "status": r.status, "label": visible(r.label),
                 "call_seq": None if _na(r.call_seq) else int(r.call_seq),
-                "object": r.object, "decision": r.decision, "rule": r.rule,
+                "object": None if _na(r.object) else visible(r.object), "decision": r.decision, "rule": r.rule,
                 "rows": None if _na(r.rows) else int(r.rows), "bytes": None if _na(r.bytes) else int(r.bytes),
-                "result": getattr(r, "result", None)}
+                "result": None if _na(getattr(r, "result", None)) else visible(r.result)}
         base["ink"] = {"refused": "#d62728", "door never saw": "#b35900", "unclaimed": "#b35900"}.get(r.status, "#222222")
         recs.append({**base, "mark": "event", "x": x_of[r.lane]})
         if r.lane == "tool call" and r.status in ("reached", "refused"):
@@ -574,12 +597,12 @@ def panel_html(plan: ReplayPlan, status: str | None = None) -> str:
     for s in plan.steps:
         mark = step_mark(s)
         cls = f"rb-step rb-step-{s.state}" + (" rb-step-refused" if s.refused else "")
-        label = html.escape(_step_label(s))
+        label = _esc(_step_label(s))
         if s.refused:
             label = f"<s>{label}</s>"
         if s.state == "current":
             label = f"<b>{label}</b>"
-        note = f' <span class="rb-step-note">— {html.escape(s.note)}</span>' if s.note else ""
+        note = f' <span class="rb-step-note">— {_esc(s.note)}</span>' if s.note else ""
         style = "color:#d62728;" if s.refused else ("color:#b35900;" if s.changed else "")
         items.append(
             f'<li class="{cls}" data-index="{s.index}" data-state="{s.state}" data-mark="{mark}" '
@@ -595,8 +618,12 @@ def panel_html(plan: ReplayPlan, status: str | None = None) -> str:
 
 
 def frame_html(df: pd.DataFrame, max_rows: int = 20) -> str:
-    """A small escaped HTML table."""
-    return df.head(max_rows).to_html(index=False, escape=True, na_rep="", border=0, classes="rb-table")
+    """A small escaped HTML table (text cells and column names :func:`visible`)."""
+    d = df.head(max_rows)
+    d = d.rename(columns=lambda c: visible(c) if isinstance(c, str) else c)
+    d = d.apply(lambda col: col.map(lambda v: visible(v) if isinstance(v, str) else v)
+                if col.dtype == object or pd.api.types.is_string_dtype(col) else col)
+    return d.to_html(index=False, escape=True, na_rep="", border=0, classes="rb-table")
 
 
 def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
@@ -612,35 +639,35 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
         kind = "refused" if step.refused else ("changed" if step.changed else "nothing")
         path = step.object or ""
         if step.refused:
-            body = (f'<div style="color:#d62728"><s>{html.escape(path)}</s> — {html.escape(step.note or "refused")}. '
+            body = (f'<div style="color:#d62728"><s>{_esc(path)}</s> — {_esc(step.note or "refused")}. '
                     "The agent was refused it, so there is nothing to open.</div>")
         elif step.changed:
-            body = (f"<div>{html.escape(path)} — changed since the run: the file on disk now differs from "
+            body = (f"<div>{_esc(path)} — changed since the run: the file on disk now differs from "
                     "what the agent read, so it is not shown as if it were.</div>")
         else:
-            body = f"<div>{html.escape(path)} — {html.escape(step.note or 'nothing to open')}.</div>"
-        head = f"Step #{step.call_seq} {html.escape(step.tool)}: opens nothing"
+            body = f"<div>{_esc(path)} — {_esc(step.note or 'nothing to open')}.</div>"
+        head = f"Step #{step.call_seq} {_esc(step.tool)}: opens nothing"
         return (f'<div class="rb-preview rb-preview-nothing" data-kind="{kind}" data-path="{html.escape(path)}" '
                 f'data-seq="{step.call_seq}"><div class="rb-preview-head"><b>{head}</b></div>{body}</div>')
     if pv is None:
         return ('<div class="rb-preview rb-preview-empty" data-kind="empty" data-path="">'
                 "<i>Click an object in the door's table (or press Replay) to open it here.</i></div>")
     seq = f' data-seq="{step.call_seq}"' if step is not None else ""
-    head = html.escape(pv.path or "")
+    head = _esc(pv.path or "")
     size = f" · {pv.size:,} bytes" if pv.size is not None else ""
     red = f" · redacted: {html.escape(', '.join(pv.redactions))}" if pv.redactions else ""
     if pv.kind == "refused":
-        body = f'<div style="color:#d62728"><s>{head}</s> — {html.escape(pv.text or "refused")}</div>'
+        body = f'<div style="color:#d62728"><s>{head}</s> — {_esc(pv.text or "refused")}</div>'
     elif pv.kind in ("folder", "table") and pv.table is not None:
         body = frame_html(pv.table)
     elif pv.kind == "text":
-        body = f'<pre style="max-height:18em;overflow:auto;margin:0">{html.escape(pv.text or "")}</pre>'
+        body = f'<pre style="max-height:18em;overflow:auto;margin:0">{_esc(pv.text or "")}</pre>'
     else:
-        body = f"<div>{html.escape(pv.text or pv.kind)}</div>"
+        body = f"<div>{_esc(pv.text or pv.kind)}</div>"
     label = {"folder": "folder", "table": "data file", "text": "text file", "binary": "file",
              "missing": "not available", "outside": "outside the data root", "refused": "refused"}.get(pv.kind, pv.kind)
     return (f'<div class="rb-preview rb-preview-{html.escape(pv.kind)}" data-kind="{html.escape(pv.kind)}" '
-            f'data-path="{head}"{seq}><div class="rb-preview-head"><b>{head}</b> ({label}{size}{red})</div>{body}</div>')
+            f'data-path="{html.escape(pv.path or "")}"{seq}><div class="rb-preview-head"><b>{head}</b> ({label}{size}{red})</div>{body}</div>')
 
 
 # --------------------------------------------------------------------------------------------

@@ -122,8 +122,8 @@ class EscapeKey(anywidget.AnyWidget):
 
 
 def _cell(text: Any, *, head: bool = False, title: str | None = None, style: str = "") -> W.HTML:
-    t = "" if S._na(text) else str(text)
-    tip = f' title="{html.escape(title)}"' if title else ""
+    t = S.visible(text)  # NA is ""; a bidi override or zero-width space is written out
+    tip = f' title="{S._esc(title)}"' if title else ""
     w = W.HTML(f'<span{tip} style="{style}">{html.escape(t)}</span>')
     w.add_class("rb-grid-cell")
     if head:
@@ -233,12 +233,12 @@ class SessionView:
     # -- rendering ---------------------------------------------------------------------------
     def _header_html(self, r) -> str:
         tid = self.transcript_id
-        who = (f"transcript <code>{html.escape(tid)}</code> — {html.escape(str(r['status']))}, "
+        who = (f"transcript <code>{S._esc(tid)}</code> — {html.escape(str(r['status']))}, "
                f"{int(r['agreed'])} of {int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'} agree"
                + ("" if S._na(r["offset_ms"]) else f", door clock {float(r['offset_ms']):+,.0f} ms")
                if tid else "no matched transcript")
-        return (f'<div class="rb-session-header"><b>Door session <code>{html.escape(self.door_session)}</code></b> · '
-                f"agent {html.escape(str(r['agent']))} · {S._hms(r['start'])}–{S._hms(r['end'])} UTC · "
+        return (f'<div class="rb-session-header"><b>Door session <code>{S._esc(self.door_session)}</code></b> · '
+                f"agent {S._esc(r['agent'])} · {S._hms(r['start'])}–{S._hms(r['end'])} UTC · "
                 f"{int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'}, {int(r['refused'])} refused · {who}</div>")
 
     def _render_table(self) -> None:
@@ -249,7 +249,7 @@ class SessionView:
         for r in t.head(_MAX_TABLE_ROWS).itertuples(index=False):
             red = "color:#d62728;text-decoration:line-through;" if r.refused else ""
             obj = None if S._na(r.object) else str(r.object)  # pandas 3 reads a missing object as NaN
-            b = W.Button(description=obj or "(no object)", tooltip=f"open {obj or ''}",
+            b = W.Button(description=S.visible(obj) or "(no object)", tooltip=f"open {S.visible(obj)}",
                          layout=W.Layout(width="auto", height="24px"), disabled=obj is None)
             b.add_class(CSS_CLASSES["object_button"])
             b.add_class(f"rb-call-{int(r.seq)}")
@@ -427,7 +427,8 @@ class SessionsList:
         for r in f.itertuples(index=False):
             ds = str(r.door_session)
             sl = S.slug(ds)
-            ob = W.Button(description=ds, tooltip=f"open {ds} in a tab", layout=W.Layout(width="auto", height="24px"))
+            ob = W.Button(description=S.visible(ds), tooltip=f"open {S.visible(ds)} in a tab",
+                          layout=W.Layout(width="auto", height="24px"))
             ob.add_class(CSS_CLASSES["open_session"])
             ob.add_class(f"rb-session-{sl}")
             ob.on_click(lambda _b, ds=ds: self._on_open(ds))
@@ -486,7 +487,7 @@ class Workbook:
         self.clear_span_button.add_class(CSS_CLASSES["clear_span"])
         self.clear_span_button.on_click(lambda _b: self.set_span(None))
         self.timeline = None
-        parts: list = [W.HTML(STYLE), W.HTML(f"<h3 style='margin:4px 0'>{html.escape(incident.title)}</h3>")]
+        parts: list = [W.HTML(STYLE), W.HTML(f"<h3 style='margin:4px 0'>{S._esc(incident.title)}</h3>")]
         if charts:
             j = incident.join
             self.timeline = _jupyter_chart(S.timeline_with_brush(incident.steps, incident.calls, j.pairs))
@@ -530,6 +531,7 @@ class Workbook:
             self.tabs.selected_index = None
 
     def _title(self, ds: str) -> str:
+        ds = S.visible(ds)
         return ds if len(ds) <= 28 else "…" + ds[-27:]
 
     def replay(self, door_session: str, *, run: bool = True) -> SessionView:
