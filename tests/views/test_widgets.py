@@ -423,3 +423,43 @@ def test_notebook_runs_top_to_bottom_under_papermill(tmp_path):
     assert "door-20260913T100052-b7" in text and "refused by rule no-dotenv" in text
     assert "application/vnd.jupyter.widget-view+json" not in text  # no widgets in batch runs
     assert not any(s in text for s in SECRETS)
+
+
+def test_a_replay_that_fails_says_why_instead_of_sitting_at_running(demo_incident, monkeypatch):
+    """An error inside the Replay task (an unreadable file, say) went nowhere: Replay showed
+    "running" for good, with no word in the pane."""
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    v.step_ms.value = 20
+    from replaybook.replay import ReplayPlan
+
+    real = ReplayPlan.advance
+    calls = []
+
+    def advance(self):
+        calls.append(1)
+        if len(calls) == 3:
+            raise PermissionError(13, "Permission denied", "demo/<secret>.csv")
+        return real(self)
+
+    monkeypatch.setattr(ReplayPlan, "advance", advance)
+
+    async def main():
+        v.replay_start()
+        for _ in range(200):
+            if not v.replay_running:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert v.plan.status == "stopped" and not v.replay_running and v.stop_button.disabled
+    assert v.replay_error == "PermissionError: [Errno 13] Permission denied: 'demo/<secret>.csv'"
+    assert "Replay stopped after step 2:" in v.viewer.value  # the third step failed
+    assert "&lt;secret&gt;" in v.viewer.value and "<secret>" not in v.viewer.value
+
+
+def test_opening_a_session_the_incident_does_not_have_names_those_it_has(demo_incident):
+    wb = Workbook(demo_incident, charts=False)
+    with pytest.raises(KeyError, match="no door session 'door-nope' in this incident; it has door-20260913T100005-a1, "
+                                       "door-20260913T100052-b7"):
+        wb.open_session("door-nope")
+    assert not wb.views

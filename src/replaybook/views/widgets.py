@@ -58,6 +58,7 @@ CSS_CLASSES = {
     "stop": "rb-stop-button",
     "step_ms": "rb-step-ms",
     "panel": "rb-replay-panel",
+    "replay_error": "rb-replay-error",  # what stopped a Replay that failed
     "viewer": "rb-viewer",
     "escape": "rb-escape",
     "close": "rb-close-tab",
@@ -170,6 +171,8 @@ class SessionView:
         self.span = None
         self.plan: ReplayPlan | None = None
         self.replay_log: list[tuple[int, float]] = []
+        #: why the last Replay stopped, when it failed (``"TypeName: message"``), else None
+        self.replay_error: str | None = None
         self._task: asyncio.Task | None = None
         self._charts = charts
         sl = S.slug(self.door_session)
@@ -321,6 +324,7 @@ class SessionView:
                                           step_ms=int(self.step_ms.value))
         self.plan.start()
         self.replay_log = []
+        self.replay_error = None
         self.escape.armed = True
         self.stop_button.disabled = False
         self.viewer.value = S.preview_html(None)
@@ -377,6 +381,14 @@ class SessionView:
                 await asyncio.sleep(max(0.0, t0 + k * plan.step_ms / 1000 - loop.time()))
         except asyncio.CancelledError:
             pass
+        except Exception as exc:  # noqa: BLE001 - a task's error reaches no one: say it in the pane
+            # (an unreadable file, say): Replay had sat at "running" with no word
+            plan.stop()
+            self.replay_error = f"{type(exc).__name__}: {exc}"
+            where = f"after step {plan.position + 1}" if plan.position >= 0 else "before its first step"
+            self.viewer.value = (f'<div class="{CSS_CLASSES["replay_error"]}"><b>Replay stopped {where}:</b> '
+                                 f"{html.escape(S.visible(self.replay_error))}</div>")
+            self._finish()
 
     def _on_escape(self, _change) -> None:
         if self.plan is not None and self.plan.status == "running":
@@ -507,6 +519,11 @@ class Workbook:
     def open_session(self, door_session: str) -> SessionView:
         """Open ``door_session`` in its tab (or select it if open) and return its view."""
         ds = str(door_session)
+        if ds not in self.views and not (self.incident.calls["door_session"] == ds).any():
+            known = list(dict.fromkeys(self.incident.calls["door_session"].dropna().astype(str)))
+            raise KeyError(f"no door session {ds!r} in this incident; it has "
+                           + (", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
+                              if known else "none"))
         if ds not in self.views:
             v = SessionView(self.incident, ds, step_ms=self.step_ms, charts=self.charts)
             if self.span is not None:
