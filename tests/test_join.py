@@ -394,3 +394,23 @@ def test_integers_beyond_64_bits_compare_exactly(tmp_path, fast):
         assert calls.loc[0, "args_key"] == '{"n":%s}' % (key or call_n)
         res = join_sessions(steps, calls)
         assert (res.sessions.loc[0, "status"] == "matched") is agree, call_n
+
+
+def test_tool_use_ids_of_one_client_do_not_set_the_clock_for_the_others():
+    """Transcript t1 (a client whose door calls logged its tool-use ids) runs on a machine two
+    minutes behind the door; t2 (no ids) runs on the door's clock, and door session s3 repeats
+    t2's calls two minutes after s2.  The ids pair t1 whatever the clocks say, so they say
+    nothing about t2's clock: t2 belongs to s2.  The ids' offset (120 s) had been used for the
+    content match too, and t2 was confidently matched to s3."""
+    a = [("list", {"path": "demo/"}), ("read", {"path": "a"}), ("read", {"path": "b"})]
+    b = [("query", {"sql": "select 2"}), ("query", {"sql": "select 3"}), ("read", {"path": "y"})]
+    steps = steps_frame([("t1", -120 + 10 * i, t, x, f"toolu_{i}") for i, (t, x) in enumerate(a)]
+                        + [("t2", 200 + 10 * i, t, x, None) for i, (t, x) in enumerate(b)])
+    calls = calls_frame([("s1", 0.3 + 10 * i, t, x, f"toolu_{i}") for i, (t, x) in enumerate(a)]
+                        + [("s2", 200.3 + 10 * i, t, x, None) for i, (t, x) in enumerate(b)]
+                        + [("s3", 320.3 + 10 * i, t, x, None) for i, (t, x) in enumerate(b)])
+    res = join_sessions(steps, calls)
+    assert res.assignments() == {"s1": "t1", "s2": "t2", "s3": None}
+    s = res.sessions.set_index("door_session")
+    assert s.loc["s1", "method"] == "meta_id" and s.loc["s2", "status"] == "matched"
+    assert s.loc["s1", "offset_ms"] == pytest.approx(120300.0) and s.loc["s2", "offset_ms"] == pytest.approx(300.0)

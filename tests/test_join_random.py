@@ -79,20 +79,17 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     def key(x):
         return (x["tool"], x["args"] if x["args"] is not None else "{}")
 
-    # clock offset
+    # clock offset: measured on the steps and calls the ids left; the ids' own where those give none
     d_ex = [C[j]["ms"] - S[i]["ms"] for i, j in exact if S[i]["ms"] is not None and C[j]["ms"] is not None
             and C[j]["tool"] is not None]
-    if d_ex:
-        offset = float(np.median(d_ex))
-    else:
-        near, M = [], int(max_offset_s * 1000)
-        if M > 0:
-            for i in s_pool:
-                ds = [C[j]["ms"] - S[i]["ms"] for j in c_args if key(C[j]) == key(S[i])
-                      and abs(C[j]["ms"] - S[i]["ms"]) <= M]
-                if ds:
-                    near.append(min(ds, key=lambda d: (abs(d), d)))
-        offset = float(np.median(near)) if near else 0.0
+    near, M = [], int(max_offset_s * 1000)
+    if M > 0:
+        for i in s_pool:
+            ds = [C[j]["ms"] - S[i]["ms"] for j in c_args if key(C[j]) == key(S[i])
+                  and abs(C[j]["ms"] - S[i]["ms"]) <= M]
+            if ds:
+                near.append(min(ds, key=lambda d: (abs(d), d)))
+    offset = float(np.median(near)) if near else float(np.median(d_ex)) if d_ex else 0.0
     off = int(round(offset))
 
     def within(i, j):

@@ -593,12 +593,12 @@ def _group_median(g: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     return gs[starts], sizes, (lo + hi) / 2
 
 
-def _nearest_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: int) -> float:
+def _nearest_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: int) -> float | None:
     """Median door−transcript offset (ms) from each step's nearest same-key call in ``C`` within
-    ``max_offset_ms`` (of two equally near calls the earlier one); 0.0 when no step has one."""
+    ``max_offset_ms`` (of two equally near calls the earlier one); ``None`` when no step has one."""
     n = len(C.item)
     if not n or not len(key):
-        return 0.0
+        return None
     r = np.searchsorted(C.t_sorted, ms, "left")
     pos = np.searchsorted(C.packed, (key << C.bits) | r, "left")  # first call of the key at or after ms
     nxt = np.minimum(pos, n - 1)
@@ -609,7 +609,7 @@ def _nearest_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms:
     ok_prev = (pos > 0) & (C.keys(prv) == key) & (-d_prev <= max_offset_ms)
     use_prev = ok_prev & (~ok_next | (-d_prev <= d_next))
     d = np.where(use_prev, d_prev, d_next)[ok_prev | ok_next]
-    return float(np.median(d)) if len(d) else 0.0
+    return float(np.median(d)) if len(d) else None
 
 
 def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: np.ndarray,
@@ -789,7 +789,9 @@ def join_sessions(
         min_agreed: a transcript is never assigned with fewer agreeing steps than this (≥ 1).
         max_offset_s: how far apart (seconds) the two clocks may be; the offset is estimated as
             the median difference between each step and its nearest same-tool, same-arguments
-            door call within this range.  ``0`` assumes the clocks agree.
+            door call within this range, among the steps and calls the tool-use ids left unpaired
+            (the ids' own pairs give it only when those give none: another client's transcripts
+            may run on another clock).  ``0`` assumes the clocks agree.
 
     Returns:
         :class:`JoinResult`.
@@ -981,25 +983,29 @@ def join_sessions(
     c_free = c_ok & ~ex_call
     c_tool_idx = np.flatnonzero(c_free & c_noargs)
     c_idx = np.flatnonzero(c_free & ~c_noargs)
-    offset = None
-    if len(ex_si):  # exact pairs measure the offset directly
+    exact_offset = None
+    if len(ex_si):  # exact pairs measure their own transcripts' offset directly
         d = c_ms[ex_ci] - s_ms[ex_si]
         d = d[s_ok[ex_si] & c_ok[ex_ci]]
         if len(d):
-            offset = float(np.median(d))
+            exact_offset = float(np.median(d))
     max_offset_ms = int(max_offset_s * 1000)
     s_args_idx = s_idx[~s_noargs[s_idx]]
     # calls and steps with arguments by (key, time, row)
     C, S = _together(lambda: _KeyTime(c_idx, k_c, c_ms, n_keys),
                      lambda: _KeyTime(s_args_idx, k_s, s_ms, n_keys))
+    # the content match's offset is measured on what it matches: the steps and calls the ids left
+    # (ids pair whatever the clocks say, and another client's transcripts may run on another
+    # clock); the ids' offset only where those give none
+    offset = None
+    if max_offset_ms > 0 and len(s_idx) and len(c_idx):
+        pick = np.arange(len(s_idx))
+        if len(pick) > 20000:
+            pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
+        q = s_idx[pick]
+        offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
     if offset is None:
-        offset = 0.0
-        if max_offset_ms > 0 and len(s_idx) and len(c_idx):
-            pick = np.arange(len(s_idx))
-            if len(pick) > 20000:
-                pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
-            q = s_idx[pick]
-            offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
+        offset = 0.0 if exact_offset is None else exact_offset
     off = int(round(offset))
     # a call whose logged tool-use id differs from the step's may not agree on content
     step_has_id = ~_isna_str(cid_all)
