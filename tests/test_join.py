@@ -414,3 +414,24 @@ def test_tool_use_ids_of_one_client_do_not_set_the_clock_for_the_others():
     s = res.sessions.set_index("door_session")
     assert s.loc["s1", "method"] == "meta_id" and s.loc["s2", "status"] == "matched"
     assert s.loc["s1", "offset_ms"] == pytest.approx(120300.0) and s.loc["s2", "offset_ms"] == pytest.approx(300.0)
+
+
+@pytest.mark.parametrize("skew", [50, -50, 250])
+def test_a_clock_offset_is_found_where_sessions_repeat_the_same_calls_a_minute_apart(skew):
+    """Three agents run the same four calls about a minute apart, each at its own pace; the
+    transcripts' clock is ``skew`` seconds behind the door's.  Each step's *nearest* same-call
+    door call is then often another agent's (a minute minus the skew away), and the median of
+    those nearest differences slid every transcript onto its neighbour's session: two wrong
+    links reported 'matched' with margin 4.  The offset most steps agree on is the skew."""
+    keys = [("list", {"path": "demo/"}), ("read", {"path": "a"}), ("read", {"path": "b"}), ("query", {"sql": "1"})]
+    starts = {"0": 0, "1": 70, "2": 140}
+    gaps = {"0": [0, 7, 19, 26], "1": [0, 12, 15, 30], "2": [0, 5, 20, 24]}
+    st, ca = [], []
+    for k in "012":
+        for g, (tool, args) in zip(gaps[k], keys):
+            st.append((f"t{k}", starts[k] + g - skew, tool, args, None))
+            ca.append((f"s{k}", starts[k] + g + 0.4, tool, args, None))
+    res = join_sessions(steps_frame(st), calls_frame(ca))
+    assert res.assignments() == {"s0": "t0", "s1": "t1", "s2": "t2"}
+    assert res.offset_ms == pytest.approx(skew * 1000 + 400)
+    assert set(res.sessions.status) == {"matched"}

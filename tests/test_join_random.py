@@ -82,14 +82,22 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     # clock offset: measured on the steps and calls the ids left; the ids' own where those give none
     d_ex = [C[j]["ms"] - S[i]["ms"] for i, j in exact if S[i]["ms"] is not None and C[j]["ms"] is not None
             and C[j]["tool"] is not None]
-    near, M = [], int(max_offset_s * 1000)
+    # (every step's differences to its same-key calls within max_offset_s, at most 64 per step,
+    # the nearest in time; the 2 s span holding the most wins, of equal ones the nearest to 0)
+    diffs, M = [], int(max_offset_s * 1000)
     if M > 0:
         for i in s_pool:
-            ds = [C[j]["ms"] - S[i]["ms"] for j in c_args if key(C[j]) == key(S[i])
-                  and abs(C[j]["ms"] - S[i]["ms"]) <= M]
-            if ds:
-                near.append(min(ds, key=lambda d: (abs(d), d)))
-    offset = float(np.median(near)) if near else float(np.median(d_ex)) if d_ex else 0.0
+            ds = sorted(C[j]["ms"] - S[i]["ms"] for j in c_args if key(C[j]) == key(S[i])
+                        and abs(C[j]["ms"] - S[i]["ms"]) <= M)
+            assert len(ds) <= 64  # (small incidents: the cap is not reached)
+            diffs += ds
+    offset = float(np.median(d_ex)) if d_ex else 0.0
+    if diffs:
+        diffs.sort()
+        spans = [[x for x in diffs if d <= x <= d + 2000] for d in diffs]
+        most = max(map(len, spans))
+        full = [sp for sp in spans if len(sp) == most]
+        offset = float(np.median(min(full, key=lambda sp: abs(sp[0] + sp[-1]) / 2)))
     off = int(round(offset))
 
     def within(i, j):

@@ -612,6 +612,47 @@ def _nearest_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms:
     return float(np.median(d)) if len(d) else None
 
 
+#: the width (ms) of the span of step−call differences the clock offset is read from
+_OFFSET_SPAN_MS = 2000
+#: a step with more same-key calls than this within the offset range does not inform the offset
+_OFFSET_CAP = 64
+
+
+def _mode_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: int) -> float | None:
+    """The door−transcript clock offset (ms) most steps agree on, or ``None`` when no step has a
+    same-key call in ``C`` within ``max_offset_ms``.
+
+    Every difference (call time − step time) between a step (``key``, ``ms``: int64 arrays) and a
+    same-key call within ``max_offset_ms`` counts; the :data:`_OFFSET_SPAN_MS` span holding the
+    most differences wins (of equally full ones, the nearest to 0) and the offset is their
+    median.  Not each step's *nearest* call: where agents repeat the same calls a minute apart,
+    a step's nearest call is often another agent's, and the median of those slides every
+    transcript onto a neighbour's session; the true offset lines up every step with its own
+    call.  Steps with more than :data:`_OFFSET_CAP` such calls (a call every client makes all the
+    time) tell little and cost much: they are left out, unless every step has that many, when
+    :func:`_nearest_offset` decides.
+    """
+    if not len(C.item) or not len(key):
+        return None
+    lo, hi = C.ranges(key, ms - max_offset_ms, ms + max_offset_ms)
+    few = hi - lo <= _OFFSET_CAP
+    if not few.any():  # only calls every client makes all the time: the nearest must do
+        return _nearest_offset(C, key, ms, max_offset_ms)
+    r, c = _expand(lo[few], hi[few])
+    if not len(r):
+        return None
+    ms = ms[few]
+    d = C.times(c)
+    d -= ms[r]
+    d.sort()
+    end = np.searchsorted(d, d + _OFFSET_SPAN_MS, "right")
+    full = end - np.arange(len(d))
+    cand = np.flatnonzero(full == full.max())
+    mid = (d[cand] + d[end[cand] - 1]) / 2
+    i = int(cand[np.argmin(np.abs(mid))])
+    return float(np.median(d[i:end[i]]))
+
+
 def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: np.ndarray,
                   s_codes: np.ndarray, n_sx: int, veto=None) -> tuple[np.ndarray, np.ndarray]:
     """Content agreement of the steps in ``S`` with the calls in ``C``: equal key,
@@ -787,11 +828,12 @@ def join_sessions(
         calls: a :data:`~replaybook.frames.CALLS` frame.
         window_s: agreement window in seconds (> 0), applied after the clock offset.
         min_agreed: a transcript is never assigned with fewer agreeing steps than this (≥ 1).
-        max_offset_s: how far apart (seconds) the two clocks may be; the offset is estimated as
-            the median difference between each step and its nearest same-tool, same-arguments
-            door call within this range, among the steps and calls the tool-use ids left unpaired
-            (the ids' own pairs give it only when those give none: another client's transcripts
-            may run on another clock).  ``0`` assumes the clocks agree.
+        max_offset_s: how far apart (seconds) the two clocks may be; the offset is estimated
+            from the differences between steps and same-tool, same-arguments door calls within
+            this range, as the one most steps agree on (:func:`_mode_offset`), among the steps
+            and calls the tool-use ids left unpaired (the ids' own pairs give it only when those
+            give none: another client's transcripts may run on another clock).  ``0`` assumes
+            the clocks agree.
 
     Returns:
         :class:`JoinResult`.
@@ -1003,7 +1045,7 @@ def join_sessions(
         if len(pick) > 20000:
             pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
         q = s_idx[pick]
-        offset = _nearest_offset(C, k_s[q], s_ms[q], max_offset_ms)
+        offset = _mode_offset(C, k_s[q], s_ms[q], max_offset_ms)
     if offset is None:
         offset = 0.0 if exact_offset is None else exact_offset
     off = int(round(offset))
