@@ -82,10 +82,11 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     # clock offset: measured on the steps and calls the ids left; the ids' own where those give none
     d_ex = [C[j]["ms"] - S[i]["ms"] for i, j in exact if S[i]["ms"] is not None and C[j]["ms"] is not None
             and C[j]["tool"] is not None]
-    # (every step's differences to its same-key calls within max_offset_s, at most 64 per step,
-    # the nearest in time; the 2 s span holding the most wins, of equal ones the nearest to 0)
+    # (every step's differences to its same-key calls within max_offset_s + the window, 64 at
+    # most; the 2 s span holding the most wins, of equal ones the nearest to 0)
     diffs, M = [], int(max_offset_s * 1000)
     if M > 0:
+        M += W  # (a call's latency on top of the clocks' difference)
         for i in s_pool:
             ds = sorted(C[j]["ms"] - S[i]["ms"] for j in c_args if key(C[j]) == key(S[i])
                         and abs(C[j]["ms"] - S[i]["ms"]) <= M)

@@ -830,7 +830,8 @@ def join_sessions(
         min_agreed: a transcript is never assigned with fewer agreeing steps than this (≥ 1).
         max_offset_s: how far apart (seconds) the two clocks may be; the offset is estimated
             from the differences between steps and same-tool, same-arguments door calls within
-            this range, as the one most steps agree on (:func:`_mode_offset`), among the steps
+            this range plus ``window_s`` (a call's own latency comes on top of the clocks'
+            difference), as the one most steps agree on (:func:`_mode_offset`), among the steps
             and calls the tool-use ids left unpaired (the ids' own pairs give it only when those
             give none: another client's transcripts may run on another clock).  ``0`` assumes
             the clocks agree.
@@ -1045,7 +1046,8 @@ def join_sessions(
         if len(pick) > 20000:
             pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
         q = s_idx[pick]
-        offset = _mode_offset(C, k_s[q], s_ms[q], max_offset_ms)
+        # (clocks up to max_offset apart, and each call up to a window after or before its step)
+        offset = _mode_offset(C, k_s[q], s_ms[q], max_offset_ms + window_ms)
     if offset is None:
         offset = 0.0 if exact_offset is None else exact_offset
     off = int(round(offset))
