@@ -453,3 +453,27 @@ def test_clocks_the_full_max_offset_apart_are_found_with_the_calls_latency_on_to
     assert (res.scores.loc[res.scores.agreed == 4, "median_abs_delta_ms"] == 0).all()
     # (the clocks may not be further apart than asked)
     assert join_sessions(steps, calls, max_offset_s=200).assignments() == {"s1": None, "s2": None}
+
+
+def test_a_call_paired_by_its_id_but_naming_other_arguments_is_reported():
+    """The transcript was edited after the fact: its third step now reads a harmless file, where
+    the door logged (with that step's own tool-use id) a read of reference/.env.  The id decides
+    the link, but the session had read 'Certain (by tool-use id)' with nothing to say that the
+    two records disagree on what was called."""
+    from replaybook.report.sections import confidence_sentence
+
+    door_saw = [("list", {"path": "demo/"}), ("read", {"path": "demo/a"}), ("read", {"path": "reference/.env"})]
+    transcript_says = door_saw[:2] + [("read", {"path": "demo/readme.txt"})]
+    steps = steps_frame([("t1", 10 * i, t, a, f"toolu_{i}") for i, (t, a) in enumerate(transcript_says)])
+    calls = calls_frame([("s1", 10 * i + 0.3, t, a, f"toolu_{i}") for i, (t, a) in enumerate(door_saw)])
+    res = join_sessions(steps, calls)
+    row = res.sessions.iloc[0]
+    assert (row.transcript_id, int(row.agreed), row.method) == ("t1", 3, "meta_id")
+    assert int(row.id_mismatches) == 1 and int(row.id_conflicts) == 0
+    text = confidence_sentence(row.to_dict(), 60)
+    assert "Certain" not in text and "Disputed" in text and "other arguments" in text
+    # another tool under the step's id is a mismatch too; a call logged without arguments is not
+    calls.loc[2, "tool"] = "delete"
+    assert int(join_sessions(steps, calls).sessions.iloc[0].id_mismatches) == 1
+    calls.loc[2, "tool"], calls.loc[2, "args_key"] = "read", None
+    assert int(join_sessions(steps, calls).sessions.iloc[0].id_mismatches) == 0

@@ -464,6 +464,13 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                 click.echo(f"warning: door session {ds}: {n} door call{'' if n == 1 else 's'} logged a different "
                            "tool-use id from the transcript step it agrees with (not counted): an edited or "
                            "copied transcript, or another client's call, would look like this", err=True)
+        im = res.sessions["id_mismatches"].fillna(0).astype(int)
+        for ds, n in zip(res.sessions["door_session"], im):
+            if n:
+                click.echo(f"warning: door session {ds}: {n} door call{'' if n == 1 else 's'} paired by the client's "
+                           "tool-use id named another tool or other arguments than the transcript step with that "
+                           "id (counted: the id decides): an edited transcript or door log would look like this",
+                           err=True)
     from .join import untimed_note
 
     note = untimed_note(steps, calls_f)

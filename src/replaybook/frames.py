@@ -342,6 +342,9 @@ SESSIONS = FrameSpec(
         ("id_conflicts", "Int64", "door calls that agree with a tool call of the assigned transcript on tool, "
                                   "arguments and time but logged a different tool-use id from the step's: not "
                                   "counted as agreeing (an edited or copied transcript, another client)"),
+        ("id_mismatches", "Int64", "door calls paired with a tool call of the assigned transcript by its own "
+                                   "tool-use id whose tool or arguments differ from the step's: counted (the id "
+                                   "decides), but the transcript or the door's log does not say what was called"),
     ),
     "One row per door session with the join's verdict: which transcript, how sure, what is left over.",
 )

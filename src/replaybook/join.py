@@ -1211,6 +1211,13 @@ def join_sessions(
         mine = assign_arr[s_codes[v_ci]] == t_codes[v_si]
         v_ci = np.unique(v_ci[mine])
         id_conflicts = np.bincount(s_codes[v_ci], minlength=n_s)[:n_s]
+    # calls paired with their step by its own tool-use id that name another tool or other arguments
+    # (where both sides logged them): the id decides, but the transcript or the log was changed
+    on_id = p_how == HOW_META
+    m_si_, m_ci_ = p_si[on_id], p_ci[on_id]
+    other_tool = (tool_c[m_ci_] >= 0) & (tool_s[m_si_] != tool_c[m_ci_])
+    other_args = ~s_noargs[m_si_] & ~c_noargs[m_ci_] & (k_s[m_si_] != k_c[m_ci_])
+    id_mismatches = np.bincount(p_s[on_id][other_tool | other_args], minlength=n_s)[:n_s]
     tool_steps_t = np.bincount(t_codes[door_bound & (t_codes >= 0)], minlength=n_t)
     unmatched_t = np.bincount(t_codes[unmatched_mask], minlength=n_t)
     r_t, r_agreed = _runners_up(sc_s, sc_t, agreed, med, assign_arr)
@@ -1245,6 +1252,7 @@ def join_sessions(
         "unmatched_steps": int_na(unmatched_t[tcode] if n_t else np.zeros(n_s, np.int64), has_t),
         "method": np.where(has_t, _METHODS[how_bits], None),
         "id_conflicts": int_na(id_conflicts, has_t),
+        "id_mismatches": int_na(id_mismatches, has_t),
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)

@@ -327,7 +327,7 @@ def header(
     section, and the objects among them the door had refused the agent, of the objects the agent reached that look like copies of one dataset but hold
     different data (``disagreements``: :attr:`ReachedObjects.disagreements`), linked to that
     section, from the join's ``sessions`` frame (``SESSIONS``) the door calls whose logged tool-use
-    id contradicts the transcript (``id_conflicts``, linked to the sessions) and the residual
+    id contradicts the transcript (``id_conflicts``, ``id_mismatches``, linked to the sessions) and the residual
     counts (``unclaimed_calls``, ``unmatched_steps``, linked to the residuals), and the
     manifest's ``description``."""
     when = generated_at or datetime.now(timezone.utc)
@@ -377,6 +377,11 @@ def header(
             facts.append(f'<strong><a href="#sessions">{_count(ic, "door call")} logged a different tool-use id '
                          "from the transcript step it agrees with</a></strong>: an edited or copied transcript, or "
                          "another client's call, would look like this")
+        im = total("id_mismatches")
+        if im:  # the same tamper signal, the other way round
+            facts.append(f'<strong><a href="#sessions">{_count(im, "door call")} paired by the client\'s tool-use id '
+                         f"{'names' if im == 1 else 'name'} another tool or other arguments than the transcript "
+                         "step with that id</a></strong>: an edited transcript or door log would look like this")
         uc, us = total("unclaimed_calls"), total("unmatched_steps")
         if uc or us:
             parts = ([f"{_count(uc, 'door call')} no transcript step claims"] if uc else []) + \
@@ -436,10 +441,16 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     compared = "tool" if tool_time_only else "tool and canonical arguments"
     ic = row.get("id_conflicts")
     n_ic = 0 if _isna(ic) else int(ic)
+    im = row.get("id_mismatches")
+    n_im = 0 if _isna(im) else int(im)
     if n_ic:  # a logged tool-use id contradicts the transcript: no level of confidence holds
         level = f"Disputed: {_count(n_ic, 'tool-use id')} {'contradicts' if n_ic == 1 else 'contradict'} the link"
         how = ("for some calls the door logged the client's own tool-use ids, and they match the transcript's"
                if "meta_id" in method else f"same {compared}, at times{within}")
+    elif n_im:  # the ids prove the link, but the two records disagree on what was called
+        level = (f"Disputed: {_count(n_im, 'door call')} with the transcript's own tool-use "
+                 f"{'id names' if n_im == 1 else 'ids name'} another tool or other arguments")
+        how = "the door logged the client's own tool-use ids, and they match the transcript's"
     elif "meta_id" in method:
         level = "Certain (by tool-use id)"  # above "High confidence": the ids prove the link
         how = ("the door logged the client's own tool-use ids, and they match the transcript's"
@@ -471,6 +482,10 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     elif "tool_time" in method:
         s += ("; some calls agree on tool and time only (their gateway logged no arguments), which is "
               "weaker evidence")
+    if n_im:
+        s += (f"; but {_count(n_im, 'door call')} paired by tool-use id {'names' if n_im == 1 else 'name'} another "
+              "tool or other arguments than the transcript's step with that id: an edited transcript or door log "
+              "would look like this; compare the two in the conversation")
     if n_ic:
         n = n_ic
         s += (f"; but {_count(n, 'door call')} {'agrees' if n == 1 else 'agree'} with a step of this transcript on "
