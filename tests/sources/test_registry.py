@@ -67,3 +67,40 @@ def test_a_sample_is_judged_once_and_new_bytes_afresh(tmp_path, monkeypatch):
     monkeypatch.setitem(registry._REGISTRY, "door", real)
     f.write_bytes(door)
     assert registry.sniff_file(f)[0] is real and len(calls) == 2
+
+
+def test_verdicts_handed_to_another_process_are_taken_for_the_same_bytes_only(tmp_path, monkeypatch):
+    """`replaybook report` checks every file's list, then its kernel loads them: the kernel takes
+    the verdicts already reached instead of sniffing every file a second time."""
+    import os
+    import subprocess
+    import sys
+
+    door = (ROOT / "data" / "demo" / "door" / "analyst" / "door-20260913T100005-a1.jsonl").read_bytes()
+    same, changed = tmp_path / "same.jsonl", tmp_path / "changed.jsonl"
+    same.write_bytes(door)
+    changed.write_bytes(door)
+    registry._SNIFFED.clear()
+    assert registry.sniff_file(same)[0].name == "door" and registry.sniff_file(changed)[0].name == "door"
+    out = tmp_path / "verdicts.json"
+    assert registry.export_verdicts(out) == 1  # one sample (both files hold the same bytes)
+    changed.write_bytes(b"not a log at all\n")
+    code = ("import sys\nfrom replaybook.sources import registry as r\n"
+            "calls = []\n"
+            "r._load_builtin()\n"
+            "door = r._REGISTRY['door']\n"
+            "orig = door.sniff\n"
+            "object.__setattr__(door, 'sniff', lambda s: calls.append(1) or orig(s))\n"
+            "a = r.sniff_file(sys.argv[1]); b = r.sniff_file(sys.argv[2])\n"
+            "print(a[0].name, a[1], b[0], len(calls))\n")
+    env = dict(os.environ, **{registry.VERDICTS_ENV: str(out)})
+    got = subprocess.run([sys.executable, "-c", code, str(same), str(changed)], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    # same bytes: the verdict handed over (door's sniffer not asked); other bytes: judged afresh
+    assert got == ["door", "0.95", "None", "1"]
+    # a file of verdicts from another set of sources, or not a verdicts file, is ignored
+    doc = out.read_text().replace('"door"', '"door2"', 1)
+    out.write_text(doc)
+    assert registry.import_verdicts(out) == 0
+    out.write_text("{not json")
+    assert registry.import_verdicts(out) == 0

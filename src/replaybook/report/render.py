@@ -160,13 +160,24 @@ def _is_kernel_failure(exc: BaseException) -> bool:
 def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, start_timeout: int) -> None:
     """Run the template with papermill.  The kernel's own log goes to a temporary file, deleted
     afterwards; when the run fails, its last lines are added to the exception's notes
-    (``__notes__``) for the error message."""
+    (``__notes__``) for the error message.  The files this process has sniffed already (the
+    CLI checks every file's list first) are handed to the kernel as verdicts
+    (:func:`~replaybook.sources.registry.export_verdicts`, in a temporary file named by
+    :data:`~replaybook.sources.registry.VERDICTS_ENV`), so it does not sniff them again."""
     import tempfile
+
+    from ..sources import registry
 
     fd, name = tempfile.mkstemp(prefix="replaybook-kernel-", suffix=".log")
     os.close(fd)
     kernel_log = Path(name)
+    fd, name = tempfile.mkstemp(prefix="replaybook-sniffed-", suffix=".json")
+    os.close(fd)
+    verdicts = Path(name)
+    before = os.environ.get(registry.VERDICTS_ENV)
     try:
+        if registry.export_verdicts(verdicts):
+            os.environ[registry.VERDICTS_ENV] = str(verdicts)  # (the kernel inherits this environment)
         _run_papermill(template, out_ipynb, incident, timeout, start_timeout, kernel_log)
     except Exception as exc:
         tail = _tail(kernel_log)
@@ -174,7 +185,12 @@ def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, star
             exc.add_note(f"the kernel's log ended:\n{tail}")
         raise
     finally:
+        if before is None:
+            os.environ.pop(registry.VERDICTS_ENV, None)
+        else:
+            os.environ[registry.VERDICTS_ENV] = before
         kernel_log.unlink(missing_ok=True)
+        verdicts.unlink(missing_ok=True)
 
 
 def _notes(exc: BaseException) -> str:

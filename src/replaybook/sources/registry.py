@@ -10,6 +10,7 @@ confidence between 0 and 1.  Callers pick a loader by name (:func:`get`) or by c
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Callable, Iterable
 from ..errors import InputError
 from ..frames import LoadResult
 
-__all__ = ["Source", "register", "get", "names", "did_you_mean", "sniff_file", "side_file_of", "SNIFF_BYTES"]
+__all__ = ["Source", "register", "get", "names", "did_you_mean", "sniff_file", "side_file_of", "SNIFF_BYTES",
+           "export_verdicts", "import_verdicts", "VERDICTS_ENV"]
 
 #: How much of a file sniffing reads (decompressed), in bytes.
 SNIFF_BYTES = 256 * 1024
@@ -203,3 +205,54 @@ def _load_builtin() -> None:
     for mod in pkgutil.iter_modules(sources.__path__):
         if not mod.name.startswith("_") and mod.name != "registry":
             importlib.import_module(f"{sources.__name__}.{mod.name}")
+    given = os.environ.get(VERDICTS_ENV)
+    if given:
+        import_verdicts(given)
+
+
+#: names a file of verdicts (:func:`export_verdicts`) that this process takes on its first sniff:
+#: ``replaybook report`` sniffs every file to check the manifest's lists, and its kernel would
+#: otherwise sniff them all again
+VERDICTS_ENV = "REPLAYBOOK_SNIFF_VERDICTS"
+
+
+def export_verdicts(path: str | Path) -> int:
+    """Write the verdicts this process reached with every registered source (not those asked
+    of one source) to ``path`` as JSON: ``{"sources": [names], "verdicts": [[BLAKE2b hex of the
+    bytes judged, source name or null, score], ...]}``.  Returns how many.
+
+    Raises:
+        OSError: ``path`` cannot be written.
+    """
+    import json
+
+    _load_builtin()
+    judges = tuple(_REGISTRY.values())
+    rows = [[k[0].hex(), None if v[1] is None else v[1].name, v[2]] for k, v in _SNIFFED.items()
+            if k[1] and len(v[0]) == len(judges) and all(a is b for a, b in zip(v[0], judges))]
+    Path(path).write_text(json.dumps({"sources": [s.name for s in judges], "verdicts": rows}), "utf-8")
+    return len(rows)
+
+
+def import_verdicts(path: str | Path) -> int:
+    """Take the verdicts :func:`export_verdicts` wrote (by the digest of the bytes judged, so a
+    file changed since is judged afresh), when they were reached by sources of the same names,
+    in the same order, as this process has; otherwise none.  Returns how many were taken.  An
+    unreadable or malformed file is ignored: every file is then judged here."""
+    import json
+
+    try:
+        doc = json.loads(Path(path).read_text("utf-8"))
+        judges = tuple(_REGISTRY.values())
+        if doc.get("sources") != [s.name for s in judges]:
+            return 0
+        taken = 0
+        for digest, name, score in doc["verdicts"]:
+            if name is not None and name not in _REGISTRY:
+                continue
+            _SNIFFED[(bytes.fromhex(digest), True)] = (judges, None if name is None else _REGISTRY[name],
+                                                       float(score))
+            taken += 1
+        return taken
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return 0
