@@ -723,3 +723,35 @@ def test_a_set_aside_door_line_is_marked_in_its_sessions_table(tmp_path):
     assert "set aside" in marker
     assert any(c.startswith("line 3 of door-20260913T100005-a1.jsonl was set aside (invalid)") for c in marker)
     assert "4 calls, agent analyst" in sess  # the count stays the calls'
+
+
+def test_an_incident_of_many_sessions_shows_max_sessions_in_full_and_lists_the_rest():
+    """2,620 door sessions wrote 114 MB of call tables: a report no browser opens, whose HTML
+    conversion ran for over ten minutes.  Sessions with a refusal come first."""
+    rows = [dict(door_session=f"d{i:02d}", agent="a", seq=k, ts=s(i * 10 + k), tool="read_object",
+                 args_key='{"path":"x"}', object="x", decision="deny" if (i, k) == (7, 2) else "allow", rule="r")
+            for i in range(12) for k in (1, 2)]
+    calls = CALLS.build(rows)
+    h = S.all_session_calls(calls, None, None, max_sessions=5)
+    shown = re.findall(r"<h3[^>]*>Door session (d\d\d)</h3>", h)
+    assert shown == ["d07", "d00", "d01", "d02", "d03"]
+    rest = h[h.index("7 more door sessions, not shown call by call"):]
+    cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rest)]
+    assert cells[:6] == ["d04", "a", "2", "0", "2026-09-13 10:00:41.000Z", "2026-09-13 10:00:42.000Z"]
+    assert [c for c in cells if re.fullmatch(r"d\d\d", c)] == ["d04", "d05", "d06", "d08", "d09", "d10", "d11"]
+
+
+def test_conversations_past_max_sessions_are_named_not_drawn():
+    from replaybook.join import join_sessions
+
+    steps = STEPS.build([dict(transcript_id=f"t{i}", seq=0, ts=s(i * 100), kind="tool_call", tool="read_object",
+                              tool_raw="mcp__door__read_object", args_key=f'{{"path":"p{i}"}}', call_id=f"toolu_{i}")
+                         for i in range(4)])
+    calls = CALLS.build([dict(door_session=f"d{i}", agent="a", seq=1, ts=s(i * 100 + 0.3), tool="read_object",
+                              args_key=f'{{"path":"p{i}"}}', object=f"p{i}",
+                              decision="deny" if i == 2 else "allow", rule="r") for i in range(4)])
+    res = join_sessions(steps, calls)
+    h = S.conversations(steps, calls, res, max_sessions=2)
+    assert re.findall(r"<h3[^>]*>Door session (d\d) · transcript", h) == ["d2", "d0"]
+    assert ("2 more conversations not shown here (this report shows 2, sessions with a refused call first): "
+            "door sessions d1, d3.") in h

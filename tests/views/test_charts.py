@@ -373,3 +373,25 @@ def test_marks_are_described_for_screen_readers_in_words(small):
     calc = [t["calculate"] for t in layer_of(spec, "call")["transform"] if t.get("as") == "desc"]
     assert calc and calc[0].endswith("' at ' + datum.when")  # (when: UTC text ending in Z)
     assert layer_of(spec, "pair")["mark"]["aria"] is False
+
+
+def test_thousands_of_sessions_draw_at_most_max_groups_rows_refused_first():
+    """2,620 door sessions drew 2,620 facet rows: a 32 MB report section no browser opens.  The
+    first rows go to the sessions with a refusal; the rest share one last row, and say so."""
+    n = 300
+    calls = CALLS.build(pd.DataFrame({
+        "door_session": [f"s{i:03d}" for i in range(n)], "seq": 1,
+        "ts": T0 + pd.to_timedelta(np.arange(n) * 10.0, unit="s"), "tool": "read_object",
+        "args_key": "{}", "object": "/d/x", "decision": ["deny" if i in (250, 260) else "allow" for i in range(n)],
+        "rule": "r", "rows": 1, "bytes": 10}))
+    spec = timeline(STEPS.empty(), calls, None, max_groups=10).to_dict()
+    rows = spec["facet"]["sort"]
+    assert len(rows) == 10
+    # the two sessions with a refusal have rows of their own, then the earliest; in time order
+    assert rows == ([f"door session s{i:03d} (no transcript)" for i in (0, 1, 2, 3, 4, 5, 6, 250, 260)]
+                    + [charts.MERGED_GROUP])
+    merged = [v for v in values(spec, "call") if v["group"] == charts.MERGED_GROUP]
+    assert len(merged) == n - 9
+    assert any("291 door sessions and transcripts are drawn together in the last row" in x
+               for x in spec["title"]["subtitle"])
+    assert len(json.dumps(spec)) < 300_000

@@ -725,15 +725,35 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
                     level=3)
 
 
+#: door sessions (and conversations) a report shows in full; the others are listed by name, so
+#: an incident of thousands of sessions stays a page a browser opens
+MAX_SESSIONS = 50
+
+
 def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions: pd.DataFrame | None = None, *,
                       steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS,
-                      quarantine: pd.DataFrame | None = None) -> str:
+                      quarantine: pd.DataFrame | None = None, max_sessions: int = MAX_SESSIONS) -> str:
     """:func:`session_calls` for every door session (in ``sessions`` order when given), each with
-    the lines of its files ``quarantine`` set aside."""
+    the lines of its files ``quarantine`` set aside.  Above ``max_sessions`` sessions, those with
+    a refused call or a transcript come first, the first ``max_sessions`` are shown in full and
+    the others in one table (session, agent, calls, refused, first and last call, UTC)."""
     if sessions is not None and len(sessions):
         order = list(sessions["door_session"])
     else:
         order = list(pd.unique(calls.sort_values("ts")["door_session"].dropna()))
+    rest = pd.DataFrame()
+    if len(order) > max_sessions:
+        refused = set(calls.loc[calls["decision"] == "deny", "door_session"].dropna().astype(str))
+        linked = (set(sessions.loc[sessions["transcript_id"].notna(), "door_session"].astype(str))
+                  if sessions is not None and len(sessions) else set())
+        order = sorted(order, key=lambda s: (str(s) not in refused, str(s) not in linked))  # (stable)
+        order, more = order[:max_sessions], order[max_sessions:]
+        c = calls[calls["door_session"].isin(more)]
+        rest = (c.assign(refused=c["decision"].eq("deny"))
+                .groupby("door_session", sort=False)
+                .agg(agent=("agent", "first"), calls=("seq", "size"), refused=("refused", "sum"),
+                     first=("ts", "min"), last=("ts", "max"))
+                .reindex(more).reset_index())
     parts = [session_calls(calls, pairs, s, steps=steps, max_rows=max_rows, quarantine=quarantine) for s in order]
     intro = ("<p>Per door session, every call in the door's order: what it reached (object), what the door "
              "decided and returned, the transcript tool call the join matched it to and what the agent got back, "
@@ -741,6 +761,16 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
              "highlighted.</p>")
     if not parts:
         intro += '<p class="rb-note">No door calls.</p>'
+    if len(rest):
+        parts.append(_section(
+            f"{_count(len(rest), 'more door session')}, not shown call by call",
+            f"<p>This report shows {max_sessions} sessions call by call (those with a refused call or a "
+            "transcript first). The calls of these are in the workbook's session view, and in "
+            "<code>replaybook load calls</code>.</p>"
+            + table(rest, [("door_session", "door session", "code"), ("agent", "agent", "code"),
+                           ("calls", "calls", "num"), ("refused", "refused", "num"),
+                           ("first", "first call (UTC)", "ts"), ("last", "last call (UTC)", "ts")],
+                    max_rows=max_rows), level=3))
     return _section("What each call reached", intro + "".join(parts), anchor="calls")
 
 
@@ -753,7 +783,8 @@ def _who(role: str, agent_id: Any) -> str:
 
 
 def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_rows: int = MAX_ROWS,
-                  limit: int = 400, quarantine: pd.DataFrame | None = None) -> str:
+                  limit: int = 400, quarantine: pd.DataFrame | None = None,
+                  max_sessions: int = MAX_SESSIONS) -> str:
     """Per door session with a transcript, the conversation in the order the agent lived it
     (:func:`replaybook.views.session.conversation`): each prompt, each model request with its
     text (cut to ``limit`` characters), each tool call with what the door decided and reached
@@ -762,7 +793,9 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
     ``quarantine`` (:data:`~replaybook.frames.QUARANTINE`, ``source_file`` as the loaders wrote
     it, as in ``steps``: :attr:`replaybook.Incident.loaded_quarantine`) set aside is a row of its own where
     the line stood (before the first step read from a later line of that file): a reader of the
-    conversation sees that something is missing there.  Empty when no session has a transcript."""
+    conversation sees that something is missing there.  At most ``max_sessions`` conversations
+    (sessions with a refused call first); the others are named.  Empty when no session has a
+    transcript."""
     from ..views.session import conversation
 
     if join is None or not len(join.sessions):
@@ -776,9 +809,14 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                    zip(tc["transcript_id"], tc["seq"], tc["result_text"], tc["is_error"], tc["args_key"])
                    if not _isna(q)}
     parts = []
-    for r in join.sessions.to_dict("records"):
-        if _isna(r.get("transcript_id")):
-            continue
+    linked = [r for r in join.sessions.to_dict("records") if not _isna(r.get("transcript_id"))]
+    skipped: list[str] = []
+    if len(linked) > max_sessions:
+        refused = set(calls.loc[calls["decision"] == "deny", "door_session"].dropna().astype(str))
+        linked = sorted(linked, key=lambda r: str(r["door_session"]) not in refused)  # (stable)
+        skipped = [str(r["door_session"]) for r in linked[max_sessions:]]
+        linked = linked[:max_sessions]
+    for r in linked:
         conv = conversation(steps, calls, join, r["door_session"])
         if conv is None or not len(conv):
             continue
@@ -816,6 +854,11 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                               level=3))
     if not parts:
         return _NO_CONVERSATION.format(title="The conversation, in order", anchor="conversation")
+    if skipped:
+        parts.append(f'<p class="rb-note">{_count(len(skipped), "more conversation")} not shown here (this report '
+                     f"shows {max_sessions}, sessions with a refused call first): door sessions "
+                     + esc(", ".join(skipped[:200])) + (f" and {len(skipped) - 200:,} more" if len(skipped) > 200 else "")
+                     + ". The workbook's session view shows any of them.</p>")
     intro = ("<p>What each agent was asked, what it said, what it called and what it got back, in the order it "
              "happened, from its transcript; beside each tool call, what the door decided and reached (<b>step</b> "
              "is the transcript's step number, as in the tables below; <b>#N</b> beside what the door reached is "

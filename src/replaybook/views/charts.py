@@ -34,6 +34,10 @@ __all__ = ["timeline", "chart_html", "LANES", "CATEGORY_COLORS", "MAX_MARKS"]
 
 #: Default ceiling on individually drawn events before the timeline aggregates.
 MAX_MARKS = 5000
+#: rows (facets) a timeline draws at most; see :func:`timeline`'s ``max_groups``
+MAX_GROUPS = 40
+#: the row the groups beyond ``max_groups`` are drawn in
+MERGED_GROUP = "other door sessions and transcripts, drawn together"
 
 #: Lane labels, top to bottom, within each facet row.
 LANES = ("user prompt", "model request", "tool call", "door", "storage")
@@ -99,6 +103,21 @@ def _assignment(pairs: pd.DataFrame | None) -> dict[str, str]:
     counts = p.groupby(["transcript_id", "door_session"], observed=True).size().reset_index(name="n")
     counts = counts.sort_values(["transcript_id", "n"], ascending=[True, False])
     return {str(r.transcript_id): str(r.door_session) for r in counts.drop_duplicates("transcript_id").itertuples()}
+
+
+def _merge_groups(events: pd.DataFrame, pr: pd.DataFrame, max_groups: int) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """``events`` and pair lines ``pr`` with every group past the first ``max_groups - 1``
+    (:data:`UNEXPLAINED_GROUP`, then groups with a refusal, then by first event) relabelled
+    :data:`MERGED_GROUP`; and how many groups were merged."""
+    first = events.groupby("group")["t"].min()
+    refused = set(events.loc[events["layer"] == "refused", "group"])
+    order = sorted(first.index, key=lambda g: (g != UNEXPLAINED_GROUP, g not in refused, first[g], g))
+    keep = set(order[:max_groups - 1])
+    merged = len(order) - len(keep)
+    events = events.assign(group=events["group"].where(events["group"].isin(keep), MERGED_GROUP))
+    if not pr.empty:
+        pr = pr.assign(group=pr["group"].where(pr["group"].isin(keep), MERGED_GROUP))
+    return events, pr, merged
 
 
 def _group_labels(steps: pd.DataFrame, calls: pd.DataFrame, assign: dict[str, str]) -> tuple[dict, dict]:
@@ -360,6 +379,7 @@ def timeline(
     access_links: pd.DataFrame | None = None,
     max_marks: int = MAX_MARKS,
     width: int = 760,
+    max_groups: int = MAX_GROUPS,
 ) -> alt.FacetChart | alt.Chart:
     """Transcript-vs-door timeline: what the agent did beside what the door decided.
 
@@ -388,6 +408,10 @@ def timeline(
             drawn individually, pair lines only when refused + pairs ≤ ``max_marks``.  The
             title then says "aggregated".
         width: plot width in pixels.
+        max_groups: at most this many rows (door sessions and transcripts): above it, the
+            storage row no door call explains and the groups with a refused call or storage
+            refusal come first, by their first event, and all groups past ``max_groups - 1`` are
+            drawn together in one last row (:data:`MERGED_GROUP`); the subtitle says how many.
 
     Returns:
         An Altair chart: a facet (``row`` = session group) of a layer chart.  Layers, in order
@@ -418,6 +442,10 @@ def timeline(
         pr = pd.concat([pr, al], ignore_index=True) if not pr.empty else al
     events = pd.concat([x for x in (st, ca, ac) if not x.empty], ignore_index=True) if any(
         not x.empty for x in (st, ca, ac)) else pd.DataFrame()
+
+    n_merged = 0
+    if not events.empty and events["group"].nunique() > max_groups:
+        events, pr, n_merged = _merge_groups(events, pr, max_groups)
 
     n_steps_nat = int(steps["kind"].isin(list(_KIND_LANE)).sum() - len(st)) if len(steps) else 0
     n_calls_nat = int(len(calls) - len(ca)) if len(calls) else 0
@@ -465,6 +493,9 @@ def timeline(
         events = refused
     if n_steps_nat or n_calls_nat:
         subtitle.append(f"not drawn (no timestamp): {n_steps_nat} transcript events, {n_calls_nat} door calls")
+    if n_merged:
+        subtitle.append(f"{n_merged:,} door sessions and transcripts are drawn together in the last row "
+                        f"(a row each for {max_groups - 1}: those with a refused call first)")
 
     data = pd.concat([x for x in (bins, events, pr) if not x.empty], ignore_index=True)
     values = _records(data)
@@ -559,7 +590,7 @@ def timeline(
     layers[0] = layers[0].add_params(zoom)
 
     first = data.groupby("group")["t"].min()
-    groups = sorted(first.index, key=lambda g: (g != UNEXPLAINED_GROUP, g.startswith("transcript "),
+    groups = sorted(first.index, key=lambda g: (g != UNEXPLAINED_GROUP, g == MERGED_GROUP, g.startswith("transcript "),
                                                  first[g], g))
     inner = alt.layer(*layers).properties(width=width, height=alt.Step(22))
     chart = (
