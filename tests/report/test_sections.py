@@ -71,8 +71,8 @@ def test_table_escapes_every_cell():
     df = pd.DataFrame({"a": [XSS, None], "n": [1234567, None]})
     h = S.table(df, [("a", "A <b>", "code"), ("n", "n", "num")])
     no_raw_html(h)
-    assert "<wbr>" in h  # a long unbroken text may wrap at its parts; the text itself is unchanged
-    h = h.replace("<wbr>", "")
+    assert "<wbr/>" in h  # a long unbroken text may wrap at its parts; the text itself is unchanged
+    h = h.replace("<wbr/>", "")
     assert "&lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in h
     assert "A &lt;b&gt;" in h and "1,234,567" in h and h.count("—") == 2
 
@@ -248,7 +248,7 @@ def test_refused_calls_show_what_the_agent_was_shown(frames):
     steps, calls, pairs, _ = frames
     h = S.refused_calls(calls, pairs, steps=steps)
     no_raw_html(h)
-    h = h.replace("<wbr>", "")
+    h = h.replace("<wbr/>", "")
     assert "refused 1 call." in h and "toolu_env" in h and "no-dotenv" in h
     row = re.findall(r"<td[^>]*>(.*?)</td>", re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1])
     assert row[8] == "2"  # the matched step, as numbered in the conversation
@@ -259,7 +259,7 @@ def test_refused_calls_show_what_the_agent_was_shown(frames):
 def test_inputs_table_lists_sha256():
     sha = "ab" * 32
     h = S.inputs_table([{"path": "t/<x>.jsonl", "sha256": sha, "bytes": 7023, "lines": 12, "format": "claude-code"}])
-    h = h.replace("<wbr>", "")  # (break opportunities in a long digest are not text)
+    h = h.replace("<wbr/>", "")  # (break opportunities in a long digest are not text)
     assert sha in h and "7,023" in h and "t/&lt;x&gt;.jsonl" in h
 
 
@@ -338,7 +338,7 @@ def test_residuals_name_sessions_a_gateway_did_not_name(frames):
     h = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
                        sessions=synth)
     assert "Door sessions the gateway did not name" in h
-    assert "mcpjungle:claude-code:2026-09-13" in h.replace("<wbr>", "") and "several conversations" in h
+    assert "mcpjungle:claude-code:2026-09-13" in h.replace("<wbr/>", "") and "several conversations" in h
     plain = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
                            sessions=sessions)
     assert "did not name" not in plain
@@ -608,8 +608,8 @@ def test_arguments_a_gateway_logged_but_could_not_compare_are_shown():
                          dict(door_session="g", seq=2, ts=t, tool="list", decision="allow", arguments=None)])
     h = S.refused_calls(calls)
     assert "{&quot;bucket&quot;:&quot;secrets&quot;,&quot;key&quot;:&quot;keys.txt&quot;} (as logged; not compared)" \
-        in re.sub("<wbr>", "", h)
-    h = re.sub("<wbr>", "", S.session_calls(calls, None, "g"))
+        in re.sub("<wbr/>", "", h)
+    h = re.sub("<wbr/>", "", S.session_calls(calls, None, "g"))
     assert "(as logged; not compared)" in h and h.count("(as logged; not compared)") == 1  # none for no arguments
 
 
@@ -622,7 +622,7 @@ def test_arguments_are_shown_as_logged_with_what_the_join_compared():
                               args_key=canonical_args(logged)),
                          dict(door_session="g", seq=2, ts=t, tool="list", decision="allow", arguments={"path": "a"},
                               args_key='{"path":"a"}')])
-    h = re.sub("<wbr>", "", S.session_calls(calls, None, "g"))
+    h = re.sub("<wbr/>", "", S.session_calls(calls, None, "g"))
     assert ("{&quot;sql&quot;:&quot;select 1&quot;,&quot;limit&quot;:1.0} (compared as "
             "{&quot;limit&quot;:1,&quot;sql&quot;:&quot;select 1&quot;})") in h
     assert "<code>{&quot;path&quot;:&quot;a&quot;}</code>" in h  # the same either way: shown once
