@@ -317,7 +317,9 @@ class Incident:
                 if forced is not None and forced.frame != kind:
                     raise ManifestError(f"{key}: format {fmt!r} yields {forced.frame}, not {what}", self.path)
                 elsewhere = []
-                for f in _walk(paths):
+                walked = _walk(paths)
+                registry.prefetch(walked)  # thousands of files: judged by helper processes too
+                for f in walked:
                     try:
                         if f.stat().st_size == 0 or registry.side_file_of(f) is not None:
                             continue

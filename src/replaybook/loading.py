@@ -92,6 +92,7 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
     files = _walk(paths, links)
     groups: dict[str, list[Path]] = {}
     table: list[dict] = [{"path": str(q), "note": _link_note(q)} for q in links]
+    registry.prefetch(files)  # thousands of files: judged by helper processes too
     for f in files:
         try:
             size = f.stat().st_size

@@ -80,10 +80,13 @@ def test_verdicts_handed_to_another_process_are_taken_for_the_same_bytes_only(tm
     same, changed = tmp_path / "same.jsonl", tmp_path / "changed.jsonl"
     same.write_bytes(door)
     changed.write_bytes(door)
-    registry._SNIFFED.clear()
-    assert registry.sniff_file(same)[0].name == "door" and registry.sniff_file(changed)[0].name == "door"
     out = tmp_path / "verdicts.json"
-    assert registry.export_verdicts(out) == 1  # one sample (both files hold the same bytes)
+    # (a fresh process each side: another test may have registered a source of its own here)
+    export = ("import sys\nfrom replaybook.sources import registry as r\n"
+              "print(r.sniff_file(sys.argv[1])[0].name, r.sniff_file(sys.argv[2])[0].name, r.export_verdicts(sys.argv[3]))\n")
+    got = subprocess.run([sys.executable, "-c", export, str(same), str(changed), str(out)], capture_output=True,
+                         text=True, check=True, env={k: v for k, v in os.environ.items() if k != registry.VERDICTS_ENV})
+    assert got.stdout.split() == ["door", "door", "1"]  # one sample (both files hold the same bytes)
     changed.write_bytes(b"not a log at all\n")
     code = ("import sys\nfrom replaybook.sources import registry as r\n"
             "calls = []\n"
@@ -104,3 +107,29 @@ def test_verdicts_handed_to_another_process_are_taken_for_the_same_bytes_only(tm
     assert registry.import_verdicts(out) == 0
     out.write_text("{not json")
     assert registry.import_verdicts(out) == 0
+
+
+def test_prefetch_with_helpers_gives_the_verdicts_sniff_file_gives(tmp_path, monkeypatch):
+    """Thousands of files are judged by helper processes too; the verdicts they hand back are
+    the ones this process reaches, and later sniff_file calls judge nothing again."""
+    monkeypatch.setenv("REPLAYBOOK_LOAD_WORKERS", "1")
+    monkeypatch.setattr(registry, "PREFETCH_MIN", 8)
+    picks = [f for f in FILES if f.suffix in (".jsonl", ".json", ".log", ".gz")][:40]
+    files = []
+    for i, f in enumerate(picks):
+        dst = tmp_path / f"{i:03d}{''.join(f.suffixes)}"
+        dst.write_bytes(f.read_bytes())
+        files.append(dst)
+    (tmp_path / "junk.txt").write_bytes(b"\x00\x01binary" * 50)
+    files.append(tmp_path / "junk.txt")
+    registry._SNIFFED.clear()
+    registry.prefetch(files + [tmp_path / "missing.jsonl"])  # (a file that cannot be read: left to sniff_file)
+    judged = []
+    real = registry._judge
+    monkeypatch.setattr(registry, "_judge", lambda head, judges: judged.append(1) or real(head, judges))
+    for f in files:
+        src, score = registry.sniff_file(f)
+        want = _afresh(f)
+        if want[1] >= 0:
+            assert ((src.name if src else None), score) == want, f
+    assert judged == []  # every verdict came from the prefetch

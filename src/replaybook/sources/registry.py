@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..frames import LoadResult
 
 __all__ = ["Source", "register", "get", "names", "did_you_mean", "sniff_file", "side_file_of", "SNIFF_BYTES",
-           "export_verdicts", "import_verdicts", "VERDICTS_ENV"]
+           "export_verdicts", "import_verdicts", "VERDICTS_ENV", "prefetch"]
 
 #: How much of a file sniffing reads (decompressed), in bytes.
 SNIFF_BYTES = 256 * 1024
@@ -145,8 +145,6 @@ def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | N
     Raises:
         OSError: the file cannot be opened or read.
     """
-    from .._jsonl import GZIP_MAGIC, sniff_memo
-
     _load_builtin()
     with open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES)
@@ -156,6 +154,77 @@ def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | N
     if known is not None and len(known[0]) == len(judges) and all(a is b for a, b in zip(known[0], judges)):
         _SNIFFED.move_to_end(key)
         return known[1], known[2]
+    best, score = _judge(head, judges)
+    _SNIFFED[key] = (judges, best, score)
+    if len(_SNIFFED) > _SNIFFED_MAX:
+        _SNIFFED.popitem(last=False)
+    return best, score
+
+
+#: below this many files not judged yet, :func:`prefetch` judges them in this process alone
+PREFETCH_MIN = 512
+
+
+def prefetch(paths: Iterable[str | Path]) -> None:
+    """Judge the files among ``paths`` whose first bytes were not judged yet, sharing the work
+    with forked helper processes (:mod:`._parallel`: none for fewer than :data:`PREFETCH_MIN`
+    files, or where helpers are off), so that :func:`sniff_file` answers them from memory.
+    The verdicts are those :func:`sniff_file` reaches; files that cannot be read are left for
+    it to say so."""
+    from . import _parallel
+
+    _load_builtin()
+    judges = tuple(_REGISTRY.values())
+    todo = []
+    for p in paths:
+        try:
+            with open(p, "rb") as fh:
+                key = (hashlib.blake2b(fh.read(SNIFF_BYTES), digest_size=20).digest(), True)
+        except OSError:
+            continue
+        known = _SNIFFED.get(key)
+        if known is None or len(known[0]) != len(judges) or any(a is not b for a, b in zip(known[0], judges)):
+            todo.append(p)
+    workers = _parallel.helpers() if len(todo) >= PREFETCH_MIN else 0
+    if not workers:
+        return
+    n = (workers + 1) * 16
+    chunks = [todo[i * len(todo) // n:(i + 1) * len(todo) // n] for i in range(n)]
+
+    def local(chunk) -> bool:
+        for f in chunk:
+            try:
+                sniff_file(f)
+            except OSError:
+                pass
+        return True
+
+    def remote(chunk) -> list:
+        out = []
+        for f in chunk:
+            try:
+                with open(f, "rb") as fh:
+                    head = fh.read(SNIFF_BYTES)
+            except OSError:
+                continue
+            best, score = _judge(head, judges)
+            out.append((hashlib.blake2b(head, digest_size=20).digest(), None if best is None else best.name, score))
+        return out
+
+    def settle(verdicts: list) -> bool:
+        for digest, name, score in verdicts:
+            if name is None or name in _REGISTRY:
+                _SNIFFED[(digest, True)] = (judges, None if name is None else _REGISTRY[name], score)
+        return True
+
+    for _ in _parallel.front_back(chunks, local, remote, workers, settle):
+        pass
+
+
+def _judge(head: bytes, judges: tuple) -> tuple[Source | None, float]:
+    """The best of ``judges`` for a file whose first bytes (:data:`SNIFF_BYTES`) are ``head``."""
+    from .._jsonl import GZIP_MAGIC, sniff_memo
+
     if head[:2] == GZIP_MAGIC:
         import zlib
 
@@ -182,9 +251,6 @@ def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | N
             s = src.sniff(head)
             if s > score:
                 best, score = src, s
-    _SNIFFED[key] = (judges, best, score)
-    if len(_SNIFFED) > _SNIFFED_MAX:
-        _SNIFFED.popitem(last=False)
     return best, score
 
 
