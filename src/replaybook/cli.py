@@ -507,8 +507,18 @@ def _findings_line(f: dict) -> str:
     """The report's findings (``report.sections.findings``) in one line for the terminal."""
     sess = f.get("sessions") or {}
     parts = [f"{_count(sum(sess.values()), 'door session')}"
-             + (f" ({', '.join(f'{v} {k}' for k, v in sorted(sess.items()))})" if sess else ""),
+             + (f" ({', '.join(f'{v:,} {k}' for k, v in sorted(sess.items()))})" if sess else ""),
              f"{_count(f.get('door_calls', 0), 'door call')}, {f.get('refused_calls', 0):,} refused"]
+    for group in f.get("disagreeing_copies") or []:  # the likeliest cause of a wrong figure: up front
+        parts.append(f"{len(group)} files reached look like one dataset but hold different data: "
+                     + ", ".join(group[:4]) + (" …" if len(group) > 4 else ""))
+    uc, us = f.get("unclaimed_calls", 0), f.get("unmatched_steps", 0)
+    if uc or us:
+        parts.append("left unpaired by the join: " + " and ".join(
+            x for x in (_count(uc, "door call") + " no step claims" if uc else "",
+                        _count(us, "door-bound tool call") + " with no door call" if us else "") if x))
+    if f.get("far_pairs"):
+        parts.append(f"{_count(f['far_pairs'], 'agreeing pair')} more than 5 s off its session's clock offset")
     lines, files = f.get("set_aside_lines", 0), f.get("set_aside_files", 0)
     if lines or files:
         parts.append(" and ".join(x for x in (_count(lines, "line") if lines else "",

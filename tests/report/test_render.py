@@ -218,7 +218,9 @@ def test_demo_report_renders(rendered_demo):
     # the findings the CLI prints, read back from the executed notebook (and not in the HTML)
     assert out["findings"] == {"sessions": {"matched": 2}, "door_calls": 9, "refused_calls": 1,
                                "set_aside_lines": 0, "set_aside_files": 0, "unread_files": 0,
-                               "unexplained_storage": 2, "refused_then_reached": ["s3://acme-data/reference/.env"]}
+                               "unexplained_storage": 2, "refused_then_reached": ["s3://acme-data/reference/.env"],
+                               "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,
+                               "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]]}
     assert "vnd.replaybook" not in html
     nb = json.loads(read(out["ipynb"]))
     assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"

@@ -755,3 +755,26 @@ def test_conversations_past_max_sessions_are_named_not_drawn():
     assert re.findall(r"<h3[^>]*>Door session (d\d) · transcript", h) == ["d2", "d0"]
     assert ("2 more conversations not shown here (this report shows 2, sessions with a refused call first): "
             "door sessions d1, d3.") in h
+
+
+def test_many_sessions_put_the_transcripts_sessions_first_and_fold_the_lonely_ones():
+    """At 3,000 door sessions the one session matched to a transcript was not shown call by call
+    (49 refused door-only sessions went first), and "How sure is each link?" had 3,002 lines."""
+    rows = [dict(door_session=f"d{i:03d}", agent="a", seq=1, ts=s(i), tool="read_object", args_key="{}",
+                 object="x", decision="deny" if i % 2 else "allow", rule="r") for i in range(300)]
+    calls = CALLS.build(rows)
+    sessions = SESSIONS.build([dict(door_session=f"d{i:03d}", agent="a", start=s(i), end=s(i), calls=1,
+                                    refused=i % 2, transcript_id="t" if i == 250 else pd.NA,
+                                    agreed=1 if i == 250 else 0, transcript_tool_steps=1 if i == 250 else pd.NA,
+                                    share=1.0 if i == 250 else float("nan"), runner_up=pd.NA, runner_up_agreed=pd.NA,
+                                    margin=1.0 if i == 250 else float("nan"), status="matched" if i == 250 else "unmatched",
+                                    offset_ms=float("nan"), unclaimed_calls=0, unmatched_steps=0, method="content")
+                               for i in range(300)])
+    h = S.all_session_calls(calls, None, sessions, max_sessions=3)
+    assert re.findall(r"<h3[^>]*>Door session (d\d+)</h3>", h) == ["d250", "d001", "d003"]
+    j = S.join_summary(sessions, 60)
+    sure = re.sub("<[^>]+>", "", j[j.index("How sure is each link?"):])
+    assert sure.count("door session") < 30
+    assert ("299 door sessions agree with no transcript step at all (unmatched): d000, d001, d002, d003, d004, "
+            "d005, d006, d007, d008, d009, d010, d011, d012, d013, d014, d015, d016, d017, d018, d019 and 279 more.") \
+        in sure

@@ -395,3 +395,20 @@ def test_thousands_of_sessions_draw_at_most_max_groups_rows_refused_first():
     assert any("291 door sessions and transcripts are drawn together in the last row" in x
                for x in spec["title"]["subtitle"])
     assert len(json.dumps(spec)) < 300_000
+
+
+def test_a_transcripts_session_keeps_its_row_before_refused_door_only_sessions():
+    n = 60
+    calls = CALLS.build(pd.DataFrame({
+        "door_session": [f"s{i:03d}" for i in range(n)], "seq": 1,
+        "ts": T0 + pd.to_timedelta(np.arange(n) * 10.0, unit="s"), "tool": "read_object",
+        "args_key": "{}", "object": "/d/x", "decision": ["deny" if i < 40 else "allow" for i in range(n)],
+        "rule": "r", "rows": 1, "bytes": 10}))
+    steps = STEPS.build([dict(transcript_id="t1", seq=0, ts=T0 + pd.Timedelta(seconds=549.7), kind="tool_call",
+                              tool="read_object", args_key="{}")])
+    pairs = PAIRS.build([dict(door_session="s055", transcript_id="t1", step_seq=0, call_seq=1, call_id=None,
+                              tool="read_object", args_key="{}", step_ts=T0 + pd.Timedelta(seconds=549.7),
+                              call_ts=T0 + pd.Timedelta(seconds=550), delta_ms=300.0, how="content")])
+    rows = timeline(steps, calls, pairs, max_groups=5).to_dict()["facet"]["sort"]
+    assert "door session s055 ↔ transcript t1" in rows and rows[-1] == charts.MERGED_GROUP
+    assert rows[:3] == [f"door session s{i:03d} (no transcript)" for i in range(3)]

@@ -580,7 +580,7 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
              f"number of agreeing steps{esc(win)}. <b>share</b> = agreed ÷ calls; <b>margin</b> = how many "
              f"agreeing steps the best assignment loses if this session may not have its transcript "
              f"(0 means an equally good alternative exists).</p>")
-    sentences = "".join(f"<li>{esc(confidence_sentence(r, window_s))}</li>" for r in sessions.to_dict("records"))
+    sentences = _sentences(sessions, window_s)
     if steps is not None and calls is not None:
         from ..join import untimed_note
 
@@ -589,8 +589,38 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
             intro += f'<p class="rb-note"><b>Untimed:</b> {esc(note)}.</p>'
     return _section("Sessions and the join", intro + table(df, cols)
                     + "<h3>What each link rests on</h3>" + table(df, evidence)
-                    + f'<h3>How sure is each link?</h3><ul class="rb-sentences">{sentences}</ul>',
+                    + f'<h3>How sure is each link?</h3>{sentences}',
                     anchor="sessions")
+
+
+#: sessions named one by one in a sentence or list before "and N more"
+_NAMED = 20
+
+
+def _sentences(sessions: pd.DataFrame, window_s: float | None = None, *, cap: int = 200) -> str:
+    """:func:`confidence_sentence` of each session as a list.  Above ``cap`` sessions, the
+    sessions no transcript step agrees with at all (``unmatched``, nothing agreed, no runner-up)
+    are one sentence naming the first :data:`_NAMED` of them, and at most ``cap`` others have
+    their own (an incident of thousands of door sessions had thousands of identical lines)."""
+    rows = sessions.to_dict("records")
+    if len(rows) <= cap:
+        return '<ul class="rb-sentences">' + "".join(f"<li>{esc(confidence_sentence(r, window_s))}</li>"
+                                                    for r in rows) + "</ul>"
+
+    def alone(r) -> bool:
+        return (r.get("status") == "unmatched" and (_isna(r.get("agreed")) or not r.get("agreed"))
+                and _isna(r.get("runner_up")))
+
+    lonely = [str(r["door_session"]) for r in rows if alone(r)]
+    others = [r for r in rows if not alone(r)]
+    out = "".join(f"<li>{esc(confidence_sentence(r, window_s))}</li>" for r in others[:cap])
+    if len(others) > cap:
+        out += f"<li>… and {len(others) - cap:,} more door sessions with a candidate transcript (see the table above).</li>"
+    if lonely:
+        out += (f"<li><b>{_count(len(lonely), 'door session')}</b> agree with no transcript step at all "
+                f"(unmatched): {esc(', '.join(lonely[:_NAMED]))}"
+                + (f" and {len(lonely) - _NAMED:,} more" if len(lonely) > _NAMED else "") + ".</li>")
+    return f'<ul class="rb-sentences">{out}</ul>'
 
 
 def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
@@ -738,8 +768,9 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
                       quarantine: pd.DataFrame | None = None, max_sessions: int = MAX_SESSIONS) -> str:
     """:func:`session_calls` for every door session (in ``sessions`` order when given), each with
     the lines of its files ``quarantine`` set aside.  Above ``max_sessions`` sessions, those with
-    a refused call or a transcript come first, the first ``max_sessions`` are shown in full and
-    the others in one table (session, agent, calls, refused, first and last call, UTC)."""
+    a transcript come first, then those with a refused call; the first ``max_sessions`` are
+    shown in full and the others in one table (session, agent, calls, refused, first and last
+    call, UTC)."""
     if sessions is not None and len(sessions):
         order = list(sessions["door_session"])
     else:
@@ -749,7 +780,8 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
         refused = set(calls.loc[calls["decision"] == "deny", "door_session"].dropna().astype(str))
         linked = (set(sessions.loc[sessions["transcript_id"].notna(), "door_session"].astype(str))
                   if sessions is not None and len(sessions) else set())
-        order = sorted(order, key=lambda s: (str(s) not in refused, str(s) not in linked))  # (stable)
+        # a transcript's sessions first (what the agent under review did), then refusals
+        order = sorted(order, key=lambda s: (str(s) not in linked, str(s) not in refused))  # (stable)
         order, more = order[:max_sessions], order[max_sessions:]
         c = calls[calls["door_session"].isin(more)]
         rest = (c.assign(refused=c["decision"].eq("deny"))
@@ -767,8 +799,8 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
     if len(rest):
         parts.append(_section(
             f"{_count(len(rest), 'more door session')}, not shown call by call",
-            f"<p>This report shows {max_sessions} sessions call by call (those with a refused call or a "
-            "transcript first). The calls of these are in the workbook's session view, and in "
+            f"<p>This report shows {max_sessions} sessions call by call (those with a transcript first, "
+            "then those with a refused call). The calls of these are in the workbook's session view, and in "
             "<code>replaybook load calls</code>.</p>"
             + table(rest, [("door_session", "door session", "code"), ("agent", "agent", "code"),
                            ("calls", "calls", "num"), ("refused", "refused", "num"),
@@ -1077,9 +1109,12 @@ def _disagreement_sentence(d: Mapping) -> str:
             if sess not in last or ts > last[sess][0]:
                 last[sess] = (ts, seq, tool, o["object"])
     if last:
+        ordered = sorted(last.items(), key=lambda kv: kv[1][0])
         each = "; ".join(f"<code>{esc(sess)}</code> → <code>{esc(obj)}</code> (#{esc(seq)}"
                          + (f", {esc(tool)}" if tool else "") + ")"
-                         for sess, (ts, seq, tool, obj) in sorted(last.items(), key=lambda kv: kv[1][0]))
+                         for sess, (ts, seq, tool, obj) in ordered[:_NAMED])
+        if len(ordered) > _NAMED:
+            each += f"; and {len(ordered) - _NAMED:,} more door sessions"
         said += (f". Of these, the one each door session reached last: {each}. A figure a session gave after that "
                  "call likely comes from that file's data.")
     return said
@@ -1462,8 +1497,7 @@ def residuals(
     weak = sessions[sessions["status"].isin(["ambiguous", "unmatched"])] if sessions is not None and len(sessions) \
         else None
     if weak is not None and len(weak):
-        body += '<ul class="rb-sentences">' + "".join(
-            f"<li>{esc(confidence_sentence(r))}</li>" for r in weak.to_dict("records")) + "</ul>"
+        body += _sentences(weak)
     elif sessions is None or not len(sessions):
         body += ('<p class="rb-note">No door sessions: this incident holds no door or gateway log, so nothing '
                  "here confirms what any tool call reached.</p>")
@@ -1487,7 +1521,8 @@ SUMMARY_MIME = "application/vnd.replaybook.findings+json"
 
 
 def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFrame,
-             unexplained: pd.DataFrame | None = None) -> dict:
+             unexplained: pd.DataFrame | None = None, *, join: Any = None,
+             disagreements: Sequence[Mapping] = ()) -> dict:
     """The report's findings as counts, for a terminal or a CI job that does not open the HTML.
 
     Args:
@@ -1495,13 +1530,20 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         calls: the ``calls`` frame.
         quarantine: the quarantine (:data:`~replaybook.frames.QUARANTINE`).
         unexplained: ``AccessJoinResult.unexplained``, or ``None`` without access logs.
+        join: the :class:`~replaybook.join.JoinResult`, for what it left unpaired and the pairs
+            far from their session's clock offset (:data:`FAR_PAIR_MS`).
+        disagreements: :attr:`ReachedObjects.disagreements`.
 
     Returns:
         ``{"sessions": {status: count}, "door_calls": int, "refused_calls": int,
         "set_aside_lines": int (damaged or pending lines), "set_aside_files": int (files set aside
         whole, not counting files no source reads), "unread_files": int (files no source reads),
         "unexplained_storage": int or None (storage requests no door call explains; None without
-        access logs), "refused_then_reached": [resource URIs the door had refused, reached anyway]}``.
+        access logs), "refused_then_reached": [resource URIs the door had refused, reached anyway],
+        "unclaimed_calls": int, "unmatched_steps": int (door calls no step claims, door-bound tool
+        calls with no door call; 0 without ``join``), "far_pairs": int (agreeing pairs more than
+        :data:`FAR_PAIR_MS` off their session's offset), "disagreeing_copies": [[object, ...] per
+        group of files that look like one dataset but hold different data]}``.
     """
     q = quarantine if quarantine is not None else QUARANTINE.empty()
     unread = q["line_no"].isna() & (q["loader"] == "auto") if len(q) else pd.Series([], dtype=bool)
@@ -1515,7 +1557,19 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         "unread_files": int(unread.sum()),
         "unexplained_storage": None,
         "refused_then_reached": [],
+        "unclaimed_calls": 0,
+        "unmatched_steps": 0,
+        "far_pairs": 0,
+        "disagreeing_copies": [[str(o["object"]) for o in d["objects"]] for d in disagreements],
     }
+    if join is not None:
+        out["unclaimed_calls"] = int(len(join.unclaimed_calls))
+        out["unmatched_steps"] = int(len(join.unmatched_steps))
+        pairs, ses = join.pairs, join.sessions
+        if len(pairs) and len(ses):
+            off = ses.set_index("door_session")["offset_ms"].astype("float64")
+            by = pairs["delta_ms"].astype("float64") - pairs["door_session"].map(off).astype("float64")
+            out["far_pairs"] = int((by.abs() > FAR_PAIR_MS).sum())
     if unexplained is not None:
         out["unexplained_storage"] = int(len(unexplained))
         if "refused_session" in unexplained.columns and len(unexplained):

@@ -107,11 +107,13 @@ def _assignment(pairs: pd.DataFrame | None) -> dict[str, str]:
 
 def _merge_groups(events: pd.DataFrame, pr: pd.DataFrame, max_groups: int) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """``events`` and pair lines ``pr`` with every group past the first ``max_groups - 1``
-    (:data:`UNEXPLAINED_GROUP`, then groups with a refusal, then by first event) relabelled
+    (:data:`UNEXPLAINED_GROUP`, then groups with a transcript, then with a refusal, then by
+    first event) relabelled
     :data:`MERGED_GROUP`; and how many groups were merged."""
     first = events.groupby("group")["t"].min()
     refused = set(events.loc[events["layer"] == "refused", "group"])
-    order = sorted(first.index, key=lambda g: (g != UNEXPLAINED_GROUP, g not in refused, first[g], g))
+    linked = {g for g in first.index if " ↔ transcript " in g or g.startswith("transcript ")}
+    order = sorted(first.index, key=lambda g: (g != UNEXPLAINED_GROUP, g not in linked, g not in refused, first[g], g))
     keep = set(order[:max_groups - 1])
     merged = len(order) - len(keep)
     events = events.assign(group=events["group"].where(events["group"].isin(keep), MERGED_GROUP))
@@ -409,8 +411,8 @@ def timeline(
             title then says "aggregated".
         width: plot width in pixels.
         max_groups: at most this many rows (door sessions and transcripts): above it, the
-            storage row no door call explains and the groups with a refused call or storage
-            refusal come first, by their first event, and all groups past ``max_groups - 1`` are
+            storage row no door call explains, the groups with a transcript and those with a
+            refused call or storage refusal come first, by their first event, and all groups past ``max_groups - 1`` are
             drawn together in one last row (:data:`MERGED_GROUP`); the subtitle says how many.
 
     Returns:
@@ -495,7 +497,7 @@ def timeline(
         subtitle.append(f"not drawn (no timestamp): {n_steps_nat} transcript events, {n_calls_nat} door calls")
     if n_merged:
         subtitle.append(f"{n_merged:,} door sessions and transcripts are drawn together in the last row "
-                        f"(a row each for {max_groups - 1}: those with a refused call first)")
+                        f"(a row each for {max_groups - 1}: those with a transcript, then a refused call, first)")
 
     data = pd.concat([x for x in (bins, events, pr) if not x.empty], ignore_index=True)
     values = _records(data)
