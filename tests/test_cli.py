@@ -345,3 +345,22 @@ def test_report_says_its_findings_and_a_replaced_report_on_stderr(tmp_path, monk
         "call no step claims and 2 door-bound tool calls with no door call; 1 agreeing pair more than 5 s off its "
         "session's clock offset; 2 lines set aside (see Quarantine); 3 storage requests no door call explains; "
         "refused at the door, reached in storage anyway: s3://b/.env"]
+
+
+def test_join_names_a_pair_far_from_its_sessions_offset(tmp_path, capsys):
+    """A call logged 20 s after its step was visible only in the report's Clock offset."""
+    import json as _json
+    import shutil
+
+    shutil.copytree(FIX / "join_trap", tmp_path / "jt")
+    log = tmp_path / "jt" / "door" / "analyst" / "door-sess-a.jsonl"
+    recs = [_json.loads(x) for x in log.read_text().splitlines()]
+    ts = pd.Timestamp(recs[1]["ts"]) + pd.Timedelta(seconds=20)
+    recs[1]["ts"] = ts.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    recs[1].pop("ts_end", None)
+    log.write_text("".join(_json.dumps(r) + "\n" for r in recs))
+    assert main(["join", "--transcripts", str(tmp_path / "jt" / "transcripts"),
+                 "--calls", str(tmp_path / "jt" / "door")]) == 0
+    far = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("far from")]
+    assert len(far) == 1 and far[0].startswith(f"far from its session's offset: door-sess-a #{recs[1]['seq']} ")
+    assert "+20,000 ms" in far[0]

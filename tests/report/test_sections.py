@@ -778,3 +778,14 @@ def test_many_sessions_put_the_transcripts_sessions_first_and_fold_the_lonely_on
     assert ("299 door sessions agree with no transcript step at all (unmatched): d000, d001, d002, d003, d004, "
             "d005, d006, d007, d008, d009, d010, d011, d012, d013, d014, d015, d016, d017, d018, d019 and 279 more.") \
         in sure
+
+
+def test_the_header_says_how_many_transcripts_no_session_was_assigned():
+    """"3 transcripts" read as three linked; the one assigned to no session was found only far
+    down, under Transcripts no door session explains."""
+    import replaybook
+
+    inc = replaybook.Incident.load(Path(__file__).resolve().parents[2] / "data" / "demo" / "incident.yaml")
+    h = S.header(inc.title, inc.path, steps=inc.steps, calls=inc.calls, sessions=inc.join.sessions)
+    assert ('3 transcripts (2 assigned to a door session; <a href="#unassigned">1 to none</a>), '
+            "35 transcript events") in h

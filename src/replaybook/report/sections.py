@@ -339,8 +339,14 @@ def header(
     facts = [f"Manifest: <code>{esc(shown.as_posix())}</code>",
              f"Generated: {esc(fmt_ts(pd.Timestamp(when)))}"]
     if steps is not None:
-        facts.append(f"{_count(steps['transcript_id'].nunique(), 'transcript')}, "
-                     f"{_count(len(steps), 'transcript event')}")
+        n_t = steps["transcript_id"].nunique()
+        linked = ""
+        if sessions is not None and len(sessions) and n_t:
+            n_in = int(sessions["transcript_id"].dropna().isin(set(steps["transcript_id"].dropna())).sum())
+            if n_in < n_t:  # (a sub-agent's transcript is drawn with its parent's, not assigned a session)
+                linked = (f" ({n_in:,} assigned to a door session; "
+                          f'<a href="#unassigned">{n_t - n_in:,} to none</a>)')
+        facts.append(f"{_count(n_t, 'transcript')}{linked}, {_count(len(steps), 'transcript event')}")
     if calls is not None:
         facts.append(f"{_count(calls['door_session'].nunique(), 'door session')}, "
                      f"{_count(len(calls), 'door call')} ({int((calls['decision'] == 'deny').sum()):,} refused)")
