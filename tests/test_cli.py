@@ -364,3 +364,12 @@ def test_join_names_a_pair_far_from_its_sessions_offset(tmp_path, capsys):
     far = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("far from")]
     assert len(far) == 1 and far[0].startswith(f"far from its session's offset: door-sess-a #{recs[1]['seq']} ")
     assert "+20,000 ms" in far[0]
+
+
+def test_join_takes_the_incident_folder_as_report_does(capsys):
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+    assert main(["join", str(demo), "--format", "json"]) == 0
+    by_folder = json.loads(capsys.readouterr().out)
+    assert main(["join", str(demo / "incident.yaml"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_folder
+    assert len(by_folder["sessions"]) == 2

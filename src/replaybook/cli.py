@@ -377,7 +377,7 @@ def sources_cmd() -> None:
 
 
 @cli.command("join")
-@click.argument("incident", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("incident", required=False, type=click.Path(exists=True))
 @click.option("--transcripts", "transcripts", multiple=True, type=click.Path(exists=True),
               help="Transcript file or folder (Claude Code, Codex, Gemini, OTel; sniffed by content). Repeatable.")
 @click.option("--calls", "calls", multiple=True, type=click.Path(exists=True),
@@ -398,8 +398,8 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
              fmt) -> None:
     """Assign transcripts to door sessions one-to-one and say how sure each assignment is.
 
-    Give an INCIDENT manifest (its transcripts, door logs, window_s and max_offset_s), or
-    --transcripts and --calls.
+    Give an INCIDENT manifest or its folder (its transcripts, door logs, window_s and
+    max_offset_s), or --transcripts and --calls.
     """
     import pandas as pd
 
