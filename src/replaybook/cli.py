@@ -458,16 +458,12 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
             click.echo(f"\nunmatched transcripts ({len(ut)}):\n" + "\n".join(f"  {t}" for t in ut))
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
-        from .report.sections import FAR_PAIR_MS
+        from .report.sections import far_pairs
 
-        if len(res.pairs) and len(res.sessions):
-            so = res.sessions.set_index("door_session")["offset_ms"].astype("float64")
-            p = res.pairs.assign(off_by=res.pairs["delta_ms"].astype("float64")
-                                 - res.pairs["door_session"].map(so).astype("float64"))
-            for r in p[p["off_by"].abs() > FAR_PAIR_MS].head(20).itertuples(index=False):
-                click.echo(f"far from its session's offset: {r.door_session} #{r.call_seq} {r.tool} "
-                           f"(transcript step {r.step_seq}) {r.off_by:+,.0f} ms: a call that waited, a retry, or "
-                           "another call with the same tool and arguments")
+        for r in far_pairs(res.pairs, res.sessions).head(20).itertuples(index=False):
+            click.echo(f"far from its session's offset: {r.door_session} #{r.call_seq} {r.tool} "
+                       f"(transcript step {r.step_seq}) {r.off_by:+,.0f} ms: a call that waited, a retry, or "
+                       "another call with the same tool and arguments")
         ic = res.sessions["id_conflicts"].fillna(0).astype(int)
         for ds, n in zip(res.sessions["door_session"], ic):
             if n:

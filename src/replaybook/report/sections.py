@@ -55,6 +55,8 @@ __all__ = [
     "CANNOT_PROVE_TEXT",
     "SUMMARY_MIME",
     "findings",
+    "far_pairs",
+    "FAR_PAIR_MS",
 ]
 
 #: Rows shown per table before it is cut (the note under the table gives the full count).
@@ -672,16 +674,23 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
 FAR_PAIR_MS = 5000.0
 
 
+def far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame | None,
+              far_ms: float = FAR_PAIR_MS) -> pd.DataFrame:
+    """The agreeing pairs (``JoinResult.pairs`` rows) whose ``delta_ms`` lies more than
+    ``far_ms`` (ms) from their door session's ``offset_ms`` (``JoinResult.sessions``), with
+    ``off_by`` (float64 ms: ``delta_ms`` − the session's offset), by session and call seq; empty
+    when there are none."""
+    if pairs is None or not len(pairs) or sessions is None or "offset_ms" not in sessions.columns:
+        return pd.DataFrame(columns=[*(pairs.columns if pairs is not None else ()), "off_by"])
+    off = sessions.set_index("door_session")["offset_ms"].astype("float64")
+    p = pairs.assign(off_by=pairs["delta_ms"].astype("float64") - pairs["door_session"].map(off).astype("float64"))
+    return p[p["off_by"].abs() > far_ms].sort_values(["door_session", "call_seq"])
+
+
 def _far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame, far_ms: float = FAR_PAIR_MS) -> str:
-    """The agreeing pairs (``JoinResult.pairs``) whose ``delta_ms`` lies more than ``far_ms`` from
-    their door session's ``offset_ms``, as a table; "" when there are none.  The spread line gives
-    only the max: this says which pair it is."""
-    if pairs is None or not len(pairs) or "offset_ms" not in sessions.columns:
-        return ""
-    off = sessions.set_index("door_session")["offset_ms"]
-    p = pairs.assign(session_offset=pairs["door_session"].map(off).astype("float64"))
-    p = p.assign(off_by=p["delta_ms"].astype("float64") - p["session_offset"])
-    far = p[p["off_by"].abs() > far_ms].sort_values(["door_session", "call_seq"])
+    """:func:`far_pairs` as a table; "" when there are none.  The spread line gives only the max:
+    this says which pair it is."""
+    far = far_pairs(pairs, sessions, far_ms)
     if not len(far):
         return ""
     n = len(far)
@@ -1571,11 +1580,7 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
     if join is not None:
         out["unclaimed_calls"] = int(len(join.unclaimed_calls))
         out["unmatched_steps"] = int(len(join.unmatched_steps))
-        pairs, ses = join.pairs, join.sessions
-        if len(pairs) and len(ses):
-            off = ses.set_index("door_session")["offset_ms"].astype("float64")
-            by = pairs["delta_ms"].astype("float64") - pairs["door_session"].map(off).astype("float64")
-            out["far_pairs"] = int((by.abs() > FAR_PAIR_MS).sum())
+        out["far_pairs"] = int(len(far_pairs(join.pairs, join.sessions)))
     if unexplained is not None:
         out["unexplained_storage"] = int(len(unexplained))
         if "refused_session" in unexplained.columns and len(unexplained):
