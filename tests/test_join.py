@@ -477,3 +477,17 @@ def test_a_call_paired_by_its_id_but_naming_other_arguments_is_reported():
     assert int(join_sessions(steps, calls).sessions.iloc[0].id_mismatches) == 1
     calls.loc[2, "tool"], calls.loc[2, "args_key"] = "read", None
     assert int(join_sessions(steps, calls).sessions.iloc[0].id_mismatches) == 0
+
+
+def test_far_pairs_are_those_more_than_5_s_off_their_sessions_offset():
+    from replaybook.frames import PAIRS, SESSIONS
+    from replaybook.join import far_pairs
+
+    t = pd.Timestamp("2026-09-13T10:00:00Z")
+    pairs = PAIRS.build([dict(door_session="a", transcript_id="t", step_seq=i, call_seq=i + 1, tool="x",
+                              args_key="{}", step_ts=t, call_ts=t, delta_ms=d, how="content")
+                         for i, d in enumerate([400.0, 450.0, 20_400.0, -6_000.0])])
+    sessions = SESSIONS.build([dict(door_session="a", offset_ms=400.0, status="matched")])
+    far = far_pairs(pairs, sessions)
+    assert far["call_seq"].tolist() == [3, 4] and far["off_by"].tolist() == [20_000.0, -6_400.0]
+    assert far_pairs(None, sessions).empty and far_pairs(pairs, None).empty

@@ -458,7 +458,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
             click.echo(f"\nunmatched transcripts ({len(ut)}):\n" + "\n".join(f"  {t}" for t in ut))
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
-        from .report.sections import far_pairs
+        from .join import far_pairs
 
         for r in far_pairs(res.pairs, res.sessions).head(20).itertuples(index=False):
             click.echo(f"far from its session's offset: {r.door_session} #{r.call_seq} {r.tool} "

@@ -68,8 +68,8 @@ except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
-__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "untimed_note", "DEFAULT_WINDOW_S",
-           "DEFAULT_MIN_AGREED", "MAX_SECONDS"]
+__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "untimed_note", "far_pairs", "DEFAULT_WINDOW_S",
+           "DEFAULT_MIN_AGREED", "MAX_SECONDS", "FAR_PAIR_MS"]
 
 #: Default agreement window between a transcript step and a door call, seconds.
 DEFAULT_WINDOW_S = 60.0
@@ -1436,3 +1436,21 @@ def _match_sparse(rows: np.ndarray, cols: np.ndarray, weight: np.ndarray, nr: in
         real = c < nc
         chosen[r[real]] = c[real]
     return chosen
+
+
+#: a pair whose door − transcript time differs from its session's offset by more than this (ms)
+#: is named under the clock offset: one clock cannot drift that far within a session
+FAR_PAIR_MS = 5000.0
+
+
+def far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame | None,
+              far_ms: float = FAR_PAIR_MS) -> pd.DataFrame:
+    """The agreeing pairs (``JoinResult.pairs`` rows) whose ``delta_ms`` lies more than
+    ``far_ms`` (ms) from their door session's ``offset_ms`` (``JoinResult.sessions``), with
+    ``off_by`` (float64 ms: ``delta_ms`` − the session's offset), by session and call seq; empty
+    when there are none."""
+    if pairs is None or not len(pairs) or sessions is None or "offset_ms" not in sessions.columns:
+        return pd.DataFrame(columns=[*(pairs.columns if pairs is not None else ()), "off_by"])
+    off = sessions.set_index("door_session")["offset_ms"].astype("float64")
+    p = pairs.assign(off_by=pairs["delta_ms"].astype("float64") - pairs["door_session"].map(off).astype("float64"))
+    return p[p["off_by"].abs() > far_ms].sort_values(["door_session", "call_seq"])

@@ -28,6 +28,7 @@ import pandas as pd
 from .. import _json
 from .._text import SHOW_INVISIBLE
 from ..frames import QUARANTINE
+from ..join import FAR_PAIR_MS, far_pairs
 
 __all__ = [
     "STYLE",
@@ -55,8 +56,6 @@ __all__ = [
     "CANNOT_PROVE_TEXT",
     "SUMMARY_MIME",
     "findings",
-    "far_pairs",
-    "FAR_PAIR_MS",
 ]
 
 #: Rows shown per table before it is cut (the note under the table gives the full count).
@@ -667,24 +666,6 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
                                  ("offset_ms", "offset (ms)", "ms"), ("agreed", "pairs", "num")])
         body += _far_pairs(pairs, sessions)
     return _section("Clock offset", body, anchor="offset")
-
-
-#: a pair whose door − transcript time differs from its session's offset by more than this (ms)
-#: is named under the clock offset: one clock cannot drift that far within a session
-FAR_PAIR_MS = 5000.0
-
-
-def far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame | None,
-              far_ms: float = FAR_PAIR_MS) -> pd.DataFrame:
-    """The agreeing pairs (``JoinResult.pairs`` rows) whose ``delta_ms`` lies more than
-    ``far_ms`` (ms) from their door session's ``offset_ms`` (``JoinResult.sessions``), with
-    ``off_by`` (float64 ms: ``delta_ms`` − the session's offset), by session and call seq; empty
-    when there are none."""
-    if pairs is None or not len(pairs) or sessions is None or "offset_ms" not in sessions.columns:
-        return pd.DataFrame(columns=[*(pairs.columns if pairs is not None else ()), "off_by"])
-    off = sessions.set_index("door_session")["offset_ms"].astype("float64")
-    p = pairs.assign(off_by=pairs["delta_ms"].astype("float64") - pairs["door_session"].map(off).astype("float64"))
-    return p[p["off_by"].abs() > far_ms].sort_values(["door_session", "call_seq"])
 
 
 def _far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame, far_ms: float = FAR_PAIR_MS) -> str:
