@@ -328,7 +328,8 @@ def test_report_says_its_findings_and_a_replaced_report_on_stderr(tmp_path, monk
     out = tmp_path / "r"
     out.mkdir()
     (out / "demo.html").write_text("<p>earlier</p>")
-    findings = {"sessions": {"matched": 1, "unmatched": 1}, "door_calls": 7, "refused_calls": 1,
+    findings = {"sessions": {"matched": 1, "unmatched": 1}, "unassigned_transcripts": 1, "door_calls": 7,
+                "refused_calls": 1,
                 "set_aside_lines": 2, "set_aside_files": 0, "unread_files": 1, "unexplained_storage": 3,
                 "refused_then_reached": ["s3://b/.env"], "unclaimed_calls": 1, "unmatched_steps": 2, "far_pairs": 1,
                 "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]]}
@@ -340,7 +341,8 @@ def test_report_says_its_findings_and_a_replaced_report_on_stderr(tmp_path, monk
     assert got.out == f"{(out / 'demo.html').resolve()}\n"
     assert got.err.splitlines() == [
         f"replaybook: replaced the earlier report demo.html in {out.resolve()}",
-        "replaybook: 2 door sessions (1 matched, 1 unmatched); 7 door calls, 1 refused; 2 files reached look like "
+        "replaybook: 2 door sessions (1 matched, 1 unmatched); 7 door calls, 1 refused; 1 transcript assigned to no "
+        "door session; 2 files reached look like "
         "one dataset but hold different data: demo/cars.xpt, demo/cars.parquet; left unpaired by the join: 1 door "
         "call no step claims and 2 door-bound tool calls with no door call; 1 agreeing pair more than 5 s off its "
         "session's clock offset; 2 lines set aside (see Quarantine); 3 storage requests no door call explains; "

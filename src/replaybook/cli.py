@@ -515,6 +515,8 @@ def _findings_line(f: dict) -> str:
     parts = [f"{_count(sum(sess.values()), 'door session')}"
              + (f" ({', '.join(f'{v:,} {k}' for k, v in sorted(sess.items()))})" if sess else ""),
              f"{_count(f.get('door_calls', 0), 'door call')}, {f.get('refused_calls', 0):,} refused"]
+    if f.get("unassigned_transcripts"):
+        parts.append(f"{_count(f['unassigned_transcripts'], 'transcript')} assigned to no door session")
     for group in f.get("disagreeing_copies") or []:  # the likeliest cause of a wrong figure: up front
         parts.append(f"{len(group)} files reached look like one dataset but hold different data: "
                      + ", ".join(group[:4]) + (" …" if len(group) > 4 else ""))

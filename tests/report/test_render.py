@@ -216,7 +216,7 @@ def test_demo_report_renders(rendered_demo):
     assert ("2 files the agent reached look like one dataset but hold different rows: demo/cars.xpt (32 rows), "
             "demo/cars.parquet (35 rows)") in head
     # the findings the CLI prints, read back from the executed notebook (and not in the HTML)
-    assert out["findings"] == {"sessions": {"matched": 2}, "door_calls": 9, "refused_calls": 1,
+    assert out["findings"] == {"sessions": {"matched": 2}, "unassigned_transcripts": 1, "door_calls": 9, "refused_calls": 1,
                                "set_aside_lines": 0, "set_aside_files": 0, "unread_files": 0,
                                "unexplained_storage": 2, "refused_then_reached": ["s3://acme-data/reference/.env"],
                                "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,

@@ -1223,7 +1223,8 @@ def inputs_table(inputs: Iterable[Mapping]) -> str:
             ("lines", "lines", "num"), ("sha256", "SHA-256", "code")]
     if "note" in df.columns and df["note"].notna().any():
         cols.append(("note", "note", "text"))  # skipped files and what a loader left out
-    body = ("<p>Every file this report was built from. Recompute a file's SHA-256 (<code>sha256sum</code>) to "
+    body = ("<p>Every file this report was built from. Recompute a file's SHA-256 (<code>sha256sum</code>, run in "
+            "the manifest's folder: paths are relative to it, or absolute for files outside it) to "
             "check that it is the same evidence. The data files the door's calls reached are listed with their "
             'SHA-256 now under <a href="#objects">what the agent reached</a>.</p>' + table(df, cols, max_rows=100000))
     return _section("Inputs", body, anchor="inputs")
@@ -1534,7 +1535,8 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         ``{"sessions": {status: count}, "door_calls": int, "refused_calls": int,
         "set_aside_lines": int (damaged or pending lines), "set_aside_files": int (files set aside
         whole, not counting files no source reads), "unread_files": int (files no source reads),
-        "unexplained_storage": int or None (storage requests no door call explains; None without
+        "unassigned_transcripts": int (transcripts no door session was assigned; 0 without
+        ``join``), "unexplained_storage": int or None (storage requests no door call explains; None without
         access logs), "refused_then_reached": [resource URIs the door had refused, reached anyway],
         "unclaimed_calls": int, "unmatched_steps": int (door calls no step claims, door-bound tool
         calls with no door call; 0 without ``join``), "far_pairs": int (agreeing pairs more than
@@ -1546,6 +1548,7 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
     whole = q["line_no"].isna() if len(q) else pd.Series([], dtype=bool)
     out = {
         "sessions": {str(k): int(v) for k, v in sessions["status"].value_counts().items()} if len(sessions) else {},
+        "unassigned_transcripts": int(len(join.unmatched_transcripts)) if join is not None else 0,
         "door_calls": int(len(calls)),
         "refused_calls": int((calls["decision"] == "deny").sum()) if len(calls) else 0,
         "set_aside_lines": int((~whole).sum()),
