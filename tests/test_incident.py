@@ -406,3 +406,20 @@ def test_a_transcript_given_as_the_manifest_is_named(tmp_path):
     e = _manifest_error(tr)
     assert e.message == ("this is a claude-code file (steps), not an incident manifest: name it under transcripts: "
                          "in an incident.yaml, or read it with `replaybook load steps s.jsonl`")
+
+
+def test_every_manifest_error_names_the_manifest_as_the_user_gave_it(tmp_path, monkeypatch):
+    """A schema error and a missing input of one manifest name it the same way (one had said
+    ``/abs/incident.yaml:2``, the other ``incident.yaml:4``)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: [nope/*.jsonl]\n")
+    with pytest.raises(ManifestError) as missing:
+        replaybook.Incident.load("incident.yaml")
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: []\nwindow_s: -1\n")
+    with pytest.raises(ManifestError) as schema:
+        replaybook.Incident.load("incident.yaml")
+    assert str(missing.value).startswith("incident.yaml:2: transcripts: 'nope/*.jsonl' matches no file")
+    assert str(schema.value).startswith("incident.yaml:3: invalid manifest at window_s")
+    with pytest.raises(ManifestError) as absolute:
+        replaybook.Incident.load(tmp_path / "incident.yaml")
+    assert str(absolute.value).startswith(f"{tmp_path / 'incident.yaml'}:3:")

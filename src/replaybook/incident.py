@@ -225,12 +225,14 @@ class Incident:
     Build with :meth:`load`.  Frames are loaded on first access and cached.
 
     Attributes:
-        path: the manifest file.
+        path: the manifest file (absolute).
         manifest: the validated manifest dict.
+        given: the manifest's path as the user named it (errors name it so), or ``None``.
     """
 
     path: Path
     manifest: dict
+    given: Path | None = None
     _results: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -244,7 +246,7 @@ class Incident:
         p = Path(path)
         if p.is_dir():
             p = p / "incident.yaml"
-        inc = cls(path=p.resolve(), manifest=load_manifest(p))
+        inc = cls(path=p.resolve(), manifest=load_manifest(p), given=p)
         for key in ("transcripts", "door", "access"):  # fail early on missing inputs
             inc._groups(key)
         d = inc.manifest.get("data_root")
@@ -254,6 +256,12 @@ class Incident:
         return inc
 
     # -- manifest fields ------------------------------------------------------------------
+    @property
+    def shown(self) -> Path:
+        """The manifest's path as errors name it: as the user gave it (so every error about one
+        manifest names it the same way), else :attr:`path`."""
+        return self.given if self.given is not None else self.path
+
     @property
     def root(self) -> Path:
         """The manifest's folder; relative paths in the manifest start here."""
@@ -283,7 +291,7 @@ class Incident:
                 pattern, fmt = item, None
             else:
                 pattern, fmt = item["path"], item.get("format")
-            groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.path, key))
+            groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.shown, key))
         return groups
 
     def check_inputs(self) -> list[str]:
@@ -315,7 +323,7 @@ class Incident:
             for fmt, paths in self._groups(key).items():
                 forced = registry.get(fmt) if fmt is not None else None
                 if forced is not None and forced.frame != kind:
-                    raise ManifestError(f"{key}: format {fmt!r} yields {forced.frame}, not {what}", self.path)
+                    raise ManifestError(f"{key}: format {fmt!r} yields {forced.frame}, not {what}", self.shown)
                 elsewhere = []
                 walked = _walk(paths)
                 registry.prefetch(walked)  # thousands of files: judged by helper processes too
@@ -332,7 +340,7 @@ class Incident:
                     if (src is None or conf < MIN_CONFIDENCE) and f in named:
                         raise ManifestError(f"{key}: {f}: no format replaybook reads recognises this file "
                                             f"(`replaybook sources` lists them; {{path, format}} forces one)",
-                                            self.path)
+                                            self.shown)
                     if src is None or conf < MIN_CONFIDENCE or src is forced:
                         continue
                     if forced is None and src.frame != kind:
@@ -341,7 +349,7 @@ class Incident:
                         warnings.append(f"{key}: {f} is forced to {fmt} but reads as {src.name} ({src.frame}); "
                                         f"{fmt} may find nothing in it")
                 if elsewhere:
-                    raise ManifestError(_elsewhere_message(key, what, elsewhere), self.path,
+                    raise ManifestError(_elsewhere_message(key, what, elsewhere), self.shown,
                                         _line_of_key(self.path.read_bytes(), key))
             self._check_entries_hold(kind)
         return warnings
@@ -370,14 +378,14 @@ class Incident:
         for item in self.manifest.get(key, []):
             if not isinstance(item, str):
                 continue
-            unread = unread_only(_walk(_expand(self.root, item, self.path, key)))
+            unread = unread_only(_walk(_expand(self.root, item, self.shown, key)))
             if unread:
                 n = len(unread)
                 shown = "; ".join(f"{f.name}: {_unrecognised_note(f)}" for f in unread[:3])
                 raise ManifestError(
                     f"{key}: {item!r} holds no {what} replaybook reads ({n} file{'' if n == 1 else 's'}: "
                     f"{shown}{'; …' if n > 3 else ''}); `replaybook load auto` shows what each file is",
-                    self.path, _line_of_value(self.path.read_bytes(), key, item))
+                    self.shown, _line_of_value(self.path.read_bytes(), key, item))
 
     # -- frames ---------------------------------------------------------------------------
     def _load(self, kind: str) -> LoadResult:
@@ -391,7 +399,7 @@ class Incident:
             if fmt is not None:
                 src = registry.get(fmt)
                 if src.frame != kind:
-                    raise ManifestError(f"{key}: format {fmt!r} yields {src.frame}, not {what}", self.path)
+                    raise ManifestError(f"{key}: format {fmt!r} yields {src.frame}, not {what}", self.shown)
                 parts.append(src.load(paths))
                 continue
             from .loading import load_frame
@@ -399,10 +407,10 @@ class Incident:
             try:
                 got = load_frame(paths, kind, require=False)
             except InputError as exc:
-                raise ManifestError(f"{key}: {exc.message}", self.path) from None
+                raise ManifestError(f"{key}: {exc.message}", self.shown) from None
             if got.elsewhere:
                 raise ManifestError(_elsewhere_message(key, what, [f"{p}: {v}" for p, v in got.elsewhere.items()]),
-                                    self.path, _line_of_key(self.path.read_bytes(), key))
+                                    self.shown, _line_of_key(self.path.read_bytes(), key))
             parts.append(got.result)
         res = _concat(parts, _SPEC[kind])
         if kind == "calls":  # one id in two gateways' logs: two sessions
@@ -543,7 +551,7 @@ class Incident:
         body = self.root / spec["body"] if spec.get("body") else None
         for p in (log, body):
             if p is not None and not p.exists():
-                raise ManifestError(f"packet: {p} does not exist", self.path)
+                raise ManifestError(f"packet: {p} does not exist", self.shown)
         return packet_summary(log, body)
 
     @property
@@ -570,7 +578,7 @@ class Incident:
         runs = {k: self.root / v for k, v in (spec.get("runs") or {}).items()}
         for p in [cap, *runs.values()]:
             if not p.exists():
-                raise ManifestError(f"capsule: {p} does not exist", self.path)
+                raise ManifestError(f"capsule: {p} does not exist", self.shown)
         if set(runs) != {"incident", "forensic", "live"}:  # what is there, and what a verdict still needs
             from .capsule.report import inventory_section
 
