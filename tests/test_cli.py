@@ -61,7 +61,7 @@ def test_join_table_is_readable(capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "<NA>" not in out and "NaN" not in out
     rows = [ln.split() for ln in out.splitlines()[1:] if ln.startswith("door-")]
-    assert [r[1:5] + r[7:11] + r[13:] for r in rows] == [["-"] * 4 + ["-", "unmatched", "-", "-", "-", "-"]] * 2
+    assert [r[1:5] + r[7:11] + r[13:] for r in rows] == [["-"] * 4 + ["-", "unmatched", "-", "-", "-", "-", "-", "0"]] * 2
 
 
 def test_join_table_shows_refusals_and_flags_contradicting_tool_use_ids(tmp_path, capsys):
@@ -80,11 +80,22 @@ def test_join_table_shows_refusals_and_flags_contradicting_tool_use_ids(tmp_path
     cap = capsys.readouterr()
     assert rc == 0
     header = cap.out.splitlines()[0].split()
-    assert header[11:] == ["refused", "unclaimed_calls", "unmatched_steps", "id_conflicts"]
+    assert header[11:] == ["refused", "unclaimed_calls", "unmatched_steps", "id_conflicts", "id_mismatches",
+                           "unknown_ids"]
     rows = {r[0]: r for r in (ln.split() for ln in cap.out.splitlines()[1:] if ln.startswith("door-"))}
     assert rows["door-sess-a"][14] == "1" and rows["door-sess-b"][14] == "0"
+    # the logged id is one no transcript has (the same as the report's unknown_ids)
+    assert [rows[k][15:] for k in ("door-sess-a", "door-sess-b")] == [["0", "1"], ["0", "0"]]
     assert ("warning: door session door-sess-a: 1 door call logged a different tool-use id from the transcript "
             "step it agrees with (not counted)") in cap.err
+    # unmatched (no transcript may be assigned here) with an id no transcript has: the likely reason is said
+    rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"), "--calls", str(door),
+               "--min-agreed", "50"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert ("door session door-sess-a: unmatched, and 1 call logged the client's tool-use id that no loaded "
+            "transcript has: its transcript is most likely not among the inputs") in out
+    assert "door session door-sess-b: unmatched, and" not in out
 
 
 def test_load_calls_jsonl_and_parquet(tmp_path, capsys):

@@ -69,6 +69,20 @@ def test_meta_tool_use_id_decides_over_content_and_time():
     assert res.pairs.iloc[0].how == "meta_id"
 
 
+def test_door_ids_no_transcript_has_are_counted_per_session():
+    """A session whose door logged the client's tool-use ids, none of which a loaded transcript
+    has, is unmatched for a reason the join can state: its transcript is not among the inputs."""
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, "toolu_A"), ("t1", 1, "read", {"path": "b"}, "toolu_B")])
+    calls = calls_frame([("s1", 0.1, "read", {"path": "a"}, "toolu_A"), ("s1", 1.1, "read", {"path": "b"}, None),
+                         ("s2", 5.0, "list", {"path": "x"}, "toolu_X"), ("s2", 6.0, "list", {"path": "y"}, "toolu_Y"),
+                         ("s2", 7.0, "list", {"path": "x"}, "toolu_X"), ("s3", 9.0, "read", {"path": "q"}, None)])
+    s = join_sessions(steps, calls).sessions.set_index("door_session")
+    assert s["status"].to_dict() == {"s1": "matched", "s2": "unmatched", "s3": "unmatched"}
+    # a repeated id counts once per call that logged it; a call with no logged id never counts
+    assert s["unknown_ids"].tolist() == [0, 3, 0]
+    assert str(s["unknown_ids"].dtype) == "Int64"
+
+
 def test_window_and_min_agreed_are_respected():
     steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 10, "read", {"path": "b"}, None)])
     calls = calls_frame([("s1", 90, "read", {"path": "a"}, None), ("s1", 100, "read", {"path": "b"}, None)])

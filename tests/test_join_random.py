@@ -317,10 +317,14 @@ def test_first_equal_matches_a_dict_lookup_even_with_lone_surrogates():
     a = np.array(["x1", "x2", "x\ud800", "x3", "x1"], dtype=object)
     b = np.array(["x3", "x1", "x\ud801", "x1", "x\ud800"], dtype=object)
     rows_a, rows_b = np.arange(5) * 10, np.arange(5) * 100
-    i, j = J._first_equal(a, b, rows_a, rows_b)
+    i, j, miss = J._first_equal(a, b, rows_a, rows_b)
     assert list(i) == [0, 20, 30, 40] and list(j) == [100, 400, 0, 100]
-    i, j = J._first_equal(a[[0, 1, 3, 4]], b[[0, 1, 3]], rows_a[[0, 1, 3, 4]], rows_b[[0, 1, 3]])
-    assert list(i) == [0, 30, 40] and list(j) == [100, 0, 100]
+    assert list(miss) == [200]  # "x\ud801": no string of a
+    i, j, miss = J._first_equal(a[[0, 1, 3, 4]], b[[0, 1, 3]], rows_a[[0, 1, 3, 4]], rows_b[[0, 1, 3]])
+    assert list(i) == [0, 30, 40] and list(j) == [100, 0, 100] and list(miss) == []
+    # the polars path and the dict path agree on what matched nothing
+    i, j, miss = J._first_equal(a[:2], b[:2], rows_a[:2], rows_b[:2])
+    assert list(i) == [0] and list(j) == [100] and list(miss) == [0]
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -439,14 +439,14 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     else:
         cols = ["door_session", "transcript_id", "agreed", "transcript_tool_steps", "share",
                 "runner_up", "runner_up_agreed", "margin", "status", "method", "offset_ms",
-                "refused", "unclaimed_calls", "unmatched_steps", "id_conflicts"]
+                "refused", "unclaimed_calls", "unmatched_steps", "id_conflicts", "id_mismatches", "unknown_ids"]
         view = res.sessions[cols].astype(object)
         view["share"] = [None if pd.isna(v) else f"{v:.0%}" for v in view["share"]]
         view["margin"] = [None if pd.isna(v) else f"{v:g}" for v in view["margin"]]
         view["offset_ms"] = [None if pd.isna(v) else f"{v:+.0f}" for v in view["offset_ms"]]
         click.echo(_text_table(view, numeric=("agreed", "transcript_tool_steps", "share", "runner_up_agreed",
                                               "margin", "offset_ms", "refused", "unclaimed_calls",
-                                              "unmatched_steps", "id_conflicts")))
+                                              "unmatched_steps", "id_conflicts", "id_mismatches", "unknown_ids")))
         # a transcript of built-in tools only called nothing through a door: not a missing link
         door_bound = set(steps.loc[(steps["kind"] == "tool_call") & steps["server"].notna(),
                                    "transcript_id"].astype(str)) if len(steps) else set()
@@ -456,6 +456,13 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
             click.echo(f"\nunmatched transcripts: {', '.join(ut) or 'none'}")
         else:  # one per line: a comma list of ids wraps unreadably in a terminal
             click.echo(f"\nunmatched transcripts ({len(ut)}):\n" + "\n".join(f"  {t}" for t in ut))
+        lost = res.sessions[(res.sessions["status"] == "unmatched") & (res.sessions["unknown_ids"] > 0)]
+        for r in lost.head(20).itertuples(index=False):
+            click.echo(f"door session {r.door_session}: unmatched, and {_count(int(r.unknown_ids), 'call')} logged "
+                       "the client's tool-use id that no loaded transcript has: its transcript is most likely not "
+                       "among the inputs")
+        if len(lost) > 20:
+            click.echo(f"… and {len(lost) - 20:,} more such door sessions (the unknown_ids column)")
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
         from .join import far_pairs

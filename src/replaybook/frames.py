@@ -345,6 +345,9 @@ SESSIONS = FrameSpec(
         ("id_mismatches", "Int64", "door calls paired with a tool call of the assigned transcript by its own "
                                    "tool-use id whose tool or arguments differ from the step's: counted (the id "
                                    "decides), but the transcript or the door's log does not say what was called"),
+        ("unknown_ids", "Int64", "door calls that logged a client tool-use id (``meta_call_id``) that no step of "
+                                 "any loaded transcript has: that conversation's transcript is not among the "
+                                 "inputs (or another client made the call)"),
     ),
     "One row per door session with the join's verdict: which transcript, how sure, what is left over.",
 )

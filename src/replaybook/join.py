@@ -724,9 +724,11 @@ class _IdVeto:
         return si, ci
 
 
-def _first_equal(a: np.ndarray, b: np.ndarray, a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _first_equal(a: np.ndarray, b: np.ndarray, a_rows: np.ndarray,
+                 b_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each string of ``a`` equal to some string of ``b``: (its row, the row of the first such
-    ``b``), ordered by ``a``'s rows (both row arrays ascending; no NA).
+    ``b``), ordered by ``a``'s rows (both row arrays ascending; no NA); third, the rows of ``b``
+    equal to no string of ``a`` (ascending).
 
     A hash join in polars when it is installed; the pairs it finds are then checked with Python's
     own ``==`` and on any doubt (a string polars cannot take, a mismatch) the exact dict
@@ -741,6 +743,8 @@ def _first_equal(a: np.ndarray, b: np.ndarray, a_rows: np.ndarray, b_rows: np.nd
             key = (hit["i"].to_numpy().astype(np.int64) << bits) | hit["j"].to_numpy().astype(np.int64)
             key.sort()  # by a's row, then b's: the first b of each a leads
             i = key >> bits
+            b_hit = np.zeros(len(b), bool)
+            b_hit[key & ((1 << bits) - 1)] = True
             first = np.empty(len(key), bool)
             first[:1] = True
             np.not_equal(i[1:], i[:-1], out=first[1:])
@@ -749,11 +753,13 @@ def _first_equal(a: np.ndarray, b: np.ndarray, a_rows: np.ndarray, b_rows: np.nd
         except Exception:  # noqa: BLE001 - e.g. a lone surrogate polars cannot encode
             i = None
         if i is not None and bool(np.all(np.equal(a[i], b[j]).astype(bool))):
-            return a_rows[i], b_rows[j]
+            return a_rows[i], b_rows[j], b_rows[~b_hit]
     first = dict(zip(b[::-1].tolist(), b_rows[::-1].tolist()))
     ci = np.fromiter(map(first.get, a, itertools.repeat(-1)), np.int64, len(a))
     have = ci >= 0
-    return a_rows[have], ci[have]
+    in_a = set(a.tolist())
+    b_miss = np.fromiter((v not in in_a for v in b.tolist()), bool, len(b))
+    return a_rows[have], ci[have], b_rows[b_miss]
 
 
 def _str_take(uniques: np.ndarray, codes: np.ndarray):
@@ -869,16 +875,16 @@ def join_sessions(
     # are kept below, on this thread
     meta_col, cid_all = calls["meta_call_id"], steps["call_id"]
 
-    def id_matches() -> tuple[np.ndarray, np.ndarray]:
+    def id_matches() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(step row, call row) of each step whose call_id some call logged, with the first
-        such call; by step row."""
+        such call; by step row.  Third, the rows of the calls whose logged id no step has."""
         meta_na = _isna_str(meta_col)
         if meta_na.all():
-            return _EMPTY, _EMPTY
+            return _EMPTY, _EMPTY, _EMPTY
+        mi = np.flatnonzero(~meta_na)
         cid_na = _isna_str(cid_all)
         if cid_na.all():
-            return _EMPTY, _EMPTY
-        mi = np.flatnonzero(~meta_na)
+            return _EMPTY, _EMPTY, mi
         ai = np.flatnonzero(~cid_na)
         return _first_equal(_objects(cid_all)[ai], _objects(meta_col)[mi], ai, mi)
 
@@ -1000,7 +1006,7 @@ def join_sessions(
 
     # exact pairs: each step takes the first call logging its id, each call the first step
     # claiming it
-    si_, ci_ = id_later.result()
+    si_, ci_, unknown_id_rows = id_later.result()
     del id_later
     if len(si_) and not whole:  # step rows → positions among the tool_call rows
         at = np.full(len(steps), -1, np.int64)
@@ -1218,6 +1224,9 @@ def join_sessions(
     other_tool = (tool_c[m_ci_] >= 0) & (tool_s[m_si_] != tool_c[m_ci_])
     other_args = ~s_noargs[m_si_] & ~c_noargs[m_ci_] & (k_s[m_si_] != k_c[m_ci_])
     id_mismatches = np.bincount(p_s[on_id][other_tool | other_args], minlength=n_s)[:n_s]
+    # calls that logged a client tool-use id no loaded step has: whose transcript is not here
+    uid_s = s_codes[unknown_id_rows]
+    unknown_ids = np.bincount(uid_s[uid_s >= 0], minlength=n_s)[:n_s]
     tool_steps_t = np.bincount(t_codes[door_bound & (t_codes >= 0)], minlength=n_t)
     unmatched_t = np.bincount(t_codes[unmatched_mask], minlength=n_t)
     r_t, r_agreed = _runners_up(sc_s, sc_t, agreed, med, assign_arr)
@@ -1253,6 +1262,7 @@ def join_sessions(
         "method": np.where(has_t, _METHODS[how_bits], None),
         "id_conflicts": int_na(id_conflicts, has_t),
         "id_mismatches": int_na(id_mismatches, has_t),
+        "unknown_ids": int_na(unknown_ids, np.ones(n_s, bool)),
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)

@@ -198,6 +198,14 @@ def test_join_summary_and_confidence(frames):
     (dict(door_session="a", calls=10, agreed=2, transcript_id="t", status="matched", share=0.2, margin=1.0,
           method="tool_time"), "Weak — matched to transcript t; 2 of 10 calls (20%) agree (only a few calls share "
                                "tool and time within 60 s)"),
+    # unmatched, and the door logged ids no loaded transcript has: the likely reason is said
+    (dict(door_session="a", calls=4, agreed=None, transcript_id=None, status="unmatched", unknown_ids=3),
+     "Door session a: no transcript agrees with its 4 calls well enough to be assigned, so nothing here says which "
+     "conversation made them; the door logged the client's own tool-use id on 3 calls and no loaded transcript has "
+     "any of them: this conversation's transcript is most likely not among the inputs."),
+    (dict(door_session="a", calls=4, agreed=None, transcript_id=None, status="unmatched", unknown_ids=0),
+     "Door session a: no transcript agrees with its 4 calls well enough to be assigned, so nothing here says which "
+     "conversation made them."),
 ])
 def test_confidence_levels(row, expect):
     text = S.confidence_sentence(row, 60)
@@ -297,7 +305,7 @@ def test_residuals_have_their_own_section_and_the_caveats_point_to_it(frames):
     assert "Door session s2: no transcript agrees" in h
     empty = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=[],
                            sessions=sessions.iloc[:1])
-    assert "None: every door call" in empty and "None: every door session is matched" in empty
+    assert "None: every door call" in empty and "None is ambiguous or unmatched: every door session is matched to a transcript" in empty
     # no door log at all: not "every door session is matched"
     none = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=STEPS.empty(), unmatched_transcripts=["t1"],
                           sessions=sessions.iloc[:0])

@@ -438,6 +438,11 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
                 f"assigned, so nothing here says which conversation made them")
         if not _isna(runner) and not _isna(runner_agreed) and int(runner_agreed) > 0:
             base += f" (closest: transcript {runner}, {_count(int(runner_agreed), 'agreeing step')})"
+        uk = row.get("unknown_ids")
+        if not _isna(uk) and int(uk):
+            base += (f"; the door logged the client's own tool-use id on {_count(int(uk), 'call')} and no loaded "
+                     f"transcript has {'it' if int(uk) == 1 else 'any of them'}: this conversation's transcript is "
+                     "most likely not among the inputs")
         return base + "."
     if status == "ambiguous":
         alt = (f"; transcript {runner} explains it about as well ({_count(int(runner_agreed), 'agreeing step')})"
@@ -1490,7 +1495,7 @@ def residuals(
         body += table(synth, [("door_session", "door session", "code"), ("calls", "calls", "num"),
                               ("transcript_id", "linked transcript", "code"), ("agreed", "agreed", "num"),
                               ("unclaimed_calls", "unclaimed calls", "num")], max_rows=max_rows)
-    body += "<h3>Sessions without a sure link</h3>"
+    body += "<h3>Ambiguous and unmatched door sessions</h3>"
     weak = sessions[sessions["status"].isin(["ambiguous", "unmatched"])] if sessions is not None and len(sessions) \
         else None
     if weak is not None and len(weak):
@@ -1499,7 +1504,9 @@ def residuals(
         body += ('<p class="rb-note">No door sessions: this incident holds no door or gateway log, so nothing '
                  "here confirms what any tool call reached.</p>")
     else:
-        body += '<p class="rb-note">None: every door session is matched.</p>'
+        body += ('<p class="rb-note">None is ambiguous or unmatched: every door session is matched to a transcript. '
+                 'How far each link can be trusted (by tool-use id: proof; by content alone: likely, not proof) is '
+                 'said in <a href="#sessions">How sure is each link?</a>.</p>')
     return _section("Residuals: what the join left unpaired", body, anchor="residuals")
 
 
