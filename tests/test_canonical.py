@@ -68,3 +68,16 @@ def test_numbers_beyond_the_double_range_compare_by_their_exact_value():
         '{"big":123456789012345678901234567890,"n":1E400}'  # (the writer for long integers too)
     assert canonical_args_text('{"n":1e-400}') == '{"n":0}'  # (underflow reads as the double 0, as before)
 
+
+
+def test_integral_doubles_of_any_size_equal_their_integer():
+    """1e19 is exactly the integer 10**19 as a double; below 2**63 that had held and above not,
+    so the same value written two ways agreed or not by its size."""
+    assert canonical_args_text('{"n":1e19}') == canonical_args_text('{"n":10000000000000000000}') == \
+        '{"n":10000000000000000000}'
+    assert canonical_args_text('{"n":9.223372036854775808e18}') == canonical_args_text('{"n":9223372036854775808}')
+    assert canonical_args_text('{"n":-1.5e20}') == '{"n":-150000000000000000000}'
+    # a double is the value it reads as: 2**63 + 1 is not a double, so it does not agree with one
+    assert canonical_args_text('{"n":9.223372036854775809e18}') != canonical_args_text('{"n":9223372036854775809}')
+    # non-integral values stay doubles
+    assert canonical_args_text('{"n":1.5e-7}') == '{"n":1.5e-7}'

@@ -6,7 +6,8 @@ decides that spelling.  Rules (version :data:`CANONICAL_VERSION`):
 
 1. Objects: keys sorted by code point, at every depth; keys and string values NFC-normalised.
 2. No insignificant whitespace: ``{"a":1,"b":[1,2]}``.
-3. Numbers: an integral float equals its integer (``1.0`` → ``1``, ``-0.0`` → ``0``); other
+3. Numbers: an integral float equals its integer, at any size (``1.0`` → ``1``, ``-0.0`` → ``0``,
+   ``1e19`` → ``10000000000000000000``: that double's exact value); other
    floats are written in Python's shortest round-trip form (``0.1`` → ``0.1``).  A number with a
    fraction or exponent is the IEEE double it reads as (RFC 8259 §6), so spellings that read
    alike agree (``0.30000000000000000001`` and ``0.3``; ``1e-400`` and ``0``); integers are
@@ -41,7 +42,7 @@ from ._text import safe_str
 __all__ = ["canonical_args", "canonical_args_cached", "canonical_args_text", "CANONICAL_VERSION"]
 
 #: Bumped whenever a rule above changes, since stored keys stop comparing equal.
-CANONICAL_VERSION = 2
+CANONICAL_VERSION = 3  # 3: integral doubles of 2**63 or more equal their integer
 
 
 def _norm(v: Any) -> Any:
@@ -58,7 +59,7 @@ def _norm(v: Any) -> Any:
             return _NAN
         if math.isinf(v):
             return _INF if v > 0 else _NEG_INF
-        if v.is_integer() and abs(v) < 2**63:
+        if v.is_integer():  # exact at any size: 1e19 is the integer 10**19, as written in full
             return int(v)
         return v
     if isinstance(v, dict):
