@@ -39,3 +39,34 @@ def test_to_utc_takes_rfc3339_t_and_z_in_lower_case():
     got = to_utc(["2026-09-13t10:00:05z", "2026-09-13T10:00:05.25z", "2026-09-13t12:00:05+02:00", "junk", None])
     assert [None if pd.isna(t) else t.isoformat() for t in got] == [
         "2026-09-13T10:00:05+00:00", "2026-09-13T10:00:05.250000+00:00", "2026-09-13T10:00:05+00:00", None, None]
+
+
+def test_a_leap_second_is_the_first_second_of_the_next_minute():
+    """RFC 3339 §5.6 allows second 60; such a line had been set aside as "not an RFC 3339
+    date-time".  POSIX time (``calendar.timegm``) counts it as the next minute's first second."""
+    import calendar
+
+    from replaybook._text import to_utc
+
+    got = to_utc(["2016-12-31T23:59:60Z", "2016-12-31t23:59:60.25z", "2016-12-31T23:59:60.123456789+01:00",
+                  "2016-12-31T23:59:61Z", "2016-12-31T23:59:60", "x:60"])
+    assert [None if pd.isna(t) else t.isoformat() for t in got] == [
+        "2017-01-01T00:00:00+00:00", "2017-01-01T00:00:00.250000+00:00", "2016-12-31T23:00:00.123456789+00:00",
+        None, "2017-01-01T00:00:00+00:00", None]  # 61 is no second; no offset: UTC, as for every other second
+    assert got[0].timestamp() == calendar.timegm((2016, 12, 31, 23, 59, 60))
+
+
+def test_a_door_call_in_a_leap_second_is_loaded_not_set_aside(tmp_path):
+    import json
+
+    from replaybook.sources.door import load_door
+
+    p = tmp_path / "agent" / "s.jsonl"
+    p.parent.mkdir()
+    p.write_text("".join(json.dumps({"ts": ts, "session": "s", "tool": "read", "decision": "allow", "seq": i}) + "\n"
+                         for i, ts in enumerate(["2016-12-31T23:59:59.5Z", "2016-12-31T23:59:60.5Z",
+                                                 "2017-01-01T00:00:01Z"], 1)))
+    res = load_door(p)
+    assert res.quarantine.empty
+    assert res.frame["seq"].tolist() == [1, 2, 3]
+    assert res.frame["ts"].iloc[1].isoformat() == "2017-01-01T00:00:00.500000+00:00"

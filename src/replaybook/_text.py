@@ -142,7 +142,8 @@ def to_utc(values: Any) -> "pd.Series":
 
     Returns a ``datetime64[ns, UTC]`` Series; unparseable or missing values become ``NaT``, and
     so do date-times outside what nanoseconds can hold (before 1677-09-21 or after 2262-04-11),
-    so the caller quarantines them instead of the load failing.
+    so the caller quarantines them instead of the load failing.  A leap second (second ``60``)
+    is the first second of the next minute, as POSIX time counts it (:func:`_leap_second`).
     """
     import pandas as pd
 
@@ -156,4 +157,28 @@ def to_utc(values: Any) -> "pd.Series":
     if str(out.dtype) != "datetime64[ns, UTC]":  # pandas 3 parses at µs: range-check before ns
         lo, hi = _ns_bounds()
         out = out.where((out >= lo) & (out <= hi))
-    return out.astype("datetime64[ns, UTC]")
+    out = out.astype("datetime64[ns, UTC]")
+    failed = out.isna() & s.map(lambda v: v.__class__ is str and ":60" in v)
+    if failed.any():
+        out = out.copy()
+        for i in failed.to_numpy().nonzero()[0]:
+            out.iloc[i] = _leap_second(s.iloc[i])
+    return out
+
+
+#: a date-time whose second is 60, in the forms the ISO parser takes for other seconds
+_LEAP = re.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d):60(\.\d{1,9})?(Z|[+-]\d\d:?\d\d)?", re.ASCII)
+
+
+def _leap_second(v: str) -> "pd.Timestamp | pd.NaT":
+    """A leap second (``…T23:59:60.25Z``: RFC 3339 §5.6 allows second 60) as POSIX time counts
+    it, the first second of the next minute (``…T00:00:00.25Z`` of the next day), the instant
+    ``calendar.timegm`` gives for it; ``NaT`` for any other text."""
+    import pandas as pd
+
+    m = _LEAP.fullmatch(v.upper())
+    if m is None:
+        return pd.NaT
+    at = pd.to_datetime(f"{m.group(1)}:59{m.group(2) or ''}{m.group(3) or ''}", utc=True, format="ISO8601",
+                        errors="coerce")
+    return at + pd.Timedelta(seconds=1) if not pd.isna(at) else pd.NaT
