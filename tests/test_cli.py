@@ -44,24 +44,50 @@ def test_join_takes_an_incident_manifest(tmp_path, capsys):
     assert main(["join", str(bad)]) == 2
 
 
+def _join_tables(out: str) -> list[dict]:
+    """The ``join`` table's parts: per part ``{door_session: {column: cell}}``."""
+    parts, header = [], None
+    for ln in out.splitlines():
+        if ln.startswith("door_session"):
+            header = ln.split()
+            parts.append({})
+        elif header is not None and ln.startswith("door-"):
+            cells = ln.split()
+            assert len(cells) == len(header), ln
+            parts[-1][cells[0]] = dict(zip(header, cells))
+        else:
+            header = None
+    return parts
+
+
 def test_join_table_is_readable(capsys):
     rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
                "--calls", str(FIX / "join_trap" / "door")])
     out = capsys.readouterr().out
     assert rc == 0
-    rows = [ln.split() for ln in out.splitlines()[1:] if ln.startswith("door-")]
+    # three parts, none wider than a terminal (one table of 17 columns had been 230 characters)
+    assert max(len(ln) for ln in out.splitlines() if ln.startswith("door")) <= 120
+    verdicts, evidence, left = _join_tables(out)
+    assert "what each link rests on:" in out
     # share as a percentage, margin and offset without a trailing ".0"
     # and what the agreement rests on (method)
-    assert [(r[0], r[4], r[7], r[8], r[9], r[10]) for r in rows] == [
-        ("door-sess-a", "100%", "2", "matched", "content", "+400"),
-        ("door-sess-b", "100%", "2", "matched", "content", "+400")]
+    assert [(k, r["share"], r["status"], r["method"], r["offset_ms"], r["calls"]) for k, r in verdicts.items()] == [
+        ("door-sess-a", "100%", "matched", "content", "+400", "5"),
+        ("door-sess-b", "100%", "matched", "content", "+400", "3")]
+    assert [(r["margin"], r["runner_up_agreed"]) for r in evidence.values()] == [("2", "3"), ("2", "3")]
+    assert list(left) == ["door-sess-a", "door-sess-b"]
     # sessions no transcript agrees with: their figures are "-", never <NA> or NaN
     rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
                "--calls", str(FIX / "join_trap" / "door"), "--min-agreed", "50"])
     out = capsys.readouterr().out
     assert rc == 0 and "<NA>" not in out and "NaN" not in out
-    rows = [ln.split() for ln in out.splitlines()[1:] if ln.startswith("door-")]
-    assert [r[1:5] + r[7:11] + r[13:] for r in rows] == [["-"] * 4 + ["-", "unmatched", "-", "-", "-", "-", "-", "0"]] * 2
+    verdicts, evidence, left = _join_tables(out)
+    for k in ("door-sess-a", "door-sess-b"):
+        assert [verdicts[k][c] for c in ("transcript_id", "agreed", "share", "status", "method", "offset_ms")] == \
+            ["-", "-", "-", "unmatched", "-", "-"]
+        assert [evidence[k][c] for c in ("transcript_tool_steps", "margin")] == ["-", "-"]
+        assert [left[k][c] for c in ("unmatched_steps", "id_conflicts", "id_mismatches", "unknown_ids")] == \
+            ["-", "-", "-", "0"]
 
 
 def test_join_table_shows_refusals_and_flags_contradicting_tool_use_ids(tmp_path, capsys):
@@ -79,13 +105,12 @@ def test_join_table_shows_refusals_and_flags_contradicting_tool_use_ids(tmp_path
     rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"), "--calls", str(door)])
     cap = capsys.readouterr()
     assert rc == 0
-    header = cap.out.splitlines()[0].split()
-    assert header[11:] == ["refused", "unclaimed_calls", "unmatched_steps", "id_conflicts", "id_mismatches",
-                           "unknown_ids"]
-    rows = {r[0]: r for r in (ln.split() for ln in cap.out.splitlines()[1:] if ln.startswith("door-"))}
-    assert rows["door-sess-a"][14] == "1" and rows["door-sess-b"][14] == "0"
-    # the logged id is one no transcript has (the same as the report's unknown_ids)
-    assert [rows[k][15:] for k in ("door-sess-a", "door-sess-b")] == [["0", "1"], ["0", "0"]]
+    verdicts, _, left = _join_tables(cap.out)
+    assert verdicts["door-sess-a"]["refused"] == "1" and verdicts["door-sess-b"]["refused"] == "0"
+    # the logged id contradicts the step it agrees with, and is one no transcript has (the
+    # report's unknown_ids)
+    assert [[left[k][c] for c in ("id_conflicts", "id_mismatches", "unknown_ids")]
+            for k in ("door-sess-a", "door-sess-b")] == [["1", "0", "1"], ["0", "0", "0"]]
     assert ("warning: door session door-sess-a: 1 door call logged a different tool-use id from the transcript "
             "step it agrees with (not counted)") in cap.err
     # unmatched (no transcript may be assigned here) with an id no transcript has: the likely reason is said

@@ -294,6 +294,19 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
+#: the ``join`` table, in parts: (title, sessions-frame columns), each part under its title
+_JOIN_TABLES = (
+    (None, ["door_session", "transcript_id", "calls", "agreed", "share", "status", "method", "offset_ms",
+            "refused"]),
+    ("what each link rests on", ["door_session", "transcript_tool_steps", "runner_up", "runner_up_agreed",
+                                 "margin"]),
+    ("what is left over, and tool-use ids that disagree or that no transcript has",
+     ["door_session", "unclaimed_calls", "unmatched_steps", "id_conflicts", "id_mismatches", "unknown_ids"]),
+)
+_JOIN_NUMERIC = ("calls", "agreed", "transcript_tool_steps", "share", "runner_up_agreed", "margin", "offset_ms",
+                 "refused", "unclaimed_calls", "unmatched_steps", "id_conflicts", "id_mismatches", "unknown_ids")
+
+
 def _text_table(df, numeric: tuple[str, ...] = ()) -> str:
     """A plain-text table: text left-aligned, ``numeric`` columns right-aligned, NA as ``-``."""
     import pandas as pd
@@ -437,16 +450,16 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         d["quarantine"] = set_aside
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
     else:
-        cols = ["door_session", "transcript_id", "agreed", "transcript_tool_steps", "share",
-                "runner_up", "runner_up_agreed", "margin", "status", "method", "offset_ms",
-                "refused", "unclaimed_calls", "unmatched_steps", "id_conflicts", "id_mismatches", "unknown_ids"]
-        view = res.sessions[cols].astype(object)
+        view = res.sessions.astype(object)
         view["share"] = [None if pd.isna(v) else f"{v:.0%}" for v in view["share"]]
         view["margin"] = [None if pd.isna(v) else f"{v:g}" for v in view["margin"]]
         view["offset_ms"] = [None if pd.isna(v) else f"{v:+.0f}" for v in view["offset_ms"]]
-        click.echo(_text_table(view, numeric=("agreed", "transcript_tool_steps", "share", "runner_up_agreed",
-                                              "margin", "offset_ms", "refused", "unclaimed_calls",
-                                              "unmatched_steps", "id_conflicts", "id_mismatches", "unknown_ids")))
+        # three tables, each fitting a terminal (one held 17 columns, 230 characters wide), as the
+        # report splits its own; the column names are the sessions frame's (the JSON's keys)
+        for title, cols in _JOIN_TABLES:
+            if title:
+                click.echo(f"\n{title}:")
+            click.echo(_text_table(view[cols], numeric=_JOIN_NUMERIC))
         # a transcript of built-in tools only called nothing through a door: not a missing link
         door_bound = set(steps.loc[(steps["kind"] == "tool_call") & steps["server"].notna(),
                                    "transcript_id"].astype(str)) if len(steps) else set()
