@@ -83,6 +83,49 @@ def test_door_ids_no_transcript_has_are_counted_per_session():
     assert str(s["unknown_ids"].dtype) == "Int64"
 
 
+def test_a_transcript_on_another_machines_clock_takes_its_own_offset():
+    """Two agents on two machines whose clocks differ from the door's by +30 s and −40 s: the
+    common offset (+30 s) left the second one's session unmatched, 70 s off, past the window."""
+    st, ca = [], []
+    for i in range(6):
+        st.append(("t1", i * 10, "read", {"path": f"a{i}"}, None))
+        ca.append(("s1", i * 10 + 30, "read", {"path": f"a{i}"}, None))
+    for i in range(4):
+        st.append(("t2", 200 + i * 10, "read", {"path": f"b{i}"}, None))
+        ca.append(("s2", 200 + i * 10 - 40, "read", {"path": f"b{i}"}, None))
+    res = join_sessions(steps_frame(st), calls_frame(ca))
+    s = res.sessions.set_index("door_session")
+    assert res.assignments() == {"s1": "t1", "s2": "t2"}
+    assert s["offset_ms"].tolist() == [30000.0, -40000.0] and s["agreed"].tolist() == [6, 4]
+    assert s["status"].tolist() == ["matched", "matched"]
+    assert sorted(res.pairs.loc[res.pairs.door_session == "s2", "delta_ms"].unique()) == [-40000.0]
+    # clocks assumed to agree (max_offset_s=0): none takes an offset, and with a 35 s window only
+    # the first machine's calls are near enough
+    assert join_sessions(steps_frame(st), calls_frame(ca), max_offset_s=0, window_s=35).assignments() == \
+        {"s1": "t1", "s2": None}
+    assert join_sessions(steps_frame(st), calls_frame(ca), window_s=35).assignments() == {"s1": "t1", "s2": "t2"}
+
+
+def test_no_clock_of_its_own_from_a_few_coincidences():
+    """A transcript whose own session is not in the door log shares calls every agent makes with
+    other sessions: one such call, or a few of its many steps, lined up at some offset, is no
+    clock of its own (it stays unmatched)."""
+    st = [("t1", i * 10, "read", {"path": f"a{i}"}, None) for i in range(5)]
+    ca = [("s1", i * 10 + 1, "read", {"path": f"a{i}"}, None) for i in range(5)]
+    # t2: its own calls are not in the log; one generic call lines up with s1's at −120 s
+    st += [("t2", 300, "list", {"path": "/"}, None)] + [("t2", 310 + i, "read", {"path": f"x{i}"}, None)
+                                                         for i in range(4)]
+    ca += [("s1", 180, "list", {"path": "/"}, None)]
+    # t3: two of its six steps line up with s3's calls at +100 s, the other four have calls at
+    # offsets of their own, each far from the others (−126, −200, +170, +250 s)
+    st += [("t3", 500 + i * 5, "read", {"path": f"c{i}"}, None) for i in range(6)]
+    ca += [("s3", 600 + i * 5, "read", {"path": f"c{i}"}, None) for i in range(2)]
+    ca += [("s4", sec, "read", {"path": f"c{i}"}, None) for i, sec in zip(range(2, 6), (384, 315, 690, 775))]
+    res = join_sessions(steps_frame(st), calls_frame(ca))
+    assert res.assignments() == {"s1": "t1", "s3": None, "s4": None}
+    assert res.unmatched_transcripts == ["t2", "t3"]
+
+
 def test_window_and_min_agreed_are_respected():
     steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 10, "read", {"path": "b"}, None)])
     calls = calls_frame([("s1", 90, "read", {"path": "a"}, None), ("s1", 100, "read", {"path": "b"}, None)])

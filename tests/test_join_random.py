@@ -112,6 +112,49 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     content = [p for p in _rank_pairs(
         [(i, j) for i in s_pool if S[i]["args"] is not None for j in c_args
          if key(S[i]) == key(C[j]) and within(i, j) and ids_allow(i, j)], S, C, lambda i: key(S[i])) if within(*p)]
+    # a transcript none of whose steps agreed (by content or id) may take a clock of its own: the
+    # fullest 2 s span of its own differences (of equal ones the nearest to the common offset),
+    # when it holds ≥ max(min_agreed, 2) of them and half its steps that have any same-key call,
+    # and lies more than the window from the common offset
+    own_off = {}
+    if M > 0:
+        paired = {S[i]["t"] for i, _ in content} | {S[i]["t"] for i, _ in exact}
+        for t in sorted({S[i]["t"] for i in s_pool if S[i]["args"] is not None} - paired):
+            ds, with_calls = [], 0
+            for i in s_pool:
+                if S[i]["t"] != t or S[i]["args"] is None:
+                    continue
+                di = [C[j]["ms"] - S[i]["ms"] for j in c_args if key(C[j]) == key(S[i])
+                      and abs(C[j]["ms"] - S[i]["ms"]) <= M]
+                if di:
+                    with_calls += 1
+                    ds += di
+            if not ds:
+                continue
+            ds.sort()
+            spans = [[x for x in ds if d <= x <= d + 2000] for d in ds]
+            most = max(map(len, spans))
+            sp = min((sp for sp in spans if len(sp) == most), key=lambda sp: abs((sp[0] + sp[-1]) // 2 - off))
+            own = float(np.median(sp))
+            if len(sp) >= max(min_agreed, 2) and len(sp) >= 0.5 * with_calls and abs(own - off) > W:
+                own_off[t] = int(round(own))
+
+    def step_off(i):
+        return own_off.get(S[i]["t"], off) if (i, "own") in own_pairs_steps else off
+
+    own_pairs_steps = set()
+    if own_off:
+        def within_own(i, j):
+            return abs(C[j]["ms"] - own_off[S[i]["t"]] - S[i]["ms"]) <= W
+
+        mine = [i for i in s_pool if S[i]["args"] is not None and S[i]["t"] in own_off]
+        vetoed |= {(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j]) and within_own(i, j)
+                   and not ids_allow(i, j)}
+        own_content = [p for p in _rank_pairs(
+            [(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j]) and within_own(i, j) and ids_allow(i, j)],
+            S, C, lambda i: key(S[i])) if within_own(*p)]
+        own_pairs_steps = {(i, "own") for i, _ in own_content}
+        content += own_content
     tool = []
     if c_noargs or any(S[i]["args"] is None for i in s_pool):
         cs_, cc_ = {i for i, _ in content}, {j for _, j in content}
@@ -134,7 +177,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
         a = agg.setdefault((S[i]["t"], C[j]["s"]), [0, 0, []])
         a[0] += 1
         a[1] += how == "meta_id"
-        a[2].append(abs(C[j]["ms"] - off - S[i]["ms"]))
+        a[2].append(abs(C[j]["ms"] - (step_off(i) if how == "content" else off) - S[i]["ms"]))
     scores = {k: (v[0], v[1], statistics.median(v[2])) for k, v in agg.items()}
     edges = {k: v for k, v in scores.items() if v[0] >= min_agreed}
     sessions = sorted({c["s"] for c in C})
@@ -167,10 +210,13 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
 # --- random incidents -----------------------------------------------------------------------
 
 
-def random_incident(rng):
+def random_incident(rng, clocks: bool = False):
+    """Steps and calls of a small random incident; with ``clocks``, each transcript's machine
+    has a clock of its own (differing by up to ±150 s)."""
     n_t, n_s, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
     grid = int(rng.choice([1, 500, 1000]))  # coarse clocks make equal timestamps common
     skew = int(rng.choice([0, 400, 1200, 90_000]))
+    t_skew = [int(rng.choice([0, 0, 70_000, -90_000, 150_000])) if clocks else 0 for _ in range(n_t + 1)]
     keys = [(TOOLS[k % 3], {"path": f"p{k // 3}"}) for k in range(n_keys)]
     steps, calls = [], []
     seq = 0
@@ -187,7 +233,8 @@ def random_incident(rng):
             meta = tid if rng.random() < 0.2 else None
             if meta is None and rng.random() < 0.05:  # an id some other call (or none) also logs
                 meta = f"toolu_{int(rng.integers(0, seq + 1)):04d}"
-            calls.append((f"s{s}", ms + skew + int(rng.integers(0, 3)) * grid, tool, args, meta, rng.random() < 0.1))
+            calls.append((f"s{s}", ms + skew + t_skew[t] + int(rng.integers(0, 3)) * grid, tool, args, meta,
+                          rng.random() < 0.1))
             seq += 1
     for _ in range(int(rng.integers(0, 4))):  # stray steps
         tool, args = keys[int(rng.integers(0, n_keys))]
@@ -204,11 +251,11 @@ def random_incident(rng):
     return st, ca
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_join_agrees_with_brute_force(seed):
+@pytest.mark.parametrize("seed,clocks", [(s, False) for s in range(12)] + [(s, True) for s in range(100, 124)])
+def test_join_agrees_with_brute_force(seed, clocks):
     rng = np.random.default_rng(seed)
     for _ in range(12):
-        steps, calls = random_incident(rng)
+        steps, calls = random_incident(rng, clocks)
         window_s = float(rng.choice([0.5, 2.0, 60.0]))
         min_agreed = int(rng.choice([1, 1, 2]))
         max_offset_s = float(rng.choice([0.0, 300.0]))

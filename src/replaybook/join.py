@@ -653,6 +653,73 @@ def _mode_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: in
     return float(np.median(d[i:end[i]]))
 
 
+#: a transcript takes a clock offset of its own (:func:`_own_clocks`) only when at least this
+#: share of its steps that have a same-key call in range line up at that offset
+OWN_CLOCK_SHARE = 0.5
+
+
+def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t_codes: np.ndarray,
+                n_t: int, off: int, reach_ms: int, window_ms: int,
+                min_steps: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Clock offsets of their own for transcripts run on another clock than the others.
+
+    ``q`` are the steps (rows, ascending) of transcripts none of whose steps agreed at the
+    common offset ``off``.  Per transcript, every difference (call time − step time) to a
+    same-key call of ``C`` within ``reach_ms`` counts, and the :data:`_OFFSET_SPAN_MS` span
+    holding the most wins (of equally full ones, the nearest to ``off``), as
+    :func:`_mode_offset` reads the common one.  A transcript takes that span's median as its
+    own offset when the span holds at least ``min_steps`` differences and
+    :data:`OWN_CLOCK_SHARE` of its steps that have any such call, and lies more than
+    ``window_ms`` from ``off`` (nearer, the common offset would have found it).  Two agents on
+    two machines whose clocks differ by more than the window had left the second one's
+    sessions unmatched.
+
+    Returns ``(steps, offsets)``: the rows of ``q`` of the transcripts that took an offset, and
+    each one's offset (int64 ms, door − transcript); ``None`` when no transcript did (or the
+    range is too large to pack: beyond any real clock, ~2**40 ms).
+    """
+    if not len(q) or not len(C.item):
+        return None
+    ms = s_ms[q]
+    lo, hi = C.ranges(k_s[q], ms - reach_ms, ms + reach_ms)
+    few = (hi - lo <= _OFFSET_CAP) & (hi > lo)
+    if not few.any():
+        return None
+    qi = np.flatnonzero(few)
+    r, c = _expand(lo[qi], hi[qi])
+    g = t_codes[q[qi[r]]]
+    d = C.times(c)
+    d -= ms[qi[r]]
+    span = 2 * reach_ms + _OFFSET_SPAN_MS + 1
+    if n_t * span >= (1 << 62):
+        return None
+    packed = g * span + (d + reach_ms)
+    order = np.argsort(packed, kind="stable")
+    packed, g, d = packed[order], g[order], d[order]
+    end = np.searchsorted(packed, packed + _OFFSET_SPAN_MS, "right")  # (never past its transcript)
+    full = end - np.arange(len(packed))
+    mid = (d + d[end - 1]) // 2
+    # per transcript the fullest span, of equally full ones the nearest to the common offset
+    best = np.lexsort((np.abs(mid - off), -full, g))
+    first = np.ones(len(best), bool)
+    first[1:] = g[best][1:] != g[best][:-1]
+    best = best[first]
+    t_best = g[best]
+    steps_with_calls = np.bincount(t_codes[q[qi]], minlength=n_t)[t_best]
+    n_full = full[best]
+    own = np.array([float(np.median(d[i:e])) for i, e in zip(best.tolist(), end[best].tolist())]) \
+        if len(best) else np.zeros(0)
+    ok = (n_full >= min_steps) & (n_full >= OWN_CLOCK_SHARE * steps_with_calls) & (np.abs(own - off) > window_ms)
+    if not ok.any():
+        return None
+    t_off = np.zeros(n_t, np.int64)
+    took = np.zeros(n_t, bool)
+    t_off[t_best[ok]] = np.round(own[ok]).astype(np.int64)
+    took[t_best[ok]] = True
+    rows = q[took[t_codes[q]]]
+    return rows, t_off[t_codes[rows]]
+
+
 def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: np.ndarray,
                   s_codes: np.ndarray, n_sx: int, veto=None) -> tuple[np.ndarray, np.ndarray]:
     """Content agreement of the steps in ``S`` with the calls in ``C``: equal key,
@@ -839,8 +906,9 @@ def join_sessions(
             this range plus ``window_s`` (a call's own latency comes on top of the clocks'
             difference), as the one most steps agree on (:func:`_mode_offset`), among the steps
             and calls the tool-use ids left unpaired (the ids' own pairs give it only when those
-            give none: another client's transcripts may run on another clock).  ``0`` assumes
-            the clocks agree.
+            give none: another client's transcripts may run on another clock).  A transcript
+            none of whose steps agree at that offset may take one of its own in the same range
+            (an agent on another machine: :func:`_own_clocks`).  ``0`` assumes the clocks agree.
 
     Returns:
         :class:`JoinResult`.
@@ -1064,17 +1132,36 @@ def join_sessions(
         veto = _IdVeto(step_has_id if whole else step_has_id[sel], scol("call_id"), meta_has_id,
                        _objects(meta_col))
     msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx, veto)
+    parts = [(msi, mci, HOW_CONTENT, off)]  # (step rows, call rows, how, offset: ms or per pair)
+    # transcripts on a clock of their own (another machine): none of their steps agreed at the
+    # common offset; each may take its own (its pairs then measure time from that offset)
+    if max_offset_ms > 0 and len(s_args_idx):
+        paired_t = np.zeros(n_t + 1, bool)
+        paired_t[t_codes[msi]] = True
+        paired_t[t_codes[ex_si]] = True
+        q = s_args_idx[~paired_t[t_codes[s_args_idx]]]
+        own = _own_clocks(C, q, k_s, s_ms, t_codes, n_t, off, max_offset_ms + window_ms, window_ms,
+                          max(min_agreed, 2))
+        if own is not None:
+            rows, offs = own
+            shifted = s_ms.copy()
+            shifted[rows] += offs  # on the door's clock: the pairs are then found at offset 0
+            S_own = _KeyTime(rows, k_s, shifted, n_keys)
+            osi, oci = _window_pairs(S_own, C, 0, window_ms, t_codes, s_codes, n_sx, veto)
+            del S_own
+            parts.append((osi, oci, HOW_CONTENT, (shifted[osi] - s_ms[osi])))
+            del shifted
     cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u = figures_later.result()
     del figures_later
     del C, S
-    parts = [(msi, mci, HOW_CONTENT)]
     if len(c_tool_idx) or s_noargs[s_idx].any():
         # tool + time only, where one side logged no arguments (a gateway that logs a count or a
         # hash; a client whose arguments did not parse), among steps and calls still unmatched
         taken_s = np.zeros(n_st, bool)
-        taken_s[msi] = True
         taken_c = np.zeros(n_c, bool)
-        taken_c[mci] = True
+        for p in parts:  # (the content pairs: at the common offset, and at a transcript's own)
+            taken_s[p[0]] = True
+            taken_c[p[1]] = True
         free_s = s_idx[~taken_s[s_idx]]
         free_c = c_idx[~taken_c[c_idx]]
         kt_all = np.full(n_st + n_c, -1, np.int64)  # tool-only keys
@@ -1104,16 +1191,19 @@ def join_sessions(
                                 S2, C2, t_codes, s_codes, n_sx)
             m2s, m2c = S2.item[sp], C2.item[cp]
             keep = np.abs(c_ms[m2c] - off - s_ms[m2s]) <= window_ms
-            parts.append((m2s[keep], m2c[keep], HOW_TOOL_TIME))
+            parts.append((m2s[keep], m2c[keep], HOW_TOOL_TIME, off))
     if len(ex_si):
-        parts.append((ex_si, ex_ci, HOW_META))
+        parts.append((ex_si, ex_ci, HOW_META, off))
     m_si = np.concatenate([p[0] for p in parts]).astype(np.int64)
     m_ci = np.concatenate([p[1] for p in parts]).astype(np.int64)
     m_how = np.concatenate([np.full(len(p[0]), p[2], np.int8) for p in parts])
     m_t, m_s = t_codes[m_si], s_codes[m_ci]
     m_d = c_ms[m_ci]  # after the offset: ~0 when in step
     m_d -= s_ms[m_si]
-    m_d -= off
+    if len(parts) > 1 and any(not isinstance(p[3], int) for p in parts):
+        m_d -= np.concatenate([np.broadcast_to(np.int64(p[3]), len(p[0])) for p in parts])
+    else:
+        m_d -= off
 
     # 4. agreement per (transcript, session): count, tool-use id matches, median |Δt|
     pcode = m_t * n_sx
