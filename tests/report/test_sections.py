@@ -221,6 +221,19 @@ def test_clock_offset(frames):
     assert "from their session" not in h  # both pairs sit on the session's offset
 
 
+def test_clock_offset_says_when_sessions_run_on_clocks_of_their_own():
+    """Two agents on two machines: the median over every pair is neither machine's offset."""
+    from replaybook.frames import SESSIONS
+
+    sessions = SESSIONS.build([dict(door_session="s1", transcript_id="t1", offset_ms=30000.0, agreed=6),
+                               dict(door_session="s2", transcript_id="t2", offset_ms=-40000.0, agreed=4)])
+    h = S.clock_offset(30000.0, sessions)
+    assert "<b>The sessions' offsets differ, from -40,000 ms to +30,000 ms</b>" in h
+    same = SESSIONS.build([dict(door_session="s1", transcript_id="t1", offset_ms=400.0, agreed=6),
+                           dict(door_session="s2", transcript_id="t2", offset_ms=2400.0, agreed=4)])
+    assert "offsets differ" not in S.clock_offset(400.0, same)  # within a call's travel time
+
+
 def test_clock_offset_names_a_pair_far_from_its_sessions_offset(frames):
     """A pair 20 s off its session's offset showed only as "max 20,400 ms" in the spread line:
     the reader could not tell which call it was."""

@@ -667,6 +667,12 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
             body += (f'<p class="rb-note">Spread over {len(d):,} pairs: min {d.min():,.0f} ms, '
                      f"median {d.median():,.0f} ms, max {d.max():,.0f} ms.</p>")
     if sessions is not None and len(sessions):
+        own = sessions["offset_ms"].dropna() if "offset_ms" in sessions.columns else pd.Series(dtype="float64")
+        if len(own) > 1 and float(own.max() - own.min()) > FAR_PAIR_MS:
+            body += (f"<p><b>The sessions' offsets differ, from {own.min():+,.0f} ms to {own.max():+,.0f} ms</b>: "
+                     "their transcripts were written on clocks that differ by more than a call's travel time "
+                     "(agents on different machines). The figure above is the median over every pair; each "
+                     "session's pairs are measured from its own offset, in the table below.</p>")
         body += table(sessions, [("door_session", "door session", "code"), ("transcript_id", "transcript", "code"),
                                  ("offset_ms", "offset (ms)", "ms"), ("agreed", "pairs", "num")])
         body += _far_pairs(pairs, sessions)
