@@ -284,6 +284,113 @@ def test_inputs_table_lists_sha256():
     assert sha in h and "7,023" in h and "t/&lt;x&gt;.jsonl" in h
 
 
+def _inputs(n_door: int, *, noted_every: int = 0) -> list[dict]:
+    """Inputs rows of a manifest, ``n_door`` door logs in three agents' folders (every
+    ``noted_every``-th with a note) and a transcript folder beside them, as
+    :attr:`replaybook.Incident.inputs` gives them."""
+    rows = [{"path": "incident.yaml", "format": "manifest", "bytes": 120, "lines": 6, "sha256": "0" * 64, "note": None}]
+    for i in range(n_door):
+        rows.append({"path": f"door/agent-{i % 3}/s{i:04d}.jsonl", "format": "door", "bytes": 200 + i, "lines": 1 + i % 4,
+                     "sha256": f"{i:064x}", "note": "1 line set aside (see Quarantine)"
+                     if noted_every and i % noted_every == noted_every - 1 else None})
+    for i in range(n_door // 2):
+        rows.append({"path": f"transcripts/t{i:04d}.jsonl", "format": "claude-code", "bytes": 900 + i, "lines": 7,
+                     "sha256": f"{i + 10**6:064x}", "note": None})
+    return rows
+
+
+def _rows(h: str, after: str) -> list[list[str]]:
+    """The text of each body row of the first table after ``after`` in ``h``."""
+    part = h[h.index(after):]
+    part = part[:part.index("</table>")]
+    return [[re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+            for r in re.findall(r"<tr>(.*?)</tr>", part, re.S) if "<td" in r]
+
+
+def test_a_short_inputs_list_shows_every_file_in_its_order():
+    rows = _inputs(S.MAX_INPUT_ROWS // 3)
+    assert len(rows) <= S.MAX_INPUT_ROWS
+    h = S.inputs_table(rows).replace("<wbr/>", "")
+    shown = _rows(h, "<table")
+    assert [r[0] for r in shown] == [r["path"] for r in rows]
+    assert "Per folder and format" not in h and "not listed here" not in h
+
+
+def test_a_long_inputs_list_shows_the_manifest_then_noted_files_then_the_rest_up_to_the_cap():
+    """17,000 input files made a 6 MB table; past the cap the table lists the files that matter
+    first and a summary per folder and format counts them all."""
+    rows = _inputs(3 * S.MAX_INPUT_ROWS, noted_every=40)
+    noted = [r["path"] for r in rows if r["note"]]
+    h = S.inputs_table(rows, checksums="case.sha256").replace("<wbr/>", "")
+    no_raw_html(h)
+    shown = _rows(h, "files</h3>")
+    assert len(shown) == S.MAX_INPUT_ROWS
+    rest = [r["path"] for r in rows[1:] if not r["note"]][:S.MAX_INPUT_ROWS - 1 - len(noted)]
+    assert [r[0] for r in shown] == ["incident.yaml", *noted, *rest]
+    text = re.sub("<[^>]+>", "", h)
+    hidden = len(rows) - S.MAX_INPUT_ROWS
+    assert (f"the table after it lists {S.MAX_INPUT_ROWS:,}: the manifest, the {len(noted)} files with a note "
+            f"(skipped, set aside, …), then {len(rest)} others in the order of the full list.") in text
+    assert f"{hidden:,} files are not listed here: every file, with its SHA-256, is in case.sha256 beside this report" in text
+    assert f"This incident has {len(rows):,} input files ({sum(r['bytes'] for r in rows):,} bytes, " \
+           f"{sum(r['lines'] for r in rows):,} lines)" in text
+    # the summary counts every file, per folder and format
+    expect = {}
+    for r in rows:
+        key = (r["path"].rpartition("/")[0] or ".", r["format"])
+        f, b, n = expect.get(key, (0, 0, 0))
+        expect[key] = (f + 1, b + r["bytes"], n + r["lines"])
+    summary = _rows(h, "Per folder and format")
+    assert {(r[0], r[1]): tuple(int(x.replace(",", "")) for x in r[2:]) for r in summary} == expect
+    assert [r[0] for r in summary] == sorted(r[0] for r in summary)
+
+
+def test_more_noted_files_than_the_cap_fill_it_in_their_order():
+    rows = _inputs(3 * S.MAX_INPUT_ROWS, noted_every=2)
+    noted = [r["path"] for r in rows if r["note"]]
+    h = S.inputs_table(rows, max_rows=50).replace("<wbr/>", "")
+    assert [r[0] for r in _rows(h, "files</h3>")] == ["incident.yaml", *noted[:49]]
+    text = re.sub("<[^>]+>", "", h)
+    assert f"the manifest, the first 49 of the {len(noted)} files with a note (skipped, set aside, …)." in text
+    # no checksum file named: the workbook is where the full list is
+    assert f"{len(rows) - 50:,} files are not listed here: the workbook's Incident.inputs lists each one" in text
+
+
+def test_the_inputs_summary_counts_deep_folders_in_their_ancestor_when_they_are_too_many():
+    """A CloudTrail tree has a folder per region and day: one summary row per folder would be a
+    long table again."""
+    rows = [{"path": "incident.yaml", "format": "manifest", "bytes": 50, "lines": 3, "sha256": "0" * 64}]
+    days = [(region, day) for region in ("eu-west-1", "us-east-1") for day in range(1, 31)]
+    for region, day in days:
+        for k in range(3):
+            rows.append({"path": f"AWSLogs/1234/CloudTrail/{region}/2026/09/{day:02d}/f{k}.json", "format": "aws.cloudtrail",
+                         "bytes": 1000 + day, "lines": 1, "sha256": "1" * 64})
+    rows.append({"path": "/elsewhere/door/s.jsonl", "format": None, "bytes": None, "lines": None, "sha256": None,
+                 "note": "skipped: a symbolic link"})
+    by = {(r["folder"], r["format"]): r for r in S._inputs_by_folder(pd.DataFrame(rows), max_groups=10).to_dict("records")}
+    assert set(by) == {(".", "manifest"), ("/elsewhere/door", "—"),
+                       ("AWSLogs/1234/CloudTrail/eu-west-1/2026/09/**", "aws.cloudtrail"),
+                       ("AWSLogs/1234/CloudTrail/us-east-1/2026/09/**", "aws.cloudtrail")}
+    eu = by[("AWSLogs/1234/CloudTrail/eu-west-1/2026/09/**", "aws.cloudtrail")]
+    assert eu["files"] == 3 * len([d for d in days if d[0] == "eu-west-1"])
+    assert eu["bytes"] == sum(r["bytes"] for r in rows if "eu-west-1" in r["path"])
+    assert by[("/elsewhere/door", "—")]["files"] == 1 and pd.isna(by[("/elsewhere/door", "—")]["bytes"])
+    # room for every folder: each in its own
+    full = S._inputs_by_folder(pd.DataFrame(rows), max_groups=len(days) + 2)
+    assert len(full) == len(days) + 2 and not full["folder"].str.endswith("**").any()
+
+
+def test_inputs_name_the_checksum_file_and_what_it_leaves_out():
+    rows = _inputs(3)
+    rows.append({"path": "door/link.jsonl", "format": None, "bytes": None, "lines": None, "sha256": None,
+                 "note": "skipped: symbolic link to /x (not followed)"})
+    text = re.sub("<[^>]+>", "", S.inputs_table(rows, checksums="a&b.sha256"))
+    assert ("a&amp;b.sha256, written beside this report, holds every file's SHA-256 in sha256sum's format (1 file "
+            "without a SHA-256 — a symbolic link is listed, not followed — is not in it): to check them all, run "
+            "sha256sum -c path/to/a&amp;b.sha256 in the manifest's folder.") in text
+    assert "sha256sum -c" not in S.inputs_table(rows)
+
+
 def _q(source_file, line_no, raw, *, kind="invalid", error="invalid JSON"):
     """A QUARANTINE frame of one row per call of this (concatenate several)."""
     return QUARANTINE.build([dict(source_file=source_file, line_no=line_no, byte_offset=0, kind=kind,

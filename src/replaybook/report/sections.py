@@ -19,7 +19,7 @@ import html
 import math
 import re
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -1223,10 +1223,29 @@ def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
     return _section("Refused calls", body, anchor="refused")
 
 
-def inputs_table(inputs: Iterable[Mapping]) -> str:
+#: Input files listed one by one; past it the table lists the first that matter (the manifest,
+#: then files with a note) and a summary per folder and format counts them all.
+MAX_INPUT_ROWS = 200
+#: Rows of that summary at most: past it, files in deeper folders are counted in their ancestor.
+MAX_FOLDER_ROWS = 60
+
+
+def inputs_table(inputs: Iterable[Mapping], *, checksums: str | None = None,
+                 max_rows: int = MAX_INPUT_ROWS) -> str:
     """Every input file given, with its format, size (bytes), line count, SHA-256 (hex) and,
     when any file has one, a note (a skipped file's reason), so the report can be tied to the
-    exact evidence."""
+    exact evidence.
+
+    Args:
+        inputs: :attr:`replaybook.Incident.inputs` rows (``path``, ``format``, ``bytes``,
+            ``lines``, ``sha256``, ``note``), the manifest first.
+        checksums: the file name of the ``sha256sum`` checksum file written beside the report
+            (:mod:`replaybook.report.checksums`), named in the section; ``None`` when there is none.
+        max_rows: files listed one by one.  More than that: the table lists the first
+            ``max_rows`` of the manifest, the files with a note, then the others (each group in
+            its order in ``inputs``), a summary per folder and format (files, bytes, lines)
+            counts all of them, and a note says how many are not listed and where they are.
+    """
     df = pd.DataFrame(list(inputs or []))
     if df.empty:
         return _section("Inputs", '<p class="rb-note">No input files.</p>', anchor="inputs")
@@ -1237,8 +1256,113 @@ def inputs_table(inputs: Iterable[Mapping]) -> str:
     body = ("<p>Every file this report was built from. Recompute a file's SHA-256 (<code>sha256sum</code>, run in "
             "the manifest's folder: paths are relative to it, or absolute for files outside it) to "
             "check that it is the same evidence. The data files the door's calls reached are listed with their "
-            'SHA-256 now under <a href="#objects">what the agent reached</a>.</p>' + table(df, cols, max_rows=100000))
+            'SHA-256 now under <a href="#objects">what the agent reached</a>.</p>' + _checksums_note(df, checksums))
+    if len(df) <= max_rows:
+        return _section("Inputs", body + table(df, cols, max_rows=len(df)), anchor="inputs")
+    first, folders = _inputs_first(df, max_rows), _inputs_by_folder(df)
+    body += (_inputs_cut_note(df, first, checksums)
+             + "<h3>Per folder and format</h3>"
+             + table(folders, [("folder", "folder", "code"), ("format", "format", "text"), ("files", "files", "num"),
+                               ("bytes", "bytes", "num"), ("lines", "lines", "num")], max_rows=len(folders))
+             + f"<h3>The first {len(first):,} files</h3>" + table(first, cols, max_rows=len(first)))
     return _section("Inputs", body, anchor="inputs")
+
+
+def _checksums_note(df: pd.DataFrame, checksums: str | None) -> str:
+    """The paragraph naming the checksum file (``""`` without one): how to check every input at
+    once, and how many inputs have no SHA-256 to check (symbolic links, not followed)."""
+    if not checksums:
+        return ""
+    no_sha = int(df["sha256"].isna().sum()) if "sha256" in df.columns else len(df)
+    left_out = (f" ({_count(no_sha, 'file')} without a SHA-256 — a symbolic link is listed, not followed — "
+                f"{'is' if no_sha == 1 else 'are'} not in it)") if no_sha else ""
+    return (f"<p><code>{esc(checksums)}</code>, written beside this report, holds every file's SHA-256 in "
+            f"<code>sha256sum</code>'s format{left_out}: to check them all, run <code>sha256sum -c "
+            f"path/to/{esc(checksums)}</code> in the manifest's folder.</p>")
+
+
+def _input_rank(df: pd.DataFrame) -> np.ndarray:
+    """Per Inputs row, 0 for the manifest, 1 for a file with a note (skipped, set aside, read
+    once), 2 for the others."""
+    manifest = (df["format"] == "manifest").to_numpy(dtype=bool) if "format" in df.columns else np.zeros(len(df), bool)
+    noted = df["note"].notna().to_numpy(dtype=bool) if "note" in df.columns else np.zeros(len(df), bool)
+    return np.where(manifest, 0, np.where(noted, 1, 2))
+
+
+def _inputs_first(df: pd.DataFrame, max_rows: int) -> pd.DataFrame:
+    """The ``max_rows`` Inputs rows a long list shows: the manifest, then the files with a note,
+    then the others, each group in its order in ``df``."""
+    order = np.argsort(_input_rank(df), kind="stable")
+    return df.iloc[order[:max(0, max_rows)]]
+
+
+def _inputs_cut_note(df: pd.DataFrame, first: pd.DataFrame, checksums: str | None) -> str:
+    """The paragraph above a cut Inputs list: how many files in all (bytes, lines), which of them
+    the table lists, how many it does not, and where the full list is."""
+    rank, shown = _input_rank(df), _input_rank(first)
+    parts = []
+    if (shown == 0).any():
+        parts.append("the manifest")
+    n_noted, k_noted = int((rank == 1).sum()), int((shown == 1).sum())
+    if k_noted:
+        parts.append(f"the {_count(n_noted, 'file')} with a note (skipped, set aside, …)" if k_noted == n_noted
+                     else f"the first {k_noted:,} of the {n_noted:,} files with a note (skipped, set aside, …)")
+    k_rest = int((shown == 2).sum())
+    if k_rest:
+        parts.append(f"then {_count(k_rest, 'other')} in the order of the full list")
+    hidden = len(df) - len(first)
+    where = (f"every file, with its SHA-256, is in <code>{esc(checksums)}</code> beside this report, and "
+             if checksums else "")
+    return (f"<p>This incident has {_count(len(df), 'input file')} ({_fmt_num(_sum(df, 'bytes'))} bytes, "
+            f"{_fmt_num(_sum(df, 'lines'))} lines): too many to list one by one. The summary below counts every "
+            f"file per folder and format; the table after it lists {len(first):,}: {', '.join(parts)}. "
+            f"<b>{_count(hidden, 'file')} {'is' if hidden == 1 else 'are'} not listed here</b>: {where}"
+            f"the workbook's <code>Incident.inputs</code> lists each one's format, bytes, lines and note.</p>")
+
+
+def _numbers(df: pd.DataFrame, col: str) -> np.ndarray:
+    """A numeric Inputs column (``bytes``, ``lines``) as floats, NaN where missing (or all NaN
+    when ``df`` has no such column)."""
+    if col not in df.columns:
+        return np.full(len(df), np.nan)
+    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _sum(df: pd.DataFrame, col: str) -> float:
+    """The sum of a numeric Inputs column, missing values left out; NaN when none is known."""
+    return pd.Series(_numbers(df, col)).sum(min_count=1)
+
+
+def _folder_parts(path: Any) -> tuple[str, ...]:
+    """The folders of an Inputs path, outermost first: ``door/analyst/s.jsonl`` → ``("door",
+    "analyst")``, an absolute path's starting with ``"/"``; ``()`` for a file in the manifest's
+    folder."""
+    return PurePosixPath(str(path)).parent.parts if not _isna(path) else ()
+
+
+def _inputs_by_folder(df: pd.DataFrame, max_groups: int = MAX_FOLDER_ROWS) -> pd.DataFrame:
+    """One row per folder and format: ``folder`` (``.`` for the manifest's own), ``format``
+    (``—`` when no source read the file), ``files``, ``bytes`` and ``lines`` (sums of the known
+    values; NaN when none is known), sorted by folder then format.
+
+    Each file counts in its own folder, unless that makes more than ``max_groups`` rows: then
+    folders deeper than the deepest level that fits are counted in their ancestor at that
+    level, written ``<folder>/**``."""
+    parts = [_folder_parts(p) for p in df["path"]]
+    fmt = (df["format"].astype(object).where(df["format"].notna(), "—") if "format" in df.columns
+           else pd.Series(["—"] * len(df), index=df.index, dtype=object))
+    depth = max((len(p) for p in parts), default=0)
+    while depth > 1 and len({(p[:depth], f) for p, f in zip(parts, fmt)}) > max_groups:
+        depth -= 1
+    deeper = {p[:depth] for p in parts if len(p) > depth}
+    folder = [(str(PurePosixPath(*p[:depth])) if p else ".") + ("/**" if p[:depth] in deeper else "")
+              for p in parts]
+    g = pd.DataFrame({"folder": folder, "format": fmt.to_numpy(), "bytes": _numbers(df, "bytes"),
+                      "lines": _numbers(df, "lines")})
+    return (g.groupby(["folder", "format"], sort=True)
+            .agg(files=("folder", "size"), bytes=("bytes", lambda s: s.sum(min_count=1)),
+                lines=("lines", lambda s: s.sum(min_count=1)))
+            .reset_index())
 
 
 def quarantine_summary(quarantine: pd.DataFrame, *, max_rows: int = 50) -> str:
