@@ -1,4 +1,5 @@
 import json
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -369,12 +370,13 @@ def test_report_says_its_findings_and_a_replaced_report_on_stderr(tmp_path, monk
                 "set_aside_lines": 2, "set_aside_files": 0, "unread_files": 1, "unexplained_storage": 3,
                 "refused_then_reached": ["s3://b/.env"], "unclaimed_calls": 1, "unmatched_steps": 2, "far_pairs": 1,
                 "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]]}
+    sums = (out / "demo.sha256").resolve()
     monkeypatch.setattr(render, "render_report", lambda inc, o, timeout: render.ReportPaths(
-        ipynb=out / "demo.ipynb", html=(out / "demo.html").resolve(), findings=findings))
+        ipynb=out / "demo.ipynb", html=(out / "demo.html").resolve(), findings=findings, checksums=sums))
     demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "incident.yaml"
     assert main(["report", str(demo), "--out", str(out)]) == 0
     got = capsys.readouterr()
-    assert got.out == f"{(out / 'demo.html').resolve()}\n"
+    assert got.out == f"{(out / 'demo.html').resolve()}\n"  # stdout: the HTML path alone, for scripts
     assert got.err.splitlines() == [
         f"replaybook: replaced the earlier report demo.html in {out.resolve()}",
         "replaybook: 2 door sessions (1 matched, 1 unmatched); 7 door calls, 1 refused; 1 transcript assigned to no "
@@ -382,7 +384,9 @@ def test_report_says_its_findings_and_a_replaced_report_on_stderr(tmp_path, monk
         "one dataset but hold different data: demo/cars.xpt, demo/cars.parquet; left unpaired by the join: 1 door "
         "call no step claims and 2 door-bound tool calls with no door call; 1 agreeing pair more than 5 s off its "
         "session's clock offset; 2 lines set aside (see Quarantine); 3 storage requests no door call explains; "
-        "refused at the door, reached in storage anyway: s3://b/.env"]
+        "refused at the door, reached in storage anyway: s3://b/.env",
+        f"replaybook: every input's SHA-256 is in {sums}; check them with: "
+        f"cd {shlex.quote(str(demo.parent))} && sha256sum -c {shlex.quote(str(sums))}"]
 
 
 def test_join_names_a_pair_far_from_its_sessions_offset(tmp_path, capsys):

@@ -526,7 +526,20 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
         click.echo(f"replaybook: replaced the earlier report {paths.html.name} in {paths.html.parent}", err=True)
     if paths.findings:
         click.echo(f"replaybook: {_findings_line(paths.findings)}", err=True)
+    if paths.checksums:
+        click.echo(f"replaybook: {_checksums_line(incident, paths.checksums)}", err=True)
     click.echo(str(paths.html))
+
+
+def _checksums_line(incident: str | Path, checksums: Path) -> str:
+    """Where the report's checksum file is and the command that checks every input with it
+    (paths in it are relative to the manifest's folder), for the terminal."""
+    import shlex
+
+    inc = Path(incident).expanduser().resolve()
+    folder = inc if inc.is_dir() else inc.parent
+    return (f"every input's SHA-256 is in {checksums}; check them with: "
+            f"cd {shlex.quote(str(folder))} && sha256sum -c {shlex.quote(str(checksums))}")
 
 
 def _findings_line(f: dict) -> str:

@@ -92,13 +92,13 @@ def clean_env() -> dict:
 
 def render_in_subprocess(incident: Path, out_dir: Path) -> dict:
     """Run ``render_report`` in a fresh interpreter (venv python by absolute path, venv not on
-    PATH); return ``{"ipynb", "html", "seconds", "attempts", "findings"}``."""
+    PATH); return ``{"ipynb", "html", "seconds", "attempts", "findings", "checksums"}``."""
     code = (
         "import json, sys\n"
         "from replaybook.report.render import render_report\n"
         "p = render_report(sys.argv[1], sys.argv[2], timeout=300)\n"
         "print(json.dumps({'ipynb': str(p.ipynb), 'html': str(p.html), 'seconds': p.seconds, "
-        "'attempts': p.attempts, 'findings': p.findings}))\n"
+        "'attempts': p.attempts, 'findings': p.findings, 'checksums': p.checksums and str(p.checksums)}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code, str(incident), str(out_dir)], env=clean_env(),
                           capture_output=True, text=True, timeout=900, cwd="/")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import html as html_lib
 import json
 import platform
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -273,3 +276,58 @@ def test_empty_manifest_says_so(tmp_path):
     (tmp_path / "incident.yaml").write_text("")
     with pytest.raises(ManifestError, match="the manifest is empty"):
         render_report(tmp_path, tmp_path / "out")
+
+
+SHA256SUM = shutil.which("sha256sum")
+
+
+def _inputs_section(html: str) -> str:
+    """The Inputs section of a rendered report, ``<wbr/>`` break opportunities taken out."""
+    return html[html.index('id="inputs"'):html.index('id="quarantine"')].replace("<wbr/>", "").replace("<wbr>", "")
+
+
+def _table_rows(part: str) -> list[list[str]]:
+    """The text of each body row of the first table in ``part``."""
+    part = part[part.index("<table"):part.index("</table>")]
+    return [[html_lib.unescape(re.sub("<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", part, re.S) if "<td" in r]
+
+
+def _sha256sum_check(checksums: str, folder: Path) -> subprocess.CompletedProcess:
+    """``sha256sum --strict -c CHECKSUMS``, run in ``folder``."""
+    return subprocess.run([SHA256SUM, "--strict", "-c", checksums], cwd=folder, capture_output=True)
+
+
+def test_the_report_writes_its_inputs_checksums_beside_the_html(rendered_tiny, tiny_incident):
+    sums = Path(rendered_tiny["checksums"])
+    assert sums == Path(rendered_tiny["html"]).with_suffix(".sha256")
+    files = sorted(p for p in tiny_incident.parent.rglob("*") if p.is_file())
+    expect = {f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(tiny_incident.parent)}" for p in files}
+    assert set(sums.read_text(encoding="utf-8").splitlines()) == expect
+    assert sums.read_text(encoding="utf-8").splitlines()[0].endswith("  incident.yaml")  # the manifest first
+    inputs = re.sub("<[^>]+>", "", _inputs_section(read(rendered_tiny["html"])))
+    assert f"run sha256sum -c path/to/{sums.name} in the manifest's folder" in inputs
+
+
+@pytest.mark.skipif(SHA256SUM is None, reason="GNU sha256sum is not installed")
+def test_sha256sum_checks_the_tiny_reports_inputs(rendered_tiny, tiny_incident):
+    ok = _sha256sum_check(rendered_tiny["checksums"], tiny_incident.parent)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_a_template_that_hands_over_no_inputs_leaves_no_stale_checksum_file(tiny_incident, tmp_path):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / "tiny-incident.sha256").write_text("an earlier run's inputs\n")
+    out = render_report(tiny_incident, out_dir, template=_template(tmp_path, "print('fine')"), timeout=60)
+    assert out.checksums is None and not (out_dir / "tiny-incident.sha256").exists()
+
+
+def test_the_demo_report_lists_every_input(rendered_demo, demo_incident):
+    import replaybook
+
+    inputs = replaybook.Incident.load(demo_incident).inputs
+    section = _inputs_section(read(rendered_demo["html"]))
+    assert [r[0] for r in _table_rows(section)] == [i["path"] for i in inputs]
+    assert "not listed here" not in section and "Per folder and format" not in section
+    assert Path(rendered_demo["checksums"]).name == "demo.sha256" and "demo.sha256" in section

@@ -1,6 +1,7 @@
 """The review report: a papermill template notebook rendered to one offline HTML file.
 
-``render_report(incident, out_dir)`` → :class:`ReportPaths` (``.ipynb``, ``.html``).
+``render_report(incident, out_dir)`` → :class:`ReportPaths` (``.ipynb``, ``.html``, ``.checksums``:
+the inputs' ``sha256sum`` file, :mod:`.checksums`).
 ``sections`` builds each part of the report as escaped HTML (the notebook's cells call it).
 """
 

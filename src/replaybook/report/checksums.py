@@ -20,10 +20,13 @@ import re
 from pathlib import Path
 from typing import Iterable, Mapping
 
-__all__ = ["SUFFIX", "checksum_entries", "sha256sum_line", "write_sha256sum"]
+__all__ = ["SUFFIX", "CHECKSUMS_MIME", "checksum_entries", "sha256sum_line", "write_sha256sum"]
 
 #: The checksum file's suffix: ``<slug>.sha256`` beside ``<slug>.html``.
 SUFFIX = ".sha256"
+#: MIME type of the :func:`checksum_entries` output the report notebook displays (in a cell left
+#: out of the HTML); ``render_report`` reads it back from the executed notebook and writes the file.
+CHECKSUMS_MIME = "application/vnd.replaybook.checksums+json"
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ESCAPES = {ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r"}

@@ -1,9 +1,11 @@
 """Render an incident's review report: papermill runs the template notebook, nbconvert makes HTML.
 
 ``render_report("incidents/x/incident.yaml", "reports/")`` writes ``reports/x.ipynb`` (the
-executed notebook, with its outputs) and ``reports/x.html`` (one self-contained file: no code,
+executed notebook, with its outputs), ``reports/x.html`` (one self-contained file: no code,
 no parameters cell, no ``<script src=…>``, no CDN; the timeline's Vega JavaScript is inlined,
-so the report opens offline).
+so the report opens offline) and ``reports/x.sha256``, every input's SHA-256 in ``sha256sum``'s
+format (``cd incidents/x && sha256sum -c …/reports/x.sha256`` checks them; the HTML's Inputs
+section names it).
 
 The kernel is always this interpreter, whether or not its venv is activated: the kernel
 manager replaces the ``python3`` kernelspec's command with ``sys.executable -m
@@ -30,6 +32,7 @@ from pathlib import Path
 import nbformat
 
 from ..errors import InputError, ReplaybookError, ReportError
+from .checksums import CHECKSUMS_MIME, SUFFIX, write_sha256sum
 
 __all__ = ["ReportPaths", "render_report", "to_html", "TEMPLATE_DIR", "TEMPLATE_NAME", "REVIEW_NOTEBOOK",
            "REMOVE_TAGS"]
@@ -66,6 +69,10 @@ class ReportPaths:
     #: the report's findings as counts (``report.sections.findings``), or ``None`` when the
     #: template did not display them
     findings: dict | None = None
+    #: the inputs' checksum file beside the HTML (``<slug>.sha256``, see
+    #: :mod:`replaybook.report.checksums`), or ``None`` when the template did not hand its
+    #: inputs over
+    checksums: Path | None = None
 
 
 def _slug(incident: Path) -> str:
@@ -157,7 +164,8 @@ def _is_kernel_failure(exc: BaseException) -> bool:
     return False
 
 
-def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, start_timeout: int) -> None:
+def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, start_timeout: int,
+             parameters: dict) -> None:
     """Run the template with papermill.  The kernel's own log goes to a temporary file, deleted
     afterwards; when the run fails, its last lines are added to the exception's notes
     (``__notes__``) for the error message.  The files this process has sniffed already (the
@@ -178,7 +186,7 @@ def _execute(template: Path, out_ipynb: Path, incident: Path, timeout: int, star
     try:
         if registry.export_verdicts(verdicts):
             os.environ[registry.VERDICTS_ENV] = str(verdicts)  # (the kernel inherits this environment)
-        _run_papermill(template, out_ipynb, incident, timeout, start_timeout, kernel_log)
+        _run_papermill(template, out_ipynb, incident, timeout, start_timeout, kernel_log, parameters)
     except Exception as exc:
         tail = _tail(kernel_log)
         if tail:
@@ -199,17 +207,33 @@ def _notes(exc: BaseException) -> str:
     return ("\n" + "\n".join(notes)) if notes else ""
 
 
+def _parameters(template: Path, incident: Path, checksums: str) -> dict:
+    """The papermill parameters for one run: the manifest's name, read from its folder (the
+    kernel's working directory: the executed notebook is shared like the HTML, so the
+    investigator's paths stay out), ``interactive=False`` and, when the template's parameters
+    cell defines it, ``checksums``: the checksum file's name (only the name: it is written
+    beside the HTML)."""
+    import papermill as pm
+
+    params = {"incident_path": incident.name, "interactive": False}
+    try:
+        declared = pm.inspect_notebook(str(template))
+    except Exception:  # noqa: BLE001 - a template papermill cannot read fails in the run, with its reason
+        declared = {}
+    if "checksums" in declared:
+        params["checksums"] = checksums
+    return params
+
+
 def _run_papermill(template: Path, out_ipynb: Path, incident: Path, timeout: int, start_timeout: int,
-                   kernel_log: Path) -> None:
+                   kernel_log: Path, parameters: dict) -> None:
     import papermill as pm
 
     with _this_python_on_path():
         pm.execute_notebook(
             str(template),
             str(out_ipynb),
-            # the manifest's name, read from its folder (the kernel's working directory): the
-            # executed notebook is shared like the HTML, so the investigator's paths stay out
-            parameters={"incident_path": incident.name, "interactive": False},
+            parameters=parameters,
             kernel_name=KERNELSPEC["name"],
             language="python",
             execution_timeout=timeout,
@@ -273,7 +297,9 @@ def render_report(
     retries: int = 1,
     start_timeout: int = 120,
 ) -> ReportPaths:
-    """Execute the review template for one incident and write ``<slug>.ipynb`` and ``<slug>.html``.
+    """Execute the review template for one incident and write ``<slug>.ipynb``, ``<slug>.html``
+    and ``<slug>.sha256`` (every input's SHA-256, one ``<hex>  <path>`` line each, paths as the
+    Inputs section shows them: ``cd`` to the manifest's folder and ``sha256sum -c`` it).
 
     Args:
         incident: the incident's ``incident.yaml`` (or another manifest) or its folder; the file
@@ -286,7 +312,9 @@ def render_report(
         start_timeout: seconds to wait for the kernel to start.
 
     Returns:
-        :class:`ReportPaths` with ``.ipynb`` and ``.html``.
+        :class:`ReportPaths` with ``.ipynb``, ``.html`` and ``.checksums`` (``None``, and no
+        earlier ``<slug>.sha256`` left beside the new HTML, when the template does not display
+        :func:`~replaybook.report.checksums.checksum_entries`).
 
     Raises:
         ManifestError: the manifest is missing or invalid (checked before any kernel starts).
@@ -307,13 +335,15 @@ def render_report(
     slug = _slug(incident)
     out_ipynb = out_dir / f"{slug}.ipynb"
     out_html = out_dir / f"{slug}.html"
+    out_sums = out_dir / f"{slug}{SUFFIX}"
+    parameters = _parameters(template, incident_file, out_sums.name)
 
     attempts = 0
     last: BaseException | None = None
     while attempts <= max(0, retries):
         attempts += 1
         try:
-            _execute(template, out_ipynb, incident_file, timeout, start_timeout)
+            _execute(template, out_ipynb, incident_file, timeout, start_timeout, parameters)
             last = None
             break
         except ReplaybookError:
@@ -362,18 +392,44 @@ def render_report(
         to_html(out_ipynb, out_html)
     except Exception as exc:  # noqa: BLE001
         raise ReportError(f"HTML conversion of {out_ipynb} failed: {type(exc).__name__}: {exc}") from exc
+    sums = _write_checksums(nb, out_sums)
     return ReportPaths(ipynb=out_ipynb, html=out_html, seconds=time.perf_counter() - t0, attempts=attempts,
-                       findings=findings)
+                       findings=findings, checksums=sums)
+
+
+def _write_checksums(nb, dest: Path) -> Path | None:
+    """Write the checksum entries the executed notebook displayed (``CHECKSUMS_MIME``) to
+    ``dest`` in ``sha256sum`` format and return ``dest``; with none displayed, remove an earlier
+    ``dest`` (it would describe another run's inputs) and return ``None``.
+
+    Raises:
+        ReportError: the entries are malformed or ``dest`` cannot be written."""
+    entries = _displayed(nb, CHECKSUMS_MIME, list)
+    if entries is None:
+        dest.unlink(missing_ok=True)
+        return None
+    try:
+        write_sha256sum(entries, dest)
+    except (ValueError, TypeError, OSError) as exc:
+        raise ReportError(f"cannot write the inputs' checksum file {dest}: {exc}") from exc
+    return dest
 
 
 def _findings(nb) -> dict | None:
     """The last ``findings`` output (``sections.SUMMARY_MIME``) of an executed notebook."""
     from .sections import SUMMARY_MIME
 
+    found = _displayed(nb, SUMMARY_MIME, dict)
+    return None if found is None else dict(found)
+
+
+def _displayed(nb, mime: str, kind: type):
+    """The last output of type ``mime`` in an executed notebook whose value is a ``kind``
+    (``dict``, ``list``), or ``None``."""
     found = None
     for cell in nb.cells:
         for o in cell.get("outputs", ()):
             data = o.get("data") or {}
-            if SUMMARY_MIME in data and isinstance(data[SUMMARY_MIME], dict):
-                found = dict(data[SUMMARY_MIME])
+            if mime in data and isinstance(data[mime], kind):
+                found = data[mime]
     return found
