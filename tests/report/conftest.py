@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,85 @@ def write_tiny_incident(root: Path) -> Path:
     return inc / "incident.yaml"
 
 
+def _iso(sec: float) -> str:
+    """A Unix time in seconds as a transcript writes it (UTC, milliseconds, ``Z``)."""
+    return datetime.fromtimestamp(sec, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _count_lines(data: bytes) -> int:
+    """Lines as ``wc -l`` counts them, plus an unterminated last one."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def write_wide_incident(root: Path, sessions: int) -> dict:
+    """Write an incident of many small files under ``root/wide-incident``: ``sessions``
+    transcripts (``transcripts/``) and as many one-call door logs, split between
+    ``door/analyst/`` and ``door/auditor/``, plus the files a long Inputs list must put first:
+    three door logs with a damaged line, a byte-identical copy of one (``door-backup/``), a file
+    no source reads, a door log outside the manifest's folder (named by absolute path) and one
+    whose name holds a backslash and a newline.
+
+    Returns ``{"manifest": Path, "root": Path, "files": [...]}``; each file is ``{"path"`` (as the
+    report's Inputs shows it: relative to the incident folder, absolute outside it), ``"format"``
+    (``None`` for the unreadable one), ``"bytes"``, ``"lines"`` (``None`` where no source read
+    the file), ``"noted"`` (the report gives it a note)``}``, the manifest first."""
+    inc = root / "wide-incident"
+    for d in ("transcripts", "door/analyst", "door/auditor", "door-backup"):
+        (inc / d).mkdir(parents=True)
+    outside = root / "elsewhere"
+    outside.mkdir()
+    files: list[tuple[Path, str | None, bool]] = []
+    t0 = datetime(2026, 9, 13, 10, tzinfo=timezone.utc).timestamp()
+    for i in range(sessions):
+        sid, ts = f"{i:08d}-aaaa-4aaa-8aaa-{i:012d}", t0 + 120 * i
+        tr = [
+            _line(f"u{i}", None, _iso(ts), "user", {"role": "user", "content": f"read f{i}"}, sessionId=sid),
+            _line(f"a{i}", f"u{i}", _iso(ts + 5), "assistant",
+                  {"model": "claude-sonnet-4-5", "id": f"msg_{i}", "type": "message", "role": "assistant",
+                   "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "mcp__door__read_object",
+                                "input": {"path": f"data/f{i}.csv"}}]}, sessionId=sid),
+            _line(f"r{i}", f"a{i}", _iso(ts + 6), "user",
+                  {"role": "user", "content": [{"tool_use_id": f"toolu_{i}", "type": "tool_result",
+                                                "content": "ok", "is_error": False}]}, sessionId=sid),
+        ]
+        p = inc / "transcripts" / f"{sid}.jsonl"
+        p.write_text("\n".join(tr) + "\n", encoding="utf-8")
+        files.append((p, "claude-code", False))
+        agent = ("analyst", "auditor")[i % 2]
+        call = {"ts": _iso(ts + 5.4), "seq": 1, "session": f"door-{i:05d}", "agent": agent,
+                "tool": "read_object", "arguments": {"path": f"data/f{i}.csv"}, "object": f"data/f{i}.csv",
+                "decision": "allow", "rule": "allow-data", "rows": i, "bytes": 100 + i}
+        text = json.dumps(call) + "\n"
+        damaged = i % (sessions // 3 or 1) == 1
+        if damaged:  # a line cut off: set aside, and the file gets a note
+            text += '{"ts": "2026-09-13T10:00:0\n'
+        p = inc / "door" / agent / f"door-{i:05d}.jsonl"
+        p.write_text(text, encoding="utf-8")
+        files.append((p, "door", damaged))
+    copy = inc / "door-backup" / "door-00000.jsonl"
+    copy.write_bytes((inc / "door" / "analyst" / "door-00000.jsonl").read_bytes())
+    files.append((copy, "door", True))  # "same content as …: read once"
+    junk = inc / "door" / "auditor" / "notes.bin"
+    junk.write_bytes(bytes(range(256)) * 2)
+    files.append((junk, None, True))  # "skipped: no source recognised this content"
+    odd = inc / "door" / "analyst" / "odd\\name\nx.jsonl"
+    odd.write_text(json.dumps(dict(call, session="door-odd", ts="2026-09-30T10:00:00.000Z")) + "\n", encoding="utf-8")
+    files.append((odd, "door", False))
+    far = outside / "door-far.jsonl"
+    far.write_text(json.dumps(dict(call, session="door-far", ts="2026-09-30T11:00:00.000Z")) + "\n", encoding="utf-8")
+    files.append((far, "door", False))
+    (inc / "incident.yaml").write_text(
+        f"title: Wide incident\ntranscripts:\n  - transcripts/\ndoor:\n  - door/\n  - door-backup/\n"
+        f"  - {json.dumps(str(far))}\nwindow_s: 60\n", encoding="utf-8")
+    out = []
+    for p, fmt, noted in [(inc / "incident.yaml", "manifest", False), *files]:
+        data = p.read_bytes()
+        shown = str(p.relative_to(inc)) if p.is_relative_to(inc) else str(p)
+        out.append({"path": shown, "format": fmt, "bytes": len(data),
+                    "lines": None if fmt is None else _count_lines(data), "noted": noted})
+    return {"manifest": inc / "incident.yaml", "root": inc, "files": out}
+
+
 def clean_env() -> dict:
     """The environment without the venv on PATH (nor VIRTUAL_ENV)."""
     venv_bin = os.path.dirname(sys.executable)
@@ -128,6 +208,18 @@ def hostile() -> dict:
 def render_subprocess():
     """:func:`render_in_subprocess` (render in a fresh interpreter, venv not on PATH)."""
     return render_in_subprocess
+
+
+@pytest.fixture(scope="session")
+def wide_incident(tmp_path_factory) -> dict:
+    """An incident of 600 one-call sessions' files and a few odd ones (:func:`write_wide_incident`)."""
+    return write_wide_incident(tmp_path_factory.mktemp("wide"), 300)
+
+
+@pytest.fixture(scope="session")
+def rendered_wide(wide_incident, tmp_path_factory) -> dict:
+    """The wide incident rendered once (subprocess, venv not on PATH)."""
+    return render_in_subprocess(wide_incident["manifest"], tmp_path_factory.mktemp("wide-out"))
 
 
 @pytest.fixture(scope="session")

@@ -331,3 +331,40 @@ def test_the_demo_report_lists_every_input(rendered_demo, demo_incident):
     assert [r[0] for r in _table_rows(section)] == [i["path"] for i in inputs]
     assert "not listed here" not in section and "Per folder and format" not in section
     assert Path(rendered_demo["checksums"]).name == "demo.sha256" and "demo.sha256" in section
+
+
+def test_a_wide_incident_lists_the_files_that_matter_and_counts_the_rest_per_folder(rendered_wide, wide_incident):
+    """600 door and transcript files: the table lists the manifest, then the files with a note,
+    then others up to the cap; the summary counts every file per folder and format."""
+    from replaybook.report.sections import MAX_INPUT_ROWS
+
+    files = wide_incident["files"]
+    assert len(files) > MAX_INPUT_ROWS
+    section = _inputs_section(read(rendered_wide["html"]))
+    listed = _table_rows(section[section.index("files</h3>"):])
+    assert len(listed) == MAX_INPUT_ROWS
+    noted = [f["path"] for f in files if f["noted"]]
+    assert [r[0] for r in listed[:1 + len(noted)]] == ["incident.yaml", *noted]
+    text = html_lib.unescape(re.sub("<[^>]+>", "", section))
+    hidden = len(files) - MAX_INPUT_ROWS
+    assert f"{hidden:,} files are not listed here: every file, with its SHA-256, is in wide-incident.sha256" in text
+    expect: dict[tuple, list] = {}
+    for f in files:
+        folder = str(Path(f["path"]).parent)
+        c = expect.setdefault((folder, f["format"] or "—"), [0, 0, None])
+        c[0] += 1
+        c[1] += f["bytes"]
+        if f["lines"] is not None:
+            c[2] = (c[2] or 0) + f["lines"]
+    summary = _table_rows(section[section.index("Per folder and format"):])
+    num = lambda s: None if s == "—" else int(s.replace(",", ""))  # noqa: E731
+    assert {(r[0], r[1]): [num(x) for x in r[2:]] for r in summary} == expect
+
+
+@pytest.mark.skipif(SHA256SUM is None, reason="GNU sha256sum is not installed")
+def test_sha256sum_checks_every_input_of_the_wide_incident(rendered_wide, wide_incident):
+    """Every file, the one outside the incident's folder (by absolute path) and the one whose
+    name holds a backslash and a newline among them."""
+    ok = _sha256sum_check(rendered_wide["checksums"], wide_incident["root"])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.stdout.count(b": OK\n") == len(wide_incident["files"])
