@@ -492,6 +492,7 @@ class ReplayPlan:
         self.step_ms = int(step_ms)
         self.status = "idle"
         self.position = -1
+        self._refused_prefix: list[int] | None = None
 
     @classmethod
     def from_calls(cls, calls: pd.DataFrame, data_root: str | Path | None, *,
@@ -599,6 +600,29 @@ class ReplayPlan:
             "index": s.index, "call_seq": s.call_seq, "ts": s.ts, "tool": s.tool, "object": s.object,
             "decision": s.decision, "rule": s.rule, "opens": s.opens, "note": s.note, "state": s.state,
         } for s in self.steps])
+
+    # -- where playback is, for a panel that shows only part of the plan ---------------------
+    def refused_before(self, i: int) -> int:
+        """How many of the steps before index ``i`` (``steps[:i]``, ``i`` clamped to 0…n) the door
+        refused.  Counted once per plan (the steps' decisions do not change), then O(1)."""
+        if self._refused_prefix is None or len(self._refused_prefix) != len(self.steps) + 1:
+            acc, prefix = 0, [0]
+            for s in self.steps:
+                acc += s.refused
+                prefix.append(acc)
+            self._refused_prefix = prefix
+        return self._refused_prefix[max(0, min(int(i), len(self.steps)))]
+
+    @property
+    def refused(self) -> int:
+        """How many steps of the whole plan the door refused."""
+        return self.refused_before(len(self.steps))
+
+    @property
+    def done(self) -> int:
+        """How many steps playback has ticked off (``done`` or ``skipped``): those before the
+        current one, all of them once finished, none before :meth:`start`."""
+        return max(0, min(self.position, len(self.steps)))
 
     @property
     def total_ms(self) -> int:

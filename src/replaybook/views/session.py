@@ -11,7 +11,8 @@ without a browser or a kernel:
 * :func:`door_table` — the door's own table for one session;
 * :func:`call_preview` — what clicking an object shows (a refused object is never opened);
 * :func:`conversation_chart`, :func:`timeline_with_brush` — Altair charts;
-* :func:`panel_html`, :func:`preview_html` — the Replay panel and the preview pane as HTML;
+* :func:`panel_html`, :func:`overview_html`, :func:`preview_html` — the Replay panel (a window
+  of steps around the current one), the bar of the whole plan, and the preview pane, as HTML;
 * :func:`span_from_selection`, :func:`in_span` — the timeline brush as a time span;
 * :func:`resolve_incident_path`, :func:`display_static` — for the notebook.
 
@@ -48,7 +49,12 @@ __all__ = [
     "span_from_selection",
     "in_span",
     "step_mark",
+    "PANEL_BEFORE",
+    "PANEL_AFTER",
+    "OVERVIEW_CELLS",
+    "panel_window",
     "panel_html",
+    "overview_html",
     "preview_html",
     "frame_html",
     "slug",
@@ -586,35 +592,119 @@ def _step_label(step: ReplayStep) -> str:
     return f"#{step.call_seq} {step.tool} {what}"
 
 
-def panel_html(plan: ReplayPlan, status: str | None = None) -> str:
-    """The Replay panel: one line per step, ticked off as playback goes.
+#: Rows the Replay panel shows before the current step, and after it.  A step re-sends only
+#: this window (at most ``PANEL_BEFORE + 1 + PANEL_AFTER`` rows), whatever the plan's length.
+PANEL_BEFORE = 3
+PANEL_AFTER = 12
 
-    Each ``<li>`` carries ``class="rb-step rb-step-<state>"`` (and ``rb-step-refused``),
-    ``data-index``, ``data-state`` and ``data-mark`` so tests can read it; a refused step is
-    crossed out (``<s>``).
+#: Cells of the Replay overview bar (:func:`overview_html`): each stands for a slice of the plan.
+OVERVIEW_CELLS = 100
+
+
+def panel_window(plan: ReplayPlan, *, before: int = PANEL_BEFORE, after: int = PANEL_AFTER) -> tuple[int, int]:
+    """The steps the panel lists: ``(lo, hi)``, step indexes ``lo ≤ i < hi``.
+
+    ``before`` steps before the current one and ``after`` after it; near either end of the plan
+    the window slides so it still holds ``min(n, before + 1 + after)`` steps.  Before playback it
+    starts at the first step; once finished it ends at the last.
     """
-    items = []
-    for s in plan.steps:
-        mark = step_mark(s)
-        cls = f"rb-step rb-step-{s.state}" + (" rb-step-refused" if s.refused else "")
-        label = _esc(_step_label(s))
-        if s.refused:
-            label = f"<s>{label}</s>"
-        if s.state == "current":
-            label = f"<b>{label}</b>"
-        note = f' <span class="rb-step-note">— {_esc(s.note)}</span>' if s.note else ""
-        style = "color:#d62728;" if s.refused else ("color:#b35900;" if s.changed else "")
-        items.append(
-            f'<li class="{cls}" data-index="{s.index}" data-state="{s.state}" data-mark="{mark}" '
+    n = len(plan.steps)
+    size = max(int(before), 0) + 1 + max(int(after), 0)
+    centre = max(0, min(plan.position, n - 1))
+    lo = max(0, centre - max(int(before), 0))
+    hi = min(n, lo + size)
+    return max(0, hi - size), hi
+
+
+def _step_li(s: ReplayStep) -> str:
+    mark = step_mark(s)
+    cls = f"rb-step rb-step-{s.state}" + (" rb-step-refused" if s.refused else "")
+    label = _esc(_step_label(s))
+    if s.refused:
+        label = f"<s>{label}</s>"
+    if s.state == "current":
+        label = f"<b>{label}</b>"
+    note = f' <span class="rb-step-note">— {_esc(s.note)}</span>' if s.note else ""
+    style = "color:#d62728;" if s.refused else ("color:#b35900;" if s.changed else "")
+    return (f'<li class="{cls}" data-index="{s.index}" data-state="{s.state}" data-mark="{mark}" '
             f'data-seq="{s.call_seq}" style="list-style:none;{style}">'
-            f'<span class="rb-step-mark" style="display:inline-block;width:1.4em">{mark}</span>{label}{note}</li>'
-        )
-    st = status or plan.status
-    done = sum(1 for s in plan.steps if s.state in ("done", "skipped"))
-    head = (f'<div class="rb-replay-head" data-status="{html.escape(st)}" data-position="{plan.position}">'
-            f"<b>Replay</b> — {html.escape(st)} · {done}/{len(plan.steps)} steps · {plan.step_ms} ms/step</div>")
-    return (f'<div class="rb-replay-panel-inner" data-status="{html.escape(st)}">{head}'
-            f'<ol class="rb-steps" style="padding-left:0;margin:4px 0">{"".join(items)}</ol></div>')
+            f'<span class="rb-step-mark" style="display:inline-block;width:1.4em">{mark}</span>{label}{note}</li>')
+
+
+def _steps_word(k: int) -> str:
+    return f"{k:,} step" + ("" if k == 1 else "s")
+
+
+def panel_html(plan: ReplayPlan, status: str | None = None, *, before: int = PANEL_BEFORE,
+               after: int = PANEL_AFTER) -> str:
+    """The Replay panel: where playback is in the whole plan, and the steps around it.
+
+    The head says ``step i of n``, how many are done and how many of the whole plan the door
+    refused; then the window of :func:`panel_window` (at most ``before + 1 + after`` steps, one
+    ``<li>`` each, ticked off as playback goes) between one line counting the earlier steps
+    and one counting the later ones (each with how many of them were refused).  Its size
+    depends on the window and the labels in it, not on the plan's length: the widget sends it
+    again at every step (:func:`overview_html` draws the whole plan once per Replay).
+
+    Markup for tests: the head ``<div class="rb-replay-head">`` carries ``data-status``,
+    ``data-position`` (current index, -1 before the first), ``data-total``, ``data-done`` and
+    ``data-refused`` (whole plan); each ``<li>`` ``class="rb-step rb-step-<state>"`` (and
+    ``rb-step-refused``), ``data-index``, ``data-state``, ``data-mark`` and ``data-seq``, a
+    refused step crossed out (``<s>``); ``<div class="rb-steps-before">`` /
+    ``rb-steps-after`` (only when steps lie outside the window) ``data-count`` and
+    ``data-refused``.
+    """
+    n = len(plan.steps)
+    lo, hi = panel_window(plan, before=before, after=after)
+    st = html.escape(status or plan.status)
+    done, refused = plan.done, plan.refused
+    if plan.position < 0 or n == 0:
+        where = _steps_word(n)
+    elif plan.position >= n:
+        where = f"all {_steps_word(n)}"
+    else:
+        where = f"step {plan.position + 1:,} of {n:,}"
+    head = (f'<div class="rb-replay-head" data-status="{st}" data-position="{plan.position}" data-total="{n}" '
+            f'data-done="{done}" data-refused="{refused}"><b>Replay</b> — {st} · {where} · {done:,} done · '
+            + (f'<span style="color:#d62728">{refused:,} refused</span>' if refused else "0 refused")
+            + f" · {plan.step_ms} ms/step</div>")
+
+    def beyond(cls: str, arrow: str, k: int, r: int, side: str) -> str:
+        if k <= 0:
+            return ""
+        red = f", {r:,} of them refused" if r else ""
+        return (f'<div class="{cls}" data-count="{k}" data-refused="{r}" style="color:#777">'
+                f"{arrow} {_steps_word(k)} {side}{red}</div>")
+
+    items = "".join(_step_li(s) for s in plan.steps[lo:hi])
+    return (f'<div class="rb-replay-panel-inner" data-status="{st}">{head}'
+            + beyond("rb-steps-before", "↑", lo, plan.refused_before(lo), "before these")
+            + f'<ol class="rb-steps" start="{lo + 1}" style="padding-left:0;margin:4px 0">{items}</ol>'
+            + beyond("rb-steps-after", "↓", n - hi, refused - plan.refused_before(hi), "after these")
+            + "</div>")
+
+
+def overview_html(plan: ReplayPlan, *, cells: int = OVERVIEW_CELLS) -> str:
+    """The whole plan as one bar of at most ``cells`` cells, each a slice of consecutive steps;
+    a red cell holds a step the door refused (its tooltip: ``steps a–b: r refused``).
+
+    It depends only on the plan's steps, not on where playback is, so the widget (which sends
+    a value only when it changes) sends it once per Replay; a progress bar under it shows how
+    far playback has got.  Markup: ``<div class="rb-overview" data-total>`` holding one
+    ``<span class="rb-ov">`` per cell (``rb-ov-refused`` too when it holds a refused step) with
+    ``data-from``/``data-to`` (1-based step numbers, inclusive) and ``data-refused``.
+    """
+    n = len(plan.steps)
+    k = min(n, max(int(cells), 1))
+    out = []
+    for j in range(k):
+        a, b = j * n // k, (j + 1) * n // k
+        r = plan.refused_before(b) - plan.refused_before(a)
+        span = f"step {a + 1:,}" if b - a == 1 else f"steps {a + 1:,}–{b:,}"
+        out.append(f'<span class="rb-ov{" rb-ov-refused" if r else ""}" data-from="{a + 1}" data-to="{b}" '
+                   f'data-refused="{r}" title="{span}: {r:,} refused"></span>')
+    tip = f"the whole plan, {_steps_word(n)}: red where the door refused a step"
+    return f'<div class="rb-overview" data-total="{n}" title="{tip}">{"".join(out)}</div>'
 
 
 def frame_html(df: pd.DataFrame, max_rows: int = 20) -> str:

@@ -11,7 +11,11 @@ It shows the timeline (with a brush strip: drag a span to filter), the sessions 
 per door session: Open and Replay buttons), and a :class:`ipywidgets.Tab` with one
 :class:`SessionView` per opened session.  A session view has the conversation as a sequence
 chart (or a note when no transcript matched), the door's own table (click an object to
-preview it), the Replay controls, the Replay panel and the preview pane.
+preview it), the Replay controls, the Replay overview (the whole plan as one bar, slices with a
+refused step red, a progress bar under it), the Replay panel (the steps around the current one,
+with ``step i of n`` and counts of the steps before and after) and the preview pane.  A Replay
+step sends the page the panel's window, the progress bar's number and the new preview — a few
+kilobytes, whatever the session's length; the overview bar is sent once per Replay.
 
 Replay is driven by :class:`~replaybook.replay.ReplayPlan`: :meth:`SessionView.replay_start`
 starts it and schedules an asyncio task on the kernel's loop that calls
@@ -58,6 +62,8 @@ CSS_CLASSES = {
     "stop": "rb-stop-button",
     "step_ms": "rb-step-ms",
     "panel": "rb-replay-panel",
+    "overview": "rb-replay-overview",  # the whole plan as one bar, refused slices red
+    "progress": "rb-replay-progress",  # how far playback has got in the whole plan
     "replay_error": "rb-replay-error",  # what stopped a Replay that failed
     "viewer": "rb-viewer",
     "escape": "rb-escape",
@@ -76,6 +82,9 @@ STYLE = """
 .rb-workbook .rb-step-refused { text-decoration: line-through; }
 .rb-workbook .rb-replay-panel { border: 1px solid #ccc; border-radius: 4px; padding: 4px 8px;
   background: #fafafa; font-size: 12px; }
+.rb-workbook .rb-overview { display: flex; height: 8px; margin: 2px 0 0 0; }
+.rb-workbook .rb-ov { flex: 1 1 0; min-width: 1px; background: #ddd; }
+.rb-workbook .rb-ov-refused { background: #d62728; }
 .rb-workbook .rb-viewer { border: 1px solid #ccc; border-radius: 4px; padding: 4px 8px;
   font-size: 12px; overflow: auto; max-height: 30em; }
 .rb-workbook .rb-door-table { overflow-x: auto; }
@@ -157,6 +166,9 @@ class SessionView:
         table: :func:`replaybook.views.session.door_table` frame.
         plan: the current :class:`~replaybook.replay.ReplayPlan` (``None`` before Replay).
         replay_log: ``(step index, monotonic seconds)`` each time a step became current.
+        panel: the Replay panel (:func:`replaybook.views.session.panel_html`).
+        overview: the bar of the whole plan (:func:`replaybook.views.session.overview_html`).
+        progress: steps reached so far (the current one included) of the whole plan.
         widget: the tab's content (``rb-session-view``).
     """
 
@@ -199,6 +211,10 @@ class SessionView:
 
         self.panel = W.HTML()
         self.panel.add_class(CSS_CLASSES["panel"])
+        self.overview = W.HTML()
+        self.overview.add_class(CSS_CLASSES["overview"])
+        self.progress = W.IntProgress(value=0, min=0, max=1, layout=W.Layout(width="100%", height="10px", margin="0"))
+        self.progress.add_class(CSS_CLASSES["progress"])
         self.viewer = W.HTML(S.preview_html(None))
         self.viewer.add_class(CSS_CLASSES["viewer"])
         self._render_panel()
@@ -226,7 +242,7 @@ class SessionView:
 
         controls = W.HBox([self.replay_button, self.stop_button, self.step_ms, self.escape, self.close_button],
                           layout=W.Layout(align_items="center"))
-        right = W.VBox([self.panel, self.viewer], layout=W.Layout(width="40%", min_width="300px"))
+        right = W.VBox([self.overview, self.progress, self.panel, self.viewer], layout=W.Layout(width="40%", min_width="300px"))
         left = W.VBox([W.HTML("<b>The door's table</b> (click an object to open it)"), self.door_box],
                       layout=W.Layout(width="60%", margin="0 8px 0 0"))
         self.widget = W.VBox([self.header, controls, self.conversation_box, W.HBox([left, right])])
@@ -275,12 +291,22 @@ class SessionView:
                                   *extra]
 
     def _render_panel(self, status: str | None = None) -> None:
+        # Each assignment sends the widget's new value to the page; an unchanged value sends
+        # nothing.  The panel is a window of steps around the current one, so a step costs the
+        # same bytes in a plan of 5 steps or 10,000; the overview bar depends on the plan only
+        # (sent once per Replay) and the progress bar under it is one number.
         if self.plan is None:
             plan = ReplayPlan.from_calls(self.incident.calls, self.data_root, door_session=self.door_session,
                                          step_ms=int(self.step_ms.value))
-            self.panel.value = S.panel_html(plan, status="ready")
+            status = "ready"
         else:
-            self.panel.value = S.panel_html(self.plan, status=status)
+            plan = self.plan
+        self.panel.value = S.panel_html(plan, status=status)
+        self.overview.value = S.overview_html(plan)
+        n = len(plan.steps)
+        with self.progress.hold_sync():
+            self.progress.max = max(n, 1)
+            self.progress.value = min(plan.position + 1, n) if plan.position >= 0 else 0
 
     # -- objects -------------------------------------------------------------------------------
     def open_object(self, seq: int) -> str:
