@@ -72,3 +72,30 @@ def demo_copy(tmp_path: Path) -> Path:
     dst = tmp_path / "demo"
     shutil.copytree(DEMO_INCIDENT.parent, dst)
     return dst
+
+
+# --- file digests -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hashed(monkeypatch):
+    """Every file :func:`replaybook.replay.file_digest` reads, as ``(file name, bytes read)``.
+    The digests remembered are forgotten first, and files count as settled at once
+    (``replay.RECENT_NS`` 0: the files of a test are seconds old)."""
+    from replaybook import replay
+
+    replay.clear_digest_cache()
+    monkeypatch.setattr(replay, "RECENT_NS", 0)
+    reads: list[tuple[str, int]] = []
+    real = replay._sha256_of
+
+    def counting(fh):
+        start = fh.tell()
+        digest = real(fh)
+        name = Path(os.readlink(f"/proc/self/fd/{fh.fileno()}")).name  # the file opened (Linux)
+        reads.append((name, fh.tell() - start))
+        return digest
+
+    monkeypatch.setattr(replay, "_sha256_of", counting)
+    yield reads
+    replay.clear_digest_cache()

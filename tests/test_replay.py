@@ -203,3 +203,81 @@ def test_table_difference_counts_repeats_and_compares_across_formats(tmp_path):
     assert table_difference(tmp_path, "a.parquet", "b.csv", max_rows=3) is None  # b holds 4
     (tmp_path / "c.csv").write_text("other\n1\n")
     assert table_difference(tmp_path, "a.parquet", "c.csv") is None  # no column in common
+
+
+def _rewrite_keeping_size_and_mtime(path: Path, data: bytes) -> None:
+    """Write ``data`` (the file's size) over ``path`` in place and put its times back, as
+    ``touch -d`` after an edit would: only ``ctime`` shows the write."""
+    st = path.stat()
+    assert len(data) == st.st_size
+    with open(path, "r+b") as fh:
+        fh.write(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_mtime_ns == st.st_mtime_ns and path.stat().st_ino == st.st_ino
+
+
+def test_a_second_replay_hashes_nothing_it_already_hashed_and_a_changed_file_again(root, hashed):
+    """Each Replay hashed every object with a logged digest again, the same file once per call
+    that reached it: a session reading a 3 MiB file 3 times read 9 MiB at each Replay."""
+    big = root / "demo" / "big.bin"
+    big.write_bytes(bytes(range(256)) * (3 * 4096))  # 3 MiB
+    size = big.stat().st_size
+    good_big, good_csv = file_digest(big, cache=False), file_digest(root / "demo" / "a.csv", cache=False)
+    hashed.clear()
+    log = calls([("read_object", "demo/big.bin", "allow", "r", good_big),
+                 ("read_object", "demo/a.csv", "allow", "r", good_csv),
+                 ("read_object", "demo/big.bin", "allow", "r", good_big),
+                 ("read_object", "demo/big.bin", "allow", "r", good_big)])
+    first = ReplayPlan.from_calls(log, root)
+    assert sorted(hashed) == [("a.csv", 45), ("big.bin", size)]  # each file once, not once per call
+    assert [s.changed for s in first.steps] == [False] * 4
+    hashed.clear()
+    second = ReplayPlan.from_calls(log, root)
+    assert hashed == [] and [s.changed for s in second.steps] == [False] * 4
+
+    # the big file edited to the same size with its mtime put back: ctime shows it, hashed again
+    data = bytearray(big.read_bytes())
+    data[size // 2] ^= 0xFF
+    _rewrite_keeping_size_and_mtime(big, bytes(data))
+    third = ReplayPlan.from_calls(log, root)
+    assert hashed == [("big.bin", size)]
+    assert [s.changed for s in third.steps] == [True, False, True, True]
+    assert third.steps[0].note == "changed since the run"
+    hashed.clear()
+    ReplayPlan.from_calls(log, root)
+    assert hashed == []  # the new digest is remembered in turn
+
+    # replaced by a copy of its first bytes (another inode): hashed again, and unchanged again
+    tmp = root / "demo" / "big.new"
+    tmp.write_bytes(bytes(range(256)) * (3 * 4096))
+    os.replace(tmp, big)
+    assert [s.changed for s in ReplayPlan.from_calls(log, root).steps] == [False, False, False, False]
+    assert hashed == [("big.bin", size)]
+
+
+def test_a_file_written_a_moment_ago_is_hashed_each_time(root, hashed, monkeypatch):
+    """A write in the same clock tick as the hash leaves mtime and ctime as they were, so the
+    digest of a file whose times are that recent is not remembered."""
+    from replaybook import replay
+
+    monkeypatch.setattr(replay, "RECENT_NS", 3600 * 10**9)  # everything is "recent"
+    f = root / "demo" / "a.csv"
+    assert file_digest(f) == file_digest(f)
+    assert [n for n, _ in hashed] == ["a.csv", "a.csv"]
+    monkeypatch.setattr(replay, "RECENT_NS", 0)
+    hashed.clear()
+    file_digest(f), file_digest(f), file_digest(f, cache=False)
+    assert [n for n, _ in hashed] == ["a.csv", "a.csv"]  # the second from memory; cache=False reads
+
+
+def test_the_digests_remembered_are_bounded(root, hashed, monkeypatch):
+    from replaybook import replay
+
+    monkeypatch.setattr(replay, "DIGEST_CACHE_SIZE", 2)
+    files = [root / "demo" / n for n in ("a.csv", "notes.txt")] + [root / "reference" / ".env"]
+    for f in files:
+        file_digest(f)
+    assert len(replay._DIGESTS) == 2
+    hashed.clear()
+    file_digest(files[2]), file_digest(files[0])  # the newest remembered, the oldest forgotten
+    assert [n for n, _ in hashed] == ["a.csv"]

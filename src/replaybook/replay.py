@@ -12,12 +12,18 @@ incident's data root (``..``, absolute paths, symlinks pointing outside).  Previ
 (:func:`preview`) redact secret-looking values (:mod:`replaybook.redact`).  Where the door logged
 a digest of the object it read (``object_digest``) and the file on disk now hashes differently,
 the step says *changed since the run* instead of pretending to show what the agent saw.
+Those digests are remembered while the file's ``stat`` is unchanged (:func:`file_digest`), so
+a Replay run again over the same objects reads none of them again.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
+import os
+import stat
+import threading
+import time
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Mapping, Sequence
@@ -39,6 +45,8 @@ __all__ = [
     "resolve_in_root",
     "preview",
     "file_digest",
+    "clear_digest_cache",
+    "DIGEST_CACHE_SIZE",
 ]
 
 #: Time Replay spends on each step, milliseconds.
@@ -198,19 +206,86 @@ def resolve_in_root(data_root: str | Path, obj: str) -> Path:
     return target
 
 
-def file_digest(path: str | Path) -> str:
+#: Digests already computed, newest last: :func:`file_digest` key → ``sha256:<hex>``.
+_DIGESTS: "OrderedDict[tuple, str]" = OrderedDict()
+_DIGESTS_LOCK = threading.Lock()
+#: How many digests :func:`file_digest` remembers (an entry is ~200 bytes; the least recently
+#: used goes first).
+DIGEST_CACHE_SIZE = 65_536
+
+
+#: A file whose status last changed less than this long ago (ns) is hashed but its digest not
+#: remembered: the file system stamps times with a coarse clock, so a write in the same tick
+#: right after the hash would leave ``mtime`` and ``ctime`` as they were (git's "racily clean").
+RECENT_NS = 2 * 10**9
+
+
+def _digest_key(path: str, st: os.stat_result) -> tuple:
+    """What must be unchanged for a remembered digest to stand: the path, the file's device and
+    inode, its size, and its modification and status-change times (ns)."""
+    return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _sha256_of(fh) -> str:
+    """``sha256:<hex>`` of everything ``fh`` (a binary file) holds from where it is, read 1 MiB
+    at a time."""
+    h = hashlib.sha256()
+    for chunk in iter(lambda: fh.read(1 << 20), b""):
+        h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def file_digest(path: str | Path, *, cache: bool = True) -> str:
     """``sha256:<hex>`` of a file's bytes (read-only, streamed).
 
+    A digest is remembered (for the life of the process, up to :data:`DIGEST_CACHE_SIZE`) under
+    the file's absolute path, device, inode, size, ``st_mtime_ns`` and ``st_ctime_ns``: asked
+    again while ``stat`` says all of these are the same, it is answered without reading the
+    file, so a second Replay over the same objects hashes nothing.  A file written since — in
+    place or replaced, even to the same size — is read again: writing changes its ``ctime``,
+    which (unlike ``mtime``, which ``touch -d``, ``cp -p`` or ``rsync -t`` put back) no call
+    can set back.  Not remembered: a file that changed while it was hashed, or whose times are
+    less than :data:`RECENT_NS` old (a write in the same clock tick would not show in them).
+
+    Args:
+        path: the file.
+        cache: ``False`` reads the file whatever is remembered (and remembers nothing).
+
     Raises:
-        OSError: ``path`` cannot be read, or is not a regular file (a named pipe would block).
+        OSError: ``path`` cannot be read, or is not a regular file (a named pipe is opened
+            without waiting for a writer, and refused).
     """
-    if not Path(path).is_file():
+    p = os.path.abspath(os.fspath(path))
+    st = os.stat(p)
+    if not stat.S_ISREG(st.st_mode):
         raise OSError(f"{path} is not a regular file: not read")
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
+    if cache:
+        with _DIGESTS_LOCK:
+            hit = _DIGESTS.get(_digest_key(p, st))
+            if hit is not None:
+                _DIGESTS.move_to_end(_digest_key(p, st))
+                return hit
+    # O_NONBLOCK: had the file become a named pipe since the stat, opening it would wait for a writer
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb") as fh:
+        before = os.fstat(fh.fileno())
+        if not stat.S_ISREG(before.st_mode):
+            raise OSError(f"{path} is not a regular file: not read")
+        digest = _sha256_of(fh)
+        after = os.fstat(fh.fileno())
+    settled = time.time_ns() - max(after.st_ctime_ns, after.st_mtime_ns) >= RECENT_NS
+    if cache and settled and _digest_key(p, before) == _digest_key(p, after):
+        with _DIGESTS_LOCK:
+            _DIGESTS[_digest_key(p, after)] = digest
+            while len(_DIGESTS) > DIGEST_CACHE_SIZE:
+                _DIGESTS.popitem(last=False)
+    return digest
+
+
+def clear_digest_cache() -> None:
+    """Forget every digest :func:`file_digest` remembers."""
+    with _DIGESTS_LOCK:
+        _DIGESTS.clear()
 
 
 @dataclass

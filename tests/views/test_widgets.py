@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -463,3 +464,37 @@ def test_opening_a_session_the_incident_does_not_have_names_those_it_has(demo_in
                                        "door-20260913T100052-b7"):
         wb.open_session("door-nope")
     assert not wb.views
+
+
+def test_replaying_a_session_again_hashes_none_of_its_objects_again(demo_copy, hashed):
+    """Every Replay (and the tab's opening, which shows the plan) hashed each object with a
+    logged digest once per call that reached it."""
+    from replaybook.replay import file_digest
+
+    data = demo_copy / "data"
+    log = demo_copy / "door" / "analyst" / f"{S1}.jsonl"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    for x in lines:  # the door logged what it read: the digest of each file (cars.xpt twice)
+        if x["decision"] == "allow" and not x["object"].endswith("/"):
+            x["object_digest"] = file_digest(data / x["object"], cache=False)
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    hashed.clear()
+    v = Workbook(Incident.load(demo_copy), charts=False).open_session(S1)
+    sizes = {p.name: p.stat().st_size for p in (data / "demo").iterdir()}
+    assert sorted(hashed) == [("cars.parquet", sizes["cars.parquet"]), ("cars.xpt", sizes["cars.xpt"])]
+    hashed.clear()
+    v.replay_start(run=False)
+    while v.replay_step():
+        pass
+    v.replay_start(run=False)
+    assert hashed == [] and [s.changed for s in v.plan.steps] == [None, False, False, False, None]
+    # cars.xpt edited since (same size, mtime put back): the next Replay hashes it, and says so
+    xpt = data / "demo" / "cars.xpt"
+    st = xpt.stat()
+    raw = bytearray(xpt.read_bytes())
+    raw[-1] ^= 0x01
+    xpt.write_bytes(bytes(raw))
+    os.utime(xpt, ns=(st.st_atime_ns, st.st_mtime_ns))
+    v.replay_start(run=False)
+    assert hashed == [("cars.xpt", sizes["cars.xpt"])]
+    assert [s.note for s in v.plan.steps][1:3] == ["changed since the run"] * 2
