@@ -9,7 +9,8 @@ and, where known, the 1-based line number, and say both in their message.
     ReplaybookError
     ├── InputError            bad or unreadable input (a file, a manifest, an argument)
     │   ├── FormatError       a file is not in the format it was given or sniffed as
-    │   └── ManifestError     an incident.yaml is missing fields or names missing files
+    │   ├── ManifestError     an incident.yaml is missing fields or names missing files
+    │   └── AmbiguousCall     a door call number names several calls of one session
     ├── FrameError            a DataFrame does not satisfy its canonical spec
     ├── JoinError             the join was asked something it cannot answer
     └── ReportError           rendering a review report failed (kernel hang, template, nbconvert)
@@ -24,6 +25,7 @@ __all__ = [
     "InputError",
     "FormatError",
     "ManifestError",
+    "AmbiguousCall",
     "FrameError",
     "JoinError",
     "ReportError",
@@ -59,6 +61,23 @@ class FormatError(InputError):
 
 class ManifestError(InputError):
     """An ``incident.yaml`` manifest is malformed or names files that do not exist."""
+
+
+class AmbiguousCall(InputError):
+    """A door call number names several calls of one session (a door that restarted numbers
+    its calls from 1 again; merged or damaged logs repeat lines).
+
+    Attributes:
+        door_session: the session.
+        seq: the number asked for.
+        candidates: one dict per call that carries it, in the door's order: ``row`` (0-based
+            position in the session's door table), ``seq``, ``ts`` (UTC Timestamp), ``tool``,
+            ``object``, ``decision``, ``rule``.
+    """
+
+    def __init__(self, message: str, door_session: str, seq: int, candidates: list[dict]):
+        super().__init__(message)
+        self.door_session, self.seq, self.candidates = door_session, seq, candidates
 
 
 class FrameError(ReplaybookError):

@@ -214,6 +214,80 @@ def test_a_refused_row_never_opens_the_file_of_another_call_with_its_number(demo
     assert 'data-kind="table"' in v.viewer.value and "mpg" in v.viewer.value
 
 
+def _restarted_door(demo_copy) -> SessionView:
+    """Session 1 with a door that restarted at 10:01:30 and numbered its calls from 1 again:
+    a second call #2 (describe demo/cars.xpt), this time refused."""
+    log = demo_copy / "door" / "analyst" / f"{S1}.jsonl"
+    line = json.loads(log.read_text().splitlines()[1])  # seq 2: describe demo/cars.xpt, allowed
+    line.update(ts="2026-09-13T10:01:30.000Z", decision="deny", rule="no-xpt-after-restart", rows=None, bytes=None)
+    with log.open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    return Workbook(Incident.load(demo_copy / "incident.yaml"), charts=False).open_session(S1)
+
+
+def test_open_object_refuses_a_number_two_calls_carry_and_opens_the_call_named_by_time_or_row(demo_copy):
+    """open_object(seq) opened the first call of that number: with a door that restarted, the
+    refused call #2 could not be opened from Python at all (it showed the allowed one's file)."""
+    from replaybook.errors import AmbiguousCall
+
+    v = _restarted_door(demo_copy)
+    assert list(v.table["seq"]) == [1, 2, 3, 4, 5, 2]
+    assert list(v.table["note"])[1] == "2 calls carry #2"
+    assert v.table["note"].iloc[5] == "2 calls carry #2; refused by rule no-xpt-after-restart"
+    before = v.viewer.value
+    with pytest.raises(AmbiguousCall) as e:
+        v.open_object(2)
+    assert str(e.value) == (
+        "door call #2 is not one call of door session 'door-20260913T100005-a1': 2 calls match — "
+        "row=1: #2 at 2026-09-13 10:00:20.570 UTC, describe demo/cars.xpt, allow (allow-demo); "
+        "row=5: #2 at 2026-09-13 10:01:30.000 UTC, describe demo/cars.xpt, deny (no-xpt-after-restart). "
+        "To open one, add its time as the table shows it (ts='10:01:30.000') or name it by row (row=…)")
+    assert [(c["row"], c["decision"]) for c in e.value.candidates] == [(1, "allow"), (5, "deny")]
+    assert v.viewer.value == before  # nothing opened
+    # the time as the table shows it, a shorter one, a full timestamp, or the row
+    for how in ({"ts": "10:01:30.000"}, {"ts": "10:01:30"}, {"ts": "2026-09-13T10:01:30Z"},
+                {"ts": pd.Timestamp("2026-09-13 10:01:30", tz="UTC")}):
+        pane = v.open_object(2, **how)
+        assert 'data-kind="refused"' in pane and "no-xpt-after-restart" in pane, how
+    assert 'data-kind="table"' in v.open_object(2, ts="10:00:20.570") and "mpg" in v.viewer.value
+    assert 'data-kind="table"' in v.open_object(row=1)
+    assert 'data-kind="refused"' in v.open_object(row=5)
+    # a number one call carries opens as before; none, or a time no call #2 has, opens nothing
+    assert 'data-kind="folder"' in v.open_object(1)
+    assert "no such door call" in v.open_object(9) and "no such door call" in v.open_object(2, ts="10:01:31")
+    with pytest.raises(IndexError, match="row 6 is not a call of door session 'door-20260913T100005-a1': it has rows 0–5"):
+        v.open_object(row=6)
+    from replaybook.errors import InputError
+
+    with pytest.raises(InputError, match="not both"):
+        v.open_object(2, row=5)
+    # the door's table: each row's button, by row
+    assert "rb-refused" in v.row_buttons[5]._dom_classes and "rb-refused" not in v.row_buttons[1]._dom_classes
+
+
+def test_a_chart_pick_of_a_shared_number_lists_the_calls_instead_of_opening_one(demo_copy):
+    v = _restarted_door(demo_copy)
+    v._on_pick({"new": type("Sel", (), {"value": [{"call_seq": 2}]})()})
+    assert 'data-kind="ambiguous"' in v.viewer.value and "row=5: #2 at 2026-09-13 10:01:30.000 UTC" in v.viewer.value
+    v._on_pick({"new": type("Sel", (), {"value": [{"call_seq": 4}]})()})
+    assert 'data-kind="table"' in v.viewer.value
+
+
+def test_call_row_with_two_identical_lines_names_them_by_row(demo_copy):
+    """Merged logs can hold one line twice: number and time agree, so only the row tells them
+    apart (the message does not suggest a time that would not help)."""
+    from replaybook.errors import AmbiguousCall
+
+    log = demo_copy / "door" / "analyst" / f"{S1}.jsonl"
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines + [lines[3]]) + "\n")  # call #4 twice
+    calls = Incident.load(demo_copy).calls
+    with pytest.raises(AmbiguousCall, match=r"row=3: .*; row=4: .*To open one, name it by row \(row=…\)$"):
+        S.call_row(calls, S1, 4, ts="10:01:03.210")
+    assert S.call_row(calls, S1, row=4).seq == 4 and S.call_row(calls, S1, row=4).row == 4
+    assert list(S.call_rows(calls, S1, 4)["row"]) == [3, 4]
+
+
 def test_a_name_disguised_with_invisible_characters_is_shown_written_out(demo_copy):
     """A right-to-left override makes ``evil<U+202E>gnp.exe`` read ``evilexe.png``; the report
     writes such characters out, the workbook showed the disguise (door table, Replay panel,

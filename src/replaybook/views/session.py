@@ -42,6 +42,7 @@ __all__ = [
     "conversation",
     "door_table",
     "call_row",
+    "call_rows",
     "call_preview",
     "conversation_chart",
     "timeline_with_brush",
@@ -207,7 +208,9 @@ def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
 
     Columns: ``seq``, ``ts``, ``tool``, ``object``, ``decision``, ``rule``, ``rows``,
     ``bytes``, ``refused`` (bool), ``claimed`` (a step of the matched transcript claims the
-    call), ``note`` (``refused by rule …`` / ``no transcript step claims this call``).
+    call), ``note`` (``2 calls carry #2`` — a number the session uses more than once: name the
+    call by its time or row, :func:`call_row` — / ``refused by rule …`` / ``no transcript step
+    claims this call``).  Row ``i`` (the index, 0…n-1) is what :func:`call_row` calls ``row=i``.
     """
     c = _session_calls(calls, door_session)
     claimed_seqs = set()
@@ -216,12 +219,16 @@ def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
         pp = p[p["door_session"].astype("string") == str(door_session)]
         claimed_seqs = {int(x) for x in pp["call_seq"].dropna()}
     has_transcript = transcript_of(join, door_session) is not None
+    shared = c["seq"].value_counts()
+    shared = {int(k): int(v) for k, v in shared[shared > 1].items()}
     rows = []
     for r in c.itertuples(index=False):
         refused = str(r.decision) != "allow"
         seq = _int(r.seq)
         claimed = seq in claimed_seqs
         notes = []
+        if seq in shared:
+            notes.append(f"{shared[seq]} calls carry #{seq}")
         if refused:
             notes.append(f"refused by rule {r.rule}" if not _na(r.rule) else "refused")
         if has_transcript and not claimed:
@@ -379,11 +386,100 @@ def _session_offset_ms(join, door_session: str) -> float:
     return float(join.offset_ms or 0.0)
 
 
-def call_row(calls: pd.DataFrame, door_session: str, seq: int) -> Any:
-    """The door call ``seq`` of ``door_session`` (a namedtuple), or ``None``; the first in the
-    door's order when several share the number (a door that restarted numbers from 1 again)."""
-    c = _session_calls(calls, door_session)
-    return next(c[c["seq"] == int(seq)].itertuples(index=False), None)
+_TIME_OF_DAY = re.compile(r"\d{1,2}:\d{2}:\d{2}(\.\d{1,9})?")
+
+
+def _ts_matches(ts: pd.Series, when: Any) -> pd.Series:
+    """Which of ``ts`` (UTC) are ``when``: a time of day as the door's table writes it
+    (``"10:01:30.000"``; a shorter one, ``"10:01:30"``, is every call of that second), or a
+    point in time (a Timestamp, datetime or ISO string with a date; naive means UTC), equal
+    to the microsecond."""
+    t = pd.to_datetime(ts, utc=True)
+    if isinstance(when, str) and _TIME_OF_DAY.fullmatch(when.strip()):
+        w = when.strip()
+        w = "0" + w if w.index(":") == 1 else w  # 9:01:30 is 09:01:30
+        shown = t.dt.strftime("%H:%M:%S.%f")
+        return shown.str.startswith(w).fillna(False).astype(bool)
+    w = pd.Timestamp(when)
+    w = w.tz_localize("UTC") if w.tzinfo is None else w.tz_convert("UTC")
+    return (t == w).fillna(False).astype(bool)
+
+
+def call_rows(calls: pd.DataFrame, door_session: str, seq: int | None = None, *, ts: Any = None) -> pd.DataFrame:
+    """The door calls of ``door_session`` numbered ``seq`` (all of them when ``seq`` is None)
+    at time ``ts`` (any time when None; see :func:`call_row` for the forms), in the door's
+    order (ts, then seq — :func:`door_table`'s), with a first column ``row``: each call's
+    0-based position in that order."""
+    c = _session_calls(calls, door_session).reset_index(drop=True)
+    c.insert(0, "row", range(len(c)))
+    keep = pd.Series(True, index=c.index)
+    if seq is not None:
+        keep &= (c["seq"] == int(seq)).fillna(False).astype(bool)
+    if ts is not None:
+        keep &= _ts_matches(c["ts"], ts)
+    return c[keep]
+
+
+def _candidate(k: dict) -> str:
+    """``row=5: #2 at 2026-09-13 10:01:30.000 UTC, describe demo/cars.xpt, deny (no-xpt)``."""
+    when = "an unknown time" if _na(k["ts"]) else (pd.Timestamp(k["ts"]).tz_convert("UTC").strftime("%Y-%m-%d ")
+                                                   + _hms(k["ts"]) + " UTC")
+    rule = f" ({visible(k['rule'])})" if k["rule"] else ""
+    return (f"row={k['row']}: #{k['seq']} at {when}, {visible(k['tool'])} {visible(k['object'] or '(no object)')}, "
+            f"{visible(k['decision'])}{rule}")
+
+
+def call_row(calls: pd.DataFrame, door_session: str, seq: int | None = None, *, ts: Any = None,
+             row: int | None = None) -> Any:
+    """One door call of ``door_session`` (a namedtuple of the calls frame's columns, ``row``
+    first), or ``None`` when none matches.
+
+    Name it by its number, ``seq`` (the door table's ``#``) — enough when the number is the
+    session's only one — adding ``ts`` when several calls carry it (a door that restarted
+    numbers its calls from 1 again; merged logs), or by ``row``, its 0-based position in the
+    session's calls in the door's order (:func:`door_table`'s rows, whatever span is shown).
+
+    Args:
+        seq: the call's number.
+        ts: the call's time: as the door's table writes it (``"10:01:30.000"``, UTC; a
+            shorter ``"10:01:30"`` is any call of that second), or a point in time (Timestamp,
+            datetime, ISO string; naive is UTC) equal to the microsecond.
+        row: the call's position instead (not with ``seq`` or ``ts``).
+
+    Raises:
+        AmbiguousCall: several calls match (``seq`` alone, or even with ``ts``); the message
+            lists each with its row and time, and how to name one.
+        IndexError: ``row`` is not a position in the session.
+        InputError: ``row`` given with ``seq`` or ``ts``, or neither given.
+    """
+    from ..errors import AmbiguousCall, InputError
+
+    if row is not None:
+        if seq is not None or ts is not None:
+            raise InputError("name a door call by seq (and ts) or by row, not both")
+        c = call_rows(calls, door_session)
+        if not 0 <= int(row) < len(c):
+            where = f"door session {visible(door_session)!r}"
+            raise IndexError(f"row {row} is not a call of {where}: it has rows 0–{len(c) - 1}" if len(c)
+                             else f"{where} has no calls")
+        return next(c.iloc[[int(row)]].itertuples(index=False))
+    if seq is None and ts is None:
+        raise InputError("name a door call: by its number (seq), its time (ts) or its row")
+    c = call_rows(calls, door_session, seq, ts=ts)
+    if len(c) > 1:
+        cands = [{"row": int(r.row), "seq": _int(r.seq), "ts": r.ts, "tool": r.tool,
+                  "object": None if _na(r.object) else str(r.object), "decision": str(r.decision),
+                  "rule": None if _na(r.rule) else str(r.rule)} for r in c.itertuples(index=False)]
+        what = (f"door call #{seq}" if seq is not None else "a door call") + (f" at {ts}" if ts is not None else "")
+        listed = "; ".join(_candidate(k) for k in cands)
+        if ts is None and len({_hms(k["ts"]) for k in cands}) == len(cands):
+            how = f"add its time as the table shows it (ts={_hms(cands[-1]['ts'])!r}) or name it by row"
+        else:
+            how = "name it by row"
+        raise AmbiguousCall(f"{what} is not one call of door session {visible(door_session)!r}: {len(cands)} calls "
+                            f"match — {listed}. To open one, {how} (row=…)",
+                            str(door_session), None if seq is None else int(seq), cands)
+    return next(c.itertuples(index=False), None)
 
 
 def call_preview(data_root: str | Path | None, call: Any) -> Preview:

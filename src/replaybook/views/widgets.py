@@ -38,6 +38,7 @@ import anywidget
 import ipywidgets as W
 import traitlets
 
+from ..errors import AmbiguousCall
 from ..replay import DEFAULT_STEP_MS, ReplayPlan
 from . import session as S
 
@@ -237,7 +238,10 @@ class SessionView:
 
         self.door_box = W.VBox()
         self.door_box.add_class(CSS_CLASSES["door_table"])
+        #: the shown rows' object buttons by call number (the last row shown, when several share one)
         self.object_buttons: dict[int, W.Button] = {}
+        #: the shown rows' object buttons by row of :attr:`table`
+        self.row_buttons: dict[int, W.Button] = {}
         self._render_table()
 
         controls = W.HBox([self.replay_button, self.stop_button, self.step_ms, self.escape, self.close_button],
@@ -264,8 +268,8 @@ class SessionView:
         t = S.in_span(self.table, self.span)
         cols = ["#", "time (UTC)", "tool", "object", "decision", "rule", "rows", "bytes", "note"]
         children: list = [_cell(c, head=True) for c in cols]
-        self.object_buttons = {}
-        for r in t.head(_MAX_TABLE_ROWS).itertuples(index=False):
+        self.object_buttons, self.row_buttons = {}, {}
+        for row, r in zip(t.index[:_MAX_TABLE_ROWS], t.head(_MAX_TABLE_ROWS).itertuples(index=False)):
             red = "color:#d62728;text-decoration:line-through;" if r.refused else ""
             obj = None if S._na(r.object) else str(r.object)  # pandas 3 reads a missing object as NaN
             b = W.Button(description=S.visible(obj) or "(no object)", tooltip=f"open {S.visible(obj)}",
@@ -277,6 +281,7 @@ class SessionView:
             # the row itself, not its number: a door that restarted numbers its calls from 1 again
             b.on_click(lambda _b, call=r: self._show_call(call))
             self.object_buttons[int(r.seq)] = b
+            self.row_buttons[int(row)] = b
             children += [_cell(r.seq), _cell(S._hms(r.ts)), _cell(r.tool, style=red), b,
                          _cell(r.decision, style="color:#d62728;font-weight:bold" if r.refused else ""),
                          _cell(r.rule), _cell("" if S._na(r.rows) else f"{int(r.rows):,}"),
@@ -309,10 +314,25 @@ class SessionView:
             self.progress.value = min(plan.position + 1, n) if plan.position >= 0 else 0
 
     # -- objects -------------------------------------------------------------------------------
-    def open_object(self, seq: int) -> str:
-        """Show door call ``seq``'s object in the preview pane (refused: the refusal, never the
-        file).  Returns the pane's HTML."""
-        return self._show_call(S.call_row(self.incident.calls, self.door_session, seq))
+    def open_object(self, seq: int | None = None, *, ts: Any = None, row: int | None = None) -> str:
+        """Show a door call's object in the preview pane (refused: the refusal, never the file).
+
+        ``open_object(4)`` opens call #4 — the door table's ``#`` — when the session has one
+        call of that number.  When several carry it (a door that restarted numbers its calls
+        from 1 again, merged logs: the table's note says ``2 calls carry #2``), it raises
+        :class:`~replaybook.errors.AmbiguousCall` listing them, and ``open_object(2,
+        ts="10:01:30.000")`` (the time as the table shows it, UTC) or ``open_object(row=5)``
+        (the call's 0-based row in :attr:`table`, whatever span is shown) opens the one meant.
+
+        Returns:
+            the pane's HTML (``data-kind="missing"``, ``no such door call``, when none matches).
+
+        Raises:
+            AmbiguousCall: ``seq`` (with ``ts``, if given) names several calls; the pane is
+                left as it was.
+            IndexError: ``row`` is not a row of :attr:`table`.
+        """
+        return self._show_call(S.call_row(self.incident.calls, self.door_session, seq, ts=ts, row=row))
 
     def _show_call(self, call) -> str:
         self.viewer.value = S.preview_html(S.call_preview(self.data_root, call))
@@ -324,7 +344,11 @@ class SessionView:
         for v in vals:
             seq = v.get("call_seq") if isinstance(v, dict) else None
             if seq is not None:
-                self.open_object(int(seq))
+                try:
+                    self.open_object(int(seq))
+                except AmbiguousCall as exc:  # the chart knows the number only: say which calls carry it
+                    self.viewer.value = (f'<div class="rb-preview rb-preview-ambiguous" data-kind="ambiguous" '
+                                         f'data-seq="{int(seq)}">{html.escape(str(exc))}</div>')
                 return
 
     # -- span ----------------------------------------------------------------------------------
