@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             r = {k: v for k, v in base[i % len(base)].items() if k != "ts_end"}
             if r["decision"] == "allow" and not r["object"].endswith("/"):
                 r["object_digest"] = replay.file_digest(d / "data" / r["object"], cache=False)
-            r.update(seq=i + 1, ts=(t0 + pd.Timedelta(milliseconds=250 * i)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z")
+            ts = t0 + pd.Timedelta(milliseconds=250 * i)
+            r.update(seq=i + 1, ts=ts.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z")
             lines.append(json.dumps(r))
         log.write_text("\n".join(lines) + "\n")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 
 import comm
@@ -138,7 +137,8 @@ def test_the_panel_says_where_playback_is_in_the_whole_plan(demo_copy, sent):
     assert 'class="rb-steps-after" data-count="1988" data-refused="398"' in p
     # the bar: 100 slices of 40 steps, every one holding refused steps (8); the progress bar
     # under it has reached step 2,000
-    cells = [dict(re.findall(r'data-(\w+)="([^"]*)"', c)) for c in re.findall(r'<span class="rb-ov[^>]*>', v.overview.value)]
+    cells = [dict(re.findall(r'data-(\w+)="([^"]*)"', c))
+             for c in re.findall(r'<span class="rb-ov[^>]*>', v.overview.value)]
     assert len(cells) == 100 and all(c["refused"] == "8" for c in cells)
     assert (cells[49]["from"], cells[49]["to"]) == ("1961", "2000")
     assert (v.progress.value, v.progress.max) == (2000, 4000)
@@ -159,7 +159,8 @@ def test_the_panel_window_slides_and_keeps_its_size_at_both_ends():
     plan = _plan(50)
     assert S.panel_window(plan) == (0, 16)  # before playback: from the first step
     plan.start()
-    for pos, want in [(0, (0, 16)), (3, (0, 16)), (4, (1, 17)), (30, (27, 43)), (37, (34, 50)), (40, (34, 50)), (49, (34, 50))]:
+    for pos, want in [(0, (0, 16)), (3, (0, 16)), (4, (1, 17)), (30, (27, 43)), (37, (34, 50)), (40, (34, 50)),
+                      (49, (34, 50))]:
         plan.position = pos
         assert S.panel_window(plan) == want, pos
     plan.position = 50  # finished: ends at the last step
@@ -175,4 +176,5 @@ def test_the_overview_marks_each_slice_that_holds_a_refused_step():
     assert [(int(a), int(b)) for a, b, r in cells if r != "0"] == [(241, 250), (491, 500), (741, 750), (991, 1000)]
     assert S.overview_html(plan).count("rb-ov-refused") == 4
     small = S.overview_html(_plan(3, refused_every=2))
-    assert small.count('<span class="rb-ov') == 3 and small.count("rb-ov-refused") == 1 and 'title="step 2: 1 refused"' in small
+    assert small.count('<span class="rb-ov') == 3 and small.count("rb-ov-refused") == 1
+    assert 'title="step 2: 1 refused"' in small

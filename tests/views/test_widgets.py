@@ -255,7 +255,7 @@ def test_open_object_refuses_a_number_two_calls_carry_and_opens_the_call_named_b
     # a number one call carries opens as before; none, or a time no call #2 has, opens nothing
     assert 'data-kind="folder"' in v.open_object(1)
     assert "no such door call" in v.open_object(9) and "no such door call" in v.open_object(2, ts="10:01:31")
-    with pytest.raises(IndexError, match="row 6 is not a call of door session 'door-20260913T100005-a1': it has rows 0–5"):
+    with pytest.raises(IndexError, match=f"row 6 is not a call of door session '{S1}': it has rows 0–5"):
         v.open_object(row=6)
     from replaybook.errors import InputError
 

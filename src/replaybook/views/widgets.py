@@ -246,7 +246,8 @@ class SessionView:
 
         controls = W.HBox([self.replay_button, self.stop_button, self.step_ms, self.escape, self.close_button],
                           layout=W.Layout(align_items="center"))
-        right = W.VBox([self.overview, self.progress, self.panel, self.viewer], layout=W.Layout(width="40%", min_width="300px"))
+        right = W.VBox([self.overview, self.progress, self.panel, self.viewer],
+                       layout=W.Layout(width="40%", min_width="300px"))
         left = W.VBox([W.HTML("<b>The door's table</b> (click an object to open it)"), self.door_box],
                       layout=W.Layout(width="60%", margin="0 8px 0 0"))
         self.widget = W.VBox([self.header, controls, self.conversation_box, W.HBox([left, right])])
