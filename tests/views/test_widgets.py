@@ -386,8 +386,10 @@ def test_replay_runs_on_the_event_loop_without_blocking(demo_incident):
     assert v.plan.status == "finished" and ticks > 10
     times = [t for _, t in v.replay_log]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    assert all(0.04 <= g <= 0.5 for g in gaps), gaps
-    assert 0.25 <= took <= 3, took  # 5 steps × 60 ms
+    # paced: no step comes sooner than the step time allows (how much later, a busy machine
+    # decides: no upper bound here)
+    assert len(gaps) == 4 and all(g >= 0.04 for g in gaps), gaps
+    assert took >= 0.25, took  # 5 steps × 60 ms
 
 
 def test_replay_stop_while_running_cancels_the_task(demo_incident):
@@ -396,14 +398,16 @@ def test_replay_stop_while_running_cancels_the_task(demo_incident):
 
     async def main():
         v.replay_start()
-        await asyncio.sleep(0.15)
+        while v.plan.position < 1:  # the first step has played (however long a busy machine takes)
+            await asyncio.sleep(0.005)
         v.replay_stop()
         pos = v.plan.position
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(0.4)  # four step times: a task still running would have moved on
         return pos
 
     pos = asyncio.run(main())
-    assert v.plan.status == "stopped" and v.plan.position == pos == 1
+    # stopped where it was: nothing played after the stop, and the plan did not run to its end
+    assert v.plan.status == "stopped" and v.plan.position == pos and 1 <= pos < len(v.plan.steps)
 
 
 def test_changed_since_the_run_says_so(demo_copy):
