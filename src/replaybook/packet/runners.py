@@ -1,0 +1,1221 @@
+"""Which recorded commands run a check: the runner registry the claims linter reads.
+
+A PR body that says "all tests pass [seq:7]" is backed only when step 7 ran the tests.  A step
+that exited 0 after ``echo "1 passed"``, ``true``, ``cat old-output.txt`` or ``ls`` shows nothing
+about them, and an agent that wants a reviewer's approval could cite exactly such a step.  This
+module reads a step's command line and says what its exit code 0 proves
+(:func:`classify_command`, :func:`classify_step`).
+
+It recognises a check by the **program actually executed**, never by words in its output or
+arguments (``echo pytest`` prints a word):
+
+* :data:`RUNNERS`: programs (and subcommands) that run tests, builds, lints or type checks —
+  ``pytest``, ``python -m pytest``, ``tox``, ``npm test``, ``go test``, ``cargo test`` … — each with
+  the kinds of check (:data:`KINDS`) its success shows, and the arguments with which it runs none
+  (``pytest --collect-only``, ``--version``);
+* :data:`TASK_RUNNERS`: programs that run a named task (``make test``, ``npm run lint``,
+  ``gradle check``, ``mvn verify``, ``tox -e lint``), whose kinds come from the task's name
+  (:func:`task_kinds`);
+* :data:`WRAPPERS`: programs that run the command in their arguments and exit with its exit code
+  (``env X=1``, ``timeout 60``, ``uv run``, ``poetry run``, ``npx``, ``bundle exec`` …), which
+  are seen through; so are ``bash -c '…'`` and ``sh -c '…'`` (their line is read like the step's
+  own), ``python -m MODULE`` and leading ``NAME=value`` assignments;
+* :data:`NON_CHECKS`: programs that only print, read or change files (``echo``, ``printf``,
+  ``cat``, ``true``, ``ls`` …), which run no check however they exit.
+
+A shell line is split with a small scanner that knows quotes, ``$(…)`` and backticks, at the
+operators ``|``, ``&&``, ``||``, ``;``, ``&`` and newlines; each simple command is then split into
+words with :mod:`shlex`.  What a line's exit code 0 proves follows bash: ``cd dir && pytest``
+proves pytest passed; ``pytest; echo done``, ``pytest || true`` and ``pytest &`` do not; in
+``pytest | tee log`` only with ``pipefail`` (the log's ``pipefail`` field, or ``set -o pipefail``
+/ ``bash -o pipefail -c`` in the line) — without it the exit code is ``tee``'s.  A command that
+cannot be parsed (an unclosed quote), a shell ``if``/``for``, a here-document or a program the
+registry does not know gives ``unknown``: the linter says it could not tell, and never raises.
+
+Extend the registry by adding a :class:`Runner`, :class:`TaskRunner`, :class:`Wrapper` or
+:data:`NON_CHECKS` entry; nothing else needs to change.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+__all__ = [
+    "TEST",
+    "BUILD",
+    "LINT",
+    "TYPECHECK",
+    "KINDS",
+    "Runner",
+    "TaskRunner",
+    "Wrapper",
+    "RUNNERS",
+    "TASK_RUNNERS",
+    "WRAPPERS",
+    "NON_CHECKS",
+    "StepCheck",
+    "task_kinds",
+    "classify_command",
+    "classify_step",
+]
+
+TEST = "test"
+BUILD = "build"
+LINT = "lint"
+TYPECHECK = "typecheck"
+#: Every kind of check: what a passing step can show.
+KINDS = frozenset({TEST, BUILD, LINT, TYPECHECK})
+
+_NONE: frozenset[str] = frozenset()
+
+
+def _k(*kinds: str) -> frozenset[str]:
+    return frozenset(kinds)
+
+
+#: Arguments with which any runner only prints something and runs no check.
+_INFO_ARGS: Mapping[str, str] = {"--version": "only prints its version", "--help": "only prints its help"}
+
+
+@dataclass(frozen=True)
+class Runner:
+    """A program, or a program's subcommand, whose exit code 0 says a check passed.
+
+    Attributes:
+        name: how messages name it (``"pytest"``, ``"go test"``).
+        programs: the executable's names, as the command's first word ends (``pytest`` matches
+            ``pytest``, ``.venv/bin/pytest``; a Python module run with ``python -m`` counts as
+            a program of its name).
+        kinds: what its success shows (:data:`KINDS`).
+        sub: the subcommands that select this runner, any one of them (``("test", "t")`` for
+            ``cargo test``); each may be several words (``"nextest run"``).  Empty: the program
+            itself is the runner.
+        value_options: options before the subcommand that take the next word as their value
+            (``cargo -Z flag test``).
+        requires: at least one of these arguments must be given (``black`` checks only with
+            ``--check``; without it it rewrites files).
+        limits: an argument (``--collect-only``, or ``--no-run`` as ``--no-run`` or
+            ``--no-run=…``) that narrows what runs: ``(kinds left, what it does instead)``.
+        local_ok: the program is normally run from the checkout (``./gradlew``, ``./manage.py``),
+            so a relative path to it does not make it suspect.
+    """
+
+    name: str
+    programs: tuple[str, ...]
+    kinds: frozenset[str]
+    sub: tuple[str, ...] = ()
+    value_options: frozenset[str] = _NONE
+    requires: frozenset[str] = _NONE
+    limits: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=dict)
+    local_ok: bool = False
+
+
+@dataclass(frozen=True)
+class TaskRunner:
+    """A program that runs named tasks (targets, scripts, goals, environments).
+
+    What its success shows is the union of its tasks' kinds: :func:`task_kinds` of each name,
+    unless ``tasks`` names it.  A task whose name says nothing (``make demo``) counts for nothing;
+    when no task says anything, the linter cannot tell.
+
+    Attributes:
+        name: how messages name it (``"make"``, ``"npm run"``).
+        programs: the executable's names (see :class:`Runner`).
+        sub: the subcommands that select it (``("run", "run-script")`` for ``npm run``); empty:
+            any.
+        default: what it shows when no task is named (``make`` builds its default target);
+            ``None``: the linter cannot tell.
+        value_options: options that take the next word as their value (``make -C DIR``).
+        task_options: options whose value names the tasks, comma-separated (``tox -e lint``);
+            when it has some, positional words are not tasks.
+        first_only: only the first positional word is a task; the rest are its arguments
+            (``npm run test -- -u``, ``yarn lint src``).
+        ignore: positional words that are neither tasks nor arguments (``tox run``).
+        tasks: kinds of particular task names, overriding :func:`task_kinds`.
+        without: an argument that keeps a kind from running (``-DskipTests``): the kinds it
+            removes.
+        exclude_options: options whose value names a task that does not run (``gradle -x test``).
+        limits: as in :class:`Runner` (``make -n`` only prints what it would run).
+        local_ok: as in :class:`Runner`.
+        bare: what it does instead of a check when no task is named and there is no
+            ``default`` (``npm run`` only lists the scripts); empty: the linter cannot tell.
+    """
+
+    name: str
+    programs: tuple[str, ...]
+    sub: tuple[str, ...] = ()
+    default: frozenset[str] | None = None
+    value_options: frozenset[str] = _NONE
+    task_options: frozenset[str] = _NONE
+    first_only: bool = False
+    ignore: frozenset[str] = _NONE
+    tasks: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    without: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    exclude_options: frozenset[str] = _NONE
+    limits: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=dict)
+    local_ok: bool = False
+    bare: str = ""
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A program that runs the command in its arguments and exits with its exit code.
+
+    Attributes:
+        programs: the executable's names.
+        sub: the subcommand that makes it a wrapper (``("run",)`` for ``uv run``); empty: always.
+        value_options: its options that take the next word as their value (``timeout -k 5``).
+        positional: how many words come between its options and the command (``timeout``'s
+            duration: 1).
+        assignments: ``NAME=value`` words before the command are skipped (``env``).
+        prepend: words put before the command (``coverage run -m pytest`` runs
+            ``python -m pytest``).
+        scripts: the command may name a project script rather than a program (``pdm run test``):
+            an unknown name is read as a task name (:func:`task_kinds`).
+    """
+
+    programs: tuple[str, ...]
+    sub: tuple[str, ...] = ()
+    value_options: frozenset[str] = _NONE
+    positional: int = 0
+    assignments: bool = False
+    prepend: tuple[str, ...] = ()
+    scripts: bool = False
+
+
+def _opts(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+_PYTEST_LIMITS = {a: (_NONE, "only lists tests or fixtures, running none") for a in (
+    "--collect-only", "--co", "--fixtures", "--fixtures-per-test", "--markers", "--setup-plan")}
+_CARGO_OPTS = _opts("-Z", "--config", "-C", "--color")
+_NPM_OPTS = _opts("--prefix", "-w", "--workspace", "-C", "--dir", "--filter", "-F", "--cwd", "--loglevel")
+
+#: Programs (and subcommands) that run a check.
+RUNNERS: tuple[Runner, ...] = (
+    # Python
+    Runner("pytest", ("pytest", "py.test"), _k(TEST), limits=_PYTEST_LIMITS),
+    Runner("unittest", ("unittest",), _k(TEST)),
+    Runner("nose2", ("nose2", "nosetests"), _k(TEST)),
+    Runner("trial", ("trial",), _k(TEST)),
+    Runner("behave", ("behave",), _k(TEST), limits={"--dry-run": (_NONE, "only lists the steps")}),
+    Runner("manage.py test", ("manage.py",), _k(TEST), sub=("test",), local_ok=True),
+    Runner("setup.py test", ("setup.py",), _k(TEST), sub=("test",), local_ok=True),
+    Runner("setup.py build", ("setup.py",), _k(BUILD), sub=("build", "bdist_wheel", "sdist"), local_ok=True),
+    Runner("python -m build", ("build",), _k(BUILD)),
+    Runner("ruff check", ("ruff",), _k(LINT), sub=("check",)),
+    Runner("ruff format --check", ("ruff",), _k(LINT), sub=("format",), requires=_opts("--check")),
+    Runner("flake8", ("flake8", "pyflakes", "pycodestyle", "pydocstyle", "pylint", "bandit", "codespell"), _k(LINT)),
+    Runner("black --check", ("black",), _k(LINT), requires=_opts("--check")),
+    Runner("isort --check", ("isort",), _k(LINT), requires=_opts("--check", "--check-only", "-c")),
+    Runner("mypy", ("mypy", "pyright", "basedpyright", "pytype", "pyre"), _k(TYPECHECK)),
+    Runner("dmypy", ("dmypy",), _k(TYPECHECK), sub=("run", "check")),
+    Runner("pre-commit run", ("pre-commit", "prek"), _k(LINT, TYPECHECK), sub=("run",)),
+    # JavaScript / TypeScript
+    Runner("npm test", ("npm", "pnpm", "yarn", "bun"), _k(TEST), sub=("test", "t", "tst"), value_options=_NPM_OPTS),
+    Runner("jest", ("jest", "vitest", "mocha", "ava", "jasmine", "karma", "tap"), _k(TEST),
+           limits={"--listTests": (_NONE, "only lists the tests"), "list": (_NONE, "only lists the tests")}),
+    Runner("playwright test", ("playwright",), _k(TEST), sub=("test",),
+           limits={"--list": (_NONE, "only lists the tests")}),
+    Runner("cypress run", ("cypress",), _k(TEST), sub=("run",)),
+    Runner("ng test", ("ng",), _k(TEST), sub=("test",)),
+    Runner("ng build", ("ng",), _k(BUILD), sub=("build",)),
+    Runner("ng lint", ("ng",), _k(LINT), sub=("lint",)),
+    Runner("deno test", ("deno",), _k(TEST), sub=("test",)),
+    Runner("deno lint", ("deno",), _k(LINT), sub=("lint",)),
+    Runner("deno check", ("deno",), _k(TYPECHECK), sub=("check",)),
+    Runner("eslint", ("eslint", "stylelint", "biome", "oxlint", "standard", "xo"), _k(LINT)),
+    Runner("prettier --check", ("prettier",), _k(LINT), requires=_opts("--check", "-c", "--list-different", "-l")),
+    Runner("tsc", ("tsc", "vue-tsc"), _k(TYPECHECK, BUILD)),
+    Runner("flow check", ("flow",), _k(TYPECHECK), sub=("check",)),
+    Runner("webpack", ("webpack", "rollup", "esbuild", "parcel"), _k(BUILD)),
+    Runner("vite build", ("vite",), _k(BUILD), sub=("build",)),
+    # Go, Rust
+    Runner("go test", ("go",), _k(TEST, BUILD), sub=("test",),
+           limits={"-list": (_NONE, "only lists the tests"),
+                   "-c": (_k(BUILD), "compiles the tests without running them")}),
+    Runner("go build", ("go",), _k(BUILD), sub=("build", "install")),
+    Runner("go vet", ("go",), _k(LINT), sub=("vet",)),
+    Runner("golangci-lint run", ("golangci-lint",), _k(LINT), sub=("run",)),
+    Runner("staticcheck", ("staticcheck", "revive"), _k(LINT)),
+    Runner("cargo test", ("cargo",), _k(TEST, BUILD), sub=("test", "t", "nextest run", "miri test"),
+           value_options=_CARGO_OPTS,
+           limits={"--no-run": (_k(BUILD), "compiles the tests without running them"),
+                   "--list": (_NONE, "only lists the tests")}),
+    Runner("cargo build", ("cargo",), _k(BUILD), sub=("build", "b", "install"), value_options=_CARGO_OPTS),
+    Runner("cargo check", ("cargo",), _k(BUILD, TYPECHECK), sub=("check", "c"), value_options=_CARGO_OPTS),
+    Runner("cargo clippy", ("cargo",), _k(LINT, TYPECHECK), sub=("clippy",), value_options=_CARGO_OPTS),
+    Runner("cargo fmt --check", ("cargo",), _k(LINT), sub=("fmt",), value_options=_CARGO_OPTS,
+           requires=_opts("--check")),
+    # JVM, .NET, Ruby, PHP, Elixir, Swift, C/C++, Bazel
+    Runner("dotnet test", ("dotnet",), _k(TEST, BUILD), sub=("test",),
+           limits={"--list-tests": (_NONE, "only lists the tests")}),
+    Runner("dotnet build", ("dotnet",), _k(BUILD), sub=("build",)),
+    Runner("dotnet format --verify-no-changes", ("dotnet",), _k(LINT), sub=("format",),
+           requires=_opts("--verify-no-changes")),
+    Runner("rspec", ("rspec",), _k(TEST), limits={"--dry-run": (_NONE, "only lists the examples")}),
+    Runner("rails test", ("rails",), _k(TEST), sub=("test", "spec"), local_ok=True),
+    Runner("rubocop", ("rubocop", "standardrb"), _k(LINT)),
+    Runner("phpunit", ("phpunit", "pest", "paratest"), _k(TEST),
+           limits={"--list-tests": (_NONE, "only lists the tests")}),
+    Runner("phpstan", ("phpstan", "psalm"), _k(TYPECHECK, LINT)),
+    Runner("phpcs", ("phpcs",), _k(LINT)),
+    Runner("mix test", ("mix",), _k(TEST, BUILD), sub=("test",)),
+    Runner("mix compile", ("mix",), _k(BUILD), sub=("compile",)),
+    Runner("mix credo", ("mix",), _k(LINT), sub=("credo",)),
+    Runner("mix format --check-formatted", ("mix",), _k(LINT), sub=("format",), requires=_opts("--check-formatted")),
+    Runner("mix dialyzer", ("mix",), _k(TYPECHECK), sub=("dialyzer",)),
+    Runner("swift test", ("swift",), _k(TEST, BUILD), sub=("test",)),
+    Runner("swift build", ("swift",), _k(BUILD), sub=("build",)),
+    Runner("ctest", ("ctest",), _k(TEST), limits={"-N": (_NONE, "only lists the tests"),
+                                                  "--show-only": (_NONE, "only lists the tests")}),
+    Runner("meson test", ("meson",), _k(TEST), sub=("test",), limits={"--list": (_NONE, "only lists the tests")}),
+    Runner("cmake --build", ("cmake",), _k(BUILD), requires=_opts("--build")),
+    Runner("bazel test", ("bazel", "bazelisk"), _k(TEST, BUILD), sub=("test", "coverage")),
+    Runner("bazel build", ("bazel", "bazelisk"), _k(BUILD), sub=("build",)),
+    Runner("cc", ("gcc", "g++", "cc", "c++", "clang", "clang++", "javac", "kotlinc", "rustc", "zig"), _k(BUILD)),
+    Runner("shellcheck", ("shellcheck", "hadolint", "actionlint", "yamllint", "markdownlint", "ktlint", "detekt",
+                          "swiftlint", "clang-tidy", "cppcheck", "tflint"), _k(LINT)),
+    Runner("sphinx-build", ("sphinx-build",), _k(BUILD)),
+    Runner("mkdocs build", ("mkdocs",), _k(BUILD), sub=("build",)),
+    Runner("docker build", ("docker", "podman"), _k(BUILD), sub=("build", "buildx build")),
+    Runner("uv build", ("uv", "poetry", "hatch", "flit", "pdm", "rye"), _k(BUILD), sub=("build",)),
+)
+
+_MVN_OPTS = _opts("-f", "--file", "-pl", "--projects", "-P", "--activate-profiles", "-s", "--settings", "-gs",
+                  "--global-settings", "-T", "--threads", "-rf", "--resume-from", "-l", "--log-file", "-t",
+                  "--toolchains", "-D", "--define", "-b", "--builder")
+_GRADLE_OPTS = _opts("-p", "--project-dir", "-b", "--build-file", "-c", "--settings-file", "-I", "--init-script",
+                     "--tests", "-g", "--gradle-user-home", "--console", "--warning-mode", "--max-workers",
+                     "--priority", "-D", "-P", "--project-cache-dir", "--include-build")
+_NO_TESTS = _k(TEST)
+_DRY_RUN = (_NONE, "only prints what it would run")
+
+#: Programs that run named tasks.
+TASK_RUNNERS: tuple[TaskRunner, ...] = (
+    TaskRunner("make", ("make", "gmake"), default=_k(BUILD),
+               value_options=_opts("-C", "--directory", "-f", "--file", "--makefile", "-I", "--include-dir", "-o",
+                                   "--old-file", "-W", "--what-if", "-l", "--load-average"),
+               limits={"-n": _DRY_RUN, "--dry-run": _DRY_RUN, "--just-print": _DRY_RUN, "--recon": _DRY_RUN,
+                       "-q": (_NONE, "only says whether targets are up to date"),
+                       "--question": (_NONE, "only says whether targets are up to date"),
+                       "-p": (_NONE, "only prints its rules")},
+               tasks={"all": _k(BUILD), "install": _NONE}),
+    TaskRunner("ninja", ("ninja",), default=_k(BUILD), value_options=_opts("-C", "-f", "-j", "-k", "-l", "-d", "-t"),
+               limits={"-n": _DRY_RUN, "-t": (_NONE, "runs a ninja tool, not the build")}, tasks={"all": _k(BUILD)}),
+    TaskRunner("npm run", ("npm", "pnpm", "bun"), sub=("run", "run-script", "rum", "urn"), first_only=True,
+               value_options=_NPM_OPTS, bare="only lists the scripts"),
+    TaskRunner("yarn", ("yarn",), first_only=True, ignore=_opts("run"), value_options=_NPM_OPTS,
+               bare="only installs packages"),
+    TaskRunner("pnpm", ("pnpm",), first_only=True, value_options=_NPM_OPTS),
+    TaskRunner("composer", ("composer",), first_only=True, ignore=_opts("run", "run-script"),
+               value_options=_opts("-d", "--working-dir")),
+    TaskRunner("tox", ("tox",), default=_k(TEST, LINT, TYPECHECK), task_options=_opts("-e", "--env", "-f"),
+               ignore=_opts("run", "r", "run-parallel", "p"),
+               value_options=_opts("-c", "--conf", "--root", "--workdir", "-p", "--parallel", "-x", "--override",
+                                   "-m", "--labels"),
+               limits={**dict.fromkeys(("-l", "--listenvs", "-a", "list", "l"), (_NONE, "only lists the environments")),
+                       "--notest": (_NONE, "only sets up the environments"),
+                       "config": (_NONE, "only prints its configuration")}),
+    TaskRunner("nox", ("nox",), default=_k(TEST, LINT, TYPECHECK), task_options=_opts("-s", "--session", "--sessions",
+                                                                                        "-e"),
+               value_options=_opts("-f", "--noxfile", "-p", "--python", "-t", "--tags", "-k"),
+               limits={"-l": (_NONE, "only lists the sessions"), "--list": (_NONE, "only lists the sessions"),
+                       "--list-sessions": (_NONE, "only lists the sessions")}),
+    TaskRunner("mvn", ("mvn", "mvnw", "mvnd"), value_options=_MVN_OPTS, local_ok=True,
+               tasks={"test": _k(TEST), "integration-test": _k(TEST, BUILD), "verify": _k(TEST, BUILD),
+                      "package": _k(TEST, BUILD), "install": _k(TEST, BUILD), "deploy": _k(TEST, BUILD),
+                      "compile": _k(BUILD), "test-compile": _k(BUILD), "validate": _NONE, "clean": _NONE},
+               without={"-DskipTests": _NO_TESTS, "-DskipTests=true": _NO_TESTS, "-Dmaven.test.skip=true": _NO_TESTS,
+                        "-Dmaven.test.skip": _NO_TESTS}),
+    TaskRunner("gradle", ("gradle", "gradlew"), value_options=_GRADLE_OPTS,
+               exclude_options=_opts("-x", "--exclude-task"),
+               local_ok=True, tasks={"build": KINDS, "check": _k(TEST, LINT), "assemble": _k(BUILD), "clean": _NONE},
+               limits={"--dry-run": _DRY_RUN, "-m": _DRY_RUN}),
+    TaskRunner("rake", ("rake",), value_options=_opts("-f", "--rakefile", "-C", "--directory"),
+               limits={"-T": (_NONE, "only lists the tasks"), "--tasks": (_NONE, "only lists the tasks"),
+                       "-n": _DRY_RUN, "--dry-run": _DRY_RUN}),
+    TaskRunner("just", ("just",), value_options=_opts("-f", "--justfile", "-d", "--working-directory"),
+               limits={"-l": (_NONE, "only lists the recipes"), "--list": (_NONE, "only lists the recipes"),
+                       "-n": _DRY_RUN, "--dry-run": _DRY_RUN}),
+    TaskRunner("task", ("task",), value_options=_opts("-d", "--dir", "-t", "--taskfile"),
+               limits={"-l": (_NONE, "only lists the tasks"), "--list": (_NONE, "only lists the tasks"),
+                       "-n": _DRY_RUN, "--dry": _DRY_RUN}),
+)
+
+_UV_OPTS = _opts("--with", "--with-editable", "--with-requirements", "--python", "-p", "--extra", "--group",
+                 "--only-group", "--no-group", "--package", "--directory", "--project", "--env-file", "--index",
+                 "--default-index", "--from", "-w")
+
+#: Programs that run the command in their arguments and exit with its exit code.
+WRAPPERS: tuple[Wrapper, ...] = (
+    Wrapper(("env",), value_options=_opts("-u", "--unset", "-C", "--chdir", "-S", "--split-string"), assignments=True),
+    Wrapper(("timeout", "gtimeout"), value_options=_opts("-s", "--signal", "-k", "--kill-after"), positional=1),
+    Wrapper(("nice",), value_options=_opts("-n", "--adjustment")),
+    Wrapper(("ionice",), value_options=_opts("-c", "--class", "-n", "--classdata", "-p", "-P", "-u")),
+    Wrapper(("nohup", "time", "exec", "command", "builtin", "unbuffer", "chronic", "caffeinate", "catchsegv"),
+            value_options=_opts("-a", "-f")),
+    Wrapper(("stdbuf",), value_options=_opts("-i", "-o", "-e")),
+    Wrapper(("sudo", "doas"), value_options=_opts("-u", "--user", "-g", "--group", "-C", "-D", "--chdir", "-h",
+                                                  "-p", "--prompt", "-r", "-t")),
+    Wrapper(("xvfb-run",), value_options=_opts("-n", "--server-num", "-s", "--server-args", "-f", "--auth-file",
+                                               "-e", "--error-file", "-p", "--xauth-protocol", "-w", "--wait")),
+    Wrapper(("xargs",), value_options=_opts("-n", "--max-args", "-I", "-L", "-P", "--max-procs", "-s", "-d",
+                                            "--delimiter", "-E", "-a", "--arg-file")),
+    Wrapper(("uv",), sub=("run",), value_options=_UV_OPTS),
+    Wrapper(("uv",), sub=("tool run",), value_options=_UV_OPTS),
+    Wrapper(("uvx",), value_options=_UV_OPTS),
+    Wrapper(("pipx",), sub=("run",), value_options=_opts("--spec", "--python")),
+    Wrapper(("poetry",), sub=("run",), value_options=_opts("-C", "--directory", "-P", "--project")),
+    Wrapper(("pipenv", "rye"), sub=("run",)),
+    Wrapper(("pdm",), sub=("run",), value_options=_opts("-p", "--project", "-g"), scripts=True),
+    Wrapper(("hatch",), sub=("run",), value_options=_opts("-e", "--env"), scripts=True),
+    Wrapper(("pixi",), sub=("run",), value_options=_opts("-e", "--environment", "--manifest-path"), scripts=True),
+    Wrapper(("conda", "mamba", "micromamba"), sub=("run",), value_options=_opts("-n", "--name", "-p", "--prefix",
+                                                                                 "--cwd")),
+    Wrapper(("npx", "bunx"), value_options=_opts("-p", "--package", "--node-options")),
+    Wrapper(("npm",), sub=("exec", "x"), value_options=_opts("-p", "--package", "-w", "--workspace")),
+    Wrapper(("pnpm",), sub=("exec", "dlx"), value_options=_opts("-C", "--dir", "--filter", "-F")),
+    Wrapper(("yarn",), sub=("exec", "dlx"), value_options=_opts("-p", "--package")),
+    Wrapper(("bun",), sub=("x",)),
+    Wrapper(("bundle",), sub=("exec",), value_options=_opts("--gemfile")),
+    Wrapper(("direnv",), sub=("exec",), positional=1),
+    Wrapper(("dotenv",), sub=("run",), value_options=_opts("-f", "--file")),
+    Wrapper(("coverage",), sub=("run",), value_options=_opts("--source", "--rcfile", "--data-file", "--include",
+                                                             "--omit", "--context", "--concurrency"),
+            prepend=("python",)),
+)
+
+_PRINTS = "only prints"
+_READS = "only reads"
+#: Programs that run no check, with what they do instead (said in the finding).
+NON_CHECKS: Mapping[str, str] = {
+    **dict.fromkeys(("echo", "printf", "yes", "pwd", "whoami", "id", "hostname", "uname", "date", "printenv",
+                     "which", "whereis", "type", "hash", "alias", "history", "figlet", "banner", "cowsay"),
+                    _PRINTS),
+    **dict.fromkeys(("cat", "tac", "head", "tail", "less", "more", "nl", "wc", "grep", "egrep", "fgrep", "rg", "ag",
+                     "ack", "find", "fd", "ls", "ll", "dir", "tree", "stat", "file", "du", "df", "sort", "uniq",
+                     "cut", "tr", "column", "jq", "yq", "diff", "cmp", "comm", "md5sum", "sha1sum", "sha256sum",
+                     "shasum", "b2sum", "base64", "xxd", "od", "hexdump", "strings", "realpath", "readlink",
+                     "basename", "dirname", "tee", "paste", "join", "fold", "fmt", "expand", "rev", "look", "zcat",
+                     "zless", "bat"), _READS),
+    **dict.fromkeys(("sed", "awk", "gawk"), "only reads or edits text"),
+    **dict.fromkeys(("true", ":"), "does nothing"),
+    "false": "only fails",
+    "exit": "only exits with the code it is given",
+    "return": "only returns the code it is given",
+    "sleep": "only waits",
+    "wait": "only waits for background jobs",
+    **dict.fromkeys(("test", "[", "[["), "only tests a condition (the shell's `test`, not a test runner)"),
+    **dict.fromkeys(("cd", "pushd", "popd", "export", "unset", "set", "shopt", "umask", "ulimit", "trap", "read",
+                     "shift", "local", "declare", "typeset", "readonly"), "only changes the shell's state"),
+    **dict.fromkeys(("touch", "mkdir", "cp", "mv", "rm", "rmdir", "ln", "chmod", "chown", "install", "truncate",
+                     "tar", "unzip", "zip", "gzip", "gunzip"), "only creates, copies or removes files"),
+}
+
+#: Words in a task name that say what it runs (``test:unit``, ``lint-fix``, ``testDebugUnitTest``).
+TASK_WORDS: Mapping[str, frozenset[str]] = {
+    **dict.fromkeys(("test", "tests", "testing", "spec", "specs", "unittest", "unittests", "unit", "integration",
+                     "e2e", "jest", "vitest", "mocha", "pytest", "ctest", "rspec", "phpunit", "py", "pypy",
+                     "coverage", "cov", "smoke", "acceptance", "functional", "regression"), _k(TEST)),
+    **dict.fromkeys(("lint", "linter", "linting", "eslint", "stylelint", "ruff", "flake8", "pylint", "clippy",
+                     "ktlint", "detekt", "checkstyle", "spotless", "rubocop", "credo", "style", "prettier",
+                     "black", "isort", "precommit", "pre-commit", "vet", "fmtcheck"), _k(LINT)),
+    **dict.fromkeys(("typecheck", "typechecks", "typecheking", "types", "type", "typing", "tsc", "mypy",
+                     "pyright", "dialyzer"), _k(TYPECHECK)),
+    **dict.fromkeys(("build", "builds", "compile", "assemble", "package", "dist", "bundle", "jar", "wheel",
+                     "sdist"), _k(BUILD)),
+}
+#: Words that make a task a check of whatever else its name says, or of any kind alone (``make check``).
+_CHECK_WORDS = frozenset({"check", "checks", "ci", "verify", "validate", "all-checks", "qa"})
+#: Words that, without a check word, name a task that rewrites files (``npm run format``).
+_REWRITE_WORDS = frozenset({"format", "fmt", "fix", "prettier", "black", "isort"})
+
+
+def task_kinds(name: str) -> frozenset[str]:
+    """What a task of this name runs, from the words in it (:data:`TASK_WORDS`).
+
+    ``test``, ``test:unit``, ``py311`` → tests; ``lint``, ``format:check`` → lint; ``type-check``,
+    ``mypy`` → type check; ``build`` → build; ``check``, ``ci``, ``verify`` alone → any kind;
+    ``format`` or ``lint:fix`` → nothing (they rewrite files); ``demo`` → nothing.
+    """
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
+    joined = {"".join(p) for p in zip(words, words[1:])}
+    checked = any(w in _CHECK_WORDS for w in words)
+    if not checked and any(w in _REWRITE_WORDS for w in words):
+        return _NONE
+    if "type" in words and checked:
+        return _k(TYPECHECK)
+    kinds: set[str] = set()
+    for w in itertools.chain(words, joined):
+        if w in ("fmt", "format") and checked:
+            kinds.add(LINT)
+        kinds |= TASK_WORDS.get(w, _NONE)
+        if re.fullmatch(r"py\d+", w):
+            kinds.add(TEST)
+    if not kinds and checked:
+        return KINDS
+    return frozenset(kinds)
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """What a recorded command's exit code 0 shows.
+
+    Attributes:
+        verdict: ``check`` (a recognised runner's success is proven), ``no_check`` (it is
+            known to run no check, or its runner's exit code is hidden), or ``unknown`` (the
+            linter cannot tell: an unknown program, an unparseable line).
+        kinds: the kinds of check (:data:`KINDS`) the exit code 0 shows; empty unless ``check``.
+        runners: the names of the runners whose success it shows (``("pytest",)``).
+        reason: why it is ``no_check`` or ``unknown``, in words, naming the program
+            (``"`echo` only prints"``); for ``check``, what it runs (``"it runs pytest"``).
+    """
+
+    verdict: str
+    kinds: frozenset[str] = _NONE
+    runners: tuple[str, ...] = ()
+    reason: str = ""
+
+
+# ----- what one simple command runs ------------------------------------------------------------
+
+
+@dataclass
+class _Prog:
+    name: str
+    verdict: str  # check | no_check | unknown
+    kinds: frozenset[str] = _NONE
+    reason: str = ""
+
+
+@dataclass
+class _Seen:
+    """What a (part of a) line's exit code 0 proves: programs whose success it shows, and
+    programs that ran but whose exit code it hides (with why)."""
+
+    proven: list[_Prog] = field(default_factory=list)
+    hidden: list[tuple[_Prog, str]] = field(default_factory=list)
+    problem: str | None = None  # the line could not be read
+
+
+@dataclass(frozen=True)
+class _Shell:
+    pipefail: bool
+    errexit: bool
+    pipefail_note: str  # why there is no pipefail, said when a pipe hides a runner
+    depth: int = 0
+
+
+_MAX_DEPTH = 8
+_PYTHON = re.compile(r"(?:python|pypy)(?:\d+(?:\.\d+)*)?[mtw]?(?:\.exe)?|py")
+_PY_VALUE_OPTS = _opts("-X", "-W", "--check-hash-based-pycs")
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_REDIRECT = re.compile(r"(?:\d+|&)?(?:>>?|<<<|<>|<|>&|<&|>\||&>>?)(.*)", re.S)
+_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done", "case", "esac",
+                       "function", "select", "coproc"})
+_TOOL_DIRS = frozenset({"bin", ".bin", "Scripts"})
+
+
+def _basename(word: str) -> str:
+    return word.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _split_options(args: list[str], value_options: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``(options, rest)``: the leading options (with their values) and the words after them."""
+    vals = frozenset(value_options)
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args[:i], args[i + 1:]
+        if not a.startswith(("-", "+")) or a in ("-", "+"):
+            break  # "+" starts an option too: cargo +nightly test
+        i += 2 if a in vals else 1
+    return args[:i], args[i:]
+
+
+def _has(args: Iterable[str], names: Iterable[str]) -> str | None:
+    """The first of ``names`` given among ``args`` (``--opt`` or ``--opt=value``), else None."""
+    names = list(names)
+    for a in args:
+        if a == "--":
+            return None
+        for n in names:
+            if a == n or (n.startswith("-") and a.startswith(n + "=")):
+                return n
+    return None
+
+
+def _match_sub(rest: list[str], subs: tuple[str, ...]) -> int:
+    """How many words of ``rest`` the matching subcommand takes (0: none matches)."""
+    for sub in subs:
+        words = sub.split()
+        if rest[:len(words)] == words:
+            return len(words)
+    return 0
+
+
+def _limit(args: list[str], limits: Mapping[str, tuple[frozenset[str], str]], kinds: frozenset[str], name: str):
+    """Apply ``limits`` and :data:`_INFO_ARGS`: ``(kinds left, reason)``."""
+    info = _has(args, _INFO_ARGS)
+    if info:
+        return _NONE, f"`{name} {info}` {_INFO_ARGS[info]}"
+    hit = _has(args, limits)
+    if hit:
+        left, what = limits[hit]
+        kinds = kinds & left
+        if not kinds:
+            return _NONE, f"`{name} {hit}` {what}"
+        return kinds, f"`{name} {hit}` {what}"
+    return kinds, ""
+
+
+def _runner(prog: str, args: list[str]) -> _Prog | None:
+    for r in RUNNERS:
+        if prog not in r.programs:
+            continue
+        _opts_before, rest = _split_options(args, r.value_options)
+        if r.sub:
+            n = _match_sub(rest, r.sub)
+            if not n:
+                continue
+            after = rest[n:]
+        else:
+            after = args
+        if r.requires and not _has(args, r.requires):
+            continue
+        kinds, why = _limit(after, r.limits, r.kinds, r.name)
+        if not kinds:
+            return _Prog(r.name, "no_check", reason=why)
+        return _Prog(r.name, "check", kinds)
+    return None
+
+
+def _task_runner(prog: str, args: list[str]) -> _Prog | None:
+    for t in TASK_RUNNERS:
+        if prog not in t.programs:
+            continue
+        values = t.value_options | t.task_options | t.exclude_options
+        if t.sub:
+            _before, rest = _split_options(args, values)
+            n = _match_sub(rest, t.sub)
+            if not n:
+                continue
+            args = rest[n:]
+        tasks: list[str] = []
+        task_opt = ""
+        excluded: list[str] = []
+        positional: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a == "--":
+                break
+            opt, eq, val = a.partition("=")
+            if a.startswith("-") and a != "-":
+                if opt in t.task_options or opt in t.exclude_options:
+                    if not eq:
+                        i += 1
+                        val = args[i] if i < len(args) else ""
+                    (tasks if opt in t.task_options else excluded).extend(v for v in val.split(",") if v)
+                    task_opt = task_opt or (opt if opt in t.task_options else "")
+                elif a in values:
+                    i += 1
+                elif len(a) == 2 and a[1] == "j" and i + 1 < len(args) and args[i + 1].isdigit():
+                    i += 1  # make -j 4
+            elif not (prog in ("make", "gmake") and _ASSIGN.match(a)) and a not in t.ignore:
+                positional.append(a)
+                if t.first_only:
+                    break
+            i += 1
+        if not t.task_options:
+            tasks = positional
+        name = f"{t.name} {task_opt} {','.join(tasks)}" if task_opt else f"{t.name} {' '.join(tasks)}".strip()
+        kinds, why = _limit(args, t.limits, KINDS, t.name)
+        if not kinds:
+            return _Prog(name, "no_check", reason=why)
+        if t.task_options and positional:
+            return _Prog(name, "unknown", reason=f"the linter does not know what `{t.name} {positional[0]}` runs")
+        if not tasks:
+            if t.default is None and t.bare:
+                return _Prog(name, "no_check", reason=f"`{name}` {t.bare}")
+            if t.default is None:
+                return _Prog(name, "unknown", reason=f"`{name}` runs its default task, which the linter cannot see")
+            kinds = t.default
+        else:
+            kinds = frozenset().union(*(_kinds_of_task(t, x) for x in tasks))
+        if t.without:
+            for arg, drop in t.without.items():
+                if arg in args:
+                    kinds -= drop
+        for x in excluded:
+            kinds -= _kinds_of_task(t, x) & _k(TEST)
+        if not kinds:
+            if not tasks:
+                return _Prog(name, "unknown", reason=f"`{name}` runs nothing the linter recognises as a check")
+            return _Prog(name, "unknown", reason=f"the linter does not know what `{name}` runs: the task's name "
+                                                 f"says nothing about tests, a build, a lint or a type check")
+        return _Prog(name, "check", kinds)
+    return None
+
+
+def _kinds_of_task(t: TaskRunner, task: str) -> frozenset[str]:
+    """A task's kinds: ``t.tasks`` by its name (a Gradle task path by its last part), else
+    :func:`task_kinds` of the whole name (``checkstyle:check``, ``test:unit``)."""
+    if task in t.tasks:
+        return t.tasks[task]
+    base = task.rsplit(":", 1)[-1]
+    if task.startswith(":") and base in t.tasks:
+        return t.tasks[base]
+    return task_kinds(task)
+
+
+def _wrapper(prog: str, args: list[str]) -> tuple[Wrapper, list[str]] | None:
+    for w in WRAPPERS:
+        if prog not in w.programs:
+            continue
+        rest = args
+        if w.sub:
+            _before, rest = _split_options(args, w.value_options)
+            n = _match_sub(rest, w.sub)
+            if not n:
+                continue
+            rest = rest[n:]
+        _o, rest = _split_options(rest, w.value_options)
+        if w.assignments:
+            while rest and _ASSIGN.match(rest[0]):
+                rest = rest[1:]
+            _o, rest = _split_options(rest, w.value_options)
+        rest = rest[w.positional:]
+        return w, [*w.prepend, *rest] if rest else []
+    return None
+
+
+def _python(args: list[str]) -> tuple[list[str] | None, str]:
+    """``python ARGS`` → the words of what it runs (``-m pytest -q`` → ``pytest -q``), or
+    ``(None, why)`` when that cannot be told."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "-m" or (a.startswith("-m") and len(a) > 2 and not a.startswith("--")):
+            mod = args[i + 1] if a == "-m" and i + 1 < len(args) else a[2:]
+            if not mod:
+                return None, "`python -m` names no module"
+            rest = args[i + 2:] if a == "-m" else args[i + 1:]
+            return [mod.split(".")[0] if mod.endswith(".__main__") else mod, *rest], ""
+        if a == "-c" or (a.startswith("-c") and not a.startswith("--")):
+            return None, "`python -c` runs inline code, which the linter does not read"
+        if a.startswith("-") and a != "-":
+            i += 2 if a in _PY_VALUE_OPTS else 1
+            continue
+        return args[i:], ""
+    return None, "`python` with no script runs no check"
+
+
+def _shell_line(words: list[str], sh: _Shell) -> tuple[str | None, _Shell, str]:
+    """``bash [opts] -c LINE`` → ``(LINE, its shell state, "")``; else ``(None, _, why)``."""
+    prog = _basename(words[0])
+    pipefail = False
+    errexit = False
+    line = None
+    args = words[1:]
+    if prog == "busybox" and args and args[0] in _SHELLS:
+        prog, args = args[0], args[1:]
+    i = 0
+    has_c = False
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        if a in ("-o", "+o"):
+            if i + 1 < len(args) and args[i + 1] == "pipefail":
+                pipefail = a == "-o"
+            if i + 1 < len(args) and args[i + 1] == "errexit":
+                errexit = a == "-o"
+            i += 2
+            continue
+        if re.fullmatch(r"[-+][a-zA-Z]+", a):
+            flags = a[1:]
+            on = a[0] == "-"
+            if "e" in flags:
+                errexit = on
+            if "c" in flags:
+                has_c = True
+            n_o = flags.count("o")
+            names = args[i + 1:i + 1 + n_o]
+            if "pipefail" in names:
+                pipefail = on
+            if "errexit" in names:
+                errexit = on
+            i += 1 + n_o
+            continue
+        if a.startswith("--"):
+            i += 1
+            continue
+        break
+    rest = args[i:]
+    if has_c:
+        if not rest:
+            return None, sh, f"`{prog} -c` is given no command"
+        line = rest[0]
+    elif rest:
+        return None, sh, f"`{prog} {rest[0]}` runs a script, which the linter does not read"
+    else:
+        return None, sh, f"`{prog}` with no command reads its commands from stdin"
+    has_pipefail = prog in ("bash", "zsh", "ksh", "mksh")
+    note = "" if pipefail else (f"`{prog} -c` without `-o pipefail`" if has_pipefail else f"`{prog}` has no pipefail")
+    return line, _Shell(pipefail and has_pipefail, errexit, note, sh.depth + 1), ""
+
+
+def _identify(words: list[str], sh: _Shell) -> _Seen:
+    """What the simple command ``words`` (redirections removed) proves when it exits 0."""
+    words = list(words)
+    assigned = False
+    while words and _ASSIGN.match(words[0]):
+        words = words[1:]
+        assigned = True
+    if not words:
+        return _Seen([_Prog("assignment", "no_check", reason="it only sets shell variables")] if assigned else [])
+    script_names = False
+    for _ in range(40):
+        first = words[0]
+        prog = _basename(first)
+        if prog in _SHELLS:
+            if sh.depth >= _MAX_DEPTH:
+                return _Seen([_Prog(prog, "unknown", reason="shells nest too deep to follow")])
+            line, inner, why = _shell_line(words, sh)
+            if line is None:
+                return _Seen([_Prog(prog, "unknown", reason=why)])
+            return _analyse(line, inner)
+        if _PYTHON.fullmatch(prog):
+            nxt, why = _python(words[1:])
+            if nxt is None:
+                return _Seen([_Prog("python", "unknown", reason=why)])
+            words = nxt
+            continue
+        wrapped = _wrapper(prog, words[1:])
+        if wrapped:
+            w, inner_words = wrapped
+            if not inner_words:
+                if prog == "env":
+                    return _Seen([_Prog("env", "no_check", reason=f"`env` {_PRINTS} the environment")])
+                return _Seen([_Prog(prog, "unknown", reason=f"`{prog}` is given no command to run")])
+            if prog == "command" and _has(words[1:2], ("-v", "-V")):
+                return _Seen([_Prog("command -v", "no_check", reason=f"`command -v` {_PRINTS} where a program is")])
+            script_names = script_names or w.scripts
+            words = inner_words
+            continue
+        break
+    else:
+        return _Seen([_Prog(_basename(words[0]), "unknown", reason="wrappers nest too deep to follow")])
+    first = words[0]
+    prog = _basename(first)
+    args = words[1:]
+    found = _runner(prog, args) or _task_runner(prog, args)
+    if found is None and script_names and "/" not in first and "." not in first and task_kinds(first):
+        found = _Prog(f"the project's script `{first}`", "check", task_kinds(first))  # pdm run test
+    if found is None and prog in NON_CHECKS:
+        found = _Prog(prog, "no_check", reason=f"`{prog}` {NON_CHECKS[prog]}")
+    if found is None:
+        return _Seen([_Prog(prog, "unknown", reason=f"`{first}` is no test, build, lint or type-check runner the "
+                                                   f"linter knows")])
+    if "/" in first and not first.startswith(("/", "~")) and found.verdict != "unknown":
+        parent = first.rstrip("/").rsplit("/", 2)
+        runner_local = any(prog in r.programs and r.local_ok for r in (*RUNNERS, *TASK_RUNNERS))
+        if not runner_local and (len(parent) < 2 or parent[-2] not in _TOOL_DIRS):
+            return _Seen([_Prog(prog, "unknown", reason=f"`{first}` is a file in the checkout, not the installed "
+                                                        f"`{prog}`")])
+    return _Seen([found])
+
+
+# ----- shell lines ------------------------------------------------------------------------------
+
+
+_OPS = ("&&", "||", "|&", ";;", "|", ";", "&", "\n")
+
+
+def _scan(line: str) -> list[tuple[str, str]]:
+    """Split a shell line at its top-level operators: ``[(kind, text)]`` with kind ``word`` (a
+    simple command's text) or ``op``.  Quotes, ``$(…)``, ``${…}`` and backticks are kept whole.
+
+    Raises:
+        ValueError: an unclosed quote or substitution, or a here-document.
+    """
+    out: list[tuple[str, str]] = []
+    buf: list[str] = []
+    stack: list[str] = []  # ' " ( { `
+    i, n = 0, len(line)
+
+    def flush() -> None:
+        out.append(("word", "".join(buf)))
+        buf.clear()
+
+    while i < n:
+        ch = line[i]
+        top = stack[-1] if stack else None
+        if top == "'":
+            buf.append(ch)
+            if ch == "'":
+                stack.pop()
+            i += 1
+            continue
+        if ch == "\\" and i + 1 < n:
+            buf.append(line[i:i + 2])
+            i += 2
+            continue
+        if top == "`":
+            buf.append(ch)
+            if ch == "`":
+                stack.pop()
+            i += 1
+            continue
+        if top == '"':
+            if ch == '"':
+                stack.pop()
+            elif line.startswith("$(", i):
+                stack.append("(")
+                buf.append("$")
+                i += 1
+                ch = "("
+            elif line.startswith("${", i):
+                stack.append("{")
+                buf.append("$")
+                i += 1
+                ch = "{"
+            elif ch == "`":
+                stack.append("`")
+            buf.append(ch)
+            i += 1
+            continue
+        # top level, or inside $( ) / ${ }
+        if ch in "'\"`":
+            stack.append(ch)
+            buf.append(ch)
+            i += 1
+            continue
+        if ch in "$<>" and line.startswith("(", i + 1):
+            stack.append("(")
+            buf.append(line[i:i + 2])
+            i += 2
+            continue
+        if ch == "$" and line.startswith("{", i + 1):
+            stack.append("{")
+            buf.append("${")
+            i += 2
+            continue
+        if top == "(":
+            if ch == "(":
+                stack.append("(")
+            elif ch == ")":
+                stack.pop()
+            buf.append(ch)
+            i += 1
+            continue
+        if top == "{":
+            if ch == "}":
+                stack.pop()
+            buf.append(ch)
+            i += 1
+            continue
+        if ch == "#" and (not buf or buf[-1][-1:].isspace()):
+            j = line.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if ch == "<" and line.startswith("<<", i) and not line.startswith("<<<", i):
+            raise ValueError("a here-document")
+        if ch in "()":
+            buf.append(" ")  # a subshell: read as if its commands stood in the line
+            i += 1
+            continue
+        prev = buf[-1][-1:] if buf else ""
+        if ch == "|" and prev == ">":
+            buf.append(ch)  # >| clobber redirection
+            i += 1
+            continue
+        if ch == "&" and (prev in (">", "<") or line.startswith(">", i + 1)):
+            buf.append(ch)  # 2>&1, &>file
+            i += 1
+            continue
+        op = next((o for o in _OPS if line.startswith(o, i)), None)
+        if op:
+            flush()
+            out.append(("op", ";" if op == ";;" else op))
+            i += len(op)
+            continue
+        buf.append(ch)
+        i += 1
+    if stack:
+        closing = {"'": "single quote", '"': "double quote", "(": "`)`", "{": "`}`", "`": "backtick"}[stack[-1]]
+        raise ValueError(f"no closing {closing}")
+    flush()
+    return out
+
+
+def _words(text: str) -> list[str]:
+    """The words of one simple command, without redirections (``> log``, ``2>&1``)."""
+    raw = shlex.split(text)
+    out = []
+    skip = False
+    for w in raw:
+        if skip:
+            skip = False
+            continue
+        m = _REDIRECT.fullmatch(w)
+        if m:
+            skip = not m.group(1)
+            continue
+        out.append(w)
+    return out
+
+
+@dataclass
+class _Pipeline:
+    negated: bool
+    parts: list[_Seen]
+    names: list[str]
+    shell: _Shell
+
+
+def _pipeline_seen(p: _Pipeline) -> tuple[list[_Prog], list[tuple[_Prog, str]]]:
+    """What the pipeline's exit code 0 proves: ``(proven, hidden)``."""
+    proven: list[_Prog] = []
+    hidden: list[tuple[_Prog, str]] = []
+    for k, part in enumerate(p.parts):
+        hidden.extend(part.hidden)
+        why = ""
+        if p.negated:
+            why = "`!` inverts its exit code"
+        elif k < len(p.parts) - 1 and not p.shell.pipefail:
+            why = (f"its exit code is lost in the pipe: the step's exit code is `{p.names[-1]}`'s"
+                   + (f" ({p.shell.pipefail_note})" if p.shell.pipefail_note else ""))
+        if why:
+            hidden.extend((q, why) for q in part.proven)
+        else:
+            proven.extend(part.proven)
+    return proven, hidden
+
+
+def _parse(line: str, sh: _Shell) -> list[tuple[list[tuple[str | None, _Pipeline]], str]] | _Seen:
+    """The line as lists (separated by ``;``, ``&``, newlines) of and-or lists (``&&``, ``||``)
+    of pipelines, each simple command identified; a :class:`_Seen` with ``problem`` when it
+    cannot be read."""
+    try:
+        tokens = _scan(line)
+    except ValueError as exc:
+        return _Seen(problem=f"the command line cannot be parsed ({exc})")
+    lists: list[tuple[list[tuple[str | None, _Pipeline]], str]] = []
+    andor: list[tuple[str | None, _Pipeline]] = []
+    cur: _Pipeline | None = None
+    pending: str | None = None
+    state = sh
+    for kind, text in tokens:
+        if kind == "word":
+            try:
+                words = _words(text)
+            except ValueError as exc:
+                return _Seen(problem=f"the command line cannot be parsed ({exc})")
+            negated = False
+            while words and words[0] in ("!", "{"):
+                negated, words = negated != (words[0] == "!"), words[1:]
+            while words and words[-1] == "}":
+                words = words[:-1]
+            while words and words[0] == "time":
+                words = words[2:] if words[1:2] == ["-p"] else words[1:]
+            if not words:
+                continue
+            reserved = next((w for w in words[:1] if w in _RESERVED), None)
+            if reserved:
+                return _Seen(problem=f"the line uses the shell's `{reserved}`, which the linter does not follow")
+            if words[0] == "set":
+                state = _set_builtin(words[1:], state)
+            seen = _identify(words, state)
+            if seen.problem:
+                return seen
+            name = _basename(words[0])
+            if cur is None:
+                cur = _Pipeline(negated, [seen], [name], state)
+                andor.append((pending, cur))
+                pending = None
+            else:
+                cur.parts.append(seen)
+                cur.names.append(name)
+        elif text in ("|", "|&"):
+            if cur is None:
+                return _Seen(problem=f"the command line cannot be parsed (`{text}` with no command before it)")
+        elif text in ("&&", "||"):
+            if cur is None:
+                return _Seen(problem=f"the command line cannot be parsed (`{text}` with no command before it)")
+            cur = None
+            pending = text
+        else:  # ; & newline
+            if andor:
+                lists.append((andor, text))
+            cur, andor, pending = None, [], None
+    if andor:
+        lists.append((andor, ""))
+    return lists
+
+
+def _analyse(line: str, sh: _Shell) -> _Seen:
+    """What a shell line's exit code 0 proves (bash's rules for lists, and-or lists, pipes)."""
+    lists = _parse(line, sh)
+    if isinstance(lists, _Seen):
+        return lists
+    out = _Seen()
+    last = lists[-1][0][-1][1].names[-1] if lists else ""
+    for idx, (andor, sep) in enumerate(lists):
+        final = idx == len(lists) - 1 and sep != "&"
+        errexit = andor[-1][1].shell.errexit and sep != "&"
+        ops = [op for op, _p in andor]
+        proven_idx = _proven_pipelines(ops, final, errexit)
+        for k, (_op, p) in enumerate(andor):
+            proven, hidden = _pipeline_seen(p)
+            out.hidden.extend(hidden)
+            if k in proven_idx:
+                out.proven.extend(proven)
+                continue
+            if sep == "&":
+                why = "it runs in the background (`&`), so the step's exit code is not its"
+            elif idx < len(lists) - 1:
+                why = f"the step's exit code is that of `{last}`, which runs after it"
+            elif "||" in ops:
+                why = "`||` lets the step exit 0 when it fails"
+            else:
+                why = "its exit code does not decide the step's"
+            out.hidden.extend((q, why) for q in proven)
+    return out
+
+
+def _set_builtin(args: list[str], sh: _Shell) -> _Shell:
+    """``set -e`` / ``set -o pipefail`` / ``set -euo pipefail`` change how the rest of the line runs."""
+    pipefail, errexit = sh.pipefail, sh.errexit
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if re.fullmatch(r"[-+][a-zA-Z]+", a):
+            on = a[0] == "-"
+            if "e" in a:
+                errexit = on
+            n_o = a.count("o")
+            names = args[i + 1:i + 1 + n_o]
+            if "pipefail" in names:
+                pipefail = on
+            if "errexit" in names:
+                errexit = on
+            i += 1 + n_o
+        else:
+            i += 1
+    return _Shell(pipefail, errexit, sh.pipefail_note, sh.depth)
+
+
+def _proven_pipelines(ops: list[str | None], final: bool, errexit: bool) -> set[int]:
+    """Indexes of the pipelines of an and-or list (``a && b || c``) that ran and succeeded in
+    every way the list can run that is allowed: for the line's last list, every way that ends in
+    exit 0; for an earlier one under ``set -e``, every way that does not stop the shell; for an
+    earlier one without it, none."""
+    n = len(ops)
+    if not final and not errexit:
+        return set()
+    if "||" not in ops:  # a && b && c: exit 0 means all ran and passed; under set -e only a lone one
+        return set(range(n)) if final or n == 1 else set()
+    if n > 12:
+        return set()  # too many to enumerate; prove nothing
+    proven = set(range(n))
+    any_allowed = False
+    for outcome in itertools.product((True, False), repeat=n):
+        ran = [False] * n
+        status = None
+        for k in range(n):
+            if k == 0 or (ops[k] == "&&" and status) or (ops[k] == "||" and not status):
+                ran[k] = True
+                status = outcome[k]
+        if final:
+            allowed = bool(status)
+        else:
+            allowed = not (ran[-1] and not outcome[-1])
+        if not allowed:
+            continue
+        any_allowed = True
+        proven -= {k for k in range(n) if not (ran[k] and outcome[k])}
+    return proven if any_allowed else set()
+
+
+# ----- the public answer ------------------------------------------------------------------------
+
+
+def _verdict(seen: _Seen) -> StepCheck:
+    if seen.problem:
+        return StepCheck("unknown", reason=seen.problem)
+    runners = [p for p in seen.proven if p.verdict == "check"]
+    if runners:
+        names = tuple(dict.fromkeys(p.name for p in runners))
+        return StepCheck("check", frozenset().union(*(p.kinds for p in runners)), names,
+                         "it runs " + ", ".join(names))
+    hidden = [(p, why) for p, why in seen.hidden if p.verdict == "check"]
+    unknown = [p for p in seen.proven if p.verdict == "unknown"]
+    if unknown:
+        return StepCheck("unknown", reason=unknown[0].reason)
+    if hidden:
+        p, why = hidden[0]
+        return StepCheck("no_check", reason=f"it runs {p.name}, but {why}")
+    no_check = [p for p in seen.proven if p.verdict == "no_check"]
+    if no_check:
+        return StepCheck("no_check", reason=no_check[0].reason)
+    return StepCheck("no_check", reason="it runs nothing")
+
+
+def classify_command(cmd: str, *, argv: list[str] | None = None, shell: str | None = None,
+                     pipefail: bool | None = None) -> StepCheck:
+    """What the recorded command's exit code 0 shows: which checks passed, or why none did.
+
+    Args:
+        cmd: the command line as logged.
+        argv: the recorded argument list (several arguments, run without a shell); when given,
+            ``cmd`` is not parsed as a shell line (its ``|`` would be an argument).
+        shell: ``bash`` or ``sh`` for a shell line, as logged; None when not recorded.
+        pipefail: ``True``: the line ran with ``pipefail``; ``False``: it did not (the log says
+            so); ``None``: the log does not say.  A runner whose exit code a pipe may hide then
+            gives ``unknown``.
+
+    Never raises: a line that cannot be read gives ``unknown`` with the reason.
+    """
+    if argv:
+        seen = _identify([str(a) for a in argv], _Shell(False, False, "", 0))
+        return _verdict(seen)
+    if pipefail is None:
+        with_pf = _verdict(_analyse(cmd, _Shell(True, False, "", 0)))
+        without = _verdict(_analyse(cmd, _Shell(False, False, "the log does not record whether the line ran "
+                                                            "with pipefail", 0)))
+        if with_pf.verdict == "check" and without.verdict != "check":
+            return StepCheck("unknown", reason=without.reason)
+        return without
+    note = ("`sh` has no pipefail" if shell == "sh" else "the log records that the line ran without pipefail") \
+        if not pipefail else ""
+    return _verdict(_analyse(cmd, _Shell(bool(pipefail) and shell != "sh", False, note, 0)))
+
+
+def classify_step(step: Mapping) -> StepCheck:
+    """:func:`classify_command` of a session-log line (a dict, or a ``LogStep``'s ``raw``).
+
+    ``argv`` (not null) means the step ran without a shell.  ``pipefail`` is read as the log
+    format says: ``true`` — with it; ``null``, ``false`` or absent on a line that records its
+    ``shell`` — without it; absent on a line that records neither (a seed-format log) — not known.
+    """
+    argv = step.get("argv")
+    if isinstance(argv, list) and argv:
+        return classify_command(str(step.get("cmd", "")), argv=[str(a) for a in argv])
+    if step.get("pipefail") is True:
+        pipefail: bool | None = True
+    elif "pipefail" in step or step.get("shell") is not None:
+        pipefail = False
+    else:
+        pipefail = None
+    return classify_command(str(step.get("cmd", "")), shell=step.get("shell"), pipefail=pipefail)

@@ -1,0 +1,245 @@
+"""The runner registry: which recorded commands run tests, a build, a lint or a type check."""
+
+from __future__ import annotations
+
+import random
+import shlex
+
+import pytest
+
+from replaybook.packet.runners import (BUILD, KINDS, LINT, NON_CHECKS, RUNNERS, TASK_RUNNERS, TEST, TYPECHECK,
+                                       WRAPPERS, StepCheck, classify_command, classify_step, task_kinds)
+
+
+@pytest.mark.parametrize("cmd,kind,runner", [
+    ("pytest -q tests/test_router.py", TEST, "pytest"),
+    ("py.test", TEST, "pytest"),
+    ("python -m pytest -x", TEST, "pytest"),
+    ("python3.11 -X dev -m pytest", TEST, "pytest"),
+    (".venv/bin/pytest -q", TEST, "pytest"),
+    ("python -m unittest discover -s tests", TEST, "unittest"),
+    ("tox", TEST, "tox"),
+    ("tox -e py311", TEST, "tox -e py311"),
+    ("tox run -e lint", LINT, "tox -e lint"),
+    ("nox -s tests", TEST, "nox -s tests"),
+    ("npm test", TEST, "npm test"),
+    ("pnpm test", TEST, "npm test"),
+    ("yarn test", TEST, "npm test"),
+    ("npm run test:unit", TEST, "npm run test:unit"),
+    ("npm --prefix web run test", TEST, "npm run test"),
+    ("yarn run test", TEST, "yarn test"),
+    ("jest --ci", TEST, "jest"),
+    ("vitest run", TEST, "jest"),
+    ("mocha test/", TEST, "jest"),
+    ("node_modules/.bin/jest", TEST, "jest"),
+    ("go test ./...", TEST, "go test"),
+    ("cargo test --workspace", TEST, "cargo test"),
+    ("cargo +nightly nextest run", TEST, "cargo test"),
+    ("mvn -q test", TEST, "mvn test"),
+    ("mvn clean verify", TEST, "mvn clean verify"),
+    ("./mvnw -pl core verify", TEST, "mvn verify"),
+    ("gradle test", TEST, "gradle test"),
+    ("./gradlew check", TEST, "gradle check"),
+    ("./gradlew :app:testDebugUnitTest", TEST, "gradle :app:testDebugUnitTest"),
+    ("make test", TEST, "make test"),
+    ("make -C build -j 4 check", TEST, "make check"),
+    ("ctest --output-on-failure", TEST, "ctest"),
+    ("rspec spec/models", TEST, "rspec"),
+    ("bundle exec rspec", TEST, "rspec"),
+    ("bundle exec rake test", TEST, "rake test"),
+    ("phpunit", TEST, "phpunit"),
+    ("vendor/bin/phpunit --testsuite unit", TEST, "phpunit"),
+    ("dotnet test", TEST, "dotnet test"),
+    ("mix test", TEST, "mix test"),
+    ("bazel test //...", TEST, "bazel test"),
+    ("python manage.py test", TEST, "manage.py test"),
+    ("ruff check src", LINT, "ruff check"),
+    ("npm run lint", LINT, "npm run lint"),
+    ("pre-commit run --all-files", LINT, "pre-commit run"),
+    ("cargo clippy -- -D warnings", LINT, "cargo clippy"),
+    ("black --check .", LINT, "black --check"),
+    ("mypy src", TYPECHECK, "mypy"),
+    ("npx tsc --noEmit", TYPECHECK, "tsc"),
+    ("make", BUILD, "make"),
+    ("cargo build --release", BUILD, "cargo build"),
+    ("npm run build", BUILD, "npm run build"),
+    ("python -m build", BUILD, "python -m build"),
+    ("mvn -DskipTests package", BUILD, "mvn package"),
+])
+def test_recognised_runners(cmd: str, kind: str, runner: str):
+    check = classify_command(cmd)
+    assert check.verdict == "check", check
+    assert kind in check.kinds and check.runners == (runner,)
+
+
+@pytest.mark.parametrize("cmd,reason", [
+    ('echo "1 passed"', "`echo` only prints"),
+    ("printf '1 passed'", "`printf` only prints"),
+    ("printf '%s\\n' '===== 12 passed in 0.5s ====='", "`printf` only prints"),
+    ("true", "`true` does nothing"),
+    (":", "`:` does nothing"),
+    ("cat old-output.txt", "`cat` only reads"),
+    ("ls -la", "`ls` only reads"),
+    ("tail -n 3 .pytest-output.log", "`tail` only reads"),
+    ("test -f tests/test_router.py", "`test` only tests a condition (the shell's `test`, not a test runner)"),
+    ("echo pytest", "`echo` only prints"),
+    ("env", "`env` only prints the environment"),
+    ("pytest --collect-only -q", "`pytest --collect-only` only lists tests or fixtures, running none"),
+    ("python -m pytest --co", "`pytest --co` only lists tests or fixtures, running none"),
+    ("pytest --version", "`pytest --version` only prints its version"),
+    ("npm run", "`npm run` only lists the scripts"),
+    ("make -n test", "`make -n` only prints what it would run"),
+    ("tox list", "`tox list` only lists the environments"),
+    ("go test -list . ./...", "`go test -list` only lists the tests"),
+])
+def test_commands_that_only_print_or_read_run_no_check(cmd: str, reason: str):
+    assert classify_command(cmd) == StepCheck("no_check", reason=reason)
+
+
+@pytest.mark.parametrize("cmd", [
+    "env X=1 pytest",
+    "env -u HOME CI=1 python -m pytest",
+    "timeout 600 pytest -q",
+    "timeout -k 5 --signal=TERM 60 pytest",
+    "uv run pytest",
+    "uv run --with pytest-xdist pytest -n 4",
+    "uv run -- python -m pytest",
+    "poetry run pytest",
+    "pdm run pytest",
+    "npx jest",
+    "npx --yes vitest run",
+    "bash -c 'pytest -q'",
+    "bash -lc \"cd tests && pytest\"",
+    "sh -c 'timeout 60 uv run pytest'",
+    "cd sub && pytest",
+    "cd sub; pytest",
+    "FOO=1 BAR='a b' pytest",
+    "nice -n 5 pytest",
+    "time pytest",
+    "coverage run -m pytest",
+    "python -m coverage run --source src -m pytest",
+    "pytest > log.txt 2>&1",
+    "pytest -q 2>/dev/null",
+    "{ pytest; }",
+    "(cd sub && pytest)",
+    "pytest && echo done",
+    "set -o pipefail; pytest | tee log",
+    "set -e; pytest; echo done",
+    "bash -o pipefail -c 'pytest | tee log'",
+    "bash -euo pipefail -c 'pytest | tee log'",
+    "echo start # a comment; then\npytest",
+])
+def test_wrappers_and_shell_syntax_are_seen_through(cmd: str):
+    check = classify_command(cmd, pipefail=False)
+    assert check.verdict == "check" and check.kinds == frozenset({TEST}), check
+
+
+@pytest.mark.parametrize("cmd,reason", [
+    ("pytest; echo done", "it runs pytest, but the step's exit code is that of `echo`, which runs after it"),
+    ("pytest || true", "it runs pytest, but `||` lets the step exit 0 when it fails"),
+    ("pytest || echo failed", "it runs pytest, but `||` lets the step exit 0 when it fails"),
+    ("! pytest", "it runs pytest, but `!` inverts its exit code"),
+    ("pytest &", "it runs pytest, but it runs in the background (`&`), so the step's exit code is not its"),
+    ("set -e; pytest || true", "it runs pytest, but `||` lets the step exit 0 when it fails"),
+])
+def test_a_runner_whose_exit_code_the_line_hides_shows_nothing(cmd: str, reason: str):
+    assert classify_command(cmd, pipefail=True) == StepCheck("no_check", reason=reason)
+
+
+def test_a_pipe_shows_the_runner_passed_only_with_pipefail():
+    cmd = "pytest -q | tee pytest.log"
+    assert classify_command(cmd, shell="bash", pipefail=True).verdict == "check"
+    assert classify_command(cmd, shell="bash", pipefail=False) == StepCheck("no_check", reason=(
+        "it runs pytest, but its exit code is lost in the pipe: the step's exit code is `tee`'s (the log records "
+        "that the line ran without pipefail)"))
+    assert classify_command(cmd, shell="sh", pipefail=False).reason.endswith("(`sh` has no pipefail)")
+    # a seed-format log does not say: the linter cannot tell
+    assert classify_command(cmd) == StepCheck("unknown", reason=(
+        "it runs pytest, but its exit code is lost in the pipe: the step's exit code is `tee`'s (the log does "
+        "not record whether the line ran with pipefail)"))
+    assert classify_command("sh -c 'pytest | tail -3'", pipefail=True).reason.endswith("(`sh` has no pipefail)")
+    assert classify_command("bash -c 'pytest | tail -3'", pipefail=True).reason.endswith(
+        "(`bash -c` without `-o pipefail`)")
+    # the runner last in the pipe decides the exit code whatever pipefail says
+    assert classify_command("cat files.txt | xargs pytest").verdict == "check"
+
+
+def test_classify_step_reads_pipefail_as_the_log_format_says():
+    line = {"seq": 1, "cmd": "pytest | tee log", "exit": 0}
+    assert classify_step({**line, "shell": "bash", "pipefail": True}).verdict == "check"
+    assert classify_step({**line, "shell": "bash", "pipefail": None}).verdict == "no_check"
+    assert classify_step({**line, "shell": "bash"}).verdict == "no_check"  # recorded before the field: without
+    assert classify_step(line).verdict == "unknown"  # seed format: not known
+    # several arguments ran without a shell: a quoted | is an argument, not a pipe
+    argv = {"seq": 2, "cmd": "pytest '|' tee", "exit": 0, "argv": ["pytest", "|", "tee"], "shell": None}
+    assert classify_step(argv).runners == ("pytest",)
+    assert classify_step({"seq": 3, "cmd": "echo hi", "exit": 0, "argv": ["echo", "hi"]}).verdict == "no_check"
+
+
+@pytest.mark.parametrize("cmd,reason", [
+    ('pytest -k "unclosed', "the command line cannot be parsed (no closing double quote)"),
+    ("bash -c 'pytest", "the command line cannot be parsed (no closing single quote)"),
+    ("echo $(pytest", "the command line cannot be parsed (no closing `)`)"),
+    ("cat <<EOF\n1 passed\nEOF", "the command line cannot be parsed (a here-document)"),
+    ("pytest \\", "the command line cannot be parsed (No escaped character)"),
+    ("&& pytest", "the command line cannot be parsed (`&&` with no command before it)"),
+    ("if pytest; then echo ok; fi", "the line uses the shell's `if`, which the linter does not follow"),
+    ("./run_tests.sh", "`./run_tests.sh` is no test, build, lint or type-check runner the linter knows"),
+    ("./pytest -q", "`./pytest` is a file in the checkout, not the installed `pytest`"),
+    ("python -c 'import pytest; pytest.main()'", "`python -c` runs inline code, which the linter does not read"),
+    ("bash run_tests.sh", "`bash run_tests.sh` runs a script, which the linter does not read"),
+    ("make demo", "the linter does not know what `make demo` runs: the task's name says nothing about tests, a "
+                  "build, a lint or a type check"),
+    ("timeout 60", "`timeout` is given no command to run"),
+])
+def test_what_cannot_be_told_is_unknown(cmd: str, reason: str):
+    assert classify_command(cmd, pipefail=True) == StepCheck("unknown", reason=reason)
+
+
+def test_any_command_line_gives_an_answer_and_never_raises():
+    rng = random.Random(20240501)
+    alphabet = list("abc pytest echo'\"\\|&;()<>{}$`#!\n=-") + ["bash -c ", "&&", "||", "$(", "<<", "2>&1", " -o "]
+    for _ in range(3000):
+        cmd = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        for pipefail in (None, True, False):
+            check = classify_command(cmd, pipefail=pipefail)
+            assert check.verdict in ("check", "no_check", "unknown")
+            assert check.verdict == "check" or check.reason
+
+
+def test_nested_shells_and_wrappers_stop_at_a_depth():
+    deep = "pytest"
+    for _ in range(12):
+        deep = "bash -c " + shlex.quote(deep)
+    assert classify_command(deep) == StepCheck("unknown", reason="shells nest too deep to follow")
+    assert classify_command("env " * 60 + "pytest") == StepCheck("unknown", reason="wrappers nest too deep to follow")
+
+
+@pytest.mark.parametrize("name,kinds", [
+    ("test", {TEST}), ("test:unit", {TEST}), ("tests", {TEST}), ("py311", {TEST}), ("testDebugUnitTest", {TEST}),
+    ("lint", {LINT}), ("format:check", {LINT}), ("check-format", {LINT}), ("ktlintCheck", {LINT}),
+    ("type-check", {TYPECHECK}), ("typecheck", {TYPECHECK}), ("mypy", {TYPECHECK}),
+    ("build", {BUILD}), ("compileJava", {BUILD}),
+    ("check", set(KINDS)), ("ci", set(KINDS)),
+    ("format", set()), ("lint:fix", set()), ("demo", set()), ("start", set()),
+])
+def test_task_names(name: str, kinds: set[str]):
+    assert task_kinds(name) == frozenset(kinds)
+
+
+def test_the_registry_is_consistent():
+    """Every entry says what it shows, with known kinds; programs are plain names."""
+    for r in RUNNERS:
+        assert r.kinds and r.kinds <= KINDS, r
+        assert r.programs and all("/" not in p and " " not in p for p in r.programs), r
+        for left, what in r.limits.values():
+            assert left <= r.kinds and what, r
+    for t in TASK_RUNNERS:
+        assert t.default is None or t.default <= KINDS, t
+        assert all(k <= KINDS for k in t.tasks.values()), t
+    for w in WRAPPERS:
+        assert w.programs and w.positional >= 0, w
+    assert all(reason for reason in NON_CHECKS.values())
+    # a program is either a runner, a wrapper or a non-check — never two of them unless by subcommand
+    plain_wrappers = {p for w in WRAPPERS if not w.sub for p in w.programs}
+    assert not plain_wrappers & set(NON_CHECKS)
