@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import replaybook
 from replaybook.packet import lint_claims
 from replaybook.packet.claims import lint_claims_text, mask_code
 from replaybook.packet.cli import packet as packet_cli
@@ -213,3 +217,180 @@ def test_other_failure_wordings_citing_a_passing_step_are_findings(sentence: str
 def test_honest_failing_then_passing_sentences_stay_accepted(sentence: str):
     report = lint_claims_text(sentence, STEPS)
     assert report.findings == [] and report.accepted == [1, 2]
+
+
+# ----- a pass claim needs a step that ran the check ---------------------------------------------
+
+NON_CHECK = Path(__file__).resolve().parents[1] / "fixtures" / "packet" / "non_check"
+CMDS = {1: "pytest -q tests/test_router.py", 2: "pytest -q", 3: "ruff check src", 5: "make"}
+
+
+@pytest.mark.parametrize("cmd,reason", [
+    ('echo "1 passed"', "`echo` only prints"),
+    ("printf '1 passed'", "`printf` only prints"),
+    ("true", "`true` does nothing"),
+    ("cat old-output.txt", "`cat` only reads"),
+    ("ls", "`ls` only reads"),
+    ("pytest --collect-only", "`pytest --collect-only` only lists tests or fixtures, running none"),
+    ("pytest -q; echo done", "it runs pytest, but the step's exit code is that of `echo`, which runs after it"),
+    ("pytest -q || true", "it runs pytest, but `||` lets the step exit 0 when it fails"),
+])
+def test_all_tests_pass_citing_a_step_that_runs_no_tests_is_a_finding(cmd: str, reason: str):
+    report = lint_claims_text("All tests pass [seq:7].", {7: 0}, commands={7: cmd})
+    assert [(f.kind, f.severity, f.line, f.seq) for f in report.findings] == [("cites_non_check_step", "error", 1, 7)]
+    assert report.findings[0].message == (
+        f"[seq:7] cites step 7 (`{cmd}`), which exited 0 but runs no tests: {reason}; \"All tests pass\" needs a "
+        f"cited step that runs them (pytest, npm test, go test …)")
+    assert report.accepted == [] and report.exit_code == 1
+
+
+@pytest.mark.parametrize("cmd", [
+    "pytest -q", "python -m pytest", "py.test tests", "tox -e py312", "nox -s tests", "python -m unittest",
+    "npm test", "pnpm run test", "yarn test", "npx jest", "npx vitest run", "mocha", "go test ./...",
+    "cargo test", "cargo nextest run", "mvn test", "mvn verify", "./gradlew test", "gradle check", "make test",
+    "make check", "ctest", "rspec", "bundle exec rspec", "phpunit", "dotnet test", "mix test", "bazel test //...",
+    "env CI=1 timeout 600 uv run pytest", "poetry run pytest", "bash -c 'cd tests && pytest -q'",
+])
+def test_all_tests_pass_citing_a_test_runner_is_accepted(cmd: str):
+    report = lint_claims_text("All tests pass [seq:7].", {7: 0}, commands={7: cmd})
+    assert report.findings == [] and report.warnings == [] and report.accepted == [7]
+
+
+@pytest.mark.parametrize("sentence,seq", [
+    ("Lint is clean [seq:7].", 3),
+    ("ruff is happy and the lint passes [seq:7].", 3),
+    ("The build passes [seq:7].", 5),
+    ("It builds [seq:7].", 5),
+    ("The crate compiles cleanly [seq:7].", 5),
+    ("mypy is clean [seq:7].", 4),
+    ("The type checks pass [seq:7].", 4),
+    ("CI is green [seq:7].", 1),
+    ("All checks pass [seq:7].", 3),
+])
+def test_build_lint_and_type_check_claims_need_their_kind_of_runner(sentence: str, seq: int):
+    runners = {1: "pytest", 3: "ruff check src", 4: "mypy src", 5: "cargo build"}
+    report = lint_claims_text(sentence, {7: 0}, commands={7: runners[seq]})
+    assert report.findings == [] and report.accepted == [7]
+    report = lint_claims_text(sentence, {7: 0}, commands={7: "echo ok"})
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_non_check_step", 7)]
+
+
+def test_a_runner_of_another_kind_does_not_back_the_claim():
+    report = lint_claims_text("All tests pass [seq:3].", {3: 0}, commands=CMDS)
+    assert [f.message for f in report.findings] == [
+        '[seq:3] cites step 3 (`ruff check src`), which exited 0 but runs no tests: it runs ruff check, a lint; '
+        '"All tests pass" needs a cited step that runs them (pytest, npm test, go test …)']
+    report = lint_claims_text("Lint is clean [seq:2].", {2: 0}, commands=CMDS)
+    assert [f.message for f in report.findings] == [
+        '[seq:2] cites step 2 (`pytest -q`), which exited 0 but runs no lint: it runs pytest, a test runner; '
+        '"Lint is clean" needs a cited step that runs one (ruff check, eslint, npm run lint …)']
+
+
+def test_one_runner_among_the_cited_steps_backs_the_clause():
+    steps = {1: 0, 2: 0}
+    report = lint_claims_text("All tests pass [seq:1][seq:2].", steps, commands={1: "cd tests", 2: "pytest"})
+    assert report.findings == [] and report.accepted == [1, 2]
+    # each claim clause needs its own: pytest backs the tests, nothing backs the lint
+    report = lint_claims_text("The tests pass and lint is clean [seq:2].", steps, commands={2: "pytest"})
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_non_check_step", 2)]
+    assert '"lint is clean" needs' in report.findings[0].message
+    report = lint_claims_text("The tests pass [seq:2] and lint is clean [seq:1].", steps,
+                              commands={1: "ruff check .", 2: "pytest"})
+    assert report.findings == [] and report.accepted == [1, 2]
+
+
+@pytest.mark.parametrize("sentence", [
+    "It passes after the fix [seq:7].",          # names no check: left to the reviewer
+    "The config is copied over [seq:7].",        # claims nothing passes
+    "The old output shows the bug [seq:7].",     # a failure claim: judged by the failure rules
+])
+def test_clauses_that_claim_no_passing_check_are_not_held_to_a_runner(sentence: str):
+    report = lint_claims_text(sentence, {7: 0, 8: 1}, commands={7: "cat old-output.txt"})
+    assert all(f.kind != "cites_non_check_step" for f in report.findings + report.warnings)
+
+
+def test_a_step_the_linter_cannot_read_is_a_warning_not_a_finding():
+    for cmd, reason in [
+        ("./scripts/run-tests.sh", "`./scripts/run-tests.sh` is no test, build, lint or type-check runner the "
+                                   "linter knows"),
+        ('pytest -k "unclosed', "the command line cannot be parsed (no closing double quote)"),
+    ]:
+        report = lint_claims_text("All tests pass [seq:7].", {7: 0}, commands={7: cmd})
+        assert report.findings == [] and report.accepted == [7] and report.exit_code == 0
+        assert [(w.kind, w.severity, w.seq) for w in report.warnings] == [("cites_unrecognised_command", "warning", 7)]
+        assert report.warnings[0].message == (
+            f"[seq:7] cites step 7 (`{cmd}`), which exited 0, but the linter cannot tell whether it runs tests: "
+            f"{reason}; \"All tests pass\" needs a cited step that runs them (pytest, npm test, go test …): cite "
+            f"one, or check this step yourself")
+
+
+def test_without_commands_pass_claims_are_not_held_to_a_runner():
+    report = lint_claims_text("All tests pass [seq:7].", {7: 0})
+    assert report.findings == [] and report.warnings == [] and report.accepted == [7]
+
+
+def test_lint_claims_reads_argv_shell_and_pipefail_from_the_log(tmp_path: Path):
+    log = tmp_path / "session.jsonl"
+    lines = [
+        {"seq": 1, "cmd": "pytest -q | tee log", "exit": 0, "shell": "bash", "pipefail": True, "argv": None},
+        {"seq": 2, "cmd": "pytest -q | tee log", "exit": 0, "shell": "bash", "pipefail": None, "argv": None},
+        {"seq": 3, "cmd": "pytest -q | tee log", "exit": 0},  # a seed-format line: pipefail not known
+        {"seq": 4, "cmd": "pytest '|' tee", "exit": 0, "argv": ["pytest", "|", "tee"], "shell": None},
+    ]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("All tests pass [seq:1].\n\nAll tests pass [seq:2].\n\nAll tests pass [seq:3].\n\n"
+                    "All tests pass [seq:4].\n")
+    report = lint_claims(body, log)
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_non_check_step", 2)]
+    assert "(the log records that the line ran without pipefail)" in report.findings[0].message
+    assert [(w.kind, w.seq) for w in report.warnings] == [("cites_unrecognised_command", 3)]
+    assert "(the log does not record whether the line ran with pipefail)" in report.warnings[0].message
+    assert report.accepted == [1, 3, 4]
+
+
+def test_cli_end_to_end_names_each_step_that_runs_no_check():
+    """The packet CLI, run as a program, on a PR body and command log written for this case."""
+    body, log = NON_CHECK / "PR_BODY.md", NON_CHECK / "session.jsonl"
+    src = Path(replaybook.__file__).resolve().parents[1]  # this checkout's src, for the child process
+    res = subprocess.run([sys.executable, "-m", "replaybook.packet.cli", "claims", str(body), str(log)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(src)}, timeout=120)
+    assert res.returncode == 1, res.stderr
+    lines = res.stdout.splitlines()
+    hint = "(pytest, npm test, go test …)"
+    assert lines == [
+        f'{body}:4: error: cites_non_check_step: [seq:3] cites step 3 (`echo "1 passed"`), which exited 0 but runs '
+        f'no tests: `echo` only prints; "All tests pass" needs a cited step that runs them {hint}',
+        "    All tests pass [seq:3].",
+        f"{body}:5: error: cites_non_check_step: [seq:5] cites step 5 (`pytest -q | tee pytest.log`), which exited "
+        f"0 but runs no tests: it runs pytest, but its exit code is lost in the pipe: the step's exit code is "
+        f"`tee`'s (the log records that the line ran without pipefail); \"The full suite is green\" needs a cited "
+        f"step that runs them {hint}",
+        "    The full suite is green [seq:5], and it stays green with the log kept [seq:9].",
+        f"{body}:7: error: cites_non_check_step: [seq:4] cites step 4 (`cat old-output.txt`), which exited 0 but "
+        f'runs no tests: `cat` only reads; "The test suite passes on the recorded output" needs a cited step that '
+        f"runs them {hint}",
+        "    The test suite passes on the recorded output [seq:4].",
+        f"{body}:9: error: cites_non_check_step: [seq:7] cites step 7 (`true`), which exited 0 but runs no check: "
+        f'`true` does nothing; "CI checks pass" needs a cited step that runs one (pytest, npm test, make check …)',
+        "    CI checks pass [seq:7].",
+        f"{body}:1: warning: unsupported_claim: this sentence reads like a factual claim but cites no step; add "
+        f"[seq:N]",
+        "    Fixes the router fallback.",
+        f"{body}:8: warning: cites_unrecognised_command: [seq:8] cites step 8 (`./scripts/run-tests.sh`), which "
+        f"exited 0, but the linter cannot tell whether it runs tests: `./scripts/run-tests.sh` is no test, build, "
+        f'lint or type-check runner the linter knows; "The integration tests pass" needs a cited step that runs '
+        f"them {hint}: cite one, or check this step yourself",
+        "    The integration tests pass [seq:8].",
+        "claims: 4 finding(s), 2 warning(s), 9 marker(s); accepted seq: 1, 2, 6, 8, 9",
+    ]
+    res = subprocess.run([sys.executable, "-m", "replaybook.packet.cli", "claims", str(body), str(log),
+                          "--format", "json"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(src)}, timeout=120)
+    out = json.loads(res.stdout)
+    assert res.returncode == 1 and out["exit_code"] == 1
+    assert [(f["kind"], f["seq"], f["line"]) for f in out["findings"]] == [
+        ("cites_non_check_step", 3, 4), ("cites_non_check_step", 5, 5), ("cites_non_check_step", 4, 7),
+        ("cites_non_check_step", 7, 9)]
+    assert [(w["kind"], w["seq"]) for w in out["warnings"]] == [("unsupported_claim", None),
+                                                                ("cites_unrecognised_command", 8)]

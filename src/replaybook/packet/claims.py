@@ -18,12 +18,29 @@ form a group that cites the text since the previous group, split into clauses; w
 markers as clauses they pair in order.  An expected-failure phrase excuses only the steps of
 its own clause(s): "fails before the fix [seq:1] and passes after [seq:2]" needs step 2 to pass.
 ``malformed_marker``     ``[seq:…]`` whose content is not a step number
+``cites_non_check_step`` its clause says tests (or a build, a lint, a type check) pass, but no
+                         passing step cited there runs one, and this step is known not to:
+                         ``echo "1 passed"``, ``true``, ``cat old-output.txt``, ``ls``, a runner
+                         of another kind (``ruff check`` for "tests pass"), or a runner whose
+                         exit code the line hides (``pytest | tee log`` without pipefail,
+                         ``pytest || true``)
 
 Warnings (reported, never failures):
 
 ``unsupported_claim``    a sentence with no marker that reads like a factual claim — it uses a
                          word from :data:`CLAIM_WORDS` (passes, fails, fixes, faster, 30% …).
                          A heuristic: headings and questions are never flagged.
+``cites_unrecognised_command``  as ``cites_non_check_step``, but the linter cannot tell what the
+                         step runs (``./run_tests.sh``, ``make demo``, ``python -c …``, a line it
+                         cannot parse, a pipe in a log that does not record pipefail)
+
+A pass claim backs a passing step only when the step can show it: a clause that names a check
+(:data:`CHECK_SUBJECTS` — "all tests pass", "lint is clean", "the build is green", "mypy is
+clean", "it compiles", "CI is green", "no tests fail") needs at least one cited step that exited
+0 and ran a runner of that kind.  Which commands run which checks is decided by the program
+actually executed, in :mod:`replaybook.packet.runners` (a registry of runners and wrappers):
+the exit code of a step that printed "1 passed" proves nothing about the tests.  A clause that
+names no check ("it passes after the fix") is not held to this.
 
 A cited failing step is accepted when its sentence matches one of these phrasings
 (case-insensitive): "expected failure", "expected to fail", "fails/failed as expected",
@@ -39,9 +56,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from ..errors import InputError
 from .log import printable, read_log
+from .runners import BUILD, KINDS, LINT, TEST, TYPECHECK, StepCheck, classify_command, classify_step
 
 __all__ = [
     "EXPECTED_FAILURE",
@@ -49,6 +68,8 @@ __all__ = [
     "PASS_CLAIM",
     "NEGATIONS",
     "CLAIM_WORDS",
+    "CHECK_SUBJECTS",
+    "ANY_CHECK",
     "FINDING_KINDS",
     "WARNING_KINDS",
     "Finding",
@@ -102,6 +123,33 @@ PASS_CLAIM = re.compile(
     re.I,
 )
 
+#: What a clause that says something passes names as the thing that passes, by kind of check
+#: (:data:`replaybook.packet.runners.KINDS`): "all tests pass" → tests, "lint is clean" → lint.
+#: A cited step backs such a clause only if one of its runners shows that kind.
+CHECK_SUBJECTS: dict[str, re.Pattern[str]] = {
+    TEST: re.compile(r"\btests?\b|\btest[ -]?suites?\b|\bsuites?\b|\bspecs?\b|\btest_\w+"
+                     r"|\b(?:pytest|unittest|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest)\b", re.I),
+    BUILD: re.compile(r"\bbuilds?\b|\bcompil(?:es|ed|ation|er|ing)\b", re.I),
+    LINT: re.compile(r"\blint(?:s|er|ers|ing)?\b|\bformat(?:ting)?[ -]check\w*"
+                     r"|\b(?:ruff|flake8|pylint|eslint|clippy|rubocop|pre-commit|shellcheck|golangci-lint)\b", re.I),
+    TYPECHECK: re.compile(r"\btype[ -]?check(?:s|er|ers|ing|ed)?\b|\b(?:mypy|pyright|tsc|typing)\b", re.I),
+}
+
+#: A pass claim about checks in general ("CI is green", "all checks pass", "everything passes"):
+#: backed by a runner of any kind, when the clause names no kind of :data:`CHECK_SUBJECTS`.
+ANY_CHECK = re.compile(
+    r"(?-i:\bCI\b)|(?<!type )(?<!type-)\bchecks?\b|\bgreen\b|\b(?:everything|all)\s+pass(?:es|ed)?\b",
+    re.I,
+)
+
+#: Verbs that claim a check passed by themselves, at the end of a clause ("it builds", "the
+#: crate compiles cleanly", "it type-checks"): a pass claim without a word of :data:`PASS_CLAIM`.
+_SELF_PASS = re.compile(
+    r"\b(?:builds|compiles|type[ -]?checks)(?:\s+(?:fine|cleanly|successfully|ok|without\s+(?:errors?|warnings?)))?"
+    r"\s*$",
+    re.I,
+)
+
 #: Words that negate a phrase when they stand among the three words before it (same clause).
 NEGATIONS = frozenset({"not", "no", "never", "nothing", "none", "nobody", "neither", "nor", "without",
                        "zero", "0", "cannot", "longer"})
@@ -135,8 +183,9 @@ CLAIM_WORDS = re.compile(
 )
 
 #: Finding kinds (failures) and warning kinds.
-FINDING_KINDS = ("cites_missing_step", "cites_failing_step", "cites_passing_step_for_failure", "malformed_marker")
-WARNING_KINDS = ("unsupported_claim",)
+FINDING_KINDS = ("cites_missing_step", "cites_failing_step", "cites_passing_step_for_failure", "malformed_marker",
+                 "cites_non_check_step")
+WARNING_KINDS = ("unsupported_claim", "cites_unrecognised_command")
 
 _MARKER = re.compile(r"\[\s*seq\s*:\s*([^\]\n]*)\]", re.I)
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -180,7 +229,8 @@ class ClaimsReport:
     Attributes:
         body_path, log_path: the inputs.
         findings: failures, in body order.
-        warnings: ``unsupported_claim`` warnings, in body order.
+        warnings: ``unsupported_claim`` and ``cites_unrecognised_command`` warnings, in body order
+            (a marker with a warning is still accepted).
         accepted: sorted seqs cited by at least one marker that raised no finding.
         accepted_markers: those markers, one :class:`Finding` each (kind and severity
             ``accepted``, empty message), in body order.
@@ -374,12 +424,13 @@ _GROUP_GLUE = re.compile(r"[\s,]*")
 
 def _claim_clauses(text: str) -> list[str]:
     """The clauses of ``text`` (split at ``;``, parentheses, dashes, and/but/while …) that say
-    something: a pass, a failure or another claim word.  "(see" or "as shown in" are dropped."""
+    something: a pass ("it builds" too), a failure or another claim word.  "(see" or "as shown
+    in" are dropped."""
     out = []
     for part in _CLAUSE_SPLIT.split(text):
         part = _MARKER.sub(" ", part).strip(" ,.:")
         if part and (CLAIM_WORDS.search(part) or FAILURE_CLAIM.search(part) or EXPECTED_FAILURE.search(part)
-                     or PASS_CLAIM.search(part)):
+                     or PASS_CLAIM.search(part) or _SELF_PASS.search(part)):
             out.append(part)
     return out
 
@@ -413,16 +464,84 @@ def _marker_groups(masked: str, sent: _Sentence) -> list[tuple[list[tuple[int, s
     return out
 
 
+def _claimed_checks(clause: str) -> frozenset[str]:
+    """The kinds of check a clause says passed: empty unless it says something passes (a word of
+    :data:`PASS_CLAIM` or "it builds", or every failure word negated: "no tests fail") and says
+    nothing fails, and names what passes (:data:`CHECK_SUBJECTS`, else :data:`ANY_CHECK` → any)."""
+    if _says(FAILURE_CLAIM, clause):
+        return frozenset()
+    if not (_says(PASS_CLAIM, clause) or _says(_SELF_PASS, clause) or FAILURE_CLAIM.search(clause)):
+        return frozenset()
+    kinds = frozenset(k for k, pattern in CHECK_SUBJECTS.items() if pattern.search(clause))
+    if not kinds and ANY_CHECK.search(clause):
+        return KINDS
+    return kinds
+
+
+#: How messages name each kind of check: (noun, a runner of it, runners to suggest).
+_KIND_WORDS = {TEST: ("tests", "a test runner", "pytest, npm test, go test"),
+               BUILD: ("build", "a build", "make, cargo build, npm run build"),
+               LINT: ("lint", "a lint", "ruff check, eslint, npm run lint"),
+               TYPECHECK: ("type check", "a type check", "mypy, pyright, tsc")}
+_KIND_ORDER = (TEST, BUILD, LINT, TYPECHECK)
+
+
+def _kind_words(kinds: frozenset[str]) -> tuple[str, str]:
+    """``(noun, examples)`` for messages: ``("tests", "pytest, npm test, go test")``."""
+    if kinds == KINDS:
+        return "check", "pytest, npm test, make check"
+    ordered = [k for k in _KIND_ORDER if k in kinds]
+    return " or ".join(_KIND_WORDS[k][0] for k in ordered), ", ".join(_KIND_WORDS[k][2] for k in ordered)
+
+
+def _unbacked_check(seq: int, mine: list[str], cited: list[int], steps: dict[int, int],
+                    checks: Mapping[int, StepCheck]) -> tuple[str, str, str] | None:
+    """``(kind, severity, message after "which")`` for passing step ``seq`` when a clause it
+    cites says a check passed and no passing step cited there ran one of that kind; else None:
+    ``cites_non_check_step`` (error) when the step is known to run no such check,
+    ``cites_unrecognised_command`` (warning) when the linter cannot tell.
+
+    Each clause needs one backing step among the cited passing ones, not every one.  A step
+    whose command is not known (``lint_claims_text`` without it) could back anything.
+    """
+    if seq not in checks:
+        return None
+    passing = [q for q in cited if steps.get(q) == 0]
+    for clause in mine:
+        wanted = _claimed_checks(clause)
+        if not wanted or any(q not in checks for q in passing):
+            continue
+        if any(checks[q].verdict == "check" and checks[q].kinds & wanted for q in passing):
+            continue
+        check = checks[seq]
+        clause = _display(clause)
+        noun, examples = _kind_words(wanted)
+        pronoun = "them" if noun == "tests" else "one"
+        if check.verdict == "unknown":
+            return ("cites_unrecognised_command", "warning",
+                    f"exited 0, but the linter cannot tell whether it runs {noun}: {check.reason}; \"{clause}\" "
+                    f"needs a cited step that runs {pronoun} ({examples} …): cite one, or check this step yourself")
+        if check.verdict == "check":
+            reason = f"{check.reason}, " + " and ".join(_KIND_WORDS[k][1] for k in _KIND_ORDER if k in check.kinds)
+        else:
+            reason = check.reason
+        return ("cites_non_check_step", "error",
+                f"exited 0 but runs no {noun}: {reason}; \"{clause}\" needs a cited step that runs {pronoun} "
+                f"({examples} …)")
+    return None
+
+
 def _judge_group(report: ClaimsReport, accepted: set[int], group: list[tuple[int, str, int]],
                  clauses: list[str], steps: dict[int, int], commands: dict[int, str], shown: str,
-                 log_path: str) -> None:
+                 log_path: str, checks: Mapping[int, StepCheck]) -> None:
     """Judge each marker of a group against the clause(s) it cites.
 
     When the group has as many markers as claim clauses, the n-th marker cites the n-th clause
     ("fail before the fix and pass after [seq:1][seq:2]"); otherwise every marker cites all the
     group's clauses.  A failing step is backed by a clause that describes an expected failure,
     unless the clauses also say something passes and no step of the group passed; a passing step
-    is not backed when the clauses say something fails and no step of the group failed.
+    is not backed when the clauses say something fails and no step of the group failed, nor when
+    they say a check passed and no passing step of the group ran one (:func:`_unbacked_check`).
     """
     numbered = [int(c) for _o, c, _l in group if c.isdigit()]
     paired = len(group) > 1 and len(numbered) == len(group) == len(clauses)
@@ -463,24 +582,39 @@ def _judge_group(report: ClaimsReport, accepted: set[int], group: list[tuple[int
                 f"[seq:{seq}] cites {what}, which exited 0, but the sentence says something fails; "
                 f"cite the step that failed"))
         else:
+            gap = _unbacked_check(seq, mine, cited, steps, checks) if steps[seq] == 0 else None
+            if gap is not None:
+                kind, severity, message = gap
+                finding = Finding(kind, severity, line, seq, shown, f"[seq:{seq}] cites {what}, which {message}")
+                if severity == "error":
+                    report.findings.append(finding)
+                    continue
+                report.warnings.append(finding)
             accepted.add(seq)
             report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
 
 
 def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_BODY.md",
-                     log_path: str = "session.jsonl", commands: dict[int, str] | None = None) -> ClaimsReport:
+                     log_path: str = "session.jsonl", commands: dict[int, str] | None = None,
+                     checks: Mapping[int, StepCheck] | None = None) -> ClaimsReport:
     """Lint a PR body's text against ``{seq: exit code}``.
 
     Args:
         body: the Markdown text.
         steps: exit code of every step in the log, by seq.
         body_path, log_path: names used in messages.
-        commands: ``{seq: cmd}`` for friendlier messages (optional).
+        commands: ``{seq: cmd}`` for messages, and to tell which steps run a check (optional;
+            without it, and without ``checks``, pass claims are not held to a runner).
+        checks: ``{seq: StepCheck}`` (:func:`replaybook.packet.runners.classify_step` of each log
+            line, which also reads its ``argv``, ``shell`` and ``pipefail``); by default each of
+            ``commands`` read as a shell line whose pipefail is not known.
 
     Returns:
         :class:`ClaimsReport`.
     """
     commands = commands or {}
+    if checks is None:
+        checks = {seq: classify_command(cmd) for seq, cmd in commands.items()}
     masked = mask_code(body)
     starts = _line_starts(body)
     report = ClaimsReport(body_path, log_path)
@@ -496,7 +630,7 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
                     "this sentence reads like a factual claim but cites no step; add [seq:N]"))
             continue
         for group, clauses in _marker_groups(masked, sent):
-            _judge_group(report, accepted, group, clauses, steps, commands, shown, log_path)
+            _judge_group(report, accepted, group, clauses, steps, commands, shown, log_path, checks)
     report.findings.sort(key=lambda f: f.line)  # stable: markers keep their order within a line
     report.accepted = sorted(accepted)
     return report
@@ -505,7 +639,8 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
 def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike) -> ClaimsReport:
     """Lint the PR body at ``body_path`` against the session log at ``log_path``.
 
-    The log only needs ``seq``, ``cmd`` and ``exit`` per line (seed-format logs work).
+    The log only needs ``seq``, ``cmd`` and ``exit`` per line (seed-format logs work); a line's
+    ``argv``, ``shell`` and ``pipefail``, when present, tell how its command ran (:func:`classify_step`).
 
     Raises:
         InputError: the body cannot be read.
@@ -518,6 +653,7 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike) -> Cl
         raise InputError(f"cannot read PR body: {exc.strerror or exc}", body_path) from exc
     log = read_log(log_path)
     report = lint_claims_text(body, {s.seq: s.exit for s in log.steps}, body_path=str(body_path),
-                              log_path=str(log_path), commands={s.seq: s.cmd for s in log.steps})
+                              log_path=str(log_path), commands={s.seq: s.cmd for s in log.steps},
+                              checks={s.seq: classify_step(s.raw) for s in log.steps})
     report.log_warnings = log.gap_warnings()
     return report
