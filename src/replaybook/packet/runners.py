@@ -278,7 +278,7 @@ RUNNERS: tuple[Runner, ...] = (
     Runner("cmake --build", ("cmake",), _k(BUILD), requires=_opts("--build")),
     Runner("bazel test", ("bazel", "bazelisk"), _k(TEST, BUILD), sub=("test", "coverage")),
     Runner("bazel build", ("bazel", "bazelisk"), _k(BUILD), sub=("build",)),
-    Runner("cc", ("gcc", "g++", "cc", "c++", "clang", "clang++", "javac", "kotlinc", "rustc", "zig"), _k(BUILD)),
+    Runner("gcc", ("gcc", "g++", "cc", "c++", "clang", "clang++", "javac", "kotlinc", "rustc", "zig"), _k(BUILD)),
     Runner("shellcheck", ("shellcheck", "hadolint", "actionlint", "yamllint", "markdownlint", "ktlint", "detekt",
                           "swiftlint", "clang-tidy", "cppcheck", "tflint"), _k(LINT)),
     Runner("sphinx-build", ("sphinx-build",), _k(BUILD)),
@@ -577,6 +577,14 @@ def _limit(args: list[str], limits: Mapping[str, tuple[frozenset[str], str]], ki
     return kinds, ""
 
 
+def _shown(entry: Runner | TaskRunner, prog: str) -> str:
+    """The entry's name as the command spelled it: ``yarn test`` for the ``npm test`` runner."""
+    first, _, rest = entry.name.partition(" ")
+    if len(entry.programs) == 1 or first == prog:
+        return entry.name
+    return f"{prog} {rest}".strip()
+
+
 def _runner(prog: str, args: list[str]) -> _Prog | None:
     for r in RUNNERS:
         if prog not in r.programs:
@@ -591,10 +599,11 @@ def _runner(prog: str, args: list[str]) -> _Prog | None:
             after = args
         if r.requires and not _has(args, r.requires):
             continue
-        kinds, why = _limit(after, r.limits, r.kinds, r.name)
+        name = _shown(r, prog)
+        kinds, why = _limit(after, r.limits, r.kinds, name)
         if not kinds:
-            return _Prog(r.name, "no_check", reason=why)
-        return _Prog(r.name, "check", kinds)
+            return _Prog(name, "no_check", reason=why)
+        return _Prog(name, "check", kinds)
     return None
 
 
@@ -637,12 +646,13 @@ def _task_runner(prog: str, args: list[str]) -> _Prog | None:
             i += 1
         if not t.task_options:
             tasks = positional
-        name = f"{t.name} {task_opt} {','.join(tasks)}" if task_opt else f"{t.name} {' '.join(tasks)}".strip()
-        kinds, why = _limit(args, t.limits, KINDS, t.name)
+        shown = _shown(t, prog)
+        name = f"{shown} {task_opt} {','.join(tasks)}" if task_opt else f"{shown} {' '.join(tasks)}".strip()
+        kinds, why = _limit(args, t.limits, KINDS, shown)
         if not kinds:
             return _Prog(name, "no_check", reason=why)
         if t.task_options and positional:
-            return _Prog(name, "unknown", reason=f"the linter does not know what `{t.name} {positional[0]}` runs")
+            return _Prog(name, "unknown", reason=f"the linter does not know what `{shown} {positional[0]}` runs")
         if not tasks:
             if t.default is None and t.bare:
                 return _Prog(name, "no_check", reason=f"`{name}` {t.bare}")
