@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from replaybook.packet.claims import FINDING_KINDS, WARNING_KINDS
 from replaybook.packet.log import LOG_FIELDS
 from replaybook.packet.normalize import BUILTIN_RULES, BUILTIN_VERSION
 
@@ -27,3 +28,11 @@ def test_the_ci_command_is_the_same_in_the_readme_and_sources_rec_sh_with_the_ch
     assert f"- run: {ci}" in text and ci in readme
     assert "source \"$(python3 -c" not in text
     assert 'source "$("${REPLAYBOOK_PYTHON:-python3}" -c \'import replaybook.packet as p; print(p.REC_SH)\')"' in text
+
+
+def test_docs_list_every_claims_finding_and_warning():
+    text = DOC.read_text()
+    for kind in FINDING_KINDS:
+        assert f"| `{kind}` | finding |" in text, kind
+    for kind in WARNING_KINDS:
+        assert f"| `{kind}` | warning |" in text, kind

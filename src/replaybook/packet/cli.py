@@ -170,8 +170,10 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
 def claims_cmd(body_path: str, log_path: str, fmt: str) -> None:
     """Check the [seq:N] markers of PR_BODY against SESSION_LOG; list unsupported claims.
 
-    Exit 1 when a marker cites a step that never ran or a failing step not described as an
-    expected failure; warnings (unsupported claims) never fail.
+    Exit 1 when a marker cites a step that never ran, a failing step not described as an
+    expected failure, or, for a claim that tests (a build, a lint, a type check) pass, only steps
+    that run no such check (`echo "1 passed"`, `true`, `cat old-output.txt`); warnings
+    (unsupported claims, commands the linter cannot read) never fail.
     """
     from .claims import lint_claims
 
