@@ -164,6 +164,18 @@ def test_a_pipe_shows_the_runner_passed_only_with_pipefail():
     assert classify_command("cat files.txt | xargs pytest").verdict == "check"
 
 
+@pytest.mark.parametrize("cmd,verdict", [
+    ("pytest -q 2>&1 | tee out.txt; exit ${PIPESTATUS[0]}", "check"),
+    ('pytest | tee out.txt; [ "${PIPESTATUS[0]}" -eq 0 ]', "check"),
+    ("pytest; exit $?", "check"),
+    ("pytest | tee out.txt; exit ${PIPESTATUS[1]}", "no_check"),  # tee's
+    ("pytest | tee out.txt; exit ${PIPESTATUS[7]}", "no_check"),  # no such part: the step's exit code is exit's
+    ("pytest || true; exit $?", "no_check"),
+])
+def test_a_status_passed_on_by_exit_or_test_decides(cmd: str, verdict: str):
+    assert classify_command(cmd, shell="bash", pipefail=False).verdict == verdict
+
+
 def test_classify_step_reads_pipefail_as_the_log_format_says():
     line = {"seq": 1, "cmd": "pytest | tee log", "exit": 0}
     assert classify_step({**line, "shell": "bash", "pipefail": True}).verdict == "check"

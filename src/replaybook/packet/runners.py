@@ -28,7 +28,8 @@ operators ``|``, ``&&``, ``||``, ``;``, ``&`` and newlines; each simple command 
 words with :mod:`shlex`.  What a line's exit code 0 proves follows bash: ``cd dir && pytest``
 proves pytest passed; ``pytest; echo done``, ``pytest || true`` and ``pytest &`` do not; in
 ``pytest | tee log`` only with ``pipefail`` (the log's ``pipefail`` field, or ``set -o pipefail``
-/ ``bash -o pipefail -c`` in the line) — without it the exit code is ``tee``'s.  A command that
+/ ``bash -o pipefail -c`` in the line, or a closing ``; exit ${PIPESTATUS[0]}``) — without it the
+exit code is ``tee``'s.  A command that
 cannot be parsed (an unclosed quote), a shell ``if``/``for``, a here-document or a program the
 registry does not know gives ``unknown``: the linter says it could not tell, and never raises.
 
@@ -992,6 +993,8 @@ class _Pipeline:
     parts: list[_Seen]
     names: list[str]
     shell: _Shell
+    words: list[list[str]] = field(default_factory=list)
+    status_of: int | None = None  # the part whose exit code a later `exit ${PIPESTATUS[k]}` passes on
 
 
 def _pipeline_seen(p: _Pipeline) -> tuple[list[_Prog], list[tuple[_Prog, str]]]:
@@ -1003,7 +1006,9 @@ def _pipeline_seen(p: _Pipeline) -> tuple[list[_Prog], list[tuple[_Prog, str]]]:
         why = ""
         if p.negated:
             why = "`!` inverts its exit code"
-        elif k < len(p.parts) - 1 and not p.shell.pipefail:
+        elif p.status_of is not None and k != p.status_of:
+            why = f"the step's exit code is `{p.names[p.status_of]}`'s (`${{PIPESTATUS[{p.status_of}]}}`)"
+        elif p.status_of is None and k < len(p.parts) - 1 and not p.shell.pipefail:
             why = (f"its exit code is lost in the pipe: the step's exit code is `{p.names[-1]}`'s"
                    + (f" ({p.shell.pipefail_note})" if p.shell.pipefail_note else ""))
         if why:
@@ -1051,12 +1056,13 @@ def _parse(line: str, sh: _Shell) -> list[tuple[list[tuple[str | None, _Pipeline
                 return seen
             name = _basename(words[0])
             if cur is None:
-                cur = _Pipeline(negated, [seen], [name], state)
+                cur = _Pipeline(negated, [seen], [name], state, [words])
                 andor.append((pending, cur))
                 pending = None
             else:
                 cur.parts.append(seen)
                 cur.names.append(name)
+                cur.words.append(words)
         elif text in ("|", "|&"):
             if cur is None:
                 return _Seen(problem=f"the command line cannot be parsed (`{text}` with no command before it)")
@@ -1079,6 +1085,7 @@ def _analyse(line: str, sh: _Shell) -> _Seen:
     lists = _parse(line, sh)
     if isinstance(lists, _Seen):
         return lists
+    _pass_on_status(lists)
     out = _Seen()
     last = lists[-1][0][-1][1].names[-1] if lists else ""
     for idx, (andor, sep) in enumerate(lists):
@@ -1102,6 +1109,37 @@ def _analyse(line: str, sh: _Shell) -> _Seen:
                 why = "its exit code does not decide the step's"
             out.hidden.extend((q, why) for q in proven)
     return out
+
+
+_STATUS = re.compile(r"\$\?|\$\{\?\}|\$\{PIPESTATUS\[(\d+)\]\}")
+
+
+def _pass_on_status(lists: list[tuple[list[tuple[str | None, _Pipeline]], str]]) -> None:
+    """``pytest | tee log; exit ${PIPESTATUS[0]}`` (or ``exit $?``, ``[ ${PIPESTATUS[0]} -eq 0 ]``,
+    ``test $? -eq 0``) passes the earlier command's exit code on as the step's: drop the last
+    list and let the one before it decide, through the pipe part it names."""
+    if len(lists) < 2 or lists[-2][1] not in (";", "\n"):
+        return
+    andor, _sep = lists[-1]
+    if len(andor) != 1 or len(andor[0][1].words) != 1 or andor[0][1].negated:
+        return
+    words = andor[0][1].words[0]
+    if words[:1] == ["exit"] and len(words) == 2:
+        ref = words[1]
+    elif (words[:1] in (["test"], ["["], ["[["]) and len(words) >= 4 and words[2] in ("-eq", "=", "==")
+          and words[3] == "0" and words[4:] in ([], ["]"], ["]]"])):
+        ref = words[1]
+    else:
+        return
+    m = _STATUS.fullmatch(ref)
+    if not m:
+        return
+    before = lists[-2][0][-1][1]
+    if m.group(1) is not None:
+        if int(m.group(1)) >= len(before.parts):
+            return
+        before.status_of = int(m.group(1))
+    lists.pop()
 
 
 def _set_builtin(args: list[str], sh: _Shell) -> _Shell:
