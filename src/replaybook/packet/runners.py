@@ -618,7 +618,7 @@ def _task_runner(prog: str, args: list[str]) -> _Prog | None:
             n = _match_sub(rest, t.sub)
             if not n:
                 continue
-            args = rest[n:]
+            args = rest[n:]  # this entry answers from here on: the loop ends with a return
         tasks: list[str] = []
         task_opt = ""
         excluded: list[str] = []
@@ -678,12 +678,13 @@ def _task_runner(prog: str, args: list[str]) -> _Prog | None:
 
 
 def _kinds_of_task(t: TaskRunner, task: str) -> frozenset[str]:
-    """A task's kinds: ``t.tasks`` by its name (a Gradle task path by its last part), else
-    :func:`task_kinds` of the whole name (``checkstyle:check``, ``test:unit``)."""
+    """A task's kinds: ``t.tasks`` by its name (a task path ``:app:build`` or goal
+    ``surefire:test`` by its last part), else :func:`task_kinds` of the whole name
+    (``spotless:check``, ``test:unit``)."""
     if task in t.tasks:
         return t.tasks[task]
     base = task.rsplit(":", 1)[-1]
-    if task.startswith(":") and base in t.tasks:
+    if base in t.tasks:
         return t.tasks[base]
     return task_kinds(task)
 
