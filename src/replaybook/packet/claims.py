@@ -56,7 +56,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Iterator, Mapping
 
 from ..errors import InputError
 from .log import printable, read_log
@@ -594,6 +594,33 @@ def _judge_group(report: ClaimsReport, accepted: set[int], group: list[tuple[int
             report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
 
 
+class _Lazy(Mapping[int, StepCheck]):
+    """``{seq: StepCheck}`` worked out when a marker first cites the step: reading a command
+    line takes a fraction of a millisecond, and a long log's uncited steps need none."""
+
+    def __init__(self, keys: Iterator[int], check: Callable[[int], StepCheck]) -> None:
+        self._keys = list(keys)
+        self._known = set(self._keys)
+        self._check = check
+        self._done: dict[int, StepCheck] = {}
+
+    def __getitem__(self, seq: int) -> StepCheck:
+        if seq not in self._known:
+            raise KeyError(seq)
+        if seq not in self._done:
+            self._done[seq] = self._check(seq)
+        return self._done[seq]
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._known
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
 def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_BODY.md",
                      log_path: str = "session.jsonl", commands: dict[int, str] | None = None,
                      checks: Mapping[int, StepCheck] | None = None) -> ClaimsReport:
@@ -614,7 +641,7 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
     """
     commands = commands or {}
     if checks is None:
-        checks = {seq: classify_command(cmd) for seq, cmd in commands.items()}
+        checks = _Lazy(iter(commands), lambda seq: classify_command(commands[seq]))
     masked = mask_code(body)
     starts = _line_starts(body)
     report = ClaimsReport(body_path, log_path)
@@ -652,8 +679,9 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike) -> Cl
     except OSError as exc:
         raise InputError(f"cannot read PR body: {exc.strerror or exc}", body_path) from exc
     log = read_log(log_path)
+    by_seq = log.by_seq()
     report = lint_claims_text(body, {s.seq: s.exit for s in log.steps}, body_path=str(body_path),
                               log_path=str(log_path), commands={s.seq: s.cmd for s in log.steps},
-                              checks={s.seq: classify_step(s.raw) for s in log.steps})
+                              checks=_Lazy(iter(by_seq), lambda seq: classify_step(by_seq[seq].raw)))
     report.log_warnings = log.gap_warnings()
     return report
