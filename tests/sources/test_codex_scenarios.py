@@ -1,0 +1,278 @@
+"""Codex CLI rollouts against the shapes the real clients write: one scenario per way a rollout
+can differ from the tidy case, each with the rows it must give.
+
+The rollouts are written here, modelled on codex-rs ``RolloutLine`` / ``ResponseItem`` /
+``EventMsg`` (``codex-rs/protocol/src/protocol.rs``, ``models.rs``; 0.39 – 0.150):
+``function_call.arguments`` is a JSON *string*; ``function_call_output.output`` a string, a
+list of content items, or (before 0.3x) ``{"content", "success"}``; MCP tools are
+``mcp__<server>__<tool>``, ``<server>__<tool>`` (before mid-2025) or, since 2026, a bare name
+with ``namespace: "mcp__<server>"``; a resumed thread goes on in ``rollout-<time>-<thread>_<segment>.jsonl``
+(0.150+).  ``../shared/real/codex`` shows the envelope (``tests/real/test_agents_real.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from replaybook._text import TEXT_LIMIT
+from replaybook.canonical import canonical_args
+from replaybook.frames import QUARANTINE, STEPS
+from replaybook.loading import load_frame
+from replaybook.sources.codex import load_codex
+from replaybook.sources.door import load_door
+
+SID = "019a0000-0000-7000-8000-0000000000aa"
+COLS = ["seq", "line_no", "kind", "line_type", "tool_raw", "server", "tool", "call_id", "args_key"]
+
+
+def env(ts, typ, payload) -> dict:
+    return {"timestamp": ts, "type": typ, "payload": payload}
+
+
+def meta(sid=SID, ts="2026-03-01T10:00:00.000Z", **extra) -> dict:
+    return env(ts, "session_meta", {"id": sid, "timestamp": ts, "cwd": "/w", "originator": "codex_cli_rs",
+                                    "cli_version": "0.63.0", "source": "cli", **extra})
+
+
+def fc(ts, name, arguments, call_id, **extra) -> dict:
+    return env(ts, "response_item", {"type": "function_call", "name": name, "arguments": arguments,
+                                     "call_id": call_id, **extra})
+
+
+def out(ts, call_id, output) -> dict:
+    return env(ts, "response_item", {"type": "function_call_output", "call_id": call_id, "output": output})
+
+
+def write(path: Path, lines: list, tail: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines) + tail,
+                    encoding="utf-8")
+    return path
+
+
+def rollout(tmp_path: Path, lines: list, tail: str = "", sid: str = SID) -> Path:
+    return write(tmp_path / f"rollout-2026-03-01T10-00-00-{sid}.jsonl", lines, tail)
+
+
+def rows(frame: pd.DataFrame, cols=COLS) -> list[list]:
+    return [[None if pd.isna(v) else v for v in r] for r in frame[cols].itertuples(index=False)]
+
+
+def door_key(tmp_path: Path, tool: str, arguments: dict) -> str:
+    """The ``args_key`` the door's own loader gives a call it logged with ``arguments``."""
+    p = tmp_path / "door" / "analyst" / "s.jsonl"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps({"ts": "2026-03-01T10:00:00.500Z", "seq": 1, "session": "s", "agent": "analyst",
+                             "tool": tool, "arguments": arguments, "decision": "allow", "rule": "r"}) + "\n")
+    return load_door(p).frame["args_key"].iloc[0]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_arguments_string_and_object_give_the_doors_key(tmp_path):
+    """The arguments string (keys unordered, spaces, 10.0, a decomposed é as a \\u escape) and an
+    arguments object (hostile or hand-edited rollouts) both canonicalise to the key the door
+    gives the arguments it received."""
+    args_text = '{ "limit": 10.0, "path": "demo/cafe\\u0301.csv" }'
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01.000Z", "mcp__door__read_object", args_text, "c1"),
+        fc("2026-03-01T10:00:02.000Z", "mcp__door__read_object", {"path": "demo/café.csv", "limit": 10}, "c2"),
+    ]))
+    key = door_key(tmp_path, "read_object", {"path": "demo/café.csv", "limit": 10})
+    assert key == '{"limit":10,"path":"demo/café.csv"}'
+    assert rows(res.frame) == [
+        [0, 1, "system", "session_meta", None, None, None, None, None],
+        [1, 2, "tool_call", "response_item/function_call", "mcp__door__read_object", "door", "read_object", "c1", key],
+        [2, 3, "tool_call", "response_item/function_call", "mcp__door__read_object", "door", "read_object", "c2", key],
+    ]
+    assert res.frame["arguments"].iloc[1] == {"limit": 10.0, "path": "demo/cafe\u0301.csv"}  # as sent
+    assert res.quarantine.empty and res.inputs[0]["notes"] == []
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_arguments_that_are_not_json_are_kept_as_text_not_quarantined(tmp_path):
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01.000Z", "mcp__door__read_object", '{"path": demo/a.csv', "c1"),
+        out("2026-03-01T10:00:01.100Z", "c1", "failed to parse function arguments: expected value at line 1"),
+    ]))
+    f = res.frame
+    assert rows(f) == [
+        [0, 1, "system", "session_meta", None, None, None, None, None],
+        [1, 2, "tool_call", "response_item/function_call", "mcp__door__read_object", "door", "read_object", "c1", None],
+        [2, 3, "tool_result", "response_item/function_call_output", "mcp__door__read_object", "door", "read_object",
+         "c1", None],
+    ]
+    call = f.iloc[1]
+    assert call["arguments"] is None and call["text"] == '{"path": demo/a.csv'
+    assert call["result_text"].startswith("failed to parse function arguments")
+    assert res.quarantine.empty
+    assert res.inputs[0]["notes"] == ["line 2: function_call arguments are not JSON (or nest too deep); kept as "
+                                      "text, args_key left NA: the call cannot agree by arguments"]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_an_output_written_before_its_call_still_pairs(tmp_path):
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        out("2026-03-01T10:00:02.000Z", "c1", "region,revenue\nEU,100\n"),
+        fc("2026-03-01T10:00:01.000Z", "mcp__door__read_object", '{"path":"a"}', "c1"),
+    ]))
+    f = res.frame
+    assert rows(f, ["seq", "line_no", "kind", "tool", "call_id", "args_key", "result_text"]) == [
+        [0, 1, "system", None, None, None, None],
+        [1, 2, "tool_result", "read_object", "c1", None, None],
+        [2, 3, "tool_call", "read_object", "c1", '{"path":"a"}', "region,revenue\nEU,100\n"],
+    ]
+    assert str(f.iloc[2]["result_ts"]) == "2026-03-01 10:00:02+00:00"
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_parallel_calls_pair_by_call_id_whatever_the_order_of_outputs(tmp_path):
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01.000Z", "mcp__door__list", '{"path":"a"}', "p1"),
+        fc("2026-03-01T10:00:01.001Z", "mcp__door__list", '{"path":"b"}', "p2"),
+        fc("2026-03-01T10:00:01.002Z", "shell", '{"command":["ls"]}', "p3"),
+        out("2026-03-01T10:00:01.500Z", "p3", [{"type": "input_text", "text": "x"}, {"type": "input_image",
+                                                                                   "image_url": "data:,"}]),
+        out("2026-03-01T10:00:01.600Z", "p2", "B"),
+        out("2026-03-01T10:00:01.700Z", "p1", {"content": "denied", "success": False}),  # pre-0.3x output
+    ]))
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert rows(calls, ["call_id", "tool", "server", "result_text", "is_error", "images"]) == [
+        ["p1", "list", "door", "denied", True, 0],
+        ["p2", "list", "door", "B", None, 0],
+        ["p3", "shell", None, "x", None, 1],
+    ]
+    assert [str(t) for t in calls["result_ts"]] == ["2026-03-01 10:00:01.700000+00:00",
+                                                    "2026-03-01 10:00:01.600000+00:00",
+                                                    "2026-03-01 10:00:01.500000+00:00"]
+    results = res.frame[res.frame["kind"] == "tool_result"]
+    assert results["call_id"].tolist() == ["p3", "p2", "p1"] and results["tool"].tolist() == ["shell", "list", "list"]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_cut_last_line_is_pending_and_the_rest_loads(tmp_path):
+    p = rollout(tmp_path, [meta(), fc("2026-03-01T10:00:01.000Z", "mcp__door__list", '{"path":"a"}', "c1")],
+                tail='{"timestamp":"2026-03-01T10:00:02.000Z","type":"response_item","payload":{"type":"func')
+    res = load_codex(p)
+    assert rows(res.frame, ["line_no", "kind", "call_id"]) == [[1, "system", None], [2, "tool_call", "c1"]]
+    assert res.quarantine[["line_no", "kind", "byte_offset"]].values.tolist() == [
+        [3, "pending", p.read_bytes().rindex(b"\n") + 1]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_huge_output_is_cut_and_its_size_kept(tmp_path):
+    big = "é" * 300_000                                   # 600,000 bytes of UTF-8
+    res = load_codex(rollout(tmp_path, [
+        meta(), fc("2026-03-01T10:00:01.000Z", "exec_command", '{"cmd":"cat big"}', "c1"),
+        out("2026-03-01T10:00:02.000Z", "c1", big)]))
+    f = res.frame
+    call, result = f.iloc[1], f.iloc[2]
+    expected = "é" * TEXT_LIMIT + f" …[+{300_000 - TEXT_LIMIT} chars]"
+    assert result["text"] == expected and result["text_bytes"] == 600_000
+    assert call["result_text"] == expected
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_records_of_unknown_types_are_kept_as_other(tmp_path):
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        env("2026-03-01T10:00:01Z", "rollout_reference", {"segment_id": "s"}),          # an envelope type
+        env("2026-03-01T10:00:02Z", "response_item", {"type": "agent_message", "author": "a", "recipient": "b",
+                                                      "content": []}),               # an item type
+        env("2026-03-01T10:00:03Z", "event_msg", {"type": "exec_command_end", "exit_code": 0}),  # an event
+        env("2026-03-01T10:00:04Z", "response_item", {"type": "ghost_snapshot", "ghost_commit": {}}),
+        {"type": "mystery", "x": 1},                                                 # no envelope at all
+    ]))
+    assert rows(res.frame, ["line_no", "kind", "line_type"]) == [
+        [1, "system", "session_meta"], [2, "other", "rollout_reference"],
+        [3, "other", "response_item/agent_message"], [4, "other", "event_msg/exec_command_end"],
+        [5, "other", "response_item/ghost_snapshot"], [6, "other", "mystery"]]
+    assert res.quarantine.empty
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_timestamps_with_offsets_missing_or_unreadable(tmp_path):
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T15:30:01.250+05:30", "mcp__door__list", "{}", "t1"),
+        fc("2026-03-01t10:00:02z", "mcp__door__list", "{}", "t2"),
+        {"type": "response_item", "payload": {"type": "function_call", "name": "mcp__door__list",
+                                              "arguments": "{}", "call_id": "t3"}},
+        fc("yesterday", "mcp__door__list", "{}", "t4"),
+    ]))
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert [str(t) for t in calls["ts"]] == ["2026-03-01 10:00:01.250000+00:00", "2026-03-01 10:00:02+00:00",
+                                             "NaT", "NaT"]
+    assert str(calls["ts"].dtype) == "datetime64[ns, UTC]"
+    assert any("line 5" in n and "yesterday" in n for n in res.inputs[0]["notes"])
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_sub_agent_rollout_skips_its_replayed_history(tmp_path):
+    parent = "019a0000-0000-7000-8000-0000000000b1"
+    child = "019a0000-0000-7000-8000-0000000000b2"
+    p_lines = [meta(parent), env("2026-03-01T10:00:00.005Z", "turn_context", {"model": "gpt-5"}),
+               fc("2026-03-01T10:00:01Z", "mcp__door__list", '{"path":"a"}', "pc1")]
+    source = {"subagent": {"thread_spawn": {"parent_thread_id": parent, "depth": 1, "agent_nickname": "Bernoulli"}}}
+    c_lines = [meta(child, "2026-03-01T10:00:05Z", source=source, forked_from_id=parent),
+               # the parent's history, replayed under the time of the spawn
+               env("2026-03-01T10:00:05.001Z", "session_meta", p_lines[0]["payload"]),
+               env("2026-03-01T10:00:05.002Z", "turn_context", {"model": "gpt-5"}),
+               fc("2026-03-01T10:00:05.003Z", "mcp__door__list", '{"path":"a"}', "pc1"),
+               fc("2026-03-01T10:00:06Z", "mcp__door__list", '{"path":"b"}', "cc1")]
+    write(tmp_path / f"rollout-2026-03-01T10-00-00-{parent}.jsonl", p_lines)
+    write(tmp_path / f"rollout-2026-03-01T10-00-05-{child}.jsonl", c_lines)
+    res = load_codex(tmp_path)
+    f = res.frame
+    assert [i["replayed"] for i in res.inputs] == [0, 3] and res.inputs[1]["parent"] == parent
+    sub = f[f["transcript_id"] == child]
+    assert rows(sub, ["line_no", "kind", "agent_id", "call_id"]) == [[1, "system", "Bernoulli", None],
+                                                                    [5, "tool_call", "Bernoulli", "cc1"]]
+    assert (f["call_id"] == "pc1").sum() == 1
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_every_generation_in_one_folder(tmp_path):
+    """A ``~/.codex/sessions`` tree holds rollouts of every client version the user ran."""
+    ts_doc = {"session": {"timestamp": "2025-04-20T10:00:00Z", "id": "bbbbbbbb-0000-4000-8000-000000000001",
+                          "instructions": ""},
+              "items": [{"type": "function_call", "id": "fc_1", "name": "shell", "arguments": '{"command":["ls"]}',
+                         "call_id": "t1"}]}
+    (tmp_path / "2025" / "04").mkdir(parents=True)
+    (tmp_path / "2025" / "04" / "rollout-2025-04-20-bbbbbbbb-0000-4000-8000-000000000001.json").write_text(
+        json.dumps(ts_doc, indent=2))
+    write(tmp_path / "2025" / "05" / "rollout-2025-05-20T10-00-00-aaaaaaaa-0000-4000-8000-000000000001.jsonl", [
+        {"id": "aaaaaaaa-0000-4000-8000-000000000001", "timestamp": "2025-05-20T10:00:00Z", "instructions": ""},
+        {"type": "function_call", "id": "fc_2", "name": "door__list", "arguments": '{"path":"a"}', "call_id": "l1"},
+        {"record_type": "state"}])
+    rollout(tmp_path / "2026" / "03", [meta(), fc("2026-03-01T10:00:01Z", "mcp__door__list", '{"path":"a"}', "e1")])
+    load = load_frame([tmp_path], "steps")
+    res = load.result
+    assert [(Path(i["path"]).name[:18], i["format"], i["generation"]) for i in res.inputs] == [
+        ("rollout-2025-04-20", "codex", "typescript-json"), ("rollout-2025-05-20", "codex", "legacy-jsonl"),
+        ("rollout-2026-03-01", "codex", "envelope-jsonl")]
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert rows(calls, ["call_id", "server", "tool", "args_key"]) == [
+        ["t1", None, "shell", '{"command":["ls"]}'], ["l1", "door", "list", '{"path":"a"}'],
+        ["e1", "door", "list", '{"path":"a"}']]
+    assert calls["transcript_id"].nunique() == 3
+    STEPS.validate(res.frame)
+
+
