@@ -187,6 +187,26 @@ def test_a_huge_output_is_cut_and_its_size_kept(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 
+def test_lone_surrogates_are_replaced_everywhere(tmp_path):
+    # the arguments string holds a \udc80 escape; so do the output and the user's message
+    lines = [json.dumps(meta()),
+             '{"timestamp":"2026-03-01T10:00:01Z","type":"event_msg","payload":{"type":"user_message",'
+             '"message":"read \\udc80 now"}}',
+             '{"timestamp":"2026-03-01T10:00:02Z","type":"response_item","payload":{"type":"function_call",'
+             '"name":"mcp__door__read_object","arguments":"{\\"path\\":\\"a\\\\udc80b\\"}","call_id":"c1"}}',
+             '{"timestamp":"2026-03-01T10:00:03Z","type":"response_item","payload":{"type":'
+             '"function_call_output","call_id":"c1","output":"bad \\ud800 byte"}}']
+    res = load_codex(rollout(tmp_path, lines))
+    f = res.frame
+    assert f.iloc[1]["text"] == "read \ufffd now"
+    assert f.iloc[2]["args_key"] == '{"path":"a\ufffdb"}'
+    assert f.iloc[2]["result_text"] == "bad \ufffd byte"
+    f.to_json(date_format="iso")                         # every cell encodes as UTF-8
+    assert res.quarantine.empty
+
+
+# ---------------------------------------------------------------------------------------------
+
 def test_records_of_unknown_types_are_kept_as_other(tmp_path):
     res = load_codex(rollout(tmp_path, [
         meta(),

@@ -179,3 +179,17 @@ def test_sniff_and_errors(tmp_path):
     res = load_otel(bad)
     assert res.frame.empty and res.quarantine.iloc[0]["line_no"] == 4
     assert res.quarantine.iloc[0]["error"].startswith("OTLP JSON document is not valid JSON")
+
+
+def test_a_surrogate_escape_inside_the_arguments_text_is_replaced(tmp_path):
+    """``gen_ai.tool.call.arguments`` is JSON text; a ``\\udc80`` escape in it parsed to a lone
+    surrogate in the ``arguments`` cell, and writing the frame (``replaybook load steps --format
+    jsonl``) stopped with an internal error."""
+    span = ('{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"execute_tool x",'
+            '"startTimeUnixNano":"1759320000000000000","endTimeUnixNano":"1759320001000000000","attributes":['
+            '{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},'
+            '{"key":"gen_ai.tool.call.arguments","value":{"stringValue":"{\\"p\\":\\"a\\\\udc80b\\"}"}}]}')
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span + "]}]}]}\n")
+    row = load_otel(p).frame.iloc[0]
+    assert row["arguments"] == {"p": "a\ufffdb"} and row["args_key"] == '{"p":"a\ufffdb"}'

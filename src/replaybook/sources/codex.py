@@ -653,10 +653,12 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
             if isinstance(raw_args, str):
                 try:
                     args = _json.loads(raw_args) if raw_args.strip() else {}
+                    if "\\ud" in raw_args or "\\uD" in raw_args:  # a \ud800 escape in the text: no lone
+                        args = deep_safe(args)                   # surrogate in the frame's cells
                     key = canonical_args(args)
                 except (orjson.JSONDecodeError, TypeError, RecursionError):
                     try:
-                        args = _json.loads_lenient(raw_args)
+                        args = deep_safe(_json.loads_lenient(raw_args))
                         key = canonical_args(args)
                     except (json.JSONDecodeError, RecursionError, TypeError, ValueError):
                         args, key = None, None

@@ -404,6 +404,8 @@ def _parse_args(v: Any) -> tuple[Any, str | None, str | None]:
                 obj = _json.loads_lenient(v)
             except (json.JSONDecodeError, RecursionError):
                 return None, None, v
+        if "\\ud" in v or "\\uD" in v:  # a \ud800 escape in the text: no lone surrogate in the cells
+            obj = deep_safe(obj)
         return obj, canonical_args(obj), None
     return None, None, str(v)
 
