@@ -226,6 +226,33 @@ def test_records_of_unknown_types_are_kept_as_other(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 
+def test_mcp_names_of_every_generation(tmp_path):
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01Z", "door__read_object", "{}", "n1"),                  # before mid-2025
+        fc("2026-03-01T10:00:02Z", "mcp__door__read_object", "{}", "n2"),             # 0.3x – 0.1xx
+        fc("2026-03-01T10:00:03Z", "read_object", "{}", "n3", namespace="mcp__door"),  # 2026
+        fc("2026-03-01T10:00:04Z", "read_object", "{}", "n4", namespace="mcp__door__"),
+        fc("2026-03-01T10:00:05Z", "export__csv", "{}", "n5", namespace="mcp__door"),  # a tool name with __
+        # a name Codex sanitised and hashed: its MCP events say what it was
+        fc("2026-03-01T10:00:06Z", "mcp__my_srv__read_object_1a2b3c4d5e6f", "{}", "n6"),
+        env("2026-03-01T10:00:06.001Z", "event_msg", {"type": "mcp_tool_call_begin", "call_id": "n6",
+                                                      "invocation": {"server": "my.srv", "tool": "read.object",
+                                                                     "arguments": {}}}),
+    ]))
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert rows(calls, ["call_id", "tool_raw", "server", "tool"]) == [
+        ["n1", "door__read_object", "door", "read_object"],
+        ["n2", "mcp__door__read_object", "door", "read_object"],
+        ["n3", "mcp__door__read_object", "door", "read_object"],
+        ["n4", "mcp__door__read_object", "door", "read_object"],
+        ["n5", "mcp__door__export__csv", "door", "export__csv"],
+        ["n6", "mcp__my_srv__read_object_1a2b3c4d5e6f", "my.srv", "read.object"],
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+
 def test_timestamps_with_offsets_missing_or_unreadable(tmp_path):
     res = load_codex(rollout(tmp_path, [
         meta(),

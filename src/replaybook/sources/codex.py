@@ -61,9 +61,12 @@ other           everything else: ``role: user`` items of files that have ``user_
   and ``args_key`` NA, puts the raw text in ``text`` and adds a note (``inputs[i]["notes"]``); the
   line is not quarantined.  ``custom_tool_call.input`` is free text (``apply_patch``): ``arguments``
   None, ``args_key`` NA, ``text`` the input.
-* **MCP names**: ``mcp__<server>__<tool>`` and the legacy ``<server>__<tool>`` are split at the
-  first ``__`` (:func:`split_codex_name`); the ``invocation`` of an MCP event is authoritative and
-  overrides the split for the same ``call_id``.
+* **MCP names**: ``mcp__<server>__<tool>`` (codex-rs ``MCP_TOOL_NAME_DELIMITER``) and the legacy
+  ``<server>__<tool>`` are split at the first ``__``; a ``namespace`` field (codex-rs 2026:
+  ``{"namespace": "mcp__<server>", "name": "<tool>"}``) names the server and leaves the tool's
+  own name whole, ``__`` and all (:func:`split_codex_name`; ``tool_raw`` is then
+  ``<namespace>__<name>``).  The ``invocation`` of an MCP event is authoritative and overrides the
+  split for the same ``call_id`` (Codex sanitises and may hash the names the model sees).
 * **Pairing**: results and MCP end events are paired with calls by ``call_id`` across every file
   of the load (first result wins): the call row gets ``result_ts``, ``is_error`` (``Err``,
   ``isError``, or a legacy ``{"content", "success": false}`` output; NA when the rollout does not
@@ -163,28 +166,53 @@ def split_codex_name(name: Any, namespace: Any = None) -> tuple[str | None, Any]
 
     * ``mcp__<server>__<tool>`` → ``(server, tool)`` (split at the first ``__`` after ``mcp__``);
     * legacy ``<server>__<tool>`` → ``(server, tool)`` (Codex built-in tool names hold no ``__``);
-    * a ``namespace`` such as ``"mcp__files__"`` with a bare ``name`` → ``("files", name)``;
+    * a ``namespace`` (``function_call.namespace``, codex-rs 2026: ``"mcp__files"``, older
+      ``"mcp__files__"``) with the tool's own name → ``("files", name)``: the name is the MCP
+      tool's whole name, ``__`` and all (``a__b`` stays ``a__b``); a name that already starts
+      with the namespace is split after it;
     * anything else (``shell``, ``exec_command``, ``apply_patch``) → ``(None, name)``.
 
     >>> split_codex_name("mcp__door__read_object")
     ('door', 'read_object')
     >>> split_codex_name("door__read_object")
     ('door', 'read_object')
+    >>> split_codex_name("a__b", "mcp__door")
+    ('door', 'a__b')
     >>> split_codex_name("exec_command")
     (None, 'exec_command')
     """
     if not isinstance(name, str):
         return None, name
-    if isinstance(namespace, str) and namespace and "__" not in name:
-        ns = namespace[5:] if namespace.startswith("mcp__") else namespace
-        ns = ns.strip("_")
-        if ns:
-            return ns, name
+    ns = _namespace(namespace)
+    if ns is not None:
+        server = ns[5:] if ns.startswith("mcp__") else ns
+        server = server.strip("_")
+        tool = name[len(ns) + 2:] if name.startswith(ns + "__") and len(name) > len(ns) + 2 else name
+        if server:
+            return server, tool
     rest = name[5:] if name.startswith("mcp__") else name
     server, sep, tool = rest.partition("__")
     if sep and server and tool:
         return server, tool
     return None, name
+
+
+def _namespace(namespace: Any) -> str | None:
+    """A ``namespace`` value without its trailing underscores (``"mcp__files__"`` → ``"mcp__files"``),
+    or None when there is none."""
+    if isinstance(namespace, str):
+        ns = namespace.rstrip("_")
+        return ns or None
+    return None
+
+
+def _qualified(name: str | None, namespace: Any) -> str | None:
+    """The tool name as one string (``tool_raw``): ``<namespace>__<name>`` when the call gives its
+    namespace apart, else the name as written."""
+    ns = _namespace(namespace)
+    if ns is None or name is None or name.startswith(ns + "__"):
+        return name
+    return f"{ns}__{name}"
 
 
 # --------------------------------------------------------------------------- sniffing
@@ -684,11 +712,14 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
             if name is None:
                 notes.append(f"line {r.line_no}: function_call has no name (tool left NA)")
             server, tool = split_codex_name(name, it.get("namespace"))
-            tool_raw = name if not (isinstance(it.get("namespace"), str) and name and "__" not in name) \
-                else f"{it['namespace'].rstrip('_')}__{name}"
+            tool_raw = _qualified(name, it.get("namespace"))
         elif t == "custom_tool_call":
             name = str_or_none(it.get("name"))
-            server, tool, tool_raw = None, name, name
+            if _namespace(it.get("namespace")) is not None:
+                server, tool = split_codex_name(name, it.get("namespace"))
+            else:
+                server, tool = None, name
+            tool_raw = _qualified(name, it.get("namespace"))
             text = it.get("input") if isinstance(it.get("input"), str) else None
         elif t == "local_shell_call":
             server, tool, tool_raw = None, "local_shell", "local_shell"
