@@ -162,6 +162,32 @@ def test_parallel_calls_pair_by_call_id_whatever_the_order_of_outputs(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 
+def test_a_line_written_twice_counts_once_and_a_reused_call_id_is_a_conflict(tmp_path):
+    """A duplicated last line had given two tool_call rows for one call: the join then needed two
+    door calls and showed the second as a door-bound call the door never saw."""
+    call = fc("2026-03-01T10:00:01.000Z", "mcp__door__read_object", '{"path":"a"}', "c1")
+    restamped = fc("2026-03-01T11:00:00.000Z", "mcp__door__read_object", '{"path":"a"}', "c1")
+    other = fc("2026-03-01T11:00:01.000Z", "mcp__door__read_object", '{"path":"secrets"}', "c1")
+    result = out("2026-03-01T10:00:01.500Z", "c1", "A")
+    p = rollout(tmp_path, [meta(), call, result, result, restamped, other, call])
+    res = load_codex(p)
+    f = res.frame
+    assert rows(f, ["seq", "line_no", "kind", "call_id", "args_key", "result_text"]) == [
+        [0, 1, "system", None, None, None],
+        [1, 2, "tool_call", "c1", '{"path":"a"}', "A"],
+        [2, 3, "tool_result", "c1", None, None],
+    ]
+    assert res.inputs[0]["duplicates"] == 3          # line 4 (the result again), 5 (re-stamped), 7 (copied)
+    q = res.quarantine
+    QUARANTINE.validate(q)
+    assert q[["line_no", "kind", "loader"]].values.tolist() == [[6, "conflict", "codex"]]
+    assert q.iloc[0]["byte_offset"] == sum(len(x) for x in p.read_bytes().split(b"\n")[:5]) + 5
+    assert q.iloc[0]["error"] == ("repeats the call_id 'c1' of line 2 with different content (arguments "
+                                  "differs); the first is kept, this one set aside")
+
+
+# ---------------------------------------------------------------------------------------------
+
 def test_a_cut_last_line_is_pending_and_the_rest_loads(tmp_path):
     p = rollout(tmp_path, [meta(), fc("2026-03-01T10:00:01.000Z", "mcp__door__list", '{"path":"a"}', "c1")],
                 tail='{"timestamp":"2026-03-01T10:00:02.000Z","type":"response_item","payload":{"type":"func')
@@ -323,3 +349,16 @@ def test_every_generation_in_one_folder(tmp_path):
     STEPS.validate(res.frame)
 
 
+@pytest.mark.parametrize("generation", ["legacy", "typescript"])
+def test_a_reused_call_id_in_older_generations(tmp_path, generation):
+    """The same rule in the generations without timestamps: the copy of an item counts once."""
+    item = {"type": "function_call", "id": "fc_1", "name": "door__list", "arguments": '{"path":"a"}', "call_id": "c1"}
+    if generation == "legacy":
+        p = write(tmp_path / "rollout-2025-05-20T10-00-00-aaaaaaaa-0000-4000-8000-000000000001.jsonl",
+                  [{"id": "aaaaaaaa-0000-4000-8000-000000000001", "timestamp": "2025-05-20T10:00:00Z"}, item, item])
+    else:
+        p = tmp_path / "rollout-2025-04-20-bbbbbbbb-0000-4000-8000-000000000001.json"
+        p.write_text(json.dumps({"session": {"id": "b", "timestamp": "2025-04-20T10:00:00Z"}, "items": [item, item]}))
+    res = load_codex(p)
+    assert (res.frame["kind"] == "tool_call").sum() == 1 and res.inputs[0]["duplicates"] == 1
+    assert canonical_args({"path": "a"}) == res.frame.loc[res.frame["kind"] == "tool_call", "args_key"].iloc[0]

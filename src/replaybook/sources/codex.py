@@ -87,6 +87,13 @@ other           everything else: ``role: user`` items of files that have ``user_
 
   Replayed lines become no rows; ``inputs[i]["replayed"]`` counts them and
   ``inputs[i]["parent"]`` names the parent session.
+* **Lines written twice count once.**  An envelope line identical to an earlier one of the load
+  (timestamp, type and payload: a duplicated last line, a history re-appended as it was) gives
+  no row; nor does a tool call whose ``call_id`` already has a tool_call row with the same item
+  (a history re-appended under new timestamps), nor the same output for the same ``call_id``
+  again.  ``inputs[i]["duplicates"]`` counts them.  A tool call that repeats a ``call_id`` with
+  *other* content is not a copy: it goes to the quarantine as ``conflict`` (with the place of
+  the first, which is kept), since which of the two ran is exactly what an investigator asks.
 
 Timestamps (``ts``, ``result_ts``) are tz-aware UTC; NaT where a line has none (generations 1–2).
 Lines that are not JSON, not JSON objects, or whose ``payload`` is not an object go to the
@@ -293,6 +300,9 @@ class _Rec:
     ts: str | None
     rtype: str | None         # envelope type, or "response_item" for bare items
     payload: Any              # envelope payload / the item itself
+    offset: int | None = None  # byte offset of the line (JSONL generations)
+    raw: bytes | None = None   # the line's first bytes (JSONL generations), for a quarantine row
+    kb: Any = 0               # cached _key_b (0: not computed yet)
 
 
 @dataclass
@@ -397,7 +407,7 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
                                              f"{rtype} payload is not an object ({type(payload).__name__})"))
             continue
         gens.add("envelope" if kind == "envelope" else ("legacy" if kind != "unknown" else "unknown"))
-        rec = _Rec(line.line_no, kind, o, ts, rtype, payload)
+        rec = _Rec(line.line_no, kind, o, ts, rtype, payload, line.offset, line.raw[:400])
         if (kind == "envelope" and rtype == "session_meta") or kind == "legacy_meta":
             meta = payload if kind == "envelope" else o
             if f.meta_idx is None:
@@ -450,11 +460,15 @@ def _key_a(r: _Rec) -> bytes:
 
 
 def _key_b(r: _Rec) -> bytes | None:
+    if r.kb != 0:
+        return r.kb
     if r.kind == "envelope":
-        return _canon_key([r.ts, r.rtype, r.payload])
-    if r.kind in ("legacy_item", "ts_item") and str_or_none(r.obj.get("id")):
-        return _canon_key(r.obj)
-    return None
+        r.kb = _canon_key([r.ts, r.rtype, r.payload])
+    elif r.kind in ("legacy_item", "ts_item") and str_or_none(r.obj.get("id")):
+        r.kb = _canon_key(r.obj)
+    else:
+        r.kb = None
+    return r.kb
 
 
 def _mark_replay(files: list[_File]) -> None:
@@ -585,6 +599,10 @@ class _Load:
         self.results: list[int] = []             # tool_result row indexes
         self.mcp_info: dict[str, list[int]] = {}  # call_id → indexes of MCP event rows
         self.seq: dict[str, int] = {}
+        self.lines_seen: set[bytes] = set()       # (timestamp, type, payload) of envelope lines with a row
+        self.call_seen: dict[str, tuple[bytes, Any, str, int | None]] = {}  # call_id → (key, item, file, line)
+        self.results_seen: set[bytes] = set()     # call_id + output of result items with a row
+        self.quarantine: list[dict] = []
 
     def add(self, row: dict, ts: str | None) -> int:
         tid = row["transcript_id"]
@@ -599,6 +617,7 @@ class _Load:
 def _build_file(st: _Load, f: _File, fc_ids: set[str], begin_ids: set[str]) -> None:
     spath = str(f.path)
     notes: list[str] = f.info["notes"]
+    f.info.setdefault("duplicates", 0)
     user_events = any(r.rtype == "event_msg" and isinstance(r.payload, dict)
                       and r.payload.get("type") == "user_message"
                       for i, r in enumerate(f.recs) if i not in f.skip_set)
@@ -607,6 +626,12 @@ def _build_file(st: _Load, f: _File, fc_ids: set[str], begin_ids: set[str]) -> N
     for idx, r in enumerate(f.recs):
         if idx in f.skip_set:
             continue
+        if r.kind == "envelope":
+            k = _key_b(r)
+            if k in st.lines_seen:  # the same line written again: counted once
+                f.info["duplicates"] += 1
+                continue
+            st.lines_seen.add(k)
         base = {
             "transcript_id": f.session_id,
             "client": CLIENT,
@@ -637,18 +662,47 @@ def _build_file(st: _Load, f: _File, fc_ids: set[str], begin_ids: set[str]) -> N
             st.add({**base, "kind": "summary", "line_type": "compacted", "text": text, "text_bytes": nb}, r.ts)
             continue
         if r.rtype == "event_msg":
-            pending_request = _event(st, base, r, p, fc_ids, begin_ids, pending_request)
+            pending_request = _event(st, f, base, r, p, fc_ids, begin_ids, pending_request)
             continue
         if r.rtype == "response_item" and r.kind in ("envelope", "legacy_item", "ts_item", "unknown"):
             it = p if r.kind == "envelope" else r.obj
             lt_prefix = "response_item/" if r.kind == "envelope" else ""
-            pending_request = _item(st, base, r, it, lt_prefix, model, user_events, notes, pending_request)
+            pending_request = _item(st, f, base, r, it, lt_prefix, model, user_events, notes, pending_request)
             continue
         lt = r.rtype if r.rtype else (str_or_none(r.obj.get("type")) if isinstance(r.obj, dict) else None)
         st.add({**base, "kind": "other", "line_type": lt}, r.ts)
 
 
-def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str | None,
+def _repeat(st: _Load, f: _File, r: _Rec, call_id: str | None, item: Any) -> bool:
+    """True when the tool call ``item`` (line ``r`` of ``f``) repeats a ``call_id`` that already
+    has a tool_call row: the same content again (a line written twice, a resumed session that
+    re-appended its history with new timestamps) is counted once in ``duplicates``; other
+    content under that id is a ``conflict`` quarantine row (the first is kept)."""
+    if call_id is None:
+        return False
+    key = _canon_key(item)
+    first = st.call_seen.get(call_id)
+    if first is None:
+        st.call_seen[call_id] = (key, item, str(f.path), r.line_no)
+        return False
+    if first[0] == key:
+        f.info["duplicates"] += 1
+        return True
+    a, b = first[1], item
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(k for k in a.keys() | b.keys() if k not in a or k not in b or a[k] != b[k])
+        what = ", ".join(map(str, keys[:6])) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+        what += " differs" if len(keys) == 1 else " differ"
+    else:
+        what = "the item itself differs"
+    where = f"line {first[3]}" if first[2] == str(f.path) else f"{first[2]}:{first[3]}"
+    st.quarantine.append(quarantine_row(
+        f.path, None, LOADER, f"repeats the call_id {call_id!r} of {where} with different content ({what}); "
+        "the first is kept, this one set aside", kind="conflict", line_no=r.line_no, offset=r.offset, raw=r.raw))
+    return True
+
+
+def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str | None,
           user_events: bool, notes: list[str], pending_request: int | None) -> int | None:
     t = it.get("type")
     t = t if isinstance(t, str) else None
@@ -672,6 +726,8 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
         return pending_request
     if t in _CALL_TYPES:
         call_id = str_or_none(it.get("call_id")) or (item_id if t in ("web_search_call",) else None)
+        if _repeat(st, f, r, call_id, it):
+            return pending_request
         args: Any = None
         key: str | None = None
         text = None
@@ -741,6 +797,13 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
             st.calls[call_id] = i
         return pending_request
     if t in _RESULT_TYPES:
+        cid = str_or_none(it.get("call_id"))
+        if cid is not None:
+            rkey = _canon_key([cid, t, it.get("output"), it.get("tools")])
+            if rkey in st.results_seen:  # the same output for the same call again: counted once
+                f.info["duplicates"] += 1
+                return pending_request
+            st.results_seen.add(rkey)
         if t == "tool_search_output":
             text = _json.dumps(it.get("tools")).decode() if it.get("tools") is not None else None
             images, is_err = 0, None
@@ -761,7 +824,7 @@ def _item(st: _Load, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str |
     return pending_request
 
 
-def _event(st: _Load, base: dict, r: _Rec, p: dict, fc_ids: set[str], begin_ids: set[str],
+def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[str], begin_ids: set[str],
            pending_request: int | None) -> int | None:
     et = str_or_none(p.get("type"))
     lt = f"event_msg/{et}" if et else "event_msg"
@@ -802,6 +865,8 @@ def _event(st: _Load, base: dict, r: _Rec, p: dict, fc_ids: set[str], begin_ids:
         if et == "mcp_tool_call_begin":
             if has_fc:
                 i = st.add({**base, "kind": "other"}, r.ts)
+            elif _repeat(st, f, r, call_id, {"type": et, "invocation": p.get("invocation")}):
+                return pending_request
             else:
                 i = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key}, r.ts)
                 if call_id is not None and call_id not in st.calls:
@@ -814,6 +879,8 @@ def _event(st: _Load, base: dict, r: _Rec, p: dict, fc_ids: set[str], begin_ids:
                 i = st.add({**base, "kind": kind, "is_error": is_err, "text": text, "text_bytes": nb}, r.ts)
                 if kind == "tool_result":
                     st.results.append(i)
+            elif _repeat(st, f, r, call_id, {"type": et, **p}):
+                return pending_request
             else:  # no function_call and no begin: the end line is the only record of the call
                 dur = _duration_s(p.get("duration"))
                 i = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key,
@@ -895,10 +962,11 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         :class:`~replaybook.frames.LoadResult`: ``frame`` with exactly the
         :data:`~replaybook.frames.STEPS` columns (file order; ``seq`` 0-based per transcript;
         ``ts``/``result_ts`` tz-aware UTC, NaT where absent), ``quarantine`` (``invalid`` /
-        ``pending`` lines), and ``inputs`` with one dict per file: ``path``, ``sha256``, ``bytes``,
-        ``lines``, ``format``, ``generation`` (``envelope-jsonl``, ``legacy-jsonl``,
+        ``pending`` lines, ``conflict`` tool calls), and ``inputs`` with one dict per file:
+        ``path``, ``sha256``, ``bytes``, ``lines``, ``format``, ``generation`` (``envelope-jsonl``, ``legacy-jsonl``,
         ``typescript-json`` …), ``replayed`` (lines skipped as a parent's replayed history),
-        ``parent`` (when declared) and ``notes``.
+        ``duplicates`` (lines and tool calls written twice, counted once), ``parent`` (when
+        declared) and ``notes``.
 
     Raises:
         InputError: a path does not exist, or a file cannot be read (permission, corrupt gzip).
@@ -920,6 +988,7 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     st = _Load()
     for f in files:
         _build_file(st, f, fc_ids, begin_ids)
+    quarantine.extend(st.quarantine)
     _pair(st)
     frame = STEPS.build(st.rows)
     inputs = [f.info for f in files]
