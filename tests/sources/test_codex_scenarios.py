@@ -322,6 +322,52 @@ def test_a_sub_agent_rollout_skips_its_replayed_history(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 
+def test_paginated_segments_are_one_transcript(tmp_path):
+    """codex 0.150+ goes on with a resumed thread in ``rollout-<time>-<thread>_<segment>.jsonl``;
+    a segment whose meta line is lost was named after the segment, a transcript of its own."""
+    thread = "019a0000-0000-7000-8000-0000000000c1"
+    seg1 = "019a0000-0000-7000-8000-0000000000c2"
+    seg2 = "019a0000-0000-7000-8000-0000000000c3"
+    write(tmp_path / f"rollout-2026-03-01T10-00-00-{thread}.jsonl",
+          [meta(thread), fc("2026-03-01T10:00:01Z", "mcp__door__list", '{"path":"a"}', "s1")])
+    write(tmp_path / f"rollout-2026-03-01T11-00-00-{thread}_{seg1}.jsonl",
+          [meta(thread, "2026-03-01T11:00:00Z", history_base={"thread_id": thread}),
+           fc("2026-03-01T11:00:01Z", "mcp__door__list", '{"path":"b"}', "s2")])
+    write(tmp_path / f"rollout-2026-03-01T12-00-00-{thread}_{seg2}.jsonl",
+          ['{"timestamp":"2026-03-01T12:00:00Z","type":"session_meta","payload":',       # meta line damaged
+           fc("2026-03-01T12:00:01Z", "mcp__door__list", '{"path":"c"}', "s3")])
+    res = load_codex(tmp_path)
+    f = res.frame
+    assert f["transcript_id"].eq(thread).all()
+    assert rows(f, ["seq", "kind", "call_id"]) == [[0, "system", None], [1, "tool_call", "s1"], [2, "system", None],
+                                                  [3, "tool_call", "s2"], [4, "tool_call", "s3"]]
+    assert res.quarantine[["line_no", "kind"]].values.tolist() == [[1, "invalid"]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_fork_of_a_paginated_thread_skips_history_from_every_segment(tmp_path):
+    """A fork replays its parent's whole history; the parent's history was looked up in its
+    first file only, so lines replayed from a later segment gave rows a second time."""
+    thread = "019a0000-0000-7000-8000-0000000000d1"
+    seg = "019a0000-0000-7000-8000-0000000000d2"
+    fork = "019a0000-0000-7000-8000-0000000000d3"
+    a = fc("2026-03-01T10:00:01Z", "mcp__door__list", '{"path":"a"}', "f1")
+    b = fc("2026-03-01T11:00:01Z", "mcp__door__list", '{"path":"b"}', "f2")
+    write(tmp_path / f"rollout-2026-03-01T10-00-00-{thread}.jsonl", [meta(thread), a])
+    write(tmp_path / f"rollout-2026-03-01T11-00-00-{thread}_{seg}.jsonl", [meta(thread, "2026-03-01T11:00:00Z"), b])
+    replay = [{**x, "timestamp": "2026-03-01T12:00:00.001Z"} for x in (a, b)]
+    write(tmp_path / f"rollout-2026-03-01T12-00-00-{fork}.jsonl",
+          [meta(fork, "2026-03-01T12:00:00Z", forked_from_id=thread), *replay,
+           fc("2026-03-01T12:00:01Z", "mcp__door__list", '{"path":"c"}', "f3")])
+    res = load_codex(tmp_path)
+    assert [i["replayed"] for i in res.inputs] == [0, 0, 2]
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert rows(calls, ["transcript_id", "call_id"]) == [[thread, "f1"], [thread, "f2"], [fork, "f3"]]
+
+
+# ---------------------------------------------------------------------------------------------
+
 def test_every_generation_in_one_folder(tmp_path):
     """A ``~/.codex/sessions`` tree holds rollouts of every client version the user ran."""
     ts_doc = {"session": {"timestamp": "2025-04-20T10:00:00Z", "id": "bbbbbbbb-0000-4000-8000-000000000001",

@@ -86,7 +86,13 @@ other           everything else: ``role: user`` items of files that have ``user_
      when they sit before the last matching line).
 
   Replayed lines become no rows; ``inputs[i]["replayed"]`` counts them and
-  ``inputs[i]["parent"]`` names the parent session.
+  ``inputs[i]["parent"]`` names the parent session.  A parent whose rollout is split in
+  paginated segments (below) is read as all its segments in load order.
+* **Paginated segments** (codex 0.150+): a resumed thread goes on in a new file
+  ``rollout-<time>-<thread>_<segment>.jsonl`` whose ``session_meta.id`` is the thread's; its
+  rows are the same transcript, ``seq`` going on from the segment before (files are read in
+  path order, which is time order).  A segment without a usable meta line is named by the
+  thread UUID of its file name.
 * **Lines written twice count once.**  An envelope line identical to an earlier one of the load
   (timestamp, type and payload: a duplicated last line, a history re-appended as it was) gives
   no row; nor does a tool call whose ``call_id`` already has a tool_call row with the same item
@@ -448,9 +454,14 @@ def _read_ts_doc(f: _File, data: bytes) -> None:
 
 
 def _fallback_ids(f: _File) -> None:
+    """A rollout whose own meta line is missing or unusable is named by its file: the UUID in
+    ``rollout-<time>-<uuid>.jsonl``; a paginated segment ``rollout-<time>-<thread>_<segment>.jsonl``
+    (codex 0.150+, written on resume) by its thread's UUID, the one its meta line would give."""
     if f.session_id is None:
-        m = _UUID.findall(f.path.name)
-        f.session_id = m[-1] if m else _stem(f.path)
+        stem = _stem(f.path)
+        seg = re.search(f"({_UUID.pattern})_({_UUID.pattern})$", stem)
+        m = _UUID.findall(stem)
+        f.session_id = seg.group(1) if seg else (m[-1] if m else stem)
 
 
 # --------------------------------------------------------------------------- replay (forks)
@@ -472,22 +483,25 @@ def _key_b(r: _Rec) -> bytes | None:
 
 
 def _mark_replay(files: list[_File]) -> None:
-    by_session: dict[str, _File] = {}
+    by_session: dict[str, list[_File]] = {}   # a session's files: one, or its paginated segments
     for f in files:
         if f.session_id and f.meta_idx is not None:
-            by_session.setdefault(f.session_id, f)
+            by_session.setdefault(f.session_id, []).append(f)
     seen_b: set[bytes] = set()
     for f in files:
         start = (f.meta_idx + 1) if f.meta_idx is not None else 0
         tail = f.recs[start:]
-        parent = by_session.get(f.parent_id) if f.parent_id else None
+        parents = [p for p in by_session.get(f.parent_id, []) if p is not f] if f.parent_id else []
         n = 0
-        if parent is not None and parent is not f:
+        if parents and f.session_id != f.parent_id:
             f.info["parent"] = f.parent_id
-            p_start = (parent.meta_idx + 1) if parent.meta_idx is not None else 0
             positions: dict[bytes, list[int]] = {}
-            for i, r in enumerate(parent.recs[p_start:]):
-                positions.setdefault(_key_a(r), []).append(i)
+            i = 0
+            for parent in parents:   # the parent's lines, every segment in load order
+                p_start = (parent.meta_idx + 1) if parent.meta_idx is not None else 0
+                for r in parent.recs[p_start:]:
+                    positions.setdefault(_key_a(r), []).append(i)
+                    i += 1
             j = 0
             for r in tail:
                 if r.rtype == "session_meta" and str_or_none((r.payload or {}).get("id")) != f.session_id:
