@@ -1,0 +1,192 @@
+"""Gemini CLI chat recordings against the shapes the real client writes: one scenario per way a
+recording can differ from the tidy case, each with the rows it must give.
+
+The recordings are written here, modelled on gemini-cli ``chatRecordingService.ts`` /
+``chatRecordingTypes.ts`` (2025–2026): append-only JSONL under ``~/.gemini/tmp/<hash>/chats/``
+where a message is re-appended whole each time it changes (the last version wins), ``$set`` and
+``$rewindTo`` records, a ``.json`` ConversationRecord migrated to ``.jsonl`` on resume, sub-agent
+recordings in ``chats/<parent sessionId>/<sessionId>.jsonl``, and MCP tools named
+``mcp_<server>_<tool>`` with ``displayName`` ``"<tool> (<server> MCP Server)"``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from replaybook._text import TEXT_LIMIT
+from replaybook.canonical import canonical_args
+from replaybook.frames import STEPS
+from replaybook.join import join_sessions
+from replaybook.sources.door import load_door
+from replaybook.sources.gemini import load_gemini
+
+S = "5a1b2c3d-0000-4000-8000-0000000000aa"
+T0 = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
+
+
+def at(sec: float) -> str:
+    return (T0 + timedelta(seconds=sec)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def meta(sid=S, kind="main") -> dict:
+    return {"sessionId": sid, "projectHash": "9b2f", "startTime": at(0), "lastUpdated": at(0), "kind": kind}
+
+
+def user(mid, sec, text) -> dict:
+    return {"id": mid, "timestamp": at(sec), "type": "user", "content": [{"text": text}]}
+
+
+def gemini(mid, sec, text="", calls=None, **extra) -> dict:
+    m = {"id": mid, "timestamp": at(sec), "type": "gemini", "content": [{"text": text}] if text else [],
+         "model": "gemini-2.5-pro", **extra}
+    if calls is not None:
+        m["toolCalls"] = calls
+    return m
+
+
+def call(cid, name, args, sec, status="success", output=None, server=None, tool=None, **extra) -> dict:
+    tc = {"id": cid, "name": name, "args": args, "status": status, "timestamp": at(sec), **extra}
+    if server:
+        tc["displayName"] = f"{tool} ({server} MCP Server)"
+    if output is not None:
+        tc["result"] = [{"functionResponse": {"id": cid, "name": name, "response": {"output": output}}}]
+    return tc
+
+
+def write(path: Path, lines: list, tail: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines) + tail,
+                    encoding="utf-8")
+    return path
+
+
+def recording(tmp_path: Path, lines: list, tail: str = "", sid: str = S) -> Path:
+    return write(tmp_path / "chats" / f"session-2026-03-01T10-00-{sid[:8]}.jsonl", lines, tail)
+
+
+def rows(frame: pd.DataFrame, cols) -> list[list]:
+    return [[None if pd.isna(v) else v for v in r] for r in frame[cols].itertuples(index=False)]
+
+
+def calls_of(res) -> pd.DataFrame:
+    return res.frame[res.frame["kind"] == "tool_call"]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_message_appended_again_as_its_calls_progress_keeps_its_last_version(tmp_path):
+    running = call("c1", "mcp_door_read_object", {"path": "a"}, 3, status="executing", server="door",
+                   tool="read_object")
+    done = call("c1", "mcp_door_read_object", {"path": "a"}, 3, output="region,revenue", server="door",
+                tool="read_object")
+    res = load_gemini(recording(tmp_path, [
+        meta(), user("u1", 1, "go"), gemini("g1", 2, "reading"), gemini("g1", 2, "reading", [running]),
+        gemini("g1", 2, "reading", [done], tokens={"input": 900, "output": 40}),
+        {"$set": {"lastUpdated": at(4)}}]))
+    f = res.frame
+    assert rows(f, ["seq", "line_no", "kind", "call_id", "result_text", "is_error", "input_tokens"]) == [
+        [0, 1, "system", None, None, None, None], [1, 2, "user_prompt", None, None, None, None],
+        [2, 5, "model_request", None, None, None, 900], [3, 5, "tool_call", "c1", "region,revenue", False, None]]
+    assert res.inputs[0]["superseded"] == 2 and res.inputs[0]["metadata_updates"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_parallel_calls_in_one_message_each_keep_their_own_result(tmp_path):
+    res = load_gemini(recording(tmp_path, [meta(), gemini("g1", 2, calls=[
+        call("p1", "mcp_door_list", {"path": "a"}, 3.0, output="A", server="door", tool="list"),
+        call("p2", "mcp_door_list", {"path": "b"}, 3.0, status="error", server="door", tool="list",
+             result=[{"functionResponse": {"id": "p2", "name": "mcp_door_list", "response": {"error": "denied"}}}]),
+        call("p3", "read_file", {"absolute_path": "/w/x"}, 3.1, status="cancelled")])]))
+    assert rows(calls_of(res), ["call_id", "server", "tool", "result_text", "is_error"]) == [
+        ["p1", "door", "list", "A", False], ["p2", "door", "list", "denied", True],
+        ["p3", None, "read_file", None, True]]
+    assert [str(t) for t in calls_of(res)["result_ts"]] == ["2026-03-01 10:00:03+00:00", "2026-03-01 10:00:03+00:00",
+                                                          "2026-03-01 10:00:03.100000+00:00"]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_duplicated_last_line_gives_no_second_row(tmp_path):
+    g = gemini("g1", 2, calls=[call("c1", "mcp_door_list", {"path": "a"}, 3, output="A", server="door", tool="list")])
+    res = load_gemini(recording(tmp_path, [meta(), g, g]))
+    assert rows(res.frame, ["line_no", "kind", "call_id"]) == [[1, "system", None], [3, "model_request", None],
+                                                              [3, "tool_call", "c1"]]
+    assert res.inputs[0]["superseded"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_cut_last_line_is_pending_and_the_rest_loads(tmp_path):
+    p = recording(tmp_path, [meta(), user("u1", 1, "go")], tail='{"id":"g1","timestamp":"2026-03-01T10:00:0')
+    res = load_gemini(p)
+    assert rows(res.frame, ["line_no", "kind"]) == [[1, "system"], [2, "user_prompt"]]
+    assert res.quarantine[["line_no", "kind", "byte_offset"]].values.tolist() == [
+        [3, "pending", p.read_bytes().rindex(b"\n") + 1]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_huge_result_is_cut(tmp_path):
+    big = "é" * 100_000
+    res = load_gemini(recording(tmp_path, [meta(), gemini("g1", 2, calls=[
+        call("c1", "mcp_door_read_object", {"path": "a"}, 3, output=big, server="door", tool="read_object")])]))
+    assert calls_of(res).iloc[0]["result_text"] == "é" * TEXT_LIMIT + f" …[+{100_000 - TEXT_LIMIT} chars]"
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_records_of_unknown_types_are_kept(tmp_path):
+    res = load_gemini(recording(tmp_path, [
+        meta(), {"type": "checkpoint_marker", "at": at(1)},                 # a record of no known shape
+        {"id": "x1", "timestamp": at(2), "type": "compression", "content": "summary"},   # a new message type
+        {"$set": {"memoryScratchpad": {"k": "v"}}}, {"$rewindTo": "x1"},
+        {"id": "i1", "timestamp": at(3), "type": "info", "content": "Request cancelled."}]))
+    assert rows(res.frame, ["line_no", "kind", "line_type", "text"]) == [
+        [1, "system", "session", None], [2, "other", "checkpoint_marker", None],
+        [3, "other", "compression", "summary"], [6, "system", "info", "Request cancelled."]]
+    assert res.inputs[0]["metadata_updates"] == 1 and res.inputs[0]["rewinds"] == ["x1"]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_json_record_resumed_as_jsonl_and_a_checkpoint_in_one_folder(tmp_path):
+    """``/resume`` of a ``.json`` ConversationRecord re-appends every message to ``<name>.jsonl``
+    (same ids); ``/chat save`` checkpoints hold Content parts without timestamps."""
+    c1 = call("c1", "mcp_door_list", {"path": "a"}, 3, status="executing", server="door", tool="list")
+    doc = {**meta(), "messages": [user("u1", 1, "go"), gemini("g1", 2, calls=[c1])]}
+    chats = tmp_path / "chats"
+    chats.mkdir()
+    (chats / f"session-2026-03-01T10-00-{S[:8]}.json").write_text(json.dumps(doc, indent=2))
+    write(chats / f"session-2026-03-01T10-00-{S[:8]}.jsonl", [
+        meta(), user("u1", 1, "go"), gemini("g1", 2, calls=[c1]), {"$set": {"sessionId": S}},
+        gemini("g1", 2, calls=[{**c1, "status": "success", "result": "a.csv"}])])
+    (tmp_path / "checkpoint-q3.json").write_text(json.dumps([
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "mcp_door_list", "args": {"path": "a"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "mcp_door_list", "response": {"output": "a.csv"}}}]}]))
+    res = load_gemini(tmp_path)
+    assert [i["layout"] for i in res.inputs] == ["json", "jsonl", "json"]
+    calls = calls_of(res)
+    assert rows(calls, ["transcript_id", "server", "tool", "args_key", "result_text"]) == [
+        [S, "door", "list", '{"path":"a"}', "a.csv"], ["checkpoint-q3", "door", "list", '{"path":"a"}', "a.csv"]]
+    assert calls["source_file"].iloc[0].endswith(".jsonl") and res.inputs[1]["superseded"] == 1
+    STEPS.validate(res.frame)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_timestamps_with_offsets_missing_or_unreadable(tmp_path):
+    res = load_gemini(recording(tmp_path, [meta(), gemini("g1", 2, calls=[
+        {**call("t1", "mcp_door_list", {}, 0), "timestamp": "2026-03-01T12:00:03.500+02:00"},
+        {k: v for k, v in call("t2", "mcp_door_list", {}, 0).items() if k != "timestamp"},
+        {**call("t3", "mcp_door_list", {}, 0), "timestamp": "soon"}])]))
+    assert [str(t) for t in calls_of(res)["ts"]] == ["2026-03-01 10:00:03.500000+00:00", "2026-03-01 10:00:02+00:00",
+                                                     "NaT"]
+    assert any("soon" in n for n in res.inputs[0]["notes"])
+
+
