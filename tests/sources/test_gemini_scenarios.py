@@ -180,6 +180,39 @@ def test_json_record_resumed_as_jsonl_and_a_checkpoint_in_one_folder(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 
+def test_a_sub_agent_is_part_of_its_parents_conversation_in_the_join(tmp_path):
+    """A Gemini CLI sub-agent calls MCP tools through its parent's connections, so its calls are
+    in the parent's door session.  Its recording (``chats/<parent>/<sub>.jsonl``) had named
+    itself as its session: the join saw two transcripts for one door session, could assign only
+    one, and listed the sub-agent's calls as calls no step claims."""
+    sub = "9e8d7c6b-0000-4000-8000-0000000000bb"
+    recording(tmp_path, [meta(), user("u1", 1, "go"), gemini("g1", 2, calls=[
+        call("c1", "mcp_door_list", {"path": "demo/"}, 3, output="a", server="door", tool="list"),
+        call("c2", "codebase_investigator", {"objective": "x"}, 4, output="done")])])
+    write(tmp_path / "chats" / S / f"{sub}.jsonl", [meta(sub, kind="subagent"), user("s-u1", 4.1, "x"), gemini(
+        "s-g1", 5, calls=[call("s-c1", "mcp_door_read_object", {"path": "demo/a.csv"}, 6, output="r",
+                               server="door", tool="read_object"),
+                          call("s-c2", "mcp_door_read_object", {"path": "demo/b.csv"}, 7, output="r",
+                               server="door", tool="read_object")])])
+    steps = load_gemini(tmp_path).frame
+    assert rows(steps.drop_duplicates("transcript_id").sort_values("agent_id", na_position="first"),
+                ["transcript_id", "client_session_id", "agent_id"]) == [[S, S, None], [sub, S, sub]]
+    door = tmp_path / "door" / "analyst" / "door-1.jsonl"
+    door.parent.mkdir(parents=True)
+    door.write_text("".join(json.dumps({"ts": at(sec + 0.2), "seq": i + 1, "session": "door-1", "agent": "analyst",
+                                        "tool": tool, "arguments": args, "decision": "allow", "rule": "r"}) + "\n"
+                            for i, (sec, tool, args) in enumerate([(3, "list", {"path": "demo/"}),
+                                                                   (6, "read_object", {"path": "demo/a.csv"}),
+                                                                   (7, "read_object", {"path": "demo/b.csv"})])))
+    res = join_sessions(steps, load_door(door).frame)
+    s = res.sessions.iloc[0]
+    assert (s["transcript_id"], s["agreed"], s["status"], s["unclaimed_calls"]) == (S, 3, "matched", 0)
+    assert res.sub_agents == {sub: S} and res.unmatched_transcripts == []
+    assert sorted(res.pairs["transcript_id"].tolist()) == [S, sub, sub]
+
+
+# ---------------------------------------------------------------------------------------------
+
 def test_timestamps_with_offsets_missing_or_unreadable(tmp_path):
     res = load_gemini(recording(tmp_path, [meta(), gemini("g1", 2, calls=[
         {**call("t1", "mcp_door_list", {}, 0), "timestamp": "2026-03-01T12:00:03.500+02:00"},

@@ -53,6 +53,11 @@ Decisions
   ``$set`` records are counted in ``inputs[i]["metadata_updates"]`` (not rows).
 * ``transcript_id`` / ``client_session_id``: ``sessionId`` (checkpoints: the file stem).
   ``agent_id``: the ``sessionId`` of a ``kind: "subagent"`` recording; NA for the main agent.
+  A sub-agent recording sits in ``chats/<parent sessionId>/``: its ``client_session_id`` is that
+  parent's id, as a Claude Code sub-agent's lines carry their parent's ``sessionId``.  A Gemini
+  CLI sub-agent runs in the parent's process and calls MCP tools through the parent's
+  connections, so its door calls are in the parent's door session, and the join counts its
+  steps as the parent's conversation (:func:`replaybook.join.sub_agent_parents`).
   ``message_id``: the message ``id``; ``call_id``: the ``ToolCallRecord.id`` / ``functionCall.id``.
 * Tool call ``ts`` is the record's own ``timestamp`` (written when the call is recorded), else the
   message's; ``result_ts`` is that record timestamp when a result is present.  ``is_error``:
@@ -315,6 +320,15 @@ def _stem(path: Path) -> str:
     return name_stem(path, (".jsonl.gz", ".json.gz", ".jsonl", ".json"))
 
 
+def _parent_session(path: Path, session: str) -> str | None:
+    """The parent session of a sub-agent recording: Gemini CLI writes it to
+    ``chats/<parent sessionId>/<sessionId>.jsonl`` (the parent's id as the folder's name)."""
+    parent = path.parent
+    if parent.parent.name == "chats" and parent.name and parent.name != session:
+        return parent.name
+    return None
+
+
 def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict:
     data, info = read_source(path, LOADER, "Gemini CLI recording")
     info.update(layout=None, superseded=0, rewinds=[], metadata_updates=0, notes=[])
@@ -488,8 +502,11 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         return len(rows) - 1
 
     def base_for(session: str, fi: int, ln: int | None) -> dict:
-        return {"transcript_id": session, "client": CLIENT, "client_session_id": session,
-                "agent_id": session if st.kind.get(session) == "subagent" else None,
+        sub = st.kind.get(session) == "subagent"
+        return {"transcript_id": session, "client": CLIENT,
+                "client_session_id": (_parent_session(files[st.meta[session][0] if session in st.meta else fi],
+                                                      session) if sub else None) or session,
+                "agent_id": session if sub else None,
                 "source_file": str(files[fi]), "line_no": ln}
 
     # checkpoint pairing state, per file
