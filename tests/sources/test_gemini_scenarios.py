@@ -223,3 +223,17 @@ def test_timestamps_with_offsets_missing_or_unreadable(tmp_path):
     assert any("soon" in n for n in res.inputs[0]["notes"])
 
 
+# ---------------------------------------------------------------------------------------------
+
+def test_a_server_name_with_an_underscore_is_told_by_a_display_name(tmp_path):
+    """``mcp_my_srv_list`` splits as server ``my``, tool ``srv_list`` (Gemini CLI's own parse);
+    a record that carries ``"list (my_srv MCP Server)"`` says what it is, for the records and
+    checkpoint parts of the load that do not."""
+    recording(tmp_path, [meta(), gemini("g1", 2, calls=[
+        call("c1", "mcp_my_srv_list", {"p": 1}, 3, server="my_srv", tool="list"),
+        call("c2", "mcp_my_srv_list", {"p": 2}, 4)])])
+    (tmp_path / "checkpoint-x.json").write_text(json.dumps([
+        {"role": "model", "parts": [{"functionCall": {"name": "mcp_my_srv_list", "args": {"p": 3}}}]}]))
+    res = load_gemini(tmp_path)
+    assert rows(calls_of(res), ["call_id", "server", "tool"]) == [["c1", "my_srv", "list"], ["c2", "my_srv", "list"],
+                                                                 [None, "my_srv", "list"]]

@@ -63,8 +63,11 @@ Decisions
   message's; ``result_ts`` is that record timestamp when a result is present.  ``is_error``:
   ``status`` ``error``/``cancelled`` → True, ``success`` → False, else NA.
 * MCP names (:func:`split_gemini_name`): ``displayName`` ``"<tool> (<server> MCP Server)"`` is
-  authoritative; else ``mcp_<server>_<tool>`` (split at the first ``_`` after ``mcp_``, as Gemini
-  CLI's ``parseMcpToolName``) or the older ``<server>__<tool>``; else a built-in (server NA).
+  authoritative; else what a ``displayName`` said for the same name elsewhere in the load (a
+  record written before Gemini CLI added it, a checkpoint's ``functionCall``); else
+  ``mcp_<server>_<tool>`` (split at the first ``_`` after ``mcp_``, as Gemini CLI's own
+  ``parseMcpToolName``: wrong for a server name holding ``_``, which only a ``displayName``
+  tells) or the older ``<server>__<tool>``; else a built-in (server NA).
 
 Timestamps are tz-aware UTC.  Lines that are not JSON or not objects go to the quarantine with
 file, line and byte offset (an unterminated last line: ``pending``); a JSON document that does
@@ -102,13 +105,19 @@ _MSG_TYPES = ("user", "gemini", "info", "error", "warning")
 _DISPLAY = re.compile(r"^(?P<tool>.+) \((?P<server>.+) MCP Server\)$")
 
 
-def split_gemini_name(name: Any, display_name: Any = None) -> tuple[str | None, Any]:
+def split_gemini_name(name: Any, display_name: Any = None,
+                      known: dict[str, tuple[str, str]] | None = None) -> tuple[str | None, Any]:
     """Split a Gemini CLI tool name into ``(server, tool)``.
+
+    ``known`` maps tool names to the ``(server, tool)`` a ``displayName`` gave them (see
+    :func:`load_gemini`); it is used when ``display_name`` says nothing.
 
     >>> split_gemini_name("mcp_door_read_object")
     ('door', 'read_object')
     >>> split_gemini_name("read_object", "read_object (door MCP Server)")
     ('door', 'read_object')
+    >>> split_gemini_name("mcp_my_srv_list", known={"mcp_my_srv_list": ("my_srv", "list")})
+    ('my_srv', 'list')
     >>> split_gemini_name("door__read_object")
     ('door', 'read_object')
     >>> split_gemini_name("read_file")
@@ -120,6 +129,8 @@ def split_gemini_name(name: Any, display_name: Any = None) -> tuple[str | None, 
             return m.group("server"), m.group("tool")
     if not isinstance(name, str):
         return None, name
+    if known and name in known:
+        return known[name]
     if name.startswith("mcp_"):
         m = re.match(r"^([^_]+)_(.+)$", name[4:])
         if m:
@@ -431,9 +442,10 @@ def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: li
         st.contents.append(_Content(session, c, file_idx, ln, st.next()))
 
 
-def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None) -> tuple[dict, str | None, str | None]:
+def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None,
+              known: dict[str, tuple[str, str]]) -> tuple[dict, str | None, str | None]:
     name = str_or_none(tc.get("name"))
-    server, tool = split_gemini_name(name, tc.get("displayName"))
+    server, tool = split_gemini_name(name, tc.get("displayName"), known)
     args = tc.get("args")
     key = canonical_args(args) if isinstance(args, dict) or args is None else (
         canonical_args(args) if isinstance(args, list) else None)
@@ -447,6 +459,20 @@ def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None) -> t
            "tool": tool, "call_id": str_or_none(tc.get("id")), "arguments": args, "args_key": key,
            "is_error": is_err, "result_text": rtext, "message_id": msg_id}
     return row, tts, (tts if has_result else None)
+
+
+def _known_names(st: _State) -> dict[str, tuple[str, str]]:
+    """``{tool name: (server, tool)}`` from every ``displayName`` of the load that names an MCP
+    server; a name two servers claim is left out (nothing decides between them)."""
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for m in st.msgs.values():
+        calls = m.rec.get("toolCalls")
+        for tc in calls if isinstance(calls, list) else []:
+            if isinstance(tc, dict) and isinstance(tc.get("name"), str) and isinstance(tc.get("displayName"), str):
+                d = _DISPLAY.match(tc["displayName"])
+                if d:
+                    seen.setdefault(tc["name"], set()).add((d.group("server"), d.group("tool")))
+    return {n: next(iter(v)) for n, v in seen.items() if len(v) == 1}
 
 
 def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
@@ -486,6 +512,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     for o in st.others:
         items.append((o[0], "other", o))
     items.sort(key=lambda x: x[0])
+    known = _known_names(st)
 
     rows: list[dict] = []
     ts: list[str | None] = []
@@ -543,7 +570,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     calls = None
                 for tc in calls or []:
                     if isinstance(tc, dict):
-                        row, t1, t2 = _tool_row(b, tc, mts, rec["id"])
+                        row, t1, t2 = _tool_row(b, tc, mts, rec["id"], known)
                         add(row, t1, t2)
             elif t in ("info", "error", "warning"):
                 add({**b, "kind": "system", "line_type": t, "text": text, "text_bytes": nb,
@@ -571,7 +598,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     fc = p.get("functionCall") if isinstance(p, dict) else None
                     if isinstance(fc, dict):
                         name = str_or_none(fc.get("name"))
-                        server, tool = split_gemini_name(name)
+                        server, tool = split_gemini_name(name, None, known)
                         args = fc.get("args")
                         i = add({**b, "kind": "tool_call", "line_type": "model/functionCall", "tool_raw": name,
                                  "server": server, "tool": tool, "call_id": str_or_none(fc.get("id")),
@@ -595,7 +622,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     if not q:
                         q = calls.get(f"name:{name}")
                     ci = q.pop(0) if q else None
-                    server, tool = split_gemini_name(name)
+                    server, tool = split_gemini_name(name, None, known)
                     if ci is not None:
                         call = rows[ci]
                         call.update(is_error=is_err, result_text=rtext)
