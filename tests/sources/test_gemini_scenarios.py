@@ -78,6 +78,27 @@ def calls_of(res) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------------------
 
+def test_args_object_text_and_missing_give_the_doors_key(tmp_path):
+    """Gemini CLI writes ``args`` as an object; JSON text (a record another program wrote) had
+    loaded with args_key NA and nothing said, so the call could not agree by arguments."""
+    res = load_gemini(recording(tmp_path, [meta(), user("u1", 1, "go"), gemini("g1", 2, calls=[
+        call("c1", "mcp_door_read_object", {"path": "demo/café.csv", "limit": 10.0}, 3, server="door",
+             tool="read_object"),
+        call("c2", "mcp_door_read_object", '{"limit": 10, "path": "demo/cafe\\u0301.csv"}', 4, server="door",
+             tool="read_object"),
+        call("c3", "mcp_door_list", None, 5, server="door", tool="list"),
+        call("c4", "mcp_door_list", "{path: demo", 6, server="door", tool="list")])]))
+    key = canonical_args({"path": "demo/café.csv", "limit": 10})
+    assert rows(calls_of(res), ["call_id", "server", "tool", "args_key", "text"]) == [
+        ["c1", "door", "read_object", key, None], ["c2", "door", "read_object", key, None],
+        ["c3", "door", "list", "{}", None], ["c4", "door", "list", None, "{path: demo"]]
+    assert res.inputs[0]["notes"] == ["line 3: tool call args are not a JSON object or JSON text; kept as text, "
+                                      "args_key left NA"]
+    assert res.quarantine.empty
+
+
+# ---------------------------------------------------------------------------------------------
+
 def test_a_message_appended_again_as_its_calls_progress_keeps_its_last_version(tmp_path):
     running = call("c1", "mcp_door_read_object", {"path": "a"}, 3, status="executing", server="door",
                    tool="read_object")
@@ -136,6 +157,23 @@ def test_a_huge_result_is_cut(tmp_path):
     res = load_gemini(recording(tmp_path, [meta(), gemini("g1", 2, calls=[
         call("c1", "mcp_door_read_object", {"path": "a"}, 3, output=big, server="door", tool="read_object")])]))
     assert calls_of(res).iloc[0]["result_text"] == "é" * TEXT_LIMIT + f" …[+{100_000 - TEXT_LIMIT} chars]"
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_lone_surrogates_are_replaced(tmp_path):
+    lines = [json.dumps(meta()),
+             '{"id":"u1","timestamp":"2026-03-01T10:00:01Z","type":"user","content":[{"text":"go \\udc80"}]}',
+             '{"id":"g1","timestamp":"2026-03-01T10:00:02Z","type":"gemini","content":[],"toolCalls":[{"id":"c1",'
+             '"name":"mcp_door_list","args":{"p\\ud800":"\\udfff"},"status":"success",'
+             '"timestamp":"2026-03-01T10:00:03Z"},{"id":"c2","name":"mcp_door_list",'
+             '"args":"{\\"p\\":\\"\\\\udc80\\"}","status":"success","timestamp":"2026-03-01T10:00:03Z"}]}']
+    res = load_gemini(recording(tmp_path, lines))
+    f = res.frame
+    assert f.iloc[1]["text"] == "go \ufffd"
+    assert calls_of(res)["args_key"].tolist() == ['{"p\ufffd":"\ufffd"}', '{"p":"\ufffd"}']
+    assert calls_of(res)["arguments"].tolist() == [{"p\ufffd": "\ufffd"}, {"p": "\ufffd"}]
+    f.to_json(date_format="iso")                         # every cell encodes as UTF-8
 
 
 # ---------------------------------------------------------------------------------------------

@@ -59,6 +59,9 @@ Decisions
   connections, so its door calls are in the parent's door session, and the join counts its
   steps as the parent's conversation (:func:`replaybook.join.sub_agent_parents`).
   ``message_id``: the message ``id``; ``call_id``: the ``ToolCallRecord.id`` / ``functionCall.id``.
+* ``arguments``: ``args`` as recorded (an object); ``args_key`` its canonical JSON.  ``args``
+  given as JSON text is parsed first; other text keeps ``args_key`` NA and goes to ``text``,
+  with a note in ``inputs[i]["notes"]``.
 * Tool call ``ts`` is the record's own ``timestamp`` (written when the call is recorded), else the
   message's; ``result_ts`` is that record timestamp when a result is present.  ``is_error``:
   ``status`` ``error``/``cancelled`` → True, ``success`` → False, else NA.
@@ -442,13 +445,42 @@ def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: li
         st.contents.append(_Content(session, c, file_idx, ln, st.next()))
 
 
+def _args(args: Any, line_no: int | None, notes: list[str]) -> tuple[Any, str | None, dict]:
+    """``(arguments, args_key, {text, text_bytes} or {})`` of a tool call's ``args``.
+
+    Gemini CLI writes ``args`` as an object (``FunctionCall.args``); a JSON *string* (a record
+    another program wrote) is parsed as Codex's and OTel's arguments are, so the same call gets
+    the same key; text that is not JSON, or a number, keeps ``args_key`` NA, the text in ``text``
+    and a note."""
+    if args is None or isinstance(args, (dict, list)):
+        return args, canonical_args(args), {}
+    if isinstance(args, str):
+        try:
+            obj = _json.loads(args) if args.strip() else {}
+        except orjson.JSONDecodeError:
+            try:
+                obj = _json.loads_lenient(args)
+            except (json.JSONDecodeError, RecursionError):
+                obj = _NOT_JSON
+        if obj is not _NOT_JSON:
+            if "\\ud" in args or "\\uD" in args:  # a \ud800 escape in the text: no lone surrogate
+                obj = deep_safe(obj)
+            return obj, canonical_args(obj), {}
+    raw = args if isinstance(args, str) else _json.dumps(args).decode()
+    notes.append(f"line {line_no}: tool call args are not a JSON object or JSON text; kept as text, args_key "
+                 "left NA")
+    text, nb = truncate(raw)
+    return None, None, {"text": text, "text_bytes": nb}
+
+
+_NOT_JSON = object()
+
+
 def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None,
-              known: dict[str, tuple[str, str]]) -> tuple[dict, str | None, str | None]:
+              known: dict[str, tuple[str, str]], notes: list[str]) -> tuple[dict, str | None, str | None]:
     name = str_or_none(tc.get("name"))
     server, tool = split_gemini_name(name, tc.get("displayName"), known)
-    args = tc.get("args")
-    key = canonical_args(args) if isinstance(args, dict) or args is None else (
-        canonical_args(args) if isinstance(args, list) else None)
+    args, key, text = _args(tc.get("args"), base["line_no"], notes)
     status = tc.get("status")
     is_err = True if status in ("error", "cancelled") else (False if status == "success" else None)
     rtext = _result_text(tc.get("result"), tc.get("resultDisplay"))
@@ -457,7 +489,7 @@ def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None,
     has_result = tc.get("result") is not None or status in ("success", "error", "cancelled")
     row = {**base, "kind": "tool_call", "line_type": "gemini/toolCall", "tool_raw": name, "server": server,
            "tool": tool, "call_id": str_or_none(tc.get("id")), "arguments": args, "args_key": key,
-           "is_error": is_err, "result_text": rtext, "message_id": msg_id}
+           "is_error": is_err, "result_text": rtext, "message_id": msg_id, **text}
     return row, tts, (tts if has_result else None)
 
 
@@ -570,7 +602,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     calls = None
                 for tc in calls or []:
                     if isinstance(tc, dict):
-                        row, t1, t2 = _tool_row(b, tc, mts, rec["id"], known)
+                        row, t1, t2 = _tool_row(b, tc, mts, rec["id"], known, inputs[m.file_idx]["notes"])
                         add(row, t1, t2)
             elif t in ("info", "error", "warning"):
                 add({**b, "kind": "system", "line_type": t, "text": text, "text_bytes": nb,
@@ -599,11 +631,10 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     if isinstance(fc, dict):
                         name = str_or_none(fc.get("name"))
                         server, tool = split_gemini_name(name, None, known)
-                        args = fc.get("args")
+                        args, key, atext = _args(fc.get("args"), c.line_no, inputs[c.file_idx]["notes"])
                         i = add({**b, "kind": "tool_call", "line_type": "model/functionCall", "tool_raw": name,
                                  "server": server, "tool": tool, "call_id": str_or_none(fc.get("id")),
-                                 "arguments": args, "args_key": canonical_args(args)
-                                 if isinstance(args, (dict, list)) or args is None else None}, None)
+                                 "arguments": args, "args_key": key, **atext}, None)
                         calls.setdefault(str_or_none(fc.get("id")) or f"name:{name}", []).append(i)
             else:
                 responses = [p["functionResponse"] for p in parts if isinstance(p, dict)
