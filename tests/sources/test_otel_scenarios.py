@@ -1,0 +1,248 @@
+"""OpenTelemetry GenAI traces against the shapes exporters write: one scenario per way an export
+can differ from the tidy case, each with the rows it must give.
+
+The exports are written here, modelled on the OTLP/JSON encoding (``ExportTraceServiceRequest``:
+``resourceSpans[].scopeSpans[].spans[]``, ``AnyValue`` unions, 64-bit integers and nanosecond
+times as decimal strings, hex ids — base64 from proto-JSON writers — and the Collector ``file``
+exporter's one request per line) and on the GenAI semantic conventions: ``execute_tool`` and MCP
+``tools/call`` spans (``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.call.arguments``
+/ ``.result``, opt-in, JSON text or structured), model spans with ``gen_ai.output.messages`` /
+``gen_ai.input.messages`` (1.37+) or, before, ``gen_ai.content.completion`` /
+``gen_ai.content.prompt`` events holding OpenAI-format messages (≤ 1.26).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from replaybook._text import TEXT_LIMIT
+from replaybook.canonical import canonical_args
+from replaybook.frames import STEPS
+from replaybook.sources.otel import load_otel
+
+T = "4bf92f3577b34da6a3ce929d0e0e4736"
+B = 1_772_359_200_000_000_000  # 2026-03-01T10:00:00Z in ns
+
+
+def value(v):
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    if isinstance(v, str):
+        return {"stringValue": v}
+    if isinstance(v, list):
+        return {"arrayValue": {"values": [value(x) for x in v]}}
+    return {"kvlistValue": {"values": [{"key": k, "value": value(x)} for k, x in v.items()]}}
+
+
+def attrs(d: dict) -> list:
+    return [{"key": k, "value": value(v)} for k, v in d.items()]
+
+
+def span(sid, name, start_ms, end_ms, a, parent=None, trace=T, events=None, **extra) -> dict:
+    sp = {"traceId": trace, "spanId": sid, "name": name, "kind": 1,
+          "startTimeUnixNano": str(B + start_ms * 1_000_000), "attributes": attrs(a), **extra}
+    if end_ms is not None:
+        sp["endTimeUnixNano"] = str(B + end_ms * 1_000_000)
+    if parent:
+        sp["parentSpanId"] = parent
+    if events:
+        sp["events"] = [{"timeUnixNano": str(B + t * 1_000_000), "name": n, "attributes": attrs(ea)}
+                        for t, n, ea in events]
+    return sp
+
+
+def request(*spans, version="2.1.0") -> dict:
+    return {"resourceSpans": [{"resource": {"attributes": attrs({"service.name": "agent", "service.version": version})},
+                               "scopeSpans": [{"scope": {"name": "agent"}, "spans": list(spans)}]}]}
+
+
+def agent(sid="a000000000000001", conv="conv-1", **kw) -> dict:
+    return span(sid, "invoke_agent analyst", 0, 60_000, {"gen_ai.operation.name": "invoke_agent",
+                                                         "gen_ai.conversation.id": conv, "gen_ai.agent.name": "analyst"},
+                **kw)
+
+
+def tool(sid, start, end, name, args=None, call_id=None, parent="a000000000000001", **a) -> dict:
+    at = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, **a}
+    if args is not None:
+        at["gen_ai.tool.call.arguments"] = args
+    if call_id is not None:
+        at["gen_ai.tool.call.id"] = call_id
+    return span(sid, f"execute_tool {name}", start, end, at, parent)
+
+
+def chat(sid, start, end, parent="a000000000000001", events=None, **a) -> dict:
+    return span(sid, "chat gpt-4.1", start, end, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4.1",
+                                                  **a}, parent, events=events)
+
+
+def write_jsonl(path: Path, reqs: list, tail: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in reqs) + tail, encoding="utf-8")
+    return path
+
+
+def rows(frame: pd.DataFrame, cols) -> list[list]:
+    return [[None if pd.isna(v) else v for v in r] for r in frame[cols].itertuples(index=False)]
+
+
+def calls_of(res) -> pd.DataFrame:
+    return res.frame[res.frame["kind"] == "tool_call"]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_arguments_as_json_text_and_structured_give_the_doors_key(tmp_path):
+    key = canonical_args({"path": "demo/café.csv", "limit": 10})
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(),
+        tool("c000000000000001", 100, 200, "read_object", '{ "limit": 10.0, "path": "demo/cafe\\u0301.csv" }', "k1"),
+        tool("c000000000000002", 300, 400, "read_object", {"path": "demo/café.csv", "limit": 10}, "k2"),
+        tool("c000000000000003", 500, 600, "read_object", {"path": "demo/café.csv", "limit": 10.0}, "k3"))]))
+    assert rows(calls_of(res), ["call_id", "tool", "args_key"]) == [["k1", "read_object", key],
+                                                                   ["k2", "read_object", key],
+                                                                   ["k3", "read_object", key]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_arguments_that_are_not_json_are_kept_as_text(tmp_path):
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(), tool("c000000000000001", 100, 200, "read_object", "{path: demo", "k1"))]))
+    assert rows(calls_of(res), ["call_id", "args_key", "text", "arguments"]) == [["k1", None, "{path: demo", None]]
+    assert res.inputs[0]["notes"] == ["line 1: span c000000000000001 gen_ai.tool.call.arguments is not JSON; "
+                                      "args_key left NA"]
+    assert res.quarantine.empty
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_children_exported_before_their_parent_still_take_its_conversation(tmp_path):
+    """Exporters batch finished spans: children end first, so they are written before the
+    ``invoke_agent`` span that carries the conversation id."""
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [
+        request(tool("c000000000000001", 100, 200, "read_object", {"path": "a"}, "k1")),
+        request(chat("b000000000000001", 10, 90)),
+        request(agent())]))
+    assert rows(res.frame, ["seq", "line_no", "kind", "transcript_id"]) == [
+        [0, 3, "other", "conv-1"], [1, 2, "model_request", "conv-1"], [2, 1, "tool_call", "conv-1"]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_span_exported_twice_counts_once_and_a_cut_line_is_pending(tmp_path):
+    req = request(agent(), tool("c000000000000001", 100, 200, "read_object", {"path": "a"}, "k1"))
+    p = write_jsonl(tmp_path / "t.jsonl", [req, req], tail=json.dumps(req)[:60])
+    res = load_otel(p)
+    # (an invoke_agent span with no model span under it is the model request)
+    assert rows(res.frame, ["kind", "call_id"]) == [["model_request", None], ["tool_call", "k1"]]
+    assert res.inputs[0]["duplicates"] == 2
+    assert res.quarantine[["line_no", "kind", "byte_offset"]].values.tolist() == [
+        [3, "pending", p.read_bytes().rindex(b"\n") + 1]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_huge_result_is_cut_and_surrogates_replaced(tmp_path):
+    big = "é" * 50_000
+    lines = [json.dumps(request(agent(), tool("c000000000000001", 100, 200, "read_object", {"path": "a"}, "k1",
+                                              **{"gen_ai.tool.call.result": big}))),
+             json.dumps(request(tool("c000000000000002", 300, 400, "read_object", {"path": "b"}, "k2",
+                                     **{"gen_ai.tool.call.result": "bad SURROGATE here"}))).replace(
+                 "SURROGATE", "\\udc80")]
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    res = load_otel(p)
+    assert calls_of(res)["result_text"].tolist() == ["é" * TEXT_LIMIT + f" …[+{50_000 - TEXT_LIMIT} chars]",
+                                                     "bad \ufffd here"]
+    res.frame.to_json(date_format="iso")
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_spans_of_no_known_operation_and_other_signals(tmp_path):
+    p = write_jsonl(tmp_path / "t.jsonl", [
+        request(agent(), span("d000000000000001", "GET /objects", 10, 20, {"http.request.method": "GET"},
+                              "a000000000000001"),
+                span("d000000000000002", "embeddings m", 30, 40, {"gen_ai.operation.name": "embeddings"},
+                     "a000000000000001")),
+        {"resourceLogs": [{"scopeLogs": []}]},
+        {"somethingElse": 1}])
+    res = load_otel(p)
+    assert rows(res.frame, ["kind", "line_type"]) == [["model_request", "invoke_agent"], ["other", "GET /objects"],
+                                                     ["other", "embeddings"]]
+    assert res.inputs[0]["other_signals"] == 1
+    assert res.quarantine[["line_no", "error"]].values.tolist() == [
+        [3, "not an OTLP trace export request (no resourceSpans)"]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_one_folder_of_every_export_shape_and_id_spelling(tmp_path):
+    """The Collector's JSON Lines, a pretty-printed document (snake_case, integers as numbers),
+    and a gzip copy; the same span written with hex ids and again with base64 ids (proto-JSON)
+    is one span."""
+    write_jsonl(tmp_path / "a.jsonl", [request(agent()), request(tool("c000000000000001", 100, 200, "read_object",
+                                                                      {"path": "a"}, "k1"))])
+    b64 = lambda h: base64.b64encode(bytes.fromhex(h)).decode()  # noqa: E731
+    again = {"resource_spans": [{"scope_spans": [{"spans": [{
+        "trace_id": b64(T), "span_id": b64("c000000000000001"), "parent_span_id": b64("a000000000000001"),
+        "name": "execute_tool read_object", "start_time_unix_nano": B + 100_000_000,
+        "end_time_unix_nano": B + 200_000_000,
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"string_value": "execute_tool"}}]}, {
+        "trace_id": T.upper(), "span_id": "C000000000000002", "parent_span_id": "A000000000000001",
+        "name": "execute_tool list", "start_time_unix_nano": B + 300_000_000, "end_time_unix_nano": B + 400_000_000,
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"string_value": "execute_tool"}},
+                       {"key": "gen_ai.tool.call.arguments", "value": {"kvlist_value": {"values": [
+                           {"key": "n", "value": {"int_value": 2}}]}}}]}]}]}]}
+    (tmp_path / "b.json").write_text(json.dumps(again, indent=2))
+    (tmp_path / "c.jsonl.gz").write_bytes(gzip.compress((tmp_path / "a.jsonl").read_bytes()))
+    res = load_otel(tmp_path)
+    assert [(Path(i["path"]).name, i["layout"], i["duplicates"]) for i in res.inputs] == [
+        ("a.jsonl", "jsonl", 0), ("b.json", "document", 1), ("c.jsonl.gz", "jsonl", 2)]
+    assert rows(res.frame, ["transcript_id", "kind", "tool", "args_key", "uuid"]) == [
+        ["conv-1", "model_request", None, None, "a000000000000001"],
+        ["conv-1", "tool_call", "read_object", '{"path":"a"}', "c000000000000001"],
+        ["conv-1", "tool_call", "list", '{"n":2}', "c000000000000002"]]
+    STEPS.validate(res.frame)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_sub_agent_invoked_by_an_agent_is_named(tmp_path):
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(),
+        span("a000000000000002", "invoke_agent researcher", 100, 900,
+             {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.id": "agent-r"}, "a000000000000001"),
+        tool("c000000000000001", 200, 300, "read_object", {"path": "a"}, "k1", parent="a000000000000002"),
+        tool("c000000000000002", 1000, 1100, "read_object", {"path": "b"}, "k2"))]))
+    assert rows(calls_of(res), ["call_id", "agent_id", "transcript_id"]) == [["k1", "agent-r", "conv-1"],
+                                                                            ["k2", None, "conv-1"]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_times_as_strings_or_numbers_missing_or_unusable(tmp_path):
+    no_end = tool("c000000000000002", 300, None, "read_object", {"path": "b"}, "k2")
+    no_start = tool("c000000000000003", 500, 600, "read_object", {"path": "c"}, "k3")
+    del no_start["startTimeUnixNano"]
+    as_int = tool("c000000000000001", 100, 200, "read_object", {"path": "a"}, "k1")
+    as_int["startTimeUnixNano"], as_int["endTimeUnixNano"] = int(as_int["startTimeUnixNano"]), int(as_int["endTimeUnixNano"])
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(agent()), request(as_int, no_end), request(no_start)]))
+    assert rows(calls_of(res), ["call_id", "is_error"]) == [["k1", False], ["k2", None]]
+    assert [str(t) for t in calls_of(res)["ts"]] == ["2026-03-01 10:00:00.100000+00:00",
+                                                     "2026-03-01 10:00:00.300000+00:00"]
+    assert [str(t) for t in calls_of(res)["result_ts"]] == ["2026-03-01 10:00:00.200000+00:00", "NaT"]
+    assert res.quarantine[["line_no", "error"]].values.tolist() == [
+        [3, "span without a usable startTimeUnixNano (nanoseconds since 1970, before 2262)"]]
+
+
