@@ -139,6 +139,24 @@ def test_children_exported_before_their_parent_still_take_its_conversation(tmp_p
 
 # ---------------------------------------------------------------------------------------------
 
+def test_parallel_calls_asked_for_together_fold_into_their_tool_spans(tmp_path):
+    """Two calls in one answer, run side by side: each tool span is the row; the arguments the
+    model sent fill a span that did not record them (arguments are opt-in on tool spans)."""
+    out = [{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "k1", "name": "read_object", "arguments": {"path": "a"}},
+        {"type": "tool_call", "id": "k2", "name": "read_object", "arguments": {"path": "b"}}],
+        "finish_reason": "tool_call"}]
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(), chat("b000000000000001", 10, 90, **{"gen_ai.output.messages": json.dumps(out)}),
+        tool("c000000000000002", 100, 300, "read_object", None, "k2"),
+        tool("c000000000000001", 100, 250, "read_object", '{"path":"a"}', "k1"))]))
+    assert rows(calls_of(res), ["call_id", "line_type", "args_key", "uuid"]) == [
+        ["k2", "execute_tool", '{"path":"b"}', "c000000000000002"],
+        ["k1", "execute_tool", '{"path":"a"}', "c000000000000001"]]
+
+
+# ---------------------------------------------------------------------------------------------
+
 def test_a_span_exported_twice_counts_once_and_a_cut_line_is_pending(tmp_path):
     req = request(agent(), tool("c000000000000001", 100, 200, "read_object", {"path": "a"}, "k1"))
     p = write_jsonl(tmp_path / "t.jsonl", [req, req], tail=json.dumps(req)[:60])
@@ -246,3 +264,71 @@ def test_times_as_strings_or_numbers_missing_or_unusable(tmp_path):
         [3, "span without a usable startTimeUnixNano (nanoseconds since 1970, before 2262)"]]
 
 
+# ---------------------------------------------------------------------------------------------
+
+def test_tool_calls_recorded_only_in_the_models_messages(tmp_path):
+    """Instrumentation of the model client alone records no tool spans: the calls the model
+    asked for are ``tool_call`` parts of ``gen_ai.output.messages``, and what they returned is a
+    ``tool_call_response`` part of the next request's ``gen_ai.input.messages``.  They had given
+    no tool_call row, so such a trace could never join a door session."""
+    out1 = [{"role": "assistant", "parts": [
+        {"type": "text", "content": "Reading both."},
+        {"type": "tool_call", "id": "call_1", "name": "mcp__door__read_object", "arguments": {"path": "a"}},
+        {"type": "tool_call", "id": "call_2", "name": "list", "arguments": '{"path": "demo/"}'}],
+        "finish_reason": "tool_call"}]
+    in2 = [{"role": "user", "parts": [{"type": "text", "content": "go"}]}, *out1,
+           {"role": "tool", "parts": [{"type": "tool_call_response", "id": " call_1", "response": "region,revenue"},
+                                      {"type": "tool_call_response", "id": "call_2",
+                                       "response": {"entries": ["a.csv"]}}]}]
+    out2 = [{"role": "assistant", "parts": [{"type": "text", "content": "Done."}], "finish_reason": "stop"}]
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(),
+        chat("b000000000000001", 10, 900, **{"gen_ai.output.messages": out1}),
+        chat("b000000000000002", 2000, 2500, **{"gen_ai.input.messages": json.dumps(in2),
+                                               "gen_ai.output.messages": json.dumps(out2)}))]))
+    f = res.frame
+    assert rows(f, ["seq", "kind", "line_type", "tool_raw", "server", "tool", "call_id", "args_key", "result_text",
+                    "text", "parent_uuid"]) == [
+        [0, "other", "invoke_agent", None, None, None, None, None, None, None, None],
+        [1, "model_request", "chat", None, None, None, None, None, None, "Reading both.", "a000000000000001"],
+        [2, "tool_call", "chat/tool_call", "mcp__door__read_object", "door", "read_object", "call_1",
+         '{"path":"a"}', "region,revenue", None, "b000000000000001"],
+        [3, "tool_call", "chat/tool_call", "list", None, "list", "call_2", '{"path":"demo/"}',
+         '{"entries":["a.csv"]}', None, "b000000000000001"],
+        [4, "model_request", "chat", None, None, None, None, None, None, "Done.", "a000000000000001"]]
+    calls = calls_of(res)
+    assert [str(t) for t in calls["ts"]] == ["2026-03-01 10:00:00.900000+00:00"] * 2
+    assert calls["result_ts"].isna().all() and calls["line_no"].tolist() == [1, 1]
+
+
+def test_tool_calls_in_the_older_completion_events(tmp_path):
+    """Semantic conventions up to 1.26 (and Semantic Kernel, among others) put the content in
+    span events: ``gen_ai.content.completion`` with ``gen_ai.completion``, OpenAI messages as
+    JSON text; the tool's answer comes back as a ``tool`` message in ``gen_ai.prompt``."""
+    completion = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_9", "type": "function", "function": {"name": "read_object", "arguments": '{"path":"q"}'}}]}]
+    prompt = [{"role": "user", "content": "go"}, *completion,
+              {"role": "tool", "tool_call_id": "call_9", "content": "q-rows"}]
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(),
+        chat("b000000000000001", 10, 500,
+             events=[(500, "gen_ai.content.completion", {"gen_ai.completion": json.dumps(completion)})]),
+        chat("b000000000000002", 1000, 1500,
+             events=[(1000, "gen_ai.content.prompt", {"gen_ai.prompt": json.dumps(prompt)}),
+                     (1500, "gen_ai.content.completion",
+                      {"gen_ai.completion": json.dumps([{"role": "assistant", "content": "q has rows"}])})]))]))
+    assert rows(res.frame, ["kind", "tool", "call_id", "args_key", "result_text", "text"]) == [
+        ["other", None, None, None, None, None],
+        ["model_request", None, None, None, None, None],
+        ["tool_call", "read_object", "call_9", '{"path":"q"}', "q-rows", None],
+        ["model_request", None, None, None, None, "q has rows"]]
+
+
+def test_a_call_without_an_id_beside_a_tool_span_of_its_name_is_not_counted_twice(tmp_path):
+    out = [{"role": "assistant", "parts": [{"type": "tool_call", "name": "read_object", "arguments": {"path": "a"}},
+                                           {"type": "tool_call", "name": "list", "arguments": {"path": "b"}}]}]
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(), chat("b000000000000001", 10, 90, **{"gen_ai.output.messages": out}),
+        tool("c000000000000001", 100, 200, "read_object", {"path": "a"}))]))
+    assert rows(calls_of(res), ["line_type", "tool", "args_key"]) == [["chat/tool_call", "list", '{"path":"b"}'],
+                                                                     ["execute_tool", "read_object", '{"path":"a"}']]

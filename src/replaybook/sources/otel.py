@@ -30,7 +30,8 @@ twice — same trace and span id — counts once; ``inputs[i]["duplicates"]``):
 kind            span
 ==============  ===========================================================================
 tool_call       ``execute_tool``, or an MCP ``tools/call`` client span; ``ts`` = start,
-                ``result_ts`` = end, ``is_error`` from the status (ERROR) or ``error.type``
+                ``result_ts`` = end, ``is_error`` from the status (ERROR) or ``error.type``;
+                and a tool call the model asked for that no tool span records (below)
 model_request   ``chat`` / ``text_completion`` / ``generate_content``; ``invoke_agent`` only
                 when no model span sits under it (else its tokens would count twice)
 other           every other span, and a tool span nested (at any depth) inside a tool span
@@ -56,6 +57,20 @@ other           every other span, and a tool span nested (at any depth) inside a
   parsed and canonicalised.  Not recorded (the attribute is opt-in) → ``arguments`` None and
   ``args_key`` NA; not JSON → ``args_key`` NA, raw text in ``text`` and a note in
   ``inputs[i]["notes"]``.
+* Message content (opt-in): a model span's ``gen_ai.output.messages`` / ``gen_ai.input.messages``
+  (semconv 1.37+; JSON text or structured; also on a ``gen_ai.client.inference.operation.details``
+  span event), else the deprecated ``gen_ai.completion`` / ``gen_ai.prompt`` in the OpenAI
+  messages format (semconv ≤ 1.26, on the span or its ``gen_ai.content.completion`` /
+  ``gen_ai.content.prompt`` event).  Its text parts are the ``model_request`` row's ``text``.
+* **Tool calls the model asked for.**  Instrumentation of the model client alone (no tool
+  spans) records tool calls only as ``tool_call`` parts of the output (``{type: tool_call, id,
+  name, arguments}``; OpenAI ``tool_calls[].function``).  Each such call that no tool span of the
+  transcript records by its call id becomes a ``tool_call`` row: ``line_type``
+  ``<operation>/tool_call``, ``ts`` the model span's end (when the answer asking for it arrived),
+  ``parent_uuid`` the model span, ``result_text`` the ``tool_call_response`` with its id sent back
+  in a later request of the transcript (``result_ts`` NaT: when it was produced is not recorded).
+  A call a tool span records by id gives that span's row its arguments when the span recorded
+  none; a call without an id is a row only when no tool span of the transcript has its name.
 
 Times are converted from Unix nanoseconds to tz-aware UTC.  A line that is not JSON, not an
 object, or not an export request, and a span without ``traceId``/``spanId`` or a start time, go to
@@ -236,6 +251,7 @@ class _Span:
     file_idx: int
     line_no: int | None
     order: int
+    events: tuple = ()        # (name, attributes) of the span's events, in order
 
 
 def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span], counter: list[int]) -> dict:
@@ -338,7 +354,16 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                     start=start, end=_ns(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
                     attrs=_attrs(sp.get("attributes")), status_code=st.get("code"),
                     status_msg=st.get("message") if isinstance(st.get("message"), str) else None,
-                    res=res, file_idx=file_idx, line_no=ln, order=counter[0]))
+                    res=res, file_idx=file_idx, line_no=ln, order=counter[0], events=_events(sp.get("events"))))
+
+
+def _events(v: Any) -> tuple:
+    """``((name, attributes), …)`` of a span's ``events`` (``Span.Event``: ``timeUnixNano``, ``name``,
+    ``attributes``); events that are not objects are left out."""
+    if not isinstance(v, list):
+        return ()
+    return tuple((e["name"], _attrs(e.get("attributes"))) for e in v
+                 if isinstance(e, dict) and isinstance(e.get("name"), str))
 
 
 def _op(s: _Span) -> str | None:
@@ -371,23 +396,108 @@ def _iso(ns: int | None) -> str | None:
     return pd.Timestamp(ns, unit="ns", tz="UTC").isoformat()
 
 
-def _text_of_messages(v: Any) -> str | None:
-    """Text parts of ``gen_ai.output.messages`` (JSON string or structured), joined."""
+def _json_value(v: Any) -> Any:
+    """An attribute that holds JSON either as text (semconv: "MAY be recorded as a JSON string")
+    or structured (``kvlistValue``/``arrayValue``), as a Python value; None when text is not JSON."""
     if isinstance(v, str):
         try:
             v = _json.loads_lenient(v)
         except (json.JSONDecodeError, RecursionError):
             return None
+        return deep_safe(v)
+    return v
+
+
+def _messages(v: Any) -> list[dict]:
+    """The messages of a ``gen_ai.input.messages`` / ``gen_ai.output.messages`` value (semconv
+    1.37+: ``[{role, parts: [{type: text, content} | {type: tool_call, id, name, arguments} |
+    {type: tool_call_response, id, response}]}]``) or of the older OpenAI-format content
+    (``gen_ai.prompt`` / ``gen_ai.completion``, semconv ≤ 1.26: ``[{role, content, tool_calls:
+    [{id, type: function, function: {name, arguments}}]}]``, or ``choices`` ``[{message: …}]``)."""
+    v = _json_value(v)
+    if isinstance(v, dict):
+        v = [v]
     if not isinstance(v, list):
-        return None
-    texts: list[str] = []
+        return []
+    out = []
     for m in v:
-        if not isinstance(m, dict):
-            continue
-        for p in m.get("parts") or []:
-            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str):
-                texts.append(p["content"])
+        if isinstance(m, dict) and isinstance(m.get("message"), dict) and "role" not in m:
+            m = m["message"]  # a choice
+        if isinstance(m, dict):
+            out.append(m)
+    return out
+
+
+def _parts(m: dict) -> list[dict]:
+    """A message's parts in the semconv 1.37+ shape, whichever shape it was written in."""
+    parts = m.get("parts")
+    if isinstance(parts, list):
+        return [p for p in parts if isinstance(p, dict)]
+    out: list[dict] = []
+    content = m.get("content")
+    if isinstance(content, str):
+        out.append({"type": "text", "content": content})
+    elif isinstance(content, list):
+        for c in content:
+            if isinstance(c, str):
+                out.append({"type": "text", "content": c})
+            elif isinstance(c, dict) and isinstance(c.get("text"), str):
+                out.append({"type": "text", "content": c["text"]})
+    if m.get("role") == "tool" and (m.get("tool_call_id") is not None or m.get("id") is not None):
+        return [{"type": "tool_call_response", "id": m.get("tool_call_id", m.get("id")),
+                 "response": "\n".join(p["content"] for p in out) if out else content}]
+    calls = m.get("tool_calls")
+    for c in calls if isinstance(calls, list) else []:
+        fn = c.get("function") if isinstance(c, dict) else None
+        if isinstance(fn, dict):
+            out.append({"type": "tool_call", "id": c.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")})
+    fn = m.get("function_call")
+    if isinstance(fn, dict):
+        out.append({"type": "tool_call", "id": None, "name": fn.get("name"), "arguments": fn.get("arguments")})
+    return out
+
+
+def _content_of(s: _Span, attrs: dict, what: str) -> Any:
+    """A model span's ``gen_ai.{what}.messages`` (``input``/``output``) as recorded: the attribute,
+    else the ``gen_ai.client.inference.operation.details`` event's, else the deprecated
+    ``gen_ai.prompt``/``gen_ai.completion`` attribute or its ``gen_ai.content.prompt``/
+    ``gen_ai.content.completion`` event (semconv ≤ 1.26)."""
+    key = f"gen_ai.{what}.messages"
+    if attrs.get(key) is not None:
+        return attrs[key]
+    for name, ea in s.events:
+        if name == "gen_ai.client.inference.operation.details" and ea.get(key) is not None:
+            return ea[key]
+    old = "gen_ai.prompt" if what == "input" else "gen_ai.completion"
+    if attrs.get(old) is not None:
+        return attrs[old]
+    for name, ea in s.events:
+        if name == f"gen_ai.content.{'prompt' if what == 'input' else 'completion'}" and ea.get(old) is not None:
+            return ea[old]
+    return None
+
+
+def _text_of_messages(v: Any) -> str | None:
+    """Text parts of model output messages (any shape :func:`_messages` reads), joined."""
+    texts = [p["content"] for m in _messages(v) for p in _parts(m)
+             if p.get("type") == "text" and isinstance(p.get("content"), str)]
     return "\n".join(texts) if texts else None
+
+
+def _requested_calls(v: Any) -> list[dict]:
+    """The ``tool_call`` parts of model output messages: what the model asked to call."""
+    return [p for m in _messages(v) for p in _parts(m)
+            if p.get("type") == "tool_call" and isinstance(p.get("name"), str) and p["name"]]
+
+
+def _responses(v: Any) -> dict[str, Any]:
+    """``{call id: response}`` of the ``tool_call_response`` parts of model input messages."""
+    out: dict[str, Any] = {}
+    for m in _messages(v):
+        for p in _parts(m):
+            if p.get("type") == "tool_call_response" and p.get("id") is not None:
+                out.setdefault(str(p["id"]).strip(), p.get("response", p.get("result")))
+    return out
 
 
 def _parse_args(v: Any) -> tuple[Any, str | None, str | None]:
@@ -408,6 +518,55 @@ def _parse_args(v: Any) -> tuple[Any, str | None, str | None]:
             obj = deep_safe(obj)
         return obj, canonical_args(obj), None
     return None, None, str(v)
+
+
+def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, _Span, dict]],
+               tool_rows: dict[tuple[str, str], int], tool_names: dict[str, set], inputs: list[dict]) -> None:
+    """Tool calls the model asked for (``tool_call`` parts of a model span's output) that no tool
+    span of the transcript records become ``tool_call`` rows of their own; those a tool span
+    records (same call id) give it the arguments it did not record.  The ``tool_call_response``
+    parts sent back to the model in later requests give such rows their ``result_text``."""
+    responses: dict[tuple[str, str], Any] = {}
+    for _i, s, attrs in model_rows:
+        tid = rows[_i]["transcript_id"]
+        for cid, resp in _responses(_content_of(s, attrs, "input")).items():
+            responses.setdefault((tid, cid), resp)
+    seen: set[tuple[str, str]] = set()
+    for i, s, attrs in model_rows:
+        base = rows[i]
+        tid = base["transcript_id"]
+        for n, part in enumerate(_requested_calls(_content_of(s, attrs, "output"))):
+            cid = str(part["id"]).strip() if part.get("id") is not None and str(part["id"]).strip() else None
+            args, key, raw = _parse_args(part.get("arguments"))
+            if cid is not None and (tid, cid) in tool_rows:   # a tool span records this call
+                j = tool_rows[(tid, cid)]
+                if j >= 0 and not rows[j].pop("_args_recorded", True) and raw is None and args is not None:
+                    rows[j].update(arguments=args, args_key=key)
+                continue
+            if cid is not None and (tid, cid) in seen:        # asked once, recorded on two spans
+                continue
+            if cid is None and part["name"] in tool_names.get(tid, ()):
+                continue   # no id to tell it from a tool span of the same tool: that span is the row
+            if cid is not None:
+                seen.add((tid, cid))
+            name = part["name"]
+            server, tool = split_codex_name(name) if name.startswith("mcp__") else (None, name)
+            if raw is not None:
+                inputs[s.file_idx]["notes"].append(
+                    f"line {s.line_no}: span {s.span} tool call {name!r} arguments are not JSON; args_key left NA")
+            resp = responses.get((tid, cid)) if cid is not None else None
+            if resp is not None and not isinstance(resp, str):
+                resp = _json.dumps(resp).decode()
+            text, nb = truncate(raw)
+            rtext, _ = truncate(resp)
+            end = s.end if s.end is not None else s.start
+            rows.append({**{k: base[k] for k in ("transcript_id", "client", "client_version", "client_session_id",
+                                                 "agent_id", "source_file", "line_no", "message_id")},
+                         "kind": "tool_call", "line_type": f"{base['line_type']}/tool_call", "tool_raw": name,
+                         "server": server, "tool": tool, "call_id": cid, "arguments": args, "args_key": key,
+                         "result_text": rtext, "text": text, "text_bytes": nb, "parent_uuid": s.span,
+                         "_ts": _iso(end), "_rts": None})
+            keys.append((tid, end, s.order, n + 1))
 
 
 def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
@@ -490,6 +649,9 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
     rows: list[dict] = []
     keys: list[tuple] = []
+    model_rows: list[tuple[int, _Span, dict]] = []      # (row, span, attributes) of model requests
+    tool_rows: dict[tuple[str, str], int] = {}          # (transcript, call id) → row of its tool span
+    tool_names: dict[str, set] = {}                     # transcript → tool names of its tool spans
     for s in spans:
         k = (s.trace, s.span)
         attrs = {**s.attrs, **merged.get(k, {})}
@@ -546,9 +708,14 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                        is_error=bool(error) if s.end is not None or error else None,
                        result_text=rtext, text=text, text_bytes=nb)
             result_ts = _iso(s.end)
+            if cid is not None:
+                tool_rows.setdefault((tid, str(cid).strip()), len(rows))
+            tool_names.setdefault(tid, set()).update(x for x in (name, tool) if x)
+            row["_args_recorded"] = "gen_ai.tool.call.arguments" in attrs
         elif op in _MODEL_OPS or (op == "invoke_agent" and k not in has_model_below):
             model = attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model")
-            text, nb = truncate(_text_of_messages(attrs.get("gen_ai.output.messages")))
+            text, nb = truncate(_text_of_messages(_content_of(s, attrs, "output")))
+            model_rows.append((len(rows), s, attrs))
             it, ot = attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens")
             row.update(kind="model_request", model=model if isinstance(model, str) else None,
                        message_id=attrs.get("gen_ai.response.id") if isinstance(attrs.get("gen_ai.response.id"), str)
@@ -561,10 +728,13 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                 name = _tool_name(s)
                 cid = attrs.get("gen_ai.tool.call.id", outer_of[k].attrs.get("gen_ai.tool.call.id"))
                 row.update(tool_raw=name, tool=name, call_id=str(cid) if cid is not None else None)
+                if cid is not None:
+                    tool_rows.setdefault((tid, str(cid).strip()), -1)
             row["kind"] = "other"
         row["_ts"], row["_rts"] = ts, result_ts
         rows.append(row)
-        keys.append((tid, s.start, s.order))
+        keys.append((tid, s.start, s.order, 0))
+    _requested(rows, keys, model_rows, tool_rows, tool_names, inputs)
     order = sorted(range(len(rows)), key=lambda i: keys[i])
     seqs: dict[str, int] = {}
     out, ts_l, rts_l = [], [], []
@@ -572,6 +742,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         r = rows[i]
         ts_l.append(r.pop("_ts"))
         rts_l.append(r.pop("_rts"))
+        r.pop("_args_recorded", None)
         n = seqs.get(r["transcript_id"], 0)
         r["seq"] = n
         seqs[r["transcript_id"]] = n + 1
