@@ -549,3 +549,111 @@ def test_far_pairs_are_those_more_than_5_s_off_their_sessions_offset():
     far = far_pairs(pairs, sessions)
     assert far["call_seq"].tolist() == [3, 4] and far["off_by"].tolist() == [20_000.0, -6_400.0]
     assert far_pairs(None, sessions).empty and far_pairs(pairs, None).empty
+
+
+def _door_log(path: Path, session: str, calls: list[tuple[datetime, str, dict]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"ts": t.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                                        "seq": i + 1, "session": session, "agent": "analyst", "tool": tool,
+                                        "arguments": args, "object": args.get("path"), "decision": "allow",
+                                        "rule": "allow-demo"}) + "\n"
+                            for i, (t, tool, args) in enumerate(calls)))
+    return path
+
+
+def _iso(t: datetime) -> str:
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def test_codex_rollouts_join_their_door_sessions_end_to_end(tmp_path):
+    """Two Codex rollouts (arguments as JSON strings, one with a duplicated last line, built-in
+    shell calls beside the MCP ones) and two door sessions whose clock runs 300 ms ahead: each
+    session gets its own rollout, every door call is claimed, and no step is left over."""
+    from replaybook.sources.codex import load_codex
+
+    def rollout(sid: str, start: datetime, calls: list[tuple[str, str, str]], dup_last: bool = False) -> Path:
+        lines = [{"timestamp": _iso(start), "type": "session_meta",
+                  "payload": {"id": sid, "cli_version": "0.63.0", "source": "cli"}}]
+        for i, (name, args, cid) in enumerate(calls):
+            t = start + timedelta(seconds=5 * (i + 1))
+            lines.append({"timestamp": _iso(t), "type": "response_item",
+                          "payload": {"type": "function_call", "name": name, "arguments": args, "call_id": cid}})
+            lines.append({"timestamp": _iso(t + timedelta(milliseconds=400)), "type": "response_item",
+                          "payload": {"type": "function_call_output", "call_id": cid, "output": "ok"}})
+        if dup_last:
+            lines.append(lines[-2])
+        p = tmp_path / "codex" / f"rollout-2026-09-13T10-00-00-{sid}.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return p
+
+    a, b = "019a0000-0000-7000-8000-00000000000a", "019a0000-0000-7000-8000-00000000000b"
+    rollout(a, T0, [("mcp__door__list_folder", '{"path": "demo/"}', "a1"),
+                    ("shell", '{"command": ["ls"]}', "a2"),
+                    ("mcp__door__describe", '{ "path":"demo/cars.xpt", "rows": 5.0 }', "a3")], dup_last=True)
+    rollout(b, T0 + timedelta(seconds=60), [("mcp__door__list_folder", '{"path":"demo/"}', "b1"),
+                                            ("mcp__door__describe", '{"rows":5,"path":"demo/cars.parquet"}', "b2")])
+    skew = timedelta(milliseconds=300)
+    _door_log(tmp_path / "door" / "analyst" / "s-a.jsonl", "s-a", [
+        (T0 + timedelta(seconds=5) + skew, "list_folder", {"path": "demo/"}),
+        (T0 + timedelta(seconds=15) + skew, "describe", {"path": "demo/cars.xpt", "rows": 5})])
+    _door_log(tmp_path / "door" / "analyst" / "s-b.jsonl", "s-b", [
+        (T0 + timedelta(seconds=65) + skew, "list_folder", {"path": "demo/"}),
+        (T0 + timedelta(seconds=70) + skew, "describe", {"path": "demo/cars.parquet", "rows": 5})])
+    steps = load_codex(tmp_path / "codex").frame
+    calls = load_door(tmp_path / "door").frame
+    res = join_sessions(steps, calls)
+    assert res.assignments() == {"s-a": a, "s-b": b}
+    s = res.sessions.set_index("door_session")
+    assert s["agreed"].tolist() == [2, 2] and s["status"].tolist() == ["matched", "matched"]
+    assert s["unclaimed_calls"].tolist() == [0, 0] and s["unmatched_steps"].tolist() == [0, 0]
+    assert res.offset_ms == pytest.approx(300.0) and res.door_servers == ["door"]
+    assert set(res.pairs["call_id"]) == {"a1", "a3", "b1", "b2"}
+
+
+def test_an_otel_trace_joins_its_door_session_end_to_end(tmp_path):
+    """An OTel trace whose framework recorded execute_tool spans for some calls (arguments as
+    JSON text) and only the model's tool_call parts for another joins the door session that
+    logged the three calls."""
+    from replaybook.sources.otel import load_otel
+
+    base = int(T0.timestamp() * 1e9)
+
+    def v(x):
+        return {"stringValue": x} if isinstance(x, str) else {"intValue": str(x)}
+
+    def span(sid, name, start_s, end_s, attrs, parent="a000000000000001"):
+        return {"traceId": "5bf92f3577b34da6a3ce929d0e0e4736", "spanId": sid, "parentSpanId": parent, "name": name,
+                "startTimeUnixNano": str(base + int(start_s * 1e9)), "endTimeUnixNano": str(base + int(end_s * 1e9)),
+                "attributes": [{"key": k, "value": v(x)} for k, x in attrs.items()]}
+
+    out = json.dumps([{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "call_3", "name": "mcp__door__summarise",
+         "arguments": {"path": "demo/cars.xpt", "columns": ["mpg"]}}]}])
+    spans = [
+        {**span("a000000000000001", "invoke_agent analyst", 0, 60, {"gen_ai.operation.name": "invoke_agent",
+                                                                    "gen_ai.conversation.id": "conv-9"}),
+         "parentSpanId": ""},
+        span("c000000000000001", "execute_tool list_folder", 5, 5.2,
+             {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "mcp__door__list_folder",
+              "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": '{"path": "demo/"}'}),
+        span("c000000000000002", "execute_tool describe", 10, 10.3,
+             {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "describe",
+              "gen_ai.tool.call.id": "call_2", "gen_ai.tool.call.arguments": '{"path":"demo/cars.xpt"}'}),
+        span("b000000000000001", "chat gpt-4.1", 12, 14.9, {"gen_ai.operation.name": "chat",
+                                                            "gen_ai.output.messages": out}),
+    ]
+    p = tmp_path / "otel" / "trace.jsonl"
+    p.parent.mkdir()
+    p.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}) + "\n")
+    skew = timedelta(milliseconds=150)
+    _door_log(tmp_path / "door" / "analyst" / "s-o.jsonl", "s-o", [
+        (T0 + timedelta(seconds=5) + skew, "list_folder", {"path": "demo/"}),
+        (T0 + timedelta(seconds=10) + skew, "describe", {"path": "demo/cars.xpt"}),
+        (T0 + timedelta(seconds=15) + skew, "summarise", {"columns": ["mpg"], "path": "demo/cars.xpt"})])
+    steps = load_otel(p).frame
+    res = join_sessions(steps, load_door(tmp_path / "door").frame)
+    s = res.sessions.iloc[0]
+    assert (s["transcript_id"], s["agreed"], s["status"], s["unclaimed_calls"]) == ("conv-9", 3, "matched", 0)
+    assert sorted(res.pairs["call_id"]) == ["call_1", "call_2", "call_3"]
+    assert res.offset_ms == pytest.approx(150.0, abs=100)
