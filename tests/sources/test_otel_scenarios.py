@@ -332,3 +332,16 @@ def test_a_call_without_an_id_beside_a_tool_span_of_its_name_is_not_counted_twic
         tool("c000000000000001", 100, 200, "read_object", {"path": "a"}))]))
     assert rows(calls_of(res), ["line_type", "tool", "args_key"]) == [["chat/tool_call", "list", '{"path":"b"}'],
                                                                      ["execute_tool", "read_object", '{"path":"a"}']]
+
+
+def test_a_call_with_an_id_beside_a_tool_span_that_records_none_is_not_counted_twice(tmp_path):
+    """Tool spans of instrumentations before ``gen_ai.tool.call.id`` record no id: the model's
+    ``call_7`` may be that span's call, and two rows for one call would leave one unmatched."""
+    out = [{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "call_7", "name": "mcp__door__read_object", "arguments": {"path": "a"}},
+        {"type": "tool_call", "id": "call_8", "name": "mcp__door__list", "arguments": {"path": "b"}}]}]
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(), chat("b000000000000001", 10, 90, **{"gen_ai.output.messages": out}),
+        tool("c000000000000001", 100, 200, "read_object", {"path": "a"}))]))
+    assert rows(calls_of(res), ["line_type", "call_id", "tool", "args_key"]) == [
+        ["chat/tool_call", "call_8", "list", '{"path":"b"}'], ["execute_tool", None, "read_object", '{"path":"a"}']]

@@ -70,7 +70,8 @@ other           every other span, and a tool span nested (at any depth) inside a
   ``parent_uuid`` the model span, ``result_text`` the ``tool_call_response`` with its id sent back
   in a later request of the transcript (``result_ts`` NaT: when it was produced is not recorded).
   A call a tool span records by id gives that span's row its arguments when the span recorded
-  none; a call without an id is a row only when no tool span of the transcript has its name.
+  none.  Where ids cannot tell (a call without an id, or a tool span that records none), a call
+  is a row only when no such tool span of the transcript has its name: counted once, not twice.
 
 Times are converted from Unix nanoseconds to tz-aware UTC.  A line that is not JSON, not an
 object, or not an export request, and a span without ``traceId``/``spanId`` or a start time, go to
@@ -521,7 +522,8 @@ def _parse_args(v: Any) -> tuple[Any, str | None, str | None]:
 
 
 def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, _Span, dict]],
-               tool_rows: dict[tuple[str, str], int], tool_names: dict[str, set], inputs: list[dict]) -> None:
+               tool_rows: dict[tuple[str, str], int], tool_names: dict[tuple[str, bool], set],
+               inputs: list[dict]) -> None:
     """Tool calls the model asked for (``tool_call`` parts of a model span's output) that no tool
     span of the transcript records become ``tool_call`` rows of their own; those a tool span
     records (same call id) give it the arguments it did not record.  The ``tool_call_response``
@@ -545,12 +547,15 @@ def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, 
                 continue
             if cid is not None and (tid, cid) in seen:        # asked once, recorded on two spans
                 continue
-            if cid is None and part["name"] in tool_names.get(tid, ()):
-                continue   # no id to tell it from a tool span of the same tool: that span is the row
-            if cid is not None:
-                seen.add((tid, cid))
             name = part["name"]
             server, tool = split_codex_name(name) if name.startswith("mcp__") else (None, name)
+            # a tool span of this tool that records no id (or a call that has none) may be this
+            # very call: nothing tells them apart, so the span is the row
+            if {name, tool} & (tool_names.get((tid, False), set()) |
+                               (tool_names.get((tid, True), set()) if cid is None else set())):
+                continue
+            if cid is not None:
+                seen.add((tid, cid))
             if raw is not None:
                 inputs[s.file_idx]["notes"].append(
                     f"line {s.line_no}: span {s.span} tool call {name!r} arguments are not JSON; args_key left NA")
@@ -651,7 +656,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     keys: list[tuple] = []
     model_rows: list[tuple[int, _Span, dict]] = []      # (row, span, attributes) of model requests
     tool_rows: dict[tuple[str, str], int] = {}          # (transcript, call id) → row of its tool span
-    tool_names: dict[str, set] = {}                     # transcript → tool names of its tool spans
+    tool_names: dict[tuple[str, bool], set] = {}        # (transcript, span has a call id) → tool names
     for s in spans:
         k = (s.trace, s.span)
         attrs = {**s.attrs, **merged.get(k, {})}
@@ -710,7 +715,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             result_ts = _iso(s.end)
             if cid is not None:
                 tool_rows.setdefault((tid, str(cid).strip()), len(rows))
-            tool_names.setdefault(tid, set()).update(x for x in (name, tool) if x)
+            tool_names.setdefault((tid, cid is not None), set()).update(x for x in (name, tool) if x)
             row["_args_recorded"] = "gen_ai.tool.call.arguments" in attrs
         elif op in _MODEL_OPS or (op == "invoke_agent" and k not in has_model_below):
             model = attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model")
