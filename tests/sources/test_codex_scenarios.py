@@ -146,18 +146,28 @@ def test_parallel_calls_pair_by_call_id_whatever_the_order_of_outputs(tmp_path):
                                                                                    "image_url": "data:,"}]),
         out("2026-03-01T10:00:01.600Z", "p2", "B"),
         out("2026-03-01T10:00:01.700Z", "p1", {"content": "denied", "success": False}),  # pre-0.3x output
+        env("2026-03-01T10:00:01.003Z", "response_item", {
+            "type": "local_shell_call", "call_id": "p4", "status": "completed",
+            "action": {"type": "exec", "command": ["cat", "a"], "timeout_ms": None, "working_directory": None,
+                       "env": None, "user": None}}),
+        out("2026-03-01T10:00:01.800Z", "p4", "a-content"),
     ]))
     calls = res.frame[res.frame["kind"] == "tool_call"]
     assert rows(calls, ["call_id", "tool", "server", "result_text", "is_error", "images"]) == [
         ["p1", "list", "door", "denied", True, 0],
         ["p2", "list", "door", "B", None, 0],
         ["p3", "shell", None, "x", None, 1],
+        ["p4", "local_shell", None, "a-content", None, 0],
     ]
+    assert calls["args_key"].iloc[3] == ('{"command":["cat","a"],"env":null,"timeout_ms":null,"type":"exec",'
+                                         '"user":null,"working_directory":null}')
     assert [str(t) for t in calls["result_ts"]] == ["2026-03-01 10:00:01.700000+00:00",
                                                     "2026-03-01 10:00:01.600000+00:00",
-                                                    "2026-03-01 10:00:01.500000+00:00"]
+                                                    "2026-03-01 10:00:01.500000+00:00",
+                                                    "2026-03-01 10:00:01.800000+00:00"]
     results = res.frame[res.frame["kind"] == "tool_result"]
-    assert results["call_id"].tolist() == ["p3", "p2", "p1"] and results["tool"].tolist() == ["shell", "list", "list"]
+    assert results["call_id"].tolist() == ["p3", "p2", "p1", "p4"]
+    assert results["tool"].tolist() == ["shell", "list", "list", "local_shell"]
 
 
 # ---------------------------------------------------------------------------------------------
