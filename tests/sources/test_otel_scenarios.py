@@ -66,9 +66,8 @@ def request(*spans, version="2.1.0") -> dict:
 
 
 def agent(sid="a000000000000001", conv="conv-1", **kw) -> dict:
-    return span(sid, "invoke_agent analyst", 0, 60_000, {"gen_ai.operation.name": "invoke_agent",
-                                                         "gen_ai.conversation.id": conv, "gen_ai.agent.name": "analyst"},
-                **kw)
+    a = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": conv, "gen_ai.agent.name": "analyst"}
+    return span(sid, "invoke_agent analyst", 0, 60_000, a, **kw)
 
 
 def tool(sid, start, end, name, args=None, call_id=None, parent="a000000000000001", **a) -> dict:
@@ -254,7 +253,8 @@ def test_times_as_strings_or_numbers_missing_or_unusable(tmp_path):
     no_start = tool("c000000000000003", 500, 600, "read_object", {"path": "c"}, "k3")
     del no_start["startTimeUnixNano"]
     as_int = tool("c000000000000001", 100, 200, "read_object", {"path": "a"}, "k1")
-    as_int["startTimeUnixNano"], as_int["endTimeUnixNano"] = int(as_int["startTimeUnixNano"]), int(as_int["endTimeUnixNano"])
+    for k in ("startTimeUnixNano", "endTimeUnixNano"):
+        as_int[k] = int(as_int[k])
     res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(agent()), request(as_int, no_end), request(no_start)]))
     assert rows(calls_of(res), ["call_id", "is_error"]) == [["k1", False], ["k2", None]]
     assert [str(t) for t in calls_of(res)["ts"]] == ["2026-03-01 10:00:00.100000+00:00",

@@ -451,7 +451,8 @@ def _parts(m: dict) -> list[dict]:
     for c in calls if isinstance(calls, list) else []:
         fn = c.get("function") if isinstance(c, dict) else None
         if isinstance(fn, dict):
-            out.append({"type": "tool_call", "id": c.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")})
+            out.append({"type": "tool_call", "id": c.get("id"), "name": fn.get("name"),
+                        "arguments": fn.get("arguments")})
     fn = m.get("function_call")
     if isinstance(fn, dict):
         out.append({"type": "tool_call", "id": None, "name": fn.get("name"), "arguments": fn.get("arguments")})
