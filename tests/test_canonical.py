@@ -81,3 +81,20 @@ def test_integral_doubles_of_any_size_equal_their_integer():
     assert canonical_args_text('{"n":9.223372036854775809e18}') != canonical_args_text('{"n":9223372036854775809}')
     # non-integral values stay doubles
     assert canonical_args_text('{"n":1.5e-7}') == '{"n":1.5e-7}'
+
+
+def test_arguments_given_as_text_parse_the_one_way_every_loader_parses_them():
+    from replaybook.canonical import arguments_from_text
+
+    assert arguments_from_text(' { "b": 1.0, "a": [1] } ') == {"b": 1.0, "a": [1]}
+    assert arguments_from_text("   ") == {} and arguments_from_text("") == {}
+    assert arguments_from_text('{"n": 123456789012345678901234567890}') == {"n": 123456789012345678901234567890}
+    assert canonical_args(arguments_from_text('{"n": 1e400}')) == '{"n":1E400}'  # beyond doubles: exact
+    # a lone-surrogate escape, or a lone surrogate already decoded into the text, leaves none behind
+    assert arguments_from_text('{"p": "x\\ud800"}') == {"p": "x\ufffd"}
+    assert arguments_from_text('{"p": "x\ud800"}') == {"p": "x\ufffd"}
+    import pytest
+
+    for bad in ("{not json", "[" * 100_000):
+        with pytest.raises(ValueError):
+            arguments_from_text(bad)

@@ -37,9 +37,10 @@ from typing import Any
 import orjson
 
 from . import _json
-from ._text import safe_str
+from ._text import deep_safe, safe_str
 
-__all__ = ["canonical_args", "canonical_args_cached", "canonical_args_text", "CANONICAL_VERSION"]
+__all__ = ["canonical_args", "canonical_args_cached", "canonical_args_text", "arguments_from_text",
+           "CANONICAL_VERSION"]
 
 #: Bumped whenever a rule above changes, since stored keys stop comparing equal.
 CANONICAL_VERSION = 3  # 3: integral doubles of 2**63 or more equal their integer
@@ -162,3 +163,32 @@ def canonical_args_text(text: str) -> str:
     except orjson.JSONDecodeError:
         obj = _json.loads_lenient(text)
     return canonical_args(obj)
+
+
+def arguments_from_text(text: str) -> Any:
+    """Tool-call arguments a client wrote as JSON *text* — Codex's ``function_call.arguments``,
+    OTel's ``gen_ai.tool.call.arguments``, a Gemini record another program wrote — parsed the one
+    way every loader parses them, so the same call gets the same :func:`canonical_args` key
+    whichever client logged it.
+
+    Blank text is ``{}`` (no arguments); integers of any size stay exact (:func:`_json.loads`);
+    text orjson refuses but JSON readers take (``1e400``, ``NaN``, a lone-surrogate escape) is read
+    by :func:`_json.loads_lenient`; no lone surrogate is left in any string or key (a ``\ud800``
+    escape, or one already decoded into ``text``, becomes U+FFFD).
+
+    Raises:
+        ValueError: ``text`` is not JSON, or nests deeper than a parser reads.
+    """
+    if not text.strip():
+        return {}
+    try:
+        obj = _json.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            return deep_safe(_json.loads_lenient(text))
+        except RecursionError:
+            raise ValueError("arguments nest deeper than a JSON parser reads") from None
+    if "\\ud" in text or "\\uD" in text:
+        obj = deep_safe(obj)
+    return obj
+

@@ -125,7 +125,7 @@ from .. import _json
 from .._jsonl import (expand_paths, iter_objects, json_doc_items, line_scores, name_stem, note_unreadable_times,
                       quarantine_row, read_source)
 from .._text import before_by_ms, deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
-from ..canonical import canonical_args
+from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
 from .registry import Source, register
 
@@ -750,19 +750,13 @@ def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, mo
             raw_args = it.get("arguments")
             if isinstance(raw_args, str):
                 try:
-                    args = _json.loads(raw_args) if raw_args.strip() else {}
-                    if "\\ud" in raw_args or "\\uD" in raw_args:  # a \ud800 escape in the text: no lone
-                        args = deep_safe(args)                   # surrogate in the frame's cells
+                    args = arguments_from_text(raw_args)
                     key = canonical_args(args)
-                except (orjson.JSONDecodeError, TypeError, RecursionError):
-                    try:
-                        args = deep_safe(_json.loads_lenient(raw_args))
-                        key = canonical_args(args)
-                    except (json.JSONDecodeError, RecursionError, TypeError, ValueError):
-                        args, key = None, None
-                        text = raw_args
-                        notes.append(f"line {r.line_no}: function_call arguments are not JSON (or nest too deep); "
-                                     "kept as text, args_key left NA: the call cannot agree by arguments")
+                except (TypeError, ValueError, RecursionError):
+                    args, key = None, None
+                    text = raw_args
+                    notes.append(f"line {r.line_no}: function_call arguments are not JSON (or nest too deep); "
+                                 "kept as text, args_key left NA: the call cannot agree by arguments")
             elif isinstance(raw_args, (dict, list)):
                 args = raw_args
                 try:

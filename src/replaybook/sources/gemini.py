@@ -93,7 +93,7 @@ from .. import _json
 from .._jsonl import (expand_paths, iter_objects, json_doc_items, line_scores, name_stem, note_unreadable_times,
                       quarantine_row, read_source)
 from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
-from ..canonical import canonical_args
+from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
 from .registry import Source, register
 
@@ -456,15 +456,10 @@ def _args(args: Any, line_no: int | None, notes: list[str]) -> tuple[Any, str | 
         return args, canonical_args(args), {}
     if isinstance(args, str):
         try:
-            obj = _json.loads(args) if args.strip() else {}
-        except orjson.JSONDecodeError:
-            try:
-                obj = _json.loads_lenient(args)
-            except (json.JSONDecodeError, RecursionError):
-                obj = _NOT_JSON
+            obj = arguments_from_text(args)
+        except ValueError:
+            obj = _NOT_JSON
         if obj is not _NOT_JSON:
-            if "\\ud" in args or "\\uD" in args:  # a \ud800 escape in the text: no lone surrogate
-                obj = deep_safe(obj)
             return obj, canonical_args(obj), {}
     raw = args if isinstance(args, str) else _json.dumps(args).decode()
     notes.append(f"line {line_no}: tool call args are not a JSON object or JSON text; kept as text, args_key "

@@ -97,7 +97,7 @@ import pandas as pd
 from .. import _json
 from .._jsonl import expand_paths, iter_objects, json_doc_items, quarantine_row, read_source
 from .._text import deep_safe, int_or_none, truncate
-from ..canonical import canonical_args
+from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
 from .codex import split_codex_name
 from .registry import Source, register
@@ -510,14 +510,9 @@ def _parse_args(v: Any) -> tuple[Any, str | None, str | None]:
         return v, canonical_args(v), None
     if isinstance(v, str):
         try:
-            obj = _json.loads(v) if v.strip() else {}
-        except orjson.JSONDecodeError:
-            try:
-                obj = _json.loads_lenient(v)
-            except (json.JSONDecodeError, RecursionError):
-                return None, None, v
-        if "\\ud" in v or "\\uD" in v:  # a \ud800 escape in the text: no lone surrogate in the cells
-            obj = deep_safe(obj)
+            obj = arguments_from_text(v)
+        except ValueError:
+            return None, None, v
         return obj, canonical_args(obj), None
     return None, None, str(v)
 
