@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _jsonl_fixture import write_jsonl as write
 
 from replaybook._text import TEXT_LIMIT
 from replaybook.canonical import canonical_args
@@ -45,13 +46,6 @@ def fc(ts, name, arguments, call_id, **extra) -> dict:
 
 def out(ts, call_id, output) -> dict:
     return env(ts, "response_item", {"type": "function_call_output", "call_id": call_id, "output": output})
-
-
-def write(path: Path, lines: list, tail: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines) + tail,
-                    encoding="utf-8")
-    return path
 
 
 def rollout(tmp_path: Path, lines: list, tail: str = "", sid: str = SID) -> Path:

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
+from _jsonl_fixture import write_jsonl as write
 
 from replaybook._text import TEXT_LIMIT
 from replaybook.canonical import canonical_args
@@ -55,13 +56,6 @@ def call(cid, name, args, sec, status="success", output=None, server=None, tool=
     if output is not None:
         tc["result"] = [{"functionResponse": {"id": cid, "name": name, "response": {"output": output}}}]
     return tc
-
-
-def write(path: Path, lines: list, tail: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines) + tail,
-                    encoding="utf-8")
-    return path
 
 
 def recording(tmp_path: Path, lines: list, tail: str = "", sid: str = S) -> Path:

@@ -1,0 +1,15 @@
+"""Writing JSON Lines fixtures for the loader scenario tests (imported by them; not a test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def write_jsonl(path: Path, lines: list, tail: str = "") -> Path:
+    """Write ``lines`` to ``path`` (folders made), one per line: a ``str`` as it is (a damaged
+    line), anything else as its JSON; then ``tail`` (a last line with no newline, say)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines) + tail,
+                    encoding="utf-8")
+    return path
