@@ -747,27 +747,10 @@ def _shell_line(words: list[str], sh: _Shell) -> tuple[str | None, _Shell, str]:
         if a == "--":
             i += 1
             break
-        if a in ("-o", "+o"):
-            if i + 1 < len(args) and args[i + 1] == "pipefail":
-                pipefail = a == "-o"
-            if i + 1 < len(args) and args[i + 1] == "errexit":
-                errexit = a == "-o"
-            i += 2
-            continue
-        if re.fullmatch(r"[-+][a-zA-Z]+", a):
-            flags = a[1:]
-            on = a[0] == "-"
-            if "e" in flags:
-                errexit = on
-            if "c" in flags:
-                has_c = True
-            n_o = flags.count("o")
-            names = args[i + 1:i + 1 + n_o]
-            if "pipefail" in names:
-                pipefail = on
-            if "errexit" in names:
-                errexit = on
-            i += 1 + n_o
+        opt = _shell_options(args, i, pipefail, errexit)
+        if opt is not None:
+            has_c = has_c or "c" in a[1:]
+            i, pipefail, errexit = opt
             continue
         if a.startswith("--"):
             i += 1
@@ -1148,21 +1131,31 @@ def _set_builtin(args: list[str], sh: _Shell) -> _Shell:
     pipefail, errexit = sh.pipefail, sh.errexit
     i = 0
     while i < len(args):
-        a = args[i]
-        if re.fullmatch(r"[-+][a-zA-Z]+", a):
-            on = a[0] == "-"
-            if "e" in a:
-                errexit = on
-            n_o = a.count("o")
-            names = args[i + 1:i + 1 + n_o]
-            if "pipefail" in names:
-                pipefail = on
-            if "errexit" in names:
-                errexit = on
-            i += 1 + n_o
-        else:
+        opt = _shell_options(args, i, pipefail, errexit)
+        if opt is None:
             i += 1
+        else:
+            i, pipefail, errexit = opt
     return _Shell(pipefail, errexit, sh.pipefail_note, sh.depth)
+
+
+def _shell_options(args: list[str], i: int, pipefail: bool, errexit: bool) -> tuple[int, bool, bool] | None:
+    """A shell's short options at ``args[i]`` (``-e``, ``-o pipefail``, ``-euo pipefail``,
+    ``+o errexit``: each ``o`` takes the next word as an option name), as ``sh`` and ``set`` read
+    them: ``(index after them, pipefail, errexit)``; ``None`` when ``args[i]`` is no such word."""
+    a = args[i]
+    if not re.fullmatch(r"[-+][a-zA-Z]+", a):
+        return None
+    on = a[0] == "-"
+    if "e" in a[1:]:
+        errexit = on
+    n_o = a.count("o")
+    names = args[i + 1:i + 1 + n_o]
+    if "pipefail" in names:
+        pipefail = on
+    if "errexit" in names:
+        errexit = on
+    return i + 1 + n_o, pipefail, errexit
 
 
 def _proven_pipelines(ops: list[str | None], final: bool, errexit: bool) -> set[int]:
