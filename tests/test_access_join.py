@@ -187,7 +187,16 @@ def test_received_time_has_no_completion_lag():
 
 
 def test_map_object_and_errors(frames):
-    assert map_object("demo/a.csv", {"demo/": "s3://x/d/", "demo/a": "s3://y/"}) == "s3://y/.csv"
+    # the longest entry wins, whole path segments only: "demo/a" names demo/a and what is under it
+    assert map_object("demo/a.csv", {"demo/": "s3://x/d/", "demo/a": "s3://y/"}) == "s3://x/d/a.csv"
+    assert map_object("demo/a/b.csv", {"demo/": "s3://x/d/", "demo/a": "s3://y/"}) == "s3://y/b.csv"
+    # the folder as the door logs it (normalised: no trailing slash), and the data root
+    assert map_object("demo", SMAP) == "s3://acme-data/demo/"
+    assert map_object(".", SMAP) == "s3://acme-data/"
+    assert map_object(".", {"demo/": "s3://x/d/", "ref/": "s3://y/ref/"}) is None  # no folder they share
+    assert map_object(".", {"": "gs://b/root/"}) == "gs://b/root/"
+    # a key with a slash and a target without one still maps folder to folder
+    assert map_object("demo/a.csv", {"demo/": "s3://x/d"}) == "s3://x/d/a.csv"
     assert map_object("gs://b/k", None) == "gs://b/k"
     assert map_object("other/a.csv", SMAP) is None
     assert map_object(None, SMAP) is None

@@ -31,15 +31,19 @@ start is nearest wins (ties: the lower ``seq``).
 Objects
 -------
 A call's ``object`` (``demo/cars.sas7bdat``) is mapped to a storage URI through ``storage_map``
-(``{"demo/": "s3://acme-data/demo/"}``; the longest matching prefix wins; an object that already
-is a ``s3://`` / ``gs://`` / ``az://`` URI is used as is; an object that no prefix maps is never
-matched).  An access row matches a call when its ``resource_uri``
+(``{"demo/": "s3://acme-data/demo/"}``) by :func:`map_object`: each entry maps a folder of the
+door's paths, whole segments at a time, the longest matching entry wins, the folder itself maps
+whether the door logged it as ``demo/`` or ``demo`` (the door normalises paths), the data root
+``.`` maps to the folder the entries share, an object that already is a ``s3://`` / ``gs://`` /
+``az://`` URI is used as is, and an object that nothing maps is never matched.  An access row
+matches a call when its ``resource_uri``
 
 * equals the call's URI, or
-* lies under it, when the call's URI is a folder (ends with ``/``) and the access is a ``list``
-  or ``head``: a folder listing may page, recurse or stat its entries — but a **read, write or
-  delete** of an object is only explained by a call on that very object, so an object read
-  while the agent was "only listing" stays unexplained, or
+* is that URI as a folder, or lies under it, and the access is a ``list`` or ``head``: a folder
+  listing may page, recurse or stat its entries, and a client of object storage that stats
+  ``k`` also looks for ``k/`` — but a **read, write or delete** of an object is only explained
+  by a call on that very object, so an object read while the agent was "only listing" stays
+  unexplained, or
 * is a folder above the call's URI, the call's URI is itself a folder and the access is a
   ``list``: a coarser record of the same listing (GCS audit logs record a listing at bucket
   level, without its prefix).
@@ -230,28 +234,86 @@ def on_storage(resource_uri: object) -> bool:
 
 
 def map_object(obj: object, storage_map: Mapping[str, str] | None) -> str | None:
-    """A door ``object`` as a storage URI: as is when it already is ``s3://``/``gs://``/``az://``,
-    else through the longest ``storage_map`` prefix it starts with; ``None`` when nothing maps."""
+    """A door ``object`` as a storage URI; ``None`` when nothing maps it.
+
+    An object that already is a ``s3://``/``gs://``/``az://`` URI is used as it is (such URIs
+    name keys as they are, unencoded, as the AWS CLI and gsutil write them).  Otherwise each
+    ``storage_map`` entry maps a **folder** (or one object) of the door's paths onto a storage
+    prefix, whole path segments at a time, and the longest entry that matches wins:
+
+    * ``"demo/": "s3://acme-data/demo/"`` maps ``demo/cars.csv`` to ``s3://acme-data/demo/cars.csv``
+      and the folder itself — ``demo/``, or ``demo`` as the door logs it (it normalises paths:
+      a listing of ``demo/`` is logged as ``demo``) — to ``s3://acme-data/demo/``;
+    * an entry written without slashes, ``"data": "s3://acme-data/warehouse"``, maps ``data``
+      to ``s3://acme-data/warehouse`` and ``data/cars.csv`` to
+      ``s3://acme-data/warehouse/cars.csv``, but not ``database.csv``: an entry never maps part
+      of a name;
+    * ``""`` maps the data root; without it, the data root (``.``, as the door logs a listing of
+      it) maps to the folder every entry's target shares with its path — ``s3://acme-data/``
+      for the two above (``demo/`` → ``…/demo/``) — when the entries agree on one.
+
+    A key written with a slash and its target without one (or the other way round) still maps
+    folder to folder.
+    """
     if not isinstance(obj, str) or not obj:
         return None
     if obj.startswith(_SCHEMES):
         return obj
-    best = None
-    for prefix in (storage_map or {}):
-        if obj.startswith(prefix) and (best is None or len(prefix) > len(best)):
+    smap = storage_map or {}
+    path = "" if obj in (".", "./") else obj
+    best: str | None = None
+    for prefix in smap:
+        if _covers(prefix, path) and (best is None or len(prefix.rstrip("/")) > len(best.rstrip("/"))):
             best = prefix
     if best is None:
-        return None
-    return storage_map[best] + obj[len(best):]
+        return _root_target(smap) if path == "" else None
+    target = smap[best]
+    folder = best == "" or best.endswith("/")
+    key = best.rstrip("/")
+    if path == best or (folder and path == key):
+        return (target if target.endswith("/") else target + "/") if folder else target
+    rest = path[len(key):].lstrip("/") if key else path
+    return (target if target.endswith("/") else target + "/") + rest
+
+
+def _covers(prefix: str, path: str) -> bool:
+    """``storage_map`` key ``prefix`` maps door path ``path`` (whole segments; ``""`` maps all)."""
+    if prefix == "":
+        return True
+    key = prefix.rstrip("/")
+    return path == prefix or path == key or path.startswith(key + "/")
+
+
+def _root_target(smap: Mapping[str, str]) -> str | None:
+    """The storage folder of the data root, when every entry's target ends with the entry's own
+    path (``demo/`` → ``s3://acme-data/demo/``) and they all put the root in one place
+    (``s3://acme-data/``); else ``None`` (an entry that maps its folder elsewhere says the data
+    root is not one storage folder)."""
+    roots = set()
+    for prefix, target in smap.items():
+        key = prefix.strip("/")
+        t = target.rstrip("/")
+        if not key or not t.endswith("/" + key):
+            return None
+        roots.add(t[:-len(key)])
+    return roots.pop() if len(roots) == 1 else None
 
 
 def _object_match(access_uri: str | None, access_action: str, call_uri: str | None) -> bool:
+    """The access row's resource is what a call on ``call_uri`` reaches (module docstring,
+    "Objects")."""
     if not access_uri or not call_uri:
         return False
     if access_uri == call_uri:
         return True
-    if call_uri.endswith("/") and access_uri.startswith(call_uri) and access_action in ("list", "head"):
-        return True
+    if access_action in ("list", "head"):
+        # a listing or stat of the folder the call names, or of what is in it: the call's URI
+        # may name the folder without its slash (an object equal to a storage_map key written
+        # so, or a stat that looks for both ``k`` and ``k/``, as file-system clients of object
+        # storage do)
+        folder = call_uri if call_uri.endswith("/") else call_uri + "/"
+        if access_uri.startswith(folder):
+            return True
     if access_action == "list" and access_uri.endswith("/") and call_uri.endswith("/") \
             and call_uri.startswith(access_uri):
         return True

@@ -1,0 +1,341 @@
+"""The door call ↔ storage request join on small incidents whose answer is known.
+
+Each scenario writes a door log and the cloud's own logs in their real formats into a fresh
+folder, names them in an ``incident.yaml`` (``storage_map``, ``principals``), loads the
+incident as ``replaybook report`` does and checks the exact pairing (which request each call
+explains) and the exact set of requests no door call explains.  The expected answer is written
+down by reasoning from the formats' documentation, before looking at what the product says:
+
+* CloudTrail (User Guide, "CloudTrail record contents"): ``eventTime`` is when the request
+  completed, to the second; ``eventID`` identifies an event, and an event may be delivered more
+  than once, in the same or another delivery file; ``requestID`` is the S3 request id
+  (``x-amz-request-id``), the same id the S3 server access log gives the request.
+* S3 server access logs (User Guide, "Amazon S3 server access log format"; "best effort"
+  delivery): the time is when S3 received the request, to the second; records may be late,
+  missing, or delivered twice; the ``key`` is URL-encoded — twice for most operations, once for
+  the lifecycle and batch-delete records (as operators of large fleets report: a key
+  ``a b`` is logged ``a%2520b`` by ``REST.GET.OBJECT``); the ``Request-URI`` holds the path
+  as the client sent it (percent-encoded once).
+* GCP Cloud Audit Logs: ``timestamp`` to the nanosecond; ``resourceName``
+  ``projects/_/buckets/<bucket>/objects/<object name>`` with the name as it is; a listing is
+  logged at bucket level; ``authenticationInfo`` may be absent.
+* Azure Storage resource logs: ``time`` is when storage received the request (100 ns); ``uri``
+  is the request URL (percent-encoded), ``objectKey`` ``/<account>/<container>/<blob>``
+  URL-encoded; SAS and account-key requests carry no identity.
+
+The door logs the object a call names normalised (``posixpath.normpath``): a listing of
+``demo/`` is logged as ``demo`` and one of the data root as ``.``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import quote
+
+import pandas as pd
+import pytest
+
+from replaybook.incident import Incident
+
+BASE = datetime(2026, 9, 13, 10, 0, 0, tzinfo=timezone.utc)
+ACCOUNT = "123456789012"
+ROLE = f"arn:aws:sts::{ACCOUNT}:assumed-role/door-reader"
+DOOR_ARN = f"{ROLE}/door-analyst"
+PRINCIPALS = {"analyst": f"{ROLE}/*"}
+SMAP = {"demo/": "s3://acme-data/demo/", "reference/": "s3://acme-data/reference/"}
+OWNER = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
+GCP_SA = "door-reader@acme-proj.iam.gserviceaccount.com"
+AZ_OID = "6d2c1a8e-0f3b-4c55-9e7a-2b1f0c9d8e7a"
+
+
+# -- time -------------------------------------------------------------------------------------
+
+def at(s: float) -> datetime:
+    """``BASE`` + ``s`` seconds (microsecond precision)."""
+    return BASE + timedelta(microseconds=round(s * 1e6))
+
+
+def door_ts(s: float) -> str:
+    return at(s).strftime("%Y-%m-%dT%H:%M:%S.") + f"{at(s).microsecond // 1000:03d}Z"
+
+
+def whole(s: float) -> str:
+    """CloudTrail ``eventTime``: the second the request completed in (the fraction dropped)."""
+    return (BASE + timedelta(seconds=math.floor(s))).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sal_time(s: float) -> str:
+    return (BASE + timedelta(seconds=math.floor(s))).strftime("%d/%b/%Y:%H:%M:%S +0000")
+
+
+def azure_time(s: float) -> str:
+    t = at(s)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond:06d}0Z"
+
+
+# -- the door ---------------------------------------------------------------------------------
+
+def call(seq: int, start: float, end: float | None, obj: str | None, *, tool: str = "read_file",
+         decision: str = "allow", rule: str = "allow-demo", **extra) -> dict:
+    rec = {"ts": door_ts(start), "seq": seq, "tool": tool, "arguments": {"path": obj}, "object": obj,
+           "decision": decision, "rule": rule}
+    if end is not None:
+        rec["ts_end"] = door_ts(end)
+    rec.update(extra)
+    return rec
+
+
+def write_door(root: Path, sessions: dict[str, list[dict]], agent: str = "analyst") -> None:
+    for session, calls in sessions.items():
+        p = root / "door" / agent / f"{session}.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("".join(json.dumps({**c, "session": session, "agent": agent}) + "\n" for c in calls))
+
+
+# -- CloudTrail -------------------------------------------------------------------------------
+
+def ct_event(name: str, done: float, key: str | None, request_id: str, *, bucket: str = "acme-data",
+             arn: str | None = DOOR_ARN, event_id: str | None = None, out: int | None = None,
+             error: str | None = None, prefix: str | None = None, params: dict | None = None) -> dict:
+    """One S3 data event as a delivery file holds it (AWS's own example's fields)."""
+    ui = None
+    if arn is not None:
+        role, session = arn.rsplit("/", 1)
+        ui = {"type": "AssumedRole", "principalId": f"AROAEXAMPLEID:{session}", "arn": arn,
+              "accountId": ACCOUNT, "accessKeyId": "ASIAEXAMPLEKEY",
+              "sessionContext": {"sessionIssuer": {"type": "Role", "principalId": "AROAEXAMPLEID",
+                                                   "arn": f"arn:aws:iam::{ACCOUNT}:role/{role.rsplit('/', 1)[1]}",
+                                                   "accountId": ACCOUNT, "userName": role.rsplit("/", 1)[1]},
+                                 "attributes": {"creationDate": "2026-09-13T09:58:00Z", "mfaAuthenticated": "false"}}}
+    rp = {"bucketName": bucket, "Host": f"{bucket}.s3.eu-west-1.amazonaws.com"}
+    if key is not None:
+        rp["key"] = key
+    if prefix is not None:
+        rp.update({"list-type": "2", "prefix": prefix, "delimiter": "/"})
+    rp.update(params or {})
+    resources = [{"type": "AWS::S3::Object", "ARNPrefix" if key is None else "ARN":
+                  f"arn:aws:s3:::{bucket}/{key if key is not None else prefix or ''}"},
+                 {"accountId": ACCOUNT, "type": "AWS::S3::Bucket", "ARN": f"arn:aws:s3:::{bucket}"}]
+    ev = {"eventVersion": "1.10", "eventTime": whole(done), "eventSource": "s3.amazonaws.com",
+          "eventName": name, "awsRegion": "eu-west-1", "sourceIPAddress": "198.51.100.7",
+          "userAgent": "[aws-sdk-python/1.34 door/1.2]", "requestParameters": rp, "responseElements": None,
+          "additionalEventData": {"SignatureVersion": "SigV4", "AuthenticationMethod": "AuthHeader",
+                                  "bytesTransferredIn": 0, "bytesTransferredOut": out if out is not None else 0},
+          "requestID": request_id, "eventID": event_id or f"ev-{request_id}", "readOnly": True,
+          "resources": resources, "eventType": "AwsApiCall", "managementEvent": False,
+          "recipientAccountId": ACCOUNT, "eventCategory": "Data"}
+    if ui is not None:
+        ev["userIdentity"] = ui
+    if error:
+        ev["errorCode"], ev["errorMessage"] = error, "Access Denied"
+    return ev
+
+
+def write_cloudtrail(root: Path, name: str, events: list[dict]) -> None:
+    """A gzipped delivery file in an ``AWSLogs/`` tree."""
+    p = root / "cloud" / "AWSLogs" / ACCOUNT / "CloudTrail" / "eu-west-1" / "2026" / "09" / "13" / \
+        f"{ACCOUNT}_CloudTrail_eu-west-1_20260913T{name}.json.gz"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(gzip.compress(json.dumps({"Records": events}).encode()))
+
+
+# -- S3 server access logs ----------------------------------------------------------------------
+
+def sal(received: float, op: str, key: str, request_id: str, *, uri: str | None = None,
+        requester: str = DOOR_ARN, status: int = 200, error: str = "-", sent: int | None = 2048,
+        bucket: str = "acme-data") -> str:
+    """One server access log record; ``key`` and ``uri`` as S3 writes them (already encoded)."""
+    uri_field = "-" if uri is None else f'"{uri}"'
+    return (f"{OWNER} {bucket} [{sal_time(received)}] 198.51.100.7 {requester} {request_id} {op} {key} "
+            f"{uri_field} {status} {error} {'-' if sent is None else sent} 4096 12 10 \"-\" \"door/1.2\" - "
+            f"aGlkCg== SigV4 ECDHE-RSA-AES128-GCM-SHA256 AuthHeader {bucket}.s3.eu-west-1.amazonaws.com "
+            "TLSv1.2 - - eu-west-1")
+
+
+def write_sal(root: Path, name: str, lines: list[str]) -> None:
+    p = root / "cloud" / "s3-access" / f"acme-data-{name}"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("".join(ln + "\n" for ln in lines))
+
+
+# -- GCP audit ----------------------------------------------------------------------------------
+
+def gcp_entry(method: str, timestamp: str, resource: str, insert_id: str, *, email: str | None = GCP_SA,
+              code: int = 0, items: int | None = None) -> dict:
+    pp = {"@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+          "status": {} if not code else {"code": code, "message": "PERMISSION_DENIED"},
+          "requestMetadata": {"callerIp": "198.51.100.7", "callerSuppliedUserAgent": "door/1.2,gzip(gfe)"},
+          "serviceName": "storage.googleapis.com", "methodName": method,
+          "authorizationInfo": [{"resource": resource, "permission": method, "resourceAttributes": {}}],
+          "resourceName": resource, "resourceLocation": {"currentLocations": ["europe-west1"]}}
+    if code == 0:
+        pp["authorizationInfo"][0]["granted"] = True
+    if email is not None:
+        pp["authenticationInfo"] = {"principalEmail": email}
+    if items is not None:
+        pp["metadata"] = {"numResponseItems": str(items)}
+    return {"protoPayload": pp, "insertId": insert_id,
+            "resource": {"type": "gcs_bucket", "labels": {"bucket_name": resource.split("/")[3],
+                                                          "project_id": "acme-proj", "location": "europe-west1"}},
+            "timestamp": timestamp, "severity": "INFO" if not code else "ERROR",
+            "logName": "projects/acme-proj/logs/cloudaudit.googleapis.com%2Fdata_access",
+            "receiveTimestamp": timestamp}
+
+
+def gcp_ts(s: float, ns: int | None = None) -> str:
+    """``BASE`` + ``s`` seconds as a nanosecond RFC 3339 time (``ns`` overrides the fraction)."""
+    whole_s = math.floor(s)
+    frac = round((s - whole_s) * 1e9) if ns is None else ns
+    return (BASE + timedelta(seconds=whole_s)).strftime("%Y-%m-%dT%H:%M:%S.") + f"{frac:09d}Z"
+
+
+def write_gcp(root: Path, entries: list[dict]) -> None:
+    p = root / "cloud" / "gcp" / "data_access.jsonl"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("".join(json.dumps(e) + "\n" for e in entries))
+
+
+# -- Azure storage ------------------------------------------------------------------------------
+
+def az_record(op: str, received: float, uri: str | None, request_id: str, *, oid: str | None = AZ_OID,
+              auth: str = "OAuth", status: int = 200, text: str = "Success", size: int = 2048,
+              object_key: str | None = None, category: str = "StorageRead") -> dict:
+    identity: dict = {"type": auth, "tokenHash": "key1(ABCDEF)"}
+    if oid is not None:
+        identity["requester"] = {"objectId": oid, "appId": "3a9f0c1e-aaaa-bbbb-cccc-0123456789ab",
+                                 "tenantId": "72f988bf-0000-0000-0000-2d7cd011db47"}
+        identity["authorization"] = [{"action": "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read",
+                                      "principals": [{"id": oid, "type": "ServicePrincipal"}],
+                                      "result": "Granted" if status < 400 else "Denied", "type": "RBAC"}]
+    props = {"accountName": "acmedata", "userAgentHeader": "door/1.2", "clientRequestId": f"c-{request_id}",
+             "serviceType": "blob", "responseBodySize": size}
+    if object_key is not None:
+        props["objectKey"] = object_key
+    rec = {"time": azure_time(received),
+           "resourceId": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/"
+                         "Microsoft.Storage/storageAccounts/acmedata/blobServices/default",
+           "category": category, "operationName": op, "operationVersion": "2021-08-06", "schemaVersion": "1.0",
+           "statusCode": status, "statusText": text, "durationMs": 12, "callerIpAddress": "198.51.100.7:52114",
+           "correlationId": request_id, "identity": identity, "location": "westeurope", "properties": props,
+           "protocol": "HTTPS", "resourceType": "Microsoft.Storage/storageAccounts/blobServices"}
+    if uri is not None:
+        rec["uri"] = uri
+    return rec
+
+
+def write_azure(root: Path, records: list[dict]) -> None:
+    p = root / "cloud" / "insights-logs-storageread" / "PT1H.json"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+# -- the incident -----------------------------------------------------------------------------
+
+def investigate(root: Path, storage_map: dict | None = None, principals: dict | None = None):
+    """Load the incident in ``root`` as ``replaybook report`` does: ``(incident, access join)``."""
+    m = {"title": "scenario", "transcripts": [], "door": ["door/"], "access": ["cloud/"],
+         "storage_map": SMAP if storage_map is None else storage_map}
+    if principals is not None:
+        m["principals"] = principals
+    (root / "incident.yaml").write_text(json.dumps(m))
+    inc = Incident.load(root / "incident.yaml")
+    return inc, inc.access_join
+
+
+def pairs(res) -> list[tuple[str, str, int]]:
+    """``(request id, door session, call seq)`` of every link, sorted."""
+    return sorted(zip(res.links["request_id"], res.links["door_session"], res.links["call_seq"].astype(int)))
+
+
+def unexplained(res) -> list[str]:
+    return sorted(res.unexplained["request_id"])
+
+
+def per_call(res) -> pd.DataFrame:
+    return res.per_call.set_index(["door_session", "seq"])
+
+
+# == one call, several requests =================================================================
+
+def test_listing_pages_head_and_ranged_gets_of_one_call(tmp_path):
+    """``list_directory demo/`` (logged by the door as ``demo``) pages through ListObjects twice;
+    ``read_file demo/big.parquet`` makes a HEAD, then two ranged GETs.  Every request is its
+    call's; the listing's pages are not the read's, nor the other way round."""
+    write_door(tmp_path, {"s": [call(1, 5.0, 6.2, "demo", tool="list_directory"),
+                                call(2, 20.0, 22.5, "demo/big.parquet")]})
+    write_cloudtrail(tmp_path, "1005Z_A", [
+        ct_event("ListObjects", 5.4, None, "L1", prefix="demo/"),
+        ct_event("ListObjects", 6.0, None, "L2", prefix="demo/", params={"continuation-token": "1ueGcxLPRx1Tr"}),
+        ct_event("HeadObject", 20.2, "demo/big.parquet", "H1"),
+        ct_event("GetObject", 21.1, "demo/big.parquet", "P1", out=8388608, params={"Range": "bytes=0-8388607"}),
+        ct_event("GetObject", 22.3, "demo/big.parquet", "P2", out=1048576,
+                 params={"Range": "bytes=8388608-9437183"})])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("H1", "s", 2), ("L1", "s", 1), ("L2", "s", 1), ("P1", "s", 2), ("P2", "s", 2)]
+    assert unexplained(res) == []
+    assert per_call(res).loc[("s", 2), "access_bytes"] == 9437184
+    assert list(res.per_call["call_uri"]) == ["s3://acme-data/demo/", "s3://acme-data/demo/big.parquet"]
+
+
+def test_listing_the_data_root(tmp_path):
+    """``list_directory`` of the data root itself (the door logs ``.``): S3 lists the bucket
+    root, the folder both ``storage_map`` entries sit in.  Explained by that call."""
+    write_door(tmp_path, {"s": [call(1, 5.0, 5.6, ".", tool="list_directory")]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(5.1, "REST.GET.BUCKET", "-", "B1", uri="GET /acme-data?list-type=2&delimiter=%2F HTTP/1.1")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("B1", "s", 1)]
+    assert res.per_call["call_uri"].iat[0] == "s3://acme-data/"
+
+
+# == objects and keys ============================================================================
+
+# a key with a space, a plus, non-ASCII letters and a percent sign
+KEY = "données/été 2026+v2 100%.csv"
+
+
+def test_azure_uri_and_object_key_forms(tmp_path):
+    """Azure's ways of naming the blob: a blob-endpoint URI, a Data Lake (dfs) URI, a Log
+    Analytics row with only ``ObjectKey``, and a container listing with a ``prefix``; plus a
+    SAS request for the same blob at the same moment (no identity: not the door's)."""
+    write_door(tmp_path, {"s": [call(1, 5.0, 5.5, "demo", tool="list_directory"),
+                                call(2, 20.0, 20.4, "demo/a b.csv"), call(3, 30.0, 30.4, "demo/c.csv"),
+                                call(4, 40.0, 40.4, "demo/d.csv")]})
+    la = {"TimeGenerated": azure_time(40.1), "OperationName": "GetBlob", "Category": "StorageRead",
+          "StatusCode": 200, "StatusText": "Success", "CorrelationId": "Z4", "AuthenticationType": "OAuth",
+          "RequesterObjectId": AZ_OID, "AccountName": "acmedata", "ObjectKey": "/acmedata/demo-data/demo/d.csv",
+          "ResponseBodySize": 10}
+    write_azure(tmp_path, [
+        az_record("ListBlobs", 5.1, "https://acmedata.blob.core.windows.net/demo-data?restype=container&comp=list"
+                  "&prefix=demo%2F&delimiter=%2F", "Z1"),
+        az_record("GetBlob", 20.1, "https://acmedata.blob.core.windows.net/demo-data/demo/a%20b.csv", "Z2"),
+        az_record("GetBlob", 20.2, "https://acmedata.blob.core.windows.net/demo-data/demo/a%20b.csv?sv=2021-08-06"
+                  "&sr=b&sp=r&sig=abc%3D", "Z5", oid=None, auth="SAS"),
+        az_record("ReadFile", 30.1, "https://acmedata.dfs.core.windows.net/demo-data/demo/c.csv", "Z3"),
+        la])
+    _, res = investigate(tmp_path, storage_map={"demo/": "az://acmedata/demo-data/demo/"},
+                         principals={"analyst": AZ_OID})
+    assert pairs(res) == [("Z1", "s", 1), ("Z2", "s", 2), ("Z3", "s", 3), ("Z4", "s", 4)]
+    assert unexplained(res) == ["Z5"]
+
+
+def test_storage_map_prefixes_are_folders(tmp_path):
+    """``storage_map`` maps folders: ``data`` → ``s3://acme-data/warehouse`` (written without
+    slashes) maps ``data/cars.csv`` to ``…/warehouse/cars.csv`` and the folder ``data`` itself,
+    but not ``database.csv`` (another name that starts with the same letters); the request for
+    ``warehousebase.csv`` is no call's."""
+    write_door(tmp_path, {"s": [call(1, 10.0, 10.4, "data/cars.csv"), call(2, 20.0, 20.4, "database.csv"),
+                                call(3, 30.0, 30.4, "data", tool="list_directory")]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(10.1, "REST.GET.OBJECT", "warehouse/cars.csv", "F1", uri="GET /acme-data/warehouse/cars.csv HTTP/1.1"),
+        sal(20.1, "REST.GET.OBJECT", "warehousebase.csv", "F2", uri="GET /acme-data/warehousebase.csv HTTP/1.1"),
+        sal(30.1, "REST.GET.BUCKET", "-", "F3", uri="GET /acme-data?list-type=2&prefix=warehouse%2F HTTP/1.1")])
+    _, res = investigate(tmp_path, storage_map={"data": "s3://acme-data/warehouse"}, principals=PRINCIPALS)
+    assert list(res.per_call["call_uri"].fillna("-")) == ["s3://acme-data/warehouse/cars.csv", "-",
+                                                          "s3://acme-data/warehouse"]
+    assert pairs(res) == [("F1", "s", 1), ("F3", "s", 3)]
+    assert unexplained(res) == ["F2"]
