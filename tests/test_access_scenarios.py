@@ -298,6 +298,49 @@ def test_listing_the_data_root(tmp_path):
 KEY = "données/été 2026+v2 100%.csv"
 
 
+def test_keys_needing_url_encoding_in_every_log(tmp_path):
+    """One object name needing URL-encoding, read through each cloud: CloudTrail gives the key as
+    it is; the S3 access log encodes it twice (and the request-URI once); GCP names the object as
+    it is in ``resourceName``; Azure percent-encodes the request URL.  Each read is its call's."""
+    smap = {"aws/": "s3://acme-data/demo/", "gcs/": "gs://acme-gcs/demo/", "az/": "az://acmedata/demo-data/demo/"}
+    write_door(tmp_path, {"s": [call(1, 10.0, 10.4, f"aws/{KEY}"), call(2, 20.0, 20.4, f"aws/{KEY}"),
+                                call(3, 30.0, 30.4, f"gcs/{KEY}"), call(4, 40.0, 40.4, f"az/{KEY}")]})
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", 10.2, f"demo/{KEY}", "U1", out=10)])
+    once = quote(f"demo/{KEY}")            # what the client sent in the request-URI
+    twice = quote(once)                    # what the access log's key field holds
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(20.1, "REST.GET.OBJECT", twice, "U2", uri=f"GET /acme-data/{once} HTTP/1.1")])
+    write_gcp(tmp_path, [gcp_entry("storage.objects.get", gcp_ts(30.1), f"projects/_/buckets/acme-gcs/objects/demo/{KEY}",
+                                   "U3")])
+    write_azure(tmp_path, [az_record("GetBlob", 40.1, f"https://acmedata.blob.core.windows.net/demo-data/{once}"
+                                     "?sv=2021-08-06&se=2026-09-14&sr=b&sp=r&sig=abc%3D", "U4")])
+    inc, res = investigate(tmp_path, storage_map=smap, principals={"analyst": [f"{ROLE}/*", GCP_SA, AZ_OID]})
+    assert set(inc.access["resource_uri"]) == {f"s3://acme-data/demo/{KEY}", f"gs://acme-gcs/demo/{KEY}",
+                                               f"az://acmedata/demo-data/demo/{KEY}"}
+    assert pairs(res) == [("U1", "s", 1), ("U2", "s", 2), ("U3", "s", 3), ("U4", "s", 4)]
+    assert unexplained(res) == []
+
+
+def test_s3_access_log_keys_by_operation_and_request_uri(tmp_path):
+    """The access log's key field, read the way each record is written: a GET whose key is
+    encoded once (the request-URI confirms it), a GET encoded twice with no request-URI (``-``),
+    a HEAD through a virtual-hosted request-URI, and a lifecycle expiry (encoded once, space as
+    ``+``) — which no door call explains."""
+    objs = ["demo/a b.csv", "demo/c+d.csv", "demo/e%41.csv"]
+    write_door(tmp_path, {"s": [call(i + 1, 10.0 * (i + 1), 10.0 * (i + 1) + 0.4, o) for i, o in enumerate(objs)]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(10.1, "REST.GET.OBJECT", "demo/a%20b.csv", "S1", uri="GET /acme-data/demo/a%20b.csv HTTP/1.1"),
+        sal(20.1, "REST.GET.OBJECT", "demo/c%252Bd.csv", "S2"),
+        sal(30.1, "REST.HEAD.OBJECT", "demo/e%252541.csv", "S3", uri="HEAD /demo/e%2541.csv HTTP/1.1", sent=None),
+        sal(50.0, "S3.EXPIRE.OBJECT", "demo/old+file.csv", "S4", requester="svc:lifecycle.s3.amazonaws.com",
+            status=204, sent=None)])
+    inc, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert list(inc.access["resource_uri"]) == [f"s3://acme-data/{o}" for o in objs] + \
+        ["s3://acme-data/demo/old file.csv"]
+    assert pairs(res) == [("S1", "s", 1), ("S2", "s", 2), ("S3", "s", 3)]
+    assert unexplained(res) == ["S4"]
+
+
 def test_azure_uri_and_object_key_forms(tmp_path):
     """Azure's ways of naming the blob: a blob-endpoint URI, a Data Lake (dfs) URI, a Log
     Analytics row with only ``ObjectKey``, and a container listing with a ``prefix``; plus a

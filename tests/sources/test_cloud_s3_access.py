@@ -140,3 +140,25 @@ def test_a_lone_cr_inside_a_line_ends_a_record(tmp_path):
     assert (q["line_no"], q["byte_offset"], q["raw"]) == (3, data.index(b"junk"), "junk")
     assert q["error"] == "not an S3 server access log line (fields do not match the format)"
     assert "notes" not in res.inputs[0]
+
+
+@pytest.mark.parametrize("op, key, uri, expected", [
+    # requests: encoded twice; the request-URI (the path the client sent) confirms
+    ("REST.GET.OBJECT", "demo/a%2520b.csv", "GET /acme-data/demo/a%20b.csv HTTP/1.1", "demo/a b.csv"),
+    ("REST.GET.OBJECT", "demo/c%252Bd.csv", "GET /demo/c%2Bd.csv HTTP/1.1", "demo/c+d.csv"),
+    # a key holding "%41" of its own, virtual-hosted: not "eA"
+    ("REST.HEAD.OBJECT", "demo/e%252541.csv", "HEAD /demo/e%2541.csv HTTP/1.1", "demo/e%41.csv"),
+    # encoded once where twice was expected: the request-URI still decides
+    ("REST.GET.OBJECT", "demo/e%2541.csv", "GET /acme-data/demo/e%2541.csv HTTP/1.1", "demo/e%41.csv"),
+    ("REST.GET.OBJECT", "demo/cars%20%22v2%22.csv", "GET /acme-data/demo/cars%20%22v2%22.csv HTTP/1.1",
+     'demo/cars "v2".csv'),
+    # no request-URI: the operation decides
+    ("REST.GET.OBJECT", "foo-%2525Y", None, "foo-%Y"),
+    ("BATCH.DELETE.OBJECT", "tmp/old+file.csv", None, "tmp/old file.csv"),
+    ("S3.EXPIRE.OBJECT", "foo-%2525Y", None, "foo-%25Y"),
+    ("REST.GET.OBJECT", "plain/key.csv", None, "plain/key.csv"),
+])
+def test_object_key_decodes_as_the_record_was_encoded(op, key, uri, expected):
+    from replaybook.sources.s3_access import object_key
+
+    assert object_key(op, key, uri) == expected

@@ -47,7 +47,6 @@ from itertools import compress, repeat
 from operator import is_, not_
 from pathlib import Path
 from typing import Iterable
-from urllib.parse import unquote_plus
 
 import numpy as np
 import pandas as pd
@@ -297,7 +296,7 @@ def _op_key_uri(e: str) -> tuple:
         op = "" if op == "-" else op
         key = None if key == "-" else key
     if key is not None:
-        suffix = unquote_plus(key) if "%" in key or "+" in key else key
+        suffix = s3.object_key(op, key, redact_text(_quoted(uri) or "") or None) if "%" in key or "+" in key else key
     elif op in s3._LIST_OPS:
         uri = _quoted(uri)
         suffix = s3._list_prefix(redact_text(uri) if uri else uri)

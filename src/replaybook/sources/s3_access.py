@@ -22,8 +22,9 @@ What the parser copes with
 * **lines shorter** than :data:`FIELDS` (older log lines end after the user agent or the TLS
   version) and **fields AWS appends later**: kept in ``raw["extra_fields"]`` (a list), never
   rejected, and counted per file as ``inputs[i]["extra_fields"]`` (lines carrying them);
-* URL-encoded keys (``%20``, ``+`` for a space, as S3 writes them) decoded into ``resource_uri``;
-  the key as logged stays in ``raw["key"]``;
+* URL-encoded keys decoded into ``resource_uri`` (:func:`object_key`: twice for requests, once
+  for S3's own lifecycle and batch-delete records, the request-URI deciding where it can); the
+  key as logged stays in ``raw["key"]``;
 * presigned-URL signatures (``X-Amz-Signature``, ``X-Amz-Security-Token``, ``X-Amz-Credential``)
   in the request-URI / referer are redacted.
 
@@ -61,7 +62,7 @@ from collections import deque
 from itertools import repeat
 from pathlib import Path
 from typing import Iterable
-from urllib.parse import parse_qs, unquote_plus
+from urllib.parse import parse_qs, unquote, unquote_plus
 
 from .._jsonl import iter_text_lines, quarantine_row
 from .._text import safe_str
@@ -79,7 +80,7 @@ from ._cloud import (
 from ._record import SliceRecord, SourceRecord
 from .registry import Source, register
 
-__all__ = ["load_s3_access", "parse_line", "sniff", "LogLine", "FIELDS", "OPERATIONS", "LOADER", "SOURCE"]
+__all__ = ["load_s3_access", "parse_line", "object_key", "sniff", "LogLine", "FIELDS", "OPERATIONS", "LOADER", "SOURCE"]
 
 #: Registry name, quarantine ``loader`` and ``access.source`` value.
 LOADER = SOURCE = "aws.s3_access"
@@ -218,6 +219,56 @@ def _list_prefix(request_uri: str | None) -> str | None:
     return vals[0] if vals else None
 
 
+#: Operations whose access-log ``key`` is URL-encoded once, a space as ``+``: the records S3
+#: writes for its own work (lifecycle ``S3.EXPIRE.OBJECT``, ``S3.CREATE.DELETEMARKER``,
+#: ``S3.TRANSITION…``) and the per-object records of a multi-object delete.  Every other
+#: operation's key is encoded twice (``a b`` → ``a%2520b``).
+ENCODED_ONCE_PREFIXES = ("S3.", "BATCH.DELETE.")
+
+
+def object_key(operation: str | None, key: str, request_uri: str | None) -> str:
+    """The object key an access-log record names, from its ``key`` field as S3 writes it.
+
+    The format says the key is URL-encoded; in practice S3 encodes it **twice** for requests
+    (``REST.GET.OBJECT``: ``demo/a b.csv`` → ``demo/a%2520b.csv``) and once for the records of
+    its own lifecycle and batch deletes (:data:`ENCODED_ONCE_PREFIXES`; ``demo/old+file.csv``
+    for ``demo/old file.csv``).  Decoded once, a key holding a ``%`` of its own — or one encoded
+    once where twice was expected — is ambiguous (``e%2541`` is ``e%41`` or ``eA``), so the
+    record's ``Request-URI`` decides when it has one: the path the client sent, percent-decoded
+    (``/bucket/key`` path-style, ``/key`` virtual-hosted), is the key, and the decoding that
+    gives it wins.  Without a request-URI (``-``), the operation decides as above.
+    """
+    if "%" not in key and "+" not in key:
+        return key
+    once = unquote_plus(key)
+    if operation and operation.startswith(ENCODED_ONCE_PREFIXES):
+        return once
+    twice = unquote(once)
+    paths = _request_paths(request_uri)
+    if paths:
+        for cand in (twice, unquote_plus(once), once):
+            for path in paths:
+                if path == "/" + cand or (path.endswith("/" + cand) and path.startswith("/")
+                                          and "/" not in path[1:len(path) - len(cand) - 1]):
+                    return cand
+    return twice
+
+
+def _request_paths(request_uri: str | None) -> tuple[str, ...]:
+    """The path of a ``Request-URI`` field (``GET /bucket/a%20b HTTP/1.1``) percent-decoded, as
+    S3 reads it (``+`` as a space, and as itself); ``()`` when there is none."""
+    if not request_uri:
+        return ()
+    parts = request_uri.split(" ")
+    target = parts[1] if len(parts) >= 2 else parts[0]
+    if target.startswith(("http://", "https://")):
+        target = "/" + target.split("://", 1)[1].partition("/")[2]
+    target = target.partition("?")[0]
+    if not target.startswith("/"):
+        return ()
+    return (unquote(target), unquote_plus(target)) if "+" in target else (unquote(target),)
+
+
 def _int(v: str | None) -> int | None:
     """A decimal count; ``None`` for ``-``, anything else, or 2**63 and more (not a count)."""
     if v is None or not v.isdigit() or len(v) > 19:
@@ -316,7 +367,7 @@ def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pen
     bucket = rec["bucket"]
     if bucket:
         if rec["key"] is not None:
-            row["resource_uri"] = path_uri("s3", bucket, unquote_plus(rec["key"]))
+            row["resource_uri"] = path_uri("s3", bucket, object_key(op, rec["key"], rec["request_uri"]))
         elif op in _LIST_OPS:
             row["resource_uri"] = path_uri("s3", bucket, _list_prefix(rec["request_uri"]))
         else:
