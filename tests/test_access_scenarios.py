@@ -259,6 +259,97 @@ def per_call(res) -> pd.DataFrame:
     return res.per_call.set_index(["door_session", "seq"])
 
 
+# == duplicates and missing records =============================================================
+
+def test_cloudtrail_event_delivered_twice_and_again_in_another_file_counts_once(tmp_path):
+    """CloudTrail delivers an event at least once: the GetObject (eventID ev-R1) is in the
+    10:05 delivery file twice and again in the 10:10 file.  One request, one link; the call
+    reached 2048 bytes, not three times that."""
+    write_door(tmp_path, {"s": [call(1, 20.8, 21.3, "demo/cars.csv")]})
+    ev = ct_event("GetObject", 21.1, "demo/cars.csv", "R1", out=2048)
+    write_cloudtrail(tmp_path, "1005Z_A", [ev, ev])
+    write_cloudtrail(tmp_path, "1010Z_B", [ev])
+    inc, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert len(inc.access) == 3  # the frame holds what the logs hold
+    assert pairs(res) == [("R1", "s", 1)]
+    assert unexplained(res) == []
+    assert per_call(res).loc[("s", 1), "access_count"] == 1
+    assert per_call(res).loc[("s", 1), "access_bytes"] == 2048
+    dup = res.duplicates
+    assert len(dup) == 2 and set(dup["request_id"]) == {"R1"}
+    first = int(res.links["access_index"].iat[0])
+    assert set(dup["same_as"]) == {first}
+    assert set(dup["how"]) == {"delivered again"}
+    # the report counts the request once and draws it once, beside its call
+    from replaybook.report import sections as S
+
+    h = S.access_section(res, inc.access)
+    assert "2 of these records repeat a request another one holds (2 delivered twice) and are counted once" in h
+    assert "Door calls explain <b>1 storage request</b>" in h
+    chart = S.timeline_section(inc.steps, inc.calls, None, inc.access, access_links=res.links,
+                               access_duplicates=res.duplicates)
+    without = S.timeline_section(inc.steps, inc.calls, None, inc.access, access_links=res.links)
+    assert '"cloud storage access no door call explains"' not in chart
+    assert '"cloud storage access no door call explains"' in without
+
+
+def test_a_request_no_call_explains_delivered_twice_is_listed_once(tmp_path):
+    """The door's role reads reference/.env with no door call behind it; CloudTrail delivers
+    that event in two files.  One request no door call explains, not two."""
+    write_door(tmp_path, {"s": [call(1, 20.8, 21.3, "demo/cars.csv")]})
+    rogue = ct_event("GetObject", 192.0, "reference/.env", "R9", out=310)
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", 21.0, "demo/cars.csv", "R1", out=2048), rogue])
+    write_cloudtrail(tmp_path, "1010Z_B", [rogue])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("R1", "s", 1)]
+    assert unexplained(res) == ["R9"]
+    assert list(res.duplicates["request_id"]) == ["R9"]
+
+
+def test_s3_access_log_late_missing_and_duplicated_records(tmp_path):
+    """Server access logs are best effort: of three reads, the log holds the first and the third
+    (the second's record never came), the third arrived in a file named an hour later, and the
+    first is delivered twice.  Two requests, each explained by its own call; the second call
+    reached nothing the log shows — and nothing is unexplained."""
+    write_door(tmp_path, {"s": [call(1, 20.2, 20.6, "demo/a.csv"), call(2, 40.2, 40.6, "demo/b.csv"),
+                                call(3, 60.2, 60.6, "demo/c.csv")]})
+    r1 = sal(20.3, "REST.GET.OBJECT", "demo/a.csv", "A1", uri="GET /acme-data/demo/a.csv HTTP/1.1")
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [r1])
+    write_sal(tmp_path, "2026-09-13-11-05-00-BBBB", [sal(60.3, "REST.GET.OBJECT", "demo/c.csv", "C1",
+                                                         uri="GET /acme-data/demo/c.csv HTTP/1.1"), r1])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("A1", "s", 1), ("C1", "s", 3)]
+    assert unexplained(res) == []
+    assert list(per_call(res)["access_count"]) == [1, 0, 1]
+    assert list(res.duplicates["request_id"]) == ["A1"]
+
+
+def test_one_request_in_both_cloudtrail_and_the_s3_access_log_is_one_request(tmp_path):
+    """CloudTrail data events and the bucket's server access log are both collected: each S3
+    request is in both, with the same request id.  Session a reads cars.csv at 10:00:20.2,
+    session b the same object at 10:00:22.1; the access log says received at 20 and 22, CloudTrail
+    completed at 20 and 23 (b's read was slow).  Each request is one request, explained by one
+    call — never by a's call through one record and b's through the other; and the door role's
+    read of reference/.env, in both logs, is one request no call explains."""
+    write_door(tmp_path, {"a": [call(1, 20.2, 20.5, "demo/cars.csv")], "b": [call(1, 22.1, 22.4, "demo/cars.csv")]})
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", 20.4, "demo/cars.csv", "X1", out=2048),
+                                           ct_event("GetObject", 23.2, "demo/cars.csv", "X2", out=2048),
+                                           ct_event("GetObject", 192.4, "reference/.env", "X9", out=310)])
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(20.3, "REST.GET.OBJECT", "demo/cars.csv", "X1", uri="GET /acme-data/demo/cars.csv HTTP/1.1"),
+        sal(22.2, "REST.GET.OBJECT", "demo/cars.csv", "X2", uri="GET /acme-data/demo/cars.csv HTTP/1.1"),
+        sal(192.1, "REST.GET.OBJECT", "reference/.env", "X9", uri="GET /acme-data/reference/.env HTTP/1.1")])
+    inc, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("X1", "a", 1), ("X2", "b", 1)]
+    assert unexplained(res) == ["X9"]
+    dup = res.duplicates
+    assert sorted(dup["request_id"]) == ["X1", "X2", "X9"]
+    assert set(dup["how"]) == {"another log"}
+    kept = inc.access.loc[list(dup["same_as"]), "source"]
+    assert all(a != b for a, b in zip(dup["source"], kept))
+    assert list(per_call(res)["access_count"]) == [1, 1]
+
+
 # == one call, several requests =================================================================
 
 def test_listing_pages_head_and_ranged_gets_of_one_call(tmp_path):
@@ -290,6 +381,73 @@ def test_listing_the_data_root(tmp_path):
     _, res = investigate(tmp_path, principals=PRINCIPALS)
     assert pairs(res) == [("B1", "s", 1)]
     assert res.per_call["call_uri"].iat[0] == "s3://acme-data/"
+
+
+# == several sessions, several principals =======================================================
+
+def test_correlation_token_decides_between_sessions(tmp_path):
+    """Each door session uses its own role session name and logs it as ``correlation``: two
+    reads of one object in the same second are told apart by the ARN's session name."""
+    write_door(tmp_path, {"a": [call(1, 20.1, 20.3, "demo/cars.csv", correlation="door-a")],
+                          "b": [call(1, 20.6, 20.8, "demo/cars.csv", correlation="door-b")]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(20.65, "REST.GET.OBJECT", "demo/cars.csv", "K2", uri="GET /acme-data/demo/cars.csv HTTP/1.1",
+            requester=f"{ROLE}/door-b"),
+        sal(20.15, "REST.GET.OBJECT", "demo/cars.csv", "K1", uri="GET /acme-data/demo/cars.csv HTTP/1.1",
+            requester=f"{ROLE}/door-a")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("K1", "a", 1), ("K2", "b", 1)]
+    assert set(res.links["how"]) == {"correlation"}
+
+
+def test_without_principals_another_principal_is_indistinguishable(tmp_path):
+    """The same two reads without a ``principals`` mapping: object and time are all there is,
+    and both reads fit the call.  Both are linked, at the weakest tier (``object+time``) — the
+    limit README states: map the agents' principals to tell the door's requests from others'."""
+    write_door(tmp_path, {"s": [call(1, 20.1, 20.5, "demo/cars.csv")]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(20.2, "REST.GET.OBJECT", "demo/cars.csv", "P1", uri="GET /acme-data/demo/cars.csv HTTP/1.1"),
+        sal(20.3, "REST.GET.OBJECT", "demo/cars.csv", "P2", uri="GET /acme-data/demo/cars.csv HTTP/1.1",
+            requester=f"arn:aws:iam::{ACCOUNT}:user/bob")])
+    _, res = investigate(tmp_path)
+    assert pairs(res) == [("P1", "s", 1), ("P2", "s", 1)]
+    assert set(res.links["how"]) == {"object+time"}
+
+
+# == outcomes ====================================================================================
+
+def test_denied_in_storage_after_the_door_allowed(tmp_path):
+    """The door allowed three reads; storage refused each (CloudTrail AccessDenied, GCP status 7,
+    Azure 403 AuthorizationPermissionMismatch).  Each request is its call's, counted as denied
+    by storage — not a request no call explains."""
+    write_door(tmp_path, {"s": [call(1, 20.0, 20.4, "aws/x.csv"), call(2, 30.0, 30.4, "gcs/x.csv"),
+                                call(3, 40.0, 40.4, "az/x.csv")]})
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", 20.2, "x.csv", "D1", error="AccessDenied")])
+    write_gcp(tmp_path, [gcp_entry("storage.objects.get", gcp_ts(30.1), "projects/_/buckets/acme-gcs/objects/x.csv",
+                                   "D2", code=7)])
+    write_azure(tmp_path, [az_record("GetBlob", 40.1, "https://acmedata.blob.core.windows.net/demo-data/x.csv", "D3",
+                                     status=403, text="AuthorizationPermissionMismatch", size=0)])
+    smap = {"aws/": "s3://acme-data/", "gcs/": "gs://acme-gcs/", "az/": "az://acmedata/demo-data/"}
+    _, res = investigate(tmp_path, storage_map=smap,
+                         principals={"analyst": [f"{ROLE}/*", GCP_SA, AZ_OID]})
+    assert pairs(res) == [("D1", "s", 1), ("D2", "s", 2), ("D3", "s", 3)]
+    assert set(res.links["outcome"]) == {"denied"}
+    assert list(per_call(res)["denied_count"]) == [1, 1, 1]
+    assert unexplained(res) == []
+
+
+def test_refused_at_the_door_then_reached_in_storage(tmp_path):
+    """The door refused reference/.env at 10:01:20.4 and forwarded nothing; two minutes later the
+    door's role reads it in storage (allowed there).  Unexplained, with the refusal named."""
+    write_door(tmp_path, {"s": [call(1, 80.4, 80.41, "reference/.env", decision="deny", rule="no-dotenv")]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(192.0, "REST.GET.OBJECT", "reference/.env", "Z1", uri="GET /acme-data/reference/.env HTTP/1.1")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == []
+    row = res.unexplained.iloc[0]
+    assert (row["request_id"], row["refused_session"], row["refused_seq"], row["refused_rule"]) == \
+        ("Z1", "s", 1, "no-dotenv")
+    assert row["since_refusal_s"] == pytest.approx(111.6)
 
 
 # == objects and keys ============================================================================
@@ -382,3 +540,19 @@ def test_storage_map_prefixes_are_folders(tmp_path):
                                                           "s3://acme-data/warehouse"]
     assert pairs(res) == [("F1", "s", 1), ("F3", "s", 3)]
     assert unexplained(res) == ["F2"]
+
+
+# == window edges ================================================================================
+
+def test_window_edges_with_nanosecond_times(tmp_path):
+    """GCP times to the nanosecond; the call runs 10:00:10.000–10:00:10.500, skew 2 s and lag 5 s:
+    the window is [10:00:08.000000000, 10:00:17.500000000], both ends in."""
+    write_door(tmp_path, {"s": [call(1, 10.0, 10.5, "demo/a.csv")]})
+    obj = "projects/_/buckets/acme-gcs/objects/demo/a.csv"
+    write_gcp(tmp_path, [gcp_entry("storage.objects.get", gcp_ts(8, 0), obj, "in-start"),
+                         gcp_entry("storage.objects.get", gcp_ts(7, 999_999_999), obj, "out-start"),
+                         gcp_entry("storage.objects.get", gcp_ts(17, 500_000_000), obj, "in-end"),
+                         gcp_entry("storage.objects.get", gcp_ts(17, 500_000_001), obj, "out-end")])
+    _, res = investigate(tmp_path, storage_map={"demo/": "gs://acme-gcs/demo/"}, principals={"analyst": GCP_SA})
+    assert pairs(res) == [("in-end", "s", 1), ("in-start", "s", 1)]
+    assert unexplained(res) == ["out-end", "out-start"]

@@ -311,6 +311,7 @@ def test_access_section_keeps_other_services_events_apart_from_storage_requests(
     extra["resource_uri"] = pd.array(["arn:aws:iam::123456789012:role/x"] * 3, dtype="string")
     extra["action_raw"] = pd.array(["AssumeRole"] * 3, dtype="string")
     extra["principal"] = pd.array(["config.amazonaws.com"] * 3, dtype="string")
+    extra["request_id"] = pd.array(["IAM1", "IAM2", "IAM3"], dtype="string")  # three events, three requests
     both = pd.concat([acc, extra], ignore_index=True)
     res = join_access(inc.calls, both, storage_map=inc.manifest.get("storage_map"),
                       principals=inc.manifest.get("principals"))

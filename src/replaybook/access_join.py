@@ -3,19 +3,29 @@ and — first of all — which storage requests did **no** door call cause.
 
 Inputs are the :data:`~replaybook.frames.CALLS` frame (what the door says it did) and the
 :data:`~replaybook.frames.ACCESS` frame (what the cloud says happened: CloudTrail, S3 server
-access logs, GCP audit logs, Azure Storage logs).  Each access row is linked to **at most one**
-call; a call may explain **many** access rows (pagination, retries, a multipart read, a folder
-listing followed by reads).  Calls the door refused (``decision == "deny"``) never explain an
-access: the door did not forward them, so a storage request that matches only a refused call is
-reported as unexplained, with that call named.
+access logs, GCP audit logs, Azure Storage logs).  Each storage request is linked to **at most
+one** call; a call may explain **many** requests (pagination, retries, a multipart read, a
+folder listing followed by reads).  Calls the door refused
+(``decision == "deny"``) never explain an access: the door did not forward them, so a storage
+request that matches only a refused call is reported as unexplained, with that call named.
+
+One request, one row
+--------------------
+The logs may hold one request more than once: CloudTrail delivers every event at least once (the
+same ``eventID`` twice, in one delivery file or two), S3 server access logs are best effort and
+now and then deliver a record twice, and a bucket with CloudTrail data events *and* a server
+access log has every request in both, under the same request id (S3's ``x-amz-request-id``).
+Rows of one provider with the same request id, action and resource, no further apart than a call
+may last (``window_s + lag_s + 2·skew_s``), are one request: the first (by time, then row order)
+stands for it, and the others are listed in ``duplicates`` — never linked (one request cannot be
+explained twice, or by two calls through its two records), never counted twice.
 
 Tiers (the first that links wins)
 ---------------------------------
 1. ``correlation`` — the access row's ``correlation`` (role session name / ``sourceIdentity``,
    a GCS ``x-goog-custom-audit-*`` value, Azure ``x-ms-client-request-id``) equals the
-   ``correlation`` of exactly one door call, and the time fits that call's window.  ``calls`` has
-   no ``correlation`` column in the door log v1; when a caller adds one (door v2, or derived from
-   ``meta``), this tier is used, otherwise it is skipped.
+   ``correlation`` of exactly one door call, and the time fits that call's window.  The door
+   logs ``correlation`` where it propagated a token; without one, this tier is skipped.
 2. ``correlation+object+time`` — the token is shared by several calls (a per-session token such
    as a role session name): the candidates are those calls, decided by object and time.  When a
    token matches calls but none fits, the row is **not** offered to other sessions' calls.
@@ -23,7 +33,8 @@ Tiers (the first that links wins)
    acts as, one of them matches the access row's ``principal``, the object matches and the time
    fits.
 4. ``object+time`` — no principal is known for the call's agent (no ``principals`` mapping, or
-   the agent is not in it): object and time only.  Weaker evidence; the ``how`` column says so.
+   the agent is not in it): object and time only.  Weaker evidence; the ``how`` column says so:
+   another principal's request on the same object at the same moment is taken for the call's.
 
 Among several candidates of one tier, the call whose window contains the access time and whose
 start is nearest wins (ties: the lower ``seq``).
@@ -72,23 +83,25 @@ retry): ``lag_s``.  Delivery delay — CloudTrail files arrive about 5 minutes a
 S3 server access logs within hours, best effort; GCP and Azure within minutes — does not move
 these timestamps, but it does mean the newest access rows may not have been delivered yet when
 the logs were collected: a call near the end of the logs with ``access_count == 0`` is not proof
-of absence.
+of absence, and neither is one whose request's record was lost (best effort).
 
 The result
 ----------
-:class:`AccessJoinResult`: ``links`` (:data:`ACCESS_LINKS`, one row per linked access row),
-``unexplained`` (the access rows no call explains, with ``why`` — sorted so that rows made by a
+:class:`AccessJoinResult`: ``links`` (:data:`ACCESS_LINKS`, one row per linked request),
+``unexplained`` (the requests no call explains, with ``why`` — sorted so that rows made by a
 principal the door's agents use come first, then by time), ``per_call`` (every call with
-``access_count``, ``access_bytes``, ``denied_count``).
+``access_count``, ``access_bytes``, ``denied_count``), ``duplicates``
+(:data:`ACCESS_DUPLICATES`).
 
-Errors: :class:`~replaybook.errors.JoinError` for a frame missing required columns or a negative
+Errors: :class:`~replaybook.errors.JoinError` for a frame missing required columns, or a negative
 window.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -104,6 +117,7 @@ __all__ = [
     "on_storage",
     "source_ip",
     "ACCESS_LINKS",
+    "ACCESS_DUPLICATES",
     "LINK_HOWS",
     "DEFAULT_WINDOW_S",
     "DEFAULT_LAG_S",
@@ -119,6 +133,10 @@ DEFAULT_SKEW_S = 2.0
 
 #: Values of ``links.how``, strongest first.
 LINK_HOWS = ("correlation", "correlation+object+time", "principal+object+time", "object+time")
+
+#: Sources that name one provider's requests with one request id: an S3 request's
+#: ``x-amz-request-id`` is CloudTrail's ``requestID`` and the server access log's request ID.
+_PROVIDER = {"aws.cloudtrail": "aws", "aws.s3_access": "aws", "gcp.audit": "gcp", "azure.storage": "azure"}
 
 UTC = "datetime64[ns, UTC]"
 
@@ -144,6 +162,21 @@ ACCESS_LINKS = FrameSpec(
     "One row per access row a door call explains (each access row at most once).",
 )
 
+ACCESS_DUPLICATES = FrameSpec(
+    "access_duplicates",
+    tuple(Column(*c) for c in (
+        ("access_index", "Int64", "row label of the repeating access row in the `access` frame given"),
+        ("same_as", "Int64", "row label of the row it repeats, the one the join counts"),
+        ("source", "string", "the repeating row's source"),
+        ("request_id", "string", "the request id both rows carry"),
+        ("ts", UTC, "the repeating row's ts, UTC"),
+        ("how", "string", "`delivered again` (the same log delivered the record twice: CloudTrail delivers "
+                          "an event at least once, S3 server access logs are best effort) or `another log` "
+                          "(the same request in two logs: CloudTrail data events and the S3 server access log)"),
+    )),
+    "One row per access row that repeats a storage request another row already holds.",
+)
+
 _CALL_NEEDS = ("door_session", "seq", "ts", "ts_end", "agent", "object", "decision")
 
 #: ``why`` of a storage request when no door call's object maps to a storage URI (a manifest
@@ -165,13 +198,17 @@ class AccessJoinResult:
             mapping), ``why`` (string) and, when the door refused a call on the same object,
             that call: ``refused_session`` (string), ``refused_seq`` (Int64), ``refused_rule``
             (string) and ``since_refusal_s`` (float64, the request's time minus the call's,
-            seconds: negative when the request came first) — the last refused call started by
-            the request's time, else the first after; NA when there is none — rows of door
-            principals first, then by ``ts``.
+            seconds: negative when the request came first) — the last refused call started
+            by the request's time, else the first after; NA when there is none — rows of door
+            principals first, then by ``ts``.  A request the logs hold twice is listed once.
         per_call: one row per door call: ``door_session``, ``seq``, ``agent``, ``ts``,
             ``decision``, ``object``, ``call_uri`` (the object through ``storage_map``, NA when
-            unmapped), ``access_count`` (Int64, access rows it explains), ``access_bytes``
-            (Int64, sum of their ``bytes`` that are known; NA when none logged a size), ``denied_count`` (Int64, of them refused by storage).
+            unmapped),
+            ``access_count`` (Int64, requests it explains), ``access_bytes`` (Int64, sum of their
+            ``bytes`` that are known; NA when none logged a size), ``denied_count`` (Int64, of
+            them refused by storage).
+        duplicates: :data:`ACCESS_DUPLICATES`: the access rows that repeat a request another row
+            holds (neither linked nor listed as unexplained: the row they repeat stands for them).
         window_s, lag_s, skew_s: the windows used, seconds.
     """
 
@@ -181,14 +218,16 @@ class AccessJoinResult:
     window_s: float
     lag_s: float
     skew_s: float
+    duplicates: pd.DataFrame = field(default_factory=lambda: ACCESS_DUPLICATES.empty())
 
     def to_dict(self) -> dict:
-        """A JSON-ready summary: counts per tier, unexplained rows (short), windows."""
+        """A JSON-ready summary: counts per tier, unexplained rows (short), duplicates and windows."""
         return {
             "window_s": self.window_s,
             "lag_s": self.lag_s,
             "skew_s": self.skew_s,
             "links": int(len(self.links)),
+            "duplicates": int(len(self.duplicates)),
             "by_how": {k: int(v) for k, v in self.links["how"].value_counts().items()},
             "unexplained": [
                 {"access_index": int(r.access_index), "ts": r.ts.isoformat().replace("+00:00", "Z"),
@@ -345,12 +384,12 @@ def join_access(
     """Link door calls to the cloud access rows they caused (see the module docstring).
 
     Args:
-        calls: a :data:`~replaybook.frames.CALLS` frame; an extra string column ``correlation``
-            enables the correlation tiers.
+        calls: a :data:`~replaybook.frames.CALLS` frame; its ``correlation`` column, where a
+            door logged one, enables the correlation tiers.
         access: an :data:`~replaybook.frames.ACCESS` frame (any index; ``access_index`` refers
             to its row labels).
         storage_map: door object prefix → storage URI prefix, e.g.
-            ``{"demo/": "s3://acme-data/demo/"}``.
+            ``{"demo/": "s3://acme-data/demo/"}`` (:func:`map_object`).
         principals: agent name → the cloud principal(s) it acts as: exact strings or
             ``fnmatch`` patterns (``"arn:aws:sts::123456789012:assumed-role/door-reader/*"``).
         window_s: assumed longest call when ``ts_end`` is missing, seconds (≥ 0).
@@ -364,8 +403,8 @@ def join_access(
         JoinError: a frame lacks required columns, or a window is negative.
     """
     for name, v in (("window_s", window_s), ("lag_s", lag_s), ("skew_s", skew_s)):
-        if not (v >= 0):
-            raise JoinError(f"{name} must be ≥ 0 seconds, got {v!r}")
+        if not (v >= 0) or not math.isfinite(v):
+            raise JoinError(f"{name} must be a number of seconds ≥ 0, got {v!r}")
     _check(calls, _CALL_NEEDS, "calls")
     _check(access, ACCESS.names, "access")
     pats: dict[str, list[str]] = {}
@@ -373,9 +412,11 @@ def join_access(
         pats[agent] = [p] if isinstance(p, str) else list(p)
     all_patterns = [p for ps in pats.values() for p in ps]
 
+    # -- the calls ------------------------------------------------------------------------------
     c = calls.reset_index(drop=True)
     n_c = len(c)
     c_uri = [map_object(o, storage_map) for o in c["object"]]
+    c_uris = [[u] if u else [] for u in c_uri]  # every URI a call reaches
     c_start = c["ts"].astype(UTC)
     c_end = c["ts_end"].astype(UTC).where(c["ts_end"].notna(), c_start + pd.Timedelta(seconds=window_s))
     start_ns = c_start.to_numpy(dtype="datetime64[ns]").astype(np.int64) if n_c else np.zeros(0, np.int64)
@@ -383,6 +424,8 @@ def join_access(
     valid = c_start.notna().to_numpy() if n_c else np.zeros(0, bool)
     refused = (c["decision"].astype("string") == "deny").fillna(False).to_numpy(dtype=bool) if n_c else np.zeros(0, bool)
     agents = [None if pd.isna(a) else str(a) for a in c["agent"]] if n_c else []
+    seqs = [0 if pd.isna(q) else int(q) for q in c["seq"]]
+    sessions = [str(s) for s in c["door_session"]]
     corr = None
     if "correlation" in c.columns:
         corr = [None if pd.isna(x) or x == "" else str(x) for x in c["correlation"]]
@@ -390,83 +433,149 @@ def join_access(
     for i, tok in enumerate(corr or []):
         if tok is not None:
             by_token.setdefault(tok, []).append(i)
-
-    order = np.argsort(np.where(valid, start_ns, np.iinfo(np.int64).max), kind="stable")
-    sorted_start = np.where(valid, start_ns, np.iinfo(np.int64).max)[order]
     max_span = int(np.max(np.where(valid, end_ns - start_ns, 0))) if n_c else 0
-    skew = int(skew_s * 1e9)
-    lag = int(lag_s * 1e9)
+    skew = int(round(skew_s * 1e9))
+    lag = int(round(lag_s * 1e9))
 
-    def fits(i: int, t: int, kind: str) -> bool:
+    # calls by the URIs they reach, for the object match (:func:`_object_match`) without a scan
+    by_uri: dict[str, list[int]] = {}
+    folder_calls: list[tuple[str, int]] = []
+    for i, us in enumerate(c_uris):
+        for u in us:
+            by_uri.setdefault(u, []).append(i)
+            if u.endswith("/"):
+                folder_calls.append((u, i))
+    matched: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+
+    def reaching(uri: str | None, action: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(calls, their start times)`` of the calls whose objects the access row's resource
+        is (:func:`_object_match`), by start time; refused and untimed calls included."""
+        key = (uri or "", action)
+        got = matched.get(key)
+        if got is not None:
+            return got
+        found: set[int] = set()
+        if uri:
+            found.update(by_uri.get(uri, ()))
+            if action in ("list", "head"):
+                cut = uri.find("://") + 3
+                while True:  # every folder the resource lies in (or is), as a call may name it
+                    cut = uri.find("/", cut) + 1
+                    if cut <= 0:
+                        break
+                    folder = uri[:cut]
+                    found.update(by_uri.get(folder, ()))
+                    found.update(by_uri.get(folder[:-1], ()))
+            if action == "list" and uri.endswith("/"):
+                found.update(i for u, i in folder_calls if u.startswith(uri))
+        idx = np.array(sorted(i for i in found if any(_object_match(uri, action, u) for u in c_uris[i])),
+                       dtype=np.int64)
+        st = np.where(valid[idx], start_ns[idx], np.iinfo(np.int64).max) if len(idx) else np.zeros(0, np.int64)
+        o = np.argsort(st, kind="stable")
+        got = matched[key] = (idx[o], st[o])
+        return got
+
+    def principal_ok(i: int, principal: str | None) -> bool:
+        ag = agents[i]
+        return ag is None or ag not in pats or _principal_match(principal, pats[ag])
+
+    def fits(i: int, t: int, res: int, kind: str) -> bool:
         if not valid[i]:
             return False
         tail = skew if kind == "received" else lag + skew
         return start_ns[i] - skew <= t <= end_ns[i] + tail
 
-    def rank(i: int, t: int) -> tuple[int, int, int]:
+    def rank(i: int, t: int, res: int) -> tuple[int, int, int, int]:
         outside = 0 if start_ns[i] <= t <= end_ns[i] else 1
-        return outside, abs(t - int(start_ns[i])), int(c["seq"].iat[i]) if not pd.isna(c["seq"].iat[i]) else 0
+        return outside, abs(t - int(start_ns[i])), seqs[i], i
 
-    def time_candidates(t: int) -> np.ndarray:
-        lo = np.searchsorted(sorted_start, t - max_span - lag - skew, side="left")
-        hi = np.searchsorted(sorted_start, t + skew, side="right")
-        return order[lo:hi]
+    def near(uri: str | None, action: str, t: int, res: int) -> np.ndarray:
+        """Calls reaching the resource that started early enough to hold ``t``."""
+        idx, st = reaching(uri, action)
+        lo = np.searchsorted(st, t - max_span - lag - skew, "left")
+        hi = np.searchsorted(st, t + res + skew, "right")
+        return idx[lo:hi]
+
+    # -- the access rows ------------------------------------------------------------------------
+    recs = access[ACCESS.names].to_dict("records")
+    labels = list(access.index)
+    n_a = len(recs)
+    a_ts = access["ts"].astype(UTC)
+    a_ns = a_ts.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    a_nat = a_ts.isna().to_numpy()
+    kinds = [str(r["time_kind"]) if not pd.isna(r["time_kind"]) else "event" for r in recs]
+    uris = [None if pd.isna(r["resource_uri"]) else str(r["resource_uri"]) for r in recs]
+    actions = [str(r["action"]) if not pd.isna(r["action"]) else "other" for r in recs]
+    whos = [None if pd.isna(r["principal"]) else str(r["principal"]) for r in recs]
+    res_ns = [0] * n_a  # (exact times)
+
+    # the same request twice: a record delivered again, or the request in two logs
+    copy_of = [-1] * n_a
+    dups: list[dict] = []
+    span = int(round((window_s + lag_s + 2 * skew_s) * 1e9))
+    seen: dict[tuple, tuple[int, int]] = {}
+    for pos in sorted(range(n_a), key=lambda p: (bool(a_nat[p]), 0 if a_nat[p] else int(a_ns[p]), p)):
+        rid = recs[pos]["request_id"]
+        if a_nat[pos] or pd.isna(rid) or str(rid) in ("", "-"):
+            continue
+        src = str(recs[pos]["source"])
+        key = (_PROVIDER.get(src, src), str(rid), actions[pos], uris[pos])
+        prev = seen.get(key)
+        if prev is not None and int(a_ns[pos]) - prev[1] <= span:
+            copy_of[pos] = prev[0]
+            dups.append({"access_index": labels[pos], "same_as": labels[prev[0]], "source": src,
+                         "request_id": str(rid), "ts": a_ts.iat[pos],
+                         "how": "delivered again" if str(recs[prev[0]]["source"]) == src else "another log"})
+        else:
+            seen[key] = (pos, int(a_ns[pos]))
 
     # the calls the door refused, by object: a storage request on such an object that no call
     # explains is the one to read first (the agent was refused it, and it was reached anyway)
-    refused_calls = [i for i in range(n_c) if refused[i] and valid[i] and c_uri[i]]
-
     def _refusal(uri: str | None, action: str, t: int) -> int | None:
         """The refused call on this object the request at ``t`` most likely follows: the last
         one started by ``t`` (clock skew allowed), else the first one after."""
-        hits = [i for i in refused_calls if _object_match(uri, action, c_uri[i])]
+        hits = [int(i) for i in reaching(uri, action)[0] if refused[i] and valid[i]]
         if not hits:
             return None
         before = [i for i in hits if start_ns[i] - skew <= t]
         return (max(before, key=lambda i: (int(start_ns[i]), -i)) if before
                 else min(hits, key=lambda i: (int(start_ns[i]), i)))
 
-    links: list[dict] = []
-    unexplained: list[tuple[object, str, int | None, int | None]] = []  # (label, why, refused call, ns)
-    counts = np.zeros(n_c, np.int64)
-    bytes_sum = np.zeros(n_c, np.int64)
-    bytes_known = np.zeros(n_c, bool)  # some linked request logged its size
-    denied = np.zeros(n_c, np.int64)
-
-    a_ts = access["ts"].astype(UTC)
-    a_ns = a_ts.to_numpy(dtype="datetime64[ns]").astype(np.int64)
-    a_nat = a_ts.isna().to_numpy()
-    for pos, (label, r) in enumerate(zip(access.index, access[ACCESS.names].to_dict("records"))):
+    # -- each request ---------------------------------------------------------------------------
+    linked: list[list] = []  # [pos, call, how]
+    unexplained: list[tuple[object, str, int | None, int | None]] = []  # (label, why, refused call, t)
+    for pos in range(n_a):
+        if copy_of[pos] >= 0:
+            continue
+        label, r = labels[pos], recs[pos]
         if a_nat[pos]:
             unexplained.append((label, "no time", None, None))
             continue
-        t = int(a_ns[pos])
-        kind = str(r["time_kind"]) if not pd.isna(r["time_kind"]) else "event"
-        uri = None if pd.isna(r["resource_uri"]) else str(r["resource_uri"])
-        action = str(r["action"]) if not pd.isna(r["action"]) else "other"
-        principal = None if pd.isna(r["principal"]) else str(r["principal"])
+        t, res, kind = int(a_ns[pos]), res_ns[pos], kinds[pos]
+        uri, action, principal = uris[pos], actions[pos], whos[pos]
         token = None if pd.isna(r["correlation"]) else str(r["correlation"])
-        chosen, how, why = None, None, None
+        chosen, how, why, pool = None, None, None, []
 
         tok_calls = by_token.get(token, []) if token is not None else []
         if tok_calls:
             usable = [i for i in tok_calls if not refused[i]]
-            if len(tok_calls) == 1 and usable and fits(usable[0], t, kind):
-                chosen, how = usable[0], "correlation"
+            if len(tok_calls) == 1 and usable and fits(usable[0], t, res, kind):
+                chosen, how, pool = usable[0], "correlation", [usable[0]]
             else:
-                cands = [i for i in usable if fits(i, t, kind) and _object_match(uri, action, c_uri[i])]
-                if cands:
-                    chosen, how = min(cands, key=lambda i: rank(i, t)), "correlation+object+time"
+                pool = [i for i in usable if fits(i, t, res, kind)
+                        and any(_object_match(uri, action, u) for u in c_uris[i])]
+                if pool:
+                    chosen, how = min(pool, key=lambda i: rank(i, t, res)), "correlation+object+time"
                 else:
-                    sess = sorted({str(c['door_session'].iat[i]) for i in tok_calls})
+                    sess = sorted({sessions[i] for i in tok_calls})
                     why = (f"correlation {token!r} belongs to door session(s) {', '.join(sess)}, "
                            f"but no allowed call there on this object within the window")
         else:
             tiered: dict[str, list[int]] = {"principal+object+time": [], "object+time": []}
             refused_hits: list[int] = []
-            for i in time_candidates(t):
+            for i in near(uri, action, t, res):
                 i = int(i)
-                if not fits(i, t, kind) or not _object_match(uri, action, c_uri[i]):
+                if not fits(i, t, res, kind):
                     continue
                 ag = agents[i]
                 if ag is not None and ag in pats:
@@ -481,37 +590,27 @@ def join_access(
                 tiered[tier].append(i)
             for tier in ("principal+object+time", "object+time"):
                 if tiered[tier]:
-                    chosen, how = min(tiered[tier], key=lambda i: rank(i, t)), tier
+                    pool = tiered[tier]
+                    chosen, how = min(pool, key=lambda i: rank(i, t, res)), tier
                     break
             if chosen is None:
-                if refused_hits:
-                    i = min(refused_hits, key=lambda i: rank(i, t))
-                    why = (f"only a call the door refused matches (session {c['door_session'].iat[i]} "
-                           f"seq {c['seq'].iat[i]}): the door says it did not forward it")
-                elif uri is None:
-                    why = "no resource in the access record"
-                else:
-                    same = [i for i in range(n_c) if valid[i] and _object_match(uri, action, c_uri[i])]
-                    targets = list((storage_map or {}).values())
-                    if not same and targets and not any(uri.startswith(tg) or tg.startswith(uri) for tg in targets):
-                        why = "resource outside every storage_map target: no door call can reach it"
-                    elif not same and not any(c_uri):
-                        why = UNMAPPED
-                    elif not same:
-                        why = "no door call on this object"
-                    else:
-                        i = min(same, key=lambda i: abs(t - int(start_ns[i])))
-                        near_rule = c["rule"].iat[i] if "rule" in c.columns else None
-                        what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"
-                                if str(c["decision"].iat[i]) != "allow" else "")
-                        why = (f"no door call on this object within the time window (nearest: session "
-                               f"{c['door_session'].iat[i]} seq {c['seq'].iat[i]}{what}, "
-                               f"{_delta_words((t - int(start_ns[i])) / 1e9)} that call)")
-                        if all_patterns and not _principal_match(principal, all_patterns):
-                            why += "; the principal is not one the door's agents use"
+                why = _why_unexplained(uri, action, t, principal, refused_hits,
+                                       reaching(uri, action)[0], rank=lambda i: rank(i, t, res),
+                                       start_ns=start_ns, valid=valid, c=c, agents=agents,
+                                       storage_map=storage_map, any_mapped=bool(by_uri),
+                                       all_patterns=all_patterns)
         if chosen is None:
             unexplained.append((label, why or "no door call explains it", _refusal(uri, action, t), t))
             continue
+        linked.append([pos, chosen, how])
+
+    counts = np.zeros(n_c, np.int64)
+    bytes_sum = np.zeros(n_c, np.int64)
+    bytes_known = np.zeros(n_c, bool)  # some linked request logged its size
+    denied = np.zeros(n_c, np.int64)
+    links: list[dict] = []
+    for pos, chosen, how in linked:
+        r = recs[pos]
         counts[chosen] += 1
         b = r["bytes"]
         if not pd.isna(b):
@@ -522,17 +621,18 @@ def join_access(
             "door_session": c["door_session"].iat[chosen],
             "call_seq": c["seq"].iat[chosen],
             "agent": agents[chosen],
-            "access_index": label,
+            "access_index": labels[pos],
             "request_id": r["request_id"],
             "source": r["source"],
             "action": r["action"],
             "outcome": r["outcome"],
             "resource_uri": r["resource_uri"],
-            "call_uri": c_uri[chosen],
+            "call_uri": next((u for u in c_uris[chosen] if _object_match(uris[pos], actions[pos], u)),
+                             c_uri[chosen]),
             "call_ts": c_start.iat[chosen],
             "access_ts": a_ts.iat[pos],
             "time_kind": r["time_kind"],
-            "delta_ms": (t - int(start_ns[chosen])) / 1e6,
+            "delta_ms": (int(a_ns[pos]) - int(start_ns[chosen])) / 1e6,
             "how": how,
         })
 
@@ -540,10 +640,10 @@ def join_access(
     if len(links_df):
         links_df = links_df.sort_values(["access_ts", "access_index"], kind="stable").reset_index(drop=True)
 
-    labels = [u[0] for u in unexplained]
-    un = access.loc[labels].reset_index(drop=True) if labels else ACCESS.empty()
+    labels_un = [u[0] for u in unexplained]
+    un = access.loc[labels_un].reset_index(drop=True) if labels_un else ACCESS.empty()
     un = un[ACCESS.names].copy()
-    un.insert(0, "access_index", pd.array(labels, dtype="Int64") if labels else pd.array([], dtype="Int64"))
+    un.insert(0, "access_index", pd.array(labels_un, dtype="Int64") if labels_un else pd.array([], dtype="Int64"))
     if all_patterns:
         dp = [_principal_match(None if pd.isna(p) else str(p), all_patterns) for p in un["principal"]]
         un["door_principal"] = pd.array(dp, dtype="boolean")
@@ -575,8 +675,41 @@ def join_access(
         "access_bytes": pd.arrays.IntegerArray(bytes_sum, ~bytes_known),
         "denied_count": pd.array(denied, dtype="Int64"),
     })
-    return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call,
-                            window_s=float(window_s), lag_s=float(lag_s), skew_s=float(skew_s))
+    dup_df = ACCESS_DUPLICATES.build(dups) if dups else ACCESS_DUPLICATES.empty()
+    return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call, window_s=float(window_s),
+                            lag_s=float(lag_s), skew_s=float(skew_s), duplicates=dup_df)
+
+
+def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None, refused_hits: list[int],
+                     same: np.ndarray, *, rank, start_ns: np.ndarray,
+                     valid: np.ndarray, c: pd.DataFrame, agents: list, storage_map, any_mapped: bool,
+                     all_patterns: list[str]) -> str:
+    """Why no call explains an access row (``t`` on the door's clock; ``same``: the calls on
+    its object at any time)."""
+    if refused_hits:
+        i = min(refused_hits, key=rank)
+        return (f"only a call the door refused matches (session {c['door_session'].iat[i]} "
+                f"seq {c['seq'].iat[i]}): the door says it did not forward it")
+    if uri is None:
+        return "no resource in the access record"
+    same = [int(i) for i in same if valid[i]]
+    targets = list((storage_map or {}).values())
+    if not same and targets and not any(uri.startswith(tg) or tg.startswith(uri) for tg in targets):
+        return "resource outside every storage_map target: no door call can reach it"
+    if not same and not any_mapped:
+        return UNMAPPED
+    if not same:
+        return "no door call on this object"
+    i = min(same, key=lambda i: abs(t - int(start_ns[i])))
+    near_rule = c["rule"].iat[i] if "rule" in c.columns else None
+    what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"
+            if str(c["decision"].iat[i]) != "allow" else "")
+    why = (f"no door call on this object within the time window (nearest: session "
+           f"{c['door_session'].iat[i]} seq {c['seq'].iat[i]}{what}, "
+           f"{_delta_words((t - int(start_ns[i])) / 1e9)} that call)")
+    if all_patterns and not _principal_match(principal, all_patterns):
+        why += "; the principal is not one the door's agents use"
+    return why
 
 
 def _delta_words(seconds: float) -> str:

@@ -698,12 +698,15 @@ def _far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame, far_ms: float
 
 def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None = None,
                      access: pd.DataFrame | None = None, *, access_links: pd.DataFrame | None = None,
-                     max_marks: int = 5000) -> str:
+                     access_duplicates: pd.DataFrame | None = None, max_marks: int = 5000) -> str:
     """The transcript-vs-door timeline (:func:`replaybook.views.charts.timeline`) embedded as an
     offline HTML fragment (Vega JavaScript inlined); with ``access`` a third lane of cloud
-    storage requests, linked to the door calls that explain them (``access_links``)."""
+    storage requests, linked to the door calls that explain them (``access_links``), each
+    request drawn once (the rows ``access_duplicates`` names repeat another: left out)."""
     from ..views.charts import chart_html, timeline
 
+    if access is not None and access_duplicates is not None and len(access_duplicates):
+        access = access.drop(index=[i for i in access_duplicates["access_index"] if i in access.index])
     chart = timeline(steps, calls, pairs, access, access_links=access_links, max_marks=max_marks)
     note = ('<p class="rb-note">Dots: transcript events (prompts, model requests, tool calls) and door calls '
             "(green allowed, red cross refused). Lines join each transcript tool call to the door call it agrees "
@@ -1440,6 +1443,15 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     held = (f"<b>{_count(n_access, 'event')}</b>: <b>{n_storage:,}</b> on storage (objects and buckets, what the "
             f"door's calls reach) and {n_other:,} on other services" if n_other else
             f"<b>{_count(n_access, 'storage request')}</b> (on objects and buckets, what the door's calls reach)")
+    dups = getattr(result, "duplicates", None)
+    if dups is not None and len(dups):
+        again = int((dups["how"] == "delivered again").sum())
+        held += (f"; {len(dups):,} of these {'record repeats' if len(dups) == 1 else 'records repeat'} a request "
+                 "another one holds ("
+                 + ", ".join(x for x in (f"{again:,} delivered twice" if again else "",
+                                         f"{len(dups) - again:,} the same request in another log"
+                                         if len(dups) - again else "") if x)
+                 + f") and {'is' if len(dups) == 1 else 'are'} counted once")
     unmapped = len(result.per_call) and not result.per_call["call_uri"].notna().any()
     alarm = ('<p class="rb-alarm"><b>No door call\'s object maps to a storage URI</b>, so no storage request '
              "below could be matched to a call, and each is listed as unexplained. Add <code>storage_map</code> to "
