@@ -350,6 +350,21 @@ def test_one_request_in_both_cloudtrail_and_the_s3_access_log_is_one_request(tmp
     assert list(per_call(res)["access_count"]) == [1, 1]
 
 
+# == clocks ======================================================================================
+
+def test_door_clock_within_the_skew_and_whole_second_log_times(tmp_path):
+    """The door's clock runs 1.5 s ahead (within the 2 s skew allowed).  The call starts at
+    10:00:05.8 true time, logged 10:00:07.300; S3 received the GET at 10:00:05.9 and logs the
+    second, 10:00:05.  The request is the call's: 1.5 s of clock plus the dropped fraction is
+    not 2.4 s of clock disagreement."""
+    write_door(tmp_path, {"s": [call(1, 7.3, 7.7, "demo/a.csv")]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(5.9, "REST.GET.OBJECT", "demo/a.csv", "A1", uri="GET /acme-data/demo/a.csv HTTP/1.1")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("A1", "s", 1)]
+    assert unexplained(res) == []
+
+
 # == one call, several requests =================================================================
 
 def test_listing_pages_head_and_ranged_gets_of_one_call(tmp_path):
@@ -384,6 +399,33 @@ def test_listing_the_data_root(tmp_path):
 
 
 # == several sessions, several principals =======================================================
+
+def test_two_sessions_read_one_object_seconds_apart(tmp_path):
+    """Sessions a and b read demo/cars.csv about two seconds apart, as the same role.  CloudTrail
+    says the first GET completed at 10:00:20, the second at 10:00:22: the first is a's, the
+    second b's, though a's window (with its completion lag) holds both."""
+    write_door(tmp_path, {"a": [call(1, 20.2, 20.5, "demo/cars.csv")], "b": [call(1, 22.1, 22.4, "demo/cars.csv")]})
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", 20.4, "demo/cars.csv", "T1", out=2048),
+                                           ct_event("GetObject", 22.3, "demo/cars.csv", "T2", out=2048)])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("T1", "a", 1), ("T2", "b", 1)]
+    assert list(res.links["candidates"]) == [1, 1]
+
+
+def test_two_sessions_in_the_same_second_share_its_requests(tmp_path):
+    """Sessions a and b read demo/cars.csv half a second apart, as the same role; the access
+    log gives both GETs the same second.  Nothing tells which GET was whose: each call explains
+    one (in time order), and each link says two calls could have explained it — no call
+    explains both while the other explains none."""
+    write_door(tmp_path, {"a": [call(1, 20.1, 20.3, "demo/cars.csv")], "b": [call(1, 20.6, 20.8, "demo/cars.csv")]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(20.15, "REST.GET.OBJECT", "demo/cars.csv", "Q1", uri="GET /acme-data/demo/cars.csv HTTP/1.1"),
+        sal(20.65, "REST.GET.OBJECT", "demo/cars.csv", "Q2", uri="GET /acme-data/demo/cars.csv HTTP/1.1")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("Q1", "a", 1), ("Q2", "b", 1)]
+    assert list(res.links["candidates"]) == [2, 2]
+    assert list(per_call(res)["access_count"]) == [1, 1]
+
 
 def test_correlation_token_decides_between_sessions(tmp_path):
     """Each door session uses its own role session name and logs it as ``correlation``: two
@@ -556,3 +598,17 @@ def test_window_edges_with_nanosecond_times(tmp_path):
     _, res = investigate(tmp_path, storage_map={"demo/": "gs://acme-gcs/demo/"}, principals={"analyst": GCP_SA})
     assert pairs(res) == [("in-end", "s", 1), ("in-start", "s", 1)]
     assert unexplained(res) == ["out-end", "out-start"]
+
+
+def test_window_edges_with_whole_second_times(tmp_path):
+    """The access log gives the second S3 received a request in.  The call runs
+    10:00:03.500–10:00:03.900 and 2 s of skew are allowed, so a request received in
+    [10:00:01.500, 10:00:05.900] is the call's: the seconds 01 … 05 may hold one, 00 and 06
+    cannot."""
+    write_door(tmp_path, {"s": [call(1, 3.5, 3.9, "demo/a.csv")]})
+    uri = "GET /acme-data/demo/a.csv HTTP/1.1"
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(s, "REST.GET.OBJECT", "demo/a.csv", f"W{s}", uri=uri) for s in (0, 1, 5, 6)])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("W1", "s", 1), ("W5", "s", 1)]
+    assert unexplained(res) == ["W0", "W6"]

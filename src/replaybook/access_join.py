@@ -36,8 +36,12 @@ Tiers (the first that links wins)
    the agent is not in it): object and time only.  Weaker evidence; the ``how`` column says so:
    another principal's request on the same object at the same moment is taken for the call's.
 
-Among several candidates of one tier, the call whose window contains the access time and whose
-start is nearest wins (ties: the lower ``seq``).
+Among several candidates of one tier, the call whose own span (``ts`` … ``ts_end``) the
+request's time lies in, or nearest to, wins (then the nearest start, the lower ``seq``).  When
+several calls fit a request equally well — two sessions reading one object within one logged
+second — ``links.candidates`` says how many, and the requests that fit the same calls equally
+well are shared among them in time order (the first request to the first call …): every call
+gets its share rather than one all of them, which of the two got which is not known.
 
 Objects
 -------
@@ -74,8 +78,10 @@ completed   CloudTrail ``eventTime``                        start − skew_s ≤
 event       GCP audit ``timestamp``                         start − skew_s ≤ t ≤ end + lag_s + skew_s
 ==========  ==============================================  ==========================================
 
-CloudTrail ``eventTime`` and S3 server access log times have whole-second precision (the
-fraction is dropped), so ``skew_s`` must stay ≥ 1 s for them; the default is 2 s.
+CloudTrail ``eventTime`` and S3 server access log times are whole seconds (the fraction is
+dropped: :data:`TIME_RESOLUTION_S`): a request logged at ``t`` happened in ``[t, t + 1 s)``, and
+fits when that second overlaps the window — so ``skew_s`` is clock disagreement only, not
+clock disagreement plus the lost fraction.  Both ends of a window are in it.
 
 A request that storage *received* must have been sent while the call was open; one that
 *completed* can finish a little after the door answered (a streamed read the door cut short, a
@@ -119,6 +125,7 @@ __all__ = [
     "ACCESS_LINKS",
     "ACCESS_DUPLICATES",
     "LINK_HOWS",
+    "TIME_RESOLUTION_S",
     "DEFAULT_WINDOW_S",
     "DEFAULT_LAG_S",
     "DEFAULT_SKEW_S",
@@ -133,6 +140,12 @@ DEFAULT_SKEW_S = 2.0
 
 #: Values of ``links.how``, strongest first.
 LINK_HOWS = ("correlation", "correlation+object+time", "principal+object+time", "object+time")
+
+#: The precision of each source's ``ts``, seconds: CloudTrail ``eventTime`` and S3 server
+#: access log times are whole seconds (the fraction is dropped), so a request logged at second
+#: ``t`` happened in ``[t, t + 1 s)``.  Sources not named here (GCP audit: nanoseconds; Azure
+#: Storage: 100 ns) are taken as exact, and so is any row whose time has a fraction.
+TIME_RESOLUTION_S = {"aws.cloudtrail": 1.0, "aws.s3_access": 1.0}
 
 #: Sources that name one provider's requests with one request id: an S3 request's
 #: ``x-amz-request-id`` is CloudTrail's ``requestID`` and the server access log's request ID.
@@ -158,6 +171,9 @@ ACCESS_LINKS = FrameSpec(
         ("time_kind", "string", "what access_ts means (received / completed / event)"),
         ("delta_ms", "float64", "access_ts − call_ts in milliseconds (positive: storage after the door)"),
         ("how", "string", "one of LINK_HOWS"),
+        ("candidates", "Int64", "calls that explain the request equally well: same tier, its time as near "
+                                "each one's span (1: no other call could take it as well; more: the "
+                                "pairing among them is by time order, see join_access)"),
     )),
     "One row per access row a door call explains (each access row at most once).",
 )
@@ -480,14 +496,20 @@ def join_access(
         return ag is None or ag not in pats or _principal_match(principal, pats[ag])
 
     def fits(i: int, t: int, res: int, kind: str) -> bool:
+        """The request (logged at ``t``, door clock, within ``res`` ns) fits call ``i``'s window."""
         if not valid[i]:
             return False
-        tail = skew if kind == "received" else lag + skew
-        return start_ns[i] - skew <= t <= end_ns[i] + tail
+        if t > end_ns[i] + (skew if kind == "received" else lag + skew):
+            return False
+        lo = start_ns[i] - skew
+        return t + res > lo if res else t >= lo
+
+    def dist(i: int, t: int, res: int) -> int:
+        """How far the request's time lies outside the call's own span (0: within it), ns."""
+        return max(0, int(start_ns[i]) - (t + res)) + max(0, t - int(end_ns[i]))
 
     def rank(i: int, t: int, res: int) -> tuple[int, int, int, int]:
-        outside = 0 if start_ns[i] <= t <= end_ns[i] else 1
-        return outside, abs(t - int(start_ns[i])), seqs[i], i
+        return dist(i, t, res), abs(t + res // 2 - int(start_ns[i])), seqs[i], i
 
     def near(uri: str | None, action: str, t: int, res: int) -> np.ndarray:
         """Calls reaching the resource that started early enough to hold ``t``."""
@@ -507,7 +529,11 @@ def join_access(
     uris = [None if pd.isna(r["resource_uri"]) else str(r["resource_uri"]) for r in recs]
     actions = [str(r["action"]) if not pd.isna(r["action"]) else "other" for r in recs]
     whos = [None if pd.isna(r["principal"]) else str(r["principal"]) for r in recs]
-    res_ns = [0] * n_a  # (exact times)
+    res_ns = [0] * n_a
+    for pos, r in enumerate(recs):
+        step = TIME_RESOLUTION_S.get(str(r["source"]))
+        if step and not a_nat[pos] and a_ns[pos] % int(step * 1e9) == 0:
+            res_ns[pos] = int(step * 1e9)
 
     # the same request twice: a record delivered again, or the request in two logs
     copy_of = [-1] * n_a
@@ -542,7 +568,7 @@ def join_access(
                 else min(hits, key=lambda i: (int(start_ns[i]), i)))
 
     # -- each request ---------------------------------------------------------------------------
-    linked: list[list] = []  # [pos, call, how]
+    linked: list[list] = []  # [pos, call, how, tied calls, t]
     unexplained: list[tuple[object, str, int | None, int | None]] = []  # (label, why, refused call, t)
     for pos in range(n_a):
         if copy_of[pos] >= 0:
@@ -602,14 +628,29 @@ def join_access(
         if chosen is None:
             unexplained.append((label, why or "no door call explains it", _refusal(uri, action, t), t))
             continue
-        linked.append([pos, chosen, how])
+        best = dist(chosen, t, res)
+        tied = tuple(sorted((i for i in pool if dist(i, t, res) == best), key=lambda i: (int(start_ns[i]), seqs[i], i)))
+        linked.append([pos, chosen, how, tied, t])
+
+    # requests that several calls explain equally well are shared among them in time order: of
+    # two reads of one object in one logged second by two sessions, each explains one — not one
+    # both while the other explains none
+    groups: dict[tuple, list[list]] = {}
+    for item in linked:
+        if len(item[3]) > 1:
+            groups.setdefault((item[2], item[3]), []).append(item)
+    for (_, tied), items in groups.items():
+        items.sort(key=lambda it: (it[4], it[0]))
+        n, m = len(items), len(tied)
+        for k, it in enumerate(items):
+            it[1] = tied[k * m // n]
 
     counts = np.zeros(n_c, np.int64)
     bytes_sum = np.zeros(n_c, np.int64)
     bytes_known = np.zeros(n_c, bool)  # some linked request logged its size
     denied = np.zeros(n_c, np.int64)
     links: list[dict] = []
-    for pos, chosen, how in linked:
+    for pos, chosen, how, tied, _t in linked:
         r = recs[pos]
         counts[chosen] += 1
         b = r["bytes"]
@@ -634,6 +675,7 @@ def join_access(
             "time_kind": r["time_kind"],
             "delta_ms": (int(a_ns[pos]) - int(start_ns[chosen])) / 1e6,
             "how": how,
+            "candidates": max(len(tied), 1),
         })
 
     links_df = ACCESS_LINKS.build(links) if links else ACCESS_LINKS.empty()
