@@ -85,9 +85,12 @@ def test_wrong_principal_is_not_linked(frames):
     assert res.links.empty and len(res.unexplained) == 5
     first = res.unexplained.iloc[0]
     assert first["request_id"] == "J0"
-    assert first["why"].startswith("no door call on this object within the time window (nearest: session "
-                                   "door-sess-j seq 1, 0.6 s before that call)")
-    assert first["why"].endswith("the principal is not one the door's agents use")
+    # the listing fits seq 1 in object and time: the principal is what does not fit
+    assert first["why"] == ("a door call on this object fits the time (session door-sess-j seq 1), but the request "
+                            f"was made by {ROLE}, not a principal the door's agent analyst acts as")
+    # the customers.csv read fits no call at all (and not the principal either)
+    last = res.unexplained.set_index("request_id").loc["J4", "why"]
+    assert last == "no door call on this object"
 
 
 def test_refused_calls_and_unreachable_resources_from_the_case_tree(frames):

@@ -442,6 +442,25 @@ def test_correlation_token_decides_between_sessions(tmp_path):
     assert set(res.links["how"]) == {"correlation"}
 
 
+def test_another_principal_at_the_same_moment_stays_unexplained(tmp_path):
+    """While the door reads demo/cars.csv, the IAM user bob reads it too, in the same second.
+    The door's agent acts as the door-reader role (``principals``): bob's read is no door
+    call's, and the why says the call fits in time but not in principal."""
+    write_door(tmp_path, {"s": [call(1, 20.1, 20.5, "demo/cars.csv")]})
+    bob = f"arn:aws:iam::{ACCOUNT}:user/bob"
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(20.2, "REST.GET.OBJECT", "demo/cars.csv", "P1", uri="GET /acme-data/demo/cars.csv HTTP/1.1"),
+        sal(20.3, "REST.GET.OBJECT", "demo/cars.csv", "P2", uri="GET /acme-data/demo/cars.csv HTTP/1.1",
+            requester=bob)])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("P1", "s", 1)]
+    assert unexplained(res) == ["P2"]
+    why = res.unexplained["why"].iat[0]
+    assert why == (f"a door call on this object fits the time (session s seq 1), but the request was made by {bob}, "
+                   "not a principal the door's agent analyst acts as")
+    assert bool(res.unexplained["door_principal"].iat[0]) is False
+
+
 def test_without_principals_another_principal_is_indistinguishable(tmp_path):
     """The same two reads without a ``principals`` mapping: object and time are all there is,
     and both reads fit the call.  Both are linked, at the weakest tier (``object+time``) — the
@@ -539,6 +558,26 @@ def test_s3_access_log_keys_by_operation_and_request_uri(tmp_path):
         ["s3://acme-data/demo/old file.csv"]
     assert pairs(res) == [("S1", "s", 1), ("S2", "s", 2), ("S3", "s", 3)]
     assert unexplained(res) == ["S4"]
+
+
+def test_gcp_resource_name_forms(tmp_path):
+    """``resourceName`` shapes: an object whose name holds ``/objects/``, a bucket-level listing
+    (how GCS logs ``objects.list`` with a prefix), a bucket read by the door's service account
+    (no call reads buckets), and a read with no ``authenticationInfo`` at the same moment as the
+    door's (not the door's principal)."""
+    write_door(tmp_path, {"s": [call(1, 5.0, 5.5, "demo", tool="list_directory"),
+                                call(2, 20.0, 20.4, "demo/objects/x.csv")]})
+    write_gcp(tmp_path, [
+        gcp_entry("storage.objects.list", gcp_ts(5.2), "projects/_/buckets/acme-gcs", "g1", items=3),
+        gcp_entry("storage.objects.get", gcp_ts(20.1), "projects/_/buckets/acme-gcs/objects/demo/objects/x.csv", "g2"),
+        gcp_entry("storage.objects.get", gcp_ts(20.2), "projects/_/buckets/acme-gcs/objects/demo/objects/x.csv", "g3",
+                  email=None),
+        gcp_entry("storage.buckets.get", gcp_ts(20.3), "projects/_/buckets/acme-gcs", "g4")])
+    _, res = investigate(tmp_path, storage_map={"demo/": "gs://acme-gcs/demo/"}, principals={"analyst": GCP_SA})
+    assert pairs(res) == [("g1", "s", 1), ("g2", "s", 2)]
+    assert unexplained(res) == ["g3", "g4"]
+    un = res.unexplained.set_index("request_id")
+    assert "the request was made by no principal the log names" in un.loc["g3", "why"]
 
 
 def test_azure_uri_and_object_key_forms(tmp_path):

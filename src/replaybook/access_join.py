@@ -31,7 +31,8 @@ Tiers (the first that links wins)
    token matches calls but none fits, the row is **not** offered to other sessions' calls.
 3. ``principal+object+time`` — ``principals`` maps the call's agent to the cloud principal(s) it
    acts as, one of them matches the access row's ``principal``, the object matches and the time
-   fits.
+   fits.  A request made by another principal (or by none the log names: SAS, anonymous)
+   is not the agent's, however well object and time fit — the ``why`` says so.
 4. ``object+time`` — no principal is known for the call's agent (no ``principals`` mapping, or
    the agent is not in it): object and time only.  Weaker evidence; the ``how`` column says so:
    another principal's request on the same object at the same moment is taken for the call's.
@@ -599,6 +600,7 @@ def join_access(
         else:
             tiered: dict[str, list[int]] = {"principal+object+time": [], "object+time": []}
             refused_hits: list[int] = []
+            other_principal: list[int] = []  # fits in object and time, but acts as another principal
             for i in near(uri, action, t, res):
                 i = int(i)
                 if not fits(i, t, res, kind):
@@ -606,6 +608,8 @@ def join_access(
                 ag = agents[i]
                 if ag is not None and ag in pats:
                     if not _principal_match(principal, pats[ag]):
+                        if not refused[i]:
+                            other_principal.append(i)
                         continue
                     tier = "principal+object+time"
                 else:
@@ -620,7 +624,7 @@ def join_access(
                     chosen, how = min(pool, key=lambda i: rank(i, t, res)), tier
                     break
             if chosen is None:
-                why = _why_unexplained(uri, action, t, principal, refused_hits,
+                why = _why_unexplained(uri, action, t, principal, refused_hits, other_principal,
                                        reaching(uri, action)[0], rank=lambda i: rank(i, t, res),
                                        start_ns=start_ns, valid=valid, c=c, agents=agents,
                                        storage_map=storage_map, any_mapped=bool(by_uri),
@@ -723,7 +727,7 @@ def join_access(
 
 
 def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None, refused_hits: list[int],
-                     same: np.ndarray, *, rank, start_ns: np.ndarray,
+                     other_principal: list[int], same: np.ndarray, *, rank, start_ns: np.ndarray,
                      valid: np.ndarray, c: pd.DataFrame, agents: list, storage_map, any_mapped: bool,
                      all_patterns: list[str]) -> str:
     """Why no call explains an access row (``t`` on the door's clock; ``same``: the calls on
@@ -732,6 +736,12 @@ def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None
         i = min(refused_hits, key=rank)
         return (f"only a call the door refused matches (session {c['door_session'].iat[i]} "
                 f"seq {c['seq'].iat[i]}): the door says it did not forward it")
+    if other_principal:
+        i = min(other_principal, key=rank)
+        who = principal if principal else "no principal the log names"
+        return (f"a door call on this object fits the time (session {c['door_session'].iat[i]} seq "
+                f"{c['seq'].iat[i]}), but the request was made by {who}, not a principal the door's agent "
+                f"{agents[i]} acts as")
     if uri is None:
         return "no resource in the access record"
     same = [int(i) for i in same if valid[i]]
