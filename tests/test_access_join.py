@@ -206,6 +206,10 @@ def test_map_object_and_errors(frames):
     calls, access = frames
     with pytest.raises(JoinError, match="window_s"):
         join_access(calls, access, window_s=-1)
+    with pytest.raises(JoinError, match="offset_s"):
+        join_access(calls, access, offset_s=float("nan"))
+    with pytest.raises(JoinError, match="max_offset_s"):
+        join_access(calls, access, max_offset_s=-1)
     with pytest.raises(JoinError, match="lacks columns"):
         join_access(calls.drop(columns=["object"]), access)
     empty = join_access(calls.iloc[0:0], access, storage_map=SMAP)

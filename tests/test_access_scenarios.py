@@ -235,14 +235,20 @@ def write_azure(root: Path, records: list[dict]) -> None:
 
 # -- the incident -----------------------------------------------------------------------------
 
-def investigate(root: Path, storage_map: dict | None = None, principals: dict | None = None):
-    """Load the incident in ``root`` as ``replaybook report`` does: ``(incident, access join)``."""
+def investigate(root: Path, storage_map: dict | None = None, principals: dict | None = None, **join):
+    """Load the incident in ``root`` as ``replaybook report`` does: ``(incident, access join)``
+    (``join``: other arguments of :func:`~replaybook.access_join.join_access`, which are then
+    used instead of the incident's own join)."""
     m = {"title": "scenario", "transcripts": [], "door": ["door/"], "access": ["cloud/"],
          "storage_map": SMAP if storage_map is None else storage_map}
     if principals is not None:
         m["principals"] = principals
     (root / "incident.yaml").write_text(json.dumps(m))
     inc = Incident.load(root / "incident.yaml")
+    if join:
+        from replaybook.access_join import join_access
+
+        return inc, join_access(inc.calls, inc.access, storage_map=m["storage_map"], principals=principals, **join)
     return inc, inc.access_join
 
 
@@ -363,6 +369,63 @@ def test_door_clock_within_the_skew_and_whole_second_log_times(tmp_path):
     _, res = investigate(tmp_path, principals=PRINCIPALS)
     assert pairs(res) == [("A1", "s", 1)]
     assert unexplained(res) == []
+    assert res.offset_s == 0.0
+
+
+def test_door_clock_seconds_behind_the_cloud_is_measured(tmp_path):
+    """The door host's clock is 4 s behind: each of four reads is logged by S3 4.1 s after the
+    door says the call started, beyond the 2 s skew.  The four requests line up with their calls
+    once the offset is measured (+4 s, storage after the door); the door role's read of
+    reference/.env, and a second read of demo/a.csv 70 s after its call, stay unexplained."""
+    starts = [1.0, 16.0, 31.0, 46.0]
+    objs = ["demo/a.csv", "demo/b.csv", "demo/c.csv", "demo/d.csv"]
+    write_door(tmp_path, {"s": [call(i + 1, s, s + 0.5, o) for i, (s, o) in enumerate(zip(starts, objs))]})
+    lines = [sal(s + 4.1, "REST.GET.OBJECT", o, f"G{i + 1}", uri=f"GET /acme-data/{o} HTTP/1.1")
+             for i, (s, o) in enumerate(zip(starts, objs))]
+    lines.append(sal(120.4, "REST.GET.OBJECT", "reference/.env", "G9", uri="GET /acme-data/reference/.env HTTP/1.1"))
+    lines.append(sal(75.2, "REST.GET.OBJECT", "demo/a.csv", "G8", uri="GET /acme-data/demo/a.csv HTTP/1.1"))
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", lines)
+    inc, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [(f"G{i}", "s", i) for i in (1, 2, 3, 4)]
+    assert unexplained(res) == ["G8", "G9"]
+    assert 3.5 <= res.offset_s <= 4.6 and res.offset_requests == 4
+    from replaybook.report import sections as S
+
+    assert f"the door's clock was {res.offset_s:,.1f} s behind the cloud's — measured on 4 requests" in \
+        S.access_section(res, inc.access)
+    # given, the offset is not measured: none, and the four reads are no call's
+    _, res0 = investigate(tmp_path, principals=PRINCIPALS, offset_s=0)
+    assert pairs(res0) == [] and res0.offset_s == 0.0
+
+
+def test_door_clock_ahead_of_gcp_is_measured(tmp_path):
+    """The door's clock is 3.5 s ahead of Google's: the audit log's nanosecond timestamps fall
+    3.4 s before each call starts by the door's clock.  Measured, the offset is about −3.5 s and
+    all three reads are explained."""
+    starts = [10.0, 25.0, 40.0]
+    objs = ["demo/a.csv", "demo/b.csv", "demo/c.csv"]
+    write_door(tmp_path, {"s": [call(i + 1, s, s + 0.4, o) for i, (s, o) in enumerate(zip(starts, objs))]})
+    write_gcp(tmp_path, [gcp_entry("storage.objects.get", gcp_ts(s - 3.4), f"projects/_/buckets/acme-gcs/objects/{o}",
+                                   f"ins{i + 1}") for i, (s, o) in enumerate(zip(starts, objs))])
+    _, res = investigate(tmp_path, storage_map={"demo/": "gs://acme-gcs/demo/"},
+                         principals={"analyst": GCP_SA})
+    assert pairs(res) == [("ins1", "s", 1), ("ins2", "s", 2), ("ins3", "s", 3)]
+    assert unexplained(res) == []
+    assert -3.9 <= res.offset_s <= -3.0
+
+
+def test_one_early_request_does_not_move_the_clock(tmp_path):
+    """One call and one read of its object 4 s before it: a skewed clock and a request made
+    before the agent asked look the same, and one pair cannot tell them apart.  The request
+    stays unexplained and the why names the call it would have been."""
+    write_door(tmp_path, {"s": [call(1, 20.0, 20.4, "demo/a.csv")]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(16.0, "REST.GET.OBJECT", "demo/a.csv", "E1", uri="GET /acme-data/demo/a.csv HTTP/1.1")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == []
+    assert unexplained(res) == ["E1"]
+    assert res.offset_s == 0.0
+    assert "nearest: session s seq 1" in res.unexplained["why"].iat[0]
 
 
 # == one call, several requests =================================================================

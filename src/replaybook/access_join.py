@@ -69,7 +69,8 @@ Time windows
 Each source's ``ts`` means something different (``access.time_kind``), so the window does too.
 Let ``start`` = the call's ``ts`` (door received it) and ``end`` = its ``ts_end`` (door
 answered), or ``start + window_s`` when the door did not log an end.  Clocks of the door host
-and the cloud may disagree by up to ``skew_s``:
+and the cloud may disagree by up to ``skew_s`` after the clock offset (below) is taken off the
+access time ``t``:
 
 ==========  ==============================================  ==========================================
 time_kind   sources                                         an access at ``t`` fits a call when
@@ -92,16 +93,30 @@ these timestamps, but it does mean the newest access rows may not have been deli
 the logs were collected: a call near the end of the logs with ``access_count == 0`` is not proof
 of absence, and neither is one whose request's record was lost (best effort).
 
+Clocks
+------
+A door host whose clock is off by more than ``skew_s`` would leave every request of the
+incident unexplained.  Unless ``offset_s`` is given, the offset (the cloud's clock minus the
+door's) is measured: each request could have been made by the calls on its object (principal
+permitting) within ``max_offset_s``, and fits each for a range of offsets; the offset that fits
+the most requests within their calls' own spans is taken (the middle of that range; of several,
+the nearest 0).  It is applied only when it fits at least :data:`MIN_OFFSET_REQUESTS` requests
+more than no offset does, and at least twice as many: one request a few seconds before a call
+looks the same as a skewed clock, and a few requests made by someone else a while after the
+agent's must not move a clock that already lines up the rest.  ``offset_s`` and
+``offset_requests`` (the requests it lines up) are on the result; ``delta_ms`` in ``links`` is
+the raw difference.
+
 The result
 ----------
 :class:`AccessJoinResult`: ``links`` (:data:`ACCESS_LINKS`, one row per linked request),
 ``unexplained`` (the requests no call explains, with ``why`` — sorted so that rows made by a
 principal the door's agents use come first, then by time), ``per_call`` (every call with
 ``access_count``, ``access_bytes``, ``denied_count``), ``duplicates``
-(:data:`ACCESS_DUPLICATES`).
+(:data:`ACCESS_DUPLICATES`), ``offset_s``.
 
-Errors: :class:`~replaybook.errors.JoinError` for a frame missing required columns, or a negative
-window.
+Errors: :class:`~replaybook.errors.JoinError` for a frame missing required columns, a negative
+window or an offset that is not a finite number.
 """
 
 from __future__ import annotations
@@ -130,6 +145,8 @@ __all__ = [
     "DEFAULT_WINDOW_S",
     "DEFAULT_LAG_S",
     "DEFAULT_SKEW_S",
+    "DEFAULT_MAX_OFFSET_S",
+    "MIN_OFFSET_REQUESTS",
 ]
 
 #: How long a call may have lasted when the door logged no ``ts_end``, seconds.
@@ -138,6 +155,14 @@ DEFAULT_WINDOW_S = 60.0
 DEFAULT_LAG_S = 5.0
 #: Clock disagreement allowed between the door host and the cloud, seconds (both directions).
 DEFAULT_SKEW_S = 2.0
+#: The largest clock offset between the door and the cloud that is measured, seconds.
+DEFAULT_MAX_OFFSET_S = 300.0
+#: Requests a measured clock offset must line up with their calls, beyond those that fit
+#: without it, before it is applied (fewer cannot tell a clock from requests made early or late).
+MIN_OFFSET_REQUESTS = 3
+#: A request with more calls than this on its object within the offset range does not inform
+#: the clock offset (an object every call reads tells nothing about which call was whose).
+_OFFSET_CAP = 64
 
 #: Values of ``links.how``, strongest first.
 LINK_HOWS = ("correlation", "correlation+object+time", "principal+object+time", "object+time")
@@ -170,7 +195,8 @@ ACCESS_LINKS = FrameSpec(
         ("call_ts", UTC, "when the door received the call, UTC"),
         ("access_ts", UTC, "the access row's ts, UTC"),
         ("time_kind", "string", "what access_ts means (received / completed / event)"),
-        ("delta_ms", "float64", "access_ts − call_ts in milliseconds (positive: storage after the door)"),
+        ("delta_ms", "float64", "access_ts − call_ts in milliseconds (positive: storage after the door), "
+                                "before the clock offset is taken off"),
         ("how", "string", "one of LINK_HOWS"),
         ("candidates", "Int64", "calls that explain the request equally well: same tier, its time as near "
                                 "each one's span (1: no other call could take it as well; more: the "
@@ -215,9 +241,10 @@ class AccessJoinResult:
             mapping), ``why`` (string) and, when the door refused a call on the same object,
             that call: ``refused_session`` (string), ``refused_seq`` (Int64), ``refused_rule``
             (string) and ``since_refusal_s`` (float64, the request's time minus the call's,
-            seconds: negative when the request came first) — the last refused call started
-            by the request's time, else the first after; NA when there is none — rows of door
-            principals first, then by ``ts``.  A request the logs hold twice is listed once.
+            seconds, after the clock offset: negative when the request came first) — the last
+            refused call started by the request's time, else the first after; NA when there is
+            none — rows of door principals first, then by ``ts``.  A request the logs hold twice
+            is listed once.
         per_call: one row per door call: ``door_session``, ``seq``, ``agent``, ``ts``,
             ``decision``, ``object``, ``call_uri`` (the object through ``storage_map``, NA when
             unmapped),
@@ -227,6 +254,11 @@ class AccessJoinResult:
         duplicates: :data:`ACCESS_DUPLICATES`: the access rows that repeat a request another row
             holds (neither linked nor listed as unexplained: the row they repeat stands for them).
         window_s, lag_s, skew_s: the windows used, seconds.
+        offset_s: the clock offset taken off every access time before it is compared with the
+            calls', seconds: the cloud's clock minus the door's (positive: the door's clock is
+            behind).  Measured by :func:`join_access` unless given; 0.0 when none was found.
+        offset_requests: how many requests fit a call with ``offset_s`` applied — the evidence
+            for a measured offset (0 when ``offset_s`` is 0).
     """
 
     links: pd.DataFrame
@@ -236,13 +268,18 @@ class AccessJoinResult:
     lag_s: float
     skew_s: float
     duplicates: pd.DataFrame = field(default_factory=lambda: ACCESS_DUPLICATES.empty())
+    offset_s: float = 0.0
+    offset_requests: int = 0
 
     def to_dict(self) -> dict:
-        """A JSON-ready summary: counts per tier, unexplained rows (short), duplicates and windows."""
+        """A JSON-ready summary: counts per tier, unexplained rows (short), duplicates, windows
+        and the clock offset."""
         return {
             "window_s": self.window_s,
             "lag_s": self.lag_s,
             "skew_s": self.skew_s,
+            "offset_s": self.offset_s,
+            "offset_requests": self.offset_requests,
             "links": int(len(self.links)),
             "duplicates": int(len(self.duplicates)),
             "by_how": {k: int(v) for k, v in self.links["how"].value_counts().items()},
@@ -397,6 +434,8 @@ def join_access(
     window_s: float = DEFAULT_WINDOW_S,
     lag_s: float = DEFAULT_LAG_S,
     skew_s: float = DEFAULT_SKEW_S,
+    offset_s: float | None = None,
+    max_offset_s: float = DEFAULT_MAX_OFFSET_S,
 ) -> AccessJoinResult:
     """Link door calls to the cloud access rows they caused (see the module docstring).
 
@@ -411,17 +450,24 @@ def join_access(
             ``fnmatch`` patterns (``"arn:aws:sts::123456789012:assumed-role/door-reader/*"``).
         window_s: assumed longest call when ``ts_end`` is missing, seconds (≥ 0).
         lag_s: slack after the call's end for ``completed``/``event`` timestamps, seconds (≥ 0).
-        skew_s: clock skew allowed between the door and the cloud, seconds (≥ 0).
+        skew_s: clock skew allowed between the door and the cloud, seconds (≥ 0), on top of
+            the clock offset.
+        offset_s: the cloud's clock minus the door's, seconds, taken off every access time;
+            ``None`` (default) measures it (module docstring, "Clocks"), ``0`` assumes none.
+        max_offset_s: the largest offset measured, seconds (≥ 0; 0 measures none).
 
     Returns:
         :class:`AccessJoinResult`.
 
     Raises:
-        JoinError: a frame lacks required columns, or a window is negative.
+        JoinError: a frame lacks required columns, a window is negative or an offset is not
+            a finite number of seconds.
     """
-    for name, v in (("window_s", window_s), ("lag_s", lag_s), ("skew_s", skew_s)):
+    for name, v in (("window_s", window_s), ("lag_s", lag_s), ("skew_s", skew_s), ("max_offset_s", max_offset_s)):
         if not (v >= 0) or not math.isfinite(v):
             raise JoinError(f"{name} must be a number of seconds ≥ 0, got {v!r}")
+    if offset_s is not None and not (isinstance(offset_s, (int, float)) and math.isfinite(offset_s)):
+        raise JoinError(f"offset_s must be a finite number of seconds, got {offset_s!r}")
     _check(calls, _CALL_NEEDS, "calls")
     _check(access, ACCESS.names, "access")
     pats: dict[str, list[str]] = {}
@@ -453,6 +499,7 @@ def join_access(
     max_span = int(np.max(np.where(valid, end_ns - start_ns, 0))) if n_c else 0
     skew = int(round(skew_s * 1e9))
     lag = int(round(lag_s * 1e9))
+    max_off = int(round(max_offset_s * 1e9))
 
     # calls by the URIs they reach, for the object match (:func:`_object_match`) without a scan
     by_uri: dict[str, list[int]] = {}
@@ -556,6 +603,34 @@ def join_access(
         else:
             seen[key] = (pos, int(a_ns[pos]))
 
+    # -- the clock offset ---------------------------------------------------------------------------
+    evidence: list[tuple[int, int, str, list[int]]] = []  # (t, resolution, kind, calls) per request
+    for pos in range(n_a):
+        if copy_of[pos] >= 0 or a_nat[pos] or not on_storage(uris[pos]):
+            continue
+        t, res = int(a_ns[pos]), res_ns[pos]
+        idx, st = reaching(uris[pos], actions[pos])
+        lo = np.searchsorted(st, t - max_off - max_span - res, "left")
+        hi = np.searchsorted(st, t + max_off, "right")
+        if hi - lo > 4 * _OFFSET_CAP:
+            continue
+        cand = [int(i) for i in idx[lo:hi] if valid[i] and not refused[i] and principal_ok(int(i), whos[pos])]
+        if cand and len(cand) <= _OFFSET_CAP:
+            evidence.append((t, res, kinds[pos], cand))
+
+    def fitting(off: int) -> int:
+        return sum(any(fits(i, t - off, res, kind) for i in cand) for t, res, kind, cand in evidence)
+
+    if offset_s is None:
+        off = _measure_offset(evidence, start_ns, end_ns, max_off)
+        if off:
+            with_off, without = fitting(off), fitting(0)
+            if with_off - without < MIN_OFFSET_REQUESTS or with_off < 2 * without:
+                off = 0
+    else:
+        off = int(round(offset_s * 1e9))
+    offset_requests = fitting(off) if off else 0
+
     # the calls the door refused, by object: a storage request on such an object that no call
     # explains is the one to read first (the agent was refused it, and it was reached anyway)
     def _refusal(uri: str | None, action: str, t: int) -> int | None:
@@ -578,7 +653,7 @@ def join_access(
         if a_nat[pos]:
             unexplained.append((label, "no time", None, None))
             continue
-        t, res, kind = int(a_ns[pos]), res_ns[pos], kinds[pos]
+        t, res, kind = int(a_ns[pos]) - off, res_ns[pos], kinds[pos]
         uri, action, principal = uris[pos], actions[pos], whos[pos]
         token = None if pd.isna(r["correlation"]) else str(r["correlation"])
         chosen, how, why, pool = None, None, None, []
@@ -723,7 +798,59 @@ def join_access(
     })
     dup_df = ACCESS_DUPLICATES.build(dups) if dups else ACCESS_DUPLICATES.empty()
     return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call, window_s=float(window_s),
-                            lag_s=float(lag_s), skew_s=float(skew_s), duplicates=dup_df)
+                            lag_s=float(lag_s), skew_s=float(skew_s), duplicates=dup_df,
+                            offset_s=off / 1e9, offset_requests=int(offset_requests))
+
+
+def _measure_offset(evidence: list[tuple[int, int, str, list[int]]], start_ns: np.ndarray, end_ns: np.ndarray,
+                    max_off: int) -> int:
+    """The clock offset (ns, cloud − door) that puts the most requests within the span of a
+    call that could have made them, or 0.
+
+    Each request (``t``, logged within ``res`` ns) fits call ``i`` for the offsets
+    ``[t − end_i, t + res − start_i]`` (no skew or lag: the calls' own spans, so the estimate is
+    sharp); the offsets where the most requests fit form one or more stretches, and the
+    stretch nearest 0 gives its middle — 0 when it holds 0, or when nothing is within
+    ``max_off``.  :func:`join_access` then applies it only when it fits enough requests more
+    than no offset does (:data:`MIN_OFFSET_REQUESTS`).
+    """
+    if not evidence or max_off <= 0:
+        return 0
+    events: list[tuple[int, int]] = []  # (offset, 0 = a request starts fitting, 1 = stops)
+    for t, res, _kind, cand in evidence:
+        spans = sorted((max(t - int(end_ns[i]), -max_off), min(t + res - int(start_ns[i]), max_off)) for i in cand)
+        merged: list[list[int]] = []
+        for a, b in spans:
+            if a > b:
+                continue
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        for a, b in merged:
+            events.append((a, 0))
+            events.append((b, 1))
+    if not events:
+        return 0
+    events.sort()
+    cur = best = 0
+    stretches: list[list] = []
+    for x, kind in events:
+        if kind == 0:
+            cur += 1
+            if cur > best:
+                best, stretches = cur, [[x, None]]
+            elif cur == best:
+                stretches.append([x, None])
+        else:
+            if cur == best and stretches and stretches[-1][1] is None:
+                stretches[-1][1] = x
+            cur -= 1
+    a, b = min(((a, b) for a, b in stretches if b is not None),
+               key=lambda s: 0 if s[0] <= 0 <= s[1] else min(abs(s[0]), abs(s[1])))
+    if a <= 0 <= b:
+        return 0
+    return (a + b) // 2
 
 
 def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None, refused_hits: list[int],
