@@ -461,6 +461,19 @@ def test_listing_the_data_root(tmp_path):
     assert res.per_call["call_uri"].iat[0] == "s3://acme-data/"
 
 
+def test_a_call_on_several_objects(tmp_path):
+    """``read_multiple_files`` names two files; the door logs the first as ``object`` and both
+    under ``objects``.  S3 serves one GET for each: both are the call's."""
+    write_door(tmp_path, {"s": [call(1, 20.0, 20.8, "demo/a.csv", tool="read_multiple_files",
+                                     objects=["demo/a.csv", "demo/b.csv"])]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(20.1, "REST.GET.OBJECT", "demo/a.csv", "M1", uri="GET /acme-data/demo/a.csv HTTP/1.1"),
+        sal(20.3, "REST.GET.OBJECT", "demo/b.csv", "M2", uri="GET /acme-data/demo/b.csv HTTP/1.1")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("M1", "s", 1), ("M2", "s", 1)]
+    assert unexplained(res) == []
+
+
 # == several sessions, several principals =======================================================
 
 def test_two_sessions_read_one_object_seconds_apart(tmp_path):

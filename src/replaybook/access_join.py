@@ -5,7 +5,7 @@ Inputs are the :data:`~replaybook.frames.CALLS` frame (what the door says it did
 :data:`~replaybook.frames.ACCESS` frame (what the cloud says happened: CloudTrail, S3 server
 access logs, GCP audit logs, Azure Storage logs).  Each storage request is linked to **at most
 one** call; a call may explain **many** requests (pagination, retries, a multipart read, a
-folder listing followed by reads).  Calls the door refused
+folder listing followed by reads, a call on several objects).  Calls the door refused
 (``decision == "deny"``) never explain an access: the door did not forward them, so a storage
 request that matches only a refused call is reported as unexplained, with that call named.
 
@@ -51,8 +51,10 @@ A call's ``object`` (``demo/cars.sas7bdat``) is mapped to a storage URI through 
 door's paths, whole segments at a time, the longest matching entry wins, the folder itself maps
 whether the door logged it as ``demo/`` or ``demo`` (the door normalises paths), the data root
 ``.`` maps to the folder the entries share, an object that already is a ``s3://`` / ``gs://`` /
-``az://`` URI is used as is, and an object that nothing maps is never matched.  An access row
-matches a call when its ``resource_uri``
+``az://`` URI is used as is, and an object that nothing maps is never matched.  A call that
+names several objects (the door logs them as ``objects``: ``read_multiple_files``, a move's
+source and destination) reaches each of them.  An access row matches a call when its
+``resource_uri``, for one of the call's URIs,
 
 * equals the call's URI, or
 * is that URI as a folder, or lies under it, and the access is a ``list`` or ``head``: a folder
@@ -247,7 +249,7 @@ class AccessJoinResult:
             is listed once.
         per_call: one row per door call: ``door_session``, ``seq``, ``agent``, ``ts``,
             ``decision``, ``object``, ``call_uri`` (the object through ``storage_map``, NA when
-            unmapped),
+            unmapped; a call on several objects reaches the others' URIs too),
             ``access_count`` (Int64, requests it explains), ``access_bytes`` (Int64, sum of their
             ``bytes`` that are known; NA when none logged a size), ``denied_count`` (Int64, of
             them refused by storage).
@@ -441,7 +443,8 @@ def join_access(
 
     Args:
         calls: a :data:`~replaybook.frames.CALLS` frame; its ``correlation`` column, where a
-            door logged one, enables the correlation tiers.
+            door logged one, enables the correlation tiers; its ``objects`` column, where a
+            call names several objects, lets the call explain requests on each.
         access: an :data:`~replaybook.frames.ACCESS` frame (any index; ``access_index`` refers
             to its row labels).
         storage_map: door object prefix → storage URI prefix, e.g.
@@ -479,7 +482,18 @@ def join_access(
     c = calls.reset_index(drop=True)
     n_c = len(c)
     c_uri = [map_object(o, storage_map) for o in c["object"]]
-    c_uris = [[u] if u else [] for u in c_uri]  # every URI a call reaches
+    # every URI a call reaches: its object's and, for a call on several objects, the others'
+    more = c["objects"] if "objects" in c.columns else None
+    c_uris: list[list[str]] = []
+    for i in range(n_c):
+        us = [c_uri[i]] if c_uri[i] else []
+        extra = more.iat[i] if more is not None else None
+        if isinstance(extra, (list, tuple)):
+            for o in extra:
+                u = map_object(o, storage_map)
+                if u and u not in us:
+                    us.append(u)
+        c_uris.append(us)
     c_start = c["ts"].astype(UTC)
     c_end = c["ts_end"].astype(UTC).where(c["ts_end"].notna(), c_start + pd.Timedelta(seconds=window_s))
     start_ns = c_start.to_numpy(dtype="datetime64[ns]").astype(np.int64) if n_c else np.zeros(0, np.int64)

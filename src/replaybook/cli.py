@@ -37,15 +37,15 @@ def _json_text(v):
 
 
 def _frame_out(df, fmt: str, out: str | None) -> None:
-    """Write a canonical frame.  JSON-valued columns (``arguments``, ``raw``) become JSON text —
-    never structs inferred by pyarrow — and timestamps keep all nine fractional digits."""
+    """Write a canonical frame.  JSON-valued columns (``arguments``, ``objects``, ``raw``) become
+    JSON text — never structs inferred by pyarrow — and timestamps keep all nine fractional digits."""
     from collections.abc import Mapping
 
     import pandas as pd
 
     df = df.copy()
     for col in df.columns:
-        if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (Mapping, list))).any():
+        if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (Mapping, list, tuple))).any():
             df[col] = df[col].map(_json_text).astype(pd.StringDtype("python"))
     if fmt != "parquet":
         for col in df.columns:

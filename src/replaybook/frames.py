@@ -265,6 +265,9 @@ CALLS = FrameSpec(
         ("arguments", "object", "the call's arguments dict"),
         ("args_key", "string", "canonical JSON of `arguments` (replaybook.canonical_args)"),
         ("object", "string", "the object the call reached (a path, a table, a URI)"),
+        ("objects", "object", "every object the call reaches, when it names more than one (a tuple of str, as the "
+                              "door logged them: `read_multiple_files`, a move's source and destination); NA "
+                              "otherwise"),
         ("decision", "string", "the door's decision: one of DECISIONS"),
         ("approval", "string", "when the deciding rule asks the user: their answer (approved, declined, cancelled, "
                                "timed_out, unavailable, failed), which made the decision allow or deny"),

@@ -71,6 +71,8 @@ def reference_load_door(paths) -> LoadResult:
             cols["arguments"].append(args)
             cols["args_key"].append(key)
             cols["object"].append(o.get("object"))
+            objs = o.get("objects")  # (a column added since)
+            cols["objects"].append(None if objs is None else tuple(objs))
             cols["decision"].append(o["decision"])
             cols["approval"].append(o.get("approval"))  # (a column added since: the one change here)
             cols["rule"].append(o.get("rule"))
@@ -292,6 +294,8 @@ REJECTED = {
     "a-list": b'["a list"]',
     "scalar": b"5",
     "two-objects": orjson.dumps(GOOD) + b" " + orjson.dumps(GOOD),
+    "objects-string": {**GOOD, "objects": "demo/a.csv"},
+    "objects-numbers": {**GOOD, "objects": ["demo/a.csv", 5]},
     "trailing-comma": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow",}',
     "control-char": b'{"ts":"2026-09-13T10:00:05Z","session":"s\x01","tool":"t","decision":"allow"}',
 }
@@ -326,6 +330,9 @@ ACCEPTED = {
     "ts-space": {**GOOD, "ts": "2026-09-13T10:00:05 Z   "},
     "ts-arabic-digits": {**GOOD, "ts": "2026-09-13T10:00:0\u0665.600Z"},
     "method-and-v": {**GOOD, "method": "resources/read", "v": 1},
+    "objects": {**GOOD, "object": "demo/a.csv", "objects": ["demo/a.csv", "demo/b c.csv"]},
+    "objects-empty-and-null": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow","objects":[]}\n'
+                              b'{"ts":"2026-09-13T10:00:06Z","session":"s","tool":"t","decision":"allow","objects":null}',
     "meta-empty-ids": {**GOOD, "meta": {"claudecode/toolUseId": "", "toolUseId": None, "tool_use_id": "",
                                          "call_id": "c9", "openai/callId": "o"}},
     "meta-other-only": {**GOOD, "meta": {"progressToken": 3, "deep": {"a": [1, {"b": None}]}}},

@@ -56,7 +56,7 @@ from ._times import _ISO_WIDTHS, parse_parts
 
 # pandas (and frames, which imports it) is imported where the frame is built
 
-__all__ = ["Rec", "ArgsTable", "Columns", "Block", "merge", "decode_file", "frame"]
+__all__ = ["Rec", "ArgsTable", "Columns", "Block", "merge", "decode_file", "frame", "CODED", "LISTED", "PLAIN"]
 
 _U63 = Annotated[int, Meta(ge=0, le=2**63 - 1)]
 _NONEMPTY = Annotated[str, Meta(min_length=1)]
@@ -109,11 +109,13 @@ class Rec(Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     approval: Union[Literal["approved", "declined", "cancelled", "timed_out", "unavailable", "failed"], None] = None
     method: str = None  # type: ignore[assignment]
     v: Literal[1] = None  # type: ignore[assignment]
+    objects: Union[list[str], None] = None
 
 
 _DECODER = msgspec.json.Decoder(Rec)
 (_SESSION, _AGENT, _SEQ, _TS, _TS_END, _DURATION, _SERVER, _TOOL, _ARGS, _OBJECT, _DECISION, _RULE,
  _ROWS, _BYTES, _META, _CORRELATION, _ERROR, _RESPONSE_DIGEST, _OBJECT_DIGEST, _APPROVAL) = range(20)
+_OBJECTS = 22  # (after method and v)
 
 
 class _Unusable(Exception):
@@ -188,6 +190,9 @@ CODED = ("door_session", "agent", "server", "tool", "object", "decision", "appro
          "error", "meta_call_id", "response_digest", "object_digest")
 #: CALLS columns kept as Python values (mostly distinct per row, or numbers)
 PLAIN = ("seq", "ts", "ts_end", "duration_ms", "rows", "bytes", "line_no")
+#: CALLS columns of tuples (rarely given: a call on several objects), kept as codes like CODED
+#: but made an object column of tuples (``None`` where not logged)
+LISTED = ("objects",)
 _LISTS = ("seq", "duration_ms", "rows", "bytes")
 _VARYING = -2  # not a code (codes are -1 for None, else 0, 1, …)
 #: CODED columns whose values are mostly distinct where given: a file whose rows differ adds
@@ -222,10 +227,10 @@ class Columns:
     docstring); :meth:`finish` makes a :class:`Block` of them."""
 
     def __init__(self) -> None:
-        self.codes = {c: _Codes() for c in CODED}
+        self.codes = {c: _Codes() for c in CODED + LISTED}
         #: per column: per file its code, or _VARYING (the codes are then in ``varying``)
-        self.coded: dict[str, list[int]] = {c: [] for c in CODED}
-        self.varying: dict[str, list[int]] = {c: [] for c in CODED}
+        self.coded: dict[str, list[int]] = {c: [] for c in CODED + LISTED}
+        self.varying: dict[str, list[int]] = {c: [] for c in CODED + LISTED}
         self.plain: dict[str, list] = {c: [] for c in _LISTS}
         #: per file: ``(width, text)`` (every value ``width`` ASCII characters, joined) or a list
         self.ts_parts: list = []
@@ -241,7 +246,7 @@ class Columns:
         return len(self.arg_codes)
 
     def add(self, spath: str, values: dict[str, Sequence], arg_codes: Sequence[int]) -> None:
-        """Append one file's rows: ``values`` maps every CODED and PLAIN column to a sequence of
+        """Append one file's rows: ``values`` maps every CODED, LISTED and PLAIN column to a sequence of
         its rows' values; ``arg_codes`` are the rows' :class:`ArgsTable` codes."""
         n = len(arg_codes)
         self._add_coded(values, n)
@@ -258,7 +263,7 @@ class Columns:
     def _add_coded(self, values: dict[str, Sequence], n: int) -> None:
         # per column and file: the code when every row has the same value (one look-up), else
         # _VARYING and the rows' codes appended to ``varying``
-        for c in CODED:
+        for c in CODED + LISTED:
             col, codes = values[c], self.codes[c]
             first = col[0] if n else None
             if n and col[-1] == first and col.count(first) == n:
@@ -278,7 +283,7 @@ class Columns:
         plain = self.plain
         coded = {}
         counts = np.asarray(self.counts, dtype=np.int64)
-        for c in CODED:
+        for c in CODED + LISTED:
             codes = np.repeat(np.asarray(self.coded[c], dtype=np.int32), counts)
             varying = self.varying[c]
             if varying:
@@ -314,7 +319,7 @@ def merge(blocks: Sequence[Block]) -> Block:
     if len(blocks) == 1:
         return blocks[0]
     coded = {}
-    for c in CODED:
+    for c in CODED + LISTED:
         tables = [b.coded[c][0] for b in blocks]
         shifted = []
         at = 0
@@ -432,13 +437,15 @@ def decode_file(data: bytes, info: dict, spath: str, default_agent: str | None, 
     if not all(agent):  # None or "": the folder's name
         agent = [a or default_agent for a in agent]
     meta = c[_META]
+    objs = c[_OBJECTS]
     te = c[_TS_END]
     te_fixed = _fixed(te)
     out._add_coded({"door_session": c[_SESSION], "agent": agent, "server": c[_SERVER], "tool": c[_TOOL],
                     "object": c[_OBJECT], "decision": c[_DECISION], "approval": c[_APPROVAL], "rule": c[_RULE],
                     "correlation": c[_CORRELATION], "error": c[_ERROR],
                     "meta_call_id": meta if meta.count(None) == n else list(map(_meta_id, meta)),
-                    "response_digest": c[_RESPONSE_DIGEST], "object_digest": c[_OBJECT_DIGEST]}, n)
+                    "response_digest": c[_RESPONSE_DIGEST], "object_digest": c[_OBJECT_DIGEST],
+                    "objects": objs if objs.count(None) == n else [None if o is None else tuple(o) for o in objs]}, n)
     plain = out.plain
     plain["seq"].extend(c[_SEQ])
     plain["duration_ms"].extend(c[_DURATION])
@@ -530,7 +537,7 @@ def frame(block: Block | Columns, quarantine: list[dict], loader: str):
         return a if keep is None else a[keep]
 
     ts_ns, te_ns, file_idx, line_no = kept(ts_ns), kept(te_ns), kept(file_idx), kept(line_no)
-    codes = {c: kept(b.coded[c][1]) for c in CODED}
+    codes = {c: kept(b.coded[c][1]) for c in CODED + LISTED}
     arg_codes = kept(b.arg_codes)
     seq, seq_missing = kept(b.seq), kept(b.seq_missing)
     m = len(ts_ns)
@@ -558,6 +565,12 @@ def frame(block: Block | Columns, quarantine: list[dict], loader: str):
     for c in CODED:
         table = _strings(b.coded[c][0])
         out[c] = table.take(codes[c][order], allow_fill=True)
+    for c in LISTED:  # tuples: an object array, None where not logged (code -1: the table's last entry)
+        values = b.coded[c][0]
+        table = np.empty(len(values) + 1, dtype=object)
+        for k, v in enumerate(values):  # (element by element: numpy would unpack the tuples)
+            table[k] = v
+        out[c] = table[codes[c][order]]
     out["seq"] = pd.arrays.IntegerArray(seq[order], seq_missing[order])
     out["ts"] = _utc_series(ts_ns[order])
     out["ts_end"] = _utc_series(te_ns[order])

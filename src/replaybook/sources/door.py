@@ -43,7 +43,7 @@ _INT_OR_NONE = (int, type(None))
 _KNOWN_FAST = frozenset({"ts", "ts_end", "seq", "session", "agent", "server", "tool", "arguments",
                          "object", "decision", "rule", "rows", "bytes", "meta", "error", "v",
                          "duration_ms", "response_digest", "object_digest", "correlation", "method",
-                         "approval"})
+                         "approval", "objects"})
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _APPROVALS = frozenset({None, "approved", "declined", "cancelled", "timed_out", "unavailable", "failed"})
 
@@ -73,6 +73,9 @@ def _quick_ok(o: dict) -> bool:
         if type(o.get(k)) not in _STR_OR_NONE:
             return False
     if o.get("approval") not in _APPROVALS:
+        return False
+    objs = o.get("objects")
+    if objs is not None and (type(objs) is not list or not all(type(x) is str for x in objs)):
         return False
     if "v" in o and (o["v"] != 1 or type(o["v"]) is not int):
         return False
@@ -197,9 +200,9 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
                 out: Any) -> None:
     """The per-line path: every line of one file parsed and validated on its own, its rows
     added to ``out`` (a ``_door_fast.Columns``), bad lines appended to ``quarantine``."""
-    from ._door_fast import CODED, PLAIN
+    from ._door_fast import CODED, LISTED, PLAIN
 
-    cols: dict[str, list] = {c: [] for c in CODED + PLAIN}
+    cols: dict[str, list] = {c: [] for c in CODED + LISTED + PLAIN}
     arg_codes: list[int] = []
     table = out.args
     for line in iter_objects(path, data, LOADER, quarantine):
@@ -228,6 +231,8 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
         cols["server"].append(o.get("server"))
         cols["tool"].append(o["tool"])
         cols["object"].append(o.get("object"))
+        objs = o.get("objects")
+        cols["objects"].append(None if objs is None else tuple(objs))
         cols["decision"].append(o["decision"])
         cols["approval"].append(o.get("approval"))
         cols["rule"].append(o.get("rule"))
