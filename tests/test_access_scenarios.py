@@ -537,6 +537,22 @@ def test_another_principal_at_the_same_moment_stays_unexplained(tmp_path):
     assert bool(res.unexplained["door_principal"].iat[0]) is False
 
 
+def test_requests_with_no_principal_are_not_the_agents(tmp_path):
+    """Two reads of the door's object while its call runs, whose logs name no principal: a
+    CloudTrail event without ``userIdentity`` and an anonymous access-log record (requester
+    ``-``).  The agent acts as the door-reader role: neither is its call's."""
+    write_door(tmp_path, {"s": [call(1, 20.0, 20.4, "demo/a.csv")]})
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", 20.2, "demo/a.csv", "N1", arn=None, out=10)])
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(20.1, "REST.GET.OBJECT", "demo/a.csv", "N0", uri="GET /acme-data/demo/a.csv HTTP/1.1"),
+        sal(20.3, "REST.GET.OBJECT", "demo/a.csv", "N2", uri="GET /acme-data/demo/a.csv HTTP/1.1", requester="-")])
+    inc, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert list(inc.access.set_index("request_id").loc[["N1", "N2"], "principal_type"]) == ["unknown", "anonymous"]
+    assert pairs(res) == [("N0", "s", 1)]
+    assert unexplained(res) == ["N1", "N2"]
+    assert all("the request was made by no principal the log names" in w for w in res.unexplained["why"])
+
+
 def test_without_principals_another_principal_is_indistinguishable(tmp_path):
     """The same two reads without a ``principals`` mapping: object and time are all there is,
     and both reads fit the call.  Both are linked, at the weakest tier (``object+time``) — the
