@@ -621,8 +621,8 @@ def test_keys_needing_url_encoding_in_every_log(tmp_path):
     twice = quote(once)                    # what the access log's key field holds
     write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
         sal(20.1, "REST.GET.OBJECT", twice, "U2", uri=f"GET /acme-data/{once} HTTP/1.1")])
-    write_gcp(tmp_path, [gcp_entry("storage.objects.get", gcp_ts(30.1), f"projects/_/buckets/acme-gcs/objects/demo/{KEY}",
-                                   "U3")])
+    write_gcp(tmp_path, [gcp_entry("storage.objects.get", gcp_ts(30.1),
+                                   f"projects/_/buckets/acme-gcs/objects/demo/{KEY}", "U3")])
     write_azure(tmp_path, [az_record("GetBlob", 40.1, f"https://acmedata.blob.core.windows.net/demo-data/{once}"
                                      "?sv=2021-08-06&se=2026-09-14&sr=b&sp=r&sig=abc%3D", "U4")])
     inc, res = investigate(tmp_path, storage_map=smap, principals={"analyst": [f"{ROLE}/*", GCP_SA, AZ_OID]})

@@ -331,8 +331,9 @@ ACCEPTED = {
     "ts-arabic-digits": {**GOOD, "ts": "2026-09-13T10:00:0\u0665.600Z"},
     "method-and-v": {**GOOD, "method": "resources/read", "v": 1},
     "objects": {**GOOD, "object": "demo/a.csv", "objects": ["demo/a.csv", "demo/b c.csv"]},
-    "objects-empty-and-null": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow","objects":[]}\n'
-                              b'{"ts":"2026-09-13T10:00:06Z","session":"s","tool":"t","decision":"allow","objects":null}',
+    "objects-empty-and-null": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow",'
+                              b'"objects":[]}\n{"ts":"2026-09-13T10:00:06Z","session":"s","tool":"t",'
+                              b'"decision":"allow","objects":null}',
     "meta-empty-ids": {**GOOD, "meta": {"claudecode/toolUseId": "", "toolUseId": None, "tool_use_id": "",
                                          "call_id": "c9", "openai/callId": "o"}},
     "meta-other-only": {**GOOD, "meta": {"progressToken": 3, "deep": {"a": [1, {"b": None}]}}},
