@@ -205,7 +205,12 @@ def test_join_summary_and_confidence(frames):
      "any of them: this conversation's transcript is most likely not among the inputs."),
     (dict(door_session="a", calls=4, agreed=None, transcript_id=None, status="unmatched", unknown_ids=0),
      "Door session a: no transcript agrees with its 4 calls well enough to be assigned, so nothing here says which "
-     "conversation made them."),
+     "conversation made them; either its transcript is not among the inputs, or the agent's clock was further from "
+     "the door's than the join looks (max_offset_s in the manifest, 300 s unless set)."),
+    (dict(door_session="a", calls=4, agreed=None, transcript_id=None, status="unmatched", unknown_ids=0,
+          runner_up="t", runner_up_agreed=1),
+     "no transcript agrees with its 4 calls well enough to be assigned, so nothing here says which conversation "
+     "made them (closest: transcript t, 1 agreeing step)."),
 ])
 def test_confidence_levels(row, expect):
     text = S.confidence_sentence(row, 60)
@@ -564,10 +569,13 @@ def test_conversations_lay_out_what_the_agent_saw_in_order(frames):
     assert "REFUSED by rule no-dotenv" in cells[2][3] and "error:" in cells[2][4] and 'class="rb-refused"' in h
     assert cells[3][2] == "It is 19.90." and cells[3][4] == ""
     assert cells[5][2] == 'query {&quot;sql&quot;:&quot;&lt;b&gt;x&lt;/b&gt;&quot;}' and cells[5][3] == "not a door tool"
-    # whose clock: the door's runs 400 ms later here, and the section says so
-    assert res.offset_ms == 400.0
-    assert ("Times here are the transcript's clock. The door's clock reads 400 ms later (clock offset), so the "
-            "door's own tables below show the same calls that much later") in re.sub("<[^>]+>", "", html.unescape(h))
+    # whose clock: the door's runs 400 ms later for this session, and its conversation says so (each
+    # session's own offset: agents on different machines run on different clocks)
+    assert res.offset_ms == 400.0 and res.sessions["offset_ms"].tolist()[0] == 400.0
+    text = re.sub("<[^>]+>", "", html.unescape(h))
+    assert ("in time order on the transcript's clock; the door's clock reads 400 ms later for this session, so its "
+            "table below shows these calls that much later") in text
+    assert "Times here are each transcript's own clock." in text
     assert S.conversations(steps, calls.iloc[0:0], join_sessions(steps, calls.iloc[0:0])) == ""
 
 

@@ -443,6 +443,9 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
             base += (f"; the door logged the client's own tool-use id on {_count(int(uk), 'call')} and no loaded "
                      f"transcript has {'it' if int(uk) == 1 else 'any of them'}: this conversation's transcript is "
                      "most likely not among the inputs")
+        elif _isna(runner) or _isna(runner_agreed) or not int(runner_agreed):
+            base += ("; either its transcript is not among the inputs, or the agent's clock was further from the "
+                     "door's than the join looks (max_offset_s in the manifest, 300 s unless set)")
         return base + "."
     if status == "ambiguous":
         alt = (f"; transcript {runner} explains it about as well ({_count(int(runner_agreed), 'agreeing step')})"
@@ -894,8 +897,13 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                             ("what", "what", "text"), ("door", "what the door decided and reached", "text"),
                             ("got_back", "what the agent got back", "html")],
                      max_rows=max_rows, row_class=lambda rec: "rb-refused" if rec.get("status") == "refused" else "")
+        off = r.get("offset_ms")
+        clock = "" if _isna(off) or abs(float(off)) < 1 else (
+            f"; the door's clock reads {abs(float(off)):,.0f} ms {'later' if off > 0 else 'earlier'} for this "
+            f"session, so its table below shows these calls that much {'later' if off > 0 else 'earlier'}")
         parts.append(_section(f"Door session {r['door_session']} · transcript {r['transcript_id']}",
-                              f'<p class="rb-note">{esc(_count(len(conv), "row"))}, in time order</p>' + body,
+                              f'<p class="rb-note">{esc(_count(len(conv), "row"))}, in time order on the '
+                              f"transcript's clock{esc(clock)}</p>" + body,
                               level=3))
     if not parts:
         return _NO_CONVERSATION.format(title="The conversation, in order", anchor="conversation")
@@ -909,13 +917,10 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
              "is the transcript's step number, as in the tables below; <b>#N</b> beside what the door reached is "
              f"the door's own call number). Model text is cut to {limit} characters; "
              "model requests that only called tools show as those calls; a long result opens on a click (▶).</p>")
-    off = getattr(join, "offset_ms", None)
-    if off is not None and not _isna(off) and abs(float(off)) >= 1:
-        intro += (f'<p class="rb-note">Times here are the transcript\'s clock. The door\'s clock reads '
-                  f'{abs(float(off)):,.0f} ms {"later" if off > 0 else "earlier"} (<a href="#offset">clock offset</a>), '
-                  "so the door's own tables below show the same calls that much "
-                  f'{"later" if off > 0 else "earlier"}; a door call no step claims is placed here at its door time '
-                  "moved onto the transcript's clock.</p>")
+    intro += ('<p class="rb-note">Times here are each transcript\'s own clock. A door call no step claims is '
+              "placed at its door time moved onto the transcript's clock by its session's "
+              '<a href="#offset">clock offset</a> (each session has its own: agents on different machines run on '
+              "different clocks).</p>")
     return _section("The conversation, in order", intro + "".join(parts), anchor="conversation")
 
 
