@@ -150,6 +150,44 @@ def test_exit_codes_and_messages_name_file_and_line(tmp_path, capsys):
     assert "incident.yaml" in capsys.readouterr().err
     assert main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
                  "--calls", str(FIX / "join_trap" / "door"), "--window", "-1"]) == 2
+    # said as the option the user gave, before anything is loaded (it had been "window_s must be …")
+    assert "Invalid value for '--window': -1.0 is not in the range 0<x<=" in capsys.readouterr().err
+    for opt, value in (("--min-agreed", "0"), ("--max-offset", "-5")):
+        assert main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
+                     "--calls", str(FIX / "join_trap" / "door"), opt, value]) == 2
+        assert f"Invalid value for '{opt}'" in capsys.readouterr().err
+    # a kernel cannot even start in a second: such a timeout is bad usage, not an internal error
+    assert main(["report", str(FIX.parents[1] / "data" / "demo"), "--out", str(tmp_path / "r"),
+                 "--timeout", "1"]) == 2
+    assert "Invalid value for '--timeout': 1 is not in the range x>=30" in capsys.readouterr().err
+
+
+def test_join_says_when_sessions_run_on_clocks_of_their_own(tmp_path, capsys):
+    """Agents on two machines: one 'clock offset' line stated a figure true of neither."""
+    tr, door = tmp_path / "t", tmp_path / "d" / "analyst"
+    tr.mkdir()
+    door.mkdir(parents=True)
+    for n, (sid, skew) in enumerate((("aaaaaaaa-0000-4000-8000-00000000000a", 0.4),
+                                     ("bbbbbbbb-0000-4000-8000-00000000000b", 95.3))):
+        head = f'"sessionId":"{sid}","version":"2.1.90","isSidechain":false'
+        lines, calls = [], []
+        for i in range(4):
+            t = 600 * n + 10 * i
+            lines.append(f'{{{head},"uuid":"{sid[:8]}-{i:04d}-4000-8000-000000000000","type":"assistant",'
+                         f'"timestamp":"2026-09-13T10:{t // 60:02d}:{t % 60:02d}.000Z","message":{{"id":"m{n}{i}",'
+                         f'"role":"assistant","content":[{{"type":"tool_use","id":"toolu_{n}{i}",'
+                         f'"name":"mcp__door__read","input":{{"path":"f{n}{i}"}}}}]}},"requestId":"r{n}{i}"}}')
+            c = t + skew
+            calls.append(json.dumps({"ts": f"2026-09-13T10:{int(c) // 60:02d}:{c % 60:06.3f}Z", "seq": i + 1,
+                                     "session": f"door-s{n}", "tool": "read", "arguments": {"path": f"f{n}{i}"},
+                                     "decision": "allow"}))
+        (tr / f"{sid}.jsonl").write_text("\n".join(lines) + "\n")
+        (door / f"s{n}.jsonl").write_text("\n".join(calls) + "\n")
+    assert main(["join", "--transcripts", str(tr), "--calls", str(tmp_path / "d")]) == 0
+    out = capsys.readouterr().out
+    assert "clock offsets (door − transcript) differ by session, from +400 to +95300 ms (offset_ms above)" in out
+    verdicts = _join_tables(out)[0]
+    assert [verdicts[s]["offset_ms"] for s in ("door-s0", "door-s1")] == ["+400", "+95300"]
 
 
 def test_load_access_keeps_nanoseconds_and_writes_json_columns_as_text(tmp_path, capsys):

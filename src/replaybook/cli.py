@@ -397,11 +397,11 @@ def sources_cmd() -> None:
               help="Door call log file or log root, or a gateway's log (sniffed by content). Repeatable.")
 @click.option("--transcripts-format", default=None, help="Read every transcript with this source (`replaybook sources` lists them).")
 @click.option("--calls-format", default=None, help="Read every call log with this source (`replaybook sources` lists them).")
-@click.option("--window", type=float, default=None,
+@click.option("--window", type=click.FloatRange(0, 1e9, min_open=True), default=None,
               help="Agreement window, seconds.  [default: the manifest's window_s, else 60]")
-@click.option("--min-agreed", type=int, default=1, show_default=True,
+@click.option("--min-agreed", type=click.IntRange(min=1), default=1, show_default=True,
               help="Never assign a transcript with fewer agreeing steps.")
-@click.option("--max-offset", type=float, default=None,
+@click.option("--max-offset", type=click.FloatRange(0, 1e9), default=None,
               help="Largest clock offset between transcript and door to look for before matching, "
                    "seconds (0: assume the clocks agree). The offset printed is measured afterwards "
                    "from the agreeing pairs, so it can be as large as --window even with 0.  "
@@ -477,8 +477,15 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         if len(lost) > 20:
             click.echo(f"… and {len(lost) - 20:,} more such door sessions (the unknown_ids column)")
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
-        click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
-        from .join import far_pairs
+        from .join import FAR_PAIR_MS, far_pairs
+
+        own = res.sessions["offset_ms"].dropna()
+        if len(own) > 1 and float(own.max() - own.min()) > FAR_PAIR_MS:  # agents on machines of their own
+            click.echo(f"clock offsets (door − transcript) differ by session, from {own.min():+.0f} to "
+                       f"{own.max():+.0f} ms (offset_ms above): {off} is the median over every pair; "
+                       f"window {res.window_s:g} s")
+        else:
+            click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
 
         for r in far_pairs(res.pairs, res.sessions).head(20).itertuples(index=False):
             click.echo(f"far from its session's offset: {r.door_session} #{r.call_seq} {r.tool} "
@@ -509,7 +516,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
 @click.argument("incident", type=click.Path(exists=True))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
               help="Folder for the executed notebook and the HTML.")
-@click.option("--timeout", type=int, default=600, show_default=True,
+@click.option("--timeout", type=click.IntRange(min=30), default=600, show_default=True,
               help="Seconds a notebook cell may run before the kernel counts as hung.")
 def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     """Render the review report of INCIDENT (an incident.yaml or its folder) to self-contained HTML."""
