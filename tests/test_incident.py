@@ -424,3 +424,16 @@ def test_every_manifest_error_names_the_manifest_as_the_user_gave_it(tmp_path, m
     with pytest.raises(ManifestError) as absolute:
         replaybook.Incident.load(tmp_path / "incident.yaml")
     assert str(absolute.value).startswith(f"{tmp_path / 'incident.yaml'}:3:")
+
+
+def test_a_folder_with_no_incident_yaml_says_what_to_do(tmp_path):
+    """It had said '<folder>/incident.yaml: cannot read incident manifest: No such file or directory'."""
+    with pytest.raises(ManifestError) as e:
+        replaybook.Incident.load(tmp_path)
+    assert str(e.value) == (f"{tmp_path}: this folder holds no incident.yaml: write an incident.yaml naming its "
+                            "transcripts and door logs (README: Using it on your own incident); `replaybook load "
+                            "auto` shows what each file in it is")
+    (tmp_path / "march.yaml").write_text("title: x\ntranscripts: []\n")
+    with pytest.raises(ManifestError, match=r"give one of its manifests \(march.yaml\) by name, or write"):
+        replaybook.Incident.load(tmp_path)
+    assert replaybook.Incident.load(tmp_path / "march.yaml").title == "x"

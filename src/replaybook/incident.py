@@ -245,6 +245,13 @@ class Incident:
         """
         p = Path(path)
         if p.is_dir():
+            if not (p / "incident.yaml").is_file():
+                others = sorted(q.name for q in p.iterdir() if q.suffix in (".yaml", ".yml") and q.is_file())
+                raise ManifestError(
+                    "this folder holds no incident.yaml: "
+                    + (f"give one of its manifests ({', '.join(others[:5])}) by name, or " if others else "")
+                    + "write an incident.yaml naming its transcripts and door logs (README: Using it on your "
+                    "own incident); `replaybook load auto` shows what each file in it is", p)
             p = p / "incident.yaml"
         inc = cls(path=p.resolve(), manifest=load_manifest(p), given=p)
         for key in ("transcripts", "door", "access"):  # fail early on missing inputs
