@@ -437,3 +437,14 @@ def test_a_folder_with_no_incident_yaml_says_what_to_do(tmp_path):
     with pytest.raises(ManifestError, match=r"give one of its manifests \(march.yaml\) by name, or write"):
         replaybook.Incident.load(tmp_path)
     assert replaybook.Incident.load(tmp_path / "march.yaml").title == "x"
+
+
+def test_a_list_entry_of_the_wrong_shape_says_what_it_lacks(tmp_path):
+    """'{pth: door/}' had been '… is not valid under any of the given schemas'."""
+    for entry, said in (("{pth: door/}", "'path' is a required property"),
+                        ("{path: door/, fromat: door}", "Additional properties are not allowed ('fromat' was "
+                                                        "unexpected)")):
+        (tmp_path / "incident.yaml").write_text(f"title: x\ntranscripts: []\ndoor:\n  - {entry}\n")
+        with pytest.raises(ManifestError) as e:
+            replaybook.Incident.load(tmp_path / "incident.yaml")
+        assert str(e.value) == f"{tmp_path / 'incident.yaml'}:4: invalid manifest at door/0: {said}"

@@ -46,6 +46,14 @@ def first_error_at(schema: dict, obj: Any, *, formats: bool = True) -> tuple[lis
     err = jsonschema.exceptions.best_match(_validator(schema, formats).iter_errors(obj))
     if err is None:
         return None
+    # "… is not valid under any of the given schemas" (anyOf/oneOf): say what is wrong within the
+    # branch made for a value of this type (an object given where a path string or a
+    # {path, format} object goes: what the object lacks or has too much of)
+    while err.context:
+        fitting = [e for e in err.context if e.validator != "type"]
+        if not fitting:
+            break
+        err = jsonschema.exceptions.best_match(fitting)
     return list(err.absolute_path), err.message
 
 
