@@ -156,6 +156,15 @@ def test_join_summary_and_confidence(frames):
     assert "1 door-bound transcript tool call has no door call" in h
     assert "Door session s2: no transcript agrees with its 1 call well enough" in h
     assert "closest: transcript t1, 1 agreeing step)" in h
+    # the tool-use id counts have columns of their own, as in `join`'s table
+    evidence = h[h.index("What each link rests on"):h.index("How sure is each link?")]
+    heads = re.findall(r"<th[^>]*>(.*?)</th>", evidence)
+    assert heads[-3:] == ["ids contradicting", "ids naming other calls", "ids no transcript has"]
+    given = sessions.assign(unknown_ids=pd.array(list(range(3, 3 + len(sessions))), dtype="Int64"))
+    h2 = S.join_summary(given, 60.0)
+    evidence = h2[h2.index("What each link rests on"):h2.index("How sure is each link?")]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", evidence, re.S)[1:]]
+    assert [r[-1] for r in rows] == [str(3 + i) for i in range(len(sessions))]
 
 
 @pytest.mark.parametrize("row, expect", [

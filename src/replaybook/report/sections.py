@@ -559,8 +559,8 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
 def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps: pd.DataFrame | None = None,
                  calls: pd.DataFrame | None = None) -> str:
     """Sessions and the join: one row per door session (``SESSIONS`` frame) — transcript,
-    agreement, share, runner-up, margin, status, method, clock offset (ms) and residual
-    counts — followed by one confidence sentence per session; with ``steps`` and ``calls``, a
+    agreement, share, runner-up, margin, status, method, clock offset (ms), residual counts and
+    the tool-use id counts — followed by one confidence sentence per session; with ``steps`` and ``calls``, a
     note on tool calls that carry no usable time (:func:`replaybook.join.untimed_note`)."""
     if sessions is None or len(sessions) == 0:
         return _section("Sessions and the join", '<p class="rb-note">No door sessions in this incident.</p>',
@@ -580,6 +580,8 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
         ("runner_up", "runner-up", "code"), ("runner_up_agreed", "runner-up agreed", "num"),
         ("margin", "margin", "num"), ("offset_ms", "offset (ms)", "ms"),
         ("unclaimed_calls", "unclaimed calls", "num"), ("unmatched_steps", "steps without call", "num"),
+        ("id_conflicts", "ids contradicting", "num"), ("id_mismatches", "ids naming other calls", "num"),
+        ("unknown_ids", "ids no transcript has", "num"),
     ]
     win = f" (window {window_s:g} s)" if window_s else ""
     n_s = len(sessions)
