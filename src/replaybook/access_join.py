@@ -132,7 +132,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import JoinError
-from .frames import ACCESS, Column, FrameSpec
+from .frames import ACCESS, ACCESS_DUPLICATES, ACCESS_LINKS, UTC
 
 __all__ = [
     "AccessJoinResult",
@@ -179,48 +179,6 @@ TIME_RESOLUTION_S = {"aws.cloudtrail": 1.0, "aws.s3_access": 1.0}
 #: ``x-amz-request-id`` is CloudTrail's ``requestID`` and the server access log's request ID.
 _PROVIDER = {"aws.cloudtrail": "aws", "aws.s3_access": "aws", "gcp.audit": "gcp", "azure.storage": "azure"}
 
-UTC = "datetime64[ns, UTC]"
-
-ACCESS_LINKS = FrameSpec(
-    "access_links",
-    tuple(Column(*c) for c in (
-        ("door_session", "string", "the door session of the explaining call"),
-        ("call_seq", "Int64", "calls.seq of the explaining call"),
-        ("agent", "string", "the call's agent"),
-        ("access_index", "Int64", "row label of the access row in the `access` frame given"),
-        ("request_id", "string", "the access row's request id"),
-        ("source", "string", "the access row's source (aws.cloudtrail …)"),
-        ("action", "string", "the access row's action"),
-        ("outcome", "string", "the access row's outcome"),
-        ("resource_uri", "string", "the access row's resource_uri"),
-        ("call_uri", "string", "the call's object mapped through storage_map"),
-        ("call_ts", UTC, "when the door received the call, UTC"),
-        ("access_ts", UTC, "the access row's ts, UTC"),
-        ("time_kind", "string", "what access_ts means (received / completed / event)"),
-        ("delta_ms", "float64", "access_ts − call_ts in milliseconds (positive: storage after the door), "
-                                "before the clock offset is taken off"),
-        ("how", "string", "one of LINK_HOWS"),
-        ("candidates", "Int64", "calls that explain the request equally well: same tier, its time as near "
-                                "each one's span (1: no other call could take it as well; more: the "
-                                "pairing among them is by time order, see join_access)"),
-    )),
-    "One row per access row a door call explains (each access row at most once).",
-)
-
-ACCESS_DUPLICATES = FrameSpec(
-    "access_duplicates",
-    tuple(Column(*c) for c in (
-        ("access_index", "Int64", "row label of the repeating access row in the `access` frame given"),
-        ("same_as", "Int64", "row label of the row it repeats, the one the join counts"),
-        ("source", "string", "the repeating row's source"),
-        ("request_id", "string", "the request id both rows carry"),
-        ("ts", UTC, "the repeating row's ts, UTC"),
-        ("how", "string", "`delivered again` (the same log delivered the record twice: CloudTrail delivers "
-                          "an event at least once, S3 server access logs are best effort) or `another log` "
-                          "(the same request in two logs: CloudTrail data events and the S3 server access log)"),
-    )),
-    "One row per access row that repeats a storage request another row already holds.",
-)
 
 _CALL_NEEDS = ("door_session", "seq", "ts", "ts_end", "agent", "object", "decision")
 

@@ -36,6 +36,8 @@ __all__ = [
     "PAIRS",
     "SESSIONS",
     "ACCESS",
+    "ACCESS_LINKS",
+    "ACCESS_DUPLICATES",
     "ACCESS_ACTIONS",
     "ACCESS_OUTCOMES",
     "STEP_KINDS",
@@ -382,6 +384,49 @@ ACCESS = FrameSpec(
         ("line_no", "Int64", "1-based line (or record index for whole-file JSON) in source_file"),
     ),
     "One row per cloud storage request from the cloud's own access logs.",
+)
+
+#: What :func:`replaybook.access_join.join_access` returns: which door call explains which
+#: storage request, and which requests repeat another (one request the logs hold twice).
+ACCESS_LINKS = FrameSpec(
+    "access_links",
+    tuple(Column(*c) for c in (
+        ("door_session", "string", "the door session of the explaining call"),
+        ("call_seq", "Int64", "calls.seq of the explaining call"),
+        ("agent", "string", "the call's agent"),
+        ("access_index", "Int64", "row label of the access row in the `access` frame given"),
+        ("request_id", "string", "the access row's request id"),
+        ("source", "string", "the access row's source (aws.cloudtrail …)"),
+        ("action", "string", "the access row's action"),
+        ("outcome", "string", "the access row's outcome"),
+        ("resource_uri", "string", "the access row's resource_uri"),
+        ("call_uri", "string", "the call's object mapped through storage_map"),
+        ("call_ts", UTC, "when the door received the call, UTC"),
+        ("access_ts", UTC, "the access row's ts, UTC"),
+        ("time_kind", "string", "what access_ts means (received / completed / event)"),
+        ("delta_ms", "float64", "access_ts − call_ts in milliseconds (positive: storage after the door), "
+                                "before the clock offset is taken off"),
+        ("how", "string", "one of LINK_HOWS"),
+        ("candidates", "Int64", "calls that explain the request equally well: same tier, its time as near "
+                                "each one's span (1: no other call could take it as well; more: the "
+                                "pairing among them is by time order, see join_access)"),
+    )),
+    "One row per access row a door call explains (each access row at most once).",
+)
+
+ACCESS_DUPLICATES = FrameSpec(
+    "access_duplicates",
+    tuple(Column(*c) for c in (
+        ("access_index", "Int64", "row label of the repeating access row in the `access` frame given"),
+        ("same_as", "Int64", "row label of the row it repeats, the one the join counts"),
+        ("source", "string", "the repeating row's source"),
+        ("request_id", "string", "the request id both rows carry"),
+        ("ts", UTC, "the repeating row's ts, UTC"),
+        ("how", "string", "`delivered again` (the same log delivered the record twice: CloudTrail delivers "
+                          "an event at least once, S3 server access logs are best effort) or `another log` "
+                          "(the same request in two logs: CloudTrail data events and the S3 server access log)"),
+    )),
+    "One row per access row that repeats a storage request another row already holds.",
 )
 
 
