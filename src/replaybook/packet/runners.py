@@ -841,6 +841,10 @@ def _scan(line: str) -> list[tuple[str, str]]:
     """Split a shell line at its top-level operators: ``[(kind, text)]`` with kind ``word`` (a
     simple command's text) or ``op``.  Quotes, ``$(…)``, ``${…}`` and backticks are kept whole.
 
+    Why not a library: ``shlex`` (used for each simple command's words, :func:`_words`) splits
+    at the operators inside ``$(pytest | tee log)`` too in its ``punctuation_chars`` mode, and
+    ``bashlex`` is GPL-3.0; this scanner only finds where one command ends and the next begins.
+
     Raises:
         ValueError: an unclosed quote or substitution, or a here-document.
     """
