@@ -310,6 +310,9 @@ PAIRS = FrameSpec(
                                     "or one of its sub-agents' (JoinResult.sub_agents)"),
         ("step_seq", "Int64", "steps.seq of the agreeing tool_call"),
         ("call_seq", "Int64", "calls.seq of the agreeing door call"),
+        ("call_row", "Int64", "0-based position of that call in the `calls` frame given to the join "
+                              "(`calls.iloc[call_row]`): names the call even where a damaged or merged log "
+                              "repeats a seq within a session"),
         ("call_id", "string", "the transcript's tool-use id"),
         ("tool", "string", "tool name (no client prefix)"),
         ("args_key", "string", "canonical arguments both sides share"),

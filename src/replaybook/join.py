@@ -1264,6 +1264,7 @@ def join_sessions(
         "transcript_id": steps["transcript_id"].array.take(st_rows) if parents else _str_take(t_names, p_t),
         "step_seq": steps["seq"].array.take(st_rows),
         "call_seq": calls["seq"].array.take(p_ci),
+        "call_row": p_ci,
         "call_id": steps["call_id"].array.take(st_rows),
         "tool": steps["tool"].array.take(st_rows),
         "args_key": steps["args_key"].array.take(st_rows),

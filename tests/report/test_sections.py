@@ -44,9 +44,9 @@ def frames():
              object="a", decision="allow", rule="allow-demo", rows=32, bytes=2048),
     ])
     pairs = PAIRS.build([
-        dict(door_session="s1", transcript_id="t1", step_seq=1, call_seq=1, call_id="toolu_a", tool="read_object",
+        dict(door_session="s1", transcript_id="t1", step_seq=1, call_seq=1, call_row=0, call_id="toolu_a", tool="read_object",
              args_key='{"path":"a"}', step_ts=s(1), call_ts=s(1.4), delta_ms=400.0, how="content"),
-        dict(door_session="s1", transcript_id="t1", step_seq=2, call_seq=2, call_id="toolu_env", tool="read_object",
+        dict(door_session="s1", transcript_id="t1", step_seq=2, call_seq=2, call_row=1, call_id="toolu_env", tool="read_object",
              args_key='{"path":".env"}', step_ts=s(5), call_ts=s(5.4), delta_ms=400.0, how="content"),
     ])
     sessions = SESSIONS.build([

@@ -233,7 +233,10 @@ def test_open_object_refuses_a_number_two_calls_carry_and_opens_the_call_named_b
     v = _restarted_door(demo_copy)
     assert list(v.table["seq"]) == [1, 2, 3, 4, 5, 2]
     assert list(v.table["note"])[1] == "2 calls carry #2"
-    assert v.table["note"].iloc[5] == "2 calls carry #2; refused by rule no-xpt-after-restart"
+    # the transcript made one describe of cars.xpt: the first #2 claims it, the restarted one none
+    assert v.table["note"].iloc[5] == ("2 calls carry #2; refused by rule no-xpt-after-restart; "
+                                       "no transcript step claims this call")
+    assert list(v.table["claimed"]) == [True, True, True, True, True, False]
     before = v.viewer.value
     with pytest.raises(AmbiguousCall) as e:
         v.open_object(2)
@@ -271,6 +274,17 @@ def test_a_chart_pick_of_a_shared_number_lists_the_calls_instead_of_opening_one(
     assert 'data-kind="ambiguous"' in v.viewer.value and "row=5: #2 at 2026-09-13 10:01:30.000 UTC" in v.viewer.value
     v._on_pick({"new": type("Sel", (), {"value": [{"call_seq": 4}]})()})
     assert 'data-kind="table"' in v.viewer.value
+    # the conversation chart's marks carry the call's row in the calls frame: a pick opens that call
+    calls = v.incident.calls
+    rows = [int(i) for i in range(len(calls))
+            if calls["door_session"].iat[i] == S1 and calls["seq"].iat[i] == 2]
+    assert [calls["decision"].iat[i] for i in rows] == ["allow", "deny"]
+    conv = v.conversation
+    assert sorted(int(x) for x in conv.loc[conv["call_seq"] == 2, "call_row"]) == rows
+    v._on_pick({"new": type("Sel", (), {"value": [{"call_seq": 2, "call_row": rows[1]}]})()})
+    assert 'data-kind="refused"' in v.viewer.value and "no-xpt-after-restart" in v.viewer.value
+    v._on_pick({"new": type("Sel", (), {"value": [{"call_seq": 2, "call_row": rows[0]}]})()})
+    assert 'data-kind="table"' in v.viewer.value and "mpg" in v.viewer.value
 
 
 def test_call_row_with_two_identical_lines_names_them_by_row(demo_copy):

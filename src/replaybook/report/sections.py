@@ -723,11 +723,21 @@ def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFra
     return _section("Timeline", note + chart_html(chart), anchor="timeline")
 
 
+def _with_rows(calls: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
+    """The ``keep`` rows of ``calls``, each with ``frame_row``: its position in ``calls`` (the join's
+    ``pairs.call_row``)."""
+    mask = keep.to_numpy(dtype=bool, na_value=False)
+    return calls[mask].assign(frame_row=np.flatnonzero(mask))
+
+
 def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd.DataFrame:
-    """(door_session, call_seq) → call_id, step_seq, transcript, and the step's result text."""
+    """(door_session, call_row) → call_id, step_seq, transcript, and the step's result text.
+
+    ``call_row`` is the call's position in the ``calls`` frame the join was given (a damaged or
+    merged log can repeat a ``seq``, so the number alone may name two calls)."""
     if pairs is None or len(pairs) == 0:
-        return pd.DataFrame(columns=["door_session", "call_seq", "step_call_id", "step_seq", "step_transcript"])
-    m = pairs[["door_session", "call_seq", "call_id", "step_seq", "transcript_id"]].rename(
+        return pd.DataFrame(columns=["door_session", "call_row", "step_call_id", "step_seq", "step_transcript"])
+    m = pairs[["door_session", "call_row", "call_id", "step_seq", "transcript_id"]].rename(
         columns={"call_id": "step_call_id", "transcript_id": "step_transcript"})
     if steps is not None and len(steps) and "result_text" in steps.columns:
         st = steps.loc[steps["kind"] == "tool_call", ["transcript_id", "seq", "result_text", "is_error"]].rename(
@@ -745,10 +755,10 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
     transcript recorded it (:func:`result_cell`).  Each line of the session's log files that
     ``quarantine`` (``source_file`` as the loaders wrote it, as in ``calls``) set aside is a row
     of its own, decision "set aside", before the first call read from a later line."""
-    c = calls[calls["door_session"] == door_session].sort_values(["seq", "ts"], na_position="last")
+    c = _with_rows(calls, calls["door_session"] == door_session).sort_values(["seq", "ts"], na_position="last")
     m = _matched_steps(pairs, steps)
     m = m[m["door_session"] == door_session].drop(columns=["door_session"])
-    c = c.merge(m, left_on="seq", right_on="call_seq", how="left")
+    c = c.merge(m, left_on="frame_row", right_on="call_row", how="left")
     if "step_result" in c.columns:
         c["got_back"] = [result_cell(t, e) for t, e in zip(c["step_result"], c["is_error"])]
     else:
@@ -1213,11 +1223,11 @@ def refused_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None = None, *,
                   steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS) -> str:
     """Every call the door refused (``decision == "deny"``), with its rule and, when the join
     matched it, the transcript's tool-use id and the result text the agent was shown."""
-    r = calls[calls["decision"] == "deny"].sort_values(["ts", "door_session", "seq"])
+    r = _with_rows(calls, calls["decision"] == "deny").sort_values(["ts", "door_session", "seq"])
     if len(r) == 0:
         return _section("Refused calls", "<p>The door refused no call.</p>", anchor="refused")
-    m = _matched_steps(pairs, steps)
-    r = r.merge(m, left_on=["door_session", "seq"], right_on=["door_session", "call_seq"], how="left")
+    m = _matched_steps(pairs, steps).drop(columns=["door_session"])
+    r = r.merge(m, left_on="frame_row", right_on="call_row", how="left")
     r = _args_shown(r, max_rows)
     cols = [("door_session", "door session", "code"), ("seq", "seq", "num"), ("ts", "time (UTC)", "ts"),
             ("tool", "tool", "code"), ("object", "object", "code"), ("rule", "rule", "code"),

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from .._text import SHOW_INVISIBLE
@@ -199,7 +200,10 @@ def transcript_of(join, door_session: str) -> str | None:
 
 
 def _session_calls(calls: pd.DataFrame, door_session: str) -> pd.DataFrame:
-    c = calls[calls["door_session"].astype("string") == str(door_session)]
+    """The session's calls in time order, each with ``frame_row``: its position in ``calls`` (what
+    the join's ``pairs.call_row`` names, so a repeated ``seq`` still names one call)."""
+    mask = (calls["door_session"].astype("string") == str(door_session)).to_numpy(dtype=bool, na_value=False)
+    c = calls[mask].assign(frame_row=np.flatnonzero(mask))
     return c.sort_values(["ts", "seq"], kind="stable")
 
 
@@ -213,11 +217,11 @@ def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
     claims this call``).  Row ``i`` (the index, 0…n-1) is what :func:`call_row` calls ``row=i``.
     """
     c = _session_calls(calls, door_session)
-    claimed_seqs = set()
+    claimed_rows = set()
     p = join.pairs
     if len(p):
         pp = p[p["door_session"].astype("string") == str(door_session)]
-        claimed_seqs = {int(x) for x in pp["call_seq"].dropna()}
+        claimed_rows = {int(x) for x in pp["call_row"].dropna()}
     has_transcript = transcript_of(join, door_session) is not None
     shared = c["seq"].value_counts()
     shared = {int(k): int(v) for k, v in shared[shared > 1].items()}
@@ -225,7 +229,7 @@ def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
     for r in c.itertuples(index=False):
         refused = str(r.decision) != "allow"
         seq = _int(r.seq)
-        claimed = seq in claimed_seqs
+        claimed = int(r.frame_row) in claimed_rows
         notes = []
         if seq in shared:
             notes.append(f"{shared[seq]} calls carry #{seq}")
@@ -273,7 +277,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
 
     Columns: ``order`` (0-based position), ``ts`` (transcript clock, UTC), ``lane`` (``user``,
     ``model``, ``tool call`` or ``door``), ``kind``, ``step_seq``, ``tool``, ``text`` (prompt /
-    model text / tool arguments), ``call_seq``, ``object``, ``decision``, ``rule``, ``rows``,
+    model text / tool arguments), ``call_seq``, ``call_row`` (the door call's 0-based position in
+    ``calls``, as ``join.pairs.call_row``: unique where a damaged log repeats a ``seq``),
+    ``object``, ``decision``, ``rule``, ``rows``,
     ``bytes``, ``status`` — ``prompt``, ``request``, ``reached`` (a door call agrees),
     ``refused`` (it agrees and the door refused it), ``door never saw`` (a door-bound call
     with no door call: ``join.unmatched_steps``), ``not through the door`` (built-in or other
@@ -295,11 +301,13 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     st = steps[steps["transcript_id"].astype("string").isin(members) & steps["kind"].isin(list(_LANE_OF_KIND))]
     st = st.assign(member=st["transcript_id"].map(rank)).sort_values(["member", "seq"], kind="stable")
     sc = _session_calls(calls, door_session)
-    by_seq = {int(r.seq): r for r in sc.itertuples(index=False)}
+    by_row = {int(r.frame_row): r for r in sc.itertuples(index=False)}
     pairs = join.pairs
-    pairs = pairs[(pairs["door_session"].astype("string") == str(door_session))
-                  & pairs["transcript_id"].astype("string").isin(members)]
-    call_of_step = {(str(r.transcript_id), int(r.step_seq)): int(r.call_seq) for r in pairs.itertuples(index=False)}
+    pairs = pairs[pairs["door_session"].astype("string") == str(door_session)]
+    claimed_rows = {int(x) for x in pairs["call_row"].dropna()}
+    pairs = pairs[pairs["transcript_id"].astype("string").isin(members)]
+    # a step names its call by the call's row, not its seq: a damaged or merged log can repeat a seq
+    call_of_step = {(str(r.transcript_id), int(r.step_seq)): int(r.call_row) for r in pairs.itertuples(index=False)}
     um = join.unmatched_steps
     never_saw = set()
     if len(um):
@@ -312,7 +320,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
         key = (str(r.transcript_id), seq)
         lane = _LANE_OF_KIND[str(r.kind)]
         row = {"ts": r.ts, "lane": lane, "kind": str(r.kind), "step_seq": seq, "tool": None, "text": None,
-               "call_seq": None, "object": None, "decision": None, "rule": None, "rows": None,
+               "call_seq": None, "call_row": None, "object": None, "decision": None, "rule": None, "rows": None,
                "bytes": None, "status": None, "reach": None, "transcript_id": str(r.transcript_id),
                "agent_id": None if _na(r.agent_id) else str(r.agent_id), "result": None, "_m": r.member}
         if lane == "user":
@@ -329,11 +337,12 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
             row.update(tool=None if _na(tool) else str(tool), text=args,
                        result=(_short(r.result_text, 400) or None) if hasattr(r, "result_text") else None)
             head = f"{tool} {args}".strip()
-            cseq = call_of_step.get(key)
-            if cseq is not None and cseq in by_seq:
-                c = by_seq[cseq]
+            crow = call_of_step.get(key)
+            if crow is not None and crow in by_row:
+                c = by_row[crow]
+                cseq = _int(c.seq)
                 refused = str(c.decision) != "allow"
-                row.update(call_seq=cseq, object=None if _na(c.object) else str(c.object),
+                row.update(call_seq=cseq, call_row=crow, object=None if _na(c.object) else str(c.object),
                            decision=str(c.decision), rule=None if _na(c.rule) else str(c.rule),
                            rows=_int(c.rows), bytes=_int(c.bytes),
                            status="refused" if refused else "reached", reach=_reach(c))
@@ -350,21 +359,20 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
         rows.append(row)
 
     offset = _session_offset_ms(join, door_session)
-    uc = join.unclaimed_calls
-    if len(uc):
-        uc = uc[uc["door_session"].astype("string") == str(door_session)]
-        for c in uc.itertuples(index=False):
+    # the session's calls no step claims (join.unclaimed_calls, by row)
+    for c in sc.itertuples(index=False):
+        if int(c.frame_row) not in claimed_rows:
             ts = c.ts - pd.Timedelta(milliseconds=offset) if not _na(c.ts) else c.ts
             reach = _reach(c)
             rows.append({"ts": ts, "lane": "door", "kind": "door_call", "step_seq": None, "tool": str(c.tool),
-                         "text": _short(c.args_key, 60), "call_seq": int(c.seq),
+                         "text": _short(c.args_key, 60), "call_seq": _int(c.seq), "call_row": int(c.frame_row),
                          "object": None if _na(c.object) else str(c.object), "decision": str(c.decision),
                          "rule": None if _na(c.rule) else str(c.rule), "rows": _int(c.rows),
                          "bytes": _int(c.bytes), "status": "unclaimed", "reach": reach,
-                         "label": f"door #{int(c.seq)} {c.tool}: {reach}  (no transcript step claims it)",
+                         "label": f"door #{_int(c.seq)} {c.tool}: {reach}  (no transcript step claims it)",
                          "transcript_id": None, "agent_id": None, "result": None, "_m": None})
-    cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "object", "decision", "rule",
-            "rows", "bytes", "status", "reach", "label", "transcript_id", "agent_id", "result", "_m"]
+    cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "call_row", "object", "decision",
+            "rule", "rows", "bytes", "status", "reach", "label", "transcript_id", "agent_id", "result", "_m"]
     out = pd.DataFrame(rows, columns=cols)
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
     # time order, then transcript order (the parent's, then each sub-agent's); an unclaimed door
@@ -372,7 +380,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     out["_k"] = out["step_seq"].astype("float64")
     out["_m"] = out["_m"].astype("float64")
     out = out.sort_values(["ts", "_m", "_k"], kind="stable", na_position="last").drop(columns=["_k", "_m"])
-    for col in ("step_seq", "call_seq", "rows", "bytes"):
+    for col in ("step_seq", "call_seq", "call_row", "rows", "bytes"):
         out[col] = out[col].astype("Int64")
     out.insert(0, "order", range(len(out)))
     return out.reset_index(drop=True)
@@ -557,7 +565,7 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
     tool call the door never saw is a hollow grey circle with no door mark; a door call no
     step claims is an orange square in the door lane only.  The label on each row says what
     the door call reached (object, decision, rule, rows, bytes).  Clicking a door mark selects
-    it (point selection ``pick`` over ``call_seq``).
+    it (point selection ``pick`` over ``call_seq`` and ``call_row``).
     """
     if conv is None or len(conv) == 0:
         return alt.Chart(alt.Data(values=[{"msg": "no conversation events in the selected span"}])).mark_text(
@@ -569,6 +577,7 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
     for r in d.itertuples(index=False):
         base = {"order": int(r.order), "when": _hms(r.ts), "status": r.status, "label": visible(r.label),
                 "call_seq": None if _na(r.call_seq) else int(r.call_seq),
+                "call_row": None if _na(getattr(r, "call_row", None)) else int(r.call_row),
                 "object": None if _na(r.object) else visible(r.object), "decision": r.decision, "rule": r.rule,
                 "rows": None if _na(r.rows) else int(r.rows), "bytes": None if _na(r.bytes) else int(r.bytes),
                 "result": None if _na(getattr(r, "result", None)) else visible(r.result)}
@@ -589,7 +598,8 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
             ("decision", "decision"), ("rule", "rule"), ("rows", "rows", ","), ("bytes", "bytes", ","),
             ("result", "agent got back")]
     base = alt.Chart(data)
-    pick = alt.selection_point(name="pick", fields=["call_seq"], on="click", empty=False)
+    # the pick carries the call's row too: its number alone can name two calls of a damaged log
+    pick = alt.selection_point(name="pick", fields=["call_seq", "call_row"], on="click", empty=False)
     links = base.transform_filter(alt.datum.mark == "door").mark_rule(strokeWidth=1.5).encode(
         x=x, x2=alt.datum(x_of["tool call"]), y=y, color=color)
     events = _tips(base.transform_filter(

@@ -344,6 +344,11 @@ class SessionView:
         vals = getattr(sel, "value", None) or []
         for v in vals:
             seq = v.get("call_seq") if isinstance(v, dict) else None
+            crow = v.get("call_row") if isinstance(v, dict) else None
+            calls = self.incident.calls
+            if crow is not None and 0 <= int(crow) < len(calls):  # the call's own row: one call, always
+                self._show_call(next(calls.iloc[[int(crow)]].itertuples(index=False)))
+                return
             if seq is not None:
                 try:
                     self.open_object(int(seq))
