@@ -431,7 +431,8 @@ def test_a_folder_with_no_incident_yaml_says_what_to_do(tmp_path):
     with pytest.raises(ManifestError) as e:
         replaybook.Incident.load(tmp_path)
     assert str(e.value) == (f"{tmp_path}: this folder holds no incident.yaml: write an incident.yaml naming its "
-                            "transcripts and door logs (README: Using it on your own incident); `replaybook load "
+                            "transcripts and door logs (README: Using it on your own incident), or join its files "
+                            "without one (`replaybook join --transcripts DIR --calls DIR`); `replaybook load "
                             "auto` shows what each file in it is")
     (tmp_path / "march.yaml").write_text("title: x\ntranscripts: []\n")
     with pytest.raises(ManifestError, match=r"give one of its manifests \(march.yaml\) by name, or write"):

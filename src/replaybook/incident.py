@@ -251,7 +251,8 @@ class Incident:
                     "this folder holds no incident.yaml: "
                     + (f"give one of its manifests ({', '.join(others[:5])}) by name, or " if others else "")
                     + "write an incident.yaml naming its transcripts and door logs (README: Using it on your "
-                    "own incident); `replaybook load auto` shows what each file in it is", p)
+                    "own incident), or join its files without one (`replaybook join --transcripts DIR "
+                    "--calls DIR`); `replaybook load auto` shows what each file in it is", p)
             p = p / "incident.yaml"
         inc = cls(path=p.resolve(), manifest=load_manifest(p), given=p)
         for key in ("transcripts", "door", "access"):  # fail early on missing inputs

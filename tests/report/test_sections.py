@@ -159,7 +159,15 @@ def test_join_summary_and_confidence(frames):
     # the tool-use id counts have columns of their own, as in `join`'s table
     evidence = h[h.index("What each link rests on"):h.index("How sure is each link?")]
     heads = re.findall(r"<th[^>]*>(.*?)</th>", evidence)
-    assert heads[-3:] == ["ids contradicting", "ids naming other calls", "ids no transcript has"]
+    assert heads[-3:] == ['ids contradicting<br><code class="rb-col">id_conflicts</code>',
+                          'ids naming other calls<br><code class="rb-col">id_mismatches</code>',
+                          'ids no transcript has<br><code class="rb-col">unknown_ids</code>']
+    # each heading names the column as `replaybook join` prints it (the sessions frame's name)
+    verdicts = h[h.index("Sessions and the join"):h.index("What each link rests on")]
+    names = re.findall(r'<code class="rb-col">(.*?)</code>', verdicts)
+    assert names == ["door_session", "agent", "start", "end", "calls", "refused", "transcript_id", "agreed",
+                     "share", "status", "method"]
+    assert set(names) <= set(sessions.columns)
     given = sessions.assign(unknown_ids=pd.array(list(range(3, 3 + len(sessions))), dtype="Int64"))
     h2 = S.join_summary(given, 60.0)
     evidence = h2[h2.index("What each link rests on"):h2.index("How sure is each link?")]

@@ -74,6 +74,7 @@ STYLE = """<style type="text/css">
 .rb-section table.rb-table td code, .rb-section code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; white-space: pre-wrap; overflow-wrap: break-word; background: none; }
 .rb-section table.rb-table tr.rb-refused td { background: #fdecea; }
 .rb-note { color: #555; font-size: 12.5px; }
+th code.rb-col { font-weight: normal; font-size: 10.5px; color: #666; }
 .rb-alarm { border-left: 4px solid #b00020; background: #fdf3f2; padding: 2px 10px; margin: 0.5em 0 0.8em; }
 .rb-status { display: inline-block; padding: 0 6px; border-radius: 3px; font-weight: 600; }
 .rb-status-matched { background: #e6f4ea; color: #1e7e34; }
@@ -223,6 +224,7 @@ def table(
     max_rows: int = MAX_ROWS,
     row_class: Any = None,
     empty: str = "none",
+    names: bool = False,
 ) -> str:
     """An escaped HTML table.
 
@@ -233,11 +235,14 @@ def table(
         max_rows: rows shown; a note gives the full count when more.
         row_class: optional function ``row dict -> css class``.
         empty: text shown when ``df`` has no rows.
+        names: also give each heading the frame's column name (small, under it), for a table
+            that mirrors a frame a reader also meets in Python or ``replaybook join``'s output.
     """
     if df is None or len(df) == 0:
         return f'<p class="rb-note">{esc(empty)}</p>'
     shown = df.head(max_rows)
-    head = "".join(f"<th>{esc(h)}</th>" for _, h, _ in columns)
+    head = "".join(f"<th>{esc(h)}" + (f'<br><code class="rb-col">{esc(_frame_name(c))}</code>' if names else "")
+                   + "</th>" for c, h, _ in columns)
     body = []
     names = [c for c, _, _ in columns]
     for rec in shown.to_dict("records"):
@@ -251,6 +256,11 @@ def table(
     if len(df) > max_rows:
         note = f'<p class="rb-note">Showing the first {max_rows:,} of {len(df):,} rows.</p>'
     return f'<table class="rb-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{note}'
+
+
+def _frame_name(column: str) -> str:
+    """The frame column a display column shows (``status_html`` shows ``status``)."""
+    return column[: -len("_html")] if column.endswith("_html") else column
 
 
 def _args_shown(df: pd.DataFrame | None, limit: int = MAX_ROWS) -> pd.DataFrame | None:
@@ -604,8 +614,10 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
         note = untimed_note(steps, calls)
         if note:
             intro += f'<p class="rb-note"><b>Untimed:</b> {esc(note)}.</p>'
-    return _section("Sessions and the join", intro + table(df, cols)
-                    + "<h3>What each link rests on</h3>" + table(df, evidence)
+    intro += ('<p class="rb-note">Under each heading, the column\'s name in <code>replaybook join</code>\'s '
+              "output and in the <code>sessions</code> frame (<code>Incident.join().sessions</code>).</p>")
+    return _section("Sessions and the join", intro + table(df, cols, names=True)
+                    + "<h3>What each link rests on</h3>" + table(df, evidence, names=True)
                     + f'<h3>How sure is each link?</h3>{sentences}',
                     anchor="sessions")
 
