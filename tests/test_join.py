@@ -106,6 +106,32 @@ def test_a_transcript_on_another_machines_clock_takes_its_own_offset():
     assert join_sessions(steps_frame(st), calls_frame(ca), window_s=35).assignments() == {"s1": "t1", "s2": "t2"}
 
 
+def test_a_coincidence_at_the_common_offset_does_not_hide_a_transcripts_own_clock():
+    """The second machine's agent lists the data root at the moment the first one does (a call
+    every agent makes): that one step agreed at the common offset, so its transcript did not
+    look for a clock of its own, and its session, 120 s off, stayed unmatched."""
+    st, ca = [], []
+    for i in range(6):
+        st.append(("t1", i * 10, "read", {"path": f"a{i}"}, None))
+        ca.append(("s1", i * 10 + 0.3, "read", {"path": f"a{i}"}, None))
+    ca.append(("s1", 300.3, "list", {"path": "."}, None))  # the first agent lists, at 300.3 s
+    for i in range(5):
+        st.append(("t2", 200 + i * 10, "read", {"path": f"b{i}"}, None))
+        ca.append(("s2", 200 + i * 10 + 120, "read", {"path": f"b{i}"}, None))
+    st.append(("t2", 300, "list", {"path": "."}, None))  # the second, on its own clock, at 300 s
+    ca.append(("s2", 420, "list", {"path": "."}, None))
+    res = join_sessions(steps_frame(st), calls_frame(ca))
+    s = res.sessions.set_index("door_session")
+    assert res.assignments() == {"s1": "t1", "s2": "t2"}
+    assert s["agreed"].tolist() == [6, 6] and s["offset_ms"].tolist() == [300.0, 120000.0]
+    # the coincidence is gone: s1's listing is claimed by no step, t2's listing agrees with s2's
+    p = res.pairs
+    assert p.loc[p.transcript_id == "t2", "door_session"].unique().tolist() == ["s2"]
+    assert sorted(p.loc[p.transcript_id == "t2", "delta_ms"].unique()) == [120000.0]
+    assert res.unclaimed_calls["tool"].tolist() == ["list"]
+    assert res.unclaimed_calls["door_session"].tolist() == ["s1"]
+
+
 def test_no_clock_of_its_own_from_a_few_coincidences():
     """A transcript whose own session is not in the door log shares calls every agent makes with
     other sessions: one such call, or a few of its many steps, lined up at some offset, is no

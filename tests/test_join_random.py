@@ -112,14 +112,23 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     content = [p for p in _rank_pairs(
         [(i, j) for i in s_pool if S[i]["args"] is not None for j in c_args
          if key(S[i]) == key(C[j]) and within(i, j) and ids_allow(i, j)], S, C, lambda i: key(S[i])) if within(*p)]
-    # a transcript none of whose steps agreed (by content or id) may take a clock of its own: the
-    # fullest 2 s span of its own differences (of equal ones the nearest to the common offset),
-    # when it holds ≥ max(min_agreed, 2) of them and half its steps that have any same-key call,
-    # and lies more than the window from the common offset
+    # a transcript none of whose steps agreed by id, and fewer than half of whose steps with
+    # arguments agreed by content, may take a clock of its own: the fullest 2 s span of its own
+    # differences (of equal ones the nearest to the common offset), when it holds ≥ max(min_agreed,
+    # 2) of them, half its steps that have any same-key call and more than its pairs at the
+    # common offset, and lies more than the window from the common offset; its pairs at the
+    # common offset are then dropped
     own_off = {}
     if M > 0:
-        paired = {S[i]["t"] for i, _ in content} | {S[i]["t"] for i, _ in exact}
-        for t in sorted({S[i]["t"] for i in s_pool if S[i]["args"] is not None} - paired):
+        by_id = {S[i]["t"] for i, _ in exact}
+        at_common = {}
+        for i, _ in content:
+            at_common[S[i]["t"]] = at_common.get(S[i]["t"], 0) + 1
+        with_args = {}
+        for i in s_pool:
+            if S[i]["args"] is not None:
+                with_args[S[i]["t"]] = with_args.get(S[i]["t"], 0) + 1
+        for t in sorted(t for t, n in with_args.items() if t not in by_id and at_common.get(t, 0) < 0.5 * n):
             ds, with_calls = [], 0
             for i in s_pool:
                 if S[i]["t"] != t or S[i]["args"] is None:
@@ -136,7 +145,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
             most = max(map(len, spans))
             sp = min((sp for sp in spans if len(sp) == most), key=lambda sp: abs((sp[0] + sp[-1]) // 2 - off))
             own = float(np.median(sp))
-            if len(sp) >= max(min_agreed, 2) and len(sp) >= 0.5 * with_calls and abs(own - off) > W:
+            if (len(sp) >= max(min_agreed, 2) and len(sp) >= 0.5 * with_calls and len(sp) > at_common.get(t, 0)
+                    and abs(own - off) > W):
                 own_off[t] = int(round(own))
 
     def step_off(i):
@@ -154,7 +164,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
             [(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j]) and within_own(i, j) and ids_allow(i, j)],
             S, C, lambda i: key(S[i])) if within_own(*p)]
         own_pairs_steps = {(i, "own") for i, _ in own_content}
-        content += own_content
+        content = [p for p in content if S[p[0]]["t"] not in own_off] + own_content
     tool = []
     if c_noargs or any(S[i]["args"] is None for i in s_pool):
         cs_, cc_ = {i for i, _ in content}, {j for _, j in content}
@@ -212,7 +222,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
 
 def random_incident(rng, clocks: bool = False):
     """Steps and calls of a small random incident; with ``clocks``, each transcript's machine
-    has a clock of its own (differing by up to ±150 s)."""
+    has a clock of its own (differing by up to ±150 s), and some steps line up by coincidence
+    with another session's call at the door's common skew."""
     n_t, n_s, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
     grid = int(rng.choice([1, 500, 1000]))  # coarse clocks make equal timestamps common
     skew = int(rng.choice([0, 400, 1200, 90_000]))
@@ -235,6 +246,11 @@ def random_incident(rng, clocks: bool = False):
                 meta = f"toolu_{int(rng.integers(0, seq + 1)):04d}"
             calls.append((f"s{s}", ms + skew + t_skew[t] + int(rng.integers(0, 3)) * grid, tool, args, meta,
                           rng.random() < 0.1))
+            seq += 1
+    if clocks and calls and rng.random() < 0.8:  # coincidences: a step lined up with some call at the
+        for _ in range(int(rng.integers(1, 4))):  # door's common skew, whatever its own machine's clock
+            s_, ms_, tool, args, _m, _n = calls[int(rng.integers(0, len(calls)))]
+            steps.append((f"t{int(rng.integers(0, n_t))}", ms_ - skew, tool, args, f"toolu_c{seq}", False))
             seq += 1
     for _ in range(int(rng.integers(0, 4))):  # stray steps
         tool, args = keys[int(rng.integers(0, n_keys))]

@@ -660,19 +660,22 @@ OWN_CLOCK_SHARE = 0.5
 
 def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t_codes: np.ndarray,
                 n_t: int, off: int, reach_ms: int, window_ms: int,
-                min_steps: int) -> tuple[np.ndarray, np.ndarray] | None:
+                min_steps: int, agreed: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Clock offsets of their own for transcripts run on another clock than the others.
 
-    ``q`` are the steps (rows, ascending) of transcripts none of whose steps agreed at the
-    common offset ``off``.  Per transcript, every difference (call time − step time) to a
-    same-key call of ``C`` within ``reach_ms`` counts, and the :data:`_OFFSET_SPAN_MS` span
-    holding the most wins (of equally full ones, the nearest to ``off``), as
-    :func:`_mode_offset` reads the common one.  A transcript takes that span's median as its
-    own offset when the span holds at least ``min_steps`` differences and
-    :data:`OWN_CLOCK_SHARE` of its steps that have any such call, and lies more than
+    ``q`` are the steps (rows, ascending) of the transcripts that may be on a clock of their
+    own: fewer than :data:`OWN_CLOCK_SHARE` of their steps with arguments agreed at the common
+    offset ``off`` (``agreed``: each transcript's content pairs there, by transcript code).
+    Per transcript, every difference (call time − step time) to a same-key call of ``C``
+    within ``reach_ms`` counts, and the :data:`_OFFSET_SPAN_MS` span holding the most wins (of
+    equally full ones, the nearest to ``off``), as :func:`_mode_offset` reads the common one.
+    A transcript takes that span's median as its own offset when the span holds at least
+    ``min_steps`` differences, :data:`OWN_CLOCK_SHARE` of its steps that have any such call,
+    and more than the transcript's pairs at the common offset, and lies more than
     ``window_ms`` from ``off`` (nearer, the common offset would have found it).  Two agents on
     two machines whose clocks differ by more than the window had left the second one's
-    sessions unmatched.
+    sessions unmatched; a step or two agreeing at the common offset by coincidence (a call
+    every agent makes, at the same moment) had kept a transcript from looking at all.
 
     Returns ``(steps, offsets)``: the rows of ``q`` of the transcripts that took an offset, and
     each one's offset (int64 ms, door − transcript); ``None`` when no transcript did (or the
@@ -709,7 +712,8 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     n_full = full[best]
     own = np.array([float(np.median(d[i:e])) for i, e in zip(best.tolist(), end[best].tolist())]) \
         if len(best) else np.zeros(0)
-    ok = (n_full >= min_steps) & (n_full >= OWN_CLOCK_SHARE * steps_with_calls) & (np.abs(own - off) > window_ms)
+    ok = ((n_full >= min_steps) & (n_full >= OWN_CLOCK_SHARE * steps_with_calls) & (n_full > agreed[t_best])
+          & (np.abs(own - off) > window_ms))
     if not ok.any():
         return None
     t_off = np.zeros(n_t, np.int64)
@@ -907,8 +911,8 @@ def join_sessions(
             difference), as the one most steps agree on (:func:`_mode_offset`), among the steps
             and calls the tool-use ids left unpaired (the ids' own pairs give it only when those
             give none: another client's transcripts may run on another clock).  A transcript
-            none of whose steps agree at that offset may take one of its own in the same range
-            (an agent on another machine: :func:`_own_clocks`).  ``0`` assumes the clocks agree.
+            fewer than half of whose steps agree at that offset (none by id) may take one of its
+            own in the same range (an agent on another machine: :func:`_own_clocks`).  ``0`` assumes the clocks agree.
 
     Returns:
         :class:`JoinResult`.
@@ -1133,17 +1137,25 @@ def join_sessions(
                        _objects(meta_col))
     msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx, veto)
     parts = [(msi, mci, HOW_CONTENT, off)]  # (step rows, call rows, how, offset: ms or per pair)
-    # transcripts on a clock of their own (another machine): none of their steps agreed at the
-    # common offset; each may take its own (its pairs then measure time from that offset)
+    # transcripts on a clock of their own (another machine): fewer than OWN_CLOCK_SHARE of their
+    # steps agreed at the common offset, and none by id; each may take its own (its pairs then
+    # measure time from that offset, and replace its pairs at the common one)
     if max_offset_ms > 0 and len(s_args_idx):
-        paired_t = np.zeros(n_t + 1, bool)
-        paired_t[t_codes[msi]] = True
-        paired_t[t_codes[ex_si]] = True
-        q = s_args_idx[~paired_t[t_codes[s_args_idx]]]
+        agreed_t = np.bincount(t_codes[msi], minlength=n_t + 1)
+        with_args_t = np.bincount(t_codes[s_args_idx], minlength=n_t + 1)
+        maybe = agreed_t < OWN_CLOCK_SHARE * with_args_t
+        maybe[t_codes[ex_si]] = False  # the ids tell its clock
+        q = s_args_idx[maybe[t_codes[s_args_idx]]]
         own = _own_clocks(C, q, k_s, s_ms, t_codes, n_t, off, max_offset_ms + window_ms, window_ms,
-                          max(min_agreed, 2))
+                          max(min_agreed, 2), agreed_t)
         if own is not None:
             rows, offs = own
+            moved = np.zeros(n_t + 1, bool)
+            moved[t_codes[rows]] = True
+            if moved[t_codes[msi]].any():  # its pairs at the common offset were coincidences
+                keep = ~moved[t_codes[msi]]
+                msi, mci = msi[keep], mci[keep]
+                parts[0] = (msi, mci, HOW_CONTENT, off)
             shifted = s_ms.copy()
             shifted[rows] += offs  # on the door's clock: the pairs are then found at offset 0
             S_own = _KeyTime(rows, k_s, shifted, n_keys)
