@@ -215,6 +215,28 @@ def test_calls_without_arguments_fall_back_to_tool_and_time():
     assert sorted(res.pairs.how) == ["content", "tool_time"]
 
 
+def test_tool_and_time_reads_a_transcript_on_its_own_clock():
+    """A second machine's agent, its clock 120 s off: its calls with arguments found its own
+    offset, but the two its gateway logged without arguments were still compared at the common
+    offset, 120 s away, and left unclaimed."""
+    st = [("t1", i * 10, "read", {"path": f"a{i}"}, None) for i in range(5)]
+    ca = [("s1", i * 10 + 0.2, "read", {"path": f"a{i}"}, None) for i in range(5)]
+    st += [("t2", 300 + i * 10, "read", {"path": f"b{i}"}, None) for i in range(4)]
+    ca += [("s2", 300 + i * 10 + 120, "read", {"path": f"b{i}"}, None) for i in range(4)]
+    st += [("t2", 350, "query", {"sql": "select 1"}, None), ("t2", 360, "query", {"sql": "select 2"}, None)]
+    ca += [("s2", 470.5, "query", {}, None), ("s2", 480.5, "query", {}, None)]
+    calls = calls_frame(ca)
+    calls.loc[calls["tool"] == "query", "args_key"] = None  # this gateway logs a hash of a query's text
+    res = join_sessions(steps_frame(st), calls)
+    s = res.sessions.set_index("door_session")
+    assert res.assignments() == {"s1": "t1", "s2": "t2"}
+    assert s.loc["s2", "agreed"] == 6 and s.loc["s2", "method"] == "content+tool_time"
+    p = res.pairs[res.pairs.door_session == "s2"].sort_values("step_seq")
+    assert p["how"].tolist() == ["content"] * 4 + ["tool_time"] * 2
+    assert p["delta_ms"].tolist() == [120000.0] * 4 + [120500.0] * 2
+    assert res.unclaimed_calls.empty
+
+
 def test_steps_without_arguments_and_calls_without_tool_or_time():
     steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 20, "list", {"path": "x"}, None)])
     steps.loc[0, "args_key"] = None  # the client's arguments did not parse

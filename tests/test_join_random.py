@@ -165,20 +165,27 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
             S, C, lambda i: key(S[i])) if within_own(*p)]
         own_pairs_steps = {(i, "own") for i, _ in own_content}
         content = [p for p in content if S[p[0]]["t"] not in own_off] + own_content
+    # the tool-and-time tier reads each step on its transcript's clock: its own, where it took one
+    def t_off(i):
+        return own_off.get(S[i]["t"], off)
+
+    def within_t(i, j):
+        return abs(C[j]["ms"] - t_off(i) - S[i]["ms"]) <= W
+
     tool = []
     if c_noargs or any(S[i]["args"] is None for i in s_pool):
         cs_, cc_ = {i for i, _ in content}, {j for _, j in content}
         free_s = [i for i in s_pool if i not in cs_]
         free_c = [j for j in c_args if j not in cc_]
-        vetoed |= {(i, j) for i in free_s for j in c_noargs if S[i]["tool"] == C[j]["tool"] and within(i, j)
+        vetoed |= {(i, j) for i in free_s for j in c_noargs if S[i]["tool"] == C[j]["tool"] and within_t(i, j)
                    and not ids_allow(i, j)}
         vetoed |= {(i, j) for i in free_s if S[i]["args"] is None for j in free_c
-                   if S[i]["tool"] == C[j]["tool"] and within(i, j) and not ids_allow(i, j)}
+                   if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and not ids_allow(i, j)}
         cands = {(i, j) for i in free_s for j in c_noargs
-                 if S[i]["tool"] == C[j]["tool"] and within(i, j) and ids_allow(i, j)}
+                 if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and ids_allow(i, j)}
         cands |= {(i, j) for i in free_s if S[i]["args"] is None for j in free_c
-                  if S[i]["tool"] == C[j]["tool"] and within(i, j) and ids_allow(i, j)}
-        tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"]) if within(*p)]
+                  if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and ids_allow(i, j)}
+        tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"]) if within_t(*p)]
     pairs = [(i, j, "content") for i, j in content] + [(i, j, "tool_time") for i, j in tool] + \
             [(i, j, "meta_id") for i, j in exact]
     # agreement per (transcript, session)
@@ -187,7 +194,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
         a = agg.setdefault((S[i]["t"], C[j]["s"]), [0, 0, []])
         a[0] += 1
         a[1] += how == "meta_id"
-        a[2].append(abs(C[j]["ms"] - (step_off(i) if how == "content" else off) - S[i]["ms"]))
+        a[2].append(abs(C[j]["ms"] - {"content": step_off(i), "tool_time": t_off(i)}.get(how, off) - S[i]["ms"]))
     scores = {k: (v[0], v[1], statistics.median(v[2])) for k, v in agg.items()}
     edges = {k: v for k, v in scores.items() if v[0] >= min_agreed}
     sessions = sorted({c["s"] for c in C})

@@ -1119,6 +1119,7 @@ def join_sessions(
     # (ids pair whatever the clocks say, and another client's transcripts may run on another
     # clock); the ids' offset only where those give none
     offset = None
+    t_own = None  # each transcript's offset, where one took a clock of its own
     if max_offset_ms > 0 and len(s_idx) and len(c_idx):
         pick = np.arange(len(s_idx))
         if len(pick) > 20000:
@@ -1152,6 +1153,8 @@ def join_sessions(
             rows, offs = own
             moved = np.zeros(n_t + 1, bool)
             moved[t_codes[rows]] = True
+            t_own = np.full(n_t + 1, off, np.int64)  # (index -1: a step of no transcript)
+            t_own[t_codes[rows]] = offs
             if moved[t_codes[msi]].any():  # its pairs at the common offset were coincidences
                 keep = ~moved[t_codes[msi]]
                 msi, mci = msi[keep], mci[keep]
@@ -1181,7 +1184,9 @@ def join_sessions(
         kt_all[valid] = ktc_
         kt_s, kt_c = kt_all[:n_st], kt_all[n_st:]
         n_tkeys = max(len(ktu_), 1)
-        S2 = _KeyTime(free_s, kt_s, s_ms, n_tkeys)
+        # step times on the door's clock: the common offset, or a transcript's own
+        s_door = s_ms + (off if t_own is None else t_own[t_codes])
+        S2 = _KeyTime(free_s, kt_s, s_door, n_tkeys)
         C2 = _KeyTime(np.sort(np.concatenate([c_tool_idx, free_c])), kt_c, c_ms, n_tkeys)
         spos = np.full(n_st, -1, np.int64)
         spos[S2.item] = np.arange(len(S2.item))
@@ -1191,7 +1196,7 @@ def join_sessions(
         for ss, cc in ((free_s, c_tool_idx), (free_s[s_noargs[free_s]], free_c)):
             if len(ss) and len(cc):
                 CA = _KeyTime(cc, kt_c, c_ms, n_tkeys)
-                lo, hi = CA.ranges(kt_s[ss], s_ms[ss] + (off - window_ms), s_ms[ss] + (off + window_ms))
+                lo, hi = CA.ranges(kt_s[ss], s_door[ss] - window_ms, s_door[ss] + window_ms)
                 r, c = _expand(lo, hi)
                 if veto is not None:
                     bad = veto(ss[r], CA.item[c])
@@ -1202,8 +1207,9 @@ def join_sessions(
             sp, cp = _rank_pair(np.concatenate([x[0] for x in cands]), np.concatenate([x[1] for x in cands]),
                                 S2, C2, t_codes, s_codes, n_sx)
             m2s, m2c = S2.item[sp], C2.item[cp]
-            keep = np.abs(c_ms[m2c] - off - s_ms[m2s]) <= window_ms
-            parts.append((m2s[keep], m2c[keep], HOW_TOOL_TIME, off))
+            keep = np.abs(c_ms[m2c] - s_door[m2s]) <= window_ms
+            m2s, m2c = m2s[keep], m2c[keep]
+            parts.append((m2s, m2c, HOW_TOOL_TIME, off if t_own is None else s_door[m2s] - s_ms[m2s]))
     if len(ex_si):
         parts.append((ex_si, ex_ci, HOW_META, off))
     m_si = np.concatenate([p[0] for p in parts]).astype(np.int64)
