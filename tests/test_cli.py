@@ -427,6 +427,48 @@ def test_report_says_its_findings_and_a_replaced_report_on_stderr(tmp_path, monk
         f"cd {shlex.quote(str(demo.parent))} && sha256sum -c {shlex.quote(str(sums))}"]
 
 
+def test_join_names_a_clock_further_off_than_it_looks(tmp_path, capsys):
+    """An agent whose clock was two hours off (a time zone written as UTC): its session was
+    unmatched with nothing to say why; join now names the transcript its calls line up with, at
+    what offset, and the --max-offset that joins them."""
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 9, 13, 10, 0, tzinfo=timezone.utc)
+
+    def iso(t):
+        return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    tr, door = tmp_path / "t", tmp_path / "d" / "analyst"
+    tr.mkdir()
+    door.mkdir(parents=True)
+    for n, (sid, skew) in enumerate((("aaaaaaaa-0000-4000-8000-00000000000a", 0.4),
+                                     ("bbbbbbbb-0000-4000-8000-00000000000b", 7200.4))):
+        head = f'"sessionId":"{sid}","version":"2.1.90","isSidechain":false'
+        lines, calls = [], []
+        for i in range(4):
+            t = t0 + timedelta(seconds=600 * n + 10 * i)
+            lines.append(f'{{{head},"uuid":"{sid[:8]}-{i:04d}-4000-8000-000000000000","type":"assistant",'
+                         f'"timestamp":"{iso(t)}","message":{{"id":"m{n}{i}",'
+                         f'"role":"assistant","content":[{{"type":"tool_use","id":"toolu_{n}{i}",'
+                         f'"name":"mcp__door__read","input":{{"path":"f{n}{i}"}}}}]}},"requestId":"r{n}{i}"}}')
+            calls.append(json.dumps({"ts": iso(t + timedelta(seconds=skew)), "seq": i + 1, "session": f"door-s{n}",
+                                     "tool": "read", "arguments": {"path": f"f{n}{i}"}, "decision": "allow"}))
+        (tr / f"{sid}.jsonl").write_text("\n".join(lines) + "\n")
+        (door / f"s{n}.jsonl").write_text("\n".join(calls) + "\n")
+    args = ["join", "--transcripts", str(tr), "--calls", str(tmp_path / "d")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert ("door session door-s1: unmatched, but 4 of its 4 calls with arguments line up with transcript "
+            "bbbbbbbb-0000-4000-8000-00000000000b at a clock offset of +7,200.4 s, beyond --max-offset 300: try "
+            "--max-offset 7202") in out
+    assert main(args + ["--max-offset", "7202"]) == 0
+    out = capsys.readouterr().out
+    verdicts = _join_tables(out)[0]
+    assert [verdicts[s]["transcript_id"] for s in ("door-s0", "door-s1")] == [
+        "aaaaaaaa-0000-4000-8000-00000000000a", "bbbbbbbb-0000-4000-8000-00000000000b"]
+    assert verdicts["door-s1"]["offset_ms"] == "+7200400" and "line up with transcript" not in out
+
+
 def test_join_names_a_pair_far_from_its_sessions_offset(tmp_path, capsys):
     """A call logged 20 s after its step was visible only in the report's Clock offset."""
     import json as _json

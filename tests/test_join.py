@@ -132,6 +132,37 @@ def test_a_coincidence_at_the_common_offset_does_not_hide_a_transcripts_own_cloc
     assert res.unclaimed_calls["door_session"].tolist() == ["s1"]
 
 
+def test_far_clocks_names_a_session_whose_clock_is_beyond_max_offset(monkeypatch):
+    import replaybook.join as J
+
+    st = [("t1", i * 10, "read", {"path": f"a{i}"}, None) for i in range(5)]
+    ca = [("s1", i * 10 + 0.2, "read", {"path": f"a{i}"}, None) for i in range(5)]
+    # t2's machine is an hour behind the door's; s2 holds its calls (and one it never made)
+    st += [("t2", 300 + i * 10, "read", {"path": f"b{i}"}, None) for i in range(4)]
+    ca += [("s2", 300 + i * 10 + 3600.4, "read", {"path": f"b{i}"}, None) for i in range(4)]
+    ca += [("s2", 4000, "read", {"path": "elsewhere"}, None)]
+    # t3 shares one call every agent makes with s3, 2 h apart: a coincidence, no clock
+    st += [("t3", 100, "list", {"path": "."}, None), ("t3", 110, "read", {"path": "c"}, None)]
+    ca += [("s3", 7300, "list", {"path": "."}, None), ("s3", 7310, "read", {"path": "d"}, None)]
+    steps, calls = steps_frame(st), calls_frame(ca)
+    res = join_sessions(steps, calls)
+    assert res.assignments() == {"s1": "t1", "s2": None, "s3": None}
+    far = J.far_clocks(steps, calls, res.sessions, max_offset_s=300)
+    assert far.to_dict("records") == [dict(door_session="s2", transcript_id="t2", offset_ms=3600400.0, steps=4,
+                                           calls_with_args=5, max_offset_s=3602.0)]
+    assert str(far["steps"].dtype) == "Int64" and str(far["door_session"].dtype) == "string"
+    # the offset it names joins them
+    again = join_sessions(steps, calls, max_offset_s=3602.0)
+    assert again.assignments()["s2"] == "t2"
+    assert again.sessions.set_index("door_session").loc["s2", "offset_ms"] == 3600400.0
+    # within what the join looked at, or past the horizon, nothing is named
+    assert J.far_clocks(steps, calls, res.sessions, max_offset_s=4000).empty
+    assert J.far_clocks(steps, calls, res.sessions, max_offset_s=300, horizon_s=3000).empty
+    # too many pairs to compare: nothing named, rather than a blow-up
+    monkeypatch.setattr(J, "_FAR_MERGE_ROWS", 3)
+    assert J.far_clocks(steps, calls, res.sessions, max_offset_s=300).empty
+
+
 def test_no_clock_of_its_own_from_a_few_coincidences():
     """A transcript whose own session is not in the door log shares calls every agent makes with
     other sessions: one such call, or a few of its many steps, lined up at some offset, is no

@@ -476,6 +476,14 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                        "among the inputs")
         if len(lost) > 20:
             click.echo(f"… and {len(lost) - 20:,} more such door sessions (the unknown_ids column)")
+        from .join import far_clocks
+
+        for r in far_clocks(steps, calls_f, res.sessions, max_offset_s=max_offset,
+                            window_s=window).head(20).itertuples(index=False):
+            click.echo(f"door session {r.door_session}: unmatched, but {r.steps} of its {r.calls_with_args} calls "
+                       f"with arguments line up with transcript {r.transcript_id} at a clock offset of "
+                       f"{r.offset_ms / 1000:+,.1f} s, beyond --max-offset {max_offset:g}: try --max-offset "
+                       f"{r.max_offset_s:.0f}")
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         from .join import FAR_PAIR_MS, far_pairs
 

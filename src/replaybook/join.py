@@ -68,8 +68,8 @@ except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
-__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "untimed_note", "far_pairs", "DEFAULT_WINDOW_S",
-           "DEFAULT_MIN_AGREED", "MAX_SECONDS", "FAR_PAIR_MS"]
+__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "untimed_note", "far_pairs", "far_clocks", "DEFAULT_WINDOW_S",
+           "DEFAULT_MIN_AGREED", "MAX_SECONDS", "FAR_PAIR_MS", "FAR_CLOCK_HORIZON_S"]
 
 #: Default agreement window between a transcript step and a door call, seconds.
 DEFAULT_WINDOW_S = 60.0
@@ -1573,3 +1573,89 @@ def far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame | None,
     off = sessions.set_index("door_session")["offset_ms"].astype("float64")
     p = pairs.assign(off_by=pairs["delta_ms"].astype("float64") - pairs["door_session"].map(off).astype("float64"))
     return p[p["off_by"].abs() > far_ms].sort_values(["door_session", "call_seq"])
+
+
+#: how far apart :func:`far_clocks` looks for clocks, seconds (a day: a clock set to another time
+#: zone, or a day off, is the far case a reviewer meets)
+FAR_CLOCK_HORIZON_S = 86_400.0
+#: the span of differences one clock offset reads from, ms (as the join's own estimate)
+_FAR_SPAN_MS = 2_000
+#: the most (call, step) pairs of equal tool and arguments :func:`far_clocks` compares
+_FAR_MERGE_ROWS = 5_000_000
+
+
+def far_clocks(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame, *, max_offset_s: float,
+               window_s: float = DEFAULT_WINDOW_S, horizon_s: float = FAR_CLOCK_HORIZON_S,
+               min_steps: int = 2) -> pd.DataFrame:
+    """Unmatched door sessions whose calls line up with an unassigned transcript at a clock
+    offset beyond what the join looked at (``max_offset_s`` + ``window_s``), up to ``horizon_s``.
+
+    The join reads the clock offset within ``max_offset_s``; an agent whose clock was further
+    off (another time zone set as UTC, a machine a day wrong) leaves its session unmatched with
+    nothing to say why.  This looks, for each ``unmatched`` session of ``sessions``
+    (``JoinResult.sessions``), at the differences between its calls' times and the times of
+    same-tool, same-arguments (``args_key``) tool calls of transcripts the join assigned to no
+    session, and finds the :data:`_FAR_SPAN_MS` span of differences holding the most steps, as
+    the join reads an offset.  A session is listed when that span holds at least ``min_steps``
+    distinct steps and half of the session's calls with arguments, and lies beyond
+    ``max_offset_s + window_s`` (nearer, the join would have found it).  Per session, the
+    transcript with the most such steps (of equal ones, the first by name).  Where the
+    unmatched sessions' calls and the unassigned transcripts' steps share so many keys that
+    more than :data:`_FAR_MERGE_ROWS` pairs would be compared, nothing is listed.
+
+    Returns:
+        DataFrame, one row per such session, by door session: ``door_session`` (string),
+        ``transcript_id`` (string), ``offset_ms`` (float64, door clock − transcript clock, the
+        span's median), ``steps`` (Int64: steps lined up there), ``calls_with_args`` (Int64:
+        the session's calls with arguments), ``max_offset_s`` (float64: a whole
+        ``max_offset_s``, seconds, just past the offset: the join reads offsets up to it).
+    """
+    cols = {"door_session": "string", "transcript_id": "string", "offset_ms": "float64", "steps": "Int64",
+            "calls_with_args": "Int64", "max_offset_s": "float64"}
+    empty = pd.DataFrame({c: pd.Series(dtype=t) for c, t in cols.items()})
+    if sessions is None or not len(sessions) or not len(steps) or not len(calls):
+        return empty
+    unmatched = sessions.loc[sessions["status"] == "unmatched", "door_session"].dropna().astype(str)
+    assigned = set(sessions["transcript_id"].dropna().astype(str))
+    c = calls[calls["door_session"].astype("string").isin(set(unmatched)).fillna(False)
+              & calls["args_key"].notna() & calls["ts"].notna() & calls["tool"].notna()]
+    st = steps[(steps["kind"] == "tool_call") & steps["args_key"].notna() & steps["ts"].notna()
+               & ~steps["transcript_id"].astype("string").isin(assigned).fillna(True)]
+    if not len(c) or not len(st):
+        return empty
+    # (calls × steps of each shared key: a call every agent makes, thousands of times, could make
+    # that product huge; past _FAR_MERGE_ROWS this hint is not worth it, and nothing is listed)
+    kc = (c["tool"].astype(str) + "\0" + c["args_key"].astype(str)).value_counts()
+    ks = (st["tool"].astype(str) + "\0" + st["args_key"].astype(str)).value_counts()
+    if int((kc * ks.reindex(kc.index, fill_value=0)).sum()) > _FAR_MERGE_ROWS:
+        return empty
+    with_args = c.groupby(c["door_session"].astype(str)).size()
+    left = pd.DataFrame({"door_session": c["door_session"].astype(str).to_numpy(),
+                         "tool": c["tool"].astype(str).to_numpy(), "args_key": c["args_key"].astype(str).to_numpy(),
+                         "c_ns": _ns(c["ts"])})
+    right = pd.DataFrame({"transcript_id": st["transcript_id"].astype(str).to_numpy(),
+                          "tool": st["tool"].astype(str).to_numpy(), "args_key": st["args_key"].astype(str).to_numpy(),
+                          "step": np.arange(len(st)), "s_ns": _ns(st["ts"])})
+    m = left.merge(right, on=["tool", "args_key"])
+    if not len(m):
+        return empty
+    d = (m["c_ns"].to_numpy() - m["s_ns"].to_numpy()) // 1_000_000
+    near = (max_offset_s + window_s) * 1000
+    keep = (np.abs(d) <= horizon_s * 1000) & (np.abs(d) > near)
+    m = m.loc[keep, ["door_session", "transcript_id", "step"]].assign(d=d[keep])
+    rows = []
+    for (ds, tid), g in m.sort_values("d", kind="stable").groupby(["door_session", "transcript_id"], sort=True):
+        dv, sv = g["d"].to_numpy(), g["step"].to_numpy()
+        end = np.searchsorted(dv, dv + _FAR_SPAN_MS, "right")
+        n = np.array([len(np.unique(sv[i:e])) for i, e in enumerate(end.tolist())])
+        i = int(np.argmax(n))
+        steps_n, calls_n = int(n[i]), int(with_args[ds])
+        if steps_n >= max(min_steps, 2) and steps_n >= 0.5 * calls_n:
+            off = float(np.median(dv[i:end[i]]))
+            rows.append((ds, tid, off, steps_n, calls_n, float(np.ceil(abs(off) / 1000) + 1)))
+    if not rows:
+        return empty
+    out = pd.DataFrame(rows, columns=list(cols))
+    out = out.sort_values(["door_session", "steps", "transcript_id"], ascending=[True, False, True], kind="stable")
+    out = out.drop_duplicates("door_session").reset_index(drop=True)
+    return out.astype(cols)

@@ -942,3 +942,33 @@ def test_the_header_says_how_many_transcripts_no_session_was_assigned():
     h = S.header(inc.title, inc.path, steps=inc.steps, calls=inc.calls, sessions=inc.join.sessions)
     assert ('3 transcripts (2 assigned to a door session; <a href="#unassigned">1 to none</a>), '
             "35 transcript events") in h
+
+
+def test_an_unmatched_session_names_a_clock_further_off_than_the_join_looked():
+    """Its sentence had said only 'either its transcript is not among the inputs, or the agent's
+    clock was further from the door's than the join looks'."""
+    from replaybook.canonical import canonical_args
+    from replaybook.join import join_sessions
+
+    def st(tid, sec, path):
+        return dict(transcript_id=tid, client="claude-code", seq=int(sec), ts=s(sec), kind="tool_call",
+                    tool_raw="mcp__door__read", server="door", tool="read", arguments={"path": path},
+                    args_key=canonical_args({"path": path}))
+
+    def ca(sess, sec, path):
+        return dict(door_session=sess, agent="analyst", seq=int(sec), ts=s(sec), tool="read",
+                    arguments={"path": path}, args_key=canonical_args({"path": path}), decision="allow")
+
+    steps = STEPS.build([st("t1", i, f"a{i}") for i in range(3)] + [st("t2", 100 + i, f"b{i}") for i in range(3)])
+    calls = CALLS.build([ca("s1", i + 0.2, f"a{i}") for i in range(3)]
+                        + [ca("s2", 100 + i - 5400.5, f"b{i}") for i in range(3)])
+    res = join_sessions(steps, calls)
+    assert res.assignments() == {"s1": "t1", "s2": None}
+    h = S.join_summary(res.sessions, 60.0, steps=steps, calls=calls, max_offset_s=300.0)
+    assert ("Door session s2: no transcript agrees with its 3 calls well enough to be assigned, so nothing here "
+            "says which conversation made them; its calls line up with transcript t2 (3 of its 3 calls with "
+            "arguments) at a clock offset of −1 h 30 min 0.5 s (door clock behind), further than the join looks "
+            "(max_offset_s 300 s): set max_offset_s to 5,402 in the manifest (or `replaybook join --max-offset "
+            "5402`) to join them.") in html.unescape(h)
+    # without max_offset_s, the sentence stays as it was
+    assert "line up with transcript" not in S.join_summary(res.sessions, 60.0, steps=steps, calls=calls)

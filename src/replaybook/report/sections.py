@@ -165,6 +165,15 @@ def fmt_ts(v: Any) -> str:
     return ts.strftime("%Y-%m-%d %H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
 
 
+def _delta_text(ms: float) -> str:
+    """A clock difference in words: ``+1 h 0 min 0.4 s (door clock ahead)`` for 3,600,400 ms."""
+    sign, rest = ("+" if ms >= 0 else "−"), abs(ms) / 1000
+    h, rest = divmod(rest, 3600)
+    m, sec = divmod(rest, 60)
+    parts = ([f"{int(h):,} h"] if h else []) + ([f"{int(m)} min"] if h or m else []) + [f"{sec:.1f} s"]
+    return f"{sign}{' '.join(parts)} (door clock {'ahead' if ms >= 0 else 'behind'})"
+
+
 def _fmt_num(v: Any, fmt: str = "{:,}") -> str:
     if _isna(v):
         return "—"
@@ -453,6 +462,13 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
             base += (f"; the door logged the client's own tool-use id on {_count(int(uk), 'call')} and no loaded "
                      f"transcript has {'it' if int(uk) == 1 else 'any of them'}: this conversation's transcript is "
                      "most likely not among the inputs")
+        elif not _isna(row.get("far_transcript")):
+            base += (f"; its calls line up with transcript {row['far_transcript']} "
+                     f"({int(row['far_steps']):,} of its {int(row['far_calls']):,} calls with arguments) at a clock "
+                     f"offset of {_delta_text(float(row['far_offset_ms']))}, further than the join looks "
+                     f"(max_offset_s {_fmt_num(row.get('far_looked_s'), '{:g}')} s): set max_offset_s to "
+                     f"{int(row['far_max_offset_s']):,} in the manifest (or `replaybook join --max-offset "
+                     f"{int(row['far_max_offset_s'])}`) to join them")
         elif _isna(runner) or _isna(runner_agreed) or not int(runner_agreed):
             base += ("; either its transcript is not among the inputs, or the agent's clock was further from the "
                      "door's than the join looks (max_offset_s in the manifest, 300 s unless set)")
@@ -567,14 +583,30 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
 
 
 def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps: pd.DataFrame | None = None,
-                 calls: pd.DataFrame | None = None) -> str:
+                 calls: pd.DataFrame | None = None, max_offset_s: float | None = None) -> str:
     """Sessions and the join: one row per door session (``SESSIONS`` frame) — transcript,
     agreement, share, runner-up, margin, status, method, clock offset (ms), residual counts and
     the tool-use id counts — followed by one confidence sentence per session; with ``steps`` and ``calls``, a
-    note on tool calls that carry no usable time (:func:`replaybook.join.untimed_note`)."""
+    note on tool calls that carry no usable time (:func:`replaybook.join.untimed_note`), and with
+    ``max_offset_s`` (seconds, as the join was given) too, an unmatched session whose calls line
+    up with an unassigned transcript at a clock offset beyond it says so, and what to set
+    (:func:`replaybook.join.far_clocks`)."""
     if sessions is None or len(sessions) == 0:
         return _section("Sessions and the join", '<p class="rb-note">No door sessions in this incident.</p>',
                         anchor="sessions")
+    if steps is not None and calls is not None and max_offset_s is not None:
+        from ..join import far_clocks
+
+        far = far_clocks(steps, calls, sessions, max_offset_s=max_offset_s, window_s=window_s or 60.0)
+        if len(far):
+            f = far.set_index("door_session")
+            sessions = sessions.assign(**{
+                "far_transcript": sessions["door_session"].map(f["transcript_id"]),
+                "far_offset_ms": sessions["door_session"].map(f["offset_ms"]),
+                "far_steps": sessions["door_session"].map(f["steps"]),
+                "far_calls": sessions["door_session"].map(f["calls_with_args"]),
+                "far_max_offset_s": sessions["door_session"].map(f["max_offset_s"]),
+                "far_looked_s": float(max_offset_s)})
     df = sessions.copy()
     df["status_html"] = df["status"].map(_status_badge)
     # two tables, each fitting the page: the verdicts, then what each link rests on
