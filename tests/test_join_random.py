@@ -224,6 +224,49 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
                 edges=edges, best=best, sessions=sessions, vetoed=vetoed)
 
 
+def continuations(ref, one: dict, min_agreed: int) -> dict:
+    """The sessions that continue a transcript the one-to-one assignment ``one`` gave another
+    session, restated: an unassigned session whose best-agreeing transcript (no other as good)
+    is assigned, agrees on ≥ max(min_agreed, 2) steps and half its calls, and whose calls (first
+    to last) and agreeing steps lie apart in time from those of each of that transcript's
+    sessions (the assigned one, then continuations taken before: by agreement, then name).
+    Returns {session: (transcript, the session it continues)}."""
+    S, C = ref["S"], ref["C"]
+    steps_span, calls_span, n_calls = {}, {}, {}
+    for i, j, _ in ref["pairs"]:
+        k, ms = (S[i]["t"], C[j]["s"]), S[i]["ms"]
+        lo, hi = steps_span.get(k, (ms, ms))
+        steps_span[k] = (min(lo, ms), max(hi, ms))
+    for c in C:
+        n_calls[c["s"]] = n_calls.get(c["s"], 0) + 1
+        if c["ms"] is not None:
+            lo, hi = calls_span.get(c["s"], (c["ms"], c["ms"]))
+            calls_span[c["s"]] = (min(lo, c["ms"]), max(hi, c["ms"]))
+    cands = []
+    for s in sorted(n_calls):
+        if s in one:
+            continue
+        mine = {t: a for (t, s2), (a, _, _) in ref["scores"].items() if s2 == s}
+        if not mine:
+            continue
+        top = max(mine.values())
+        best = [t for t, a in mine.items() if a == top]
+        if len(best) == 1 and best[0] in one.values() and top >= max(min_agreed, 2) and top >= 0.5 * n_calls[s]:
+            cands.append((-top, s, best[0]))
+
+    def apart(a, b):
+        return a[1] < b[0] or b[1] < a[0]
+
+    sess_of = {t: [s for s, t2 in one.items() if t2 == t] for t in set(one.values())}
+    out = {}
+    for _, s, t in sorted(cands):
+        if all((t, o) in steps_span and apart(steps_span[(t, s)], steps_span[(t, o)])
+               and apart(calls_span[s], calls_span[o]) for o in sess_of[t]):
+            out[s] = (t, [o for o, t2 in one.items() if t2 == t][0])
+            sess_of[t].append(s)
+    return out
+
+
 # --- random incidents -----------------------------------------------------------------------
 
 
@@ -290,11 +333,17 @@ def test_join_agrees_with_brute_force(seed, clocks):
                for r in res.scores.itertuples()}
         assert got == {k: (a, e, float(m)) for k, (a, e, m) in ref["scores"].items()}
         # the assignment: maximal total agreement, and the unique best one when there is one
-        asg = {s: t for s, t in res.assignments().items() if t is not None}
-        assert sum(ref["edges"][(t, s)][0] for s, t in asg.items()) == ref["best_total"]
+        sess = res.sessions.set_index("door_session")
+        one = {s: t for s, t in res.assignments().items() if t is not None and pd.isna(sess.loc[s, "continues"])}
+        assert sum(ref["edges"][(t, s)][0] for s, t in one.items()) == ref["best_total"]
         if len(ref["winners"]) == 1:
-            assert asg == ref["winners"][0]
-        assert len(set(asg.values())) == len(asg)
+            assert one == ref["winners"][0]
+        assert len(set(one.values())) == len(one)
+        # sessions continuing a transcript another session has, given that assignment
+        cont = continuations(ref, one, min_agreed)
+        assert {s: (t, sess.loc[s, "continues"]) for s, t in res.assignments().items() if s not in one
+                and t is not None} == cont
+        asg = {**one, **{s: t for s, (t, _) in cont.items()}}
         # calls that agree with a step of their session's transcript but logged another id
         conflicts = {s: len({j for i, j in ref["vetoed"] if C[j]["s"] == s and S[i]["t"] == t})
                      for s, t in asg.items()}
@@ -307,9 +356,13 @@ def test_join_agrees_with_brute_force(seed, clocks):
                           res.pairs.how))
         assert have == want
         assert list(res.pairs.door_session) == sorted(res.pairs.door_session)
-        # exact margins (small components): best total minus best total without this pair
-        sess = res.sessions.set_index("door_session")
-        for s, t in asg.items():
+        # exact margins (small components): best total minus best total without this pair; a
+        # continuation's: its agreement minus the next-best transcript's
+        for s, (t, _) in cont.items():
+            others = [a for (t2, s2), (a, _, _) in ref["scores"].items() if s2 == s and t2 != t]
+            assert sess.loc[s, "margin"] == ref["scores"][(t, s)][0] - max(others, default=0)
+            assert sess.loc[s, "status"] == "matched" and sess.loc[s, "agreed"] == ref["scores"][(t, s)][0]
+        for s, t in one.items():
             alt = max(x[0] for x in ref["best"](forbid=(t, s)))
             assert sess.loc[s, "margin"] == ref["best_total"] - alt
             assert sess.loc[s, "status"] == ("ambiguous" if ref["best_total"] - alt <= 0 else "matched")

@@ -299,7 +299,7 @@ _JOIN_TABLES = (
     (None, ["door_session", "transcript_id", "calls", "agreed", "share", "status", "method", "offset_ms",
             "refused"]),
     ("what each link rests on", ["door_session", "transcript_tool_steps", "runner_up", "runner_up_agreed",
-                                 "margin"]),
+                                 "margin", "continues"]),
     ("what is left over, and tool-use ids that disagree or that no transcript has",
      ["door_session", "unclaimed_calls", "unmatched_steps", "id_conflicts", "id_mismatches", "unknown_ids"]),
 )

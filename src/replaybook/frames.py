@@ -334,7 +334,8 @@ SESSIONS = FrameSpec(
         ("end", UTC, "last call (its ts_end when logged), UTC"),
         ("calls", "Int64", "door calls in the session"),
         ("refused", "Int64", "calls the door refused (decision deny)"),
-        ("transcript_id", "string", "the transcript assigned one-to-one; NA when unmatched"),
+        ("transcript_id", "string", "the transcript assigned one-to-one (or, see `continues`, the one this "
+                                    "session continues); NA when unmatched"),
         ("agreed", "Int64", "steps of that transcript agreeing with this session's calls"),
         ("transcript_tool_steps", "Int64", "tool_call steps in that transcript"),
         ("share", "float64", "agreed / calls in the session (0–1)"),
@@ -356,6 +357,10 @@ SESSIONS = FrameSpec(
         ("unknown_ids", "Int64", "door calls that logged a client tool-use id (``meta_call_id``) that no step of "
                                  "any loaded transcript has: that conversation's transcript is not among the "
                                  "inputs (or another client made the call)"),
+        ("continues", "string", "the door session this one continues: its transcript is that session's "
+                                "(assigned one-to-one), and the two ran one after the other — a door that "
+                                "restarted mid-conversation, or a resumed conversation whose earlier file is "
+                                "not among the inputs (join.CONTINUE_SHARE); NA otherwise"),
     ),
     "One row per door session with the join's verdict: which transcript, how sure, what is left over.",
 )

@@ -1250,6 +1250,19 @@ def join_sessions(
         lambda: _assign(sc_s[el], sc_t[el], agreed[el].astype("float64"), med[el], n_s, n_t, window_ms),
         scores_frame)
 
+    # a session the one-to-one assignment left out may continue a transcript another session has
+    continues = np.full(n_s, -1, np.int64)
+    if len(sc_s):
+        cont = _continuations(assign_arr, sc_s, sc_t, agreed, counts, m_s, m_t, m_si, s_ms, start_ns, end_ns,
+                              min_agreed)
+        if cont:
+            first_of = np.full(n_t, -1, np.int64)
+            first_of[assign_arr[assign_arr >= 0]] = np.flatnonzero(assign_arr >= 0)
+            assign_arr = assign_arr.copy()
+            for s_, t_ in cont.items():
+                assign_arr[s_] = t_
+                continues[s_] = first_of[t_]
+
     # 6. per-session report
     has_t = assign_arr >= 0
     in_pair = assign_arr[m_s] == m_t
@@ -1339,6 +1352,10 @@ def join_sessions(
     tool_steps_t = np.bincount(t_codes[door_bound & (t_codes >= 0)], minlength=n_t)
     unmatched_t = np.bincount(t_codes[unmatched_mask], minlength=n_t)
     r_t, r_agreed = _runners_up(sc_s, sc_t, agreed, med, assign_arr)
+    if (continues >= 0).any():  # (the assignment gave them no margin: what the next-best loses them)
+        mg = mg.copy()
+        c_ = np.flatnonzero(continues >= 0)
+        mg[c_] = n_agreed[c_] - r_agreed[c_]
     tcode = np.where(has_t, assign_arr, 0)
     status = np.where(~has_t, "unmatched", "matched").astype(object)
     status[has_t & (mg <= 0)] = "ambiguous"
@@ -1372,6 +1389,7 @@ def join_sessions(
         "id_conflicts": int_na(id_conflicts, has_t),
         "id_mismatches": int_na(id_mismatches, has_t),
         "unknown_ids": int_na(unknown_ids, np.ones(n_s, bool)),
+        "continues": np.where(continues >= 0, s_names[np.maximum(continues, 0)] if n_s else None, None),
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
@@ -1399,6 +1417,89 @@ def join_sessions(
         door_servers=door_servers,
         sub_agents=parents,
     )
+
+
+#: a door session continues a transcript assigned to another session (:func:`_continuations`)
+#: only when at least this share of its calls agree with that transcript's steps
+CONTINUE_SHARE = 0.5
+
+
+def _continuations(assign: np.ndarray, sc_s: np.ndarray, sc_t: np.ndarray, agreed: np.ndarray,
+                   counts: np.ndarray, m_s: np.ndarray, m_t: np.ndarray, m_si: np.ndarray, s_ms: np.ndarray,
+                   start_ns: np.ndarray, end_ns: np.ndarray, min_agreed: int) -> dict[int, int]:
+    """Door sessions that continue a transcript the one-to-one assignment gave another session.
+
+    One conversation can reach the door in two sessions one after the other: the door (or the
+    MCP connection) restarted mid-conversation, or a resumed conversation whose earlier file is
+    not among the inputs carries the earlier session's calls in its copy of the history.  One-to-
+    one, the second session was left unmatched and the transcript's steps that agree with it
+    were reported as calls the door never saw.
+
+    An unassigned session ``s`` continues transcript ``t`` when ``t`` agrees with it best (no
+    other transcript as well), on at least ``max(min_agreed, 2)`` steps and
+    :data:`CONTINUE_SHARE` of its calls, and both ``s``'s calls (first to last) and ``t``'s
+    steps that agree with ``s`` lie apart in time from those of every other session of ``t``
+    (the assigned one and continuations taken before, by agreement, then session code): two
+    sessions running at once are two conversations, not one continued.
+
+    Args:
+        assign: per session code, its transcript code or -1 (the one-to-one assignment).
+        sc_s, sc_t, agreed: the (session, transcript) agreements.
+        counts: calls per session code.
+        m_s, m_t, m_si: every agreeing pair's session code, transcript code and step row.
+        s_ms: step times, ms; start_ns, end_ns: each session's first and last call, ns.
+
+    Returns:
+        ``{session code: transcript code}`` of the continuing sessions.
+    """
+    free = assign < 0
+    if not free.any() or not len(sc_s):
+        return {}
+    taken = np.zeros(int(max(sc_t.max(), assign.max())) + 1, bool)
+    taken[assign[~free]] = True
+    e = free[sc_s] & taken[sc_t] & (agreed >= max(min_agreed, 2)) & (agreed >= CONTINUE_SHARE * counts[sc_s])
+    if not e.any():
+        return {}
+    es, et, ea = sc_s[e], sc_t[e], agreed[e]
+    # each session's best transcript among all it agrees with (a tie: none)
+    top = np.zeros(len(assign), np.int64)
+    np.maximum.at(top, sc_s, agreed)
+    best_n = np.bincount(sc_s[agreed == top[sc_s]], minlength=len(assign))
+    keep = (ea == top[es]) & (best_n[es] == 1)
+    es, et, ea = es[keep], et[keep], ea[keep]
+    if not len(es):
+        return {}
+    # step-time ranges of each transcript's agreement with its sessions (assigned or candidate)
+    sess_of = {int(t): [int(x) for x in np.flatnonzero(assign == t)] for t in np.unique(et)}
+    want = np.zeros(len(assign), bool)
+    want[es] = True
+    for ss in sess_of.values():
+        want[ss] = True
+    mask = want[m_s] & np.isin(m_t, et)
+    rng = pd.DataFrame({"t": m_t[mask], "s": m_s[mask], "ms": s_ms[m_si[mask]]}).groupby(["t", "s"])["ms"].agg(
+        ["min", "max"])
+    spans = {k: (int(v[0]), int(v[1])) for k, v in zip(rng.index, rng.to_numpy())}
+
+    def apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
+        return a[1] < b[0] or b[1] < a[0]
+
+    out: dict[int, int] = {}
+    for i in np.lexsort((es, -ea)):
+        s_, t_ = int(es[i]), int(et[i])
+        mine = spans.get((t_, s_))
+        if mine is None:
+            continue
+        ok = True
+        for other in sess_of[t_]:
+            theirs = spans.get((t_, other))
+            if theirs is None or not apart(mine, theirs) or not apart(
+                    (int(start_ns[s_]), int(end_ns[s_])), (int(start_ns[other]), int(end_ns[other]))):
+                ok = False
+                break
+        if ok:
+            out[s_] = t_
+            sess_of[t_].append(s_)
+    return out
 
 
 def _runners_up(sc_s, sc_t, agreed, med, assign_arr) -> tuple[np.ndarray, np.ndarray]:

@@ -452,6 +452,13 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     runner_agreed = row.get("runner_up_agreed")
     within = f" within {window_s:g} s" if window_s else ""
 
+    cont = row.get("continues")
+    if not _isna(tid) and not _isna(cont):
+        return (f"Door session {ds}: continues transcript {tid}, whose earlier calls are door session {cont}'s: "
+                f"{agreed} of {_count(calls, 'call')} agree, and the two sessions ran one after the other — a door "
+                "that restarted mid-conversation looks like this, and so does a conversation resumed in a new file "
+                "whose earlier file is not among the inputs (its copy of the history holds the earlier session's "
+                "calls).")
     if _isna(tid) or status == "unmatched":
         base = (f"Door session {ds}: no transcript agrees with its {_count(calls, 'call')} well enough to be "
                 f"assigned, so nothing here says which conversation made them")
@@ -620,7 +627,7 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
     evidence = [
         ("door_session", "door session", "code"), ("transcript_tool_steps", "transcript tool steps", "num"),
         ("runner_up", "runner-up", "code"), ("runner_up_agreed", "runner-up agreed", "num"),
-        ("margin", "margin", "num"), ("offset_ms", "offset (ms)", "ms"),
+        ("margin", "margin", "num"), ("continues", "continues session", "code"), ("offset_ms", "offset (ms)", "ms"),
         ("unclaimed_calls", "unclaimed calls", "num"), ("unmatched_steps", "steps without call", "num"),
         ("id_conflicts", "ids contradicting", "num"), ("id_mismatches", "ids naming other calls", "num"),
         ("unknown_ids", "ids no transcript has", "num"),
@@ -913,7 +920,15 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                    zip(tc["transcript_id"], tc["seq"], tc["result_text"], tc["is_error"], tc["args_key"])
                    if not _isna(q)}
     parts = []
-    linked = [r for r in join.sessions.to_dict("records") if not _isna(r.get("transcript_id"))]
+    # a session that continues another's transcript is in that conversation (the door restarted;
+    # a resumed conversation): the conversation is shown once, under its first session
+    linked = [r for r in join.sessions.to_dict("records") if not _isna(r.get("transcript_id"))
+              and _isna(r.get("continues"))]
+    more_of = {}
+    if "continues" in join.sessions.columns:
+        for a, b in zip(join.sessions["continues"], join.sessions["door_session"]):
+            if not _isna(a):
+                more_of.setdefault(str(a), []).append(str(b))
     skipped: list[str] = []
     if len(linked) > max_sessions:
         refused = set(calls.loc[calls["decision"] == "deny", "door_session"].dropna().astype(str))
@@ -957,9 +972,14 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
         clock = "" if _isna(off) or abs(float(off)) < 1 else (
             f"; the door's clock reads {abs(float(off)):,.0f} ms {'later' if off > 0 else 'earlier'} for this "
             f"session, so its table below shows these calls that much {'later' if off > 0 else 'earlier'}")
-        parts.append(_section(f"Door session {r['door_session']} · transcript {r['transcript_id']}",
+        more = more_of.get(str(r["door_session"]), [])
+        then = (f"; the conversation went on in door session{'' if len(more) == 1 else 's'} {', '.join(more)} "
+                "(the door restarted, or the conversation was resumed), whose calls are named by session"
+                if more else "")
+        parts.append(_section(f"Door session {', '.join([str(r['door_session'])] + more)} · transcript "
+                              f"{r['transcript_id']}",
                               f'<p class="rb-note">{esc(_count(len(conv), "row"))}, in time order on the '
-                              f"transcript's clock{esc(clock)}</p>" + body,
+                              f"transcript's clock{esc(clock)}{esc(then)}</p>" + body,
                               level=3))
     if not parts:
         return _NO_CONVERSATION.format(title="The conversation, in order", anchor="conversation")

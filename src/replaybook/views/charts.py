@@ -122,11 +122,19 @@ def _merge_groups(events: pd.DataFrame, pr: pd.DataFrame, max_groups: int) -> tu
     return events, pr, merged
 
 
-def _group_labels(steps: pd.DataFrame, calls: pd.DataFrame, assign: dict[str, str]) -> tuple[dict, dict]:
-    """Facet labels: one per door session (naming its transcript), one per unassigned transcript."""
+def _group_labels(steps: pd.DataFrame, calls: pd.DataFrame, assign: dict[str, str],
+                  pairs: pd.DataFrame | None = None) -> tuple[dict, dict]:
+    """Facet labels: one per door session (naming its transcript), one per unassigned transcript.
+
+    A transcript is drawn in the row of the session it has most pairs with (``assign``); a
+    session it continues (``sessions.continues``: pairs with it too) names it as well."""
     by_session: dict[str, list[str]] = {}
     for tid, ds in assign.items():
         by_session.setdefault(ds, []).append(tid)
+    if pairs is not None and len(pairs):
+        for tid, ds in pairs[["transcript_id", "door_session"]].dropna().drop_duplicates().itertuples(index=False):
+            if str(tid) in assign and str(tid) not in by_session.setdefault(str(ds), []):
+                by_session[str(ds)].append(str(tid))
     session_label = {}
     for ds in pd.unique(calls["door_session"].dropna().astype(str)) if len(calls) else []:
         tids = by_session.get(ds)
@@ -424,7 +432,7 @@ def timeline(
     steps = steps if steps is not None else pd.DataFrame(columns=["transcript_id", "kind", "ts"])
     calls = calls if calls is not None else pd.DataFrame(columns=["door_session", "ts", "decision"])
     assign = _assignment(pairs)
-    session_label, transcript_label = _group_labels(steps, calls, assign)
+    session_label, transcript_label = _group_labels(steps, calls, assign, pairs)
 
     st = _step_records(steps, transcript_label)
     ca = _call_records(calls, session_label)

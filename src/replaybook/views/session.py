@@ -207,6 +207,16 @@ def _session_calls(calls: pd.DataFrame, door_session: str) -> pd.DataFrame:
     return c.sort_values(["ts", "seq"], kind="stable")
 
 
+def _conversation_sessions(join, tid: str, door_session: str) -> list[str]:
+    """The door sessions whose transcript is ``tid``: ``door_session`` first, then the others in
+    time order (one assigned one-to-one, the rest continuing it: ``sessions.continues``)."""
+    s = join.sessions
+    if "continues" not in s.columns or not s["continues"].notna().any():
+        return [str(door_session)]
+    mine = s[s["transcript_id"].astype("string") == str(tid)].sort_values("start", kind="stable")
+    return [str(door_session)] + [str(x) for x in mine["door_session"] if str(x) != str(door_session)]
+
+
 def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
     """The door's own table for one session, in the door's order.
 
@@ -300,10 +310,13 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     rank = {t: i for i, t in enumerate(members)}
     st = steps[steps["transcript_id"].astype("string").isin(members) & steps["kind"].isin(list(_LANE_OF_KIND))]
     st = st.assign(member=st["transcript_id"].map(rank)).sort_values(["member", "seq"], kind="stable")
-    sc = _session_calls(calls, door_session)
+    # the door sessions of this conversation: the one assigned, and those that continue it
+    # (sessions.continues: a door that restarted, a resumed conversation)
+    group = _conversation_sessions(join, tid, door_session)
+    sc = pd.concat([_session_calls(calls, g) for g in group]) if len(group) > 1 else _session_calls(calls, door_session)
     by_row = {int(r.frame_row): r for r in sc.itertuples(index=False)}
     pairs = join.pairs
-    pairs = pairs[pairs["door_session"].astype("string") == str(door_session)]
+    pairs = pairs[pairs["door_session"].astype("string").isin(group)]
     claimed_rows = {int(x) for x in pairs["call_row"].dropna()}
     pairs = pairs[pairs["transcript_id"].astype("string").isin(members)]
     # a step names its call by the call's row, not its seq: a damaged or merged log can repeat a seq
@@ -346,7 +359,8 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                            decision=str(c.decision), rule=None if _na(c.rule) else str(c.rule),
                            rows=_int(c.rows), bytes=_int(c.bytes),
                            status="refused" if refused else "reached", reach=_reach(c))
-                row["label"] = f"{head}  →  door #{cseq}: {row['reach']}"
+                where = "door" if str(c.door_session) == str(door_session) else f"door session {c.door_session}"
+                row["label"] = f"{head}  →  {where} #{cseq}: {row['reach']}"
             elif key in never_saw:
                 row.update(status="door never saw", reach="the door never saw this call")
                 row["label"] = f"{head}  →  the door never saw this call"
@@ -358,10 +372,11 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
             row["label"] = f"sub-agent {agent} · {row['label']}"
         rows.append(row)
 
-    offset = _session_offset_ms(join, door_session)
-    # the session's calls no step claims (join.unclaimed_calls, by row)
+    offsets = {g: _session_offset_ms(join, g) for g in group}
+    # the sessions' calls no step claims (join.unclaimed_calls, by row)
     for c in sc.itertuples(index=False):
         if int(c.frame_row) not in claimed_rows:
+            offset = offsets.get(str(c.door_session), offsets[str(door_session)])
             ts = c.ts - pd.Timedelta(milliseconds=offset) if not _na(c.ts) else c.ts
             reach = _reach(c)
             rows.append({"ts": ts, "lane": "door", "kind": "door_call", "step_seq": None, "tool": str(c.tool),
@@ -369,7 +384,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                          "object": None if _na(c.object) else str(c.object), "decision": str(c.decision),
                          "rule": None if _na(c.rule) else str(c.rule), "rows": _int(c.rows),
                          "bytes": _int(c.bytes), "status": "unclaimed", "reach": reach,
-                         "label": f"door #{_int(c.seq)} {c.tool}: {reach}  (no transcript step claims it)",
+                         "label": (f"door #{_int(c.seq)}" if str(c.door_session) == str(door_session)
+                                   else f"door session {c.door_session} #{_int(c.seq)}")
+                         + f" {c.tool}: {reach}  (no transcript step claims it)",
                          "transcript_id": None, "agent_id": None, "result": None, "_m": None})
     cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "call_row", "object", "decision",
             "rule", "rows", "bytes", "status", "reach", "label", "transcript_id", "agent_id", "result", "_m"]
