@@ -163,6 +163,45 @@ def test_far_clocks_names_a_session_whose_clock_is_beyond_max_offset(monkeypatch
     assert J.far_clocks(steps, calls, res.sessions, max_offset_s=300).empty
 
 
+def test_a_resumed_transcript_whose_first_file_is_gone_continues_into_its_new_session():
+    """A conversation resumed in a new file copies the earlier lines into it. With the first file
+    gone, the one transcript holds the calls of two door sessions: the old one (its copied
+    history) and the new one. One-to-one, it took the old session, its new calls were reported
+    as calls the door never saw, and the new session stayed unmatched."""
+    st = [("t-resumed", i * 10, "read", {"path": f"old{i}"}, None) for i in range(5)]
+    st += [("t-resumed", 900 + i * 10, "read", {"path": f"new{i}"}, None) for i in range(4)]
+    st += [("t-other", 400 + i * 10, "read", {"path": f"x{i}"}, None) for i in range(3)]
+    ca = [("door-old", i * 10 + 0.3, "read", {"path": f"old{i}"}, None) for i in range(5)]
+    ca += [("door-other", 400 + i * 10 + 0.3, "read", {"path": f"x{i}"}, None) for i in range(3)]
+    ca += [("door-new", 900 + i * 10 + 0.3, "read", {"path": f"new{i}"}, None) for i in range(4)]
+    ca += [("door-new", 960.3, "list", {"path": "."}, None)]  # one call no step made
+    res = join_sessions(steps_frame(st), calls_frame(ca))
+    assert res.assignments() == {"door-old": "t-resumed", "door-other": "t-other", "door-new": "t-resumed"}
+    s = res.sessions.set_index("door_session")
+    assert s.loc["door-new", "continues"] == "door-old" and s["continues"].isna().sum() == 2
+    assert s.loc["door-new", "status"] == "matched" and s.loc["door-new", "agreed"] == 4
+    assert s.loc["door-new", "share"] == 0.8 and s.loc["door-new", "margin"] == 4.0
+    assert s.loc["door-old", "unmatched_steps"] == 0 and res.unmatched_steps.empty
+    assert res.unclaimed_calls["tool"].tolist() == ["list"]
+    assert sorted(res.pairs.loc[res.pairs.door_session == "door-new", "step_seq"]) == [5, 6, 7, 8]
+    assert res.unmatched_transcripts == []
+
+
+def test_no_continuation_for_sessions_at_the_same_time_or_on_one_agreeing_step():
+    """Two sessions running at once are two conversations; one agreeing step is no link."""
+    st = [("t1", i * 10, "read", {"path": f"a{i}"}, None) for i in range(6)]
+    ca = [("s1", i * 10 + 0.3, "read", {"path": f"a{i}"}, None) for i in range(4)]
+    # s2 repeats two of t1's calls while s1 still runs (a copy of the agent, a replay): not a continuation
+    ca += [("s2", 40.5, "read", {"path": "a4"}, None), ("s2", 50.5, "read", {"path": "a5"}, None),
+           ("s2", 20.1, "read", {"path": "zz"}, None)]
+    # s3, later, shares one step with t1's calls: one step is no link
+    st += [("t1", 500, "list", {"path": "."}, None)]
+    ca += [("s3", 500.2, "list", {"path": "."}, None), ("s3", 510, "read", {"path": "q"}, None)]
+    res = join_sessions(steps_frame(st), calls_frame(ca))
+    assert res.assignments() == {"s1": "t1", "s2": None, "s3": None}
+    assert res.sessions["continues"].isna().all()
+
+
 def test_no_clock_of_its_own_from_a_few_coincidences():
     """A transcript whose own session is not in the door log shares calls every agent makes with
     other sessions: one such call, or a few of its many steps, lined up at some offset, is no

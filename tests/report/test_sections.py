@@ -972,3 +972,30 @@ def test_an_unmatched_session_names_a_clock_further_off_than_the_join_looked():
             "5402`) to join them.") in html.unescape(h)
     # without max_offset_s, the sentence stays as it was
     assert "line up with transcript" not in S.join_summary(res.sessions, 60.0, steps=steps, calls=calls)
+
+
+def test_a_continued_conversation_is_shown_once_naming_each_calls_session():
+    from replaybook.canonical import canonical_args
+    from replaybook.join import join_sessions
+
+    def st(sec, path):
+        return dict(transcript_id="t", client="claude-code", seq=int(sec), ts=s(sec), kind="tool_call",
+                    tool_raw="mcp__door__read", server="door", tool="read", arguments={"path": path},
+                    args_key=canonical_args({"path": path}))
+
+    def ca(sess, sec, path):
+        return dict(door_session=sess, agent="analyst", seq=int(sec), ts=s(sec + 0.3), tool="read",
+                    arguments={"path": path}, args_key=canonical_args({"path": path}), object=path,
+                    decision="allow", rule="r")
+
+    steps = STEPS.build([st(i, f"old{i}") for i in range(3)] + [st(600 + i, f"new{i}") for i in range(3)])
+    calls = CALLS.build([ca("A", i, f"old{i}") for i in range(3)] + [ca("B", 600 + i, f"new{i}") for i in range(3)])
+    res = join_sessions(steps, calls)
+    assert res.sessions.set_index("door_session").loc["B", "continues"] == "A"
+    h = html.unescape(S.conversations(steps, calls, res))
+    assert h.count("<h3") == 1 and "Door session A, B · transcript t" in h
+    assert "the conversation went on in door session B (the door restarted, or the conversation was resumed)" in h
+    assert "read {\"path\":\"old0\"}" in h and "door session B #600" in h
+    sent = S.confidence_sentence(res.sessions.set_index("door_session").loc["B"].to_dict() | {"door_session": "B"})
+    assert sent.startswith("Door session B: continues transcript t, whose earlier calls are door session A's: "
+                           "3 of 3 calls agree, and the two sessions ran one after the other")

@@ -958,7 +958,9 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
         # the door's own call number beside what it reached: the door tables and the objects
         # section name calls by it ("door-…-a1 #2"), the conversation by the transcript's step
         conv = conv.assign(who=who, what=what, got_back=got,
-                           door=[(f"#{int(c['call_seq'])} " if not _isna(c["call_seq"]) else "") + c["reach"]
+                           door=[("" if _isna(c.get("call_session")) or c["call_session"] == str(r["door_session"])
+                                  else f"door session {c['call_session']} ")
+                                 + (f"#{int(c['call_seq'])} " if not _isna(c["call_seq"]) else "") + c["reach"]
                                  if not _isna(c["reach"]) else ("" if lane in ("user", "model") else "—")
                                  for c, lane in zip(conv.to_dict("records"), conv["lane"])])
         # a model request without text only called tools: its calls are the rows that follow

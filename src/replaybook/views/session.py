@@ -289,6 +289,8 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     ``model``, ``tool call`` or ``door``), ``kind``, ``step_seq``, ``tool``, ``text`` (prompt /
     model text / tool arguments), ``call_seq``, ``call_row`` (the door call's 0-based position in
     ``calls``, as ``join.pairs.call_row``: unique where a damaged log repeats a ``seq``),
+    ``call_session`` (the door call's session: ``door_session``, or one that continues the
+    conversation, ``sessions.continues``),
     ``object``, ``decision``, ``rule``, ``rows``,
     ``bytes``, ``status`` — ``prompt``, ``request``, ``reached`` (a door call agrees),
     ``refused`` (it agrees and the door refused it), ``door never saw`` (a door-bound call
@@ -333,7 +335,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
         key = (str(r.transcript_id), seq)
         lane = _LANE_OF_KIND[str(r.kind)]
         row = {"ts": r.ts, "lane": lane, "kind": str(r.kind), "step_seq": seq, "tool": None, "text": None,
-               "call_seq": None, "call_row": None, "object": None, "decision": None, "rule": None, "rows": None,
+               "call_seq": None, "call_row": None, "call_session": None, "object": None, "decision": None, "rule": None, "rows": None,
                "bytes": None, "status": None, "reach": None, "transcript_id": str(r.transcript_id),
                "agent_id": None if _na(r.agent_id) else str(r.agent_id), "result": None, "_m": r.member}
         if lane == "user":
@@ -355,7 +357,8 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                 c = by_row[crow]
                 cseq = _int(c.seq)
                 refused = str(c.decision) != "allow"
-                row.update(call_seq=cseq, call_row=crow, object=None if _na(c.object) else str(c.object),
+                row.update(call_seq=cseq, call_row=crow, call_session=str(c.door_session),
+                           object=None if _na(c.object) else str(c.object),
                            decision=str(c.decision), rule=None if _na(c.rule) else str(c.rule),
                            rows=_int(c.rows), bytes=_int(c.bytes),
                            status="refused" if refused else "reached", reach=_reach(c))
@@ -381,6 +384,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
             reach = _reach(c)
             rows.append({"ts": ts, "lane": "door", "kind": "door_call", "step_seq": None, "tool": str(c.tool),
                          "text": _short(c.args_key, 60), "call_seq": _int(c.seq), "call_row": int(c.frame_row),
+                         "call_session": str(c.door_session),
                          "object": None if _na(c.object) else str(c.object), "decision": str(c.decision),
                          "rule": None if _na(c.rule) else str(c.rule), "rows": _int(c.rows),
                          "bytes": _int(c.bytes), "status": "unclaimed", "reach": reach,
@@ -388,8 +392,8 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                                    else f"door session {c.door_session} #{_int(c.seq)}")
                          + f" {c.tool}: {reach}  (no transcript step claims it)",
                          "transcript_id": None, "agent_id": None, "result": None, "_m": None})
-    cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "call_row", "object", "decision",
-            "rule", "rows", "bytes", "status", "reach", "label", "transcript_id", "agent_id", "result", "_m"]
+    cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "call_row", "call_session", "object",
+            "decision", "rule", "rows", "bytes", "status", "reach", "label", "transcript_id", "agent_id", "result", "_m"]
     out = pd.DataFrame(rows, columns=cols)
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
     # time order, then transcript order (the parent's, then each sub-agent's); an unclaimed door
