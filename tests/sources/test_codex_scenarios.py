@@ -283,6 +283,84 @@ def test_mcp_names_of_every_generation(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 
+def test_mcp_results_written_as_json_text_are_read_like_tool_result_blocks(tmp_path):
+    """An MCP tool's ``function_call_output.output`` is the result as JSON text: the whole
+    ``CallToolResult`` (codex-rs to mid-2025), its ``content`` list (later), or ``err: "…"`` for a
+    failed call; each gives the text blocks, the image count and the error flag."""
+    ctr = {"content": [{"type": "text", "text": "region,revenue"}, {"type": "text", "text": "EU,100"},
+                       {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}], "isError": False}
+    denied = {"content": [{"type": "text", "text": "access denied by rule no-secrets"}], "isError": True}
+    big = "é" * (TEXT_LIMIT + 10)
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01Z", "mcp__door__read_object", '{"path":"a"}', "m1"),
+        out("2026-03-01T10:00:02Z", "m1", json.dumps(ctr)),
+        fc("2026-03-01T10:00:03Z", "mcp__door__read_object", '{"path":"secret"}', "m2"),
+        out("2026-03-01T10:00:04Z", "m2", json.dumps(denied)),
+        fc("2026-03-01T10:00:05Z", "read_object", '{"path":"b"}', "m3", namespace="mcp__door"),
+        out("2026-03-01T10:00:06Z", "m3", json.dumps([{"type": "text", "text": big}])),
+        fc("2026-03-01T10:00:07Z", "mcp__door__list", '{"path":"c"}', "m4"),
+        out("2026-03-01T10:00:08Z", "m4", 'err: "tool call failed: timed out after 60s \\"c\\""'),
+        fc("2026-03-01T10:00:09Z", "mcp__door__stat", '{"path":"d"}', "m5"),
+        out("2026-03-01T10:00:10Z", "m5", '{"status":"ok"}'),                 # structuredContent: as written
+        fc("2026-03-01T10:00:11Z", "exec_command", '{"cmd":"cat r.json"}', "m6"),
+        out("2026-03-01T10:00:12Z", "m6", json.dumps(denied)),                # a shell printing JSON
+    ]))
+    f = res.frame
+    results = f[f["kind"] == "tool_result"]
+    assert rows(results, ["call_id", "text", "images", "is_error", "text_bytes"]) == [
+        ["m1", "region,revenue\nEU,100", 1, False, 21],
+        ["m2", "access denied by rule no-secrets", 0, True, 32],
+        ["m3", big[:TEXT_LIMIT] + " …[+10 chars]", 0, None, 2 * (TEXT_LIMIT + 10)],
+        ["m4", 'tool call failed: timed out after 60s "c"', 0, True, 41],
+        ["m5", '{"status":"ok"}', 0, None, 15],
+        ["m6", json.dumps(denied), 0, None, len(json.dumps(denied))],
+    ]
+    calls = f[f["kind"] == "tool_call"]
+    assert rows(calls, ["call_id", "server", "tool", "result_text", "images", "is_error"]) == [
+        ["m1", "door", "read_object", "region,revenue\nEU,100", 1, False],
+        ["m2", "door", "read_object", "access denied by rule no-secrets", 0, True],
+        ["m3", "door", "read_object", big[:TEXT_LIMIT] + " …[+10 chars]", 0, None],
+        ["m4", "door", "list", 'tool call failed: timed out after 60s "c"', 0, True],
+        ["m5", "door", "stat", '{"status":"ok"}', 0, None],
+        ["m6", None, "exec_command", json.dumps(denied), 0, None],
+    ]
+    assert [str(t) for t in calls["result_ts"]] == [f"2026-03-01 10:00:{s:02d}+00:00" for s in (2, 4, 6, 8, 10, 12)]
+    assert res.quarantine.empty
+
+
+def test_an_mcp_end_event_gives_the_flag_and_images_the_output_text_lacks(tmp_path):
+    """Since codex-rs 0.4x the output text is the ``content`` list alone (no ``isError``): the
+    ``mcp_tool_call_end`` event's ``{"Ok": CallToolResult}`` says whether it failed.  A call
+    recorded only by its end event takes its text, images and flag from it; ``Err`` is an error."""
+    end = lambda ts, cid, tool, result: env(ts, "event_msg", {  # noqa: E731
+        "type": "mcp_tool_call_end", "call_id": cid, "duration": {"secs": 1, "nanos": 0},
+        "invocation": {"server": "door", "tool": tool, "arguments": {"path": "a"}}, "result": result})
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01Z", "mcp__door__read_object", '{"path":"a"}', "e1"),
+        end("2026-03-01T10:00:02Z", "e1", "read_object",
+            {"Ok": {"content": [{"type": "text", "text": "no such key"}], "isError": True}}),
+        out("2026-03-01T10:00:02.001Z", "e1", json.dumps([{"type": "text", "text": "no such key"}])),
+        end("2026-03-01T10:00:05Z", "e2", "render",
+            {"Ok": {"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"},
+                                {"type": "image", "data": "AA==", "mimeType": "image/png"}]}}),
+        end("2026-03-01T10:00:07Z", "e3", "list", {"Err": "server door is not running"}),
+    ]))
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert rows(calls, ["call_id", "tool", "result_text", "images", "is_error"]) == [
+        ["e1", "read_object", "no such key", 0, True],
+        ["e2", "render", None, 2, False],
+        ["e3", "list", "server door is not running", 0, True],
+    ]
+    assert [str(t) for t in calls["ts"]] == ["2026-03-01 10:00:01+00:00", "2026-03-01 10:00:04+00:00",
+                                             "2026-03-01 10:00:06+00:00"]
+    r = res.frame[res.frame["kind"] == "tool_result"]
+    assert rows(r, ["call_id", "text", "is_error"]) == [["e1", "no such key", None]]
+
+
+# ---------------------------------------------------------------------------------------------
+
 def test_timestamps_with_offsets_missing_or_unreadable(tmp_path):
     res = load_codex(rollout(tmp_path, [
         meta(),

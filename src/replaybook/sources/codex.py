@@ -71,6 +71,18 @@ other           everything else: ``role: user`` items of files that have ``user_
   of the load (first result wins): the call row gets ``result_ts``, ``is_error`` (``Err``,
   ``isError``, or a legacy ``{"content", "success": false}`` output; NA when the rollout does not
   say), ``result_text``; result rows get the call's ``tool_raw``/``server``/``tool``.
+* **MCP results** are read as the Claude Code loader reads ``tool_result`` blocks: ``text`` /
+  ``result_text`` the text blocks joined (``structuredContent`` as JSON when there are none),
+  ``images`` the image blocks, ``is_error`` the result's ``isError`` (false when absent),
+  ``text_bytes`` the full text's size.  Codex writes them as ``mcp_tool_call_end.result``
+  (``{"Ok": CallToolResult} | {"Err": "…"}``, an ``Err`` being an error) and, for the call of an
+  MCP tool (a split name, or a call with MCP events), as ``function_call_output.output`` text:
+  the whole ``CallToolResult`` as JSON (codex-rs up to mid-2025), the ``content`` list as JSON
+  (later; ``is_error`` then NA unless the end event says), ``structuredContent`` as JSON (kept
+  as that text: it is the result), a list
+  of ``input_text``/``input_image`` items when images came back, or ``err: "…"`` for a failed
+  call (before 0.4x).  Output of any other shape, and every output of a built-in tool (a shell
+  printing JSON), stays the text it was written as.
 * **Forks and sub-agents — replayed history is counted once.**  A forked or sub-agent rollout
   starts by replaying its parent's history, re-stamped with the time of the fork.  Rule, per
   file, applied to the lines after its own ``session_meta``:
@@ -568,21 +580,85 @@ def _output(out: Any) -> tuple[str | None, int, bool | None]:
     return text, images, None
 
 
-def _mcp_result(res: Any) -> tuple[str | None, bool | None]:
-    """``(text, is_error)`` of an ``mcp_tool_call_end.result`` (``{"Ok": …} | {"Err": …}``)."""
-    if not isinstance(res, dict):
-        return None, None
-    if "Err" in res:
-        err = res["Err"]
-        return (err if isinstance(err, str) else _json.dumps(err).decode()), True
-    ok = res.get("Ok", res)
-    if isinstance(ok, dict):
-        text, _ = _content_text(ok.get("content"))
-        is_err = ok.get("isError", ok.get("is_error"))
-        if text is None and ok.get("structuredContent") is not None:
-            text = _json.dumps(ok["structuredContent"]).decode()
-        return text, (is_err is True)
-    return None, None
+_MCP_BLOCKS = frozenset({"text", "image", "audio", "resource", "resource_link"})
+
+
+def _call_tool_result(res: Any) -> tuple[str | None, int, bool | None] | None:
+    """``(text, images, is_error)`` of an MCP result as Codex logs it, or None when ``res`` is not
+    one.  Shapes (MCP ``CallToolResult``, spec 2025-06-18: ``content`` blocks ``{type: text, text}``
+    / ``{type: image, data, mimeType}`` / audio / resource / resource_link, ``isError`` false when
+    absent, ``structuredContent``):
+
+    * ``{"Ok": CallToolResult} | {"Err": "…"}`` — ``mcp_tool_call_end.result`` (Rust ``Result``);
+    * a ``CallToolResult`` object — ``function_call_output.output`` text of codex-rs up to
+      mid-2025 (``serde_json::to_string(&result)``);
+    * a list of content blocks — that text from codex-rs 0.4x on (``serde_json::to_string
+      (&content)``, ``is_error`` not recorded there: NA).
+
+    ``text`` joins the text blocks (else ``structuredContent`` as JSON); ``images`` counts image
+    blocks.  A result with neither text nor images is not read (None: kept as it was written)."""
+    if isinstance(res, dict) and len(res) == 1 and ("Ok" in res or "Err" in res):
+        if "Err" in res:
+            err = res["Err"]
+            return (err if isinstance(err, str) else _json.dumps(err).decode()), 0, True
+        return _call_tool_result(res["Ok"])
+    if isinstance(res, dict):
+        content, is_err = res.get("content"), res.get("isError", res.get("is_error"))
+    elif isinstance(res, list):
+        content, is_err = res, None
+    else:
+        return None
+    if not isinstance(content, list) or not all(
+            isinstance(b, dict) and b.get("type") in _MCP_BLOCKS for b in content):
+        return None
+    texts = [b["text"] for b in content if b["type"] == "text" and isinstance(b.get("text"), str)]
+    images = sum(1 for b in content if b["type"] == "image")
+    text = "\n".join(texts) if texts else None
+    structured = res.get("structuredContent", res.get("structured_content")) if isinstance(res, dict) else None
+    if text is None and structured is not None:
+        text = _json.dumps(structured).decode()
+    if text is None and not images:
+        return None
+    if isinstance(res, list):
+        return text, images, None
+    return text, images, (is_err is True) if isinstance(is_err, bool) or is_err is None else None
+
+
+_RUST_ERR = re.compile(r'err: (".*")', re.S)
+
+
+def _mcp_output(out: Any) -> tuple[str | None, int, bool | None] | None:
+    """``(text, images, is_error)`` of the ``function_call_output.output`` of an MCP tool call when
+    it holds an MCP result as JSON text (:func:`_call_tool_result`), or the ``err: "…"`` text
+    codex-rs wrote for a failed call before 0.4x (``format!("err: {e:?}")``: a Rust debug string,
+    read as JSON when it is one); None for anything else (kept as written)."""
+    if not isinstance(out, str):
+        return None
+    s = out.strip()
+    if s[:1] in ("{", "["):
+        try:
+            return _call_tool_result(_json.loads(s))
+        except orjson.JSONDecodeError:
+            return None
+    m = _RUST_ERR.fullmatch(s)
+    if m:
+        try:
+            msg = _json.loads(m.group(1))
+        except orjson.JSONDecodeError:
+            msg = m.group(1)[1:-1]
+        return (msg if isinstance(msg, str) else m.group(1)), 0, True
+    return None
+
+
+def _mcp_result(res: Any) -> tuple[str | None, int, bool | None]:
+    """``(text, images, is_error)`` of an ``mcp_tool_call_end.result`` (``{"Ok": …} | {"Err": …}``)."""
+    got = _call_tool_result(res)
+    if got is not None:
+        return got
+    if isinstance(res, dict) and "Err" in res:
+        return _json.dumps(res["Err"]).decode(), 0, True
+    return None, 0, (res.get("Ok", res).get("isError") is True
+                     if isinstance(res, dict) and isinstance(res.get("Ok", res), dict) else None)
 
 
 def _duration_s(d: Any) -> float | None:
@@ -611,6 +687,7 @@ class _Load:
         self.result_ts: list[str | None] = []
         self.calls: dict[str, int] = {}          # call_id → row index of its tool_call
         self.results: list[int] = []             # tool_result row indexes
+        self.outputs: dict[int, str] = {}        # tool_result row → function_call_output text
         self.mcp_info: dict[str, list[int]] = {}  # call_id → indexes of MCP event rows
         self.seq: dict[str, int] = {}
         self.lines_seen: set[bytes] = set()       # (timestamp, type, payload) of envelope lines with a row
@@ -817,9 +894,12 @@ def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, mo
             images, is_err = 0, None
         else:
             text, images, is_err = _output(it.get("output"))
+        raw_out = it.get("output")
         text, nb = truncate(text)
         i = st.add({**base, "kind": "tool_result", "line_type": lt, "call_id": str_or_none(it.get("call_id")),
                     "is_error": is_err, "text": text, "text_bytes": nb, "images": images}, r.ts)
+        if t == "function_call_output" and isinstance(raw_out, str):
+            st.outputs[i] = raw_out   # read as an MCP result once its call is known (_pair)
         st.results.append(i)
         return pending_request
     if t == "reasoning":
@@ -880,11 +960,12 @@ def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[str], 
                 if call_id is not None and call_id not in st.calls:
                     st.calls[call_id] = i
         else:
-            text, is_err = _mcp_result(p.get("result"))
+            text, images, is_err = _mcp_result(p.get("result"))
             text, nb = truncate(text)
             if has_fc or (call_id is not None and call_id in begin_ids):
                 kind = "other" if has_fc else "tool_result"
-                i = st.add({**base, "kind": kind, "is_error": is_err, "text": text, "text_bytes": nb}, r.ts)
+                i = st.add({**base, "kind": kind, "is_error": is_err, "text": text, "text_bytes": nb,
+                            "images": images}, r.ts)
                 if kind == "tool_result":
                     st.results.append(i)
             elif _repeat(st, f, r, call_id, {"type": et, **p}):
@@ -892,7 +973,7 @@ def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[str], 
             else:  # no function_call and no begin: the end line is the only record of the call
                 dur = _duration_s(p.get("duration"))
                 i = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key,
-                            "is_error": is_err, "result_text": text}, r.ts)
+                            "is_error": is_err, "result_text": text, "images": images}, r.ts)
                 st.result_ts[i] = r.ts
                 if dur is not None and r.ts:
                     st.ts[i] = _minus_seconds(r.ts, dur)
@@ -922,6 +1003,11 @@ def _pair(st: _Load) -> None:
         if ci is None:
             continue
         call = rows[ci]
+        if i in st.outputs and (call.get("server") is not None or cid in st.mcp_info):
+            got = _mcp_output(st.outputs[i])   # an MCP call's output: the result Codex wrote as JSON
+            if got is not None:
+                text, r["images"], r["is_error"] = got
+                r["text"], r["text_bytes"] = truncate(text)
         if r.get("tool") is None:
             r["tool_raw"], r["server"], r["tool"] = call.get("tool_raw"), call.get("server"), call.get("tool")
         if cid in done:
@@ -948,6 +1034,8 @@ def _pair(st: _Load) -> None:
                     call["is_error"] = ev["is_error"]
                 if call.get("result_text") is None and ev.get("text") is not None:
                     call["result_text"] = ev["text"]
+                if not call.get("images") and ev.get("images"):
+                    call["images"] = ev["images"]
                 if st.result_ts[ci] is None:
                     st.result_ts[ci] = st.ts[j]
     for i in st.results:  # results inherit the (possibly corrected) names
