@@ -18,7 +18,19 @@ Format origin
   ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``, ``gen_ai.request.model``,
   ``gen_ai.response.model``, ``gen_ai.response.id``, ``gen_ai.usage.input_tokens`` /
   ``output_tokens``, ``gen_ai.conversation.id``, ``gen_ai.agent.id`` / ``name``; MCP:
-  ``mcp.method.name`` (``tools/call``), ``mcp.session.id``.
+  ``mcp.method.name`` (``tools/call``), ``mcp.session.id``; ``gen_ai.usage.prompt_tokens`` /
+  ``completion_tokens`` (before 1.27) as the input / output tokens.
+* Other vocabularies, read into those terms by :mod:`replaybook.sources._otel_shapes` (its
+  docstring lists every attribute): **OpenLLMetry** (Traceloop; ``opentelemetry-semantic-conventions-ai``
+  0.4.x, ``traceloop-sdk`` decorators, ``opentelemetry-instrumentation-mcp``) — ``traceloop.span.kind``
+  ``tool`` spans with ``traceloop.entity.input`` / ``output``, model spans by ``llm.request.type``
+  with the indexed ``gen_ai.prompt.{i}.*`` / ``gen_ai.completion.{i}.*`` content and
+  ``tool_calls.{j}``; and **OpenInference** (Arize Phoenix; ``openinference-semantic-conventions``)
+  — ``openinference.span.kind`` ``TOOL`` (``tool.name``, ``tool_call.id``, ``input.value``,
+  ``output.value``), ``LLM`` (``llm.model_name``, ``llm.token_count.*``,
+  ``llm.input_messages`` / ``llm.output_messages`` with ``message.tool_calls``), ``AGENT``, and
+  ``session.id`` as the conversation.  A span the GenAI conventions already describe keeps its
+  own ``gen_ai.*`` attributes: the other vocabulary only fills what it lacks.
 
 The frame
 ---------
@@ -29,11 +41,14 @@ twice — same trace and span id — counts once; ``inputs[i]["duplicates"]``):
 ==============  ===========================================================================
 kind            span
 ==============  ===========================================================================
-tool_call       ``execute_tool``, or an MCP ``tools/call`` client span; ``ts`` = start,
-                ``result_ts`` = end, ``is_error`` from the status (ERROR) or ``error.type``;
-                and a tool call the model asked for that no tool span records (below)
-model_request   ``chat`` / ``text_completion`` / ``generate_content``; ``invoke_agent`` only
-                when no model span sits under it (else its tokens would count twice)
+tool_call       ``execute_tool``, an MCP ``tools/call`` client span, an OpenLLMetry ``tool`` or
+                OpenInference ``TOOL`` span; ``ts`` = start, ``result_ts`` = end, ``is_error``
+                from the status (ERROR), ``error.type`` or the MCP result's own flag; and a
+                tool call the model asked for that no tool span records (below)
+model_request   ``chat`` / ``text_completion`` / ``generate_content``, an OpenLLMetry model span
+                (``llm.request.type`` ``chat`` / ``completion``), an OpenInference ``LLM`` span;
+                ``invoke_agent`` only when no model span sits under it (else its tokens would
+                count twice)
 other           every other span, and a tool span nested (at any depth) inside a tool span
                 for the same tool — one call seen by two instrumentation layers (a framework's
                 ``execute_tool`` around the MCP client's ``tools/call``, or the MCP server's
@@ -42,12 +57,16 @@ other           every other span, and a tool span nested (at any depth) inside a
                 (with the outer span's call id when it has none)
 ==============  ===========================================================================
 
-* ``transcript_id``: ``gen_ai.conversation.id`` of the span, else of its nearest ancestor, else
-  of any span of its trace, else the trace id (hex).  Rows are ordered by start time within a
-  transcript; ``seq`` is 0-based per transcript.
+* ``transcript_id``: ``gen_ai.conversation.id`` (OpenInference: ``session.id``) of the span, else
+  of its nearest ancestor, else of any span of its trace, else the trace id (hex).  Rows are
+  ordered by start time within a transcript; ``seq`` is 0-based per transcript.
 * ``client_session_id``: ``mcp.session.id``.  ``client_version``: the resource's
   ``service.version``.  ``agent_id``: the ``gen_ai.agent.id`` (or name) of the nearest enclosing
-  ``invoke_agent`` span when that agent is itself invoked by another agent; NA otherwise.
+  agent span (``invoke_agent``, OpenLLMetry ``agent``, OpenInference ``AGENT``: its entity or
+  ``agent.name``) when that agent is itself invoked by another agent; NA otherwise.
+* ``line_type``: the operation (``chat``, ``execute_tool`` …), else ``mcp.method.name``, else the
+  span name; for the other vocabularies the span kind as written: ``traceloop:tool``,
+  ``traceloop:chat`` (the ``llm.request.type``), ``openinference:TOOL``, ``openinference:LLM``.
 * ``uuid`` / ``parent_uuid``: span id / parent span id.  ``line_no``: the line of the export
   request (JSON Lines) or of the span object (one document).
 * Tool names: ``gen_ai.tool.name`` (for a ``tools/call`` span without it, the span name's target);
@@ -75,7 +94,12 @@ other           every other span, and a tool span nested (at any depth) inside a
 
 Times are converted from Unix nanoseconds to tz-aware UTC.  A line that is not JSON, not an
 object, or not an export request, and a span without ``traceId``/``spanId`` or a start time, go to
-the quarantine with file and line; an unterminated last line is ``pending``.  Export requests of
+the quarantine with file and line; an unterminated last line is ``pending``.  An attribute of the
+OpenLLMetry / OpenInference vocabularies whose value is of the wrong type (a kind, name, id,
+role or token count that is not text or a whole number, an index that is no number, a tool call
+without a name, ``input.value`` that is not the JSON its ``input.mime_type`` says) is a quarantine
+row too (``span <id>: <attribute> …``, the span's line, the value as ``raw``); the span keeps its
+row with what could be read.  Export requests of
 other signals (``resourceLogs``, ``resourceMetrics``) are counted in ``inputs[i]["other_signals"]``.
 Files are opened read-only.
 
@@ -99,6 +123,7 @@ from .._jsonl import expand_paths, iter_objects, json_doc_items, quarantine_row,
 from .._text import deep_safe, int_or_none, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
+from ._otel_shapes import Shape, read_shape
 from .codex import split_codex_name
 from .registry import Source, register
 
@@ -203,6 +228,7 @@ def _ns(v: Any) -> int | None:
 # --------------------------------------------------------------------------- sniffing
 
 _FRAG = re.compile(rb'"(resourceSpans|resource_spans)"\s*:')
+_GENAI_MARKS = (b'"gen_ai.', b'"mcp.', b'"traceloop.', b'"openinference.', b'"llm.')
 _FRAG_SPAN = re.compile(rb'"(traceId|trace_id|spanId|span_id|startTimeUnixNano|start_time_unix_nano)"')
 
 
@@ -211,12 +237,13 @@ def sniff(sample: bytes) -> float:
 
     Looks at up to 200 lines: JSON Lines of export requests, or one document (parsed when the
     sample holds all of it, else judged by its visible keys).  0.95 with ``resourceSpans`` and
-    span keys (0.97 when ``gen_ai.``/``mcp.`` attributes show), 0 otherwise.
+    span keys (0.97 when ``gen_ai.``/``mcp.`` attributes, or OpenLLMetry's ``traceloop.`` /
+    ``llm.`` or OpenInference's ``openinference.`` ones, show), 0 otherwise.
     """
     if not _FRAG.search(sample):
         return 0.0
     has_span = bool(_FRAG_SPAN.search(sample))
-    genai = b'"gen_ai.' in sample or b'"mcp.' in sample
+    genai = any(m in sample for m in _GENAI_MARKS)
     lines = [x for x in sample.split(b"\n")[:200] if x.strip()]
     ok = seen = 0
     for raw in lines:
@@ -253,6 +280,7 @@ class _Span:
     line_no: int | None
     order: int
     events: tuple = ()        # (name, attributes) of the span's events, in order
+    shape: Shape | None = None  # what its OpenLLMetry / OpenInference attributes mean (_otel_shapes)
 
 
 def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span], counter: list[int]) -> dict:
@@ -349,13 +377,19 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                     continue
                 st = sp.get("status") if isinstance(sp.get("status"), dict) else {}
                 counter[0] += 1
+                name = sp.get("name") if isinstance(sp.get("name"), str) else None
+                attrs = _attrs(sp.get("attributes"))
+                shape = read_shape(attrs, name)
+                for k, v in shape.derived.items():   # what the span means, in gen_ai.* terms
+                    attrs.setdefault(k, v)
                 spans.append(_Span(
                     trace=trace, span=sid, parent=_hex_id(_get(sp, "parentSpanId", "parent_span_id")),
-                    name=sp.get("name") if isinstance(sp.get("name"), str) else None, kind=sp.get("kind"),
+                    name=name, kind=sp.get("kind"),
                     start=start, end=_ns(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
-                    attrs=_attrs(sp.get("attributes")), status_code=st.get("code"),
+                    attrs=attrs, status_code=st.get("code"),
                     status_msg=st.get("message") if isinstance(st.get("message"), str) else None,
-                    res=res, file_idx=file_idx, line_no=ln, order=counter[0], events=_events(sp.get("events"))))
+                    res=res, file_idx=file_idx, line_no=ln, order=counter[0], events=_events(sp.get("events")),
+                    shape=shape if shape.convention or shape.derived or shape.problems else None))
 
 
 def _events(v: Any) -> tuple:
@@ -370,6 +404,16 @@ def _events(v: Any) -> tuple:
 def _op(s: _Span) -> str | None:
     op = s.attrs.get("gen_ai.operation.name")
     return op if isinstance(op, str) and op else None
+
+
+def _is_agent(s: _Span) -> bool:
+    """An agent's span: ``invoke_agent``, OpenLLMetry ``agent``, OpenInference ``AGENT``."""
+    return _op(s) == "invoke_agent" or (s.shape is not None and s.shape.agent is not None)
+
+
+def _agent_id(s: _Span) -> str:
+    a = s.attrs.get("gen_ai.agent.id") or s.attrs.get("gen_ai.agent.name") or (s.shape.agent if s.shape else None)
+    return a if isinstance(a, str) and a else s.span
 
 
 def _is_tool(s: _Span) -> bool:
@@ -571,7 +615,9 @@ def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, 
 
 
 def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
-    """Load OTLP JSON trace exports (GenAI / MCP semantic conventions) into the ``steps`` frame.
+    """Load OTLP JSON trace exports into the ``steps`` frame: spans of the GenAI / MCP semantic
+    conventions, of OpenLLMetry (Traceloop, semantic-conventions-ai 0.4.x) and of OpenInference
+    (Arize Phoenix), as the module docstring describes.
 
     Args:
         paths: files and/or folders; folders are walked (sorted) for ``*.json``, ``*.jsonl``,
@@ -580,7 +626,8 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     Returns:
         :class:`~replaybook.frames.LoadResult`: ``frame`` with exactly the
         :data:`~replaybook.frames.STEPS` columns (ordered by transcript, then span start;
-        ``ts``/``result_ts`` tz-aware UTC), ``quarantine``, and ``inputs`` (one dict per file:
+        ``ts``/``result_ts`` tz-aware UTC), ``quarantine`` (unusable lines and spans, and
+        attribute values of the wrong type, each with file and line), and ``inputs`` (one dict per file:
         ``path``, ``sha256``, ``bytes``, ``lines``, ``format``, ``layout`` (``document`` or
         ``jsonl``), ``duplicates``, ``other_signals``, ``notes``).
 
@@ -601,6 +648,9 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             continue
         index[k] = s
         spans.append(s)
+        for attr, what, value in (s.shape.problems if s.shape else ()):
+            quarantine.append(quarantine_row(files[s.file_idx], None, LOADER, f"span {s.span}: {attr} {what}",
+                                             line_no=s.line_no, raw=_json.dumps(value)[:400]))
 
     def parent_of(s: _Span) -> _Span | None:
         return index.get((s.trace, s.parent)) if s.parent else None
@@ -662,13 +712,10 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                          if isinstance(a.attrs.get("gen_ai.conversation.id"), str)
                          and a.attrs["gen_ai.conversation.id"]), None) or trace_conv.get(s.trace)
         tid = conv or s.trace
-        agents = [a for a in ([s] if _op(s) == "invoke_agent" else []) + list(ancestors(s)) if _op(a) == "invoke_agent"]
-        agent_id = None
-        if len(agents) >= 2:
-            a0 = agents[0]
-            agent_id = a0.attrs.get("gen_ai.agent.id") or a0.attrs.get("gen_ai.agent.name") or a0.span
+        agents = [a for a in [s, *ancestors(s)] if _is_agent(a)]
+        agent_id = _agent_id(agents[0]) if len(agents) >= 2 else None
         op = _op(s)
-        lt = op or attrs.get("mcp.method.name") or s.name
+        lt = (s.shape.line_type if s.shape else None) or op or attrs.get("mcp.method.name") or s.name
         sess = attrs.get("mcp.session.id")
         info = inputs[s.file_idx]
         row = {
@@ -695,9 +742,15 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                 elif attrs.get("mcp.method.name") and isinstance(attrs.get("server.address"), str):
                     server = attrs["server.address"]
             args, key, raw = _parse_args(attrs.get("gen_ai.tool.call.arguments"))
+            sh = s.shape
             if raw is not None:
-                info["notes"].append(f"line {s.line_no}: span {s.span} gen_ai.tool.call.arguments is not JSON; "
-                                     "args_key left NA")
+                what = (sh.args_attr if sh and sh.args_attr else None) or "gen_ai.tool.call.arguments"
+                info["notes"].append(f"line {s.line_no}: span {s.span} {what} is not JSON; args_key left NA")
+            elif sh is not None and sh.args_text is not None and args is None:
+                raw = sh.args_text
+                info["notes"].append(f"line {s.line_no}: span {s.span} {sh.args_note}")
+            if sh is not None and sh.is_error:
+                error = True
             res = attrs.get("gen_ai.tool.call.result")
             if res is not None and not isinstance(res, str):
                 res = _json.dumps(res).decode()
@@ -763,5 +816,6 @@ register(Source(
     sniff=sniff,
     load=load_otel,
     doc="OpenTelemetry GenAI/MCP spans as OTLP JSON (one ExportTraceServiceRequest document, or OTLP JSON "
-        "Lines as the Collector file exporter writes); gen_ai.* semantic conventions (Development)",
+        "Lines as the Collector file exporter writes); gen_ai.* semantic conventions (Development), "
+        "OpenLLMetry (traceloop.*, indexed gen_ai.prompt/completion) and OpenInference attributes",
 ))
