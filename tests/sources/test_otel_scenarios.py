@@ -295,7 +295,9 @@ def test_tool_calls_recorded_only_in_the_models_messages(tmp_path):
          '{"path":"a"}', "region,revenue", None, "b000000000000001"],
         [3, "tool_call", "chat/tool_call", "list", None, "list", "call_2", '{"path":"demo/"}',
          '{"entries":["a.csv"]}', None, "b000000000000001"],
-        [4, "model_request", "chat", None, None, None, None, None, None, "Done.", "a000000000000001"]]
+        # the user's message the second request sends (the first recorded no input messages)
+        [4, "user_prompt", "chat/user", None, None, None, None, None, None, "go", "b000000000000002"],
+        [5, "model_request", "chat", None, None, None, None, None, None, "Done.", "a000000000000001"]]
     calls = calls_of(res)
     assert [str(t) for t in calls["ts"]] == ["2026-03-01 10:00:00.900000+00:00"] * 2
     assert calls["result_ts"].isna().all() and calls["line_no"].tolist() == [1, 1]
@@ -321,6 +323,7 @@ def test_tool_calls_in_the_older_completion_events(tmp_path):
         ["other", None, None, None, None, None],
         ["model_request", None, None, None, None, None],
         ["tool_call", "read_object", "call_9", '{"path":"q"}', "q-rows", None],
+        ["user_prompt", None, None, None, None, "go"],
         ["model_request", None, None, None, None, "q has rows"]]
 
 
@@ -345,3 +348,31 @@ def test_a_call_with_an_id_beside_a_tool_span_that_records_none_is_not_counted_t
         tool("c000000000000001", 100, 200, "read_object", {"path": "a"}))]))
     assert rows(calls_of(res), ["line_type", "call_id", "tool", "args_key"]) == [
         ["chat/tool_call", "call_8", "list", '{"path":"b"}'], ["execute_tool", None, "read_object", '{"path":"a"}']]
+
+
+def test_the_users_prompts_from_the_messages_each_request_sends(tmp_path):
+    """Each request sends the conversation so far: a user message is a prompt the first time a
+    request of its conversation holds it, so "go on" typed twice is two prompts and the history
+    sent again is none; another conversation's same words are its own prompt."""
+    def said(*texts):
+        msgs = []
+        for t in texts:
+            msgs.append({"role": "user", "parts": [{"type": "text", "content": t}]})
+            msgs.append({"role": "assistant", "parts": [{"type": "text", "content": "…"}]})
+        return json.dumps(msgs[:-1])
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(),
+        chat("b000000000000001", 100, 200, **{"gen_ai.input.messages": said("Summarise Q3")}),
+        chat("b000000000000002", 300, 400, **{"gen_ai.input.messages": said("Summarise Q3", "go on")}),
+        chat("b000000000000003", 500, 600, **{"gen_ai.input.messages": said("Summarise Q3", "go on", "go on")}),
+        agent("a000000000000002", conv="conv-2"),
+        chat("b000000000000004", 700, 800, parent="a000000000000002",
+             **{"gen_ai.input.messages": said("Summarise Q3")}))]))
+    p = res.frame[res.frame["kind"] == "user_prompt"]
+    assert rows(p, ["transcript_id", "seq", "text", "parent_uuid", "line_type"]) == [
+        ["conv-1", 1, "Summarise Q3", "b000000000000001", "chat/user"],
+        ["conv-1", 3, "go on", "b000000000000002", "chat/user"],
+        ["conv-1", 5, "go on", "b000000000000003", "chat/user"],
+        ["conv-2", 1, "Summarise Q3", "b000000000000004", "chat/user"]]
+    assert [str(t) for t in p["ts"]] == ["2026-03-01 10:00:00.100000+00:00", "2026-03-01 10:00:00.300000+00:00",
+                                         "2026-03-01 10:00:00.500000+00:00", "2026-03-01 10:00:00.700000+00:00"]

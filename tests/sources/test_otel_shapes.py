@@ -134,12 +134,16 @@ def test_openllmetry_spans_give_model_requests_tool_calls_and_results(tmp_path):
     assert rows(f, ["seq", "line_no", "kind", "line_type", "uuid"]) == [
         [0, 3, "other", "traceloop:workflow", WF],
         [1, 3, "other", "traceloop:agent", AG],
-        [2, 1, "model_request", "traceloop:chat", C1],
-        [3, 1, "tool_call", "traceloop:chat/tool_call", None],
-        [4, 1, "tool_call", "traceloop:tool", R1],
-        [5, 1, "tool_call", "traceloop:tool", D1],
-        [6, 2, "model_request", "traceloop:chat", C2],
+        [2, 1, "user_prompt", "traceloop:chat/user", None],
+        [3, 1, "model_request", "traceloop:chat", C1],
+        [4, 1, "tool_call", "traceloop:chat/tool_call", None],
+        [5, 1, "tool_call", "traceloop:tool", R1],
+        [6, 1, "tool_call", "traceloop:tool", D1],
+        [7, 2, "model_request", "traceloop:chat", C2],       # sends the prompt again: no second prompt row
     ]
+    up = f[f["kind"] == "user_prompt"].iloc[0]
+    assert (up["text"], up["text_bytes"], up["parent_uuid"], str(up["ts"])) == (
+        "Summarise Q3 revenue", 20, C1, "2026-03-01 10:00:00.100000+00:00")
     mr = f[f["kind"] == "model_request"]
     assert rows(mr, ["model", "message_id", "input_tokens", "output_tokens", "text", "agent_id"]) == [
         ["gpt-4o", "chatcmpl-1", 812, 41, None, None],
@@ -272,12 +276,14 @@ def test_openinference_spans_give_model_requests_tool_calls_and_results(tmp_path
     assert f["transcript_id"].eq("sess-9").all()             # session.id of the AGENT, inherited
     assert rows(f, ["seq", "kind", "line_type", "model", "input_tokens", "output_tokens", "text", "agent_id"]) == [
         [0, "other", "openinference:AGENT", None, None, None, None, None],
-        [1, "model_request", "openinference:LLM", "gpt-4o-2024-08-06", 700, 30, None, None],
-        [2, "tool_call", "openinference:TOOL", None, None, None, None, None],
-        [3, "model_request", "openinference:LLM", "gpt-4o-2024-08-06", 760, 25, "Checking the list too.", None],
-        [4, "tool_call", "openinference:LLM/tool_call", None, None, None, None, None],
-        [5, "other", "openinference:AGENT", None, None, None, None, "researcher"],
-        [6, "model_request", "openinference:LLM", "gpt-4o-mini", None, None, "Q2 found.", "researcher"],
+        [1, "user_prompt", "openinference:LLM/user", None, None, None, "Summarise Q3 revenue", None],
+        [2, "model_request", "openinference:LLM", "gpt-4o-2024-08-06", 700, 30, None, None],
+        [3, "tool_call", "openinference:TOOL", None, None, None, None, None],
+        [4, "model_request", "openinference:LLM", "gpt-4o-2024-08-06", 760, 25, "Checking the list too.", None],
+        [5, "tool_call", "openinference:LLM/tool_call", None, None, None, None, None],
+        [6, "other", "openinference:AGENT", None, None, None, None, "researcher"],
+        [7, "user_prompt", "openinference:LLM/user", None, None, None, "Find Q2 too", "researcher"],  # its task
+        [8, "model_request", "openinference:LLM", "gpt-4o-mini", None, None, "Q2 found.", "researcher"],
     ]
     c = calls_of(res)
     assert rows(c, ["tool_raw", "server", "tool", "call_id", "args_key", "result_text", "is_error", "uuid",
@@ -345,6 +351,7 @@ def test_values_of_the_wrong_type_are_quarantined_and_the_span_keeps_its_row(tmp
         [1, "model_request", "traceloop:chat", None, None, None, "gpt-4o", None, 7],
         [1, "tool_call", "traceloop:chat/tool_call", "read_object", "call_9", '{"key":"b"}', None, None, None],
         [3, "other", "mystery", None, None, None, None, None, None],
+        [3, "user_prompt", "openinference:LLM/user", None, None, None, None, None, None],
         [3, "model_request", "openinference:LLM", None, None, None, None, None, None],
         [3, "tool_call", "openinference:TOOL", "stat_object", None, '{"key":"c"}', None, None, None],
     ]
@@ -395,9 +402,11 @@ def test_anthropic_content_blocks_completions_requests_and_embeddings(tmp_path):
     res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(chat1, chat2, comp, emb)]))
     assert rows(res.frame, ["kind", "line_type", "tool", "call_id", "args_key", "result_text", "text",
                             "input_tokens"]) == [
+        ["user_prompt", "traceloop:chat/user", None, None, None, None, "Read a", None],
         ["model_request", "traceloop:chat", None, None, None, None, "Reading.", None],
         ["tool_call", "traceloop:chat/tool_call", "read_object", "toolu_1", '{"key":"a"}', "a-rows", None, None],
-        ["model_request", "traceloop:chat", None, None, None, None, "a has rows.", None],
+        ["model_request", "traceloop:chat", None, None, None, None, "a has rows.", None],   # the result: no prompt
+        ["user_prompt", "traceloop:completion/user", None, None, None, None, "Say hi", None],
         ["model_request", "traceloop:completion", None, None, None, None, "hi", 2],
         ["other", "traceloop:embedding", None, None, None, None, None, None],
     ]

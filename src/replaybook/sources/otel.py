@@ -45,6 +45,8 @@ tool_call       ``execute_tool``, an MCP ``tools/call`` client span, an OpenLLMe
                 OpenInference ``TOOL`` span; ``ts`` = start, ``result_ts`` = end, ``is_error``
                 from the status (ERROR), ``error.type`` or the MCP result's own flag; and a
                 tool call the model asked for that no tool span records (below)
+user_prompt     a user message in the messages a model span sent, the first time a request of
+                the transcript sent it (below)
 model_request   ``chat`` / ``text_completion`` / ``generate_content``, an OpenLLMetry model span
                 (``llm.request.type`` ``chat`` / ``completion``), an OpenInference ``LLM`` span;
                 ``invoke_agent`` only when no model span sits under it (else its tokens would
@@ -81,6 +83,13 @@ other           every other span, and a tool span nested (at any depth) inside a
   span event), else the deprecated ``gen_ai.completion`` / ``gen_ai.prompt`` in the OpenAI
   messages format (semconv ≤ 1.26, on the span or its ``gen_ai.content.completion`` /
   ``gen_ai.content.prompt`` event).  Its text parts are the ``model_request`` row's ``text``.
+* **The user's prompts.**  A model span's input messages (opt-in content, any of the shapes
+  above) are the conversation so far, so each user message is a ``user_prompt`` row the first
+  time a request of the transcript sends it — counted, so the same words typed twice are two
+  prompts and the history sent again is none; a sub-agent's task is its first prompt.  ``ts`` is
+  the start of the request that first sent it, ``parent_uuid`` that span, ``line_type``
+  ``<operation>/user``, ``text`` the message's text parts; a user message of tool results only
+  is none.
 * **Tool calls the model asked for.**  Instrumentation of the model client alone (no tool
   spans) records tool calls only as ``tool_call`` parts of the output (``{type: tool_call, id,
   name, arguments}``; OpenAI ``tool_calls[].function``).  Each such call that no tool span of the
@@ -530,6 +539,46 @@ def _text_of_messages(v: Any) -> str | None:
     return "\n".join(texts) if texts else None
 
 
+def _user_texts(v: Any) -> list[str]:
+    """The text of each user message of model input messages (any shape :func:`_messages` reads),
+    in order; a user message with no text (only tool results, images) is left out."""
+    out = []
+    for m in _messages(v):
+        if m.get("role") == "user":
+            t = "\n".join(p["content"] for p in _parts(m)
+                          if p.get("type") == "text" and isinstance(p.get("content"), str))
+            if t.strip():
+                out.append(t)
+    return out
+
+
+def _prompts(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, _Span, dict]]) -> None:
+    """The user's prompts, from the messages sent to the model: each request sends the
+    conversation so far, so a user message is a prompt of its own the first time a request of
+    the transcript holds it (counted, so a prompt typed twice — "go on" — is two).  The row
+    stands before the request that first sent it: ``ts`` its start, ``parent_uuid`` its span."""
+    seen: dict[str, dict[str, int]] = {}
+    for i, s, attrs in sorted(model_rows, key=lambda m: keys[m[0]]):
+        base = rows[i]
+        tid = base["transcript_id"]
+        before = seen.setdefault(tid, {})
+        now: dict[str, int] = {}
+        new = []
+        for t in _user_texts(_content_of(s, attrs, "input")):
+            now[t] = now.get(t, 0) + 1
+            if now[t] > before.get(t, 0):
+                new.append(t)
+        for t, n in now.items():
+            before[t] = max(before.get(t, 0), n)
+        for n, t in enumerate(new):
+            text, nb = truncate(t)
+            rows.append({**{k: base[k] for k in ("transcript_id", "client", "client_version", "client_session_id",
+                                                 "agent_id", "source_file", "line_no")},
+                         "kind": "user_prompt", "line_type": f"{base['line_type']}/user", "text": text,
+                         "text_bytes": nb, "parent_uuid": s.span, "_ts": _iso(s.start), "_rts": None})
+            keys.append((tid, s.start, s.order, n - len(new)))
+
+
 def _requested_calls(v: Any) -> list[dict]:
     """The ``tool_call`` parts of model output messages: what the model asked to call."""
     return [p for m in _messages(v) for p in _parts(m)
@@ -789,6 +838,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         rows.append(row)
         keys.append((tid, s.start, s.order, 0))
     _requested(rows, keys, model_rows, tool_rows, tool_names, inputs)
+    _prompts(rows, keys, model_rows)
     order = sorted(range(len(rows)), key=lambda i: keys[i])
     seqs: dict[str, int] = {}
     out, ts_l, rts_l = [], [], []
