@@ -285,8 +285,8 @@ def test_mcp_names_of_every_generation(tmp_path):
 
 def test_mcp_results_written_as_json_text_are_read_like_tool_result_blocks(tmp_path):
     """An MCP tool's ``function_call_output.output`` is the result as JSON text: the whole
-    ``CallToolResult`` (codex-rs to mid-2025), its ``content`` list (later), or ``err: "…"`` for a
-    failed call; each gives the text blocks, the image count and the error flag."""
+    ``CallToolResult`` (codex-rs from May 2025), its ``content`` list (since autumn 2025), or
+    ``err: "…"`` for a failed call; each gives the text blocks, the image count and the error flag."""
     ctr = {"content": [{"type": "text", "text": "region,revenue"}, {"type": "text", "text": "EU,100"},
                        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}], "isError": False}
     denied = {"content": [{"type": "text", "text": "access denied by rule no-secrets"}], "isError": True}
@@ -330,7 +330,7 @@ def test_mcp_results_written_as_json_text_are_read_like_tool_result_blocks(tmp_p
 
 
 def test_an_mcp_end_event_gives_the_flag_and_images_the_output_text_lacks(tmp_path):
-    """Since codex-rs 0.4x the output text is the ``content`` list alone (no ``isError``): the
+    """Since autumn 2025 the output text is the ``content`` list alone (no ``isError``): the
     ``mcp_tool_call_end`` event's ``{"Ok": CallToolResult}`` says whether it failed.  A call
     recorded only by its end event takes its text, images and flag from it; ``Err`` is an error."""
     end = lambda ts, cid, tool, result: env(ts, "event_msg", {  # noqa: E731

@@ -77,11 +77,13 @@ other           everything else: ``role: user`` items of files that have ``user_
   ``text_bytes`` the full text's size.  Codex writes them as ``mcp_tool_call_end.result``
   (``{"Ok": CallToolResult} | {"Err": "…"}``, an ``Err`` being an error) and, for the call of an
   MCP tool (a split name, or a call with MCP events), as ``function_call_output.output`` text:
-  the whole ``CallToolResult`` as JSON (codex-rs up to mid-2025), the ``content`` list as JSON
-  (later; ``is_error`` then NA unless the end event says), ``structuredContent`` as JSON (kept
-  as that text: it is the result), a list
-  of ``input_text``/``input_image`` items when images came back, or ``err: "…"`` for a failed
-  call (before 0.4x).  Output of any other shape, and every output of a built-in tool (a shell
+  the whole ``CallToolResult`` as JSON (``McpToolCallOutput``, codex-rs from May 2025), then —
+  since Codex passes structured content and images on to the model (autumn 2025,
+  ``FunctionCallOutputPayload`` from a ``CallToolResult``) — the ``content`` list as JSON
+  (``is_error`` then NA unless the end event says), ``structuredContent`` as JSON (kept as that
+  text: it is the result), or a list of ``input_text``/``input_image`` items when images came
+  back; a failed call is ``err: "…"`` (a Rust debug string; 2025) or the bare error text (2026,
+  kept as written).  Output of any other shape, and every output of a built-in tool (a shell
   printing JSON), stays the text it was written as.
 * **Forks and sub-agents — replayed history is counted once.**  A forked or sub-agent rollout
   starts by replaying its parent's history, re-stamped with the time of the fork.  Rule, per
@@ -590,10 +592,10 @@ def _call_tool_result(res: Any) -> tuple[str | None, int, bool | None] | None:
     absent, ``structuredContent``):
 
     * ``{"Ok": CallToolResult} | {"Err": "…"}`` — ``mcp_tool_call_end.result`` (Rust ``Result``);
-    * a ``CallToolResult`` object — ``function_call_output.output`` text of codex-rs up to
-      mid-2025 (``serde_json::to_string(&result)``);
-    * a list of content blocks — that text from codex-rs 0.4x on (``serde_json::to_string
-      (&content)``, ``is_error`` not recorded there: NA).
+    * a ``CallToolResult`` object — ``function_call_output.output`` text of codex-rs from May
+      2025 (``McpToolCallOutput``: ``serde_json::to_string(&result)``);
+    * a list of content blocks — that text since autumn 2025 (``serde_json::to_string(&content)``;
+      ``is_error`` not recorded there: NA).
 
     ``text`` joins the text blocks (else ``structuredContent`` as JSON); ``images`` counts image
     blocks.  A result with neither text nor images is not read (None: kept as it was written)."""
@@ -630,7 +632,7 @@ _RUST_ERR = re.compile(r'err: (".*")', re.S)
 def _mcp_output(out: Any) -> tuple[str | None, int, bool | None] | None:
     """``(text, images, is_error)`` of the ``function_call_output.output`` of an MCP tool call when
     it holds an MCP result as JSON text (:func:`_call_tool_result`), or the ``err: "…"`` text
-    codex-rs wrote for a failed call before 0.4x (``format!("err: {e:?}")``: a Rust debug string,
+    codex-rs of 2025 wrote for a failed call (``format!("err: {e:?}")``: a Rust debug string,
     read as JSON when it is one); None for anything else (kept as written)."""
     if not isinstance(out, str):
         return None
