@@ -36,3 +36,14 @@ def test_docs_list_every_claims_finding_and_warning():
         assert f"| `{kind}` | finding |" in text, kind
     for kind in WARNING_KINDS:
         assert f"| `{kind}` | warning |" in text, kind
+
+
+def test_docs_list_every_program_of_the_secret_argument_table():
+    from replaybook.packet.redact import SECRET_ARGS
+
+    text = DOC.read_text()
+    section = text[text.index("* **Passwords of known programs.**"):text.index("Replay redacts the same way")]
+    for entry in SECRET_ARGS:
+        assert f"`{entry.name}`" in section, entry.name
+        for program in entry.programs[:1]:
+            assert f"`{program}" in section, program

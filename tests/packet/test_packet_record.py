@@ -215,3 +215,31 @@ def test_a_bash_pipeline_keeps_the_exit_code_of_a_failing_command_on_record_and_
     assert read_log(log, for_replay=True).steps[0].get("pipefail") is None
     v = replay(log, repo=repo)
     assert v.verdict == "PASS" and v.steps[0].exit == 0
+
+
+def test_passwords_of_known_programs_never_reach_the_log_or_stored_output(repo: Path):
+    # argv: each argument is redacted, and cmd stays shlex.join(argv)
+    r1 = rec(repo, "echo", "sshpass", "-p", "pw1", "ssh", "web1")
+    assert r1.line["argv"] == ["echo", "sshpass", "-p", "[REDACTED:password_flag]", "ssh", "web1"]
+    assert r1.line["cmd"] == shlex.join(r1.line["argv"]) and r1.line["redacted"] == ["password_flag"]
+    # a shell line, and a `set -x` trace in the output
+    r2 = rec(repo, "PGPASSWORD=pg-s3cret true psql; echo '+ mysql -pTr0ub4dor app'; echo 'curl -u bob:w0nderland'")
+    assert r2.line["cmd"] == ("PGPASSWORD=[REDACTED:secret_assignment] true psql; "
+                              "echo '+ mysql -p[REDACTED:password_flag] app'; "
+                              "echo 'curl -u bob:[REDACTED:password_flag]'")
+    stored = (repo / "session.outputs" / f"{r2.line['out_sha']}.txt").read_text()
+    assert stored == "+ mysql -p[REDACTED:password_flag] app\ncurl -u bob:[REDACTED:password_flag]"
+    r3 = rec(repo, PY, "-c", "print(' '.join(['htpass' + 'wd', '-b', 'f', 'alice', 'wonder' + 'land42']))")
+    assert (repo / "session.outputs" / f"{r3.line['out_sha']}.txt").read_text() == \
+        "htpasswd -b f alice [REDACTED:password_arg]"
+    for f in [repo / "session.jsonl", *(repo / "session.outputs").iterdir()]:
+        data = f.read_bytes()
+        for secret in (b"pw1", b"pg-s3cret", b"Tr0ub4dor", b"w0nderland", b"wonderland42"):
+            assert secret not in data, (f, secret)
+    # ordinary -p options are recorded as they were
+    r4 = rec(repo, "mkdir -p build/x && echo ssh -p 2222 web1")
+    assert r4.line["cmd"] == "mkdir -p build/x && echo ssh -p 2222 web1" and r4.line["redacted"] == []
+    # a password written on the command line cannot be replayed: the replay says to re-record it
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "UNRUNNABLE" and f"{repo / 'session.jsonl'}:1: step 1's command line held a literal " \
+        "token (password_flag)" in v.reason

@@ -106,3 +106,134 @@ def test_paths_to_secrets_and_ordinary_flags_are_not_redacted(text: str):
 @pytest.mark.parametrize("name,secret", [("DB_PASS", True), ("GH_PAT", True), ("BYPASS", False), ("PATH", False)])
 def test_pass_and_pat_name_parts_are_secret_names(name: str, secret: bool):
     assert is_secret_name(name) is secret
+
+
+# ----- passwords of known programs (SECRET_ARGS) ------------------------------------------------
+
+@pytest.mark.parametrize("text,expected", [
+    ("sshpass -p hunter22 ssh deploy@web1", "sshpass -p [REDACTED:password_flag] ssh deploy@web1"),
+    ("sshpass -phunter22 scp a.txt web1:", "sshpass -p[REDACTED:password_flag] scp a.txt web1:"),
+    ("sshpass -p 'correct horse' ssh web1", "sshpass -p '[REDACTED:password_flag]' ssh web1"),
+    ("mysql -u root -pTr0ub4dor app", "mysql -u root -p[REDACTED:password_flag] app"),
+    ("mysql -u root --password=Tr0ub4dor app", "mysql -u root --password=[REDACTED:password_flag] app"),
+    ("mariadb-dump -uroot -pTr0ub4dor shop > shop.sql",
+     "mariadb-dump -uroot -p[REDACTED:password_flag] shop > shop.sql"),
+    ("redis-cli -h cache -a Sup3rRedis ping", "redis-cli -h cache -a [REDACTED:password_flag] ping"),
+    ("redis-cli --pass Sup3rRedis info", "redis-cli --pass [REDACTED:password_flag] info"),
+    ("PGPASSWORD=pg-s3cret psql -h db -U app -c 'select 1'",
+     "PGPASSWORD=[REDACTED:secret_assignment] psql -h db -U app -c 'select 1'"),
+    ("env PGPASSWORD=pg-s3cret pg_dump -h db app", "env PGPASSWORD=[REDACTED:secret_assignment] pg_dump -h db app"),
+    ("curl -u alice:wonderland42 https://api.example.com/v1",
+     "curl -u alice:[REDACTED:password_flag] https://api.example.com/v1"),
+    ("curl --user=alice:wonderland42 -s https://x", "curl --user=alice:[REDACTED:password_flag] -s https://x"),
+    ("htpasswd -b /etc/nginx/.htpasswd alice wonderland42",
+     "htpasswd -b /etc/nginx/.htpasswd alice [REDACTED:password_arg]"),
+    ("htpasswd -nbB -C 10 alice wonderland42", "htpasswd -nbB -C 10 alice [REDACTED:password_arg]"),
+    ("docker login -u bot -p dckr-s3cret registry.example.com",
+     "docker login -u bot -p [REDACTED:password_flag] registry.example.com"),
+    ("podman login --password=dckr-s3cret quay.io", "podman login --password=[REDACTED:password_flag] quay.io"),
+    ("git clone https://ci-bot:glpat-x7Yq2Lm9Pz@gitlab.example.com/team/app.git",
+     "git clone https://ci-bot:[REDACTED:url_password]@gitlab.example.com/team/app.git"),
+    ("git clone https://x7Yq2Lm9Pz4Rt8Wk1Np@git.example.com/team/app.git",
+     "git clone https://[REDACTED:url_token]@git.example.com/team/app.git"),
+    ("MYSQL_PWD=Tr0ub4dor mysql -u root", "MYSQL_PWD=[REDACTED:secret_assignment] mysql -u root"),
+    ("SSHPASS=hunter22 sshpass -e ssh web1", "SSHPASS=[REDACTED:secret_assignment] sshpass -e ssh web1"),
+    ("REDISCLI_AUTH=Sup3rRedis redis-cli ping", "REDISCLI_AUTH=[REDACTED:secret_assignment] redis-cli ping"),
+    ("7z x -pArch1ve! backup.7z", "7z x -p[REDACTED:password_flag] backup.7z"),
+    ("zip -P zipp3rpw out.zip a.txt", "zip -P [REDACTED:password_flag] out.zip a.txt"),
+    ("openssl pkcs12 -in k.p12 -passin pass:p12-s3cret -nodes",
+     "openssl pkcs12 -in k.p12 -passin pass:[REDACTED:password_flag] -nodes"),
+    ("keytool -list -keystore ks.jks -storepass st0repass",
+     "keytool -list -keystore ks.jks -storepass [REDACTED:password_flag]"),
+    ("ldapsearch -x -D cn=admin -w ldap-s3cret -b dc=x",
+     "ldapsearch -x -D cn=admin -w [REDACTED:password_flag] -b dc=x"),
+    ("mc alias set minio http://minio:9000 minioadmin m1n10-s3cret-key",
+     "mc alias set minio http://minio:9000 minioadmin [REDACTED:password_arg]"),
+    ("sudo -u app timeout 30 sshpass -p hunter22 ssh web1",
+     "sudo -u app timeout 30 sshpass -p [REDACTED:password_flag] ssh web1"),
+    ("cd db && mysql -pTr0ub4dor app < seed.sql", "cd db && mysql -p[REDACTED:password_flag] app < seed.sql"),
+    ("bash -c 'sshpass -p hunter22 ssh web1 uptime'", "bash -c 'sshpass -p [REDACTED:password_flag] ssh web1 uptime'"),
+])
+def test_passwords_of_known_programs_are_redacted(text: str, expected: str):
+    r = Redactor().learn(text)
+    assert r.redact(text).text == expected
+    assert Redactor().redact(text).text == expected  # found in the text itself, without learning first
+
+
+@pytest.mark.parametrize("text,expected", [
+    # shorter than 6 characters: replaced where the table finds it, as a whole word
+    ("sshpass -p abc ssh web1", "sshpass -p [REDACTED:password_flag] ssh web1"),
+    ("mysql -pabc app", "mysql -p[REDACTED:password_flag] app"),
+    ("PGPASSWORD=pw1 psql", "PGPASSWORD=[REDACTED:secret_assignment] psql"),
+    ("curl -u bob:pw1 https://x", "curl -u bob:[REDACTED:password_flag] https://x"),
+    ("redis-cli -a pw1 ping", "redis-cli -a [REDACTED:password_flag] ping"),
+])
+def test_short_passwords_of_known_programs_are_redacted_in_place(text: str, expected: str):
+    r = Redactor().learn(text)
+    assert r.redact(text).text == expected
+    # ... and where they stand as a word elsewhere, but never inside another word
+    assert r.redact("login failed for abc / pw1; abcdef pw12").text.split() == [
+        "login", "failed", "for",
+        "[REDACTED:password_flag]" if "abc" in text else "abc", "/",
+        ("[REDACTED:secret_assignment];" if "PGPASSWORD" in text else "[REDACTED:password_flag];")
+        if "pw1" in text else "pw1;", "abcdef", "pw12"]
+
+
+@pytest.mark.parametrize("text", [
+    "mkdir -p build/out && cp -p a b",
+    "ssh -p 2222 deploy@web1 uptime",
+    "pytest -p no:cacheprovider -q",
+    "docker run -p 8080:80 -e MODE=dev nginx",
+    "docker push -q registry.example.com/app:1.2",
+    "sshpass -e ssh web1",                         # reads SSHPASS from the environment
+    'sshpass -p "$SSH_PASSWORD" ssh web1',          # names the secret; the shell expands it
+    "curl -u alice https://api.example.com",        # a user name only: curl asks
+    "curl -sSL -o out.tgz https://example.com/x.tgz",
+    "htpasswd -c /etc/nginx/.htpasswd alice",       # without -b the password is asked for
+    "openssl pkcs12 -in k.p12 -passin env:P12_PASS -nodes",
+    "openssl pkcs12 -in k.p12 -passin file:/run/secrets/p12 -nodes",
+    "git clone https://github.com/team/app.git && git -C app log -p -1",
+    "git clone ssh://git@github.com/team/app.git",
+    "git clone https://alice@git.example.com/team/app.git",  # a user name, not a token
+    "PGHOST=db PGUSER=app psql -c 'select 1'",
+    "grep -p mysql notes.txt",
+    "7z x -p backup.7z",                            # -p alone: 7z asks
+    "az group list -p 5",
+    "zip -r out.zip src",
+])
+def test_options_that_are_not_passwords_are_left_alone(text: str):
+    assert Redactor().learn(text).redact(text).text == text
+
+
+def test_a_password_found_by_the_table_is_removed_from_the_output_too():
+    cmd = "sshpass -p hunter22 ssh web1 'echo ok'"
+    out = "Warning: Permanently added 'web1'.\nlogin with hunter22 ok\n"
+    r = Redactor().learn(cmd, out)
+    assert r.redact(out).text == "Warning: Permanently added 'web1'.\nlogin with [REDACTED:password_flag] ok\n"
+    # a `set -x` trace in an output is read as a command line
+    trace = "+ mysql -u root -pTr0ub4dor app\nERROR 1045 (28000): Access denied\n"
+    assert Redactor().learn(trace).redact(trace).text == (
+        "+ mysql -u root -p[REDACTED:password_flag] app\nERROR 1045 (28000): Access denied\n")
+
+
+def test_variables_programs_read_their_password_from_are_secret_names():
+    assert is_secret_name("MYSQL_PWD") and is_secret_name("SSHPASS") and is_secret_name("PGPASSWORD")
+    assert not is_secret_name("PGHOST") and not is_secret_name("PWD")
+    r = Redactor.from_env({"MYSQL_PWD": "Tr0ub4dor", "SSHPASS": "hunter22"})
+    assert r.redact("pw Tr0ub4dor and hunter22").text == "pw [REDACTED:env:MYSQL_PWD] and [REDACTED:env:SSHPASS]"
+
+
+def test_the_word_after_mysql_p_is_redacted_though_mysql_would_read_it_as_the_database():
+    """`mysql -p VALUE` asks for the password and reads VALUE as the database name, but it is where
+    people put the password by mistake: a redacted database name costs less than a leaked one."""
+    assert Redactor().redact("mysql -u root -p app").text == "mysql -u root -p [REDACTED:password_flag]"
+    assert Redactor().redact("mysql -u root -p -e 'show databases'").text == "mysql -u root -p -e 'show databases'"
+
+
+def test_command_secrets_lists_what_the_table_finds():
+    from replaybook.packet.redact import command_secrets
+
+    assert command_secrets("PGPASSWORD=pg-s3cret psql; curl -u a:b1 x; htpasswd -bn u hunter22") == [
+        ("pg-s3cret", "secret_assignment"), ("b1", "password_flag"), ("hunter22", "password_arg")]
+    assert command_secrets("mkdir -p x; ssh -p 22 h") == []
+    assert command_secrets("sshpass -p 'unclosed") == [("'unclosed", "password_flag")]
