@@ -547,3 +547,41 @@ def test_a_matching_step_whose_stored_output_was_edited_says_so_on_its_line(pack
     assert root.find("testsuite").get("failures") == "1"
     fails = [(c.get("name"), f.get("type")) for c in root.iter("testcase") for f in c.iter("failure")]
     assert fails == [(f"seq 1: {PY} check.py", "EDITED_OUTPUT")]
+
+
+def test_a_password_a_log_holds_in_plain_text_is_never_shown(repo: Path, tmp_path: Path, monkeypatch):
+    """A log written by an older recorder, or by hand, may hold a password: every place that shows
+    a command shows it redacted, while the replay still runs what the log says."""
+    from replaybook.packet import packet_summary
+
+    rec(repo, "echo sshpass -p abc ssh web1")
+    rec(repo, "true", "--x")
+    log = repo / "session.jsonl"
+    _edit_log(log, 1, cmd="echo sshpass -p hunter22 ssh web1")
+    _edit_log(log, 2, cmd="true curl -u bob:w0nderland https://x",
+              argv=["true", "curl", "-u", "bob:w0nderland", "https://x"])
+    monkeypatch.chdir(repo)
+    junit = tmp_path / "packet.xml"
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", str(junit)])
+    assert res.exit_code == 0, res.output  # the replay ran what the log says, and redacted its output alike
+    assert "[ok]       seq=1 exit=0/0 echo sshpass -p [REDACTED:password_flag] ssh web1" in res.output
+    assert "[ok]       seq=2 exit=0/0 true curl -u bob:[REDACTED:password_flag] https://x" in res.output
+    assert "hunter22" not in res.output + junit.read_text() and "w0nderland" not in res.output + junit.read_text()
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--format", "json"])
+    steps = json.loads(res.output)["steps"]
+    assert steps[0]["cmd"] == "echo sshpass -p [REDACTED:password_flag] ssh web1"
+    assert steps[1]["argv"] == ["true", "curl", "-u", "bob:[REDACTED:password_flag]", "https://x"]
+    assert "hunter22" not in res.output and "w0nderland" not in res.output
+    # an argv that is not what cmd shows: the UNRUNNABLE reason names both, redacted
+    _edit_log(log, 2, cmd="true curl -u bob:w0nderland https://y")
+    v = replay(log, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and v.reason == (
+        f"{log}:2: step 2's cmd 'true curl -u bob:[REDACTED:password_flag] https://y' is not the command its argv "
+        f"runs ('true curl -u bob:[REDACTED:password_flag] https://x'); the log line was edited")
+    (repo / "b.md").write_text("The tests pass [seq:1] and [seq:2].\n")
+    res = CliRunner().invoke(packet_cli, ["claims", "b.md", "session.jsonl"])
+    assert "cites step 1 (`echo sshpass -p [REDACTED:password_flag] ssh web1`)" in res.output
+    assert "hunter22" not in res.output and "w0nderland" not in res.output
+    steps = packet_summary(log, repo / "b.md")["steps"]
+    assert steps["cmd"].tolist() == ["echo sshpass -p [REDACTED:password_flag] ssh web1",
+                                     "true curl -u bob:[REDACTED:password_flag] https://y"]

@@ -60,6 +60,7 @@ from typing import Callable, Iterator, Mapping
 
 from ..errors import InputError
 from .log import printable, read_log
+from .redact import redact_command
 from .runners import BUILD, KINDS, LINT, TEST, TYPECHECK, StepCheck, classify_command, classify_step
 
 __all__ = [
@@ -553,7 +554,7 @@ def _judge_group(report: ClaimsReport, accepted: set[int], group: list[tuple[int
                 f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"))
             continue
         seq = int(content)
-        what = f"step {seq}" + (f" (`{printable(commands[seq])}`)" if seq in commands else "")
+        what = f"step {seq}" + (f" (`{printable(redact_command(commands[seq])[0])}`)" if seq in commands else "")
         mine = [clauses[k]] if paired else clauses
         cited = [seq] if paired else numbered
         expected_failure = any(_says(EXPECTED_FAILURE, c) for c in mine)

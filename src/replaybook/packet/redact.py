@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 __all__ = [
     "SECRET_NAME",
@@ -63,6 +63,7 @@ __all__ = [
     "ATTACHED",
     "EQUALS",
     "command_secrets",
+    "redact_command",
 ]
 
 #: Environment variable names whose values are secrets (case-insensitive search).
@@ -414,6 +415,21 @@ def command_secrets(text: str) -> list[tuple[str, str]]:
         if (f.value, f.kind) not in out:
             out.append((f.value, f.kind))
     return out
+
+
+def redact_command(cmd: str, argv: Sequence[str] | None = None) -> tuple[str, list[str] | None]:
+    """A recorded command as it may be shown: ``(cmd, argv)`` with every secret the token formats
+    (:data:`TOKEN_RULES`) and the table of known programs (:data:`SECRET_ARGS`) find replaced.
+
+    The recorder redacts before it writes, but a log written by an older recorder, by another
+    tool or by hand may hold a password in plain text; every place that shows a recorded command
+    (the replay's lines, JSON and JUnit report, the claims linter's messages, the packet summary
+    and the review report built from it) shows it through this.  No environment is read, so the
+    result depends on the text alone.  ``argv`` (the recorded arguments, or None) is redacted item
+    by item with what the whole command line taught.  Never raises.
+    """
+    redactor = Redactor().learn(cmd, *(argv or ()))
+    return redactor.redact(cmd).text, (None if argv is None else [redactor.redact(a).text for a in argv])
 
 
 def _text_secrets(text: str) -> list[_Found]:

@@ -53,7 +53,7 @@ from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commi
 from .log import LogStep, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
 from .record import excluded_paths
-from .redact import Redactor
+from .redact import Redactor, redact_command
 
 __all__ = ["StepResult", "PacketVerdict", "replay", "VERDICTS", "DIFF_LINES"]
 
@@ -69,9 +69,11 @@ class StepResult:
     """One replayed step.
 
     Attributes:
-        seq, cmd, cwd, line_no: from the log (``line_no`` 1-based).
-        argv, shell: what the replay runs — the argument list, or the shell a ``cmd`` shell line
-            runs in (from the log; checked against ``cmd`` before anything runs).
+        seq, cmd, cwd, line_no: from the log (``line_no`` 1-based); ``cmd`` as it may be shown
+            (:func:`~.redact.redact_command`: a log from an older recorder may hold a password).
+        argv, shell: what the replay runs — the argument list (shown redacted like ``cmd``), or the
+            shell a ``cmd`` shell line runs in (from the log; checked against ``cmd`` before
+            anything runs).
         status: ``ok``, ``DIVERGED``, or ``UNCHECKED`` (the exit code matched but the output
             could not be compared: a project rule replaced all of it).
         expected_exit / exit: recorded and replayed exit codes (``exit`` None: timed out, or not run
@@ -266,9 +268,9 @@ def _command_problem(log_path: Path, s: LogStep) -> str | None:
     argv, shell = s.get("argv"), s.get("shell")
     where = f"{log_path}:{s.line_no}: step {s.seq}"
     if argv is not None:
-        shown = shlex.join(argv)
-        if s.cmd != shown:
-            return (f"{where}'s cmd {s.cmd!r} is not the command its argv runs ({shown!r}); "
+        if s.cmd != shlex.join(argv):
+            cmd, runs = redact_command(s.cmd)[0], redact_command(shlex.join(argv))[0]
+            return (f"{where}'s cmd {cmd!r} is not the command its argv runs ({runs!r}); "
                     f"the log line was edited")
         if shell is not None:
             return f"{where} has both argv and shell {shell!r}; a recorded line has one of them"
@@ -605,8 +607,9 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
     """
     before: TreeState | None = first_state if index == 0 else None
     cwd_rel = s.get("cwd") or "."
-    res = StepResult(s.seq, s.cmd, cwd_rel, s.line_no, "ok", s.exit, None, s.get("out_sha"),
-                     argv=s.get("argv"), shell=s.get("shell"))
+    shown_cmd, shown_argv = redact_command(s.cmd, s.get("argv"))  # what it runs is `command`
+    res = StepResult(s.seq, shown_cmd, cwd_rel, s.line_no, "ok", s.exit, None, s.get("out_sha"),
+                     argv=shown_argv, shell=s.get("shell"))
     commit = s.get("commit")
     if follow and index > 0 and commit and commit != prev_commit:
         try:

@@ -7,6 +7,7 @@ import os
 from .claims import ClaimsReport, lint_claims
 from .frames import PACKET_CLAIMS, PACKET_STEPS
 from .log import read_log
+from .redact import redact_command
 from .replay import PacketVerdict
 
 __all__ = ["packet_summary"]
@@ -37,7 +38,7 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
     for s in log.steps:
         r = by_seq.get(s.seq)
         rows.append({
-            "seq": s.seq, "ts": s.get("ts"), "cmd": s.cmd, "cwd": s.get("cwd"), "exit": s.exit,
+            "seq": s.seq, "ts": s.get("ts"), "cmd": redact_command(s.cmd)[0], "cwd": s.get("cwd"), "exit": s.exit,
             "out_sha": s.get("out_sha"), "duration_ms": s.get("duration_ms"), "commit": s.get("commit"),
             "dirty": s.get("dirty"), "norm": s.get("norm"),
             "redacted": ",".join(s.get("redacted") or []) or None, "stored": s.get("stored"),
