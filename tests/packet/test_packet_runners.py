@@ -7,8 +7,9 @@ import shlex
 
 import pytest
 
-from replaybook.packet.runners import (BUILD, KINDS, LINT, NON_CHECKS, RUNNERS, TASK_RUNNERS, TEST, TYPECHECK,
-                                       WRAPPERS, StepCheck, classify_command, classify_step, task_kinds)
+from replaybook.packet.runners import (BUILD, CANNOT_FAIL, KINDS, LINT, NON_CHECKS, PIPE_FILTERS, RUNNERS, SHELL_EXITS,
+                                       TASK_RUNNERS, TEST, TYPECHECK, WRAPPERS, StepCheck, classify_command,
+                                       classify_failed_step, classify_failure, classify_step, task_kinds)
 
 
 @pytest.mark.parametrize("cmd,kind,runner", [
@@ -257,3 +258,95 @@ def test_the_registry_is_consistent():
     # a program is either a runner, a wrapper or a non-check — never two of them unless by subcommand
     plain_wrappers = {p for w in WRAPPERS if not w.sub for p in w.programs}
     assert not plain_wrappers & set(NON_CHECKS)
+
+
+# ----- whose failure a non-zero exit is ---------------------------------------------------------
+
+TESTS = frozenset({TEST})
+
+
+@pytest.mark.parametrize("cmd,exit,pipefail,runners", [
+    ("pytest -q", 1, True, ("pytest",)),
+    ("python -m pytest -x tests/test_router.py", 1, True, ("pytest",)),
+    ("pytest -q", 2, True, ("pytest",)),              # interrupted: a collection error counts as failing
+    ("npm test", 1, True, ("npm test",)),
+    ("go test ./...", 1, True, ("go test",)),
+    ("timeout 600 uv run pytest", 1, True, ("pytest",)),
+    ("bash -c 'cd tests; pytest -q'", 1, True, ("pytest",)),
+    ("set -e; pytest -q; echo done", 1, True, ("pytest",)),
+    ("pytest -q | tail -3", 1, True, ("pytest",)),
+    ("pytest -q | tee log | tail -1", 1, True, ("pytest",)),
+    ("pytest | tee log; exit ${PIPESTATUS[0]}", 1, False, ("pytest",)),
+    ("pytest -q; exit $?", 1, False, ("pytest",)),
+    ("tox -e py312 || tox -e py311", 1, True, ("tox -e py311",)),
+])
+def test_a_failure_that_is_a_test_runners(cmd: str, exit: int, pipefail: bool, runners: tuple[str, ...]):
+    check = classify_failure(cmd, exit=exit, shell="bash", pipefail=pipefail).shows(TESTS)
+    assert (check.verdict, check.kinds, check.runners) == ("check", TESTS, runners)
+
+
+@pytest.mark.parametrize("cmd,exit,pipefail,verdict,reason", [
+    ("false", 1, True, "no_check", "`false` only fails"),
+    ("exit 3", 3, True, "no_check", "`exit` only exits with the code it is given"),
+    ("pytest -q && false", 1, True, "unknown", "its exit code 1 may be `false`'s rather than pytest's"),
+    ("! pytest -q", 1, True, "no_check", "it runs pytest, but `!` inverts the exit code: the step failed because "
+                                         "pytest passed"),
+    ("pytest -q & wait", 1, True, "no_check", "it runs pytest, but it runs in the background (`&`), so the step's "
+                                              "exit code is not its"),
+    ("pytest -q | tee log", 1, False, "no_check", "it runs pytest, but its exit code is lost in the pipe: the "
+                                                  "step's exit code is `tee`'s (the log records that the line ran "
+                                                  "without pipefail)"),
+    ("pytest -q tests/test_new.py", 4, True, "no_check", "`pytest` exits 4 when it is given a test path or an "
+                                                         "option it cannot find, not when a check fails"),
+    ("python -m unittest", 5, True, "no_check", "`unittest` exits 5 when it runs no tests, not when a check fails"),
+    ("pytset -q", 127, True, "unknown", "`pytset` is no test, build, lint or type-check runner the linter knows"),
+    ("pytest -q", 127, True, "no_check", "it exited 127, the shell's 'command not found': pytest did not run"),
+    ("cd tests && pytest", 1, True, "unknown", "its exit code 1 may be `cd`'s rather than pytest's"),
+    ("pytest | grep -q FAILED", 1, True, "unknown", "its exit code 1 may be `grep`'s rather than pytest's"),
+    ("cat in.txt | pytest", 1, True, "unknown", "its exit code 1 may be `cat`'s rather than pytest's"),
+    ("pytest | tee log", 1, None, "unknown", "the log does not record whether the line ran with pipefail, so whose "
+                                             "exit code the step's is cannot be told"),
+    ("if pytest; then exit 1; fi", 1, True, "unknown", "the line uses the shell's `if`, which the linter does not "
+                                                       "follow"),
+    ("ruff check . && mypy src", 1, True, "check", "it runs ruff check, mypy"),
+])
+def test_a_failure_that_is_no_test_runners(cmd: str, exit: int, pipefail: bool | None, verdict: str, reason: str):
+    check = classify_failure(cmd, exit=exit, shell=None if pipefail is None else "bash",
+                             pipefail=pipefail).shows(TESTS)
+    assert (check.verdict, check.reason) == (verdict, reason)
+    if verdict == "check":
+        assert not check.kinds & TESTS  # runners of other kinds: the failure shows no test failing
+
+
+def test_a_failure_of_one_kind_among_runners_of_two_is_told_apart():
+    failure = classify_failure("ruff check . && pytest", exit=1, shell="bash", pipefail=True)
+    assert failure.shows(TESTS).verdict == "unknown"
+    assert failure.shows(frozenset({TEST, LINT})).verdict == "check"
+    assert failure.shows(KINDS).runners == ("ruff check", "pytest")
+
+
+def test_classify_failed_step_reads_the_log_line():
+    line = {"seq": 3, "cmd": "pytest -q | tee log", "exit": 1, "argv": None, "shell": "bash", "pipefail": True}
+    assert classify_failed_step(line).shows(TESTS).verdict == "check"
+    assert classify_failed_step({**line, "pipefail": None}).shows(TESTS).verdict == "no_check"
+    line = {"seq": 3, "cmd": "pytest '!' x", "exit": 1, "argv": ["pytest", "!", "x"], "shell": None}
+    assert classify_failed_step(line).shows(TESTS).runners == ("pytest",)  # no shell: `!` is an argument
+    assert classify_failed_step({"seq": 1, "cmd": "pytest -q", "exit": 5}).shows(TESTS).verdict == "no_check"
+
+
+def test_any_failing_command_line_gives_an_answer_and_never_raises():
+    rng = random.Random(20240502)
+    alphabet = list("abc pytest echo'\"\\|&;()<>{}$`#!\n=-") + ["bash -c ", "&&", "||", "$(", "<<", "2>&1", " -o "]
+    for _ in range(2000):
+        cmd = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        for pipefail in (None, True, False):
+            check = classify_failure(cmd, exit=rng.choice((1, 2, 5, 127)), pipefail=pipefail).shows(KINDS)
+            assert check.verdict in ("check", "no_check", "unknown")
+            assert check.reason
+
+
+def test_the_failure_registry_is_consistent():
+    for r in RUNNERS:
+        assert all(code not in (0, *SHELL_EXITS) and what for code, what in r.aborted.items()), r
+    assert not CANNOT_FAIL & {p for r in RUNNERS for p in r.programs}
+    assert PIPE_FILTERS <= set(NON_CHECKS) and "grep" not in PIPE_FILTERS

@@ -33,8 +33,18 @@ exit code is ``tee``'s.  A command that
 cannot be parsed (an unclosed quote), a shell ``if``/``for``, a here-document or a program the
 registry does not know gives ``unknown``: the linter says it could not tell, and never raises.
 
-Extend the registry by adding a :class:`Runner`, :class:`TaskRunner`, :class:`Wrapper` or
-:data:`NON_CHECKS` entry; nothing else needs to change.
+A step that exited non-zero is read the other way round (:func:`classify_failure`,
+:func:`classify_failed_step`): whose failure can its exit code be?  ``false``, ``exit 1``,
+``! pytest`` and ``pytest || false`` fail whatever the tests do; ``pytest | tee log`` without
+pipefail fails when ``tee`` does; a runner that exits with one of its :attr:`Runner.aborted` codes
+(``pytest`` 4: a test path it cannot find, 5: no tests collected) or any step that exited 126 or
+127 (:data:`SHELL_EXITS`) ran no check.  Programs that cannot fail on what they are given
+(:data:`CANNOT_FAIL`: ``echo``, ``set``) and, after a check in a pipe with pipefail, filters that
+fail only on I/O errors (:data:`PIPE_FILTERS`: ``tail``, ``tee``) are not counted as the failure.
+
+Extend the registry by adding a :class:`Runner`, :class:`TaskRunner`, :class:`Wrapper`,
+:data:`NON_CHECKS`, :data:`CANNOT_FAIL` or :data:`PIPE_FILTERS` entry; nothing else needs to
+change.
 """
 
 from __future__ import annotations
@@ -58,10 +68,16 @@ __all__ = [
     "TASK_RUNNERS",
     "WRAPPERS",
     "NON_CHECKS",
+    "CANNOT_FAIL",
+    "PIPE_FILTERS",
     "StepCheck",
+    "FailureCheck",
+    "SHELL_EXITS",
     "task_kinds",
     "classify_command",
     "classify_step",
+    "classify_failure",
+    "classify_failed_step",
 ]
 
 TEST = "test"
@@ -103,6 +119,9 @@ class Runner:
             ``--no-run=…``) that narrows what runs: ``(kinds left, what it does instead)``.
         local_ok: the program is normally run from the checkout (``./gradlew``, ``./manage.py``),
             so a relative path to it does not make it suspect.
+        aborted: exit codes with which it stops before checking anything, and what each means
+            (``pytest`` exits 5 when it collected no tests, 4 on a usage error such as a test file
+            that does not exist): a step that failed with one of them shows no failing check.
     """
 
     name: str
@@ -113,6 +132,7 @@ class Runner:
     requires: frozenset[str] = _NONE
     limits: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=dict)
     local_ok: bool = False
+    aborted: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -200,8 +220,10 @@ _NPM_OPTS = _opts("--prefix", "-w", "--workspace", "-C", "--dir", "--filter", "-
 #: Programs (and subcommands) that run a check.
 RUNNERS: tuple[Runner, ...] = (
     # Python
-    Runner("pytest", ("pytest", "py.test"), _k(TEST), limits=_PYTEST_LIMITS),
-    Runner("unittest", ("unittest",), _k(TEST)),
+    Runner("pytest", ("pytest", "py.test"), _k(TEST), limits=_PYTEST_LIMITS,
+           aborted={3: "it hits an internal error", 4: "it is given a test path or an option it cannot find",
+                    5: "it collects no tests"}),
+    Runner("unittest", ("unittest",), _k(TEST), aborted={5: "it runs no tests"}),
     Runner("nose2", ("nose2", "nosetests"), _k(TEST)),
     Runner("trial", ("trial",), _k(TEST)),
     Runner("behave", ("behave",), _k(TEST), limits={"--dry-run": (_NONE, "only lists the steps")}),
@@ -209,12 +231,15 @@ RUNNERS: tuple[Runner, ...] = (
     Runner("setup.py test", ("setup.py",), _k(TEST), sub=("test",), local_ok=True),
     Runner("setup.py build", ("setup.py",), _k(BUILD), sub=("build", "bdist_wheel", "sdist"), local_ok=True),
     Runner("python -m build", ("build",), _k(BUILD)),
-    Runner("ruff check", ("ruff",), _k(LINT), sub=("check",)),
+    Runner("ruff check", ("ruff",), _k(LINT), sub=("check",),
+           aborted={2: "it stops abnormally (an invalid option or configuration, or an internal error)"}),
     Runner("ruff format --check", ("ruff",), _k(LINT), sub=("format",), requires=_opts("--check")),
     Runner("flake8", ("flake8", "pyflakes", "pycodestyle", "pydocstyle", "pylint", "bandit", "codespell"), _k(LINT)),
     Runner("black --check", ("black",), _k(LINT), requires=_opts("--check")),
     Runner("isort --check", ("isort",), _k(LINT), requires=_opts("--check", "--check-only", "-c")),
-    Runner("mypy", ("mypy", "pyright", "basedpyright", "pytype", "pyre"), _k(TYPECHECK)),
+    Runner("mypy", ("mypy",), _k(TYPECHECK), aborted={2: "it stops on a fatal error (a usage error, a file it "
+                                                        "cannot read)"}),
+    Runner("pyright", ("pyright", "basedpyright", "pytype", "pyre"), _k(TYPECHECK)),
     Runner("dmypy", ("dmypy",), _k(TYPECHECK), sub=("run", "check")),
     Runner("pre-commit run", ("pre-commit", "prek"), _k(LINT, TYPECHECK), sub=("run",)),
     # JavaScript / TypeScript
@@ -230,7 +255,8 @@ RUNNERS: tuple[Runner, ...] = (
     Runner("deno test", ("deno",), _k(TEST), sub=("test",)),
     Runner("deno lint", ("deno",), _k(LINT), sub=("lint",)),
     Runner("deno check", ("deno",), _k(TYPECHECK), sub=("check",)),
-    Runner("eslint", ("eslint", "stylelint", "biome", "oxlint", "standard", "xo"), _k(LINT)),
+    Runner("eslint", ("eslint",), _k(LINT), aborted={2: "it meets a configuration problem or an internal error"}),
+    Runner("stylelint", ("stylelint", "biome", "oxlint", "standard", "xo"), _k(LINT)),
     Runner("prettier --check", ("prettier",), _k(LINT), requires=_opts("--check", "-c", "--list-different", "-l")),
     Runner("tsc", ("tsc", "vue-tsc"), _k(TYPECHECK, BUILD)),
     Runner("flow check", ("flow",), _k(TYPECHECK), sub=("check",)),
@@ -419,6 +445,16 @@ NON_CHECKS: Mapping[str, str] = {
                      "tar", "unzip", "zip", "gzip", "gunzip"), "only creates, copies or removes files"),
 }
 
+#: Programs that do not fail on what they are given, only when they cannot write: a step's
+#: non-zero exit is not theirs when another program could have failed (``set -e; pytest; echo done``).
+CANNOT_FAIL = frozenset({"echo", "printf", "true", ":", "set", "export", "unset", "shopt", "local", "declare",
+                         "typeset", "readonly", "umask", "pwd"})
+#: Programs that copy or reshape what a pipe gives them and fail only when they cannot read or
+#: write it: after a check in a pipe with pipefail, the pipe's non-zero exit is the check's
+#: (``pytest | tail -3``, ``pytest | tee log``).  ``grep`` is not one: it fails when nothing matches.
+PIPE_FILTERS = frozenset({"tee", "tail", "head", "cat", "tac", "sort", "uniq", "wc", "cut", "tr", "column", "nl",
+                          "fold", "fmt", "expand", "rev", "paste", "less", "more", "bat"})
+
 #: Words in a task name that say what it runs (``test:unit``, ``lint-fix``, ``testDebugUnitTest``).
 TASK_WORDS: Mapping[str, frozenset[str]] = {
     **dict.fromkeys(("test", "tests", "testing", "spec", "specs", "unittest", "unittests", "unit", "integration",
@@ -493,6 +529,7 @@ class _Prog:
     verdict: str  # check | no_check | unknown
     kinds: frozenset[str] = _NONE
     reason: str = ""
+    aborted: Mapping[int, str] = field(default_factory=dict)  # Runner.aborted
 
 
 @dataclass
@@ -511,6 +548,7 @@ class _Shell:
     errexit: bool
     pipefail_note: str  # why there is no pipefail, said when a pipe hides a runner
     depth: int = 0
+    failed: bool = False  # reading what a non-zero exit shows (else: what exit 0 shows)
 
 
 _MAX_DEPTH = 8
@@ -604,7 +642,7 @@ def _runner(prog: str, args: list[str]) -> _Prog | None:
         kinds, why = _limit(after, r.limits, r.kinds, name)
         if not kinds:
             return _Prog(name, "no_check", reason=why)
-        return _Prog(name, "check", kinds)
+        return _Prog(name, "check", kinds, aborted=r.aborted)
     return None
 
 
@@ -767,7 +805,7 @@ def _shell_line(words: list[str], sh: _Shell) -> tuple[str | None, _Shell, str]:
         return None, sh, f"`{prog}` with no command reads its commands from stdin"
     has_pipefail = prog in ("bash", "zsh", "ksh", "mksh")
     note = "" if pipefail else (f"`{prog} -c` without `-o pipefail`" if has_pipefail else f"`{prog}` has no pipefail")
-    return line, _Shell(pipefail and has_pipefail, errexit, note, sh.depth + 1), ""
+    return line, _Shell(pipefail and has_pipefail, errexit, note, sh.depth + 1, sh.failed), ""
 
 
 def _identify(words: list[str], sh: _Shell) -> _Seen:
@@ -789,7 +827,7 @@ def _identify(words: list[str], sh: _Shell) -> _Seen:
             line, inner, why = _shell_line(words, sh)
             if line is None:
                 return _Seen([_Prog(prog, "unknown", reason=why)])
-            return _analyse(line, inner)
+            return _analyse_failure(line, inner) if inner.failed else _analyse(line, inner)
         if _PYTHON.fullmatch(prog):
             nxt, why = _python(words[1:])
             if nxt is None:
@@ -1140,7 +1178,7 @@ def _set_builtin(args: list[str], sh: _Shell) -> _Shell:
             i += 1
         else:
             i, pipefail, errexit = opt
-    return _Shell(pipefail, errexit, sh.pipefail_note, sh.depth)
+    return _Shell(pipefail, errexit, sh.pipefail_note, sh.depth, sh.failed)
 
 
 def _shell_options(args: list[str], i: int, pipefail: bool, errexit: bool) -> tuple[int, bool, bool] | None:
@@ -1192,6 +1230,212 @@ def _proven_pipelines(ops: list[str | None], final: bool, errexit: bool) -> set[
         any_allowed = True
         proven -= {k for k in range(n) if not (ran[k] and outcome[k])}
     return proven if any_allowed else set()
+
+
+# ----- what a non-zero exit shows ---------------------------------------------------------------
+
+
+def _failing_pipelines(ops: list[str | None], final: bool, errexit: bool) -> set[int]:
+    """Indexes of the pipelines of an and-or list whose failure can be the step's non-zero exit:
+    for the line's last list, the last pipeline that ran in every way the list can end non-zero;
+    for an earlier list under ``set -e``, its last pipeline (bash exempts the others of an
+    ``&&``/``||`` list from ``-e``); for an earlier list without it, none."""
+    n = len(ops)
+    if not final and not errexit:
+        return set()
+    if not final:
+        return {n - 1}
+    if n > 12:
+        return set(range(n))  # too many to enumerate; any may have failed
+    out: set[int] = set()
+    for outcome in itertools.product((True, False), repeat=n):
+        status, last = True, 0
+        for k in range(n):
+            if k == 0 or (ops[k] == "&&" and status) or (ops[k] == "||" and not status):
+                status, last = outcome[k], k
+        if not status:
+            out.add(last)
+    return out
+
+
+def _pipeline_failers(p: _Pipeline) -> tuple[list[_Prog], list[tuple[_Prog, str]]]:
+    """Whose failure a failing pipeline's exit code can be: ``(candidates, hidden)``."""
+    if p.negated:
+        ran = [q.name for part in p.parts for q in part.proven]
+        why = f"`!` inverts the exit code: the step failed because {' | '.join(ran) or 'the command'} passed"
+        hidden = [h for part in p.parts for h in part.hidden]
+        hidden += [(q, why) for part in p.parts for q in part.proven]
+        return [_Prog("!", "no_check", reason=why)], hidden
+    cands: list[_Prog] = []
+    hidden: list[tuple[_Prog, str]] = []
+    for k, part in enumerate(p.parts):
+        hidden.extend(part.hidden)
+        why = ""
+        if p.status_of is not None and k != p.status_of:
+            why = f"the step's exit code is `{p.names[p.status_of]}`'s (`${{PIPESTATUS[{p.status_of}]}}`)"
+        elif p.status_of is None and k < len(p.parts) - 1 and not p.shell.pipefail:
+            why = (f"its exit code is lost in the pipe: the step's exit code is `{p.names[-1]}`'s"
+                   + (f" ({p.shell.pipefail_note})" if p.shell.pipefail_note else ""))
+        if why:
+            hidden.extend((q, why) for q in part.proven)
+        else:
+            # with pipefail, `pytest | tail -3` fails because pytest did: tail fails only on I/O errors
+            cands.extend(q for q in part.proven if not (k and p.shell.pipefail and q.name in PIPE_FILTERS))
+    return cands, hidden
+
+
+def _analyse_failure(line: str, sh: _Shell) -> _Seen:
+    """Whose failure a shell line's non-zero exit can be (bash's rules for lists, and-or lists,
+    pipes): ``proven`` holds every program whose failure may be the step's exit code, ``hidden``
+    the programs that ran but whose failure cannot be it."""
+    sh = _Shell(sh.pipefail, sh.errexit, sh.pipefail_note, sh.depth, True)
+    lists = _parse(line, sh)
+    if isinstance(lists, _Seen):
+        return lists
+    _pass_on_status(lists)
+    out = _Seen()
+    last = lists[-1][0][-1][1].names[-1] if lists else ""
+    for idx, (andor, sep) in enumerate(lists):
+        final = idx == len(lists) - 1 and sep != "&"
+        errexit = andor[-1][1].shell.errexit and sep != "&"
+        failing = _failing_pipelines([op for op, _p in andor], final, errexit)
+        for k, (_op, p) in enumerate(andor):
+            cands, hidden = _pipeline_failers(p)
+            out.hidden.extend(hidden)
+            if k in failing:
+                out.proven.extend(cands)
+                continue
+            if sep == "&":
+                why = "it runs in the background (`&`), so the step's exit code is not its"
+            elif idx < len(lists) - 1:
+                why = f"the step's exit code is that of `{last}`, which runs after it"
+            else:
+                why = "its failure cannot be the step's exit code"
+            out.hidden.extend((q, why) for q in cands if q.name != "!")
+    return out
+
+
+#: Exit codes a shell gives when it could not run a command at all: a step that failed with one
+#: shows no failing check, whatever it was meant to run.
+SHELL_EXITS: Mapping[int, str] = {126: "the shell's 'found but cannot be executed'",
+                                  127: "the shell's 'command not found'"}
+
+
+@dataclass(frozen=True)
+class FailureCheck:
+    """What a recorded step's non-zero exit shows: whose failure its exit code can be.
+
+    Attributes:
+        exit: the step's exit code.
+        candidates: ``(name, verdict, kinds, reason)`` of every program whose failure may be the
+            step's exit code (``verdict`` as in :class:`StepCheck`; a runner that exited with one
+            of its :attr:`Runner.aborted` codes, or any program with a :data:`SHELL_EXITS` code,
+            is ``no_check``).
+        hidden: ``(name, why)`` of the runners that ran but whose failure cannot be the step's
+            exit code (``pytest | tee log`` without pipefail: the exit code is ``tee``'s).
+        problem: why the line cannot be read, or why the linter cannot tell whose exit code it is
+            (a pipe in a log that does not record pipefail); ``None`` otherwise.
+    """
+
+    exit: int
+    candidates: tuple[tuple[str, str, frozenset[str], str], ...] = ()
+    hidden: tuple[tuple[str, str], ...] = ()
+    problem: str | None = None
+
+    def shows(self, kinds: frozenset[str]) -> StepCheck:
+        """Whether the non-zero exit shows a failing check of one of ``kinds``, as a
+        :class:`StepCheck`: ``check`` when every candidate is a runner of one of them (its
+        ``kinds`` those the runners share with ``kinds``), or when every candidate is a runner
+        but of other kinds (its ``kinds`` theirs: the failure shows another check); ``unknown``
+        when the line cannot be read, when some candidate is such a runner and another is not
+        (``cd tests && pytest``: the exit code may be ``cd``'s), or when a candidate is a program
+        the linter does not know; ``no_check`` when no candidate is a runner (``false``, ``exit 1``,
+        ``! pytest``, ``pytest`` exiting 5)."""
+        if self.problem:
+            return StepCheck("unknown", reason=self.problem)
+        if not self.candidates:
+            name, why = self.hidden[0] if self.hidden else ("", "")
+            return StepCheck("no_check", reason=f"it runs {name}, but {why}" if name else "it runs nothing")
+        runners = [c for c in self.candidates if c[1] == "check"]
+        fit = [c for c in runners if c[2] & kinds]
+        names = tuple(dict.fromkeys(c[0] for c in runners))
+        if fit and len(fit) == len(self.candidates):
+            return StepCheck("check", frozenset().union(*(c[2] & kinds for c in fit)), names,
+                             "it runs " + ", ".join(names))
+        if fit:
+            other = next(c for c in self.candidates if c not in fit)
+            return StepCheck("unknown", reason=f"its exit code {self.exit} may be `{other[0]}`'s rather than "
+                                               f"{fit[0][0]}'s")
+        unknown = [c for c in self.candidates if c[1] == "unknown"]
+        if unknown:
+            return StepCheck("unknown", reason=unknown[0][3])
+        if runners and len(runners) == len(self.candidates):
+            return StepCheck("check", frozenset().union(*(c[2] for c in runners)), names, "it runs " + ", ".join(names))
+        if self.hidden:
+            name, why = self.hidden[0]
+            return StepCheck("no_check", reason=f"it runs {name}, but {why}")
+        return StepCheck("no_check", reason=next(c[3] for c in self.candidates if c[1] == "no_check"))
+
+
+def _failure(seen: _Seen, exit: int) -> FailureCheck:
+    if seen.problem:
+        return FailureCheck(exit, problem=seen.problem)
+    proven = [p for p in seen.proven if p.name not in CANNOT_FAIL] or seen.proven  # `set -e; pytest; echo done`
+    cands = []
+    for p in proven:
+        if p.verdict == "check" and exit in SHELL_EXITS:
+            cands.append((p.name, "no_check", _NONE, f"it exited {exit}, {SHELL_EXITS[exit]}: {p.name} did not run"))
+        elif p.verdict == "check" and exit in p.aborted:
+            cands.append((p.name, "no_check", _NONE, f"`{p.name}` exits {exit} when {p.aborted[exit]}, not when a "
+                                                     f"check fails"))
+        else:
+            cands.append((p.name, p.verdict, p.kinds, p.reason))
+    hidden = tuple(dict.fromkeys((p.name, why) for p, why in seen.hidden if p.verdict == "check"))
+    return FailureCheck(exit, tuple(cands), hidden)
+
+
+def classify_failure(cmd: str, *, exit: int, argv: list[str] | None = None, shell: str | None = None,
+                     pipefail: bool | None = None) -> FailureCheck:
+    """What a recorded command's non-zero exit ``exit`` shows: whose failure it can be.
+
+    Args:
+        cmd, argv, shell, pipefail: as for :func:`classify_command`.
+        exit: the step's exit code (not 0).
+
+    A failure claim ("the test fails before the fix") is backed only when the failure is a
+    runner's: ``false``, ``exit 1``, ``echo "1 failed"; exit 1``, ``! pytest``, ``pytest || false``
+    and ``pytest | tee log`` without pipefail fail whatever the tests do, and ``pytest`` exiting 4
+    or 5 ran no test (:attr:`Runner.aborted`).  See :meth:`FailureCheck.shows`.  Never raises.
+    """
+    if argv:
+        return _failure(_identify([str(a) for a in argv], _Shell(False, False, "", 0, True)), exit)
+    if pipefail is None:
+        without = _failure(_analyse_failure(cmd, _Shell(False, False, "the log does not record whether the line "
+                                                                      "ran with pipefail", 0)), exit)
+        with_pf = _failure(_analyse_failure(cmd, _Shell(True, False, "", 0)), exit)
+        if with_pf.candidates != without.candidates:
+            return FailureCheck(exit, problem="the log does not record whether the line ran with pipefail, so whose "
+                                              "exit code the step's is cannot be told")
+        return without
+    note = ("`sh` has no pipefail" if shell == "sh" else "the log records that the line ran without pipefail") \
+        if not pipefail else ""
+    return _failure(_analyse_failure(cmd, _Shell(bool(pipefail) and shell != "sh", False, note, 0)), exit)
+
+
+def classify_failed_step(step: Mapping) -> FailureCheck:
+    """:func:`classify_failure` of a session-log line (a dict, or a ``LogStep``'s ``raw``), read
+    as :func:`classify_step` reads it."""
+    argv = step.get("argv")
+    exit = int(step.get("exit", 1))
+    if isinstance(argv, list) and argv:
+        return classify_failure(str(step.get("cmd", "")), exit=exit, argv=[str(a) for a in argv])
+    if step.get("pipefail") is True:
+        pipefail: bool | None = True
+    elif "pipefail" in step or step.get("shell") is not None:
+        pipefail = False
+    else:
+        pipefail = None
+    return classify_failure(str(step.get("cmd", "")), exit=exit, shell=step.get("shell"), pipefail=pipefail)
 
 
 # ----- the public answer ------------------------------------------------------------------------
