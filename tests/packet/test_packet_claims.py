@@ -394,3 +394,225 @@ def test_cli_end_to_end_names_each_step_that_runs_no_check():
         ("cites_non_check_step", 7, 9)]
     assert [(w["kind"], w["seq"]) for w in out["warnings"]] == [("unsupported_claim", None),
                                                                 ("cites_unrecognised_command", 8)]
+
+
+# ----- a failure claim needs a step whose check failed ------------------------------------------
+
+@pytest.mark.parametrize("sentence", [
+    "The test failed before the fix [seq:3].",
+    "`pytest tests/test_x.py` fails on main [seq:3].",
+    "Reproduced the crash [seq:3].",
+    "The new test is red on main [seq:3].",
+    "This reproduces the bug [seq:3].",
+])
+def test_a_failure_claim_citing_a_failing_runner_is_accepted(sentence: str):
+    report = lint_claims_text(sentence, {3: 1}, commands={3: "pytest -q tests/test_x.py"})
+    assert report.findings == [] and report.warnings == [] and report.accepted == [3]
+
+
+@pytest.mark.parametrize("cmd,exit,reason", [
+    ("false", 1, "`false` only fails"),
+    ("exit 1", 1, "`exit` only exits with the code it is given"),
+    ('echo "1 failed"; exit 1', 1, "`exit` only exits with the code it is given"),
+    ('echo "FAILED test_x.py::test_mean"', 1, "`echo` only prints"),
+    ("! pytest -q", 1, "it runs pytest, but `!` inverts the exit code: the step failed because pytest passed"),
+    ("pytest -q || false", 1, "it runs pytest, but its failure cannot be the step's exit code"),
+    ("pytest -q tests/test_x.py", 4, "`pytest` exits 4 when it is given a test path or an option it cannot find, "
+                                     "not when a check fails"),
+    ("pytest -q tests/test_x.py", 5, "`pytest` exits 5 when it collects no tests, not when a check fails"),
+    ("pytest -q", 127, "it exited 127, the shell's 'command not found': pytest did not run"),
+    ("pytest --collect-only", 1, "`pytest --collect-only` only lists tests or fixtures, running none"),
+    ("ruff check src", 1, "it runs ruff check, a lint"),
+])
+def test_a_test_failure_claim_citing_a_step_whose_failure_is_no_test_failure_is_a_finding(cmd: str, exit: int,
+                                                                                            reason: str):
+    report = lint_claims_text("The test fails before the fix [seq:3].", {3: exit}, commands={3: cmd})
+    assert [(f.kind, f.severity, f.seq) for f in report.findings] == [("cites_non_check_step", "error", 3)]
+    assert report.findings[0].message == (
+        f"[seq:3] cites step 3 (`{cmd}`), which exited {exit} but shows no failing test: {reason}; \"The test fails "
+        f"before the fix\" needs a cited step whose tests fail (pytest, npm test, go test …)")
+    assert report.accepted == [] and report.exit_code == 1
+
+
+def test_a_failure_claim_naming_no_check_needs_some_check_to_have_failed():
+    # "reproduced the crash" names no kind of check: any runner backs it, a no-op does not
+    report = lint_claims_text("Reproduced the crash [seq:2].", {2: 1}, commands={2: "exit 1"})
+    assert [f.message for f in report.findings] == [
+        '[seq:2] cites step 2 (`exit 1`), which exited 1 but shows no failing check: `exit` only exits with the '
+        'code it is given; "Reproduced the crash" needs a cited step whose check fails (pytest, npm test, make '
+        'check …)']
+    for cmd in ("cargo test", "make check", "go vet ./..."):
+        assert lint_claims_text("Reproduced the crash [seq:2].", {2: 1}, commands={2: cmd}).accepted == [2]
+    # a program the linter does not know (a script that reproduces it): a warning, never a finding
+    report = lint_claims_text("The old parser crashed on empty input [seq:2].", {2: 139},
+                              commands={2: "python repro.py"})
+    assert report.findings == [] and report.accepted == [2]
+    assert [w.message for w in report.warnings] == [
+        "[seq:2] cites step 2 (`python repro.py`), which exited 139, but the linter cannot tell whether a check "
+        "failed: `repro.py` is no test, build, lint or type-check runner the linter knows; \"The old parser crashed "
+        "on empty input\" needs a cited step whose check fails (pytest, npm test, make check …): cite one, or check "
+        "this step yourself"]
+
+
+@pytest.mark.parametrize("cmd,pipefail,kind,reason", [
+    ("pytest -q | tail -3", True, None, ""),
+    ("pytest -q | tee log; exit ${PIPESTATUS[0]}", False, None, ""),
+    ("set -e; pytest -q; echo done", False, None, ""),
+    ("pytest -q | tee log", False, "cites_non_check_step",
+     "it runs pytest, but its exit code is lost in the pipe: the step's exit code is `tee`'s (the log records that "
+     "the line ran without pipefail)"),
+    ("pytest -q | grep -c passed", True, "cites_unrecognised_command", "its exit code 1 may be `grep`'s rather "
+                                                                       "than pytest's"),
+    ("cd tests && pytest -q", True, "cites_unrecognised_command", "its exit code 1 may be `cd`'s rather than "
+                                                                  "pytest's"),
+    ("pytest -q; echo done", False, "cites_non_check_step",
+     "it runs pytest, but the step's exit code is that of `echo`, which runs after it"),
+])
+def test_whose_failure_a_shell_lines_exit_code_is_follows_bash(tmp_path: Path, cmd: str, pipefail: bool,
+                                                               kind: str | None, reason: str):
+    log = tmp_path / "session.jsonl"
+    log.write_text(json.dumps({"seq": 1, "cmd": cmd, "exit": 1, "argv": None, "shell": "bash",
+                               "pipefail": pipefail}) + "\n")
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("The new test fails before the fix [seq:1].\n")
+    report = lint_claims(body, log)
+    got = [(f.kind, f.message) for f in report.findings + report.warnings]
+    if kind is None:
+        assert got == [] and report.accepted == [1]
+    else:
+        assert [k for k, _m in got] == [kind] and f"which exited 1" in got[0][1] and f": {reason}; " in got[0][1]
+
+
+def test_a_build_or_lint_failure_claim_needs_that_kind_of_runner():
+    report = lint_claims_text("The build fails on main [seq:1] and lint is red [seq:2].", {1: 2, 2: 1},
+                              commands={1: "make", 2: "ruff check ."})
+    assert report.findings == [] and report.accepted == [1, 2]
+    report = lint_claims_text("The build fails on main [seq:1].", {1: 1}, commands={1: "pytest -q"})
+    assert [f.message for f in report.findings] == [
+        '[seq:1] cites step 1 (`pytest -q`), which exited 1 but shows no failing build: it runs pytest, a test '
+        'runner; "The build fails on main" needs a cited step whose build fails (make, cargo build, npm run build …)']
+
+
+def test_a_failure_claim_is_backed_by_one_failing_runner_among_the_cited_steps():
+    steps, cmds = {1: 1, 2: 1}, {1: "false", 2: "pytest -q"}
+    report = lint_claims_text("The tests fail before the fix [seq:1][seq:2].", steps, commands=cmds)
+    assert report.findings == [] and report.accepted == [1, 2]
+
+
+# ----- "fails with X" / "raises X": X must be in the stored output -----------------------------
+
+def _packet_with_outputs(folder: Path, outputs: dict[int, tuple[int, str, str]]) -> Path:
+    """A log in ``folder`` whose steps ``{seq: (exit, cmd, normalized output)}`` stored their
+    outputs beside it (none for an empty output)."""
+    from replaybook.packet.normalize import out_sha
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "session.outputs").mkdir()
+    lines = []
+    for seq, (exit, cmd, text) in outputs.items():
+        sha = out_sha(text)
+        if text:
+            (folder / "session.outputs" / f"{sha}.txt").write_text(text)
+        lines.append({"seq": seq, "cmd": cmd, "exit": exit, "out_sha": sha, "argv": cmd.split(), "shell": None})
+    log = folder / "session.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return log
+
+
+@pytest.mark.parametrize("sentence", [
+    "The test fails with `ZeroDivisionError` before the fix [seq:1].",
+    "Before the fix `mean([])` raises ZeroDivisionError [seq:1].",
+    'The old code fails with "division by zero" [seq:1].',
+    "test_mean failed with ZeroDivisionError [seq:1].",
+])
+def test_what_a_failure_is_said_to_show_is_found_in_its_stored_output(tmp_path: Path, sentence: str):
+    body = tmp_path / "PR_BODY.md"
+    body.write_text(sentence + "\n")
+    log = _packet_with_outputs(tmp_path / "a", {1: (1, "pytest -q", "F\nE   ZeroDivisionError: division by zero\n"
+                                                                      "1 failed in <DUR>")})
+    report = lint_claims(body, log)
+    assert report.findings == [] and report.accepted == [1]
+    log = _packet_with_outputs(tmp_path / "b", {1: (1, "pytest -q", "F\nE   AssertionError: 3 != 4\n1 failed")})
+    report = lint_claims(body, log)
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_output_without_text", 1)]
+    said = next(t for t in ("ZeroDivisionError", "division by zero") if t in sentence)
+    assert report.findings[0].message.startswith(
+        f"[seq:1] cites step 1 (`pytest -q`), whose recorded output does not contain \"{said}\", but \"")
+    assert report.findings[0].message.endswith("says its failure shows it; cite the step whose output does")
+
+
+def test_what_a_failure_shows_is_not_checked_without_a_stored_output_or_against_an_edited_one(tmp_path: Path):
+    log = _packet_with_outputs(tmp_path / "a", {1: (1, "pytest -q", "E   AssertionError\n1 failed")})
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("The test fails with `ZeroDivisionError` before the fix [seq:1].\n")
+    assert [f.kind for f in lint_claims(body, log).findings] == ["cites_output_without_text"]
+    stored = next((tmp_path / "a" / "session.outputs").iterdir())
+    stored.write_text("E   ZeroDivisionError\n1 failed")  # edited after recording: not evidence (the replay says so)
+    assert lint_claims(body, log).findings == []
+    stored.unlink()
+    assert lint_claims(body, log).findings == [] and lint_claims(body, log).accepted == [1]
+    # an ordinary wording names nothing to look for
+    body.write_text("The test fails with an assertion error before the fix [seq:1].\n")
+    log = _packet_with_outputs(tmp_path / "b", {1: (1, "pytest -q", "E   ValueError\n1 failed")})
+    assert lint_claims(body, log).findings == []
+    # another folder for the outputs
+    body.write_text("The test fails with `ValueError` before the fix [seq:1].\n")
+    moved = tmp_path / "elsewhere"
+    (tmp_path / "b" / "session.outputs").rename(moved)
+    assert lint_claims(body, log).findings == []  # nothing stored where the log keeps them
+    report = lint_claims(body, log, outputs_dir=moved)
+    assert report.findings == [] and report.accepted == [1]
+    body.write_text("The test fails with `KeyError` before the fix [seq:1].\n")
+    assert [f.kind for f in lint_claims(body, log, outputs_dir=moved).findings] == ["cites_output_without_text"]
+    res = CliRunner().invoke(packet_cli, ["claims", str(body), str(log), "--outputs", str(moved)])
+    assert res.exit_code == 1 and res.output.splitlines()[0] == (
+        f'{body}:1: error: cites_output_without_text: [seq:1] cites step 1 (`pytest -q`), whose recorded output '
+        f'does not contain "KeyError", but "The test fails with `KeyError` before the fix" says its failure shows '
+        f'it; cite the step whose output does')
+
+
+def test_raises_alone_describes_a_failing_step_but_is_no_failure_claim():
+    report = lint_claims_text("Before the fix, parse('') raises ValueError [seq:1].", {1: 1},
+                              commands={1: "pytest -q"})
+    assert report.findings == [] and report.accepted == [1]
+    # a passing test may check that a call raises: no cites_passing_step_for_failure
+    report = lint_claims_text("Now parse('') raises ValueError [seq:2].", {2: 0}, commands={2: "pytest -q"})
+    assert report.findings == [] and report.accepted == [2]
+    # "the error raised by the parser" names no failure
+    report = lint_claims_text("Fixes the error raised by the parser [seq:1].", {1: 1}, commands={1: "pytest -q"})
+    assert [f.kind for f in report.findings] == ["cites_failing_step"]
+
+
+def test_fixing_the_crash_is_no_failure_claim():
+    report = lint_claims_text("Fixes the crash on empty input [seq:2].", {2: 0}, commands={2: "pytest -q"})
+    assert report.findings == [] and report.accepted == [2]
+
+
+# ----- a pass claim takes its subject from its sentence, or from the sentence before ------------
+
+@pytest.mark.parametrize("body,held", [
+    ("The new test fails before the fix [seq:1] and passes after [seq:2].", True),
+    ("The new test fails before the fix. It passes after [seq:2].", True),
+    ("- The new test fails before the fix [seq:1].\n- It passes after the fix [seq:2].\n", True),
+    ("The build broke on main. Now it works [seq:2].", True),
+    ("Lint was red. This passes now [seq:2].", True),
+    ("It passes after the fix [seq:2].", False),                      # names nothing, and nothing before
+    ("The new test fails before the fix. The fix works [seq:2].", False),  # its own subject: the fix
+    ("## Tests\n\nIt passes after the fix [seq:2].\n", False),        # a heading is not a sentence before
+])
+def test_a_pass_claim_without_a_subject_is_held_to_what_its_sentence_names(body: str, held: bool):
+    report = lint_claims_text(body, {1: 1, 2: 0}, commands={1: "pytest -q", 2: "cat old-output.txt"})
+    kinds = [(f.kind, f.seq) for f in report.findings]
+    assert kinds == ([("cites_non_check_step", 2)] if held else [])
+    report = lint_claims_text(body, {1: 1, 2: 0}, commands={1: "pytest -q", 2: "make check"})
+    assert report.findings == [] and 2 in report.accepted
+
+
+def test_a_subject_given_by_inline_code():
+    report = lint_claims_text("`pytest tests/test_router.py` fails on main [seq:1] and passes here [seq:2].",
+                              {1: 1, 2: 0}, commands={1: "pytest tests/test_router.py", 2: "ruff check ."})
+    assert [f.message for f in report.findings] == [
+        "[seq:2] cites step 2 (`ruff check .`), which exited 0 but runs no tests: it runs ruff check, a lint; "
+        "\"passes here\" needs a cited step that runs them (pytest, npm test, go test …)"]
+    report = lint_claims_text("`test_router` is green [seq:2].", {2: 0}, commands={2: "echo ok"})
+    assert [f.kind for f in report.findings] == ["cites_non_check_step"]

@@ -7,23 +7,29 @@ placed right after a sentence's full stop (``It passes. [seq:2]``) belongs to th
 Findings (failures — the linter exits non-zero when there is one):
 
 ``cites_missing_step``   the marker cites a seq that is not in the log (the step never ran)
-``cites_failing_step``   the cited step exited non-zero and its clause does not describe it
-                         as an expected failure (:data:`EXPECTED_FAILURE`), or says something
-                         passes (:data:`PASS_CLAIM`) while no step cited there passed
+``cites_failing_step``   the cited step exited non-zero and its clause does not describe a
+                         failure (:func:`_describes_failure`), or says something passes
+                         (:data:`PASS_CLAIM`) while no step cited there passed
 ``cites_passing_step_for_failure``  its clause says something fails (:data:`FAILURE_CLAIM`)
                          but the cited step exited 0, and no other step cited there failed
-
-Each marker is judged against the clause(s) it cites (:func:`_marker_groups`): adjacent markers
-form a group that cites the text since the previous group, split into clauses; with as many
-markers as clauses they pair in order.  An expected-failure phrase excuses only the steps of
-its own clause(s): "fails before the fix [seq:1] and passes after [seq:2]" needs step 2 to pass.
 ``malformed_marker``     ``[seq:…]`` whose content is not a step number
 ``cites_non_check_step`` its clause says tests (or a build, a lint, a type check) pass, but no
                          passing step cited there runs one, and this step is known not to:
                          ``echo "1 passed"``, ``true``, ``cat old-output.txt``, ``ls``, a runner
                          of another kind (``ruff check`` for "tests pass"), or a runner whose
                          exit code the line hides (``pytest | tee log`` without pipefail,
-                         ``pytest || true``)
+                         ``pytest || true``).  Or its clause says something failed, but no
+                         failing step cited there failed because such a check failed, and this
+                         step is known not to have: ``false``, ``exit 1``, ``! pytest``, a runner
+                         that stopped before checking anything (``pytest`` exiting 5)
+``cites_output_without_text``  its clause says the failure showed ``X`` (:data:`FAILS_WITH`:
+                         "fails with `ZeroDivisionError`", "raises KeyError") and the stored
+                         outputs of the failing steps cited there do not contain it
+
+Each marker is judged against the clause(s) it cites (:func:`_marker_groups`): adjacent markers
+form a group that cites the text since the previous group, split into clauses; with as many
+markers as clauses they pair in order.  A failure described in one clause excuses only the steps
+of that clause: "fails before the fix [seq:1] and passes after [seq:2]" needs step 2 to pass.
 
 Warnings (reported, never failures):
 
@@ -32,22 +38,33 @@ Warnings (reported, never failures):
                          A heuristic: headings and questions are never flagged.
 ``cites_unrecognised_command``  as ``cites_non_check_step``, but the linter cannot tell what the
                          step runs (``./run_tests.sh``, ``make demo``, ``python -c …``, a line it
-                         cannot parse, a pipe in a log that does not record pipefail)
+                         cannot parse, a pipe in a log that does not record pipefail), or whose
+                         failure its exit code is (``cd tests && pytest``: maybe ``cd``'s)
 
-A pass claim backs a passing step only when the step can show it: a clause that names a check
+A pass claim backs a passing step only when the step can show it: a clause about a check
 (:data:`CHECK_SUBJECTS` — "all tests pass", "lint is clean", "the build is green", "mypy is
-clean", "it compiles", "CI is green", "no tests fail") needs at least one cited step that exited
-0 and ran a runner of that kind.  Which commands run which checks is decided by the program
-actually executed, in :mod:`replaybook.packet.runners` (a registry of runners and wrappers):
-the exit code of a step that printed "1 passed" proves nothing about the tests.  A clause that
-names no check ("it passes after the fix") is not held to this.
+clean", "it compiles", "CI is green", "no tests fail"; a code span holding a runner's command)
+needs at least one cited step that exited 0 and ran a runner of that kind.  A failure claim is
+held the same way: at least one cited failing step must have failed because a runner of that
+kind failed — of any kind when the clause names none ("reproduced the crash").  Which commands
+run which checks, and whose failure a step's exit code is, is decided by the program actually
+executed, in :mod:`replaybook.packet.runners` (a registry of runners and wrappers): the exit code
+of a step that printed "1 passed" proves nothing about the tests.
 
-A cited failing step is accepted when its sentence matches one of these phrasings
+A clause whose verb has no subject, or only a pronoun ("passes after", "it passes"), is about
+what its sentence names, or when the sentence names nothing, about what the sentence before it
+names (:class:`_Subject`): "The new test fails before the fix [seq:1] and passes after [seq:2]"
+holds step 2 to a test runner.  A pass claim about nothing a check names ("the fix works") is
+not held to a runner.
+
+A cited failing step is accepted when its clause says something fails (:data:`FAILURE_CLAIM`),
+says what the failure raised (:data:`FAILS_WITH`), or uses an expected-failure phrase
 (case-insensitive): "expected failure", "expected to fail", "fails/failed as expected",
 "fails/failed/failing before the fix|change|patch", "fails without the fix|change|patch",
-"failing test(s)", "red before", "reproduces/reproduced the bug|issue|failure|problem|regression",
-"the bug|issue|… is reproduced", "xfail".  A phrase that is negated ("not an expected failure", "no xfail here": a negation
-word among the three words before it, in the same clause) does not count.
+"failing test(s)", "red before", "reproduces/reproduced the bug|issue|failure|problem|regression|
+crash|error|…", "the bug|issue|… is reproduced", "xfail".  A phrase that is negated ("not an
+expected failure", "no xfail here": a negation word among the three words before it, in the same
+clause) does not count.
 """
 
 from __future__ import annotations
@@ -56,17 +73,20 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from ..errors import InputError
-from .log import printable, read_log
+from .log import outputs_dir_for, printable, read_log
+from .normalize import out_sha as normalized_sha
 from .redact import redact_command
-from .runners import BUILD, KINDS, LINT, TEST, TYPECHECK, StepCheck, classify_command, classify_step
+from .runners import (BUILD, KINDS, LINT, TEST, TYPECHECK, FailureCheck, StepCheck, classify_command,
+                      classify_failed_step, classify_failure, classify_step)
 
 __all__ = [
     "EXPECTED_FAILURE",
     "FAILURE_CLAIM",
     "PASS_CLAIM",
+    "FAILS_WITH",
     "NEGATIONS",
     "CLAIM_WORDS",
     "CHECK_SUBJECTS",
@@ -78,7 +98,11 @@ __all__ = [
     "lint_claims",
     "lint_claims_text",
     "mask_code",
+    "stored_output",
 ]
+
+# What a failing step can show: "reproduces the bug", "the crash is reproduced".
+_TROUBLE = r"(?:bug|issue|failure|problem|regression|crash|error|exception|panic|segfault|hang|leak)"
 
 #: Phrasings that describe a cited non-zero step as an expected failure.
 EXPECTED_FAILURE = re.compile(
@@ -87,8 +111,8 @@ EXPECTED_FAILURE = re.compile(
     r"|\bfail(?:s|ed|ing)?\s+(?:before|without)\s+the\s+(?:fix|change|patch)\b"
     r"|\bfailing\s+tests?\b"
     r"|\bred\s+before\b"
-    r"|\breproduc(?:es|ed|ing)?\s+the\s+(?:bug|issue|failure|problem|regression)\b"
-    r"|\b(?:bug|issue|failure|problem|regression)\s+(?:is|was|gets|got)\s+reproduced\b"
+    r"|\breproduc(?:es|ed|ing)?\s+the\s+" + _TROUBLE + r"\b"
+    r"|\b" + _TROUBLE + r"\s+(?:is|was|gets|got)\s+reproduced\b"
     r"|\bxfail",
     re.I,
 )
@@ -102,17 +126,16 @@ FAILURE_CLAIM = re.compile(
     r"|\bexpected(?:ly)?[ -](?:to[ -])?fail\w*"
     r"|\bxfail\w*"
     r"|\b(?:is|are|was|were|goes|go|went|turns?|turned|stays?|stayed)\s+red\b|\bred\s+(?:before|without)\b"
-    r"|\breproduc(?:es|ed|ing)?\s+the\s+(?:bug|issue|failure|problem|regression)\b"
-    r"|\b(?:bug|issue|failure|problem|regression)\s+(?:is|was|gets|got)\s+reproduced\b"
+    r"|\breproduc(?:es|ed|ing)?\s+the\s+" + _TROUBLE + r"\b"
+    r"|\b" + _TROUBLE + r"\s+(?:is|was|gets|got)\s+reproduced\b"
     r"|\b(?:is|are|was|were|gets|got)\s+reproduced\b"
-    r"|\berror(?:s|ed)\s+out\b|\berrored\b|\bcrash(?:es|ed)?\b"
+    r"|\berror(?:s|ed)\s+out\b|\berrored\b|\bcrash(?:es|ed)\b"
     r"|\b(?:does|do|did|is|are|was|were|will|would|could|can)(?:\s+not|n't)\s+pass\w*"
     r"|\bno\s+longer\s+pass(?:es|ed)?\b"
     r"|\b(?:is|are|was|were|still)\s+broken\b|\bbreaks\b"
     r"|\b(?:gives?|gave|returns?|returned|prints?|printed|produces?|produced|computes?|computed|shows?|showed)"
     r"\s+(?:a\s+|an\s+|the\s+)?(?:wrong|incorrect|bad)\b"
-    r"|\b(?:shows?|showed|exposes?|exposed|reveals?|revealed|triggers?|triggered|hits?)\s+the\s+"
-    r"(?:bug|issue|problem|regression|failure)\b"
+    r"|\b(?:shows?|showed|exposes?|exposed|reveals?|revealed|triggers?|triggered|hits?)\s+the\s+" + _TROUBLE + r"\b"
     r"|\b(?:error|exception|traceback)s?\s+(?:shows?\s+up|showed\s+up|appears?|appeared|(?:is|was)\s+raised)\b",
     re.I,
 )
@@ -121,6 +144,19 @@ FAILURE_CLAIM = re.compile(
 #: steps, is not backed ("fails before the fix and passes after [seq:1][seq:2]" with both failing).
 PASS_CLAIM = re.compile(
     r"\bpass(?:es|ed|ing)?\b|\bgreen\b|\bsucceed(?:s|ed)?\b|\bworks?\b|\bclean\b",
+    re.I,
+)
+
+#: Phrasings that say what a failure printed or raised: "fails with X", "raises X", "exits with
+#: code 2".  They describe a cited failing step (as :data:`FAILURE_CLAIM` does), and ``X`` — a code
+#: span, a quoted text, or a name such as ``ZeroDivisionError`` or ``SIGSEGV`` — must be in the
+#: step's stored output.  "raises X" alone is no failure claim: a passing test may check that a
+#: call raises.
+FAILS_WITH = re.compile(
+    r"\b(?:fail(?:s|ed|ing)?|error(?:s|ed)?(?:\s+out)?|crash(?:es|ed)?|exit(?:s|ed)?|die[sd]?|abort(?:s|ed)?"
+    r"|panic(?:s|ked)?|stop(?:s|ped)?|breaks?|broke)\s+with\s+(?:an?\s+|the\s+)?(?=\S)"
+    r"|\b(?:rais(?:es|ed|ing)|throw(?:s|n|ing)?|threw)\s+(?:an?\s+|the\s+)?"
+    r"(?=[\ue000-\uf8ff\"'\u201c`]|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Failure)\b)",
     re.I,
 )
 
@@ -185,7 +221,7 @@ CLAIM_WORDS = re.compile(
 
 #: Finding kinds (failures) and warning kinds.
 FINDING_KINDS = ("cites_missing_step", "cites_failing_step", "cites_passing_step_for_failure", "malformed_marker",
-                 "cites_non_check_step")
+                 "cites_non_check_step", "cites_output_without_text")
 WARNING_KINDS = ("unsupported_claim", "cites_unrecognised_command")
 
 _MARKER = re.compile(r"\[\s*seq\s*:\s*([^\]\n]*)\]", re.I)
@@ -271,6 +307,12 @@ def mask_code(text: str) -> str:
     result are those of ``text``.  An unclosed fence runs to the end (as in CommonMark); a
     backtick run with no closing run of the same length in its paragraph is literal.
     """
+    return _mask(text)[0]
+
+
+def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
+    """:func:`mask_code`'s text, and the inline code spans it blanked: ``(start, end, content)``."""
+    spans: list[tuple[int, int, str]] = []
     out = list(text)
 
     def blank(a: int, b: int) -> None:
@@ -314,11 +356,40 @@ def mask_code(text: str) -> str:
         para_end = n if para_end < 0 else para_end
         close = re.compile(r"(?<!`)`{%d}(?!`)" % run).search(masked, j, para_end)
         if close:
+            spans.append((i, close.end(), re.sub(r"\s+", " ", masked[j:close.start()]).strip()))
             blank(i, close.end())
             i = close.end()
         else:
             i = j
+    return "".join(out), spans
+
+
+_CODE_MARK = 0xE000  # inline code span k stands in a clause as chr(_CODE_MARK + k) (a private-use character)
+_CODE_MARKS = re.compile("[\ue000-\uf8ff]")
+
+
+def _mark_code(masked: str, spans: list[tuple[int, int, str]]) -> str:
+    """``masked`` with the first character of inline code span k turned into ``chr(0xE000 + k)``,
+    so a clause can name a command or a test by code (```pytest tests/test_x.py` fails on main``)
+    while its words, markers and offsets stay those of the masked text."""
+    out = list(masked)
+    for k, (a, _b, _content) in enumerate(spans[:0x1900]):
+        out[a] = chr(_CODE_MARK + k)
     return "".join(out)
+
+
+def _code_of(text: str, spans: list[tuple[int, int, str]]) -> list[str]:
+    """The contents of the inline code spans that stand in ``text`` (see :func:`_mark_code`)."""
+    return [spans[ord(m.group(0)) - _CODE_MARK][2] for m in _CODE_MARKS.finditer(text)
+            if ord(m.group(0)) - _CODE_MARK < len(spans)]
+
+
+def _unmark(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """``text`` with each code span mark written back as the span (`` `content` ``)."""
+    def put(m: re.Match[str]) -> str:
+        k = ord(m.group(0)) - _CODE_MARK
+        return f"`{spans[k][2]}`" if k < len(spans) else ""
+    return _CODE_MARKS.sub(put, text)
 
 
 @dataclass
@@ -431,7 +502,7 @@ def _claim_clauses(text: str) -> list[str]:
     for part in _CLAUSE_SPLIT.split(text):
         part = _MARKER.sub(" ", part).strip(" ,.:")
         if part and (CLAIM_WORDS.search(part) or FAILURE_CLAIM.search(part) or EXPECTED_FAILURE.search(part)
-                     or PASS_CLAIM.search(part) or _SELF_PASS.search(part)):
+                     or PASS_CLAIM.search(part) or _SELF_PASS.search(part) or FAILS_WITH.search(part)):
             out.append(part)
     return out
 
@@ -465,18 +536,115 @@ def _marker_groups(masked: str, sent: _Sentence) -> list[tuple[list[tuple[int, s
     return out
 
 
-def _claimed_checks(clause: str) -> frozenset[str]:
+def _named_kinds(text: str, spans: list[tuple[int, int, str]]) -> frozenset[str]:
+    """The kinds of check ``text`` names: by word (:data:`CHECK_SUBJECTS`: "the tests", "lint",
+    "mypy"), by inline code (```pytest tests/test_x.py``` runs tests; ```test_router``` names
+    one), or in general (:data:`ANY_CHECK`: "CI", "checks", "green" → every kind)."""
+    kinds = {k for k, pattern in CHECK_SUBJECTS.items() if pattern.search(text)}
+    for code in _code_of(text, spans):
+        check = classify_command(code, pipefail=True)
+        if check.verdict == "check":
+            kinds |= check.kinds
+        elif " " not in code:
+            kinds |= {k for k, pattern in CHECK_SUBJECTS.items() if pattern.search(code)}
+    if not kinds and ANY_CHECK.search(text):
+        return KINDS
+    return frozenset(kinds)
+
+
+#: Words that may stand between a clause's start, or its pronoun subject, and its verb without
+#: being a subject of their own ("and now passes", "it still fails", "is green after the fix").
+_FILLER = frozenset({"and", "but", "so", "then", "now", "still", "also", "again", "only", "already", "even",
+                     "is", "are", "was", "were", "be", "been", "does", "do", "did", "has", "have", "had", "will",
+                     "would", "can", "could", "should", "must", "which", "that", "who", "as", "expected",
+                     "consistently", "cleanly", "reliably", "indeed", "correctly", "first", "finally"})
+#: Subjects that refer to what an earlier clause or sentence named ("It passes after the fix").
+_PRONOUNS = frozenset({"it", "they", "this", "that", "these", "those", "both", "all", "each", "them"})
+_VERBS = (PASS_CLAIM, _SELF_PASS, FAILURE_CLAIM, EXPECTED_FAILURE, FAILS_WITH)
+
+
+def _borrows_subject(clause: str) -> bool:
+    """The clause has no subject of its own before its verb, or only a pronoun: "passes after
+    the fix", "and it still fails", "this now passes" — but not "the fix works"."""
+    starts = [m.start() for pattern in _VERBS for m in pattern.finditer(clause)]
+    if not starts:
+        return False
+    words = re.findall(r"[\w'\ue000-\uf8ff]+", clause[:min(starts)].lower())
+    while words and words[-1] in _FILLER:
+        words.pop()
+    return not words or words[-1] in _PRONOUNS
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """What a sentence names: its own kinds of check, and those of the sentence before it (for a
+    sentence that refers to it: "The new test fails before the fix. It passes after [seq:2].")."""
+
+    sentence: frozenset[str] = frozenset()
+    before: frozenset[str] = frozenset()
+
+    def of(self, clause: str, spans: list[tuple[int, int, str]]) -> frozenset[str]:
+        """The kinds of check ``clause`` is about: those it names; else, when its subject is a
+        pronoun or missing, those its sentence names, else those of the sentence before."""
+        own = _named_kinds(clause, spans)
+        if own or not _borrows_subject(clause):
+            return own
+        return self.sentence or self.before
+
+
+def _claimed_checks(clause: str, subject: _Subject, spans: list[tuple[int, int, str]]) -> frozenset[str]:
     """The kinds of check a clause says passed: empty unless it says something passes (a word of
     :data:`PASS_CLAIM` or "it builds", or every failure word negated: "no tests fail") and says
-    nothing fails, and names what passes (:data:`CHECK_SUBJECTS`, else :data:`ANY_CHECK` → any)."""
+    nothing fails, and names what passes (:meth:`_Subject.of`); a clause that names nothing, in a
+    sentence that names nothing, claims no check."""
     if _says(FAILURE_CLAIM, clause):
         return frozenset()
     if not (_says(PASS_CLAIM, clause) or _says(_SELF_PASS, clause) or FAILURE_CLAIM.search(clause)):
         return frozenset()
-    kinds = frozenset(k for k, pattern in CHECK_SUBJECTS.items() if pattern.search(clause))
-    if not kinds and ANY_CHECK.search(clause):
-        return KINDS
-    return kinds
+    return subject.of(clause, spans)
+
+
+def _describes_failure(clause: str) -> bool:
+    """The clause says something fails (:data:`FAILURE_CLAIM`), describes an expected failure
+    (:data:`EXPECTED_FAILURE`) or says what a failure raised (:data:`FAILS_WITH`), not negated."""
+    return any(_says(pattern, clause) for pattern in (FAILURE_CLAIM, EXPECTED_FAILURE, FAILS_WITH))
+
+
+def _claimed_failures(clause: str, subject: _Subject, spans: list[tuple[int, int, str]]) -> frozenset[str]:
+    """The kinds of check a clause says failed: those it is about (:meth:`_Subject.of`), or any
+    kind when it names none ("reproduces the crash": some check must have failed); empty when
+    it describes no failure."""
+    if not _describes_failure(clause):
+        return frozenset()
+    return subject.of(clause, spans) or KINDS
+
+
+_QUOTED = re.compile(r"\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|\u201c([^\u201d\n]{1,200})\u201d")
+_NAME = re.compile(r"[A-Za-z_][\w.]*[\w]")
+
+
+def _failure_texts(clause: str, spans: list[tuple[int, int, str]]) -> list[str]:
+    """What a clause says a failure printed or raised (:data:`FAILS_WITH`): the code span, quoted
+    text or name right after "fails with" / "raises" — a name only when it cannot be an ordinary
+    word (``ZeroDivisionError``, ``SIGSEGV``, ``errno.ENOENT``; not "an assertion error")."""
+    out: list[str] = []
+    for m in FAILS_WITH.finditer(clause):
+        if _negated(clause, m.start()):
+            continue
+        rest = clause[m.end():]
+        code = _CODE_MARKS.match(rest)
+        if code:
+            out.extend(_code_of(code.group(0), spans))
+            continue
+        q = _QUOTED.match(rest)
+        if q:
+            out.append(next(g for g in q.groups() if g is not None))
+            continue
+        n = _NAME.match(rest)
+        if n and (re.search(r"[a-z][A-Z]", n.group(0)) or re.fullmatch(r"[A-Z][A-Z0-9_]{2,}", n.group(0))
+                  or "." in n.group(0) or "_" in n.group(0)):
+            out.append(n.group(0))
+    return [t for t in dict.fromkeys(t.strip() for t in out) if t]
 
 
 #: How messages name each kind of check: (noun, a runner of it, runners to suggest).
@@ -495,95 +663,179 @@ def _kind_words(kinds: frozenset[str]) -> tuple[str, str]:
     return " or ".join(_KIND_WORDS[k][0] for k in ordered), ", ".join(_KIND_WORDS[k][2] for k in ordered)
 
 
-def _unbacked_check(seq: int, mine: list[str], cited: list[int], steps: dict[int, int],
-                    checks: Mapping[int, StepCheck]) -> tuple[str, str, str] | None:
-    """``(kind, severity, message after "which")`` for passing step ``seq`` when a clause it
-    cites says a check passed and no passing step cited there ran one of that kind; else None:
-    ``cites_non_check_step`` (error) when the step is known to run no such check,
-    ``cites_unrecognised_command`` (warning) when the linter cannot tell.
+def _runs(check: StepCheck) -> str:
+    """What a step runs, for a message: its reason, and the kinds of its runners."""
+    if check.verdict == "check":
+        return f"{check.reason}, " + " and ".join(_KIND_WORDS[k][1] for k in _KIND_ORDER if k in check.kinds)
+    return check.reason
 
-    Each clause needs one backing step among the cited passing ones, not every one.  A step
-    whose command is not known (``lint_claims_text`` without it) could back anything.
-    """
-    if seq not in checks:
+
+@dataclass
+class _Judge:
+    """What judging the markers needs besides the marker and its clauses."""
+
+    report: ClaimsReport
+    accepted: set[int]
+    steps: dict[int, int]
+    commands: dict[int, str]
+    log_path: str
+    checks: Mapping[int, StepCheck]
+    failures: Mapping[int, FailureCheck]
+    outputs: Mapping[int, str | None]
+    spans: list[tuple[int, int, str]]
+
+    def shown(self, clause: str) -> str:
+        return _display(_unmark(clause, self.spans))
+
+    def unbacked_pass(self, seq: int, mine: list[str], cited: list[int],
+                      subject: _Subject) -> tuple[str, str, str] | None:
+        """``(kind, severity, message after "which")`` for passing step ``seq`` when a clause it
+        cites says a check passed and no passing step cited there ran one of that kind; else None:
+        ``cites_non_check_step`` (error) when the step is known to run no such check,
+        ``cites_unrecognised_command`` (warning) when the linter cannot tell.
+
+        Each clause needs one backing step among the cited passing ones, not every one.  A step
+        whose command is not known (``lint_claims_text`` without it) could back anything.
+        """
+        checks, steps = self.checks, self.steps
+        if seq not in checks:
+            return None
+        passing = [q for q in cited if steps.get(q) == 0]
+        for clause in mine:
+            wanted = _claimed_checks(clause, subject, self.spans)
+            if not wanted or any(q not in checks for q in passing):
+                continue
+            if any(checks[q].verdict == "check" and checks[q].kinds & wanted for q in passing):
+                continue
+            check = checks[seq]
+            clause = self.shown(clause)
+            noun, examples = _kind_words(wanted)
+            pronoun = "them" if noun == "tests" else "one"
+            if check.verdict == "unknown":
+                return ("cites_unrecognised_command", "warning",
+                        f"exited 0, but the linter cannot tell whether it runs {noun}: {check.reason}; \"{clause}\" "
+                        f"needs a cited step that runs {pronoun} ({examples} …): cite one, or check this step "
+                        f"yourself")
+            return ("cites_non_check_step", "error",
+                    f"exited 0 but runs no {noun}: {_runs(check)}; \"{clause}\" needs a cited step that runs "
+                    f"{pronoun} ({examples} …)")
         return None
-    passing = [q for q in cited if steps.get(q) == 0]
-    for clause in mine:
-        wanted = _claimed_checks(clause)
-        if not wanted or any(q not in checks for q in passing):
-            continue
-        if any(checks[q].verdict == "check" and checks[q].kinds & wanted for q in passing):
-            continue
-        check = checks[seq]
-        clause = _display(clause)
-        noun, examples = _kind_words(wanted)
-        pronoun = "them" if noun == "tests" else "one"
-        if check.verdict == "unknown":
-            return ("cites_unrecognised_command", "warning",
-                    f"exited 0, but the linter cannot tell whether it runs {noun}: {check.reason}; \"{clause}\" "
-                    f"needs a cited step that runs {pronoun} ({examples} …): cite one, or check this step yourself")
-        if check.verdict == "check":
-            reason = f"{check.reason}, " + " and ".join(_KIND_WORDS[k][1] for k in _KIND_ORDER if k in check.kinds)
-        else:
-            reason = check.reason
-        return ("cites_non_check_step", "error",
-                f"exited 0 but runs no {noun}: {reason}; \"{clause}\" needs a cited step that runs {pronoun} "
-                f"({examples} …)")
-    return None
 
+    def unbacked_failure(self, seq: int, mine: list[str], cited: list[int],
+                         subject: _Subject) -> tuple[str, str, str] | None:
+        """As :meth:`unbacked_pass`, for failing step ``seq`` and the clauses that say something
+        failed: at least one failing step cited there must have failed because a check of the
+        kind they name failed (:meth:`~.runners.FailureCheck.shows`), not because of ``false``,
+        ``exit 1``, ``! pytest`` or a runner that ran nothing (``pytest`` exiting 5)."""
+        failures, steps = self.failures, self.steps
+        if seq not in failures:
+            return None
+        failing = [q for q in cited if steps.get(q, 0) != 0]
+        for clause in mine:
+            wanted = _claimed_failures(clause, subject, self.spans)
+            if not wanted or any(q not in failures for q in failing):
+                continue
+            if any(failures[q].shows(wanted).verdict == "check" and failures[q].shows(wanted).kinds & wanted
+                   for q in failing):
+                continue
+            check = failures[seq].shows(wanted)
+            clause = self.shown(clause)
+            noun, examples = _kind_words(wanted)
+            one, fail = ("test", "fail") if noun == "tests" else (noun, "fails")
+            code = steps[seq]
+            if check.verdict == "unknown":
+                return ("cites_unrecognised_command", "warning",
+                        f"exited {code}, but the linter cannot tell whether a {one} failed: {check.reason}; "
+                        f"\"{clause}\" needs a cited step whose {noun} {fail} ({examples} …): cite one, or check "
+                        f"this step yourself")
+            return ("cites_non_check_step", "error",
+                    f"exited {code} but shows no failing {one}: {_runs(check)}; \"{clause}\" needs a cited step "
+                    f"whose {noun} {fail} ({examples} …)")
+        return None
 
-def _judge_group(report: ClaimsReport, accepted: set[int], group: list[tuple[int, str, int]],
-                 clauses: list[str], steps: dict[int, int], commands: dict[int, str], shown: str,
-                 log_path: str, checks: Mapping[int, StepCheck]) -> None:
-    """Judge each marker of a group against the clause(s) it cites.
+    def missing_text(self, seq: int, mine: list[str], cited: list[int]) -> str | None:
+        """The message after "whose" for failing step ``seq`` when a clause says the failure
+        printed or raised ``X`` ("fails with `ZeroDivisionError`") and no failing step cited there
+        whose output is stored holds it; None when one does, or when no stored output is known."""
+        if self.outputs.get(seq) is None:
+            return None
+        failing = [q for q in cited if self.steps.get(q, 0) != 0 and self.outputs.get(q) is not None]
+        for clause in mine:
+            for text in _failure_texts(clause, self.spans):
+                want = re.sub(r"\s+", " ", text)
+                if any(want in re.sub(r"\s+", " ", self.outputs[q] or "") for q in failing):
+                    continue
+                return (f"recorded output does not contain \"{printable(text)}\", but \"{self.shown(clause)}\" says "
+                        f"its failure shows it; cite the step whose output does")
+        return None
 
-    When the group has as many markers as claim clauses, the n-th marker cites the n-th clause
-    ("fail before the fix and pass after [seq:1][seq:2]"); otherwise every marker cites all the
-    group's clauses.  A failing step is backed by a clause that describes an expected failure,
-    unless the clauses also say something passes and no step of the group passed; a passing step
-    is not backed when the clauses say something fails and no step of the group failed, nor when
-    they say a check passed and no passing step of the group ran one (:func:`_unbacked_check`).
-    """
-    numbered = [int(c) for _o, c, _l in group if c.isdigit()]
-    paired = len(group) > 1 and len(numbered) == len(group) == len(clauses)
-    for k, (_off, content, line) in enumerate(group):
-        report.markers += 1
-        if not content.isdigit():
-            report.findings.append(Finding(
-                "malformed_marker", "error", line, None, shown,
-                f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"))
-            continue
-        seq = int(content)
-        what = f"step {seq}" + (f" (`{printable(redact_command(commands[seq])[0])}`)" if seq in commands else "")
-        mine = [clauses[k]] if paired else clauses
-        cited = [seq] if paired else numbered
-        expected_failure = any(_says(EXPECTED_FAILURE, c) for c in mine)
-        claims_failure = any(_says(FAILURE_CLAIM, c) for c in mine)
-        claims_pass = any(_says(PASS_CLAIM, c) and not _says(FAILURE_CLAIM, c) for c in mine)
-        some_failed = any(steps.get(q, 0) != 0 for q in cited)
-        some_passed = any(steps.get(q, 1) == 0 for q in cited)
-        if seq not in steps:
-            report.findings.append(Finding(
-                "cites_missing_step", "error", line, seq, shown,
-                f"[seq:{seq}] cites a step that never ran: {log_path} has no seq {seq}"))
-        elif steps[seq] != 0 and not expected_failure:
-            report.findings.append(Finding(
-                "cites_failing_step", "error", line, seq, shown,
-                f"[seq:{seq}] cites {what}, which exited {steps[seq]}; describe it as an expected "
-                f"failure (\"expected failure\", \"fails before the fix\" …) or cite a passing step"
-                + (f" (its clause: \"{'; '.join(mine)}\")" if mine else "")))
-        elif steps[seq] != 0 and claims_pass and not some_passed:
-            report.findings.append(Finding(
-                "cites_failing_step", "error", line, seq, shown,
-                f"[seq:{seq}] cites {what}, which exited {steps[seq]}, but \"{'; '.join(mine)}\" says "
-                f"something passes and no step cited there passed; cite the step that passed"))
-        elif steps[seq] == 0 and claims_failure and not some_failed:
-            report.findings.append(Finding(
-                "cites_passing_step_for_failure", "error", line, seq, shown,
-                f"[seq:{seq}] cites {what}, which exited 0, but the sentence says something fails; "
-                f"cite the step that failed"))
-        else:
-            gap = _unbacked_check(seq, mine, cited, steps, checks) if steps[seq] == 0 else None
+    def group(self, group: list[tuple[int, str, int]], clauses: list[str], shown: str, subject: _Subject) -> None:
+        """Judge each marker of a group against the clause(s) it cites.
+
+        When the group has as many markers as claim clauses, the n-th marker cites the n-th clause
+        ("fail before the fix and pass after [seq:1][seq:2]"); otherwise every marker cites all the
+        group's clauses.  A failing step is backed by a clause that describes its failure
+        (:func:`_describes_failure`), unless the clauses also say something passes and no step of the
+        group passed, and only when a step of the group failed because a check failed
+        (:meth:`unbacked_failure`) with what the clause says it showed (:meth:`missing_text`); a
+        passing step is not backed when the clauses say something fails and no step of the group
+        failed, nor when they say a check passed and no passing step of the group ran one
+        (:meth:`unbacked_pass`).
+        """
+        report, steps, commands, log_path = self.report, self.steps, self.commands, self.log_path
+        numbered = [int(c) for _o, c, _l in group if c.isdigit()]
+        paired = len(group) > 1 and len(numbered) == len(group) == len(clauses)
+        for k, (_off, content, line) in enumerate(group):
+            report.markers += 1
+            if not content.isdigit():
+                report.findings.append(Finding(
+                    "malformed_marker", "error", line, None, shown,
+                    f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"))
+                continue
+            seq = int(content)
+            what = f"step {seq}" + (f" (`{printable(redact_command(commands[seq])[0])}`)"
+                                    if seq in commands else "")
+            mine = [clauses[k]] if paired else clauses
+            cited = [seq] if paired else numbered
+            describes_failure = any(_describes_failure(c) for c in mine)
+            claims_failure = any(_says(FAILURE_CLAIM, c) for c in mine)
+            claims_pass = any(_says(PASS_CLAIM, c) and not _says(FAILURE_CLAIM, c) for c in mine)
+            some_failed = any(steps.get(q, 0) != 0 for q in cited)
+            some_passed = any(steps.get(q, 1) == 0 for q in cited)
+            said = "; ".join(self.shown(c) for c in mine)
+            if seq not in steps:
+                report.findings.append(Finding(
+                    "cites_missing_step", "error", line, seq, shown,
+                    f"[seq:{seq}] cites a step that never ran: {log_path} has no seq {seq}"))
+                continue
+            if steps[seq] != 0 and not describes_failure:
+                report.findings.append(Finding(
+                    "cites_failing_step", "error", line, seq, shown,
+                    f"[seq:{seq}] cites {what}, which exited {steps[seq]}; describe it as an expected "
+                    f"failure (\"expected failure\", \"fails before the fix\" …) or cite a passing step"
+                    + (f" (its clause: \"{said}\")" if mine else "")))
+                continue
+            if steps[seq] != 0 and claims_pass and not some_passed:
+                report.findings.append(Finding(
+                    "cites_failing_step", "error", line, seq, shown,
+                    f"[seq:{seq}] cites {what}, which exited {steps[seq]}, but \"{said}\" says "
+                    f"something passes and no step cited there passed; cite the step that passed"))
+                continue
+            if steps[seq] == 0 and claims_failure and not some_failed:
+                report.findings.append(Finding(
+                    "cites_passing_step_for_failure", "error", line, seq, shown,
+                    f"[seq:{seq}] cites {what}, which exited 0, but the sentence says something fails; "
+                    f"cite the step that failed"))
+                continue
+            if steps[seq] != 0:
+                gap = self.unbacked_failure(seq, mine, cited, subject)
+                missing = self.missing_text(seq, mine, cited) if gap is None or gap[1] != "error" else None
+                if missing is not None:
+                    report.findings.append(Finding("cites_output_without_text", "error", line, seq, shown,
+                                                   f"[seq:{seq}] cites {what}, whose {missing}"))
+                    continue
+            else:
+                gap = self.unbacked_pass(seq, mine, cited, subject)
             if gap is not None:
                 kind, severity, message = gap
                 finding = Finding(kind, severity, line, seq, shown, f"[seq:{seq}] cites {what}, which {message}")
@@ -591,25 +843,25 @@ def _judge_group(report: ClaimsReport, accepted: set[int], group: list[tuple[int
                     report.findings.append(finding)
                     continue
                 report.warnings.append(finding)
-            accepted.add(seq)
+            self.accepted.add(seq)
             report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
 
 
-class _Lazy(Mapping[int, StepCheck]):
-    """``{seq: StepCheck}`` worked out when a marker first cites the step: reading a command
-    line takes a fraction of a millisecond, and a long log's uncited steps need none."""
+class _Lazy(Mapping[int, object]):
+    """``{seq: value}`` worked out when a marker first cites the step: reading a command line
+    takes a fraction of a millisecond, and a long log's uncited steps need none."""
 
-    def __init__(self, keys: Iterator[int], check: Callable[[int], StepCheck]) -> None:
+    def __init__(self, keys: Iterable[int], work: Callable[[int], object]) -> None:
         self._keys = list(keys)
         self._known = set(self._keys)
-        self._check = check
-        self._done: dict[int, StepCheck] = {}
+        self._work = work
+        self._done: dict[int, object] = {}
 
-    def __getitem__(self, seq: int) -> StepCheck:
+    def __getitem__(self, seq: int) -> object:
         if seq not in self._known:
             raise KeyError(seq)
         if seq not in self._done:
-            self._done[seq] = self._check(seq)
+            self._done[seq] = self._work(seq)
         return self._done[seq]
 
     def __contains__(self, seq: object) -> bool:
@@ -624,7 +876,9 @@ class _Lazy(Mapping[int, StepCheck]):
 
 def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_BODY.md",
                      log_path: str = "session.jsonl", commands: dict[int, str] | None = None,
-                     checks: Mapping[int, StepCheck] | None = None) -> ClaimsReport:
+                     checks: Mapping[int, StepCheck] | None = None,
+                     failures: Mapping[int, FailureCheck] | None = None,
+                     outputs: Mapping[int, str | None] | None = None) -> ClaimsReport:
     """Lint a PR body's text against ``{seq: exit code}``.
 
     Args:
@@ -632,43 +886,77 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
         steps: exit code of every step in the log, by seq.
         body_path, log_path: names used in messages.
         commands: ``{seq: cmd}`` for messages, and to tell which steps run a check (optional;
-            without it, and without ``checks``, pass claims are not held to a runner).
-        checks: ``{seq: StepCheck}`` (:func:`replaybook.packet.runners.classify_step` of each log
-            line, which also reads its ``argv``, ``shell`` and ``pipefail``); by default each of
-            ``commands`` read as a shell line whose pipefail is not known.
+            without it, and without ``checks`` and ``failures``, claims are not held to a runner).
+        checks: ``{seq: StepCheck}``: what each step's exit 0 shows
+            (:func:`replaybook.packet.runners.classify_step` of each log line, which also reads its
+            ``argv``, ``shell`` and ``pipefail``); by default each of ``commands`` read as a shell
+            line whose pipefail is not known.
+        failures: ``{seq: FailureCheck}``: what each failing step's exit code shows
+            (:func:`replaybook.packet.runners.classify_failed_step`); by default each of
+            ``commands`` read as ``checks`` are.
+        outputs: ``{seq: text}``: each step's stored normalized output, ``None`` (or absent) when
+            it is not stored; a clause that says a failure showed ``X`` is checked against it.
 
     Returns:
         :class:`ClaimsReport`.
     """
     commands = commands or {}
     if checks is None:
-        checks = _Lazy(iter(commands), lambda seq: classify_command(commands[seq]))
-    masked = mask_code(body)
+        checks = _Lazy(commands, lambda seq: classify_command(commands[seq]))
+    if failures is None:
+        failures = _Lazy((q for q in commands if q in steps),
+                         lambda seq: classify_failure(commands[seq], exit=steps[seq]))
+    masked, spans = _mask(body)
+    marked = _mark_code(masked, spans)
     starts = _line_starts(body)
     report = ClaimsReport(body_path, log_path)
-    accepted: set[int] = set()
-    for sent in _sentences(masked, starts):
+    judge = _Judge(report, set(), steps, commands, log_path, checks, failures, outputs or {}, spans)
+    before: frozenset[str] = frozenset()
+    for sent in _sentences(marked, starts):
         shown = _display(body[sent.start:sent.end])
-        text = masked[sent.start:sent.end]
+        text = marked[sent.start:sent.end]
+        named = _named_kinds(_MARKER.sub(" ", text), spans)
         if not sent.markers:
             if (not sent.heading and not shown.rstrip().endswith("?") and len(shown.split()) >= 2
                     and CLAIM_WORDS.search(text)):
                 report.warnings.append(Finding(
                     "unsupported_claim", "warning", sent.line, None, shown,
                     "this sentence reads like a factual claim but cites no step; add [seq:N]"))
-            continue
-        for group, clauses in _marker_groups(masked, sent):
-            _judge_group(report, accepted, group, clauses, steps, commands, shown, log_path, checks)
+        else:
+            subject = _Subject(named, frozenset() if sent.heading else before)
+            for group, clauses in _marker_groups(marked, sent):
+                judge.group(group, clauses, shown, subject)
+        # what the next sentence's "it" refers to: what this one names, or what it referred to
+        before = frozenset() if sent.heading else (named or before) if _borrows_subject(text) else named
     report.findings.sort(key=lambda f: f.line)  # stable: markers keep their order within a line
-    report.accepted = sorted(accepted)
+    report.accepted = sorted(judge.accepted)
     return report
 
 
-def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike) -> ClaimsReport:
+def stored_output(outputs_dir: str | os.PathLike, out_sha: object) -> str | None:
+    """A step's stored normalized output (``<outputs_dir>/<out_sha>.txt``), or ``None`` when it is
+    not there, cannot be read, or does not hash to ``out_sha`` (it was edited after recording:
+    the replay reports that).  A checkout that turned ``\\n`` into ``\\r\\n`` is read back as ``\\n``."""
+    if not isinstance(out_sha, str) or not re.fullmatch(r"[0-9a-f]{64}", out_sha):
+        return None
+    try:
+        text = (Path(outputs_dir) / f"{out_sha}.txt").read_bytes().decode("utf-8", "surrogatepass")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for candidate in (text, text.replace("\r\n", "\n")):
+        if normalized_sha(candidate) == out_sha:
+            return candidate
+    return None
+
+
+def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike, *,
+                outputs_dir: str | os.PathLike | None = None) -> ClaimsReport:
     """Lint the PR body at ``body_path`` against the session log at ``log_path``.
 
     The log only needs ``seq``, ``cmd`` and ``exit`` per line (seed-format logs work); a line's
-    ``argv``, ``shell`` and ``pipefail``, when present, tell how its command ran (:func:`classify_step`).
+    ``argv``, ``shell`` and ``pipefail``, when present, tell how its command ran (:func:`classify_step`,
+    :func:`classify_failed_step`).  Stored outputs are read from ``outputs_dir`` (default:
+    ``session.outputs/`` beside the log), for clauses that say what a failure showed.
 
     Raises:
         InputError: the body cannot be read.
@@ -681,8 +969,13 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike) -> Cl
         raise InputError(f"cannot read PR body: {exc.strerror or exc}", body_path) from exc
     log = read_log(log_path)
     by_seq = log.by_seq()
-    report = lint_claims_text(body, {s.seq: s.exit for s in log.steps}, body_path=str(body_path),
-                              log_path=str(log_path), commands={s.seq: s.cmd for s in log.steps},
-                              checks=_Lazy(iter(by_seq), lambda seq: classify_step(by_seq[seq].raw)))
+    outputs = Path(outputs_dir) if outputs_dir is not None else outputs_dir_for(log_path)
+    report = lint_claims_text(
+        body, {s.seq: s.exit for s in log.steps}, body_path=str(body_path), log_path=str(log_path),
+        commands={s.seq: s.cmd for s in log.steps},
+        checks=_Lazy(by_seq, lambda seq: classify_step(by_seq[seq].raw)),
+        failures=_Lazy((q for q, s in by_seq.items() if s.exit != 0),
+                       lambda seq: classify_failed_step(by_seq[seq].raw)),
+        outputs=_Lazy(by_seq, lambda seq: stored_output(outputs, by_seq[seq].get("out_sha"))))
     report.log_warnings = log.gap_warnings()
     return report

@@ -7,7 +7,7 @@ Commands and exit codes::
     replaybook packet replay session.jsonl [--checkout REF] [--timeout S] [--junit FILE] [--allow-dirty]
                                            [--require-head] [--head-ignore PATH]…
         0 PASS · 1 DIVERGED · 2 UNRUNNABLE or bad usage
-    replaybook packet claims PR_BODY.md session.jsonl [--format text|json]
+    replaybook packet claims PR_BODY.md session.jsonl [--outputs DIR] [--format text|json]
         0 no findings · 1 findings · 2 unreadable input or bad usage
 
 Every command exits 3 on an internal error (a bug; the traceback is printed).
@@ -165,19 +165,22 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
 @packet.command("claims")
 @click.argument("body_path", metavar="PR_BODY", type=click.Path(dir_okay=False))
 @click.argument("log_path", metavar="SESSION_LOG", type=click.Path(dir_okay=False))
+@click.option("--outputs", "outputs_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of stored outputs, for 'fails with X' claims (default: session.outputs/ beside the log).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_guard("claims")
-def claims_cmd(body_path: str, log_path: str, fmt: str) -> None:
+def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, fmt: str) -> None:
     """Check the [seq:N] markers of PR_BODY against SESSION_LOG; list unsupported claims.
 
-    Exit 1 when a marker cites a step that never ran, a failing step not described as an
-    expected failure, or, for a claim that tests (a build, a lint, a type check) pass, only steps
-    that run no such check (`echo "1 passed"`, `true`, `cat old-output.txt`); warnings
-    (unsupported claims, commands the linter cannot read) never fail.
+    Exit 1 when a marker cites a step that never ran, a failing step its clause does not describe
+    as failing, for a claim that tests (a build, a lint, a type check) pass or fail, only steps
+    whose exit code shows no such check passing or failing (`echo "1 passed"`, `true`, `false`,
+    `exit 1`, `pytest` that collected no tests), or a failure said to show a text its stored output
+    lacks; warnings (unsupported claims, commands the linter cannot read) never fail.
     """
     from .claims import lint_claims
 
-    report = lint_claims(body_path, log_path)
+    report = lint_claims(body_path, log_path, outputs_dir=outputs_dir)
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
