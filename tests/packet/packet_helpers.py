@@ -7,11 +7,13 @@ passing — so a clean checkout of the recorded commit replays all three.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 from replaybook.packet import record
+from replaybook.packet.log import entry_digest, trailer_line
 
 PY = sys.executable
 
@@ -38,3 +40,33 @@ def write_check(repo: Path, extra: str = "") -> None:
 def rec(repo: Path, *command: str, store: bool = True, cwd: Path | None = None, env=None):
     """Record one command in ``repo`` into ``repo/session.jsonl`` (the default place)."""
     return record(list(command), repo / "session.jsonl", cwd=cwd or repo, store=store, env=env)
+
+
+def log_lines(log: Path) -> list[dict]:
+    """The step lines of a session log, parsed (its trailer left out)."""
+    return [json.loads(x) for x in log.read_text().splitlines() if x.strip() and not x.startswith('{"trailer"')]
+
+
+def write_lines(log: Path, lines: list[dict], *, chain: bool = True) -> None:
+    """Write step lines as the recorder would: chained, with a trailer (``chain=False``: as a
+    recorder before the chain wrote them, without ``prev`` or a trailer)."""
+    out, prev = [], None
+    for line in lines:
+        line = {k: v for k, v in line.items() if k != "prev"}
+        if chain:
+            line["prev"] = prev
+            prev = entry_digest(line)
+        out.append(json.dumps(line) + "\n")
+    if chain and lines:
+        out.append(json.dumps(trailer_line(len(lines), prev)) + "\n")
+    log.write_text("".join(out))
+
+
+def edit_log(log: Path, seq: int, *, chain: bool = True, **fields) -> None:
+    """Change fields of step ``seq`` and write the log again, its chain recomputed (as someone
+    who knows the format would): the edit then shows only where other checks look."""
+    lines = log_lines(log)
+    for line in lines:
+        if line["seq"] == seq:
+            line.update(fields)
+    write_lines(log, lines, chain=chain)

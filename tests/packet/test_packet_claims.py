@@ -46,7 +46,8 @@ def test_cli_text_names_file_and_line():
     res = CliRunner().invoke(packet_cli, ["claims", body, str(CASE / "session.jsonl")])
     assert res.exit_code == 1
     assert f"{body}:5: error: cites_failing_step: [seq:3] cites step 3 (`ruff check src`), which exited 1" in res.output
-    assert res.output.splitlines()[-1] == "claims: 2 finding(s), 1 warning(s), 4 marker(s); accepted seq: 1, 2"
+    assert res.output.splitlines()[-1] == ("claims: 2 finding(s), 1 warning(s), 4 marker(s); accepted seq: 1, 2; "
+                                           "log unchained")
 
 
 STEPS = {1: 1, 2: 0, 3: 1}
@@ -159,7 +160,8 @@ def test_claims_warn_about_gaps_in_seq(tmp_path: Path):
     assert res.exit_code == 0
     assert (f"warning: {log}:2: seq 2 missing before step 3: the recorder numbers steps without gaps, so a line "
             f"was removed from the log") in res.output.splitlines()
-    assert res.output.splitlines()[-1] == "claims: 0 finding(s), 1 warning(s), 1 marker(s); accepted seq: 3"
+    assert res.output.splitlines()[-1] == ("claims: 0 finding(s), 1 warning(s), 1 marker(s); accepted seq: 3; "
+                                           "log unchained")
 
 
 @pytest.mark.parametrize("sentence", [
@@ -382,7 +384,7 @@ def test_cli_end_to_end_names_each_step_that_runs_no_check():
         f'lint or type-check runner the linter knows; "The integration tests pass" needs a cited step that runs '
         f"them {hint}: cite one, or check this step yourself",
         "    The integration tests pass [seq:8].",
-        "claims: 4 finding(s), 2 warning(s), 9 marker(s); accepted seq: 1, 2, 6, 8, 9",
+        "claims: 4 finding(s), 2 warning(s), 9 marker(s); accepted seq: 1, 2, 6, 8, 9; log unchained",
     ]
     res = subprocess.run([sys.executable, "-m", "replaybook.packet.cli", "claims", str(body), str(log),
                           "--format", "json"], capture_output=True, text=True,

@@ -47,3 +47,12 @@ def test_docs_list_every_program_of_the_secret_argument_table():
         assert f"`{entry.name}`" in section, entry.name
         for program in entry.programs[:1]:
             assert f"`{program}" in section, program
+
+
+def test_docs_list_every_kind_of_damage_to_the_chain():
+    from replaybook.packet.log import CHAIN_KINDS
+
+    text = DOC.read_text()
+    section = text[text.index("### The chain"):text.index("### The tree digest")]
+    for kind in CHAIN_KINDS:
+        assert f"| `{kind}` |" in section, kind

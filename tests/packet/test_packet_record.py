@@ -19,7 +19,7 @@ from replaybook.packet.cli import packet as packet_cli
 from replaybook.packet.errors import PacketError, PacketLogError
 from replaybook.packet.log import append_step
 
-from packet_helpers import PY, git, rec
+from packet_helpers import PY, git, log_lines, rec, write_lines
 
 SECRET = "s3cr3t-value-123"
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -98,9 +98,10 @@ def test_concurrent_appends_get_unique_seqs(repo: Path):
         p.join(60)
     assert [p.exitcode for p in procs] == [0] * 8
     raw = log.read_text().splitlines()
-    assert len(raw) == 80
-    steps = read_log(log, for_replay=True).steps
-    assert sorted(s.seq for s in steps) == list(range(1, 81))
+    assert len(raw) == 81 and raw[-1].startswith('{"trailer":{"v":1,"lines":80,')  # 80 steps, then the trailer
+    read = read_log(log, for_replay=True)
+    assert sorted(s.seq for s in read.steps) == list(range(1, 81))
+    assert (read.chain, read.chain_findings) == ("chained", ())  # every append chained to the one before it
 
 
 def test_append_never_glues_onto_a_torn_line(tmp_path: Path):
@@ -208,10 +209,10 @@ def test_a_bash_pipeline_keeps_the_exit_code_of_a_failing_command_on_record_and_
     log = repo / "session.jsonl"
     assert replay(log, repo=repo).verdict == "PASS"
     # a log written before the field replays as it was recorded: without pipefail
-    old = json.loads(log.read_text())
+    old = log_lines(log)[0]
     del old["pipefail"]
     old["exit"] = 0
-    log.write_text(json.dumps(old) + "\n")
+    write_lines(log, [old], chain=False)
     assert read_log(log, for_replay=True).steps[0].get("pipefail") is None
     v = replay(log, repo=repo)
     assert v.verdict == "PASS" and v.steps[0].exit == 0

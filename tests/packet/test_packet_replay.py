@@ -15,7 +15,7 @@ from replaybook.packet.errors import PacketLogError
 from replaybook.packet.cli import packet as packet_cli
 from replaybook.packet.normalize import normalize
 
-from packet_helpers import PY, git, rec, write_check
+from packet_helpers import PY, edit_log, git, log_lines, rec, write_check, write_lines
 
 
 def _worktrees(repo: Path) -> int:
@@ -113,9 +113,9 @@ def test_empty_and_malformed_logs_are_unrunnable(tmp_path: Path, repo: Path, mon
     assert res.output.strip() == f"VERDICT: UNRUNNABLE ({empty}: the log has no steps)"
     bad = tmp_path / "bad.jsonl"
     rec(repo, "echo", "hi")
-    bad.write_text((repo / "session.jsonl").read_text() + '{"seq": 2, "cmd": "x"\n')
+    bad.write_text((repo / "session.jsonl").read_text() + '{"seq": 2, "cmd": "x"\n')  # after the step and trailer
     v = replay(bad, repo=repo)
-    assert v.verdict == "UNRUNNABLE" and v.exit_code == 2 and f"{bad}:2: invalid JSON" in v.reason
+    assert v.verdict == "UNRUNNABLE" and v.exit_code == 2 and f"{bad}:3: invalid JSON" in v.reason
     seed = tmp_path / "seed.jsonl"  # the seed's five fields are not enough to replay
     seed.write_text('{"seq": 1, "cmd": "true", "exit": 0, "out_sha": "' + "0" * 64 + '", "duration_ms": 1}\n')
     v = replay(seed, repo=repo)
@@ -127,7 +127,7 @@ def test_empty_and_malformed_logs_are_unrunnable(tmp_path: Path, repo: Path, mon
 
 def test_unknown_commit_is_unrunnable_with_the_line(repo: Path, tmp_path: Path):
     rec(repo, "echo", "hi")
-    line = json.loads((repo / "session.jsonl").read_text())
+    line = log_lines(repo / "session.jsonl")[0]
     line["commit"] = "f" * 40
     line["excluded"] = []  # the log is outside the repository
     log = tmp_path / "other.jsonl"
@@ -197,11 +197,7 @@ def test_steps_run_in_their_recorded_directory(repo: Path):
 
 
 def _edit_log(log: Path, seq: int, **fields) -> None:
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
-    for line in lines:
-        if line["seq"] == seq:
-            line.update(fields)
-    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    edit_log(log, seq, **fields)  # the chain recomputed: these tests are about the other checks
 
 
 def test_cmd_that_is_not_what_runs_is_unrunnable_naming_the_line(repo: Path):
@@ -360,15 +356,16 @@ def test_every_stored_output_is_checked_even_when_its_step_matches(packet: Path,
     assert v.steps[1].notes == [f"the log marks this step's output stored, but {missing} is missing"]
 
 
-def test_gaps_in_seq_are_warned_about(packet: Path, repo: Path):
-    lines = packet.read_text().splitlines()
-    packet.write_text(lines[0] + "\n" + lines[2] + "\n")  # the line of step 2 removed
+def test_gaps_in_seq_of_an_unchained_log_are_warned_about(packet: Path, repo: Path):
+    lines = log_lines(packet)
+    write_lines(packet, [lines[0], lines[2]], chain=False)  # as an older recorder wrote it, step 2 removed
     (repo / "feature.flag").unlink()
     v = replay(packet, repo=repo)
+    assert v.log_chain == "unchained" and read_log(packet).chain_findings == ()
     assert v.warnings[0] == (f"{packet}:2: seq 2 missing before step 3: the recorder numbers steps without gaps, "
                              f"so a line was removed from the log")
     assert read_log(packet).gap_warnings() == v.warnings[:1]
-    packet.write_text(lines[2] + "\n")
+    write_lines(packet, [lines[2]], chain=False)
     assert read_log(packet).gap_warnings() == [
         f"{packet}:1: seq 1 to 2 missing before step 3: the recorder numbers steps without gaps, so lines were "
         f"removed from the log"]
@@ -501,8 +498,8 @@ def test_an_edited_output_is_found_whatever_the_log_says_about_storing_it(packet
 
 
 def test_a_gap_in_seq_fails_the_strict_mode(packet: Path, repo: Path):
-    lines = packet.read_text().splitlines()
-    packet.write_text(lines[0] + "\n" + lines[2] + "\n")  # the line of step 2 removed
+    lines = log_lines(packet)
+    write_lines(packet, [lines[0], lines[2]], chain=False)  # as an older recorder wrote it, step 2 removed
     (repo / "feature.flag").unlink()
     v = replay(packet, repo=repo, require_head=True, head_ignore=["feature.flag"])
     assert v.verdict == "DIVERGED" and v.problems[0] == f"seq 2 missing from the log before step 3 ({packet}:2)"

@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
 from ..errors import InputError
-from .log import outputs_dir_for, printable, read_log
+from .log import ChainFinding, outputs_dir_for, printable, read_log
 from .normalize import out_sha as normalized_sha
 from .redact import redact_command
 from .runners import (BUILD, KINDS, LINT, TEST, TYPECHECK, FailureCheck, StepCheck, classify_command,
@@ -273,7 +273,13 @@ class ClaimsReport:
             ``accepted``, empty message), in body order.
         markers: number of ``[seq:…]`` markers found outside code.
         log_warnings: what is wrong with the log itself without making it unreadable (gaps in
-            seq: lines were removed), each naming the file and line; never a failure.
+            seq of an unchained log: lines were removed), each naming the file and line; never a
+            failure.
+        log_chain: the log's chain (:attr:`~.log.SessionLog.chain`): ``chained``, ``unchained``
+            or ``damaged``; ``None`` when no log was read.
+        log_findings: the damage the chain shows (lines removed, renumbered, edited, the end
+            cut off), each a :class:`~.log.ChainFinding` naming a line of the log: failures,
+            since a ``[seq:N]`` marker may then name another step than was recorded.
     """
 
     body_path: str
@@ -284,11 +290,13 @@ class ClaimsReport:
     accepted_markers: list[Finding] = field(default_factory=list)
     markers: int = 0
     log_warnings: list[str] = field(default_factory=list)
+    log_chain: str | None = None
+    log_findings: list[ChainFinding] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
-        """1 when there are findings, else 0 (warnings never fail)."""
-        return 1 if self.findings else 0
+        """1 when there are findings (in the body or in the log's chain), else 0 (warnings never fail)."""
+        return 1 if self.findings or self.log_findings else 0
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (``--format json``)."""
@@ -297,7 +305,10 @@ class ClaimsReport:
                 "warnings": [w.to_dict() for w in self.warnings],
                 "accepted": list(self.accepted),
                 "accepted_markers": [a.to_dict() for a in self.accepted_markers],
-                "log_warnings": list(self.log_warnings), "exit_code": self.exit_code}
+                "log_warnings": list(self.log_warnings), "log_chain": self.log_chain,
+                "log_findings": [{"kind": f.kind, "line": f.line_no, "message": f.message}
+                                 for f in self.log_findings],
+                "exit_code": self.exit_code}
 
 
 def mask_code(text: str) -> str:
@@ -956,7 +967,8 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike, *,
     The log only needs ``seq``, ``cmd`` and ``exit`` per line (seed-format logs work); a line's
     ``argv``, ``shell`` and ``pipefail``, when present, tell how its command ran (:func:`classify_step`,
     :func:`classify_failed_step`).  Stored outputs are read from ``outputs_dir`` (default:
-    ``session.outputs/`` beside the log), for clauses that say what a failure showed.
+    ``session.outputs/`` beside the log), for clauses that say what a failure showed.  Damage the
+    log's chain shows is in ``log_findings`` (failures); its state in ``log_chain``.
 
     Raises:
         InputError: the body cannot be read.
@@ -978,4 +990,6 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike, *,
                        lambda seq: classify_failed_step(by_seq[seq].raw)),
         outputs=_Lazy(by_seq, lambda seq: stored_output(outputs, by_seq[seq].get("out_sha"))))
     report.log_warnings = log.gap_warnings()
+    report.log_chain = log.chain
+    report.log_findings = list(log.chain_findings)
     return report

@@ -8,7 +8,8 @@ Commands and exit codes::
                                            [--require-head] [--head-ignore PATH]…
         0 PASS · 1 DIVERGED · 2 UNRUNNABLE or bad usage
     replaybook packet claims PR_BODY.md session.jsonl [--outputs DIR] [--format text|json]
-        0 no findings · 1 findings · 2 unreadable input or bad usage
+        0 no findings · 1 findings (in the body, or damage to the log's chain) · 2 unreadable input or
+        bad usage
 
 Every command exits 3 on an internal error (a bug; the traceback is printed).
 Run standalone as ``python -m replaybook.packet.cli``.
@@ -138,7 +139,9 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
 
     def on_start(v) -> None:
         where = f"{v.checkout} ({v.commit[:12]})" if v.checkout else f"recorded commit {v.commit[:12]}"
-        click.echo(f"replaying {log_path} at {where} in a clean worktree")
+        chain = "" if v.log_chain != "unchained" else "; the log is unchained (no digest chain: lines removed " \
+                                                      "from it show only as gaps in seq)"
+        click.echo(f"replaying {log_path} at {where} in a clean worktree{chain}")
         if v.rules:
             click.echo(f"project normalization rules ({v.rules_origin}):")
             for r in v.rules:
@@ -186,12 +189,14 @@ def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, fmt: str)
     else:
         for f in report.findings + sorted(report.warnings, key=lambda w: w.line):
             click.echo(f"{body_path}:{f.line}: {f.severity}: {f.kind}: {f.message}\n    {f.sentence}")
+        for lf in report.log_findings:
+            click.echo(f"{log_path}:{lf.line_no}: error: {lf.kind}: {lf.message}")
         for w in report.log_warnings:
             click.echo(f"warning: {w}")
         acc = ", ".join(str(s) for s in report.accepted) or "none"
-        click.echo(f"claims: {len(report.findings)} finding(s), {len(report.warnings) + len(report.log_warnings)} "
-                   f"warning(s), "
-                   f"{report.markers} marker(s); accepted seq: {acc}")
+        click.echo(f"claims: {len(report.findings) + len(report.log_findings)} finding(s), "
+                   f"{len(report.warnings) + len(report.log_warnings)} warning(s), "
+                   f"{report.markers} marker(s); accepted seq: {acc}; log {report.log_chain}")
     click.get_current_context().exit(report.exit_code)
 
 

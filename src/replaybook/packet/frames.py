@@ -47,14 +47,15 @@ PACKET_STEPS = FrameSpec(
 PACKET_CLAIMS = FrameSpec(
     "packet_claims",
     _cols(
-        ("line_no", "Int64", "1-based line in the PR body"),
+        ("line_no", "Int64", "1-based line in source_file"),
         ("status", "string", "one of CLAIM_STATUSES"),
-        ("kind", "string", "finding or warning kind (claims.FINDING_KINDS / WARNING_KINDS); NA when accepted"),
+        ("kind", "string", "finding or warning kind (claims.FINDING_KINDS / WARNING_KINDS, or log.CHAIN_KINDS for "
+                           "damage to the log's chain); NA when accepted"),
         ("seq", "Int64", "the cited step; NA for unsupported claims and malformed markers"),
         ("step_exit", "Int64", "exit code of the cited step, when it is in the log"),
-        ("sentence", "string", "the sentence, whitespace collapsed"),
+        ("sentence", "string", "the sentence, whitespace collapsed; NA for damage to the log's chain"),
         ("message", "string", "what is wrong, in words; NA when accepted"),
-        ("source_file", "string", "the PR body"),
+        ("source_file", "string", "the PR body, or the session log for damage to its chain"),
     ),
     "One row per claims-linter result: findings, warnings, and accepted markers.",
 )

@@ -10,7 +10,8 @@ function (``rec.sh``) call.  Per command it:
 3. redacts secrets (:mod:`.redact`) from the output and the command line, normalizes the
    redacted output and hashes it (``out_sha``); optionally stores the normalized text as
    ``<outputs>/<out_sha>.txt``;
-4. appends the line under the log's lock (:func:`.log.append_step`), which assigns ``seq``.
+4. appends the line under the log's lock (:func:`.log.append_step`), which assigns ``seq``,
+   chains the line to the one before it (``prev``) and replaces the log's trailer.
 
 The recorder never writes a secret it knows of: redaction happens before anything is hashed,
 stored or logged, and a value recognised as a secret in one place (the command line, an
@@ -48,7 +49,7 @@ class RecordResult:
         line: the dict written to the log.
         stored: path of the stored normalized output, if ``store_output`` was asked.
         warnings: things the user should know (e.g. not inside a git repository, or the log
-            already holds a malformed line, named by file and line).
+            already holds a malformed line or a broken chain, named by file and line).
     """
 
     seq: int
@@ -215,15 +216,19 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
 
 
 def _log_problem(log_path: Path) -> str | None:
-    """What is wrong with an existing log the step will be appended to (a replay would refuse it),
-    or ``None``."""
+    """What is wrong with an existing log the step will be appended to — a malformed line (a
+    replay would refuse the log), or damage its chain shows (lines removed, renumbered, edited,
+    its end cut off) — or ``None``."""
     if not log_path.is_file():
         return None
     try:
-        read_log(log_path)
+        log = read_log(log_path)
     except PacketLogError as exc:
         return (f"{exc}. The step is appended anyway, but replay and the claims linter refuse this log "
                 f"until that line is fixed")
+    if log.chain_findings:
+        return ("the log's chain is broken: " + "; ".join(log.chain_messages()) + ". The step is appended, "
+                "and the claims linter and replay --require-head report the damage")
     return None
 
 

@@ -143,6 +143,9 @@ class PacketVerdict:
         rules, rules_origin: the project normalization rules in force at the start
             (``{"name", "pattern", "replace", "matches_anything"}`` each) and where they come
             from (``pyproject.toml at commit <sha12>``); empty / ``None`` without project rules.
+        log_chain: the log's chain (:attr:`~.log.SessionLog.chain`): ``chained``, ``unchained``
+            or ``damaged`` (its findings are warnings, and problems with ``require_head``);
+            ``None`` when the log could not be read.
     """
 
     verdict: str
@@ -156,6 +159,7 @@ class PacketVerdict:
     head: dict | None = None
     rules: list[dict] = field(default_factory=list)
     rules_origin: str | None = None
+    log_chain: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -189,7 +193,7 @@ class PacketVerdict:
         return {"verdict": self.verdict, "headline": self.headline, "log_path": self.log_path,
                 "reason": self.reason, "commit": self.commit, "checkout": self.checkout,
                 "warnings": list(self.warnings), "problems": list(self.problems), "head": self.head,
-                "rules": list(self.rules), "rules_origin": self.rules_origin,
+                "rules": list(self.rules), "rules_origin": self.rules_origin, "log_chain": self.log_chain,
                 "steps": [s.to_dict() for s in self.steps]}
 
 
@@ -413,7 +417,8 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             from the output.
         require_head: the strict mode: make it a failing verdict (``DIVERGED``, with the reason in
             ``problems``) when the PR head does not hold the files the last recorded step ran
-            on, or when seq has gaps (lines were removed).  Without it both are warnings.
+            on, when seq has gaps (lines were removed), or when the log's chain shows damage
+            (lines removed, renumbered or edited, its end cut off).  Without it all are warnings.
         head_ignore: paths (or ``fnmatch`` patterns, or folders) whose differences between the
             last recorded state and the PR head are accepted, e.g. ``PR_BODY.md`` written after
             the last step.  The log and its output folder are always left out.
@@ -449,9 +454,15 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
         target = resolve_commit(repo_path, checkout) if checkout else first.get("commit")
     except PacketError as exc:
         return _unrunnable(log_path, str(exc), checkout=checkout)
-    verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout, warnings=log.gap_warnings())
-    if require_head:  # the strict mode: a log with lines removed is not evidence
+    verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout,
+                            warnings=log.chain_messages() + log.gap_warnings(), log_chain=log.chain)
+    if require_head:  # the strict mode: a log with lines removed, renumbered or cut off is not evidence
+        named = {f.line_no for f in log.chain_findings}
+        for f in log.chain_findings:
+            verdict.problems.append(f"the log's chain is broken: {f.kind.replace('_', ' ')} ({log_path}:{f.line_no})")
         for a, b, s in log.gaps():
+            if s.line_no in named:
+                continue
             which = f"seq {a}" if a == b else f"seq {a} to {b}"
             verdict.problems.append(f"{which} missing from the log before step {s.seq} ({log_path}:{s.line_no})")
     try:

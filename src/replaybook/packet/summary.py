@@ -26,7 +26,11 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
     Returns:
         ``{"steps": DataFrame (PACKET_STEPS), "claims": DataFrame (PACKET_CLAIMS),
         "verdict": "PASS" | "DIVERGED" | "UNRUNNABLE" | None, "headline": str | None,
+        "chain": "chained" | "unchained" | "damaged",
         "counts": {"steps", "failing_steps", "diverged", "findings", "warnings", "accepted"}}``.
+        Damage the log's chain shows is in the claims frame too (status ``finding``, ``kind`` a
+        :data:`~.log.CHAIN_KINDS` kind, ``line_no`` and ``source_file`` naming the log's line),
+        and counts as findings, when a body is given.
 
     Raises:
         PacketLogError: the log is unreadable or malformed (file and line named).
@@ -62,17 +66,21 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
                          "step_exit": exits.get(f.seq) if f.seq is not None else None,
                          "sentence": f.sentence, "message": f.message or None,
                          "source_file": str(body_path)})
+        for lf in report.log_findings:
+            crow.append({"line_no": lf.line_no, "status": "finding", "kind": lf.kind, "seq": None, "step_exit": None,
+                         "sentence": None, "message": lf.message, "source_file": str(log_path)})
         claims = PACKET_CLAIMS.build(crow)
     return {
         "steps": steps,
         "claims": claims,
         "verdict": replay.verdict if replay else None,
         "headline": replay.headline if replay else None,
+        "chain": log.chain,
         "counts": {
             "steps": len(log.steps),
             "failing_steps": sum(1 for s in log.steps if s.exit != 0),
             "diverged": len(replay.diverged) if replay else None,
-            "findings": len(report.findings) if report else None,
+            "findings": len(report.findings) + len(report.log_findings) if report else None,
             "warnings": len(report.warnings) if report else None,
             "accepted": len(report.accepted) if report else None,
         },
