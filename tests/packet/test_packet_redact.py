@@ -185,6 +185,9 @@ def test_short_passwords_of_known_programs_are_redacted_in_place(text: str, expe
     "pytest -p no:cacheprovider -q",
     "docker run -p 8080:80 -e MODE=dev nginx",
     "docker push -q registry.example.com/app:1.2",
+    "redis-cli -h cache -p 6380 ping",             # redis-cli's -p is the port
+    "mysql -h db -P 3306 -u app -e 'select 1'",     # mysql's -P is the port
+    "docker login -u bot --password-stdin registry.example.com",
     "sshpass -e ssh web1",                         # reads SSHPASS from the environment
     'sshpass -p "$SSH_PASSWORD" ssh web1',          # names the secret; the shell expands it
     "curl -u alice https://api.example.com",        # a user name only: curl asks

@@ -89,8 +89,10 @@ _SECRET_WORD = (r"(?:token|secret|password|passwd|passphrase|api[_-]?key|access[
 # names one, and the replay restores nothing for it (the shell expands it from the environment).
 _VAR_REF = r"(?!(?-i:\$\{?[A-Z_][A-Z0-9_]*\}?)(?:[\s\"',;]|$))"
 
-# A name that says it holds where a secret is, not the secret (``--token-file PATH``, ``KEY_PATH=…``).
-_NOT_A_PATH_NAME = r"(?i:(?<![-_.]file)(?<![-_.]path)(?<![-_.]dir)(?<![-_.]env)(?<![-_.]var)(?<![-_.]name)(?<![-_.]id))"
+# A name that says where a secret is, not the secret (``--token-file PATH``, ``KEY_PATH=…``,
+# ``--password-stdin``).
+_NOT_A_PATH_NAME = (r"(?i:(?<![-_.]file)(?<![-_.]path)(?<![-_.]dir)(?<![-_.]env)(?<![-_.]var)(?<![-_.]name)(?<![-_.]id)"
+                    r"(?<![-_.]stdin))")
 
 # An environment variable name in capitals that says secret: a part PASS, PASSWORD, PASSWD, SECRET,
 # TOKEN, KEY or PAT (``DB_PASS``, ``GH_PAT``, ``SIGNING_KEY``; not ``PATH`` or ``BYPASS``).
