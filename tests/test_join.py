@@ -181,6 +181,9 @@ def test_a_resumed_transcript_whose_first_file_is_gone_continues_into_its_new_se
     assert s.loc["door-new", "continues"] == "door-old" and s["continues"].isna().sum() == 2
     assert s.loc["door-new", "status"] == "matched" and s.loc["door-new", "agreed"] == 4
     assert s.loc["door-new", "share"] == 0.8 and s.loc["door-new", "margin"] == 4.0
+    # the continuing session is no alternative to the first: its margin is its own agreement
+    # (one-to-one, door-new taking the transcript would have cost only 1 step)
+    assert s.loc["door-old", "margin"] == 5.0 and s.loc["door-old", "status"] == "matched"
     assert s.loc["door-old", "unmatched_steps"] == 0 and res.unmatched_steps.empty
     assert res.unclaimed_calls["tool"].tolist() == ["list"]
     assert sorted(res.pairs.loc[res.pairs.door_session == "door-new", "step_seq"]) == [5, 6, 7, 8]

@@ -362,7 +362,13 @@ def test_join_agrees_with_brute_force(seed, clocks):
             others = [a for (t2, s2), (a, _, _) in ref["scores"].items() if s2 == s and t2 != t]
             assert sess.loc[s, "margin"] == ref["scores"][(t, s)][0] - max(others, default=0)
             assert sess.loc[s, "status"] == "matched" and sess.loc[s, "agreed"] == ref["scores"][(t, s)][0]
+        continued = {first for _, first in cont.values()}
+        for s in continued:
+            others = [a for (t2, s2), (a, _, _) in ref["scores"].items() if s2 == s and t2 != one[s]]
+            assert sess.loc[s, "margin"] == ref["scores"][(one[s], s)][0] - max(others, default=0)
         for s, t in one.items():
+            if s in continued:
+                continue
             alt = max(x[0] for x in ref["best"](forbid=(t, s)))
             assert sess.loc[s, "margin"] == ref["best_total"] - alt
             assert sess.loc[s, "status"] == ("ambiguous" if ref["best_total"] - alt <= 0 else "matched")

@@ -342,7 +342,9 @@ SESSIONS = FrameSpec(
         ("runner_up", "string", "the transcript with the next-best agreement with this session"),
         ("runner_up_agreed", "Int64", "its agreeing steps"),
         ("margin", "float64", "how much the best one-to-one total agreement drops if this session "
-                              "may not have its transcript (0 means an equally good alternative exists)"),
+                              "may not have its transcript (0 means an equally good alternative exists); for "
+                              "a session that continues another's transcript, or is continued (`continues`), "
+                              "its agreement minus the runner-up's"),
         ("status", "string", "one of JOIN_STATUSES"),
         ("offset_ms", "float64", "estimated door clock − transcript clock, median over agreeing pairs, ms"),
         ("unclaimed_calls", "Int64", "door calls no step of the assigned transcript claims"),

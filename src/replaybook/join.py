@@ -1352,9 +1352,12 @@ def join_sessions(
     tool_steps_t = np.bincount(t_codes[door_bound & (t_codes >= 0)], minlength=n_t)
     unmatched_t = np.bincount(t_codes[unmatched_mask], minlength=n_t)
     r_t, r_agreed = _runners_up(sc_s, sc_t, agreed, med, assign_arr)
-    if (continues >= 0).any():  # (the assignment gave them no margin: what the next-best loses them)
+    if (continues >= 0).any():
+        # a continuing session, and the session it continues: its agreement minus the next-best
+        # transcript's (the one-to-one margin counted the continuing sessions as alternatives to
+        # the first, which they are not: they are the same conversation)
         mg = mg.copy()
-        c_ = np.flatnonzero(continues >= 0)
+        c_ = np.unique(np.concatenate([np.flatnonzero(continues >= 0), continues[continues >= 0]]))
         mg[c_] = n_agreed[c_] - r_agreed[c_]
     tcode = np.where(has_t, assign_arr, 0)
     status = np.where(~has_t, "unmatched", "matched").astype(object)

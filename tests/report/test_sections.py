@@ -998,4 +998,5 @@ def test_a_continued_conversation_is_shown_once_naming_each_calls_session():
     assert "read {\"path\":\"old0\"}" in h and "door session B #600" in h
     sent = S.confidence_sentence(res.sessions.set_index("door_session").loc["B"].to_dict() | {"door_session": "B"})
     assert sent.startswith("Door session B: continues transcript t, whose earlier calls are door session A's: "
-                           "3 of 3 calls agree, and the two sessions ran one after the other")
+                           "3 of 3 calls agree (on tool and arguments at the same time: likely, not proof), and "
+                           "the two sessions ran one after the other")

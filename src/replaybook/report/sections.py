@@ -362,7 +362,9 @@ def header(
         n_t = steps["transcript_id"].nunique()
         linked = ""
         if sessions is not None and len(sessions) and n_t:
-            n_in = int(sessions["transcript_id"].dropna().isin(set(steps["transcript_id"].dropna())).sum())
+            # distinct transcripts: one conversation can reach the door in several sessions (continues)
+            n_in = int(pd.Series(sessions["transcript_id"].dropna().unique()).isin(
+                set(steps["transcript_id"].dropna())).sum())
             if n_in < n_t:  # (a sub-agent's transcript is drawn with its parent's, not assigned a session)
                 linked = (f" ({n_in:,} assigned to a door session; "
                           f'<a href="#unassigned">{n_t - n_in:,} to none</a>)')
@@ -454,8 +456,11 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
 
     cont = row.get("continues")
     if not _isna(tid) and not _isna(cont):
+        rests = ("by the client's own tool-use ids" if "meta_id" in method else
+                 "on tool and arguments at the same time: likely, not proof")
         return (f"Door session {ds}: continues transcript {tid}, whose earlier calls are door session {cont}'s: "
-                f"{agreed} of {_count(calls, 'call')} agree, and the two sessions ran one after the other — a door "
+                f"{agreed} of {_count(calls, 'call')} agree ({rests}), and the two sessions ran one after the "
+                "other — a door "
                 "that restarted mid-conversation looks like this, and so does a conversation resumed in a new file "
                 "whose earlier file is not among the inputs (its copy of the history holds the earlier session's "
                 "calls).")
@@ -521,7 +526,8 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     s = (f"Door session {ds}: {level} — matched to transcript {tid}; {agreed} of {_count(calls, 'call')} "
          f"({_pct(share)}) agree ({how})")
     if margin_f > 0:
-        s += f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer steps"
+        s += (f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer "
+              f"step{'' if margin_f == 1 else 's'}")
     if level == "Moderate confidence" and agreed < 3:
         s += f"; only {_count(int(agreed), 'agreeing step')} — little evidence either way"
     if "meta_id" not in method and not tool_time_only and level in ("High confidence", "Moderate confidence"):
@@ -571,9 +577,15 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     if sessions is None or not len(sessions):
         return _NO_CONVERSATION.format(title="What the agent was asked, and what it answered", anchor="asked")
     items = []
-    for r in sessions.to_dict("records"):
+    rows = sessions.to_dict("records")
+    # one conversation per transcript: the sessions that continue it are named with its first
+    more_of: dict[str, list[str]] = {}
+    for r in rows:
+        if not _isna(r.get("continues")):
+            more_of.setdefault(str(r["continues"]), []).append(str(r["door_session"]))
+    for r in rows:
         tid = r.get("transcript_id")
-        if _isna(tid):
+        if _isna(tid) or not _isna(r.get("continues")):
             continue
         t = steps[(steps["transcript_id"] == tid) & steps["agent_id"].isna()]
         prompts = t[t["kind"] == "user_prompt"]["text"].dropna().tolist()
@@ -582,8 +594,11 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
             '<p class="rb-note">no prompt in the transcript</p>'
         answered = f"<blockquote>{esc(answers[-1], limit)}</blockquote>" if answers else \
             '<p class="rb-note">no text answer in the transcript</p>'
-        items.append(f"<h3>Door session <code>{esc(r['door_session'])}</code> · transcript "
-                     f"<code>{esc(tid)}</code></h3><p>Asked:</p>{asked}<p>Answered (last text):</p>{answered}")
+        names = [str(r["door_session"])] + more_of.get(str(r["door_session"]), [])
+        items.append(f"<h3>Door session{'' if len(names) == 1 else 's'} "
+                     + ", ".join(f"<code>{esc(n)}</code>" for n in names)
+                     + f" · transcript <code>{esc(tid)}</code></h3><p>Asked:</p>{asked}<p>Answered (last text):</p>"
+                     f"{answered}")
     if not items:
         return _NO_CONVERSATION.format(title="What the agent was asked, and what it answered", anchor="asked")
     return _section("What the agent was asked, and what it answered", "".join(items), anchor="asked")
