@@ -383,22 +383,29 @@ def _data_stem(name: str) -> str:
     return stem
 
 
-def copies_that_disagree(rows: Sequence[Mapping], column_sets: Mapping[str, tuple] | None = None) -> list[dict]:
+def copies_that_disagree(rows: Sequence[Mapping], column_sets: Mapping[str, tuple] | None = None,
+                         data_root: str | Path | None = None) -> list[dict]:
     """Objects that look like one dataset in different files — same folder, same name up to the
     format suffix (``demo/cars.parquet``, ``demo/cars.xpt``) — but hold different data now: a
-    different number of rows (where the files say) or different columns.  An agent that
-    described one and computed from the other gives a wrong figure; this names them.
+    different number of rows (where the files say), different columns, or — with ``data_root``,
+    read with :func:`table_difference` — different values in the rows (a stale copy: the same
+    shape, one figure changed).  An agent that described one and computed from the other gives
+    a wrong figure; this names them.
 
     Args:
         rows: :attr:`ReachedObjects.rows` (``object``, ``kind``, ``rows``, ``who``).
         column_sets: object → its column names (tables only).
+        data_root: the incident's data root: the files are compared row by row (read-only).
 
     Returns:
         One dict per such group: ``folder`` and ``stem`` (str), ``objects`` (list of dicts with
         ``object``, ``rows`` (int or None), ``columns`` (tuple or None), ``who`` (the first call
         that reached it, ``<door_session> #<seq>``) and, when ``rows`` give it, ``last`` (door
-        session → ``(ts, seq, tool)`` of its last call on the object)), ``rows_differ`` and ``columns_differ``
-        (bool).  Empty when no two tables of one name disagree.
+        session → ``(ts, seq, tool)`` of its last call on the object)), ``rows_differ``,
+        ``columns_differ`` and ``values_differ`` (bool; the last False without ``data_root``)
+        and, with ``data_root``, ``differences``: per other file, ``(first file, other file,
+        rows only the first holds, rows only the other holds)`` (files that cannot be compared
+        have none).  Empty when no two tables of one name disagree.
     """
     column_sets = column_sets or {}
     groups: dict[tuple[str, str], list[Mapping]] = {}
@@ -414,12 +421,20 @@ def copies_that_disagree(rows: Sequence[Mapping], column_sets: Mapping[str, tupl
         counts = {int(r["rows"]) for r in g if r.get("rows") is not None and not _na(r.get("rows"))}
         cols = {frozenset(column_sets[r["object"]]) for r in g if r["object"] in column_sets}
         rows_differ, columns_differ = len(counts) > 1, len(cols) > 1
-        if rows_differ or columns_differ:
+        extra: dict = {}
+        values_differ = False
+        if data_root is not None:
+            first, *others = [str(r["object"]) for r in g]
+            diffs = [(first, o, *d) for o in others if (d := table_difference(data_root, first, o)) is not None]
+            values_differ = any(len(d[2]) or len(d[3]) for d in diffs)
+            extra["differences"] = diffs
+        if rows_differ or columns_differ or values_differ:
             out.append({"folder": folder, "stem": stem, "rows_differ": rows_differ, "columns_differ": columns_differ,
+                        "values_differ": values_differ,
                         "objects": [{"object": str(r["object"]),
                                      "rows": None if r.get("rows") is None or _na(r.get("rows")) else int(r["rows"]),
                                      "columns": column_sets.get(r["object"]), "who": r.get("who"),
-                                     "last": r.get("last")} for r in g]})
+                                     "last": r.get("last")} for r in g], **extra})
     return out
 
 

@@ -656,6 +656,40 @@ def test_header_raises_storage_requests_no_door_call_explains():
                          "2026-09-13 10:03:12.000Z", "111 s after the refusal"]
 
 
+def test_copies_of_one_shape_that_disagree_in_a_value_are_named(tmp_path):
+    """A stale copy: sales/q3.csv and sales/q3.parquet hold the same regions and columns, but one
+    figure differs (AMER 3.9 vs 4.4). Comparing row counts and columns alone had found nothing."""
+    root = tmp_path / "data"
+    (root / "sales").mkdir(parents=True)
+    q3 = pd.DataFrame({"region": ["AMER", "EMEA", "APAC"], "revenue_m": [3.9, 4.1, 2.2]})
+    q3.to_csv(root / "sales" / "q3.csv", index=False)
+    q3.assign(revenue_m=[4.4, 4.1, 2.2]).to_parquet(root / "sales" / "q3.parquet")
+    q3.to_json(root / "sales" / "q2.json", orient="records")  # agrees with q2.parquet
+    q3.to_parquet(root / "sales" / "q2.parquet")
+    objs = ["sales/q3.csv", "sales/q3.parquet", "sales/q2.json", "sales/q2.parquet"]
+    calls = CALLS.build([dict(door_session="s1", seq=i + 1, ts=s(i), tool="read", object=o, decision="allow")
+                         for i, o in enumerate(objs)])
+    reached = S.reached_objects(calls, root)
+    (d,) = reached.disagreements
+    assert (d["folder"], d["stem"]) == ("sales", "q3")
+    assert d["values_differ"] and not d["rows_differ"] and not d["columns_differ"]
+    ((a, b, only_a, only_b),) = d["differences"]
+    assert (a, b) == ("sales/q3.csv", "sales/q3.parquet")
+    assert only_a.to_dict("records") == [{"region": "AMER", "revenue_m": 3.9}]
+    assert only_b.to_dict("records") == [{"region": "AMER", "revenue_m": 4.4}]
+    h = re.sub("<[^>]+>", "", S.objects_section(calls, root, reached=reached))
+    assert ("sales/q3.csv: 3 rows, first reached by s1 #1; sales/q3.parquet: 3 rows, first reached by s1 #2 — the "
+            "same number of rows and the same columns, but different values in some rows") in h
+    head = S.header("t", tmp_path / "incident.yaml", disagreements=reached.disagreements)
+    facts = [re.sub("<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", head)]
+    assert "2 files the agent reached look like one dataset but hold different values: sales/q3.csv (3 rows), " \
+           "sales/q3.parquet (3 rows)" in facts
+    # without a data root to read them, only rows and columns are compared
+    from replaybook.replay import copies_that_disagree
+
+    assert copies_that_disagree(reached.rows) == []
+
+
 def test_copies_of_one_dataset_that_disagree_are_named(tmp_path):
     """The demo's wrong average: the agent described cars.xpt (32 rows) and computed from
     cars.parquet (35 rows).  Files of one name in one folder that hold different rows or columns

@@ -421,7 +421,8 @@ def header(
     for d in disagreements:  # copies of one dataset that disagree: the likeliest cause of a wrong figure
         objs = ", ".join(f"<code>{esc(o['object'])}</code> ({'?' if o['rows'] is None else format(o['rows'], ',')} rows)"
                          for o in d["objects"])
-        what = " and ".join(w for w, on in (("rows", d["rows_differ"]), ("columns", d["columns_differ"])) if on)
+        what = " and ".join(w for w, on in (("rows", d["rows_differ"]), ("columns", d["columns_differ"])) if on) \
+            or "values"  # (same rows and columns: a figure changed)
         facts.append(f'<strong><a href="#objects">{len(d["objects"])} files the agent reached look like one dataset '
                      f"but hold different {what}</a></strong>: {objs}")
     unread = [r for r in inputs if r.get("read_nothing")]
@@ -1134,14 +1135,7 @@ class ReachedObjects:
         self.rows, self.previews, self.total = rows, previews, total
         from ..replay import copies_that_disagree
 
-        self.disagreements = copies_that_disagree(rows, column_sets)
-        if data_root is not None:
-            from ..replay import table_difference
-
-            for d in self.disagreements:
-                first, *others = [o["object"] for o in d["objects"]]
-                d["differences"] = [(first, o, *diff) for o in others
-                                    if (diff := table_difference(data_root, first, o)) is not None]
+        self.disagreements = copies_that_disagree(rows, column_sets, data_root)
 
 
 def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 100,
@@ -1208,6 +1202,9 @@ def _disagreement_sentence(d: Mapping) -> str:
             what += f" in {_count(len(o['columns']), 'column')} ({esc(', '.join(o['columns']))})"
         parts.append(f"<code>{esc(o['object'])}</code>: {what}, first reached by <code>{esc(o['who'])}</code>")
     said = "; ".join(parts)
+    if d.get("values_differ") and not d.get("rows_differ") and not d.get("columns_differ"):
+        said += (" — the same number of rows and the same columns, but <b>different values</b> in some rows "
+                 "(a copy that was not updated looks like this)")
     # which copy each session's last figure most likely came from: the one it reached last
     last: dict[str, tuple] = {}
     for o in d["objects"]:
