@@ -119,3 +119,16 @@ def test_pairs_rows_follow_the_frame_given_even_with_a_gapped_index():
     tool_rows = conv[conv["lane"] == "tool call"]
     assert list(tool_rows["call_row"]) == [1, 2, 3]
     assert list(tool_rows["status"]) == ["reached", "reached", "refused"]
+
+
+def test_report_session_table_keeps_a_restarted_doors_runs_in_time_order():
+    """By number, a restarted door's two runs interleaved (1, 1, 2, 2 …) with nothing said."""
+    steps, calls = _frames()
+    res = join_sessions(steps, calls)
+    html = S.session_calls(calls, res.pairs, "s", steps=steps)
+    rows = _table_rows(html)
+    times = [r.split("</td>")[1] for r in rows]
+    assert times == sorted(times) and len(rows) == 3
+    assert ("3 calls, agent analyst; #2 is carried by more than one call: the door restarted and numbered its "
+            "calls from 1 again, or its logs were merged — the rows are in time order, and a number alone does "
+            "not name one call") in html

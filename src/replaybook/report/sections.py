@@ -816,13 +816,16 @@ def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd
 def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session: str, *,
                   steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS,
                   quarantine: pd.DataFrame | None = None) -> str:
-    """What one door session's calls reached, in the door's order (``seq``): time, tool, object,
+    """What one door session's calls reached, in time order (then ``seq``): time, tool, object,
     decision, rule, rows, bytes, the error the door logged, arguments, the seq of the transcript
     step the join matched to each call ("—" when none) and what that step got back, as the
     transcript recorded it (:func:`result_cell`).  Each line of the session's log files that
     ``quarantine`` (``source_file`` as the loaders wrote it, as in ``calls``) set aside is a row
     of its own, decision "set aside", before the first call read from a later line."""
-    c = _with_rows(calls, calls["door_session"] == door_session).sort_values(["seq", "ts"], na_position="last")
+    # in time order: a door that restarted numbers its calls from 1 again, and by number its two
+    # runs interleave (the number is still the first column)
+    c = _with_rows(calls, calls["door_session"] == door_session).sort_values(
+        ["ts", "seq"], kind="stable", na_position="last")
     m = _matched_steps(pairs, steps)
     m = m[m["door_session"] == door_session].drop(columns=["door_session"])
     c = c.merge(m, left_on="frame_row", right_on="call_row", how="left")
@@ -840,6 +843,13 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
         cols.insert(6, ("approval", "the user, asked", "text"))
     agent = c["agent"].dropna().iloc[0] if len(c) and c["agent"].notna().any() else None
     sub = _count(len(c), "call") + (f", agent {agent}" if agent is not None else "")
+    shared = c["seq"].value_counts()
+    shared = sorted(int(k) for k in shared[shared > 1].index)
+    if shared:
+        nums = ", ".join(f"#{k}" for k in shared[:10]) + (f" and {len(shared) - 10:,} more" if len(shared) > 10 else "")
+        sub += (f"; {nums} {'is' if len(shared) == 1 else 'are each'} carried by more than one call: the door "
+                "restarted and numbered its calls from 1 again, or its logs were merged — the rows are in time "
+                "order, and a number alone does not name one call")
     if quarantine is not None and len(quarantine) and len(c):
         placed = [(str(f), int(ln)) if not (_isna(f) or _isna(ln)) else None
                   for f, ln in zip(c["source_file"], c["line_no"])]
