@@ -461,6 +461,10 @@ def test_join_names_a_clock_further_off_than_it_looks(tmp_path, capsys):
     assert ("door session door-s1: unmatched, but 4 of its 4 calls with arguments line up with transcript "
             "bbbbbbbb-0000-4000-8000-00000000000b at a clock offset of +7,200.4 s, beyond --max-offset 300: try "
             "--max-offset 7202") in out
+    assert main(args + ["--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["far_clocks"] == [{
+        "door_session": "door-s1", "transcript_id": "bbbbbbbb-0000-4000-8000-00000000000b", "offset_ms": 7200400.0,
+        "steps": 4, "calls_with_args": 4, "max_offset_s": 7202.0}]
     assert main(args + ["--max-offset", "7202"]) == 0
     out = capsys.readouterr().out
     verdicts = _join_tables(out)[0]

@@ -445,9 +445,15 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     window = 60.0 if window is None else window
     max_offset = 300.0 if max_offset is None else max_offset
     res = join_sessions(steps, calls_f, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset)
+    from .join import far_clocks
+
+    far = far_clocks(steps, calls_f, res.sessions, max_offset_s=max_offset, window_s=window)
     if fmt == "json":
         d = res.to_dict()
         d["quarantine"] = set_aside
+        # unmatched sessions whose calls line up with a transcript beyond --max-offset
+        d["far_clocks"] = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+                           for r in far.astype(object).to_dict("records")]
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
     else:
         view = res.sessions.astype(object)
@@ -476,10 +482,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                        "among the inputs")
         if len(lost) > 20:
             click.echo(f"… and {len(lost) - 20:,} more such door sessions (the unknown_ids column)")
-        from .join import far_clocks
-
-        for r in far_clocks(steps, calls_f, res.sessions, max_offset_s=max_offset,
-                            window_s=window).head(20).itertuples(index=False):
+        for r in far.head(20).itertuples(index=False):
             click.echo(f"door session {r.door_session}: unmatched, but {r.steps} of its {r.calls_with_args} calls "
                        f"with arguments line up with transcript {r.transcript_id} at a clock offset of "
                        f"{r.offset_ms / 1000:+,.1f} s, beyond --max-offset {max_offset:g}: try --max-offset "

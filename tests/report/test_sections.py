@@ -1006,6 +1006,14 @@ def test_an_unmatched_session_names_a_clock_further_off_than_the_join_looked():
             "5402`) to join them.") in html.unescape(h)
     # without max_offset_s, the sentence stays as it was
     assert "line up with transcript" not in S.join_summary(res.sessions, 60.0, steps=steps, calls=calls)
+    # the residuals' sentence for the same session says the same (the report passes both the
+    # sessions with_far_clocks gives)
+    sess = S.with_far_clocks(res.sessions, steps, calls, max_offset_s=300.0)
+    assert sess.set_index("door_session").loc["s2", "far_max_offset_s"] == 5402.0
+    r = html.unescape(S.residuals(unclaimed_calls=res.unclaimed_calls, unmatched_steps=res.unmatched_steps,
+                                  unmatched_transcripts=res.unmatched_transcripts, sessions=sess))
+    assert "its calls line up with transcript t2 (3 of its 3 calls with arguments)" in r
+    assert list(S.with_far_clocks(res.sessions, steps, calls, max_offset_s=6000.0).columns) == list(res.sessions.columns)
 
 
 def test_a_continued_conversation_is_shown_once_naming_each_calls_session():

@@ -37,6 +37,7 @@ __all__ = [
     "table",
     "header",
     "confidence_sentence",
+    "with_far_clocks",
     "join_summary",
     "clock_offset",
     "timeline_section",
@@ -605,6 +606,28 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     return _section("What the agent was asked, and what it answered", "".join(items), anchor="asked")
 
 
+def with_far_clocks(sessions: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataFrame, *, max_offset_s: float,
+                    window_s: float = 60.0) -> pd.DataFrame:
+    """``sessions`` (the join's ``SESSIONS`` frame) with what :func:`replaybook.join.far_clocks`
+    finds for its unmatched sessions, as columns the confidence sentences read:
+    ``far_transcript`` (string), ``far_offset_ms`` (float64, ms), ``far_steps`` and ``far_calls``
+    (Int64), ``far_max_offset_s`` (float64, seconds: what to set) and ``far_looked_s`` (float64:
+    the ``max_offset_s`` the join was given); NA for the other sessions.  Unchanged (no new
+    columns) when no session has such a clock."""
+    from ..join import far_clocks
+
+    if sessions is None or not len(sessions):
+        return sessions
+    far = far_clocks(steps, calls, sessions, max_offset_s=max_offset_s, window_s=window_s)
+    if not len(far):
+        return sessions
+    f = far.set_index("door_session")
+    ds = sessions["door_session"]
+    return sessions.assign(far_transcript=ds.map(f["transcript_id"]), far_offset_ms=ds.map(f["offset_ms"]),
+                           far_steps=ds.map(f["steps"]), far_calls=ds.map(f["calls_with_args"]),
+                           far_max_offset_s=ds.map(f["max_offset_s"]), far_looked_s=float(max_offset_s))
+
+
 def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps: pd.DataFrame | None = None,
                  calls: pd.DataFrame | None = None, max_offset_s: float | None = None) -> str:
     """Sessions and the join: one row per door session (``SESSIONS`` frame) — transcript,
@@ -617,19 +640,8 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
     if sessions is None or len(sessions) == 0:
         return _section("Sessions and the join", '<p class="rb-note">No door sessions in this incident.</p>',
                         anchor="sessions")
-    if steps is not None and calls is not None and max_offset_s is not None:
-        from ..join import far_clocks
-
-        far = far_clocks(steps, calls, sessions, max_offset_s=max_offset_s, window_s=window_s or 60.0)
-        if len(far):
-            f = far.set_index("door_session")
-            sessions = sessions.assign(**{
-                "far_transcript": sessions["door_session"].map(f["transcript_id"]),
-                "far_offset_ms": sessions["door_session"].map(f["offset_ms"]),
-                "far_steps": sessions["door_session"].map(f["steps"]),
-                "far_calls": sessions["door_session"].map(f["calls_with_args"]),
-                "far_max_offset_s": sessions["door_session"].map(f["max_offset_s"]),
-                "far_looked_s": float(max_offset_s)})
+    if steps is not None and calls is not None and max_offset_s is not None and "far_transcript" not in sessions:
+        sessions = with_far_clocks(sessions, steps, calls, max_offset_s=max_offset_s, window_s=window_s or 60.0)
     df = sessions.copy()
     df["status_html"] = df["status"].map(_status_badge)
     # two tables, each fitting the page: the verdicts, then what each link rests on
