@@ -205,6 +205,27 @@ def test_no_continuation_for_sessions_at_the_same_time_or_on_one_agreeing_step()
     assert res.sessions["continues"].isna().all()
 
 
+def test_no_clock_of_its_own_from_calls_another_transcript_explains():
+    """A transcript whose own door log is missing, with max_offset_s raised to two hours: its
+    first calls repeat another agent's, and at −2 h 2 min they line up with that agent's door
+    session. It took that as its own clock and won the session from the agent that made the
+    calls, pushing it onto a session of its own, ambiguous."""
+    # the analyst's conversation reached the door in two sessions (the door restarted)
+    st = [("t-analyst", i * 10, "read", {"path": f"a{i}"}, None) for i in range(4)]
+    ca = [("s-analyst", i * 10 + 0.3, "read", {"path": f"a{i}"}, None) for i in range(4)]
+    st += [("t-analyst", 600 + i * 10, "read", {"path": f"b{i}"}, None) for i in range(3)]
+    ca += [("s-analyst-2", 600 + i * 10 + 0.3, "read", {"path": f"b{i}"}, None) for i in range(3)]
+    # the reporter, 2 h ahead, repeats the analyst's first three calls two minutes later
+    st += [("t-reporter", 7200 + 120 + i * 10, "read", {"path": f"a{i}"}, None) for i in range(3)]
+    st += [("t-reporter", 7200 + 200 + i * 10, "read", {"path": f"r{i}"}, None) for i in range(3)]
+    res = join_sessions(steps_frame(st), calls_frame(ca), max_offset_s=8000)
+    assert res.assignments() == {"s-analyst": "t-analyst", "s-analyst-2": "t-analyst"}
+    s = res.sessions.set_index("door_session")
+    assert s.loc["s-analyst", "status"] == "matched" and s.loc["s-analyst", "agreed"] == 4
+    assert s.loc["s-analyst-2", "continues"] == "s-analyst"
+    assert res.unmatched_transcripts == ["t-reporter"]
+
+
 def test_no_clock_of_its_own_from_a_few_coincidences():
     """A transcript whose own session is not in the door log shares calls every agent makes with
     other sessions: one such call, or a few of its many steps, lined up at some offset, is no

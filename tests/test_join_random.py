@@ -117,7 +117,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     # differences (of equal ones the nearest to the common offset), when it holds ≥ max(min_agreed,
     # 2) of them, half its steps that have any same-key call and more than its pairs at the
     # common offset, and lies more than the window from the common offset; its pairs at the
-    # common offset are then dropped
+    # common offset are then dropped; calls another transcript agrees with at the common offset
+    # do not count
     own_off = {}
     if M > 0:
         by_id = {S[i]["t"] for i, _ in exact}
@@ -128,13 +129,16 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
         for i in s_pool:
             if S[i]["args"] is not None:
                 with_args[S[i]["t"]] = with_args.get(S[i]["t"], 0) + 1
-        for t in sorted(t for t, n in with_args.items() if t not in by_id and at_common.get(t, 0) < 0.5 * n):
+        cands = {t for t, n in with_args.items() if t not in by_id and at_common.get(t, 0) < 0.5 * n}
+        # a call another (non-candidate) transcript agrees with at the common offset is no evidence
+        claimed = {j for i, j in content if S[i]["t"] not in cands}
+        for t in sorted(cands):
             ds, with_calls = [], 0
             for i in s_pool:
                 if S[i]["t"] != t or S[i]["args"] is None:
                     continue
                 di = [C[j]["ms"] - S[i]["ms"] for j in c_args if key(C[j]) == key(S[i])
-                      and abs(C[j]["ms"] - S[i]["ms"]) <= M]
+                      and abs(C[j]["ms"] - S[i]["ms"]) <= M and j not in claimed]
                 if di:
                     with_calls += 1
                     ds += di

@@ -660,7 +660,8 @@ OWN_CLOCK_SHARE = 0.5
 
 def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t_codes: np.ndarray,
                 n_t: int, off: int, reach_ms: int, window_ms: int,
-                min_steps: int, agreed: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+                min_steps: int, agreed: np.ndarray,
+                claimed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Clock offsets of their own for transcripts run on another clock than the others.
 
     ``q`` are the steps (rows, ascending) of the transcripts that may be on a clock of their
@@ -672,7 +673,12 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     A transcript takes that span's median as its own offset when the span holds at least
     ``min_steps`` differences, :data:`OWN_CLOCK_SHARE` of its steps that have any such call,
     and more than the transcript's pairs at the common offset, and lies more than
-    ``window_ms`` from ``off`` (nearer, the common offset would have found it).  Two agents on
+    ``window_ms`` from ``off`` (nearer, the common offset would have found it).  Calls
+    ``claimed`` (a bool per call row: paired at the common offset with a transcript that is not
+    a candidate here) are not counted: a call another transcript explains on the common clock is
+    no evidence of a second clock (a transcript whose own session is not in the log had taken an
+    offset from calls another agent made with the same arguments, once ``max_offset_s`` was
+    raised to reach them).  Two agents on
     two machines whose clocks differ by more than the window had left the second one's
     sessions unmatched; a step or two agreeing at the common offset by coincidence (a call
     every agent makes, at the same moment) had kept a transcript from looking at all.
@@ -690,6 +696,11 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
         return None
     qi = np.flatnonzero(few)
     r, c = _expand(lo[qi], hi[qi])
+    if claimed is not None:
+        free = ~claimed[C.item[c]]
+        r, c = r[free], c[free]
+        if not len(r):
+            return None
     g = t_codes[q[qi[r]]]
     d = C.times(c)
     d -= ms[qi[r]]
@@ -708,7 +719,7 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     first[1:] = g[best][1:] != g[best][:-1]
     best = best[first]
     t_best = g[best]
-    steps_with_calls = np.bincount(t_codes[q[qi]], minlength=n_t)[t_best]
+    steps_with_calls = np.bincount(t_codes[q[qi[np.unique(r)]]], minlength=n_t)[t_best]
     n_full = full[best]
     own = np.array([float(np.median(d[i:e])) for i, e in zip(best.tolist(), end[best].tolist())]) \
         if len(best) else np.zeros(0)
@@ -1147,8 +1158,14 @@ def join_sessions(
         maybe = agreed_t < OWN_CLOCK_SHARE * with_args_t
         maybe[t_codes[ex_si]] = False  # the ids tell its clock
         q = s_args_idx[maybe[t_codes[s_args_idx]]]
+        claimed = None
+        if len(q):
+            strong = ~maybe[t_codes[msi]]
+            if strong.any():
+                claimed = np.zeros(n_c, bool)
+                claimed[mci[strong]] = True
         own = _own_clocks(C, q, k_s, s_ms, t_codes, n_t, off, max_offset_ms + window_ms, window_ms,
-                          max(min_agreed, 2), agreed_t)
+                          max(min_agreed, 2), agreed_t, claimed)
         if own is not None:
             rows, offs = own
             moved = np.zeros(n_t + 1, bool)
