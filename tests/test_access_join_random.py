@@ -1,0 +1,226 @@
+"""join_access against its reference (``tests/_access_join_reference.py``: the same join, one
+storage request at a time in plain Python) on many small random incidents.
+
+Each incident is a few door sessions and a few dozen storage requests drawn so that the cases the
+join decides are all met often: requests several calls fit (two sessions on one object within a
+logged second), whole-second log times, a door clock off by tens of seconds (measured, given,
+or none), requests the logs hold twice (the same log twice, CloudTrail and the server access
+log, too far apart to be one), correlation tokens per call and per session, calls the door
+refused, calls on several objects, storage_map folders and the data root, keys in several
+encodings, principals that are and are not the agent's, requests without a time, a resource or
+an action, untimed calls.  Every frame the join returns must equal the reference's exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+from _access_join_reference import join_access as reference_join
+
+import replaybook.access_join as AJ
+from replaybook.access_join import join_access
+from replaybook.frames import ACCESS, CALLS
+
+T0 = datetime(2026, 9, 13, 10, 0, tzinfo=timezone.utc)
+ROLE = "arn:aws:sts::123456789012:assumed-role/door-reader"
+OTHER = "arn:aws:iam::123456789012:user/someone-else"
+GCP_SA = "door-reader@acme-proj.iam.gserviceaccount.com"
+
+STORAGE_MAPS = [
+    None,
+    {"demo/": "s3://acme-data/demo/", "reference/": "s3://acme-data/reference/"},
+    {"demo": "s3://acme-data/demo", "data/": "gs://acme-gcs/data/", "demo/sub/": "s3://acme-raw/sub/"},
+    {"": "s3://acme-data/"},
+    {"demo/": "s3://acme-data/demo/", "demo/a b.csv": "s3://acme-raw/x/a b.csv", "az/": "az://acct/c/az/"},
+    # odd targets: a URI-less folder, and a prefix of every s3:// URI (the object index and the
+    # token tier's object test part ways on these)
+    {"demo/": "s3://acme-data/demo/", "q": "a", "w": "s3:"},
+]
+OBJECTS = ["demo/cars.csv", "demo/a b.csv", "demo/ünï.csv", "demo", "demo/", "demo/sub/x.parquet", "demo/sub",
+           ".", "reference/.env", "reference", "other/x.csv", "s3://acme-data/demo/cars.csv",
+           "s3://acme-raw/k%2Bv.csv", "gs://acme-gcs/data/x.csv", "data/x.csv", "data", "az/b.bin", "q", "w", None]
+EXTRA_URIS = ["s3://acme-data/demo/cars.csv", "s3://acme-data/demo/", "s3://acme-data/demo", "s3://acme-data/",
+              "s3://acme-data/demo/sub/", "s3://acme-data/demo/sub/x.parquet", "s3://acme-data/demo/a b.csv",
+              "s3://acme-data/demo/a%20b.csv", "s3://acme-data/demo/a+b.csv", "s3://acme-data/demo/ünï.csv",
+              "s3://acme-data/reference/.env", "s3://acme-data/demo/cars.csv/", "s3://acme-raw/k%2Bv.csv",
+              "s3://acme-raw/k+v.csv", "s3://acme-raw/x/", "s3://acme-raw/sub/", "gs://acme-gcs/",
+              "gs://acme-gcs/data/x.csv", "gs://acme-gcs/data/", "az://acct/c/az/", "az://acct/c/az/b.bin",
+              "s3://acme-trail/", "arn:aws:iam::123456789012:role/x", None, "s3://", "a/b", "a", "s3:/x"]
+SOURCES = [("aws.cloudtrail", "completed"), ("aws.s3_access", "received"), ("gcp.audit", "event"),
+           ("azure.storage", "received")]
+PRINCIPALS = [
+    None,
+    {},
+    {"analyst": f"{ROLE}/*"},
+    {"analyst": [f"{ROLE}/*", GCP_SA], "etl": "arn:aws:iam::123456789012:user/etl"},
+    {"rogue": OTHER},
+]
+ACTIONS = ["read", "list", "head", "write", "delete", "other"]
+
+
+def _at(s: float) -> pd.Timestamp:
+    return pd.Timestamp(T0 + timedelta(microseconds=round(s * 1e6)))
+
+
+def _incident(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Door calls, storage requests and join options for one random incident."""
+    r = random.Random(seed)
+    smap = r.choice(STORAGE_MAPS)
+    tokens = r.choice(["none", "none", "call", "session", "mixed"])
+    # -- the door
+    rows, t = [], 0.0
+    n_sess = r.randint(1, 4)
+    for s in range(n_sess):
+        agent = r.choice(["analyst", "analyst", "etl", "rogue", None])
+        t = r.uniform(0, 40) if r.random() < 0.7 else t  # sessions overlap in time
+        for seq in range(1, r.randint(1, 8) + 1):
+            t += r.choice([0.0, 0.2, r.uniform(0, 3), r.uniform(0, 30)])
+            start = float(int(t)) if r.random() < 0.2 else t
+            end = None if r.random() < 0.25 else start + r.choice([0.0, r.uniform(0, 2), r.uniform(0, 8), -0.5])
+            obj = r.choice(OBJECTS)
+            row = {"door_session": f"sess-{s}", "agent": agent, "seq": seq if r.random() > 0.03 else None,
+                   "ts": None if r.random() < 0.03 else _at(start), "ts_end": None if end is None else _at(end),
+                   "tool": r.choice(["read_file", "list_folder", "describe"]), "object": obj,
+                   "decision": r.choices(["allow", "deny", "ask"], [80, 15, 5])[0],
+                   "rule": r.choice(["allow-demo", "no-dotenv", None])}
+            if r.random() < 0.15:
+                row["objects"] = tuple(r.sample([o for o in OBJECTS if o], r.randint(1, 3)) + ([obj] if obj else []))
+            if tokens == "call" or (tokens == "mixed" and r.random() < 0.5):
+                row["correlation"] = r.choice([f"sess-{s}/{seq}"] * 6 + ["", None])
+            elif tokens == "session" or tokens == "mixed":
+                row["correlation"] = f"sess-{s}"
+            rows.append(row)
+            if r.random() < 0.12:  # another session on the same object at nearly the same moment
+                rows.append({**row, "door_session": f"sess-{s + 10}", "seq": seq,
+                             "ts": None if row["ts"] is None else _at(start + r.choice([0.0, 0.1, 0.4])),
+                             "correlation": None if "correlation" not in row else f"sess-{s + 10}"})
+    calls = CALLS.build(rows)
+    if tokens != "none" and "correlation" not in calls.columns:
+        calls["correlation"] = pd.array([None] * len(calls), dtype="string")
+    mapped = [AJ.map_object(o, smap) for o in OBJECTS]
+    uris = [u for u in mapped if u] + EXTRA_URIS
+    principals = r.choice(PRINCIPALS + [PRINCIPALS[2]] * 2)
+    clock = r.choice([0.0, 0.0, 0.0, 40.0, -25.0, 130.0, 0.6])
+
+    # -- the cloud
+    arows: list[dict] = []
+    for _ in range(r.randint(0, 40)):
+        src, kind = r.choice(SOURCES)
+        if rows and r.random() < 0.7:  # a request a call made
+            c = r.choice(rows)
+            ts0 = 0.0 if c["ts"] is None else (c["ts"] - _at(0)).total_seconds()
+            dur = 0.0 if c["ts_end"] is None else (c["ts_end"] - c["ts"]).total_seconds() if c["ts"] else 0.0
+            when = ts0 + clock + r.choice([r.uniform(-3, dur + 8), r.uniform(0, max(dur, 0.1)), 0.0])
+            u = AJ.map_object(c["object"], smap) or r.choice(uris)
+            if u and r.random() < 0.3:
+                u = r.choice([u.rstrip("/") + "/", u + "/part-0", u.rsplit("/", 1)[0] + "/", u.replace(" ", "%20")])
+            token = c.get("correlation") if r.random() < 0.8 else r.choice(["sess-0", "nobody", None])
+            action = r.choice(["read", "read", "list", "head", r.choice(ACTIONS)])
+        else:
+            when, u, token = r.uniform(-20, 200) + clock, r.choice(uris), r.choice([None, None, "sess-1", "x"])
+            action = r.choice(ACTIONS)
+        if src in AJ.TIME_RESOLUTION_S and r.random() < 0.9:
+            when = float(int(when // 1))
+        who = r.choice([f"{ROLE}/door-analyst"] * 4 + [OTHER, GCP_SA, None, "arn:aws:iam::123456789012:user/etl"])
+        arows.append({
+            "ts": None if r.random() < 0.03 else _at(when), "time_kind": None if r.random() < 0.05 else kind,
+            "source": src, "principal": who, "action": None if r.random() < 0.03 else action,
+            "resource_uri": u, "outcome": r.choices(["allowed", "denied", "error"], [85, 10, 5])[0],
+            "bytes": None if r.random() < 0.3 else r.randint(0, 5000),
+            "request_id": r.choice([f"R{r.randint(0, 10 ** 6)}"] * 8 + ["-", "", None]),
+            "correlation": token, "raw": {},
+        })
+        if arows[-1]["ts"] is not None and r.random() < 0.18:  # the same request twice
+            again = dict(arows[-1])
+            if r.random() < 0.5:
+                again["source"], again["time_kind"] = r.choice(SOURCES[:2])
+            again["ts"] = again["ts"] + pd.Timedelta(seconds=r.choice([0, 0.4, 2, 30, 70, 400]))
+            if r.random() < 0.15:
+                again["action"] = r.choice(ACTIONS)
+            arows.append(again)
+    r.shuffle(arows)
+    access = ACCESS.build(arows)
+    if r.random() < 0.3:  # row labels that are not positions
+        labels = list(range(7, 7 + 3 * len(access), 3))
+        r.shuffle(labels)
+        access.index = pd.Index(labels, dtype="int64")
+    kw = {"storage_map": smap, "principals": principals,
+          "window_s": r.choice([60.0, 60.0, 5.0, 0.5]), "lag_s": r.choice([5.0, 5.0, 0.0, 1.5]),
+          "skew_s": r.choice([2.0, 2.0, 0.0, 0.5]),
+          "offset_s": r.choice([None] * 5 + [0, 12.5, -3.0, 40.0]),
+          "max_offset_s": r.choice([300.0, 300.0, 300.0, 0.0, 30.0])}
+    return calls, access, kw
+
+
+N_INCIDENTS = 320
+
+
+@functools.lru_cache(maxsize=None)
+def _case(seed: int):
+    """An incident and what the reference makes of it (computed once for both tests below)."""
+    calls, access, kw = _incident(seed)
+    return calls, access, kw, reference_join(calls, access, **kw)
+
+
+def _assert_same(got, want) -> None:
+    for name in ("links", "unexplained", "per_call", "duplicates"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name), check_exact=True, obj=name)
+    assert (got.offset_s, got.offset_requests) == (want.offset_s, want.offset_requests)
+    assert (got.window_s, got.lag_s, got.skew_s) == (want.window_s, want.lag_s, want.skew_s)
+    assert got.to_dict() == want.to_dict()
+
+
+@pytest.mark.parametrize("batch", range(8))
+def test_random_incidents_join_as_the_reference(batch):
+    for seed in range(batch * N_INCIDENTS // 8, (batch + 1) * N_INCIDENTS // 8):
+        calls, access, kw, want = _case(seed)
+        try:
+            _assert_same(join_access(calls, access, **kw), want)
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}: {exc}") from None
+
+
+#: the verdicts ``why`` gives, by the words that say which
+VERDICTS = {"refused": "only a call the door refused matches", "principal": "but the request was made by",
+            "no resource": "no resource in the access record", "outside": "resource outside every storage_map",
+            "unmapped": "no door call's object maps", "not in window": "on this object within the time window",
+            "no call": "no door call on this object", "token": "belongs to door session(s)", "no time": "no time"}
+
+
+def test_random_incidents_cover_every_case():
+    """The incidents above meet each verdict the join can give, several times (so the test above
+    compares the fast path on all of them, not on a few easy ones)."""
+    seen: Counter = Counter()
+    for seed in range(N_INCIDENTS):
+        calls, access, kw, res = _case(seed)
+        seen.update(f"how {h}" for h in res.links["how"])
+        seen["tied"] += int((res.links["candidates"] > 1).sum())
+        seen.update(f"dup {h}" for h in res.duplicates["how"])
+        seen["offset measured"] += int(kw["offset_s"] is None and res.offset_s != 0)
+        seen["refusal named"] += int(res.unexplained["refused_session"].notna().sum())
+        seen["several objects"] += int(calls["objects"].notna().sum())
+        for why in res.unexplained["why"]:
+            seen["why " + next((k for k, words in VERDICTS.items() if words in why), why)] += 1
+    for case in [f"how {h}" for h in AJ.LINK_HOWS] + [f"why {v}" for v in VERDICTS] + [
+            "tied", "dup delivered again", "dup another log", "offset measured", "refusal named", "several objects"]:
+        assert seen[case] >= 3, (case, seen)
+
+
+def test_large_random_incident():
+    """Many requests on few objects, from forty incidents at once."""
+    calls_l, access_l = [], []
+    for seed in range(1000, 1040):
+        calls, access, _ = _incident(seed)
+        calls_l.append(calls.assign(door_session=calls["door_session"] + f"-{seed}"))
+        access_l.append(access)
+    calls = pd.concat(calls_l, ignore_index=True)
+    access = pd.concat(access_l, ignore_index=True)
+    for kw in ({"storage_map": STORAGE_MAPS[1], "principals": PRINCIPALS[2]},
+               {"storage_map": STORAGE_MAPS[2], "principals": None, "offset_s": 40.0}):
+        want = reference_join(calls, access, **kw)
+        _assert_same(join_access(calls, access, **kw), want)
