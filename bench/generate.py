@@ -15,6 +15,8 @@ Three generators:
   ``response_digest`` / ``duration_ms`` (evidence-keeping doors), some are refused or failed.
 * :func:`build_join_frames` — in-memory ``steps`` (tool_call rows only) and ``calls`` frames with
   the exact STEPS / CALLS columns and dtypes, built with numpy (no files, no ``FrameSpec.build``).
+* :func:`build_access_frames` — in-memory ``calls`` and ``access`` frames for the door-call ↔
+  cloud-access join (CloudTrail- and S3-server-access-like rows, duplicates, unexplained rows).
 
 Every generator takes a seed; the same parameters give byte-identical output.  A
 ``manifest.json`` beside the data records the parameters and file sizes so ``run.py`` can tell
@@ -798,6 +800,224 @@ def build_join_frames(n_calls: int, n_steps: int, seed: int = 3, mean_session: i
             "_truth": {sess_names[tr_sess[i]]: tr_names[i] for i in np.unique(all_tr)}}
     return steps, calls, info
 
+
+
+# --------------------------------------------------------------------------- access-join frames
+
+#: the storage_map and principals of the access-join frames (agents 20-23 have no principal)
+ACCESS_STORAGE_MAP = {"warehouse/": "s3://acme-data/warehouse/", "scratch/": "s3://acme-data/scratch/"}
+ACCESS_DOOR_ROLE = f"arn:aws:sts::{_CT_ACCOUNT}:assumed-role/door-reader"
+ACCESS_PRINCIPALS = {f"agent-{i:02d}": f"{ACCESS_DOOR_ROLE}/*" for i in range(20)}
+
+
+def build_access_frames(n_calls: int, n_access: int, seed: int = 6, mean_session: int = 100,
+                        span_days: float = 7.0, zipf_a: float = 1.1):
+    """In-memory ``(calls, access, info)`` frames for the door-call ↔ cloud-access join, built
+    with numpy; columns and dtypes follow ``replaybook.frames.CALLS`` / ``ACCESS`` at run time.
+
+    * ``calls``: ``n_calls`` door calls in ~``n_calls / mean_session`` sessions (lognormal sizes)
+      of 24 agents over ``span_days``; each call's object drawn from a Zipf(``zipf_a``) pool of
+      ``n_calls / 10`` objects under ``warehouse/`` (a third of the calls list a folder, logged
+      without its slash as the door does; 1 % list the data root ``.``; 2 % name several
+      objects); durations exponential (mean 0.4 s), 10 % without ``ts_end``; 5 % refused;
+      20 % of the sessions propagate a per-session correlation token.
+    * ``access``: the storage requests the allowed calls made (a read: 1-4 GetObject ranges; a
+      describe: a HeadObject; a listing: a ListObjects and HeadObjects of ~4 entries; a query:
+      1-3 GetObject), each in CloudTrail (75 %, ``completed``, whole seconds) and/or the S3
+      server access log (55 %, ``received``, whole seconds) under one request id, 1 % of
+      CloudTrail records delivered twice; plus the rows no call explains (~15 %: another
+      principal on the calls' objects, half of them while a call on the object was open; the
+      door's role on objects never called — many distinct keys; refused calls reached anyway;
+      IAM events), as many as ``n_access`` leaves room for; in time order.
+
+    ``info["_truth"]`` holds, per access row, the call that made it (-1: none).
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    UTC = "datetime64[ns, UTC]"
+    n_obj = max(50, n_calls // 10)
+
+    # ---- calls
+    n_sess = max(1, n_calls // mean_session)
+    sizes = np.maximum(1, rng.lognormal(np.log(mean_session) - 0.5, 1.0, n_sess))
+    sizes = np.maximum(1, np.round(sizes * n_calls / sizes.sum())).astype(np.int64)
+    while sizes.sum() != n_calls:
+        diff = n_calls - int(sizes.sum())
+        j = rng.integers(0, n_sess, min(abs(diff), n_sess))
+        if diff > 0:
+            np.add.at(sizes, j, 1)
+        else:
+            sizes[j] = np.maximum(1, sizes[j] - 1)
+    sess = np.repeat(np.arange(n_sess), sizes)
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    seq = np.arange(n_calls) - np.repeat(first, sizes) + 1
+    sess_start = EPOCH_MS + rng.integers(0, int(span_days * 86400_000), n_sess)
+    cg = np.cumsum(rng.exponential(20_000, n_calls).astype(np.int64) + 200)
+    cg -= np.repeat(cg[first], sizes)
+    c_ms = sess_start[sess] + cg
+    dur = rng.exponential(400.0, n_calls).astype(np.int64) + 5
+    u = rng.random(n_calls)
+    a = zipf_a
+    obj = np.minimum(((((n_obj + 1) ** (1 - a) - 1) * u + 1) ** (1 / (1 - a))).astype(np.int64) - 1, n_obj - 1)
+    kind = rng.choice(4, n_calls, p=[0.45, 0.12, 0.33, 0.10])  # 0 read, 1 describe, 2 list, 3 query
+    root = (kind == 2) & (rng.random(n_calls) < 0.03)
+    deny = rng.random(n_calls) < 0.05
+    agent_names = np.array([f"agent-{i:02d}" for i in range(24)], dtype=object)
+    sess_agent = rng.integers(0, 24, n_sess)
+    sess_token = rng.random(n_sess) < 0.2
+    folder_of = np.array([f"warehouse/t{k % 997}" for k in range(n_obj)], dtype=object)
+    file_of = np.array([f"warehouse/t{k % 997}/obj_{k}.parquet" for k in range(n_obj)], dtype=object)
+    c_obj = np.where(kind == 2, folder_of[obj], file_of[obj])
+    c_obj[root] = "."
+    multi = (kind == 0) & (rng.random(n_calls) < 0.02)
+    c_objects = np.full(n_calls, None, dtype=object)
+    multi_objects = np.empty(int(multi.sum()), dtype=object)
+    multi_objects[:] = [(file_of[k], file_of[(k * 7 + 3) % n_obj], file_of[(k * 13 + 5) % n_obj]) for k in obj[multi]]
+    c_objects[multi] = multi_objects
+    tools = np.array(["read_object", "describe", "list_folder", "query"], dtype=object)
+    sess_names = np.array([f"door-s{i:06d}" for i in range(n_sess)], dtype=object)
+    token_names = np.where(sess_token, np.char.add("door-", sess_names.astype(str)).astype(object), None)
+    no_end = rng.random(n_calls) < 0.10
+    ts = pd.to_datetime(c_ms, unit="ms", utc=True).astype(UTC)
+    ts_end = pd.Series(pd.to_datetime(c_ms + dur, unit="ms", utc=True).astype(UTC)).mask(no_end)
+
+    # ---- the requests the allowed calls made
+    allowed = ~deny
+    n_req = np.select([kind == 0, kind == 2, kind == 3],
+                      [rng.integers(1, 5, n_calls), 1 + rng.poisson(4.0, n_calls), rng.integers(1, 4, n_calls)], 1)
+    n_req = np.where(allowed, n_req + multi * 2, 0)
+    r_call = np.repeat(np.arange(n_calls), n_req)
+    r_first = np.concatenate(([0], np.cumsum(n_req)[:-1]))
+    r_nth = np.arange(len(r_call)) - np.repeat(r_first, n_req)
+    r_kind = kind[r_call]
+    base = obj[r_call] % 997  # an entry of the listed folder: an object of the same t<k>/
+    child = base + 997 * (rng.random(len(r_call)) * ((n_obj - 1 - base) // 997 + 1)).astype(np.int64)
+    r_uri_obj = np.where((r_kind == 2) & (r_nth > 0), file_of[child], c_obj[r_call])
+    is_folder = (r_kind == 2) & (r_nth == 0)
+    r_multi = multi[r_call] & (r_nth > 0)
+    r_uri_obj[r_multi] = np.array([t[min(int(n), 2)] for t, n in zip(c_objects[r_call[r_multi]], r_nth[r_multi])],
+                                  dtype=object)
+    r_uri = np.char.add("s3://acme-data/", r_uri_obj.astype(str)).astype(object)
+    r_uri[is_folder] = np.char.add(r_uri[is_folder].astype(str), "/").astype(object)
+    r_uri[is_folder & root[r_call]] = "s3://acme-data/"
+    r_action = np.where(is_folder, "list", np.where((r_kind == 1) | (r_kind == 2), "head", "read")).astype(object)
+    r_at = c_ms[r_call] + (rng.random(len(r_call)) * dur[r_call]).astype(np.int64)  # sent while the call was open
+    n_r = len(r_call)
+    in_ct = rng.random(n_r) < 0.75
+    in_sal = (rng.random(n_r) < 0.55) | ~in_ct
+    again = in_ct & (rng.random(n_r) < 0.01)
+
+    def rows_of(mask, source, t_ms):
+        return {"call": r_call[mask], "t": t_ms[mask] // 1000 * 1000, "source": source,
+                "uri": r_uri[mask], "action": r_action[mask], "rid": np.flatnonzero(mask)}
+    done = r_at + rng.exponential(150, n_r).astype(np.int64)
+    parts = [rows_of(in_ct, "aws.cloudtrail", done), rows_of(in_sal, "aws.s3_access", r_at),
+             rows_of(again, "aws.cloudtrail", done)]
+
+    # ---- rows no call explains
+    n_explained = sum(len(p["call"]) for p in parts)
+    n_noise = max(0, n_access - n_explained) if n_explained < n_access else int(0.12 * n_access)
+    t_lo, t_hi = int(c_ms.min()), int(c_ms.max())
+    nz = rng.choice(4, n_noise, p=[0.45, 0.35, 0.10, 0.10])  # other principal, door role, refused, IAM
+    z_t = rng.integers(t_lo, t_hi, n_noise)
+    z_obj = np.minimum(((((n_obj + 1) ** (1 - a) - 1) * rng.random(n_noise) + 1) ** (1 / (1 - a))).astype(np.int64)
+                       - 1, n_obj - 1)
+    z_uri = np.char.add("s3://acme-data/", file_of[z_obj].astype(str)).astype(object)
+    fresh = nz == 1
+    z_uri[fresh] = np.char.add("s3://acme-data/warehouse/export/part-",
+                               np.arange(int(fresh.sum())).astype(str)).astype(object)
+    refused_calls = np.flatnonzero(deny & (kind != 2))
+    ref = nz == 2
+    if len(refused_calls):
+        pick = refused_calls[rng.integers(0, len(refused_calls), int(ref.sum()))]
+        z_uri[ref] = np.char.add("s3://acme-data/", c_obj[pick].astype(str)).astype(object)
+        z_t[ref] = c_ms[pick] + rng.integers(-2000, 60_000, int(ref.sum()))
+    near = (nz == 0) & (rng.random(n_noise) < 0.5)  # another principal on a call's object while it was open
+    reads = np.flatnonzero(allowed & (kind == 0))
+    pick = reads[rng.integers(0, len(reads), int(near.sum()))]
+    z_uri[near] = np.char.add("s3://acme-data/", c_obj[pick].astype(str)).astype(object)
+    z_t[near] = c_ms[pick] + (rng.random(len(pick)) * dur[pick]).astype(np.int64)
+    iam = nz == 3
+    z_uri[iam] = f"arn:aws:iam::{_CT_ACCOUNT}:role/door-reader"
+    z_action = np.where(iam, "other", np.where(rng.random(n_noise) < 0.8, "read", "head")).astype(object)
+    parts.append({"call": np.full(n_noise, -1), "t": z_t // 1000 * 1000,
+                  "source": np.where(rng.random(n_noise) < 0.6, "aws.cloudtrail", "aws.s3_access").astype(object),
+                  "uri": z_uri, "action": z_action, "rid": n_r + np.arange(n_noise), "noise": nz})
+
+    call = np.concatenate([p["call"] for p in parts])
+    t_ms = np.concatenate([p["t"] for p in parts])
+    source = np.concatenate([np.broadcast_to(np.asarray(p["source"], dtype=object), len(p["call"])) for p in parts])
+    uri = np.concatenate([p["uri"] for p in parts])
+    action = np.concatenate([p["action"] for p in parts])
+    rid = np.concatenate([p["rid"] for p in parts])
+    noise = np.concatenate([np.full(len(p["call"]), -1) if "noise" not in p else p["noise"] for p in parts])
+    if len(call) > n_access:
+        keep = np.sort(rng.choice(len(call), n_access, replace=False))
+        call, t_ms, source, uri, action, rid, noise = (x[keep] for x in (call, t_ms, source, uri, action, rid, noise))
+    o = np.argsort(t_ms, kind="stable")
+    call, t_ms, source, uri, action, rid, noise = (x[o] for x in (call, t_ms, source, uri, action, rid, noise))
+    n = len(call)
+
+    who = np.where(call >= 0, np.char.add(f"{ACCESS_DOOR_ROLE}/", agent_names[sess_agent[sess[np.maximum(call, 0)]]]
+                                          .astype(str)), "").astype(object)
+    other = noise == 0
+    who[other] = f"arn:aws:sts::{_CT_ACCOUNT}:assumed-role/etl-writer/etl-nightly"
+    who[(noise == 1) | (noise == 2) | (noise == 3)] = f"{ACCESS_DOOR_ROLE}/agent-03"
+    corr = np.where(call >= 0, token_names[sess[np.maximum(call, 0)]], None)
+    ct = source == "aws.cloudtrail"
+    raw_op = {("read", True): "GetObject", ("head", True): "HeadObject", ("list", True): "ListObjects",
+              ("other", True): "GetRole", ("read", False): "REST.GET.OBJECT", ("head", False): "REST.HEAD.OBJECT",
+              ("list", False): "REST.GET.BUCKET", ("other", False): "REST.GET.ACL"}
+    action_raw = np.array([raw_op[(x, bool(c))] for x, c in zip(action, ct)], dtype=object)
+    denied = rng.random(n) < 0.01
+    nbytes = np.where(action == "read", rng.lognormal(9, 2, n).astype(np.int64), 0)
+    access = pd.DataFrame({
+        "ts": pd.to_datetime(t_ms, unit="ms", utc=True).astype(UTC),
+        "time_kind": _str_array(np.where(ct, "completed", "received").astype(object)),
+        "source": _str_array(source),
+        "principal": _str_array(who),
+        "principal_type": _str_array(np.full(n, "AssumedRole", dtype=object)),
+        "action": _str_array(action),
+        "action_raw": _str_array(action_raw),
+        "resource_uri": _str_array(uri),
+        "outcome": _str_array(np.where(denied, "denied", "allowed").astype(object)),
+        "error_code": _str_array(np.where(denied, "AccessDenied", None)),
+        "bytes": pd.array(np.where(ct & (action != "read"), None, nbytes).astype(object), dtype="Int64"),
+        "rows": pd.array(np.full(n, None, dtype=object), dtype="Int64"),
+        "request_id": _str_array(np.char.mod("%016X", rid).astype(object)),
+        "user_agent": _str_array(np.full(n, _CT_UA[1], dtype=object)),
+        "correlation": _str_array(corr),
+        "raw": np.full(n, None, dtype=object),
+        "source_file": _str_array(np.where(ct, "bench/in-memory-cloudtrail.json", "bench/in-memory-s3.log")
+                                  .astype(object)),
+        "line_no": pd.array(np.arange(1, n + 1), dtype="Int64"),
+    })
+    na_c = _str_array(None, n_calls)
+    calls = pd.DataFrame({
+        "door_session": _str_array(sess_names[sess]),
+        "agent": _str_array(agent_names[sess_agent[sess]]),
+        "seq": pd.array(seq, dtype="Int64"),
+        "ts": ts,
+        "ts_end": ts_end.array,
+        "duration_ms": np.where(no_end, np.nan, dur.astype("float64")),
+        "server": _str_array(np.full(n_calls, "warehouse-files", dtype=object)),
+        "tool": _str_array(tools[kind]),
+        "arguments": pd.Series([None] * n_calls, dtype=object).array,
+        "object": _str_array(c_obj),
+        "objects": pd.Series(c_objects, dtype=object).array,
+        "decision": _str_array(np.where(deny, "deny", "allow").astype(object)),
+        "rule": _str_array(np.where(deny, "no-export", "allow-warehouse").astype(object)),
+        "correlation": _str_array(token_names[sess]),
+        "error": na_c,
+        "source_file": _str_array(np.full(n_calls, "bench/in-memory-door.jsonl", dtype=object)),
+        "line_no": pd.array(seq, dtype="Int64"),
+    })
+    calls, access = _conform(calls, "CALLS"), _conform(access, "ACCESS")
+    info = {"calls": n_calls, "access": n, "sessions": n_sess, "objects": n_obj,
+            "requests_of_calls": int((call >= 0).sum()), "rows_no_call_made": int((call < 0).sum()),
+            "cloudtrail_rows": int(ct.sum()), "s3_access_rows": int((~ct).sum()), "_truth": call}
+    return calls, access, info
 
 if __name__ == "__main__":  # tiny self-check
     import sys

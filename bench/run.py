@@ -1,15 +1,16 @@
-"""replaybook benchmark: load-steps, load-calls, CloudTrail, S3 access logs and join — wall time,
-throughput, peak memory.
+"""replaybook benchmark: load-steps, load-calls, CloudTrail, S3 access logs, join and the access
+join — wall time, throughput, peak memory.
 
 Stages: ``steps`` (Claude Code transcripts), ``calls`` (door log), ``cloudtrail`` (1 M records in
 gzipped ``{"Records": [...]}`` delivery files under ``AWSLogs/<acct>/CloudTrail/<region>/YYYY/MM/DD/``;
 MB/s over the decompressed JSON, vs read over the .gz bytes read), ``s3`` (1 M S3 server access log
-lines), ``join``.
+lines), ``join``, ``access`` (``join_access``: 200 k door calls × 1 M storage requests, in memory).
 
     .venv/bin/python bench/run.py                 # full sizes (generates ~1 GB into bench/out/ once)
     .venv/bin/python bench/run.py --quick         # small sizes, ~20 s smoke run
     .venv/bin/python bench/run.py --stages join --join-sizes 1000000x400000
     .venv/bin/python bench/run.py --stages cloudtrail,s3
+    .venv/bin/python bench/run.py --stages access --access-sizes 200000x1000000
     .venv/bin/python bench/run.py --profile lines # also write line-level hot spots per stage
 
 Every measurement runs in a fresh subprocess (so one stage's memory never masks another's); the
@@ -40,7 +41,7 @@ OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
 
 TARGETS = {"steps": ("MB/s", 500.0), "calls": ("MB/s", 300.0), "cloudtrail": ("MB/s", 200.0),
-           "s3": ("MB/s", 100.0), "join": ("s", 3.0), "incident": ("MB/s", None)}
+           "s3": ("MB/s", 100.0), "join": ("s", 3.0), "incident": ("MB/s", None), "access": ("s", 10.0)}
 #: stages that read files (``incident``: what `replaybook report` does before its first section —
 #: an incident.yaml naming the transcripts and the door log root, every file's list checked by
 #: content, both frames loaded, the join — with no target of its own, for comparison)
@@ -49,10 +50,10 @@ LOAD_STAGES = ("steps", "calls", "cloudtrail", "s3", "incident")
 SIZES = {
     "full": {"transcripts": (2000, 500_000_000), "door_lines": 1_500_000,
              "cloudtrail_records": 1_000_000, "s3_lines": 1_000_000,
-             "join": [(5_000_000, 2_000_000), (1_000_000, 400_000)]},
+             "join": [(5_000_000, 2_000_000), (1_000_000, 400_000)], "access": [(200_000, 1_000_000)]},
     "quick": {"transcripts": (40, 10_000_000), "door_lines": 30_000,
               "cloudtrail_records": 20_000, "s3_lines": 20_000,
-              "join": [(50_000, 20_000)]},
+              "join": [(50_000, 20_000)], "access": [(5_000, 25_000)]},
 }
 
 
@@ -123,7 +124,8 @@ class LineSampler:
             f = f.f_back
         if f is not None:
             rel = os.path.relpath(f.f_code.co_filename, self._src)
-            self.src_lines[(rel, f.f_lineno, f.f_code.co_name, f.f_code.co_filename)] += dt
+            # f_lineno is None while a frame is between lines (3.11, e.g. in a comprehension's setup)
+            self.src_lines[(rel, f.f_lineno or 0, f.f_code.co_name, f.f_code.co_filename)] += dt
             self.src_funcs[f"{rel}:{f.f_code.co_name}"] += dt
 
     def report(self, top: int = 15) -> dict:
@@ -254,6 +256,27 @@ def child(spec: dict) -> None:
             res["hwm_reset"] = _reset_hwm()
             phase("load")
             run = lambda: load(root)  # noqa: E731
+        elif spec["stage"] == "access":
+            from generate import ACCESS_PRINCIPALS, ACCESS_STORAGE_MAP, build_access_frames
+            from replaybook.access_join import join_access
+
+            n_calls, n_access = spec["size"]
+            phase("build-frames")
+            t0 = time.perf_counter()
+            calls, access, info = build_access_frames(n_calls, n_access, seed=spec.get("seed", 6))
+            res["build_s"] = time.perf_counter() - t0
+            truth = info.pop("_truth")
+            res["data"] = info
+            if spec.get("validate"):
+                from replaybook.frames import ACCESS, CALLS
+                ACCESS.validate(access)
+                CALLS.validate(calls)
+            gc.collect()
+            res["rss_before_mb"] = round(_status_kb("VmRSS") / 1024, 1)
+            res["hwm_reset"] = _reset_hwm()
+            phase("join")
+            run = lambda: join_access(calls, access, storage_map=ACCESS_STORAGE_MAP,  # noqa: E731
+                                      principals=ACCESS_PRINCIPALS)
         else:
             from generate import build_join_frames
             from replaybook.join import join_sessions
@@ -275,7 +298,7 @@ def child(spec: dict) -> None:
             phase("join")
             run = lambda: join_sessions(steps, calls)  # noqa: E731
 
-        if prof_kind == "lines" or (prof_kind is None and spec["stage"] == "join"):
+        if prof_kind == "lines" or (prof_kind is None and spec["stage"] in ("join", "access")):
             # join measurement runs keep a coarse (50 ms) sampler on, so a run stopped at the
             # timeout still says where its time went; the overhead is negligible
             prof_kind = prof_kind or "coarse"
@@ -295,6 +318,19 @@ def child(spec: dict) -> None:
             res["mb_s"] = res["bytes"] / 1e6 / res["wall_s"]
             res["rows_s"] = res["rows"] / res["wall_s"]
             res["vs_read"] = res["wall_s"] / res["read_s"]
+        elif spec["stage"] == "access":
+            res["rows_s"] = spec["size"][1] / res["wall_s"]
+            res["links"], res["unexplained"], res["duplicates"] = len(out.links), len(out.unexplained), \
+                len(out.duplicates)
+            res["by_how"] = {k: int(v) for k, v in out.links["how"].value_counts().items()}
+            res["offset_s"] = out.offset_s
+            # the generator knows which call made each request: how many links name that call
+            import numpy as np
+            import pandas as pd
+            key = pd.MultiIndex.from_arrays([calls["door_session"], calls["seq"]])
+            got = key.get_indexer(pd.MultiIndex.from_arrays([out.links["door_session"], out.links["call_seq"]]))
+            made = truth[out.links["access_index"].to_numpy(dtype=np.int64)]
+            res["truth_correct"] = f"{int((got == made).sum())}/{len(got)} links name the call that made the request"
         else:
             n = sum(spec["size"])
             res["rows_s"] = n / res["wall_s"]
@@ -438,6 +474,9 @@ def ensure_data(mode: str, stages: list[str], regen: bool, log) -> dict:
 
 
 def _size_label(r: dict) -> str:
+    if r["stage"] == "access":
+        c, a = r["size"]
+        return f"{_n(c)} calls x {_n(a)} access rows"
     if r["stage"] == "join":
         c, s = r["size"]
         return f"{_n(c)} calls x {_n(s)} steps"
@@ -467,7 +506,8 @@ def table(results: list[dict]) -> str:
             vs = f"{r['vs_read']:.0f}x ({r['read_mb_s']:.0f} MB/s)" if ok else "-"
             hit = ok and (tgt is None or r["mb_s"] >= tgt)
         else:
-            thr = f"{r['rows_s'] / 1e6:.2f}M rows/s" if ok else "-"
+            thr = ((f"{r['rows_s'] / 1e6:.2f}M" if r["rows_s"] >= 1e5 else f"{r['rows_s'] / 1e3:.1f}k") + " rows/s"
+                   if ok else "-")
             target = f"< {tgt:g} s"
             vs = "n/a"
             hit = ok and r["wall_s"] < tgt
@@ -505,15 +545,16 @@ def _src_state() -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes (~20 s smoke run)")
-    ap.add_argument("--stages", default="steps,calls,cloudtrail,s3,join,incident",
-                    help="comma list of steps,calls,cloudtrail,s3,join,incident")
+    ap.add_argument("--stages", default="steps,calls,cloudtrail,s3,join,incident,access",
+                    help="comma list of steps,calls,cloudtrail,s3,join,incident,access")
     ap.add_argument("--regen", action="store_true", help="regenerate the data even if it is current")
     ap.add_argument("--join-sizes", help="comma list of CALLSxSTEPS, e.g. 5000000x2000000,1000000x400000")
+    ap.add_argument("--access-sizes", help="comma list of CALLSxACCESS_ROWS for the access join, e.g. 200000x1000000")
     ap.add_argument("--join-all", action="store_true",
                     help="run every join size (default: stop at the first size that completes)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per measurement (default 900, quick 120)")
     ap.add_argument("--join-timeout", type=float, default=None,
-                    help="seconds per join measurement (default 600, quick 120)")
+                    help="seconds per join / access-join measurement (default 600, quick 120)")
     ap.add_argument("--mem-limit-gb", type=float, default=14.0, help="stop a child above this RSS (GB)")
     ap.add_argument("--profile", choices=["lines", "cprofile"],
                     help="profile each stage once more (lines: sampling, src line + leaf functions)")
@@ -539,6 +580,8 @@ def main(argv: list[str] | None = None) -> int:
     join_timeout = a.join_timeout or (120.0 if a.quick else 600.0)
     join_sizes = ([tuple(int(v) for v in s.lower().split("x")) for s in a.join_sizes.split(",")]
                   if a.join_sizes else SIZES[mode]["join"])
+    access_sizes = ([tuple(int(v) for v in s.lower().split("x")) for s in a.access_sizes.split(",")]
+                    if a.access_sizes else SIZES[mode]["access"])
 
     def log(msg: str) -> None:
         print(msg, flush=True)
@@ -561,6 +604,15 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"profiling {st} ({a.profile}) ...")
                 results.append(measure({"stage": st, "root": root, "profile": a.profile, **extra}, timeout,
                                        a.mem_limit_gb, log))
+        elif st == "access":
+            for size in access_sizes:
+                log(f"measuring access join {_n(size[0])} calls x {_n(size[1])} access rows ...")
+                spec = {"stage": "access", "size": list(size), "validate": a.quick}
+                r = measure(spec, join_timeout, a.mem_limit_gb, log)
+                results.append(r)
+                if a.profile and r["status"] == "ok":
+                    log(f"profiling access join {_n(size[0])}x{_n(size[1])} ({a.profile}) ...")
+                    results.append(measure({**spec, "profile": a.profile}, join_timeout, a.mem_limit_gb, log))
         else:
             for size in join_sizes:
                 log(f"measuring join {_n(size[0])} calls x {_n(size[1])} steps ...")
@@ -590,6 +642,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['build_s']:.1f} s; sessions {r['sessions_status']}; correct {r.get('truth_correct')}; "
                   f"residual frames ({r['residual_rows'][0]:,} unclaimed calls, {r['residual_rows'][1]:,} "
                   f"unmatched steps) taken on first use in a further {r['residual_s']:.2f} s")
+        elif r["stage"] == "access" and r["status"] == "ok":
+            d = r["data"]
+            print(f"access {_n(r['size'][0])}x{_n(r['size'][1])}: {d['sessions']} door sessions, {d['objects']} objects, "
+                  f"{d['cloudtrail_rows']:,} CloudTrail + {d['s3_access_rows']:,} S3 access rows; frames built in "
+                  f"{r['build_s']:.1f} s; {r['links']:,} links {r['by_how']}, {r['unexplained']:,} unexplained, "
+                  f"{r['duplicates']:,} duplicates, offset {r['offset_s']} s; {r['truth_correct']}")
         elif r["status"] != "ok":
             print(f"{r['stage']} {r.get('size', '')}: {r['status'].upper()} after {r.get('stopped_after_s')} s "
                   f"(phase {r.get('phase')}, {r.get('stopped_in_stage_after_s')} s into it; peak RSS "
