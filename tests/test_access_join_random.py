@@ -20,6 +20,7 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 import pytest
+from _access_join_reference import _object_match
 from _access_join_reference import join_access as reference_join
 
 import replaybook.access_join as AJ
@@ -211,8 +212,9 @@ def test_random_incidents_cover_every_case():
         assert seen[case] >= 3, (case, seen)
 
 
-def test_large_random_incident():
-    """Many requests on few objects, from forty incidents at once."""
+def test_large_random_incident_in_small_chunks(monkeypatch):
+    """Many requests on few objects, from forty incidents at once, joined a few requests at a
+    time and all at once: the chunk boundaries change nothing."""
     calls_l, access_l = [], []
     for seed in range(1000, 1040):
         calls, access, _ = _incident(seed)
@@ -223,4 +225,65 @@ def test_large_random_incident():
     for kw in ({"storage_map": STORAGE_MAPS[1], "principals": PRINCIPALS[2]},
                {"storage_map": STORAGE_MAPS[2], "principals": None, "offset_s": 40.0}):
         want = reference_join(calls, access, **kw)
-        _assert_same(join_access(calls, access, **kw), want)
+        for chunk in (7, 100_000):
+            monkeypatch.setattr(AJ, "_CHUNK_ROWS", chunk)
+            _assert_same(join_access(calls, access, **kw), want)
+
+
+def test_the_token_tier_tests_the_object_the_object_index_does_not_find():
+    """A call whose object maps to ``s3:`` reaches every ``s3://`` listing by the object rule
+    (its folder ``s3:/`` is a prefix of them), but the object tiers look calls up by the folders
+    after ``scheme://`` and never find it; the token tier tests the object itself.  So a listing
+    carrying the call's token is linked to it, one without a token is not."""
+    at = _at(0)
+    calls = CALLS.build([
+        {"door_session": "s", "agent": "analyst", "seq": 1, "ts": at, "ts_end": at + pd.Timedelta(seconds=1),
+         "tool": "list_folder", "object": "w", "decision": "allow", "correlation": "tok"},
+        {"door_session": "s", "agent": "analyst", "seq": 2, "ts": at + pd.Timedelta(seconds=100),
+         "tool": "read_file", "object": "demo/x.csv", "decision": "allow", "correlation": "tok"}])
+    access = ACCESS.build([{"ts": at + pd.Timedelta(seconds=0.5), "time_kind": "event", "source": "gcp.audit",
+                            "action": "list", "resource_uri": "s3://acme-data/demo/", "outcome": "allowed",
+                            "request_id": rid, "correlation": tok, "raw": {}} for rid, tok in (("A", "tok"),
+                                                                                              ("B", None))])
+    kw = {"storage_map": {"w": "s3:", "demo/": "s3://acme-data/demo/"}}
+    got = join_access(calls, access, **kw)
+    _assert_same(got, reference_join(calls, access, **kw))
+    assert list(zip(got.links["request_id"], got.links["how"], got.links["call_uri"])) == [
+        ("A", "correlation+object+time", "s3:")]
+    assert list(got.unexplained["request_id"]) == ["B"]
+    assert got.unexplained["why"].iloc[0] == "no door call on this object"
+
+
+def _index_finds(uri: str | None, action: str, call_uri: str) -> bool:
+    """The per-request join's object index (its ``reaching``): the URIs it looked calls up by."""
+    if not uri:
+        return False
+    found = {uri}
+    if action in ("list", "head"):
+        cut = uri.find("://") + 3
+        while True:
+            cut = uri.find("/", cut) + 1
+            if cut <= 0:
+                break
+            found.update((uri[:cut], uri[:cut - 1]))
+    if action == "list" and uri.endswith("/") and call_uri.endswith("/") and call_uri.startswith(uri):
+        return True
+    return call_uri in found
+
+
+def test_the_object_relation_is_the_object_rule():
+    """Every (resource, action) against every call URI, from the random incidents' URIs and their
+    folders: the relation holds exactly the pairs the object rule matches, and marks as found by
+    the object index exactly those the per-request join's index found."""
+    r = random.Random(5)
+    pool = sorted({u for u in EXTRA_URIS if u} | {AJ.map_object(o, m) for m in STORAGE_MAPS for o in OBJECTS} - {None})
+    pool += [u.rsplit("/", 1)[0] for u in pool if "/" in u] + ["", "s3://acme-data/demo/sub"]
+    for _ in range(20):
+        keys = sorted({(r.choice(pool + [None]), r.choice(ACTIONS)) for _ in range(60)}, key=str)
+        uris = sorted({u for u in r.sample(pool, 25) if u})
+        rel = AJ._Relation([k[0] for k in keys], [k[1] for k in keys], uris)
+        for k, (uri, action) in enumerate(keys):
+            every = {uris[u] for u in rel.u_all[rel.ptr_all[k]:rel.ptr_all[k + 1]]}
+            indexed = {uris[u] for u in rel.u[rel.ptr[k]:rel.ptr[k + 1]]}
+            assert every == {u for u in uris if _object_match(uri, action, u)}, (uri, action)
+            assert indexed == {u for u in every if _index_finds(uri, action, u)}, (uri, action)

@@ -117,6 +117,17 @@ principal the door's agents use come first, then by time), ``per_call`` (every c
 ``access_count``, ``access_bytes``, ``denied_count``), ``duplicates``
 (:data:`ACCESS_DUPLICATES`), ``offset_s``.
 
+How it is computed
+------------------
+The join works on whole columns, so that an incident of a million storage requests joins in
+seconds: text becomes integer codes (each distinct object, URI, principal and token is looked at
+once), the calls on each storage URI are sorted by start so that each request's candidates are
+one range search, and each choice — the best-ranked candidate, the calls tied with it, the
+refused call a request follows, the nearest call named in a ``why`` — is a sort of (request,
+call) pairs, taken a chunk of requests at a time so that the pairs' memory stays bounded.  Python
+runs once per request only to write the ``why`` of a request no call explains.  The tests hold
+it to the same rules written one request at a time (``tests/_access_join_reference.py``).
+
 Errors: :class:`~replaybook.errors.JoinError` for a frame missing required columns, a negative
 window or an offset that is not a finite number.
 """
@@ -352,27 +363,6 @@ def _root_target(smap: Mapping[str, str]) -> str | None:
     return roots.pop() if len(roots) == 1 else None
 
 
-def _object_match(access_uri: str | None, access_action: str, call_uri: str | None) -> bool:
-    """The access row's resource is what a call on ``call_uri`` reaches (module docstring,
-    "Objects")."""
-    if not access_uri or not call_uri:
-        return False
-    if access_uri == call_uri:
-        return True
-    if access_action in ("list", "head"):
-        # a listing or stat of the folder the call names, or of what is in it: the call's URI
-        # may name the folder without its slash (an object equal to a storage_map key written
-        # so, or a stat that looks for both ``k`` and ``k/``, as file-system clients of object
-        # storage do)
-        folder = call_uri if call_uri.endswith("/") else call_uri + "/"
-        if access_uri.startswith(folder):
-            return True
-    if access_action == "list" and access_uri.endswith("/") and call_uri.endswith("/") \
-            and call_uri.startswith(access_uri):
-        return True
-    return False
-
-
 def _principal_match(principal: str | None, patterns: Sequence[str]) -> bool:
     if not principal:
         return False
@@ -439,318 +429,285 @@ def join_access(
     # -- the calls ------------------------------------------------------------------------------
     c = calls.reset_index(drop=True)
     n_c = len(c)
-    c_uri = [map_object(o, storage_map) for o in c["object"]]
-    # every URI a call reaches: its object's and, for a call on several objects, the others'
-    more = c["objects"] if "objects" in c.columns else None
-    c_uris: list[list[str]] = []
-    for i in range(n_c):
-        us = [c_uri[i]] if c_uri[i] else []
-        extra = more.iat[i] if more is not None else None
-        if isinstance(extra, (list, tuple)):
-            for o in extra:
-                u = map_object(o, storage_map)
-                if u and u not in us:
-                    us.append(u)
-        c_uris.append(us)
+    c_uri, cu_call, cu_uri, uris_of_calls = _call_uris(c, storage_map)
     c_start = c["ts"].astype(UTC)
     c_end = c["ts_end"].astype(UTC).where(c["ts_end"].notna(), c_start + pd.Timedelta(seconds=window_s))
     start_ns = c_start.to_numpy(dtype="datetime64[ns]").astype(np.int64) if n_c else np.zeros(0, np.int64)
     end_ns = c_end.to_numpy(dtype="datetime64[ns]").astype(np.int64) if n_c else np.zeros(0, np.int64)
     valid = c_start.notna().to_numpy() if n_c else np.zeros(0, bool)
-    refused = (c["decision"].astype("string") == "deny").fillna(False).to_numpy(dtype=bool) if n_c else np.zeros(0, bool)
-    agents = [None if pd.isna(a) else str(a) for a in c["agent"]] if n_c else []
-    seqs = [0 if pd.isna(q) else int(q) for q in c["seq"]]
-    sessions = [str(s) for s in c["door_session"]]
-    corr = None
+    refused = ((c["decision"].astype("string") == "deny").fillna(False).to_numpy(dtype=bool) if n_c
+               else np.zeros(0, bool))
+    agent_code, agent_names = _coded(c["agent"], str)
+    seqs = _by_value(c["seq"], int, 0, np.int64)
+    tok_names: list[str] = []
+    c_tok = np.full(n_c, -1, np.int64)
     if "correlation" in c.columns:
-        corr = [None if pd.isna(x) or x == "" else str(x) for x in c["correlation"]]
-    by_token: dict[str, list[int]] = {}
-    for i, tok in enumerate(corr or []):
-        if tok is not None:
-            by_token.setdefault(tok, []).append(i)
+        c_tok, tok_names = _coded(c["correlation"], str, drop_empty=True)
     max_span = int(np.max(np.where(valid, end_ns - start_ns, 0))) if n_c else 0
     skew = int(round(skew_s * 1e9))
     lag = int(round(lag_s * 1e9))
     max_off = int(round(max_offset_s * 1e9))
-
-    # calls by the URIs they reach, for the object match (:func:`_object_match`) without a scan
-    by_uri: dict[str, list[int]] = {}
-    folder_calls: list[tuple[str, int]] = []
-    for i, us in enumerate(c_uris):
-        for u in us:
-            by_uri.setdefault(u, []).append(i)
-            if u.endswith("/"):
-                folder_calls.append((u, i))
-    matched: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-
-    def reaching(uri: str | None, action: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(calls, their start times)`` of the calls whose objects the access row's resource
-        is (:func:`_object_match`), by start time; refused and untimed calls included."""
-        key = (uri or "", action)
-        got = matched.get(key)
-        if got is not None:
-            return got
-        found: set[int] = set()
-        if uri:
-            found.update(by_uri.get(uri, ()))
-            if action in ("list", "head"):
-                cut = uri.find("://") + 3
-                while True:  # every folder the resource lies in (or is), as a call may name it
-                    cut = uri.find("/", cut) + 1
-                    if cut <= 0:
-                        break
-                    folder = uri[:cut]
-                    found.update(by_uri.get(folder, ()))
-                    found.update(by_uri.get(folder[:-1], ()))
-            if action == "list" and uri.endswith("/"):
-                found.update(i for u, i in folder_calls if u.startswith(uri))
-        idx = np.array(sorted(i for i in found if any(_object_match(uri, action, u) for u in c_uris[i])),
-                       dtype=np.int64)
-        st = np.where(valid[idx], start_ns[idx], np.iinfo(np.int64).max) if len(idx) else np.zeros(0, np.int64)
-        o = np.argsort(st, kind="stable")
-        got = matched[key] = (idx[o], st[o])
-        return got
-
-    def principal_ok(i: int, principal: str | None) -> bool:
-        ag = agents[i]
-        return ag is None or ag not in pats or _principal_match(principal, pats[ag])
-
-    def fits(i: int, t: int, res: int, kind: str) -> bool:
-        """The request (logged at ``t``, door clock, within ``res`` ns) fits call ``i``'s window."""
-        if not valid[i]:
-            return False
-        if t > end_ns[i] + (skew if kind == "received" else lag + skew):
-            return False
-        lo = start_ns[i] - skew
-        return t + res > lo if res else t >= lo
-
-    def dist(i: int, t: int, res: int) -> int:
-        """How far the request's time lies outside the call's own span (0: within it), ns."""
-        return max(0, int(start_ns[i]) - (t + res)) + max(0, t - int(end_ns[i]))
-
-    def rank(i: int, t: int, res: int) -> tuple[int, int, int, int]:
-        return dist(i, t, res), abs(t + res // 2 - int(start_ns[i])), seqs[i], i
-
-    def near(uri: str | None, action: str, t: int, res: int) -> np.ndarray:
-        """Calls reaching the resource that started early enough to hold ``t``."""
-        idx, st = reaching(uri, action)
-        lo = np.searchsorted(st, t - max_span - lag - skew, "left")
-        hi = np.searchsorted(st, t + res + skew, "right")
-        return idx[lo:hi]
+    agent_pats = [pats.get(a) for a in agent_names]  # the principals each agent acts as (None: unknown)
+    in_pats = np.array([p is not None for p in agent_pats] + [False], bool)[agent_code]
 
     # -- the access rows ------------------------------------------------------------------------
-    recs = access[ACCESS.names].to_dict("records")
-    labels = list(access.index)
-    n_a = len(recs)
+    n_a = len(access)
+    labels = access.index.to_numpy()
     a_ts = access["ts"].astype(UTC)
     a_ns = a_ts.to_numpy(dtype="datetime64[ns]").astype(np.int64)
     a_nat = a_ts.isna().to_numpy()
-    kinds = [str(r["time_kind"]) if not pd.isna(r["time_kind"]) else "event" for r in recs]
-    uris = [None if pd.isna(r["resource_uri"]) else str(r["resource_uri"]) for r in recs]
-    actions = [str(r["action"]) if not pd.isna(r["action"]) else "other" for r in recs]
-    whos = [None if pd.isna(r["principal"]) else str(r["principal"]) for r in recs]
-    res_ns = [0] * n_a
-    for pos, r in enumerate(recs):
-        step = TIME_RESOLUTION_S.get(str(r["source"]))
-        if step and not a_nat[pos] and a_ns[pos] % int(step * 1e9) == 0:
-            res_ns[pos] = int(step * 1e9)
+    received = _by_value(access["time_kind"], lambda v: str(v) == "received", False, bool)
+    uri_code, uri_names = _coded(access["resource_uri"], str)
+    act_code, act_names = _coded(access["action"], str, na="other")
+    who_code, who_names = _coded(access["principal"], str)
+    src_code, src_names = _coded(access["source"], str, na="<NA>")
+    step = np.array([int(TIME_RESOLUTION_S.get(s, 0) * 1e9) for s in src_names], np.int64)[src_code] \
+        if n_a else np.zeros(0, np.int64)
+    res_ns = np.where((step > 0) & ~a_nat & (a_ns % np.maximum(step, 1) == 0), step, 0)
+    # each row's (resource, action): the unit the object match is decided for
+    key, key_uri, key_act = _keys(uri_code, act_code, len(act_names))
+    key_uri_names = [uri_names[x] if x >= 0 else None for x in key_uri]
+    key_act_names = [act_names[x] for x in key_act]
+    tok_of_row = np.full(n_a, -1, np.int64)
+    if tok_names:
+        t_code, t_names = _coded(access["correlation"], str)
+        where_tok = {tok: i for i, tok in enumerate(tok_names)}
+        tok_of_row = np.array([where_tok.get(s, -1) for s in t_names] + [-1], np.int64)[t_code]
 
     # the same request twice: a record delivered again, or the request in two logs
-    copy_of = [-1] * n_a
-    dups: list[dict] = []
     span = int(round((window_s + lag_s + 2 * skew_s) * 1e9))
-    seen: dict[tuple, tuple[int, int]] = {}
-    for pos in sorted(range(n_a), key=lambda p: (bool(a_nat[p]), 0 if a_nat[p] else int(a_ns[p]), p)):
-        rid = recs[pos]["request_id"]
-        if a_nat[pos] or pd.isna(rid) or str(rid) in ("", "-"):
-            continue
-        src = str(recs[pos]["source"])
-        key = (_PROVIDER.get(src, src), str(rid), actions[pos], uris[pos])
-        prev = seen.get(key)
-        if prev is not None and int(a_ns[pos]) - prev[1] <= span:
-            copy_of[pos] = prev[0]
-            dups.append({"access_index": labels[pos], "same_as": labels[prev[0]], "source": src,
-                         "request_id": str(rid), "ts": a_ts.iat[pos],
-                         "how": "delivered again" if str(recs[prev[0]]["source"]) == src else "another log"})
-        else:
-            seen[key] = (pos, int(a_ns[pos]))
-
-    # -- the clock offset ---------------------------------------------------------------------------
-    evidence: list[tuple[int, int, str, list[int]]] = []  # (t, resolution, kind, calls) per request
-    for pos in range(n_a):
-        if copy_of[pos] >= 0 or a_nat[pos] or not on_storage(uris[pos]):
-            continue
-        t, res = int(a_ns[pos]), res_ns[pos]
-        idx, st = reaching(uris[pos], actions[pos])
-        lo = np.searchsorted(st, t - max_off - max_span - res, "left")
-        hi = np.searchsorted(st, t + max_off, "right")
-        if hi - lo > 4 * _OFFSET_CAP:
-            continue
-        cand = [int(i) for i in idx[lo:hi] if valid[i] and not refused[i] and principal_ok(int(i), whos[pos])]
-        if cand and len(cand) <= _OFFSET_CAP:
-            evidence.append((t, res, kinds[pos], cand))
-
-    def fitting(off: int) -> int:
-        return sum(any(fits(i, t - off, res, kind) for i in cand) for t, res, kind, cand in evidence)
-
-    if offset_s is None:
-        off = _measure_offset(evidence, start_ns, end_ns, max_off)
-        if off:
-            with_off, without = fitting(off), fitting(0)
-            if with_off - without < MIN_OFFSET_REQUESTS or with_off < 2 * without:
-                off = 0
-    else:
-        off = int(round(offset_s * 1e9))
-    offset_requests = fitting(off) if off else 0
-
-    # the calls the door refused, by object: a storage request on such an object that no call
-    # explains is the one to read first (the agent was refused it, and it was reached anyway)
-    def _refusal(uri: str | None, action: str, t: int) -> int | None:
-        """The refused call on this object the request at ``t`` most likely follows: the last
-        one started by ``t`` (clock skew allowed), else the first one after."""
-        hits = [int(i) for i in reaching(uri, action)[0] if refused[i] and valid[i]]
-        if not hits:
-            return None
-        before = [i for i in hits if start_ns[i] - skew <= t]
-        return (max(before, key=lambda i: (int(start_ns[i]), -i)) if before
-                else min(hits, key=lambda i: (int(start_ns[i]), i)))
-
-    # -- each request ---------------------------------------------------------------------------
-    linked: list[list] = []  # [pos, call, how, tied calls, t]
-    unexplained: list[tuple[object, str, int | None, int | None]] = []  # (label, why, refused call, t)
-    for pos in range(n_a):
-        if copy_of[pos] >= 0:
-            continue
-        label, r = labels[pos], recs[pos]
-        if a_nat[pos]:
-            unexplained.append((label, "no time", None, None))
-            continue
-        t, res, kind = int(a_ns[pos]) - off, res_ns[pos], kinds[pos]
-        uri, action, principal = uris[pos], actions[pos], whos[pos]
-        token = None if pd.isna(r["correlation"]) else str(r["correlation"])
-        chosen, how, why, pool = None, None, None, []
-
-        tok_calls = by_token.get(token, []) if token is not None else []
-        if tok_calls:
-            usable = [i for i in tok_calls if not refused[i]]
-            if len(tok_calls) == 1 and usable and fits(usable[0], t, res, kind):
-                chosen, how, pool = usable[0], "correlation", [usable[0]]
-            else:
-                pool = [i for i in usable if fits(i, t, res, kind)
-                        and any(_object_match(uri, action, u) for u in c_uris[i])]
-                if pool:
-                    chosen, how = min(pool, key=lambda i: rank(i, t, res)), "correlation+object+time"
-                else:
-                    sess = sorted({sessions[i] for i in tok_calls})
-                    why = (f"correlation {token!r} belongs to door session(s) {', '.join(sess)}, "
-                           f"but no allowed call there on this object within the window")
-        else:
-            tiered: dict[str, list[int]] = {"principal+object+time": [], "object+time": []}
-            refused_hits: list[int] = []
-            other_principal: list[int] = []  # fits in object and time, but acts as another principal
-            for i in near(uri, action, t, res):
-                i = int(i)
-                if not fits(i, t, res, kind):
-                    continue
-                ag = agents[i]
-                if ag is not None and ag in pats:
-                    if not _principal_match(principal, pats[ag]):
-                        if not refused[i]:
-                            other_principal.append(i)
-                        continue
-                    tier = "principal+object+time"
-                else:
-                    tier = "object+time"
-                if refused[i]:
-                    refused_hits.append(i)
-                    continue
-                tiered[tier].append(i)
-            for tier in ("principal+object+time", "object+time"):
-                if tiered[tier]:
-                    pool = tiered[tier]
-                    chosen, how = min(pool, key=lambda i: rank(i, t, res)), tier
-                    break
-            if chosen is None:
-                why = _why_unexplained(uri, action, t, principal, refused_hits, other_principal,
-                                       reaching(uri, action)[0], rank=lambda i: rank(i, t, res),
-                                       start_ns=start_ns, valid=valid, c=c, agents=agents,
-                                       storage_map=storage_map, any_mapped=bool(by_uri),
-                                       all_patterns=all_patterns)
-        if chosen is None:
-            unexplained.append((label, why or "no door call explains it", _refusal(uri, action, t), t))
-            continue
-        best = dist(chosen, t, res)
-        tied = tuple(sorted((i for i in pool if dist(i, t, res) == best), key=lambda i: (int(start_ns[i]), seqs[i], i)))
-        linked.append([pos, chosen, how, tied, t])
-
-    # requests that several calls explain equally well are shared among them in time order: of
-    # two reads of one object in one logged second by two sessions, each explains one — not one
-    # both while the other explains none
-    groups: dict[tuple, list[list]] = {}
-    for item in linked:
-        if len(item[3]) > 1:
-            groups.setdefault((item[2], item[3]), []).append(item)
-    for (_, tied), items in groups.items():
-        items.sort(key=lambda it: (it[4], it[0]))
-        n, m = len(items), len(tied)
-        for k, it in enumerate(items):
-            it[1] = tied[k * m // n]
-
-    counts = np.zeros(n_c, np.int64)
-    bytes_sum = np.zeros(n_c, np.int64)
-    bytes_known = np.zeros(n_c, bool)  # some linked request logged its size
-    denied = np.zeros(n_c, np.int64)
-    links: list[dict] = []
-    for pos, chosen, how, tied, _t in linked:
-        r = recs[pos]
-        counts[chosen] += 1
-        b = r["bytes"]
-        if not pd.isna(b):
-            bytes_sum[chosen] += int(b)
-            bytes_known[chosen] = True
-        denied[chosen] += int(str(r["outcome"]) == "denied")
-        links.append({
-            "door_session": c["door_session"].iat[chosen],
-            "call_seq": c["seq"].iat[chosen],
-            "agent": agents[chosen],
-            "access_index": labels[pos],
-            "request_id": r["request_id"],
-            "source": r["source"],
-            "action": r["action"],
-            "outcome": r["outcome"],
-            "resource_uri": r["resource_uri"],
-            "call_uri": next((u for u in c_uris[chosen] if _object_match(uris[pos], actions[pos], u)),
-                             c_uri[chosen]),
-            "call_ts": c_start.iat[chosen],
-            "access_ts": a_ts.iat[pos],
-            "time_kind": r["time_kind"],
-            "delta_ms": (int(a_ns[pos]) - int(start_ns[chosen])) / 1e6,
-            "how": how,
-            "candidates": max(len(tied), 1),
+    copy_of = _duplicates(access["request_id"], src_code, src_names, act_code, uri_code, a_ns, a_nat, span)
+    dup_pos = np.flatnonzero(copy_of >= 0)
+    dup_pos = dup_pos[np.lexsort((dup_pos, a_ns[dup_pos]))]
+    src_of = np.array(src_names, dtype=object)[src_code] if n_a else np.zeros(0, dtype=object)
+    dups = None
+    if len(dup_pos):
+        dups = ACCESS_DUPLICATES.build({
+            "access_index": _ints(labels[dup_pos]), "same_as": _ints(labels[copy_of[dup_pos]]),
+            "source": _text(src_of[dup_pos]),
+            "request_id": _text(_by_value(access["request_id"].iloc[dup_pos], str, None)), "ts": a_ts.iloc[dup_pos],
+            "how": _text(np.where(src_of[copy_of[dup_pos]] == src_of[dup_pos], "delivered again", "another log")),
         })
 
-    links_df = ACCESS_LINKS.build(links) if links else ACCESS_LINKS.empty()
-    if len(links_df):
-        links_df = links_df.sort_values(["access_ts", "access_index"], kind="stable").reset_index(drop=True)
+    # -- which calls reach which (resource, action) -----------------------------------------------
+    rel = _Relation(key_uri_names, key_act_names, uris_of_calls)
+    tables = _CallTables(cu_call, cu_uri, valid, refused, start_ns)
+    several_uris = np.bincount(cu_call, minlength=n_c) > 1  # a call may meet a request on two of its URIs
+    dedupe = several_uris if several_uris.any() else None
+    principal_ok = _PrincipalMatch(agent_names, agent_pats, who_names)
 
-    labels_un = [u[0] for u in unexplained]
-    un = access.loc[labels_un].reset_index(drop=True) if labels_un else ACCESS.empty()
-    un = un[ACCESS.names].copy()
-    un.insert(0, "access_index", pd.array(labels_un, dtype="Int64") if labels_un else pd.array([], dtype="Int64"))
+    def pairs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, indexed: bool = True,
+              cap: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(position in ``rows``, call) for each row's calls on its resource that started in
+        ``[lo, hi]`` (ns); only the matches the object index finds unless ``indexed`` is False;
+        none for a row with more than ``cap`` on one of its call URIs."""
+        ptr, ru = (rel.ptr, rel.u) if indexed else (rel.ptr_all, rel.u_all)
+        return tables.pairs(ptr, ru, key[rows], lo, hi, dedupe=dedupe, n_calls=n_c, cap=cap)
+
+    def fits(call: np.ndarray, t: np.ndarray, res: np.ndarray, recv: np.ndarray) -> np.ndarray:
+        """The requests (logged at ``t``, door clock, within ``res`` ns) fit the calls' windows."""
+        s, e = start_ns[call], end_ns[call]
+        lo = s - skew
+        return valid[call] & (t <= e + np.where(recv, skew, lag + skew)) & np.where(res > 0, t + res > lo, t >= lo)
+
+    def dist(call: np.ndarray, t: np.ndarray, res: np.ndarray) -> np.ndarray:
+        """How far each request's time lies outside its call's own span (0: within it), ns."""
+        return np.maximum(0, start_ns[call] - (t + res)) + np.maximum(0, t - end_ns[call])
+
+    def rank(call: np.ndarray, t: np.ndarray, res: np.ndarray) -> tuple:
+        """Sort keys of the candidates, weakest last: outside the span, from its start, seq, row."""
+        return dist(call, t, res), np.abs(t + res // 2 - start_ns[call]), seqs[call], call
+
+    # -- the clock offset ---------------------------------------------------------------------------
+    on_store = np.array([on_storage(u) for u in key_uri_names] + [False], bool)[key] if n_a else np.zeros(0, bool)
+    ev_rows = np.flatnonzero((copy_of < 0) & ~a_nat & on_store)
+
+    def evidence(rows: np.ndarray):
+        """The requests that inform the offset (``_OFFSET_CAP`` or fewer calls that could have
+        made them within ``max_off``): (position in ``rows``, call) pairs."""
+        t, res = a_ns[rows], res_ns[rows]
+        req, call = pairs(rows, t - max_off - max_span - res, t + max_off, cap=4 * _OFFSET_CAP)
+        n_near = np.bincount(req, minlength=len(rows))
+        ok = (n_near[req] <= 4 * _OFFSET_CAP) & ~refused[call]
+        req, call = req[ok], call[ok]
+        ok = principal_ok(agent_code[call], in_pats[call], who_code[rows[req]])
+        req, call = req[ok], call[ok]
+        n_cand = np.bincount(req, minlength=len(rows))
+        keep = n_cand[req] <= _OFFSET_CAP
+        return req[keep], call[keep]
+
+    def fitting(offs: list[int]) -> list[int]:
+        """How many evidence requests fit a call with each offset in ``offs`` taken off."""
+        counts = [0] * len(offs)
+        for rows in _chunks(ev_rows):
+            req, call = evidence(rows)
+            t, res, recv = a_ns[rows][req], res_ns[rows][req], received[rows][req]
+            for j, o in enumerate(offs):
+                counts[j] += int(np.count_nonzero(np.bincount(req[fits(call, t - o, res, recv)],
+                                                              minlength=len(rows))))
+        return counts
+
+    def offset_spans() -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each evidence request's offsets that put it within a call's own span, merged."""
+        merged = []
+        for rows in _chunks(ev_rows):
+            req, call = evidence(rows)
+            t, res = a_ns[rows][req], res_ns[rows][req]
+            merged.append(_offset_spans(req, np.maximum(t - end_ns[call], -max_off),
+                                        np.minimum(t + res - start_ns[call], max_off), max_off))
+        return merged
+
+    off = offset_requests = 0
+    if offset_s is None:
+        if max_off > 0 and len(ev_rows):
+            off = _measure_offset(offset_spans())
+            if off:
+                offset_requests, without = fitting([off, 0])
+                if offset_requests - without < MIN_OFFSET_REQUESTS or offset_requests < 2 * without:
+                    off = offset_requests = 0
+    else:
+        off = int(round(offset_s * 1e9))
+        if off and len(ev_rows):
+            (offset_requests,) = fitting([off])
+
+    # -- each request ---------------------------------------------------------------------------
+    # per token (and -1: none): how many calls carry it, the first that does
+    n_tok = np.append(np.bincount(c_tok[c_tok >= 0], minlength=len(tok_names)), 0)
+    tok_first = np.full(len(tok_names) + 1, -1, np.int64)
+    has_tok = np.flatnonzero(c_tok >= 0)
+    first_of = np.unique(c_tok[has_tok], return_index=True)
+    tok_first[first_of[0]] = has_tok[first_of[1]]
+    out = _Outcome()
+    for rows in _chunks(np.flatnonzero((copy_of < 0) & ~a_nat)):
+        t, res, recv, tok = a_ns[rows] - off, res_ns[rows], received[rows], tok_of_row[rows]
+
+        # a token one call carries: that call, if it fits
+        one = np.flatnonzero(n_tok[tok] == 1)
+        i0 = tok_first[tok[one]]
+        ok = ~refused[i0] & fits(i0, t[one], res[one], recv[one])
+        out.link(rows[one[ok]], i0[ok], LINK_HOWS.index("correlation"))
+        out.unexplained(rows[one[~ok]], _TOKEN)
+
+        # a token several calls carry: those calls, by object and time
+        many = np.flatnonzero(n_tok[tok] > 1)
+        rq, call = pairs(rows[many], t[many] - max_span - lag - skew, t[many] + res[many] + skew, indexed=False)
+        tt, rr = t[many][rq], res[many][rq]
+        ok = (c_tok[call] == tok[many][rq]) & ~refused[call] & fits(call, tt, rr, recv[many][rq])
+        got = out.choose(rows[many], rq[ok], call[ok], tt[ok], rr[ok], LINK_HOWS.index("correlation+object+time"),
+                         rank, start_ns, seqs)
+        out.unexplained(rows[many[~got]], _TOKEN)
+
+        # no token, or one no call carries: principal (where the agent's is known), object, time
+        rest = np.flatnonzero(tok < 0)
+        rq, call = pairs(rows[rest], t[rest] - max_span - lag - skew, t[rest] + res[rest] + skew)
+        tt, rr = t[rest][rq], res[rest][rq]
+        ok = fits(call, tt, rr, recv[rest][rq])
+        rq, call, tt, rr = rq[ok], call[ok], tt[ok], rr[ok]
+        known = in_pats[call]  # the call's agent acts as principals the mapping names
+        agrees = principal_ok(agent_code[call], known, who_code[rows[rest][rq]])
+        other = ~agrees & ~refused[call]
+        hit = agrees & refused[call]
+        usable = agrees & ~refused[call]
+        tier = np.where(known, 0, 1)
+        best = np.full(len(rest), 2, np.int64)
+        np.minimum.at(best, rq[usable], tier[usable])
+        pool = usable & (tier == best[rq])
+        hows = np.array([LINK_HOWS.index("principal+object+time"), LINK_HOWS.index("object+time"), -1])
+        got = out.choose(rows[rest], rq[pool], call[pool], tt[pool], rr[pool], hows[best], rank, start_ns, seqs)
+        # unexplained: first where a refused call fits, then where a call fits but not its principal
+        left = ~got
+        for case, which in ((_REFUSED, hit), (_PRINCIPAL, other)):
+            sel = which & left[rq]
+            r_req, r_call, _ = out.pick(rq[sel], call[sel], tt[sel], rr[sel], rank)
+            out.unexplained(rows[rest][r_req], case, r_call)
+            left[r_req] = False
+        out.unexplained(rows[rest][left], _REST)
+    out.unexplained(np.flatnonzero((copy_of < 0) & a_nat), _NO_TIME)
+
+    link_pos, link_call, link_how, link_cands = out.links(a_ns)
+
+    counts = np.bincount(link_call, minlength=n_c).astype(np.int64)
+    b_known = access["bytes"].notna().to_numpy()
+    b_val = np.zeros(n_a, np.int64)
+    if b_known.any():
+        b_val[b_known] = access["bytes"][b_known].astype("int64").to_numpy()
+    bytes_sum = np.zeros(n_c, np.int64)
+    np.add.at(bytes_sum, link_call, b_val[link_pos])
+    bytes_known = np.zeros(n_c, bool)
+    bytes_known[link_call[b_known[link_pos]]] = True
+    denied_row = _by_value(access["outcome"], lambda v: str(v) == "denied", False, bool)
+    denied = np.bincount(link_call[denied_row[link_pos]], minlength=n_c).astype(np.int64)
+
+    if len(link_pos):
+        # the URI of the call's the request is on: the first of the call's URIs it matches
+        first_uri = rel.first_match(key[link_pos], link_call, cu_call, cu_uri)
+        call_uri = np.where(first_uri >= 0, np.array(uris_of_calls + [None], dtype=object)[first_uri],
+                            c_uri[link_call])
+        links_df = ACCESS_LINKS.build({
+            "door_session": c["door_session"].iloc[link_call],
+            "call_seq": c["seq"].iloc[link_call],
+            "agent": _text(np.array(agent_names + [None], dtype=object)[agent_code[link_call]]),
+            "access_index": _ints(labels[link_pos]),
+            "request_id": access["request_id"].iloc[link_pos],
+            "source": access["source"].iloc[link_pos],
+            "action": access["action"].iloc[link_pos],
+            "outcome": access["outcome"].iloc[link_pos],
+            "resource_uri": access["resource_uri"].iloc[link_pos],
+            "call_uri": _text(call_uri),
+            "call_ts": c_start.iloc[link_call],
+            "access_ts": a_ts.iloc[link_pos],
+            "time_kind": access["time_kind"].iloc[link_pos],
+            "delta_ms": (a_ns[link_pos] - start_ns[link_call]) / 1e6,
+            "how": _text(np.array(LINK_HOWS, dtype=object)[link_how]),
+            "candidates": _ints(np.maximum(link_cands, 1)),
+        })
+        links_df = links_df.sort_values(["access_ts", "access_index"], kind="stable").reset_index(drop=True)
+    else:
+        links_df = ACCESS_LINKS.empty()
+
+    # -- the requests no call explains ----------------------------------------------------------
+    un_pos, un_case, un_call = out.unexplained_rows()
+    t_un = a_ns[un_pos] - off
+    timed = un_case != _NO_TIME
+    ref = np.full(len(un_pos), -1, np.int64)
+    ref[timed] = _refusals(rel, tables.refused_only(), key[un_pos[timed]], t_un[timed], skew)
+    rest = un_case == _REST
+    rest_rows = np.flatnonzero(rest)
+    nearest = np.full(len(un_pos), -1, np.int64)
+    nearest[rest_rows] = _nearest(rel, tables, key[un_pos[rest_rows]], t_un[rest_rows])
+    door_principal = None
     if all_patterns:
-        dp = [_principal_match(None if pd.isna(p) else str(p), all_patterns) for p in un["principal"]]
-        un["door_principal"] = pd.array(dp, dtype="boolean")
+        door_principal = np.array([_principal_match(p, all_patterns) for p in who_names] + [False], bool)
+    why = _why_texts(un_pos, un_case, un_call, nearest, t_un, c=c, agent_names=agent_names, agent_code=agent_code,
+                     start_ns=start_ns, who_code=who_code, who_names=who_names, key=key, key_uri_names=key_uri_names,
+                     tok_of_row=tok_of_row, tok_names=tok_names, c_tok=c_tok, storage_map=storage_map,
+                     any_mapped=bool(len(cu_call)), door_principal=door_principal)
+
+    un = access.iloc[un_pos].reset_index(drop=True) if len(un_pos) else ACCESS.empty()
+    un = un[ACCESS.names].copy()
+    un.insert(0, "access_index", pd.array(labels[un_pos], dtype="Int64") if len(un_pos)
+              else pd.array([], dtype="Int64"))
+    if all_patterns:
+        un["door_principal"] = pd.array(door_principal[who_code[un_pos]], dtype="boolean")
     else:
         un["door_principal"] = pd.array([pd.NA] * len(un), dtype="boolean")
-    un["why"] = pd.array([u[1] for u in unexplained], dtype="string")
-    ref = [u[2] for u in unexplained]
-    rule = c["rule"] if "rule" in c.columns else pd.Series([pd.NA] * n_c, dtype="string")
-    un["refused_session"] = pd.array([None if i is None else c["door_session"].iat[i] for i in ref], dtype="string")
-    un["refused_seq"] = pd.array([None if i is None else c["seq"].iat[i] for i in ref], dtype="Int64")
-    un["refused_rule"] = pd.array([None if i is None or pd.isna(rule.iat[i]) else str(rule.iat[i]) for i in ref],
-                                  dtype="string")
-    un["since_refusal_s"] = pd.array(
-        [np.nan if u[2] is None else (u[3] - int(start_ns[u[2]])) / 1e9 for u in unexplained], dtype="float64")
+    un["why"] = pd.array(why, dtype="string")
+    has_ref = ref >= 0
+    ref_session = np.full(len(ref), None, dtype=object)
+    ref_seq = np.full(len(ref), None, dtype=object)
+    ref_rule = np.full(len(ref), None, dtype=object)
+    since = np.full(len(ref), np.nan)
+    if has_ref.any():
+        i = ref[has_ref]
+        ref_session[has_ref] = c["door_session"].to_numpy(dtype=object)[i]
+        ref_seq[has_ref] = c["seq"].to_numpy(dtype=object)[i]
+        if "rule" in c.columns:
+            ref_rule[has_ref] = _by_value(c["rule"].iloc[i], str, None)
+        since[has_ref] = (t_un[has_ref] - start_ns[i]) / 1e9
+    un["refused_session"] = pd.array(ref_session, dtype="string")
+    un["refused_seq"] = pd.array(ref_seq, dtype="Int64")
+    un["refused_rule"] = pd.array(ref_rule, dtype="string")
+    un["since_refusal_s"] = pd.array(since, dtype="float64")
     if len(un):
         un = un.assign(_k=~un["door_principal"].fillna(False).astype(bool)).sort_values(
             ["_k", "ts", "access_index"], kind="stable").drop(columns="_k").reset_index(drop=True)
@@ -768,99 +725,621 @@ def join_access(
         "access_bytes": pd.arrays.IntegerArray(bytes_sum, ~bytes_known),
         "denied_count": pd.array(denied, dtype="Int64"),
     })
-    dup_df = ACCESS_DUPLICATES.build(dups) if dups else ACCESS_DUPLICATES.empty()
+    dup_df = dups if dups is not None else ACCESS_DUPLICATES.empty()
     return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call, window_s=float(window_s),
                             lag_s=float(lag_s), skew_s=float(skew_s), duplicates=dup_df,
                             offset_s=off / 1e9, offset_requests=int(offset_requests))
 
 
-def _measure_offset(evidence: list[tuple[int, int, str, list[int]]], start_ns: np.ndarray, end_ns: np.ndarray,
-                    max_off: int) -> int:
+# -- the join's building blocks ---------------------------------------------------------------------
+#
+# join_access works on whole columns: text columns become integer codes (each distinct value
+# handled once), each request's candidate calls are found by sorted range searches over the calls
+# on each storage URI, and each choice is a sort of (request, call) pairs.  Python runs once per
+# distinct value (object, URI, principal, token) and, for the requests no call explains, once per
+# request to write its ``why``.
+
+#: Storage requests joined at a time: bounds the memory their candidate (request, call) pairs take.
+_CHUNK_ROWS = 100_000
+
+# what explains an unexplained request's ``why``
+_NO_TIME, _TOKEN, _REFUSED, _PRINCIPAL, _REST = range(5)
+
+
+def _chunks(rows: np.ndarray):
+    """``rows`` in slices of :data:`_CHUNK_ROWS`."""
+    step = max(1, int(_CHUNK_ROWS))
+    for i in range(0, len(rows), step):
+        yield rows[i:i + step]
+
+
+def _text(values: np.ndarray) -> pd.arrays.StringArray:
+    """Python strings (None for NA) as a text column, without pandas guessing their type."""
+    return pd.array(np.asarray(values, dtype=object), dtype=pd.StringDtype("python"))
+
+
+def _ints(values: np.ndarray):
+    """Row labels or counts as an ``Int64`` column (labels that are not integers left to the
+    frame's own conversion)."""
+    values = np.asarray(values)
+    return pd.array(values, dtype="Int64") if values.dtype.kind in "iu" else values
+
+
+def _spans(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every position of the ranges ``[lo[j], hi[j])``: (``j``, position), ``j`` ascending."""
+    n = np.maximum(np.asarray(hi, np.int64) - lo, 0)
+    owner = np.repeat(np.arange(len(n), dtype=np.int64), n)
+    if not owner.size:
+        return owner, owner.copy()
+    first = np.cumsum(n) - n
+    return owner, np.asarray(lo, np.int64)[owner] + (np.arange(owner.size, dtype=np.int64) - first[owner])
+
+
+def _run_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal values in ``sorted_keys`` begins (boolean mask)."""
+    first = np.ones(len(sorted_keys), bool)
+    first[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    return first
+
+
+def _coded(values, fn, *, na: str | None = None, drop_empty: bool = False) -> tuple[np.ndarray, list]:
+    """Integer codes of a column: ``(codes, names)`` with ``names[code] == fn(value)`` (values
+    ``fn`` makes equal share a code); NA (and ``""`` when ``drop_empty``) is ``-1``, or the code
+    of ``na`` when given."""
+    codes, uniq = pd.factorize(values)
+    names: list = []
+    where: dict = {}
+    remap = np.full(len(uniq) + 1, -1, np.int64)
+    for j, v in enumerate(np.asarray(uniq, dtype=object).tolist()):
+        if drop_empty and isinstance(v, str) and v == "":
+            continue
+        name = fn(v)
+        remap[j] = where.setdefault(name, len(names))
+        if remap[j] == len(names):
+            names.append(name)
+    if na is not None:
+        remap[-1] = where.setdefault(na, len(names))
+        if remap[-1] == len(names):
+            names.append(na)
+    return remap[np.asarray(codes, np.int64)], names
+
+
+def _by_value(values, fn, na, dtype=object) -> np.ndarray:
+    """``fn(value)`` for each row of a column, computed once per distinct value; ``na`` for NA."""
+    codes, uniq = pd.factorize(values)
+    out = np.empty(len(uniq) + 1, dtype=dtype)
+    out[:-1] = [fn(v) for v in np.asarray(uniq, dtype=object).tolist()]
+    out[-1] = na
+    return out[np.asarray(codes, np.int64)]
+
+
+def _combine(*codes: np.ndarray) -> np.ndarray:
+    """One code per distinct tuple of the given code columns (each ≥ -1)."""
+    key = np.zeros(len(codes[0]), np.int64)
+    for cc in codes:
+        cc = np.asarray(cc, np.int64) + 1
+        if len(cc):
+            key = pd.factorize(key * (int(cc.max()) + 1) + cc)[0].astype(np.int64)
+    return key
+
+
+def _keys(uri_code: np.ndarray, act_code: np.ndarray, n_act: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's (resource, action) as one code: ``(key, resource code of each key, action
+    code of each key)``."""
+    n_act = max(n_act, 1)
+    key, uniq = pd.factorize((uri_code + 1) * n_act + act_code)
+    uniq = np.asarray(uniq, np.int64)
+    return np.asarray(key, np.int64), uniq // n_act - 1, uniq % n_act
+
+
+def _call_uris(c: pd.DataFrame, storage_map) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """The storage URIs each call reaches: its object's (:func:`map_object`) and, for a call on
+    several objects, the others', in that order, without repeats.
+
+    Returns ``(c_uri, call, uri, uris)``: ``c_uri`` the object's URI per call (None when
+    unmapped); one (``call``, ``uri`` code) pair per URI a call reaches, by call and then in the
+    call's order; ``uris`` the URI of each code.
+    """
+    codes, uniq = pd.factorize(c["object"])
+    codes = np.asarray(codes, np.int64)
+    mapped = [map_object(o, storage_map) for o in uniq]
+    c_uri = np.array(mapped + [None], dtype=object)[codes]
+    where: dict[str, int] = {}
+    first = np.array([where.setdefault(m, len(where)) if m else -1 for m in mapped] + [-1], np.int64)[codes]
+    calls = [np.flatnonzero(first >= 0)]
+    uris = [first[first >= 0]]
+    order = [np.zeros(len(calls[0]), np.int64)]
+    if "objects" in c.columns:
+        more = c["objects"].to_numpy(dtype=object)
+        ex: list[tuple[int, int, int]] = []
+        for i in np.flatnonzero(pd.notna(more)):
+            extra = more[i]
+            if not isinstance(extra, (list, tuple)):
+                continue
+            us = [c_uri[i]] if c_uri[i] else []
+            for o in extra:
+                u = map_object(o, storage_map)
+                if u and u not in us:
+                    us.append(u)
+            for r in range(1 if c_uri[i] else 0, len(us)):
+                ex.append((int(i), where.setdefault(us[r], len(where)), r))
+        if ex:
+            arr = np.array(ex, np.int64)
+            calls.append(arr[:, 0])
+            uris.append(arr[:, 1])
+            order.append(arr[:, 2])
+    call, uri, rank = np.concatenate(calls), np.concatenate(uris), np.concatenate(order)
+    o = np.lexsort((rank, call))
+    return c_uri, call[o], uri[o], list(where)
+
+
+class _Relation:
+    """Which call URIs each (resource, action) key reaches, as CSR arrays by key.
+
+    A resource matches a call's URI (module docstring, "Objects") when it is that URI; or the
+    action is a listing or stat and the resource starts with the URI as a folder (the URI, with
+    a ``/`` added when it has none); or the action is a listing of a folder and the URI is a
+    folder under it.  ``ptr_all``/``u_all`` hold every match, ``ptr``/``u`` the matches the
+    object tiers use: for the folder rule only folders whose ``/`` lies after the resource's
+    ``scheme://`` (the object tiers look calls up by the folders the resource lies in; the token
+    tier tests the object itself, so it uses every match)."""
+
+    def __init__(self, key_uri: list, key_act: list[str], uris: list[str]) -> None:
+        n_k, n_u = len(key_uri), len(uris)
+        self.n_u = max(n_u, 1)
+        ks: list[np.ndarray] = [np.zeros(0, np.int64)]
+        us: list[np.ndarray] = [np.zeros(0, np.int64)]
+        ind: list[np.ndarray] = [np.zeros(0, bool)]
+        if n_k and n_u:
+            u_arr = np.array(uris, dtype=object)
+            # the resource is the call's URI
+            pos = pd.Index(u_arr, dtype=object).get_indexer(np.array(key_uri, dtype=object))
+            hit = np.flatnonzero(pos >= 0)
+            ks.append(hit)
+            us.append(pos[hit].astype(np.int64))
+            ind.append(np.ones(len(hit), bool))
+            # a listing or stat of the call's URI as a folder, or of what lies under it
+            lh = [k for k in range(n_k) if key_uri[k] and key_act[k] in ("list", "head")]
+            if lh:
+                names = sorted({key_uri[k] for k in lh})
+                s_of = {s: i for i, s in enumerate(names)}
+                s_arr = np.array(names, dtype=object)
+                folders = [u if u.endswith("/") else u + "/" for u in uris]
+                lo = np.searchsorted(s_arr, np.array(folders, dtype=object), "left")
+                hi = np.searchsorted(s_arr, np.array([f[:-1] + "0" for f in folders], dtype=object), "left")
+                u_own, s_idx = _spans(lo, hi)  # '/' + 1 == '0': [f, f[:-1] + '0') holds what starts with f
+                cut = np.array([s.find("://") + 3 for s in names], np.int64)
+                f_len = np.array([len(f) for f in folders], np.int64)
+                found = f_len[u_own] - 1 >= cut[s_idx]
+                lh_arr = np.array(lh, np.int64)
+                lh_s = np.array([s_of[key_uri[k]] for k in lh], np.int64)
+                o = np.argsort(lh_s, kind="stable")
+                lh_arr, lh_s = lh_arr[o], lh_s[o]
+                s_ptr = np.searchsorted(lh_s, np.arange(len(names) + 1))
+                p_own, p_idx = _spans(s_ptr[s_idx], s_ptr[s_idx + 1])
+                ks.append(lh_arr[p_idx])
+                us.append(u_own[p_own])
+                ind.append(found[p_own])
+            # a listing of a folder above a call's folder
+            lf = [k for k in range(n_k) if key_uri[k] and key_act[k] == "list" and key_uri[k].endswith("/")]
+            folder_u = [j for j, u in enumerate(uris) if u.endswith("/")]
+            if lf and folder_u:
+                fo = sorted(folder_u, key=lambda j: uris[j])
+                f_arr = np.array([uris[j] for j in fo], dtype=object)
+                lo = np.searchsorted(f_arr, np.array([key_uri[k] for k in lf], dtype=object), "left")
+                hi = np.searchsorted(f_arr, np.array([key_uri[k][:-1] + "0" for k in lf], dtype=object), "left")
+                k_own, f_idx = _spans(lo, hi)
+                ks.append(np.array(lf, np.int64)[k_own])
+                us.append(np.array(fo, np.int64)[f_idx])
+                ind.append(np.ones(len(k_own), bool))
+        comb = np.concatenate(ks) * self.n_u + np.concatenate(us)
+        found_by_index = np.concatenate(ind)
+        o = np.argsort(comb, kind="stable")
+        comb, found_by_index = comb[o], found_by_index[o]
+        starts = np.flatnonzero(_run_starts(comb))
+        self.comb_all = comb[starts]
+        indexed = np.logical_or.reduceat(found_by_index, starts) if len(starts) else np.zeros(0, bool)
+        k_all, self.u_all = self.comb_all // self.n_u, self.comb_all % self.n_u
+        self.ptr_all = np.searchsorted(k_all, np.arange(n_k + 1))
+        self.u = self.u_all[indexed]
+        self.ptr = np.searchsorted(k_all[indexed], np.arange(n_k + 1))
+
+    def first_match(self, keys: np.ndarray, calls: np.ndarray, cu_call: np.ndarray, cu_uri: np.ndarray) -> np.ndarray:
+        """For each (key, call): the first of the call's URIs (in its order) the key's resource
+        matches, or -1."""
+        out = np.full(len(keys), -1, np.int64)
+        c_ptr = np.searchsorted(cu_call, np.arange(int(calls.max(initial=-1)) + 2))
+        own, idx = _spans(c_ptr[calls], c_ptr[calls + 1])
+        if not len(own) or not len(self.comb_all):
+            return out
+        q = keys[own] * self.n_u + cu_uri[idx]
+        at = np.minimum(np.searchsorted(self.comb_all, q), len(self.comb_all) - 1)
+        hit = self.comb_all[at] == q
+        h_own, h_uri = own[hit], cu_uri[idx][hit]
+        first = _run_starts(h_own)
+        out[h_own[first]] = h_uri[first]
+        return out
+
+
+class _CallTables:
+    """The timed calls on each storage URI, sorted by (URI, start, row), for range searches by
+    time: ``comb`` = URI code × (distinct starts + 1) + rank of the start."""
+
+    def __init__(self, cu_call: np.ndarray, cu_uri: np.ndarray, valid: np.ndarray, refused: np.ndarray,
+                 start_ns: np.ndarray, only_refused: bool = False, uniq: np.ndarray | None = None) -> None:
+        self._args = (cu_call, cu_uri, valid, refused, start_ns)
+        keep = valid[cu_call] & (refused[cu_call] if only_refused else True)
+        cc, uu = cu_call[keep], cu_uri[keep]
+        o = np.lexsort((cc, start_ns[cc], uu))
+        self.call, u = cc[o], uu[o]
+        self.start = start_ns[self.call]
+        self.uniq = np.unique(start_ns[valid]) if uniq is None else uniq
+        self.m1 = len(self.uniq) + 1
+        self.comb = u * self.m1 + np.searchsorted(self.uniq, self.start)
+
+    def refused_only(self) -> "_CallTables":
+        """The same tables of the refused calls only."""
+        return _CallTables(*self._args, only_refused=True, uniq=self.uniq)
+
+    def at_most(self, u: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Position after the last call on URI ``u`` started by ``t`` (inclusive)."""
+        return np.searchsorted(self.comb, u * self.m1 + np.searchsorted(self.uniq, t, "right"), "left")
+
+    def at_least(self, u: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Position of the first call on URI ``u`` started at ``t`` or later."""
+        return np.searchsorted(self.comb, u * self.m1 + np.searchsorted(self.uniq, t, "left"), "left")
+
+    def segment(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where the calls on URI ``u`` lie."""
+        return (np.searchsorted(self.comb, u * self.m1, "left"),
+                np.searchsorted(self.comb, (u + 1) * self.m1, "left"))
+
+    def pairs(self, ptr: np.ndarray, ru: np.ndarray, keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
+              dedupe: np.ndarray | None, n_calls: int, cap: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(j, call) for the calls on the URIs key ``keys[j]`` reaches (``ptr``/``ru``) that
+        started within ``[lo[j], hi[j]]``, each call once (``dedupe``: the calls on several URIs,
+        which may be found twice); none for a ``j`` with more than ``cap`` calls in range on one
+        URI."""
+        own, r_idx = _spans(ptr[keys], ptr[keys + 1])
+        u = ru[r_idx]
+        p_lo, p_hi = self.at_least(u, lo[own]), self.at_most(u, hi[own])
+        if cap is not None and len(own):
+            over = np.zeros(len(keys), bool)
+            over[own[p_hi - p_lo > cap]] = True
+            keep = ~over[own]
+            own, p_lo, p_hi = own[keep], p_lo[keep], p_hi[keep]
+        j, p = _spans(p_lo, p_hi)
+        req, call = own[j], self.call[p]
+        if dedupe is not None and len(req):
+            several = dedupe[call] & ((ptr[keys + 1] - ptr[keys])[req] > 1)  # found on two URIs: one candidate
+            if several.any():
+                sub = np.flatnonzero(several)
+                _, first = np.unique(req[sub] * n_calls + call[sub], return_index=True)
+                keep = np.ones(len(req), bool)
+                keep[sub] = False
+                keep[sub[first]] = True
+                req, call = req[keep], call[keep]
+        return req, call
+
+
+class _PrincipalMatch:
+    """Whether a request's principal is one the call's agent acts as (``principals``), decided
+    once per (agent, principal)."""
+
+    def __init__(self, agent_names: list[str], agent_pats: list, who_names: list[str]) -> None:
+        self.agent_pats, self.who_names = agent_pats, who_names
+        self.n = len(who_names) + 1
+        self.memo: dict[int, bool] = {}
+
+    def __call__(self, agent: np.ndarray, known: np.ndarray, who: np.ndarray) -> np.ndarray:
+        """True where the agent's principals are not known (``known`` False) or ``who`` is one."""
+        out = np.ones(len(agent), bool)
+        k = np.flatnonzero(known)
+        if len(k):
+            inv, uniq = pd.factorize(agent[k] * self.n + (who[k] + 1))
+            out[k] = np.array([self._match(int(x)) for x in uniq], bool)[inv]
+        return out
+
+    def _match(self, x: int) -> bool:
+        if x not in self.memo:
+            a, w = divmod(x, self.n)
+            self.memo[x] = _principal_match(self.who_names[w - 1] if w else None, self.agent_pats[a])
+        return self.memo[x]
+
+
+def _duplicates(request_id: pd.Series, src_code: np.ndarray, src_names: list[str], act_code: np.ndarray,
+                uri_code: np.ndarray, a_ns: np.ndarray, a_nat: np.ndarray, span: int) -> np.ndarray:
+    """For each access row, the row it repeats (same provider, request id, action and resource,
+    no more than ``span`` ns after the row that stands for the request), or -1."""
+    n = len(a_ns)
+    copy_of = np.full(n, -1, np.int64)
+    rid = np.asarray(pd.factorize(request_id)[0], np.int64)
+    blank = request_id.isin(["", "-"]).to_numpy(dtype=bool)
+    rows = np.flatnonzero((rid >= 0) & ~a_nat & ~blank)
+    if not len(rows):
+        return copy_of
+    prov = pd.factorize(np.array([_PROVIDER.get(s, s) for s in src_names], dtype=object))[0][src_code[rows]]
+    g = _combine(prov, rid[rows], act_code[rows], uri_code[rows])
+    several = np.bincount(g)[g] > 1  # only ids seen more than once can repeat
+    rows, g = rows[several], g[several]
+    o = np.lexsort((rows, a_ns[rows], g))  # each request's rows together, in time order
+    rows, g = rows[o], g[o]
+    tt = a_ns[rows]
+    first = _run_starts(g)
+    gid = np.cumsum(first) - 1
+    anchor = np.flatnonzero(first)
+    end = np.append(anchor[1:], len(rows))
+    uniq = np.unique(tt)
+    m1 = len(uniq) + 1
+    comb = gid * m1 + np.searchsorted(uniq, tt)
+    # the row standing for a request takes the rows up to span after it; the next row, if any,
+    # stands for a request of its own (one pass per such row of the request with the most)
+    while len(anchor):
+        nxt = np.searchsorted(comb, gid[anchor] * m1 + np.searchsorted(uniq, tt[anchor] + span, "right"), "left")
+        own, j = _spans(anchor + 1, nxt)
+        copy_of[rows[j]] = rows[anchor[own]]
+        more = nxt < end
+        anchor, end = nxt[more], end[more]
+    return copy_of
+
+
+def _offset_spans(req: np.ndarray, a: np.ndarray, b: np.ndarray, max_off: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each request's offsets ``[a, b]`` (one per candidate call; ``-max_off ≤ a``), merged per
+    request where they overlap or touch: ``(starts, ends)`` of the merged stretches."""
+    keep = a <= b
+    req, a, b = req[keep], a[keep], b[keep]
+    if not len(req):
+        return a, b
+    width = 2 * max_off + 1
+    if int(req[-1]) < (1 << 62) // width:  # by request, then start (the order of equal starts does not matter)
+        o = np.argsort(req * width + (a + max_off))
+    else:
+        o = np.lexsort((a, req))
+    req, a, b = req[o], a[o], b[o]
+    first = _run_starts(req)
+    reach = pd.Series(b).groupby(req).cummax().to_numpy()  # the furthest end so far in the request
+    prev = np.empty_like(reach)
+    prev[1:] = reach[:-1]
+    starts = np.flatnonzero(first | (a > prev))
+    return a[starts], np.maximum.reduceat(b, starts)
+
+
+def _measure_offset(merged: list[tuple[np.ndarray, np.ndarray]]) -> int:
     """The clock offset (ns, cloud − door) that puts the most requests within the span of a
     call that could have made them, or 0.
 
-    Each request (``t``, logged within ``res`` ns) fits call ``i`` for the offsets
-    ``[t − end_i, t + res − start_i]`` (no skew or lag: the calls' own spans, so the estimate is
-    sharp); the offsets where the most requests fit form one or more stretches, and the
-    stretch nearest 0 gives its middle — 0 when it holds 0, or when nothing is within
-    ``max_off``.  :func:`join_access` then applies it only when it fits enough requests more
-    than no offset does (:data:`MIN_OFFSET_REQUESTS`).
+    Each request fits call ``i`` for the offsets ``[t − end_i, t + res − start_i]`` (no skew or
+    lag: the calls' own spans, so the estimate is sharp), within ``max_off`` — ``merged`` holds
+    these, merged per request (:func:`_offset_spans`); the offsets where the most requests fit
+    form one or more stretches, and the stretch nearest 0 gives its middle — 0 when it holds 0,
+    or when nothing is within ``max_off``.  :func:`join_access` then applies it only when it
+    fits enough requests more than no offset does (:data:`MIN_OFFSET_REQUESTS`).
     """
-    if not evidence or max_off <= 0:
+    a = np.sort(np.concatenate([m[0] for m in merged])) if merged else np.zeros(0, np.int64)
+    b = np.sort(np.concatenate([m[1] for m in merged])) if merged else np.zeros(0, np.int64)
+    if not len(a):
         return 0
-    events: list[tuple[int, int]] = []  # (offset, 0 = a request starts fitting, 1 = stops)
-    for t, res, _kind, cand in evidence:
-        spans = sorted((max(t - int(end_ns[i]), -max_off), min(t + res - int(start_ns[i]), max_off)) for i in cand)
-        merged: list[list[int]] = []
-        for a, b in spans:
-            if a > b:
-                continue
-            if merged and a <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], b)
-            else:
-                merged.append([a, b])
-        for a, b in merged:
-            events.append((a, 0))
-            events.append((b, 1))
-    if not events:
+    # sweep the offsets upwards, a stretch starting before one ending at the same offset: after
+    # the i-th start, i + 1 have started and those ending before it have ended
+    closing = np.searchsorted(b, a, "left")
+    fitting = np.arange(1, len(a) + 1) - closing
+    j = np.flatnonzero(fitting == fitting.max())
+    lo, hi = a[j], b[closing[j]]  # the most requests fit from a start to the next end
+    near = np.where((lo <= 0) & (hi >= 0), 0, np.minimum(np.abs(lo), np.abs(hi)))
+    k = int(np.argmin(near))
+    lo, hi = int(lo[k]), int(hi[k])
+    if lo <= 0 <= hi:
         return 0
-    events.sort()
-    cur = best = 0
-    stretches: list[list] = []
-    for x, kind in events:
-        if kind == 0:
-            cur += 1
-            if cur > best:
-                best, stretches = cur, [[x, None]]
-            elif cur == best:
-                stretches.append([x, None])
-        else:
-            if cur == best and stretches and stretches[-1][1] is None:
-                stretches[-1][1] = x
-            cur -= 1
-    a, b = min(((a, b) for a, b in stretches if b is not None),
-               key=lambda s: 0 if s[0] <= 0 <= s[1] else min(abs(s[0]), abs(s[1])))
-    if a <= 0 <= b:
-        return 0
-    return (a + b) // 2
+    return (lo + hi) // 2
 
 
-def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None, refused_hits: list[int],
-                     other_principal: list[int], same: np.ndarray, *, rank, start_ns: np.ndarray,
-                     valid: np.ndarray, c: pd.DataFrame, agents: list, storage_map, any_mapped: bool,
-                     all_patterns: list[str]) -> str:
-    """Why no call explains an access row (``t`` on the door's clock; ``same``: the calls on
-    its object at any time)."""
-    if refused_hits:
-        i = min(refused_hits, key=rank)
-        return (f"only a call the door refused matches (session {c['door_session'].iat[i]} "
-                f"seq {c['seq'].iat[i]}): the door says it did not forward it")
-    if other_principal:
-        i = min(other_principal, key=rank)
-        who = principal if principal else "no principal the log names"
-        return (f"a door call on this object fits the time (session {c['door_session'].iat[i]} seq "
-                f"{c['seq'].iat[i]}), but the request was made by {who}, not a principal the door's agent "
-                f"{agents[i]} acts as")
-    if uri is None:
-        return "no resource in the access record"
-    same = [int(i) for i in same if valid[i]]
+class _Outcome:
+    """The join's verdicts as they are reached, chunk by chunk: links (with the calls tied for
+    them) and unexplained requests (with what explains their ``why``)."""
+
+    def __init__(self) -> None:
+        self._links: list[tuple[np.ndarray, ...]] = []
+        self._ties: list[tuple[np.ndarray, np.ndarray]] = []
+        self._un: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def link(self, pos: np.ndarray, call: np.ndarray, how: int) -> None:
+        """Requests at ``pos`` explained by ``call``, no other call as well."""
+        self._links.append((pos, call, np.full(len(pos), how, np.int64), np.ones(len(pos), np.int64)))
+
+    def unexplained(self, pos: np.ndarray, case: int, call: np.ndarray | None = None) -> None:
+        """Requests at ``pos`` no call explains; ``case`` says why, ``call`` is the call the
+        ``why`` names (a refused call, or one whose principal differs)."""
+        self._un.append((pos, np.full(len(pos), case, np.int64), np.full(len(pos), -1, np.int64)
+                         if call is None else call))
+
+    @staticmethod
+    def pick(req: np.ndarray, call: np.ndarray, t: np.ndarray, res: np.ndarray, rank) -> tuple[np.ndarray, ...]:
+        """The best-ranked candidate of each request: ``(requests, their calls, pair index)``."""
+        if not len(req):
+            return req, call, req
+        keys = rank(call, t, res)
+        o = np.lexsort(tuple(reversed(keys)) + (req,))
+        chosen = o[_run_starts(req[o])]
+        return req[chosen], call[chosen], chosen
+
+    def choose(self, pos: np.ndarray, req: np.ndarray, call: np.ndarray, t: np.ndarray, res: np.ndarray,
+               how, rank, start_ns: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+        """Link each request (``pos[req]``) to its best-ranked candidate; note the candidates
+        tied with it (as near its time).  Returns which of ``pos`` were linked."""
+        got = np.zeros(len(pos), bool)
+        reqs, chosen_call, chosen = self.pick(req, call, t, res, rank)
+        if not len(reqs):
+            return got
+        got[reqs] = True
+        d = rank(call, t, res)[0]
+        best = np.zeros(len(pos), np.int64)
+        best[reqs] = d[chosen]
+        tied = d == best[req]
+        n_tied = np.bincount(req[tied], minlength=len(pos))
+        hows = np.full(len(reqs), how, np.int64) if np.ndim(how) == 0 else np.asarray(how)[reqs]
+        self._links.append((pos[reqs], chosen_call, hows, n_tied[reqs]))
+        several = tied & (n_tied[req] > 1)
+        if several.any():
+            tq, tc = req[several], call[several]
+            o = np.lexsort((tc, seqs[tc], start_ns[tc], tq))
+            self._ties.append((pos[tq[o]], tc[o]))
+        return got
+
+    def links(self, a_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(pos, call, how, candidates)`` by row position; requests several calls explain
+        equally well are shared among them (module docstring)."""
+        if not self._links:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        pos, call, how, cands = (np.concatenate(x) for x in zip(*self._links))
+        o = np.argsort(pos, kind="stable")
+        pos, call, how, cands = pos[o], call[o], how[o], cands[o]
+        if self._ties:
+            t_pos = np.concatenate([x[0] for x in self._ties])
+            t_call = np.concatenate([x[1] for x in self._ties])
+            starts = np.flatnonzero(_run_starts(t_pos))
+            m = np.diff(np.append(starts, len(t_pos)))
+            r_pos = t_pos[starts]
+            at = np.searchsorted(pos, r_pos)
+            r_how = how[at]
+            group = np.zeros(len(starts), np.int64)
+            n_groups = 0
+            for size in np.unique(m):  # requests tied among the same calls, in the same tier
+                sel = np.flatnonzero(m == size)
+                block = np.column_stack([r_how[sel]] + [t_call[starts[sel] + k] for k in range(size)])
+                _, inv = np.unique(block, axis=0, return_inverse=True)
+                inv = np.asarray(inv).reshape(-1)
+                group[sel] = inv + n_groups
+                n_groups += int(inv.max()) + 1
+            # in time order, the k-th of a group's n requests takes the (k·m // n)-th of its m calls
+            o = np.lexsort((r_pos, a_ns[r_pos], group))
+            new = _run_starts(group[o])
+            first = np.flatnonzero(new)
+            which = np.cumsum(new) - 1
+            k = np.arange(len(o)) - first[which]
+            n = np.diff(np.append(first, len(o)))[which]
+            call[at[o]] = t_call[starts[o] + k * m[o] // n]
+        return pos, call, how, cands
+
+    def unexplained_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(pos, case, call)`` of the unexplained requests by row position."""
+        if not self._un:
+            z = np.zeros(0, np.int64)
+            return z, z, z
+        pos, case, call = (np.concatenate(x) for x in zip(*self._un))
+        o = np.argsort(pos, kind="stable")
+        return pos[o], case[o], call[o]
+
+
+def _refusals(rel: _Relation, refused: _CallTables, keys: np.ndarray, t: np.ndarray, skew: int) -> np.ndarray:
+    """For each request (``keys``, ``t`` on the door's clock): the refused call on its object it
+    most likely follows — the last one started by ``t`` (clock skew allowed; the lowest row of
+    those that started together), else the first one after — or -1."""
+    out = np.full(len(keys), -1, np.int64)
+    own, r_idx = _spans(rel.ptr[keys], rel.ptr[keys + 1])
+    u = rel.u[r_idx]
+    lo, hi = refused.segment(u)
+    some = hi > lo
+    own, u, lo = own[some], u[some], lo[some]
+    if not len(own):
+        return out
+    p = refused.at_most(u, t[own] + skew) - 1
+    before = p >= lo
+    b_own, b_u = own[before], u[before]
+    b_at = refused.at_least(b_u, refused.start[p[before]])
+    b_call, b_start = refused.call[b_at], refused.start[b_at]
+    ch = np.lexsort((b_call, -b_start, b_own))
+    ch = ch[_run_starts(b_own[ch])]
+    out[b_own[ch]] = b_call[ch]
+    after = out[own] < 0
+    a_own, a_call, a_start = own[after], refused.call[lo[after]], refused.start[lo[after]]
+    ch = np.lexsort((a_call, a_start, a_own))
+    ch = ch[_run_starts(a_own[ch])]
+    out[a_own[ch]] = a_call[ch]
+    return out
+
+
+def _nearest(rel: _Relation, tables: _CallTables, keys: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each request: the timed call on its object (at any time) that started nearest ``t``
+    (of two as near, the earlier; of calls that started together, the lowest row), or -1."""
+    out = np.full(len(keys), -1, np.int64)
+    own, r_idx = _spans(rel.ptr[keys], rel.ptr[keys + 1])
+    u = rel.u[r_idx]
+    lo, hi = tables.segment(u)
+    some = hi > lo
+    own, u, lo, hi = own[some], u[some], lo[some], hi[some]
+    if not len(own):
+        return out
+    p = tables.at_most(u, t[own]) - 1
+    before = p >= lo
+    l_at = tables.at_least(u[before], tables.start[p[before]])  # the lowest row of those that started then
+    after = p + 1 < hi
+    c_own = np.concatenate((own[before], own[after]))
+    c_call = np.concatenate((tables.call[l_at], tables.call[p[after] + 1]))
+    c_start = tables.start[np.concatenate((l_at, p[after] + 1))]
+    ch = np.lexsort((c_call, c_start, np.abs(t[c_own] - c_start), c_own))
+    ch = ch[_run_starts(c_own[ch])]
+    out[c_own[ch]] = c_call[ch]
+    return out
+
+
+def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nearest: np.ndarray,
+               t_un: np.ndarray, *, c: pd.DataFrame, agent_names: list[str], agent_code: np.ndarray,
+               start_ns: np.ndarray, who_code: np.ndarray, who_names: list[str], key: np.ndarray,
+               key_uri_names: list, tok_of_row: np.ndarray, tok_names: list[str], c_tok: np.ndarray,
+               storage_map, any_mapped: bool, door_principal: np.ndarray | None) -> list[str]:
+    """Why no call explains each unexplained request, in words (one line of Python per request:
+    what it refers to was found for all of them at once)."""
+    sess = c["door_session"].to_numpy(dtype=object)
+    seq = c["seq"].to_numpy(dtype=object)
+    decision = c["decision"].to_numpy(dtype=object)
+    rule = c["rule"].to_numpy(dtype=object) if "rule" in c.columns else None
     targets = list((storage_map or {}).values())
-    if not same and targets and not any(uri.startswith(tg) or tg.startswith(uri) for tg in targets):
-        return "resource outside every storage_map target: no door call can reach it"
-    if not same and not any_mapped:
-        return UNMAPPED
-    if not same:
-        return "no door call on this object"
-    i = min(same, key=lambda i: abs(t - int(start_ns[i])))
-    near_rule = c["rule"].iat[i] if "rule" in c.columns else None
-    what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"
-            if str(c["decision"].iat[i]) != "allow" else "")
-    why = (f"no door call on this object within the time window (nearest: session "
-           f"{c['door_session'].iat[i]} seq {c['seq'].iat[i]}{what}, "
-           f"{_delta_words((t - int(start_ns[i])) / 1e9)} that call)")
-    if all_patterns and not _principal_match(principal, all_patterns):
-        why += "; the principal is not one the door's agents use"
-    return why
+    token_why: dict[int, str] = {}
+    if (un_case == _TOKEN).any():
+        sessions: dict[int, set] = {}
+        has = np.flatnonzero(c_tok >= 0)
+        for code, s in zip(c_tok[has].tolist(), sess[has]):
+            sessions.setdefault(code, set()).add(str(s))
+        for code, ss in sessions.items():
+            token_why[code] = (f"correlation {tok_names[code]!r} belongs to door session(s) "
+                               f"{', '.join(sorted(ss))}, but no allowed call there on this object within the window")
+    outside: dict[str, bool] = {}
+    out: list[str] = []
+    for pos, case, i, near, t in zip(un_pos.tolist(), un_case.tolist(), un_call.tolist(), nearest.tolist(),
+                                     t_un.tolist()):
+        if case == _NO_TIME:
+            out.append("no time")
+        elif case == _TOKEN:
+            out.append(token_why[int(tok_of_row[pos])])
+        elif case == _REFUSED:
+            out.append(f"only a call the door refused matches (session {sess[i]} seq {seq[i]}): the door says it "
+                       f"did not forward it")
+        elif case == _PRINCIPAL:
+            w = who_code[pos]
+            who = who_names[w] if w >= 0 and who_names[w] else "no principal the log names"
+            out.append(f"a door call on this object fits the time (session {sess[i]} seq {seq[i]}), but the request "
+                       f"was made by {who}, not a principal the door's agent {agent_names[agent_code[i]]} acts as")
+        else:
+            uri = key_uri_names[key[pos]]
+            if uri is None:
+                out.append("no resource in the access record")
+            elif near < 0:
+                if uri not in outside:
+                    outside[uri] = bool(targets) and not any(uri.startswith(tg) or tg.startswith(uri)
+                                                             for tg in targets)
+                out.append("resource outside every storage_map target: no door call can reach it" if outside[uri]
+                           else UNMAPPED if not any_mapped else "no door call on this object")
+            else:
+                near_rule = rule[near] if rule is not None else None
+                what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"
+                        if str(decision[near]) != "allow" else "")
+                why = (f"no door call on this object within the time window (nearest: session {sess[near]} seq "
+                       f"{seq[near]}{what}, {_delta_words((t - int(start_ns[near])) / 1e9)} that call)")
+                if door_principal is not None and not door_principal[who_code[pos]]:
+                    why += "; the principal is not one the door's agents use"
+                out.append(why)
+    return out
 
 
 def _delta_words(seconds: float) -> str:
