@@ -644,7 +644,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"unmatched steps) taken on first use in a further {r['residual_s']:.2f} s")
         elif r["stage"] == "access" and r["status"] == "ok":
             d = r["data"]
-            print(f"access {_n(r['size'][0])}x{_n(r['size'][1])}: {d['sessions']} door sessions, {d['objects']} objects, "
+            print(f"access {_n(r['size'][0])}x{_n(r['size'][1])}: {d['sessions']} door sessions, "
+                  f"{d['objects']} objects, "
                   f"{d['cloudtrail_rows']:,} CloudTrail + {d['s3_access_rows']:,} S3 access rows; frames built in "
                   f"{r['build_s']:.1f} s; {r['links']:,} links {r['by_how']}, {r['unexplained']:,} unexplained, "
                   f"{r['duplicates']:,} duplicates, offset {r['offset_s']} s; {r['truth_correct']}")
