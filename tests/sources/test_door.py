@@ -133,3 +133,33 @@ def test_a_file_name_that_is_not_utf8_is_a_clear_error(tmp_path):
     (folder / name).write_text(json.dumps(GOOD) + "\n")
     with pytest.raises(InputError, match=r"sess\\xff\\xfe.jsonl: the file name is not valid UTF-8"):
         load_door(tmp_path)
+
+
+def test_a_line_logged_twice_is_one_call_and_a_duplicate_quarantine_row(tmp_path):
+    """A log shipper that delivered a line twice: the copy had read as a second call no transcript
+    step claims — as if the agent did something its transcript hides."""
+    d = tmp_path / "door" / "analyst"
+    d.mkdir(parents=True)
+    line = ('{"ts":"2026-09-13T10:00:01.000Z","seq":%d,"session":"s1","tool":"read","arguments":{"path":"%s"},'
+            '"decision":"%s"}')
+    lines = [line % (1, "a", "allow"), line % (2, "b", "allow"), line % (2, "b", "allow"),
+             line % (3, "c", "allow"), line % (3, "c", "deny")]  # #3: the same call decided two ways
+    log = d / "s1.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    for fast in (True, False):
+        res = door._load([tmp_path / "door"], fast=fast)
+        assert res.frame["seq"].tolist() == [1, 2, 3, 3]
+        assert res.frame["line_no"].tolist() == [1, 2, 4, 5]
+        assert res.frame["decision"].tolist() == ["allow", "allow", "allow", "deny"]
+        q = res.quarantine
+        assert q[["line_no", "kind"]].values.tolist() == [[3, "duplicate"]]
+        assert q["source_file"].tolist() == [str(log)]
+        assert q["error"].iloc[0].startswith("repeats the call logged at line 2 in every field")
+        assert res.inputs[0]["duplicates"] == 1
+    # a copy of the whole log in another folder: every call counted once, each copy line named
+    other = tmp_path / "door-copy" / "analyst"
+    other.mkdir(parents=True)
+    (other / "s1.jsonl").write_text("\n".join(lines) + "\n")
+    res = load_door([tmp_path / "door", tmp_path / "door-copy"])
+    assert res.frame["seq"].tolist() == [1, 2, 3, 3]
+    assert (res.quarantine["kind"] == "duplicate").sum() == 6  # the copy's 5 lines, and line 3

@@ -2,7 +2,8 @@
 
 Every input here is loaded three ways — ``load_door`` (fast path where it applies),
 ``door._load(fast=False)`` (every file line by line) and :func:`reference_load_door`, a verbatim
-copy of ``load_door`` as it was before the fast path existed — and the frames, quarantines and
+copy of ``load_door`` as it was before the fast path existed, with the later rule that a call
+logged twice counts once applied to its result — and the frames, quarantines and
 inputs must be equal, with ``arguments`` compared by their exact JSON spelling (so ``1`` vs
 ``1.0`` or key order would show).
 """
@@ -35,7 +36,7 @@ HOSTILE = Path(__file__).resolve().parents[1] / "hostile" / "test_hostile.py"
 
 # -- the loader as it was before the fast path (verbatim, for comparison) ------------------------
 
-def reference_load_door(paths) -> LoadResult:
+def _verbatim_reference_load_door(paths) -> LoadResult:
     cols: dict[str, list] = {c: [] for c in CALLS.names}
     quarantine: list[dict] = []
     inputs: list[dict] = []
@@ -121,6 +122,20 @@ def _assert_same(a: LoadResult, b: LoadResult) -> None:
     assert_frame_equal(a.quarantine, b.quarantine, check_exact=True)
     assert a.inputs == b.inputs
     CALLS.validate(a.frame)
+
+
+def _without_repeats(res: LoadResult) -> LoadResult:
+    """The reference's result with the rule the loader applies after reading (a call logged twice
+    in every field counts once: ``door._drop_repeated_calls``), which the reference predates."""
+    q = res.quarantine.to_dict("records")
+    inputs = [dict(i) for i in res.inputs]
+    frame = door._drop_repeated_calls(res.frame, q, inputs)
+    return LoadResult(frame=frame, quarantine=QUARANTINE.build(q), inputs=inputs)
+
+
+def reference_load_door(paths) -> LoadResult:
+    """The verbatim reference, then the rule the loader applies after reading (:func:`_without_repeats`)."""
+    return _without_repeats(_verbatim_reference_load_door(paths))
 
 
 def _load_three(paths, *, fast_files: int | None = None) -> LoadResult:
@@ -395,7 +410,10 @@ def test_bom_gzip_and_empty_files(tmp_path):
     (tmp_path / "a" / "empty.jsonl").write_bytes(b"")
     (tmp_path / "a" / "newline.jsonl").write_bytes(b"\n")
     res = _load_three(tmp_path, fast_files=1)
-    assert len(res.frame) == 4 and res.quarantine.empty  # the BOM is read past, not the line set aside
+    # the BOM is read past, not the line set aside; the two files hold the same two calls (one
+    # agent folder, one session): each counted once, the gzip file's copies set aside as such
+    assert len(res.frame) == 2 and res.quarantine["kind"].tolist() == ["duplicate", "duplicate"]
+    assert set(res.quarantine["source_file"]) == {str(tmp_path / "a" / "gz.jsonl")}
 
 
 def test_fixtures_and_hostile_corpus(tmp_path):

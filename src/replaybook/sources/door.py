@@ -178,7 +178,77 @@ def _load(paths: str | Path | Iterable[str | Path], *, fast: bool) -> LoadResult
     finally:
         if gc_was_enabled:
             gc.enable()
+    frame = _drop_repeated_calls(frame, quarantine, inputs)
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+#: the columns of a call that do not say where it was read from: two rows equal on all of them
+#: are one call logged twice
+_WHERE = frozenset({"source_file", "line_no"})
+
+
+def _same(a: Any, b: Any) -> bool:
+    import pandas as pd
+
+    a_na = a is None or (not isinstance(a, (dict, list, tuple)) and pd.isna(a))
+    b_na = b is None or (not isinstance(b, (dict, list, tuple)) and pd.isna(b))
+    return a_na and b_na if a_na or b_na else bool(a == b)
+
+
+def _drop_repeated_calls(frame: Any, quarantine: list[dict], inputs: list[dict]) -> Any:
+    """``frame`` (sorted by door session, time, seq) without the rows that repeat an earlier row
+    in every column but where it was read — a line a log shipper delivered twice, or two copies
+    of one log merged: one call, not two.  Each dropped row becomes a ``duplicate`` quarantine
+    row naming its file and line and the place of the row it repeats, and counts in its file's
+    ``inputs`` entry as ``duplicates``.  Such rows are adjacent in that order, so only runs of
+    equal (door session, time, seq) are compared field by field."""
+    import numpy as np
+    import pandas as pd
+
+    if len(frame) < 2:
+        return frame
+    sess = frame["door_session"].to_numpy(dtype=object, na_value=None)
+    ts = frame["ts"].to_numpy(dtype="datetime64[ns]").view("int64")
+    seq = frame["seq"].to_numpy(dtype="float64", na_value=np.nan)
+    same_seq = (seq[1:] == seq[:-1]) | (np.isnan(seq[1:]) & np.isnan(seq[:-1]))
+    run = np.flatnonzero((sess[1:] == sess[:-1]) & (ts[1:] == ts[:-1]) & same_seq) + 1
+    if not len(run):
+        return frame
+    cols = [c for c in frame.columns if c not in _WHERE]
+    drop: list[int] = []
+    kept_of: dict[int, list[int]] = {}
+    rows = set(run.tolist())
+    for i in run.tolist():
+        first = i - 1
+        while first in rows:  # the run's first row
+            first -= 1
+        candidates = [first] + [k for k in kept_of.get(first, [])]
+        match = next((k for k in candidates
+                      if all(_same(frame[c].iat[i], frame[c].iat[k]) for c in cols)), None)
+        if match is None:
+            kept_of.setdefault(first, []).append(i)
+            continue
+        drop.append(i)
+        where = (f"{frame['source_file'].iat[match]}:{frame['line_no'].iat[match]}"
+                 if frame["source_file"].iat[i] != frame["source_file"].iat[match]
+                 else f"line {frame['line_no'].iat[match]}")
+        quarantine.append({"source_file": frame["source_file"].iat[i], "line_no": frame["line_no"].iat[i],
+                           "byte_offset": pd.NA, "kind": "duplicate", "loader": LOADER,
+                           "error": f"repeats the call logged at {where} in every field (door session, seq, "
+                                    "time, tool, arguments, decision …): one call logged twice, counted once"})
+    if not drop:
+        return frame
+    per_file: dict[str, int] = {}
+    for i in drop:
+        f = str(frame["source_file"].iat[i])
+        per_file[f] = per_file.get(f, 0) + 1
+    for info in inputs:
+        n = per_file.get(str(info.get("path")))
+        if n:
+            info["duplicates"] = info.get("duplicates", 0) + n
+    keep = np.ones(len(frame), bool)
+    keep[drop] = False
+    return frame[keep].reset_index(drop=True)
 
 
 def _load_file(path: Path, fast: bool, cols: Any, quarantine: list[dict], inputs: list[dict]) -> None:
