@@ -1042,3 +1042,10 @@ def test_a_continued_conversation_is_shown_once_naming_each_calls_session():
     assert sent.startswith("Door session B: continues transcript t, whose earlier calls are door session A's: "
                            "3 of 3 calls agree (on tool and arguments at the same time: likely, not proof), and "
                            "the two sessions ran one after the other")
+
+
+@pytest.mark.parametrize("ms, words", [(400.0, "400 ms"), (95_300.0, "95.3 s"), (120_000.0, "2 min 0.0 s (120,000 ms)"),
+                                       (7_200_400.0, "2 h 0 min 0.4 s (7,200,400 ms)")])
+def test_a_clock_difference_reads_in_words(ms, words):
+    """'the door's clock reads 7,199,500 ms earlier' was hard to read for a machine two hours off."""
+    assert S._duration_words(ms) == words

@@ -166,6 +166,18 @@ def fmt_ts(v: Any) -> str:
     return ts.strftime("%Y-%m-%d %H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
 
 
+def _duration_words(ms: float) -> str:
+    """``400 ms``, ``95.3 s``, ``2 h 0 min 0.4 s (7,200,400 ms)``: a non-negative span in words."""
+    if ms < 1000:
+        return f"{ms:,.0f} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:,.1f} s"
+    h, rest = divmod(ms / 1000, 3600)
+    m, sec = divmod(rest, 60)
+    words = ([f"{int(h):,} h"] if h else []) + [f"{int(m)} min", f"{sec:.1f} s"]
+    return f"{' '.join(words)} ({ms:,.0f} ms)"
+
+
 def _delta_text(ms: float) -> str:
     """A clock difference in words: ``+1 h 0 min 0.4 s (door clock ahead)`` for 3,600,400 ms."""
     sign, rest = ("+" if ms >= 0 else "−"), abs(ms) / 1000
@@ -1010,7 +1022,7 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                      max_rows=max_rows, row_class=lambda rec: "rb-refused" if rec.get("status") == "refused" else "")
         off = r.get("offset_ms")
         clock = "" if _isna(off) or abs(float(off)) < 1 else (
-            f"; the door's clock reads {abs(float(off)):,.0f} ms {'later' if off > 0 else 'earlier'} for this "
+            f"; the door's clock reads {_duration_words(abs(float(off)))} {'later' if off > 0 else 'earlier'} for this "
             f"session, so its table below shows these calls that much {'later' if off > 0 else 'earlier'}")
         more = more_of.get(str(r["door_session"]), [])
         then = (f"; the conversation went on in door session{'' if len(more) == 1 else 's'} {', '.join(more)} "
