@@ -1044,7 +1044,7 @@ def test_a_continued_conversation_is_shown_once_naming_each_calls_session():
                            "the two sessions ran one after the other")
 
 
-@pytest.mark.parametrize("ms, words", [(400.0, "400 ms"), (95_300.0, "95.3 s"), (120_000.0, "2 min 0.0 s (120,000 ms)"),
+@pytest.mark.parametrize("ms, words", [(400.0, "400 ms"), (45_300.0, "45.3 s"), (95_300.0, "1 min 35.3 s (95,300 ms)"), (120_000.0, "2 min 0.0 s (120,000 ms)"),
                                        (7_200_400.0, "2 h 0 min 0.4 s (7,200,400 ms)")])
 def test_a_clock_difference_reads_in_words(ms, words):
     """'the door's clock reads 7,199,500 ms earlier' was hard to read for a machine two hours off."""
