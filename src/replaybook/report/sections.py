@@ -1544,6 +1544,12 @@ CANNOT_PROVE_TEXT = (
     "Built-in tools and MCP servers that do not pass through the door never appear in the door log, so "
     "their steps are not residuals; anything the agent did outside both records is invisible.",
     "An agreeing pair shows a call was made and answered; it does not show the model read or used the result.",
+    "A session that continues another's transcript (its calls agree with that transcript's later steps, and the "
+    "two sessions ran one after the other) is read as one conversation that reached the door twice; an agent "
+    "that replayed another's calls later, whose own transcript is missing, would look the same.",
+    "Each transcript's clock offset is read from the calls it agrees with; one far beyond max_offset_s is only "
+    "named, not applied, since widening the search for every transcript can let a transcript whose own session "
+    "is missing claim calls another agent made.",
 )
 
 
