@@ -62,6 +62,20 @@ def test_nothing_for_the_frame_says_what_each_file_was(tmp_path):
         load_frame(tmp_path / "d", "steps")
 
 
+def test_door_logs_given_as_transcripts_ask_whether_the_two_were_swapped():
+    from replaybook.errors import InputError
+    from replaybook.loading import load_frame
+
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+    with pytest.raises(InputError) as e:
+        load_frame(demo / "door", "steps")
+    assert ("; every file there is a door log, not a transcript: were the transcripts and the door logs given "
+            "the other way round?; `replaybook load auto PATH`") in str(e.value)
+    with pytest.raises(InputError, match="every file there is a transcript, not a door log: were the door logs and "
+                                         "the transcripts given the other way round"):
+        load_frame(demo / "transcripts", "calls")
+
+
 def test_a_format_forced_on_a_binary_file_is_refused_naming_the_file(tmp_path):
     # sniffed, such a file is "not recognised"; forced, it is the user's contradiction to fix
     from replaybook.errors import InputError

@@ -458,7 +458,13 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
             what = "; ".join(f"{p}: {v}" for p, v in found[:5]) or "no files in it"
         if len(found) > 5:
             what += f"; … {len(found) - 5} more"
-        raise InputError(f"no {frame} input in {', '.join(map(str, paths))} ({what}); "
+        words = {"steps": "transcript", "calls": "door log", "access": "cloud access log"}
+        kinds = set(other["frame"].astype(str))
+        swapped = ""
+        if len(kinds) == 1 and not len(unknown) and frame in words and (k := kinds.pop()) in words:
+            swapped = (f"; every file there is a {words[k]}, not a {words[frame]}: were the {words[frame]}s and "
+                       f"the {words[k]}s given the other way round?")
+        raise InputError(f"no {frame} input in {', '.join(map(str, paths))} ({what}){swapped}; "
                          f"`replaybook load auto PATH` shows what each file is")
     nl = [{"source_file": r.path, "kind": "invalid", "loader": "auto", "error": r.note}
           for r in unknown.itertuples(index=False) if r.note != "empty file"]
