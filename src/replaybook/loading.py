@@ -282,7 +282,12 @@ def _input_note(info: dict) -> str | None:
     if info.get("skipped"):
         parts.append(f"skipped: {info.get('reason') or 'no records'}")
     other = info.get("ignored_lines") or info.get("not_calls")  # (cloud / gateway loaders)
-    for n, what in ((info.get("duplicates"), "duplicate line"), (other, "record of other kinds")):
+    dups = info.get("duplicates")
+    if info.get("resumes") and dups:  # (Claude Code: a conversation resumed in a new file)
+        parts.append(f"resumes transcript {info['resumes']}: starts with copies of its lines "
+                     f"({dups:,} line{'' if dups == 1 else 's'}, counted once)")
+        dups = None
+    for n, what in ((dups, "duplicate line"), (other, "record of other kinds")):
         if n:
             parts.append(f"{n} {what}" if n == 1 else f"{n} {what.replace('line', 'lines', 1).replace('record ', 'records ', 1)}")
     if parts and not info.get("skipped") and other:

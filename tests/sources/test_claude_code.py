@@ -131,6 +131,16 @@ def test_case_resumed_session():
     rev = load_claude_code(files)
     pd.testing.assert_frame_equal(rev.frame, f)
     assert [(Path(i["path"]).name[:8], i["duplicates"]) for i in rev.inputs] == [("88888888", 0), ("99999999", 3)]
+    # the resumed file names the transcript it resumes, and the report's inputs say so
+    from replaybook.loading import _input_note
+
+    for r in (res, rev):
+        assert [i.get("resumes") for i in r.inputs] == [None, "88888888-2222-4222-8222-888888888888"]
+    assert _input_note(res.inputs[1]) == ("resumes transcript 88888888-2222-4222-8222-888888888888: starts with "
+                                          "copies of its lines (3 lines, counted once)")
+    # with the first file gone, nothing is named: the copies are the resumed file's own rows
+    alone = load_claude_code(files[0])
+    assert [i.get("resumes") for i in alone.inputs] == [None] and alone.inputs[0]["duplicates"] == 0
 
 
 def test_case_streaming_split():

@@ -20,7 +20,7 @@ import pytest
 from replaybook._text import TEXT_LIMIT
 from replaybook.sources import _claude_fast, _claude_ms
 from replaybook.sources._claude_ref import load_reference
-from replaybook.sources.claude_code import _expand, _shadowed_first, load_claude_code
+from replaybook.sources.claude_code import _expand, _mark_resumes, _shadowed_first, load_claude_code
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -34,11 +34,14 @@ def _outcome(fn, paths):
 
 
 def _reference(paths):
-    """The reference loader's result, with the one decision made after it was written: a
-    session's own file is read before the file resuming it (``claude_code._shadowed_first``)."""
+    """The reference loader's result, with the decisions made after it was written: a session's
+    own file is read before the file resuming it (``claude_code._shadowed_first``), and a
+    resumed file names the transcript it resumes (``claude_code._mark_resumes``)."""
     ref = load_reference(paths)
     first = _shadowed_first(_expand(paths), ref)
-    return ref if first is None else load_reference(first)
+    ref = ref if first is None else load_reference(first)
+    _mark_resumes(ref)
+    return ref
 
 
 def assert_same(paths, monkeypatch=None) -> pd.DataFrame | None:

@@ -230,7 +230,8 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         ``ts``/``result_ts`` tz-aware UTC, NaT where absent), ``quarantine`` with one row per
         unusable line (``invalid``) or unterminated last line (``pending``), and ``inputs`` with
         one dict per file: ``path``, ``sha256``, ``bytes``, ``lines``, ``format``, ``duplicates``
-        (resume copies skipped by uuid) and, for ``agent-<id>`` files with a readable
+        (resume copies skipped by uuid), ``resumes`` (a resumed file: the transcript whose lines
+        it starts by copying) and, for ``agent-<id>`` files with a readable
         ``.meta.json``, ``agent_meta``.
 
     Raises:
@@ -249,10 +250,33 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     try:
         res = _load(files, max_open)
         first = _shadowed_first(files, res)
-        return res if first is None else _load(first, max_open)
+        res = res if first is None else _load(first, max_open)
+        _mark_resumes(res)
+        return res
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _mark_resumes(res: LoadResult) -> None:
+    """Name, in a resumed file's ``inputs`` entry, the transcript it resumes: ``resumes`` (the
+    ``transcript_id`` whose file holds the line the resumed file starts by copying), when the
+    file's first line with a uuid is a copy kept from another file and the file goes on with
+    lines of its own.  Only files with ``duplicates`` are read again (their first lines)."""
+    dup = [i for i in res.inputs if i.get("duplicates")]
+    if not dup or not len(res.frame):
+        return
+    f = res.frame
+    place = dict(zip(f["uuid"].astype(object), zip(f["source_file"].astype(str), f["transcript_id"].astype(object))))
+    kept = set(f["source_file"].astype(str))
+    for info in dup:
+        name = str(info.get("path"))
+        if name not in kept:
+            continue
+        mine = _line_uuids(name, 1)
+        hit = place.get(mine[0]) if mine else None
+        if hit is not None and hit[0] != name:
+            info["resumes"] = str(hit[1])
 
 
 def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
