@@ -459,8 +459,9 @@ def test_join_names_a_clock_further_off_than_it_looks(tmp_path, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert ("door session door-s1: unmatched, but 4 of its 4 calls with arguments line up with transcript "
-            "bbbbbbbb-0000-4000-8000-00000000000b at a clock offset of +7,200.4 s, beyond --max-offset 300: try "
-            "--max-offset 7202") in out
+            "bbbbbbbb-0000-4000-8000-00000000000b at a clock offset of +7,200.4 s, beyond --max-offset 300: give "
+            "that transcript's clock, --clock-offset bbbbbbbb-0000-4000-8000-00000000000b=7200.4 (or clock_offsets "
+            "in the manifest), or try --max-offset 7202 (wider for every transcript)") in out
     assert main(args + ["--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["far_clocks"] == [{
         "door_session": "door-s1", "transcript_id": "bbbbbbbb-0000-4000-8000-00000000000b", "offset_ms": 7200400.0,
@@ -471,6 +472,13 @@ def test_join_names_a_clock_further_off_than_it_looks(tmp_path, capsys):
     assert [verdicts[s]["transcript_id"] for s in ("door-s0", "door-s1")] == [
         "aaaaaaaa-0000-4000-8000-00000000000a", "bbbbbbbb-0000-4000-8000-00000000000b"]
     assert verdicts["door-s1"]["offset_ms"] == "+7200400" and "line up with transcript" not in out
+    # the transcript's own clock, as the hint gives it: joined, and the other search unchanged
+    assert main(args + ["--clock-offset", "bbbbbbbb-0000-4000-8000-00000000000b=7200.4"]) == 0
+    verdicts = _join_tables(capsys.readouterr().out)[0]
+    assert verdicts["door-s1"]["transcript_id"] == "bbbbbbbb-0000-4000-8000-00000000000b"
+    assert [verdicts[s]["offset_ms"] for s in ("door-s0", "door-s1")] == ["+400", "+7200400"]
+    assert main(args + ["--clock-offset", "bbbbbbbb"]) == 2
+    assert "give TRANSCRIPT=SECONDS" in capsys.readouterr().err
 
 
 def test_join_names_a_pair_far_from_its_sessions_offset(tmp_path, capsys):

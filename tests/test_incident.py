@@ -1,3 +1,4 @@
+import json
 import re
 from pathlib import Path
 
@@ -67,6 +68,12 @@ def test_manifest_errors_name_the_field(tmp_path):
     # a window YAML spells .inf or .nan is not a number of seconds (the report failed in a cell)
     for bad, says in ((".inf", "1000000000"), (".nan", "nan is not a number of seconds"), ("1.0e+300", "1000000000")):
         (tmp_path / "incident.yaml").write_text(f"title: x\ntranscripts: []\nwindow_s: {bad}\n")
+        with pytest.raises(ManifestError, match=says):
+            replaybook.Incident.load(tmp_path)
+    # a transcript's clock offset is a number of seconds
+    for bad, says in (("{t1: .nan}", "clock_offsets/t1: nan is not a number of seconds"),
+                      ("{t1: soon}", "invalid manifest at clock_offsets/t1"), ("[7200]", "clock_offsets")):
+        (tmp_path / "incident.yaml").write_text(f"title: x\ntranscripts: []\nclock_offsets: {bad}\n")
         with pytest.raises(ManifestError, match=says):
             replaybook.Incident.load(tmp_path)
     # a data root that is not there: every object would read "missing … not on disk now"
@@ -424,6 +431,37 @@ def test_every_manifest_error_names_the_manifest_as_the_user_gave_it(tmp_path, m
     with pytest.raises(ManifestError) as absolute:
         replaybook.Incident.load(tmp_path / "incident.yaml")
     assert str(absolute.value).startswith(f"{tmp_path / 'incident.yaml'}:3:")
+
+
+def test_a_transcripts_clock_offset_in_the_manifest_reaches_the_join(tmp_path):
+    """clock_offsets joins a transcript whose machine ran two hours behind the door, where the
+    default max_offset_s does not reach it."""
+    import shutil
+
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+    shutil.copytree(demo, tmp_path / "demo")
+    base = replaybook.Incident.load(tmp_path / "demo")
+    tid = base.join.sessions["transcript_id"].dropna().iloc[-1]
+    sess = base.join.sessions.set_index("transcript_id").loc[tid, "door_session"]
+    # that session's door log, shifted two hours later
+    for log in (tmp_path / "demo" / "door").rglob(f"{sess}.jsonl"):
+        lines = []
+        for line in log.read_text().splitlines():
+            o = json.loads(line)
+            for k in ("ts", "ts_end"):
+                if o.get(k):
+                    o[k] = (pd.Timestamp(o[k]) + pd.Timedelta(hours=2)).isoformat().replace("+00:00", "Z")
+            lines.append(json.dumps(o))
+        log.write_text("\n".join(lines) + "\n")
+    shifted = replaybook.Incident.load(tmp_path / "demo")
+    assert shifted.join.assignments()[sess] is None
+    text = (tmp_path / "demo" / "incident.yaml").read_text()
+    (tmp_path / "demo" / "incident.yaml").write_text(text + f"clock_offsets:\n  {tid}: 7200\n")
+    fixed = replaybook.Incident.load(tmp_path / "demo")
+    assert fixed.manifest["clock_offsets"] == {tid: 7200}
+    assert fixed.join.assignments() == base.join.assignments()
+    off = fixed.join.sessions.set_index("door_session")["offset_ms"]
+    assert off[sess] == base.join.sessions.set_index("door_session")["offset_ms"][sess] + 7_200_000
 
 
 def test_a_folder_with_no_incident_yaml_says_what_to_do(tmp_path):

@@ -226,6 +226,27 @@ def test_no_clock_of_its_own_from_calls_another_transcript_explains():
     assert res.unmatched_transcripts == ["t-reporter"]
 
 
+def test_a_declared_clock_offset_joins_that_transcript_and_only_it():
+    st = [("t1", i * 10, "read", {"path": f"a{i}"}, None) for i in range(5)]
+    ca = [("s1", i * 10 + 0.2, "read", {"path": f"a{i}"}, None) for i in range(5)]
+    # t2's machine: 2 h behind the door's; six of its calls, so many that they would outvote t1
+    # on the common offset were they read with it
+    st += [("t2", 300 + i * 10, "read", {"path": f"b{i}"}, None) for i in range(6)]
+    ca += [("s2", 300 + i * 10 + 7200.4, "read", {"path": f"b{i}"}, None) for i in range(6)]
+    steps, calls = steps_frame(st), calls_frame(ca)
+    assert join_sessions(steps, calls).assignments() == {"s1": "t1", "s2": None}
+    for max_offset_s in (300.0, 0.0):
+        res = join_sessions(steps, calls, max_offset_s=max_offset_s, clock_offsets={"t2": 7200, "no-such": 5})
+        s = res.sessions.set_index("door_session")
+        assert res.assignments() == {"s1": "t1", "s2": "t2"}
+        assert s["offset_ms"].tolist() == [200.0, 7200400.0] and s["agreed"].tolist() == [5, 6]
+    # with max_offset_s raised instead, t2 votes on the common offset and wins it (six steps to
+    # five): every transcript's search is widened, and t1 is the one read on a clock of its own
+    wide = join_sessions(steps, calls, max_offset_s=8000)
+    assert wide.assignments() == {"s1": "t1", "s2": "t2"}
+    assert wide.offset_ms == 7200400.0 and wide.sessions["offset_ms"].tolist() == [200.0, 7200400.0]
+
+
 def test_no_clock_of_its_own_from_a_few_coincidences():
     """A transcript whose own session is not in the door log shares calls every agent makes with
     other sessions: one such call, or a few of its many steps, lined up at some offset, is no

@@ -407,8 +407,11 @@ def sources_cmd() -> None:
                    "from the agreeing pairs, so it can be as large as --window even with 0.  "
                    "[default: the manifest's max_offset_s, else 300]")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True)
+@click.option("--clock-offset", "clock_offset", multiple=True, metavar="TRANSCRIPT=SECONDS",
+              help="A transcript whose clock you know is off: door clock − transcript clock, seconds "
+                   "(repeatable; added to the manifest's clock_offsets). Joined at it whatever --max-offset.")
 def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, window, min_agreed, max_offset,
-             fmt) -> None:
+             fmt, clock_offset) -> None:
     """Assign transcripts to door sessions one-to-one and say how sure each assignment is.
 
     Give an INCIDENT manifest or its folder (its transcripts, door logs, window_s and
@@ -418,6 +421,16 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
 
     from .join import join_sessions
 
+    offsets: dict[str, float] = {}
+    for item in clock_offset:
+        tid, eq, sec = item.rpartition("=")[0], "=" in item, item.rpartition("=")[2]
+        try:
+            value = float(sec)
+        except ValueError:
+            value = float("nan")
+        if not eq or not tid or value != value or abs(value) > 1e9:
+            raise click.BadParameter(f"{item!r}: give TRANSCRIPT=SECONDS, e.g. 9c58f26c-…=7200", param_hint="--clock-offset")
+        offsets[tid] = value
     if incident is not None and (transcripts or calls):
         raise click.UsageError("give an INCIDENT manifest or --transcripts and --calls, not both")
     if incident is None and not (transcripts and calls):
@@ -433,6 +446,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         set_aside = int(len(set_aside_rows))
         window = inc.window_s if window is None else window
         max_offset = float(inc.manifest["max_offset_s"]) if max_offset is None else max_offset
+        offsets = {**(inc.manifest.get("clock_offsets") or {}), **offsets}
     else:
         st = _load_one("steps", transcripts, transcripts_format).result
         ca = _load_one("calls", calls, calls_format).result
@@ -444,7 +458,8 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         set_aside = int(len(set_aside_rows))
     window = 60.0 if window is None else window
     max_offset = 300.0 if max_offset is None else max_offset
-    res = join_sessions(steps, calls_f, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset)
+    res = join_sessions(steps, calls_f, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset,
+                        clock_offsets=offsets or None)
     from .join import far_clocks
 
     far = far_clocks(steps, calls_f, res.sessions, max_offset_s=max_offset, window_s=window)
@@ -485,8 +500,9 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         for r in far.head(20).itertuples(index=False):
             click.echo(f"door session {r.door_session}: unmatched, but {r.steps} of its {r.calls_with_args} calls "
                        f"with arguments line up with transcript {r.transcript_id} at a clock offset of "
-                       f"{r.offset_ms / 1000:+,.1f} s, beyond --max-offset {max_offset:g}: try --max-offset "
-                       f"{r.max_offset_s:.0f}")
+                       f"{r.offset_ms / 1000:+,.1f} s, beyond --max-offset {max_offset:g}: give that transcript's "
+                       f"clock, --clock-offset {r.transcript_id}={r.offset_ms / 1000:.1f} (or clock_offsets in the "
+                       f"manifest), or try --max-offset {r.max_offset_s:.0f} (wider for every transcript)")
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         from .join import FAR_PAIR_MS, far_pairs
 

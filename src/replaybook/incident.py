@@ -129,6 +129,10 @@ def load_manifest(path: str | Path) -> dict:
         if isinstance(v, float) and not math.isfinite(v):
             raise ManifestError(f"invalid manifest at {key}: {v} is not a number of seconds", p,
                                 _line_of_key(raw, key))
+    for tid, v in (data.get("clock_offsets") or {}).items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ManifestError(f"invalid manifest at clock_offsets/{tid}: {v} is not a number of seconds", p,
+                                _line_of_key(raw, "clock_offsets"))
     known = registry.names()
     for key, value in data.items():  # a misspelt {path, format}: said here, with its line
         for item in value if isinstance(value, list) else ():
@@ -522,7 +526,8 @@ class Incident:
         """The transcript ↔ door-session join with the manifest's window and thresholds."""
         return join_sessions(self.steps, self.calls, window_s=self.window_s,
                              min_agreed=int(self.manifest["min_agreed"]),
-                             max_offset_s=float(self.manifest["max_offset_s"]))
+                             max_offset_s=float(self.manifest["max_offset_s"]),
+                             clock_offsets=self.manifest.get("clock_offsets"))
 
 
     @cached_property

@@ -52,6 +52,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -906,6 +907,7 @@ def join_sessions(
     window_s: float = DEFAULT_WINDOW_S,
     min_agreed: int = DEFAULT_MIN_AGREED,
     max_offset_s: float = 300.0,
+    clock_offsets: Mapping[str, float] | None = None,
 ) -> JoinResult:
     """Assign transcripts to door sessions one-to-one and report how sure each assignment is.
 
@@ -923,7 +925,14 @@ def join_sessions(
             and calls the tool-use ids left unpaired (the ids' own pairs give it only when those
             give none: another client's transcripts may run on another clock).  A transcript
             fewer than half of whose steps agree at that offset (none by id) may take one of its
-            own in the same range (an agent on another machine: :func:`_own_clocks`).  ``0`` assumes the clocks agree.
+            own in the same range (an agent on another machine: :func:`_own_clocks`).  ``0``
+            assumes the clocks agree.
+        clock_offsets: transcript id → its clock offset as the investigator knows it (door clock
+            − transcript clock, seconds; a machine set to another time zone as UTC: ``7200``),
+            whatever ``max_offset_s``: that transcript (with its sub-agents) takes it as its own,
+            takes no part in reading the common offset, and its pairs are found there (as
+            :func:`far_clocks` suggests, without widening the search for every transcript).
+            Ids no step has are ignored.
 
     Returns:
         :class:`JoinResult`.
@@ -1131,8 +1140,19 @@ def join_sessions(
     # clock); the ids' offset only where those give none
     offset = None
     t_own = None  # each transcript's offset, where one took a clock of its own
+    # transcripts whose clock offset the investigator gave: by transcript code, ms
+    declared = np.zeros(n_t + 1, bool)
+    declared_ms = np.zeros(n_t + 1, np.int64)
+    if clock_offsets:
+        index = {str(t): i for i, t in enumerate(t_names)}
+        for tid, sec in clock_offsets.items():
+            if str(tid) in index:
+                declared[index[str(tid)]] = True
+                declared_ms[index[str(tid)]] = int(round(float(sec) * 1000))
     if max_offset_ms > 0 and len(s_idx) and len(c_idx):
         pick = np.arange(len(s_idx))
+        if declared.any():  # (their clocks are known: they do not vote on the others')
+            pick = pick[~declared[t_codes[s_idx]]]
         if len(pick) > 20000:
             pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
         q = s_idx[pick]
@@ -1152,11 +1172,13 @@ def join_sessions(
     # transcripts on a clock of their own (another machine): fewer than OWN_CLOCK_SHARE of their
     # steps agreed at the common offset, and none by id; each may take its own (its pairs then
     # measure time from that offset, and replace its pairs at the common one)
+    own = None
     if max_offset_ms > 0 and len(s_args_idx):
         agreed_t = np.bincount(t_codes[msi], minlength=n_t + 1)
         with_args_t = np.bincount(t_codes[s_args_idx], minlength=n_t + 1)
         maybe = agreed_t < OWN_CLOCK_SHARE * with_args_t
         maybe[t_codes[ex_si]] = False  # the ids tell its clock
+        maybe[declared] = False  # (the investigator told it)
         q = s_args_idx[maybe[t_codes[s_args_idx]]]
         claimed = None
         if len(q):
@@ -1166,23 +1188,35 @@ def join_sessions(
                 claimed[mci[strong]] = True
         own = _own_clocks(C, q, k_s, s_ms, t_codes, n_t, off, max_offset_ms + window_ms, window_ms,
                           max(min_agreed, 2), agreed_t, claimed)
-        if own is not None:
-            rows, offs = own
-            moved = np.zeros(n_t + 1, bool)
-            moved[t_codes[rows]] = True
-            t_own = np.full(n_t + 1, off, np.int64)  # (index -1: a step of no transcript)
-            t_own[t_codes[rows]] = offs
-            if moved[t_codes[msi]].any():  # its pairs at the common offset were coincidences
-                keep = ~moved[t_codes[msi]]
-                msi, mci = msi[keep], mci[keep]
-                parts[0] = (msi, mci, HOW_CONTENT, off)
-            shifted = s_ms.copy()
-            shifted[rows] += offs  # on the door's clock: the pairs are then found at offset 0
-            S_own = _KeyTime(rows, k_s, shifted, n_keys)
-            osi, oci = _window_pairs(S_own, C, 0, window_ms, t_codes, s_codes, n_sx, veto)
-            del S_own
-            parts.append((osi, oci, HOW_CONTENT, (shifted[osi] - s_ms[osi])))
-            del shifted
+    if declared.any():  # the offsets the investigator gave, beside those read
+        mine = s_args_idx[declared[t_codes[s_args_idx]]]
+        if len(mine):
+            rows = mine if own is None else np.concatenate([own[0], mine])
+            offs = declared_ms[t_codes[mine]] if own is None else np.concatenate(
+                [own[1], declared_ms[t_codes[mine]]])
+            order = np.argsort(rows, kind="stable")
+            own = (rows[order], offs[order])
+    if own is not None:
+        rows, offs = own
+        moved = np.zeros(n_t + 1, bool)
+        moved[t_codes[rows]] = True
+        t_own = np.full(n_t + 1, off, np.int64)  # (index -1: a step of no transcript)
+        t_own[t_codes[rows]] = offs
+        if moved[t_codes[msi]].any():  # its pairs at the common offset were coincidences
+            keep = ~moved[t_codes[msi]]
+            msi, mci = msi[keep], mci[keep]
+            parts[0] = (msi, mci, HOW_CONTENT, off)
+        shifted = s_ms.copy()
+        shifted[rows] += offs  # on the door's clock: the pairs are then found at offset 0
+        S_own = _KeyTime(rows, k_s, shifted, n_keys)
+        osi, oci = _window_pairs(S_own, C, 0, window_ms, t_codes, s_codes, n_sx, veto)
+        del S_own
+        parts.append((osi, oci, HOW_CONTENT, (shifted[osi] - s_ms[osi])))
+        del shifted
+    if declared.any():  # (also for a declared transcript none of whose steps has arguments)
+        if t_own is None:
+            t_own = np.full(n_t + 1, off, np.int64)
+        t_own[declared] = declared_ms[declared]
     cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u = figures_later.result()
     del figures_later
     del C, S
