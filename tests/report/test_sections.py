@@ -103,6 +103,16 @@ def test_header_counts_read_as_english(frames):
     q = _q("t.jsonl", 4, "{")
     assert '<a href="#quarantine">1 quarantine entry</a>' in S.header("t", "i.yaml", quarantine=q)
     assert "2 quarantine entries" in S.header("t", "i.yaml", quarantine=pd.concat([q, q]))
+    assert "door's own log" not in S.header("t", "i.yaml", quarantine=q)  # a transcript's line: no alarm
+    # a damaged line in the door's own log is named up top: the door writes whole lines
+    dq = pd.concat([q, QUARANTINE.build([dict(source_file="door/a/s1.jsonl", line_no=7, kind="invalid",
+                                              loader="door", error="not JSON"),
+                                         dict(source_file="door/a/s1.jsonl", line_no=9, kind="duplicate",
+                                              loader="door", error="repeats")])], ignore_index=True)
+    h = html.unescape(re.sub("<[^>]+>", "", S.header("t", "i.yaml", quarantine=dq)))
+    assert ("1 damaged line in the door's own log (first: door/a/s1.jsonl:7): the door writes each line whole "
+            "before it answers, so a damaged line means the log was changed or cut after it was written, or a "
+            "disk fault — worth a look") in h
     # an input its named format read nothing from is said at the top, linked to Inputs
     inputs = [{"path": "incident.yaml", "format": "manifest"},
               {"path": "t/<a>.jsonl", "format": "gatekit", "read_nothing": True},

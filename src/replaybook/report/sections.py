@@ -389,6 +389,16 @@ def header(
         n = len(quarantine)
         facts.append(f'<a href="#quarantine">{n:,} quarantine {"entry" if n == 1 else "entries"}</a>: '
                      "input set aside, not used")
+        # the door writes whole lines, each fsync'd before it answers: a damaged one is not a
+        # half-written tail but a log changed or cut after the fact (or a disk fault)
+        if {"loader", "kind"} <= set(quarantine.columns):
+            dq = quarantine[(quarantine["loader"] == "door") & (quarantine["kind"] == "invalid")]
+            if len(dq):
+                first = dq.iloc[0]
+                facts.append(f'<strong><a href="#quarantine">{_count(len(dq), "damaged line")} in the door\'s own '
+                             f"log</a></strong> (first: <code>{esc(first['source_file'])}:{esc(first['line_no'])}"
+                             "</code>): the door writes each line whole before it answers, so a damaged line means "
+                             "the log was changed or cut after it was written, or a disk fault — worth a look")
     if unexplained is not None and len(unexplained):  # AccessJoinResult.unexplained: the alarm, up top
         from ..access_join import on_storage
 
