@@ -192,6 +192,12 @@ def test_manifest_lists_are_read_by_content_or_by_named_format(tmp_path):
     m.write_text(f"title: t\ntranscripts: ['{codex}', '{gw}']\ndoor: ['{gw}']\n")
     with pytest.raises(ManifestError, match="files that are not transcripts"):
         replaybook.Incident.load(m).steps
+    # the error names the line of the entry that holds the file, not the list's first line
+    m.write_text(f"title: t\ntranscripts:\n  - '{codex}'\n  - '{gw}'\ndoor: ['{gw}']\n")
+    for load in (lambda: replaybook.Incident.load(m).steps, lambda: replaybook.Incident.load(m).check_inputs()):
+        with pytest.raises(ManifestError) as e:
+            load()
+        assert str(e.value).startswith(f"{m}:4: transcripts: files that are not transcripts")
 
 
 def test_a_forced_format_that_reads_nothing_is_named_in_inputs(tmp_path):

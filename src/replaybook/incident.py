@@ -337,6 +337,7 @@ class Incident:
                 if forced is not None and forced.frame != kind:
                     raise ManifestError(f"{key}: format {fmt!r} yields {forced.frame}, not {what}", self.shown)
                 elsewhere = []
+                first_elsewhere = None
                 walked = _walk(paths)
                 registry.prefetch(walked)  # thousands of files: judged by helper processes too
                 for f in walked:
@@ -357,14 +358,31 @@ class Incident:
                         continue
                     if forced is None and src.frame != kind:
                         elsewhere.append(f"{f}: {src.name} ({src.frame})")
+                        first_elsewhere = first_elsewhere or f
                     elif forced is not None and registry.sniff_file(f, only=forced)[1] < MIN_CONFIDENCE:
                         warnings.append(f"{key}: {f} is forced to {fmt} but reads as {src.name} ({src.frame}); "
                                         f"{fmt} may find nothing in it")
                 if elsewhere:
                     raise ManifestError(_elsewhere_message(key, what, elsewhere), self.shown,
-                                        _line_of_key(self.path.read_bytes(), key))
+                                        self._line_of_entry(key, Path(first_elsewhere)))
             self._check_entries_hold(kind)
         return warnings
+
+    def _line_of_entry(self, key: str, f: Path) -> int | None:
+        """The manifest line of the first ``key`` entry that names file ``f`` (the file itself, a
+        folder holding it, or a glob matching it); else the line of ``key``."""
+        import fnmatch
+
+        raw = self.path.read_bytes()
+        for item in self.manifest.get(key) or []:
+            pattern = item if isinstance(item, str) else item.get("path") if isinstance(item, dict) else None
+            if not isinstance(pattern, str):
+                continue
+            full = os.path.normpath(self.root / pattern)
+            target = os.path.normpath(f if f.is_absolute() else self.root / f)
+            if target == full or target.startswith(full.rstrip(os.sep) + os.sep) or fnmatch.fnmatch(target, full):
+                return _line_of_value(raw, key, pattern) or _line_of_key(raw, key)
+        return _line_of_key(raw, key)
 
     def _check_entries_hold(self, kind: str) -> None:
         """Raise ManifestError when an entry of the list for ``kind`` that is read by content (not
@@ -422,7 +440,7 @@ class Incident:
                 raise ManifestError(f"{key}: {exc.message}", self.shown) from None
             if got.elsewhere:
                 raise ManifestError(_elsewhere_message(key, what, [f"{p}: {v}" for p, v in got.elsewhere.items()]),
-                                    self.shown, _line_of_key(self.path.read_bytes(), key))
+                                    self.shown, self._line_of_entry(key, Path(next(iter(got.elsewhere)))))
             parts.append(got.result)
         res = _concat(parts, _SPEC[kind])
         if kind == "calls":  # one id in two gateways' logs: two sessions
