@@ -1112,28 +1112,37 @@ def _analyse(line: str, sh: _Shell) -> _Seen:
     if isinstance(lists, _Seen):
         return lists
     _pass_on_status(lists)
+    return _walk_lists(lists, _proven_pipelines, _pipeline_seen,
+                       lambda ops: "`||` lets the step exit 0 when it fails" if "||" in ops
+                       else "its exit code does not decide the step's")
+
+
+def _walk_lists(lists, decides, seen_in, why_last) -> _Seen:
+    """Walk a parsed shell line's lists: ``decides(ops, final, errexit)`` gives the indexes of the
+    pipelines of an and-or list whose outcome can be the step's, ``seen_in(pipeline)`` the
+    programs of one pipeline that count and those that cannot (with why), and
+    ``why_last(ops)`` says why a pipeline of the last list does not count.  Programs of
+    pipelines that cannot decide go to ``hidden`` with the reason."""
     out = _Seen()
     last = lists[-1][0][-1][1].names[-1] if lists else ""
     for idx, (andor, sep) in enumerate(lists):
         final = idx == len(lists) - 1 and sep != "&"
         errexit = andor[-1][1].shell.errexit and sep != "&"
         ops = [op for op, _p in andor]
-        proven_idx = _proven_pipelines(ops, final, errexit)
+        deciding = decides(ops, final, errexit)
         for k, (_op, p) in enumerate(andor):
-            proven, hidden = _pipeline_seen(p)
+            counted, hidden = seen_in(p)
             out.hidden.extend(hidden)
-            if k in proven_idx:
-                out.proven.extend(proven)
+            if k in deciding:
+                out.proven.extend(counted)
                 continue
             if sep == "&":
                 why = "it runs in the background (`&`), so the step's exit code is not its"
             elif idx < len(lists) - 1:
                 why = f"the step's exit code is that of `{last}`, which runs after it"
-            elif "||" in ops:
-                why = "`||` lets the step exit 0 when it fails"
             else:
-                why = "its exit code does not decide the step's"
-            out.hidden.extend((q, why) for q in proven)
+                why = why_last(ops)
+            out.hidden.extend((q, why) for q in counted if q.name != "!")
     return out
 
 
@@ -1293,26 +1302,8 @@ def _analyse_failure(line: str, sh: _Shell) -> _Seen:
     if isinstance(lists, _Seen):
         return lists
     _pass_on_status(lists)
-    out = _Seen()
-    last = lists[-1][0][-1][1].names[-1] if lists else ""
-    for idx, (andor, sep) in enumerate(lists):
-        final = idx == len(lists) - 1 and sep != "&"
-        errexit = andor[-1][1].shell.errexit and sep != "&"
-        failing = _failing_pipelines([op for op, _p in andor], final, errexit)
-        for k, (_op, p) in enumerate(andor):
-            cands, hidden = _pipeline_failers(p)
-            out.hidden.extend(hidden)
-            if k in failing:
-                out.proven.extend(cands)
-                continue
-            if sep == "&":
-                why = "it runs in the background (`&`), so the step's exit code is not its"
-            elif idx < len(lists) - 1:
-                why = f"the step's exit code is that of `{last}`, which runs after it"
-            else:
-                why = "its failure cannot be the step's exit code"
-            out.hidden.extend((q, why) for q in cands if q.name != "!")
-    return out
+    return _walk_lists(lists, _failing_pipelines, _pipeline_failers,
+                       lambda ops: "its failure cannot be the step's exit code")
 
 
 #: Exit codes a shell gives when it could not run a command at all: a step that failed with one
