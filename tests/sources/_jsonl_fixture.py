@@ -13,3 +13,19 @@ def write_jsonl(path: Path, lines: list, tail: str = "") -> Path:
     path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines) + tail,
                     encoding="utf-8")
     return path
+
+
+def otlp_value(v) -> dict:
+    """A Python value as an OTLP/JSON ``AnyValue`` (``stringValue``, ``intValue`` as a string,
+    ``doubleValue``, ``boolValue``, ``arrayValue``, ``kvlistValue``), as an exporter writes it."""
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    if isinstance(v, str):
+        return {"stringValue": v}
+    if isinstance(v, list):
+        return {"arrayValue": {"values": [otlp_value(x) for x in v]}}
+    return {"kvlistValue": {"values": [{"key": k, "value": otlp_value(x)} for k, x in v.items()]}}

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+from _jsonl_fixture import otlp_value
 
 from replaybook._text import TEXT_LIMIT
 from replaybook.canonical import canonical_args
@@ -29,18 +30,7 @@ T = "4bf92f3577b34da6a3ce929d0e0e4736"
 B = 1_772_359_200_000_000_000  # 2026-03-01T10:00:00Z in ns
 
 
-def value(v):
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, str):
-        return {"stringValue": v}
-    if isinstance(v, list):
-        return {"arrayValue": {"values": [value(x) for x in v]}}
-    return {"kvlistValue": {"values": [{"key": k, "value": value(x)} for k, x in v.items()]}}
+value = otlp_value
 
 
 def attrs(d: dict) -> list:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-from _jsonl_fixture import write_jsonl
+from _jsonl_fixture import otlp_value, write_jsonl
 
 from replaybook.frames import STEPS
 from replaybook.sources.otel import load_otel, sniff
@@ -29,18 +29,7 @@ T = "5b8efff798038103d269b633813fc60c"
 B = 1_772_359_200_000_000_000  # 2026-03-01T10:00:00Z in ns
 
 
-def value(v):
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, str):
-        return {"stringValue": v}
-    if isinstance(v, list):
-        return {"arrayValue": {"values": [value(x) for x in v]}}
-    return {"kvlistValue": {"values": [{"key": k, "value": value(x)} for k, x in v.items()]}}
+value = otlp_value
 
 
 def span(sid, name, start_ms, end_ms, a: dict, parent=None, status=None) -> dict:
