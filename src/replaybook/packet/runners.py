@@ -1023,20 +1023,24 @@ class _Pipeline:
     status_of: int | None = None  # the part whose exit code a later `exit ${PIPESTATUS[k]}` passes on
 
 
+def _not_the_pipes_status(p: _Pipeline, k: int) -> str:
+    """Why part ``k`` of pipeline ``p`` does not give the step's exit code ("" when it can):
+    ``${PIPESTATUS[n]}`` names another part, or, without pipefail, only the last part counts."""
+    if p.status_of is not None and k != p.status_of:
+        return f"the step's exit code is `{p.names[p.status_of]}`'s (`${{PIPESTATUS[{p.status_of}]}}`)"
+    if p.status_of is None and k < len(p.parts) - 1 and not p.shell.pipefail:
+        return (f"its exit code is lost in the pipe: the step's exit code is `{p.names[-1]}`'s"
+                + (f" ({p.shell.pipefail_note})" if p.shell.pipefail_note else ""))
+    return ""
+
+
 def _pipeline_seen(p: _Pipeline) -> tuple[list[_Prog], list[tuple[_Prog, str]]]:
     """What the pipeline's exit code 0 proves: ``(proven, hidden)``."""
     proven: list[_Prog] = []
     hidden: list[tuple[_Prog, str]] = []
     for k, part in enumerate(p.parts):
         hidden.extend(part.hidden)
-        why = ""
-        if p.negated:
-            why = "`!` inverts its exit code"
-        elif p.status_of is not None and k != p.status_of:
-            why = f"the step's exit code is `{p.names[p.status_of]}`'s (`${{PIPESTATUS[{p.status_of}]}}`)"
-        elif p.status_of is None and k < len(p.parts) - 1 and not p.shell.pipefail:
-            why = (f"its exit code is lost in the pipe: the step's exit code is `{p.names[-1]}`'s"
-                   + (f" ({p.shell.pipefail_note})" if p.shell.pipefail_note else ""))
+        why = "`!` inverts its exit code" if p.negated else _not_the_pipes_status(p, k)
         if why:
             hidden.extend((q, why) for q in part.proven)
         else:
@@ -1279,12 +1283,7 @@ def _pipeline_failers(p: _Pipeline) -> tuple[list[_Prog], list[tuple[_Prog, str]
     hidden: list[tuple[_Prog, str]] = []
     for k, part in enumerate(p.parts):
         hidden.extend(part.hidden)
-        why = ""
-        if p.status_of is not None and k != p.status_of:
-            why = f"the step's exit code is `{p.names[p.status_of]}`'s (`${{PIPESTATUS[{p.status_of}]}}`)"
-        elif p.status_of is None and k < len(p.parts) - 1 and not p.shell.pipefail:
-            why = (f"its exit code is lost in the pipe: the step's exit code is `{p.names[-1]}`'s"
-                   + (f" ({p.shell.pipefail_note})" if p.shell.pipefail_note else ""))
+        why = _not_the_pipes_status(p, k)
         if why:
             hidden.extend((q, why) for q in part.proven)
         else:
