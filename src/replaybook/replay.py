@@ -607,6 +607,7 @@ class ReplayPlan:
             raise InputError(f"no door session {door_session!r}")
         c = calls[calls["door_session"] == door_session].sort_values(["ts", "seq"], kind="stable")
         steps = []
+        memo: dict = {}  # object → where it resolves and what is there (a session repeats objects)
         for i, r in enumerate(c.itertuples(index=False)):
             obj = None if pd.isna(r.object) else str(r.object)
             digest = getattr(r, "object_digest", None)
@@ -615,12 +616,31 @@ class ReplayPlan:
                               tool=str(r.tool), object=obj, decision=str(r.decision),
                               rule=None if pd.isna(r.rule) else str(r.rule), opens="nothing",
                               recorded_digest=digest)
-            cls._classify(step, data_root)
+            cls._classify(step, data_root, memo)
             steps.append(step)
         return cls(steps, data_root, step_ms)
 
     @staticmethod
-    def _classify(step: ReplayStep, data_root: str | Path | None) -> None:
+    def _look(data_root: str | Path, obj: str, memo: dict | None) -> tuple:
+        """``(note, path, is_dir, is_file)`` of ``obj`` in the data root: ``note`` says why it
+        cannot be opened (``None`` when it can); remembered in ``memo`` by object."""
+        got = memo.get(obj) if memo is not None else None
+        if got is None:
+            try:
+                path = resolve_in_root(data_root, obj)
+            except UnresolvablePath:
+                got = ("cannot be resolved: not opened", None, False, False)
+            except OutsideDataRoot:
+                got = ("outside the data root: not opened", None, False, False)
+            else:
+                got = (None, path, path.is_dir(), path.is_file()) if _exists(path) else \
+                    ("not on disk now", path, False, False)
+            if memo is not None:
+                memo[obj] = got
+        return got
+
+    @staticmethod
+    def _classify(step: ReplayStep, data_root: str | Path | None, memo: dict | None = None) -> None:
         if step.refused:
             step.note = f"refused by rule {step.rule}" if step.rule else "refused"
             return
@@ -630,19 +650,12 @@ class ReplayPlan:
         if data_root is None:
             step.note = "the incident names no data root"
             return
-        try:
-            path = resolve_in_root(data_root, step.object)
-        except UnresolvablePath:
-            step.note = "cannot be resolved: not opened"
+        note, path, is_dir, is_file = ReplayPlan._look(data_root, step.object, memo)
+        if note is not None:
+            step.note = note
             return
-        except OutsideDataRoot:
-            step.note = "outside the data root: not opened"
-            return
-        if not _exists(path):
-            step.note = "not on disk now"
-            return
-        step.opens = "folder" if path.is_dir() or step.tool in FOLDER_TOOLS else "object"
-        if step.recorded_digest and path.is_file():
+        step.opens = "folder" if is_dir or step.tool in FOLDER_TOOLS else "object"
+        if step.recorded_digest and is_file:
             step.changed = file_digest(path) != step.recorded_digest
             if step.changed:
                 step.note = "changed since the run"

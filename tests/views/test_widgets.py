@@ -287,19 +287,25 @@ def test_a_chart_pick_of_a_shared_number_lists_the_calls_instead_of_opening_one(
     assert 'data-kind="table"' in v.viewer.value and "mpg" in v.viewer.value
 
 
-def test_call_row_with_two_identical_lines_names_them_by_row(demo_copy):
-    """Merged logs can hold one line twice: number and time agree, so only the row tells them
-    apart (the message does not suggest a time that would not help)."""
+def test_call_row_with_two_lines_of_one_number_and_time_names_them_by_row(demo_copy):
+    """Merged logs can hold two lines of one number and time that differ elsewhere (here the
+    rule): only the row tells them apart (the message does not suggest a time that would not
+    help).  A line repeated in every field is one call (the loader sets the copy aside)."""
     from replaybook.errors import AmbiguousCall
 
     log = demo_copy / "door" / "analyst" / f"{S1}.jsonl"
     lines = log.read_text().splitlines()
-    log.write_text("\n".join(lines + [lines[3]]) + "\n")  # call #4 twice
-    calls = Incident.load(demo_copy).calls
+    other = json.loads(lines[3])
+    other["rule"] = "allow-demo-merged"
+    log.write_text("\n".join(lines + [lines[3], json.dumps(other)]) + "\n")  # #4 twice as it was, once changed
+    inc = Incident.load(demo_copy)
+    calls = inc.calls
     with pytest.raises(AmbiguousCall, match=r"row=3: .*; row=4: .*To open one, name it by row \(row=…\)$"):
         S.call_row(calls, S1, 4, ts="10:01:03.210")
     assert S.call_row(calls, S1, row=4).seq == 4 and S.call_row(calls, S1, row=4).row == 4
     assert list(S.call_rows(calls, S1, 4)["row"]) == [3, 4]
+    q = inc.quarantine
+    assert q.loc[q["kind"] == "duplicate", "line_no"].tolist() == [len(lines) + 1]
 
 
 def test_a_name_disguised_with_invisible_characters_is_shown_written_out(demo_copy):

@@ -142,6 +142,26 @@ def _cell(text: Any, *, head: bool = False, title: str | None = None, style: str
     return w
 
 
+#: the door table's columns left and right of the object button (widths as a CSS grid track list)
+_LEFT_COLS = "2.5em 7.3em 6.5em"
+_RIGHT_COLS = "4.6em 6em 3em 4em minmax(7em,1fr)"
+
+
+def _cells(items: list[tuple[Any, str, str | None]], columns: str, *, head: bool = False,
+           layout: W.Layout | None = None) -> W.HTML:
+    """Several table cells in one HTML widget (``(text, style, title)`` each, laid out on
+    ``columns``): a 10,000-call session's table had taken seconds to open, one widget per cell."""
+    spans = []
+    for text, style, title in items:
+        tip = f' title="{S._esc(title)}"' if title else ""
+        spans.append(f'<span class="rb-grid-cell{" rb-grid-head" if head else ""}"{tip} style="{style}">'
+                     f"{html.escape(S.visible(text))}</span>")
+    html_ = f'<div style="display:grid;grid-template-columns:{columns}">{"".join(spans)}</div>'
+    w = W.HTML(html_, layout=layout) if layout is not None else W.HTML(html_)
+    w.add_class("rb-grid-row")
+    return w
+
+
 def _grid(children: list, columns: str) -> W.GridBox:
     return W.GridBox(children, layout=W.Layout(grid_template_columns=columns, grid_gap="0px", width="100%"))
 
@@ -267,14 +287,21 @@ class SessionView:
 
     def _render_table(self) -> None:
         t = S.in_span(self.table, self.span)
-        cols = ["#", "time (UTC)", "tool", "object", "decision", "rule", "rows", "bytes", "note"]
-        children: list = [_cell(c, head=True) for c in cols]
+        # three widgets a row (the cells left of the object button, the button, the cells right of
+        # it), not one a cell: the table of a long session opens in a fraction of the time
+        children: list = [_cells([(c, "", None) for c in ("#", "time (UTC)", "tool")], _LEFT_COLS, head=True),
+                          _cell("object", head=True),
+                          _cells([(c, "", None) for c in ("decision", "rule", "rows", "bytes", "note")], _RIGHT_COLS,
+                                 head=True)]
         self.object_buttons, self.row_buttons = {}, {}
+        # one Layout shared by every button and one by every row's cells (a widget each, otherwise)
+        button_layout = W.Layout(width="auto", height="24px")
+        cell_layout = W.Layout()
         for row, r in zip(t.index[:_MAX_TABLE_ROWS], t.head(_MAX_TABLE_ROWS).itertuples(index=False)):
             red = "color:#d62728;text-decoration:line-through;" if r.refused else ""
             obj = None if S._na(r.object) else str(r.object)  # pandas 3 reads a missing object as NaN
             b = W.Button(description=S.visible(obj) or "(no object)", tooltip=f"open {S.visible(obj)}",
-                         layout=W.Layout(width="auto", height="24px"), disabled=obj is None)
+                         layout=button_layout, disabled=obj is None)
             b.add_class(CSS_CLASSES["object_button"])
             b.add_class(f"rb-call-{int(r.seq)}")
             if r.refused:
@@ -283,18 +310,18 @@ class SessionView:
             b.on_click(lambda _b, call=r: self._show_call(call))
             self.object_buttons[int(r.seq)] = b
             self.row_buttons[int(row)] = b
-            children += [_cell(r.seq), _cell(S._hms(r.ts)), _cell(r.tool, style=red), b,
-                         _cell(r.decision, style="color:#d62728;font-weight:bold" if r.refused else ""),
-                         _cell(r.rule), _cell("" if S._na(r.rows) else f"{int(r.rows):,}"),
-                         _cell("" if S._na(r.bytes) else f"{int(r.bytes):,}"), _cell(r.note, title=r.note)]
+            children += [_cells([(r.seq, "", None), (S._hms(r.ts), "", None), (r.tool, red, None)], _LEFT_COLS,
+                                layout=cell_layout), b,
+                         _cells([(r.decision, "color:#d62728;font-weight:bold" if r.refused else "", None),
+                                 (r.rule, "", None), ("" if S._na(r.rows) else f"{int(r.rows):,}", "", None),
+                                 ("" if S._na(r.bytes) else f"{int(r.bytes):,}", "", None), (r.note, "", r.note)],
+                                _RIGHT_COLS, layout=cell_layout)]
         extra = []
         if len(t) > _MAX_TABLE_ROWS:
             extra.append(W.HTML(f"<i>{len(t) - _MAX_TABLE_ROWS:,} more calls not shown</i>"))
         if self.span is not None:
             extra.append(W.HTML(f"<i>{len(t)} of {len(self.table)} calls in the selected span</i>"))
-        self.door_box.children = [_grid(children, "2.5em 7.3em 6.5em minmax(8em,2fr) 4.6em 6em 3em 4em "
-                                                  "minmax(7em,1.5fr)"),
-                                  *extra]
+        self.door_box.children = [_grid(children, "16.3em minmax(8em,2fr) minmax(24.6em,1.5fr)"), *extra]
 
     def _render_panel(self, status: str | None = None) -> None:
         # Each assignment sends the widget's new value to the page; an unchanged value sends
