@@ -369,3 +369,26 @@ def test_yaml_that_is_not_a_manifest_keeps_the_plain_words(tmp_path):
     assert notes[str(tmp_path / "rules.yaml")] == "no source recognised this content"
     assert notes[str(tmp_path / "broken.yml")] == "no source recognised this content"
     assert notes[str(tmp_path / "wide.yaml")].startswith("UTF-16")
+
+
+def test_a_byte_identical_copy_of_a_transcript_keeps_its_name(tmp_path):
+    """A backup copy of a transcript whose first line is bookkeeping (no uuid: a queue-operation)
+    had renamed the transcript to <folder>/<stem> — its uuid-less lines made it look like a second
+    transcript of that name — though the copy itself is read once."""
+    import json
+
+    from replaybook.loading import load_frame
+
+    sid = "d34754bb-6a64-59aa-bfee-e088082c69c0"
+    lines = [{"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-09-13T10:00:00.000Z",
+              "sessionId": sid},
+             {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": sid, "timestamp": "2026-09-13T10:00:01.000Z",
+              "message": {"role": "user", "content": "hello"}}]
+    for folder in ("projects", "backup"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    alone = load_frame(tmp_path / "projects", "steps").result
+    both = load_frame([tmp_path / "projects", tmp_path / "backup"], "steps").result
+    assert set(alone.frame["transcript_id"]) == set(both.frame["transcript_id"]) == {sid}
+    assert len(both.frame) == len(alone.frame) == 2
+    assert [i.get("same_as") for i in both.inputs] == [None, str(tmp_path / "projects" / f"{sid}.jsonl")]

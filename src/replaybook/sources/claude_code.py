@@ -386,10 +386,24 @@ def _split_shared_names(frame: "pd.DataFrame", inputs: list[dict]) -> "pd.DataFr
     ``transcript_id`` ``<folder>/<stem>`` (as many parent folders as it takes to tell them
     apart), ``seq`` renumbered 0-based per new id, and the file's ``inputs`` entry a
     ``transcript_id``.  A copy of a file contributes no lines (its uuids were seen), so copies
-    stay one transcript."""
+    stay one transcript; so does a byte-identical copy whose lines without a uuid (bookkeeping
+    lines) it does contribute: the load reads it once (``loading.read_once`` drops its rows)."""
     import pandas as pd
 
+    from ..loading import _content_sha
+
+    first: dict[str, str] = {}
+    copies: set[str] = set()
+    for info in inputs:
+        sha, path = info.get("sha256"), info.get("path")
+        if not sha or path is None or not info.get("bytes"):
+            continue
+        sha = _content_sha(inputs, info) or sha
+        if first.setdefault(sha, str(path)) != str(path):
+            copies.add(str(path))
     per = frame[["transcript_id", "source_file"]].drop_duplicates()
+    if copies:
+        per = per[~per["source_file"].astype(str).isin(copies)]
     shared = per[per.duplicated("transcript_id", keep=False)]
     if shared.empty:
         return frame
