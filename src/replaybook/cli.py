@@ -584,6 +584,9 @@ def _findings_line(f: dict) -> str:
              f"{_count(f.get('door_calls', 0), 'door call')}, {f.get('refused_calls', 0):,} refused"]
     if f.get("unassigned_transcripts"):
         parts.append(f"{_count(f['unassigned_transcripts'], 'transcript')} assigned to no door session")
+    for fc in (f.get("far_clocks") or [])[:5]:  # an unmatched session the join could not reach
+        parts.append(f"door session {fc['door_session']} unmatched: its calls line up with transcript "
+                     f"{fc['transcript_id']} at {fc['offset_s']:+,.1f} s, beyond max_offset_s (see the report)")
     for group in f.get("disagreeing_copies") or []:  # the likeliest cause of a wrong figure: up front
         parts.append(f"{len(group)} files reached look like one dataset but hold different data: "
                      + ", ".join(group[:4]) + (" …" if len(group) > 4 else ""))

@@ -223,7 +223,7 @@ def test_demo_report_renders(rendered_demo):
                                "set_aside_lines": 0, "set_aside_files": 0, "unread_files": 0,
                                "unexplained_storage": 2, "refused_then_reached": ["s3://acme-data/reference/.env"],
                                "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,
-                               "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]]}
+                               "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]], "far_clocks": []}
     assert "vnd.replaybook" not in html
     nb = json.loads(read(out["ipynb"]))
     assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"

@@ -1025,6 +1025,14 @@ def test_an_unmatched_session_names_a_clock_further_off_than_the_join_looked():
                                   unmatched_transcripts=res.unmatched_transcripts, sessions=sess))
     assert "its calls line up with transcript t2 (3 of its 3 calls with arguments)" in r
     assert list(S.with_far_clocks(res.sessions, steps, calls, max_offset_s=6000.0).columns) == list(res.sessions.columns)
+    # and `replaybook report` prints it among the findings
+    f = S.findings(sess, calls, QUARANTINE.empty(), join=res)
+    assert f["far_clocks"] == [{"door_session": "s2", "transcript_id": "t2", "offset_s": -5400.5}]
+    assert S.findings(res.sessions, calls, QUARANTINE.empty(), join=res)["far_clocks"] == []
+    from replaybook.cli import _findings_line
+
+    assert ("door session s2 unmatched: its calls line up with transcript t2 at -5,400.5 s, beyond max_offset_s "
+            "(see the report)") in _findings_line(f)
 
 
 def test_a_continued_conversation_is_shown_once_naming_each_calls_session():

@@ -1842,7 +1842,9 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         access logs), "refused_then_reached": [resource URIs the door had refused, reached anyway],
         "unclaimed_calls": int, "unmatched_steps": int (door calls no step claims, door-bound tool
         calls with no door call; 0 without ``join``), "far_pairs": int (agreeing pairs more than
-        :data:`FAR_PAIR_MS` off their session's offset), "disagreeing_copies": [[object, ...] per
+        :data:`FAR_PAIR_MS` off their session's offset), "far_clocks": [{door_session,
+        transcript_id, offset_s} per unmatched session whose calls line up with a transcript
+        beyond max_offset_s; ``sessions`` from :func:`with_far_clocks`], "disagreeing_copies": [[object, ...] per
         group of files that look like one dataset but hold different data]}``.
     """
     q = quarantine if quarantine is not None else QUARANTINE.empty()
@@ -1862,6 +1864,11 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         "unmatched_steps": 0,
         "far_pairs": 0,
         "disagreeing_copies": [[str(o["object"]) for o in d["objects"]] for d in disagreements],
+        # unmatched sessions whose clock lies beyond max_offset_s (sessions from with_far_clocks)
+        "far_clocks": [{"door_session": str(r["door_session"]), "transcript_id": str(r["far_transcript"]),
+                        "offset_s": round(float(r["far_offset_ms"]) / 1000, 1)}
+                       for r in sessions.to_dict("records") if not _isna(r.get("far_transcript"))]
+        if "far_transcript" in sessions.columns else [],
     }
     if join is not None:
         out["unclaimed_calls"] = int(len(join.unclaimed_calls))
