@@ -13,6 +13,10 @@ Every digest is ``sha256:<64 lowercase hex>``.
   ``{"object": {key: shape}}``, arrays ``{"array": [distinct item shapes]}``, scalars their JSON
   type name (``string``, ``integer``, ``number``, ``boolean``, ``null``).  Its JSON digest is the
   ``response_schema`` checkpoint: a server that changes its output schema changes it.
+
+A response is read by :func:`parse_response`, the one reading every part of the capsule package
+uses (the harnesses, the incident's extraction, the diff): integers of any size stay exact (a
+parser that reads ``2**70 + 1`` as a double makes two different responses read alike).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import hashlib
 import re
 from typing import Any
 
+from .. import _json
 from ..canonical import canonical_args
 
 __all__ = [
@@ -32,6 +37,8 @@ __all__ = [
     "json_digest",
     "request_digest",
     "response_shape",
+    "json_value",
+    "parse_response",
     "shape_paths",
     "short",
 ]
@@ -79,6 +86,33 @@ def request_digest(server: str, method: str, arguments: Any) -> str:
     Argument key order, whitespace, ``1`` vs ``1.0`` and Unicode normal form do not change it.
     """
     return json_digest({"server": server or "", "method": method, "arguments": arguments or {}})
+
+
+def json_value(data: bytes) -> Any:
+    """A response's bytes read as one JSON value: integers of any size exact; the ``NaN`` and
+    ``Infinity`` literals some servers write, and numbers beyond the double range, read as
+    :class:`replaybook._json.NumberAsWritten` (compared by their text, never as strings).
+
+    Raises:
+        ValueError: ``data`` is not a JSON text (nor UTF-8), or is nested too deeply to read.
+    """
+    try:
+        return _json.loads(data)
+    except ValueError:
+        pass
+    try:
+        return _json.loads_lenient(bytes(data).decode("utf-8"))
+    except RecursionError:  # (loads_lenient turns deep nesting into a JSONDecodeError already)
+        raise ValueError("nested too deeply to read") from None
+
+
+def parse_response(data: bytes) -> Any:
+    """A response as its reader sees it: :func:`json_value`, or — when the bytes are not JSON —
+    their text (UTF-8, invalid bytes replaced).  Never raises."""
+    try:
+        return json_value(data)
+    except ValueError:
+        return bytes(data).decode("utf-8", "replace")
 
 
 def response_shape(value: Any) -> Any:

@@ -31,7 +31,6 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pandas as pd
 
 from ..incident import Incident
@@ -40,7 +39,7 @@ from .checkpoints import (CheckpointLog, authority_checkpoint, decision_checkpoi
                           patch_checkpoint, policy_checkpoint, response_schema_checkpoint, state_checkpoint,
                           target_scope, tests_checkpoint, tool_choice_checkpoint, tool_request_checkpoint,
                           tool_response_checkpoint)
-from .digest import request_digest, sha256_digest
+from .digest import parse_response, request_digest, sha256_digest
 from .errors import EvidenceMissing, IntegrityError
 from .model import Capsule, guess_effect, load_capsule
 from .runs import RunRecord
@@ -172,11 +171,7 @@ def incident_run(capsule: Capsule | str | Path, incident: Incident | str | Path,
         try:
             if not resp:
                 raise EvidenceMissing("no response digest")
-            data = st.get(resp, call_id=call_id)
-            try:
-                parsed = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                parsed = data.decode("utf-8", "replace")
+            parsed = parse_response(st.get(resp, call_id=call_id))
         except EvidenceMissing:
             status = "missing_evidence"
         except IntegrityError:

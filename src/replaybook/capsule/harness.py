@@ -33,14 +33,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Protocol, runtime_checkable
 
-import orjson
 import pandas as pd
 
 from .checkpoints import (CheckpointLog, authority_checkpoint, decision_checkpoint, effect_checkpoint,
                           patch_checkpoint, policy_checkpoint, response_schema_checkpoint,
                           state_checkpoint, target_scope, tests_checkpoint, tool_choice_checkpoint,
                           tool_request_checkpoint, tool_response_checkpoint)
-from .digest import request_digest, sha256_digest
+from .digest import parse_response, request_digest, sha256_digest
 from .errors import (AuthorityUnproven, CapsuleError, EvidenceMissing, IntegrityError, NetworkBlocked,
                      ToolDenied)
 from .model import Authority, Capsule, MissingEvidencePolicy, ToolEvidence, guess_effect, iso_z
@@ -116,10 +115,7 @@ def _utc(t: Any) -> datetime:
 
 
 def _parse(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return data.decode("utf-8", "replace")
+    return parse_response(data)
 
 
 @dataclass
