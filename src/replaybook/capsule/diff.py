@@ -30,19 +30,33 @@ model_choice              same inputs, different request, patch, test selection 
 
 Every divergence is **structural** (digests differ).  Differences between checkpoints whose
 digests agree — their summaries — are **cosmetic** and listed separately.
+
+Responses are compared as canonical JSON (:func:`replaybook.canonical.canonical_args`: key
+order, whitespace, ``1`` vs ``1.0`` and Unicode normal form do not count), not as bytes: two
+``tool_response`` checkpoints whose digests differ but whose responses (read from the runs'
+evidence stores) are the same canonical JSON agree, and so do two ``response_schema``
+checkpoints that differ only in ``integer`` vs ``number`` (JSON Schema counts ``1.0`` as an
+integer).  Such respellings are listed in :attr:`RunDiff.notes`.  A response one of the stores
+does not hold cannot be read, so its bytes decide.
+
+A divergence names its changed input after the checkpoint, with ``#n`` for the n-th call of
+the same kind to the same server (``service_catalogue#2.response``); field paths are dotted,
+``[i]`` for list items, and a key that is not a plain word is written as a JSON string in
+brackets (``tags["team.lead"]``), so a path names one place only.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import orjson
 import pandas as pd
 
+from .. import _json
 from .checkpoints import Checkpoint, labels
-from .digest import shape_paths, short
+from .digest import canonical_bytes, json_digest, json_value, parse_response, shape_paths, short
 from .errors import CapsuleError
 from .runs import RunRecord
 from .store import EvidenceStore
@@ -69,32 +83,76 @@ _VERBS = {  # kind → (only in reference, only in replay)
 }
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_$@-]+")
+
+
+def _step(path: str, key: Any) -> str:
+    """``path`` extended by one object key: ``a.b``, or ``a["b.c"]`` for a key that is not a plain word."""
+    k = str(key)
+    if _PLAIN_KEY.fullmatch(k):
+        return f"{path}.{k}" if path else k
+    return f"{path}[{json.dumps(k, ensure_ascii=False)}]"
+
+
+def _canonical(v: Any) -> Any:
+    """``v`` as its canonical JSON reads back: keys and strings NFC, ``1.0`` → ``1``, integers
+    exact, NaN/Infinity as :class:`replaybook._json.NumberAsWritten`; ``v`` itself when it
+    cannot be canonicalised (nested too deeply)."""
+    try:
+        return _json.loads_lenient(canonical_bytes(v).decode("utf-8"))
+    except (ValueError, RecursionError):
+        return v
+
+
+def _leaf_equal(x: Any, y: Any) -> bool:
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, _json.NumberAsWritten):  # NaN is NaN, 1e400 is not 1e401
+        return x.text == y.text
+    return x == y
+
+
 def json_changes(a: Any, b: Any, limit: int = 20) -> list[dict]:
-    """Leaf-level differences between two JSON values: ``[{"path", "a", "b"}]`` (dotted paths,
-    ``[i]`` for list items; a side missing the path shows ``"<absent>"``; values under
-    secret-looking keys — token, secret, password, api key … — shown as ``"<redacted>"``)."""
+    """Leaf-level differences between two JSON values: ``[{"path", "a", "b"}]``.
+
+    Both values are compared in canonical form (key order, ``1`` vs ``1.0`` and Unicode normal
+    form are no difference; NaN equals NaN).  Paths are dotted, ``[i]`` for list items, and a
+    key that is not a plain word (``A-Z a-z 0-9 _ - $ @``) is a JSON string in brackets
+    (``tags["a.b"]``), so a path names one place; the root is ``(root)``.  Lists of different
+    lengths are compared item by item, the extra items shown against ``"<absent>"``; a side
+    missing a key shows ``"<absent>"``; values under secret-looking keys — token, secret,
+    password, api key … — show as ``"<redacted>"``; a number no double holds (NaN, Infinity,
+    ``1e400``) shows as its text.  At most ``limit`` changes, in path order."""
     out: list[dict] = []
 
     def show(v: Any, secret: bool) -> Any:
         if v is _MISSING:
             return "<absent>"
-        return "<redacted>" if secret else v
+        return "<redacted>" if secret else _shown(v)
 
     def walk(x: Any, y: Any, path: str, secret: bool) -> None:
         if len(out) >= limit:
             return
         if isinstance(x, dict) and isinstance(y, dict):
             for k in sorted(set(x) | set(y), key=str):
-                walk(x.get(k, _MISSING), y.get(k, _MISSING), f"{path}.{k}" if path else str(k),
-                     secret or bool(_SECRET.search(str(k))))
-        elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
-            for i, (p, q) in enumerate(zip(x, y)):
-                walk(p, q, f"{path}[{i}]", secret)
-        elif x != y or type(x) is not type(y):
+                walk(x.get(k, _MISSING), y.get(k, _MISSING), _step(path, k), secret or bool(_SECRET.search(str(k))))
+        elif isinstance(x, list) and isinstance(y, list):
+            for i in range(max(len(x), len(y))):
+                walk(x[i] if i < len(x) else _MISSING, y[i] if i < len(y) else _MISSING, f"{path}[{i}]", secret)
+        elif not _leaf_equal(x, y):
             out.append({"path": path or "(root)", "a": show(x, secret), "b": show(y, secret)})
 
-    walk(a, b, "", False)
+    walk(_canonical(a), _canonical(b), "", False)
     return out
+
+
+def _shown(v: Any) -> Any:
+    """A value to show in a change (a whole object or list: NaN/Infinity inside as their text)."""
+    if isinstance(v, dict):
+        return {k: _shown(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_shown(x) for x in v]
+    return v.text if isinstance(v, _json.NumberAsWritten) else v
 
 
 @dataclass
@@ -159,17 +217,48 @@ class RunDiff:
                 "notes": self.notes}
 
 
-def _load(store: EvidenceStore | None, digest: str | None) -> Any:
+def _raw(store: EvidenceStore | None, digest: str | None) -> bytes | None:
     if store is None or not digest:
-        return _MISSING
+        return None
     try:
-        data = store.get(digest)
-    except CapsuleError:
-        return _MISSING
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return data.decode("utf-8", "replace")
+        return store.get(digest)
+    except (CapsuleError, ValueError):
+        return None
+
+
+def _load(store: EvidenceStore | None, digest: str | None) -> Any:
+    data = _raw(store, digest)
+    return _MISSING if data is None else parse_response(data)
+
+
+def _shape_kinds(shape: Any) -> Any:
+    """A response shape with ``integer`` read as ``number`` (array item shapes deduplicated again)."""
+    if isinstance(shape, dict) and "object" in shape and isinstance(shape["object"], dict):
+        return {"object": {k: _shape_kinds(v) for k, v in shape["object"].items()}}
+    if isinstance(shape, dict) and "array" in shape and isinstance(shape["array"], list):
+        items = {json_digest(s): s for s in (_shape_kinds(v) for v in shape["array"])}
+        return {"array": [items[k] for k in sorted(items)]}
+    return "number" if shape == "integer" else shape
+
+
+def _respelled(x: Checkpoint, y: Checkpoint, sa: EvidenceStore | None, sb: EvidenceStore | None) -> bool:
+    """Two checkpoints of one kind and key whose digests differ, yet which say the same: two
+    responses that are one canonical JSON value, or two response shapes that differ only in
+    ``integer`` vs ``number``."""
+    if x.kind == "response_schema" and "shape" in x.detail and "shape" in y.detail:
+        try:
+            return json_digest(_shape_kinds(x.detail["shape"])) == json_digest(_shape_kinds(y.detail["shape"]))
+        except (ValueError, RecursionError):
+            return False
+    if x.kind == "tool_response":
+        ra, rb = _raw(sa, x.digest), _raw(sb, y.digest)
+        if ra is None or rb is None:
+            return False
+        try:
+            return canonical_bytes(json_value(ra)) == canonical_bytes(json_value(rb))
+        except (ValueError, RecursionError):
+            return False
+    return False
 
 
 def _unestablished(c: Checkpoint) -> bool:
@@ -179,7 +268,9 @@ def _unestablished(c: Checkpoint) -> bool:
 
 
 def _classify(x: Checkpoint | None, y: Checkpoint | None, sa: EvidenceStore | None,
-              sb: EvidenceStore | None) -> tuple[str, dict]:
+              sb: EvidenceStore | None, nth: int = 1) -> tuple[str, dict]:
+    """The classification and the changed input of a divergence between ``x`` and ``y``
+    (``nth``: which occurrence of its kind and key the checkpoint is in its run)."""
     if x is None or y is None:
         c = x or y
         return "path_divergence", {"name": "path", "checkpoint": c.label,
@@ -189,7 +280,8 @@ def _classify(x: Checkpoint | None, y: Checkpoint | None, sa: EvidenceStore | No
         write = "write" in effects or "effect" in (x.kind, y.kind)
         return ("effect_divergence" if write else "path_divergence",
                 {"name": "tool_path", "a": x.label, "b": y.label, "a_summary": x.summary, "b_summary": y.summary})
-    k, key = x.kind, x.key
+    k = x.kind
+    key = x.key + (f"#{nth}" if nth > 1 else "")  # the 2nd call to one server is not the 1st
     base = {"checkpoint": x.label}
     if x.call_id or y.call_id:
         base.update(call_id_a=x.call_id, call_id_b=y.call_id)
@@ -282,6 +374,7 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
     d: int | None = None
     bad: int | None = None
     simulated = 0
+    respelled: list[str] = []
     for i in range(max(len(ca), len(cb))):
         if i >= len(ca) or i >= len(cb):
             d = i
@@ -297,6 +390,9 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
             simulated += 1
             continue
         if x.digest != y.digest:
+            if _respelled(x, y, sa, sb):
+                respelled.append(la[i])
+                continue
             d = i
             break
 
@@ -321,7 +417,9 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
     if d is not None:
         x = ca[d] if d < len(ca) else None
         y = cb[d] if d < len(cb) else None
-        cls, changed = _classify(x, y, sa, sb)
+        c = x or y
+        nth = sum(1 for z in (ca if x is not None else cb)[:d + 1] if (z.kind, z.key) == (c.kind, c.key))
+        cls, changed = _classify(x, y, sa, sb, nth)
         res.checkpoint = d + 1
         res.classification = cls
         res.divergence = {
@@ -354,6 +452,10 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
     upto = d if d is not None else (bad if bad is not None else min(len(ca), len(cb)))
     res.cosmetic = [f"{la[i]}: summary differs ({ca[i].summary!r} vs {cb[i].summary!r})" for i in range(upto)
                     if ca[i].digest == cb[i].digest and ca[i].summary != cb[i].summary]
+    if respelled:
+        res.notes.append(f"{len(respelled)} checkpoint{'s' if len(respelled) > 1 else ''} differ in spelling only "
+                         "(key order, whitespace, 1 vs 1.0, Unicode normal form; integer vs number) and agree as "
+                         "canonical JSON: " + ", ".join(respelled))
     if simulated:
         res.notes.append(f"{simulated} simulated checkpoints (writes not sent by a read-only run) were not compared")
     if a.operation_id and b.operation_id and a.operation_id != b.operation_id:
@@ -369,8 +471,9 @@ def align(runs: Mapping[str, RunRecord], reference: str | None = None) -> pd.Dat
     Returns:
         One row per label: ``label``, ``kind``, ``key``, then for each run ``<name>_order``
         (Int64), ``<name>_digest``, ``<name>_summary``, ``<name>_status`` (string) and
-        ``<name>_match`` (boolean: digest equals the reference's; NA for the reference itself,
-        for simulated checkpoints, and where either side lacks the checkpoint).
+        ``<name>_match`` (boolean: digest equals the reference's, or the two say the same as
+        canonical JSON — see the module docstring; NA for the reference itself, for simulated
+        checkpoints, and where either side lacks the checkpoint).
     """
     names = list(runs)
     if not names:
@@ -382,6 +485,7 @@ def align(runs: Mapping[str, RunRecord], reference: str | None = None) -> pd.Dat
                                           if c.endswith("_match") else pd.StringDtype("python")) for c in cols})
     ref = reference or names[0]
     per = {n: dict(zip(labels(r.checkpoints), r.checkpoints)) for n, r in runs.items()}
+    stores = {n: r.store() for n, r in runs.items()}
     order: list[str] = list(per[ref])
     for n in names:
         prev = None
@@ -403,6 +507,8 @@ def align(runs: Mapping[str, RunRecord], reference: str | None = None) -> pd.Dat
             match = None
             if n != ref and c is not None and rc is not None and "simulated" not in (c.status, rc.status):
                 match = c.digest == rc.digest and c.digest is not None
+                if not match and c.digest is not None and rc.digest is not None:
+                    match = _respelled(rc, c, stores[ref], stores[n])  # one canonical JSON value
             row[f"{n}_match"] = match
         rows.append(row)
     df = pd.DataFrame(rows)

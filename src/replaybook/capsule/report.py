@@ -104,9 +104,10 @@ def _changed_inputs(diff: RunDiff) -> list[str]:
     if diff.divergence is None:
         return []
     ci = diff.divergence["changed_input"]
-    key = diff.divergence["first_checkpoint"].split(".", 1)[-1].split("#")[0]
     if ci.get("fields") and diff.divergence["first_checkpoint"].startswith("tool_response."):
-        return [f"{key}.{f['path']}" for f in ci["fields"]]
+        key = ci["name"].removesuffix(".response")  # service_catalogue, or service_catalogue#2
+        return [key + ("" if f["path"].startswith("[") else ".") + f["path"] if f["path"] != "(root)" else key
+                for f in ci["fields"]]
     return [ci["name"]]
 
 
