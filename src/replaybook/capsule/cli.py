@@ -62,6 +62,7 @@ def _verify_table(rep: VerifyReport) -> str:
                  f"missing: {len(rep.missing_objects)}")
     for r in rep.integrity_failures.itertuples(index=False):
         lines.append(f"INTEGRITY FAILURE: {r.what}: evidence object {r.digest} hashes to {r.actual}")
+    lines += [f"note: {n}" for n in rep.notes]
     return "\n".join(lines)
 
 

@@ -5,6 +5,10 @@ Layout: ``<root>/sha256/<64 hex>``, one file per object, named by the SHA-256 of
 (temporary file in the same folder, ``fsync``, ``os.replace``) and then made read-only
 (mode ``0444``); writing an object that already exists checks the existing bytes instead of
 overwriting them.  Reading and verification open files read-only and never write.
+
+An object is the file in the store: a symbolic link leading out of the store's folder is
+``outside`` — never followed, never read (it could name any file on the reviewer's machine, or
+one that changes after verification) — and the capsule does not hold that object.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from .errors import EvidenceMissing, IntegrityError
 __all__ = ["EvidenceStore", "ObjectCheck", "OBJECT_STATUSES"]
 
 #: Values of :attr:`ObjectCheck.status`.
-OBJECT_STATUSES = ("ok", "missing", "mismatch")
+OBJECT_STATUSES = ("ok", "missing", "mismatch", "outside")
 
 _CHUNK = 1 << 20
 
@@ -32,15 +36,18 @@ class ObjectCheck:
 
     Attributes:
         digest: the digest asked for (``sha256:<hex>``).
-        status: ``ok``, ``missing`` (no such object, or it cannot be read) or ``mismatch`` (bytes hash to ``actual``).
-        actual: the digest of the bytes found (``None`` when missing).
-        size: the object's size in bytes (``None`` when missing).
+        status: ``ok``, ``missing`` (no such object, or it cannot be read), ``mismatch`` (bytes
+            hash to ``actual``) or ``outside`` (a link leading out of the store, not followed).
+        actual: the digest of the bytes found (``None`` when missing or outside).
+        size: the object's size in bytes (``None`` when missing or outside).
+        target: where an ``outside`` link leads (``None`` otherwise).
     """
 
     digest: str
     status: str
     actual: str | None = None
     size: int | None = None
+    target: str | None = None
 
 
 def _hash_file(path: Path) -> tuple[str, int]:
@@ -74,20 +81,40 @@ class EvidenceStore:
         """
         return self.root / "sha256" / hex_of(digest)
 
+    def outside(self, digest: str) -> str | None:
+        """Where ``digest``'s file leads when it is a link out of the store's folder (the real
+        path), else ``None`` (also for no file at all).
+
+        Raises:
+            ValueError: ``digest`` is not ``sha256:<64 hex>``.
+        """
+        p = self.path(digest)
+        if not os.path.lexists(p):
+            return None
+        root = os.path.realpath(self.root)
+        real = os.path.realpath(p)
+        return None if real.startswith(root.rstrip(os.sep) + os.sep) else real
+
     def has(self, digest: str) -> bool:
-        """True when an object file for ``digest`` exists (its bytes are not checked)."""
-        return is_digest(digest) and self.path(digest).is_file()
+        """True when an object file for ``digest`` is in the store (its bytes are not checked;
+        a link out of the store does not count)."""
+        return is_digest(digest) and self.path(digest).is_file() and self.outside(digest) is None
 
     def digests(self) -> list[str]:
-        """Every object's digest by file name, sorted (files whose name is not 64 hex are skipped)."""
+        """Every object's digest by file name, sorted (files and links; names that are not 64
+        lowercase hex are skipped)."""
         d = self.root / "sha256"
         if not d.is_dir():
             return []
         return sorted("sha256:" + p.name for p in d.iterdir()
-                      if p.is_file() and is_digest("sha256:" + p.name))
+                      if (p.is_file() or p.is_symlink()) and is_digest("sha256:" + p.name))
 
     def check(self, digest: str) -> ObjectCheck:
-        """Re-hash one object (read-only); an object that cannot be read is ``missing``."""
+        """Re-hash one object (read-only); an object that cannot be read is ``missing``, a link
+        out of the store ``outside`` (not read)."""
+        target = self.outside(digest)
+        if target is not None:
+            return ObjectCheck(digest, "outside", target=target)
         p = self.path(digest)
         if not p.is_file():
             return ObjectCheck(digest, "missing")
@@ -101,13 +128,19 @@ class EvidenceStore:
         """The object's bytes, verified against ``digest``.
 
         Raises:
-            EvidenceMissing: no object for ``digest``, or it cannot be read (``what='object'``).
+            EvidenceMissing: no object for ``digest``, it cannot be read, or it is a link out of
+                the store (``what='object'``).
             IntegrityError: the bytes hash to something else (names ``call_id`` when given).
         """
         try:
             p = self.path(digest)
+            target = self.outside(digest)
         except ValueError as exc:
             raise EvidenceMissing(f"not a digest: {digest!r}", call_id=call_id, what="object") from exc
+        if target is not None:
+            who = f" (call {call_id})" if call_id else ""
+            raise EvidenceMissing(f"evidence object {digest}{who} is a link out of {self.root} (to {target}): "
+                                  "the store does not hold it", call_id=call_id, what="object")
         try:
             with open(p, "rb") as fh:
                 data = fh.read()
@@ -134,9 +167,9 @@ class EvidenceStore:
         """
         digest = sha256_digest(data)
         p = self.path(digest)
-        if p.is_file():
+        if p.is_file() and self.outside(digest) is None:
             self.get(digest)  # exists: verify instead of overwriting
-            return digest
+            return digest  # (a link out of the store is replaced by the object itself)
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=p.parent)
         try:

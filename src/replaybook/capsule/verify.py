@@ -24,7 +24,12 @@ clock and feature flags    started_at, every observed_at and          a clock_so
 
 ``completeness`` is ``complete`` only when every row is pinned *and* captured and no object is
 missing or damaged; otherwise ``unproven``, with the reasons.  An object whose bytes do not hash
-to its digest is an **integrity failure** naming the call (or the input) it belongs to.
+to its digest is an **integrity failure** naming the call (or the input) it belongs to.  A link
+leading out of the store is not an object the capsule holds (``outside``: not read).
+
+Objects in the store that the capsule does not reference (another capsule's, when two share a
+store) are checked and listed as ``unreferenced``, but they are not this capsule's evidence: a
+damaged or missing one is a note (:attr:`VerifyReport.notes`), never this capsule's failure.
 """
 
 from __future__ import annotations
@@ -65,7 +70,7 @@ OBJECTS = FrameSpec(
         Column("what", "string", "what the object is: `call <id>`, `prompt.task`, `unreferenced` …"),
         Column("call_id", "string", "the tool call, for responses"),
         Column("digest", "string", "the recorded digest (sha256:<hex>)"),
-        Column("status", "string", "`ok`, `missing` or `mismatch`"),
+        Column("status", "string", "`ok`, `missing`, `mismatch` or `outside` (a link out of the store)"),
         Column("actual", "string", "digest of the bytes found, when they differ"),
         Column("bytes", "Int64", "object size in bytes"),
     ),
@@ -84,6 +89,8 @@ class VerifyReport:
         completeness: ``complete`` or ``unproven`` (computed, not the declared value).
         reasons: why it is unproven (empty when complete).
         declared: the completeness the capsule declares.
+        notes: what verification saw that is not this capsule's failure (damaged objects the
+            capsule does not reference).
     """
 
     capsule: Capsule
@@ -92,16 +99,19 @@ class VerifyReport:
     completeness: str
     reasons: list[str] = field(default_factory=list)
     declared: str = "unproven"
+    notes: list[str] = field(default_factory=list)
 
     @property
     def integrity_failures(self) -> pd.DataFrame:
-        """Objects whose bytes do not hash to their digest."""
-        return self.objects[self.objects["status"] == "mismatch"].reset_index(drop=True)
+        """Objects the capsule references whose bytes do not hash to their digest."""
+        o = self.objects
+        return o[(o["status"] == "mismatch") & (o["what"] != "unreferenced")].reset_index(drop=True)
 
     @property
     def missing_objects(self) -> pd.DataFrame:
-        """Referenced objects that are not in the store."""
-        return self.objects[self.objects["status"] == "missing"].reset_index(drop=True)
+        """Referenced objects the store does not hold (missing, or a link out of the store)."""
+        o = self.objects
+        return o[o["status"].isin(["missing", "outside"]) & (o["what"] != "unreferenced")].reset_index(drop=True)
 
     @property
     def exit_code(self) -> int:
@@ -122,6 +132,7 @@ class VerifyReport:
                  "actual": r.actual} for r in self.integrity_failures.itertuples(index=False)],
             "missing_objects": int(len(self.missing_objects)),
             "objects_checked": int(len(self.objects)),
+            "notes": list(self.notes),
             "inventory": [dict(zip(INVENTORY.names, row)) for row in
                           self.inventory.itertuples(index=False, name=None)],
         }
@@ -145,12 +156,15 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     st = store if store is not None else cap.store()
     rows: list[dict] = []
     status: dict[str, str] = {}
+    targets: dict[str, str] = {}
 
     def check(what: str, digest: str | None, ref: str | None, call_id: str | None = None) -> None:
         if not digest or not ref:
             return
         c = st.check(digest)
         status[digest] = c.status
+        if c.target is not None:
+            targets[digest] = c.target
         rows.append({"what": what, "call_id": call_id, "digest": digest, "status": c.status,
                      "actual": c.actual if c.status == "mismatch" else None, "bytes": c.size})
 
@@ -279,12 +293,24 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     inventory = INVENTORY.build(inv)
     objects = OBJECTS.build(rows) if rows else OBJECTS.empty()
     reasons = [f"{r['input_class']}: {r['why']}" for r in inv if (r["pinned"], r["captured"]) != ("yes", "yes")]
-    for r in objects[objects["status"] == "mismatch"].itertuples(index=False):
-        reasons.append(f"integrity: {r.what}: object {r.digest} hashes to {r.actual}")
+    notes: list[str] = []
+    for r in objects.itertuples(index=False):
+        if r.what == "unreferenced":
+            if r.status == "mismatch":
+                notes.append(f"an object this capsule does not reference is damaged: {r.digest} hashes to {r.actual}")
+            elif r.status == "outside":
+                notes.append(f"an object this capsule does not reference is a link out of the store: {r.digest} "
+                             f"(to {targets.get(r.digest)})")
+            continue
+        if r.status == "mismatch":
+            reasons.append(f"integrity: {r.what}: object {r.digest} hashes to {r.actual}")
+        elif r.status == "outside":
+            reasons.append(f"outside the store: {r.what}: object {r.digest} is a link to {targets.get(r.digest)}, "
+                           "which the capsule does not hold")
     for r in objects[objects["status"] == "missing"].itertuples(index=False):
-        if not any(r.what.removeprefix("call ") in x for x in reasons):
+        if r.what != "unreferenced" and not any(r.what.removeprefix("call ") in x for x in reasons):
             reasons.append(f"missing object: {r.what} ({r.digest})")
     completeness = "unproven" if reasons else "complete"
     if cap.completeness == "complete" and completeness != "complete":
         reasons.append("the capsule declares itself complete, but the evidence does not show it")
-    return VerifyReport(cap, inventory, objects, completeness, reasons, cap.completeness)
+    return VerifyReport(cap, inventory, objects, completeness, reasons, cap.completeness, notes)
