@@ -133,8 +133,18 @@ def _plain(v: Any) -> Any:
     return v
 
 
+class _Invalid(CapsuleFormatError):
+    """A :class:`CapsuleFormatError` that knows the field's place in the mapping (``where``)."""
+
+    def __init__(self, message: str, path: str | Path | None, where: list):
+        super().__init__(message, path)
+        self.where = where
+
+
 def validate_capsule(data: Any, path: str | Path | None = None) -> None:
-    """Check a capsule mapping against the JSON Schema.
+    """Check a capsule mapping against the JSON Schema, and what the schema cannot say: every
+    ``tool_evidence`` entry has its own ``call_id``, and ``evidence_store`` is a relative path
+    (it names the folder beside ``capsule.yaml``; a NUL cannot be in a path).
 
     Raises:
         CapsuleFormatError: naming the first offending field (``tool_evidence/2/request_digest``).
@@ -142,7 +152,19 @@ def validate_capsule(data: Any, path: str | Path | None = None) -> None:
     err = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise CapsuleFormatError(f"capsule does not match capsule.v1 at {where}: {err.message}", path)
+        raise _Invalid(f"capsule does not match capsule.v1 at {where}: {err.message}", path,
+                       list(err.absolute_path))
+    seen: dict[str, int] = {}
+    for i, ev in enumerate(data["tool_evidence"]):
+        first = seen.setdefault(ev["call_id"], i)
+        if first != i:
+            raise _Invalid(f"capsule's tool_evidence/{i}/call_id: call id {ev['call_id']!r} is also entry {first}'s; "
+                           "each captured call has its own id (which response would be that call's?)",
+                           path, ["tool_evidence", i, "call_id"])
+    store = data.get("evidence_store", "evidence")
+    if "\0" in store or os.path.isabs(store) or store.startswith(("/", "\\")):
+        raise _Invalid(f"capsule's evidence_store {store!r} must be a folder relative to capsule.yaml "
+                       "(its evidence travels with it)", path, ["evidence_store"])
 
 
 def evidence_ref(operation_id: str, name: str) -> str:
@@ -381,7 +403,7 @@ def load_capsule(path: str | Path) -> Capsule:
 
     Raises:
         CapsuleFormatError: the file is missing, not YAML (or nested too deeply to read), or
-            does not match capsule.v1 (the message names the field).
+            does not match capsule.v1 (the message names the field, and the error its line).
     """
     p = Path(path)
     if p.is_dir():
@@ -401,14 +423,36 @@ def load_capsule(path: str | Path) -> Capsule:
         raise CapsuleFormatError(f"not valid YAML: {exc}", p, None if mark is None else mark.line + 1) from exc
     except RecursionError:  # (a capsule replaybook writes nests a few levels)
         raise CapsuleFormatError("capsule is nested too deeply to read", p) from None
+    prefix: list = []
     if isinstance(data, dict) and "replay_capsule" in data and len(data) == 1:
         data = data["replay_capsule"]  # the seed's wrapping key
+        prefix = ["replay_capsule"]
     if not isinstance(data, dict):
         raise CapsuleFormatError("capsule must be a YAML mapping", p)
     try:
         return Capsule.from_dict(data, p.resolve())
+    except _Invalid as exc:
+        line = _line_of(text, prefix + exc.where) if exc.where else None
+        cut = "" if exc.where or text.endswith("\n") else " (the file ends mid-line: was it cut short?)"
+        raise CapsuleFormatError(exc.message + cut, p, line) from None
     except RecursionError:
         raise CapsuleFormatError("capsule is nested too deeply to read", p) from None
+
+
+def _line_of(text: str, where: list) -> int | None:
+    """The 1-based line of the YAML node at ``where`` (mapping keys, sequence indexes), or ``None``."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        for part in where:
+            if isinstance(node, yaml.MappingNode):
+                node = next(v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(part))
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                node = node.value[part]
+            else:
+                return None
+        return node.start_mark.line + 1
+    except (yaml.YAMLError, StopIteration, IndexError, RecursionError):
+        return None
 
 
 _READ_PREFIXES = ("get", "list", "read", "describe", "query", "search", "fetch", "show", "status", "find",
