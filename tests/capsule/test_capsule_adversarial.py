@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import unicodedata
 
 import pytest
+import yaml
 
-from replaybook.capsule import LiveHarness, align, diff_runs, load_run
+from replaybook.capsule import (ForensicHarness, LiveHarness, align, build_capsule, diff_runs, load_capsule,
+                                load_capture, load_run, verify_capsule)
 from replaybook.capsule.diff import json_changes
+from replaybook.capsule.digest import sha256_digest
+from replaybook.capsule.errors import CapsuleFormatError
 from replaybook.capsule.report import replay_results
 from replaybook.capsule.scripted import T_INCIDENT, DemoWorld, PolicyDecision, deploy_rule_agent
-from replaybook.capsule.store import EvidenceStore
+from replaybook.capsule.store import EvidenceStore, ObjectCheck
 from replaybook.canonical import canonical_args
 
 
@@ -244,3 +249,210 @@ def test_times_that_legitimately_differ_are_not_a_divergence(incident, workspace
     assert run.checkpoints[11].ts != incident.checkpoints[11].ts
     d = diff_runs(incident, run)
     assert (d.verdict, d.cosmetic) == ("reproduced", [])
+
+
+# -- the evidence store --------------------------------------------------------------------------
+
+def response_object(capsule_dir):
+    cap = load_capsule(capsule_dir)
+    ev = next(e for e in cap.tool_evidence if e.server == "service-catalogue")
+    return cap, ev, cap.store().path(ev.response_digest)
+
+
+def test_a_blob_changed_under_its_name_is_an_integrity_failure_naming_the_call(capsule_dir):
+    cap, ev, obj = response_object(capsule_dir)
+    obj.write_bytes(obj.read_bytes().replace(b"false", b"true "))
+    rep = verify_capsule(capsule_dir)
+    assert (rep.exit_code, rep.completeness) == (3, "unproven")
+    assert rep.integrity_failures[["what", "digest"]].values.tolist() == [[f"call {ev.call_id}", ev.response_digest]]
+
+
+def test_a_missing_blob_is_unproven_not_a_pass(capsule_dir):
+    cap, ev, obj = response_object(capsule_dir)
+    obj.unlink()
+    rep = verify_capsule(capsule_dir)
+    assert (rep.exit_code, rep.completeness) == (4, "unproven")
+    assert rep.reasons[0] == f"MCP responses: response not in the store: {ev.call_id}"
+    assert rep.missing_objects["what"].tolist() == [f"call {ev.call_id}"]
+
+
+def test_a_link_out_of_the_store_is_not_evidence_the_capsule_holds(capsule_dir, tmp_path, workspace, incident):
+    """The right bytes in a file elsewhere, linked into the store: verify said 'complete', but
+    the capsule does not hold that object (copy the folder and it is gone; the file can change)."""
+    cap, ev, obj = response_object(capsule_dir)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_bytes(obj.read_bytes())
+    obj.unlink()
+    obj.symlink_to(elsewhere)
+    rep = verify_capsule(capsule_dir)
+    assert (rep.exit_code, rep.completeness) == (4, "unproven")
+    assert (f"outside the store: call {ev.call_id}: object {ev.response_digest} is a link to {elsewhere}, "
+            "which the capsule does not hold") in rep.reasons
+    assert rep.objects.set_index("what").loc[f"call {ev.call_id}", "status"] == "outside"
+    # the replay does not follow it either: the evidence is missing, the replay stops
+    run = ForensicHarness(load_capsule(capsule_dir), workspace).run(deploy_rule_agent)
+    assert run.status == "replay_incomplete" and "is not in the store" in run.stop_reason
+    # an unreferenced link out (say, to a file of the reviewer's) is a note, never read
+    (obj.parent / ("e" * 64)).symlink_to("/etc/hostname")
+    assert any(n.endswith("(to /etc/hostname)") for n in verify_capsule(capsule_dir).notes)
+
+
+def test_a_link_inside_the_store_is_fine(capsule_dir):
+    cap, ev, obj = response_object(capsule_dir)
+    moved = obj.parent.parent / "kept.json"
+    obj.rename(moved)
+    obj.symlink_to(moved)
+    assert verify_capsule(capsule_dir).exit_code == 0
+
+
+def test_a_huge_blob_is_hashed_in_chunks(tmp_path):
+    store = EvidenceStore(tmp_path / "store")
+    data = bytes(range(256)) * (3 * 4096 + 1)  # 3 MiB + 256 bytes: past the 1 MiB read size
+    digest = store.put(data)
+    assert store.check(digest) == ObjectCheck(digest, "ok", digest, len(data))
+    p = store.path(digest)
+    p.chmod(0o644)
+    with open(p, "r+b") as fh:  # one byte changed far past the first chunk
+        fh.seek(2 * 1024 * 1024 + 7)
+        fh.write(b"\xff" if data[2 * 1024 * 1024 + 7] != 0xFF else b"\x00")
+    assert store.check(digest).status == "mismatch"
+
+
+@pytest.mark.parametrize("digest", ["sha256:" + "A" * 64, "SHA256:" + "a" * 64, "sha512:" + "a" * 128,
+                                    "sha256:" + "a" * 63])
+def test_a_digest_in_another_spelling_or_algorithm_is_refused_naming_its_line(capsule_dir, digest):
+    text = (capsule_dir / "capsule.yaml").read_text()
+    cap = load_capsule(capsule_dir)
+    old = cap.tool_evidence[1].response_digest
+    line = text[:text.index(f"response_digest: {old}")].count("\n") + 1
+    (capsule_dir / "capsule.yaml").write_text(text.replace(old, digest))
+    with pytest.raises(CapsuleFormatError, match="at tool_evidence/1/response_digest") as e:
+        load_capsule(capsule_dir)
+    assert e.value.line_no == line and str(e.value).startswith(f"{capsule_dir / 'capsule.yaml'}:{line}: ")
+    assert EvidenceStore(capsule_dir / "evidence").has(digest) is False
+
+
+def test_two_capsules_sharing_a_store_each_answer_for_their_own_evidence(demo, tmp_path):
+    """B's damaged object had failed A's verification (exit 3), though A's evidence was intact."""
+    capture = load_capture(demo / "capture.yaml")
+    a = build_capsule(demo, demo / "door-evidence", tmp_path / "a", capture=capture)
+    capture.system_prompt = b"You are a careful deployment assistant."
+    b = build_capsule(demo, demo / "door-evidence", tmp_path / "b", capture=capture)
+    shared = tmp_path / "shared"
+    for c in (a, b):
+        copy_tree_into(c.store_root, shared)
+        data = yaml.safe_load(c.path.read_text())
+        data["evidence_store"] = "../shared"
+        c.path.write_text(yaml.safe_dump(data, sort_keys=False))
+    ra, rb = verify_capsule(tmp_path / "a"), verify_capsule(tmp_path / "b")
+    assert (ra.exit_code, rb.exit_code) == (0, 0)
+    only_b = b.prompts["system_digest"]
+    assert ra.objects.set_index("digest").loc[only_b, "what"] == "unreferenced"
+    p = EvidenceStore(shared).path(only_b)
+    p.chmod(0o644)
+    p.write_bytes(b"You are a reckless deployment assistant.")
+    ra, rb = verify_capsule(tmp_path / "a"), verify_capsule(tmp_path / "b")
+    assert (ra.exit_code, ra.completeness, ra.reasons) == (0, "complete", [])
+    assert ra.notes == [f"an object this capsule does not reference is damaged: {only_b} hashes to "
+                        f"{sha256_digest(b'You are a reckless deployment assistant.')}"]
+    assert rb.exit_code == 3 and rb.integrity_failures["what"].tolist() == ["prompt.system"]
+
+
+def copy_tree_into(src, dst):
+    dst.joinpath("sha256").mkdir(parents=True, exist_ok=True)
+    for f in (src / "sha256").iterdir():
+        target = dst / "sha256" / f.name
+        if not target.exists():
+            target.write_bytes(f.read_bytes())
+
+
+# -- the capsule manifest ------------------------------------------------------------------------
+
+def edit(capsule_dir, fn):
+    p = capsule_dir / "capsule.yaml"
+    data = yaml.safe_load(p.read_text())
+    fn(data)
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize("store, ok", [("/tmp", False), ("evi\0dence", False), ("../evidence-shared", True),
+                                       ("evidence/../evidence", True)])
+def test_the_evidence_store_path(capsule_dir, store, ok):
+    """An absolute store is not 'beside capsule.yaml'; a NUL had crashed verify with a ValueError."""
+    p = edit(capsule_dir, lambda d: d.update(evidence_store=store))
+    if ok:
+        rep = verify_capsule(capsule_dir)
+        assert rep.exit_code == (0 if store.startswith("evidence") else 4)
+        return
+    with pytest.raises(CapsuleFormatError, match="must be a folder relative to capsule.yaml") as e:
+        verify_capsule(capsule_dir)
+    assert (e.value.path, e.value.line_no) == (str(p), 3)
+
+
+def test_two_entries_with_one_call_id_are_refused(capsule_dir):
+    """Which response is that call's?  The extraction kept one, verify passed both."""
+    p = edit(capsule_dir, lambda d: d["tool_evidence"][2].update(call_id=d["tool_evidence"][0]["call_id"]))
+    with pytest.raises(CapsuleFormatError, match=r"tool_evidence/2/call_id: call id 'toolu_01e10b774318486fefdbb04a' "
+                                                 r"is also entry 0's") as e:
+        load_capsule(capsule_dir)
+    text = p.read_text()
+    assert e.value.line_no == text[:text.index("- call_id: toolu_01e10b774318486fefdbb04a", text.index(
+        "- call_id: toolu_01d39b40b90e67fffe3f8481"))].count("\n") + 1
+
+
+@pytest.mark.parametrize("change, message, line", [
+    (lambda t: t.replace("capsule_version: 1", "capsule_version: 2"), "at capsule_version: 1 was expected", 2),
+    (lambda t: t.replace("operation_id: op-example-913\n", ""), "'operation_id' is a required property", None),
+    (lambda t: t + "operation_id: op-other\n", "key 'operation_id' is written twice (lines 3 and 95)", 95),
+    (lambda t: t[:t.index("completeness: complete")], "'completeness' is a required property", None),
+    (lambda t: t.replace("effect: read", "effect: reed", 1), "at tool_evidence/0/effect", 48),
+])
+def test_a_bad_manifest_is_refused_naming_file_and_line(capsule_dir, change, message, line):
+    p = capsule_dir / "capsule.yaml"
+    p.write_text(change(p.read_text()))
+    with pytest.raises(CapsuleFormatError, match=re.escape(message)) as e:
+        load_capsule(capsule_dir)
+    assert (e.value.path, e.value.line_no) == (str(p), line)
+
+
+def test_a_manifest_cut_short_says_so(capsule_dir):
+    p = capsule_dir / "capsule.yaml"
+    text = p.read_text()
+    p.write_text(text[:text.index("completeness: complete")] + "complet")  # not YAML: the line says where
+    with pytest.raises(CapsuleFormatError, match="not valid YAML") as e:
+        load_capsule(capsule_dir)
+    assert e.value.line_no == text.count("\n") - 1
+    p.write_text(text[:text.index("  verdict_on_missing_input: replay_incomplete") + 30])  # YAML, cut mid-value
+    with pytest.raises(CapsuleFormatError, match=r"'completeness' is a required property \(the file ends "
+                                                 r"mid-line: was it cut short\?\)"):
+        load_capsule(capsule_dir)
+
+
+def test_a_manifest_that_claims_completeness_it_lacks(capsule_dir):
+    cap, ev, obj = response_object(capsule_dir)
+    edit(capsule_dir, lambda d: (d["authority"].update(scopes=None), d.update(completeness_reasons=[])))
+    rep = verify_capsule(capsule_dir)
+    assert (rep.declared, rep.completeness, rep.exit_code) == ("complete", "unproven", 4)
+    assert rep.reasons == ["credential scope: scopes not recorded",
+                           "the capsule declares itself complete, but the evidence does not show it"]
+
+
+# -- run records ---------------------------------------------------------------------------------
+
+def test_a_run_record_digest_in_upper_case_is_refused_not_compared_as_different(demo, tmp_path):
+    """'SHA256:ABC…' and 'sha256:abc…' are one digest; compared as strings they had 'diverged'."""
+    rec = json.loads((demo / "runs" / "incident.json").read_text())
+    rec["checkpoints"][11]["digest"] = rec["checkpoints"][11]["digest"].upper()
+    p = tmp_path / "incident.json"
+    p.write_text(json.dumps(rec))
+    with pytest.raises(CapsuleFormatError, match=r"at checkpoints/11/digest: 'SHA256:0482"):
+        load_run(p)
+
+
+def test_a_run_record_writing_a_key_twice_is_refused(demo, tmp_path):
+    text = (demo / "runs" / "forensic.json").read_text()
+    p = tmp_path / "forensic.json"
+    p.write_text(text.replace('"status": "completed"', '"status": "failed", "status": "completed"', 1))
+    with pytest.raises(CapsuleFormatError, match="writes key 'status' twice in one object"):
+        load_run(p)

@@ -75,7 +75,7 @@ _SCHEMA = {
                 "kind": {"enum": list(CHECKPOINT_KINDS)},
                 "key": {"type": "string"},
                 "label": {"type": ["string", "null"]},
-                "digest": {"type": ["string", "null"]},
+                "digest": {"type": ["string", "null"], "pattern": "^sha256:[0-9a-f]{64}$"},
                 "summary": {"type": ["string", "null"]},
                 "ts": {"type": ["string", "null"], "format": "date-time"},
                 "status": {"enum": list(CHECKPOINT_STATUSES)},
@@ -176,16 +176,32 @@ class RunRecord:
                    evidence_store=None if store is None else Path(store), path=path)
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return d
+
+
 def load_run(path: str | Path) -> RunRecord:
     """Read a run record (``replaybook-run/1`` JSON).
 
     Raises:
-        CapsuleFormatError: unreadable, not JSON (or nested too deeply to read), or not a run
-            record (names the field).
+        CapsuleFormatError: unreadable, not JSON (or nested too deeply to read), an object that
+            writes a key twice, or not a run record (names the field: a checkpoint digest must be
+            ``sha256:<64 lowercase hex>``, the spelling the diff compares).
     """
     p = Path(path)
     try:
-        d: Any = json.loads(p.read_text("utf-8"))
+        d: Any = json.loads(p.read_text("utf-8"), object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise CapsuleFormatError(f"run record writes key {exc.args[0]!r} twice in one object: JSON readers keep "
+                                 "either one, so which the record means is not known", p) from None
     except OSError as exc:
         raise CapsuleFormatError(f"cannot read run record: {exc.strerror or exc}", p) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
