@@ -11,8 +11,8 @@ import unicodedata
 import pytest
 import yaml
 
-from replaybook.capsule import (ForensicHarness, LiveHarness, align, build_capsule, diff_runs, load_capsule,
-                                load_capture, load_run, verify_capsule)
+from replaybook.capsule import (ForensicHarness, LiveHarness, align, build_capsule, diff_runs, incident_run,
+                                load_capsule, load_capture, load_run, verify_capsule)
 from replaybook.capsule.diff import json_changes
 from replaybook.capsule.digest import sha256_digest
 from replaybook.capsule.errors import CapsuleFormatError
@@ -456,3 +456,116 @@ def test_a_run_record_writing_a_key_twice_is_refused(demo, tmp_path):
     p.write_text(text.replace('"status": "completed"', '"status": "failed", "status": "completed"', 1))
     with pytest.raises(CapsuleFormatError, match="writes key 'status' twice in one object"):
         load_run(p)
+
+
+# -- building from an incident -------------------------------------------------------------------
+
+def incident_copy(demo, dst, door=None, transcripts=None):
+    """The demo incident (without its capsule entry) in ``dst``; ``door(rows)`` rewrites the door
+    log's rows, ``transcripts(lines)`` returns ``{file stem: lines}`` for the transcript folder."""
+    import shutil
+
+    shutil.copytree(demo / "door", dst / "door")
+    (dst / "transcripts").mkdir()
+    (dst / "incident.yaml").write_text((demo / "incident.yaml").read_text().split("capsule:")[0])
+    (src,) = (demo / "transcripts").glob("*.jsonl")
+    lines = [json.loads(x) for x in src.read_text().splitlines()]
+    files = transcripts(lines) if transcripts else {src.stem: lines}
+    for stem, objs in files.items():
+        (dst / "transcripts" / f"{stem}.jsonl").write_text("".join(json.dumps({**o, "sessionId": stem}) + "\n"
+                                                                   for o in objs))
+    log = next((dst / "door").rglob("*.jsonl"))
+    if door is not None:
+        rows = door([json.loads(x) for x in log.read_text().splitlines()])
+        log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dst
+
+
+def built(demo, inc, out):
+    cap = build_capsule(inc, demo / "door-evidence", out, capture=load_capture(demo / "capture.yaml"))
+    return cap, incident_run(cap, inc)
+
+
+RESUMED = "22222222-2222-4222-8222-222222222222"
+
+
+@pytest.mark.parametrize("cut", [6, 12])
+def test_a_resumed_conversation_is_one_run(demo, incident, tmp_path, cut):
+    """A session resumed after line ``cut``: the new file starts with copies of the first one's
+    lines.  The capsule had taken one of the two files as the whole run: with the first, the edit,
+    the tests and the end were lost (cut 6: 'diverged at checkpoint 13') or the stop read
+    'interrupted' (cut 12); the conversation is both files."""
+    first = "11111111-1111-4111-8111-111111111111"
+    inc = incident_copy(demo, tmp_path / "inc", transcripts=lambda lines: {first: lines[:cut], RESUMED: lines})
+    cap, run = built(demo, inc, tmp_path / "cap")
+    assert cap.completeness == "complete"
+    assert cap.prompts["task_digest"] == load_capsule(demo / "capsule").prompts["task_digest"]
+    assert [(c.label, c.digest) for c in run.checkpoints] == [(c.label, c.digest) for c in incident.checkpoints]
+    assert diff_runs(incident, run).verdict == "reproduced"
+
+
+@pytest.mark.parametrize("keep_ids", [True, False])
+def test_repeated_door_call_numbers(demo, incident, tmp_path, keep_ids):
+    """Every door call logged with seq 1 (a door restarted under one session name), with or
+    without the client's tool-use ids: each call keeps its own evidence and the run reproduces."""
+    def renumber(rows):
+        for r in rows:
+            r["seq"] = 1
+            if not keep_ids:
+                r.pop("meta")
+        return rows
+    inc = incident_copy(demo, tmp_path / "inc", door=renumber)
+    cap, run = built(demo, inc, tmp_path / "cap")
+    ids = [e.call_id for e in cap.tool_evidence]
+    assert len(set(ids)) == 4 and cap.completeness == "complete"
+    if not keep_ids:
+        assert ids == ["door-20260913T164203-d1#1", "door-20260913T164203-d1#1#2", "door-20260913T164203-d1#1#3",
+                       "door-20260913T164203-d1#1#4"]
+    assert [e.response_digest for e in cap.tool_evidence] == [e.response_digest for e in
+                                                              load_capsule(demo / "capsule").tool_evidence]
+    assert diff_runs(incident, run).verdict == "reproduced"
+
+
+def test_a_retried_call_stays_where_it_was_made(demo, tmp_path, workspace):
+    """The client sent get_service twice under one tool-use id (a retry the conversation shows
+    once).  The copy was placed after the merge, as if the agent had read the catalogue again
+    after shipping; it belongs right after the call it repeats."""
+    def retry(rows):
+        again = {**rows[1], "seq": 5, "ts": "2026-09-13T16:42:11.310Z", "ts_end": "2026-09-13T16:42:11.420Z"}
+        return rows[:2] + [again] + rows[2:]
+    inc = incident_copy(demo, tmp_path / "inc", door=retry)
+    cap, run = built(demo, inc, tmp_path / "cap")
+    assert [e.call_id for e in cap.tool_evidence][1:3] == ["toolu_01d39b40b90e67fffe3f8481",
+                                                           "toolu_01d39b40b90e67fffe3f8481#2"]
+    labels = [c.label for c in run.checkpoints]
+    assert labels[12:18] == ["tool_choice.service_catalogue#2", "tool_request.service_catalogue#2",
+                             "policy.service_catalogue#2", "response_schema.service_catalogue#2",
+                             "tool_response.service_catalogue#2", "patch.deploy/rules.yaml"]
+    d = diff_runs(run, ForensicHarness(cap, workspace).run(deploy_rule_agent))
+    assert (d.checkpoint, d.classification, d.divergence["changed_input"]["a"]) == (
+        13, "path_divergence", "tool_choice.service_catalogue#2")
+
+
+def test_a_door_log_cut_short_leaves_the_capsule_unproven_naming_the_call(demo, tmp_path, workspace):
+    """The door log's last line cut mid-write: the merge the transcript shows had vanished from
+    the capsule (verified 'complete') and from the incident's run, which then read as if the
+    agent had never merged."""
+    inc = incident_copy(demo, tmp_path / "inc")
+    log = next((inc / "door").rglob("*.jsonl"))
+    log.write_bytes(log.read_bytes()[:-60])
+    cap, run = built(demo, inc, tmp_path / "cap")
+    merge = "toolu_0147655029ff1ecc0af9de69"
+    assert cap.completeness == "unproven"
+    assert cap.data["completeness_reasons"] == [
+        f"MCP responses: no response digest: {merge}",
+        "policy decisions: 1 calls without a captured decision",
+        f"clock and feature flags: calls without observed_at: {merge}"]
+    assert [(c.label, c.status, c.call_id) for c in run.checkpoints[-4:]] == [
+        ("tool_choice.door", "ok", merge), ("tool_request.door", "ok", merge), ("policy.door", "failed", merge),
+        ("decision.stop", "ok", None)]
+    assert run.checkpoints[-2].summary == ("merge_pull_request: the door has no record of this call "
+                                           "(no decision, no response captured)")
+    forensic = ForensicHarness(cap, workspace).run(deploy_rule_agent)
+    assert forensic.status == "replay_incomplete"
+    d = diff_runs(run, forensic)
+    assert d.verdict == "not_re_derivable" and d.decision_reproduced is None

@@ -32,6 +32,12 @@ Inputs:
 Everything sensitive (prompts, responses, parameters, token information, the dirty tree, the
 door's logs) goes into the capsule's evidence store; ``capsule.yaml`` holds digests and
 ``evidence://`` references only.
+
+The run's conversation is its main transcript with its sub-agents' files and the sessions that
+resumed it (:func:`conversation_roots`).  An MCP tool call of the conversation that no door call
+carried (a door log cut short, a server reached without the door) gets a ``tool_evidence`` entry
+with no decision, no response and no time: the capsule is then unproven, naming the call,
+rather than complete without it.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ from .repo import repo_state
 from .store import EvidenceStore
 
 __all__ = ["Capture", "load_capture", "build_capsule", "door_call_ids", "select_transcript", "conversation_steps",
-           "BUILTIN_TOOLS"]
+           "conversation_roots", "match_door_calls", "BUILTIN_TOOLS"]
 
 #: Claude Code built-in tools the capsule and the checkpoint extractor understand.
 BUILTIN_TOOLS = ("Edit", "Write", "MultiEdit", "Bash")
@@ -177,10 +183,54 @@ def door_call_ids(calls: pd.DataFrame) -> list[str]:
     return out
 
 
+def _resumptions(steps: pd.DataFrame) -> dict[str, str]:
+    """``{transcript: the transcript it resumes}``: a resumed session's file (Claude Code
+    ``--resume``/``--continue``) starts with copies of the earlier session's lines, which the
+    loader keeps with the earlier transcript; its own first line's ``parentUuid`` is then a line
+    of that transcript.  A transcript continues ``S`` when every parent it names outside itself
+    is one of ``S``'s lines (main-agent lines only; two that would continue each other continue
+    nothing)."""
+    if not len(steps) or "parent_uuid" not in steps or "uuid" not in steps:
+        return {}
+    main = steps[steps["agent_id"].isna()] if "agent_id" in steps else steps
+    main = main[main["uuid"].notna() | main["parent_uuid"].notna()]
+    if main.empty:
+        return {}
+    owner: dict[str, str] = {}
+    for u, t in zip(main["uuid"], main["transcript_id"]):
+        if isinstance(u, str):
+            owner.setdefault(u, t)
+    named: dict[str, set[str]] = {}
+    for par, t in zip(main["parent_uuid"], main["transcript_id"]):
+        if isinstance(par, str) and par in owner and owner[par] != t:
+            named.setdefault(t, set()).add(owner[par])
+    out = {t: next(iter(o)) for t, o in named.items() if len(o) == 1}
+    return {t: o for t, o in out.items() if out.get(o) != t}
+
+
+def conversation_roots(steps: pd.DataFrame) -> dict[str, str]:
+    """``{transcript: the main transcript of its conversation}`` for every transcript that is part
+    of another's conversation: a Claude Code sub-agent's file (:func:`replaybook.join.sub_agent_parents`)
+    and a resumed session's file (its first line continues another transcript), followed to the
+    first transcript of the chain.  Transcripts that are their own conversation are not keys."""
+    from ..join import sub_agent_parents
+
+    up = {**_resumptions(steps), **sub_agent_parents(steps)}
+    out: dict[str, str] = {}
+    for t in up:
+        seen, r = {t}, up[t]
+        while r in up and up[r] not in seen:
+            seen.add(r)
+            r = up[r]
+        out[t] = r
+    return out
+
+
 def select_transcript(steps: pd.DataFrame, call_ids: set[str], join=None) -> str | None:
     """The conversation the door's calls came from, named by its main transcript (a Claude Code
-    sub-agent's file counts with its parent, :func:`replaybook.join.sub_agent_parents`: its
-    calls go through the parent's MCP connections):
+    sub-agent's file counts with its parent — its calls go through the parent's MCP
+    connections — and a resumed session's file with the session it resumes,
+    :func:`conversation_roots`):
 
     1. the conversation whose tool calls share the most tool-use ids with the door's calls
        (``call_ids``; ties: first id) — the ids are the client's own, so this is certain;
@@ -193,9 +243,7 @@ def select_transcript(steps: pd.DataFrame, call_ids: set[str], join=None) -> str
     """
     if steps.empty:
         return None
-    from ..join import sub_agent_parents
-
-    parents = sub_agent_parents(steps)
+    parents = conversation_roots(steps)
     tc = steps[(steps["kind"] == "tool_call") & steps["call_id"].isin(list(call_ids))]
     if not tc.empty:
         counts = tc["transcript_id"].map(lambda t: parents.get(t, t)).value_counts()
@@ -207,19 +255,17 @@ def select_transcript(steps: pd.DataFrame, call_ids: set[str], join=None) -> str
     if s.empty:
         return None
     best = s.sort_values(["calls", "door_session"], ascending=[False, True], kind="stable").iloc[0]
-    return str(best["transcript_id"])
+    return parents.get(str(best["transcript_id"]), str(best["transcript_id"]))
 
 
 def conversation_steps(steps: pd.DataFrame, transcript_id: str | None) -> pd.DataFrame:
-    """The steps of ``transcript_id`` and of its sub-agents' files
-    (:func:`replaybook.join.sub_agent_parents`), in time order (steps at one time: the main
-    transcript's first, then by ``seq``; no time: last).  The STEPS columns, unchanged; empty
-    for ``None``."""
+    """The steps of ``transcript_id`` and of the files of its conversation — its sub-agents' and
+    the sessions resuming it (:func:`conversation_roots`) —, in time order (steps at one time:
+    the main transcript's first, then by ``seq``; no time: last).  The STEPS columns, unchanged;
+    empty for ``None``."""
     if transcript_id is None:
         return steps.iloc[0:0]
-    from ..join import sub_agent_parents
-
-    subs = sorted(t for t, p in sub_agent_parents(steps).items() if p == transcript_id)
+    subs = sorted(t for t, p in conversation_roots(steps).items() if p == transcript_id)
     if not subs:
         return steps[steps["transcript_id"] == transcript_id].sort_values("seq", kind="stable")
     members = [transcript_id, *subs]
@@ -228,6 +274,50 @@ def conversation_steps(steps: pd.DataFrame, transcript_id: str | None) -> pd.Dat
     order = pd.DataFrame({"ts": own["ts"], "m": rank, "seq": own["seq"]}).sort_values(
         ["ts", "m", "seq"], kind="stable", na_position="last").index
     return own.loc[order]
+
+
+def match_door_calls(conv: pd.DataFrame, calls: pd.DataFrame, keys: list[str]) -> dict[int, tuple[int | None, list[int]]]:
+    """Pair a conversation's MCP tool calls with the door calls that carried them.
+
+    Args:
+        conv: the conversation's steps, in order (:func:`conversation_steps`).
+        calls: the door calls, index ``0..n-1`` in the order ``keys`` names them.
+        keys: each door call's id (:func:`door_call_ids`).
+
+    Returns:
+        ``{position in conv: (door call index or None, [retries])}`` for every step that is an
+        MCP tool call (``server`` not NA).  A step takes the door call whose id is its tool-use id,
+        failing that the first unclaimed door call with the same tool and canonical arguments;
+        ``None`` when the door has no record of it.  The retries are the later door calls that
+        logged the same client tool-use id (``meta_call_id``): the client sent the call again,
+        the conversation shows it once.
+    """
+    by_key = {k: i for i, k in enumerate(keys)}
+    meta = calls["meta_call_id"] if "meta_call_id" in calls else pd.Series([None] * len(calls), dtype=object)
+    same: dict[str, list[int]] = {}
+    for i, m in enumerate(meta):
+        if isinstance(m, str) and m:
+            same.setdefault(m, []).append(i)
+    used: set[int] = set()
+    out: dict[int, tuple[int | None, list[int]]] = {}
+    for pos, st in enumerate(conv.itertuples(index=False)):
+        if st.kind != "tool_call" or _opt(st.server) is None:
+            continue
+        i = by_key.get(st.call_id) if isinstance(st.call_id, str) else None
+        if i is None or i in used:
+            tool = _opt(st.tool)
+            cand = [j for j in range(len(calls)) if j not in used and calls.at[j, "tool"] == tool
+                    and calls.at[j, "args_key"] == st.args_key]
+            i = cand[0] if cand else None
+        retries: list[int] = []
+        if i is not None:
+            used.add(i)
+            m = meta.iat[i]
+            if isinstance(m, str) and m:
+                retries = [j for j in same[m] if j > i and j not in used]
+                used.update(retries)
+        out[pos] = (i, retries)
+    return out
 
 
 def _line_obj(row: Any) -> dict | None:
@@ -254,6 +344,35 @@ def _prompt_bytes(row: Any) -> bytes | None:
 
 def _opt(v: Any) -> Any:
     return None if v is None or (not isinstance(v, (list, dict)) and pd.isna(v)) else v
+
+
+def _unlogged_calls(conv: pd.DataFrame, calls: pd.DataFrame, ids: list[str], cap: Capture) -> list[dict]:
+    """``tool_evidence`` entries for the conversation's MCP tool calls the door has no record of
+    (a door log cut short, a server the agent reached without the door): no decision, no
+    response, no time — the capsule says it lacks their evidence instead of leaving them out."""
+    out: list[dict] = []
+    taken = set(ids)
+    servers = {t: sv for t, sv in zip(calls["tool"], calls["server"]) if isinstance(sv, str)}
+    for pos, (i, _) in match_door_calls(conv, calls, ids).items():
+        if i is not None:
+            continue
+        st = conv.iloc[pos]
+        tool = str(_opt(st["tool"]) or _opt(st["tool_raw"]) or "unknown")
+        server = servers.get(tool) or str(_opt(st["server"]))  # the door's name for it when it knows the tool
+        base = st["call_id"] if isinstance(st["call_id"], str) and st["call_id"] else \
+            f"{st['transcript_id']}:{st['line_no']}"
+        call_id, n = base, 1
+        while call_id in taken:
+            n += 1
+            call_id = f"{base}#{n}"
+        taken.add(call_id)
+        args = st["arguments"] if isinstance(st["arguments"], dict) else {}
+        out.append({"call_id": call_id, "server": server, "method": tool,
+                    "request_digest": request_digest(server, tool, args), "response_digest": None,
+                    "captured_response_ref": None, "observed_at": None,
+                    "effect": cap.tool_effects.get(f"{server}/{tool}") or guess_effect(tool),
+                    "policy": None, "error": None})
+    return out
 
 
 def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | None, out_dir: str | Path, *,
@@ -325,7 +444,8 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
     steps = inc.steps
     tid = select_transcript(steps, set(ids), inc.join)
     tsteps = steps[steps["transcript_id"] == tid] if tid is not None else steps.iloc[0:0]
-    conv = conversation_steps(steps, tid)  # with its sub-agents': when the run began
+    conv = conversation_steps(steps, tid)  # with its sub-agents' and resumed sessions': when the run began
+    evidence += _unlogged_calls(conv, calls, ids, cap)
     prompts = tsteps[tsteps["kind"] == "user_prompt"]
     task = _prompt_bytes(next(prompts.itertuples(index=False))) if not prompts.empty else None
     first = _line_obj(next(tsteps.itertuples(index=False))) if not tsteps.empty else None

@@ -6,10 +6,14 @@ in time order, since a sub-agent's edits and calls are the run's too:
 
 * an MCP tool call of the transcript is matched to its door call by the client's tool-use id
   (the door's ``meta_call_id``; failing that, the next unclaimed door call with the same tool and
-  canonical arguments) and yields ``tool_choice``, ``tool_request``, ``policy`` (the door's
-  decision and rule, with the capsule's authority), then — when allowed — ``response_schema``
-  (from the captured response in the store), ``tool_response`` (the door's ``response_digest``)
-  and, for a write, ``effect``;
+  canonical arguments, :func:`~replaybook.capsule.build.match_door_calls`) and yields
+  ``tool_choice``, ``tool_request``, ``policy`` (the door's decision and rule, with the
+  capsule's authority), then — when allowed — ``response_schema`` (from the captured response in
+  the store), ``tool_response`` (the door's ``response_digest``) and, for a write, ``effect``;
+  door calls that logged the same tool-use id again (the client's retries) follow it at once;
+* an MCP tool call the door has no record of yields ``tool_choice`` and ``tool_request`` (from
+  the transcript's arguments) and a ``failed`` ``policy`` checkpoint: the call was made, what it
+  was answered is not known;
 * a built-in ``Edit``/``MultiEdit``/``Write`` yields ``patch`` checkpoints (paths made relative
   to the capsule's ``repository.workdir``; ``Write`` counts as replacing ``""``);
 * a built-in ``Bash`` running pytest yields ``tests``: positional arguments are selected,
@@ -34,7 +38,7 @@ from typing import Any
 import pandas as pd
 
 from ..incident import Incident
-from .build import conversation_steps, door_call_ids, select_transcript
+from .build import conversation_steps, door_call_ids, match_door_calls, select_transcript
 from .checkpoints import (CheckpointLog, authority_checkpoint, decision_checkpoint, effect_checkpoint,
                           patch_checkpoint, policy_checkpoint, response_schema_checkpoint, state_checkpoint,
                           target_scope, tests_checkpoint, tool_choice_checkpoint, tool_request_checkpoint,
@@ -188,22 +192,37 @@ def incident_run(capsule: Capsule | str | Path, incident: Incident | str | Path,
         if ev.effect == "write" and not _na(row["error"]):
             log.add(effect_checkpoint(server, method, rd, target, rts, call_id, {"performed": True}))
 
-    by_meta = {k: i for i, k in enumerate(calls["call_key"])}
+    def unlogged_event(s: Any) -> None:
+        """An MCP call of the transcript the door has no record of: made, but its answer unknown."""
+        nonlocal last_denied
+        last_denied = False
+        cid = s.call_id if isinstance(s.call_id, str) and s.call_id else f"{s.transcript_id}:{s.line_no}"
+        ev = evidence.get(cid)
+        method = ev.method if ev else str(_na(s.tool) or "unknown")
+        server = ev.server if ev else str(_na(s.server))
+        args = s.arguments if isinstance(s.arguments, dict) else {}
+        log.add(tool_choice_checkpoint(server, method, ev.effect if ev else guess_effect(method), s.ts, cid))
+        log.add(tool_request_checkpoint(server, method, request_digest(server, method, args), target_scope(args),
+                                        s.ts, cid))
+        cp = policy_checkpoint(server, method, None, None, authority, s.ts, cid)
+        cp.summary = f"{method}: the door has no record of this call (no decision, no response captured)"
+        cp.context["source"] = "transcript"
+        log.add(cp)
+
+    matches = match_door_calls(tsteps, calls, list(calls["call_key"]))
     last_kind = None
-    for s in tsteps.itertuples(index=False):
+    for pos, s in enumerate(tsteps.itertuples(index=False)):
         if s.kind in ("user_prompt", "model_request", "tool_call", "tool_result"):
             last_kind = s.kind
         if s.kind != "tool_call":
             continue
         tool = _na(s.tool)
         if _na(s.server) is not None:
-            i = by_meta.get(s.call_id)
-            if i is None or i in used:
-                cand = [j for j in range(len(calls)) if j not in used and calls.at[j, "tool"] == tool
-                        and calls.at[j, "args_key"] == s.args_key]
-                i = cand[0] if cand else None
-            if i is not None:
-                door_event(i)
+            i, retries = matches[pos]
+            if i is None:
+                unlogged_event(s)
+            for j in ([] if i is None else [i, *retries]):
+                door_event(j)
             continue
         args = s.arguments if isinstance(s.arguments, dict) else {}
         if tool in ("Edit", "MultiEdit", "Write"):
