@@ -276,7 +276,8 @@ def conversation_steps(steps: pd.DataFrame, transcript_id: str | None) -> pd.Dat
     return own.loc[order]
 
 
-def match_door_calls(conv: pd.DataFrame, calls: pd.DataFrame, keys: list[str]) -> dict[int, tuple[int | None, list[int]]]:
+def match_door_calls(conv: pd.DataFrame, calls: pd.DataFrame,
+                     keys: list[str]) -> dict[int, tuple[int | None, list[int]]]:
     """Pair a conversation's MCP tool calls with the door calls that carried them.
 
     Args:

@@ -62,6 +62,9 @@ def _verify_table(rep: VerifyReport) -> str:
                  f"missing: {len(rep.missing_objects)}")
     for r in rep.integrity_failures.itertuples(index=False):
         lines.append(f"INTEGRITY FAILURE: {r.what}: evidence object {r.digest} hashes to {r.actual}")
+    for x in rep.log_disagreements:
+        lines.append(f"INTEGRITY FAILURE: call {x['call_id']}: response digest {x['digest']} is not one the "
+                     "door's own log recorded")
     lines += [f"note: {n}" for n in rep.notes]
     return "\n".join(lines)
 

@@ -30,6 +30,12 @@ leading out of the store is not an object the capsule holds (``outside``: not re
 Objects in the store that the capsule does not reference (another capsule's, when two share a
 store) are checked and listed as ``unreferenced``, but they are not this capsule's evidence: a
 damaged or missing one is a note (:attr:`VerifyReport.notes`), never this capsule's failure.
+
+The door's own logs (``authority.decision_logs``, kept as evidence) are a second witness of the
+responses: every ``response_digest`` of ``tool_evidence`` must be one the door logged.  One that is
+not — a response replaced, and the manifest edited to its new digest — is an integrity failure
+(:attr:`VerifyReport.log_disagreements`) naming the call.  A capsule without readable door logs,
+or whose logs record no response digest at all, is not checked this way.
 """
 
 from __future__ import annotations
@@ -37,9 +43,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
 import pandas as pd
 
 from ..frames import Column, FrameSpec
+from .errors import CapsuleError
 from .model import Capsule, load_capsule
 from .store import EvidenceStore
 
@@ -91,6 +99,8 @@ class VerifyReport:
         declared: the completeness the capsule declares.
         notes: what verification saw that is not this capsule's failure (damaged objects the
             capsule does not reference).
+        log_disagreements: ``[{"call_id", "digest"}]``: calls whose response digest the door's
+            own logs never recorded (integrity failures).
     """
 
     capsule: Capsule
@@ -100,6 +110,7 @@ class VerifyReport:
     reasons: list[str] = field(default_factory=list)
     declared: str = "unproven"
     notes: list[str] = field(default_factory=list)
+    log_disagreements: list[dict] = field(default_factory=list)
 
     @property
     def integrity_failures(self) -> pd.DataFrame:
@@ -115,8 +126,9 @@ class VerifyReport:
 
     @property
     def exit_code(self) -> int:
-        """3 on an integrity failure, else 4 when unproven, else 0."""
-        if len(self.integrity_failures):
+        """3 on an integrity failure (a damaged object, or a response the door's log disagrees
+        with), else 4 when unproven, else 0."""
+        if len(self.integrity_failures) or self.log_disagreements:
             return EXIT_INTEGRITY
         return EXIT_OK if self.completeness == "complete" else EXIT_INCOMPLETE
 
@@ -130,6 +142,7 @@ class VerifyReport:
             "integrity_failures": [
                 {"what": r.what, "call_id": None if pd.isna(r.call_id) else r.call_id, "digest": r.digest,
                  "actual": r.actual} for r in self.integrity_failures.itertuples(index=False)],
+            "door_log_disagreements": [dict(x) for x in self.log_disagreements],
             "missing_objects": int(len(self.missing_objects)),
             "objects_checked": int(len(self.objects)),
             "notes": list(self.notes),
@@ -310,7 +323,35 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     for r in objects[objects["status"] == "missing"].itertuples(index=False):
         if r.what != "unreferenced" and not any(r.what.removeprefix("call ") in x for x in reasons):
             reasons.append(f"missing object: {r.what} ({r.digest})")
+    disagreements = _against_door_logs(cap, st, status)
+    for x in disagreements:
+        reasons.append(f"integrity: call {x['call_id']}: response digest {x['digest']} is not one the door's "
+                       "own log recorded")
     completeness = "unproven" if reasons else "complete"
     if cap.completeness == "complete" and completeness != "complete":
         reasons.append("the capsule declares itself complete, but the evidence does not show it")
-    return VerifyReport(cap, inventory, objects, completeness, reasons, cap.completeness, notes)
+    return VerifyReport(cap, inventory, objects, completeness, reasons, cap.completeness, notes, disagreements)
+
+
+def _against_door_logs(cap: Capsule, st: EvidenceStore, status: dict[str, str]) -> list[dict]:
+    """The calls whose response digest no door log of the capsule recorded (see the module
+    docstring); empty when no log is readable or the logs record no response digest."""
+    logged: set[str] = set()
+    for log in (cap.data.get("authority") or {}).get("decision_logs") or []:
+        if status.get(log["digest"]) != "ok":
+            continue
+        try:
+            data = st.get(log["digest"])
+        except CapsuleError:
+            continue
+        for line in data.splitlines():
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # (a line cut short: the rows before it still count)
+            if isinstance(row, dict) and isinstance(row.get("response_digest"), str):
+                logged.add(row["response_digest"])
+    if not logged:
+        return []
+    return [{"call_id": ev.call_id, "digest": ev.response_digest} for ev in cap.tool_evidence
+            if ev.response_digest and ev.response_digest not in logged]
