@@ -569,3 +569,60 @@ def test_a_door_log_cut_short_leaves_the_capsule_unproven_naming_the_call(demo, 
     assert forensic.status == "replay_incomplete"
     d = diff_runs(run, forensic)
     assert d.verdict == "not_re_derivable" and d.decision_reproduced is None
+
+
+# -- verify: tampering -----------------------------------------------------------------------------
+
+def test_a_response_replaced_with_its_digest_edited_in_is_caught_by_the_door_log(capsule_dir):
+    """A forged response stored under its own digest, and the manifest edited to that digest:
+    every object hashed right and verify said 'complete'.  The door's own log, kept as evidence,
+    recorded the original digest."""
+    from click.testing import CliRunner
+
+    from replaybook.capsule.cli import capsule
+
+    cap, ev, obj = response_object(capsule_dir)
+    forged = obj.read_bytes().replace(b'"regulated_data":false', b'"regulated_data":true')
+    new = cap.store().put(forged)
+    obj.unlink()
+    p = capsule_dir / "capsule.yaml"
+    p.write_text(p.read_text().replace(ev.response_digest, new))
+    rep = verify_capsule(capsule_dir)
+    assert (rep.exit_code, rep.completeness) == (3, "unproven")
+    assert rep.log_disagreements == [{"call_id": ev.call_id, "digest": new}]
+    assert rep.integrity_failures.empty  # every object does hash to its name: the log is the witness
+    r = CliRunner().invoke(capsule, ["verify", str(capsule_dir)])
+    assert r.exit_code == 3
+    assert (f"INTEGRITY FAILURE: call {ev.call_id}: response digest {new} is not one the door's own log recorded"
+            in r.output.splitlines())
+
+
+def test_a_door_log_truncated_in_the_store_is_an_integrity_failure_naming_it(capsule_dir):
+    cap = load_capsule(capsule_dir)
+    log = cap.data["authority"]["decision_logs"][0]["digest"]
+    p = cap.store().path(log)
+    p.write_bytes(p.read_bytes()[:-100])
+    rep = verify_capsule(capsule_dir)
+    assert rep.exit_code == 3 and rep.integrity_failures["what"].tolist() == ["door-log.1"]
+    assert rep.log_disagreements == []  # (an unreadable witness is not a second accusation)
+
+
+def test_runs_made_from_another_capsule_yaml_are_named(demo, capsule_dir, workspace):
+    """The capsule edited after its runs were made: the review verdict had been given as the
+    capsule's own.  Each run records the digest of the capsule.yaml it was made from."""
+    from replaybook.capsule import review_section
+
+    runs = [load_run(demo / "runs" / f"{n}.json") for n in ("incident", "forensic", "live")]
+    sec = review_section(capsule_dir, *runs)
+    assert "runs_from_another_capsule" not in sec.verdict["replay_verdict"]
+    edit(capsule_dir, lambda d: d["tool_evidence"][2]["policy"].update(rule="allow-anything"))
+    sec = review_section(capsule_dir, *runs)
+    v = sec.verdict["replay_verdict"]
+    assert (v["runs_from_another_capsule"], v["reviewer_decision"]) == (["incident", "forensic"],
+                                                                       "replay_not_re_derivable")
+    assert sec.reasons[-1] == ("run 'forensic' was made from another capsule.yaml than this one (edited since, "
+                               "or another capsule's): its comparison is not this capsule's")
+    again = ForensicHarness(load_capsule(capsule_dir), workspace).run(deploy_rule_agent)
+    d = diff_runs(runs[0], again)
+    assert d.notes == [f"the runs were made from different capsule.yaml files ({runs[0].capsule_digest} vs "
+                       f"{again.capsule_digest}): the capsule changed between them, or they are two capsules' runs"]

@@ -171,7 +171,8 @@ class RunDiff:
             committed effects.
         cosmetic: labels whose digests agree but whose summaries differ.
         reasons: why the verdict is ``not_re_derivable`` (empty otherwise).
-        notes: other observations (simulated responses not compared, operation ids differ).
+        notes: other observations (simulated responses not compared, responses that differ in
+            spelling only, operation ids or capsule digests that differ).
     """
 
     reference: RunRecord
@@ -460,6 +461,9 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
         res.notes.append(f"{simulated} simulated checkpoints (writes not sent by a read-only run) were not compared")
     if a.operation_id and b.operation_id and a.operation_id != b.operation_id:
         res.notes.append(f"operation ids differ: {a.operation_id} vs {b.operation_id}")
+    if a.capsule_digest and b.capsule_digest and a.capsule_digest != b.capsule_digest:
+        res.notes.append(f"the runs were made from different capsule.yaml files ({a.capsule_digest} vs "
+                         f"{b.capsule_digest}): the capsule changed between them, or they are two capsules' runs")
     return res
 
 

@@ -20,14 +20,14 @@ import pandas as pd
 import yaml
 
 from .diff import RunDiff, align, diff_runs
-from .digest import short
+from .digest import sha256_digest, short
 from .model import Capsule
 from .runs import RunRecord
 from .verify import VerifyReport, verify_capsule
 
 __all__ = ["side_by_side", "side_by_side_styler", "replay_verdict", "replay_results", "divergence_record",
-           "suggest_reviewer_decision", "to_yaml", "CapsuleSection", "review_section", "InventorySection",
-           "inventory_section", "RUN_ROLES"]
+           "suggest_reviewer_decision", "foreign_runs", "to_yaml", "CapsuleSection", "review_section",
+           "InventorySection", "inventory_section", "RUN_ROLES"]
 
 #: the three runs a verdict compares, in order
 RUN_ROLES = ("incident", "forensic", "live")
@@ -139,14 +139,17 @@ def _reproduced(d: RunDiff) -> bool | None:
 
 
 def replay_verdict(report: VerifyReport, forensic: RunDiff, live: RunDiff, *,
-                   reviewer_decision: str | None = None) -> dict:
+                   reviewer_decision: str | None = None, foreign_runs: list[str] | None = None) -> dict:
     """The seed's ``replay_verdict`` block (plus both verdicts, never merged).
 
     Args:
         report: the capsule's verification.
         forensic: incident vs forensic replay.
         live: incident vs live verification.
-        reviewer_decision: the reviewer's decision; default :func:`suggest_reviewer_decision`.
+        reviewer_decision: the reviewer's decision; default :func:`suggest_reviewer_decision`
+            (``replay_not_re_derivable`` when ``foreign_runs`` names a run).
+        foreign_runs: the runs made from another ``capsule.yaml`` than this one
+            (:func:`foreign_runs`); when any, the block says so under ``runs_from_another_capsule``.
 
     Returns:
         ``{"replay_verdict": {capsule_complete, forensic_verdict, live_verdict,
@@ -157,6 +160,7 @@ def replay_verdict(report: VerifyReport, forensic: RunDiff, live: RunDiff, *,
     complete = report.completeness == "complete" and report.integrity_failures.empty
     first = forensic.first_divergence if forensic.verdict == "diverged" else live.first_divergence
     fr = forensic.replay
+    suggested = "replay_not_re_derivable" if foreign_runs else suggest_reviewer_decision(complete, forensic, live)
     return {"replay_verdict": {
         "capsule_complete": complete,
         "forensic_verdict": forensic.verdict_text,
@@ -166,8 +170,19 @@ def replay_verdict(report: VerifyReport, forensic: RunDiff, live: RunDiff, *,
         "first_divergence": first,
         "external_effects_replayed": bool(fr.external_effects_replayed or live.replay.external_effects_replayed),
         "unexpected_live_calls": len(fr.network_attempts) + len(fr.substitutions),
-        "reviewer_decision": reviewer_decision or suggest_reviewer_decision(complete, forensic, live),
+        "reviewer_decision": reviewer_decision or suggested,
+        **({"runs_from_another_capsule": list(foreign_runs)} if foreign_runs else {}),
     }}
+
+
+def foreign_runs(capsule: Capsule, *runs: RunRecord) -> list[str]:
+    """The names of ``runs`` that record the digest of another ``capsule.yaml`` than ``capsule``'s
+    file as it is now (edited after the run, or another capsule's run); runs recording none (a
+    live verification) are not named.  Empty for a capsule without a file."""
+    if capsule.path is None or not capsule.path.is_file():
+        return []
+    now = sha256_digest(capsule.path.read_bytes())
+    return [r.run for r in runs if r.capsule_digest and r.capsule_digest != now]
 
 
 def replay_results(forensic: RunDiff, live: RunDiff) -> dict:
@@ -242,18 +257,22 @@ class CapsuleSection:
 
 def review_section(capsule: Capsule | str | Path, incident: RunRecord, forensic: RunRecord, live: RunRecord,
                    *, reviewer_decision: str | None = None) -> CapsuleSection:
-    """Build the capsule section of the review report.
+    """Build the capsule section of the review report.  A run made from another ``capsule.yaml``
+    than this one (:func:`foreign_runs`) is named in the reasons and the verdict block.
 
     Raises:
         CapsuleFormatError: the capsule cannot be read.
     """
     report = verify_capsule(capsule)
     fd, ld = diff_runs(incident, forensic), diff_runs(incident, live)
-    verdict = replay_verdict(report, fd, ld, reviewer_decision=reviewer_decision)
+    foreign = foreign_runs(report.capsule, incident, forensic, live)
+    verdict = replay_verdict(report, fd, ld, reviewer_decision=reviewer_decision, foreign_runs=foreign)
     div = divergence_record(fd if fd.verdict == "diverged" else ld)
+    reasons = list(report.reasons) + [f"run {n!r} was made from another capsule.yaml than this one (edited since, "
+                                      "or another capsule's): its comparison is not this capsule's" for n in foreign]
     return CapsuleSection(
         verdict=verdict, verdict_yaml=to_yaml(verdict), results=replay_results(fd, ld),
-        inventory=report.inventory, completeness=report.completeness, reasons=list(report.reasons),
+        inventory=report.inventory, completeness=report.completeness, reasons=reasons,
         divergence=div, divergence_yaml="" if div is None else to_yaml(div),
         side_by_side=side_by_side({incident.run: incident, forensic.run: forensic, live.run: live}, incident.run))
 
