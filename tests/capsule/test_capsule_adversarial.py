@@ -626,3 +626,23 @@ def test_runs_made_from_another_capsule_yaml_are_named(demo, capsule_dir, worksp
     d = diff_runs(runs[0], again)
     assert d.notes == [f"the runs were made from different capsule.yaml files ({runs[0].capsule_digest} vs "
                        f"{again.capsule_digest}): the capsule changed between them, or they are two capsules' runs"]
+
+
+def test_two_identical_captured_calls_are_replayed_in_the_order_they_were_answered(capsule_dir, tmp_path):
+    """Two get_service calls with one request digest: the forensic replay serves the first
+    captured answer to the first call and the second to the second, each at its own time."""
+    cap, ev, obj = response_object(capsule_dir)
+    second = cap.store().put(b'{"service":"ledger-api","tags":{"regulated_data":true}}')
+
+    def add(d):
+        entries = d["tool_evidence"]
+        i = next(k for k, e in enumerate(entries) if e["call_id"] == ev.call_id)
+        entries.insert(i + 1, {**entries[i], "call_id": "toolu_second", "response_digest": second,
+                               "captured_response_ref": "evidence://op-example-913/toolu_second",
+                               "observed_at": "2026-09-13T16:42:12.000Z"})
+    edit(capsule_dir, add)
+    run = ForensicHarness(load_capsule(capsule_dir), None).run(read_twice)
+    got = [(c.call_id, c.digest, c.ts) for c in run.checkpoints if c.kind == "tool_response"][1:]
+    assert got == [(ev.call_id, ev.response_digest, "2026-09-13T16:42:11.300Z"),
+                   ("toolu_second", second, "2026-09-13T16:42:12.000Z")]
+    assert run.checkpoints[-1].summary == "stop: rollback_needed"
