@@ -646,3 +646,20 @@ def test_two_identical_captured_calls_are_replayed_in_the_order_they_were_answer
     assert got == [(ev.call_id, ev.response_digest, "2026-09-13T16:42:11.300Z"),
                    ("toolu_second", second, "2026-09-13T16:42:12.000Z")]
     assert run.checkpoints[-1].summary == "stop: rollback_needed"
+
+
+def test_a_response_nested_as_deep_as_json_allows_is_compared_to_the_bottom(incident, workspace, tmp_path):
+    """1,000 levels (a parser reads 1,024): the diff raised RecursionError instead of a verdict."""
+    def deep(leaf):
+        def change(v):
+            x = leaf
+            for _ in range(1000):
+                x = [x]
+            v["tags"]["deep"] = x
+        return change
+    store = EvidenceStore(tmp_path / "live")
+    a = live(catalogue(deep(1)), workspace, store)
+    b = live(catalogue(deep(2)), workspace, store)
+    assert a.status == b.status == "completed"
+    (change,) = diff_runs(a, b).divergence["changed_input"]["fields"]
+    assert (change["path"], change["a"], change["b"]) == ("tags.deep" + "[0]" * 1000, 1, 2)

@@ -112,6 +112,7 @@ def _leaf_equal(x: Any, y: Any) -> bool:
     return x == y
 
 
+@_json.nesting_room  # (a response nested as deep as a parser reads is walked to the bottom)
 def json_changes(a: Any, b: Any, limit: int = 20) -> list[dict]:
     """Leaf-level differences between two JSON values: ``[{"path", "a", "b"}]``.
 
@@ -356,6 +357,7 @@ def _downstream(ca: list[Checkpoint], cb: list[Checkpoint], la: list[str], lb: l
     return out
 
 
+@_json.nesting_room
 def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = None,
               store_b: EvidenceStore | None = None) -> RunDiff:
     """Compare run A (reference) with run B (replay).
@@ -467,6 +469,7 @@ def diff_runs(a: RunRecord, b: RunRecord, *, store_a: EvidenceStore | None = Non
     return res
 
 
+@_json.nesting_room
 def align(runs: Mapping[str, RunRecord], reference: str | None = None) -> pd.DataFrame:
     """Align several runs' checkpoints by label, in the reference run's order.
 

@@ -115,6 +115,7 @@ def parse_response(data: bytes) -> Any:
         return bytes(data).decode("utf-8", "replace")
 
 
+@_json.nesting_room  # (as deep as a parser reads: 1,024 levels)
 def response_shape(value: Any) -> Any:
     """The observed output schema of a parsed JSON value (see the module docstring)."""
     if isinstance(value, dict):
@@ -136,6 +137,7 @@ def response_shape(value: Any) -> Any:
     return "string"
 
 
+@_json.nesting_room
 def shape_paths(shape: Any, prefix: str = "") -> set[str]:
     """Flatten a shape into ``path:type`` strings (``tags.regulated_data:boolean``, ``items[]:string``).
 
