@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
 import yaml
@@ -45,7 +45,7 @@ from .. import _yaml
 from ..errors import InputError
 
 __all__ = [
-    "Rules", "Rule", "Window", "Decision", "load_rules", "rules_from_dict", "rules_schema", "glob_regex",
+    "Rules", "Rule", "Window", "Decision", "load_rules", "rules_from_dict", "rules_schema", "glob_regex", "glob_match",
     "DEFAULT_PATH_ARGUMENTS", "DEFAULT_MAX_ARGUMENT_BYTES", "DEFAULT_DENY", "BUILTIN_RULES", "refusal_text",
 ]
 
@@ -102,39 +102,139 @@ def rules_schema() -> dict:
     return json.loads(resources.files("replaybook.door").joinpath("door-rules.v1.json").read_text("utf-8"))
 
 
-@lru_cache(maxsize=4096)
-def glob_regex(pattern: str) -> re.Pattern:
-    """Compile a path glob: ``*``/``?`` stay in one segment, ``**`` crosses segments, ``**/`` may be empty."""
-    out, i, n = [], 0, len(pattern)
+def _glob_tokens(pattern: str) -> list[tuple[str, str]]:
+    """A path glob as tokens: ``("lit", c)``, ``("one", "")`` (``?``), ``("class", regex body)``
+    (``[…]``), ``("star", "")`` (``*``), ``("any", "")`` (``**``), ``("dirs", "")`` (``**/``: empty or
+    any text ending in ``/``)."""
+    out: list[tuple[str, str]] = []
+    i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if c == "*":
             if pattern.startswith("**", i):
                 if pattern.startswith("**/", i):
-                    out.append("(?:.*/)?")
+                    out.append(("dirs", ""))
                     i += 3
                 else:
-                    out.append(".*")
+                    out.append(("any", ""))
                     i += 2
                 continue
-            out.append("[^/]*")
+            out.append(("star", ""))
         elif c == "?":
-            out.append("[^/]")
+            out.append(("one", ""))
         elif c == "[":
             j = pattern.find("]", i + 2 if pattern.startswith("[!", i) or pattern.startswith("[]", i) else i + 1)
             if j < 0:
-                out.append(re.escape(c))
+                out.append(("lit", c))
             else:
                 body = pattern[i + 1:j]
                 if body.startswith("!"):
                     body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
+                out.append(("class", "[" + body.replace("\\", "\\\\") + "]"))
                 i = j + 1
                 continue
         else:
-            out.append(re.escape(c))
+            out.append(("lit", c))
         i += 1
+    return out
+
+
+_TOKEN_REGEX = {"one": "[^/]", "star": "[^/]*", "any": ".*", "dirs": "(?:.*/)?"}
+
+
+@lru_cache(maxsize=4096)
+def glob_regex(pattern: str) -> re.Pattern:
+    """Compile a path glob: ``*``/``?`` stay in one segment, ``**`` crosses segments, ``**/`` may be empty.
+
+    Matching it with :meth:`re.Pattern.match` backtracks: a glob with two or more stars takes time
+    polynomial in the text's length.  :func:`glob_match` does not."""
+    out = [re.escape(v) if k == "lit" else v if k == "class" else _TOKEN_REGEX[k] for k, v in _glob_tokens(pattern)]
     return re.compile("(?s:" + "".join(out) + r")\Z")
+
+
+class _GlobAutomaton:
+    """A glob run as a lazily built DFA: time linear in the text, whatever the pattern."""
+
+    _MAX_CACHED = 50_000
+
+    def __init__(self, tokens: list[tuple[str, str]]):
+        self.tokens = tokens
+        self.accept = len(tokens)
+        self.classes = {i: re.compile(v) for i, (k, v) in enumerate(tokens) if k == "class"}
+        self.start = self._closure({0})
+        self._next: dict[tuple[frozenset, str], frozenset] = {}
+
+    def _closure(self, states) -> frozenset:
+        out, todo = set(states), list(states)
+        while todo:
+            i = todo.pop()
+            if 0 <= i < self.accept and self.tokens[i][0] in ("star", "any", "dirs") and i + 1 not in out:
+                out.add(i + 1)
+                todo.append(i + 1)
+        return frozenset(out)
+
+    def _step(self, states: frozenset, ch: str) -> frozenset:
+        # state i: before token i; state -1 - i: inside the text of a "dirs" token i, which may
+        # end only with a "/" (no step past it without one)
+        nxt = set()
+        for i in states:
+            if i < 0:
+                nxt.add(i)
+                if ch == "/":
+                    nxt.add(-1 - i + 1)
+                continue
+            if i == self.accept:
+                continue
+            kind, v = self.tokens[i]
+            if kind == "lit":
+                if ch == v:
+                    nxt.add(i + 1)
+            elif kind == "one":
+                if ch != "/":
+                    nxt.add(i + 1)
+            elif kind == "class":
+                if self.classes[i].fullmatch(ch):
+                    nxt.add(i + 1)
+            elif kind == "star":
+                if ch != "/":
+                    nxt.add(i)
+            elif kind == "any":
+                nxt.add(i)
+            else:  # dirs: (?:.*/)?
+                nxt.add(-1 - i)
+                if ch == "/":
+                    nxt.add(i + 1)
+        return self._closure(nxt)
+
+    def match(self, text: str) -> bool:
+        states, cache = self.start, self._next
+        for ch in text:
+            key = (states, ch)
+            got = cache.get(key)
+            if got is None:
+                if len(cache) > self._MAX_CACHED:
+                    cache.clear()
+                got = cache[key] = self._step(states, ch)
+            states = got
+            if not states:
+                return False
+        return self.accept in states
+
+
+@lru_cache(maxsize=4096)
+def _glob_matcher(pattern: str) -> Callable[[str], bool]:
+    tokens = _glob_tokens(pattern)
+    if sum(k in ("star", "any", "dirs") for k, _ in tokens) <= 1:
+        rx = glob_regex(pattern)  # one star backtracks at most once over the text: linear
+        return lambda text: rx.match(text) is not None
+    return _GlobAutomaton(tokens).match
+
+
+def glob_match(pattern: str, text: str) -> bool:
+    """``text`` matches the path glob ``pattern`` (the syntax of :func:`glob_regex`), in time
+    linear in ``len(text)`` for any pattern (an object is the agent's to choose: a backtracking
+    match of ``**/a/**/b`` on a 64 KiB path takes minutes)."""
+    return _glob_matcher(pattern)(text)
 
 
 def _globs(v: str | list[str] | None) -> tuple[str, ...] | None:
@@ -212,7 +312,7 @@ class Rule:
             return True
         if obj is None:
             return False
-        return any(glob_regex(g).match(obj) for g in self.paths)
+        return any(glob_match(g, obj) for g in self.paths)
 
 
 @dataclass(frozen=True)
