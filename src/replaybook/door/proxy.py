@@ -188,6 +188,9 @@ class Door:
         self._asking: dict[Any, _Call] = {}  # client request id → a call waiting for its user's answer
         self._n_asks = 0
         self._tg = None                     # the relay's task group (a question waits in its own task)
+        #: the server reads this machine's filesystem (the door started it): a path is decided
+        #: on the object it reaches through symlinks too (:meth:`.Rules.decide`)
+        self.on_disk = False
         #: hold every other client message until the server has answered ``initialize`` (over
         #: HTTP the session id comes with that answer; a notification sent before it is refused)
         self.hold_until_initialized = False
@@ -277,7 +280,7 @@ class Door:
                 objs = self.rules.raw_objects(method, args) if isinstance(args, dict) else []
                 decision = Decision("deny", "door:invalid-utf8", objs[0] if objs else None)
             else:
-                decision = self.rules.decide(method, tool, args, argument_bytes=len(argjson),
+                decision = self.rules.decide(method, tool, args, argument_bytes=len(argjson), on_disk=self.on_disk,
                                              now=datetime.fromtimestamp(ts_ns / 1e9, timezone.utc))
             if decision.rule == "door:arguments-too-large":
                 logged = None
@@ -629,6 +632,7 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
                                    encoding_error_handler="replace")
     door = Door(rules, log, evidence=evidence, server_name=server_name,
                 default_server=Path(command[0]).name, grace_s=grace_s)
+    door.on_disk = True
     async with StdioPeer(max_line=max_message_bytes) as peer:
         async with stdio_client(params, errlog=sys.stderr) as (server_read, server_write):
             ended = await door.serve(peer, server_read, server_write)

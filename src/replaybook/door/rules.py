@@ -21,7 +21,8 @@ A rules file is YAML (or JSON) matching the JSON Schema ``replaybook/door/door-r
 Before the rules, built-in checks refuse what no rule should ever see (ids ``door:…``):
 ``door:invalid-arguments`` (arguments not an object), ``door:arguments-too-large``,
 ``door:invalid-utf8`` (the request had bytes that are not UTF-8, or lone surrogates),
-``door:path-traversal`` (an object with a ``..`` segment) and ``door:outside-roots``.
+``door:invalid-path`` (an object with a NUL), ``door:path-traversal`` (an object with a ``..``
+segment, in any spelling) and ``door:outside-roots`` (also a symlink out of every root).
 A call no rule matches is refused by ``default-deny``.
 """
 
@@ -29,8 +30,10 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import posixpath
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -64,6 +67,7 @@ BUILTIN_RULES = {
     "door:arguments-too-large": "the arguments are larger than the door accepts",
     "door:invalid-utf8": "the request contains bytes that are not valid UTF-8",
     "door:path-traversal": "a path argument contains a '..' segment",
+    "door:invalid-path": "a path argument contains a NUL character, which no file name can hold",
     "door:outside-roots": "a path argument is outside the door's data roots",
     "door:invalid-request": "the request is not a valid MCP request",
     "door:method-not-allowed": "the door does not forward this method",
@@ -296,12 +300,14 @@ class Rule:
         if self.tools is not None and not any(fnmatch.fnmatchcase(tool, g) for g in self.tools):
             return False
         for name, globs in self.arguments.items():
-            if name not in arguments:
+            # every spelling of the name a server may read as it (Go's encoding/json folds case)
+            values = [v for k, v in arguments.items() if k == name or _fold_name(k) == _fold_name(name)]
+            if not values:
                 return False
-            v = arguments[name]
-            text = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), sort_keys=True)
-            if not any(fnmatch.fnmatchcase(text, g) for g in globs):
-                return False
+            for v in values:
+                text = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), sort_keys=True)
+                if not any(fnmatch.fnmatchcase(text, g) for g in globs):
+                    return False
         if self.windows is not None and not any(w.contains(now) for w in self.windows):
             return False
         return True
@@ -313,6 +319,13 @@ class Rule:
         if obj is None:
             return False
         return any(glob_match(g, obj) for g in self.paths)
+
+    def matches_folded(self, folded: str) -> bool:
+        """The ``paths`` condition holds for an object's folded spelling (:func:`fold_object`),
+        each glob folded alike."""
+        if self.paths is None:
+            return True
+        return any(glob_match(_fold_glob(g), folded) for g in self.paths)
 
 
 @dataclass(frozen=True)
@@ -336,6 +349,50 @@ class Decision:
     def allowed(self) -> bool:
         """The call may pass the door."""
         return self.decision == "allow"
+
+
+def _fold_name(name: str) -> str:
+    """An argument name as a reader that ignores case compares it (NFKC, case-folded: Go's
+    encoding/json takes ``PATH``, ``Path`` and ``\u017fource`` for ``path`` and ``source``)."""
+    return name.lower() if name.isascii() else unicodedata.normalize("NFKC", name).casefold()
+
+
+@lru_cache(maxsize=4096)
+def _fold_glob(pattern: str) -> str:
+    return unicodedata.normalize("NFKC", pattern).casefold()
+
+
+def _decode(s: str) -> str:
+    """``s`` percent-decoded until it stops changing (at most three rounds: ``%252F`` → ``/``)."""
+    for _ in range(3):
+        t = unquote(s)
+        if t == s:
+            break
+        s = t
+    return s
+
+
+def _fold(obj: str) -> str:
+    """One spelling for the many a server may read as the same object: percent-decoded, NFKC,
+    case-folded, ``\\`` as ``/``, each segment's trailing dots and spaces dropped (Windows drops
+    them; a segment of dots only is ``.`` or ``..``).  Paths are normalised (``//``, ``./``);
+    URIs (``scheme://…``) are not."""
+    t = unicodedata.normalize("NFKC", _decode(obj)).casefold().replace("\\", "/")
+    segs = []
+    for seg in t.split("/"):
+        if seg and not seg.strip(". "):
+            seg = ".." if seg.count(".") >= 2 else "."
+        elif seg not in (".", ".."):
+            seg = seg.rstrip(". ")
+        segs.append(seg)
+    t = "/".join(segs)
+    if "://" in obj or ".." in segs:
+        return t
+    return posixpath.normpath(t) if t else t
+
+
+def _home() -> str:
+    return os.path.expanduser("~")
 
 
 def _has_bad_text(v: Any) -> bool:
@@ -364,52 +421,100 @@ class Rules:
 
     # -- objects -------------------------------------------------------------------------------
     def raw_objects(self, method: str, arguments: dict) -> list[str]:
-        """The object strings a call names, as given (``uri`` for resources/read)."""
+        """The object strings a call names, as given: ``uri`` for resources/read; for a tool call
+        every argument named in :attr:`path_arguments` — in any case or Unicode spelling of the
+        name (some servers read JSON keys case-insensitively) and at any depth (``files[].path``)
+        — that is a string, a number (as its JSON text) or a list of them.  Top-level arguments
+        come first, in :attr:`path_arguments` order."""
         if method == "resources/read":
             uri = arguments.get("uri")
             return [uri] if isinstance(uri, str) else []
+        order: dict[str, int] = {}
+        for i, n in enumerate(self.path_arguments):
+            order.setdefault(_fold_name(n), i)
+        exact = set(self.path_arguments)
+        top = [k for k in arguments if isinstance(k, str) and _fold_name(k) in order]
+        top.sort(key=lambda k: (order[_fold_name(k)], k not in exact))  # (stable: then as sent)
         out: list[str] = []
-        for name in self.path_arguments:
-            v = arguments.get(name)
-            if isinstance(v, str):
-                out.append(v)
-            elif isinstance(v, list):
-                out.extend(x for x in v if isinstance(x, str))
+        for k in top:
+            _collect(arguments[k], order, out)
+        for k, v in arguments.items():
+            if isinstance(v, (dict, list)) and not (isinstance(k, str) and _fold_name(k) in order):
+                _walk(v, order, out)
         return out
 
     def normalise(self, raw: str) -> tuple[str, str | None]:
         """``(object, refusal)`` for one raw object: normalised and made relative to a root, or a
-        built-in refusal id (``door:path-traversal`` / ``door:outside-roots``)."""
+        built-in refusal id (``door:invalid-path`` / ``door:path-traversal`` / ``door:outside-roots``)."""
+        obj, refusal, _ = self._normalise(raw)
+        return obj, refusal
+
+    def _normalise(self, raw: str) -> tuple[str, str | None, str | None]:
+        """:meth:`normalise` plus the object's absolute path on the server's filesystem, when the
+        rules' roots tell it (``None`` for a URI, or a relative path without roots)."""
+        if "\x00" in raw or "\x00" in _decode(raw):
+            return raw, "door:invalid-path", None
         s = raw
-        is_file_uri = raw.startswith("file:")
-        if is_file_uri:
+        if raw[:5].lower() == "file:":  # (a scheme is case-insensitive: FILE:///etc/passwd is a path)
             s = unquote(urlsplit(raw).path) or "/"
         elif "://" in raw:
-            # a non-file URI: check its path part for traversal, keep the URI as the object
-            part = unquote(urlsplit(raw).path)
-            if ".." in re.split(r"[/\\]", part):
-                return raw, "door:path-traversal"
-            return raw, None
-        if ".." in re.split(r"[/\\]", s) or ".." in re.split(r"[/\\]", unquote(s)):
-            return s, "door:path-traversal"
+            # another URI: no '..' anywhere after the scheme (a template's {+path} may start at the
+            # host: data://../x), in any spelling; the URI is the object as written
+            rest = raw.split("://", 1)[1]
+            if ".." in re.split(r"[/\\]", _decode(rest)) or ".." in _fold(rest).split("/"):
+                return raw, "door:path-traversal", None
+            return raw, None, None
+        elif raw == "~" or raw.startswith("~/"):
+            s = _home() + raw[1:]  # as the reference filesystem server (and a shell) reads it
+        if ".." in re.split(r"[/\\]", s) or ".." in _fold(s).split("/"):
+            return s, "door:path-traversal", None
         norm = posixpath.normpath(s) if s else s
         if norm.startswith("./"):
             norm = norm[2:]
-        if self.roots and norm.startswith("/"):
+        if not self.roots:
+            return norm, None, None
+        if norm.startswith("/"):
             for root in self.roots:
                 r = posixpath.normpath(root)
                 if norm == r:
-                    return ".", None
+                    return ".", None, norm
                 prefix = r if r.endswith("/") else r + "/"
                 if norm.startswith(prefix):
-                    return norm[len(prefix):], None
-            return norm, "door:outside-roots"
-        return norm, None
+                    return norm[len(prefix):], None, norm
+            return norm, "door:outside-roots", None
+        first = posixpath.normpath(self.roots[0])  # where a server resolves a relative path
+        return norm, None, (first if norm in ("", ".") else posixpath.join(first, norm))
+
+    def _on_disk(self, absolute: str) -> tuple[str | None, str | None]:
+        """``(object, refusal)`` for what ``absolute`` reaches on this machine's filesystem —
+        symlinks followed in every component that exists, as a server opening it does — made
+        relative to a root (the root as written or as resolved); ``(None, None)`` when that is
+        ``absolute`` itself; ``door:outside-roots`` when it leaves every root."""
+        try:
+            real = os.path.realpath(absolute)
+        except (OSError, ValueError):
+            return None, None
+        if real == absolute:
+            return None, None
+        for root in self.roots:
+            for r in dict.fromkeys((posixpath.normpath(root), os.path.realpath(root))):
+                if real == r:
+                    return ".", None
+                prefix = r.rstrip("/") + "/"
+                if real.startswith(prefix):
+                    return real[len(prefix):], None
+        return real, "door:outside-roots"
 
     # -- the decision ----------------------------------------------------------------------------
     def decide(self, method: str, tool: str, arguments: Any, *, now: datetime | None = None,
-               argument_bytes: int | None = None) -> Decision:
+               argument_bytes: int | None = None, on_disk: bool = False) -> Decision:
         """Decide one call.
+
+        Every object the call names is decided on its own (first match; any refusal refuses the
+        call), and with it the objects the server may read for it: a URI percent-decoded (the
+        MCP SDK's resource templates decode), and with ``on_disk`` the object a path reaches
+        through symlinks.  An explicit ``deny`` (or ``ask``) rule also catches an object's other
+        spellings (:func:`_fold`: case, Unicode form, percent-encoding, ``\\``, trailing dots).
 
         Args:
             method: ``tools/call`` or ``resources/read``.
@@ -417,6 +522,8 @@ class Rules:
             arguments: the call's arguments (``{"uri": …}`` for a resource read).
             now: the door's clock (tz-aware; default: now, UTC).
             argument_bytes: size of the arguments' compact JSON, when the caller knows it.
+            on_disk: the server reads this machine's filesystem (a server the door started):
+                resolve symlinks under the roots.
         """
         if arguments is None:
             arguments = {}
@@ -430,10 +537,19 @@ class Rules:
         now = now or datetime.now(timezone.utc)
         objects: list[str] = []
         for raw in self.raw_objects(method, arguments):
-            obj, refusal = self.normalise(raw)
+            obj, refusal, absolute = self._normalise(raw)
             if refusal is not None:
                 return Decision("deny", refusal, obj, (obj,))
             objects.append(obj)
+            if absolute is None and "://" in raw and _decode(raw) != raw:
+                objects.append(_decode(raw))
+            elif on_disk and absolute is not None:
+                reached, refusal = self._on_disk(absolute)
+                if refusal is not None:
+                    return Decision("deny", refusal, reached, tuple(dict.fromkeys([*objects, reached])))
+                if reached is not None:
+                    objects.append(reached)
+        objects = list(dict.fromkeys(objects))
         candidates = [r for r in self.rules if r.matches_call(method, tool, arguments, now)]
         if not objects:
             for r in candidates:
@@ -442,16 +558,52 @@ class Rules:
             return Decision("deny", DEFAULT_DENY)
         first: Decision | None = None
         ask: Decision | None = None
+        both = tuple(objects)
         for obj in objects:
-            d = next((Decision(r.decision, r.id, obj, tuple(objects)) for r in candidates if r.matches_object(obj)),
-                     Decision("deny", DEFAULT_DENY, obj, tuple(objects)))
+            d = next((Decision(r.decision, r.id, obj, both) for r in candidates if r.matches_object(obj)),
+                     Decision("deny", DEFAULT_DENY, obj, both))
             if d.decision == "deny":  # a refusal of any object refuses the call, asked or not
                 return d
             if d.decision == "ask":
                 ask = ask or d
             first = first or d
+        for obj in objects:
+            folded = _fold(obj)
+            if folded != obj:  # another spelling of the object: an explicit deny or ask counts
+                r = next((r for r in candidates if r.matches_folded(folded)), None)
+                if r is not None and r.decision == "deny":
+                    return Decision("deny", r.id, obj, both)
+                if r is not None and r.decision == "ask":
+                    ask = ask or Decision("ask", r.id, obj, both)
         assert first is not None
         return ask or first
+
+
+def _collect(v: Any, names: dict[str, int], out: list[str]) -> None:
+    """The objects in the value of a path argument."""
+    if isinstance(v, str):
+        out.append(v)
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        out.append(json.dumps(v))
+    elif isinstance(v, list):
+        for x in v:
+            _collect(x, names, out)
+    elif isinstance(v, dict):
+        _walk(v, names, out)
+
+
+def _walk(v: Any, names: dict[str, int], out: list[str]) -> None:
+    """The objects of the path arguments nested anywhere in ``v``."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if isinstance(k, str) and _fold_name(k) in names:
+                _collect(x, names, out)
+            elif isinstance(x, (dict, list)):
+                _walk(x, names, out)
+    elif isinstance(v, list):
+        for x in v:
+            if isinstance(x, (dict, list)):
+                _walk(x, names, out)
 
 
 def _window(d: dict) -> Window:
