@@ -345,3 +345,235 @@ def test_the_door_refuses_every_trick_in_front_of_the_reference_server(npm_fs_se
     assert lines[4]["objects"] == ["demo/cars.csv", "demo/env", "reference/.env"]
     assert lines[5]["objects"] == ["demo/cars.csv", "demo/ref/cars.csv", "reference/cars.csv"]
     assert "objects" not in lines[6]
+
+
+# -- protocol tricks: the door in front of a server that misbehaves on request -------------------------
+
+HOSTILE = Path(__file__).resolve().parent / "hostile_server.py"
+PROTOCOL_RULES = """\
+version: 1
+rules:
+  - id: deny-dotenv
+    decision: deny
+    paths: ["**/.env"]
+  - id: ask-before-echoing-private
+    decision: ask
+    tools: [echo]
+    paths: ["private/**"]
+  - id: allow-demo
+    decision: allow
+    tools: [echo, slow, hang, twice]
+    paths: ["demo", "demo/**"]
+  - id: allow-tools
+    decision: allow
+    tools: [spoof, storm]
+"""
+
+
+@pytest.fixture
+def hostile(tmp_path, monkeypatch):
+    """``start(**door_cmd options)``: a door (spoken to over raw pipes) in front of the hostile
+    server; ``seen()`` is what that server received, one message each."""
+    import sys
+
+    from .conftest import door_cmd
+    from .test_faults_load import RawDoor
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(PROTOCOL_RULES)
+    seen_file = tmp_path / "seen.jsonl"
+    monkeypatch.setenv("HOSTILE_SERVER_SEEN", str(seen_file))
+    doors = []
+
+    def start(session="s", **kw):
+        d = RawDoor(door_cmd(rules, tmp_path / "logs", [sys.executable, str(HOSTILE)], session=session, **kw),
+                    tmp_path / f"{session}.err")
+        doors.append(d)
+        return d
+
+    def seen() -> list[dict]:
+        import json
+
+        return [json.loads(x) for x in seen_file.read_text().splitlines()] if seen_file.exists() else []
+
+    yield {"start": start, "seen": seen, "log": lambda s="s": tmp_path / "logs" / "analyst" / f"{s}.jsonl",
+           "err": lambda s="s": (tmp_path / f"{s}.err").read_text(), "tmp": tmp_path}
+    for d in doors:
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait(10)
+
+
+def _calls_seen(seen: list[dict]) -> list[dict]:
+    return [m["params"]["arguments"] for m in seen if m.get("method") == "tools/call"]
+
+
+def test_what_reaches_the_server_is_what_the_door_decided(hostile):
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    # a call before initialize is decided like any other
+    door.send_raw(b'{"jsonrpc":"2.0","id":"early","method":"tools/call","params":{"name":"echo",'
+                  b'"arguments":{"path":"reference/.env"}}}')
+    early = door.recv()
+    assert early["id"] == "early" and early["result"]["isError"] and "deny-dotenv" in str(early)
+    door.initialize()
+    # a key given twice: the door and the server read the same one (the door forwards what it parsed)
+    door.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo",'
+                  b'"arguments":{"path":"reference/.env","path":"demo/a.csv"}}}')
+    assert door.recv()["result"]["structuredContent"] == {"received": {"path": "demo/a.csv"}}
+    door.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo",'
+                  b'"arguments":{"path":"demo/a.csv","path":"reference/.env"}}}')
+    assert "deny-dotenv" in str(door.recv())
+    door.send_raw(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","name":"spoof",'
+                  b'"arguments":{"path":"reference/.env"}}}')
+    assert "deny-dotenv" in str(door.recv())
+    # a method spelled in another case, a call sent as a notification, in a batch, with an id of a
+    # type JSON-RPC does not allow: refused, never forwarded
+    door.send_raw(b'{"jsonrpc":"2.0","id":5,"method":"Tools/Call","params":{"name":"echo",'
+                  b'"arguments":{"path":"demo/x"}}}')
+    assert door.recv()["error"]["code"] == -32601
+    door.send_raw(b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"path":"demo/x"}}}')
+    door.send_raw(b'[{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo",'
+                  b'"arguments":{"path":"demo/x"}}}]')
+    assert door.recv()["error"]["code"] == -32600
+    door.send_raw(b'{"jsonrpc":"2.0","id":7.5,"method":"tools/call","params":{"name":"echo",'
+                  b'"arguments":{"path":"demo/x"}}}')
+    assert door.recv()["error"]["code"] == -32600
+    assert door.close() == 0
+    assert _calls_seen(hostile["seen"]()) == [{"path": "demo/a.csv"}]
+    lines = validate_lines(hostile["log"]())
+    assert [(o["tool"], o["object"], o["decision"], o["rule"]) for o in lines] == [
+        ("echo", "reference/.env", "deny", "deny-dotenv"),
+        ("echo", "demo/a.csv", "allow", "allow-demo"),
+        ("echo", "reference/.env", "deny", "deny-dotenv"),
+        ("spoof", "reference/.env", "deny", "deny-dotenv"),
+        ("Tools/Call", None, "deny", "door:method-not-allowed"),
+        ("echo", None, "deny", "door:not-a-request"),
+        ("(invalid)", None, "deny", "door:invalid-request"),
+        ("echo", None, "deny", "door:not-a-request"),
+    ]
+
+
+def test_an_answer_no_request_waits_for_never_reaches_the_client(hostile):
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.initialize()
+    # the server answers ids the client will use next, and one it already refused …
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "reference/.env"}}, rid=10)
+    assert door.recv()["id"] == 10
+    door.request("tools/call", {"name": "spoof", "arguments": {"ids": [10, 11, 12]}}, rid=2)
+    got = door.recv()
+    assert (got["id"], got["result"]["content"][0]["text"]) == (2, "spoof done")
+    # … so the refusal of 11 is the only answer to 11, and no spoofed answer is waiting for 12
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "reference/.env"}}, rid=11)
+    got = door.recv()
+    assert got["id"] == 11 and "deny-dotenv" in str(got)
+    door.request("ping", rid=12)
+    assert door.recv() == {"jsonrpc": "2.0", "id": 12, "result": {}}
+    # a call answered twice: the client gets the logged answer only
+    first = door.call("twice", {"path": "demo/a"}, rid=3)
+    assert first["result"]["content"][0]["text"] == "first"
+    door.request("ping", rid=4)
+    assert door.recv()["id"] == 4
+    assert door.close() == 0
+    lines = validate_lines(hostile["log"]())
+    assert [(o["seq"], o["tool"], o["decision"], o["rows"]) for o in lines] == [
+        (1, "echo", "deny", None), (2, "spoof", "allow", 1), (3, "echo", "deny", None), (4, "twice", "allow", 1)]
+    err = hostile["err"]()
+    assert "answered id 10, which no request is waiting for" in err and "answered id 3, which" in err
+
+
+def test_an_id_already_in_flight_is_refused_whatever_the_method(hostile):
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.initialize()
+    # a call in flight, then a ping with its id: the ping's answer must not be taken for the call's
+    door.request("tools/call", {"name": "slow", "arguments": {"path": "demo/a", "seconds": 1}}, rid=20)
+    door.request("ping", rid=20)
+    refused = door.recv()
+    assert refused["id"] == 20 and refused["error"]["code"] == -32600 and "in flight" in refused["error"]["message"]
+    slow = door.recv()
+    assert slow["id"] == 20 and slow["result"]["content"][0]["text"] == "slow done"
+    # a listing in flight, then a call with its id: refused and logged, the listing answered
+    door.request("prompts/list", rid=30)
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "demo/a"}}, rid=30)
+    call = door.recv()
+    assert call["id"] == 30 and "door:invalid-request" in call["error"]["message"]
+    assert door.recv() == {"jsonrpc": "2.0", "id": 30, "result": {"prompts": []}}
+    assert door.close() == 0
+    assert [m.get("method") for m in hostile["seen"]() if m.get("id") in (20, 30)] == ["tools/call", "prompts/list"]
+    lines = validate_lines(hostile["log"]())
+    assert [(o["tool"], o["decision"], o["rule"], o["rows"], o["error"]) for o in lines] == [
+        ("slow", "allow", "allow-demo", 1, None),
+        ("echo", "deny", "door:invalid-request", None, "request id already in flight")]
+
+
+def test_the_servers_own_question_cannot_answer_the_doors(hostile):
+    """A server sends the client an elicitation with the id the door's question will have; the
+    user approves the server's harmless question and declines the door's."""
+    import json
+
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    params = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+              "clientInfo": {"name": "raw-test", "version": "0"}}
+    door.request("initialize", params, rid=1)
+    door.recv()
+    door.notify("notifications/initialized")
+    benign = {"message": "Shall I use metric units?", "requestedSchema": {"type": "object", "properties": {
+        "approve": {"type": "boolean"}}}}
+    door.request("tools/call", {"name": "storm", "arguments": {
+        "count": 1, "method": "elicitation/create", "id": "replaybook-door-ask-1", "params": benign}}, rid=2)
+    servers = door.recv()
+    assert servers["method"] == "elicitation/create" and servers["params"]["message"] == benign["message"]
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "private/salaries.csv"}}, rid=3)
+    doors = door.recv()
+    assert doors["method"] == "elicitation/create" and "ask-before-echoing-private" in doors["params"]["message"]
+    for question, approve in ((servers, True), (doors, False)):
+        door.send_raw(json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": {
+            "action": "accept", "content": {"approve": approve}}}).encode())
+    answers = {m["id"]: m for m in (door.recv(), door.recv())}
+    assert answers[3]["result"]["isError"] and "the user declined it" in str(answers[3])
+    assert answers[2]["result"]["content"][0]["text"] == "1 answers"
+    assert door.close() == 0
+    assert {"path": "private/salaries.csv"} not in _calls_seen(hostile["seen"]())
+    lines = validate_lines(hostile["log"]())
+    assert sorted((o["tool"], o["decision"], o.get("approval") or "") for o in lines) == [
+        ("echo", "deny", "declined"), ("storm", "allow", "")]
+
+
+def test_a_server_to_client_request_storm_passes_and_calls_are_still_decided(hostile):
+    import json
+
+    door = hostile["start"]()
+    door.initialize()
+    door.request("tools/call", {"name": "storm", "arguments": {"count": 500}}, rid=2)
+    n = 0
+    while True:
+        m = door.recv()
+        if "method" in m:
+            n += 1
+            door.send_raw(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"roots": []}}).encode())
+            continue
+        break
+    assert (n, m["id"], m["result"]["content"][0]["text"]) == (500, 2, "500 answers")
+    assert "deny-dotenv" in str(door.call("echo", {"path": "reference/.env"}, rid=3))
+    assert door.close() == 0
+
+
+def test_a_client_that_hangs_up_mid_call_leaves_the_call_logged(hostile):
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.initialize()
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/a"}}, rid=2)
+    door.request("tools/call", {"name": "slow", "arguments": {"path": "demo/b", "seconds": 0.5}}, rid=3)
+    assert door.close() == 0  # stdin closed with both in flight
+    lines = validate_lines(hostile["log"]())
+    assert sorted((o["tool"], o["decision"], o["rows"], o["error"]) for o in lines) == [
+        ("hang", "allow", None, "the client closed the connection before the answer"),
+        ("slow", "allow", 1, None)]  # answered within the door's grace period: logged as answered

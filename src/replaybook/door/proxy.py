@@ -23,7 +23,9 @@ and never rewrites what it forwards:
   JSON-RPC message (invalid JSON, a batch, too long, not UTF-8) is answered with a JSON-RPC error
   and logged (``door:invalid-request`` / ``door:message-too-large``).
 
-If the log line cannot be written, the client gets an error instead of the answer (fail closed).
+An answer from the server to no request in flight (an id the door refused, a second answer)
+is not relayed: it would reach the client unlogged; a request whose id is already in flight is
+refused.  If the log line cannot be written, the client gets an error instead of the answer (fail closed).
 If the server exits, every call still waiting is logged with an error and answered with one.
 """
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import secrets
 import sys
 import time
 from dataclasses import dataclass, field
@@ -172,6 +175,8 @@ class Door:
         self.clock_ns = clock_ns
         self.grace_s = grace_s
         self.pending: dict[Any, _Call] = {}
+        #: requests passed through to the server and not answered yet: id → method
+        self._passing: dict[Any, str] = {}
         self._init_ids: set = set()
         #: set once the server has answered every ``initialize`` in flight (made in the event loop)
         self._init_answered: anyio.Event | None = None
@@ -351,6 +356,13 @@ class Door:
                 if msg.method not in self.pass_methods:
                     await self._not_allowed(peer, msg)
                     continue
+                if self._in_flight(msg.id):
+                    # its answer would be taken for the other request's (and a call's logged so)
+                    await self._safe_send(peer, types.JSONRPCError(jsonrpc="2.0", id=msg.id, error=types.ErrorData(
+                        code=types.INVALID_REQUEST, message=f"refused by the door: request id {msg.id!r} is already "
+                                                            "in flight")))
+                    continue
+                self._passing[msg.id] = msg.method
                 if msg.method in ("initialize", "server/discover"):
                     self._init_ids.add(msg.id)
                     if self._init_answered is None or self._init_answered.is_set():
@@ -364,7 +376,7 @@ class Door:
                        raw: bytes | None = None) -> None:
         call = self._decide_request(msg, bad_utf8, raw)
         self.calls += 1
-        if call.decision.allowed and msg.id in self.pending:
+        if call.decision.decision in ("allow", "ask") and self._in_flight(msg.id):
             call.decision = Decision("deny", "door:invalid-request", call.decision.object)
             call.extra["error_detail"] = "request id already in flight"
         if call.decision.decision == "ask" and self._tg is not None:
@@ -393,7 +405,7 @@ class Door:
         call.extra["approval"] = approval
         d = call.decision
         call.decision = Decision("allow" if approval == "approved" else "deny", d.rule, d.object, d.objects)
-        if approval == "approved" and msg.id not in self.pending:
+        if approval == "approved" and not self._in_flight(msg.id):
             self.pending[msg.id] = call
             try:
                 await server_write.send(_session_message(msg))
@@ -417,7 +429,9 @@ class Door:
         if not self.client_can_ask:
             return "unavailable"
         self._n_asks += 1
-        rid = f"replaybook-door-ask-{self._n_asks}"
+        # unguessable: a server must not be able to send the client a question of its own with
+        # this id, whose answer the door would take for the user's answer to its question
+        rid = f"replaybook-door-ask-{self._n_asks}-{secrets.token_hex(8)}"
         answered = anyio.Event()
         self._asks[rid] = [answered, None]
         objects = list(call.decision.objects) or ([call.decision.object] if call.decision.object else [])
@@ -550,9 +564,24 @@ class Door:
                 if msg.id in self._init_ids:
                     self._sniff(msg)
                 call = self.pending.pop(msg.id, None)
-                if call is not None and not self._complete(call, msg):
-                    msg = self._log_failed(msg.id)
+                if call is not None:
+                    if not self._complete(call, msg):
+                        msg = self._log_failed(msg.id)
+                elif self._passing.pop(msg.id, None) is None:
+                    # an answer to no request in flight (a refused id, a second answer, an id the
+                    # client has not used yet): relayed, it would reach the client unlogged
+                    print(f"replaybook door: the MCP server answered id {msg.id!r}, which no request is waiting "
+                          "for: not passed on", file=sys.stderr)
+                    continue
+            elif isinstance(msg, types.JSONRPCRequest) and msg.id in self._asks:
+                print(f"replaybook door: the MCP server sent a request with the id of the door's own question "
+                      f"({msg.id!r}): not passed on", file=sys.stderr)
+                continue
             await self._safe_send(peer, msg)
+
+    def _in_flight(self, rid) -> bool:
+        """A request with this id is waiting for the server's answer (or the user's)."""
+        return rid in self.pending or rid in self._passing or rid in self._asking
 
     def _abandon(self, reason: str) -> list:
         """Log every call still waiting with ``reason``; return their ids."""
