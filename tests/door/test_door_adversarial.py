@@ -9,6 +9,7 @@ list (allow ``demo/``, refuse everything else by default).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -577,3 +578,96 @@ def test_a_client_that_hangs_up_mid_call_leaves_the_call_logged(hostile):
     assert sorted((o["tool"], o["decision"], o["rows"], o["error"]) for o in lines) == [
         ("hang", "allow", None, "the client closed the connection before the answer"),
         ("slow", "allow", 1, None)]  # answered within the door's grace period: logged as answered
+
+
+# -- a log that cannot be written, evidence that cannot be kept ----------------------------------------
+
+def test_no_call_is_forwarded_while_the_log_cannot_be_opened(hostile):
+    (hostile["tmp"] / "logs").mkdir()
+    (hostile["tmp"] / "logs" / "analyst").write_text("a file where the agent's log folder should be")
+    door = hostile["start"]()
+    door.initialize()
+    for rid, args in ((2, {"path": "demo/a"}), (3, {"path": "reference/.env"})):
+        ans = door.call("echo", args, rid=rid)
+        assert ans["error"]["code"] == -32603 and "door:log-failed" in ans["error"]["message"]
+    assert door.close() == 0
+    assert _calls_seen(hostile["seen"]()) == []  # the server never acted on a call it could not log
+    err = hostile["err"]()
+    assert "cannot open the call log" in err
+    assert err.count("a call log line that could not be written: ") == 2
+    assert '"rule":"door:log-failed"' in err and '"rule":"deny-dotenv"' in err
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs a POSIX file size limit")
+def test_a_log_that_fails_mid_session_keeps_whole_lines_and_stops_forwarding(hostile, monkeypatch):
+    import resource
+    import subprocess
+
+    from .conftest import validate_lines
+
+    limit = 4000  # bytes any file the door writes may grow to: the log fills up after a few lines
+
+    real_popen = subprocess.Popen
+
+    def limited(*a, **kw):
+        kw["preexec_fn"] = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+        return real_popen(*a, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", limited)
+    door = hostile["start"]()
+    monkeypatch.setattr(subprocess, "Popen", real_popen)
+    door.initialize()
+    answered = 0
+    for rid in range(2, 40):
+        ans = door.call("echo", {"path": f"demo/{rid}.csv", "pad": "x" * 200}, rid=rid)
+        if "error" in ans:
+            break
+        answered += 1
+    assert 3 <= answered < 30 and "door:log-failed" in ans["error"]["message"]
+    failed_at = rid
+    for rid in (100, 101):  # the log is still full: refused, and never forwarded
+        later = door.call("echo", {"path": f"demo/{rid}.csv"}, rid=rid)
+        assert "door:log-failed" in later["error"]["message"]
+    assert door.close() == 0
+    seen = [a["path"] for a in _calls_seen(hostile["seen"]())]
+    assert seen == [f"demo/{r}.csv" for r in range(2, failed_at + 1)]  # the last one was answered, not logged
+    log = hostile["log"]()
+    assert log.stat().st_size <= limit and log.read_bytes().endswith(b"\n")
+    lines = validate_lines(log)  # whole lines only: the line cut off by the limit was taken back
+    assert [o["object"] for o in lines] == [f"demo/{r}.csv" for r in range(2, failed_at)]
+    err = hostile["err"]()
+    said = "replaybook door: a call log line that could not be written: "
+    held = [line[len(said):] for line in err.splitlines() if line.startswith(said)]
+    import json
+
+    assert [(json.loads(h)["object"], json.loads(h)["rule"]) for h in held] == [
+        (f"demo/{failed_at}.csv", "allow-demo"), ("demo/100.csv", "door:log-failed"), ("demo/101.csv", "door:log-failed")]
+
+
+def test_an_answer_that_cannot_be_kept_as_evidence_is_not_given_and_says_why(hostile):
+    import hashlib
+
+    from replaybook.door.results import evidence_bytes
+
+    from .conftest import validate_lines
+
+    ev = hostile["tmp"] / "evidence"
+    (ev / "sha256").mkdir(parents=True)
+    # an object planted under the digest of the answer to come, holding other bytes
+    answer = {"content": [{"type": "text", "text": '{"path": "demo/a"}'}], "isError": False,
+              "structuredContent": {"received": {"path": "demo/a"}}}
+    planted = ev / "sha256" / hashlib.sha256(evidence_bytes(answer)).hexdigest()
+    planted.write_text("{}")
+    door = hostile["start"](evidence=ev)
+    door.initialize()
+    bad = door.call("echo", {"path": "demo/a"}, rid=2)
+    assert bad["error"]["code"] == -32603 and "door:evidence-failed" in bad["error"]["message"]
+    ok = door.call("echo", {"path": "demo/b"}, rid=3)  # the door lives on
+    assert ok["result"]["structuredContent"] == {"received": {"path": "demo/b"}}
+    assert "deny-dotenv" in str(door.call("echo", {"path": "reference/.env"}, rid=4))
+    assert door.close() == 0
+    lines = validate_lines(hostile["log"]())
+    assert [(o["object"], o["decision"], o["rows"], "response_digest" in o) for o in lines] == [
+        ("demo/a", "allow", None, False), ("demo/b", "allow", 1, True), ("reference/.env", "deny", None, False)]
+    assert lines[0]["error"].startswith("not answered: the door could not keep the answer as evidence: ")
+    assert planted.read_text() == "{}"

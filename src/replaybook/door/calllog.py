@@ -127,21 +127,40 @@ class CallLog:
             raise InputError("another door is writing this session's log (it is locked)", self.path) from None
         return fd
 
-    def write(self, record: dict) -> None:
-        """Append one record as a JSON line, then ``fsync``.
+    def open(self) -> None:
+        """Create (or open) the file and take its lock now, unless that is done already.
 
         Raises:
-            OSError: the write or the fsync failed (the caller must not answer as if logged).
+            InputError: the file cannot be opened, or another door holds its lock.
         """
         if self._fd is None:
             self._fd = self._open()
+
+    def write(self, record: dict) -> None:
+        """Append one record as a JSON line, then ``fsync``.  A line that fails part-way (a full
+        disk, a file size limit) is cut off again, so the file holds whole lines only and the
+        next line does not start inside it.
+
+        Raises:
+            OSError: the write or the fsync failed (the caller must not answer as if logged).
+            InputError: the file cannot be opened (see :meth:`open`).
+        """
+        self.open()
         data = _json.dumps(record) + b"\n"
+        start = os.fstat(self._fd).st_size  # (the lock keeps other writers out: the line starts here)
         view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
-        if self.fsync:
-            os.fsync(self._fd)
+        try:
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+            if self.fsync:
+                os.fsync(self._fd)
+        except OSError:
+            try:
+                os.ftruncate(self._fd, start)
+            except OSError:
+                pass
+            raise
         self.lines += 1
 
     def close(self) -> None:

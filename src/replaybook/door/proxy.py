@@ -25,7 +25,9 @@ and never rewrites what it forwards:
 
 An answer from the server to no request in flight (an id the door refused, a second answer)
 is not relayed: it would reach the client unlogged; a request whose id is already in flight is
-refused.  If the log line cannot be written, the client gets an error instead of the answer (fail closed).
+refused.  If the log line cannot be written, the client gets an error instead of the answer,
+and no allowed call is forwarded until lines can be written again (fail closed); an answer that
+cannot be kept as evidence is not given either.
 If the server exits, every call still waiting is logged with an error and answered with one.
 """
 
@@ -68,6 +70,14 @@ _SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 _PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 #: Longest tool or method name the door accepts (MCP tool names are at most 128 characters).
 _MAX_NAME = 256
+
+
+def _say(text: str) -> None:
+    """Tell stderr (a full disk or a file size limit there must not stop the door)."""
+    try:
+        print(f"replaybook door: {text}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
 
 
 def _result_for(method: str, version: str | None, result) -> dict:
@@ -175,6 +185,8 @@ class Door:
         self.clock_ns = clock_ns
         self.grace_s = grace_s
         self.pending: dict[Any, _Call] = {}
+        #: lines that could not be written yet, oldest first (written before the next line)
+        self._held: list[dict] = []
         #: requests passed through to the server and not answered yet: id → method
         self._passing: dict[Any, str] = {}
         self._init_ids: set = set()
@@ -223,12 +235,39 @@ class Door:
         return rec
 
     def _write(self, rec: dict) -> bool:
+        """Write ``rec``, after any line held back by an earlier failure; False when it could not
+        be written (it is then held back too, and written before the next line that can be)."""
+        self._held.append(rec)
+        return self._write_held()
+
+    def _write_held(self) -> bool:
+        """Write the lines held back, oldest first; False when one still cannot be written."""
         try:
-            self.log.write(rec)
+            while self._held:
+                self.log.write(self._held[0])
+                self._held.pop(0)
             return True
         except Exception as exc:  # noqa: BLE001 - OSError, InputError (locked): fail closed
-            print(f"replaybook door: cannot write the call log: {exc}", file=sys.stderr)
+            _say(f"cannot write the call log: {exc}")
             return False
+
+    def _log_ready(self) -> bool:
+        """The call log can take this call's line: its file opens, and no line is held back.  An
+        allowed call is forwarded only then, since the server acts on it before its line is written."""
+        if self._held:
+            return self._write_held()
+        try:
+            self.log.open()
+            return True
+        except Exception as exc:  # noqa: BLE001 - OSError, InputError (locked)
+            _say(f"cannot open the call log: {exc}")
+            return False
+
+    def _unwritten(self) -> None:
+        """Say on stderr every line that could not be written, so that none is lost unsaid."""
+        for rec in self._held:
+            _say("a call log line that could not be written: " + _json.dumps(rec).decode("utf-8", "replace"))
+        self._held.clear()
 
     def _keep(self, data: bytes) -> str | None:
         if self.evidence is None:
@@ -301,6 +340,8 @@ class Door:
 
     # -- answering ---------------------------------------------------------------------------------
     def _refusal(self, call: _Call, rid) -> types.JSONRPCMessage:
+        if call.decision.rule == "door:log-failed":
+            return self._log_failed(rid)
         if call.decision.rule == "door:invalid-request":
             return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
                 code=types.INVALID_PARAMS, message=refusal_text(call.method, call.decision.rule)))
@@ -387,6 +428,8 @@ class Door:
         if call.decision.decision == "ask":  # (no relay running: nobody to ask)
             call.extra["approval"] = "unavailable"
             call.decision = Decision("deny", call.decision.rule, call.decision.object, call.decision.objects)
+        if call.decision.allowed and not self._log_ready():
+            self._log_broken(call)
         if not call.decision.allowed:
             self.refused += 1
             await self._server_named()
@@ -395,6 +438,12 @@ class Door:
             return
         self.pending[msg.id] = call
         await server_write.send(_session_message(msg))
+
+    @staticmethod
+    def _log_broken(call: _Call) -> None:
+        d = call.decision
+        call.decision = Decision("deny", "door:log-failed", d.object, d.objects)
+        call.extra["error_detail"] = f"allowed by rule {d.rule!r}, but the call log could not be written"
 
     async def _ask_then_relay(self, peer: ClientPeer, server_write, msg: types.JSONRPCRequest, call: _Call) -> None:
         """A call a rule asks about: ask the user (:meth:`_ask`), then relay it (approved) or
@@ -405,16 +454,18 @@ class Door:
         call.extra["approval"] = approval
         d = call.decision
         call.decision = Decision("allow" if approval == "approved" else "deny", d.rule, d.object, d.objects)
-        if approval == "approved" and not self._in_flight(msg.id):
+        if approval == "approved" and self._in_flight(msg.id):  # (the client reused the id meanwhile)
+            call.decision = Decision("deny", "door:invalid-request", d.object, d.objects)
+            call.extra["error_detail"] = "request id already in flight"
+        elif approval == "approved" and not self._log_ready():
+            self._log_broken(call)
+        elif approval == "approved":
             self.pending[msg.id] = call
             try:
                 await server_write.send(_session_message(msg))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass  # the server is gone: its wind-down logs and answers what is pending
             return
-        if approval == "approved":  # the id is in flight already (the client reused it)
-            call.decision = Decision("deny", "door:invalid-request", d.object, d.objects)
-            call.extra["error_detail"] = "request id already in flight"
         self.refused += 1
         await self._server_named()
         ok = self._write(self._record(call, error=call.extra.pop("error_detail", None)))
@@ -541,23 +592,36 @@ class Door:
         if isinstance(info, dict) and isinstance(info.get("name"), str) and info["name"]:
             self._sniffed = safe_str(info["name"])
 
-    def _complete(self, call: _Call, msg) -> bool:
-        """Measure, keep and log an answered call; False when the log line could not be written."""
+    def _complete(self, call: _Call, msg):
+        """Measure, keep and log an answered call; return what the client gets: the answer, or an
+        error when the answer could not be kept as evidence or its line could not be written."""
+        try:
+            if isinstance(msg, types.JSONRPCResponse):
+                digest = self._keep(evidence_bytes(msg.result)) if self.evidence is not None else None
+            else:
+                e = msg.error
+                digest = (self._keep(error_evidence_bytes(e.code, e.message, e.data)) if self.evidence is not None
+                          else None)
+        except Exception as exc:  # noqa: BLE001 - OSError, IntegrityError (an object with other bytes)
+            # fail closed: the client does not get an answer the door cannot show later
+            _say(f"cannot keep the answer as evidence: {exc}")
+            ok = self._write(self._record(call, error="not answered: the door could not keep the answer as "
+                                                      f"evidence: {safe_str(str(exc))[:300]}"))
+            if not ok:
+                return self._log_failed(msg.id)
+            return types.JSONRPCError(jsonrpc="2.0", id=msg.id, error=types.ErrorData(
+                code=types.INTERNAL_ERROR, message=refusal_text("request", "door:evidence-failed")))
         if isinstance(msg, types.JSONRPCResponse):
             rows, nbytes = measure(call.method, msg.result)
-            digest = self._keep(evidence_bytes(msg.result)) if self.evidence is not None else None
             rec = self._record(call, rows=rows, nbytes=nbytes, error=tool_error_text(msg.result), digest=digest)
         else:
-            e = msg.error
-            digest = self._keep(error_evidence_bytes(e.code, e.message, e.data)) if self.evidence is not None else None
             rec = self._record(call, error=f"upstream error {e.code}: {safe_str(str(e.message))[:500]}", digest=digest)
-        return self._write(rec)
+        return msg if self._write(rec) else self._log_failed(msg.id)
 
     async def _from_server(self, peer: ClientPeer, server_read) -> None:
         async for item in server_read:
             if isinstance(item, Exception):  # the transport's; a request it failed is answered by it
-                print(f"replaybook door: the MCP server sent something that is not JSON-RPC (passed over): "
-                      f"{type(item).__name__}: {item}", file=sys.stderr)
+                _say(f"the MCP server sent something that is not JSON-RPC (passed over): {type(item).__name__}: {item}")
                 continue
             msg = item.message
             if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)):
@@ -565,17 +629,15 @@ class Door:
                     self._sniff(msg)
                 call = self.pending.pop(msg.id, None)
                 if call is not None:
-                    if not self._complete(call, msg):
-                        msg = self._log_failed(msg.id)
+                    msg = self._complete(call, msg)
                 elif self._passing.pop(msg.id, None) is None:
                     # an answer to no request in flight (a refused id, a second answer, an id the
                     # client has not used yet): relayed, it would reach the client unlogged
-                    print(f"replaybook door: the MCP server answered id {msg.id!r}, which no request is waiting "
-                          "for: not passed on", file=sys.stderr)
+                    _say(f"the MCP server answered id {msg.id!r}, which no request is waiting for: not passed on")
                     continue
             elif isinstance(msg, types.JSONRPCRequest) and msg.id in self._asks:
-                print(f"replaybook door: the MCP server sent a request with the id of the door's own question "
-                      f"({msg.id!r}): not passed on", file=sys.stderr)
+                _say(f"the MCP server sent a request with the id of the door's own question ({msg.id!r}): "
+                     "not passed on")
                 continue
             await self._safe_send(peer, msg)
 
@@ -634,6 +696,8 @@ class Door:
                         await anyio.sleep(0.01)
                 tg.cancel_scope.cancel()
         self._abandon("the client closed the connection before the answer")
+        self._write_held()
+        self._unwritten()
         return ended
 
 

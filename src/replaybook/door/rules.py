@@ -77,6 +77,7 @@ BUILTIN_RULES = {
     "door:number-out-of-range": "an argument is a number beyond the double range (or NaN), which the MCP SDK "
                                 "would pass on as null",
     "door:log-failed": "the door could not write its call log",
+    "door:evidence-failed": "the door could not keep the answer as evidence",
 }
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
