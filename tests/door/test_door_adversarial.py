@@ -671,3 +671,150 @@ def test_an_answer_that_cannot_be_kept_as_evidence_is_not_given_and_says_why(hos
         ("demo/a", "allow", None, False), ("demo/b", "allow", 1, True), ("reference/.env", "deny", None, False)]
     assert lines[0]["error"].startswith("not answered: the door could not keep the answer as evidence: ")
     assert planted.read_text() == "{}"
+
+
+# -- retention: prune removes what it should, and nothing else ---------------------------------------------
+
+@pytest.fixture
+def kept_world(tmp_path):
+    """A log root whose one old session shares evidence with sessions prune must keep: one reached
+    through a symlinked session file, one in a symlinked agent folder, one by object_digest."""
+    from datetime import timedelta
+
+    from replaybook.capsule.store import EvidenceStore
+
+    from .test_retention import NOW, OLD_MTIME, _session
+
+    root, ev = tmp_path / "logs", tmp_path / "evidence"
+    store = EvidenceStore(ev)
+    d = {k: store.put(f'{{"{k}":1}}'.encode()) for k in ("only_old", "via_link", "via_agent_link", "as_object")}
+    for digest in d.values():
+        os.utime(store.path(digest), (OLD_MTIME, OLD_MTIME))
+    old = _session(root, "analyst", "old", NOW - timedelta(days=90), list(d.values()))
+    elsewhere = tmp_path / "elsewhere"
+    linked = _session(elsewhere, "a", "linked", NOW - timedelta(days=1), [d["via_link"]])
+    (root / "analyst" / "linked.jsonl").symlink_to(linked)
+    _session(elsewhere, "b", "in-linked-folder", NOW - timedelta(days=1), [d["via_agent_link"]])
+    (root / "auditor").symlink_to(elsewhere / "b")
+    recent = _session(root, "analyst", "recent", NOW - timedelta(days=1))
+    with open(recent, "ab") as fh:  # a kept line that names the object it read by digest
+        fh.write(b'{"ts":"2026-01-01T00:00:00Z","session":"recent","tool":"t","decision":"allow","object_digest":"'
+                 + d["as_object"].encode() + b'"}\n')
+    os.utime(recent, (OLD_MTIME, OLD_MTIME))
+    return {"root": root, "evidence": ev, "store": store, "d": d, "old": old, "linked": linked, "tmp": tmp_path}
+
+
+def test_prune_keeps_evidence_a_kept_session_references_even_through_a_symlink(kept_world):
+    from datetime import timedelta
+
+    from replaybook.door.retention import prune
+
+    w = kept_world
+    rep = prune(w["root"], timedelta(days=30), evidence=w["evidence"])
+    assert [s.path for s in rep.removed] == [w["old"]] and not w["old"].exists()
+    assert {k: w["store"].has(v) for k, v in w["d"].items()} == {
+        "only_old": False, "via_link": True, "via_agent_link": True, "as_object": True}
+    assert rep.evidence_removed == [w["store"].path(w["d"]["only_old"])]
+    assert w["linked"].exists() and (w["root"] / "analyst" / "linked.jsonl").is_symlink()
+    assert (w["root"] / "auditor").is_symlink()
+
+
+def test_prune_reads_no_fifo_behind_a_symlink_and_then_keeps_all_evidence(kept_world):
+    from datetime import timedelta
+
+    from replaybook.door.retention import prune
+
+    w = kept_world
+    fifo = w["tmp"] / "fifo"
+    os.mkfifo(fifo)
+    (w["root"] / "analyst" / "pipe.jsonl").symlink_to(fifo)  # opening it to read would wait forever
+    rep = prune(w["root"], timedelta(days=30), evidence=w["evidence"])
+    assert [s.path for s in rep.removed] == [w["old"]]
+    assert rep.evidence_removed == [] and all(w["store"].has(v) for v in w["d"].values())
+    assert any("kept all evidence" in line for line in rep.lines())
+
+
+def test_prune_never_removes_through_a_symlinked_object_or_folder(kept_world):
+    from datetime import timedelta
+
+    from replaybook.door.retention import prune
+
+    w = kept_world
+    victim = w["tmp"] / "victim.bin"
+    victim.write_text("not evidence")
+    obj = w["store"].path(w["d"]["only_old"])
+    os.chmod(obj, 0o644)
+    obj.unlink()
+    obj.symlink_to(victim)  # the doomed object is a symlink to a file outside the store
+    (w["old"].with_name("old.run.json")).symlink_to(victim)
+    rep = prune(w["root"], timedelta(days=30), evidence=w["evidence"])
+    assert [s.path for s in rep.removed] == [w["old"]] and rep.evidence_removed == [] and rep.other_removed == []
+    assert obj.is_symlink() and victim.read_text() == "not evidence"
+    # a store whose sha256/ folder is a symlink: nothing in it is removed
+    other = w["tmp"] / "other-store"
+    other.mkdir()
+    hexname = w["d"]["via_link"][7:]
+    (other / hexname).write_text("x")
+    fake = w["tmp"] / "fake-evidence"
+    fake.mkdir()
+    (fake / "sha256").symlink_to(other)
+    from .test_retention import NOW, _session
+
+    _session(w["root"], "analyst", "old2", NOW - timedelta(days=90), [w["d"]["via_link"]])
+    (w["root"] / "analyst" / "linked.jsonl").unlink()
+    rep = prune(w["root"], timedelta(days=30), evidence=fake)
+    assert rep.evidence_removed == [] and (other / hexname).read_text() == "x"
+
+
+def test_prune_keeps_evidence_another_log_root_still_references(tmp_path, data_root, rules_file):
+    """Two log roots, one evidence store (content-addressed: the same answer is one object)."""
+    from datetime import timedelta
+
+    from replaybook.capsule.store import EvidenceStore
+    from replaybook.door.retention import prune
+
+    from .conftest import door_cmd, fixture_server_cmd, run_session, validate_lines
+    from .test_retention import NOW, OLD_MTIME, _session
+
+    ev, team_a, team_b = tmp_path / "evidence", tmp_path / "logs-a", tmp_path / "logs-b"
+
+    async def agent(s):
+        return await s.call_tool("read_object", {"path": "demo/notes.txt"})
+
+    run_session(door_cmd(rules_file, team_b, fixture_server_cmd(data_root), evidence=ev, session="b1"), agent)
+    (line,) = validate_lines(team_b / "analyst" / "b1.jsonl")
+    digest = line["response_digest"]
+    store = EvidenceStore(ev)
+    os.utime(store.path(digest), (OLD_MTIME, OLD_MTIME))
+    # team A's old session got the same answer
+    old = _session(team_a, "analyst", "a-old", NOW - timedelta(days=90), [digest])
+    rep = prune(team_a, timedelta(days=30), evidence=ev)
+    assert [s.path for s in rep.removed] == [old] and not old.exists()
+    assert store.has(digest) and rep.evidence_removed == []
+    assert rep.shared_roots == [team_b.resolve()]
+    assert f"read {team_b.resolve()} too (it shares the evidence store): kept the evidence its sessions reference" \
+        in rep.lines()
+
+
+def test_a_session_replaced_while_prune_runs_is_kept_and_so_is_all_evidence(kept_world, monkeypatch):
+    from datetime import timedelta
+
+    import replaybook.door.retention as retention
+
+    w = kept_world
+    newer = w["tmp"] / "newer.jsonl"
+    newer.write_text(w["old"].read_text().replace("old", "newer"))
+    real_scan = retention._scan
+
+    def scan_then_swap(fd):
+        got = real_scan(fd)
+        if os.fstat(fd).st_ino == os.stat(w["old"]).st_ino:
+            os.replace(newer, w["old"])  # a door (or a person) puts another file in its place
+        return got
+
+    monkeypatch.setattr(retention, "_scan", scan_then_swap)
+    rep = retention.prune(w["root"], timedelta(days=30), evidence=w["evidence"])
+    assert {s.path: s.status for s in rep.sessions}[w["old"]] == "changed"
+    assert "newer" in w["old"].read_text()
+    assert rep.evidence_removed == [] and all(w["store"].has(v) for v in w["d"].values())
+    assert f"skipped {w['old']} (changed)" in rep.lines()

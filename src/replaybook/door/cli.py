@@ -114,7 +114,13 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
     if evidence:
         from ..capsule.store import EvidenceStore
 
+        from .retention import register_log_root
+
         store = EvidenceStore(evidence)
+        try:  # so that `replaybook prune` of another log root keeps what this one references
+            register_log_root(evidence, log_root)
+        except OSError as exc:
+            click.echo(f"replaybook door: cannot record the log root in the evidence store: {exc}", err=True)
     click.echo(f"replaybook door: session {log.session}, log {log.path}"
                + (f", server {shown_url(url)}" if url else ""), err=True)
     try:
@@ -192,8 +198,10 @@ def serve_capsule(capsule_path: str, log_root: str, agent: str | None, session: 
 def prune(log_root: str, older_than: str | None, dry_run: bool, evidence: str | None, config: str | None) -> None:
     """Delete whole door sessions older than the retention limit, and their unshared evidence.
 
-    Never follows symlinks, never touches anything outside the log root (and the evidence
-    store's sha256/ folder), skips files modified within the last minute or locked by a door.
+    Never removes a symlink or anything through one, never touches anything outside the log
+    root (and the evidence store's sha256/ folder), skips files modified within the last minute
+    or locked by a door, and keeps evidence any kept session references (also through a
+    symlink, or in another log root that shares the evidence store).
     """
     from .config import format_duration, parse_duration, retention_setting
     from .retention import prune as do_prune

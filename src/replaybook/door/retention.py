@@ -10,19 +10,25 @@ still references them.  A serve-capsule run record beside a removed session
 Safety:
 
 * only ``<log-root>/<agent>/*.jsonl`` regular files are considered; symlinks (to files or
-  folders) are never followed and never removed, and nothing outside the log root is touched
-  (evidence objects only inside ``<evidence>/sha256/``, named by a 64-hex digest);
+  folders) are never removed, and nothing outside the log root is touched (evidence objects
+  only inside ``<evidence>/sha256/``, named by a 64-hex digest, never through a symlink).  A
+  session reached through a symlink (``<agent>/x.jsonl`` or an ``<agent>`` folder) is read, not
+  removed: the evidence it references is kept;
 * files modified within the last ``idle_s`` seconds (default 60) and files another process holds
   a lock on (a running door holds an exclusive ``flock`` on its log) are skipped — so prune is
   safe to run while doors are writing; an evidence object touched within ``idle_s`` is kept;
 * when a session file cannot be read, no evidence object is removed (the unread session may
   reference any of them);
+* an evidence store may serve several log roots: each door records its log root in the store
+  (:func:`register_log_root`), and prune reads the sessions of every other recorded log root
+  too, keeping what they reference;
 * ``dry_run`` reports what would be removed and removes nothing.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import stat
@@ -35,12 +41,14 @@ import orjson
 
 from ..errors import InputError
 
-__all__ = ["prune", "PruneReport", "SessionInfo", "DEFAULT_IDLE_S"]
+__all__ = ["prune", "PruneReport", "SessionInfo", "DEFAULT_IDLE_S", "register_log_root"]
 
 #: A file modified this recently (seconds) is taken to be in use and skipped.
 DEFAULT_IDLE_S = 60.0
 
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+#: the folder of an evidence store where doors record their log roots
+_LOG_ROOTS = "log-roots"
 
 
 @dataclass
@@ -52,7 +60,10 @@ class SessionInfo:
         last_call: its last call's time (UTC), or ``None`` when it could not be read.
         digests: evidence digests its lines reference.
         status: ``removed`` (or would be, in a dry run), ``kept`` (young enough), ``active``
-            (modified within the idle window), ``locked`` (a door holds it) or ``unreadable``.
+            (modified within the idle window), ``locked`` (a door holds it), ``linked`` (reached
+            through a symlink, or in another log root sharing the evidence store: read, never
+            removed), ``changed`` (replaced while prune ran: kept, its references unknown) or
+            ``unreadable``.
     """
 
     path: Path
@@ -72,6 +83,10 @@ class PruneReport:
     evidence_removed: list[Path] = field(default_factory=list)
     other_removed: list[Path] = field(default_factory=list)
     skipped_symlinks: list[Path] = field(default_factory=list)
+    #: other log roots that share the evidence store (their sessions read, never touched)
+    shared_roots: list[Path] = field(default_factory=list)
+    #: their sessions, as read
+    shared_sessions: list[SessionInfo] = field(default_factory=list)
     #: evidence that would have gone was kept because a session could not be read
     evidence_held: bool = False
 
@@ -91,10 +106,15 @@ class PruneReport:
         for p in self.evidence_removed:
             out.append(f"{verb} evidence {p}")
         for s in self.sessions:
-            if s.status in ("active", "locked", "unreadable"):
+            if s.status in ("active", "locked", "unreadable", "changed"):
                 out.append(f"skipped {s.path} ({s.status})")
+        for r in self.shared_roots:
+            out.append(f"read {r} too (it shares the evidence store): kept the evidence its sessions reference")
+        for s in self.shared_sessions:
+            if s.status == "unreadable":
+                out.append(f"could not read {s.path} (another log root's session)")
         for p in self.skipped_symlinks:
-            out.append(f"skipped {p} (symlink, not followed)")
+            out.append(f"skipped {p} (symlink: not removed, the evidence it references kept)")
         if self.evidence_held:
             out.append("kept all evidence: a session that could not be read may still reference it")
         n_ev = len(self.evidence_removed)
@@ -145,6 +165,99 @@ def _open_nofollow(path: Path) -> int:
     return os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
 
 
+def _linked(path: Path) -> SessionInfo:
+    """A session reached through a symlink, read for the evidence it references (never removed):
+    ``linked``, or ``unreadable`` when it is not a regular file that can be read (opened without
+    blocking: a FIFO behind the link must not stall prune)."""
+    info = SessionInfo(path, None, status="unreadable")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return info
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            info.last_call, info.digests = _scan(fd)
+            info.status = "linked"
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return info
+
+
+def register_log_root(evidence: str | Path, log_root: str | Path) -> None:
+    """Record in the evidence store ``evidence`` that the doors of ``log_root`` keep objects in
+    it (``<evidence>/log-roots/<sha256 of the log root's real path>``, holding that path), so
+    that :func:`prune` of another log root keeps what this one's sessions reference.
+
+    Raises:
+        OSError: the record cannot be written.
+    """
+    real = os.path.realpath(log_root)
+    folder = Path(evidence) / _LOG_ROOTS
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / hashlib.sha256(os.fsencode(real)).hexdigest()
+    if os.path.lexists(p):
+        return
+    tmp = folder / f".tmp-{os.getpid()}-{p.name[:16]}"
+    tmp.write_bytes(os.fsencode(real))
+    os.replace(tmp, p)
+
+
+def _shared_roots(evidence: Path, log_root: Path) -> tuple[list[Path], bool]:
+    """The other log roots recorded in the store (:func:`register_log_root`); False when the
+    records cannot be read."""
+    folder = evidence / _LOG_ROOTS
+    mine = os.path.realpath(log_root)
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except FileNotFoundError:
+        return [], True
+    except OSError:
+        return [], False
+    out, ok = [], True
+    for e in entries:
+        if not _HEX.match(e.name) or not e.is_file(follow_symlinks=False):
+            continue
+        try:
+            with open(e.path, "rb") as fh:
+                path = os.fsdecode(fh.read(4096))
+        except OSError:
+            ok = False
+            continue
+        if path != mine and os.path.realpath(path) != mine:
+            out.append(Path(path))
+    return out, ok
+
+
+def _shared_sessions(root: Path) -> list[SessionInfo]:
+    """Every session of another log root, read for its references (symlinks followed: nothing
+    there is ever removed); none when the root is gone (nothing references anything there)."""
+    try:
+        agents = sorted(os.scandir(root), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return [SessionInfo(root, None, status="unreadable")]
+    out: list[SessionInfo] = []
+    for agent in agents:
+        if agent.is_dir():
+            out.extend(_linked_folder(Path(agent.path)))
+    return out
+
+
+def _linked_folder(path: Path) -> list[SessionInfo]:
+    """The sessions of an agent folder that is a symlink (see :func:`_linked`); one ``unreadable``
+    entry when the folder it points to cannot be listed."""
+    if not os.path.isdir(path):
+        return []
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return [SessionInfo(path, None, status="unreadable")]
+    return [_linked(Path(e.path)) for e in entries if e.name.endswith(".jsonl")]
+
+
 def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False, evidence: str | Path | None = None,
           now: datetime | None = None, idle_s: float = DEFAULT_IDLE_S) -> PruneReport:
     """Remove door sessions whose last call is older than ``older_than`` (see the module docstring).
@@ -175,6 +288,7 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
         for agent in sorted(os.scandir(root), key=lambda e: e.name):
             if agent.is_symlink():
                 report.skipped_symlinks.append(Path(agent.path))
+                report.sessions.extend(_linked_folder(Path(agent.path)))
                 continue
             if not agent.is_dir(follow_symlinks=False):
                 continue
@@ -184,6 +298,7 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
                 path = Path(entry.path)
                 if entry.is_symlink():
                     report.skipped_symlinks.append(path)
+                    report.sessions.append(_linked(path))
                     continue
                 if not entry.is_file(follow_symlinks=False):
                     continue
@@ -223,15 +338,13 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
                     if not keep_fd:
                         os.close(fd)
 
-        # evidence still referenced by any session that stays (kept, active, locked, unreadable)
-        referenced: set[str] = set()
-        for s in report.sessions:
-            if s.status != "removed":
-                referenced |= s.digests
-        doomed = set()
-        for s, _ in held:
-            doomed |= s.digests
-        doomed -= referenced
+        if evidence is not None:
+            shared, ok = _shared_roots(Path(evidence), root)
+            report.shared_roots = shared
+            if not ok:
+                report.shared_sessions.append(SessionInfo(Path(evidence) / _LOG_ROOTS, None, status="unreadable"))
+            for other in shared:
+                report.shared_sessions.extend(_shared_sessions(other))
 
         for s, fd in held:
             sibling = s.path.with_name(s.path.name[: -len(".jsonl")] + ".run.json")
@@ -241,7 +354,7 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
                     cur = os.lstat(s.path)
                     mine = os.fstat(fd)
                     if (cur.st_ino, cur.st_dev) != (mine.st_ino, mine.st_dev) or not stat.S_ISREG(cur.st_mode):
-                        s.status = "kept"
+                        s.status = "changed"  # what replaced it may reference anything
                         continue
                     os.unlink(s.path)
                 except FileNotFoundError:
@@ -258,10 +371,21 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
         for _, fd in held:
             os.close(fd)
 
+    # evidence of the removed sessions that no session staying (here or in a log root sharing
+    # the store) references
+    referenced: set[str] = set()
+    for s in [*report.sessions, *report.shared_sessions]:
+        if s.status != "removed":
+            referenced |= s.digests
+    doomed = set()
+    for s in report.removed:
+        doomed |= s.digests
+    doomed -= referenced
+
     # a session that could not be read may reference any object: removing evidence could
     # orphan its lines, so none is removed until it can be read (the report says so)
     report.evidence_held = evidence is not None and bool(doomed) and any(
-        s.status == "unreadable" for s in report.sessions)
+        s.status in ("unreadable", "changed") for s in [*report.sessions, *report.shared_sessions])
     if evidence is not None and doomed and not report.evidence_held:
         ev_dir = Path(evidence) / "sha256"
         try:
