@@ -818,3 +818,67 @@ def test_a_session_replaced_while_prune_runs_is_kept_and_so_is_all_evidence(kept
     assert "newer" in w["old"].read_text()
     assert rep.evidence_removed == [] and all(w["store"].has(v) for v in w["d"].values())
     assert f"skipped {w['old']} (changed)" in rep.lines()
+
+
+def test_the_clients_roots_do_not_move_the_server_off_the_rules_roots(npm_fs_server, fs_world, tmp_path):
+    """The reference server replaces its folders with the roots the client lists (MCP roots;
+    Claude Code lists its working directory): a relative path then names a file the door's
+    rules (relative to their roots) never decided on."""
+    import anyio
+    import mcp_types as types
+
+    from .conftest import door_cmd, run_session
+
+    project = tmp_path / "project"
+    (project / "demo").mkdir(parents=True)
+    (project / "demo" / "cars.csv").write_text("from the project folder\n")
+
+    def session(cmd):
+        asked = anyio.Event()
+
+        async def roots(ctx):
+            asked.set()
+            return types.ListRootsResult(roots=[types.Root(uri=project.as_uri())])
+
+        async def agent(s):
+            await asked.wait()
+            folders = []
+            for _ in range(20):  # the server updates its folders a moment after the answer
+                folders.append(_text(await s.call_tool("list_allowed_directories", {})))
+                if str(project) in folders[-1]:
+                    break
+                await anyio.sleep(0.1)
+            return folders[-1], _text(await s.call_tool("read_text_file", {"path": "demo/cars.csv"}))
+
+        return run_session(cmd, agent, list_roots_callback=roots)
+
+    folders, text = session(["node", str(npm_fs_server), str(fs_world["data"])])
+    assert str(project) in folders and text == "from the project folder\n"  # without the door, it moves
+
+    rules = tmp_path / "allow-all.yaml"
+    rules.write_text(yaml.safe_dump({"roots": [str(fs_world["data"])], "rules": [
+        {"id": "allow-all", "decision": "allow", "paths": ["**"]},
+        {"id": "allow-listing", "decision": "allow", "tools": "list_allowed_directories"}]}))
+    folders, text = session(door_cmd(rules, fs_world["log_root"], ["node", str(npm_fs_server), str(fs_world["data"])],
+                                     session="roots"))
+    assert str(project) not in folders and str(fs_world["data"]) in folders
+    assert text == "name,mpg\nmazda,21\n"
+
+
+def test_the_clients_roots_pass_when_they_are_the_rules_roots(tmp_path):
+    from replaybook.door.calllog import CallLog
+    from replaybook.door.proxy import Door
+
+    data = tmp_path / "data"
+    data.mkdir()
+    door = Door(rules_from_dict({"roots": [str(data)], "rules": []}), CallLog(tmp_path / "logs", "a", "s"))
+    door.on_disk = True
+    assert door._roots_agree({"roots": [{"uri": data.as_uri()}]})
+    assert door._roots_agree({"roots": [{"uri": data.as_uri() + "/"}, ]})
+    assert door._roots_agree({"roots": []})  # (the reference server then keeps its folders)
+    assert not door._roots_agree({"roots": [{"uri": (tmp_path / "project").as_uri()}]})
+    assert not door._roots_agree({"roots": [{"uri": data.as_uri()}, {"uri": (tmp_path / "more").as_uri()}]})
+    assert not door._roots_agree({"roots": [{"name": "no uri"}]})
+    anywhere = Door(rules_from_dict({"rules": []}), CallLog(tmp_path / "logs", "a", "s2"))
+    assert anywhere._roots_agree({"roots": [{"uri": (tmp_path / "project").as_uri()}]})  # the rules claim no roots
+    assert not (tmp_path / "logs").exists()

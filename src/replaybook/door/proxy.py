@@ -25,9 +25,11 @@ and never rewrites what it forwards:
 
 An answer from the server to no request in flight (an id the door refused, a second answer)
 is not relayed: it would reach the client unlogged; a request whose id is already in flight is
-refused.  If the log line cannot be written, the client gets an error instead of the answer,
-and no allowed call is forwarded until lines can be written again (fail closed); an answer that
-cannot be kept as evidence is not given either.
+refused.  With ``roots`` in the rules, the client's answer to the server's ``roots/list``
+reaches the server only when it lists those roots (a server could otherwise move off them).
+If the log line cannot be written, the client gets an error instead of the answer, and no
+allowed call is forwarded until lines can be written again (fail closed); an answer that cannot
+be kept as evidence is not given either.
 If the server exits, every call still waiting is logged with an error and answered with one.
 """
 
@@ -36,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import posixpath
 import secrets
 import sys
 import time
@@ -43,6 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import mcp_types as types
@@ -189,6 +193,8 @@ class Door:
         self._held: list[dict] = []
         #: requests passed through to the server and not answered yet: id → method
         self._passing: dict[Any, str] = {}
+        #: the server's ``roots/list`` requests to the client not answered yet
+        self._roots_asked: set = set()
         self._init_ids: set = set()
         #: set once the server has answered every ``initialize`` in flight (made in the event loop)
         self._init_answered: anyio.Event | None = None
@@ -385,6 +391,14 @@ class Door:
                 asked[1] = msg
                 asked[0].set()
                 continue
+            if isinstance(msg, types.JSONRPCResponse) and msg.id in self._roots_asked:
+                self._roots_asked.discard(msg.id)
+                if not self._roots_agree(msg.result):
+                    await server_write.send(_session_message(types.JSONRPCError(
+                        jsonrpc="2.0", id=msg.id, error=types.ErrorData(
+                            code=types.INTERNAL_ERROR, message="the door in front of this server decides paths under "
+                                                               "its rules' roots: the client's roots are not passed on"))))
+                    continue
             if isinstance(msg, types.JSONRPCNotification) and not msg.method.startswith("notifications/"):
                 # "tools/call" without an id (or with one JSON-RPC does not allow) reads as a
                 # notification: never forwarded, since no rule would decide it and no line log it
@@ -639,7 +653,32 @@ class Door:
                 _say(f"the MCP server sent a request with the id of the door's own question ({msg.id!r}): "
                      "not passed on")
                 continue
+            elif isinstance(msg, types.JSONRPCRequest) and msg.method == "roots/list":
+                self._roots_asked.add(msg.id)
             await self._safe_send(peer, msg)
+
+    def _roots_agree(self, result: Any) -> bool:
+        """The client's answer to the server's ``roots/list`` may reach the server: the rules set
+        no roots, the client lists none, or exactly the rules' roots.  Otherwise a server such
+        as the reference filesystem server would replace its folders with the client's, and
+        resolve a relative path under another root than the one the rules decided it under."""
+        if not self.rules.roots:
+            return True
+        roots = result.get("roots") if isinstance(result, dict) else None
+        if not isinstance(roots, list) or not roots:
+            return True
+        same = os.path.realpath if self.on_disk else posixpath.normpath
+        given = []
+        for r in roots:
+            uri = r.get("uri") if isinstance(r, dict) else None
+            if not isinstance(uri, str):
+                return False
+            given.append(same(unquote(urlsplit(uri).path) if uri[:5].lower() == "file:" else uri))
+        if given == [same(r) for r in self.rules.roots]:
+            return True
+        _say(f"the client's MCP roots are not the rules' roots ({', '.join(given)}): not passed on; the server "
+             "keeps its own folders (the door decides paths under " + ", ".join(self.rules.roots) + ")")
+        return False
 
     def _in_flight(self, rid) -> bool:
         """A request with this id is waiting for the server's answer (or the user's)."""
