@@ -672,8 +672,9 @@ class Door:
         for r in roots:
             uri = r.get("uri") if isinstance(r, dict) else None
             if not isinstance(uri, str):
-                return False
-            given.append(same(unquote(urlsplit(uri).path) if uri[:5].lower() == "file:" else uri))
+                given.append(repr(r))
+            else:
+                given.append(same(unquote(urlsplit(uri).path) if uri[:5].lower() == "file:" else uri))
         if given == [same(r) for r in self.rules.roots]:
             return True
         _say(f"the client's MCP roots are not the rules' roots ({', '.join(given)}): not passed on; the server "

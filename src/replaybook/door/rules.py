@@ -322,7 +322,7 @@ class Rule:
         return any(glob_match(g, obj) for g in self.paths)
 
     def matches_folded(self, folded: str) -> bool:
-        """The ``paths`` condition holds for an object's folded spelling (:func:`fold_object`),
+        """The ``paths`` condition holds for an object's folded spelling (:func:`_fold`),
         each glob folded alike."""
         if self.paths is None:
             return True
