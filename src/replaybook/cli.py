@@ -486,8 +486,8 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                                    "transcript_id"].astype(str)) if len(steps) else set()
         ut = [t if t in door_bound else f"{t} (built-in tools only: no door log was expected to hold its calls)"
               for t in res.unmatched_transcripts]
-        if len(ut) <= 2:
-            click.echo(f"\nunmatched transcripts: {', '.join(ut) or 'none'}")
+        if len(ut) <= 2:  # ("; ": a note in brackets is its own transcript's)
+            click.echo(f"\nunmatched transcripts: {'; '.join(ut) or 'none'}")
         else:  # one per line: a comma list of ids wraps unreadably in a terminal
             click.echo(f"\nunmatched transcripts ({len(ut)}):\n" + "\n".join(f"  {t}" for t in ut))
         lost = res.sessions[(res.sessions["status"] == "unmatched") & (res.sessions["unknown_ids"] > 0)]
@@ -502,7 +502,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                        f"with arguments line up with transcript {r.transcript_id} at a clock offset of "
                        f"{r.offset_ms / 1000:+,.1f} s, beyond --max-offset {max_offset:g}: give that transcript's "
                        f"clock, --clock-offset {r.transcript_id}={r.offset_ms / 1000:.1f} (or clock_offsets in the "
-                       f"manifest), or try --max-offset {r.max_offset_s:.0f} (wider for every transcript)")
+                       "manifest)")
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         from .join import FAR_PAIR_MS, far_pairs
 

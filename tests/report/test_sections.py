@@ -1013,8 +1013,8 @@ def test_an_unmatched_session_names_a_clock_further_off_than_the_join_looked():
             "says which conversation made them; its calls line up with transcript t2 (3 of its 3 calls with "
             "arguments) at a clock offset of −1 h 30 min 0.5 s (door clock behind), further than the join looks "
             "(max_offset_s 300 s): to join them, give that transcript's clock in the manifest (clock_offsets: "
-            "{t2: -5400.5}), or set max_offset_s to 5,402, which widens the search for every transcript.") \
-        in html.unescape(h)
+            "{t2: -5400.5}) — a wider max_offset_s widens the search for every transcript, and one whose steps "
+            "repeat another agent's calls may still not be found.") in html.unescape(h)
     # without max_offset_s, the sentence stays as it was
     assert "line up with transcript" not in S.join_summary(res.sessions, 60.0, steps=steps, calls=calls)
     # the residuals' sentence for the same session says the same (the report passes both the

@@ -504,8 +504,8 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
                      f"offset of {_delta_text(float(row['far_offset_ms']))}, further than the join looks "
                      f"(max_offset_s {_fmt_num(row.get('far_looked_s'), '{:g}')} s): to join them, give that "
                      f"transcript's clock in the manifest (clock_offsets: {{{row['far_transcript']}: "
-                     f"{float(row['far_offset_ms']) / 1000:.1f}}}), or set max_offset_s to "
-                     f"{int(row['far_max_offset_s']):,}, which widens the search for every transcript")
+                     f"{float(row['far_offset_ms']) / 1000:.1f}}}) — a wider max_offset_s widens the search for "
+                     "every transcript, and one whose steps repeat another agent's calls may still not be found")
         elif _isna(runner) or _isna(runner_agreed) or not int(runner_agreed):
             base += ("; either its transcript is not among the inputs, or the agent's clock was further from the "
                      "door's than the join looks (max_offset_s in the manifest, 300 s unless set)")
