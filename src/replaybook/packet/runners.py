@@ -1419,13 +1419,8 @@ def classify_failed_step(step: Mapping) -> FailureCheck:
     exit = int(step.get("exit", 1))
     if isinstance(argv, list) and argv:
         return classify_failure(str(step.get("cmd", "")), exit=exit, argv=[str(a) for a in argv])
-    if step.get("pipefail") is True:
-        pipefail: bool | None = True
-    elif "pipefail" in step or step.get("shell") is not None:
-        pipefail = False
-    else:
-        pipefail = None
-    return classify_failure(str(step.get("cmd", "")), exit=exit, shell=step.get("shell"), pipefail=pipefail)
+    return classify_failure(str(step.get("cmd", "")), exit=exit, shell=step.get("shell"),
+                            pipefail=_logged_pipefail(step))
 
 
 # ----- the public answer ------------------------------------------------------------------------
@@ -1492,10 +1487,15 @@ def classify_step(step: Mapping) -> StepCheck:
     argv = step.get("argv")
     if isinstance(argv, list) and argv:
         return classify_command(str(step.get("cmd", "")), argv=[str(a) for a in argv])
+    return classify_command(str(step.get("cmd", "")), shell=step.get("shell"), pipefail=_logged_pipefail(step))
+
+
+def _logged_pipefail(step: Mapping) -> bool | None:
+    """``pipefail`` as a session-log line records it: ``true`` — with it; ``null``, ``false`` or
+    absent on a line that records its ``shell`` — without it; absent on a line that records
+    neither (a seed-format log) — not known (``None``)."""
     if step.get("pipefail") is True:
-        pipefail: bool | None = True
-    elif "pipefail" in step or step.get("shell") is not None:
-        pipefail = False
-    else:
-        pipefail = None
-    return classify_command(str(step.get("cmd", "")), shell=step.get("shell"), pipefail=pipefail)
+        return True
+    if "pipefail" in step or step.get("shell") is not None:
+        return False
+    return None
