@@ -98,8 +98,14 @@ def check_report(browser, html: Path, shot: str) -> dict:
         page.mouse.move(0, 0)
         page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
         headings = page.locator("h2").all_inner_texts()
+        # tables wider than the page scroll inside it: name each one (the heading above it)
+        scrolls = page.evaluate("""() => [...document.querySelectorAll('table.rb-table')]
+            .filter(t => t.scrollWidth > t.clientWidth + 1)
+            .map(t => { let h = t.previousElementSibling;
+                        while (h && !/^H[1-6]$/.test(h.tagName)) h = h.previousElementSibling;
+                        return (h ? h.textContent : '?') + ': ' + t.scrollWidth + ' > ' + t.clientWidth; })""")
         return dict(attempted=attempted, errors=errors, dialogs=dialogs, symbols=n_symbols, rules=n_rules,
-                    red=n_red, tips=tips, tooltip_scripts=n_tooltip_scripts, headings=headings)
+                    red=n_red, tips=tips, tooltip_scripts=n_tooltip_scripts, headings=headings, scrolls=scrolls)
     finally:
         page.close()
 
@@ -125,4 +131,6 @@ def test_demo_report_renders_offline(browser, rendered_demo):
     assert r["attempted"] == [], r["attempted"]
     assert r["errors"] == [] and r["dialogs"] == []
     assert r["symbols"] >= 9 and r["red"] >= 1 and r["rules"] >= 9
+    # at 1280 px every table of the demo fits the page: none needs its own scroll bar
+    assert r["scrolls"] == [], r["scrolls"]
     assert r["tips"] and not any("undefined" in t or "NaN" in t for t in r["tips"]), r["tips"]

@@ -263,7 +263,7 @@ def table(
     if df is None or len(df) == 0:
         return f'<p class="rb-note">{esc(empty)}</p>'
     shown = df.head(max_rows)
-    head = "".join(f"<th>{esc(h)}" + (f'<br><code class="rb-col">{esc(_frame_name(c))}</code>' if names else "")
+    head = "".join(f"<th>{esc(h)}" + (f'<br><code class="rb-col">{_column_name(_frame_name(c))}</code>' if names else "")
                    + "</th>" for c, h, _ in columns)
     body = []
     names = [c for c, _, _ in columns]
@@ -278,6 +278,13 @@ def table(
     if len(df) > max_rows:
         note = f'<p class="rb-note">Showing the first {max_rows:,} of {len(df):,} rows.</p>'
     return f'<table class="rb-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{note}'
+
+
+def _column_name(name: str) -> str:
+    """A frame column's ``name`` under a table heading, escaped, with a line-break opportunity
+    after each ``_`` (``unclaimed_<wbr/>calls``): it may wrap there rather than widen the table
+    past the page (``<wbr/>`` self-closed, as :func:`_breakable` says why)."""
+    return "_<wbr/>".join(esc(part) for part in name.split("_"))
 
 
 def _frame_name(column: str) -> str:
