@@ -820,3 +820,88 @@ def test_an_otel_trace_joins_its_door_session_end_to_end(tmp_path):
     assert (s["transcript_id"], s["agreed"], s["status"], s["unclaimed_calls"]) == ("conv-9", 3, "matched", 0)
     assert sorted(res.pairs["call_id"]) == ["call_1", "call_2", "call_3"]
     assert res.offset_ms == pytest.approx(150.0, abs=100)
+
+
+def _offset_case():
+    """t1's agent and the door agree on the clock; t2's machine is two hours ahead of its
+    transcript's (a time zone written as UTC); s3 repeats t1's three calls an hour later, and
+    its own transcript is not among the inputs."""
+    st = [("t1", i * 10, "read", {"path": f"a{i}"}, None) for i in range(3)]
+    ca = [("s1", i * 10 + 0.2, "read", {"path": f"a{i}"}, None) for i in range(3)]
+    st += [("t2", 100 + i * 10, "read", {"path": f"b{i}"}, None) for i in range(5)]
+    ca += [("s2", 100 + i * 10 + 7200.4, "read", {"path": f"b{i}"}, None) for i in range(5)]
+    ca += [("s3", 3600 + i * 10 + 0.2, "read", {"path": f"a{i}"}, None) for i in range(3)]
+    return steps_frame(st), calls_frame(ca)
+
+
+def test_a_wider_max_offset_names_the_sessions_it_joined_otherwise():
+    """max_offset_s 7200, set to reach t2's clock, also moved the common offset to +2 h: t1's
+    own session s1 fell unmatched and t1 went to s3, an hour later, with no message."""
+    import replaybook.join as J
+
+    steps, calls = _offset_case()
+    res = join_sessions(steps, calls)
+    assert res.assignments() == {"s1": "t1", "s3": None, "s2": None}
+    # at the default nothing is joined again, and nothing is named
+    assert J.offset_changes(steps, calls, res.sessions, max_offset_s=300).empty
+    wide = join_sessions(steps, calls, max_offset_s=7200)
+    assert wide.assignments() == {"s1": None, "s3": "t1", "s2": "t2"}
+    ch = J.offset_changes(steps, calls, wide.sessions, max_offset_s=7200)
+    assert [{k: (None if pd.isna(v) else v) for k, v in r.items()} for r in ch.to_dict("records")] == [
+        dict(door_session="s1", status="unmatched", transcript_id=None, agreed=None, offset_ms=None,
+             max_offset_s=7200.0, default_status="matched", default_transcript="t1", default_agreed=3,
+             default_offset_ms=200.0, default_max_offset_s=300.0, clock_transcript=None, clock_offset_s=None),
+        dict(door_session="s3", status="matched", transcript_id="t1", agreed=3, offset_ms=3600200.0,
+             max_offset_s=7200.0, default_status="unmatched", default_transcript=None, default_agreed=None,
+             default_offset_ms=None, default_max_offset_s=300.0, clock_transcript=None, clock_offset_s=None),
+        dict(door_session="s2", status="matched", transcript_id="t2", agreed=5, offset_ms=7200400.0,
+             max_offset_s=7200.0, default_status="unmatched", default_transcript=None, default_agreed=None,
+             default_offset_ms=None, default_max_offset_s=300.0, clock_transcript="t2", clock_offset_s=7200.4)]
+    assert ch.dtypes.astype(str).to_dict() == {
+        "door_session": "string", "status": "string", "transcript_id": "string", "agreed": "Int64",
+        "offset_ms": "float64", "max_offset_s": "float64", "default_status": "string",
+        "default_transcript": "string", "default_agreed": "Int64", "default_offset_ms": "float64",
+        "default_max_offset_s": "float64", "clock_transcript": "string", "clock_offset_s": "float64"}
+    assert [J.offset_change_text(r) for r in ch.to_dict("records")] == [
+        "with max_offset_s 300 (the default) it was matched to transcript t1 (3 agreeing steps, clock offset "
+        "+0.2 s); at 7200 it is unmatched",
+        "with max_offset_s 300 (the default) it was unmatched; at 7200 it is matched to transcript t1 (3 agreeing "
+        "steps, clock offset +3,600.2 s)",
+        "with max_offset_s 300 (the default) it was unmatched; at 7200 it is matched to transcript t2 (5 agreeing "
+        "steps, clock offset +7,200.4 s): transcript t2 needed the wider search; give its clock instead, "
+        "clock_offsets: {t2: 7200.4} in the manifest, and keep max_offset_s at 300, which leaves every other "
+        "transcript's search as it was"]
+    # what it recommends joins both, each to its own session
+    assert join_sessions(steps, calls, clock_offsets={"t2": 7200.4}).assignments() == {
+        "s1": "t1", "s3": None, "s2": "t2"}
+    # a wider search that joins every session as the default does names none
+    only = steps[steps["transcript_id"] == "t1"]
+    near = calls[calls["door_session"] == "s1"]
+    assert join_sessions(only, near, max_offset_s=7200).assignments() == {"s1": "t1"}
+    assert J.offset_changes(only, near, join_sessions(only, near, max_offset_s=7200).sessions,
+                            max_offset_s=7200).empty
+
+
+def test_a_narrower_max_offset_names_the_session_it_left_unmatched():
+    """max_offset_s 0 (the clocks agree) leaves a session whose agent's clock is 2 min behind
+    unmatched; the default had joined it, and its transcript's own clock joins it at 0 too."""
+    import replaybook.join as J
+
+    st = [("t1", i * 10, "read", {"path": f"a{i}"}, None) for i in range(3)]
+    ca = [("s1", i * 10 + 0.2, "read", {"path": f"a{i}"}, None) for i in range(3)]
+    st += [("t2", 100 + i * 10, "read", {"path": f"b{i}"}, None) for i in range(4)]
+    ca += [("s2", 100 + i * 10 + 120.5, "read", {"path": f"b{i}"}, None) for i in range(4)]
+    steps, calls = steps_frame(st), calls_frame(ca)
+    zero = join_sessions(steps, calls, max_offset_s=0)
+    assert zero.assignments() == {"s1": "t1", "s2": None}
+    ch = J.offset_changes(steps, calls, zero.sessions, max_offset_s=0)
+    assert ch[["door_session", "status", "default_status", "default_transcript", "default_agreed",
+               "clock_transcript", "clock_offset_s"]].astype(object).to_dict("records") == [
+        dict(door_session="s2", status="unmatched", default_status="matched", default_transcript="t2",
+             default_agreed=4, clock_transcript="t2", clock_offset_s=120.5)]
+    assert J.offset_change_text(ch.iloc[0], cli=True) == (
+        "with --max-offset 300 (the default) it was matched to transcript t2 (4 agreeing steps, clock offset "
+        "+120.5 s); at 0 it is unmatched: transcript t2 needs a clock offset that --max-offset 0 does not look "
+        "for; to join it at 0, give its clock, --clock-offset t2=120.5 (or clock_offsets in the manifest)")
+    assert join_sessions(steps, calls, max_offset_s=0, clock_offsets={"t2": 120.5}).assignments() == {
+        "s1": "t1", "s2": "t2"}

@@ -35,7 +35,7 @@ from . import _yaml
 from ._schema import first_error_at, package_schema
 from .errors import InputError, ManifestError
 from .frames import ACCESS, CALLS, STEPS, LoadResult
-from .join import DEFAULT_MIN_AGREED, DEFAULT_WINDOW_S, JoinResult, join_sessions
+from .join import DEFAULT_MAX_OFFSET_S, DEFAULT_MIN_AGREED, DEFAULT_WINDOW_S, JoinResult, join_sessions
 from .sources import registry
 
 __all__ = ["Incident", "load_manifest"]
@@ -142,7 +142,7 @@ def load_manifest(path: str | Path) -> dict:
                                     "(`replaybook sources` lists every format)", p, _line_of_value(raw, key, fmt))
     data.setdefault("window_s", DEFAULT_WINDOW_S)
     data.setdefault("min_agreed", DEFAULT_MIN_AGREED)
-    data.setdefault("max_offset_s", 300.0)
+    data.setdefault("max_offset_s", DEFAULT_MAX_OFFSET_S)
     return data
 
 

@@ -69,13 +69,16 @@ except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
-__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "untimed_note", "far_pairs", "far_clocks", "DEFAULT_WINDOW_S",
-           "DEFAULT_MIN_AGREED", "MAX_SECONDS", "FAR_PAIR_MS", "FAR_CLOCK_HORIZON_S"]
+__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "untimed_note", "far_pairs", "far_clocks", "offset_changes",
+           "offset_change_text", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED", "DEFAULT_MAX_OFFSET_S", "MAX_SECONDS",
+           "FAR_PAIR_MS", "FAR_CLOCK_HORIZON_S"]
 
 #: Default agreement window between a transcript step and a door call, seconds.
 DEFAULT_WINDOW_S = 60.0
 #: Default minimum agreeing steps before a transcript may be assigned to a session.
 DEFAULT_MIN_AGREED = 1
+#: Default largest clock offset (door − transcript) the join looks for, seconds.
+DEFAULT_MAX_OFFSET_S = 300.0
 #: the largest window or clock offset a join takes, seconds (about 31 years: a finite number
 #: whose milliseconds fit the join's integer arithmetic many times over)
 MAX_SECONDS = 1e9
@@ -906,7 +909,7 @@ def join_sessions(
     *,
     window_s: float = DEFAULT_WINDOW_S,
     min_agreed: int = DEFAULT_MIN_AGREED,
-    max_offset_s: float = 300.0,
+    max_offset_s: float = DEFAULT_MAX_OFFSET_S,
     clock_offsets: Mapping[str, float] | None = None,
 ) -> JoinResult:
     """Assign transcripts to door sessions one-to-one and report how sure each assignment is.
@@ -926,7 +929,8 @@ def join_sessions(
             give none: another client's transcripts may run on another clock).  A transcript
             fewer than half of whose steps agree at that offset (none by id) may take one of its
             own in the same range (an agent on another machine: :func:`_own_clocks`).  ``0``
-            assumes the clocks agree.
+            assumes the clocks agree.  Other than the default, it moves more than the clock it
+            was set for: :func:`offset_changes` names the sessions it joined otherwise.
         clock_offsets: transcript id → its clock offset as the investigator knows it (door clock
             − transcript clock, seconds; a machine set to another time zone as UTC: ``7200``),
             whatever ``max_offset_s``: that transcript (with its sub-agents) takes it as its own,
@@ -1814,3 +1818,113 @@ def far_clocks(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame,
     out = out.sort_values(["door_session", "steps", "transcript_id"], ascending=[True, False, True], kind="stable")
     out = out.drop_duplicates("door_session").reset_index(drop=True)
     return out.astype(cols)
+
+
+def offset_changes(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame, *, max_offset_s: float,
+                   window_s: float = DEFAULT_WINDOW_S, min_agreed: int = DEFAULT_MIN_AGREED,
+                   clock_offsets: Mapping[str, float] | None = None,
+                   default_max_offset_s: float = DEFAULT_MAX_OFFSET_S) -> pd.DataFrame:
+    """The door sessions whose verdict a ``max_offset_s`` other than the default changed.
+
+    ``max_offset_s`` moves more than the one clock it was set for: the common clock offset is
+    read from every transcript's steps within it, so a wider search can settle on coincidental
+    same-tool, same-arguments pairs far off (another agent repeating the calls an hour later)
+    and take a session's transcript away, or give it to another session, with nothing to say
+    so; a narrower one leaves a session whose agent's clock needs an offset unmatched.  This
+    joins ``steps`` and ``calls`` again at ``default_max_offset_s`` (same ``window_s``,
+    ``min_agreed`` and ``clock_offsets``) and compares each door session's status and
+    transcript with ``sessions`` (``JoinResult.sessions`` of the join at ``max_offset_s``).
+    When ``max_offset_s`` is the default nothing is joined and the frame is empty.
+
+    A transcript linked only at the wider of the two settings, at a clock offset the narrower
+    one does not read (beyond its ``max_offset_s`` + ``window_s``), and assigned to no session
+    at the narrower one, is the transcript that needed the wider search: it is named in
+    ``clock_transcript``, since giving its own clock (``clock_offsets``) joins it at the
+    narrower setting and leaves every other transcript's search as it was.
+
+    Returns:
+        DataFrame, one row per door session whose ``status`` or ``transcript_id`` differs, in
+        the order of ``sessions``: ``door_session``, ``status``, ``transcript_id`` (string),
+        ``agreed`` (Int64), ``offset_ms`` (float64, ms, door − transcript) — the session at
+        ``max_offset_s`` (float64, seconds) — then ``default_status``, ``default_transcript``
+        (string), ``default_agreed`` (Int64), ``default_offset_ms`` (float64, ms) — the same
+        session at ``default_max_offset_s`` (float64, seconds) — and ``clock_transcript``
+        (string) with ``clock_offset_s`` (float64, seconds, door − transcript: what to give it
+        under ``clock_offsets``), NA where no transcript of the row needed the wider search.
+
+    Raises:
+        JoinError: as :func:`join_sessions`.
+    """
+    cols = {"door_session": "string", "status": "string", "transcript_id": "string", "agreed": "Int64",
+            "offset_ms": "float64", "max_offset_s": "float64", "default_status": "string",
+            "default_transcript": "string", "default_agreed": "Int64", "default_offset_ms": "float64",
+            "default_max_offset_s": "float64", "clock_transcript": "string", "clock_offset_s": "float64"}
+    empty = pd.DataFrame({c: pd.Series(dtype=t) for c, t in cols.items()})
+    if float(max_offset_s) == float(default_max_offset_s) or sessions is None or not len(sessions):
+        return empty
+    base = join_sessions(steps, calls, window_s=window_s, min_agreed=min_agreed,
+                         max_offset_s=default_max_offset_s, clock_offsets=clock_offsets).sessions
+    keep = ["door_session", "status", "transcript_id", "agreed", "offset_ms"]
+    now = sessions[keep].astype({"door_session": "string", "status": "string", "transcript_id": "string"})
+    was = base[keep].astype({"door_session": "string", "status": "string", "transcript_id": "string"}).rename(
+        columns={"status": "default_status", "transcript_id": "default_transcript", "agreed": "default_agreed",
+                 "offset_ms": "default_offset_ms"})
+    m = now.merge(was, on="door_session", how="left", sort=False)
+    same_t = (m["transcript_id"] == m["default_transcript"]).fillna(
+        m["transcript_id"].isna() & m["default_transcript"].isna())
+    same_s = (m["status"] == m["default_status"]).fillna(m["status"].isna() & m["default_status"].isna())
+    m = m[~(same_t & same_s)].reset_index(drop=True)
+    if not len(m):
+        return empty
+    wider = float(max_offset_s) > float(default_max_offset_s)
+    # the side of the wider search, and the transcripts the narrower one assigned
+    t_wide, off_wide = (("transcript_id", "offset_ms") if wider else ("default_transcript", "default_offset_ms"))
+    narrow_sessions = base if wider else sessions
+    reach_ms = (min(float(max_offset_s), float(default_max_offset_s)) + float(window_s)) * 1000
+    assigned = set(narrow_sessions["transcript_id"].dropna().astype(str))
+    tw, ow = m[t_wide], m[off_wide].astype("float64")
+    needed = (tw.notna() & (ow.abs() > reach_ms) & ~tw.astype(str).isin(assigned)).fillna(False).to_numpy(bool)
+    m["clock_transcript"] = tw.where(needed)
+    m["clock_offset_s"] = (ow / 1000).where(needed)
+    m["max_offset_s"] = float(max_offset_s)
+    m["default_max_offset_s"] = float(default_max_offset_s)
+    return m[list(cols)].astype(cols)
+
+
+def _verdict_text(status, tid, agreed, offset_ms) -> str:
+    """A session's verdict in a few words: ``matched to transcript T (3 agreeing steps, clock
+    offset +0.2 s)``, ``ambiguous (…)`` or ``unmatched``."""
+    if pd.isna(tid) or status == "unmatched" or pd.isna(status):
+        return "unmatched"
+    n = 0 if pd.isna(agreed) else int(agreed)
+    what = f"{n:,} agreeing step{'' if n == 1 else 's'}"
+    if not pd.isna(offset_ms):
+        what += f", clock offset {float(offset_ms) / 1000:+,.1f} s"
+    if status == "ambiguous":
+        return f"ambiguous: transcript {tid} ({what}), with an equally good alternative"
+    return f"matched to transcript {tid} ({what})"
+
+
+def offset_change_text(row: Mapping, *, cli: bool = False) -> str:
+    """One row of :func:`offset_changes` in words (plain text, no full stop), as ``replaybook
+    join`` prints it (``cli``: options named as its flags) and the report's sentence for the
+    session ends: ``with max_offset_s 300 (the default) it was matched to transcript t1 (3
+    agreeing steps, clock offset +0.2 s); at 7200 it is unmatched``, and where a transcript
+    needed the wider search, how to give its clock instead."""
+    name = "--max-offset" if cli else "max_offset_s"
+    dflt, given = float(row["default_max_offset_s"]), float(row["max_offset_s"])
+    out = (f"with {name} {dflt:g} (the default) it was "
+           f"{_verdict_text(row['default_status'], row['default_transcript'], row['default_agreed'], row['default_offset_ms'])}"
+           f"; at {given:g} it is "
+           f"{_verdict_text(row['status'], row['transcript_id'], row['agreed'], row['offset_ms'])}")
+    tid = row.get("clock_transcript")
+    if tid is None or pd.isna(tid):
+        return out
+    sec = float(row["clock_offset_s"])
+    give = (f"--clock-offset {tid}={sec:.1f} (or clock_offsets in the manifest)" if cli
+            else f"clock_offsets: {{{tid}: {sec:.1f}}} in the manifest")
+    if given > dflt:
+        return (out + f": transcript {tid} needed the wider search; give its clock instead, {give}, and keep "
+                f"{name} at {dflt:g}, which leaves every other transcript's search as it was")
+    return (out + f": transcript {tid} needs a clock offset that {name} {given:g} does not look for; to join it "
+            f"at {given:g}, give its clock, {give}")
