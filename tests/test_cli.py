@@ -507,3 +507,82 @@ def test_join_takes_the_incident_folder_as_report_does(capsys):
     assert main(["join", str(demo / "incident.yaml"), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == by_folder
     assert len(by_folder["sessions"]) == 2
+
+
+def test_join_names_the_sessions_a_wider_max_offset_joined_otherwise(tmp_path, capsys):
+    """--max-offset 7200, given to reach one transcript's clock two hours off, also moved the
+    common clock offset: another session lost its transcript to an agent's repeat of its calls
+    an hour later, and nothing said so."""
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 9, 13, 10, 0, tzinfo=timezone.utc)
+
+    def iso(t):
+        return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    tr, door = tmp_path / "t", tmp_path / "d" / "analyst"
+    tr.mkdir()
+    door.mkdir(parents=True)
+    a, b = "aaaaaaaa-0000-4000-8000-00000000000a", "bbbbbbbb-0000-4000-8000-00000000000b"
+    # (transcript, its first step (s), its steps, [(door session, seconds later the door logged each call)])
+    for n, (sid, start, n_steps, sessions) in enumerate(((a, 0, 3, [("s1", 0.2), ("s3", 3600.2)]),
+                                                         (b, 100, 5, [("s2", 7200.4)]))):
+        head = f'"sessionId":"{sid}","version":"2.1.90","isSidechain":false'
+        lines = []
+        for i in range(n_steps):
+            t = t0 + timedelta(seconds=start + 10 * i)
+            lines.append(f'{{{head},"uuid":"{sid[:8]}-{i:04d}-4000-8000-000000000000","type":"assistant",'
+                         f'"timestamp":"{iso(t)}","message":{{"id":"m{n}{i}",'
+                         f'"role":"assistant","content":[{{"type":"tool_use","id":"toolu_{n}{i}",'
+                         f'"name":"mcp__door__read","input":{{"path":"{sid[0]}{i}"}}}}]}},"requestId":"r{n}{i}"}}')
+            for ds, later in sessions:
+                with (door / f"{ds}.jsonl").open("a") as fh:
+                    fh.write(json.dumps({"ts": iso(t + timedelta(seconds=later)), "seq": i + 1,
+                                         "session": f"door-{ds}", "tool": "read", "arguments": {"path": f"{sid[0]}{i}"},
+                                         "decision": "allow"}) + "\n")
+        (tr / f"{sid}.jsonl").write_text("\n".join(lines) + "\n")
+    args = ["join", "--transcripts", str(tr), "--calls", str(tmp_path / "d")]
+    # at the default: door-s1 is a's, and nothing is said about --max-offset
+    assert main(args + ["--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["assignments"] == {"door-s1": a, "door-s3": None, "door-s2": None}
+    assert out["offset_changes"] == []
+    assert main(args) == 0
+    assert "(the default)" not in capsys.readouterr().out
+    assert main(args + ["--max-offset", "7200"]) == 0
+    out = capsys.readouterr().out
+    assert [ln for ln in out.splitlines() if "(the default)" in ln] == [
+        f"door session door-s1: with --max-offset 300 (the default) it was matched to transcript {a} (3 agreeing "
+        "steps, clock offset +0.2 s); at 7200 it is unmatched",
+        f"door session door-s3: with --max-offset 300 (the default) it was unmatched; at 7200 it is matched to "
+        f"transcript {a} (3 agreeing steps, clock offset +3,600.2 s)",
+        f"door session door-s2: with --max-offset 300 (the default) it was unmatched; at 7200 it is matched to "
+        f"transcript {b} (5 agreeing steps, clock offset +7,200.4 s): transcript {b} needed the wider search; give "
+        f"its clock instead, --clock-offset {b}=7200.4 (or clock_offsets in the manifest), and keep --max-offset "
+        "at 300, which leaves every other transcript's search as it was"]
+    assert main(args + ["--max-offset", "7200", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["offset_changes"][0] == {
+        "door_session": "door-s1", "status": "unmatched", "transcript_id": None, "agreed": None, "offset_ms": None,
+        "max_offset_s": 7200.0, "default_status": "matched", "default_transcript": a, "default_agreed": 3,
+        "default_offset_ms": 200.0, "default_max_offset_s": 300.0, "clock_transcript": None, "clock_offset_s": None}
+    # what it recommends: each transcript in its own session, and nothing to say
+    assert main(args + ["--clock-offset", f"{b}=7200.4", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["assignments"] == {"door-s1": a, "door-s3": None, "door-s2": b} and out["offset_changes"] == []
+
+
+def test_findings_line_names_the_sessions_max_offset_joined_otherwise():
+    from replaybook.cli import _findings_line
+
+    f = {"sessions": {"matched": 2, "unmatched": 1}, "door_calls": 11, "refused_calls": 0, "offset_changes": [
+        {"door_session": "s1", "status": "unmatched", "transcript_id": None, "default_status": "matched",
+         "default_transcript": "t1", "clock_transcript": None, "max_offset_s": 7200.0, "default_max_offset_s": 300.0,
+         "clock_offset_s": None},
+        {"door_session": "s2", "status": "matched", "transcript_id": "t2", "default_status": "unmatched",
+         "default_transcript": None, "clock_transcript": "t2", "max_offset_s": 7200.0, "default_max_offset_s": 300.0,
+         "clock_offset_s": 7200.4}]}
+    assert _findings_line(f) == (
+        "3 door sessions (2 matched, 1 unmatched); 11 door calls, 0 refused; door session s1 matched to transcript "
+        "t1 at max_offset_s 300 (the default), unmatched at 7200 (see the report); door session s2 unmatched at "
+        "max_offset_s 300 (the default), matched to transcript t2 at 7200; transcript t2's own clock joins it "
+        "alone: clock_offsets {t2: 7200.4} (see the report)")

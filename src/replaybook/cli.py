@@ -404,7 +404,8 @@ def sources_cmd() -> None:
 @click.option("--max-offset", type=click.FloatRange(0, 1e9), default=None,
               help="Largest clock offset between transcript and door to look for before matching, "
                    "seconds (0: assume the clocks agree). The offset printed is measured afterwards "
-                   "from the agreeing pairs, so it can be as large as --window even with 0.  "
+                   "from the agreeing pairs, so it can be as large as --window even with 0.  Other "
+                   "than 300, the join also runs at 300 and names each door session joined otherwise.  "
                    "[default: the manifest's max_offset_s, else 300]")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True)
 @click.option("--clock-offset", "clock_offset", multiple=True, metavar="TRANSCRIPT=SECONDS",
@@ -419,7 +420,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     """
     import pandas as pd
 
-    from .join import join_sessions
+    from .join import DEFAULT_MAX_OFFSET_S, join_sessions
 
     offsets: dict[str, float] = {}
     for item in clock_offset:
@@ -457,18 +458,21 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         set_aside_rows = pd.concat([st.quarantine, ca.quarantine], ignore_index=True)
         set_aside = int(len(set_aside_rows))
     window = 60.0 if window is None else window
-    max_offset = 300.0 if max_offset is None else max_offset
+    max_offset = DEFAULT_MAX_OFFSET_S if max_offset is None else max_offset
     res = join_sessions(steps, calls_f, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset,
                         clock_offsets=offsets or None)
-    from .join import far_clocks
+    from .join import far_clocks, offset_change_text, offset_changes
 
     far = far_clocks(steps, calls_f, res.sessions, max_offset_s=max_offset, window_s=window)
+    # sessions a --max-offset other than the default joined otherwise (another join, only then)
+    changed = offset_changes(steps, calls_f, res.sessions, max_offset_s=max_offset, window_s=window,
+                             min_agreed=min_agreed, clock_offsets=offsets or None)
     if fmt == "json":
         d = res.to_dict()
         d["quarantine"] = set_aside
         # unmatched sessions whose calls line up with a transcript beyond --max-offset
-        d["far_clocks"] = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
-                           for r in far.astype(object).to_dict("records")]
+        d["far_clocks"] = _json_records(far)
+        d["offset_changes"] = _json_records(changed)
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
     else:
         view = res.sessions.astype(object)
@@ -503,6 +507,11 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                        f"{r.offset_ms / 1000:+,.1f} s, beyond --max-offset {max_offset:g}: give that transcript's "
                        f"clock, --clock-offset {r.transcript_id}={r.offset_ms / 1000:.1f} (or clock_offsets in the "
                        "manifest)")
+        for r in changed.head(20).to_dict("records"):
+            click.echo(f"door session {r['door_session']}: {offset_change_text(r, cli=True)}")
+        if len(changed) > 20:
+            click.echo(f"… and {len(changed) - 20:,} more door sessions joined otherwise than at --max-offset "
+                       f"{float(changed['default_max_offset_s'].iloc[0]):g} (the default; the JSON lists them)")
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
         from .join import FAR_PAIR_MS, far_pairs
 
@@ -565,6 +574,15 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     click.echo(str(paths.html))
 
 
+def _json_records(df) -> list[dict]:
+    """A frame's rows as JSON-ready dicts: numpy scalars as Python numbers, NA as ``None``."""
+    import pandas as pd
+
+    return [{k: (None if v is None or (not isinstance(v, (list, dict)) and pd.isna(v))
+                 else v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+            for r in df.astype(object).to_dict("records")]
+
+
 def _checksums_line(incident: str | Path, checksums: Path) -> str:
     """Where the report's checksum file is and the command that checks every input with it
     (paths in it are relative to the manifest's folder), for the terminal."""
@@ -587,6 +605,20 @@ def _findings_line(f: dict) -> str:
     for fc in (f.get("far_clocks") or [])[:5]:  # an unmatched session the join could not reach
         parts.append(f"door session {fc['door_session']} unmatched: its calls line up with transcript "
                      f"{fc['transcript_id']} at {fc['offset_s']:+,.1f} s, beyond max_offset_s (see the report)")
+    def verdict(status, tid):
+        return ("unmatched" if tid is None or status == "unmatched" else
+                f"matched to transcript {tid}" if status == "matched" else f"{status} (transcript {tid})")
+
+    oc = f.get("offset_changes") or []
+    for c in oc[:5]:  # a session max_offset_s joined otherwise than the default would
+        parts.append(f"door session {c['door_session']} {verdict(c['default_status'], c['default_transcript'])} at "
+                     f"max_offset_s {c['default_max_offset_s']:g} (the default), {verdict(c['status'], c['transcript_id'])} "
+                     f"at {c['max_offset_s']:g}"
+                     + (f"; transcript {c['clock_transcript']}'s own clock joins it alone: clock_offsets "
+                        f"{{{c['clock_transcript']}: {c['clock_offset_s']:.1f}}}" if c.get("clock_transcript") else "")
+                     + " (see the report)")
+    if len(oc) > 5:
+        parts.append(f"{len(oc) - 5:,} more door sessions joined otherwise than at the default max_offset_s")
     for group in f.get("disagreeing_copies") or []:  # the likeliest cause of a wrong figure: up front
         parts.append(f"{len(group)} files reached look like one dataset but hold different data: "
                      + ", ".join(group[:4]) + (" …" if len(group) > 4 else ""))

@@ -223,7 +223,8 @@ def test_demo_report_renders(rendered_demo):
                                "set_aside_lines": 0, "set_aside_files": 0, "unread_files": 0,
                                "unexplained_storage": 2, "refused_then_reached": ["s3://acme-data/reference/.env"],
                                "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,
-                               "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]], "far_clocks": []}
+                               "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]], "far_clocks": [],
+                               "offset_changes": []}
     assert "vnd.replaybook" not in html
     nb = json.loads(read(out["ipynb"]))
     assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"
@@ -368,3 +369,51 @@ def test_sha256sum_checks_every_input_of_the_wide_incident(rendered_wide, wide_i
     ok = _sha256sum_check(rendered_wide["checksums"], wide_incident["root"])
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert ok.stdout.count(b": OK\n") == len(wide_incident["files"])
+
+
+def test_a_manifest_with_a_wider_max_offset_names_the_sessions_it_joined_otherwise(tmp_path, capsys):
+    """max_offset_s: 7200, set to reach one agent's clock two hours off, also gave another
+    session's transcript to an agent's repeat of its calls an hour later: the report says so up
+    top, in that session's sentence, and `replaybook report` prints it among the findings."""
+    from datetime import datetime, timedelta, timezone
+
+    from replaybook.cli import main
+
+    t0 = datetime(2026, 9, 13, 10, 0, tzinfo=timezone.utc)
+
+    def iso(t):
+        return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    (tmp_path / "t").mkdir()
+    (tmp_path / "door" / "analyst").mkdir(parents=True)
+    a, b = "aaaaaaaa-0000-4000-8000-00000000000a", "bbbbbbbb-0000-4000-8000-00000000000b"
+    # (transcript, its first step (s), its steps, [(door session, seconds later the door logged each call)])
+    for n, (sid, start, n_steps, sessions) in enumerate(((a, 0, 3, [("s1", 0.2), ("s3", 3600.2)]),
+                                                         (b, 100, 5, [("s2", 7200.4)]))):
+        lines = []
+        for i in range(n_steps):
+            t = t0 + timedelta(seconds=start + 10 * i)
+            lines.append(json.dumps({
+                "sessionId": sid, "version": "2.1.90", "isSidechain": False, "type": "assistant",
+                "uuid": f"{sid[:8]}-{i:04d}-4000-8000-000000000000", "timestamp": iso(t), "requestId": f"r{n}{i}",
+                "message": {"id": f"m{n}{i}", "role": "assistant", "content": [
+                    {"type": "tool_use", "id": f"toolu_{n}{i}", "name": "mcp__door__read",
+                     "input": {"path": f"{sid[0]}{i}"}}]}}))
+            for ds, later in sessions:
+                with (tmp_path / "door" / "analyst" / f"{ds}.jsonl").open("a") as fh:
+                    fh.write(json.dumps({"ts": iso(t + timedelta(seconds=later)), "seq": i + 1, "session": f"door-{ds}",
+                                         "tool": "read", "arguments": {"path": f"{sid[0]}{i}"},
+                                         "decision": "allow"}) + "\n")
+        (tmp_path / "t" / f"{sid}.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "incident.yaml").write_text("title: clocks\ntranscripts: [t/]\ndoor: [door/]\nmax_offset_s: 7200\n")
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert (f"door session door-s1 matched to transcript {a} at max_offset_s 300 (the default), unmatched at 7200 "
+            "(see the report)") in err
+    assert (f"door session door-s2 unmatched at max_offset_s 300 (the default), matched to transcript {b} at 7200; "
+            f"transcript {b}'s own clock joins it alone: clock_offsets {{{b}: 7200.4}} (see the report)") in err
+    text = html_lib.unescape(re.sub("<[^>]+>", "", read(next((tmp_path / "out").glob("*.html")))))
+    assert ("max_offset_s 7200 joined 3 door sessions otherwise than the default (300 s) would: door-s1, door-s3, "
+            "door-s2; each one's sentence says how") in text
+    assert (f"With max_offset_s 300 (the default) it was matched to transcript {a} (3 agreeing steps, clock offset "
+            "+0.2 s); at 7200 it is unmatched.") in text

@@ -1069,3 +1069,63 @@ def test_a_continued_conversation_is_shown_once_naming_each_calls_session():
 def test_a_clock_difference_reads_in_words(ms, words):
     """'the door's clock reads 7,199,500 ms earlier' was hard to read for a machine two hours off."""
     assert S._duration_words(ms) == words
+
+
+def _offset_case():
+    """t1 and the door agree on the clock; t2's machine is two hours ahead (its transcript's
+    clock two hours behind the door's); s3 repeats t1's calls an hour later, without its own
+    transcript."""
+    def st(tid, sec, path):
+        return dict(transcript_id=tid, client="claude-code", seq=int(sec), ts=s(sec), kind="tool_call",
+                    tool_raw="mcp__door__read", server="door", tool="read", arguments={"path": path},
+                    args_key=canonical_args({"path": path}))
+
+    def ca(sess, sec, path):
+        return dict(door_session=sess, agent="analyst", seq=int(sec), ts=s(sec), tool="read",
+                    arguments={"path": path}, args_key=canonical_args({"path": path}), decision="allow")
+
+    steps = STEPS.build([st("t1", 10 * i, f"a{i}") for i in range(3)]
+                        + [st("t2", 100 + 10 * i, f"b{i}") for i in range(5)])
+    calls = CALLS.build([ca("s1", 10 * i + 0.2, f"a{i}") for i in range(3)]
+                        + [ca("s2", 100 + 10 * i + 7200.4, f"b{i}") for i in range(5)]
+                        + [ca("s3", 3600 + 10 * i + 0.2, f"a{i}") for i in range(3)])
+    return steps, calls
+
+
+def test_a_session_a_wider_max_offset_joined_otherwise_says_so():
+    """With max_offset_s 7200 (to reach t2's clock), s1 lost t1 to s3 and its sentence said only
+    that no transcript agrees with it."""
+    from replaybook.cli import _findings_line
+    from replaybook.join import join_sessions
+
+    steps, calls = _offset_case()
+    res = join_sessions(steps, calls, max_offset_s=7200)
+    sess = S.with_offset_changes(res.sessions, steps, calls, max_offset_s=7200)
+    text = html.unescape(S.join_summary(sess, 60.0))
+    assert ("Door session s1: no transcript agrees with its 3 calls well enough to be assigned, so nothing here says "
+            "which conversation made them. With max_offset_s 300 (the default) it was matched to transcript t1 "
+            "(3 agreeing steps, clock offset +0.2 s); at 7200 it is unmatched.") in text
+    assert ("With max_offset_s 300 (the default) it was unmatched; at 7200 it is matched to transcript t2 (5 agreeing "
+            "steps, clock offset +7,200.4 s): transcript t2 needed the wider search; give its clock instead, "
+            "clock_offsets: {t2: 7200.4} in the manifest, and keep max_offset_s at 300, which leaves every other "
+            "transcript's search as it was.") in text
+    assert text.count("(the default)") == 3
+    h = html.unescape(S.header("x", "incident.yaml", steps=steps, calls=calls, sessions=sess))
+    assert ("max_offset_s 7200 joined 3 door sessions otherwise than the default (300 s) would</a></strong>: "
+            "s1, s3, s2; each one's sentence says how") in h
+    f = S.findings(sess, calls, QUARANTINE.empty(), join=res)
+    assert [(c["door_session"], c["default_transcript"], c["transcript_id"], c["clock_transcript"],
+             c["clock_offset_s"]) for c in f["offset_changes"]] == [
+        ("s1", "t1", None, None, None), ("s3", None, "t1", None, None), ("s2", None, "t2", "t2", 7200.4)]
+    assert ("door session s1 matched to transcript t1 at max_offset_s 300 (the default), unmatched at 7200 "
+            "(see the report)") in _findings_line(f)
+    # at the default, or a wider search that changes nothing: no column, no sentence, no finding
+    at_default = join_sessions(steps, calls)
+    same = S.with_offset_changes(at_default.sessions, steps, calls, max_offset_s=300)
+    assert list(same.columns) == list(at_default.sessions.columns)
+    assert "(the default)" not in html.unescape(S.join_summary(same, 60.0))
+    assert S.findings(same, calls, QUARANTINE.empty(), join=at_default)["offset_changes"] == []
+    only = (steps[steps["transcript_id"] == "t1"], calls[calls["door_session"] == "s1"])
+    wide_only = join_sessions(*only, max_offset_s=7200)
+    assert list(S.with_offset_changes(wide_only.sessions, *only, max_offset_s=7200).columns) == \
+        list(wide_only.sessions.columns)

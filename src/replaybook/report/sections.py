@@ -38,6 +38,7 @@ __all__ = [
     "header",
     "confidence_sentence",
     "with_far_clocks",
+    "with_offset_changes",
     "join_summary",
     "clock_offset",
     "timeline_section",
@@ -370,7 +371,9 @@ def header(
     section, and the objects among them the door had refused the agent, of the objects the agent reached that look like copies of one dataset but hold
     different data (``disagreements``: :attr:`ReachedObjects.disagreements`), linked to that
     section, from the join's ``sessions`` frame (``SESSIONS``) the door calls whose logged tool-use
-    id contradicts the transcript (``id_conflicts``, ``id_mismatches``, linked to the sessions) and the residual
+    id contradicts the transcript (``id_conflicts``, ``id_mismatches``, linked to the sessions),
+    the sessions a ``max_offset_s`` other than the default joined otherwise (the columns
+    :func:`with_offset_changes` adds, linked to the sessions) and the residual
     counts (``unclaimed_calls``, ``unmatched_steps``, linked to the residuals), and the
     manifest's ``description``."""
     when = generated_at or datetime.now(timezone.utc)
@@ -443,6 +446,16 @@ def header(
             facts.append(f'<strong><a href="#sessions">{_count(im, "door call")} paired by the client\'s tool-use id '
                          f"{'names' if im == 1 else 'name'} another tool or other arguments than the transcript "
                          "step with that id</a></strong>: an edited transcript or door log would look like this")
+        if "default_status" in sessions.columns:  # a max_offset_s other than the default moved some verdicts
+            moved = sessions[sessions["default_status"].notna()]
+            if len(moved):
+                r0 = moved.iloc[0]
+                facts.append(f'<strong><a href="#sessions">max_offset_s {float(r0["max_offset_s"]):g} joined '
+                             f'{_count(len(moved), "door session")} otherwise than the default '
+                             f'({float(r0["default_max_offset_s"]):g} s) would</a></strong>: '
+                             + esc(", ".join(str(d) for d in moved["door_session"][:_NAMED]))
+                             + (f" and {len(moved) - _NAMED:,} more" if len(moved) > _NAMED else "")
+                             + "; each one's sentence says how")
         uc, us = total("unclaimed_calls"), total("unmatched_steps")
         if uc or us:
             parts = ([f"{_count(uc, 'door call')} no transcript step claims"] if uc else []) + \
@@ -472,7 +485,19 @@ def header(
 
 def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     """One plain-language sentence (plain text, not HTML) on how far a session's link to its
-    transcript can be trusted, from a ``SESSIONS`` row."""
+    transcript can be trusted, from a ``SESSIONS`` row; where a ``max_offset_s`` other than the
+    default joined the session otherwise (the columns :func:`with_offset_changes` adds), a second
+    sentence says how (:func:`replaybook.join.offset_change_text`)."""
+    out = _confidence_sentence(row, window_s)
+    if not _isna(row.get("default_status")):
+        from ..join import offset_change_text
+
+        text = offset_change_text(row)
+        out += f" {text[:1].upper()}{text[1:]}."
+    return out
+
+
+def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     ds = row.get("door_session")
     calls = 0 if _isna(row.get("calls")) else int(row["calls"])
     agreed = 0 if _isna(row.get("agreed")) else int(row["agreed"])
@@ -513,7 +538,8 @@ def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
                      f"transcript's clock in the manifest (clock_offsets: {{{row['far_transcript']}: "
                      f"{float(row['far_offset_ms']) / 1000:.1f}}}) — a wider max_offset_s widens the search for "
                      "every transcript, and one whose steps repeat another agent's calls may still not be found")
-        elif _isna(runner) or _isna(runner_agreed) or not int(runner_agreed):
+        elif (_isna(runner) or _isna(runner_agreed) or not int(runner_agreed)) and _isna(row.get("default_transcript")):
+            # (a transcript the default max_offset_s joined it to: the sentence after this one says so)
             base += ("; either its transcript is not among the inputs, or the agent's clock was further from the "
                      "door's than the join looks (max_offset_s in the manifest, 300 s unless set)")
         return base + "."
@@ -658,6 +684,34 @@ def with_far_clocks(sessions: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataF
                            far_max_offset_s=ds.map(f["max_offset_s"]), far_looked_s=float(max_offset_s))
 
 
+def with_offset_changes(sessions: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataFrame, *, max_offset_s: float,
+                        window_s: float = 60.0, min_agreed: int = 1,
+                        clock_offsets: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """``sessions`` (the join's ``SESSIONS`` frame, joined at ``max_offset_s``) with what
+    :func:`replaybook.join.offset_changes` finds when ``max_offset_s`` is not the default: for
+    each door session the default would have joined otherwise, ``max_offset_s`` and
+    ``default_max_offset_s`` (float64, seconds), ``default_status``, ``default_transcript``
+    (string), ``default_agreed`` (Int64), ``default_offset_ms`` (float64, ms),
+    ``clock_transcript`` (string) and ``clock_offset_s`` (float64, seconds), as the confidence
+    sentences, the header and :func:`findings` read them; NA for the other sessions.  Unchanged
+    (no new columns, and no second join) at the default ``max_offset_s``, or when no session
+    changed.  The other arguments are the join's own (``window_s``, ``min_agreed``,
+    ``clock_offsets``: the manifest's)."""
+    from ..join import offset_changes
+
+    if sessions is None or not len(sessions):
+        return sessions
+    ch = offset_changes(steps, calls, sessions, max_offset_s=max_offset_s, window_s=window_s,
+                        min_agreed=min_agreed, clock_offsets=clock_offsets)
+    if not len(ch):
+        return sessions
+    f = ch.set_index("door_session")
+    ds = sessions["door_session"]
+    return sessions.assign(**{c: ds.map(f[c]).astype(f[c].dtype)
+                              for c in ("max_offset_s", "default_max_offset_s", "default_status", "default_transcript",
+                                        "default_agreed", "default_offset_ms", "clock_transcript", "clock_offset_s")})
+
+
 def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps: pd.DataFrame | None = None,
                  calls: pd.DataFrame | None = None, max_offset_s: float | None = None) -> str:
     """Sessions and the join: one row per door session (``SESSIONS`` frame) — transcript,
@@ -735,7 +789,7 @@ def _sentences(sessions: pd.DataFrame, window_s: float | None = None, *, cap: in
 
     def alone(r) -> bool:
         return (r.get("status") == "unmatched" and (_isna(r.get("agreed")) or not r.get("agreed"))
-                and _isna(r.get("runner_up")))
+                and _isna(r.get("runner_up")) and _isna(r.get("default_status")))
 
     lonely = [str(r["door_session"]) for r in rows if alone(r)]
     others = [r for r in rows if not alone(r)]
@@ -1851,7 +1905,10 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         calls with no door call; 0 without ``join``), "far_pairs": int (agreeing pairs more than
         :data:`FAR_PAIR_MS` off their session's offset), "far_clocks": [{door_session,
         transcript_id, offset_s} per unmatched session whose calls line up with a transcript
-        beyond max_offset_s; ``sessions`` from :func:`with_far_clocks`], "disagreeing_copies": [[object, ...] per
+        beyond max_offset_s; ``sessions`` from :func:`with_far_clocks`], "offset_changes": [{door_session,
+        status, transcript_id, default_status, default_transcript, max_offset_s, default_max_offset_s,
+        clock_transcript, clock_offset_s} per door session a max_offset_s other than the default joined
+        otherwise; ``sessions`` from :func:`with_offset_changes`], "disagreeing_copies": [[object, ...] per
         group of files that look like one dataset but hold different data]}``.
     """
     q = quarantine if quarantine is not None else QUARANTINE.empty()
@@ -1876,6 +1933,15 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
                         "offset_s": round(float(r["far_offset_ms"]) / 1000, 1)}
                        for r in sessions.to_dict("records") if not _isna(r.get("far_transcript"))]
         if "far_transcript" in sessions.columns else [],
+        # sessions a max_offset_s other than the default joined otherwise (sessions from with_offset_changes)
+        "offset_changes": [
+            {"door_session": str(r["door_session"]),
+             **{k: (None if _isna(r.get(k)) else str(r[k])) for k in ("status", "transcript_id", "default_status",
+                                                                       "default_transcript", "clock_transcript")},
+             "max_offset_s": float(r["max_offset_s"]), "default_max_offset_s": float(r["default_max_offset_s"]),
+             "clock_offset_s": None if _isna(r.get("clock_offset_s")) else round(float(r["clock_offset_s"]), 1)}
+            for r in sessions.to_dict("records") if not _isna(r.get("default_status"))]
+        if "default_status" in sessions.columns else [],
     }
     if join is not None:
         out["unclaimed_calls"] = int(len(join.unclaimed_calls))
