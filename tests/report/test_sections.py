@@ -1129,3 +1129,21 @@ def test_a_session_a_wider_max_offset_joined_otherwise_says_so():
     wide_only = join_sessions(*only, max_offset_s=7200)
     assert list(S.with_offset_changes(wide_only.sessions, *only, max_offset_s=7200).columns) == \
         list(wide_only.sessions.columns)
+
+
+def test_timeline_says_which_way_the_lines_lean_when_clocks_differ(frames):
+    steps, calls, pairs, _ = frames
+    h = S.timeline_section(steps, calls, pairs, offset_ms=6100.0)
+    assert ("Each lane is drawn at its own log's times: the door's clock reads 6.1 s ahead of the transcripts' "
+            '(<a href="#offset">clock offset</a>), so a line from a tool call to its door call leans forward by '
+            "that much.") in h
+    # the storage lane's clock is named only when there is a storage lane
+    assert "storage log's clock" not in S.timeline_section(steps, calls, pairs, offset_ms=6100.0, access_offset_s=-5.9)
+    note = S._lane_clocks_note(-2_000.0, -5.9)
+    assert "the door's clock reads 2.0 s behind the transcripts'" in note and "leans back by that much;" in note
+    assert ("the storage log's clock reads 5.9 s behind the door's, so a dashed line from a door call to a storage "
+            "request it explains leans back by that much (the access join took the difference off before comparing "
+            "times).") in note
+    # under a second, the lines' lean is not worth a word
+    assert S._lane_clocks_note(750.0, 0.4) == "" and S._lane_clocks_note(None, None) == ""
+    assert "Each lane is drawn" not in S.timeline_section(steps, calls, pairs)

@@ -866,11 +866,18 @@ def _far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame, far_ms: float
 
 def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None = None,
                      access: pd.DataFrame | None = None, *, access_links: pd.DataFrame | None = None,
-                     access_duplicates: pd.DataFrame | None = None, max_marks: int = 5000) -> str:
+                     access_duplicates: pd.DataFrame | None = None, max_marks: int = 5000,
+                     offset_ms: float | None = None, access_offset_s: float | None = None) -> str:
     """The transcript-vs-door timeline (:func:`replaybook.views.charts.timeline`) embedded as an
     offline HTML fragment (Vega JavaScript inlined); with ``access`` a third lane of cloud
     storage requests, linked to the door calls that explain them (``access_links``), each
-    request drawn once (the rows ``access_duplicates`` names repeat another: left out)."""
+    request drawn once (the rows ``access_duplicates`` names repeat another: left out).
+
+    Each lane is drawn at its own log's times.  With ``offset_ms`` (the join's clock offset,
+    door − transcript, ms: ``JoinResult.offset_ms``) or ``access_offset_s`` (the access join's,
+    cloud − door, seconds: ``AccessJoin.offset_s``) of a second or more, a note says which way
+    the lines joining the lanes lean and why, so a storage request drawn before the door call
+    that explains it does not read as one that came first."""
     from ..views.charts import chart_html, timeline
 
     if access is not None and access_duplicates is not None and len(access_duplicates):
@@ -883,7 +890,28 @@ def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFra
         note += ('<p class="rb-note">Squares in the storage lane: the cloud\'s own access log. Dashed lines join a '
                  "door call to the storage requests it explains; requests no door call explains have a row of "
                  "their own at the top, titled “cloud storage access no door call explains”.</p>")
+    note += _lane_clocks_note(offset_ms, access_offset_s if access is not None and len(access) else None)
     return _section("Timeline", note + chart_html(chart), anchor="timeline")
+
+
+def _lane_clocks_note(offset_ms: float | None, access_offset_s: float | None) -> str:
+    """Which way the timeline's lines lean, when the lanes' clocks differ by a second or more
+    (``offset_ms``: door − transcript, ms; ``access_offset_s``: cloud − door, seconds)."""
+    said = []
+    if offset_ms is not None and not _isna(offset_ms) and abs(float(offset_ms)) >= 1000:
+        off = float(offset_ms)
+        said.append(f"the door's clock reads {_duration_words(abs(off))} {'ahead of' if off > 0 else 'behind'} the "
+                    f"transcripts' (<a href=\"#offset\">clock offset</a>), so a line from a tool call to its door call "
+                    f"leans {'forward' if off > 0 else 'back'} by that much")
+    if access_offset_s is not None and not _isna(access_offset_s) and abs(float(access_offset_s)) >= 1:
+        ms = float(access_offset_s) * 1000
+        said.append(f"the storage log's clock reads {_duration_words(abs(ms))} {'ahead of' if ms > 0 else 'behind'} "
+                    f"the door's, so a dashed line from a door call to a storage request it explains leans "
+                    f"{'forward' if ms > 0 else 'back'} by that much (the access join took the difference off "
+                    "before comparing times)")
+    if not said:
+        return ""
+    return ('<p class="rb-note">Each lane is drawn at its own log\'s times: ' + "; ".join(said) + ".</p>")
 
 
 def _with_rows(calls: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
