@@ -8,8 +8,9 @@ is reported as *pending* (the writer may still be appending), not as corruption.
 Also here, for every loader: which files a list of paths names (:func:`expand_paths`), reading
 one file with its ``inputs`` entry (:func:`read_source`), the JSON objects of a JSON Lines file
 with the rest quarantined (:func:`iter_objects`), the elements of a JSON document with their
-lines (:func:`json_doc_items`), and the line loops of the sniffers (:func:`line_scores`,
-:func:`sample_objects`).
+lines (:func:`json_doc_items`) — also of one that is valid but for raw control characters, with
+the elements holding them set aside (:func:`control_repair`) —, and the line loops of the
+sniffers (:func:`line_scores`, :func:`sample_objects`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ __all__ = [
     "file_info",
     "quarantine_row",
     "json_doc_items",
+    "control_repair",
+    "ControlRepair",
+    "Damaged",
+    "raw_control",
     "line_scores",
     "sample_objects",
 ]
@@ -150,6 +155,11 @@ def _where(exc: json.JSONDecodeError) -> str:
     column C of the record``; the parser's own "line 1 column 2 (char 1)" read as a file line."""
     if getattr(exc, "placeless", False):  # (met the nesting limit: no one place to name)
         return exc.msg
+    ch = exc.doc[exc.pos:exc.pos + 1] if isinstance(exc.doc, str) else ""
+    if ch and ch < " " and (ch not in "\t\n\r" or exc.msg == "Invalid control character at"):
+        # (a NUL byte, an unescaped tab in a string …: named as every reader here names it)
+        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno} of the record"
+        return raw_control(ch, where)
     at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at": no second "at"
     if exc.lineno == 1:
         return f"{exc.msg}{at} column {exc.colno}"
@@ -460,11 +470,14 @@ def _skip_ws(s: str, pos: int) -> int:
     return _WS.match(s, pos).end()
 
 
-def _walk(s: str, pos: int, path: tuple, out: list) -> int:
+def _walk(s: str, pos: int, path: tuple, out: list, dec: json.JSONDecoder = _DECODER,
+          strict: bool = True) -> int:
+    """Append ``(start, end, value)`` of each element of ``s`` at ``path`` (from ``pos``) to
+    ``out``; ``dec`` and ``strict`` decode the values and the keys."""
     pos = _skip_ws(s, pos)
     if not path:
-        val, end = _DECODER.raw_decode(s, pos)
-        out.append((pos, val))
+        val, end = dec.raw_decode(s, pos)
+        out.append((pos, end, val))
         return end
     head = path[0]
     c = s[pos:pos + 1]
@@ -473,7 +486,7 @@ def _walk(s: str, pos: int, path: tuple, out: list) -> int:
         if s[pos:pos + 1] == "]":
             return pos + 1
         while True:
-            pos = _skip_ws(s, _walk(s, pos, path[1:], out))
+            pos = _skip_ws(s, _walk(s, pos, path[1:], out, dec, strict))
             c = s[pos:pos + 1]
             if c == ",":
                 pos += 1
@@ -488,14 +501,14 @@ def _walk(s: str, pos: int, path: tuple, out: list) -> int:
         while True:
             if s[pos:pos + 1] != '"':
                 raise ValueError(f"expected a key at {pos}")
-            key, pos = scanstring(s, pos + 1)
+            key, pos = scanstring(s, pos + 1, strict)
             pos = _skip_ws(s, pos)
             if s[pos:pos + 1] != ":":
                 raise ValueError(f"expected : at {pos}")
             if key == head or (isinstance(head, tuple) and key in head):
-                pos = _walk(s, pos + 1, path[1:], out)
+                pos = _walk(s, pos + 1, path[1:], out, dec, strict)
             else:
-                _, pos = _DECODER.raw_decode(s, _skip_ws(s, pos + 1))
+                _, pos = dec.raw_decode(s, _skip_ws(s, pos + 1))
             pos = _skip_ws(s, pos)
             c = s[pos:pos + 1]
             if c == ",":
@@ -504,7 +517,7 @@ def _walk(s: str, pos: int, path: tuple, out: list) -> int:
                 return pos + 1
             else:
                 raise ValueError(f"expected , or }} at {pos}")
-    _, end = _DECODER.raw_decode(s, pos)  # not the container the path wants: skip it
+    _, end = dec.raw_decode(s, pos)  # not the container the path wants: skip it
     return end
 
 
@@ -522,8 +535,170 @@ def json_doc_items(text: str, path: tuple) -> Iterator[tuple[int, int, Any]]:
     out: list[tuple[int, Any]] = []
     _walk(text, 0, path, out)
     newlines = [i for i, ch in enumerate(text) if ch == "\n"] if out else []
-    for off, val in out:
+    for off, _end, val in out:
         yield bisect.bisect_right(newlines, off) + 1, off, val
+
+
+# -- raw control characters in a JSON document ---------------------------------------------------
+
+#: Control characters JSON allows nowhere raw, not even between tokens (only tab, LF and CR are
+#: whitespace there); inside a string none of U+0000–U+001F may stand raw.
+_CTRL_NOT_WS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_CTRL = re.compile(r"[\x00-\x1f]")
+_STRING_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_LENIENT = json.JSONDecoder(strict=False)
+#: Keys that name a record in a quarantine row, the first one a damaged record holds as a string.
+ID_KEYS = ("eventID", "insertId", "correlationId", "requestID", "id", "uuid", "call_id", "spanId", "eventId")
+
+
+def raw_control(ch: str, where: str) -> str:
+    """The words for a raw control character: ``raw control character U+0000 at byte 1837 (JSON
+    allows it only escaped, as \\u0000)``; ``where`` is ``byte N`` or ``column N``."""
+    return f"raw control character U+{ord(ch):04X} at {where} (JSON allows it only escaped, as \\u{ord(ch):04x})"
+
+
+@dataclass(slots=True)
+class Damaged:
+    """An element of a JSON document that holds a raw control character (:func:`control_repair`).
+
+    ``index`` is 0-based among the elements at the path (``-1``: the damage is outside every
+    element, in the document's own fields); ``line_no`` (1-based) and ``offset`` (bytes) are
+    where the element starts in the text; ``raw`` its first 400 bytes; ``error`` names the first
+    raw control character and its byte offset in the text (and how many more the element holds);
+    ``name`` the element's id (``eventID "E3"``, :data:`ID_KEYS`) when it can be read."""
+
+    index: int
+    line_no: int
+    offset: int
+    raw: bytes
+    error: str
+    name: str | None
+
+    def reason(self, what: str) -> str:
+        """The quarantine row's words: ``<what> (<name>): <error>; set aside, the others are read``,
+        ``what`` being e.g. ``record 3 of "Records"``."""
+        named = f" ({self.name})" if self.name else ""
+        if self.index < 0:
+            return (f"{self.error}, outside the {what}, in the document's own fields: those are read with it in "
+                    "place (one other than tab, LF or CR as a space)")
+        return f"{what}{named}: {self.error}; set aside, the others are read"
+
+
+class ControlRepair:
+    """A JSON document that is valid but for raw control characters (U+0000–U+001F: a NUL byte,
+    an unescaped tab or line break inside a string, …) — what no JSON writer produces, so damage
+    to the file (a disk, a transfer, an editor) — found by :func:`control_repair`.
+
+    Python's ``json`` can read such strings (``strict=False``), but the value read is not what the
+    writer wrote: the elements that hold such a character are set aside (:class:`Damaged`) as the
+    line-by-line readers set aside a line that holds one, and every other element is read from its
+    own source text exactly as a whole document is (:func:`parse_json`).  ``doc`` is the whole
+    document read leniently (each control character other than tab, LF and CR read as a space),
+    for the fields around the elements; ``damage`` the character positions of the raw control
+    characters in ``text`` (the file's bytes decoded, one character per undecodable byte)."""
+
+    def __init__(self, text: str, doc: Any, damage: list[int], base: int = 0):
+        self.base = base
+        self.text = text
+        self.doc = doc
+        self.damage = damage
+        self._fixed = _CTRL_NOT_WS.sub(" ", text)
+        self._newlines: list[int] | None = None
+        self._at = (0, 0)  # (character, byte) of the last place asked for
+
+    def _line(self, pos: int) -> int:
+        if self._newlines is None:
+            self._newlines = [m.start() for m in re.finditer("\n", self.text)]
+        return bisect.bisect_left(self._newlines, pos) + 1
+
+    def _byte(self, pos: int) -> int:
+        at, b = self._at if self._at[0] <= pos else (0, 0)  # (asked for in document order: no rescans)
+        b += len(self.text[at:pos].encode("utf-8", "surrogateescape"))
+        self._at = (pos, b)
+        return b
+
+    def elements(self, path: tuple, exact: bool = True) -> tuple[list[tuple[int, int, Any]], list[Damaged]]:
+        """``(elements, outside)``: ``(line_no, byte offset, value)`` of each element at ``path``
+        (as :func:`json_doc_items`), ``value`` a :class:`Damaged` for an element holding a raw
+        control character, else the element parsed from its source text (:func:`parse_json`,
+        ``exact`` as there); ``outside`` one :class:`Damaged` (``index`` -1) per raw control
+        character outside every element.
+
+        Raises:
+            ValueError: the document has no such elements where ``path`` leads (as
+                :func:`json_doc_items`).
+        """
+        spans: list[tuple[int, int, Any]] = []
+        _walk(self._fixed, 0, path, spans, _LENIENT, False)
+        out: list[tuple[int, int, Any]] = []
+        stray: list[int] = []
+        hits = self.damage
+        k = 0
+        for index, (start, end, lenient) in enumerate(spans):
+            while k < len(hits) and hits[k] < start:
+                stray.append(hits[k])
+                k += 1
+            inside = []
+            while k < len(hits) and hits[k] < end:
+                inside.append(hits[k])
+                k += 1
+            src = self.text[start:end].encode("utf-8", "surrogateescape")
+            line_no, offset = self._line(start), self._byte(start)
+            if not inside:
+                value, err = parse_json(src, exact)
+                if err is None:
+                    out.append((line_no, offset, value))
+                    continue
+                error = err
+            else:
+                first = inside[0]
+                error = raw_control(self.text[first], f"byte {self.base + self._byte(first)}")
+                if len(inside) > 1:
+                    error += f", and {len(inside) - 1} more in it"
+            out.append((line_no, offset, Damaged(index, line_no, offset, src[:400], error,
+                                                 _name(self.text[start:end], lenient))))
+        stray.extend(hits[k:])
+        outside = []
+        for p in stray:
+            line_no, offset = self._line(p), self._byte(p)
+            outside.append(Damaged(-1, line_no, offset, self.text[p:p + 400].encode("utf-8", "surrogateescape"),
+                                   raw_control(self.text[p], f"byte {self.base + offset}"), None))
+        return out, outside
+
+
+def _name(src: str, fallback: Any) -> str | None:
+    """``<key> <value as JSON>`` of the first :data:`ID_KEYS` key a damaged element holds as a
+    string (read with its control characters, escaped in the words)."""
+    try:
+        value = _LENIENT.decode(src)
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        value = fallback
+    if isinstance(value, dict):
+        for k in ID_KEYS:
+            v = value.get(k)
+            if isinstance(v, str) and v:
+                return f"{k} {json.dumps(safe_str(v)[:100])}"
+    return None
+
+
+def control_repair(data: bytes | str, base: int = 0) -> ControlRepair | None:
+    """The document ``data`` as a :class:`ControlRepair` when raw control characters are all
+    that keep it from being JSON; ``None`` when it holds none, or does not parse even read
+    leniently (other damage: the caller's handling applies).  ``base``: the byte offset of
+    ``data`` in its file, added to the byte offsets the words name (not to ``Damaged.offset``)."""
+    text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
+    fixed = _CTRL_NOT_WS.sub(" ", text)
+    try:
+        doc = _LENIENT.decode(fixed)
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        return None
+    damage = {m.start() for m in _CTRL_NOT_WS.finditer(text)}
+    for tok in _STRING_TOKEN.finditer(fixed):  # (valid but for control characters: every '"' opens or closes)
+        if _CTRL.search(tok.group()):
+            damage.update(tok.start() + m.start() for m in _CTRL.finditer(tok.group()))
+    if not damage:
+        return None
+    return ControlRepair(text, doc, sorted(damage), base)
 
 
 # -- sniffing ----------------------------------------------------------------------------------

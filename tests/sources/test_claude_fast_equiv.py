@@ -259,6 +259,10 @@ TRICKY: dict[str, list[bytes]] = {
 }
 
 RAW: dict[str, bytes] = {
+    # raw control characters (JSON allows them only escaped): each such line is quarantined
+    "raw-control-chars": (user("u1", "a") + b"\n" + user("u2", "bNULc").replace(b"NUL", b"\x00")
+                          + b"\n" + asst("a1", "m1", "r1", [tu("t1", "mcp__door__read", {"p": "TABHERE"})]).replace(
+                              b"TABHERE", b"x\ty\x1f") + b"\n" + user("u3", [tr("t1", "ok")]) + b"\n"),
     # tool input numbers / shapes that json and orjson read alike only sometimes
     "big-ints": b"\n".join([
         b'{"type":"assistant","uuid":"b1","requestId":"r","message":{"id":"m1","usage":{"input_tokens":18446744073709551616,"output_tokens":1},"content":[]}}',

@@ -152,6 +152,8 @@ def test_cloudtrail_fast_path_is_taken_and_equal(tmp_path):
     "secret", "secret-upper", "eq-harmless", "escape", "long-s", "deep", "not-deep", "bad-record",
     "lookup-inside", "eventbridge-inside", "nested-records", "bom", "ws", "array", "jsonl", "plain",
     "duplicate-key", "empty-records", "concatenated", "concatenated-cut", "pretty-stream", "concatenated-stray", "jsonl-joined-line",
+    "raw-nul", "raw-nul-plain", "raw-controls", "raw-nul-between-tokens", "raw-nul-pretty", "raw-nul-concatenated",
+    "raw-nul-array", "raw-nul-jsonl", "raw-nul-every-record", "raw-nul-in-wrapper",
 ])
 def test_cloudtrail_guards(tmp_path, case):
     recs = _variety()[:8]
@@ -230,10 +232,44 @@ def test_cloudtrail_guards(tmp_path, case):
         f.write_bytes("\n".join(json.dumps(r, indent=2) for r in recs).encode())
         same_ct(tmp_path)
         return
+    elif case.startswith("raw-"):  # a raw control character (damage: no JSON writer leaves one) in records
+        f.write_bytes(raw_control_file(recs, case))
+        same_ct(f)
+        return
     elif case == "empty-records":
         recs = []
     _delivery(f, recs)
     same_ct(tmp_path)
+
+
+def raw_control_file(recs: list, case: str) -> bytes:
+    """A file of ``recs`` with raw control characters (U+0000–U+001F) where JSON allows them only
+    escaped — what no JSON writer leaves, so damage to the file; ``recs[k]`` has requestID ``Rk``."""
+    compact = json.dumps({"Records": recs}, separators=(",", ":")).encode()
+    nul2 = compact.replace(b'"R2"', b'"R\x002"', 1)
+    if case == "raw-nul":
+        return gzip.compress(nul2)
+    if case == "raw-nul-plain":
+        return nul2
+    if case == "raw-controls":  # an unescaped tab, LF and U+001F in strings of three records
+        return compact.replace(b'"R1"', b'"R\t1"', 1).replace(b'"R4"', b'"R\n4"', 1).replace(b'"R6"', b'"R\x1f6"', 1)
+    if case == "raw-nul-between-tokens":
+        return compact.replace(b',"requestID":"R3"', b',\x00"requestID":"R3"', 1)
+    if case == "raw-nul-pretty":
+        return json.dumps({"Records": recs}, indent=2).encode().replace(b'"R5"', b'"R\x00 5"', 1)
+    if case == "raw-nul-concatenated":
+        one = json.dumps({"Records": recs[:4]}).encode()
+        two = json.dumps({"Records": recs[4:]}).encode().replace(b'"R5"', b'"R\x005"', 1)
+        return gzip.compress(one) + gzip.compress(two)
+    if case == "raw-nul-array":
+        return json.dumps(recs).encode().replace(b'"R2"', b'"R\x002"', 1)
+    if case == "raw-nul-jsonl":
+        return b"\n".join(json.dumps(r).encode() for r in recs).replace(b'"R2"', b'"\x00R2"', 1) + b"\n"
+    if case == "raw-nul-every-record":
+        return compact.replace(b'"eventVersion"', b'"event\x00Version"')
+    if case == "raw-nul-in-wrapper":
+        return compact[:-1] + b',"note":"a\x00b"}'
+    raise ValueError(case)
 
 
 def _nested(k: int, leaf=1) -> dict:

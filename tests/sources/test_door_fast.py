@@ -313,6 +313,11 @@ REJECTED = {
     "objects-numbers": {**GOOD, "objects": ["demo/a.csv", 5]},
     "trailing-comma": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow",}',
     "control-char": b'{"ts":"2026-09-13T10:00:05Z","session":"s\x01","tool":"t","decision":"allow"}',
+    # raw control characters, which JSON allows only escaped: the line is quarantined, the others read
+    "raw-nul-in-string": orjson.dumps({**GOOD, "arguments": {"path": "a\u0000b"}}).replace(b"\\u0000", b"\x00"),
+    "raw-tab-and-unit-separator": orjson.dumps({**GOOD, "object": "a\tb\x1fc"}).replace(b"\\t", b"\t").replace(
+        b"\\u001f", b"\x1f"),
+    "raw-nul-between-tokens": orjson.dumps(GOOD).replace(b',"session"', b',\x00"session"', 1),
 }
 
 # lines the fast path takes, with values that are easy to get wrong

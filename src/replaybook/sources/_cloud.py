@@ -51,7 +51,8 @@ from urllib.parse import unquote
 import orjson
 import pandas as pd
 
-from .._jsonl import GZIP_MAGIC, _count_lines, expand_paths, file_info, iter_lines, parse_json, quarantine_row
+from .._jsonl import (GZIP_MAGIC, Damaged, _count_lines, control_repair, expand_paths, file_info, iter_lines, parse_json,
+                      quarantine_row)
 from .._text import deep_safe, safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
@@ -310,12 +311,21 @@ def _strip_bom(data: bytes) -> bytes:
 _WRAPPER_START = re.compile(rb'\{\s*"([A-Za-z_]+)"\s*:\s*\[')
 
 
-def _records_before_the_cut(body: bytes, wrappers: tuple[str, ...], err: str) -> tuple[str, Any, list[Item]] | None:
+def _records_before_the_cut(body: bytes, wrappers: tuple[str, ...], err: str, base: int = 0,
+                            doc_no: int | None = None) -> tuple[str, Any, list[Item]] | None:
     """A document that opens with one of ``wrappers`` (``{"Records": [``) and does not parse as
     a whole, read element by element: ``("wrapper:<key>", None, items)`` — the complete
     records, then one item carrying the error ("cut short after N complete records …") at the
     first element that does not parse — or ``None`` when it does not open that way or no
-    element parses (the whole document is then one broken item, as before)."""
+    element parses (the whole document is then one broken item, as before).
+
+    A document (wrapper or array) that is valid but for raw control characters is read whole
+    instead, but for the records holding them (:func:`_records_around_control_chars`; ``base``
+    and ``doc_no``: where ``body`` starts in its file, and which document of it it is, if one of
+    several)."""
+    got = _records_around_control_chars(body, wrappers, base, doc_no)
+    if got is not None:
+        return got
     m = _WRAPPER_START.match(body)
     if m is None or m.group(1).decode() not in wrappers:
         return None
@@ -348,6 +358,47 @@ def _records_before_the_cut(body: bytes, wrappers: tuple[str, ...], err: str) ->
     line_no, offset = _where(text, pos)
     items.append(Item(line_no, offset, rest, None, why, False))
     return f"wrapper:{m.group(1).decode()}", None, items
+
+
+def _records_around_control_chars(body: bytes, wrappers: tuple[str, ...], base: int = 0,
+                                  doc_no: int | None = None) -> tuple[str, Any, list[Item]] | None:
+    """A document that does not parse only because raw control characters (a NUL byte, an
+    unescaped tab or line break in a string: U+0000–U+001F) stand in some of its records
+    (:func:`~replaybook._jsonl.control_repair`): ``("wrapper:<key>" or "array", None, items)`` —
+    every other record read from its own text as a whole document's are, and one damaged item per
+    record holding such a character, at the line and byte offset where the record starts, naming
+    the record (its index in the list, its ``eventID`` or other id when it can be read) and the
+    character with its byte offset.  A raw control character outside the records (in the
+    wrapper's own fields) is one damaged item more.  ``None`` for other damage, or a document
+    that is neither an array nor one of ``wrappers``.  ``base``: the byte offset of ``body`` in
+    its file (the words name bytes of the file); ``doc_no``: the document's number in a file of
+    several, named in the words."""
+    rep = control_repair(body, base)
+    if rep is None:
+        return None
+    doc = rep.doc
+    if isinstance(doc, list):
+        shape, path, what = "array", ("*",), "element {} of the array"
+    elif isinstance(doc, dict) and (key := next((k for k in wrappers if isinstance(doc.get(k), list)), None)):
+        shape, path, what = f"wrapper:{key}", (key, "*"), f'record {{}} of "{key}"'
+    else:
+        return None
+    if doc_no is not None:
+        what += f" in document {doc_no}"
+    try:
+        elements, outside = rep.elements(path, exact=False)
+    except (ValueError, RecursionError):
+        return None
+    items: list[Item] = []
+    for k, (line_no, offset, value) in enumerate(elements):
+        if isinstance(value, Damaged):
+            items.append(Item(line_no, offset, value.raw, None, value.reason(what.format(k + 1)), False))
+        else:
+            items.append(Item(k + 1, None, None, value, None))
+    n = len(elements)
+    for d in outside:
+        items.append(Item(d.line_no, d.offset, d.raw, None, d.reason(f"{n:,} record{'' if n == 1 else 's'}"), False))
+    return shape, None, items
 
 
 def _where(text: str, pos: int) -> tuple[int, int]:
@@ -427,7 +478,7 @@ def _decode_at(text: str, pos: int, restart: re.Pattern, spent: list[int]) -> tu
                 raise
 
 
-def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None, list[Item]] | None:
+def _document_stream(body: bytes, wrappers: tuple[str, ...], base: int = 0) -> tuple[str, None, list[Item]] | None:
     """Several JSON documents one after another, with or without whitespace between them: what
     ``cat`` of uncompressed CloudTrail delivery files (which end without a newline), a gzip of
     several members, or ``jq`` without ``-c`` (pretty-printed objects) writes.
@@ -442,7 +493,8 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
     (:func:`_restart`), so the documents after it are read too.  After :data:`_MAX_DAMAGED`
     stretches, or once the failed attempts have read four times the text (a text built to make
     each attempt read to its end), the rest is one item.  ``None`` when no document parses, or
-    fewer than two pieces are found, so the caller's single-document handling applies."""
+    fewer than two pieces are found, so the caller's single-document handling applies.
+    ``base``: the byte offset of ``body`` in its file, for the byte offsets a complaint names."""
     text = body.decode("utf-8", "surrogateescape")
     n = len(text)
     restart = _restart(wrappers)
@@ -498,7 +550,7 @@ def _document_stream(body: bytes, wrappers: tuple[str, ...]) -> tuple[str, None,
                 items.append(Item(len(items) + 1, done_bytes, None, o, None))
             continue
         raw = piece.encode("utf-8", "surrogateescape")
-        cut = _records_before_the_cut(raw, wrappers, why)
+        cut = _records_before_the_cut(raw, wrappers, why, base + done_bytes, n_docs)
         held = (_shifted(cut[2], done_lines, done_bytes) if cut is not None else
                 [Item(done_lines + 1, done_bytes, raw[:400], None,
                       f"document {n_docs} cut short or damaged ({len(raw):,} bytes not read; the documents "
@@ -543,6 +595,10 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
     * ``("jsonl", None, items)`` — JSON Lines, one item per non-blank line;
     * ``("broken", None, [item])`` — one JSON document (its first line is not JSON by itself)
       that does not parse: a single item carrying the parser's complaint.
+
+    A wrapper document or array that is valid but for raw control characters (a NUL byte …)
+    gives its records and one damaged item per record holding one
+    (:func:`_records_around_control_chars`); cut short, the records before the cut.
     """
     bom = len(data) - len(_strip_bom(data))
     data = _strip_bom(data)
@@ -570,10 +626,10 @@ def json_items(data: bytes, wrappers: tuple[str, ...]) -> tuple[str, Any, list[I
                 # document that does not parse as a whole: a wrapper list cut short (a copy of a
                 # delivery file stopped mid-write, a truncated gzip) still holds its complete
                 # records
-                stream = _document_stream(body, wrappers)
+                stream = _document_stream(body, wrappers, lead_bytes)
                 if stream is not None:
                     return stream[0], None, _shifted(stream[2], lead_lines, lead_bytes)
-                cut = _records_before_the_cut(body, wrappers, err)
+                cut = _records_before_the_cut(body, wrappers, err, lead_bytes)
                 if cut is not None:
                     return cut[0], None, _shifted(cut[2], lead_lines, lead_bytes)
                 return "broken", None, [Item(1, 0, data[:400], None, err, False)]

@@ -59,7 +59,11 @@ Errors
 A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
 Everything else is per file or per record: a record that is not a JSON object or has no
 ``eventTime``/``eventName``, a line that is not JSON, a time that is not a date-time → a
-quarantine row with file and line/record index; a truncated or corrupt gzip → a file-level
+quarantine row with file and line/record index; a record of a delivery document (or array)
+holding a raw control character (a NUL byte, an unescaped tab in a string: JSON allows them
+only escaped) → a quarantine row with the line and byte offset where the record starts, its
+index in ``Records``, its ``eventID`` and the character's byte offset, the other records read
+(:func:`~._cloud.json_items`); a truncated or corrupt gzip → a file-level
 quarantine row (plus whatever could be read before the damage); binary data → one file-level
 quarantine row.  Files are opened read-only and never modified.
 """
