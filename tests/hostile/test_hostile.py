@@ -2,7 +2,7 @@
 quarantine rows naming the file (and the line, where there is one) — never a crash, never a
 change to the evidence file.
 
-The corpus is written by :func:`corpus` (48 inputs across every format), each run through
+The corpus is written by :func:`corpus` (52 inputs across every format), each run through
 content sniffing (``replaybook.load``) and through every registered source forced onto it.
 """
 
@@ -70,6 +70,12 @@ def corpus(root: Path) -> list[Path]:
         # junk with a trusted name
         "binary-junk.jsonl": bytes(range(256)) * 8,
         "nul-bytes.jsonl": (CLAUDE + "\n").encode() + b"\x00\x00\x00\n" + (CLAUDE_TOOL + "\n").encode(),
+        # raw control characters (U+0000-U+001F, which JSON allows only escaped) inside one record
+        "door-raw-control.jsonl": (DOOR + "\n" + DOOR.replace('"x"}', '"x\x01\ty"}') + "\n" + DOOR + "\n").encode(),
+        "claude-raw-nul.jsonl": (CLAUDE + "\n" + CLAUDE_TOOL.replace("mcp__door__read", "mcp__door__\x00read") + "\n").encode(),
+        "cloudtrail-raw-nul-record.json": json.dumps({"Records": [CT_EVENT, {**CT_EVENT, "requestID": "R\x002"}, CT_EVENT]},
+                                                     separators=(",", ":")).replace("\\u0000", "\x00").encode(),
+        "gcp-array-raw-nul.json": ("[" + GCP + "," + GCP.replace('"i1"', '"i\x002"') + "]").encode(),
         "png-named.json": b"\x89PNG\r\n\x1a\n" + b"\x00" * 100,
         # encodings
         "latin1.jsonl": (CLAUDE.replace("hi", "caf\u00e9") + "\n").encode("latin-1"),

@@ -119,7 +119,10 @@ Timestamps (``ts``, ``result_ts``) are tz-aware UTC; NaT where a line has none (
 Lines that are not JSON, not JSON objects, or whose ``payload`` is not an object go to the
 quarantine with file, line number and byte offset; an unterminated unparsable last line is
 ``pending``.  A TypeScript document that is not valid JSON is one quarantine row (with the
-parser's line).  Files are opened read-only and never modified.
+parser's line), unless raw control characters (a NUL byte, an unescaped tab in a string) are all
+that is wrong: then each item holding one is a quarantine row (its index, line, byte offset and
+the character's byte offset) and the other items are read.  Files are opened read-only and never
+modified.
 
 Raises :class:`~replaybook.errors.InputError` for a missing path or an unreadable file.
 """
@@ -136,8 +139,8 @@ from typing import Any, Iterable
 import orjson
 
 from .. import _json
-from .._jsonl import (expand_paths, iter_objects, json_doc_items, line_scores, name_stem, note_unreadable_times,
-                      quarantine_row, read_source)
+from .._jsonl import (ControlRepair, Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores,
+                      name_stem, note_unreadable_times, quarantine_row, read_source)
 from .._text import before_by_ms, deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -394,14 +397,15 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
     f = _File(path=path, info=info)
     f.info["notes"] = []
     first_line = data.lstrip().split(b"\n", 1)[0].strip()
-    doc = None
+    doc = rep = None
     if data.lstrip()[:1] == b"{":
         try:
             doc = _json.loads(data)
         except orjson.JSONDecodeError:
-            doc = None
+            rep = control_repair(data)  # valid but for raw control characters: read around them
+            doc = rep.doc if rep is not None else None
     if isinstance(doc, dict) and isinstance(doc.get("items"), list) and isinstance(doc.get("session"), dict):
-        _read_ts_doc(f, data)
+        _read_ts_doc(f, data, rep, quarantine)
         f.info["generation"] = "typescript-json"
         return f
     if first_line == b"{":
@@ -442,15 +446,32 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
     return f
 
 
-def _read_ts_doc(f: _File, data: bytes) -> None:
-    text = data.decode("utf-8", "replace")
-    try:
-        sess = list(json_doc_items(text, ("session",)))
-        items = list(json_doc_items(text, ("items", "*")))
-    except ValueError:
-        sess, items = [], []
-    doc = _json.loads(data)
-    if not items:  # fall back to item index as the line
+def _read_ts_doc(f: _File, data: bytes, rep: ControlRepair | None = None, quarantine: list[dict] | None = None) -> None:
+    """The records of a TypeScript rollout document.  ``rep``: the document is valid but for raw
+    control characters (:func:`~replaybook._jsonl.control_repair`); each item holding one is a
+    quarantine row naming its index, line, byte offset and the character, the others are read
+    (a session header holding one is read as it stands, and a quarantine row says so)."""
+    if rep is not None and quarantine is not None:
+        items, outside = rep.elements(("items", "*"))
+        for d in outside:
+            quarantine.append(quarantine_row(f.path, None, LOADER, d.reason(f"{len(items):,} items"),
+                                             line_no=d.line_no, offset=d.offset, raw=d.raw))
+        for k, (ln, off, it) in enumerate(items):
+            if isinstance(it, Damaged):
+                quarantine.append(quarantine_row(f.path, None, LOADER, it.reason(f"item {k + 1}"),
+                                                 line_no=ln, offset=off, raw=it.raw))
+        items = [x for x in items if not isinstance(x[2], Damaged)]
+        sess = [(ln, off, None) for ln, off, _v in rep.elements(("session",))[0]]
+        doc = rep.doc
+    else:
+        text = data.decode("utf-8", "replace")
+        try:
+            sess = list(json_doc_items(text, ("session",)))
+            items = list(json_doc_items(text, ("items", "*")))
+        except ValueError:
+            sess, items = [], []
+        doc = _json.loads(data)
+    if not items and rep is None:  # fall back to item index as the line
         items = [(None, 0, it) for it in doc["items"]]
     meta = deep_safe(doc["session"])
     line_no = sess[0][0] if sess else None

@@ -94,6 +94,8 @@ import pandas as pd
 
 from .. import _json
 from .._jsonl import (
+    Damaged,
+    control_repair,
     expand_paths,
     iter_lines,
     iter_objects,
@@ -224,15 +226,21 @@ def _dated(o: dict, key: str, what: str, path: Path, line_no: int | None, loader
 
 
 def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
-             list_keys: tuple[str, ...] = ()) -> Iterator[tuple[int | None, dict]]:
+             list_keys: tuple[str, ...] = (), tables: tuple[str, ...] = ()) -> Iterator[tuple[int | None, dict]]:
     """JSON records of a file: JSON Lines, one object, a JSON array, or ``{<list_key>: [...]}``.
 
-    Yields ``(line_no, object)``; unusable lines/elements are quarantined.
+    Yields ``(line_no, object)``; unusable lines/elements are quarantined.  A document that is
+    valid but for raw control characters (a NUL byte, an unescaped tab in a string) yields its
+    other elements; each element holding one is a quarantine row naming its index, line, byte
+    offset and the character (:func:`~replaybook._jsonl.control_repair`); in one object holding
+    lists under ``tables`` (an export of several tables), each of their elements is such an
+    element, and the object is yielded with the others.
     """
     stripped = data.strip()
     first = stripped.split(b"\n", 1)[0].strip()
     doc: Any = None
     whole = False
+    rep = None
     if stripped[:1] in (b"{", b"["):
         try:
             doc = _json.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
@@ -246,7 +254,10 @@ def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
                 doc = _json.loads_lenient(stripped.decode("utf-8", "surrogateescape"))
                 whole = True
             except (json.JSONDecodeError, ValueError) as exc:
-                if first in (b"{", b"["):      # a pretty document that does not parse
+                rep = control_repair(data) if isinstance(exc, json.JSONDecodeError) else None
+                if rep is not None:  # valid but for raw control characters: read around them
+                    doc, whole = rep.doc, True
+                elif first in (b"{", b"["):      # a pretty document that does not parse
                     quarantine.append(quarantine_row(
                         path, None, loader, f"JSON document is not valid JSON: {getattr(exc, 'msg', exc)}",
                         line_no=getattr(exc, "lineno", None), raw=data[:400]))
@@ -255,15 +266,22 @@ def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
         text = data.decode("utf-8", "replace")
         if isinstance(doc, dict):
             key = next((k for k in list_keys if isinstance(doc.get(k), list)), None)
-            if key is None:
+            if key is None and rep is None:
                 yield 1 + data[: len(data) - len(data.lstrip())].count(b"\n"), deep_safe(doc)
                 return
-            items, p = doc[key], (key, "*")
+            if key is None and any(isinstance(doc.get(k), list) for k in tables):
+                yield 1 + data[: len(data) - len(data.lstrip())].count(b"\n"), _tables_around_damage(
+                    path, loader, quarantine, rep, doc, tables)
+                return
+            items, p = (doc[key], (key, "*")) if key is not None else ([doc], ())
         elif isinstance(doc, list):
             items, p = doc, ("*",)
         else:
             quarantine.append(quarantine_row(path, None, loader, f"not a JSON object or list ({type(doc).__name__})",
                                              line_no=1, raw=data[:400]))
+            return
+        if rep is not None:
+            yield from _around_damage(path, loader, quarantine, rep, p)
             return
         try:
             lines = [ln for ln, _o, _v in json_doc_items(text, p)]
@@ -280,6 +298,58 @@ def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
         return
     for line in iter_objects(path, data, loader, quarantine):
         yield line.line_no, deep_safe(line.obj)
+
+
+def _around_damage(path: Path, loader: str, quarantine: list[dict], rep: Any,
+                   p: tuple) -> Iterator[tuple[int | None, dict]]:
+    """:func:`_records`' elements of a document that is valid but for raw control characters
+    (``rep``, a :class:`~replaybook._jsonl.ControlRepair`; ``p`` the elements' path, ``()`` for
+    the document itself)."""
+    what = "the document" if not p else f'element {{}} of "{p[0]}"' if p[0] != "*" else "element {} of the array"
+    try:
+        elements, outside = rep.elements(p, exact=True)
+    except (ValueError, RecursionError):
+        elements, outside = [], []
+    for d in outside:
+        quarantine.append(quarantine_row(path, None, loader, d.reason(f"{len(elements):,} elements"),
+                                         line_no=d.line_no, offset=d.offset, raw=d.raw))
+    for k, (ln, off, it) in enumerate(elements):
+        if isinstance(it, Damaged):
+            quarantine.append(quarantine_row(path, None, loader, it.reason(what.format(k + 1)),
+                                             line_no=ln, offset=off, raw=it.raw))
+        elif isinstance(it, dict):
+            yield ln, deep_safe(it)
+        else:
+            quarantine.append(quarantine_row(path, None, loader, f"not a JSON object ({type(it).__name__})",
+                                             line_no=ln, raw=_json.dumps(it)[:400]))
+
+
+def _tables_around_damage(path: Path, loader: str, quarantine: list[dict], rep: Any, doc: dict,
+                          tables: tuple[str, ...]) -> dict:
+    """``doc`` (one object of several tables, read around raw control characters) with each list
+    under ``tables`` holding only its elements that hold none; the others are quarantine rows."""
+    present = tuple(k for k in tables if isinstance(doc.get(k), list))
+    out = deep_safe({k: v for k, v in doc.items() if k not in present})
+    try:
+        every, outside = rep.elements((present, "*"), exact=True)
+    except (ValueError, RecursionError):
+        every, outside = [], []
+    for d in outside:
+        quarantine.append(quarantine_row(path, None, loader, d.reason(f"{len(every):,} table rows"),
+                                         line_no=d.line_no, offset=d.offset, raw=d.raw))
+    for k in present:
+        try:
+            elements, _ = rep.elements((k, "*"), exact=True)
+        except (ValueError, RecursionError):
+            elements = []
+        kept = out[k] = []
+        for i, (ln, off, it) in enumerate(elements):
+            if isinstance(it, Damaged):
+                quarantine.append(quarantine_row(path, None, loader, it.reason(f'element {i + 1} of "{k}"'),
+                                                 line_no=ln, offset=off, raw=it.raw))
+            else:
+                kept.append(it)
+    return out
 
 
 def _valid_ts(v: Any) -> bool:
@@ -659,7 +729,10 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
     for line in iter_lines(data):
         rec, ts = _mcpjungle_line(line.raw.strip())
         if rec is None:
-            quarantine.append(unreadable_row(path, line, "mcpjungle", "neither a zap JSON nor a zap console line"))
+            why = "neither a zap JSON nor a zap console line"
+            if line.error is not None and line.raw.lstrip()[:1] == b"{":  # (a damaged JSON line: say how)
+                why += f" ({line.error})"
+            quarantine.append(unreadable_row(path, line, "mcpjungle", why))
             continue
         rec = deep_safe(rec)
         et = rec.get("event_type")

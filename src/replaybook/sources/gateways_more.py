@@ -274,7 +274,7 @@ def sniff_context_forge(sample: bytes) -> float:
 
 def _cf_records(path: Path, data: bytes, quarantine: list[dict]) -> Iterable[tuple[int | None, dict]]:
     """Every row of a context-forge export, tables flattened (document order)."""
-    for ln, o in _records(path, data, "context-forge", quarantine, ("items", "rows", "data")):
+    for ln, o in _records(path, data, "context-forge", quarantine, ("items", "rows", "data"), _CF_TABLES):
         tables = [k for k in _CF_TABLES if k in o]
         if not tables:
             yield ln, o

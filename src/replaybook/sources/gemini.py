@@ -74,7 +74,10 @@ Decisions
 
 Timestamps are tz-aware UTC.  Lines that are not JSON or not objects go to the quarantine with
 file, line and byte offset (an unterminated last line: ``pending``); a JSON document that does
-not parse is one quarantine row with the parser's line.  Files are opened read-only.
+not parse is one quarantine row with the parser's line, unless raw control characters (a NUL
+byte, an unescaped tab in a string) are all that is wrong: then each message or Content item
+holding one is a quarantine row (its index, line, byte offset and the character's byte offset)
+and the others are read.  Files are opened read-only.
 
 Raises :class:`~replaybook.errors.InputError` for a missing path or an unreadable file.
 """
@@ -90,8 +93,8 @@ from typing import Any, Iterable
 import orjson
 
 from .. import _json
-from .._jsonl import (expand_paths, iter_objects, json_doc_items, line_scores, name_stem, note_unreadable_times,
-                      quarantine_row, read_source)
+from .._jsonl import (Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores, name_stem,
+                      note_unreadable_times, quarantine_row, read_source)
 from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -393,31 +396,58 @@ def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict
 
 
 def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: list[dict], info: dict) -> None:
+    rep = None
     try:
         doc = _json.loads(data)
     except orjson.JSONDecodeError:
         try:
             doc = _json.loads_lenient(data.decode("utf-8", "replace"))
         except json.JSONDecodeError as exc:
-            quarantine.append(quarantine_row(path, None, LOADER, f"JSON document is not valid JSON: {exc.msg}",
-                                             line_no=exc.lineno, raw=data[:400]))
-            return
+            # valid but for raw control characters (a NUL byte …): read around the elements holding them
+            rep = control_repair(data)
+            if rep is None:
+                quarantine.append(quarantine_row(path, None, LOADER, f"JSON document is not valid JSON: {exc.msg}",
+                                                 line_no=exc.lineno, raw=data[:400]))
+                return
+            doc = rep.doc
     doc = deep_safe(doc)
     text = data.decode("utf-8", "replace")
 
-    def lines(p: tuple, n: int) -> list[int | None]:
+    def lines(p: tuple, items: list) -> list[int | None]:
+        """The lines of ``items`` (the list at ``p``); around raw control characters (``rep``),
+        each item is put back as read from its own text, one holding such a character as a
+        :class:`~replaybook._jsonl.Damaged`, and such a character outside every item is a
+        quarantine row."""
+        n = len(items)
+        if rep is not None:
+            got, outside = rep.elements(p)
+            for d in outside:
+                quarantine.append(quarantine_row(path, None, LOADER, d.reason(f"{len(got):,} items"),
+                                                 line_no=d.line_no, offset=d.offset, raw=d.raw))
+            if len(got) == n:
+                items[:] = [v if isinstance(v, Damaged) else deep_safe(v) for _ln, _off, v in got]
+            return [ln for ln, _off, _v in got] if len(got) == n else [None] * n
         try:
             got = [ln for ln, _o, _v in json_doc_items(text, p)]
         except ValueError:
             got = []
         return got if len(got) == n else [None] * n
 
+    def damaged(ln: int | None, v: Any) -> bool:
+        if isinstance(v, Damaged):
+            quarantine.append(quarantine_row(path, None, LOADER, v.reason(f"item {v.index + 1}"), line_no=ln,
+                                             offset=v.offset, raw=v.raw))
+            return True
+        return False
+
     if isinstance(doc, dict) and isinstance(doc.get("messages"), list) and \
             not any(isinstance(m, dict) and "parts" in m and "id" not in m for m in doc["messages"][:5]):
         session = str_or_none(doc.get("sessionId")) or _stem(path)
         st.set_meta(session, {k: v for k, v in doc.items() if k != "messages"}, file_idx, 1)
         msgs = doc["messages"]
-        for ln, m in zip(lines(("messages", "*"), len(msgs)), msgs):
+        for ln, m in zip(lines(("messages", "*"), msgs), msgs):
+            if damaged(ln, m):
+                continue
             if isinstance(m, dict) and isinstance(m.get("id"), str):
                 st.upsert(session, m, file_idx, ln)
             else:
@@ -437,7 +467,9 @@ def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: li
                                          "(sessionId, messages) nor a Content list", line_no=1, raw=data[:400]))
         return
     session = _stem(path)
-    for ln, c in zip(lines(p, len(items)), items):
+    for ln, c in zip(lines(p, items), items):
+        if damaged(ln, c):
+            continue
         if not isinstance(c, dict) or not isinstance(c.get("parts"), list):
             quarantine.append(quarantine_row(path, None, LOADER, "Content item without parts", line_no=ln,
                                              raw=_json.dumps(c)[:400]))

@@ -103,7 +103,10 @@ other           every other span, and a tool span nested (at any depth) inside a
 
 Times are converted from Unix nanoseconds to tz-aware UTC.  A line that is not JSON, not an
 object, or not an export request, and a span without ``traceId``/``spanId`` or a start time, go to
-the quarantine with file and line; an unterminated last line is ``pending``.  An attribute of the
+the quarantine with file and line; an unterminated last line is ``pending``.  In a JSON document
+(not JSON Lines) a span holding a raw control character (a NUL byte, an unescaped tab in a
+string) is a quarantine row with its line and byte offset, and the other spans are read; such a
+character outside every span is a row of its own.  An attribute of the
 OpenLLMetry / OpenInference vocabularies whose value is of the wrong type (a kind, name, id,
 role or token count that is not text or a whole number, an index that is no number, a tool call
 without a name, ``input.value`` that is not the JSON its ``input.mime_type`` says) is a quarantine
@@ -128,7 +131,7 @@ import orjson
 import pandas as pd
 
 from .. import _json
-from .._jsonl import expand_paths, iter_objects, json_doc_items, quarantine_row, read_source
+from .._jsonl import Damaged, control_repair, expand_paths, iter_objects, json_doc_items, quarantine_row, read_source
 from .._text import deep_safe, int_or_none, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -296,13 +299,17 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
     data, info = read_source(path, LOADER, "OTLP file")
     info.update(notes=[], other_signals=0, duplicates=0, layout=None)
     doc = None
+    rep = None
     stripped = data.strip()
     if stripped[:1] in (b"{", b"["):
         try:
             doc = _json.loads(stripped)   # one document (pretty or not); JSON Lines fail at line 2
         except orjson.JSONDecodeError:
             doc = None
-            if stripped.split(b"\n", 1)[0].strip() in (b"{", b"["):  # a pretty document that does not parse
+            rep = control_repair(data)  # valid but for raw control characters: read around them
+            if rep is not None:
+                doc = rep.doc
+            elif stripped.split(b"\n", 1)[0].strip() in (b"{", b"["):  # a pretty document that does not parse
                 try:
                     _json.loads_lenient(data.decode("utf-8", "replace"))
                 except json.JSONDecodeError as exc:
@@ -316,7 +323,8 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
         text = data.decode("utf-8", "replace")
         path_ = ("*",) + _SPAN_PATH if isinstance(doc, list) else _SPAN_PATH
         try:
-            lines = [ln for ln, _o, _v in json_doc_items(text, path_)]
+            lines = [ln for ln, _o, _v in json_doc_items(text, path_)] if rep is None else \
+                _around_damage(path, rep, path_, reqs, quarantine)
         except ValueError:
             lines = []
         it = iter(lines)
@@ -347,6 +355,26 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
     return info
 
 
+def _around_damage(path: Path, rep: Any, path_: tuple, reqs: list, quarantine: list[dict]) -> list[int]:
+    """The spans' lines of a document that is valid but for raw control characters (``rep``, a
+    :class:`~replaybook._jsonl.ControlRepair`; ``reqs`` its export requests): each span is put
+    back into ``reqs`` as read from its own text, a span holding such a character as a
+    :class:`~replaybook._jsonl.Damaged` (:func:`_request` quarantines it); such a character
+    outside every span is a quarantine row."""
+    elements, outside = rep.elements(path_, exact=True)
+    for d in outside:
+        quarantine.append(quarantine_row(path, None, LOADER, d.reason(f"{len(elements):,} spans"),
+                                         line_no=d.line_no, offset=d.offset, raw=d.raw))
+    values = iter(v for _ln, _off, v in elements)
+    for req in reqs:  # (the order _request reads them in, which is the document's)
+        for rs in (_get(req, *_RS) if isinstance(req, dict) else None) or ():
+            for ss in (_get(rs, *_SS) if isinstance(rs, dict) else None) or ():
+                sps = ss.get("spans") if isinstance(ss, dict) else None
+                if isinstance(sps, list):
+                    sps[:] = [next(values, sp) for sp in sps]
+    return [ln for ln, _off, _v in elements]
+
+
 def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[dict],
              spans: list[_Span], counter: list[int], info: dict, req_line: int | None = None) -> None:
     req = deep_safe(req)
@@ -370,6 +398,10 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                 continue
             for sp in listed(ss.get("spans"), "spans"):
                 ln = next_line()
+                if isinstance(sp, Damaged):  # (a raw control character in it: _around_damage)
+                    quarantine.append(quarantine_row(path, None, LOADER, sp.reason(f"span {sp.index + 1} of the file"),
+                                                     line_no=sp.line_no, offset=sp.offset, raw=sp.raw))
+                    continue
                 if not isinstance(sp, dict):
                     quarantine.append(quarantine_row(path, None, LOADER, "span is not an object", line_no=ln))
                     continue
