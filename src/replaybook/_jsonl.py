@@ -597,12 +597,12 @@ class ControlRepair:
     for the fields around the elements; ``damage`` the character positions of the raw control
     characters in ``text`` (the file's bytes decoded, one character per undecodable byte)."""
 
-    def __init__(self, text: str, doc: Any, damage: list[int], base: int = 0):
+    def __init__(self, text: str, doc: Any, damage: list[int], base: int = 0, fixed: str | None = None):
         self.base = base
         self.text = text
         self.doc = doc
         self.damage = damage
-        self._fixed = _CTRL_NOT_WS.sub(" ", text)
+        self._fixed = _CTRL_NOT_WS.sub(" ", text) if fixed is None else fixed
         self._newlines: list[int] | None = None
         self._at = (0, 0)  # (character, byte) of the last place asked for
 
@@ -687,10 +687,12 @@ def control_repair(data: bytes | str, base: int = 0) -> ControlRepair | None:
     leniently (other damage: the caller's handling applies).  ``base``: the byte offset of
     ``data`` in its file, added to the byte offsets the words name (not to ``Damaged.offset``)."""
     text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
-    fixed = _CTRL_NOT_WS.sub(" ", text)
-    try:
-        doc = _LENIENT.decode(fixed)
+    fixed = _CTRL_NOT_WS.sub(" ", text) if _CTRL_NOT_WS.search(text) else text
+    try:  # (JSON Lines stop after their first line: Extra data)
+        doc, end = _LENIENT.raw_decode(fixed, _skip_ws(fixed, 0))
     except (json.JSONDecodeError, RecursionError, ValueError):
+        return None
+    if _skip_ws(fixed, end) != len(fixed):
         return None
     damage = {m.start() for m in _CTRL_NOT_WS.finditer(text)}
     for tok in _STRING_TOKEN.finditer(fixed):  # (valid but for control characters: every '"' opens or closes)
@@ -698,7 +700,7 @@ def control_repair(data: bytes | str, base: int = 0) -> ControlRepair | None:
             damage.update(tok.start() + m.start() for m in _CTRL.finditer(tok.group()))
     if not damage:
         return None
-    return ControlRepair(text, doc, sorted(damage), base)
+    return ControlRepair(text, doc, sorted(damage), base, fixed)
 
 
 # -- sniffing ----------------------------------------------------------------------------------
