@@ -711,7 +711,8 @@ def line_scores(sample: bytes, score: Callable[[dict], float], limit: int = 200)
     The last line is left out when the sample does not end with a newline (the sample may cut
     it).  A line that is not JSON, or is JSON but not an object, scores 0.0; a line orjson
     refuses but the loaders read (a number beyond the double range, a lone-surrogate escape) is
-    scored.
+    scored; a line that is JSON but for a raw control character (damage the loader sets aside)
+    is left out.
     """
     return [score(o) if o is not None else 0.0 for o in _sample_lines(sample, limit)]
 
@@ -735,15 +736,24 @@ def _sample_lines(sample: bytes, limit: int) -> list:
         if not raw:
             continue
         o, err = parse_json(raw, exact=False)  # (what the loaders read: 1e400, lone surrogates too)
+        if err is not None and err.startswith(_DAMAGED_LINE):
+            continue  # (damage, which the loader sets aside: not a line of another format)
         out.append(o if err is None and isinstance(o, dict) else None)
     if memo is not None:
         memo[key] = out
     return out
 
 
+#: How :func:`parse_json` begins the complaint about a line that is JSON but for a raw control
+#: character (damage): the sniffers leave such a line out instead of counting it as another
+#: format's, as they leave out a line holding NUL bytes.
+_DAMAGED_LINE = "invalid JSON: raw control character"
+
+
 def sample_objects(sample: bytes, limit: int = 50) -> tuple[int, list[dict]]:
     """``(seen, objects)`` of the first ``limit`` lines of a sample: how many are not blank, and
-    the JSON objects among them (lines that are not JSON, or not objects, are only counted).
+    the JSON objects among them (lines that are not JSON, or not objects, are only counted; a
+    line that is JSON but for a raw control character, damage, is not counted at all).
 
     A sample of pretty-printed objects one after another (``jq`` without ``-c``), where no line
     is JSON by itself, is read as such a stream instead: its first ``limit`` complete objects
@@ -765,8 +775,10 @@ def _sample_objects(sample: bytes, limit: int) -> tuple[int, list[dict]]:
         raw = raw.strip()
         if not raw:
             continue
-        seen += 1
         o, err = parse_json(raw, exact=False)  # (what the loaders read: 1e400, lone surrogates too)
+        if err is not None and err.startswith(_DAMAGED_LINE):
+            continue  # (damage, which the loader sets aside: not a line of another format)
+        seen += 1
         if err is None and isinstance(o, dict):
             objects.append(o)
     if seen and not objects and sample.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{":

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from replaybook.loading import MIN_CONFIDENCE
 from replaybook.sources import cloudtrail, registry
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -180,6 +181,8 @@ def test_other_whole_file_documents(tmp_path, source, fixture, mark, rows, what)
     assert (name, kind) == (path.name, "invalid") and error.startswith(what)
     assert error.endswith(f"raw control character U+0000 at byte {at} {WORDS.format(0)}; set aside, the others are read")
     assert line_no == bad[:offset].count(b"\n") + 1 and bad[offset:offset + 1] == b"{"
+    found, score = registry.sniff_file(path)
+    assert found.name == source and score >= MIN_CONFIDENCE
 
 
 def _second_value(data: bytes) -> int:
@@ -234,3 +237,6 @@ def test_a_line_holding_one_sets_aside_that_line_only(tmp_path, source, fixture,
     assert f"invalid JSON: raw control character U+{ch:04X} at column {col + 1} {WORDS.format(ch)}" in mine[0][4]
     kept = res.frame["line_no"].tolist()
     assert k not in kept and set(kept) <= set(clean.frame["line_no"])
+    # the damaged line is not counted as a line of another format: the file is still recognised
+    found, score = registry.sniff_file(path)
+    assert found.name == source and score >= MIN_CONFIDENCE
