@@ -2,7 +2,7 @@
 quarantine rows naming the file (and the line, where there is one) — never a crash, never a
 change to the evidence file.
 
-The corpus is written by :func:`corpus` (52 inputs across every format), each run through
+The corpus is written by :func:`corpus` (51 inputs across every format), each run through
 content sniffing (``replaybook.load``) and through every registered source forced onto it.
 """
 
