@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replaybook.door.rules import DEFAULT_DENY, rules_from_dict
+from replaybook.door.rules import DEFAULT_DENY, refusal_text, rules_from_dict
 
 ROOT = "/srv/data"
 
@@ -263,6 +263,60 @@ def test_without_a_local_filesystem_symlinks_are_not_resolved(disk):
     assert (dec.decision, dec.objects) == ("allow", ("demo/env",))
 
 
+# -- hard links inside the data root ----------------------------------------------------------------
+
+@pytest.fixture
+def linked(disk):
+    """``disk`` with ``demo/notes.txt`` a second name of ``reference/.env`` and ``demo/copy.csv`` of
+    ``demo/cars.csv``."""
+    os.link(disk / "reference" / ".env", disk / "demo" / "notes.txt")
+    os.link(disk / "demo" / "cars.csv", disk / "demo" / "copy.csv")
+    return disk
+
+
+def test_a_hard_link_is_decided_on_every_name_of_its_file(linked):
+    rules = _on_disk(linked, DENY_LIST)
+    dec = rules.decide("tools/call", "read_text_file", {"path": "demo/notes.txt"}, on_disk=True)
+    assert (dec.decision, dec.rule, dec.object, dec.objects) == (
+        "deny", "deny-dotenv", "reference/.env", ("demo/notes.txt", "reference/.env"))
+    absolute = rules.decide("tools/call", "read_text_file", {"path": str(linked / "demo" / "notes.txt")}, on_disk=True)
+    assert (absolute.decision, absolute.rule, absolute.object) == ("deny", "deny-dotenv", "reference/.env")
+    # an allow-list must allow every name; two names both allowed pass, and the log names both
+    allow = _on_disk(linked, ALLOW_LIST)
+    dec = allow.decide("tools/call", "read_text_file", {"path": "demo/notes.txt"}, on_disk=True)
+    assert (dec.decision, dec.rule, dec.object) == ("deny", DEFAULT_DENY, "reference/.env")
+    ok = allow.decide("tools/call", "read_text_file", {"path": "demo/copy.csv"}, on_disk=True)
+    assert (ok.decision, ok.rule, ok.objects) == ("allow", "allow-demo", ("demo/copy.csv", "demo/cars.csv"))
+    # not on this disk (a remote server): no names are looked for
+    assert allow.decide("tools/call", "read_text_file", {"path": "demo/notes.txt"}).decision == "allow"
+
+
+def test_a_hard_link_removed_or_made_later_is_seen(linked):
+    rules = _on_disk(linked, DENY_LIST)
+    ask = lambda: rules.decide("tools/call", "read_text_file", {"path": "demo/notes.txt"}, on_disk=True)  # noqa: E731
+    assert ask().decision == "deny"
+    (linked / "reference" / ".env").unlink()  # now demo/notes.txt is the file's only name
+    dec = ask()
+    assert (dec.decision, dec.rule, dec.objects) == ("allow", "allow-the-rest", ("demo/notes.txt",))
+    os.link(linked / "demo" / "notes.txt", linked / "reference" / "key2.txt")
+    dec = ask()
+    assert (dec.decision, dec.rule, dec.object) == ("deny", "deny-reference", "reference/key2.txt")
+
+
+def test_a_hard_link_whose_names_a_walk_cannot_all_find_is_refused(linked):
+    rules = _on_disk(linked, DENY_LIST)
+    rules.hard_link_walk_limit = 3
+    dec = rules.decide("tools/call", "read_text_file", {"path": "demo/copy.csv"}, on_disk=True)
+    assert (dec.decision, dec.rule, dec.object) == ("deny", "door:hard-link-unresolved", "demo/copy.csv")
+    assert "could not all look for" in refusal_text("read_text_file", dec.rule)
+    # a file whose other name lies outside every root has no other object to decide
+    outside = linked.parent / "outside.csv"
+    os.link(linked / "demo" / "cars.csv", outside)
+    (linked / "demo" / "copy.csv").unlink()
+    dec = _on_disk(linked, DENY_LIST).decide("tools/call", "read_text_file", {"path": "demo/cars.csv"}, on_disk=True)
+    assert (dec.decision, dec.objects) == ("allow", ("demo/cars.csv",))
+
+
 # -- end to end: the reference filesystem server reads what the tricks name -----------------------------
 
 NFD_PRIVATE = "prive\u0301/salaries.csv"  # the folder on disk is NFC "privé"
@@ -282,6 +336,7 @@ def fs_world(tmp_path, monkeypatch):
     (data / "priv\u00e9" / "salaries.csv").write_text("name,salary\nada,100\n")
     (data / "demo" / "env").symlink_to("../reference/.env")
     (data / "demo" / "ref").symlink_to("../reference")
+    os.link(data / "reference" / ".env", data / "demo" / "notes.txt")  # one file, two names
     monkeypatch.setenv("HOME", str(data / "reference"))
     rules = tmp_path / "rules.yaml"
     rules.write_text(yaml.safe_dump({**DENY_LIST, "roots": [str(data)]}, allow_unicode=True))
@@ -294,6 +349,7 @@ TRICKS = [  # (tool, arguments, the secret the server returns for it)
     ("read_text_file", {"path": NFD_PRIVATE}, "ada,100"),
     ("read_text_file", {"path": "~/key.txt"}, "KEY=do-not-read"),
     ("read_multiple_files", {"paths": ["demo/cars.csv", "demo/env"]}, "API_KEY=do-not-read"),
+    ("read_text_file", {"path": "demo/notes.txt"}, "API_KEY=do-not-read"),
 ]
 
 
@@ -339,13 +395,16 @@ def test_the_door_refuses_every_trick_in_front_of_the_reference_server(npm_fs_se
         ("read_text_file", NFD_PRIVATE, "deny", "deny-private"),
         ("read_text_file", "reference/key.txt", "deny", "deny-reference"),
         ("read_multiple_files", "reference/.env", "deny", "deny-dotenv"),
+        ("read_text_file", "reference/.env", "deny", "deny-dotenv"),
         ("move_file", "reference/cars.csv", "deny", "deny-reference"),
         ("read_text_file", "demo/cars.csv", "allow", "allow-the-rest"),
     ]
-    assert lines[0]["objects"] == ["demo/env", "reference/.env"]
-    assert lines[4]["objects"] == ["demo/cars.csv", "demo/env", "reference/.env"]
-    assert lines[5]["objects"] == ["demo/cars.csv", "demo/ref/cars.csv", "reference/cars.csv"]
-    assert "objects" not in lines[6]
+    # demo/env reaches reference/.env, whose other name is demo/notes.txt
+    assert lines[0]["objects"] == ["demo/env", "reference/.env", "demo/notes.txt"]
+    assert lines[4]["objects"] == ["demo/cars.csv", "demo/env", "reference/.env", "demo/notes.txt"]
+    assert lines[5]["objects"] == ["demo/notes.txt", "reference/.env"]  # the hard link's other name
+    assert lines[6]["objects"] == ["demo/cars.csv", "demo/ref/cars.csv", "reference/cars.csv"]
+    assert "objects" not in lines[7]
 
 
 # -- protocol tricks: the door in front of a server that misbehaves on request -------------------------

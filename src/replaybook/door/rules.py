@@ -33,6 +33,7 @@ import json
 import os
 import posixpath
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -69,6 +70,7 @@ BUILTIN_RULES = {
     "door:path-traversal": "a path argument contains a '..' segment",
     "door:invalid-path": "a path argument contains a NUL character, which no file name can hold",
     "door:outside-roots": "a path argument is outside the door's data roots",
+    "door:hard-link-unresolved": "a path argument names a file with other hard links the door could not all look for",
     "door:invalid-request": "the request is not a valid MCP request",
     "door:method-not-allowed": "the door does not forward this method",
     "door:message-too-large": "the message is larger than the door accepts",
@@ -409,6 +411,48 @@ def _has_bad_text(v: Any) -> bool:
     return False
 
 
+#: The most entries of the roots looked through for the other names of one hard-linked file; a
+#: walk cut short there refuses the call (``door:hard-link-unresolved``) rather than guess.
+HARD_LINK_WALK_LIMIT = 200_000
+#: Hard-linked files whose names are remembered (by device, inode, link count and change time).
+_HARD_LINK_CACHE = 4096
+
+
+def _hard_link_names(target: os.stat_result, roots: tuple[str, ...], limit: int) -> tuple[list[str], bool]:
+    """The names under ``roots`` (relative to the root, ``/``-separated, sorted) of the regular
+    file ``target`` describes — its hard links — found by walking the roots (symlinks not followed:
+    a name through one is decided as the symlink's own object), and whether the walk ended
+    before looking at every entry (``limit`` entries looked at in all).  Unreadable folders are
+    passed by."""
+    found: list[str] = []
+    seen = 0
+    for root in roots:
+        stack = [("", root)]
+        while stack:
+            rel, folder = stack.pop()
+            try:
+                it = os.scandir(folder)
+            except OSError:
+                continue
+            with it:
+                for entry in it:
+                    seen += 1
+                    if seen > limit:
+                        return sorted(found), True
+                    name = f"{rel}{entry.name}"
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append((name + "/", entry.path))
+                        elif entry.inode() == target.st_ino and entry.is_file(follow_symlinks=False):
+                            if entry.stat(follow_symlinks=False).st_dev == target.st_dev:
+                                found.append(name)
+                    except OSError:
+                        continue
+            if len(found) >= target.st_nlink:
+                return sorted(found), False
+    return sorted(found), False
+
+
 @dataclass
 class Rules:
     """A loaded rules file.  :meth:`decide` is the whole policy."""
@@ -419,6 +463,9 @@ class Rules:
     max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
     pass_methods: tuple[str, ...] = ()
     path: Path | None = None
+    #: entries of the roots looked through for a hard-linked file's other names, at most
+    hard_link_walk_limit: int = HARD_LINK_WALK_LIMIT
+    _links: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- objects -------------------------------------------------------------------------------
     def raw_objects(self, method: str, arguments: dict) -> list[str]:
@@ -506,6 +553,31 @@ class Rules:
                     return real[len(prefix):], None
         return real, "door:outside-roots"
 
+    def _hard_links(self, absolute: str) -> tuple[list[str], str | None]:
+        """``(names, refusal)``: the other names under the roots of the file ``absolute`` reaches
+        when it is a regular file with more than one hard link (a second name for a file is a
+        second object: ``demo/notes.txt`` may be ``reference/.env`` by another name, and no
+        path shows it), relative to their root; ``door:hard-link-unresolved`` when the walk for
+        them stopped at :attr:`hard_link_walk_limit` entries.  Names outside every root are no
+        object the rules decide.  Remembered per (device, inode, link count, change time): a
+        link made or removed changes the file's change time."""
+        try:
+            st = os.stat(absolute)
+        except (OSError, ValueError):
+            return [], None
+        if st.st_nlink < 2 or not stat.S_ISREG(st.st_mode) or not self.roots:
+            return [], None
+        key = (st.st_dev, st.st_ino, st.st_nlink, st.st_ctime_ns)
+        hit = self._links.get(key)
+        if hit is None:
+            roots = tuple(dict.fromkeys(os.path.realpath(r) for r in self.roots))
+            hit = _hard_link_names(st, roots, self.hard_link_walk_limit)
+            if len(self._links) >= _HARD_LINK_CACHE:
+                self._links.clear()
+            self._links[key] = hit
+        names, cut = hit
+        return list(names), ("door:hard-link-unresolved" if cut else None)
+
     # -- the decision ----------------------------------------------------------------------------
     def decide(self, method: str, tool: str, arguments: Any, *, now: datetime | None = None,
                argument_bytes: int | None = None, on_disk: bool = False) -> Decision:
@@ -514,8 +586,10 @@ class Rules:
         Every object the call names is decided on its own (first match; any refusal refuses the
         call), and with it the objects the server may read for it: a URI percent-decoded (the
         MCP SDK's resource templates decode), and with ``on_disk`` the object a path reaches
-        through symlinks.  An explicit ``deny`` (or ``ask``) rule also catches an object's other
-        spellings (:func:`_fold`: case, Unicode form, percent-encoding, ``\\``, trailing dots).
+        through symlinks and the file's other names under the roots when it has several hard
+        links (:meth:`_hard_links`).  An explicit ``deny`` (or ``ask``) rule also catches an
+        object's other spellings (:func:`_fold`: case, Unicode form, percent-encoding, ``\\``,
+        trailing dots).
 
         Args:
             method: ``tools/call`` or ``resources/read``.
@@ -524,7 +598,7 @@ class Rules:
             now: the door's clock (tz-aware; default: now, UTC).
             argument_bytes: size of the arguments' compact JSON, when the caller knows it.
             on_disk: the server reads this machine's filesystem (a server the door started):
-                resolve symlinks under the roots.
+                resolve symlinks under the roots, and find a hard-linked file's other names.
         """
         if arguments is None:
             arguments = {}
@@ -550,6 +624,10 @@ class Rules:
                     return Decision("deny", refusal, reached, tuple(dict.fromkeys([*objects, reached])))
                 if reached is not None:
                     objects.append(reached)
+                links, refusal = self._hard_links(absolute)
+                if refusal is not None:
+                    return Decision("deny", refusal, reached or obj, tuple(dict.fromkeys([*objects, *links])))
+                objects.extend(links)
         objects = list(dict.fromkeys(objects))
         candidates = [r for r in self.rules if r.matches_call(method, tool, arguments, now)]
         if not objects:
