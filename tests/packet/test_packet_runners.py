@@ -350,3 +350,59 @@ def test_the_failure_registry_is_consistent():
         assert all(code not in (0, *SHELL_EXITS) and what for code, what in r.aborted.items()), r
     assert not CANNOT_FAIL & {p for r in RUNNERS for p in r.programs}
     assert PIPE_FILTERS <= set(NON_CHECKS) and "grep" not in PIPE_FILTERS
+
+
+# ----- arguments that make a runner's exit code prove nothing; output that shows it ran nothing -----
+
+@pytest.mark.parametrize("cmd,reason", [
+    ("ruff check --exit-zero .", "`ruff check --exit-zero` exits 0 whatever it finds"),
+    ("ruff check -e src", "`ruff check -e` exits 0 whatever it finds"),
+    ("ruff check --fix-only .", "`ruff check --fix-only` fixes what it can and exits 0 whatever is left"),
+    ("flake8 --exit-zero src", "`flake8 --exit-zero` exits 0 whatever it finds"),
+    ("pylint --exit-zero pkg", "`pylint --exit-zero` exits 0 whatever it finds"),
+    ("bandit -r src --exit-zero", "`bandit --exit-zero` exits 0 whatever it finds"),
+])
+def test_a_flag_that_makes_the_exit_code_zero_proves_no_lint(cmd: str, reason: str):
+    assert classify_command(cmd, pipefail=True) == StepCheck("no_check", reason=reason)
+
+
+def test_eslint_max_warnings_and_plain_lints_still_prove_a_lint():
+    for cmd in ("eslint --max-warnings 0 .", "ruff check .", "flake8 src", "mypy --strict src"):
+        assert classify_command(cmd, pipefail=True).verdict == "check", cmd
+
+
+MAKE_NO_TARGET = "make: *** No rule to make target 'test'.  Stop.\n"
+
+
+@pytest.mark.parametrize("cmd,exit,output,reason", [
+    ("make test", 2, MAKE_NO_TARGET,
+     "`make test` printed `make: *** No rule to make target 'test'.  Stop.`: it has no rule to make the target, "
+     "and ran nothing"),
+    ("make check", 2, "make: *** No targets specified and no makefile found.  Stop.\n",
+     "`make check` printed `make: *** No targets specified and no makefile found.  Stop.`: it finds no makefile, "
+     "and ran nothing"),
+    ("npm test", 1, 'npm ERR! Missing script: "test"\nnpm ERR!\nnpm ERR! To see a list of scripts, run:\n',
+     '`npm test` printed `npm ERR! Missing script: "test"`: the project has no such script, and ran nothing'),
+    ("npm run test:unit", 1, 'npm error Missing script: "test:unit"\n',
+     '`npm run test:unit` printed `npm error Missing script: "test:unit"`: the project has no such script, '
+     'and ran nothing'),
+    ("npm test", 254, "npm ERR! code ENOENT\nnpm ERR! enoent Could not read package.json: Error: ENOENT\n",
+     "`npm test` printed `npm ERR! enoent Could not read package.json: Error: ENOENT`: it finds no package.json, "
+     "and ran nothing"),
+])
+def test_make_or_npm_that_found_nothing_to_run_shows_no_failing_test(cmd: str, exit: int, output: str, reason: str):
+    check = classify_failure(cmd, exit=exit, pipefail=True, output=output).shows(frozenset({TEST}))
+    assert check == StepCheck("no_check", reason=reason)
+    # without the output, make's exit 2 (also its code for a failing recipe) is taken for the tests'
+    failure = classify_failure(cmd, exit=exit, pipefail=True)
+    assert failure.reads_output and failure.shows(frozenset({TEST})).verdict == "check"
+
+
+def test_a_recipes_own_make_failing_or_a_failing_test_run_is_still_a_failing_test():
+    for output in ("make[1]: *** No rule to make target 'fixtures'.  Stop.\nmake: *** [Makefile:3: test] Error 2\n",
+                   "FAILED tests/test_x.py::test_a\nmake: *** [Makefile:2: test] Error 1\n"):
+        check = classify_failure("make test", exit=2, pipefail=True, output=output).shows(frozenset({TEST}))
+        assert check.verdict == "check" and check.runners == ("make test",), output
+    assert not classify_failure("pytest -q", exit=1, pipefail=True).reads_output
+    step = {"seq": 4, "cmd": "make test", "exit": 2, "argv": ["make", "test"], "shell": None}
+    assert classify_failed_step(step, output=MAKE_NO_TARGET).shows(frozenset({TEST})).verdict == "no_check"

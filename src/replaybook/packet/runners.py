@@ -122,6 +122,10 @@ class Runner:
         aborted: exit codes with which it stops before checking anything, and what each means
             (``pytest`` exits 5 when it collected no tests, 4 on a usage error such as a test file
             that does not exist): a step that failed with one of them shows no failing check.
+        aborted_output: ``(pattern, meaning)`` of lines it prints when it stops before running
+            anything (``npm ERR! Missing script: "test"``), as :data:`re.M` regular expressions:
+            a failing step whose stored output holds one shows no failing check.  Only read when
+            the step's output was stored and hashes to its ``out_sha``.
     """
 
     name: str
@@ -133,6 +137,7 @@ class Runner:
     limits: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=dict)
     local_ok: bool = False
     aborted: Mapping[int, str] = field(default_factory=dict)
+    aborted_output: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,8 @@ class TaskRunner:
         local_ok: as in :class:`Runner`.
         bare: what it does instead of a check when no task is named and there is no
             ``default`` (``npm run`` only lists the scripts); empty: the linter cannot tell.
+        aborted_output: as in :class:`Runner` (``make: *** No rule to make target 'test'.  Stop.``:
+            make found no such target, and ran nothing).
     """
 
     name: str
@@ -180,6 +187,7 @@ class TaskRunner:
     limits: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=dict)
     local_ok: bool = False
     bare: str = ""
+    aborted_output: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,8 +222,17 @@ def _opts(*names: str) -> frozenset[str]:
 
 _PYTEST_LIMITS = {a: (_NONE, "only lists tests or fixtures, running none") for a in (
     "--collect-only", "--co", "--fixtures", "--fixtures-per-test", "--markers", "--setup-plan")}
+_EXIT_ZERO = (_NONE, "exits 0 whatever it finds")
 _CARGO_OPTS = _opts("-Z", "--config", "-C", "--color")
 _NPM_OPTS = _opts("--prefix", "-w", "--workspace", "-C", "--dir", "--filter", "-F", "--cwd", "--loglevel")
+#: What npm, pnpm and yarn print when the project has no such script, or no package.json at all
+#: (npm before 10 writes ``npm ERR!``, npm 10 ``npm error``).
+_NPM_ABORTS = (
+    (r"^npm (?:ERR!|error) Missing script: ", "the project has no such script"),
+    (r"^npm (?:ERR!|error) (?:code ENOENT|enoent)\b.*package\.json", "it finds no package.json"),
+    (r"ERR_PNPM_NO_SCRIPT\b|^error Command \"[^\"]*\" not found\.", "the project has no such script"),
+    (r"ERR_PNPM_NO_IMPORTER_MANIFEST_FOUND\b", "it finds no package.json"),
+)
 
 #: Programs (and subcommands) that run a check.
 RUNNERS: tuple[Runner, ...] = (
@@ -232,9 +249,12 @@ RUNNERS: tuple[Runner, ...] = (
     Runner("setup.py build", ("setup.py",), _k(BUILD), sub=("build", "bdist_wheel", "sdist"), local_ok=True),
     Runner("python -m build", ("build",), _k(BUILD)),
     Runner("ruff check", ("ruff",), _k(LINT), sub=("check",),
+           limits={"--exit-zero": _EXIT_ZERO, "-e": _EXIT_ZERO,
+                   "--fix-only": (_NONE, "fixes what it can and exits 0 whatever is left")},
            aborted={2: "it stops abnormally (an invalid option or configuration, or an internal error)"}),
     Runner("ruff format --check", ("ruff",), _k(LINT), sub=("format",), requires=_opts("--check")),
-    Runner("flake8", ("flake8", "pyflakes", "pycodestyle", "pydocstyle", "pylint", "bandit", "codespell"), _k(LINT)),
+    Runner("flake8", ("flake8", "pyflakes", "pycodestyle", "pydocstyle", "pylint", "bandit", "codespell"), _k(LINT),
+           limits={"--exit-zero": _EXIT_ZERO}),
     Runner("black --check", ("black",), _k(LINT), requires=_opts("--check")),
     Runner("isort --check", ("isort",), _k(LINT), requires=_opts("--check", "--check-only", "-c")),
     Runner("mypy", ("mypy",), _k(TYPECHECK), aborted={2: "it stops on a fatal error (a usage error, a file it "
@@ -243,7 +263,8 @@ RUNNERS: tuple[Runner, ...] = (
     Runner("dmypy", ("dmypy",), _k(TYPECHECK), sub=("run", "check")),
     Runner("pre-commit run", ("pre-commit", "prek"), _k(LINT, TYPECHECK), sub=("run",)),
     # JavaScript / TypeScript
-    Runner("npm test", ("npm", "pnpm", "yarn", "bun"), _k(TEST), sub=("test", "t", "tst"), value_options=_NPM_OPTS),
+    Runner("npm test", ("npm", "pnpm", "yarn", "bun"), _k(TEST), sub=("test", "t", "tst"), value_options=_NPM_OPTS,
+           aborted_output=_NPM_ABORTS),
     Runner("jest", ("jest", "vitest", "mocha", "ava", "jasmine", "karma", "tap"), _k(TEST),
            limits={"--listTests": (_NONE, "only lists the tests"), "list": (_NONE, "only lists the tests")}),
     Runner("playwright test", ("playwright",), _k(TEST), sub=("test",),
@@ -322,6 +343,12 @@ _GRADLE_OPTS = _opts("-p", "--project-dir", "-b", "--build-file", "-c", "--setti
                      "--priority", "-D", "-P", "--project-cache-dir", "--include-build")
 _NO_TESTS = _k(TEST)
 _DRY_RUN = (_NONE, "only prints what it would run")
+#: What GNU make prints, and exits 2 with, when it cannot start: the target (or a file it needs)
+#: has no rule, or there is no makefile.  ``make[1]:`` lines are a recipe's own make, not this one.
+_MAKE_ABORTS = (
+    (r"^g?make: \*\*\* No rule to make target .*Stop\.$", "it has no rule to make the target"),
+    (r"^g?make: \*\*\* No targets specified and no makefile found\.", "it finds no makefile"),
+)
 
 #: Programs that run named tasks.
 TASK_RUNNERS: tuple[TaskRunner, ...] = (
@@ -332,11 +359,11 @@ TASK_RUNNERS: tuple[TaskRunner, ...] = (
                        "-q": (_NONE, "only says whether targets are up to date"),
                        "--question": (_NONE, "only says whether targets are up to date"),
                        "-p": (_NONE, "only prints its rules")},
-               tasks={"all": _k(BUILD), "install": _NONE}),
+               tasks={"all": _k(BUILD), "install": _NONE}, aborted_output=_MAKE_ABORTS),
     TaskRunner("ninja", ("ninja",), default=_k(BUILD), value_options=_opts("-C", "-f", "-j", "-k", "-l", "-d", "-t"),
                limits={"-n": _DRY_RUN, "-t": (_NONE, "runs a ninja tool, not the build")}, tasks={"all": _k(BUILD)}),
     TaskRunner("npm run", ("npm", "pnpm", "bun"), sub=("run", "run-script", "rum", "urn"), first_only=True,
-               value_options=_NPM_OPTS, bare="only lists the scripts"),
+               value_options=_NPM_OPTS, bare="only lists the scripts", aborted_output=_NPM_ABORTS),
     TaskRunner("yarn", ("yarn",), first_only=True, ignore=_opts("run"), value_options=_NPM_OPTS,
                bare="only installs packages"),
     TaskRunner("pnpm", ("pnpm",), first_only=True, value_options=_NPM_OPTS),
@@ -530,6 +557,7 @@ class _Prog:
     kinds: frozenset[str] = _NONE
     reason: str = ""
     aborted: Mapping[int, str] = field(default_factory=dict)  # Runner.aborted
+    aborted_output: tuple[tuple[str, str], ...] = ()  # Runner.aborted_output
 
 
 @dataclass
@@ -642,7 +670,7 @@ def _runner(prog: str, args: list[str]) -> _Prog | None:
         kinds, why = _limit(after, r.limits, r.kinds, name)
         if not kinds:
             return _Prog(name, "no_check", reason=why)
-        return _Prog(name, "check", kinds, aborted=r.aborted)
+        return _Prog(name, "check", kinds, aborted=r.aborted, aborted_output=r.aborted_output)
     return None
 
 
@@ -711,7 +739,7 @@ def _task_runner(prog: str, args: list[str]) -> _Prog | None:
                 return _Prog(name, "unknown", reason=f"`{name}` runs nothing the linter recognises as a check")
             return _Prog(name, "unknown", reason=f"the linter does not know what `{name}` runs: the task's name "
                                                  f"says nothing about tests, a build, a lint or a type check")
-        return _Prog(name, "check", kinds)
+        return _Prog(name, "check", kinds, aborted_output=t.aborted_output)
     return None
 
 
@@ -1325,12 +1353,16 @@ class FailureCheck:
             exit code (``pytest | tee log`` without pipefail: the exit code is ``tee``'s).
         problem: why the line cannot be read, or why the linter cannot tell whose exit code it is
             (a pipe in a log that does not record pipefail); ``None`` otherwise.
+        reads_output: some candidate runner tells by its output whether it stopped before running
+            anything (:attr:`Runner.aborted_output`: ``make test`` without a ``test`` target): the
+            verdict depends on the step's stored output.
     """
 
     exit: int
     candidates: tuple[tuple[str, str, frozenset[str], str], ...] = ()
     hidden: tuple[tuple[str, str], ...] = ()
     problem: str | None = None
+    reads_output: bool = False
 
     def shows(self, kinds: frozenset[str]) -> StepCheck:
         """Whether the non-zero exit shows a failing check of one of ``kinds``, as a
@@ -1367,30 +1399,50 @@ class FailureCheck:
         return StepCheck("no_check", reason=next(c[3] for c in self.candidates if c[1] == "no_check"))
 
 
-def _failure(seen: _Seen, exit: int) -> FailureCheck:
+def _aborted_by_output(p: _Prog, output: str | None) -> str | None:
+    """The reason a runner's failure shows no failing check, from a line of ``output`` it prints
+    when it stops before running anything (:attr:`Runner.aborted_output`); None when there is none."""
+    if output is None:
+        return None
+    for pattern, meaning in p.aborted_output:
+        m = re.search(pattern, output, re.M)
+        if m:
+            line = output[output.rfind("\n", 0, m.start()) + 1:].split("\n", 1)[0].strip()
+            return f"`{p.name}` printed `{line[:120]}`: {meaning}, and ran nothing"
+    return None
+
+
+def _failure(seen: _Seen, exit: int, output: str | None = None) -> FailureCheck:
     if seen.problem:
         return FailureCheck(exit, problem=seen.problem)
     proven = [p for p in seen.proven if p.name not in CANNOT_FAIL] or seen.proven  # `set -e; pytest; echo done`
     cands = []
     for p in proven:
+        stopped = _aborted_by_output(p, output) if p.verdict == "check" else None
         if p.verdict == "check" and exit in SHELL_EXITS:
             cands.append((p.name, "no_check", _NONE, f"it exited {exit}, {SHELL_EXITS[exit]}: {p.name} did not run"))
         elif p.verdict == "check" and exit in p.aborted:
             cands.append((p.name, "no_check", _NONE, f"`{p.name}` exits {exit} when {p.aborted[exit]}, not when a "
                                                      f"check fails"))
+        elif stopped:
+            cands.append((p.name, "no_check", _NONE, stopped))
         else:
             cands.append((p.name, p.verdict, p.kinds, p.reason))
     hidden = tuple(dict.fromkeys((p.name, why) for p, why in seen.hidden if p.verdict == "check"))
-    return FailureCheck(exit, tuple(cands), hidden)
+    reads = any(p.verdict == "check" and p.aborted_output for p in proven)
+    return FailureCheck(exit, tuple(cands), hidden, reads_output=reads)
 
 
 def classify_failure(cmd: str, *, exit: int, argv: list[str] | None = None, shell: str | None = None,
-                     pipefail: bool | None = None) -> FailureCheck:
+                     pipefail: bool | None = None, output: str | None = None) -> FailureCheck:
     """What a recorded command's non-zero exit ``exit`` shows: whose failure it can be.
 
     Args:
         cmd, argv, shell, pipefail: as for :func:`classify_command`.
         exit: the step's exit code (not 0).
+        output: the step's stored normalized output, when it was stored and hashes to the step's
+            ``out_sha``; ``make test`` that printed ``make: *** No rule to make target 'test'.  Stop.``
+            ran no test (:attr:`Runner.aborted_output`).  ``None``: not known.
 
     A failure claim ("the test fails before the fix") is backed only when the failure is a
     runner's: ``false``, ``exit 1``, ``echo "1 failed"; exit 1``, ``! pytest``, ``pytest || false``
@@ -1398,29 +1450,29 @@ def classify_failure(cmd: str, *, exit: int, argv: list[str] | None = None, shel
     or 5 ran no test (:attr:`Runner.aborted`).  See :meth:`FailureCheck.shows`.  Never raises.
     """
     if argv:
-        return _failure(_identify([str(a) for a in argv], _Shell(False, False, "", 0, True)), exit)
+        return _failure(_identify([str(a) for a in argv], _Shell(False, False, "", 0, True)), exit, output)
     if pipefail is None:
         without = _failure(_analyse_failure(cmd, _Shell(False, False, "the log does not record whether the line "
-                                                                      "ran with pipefail", 0)), exit)
-        with_pf = _failure(_analyse_failure(cmd, _Shell(True, False, "", 0)), exit)
+                                                                      "ran with pipefail", 0)), exit, output)
+        with_pf = _failure(_analyse_failure(cmd, _Shell(True, False, "", 0)), exit, output)
         if with_pf.candidates != without.candidates:
             return FailureCheck(exit, problem="the log does not record whether the line ran with pipefail, so whose "
                                               "exit code the step's is cannot be told")
         return without
     note = ("`sh` has no pipefail" if shell == "sh" else "the log records that the line ran without pipefail") \
         if not pipefail else ""
-    return _failure(_analyse_failure(cmd, _Shell(bool(pipefail) and shell != "sh", False, note, 0)), exit)
+    return _failure(_analyse_failure(cmd, _Shell(bool(pipefail) and shell != "sh", False, note, 0)), exit, output)
 
 
-def classify_failed_step(step: Mapping) -> FailureCheck:
+def classify_failed_step(step: Mapping, output: str | None = None) -> FailureCheck:
     """:func:`classify_failure` of a session-log line (a dict, or a ``LogStep``'s ``raw``), read
-    as :func:`classify_step` reads it."""
+    as :func:`classify_step` reads it; ``output`` as for :func:`classify_failure`."""
     argv = step.get("argv")
     exit = int(step.get("exit", 1))
     if isinstance(argv, list) and argv:
-        return classify_failure(str(step.get("cmd", "")), exit=exit, argv=[str(a) for a in argv])
+        return classify_failure(str(step.get("cmd", "")), exit=exit, argv=[str(a) for a in argv], output=output)
     return classify_failure(str(step.get("cmd", "")), exit=exit, shell=step.get("shell"),
-                            pipefail=_logged_pipefail(step))
+                            pipefail=_logged_pipefail(step), output=output)
 
 
 # ----- the public answer ------------------------------------------------------------------------
