@@ -170,6 +170,7 @@ def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
     assert sorted(zip(findings.seq, findings.kind)) == [(3, "cites_failing_step"), (7, "cites_missing_step")]
     html = S.packet_section(summary)
     assert "cites_failing_step" in html and "Replay packet" in html
+    assert "2 findings, 1 warnings, 2 of 4 citations accepted." in html  # markers, not steps
     assert S.packet_section(replaybook.Incident.load(DEMO).packet_summary()) == ""
 
 

@@ -138,7 +138,7 @@ def test_the_claims_linter_fails_on_a_broken_chain_naming_the_log_line(tmp_path:
     body = tmp_path / "PR_BODY.md"
     body.write_text("All tests pass [seq:4].\n")
     res = CliRunner().invoke(packet_cli, ["claims", str(body), str(log)])
-    assert res.exit_code == 0 and res.output.splitlines()[-1].endswith("; accepted seq: 4; log chained")
+    assert res.exit_code == 0 and res.output.splitlines()[-1].endswith("; steps cited only by accepted markers: 4; log chained")
     log.write_text("\n".join(raw[:2] + raw[3:]) + "\n")
     res = CliRunner().invoke(packet_cli, ["claims", str(body), str(log)])
     assert res.exit_code == 1
@@ -147,7 +147,8 @@ def test_the_claims_linter_fails_on_a_broken_chain_naming_the_log_line(tmp_path:
         f"so the line(s) recorded between them were removed",
         f"{log}:5: error: lines_removed: the trailer on line 5 counts 5 lines and the log holds 4: 1 line(s) were "
         f"removed",
-        "claims: 2 finding(s), 0 warning(s), 1 marker(s); accepted seq: 4; log damaged"]
+        "claims: 2 finding(s), 0 warning(s); 1 marker(s): 1 accepted (0 with a warning), 0 with a finding; "
+        "steps cited only by accepted markers: 4; log damaged"]
     out = json.loads(CliRunner().invoke(packet_cli, ["claims", str(body), str(log), "--format", "json"]).output)
     assert out["log_chain"] == "damaged" and out["exit_code"] == 1
     assert [(f["kind"], f["line"]) for f in out["log_findings"]] == [("lines_removed", 3), ("lines_removed", 5)]

@@ -24,7 +24,7 @@ def test_packet_claims_case_gives_exactly_the_expected_findings():
     expected = json.loads((CASE / "expected.json").read_text())
     report = lint_claims(CASE / "PR_BODY.md", CASE / "session.jsonl")
     assert [{"seq": f.seq, "kind": f.kind} for f in report.findings] == expected["findings"]
-    assert report.accepted == expected["accepted"]
+    assert report.accepted_steps == expected["accepted"]
     assert expected["exit_code"] == "non-zero" and report.exit_code == 1
     assert [(f.line, f.kind) for f in report.findings] == [(5, "cites_failing_step"), (6, "cites_missing_step")]
     # the unmarked opening sentence is a warning, not a finding
@@ -38,7 +38,7 @@ def test_cli_json_and_exit_code():
     assert res.exit_code == 1
     out = json.loads(res.output)
     assert [(f["seq"], f["kind"]) for f in out["findings"]] == [(3, "cites_failing_step"), (7, "cites_missing_step")]
-    assert out["accepted"] == [1, 2] and out["markers"] == 4
+    assert out["accepted_steps"] == [1, 2] and out["markers"] == 4
 
 
 def test_cli_text_names_file_and_line():
@@ -46,7 +46,8 @@ def test_cli_text_names_file_and_line():
     res = CliRunner().invoke(packet_cli, ["claims", body, str(CASE / "session.jsonl")])
     assert res.exit_code == 1
     assert f"{body}:5: error: cites_failing_step: [seq:3] cites step 3 (`ruff check src`), which exited 1" in res.output
-    assert res.output.splitlines()[-1] == ("claims: 2 finding(s), 1 warning(s), 4 marker(s); accepted seq: 1, 2; "
+    assert res.output.splitlines()[-1] == ("claims: 2 finding(s), 1 warning(s); 4 marker(s): 2 accepted (0 with a "
+                                           "warning), 2 with a finding; steps cited only by accepted markers: 1, 2; "
                                            "log unchained")
 
 
@@ -64,7 +65,7 @@ def test_markers_in_code_and_comments_are_ignored():
 
 def test_unclosed_fence_runs_to_the_end():
     report = lint_claims_text("Text [seq:2].\n```python\n[seq:99]\n", STEPS)
-    assert report.markers == 1 and report.findings == [] and report.accepted == [2]
+    assert report.markers == 1 and report.findings == [] and report.accepted_steps == [2]
 
 
 @pytest.mark.parametrize("sentence", [
@@ -77,12 +78,12 @@ def test_unclosed_fence_runs_to_the_end():
 ])
 def test_expected_failure_phrasings_accept_failing_steps(sentence: str):
     report = lint_claims_text(sentence, STEPS)
-    assert report.findings == [] and len(report.accepted) == 1
+    assert report.findings == [] and len(report.accepted_steps) == 1
 
 
 def test_marker_after_the_full_stop_belongs_to_the_sentence():
     report = lint_claims_text("The test fails before the fix. [seq:1] It passes after it. [seq:2]", STEPS)
-    assert report.findings == [] and report.accepted == [1, 2] and report.warnings == []
+    assert report.findings == [] and report.accepted_steps == [1, 2] and report.warnings == []
 
 
 def test_failing_step_without_the_words_and_malformed_markers_are_findings():
@@ -90,7 +91,7 @@ def test_failing_step_without_the_words_and_malformed_markers_are_findings():
     report = lint_claims_text(body, STEPS)
     assert [(f.line, f.kind, f.seq) for f in report.findings] == [
         (3, "cites_failing_step", 1), (3, "malformed_marker", None)]
-    assert report.accepted == [2]
+    assert report.accepted_steps == [2]
 
 
 def test_unsupported_claims_are_warnings_only():
@@ -125,7 +126,7 @@ def test_a_failure_claim_citing_a_passing_step_is_a_finding(sentence: str):
     assert [(f.kind, f.seq) for f in report.findings] == [("cites_passing_step_for_failure", 2)]
     assert report.findings[0].message == ("[seq:2] cites step 2 (`pytest -q`), which exited 0, but the sentence "
                                           "says something fails; cite the step that failed")
-    assert report.accepted == [] and report.exit_code == 1
+    assert report.accepted_steps == [] and report.exit_code == 1
 
 
 @pytest.mark.parametrize("sentence", [
@@ -138,7 +139,7 @@ def test_a_failure_claim_citing_a_passing_step_is_a_finding(sentence: str):
 ])
 def test_passing_steps_back_sentences_that_claim_no_failure(sentence: str):
     report = lint_claims_text(sentence, STEPS)
-    assert report.findings == [] and 2 in report.accepted
+    assert report.findings == [] and 2 in report.accepted_steps
 
 
 @pytest.mark.parametrize("sentence", [
@@ -160,7 +161,8 @@ def test_claims_warn_about_gaps_in_seq(tmp_path: Path):
     assert res.exit_code == 0
     assert (f"warning: {log}:2: seq 2 missing before step 3: the recorder numbers steps without gaps, so a line "
             f"was removed from the log") in res.output.splitlines()
-    assert res.output.splitlines()[-1] == ("claims: 0 finding(s), 1 warning(s), 1 marker(s); accepted seq: 3; "
+    assert res.output.splitlines()[-1] == ("claims: 0 finding(s), 1 warning(s); 1 marker(s): 1 accepted (0 with a "
+                                           "warning), 0 with a finding; steps cited only by accepted markers: 3; "
                                            "log unchained")
 
 
@@ -187,7 +189,7 @@ def test_each_marker_is_judged_against_the_clause_it_ends():
         "cites_failing_step", 3,
         '[seq:3] cites step 3 (`pytest -q`), which exited 1; describe it as an expected failure ("expected '
         'failure", "fails before the fix" …) or cite a passing step (its clause: "passes after")')]
-    assert report.accepted == [1]
+    assert report.accepted_steps == [1]
     report = lint_claims_text("It fails before the fix and passes after [seq:1].", STEPS)
     assert [f.message for f in report.findings] == [
         '[seq:1] cites step 1, which exited 1, but "It fails before the fix; passes after" says something passes '
@@ -218,7 +220,7 @@ def test_other_failure_wordings_citing_a_passing_step_are_findings(sentence: str
 ])
 def test_honest_failing_then_passing_sentences_stay_accepted(sentence: str):
     report = lint_claims_text(sentence, STEPS)
-    assert report.findings == [] and report.accepted == [1, 2]
+    assert report.findings == [] and report.accepted_steps == [1, 2]
 
 
 # ----- a pass claim needs a step that ran the check ---------------------------------------------
@@ -243,7 +245,7 @@ def test_all_tests_pass_citing_a_step_that_runs_no_tests_is_a_finding(cmd: str, 
     assert report.findings[0].message == (
         f"[seq:7] cites step 7 (`{cmd}`), which exited 0 but runs no tests: {reason}; \"All tests pass\" needs a "
         f"cited step that runs them (pytest, npm test, go test …)")
-    assert report.accepted == [] and report.exit_code == 1
+    assert report.accepted_steps == [] and report.exit_code == 1
 
 
 @pytest.mark.parametrize("cmd", [
@@ -255,7 +257,7 @@ def test_all_tests_pass_citing_a_step_that_runs_no_tests_is_a_finding(cmd: str, 
 ])
 def test_all_tests_pass_citing_a_test_runner_is_accepted(cmd: str):
     report = lint_claims_text("All tests pass [seq:7].", {7: 0}, commands={7: cmd})
-    assert report.findings == [] and report.warnings == [] and report.accepted == [7]
+    assert report.findings == [] and report.warnings == [] and report.accepted_steps == [7]
 
 
 @pytest.mark.parametrize("sentence,seq", [
@@ -272,7 +274,7 @@ def test_all_tests_pass_citing_a_test_runner_is_accepted(cmd: str):
 def test_build_lint_and_type_check_claims_need_their_kind_of_runner(sentence: str, seq: int):
     runners = {1: "pytest", 3: "ruff check src", 4: "mypy src", 5: "cargo build"}
     report = lint_claims_text(sentence, {7: 0}, commands={7: runners[seq]})
-    assert report.findings == [] and report.accepted == [7]
+    assert report.findings == [] and report.accepted_steps == [7]
     report = lint_claims_text(sentence, {7: 0}, commands={7: "echo ok"})
     assert [(f.kind, f.seq) for f in report.findings] == [("cites_non_check_step", 7)]
 
@@ -291,14 +293,14 @@ def test_a_runner_of_another_kind_does_not_back_the_claim():
 def test_one_runner_among_the_cited_steps_backs_the_clause():
     steps = {1: 0, 2: 0}
     report = lint_claims_text("All tests pass [seq:1][seq:2].", steps, commands={1: "cd tests", 2: "pytest"})
-    assert report.findings == [] and report.accepted == [1, 2]
+    assert report.findings == [] and report.accepted_steps == [1, 2]
     # each claim clause needs its own: pytest backs the tests, nothing backs the lint
     report = lint_claims_text("The tests pass and lint is clean [seq:2].", steps, commands={2: "pytest"})
     assert [(f.kind, f.seq) for f in report.findings] == [("cites_non_check_step", 2)]
     assert '"lint is clean" needs' in report.findings[0].message
     report = lint_claims_text("The tests pass [seq:2] and lint is clean [seq:1].", steps,
                               commands={1: "ruff check .", 2: "pytest"})
-    assert report.findings == [] and report.accepted == [1, 2]
+    assert report.findings == [] and report.accepted_steps == [1, 2]
 
 
 @pytest.mark.parametrize("sentence", [
@@ -318,7 +320,7 @@ def test_a_step_the_linter_cannot_read_is_a_warning_not_a_finding():
         ('pytest -k "unclosed', "the command line cannot be parsed (no closing double quote)"),
     ]:
         report = lint_claims_text("All tests pass [seq:7].", {7: 0}, commands={7: cmd})
-        assert report.findings == [] and report.accepted == [7] and report.exit_code == 0
+        assert report.findings == [] and report.accepted_steps == [7] and report.exit_code == 0
         assert [(w.kind, w.severity, w.seq) for w in report.warnings] == [("cites_unrecognised_command", "warning", 7)]
         assert report.warnings[0].message == (
             f"[seq:7] cites step 7 (`{cmd}`), which exited 0, but the linter cannot tell whether it runs tests: "
@@ -328,7 +330,7 @@ def test_a_step_the_linter_cannot_read_is_a_warning_not_a_finding():
 
 def test_without_commands_pass_claims_are_not_held_to_a_runner():
     report = lint_claims_text("All tests pass [seq:7].", {7: 0})
-    assert report.findings == [] and report.warnings == [] and report.accepted == [7]
+    assert report.findings == [] and report.warnings == [] and report.accepted_steps == [7]
 
 
 def test_lint_claims_reads_argv_shell_and_pipefail_from_the_log(tmp_path: Path):
@@ -348,7 +350,7 @@ def test_lint_claims_reads_argv_shell_and_pipefail_from_the_log(tmp_path: Path):
     assert "(the log records that the line ran without pipefail)" in report.findings[0].message
     assert [(w.kind, w.seq) for w in report.warnings] == [("cites_unrecognised_command", 3)]
     assert "(the log does not record whether the line ran with pipefail)" in report.warnings[0].message
-    assert report.accepted == [1, 3, 4]
+    assert report.accepted_steps == [1, 3, 4]
 
 
 def test_cli_end_to_end_names_each_step_that_runs_no_check():
@@ -384,7 +386,8 @@ def test_cli_end_to_end_names_each_step_that_runs_no_check():
         f'lint or type-check runner the linter knows; "The integration tests pass" needs a cited step that runs '
         f"them {hint}: cite one, or check this step yourself",
         "    The integration tests pass [seq:8].",
-        "claims: 4 finding(s), 2 warning(s), 9 marker(s); accepted seq: 1, 2, 6, 8, 9; log unchained",
+        "claims: 4 finding(s), 2 warning(s); 9 marker(s): 5 accepted (1 with a warning), 4 with a finding; "
+        "steps cited only by accepted markers: 1, 2, 6, 8, 9; log unchained",
     ]
     res = subprocess.run([sys.executable, "-m", "replaybook.packet.cli", "claims", str(body), str(log),
                           "--format", "json"], capture_output=True, text=True,
@@ -409,7 +412,7 @@ def test_cli_end_to_end_names_each_step_that_runs_no_check():
 ])
 def test_a_failure_claim_citing_a_failing_runner_is_accepted(sentence: str):
     report = lint_claims_text(sentence, {3: 1}, commands={3: "pytest -q tests/test_x.py"})
-    assert report.findings == [] and report.warnings == [] and report.accepted == [3]
+    assert report.findings == [] and report.warnings == [] and report.accepted_steps == [3]
 
 
 @pytest.mark.parametrize("cmd,exit,reason", [
@@ -433,7 +436,7 @@ def test_a_test_failure_claim_citing_a_step_whose_failure_is_no_test_failure_is_
     assert report.findings[0].message == (
         f"[seq:3] cites step 3 (`{cmd}`), which exited {exit} but shows no failing test: {reason}; \"The test fails "
         f"before the fix\" needs a cited step whose tests fail (pytest, npm test, go test …)")
-    assert report.accepted == [] and report.exit_code == 1
+    assert report.accepted_steps == [] and report.exit_code == 1
 
 
 def test_a_failure_claim_naming_no_check_needs_some_check_to_have_failed():
@@ -444,11 +447,11 @@ def test_a_failure_claim_naming_no_check_needs_some_check_to_have_failed():
         'code it is given; "Reproduced the crash" needs a cited step whose check fails (pytest, npm test, make '
         'check …)']
     for cmd in ("cargo test", "make check", "go vet ./..."):
-        assert lint_claims_text("Reproduced the crash [seq:2].", {2: 1}, commands={2: cmd}).accepted == [2]
+        assert lint_claims_text("Reproduced the crash [seq:2].", {2: 1}, commands={2: cmd}).accepted_steps == [2]
     # a program the linter does not know (a script that reproduces it): a warning, never a finding
     report = lint_claims_text("The old parser crashed on empty input [seq:2].", {2: 139},
                               commands={2: "python repro.py"})
-    assert report.findings == [] and report.accepted == [2]
+    assert report.findings == [] and report.accepted_steps == [2]
     assert [w.message for w in report.warnings] == [
         "[seq:2] cites step 2 (`python repro.py`), which exited 139, but the linter cannot tell whether a check "
         "failed: `repro.py` is no test, build, lint or type-check runner the linter knows; \"The old parser crashed "
@@ -480,7 +483,7 @@ def test_whose_failure_a_shell_lines_exit_code_is_follows_bash(tmp_path: Path, c
     report = lint_claims(body, log)
     got = [(f.kind, f.message) for f in report.findings + report.warnings]
     if kind is None:
-        assert got == [] and report.accepted == [1]
+        assert got == [] and report.accepted_steps == [1]
     else:
         assert [k for k, _m in got] == [kind] and f"which exited 1" in got[0][1] and f": {reason}; " in got[0][1]
 
@@ -488,7 +491,7 @@ def test_whose_failure_a_shell_lines_exit_code_is_follows_bash(tmp_path: Path, c
 def test_a_build_or_lint_failure_claim_needs_that_kind_of_runner():
     report = lint_claims_text("The build fails on main [seq:1] and lint is red [seq:2].", {1: 2, 2: 1},
                               commands={1: "make", 2: "ruff check ."})
-    assert report.findings == [] and report.accepted == [1, 2]
+    assert report.findings == [] and report.accepted_steps == [1, 2]
     report = lint_claims_text("The build fails on main [seq:1].", {1: 1}, commands={1: "pytest -q"})
     assert [f.message for f in report.findings] == [
         '[seq:1] cites step 1 (`pytest -q`), which exited 1 but shows no failing build: it runs pytest, a test '
@@ -498,7 +501,7 @@ def test_a_build_or_lint_failure_claim_needs_that_kind_of_runner():
 def test_a_failure_claim_is_backed_by_one_failing_runner_among_the_cited_steps():
     steps, cmds = {1: 1, 2: 1}, {1: "false", 2: "pytest -q"}
     report = lint_claims_text("The tests fail before the fix [seq:1][seq:2].", steps, commands=cmds)
-    assert report.findings == [] and report.accepted == [1, 2]
+    assert report.findings == [] and report.accepted_steps == [1, 2]
 
 
 # ----- "fails with X" / "raises X": X must be in the stored output -----------------------------
@@ -533,7 +536,7 @@ def test_what_a_failure_is_said_to_show_is_found_in_its_stored_output(tmp_path: 
     log = _packet_with_outputs(tmp_path / "a", {1: (1, "pytest -q", "F\nE   ZeroDivisionError: division by zero\n"
                                                                       "1 failed in <DUR>")})
     report = lint_claims(body, log)
-    assert report.findings == [] and report.accepted == [1]
+    assert report.findings == [] and report.accepted_steps == [1]
     log = _packet_with_outputs(tmp_path / "b", {1: (1, "pytest -q", "F\nE   AssertionError: 3 != 4\n1 failed")})
     report = lint_claims(body, log)
     assert [(f.kind, f.seq) for f in report.findings] == [("cites_output_without_text", 1)]
@@ -552,7 +555,7 @@ def test_what_a_failure_shows_is_not_checked_without_a_stored_output_or_against_
     stored.write_text("E   ZeroDivisionError\n1 failed")  # edited after recording: not evidence (the replay says so)
     assert lint_claims(body, log).findings == []
     stored.unlink()
-    assert lint_claims(body, log).findings == [] and lint_claims(body, log).accepted == [1]
+    assert lint_claims(body, log).findings == [] and lint_claims(body, log).accepted_steps == [1]
     # an ordinary wording names nothing to look for
     body.write_text("The test fails with an assertion error before the fix [seq:1].\n")
     log = _packet_with_outputs(tmp_path / "b", {1: (1, "pytest -q", "E   ValueError\n1 failed")})
@@ -563,7 +566,7 @@ def test_what_a_failure_shows_is_not_checked_without_a_stored_output_or_against_
     (tmp_path / "b" / "session.outputs").rename(moved)
     assert lint_claims(body, log).findings == []  # nothing stored where the log keeps them
     report = lint_claims(body, log, outputs_dir=moved)
-    assert report.findings == [] and report.accepted == [1]
+    assert report.findings == [] and report.accepted_steps == [1]
     body.write_text("The test fails with `KeyError` before the fix [seq:1].\n")
     assert [f.kind for f in lint_claims(body, log, outputs_dir=moved).findings] == ["cites_output_without_text"]
     res = CliRunner().invoke(packet_cli, ["claims", str(body), str(log), "--outputs", str(moved)])
@@ -576,10 +579,10 @@ def test_what_a_failure_shows_is_not_checked_without_a_stored_output_or_against_
 def test_raises_alone_describes_a_failing_step_but_is_no_failure_claim():
     report = lint_claims_text("Before the fix, parse('') raises ValueError [seq:1].", {1: 1},
                               commands={1: "pytest -q"})
-    assert report.findings == [] and report.accepted == [1]
+    assert report.findings == [] and report.accepted_steps == [1]
     # a passing test may check that a call raises: no cites_passing_step_for_failure
     report = lint_claims_text("Now parse('') raises ValueError [seq:2].", {2: 0}, commands={2: "pytest -q"})
-    assert report.findings == [] and report.accepted == [2]
+    assert report.findings == [] and report.accepted_steps == [2]
     # "the error raised by the parser" names no failure
     report = lint_claims_text("Fixes the error raised by the parser [seq:1].", {1: 1}, commands={1: "pytest -q"})
     assert [f.kind for f in report.findings] == ["cites_failing_step"]
@@ -587,7 +590,7 @@ def test_raises_alone_describes_a_failing_step_but_is_no_failure_claim():
 
 def test_fixing_the_crash_is_no_failure_claim():
     report = lint_claims_text("Fixes the crash on empty input [seq:2].", {2: 0}, commands={2: "pytest -q"})
-    assert report.findings == [] and report.accepted == [2]
+    assert report.findings == [] and report.accepted_steps == [2]
 
 
 # ----- a pass claim takes its subject from its sentence, or from the sentence before ------------
@@ -607,7 +610,7 @@ def test_a_pass_claim_without_a_subject_is_held_to_what_its_sentence_names(body:
     kinds = [(f.kind, f.seq) for f in report.findings]
     assert kinds == ([("cites_non_check_step", 2)] if held else [])
     report = lint_claims_text(body, {1: 1, 2: 0}, commands={1: "pytest -q", 2: "make check"})
-    assert report.findings == [] and 2 in report.accepted
+    assert report.findings == [] and 2 in report.accepted_steps
 
 
 def test_a_subject_given_by_inline_code():
@@ -618,3 +621,46 @@ def test_a_subject_given_by_inline_code():
         "\"passes here\" needs a cited step that runs them (pytest, npm test, go test …)"]
     report = lint_claims_text("`test_router` is green [seq:2].", {2: 0}, commands={2: "echo ok"})
     assert [f.kind for f in report.findings] == ["cites_non_check_step"]
+
+
+# ----- the summary counts markers and lists steps, each under its own name -----------------------
+
+SUMMARY_BODY = ("- The test fails on main [seq:1].\n"        # accepted
+                "- All tests pass [seq:1].\n"                # finding: step 1 failed
+                "- All tests pass [seq:2].\n"                # accepted
+                "- The fix works [seq:3].\n"                 # accepted
+                "- `pytest` passes [seq:3].\n"               # accepted, with a warning (unknown program)
+                "- The benchmark is faster [seq:42].\n")     # finding: no such step
+SUMMARY_STEPS = {1: 1, 2: 0, 3: 0}
+SUMMARY_CMDS = {1: "pytest -q", 2: "pytest -q", 3: "./demo.sh"}
+
+
+def test_the_report_counts_markers_and_lists_steps_apart():
+    report = lint_claims_text(SUMMARY_BODY, SUMMARY_STEPS, commands=SUMMARY_CMDS)
+    assert [(f.kind, f.line, f.seq) for f in report.findings] == [("cites_failing_step", 2, 1),
+                                                                  ("cites_missing_step", 6, 42)]
+    assert [(w.kind, w.line, w.seq) for w in report.warnings] == [("cites_unrecognised_command", 5, 3)]
+    assert report.markers == 6 and len(report.accepted_markers) == 4 and report.markers_with_findings == 2
+    assert report.markers_accepted_with_warnings == 1
+    assert report.accepted_steps == [2, 3]  # step 1 is cited in a finding too: not listed
+    assert report.steps_with_findings == [1, 42]
+    out = report.to_dict()
+    assert {k: out[k] for k in ("markers", "markers_accepted", "markers_accepted_with_warnings",
+                                "markers_with_findings", "accepted_steps", "steps_with_findings")} == {
+        "markers": 6, "markers_accepted": 4, "markers_accepted_with_warnings": 1, "markers_with_findings": 2,
+        "accepted_steps": [2, 3], "steps_with_findings": [1, 42]}
+    assert "accepted" not in out and [(a["line"], a["seq"]) for a in out["accepted_markers"]] == [
+        (1, 1), (3, 2), (4, 3), (5, 3)]
+
+
+def test_the_cli_summary_line_says_what_each_number_counts(tmp_path: Path):
+    body = tmp_path / "PR_BODY.md"
+    body.write_text(SUMMARY_BODY)
+    log = tmp_path / "session.jsonl"
+    log.write_text("".join(json.dumps({"seq": q, "cmd": SUMMARY_CMDS[q], "exit": e}) + "\n"
+                           for q, e in SUMMARY_STEPS.items()))
+    res = CliRunner().invoke(packet_cli, ["claims", str(body), str(log)])
+    assert res.exit_code == 1
+    assert res.output.splitlines()[-1] == (
+        "claims: 2 finding(s), 1 warning(s); 6 marker(s): 4 accepted (1 with a warning), 2 with a finding; "
+        "steps cited only by accepted markers: 2, 3; log unchained")

@@ -24,7 +24,7 @@ def test_summary_of_a_seed_format_log_and_its_body():
     assert rows == [(1, "warning", None), (3, "accepted", 1), (4, "accepted", 2), (5, "finding", 3), (6, "finding", 7)]
     assert claims.loc[claims["seq"] == 3, "step_exit"].tolist() == [1]
     assert out["counts"] == {"steps": 3, "failing_steps": 2, "diverged": None, "findings": 2, "warnings": 1,
-                             "accepted": 2}
+                             "markers": 4, "accepted_markers": 2, "accepted_steps": 2}
 
 
 def test_summary_joins_a_replay(packet: Path, repo: Path):

@@ -265,12 +265,16 @@ class ClaimsReport:
 
     Attributes:
         body_path, log_path: the inputs.
-        findings: failures, in body order.
+        findings: failures, in body order: one per marker with a finding.
         warnings: ``unsupported_claim`` and ``cites_unrecognised_command`` warnings, in body order
             (a marker with a warning is still accepted).
-        accepted: sorted seqs cited by at least one marker that raised no finding.
-        accepted_markers: those markers, one :class:`Finding` each (kind and severity
-            ``accepted``, empty message), in body order.
+        accepted_markers: the markers that raised no finding, one :class:`Finding` each (kind and
+            severity ``accepted``, empty message), in body order.  Each marker is either here or
+            has a finding: ``markers == len(accepted_markers) + markers_with_findings``.
+        accepted_steps: sorted seqs cited by at least one accepted marker and by no marker with a
+            finding (a step cited in an error elsewhere is not listed).
+        steps_with_findings: sorted seqs cited by at least one marker with a finding (seqs the log
+            does not hold included).
         markers: number of ``[seq:…]`` markers found outside code.
         log_warnings: what is wrong with the log itself without making it unreadable (gaps in
             seq of an unchained log: lines were removed), each naming the file and line; never a
@@ -286,8 +290,9 @@ class ClaimsReport:
     log_path: str
     findings: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
-    accepted: list[int] = field(default_factory=list)
     accepted_markers: list[Finding] = field(default_factory=list)
+    accepted_steps: list[int] = field(default_factory=list)
+    steps_with_findings: list[int] = field(default_factory=list)
     markers: int = 0
     log_warnings: list[str] = field(default_factory=list)
     log_chain: str | None = None
@@ -298,12 +303,26 @@ class ClaimsReport:
         """1 when there are findings (in the body or in the log's chain), else 0 (warnings never fail)."""
         return 1 if self.findings or self.log_findings else 0
 
+    @property
+    def markers_with_findings(self) -> int:
+        """How many markers raised a finding (each raises at most one)."""
+        return len(self.findings)
+
+    @property
+    def markers_accepted_with_warnings(self) -> int:
+        """How many accepted markers carry a ``cites_unrecognised_command`` warning."""
+        return sum(1 for w in self.warnings if w.seq is not None)
+
     def to_dict(self) -> dict:
-        """A JSON-ready dict (``--format json``)."""
+        """A JSON-ready dict (``--format json``).  ``markers_*`` count markers, ``*_steps`` list seqs."""
         return {"body": self.body_path, "log": self.log_path, "markers": self.markers,
+                "markers_accepted": len(self.accepted_markers),
+                "markers_accepted_with_warnings": self.markers_accepted_with_warnings,
+                "markers_with_findings": self.markers_with_findings,
+                "accepted_steps": list(self.accepted_steps),
+                "steps_with_findings": list(self.steps_with_findings),
                 "findings": [f.to_dict() for f in self.findings],
                 "warnings": [w.to_dict() for w in self.warnings],
-                "accepted": list(self.accepted),
                 "accepted_markers": [a.to_dict() for a in self.accepted_markers],
                 "log_warnings": list(self.log_warnings), "log_chain": self.log_chain,
                 "log_findings": [{"kind": f.kind, "line": f.line_no, "message": f.message}
@@ -940,7 +959,9 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
         # what the next sentence's "it" refers to: what this one names, or what it referred to
         before = frozenset() if sent.heading else (named or before) if _borrows_subject(text) else named
     report.findings.sort(key=lambda f: f.line)  # stable: markers keep their order within a line
-    report.accepted = sorted(judge.accepted)
+    flagged = {f.seq for f in report.findings if f.seq is not None}
+    report.steps_with_findings = sorted(flagged)
+    report.accepted_steps = sorted(judge.accepted - flagged)
     return report
 
 

@@ -193,10 +193,13 @@ def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, fmt: str)
             click.echo(f"{log_path}:{lf.line_no}: error: {lf.kind}: {lf.message}")
         for w in report.log_warnings:
             click.echo(f"warning: {w}")
-        acc = ", ".join(str(s) for s in report.accepted) or "none"
+        acc = ", ".join(str(s) for s in report.accepted_steps) or "none"
         click.echo(f"claims: {len(report.findings) + len(report.log_findings)} finding(s), "
-                   f"{len(report.warnings) + len(report.log_warnings)} warning(s), "
-                   f"{report.markers} marker(s); accepted seq: {acc}; log {report.log_chain}")
+                   f"{len(report.warnings) + len(report.log_warnings)} warning(s); "
+                   f"{report.markers} marker(s): {len(report.accepted_markers)} accepted "
+                   f"({report.markers_accepted_with_warnings} with a warning), "
+                   f"{report.markers_with_findings} with a finding; "
+                   f"steps cited only by accepted markers: {acc}; log {report.log_chain}")
     click.get_current_context().exit(report.exit_code)
 
 

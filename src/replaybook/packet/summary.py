@@ -27,7 +27,10 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
         ``{"steps": DataFrame (PACKET_STEPS), "claims": DataFrame (PACKET_CLAIMS),
         "verdict": "PASS" | "DIVERGED" | "UNRUNNABLE" | None, "headline": str | None,
         "chain": "chained" | "unchained" | "damaged",
-        "counts": {"steps", "failing_steps", "diverged", "findings", "warnings", "accepted"}}``.
+        "counts": {"steps", "failing_steps", "diverged", "findings", "warnings", "markers",
+        "accepted_markers", "accepted_steps"}}``: ``markers`` and ``accepted_markers`` count ``[seq:N]``
+        markers (each is accepted or has a finding); ``accepted_steps`` counts the steps cited only
+        by accepted markers (:attr:`~.claims.ClaimsReport.accepted_steps`).
         Damage the log's chain shows is in the claims frame too (status ``finding``, ``kind`` a
         :data:`~.log.CHAIN_KINDS` kind, ``line_no`` and ``source_file`` naming the log's line),
         and counts as findings, when a body is given.
@@ -82,6 +85,8 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
             "diverged": len(replay.diverged) if replay else None,
             "findings": len(report.findings) + len(report.log_findings) if report else None,
             "warnings": len(report.warnings) if report else None,
-            "accepted": len(report.accepted) if report else None,
+            "markers": report.markers if report else None,
+            "accepted_markers": len(report.accepted_markers) if report else None,
+            "accepted_steps": len(report.accepted_steps) if report else None,
         },
     }

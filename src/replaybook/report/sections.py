@@ -1807,7 +1807,7 @@ def packet_section(summary: Mapping | None) -> str:
     claims = summary.get("claims")
     if claims is not None and len(claims):
         body += (f"<h3>Claims in the PR body</h3><p>{c.get('findings', 0)} findings, {c.get('warnings', 0)} "
-                 f"warnings, {c.get('accepted', 0)} accepted citations.</p>")
+                 f"warnings, {c.get('accepted_markers', 0)} of {c.get('markers', 0)} citations accepted.</p>")
         body += table(claims, [("line_no", "line", "num"), ("status", "status", "text"), ("kind", "kind", "code"),
                                ("seq", "cites seq", "num"), ("step_exit", "step exit", "num"),
                                ("sentence", "sentence", "text"), ("message", "what is wrong", "text")],
