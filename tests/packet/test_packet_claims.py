@@ -552,8 +552,8 @@ def test_what_a_failure_shows_is_not_checked_without_a_stored_output_or_against_
     body.write_text("The test fails with `ZeroDivisionError` before the fix [seq:1].\n")
     assert [f.kind for f in lint_claims(body, log).findings] == ["cites_output_without_text"]
     stored = next((tmp_path / "a" / "session.outputs").iterdir())
-    stored.write_text("E   ZeroDivisionError\n1 failed")  # edited after recording: not evidence (the replay says so)
-    assert lint_claims(body, log).findings == []
+    stored.write_text("E   ZeroDivisionError\n1 failed")  # edited after recording: not evidence
+    assert [(f.kind, f.seq) for f in lint_claims(body, log).findings] == [("cites_edited_output", 1)]
     stored.unlink()
     assert lint_claims(body, log).findings == [] and lint_claims(body, log).accepted_steps == [1]
     # an ordinary wording names nothing to look for
@@ -621,6 +621,153 @@ def test_a_subject_given_by_inline_code():
         "\"passes here\" needs a cited step that runs them (pytest, npm test, go test …)"]
     report = lint_claims_text("`test_router` is green [seq:2].", {2: 0}, commands={2: "echo ok"})
     assert [f.kind for f in report.findings] == ["cites_non_check_step"]
+
+
+# ----- exit-status claims: the stated code is compared with the recorded one -------------------
+
+CLI_MISSING = "python -m calc.cli --config missing.cfg"
+
+
+@pytest.mark.parametrize("sentence,seq,exit,cmd,said", [
+    ("pytest exits with code 5 on main [seq:1].", 1, 1, "pytest -q", "exits 5"),
+    ("The CLI exits with code 2 when the config is present [seq:6].", 6, 0, "python -m calc.cli --config calc.cfg",
+     "exits 2"),
+    ("Lint exits with status 0 [seq:9].", 9, 1, "ruff check .", "exits 0"),
+    ("The test fails on main with exit code 4 [seq:7].", 7, 1, "python -m pytest -q", "exits 4"),
+    ("pytest returns exit code 3 on main [seq:7].", 7, 1, "python -m pytest -q", "exits 3"),
+    ("The CLI returns 2 [seq:6].", 6, 0, "python -m calc.cli", "exits 2"),
+    ("The CLI exits non-zero on a missing config [seq:6].", 6, 0, "python -m calc.cli", "exits non-zero"),
+    ("The CLI exits successfully [seq:5].", 5, 2, CLI_MISSING, "exits 0"),
+])
+def test_a_stated_exit_code_the_step_did_not_exit_with_is_a_finding(sentence, seq, exit, cmd, said):
+    report = lint_claims_text(sentence, {seq: exit}, commands={seq: cmd})
+    clause = sentence.replace(f" [seq:{seq}].", "")
+    assert [(f.kind, f.severity, f.line, f.seq, f.message) for f in report.findings] == [
+        ("cites_wrong_exit_code", "error", 1, seq,
+         f"[seq:{seq}] cites step {seq} (`{cmd}`), which exited {exit}, but \"{clause}\" says it {said}; cite the "
+         f"step that {said.replace('exits', 'exited')}, or correct the code")]
+    assert report.warnings == [] and report.accepted_steps == []
+
+
+@pytest.mark.parametrize("sentence", [
+    "The CLI exits 2 when the config is missing [seq:11].",
+    "The CLI exits with code 2 when the config is missing [seq:11].",
+    "Its exit code is 2 [seq:11].",
+    "The CLI returns 2 [seq:11].",
+    "A missing config is an error (exit 2) [seq:11].",
+    "The CLI exits non-zero [seq:11].",
+    "The CLI exits with `2` on a missing config [seq:11].",
+    "With a missing config the exit status is 2 [seq:11].",
+])
+def test_a_stated_exit_code_that_fits_describes_the_failure_and_needs_no_check_runner(sentence: str):
+    report = lint_claims_text(sentence, {11: 2}, commands={11: CLI_MISSING})
+    assert report.findings == [] and report.warnings == [] and report.accepted_steps == [11]
+
+
+def test_exits_with_a_code_span_number_is_a_status_not_output_text(tmp_path: Path):
+    log = _packet_with_outputs(tmp_path / "a", {11: (2, CLI_MISSING, "error: calc.cfg: no such file")})
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("The CLI exits with `2` on a missing config [seq:11].\n")
+    report = lint_claims(body, log)
+    assert report.findings == [] and report.warnings == [] and report.accepted_steps == [11]
+    body.write_text("The CLI exits with `3` on a missing config [seq:11].\n")
+    assert [(f.kind, f.line) for f in lint_claims(body, log).findings] == [("cites_wrong_exit_code", 1)]
+
+
+def test_the_test_exits_1_on_main_is_accepted_and_a_test_claim_with_a_code_is_still_held_to_a_runner():
+    report = lint_claims_text("The test exits 1 on main [seq:7].", {7: 1}, commands={7: "python -m pytest -q"})
+    assert report.findings == [] and report.accepted_steps == [7]
+    report = lint_claims_text("pytest exits with code 5 on main [seq:5].", {5: 5}, commands={5: "pytest -q"})
+    assert report.findings == [] and report.accepted_steps == [5]  # true: pytest collected nothing
+    # "fails" still claims a failing test: `pytest` exiting 4 ran none, whatever the code says
+    report = lint_claims_text("The new test fails before the fix with exit code 4 [seq:2].", {2: 4},
+                              commands={2: "pytest -q tests/test_new.py"})
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_non_check_step", 2)]
+    report = lint_claims_text("The test fails on main with exit code 1 [seq:7].", {7: 1},
+                              commands={7: "python -m pytest -q"})
+    assert report.findings == [] and report.accepted_steps == [7]
+
+
+def test_what_is_not_an_exit_status_is_left_alone():
+    # a function's value, an HTTP status, a negation
+    for sentence, steps, cmd in [("`mean([1, 3])` returns 2 [seq:3].", {3: 0}, "pytest -q"),
+                                 ("The endpoint returns 404 for a missing page [seq:3].", {3: 0}, "pytest -q"),
+                                 ("The parser returns 2 items now [seq:3].", {3: 0}, "pytest -q"),
+                                 ("It no longer exits 2 with a valid config [seq:6].", {6: 0}, "python -m calc.cli")]:
+        report = lint_claims_text(sentence, steps, commands={q: cmd for q in steps})
+        assert report.findings == [], sentence
+    # "returns 2" about a function cannot excuse a failing step
+    report = lint_claims_text("Before the fix, `mean([])` returns 2 [seq:1].", {1: 1}, commands={1: "pytest -q"})
+    assert [f.kind for f in report.findings] == ["cites_failing_step"]
+
+
+def test_an_exit_claim_in_a_group_may_be_about_another_cited_step():
+    steps, cmds = {1: 1, 2: 0}, {1: "pytest -q", 2: "pytest -q"}
+    report = lint_claims_text("It fails before the fix (exit 1) and passes after [seq:1][seq:2].", steps, commands=cmds)
+    assert report.findings == [] and report.accepted_steps == [1, 2]
+    report = lint_claims_text("It exits 3 before the fix and passes after [seq:1][seq:2].", steps, commands=cmds)
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_wrong_exit_code", 1)]  # paired with its clause
+    report = lint_claims_text("Before and after the fix it exits 3 [seq:1][seq:2].", steps, commands=cmds)
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_wrong_exit_code", 1), ("cites_wrong_exit_code", 2)]
+
+
+def test_an_exit_status_sentence_without_a_marker_is_an_unsupported_claim():
+    report = lint_claims_text("The CLI exits 2 when the config is missing.", {1: 0})
+    assert [(w.kind, w.line) for w in report.warnings] == [("unsupported_claim", 1)]
+
+
+# ----- make and npm that found nothing to run; stored outputs edited after recording ------------
+
+def test_make_test_without_a_makefile_is_no_failing_test(tmp_path: Path):
+    log = _packet_with_outputs(tmp_path / "a", {4: (2, "make test", "make: *** No rule to make target 'test'.  Stop.")})
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("# Probe\n\nTests fail on main [seq:4].\n")
+    report = lint_claims(body, log)
+    assert [(f.kind, f.line, f.seq, f.message) for f in report.findings] == [
+        ("cites_non_check_step", 3, 4,
+         "[seq:4] cites step 4 (`make test`), which exited 2 but shows no failing test: `make test` printed "
+         "`make: *** No rule to make target 'test'.  Stop.`: it has no rule to make the target, and ran nothing; "
+         "\"Tests fail on main\" needs a cited step whose tests fail (pytest, npm test, go test …)")]
+    # the same step whose recipe ran failing tests backs the claim
+    log = _packet_with_outputs(tmp_path / "b", {4: (2, "make test", "1 failed\nmake: *** [Makefile:2: test] Error 1")})
+    report = lint_claims(body, log)
+    assert report.findings == [] and report.accepted_steps == [4]
+
+
+def test_npm_test_without_a_test_script_is_no_failing_test(tmp_path: Path):
+    log = _packet_with_outputs(tmp_path / "a", {3: (1, "npm test", 'npm error Missing script: "test"\nnpm error')})
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("The new test fails before the fix [seq:3].\n")
+    assert [(f.kind, f.line, f.seq) for f in lint_claims(body, log).findings] == [("cites_non_check_step", 1, 3)]
+
+
+def test_an_edited_stored_output_is_a_finding_naming_the_step_not_evidence(tmp_path: Path):
+    log = _packet_with_outputs(tmp_path / "a", {1: (1, "pytest -q", "E   AssertionError\n1 failed"),
+                                                4: (2, "make test", "make: *** No rule to make target 'test'.  Stop.")})
+    outputs = tmp_path / "a" / "session.outputs"
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("The test fails with `ZeroDivisionError` before the fix [seq:1].\n\nTests fail on main [seq:4].\n")
+    assert [(f.kind, f.seq) for f in lint_claims(body, log).findings] == [("cites_output_without_text", 1),
+                                                                          ("cites_non_check_step", 4)]
+    for stored in outputs.iterdir():  # someone rewrites the evidence to fit the claims
+        text = stored.read_text()
+        stored.write_text("E   ZeroDivisionError\n1 failed" if "Assertion" in text else "1 failed\nmake: *** Error 1")
+    report = lint_claims(body, log)
+    path = {q: outputs / f"{json.loads(x)['out_sha']}.txt"
+            for x in log.read_text().splitlines() for q in [json.loads(x).get("seq")] if q}
+    assert [(f.kind, f.severity, f.line, f.seq, f.message) for f in report.findings] == [
+        ("cites_edited_output", "error", 1, 1,
+         f"[seq:1] cites step 1 (`pytest -q`), whose stored output {path[1]} no longer hashes to the step's out_sha: "
+         f"it was changed after recording, so \"The test fails with `ZeroDivisionError` before the fix\" is not "
+         f"judged by it; restore the recorded output, or record the step again"),
+        ("cites_edited_output", "error", 3, 4,
+         f"[seq:4] cites step 4 (`make test`), whose stored output {path[4]} no longer hashes to the step's out_sha: "
+         f"it was changed after recording, so \"Tests fail on main\" is not judged by it; restore the recorded "
+         f"output, or record the step again")]
+    assert report.exit_code == 1 and report.accepted_steps == []
+    # a claim that reads no output is judged as before
+    body.write_text("The test fails before the fix [seq:1].\n")
+    assert lint_claims(body, log).findings == []
 
 
 # ----- the summary counts markers and lists steps, each under its own name -----------------------

@@ -25,6 +25,14 @@ Findings (failures — the linter exits non-zero when there is one):
 ``cites_output_without_text``  its clause says the failure showed ``X`` (:data:`FAILS_WITH`:
                          "fails with `ZeroDivisionError`", "raises KeyError") and the stored
                          outputs of the failing steps cited there do not contain it
+``cites_wrong_exit_code``  its clause says what the step exited with (:data:`EXIT_STATUS`: "exits
+                         with code 2", "exit code 4", "exits non-zero", "exits successfully";
+                         "the CLI returns 2") and it exited otherwise.  A stated status that fits a
+                         failing step describes its failure, and is not held to a check runner:
+                         "the CLI exits 2 on a missing config" is about a program's behaviour
+``cites_edited_output``  judging the marker would read the step's stored output ("fails with
+                         `X`", a failing ``make test``), and the file no longer hashes to the step's
+                         ``out_sha`` (:class:`EditedOutput`): it was changed after recording
 
 Each marker is judged against the clause(s) it cites (:func:`_marker_groups`): adjacent markers
 form a group that cites the text since the previous group, split into clauses; with as many
@@ -99,6 +107,9 @@ __all__ = [
     "lint_claims_text",
     "mask_code",
     "stored_output",
+    "read_stored_output",
+    "EditedOutput",
+    "EXIT_STATUS",
 ]
 
 # What a failing step can show: "reproduces the bug", "the crash is reproduced".
@@ -159,6 +170,103 @@ FAILS_WITH = re.compile(
     r"(?=[\ue000-\uf8ff\"'\u201c`]|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Failure)\b)",
     re.I,
 )
+
+_EXIT_NUMBER = r"(?:(?P<n>\d{1,3})(?!\.?\d|%)|(?P<span>[\ue000-\uf8ff]))"
+_EXIT_VERB = r"\b(?:exit(?:s|ed|ing)?|terminat(?:es|ed|ing))\s+(?:with\s+)?(?:an?\s+|the\s+)?"
+_EXIT_NOUN = r"\b(?:(?:exit|return|status)[ _-]?(?:code|status)|returncode|rc)\s*(?:(?:is|was|of|=|==|:)\s*)?" \
+             r"(?:still\s+|always\s+|then\s+)?"
+
+#: Phrasings that say what exit status a step ended with: "exits with code 2", "exits 2", "exited
+#: with status 0", "exit code 4", "its exit code is 2", "(exit 2)", "return code 2", "exits with
+#: `2`" (``n``, or ``span``: a code span holding the number); "exits non-zero", "exits with a
+#: non-zero status", "exits with an error", "exit code is non-zero" (``nonzero``); "exits zero",
+#: "exits successfully", "exits cleanly" (``zero``).  "returns N" (:data:`_RETURNS`) is weaker: a
+#: function returns values too.
+EXIT_STATUS = re.compile(
+    r"(?:" + _EXIT_VERB + r"(?:(?:exit|return|status|error)\s+)?(?:(?:code|status)\s+)?(?:of\s+)?|" + _EXIT_NOUN + r")"
+    + _EXIT_NUMBER
+    + r"|(?P<nonzero>" + _EXIT_VERB + r"(?:non[- ]?zero|error|failure)(?:\s+(?:exit\s+)?(?:code|status))?\b"
+    r"|" + _EXIT_VERB + r"unsuccessfully\b"
+    r"|" + _EXIT_NOUN + r"(?:non[- ]?zero|not\s+0\b|not\s+zero))"
+    r"|(?P<zero>" + _EXIT_VERB + r"(?:zero|successfully|cleanly|normally|with\s+success)\b)",
+    re.I,
+)
+
+#: "returns 2", "the CLI returned 1 when …": an exit status only when the number is not followed by
+#: a noun ("returns 2 items") and the clause names a program (:data:`_PROGRAM_WORDS`, or a check
+#: such as pytest): "mean() returns 2" says what a function computed.
+_RETURNS = re.compile(
+    r"\breturn(?:s|ed|ing)?\s+" + _EXIT_NUMBER
+    + r"(?=\s*(?:$|[^\w\s]|(?:when|whenever|if|on|for|after|before|with|without|because|since|unless|as|in|under"
+      r"|again|now|instead|here|there|and|but|while|once|too|also)\b))",
+    re.I,
+)
+_PROGRAM_WORDS = re.compile(r"\b(?:CLI|command|program|script|binary|executable|process|tool|app|application"
+                            r"|daemon|server|service|entry[ -]?point)s?\b", re.I)
+
+
+@dataclass(frozen=True)
+class _ExitClaim:
+    """What a clause says a step exited with: ``code`` (a number), or ``nonzero`` / ``zero``."""
+
+    text: str
+    code: int | None = None
+    nonzero: bool = False
+    weak: bool = False  # "returns N"
+
+    def fits(self, exit: int) -> bool:
+        if self.code is not None:
+            return exit == self.code
+        return exit != 0 if self.nonzero else exit == 0
+
+    @property
+    def said(self) -> str:
+        if self.code is not None:
+            return f"exits {self.code}"
+        return "exits non-zero" if self.nonzero else "exits 0"
+
+
+def _exit_matches(clause: str) -> list[re.Match[str]]:
+    """The exit-status phrases of ``clause`` (:data:`EXIT_STATUS`, :data:`_RETURNS`), in order."""
+    found = list(EXIT_STATUS.finditer(clause))
+    for m in _RETURNS.finditer(clause):
+        if not any(f.start() <= m.start() < f.end() or m.start() <= f.start() < m.end() for f in found):
+            found.append(m)
+    return sorted(found, key=lambda m: m.start())
+
+
+def _exit_claims(clause: str, spans: list[tuple[int, int, str]]) -> list[_ExitClaim]:
+    """What ``clause`` says about a step's exit status (not negated: "does not exit 0" says nothing)."""
+    out: list[_ExitClaim] = []
+    for m in _exit_matches(clause):
+        if _negated(clause, m.start()):
+            continue
+        weak = m.re is _RETURNS
+        groups = {"nonzero": None, "zero": None, **m.groupdict()}
+        if groups.get("nonzero"):
+            out.append(_ExitClaim(m.group(0), nonzero=True))
+        elif groups.get("zero"):
+            out.append(_ExitClaim(m.group(0), code=0))
+        elif groups.get("n") is not None:
+            if int(groups["n"]) <= 255:  # "returns 404" is an HTTP status, not an exit code
+                out.append(_ExitClaim(m.group(0), code=int(groups["n"]), weak=weak))
+        elif groups.get("span"):
+            code = _code_of(groups["span"], spans)
+            if code and re.fullmatch(r"\d{1,3}", code[0]) and int(code[0]) <= 255:
+                out.append(_ExitClaim(m.group(0), code=int(code[0]), weak=weak))
+    return out
+
+
+def _without_exit(clause: str, spans: list[tuple[int, int, str]]) -> str:
+    """``clause`` with its exit-status phrases blanked (same length), so that "exits with `2`" is not
+    read as output text, nor "fails with exit code 4" as a claim about what the failure printed."""
+    out = clause
+    for m in _exit_matches(clause):
+        if m.groupdict().get("span") and not _exit_claims(m.group(0), spans):
+            continue  # "exits with `ValueError`": output text, not a status
+        out = out[:m.start()] + " " * (m.end() - m.start()) + out[m.end():]
+    return out
+
 
 #: What a clause that says something passes names as the thing that passes, by kind of check
 #: (:data:`replaybook.packet.runners.KINDS`): "all tests pass" → tests, "lint is clean" → lint.
@@ -221,7 +329,7 @@ CLAIM_WORDS = re.compile(
 
 #: Finding kinds (failures) and warning kinds.
 FINDING_KINDS = ("cites_missing_step", "cites_failing_step", "cites_passing_step_for_failure", "malformed_marker",
-                 "cites_non_check_step", "cites_output_without_text")
+                 "cites_non_check_step", "cites_output_without_text", "cites_wrong_exit_code", "cites_edited_output")
 WARNING_KINDS = ("unsupported_claim", "cites_unrecognised_command")
 
 _MARKER = re.compile(r"\[\s*seq\s*:\s*([^\]\n]*)\]", re.I)
@@ -532,7 +640,8 @@ def _claim_clauses(text: str) -> list[str]:
     for part in _CLAUSE_SPLIT.split(text):
         part = _MARKER.sub(" ", part).strip(" ,.:")
         if part and (CLAIM_WORDS.search(part) or FAILURE_CLAIM.search(part) or EXPECTED_FAILURE.search(part)
-                     or PASS_CLAIM.search(part) or _SELF_PASS.search(part) or FAILS_WITH.search(part)):
+                     or PASS_CLAIM.search(part) or _SELF_PASS.search(part) or FAILS_WITH.search(part)
+                     or _exit_matches(part)):
             out.append(part)
     return out
 
@@ -711,7 +820,7 @@ class _Judge:
     log_path: str
     checks: Mapping[int, StepCheck]
     failures: Mapping[int, FailureCheck]
-    outputs: Mapping[int, str | None]
+    outputs: Mapping[int, object]  # str | EditedOutput | None
     spans: list[tuple[int, int, str]]
 
     def shown(self, clause: str) -> str:
@@ -732,7 +841,7 @@ class _Judge:
             return None
         passing = [q for q in cited if steps.get(q) == 0]
         for clause in mine:
-            wanted = _claimed_checks(clause, subject, self.spans)
+            wanted = _claimed_checks(_without_exit(clause, self.spans), subject, self.spans)
             if not wanted or any(q not in checks for q in passing):
                 continue
             if any(checks[q].verdict == "check" and checks[q].kinds & wanted for q in passing):
@@ -762,7 +871,7 @@ class _Judge:
             return None
         failing = [q for q in cited if steps.get(q, 0) != 0]
         for clause in mine:
-            wanted = _claimed_failures(clause, subject, self.spans)
+            wanted = _claimed_failures(_without_exit(clause, self.spans), subject, self.spans)
             if not wanted or any(q not in failures for q in failing):
                 continue
             if any(failures[q].shows(wanted).verdict == "check" and failures[q].shows(wanted).kinds & wanted
@@ -783,20 +892,66 @@ class _Judge:
                     f"whose {noun} {fail} ({examples} …)")
         return None
 
+    def text(self, seq: int) -> str | None:
+        """Step ``seq``'s stored output, when it was stored and hashes to the step's ``out_sha``."""
+        out = self.outputs.get(seq)
+        return out if isinstance(out, str) else None
+
+    def reads_edited(self, seq: int, mine: list[str], cited: list[int], subject: _Subject) -> str | None:
+        """The message after "whose" when judging failing step ``seq`` for ``mine`` would read its
+        stored output — a clause says what the failure showed ("fails with `X`"), or says a check
+        failed and the step's runner tells by its output whether it ran at all (``make test``) —
+        and that output was changed after recording (:class:`EditedOutput`); else None."""
+        out = self.outputs.get(seq)
+        if not isinstance(out, EditedOutput):
+            return None
+        plain = [_without_exit(c, self.spans) for c in mine]
+        said = next((c for c, p in zip(mine, plain) if _failure_texts(p, self.spans)), None)
+        if said is None and seq in self.failures and self.failures[seq].reads_output:
+            said = next((c for c, p in zip(mine, plain) if _claimed_failures(p, subject, self.spans)), None)
+        if said is None:
+            return None
+        return (f"stored output {printable(out.path)} no longer hashes to the step's out_sha: it was changed after "
+                f"recording, so \"{self.shown(said)}\" is not judged by it; restore the recorded output, or record the "
+                f"step again")
+
     def missing_text(self, seq: int, mine: list[str], cited: list[int]) -> str | None:
         """The message after "whose" for failing step ``seq`` when a clause says the failure
         printed or raised ``X`` ("fails with `ZeroDivisionError`") and no failing step cited there
         whose output is stored holds it; None when one does, or when no stored output is known."""
-        if self.outputs.get(seq) is None:
+        if self.text(seq) is None:
             return None
-        failing = [q for q in cited if self.steps.get(q, 0) != 0 and self.outputs.get(q) is not None]
+        failing = [q for q in cited if self.steps.get(q, 0) != 0 and self.text(q) is not None]
         for clause in mine:
-            for text in _failure_texts(clause, self.spans):
+            for text in _failure_texts(_without_exit(clause, self.spans), self.spans):
                 want = re.sub(r"\s+", " ", text)
-                if any(want in re.sub(r"\s+", " ", self.outputs[q] or "") for q in failing):
+                if any(want in re.sub(r"\s+", " ", self.text(q) or "") for q in failing):
                     continue
                 return (f"recorded output does not contain \"{printable(text)}\", but \"{self.shown(clause)}\" says "
                         f"its failure shows it; cite the step whose output does")
+        return None
+
+    def exit_claims(self, clause: str) -> list[_ExitClaim]:
+        """What ``clause`` says a step exited with; "returns N" only when the clause names a program
+        ("the CLI returns 2", "pytest returns 5"), not a function's value ("mean() returns 2")."""
+        claims = _exit_claims(clause, self.spans)
+        if any(c.weak for c in claims) and not (_PROGRAM_WORDS.search(clause) or _named_kinds(clause, self.spans)):
+            claims = [c for c in claims if not c.weak]
+        return claims
+
+    def wrong_exit(self, seq: int, mine: list[str], cited: list[int], paired: bool) -> str | None:
+        """The message for step ``seq`` when a clause it cites says it exited with a status it did
+        not ("exits with code 5" for a step that exited 1); None when every such claim fits it, or
+        (markers that each cite all the clauses) fits another step cited there."""
+        code = self.steps[seq]
+        for clause in mine:
+            for claim in self.exit_claims(clause):
+                if claim.fits(code):
+                    continue
+                if not paired and any(q != seq and q in self.steps and claim.fits(self.steps[q]) for q in cited):
+                    continue
+                return (f"exited {code}, but \"{self.shown(clause)}\" says it {claim.said}; cite the step that "
+                        f"{claim.said.replace('exits', 'exited')}, or correct the code")
         return None
 
     def group(self, group: list[tuple[int, str, int]], clauses: list[str], shown: str, subject: _Subject) -> None:
@@ -827,9 +982,9 @@ class _Judge:
                                     if seq in commands else "")
             mine = [clauses[k]] if paired else clauses
             cited = [seq] if paired else numbered
-            describes_failure = any(_describes_failure(c) for c in mine)
-            claims_failure = any(_says(FAILURE_CLAIM, c) for c in mine)
-            claims_pass = any(_says(PASS_CLAIM, c) and not _says(FAILURE_CLAIM, c) for c in mine)
+            plain = [_without_exit(c, self.spans) for c in mine]  # exit-status phrases are judged apart
+            claims_failure = any(_says(FAILURE_CLAIM, c) for c in plain)
+            claims_pass = any(_says(PASS_CLAIM, c) and not _says(FAILURE_CLAIM, c) for c in plain)
             some_failed = any(steps.get(q, 0) != 0 for q in cited)
             some_passed = any(steps.get(q, 1) == 0 for q in cited)
             said = "; ".join(self.shown(c) for c in mine)
@@ -838,6 +993,15 @@ class _Judge:
                     "cites_missing_step", "error", line, seq, shown,
                     f"[seq:{seq}] cites a step that never ran: {log_path} has no seq {seq}"))
                 continue
+            wrong = self.wrong_exit(seq, mine, cited, paired)
+            if wrong is not None:
+                report.findings.append(Finding("cites_wrong_exit_code", "error", line, seq, shown,
+                                               f"[seq:{seq}] cites {what}, which {wrong}"))
+                continue
+            # "the CLI exits 2 [seq:5]": the clause states the failure it cites (a behaviour, held to no runner)
+            states_exit = steps[seq] != 0 and any(claim.fits(steps[seq]) for c in mine
+                                                  for claim in self.exit_claims(c))
+            describes_failure = states_exit or any(_describes_failure(c) for c in plain)
             if steps[seq] != 0 and not describes_failure:
                 report.findings.append(Finding(
                     "cites_failing_step", "error", line, seq, shown,
@@ -858,6 +1022,11 @@ class _Judge:
                     f"cite the step that failed"))
                 continue
             if steps[seq] != 0:
+                edited = self.reads_edited(seq, mine, cited, subject)
+                if edited is not None:
+                    report.findings.append(Finding("cites_edited_output", "error", line, seq, shown,
+                                                   f"[seq:{seq}] cites {what}, whose {edited}"))
+                    continue
                 gap = self.unbacked_failure(seq, mine, cited, subject)
                 missing = self.missing_text(seq, mine, cited) if gap is None or gap[1] != "error" else None
                 if missing is not None:
@@ -875,6 +1044,10 @@ class _Judge:
                 report.warnings.append(finding)
             self.accepted.add(seq)
             report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
+
+
+def _text(output: object) -> str | None:
+    return output if isinstance(output, str) else None
 
 
 class _Lazy(Mapping[int, object]):
@@ -925,7 +1098,11 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
             (:func:`replaybook.packet.runners.classify_failed_step`); by default each of
             ``commands`` read as ``checks`` are.
         outputs: ``{seq: text}``: each step's stored normalized output, ``None`` (or absent) when
-            it is not stored; a clause that says a failure showed ``X`` is checked against it.
+            it is not stored, an :class:`EditedOutput` when it no longer hashes to the step's
+            ``out_sha`` (:func:`read_stored_output`); a clause that says a failure showed ``X`` is
+            checked against it, and so is a failing ``make test`` or ``npm test`` (did it find the
+            target?).  A marker whose judging would read an edited output is a
+            ``cites_edited_output`` finding.
 
     Returns:
         :class:`ClaimsReport`.
@@ -933,14 +1110,15 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
     commands = commands or {}
     if checks is None:
         checks = _Lazy(commands, lambda seq: classify_command(commands[seq]))
+    outputs = outputs or {}
     if failures is None:
         failures = _Lazy((q for q in commands if q in steps),
-                         lambda seq: classify_failure(commands[seq], exit=steps[seq]))
+                         lambda seq: classify_failure(commands[seq], exit=steps[seq], output=_text(outputs.get(seq))))
     masked, spans = _mask(body)
     marked = _mark_code(masked, spans)
     starts = _line_starts(body)
     report = ClaimsReport(body_path, log_path)
-    judge = _Judge(report, set(), steps, commands, log_path, checks, failures, outputs or {}, spans)
+    judge = _Judge(report, set(), steps, commands, log_path, checks, failures, outputs, spans)
     before: frozenset[str] = frozenset()
     for sent in _sentences(marked, starts):
         shown = _display(body[sent.start:sent.end])
@@ -948,7 +1126,7 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
         named = _named_kinds(_MARKER.sub(" ", text), spans)
         if not sent.markers:
             if (not sent.heading and not shown.rstrip().endswith("?") and len(shown.split()) >= 2
-                    and CLAIM_WORDS.search(text)):
+                    and (CLAIM_WORDS.search(text) or EXIT_STATUS.search(text))):
                 report.warnings.append(Finding(
                     "unsupported_claim", "warning", sent.line, None, shown,
                     "this sentence reads like a factual claim but cites no step; add [seq:N]"))
@@ -965,20 +1143,41 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
     return report
 
 
-def stored_output(outputs_dir: str | os.PathLike, out_sha: object) -> str | None:
-    """A step's stored normalized output (``<outputs_dir>/<out_sha>.txt``), or ``None`` when it is
-    not there, cannot be read, or does not hash to ``out_sha`` (it was edited after recording:
-    the replay reports that).  A checkout that turned ``\\n`` into ``\\r\\n`` is read back as ``\\n``."""
+@dataclass(frozen=True)
+class EditedOutput:
+    """A step's stored output that no longer hashes to the step's ``out_sha``: it was changed after
+    recording.  ``path`` is the file (``session.outputs/<out_sha>.txt``)."""
+
+    path: str
+
+
+def read_stored_output(outputs_dir: str | os.PathLike, out_sha: object) -> str | EditedOutput | None:
+    """A step's stored normalized output (``<outputs_dir>/<out_sha>.txt``) when it hashes to
+    ``out_sha``, as the replay checks it; :class:`EditedOutput` when the file is there but does not
+    (it was edited after recording); ``None`` when ``out_sha`` is no SHA-256 hex or the file is not
+    there or cannot be read.  A checkout that turned ``\\n`` into ``\\r\\n`` is read back as ``\\n``."""
     if not isinstance(out_sha, str) or not re.fullmatch(r"[0-9a-f]{64}", out_sha):
         return None
+    path = Path(outputs_dir) / f"{out_sha}.txt"
     try:
-        text = (Path(outputs_dir) / f"{out_sha}.txt").read_bytes().decode("utf-8", "surrogatepass")
-    except (OSError, UnicodeDecodeError):
+        raw = path.read_bytes()
+    except OSError:
         return None
+    try:
+        text = raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return EditedOutput(str(path))  # the recorder writes UTF-8: these bytes are not what it wrote
     for candidate in (text, text.replace("\r\n", "\n")):
         if normalized_sha(candidate) == out_sha:
             return candidate
-    return None
+    return EditedOutput(str(path))
+
+
+def stored_output(outputs_dir: str | os.PathLike, out_sha: object) -> str | None:
+    """:func:`read_stored_output`'s text, or ``None`` when it is not there, cannot be read, or does
+    not hash to ``out_sha`` (it was edited after recording)."""
+    out = read_stored_output(outputs_dir, out_sha)
+    return out if isinstance(out, str) else None
 
 
 def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike, *,
@@ -1003,13 +1202,14 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike, *,
     log = read_log(log_path)
     by_seq = log.by_seq()
     outputs = Path(outputs_dir) if outputs_dir is not None else outputs_dir_for(log_path)
+    stored = _Lazy(by_seq, lambda seq: read_stored_output(outputs, by_seq[seq].get("out_sha")))
     report = lint_claims_text(
         body, {s.seq: s.exit for s in log.steps}, body_path=str(body_path), log_path=str(log_path),
         commands={s.seq: s.cmd for s in log.steps},
         checks=_Lazy(by_seq, lambda seq: classify_step(by_seq[seq].raw)),
         failures=_Lazy((q for q, s in by_seq.items() if s.exit != 0),
-                       lambda seq: classify_failed_step(by_seq[seq].raw)),
-        outputs=_Lazy(by_seq, lambda seq: stored_output(outputs, by_seq[seq].get("out_sha"))))
+                       lambda seq: classify_failed_step(by_seq[seq].raw, output=_text(stored[seq]))),
+        outputs=stored)
     report.log_warnings = log.gap_warnings()
     report.log_chain = log.chain
     report.log_findings = list(log.chain_findings)
