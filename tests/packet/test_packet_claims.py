@@ -811,3 +811,11 @@ def test_the_cli_summary_line_says_what_each_number_counts(tmp_path: Path):
     assert res.output.splitlines()[-1] == (
         "claims: 2 finding(s), 1 warning(s); 6 marker(s): 4 accepted (1 with a warning), 2 with a finding; "
         "steps cited only by accepted markers: 2, 3; log unchained")
+
+
+def test_cannot_tell_whether_it_runs_a_check():
+    report = lint_claims_text("CI is green [seq:3].", {3: 0}, commands={3: "./demo.sh"})
+    assert [w.message for w in report.warnings] == [
+        "[seq:3] cites step 3 (`./demo.sh`), which exited 0, but the linter cannot tell whether it runs a check: "
+        "`./demo.sh` is no test, build, lint or type-check runner the linter knows; \"CI is green\" needs a cited "
+        "step that runs one (pytest, npm test, make check …): cite one, or check this step yourself"]

@@ -851,8 +851,9 @@ class _Judge:
             noun, examples = _kind_words(wanted)
             pronoun = "them" if noun == "tests" else "one"
             if check.verdict == "unknown":
+                runs = noun if noun == "tests" else f"a {noun}"
                 return ("cites_unrecognised_command", "warning",
-                        f"exited 0, but the linter cannot tell whether it runs {noun}: {check.reason}; \"{clause}\" "
+                        f"exited 0, but the linter cannot tell whether it runs {runs}: {check.reason}; \"{clause}\" "
                         f"needs a cited step that runs {pronoun} ({examples} …): cite one, or check this step "
                         f"yourself")
             return ("cites_non_check_step", "error",
