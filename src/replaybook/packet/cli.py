@@ -178,8 +178,9 @@ def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, fmt: str)
     Exit 1 when a marker cites a step that never ran, a failing step its clause does not describe
     as failing, for a claim that tests (a build, a lint, a type check) pass or fail, only steps
     whose exit code shows no such check passing or failing (`echo "1 passed"`, `true`, `false`,
-    `exit 1`, `pytest` that collected no tests), or a failure said to show a text its stored output
-    lacks; warnings (unsupported claims, commands the linter cannot read) never fail.
+    `exit 1`, `pytest` that collected no tests), a failure said to show a text its stored output
+    lacks, an exit status ("exits with code 2") the step did not exit with, or a stored output
+    edited after recording; warnings (unsupported claims, commands the linter cannot read) never fail.
     """
     from .claims import lint_claims
 
