@@ -701,6 +701,17 @@ def test_what_is_not_an_exit_status_is_left_alone():
     assert [f.kind for f in report.findings] == ["cites_failing_step"]
 
 
+def test_a_program_s_exit_status_cited_to_its_tests_is_the_program_s_not_the_step_s():
+    # "the CLI exits 2" backed by the tests that check it: pytest's own exit 0 is no mismatch
+    report = lint_claims_text("The CLI now exits 2 on a missing config [seq:3].", {3: 0},
+                              commands={3: "pytest -q tests/test_cli.py"})
+    assert report.findings == [] and report.accepted_steps == [3]
+    # cited to the program itself, it is compared
+    report = lint_claims_text("The CLI now exits 2 on a missing config [seq:3].", {3: 0},
+                              commands={3: "python -m calc.cli --config missing.cfg"})
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_wrong_exit_code", 3)]
+
+
 def test_an_exit_claim_in_a_group_may_be_about_another_cited_step():
     steps, cmds = {1: 1, 2: 0}, {1: "pytest -q", 2: "pytest -q"}
     report = lint_claims_text("It fails before the fix (exit 1) and passes after [seq:1][seq:2].", steps, commands=cmds)

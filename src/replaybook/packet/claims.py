@@ -932,13 +932,32 @@ class _Judge:
                         f"its failure shows it; cite the step whose output does")
         return None
 
-    def exit_claims(self, clause: str) -> list[_ExitClaim]:
-        """What ``clause`` says a step exited with; "returns N" only when the clause names a program
-        ("the CLI returns 2", "pytest returns 5"), not a function's value ("mean() returns 2")."""
+    def exit_claims(self, seq: int, clause: str) -> list[_ExitClaim]:
+        """What ``clause`` says step ``seq`` exited with; "returns N" only when the clause names a
+        program ("the CLI returns 2", "pytest returns 5"), not a function's value ("mean() returns
+        2").  Nothing when the clause is about a program ("the CLI exits 2 on a missing config")
+        and names no check, while step ``seq`` ran tests: the status is the tested program's, not
+        the step's."""
         claims = _exit_claims(clause, self.spans)
-        if any(c.weak for c in claims) and not (_PROGRAM_WORDS.search(clause) or _named_kinds(clause, self.spans)):
+        if not claims:
+            return claims
+        program, named = _PROGRAM_WORDS.search(clause), _named_kinds(clause, self.spans)
+        if program and not named and TEST in self.step_kinds(seq):
+            return []
+        if not (program or named):
             claims = [c for c in claims if not c.weak]
         return claims
+
+    def step_kinds(self, seq: int) -> frozenset[str]:
+        """The kinds of check step ``seq`` is known to have run (its exit code a runner's)."""
+        code = self.steps.get(seq)
+        if code == 0 and seq in self.checks:
+            check = self.checks[seq]
+        elif code not in (0, None) and seq in self.failures:
+            check = self.failures[seq].shows(KINDS)
+        else:
+            return frozenset()
+        return check.kinds if check.verdict == "check" else frozenset()
 
     def wrong_exit(self, seq: int, mine: list[str], cited: list[int], paired: bool) -> str | None:
         """The message for step ``seq`` when a clause it cites says it exited with a status it did
@@ -946,10 +965,11 @@ class _Judge:
         (markers that each cite all the clauses) fits another step cited there."""
         code = self.steps[seq]
         for clause in mine:
-            for claim in self.exit_claims(clause):
+            for claim in self.exit_claims(seq, clause):
                 if claim.fits(code):
                     continue
-                if not paired and any(q != seq and q in self.steps and claim.fits(self.steps[q]) for q in cited):
+                if not paired and any(q != seq and q in self.steps and claim.fits(self.steps[q])
+                                      and self.exit_claims(q, clause) for q in cited):
                     continue
                 return (f"exited {code}, but \"{self.shown(clause)}\" says it {claim.said}; cite the step that "
                         f"{claim.said.replace('exits', 'exited')}, or correct the code")
@@ -1001,7 +1021,7 @@ class _Judge:
                 continue
             # "the CLI exits 2 [seq:5]": the clause states the failure it cites (a behaviour, held to no runner)
             states_exit = steps[seq] != 0 and any(claim.fits(steps[seq]) for c in mine
-                                                  for claim in self.exit_claims(c))
+                                                  for claim in self.exit_claims(seq, c))
             describes_failure = states_exit or any(_describes_failure(c) for c in plain)
             if steps[seq] != 0 and not describes_failure:
                 report.findings.append(Finding(
