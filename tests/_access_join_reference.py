@@ -308,6 +308,15 @@ def join_access(
     # -- each request ---------------------------------------------------------------------------
     linked: list[list] = []  # [pos, call, how, tied calls, t]
     unexplained: list[tuple[object, str, int | None, int | None]] = []  # (label, why, refused call, t)
+    # the calls the door did not refuse that name an object nothing maps: (call, that object)
+    unmapped: list[tuple[int, str]] = []
+    for i in range(n_c):
+        named = [c["object"].iat[i]]
+        if "objects" in c.columns and isinstance(c["objects"].iat[i], (list, tuple)):
+            named += list(c["objects"].iat[i])
+        miss = [o for o in named if isinstance(o, str) and o and map_object(o, storage_map) is None]
+        if miss and not refused[i]:
+            unmapped.append((i, miss[0]))
     for pos in range(n_a):
         if copy_of[pos] >= 0:
             continue
@@ -365,7 +374,7 @@ def join_access(
                                        reaching(uri, action)[0], rank=lambda i: rank(i, t, res),
                                        start_ns=start_ns, valid=valid, c=c, agents=agents,
                                        storage_map=storage_map, any_mapped=bool(by_uri),
-                                       all_patterns=all_patterns)
+                                       all_patterns=all_patterns, unmapped=unmapped)
         if chosen is None:
             unexplained.append((label, why or "no door call explains it", _refusal(uri, action, t), t))
             continue
@@ -518,7 +527,7 @@ def _measure_offset(evidence: list[tuple[int, int, str, list[int]]], start_ns: n
 def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None, refused_hits: list[int],
                      other_principal: list[int], same: np.ndarray, *, rank, start_ns: np.ndarray,
                      valid: np.ndarray, c: pd.DataFrame, agents: list, storage_map, any_mapped: bool,
-                     all_patterns: list[str]) -> str:
+                     all_patterns: list[str], unmapped: list[tuple[int, str]] = ()) -> str:
     """Why no call explains an access row (``t`` on the door's clock; ``same``: the calls on
     its object at any time)."""
     if refused_hits:
@@ -539,8 +548,18 @@ def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None
         return "resource outside every storage_map target: no door call can reach it"
     if not same and not any_mapped:
         return UNMAPPED
-    if not same:
+    if not same and not unmapped:
         return "no door call on this object"
+    if not same:
+        n = len(unmapped)
+        head = (f"no door call on this object, but {n:,} allowed door call{'' if n == 1 else 's'} "
+                f"{'reaches' if n == 1 else 'reach'} objects no storage_map entry covers")
+        timed = [(i, o) for i, o in unmapped if valid[i]]
+        if not timed:
+            return head + " (none has a time): storage_map may miss this object"
+        i, o = min(timed, key=lambda x: (abs(t - int(start_ns[x[0]])), int(start_ns[x[0]]), x[0]))
+        return (f"{head} (nearest: session {c['door_session'].iat[i]} seq {c['seq'].iat[i]} on {o}, "
+                f"{_delta_words((t - int(start_ns[i])) / 1e9)} that call): storage_map may miss this object")
     i = min(same, key=lambda i: abs(t - int(start_ns[i])))
     near_rule = c["rule"].iat[i] if "rule" in c.columns else None
     what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"

@@ -190,6 +190,7 @@ def test_random_incidents_join_as_the_reference(batch):
 VERDICTS = {"refused": "only a call the door refused matches", "principal": "but the request was made by",
             "no resource": "no resource in the access record", "outside": "resource outside every storage_map",
             "unmapped": "no door call's object maps", "not in window": "on this object within the time window",
+            "unmapped call": "objects no storage_map entry covers (nearest:",
             "no call": "no door call on this object", "token": "belongs to door session(s)", "no time": "no time"}
 
 

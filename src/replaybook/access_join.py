@@ -115,7 +115,10 @@ The result
 ``unexplained`` (the requests no call explains, with ``why`` — sorted so that rows made by a
 principal the door's agents use come first, then by time), ``per_call`` (every call with
 ``access_count``, ``access_bytes``, ``denied_count``), ``duplicates``
-(:data:`ACCESS_DUPLICATES`), ``offset_s``.
+(:data:`ACCESS_DUPLICATES`), ``offset_s``, ``unmapped_calls`` (the calls the door did not refuse
+whose object no ``storage_map`` entry covers: while there are any, the ``why`` of a request no
+call on its object explains names the nearest of them — the request may be its, missed by the
+map).
 
 How it is computed
 ------------------
@@ -224,6 +227,13 @@ class AccessJoinResult:
             them refused by storage).
         duplicates: :data:`ACCESS_DUPLICATES`: the access rows that repeat a request another row
             holds (neither linked nor listed as unexplained: the row they repeat stands for them).
+        unmapped_calls: the door calls the door did not refuse that name an object no
+            ``storage_map`` entry covers (:func:`map_object` gives none: a manifest entry that
+            misses a folder, or a typo in one), which therefore explain no request:
+            ``door_session``, ``seq`` (Int64), ``agent``, ``ts`` (UTC), ``decision`` and
+            ``object`` (string: the first object the call names that nothing maps), in the
+            calls' order.  A request no call explains while such calls exist may be one of
+            theirs: its ``why`` names the nearest.
         window_s, lag_s, skew_s: the windows used, seconds.
         offset_s: the clock offset taken off every access time before it is compared with the
             calls', seconds: the cloud's clock minus the door's (positive: the door's clock is
@@ -241,6 +251,7 @@ class AccessJoinResult:
     duplicates: pd.DataFrame = field(default_factory=lambda: ACCESS_DUPLICATES.empty())
     offset_s: float = 0.0
     offset_requests: int = 0
+    unmapped_calls: pd.DataFrame = field(default_factory=lambda: _unmapped_frame(pd.DataFrame(), np.zeros(0, object)))
 
     def to_dict(self) -> dict:
         """A JSON-ready summary: counts per tier, unexplained rows (short), duplicates, windows
@@ -259,6 +270,9 @@ class AccessJoinResult:
                  "source": r.source, "principal": None if pd.isna(r.principal) else r.principal,
                  "action": r.action, "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
                  "outcome": r.outcome, "why": r.why,
+                 "request_id": None if pd.isna(r.request_id) else r.request_id,
+                 "source_file": None if pd.isna(r.source_file) else r.source_file,
+                 "line_no": None if pd.isna(r.line_no) else int(r.line_no),
                  "refused_call": None if pd.isna(r.refused_session) else {
                      "door_session": r.refused_session, "seq": None if pd.isna(r.refused_seq) else int(r.refused_seq),
                      "rule": None if pd.isna(r.refused_rule) else r.refused_rule,
@@ -430,6 +444,7 @@ def join_access(
     c = calls.reset_index(drop=True)
     n_c = len(c)
     c_uri, cu_call, cu_uri, uris_of_calls = _call_uris(c, storage_map)
+    unmapped_obj = _unmapped_objects(c, storage_map)
     c_start = c["ts"].astype(UTC)
     c_end = c["ts_end"].astype(UTC).where(c["ts_end"].notna(), c_start + pd.Timedelta(seconds=window_s))
     start_ns = c_start.to_numpy(dtype="datetime64[ns]").astype(np.int64) if n_c else np.zeros(0, np.int64)
@@ -678,10 +693,12 @@ def join_access(
     door_principal = None
     if all_patterns:
         door_principal = np.array([_principal_match(p, all_patterns) for p in who_names] + [False], bool)
+    unmapped = (unmapped_obj != None) & ~refused  # noqa: E711 (an object array: elementwise)
     why = _why_texts(un_pos, un_case, un_call, nearest, t_un, c=c, agent_names=agent_names, agent_code=agent_code,
                      start_ns=start_ns, who_code=who_code, who_names=who_names, key=key, key_uri_names=key_uri_names,
                      tok_of_row=tok_of_row, tok_names=tok_names, c_tok=c_tok, storage_map=storage_map,
-                     any_mapped=bool(len(cu_call)), door_principal=door_principal)
+                     any_mapped=bool(len(cu_call)), door_principal=door_principal,
+                     unmapped=(unmapped, unmapped_obj, valid))
 
     un = access.iloc[un_pos].reset_index(drop=True) if len(un_pos) else ACCESS.empty()
     un = un[ACCESS.names].copy()
@@ -728,7 +745,8 @@ def join_access(
     dup_df = dups if dups is not None else ACCESS_DUPLICATES.empty()
     return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call, window_s=float(window_s),
                             lag_s=float(lag_s), skew_s=float(skew_s), duplicates=dup_df,
-                            offset_s=off / 1e9, offset_requests=int(offset_requests))
+                            offset_s=off / 1e9, offset_requests=int(offset_requests),
+                            unmapped_calls=_unmapped_frame(c.iloc[np.flatnonzero(unmapped)], unmapped_obj[unmapped]))
 
 
 # -- the join's building blocks ---------------------------------------------------------------------
@@ -871,6 +889,41 @@ def _call_uris(c: pd.DataFrame, storage_map) -> tuple[np.ndarray, np.ndarray, np
     call, uri, rank = np.concatenate(calls), np.concatenate(uris), np.concatenate(order)
     o = np.lexsort((rank, call))
     return c_uri, call[o], uri[o], list(where)
+
+
+def _unmapped_objects(c: pd.DataFrame, storage_map) -> np.ndarray:
+    """For each call: the first object it names (its ``object``, then its ``objects``) that no
+    ``storage_map`` entry maps (:func:`map_object` gives ``None``), or ``None`` (every object it
+    names maps, or it names none)."""
+    if not len(c):
+        return np.zeros(0, dtype=object)
+
+    def missed(o: object) -> str | None:
+        return o if isinstance(o, str) and o and map_object(o, storage_map) is None else None
+
+    codes, uniq = pd.factorize(c["object"])
+    out = np.array([missed(o) for o in uniq] + [None], dtype=object)[np.asarray(codes, np.int64)]
+    if "objects" in c.columns:
+        more = c["objects"].to_numpy(dtype=object)
+        for i in np.flatnonzero(pd.notna(more)):
+            if out[i] is None and isinstance(more[i], (list, tuple)):
+                out[i] = next((m for m in map(missed, more[i]) if m is not None), None)
+    return out
+
+
+def _unmapped_frame(c: pd.DataFrame, objs: np.ndarray) -> pd.DataFrame:
+    """:attr:`AccessJoinResult.unmapped_calls` of the calls ``c`` (their rows) and the object of
+    each that nothing maps."""
+    def col(name: str, dtype: str):
+        return (c[name].astype(dtype).reset_index(drop=True) if name in c.columns
+                else pd.Series(pd.array([None] * len(c), dtype=dtype)))
+
+    return pd.DataFrame({
+        "door_session": col("door_session", "string"), "seq": col("seq", "Int64"), "agent": col("agent", "string"),
+        "ts": c["ts"].astype(UTC).reset_index(drop=True) if "ts" in c.columns
+        else pd.Series(pd.array([pd.NaT] * len(c), dtype=UTC)),
+        "decision": col("decision", "string"), "object": pd.array(np.asarray(objs, dtype=object), dtype="string"),
+    })
 
 
 class _Relation:
@@ -1287,10 +1340,15 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
                t_un: np.ndarray, *, c: pd.DataFrame, agent_names: list[str], agent_code: np.ndarray,
                start_ns: np.ndarray, who_code: np.ndarray, who_names: list[str], key: np.ndarray,
                key_uri_names: list, tok_of_row: np.ndarray, tok_names: list[str], c_tok: np.ndarray,
-               storage_map, any_mapped: bool, door_principal: np.ndarray | None) -> list[str]:
+               storage_map, any_mapped: bool, door_principal: np.ndarray | None,
+               unmapped: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> list[str]:
     """Why no call explains each unexplained request, in words (one line of Python per request:
-    what it refers to was found for all of them at once)."""
+    what it refers to was found for all of them at once).  ``unmapped``: which calls the door
+    did not refuse name an object nothing maps, that object, and which calls have a time."""
     sess = c["door_session"].to_numpy(dtype=object)
+    unmapped_words = None
+    if unmapped is not None and any_mapped and unmapped[0].any():
+        unmapped_words = _UnmappedNearest(*unmapped, start_ns, sess, c["seq"].to_numpy(dtype=object))
     seq = c["seq"].to_numpy(dtype=object)
     decision = c["decision"].to_numpy(dtype=object)
     rule = c["rule"].to_numpy(dtype=object) if "rule" in c.columns else None
@@ -1329,7 +1387,8 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
                     outside[uri] = bool(targets) and not any(uri.startswith(tg) or tg.startswith(uri)
                                                              for tg in targets)
                 out.append("resource outside every storage_map target: no door call can reach it" if outside[uri]
-                           else UNMAPPED if not any_mapped else "no door call on this object")
+                           else UNMAPPED if not any_mapped else "no door call on this object"
+                           if unmapped_words is None else unmapped_words(t))
             else:
                 near_rule = rule[near] if rule is not None else None
                 what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"
@@ -1340,6 +1399,36 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
                     why += "; the principal is not one the door's agents use"
                 out.append(why)
     return out
+
+
+class _UnmappedNearest:
+    """The ``why`` of a request no call on its object explains while some calls the door did
+    not refuse name objects no ``storage_map`` entry covers: the request may be one of theirs,
+    so the nearest of them (by start, door clock; of two as near, the earlier; of calls that
+    started together, the lowest row) is named."""
+
+    def __init__(self, unmapped: np.ndarray, objs: np.ndarray, valid: np.ndarray, start_ns: np.ndarray,
+                 sess: np.ndarray, seq: np.ndarray) -> None:
+        self.n = int(unmapped.sum())
+        timed = np.flatnonzero(unmapped & valid)
+        self.calls = timed[np.lexsort((timed, start_ns[timed]))]
+        self.starts = start_ns[self.calls]
+        self.objs, self.sess, self.seq = objs, sess, seq
+
+    def __call__(self, t: int) -> str:
+        head = (f"no door call on this object, but {self.n:,} allowed door call{'' if self.n == 1 else 's'} "
+                f"{'reaches' if self.n == 1 else 'reach'} objects no storage_map entry covers")
+        if not len(self.calls):
+            return head + " (none has a time): storage_map may miss this object"
+        p = int(np.searchsorted(self.starts, t, "right"))
+        best = None
+        if p > 0:  # the last start by t: the lowest row of the calls that started then
+            best = int(np.searchsorted(self.starts, self.starts[p - 1], "left"))
+        if p < len(self.starts) and (best is None or self.starts[p] - t < t - self.starts[best]):
+            best = p
+        i = int(self.calls[best])
+        return (f"{head} (nearest: session {self.sess[i]} seq {self.seq[i]} on {self.objs[i]}, "
+                f"{_delta_words((t - int(self.starts[best])) / 1e9)} that call): storage_map may miss this object")
 
 
 def _delta_words(seconds: float) -> str:
