@@ -266,7 +266,7 @@ def test_demo_report_access_section_names_the_operation_and_says_yes_or_no():
     # where each came from: the .env read from the same address and client as the door's own
     # requests (the server behind the door), the ACL read from an AWS service
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", un)[1:]
-    origin = [re.sub("<[^>]+>", "", re.findall(r"<td[^>]*>(.*?)</td>", r)[9]) for r in rows]
+    origin = [re.sub("<[^>]+>", "", re.findall(r"<td[^>]*>(.*?)</td>", r)[7]) for r in rows]
     assert origin == ["198.51.100.7 · warehouse-files-mcp/0.4 (boto3)same address and client as the requests door "
                       "calls explain: consistent with a request from the door's side (the server behind it, or its "
                       "host) rather than credentials used elsewhere — not proof: a client names itself, and an "

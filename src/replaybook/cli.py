@@ -637,6 +637,13 @@ def _findings_line(f: dict) -> str:
     un = f.get("unexplained_storage")
     if un:
         parts.append(f"{_count(un, 'storage request')} no door call explains")
+    um = f.get("unmapped_calls") or []
+    if um:  # their requests are among the unexplained: a storage_map that misses a folder
+        objs = list(dict.fromkeys(c["object"] for c in um))
+        parts.append(f"{_count(len(um), 'allowed door call')} {'reaches' if len(um) == 1 else 'reach'} objects no "
+                     f"storage_map entry covers: {', '.join(objs[:3])}" + (f" and {len(objs) - 3} more" if len(objs) > 3
+                                                                          else ""))
+    parts.extend(f.get("cloud_log_loss_words") or [])  # requests the counts above leave out
     hit = f.get("refused_then_reached") or []
     if hit:
         parts.append(f"refused at the door, reached in storage anyway: {', '.join(hit[:3])}"

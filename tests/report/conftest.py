@@ -233,3 +233,80 @@ def demo_incident() -> Path:
 def rendered_demo(demo_incident, tmp_path_factory) -> dict:
     """The demo incident rendered once (subprocess, venv not on PATH)."""
     return render_in_subprocess(demo_incident, tmp_path_factory.mktemp("demo-out"))
+
+
+#: The cloud-access case: a support agent's door calls, a storage_map whose ``customer/`` entry
+#: misses the door's ``customers/`` folder, and a CloudTrail trail and S3 server access log
+#: that hold one request the door made (linked), one it made on an object nothing maps, and one
+#: made around it (in both logs, under one request id), with log files the loaders set aside.
+CT_DIR = "cloud/AWSLogs/123456789012/CloudTrail/eu-west-1/2026/11/20/"
+CT_FILE = CT_DIR + "123456789012_CloudTrail_eu-west-1_20261120T1410Z_Hu1TrailFile0002.json.gz"
+CT_CUT = CT_DIR + "123456789012_CloudTrail_eu-west-1_20261120T1415Z_Hu1TrailFile0003.json"
+CT_SALVAGED = CT_DIR + "123456789012_CloudTrail_eu-west-1_20261120T1420Z_Hu1TrailFile0004.json"
+S3_LOG = "cloud/s3-access/acme-support-data-2026-11-20-14-10-00-HU1EXAMPLE"
+ROLE = "arn:aws:sts::123456789012:assumed-role/support-agent-reader/door-support"
+
+
+@pytest.fixture()
+def cloud_case() -> dict:
+    """Frames of the cloud-access case (``calls``, ``access`` with the loaders' absolute
+    ``source_file``, ``quarantine`` and ``inputs`` with the paths Inputs shows) and its join."""
+    import pandas as pd
+
+    from replaybook.access_join import join_access
+    from replaybook.frames import ACCESS, CALLS, QUARANTINE
+
+    t0 = pd.Timestamp("2026-11-20T14:00:00Z")
+
+    def at(sec: float) -> pd.Timestamp:
+        return t0 + pd.Timedelta(seconds=sec)
+
+    calls = CALLS.build([
+        dict(door_session="door-20261120T140005-k9", agent="support", seq=seq, ts=at(sec), ts_end=at(sec + 1),
+             tool="read_object", object=obj, decision=dec, rule=rule)
+        for seq, sec, obj, dec, rule in (
+            (1, 10, "tickets/2026-11/ACME-4411.json", "allow", "allow-tickets"),
+            (2, 20, "customers/ACME-4411/profile.json", "allow", "allow-customers"),
+            (3, 40, "customers/ACME-4412/profile.json", "allow", "allow-customers"),
+            (4, 60, "secrets/stripe.env", "deny", "deny-secrets"))])
+    base = "/home/investigator/cases/hu1/"
+
+    def req(sec, source, key, rid, f, line, ip="198.51.100.20", ua="cloud-files-mcp/1.2 (boto3)", event=None):
+        raw = {"sourceIPAddress": ip} if source == "aws.cloudtrail" else {"remote_ip": ip}
+        if event:
+            raw["eventID"] = event
+        return dict(ts=at(sec), time_kind="completed" if source == "aws.cloudtrail" else "received", source=source,
+                    principal=ROLE, action="read", action_raw="GetObject" if source == "aws.cloudtrail"
+                    else "REST.GET.OBJECT", resource_uri="s3://acme-support-data/" + key, outcome="allowed",
+                    bytes=512, request_id=rid, user_agent=ua, raw=raw, source_file=base + f, line_no=line)
+
+    access = ACCESS.build([
+        req(10, "aws.cloudtrail", "tickets/2026-11/ACME-4411.json", "HU1S30001EXAMPLE", CT_FILE, 1, event="ev-1"),
+        req(21, "aws.cloudtrail", "customers/ACME-4411/profile.json", "HU1S30002EXAMPLE", CT_FILE, 2, event="ev-2"),
+        req(200, "aws.cloudtrail", "customers/ACME-5000/payment.json", "HU1S3ROGUEEXAMPLE", CT_FILE, 3,
+            ip="203.0.113.66", ua="curl/8.5.0", event="10ced693-e374-5127-b54e-bb0b2e0daa50"),
+        req(200, "aws.s3_access", "customers/ACME-5000/payment.json", "HU1S3ROGUEEXAMPLE", S3_LOG, 6,
+            ip="203.0.113.66", ua="curl/8.5.0"),
+    ])
+    quarantine = QUARANTINE.build([
+        dict(source_file="door/support/door-20261120T140005-k9.jsonl", line_no=6, kind="invalid", loader="door",
+             error="invalid JSON", raw="{"),
+        dict(source_file=CT_CUT, line_no=1, byte_offset=0, kind="invalid", loader="aws.cloudtrail",
+             error="invalid JSON: Unterminated string starting at column 702", raw='{"Records": [{'),
+        dict(source_file=CT_SALVAGED, line_no=2, kind="invalid", loader="aws.cloudtrail", error="not a record",
+             raw="[]"),
+        dict(source_file=CT_SALVAGED, line_no=5, kind="invalid", loader="aws.cloudtrail", error="not a record",
+             raw="7"),
+        dict(source_file=S3_LOG, line_no=3, kind="invalid", loader="aws.s3_access",
+             error="not an S3 server access log line (fields do not match the format)", raw="8f1c0a7e acme"),
+    ])
+    inputs = [{"path": "incident.yaml", "format": "manifest"},
+              {"path": CT_FILE, "format": "aws.cloudtrail", "records": 3},
+              {"path": CT_CUT, "format": "aws.cloudtrail", "records": 0},
+              {"path": CT_SALVAGED, "format": "aws.cloudtrail", "records": 3},
+              {"path": S3_LOG, "format": "aws.s3_access", "records": 1}]
+    storage_map = {"tickets/": "s3://acme-support-data/tickets/", "customer/": "s3://acme-support-data/customers/"}
+    res = join_access(calls, access, storage_map=storage_map,
+                      principals={"support": "arn:aws:sts::123456789012:assumed-role/support-agent-reader/*"})
+    return dict(calls=calls, access=access, quarantine=quarantine, inputs=inputs, result=res,
+                storage_map=storage_map)

@@ -53,6 +53,8 @@ __all__ = [
     "refused_calls",
     "inputs_table",
     "quarantine_summary",
+    "cloud_log_losses",
+    "cloud_loss_words",
     "cannot_prove",
     "residuals",
     "CANNOT_PROVE_TEXT",
@@ -147,6 +149,15 @@ def _breakable(v: Any, limit: int | None = None) -> str:
         return esc(s)
     pieces = [p[i:i + _RUN] for p in _BREAK_AT.split(s) for i in range(0, max(len(p), 1), _RUN)]
     return "<wbr/>".join(esc(p) for p in pieces)
+
+
+def _prose(v: Any) -> str:
+    """:func:`esc` of a sentence, with each word longer than 24 characters (an ARN, a URI, a
+    session id) made :func:`_breakable`: the column wraps at the sentence's spaces, and inside
+    such a word only, never mid-word elsewhere."""
+    if _isna(v):
+        return "—"
+    return "".join(_breakable(w) if len(w) > _RUN else esc(w) for w in re.split(r"(\s+)", str(v)))
 
 
 def _line_start(raw: Any) -> Any:
@@ -339,6 +350,89 @@ def _status_badge(status: Any) -> str:
     return f'<span class="rb-status rb-status-{esc(s)}">{esc(s)}</span>'
 
 
+#: The cloud access logs' loaders: what one of their files is called, and what a quarantine row
+#: of it sets aside (a record of a CloudTrail delivery file, a line of the others).
+_CLOUD_LOGS = {
+    "aws.cloudtrail": ("CloudTrail delivery file", "record"),
+    "aws.s3_access": ("S3 server access log", "line"),
+    "gcp.audit": ("GCP audit log", "line"),
+    "azure.storage": ("Azure Storage log", "line"),
+}
+
+
+def cloud_log_losses(quarantine: pd.DataFrame | None, inputs: Sequence[Mapping] = ()) -> list[dict]:
+    """What the cloud access logs lost to the quarantine, one dict per file: ``log`` (its
+    loader: ``aws.cloudtrail`` …), ``file`` (``source_file`` as the quarantine writes it),
+    ``set_aside`` (its quarantine rows, of any kind but ``duplicate``: a repeat is counted once,
+    not lost), ``kinds`` ({kind: rows}), ``lines`` (the rows' ``line_no``, NA left out) and
+    ``unread`` (nothing of the file was read: its ``inputs`` row,
+    :attr:`~replaybook.Incident.inputs`, counts 0 ``records``; without one, every row is
+    file-level).  The requests those rows hold are in no count of the access join.  Files in
+    quarantine order."""
+    if quarantine is None or not len(quarantine) or not {"loader", "kind", "source_file"} <= set(quarantine.columns):
+        return []
+    q = quarantine[quarantine["loader"].isin(list(_CLOUD_LOGS)) & (quarantine["kind"] != "duplicate")]
+    records = {str(r["path"]): r.get("records") for r in inputs if r.get("path") is not None}
+    out = []
+    for (f, log), g in q.groupby(["source_file", "loader"], sort=False, dropna=False):
+        lines = [int(x) for x in g["line_no"].dropna()] if "line_no" in g.columns else []
+        n_read = records.get(str(f))
+        out.append({"log": str(log), "file": str(f), "set_aside": int(len(g)),
+                    "kinds": {str(k): int(v) for k, v in g["kind"].value_counts(sort=False).items()},
+                    "lines": lines,
+                    "unread": (n_read == 0) if n_read is not None else len(lines) == 0})
+    return out
+
+
+def cloud_loss_words(losses: Sequence[Mapping], *, markup: bool = True) -> list[str]:
+    """:func:`cloud_log_losses` in words, one sentence per kind of log and whether its files
+    were read at all: "1 CloudTrail delivery file could not be read: the requests it holds are
+    not counted (``name``)", "2 lines of 1 S3 server access log set aside: the requests on them
+    are not counted (``name:3``, ``name:5``)".  Files by name (the path is in Quarantine), the
+    first :data:`_NAMED` of them; escaped HTML with ``markup``, plain text without."""
+    def code(x: str) -> str:
+        return f"<code>{_breakable(x)}</code>" if markup else x
+
+    out = []
+    for log, (label, unit) in _CLOUD_LOGS.items():
+        mine = [x for x in losses if x["log"] == log]
+        for unread in (True, False):
+            group = [x for x in mine if bool(x["unread"]) == unread]
+            if not group:
+                continue
+            if unread:
+                named = [code(PurePosixPath(x["file"]).name) for x in group]
+                head = (f"{_count(len(group), label)} could not be read: the requests "
+                        f"{'it holds are' if len(group) == 1 else 'they hold are'} not counted")
+            else:
+                n = sum(x["set_aside"] for x in group)
+                named = [code(PurePosixPath(x["file"]).name + (":" + ", ".join(map(str, x["lines"][:5]))
+                                                               + (" …" if len(x["lines"]) > 5 else "")
+                                                               if x["lines"] else "")) for x in group]
+                head = (f"{_count(n, unit)} of {_count(len(group), label)} set aside: the requests on "
+                        f"{'it' if n == 1 else 'them'} are not counted")
+            kinds: dict[str, int] = {}
+            for x in group:
+                for k, v in x["kinds"].items():
+                    kinds[k] = kinds.get(k, 0) + v
+            if set(kinds) - {"invalid"}:  # pending (an unterminated last line), conflict …
+                head += " (" + ", ".join(f"{v:,} {k}" for k, v in kinds.items()) + ")"
+            out.append(f"{head} ({', '.join(named[:_NAMED])}"
+                       + (f" and {len(named) - _NAMED:,} more" if len(named) > _NAMED else "") + ")")
+    return out
+
+
+def _unmapped_words(unmapped_calls: pd.DataFrame, markup: bool = True) -> str:
+    """"2 allowed door calls reach objects no storage_map entry covers: ``a``, ``b``" (the
+    objects, each once, the first five)."""
+    n = len(unmapped_calls)
+    objs = list(dict.fromkeys(str(o) for o in unmapped_calls["object"].dropna()))
+    named = ", ".join((f"<code>{_breakable(o)}</code>" if markup else o) for o in objs[:5]) + \
+        (f" and {len(objs) - 5:,} more" if len(objs) > 5 else "")
+    return (f"{_count(n, 'allowed door call')} {'reaches' if n == 1 else 'reach'} objects no storage_map "
+            f"entry covers: {named}")
+
+
 def _refused_row(rec: Mapping) -> str:
     return "rb-refused" if rec.get("decision") == "deny" else ""
 
@@ -360,6 +454,7 @@ def header(
     unexplained: pd.DataFrame | None = None,
     disagreements: Sequence[Mapping] = (),
     sessions: pd.DataFrame | None = None,
+    unmapped_calls: pd.DataFrame | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -368,7 +463,10 @@ def header(
     ``inputs`` rows (:attr:`~replaybook.Incident.inputs`) their format read nothing from
     (``read_nothing``: a format forced on the wrong file), linked to Inputs, of the storage requests
     no door call explains (``unexplained``: ``AccessJoinResult.unexplained``), linked to that
-    section, and the objects among them the door had refused the agent, of the objects the agent reached that look like copies of one dataset but hold
+    section, and the objects among them the door had refused the agent, with the door calls
+    whose objects no ``storage_map`` entry covers (``unmapped_calls``:
+    ``AccessJoinResult.unmapped_calls``) beside them, of the cloud log files and lines the
+    quarantine holds (:func:`cloud_log_losses`: the requests in them are in no count), of the objects the agent reached that look like copies of one dataset but hold
     different data (``disagreements``: :attr:`ReachedObjects.disagreements`), linked to that
     section, from the join's ``sessions`` frame (``SESSIONS``) the door calls whose logged tool-use
     id contradicts the transcript (``id_conflicts``, ``id_mismatches``, linked to the sessions),
@@ -409,6 +507,7 @@ def header(
                              f"log</a></strong> (first: <code>{esc(first['source_file'])}:{esc(first['line_no'])}"
                              "</code>): the door writes each line whole before it answers, so a damaged line means "
                              "the log was changed or cut after it was written, or a disk fault — worth a look")
+    unmapped = False
     if unexplained is not None and len(unexplained):  # AccessJoinResult.unexplained: the alarm, up top
         from ..access_join import on_storage
 
@@ -432,6 +531,15 @@ def header(
                 facts.append(f'<strong><a href="#access">{_count(hit["resource_uri"].nunique(), "object")} the door '
                              f"refused the agent {'was' if hit['resource_uri'].nunique() == 1 else 'were'} reached in "
                              f"storage anyway</a></strong>: {objs}")
+    if unexplained is not None and unmapped_calls is not None and len(unmapped_calls) and not (
+            len(unexplained) and unmapped):  # (all unmapped: the storage_map advice above says it)
+        head, _, objs = _unmapped_words(unmapped_calls).partition(": ")
+        facts.append(f'<strong><a href="#access">{head}</a></strong>: {objs}. A request they made is listed as one '
+                     "no door call explains; add their folders to <code>storage_map</code>")
+    losses = cloud_log_losses(quarantine, inputs)
+    if losses:  # the storage counts above leave these out: say so beside them
+        facts.append('<strong><a href="#quarantine">Cloud access logs the join could not read whole</a></strong>: '
+                     + "; ".join(cloud_loss_words(losses)))
     if sessions is not None and len(sessions):
         def total(col: str) -> int:
             return int(pd.to_numeric(sessions[col], errors="coerce").fillna(0).sum()) if col in sessions else 0
@@ -1653,13 +1761,24 @@ CANNOT_PROVE_TEXT = (
 )
 
 
-def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 200) -> str:
+def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 200,
+                   quarantine: pd.DataFrame | None = None, inputs: Sequence[Mapping] = ()) -> str:
     """Cloud access the door did not explain, then what each call reached in storage.
 
     Args:
         result: an :class:`~replaybook.access_join.AccessJoinResult` (or ``None``: the incident
             names no access logs, and the section says so).
         access: the ACCESS frame the result was built from.
+        quarantine: the incident's quarantine (``source_file`` as :attr:`~replaybook.Incident.inputs`
+            writes paths): the cloud log files and lines set aside are named beside the counts,
+            which leave their requests out (:func:`cloud_log_losses`).
+        inputs: :attr:`~replaybook.Incident.inputs`: which files were read at all, and the path
+            each request's file is shown by (else its name).
+
+    Each request no door call explains is shown with what cites it: its source, request id
+    (and CloudTrail ``eventID``), the file and line (a delivery file's record) it was read from,
+    and the other records of the same request (``result.duplicates``: in another log, or
+    delivered again).
     """
     if result is None:
         return _section("Cloud access", '<p class="rb-note">The incident names no cloud access logs, so '
@@ -1698,6 +1817,20 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
             "requests to any other service made with the door's own principal. Look at these first: a request "
             "made with the door's own principal and no door call behind it means someone or something reached "
             "the data around the door.</p>")
+    losses = cloud_log_losses(quarantine, inputs)
+    if losses:  # the counts above leave these requests out
+        body += ('<p class="rb-alarm"><b>Not in these counts</b>: ' + "; ".join(cloud_loss_words(losses))
+                 + '. What each line held is in <a href="#quarantine">Quarantine</a>; a request in it may be '
+                 "one no door call explains.</p>")
+    um = getattr(result, "unmapped_calls", None)
+    if um is not None and len(um) and not unmapped:
+        head, _, objs = _unmapped_words(um).partition(": ")
+        calls_named = ", ".join(f"session {esc(r.door_session)} seq {esc(r.seq)}" for r in um.head(5).itertuples())
+        body += (f'<p class="rb-alarm"><b>{head}</b>: {objs} ({calls_named}'
+                 + (f" and {len(um) - 5:,} more" if len(um) > 5 else "")
+                 + "). No request can be matched to them, so a request they made is listed below as one no door "
+                 "call explains, its why naming the nearest of them. Add their folders to <code>storage_map</code> "
+                 "(door object prefix → storage URI prefix).</p>")
     # where each came from (address, client): the same as the requests door calls explain points
     # at the door's side — the server behind it, or its host — rather than credentials used elsewhere
     from ..access_join import source_ip
@@ -1717,13 +1850,22 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
                     for ip, ua in zip(ips, uas)]
     body += _refused_then_reached(un)
     body += "<h3>Requests no door call explains</h3>"
-    body += table(un, [("ts", "time (UTC)", "ts"), ("source", "source", "text"), ("principal", "principal", "code"),
-                       ("door_principal", "door's principal", "text"), ("action", "action", "text"),
-                       ("action_raw", "operation", "code"), ("resource_uri", "resource", "code"), ("outcome", "outcome", "text"),
-                       ("bytes", "bytes", "num"), ("origin", "from (address · client)", "html"),
-                       ("why", "why no call explains it", "text")],
+    shown = un.head(max_rows)
+    shown = shown if not len(shown) else shown.assign(
+        request=_request_cells(shown, access, dups, inputs),
+        operation=[("—" if _isna(op) else f"<code>{_breakable(op)}</code>") + ("" if _isna(a) else f"<br>{esc(a)}")
+                   for op, a in zip(shown["action_raw"], shown["action"])],
+        result=[esc(o) + ("" if _isna(b) else f"<br>{_fmt_num(b)} bytes") for o, b in zip(shown["outcome"], shown["bytes"])],
+        why_html=[_prose(w) for w in shown["why"]])
+    body += table(shown, [("ts", "time (UTC)", "ts"), ("request", "request: source, id, where logged", "html"),
+                          ("principal", "principal", "code"), ("door_principal", "door's principal", "text"),
+                          ("operation", "operation", "html"), ("resource_uri", "resource", "code"),
+                          ("result", "outcome", "html"), ("origin", "from (address · client)", "html"),
+                          ("why_html", "why no call explains it", "html")],
                   max_rows=max_rows, row_class=lambda r: "rb-refused" if r.get("door_principal") is True else "",
                   empty="None: every storage request in the log is explained by a door call.")
+    if len(un) > max_rows:
+        body += f'<p class="rb-note">Showing the first {max_rows:,} of {len(un):,} rows.</p>'
     if len(others):
         counts = (others.assign(n=1).groupby(["source", "action_raw", "principal"], dropna=False, sort=False)
                   .agg(n=("n", "size"), first=("ts", "min"), last=("ts", "max")).reset_index()
@@ -1759,6 +1901,62 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
              "door answered. Access logs arrive late (CloudTrail about 5 minutes, S3 server access logs within "
              "hours, best effort): a call near the end of the logs with no request may only be undelivered.</p>")
     return _section("Cloud access the door did not explain", body, anchor="access")
+
+
+#: How a request's own source is named where another log holds it too.
+_SOURCE_NAMES = {"aws.cloudtrail": "CloudTrail", "aws.s3_access": "the S3 server access log",
+                 "gcp.audit": "the GCP audit log", "azure.storage": "the Azure Storage log"}
+
+
+def _where_logged(source: Any, source_file: Any, line_no: Any, inputs: Mapping[str, list[str]]) -> str:
+    """``<code>file</code> line 6`` (``record 2`` of a CloudTrail delivery file: a JSON document
+    whose records the loader numbers): the file by its name (CloudTrail and S3 name each log
+    file uniquely), or by its path as Inputs shows it when two inputs share that name (found by
+    its trailing path); never the investigator's own path."""
+    if _isna(source_file):
+        return "file not known"
+    f = str(source_file)
+    name = PurePosixPath(f.replace("\\", "/")).name
+    same = inputs.get(name, ())
+    shown = name if len(same) < 2 else max((r for r in same if f == r or f.endswith("/" + r)), key=len,
+                                           default=name)
+    unit = ("record" if str(source) == "aws.cloudtrail"
+            and not name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")) else "line")
+    return f"<code>{_breakable(shown)}</code>" + ("" if _isna(line_no) else f" {unit} {int(line_no):,}")
+
+
+def _request_cells(un: pd.DataFrame, access: pd.DataFrame | None, dups: pd.DataFrame | None,
+                   inputs: Sequence[Mapping]) -> list[str]:
+    """For each unexplained request (``AccessJoinResult.unexplained`` rows): what cites it —
+    its source, request id (and a CloudTrail record's ``eventID``), the file and line it was
+    read from, and where the logs hold it again (``dups``: ``ACCESS_DUPLICATES`` rows whose
+    ``same_as`` is the request's ``access_index``; their file and line from ``access``)."""
+    by_name: dict[str, list[str]] = {}
+    for r in inputs:
+        if r.get("path"):
+            by_name.setdefault(PurePosixPath(str(r["path"])).name, []).append(str(r["path"]))
+    again: dict[int, list] = {}
+    if dups is not None and len(dups) and access is not None:
+        for d in dups.itertuples(index=False):
+            if _isna(d.same_as) or d.access_index not in access.index:
+                continue
+            a = access.loc[d.access_index]
+            again.setdefault(int(d.same_as), []).append((d.how, d.source, a.get("source_file"), a.get("line_no")))
+    out = []
+    for r in un.to_dict("records"):
+        raw = r.get("raw")
+        event_id = raw.get("eventID") if isinstance(raw, dict) and r.get("source") == "aws.cloudtrail" else None
+        parts = [esc(r.get("source")),
+                 ("request id —" if _isna(r.get("request_id")) else f"request id <code>{_breakable(r['request_id'])}</code>")
+                 + (f", eventID <code>{_breakable(event_id)}</code>" if isinstance(event_id, str) and event_id else ""),
+                 _where_logged(r.get("source"), r.get("source_file"), r.get("line_no"), by_name)]
+        idx = r.get("access_index")
+        for how, src, f, ln in ([] if _isna(idx) else again.get(int(idx), [])):
+            where = _where_logged(src, f, ln, by_name)
+            parts.append(f"<b>also in {esc(_SOURCE_NAMES.get(str(src), str(src)))}</b>: {where}"
+                         if how == "another log" else f"<b>delivered again</b>: {where}")
+        out.append("<br>".join(parts))
+    return out
 
 
 def _refused_then_reached(un: pd.DataFrame) -> str:
@@ -1910,7 +2108,8 @@ SUMMARY_MIME = "application/vnd.replaybook.findings+json"
 
 def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFrame,
              unexplained: pd.DataFrame | None = None, *, join: Any = None,
-             disagreements: Sequence[Mapping] = ()) -> dict:
+             disagreements: Sequence[Mapping] = (), inputs: Sequence[Mapping] = (),
+             unmapped_calls: pd.DataFrame | None = None) -> dict:
     """The report's findings as counts, for a terminal or a CI job that does not open the HTML.
 
     Args:
@@ -1921,6 +2120,8 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         join: the :class:`~replaybook.join.JoinResult`, for what it left unpaired and the pairs
             far from their session's clock offset (:data:`FAR_PAIR_MS`).
         disagreements: :attr:`ReachedObjects.disagreements`.
+        inputs: :attr:`~replaybook.Incident.inputs` (which cloud log files were read at all).
+        unmapped_calls: ``AccessJoinResult.unmapped_calls``, or ``None`` without access logs.
 
     Returns:
         ``{"sessions": {status: count}, "door_calls": int, "refused_calls": int,
@@ -1937,7 +2138,11 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         status, transcript_id, default_status, default_transcript, max_offset_s, default_max_offset_s,
         clock_transcript, clock_offset_s} per door session a max_offset_s other than the default joined
         otherwise; ``sessions`` from :func:`with_offset_changes`], "disagreeing_copies": [[object, ...] per
-        group of files that look like one dataset but hold different data]}``.
+        group of files that look like one dataset but hold different data], "cloud_log_losses": [{log,
+        file, set_aside, kinds, lines, unread} per cloud log file the quarantine holds lines of
+        (:func:`cloud_log_losses`): the requests in them are in no count], "cloud_log_loss_words": [the
+        same in sentences, :func:`cloud_loss_words`], "unmapped_calls": [{door_session, seq, object} per
+        allowed door call whose object no storage_map entry covers]}``.
     """
     q = quarantine if quarantine is not None else QUARANTINE.empty()
     unread = q["line_no"].isna() & (q["loader"] == "auto") if len(q) else pd.Series([], dtype=bool)
@@ -1956,6 +2161,11 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         "unmatched_steps": 0,
         "far_pairs": 0,
         "disagreeing_copies": [[str(o["object"]) for o in d["objects"]] for d in disagreements],
+        "cloud_log_losses": cloud_log_losses(q, inputs),
+        "cloud_log_loss_words": cloud_loss_words(cloud_log_losses(q, inputs), markup=False),
+        "unmapped_calls": [{"door_session": str(r["door_session"]),
+                            "seq": None if _isna(r["seq"]) else int(r["seq"]), "object": str(r["object"])}
+                           for r in unmapped_calls.to_dict("records")] if unmapped_calls is not None else [],
         # unmatched sessions whose clock lies beyond max_offset_s (sessions from with_far_clocks)
         "far_clocks": [{"door_session": str(r["door_session"]), "transcript_id": str(r["far_transcript"]),
                         "offset_s": round(float(r["far_offset_ms"]) / 1000, 1)}
