@@ -214,3 +214,36 @@ def test_map_object_and_errors(frames):
         join_access(calls.drop(columns=["object"]), access)
     empty = join_access(calls.iloc[0:0], access, storage_map=SMAP)
     assert empty.links.empty and len(empty.unexplained) == len(access) and empty.per_call.empty
+
+
+def test_one_request_in_cloudtrail_and_the_server_access_log_as_the_readme_says():
+    """README "One request in two records": a CloudTrail record and an S3 server access log line
+    are one request by request id, provider, action and resource, no more than
+    window_s + lag_s + 2·skew_s apart (69 s by default); otherwise both count."""
+    from replaybook.frames import ACCESS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert ("A CloudTrail record and an S3 server access log line are one\nrequest when they share the "
+            "**request id**") in readme
+    assert "`window_s + lag_s + 2·skew_s` after the first (69 s by default)" in readme
+    t0 = pd.Timestamp("2026-11-20T14:03:40Z")
+    calls = CALLS.build([dict(door_session="s", agent="analyst", seq=1, ts=t0 - pd.Timedelta(minutes=30),
+                              object="demo/a.csv", decision="allow")])
+
+    def pair(after_s: float, rid_s3: str = "R1", action_s3: str = "read") -> list[str]:
+        access = ACCESS.build([
+            dict(ts=t0, time_kind="completed", source="aws.cloudtrail", principal=ROLE, action="read",
+                 action_raw="GetObject", resource_uri="s3://acme-data/demo/b.csv", outcome="allowed",
+                 request_id="R1", raw={}),
+            dict(ts=t0 + pd.Timedelta(seconds=after_s), time_kind="received", source="aws.s3_access",
+                 principal=ROLE, action=action_s3, action_raw="REST.GET.OBJECT",
+                 resource_uri="s3://acme-data/demo/b.csv", outcome="allowed", request_id=rid_s3, raw={})])
+        res = join_access(calls, access, storage_map=SMAP, offset_s=0)
+        return [f"{r.source} {r.how} of {r.same_as}" for r in res.duplicates.itertuples()] + \
+            [f"unexplained {s}" for s in res.unexplained["source"]]
+
+    assert pair(0) == ["aws.s3_access another log of 0", "unexplained aws.cloudtrail"]
+    assert pair(69) == ["aws.s3_access another log of 0", "unexplained aws.cloudtrail"]
+    assert pair(70) == ["unexplained aws.cloudtrail", "unexplained aws.s3_access"]
+    assert pair(1, rid_s3="-") == ["unexplained aws.cloudtrail", "unexplained aws.s3_access"]
+    assert pair(1, action_s3="head") == ["unexplained aws.cloudtrail", "unexplained aws.s3_access"]
