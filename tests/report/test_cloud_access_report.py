@@ -18,7 +18,8 @@ S3_NAME = S3_LOG.rsplit("/", 1)[1]
 
 LOSS_WORDS = [
     f"1 CloudTrail delivery file could not be read: the requests it holds are not counted ({CUT_NAME})",
-    f"2 records of 1 CloudTrail delivery file set aside: the requests on them are not counted ({SALVAGED_NAME}:2, 5)",
+    f"1 CloudTrail delivery file read only in part (2 quarantine entries): the requests in what was set aside are "
+    f"not counted ({SALVAGED_NAME}:2, 5)",
     f"1 line of 1 S3 server access log set aside: the requests on it are not counted ({S3_NAME}:3)",
 ]
 

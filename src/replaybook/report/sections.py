@@ -351,7 +351,8 @@ def _status_badge(status: Any) -> str:
 
 
 #: The cloud access logs' loaders: what one of their files is called, and what a quarantine row
-#: of it sets aside (a record of a CloudTrail delivery file, a line of the others).
+#: of it sets aside (a line of the line-based logs; of a CloudTrail delivery file, one JSON
+#: document, a stretch of it: a record, or all from where it was cut).
 _CLOUD_LOGS = {
     "aws.cloudtrail": ("CloudTrail delivery file", "record"),
     "aws.s3_access": ("S3 server access log", "line"),
@@ -388,7 +389,8 @@ def cloud_loss_words(losses: Sequence[Mapping], *, markup: bool = True) -> list[
     """:func:`cloud_log_losses` in words, one sentence per kind of log and whether its files
     were read at all: "1 CloudTrail delivery file could not be read: the requests it holds are
     not counted (``name``)", "2 lines of 1 S3 server access log set aside: the requests on them
-    are not counted (``name:3``, ``name:5``)".  Files by name (the path is in Quarantine), the
+    are not counted (``name:3, 5``)", "1 CloudTrail delivery file read only in part (2
+    quarantine entries): the requests in what was set aside are not counted (``name:2, 5``)".  Files by name (the path is in Quarantine), the
     first :data:`_NAMED` of them; escaped HTML with ``markup``, plain text without."""
     def code(x: str) -> str:
         return f"<code>{_breakable(x)}</code>" if markup else x
@@ -409,8 +411,13 @@ def cloud_loss_words(losses: Sequence[Mapping], *, markup: bool = True) -> list[
                 named = [code(PurePosixPath(x["file"]).name + (":" + ", ".join(map(str, x["lines"][:5]))
                                                                + (" …" if len(x["lines"]) > 5 else "")
                                                                if x["lines"] else "")) for x in group]
-                head = (f"{_count(n, unit)} of {_count(len(group), label)} set aside: the requests on "
-                        f"{'it' if n == 1 else 'them'} are not counted")
+                if unit == "line":
+                    head = (f"{_count(n, unit)} of {_count(len(group), label)} set aside: the requests on "
+                            f"{'it' if n == 1 else 'them'} are not counted")
+                else:  # a delivery file is one document: how many records a damaged stretch held is not known
+                    head = (f"{_count(len(group), label)} read only in part ({n:,} quarantine "
+                            f"{'entry' if n == 1 else 'entries'}): the requests in what was set aside are not "
+                            "counted")
             kinds: dict[str, int] = {}
             for x in group:
                 for k, v in x["kinds"].items():
