@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections import Counter
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -35,8 +36,10 @@ from replaybook.access_join import (
     TIME_RESOLUTION_S,
     UNMAPPED,
     AccessJoinResult,
+    call_notes,
     map_object,
     on_storage,
+    source_ip,
 )
 from replaybook.errors import JoinError
 from replaybook.frames import ACCESS, ACCESS_DUPLICATES, ACCESS_LINKS, UTC
@@ -283,11 +286,14 @@ def join_access(
     def fitting(off: int) -> int:
         return sum(any(fits(i, t - off, res, kind) for i in cand) for t, res, kind, cand in evidence)
 
+    unapplied: tuple = (None, 0)
     if offset_s is None:
         off = _measure_offset(evidence, start_ns, end_ns, max_off)
         if off:
             with_off, without = fitting(off), fitting(0)
             if with_off - without < MIN_OFFSET_REQUESTS or with_off < 2 * without:
+                if with_off > without:  # measured, not applied: named, for the user to give
+                    unapplied = (off / 1e9, with_off)
                 off = 0
     else:
         off = int(round(offset_s * 1e9))
@@ -426,7 +432,40 @@ def join_access(
             "delta_ms": (int(a_ns[pos]) - int(start_ns[chosen])) / 1e6,
             "how": how,
             "candidates": max(len(tied), 1),
+            "principal": _or_none(r["principal"]),
+            "source_ip": source_ip(r["raw"]),
+            "user_agent": _or_none(r["user_agent"]),
         })
+
+    # whose requests: each against what most of its door session's linked requests in the same
+    # log carry — the principal among all of them, the address and user agent among those of
+    # the same principal; a value differs only from a reference there is (one value the most
+    # common), and an unknown address or user agent from none
+    def by_session(d):
+        return d["door_session"], d["source"]
+
+    def by_principal(d):
+        return d["door_session"], d["source"], d["principal"]
+
+    ref_p = _most_common_of(links, by_session, "principal")
+    ref_ip = _most_common_of(links, by_principal, "source_ip")
+    ref_ua = _most_common_of(links, by_principal, "user_agent")
+    refs: dict[str, list] = {"ref_principal": [], "ref_ip": [], "ref_ua": []}
+    n_other_p = np.zeros(n_c, np.int64)
+    n_other_c = np.zeros(n_c, np.int64)
+    for (_pos, chosen, *_), d in zip(linked, links):
+        rp, ri, ru = ref_p.get(by_session(d)), ref_ip.get(by_principal(d)), ref_ua.get(by_principal(d))
+        d["other_principal"] = rp is not None and d["principal"] != rp
+        d["other_client"] = ((d["source_ip"] is not None and ri is not None and d["source_ip"] != ri)
+                             or (d["user_agent"] is not None and ru is not None and d["user_agent"] != ru))
+        n_other_p[chosen] += d["other_principal"]
+        n_other_c[chosen] += d["other_client"]
+        refs["ref_principal"].append(rp)
+        refs["ref_ip"].append(ri)
+        refs["ref_ua"].append(ru)
+    notes = call_notes(n_c, [item[1] for item in linked], counts,
+                       {k: [d[k] for d in links] for k in ("principal", "source_ip", "user_agent", "other_principal",
+                                                           "other_client")}, refs)
 
     links_df = ACCESS_LINKS.build(links) if links else ACCESS_LINKS.empty()
     if len(links_df):
@@ -466,11 +505,35 @@ def join_access(
         # no size logged (CloudTrail without bytesTransferredOut): unknown, not 0 bytes
         "access_bytes": pd.arrays.IntegerArray(bytes_sum, ~bytes_known),
         "denied_count": pd.array(denied, dtype="Int64"),
+        "other_principal_count": pd.array(n_other_p, dtype="Int64"),
+        "other_client_count": pd.array(n_other_c, dtype="Int64"),
+        "note": pd.array(notes, dtype="string"),
     })
     dup_df = ACCESS_DUPLICATES.build(dups) if dups else ACCESS_DUPLICATES.empty()
     return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call, window_s=float(window_s),
                             lag_s=float(lag_s), skew_s=float(skew_s), duplicates=dup_df,
-                            offset_s=off / 1e9, offset_requests=int(offset_requests))
+                            offset_s=off / 1e9, offset_requests=int(offset_requests),
+                            offset_given=offset_s is not None, offset_unapplied_s=unapplied[0],
+                            offset_unapplied_requests=int(unapplied[1]))
+
+
+def _or_none(v) -> str | None:
+    return None if v is None or pd.isna(v) else str(v)
+
+
+def _most_common_of(links: list[dict], group, key: str) -> dict:
+    """Per group of links: the value of ``key`` most of them carry (of those carrying one), where
+    one value is more common than every other."""
+    counts: dict = {}
+    for d in links:
+        if d[key] is not None:
+            counts.setdefault(group(d), Counter())[d[key]] += 1
+    out = {}
+    for g, cnt in counts.items():
+        top = cnt.most_common(2)
+        if len(top) == 1 or top[0][1] > top[1][1]:
+            out[g] = top[0][0]
+    return out
 
 
 def _measure_offset(evidence: list[tuple[int, int, str, list[int]]], start_ns: np.ndarray, end_ns: np.ndarray,

@@ -71,6 +71,7 @@ def _at(s: float) -> pd.Timestamp:
 def _incident(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Door calls, storage requests and join options for one random incident."""
     r = random.Random(seed)
+    r2 = random.Random(-1 - seed)  # the requests' addresses and clients: apart, so the rest stays as it was
     smap = r.choice(STORAGE_MAPS)
     tokens = r.choice(["none", "none", "call", "session", "mixed"])
     # -- the door
@@ -134,7 +135,10 @@ def _incident(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
             "resource_uri": u, "outcome": r.choices(["allowed", "denied", "error"], [85, 10, 5])[0],
             "bytes": None if r.random() < 0.3 else r.randint(0, 5000),
             "request_id": r.choice([f"R{r.randint(0, 10 ** 6)}"] * 8 + ["-", "", None]),
-            "correlation": token, "raw": {},
+            "correlation": token,
+            "raw": r2.choice([{"sourceIPAddress": "198.51.100.20"}] * 5 + [{"remote_ip": "203.0.113.66"},
+                                                                            {"sourceIPAddress": "-"}, {}]),
+            "user_agent": r2.choice(["boto3/1.35"] * 5 + ["curl/8.4.0", None]),
         })
         if arows[-1]["ts"] is not None and r.random() < 0.18:  # the same request twice
             again = dict(arows[-1])
@@ -206,10 +210,14 @@ def test_random_incidents_cover_every_case():
         seen["offset measured"] += int(kw["offset_s"] is None and res.offset_s != 0)
         seen["refusal named"] += int(res.unexplained["refused_session"].notna().sum())
         seen["several objects"] += int(calls["objects"].notna().sum())
+        seen["other principal"] += int(res.links["other_principal"].sum())
+        seen["other client"] += int(res.links["other_client"].sum())
+        seen["offset unapplied"] += int(res.offset_unapplied_s is not None)
         for why in res.unexplained["why"]:
             seen["why " + next((k for k, words in VERDICTS.items() if words in why), why)] += 1
     for case in [f"how {h}" for h in AJ.LINK_HOWS] + [f"why {v}" for v in VERDICTS] + [
-            "tied", "dup delivered again", "dup another log", "offset measured", "refusal named", "several objects"]:
+            "tied", "dup delivered again", "dup another log", "offset measured", "refusal named", "several objects",
+            "other principal", "other client", "offset unapplied"]:
         assert seen[case] >= 3, (case, seen)
 
 

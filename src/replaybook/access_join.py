@@ -107,7 +107,22 @@ more than no offset does, and at least twice as many: one request a few seconds 
 looks the same as a skewed clock, and a few requests made by someone else a while after the
 agent's must not move a clock that already lines up the rest.  ``offset_s`` and
 ``offset_requests`` (the requests it lines up) are on the result; ``delta_ms`` in ``links`` is
-the raw difference.
+the raw difference.  An offset measured but not applied — two requests a few seconds before
+their calls fit a clock as well as an early request — is on the result too
+(``offset_unapplied_s``): where the user knows the storage clock is off, they give it
+(``offset_s``; the manifest's ``storage_clock_ahead_s``), and it is taken as it is.
+
+Whose requests
+--------------
+A linked request is compared with the other requests **the same door session's calls explain
+in the same log** (``source``): ``other_principal`` when its principal is not the one most of
+them carry (without ``principals``, object and time link someone else's read made during the
+agent's; with them, another role session of a role the pattern names), ``other_client`` when its
+source address (:func:`source_ip`) or user agent is not the one most of those **by the same
+principal** came from (the agent's own role session, used from another machine or tool).  A
+request stays linked — object, time and principal fit — but ``per_call.note`` names it.  Only a
+value that one value outnumbers all others is a reference: a session with one request from each
+of two principals flags neither.
 
 The result
 ----------
@@ -240,6 +255,13 @@ class AccessJoinResult:
             behind).  Measured by :func:`join_access` unless given; 0.0 when none was found.
         offset_requests: how many requests fit a call with ``offset_s`` applied — the evidence
             for a measured offset (0 when ``offset_s`` is 0).
+        offset_given: ``offset_s`` was given (the manifest's ``storage_clock_ahead_s``, the
+            ``access`` command's ``--storage-clock-ahead``), not measured.
+        offset_unapplied_s, offset_unapplied_requests: an offset that was measured but not
+            applied — it lines up too few requests more than no offset does
+            (:data:`MIN_OFFSET_REQUESTS`) — seconds, cloud − door, and how many requests fit
+            with it; ``None`` and 0 otherwise.  Where the storage clock is known to be off,
+            give it as ``offset_s``.
     """
 
     links: pd.DataFrame
@@ -252,6 +274,9 @@ class AccessJoinResult:
     offset_s: float = 0.0
     offset_requests: int = 0
     unmapped_calls: pd.DataFrame = field(default_factory=lambda: _unmapped_frame(pd.DataFrame(), np.zeros(0, object)))
+    offset_given: bool = False
+    offset_unapplied_s: float | None = None
+    offset_unapplied_requests: int = 0
 
     def to_dict(self) -> dict:
         """A JSON-ready summary: counts per tier, unexplained rows (short), duplicates, windows
@@ -262,6 +287,9 @@ class AccessJoinResult:
             "skew_s": self.skew_s,
             "offset_s": self.offset_s,
             "offset_requests": self.offset_requests,
+            "offset_given": self.offset_given,
+            "offset_unapplied_s": self.offset_unapplied_s,
+            "offset_unapplied_requests": self.offset_unapplied_requests,
             "links": int(len(self.links)),
             "duplicates": int(len(self.duplicates)),
             "by_how": {k: int(v) for k, v in self.links["how"].value_counts().items()},
@@ -573,12 +601,15 @@ def join_access(
         return merged
 
     off = offset_requests = 0
+    unapplied: tuple[float | None, int] = (None, 0)
     if offset_s is None:
         if max_off > 0 and len(ev_rows):
             off = _measure_offset(offset_spans())
             if off:
                 offset_requests, without = fitting([off, 0])
                 if offset_requests - without < MIN_OFFSET_REQUESTS or offset_requests < 2 * without:
+                    if offset_requests > without:
+                        unapplied = (off / 1e9, int(offset_requests))
                     off = offset_requests = 0
     else:
         off = int(round(offset_s * 1e9))
@@ -653,6 +684,14 @@ def join_access(
     denied_row = _by_value(access["outcome"], lambda v: str(v) == "denied", False, bool)
     denied = np.bincount(link_call[denied_row[link_pos]], minlength=n_c).astype(np.int64)
 
+    # whose requests they were: each against the rest of its door session's (see _clients)
+    sess_code, _ = _coded(c["door_session"], str)
+    clients, client_refs = _clients(who_code[link_pos], who_names, src_code[link_pos],
+                                    [source_ip(v) for v in access["raw"].iloc[link_pos]],
+                                    access["user_agent"].iloc[link_pos], sess_code[link_call])
+    n_other_p = np.bincount(link_call[clients["other_principal"].to_numpy(dtype=bool)], minlength=n_c)
+    n_other_c = np.bincount(link_call[clients["other_client"].to_numpy(dtype=bool)], minlength=n_c)
+    notes = call_notes(n_c, link_call, counts, clients, client_refs)
     if len(link_pos):
         # the URI of the call's the request is on: the first of the call's URIs it matches
         first_uri = rel.first_match(key[link_pos], link_call, cu_call, cu_uri)
@@ -675,6 +714,7 @@ def join_access(
             "delta_ms": (a_ns[link_pos] - start_ns[link_call]) / 1e6,
             "how": _text(np.array(LINK_HOWS, dtype=object)[link_how]),
             "candidates": _ints(np.maximum(link_cands, 1)),
+            **clients,
         })
         links_df = links_df.sort_values(["access_ts", "access_index"], kind="stable").reset_index(drop=True)
     else:
@@ -741,12 +781,17 @@ def join_access(
         # no size logged (CloudTrail without bytesTransferredOut): unknown, not 0 bytes
         "access_bytes": pd.arrays.IntegerArray(bytes_sum, ~bytes_known),
         "denied_count": pd.array(denied, dtype="Int64"),
+        "other_principal_count": pd.array(n_other_p.astype(np.int64), dtype="Int64"),
+        "other_client_count": pd.array(n_other_c.astype(np.int64), dtype="Int64"),
+        "note": pd.array(notes, dtype="string"),
     })
     dup_df = dups if dups is not None else ACCESS_DUPLICATES.empty()
     return AccessJoinResult(links=links_df, unexplained=un, per_call=per_call, window_s=float(window_s),
                             lag_s=float(lag_s), skew_s=float(skew_s), duplicates=dup_df,
                             offset_s=off / 1e9, offset_requests=int(offset_requests),
-                            unmapped_calls=_unmapped_frame(c.iloc[np.flatnonzero(unmapped)], unmapped_obj[unmapped]))
+                            unmapped_calls=_unmapped_frame(c.iloc[np.flatnonzero(unmapped)], unmapped_obj[unmapped]),
+                            offset_given=offset_s is not None, offset_unapplied_s=unapplied[0],
+                            offset_unapplied_requests=unapplied[1])
 
 
 # -- the join's building blocks ---------------------------------------------------------------------
@@ -1436,3 +1481,114 @@ def _delta_words(seconds: float) -> str:
     a = abs(seconds)
     amount = f"{a:.1f}" if a < 10 else f"{a:,.0f}"
     return f"{amount} s {'after' if seconds >= 0 else 'before'}"
+
+
+# -- whose requests: principal, address and client against the rest of the door session ---------------
+
+def _most_common(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Per row: the value code most rows of its group carry, of those that carry one (``value``
+    ≥ 0) — ``-1`` where two values are as common, or no row of the group carries one."""
+    out = np.full(len(group), -1, np.int64)
+    known = value >= 0
+    if not known.any():
+        return out
+    g, v = group[known], value[known]
+    m = int(v.max()) + 1
+    pair, n = np.unique(g * m + v, return_counts=True)
+    pg, pv = pair // m, pair % m
+    o = np.lexsort((-n, pg))  # by group, the most common first
+    pg, pv, n = pg[o], pv[o], n[o]
+    first = np.flatnonzero(_run_starts(pg))
+    nxt = np.minimum(first + 1, len(pg) - 1)
+    alone = (first + 1 >= len(pg)) | (pg[nxt] != pg[first]) | (n[nxt] < n[first])
+    ref = np.full(int(group.max()) + 1, -1, np.int64)
+    ref[pg[first]] = np.where(alone, pv[first], -1)
+    return ref[group]
+
+
+def _clients(p_code: np.ndarray, p_names: list, src_code: np.ndarray, ip: list, user_agent,
+             session: np.ndarray) -> tuple[dict, dict]:
+    """The links' ``principal``, ``source_ip``, ``user_agent``, ``other_principal`` and
+    ``other_client`` columns (one value per link, in the order given), and the reference each
+    was compared with (``ref_principal``, ``ref_ip``, ``ref_ua``: object arrays, ``None`` where
+    there is none).  The principal (``p_code`` into ``p_names``), the source and the door session
+    come as integer codes (-1: none); the address and the user agent as the values.
+
+    The reference is what most of the **same door session's** linked requests **in the same
+    log** (``source``) carry: the principal among all of them; the address and the user agent
+    among those made by the same principal.  A value is flagged when it differs from a
+    reference that exists (two values as common: none); a request naming no principal differs
+    from one that exists; an unknown address or user agent is compared with nothing.
+    """
+    ip_code, ip_names = _coded(pd.Series(np.asarray(ip, dtype=object), dtype=object), str)
+    ua_code, ua_names = _coded(user_agent, str)
+    by_log = _combine(session, src_code)
+    ref_p = _most_common(by_log, p_code)
+    other_p = (ref_p >= 0) & (p_code != ref_p)
+    by_who = _combine(by_log, p_code)
+    ref_ip, ref_ua = _most_common(by_who, ip_code), _most_common(by_who, ua_code)
+    other_c = ((ip_code >= 0) & (ref_ip >= 0) & (ip_code != ref_ip)) | \
+        ((ua_code >= 0) & (ref_ua >= 0) & (ua_code != ref_ua))
+
+    def named(codes: np.ndarray, names: list) -> np.ndarray:
+        return np.array(list(names) + [None], dtype=object)[codes]
+
+    cols = {"principal": _text(named(p_code, p_names)), "source_ip": _text(named(ip_code, ip_names)),
+            "user_agent": _text(named(ua_code, ua_names)),
+            "other_principal": pd.array(other_p, dtype="boolean"), "other_client": pd.array(other_c, dtype="boolean")}
+    return cols, {"ref_principal": named(ref_p, p_names), "ref_ip": named(ref_ip, ip_names),
+                  "ref_ua": named(ref_ua, ua_names)}
+
+
+def _client_words(ip: str | None, ua: str | None) -> str:
+    return ", ".join(x for x in (ip, ua) if x) or "unknown"
+
+
+def call_notes(n_calls: int, link_call: Sequence[int], counts: Sequence[int], cols: Mapping, refs: Mapping,
+               *, limit: int = 3) -> list[str | None]:
+    """Per call (by position): what its linked requests show that the rest of its door session's
+    do not — ``"1 of its 2 requests came from another address/client (203.0.113.66, curl/8.4.0)
+    than most of its door session's requests by that principal in that log (198.51.100.20,
+    boto3/1.35)"``, and the same for another principal — or ``None``.  ``link_call`` gives each link's call; ``cols`` and ``refs`` are
+    :func:`_clients`' two answers, in the same order.  At most ``limit`` values are named."""
+    found: dict[int, dict[str, set]] = {}
+    oc, op = (np.asarray(cols[k], dtype=bool) for k in ("other_client", "other_principal"))
+    flagged = np.flatnonzero(oc | op)
+
+    def at(values) -> list:  # the flagged links' values, None for NA
+        return [None if v is None or v is pd.NA else v for v in np.asarray(values, dtype=object)[flagged].tolist()]
+
+    ip, ua, who, r_ip, r_ua, r_p = (at(x) for x in (cols["source_ip"], cols["user_agent"], cols["principal"],
+                                                      refs["ref_ip"], refs["ref_ua"], refs["ref_principal"]))
+    n_c: dict[int, int] = {}
+    n_p: dict[int, int] = {}
+    for j, k in enumerate(flagged.tolist()):
+        i = int(link_call[k])
+        d = found.setdefault(i, {"c": set(), "cr": set(), "p": set(), "pr": set()})
+        n_c[i] = n_c.get(i, 0) + bool(oc[k])
+        n_p[i] = n_p.get(i, 0) + bool(op[k])
+        if oc[k]:
+            d["c"].add(_client_words(ip[j], ua[j]))
+            d["cr"].add(_client_words(r_ip[j], r_ua[j]))
+        if op[k]:
+            d["p"].add(who[j] if who[j] is not None else "no principal the log names")
+            d["pr"].add(r_p[j])
+
+    def some(values: set) -> str:
+        v = sorted(values)
+        return "; ".join(v[:limit]) + (f"; {len(v) - limit} more" if len(v) > limit else "")
+
+    out: list[str | None] = [None] * n_calls
+    for i, d in found.items():
+        total = int(counts[i])
+        parts = []
+        if n_c[i]:
+            parts.append(f"{n_c[i]} of its {total} request{'' if total == 1 else 's'} came from another "
+                         f"address/client ({some(d['c'])}) than most of its door session's requests by that principal "
+                         f"in that log ({some(d['cr'])})")
+        if n_p[i]:
+            parts.append(f"{n_p[i]} of its {total} request{'' if total == 1 else 's'} "
+                         f"{'was' if n_p[i] == 1 else 'were'} made by another principal ({some(d['p'])}) than most of "
+                         f"its door session's requests in that log ({some(d['pr'])})")
+        out[i] = "; ".join(parts)
+    return out

@@ -422,6 +422,16 @@ ACCESS_LINKS = FrameSpec(
         ("candidates", "Int64", "calls that explain the request equally well: same tier, its time as near "
                                 "each one's span (1: no other call could take it as well; more: the "
                                 "pairing among them is by time order, see join_access)"),
+        ("principal", "string", "the access row's principal"),
+        ("source_ip", "string", "the address the request came from, as its log records it "
+                                "(access_join.source_ip; NA when the log names none)"),
+        ("user_agent", "string", "the access row's user agent"),
+        ("other_principal", "boolean", "the request was made by another principal (or none the log names) "
+                                       "than the one most of the same door session's requests in the same "
+                                       "log carry; False when no principal is the most common"),
+        ("other_client", "boolean", "the request came from another source address or user agent than the "
+                                    "one most of the same door session's requests by the same principal in "
+                                    "the same log came from (each compared only where both are known)"),
     )),
     "One row per access row a door call explains (each access row at most once).",
 )
