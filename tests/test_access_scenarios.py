@@ -100,7 +100,8 @@ def write_door(root: Path, sessions: dict[str, list[dict]], agent: str = "analys
 
 def ct_event(name: str, done: float, key: str | None, request_id: str, *, bucket: str = "acme-data",
              arn: str | None = DOOR_ARN, event_id: str | None = None, out: int | None = None,
-             error: str | None = None, prefix: str | None = None, params: dict | None = None) -> dict:
+             error: str | None = None, prefix: str | None = None, params: dict | None = None,
+             ip: str = "198.51.100.7", ua: str = "[aws-sdk-python/1.34 door/1.2]") -> dict:
     """One S3 data event as a delivery file holds it (AWS's own example's fields)."""
     ui = None
     if arn is not None:
@@ -121,8 +122,8 @@ def ct_event(name: str, done: float, key: str | None, request_id: str, *, bucket
                   f"arn:aws:s3:::{bucket}/{key if key is not None else prefix or ''}"},
                  {"accountId": ACCOUNT, "type": "AWS::S3::Bucket", "ARN": f"arn:aws:s3:::{bucket}"}]
     ev = {"eventVersion": "1.10", "eventTime": whole(done), "eventSource": "s3.amazonaws.com",
-          "eventName": name, "awsRegion": "eu-west-1", "sourceIPAddress": "198.51.100.7",
-          "userAgent": "[aws-sdk-python/1.34 door/1.2]", "requestParameters": rp, "responseElements": None,
+          "eventName": name, "awsRegion": "eu-west-1", "sourceIPAddress": ip,
+          "userAgent": ua, "requestParameters": rp, "responseElements": None,
           "additionalEventData": {"SignatureVersion": "SigV4", "AuthenticationMethod": "AuthHeader",
                                   "bytesTransferredIn": 0, "bytesTransferredOut": out if out is not None else 0},
           "requestID": request_id, "eventID": event_id or f"ev-{request_id}", "readOnly": True,
@@ -414,6 +415,33 @@ def test_door_clock_ahead_of_gcp_is_measured(tmp_path):
     assert -3.9 <= res.offset_s <= -3.0
 
 
+def test_a_storage_clock_the_manifest_gives_is_taken_instead_of_measured(tmp_path):
+    """The door's clock runs 6.5 s ahead of S3's and the agent made two reads: S3 logs each
+    7 s before the door says its call started.  Two requests are too few to measure a clock by:
+    both stay unexplained, and the offset that would line them up (−7.4 … −6.0 s, its middle
+    −6.7 s) is named as not applied.  ``storage_clock_ahead_s: -6.5`` in the manifest (the
+    storage logs' clock 6.5 s behind the door's) is taken as it is, and explains both."""
+    write_door(tmp_path, {"s": [call(1, 20.0, 20.5, "demo/a.csv"), call(2, 35.0, 35.4, "demo/b.csv")]})
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(13.6, "REST.GET.OBJECT", "demo/a.csv", "K1", uri="GET /acme-data/demo/a.csv HTTP/1.1"),
+        sal(28.5, "REST.GET.OBJECT", "demo/b.csv", "K2", uri="GET /acme-data/demo/b.csv HTTP/1.1")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [] and unexplained(res) == ["K1", "K2"]
+    assert list(res.unexplained["why"]) == [
+        "no door call on this object within the time window (nearest: session s seq 1, 7.0 s before that call)",
+        "no door call on this object within the time window (nearest: session s seq 2, 7.0 s before that call)"]
+    assert (res.offset_s, res.offset_given) == (0.0, False)
+    assert (res.offset_unapplied_s, res.offset_unapplied_requests) == (-6.7, 2)
+
+    m = json.loads((tmp_path / "incident.yaml").read_text())
+    (tmp_path / "incident.yaml").write_text(json.dumps({**m, "storage_clock_ahead_s": -6.5}))
+    res = Incident.load(tmp_path / "incident.yaml").access_join
+    assert pairs(res) == [("K1", "s", 1), ("K2", "s", 2)] and unexplained(res) == []
+    assert (res.offset_s, res.offset_given, res.offset_requests) == (-6.5, True, 2)
+    assert res.offset_unapplied_s is None
+    assert list(res.links["delta_ms"]) == [-7000.0, -7000.0]  # as logged: the offset is not taken off here
+
+
 def test_one_early_request_does_not_move_the_clock(tmp_path):
     """One call and one read of its object 4 s before it: a skewed clock and a request made
     before the agent asked look the same, and one pair cannot tell them apart.  The request
@@ -565,6 +593,57 @@ def test_without_principals_another_principal_is_indistinguishable(tmp_path):
     _, res = investigate(tmp_path)
     assert pairs(res) == [("P1", "s", 1), ("P2", "s", 1)]
     assert set(res.links["how"]) == {"object+time"}
+    # one request each: no principal is the session's most common, so neither is flagged
+    assert not res.links["other_principal"].any() and res.per_call["note"].isna().all()
+
+
+def test_without_principals_another_principals_read_during_the_agents_is_flagged(tmp_path):
+    """Three reads by the door's role, one per call, and bob's read of b.csv while the call on
+    it runs.  Without ``principals`` all four are linked by object and time, but bob is not the
+    principal the session's other requests carry: his read is flagged (``other_principal``) and
+    the call's note names him."""
+    objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0)}
+    write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})
+    bob = f"arn:aws:iam::{ACCOUNT}:user/bob"
+    write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
+        sal(t + 0.2, "REST.GET.OBJECT", o, f"Q{i}", uri=f"GET /acme-data/{o} HTTP/1.1") for i, (o, t) in objs.items()
+    ] + [sal(25.3, "REST.GET.OBJECT", "demo/b.csv", "Q9", uri="GET /acme-data/demo/b.csv HTTP/1.1", requester=bob)])
+    _, res = investigate(tmp_path)
+    assert pairs(res) == [("Q1", "s", 1), ("Q2", "s", 2), ("Q3", "s", 3), ("Q9", "s", 2)]
+    flagged = res.links.set_index("request_id")
+    assert flagged["other_principal"].to_dict() == {"Q1": False, "Q2": False, "Q9": True, "Q3": False}
+    assert not flagged["other_client"].any()  # bob's address is compared with bob's requests only
+    pc = per_call(res)
+    assert pc.loc[("s", 2), "access_count"] == 2 and pc.loc[("s", 2), "other_principal_count"] == 1
+    assert pc.loc[("s", 2), "note"] == (
+        f"1 of its 2 requests was made by another principal ({bob}) than most of its door session's requests in "
+        f"that log ({DOOR_ARN})")
+    assert pc["note"].isna().tolist() == [True, False, True]
+
+
+def test_the_agents_role_from_another_address_and_client_is_flagged(tmp_path):
+    """The agent's role session reads a, b and c through the door (198.51.100.7, the door's
+    SDK), and the same role session reads b.csv again from 203.0.113.66 with curl while the
+    door's call on b.csv runs.  Principal, object and time all fit, so the read is linked to
+    that call — and flagged: it came from another address and client than the session's other
+    requests by that principal."""
+    objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0)}
+    write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", t + 0.3, o, f"C{i}", out=100)
+                                           for i, (o, t) in objs.items()]
+                     + [ct_event("GetObject", 25.4, "demo/b.csv", "X1", out=100, ip="203.0.113.66", ua="curl/8.4.0")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("C1", "s", 1), ("C2", "s", 2), ("C3", "s", 3), ("X1", "s", 2)]
+    links = res.links.set_index("request_id")
+    assert links["other_client"].to_dict() == {"C1": False, "C2": False, "X1": True, "C3": False}
+    assert not links["other_principal"].any()
+    assert links.loc["X1", "source_ip"] == "203.0.113.66" and links.loc["X1", "user_agent"] == "curl/8.4.0"
+    assert links.loc["X1", "how"] == "principal+object+time"
+    pc = per_call(res)
+    assert pc["access_count"].tolist() == [1, 2, 1] and pc["other_client_count"].tolist() == [0, 1, 0]
+    assert pc.loc[("s", 2), "note"] == (
+        "1 of its 2 requests came from another address/client (203.0.113.66, curl/8.4.0) than most of its door "
+        "session's requests by that principal in that log (198.51.100.7, [aws-sdk-python/1.34 door/1.2])")
 
 
 # == outcomes ====================================================================================

@@ -13,6 +13,7 @@ Example ``incident.yaml`` (paths relative to its folder; globs and folders allow
       - cloud/AWSLogs/                      # sniffed by content (CloudTrail, S3, GCP, Azure)
     storage_map: {"demo/": "s3://acme-data/demo/"}
     principals: {analyst: "arn:aws:sts::123456789012:assumed-role/door-reader/*"}
+    # storage_clock_ahead_s: -6.0                 # the storage logs' clock 6 s behind the door's
     data_root: data/                        # what the door's `object` paths point into
     window_s: 60
 
@@ -124,7 +125,7 @@ def load_manifest(path: str | Path) -> dict:
         where, message = found
         raise ManifestError(f"invalid manifest at {'/'.join(map(str, where)) or '(top level)'}: {message}",
                             p, _line_at(raw, where) if where else None)
-    for key in ("window_s", "max_offset_s"):  # YAML's .nan passes every bound a schema can set
+    for key in ("window_s", "max_offset_s", "storage_clock_ahead_s"):  # YAML's .nan passes every bound a schema can set
         v = data.get(key)
         if isinstance(v, float) and not math.isfinite(v):
             raise ManifestError(f"invalid manifest at {key}: {v} is not a number of seconds", p,
@@ -475,7 +476,12 @@ class Incident:
     def quarantine(self) -> pd.DataFrame:
         """Every line set aside by any loader (:data:`~replaybook.frames.QUARANTINE`), its
         ``source_file`` written as :attr:`inputs` writes paths."""
-        q = pd.concat([self._load(k).quarantine for k in ("steps", "calls", "access")], ignore_index=True)
+        return self.quarantine_of("steps", "calls", "access")
+
+    def quarantine_of(self, *frames: str) -> pd.DataFrame:
+        """:attr:`quarantine` of the loaders of ``frames`` only (``"steps"``, ``"calls"``,
+        ``"access"``): what ``replaybook access`` reports, without loading the transcripts."""
+        q = pd.concat([self._load(k).quarantine for k in frames], ignore_index=True)
         if len(q):
             shown = {p: self._shown(p) for p in q["source_file"].unique()}  # one look-up per file
             q["source_file"] = pd.array([shown[p] for p in q["source_file"]], dtype="string")
@@ -556,8 +562,11 @@ class Incident:
             return None
         from .access_join import join_access
 
+        # the storage logs' clock as the user knows it (cloud − door), else measured
+        ahead = self.manifest.get("storage_clock_ahead_s")
         return join_access(self.calls, self.access, storage_map=self.manifest.get("storage_map"),
-                           principals=self.manifest.get("principals"))
+                           principals=self.manifest.get("principals"),
+                           offset_s=None if ahead is None else float(ahead))
 
 
     @property

@@ -1894,14 +1894,19 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
                                     ("ts", "time (UTC)", "ts"), ("object", "object", "code"),
                                     ("decision", "decision", "text"), ("call_uri", "storage URI", "code"),
                                     ("access_count", "requests", "num"), ("access_bytes", "bytes (storage)", "num"),
-                                    ("denied_count", "denied by storage", "num")],
+                                    ("denied_count", "denied by storage", "num"),
+                                    ("note", "whose requests", "text")],
                   max_rows=max_rows, row_class=_refused_row)
     off = float(getattr(result, "offset_s", 0.0) or 0.0)
     if off:
         body += ('<p class="rb-note"><b>Clock offset</b>: the door\'s clock was '
-                 f"{abs(off):,.1f} s {'behind' if off > 0 else 'ahead of'} the cloud's — measured on "
-                 f"{_count(int(getattr(result, 'offset_requests', 0)), 'request')} that line up with their calls once "
-                 "it is taken off — and every storage time was compared with the door's after taking it off. "
+                 f"{abs(off):,.1f} s {'behind' if off > 0 else 'ahead of'} the cloud's — "
+                 + ("as the manifest gives it (storage_clock_ahead_s); "
+                    f"{_count(int(getattr(result, 'offset_requests', 0)), 'request')} line up with their calls once "
+                    if getattr(result, "offset_given", False) else
+                    f"measured on {_count(int(getattr(result, 'offset_requests', 0)), 'request')} that line up with "
+                    "their calls once ")
+                 + "it is taken off — and every storage time was compared with the door's after taking it off. "
                  "The times shown are as each log wrote them.</p>")
     body += ('<p class="rb-note">Windows: storage time may precede the door by '
              f"{result.skew_s:g} s (clock skew) and a completed request may end up to {result.lag_s:g} s after the "
