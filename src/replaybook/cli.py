@@ -548,6 +548,210 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     _quarantine_summary(set_aside_rows)
 
 
+def _pairs_option(items, what: str, example: str, param: str) -> dict[str, list[str]]:
+    """``KEY=VALUE`` options (repeatable) as ``{key: [values]}``; bad usage names the option."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key or not value:
+            raise click.BadParameter(f"{item!r}: give {what}, e.g. {example}", param_hint=param)
+        out.setdefault(key, []).append(value)
+    return out
+
+
+def _where(path, line_no, base: Path) -> str:
+    """``file:line`` of an access row, the file relative to ``base`` when it lies under it."""
+    import os
+
+    import pandas as pd
+
+    if path is None or pd.isna(path):
+        return "-"
+    p = str(path)
+    try:
+        rel = os.path.relpath(p, base)
+        if not rel.startswith(".."):
+            p = rel
+    except ValueError:
+        pass
+    return p if line_no is None or pd.isna(line_no) else f"{p}:{int(line_no)}"
+
+
+def _iso(ts) -> str | None:
+    import pandas as pd
+
+    if ts is None or pd.isna(ts):
+        return None
+    return pd.Timestamp(ts).tz_convert("UTC").isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _offset_words(res, given_by: str) -> str:
+    """The clock offset the access join used, and whether it was measured or given, in words."""
+    from .access_join import MIN_OFFSET_REQUESTS
+
+    off = res.offset_s
+    head = "clock offset (storage − door, the access join's offset_s)"
+    if res.offset_given:
+        return (f"{head}: {off:+,.3f} s, as given ({given_by}); {_count(res.offset_requests, 'request')} "
+                "line up with their calls at it")
+    if off:
+        return (f"{head}: {off:+,.3f} s, measured: {_count(res.offset_requests, 'request')} line up with their calls "
+                "at it")
+    if res.offset_unapplied_s is not None:
+        u = res.offset_unapplied_s
+        return (f"{head}: none taken. {_count(res.offset_unapplied_requests, 'request')} would line up with their "
+                f"calls at {u:+,.3f} s, too few to measure a clock by (it must line up {MIN_OFFSET_REQUESTS} more "
+                "than no offset does, and twice as many); if the storage logs' clock is known to be that far off, "
+                f"give it: --storage-clock-ahead {u:.1f} (storage_clock_ahead_s: {u:.1f} in the manifest)")
+    return f"{head}: none (no offset lines up more requests with their calls than the clocks as they are)"
+
+
+@cli.command("access")
+@click.argument("incident", required=False, type=click.Path(exists=True))
+@click.option("--calls", "calls", multiple=True, type=click.Path(exists=True),
+              help="Door call log file or log root, or a gateway's log (sniffed by content). Repeatable.")
+@click.option("--access", "access_paths", multiple=True, type=click.Path(exists=True),
+              help="Cloud access logs: CloudTrail, S3 server access, GCP audit, Azure storage (sniffed by "
+                   "content). Repeatable.")
+@click.option("--calls-format", default=None, help="Read every call log with this source (`replaybook sources` lists them).")
+@click.option("--access-format", default=None, help="Read every access log with this source.")
+@click.option("--storage-map", "storage_map", multiple=True, metavar="DOOR_PREFIX=STORAGE_URI",
+              help="Map a folder of the door's object paths onto a storage prefix, e.g. "
+                   "demo/=s3://acme-data/demo/ (repeatable; over the manifest's storage_map).")
+@click.option("--principal", "principal", multiple=True, metavar="AGENT=PRINCIPAL",
+              help="A cloud principal (exact or fnmatch pattern) the door agent AGENT acts as (repeatable; "
+                   "over the manifest's principals).")
+@click.option("--storage-clock-ahead", "clock_ahead", type=click.FloatRange(-1e9, 1e9), default=None,
+              metavar="SECONDS",
+              help="How far the storage logs' clock runs ahead of the door's, seconds (negative: behind; the "
+                   "access join's offset_s, storage − door). Taken instead of measuring one.  "
+                   "[default: the manifest's storage_clock_ahead_s, else measured]")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def access_cmd(incident, calls, access_paths, calls_format, access_format, storage_map, principal, clock_ahead,
+               fmt) -> None:
+    """Compare the door's calls with the storage's own access logs: the clock offset, the storage
+    requests no door call explains, and what each call reached.
+
+    Give an INCIDENT manifest or its folder (its door logs, access logs, storage_map, principals
+    and storage_clock_ahead_s), or --calls and --access.
+    """
+    import pandas as pd
+
+    from .access_join import join_access, source_ip
+
+    smap_cli = {k: v[-1] for k, v in _pairs_option(storage_map, "DOOR_PREFIX=STORAGE_URI", "demo/=s3://acme-data/demo/",
+                                                   "--storage-map").items()}
+    for k, v in smap_cli.items():
+        if not v.startswith(("s3://", "gs://", "az://")):
+            raise click.BadParameter(f"{k}={v}: a storage URI starts with s3://, gs:// or az://",
+                                     param_hint="--storage-map")
+    princ_cli = _pairs_option(principal, "AGENT=PRINCIPAL", "analyst='arn:aws:sts::123456789012:assumed-role/r/*'",
+                              "--principal")
+    if incident is not None and (calls or access_paths):
+        raise click.UsageError("give an INCIDENT manifest or --calls and --access, not both")
+    if incident is None and not (calls and access_paths):
+        raise click.UsageError("give an INCIDENT manifest, or both --calls and --access")
+    if incident is not None:
+        from .incident import Incident
+
+        inc = Incident.load(incident)
+        if not inc.has_access:
+            raise InputError("the manifest names no cloud access logs (access:): there is nothing to compare the "
+                             "door with", inc.path)
+        for warning in inc.check_inputs():
+            click.echo(f"replaybook: warning: {warning}", err=True)
+        calls_f, access_f, set_aside_rows = inc.calls, inc.access, inc.quarantine_of("calls", "access")
+        smap = {**(inc.manifest.get("storage_map") or {}), **smap_cli}
+        princ = {**(inc.manifest.get("principals") or {}), **princ_cli}
+        manifest_ahead = inc.manifest.get("storage_clock_ahead_s")
+        given_by = ("--storage-clock-ahead" if clock_ahead is not None else
+                    "storage_clock_ahead_s in the manifest")
+        if clock_ahead is None and manifest_ahead is not None:
+            clock_ahead = float(manifest_ahead)
+        base = inc.root
+    else:
+        ca = _load_one("calls", calls, calls_format).result
+        ac = _load_one("access", access_paths, access_format).result
+        for wrong in (_other_kinds("calls", ca, calls_format), _other_kinds("access", ac, access_format)):
+            if wrong is not None:
+                raise wrong
+        calls_f, access_f = ca.frame, ac.frame
+        set_aside_rows = pd.concat([ca.quarantine, ac.quarantine], ignore_index=True)
+        smap, princ, given_by, base = smap_cli, princ_cli, "--storage-clock-ahead", Path.cwd()
+    res = join_access(calls_f, access_f, storage_map=smap or None, principals=princ or None, offset_s=clock_ahead)
+
+    also: dict[int, list[str]] = {}  # the other rows that hold the same request
+    for r in res.duplicates.itertuples(index=False):
+        row = access_f.loc[r.access_index]
+        also.setdefault(int(r.same_as), []).append(_where(row["source_file"], row["line_no"], base))
+    un_rows = []
+    for r in res.unexplained.itertuples(index=False):
+        raw = access_f.at[r.access_index, "raw"] if r.access_index in access_f.index else None
+        un_rows.append({
+            "ts": _iso(r.ts), "principal": None if pd.isna(r.principal) else r.principal, "action": r.action,
+            "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
+            "source_ip": source_ip(raw), "user_agent": None if pd.isna(r.user_agent) else r.user_agent,
+            "why": r.why, "request_id": None if pd.isna(r.request_id) else r.request_id, "source": r.source,
+            "logged_at": _where(r.source_file, r.line_no, base), "also_logged_at": also.get(int(r.access_index), []),
+            "access_index": int(r.access_index),
+            "refused_call": None if pd.isna(r.refused_session) else {
+                "door_session": r.refused_session, "seq": None if pd.isna(r.refused_seq) else int(r.refused_seq),
+                "rule": None if pd.isna(r.refused_rule) else r.refused_rule,
+                "since_refusal_s": float(r.since_refusal_s)}})
+    pc = res.per_call
+    if fmt == "json":
+        d = {"offset": {"offset_s": res.offset_s, "given": res.offset_given,
+                        "requests": res.offset_requests, "unapplied_s": res.offset_unapplied_s,
+                        "unapplied_requests": res.offset_unapplied_requests},
+             "window_s": res.window_s, "lag_s": res.lag_s, "skew_s": res.skew_s,
+             "unexplained": un_rows,
+             "links": int(len(res.links)),
+             "by_how": {k: int(v) for k, v in res.links["how"].value_counts().items()},
+             "other_principal": int(res.links["other_principal"].sum()),
+             "other_client": int(res.links["other_client"].sum()),
+             "duplicates": int(len(res.duplicates)),
+             "calls": _json_records(pc.assign(ts=[_iso(t) for t in pc["ts"]])),
+             "quarantine": int(len(set_aside_rows))}
+        click.echo(json.dumps(d, indent=2, ensure_ascii=False))
+    else:
+        click.echo(_offset_words(res, given_by))
+        limit = 200
+        click.echo(f"\nstorage requests no door call explains: {len(un_rows):,}")
+        for u in un_rows[:limit]:
+            click.echo(f"\n{u['ts'] or '(no time)'}  {u['action']}  {u['resource_uri'] or '(no resource)'}")
+            client = ", ".join(x for x in (u["source_ip"], u["user_agent"]) if x)
+            for label, value in (("principal", u["principal"] or "(none the log names)"),
+                                 ("from", client or "(not logged)"), ("why", u["why"]),
+                                 ("request id", u["request_id"] or "-"),
+                                 ("logged at", u["logged_at"] + (f" (also {', '.join(u['also_logged_at'])})"
+                                                                 if u["also_logged_at"] else ""))):
+                click.echo(f"  {label:<11} {value}")
+            rc = u["refused_call"]
+            if rc:
+                rule = "" if rc["rule"] is None else f" (rule {rc['rule']})"
+                click.echo(f"  {'refused':<11} the door refused session {rc['door_session']} seq {rc['seq']}"
+                           f"{rule} on this object, "
+                           f"{abs(rc['since_refusal_s']):,.1f} s {'before' if rc['since_refusal_s'] >= 0 else 'after'} "
+                           "this request")
+        if len(un_rows) > limit:
+            click.echo(f"\n… and {len(un_rows) - limit:,} more (--format json lists them all)")
+        by_how = ", ".join(f"{k} {int(v):,}" for k, v in res.links["how"].value_counts().items())
+        click.echo(f"\ndoor calls and the storage requests they explain ({_count(len(res.links), 'link')}"
+                   f"{f': {by_how}' if by_how else ''}; {_count(len(res.duplicates), 'row')} repeating a request "
+                   "another row holds, counted once):")
+        view = pc.astype(object).assign(ts=[_iso(t) for t in pc["ts"]])
+        cols = ["door_session", "seq", "ts", "decision", "object", "access_count", "access_bytes", "denied_count",
+                "other_principal_count", "other_client_count"]
+        click.echo(_text_table(view[cols].head(limit),
+                               numeric=("seq", "access_count", "access_bytes", "denied_count",
+                                        "other_principal_count", "other_client_count")))
+        if len(pc) > limit:
+            click.echo(f"… and {len(pc) - limit:,} more door calls (--format json lists them all)")
+        for r in pc[pc["note"].notna()].head(50).itertuples(index=False):
+            click.echo(f"door session {r.door_session} seq {'-' if pd.isna(r.seq) else int(r.seq)}: {r.note}")
+    _quarantine_summary(set_aside_rows)
+
+
 @cli.command("report")
 @click.argument("incident", type=click.Path(exists=True))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,

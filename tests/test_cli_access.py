@@ -1,0 +1,154 @@
+"""``replaybook access``: the door compared with the storage logs from the command line — the
+clock offset, the storage requests no door call explains (with where each is logged) and what
+each call reached.  The incidents are written in the logs' real formats by the scenario helpers."""
+
+from __future__ import annotations
+
+import json
+
+from test_access_scenarios import (ACCOUNT, DOOR_ARN, PRINCIPALS, SMAP, call, ct_event, sal, write_cloudtrail,
+                                   write_door, write_sal)
+
+from replaybook.cli import main
+
+
+def _manifest(root, **more) -> str:
+    m = {"title": "cli", "transcripts": [], "door": ["door/"], "access": ["cloud/"], "storage_map": SMAP,
+         "principals": PRINCIPALS, **more}
+    (root / "incident.yaml").write_text(json.dumps(m))
+    return str(root / "incident.yaml")
+
+
+def _rogue_read(root) -> None:
+    """Two reads through the door, the agent's role reading customers.csv with curl from
+    another address at 10:01:10 (no call names it), and that request in the S3 access log too."""
+    write_door(root, {"s": [call(1, 10.0, 10.5, "demo/a.csv"), call(2, 25.0, 25.5, "demo/b.csv")]})
+    write_cloudtrail(root, "1005Z_A", [
+        ct_event("GetObject", 10.3, "demo/a.csv", "R1", out=100), ct_event("GetObject", 25.2, "demo/b.csv", "R2", out=100),
+        ct_event("GetObject", 70.0, "demo/customers.csv", "R9", out=90210, ip="203.0.113.66", ua="curl/8.4.0")])
+    write_sal(root, "2026-09-13-10-10-00-AAAA", [
+        sal(70.0, "REST.GET.OBJECT", "demo/customers.csv", "R9", uri="GET /acme-data/demo/customers.csv HTTP/1.1")])
+
+
+def test_access_prints_the_requests_no_door_call_explains(tmp_path, capsys):
+    _rogue_read(tmp_path)
+    assert main(["access", _manifest(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    ct = f"cloud/AWSLogs/{ACCOUNT}/CloudTrail/eu-west-1/2026/09/13/{ACCOUNT}_CloudTrail_eu-west-1_20260913T1005Z_A.json.gz"
+    block = (
+        "storage requests no door call explains: 1\n\n"
+        "2026-09-13T10:01:10.000Z  read  s3://acme-data/demo/customers.csv\n"
+        f"  principal   {DOOR_ARN}\n"
+        "  from        203.0.113.66, curl/8.4.0\n"
+        "  why         no door call on this object\n"
+        "  request id  R9\n"
+        f"  logged at   {ct}:3 (also cloud/s3-access/acme-data-2026-09-13-10-10-00-AAAA:1)\n")
+    assert block in out
+    assert out.startswith("clock offset (storage − door, the access join's offset_s): none (")
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("door_session"))
+    assert lines[head - 1] == ("door calls and the storage requests they explain (2 links: principal+object+time 2; "
+                               "1 row repeating a request another row holds, counted once):")
+    assert lines[head + 1].split() == ["s", "1", "2026-09-13T10:00:10.000Z", "allow", "demo/a.csv", "1", "100", "0",
+                                       "0", "0"]
+
+    assert main(["access", str(tmp_path), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["offset"] == {"offset_s": 0.0, "given": False, "requests": 0, "unapplied_s": None,
+                           "unapplied_requests": 0}
+    (u,) = d["unexplained"]
+    assert {k: u[k] for k in ("ts", "principal", "action", "resource_uri", "source_ip", "user_agent", "why",
+                              "request_id", "logged_at", "also_logged_at")} == {
+        "ts": "2026-09-13T10:01:10.000Z", "principal": DOOR_ARN, "action": "read",
+        "resource_uri": "s3://acme-data/demo/customers.csv", "source_ip": "203.0.113.66", "user_agent": "curl/8.4.0",
+        "why": "no door call on this object", "request_id": "R9", "logged_at": f"{ct}:3",
+        "also_logged_at": ["cloud/s3-access/acme-data-2026-09-13-10-10-00-AAAA:1"]}
+    assert [(c["seq"], c["access_count"], c["access_bytes"]) for c in d["calls"]] == [(1, 1, 100), (2, 1, 100)]
+    assert (d["links"], d["by_how"], d["duplicates"]) == (2, {"principal+object+time": 2}, 1)
+
+
+def test_access_takes_explicit_paths(tmp_path, capsys, monkeypatch):
+    _rogue_read(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["access", "--calls", "door", "--access", "cloud", "--storage-map", "demo/=s3://acme-data/demo/",
+                 "--principal", f"analyst={DOOR_ARN.rsplit('/', 1)[0]}/*", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [u["request_id"] for u in d["unexplained"]] == ["R9"] and d["by_how"] == {"principal+object+time": 2}
+    # without --storage-map no call's object maps: every request is unexplained, and says why
+    assert main(["access", "--calls", "door", "--access", "cloud", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [u["request_id"] for u in d["unexplained"]] == ["R1", "R2", "R9"] and d["links"] == 0
+
+
+def test_access_bad_usage_and_input_exit_2(tmp_path, capsys):
+    _rogue_read(tmp_path)
+    m = _manifest(tmp_path)
+    assert main(["access", m, "--calls", str(tmp_path / "door")]) == 2
+    assert "give an INCIDENT manifest or --calls and --access, not both" in capsys.readouterr().err
+    assert main(["access", "--calls", str(tmp_path / "door")]) == 2
+    assert "give an INCIDENT manifest, or both --calls and --access" in capsys.readouterr().err
+    assert main(["access", m, "--storage-map", "demo/"]) == 2
+    assert "give DOOR_PREFIX=STORAGE_URI" in capsys.readouterr().err
+    assert main(["access", m, "--storage-map", "demo/=/srv/demo"]) == 2
+    assert "a storage URI starts with s3://, gs:// or az://" in capsys.readouterr().err
+    (tmp_path / "no-access.yaml").write_text(json.dumps({"title": "t", "transcripts": [], "door": ["door/"]}))
+    assert main(["access", str(tmp_path / "no-access.yaml")]) == 2
+    assert "the manifest names no cloud access logs (access:)" in capsys.readouterr().err
+    (tmp_path / "nan.yaml").write_text("title: t\ntranscripts: []\ndoor: [door/]\naccess: [cloud/]\n"
+                                       "storage_clock_ahead_s: .nan\n")
+    assert main(["access", str(tmp_path / "nan.yaml")]) == 2
+    assert "storage_clock_ahead_s: nan is not a number of seconds" in capsys.readouterr().err
+
+
+def _two_early_reads(root) -> None:
+    """The door's clock 6.5 s ahead of S3's, two reads: each logged 7 s before its call."""
+    write_door(root, {"s": [call(1, 20.0, 20.5, "demo/a.csv"), call(2, 35.0, 35.4, "demo/b.csv")]})
+    write_sal(root, "2026-09-13-10-10-00-AAAA", [
+        sal(13.6, "REST.GET.OBJECT", "demo/a.csv", "K1", uri="GET /acme-data/demo/a.csv HTTP/1.1"),
+        sal(28.5, "REST.GET.OBJECT", "demo/b.csv", "K2", uri="GET /acme-data/demo/b.csv HTTP/1.1")])
+
+
+def test_access_names_an_offset_too_few_requests_measure_and_takes_one_given(tmp_path, capsys):
+    _two_early_reads(tmp_path)
+    m = _manifest(tmp_path)
+    assert main(["access", m]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == (
+        "clock offset (storage − door, the access join's offset_s): none taken. 2 requests would line up with their "
+        "calls at -6.700 s, too few to measure a clock by (it must line up 3 more than no offset does, and twice as "
+        "many); if the storage logs' clock is known to be that far off, give it: --storage-clock-ahead -6.7 "
+        "(storage_clock_ahead_s: -6.7 in the manifest)")
+    assert "storage requests no door call explains: 2\n" in out
+
+    assert main(["access", m, "--storage-clock-ahead", "-6.5"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ("clock offset (storage − door, the access join's offset_s): -6.500 s, as given "
+                                   "(--storage-clock-ahead); 2 requests line up with their calls at it")
+    assert "storage requests no door call explains: 0\n" in out
+
+    m = _manifest(tmp_path, storage_clock_ahead_s=-6.5)
+    assert main(["access", m, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["offset"] == {"offset_s": -6.5, "given": True, "requests": 2, "unapplied_s": None,
+                           "unapplied_requests": 0}
+    assert d["unexplained"] == [] and [c["access_count"] for c in d["calls"]] == [1, 1]
+    assert main(["access", m]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(
+        "-6.500 s, as given (storage_clock_ahead_s in the manifest); 2 requests line up with their calls at it")
+
+
+def test_access_prints_a_calls_request_from_another_client(tmp_path, capsys):
+    objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0)}
+    write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", t + 0.3, o, f"C{i}", out=100)
+                                           for i, (o, t) in objs.items()]
+                     + [ct_event("GetObject", 25.4, "demo/b.csv", "X1", out=100, ip="203.0.113.66", ua="curl/8.4.0")])
+    assert main(["access", _manifest(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ("door session s seq 2: 1 of its 2 requests came from another address/client (203.0.113.66, curl/8.4.0) "
+            "than most of its door session's requests by that principal in that log (198.51.100.7, "
+            "[aws-sdk-python/1.34 door/1.2])\n") in out
+    assert main(["access", _manifest(tmp_path), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["other_client"], d["other_principal"]) == (1, 0)
+    assert [c["other_client_count"] for c in d["calls"]] == [0, 1, 0]
