@@ -435,11 +435,16 @@ def test_a_storage_clock_the_manifest_gives_is_taken_instead_of_measured(tmp_pat
 
     m = json.loads((tmp_path / "incident.yaml").read_text())
     (tmp_path / "incident.yaml").write_text(json.dumps({**m, "storage_clock_ahead_s": -6.5}))
-    res = Incident.load(tmp_path / "incident.yaml").access_join
+    inc = Incident.load(tmp_path / "incident.yaml")
+    res = inc.access_join
     assert pairs(res) == [("K1", "s", 1), ("K2", "s", 2)] and unexplained(res) == []
     assert (res.offset_s, res.offset_given, res.offset_requests) == (-6.5, True, 2)
     assert res.offset_unapplied_s is None
     assert list(res.links["delta_ms"]) == [-7000.0, -7000.0]  # as logged: the offset is not taken off here
+    from replaybook.report import sections as S
+
+    assert ("the door's clock was 6.5 s ahead of the cloud's — as the manifest gives it (storage_clock_ahead_s); "
+            "2 requests line up with their calls once it is taken off") in S.access_section(res, inc.access)
 
 
 def test_one_early_request_does_not_move_the_clock(tmp_path):
