@@ -126,6 +126,11 @@ def test_access_names_an_offset_too_few_requests_measure_and_takes_one_given(tmp
                                    "(--storage-clock-ahead); 2 requests line up with their calls at it")
     assert "storage requests no door call explains: 0\n" in out
 
+    assert main(["access", m, "--storage-clock-ahead", "0"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "clock offset (storage − door, the access join's offset_s): 0 s, as given (--storage-clock-ahead): the clocks "
+        "are taken to agree (within 2 s)")
+
     m = _manifest(tmp_path, storage_clock_ahead_s=-6.5)
     assert main(["access", m, "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
@@ -152,3 +157,11 @@ def test_access_prints_a_calls_request_from_another_client(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert (d["other_client"], d["other_principal"]) == (1, 0)
     assert [c["other_client_count"] for c in d["calls"]] == [0, 1, 0]
+
+
+def test_join_points_to_access_when_the_manifest_names_access_logs(tmp_path, capsys):
+    _rogue_read(tmp_path)
+    m = _manifest(tmp_path)
+    assert main(["join", m]) == 0
+    assert (f"note: the manifest names cloud access logs; `replaybook access {m}` compares them with the door "
+            "(the storage requests no door call explains)") in capsys.readouterr().err

@@ -540,6 +540,12 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                            "tool-use id named another tool or other arguments than the transcript step with that "
                            "id (counted: the id decides): an edited transcript or door log would look like this",
                            err=True)
+    if incident is not None and inc.has_access:
+        import shlex
+
+        click.echo(f"note: the manifest names cloud access logs; `replaybook access {shlex.quote(str(incident))}` "
+                   "compares them with "
+                   "the door (the storage requests no door call explains)", err=True)
     from .join import untimed_note
 
     note = untimed_note(steps, calls_f)
@@ -591,6 +597,8 @@ def _offset_words(res, given_by: str) -> str:
 
     off = res.offset_s
     head = "clock offset (storage − door, the access join's offset_s)"
+    if res.offset_given and not off:
+        return f"{head}: 0 s, as given ({given_by}): the clocks are taken to agree (within {res.skew_s:g} s)"
     if res.offset_given:
         return (f"{head}: {off:+,.3f} s, as given ({given_by}); {_count(res.offset_requests, 'request')} "
                 "line up with their calls at it")
@@ -680,13 +688,16 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
         smap, princ, given_by, base = smap_cli, princ_cli, "--storage-clock-ahead", Path.cwd()
     res = join_access(calls_f, access_f, storage_map=smap or None, principals=princ or None, offset_s=clock_ahead)
 
+    unique = access_f.index.is_unique  # access_index names rows by label (the loaders' are positions)
     also: dict[int, list[str]] = {}  # the other rows that hold the same request
-    for r in res.duplicates.itertuples(index=False):
-        row = access_f.loc[r.access_index]
-        also.setdefault(int(r.same_as), []).append(_where(row["source_file"], row["line_no"], base))
+    if unique and len(res.duplicates):
+        held = access_f.loc[res.duplicates["access_index"].to_numpy(), ["source_file", "line_no"]]
+        for same_as, f, n in zip(res.duplicates["same_as"].tolist(), held["source_file"], held["line_no"]):
+            also.setdefault(int(same_as), []).append(_where(f, n, base))
+    raws = (access_f["raw"].loc[res.unexplained["access_index"].to_numpy()].tolist() if unique
+            else [None] * len(res.unexplained))
     un_rows = []
-    for r in res.unexplained.itertuples(index=False):
-        raw = access_f.at[r.access_index, "raw"] if r.access_index in access_f.index else None
+    for r, raw in zip(res.unexplained.itertuples(index=False), raws):
         un_rows.append({
             "ts": _iso(r.ts), "principal": None if pd.isna(r.principal) else r.principal, "action": r.action,
             "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
