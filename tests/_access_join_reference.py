@@ -440,29 +440,34 @@ def join_access(
     # whose requests: each against what most of its door session's linked requests in the same
     # log carry — the principal among all of them, the address and user agent among those of
     # the same principal; a value differs only from a reference there is (one value the most
-    # common), and an unknown address or user agent from none
+    # common), an unknown address or user agent from none; where values are as common, which
+    # was the agent's is not known (None)
     def by_session(d):
         return d["door_session"], d["source"]
 
     def by_principal(d):
         return d["door_session"], d["source"], d["principal"]
 
-    ref_p = _most_common_of(links, by_session, "principal")
-    ref_ip = _most_common_of(links, by_principal, "source_ip")
-    ref_ua = _most_common_of(links, by_principal, "user_agent")
-    refs: dict[str, list] = {"ref_principal": [], "ref_ip": [], "ref_ua": []}
+    ref_p, tie_p = _most_common_of(links, by_session, "principal")
+    ref_ip, tie_ip = _most_common_of(links, by_principal, "source_ip")
+    ref_ua, tie_ua = _most_common_of(links, by_principal, "user_agent")
+    refs: dict[str, list] = {k: [] for k in ("ref_principal", "ref_ip", "ref_ua", "tied_principal", "tied_ip",
+                                             "tied_ua")}
     n_other_p = np.zeros(n_c, np.int64)
     n_other_c = np.zeros(n_c, np.int64)
     for (_pos, chosen, *_), d in zip(linked, links):
         rp, ri, ru = ref_p.get(by_session(d)), ref_ip.get(by_principal(d)), ref_ua.get(by_principal(d))
-        d["other_principal"] = rp is not None and d["principal"] != rp
-        d["other_client"] = ((d["source_ip"] is not None and ri is not None and d["source_ip"] != ri)
-                             or (d["user_agent"] is not None and ru is not None and d["user_agent"] != ru))
-        n_other_p[chosen] += d["other_principal"]
-        n_other_c[chosen] += d["other_client"]
-        refs["ref_principal"].append(rp)
-        refs["ref_ip"].append(ri)
-        refs["ref_ua"].append(ru)
+        tp, ti, tu = tie_p.get(by_session(d)), tie_ip.get(by_principal(d)), tie_ua.get(by_principal(d))
+        d["other_principal"] = None if tp is not None else rp is not None and d["principal"] != rp
+        differs = ((d["source_ip"] is not None and ri is not None and d["source_ip"] != ri)
+                   or (d["user_agent"] is not None and ru is not None and d["user_agent"] != ru))
+        unknown = (d["source_ip"] is not None and ti is not None) or (d["user_agent"] is not None and tu is not None)
+        d["other_client"] = True if differs else None if unknown else False
+        n_other_p[chosen] += d["other_principal"] is True
+        n_other_c[chosen] += d["other_client"] is True
+        for k, v in (("ref_principal", rp), ("ref_ip", ri), ("ref_ua", ru), ("tied_principal", tp), ("tied_ip", ti),
+                     ("tied_ua", tu)):
+            refs[k].append(v)
     notes = call_notes(n_c, [item[1] for item in linked], counts,
                        {k: [d[k] for d in links] for k in ("principal", "source_ip", "user_agent", "other_principal",
                                                            "other_client")}, refs)
@@ -521,19 +526,23 @@ def _or_none(v) -> str | None:
     return None if v is None or pd.isna(v) else str(v)
 
 
-def _most_common_of(links: list[dict], group, key: str) -> dict:
+def _most_common_of(links: list[dict], group, key: str) -> tuple[dict, dict]:
     """Per group of links: the value of ``key`` most of them carry (of those carrying one), where
-    one value is more common than every other."""
+    one value is more common than every other; and where several are as common, their values
+    (sorted, joined by `` / ``)."""
     counts: dict = {}
     for d in links:
         if d[key] is not None:
             counts.setdefault(group(d), Counter())[d[key]] += 1
-    out = {}
+    out, tied = {}, {}
     for g, cnt in counts.items():
-        top = cnt.most_common(2)
-        if len(top) == 1 or top[0][1] > top[1][1]:
-            out[g] = top[0][0]
-    return out
+        most = max(cnt.values())
+        top = sorted(v for v, n in cnt.items() if n == most)
+        if len(top) == 1:
+            out[g] = top[0]
+        else:
+            tied[g] = " / ".join(top)
+    return out, tied
 
 
 def _measure_offset(evidence: list[tuple[int, int, str, list[int]]], start_ns: np.ndarray, end_ns: np.ndarray,

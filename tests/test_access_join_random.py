@@ -212,12 +212,14 @@ def test_random_incidents_cover_every_case():
         seen["several objects"] += int(calls["objects"].notna().sum())
         seen["other principal"] += int(res.links["other_principal"].sum())
         seen["other client"] += int(res.links["other_client"].sum())
+        seen["client not known"] += int(res.links["other_client"].isna().sum())
+        seen["principal not known"] += int(res.links["other_principal"].isna().sum())
         seen["offset unapplied"] += int(res.offset_unapplied_s is not None)
         for why in res.unexplained["why"]:
             seen["why " + next((k for k, words in VERDICTS.items() if words in why), why)] += 1
     for case in [f"how {h}" for h in AJ.LINK_HOWS] + [f"why {v}" for v in VERDICTS] + [
             "tied", "dup delivered again", "dup another log", "offset measured", "refusal named", "several objects",
-            "other principal", "other client", "offset unapplied"]:
+            "other principal", "other client", "offset unapplied", "client not known", "principal not known"]:
         assert seen[case] >= 3, (case, seen)
 
 

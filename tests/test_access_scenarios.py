@@ -598,8 +598,12 @@ def test_without_principals_another_principal_is_indistinguishable(tmp_path):
     _, res = investigate(tmp_path)
     assert pairs(res) == [("P1", "s", 1), ("P2", "s", 1)]
     assert set(res.links["how"]) == {"object+time"}
-    # one request each: no principal is the session's most common, so neither is flagged
-    assert not res.links["other_principal"].any() and res.per_call["note"].isna().all()
+    # one request each: no principal is the session's most common — which was the agent's is
+    # not known (NA, not a flag), and the call's note says so
+    assert res.links["other_principal"].isna().all() and res.per_call["other_principal_count"].tolist() == [0]
+    assert res.per_call["note"].tolist() == [
+        "its door session's requests in that log were made as often by one principal as by another "
+        f"(arn:aws:iam::{ACCOUNT}:user/bob / {DOOR_ARN}): which were the agent's is not known"]
 
 
 def test_without_principals_another_principals_read_during_the_agents_is_flagged(tmp_path):
@@ -624,6 +628,24 @@ def test_without_principals_another_principals_read_during_the_agents_is_flagged
         f"1 of its 2 requests was made by another principal ({bob}) than most of its door session's requests in "
         f"that log ({DOOR_ARN})")
     assert pc["note"].isna().tolist() == [True, False, True]
+
+
+def test_one_request_from_the_agents_client_and_one_from_another_are_named_not_flagged(tmp_path):
+    """A session of one call whose object the agent's role session read twice in its window:
+    once through the door's client, once with curl from another address.  Neither is the usual
+    client of the session, so neither is flagged (NA) — the call's note names both."""
+    write_door(tmp_path, {"s": [call(1, 10.0, 10.5, "demo/a.csv")]})
+    write_cloudtrail(tmp_path, "1005Z_A", [
+        ct_event("GetObject", 10.3, "demo/a.csv", "C1", out=100),
+        ct_event("GetObject", 10.4, "demo/a.csv", "X1", out=100, ip="203.0.113.66", ua="curl/8.4.0")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("C1", "s", 1), ("X1", "s", 1)]
+    assert res.links["other_client"].isna().all() and not res.links["other_principal"].any()
+    assert res.per_call["other_client_count"].tolist() == [0]
+    assert res.per_call["note"].tolist() == [
+        "its door session's requests by that principal in that log came as often from one address or user agent as "
+        "from another (addresses 198.51.100.7 / 203.0.113.66; user agents [aws-sdk-python/1.34 door/1.2] / "
+        "curl/8.4.0): which were the agent's is not known"]
 
 
 def test_the_agents_role_from_another_address_and_client_is_flagged(tmp_path):

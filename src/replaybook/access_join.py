@@ -121,8 +121,9 @@ agent's; with them, another role session of a role the pattern names), ``other_c
 source address (:func:`source_ip`) or user agent is not the one most of those **by the same
 principal** came from (the agent's own role session, used from another machine or tool).  A
 request stays linked — object, time and principal fit — but ``per_call.note`` names it.  Only a
-value that one value outnumbers all others is a reference: a session with one request from each
-of two principals flags neither.
+value more common than every other is a reference: where two or more are as common (a session
+with one request from each of two principals) the flag is NA — which was the agent's is not
+known — and the note names them.
 
 The result
 ----------
@@ -689,8 +690,8 @@ def join_access(
     clients, client_refs = _clients(who_code[link_pos], who_names, src_code[link_pos],
                                     [source_ip(v) for v in access["raw"].iloc[link_pos]],
                                     access["user_agent"].iloc[link_pos], sess_code[link_call])
-    n_other_p = np.bincount(link_call[clients["other_principal"].to_numpy(dtype=bool)], minlength=n_c)
-    n_other_c = np.bincount(link_call[clients["other_client"].to_numpy(dtype=bool)], minlength=n_c)
+    n_other_p = np.bincount(link_call[clients["other_principal"].fillna(False).to_numpy(dtype=bool)], minlength=n_c)
+    n_other_c = np.bincount(link_call[clients["other_client"].fillna(False).to_numpy(dtype=bool)], minlength=n_c)
     notes = call_notes(n_c, link_call, counts, clients, client_refs)
     if len(link_pos):
         # the URI of the call's the request is on: the first of the call's URIs it matches
@@ -1485,59 +1486,77 @@ def _delta_words(seconds: float) -> str:
 
 # -- whose requests: principal, address and client against the rest of the door session ---------------
 
-def _most_common(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+def _most_common(group: np.ndarray, value: np.ndarray, names: list) -> tuple[np.ndarray, np.ndarray]:
     """Per row: the value code most rows of its group carry, of those that carry one (``value``
-    ≥ 0) — ``-1`` where two values are as common, or no row of the group carries one."""
+    ≥ 0) — ``-1`` where two values are as common, or no row of the group carries one — and, for
+    the rows of a group where two or more values are as common, those values' names (sorted,
+    joined by `` / ``; ``None`` elsewhere)."""
     out = np.full(len(group), -1, np.int64)
+    tied = np.full(len(group), None, dtype=object)
     known = value >= 0
     if not known.any():
-        return out
+        return out, tied
     g, v = group[known], value[known]
     m = int(v.max()) + 1
     pair, n = np.unique(g * m + v, return_counts=True)
     pg, pv = pair // m, pair % m
     o = np.lexsort((-n, pg))  # by group, the most common first
     pg, pv, n = pg[o], pv[o], n[o]
-    first = np.flatnonzero(_run_starts(pg))
+    starts = _run_starts(pg)
+    first = np.flatnonzero(starts)
     nxt = np.minimum(first + 1, len(pg) - 1)
     alone = (first + 1 >= len(pg)) | (pg[nxt] != pg[first]) | (n[nxt] < n[first])
-    ref = np.full(int(group.max()) + 1, -1, np.int64)
+    n_groups = int(group.max()) + 1
+    ref = np.full(n_groups, -1, np.int64)
     ref[pg[first]] = np.where(alone, pv[first], -1)
-    return ref[group]
+    which = np.cumsum(starts) - 1  # each pair's group, as an index into first
+    top = (n == n[first][which]) & ~alone[which]
+    by_group: dict[int, list[str]] = {}
+    for gg, vv in zip(pg[top].tolist(), pv[top].tolist()):
+        by_group.setdefault(gg, []).append(names[vv])
+    text = np.full(n_groups, None, dtype=object)
+    for gg, vs in by_group.items():
+        text[gg] = " / ".join(sorted(vs))
+    return ref[group], text[group]
 
 
 def _clients(p_code: np.ndarray, p_names: list, src_code: np.ndarray, ip: list, user_agent,
              session: np.ndarray) -> tuple[dict, dict]:
     """The links' ``principal``, ``source_ip``, ``user_agent``, ``other_principal`` and
-    ``other_client`` columns (one value per link, in the order given), and the reference each
-    was compared with (``ref_principal``, ``ref_ip``, ``ref_ua``: object arrays, ``None`` where
-    there is none).  The principal (``p_code`` into ``p_names``), the source and the door session
-    come as integer codes (-1: none); the address and the user agent as the values.
+    ``other_client`` columns (one value per link, in the order given), and what each was
+    compared with (``ref_principal``, ``ref_ip``, ``ref_ua``: the reference, ``None`` where there
+    is none; ``tied_principal``, ``tied_ip``, ``tied_ua``: where values were as common, their
+    names; object arrays).  The principal (``p_code`` into ``p_names``), the source and the door
+    session come as integer codes (-1: none); the address and the user agent as the values.
 
     The reference is what most of the **same door session's** linked requests **in the same
     log** (``source``) carry: the principal among all of them; the address and the user agent
-    among those made by the same principal.  A value is flagged when it differs from a
-    reference that exists (two values as common: none); a request naming no principal differs
-    from one that exists; an unknown address or user agent is compared with nothing.
+    among those made by the same principal.  A value is flagged (True) when it differs from the
+    reference; a request naming no principal differs from one; an unknown address or user agent
+    is compared with nothing (False).  Where two or more values are as common there is no
+    reference: NA — which of them was the agent's is not known.
     """
     ip_code, ip_names = _coded(pd.Series(np.asarray(ip, dtype=object), dtype=object), str)
     ua_code, ua_names = _coded(user_agent, str)
     by_log = _combine(session, src_code)
-    ref_p = _most_common(by_log, p_code)
+    ref_p, tie_p = _most_common(by_log, p_code, p_names)
     other_p = (ref_p >= 0) & (p_code != ref_p)
+    na_p = tie_p != None  # noqa: E711 (elementwise)
     by_who = _combine(by_log, p_code)
-    ref_ip, ref_ua = _most_common(by_who, ip_code), _most_common(by_who, ua_code)
+    (ref_ip, tie_ip), (ref_ua, tie_ua) = _most_common(by_who, ip_code, ip_names), _most_common(by_who, ua_code, ua_names)
     other_c = ((ip_code >= 0) & (ref_ip >= 0) & (ip_code != ref_ip)) | \
         ((ua_code >= 0) & (ref_ua >= 0) & (ua_code != ref_ua))
+    na_c = ~other_c & (((ip_code >= 0) & (tie_ip != None)) | ((ua_code >= 0) & (tie_ua != None)))  # noqa: E711
 
     def named(codes: np.ndarray, names: list) -> np.ndarray:
         return np.array(list(names) + [None], dtype=object)[codes]
 
     cols = {"principal": _text(named(p_code, p_names)), "source_ip": _text(named(ip_code, ip_names)),
             "user_agent": _text(named(ua_code, ua_names)),
-            "other_principal": pd.array(other_p, dtype="boolean"), "other_client": pd.array(other_c, dtype="boolean")}
+            "other_principal": pd.arrays.BooleanArray(other_p & ~na_p, na_p),
+            "other_client": pd.arrays.BooleanArray(other_c, na_c)}
     return cols, {"ref_principal": named(ref_p, p_names), "ref_ip": named(ref_ip, ip_names),
-                  "ref_ua": named(ref_ua, ua_names)}
+                  "ref_ua": named(ref_ua, ua_names), "tied_principal": tie_p, "tied_ip": tie_ip, "tied_ua": tie_ua}
 
 
 def _client_words(ip: str | None, ua: str | None) -> str:
@@ -1549,30 +1568,44 @@ def call_notes(n_calls: int, link_call: Sequence[int], counts: Sequence[int], co
     """Per call (by position): what its linked requests show that the rest of its door session's
     do not — ``"1 of its 2 requests came from another address/client (203.0.113.66, curl/8.4.0)
     than most of its door session's requests by that principal in that log (198.51.100.20,
-    boto3/1.35)"``, and the same for another principal — or ``None``.  ``link_call`` gives each link's call; ``cols`` and ``refs`` are
-    :func:`_clients`' two answers, in the same order.  At most ``limit`` values are named."""
-    found: dict[int, dict[str, set]] = {}
-    oc, op = (np.asarray(cols[k], dtype=bool) for k in ("other_client", "other_principal"))
-    flagged = np.flatnonzero(oc | op)
+    boto3/1.35)"``, the same for another principal, and where the session's requests name no
+    usual one (values as common: ``other_client`` / ``other_principal`` NA) which they are — or
+    ``None``.  ``link_call`` gives each link's call; ``cols`` and ``refs`` are :func:`_clients`'
+    two answers, in the same order.  At most ``limit`` values are named."""
+    def flags(values) -> tuple[np.ndarray, np.ndarray]:
+        b = pd.array(list(values) if isinstance(values, list) else values, dtype="boolean")
+        return b.fillna(False).to_numpy(dtype=bool), np.asarray(b.isna(), dtype=bool)
+
+    (oc, oc_na), (op, op_na) = flags(cols["other_client"]), flags(cols["other_principal"])
+    flagged = np.flatnonzero(oc | op | oc_na | op_na)
 
     def at(values) -> list:  # the flagged links' values, None for NA
         return [None if v is None or v is pd.NA else v for v in np.asarray(values, dtype=object)[flagged].tolist()]
 
-    ip, ua, who, r_ip, r_ua, r_p = (at(x) for x in (cols["source_ip"], cols["user_agent"], cols["principal"],
-                                                      refs["ref_ip"], refs["ref_ua"], refs["ref_principal"]))
+    ip, ua, who, r_ip, r_ua, r_p, t_ip, t_ua, t_p = (at(x) for x in (
+        cols["source_ip"], cols["user_agent"], cols["principal"], refs["ref_ip"], refs["ref_ua"],
+        refs["ref_principal"], refs["tied_ip"], refs["tied_ua"], refs["tied_principal"]))
+    found: dict[int, dict[str, set]] = {}
     n_c: dict[int, int] = {}
     n_p: dict[int, int] = {}
     for j, k in enumerate(flagged.tolist()):
         i = int(link_call[k])
-        d = found.setdefault(i, {"c": set(), "cr": set(), "p": set(), "pr": set()})
+        d = found.setdefault(i, {"c": set(), "cr": set(), "p": set(), "pr": set(), "ct": set(), "pt": set()})
         n_c[i] = n_c.get(i, 0) + bool(oc[k])
         n_p[i] = n_p.get(i, 0) + bool(op[k])
         if oc[k]:
             d["c"].add(_client_words(ip[j], ua[j]))
             d["cr"].add(_client_words(r_ip[j], r_ua[j]))
+        elif oc_na[k]:
+            if ip[j] is not None and t_ip[j] is not None:
+                d["ct"].add(f"addresses {t_ip[j]}")
+            if ua[j] is not None and t_ua[j] is not None:
+                d["ct"].add(f"user agents {t_ua[j]}")
         if op[k]:
             d["p"].add(who[j] if who[j] is not None else "no principal the log names")
             d["pr"].add(r_p[j])
+        elif op_na[k]:
+            d["pt"].add(t_p[j])
 
     def some(values: set) -> str:
         v = sorted(values)
@@ -1586,9 +1619,15 @@ def call_notes(n_calls: int, link_call: Sequence[int], counts: Sequence[int], co
             parts.append(f"{n_c[i]} of its {total} request{'' if total == 1 else 's'} came from another "
                          f"address/client ({some(d['c'])}) than most of its door session's requests by that principal "
                          f"in that log ({some(d['cr'])})")
+        if d["ct"]:
+            parts.append(f"its door session's requests by that principal in that log came as often from one address "
+                         f"or user agent as from another ({some(d['ct'])}): which were the agent's is not known")
         if n_p[i]:
             parts.append(f"{n_p[i]} of its {total} request{'' if total == 1 else 's'} "
                          f"{'was' if n_p[i] == 1 else 'were'} made by another principal ({some(d['p'])}) than most of "
                          f"its door session's requests in that log ({some(d['pr'])})")
+        if d["pt"]:
+            parts.append(f"its door session's requests in that log were made as often by one principal as by another "
+                         f"({some(d['pt'])}): which were the agent's is not known")
         out[i] = "; ".join(parts)
     return out

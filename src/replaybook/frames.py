@@ -428,10 +428,12 @@ ACCESS_LINKS = FrameSpec(
         ("user_agent", "string", "the access row's user agent"),
         ("other_principal", "boolean", "the request was made by another principal (or none the log names) "
                                        "than the one most of the same door session's requests in the same "
-                                       "log carry; False when no principal is the most common"),
+                                       "log carry; NA when two or more principals are as common there (which "
+                                       "was the agent's is not known)"),
         ("other_client", "boolean", "the request came from another source address or user agent than the "
                                     "one most of the same door session's requests by the same principal in "
-                                    "the same log came from (each compared only where both are known)"),
+                                    "the same log came from (each compared only where both are known); NA "
+                                    "when two or more are as common there and this one is one of them"),
     )),
     "One row per access row a door call explains (each access row at most once).",
 )
