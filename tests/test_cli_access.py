@@ -24,7 +24,8 @@ def _rogue_read(root) -> None:
     another address at 10:01:10 (no call names it), and that request in the S3 access log too."""
     write_door(root, {"s": [call(1, 10.0, 10.5, "demo/a.csv"), call(2, 25.0, 25.5, "demo/b.csv")]})
     write_cloudtrail(root, "1005Z_A", [
-        ct_event("GetObject", 10.3, "demo/a.csv", "R1", out=100), ct_event("GetObject", 25.2, "demo/b.csv", "R2", out=100),
+        ct_event("GetObject", 10.3, "demo/a.csv", "R1", out=100),
+        ct_event("GetObject", 25.2, "demo/b.csv", "R2", out=100),
         ct_event("GetObject", 70.0, "demo/customers.csv", "R9", out=90210, ip="203.0.113.66", ua="curl/8.4.0")])
     write_sal(root, "2026-09-13-10-10-00-AAAA", [
         sal(70.0, "REST.GET.OBJECT", "demo/customers.csv", "R9", uri="GET /acme-data/demo/customers.csv HTTP/1.1")])
@@ -34,7 +35,8 @@ def test_access_prints_the_requests_no_door_call_explains(tmp_path, capsys):
     _rogue_read(tmp_path)
     assert main(["access", _manifest(tmp_path)]) == 0
     out = capsys.readouterr().out
-    ct = f"cloud/AWSLogs/{ACCOUNT}/CloudTrail/eu-west-1/2026/09/13/{ACCOUNT}_CloudTrail_eu-west-1_20260913T1005Z_A.json.gz"
+    ct = (f"cloud/AWSLogs/{ACCOUNT}/CloudTrail/eu-west-1/2026/09/13/"
+          f"{ACCOUNT}_CloudTrail_eu-west-1_20260913T1005Z_A.json.gz")
     block = (
         "storage requests no door call explains: 1\n\n"
         "2026-09-13T10:01:10.000Z  read  s3://acme-data/demo/customers.csv\n"

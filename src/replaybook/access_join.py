@@ -1543,7 +1543,8 @@ def _clients(p_code: np.ndarray, p_names: list, src_code: np.ndarray, ip: list, 
     other_p = (ref_p >= 0) & (p_code != ref_p)
     na_p = tie_p != None  # noqa: E711 (elementwise)
     by_who = _combine(by_log, p_code)
-    (ref_ip, tie_ip), (ref_ua, tie_ua) = _most_common(by_who, ip_code, ip_names), _most_common(by_who, ua_code, ua_names)
+    ref_ip, tie_ip = _most_common(by_who, ip_code, ip_names)
+    ref_ua, tie_ua = _most_common(by_who, ua_code, ua_names)
     other_c = ((ip_code >= 0) & (ref_ip >= 0) & (ip_code != ref_ip)) | \
         ((ua_code >= 0) & (ref_ua >= 0) & (ua_code != ref_ua))
     na_c = ~other_c & (((ip_code >= 0) & (tie_ip != None)) | ((ua_code >= 0) & (tie_ua != None)))  # noqa: E711
