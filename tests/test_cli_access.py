@@ -93,6 +93,8 @@ def test_access_bad_usage_and_input_exit_2(tmp_path, capsys):
     assert "give DOOR_PREFIX=STORAGE_URI" in capsys.readouterr().err
     assert main(["access", m, "--storage-map", "demo/=/srv/demo"]) == 2
     assert "a storage URI starts with s3://, gs:// or az://" in capsys.readouterr().err
+    assert main(["access", m, "--storage-clock-ahead", "nan"]) == 2
+    assert "--storage-clock-ahead: nan is not a number of seconds" in capsys.readouterr().err
     (tmp_path / "no-access.yaml").write_text(json.dumps({"title": "t", "transcripts": [], "door": ["door/"]}))
     assert main(["access", str(tmp_path / "no-access.yaml")]) == 2
     assert "the manifest names no cloud access logs (access:)" in capsys.readouterr().err

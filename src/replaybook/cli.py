@@ -655,6 +655,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                                      param_hint="--storage-map")
     princ_cli = _pairs_option(principal, "AGENT=PRINCIPAL", "analyst='arn:aws:sts::123456789012:assumed-role/r/*'",
                               "--principal")
+    if clock_ahead is not None and clock_ahead != clock_ahead:
+        raise click.BadParameter("nan is not a number of seconds", param_hint="--storage-clock-ahead")
     if incident is not None and (calls or access_paths):
         raise click.UsageError("give an INCIDENT manifest or --calls and --access, not both")
     if incident is None and not (calls and access_paths):
