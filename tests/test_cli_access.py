@@ -157,9 +157,18 @@ def test_access_prints_a_calls_request_from_another_client(tmp_path, capsys):
     assert ("door session s seq 2: 1 of its 2 requests came from another address/client (203.0.113.66, curl/8.4.0) "
             "than most of its door session's requests by that principal in that log (198.51.100.7, "
             "[aws-sdk-python/1.34 door/1.2])\n") in out
+    ct = (f"cloud/AWSLogs/{ACCOUNT}/CloudTrail/eu-west-1/2026/09/13/"
+          f"{ACCOUNT}_CloudTrail_eu-west-1_20260913T1005Z_A.json.gz")
+    assert out.endswith(
+        "\nlinked requests by another principal or client than the rest of their door session's, or where it has no "
+        "usual one (1):\n"
+        "  2026-09-13T10:00:25.000Z  read  s3://acme-data/demo/b.csv  -> session s seq 2: another address/client; "
+        f"{DOOR_ARN}, 203.0.113.66, curl/8.4.0; request id X1; {ct}:4\n")
     assert main(["access", _manifest(tmp_path), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert (d["other_client"], d["other_principal"]) == (1, 0)
+    assert [(f["request_id"], f["other_client"], f["other_principal"], f["logged_at"]) for f in d["flagged"]] == [
+        ("X1", True, False, f"{ct}:4")]
     assert [c["other_client_count"] for c in d["calls"]] == [0, 1, 0]
 
 

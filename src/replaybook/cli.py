@@ -544,8 +544,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         import shlex
 
         click.echo(f"note: the manifest names cloud access logs; `replaybook access {shlex.quote(str(incident))}` "
-                   "compares them with "
-                   "the door (the storage requests no door call explains)", err=True)
+                   "compares them with the door (the storage requests no door call explains)", err=True)
     from .join import untimed_note
 
     note = untimed_note(steps, calls_f)
@@ -711,6 +710,25 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                 "door_session": r.refused_session, "seq": None if pd.isna(r.refused_seq) else int(r.refused_seq),
                 "rule": None if pd.isna(r.refused_rule) else r.refused_rule,
                 "since_refusal_s": float(r.since_refusal_s)}})
+    # linked requests whose principal or client is not the session's usual one (or no usual one)
+    lk = res.links
+    odd = lk[lk["other_principal"].fillna(True) | lk["other_client"].fillna(True)] if len(lk) else lk
+    odd_files = (access_f.loc[odd["access_index"].to_numpy(), ["source_file", "line_no"]] if unique and len(odd)
+                 else None)
+    flagged = []
+    for j, r in enumerate(odd.itertuples(index=False)):
+        flagged.append({
+            "ts": _iso(r.access_ts), "door_session": r.door_session, "call_seq": None if pd.isna(r.call_seq)
+            else int(r.call_seq), "action": r.action, "resource_uri": r.resource_uri,
+            "principal": None if pd.isna(r.principal) else r.principal,
+            "source_ip": None if pd.isna(r.source_ip) else r.source_ip,
+            "user_agent": None if pd.isna(r.user_agent) else r.user_agent,
+            "other_principal": None if pd.isna(r.other_principal) else bool(r.other_principal),
+            "other_client": None if pd.isna(r.other_client) else bool(r.other_client),
+            "request_id": None if pd.isna(r.request_id) else r.request_id, "how": r.how,
+            "logged_at": "-" if odd_files is None else _where(odd_files["source_file"].iat[j],
+                                                              odd_files["line_no"].iat[j], base),
+            "access_index": int(r.access_index)})
     pc = res.per_call
     if fmt == "json":
         d = {"offset": {"offset_s": res.offset_s, "given": res.offset_given,
@@ -723,6 +741,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
              "other_principal": int(res.links["other_principal"].sum()),
              "other_client": int(res.links["other_client"].sum()),
              "duplicates": int(len(res.duplicates)),
+             "flagged": flagged,
              "calls": _json_records(pc.assign(ts=[_iso(t) for t in pc["ts"]])),
              "quarantine": int(len(set_aside_rows))}
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
@@ -760,8 +779,25 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                                         "other_principal_count", "other_client_count")))
         if len(pc) > limit:
             click.echo(f"… and {len(pc) - limit:,} more door calls (--format json lists them all)")
-        for r in pc[pc["note"].notna()].head(50).itertuples(index=False):
+        noted = pc[pc["note"].notna()]
+        for r in noted.head(limit).itertuples(index=False):
             click.echo(f"door session {r.door_session} seq {'-' if pd.isna(r.seq) else int(r.seq)}: {r.note}")
+        if len(noted) > limit:
+            click.echo(f"… and {len(noted) - limit:,} more door calls with a note (--format json lists them all)")
+        if flagged:
+            click.echo(f"\nlinked requests by another principal or client than the rest of their door session's, or "
+                       f"where it has no usual one ({len(flagged):,}):")
+            for f in flagged[:limit]:
+                what = "; ".join(w for w, on in (("another principal", f["other_principal"]),
+                                                 ("no usual principal", f["other_principal"] is None),
+                                                 ("another address/client", f["other_client"]),
+                                                 ("no usual address/client", f["other_client"] is None)) if on)
+                client = ", ".join(x for x in (f["source_ip"], f["user_agent"]) if x) or "(not logged)"
+                click.echo(f"  {f['ts']}  {f['action']}  {f['resource_uri']}  -> session {f['door_session']} seq "
+                           f"{f['call_seq']}: {what}; {f['principal'] or '(no principal)'}, {client}; request id "
+                           f"{f['request_id'] or '-'}; {f['logged_at']}")
+            if len(flagged) > limit:
+                click.echo(f"  … and {len(flagged) - limit:,} more (--format json lists them all)")
     _quarantine_summary(set_aside_rows)
 
 
