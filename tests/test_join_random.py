@@ -55,9 +55,15 @@ def _rank_pairs(cands, S, C, key):
 
 def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     W = int(round(window_s * 1000))
-    st = steps[(steps["kind"] == "tool_call") & steps["tool"].notna()].reset_index(drop=True)
-    S = [dict(t=r.transcript_id, ms=_ms(r.ts), tool=r.tool, args=_na(r.args_key), cid=_na(r.call_id),
-              server=_na(r.server), seq=r.seq) for r in st.itertuples()]
+    # a tool result whose call's own line is missing (its tool-use id on no tool_call row of any
+    # transcript) stands in for its call, in the id tier only: it has no tool, arguments or time
+    # of call to compare
+    called = {_na(c) for k, c in zip(steps["kind"], steps["call_id"]) if k == "tool_call"}
+    orphan = [k == "tool_result" and _na(c) is not None and _na(t) is not None and _na(c) not in called
+              for k, c, t in zip(steps["kind"], steps["call_id"], steps["transcript_id"])]
+    st = steps[((steps["kind"] == "tool_call") & steps["tool"].notna()).to_numpy(bool) | np.array(orphan, bool)]
+    S = [dict(t=r.transcript_id, ms=_ms(r.ts), tool=_na(r.tool), args=_na(r.args_key), cid=_na(r.call_id),
+              server=_na(r.server), seq=r.seq, orphan=r.kind == "tool_result") for r in st.itertuples()]
     C = [dict(s=r.door_session, ms=_ms(r.ts), tool=_na(r.tool), args=_na(r.args_key), meta=_na(r.meta_call_id),
               seq=r.seq) for r in calls.reset_index(drop=True).itertuples()]
     # tier 1: the tool-use id; each step takes the first call logging its id, each call the
@@ -71,7 +77,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
             used.add(js[0])
             exact.append((i, js[0]))
     ex_s, ex_c = {i for i, _ in exact}, {j for _, j in exact}
-    s_pool = [i for i, s in enumerate(S) if s["ms"] is not None and i not in ex_s]
+    s_pool = [i for i, s in enumerate(S) if s["ms"] is not None and i not in ex_s and not s["orphan"]]
     c_pool = [j for j, c in enumerate(C) if c["ms"] is not None and c["tool"] is not None and j not in ex_c]
     c_args = [j for j in c_pool if C[j]["args"] is not None]
     c_noargs = [j for j in c_pool if C[j]["args"] is None]
@@ -81,7 +87,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
 
     # clock offset: measured on the steps and calls the ids left; the ids' own where those give none
     d_ex = [C[j]["ms"] - S[i]["ms"] for i, j in exact if S[i]["ms"] is not None and C[j]["ms"] is not None
-            and C[j]["tool"] is not None]
+            and C[j]["tool"] is not None and not S[i]["orphan"]]
     # (every step's differences to its same-key calls within max_offset_s + the window, 64 at
     # most; the 2 s span holding the most wins, of equal ones the nearest to 0)
     diffs, M = [], int(max_offset_s * 1000)
@@ -274,10 +280,12 @@ def continuations(ref, one: dict, min_agreed: int) -> dict:
 # --- random incidents -----------------------------------------------------------------------
 
 
-def random_incident(rng, clocks: bool = False):
+def random_incident(rng, clocks: bool = False, orphans: bool = False):
     """Steps and calls of a small random incident; with ``clocks``, each transcript's machine
     has a clock of its own (differing by up to ±150 s), and some steps line up by coincidence
-    with another session's call at the door's common skew."""
+    with another session's call at the door's common skew; with ``orphans``, some tool calls'
+    lines are missing and only their results remain (no tool, no arguments, written a little
+    after the call)."""
     n_t, n_s, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
     grid = int(rng.choice([1, 500, 1000]))  # coarse clocks make equal timestamps common
     skew = int(rng.choice([0, 400, 1200, 90_000]))
@@ -295,6 +303,8 @@ def random_incident(rng, clocks: bool = False):
             tid = f"toolu_{seq:04d}"
             if t < n_t and rng.random() > 0.15:
                 steps.append((f"t{t}", ms, tool, args, tid, rng.random() < 0.1))
+                if orphans and rng.random() < 0.25:  # only the result remains
+                    steps[-1] = (f"t{t}", ms + int(rng.integers(0, 3000)), None, None, tid, "result")
             meta = tid if rng.random() < 0.2 else None
             if meta is None and rng.random() < 0.05:  # an id some other call (or none) also logs
                 meta = f"toolu_{int(rng.integers(0, seq + 1)):04d}"
@@ -313,6 +323,9 @@ def random_incident(rng, clocks: bool = False):
     st = STEPS.build([dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(milliseconds=ms),
                            kind="tool_call", tool_raw=f"mcp__door__{tool}", server="door", tool=tool,
                            call_id=cid, arguments=args, args_key=None if noargs else canonical_args(args))
+                      if noargs != "result" else
+                      dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(milliseconds=ms),
+                           kind="tool_result", call_id=cid, text="a result")
                       for i, (t, ms, tool, args, cid, noargs) in enumerate(steps)])
     ca = CALLS.build([dict(door_session=s, agent="analyst", seq=i + 1, ts=T0 + timedelta(milliseconds=ms), tool=tool,
                            arguments=args, args_key=None if noargs else canonical_args(args), decision="allow",
@@ -321,11 +334,13 @@ def random_incident(rng, clocks: bool = False):
     return st, ca
 
 
-@pytest.mark.parametrize("seed,clocks", [(s, False) for s in range(12)] + [(s, True) for s in range(100, 124)])
-def test_join_agrees_with_brute_force(seed, clocks):
+@pytest.mark.parametrize("seed,clocks,orphans", [(s, False, False) for s in range(12)]
+                         + [(s, True, False) for s in range(100, 124)]
+                         + [(s, False, True) for s in range(200, 212)] + [(s, True, True) for s in range(300, 306)])
+def test_join_agrees_with_brute_force(seed, clocks, orphans):
     rng = np.random.default_rng(seed)
     for _ in range(12):
-        steps, calls = random_incident(rng, clocks)
+        steps, calls = random_incident(rng, clocks, orphans)
         window_s = float(rng.choice([0.5, 2.0, 60.0]))
         min_agreed = int(rng.choice([1, 1, 2]))
         max_offset_s = float(rng.choice([0.0, 300.0]))
@@ -381,10 +396,23 @@ def test_join_agrees_with_brute_force(seed, clocks):
         claimed = {j for i, j, _ in ref["pairs"] if asg.get(C[j]["s"]) == S[i]["t"]}
         assert len(res.unclaimed_calls) == len(C) - len(claimed)
         assert sorted(res.unclaimed_calls.seq) == sorted(C[j]["seq"] for j in range(len(C)) if j not in claimed)
-        if res.pairs.empty:
+        # a result standing in for its call: its pairs are the "tool_result" ones, and count apart
+        assert sorted(zip(res.pairs.step_seq, res.pairs.step_kind)) == sorted(
+            (S[i]["seq"], "tool_result" if S[i]["orphan"] else "tool_call") for i, j, _ in ref["pairs"]
+            if asg.get(C[j]["s"]) == S[i]["t"])
+        assert {r.door_session: int(r.by_result_id) for r in res.sessions.itertuples() if r.door_session in asg} == {
+            s: sum(1 for i, j, _ in ref["pairs"] if C[j]["s"] == s and S[i]["t"] == t and S[i]["orphan"])
+            for s, t in asg.items()}
+        # the transcript's own residual: door-bound tool calls no call claims (results are none)
+        claimed_s = {i for i, j, _ in ref["pairs"] if asg.get(C[j]["s"]) == S[i]["t"]}
+        assert len(res.unmatched_steps) == sum(1 for i, s in enumerate(S) if s["t"] in asg.values()
+                                               and not s["orphan"] and i not in claimed_s)
+        # the clock offset is read from the tool calls' pairs (a result's time is when its call ended)
+        timed = res.pairs[res.pairs.step_kind == "tool_call"]
+        if timed.empty:
             assert res.offset_ms is None
         else:
-            assert res.offset_ms == pytest.approx(float(np.median(res.pairs.delta_ms)))
+            assert res.offset_ms == pytest.approx(float(np.median(timed.delta_ms)))
 
 
 def test_many_sessions_repeating_the_same_call_at_the_same_time():

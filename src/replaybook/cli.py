@@ -540,6 +540,13 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                            "tool-use id named another tool or other arguments than the transcript step with that "
                            "id (counted: the id decides): an edited transcript or door log would look like this",
                            err=True)
+        br = res.sessions["by_result_id"].fillna(0).astype(int)
+        for ds, n in zip(res.sessions["door_session"], br):
+            if n:
+                click.echo(f"note: door session {ds}: {n} door call{'' if n == 1 else 's'} claimed by the tool-use id "
+                           "of a tool result whose tool call's own line is missing from the transcript (damaged, "
+                           "cut or dropped; counted: the id decides, and the door's record says what was called)",
+                           err=True)
     if incident is not None and inc.has_access:
         import shlex
 

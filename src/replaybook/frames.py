@@ -310,7 +310,8 @@ PAIRS = FrameSpec(
         ("door_session", "string", "the door session"),
         ("transcript_id", "string", "the transcript the step is in: the one assigned to that session, "
                                     "or one of its sub-agents' (JoinResult.sub_agents)"),
-        ("step_seq", "Int64", "steps.seq of the agreeing tool_call"),
+        ("step_seq", "Int64", "steps.seq of the agreeing tool_call (or of the tool_result standing in for "
+                              "it: `step_kind`)"),
         ("call_seq", "Int64", "calls.seq of the agreeing door call"),
         ("call_row", "Int64", "0-based position of that call in the `calls` frame given to the join "
                               "(`calls.iloc[call_row]`): names the call even where a damaged or merged log "
@@ -318,11 +319,16 @@ PAIRS = FrameSpec(
         ("call_id", "string", "the transcript's tool-use id"),
         ("tool", "string", "tool name (no client prefix)"),
         ("args_key", "string", "canonical arguments both sides share"),
-        ("step_ts", UTC, "when the transcript wrote the tool call, UTC"),
+        ("step_ts", UTC, "when the transcript wrote the tool call (its result, for `step_kind` "
+                         "`tool_result`), UTC"),
         ("call_ts", UTC, "when the door received the call, UTC"),
         ("delta_ms", "float64", "call_ts − step_ts in milliseconds (positive: door clock later)"),
         ("how", "string", "`meta_id` (the door logged the client's tool-use id), `content` (tool + args + "
                           "window) or `tool_time` (tool + window: the gateway logged no arguments)"),
+        ("step_kind", "string", "`tool_call`, or `tool_result`: the tool call's own line is missing from the "
+                                "transcript (damaged and set aside, a file cut before it, a resumed copy that "
+                                "dropped it), and its result's tool-use id, logged by the door, claims the call "
+                                "(`how` `meta_id`; `tool` and `args_key` NA: the result names neither)"),
     ),
     "One row per agreeing (transcript tool call, door call) pair within an assigned session.",
 )
@@ -338,7 +344,8 @@ SESSIONS = FrameSpec(
         ("refused", "Int64", "calls the door refused (decision deny)"),
         ("transcript_id", "string", "the transcript assigned one-to-one (or, see `continues`, the one this "
                                     "session continues); NA when unmatched"),
-        ("agreed", "Int64", "steps of that transcript agreeing with this session's calls"),
+        ("agreed", "Int64", "steps of that transcript agreeing with this session's calls (a tool result "
+                            "standing in for its missing call counted: `by_result_id`)"),
         ("transcript_tool_steps", "Int64", "tool_call steps in that transcript"),
         ("share", "float64", "agreed / calls in the session (0–1)"),
         ("runner_up", "string", "the transcript with the next-best agreement with this session"),
@@ -361,6 +368,9 @@ SESSIONS = FrameSpec(
         ("unknown_ids", "Int64", "door calls that logged a client tool-use id (``meta_call_id``) that no step of "
                                  "any loaded transcript has: that conversation's transcript is not among the "
                                  "inputs (or another client made the call)"),
+        ("by_result_id", "Int64", "of `agreed`, door calls claimed by a tool result's tool-use id alone: the "
+                                  "tool call's own line is missing from the transcript (pairs.step_kind "
+                                  "`tool_result`); not counted in `transcript_tool_steps` or `unmatched_steps`"),
         ("continues", "string", "the door session this one continues: its transcript is that session's "
                                 "(assigned one-to-one), and the two ran one after the other — a door that "
                                 "restarted mid-conversation, or a resumed conversation whose earlier file is "

@@ -15,6 +15,14 @@ call when
   (``how = "tool_time"``).  This is weaker evidence —
   the session's ``method`` says so, and the report lowers its confidence.
 
+A tool result whose tool call's own line is missing from the transcripts (the line was damaged
+and set aside, the file was cut before it, a resumed copy dropped it: :func:`orphan_results`)
+still proves by its tool-use id which door call it answers: it stands in for its call in the
+first tier only (``how = "meta_id"``, ``pairs.step_kind = "tool_result"``), counts in the
+agreement like any id pair (``sessions.by_result_id`` says how many), never as an id mismatch
+(it names no tool or arguments to contradict), and never among the transcript's tool steps or
+their residuals; its time, written when the call ended, reads no clock offset.
+
 Within one (transcript, session) pair, steps and calls with the same tool and arguments are
 paired in time order, one call per step, so a step repeated twice needs two calls to agree
 twice.  The **agreement** of a pair is its number of agreeing steps.
@@ -69,7 +77,7 @@ except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
-__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "untimed_note", "far_pairs", "far_clocks", "offset_changes",
+__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "orphan_results", "untimed_note", "far_pairs", "far_clocks", "offset_changes",
            "offset_change_text", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED", "DEFAULT_MAX_OFFSET_S", "MAX_SECONDS",
            "FAR_PAIR_MS", "FAR_CLOCK_HORIZON_S"]
 
@@ -853,6 +861,38 @@ def _str_take(uniques: np.ndarray, codes: np.ndarray):
     return pd.array(uniques, dtype=pd.StringDtype("python")).take(codes)
 
 
+def orphan_results(steps: pd.DataFrame, *, kinds: np.ndarray | None = None,
+                   is_call: np.ndarray | None = None) -> np.ndarray:
+    """Which rows of ``steps`` are tool results whose tool call's own line is missing: a
+    ``tool_result`` row with a transcript and a tool-use id (``call_id``) that no ``tool_call``
+    row of any loaded transcript carries — the call's line was damaged and set aside, the file
+    was cut before it, or a resumed copy dropped it.  The join pairs such a result with the door
+    call that logged its id (``how = "meta_id"``, ``pairs.step_kind = "tool_result"``), and with
+    nothing else: it names no arguments, and its time is when the call ended.
+
+    Returns a bool array, one per row of ``steps`` (all False when no row is one: one pass over
+    ``kind`` and ``call_id``).  ``kinds`` / ``is_call``: the ``kind`` column's objects and
+    ``kind == "tool_call"``, when the caller has them already."""
+    n = len(steps)
+    if kinds is None:
+        kinds = _objects(steps["kind"])
+    out = _equals(kinds, "tool_result")
+    if not out.any():
+        return out
+    out &= ~_isna_str(steps["call_id"]) & ~_isna_str(steps["transcript_id"])
+    if not out.any():
+        return out
+    if is_call is None:
+        is_call = _equals(kinds, "tool_call")
+    cid = _objects(steps["call_id"])
+    r = np.flatnonzero(out)
+    called = pd.Index(cid[is_call & ~_isna_str(steps["call_id"])])
+    have = called.get_indexer_for(cid[r]) >= 0 if called.is_unique else pd.Series(cid[r]).isin(called).to_numpy(bool)
+    out = np.zeros(n, bool)
+    out[r[~have]] = True
+    return out
+
+
 def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
     """``{sub-agent transcript id: parent transcript id}`` for the transcripts of ``steps`` that
     a sub-agent wrote: every row carries an ``agent_id`` and names one ``client_session_id``,
@@ -915,9 +955,11 @@ def join_sessions(
     """Assign transcripts to door sessions one-to-one and report how sure each assignment is.
 
     Args:
-        steps: a :data:`~replaybook.frames.STEPS` frame (only ``kind == "tool_call"`` rows are
-            used; columns used: ``transcript_id``, ``seq``, ``ts``, ``server``, ``tool``,
-            ``args_key``, ``call_id``).
+        steps: a :data:`~replaybook.frames.STEPS` frame (``kind == "tool_call"`` rows are
+            used, and, by their tool-use id alone, ``tool_result`` rows whose call's own line is
+            missing (:func:`orphan_results`; looked for only when some call logged an id);
+            columns used: ``transcript_id``, ``seq``, ``ts``, ``server``, ``tool``, ``args_key``,
+            ``call_id``).
         calls: a :data:`~replaybook.frames.CALLS` frame.
         window_s: agreement window in seconds (> 0), applied after the clock offset.
         min_agreed: a transcript is never assigned with fewer agreeing steps than this (≥ 1).
@@ -990,12 +1032,21 @@ def join_sessions(
     session_objs = _objects(calls["door_session"])
     sessions_later = _later(lambda: _codes(session_objs, sort=True, runs=True))  # beside the tool codes
     tool_all, tool_u = _codes_parts([_objects(steps["tool"]), _objects(calls["tool"])])
-    sel_mask = _equals(_objects(steps["kind"]), "tool_call") & (tool_all[:len(steps)] >= 0)
+    kinds = _objects(steps["kind"])
+    is_call = _equals(kinds, "tool_call")
+    # a tool result whose tool call's own line is missing takes part by its tool-use id alone (so
+    # only where some door call logged one)
+    orphan_rows = (orphan_results(steps, kinds=kinds, is_call=is_call) if not _isna_str(meta_col).all()
+                   else np.zeros(len(steps), bool))
+    sel_mask = is_call & (tool_all[:len(steps)] >= 0)
+    if orphan_rows.any():
+        sel_mask |= orphan_rows
     sel = np.flatnonzero(sel_mask)
     whole = len(sel) == len(steps)
     n_st = len(sel)
+    orphan = orphan_rows[sel] if orphan_rows.any() else None  # by position among the selected rows
 
-    def scol(name: str) -> np.ndarray:  # a steps column's objects, tool_call rows only
+    def scol(name: str) -> np.ndarray:  # a steps column's objects, selected rows only
         v = _objects(steps[name])
         return v if whole else v[sel]
 
@@ -1045,6 +1096,8 @@ def join_sessions(
     s_ns, c_ns = _ns(st_ts), _ns(calls["ts"])
     s_ms, c_ms = s_ns // 1_000_000, c_ns // 1_000_000
     s_ok = (s_ns != _NAT) & (t_codes >= 0)
+    if orphan is not None:  # (no tool, no arguments: nothing to compare but the id)
+        s_ok &= ~orphan
     c_ok = (c_ns != _NAT) & (tool_c >= 0) & (s_codes >= 0)  # some gateways log neither
 
     ts_end_col, decision_col, agent_col = calls["ts_end"], calls["decision"], calls["agent"]
@@ -1358,7 +1411,10 @@ def join_sessions(
         "call_ts": calls["ts"].array.take(p_ci),
         "delta_ms": p_delta,
         "how": _str_take(np.asarray(_HOW_NAMES, dtype=object), p_how.astype(np.int64)),
+        "step_kind": steps["kind"].array.take(st_rows),
     })
+    # the pairs whose step is a tool result standing in for its missing tool call
+    p_orphan = orphan[p_si] if orphan is not None else np.zeros(len(p_si), bool)
 
     # residuals: calls no step claims; door-bound steps of assigned transcripts no call claims
     claimed_call = np.zeros(n_c, bool)
@@ -1370,6 +1426,8 @@ def join_sessions(
         door_bound = in_door[srv_c]
     else:
         door_bound = srv_c >= 0
+    if orphan is not None:  # (a result is no tool step: the transcript's own counts stay as they were)
+        door_bound &= ~orphan
     t_assigned = np.zeros(n_t, bool)
     t_assigned[assign_arr[has_t]] = True
     step_in_assigned = t_assigned[t_codes] & (t_codes >= 0)
@@ -1379,9 +1437,13 @@ def join_sessions(
 
     n_agreed = np.bincount(p_s, minlength=n_s) if n_s else np.zeros(0, np.int64)
     off_ms = np.full(n_s, np.nan)
-    if len(p_s):
-        ps_, _, pmed = _group_median(p_s.astype(np.int64), p_dint)
+    # (a result was written after its call ran: its time says when the call ended, not when it was
+    # made, so the clock offset is read from the tool calls' pairs)
+    timed = ~p_orphan
+    if timed.any():
+        ps_, _, pmed = _group_median(p_s[timed].astype(np.int64), p_dint[timed])
         off_ms[ps_] = pmed
+    by_result = np.bincount(p_s[p_orphan], minlength=n_s)[:n_s] if n_s else np.zeros(0, np.int64)
     how_bits = np.zeros(n_s, np.int64)
     if len(p_s):
         np.bitwise_or.at(how_bits, p_s, (1 << p_how.astype(np.int64)))
@@ -1398,7 +1460,9 @@ def join_sessions(
     # (where both sides logged them): the id decides, but the transcript or the log was changed
     on_id = p_how == HOW_META
     m_si_, m_ci_ = p_si[on_id], p_ci[on_id]
-    other_tool = (tool_c[m_ci_] >= 0) & (tool_s[m_si_] != tool_c[m_ci_])
+    # (a result standing in for its missing call names no tool or arguments to contradict, unless
+    # its client wrote the tool's name on the result too)
+    other_tool = (tool_c[m_ci_] >= 0) & (tool_s[m_si_] >= 0) & (tool_s[m_si_] != tool_c[m_ci_])
     other_args = ~s_noargs[m_si_] & ~c_noargs[m_ci_] & (k_s[m_si_] != k_c[m_ci_])
     id_mismatches = np.bincount(p_s[on_id][other_tool | other_args], minlength=n_s)[:n_s]
     # calls that logged a client tool-use id no loaded step has: whose transcript is not here
@@ -1447,6 +1511,7 @@ def join_sessions(
         "id_conflicts": int_na(id_conflicts, has_t),
         "id_mismatches": int_na(id_mismatches, has_t),
         "unknown_ids": int_na(unknown_ids, np.ones(n_s, bool)),
+        "by_result_id": int_na(by_result, has_t),
         "continues": np.where(continues >= 0, s_names[np.maximum(continues, 0)] if n_s else None, None),
     })
     if len(sessions):
@@ -1457,7 +1522,7 @@ def join_sessions(
     else:
         all_t = sorted({str(t) for t in _codes(_objects(steps["transcript_id"]), sort=True, runs=True)[1]
                         if not pd.isna(t) and t not in parents})
-    offset_all = float(np.median(p_delta)) if len(p_delta) else None
+    offset_all = float(np.median(p_delta[~p_orphan])) if (~p_orphan).any() else None
     unclaimed_rows = np.flatnonzero(~claimed_call)
     if c_rank is not None and len(unclaimed_rows):
         unclaimed_rows = unclaimed_rows[_stable_order(c_rank[unclaimed_rows])]
@@ -1723,12 +1788,15 @@ FAR_PAIR_MS = 5000.0
 
 def far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame | None,
               far_ms: float = FAR_PAIR_MS) -> pd.DataFrame:
-    """The agreeing pairs (``JoinResult.pairs`` rows) whose ``delta_ms`` lies more than
+    """The agreeing pairs (``JoinResult.pairs`` rows; of tool calls: a result standing in for
+    its missing call was written when the call ended) whose ``delta_ms`` lies more than
     ``far_ms`` (ms) from their door session's ``offset_ms`` (``JoinResult.sessions``), with
     ``off_by`` (float64 ms: ``delta_ms`` − the session's offset), by session and call seq; empty
     when there are none."""
     if pairs is None or not len(pairs) or sessions is None or "offset_ms" not in sessions.columns:
         return pd.DataFrame(columns=[*(pairs.columns if pairs is not None else ()), "off_by"])
+    if "step_kind" in pairs.columns:  # (a result's time is when its call ended: no clock reading)
+        pairs = pairs[(pairs["step_kind"] != "tool_result").fillna(True).to_numpy(bool)]
     off = sessions.set_index("door_session")["offset_ms"].astype("float64")
     p = pairs.assign(off_by=pairs["delta_ms"].astype("float64") - pairs["door_session"].map(off).astype("float64"))
     return p[p["off_by"].abs() > far_ms].sort_values(["door_session", "call_seq"])
