@@ -698,6 +698,12 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
         how = f"only a few calls share {'tool and time' if tool_time_only else 'tool, arguments and time'}{within}"
     s = (f"Door session {ds}: {level} — matched to transcript {tid}; {agreed} of {_count(calls, 'call')} "
          f"({_pct(share)}) agree ({how})")
+    br = row.get("by_result_id")
+    n_br = 0 if _isna(br) else int(br)
+    if n_br:
+        s += (f" — {_count(n_br, 'door call')} of them by the tool-use id of a tool result whose tool call's own "
+              "line is missing from the transcript (damaged, cut or dropped: the conversation shows where), so "
+              "the door's record is all that says what was called")
     if margin_f > 0:
         s += (f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer "
               f"step{'' if margin_f == 1 else 's'}")
@@ -859,6 +865,9 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
         ("id_conflicts", "ids contradicting", "num"), ("id_mismatches", "ids naming other calls", "num"),
         ("unknown_ids", "ids no transcript has", "num"),
     ]
+    if "by_result_id" in sessions.columns and sessions["by_result_id"].fillna(0).astype(int).any():
+        # (only where some tool call's own line is missing: a result's id claims its door call)
+        evidence.insert(2, ("by_result_id", "claimed by a result's id", "num"))
     win = f" (window {window_s:g} s)" if window_s else ""
     n_s = len(sessions)
     n_m = int((sessions["status"] == "matched").sum())
@@ -1048,7 +1057,15 @@ def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd
     if steps is not None and len(steps) and "result_text" in steps.columns:
         st = steps.loc[steps["kind"] == "tool_call", ["transcript_id", "seq", "result_text", "is_error"]].rename(
             columns={"transcript_id": "step_transcript", "seq": "step_seq", "result_text": "step_result"})
-        m = m.merge(st, on=["step_transcript", "step_seq"], how="left")
+        if "step_kind" in pairs.columns and (pairs["step_kind"] == "tool_result").any():
+            # a result standing in for its missing tool call (the join's pairs.step_kind): its own text
+            rs = steps.loc[steps["kind"] == "tool_result", ["transcript_id", "seq", "text", "is_error"]].rename(
+                columns={"transcript_id": "step_transcript", "seq": "step_seq", "text": "step_result"})
+            is_res = (pairs["step_kind"] == "tool_result").fillna(False).to_numpy(bool)
+            m = pd.concat([m[~is_res].merge(st, on=["step_transcript", "step_seq"], how="left"),
+                           m[is_res].merge(rs, on=["step_transcript", "step_seq"], how="left")])
+        else:
+            m = m.merge(st, on=["step_transcript", "step_seq"], how="left")
     return m
 
 
@@ -1208,7 +1225,11 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
         for c in conv.to_dict("records"):
             lane = c["lane"]
             who.append(_who(_WHO.get(lane, lane), c["agent_id"]))
-            if lane == "tool call":
+            if lane == "tool call" and c.get("call_missing"):  # only its result remains
+                what.append(_missing_call_text(c, steps, quarantine))
+                res = _result_of(steps, c["transcript_id"], c["step_seq"])
+                got.append(result_cell(*res) if res is not None else "—")
+            elif lane == "tool call":
                 key = (str(c["transcript_id"]), int(c["step_seq"])) if not _isna(c["step_seq"]) else None
                 res = results.get(key) if results is not None and key is not None else None
                 args = c["text"] if res is None or _isna(res[2]) else res[2]  # the whole arguments
@@ -1265,6 +1286,56 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
               '<a href="#offset">clock offset</a> (each session has its own: agents on different machines run on '
               "different clocks).</p>")
     return _section("The conversation, in order", intro + "".join(parts), anchor="conversation")
+
+
+def _result_of(steps: pd.DataFrame, transcript_id: Any, seq: Any) -> tuple | None:
+    """(text, is_error) of the ``tool_result`` step ``seq`` of ``transcript_id``, or None."""
+    if _isna(transcript_id) or _isna(seq):
+        return None
+    r = steps[(steps["transcript_id"] == transcript_id) & (steps["seq"] == int(seq)) & (steps["kind"] == "tool_result")]
+    return (r["text"].iloc[0], r["is_error"].iloc[0]) if len(r) else None
+
+
+def missing_call_where(steps: pd.DataFrame, transcript_id: Any, seq: Any,
+                       quarantine: pd.DataFrame | None) -> tuple[str, list[int]] | None:
+    """Where the tool call of the ``tool_result`` step ``seq`` of ``transcript_id`` stood, when its
+    own line is missing: ``(file, line numbers)`` of the lines ``quarantine`` set aside in the
+    result's file after the last line a step of the transcript was read from and before the
+    result's line (the call's line comes before its result's: one of them held it); None when
+    no line there was set aside (the file was cut before the call, or a resumed copy dropped
+    it), or the result's file and line are not known."""
+    if quarantine is None or not len(quarantine) or _isna(transcript_id) or _isna(seq):
+        return None
+    mine = steps[steps["transcript_id"] == transcript_id]
+    r = mine[(mine["seq"] == int(seq)) & (mine["kind"] == "tool_result")]
+    if not len(r) or _isna(r["source_file"].iloc[0]) or _isna(r["line_no"].iloc[0]):
+        return None
+    f, ln = str(r["source_file"].iloc[0]), int(r["line_no"].iloc[0])
+    before = mine.loc[(mine["source_file"] == f) & (mine["line_no"] < ln), "line_no"].dropna()
+    after = int(before.max()) if len(before) else 0
+    q = quarantine[(quarantine["source_file"].astype(str) == f) & quarantine["line_no"].notna()]
+    lines = sorted(int(x) for x in q["line_no"] if after < int(x) < ln)
+    return (f, lines) if lines else None
+
+
+def _missing_call_text(c: Mapping, steps: pd.DataFrame, quarantine: pd.DataFrame | None) -> str:
+    """The "what" cell of a conversation row whose tool call's own line is missing (only its
+    result remains: ``call_missing``): the call as the door logged it, where the result's
+    tool-use id names a door call, and where the call's line is (:func:`missing_call_where`); the
+    row's ``reach`` (the door column) says which door call, if any, logged the id otherwise."""
+    at = missing_call_where(steps, c["transcript_id"], c["step_seq"], quarantine)
+    if at is not None:
+        name = Path(at[0]).name
+        where = ("the tool call's line is damaged: " + ", ".join(f"{name}:{n}" for n in at[1])
+                 + (" (one of these lines, set aside: see Quarantine)" if len(at[1]) > 1 else " (set aside: see Quarantine)"))
+    else:
+        where = ("the tool call's line is missing from the transcript (no line before its result was set aside: the "
+                 "file was cut before it, or a resumed copy dropped it)")
+    if not _isna(c.get("call_row")):
+        return (f"{c['tool'] or ''} {c['text'] or ''}".strip()
+                + f" — as the door logged it: {where}; its result's tool-use id names this door call")
+    tool = "" if _isna(c.get("tool")) else f"{c['tool']} "
+    return f"{tool}(a tool call only its result shows) — {where}"
 
 
 def _with_set_aside(conv: pd.DataFrame, steps: pd.DataFrame, transcript_id: Any,

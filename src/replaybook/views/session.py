@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .._text import SHOW_INVISIBLE
+from ..join import orphan_results
 from ..replay import Preview, ReplayPlan, ReplayStep, preview
 from .charts import _tips
 
@@ -293,6 +294,8 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     conversation, ``sessions.continues``),
     ``object``, ``decision``, ``rule``, ``rows``,
     ``bytes``, ``status`` — ``prompt``, ``request``, ``reached`` (a door call agrees),
+    ``call line missing`` (a tool result whose call's own line is missing, whose tool-use id no
+    door call of the session logged),
     ``refused`` (it agrees and the door refused it), ``door never saw`` (a door-bound call
     with no door call: ``join.unmatched_steps``), ``not through the door`` (built-in or other
     server's tool), ``unclaimed`` (a door call no step claims: ``join.unclaimed_calls``) —
@@ -300,7 +303,11 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     ``transcript_id`` (the step's transcript: the session's, or a sub-agent's; ``None`` for an
     unclaimed door call), ``agent_id`` (a sub-agent's step: its agent id; else ``None``; the
     step's transcript may also be a sub-agent's own file), ``result`` (what a tool call got back, as the transcript recorded it,
-    one line of at most 400 characters; ``None`` for other rows).
+    one line of at most 400 characters; ``None`` for other rows), ``call_missing`` (True on the row
+    of a tool result whose tool call's own line is missing from the transcript — damaged and set
+    aside, a file cut before it, a resumed copy that dropped it —
+    :func:`replaybook.join.orphan_results`: ``kind`` ``tool_result``, ``step_seq`` the result's;
+    where the join paired its tool-use id with a door call, ``tool`` and ``text`` are the door's).
 
     Returns ``None`` when the session has no matched transcript.
     """
@@ -310,7 +317,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     # the conversation: the transcript and its sub-agents' (their calls share the door session)
     members = join.transcripts_of(tid) if hasattr(join, "transcripts_of") else [tid]
     rank = {t: i for i, t in enumerate(members)}
-    st = steps[steps["transcript_id"].astype("string").isin(members) & steps["kind"].isin(list(_LANE_OF_KIND))]
+    mine = steps[steps["transcript_id"].astype("string").isin(members)]
+    # with each tool result whose tool call's own line is missing: it stands for its call
+    st = mine[mine["kind"].isin(list(_LANE_OF_KIND)).to_numpy(bool) | orphan_results(mine)]
     st = st.assign(member=st["transcript_id"].map(rank)).sort_values(["member", "seq"], kind="stable")
     # the door sessions of this conversation: the one assigned, and those that continue it
     # (sessions.continues: a door that restarted, a resumed conversation)
@@ -333,12 +342,15 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     for r in st.itertuples(index=False):
         seq = int(r.seq)
         key = (str(r.transcript_id), seq)
-        lane = _LANE_OF_KIND[str(r.kind)]
+        lane = _LANE_OF_KIND.get(str(r.kind), "tool call")  # (a tool result standing in for its call)
         row = {"ts": r.ts, "lane": lane, "kind": str(r.kind), "step_seq": seq, "tool": None, "text": None,
                "call_seq": None, "call_row": None, "call_session": None, "object": None, "decision": None, "rule": None, "rows": None,
                "bytes": None, "status": None, "reach": None, "transcript_id": str(r.transcript_id),
-               "agent_id": None if _na(r.agent_id) else str(r.agent_id), "result": None, "_m": r.member}
-        if lane == "user":
+               "agent_id": None if _na(r.agent_id) else str(r.agent_id), "result": None, "call_missing": False,
+               "_m": r.member}
+        if str(r.kind) == "tool_result":
+            _result_only_row(row, r, call_of_step.get(key), by_row, door_session, calls)
+        elif lane == "user":
             row.update(status="prompt", text=_short(r.text, 400))
             row["label"] = "user: " + _short(r.text)
         elif lane == "model":
@@ -391,9 +403,10 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                          "label": (f"door #{_int(c.seq)}" if str(c.door_session) == str(door_session)
                                    else f"door session {c.door_session} #{_int(c.seq)}")
                          + f" {c.tool}: {reach}  (no transcript step claims it)",
-                         "transcript_id": None, "agent_id": None, "result": None, "_m": None})
+                         "transcript_id": None, "agent_id": None, "result": None, "call_missing": False, "_m": None})
     cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "call_row", "call_session", "object",
-            "decision", "rule", "rows", "bytes", "status", "reach", "label", "transcript_id", "agent_id", "result", "_m"]
+            "decision", "rule", "rows", "bytes", "status", "reach", "label", "transcript_id", "agent_id", "result",
+            "call_missing", "_m"]
     out = pd.DataFrame(rows, columns=cols)
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
     # time order, then transcript order (the parent's, then each sub-agent's); an unclaimed door
@@ -405,6 +418,39 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
         out[col] = out[col].astype("Int64")
     out.insert(0, "order", range(len(out)))
     return out.reset_index(drop=True)
+
+
+def _result_only_row(row: dict, r, crow: int | None, by_row: dict, door_session: str,
+                     calls: pd.DataFrame) -> None:
+    """Fill ``row`` (a :func:`conversation` row) for a tool result whose tool call's own line is
+    missing from the transcript (:func:`replaybook.join.orphan_results`): the call is the door's
+    record, where the join paired the result's tool-use id with a door call of the conversation
+    (``crow``, its row); else the transcript alone says a call was made, not what it was, and
+    ``reach`` names the door calls of other sessions that logged its id, if any."""
+    row.update(call_missing=True, result=_short(r.text, 400) or None)
+    if crow is not None and crow in by_row:
+        c = by_row[crow]
+        cseq = _int(c.seq)
+        refused = str(c.decision) != "allow"
+        row.update(tool=None if _na(c.tool) else str(c.tool), text=_short(c.args_key, 60),
+                   call_seq=cseq, call_row=crow, call_session=str(c.door_session),
+                   object=None if _na(c.object) else str(c.object), decision=str(c.decision),
+                   rule=None if _na(c.rule) else str(c.rule), rows=_int(c.rows), bytes=_int(c.bytes),
+                   status="refused" if refused else "reached", reach=_reach(c))
+        where = "door" if str(c.door_session) == str(door_session) else f"door session {c.door_session}"
+        row["label"] = (f"{row['tool'] or ''} {row['text'] or ''}".strip() + f"  →  {where} #{cseq}: {row['reach']}"
+                        "  (the tool call's own line is missing from the transcript; its result's tool-use id "
+                        "names this door call)")
+        return
+    tool = r.tool if not _na(r.tool) else r.tool_raw
+    other = calls[(calls["meta_call_id"] == r.call_id).fillna(False).to_numpy(bool)] if not _na(r.call_id) else calls.iloc[:0]
+    reach = ("no door call logged its tool-use id" if not len(other) else
+             "its tool-use id was logged by " + ", ".join(
+                 f"door session {c.door_session} #{_int(c.seq)}" for c in other.head(3).itertuples(index=False))
+             + ", a door session not assigned to this transcript")
+    row.update(tool=None if _na(tool) else str(tool), status="call line missing", reach=reach)
+    row["label"] = (f"{'' if _na(tool) else tool} (a tool call whose own line is missing from the transcript; "
+                    f"only its result remains: {reach})").strip()
 
 
 def _session_offset_ms(join, door_session: str) -> float:
@@ -582,8 +628,9 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
     """The conversation as a sequence chart: one row per event, top to bottom.
 
     Lanes (x): user, model, tool call, door.  A tool call the door decided is drawn in the
-    tool-call lane joined to the door lane (green when allowed, red cross when refused); a
-    tool call the door never saw is a hollow grey circle with no door mark; a door call no
+    tool-call lane joined to the door lane (green when allowed, red cross when refused; so is a
+    tool result whose call's own line is missing, where its id names a door call, and brown
+    where none does); a tool call the door never saw is a hollow grey circle with no door mark; a door call no
     step claims is an orange square in the door lane only.  The label on each row says what
     the door call reached (object, decision, rule, rows, bytes).  Clicking a door mark selects
     it (point selection ``pick`` over ``call_seq`` and ``call_row``).
@@ -602,13 +649,15 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
                 "object": None if _na(r.object) else visible(r.object), "decision": r.decision, "rule": r.rule,
                 "rows": None if _na(r.rows) else int(r.rows), "bytes": None if _na(r.bytes) else int(r.bytes),
                 "result": None if _na(getattr(r, "result", None)) else visible(r.result)}
-        base["ink"] = {"refused": "#d62728", "door never saw": "#b35900", "unclaimed": "#b35900"}.get(r.status, "#222222")
+        base["ink"] = {"refused": "#d62728", "door never saw": "#b35900", "unclaimed": "#b35900",
+                       "call line missing": "#b35900"}.get(r.status, "#222222")
         recs.append({**base, "mark": "event", "x": x_of[r.lane]})
         if r.lane == "tool call" and r.status in ("reached", "refused"):
             recs.append({**base, "mark": "door", "x": x_of["door"]})
     data = pd.DataFrame(recs)
     status_colors = {"prompt": "#9467bd", "request": "#7f7f7f", "reached": "#2ca02c", "refused": "#d62728",
-                     "door never saw": "#aaaaaa", "not through the door": "#1f77b4", "unclaimed": "#ff7f0e"}
+                     "door never saw": "#aaaaaa", "not through the door": "#1f77b4", "unclaimed": "#ff7f0e",
+                     "call line missing": "#8c564b"}
     color = alt.Color("status:N", title="what happened",
                       scale=alt.Scale(domain=list(status_colors), range=list(status_colors.values())))
     y = alt.Y("order:O", axis=None)
