@@ -147,8 +147,9 @@ def test_the_conversation_shows_the_call_with_what_the_agent_got_back_and_where_
     assert re.search(r"payroll/2026-10\.csv allow .*? 4 employee,salary J\. Doe,91000", d)
     sentence = S.confidence_sentence(res.sessions.iloc[0].to_dict())
     assert "3 of 3 calls (100%) agree" in sentence
-    assert ("1 door call of them by the tool-use id of a tool result whose tool call's own line is missing from "
-            "the transcript") in sentence
+    assert ("agree (the door logged the client's own tool-use ids, and they match the transcript's); 1 of them is "
+            "claimed by the tool-use id of a tool result whose tool call's own line is missing from the transcript "
+            "(damaged, cut or dropped: the conversation shows where)") in sentence
     assert "claimed by a result's id by_ result_ id" in text_of(S.join_summary(res.sessions))
 
 

@@ -701,9 +701,9 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     br = row.get("by_result_id")
     n_br = 0 if _isna(br) else int(br)
     if n_br:
-        s += (f" — {_count(n_br, 'door call')} of them by the tool-use id of a tool result whose tool call's own "
-              "line is missing from the transcript (damaged, cut or dropped: the conversation shows where), so "
-              "the door's record is all that says what was called")
+        s += (f"; {n_br:,} of them {'is' if n_br == 1 else 'are'} claimed by the tool-use id of a tool result "
+              "whose tool call's own line is missing from the transcript (damaged, cut or dropped: the "
+              "conversation shows where), so the door's record is all that says what was called")
     if margin_f > 0:
         s += (f"; without this link the best assignment would agree on {_fmt_num(margin_f, '{:g}')} fewer "
               f"step{'' if margin_f == 1 else 's'}")
