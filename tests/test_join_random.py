@@ -548,3 +548,20 @@ def test_rows_of_other_kinds_change_nothing_even_when_they_carry_a_matching_call
         pd.testing.assert_frame_equal(a.scores, b.scores)
         pd.testing.assert_frame_equal(a.sessions, b.sessions)
         pd.testing.assert_frame_equal(a.pairs, b.pairs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_orphan_results_match_a_plain_set_lookup(seed):
+    """Results near their call, far from it, before it, without an id, twice; calls without an id;
+    more candidates than the short path compares one by one."""
+    rng = np.random.default_rng(500 + seed)
+    for n in (5, 40, 400):
+        kinds = rng.choice(["tool_call", "tool_result", "user_prompt"], n, p=[0.45, 0.45, 0.1])
+        ids = [None if rng.random() < 0.1 else f"toolu_{int(rng.integers(0, n // 2 + 1))}" for _ in range(n)]
+        tids = [None if rng.random() < 0.05 else f"t{int(rng.integers(0, 3))}" for _ in range(n)]
+        steps = STEPS.build([dict(transcript_id=t, seq=i, kind=k, call_id=c)
+                             for i, (k, c, t) in enumerate(zip(kinds, ids, tids))])
+        called = {c for k, c in zip(kinds, ids) if k == "tool_call" and c is not None}
+        want = [k == "tool_result" and c is not None and t is not None and c not in called
+                for k, c, t in zip(kinds, ids, tids)]
+        assert J.orphan_results(steps).tolist() == want

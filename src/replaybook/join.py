@@ -885,12 +885,36 @@ def orphan_results(steps: pd.DataFrame, *, kinds: np.ndarray | None = None,
     if is_call is None:
         is_call = _equals(kinds, "tool_call")
     cid = _objects(steps["call_id"])
+    call_rows = is_call & ~_isna_str(steps["call_id"])
     r = np.flatnonzero(out)
-    called = pd.Index(cid[is_call & ~_isna_str(steps["call_id"])])
-    have = called.get_indexer_for(cid[r]) >= 0 if called.is_unique else pd.Series(cid[r]).isin(called).to_numpy(bool)
+    # most results follow their call within a few lines of the same file: compare those first
+    # (object ==, no hashing), and look the few others up among every tool call
+    have = np.zeros(len(r), bool)
+    rid = cid[r]
+    for k in range(1, _NEAR_CALL + 1):
+        j = r - k
+        ok = (j >= 0) & ~have
+        ok[ok] &= call_rows[j[ok]]
+        if not ok.any():
+            continue
+        have[ok] = np.equal(cid[j[ok]], rid[ok]).astype(bool, copy=False)
+        if have.all():
+            break
+    if not have.all():
+        rest = np.flatnonzero(~have)
+        called = cid[call_rows]
+        if len(rest) <= _NEAR_CALL:
+            for i in rest.tolist():
+                have[i] = bool(np.equal(called, rid[i]).astype(bool, copy=False).any())
+        else:
+            have[rest] = pd.Series(rid[rest], dtype=object).isin(pd.Index(called, dtype=object)).to_numpy(bool)
     out = np.zeros(n, bool)
     out[r[~have]] = True
     return out
+
+
+#: how many lines before a tool result :func:`orphan_results` compares directly with its id
+_NEAR_CALL = 8
 
 
 def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
