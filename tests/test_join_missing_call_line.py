@@ -151,6 +151,9 @@ def test_the_conversation_shows_the_call_with_what_the_agent_got_back_and_where_
             "claimed by the tool-use id of a tool result whose tool call's own line is missing from the transcript "
             "(damaged, cut or dropped: the conversation shows where)") in sentence
     assert "claimed by a result's id by_ result_ id" in text_of(S.join_summary(res.sessions))
+    assert ("Spread over 2 pairs: min 300 ms, median 300 ms, max 300 ms (not counted: 1 tool result standing in "
+            "for its missing tool call, written when the call ended).") in text_of(
+        S.clock_offset(res.offset_ms, res.sessions, res.pairs))
 
 
 def test_without_the_damaged_line_set_aside_the_conversation_says_the_line_is_missing(tmp_path):

@@ -954,10 +954,17 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
             f"a call takes to travel from the client to the door, so a small positive value is expected; "
             f"times in this report are shown as each side logged them, not corrected.</p>")
     if pairs is not None and len(pairs):
-        d = pairs["delta_ms"].dropna()
+        # (the tool calls' pairs: a result standing in for its missing call was written when it ended)
+        timed = ((pairs["step_kind"] != "tool_result").fillna(True).to_numpy(bool) if "step_kind" in pairs.columns
+                 else np.ones(len(pairs), bool))
+        d = pairs.loc[timed, "delta_ms"].dropna()
+        n_res = int((~timed).sum())
         if len(d):
             body += (f'<p class="rb-note">Spread over {len(d):,} pairs: min {d.min():,.0f} ms, '
-                     f"median {d.median():,.0f} ms, max {d.max():,.0f} ms.</p>")
+                     f"median {d.median():,.0f} ms, max {d.max():,.0f} ms"
+                     + (f" (not counted: {_count(n_res, 'tool result')} standing in for "
+                        f"{'its' if n_res == 1 else 'their'} missing tool call, written when the call ended)"
+                        if n_res else "") + ".</p>")
     if sessions is not None and len(sessions):
         own = sessions["offset_ms"].dropna() if "offset_ms" in sessions.columns else pd.Series(dtype="float64")
         if len(own) > 1 and float(own.max() - own.min()) > FAR_PAIR_MS:
