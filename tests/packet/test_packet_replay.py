@@ -582,3 +582,63 @@ def test_a_password_a_log_holds_in_plain_text_is_never_shown(repo: Path, tmp_pat
     steps = packet_summary(log, repo / "b.md")["steps"]
     assert steps["cmd"].tolist() == ["echo sshpass -p [REDACTED:password_flag] ssh web1",
                                      "true curl -u bob:[REDACTED:password_flag] https://y"]
+
+
+_STAMP = f"{PY} -c 'import time; print(time.time_ns())' > stamp.txt"  # other content on every run
+
+
+def test_a_file_a_recorded_step_wrote_is_the_replays_own_in_the_head_check(repo: Path, monkeypatch):
+    """`pytest -q | tee pytest.log` leaves an untracked log whose timings change run to run."""
+    rec(repo, _STAMP)
+    rec(repo, "true")
+    log = repo / "session.jsonl"
+    v = replay(log, repo=repo, require_head=True)
+    assert v.verdict == "PASS" and v.warnings == [] and v.problems == [], v.to_dict()
+    assert v.steps[1].notes == [
+        "step 2 was recorded with 1 uncommitted change(s), and the replay holds as many, written by recorded steps "
+        "(stamp.txt): their content is the replay's own and may differ from the recording's (output that changes "
+        "run to run, such as timings in a log)"]
+    assert v.head["matches"] is True and v.head["produced"] == ["stamp.txt"] and v.head["own"] == ["stamp.txt"]
+    monkeypatch.chdir(repo)
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--require-head", "--head-ignore", "PR_BODY.md"])
+    assert res.exit_code == 0 and res.output.splitlines()[-1] == "VERDICT: PASS", res.output
+
+
+def test_the_head_check_compares_committed_files_with_what_recorded_steps_wrote(repo: Path):
+    rec(repo, _STAMP)
+    rec(repo, "true")
+    log = repo / "session.jsonl"
+    git(repo, "add", "stamp.txt")  # the file as recorded, committed after the last step
+    git(repo, "commit", "-q", "-m", "the stamp")
+    v = replay(log, repo=repo, require_head=True)
+    assert v.verdict == "PASS" and v.head["differing"] == [] and v.head["own"] == [], v.to_dict()
+    (repo / "stamp.txt").write_text("edited after the last step\n")  # an untracked file's other content
+    git(repo, "commit", "-q", "-am", "another stamp")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    v = replay(log, repo=repo, require_head=True)
+    assert v.verdict == "DIVERGED" and v.problems == [
+        f"the PR head HEAD ({head[:12]}) is not the last recorded state: 1 file(s) differ: stamp.txt"]
+    v = replay(log, repo=repo, require_head=True, head_ignore=["stamp.txt"])
+    assert v.verdict == "PASS" and v.head["ignored"] == ["stamp.txt"], v.to_dict()
+    write_check(repo, extra=" or True")  # a commit after the last step is still named
+    git(repo, "commit", "-q", "-am", "later commit")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    v = replay(log, repo=repo, require_head=True, head_ignore=["stamp.txt"])
+    assert v.verdict == "DIVERGED" and v.problems == [
+        f"the PR head HEAD ({head[:12]}) is not the last recorded state: 1 file(s) differ: check.py"]
+
+
+def test_a_file_changed_outside_recorded_commands_beside_one_a_step_wrote_still_diverges(repo: Path):
+    rec(repo, _STAMP)
+    write_check(repo, extra="  # a hand edit, not a recorded command")
+    rec(repo, "true")
+    log = repo / "session.jsonl"
+    v = replay(log, repo=repo, require_head=True, head_ignore=["stamp.txt"])
+    assert v.steps[1].notes == ["step 2 was recorded with 2 uncommitted change(s) that the replay does not hold "
+                                "(files changed outside recorded commands?); commit between steps"]
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert v.verdict == "DIVERGED" and v.problems == [
+        f"the PR head HEAD ({head[:12]}) is not the last recorded state: the files cannot be listed (the last "
+        f"recorded state was not reproduced), but their digests differ; --head-ignore applies only to files that "
+        f"can be listed"]
+

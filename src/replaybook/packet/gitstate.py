@@ -44,6 +44,7 @@ __all__ = [
     "tree_state",
     "commit_state",
     "differing_paths",
+    "entries_state",
     "temporary_worktree",
     "checkout",
     "clean_git_env",
@@ -259,6 +260,14 @@ def commit_state(repo: str | os.PathLike, commit: str, excludes: Iterable[str] =
         mode, _kind, sha = meta.decode().split(" ")
         entries[path_b.decode("utf-8", "surrogateescape")] = (mode, sha)
     digest, kept = _digest(entries, _excludes(excludes), entries)  # every file of a commit is tracked
+    return TreeState(digest, (), kept)
+
+
+def entries_state(entries: Mapping[str, tuple[str, str]]) -> TreeState:
+    """The :class:`TreeState` of exactly these ``{path: (mode, blob id)}`` entries (taken from
+    another state's ``entries``, so already without excluded paths), e.g. a state with some files
+    swapped for another state's.  ``changed`` is empty."""
+    digest, kept = _digest(entries, (), entries)  # nothing left to leave out
     return TreeState(digest, (), kept)
 
 

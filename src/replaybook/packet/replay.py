@@ -49,7 +49,7 @@ from typing import Callable, Mapping, Sequence
 from .capture import SHELLS, run_merged
 from .errors import PacketError, PacketLogError, RulesError
 from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commit_exists, commit_state,
-                       differing_paths, repo_root, resolve_commit, temporary_worktree, tree_state)
+                       differing_paths, entries_state, repo_root, resolve_commit, temporary_worktree, tree_state)
 from .log import LogStep, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
 from .record import excluded_paths
@@ -132,14 +132,16 @@ class PacketVerdict:
         commit: the commit the worktree started at.
         checkout: the ref asked for with ``checkout``, if any.
         warnings: whole-replay warnings (``--allow-dirty``, a different ref's files …).
-        problems: why the packet does not PASS although no step differs (e.g. the PR head is
-            not the last recorded state and ``require_head`` was asked); each makes the verdict
-            ``DIVERGED`` and is in the headline.
+        problems: why the packet does not PASS although no step differs (the log's chain is
+            broken, a stored output was edited, or the PR head is not the last recorded state and
+            ``require_head`` was asked); each makes the verdict ``DIVERGED`` and is in the headline.
         head: the comparison of the last recorded state with the PR head (see :func:`replay`):
-            ``{"ref", "commit", "seq", "matches", "differing", "ignored", "produced"}`` —
+            ``{"ref", "commit", "seq", "matches", "differing", "ignored", "produced", "own"}`` —
             ``differing`` is the sorted paths that differ (``None`` when they cannot be listed),
             ``ignored`` those of them left out with ``head_ignore``, ``produced`` files earlier
-            steps made that no commit holds (not differences); ``None`` when no comparison was made.
+            steps made that no commit holds (not differences), ``own`` the files recorded steps
+            wrote whose replayed content stood for the recorded one (it differed, see
+            :func:`_own_changes`); ``None`` when no comparison was made.
         rules, rules_origin: the project normalization rules in force at the start
             (``{"name", "pattern", "replace", "matches_anything"}`` each) and where they come
             from (``pyproject.toml at commit <sha12>``); empty / ``None`` without project rules.
@@ -498,17 +500,22 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             if on_start:
                 on_start(verdict)
             prev_commit = first.get("commit")
-            last_state = None
-            in_step = first.get("tree") is None or state.digest == first.get("tree")
+            last_state = last_own = None
+            # a replay that starts on the recorded files makes every uncommitted change it holds itself
+            clean_start = first.get("tree") is not None and state.digest == first.get("tree")
+            kind = "same" if first.get("tree") is None or state.digest == first.get("tree") else "drift"
             for i, s in enumerate(steps):
                 res, before, rules = _replay_step(s, i, wt, commands[s.seq], prev_commit, checkout is None,
                                                   rules, rules_at, redactor, env, timeout, outputs, state)
-                if i > 0 and before is not None and s.get("tree"):
+                own = None
+                if before is not None and s.get("tree"):
                     matched = before.digest == s.get("tree")
-                    if in_step and not matched:  # said once, where the replay loses step with the recording
+                    own = None if matched else _own_changes(s, before, clean_start)
+                    now = "same" if matched else ("own" if own else "drift")
+                    if i > 0 and now != "same" and now != kind:  # said where the replay loses step, once
                         res.notes.insert(1 if res.notes[:1] and res.notes[0].startswith("moved") else 0,
-                                         _drift_note(s))
-                    in_step = matched
+                                         _drift_note(s, own))
+                    kind = now
                 prev_commit = s.get("commit")
                 note, problem = _check_stored(s, outputs)
                 if note:
@@ -520,11 +527,11 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
                 verdict.steps.append(res)
                 if on_step:
                     on_step(res)
-                last_state = before
+                last_state, last_own = before, own
             verdict.problems += _other_edited_outputs(outputs, {str(s.get("out_sha")) for s in steps})
             if checkout is None:  # with --checkout every step ran on the ref itself
                 _check_head(verdict, log_path, steps[-1], last_state, prev_commit, repo_path, require_head,
-                            tuple(head_ignore))
+                            tuple(head_ignore), last_own)
     except PacketError as exc:
         return _unrunnable(log_path, str(exc), steps=verdict.steps, commit=target, checkout=checkout,
                            warnings=verdict.warnings)
@@ -532,8 +539,31 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
     return verdict
 
 
-def _drift_note(s: LogStep) -> str:
-    """The note for the first step before which the replayed files are not the recorded ones."""
+def _own_changes(s: LogStep, before: TreeState, clean_start: bool) -> tuple[str, ...] | None:
+    """The files recorded steps wrote that explain why the replayed files before step ``s``
+    (``before``) are not the recorded ones (``tree``), or ``None`` when they do not explain it.
+
+    A replay that started on the recorded files holds no uncommitted change it did not make
+    itself: each of ``before.changed`` was written by a replayed step.  Such a file is the
+    replay's own — a log a step wrote (``pytest -q | tee pytest.log``) holds other timings on
+    every run, so its blob, and the digest, differ.  The difference is taken as explained when
+    the step was recorded with as many uncommitted changes (``dirty_files``) as the replay holds;
+    a file changed outside recorded commands makes the counts differ (a hand edit of a file a step
+    also wrote cannot be told from it).
+    """
+    if not clean_start or not s.get("dirty") or not before.changed:
+        return None
+    return before.changed if s.get("dirty_files") == len(before.changed) else None
+
+
+def _drift_note(s: LogStep, own: Sequence[str] | None = None) -> str:
+    """The note for the first step before which the replayed files are not the recorded ones
+    (``own``: the files recorded steps wrote that explain it, see :func:`_own_changes`)."""
+    if own:
+        shown = ", ".join(own[:5]) + (" …" if len(own) > 5 else "")
+        return (f"step {s.seq} was recorded with {len(own)} uncommitted change(s), and the replay holds as many, "
+                f"written by recorded steps ({shown}): their content is the replay's own and may differ from "
+                f"the recording's (output that changes run to run, such as timings in a log)")
     if s.get("dirty"):
         return (f"step {s.seq} was recorded with {s.get('dirty_files')} uncommitted change(s) that the replay "
                 f"does not hold (files changed outside recorded commands?); commit between steps")
@@ -546,7 +576,8 @@ def _ignored(path: str, patterns: tuple[str, ...]) -> bool:
 
 
 def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_last: TreeState | None,
-                base: str | None, repo: Path, require: bool, ignore: tuple[str, ...]) -> None:
+                base: str | None, repo: Path, require: bool, ignore: tuple[str, ...],
+                own: Sequence[str] | None = None) -> None:
     """Compare the state the last recorded step ran on with the PR head (``HEAD``).
 
     Only for a replay of the recorded commits: with ``checkout`` every step runs on the ref.
@@ -554,10 +585,13 @@ def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_la
     The recorded commits of earlier steps do not matter: a packet records the work as it went.
     What a reviewer merges is the head, so the last recorded state must be the head's files
     (the log and its output folder aside).  The files can be listed when the replay reached
-    the recorded ``tree`` before the last step, or when the last step was recorded clean on a
-    commit.  Files earlier steps produced (in that state, but neither in ``base`` — the commit
-    the worktree sat on — nor in the head) are not differences: a replay makes them again.
-    Sets ``verdict.head``; appends a warning, and a problem when ``require``.
+    the recorded ``tree`` before the last step, when the last step was recorded clean on a
+    commit, or when the replay's files differ from the recorded ones only in files recorded
+    steps wrote (``own``, see :func:`_own_changes`): the replay's state then stands for the
+    recorded one — exactly, when putting the head's version of those files in it gives the
+    recorded digest.  Files earlier steps produced (in that state, but neither in ``base`` —
+    the commit the worktree sat on — nor in the head) are not differences: a replay makes them
+    again.  Sets ``verdict.head``; appends a warning, and a problem when ``require``.
     """
     ref = "HEAD"
     if last.get("tree") is None:
@@ -574,6 +608,15 @@ def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_la
     if recorded is None and clean_commit and commit_exists(repo, clean_commit):
         candidate = commit_state(repo, last.get("commit"), excluded)
         recorded = candidate if candidate.digest == last.get("tree") else None
+    if recorded is None and own and before_last is not None:
+        swapped = dict(before_last.entries)
+        for p in own:  # the head's version of each file the replay wrote itself, if it holds one
+            if p in head.entries:
+                swapped[p] = head.entries[p]
+            else:
+                swapped.pop(p, None)
+        candidate = entries_state(swapped)
+        recorded = candidate if candidate.digest == last.get("tree") else before_last
     differing = produced = None
     if recorded is not None:
         base_files = commit_state(repo, base, excluded).entries if base and commit_exists(repo, base) else {}
@@ -584,13 +627,15 @@ def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_la
     ignored = [p for p in differing or () if _ignored(p, ignore)]
     matches = head.digest == last.get("tree") or (differing is not None and len(ignored) == len(differing))
     verdict.head = {"ref": ref, "commit": commit, "seq": last.seq, "matches": matches,
-                    "differing": differing, "ignored": ignored, "produced": produced}
+                    "differing": differing, "ignored": ignored, "produced": produced,
+                    "own": sorted(own or ()) if recorded is not None and recorded.digest != last.get("tree") else []}
     if matches:
         return
     shown = [p for p in differing or () if p not in ignored]
     listed = (f"{len(shown)} file(s) differ: {', '.join(shown[:10])}" + (" …" if len(shown) > 10 else "")
               if differing is not None else "the files cannot be listed (the last recorded state was not "
-                                            "reproduced), but their digests differ")
+                                            "reproduced), but their digests differ"
+              + ("; --head-ignore applies only to files that can be listed" if ignore else ""))
     verdict.warnings.append(
         f"THE PR HEAD IS NOT WHAT THE PACKET TESTED: {ref} ({commit[:12]}) holds other files than the last "
         f"recorded step (seq {last.seq}, {log_path}:{last.line_no}) ran on; {listed}. The replay does not cover "
