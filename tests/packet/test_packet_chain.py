@@ -162,28 +162,36 @@ def test_the_claims_linter_fails_on_a_broken_chain_naming_the_log_line(tmp_path:
     assert summary["chain"] == "damaged" and summary["counts"]["findings"] == 2
 
 
-def test_replay_warns_about_a_broken_chain_and_the_strict_mode_fails(repo: Path, monkeypatch):
+def test_replay_fails_on_a_broken_chain_even_without_the_strict_mode(repo: Path, monkeypatch):
     rec(repo, PY, "-c", "print('one')")
     rec(repo, PY, "-c", "print('two')")
     rec(repo, PY, "-c", "print('three')")
     log = repo / "session.jsonl"
     assert replay(log, repo=repo, require_head=True, head_ignore=["session.jsonl"]).verdict == "PASS"
     lines = log_lines(log)
-    raw = log.read_text().splitlines()
-    log.write_text("\n".join(raw[:1] + raw[2:]) + "\n")  # the line of step 2 removed
-    v = replay(log, repo=repo)
-    assert v.verdict == "PASS" and v.log_chain == "damaged"
-    assert v.warnings[:2] == [
-        f"{log}:2: seq 2 missing before line 2 (step 3): its prev is not the digest of line 1, so the line(s) "
-        f"recorded between them were removed",
-        f"{log}:3: the trailer on line 3 counts 3 lines and the log holds 2: 1 line(s) were removed"]
-    v = replay(log, repo=repo, require_head=True)
-    assert v.verdict == "DIVERGED" and v.problems[:2] == [
-        f"the log's chain is broken: lines removed ({log}:2)", f"the log's chain is broken: lines removed ({log}:3)"]
-    assert v.headline.startswith(f"DIVERGED (the log's chain is broken: lines removed ({log}:2); ")
-    # an unchained log says so on the replay's first line
-    write_lines(log, lines, chain=False)
+    # step 2 removed and the steps after it renumbered, the chain recomputed by nobody
+    renumbered = [lines[0], {**lines[2], "seq": 2}]
+    raw = [json.dumps(x) for x in renumbered]
+    log.write_text("\n".join(raw) + "\n" + log.read_text().splitlines()[-1] + "\n")
+    for strict in (False, True):
+        v = replay(log, repo=repo, require_head=strict)
+        assert v.verdict == "DIVERGED" and v.log_chain == "damaged" and [s.status for s in v.steps] == ["ok", "ok"]
+        assert v.warnings == [
+            f"{log}:2: seq 2 missing before line 2 (step 2): its prev is not the digest of line 1, so the line(s) "
+            f"recorded between them were removed",
+            f"{log}:2: line 2 holds step 2, but the recorder wrote it as step 3 (the trailer on line 3 says so): the "
+            f"log was renumbered, so [seq:N] markers may name other steps than were recorded",
+            f"{log}:3: the trailer on line 3 counts 3 lines and the log holds 2: 1 line(s) were removed"]
+        assert v.problems == [f"the log's chain is broken: lines removed ({log}:2)",
+                              f"the log's chain is broken: renumbered ({log}:2)",
+                              f"the log's chain is broken: lines removed ({log}:3)"]
+        assert v.headline == f"DIVERGED ({'; '.join(v.problems)})"
     monkeypatch.chdir(repo)
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl"])
+    assert res.exit_code == 1 and res.output.splitlines()[-1].startswith(
+        "VERDICT: DIVERGED (the log's chain is broken: lines removed (session.jsonl:2); ")
+    # an unchained log (an older recorder's) passes, and says so on the replay's first line
+    write_lines(log, lines, chain=False)
     res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl"])
     assert res.exit_code == 0 and res.output.splitlines()[0].endswith(
         "in a clean worktree; the log is unchained (no digest chain: lines removed from it show only as gaps in seq)")
@@ -202,6 +210,5 @@ def test_the_recorder_warns_when_it_appends_to_a_damaged_log(repo: Path):
         f"the log's chain is broken: {log}:1: line 1 (step 2) is chained to a line before it, and there is none: "
         f"seq 1 missing: the first line(s) of the log were removed; {log}:1: the log ends at line 1 without the "
         f"recorder's trailer: the lines after it were cut off, or its last recording was interrupted (recording a "
-        f"step writes one). The step is appended, and the claims linter and replay --require-head report the "
-        f"damage",)
+        f"step writes one). The step is appended, and the claims linter and replay fail on the damage",)
     assert _kinds(log) == [("lines_removed", 1)]  # the new trailer counts what is there; the removal stays

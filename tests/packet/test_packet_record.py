@@ -70,8 +70,8 @@ def test_secrets_never_reach_the_log_or_stored_output(repo: Path, monkeypatch):
     stored = (repo / "session.outputs" / f"{r3.line['out_sha']}.txt").read_text()
     assert stored == "auth: Bearer [REDACTED:bearer] and [REDACTED:github_token]"
     # the replayer restores the secret from its own environment and hashes the same way
-    lines = (repo / "session.jsonl").read_text().splitlines()
-    (repo / "two.jsonl").write_text("\n".join(lines[:2]).replace('"session.', '"two.') + "\n")
+    lines = [json.loads(x.replace('"session.', '"two.')) for x in (repo / "session.jsonl").read_text().splitlines()]
+    write_lines(repo / "two.jsonl", lines[:2])  # its own chain: a log of the first two steps, recorded as two.jsonl
     v = replay(repo / "two.jsonl", repo=repo, env=env)
     assert v.verdict == "PASS", v.to_dict()
     env.pop("MY_API_TOKEN")

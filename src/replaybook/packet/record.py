@@ -228,7 +228,7 @@ def _log_problem(log_path: Path) -> str | None:
                 f"until that line is fixed")
     if log.chain_findings:
         return ("the log's chain is broken: " + "; ".join(log.chain_messages()) + ". The step is appended, "
-                "and the claims linter and replay --require-head report the damage")
+                "and the claims linter and replay fail on the damage")
     return None
 
 

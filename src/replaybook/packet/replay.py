@@ -7,7 +7,8 @@ worktree, and compares the exit code and ``out_sha``.  The worktree is always re
 
 Verdicts (:class:`PacketVerdict`): ``PASS`` (every step matched, exit 0), ``DIVERGED`` (k of n
 steps differ or could not be compared, or a packet-level problem such as an edited stored
-output or, with ``require_head``, a PR head that is not the last recorded state — exit 1),
+output, a chained log whose chain shows damage or, with ``require_head``, a PR head that is not
+the last recorded state — exit 1),
 ``UNRUNNABLE`` (the log is empty, malformed or inconsistent — a ``cmd`` that is not what runs,
 a clean step whose tree is not its commit's, a ``cwd`` outside the tree, an ``excluded`` path
 other than the log and its output folder —, a commit is unknown,
@@ -146,7 +147,7 @@ class PacketVerdict:
             (``{"name", "pattern", "replace", "matches_anything"}`` each) and where they come
             from (``pyproject.toml at commit <sha12>``); empty / ``None`` without project rules.
         log_chain: the log's chain (:attr:`~.log.SessionLog.chain`): ``chained``, ``unchained``
-            or ``damaged`` (its findings are warnings, and problems with ``require_head``);
+            or ``damaged`` (its findings are warnings and problems: the verdict is ``DIVERGED``);
             ``None`` when the log could not be read.
     """
 
@@ -419,8 +420,9 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             from the output.
         require_head: the strict mode: make it a failing verdict (``DIVERGED``, with the reason in
             ``problems``) when the PR head does not hold the files the last recorded step ran
-            on, when seq has gaps (lines were removed), or when the log's chain shows damage
-            (lines removed, renumbered or edited, its end cut off).  Without it all are warnings.
+            on, or when seq has gaps (lines were removed from an unchained log).  Without it both
+            are warnings.  Damage a chained log shows (lines removed, renumbered or edited, its
+            end cut off) fails the replay either way.
         head_ignore: paths (or ``fnmatch`` patterns, or folders) whose differences between the
             last recorded state and the PR head are accepted, e.g. ``PR_BODY.md`` written after
             the last step.  The log and its output folder are always left out.
@@ -458,10 +460,11 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
         return _unrunnable(log_path, str(exc), checkout=checkout)
     verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout,
                             warnings=log.chain_messages() + log.gap_warnings(), log_chain=log.chain)
-    if require_head:  # the strict mode: a log with lines removed, renumbered or cut off is not evidence
+    # a chained log with lines removed, renumbered, edited or cut off is not evidence of what ran
+    for f in log.chain_findings:
+        verdict.problems.append(f"the log's chain is broken: {f.kind.replace('_', ' ')} ({log_path}:{f.line_no})")
+    if require_head:  # the strict mode: gaps in seq of an unchained log too
         named = {f.line_no for f in log.chain_findings}
-        for f in log.chain_findings:
-            verdict.problems.append(f"the log's chain is broken: {f.kind.replace('_', ' ')} ({log_path}:{f.line_no})")
         for a, b, s in log.gaps():
             if s.line_no in named:
                 continue
