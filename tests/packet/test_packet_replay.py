@@ -642,3 +642,29 @@ def test_a_file_changed_outside_recorded_commands_beside_one_a_step_wrote_still_
         f"recorded state was not reproduced), but their digests differ; --head-ignore applies only to files that "
         f"can be listed"]
 
+
+def test_a_verdict_diverged_by_the_head_or_the_chain_is_a_failing_testcase_in_junit(repo: Path, tmp_path: Path,
+                                                                                      monkeypatch):
+    log = _fail_fix_pass_packet(repo)
+    git(repo, "rm", "-q", "feature.flag")
+    git(repo, "commit", "-q", "-m", "later commit: reverts the fix")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    monkeypatch.chdir(repo)
+    junit = tmp_path / "packet.xml"
+
+    def failing(*args: str) -> list[tuple[str, str, str]]:
+        res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", str(junit), *args])
+        suite = ET.parse(junit).getroot().find("testsuite")
+        steps = len(read_log(log).steps)
+        assert res.exit_code == 1 and suite.get("tests") == str(steps + 1) and suite.get("failures") == "1", \
+            res.output
+        return [(c.get("name"), f.get("type"), f.get("message")) for c in suite.iter("testcase")
+                for f in c.findall("failure")]
+
+    assert failing("--require-head", "--head-ignore", "PR_BODY.md") == [
+        ("replay", "DIVERGED", f"the PR head HEAD ({head[:12]}) is not the last recorded state: 1 file(s) differ: "
+                               f"feature.flag")]
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[1:]) + "\n")  # step 1 cut off: the chain shows it
+    assert failing() == [("replay", "DIVERGED", "the log's chain is broken: lines removed (session.jsonl:1); the "
+                                                "log's chain is broken: lines removed (session.jsonl:2)")]

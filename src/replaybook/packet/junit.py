@@ -5,7 +5,10 @@ the log's file name, ``name`` is ``seq N: <cmd>`` with control characters escape
 (:func:`.log.printable`), ``time`` in seconds).  A diverged step has a
 ``<failure type="DIVERGED">`` (``UNCHECKED`` for a step whose output could not be compared)
 whose text is the reasons, notes and diff; a step that matched but whose stored output was
-edited has a ``<failure type="EDITED_OUTPUT">``.  An UNRUNNABLE replay
+edited has a ``<failure type="EDITED_OUTPUT">``.  A DIVERGED replay whose verdict names problems
+its steps do not show (the PR head is not the last recorded state, the log's chain is broken, a
+stored output no step names was edited) adds a ``<testcase name="replay">`` with a ``<failure type="DIVERGED">`` listing
+them, so a report never shows no failure for a verdict that is not PASS.  An UNRUNNABLE replay
 adds a ``<testcase name="replay">`` with an ``<error type="UNRUNNABLE">``.  The format follows
 the de-facto JUnit schema read by Jenkins, GitLab and GitHub test-report actions.
 """
@@ -31,12 +34,16 @@ def _clean(text: str) -> str:
 def junit_xml(verdict: PacketVerdict) -> str:
     """The JUnit XML document (UTF-8 text, with XML declaration) for ``verdict``."""
     classname = Path(verdict.log_path).name
-    failures = sum(1 for s in verdict.steps if not s.ok or s.stored_edited)
+    # problems a step's own failure does not already show (an edited stored output does)
+    on_steps = {f"step {s.seq}'s {n}" for s in verdict.steps if s.stored_edited for n in s.notes}
+    others = [p for p in verdict.problems if p not in on_steps] if verdict.verdict == "DIVERGED" else []
+    problems = bool(others)
+    failures = sum(1 for s in verdict.steps if not s.ok or s.stored_edited) + problems
     errors = 1 if verdict.verdict == "UNRUNNABLE" else 0
     total_s = sum((s.duration_ms or 0) for s in verdict.steps) / 1000
     suites = ET.Element("testsuites")
     suite = ET.SubElement(suites, "testsuite", name="replaybook.packet",
-                          tests=str(len(verdict.steps) + errors), failures=str(failures),
+                          tests=str(len(verdict.steps) + errors + problems), failures=str(failures),
                           errors=str(errors), skipped="0", time=f"{total_s:.3f}")
     props = ET.SubElement(suite, "properties")
     for k, v in (("verdict", verdict.headline), ("commit", verdict.commit or ""),
@@ -57,6 +64,10 @@ def junit_xml(verdict: PacketVerdict) -> str:
             fail.text = _clean("\n".join(f"note: {n}" for n in s.notes))
         elif s.notes:
             ET.SubElement(case, "system-out").text = _clean("\n".join(s.notes))
+    if problems:
+        case = ET.SubElement(suite, "testcase", classname=classname, name="replay", time="0")
+        ET.SubElement(case, "failure", type="DIVERGED", message=_clean("; ".join(others))).text = \
+            _clean("\n".join(others))
     if errors:
         case = ET.SubElement(suite, "testcase", classname=classname, name="replay", time="0")
         ET.SubElement(case, "error", type="UNRUNNABLE", message=_clean(verdict.reason or "")).text = \
