@@ -177,7 +177,8 @@ def test_literal_tokens_are_named_per_step_and_a_variable_reference_replays(repo
     assert v.verdict == "UNRUNNABLE" and v.reason == "; ".join(
         f"{log}:{n}: step {n}'s command line held a literal token (secret_flag), redacted at record time; it "
         f"cannot be replayed. Re-record the step with the secret in an environment variable (for example "
-        f"--token \"$MY_TOKEN\")" for n in (1, 2))
+        f"--token \"$MY_TOKEN\")" for n in (1, 2)) + (". Every step holds such a secret: none can be replayed until "
+                                                   "the steps are recorded again that way")
     assert "environment variable" in v.reason and "set MY" not in v.reason
     log.unlink()
     r = rec(repo, 'echo --token "$MY_TOKEN"', env=env)
@@ -242,5 +243,38 @@ def test_passwords_of_known_programs_never_reach_the_log_or_stored_output(repo: 
     assert r4.line["cmd"] == "mkdir -p build/x && echo ssh -p 2222 web1" and r4.line["redacted"] == []
     # a password written on the command line cannot be replayed: the replay says to re-record it
     v = replay(repo / "session.jsonl", repo=repo)
-    assert v.verdict == "UNRUNNABLE" and f"{repo / 'session.jsonl'}:1: step 1's command line held a literal " \
-        "token (password_flag)" in v.reason
+    assert v.verdict == "UNRUNNABLE" and v.reason.startswith(
+        f"{repo / 'session.jsonl'}:1: step 1's command line held a literal password (password_flag), redacted at "
+        f"record time; it cannot be replayed. Re-record the step with the password in an environment variable: "
+        f"export SSHPASS (6 characters or more) and write `echo sshpass -p \"$SSHPASS\" ssh web1` in the step; ")
+
+
+def test_a_literal_password_of_a_known_program_gets_that_programs_advice_and_the_rest_can_replay(repo: Path):
+    rec(repo, "echo one")
+    rec(repo, "true curl -u bob:w0nderland123 https://api.example.com/x")
+    rec(repo, "PGPASSWORD=pg-s3cret true psql -h db")
+    rec(repo, "echo two")
+    log = repo / "session.jsonl"
+    v = replay(log, repo=repo)
+    assert v.verdict == "UNRUNNABLE" and v.steps == []
+    assert v.reason == (
+        f"{log}:2: step 2's command line held a literal password (password_flag), redacted at record time; it "
+        f"cannot be replayed. Re-record the step with the password in an environment variable: export "
+        f"CURL_PASSWORD (6 characters or more) and write `true curl -u \"bob:$CURL_PASSWORD\" "
+        f"https://api.example.com/x` in the step; "
+        f"{log}:3: step 3's command line held a literal password (secret_assignment), redacted at record time; it "
+        f"cannot be replayed. Re-record the step with the password in an environment variable: export PGPASSWORD "
+        f"(6 characters or more) and write `true psql -h db` in the step: psql reads it from the environment. "
+        f"The other 2 step(s) can be replayed: --skip-secret-steps replays them and marks step(s) 2, 3 not run "
+        f"(the verdict is then DIVERGED at best)")
+    v = replay(log, repo=repo, skip_secret_steps=True)
+    assert v.verdict == "DIVERGED" and v.headline == "DIVERGED (2/4 steps differ)"
+    assert [(s.status, s.exit) for s in v.steps] == [("ok", 0), ("DIVERGED", None), ("DIVERGED", None), ("ok", 0)]
+    assert v.steps[1].reasons == ["not run (--skip-secret-steps): its command held a secret that cannot be restored"]
+    assert v.steps[1].notes[0].startswith(f"{log}:2: step 2's command line held a literal password")
+    # recorded the way the advice says, the step replays
+    log.unlink()
+    env = dict(os.environ, CURL_PASSWORD="w0nderland123")
+    r = rec(repo, 'true curl -u "bob:$CURL_PASSWORD" https://api.example.com/x', env=env)
+    assert r.line["cmd"] == 'true curl -u "bob:$CURL_PASSWORD" https://api.example.com/x'
+    assert replay(log, repo=repo, env=env).verdict == "PASS"

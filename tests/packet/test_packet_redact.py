@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replaybook.packet.redact import Redactor, is_secret_name
+from replaybook.packet.redact import Redactor, is_secret_name, redact_command, secret_advice
 
 KEY_BLOCK = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
@@ -240,3 +240,26 @@ def test_command_secrets_lists_what_the_table_finds():
         ("pg-s3cret", "secret_assignment"), ("b1", "password_flag"), ("hunter22", "password_arg")]
     assert command_secrets("mkdir -p x; ssh -p 22 h") == []
     assert command_secrets("sshpass -p 'unclosed") == [("'unclosed", "password_flag")]
+
+
+@pytest.mark.parametrize("line, advice", [
+    ("sshpass -p hunter22 ssh web1",
+     'export SSHPASS (6 characters or more) and write `sshpass -p "$SSHPASS" ssh web1` in the step'),
+    ("mysql -uroot -pTr0ub4dor app",
+     'export MYSQL_PWD (6 characters or more) and write `mysql -uroot "-p$MYSQL_PWD" app` in the step'),
+    ("cd x && redis-cli -a s3cretpw ping",
+     'export REDISCLI_AUTH (6 characters or more) and write `redis-cli -a "$REDISCLI_AUTH" ping` in the step'),
+    ("openssl enc -aes256 -passin pass:s3cr3tpw -in a",
+     "export OPENSSL_PASSWORD (6 characters or more) and write `openssl enc -aes256 -passin env:OPENSSL_PASSWORD "
+     "-in a` in the step"),
+    ("git clone https://abcdefghijklmnopqrstuvwxyz@github.com/o/r",
+     'export GIT_TOKEN (6 characters or more) and write `git clone "https://$GIT_TOKEN@github.com/o/r"` in the step'),
+    ("htpasswd -b f alice wonderland42",
+     'export HTPASSWD_PASSWORD (6 characters or more) and write `htpasswd -b f alice "$HTPASSWD_PASSWORD"` in the '
+     'step'),
+])
+def test_advice_for_a_redacted_password_is_the_programs_own(line: str, advice: str):
+    redacted = redact_command(line)[0]
+    assert "[REDACTED:" in redacted and secret_advice(redacted) == [advice]
+    assert is_secret_name(advice.split()[1])  # its value is redacted from what the step prints
+    assert secret_advice(line) == [] and secret_advice("echo --token [REDACTED:secret_flag]") == []

@@ -5,7 +5,7 @@ Commands and exit codes::
     replaybook packet record [--log session.jsonl] [--store-output] -- CMD [ARGS…]
         exits with CMD's exit code; 2 when the step could not be recorded
     replaybook packet replay session.jsonl [--checkout REF] [--timeout S] [--junit FILE] [--allow-dirty]
-                                           [--require-head] [--head-ignore PATH]…
+                                           [--require-head] [--head-ignore PATH]… [--skip-secret-steps]
         0 PASS · 1 DIVERGED · 2 UNRUNNABLE or bad usage
     replaybook packet claims PR_BODY.md session.jsonl [--outputs DIR] [--format text|json]
         0 no findings · 1 findings (in the body, or damage to the log's chain) · 2 unreadable input or
@@ -118,6 +118,9 @@ def _print_step(s) -> None:
               help="Fail (DIVERGED) when the PR head holds other files than the last recorded step ran on.")
 @click.option("--head-ignore", "head_ignore", multiple=True, metavar="PATH",
               help="A path, folder or glob whose head differences are accepted, e.g. PR_BODY.md (repeatable).")
+@click.option("--skip-secret-steps", is_flag=True,
+              help="Replay the other steps when a step's command held a secret that cannot be restored; "
+                   "that step is marked not run (DIVERGED).")
 @click.option("--repo", type=click.Path(file_okay=False, exists=True), default=None,
               help="Repository holding the commits (default: the one around the current directory).")
 @click.option("--outputs", "outputs_dir", type=click.Path(file_okay=False), default=None,
@@ -125,8 +128,8 @@ def _print_step(s) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_guard("replay")
 def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str | None, allow_dirty: bool,
-               require_head: bool, head_ignore: tuple[str, ...], repo: str | None, outputs_dir: str | None,
-               fmt: str) -> None:
+               require_head: bool, head_ignore: tuple[str, ...], skip_secret_steps: bool, repo: str | None,
+               outputs_dir: str | None, fmt: str) -> None:
     """Re-run SESSION_LOG in a clean temporary worktree; print ok/DIVERGED per step and the verdict.
 
     Exit 0 PASS, 1 DIVERGED, 2 UNRUNNABLE (empty or malformed log, unknown commit, dirty record).
@@ -153,6 +156,7 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
 
     verdict = replay(log_path, repo=repo, checkout=ref, timeout=timeout, allow_dirty=allow_dirty,
                      outputs_dir=outputs_dir, require_head=require_head, head_ignore=head_ignore,
+                     skip_secret_steps=skip_secret_steps,
                      on_step=_print_step if text else None, on_start=on_start if text else None)
     if junit_path:
         write_junit(verdict, junit_path)

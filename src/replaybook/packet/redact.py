@@ -37,7 +37,8 @@ where it stands as a whole word or right after its option.
 Replay applies the same redaction (with the replayer's environment) before hashing, so a
 redacted secret hashes the same on both sides.  A command whose *line* held an environment
 secret can be restored at replay from the same variable (:meth:`Redactor.restore`); a token
-found by format or a password found by the table cannot.
+found by format or a password found by the table cannot; for the latter, :func:`secret_advice`
+says how to record the command again the program's way (its password from an environment variable).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ __all__ = [
     "EQUALS",
     "command_secrets",
     "redact_command",
+    "secret_advice",
 ]
 
 #: Environment variable names whose values are secrets (case-insensitive search).
@@ -262,6 +264,7 @@ for _e in SECRET_ARGS:
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
 _SHELL_VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _URL_TOKEN = re.compile(r"https?://([^/@:\s]{16,})@", re.I)
+_URL_PLACEHOLDER = re.compile(r"https?://(\[REDACTED:[^\]\s]+\])@", re.I)  # a token the recorder removed
 # a line worth reading as a command: it names a program of the table or one of its variables
 _TRIGGER = re.compile(r"(?<![\w.-])(?:" + "|".join(sorted(map(re.escape, {*_BY_PROGRAM, *SECRET_ENV}),
                                                        key=lambda n: (-len(n), n))) + r")(?![\w-])")
@@ -273,10 +276,18 @@ class _Found:
     value: str
     kind: str
     context: str  # what stands right before the value in its word ("-p", "--password=", "user:")
+    entry: SecretArgs | None = field(default=None, compare=False)  # the program of the table
+    words: tuple[str, ...] = field(default=(), compare=False)  # the simple command it was found in
 
 
 def _basename(word: str) -> str:
     return word.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _placeholder_value(value: str) -> bool:
+    """A value the recorder replaced by a placeholder that a replay cannot restore (a literal
+    password of a known program), for :func:`secret_advice`."""
+    return value.startswith("[REDACTED:") and not value.startswith("[REDACTED:env:")
 
 
 def _plain_value(value: str) -> bool:
@@ -315,8 +326,9 @@ def _option_value(entry: SecretArgs, word: str, nxt: str | None) -> tuple[str, s
     return None
 
 
-def _entry_secrets(entry: SecretArgs, args: list[str]) -> list[_Found]:
-    """The secrets ``entry``'s program takes among ``args`` (the words after the program)."""
+def _entry_secrets(entry: SecretArgs, args: list[str], accept=_plain_value) -> list[_Found]:
+    """The secrets ``entry``'s program takes among ``args`` (the words after the program);
+    ``accept`` says which values count (:func:`_plain_value`: a literal secret)."""
     rest = _after_sub(entry, args)
     if rest is None:
         return []
@@ -343,8 +355,8 @@ def _entry_secrets(entry: SecretArgs, args: list[str]) -> list[_Found]:
                 if not value.startswith(entry.prefix):
                     continue  # `-passin env:VAR`, `file:PATH`: where a secret is kept
                 value, context = value[len(entry.prefix):], context + entry.prefix
-            if _plain_value(value):
-                found.append(_Found(value, "password_flag", context))
+            if accept(value):
+                found.append(_Found(value, "password_flag", context, entry))
             continue
         if w.startswith("-") and w != "-":
             if not w.startswith("--"):
@@ -355,17 +367,17 @@ def _entry_secrets(entry: SecretArgs, args: list[str]) -> list[_Found]:
         i += 1
     if entry.positional and (not entry.when or entry.when in letters):
         for k in entry.positional:
-            if -len(positionals) <= k < len(positionals) and _plain_value(positionals[k]):
-                found.append(_Found(positionals[k], "password_arg", ""))
+            if -len(positionals) <= k < len(positionals) and accept(positionals[k]):
+                found.append(_Found(positionals[k], "password_arg", "", entry))
     if entry.url_tokens:
         for w in positionals:
-            m = _URL_TOKEN.match(w)
-            if m and _plain_value(m.group(1)):
-                found.append(_Found(m.group(1), "url_token", w[:m.start(1)]))
+            m = (_URL_TOKEN if accept is _plain_value else _URL_PLACEHOLDER).match(w)
+            if m and accept(m.group(1)):
+                found.append(_Found(m.group(1), "url_token", w[:m.start(1)], entry))
     return found
 
 
-def _words_secrets(words: list[str], depth: int) -> list[_Found]:
+def _words_secrets(words: list[str], depth: int, accept=_plain_value) -> list[_Found]:
     """The secrets in one simple command's words: variables of :data:`SECRET_ENV` assigned
     anywhere (``PGPASSWORD=… psql``, ``env SSHPASS=… sshpass -e``, ``export MYSQL_PWD=…``), and
     the arguments of every program of :data:`SECRET_ARGS` among the words (so ``sudo mysql -p…``
@@ -374,16 +386,18 @@ def _words_secrets(words: list[str], depth: int) -> list[_Found]:
     found: list[_Found] = []
     for i, w in enumerate(words):
         m = _ASSIGNMENT.fullmatch(w)
-        if m and m.group(1) in SECRET_ENV and _plain_value(m.group(2)):
-            found.append(_Found(m.group(2), "secret_assignment", m.group(1) + "="))
+        if m and m.group(1) in SECRET_ENV and accept(m.group(2)):
+            entry = next(e for e in SECRET_ARGS if m.group(1) in e.env)
+            found.append(_Found(m.group(2), "secret_assignment", m.group(1) + "=", entry, tuple(words)))
         for entry in _BY_PROGRAM.get(_basename(w), ()):
-            found.extend(_entry_secrets(entry, words[i + 1:]))
+            found.extend(_Found(f.value, f.kind, f.context, f.entry, tuple(words))
+                         for f in _entry_secrets(entry, words[i + 1:], accept))
         if depth < _MAX_NESTING and i > 0 and re.search(r"\s", w) and _TRIGGER.search(w):
-            found.extend(_command_secrets(w, depth + 1))
+            found.extend(_command_secrets(w, depth + 1, accept))
     return found
 
 
-def _command_secrets(line: str, depth: int = 0) -> list[_Found]:
+def _command_secrets(line: str, depth: int = 0, accept=_plain_value) -> list[_Found]:
     """The secrets :data:`SECRET_ARGS` finds in a command line: split into simple commands with
     the shell-line scanner of :mod:`.runners`, each into words with :mod:`shlex`."""
     from .runners import _scan  # the project's shell-line scanner (see its docstring for why)
@@ -400,7 +414,7 @@ def _command_secrets(line: str, depth: int = 0) -> list[_Found]:
             words = shlex.split(text)
         except ValueError:
             words = text.split()
-        found.extend(_words_secrets(words, depth))
+        found.extend(_words_secrets(words, depth, accept))
     return found
 
 
@@ -432,6 +446,50 @@ def redact_command(cmd: str, argv: Sequence[str] | None = None) -> tuple[str, li
     """
     redactor = Redactor().learn(cmd, *(argv or ()))
     return redactor.redact(cmd).text, (None if argv is None else [redactor.redact(a).text for a in argv])
+
+
+def _advice_variable(entry: SecretArgs, kind: str) -> str:
+    """The environment variable to keep ``entry``'s secret in: the one the program reads its
+    password from (``PGPASSWORD``, ``SSHPASS``), else ``<PROGRAM>_PASSWORD`` (``_TOKEN`` for a
+    token in a URL) — a name :func:`is_secret_name` accepts, so its value is redacted."""
+    if entry.env:
+        return entry.env[0]
+    return re.sub(r"[^A-Z0-9]+", "_", entry.programs[0].upper()) + ("_TOKEN" if kind == "url_token" else "_PASSWORD")
+
+
+def _shell_word(word: str) -> str:
+    """``word`` quoted for a shell line, a ``$NAME`` in it left to expand."""
+    if "$" not in word:
+        return shlex.quote(word)
+    return '"' + re.sub(r'(["\\`])', r"\\\1", word) + '"'
+
+
+def secret_advice(cmd: str) -> list[str]:
+    """How to record a command again whose password of a known program (:data:`SECRET_ARGS`)
+    the recorder redacted from ``cmd`` (the recorded, redacted command line): one text per
+    password, in the program's own way — the command with the password taken from an
+    environment variable (``curl -u "bob:$CURL_PASSWORD" https://…``, ``sshpass -p "$SSHPASS" ssh
+    web1``, ``openssl … -passin env:OPENSSL_PASSWORD``), or, for a variable the program reads
+    itself, ``export PGPASSWORD`` and the command without it.  Empty when the table finds no
+    such password (a token found by its format).  Never raises."""
+    out: list[str] = []
+    for f in _command_secrets(cmd, accept=_placeholder_value) if _TRIGGER.search(cmd) else ():
+        if f.entry is None or not f.words:
+            continue
+        var = _advice_variable(f.entry, f.kind)
+        if f.kind == "secret_assignment":
+            rest = [w for w in f.words if w != f.context + f.value]
+            text = (f"export {var} (6 characters or more) and write `{' '.join(map(_shell_word, rest))}` in the "
+                    f"step: {f.entry.name} reads it from the environment")
+        else:
+            placed = (f.entry.prefix and f.context.endswith(f.entry.prefix)
+                      and f.context[:-len(f.entry.prefix)] + f"env:{var}")
+            words = [(placed or w.replace(f.value, "$" + var)) if f.value in w and w.endswith(f.value)
+                     or (f.kind == "url_token" and f.value in w) else w for w in f.words]
+            text = f"export {var} (6 characters or more) and write `{' '.join(map(_shell_word, words))}` in the step"
+        if text not in out:
+            out.append(text)
+    return out
 
 
 def _text_secrets(text: str) -> list[_Found]:

@@ -12,7 +12,8 @@ the last recorded state — exit 1),
 ``UNRUNNABLE`` (the log is empty, malformed or inconsistent — a ``cmd`` that is not what runs,
 a clean step whose tree is not its commit's, a ``cwd`` outside the tree, an ``excluded`` path
 other than the log and its output folder —, a commit is unknown,
-a command holds a secret that cannot be restored, or the recording was made on uncommitted
+a command holds a secret that cannot be restored (unless ``skip_secret_steps``: the step is then
+not run, and diverges), or the recording was made on uncommitted
 changes that the replayed tree does not hold — exit 2).  A step may have a non-zero exit: it
 matches when the replay exits the same way.
 
@@ -54,7 +55,7 @@ from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commi
 from .log import LogStep, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
 from .record import excluded_paths
-from .redact import Redactor, redact_command
+from .redact import Redactor, redact_command, secret_advice
 
 __all__ = ["StepResult", "PacketVerdict", "replay", "VERDICTS", "DIFF_LINES"]
 
@@ -299,13 +300,23 @@ def _cwd_problem(log_path: Path, s: LogStep) -> str | None:
     return None
 
 
+#: Placeholder kinds of a password the table of known programs found (:data:`~.redact.SECRET_ARGS`).
+_TABLE_KINDS = frozenset({"password_flag", "password_arg", "secret_assignment", "url_token"})
+
+
 def _secret_problem(log_path: Path, s: LogStep, missing: list[str]) -> str:
-    """Why step ``s``'s command cannot be restored: literal tokens, or unset variables."""
+    """Why step ``s``'s command cannot be restored: literal tokens, or unset variables; for a
+    password of a known program, how to record it the program's way (:func:`~.redact.secret_advice`)."""
     where = f"{log_path}:{s.line_no}: step {s.seq}"
     tokens = [m for m in missing if not m.startswith("env:")]
     names = [m[4:] for m in missing if m.startswith("env:")]
     parts = []
-    if tokens:
+    advice = secret_advice(s.cmd) if tokens else []
+    if advice:
+        parts.append(f"{where}'s command line held a literal password ({', '.join(tokens)}), redacted at record "
+                     f"time; it cannot be replayed. Re-record the step with the password in an environment "
+                     f"variable: {'; '.join(advice)}")
+    if tokens and (not advice or set(tokens) - _TABLE_KINDS):
         parts.append(f"{where}'s command line held a literal token ({', '.join(tokens)}), redacted at record "
                      f"time; it cannot be replayed. Re-record the step with the secret in an environment "
                      f"variable (for example --token \"$MY_TOKEN\")")
@@ -334,16 +345,20 @@ def _excluded_problem(log_path: Path, s: LogStep, allowed: tuple[str, ...]) -> s
 
 def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
                  repo: Path, follow_commits: bool,
-                 allowed_excluded: tuple[str, ...] = ()) -> tuple[list[str], dict[int, object]]:
+                 allowed_excluded: tuple[str, ...] = ()
+                 ) -> tuple[list[str], dict[int, object], dict[int, str]]:
     """Pre-flight: versions, commands that are what they show and can be restored, known commits,
     ``excluded`` lists that name only the log and its output folder (``allowed_excluded``), and
     clean steps whose tree digest is their commit's.
 
-    Returns ``(problems, commands)``: one message per problem (each naming the file and line;
-    any problem makes the replay UNRUNNABLE) and the command to run per seq.
+    Returns ``(problems, commands, secrets)``: one message per problem (each naming the file and
+    line; any problem makes the replay UNRUNNABLE), the command to run per seq, and per seq of a
+    step whose command cannot be restored (a secret) why, with what to do (a problem too, unless
+    those steps are skipped).
     """
     problems: list[str] = []
     commands: dict[int, object] = {}
+    secrets: dict[int, str] = {}
     digests: dict = {}
     for s in steps:
         norm = str(s.get("norm"))
@@ -364,9 +379,9 @@ def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
             text, missing = redactor.restore(s.cmd)
             command = text
         if missing:
-            problems.append(_secret_problem(log_path, s, missing))
-            continue
-        commands[s.seq] = command
+            secrets[s.seq] = _secret_problem(log_path, s, missing)
+        else:
+            commands[s.seq] = command
         if follow_commits:
             if s.get("commit") is None:
                 problems.append(f"{log_path}:{s.line_no}: step {s.seq} recorded no commit (recorded outside a "
@@ -378,7 +393,7 @@ def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
         bad = _clean_tree_problem(log_path, s, repo, digests)
         if bad:
             problems.append(bad)
-    return problems, commands
+    return problems, commands, secrets
 
 
 def _clean_tree_problem(log_path: Path, s: LogStep, repo: Path, digests: dict) -> str | None:
@@ -400,7 +415,7 @@ def _clean_tree_problem(log_path: Path, s: LogStep, repo: Path, digests: dict) -
 def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None, checkout: str | None = None,
            timeout: float = 600.0, allow_dirty: bool = False, outputs_dir: str | os.PathLike | None = None,
            env: Mapping[str, str] | None = None, require_head: bool = False,
-           head_ignore: Sequence[str] = (),
+           head_ignore: Sequence[str] = (), skip_secret_steps: bool = False,
            on_step: Callable[[StepResult], None] | None = None,
            on_start: Callable[[PacketVerdict], None] | None = None) -> PacketVerdict:
     """Replay a session log in a temporary clean worktree and judge it.
@@ -426,6 +441,10 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
         head_ignore: paths (or ``fnmatch`` patterns, or folders) whose differences between the
             last recorded state and the PR head are accepted, e.g. ``PR_BODY.md`` written after
             the last step.  The log and its output folder are always left out.
+        skip_secret_steps: replay the other steps when some step's command held a secret that
+            cannot be restored (a literal password, or an unset variable), instead of refusing
+            the whole log (UNRUNNABLE): such a step is not run, and diverges, so the verdict is
+            at best ``DIVERGED``.
         on_step: called with each :class:`StepResult` as soon as it is known (the CLI prints).
         on_start: called once with the (still empty) verdict when the worktree is ready.
 
@@ -450,10 +469,12 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
     outputs = Path(outputs_dir) if outputs_dir else outputs_dir_for(log_path)
     allowed = tuple(dict.fromkeys(excluded_paths(repo_root(repo_path), log_path, outputs,
                                                  outputs_dir_for(log_path))))
-    problems, commands = _check_steps(log_path, steps, redactor, repo_path, follow_commits=checkout is None,
-                                      allowed_excluded=allowed)
+    problems, commands, secrets = _check_steps(log_path, steps, redactor, repo_path,
+                                               follow_commits=checkout is None, allowed_excluded=allowed)
     if problems:
-        return _unrunnable(log_path, "; ".join(problems))
+        return _unrunnable(log_path, "; ".join(problems + list(secrets.values())))
+    if secrets and not skip_secret_steps:
+        return _unrunnable(log_path, "; ".join(secrets.values()) + ". " + _skip_hint(steps, secrets))
     try:
         target = resolve_commit(repo_path, checkout) if checkout else first.get("commit")
     except PacketError as exc:
@@ -508,8 +529,9 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             clean_start = first.get("tree") is not None and state.digest == first.get("tree")
             kind = "same" if first.get("tree") is None or state.digest == first.get("tree") else "drift"
             for i, s in enumerate(steps):
-                res, before, rules = _replay_step(s, i, wt, commands[s.seq], prev_commit, checkout is None,
-                                                  rules, rules_at, redactor, env, timeout, outputs, state)
+                res, before, rules = _replay_step(s, i, wt, commands.get(s.seq), prev_commit, checkout is None,
+                                                  rules, rules_at, redactor, env, timeout, outputs, state,
+                                                  skip=secrets.get(s.seq))
                 own = None
                 if before is not None and s.get("tree"):
                     matched = before.digest == s.get("tree")
@@ -557,6 +579,15 @@ def _own_changes(s: LogStep, before: TreeState, clean_start: bool) -> tuple[str,
     if not clean_start or not s.get("dirty") or not before.changed:
         return None
     return before.changed if s.get("dirty_files") == len(before.changed) else None
+
+
+def _skip_hint(steps: Sequence[LogStep], secrets: Mapping[int, str]) -> str:
+    """How to go on when the steps ``secrets`` names cannot be restored: whether the others can run."""
+    listed = ", ".join(map(str, sorted(secrets)))
+    if len(secrets) == len(steps):
+        return "Every step holds such a secret: none can be replayed until the steps are recorded again that way"
+    return (f"The other {len(steps) - len(secrets)} step(s) can be replayed: --skip-secret-steps replays them and "
+            f"marks step(s) {listed} not run (the verdict is then DIVERGED at best)")
 
 
 def _drift_note(s: LogStep, own: Sequence[str] | None = None) -> str:
@@ -655,11 +686,12 @@ def _rule_dict(r: Rule) -> dict:
 def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | None, follow: bool,
                  rules: RuleSet, rules_at: Callable[[str], RuleSet], redactor: Redactor, env: dict[str, str],
                  timeout: float, outputs: Path,
-                 first_state: TreeState) -> tuple[StepResult, TreeState | None, RuleSet]:
+                 first_state: TreeState, skip: str | None = None) -> tuple[StepResult, TreeState | None, RuleSet]:
     """Run one step; returns its result, the worktree's state just before it ran (``None`` when
     the step could not start) and the rules in force after it (re-read with ``rules_at`` when
     the worktree moves to another commit).  ``first_state`` is the state for step 0, taken by
-    the caller.
+    the caller.  ``skip``: why the step is not run (its command cannot be restored); it then
+    diverges, after the worktree moved to its commit.
 
     Raises:
         RulesError: the pyproject.toml of a commit the worktree moved to is malformed.
@@ -686,6 +718,11 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
         rules = moved
     if index > 0:
         before = tree_state(wt, s.get("excluded") or (), env=env)
+    if skip:
+        res.status = "DIVERGED"
+        res.reasons.append("not run (--skip-secret-steps): its command held a secret that cannot be restored")
+        res.notes.append(skip)
+        return res, before, rules
     unset = [k[4:] for k in s.get("redacted") or () if k.startswith("env:") and k[4:] not in redactor.secrets]
     if unset:
         res.notes.append(f"the recording redacted the value of {', '.join(unset)} from this step, and "
