@@ -278,3 +278,24 @@ def test_a_literal_password_of_a_known_program_gets_that_programs_advice_and_the
     r = rec(repo, 'true curl -u "bob:$CURL_PASSWORD" https://api.example.com/x', env=env)
     assert r.line["cmd"] == 'true curl -u "bob:$CURL_PASSWORD" https://api.example.com/x'
     assert replay(log, repo=repo, env=env).verdict == "PASS"
+
+
+def test_rec_sh_takes_the_recorders_options_before_the_command_and_refuses_others(repo: Path):
+    script = (f'export REPLAYBOOK_PYTHON="{PY}"; source "{REC_SH}"; '
+              'rec -q "echo hi > f.txt"; echo "rc=$?"; '
+              'rec -x true; echo "rc=$?"; '
+              'rec --store-output --outputs "my outputs" -- echo stored; echo "rc=$?"; '
+              'rec --log; echo "rc=$?"')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run(["bash", "-c", script], cwd=repo, capture_output=True, text=True, env=env, timeout=60)
+    assert out.stdout.split("\n") == ["rc=0", "rc=2", "stored", "rc=0", "rc=2", ""], out.stderr
+    assert out.stderr.splitlines() == [
+        "rec: unknown option '-x'; nothing was recorded. rec takes -q, --store-output, --outputs DIR and --log FILE "
+        "before the command; put -- before a command that starts with '-' (rec -- -x ...)",
+        f"[replaybook] recorded seq 2 (exit 0) in {repo / 'session.jsonl'}",
+        "rec: --log needs a value (rec --log PATH CMD ...); nothing was recorded"]
+    steps = read_log(repo / "session.jsonl", for_replay=True).steps
+    assert [(s.cmd, s.exit, s.get("stored")) for s in steps] == [("echo hi > f.txt", 0, False),
+                                                                  ("echo stored", 0, True)]
+    assert (repo / "f.txt").read_text() == "hi\n"
+    assert [p.read_text() for p in (repo / "my outputs").iterdir()] == ["stored"]
