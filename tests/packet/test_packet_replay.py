@@ -171,7 +171,7 @@ def test_uncommitted_edit_between_steps_is_named_once(repo: Path):
     v = replay(repo / "session.jsonl", repo=repo)
     assert v.verdict == "DIVERGED" and [s.seq for s in v.diverged] == [2, 3]
     assert v.steps[1].notes == ["step 2 was recorded with 1 uncommitted change(s) that the replay does not hold "
-                                "(files changed outside recorded commands?); commit between steps"]
+                                "(files changed outside recorded commands?): feature.flag; commit between steps"]
     assert v.steps[2].notes == []  # still the same missing change: not repeated
     write_check(repo, extra=" or True")
     git(repo, "commit", "-q", "-am", "other files")
@@ -594,14 +594,18 @@ def test_a_file_a_recorded_step_wrote_is_the_replays_own_in_the_head_check(repo:
     log = repo / "session.jsonl"
     v = replay(log, repo=repo, require_head=True)
     assert v.verdict == "PASS" and v.warnings == [] and v.problems == [], v.to_dict()
-    assert v.steps[1].notes == [
-        "step 2 was recorded with 1 uncommitted change(s), and the replay holds as many, written by recorded steps "
-        "(stamp.txt): their content is the replay's own and may differ from the recording's (output that changes "
-        "run to run, such as timings in a log)"]
+    note = ("step 2 was recorded with 1 uncommitted change(s), and the replay holds {}, written by recorded steps "
+            "(stamp.txt): their content is the replay's own and may differ from the recording's (output that changes "
+            "run to run, such as timings in a log)")
+    assert v.steps[1].notes == [note.format("the same")]
     assert v.head["matches"] is True and v.head["produced"] == ["stamp.txt"] and v.head["own"] == ["stamp.txt"]
     monkeypatch.chdir(repo)
     res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--require-head", "--head-ignore", "PR_BODY.md"])
     assert res.exit_code == 0 and res.output.splitlines()[-1] == "VERDICT: PASS", res.output
+    # a log from before dirty_paths: as many uncommitted changes as the replay holds
+    write_lines(log, [{k: v for k, v in line.items() if k != "dirty_paths"} for line in log_lines(log)])
+    v = replay(log, repo=repo, require_head=True)
+    assert v.verdict == "PASS" and v.steps[1].notes == [note.format("as many")] and v.head["own"] == ["stamp.txt"]
 
 
 def test_the_head_check_compares_committed_files_with_what_recorded_steps_wrote(repo: Path):
@@ -634,9 +638,18 @@ def test_a_file_changed_outside_recorded_commands_beside_one_a_step_wrote_still_
     rec(repo, "true")
     log = repo / "session.jsonl"
     v = replay(log, repo=repo, require_head=True, head_ignore=["stamp.txt"])
+    assert v.steps[1].notes == ["step 2 was recorded with 1 uncommitted change(s) that the replay does not hold "
+                                "(files changed outside recorded commands?): check.py; commit between steps"]
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert v.verdict == "DIVERGED" and v.problems == [
+        f"the PR head HEAD ({head[:12]}) is not the last recorded state: 1 file(s) were changed outside recorded "
+        f"commands before it, so what it ran on there is not known: check.py"]
+    assert v.head["unknown"] == ["check.py"] and v.head["own"] == ["stamp.txt"]
+    # a log from before dirty_paths: 2 uncommitted changes recorded, 1 in the replay
+    write_lines(log, [{k: v for k, v in line.items() if k != "dirty_paths"} for line in log_lines(log)])
+    v = replay(log, repo=repo, require_head=True, head_ignore=["stamp.txt"])
     assert v.steps[1].notes == ["step 2 was recorded with 2 uncommitted change(s) that the replay does not hold "
                                 "(files changed outside recorded commands?); commit between steps"]
-    head = git(repo, "rev-parse", "HEAD").strip()
     assert v.verdict == "DIVERGED" and v.problems == [
         f"the PR head HEAD ({head[:12]}) is not the last recorded state: the files cannot be listed (the last "
         f"recorded state was not reproduced), but their digests differ; --head-ignore applies only to files that "
@@ -668,3 +681,34 @@ def test_a_verdict_diverged_by_the_head_or_the_chain_is_a_failing_testcase_in_ju
     log.write_text("\n".join(lines[1:]) + "\n")  # step 1 cut off: the chain shows it
     assert failing() == [("replay", "DIVERGED", "the log's chain is broken: lines removed (session.jsonl:1); the "
                                                 "log's chain is broken: lines removed (session.jsonl:2)")]
+
+
+def test_head_ignore_accepts_an_untracked_file_written_outside_recorded_commands(repo: Path):
+    rec(repo, _STAMP)
+    (repo / "PR_BODY.md").write_text("draft\n")  # written by an editor between steps, never committed
+    rec(repo, "true")
+    log = repo / "session.jsonl"
+    assert log_lines(log)[1]["dirty_paths"] == ["PR_BODY.md", "stamp.txt"]
+    head = git(repo, "rev-parse", "HEAD").strip()
+    v = replay(log, repo=repo, require_head=True)
+    assert v.verdict == "DIVERGED" and v.problems == [
+        f"the PR head HEAD ({head[:12]}) is not the last recorded state: 1 file(s) were changed outside recorded "
+        f"commands before it, so what it ran on there is not known: PR_BODY.md"]
+    v = replay(log, repo=repo, require_head=True, head_ignore=["PR_BODY.md"])
+    assert v.verdict == "PASS" and v.head["ignored"] == ["PR_BODY.md"] and v.head["own"] == ["stamp.txt"], v.to_dict()
+    (repo / "PR_BODY.md").write_text("It works [seq:2].\n")  # edited and committed after the last step
+    git(repo, "add", "PR_BODY.md")
+    git(repo, "commit", "-q", "-m", "PR body")
+    v = replay(log, repo=repo, require_head=True, head_ignore=["PR_BODY.md"])
+    assert v.verdict == "PASS" and v.head["ignored"] == ["PR_BODY.md"], v.to_dict()
+
+
+def test_a_file_a_step_wrote_and_removed_by_hand_is_named_and_the_head_still_listed(repo: Path):
+    rec(repo, "echo a > a.txt")
+    rec(repo, _STAMP)
+    (repo / "a.txt").unlink()  # removed outside recorded commands
+    rec(repo, "true")
+    v = replay(repo / "session.jsonl", repo=repo, require_head=True)
+    assert v.steps[2].notes == ["step 3 was recorded without 1 change(s) recorded steps made in the replay (files "
+                                "restored or removed outside recorded commands?): a.txt; commit between steps"]
+    assert v.verdict == "PASS" and v.head["produced"] == ["stamp.txt"] and v.head["unknown"] == [], v.to_dict()

@@ -97,6 +97,9 @@ LOG_FIELDS: tuple[LogField, ...] = (
                                          "(replaybook.packet.gitstate)"),
     LogField("dirty", ("boolean", "null"), "the working tree had uncommitted changes when the command started"),
     LogField("dirty_files", ("integer", "null"), "how many paths differed from `commit` then"),
+    LogField("dirty_paths", ("array", "null"), "those paths (root-relative, POSIX, sorted; names only, never "
+                                               "content), so a replay can tell which files differ; null when "
+                                               "more than 1000, or outside a repository"),
     LogField("excluded", "array", "root-relative paths left out of `tree`: the log and its output folder"),
     LogField("norm", "string", "normalization rules version: `1`, or `1+project.<sha12>` with project rules"),
     LogField("norm_fired", "array", "names of the normalization rules that changed this output"),
@@ -122,6 +125,7 @@ _EXTRA: dict[str, dict] = {
     "tree": {"pattern": "^sha256:[0-9a-f]{64}$"},
     "argv": {"items": {"type": "string"}, "minItems": 1},
     "excluded": {"items": {"type": "string"}},
+    "dirty_paths": {"items": {"type": "string"}},
     "norm_fired": {"items": {"type": "string"}},
     "redacted": {"items": {"type": "string"}},
     "duration_ms": {"minimum": 0},

@@ -36,7 +36,10 @@ from .log import FORMAT_VERSION, append_step, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, RuleSet, load_rules
 from .redact import Redactor
 
-__all__ = ["RecordResult", "record", "store_output", "command_line", "excluded_paths"]
+__all__ = ["RecordResult", "record", "store_output", "command_line", "excluded_paths", "MAX_DIRTY_PATHS"]
+
+#: At most this many uncommitted paths are listed in a step's ``dirty_paths`` (more: ``null``).
+MAX_DIRTY_PATHS = 1000
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
         warnings.append(bad_log)
     root = repo_root(cwd)
     rules: RuleSet = load_rules(root)
-    commit = tree = dirty = dirty_files = rel_cwd = None
+    commit = tree = dirty = dirty_files = dirty_paths = rel_cwd = None
     excluded: list[str] = []
     if root is None:
         warnings.append(f"{cwd} is not inside a git repository: the step records no commit and cannot be replayed")
@@ -155,6 +158,7 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
         commit = head_commit(root)
         state = tree_state(root, excluded)
         tree, dirty, dirty_files = state.digest, state.dirty, len(state.changed)
+        dirty_paths = list(state.changed) if len(state.changed) <= MAX_DIRTY_PATHS else None
         rel = os.path.relpath(os.path.realpath(cwd), os.path.realpath(root))
         rel_cwd = Path(rel).as_posix()
         if commit is None:
@@ -202,6 +206,7 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
         "tree": tree,
         "dirty": dirty,
         "dirty_files": dirty_files,
+        "dirty_paths": dirty_paths,
         "excluded": excluded,
         "norm": rules.version,
         "norm_fired": list(norm.fired),

@@ -138,12 +138,13 @@ class PacketVerdict:
             broken, a stored output was edited, or the PR head is not the last recorded state and
             ``require_head`` was asked); each makes the verdict ``DIVERGED`` and is in the headline.
         head: the comparison of the last recorded state with the PR head (see :func:`replay`):
-            ``{"ref", "commit", "seq", "matches", "differing", "ignored", "produced", "own"}`` —
-            ``differing`` is the sorted paths that differ (``None`` when they cannot be listed),
-            ``ignored`` those of them left out with ``head_ignore``, ``produced`` files earlier
-            steps made that no commit holds (not differences), ``own`` the files recorded steps
-            wrote whose replayed content stood for the recorded one (it differed, see
-            :func:`_own_changes`); ``None`` when no comparison was made.
+            ``{"ref", "commit", "seq", "matches", "differing", "ignored", "produced", "own", "unknown"}``
+            — ``differing`` is the sorted paths that differ (``None`` when they cannot be listed),
+            ``ignored`` those of them (and of ``unknown``) left out with ``head_ignore``, ``produced``
+            files earlier steps made that no commit holds (not differences), ``own`` the files
+            recorded steps wrote whose replayed content stood for the recorded one (it differed, see
+            :func:`_drift`), ``unknown`` files changed outside recorded commands before the last
+            step, whose recorded content is not known; ``None`` when no comparison was made.
         rules, rules_origin: the project normalization rules in force at the start
             (``{"name", "pattern", "replace", "matches_anything"}`` each) and where they come
             from (``pyproject.toml at commit <sha12>``); empty / ``None`` without project rules.
@@ -524,7 +525,7 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             if on_start:
                 on_start(verdict)
             prev_commit = first.get("commit")
-            last_state = last_own = None
+            last_state = last_drift = None
             # a replay that starts on the recorded files makes every uncommitted change it holds itself
             clean_start = first.get("tree") is not None and state.digest == first.get("tree")
             kind = "same" if first.get("tree") is None or state.digest == first.get("tree") else "drift"
@@ -532,14 +533,14 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
                 res, before, rules = _replay_step(s, i, wt, commands.get(s.seq), prev_commit, checkout is None,
                                                   rules, rules_at, redactor, env, timeout, outputs, state,
                                                   skip=secrets.get(s.seq))
-                own = None
+                drift = None
                 if before is not None and s.get("tree"):
                     matched = before.digest == s.get("tree")
-                    own = None if matched else _own_changes(s, before, clean_start)
-                    now = "same" if matched else ("own" if own else "drift")
+                    drift = None if matched else _drift(s, before, clean_start)
+                    now = "same" if matched else ("own" if drift and drift.explained else "drift")
                     if i > 0 and now != "same" and now != kind:  # said where the replay loses step, once
                         res.notes.insert(1 if res.notes[:1] and res.notes[0].startswith("moved") else 0,
-                                         _drift_note(s, own))
+                                         _drift_note(s, drift))
                     kind = now
                 prev_commit = s.get("commit")
                 note, problem = _check_stored(s, outputs)
@@ -552,33 +553,16 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
                 verdict.steps.append(res)
                 if on_step:
                     on_step(res)
-                last_state, last_own = before, own
+                last_state, last_drift = before, drift
             verdict.problems += _other_edited_outputs(outputs, {str(s.get("out_sha")) for s in steps})
             if checkout is None:  # with --checkout every step ran on the ref itself
                 _check_head(verdict, log_path, steps[-1], last_state, prev_commit, repo_path, require_head,
-                            tuple(head_ignore), last_own)
+                            tuple(head_ignore), last_drift)
     except PacketError as exc:
         return _unrunnable(log_path, str(exc), steps=verdict.steps, commit=target, checkout=checkout,
                            warnings=verdict.warnings)
     verdict.verdict = "DIVERGED" if verdict.diverged or verdict.problems else "PASS"
     return verdict
-
-
-def _own_changes(s: LogStep, before: TreeState, clean_start: bool) -> tuple[str, ...] | None:
-    """The files recorded steps wrote that explain why the replayed files before step ``s``
-    (``before``) are not the recorded ones (``tree``), or ``None`` when they do not explain it.
-
-    A replay that started on the recorded files holds no uncommitted change it did not make
-    itself: each of ``before.changed`` was written by a replayed step.  Such a file is the
-    replay's own — a log a step wrote (``pytest -q | tee pytest.log``) holds other timings on
-    every run, so its blob, and the digest, differ.  The difference is taken as explained when
-    the step was recorded with as many uncommitted changes (``dirty_files``) as the replay holds;
-    a file changed outside recorded commands makes the counts differ (a hand edit of a file a step
-    also wrote cannot be told from it).
-    """
-    if not clean_start or not s.get("dirty") or not before.changed:
-        return None
-    return before.changed if s.get("dirty_files") == len(before.changed) else None
 
 
 def _skip_hint(steps: Sequence[LogStep], secrets: Mapping[int, str]) -> str:
@@ -590,14 +574,80 @@ def _skip_hint(steps: Sequence[LogStep], secrets: Mapping[int, str]) -> str:
             f"marks step(s) {listed} not run (the verdict is then DIVERGED at best)")
 
 
-def _drift_note(s: LogStep, own: Sequence[str] | None = None) -> str:
-    """The note for the first step before which the replayed files are not the recorded ones
-    (``own``: the files recorded steps wrote that explain it, see :func:`_own_changes`)."""
-    if own:
-        shown = ", ".join(own[:5]) + (" …" if len(own) > 5 else "")
-        return (f"step {s.seq} was recorded with {len(own)} uncommitted change(s), and the replay holds as many, "
-                f"written by recorded steps ({shown}): their content is the replay's own and may differ from "
-                f"the recording's (output that changes run to run, such as timings in a log)")
+@dataclass(frozen=True)
+class _Drift:
+    """How the replayed files before a step differ from the recorded ones (:func:`_drift`).
+
+    Attributes:
+        own: uncommitted paths both hold: written by recorded steps, their replayed content stands
+            for the recorded one (a log with timings differs run to run).
+        outside: paths the recording held changed and the replay does not: changed outside
+            recorded commands; what the step ran on there is not known.
+        undone: paths the replay's steps changed that the recording held as committed: restored or
+            removed outside recorded commands (the recorded content is the commit's).
+    """
+
+    own: tuple[str, ...]
+    outside: tuple[str, ...] = ()
+    undone: tuple[str, ...] = ()
+    counted: bool = False  # told from ``dirty_files`` alone (a log without ``dirty_paths``)
+
+    @property
+    def explained(self) -> bool:
+        """The difference is only the content of files recorded steps wrote."""
+        return bool(self.own) and not self.outside and not self.undone
+
+    @property
+    def known(self) -> bool:
+        """The recorded files can be listed from the replayed ones (see :func:`_check_head`)."""
+        return bool(self.own or self.outside or self.undone)
+
+
+def _drift(s: LogStep, before: TreeState, clean_start: bool) -> _Drift | None:
+    """Which paths make the replayed files before step ``s`` (``before``) other than the recorded
+    ones (``tree``), or ``None`` when that cannot be told.
+
+    A replay that started on the recorded files holds no uncommitted change it did not make
+    itself: each of ``before.changed`` was written by a replayed step.  The step's
+    ``dirty_paths`` name the uncommitted paths of the recording, so the two sets say which
+    files are the replay's own (in both), which were changed outside recorded commands, and
+    which were restored by hand.  A log without ``dirty_paths`` (an older recorder, or more than
+    :data:`~.record.MAX_DIRTY_PATHS`) tells only how many: the difference is then taken to be in
+    the replay's own files when the counts agree.  A hand edit of a file that a step also wrote
+    cannot be told apart either way.
+    """
+    if not clean_start:
+        return None
+    paths = s.get("dirty_paths")
+    if isinstance(paths, list):
+        recorded, replayed = set(paths), set(before.changed)
+        return _Drift(tuple(sorted(recorded & replayed)), tuple(sorted(recorded - replayed)),
+                      tuple(sorted(replayed - recorded)))
+    if s.get("dirty") and before.changed and s.get("dirty_files") == len(before.changed):
+        return _Drift(before.changed, counted=True)
+    return None
+
+
+def _listed(paths: Sequence[str], limit: int = 5) -> str:
+    return ", ".join(paths[:limit]) + (" …" if len(paths) > limit else "")
+
+
+def _drift_note(s: LogStep, drift: _Drift | None = None) -> str:
+    """The note for the first step before which the replayed files are not the recorded ones."""
+    if drift is not None and drift.explained:
+        return (f"step {s.seq} was recorded with {len(drift.own)} uncommitted change(s), and the replay holds "
+                f"{'as many' if drift.counted else 'the same'}, written by recorded steps ({_listed(drift.own)}): their content is the replay's own and may "
+                f"differ from the recording's (output that changes run to run, such as timings in a log)")
+    if drift is not None and (drift.outside or drift.undone):
+        parts = []
+        if drift.outside:
+            parts.append(f"step {s.seq} was recorded with {len(drift.outside)} uncommitted change(s) that the replay "
+                         f"does not hold (files changed outside recorded commands?): {_listed(drift.outside)}")
+        if drift.undone:
+            parts.append(f"{'it' if parts else f'step {s.seq}'} was recorded without {len(drift.undone)} change(s) "
+                         f"recorded steps made in the replay (files restored or removed outside recorded "
+                         f"commands?): {_listed(drift.undone)}")
+        return "; ".join(parts) + "; commit between steps"
     if s.get("dirty"):
         return (f"step {s.seq} was recorded with {s.get('dirty_files')} uncommitted change(s) that the replay "
                 f"does not hold (files changed outside recorded commands?); commit between steps")
@@ -611,7 +661,7 @@ def _ignored(path: str, patterns: tuple[str, ...]) -> bool:
 
 def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_last: TreeState | None,
                 base: str | None, repo: Path, require: bool, ignore: tuple[str, ...],
-                own: Sequence[str] | None = None) -> None:
+                drift: _Drift | None = None) -> None:
     """Compare the state the last recorded step ran on with the PR head (``HEAD``).
 
     Only for a replay of the recorded commits: with ``checkout`` every step runs on the ref.
@@ -620,12 +670,15 @@ def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_la
     What a reviewer merges is the head, so the last recorded state must be the head's files
     (the log and its output folder aside).  The files can be listed when the replay reached
     the recorded ``tree`` before the last step, when the last step was recorded clean on a
-    commit, or when the replay's files differ from the recorded ones only in files recorded
-    steps wrote (``own``, see :func:`_own_changes`): the replay's state then stands for the
-    recorded one — exactly, when putting the head's version of those files in it gives the
-    recorded digest.  Files earlier steps produced (in that state, but neither in ``base`` —
-    the commit the worktree sat on — nor in the head) are not differences: a replay makes them
-    again.  Sets ``verdict.head``; appends a warning, and a problem when ``require``.
+    commit, or when ``drift`` (:func:`_drift`) says where the replayed files differ from the
+    recorded ones: a file recorded steps wrote (``own``) is the replay's, and stands for the
+    recorded one — exactly, when putting the head's version of those files in its place gives
+    the recorded digest; a file restored outside recorded commands (``undone``) was the commit's;
+    a file changed outside recorded commands (``outside``) has no known recorded content, so it
+    is named as such unless ``ignore`` accepts it.  Files earlier steps produced (in that state,
+    but neither in ``base`` — the commit the worktree sat on — nor in the head) are not
+    differences: a replay makes them again.  Sets ``verdict.head``; appends a warning, and a
+    problem when ``require``.
     """
     ref = "HEAD"
     if last.get("tree") is None:
@@ -637,39 +690,61 @@ def _check_head(verdict: PacketVerdict, log_path: Path, last: LogStep, before_la
     excluded = last.get("excluded") or ()
     commit = resolve_commit(repo, ref)
     head = commit_state(repo, commit, excluded)
+    base_files = commit_state(repo, base, excluded).entries if base and commit_exists(repo, base) else {}
     recorded = before_last if before_last is not None and before_last.digest == last.get("tree") else None
     clean_commit = last.get("commit") if last.get("dirty") is False else None
     if recorded is None and clean_commit and commit_exists(repo, clean_commit):
         candidate = commit_state(repo, last.get("commit"), excluded)
         recorded = candidate if candidate.digest == last.get("tree") else None
-    if recorded is None and own and before_last is not None:
-        swapped = dict(before_last.entries)
-        for p in own:  # the head's version of each file the replay wrote itself, if it holds one
-            if p in head.entries:
-                swapped[p] = head.entries[p]
+    own: list[str] = []
+    outside: tuple[str, ...] = ()
+    if recorded is None and drift is not None and drift.known and before_last is not None:
+        entries = dict(before_last.entries)
+        for p in drift.undone:  # the recording held the commit's version
+            if p in base_files:
+                entries[p] = base_files[p]
             else:
-                swapped.pop(p, None)
-        candidate = entries_state(swapped)
-        recorded = candidate if candidate.digest == last.get("tree") else before_last
+                entries.pop(p, None)
+        outside = drift.outside
+        for p in outside:  # not known: compared below by name only
+            entries.pop(p, None)
+        recorded, own = entries_state(entries), list(drift.own)
+        if drift.own and not outside:
+            swapped = dict(entries)
+            for p in drift.own:  # the head's version of each file the replay wrote itself, if it holds one
+                if p in head.entries:
+                    swapped[p] = head.entries[p]
+                else:
+                    swapped.pop(p, None)
+            candidate = entries_state(swapped)
+            if candidate.digest == last.get("tree"):
+                recorded, own = candidate, []
     differing = produced = None
     if recorded is not None:
-        base_files = commit_state(repo, base, excluded).entries if base and commit_exists(repo, base) else {}
         differing, produced = [], []
         for p in differing_paths(recorded, head):
+            if p in outside:
+                continue
             made = p in recorded.entries and p not in head.entries and p not in base_files
             (produced if made else differing).append(p)
-    ignored = [p for p in differing or () if _ignored(p, ignore)]
-    matches = head.digest == last.get("tree") or (differing is not None and len(ignored) == len(differing))
+    ignored = sorted(p for p in [*(differing or ()), *outside] if _ignored(p, ignore))
+    unknown = [p for p in outside if p not in ignored]
+    shown = [p for p in differing or () if p not in ignored]
+    matches = head.digest == last.get("tree") or (differing is not None and not shown and not unknown)
     verdict.head = {"ref": ref, "commit": commit, "seq": last.seq, "matches": matches,
-                    "differing": differing, "ignored": ignored, "produced": produced,
-                    "own": sorted(own or ()) if recorded is not None and recorded.digest != last.get("tree") else []}
+                    "differing": differing, "ignored": ignored, "produced": produced, "own": sorted(own),
+                    "unknown": unknown}
     if matches:
         return
-    shown = [p for p in differing or () if p not in ignored]
-    listed = (f"{len(shown)} file(s) differ: {', '.join(shown[:10])}" + (" …" if len(shown) > 10 else "")
-              if differing is not None else "the files cannot be listed (the last recorded state was not "
-                                            "reproduced), but their digests differ"
-              + ("; --head-ignore applies only to files that can be listed" if ignore else ""))
+    if differing is None:
+        listed = ("the files cannot be listed (the last recorded state was not reproduced), but their digests "
+                  "differ" + ("; --head-ignore applies only to files that can be listed" if ignore else ""))
+    else:
+        parts = [f"{len(shown)} file(s) differ: {_listed(shown, 10)}"] if shown else []
+        if unknown:
+            parts.append(f"{len(unknown)} file(s) were changed outside recorded commands before it, so what it ran "
+                         f"on there is not known: {_listed(unknown, 10)}")
+        listed = "; ".join(parts)
     verdict.warnings.append(
         f"THE PR HEAD IS NOT WHAT THE PACKET TESTED: {ref} ({commit[:12]}) holds other files than the last "
         f"recorded step (seq {last.seq}, {log_path}:{last.line_no}) ran on; {listed}. The replay does not cover "
