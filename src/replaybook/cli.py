@@ -432,16 +432,8 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         if not eq or not tid or value != value or abs(value) > 1e9:
             raise click.BadParameter(f"{item!r}: give TRANSCRIPT=SECONDS, e.g. 9c58f26c-…=7200", param_hint="--clock-offset")
         offsets[tid] = value
-    if incident is not None and (transcripts or calls):
-        raise click.UsageError("give an INCIDENT manifest or --transcripts and --calls, not both")
-    if incident is None and not (transcripts and calls):
-        raise click.UsageError("give an INCIDENT manifest, or both --transcripts and --calls")
-    if incident is not None:
-        from .incident import Incident
-
-        inc = Incident.load(incident)
-        for warning in inc.check_inputs():  # the same checks as `report`, before anything is loaded
-            click.echo(f"replaybook: warning: {warning}", err=True)
+    inc = _incident_or_paths(incident, {"--transcripts": transcripts, "--calls": calls})
+    if inc is not None:
         steps, calls_f = inc.steps, inc.calls
         set_aside_rows = inc.quarantine  # (every input of the incident: its access logs too)
         set_aside = int(len(set_aside_rows))
@@ -560,6 +552,25 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     _quarantine_summary(set_aside_rows)
 
 
+def _incident_or_paths(incident, paths: dict[str, tuple]):
+    """The :class:`~replaybook.incident.Incident` an INCIDENT argument names, its inputs checked
+    as ``report`` checks them (each warning to stderr); ``None`` when the lists of paths
+    (``{option: paths}``) are given instead.  Raises click.UsageError for both or neither."""
+    names = " and ".join(paths)
+    if incident is not None and any(paths.values()):
+        raise click.UsageError(f"give an INCIDENT manifest or {names}, not both")
+    if incident is None:
+        if not all(paths.values()):
+            raise click.UsageError(f"give an INCIDENT manifest, or both {names}")
+        return None
+    from .incident import Incident
+
+    inc = Incident.load(incident)
+    for warning in inc.check_inputs():  # the same checks as `report`, before anything is loaded
+        click.echo(f"replaybook: warning: {warning}", err=True)
+    return inc
+
+
 def _pairs_option(items, what: str, example: str, param: str) -> dict[str, list[str]]:
     """``KEY=VALUE`` options (repeatable) as ``{key: [values]}``; bad usage names the option."""
     out: dict[str, list[str]] = {}
@@ -663,19 +674,11 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                               "--principal")
     if clock_ahead is not None and clock_ahead != clock_ahead:
         raise click.BadParameter("nan is not a number of seconds", param_hint="--storage-clock-ahead")
-    if incident is not None and (calls or access_paths):
-        raise click.UsageError("give an INCIDENT manifest or --calls and --access, not both")
-    if incident is None and not (calls and access_paths):
-        raise click.UsageError("give an INCIDENT manifest, or both --calls and --access")
-    if incident is not None:
-        from .incident import Incident
-
-        inc = Incident.load(incident)
+    inc = _incident_or_paths(incident, {"--calls": calls, "--access": access_paths})
+    if inc is not None:
         if not inc.has_access:
             raise InputError("the manifest names no cloud access logs (access:): there is nothing to compare the "
                              "door with", inc.path)
-        for warning in inc.check_inputs():
-            click.echo(f"replaybook: warning: {warning}", err=True)
         calls_f, access_f, set_aside_rows = inc.calls, inc.access, inc.quarantine_of("calls", "access")
         smap = {**(inc.manifest.get("storage_map") or {}), **smap_cli}
         princ = {**(inc.manifest.get("principals") or {}), **princ_cli}
