@@ -33,6 +33,25 @@ def test_quotes_and_spaces_inside_quoted_fields():
     assert rec["user_agent"] == 'ua "x"'
 
 
+@pytest.mark.parametrize("ua, want", [
+    ('"x" "y z"', 'x" "y z'),
+    ('"x" "y"', 'x" "y'),
+    ('"a" "b" "c"', 'a" "b" "c'),
+])
+def test_a_user_agent_holding_quote_space_quote_is_one_field(tmp_path, ua, want):
+    # the fields after the user agent are never quoted: "y z" is not a version id, and the
+    # fields after it keep their places (a client can choose its user agent)
+    rec = parse_line(_line(ua=ua))
+    assert rec["user_agent"] == want
+    assert (rec["version_id"], rec["host_id"], rec["signature_version"], rec["tls_version"]) == (
+        None, "HOSTID", "SigV4", "TLSv1.3")
+    assert "extra_fields" not in rec
+    p = tmp_path / "acme-data-2026-09-13-10-10-00-UA"
+    p.write_text(_line(ua=ua) + "\n" + _line() + "\n", encoding="utf-8")
+    f = load_s3_access(p).frame
+    assert list(f["user_agent"]) == [want, "door/1.2"]
+
+
 def test_short_old_lines_and_future_fields():
     old = parse_line(_line(tail=""))
     assert old["user_agent"] == "door/1.2" and "version_id" not in old and "extra_fields" not in old

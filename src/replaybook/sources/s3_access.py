@@ -119,10 +119,14 @@ _HEAD = (r"^(?P<bucket_owner>\S+) (?P<bucket>\S+) \[(?P<time>[^\]]*)\] (?P<remot
          r"(?P<bytes_sent>\d+|-) (?P<object_size>\d+|-) (?P<total_time>\d+|-) "
          r"(?P<turn_around_time>\d+|-) ")
 # Three patterns, tried in order: quotes inside quoted fields are rare, and the stricter the
-# pattern the less backtracking.  Tail fields never contain spaces.
+# pattern the less backtracking.  Tail fields never contain spaces, and the ten the format names
+# (version id … source region) are never quoted: a quoted token may only follow all ten, as a
+# field of a later version of the format.  (A user agent written ``x" "y z`` is one field, not a
+# user agent ``x`` and a version id ``y z``: the second pattern reads it.)
 _LINES = (
     re.compile(_HEAD + r"(?P<referer>-|\"[^\"]*\") (?P<user_agent>-|\"[^\"]*\")"
-               r"(?P<tail>(?: (?:\"[^\"]*\"|[^ \"]+))*) ?$", re.S),
+               r"(?P<tail>(?: [^ \"]+){%d}(?: (?:\"[^\"]*\"|[^ \"]+))*|(?: [^ \"]+){0,%d}) ?$"
+               % (len(_TAIL), len(_TAIL) - 1), re.S),
     re.compile(_HEAD + r"(?P<referer>-|\"[^\"]*\") (?P<user_agent>-|\".*\")"
                r"(?P<tail>(?: [^ \"]+)*) ?$", re.S),
     re.compile(_HEAD + r"(?P<referer>-|\".*?\") (?P<user_agent>-|\".*\")"
