@@ -14,12 +14,20 @@ a digest of the object it read (``object_digest``) and the file on disk now hash
 the step says *changed since the run* instead of pretending to show what the agent saw.
 Those digests are remembered while the file's ``stat`` is unchanged (:func:`file_digest`), so
 a Replay run again over the same objects reads none of them again.
+
+A file opened from the data root is the file as it is *now*, not as the call read it: every
+preview of a call says so (:func:`as_now_caveat`), and says plainly when something shows it has
+changed since — the door logged a different size for the call, or a later call in the incident
+wrote to the same object (:func:`writes`, :class:`LaterWrites`).  Where an evidence store (a
+capsule's) holds the response the door kept for the call (its ``response_digest``), Replay
+shows that response instead (:func:`evidence_preview`): that is what the call got.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import threading
 import time
@@ -47,6 +55,11 @@ __all__ = [
     "file_digest",
     "clear_digest_cache",
     "DIGEST_CACHE_SIZE",
+    "WRITE_VERBS",
+    "writes",
+    "LaterWrites",
+    "as_now_caveat",
+    "evidence_preview",
 ]
 
 #: Time Replay spends on each step, milliseconds.
@@ -54,6 +67,145 @@ DEFAULT_STEP_MS = 700
 
 #: Tools whose object is a folder to list; others open their object as a file.
 FOLDER_TOOLS = frozenset({"list_folder", "list_directory", "list", "ls", "list_objects", "list_dir"})
+
+#: The first word of a tool name that makes it a write (:func:`writes`).  The door logs no
+#: effect of its own (its rules decide allow / ask / deny, not read / write), so Replay goes by
+#: the tool's name: ``update_deployment_rule``, ``write_file``, ``delete_object`` write;
+#: ``read_config``, ``diff_rule``, ``list_rule_history`` — and any verb not listed here — do not.
+WRITE_VERBS = frozenset({
+    "add", "alter", "append", "apply", "commit", "create", "delete", "deploy", "drop", "edit", "insert",
+    "merge", "modify", "move", "mv", "overwrite", "patch", "post", "push", "put", "remove", "rename",
+    "replace", "reset", "restore", "revert", "rm", "save", "set", "truncate", "update", "upload",
+    "upsert", "write"})
+
+
+def writes(tool) -> bool:
+    """The tool writes to its object, by its name: its first word (``update`` of
+    ``update_deployment_rule``; camelCase and ``-``/``.`` split like ``_``; a client's
+    ``mcp__server__`` prefix and a ``server/`` prefix dropped) is one of :data:`WRITE_VERBS`.
+    A name that does not say is not counted as a write (Replay then says it *opens* the object)."""
+    if tool is None or _na(tool):
+        return False
+    name = str(tool).split("/")[-1].split("__")[-1]
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    first = re.split(r"[_\-.\s]+", name.strip("_-. "), maxsplit=1)[0]
+    return first in WRITE_VERBS
+
+
+class LaterWrites:
+    """The allowed write calls (:func:`writes`) of a calls frame, by object, to ask which call
+    wrote to an object after a given time (across every door session of the incident).
+
+    Args:
+        calls: a :data:`~replaybook.frames.CALLS` frame (``ts`` UTC, ``door_session``, ``seq``,
+            ``tool``, ``object``, ``decision``).
+    """
+
+    def __init__(self, calls: pd.DataFrame):
+        self._by_object: dict[str, list[tuple]] = {}
+        if calls is None or not len(calls):
+            return
+        c = calls[(calls["decision"].astype("string") == "allow").fillna(False).to_numpy(bool)
+                  & calls["object"].notna().to_numpy(bool) & calls["ts"].notna().to_numpy(bool)]
+        c = c[[writes(t) for t in c["tool"]]] if len(c) else c
+        for r in c.sort_values(["ts", "seq"], kind="stable").itertuples(index=False):
+            self._by_object.setdefault(str(r.object), []).append(
+                (pd.Timestamp(r.ts), str(r.door_session), None if _na(r.seq) else int(r.seq), str(r.tool)))
+
+    def after(self, obj, ts) -> tuple | None:
+        """The first write to ``obj`` strictly after ``ts``: ``(ts, door_session, seq, tool)``,
+        or ``None``."""
+        if obj is None or _na(obj) or ts is None or _na(ts):
+            return None
+        ts = pd.Timestamp(ts)
+        for w in self._by_object.get(str(obj), ()):
+            if w[0] > ts:
+                return w
+        return None
+
+
+def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: tuple | None = None,
+                  door_session: str | None = None, is_file: bool = True) -> str:
+    """What a preview of a call's object must say about when the file is from (plain text).
+
+    Always: the file is shown as it is now, not as the call read it (or, for a write, as it is
+    now, after it).  Then, plainly, what shows it has changed since: ``later_write`` (from
+    :meth:`LaterWrites.after`: ``the agent's update_deployment_rule call #2 wrote to it at
+    14:00:40.300 UTC``, naming its session when it is not ``door_session``), and the size the
+    door logged for the call (``bytes``) against ``size_now`` (bytes on disk) when they differ.
+    The door's ``bytes`` is the size of the answer; for a tool that reads its object (not
+    :func:`writes`) with no later write, a different size says the file changed; for others it
+    is said as a difference only (a diff, a summary or a write's answer is not the file).
+    """
+    wrote = writes(tool)
+    parts = ["Shown as it is on disk now, not as the call read it" if not wrote else
+             "Shown as it is on disk now: this call wrote to it, and the file may have changed again since"]
+    lb = None if logged_bytes is None or _na(logged_bytes) else int(logged_bytes)
+    said_changed = False
+    if is_file and lb is not None and size_now is not None and lb != int(size_now):
+        said = f"the door logged {lb:,} bytes for this call; the file is {int(size_now):,} bytes now"
+        if wrote:
+            said += " (a write's answer is not the file)"
+        elif _reads_whole(tool):
+            said += ": it has changed since"
+            said_changed = True
+        else:
+            said += f" (what {tool} answered need not be the file itself)"
+        parts.append(said)
+    if later_write is not None:
+        wts, wds, wseq, wtool = later_write
+        where = "" if door_session is not None and wds == str(door_session) else f" in door session {wds}"
+        when = pd.Timestamp(wts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3]
+        parts.append(f"a later call wrote to it ({wtool} #{wseq}{where} at {when} UTC)"
+                     + ("" if said_changed else ", so it has changed since this call"))
+    return "; ".join(parts) + "."
+
+
+#: First words of a tool whose answer is its object's content (a different size then means a
+#: different file): ``read_config``, ``get_file``, ``cat``.
+_READS_WHOLE = frozenset({"read", "get", "cat", "open", "fetch", "download", "load"})
+
+
+def _reads_whole(tool) -> bool:
+    if tool is None or _na(tool):
+        return False
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(tool).split("/")[-1].split("__")[-1]).lower()
+    return re.split(r"[_\-.\s]+", name.strip("_-. "), maxsplit=1)[0] in _READS_WHOLE
+
+
+def evidence_preview(store, digest, obj: str | None, *, max_lines: int = 40, max_bytes: int = 64 * 1024,
+                     where: str = "the evidence store") -> "Preview | None":
+    """The response the door kept for a call (``response_digest`` in ``store``, an
+    :class:`~replaybook.capsule.store.EvidenceStore`), as a ``text`` :class:`Preview` — what the
+    call got, not the file as it is now: the text blocks of the JSON-RPC ``result`` (joined), or
+    the kept JSON itself; secrets redacted.  Its ``caveat`` names the digest and ``where`` it
+    was found.  ``None`` when there is no store or digest, or the store does not hold it.
+
+    Raises:
+        replaybook.capsule.errors.IntegrityError: the stored bytes do not hash to ``digest``.
+    """
+    if store is None or digest is None or _na(digest) or not store.has(str(digest)):
+        return None
+    import json
+
+    data = store.get(str(digest))
+    raw = data[:max_bytes].decode("utf-8", "replace")
+    text = raw
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("content"), list):
+        texts = [b.get("text") for b in doc["content"] if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        if texts:
+            text = "\n".join(texts)
+    text = "\n".join(text[:max_bytes].splitlines()[:max_lines])
+    red, fired = redact_text(text)
+    short = str(digest)[:19] + "…"
+    return Preview("text", "" if obj is None else str(obj), text=red, size=len(data), redactions=fired,
+                   source="evidence",
+                   caveat=f"The response the door kept for this call ({short}, in {where}): what the call got, "
+                          "not the file as it is now.")
 
 def _whole(read):
     """A reader that loads the whole file: its first ``n`` rows and how many rows it holds."""
@@ -305,6 +457,9 @@ class Preview:
             read) are read whole; Stata files up to that size are read whole, and CSV, TSV and
             JSON Lines files counted; ``None`` otherwise (larger text tables and Stata files,
             Excel: read only as far as the preview).  No preview reads a large file whole.
+        source: ``disk`` (the file as it is now, in the data root) or ``evidence`` (the response
+            the door kept for the call: :func:`evidence_preview`; ``size`` is then its bytes).
+        caveat: what the pane says about when this is from (:func:`as_now_caveat`), or ``None``.
     """
 
     kind: str
@@ -314,6 +469,8 @@ class Preview:
     size: int | None = None
     redactions: list[str] = field(default_factory=list)
     rows: int | None = None
+    source: str = "disk"
+    caveat: str | None = None
 
 
 def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: int = 40,
@@ -531,12 +688,20 @@ class ReplayStep:
         door_session, call_seq: which door call this is.
         ts: when the door received the call, UTC.
         tool, object, decision, rule: as the door logged them.
-        opens: ``folder``, ``object`` or ``nothing`` (refused calls, calls with no object,
-            objects outside the data root).
+        opens: ``folder``, ``object``, ``writes`` (a tool that writes to its object,
+            :func:`writes`: the file is shown as it is now, after the write) or ``nothing``
+            (refused calls, calls with no object, objects outside the data root), ``response``
+            (nothing to open, but the response the door kept is shown: ``kept``).
         note: why a step opens nothing or differs (``refused by rule no-dotenv``, ``changed
             since the run``, ``outside the data root``, ``cannot be resolved`` (a NUL byte, a
             symlink loop), ``not on disk now``).
         changed: the recorded ``object_digest`` differs from the file now (``None``: unknown).
+        logged_bytes: the size of the answer the door logged for the call (``bytes``), or ``None``.
+        response_digest: the digest of the response the door kept (``response_digest``), or ``None``.
+        kept: the plan's evidence store holds the response the door kept for this call (shown
+            instead of the file; ``opens`` is ``response`` when there is no file to open).
+        later_write: the first allowed write to the same object after this call, anywhere in the
+            incident's calls (:meth:`LaterWrites.after`: ``(ts, door_session, seq, tool)``), or ``None``.
         state: ``pending``, ``current``, ``done`` or ``skipped`` (refused / nothing to open).
     """
 
@@ -552,6 +717,10 @@ class ReplayStep:
     note: str | None = None
     changed: bool | None = None
     recorded_digest: str | None = None
+    logged_bytes: int | None = None
+    response_digest: str | None = None
+    later_write: tuple | None = None
+    kept: bool = False
     state: str = "pending"
 
     @property
@@ -574,9 +743,14 @@ class ReplayPlan:
         position: index of the current step, or -1 before the first.
     """
 
-    def __init__(self, steps: list[ReplayStep], data_root: str | Path | None, step_ms: int = DEFAULT_STEP_MS):
+    def __init__(self, steps: list[ReplayStep], data_root: str | Path | None, step_ms: int = DEFAULT_STEP_MS,
+                 evidence=None, evidence_where: str = "the evidence store"):
         if step_ms <= 0:
             raise InputError(f"step_ms must be positive, got {step_ms}")
+        #: an :class:`~replaybook.capsule.store.EvidenceStore` holding the responses the door
+        #: kept (a capsule's), or ``None``; ``evidence_where`` names it in the pane
+        self.evidence = evidence
+        self.evidence_where = evidence_where
         self.steps = steps
         self.data_root = Path(data_root) if data_root is not None else None
         self.step_ms = int(step_ms)
@@ -586,14 +760,20 @@ class ReplayPlan:
 
     @classmethod
     def from_calls(cls, calls: pd.DataFrame, data_root: str | Path | None, *,
-                   door_session: str | None = None, step_ms: int = DEFAULT_STEP_MS) -> "ReplayPlan":
+                   door_session: str | None = None, step_ms: int = DEFAULT_STEP_MS, evidence=None,
+                   evidence_where: str = "the evidence store") -> "ReplayPlan":
         """Plan the Replay of one door session from a :data:`~replaybook.frames.CALLS` frame.
 
         Args:
-            calls: the calls frame (all sessions or one).
+            calls: the calls frame (all sessions or one): a write to a step's object after the
+                step, in any session of ``calls``, is the step's ``later_write``.
             data_root: the incident's data root (``None``: nothing can be opened).
             door_session: which session; required when ``calls`` holds several.
             step_ms: milliseconds per step (default 700).
+            evidence: an :class:`~replaybook.capsule.store.EvidenceStore` of the responses the
+                door kept (a capsule's): a step whose ``response_digest`` it holds shows that
+                response (:func:`evidence_preview`), not the file now.
+            evidence_where: how the pane names that store (``the capsule's evidence store``).
 
         Raises:
             InputError: several sessions and none chosen, or an unknown session.
@@ -608,17 +788,27 @@ class ReplayPlan:
         c = calls[calls["door_session"] == door_session].sort_values(["ts", "seq"], kind="stable")
         steps = []
         memo: dict = {}  # object → where it resolves and what is there (a session repeats objects)
+        later = LaterWrites(calls)
         for i, r in enumerate(c.itertuples(index=False)):
             obj = None if pd.isna(r.object) else str(r.object)
             digest = getattr(r, "object_digest", None)
             digest = None if digest is None or pd.isna(digest) else str(digest)
+            nbytes = getattr(r, "bytes", None)
+            resp = getattr(r, "response_digest", None)
             step = ReplayStep(index=i, door_session=door_session, call_seq=int(r.seq), ts=r.ts,
                               tool=str(r.tool), object=obj, decision=str(r.decision),
                               rule=None if pd.isna(r.rule) else str(r.rule), opens="nothing",
-                              recorded_digest=digest)
+                              recorded_digest=digest, logged_bytes=None if _na(nbytes) else int(nbytes),
+                              response_digest=None if resp is None or _na(resp) else str(resp),
+                              later_write=later.after(obj, r.ts) if str(r.decision) == "allow" else None)
             cls._classify(step, data_root, memo)
+            if (evidence is not None and step.response_digest and not step.refused and step.opens not in
+                    ("writes", "folder") and not writes(step.tool) and evidence.has(step.response_digest)):
+                step.kept = True
+                if step.opens == "nothing":  # no file to open (no object, no data root): the answer still shows
+                    step.opens = "response"
             steps.append(step)
-        return cls(steps, data_root, step_ms)
+        return cls(steps, data_root, step_ms, evidence=evidence, evidence_where=evidence_where)
 
     @staticmethod
     def _look(data_root: str | Path, obj: str, memo: dict | None) -> tuple:
@@ -654,7 +844,7 @@ class ReplayPlan:
         if note is not None:
             step.note = note
             return
-        step.opens = "folder" if is_dir or step.tool in FOLDER_TOOLS else "object"
+        step.opens = "folder" if is_dir or step.tool in FOLDER_TOOLS else ("writes" if writes(step.tool) else "object")
         if step.recorded_digest and is_file:
             step.changed = file_digest(path) != step.recorded_digest
             if step.changed:
@@ -674,22 +864,40 @@ class ReplayPlan:
         Returns:
             ``(step, preview)`` — ``preview`` is ``None`` for a step that opens nothing (refused,
             no object, outside the data root, changed since the run) — or ``None`` when the
-            plan is finished or stopped.
+            plan is finished or stopped.  The preview is the response the door kept for the call
+            when :attr:`evidence` holds it (``source="evidence"``), else the file as it is now,
+            its ``caveat`` saying so (:func:`as_now_caveat`).
         """
         if self.status != "running":
             return None
         if 0 <= self.position < len(self.steps):
             cur = self.steps[self.position]
-            cur.state = "done" if cur.opens != "nothing" and not cur.changed else "skipped"
+            cur.state = "done" if cur.kept or (cur.opens != "nothing" and not cur.changed) else "skipped"
         self.position += 1
         if self.position >= len(self.steps):
             self.status = "finished"
             return None
         step = self.steps[self.position]
         step.state = "current"
+        if step.kept:
+            return step, self.preview_of(step)
         if step.opens == "nothing" or step.changed or self.data_root is None:
             return step, None
-        return step, preview(self.data_root, step.object)
+        return step, self.preview_of(step)
+
+    def preview_of(self, step: ReplayStep) -> Preview:
+        """What a step shows: the kept response (:func:`evidence_preview`) when :attr:`evidence`
+        holds it and the call did not write, else its object as it is now with the caveat of
+        :func:`as_now_caveat`."""
+        if step.kept:
+            kept = evidence_preview(self.evidence, step.response_digest, step.object, where=self.evidence_where)
+            if kept is not None:
+                return kept
+        pv = preview(self.data_root, step.object)
+        pv.caveat = as_now_caveat(tool=step.tool, logged_bytes=step.logged_bytes, size_now=pv.size,
+                                  later_write=step.later_write, door_session=step.door_session,
+                                  is_file=pv.kind in ("text", "table", "binary"))
+        return pv
 
     def stop(self) -> None:
         """Halt playback where it is (the current step keeps its state)."""
