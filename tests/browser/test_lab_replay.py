@@ -153,6 +153,14 @@ def test_replay_in_jupyterlab(lab_page, lab_server):
             at.setdefault(c, s)
     assert [at[i]["kind"] for i in range(5)] == ["folder", "table", "table", "table", "refused"]
     assert [at[i]["path"] for i in range(4)] == ["demo/", "demo/cars.xpt", "demo/cars.xpt", "demo/cars.parquet"]
+    # each step says the file is as it is now, not as the call read it, and what the door logged
+    assert "Step #2 describe opened demo/cars.xpt" in at[1]["text"]
+    assert "Shown as it is on disk now, not as the call read it." in at[1]["text"]
+    assert ("the door logged 96 bytes for this call; the file is 3,992 bytes now (what query answered need not "
+            "be the file itself)") in at[3]["text"]
+    # the session's header carries the join's confidence sentence
+    assert (f"Door session {S1}: High confidence — matched to transcript 919dc839-23e1-56e5-8bd5-430e87d6a897; "
+            "5 of 5 calls (100%) agree") in page.inner_text(f"{view_sel} .rb-session-header")
     refused = at[4]
     assert not refused["table"] and "nothing to open" in refused["text"] and "refused by rule no-dotenv" in refused["text"]
     final = log[-1]

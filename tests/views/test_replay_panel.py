@@ -124,7 +124,11 @@ def test_the_panel_says_where_playback_is_in_the_whole_plan(demo_copy, sent):
     for _ in range(2000):
         v.replay_step()
     p = v.panel.value
-    assert "step 2,000 of 4,000 · 1,999 done" in p and "800 refused" in p
+    # the refused count of the head is of the steps done (every fifth of 1,999: 399), the whole
+    # plan's beside it
+    assert "step 2,000 of 4,000 · 1,999 done · " in p and "399 refused</span> so far (800 in all)" in p
+    head = dict(re.findall(r'data-([\w-]+)="([^"]*)"', p.split("<b>")[0]))
+    assert (head["done"], head["refused-done"], head["refused"]) == ("1999", "399", "800")
     items = [dict(re.findall(r'data-(\w+)="([^"]*)"', li)) for li in re.findall(r"<li [^>]*>", p)]
     assert [int(i["index"]) for i in items] == list(range(1999 - S.PANEL_BEFORE, 1999 + S.PANEL_AFTER + 1))
     assert [i["state"] for i in items].count("current") == 1 and items[S.PANEL_BEFORE]["state"] == "current"

@@ -33,7 +33,7 @@ import pandas as pd
 
 from .._text import SHOW_INVISIBLE
 from ..join import orphan_results
-from ..replay import Preview, ReplayPlan, ReplayStep, preview
+from ..replay import LaterWrites, Preview, ReplayPlan, ReplayStep, as_now_caveat, evidence_preview, preview, writes
 from .charts import _tips
 
 __all__ = [
@@ -46,6 +46,9 @@ __all__ = [
     "call_row",
     "call_rows",
     "call_preview",
+    "evidence_store",
+    "session_caveats",
+    "without_tool_only_requests",
     "conversation_chart",
     "timeline_with_brush",
     "SPAN_PARAM",
@@ -172,7 +175,10 @@ def sessions_list(join) -> pd.DataFrame:
     ``transcript`` (the matched transcript id, NA when none), ``agreed`` (steps agreeing),
     ``share`` (agreed / calls), ``status`` (matched / ambiguous / unmatched), ``offset_ms``
     (door clock − transcript clock), ``runner_up``, ``margin``, ``unclaimed_calls``,
-    ``unmatched_steps``.
+    ``unmatched_steps``, ``continues`` (the door session whose transcript this one continues —
+    a door that restarted mid-conversation, a resumed conversation — NA otherwise) and
+    ``method`` (what the link rests on: ``content``, ``meta_id``, ``tool_time``, joined with
+    ``+``; NA without a transcript), both as ``join.sessions`` has them.
     """
     s = join.sessions
     out = pd.DataFrame({
@@ -191,6 +197,8 @@ def sessions_list(join) -> pd.DataFrame:
         "margin": s["margin"],
         "unclaimed_calls": s["unclaimed_calls"],
         "unmatched_steps": s["unmatched_steps"],
+        "continues": s["continues"].astype("string") if "continues" in s.columns else pd.NA,
+        "method": s["method"].astype("string") if "method" in s.columns else pd.NA,
     })
     return out.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
 
@@ -557,12 +565,19 @@ def call_row(calls: pd.DataFrame, door_session: str, seq: int | None = None, *, 
     return next(c.itertuples(index=False), None)
 
 
-def call_preview(data_root: str | Path | None, call: Any) -> Preview:
+def call_preview(data_root: str | Path | None, call: Any, *, later: LaterWrites | None = None,
+                 evidence=None, evidence_where: str = "the evidence store") -> Preview:
     """What clicking a door call's object shows.
 
     A call the door did not allow is never opened: the preview says ``refused by rule …``
-    (kind ``refused``) and the file is not touched.  Otherwise :func:`replaybook.replay.preview`
-    opens it read-only inside the data root, secrets redacted.
+    (kind ``refused``) and the file is not touched.  Where ``evidence`` (an
+    :class:`~replaybook.capsule.store.EvidenceStore`) holds the response the door kept for the
+    call (``response_digest``) and the call does not write, that response is shown
+    (:func:`replaybook.replay.evidence_preview`, ``source="evidence"``).  Otherwise
+    :func:`replaybook.replay.preview` opens the file read-only inside the data root, secrets
+    redacted, and its ``caveat`` says it is the file as it is now, not as the call read it, and
+    what shows it changed since (:func:`replaybook.replay.as_now_caveat`: the ``bytes`` the door
+    logged, a later write in ``later``).
     """
     obj = None if call is None or _na(call.object) else str(call.object)
     if call is None:
@@ -572,9 +587,63 @@ def call_preview(data_root: str | Path | None, call: Any) -> Preview:
         return Preview("refused", obj or "", text=f"{rule}: the agent was refused this object, so nothing is opened")
     if obj is None:
         return Preview("missing", "", text="the call reached no object")
+    resp = getattr(call, "response_digest", None)
+    if not writes(call.tool):
+        kept = evidence_preview(evidence, None if _na(resp) else resp, obj, where=evidence_where)
+        if kept is not None:
+            return kept
     if data_root is None:
         return Preview("missing", obj, text="the incident names no data root")
-    return preview(data_root, obj)
+    pv = preview(data_root, obj)
+    if pv.kind in ("text", "table", "binary", "folder"):
+        lw = later.after(obj, getattr(call, "ts", None)) if later is not None else None
+        pv.caveat = as_now_caveat(tool=call.tool, logged_bytes=getattr(call, "bytes", None), size_now=pv.size,
+                                  later_write=lw, door_session=getattr(call, "door_session", None),
+                                  is_file=pv.kind != "folder")
+    return pv
+
+
+def evidence_store(incident) -> tuple[Any, str | None, str | None]:
+    """The store of the responses the door kept for ``incident``'s calls: the evidence store of
+    the capsule its manifest names (``capsule.path``).  ``(store, where, problem)``: ``store``
+    an :class:`~replaybook.capsule.store.EvidenceStore` or ``None``; ``where`` how the pane
+    names it; ``problem`` why a named capsule gave none (it is said in the session header)."""
+    spec = incident.manifest.get("capsule") if hasattr(incident, "manifest") else None
+    if not spec or not spec.get("path"):
+        return None, None, None
+    from ..capsule.model import load_capsule
+
+    try:
+        cap = load_capsule(incident.root / spec["path"])
+        return cap.store(), "the capsule's evidence store", None
+    except Exception as exc:  # noqa: BLE001 - a damaged capsule: the files are still shown, as they are now
+        return None, None, f"the capsule {spec['path']} could not be read ({type(exc).__name__}: {exc})"
+
+
+def session_caveats(join, door_session: str, window_s: float | None = None) -> list[str]:
+    """What the session header says about the session's link to its transcript (plain text):
+    that it continues another door session's conversation (``sessions.continues``), then the
+    report's confidence sentence (:func:`replaybook.report.sections.confidence_sentence`)."""
+    from ..report.sections import confidence_sentence
+
+    s = join.sessions
+    row = s[s["door_session"].astype("string") == str(door_session)]
+    if not len(row):
+        return []
+    r = row.iloc[0].to_dict()
+    out = []
+    cont = r.get("continues")
+    if not _na(cont):
+        out.append(f"Continues door session {cont}: the same conversation (transcript {r.get('transcript_id')}), "
+                   "its calls logged in a new door session.")
+    out.append(confidence_sentence(r, window_s))
+    return out
+
+
+def without_tool_only_requests(conv: pd.DataFrame) -> pd.DataFrame:
+    """``conv`` (:func:`conversation`) without the model requests that have no text: they only
+    called tools, and their calls are the rows that follow (the report hides them too)."""
+    return conv[~((conv["lane"] == "model") & conv["text"].fillna("").eq(""))]
 
 
 # --------------------------------------------------------------------------------------------
@@ -765,7 +834,8 @@ def step_mark(step: ReplayStep) -> str:
 
 def _step_label(step: ReplayStep) -> str:
     what = step.object or "(no object)"
-    return f"#{step.call_seq} {step.tool} {what}"
+    verb = "writes " if step.opens == "writes" or (step.opens == "nothing" and writes(step.tool)) else ""
+    return f"#{step.call_seq} {step.tool} {verb}{what}"
 
 
 #: Rows the Replay panel shows before the current step, and after it.  A step re-sends only
@@ -815,16 +885,16 @@ def panel_html(plan: ReplayPlan, status: str | None = None, *, before: int = PAN
                after: int = PANEL_AFTER) -> str:
     """The Replay panel: where playback is in the whole plan, and the steps around it.
 
-    The head says ``step i of n``, how many are done and how many of the whole plan the door
-    refused; then the window of :func:`panel_window` (at most ``before + 1 + after`` steps, one
+    The head says ``step i of n``, how many are done, how many of those the door refused and
+    how many of the whole plan it refused (``0 done · 0 refused so far (1 in all)``); then the window of :func:`panel_window` (at most ``before + 1 + after`` steps, one
     ``<li>`` each, ticked off as playback goes) between one line counting the earlier steps
     and one counting the later ones (each with how many of them were refused).  Its size
     depends on the window and the labels in it, not on the plan's length: the widget sends it
     again at every step (:func:`overview_html` draws the whole plan once per Replay).
 
     Markup for tests: the head ``<div class="rb-replay-head">`` carries ``data-status``,
-    ``data-position`` (current index, -1 before the first), ``data-total``, ``data-done`` and
-    ``data-refused`` (whole plan); each ``<li>`` ``class="rb-step rb-step-<state>"`` (and
+    ``data-position`` (current index, -1 before the first), ``data-total``, ``data-done``,
+    ``data-refused-done`` (refused among the done steps) and ``data-refused`` (whole plan); each ``<li>`` ``class="rb-step rb-step-<state>"`` (and
     ``rb-step-refused``), ``data-index``, ``data-state``, ``data-mark`` and ``data-seq``, a
     refused step crossed out (``<s>``); ``<div class="rb-steps-before">`` /
     ``rb-steps-after`` (only when steps lie outside the window) ``data-count`` and
@@ -834,6 +904,7 @@ def panel_html(plan: ReplayPlan, status: str | None = None, *, before: int = PAN
     lo, hi = panel_window(plan, before=before, after=after)
     st = html.escape(status or plan.status)
     done, refused = plan.done, plan.refused
+    refused_done = plan.refused_before(done)
     if plan.position < 0 or n == 0:
         where = _steps_word(n)
     elif plan.position >= n:
@@ -841,8 +912,10 @@ def panel_html(plan: ReplayPlan, status: str | None = None, *, before: int = PAN
     else:
         where = f"step {plan.position + 1:,} of {n:,}"
     head = (f'<div class="rb-replay-head" data-status="{st}" data-position="{plan.position}" data-total="{n}" '
-            f'data-done="{done}" data-refused="{refused}"><b>Replay</b> — {st} · {where} · {done:,} done · '
-            + (f'<span style="color:#d62728">{refused:,} refused</span>' if refused else "0 refused")
+            f'data-done="{done}" data-refused-done="{refused_done}" data-refused="{refused}"><b>Replay</b> — {st} · '
+            f"{where} · {done:,} done · "
+            + (f'<span style="color:#d62728">{refused_done:,} refused</span>' if refused_done else "0 refused")
+            + (f" so far ({refused:,} in all)" if refused else "")
             + f" · {plan.step_ms} ms/step</div>")
 
     def beyond(cls: str, arrow: str, k: int, r: int, side: str) -> str:
@@ -899,7 +972,10 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
     ``folder``/``table``/``text``/``binary``/``missing``/``outside`` from
     :func:`~replaybook.replay.preview`, ``refused`` for an object the door refused (never
     opened), ``nothing`` for a Replay step that opens nothing, ``changed`` for a step whose
-    object changed since the run.
+    object changed since the run.  ``data-source`` is ``disk`` (the file as it is now) or
+    ``evidence`` (the response the door kept for the call); the preview's caveat
+    (:attr:`~replaybook.replay.Preview.caveat`) is the ``<div class="rb-preview-caveat">`` under
+    the head.  A Replay step of a tool that writes says so in the head (``writes``).
     """
     if pv is None and step is not None:
         kind = "refused" if step.refused else ("changed" if step.changed else "nothing")
@@ -912,7 +988,7 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
                     "what the agent read, so it is not shown as if it were.</div>")
         else:
             body = f"<div>{_esc(path)} — {_esc(step.note or 'nothing to open')}.</div>"
-        head = f"Step #{step.call_seq} {_esc(step.tool)}: opens nothing"
+        head = f"Step #{step.call_seq} {_esc(step.tool)}: {'writes, ' if writes(step.tool) else ''}opens nothing"
         return (f'<div class="rb-preview rb-preview-nothing" data-kind="{kind}" data-path="{html.escape(path)}" '
                 f'data-seq="{step.call_seq}"><div class="rb-preview-head"><b>{head}</b></div>{body}</div>')
     if pv is None:
@@ -920,6 +996,11 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
                 "<i>Click an object in the door's table (or press Replay) to open it here.</i></div>")
     seq = f' data-seq="{step.call_seq}"' if step is not None else ""
     head = _esc(pv.path or "")
+    if step is not None:
+        head = f"Step #{step.call_seq} {_esc(step.tool)} {'writes' if step.opens == 'writes' else 'opened'} {head}"
+    src = getattr(pv, "source", "disk")
+    caveat = (f'<div class="rb-preview-caveat" data-source="{html.escape(src)}" style="color:#b35900">'
+              f"{_esc(pv.caveat)}</div>" if getattr(pv, "caveat", None) else "")
     size = f" · {pv.size:,} bytes" if pv.size is not None else ""
     red = f" · redacted: {html.escape(', '.join(pv.redactions))}" if pv.redactions else ""
     if pv.kind == "refused":
@@ -932,8 +1013,11 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
         body = f"<div>{_esc(pv.text or pv.kind)}</div>"
     label = {"folder": "folder", "table": "data file", "text": "text file", "binary": "file",
              "missing": "not available", "outside": "outside the data root", "refused": "refused"}.get(pv.kind, pv.kind)
+    if src == "evidence":
+        label, size = "the response the door kept", f" · {pv.size:,} bytes" if pv.size is not None else ""
     return (f'<div class="rb-preview rb-preview-{html.escape(pv.kind)}" data-kind="{html.escape(pv.kind)}" '
-            f'data-path="{html.escape(pv.path or "")}"{seq}><div class="rb-preview-head"><b>{head}</b> ({label}{size}{red})</div>{body}</div>')
+            f'data-path="{html.escape(pv.path or "")}" data-source="{html.escape(src)}"{seq}>'
+            f'<div class="rb-preview-head"><b>{head}</b> ({label}{size}{red})</div>{caveat}{body}</div>')
 
 
 # --------------------------------------------------------------------------------------------
@@ -968,7 +1052,7 @@ def display_static(incident, *, chart: bool = True) -> None:
             display(Markdown("_No transcript matched this session: the conversation would be here. "
                              "The door's table below is all there is._"))
         else:
-            display(conv[["order", "ts", "lane", "tool", "status", "label"]])
+            display(without_tool_only_requests(conv)[["order", "ts", "lane", "tool", "status", "label"]])
         display(door_table(incident.calls, j, ds))
         plan = ReplayPlan.from_calls(incident.calls, incident.data_root, door_session=str(ds))
         display(plan.to_frame())

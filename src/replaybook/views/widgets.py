@@ -39,7 +39,7 @@ import ipywidgets as W
 import traitlets
 
 from ..errors import AmbiguousCall
-from ..replay import DEFAULT_STEP_MS, ReplayPlan
+from ..replay import DEFAULT_STEP_MS, LaterWrites, ReplayPlan
 from . import session as S
 
 __all__ = ["Workbook", "SessionView", "SessionsList", "EscapeKey", "CSS_CLASSES", "STYLE"]
@@ -209,6 +209,12 @@ class SessionView:
         self._task: asyncio.Task | None = None
         self._charts = charts
         sl = S.slug(self.door_session)
+        #: the writes of the whole incident, by object: a preview says when one came after its call
+        self.later_writes = LaterWrites(incident.calls)
+        #: the store of the responses the door kept (a capsule's), where, and why a named one failed
+        self.evidence, self.evidence_where, self.evidence_problem = S.evidence_store(incident)
+        #: what the header says about the link: it continues another session; the confidence sentence
+        self.caveats = S.session_caveats(self.join, self.door_session, getattr(incident, "window_s", None))
 
         row = S.sessions_list(self.join)
         row = row[row["door_session"] == self.door_session].iloc[0]
@@ -281,9 +287,14 @@ class SessionView:
                f"{int(r['agreed'])} of {int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'} agree"
                + ("" if S._na(r["offset_ms"]) else f", door clock {float(r['offset_ms']):+,.0f} ms")
                if tid else "no matched transcript")
+        notes = [*self.caveats] + ([f"Previews show the files as they are now: {self.evidence_problem}."]
+                                   if self.evidence_problem else [])
+        said = "".join(f'<div class="rb-session-caveat" style="font-size:12px;color:#555">{S._esc(n)}</div>'
+                       for n in notes)
         return (f'<div class="rb-session-header"><b>Door session <code>{S._esc(self.door_session)}</code></b> · '
                 f"agent {S._esc(r['agent'])} · {S._hms(r['start'])}–{S._hms(r['end'])} UTC · "
-                f"{int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'}, {int(r['refused'])} refused · {who}</div>")
+                f"{int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'}, {int(r['refused'])} refused · {who}"
+                f"{said}</div>")
 
     def _render_table(self) -> None:
         t = S.in_span(self.table, self.span)
@@ -363,7 +374,9 @@ class SessionView:
         return self._show_call(S.call_row(self.incident.calls, self.door_session, seq, ts=ts, row=row))
 
     def _show_call(self, call) -> str:
-        self.viewer.value = S.preview_html(S.call_preview(self.data_root, call))
+        self.viewer.value = S.preview_html(S.call_preview(self.data_root, call, later=self.later_writes,
+                                                          evidence=self.evidence,
+                                                          evidence_where=self.evidence_where or "the evidence store"))
         return self.viewer.value
 
     def _on_pick(self, change) -> None:
@@ -404,7 +417,8 @@ class SessionView:
         """
         self._cancel_task()
         self.plan = ReplayPlan.from_calls(self.incident.calls, self.data_root, door_session=self.door_session,
-                                          step_ms=int(self.step_ms.value))
+                                          step_ms=int(self.step_ms.value), evidence=self.evidence,
+                                          evidence_where=self.evidence_where or "the evidence store")
         self.plan.start()
         self.replay_log = []
         self.replay_error = None
@@ -502,7 +516,7 @@ class SessionsList:
     """
 
     COLUMNS = ["door session", "agent", "start (UTC)", "end (UTC)", "calls", "refused", "matched transcript",
-               "agreement", "status", "clock offset", ""]
+               "agreement", "status", "method", "continues", "clock offset", ""]
 
     def __init__(self, join, on_open, on_replay):
         self.frame = S.sessions_list(join)
@@ -543,10 +557,14 @@ class SessionsList:
                          _cell(tid[:13] + "…" if tid and len(tid) > 14 else (tid or "— none —"), title=tid or None),
                          _cell(agree, title=tip),
                          _cell(r.status, style=f"color:{status_color.get(str(r.status), '#000')};font-weight:bold"),
+                         _cell("" if S._na(r.method) else r.method),
+                         _cell("" if S._na(r.continues) else r.continues,
+                               title=None if S._na(r.continues) else f"continues door session {r.continues}: "
+                               "the same conversation"),
                          _cell("" if S._na(r.offset_ms) else f"{float(r.offset_ms):+,.0f} ms"), rb]
         note = [] if span is None else [W.HTML(f"<i>{len(f)} of {len(self.frame)} sessions overlap the span</i>")]
         self.widget.children = [_grid(children, "minmax(14em,2fr) 6em 7.5em 7.5em 3.5em 4.5em minmax(8em,1.2fr) "
-                                                "7em 6.5em 6.5em 7em"), *note]
+                                                "7em 6.5em 5.5em minmax(6em,1fr) 6.5em 7em"), *note]
 
 
 class Workbook:
