@@ -25,6 +25,7 @@ shows that response instead (:func:`evidence_preview`): that is what the call go
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import re
@@ -60,6 +61,7 @@ __all__ = [
     "LaterWrites",
     "as_now_caveat",
     "evidence_preview",
+    "kept_or_now",
 ]
 
 #: Time Replay spends on each step, milliseconds.
@@ -103,6 +105,7 @@ class LaterWrites:
 
     def __init__(self, calls: pd.DataFrame):
         self._by_object: dict[str, list[tuple]] = {}
+        self._ts: dict[str, list] = {}
         if calls is None or not len(calls):
             return
         c = calls[(calls["decision"].astype("string") == "allow").fillna(False).to_numpy(bool)
@@ -117,15 +120,22 @@ class LaterWrites:
         or ``None``."""
         if obj is None or _na(obj) or ts is None or _na(ts):
             return None
-        ts = pd.Timestamp(ts)
-        for w in self._by_object.get(str(obj), ()):
-            if w[0] > ts:
-                return w
-        return None
+        ws = self._by_object.get(str(obj))
+        if not ws:
+            return None
+        i = bisect.bisect_right(self._times(str(obj)), pd.Timestamp(ts))
+        return ws[i] if i < len(ws) else None
+
+    def _times(self, obj: str) -> list:
+        """The write times of ``obj``, sorted (remembered: a long session asks for every step)."""
+        got = self._ts.get(obj)
+        if got is None:
+            got = self._ts[obj] = [w[0] for w in self._by_object[obj]]
+        return got
 
 
 def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: tuple | None = None,
-                  door_session: str | None = None, is_file: bool = True) -> str:
+                  door_session: str | None = None, kind: str = "text", damaged: str | None = None) -> str:
     """What a preview of a call's object must say about when the file is from (plain text).
 
     Always: the file is shown as it is now, not as the call read it (or, for a write, as it is
@@ -133,20 +143,23 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
     :meth:`LaterWrites.after`: ``the agent's update_deployment_rule call #2 wrote to it at
     14:00:40.300 UTC``, naming its session when it is not ``door_session``), and the size the
     door logged for the call (``bytes``) against ``size_now`` (bytes on disk) when they differ.
-    The door's ``bytes`` is the size of the answer; for a tool that reads its object (not
-    :func:`writes`) with no later write, a different size says the file changed; for others it
-    is said as a difference only (a diff, a summary or a write's answer is not the file).
+    The door's ``bytes`` is the size of the answer, compared for a file (``kind`` ``text``,
+    ``table`` or ``binary``, as :func:`preview` found it; not a folder).  For a text file and a
+    tool that reads its object whole (``read_…``, ``get_…``, ``cat``…), a different size says the
+    file changed; otherwise it is said as a difference only (a diff, a summary, a table's rows as
+    JSON or a write's answer is not the file).  ``damaged``: why a response the door kept could
+    not be shown (:func:`evidence_preview` raised), said first.
     """
     wrote = writes(tool)
     parts = ["Shown as it is on disk now, not as the call read it" if not wrote else
              "Shown as it is on disk now: this call wrote to it, and the file may have changed again since"]
     lb = None if logged_bytes is None or _na(logged_bytes) else int(logged_bytes)
     said_changed = False
-    if is_file and lb is not None and size_now is not None and lb != int(size_now):
+    if kind in ("text", "table", "binary") and lb is not None and size_now is not None and lb != int(size_now):
         said = f"the door logged {lb:,} bytes for this call; the file is {int(size_now):,} bytes now"
         if wrote:
             said += " (a write's answer is not the file)"
-        elif _reads_whole(tool):
+        elif kind == "text" and _reads_whole(tool):
             said += ": it has changed since"
             said_changed = True
         else:
@@ -158,7 +171,7 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
         when = pd.Timestamp(wts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3]
         parts.append(f"a later call wrote to it ({wtool} #{wseq}{where} at {when} UTC)"
                      + ("" if said_changed else ", so it has changed since this call"))
-    return "; ".join(parts) + "."
+    return (f"{damaged[:1].upper()}{damaged[1:]}. " if damaged else "") + "; ".join(parts) + "."
 
 
 #: First words of a tool whose answer is its object's content (a different size then means a
@@ -182,7 +195,8 @@ def evidence_preview(store, digest, obj: str | None, *, max_lines: int = 40, max
     was found.  ``None`` when there is no store or digest, or the store does not hold it.
 
     Raises:
-        replaybook.capsule.errors.IntegrityError: the stored bytes do not hash to ``digest``.
+        replaybook.capsule.errors.CapsuleError: the stored object cannot be read or its bytes do
+            not hash to ``digest`` (``IntegrityError``); :func:`kept_or_now` says so in the pane.
     """
     if store is None or digest is None or _na(digest) or not store.has(str(digest)):
         return None
@@ -206,6 +220,35 @@ def evidence_preview(store, digest, obj: str | None, *, max_lines: int = 40, max
                    source="evidence",
                    caveat=f"The response the door kept for this call ({short}, in {where}): what the call got, "
                           "not the file as it is now.")
+
+def kept_or_now(data_root, obj, *, tool=None, logged_bytes=None, later_write=None, door_session=None,
+                evidence=None, response_digest=None, evidence_where: str = "the evidence store") -> "Preview":
+    """What a call's preview shows: the response the door kept (:func:`evidence_preview`) when
+    ``evidence`` holds ``response_digest`` and the tool does not write; else ``obj`` as it is now
+    (:func:`preview`) with :func:`as_now_caveat` — which says so first when the kept response
+    could not be read or is damaged (its bytes no longer hash to the digest)."""
+    from .capsule.errors import CapsuleError
+
+    damaged = None
+    if evidence is not None and not writes(tool):
+        try:
+            kept = evidence_preview(evidence, response_digest, obj, where=evidence_where)
+        except (CapsuleError, OSError) as exc:
+            kept = None
+            damaged = f"the response the door kept for this call could not be shown ({exc})"
+        if kept is not None:
+            return kept
+    if data_root is None:
+        return Preview("missing", "" if obj is None else str(obj), text="the incident names no data root",
+                       caveat=None if damaged is None else f"{damaged[:1].upper()}{damaged[1:]}.")
+    pv = preview(data_root, obj)
+    if pv.kind in ("text", "table", "binary", "folder"):
+        pv.caveat = as_now_caveat(tool=tool, logged_bytes=logged_bytes, size_now=pv.size, later_write=later_write,
+                                  door_session=door_session, kind=pv.kind, damaged=damaged)
+    elif damaged:
+        pv.caveat = f"{damaged[:1].upper()}{damaged[1:]}."
+    return pv
+
 
 def _whole(read):
     """A reader that loads the whole file: its first ``n`` rows and how many rows it holds."""
@@ -889,15 +932,10 @@ class ReplayPlan:
         """What a step shows: the kept response (:func:`evidence_preview`) when :attr:`evidence`
         holds it and the call did not write, else its object as it is now with the caveat of
         :func:`as_now_caveat`."""
-        if step.kept:
-            kept = evidence_preview(self.evidence, step.response_digest, step.object, where=self.evidence_where)
-            if kept is not None:
-                return kept
-        pv = preview(self.data_root, step.object)
-        pv.caveat = as_now_caveat(tool=step.tool, logged_bytes=step.logged_bytes, size_now=pv.size,
-                                  later_write=step.later_write, door_session=step.door_session,
-                                  is_file=pv.kind in ("text", "table", "binary"))
-        return pv
+        return kept_or_now(self.data_root, step.object, tool=step.tool, logged_bytes=step.logged_bytes,
+                           later_write=step.later_write, door_session=step.door_session,
+                           evidence=self.evidence if step.kept else None, response_digest=step.response_digest,
+                           evidence_where=self.evidence_where)
 
     def stop(self) -> None:
         """Halt playback where it is (the current step keeps its state)."""

@@ -202,6 +202,37 @@ def test_a_kept_response_is_shown_instead_of_the_file(tmp_path):
     assert S.call_preview(inc.data_root, call).source == "disk"  # without the store: the file now
 
 
+def test_a_damaged_kept_response_is_said_and_the_file_shown_as_it_is_now(tmp_path):
+    from replaybook.capsule.store import EvidenceStore
+
+    store = EvidenceStore(tmp_path / "evidence")
+    digest = store.put(b'{"content":[{"type":"text","text":"revision: 41"}]}')
+    obj = store.path(digest)
+    obj.chmod(0o644)
+    obj.write_bytes(b'{"content":[{"type":"text","text":"revision: 40"}]}')  # the store's copy was altered
+    inc = _incident(tmp_path / "inc", digest=digest)
+    call = next(inc.calls[(inc.calls["door_session"] == W1) & (inc.calls["seq"] == 1)].itertuples(index=False))
+    pv = S.call_preview(inc.data_root, call, evidence=store, later=LaterWrites(inc.calls))
+    assert (pv.kind, pv.source, pv.size) == ("text", "disk", 220)
+    assert pv.caveat.startswith("The response the door kept for this call could not be shown (")
+    assert pv.caveat.endswith("). Shown as it is on disk now, not as the call read it; the door logged 221 bytes for "
+                              "this call; the file is 220 bytes now: it has changed since; a later call wrote to it "
+                              "(update_rule #2 at 14:00:20.000 UTC).")
+    plan = ReplayPlan.from_calls(inc.calls, inc.data_root, door_session=W1, evidence=store)
+    plan.start()
+    assert plan.advance()[1].caveat == pv.caveat
+
+
+def test_a_different_size_says_changed_only_where_the_answer_is_the_text_file():
+    assert as_now_caveat(tool="read_table", logged_bytes=96, size_now=3992, kind="table") == (
+        "Shown as it is on disk now, not as the call read it; the door logged 96 bytes for this call; the file is "
+        "3,992 bytes now (what read_table answered need not be the file itself).")
+    assert as_now_caveat(tool="read_config", logged_bytes=221, size_now=220, kind="text").endswith(
+        "the file is 220 bytes now: it has changed since.")
+    assert as_now_caveat(tool="list_folder", logged_bytes=50, size_now=None, kind="folder") == (
+        "Shown as it is on disk now, not as the call read it.")
+
+
 def test_the_workbook_finds_the_capsules_evidence_store():
     repo = Path(__file__).resolve().parents[2]
     inc = Incident.load(repo / "data" / "capsule-demo" / "incident.yaml")

@@ -33,7 +33,7 @@ import pandas as pd
 
 from .._text import SHOW_INVISIBLE
 from ..join import orphan_results
-from ..replay import LaterWrites, Preview, ReplayPlan, ReplayStep, as_now_caveat, evidence_preview, preview, writes
+from ..replay import LaterWrites, Preview, ReplayPlan, ReplayStep, kept_or_now, preview, writes
 from .charts import _tips
 
 __all__ = [
@@ -585,22 +585,14 @@ def call_preview(data_root: str | Path | None, call: Any, *, later: LaterWrites 
     if str(call.decision) != "allow":
         rule = f"refused by rule {call.rule}" if not _na(call.rule) else "refused by the door"
         return Preview("refused", obj or "", text=f"{rule}: the agent was refused this object, so nothing is opened")
-    if obj is None:
-        return Preview("missing", "", text="the call reached no object")
     resp = getattr(call, "response_digest", None)
-    if not writes(call.tool):
-        kept = evidence_preview(evidence, None if _na(resp) else resp, obj, where=evidence_where)
-        if kept is not None:
-            return kept
-    if data_root is None:
-        return Preview("missing", obj, text="the incident names no data root")
-    pv = preview(data_root, obj)
-    if pv.kind in ("text", "table", "binary", "folder"):
-        lw = later.after(obj, getattr(call, "ts", None)) if later is not None else None
-        pv.caveat = as_now_caveat(tool=call.tool, logged_bytes=getattr(call, "bytes", None), size_now=pv.size,
-                                  later_write=lw, door_session=getattr(call, "door_session", None),
-                                  is_file=pv.kind != "folder")
-    return pv
+    resp = None if _na(resp) else str(resp)
+    if obj is None and (evidence is None or resp is None or not evidence.has(resp)):  # (a kept answer still shows)
+        return Preview("missing", "", text="the call reached no object")
+    lw = later.after(obj, getattr(call, "ts", None)) if later is not None else None
+    return kept_or_now(data_root, obj, tool=call.tool, logged_bytes=getattr(call, "bytes", None), later_write=lw,
+                       door_session=getattr(call, "door_session", None), evidence=evidence,
+                       response_digest=resp, evidence_where=evidence_where)
 
 
 def evidence_store(incident) -> tuple[Any, str | None, str | None]:
