@@ -1147,3 +1147,41 @@ def test_timeline_says_which_way_the_lines_lean_when_clocks_differ(frames):
     # under a second, the lines' lean is not worth a word
     assert S._lane_clocks_note(750.0, 0.4) == "" and S._lane_clocks_note(None, None) == ""
     assert "Each lane is drawn" not in S.timeline_section(steps, calls, pairs)
+
+
+def _continued(unmatched: int = 1) -> pd.DataFrame:
+    """Two door sessions of one conversation: the door restarted, ``d2`` continues ``d1``'s
+    transcript ``t1``; each row carries the transcript's own counts, as the join gives them."""
+    return SESSIONS.build([
+        dict(door_session="d1", agent="a", start=s(0), end=s(10), calls=2, refused=0, transcript_id="t1", agreed=2,
+             transcript_tool_steps=5, share=1.0, margin=2.0, status="matched", offset_ms=300.0, unclaimed_calls=0,
+             unmatched_steps=unmatched, method="meta_id"),
+        dict(door_session="d2", agent="a", start=s(60), end=s(70), calls=2, refused=0, transcript_id="t1",
+             agreed=2, transcript_tool_steps=5, share=1.0, margin=2.0, status="matched", offset_ms=300.0,
+             unclaimed_calls=0, unmatched_steps=unmatched, method="meta_id", continues="d1"),
+    ])
+
+
+def test_the_header_counts_a_continued_conversations_unpaired_tool_call_once():
+    """The header said "2 door-bound tool calls with no door call" where the residuals listed one:
+    a conversation that reached the door in two sessions (a door restart) had its one unmatched
+    step summed once per session."""
+    sessions = _continued()
+    h = S.header("x", "/a/incident.yaml", sessions=sessions)
+    assert '<a href="#residuals">Left unpaired by the join</a>: 1 door-bound tool call with no door call' in h
+    # with an unclaimed door call in each session too: those are the sessions' own, each counted
+    both = sessions.assign(unclaimed_calls=pd.array([1, 2], dtype="Int64"))
+    assert ("3 door calls no transcript step claims and 1 door-bound tool call with no door call"
+            in S.header("x", "/a/incident.yaml", sessions=both))
+    assert S.transcript_total(sessions, "unmatched_steps") == 1
+    assert S.transcript_total(sessions, "transcript_tool_steps") == 5
+    # two conversations, one unassigned session: each transcript once, NA left out
+    other = SESSIONS.build([dict(door_session="d3", calls=1, transcript_id="t2", transcript_tool_steps=3,
+                                 unmatched_steps=2, status="matched"),
+                            dict(door_session="d4", calls=1, status="unmatched")])
+    assert S.transcript_total(pd.concat([sessions, other], ignore_index=True), "unmatched_steps") == 3
+    assert S.transcript_total(pd.concat([sessions, other], ignore_index=True), "transcript_tool_steps") == 8
+    # the sessions table says the shared counts are the conversation's, not each session's
+    note = "door sessions that continue one conversation"
+    assert note in S.join_summary(sessions, 60.0) and note not in S.join_summary(sessions.head(1), 60.0)
+

@@ -571,7 +571,8 @@ def header(
                              + esc(", ".join(str(d) for d in moved["door_session"][:_NAMED]))
                              + (f" and {len(moved) - _NAMED:,} more" if len(moved) > _NAMED else "")
                              + "; each one's sentence says how")
-        uc, us = total("unclaimed_calls"), total("unmatched_steps")
+        # (unmatched_steps is the transcript's: sessions that continue one conversation repeat it)
+        uc, us = total("unclaimed_calls"), transcript_total(sessions, "unmatched_steps")
         if uc or us:
             parts = ([f"{_count(uc, 'door call')} no transcript step claims"] if uc else []) + \
                     ([f"{_count(us, 'door-bound tool call')} with no door call"] if us else [])
@@ -596,6 +597,18 @@ def header(
         intro = f"<p><b>{esc(description)}</b></p>" + intro
     return STYLE + _section(None, f"<h1>{esc(title)}</h1>" + intro
                             + "<ul>" + "".join(f"<li>{f}</li>" for f in facts) + "</ul>")
+
+
+def transcript_total(sessions: pd.DataFrame, col: str) -> int:
+    """The sum of a transcript's column of the join's ``SESSIONS`` frame (``unmatched_steps``,
+    ``transcript_tool_steps``: counts of the assigned transcript's steps) over the transcripts
+    the sessions were assigned, each counted once: door sessions that continue one conversation
+    (``continues``) repeat their transcript's counts, and a sum over sessions counted its steps
+    once per session.  0 without the column."""
+    if col not in sessions or not len(sessions):
+        return 0
+    once = sessions[sessions["transcript_id"].notna()].drop_duplicates("transcript_id")
+    return int(pd.to_numeric(once[col], errors="coerce").fillna(0).sum())
 
 
 def confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
@@ -891,8 +904,15 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
             intro += f'<p class="rb-note"><b>Untimed:</b> {esc(note)}.</p>'
     intro += ('<p class="rb-note">Under each heading, the column\'s name in <code>replaybook join</code>\'s '
               "output and in the <code>sessions</code> frame (<code>Incident.join().sessions</code>).</p>")
+    shared = ""
+    if "continues" in sessions.columns and sessions["continues"].notna().any():
+        # (the transcript's counts, on each of its sessions' rows: not to be added up)
+        shared = ('<p class="rb-note"><b>transcript tool steps</b> and <b>steps without call</b> count the '
+                  "transcript's own steps: door sessions that continue one conversation (<b>continues "
+                  "session</b>) share its transcript and show the same counts, which belong to the "
+                  "conversation once.</p>")
     return _section("Sessions and the join", intro + table(df, cols, names=True)
-                    + "<h3>What each link rests on</h3>" + table(df, evidence, names=True)
+                    + "<h3>What each link rests on</h3>" + table(df, evidence, names=True) + shared
                     + f'<h3>How sure is each link?</h3>{sentences}',
                     anchor="sessions")
 
