@@ -586,3 +586,29 @@ def test_findings_line_names_the_sessions_max_offset_joined_otherwise():
         "t1 at max_offset_s 300 (the default), unmatched at 7200 (see the report); door session s2 unmatched at "
         "max_offset_s 300 (the default), matched to transcript t2 at 7200; transcript t2's own clock joins it "
         "alone: clock_offsets {t2: 7200.4} (see the report)")
+
+
+def test_join_names_sub_agents_with_their_parent_and_counts_their_door_calls_as_its(tmp_path, capsys):
+    """A sub-agent's transcript is neither assigned a session of its own nor unmatched: join said
+    nothing of it. And a conversation whose door calls were all its sub-agent's was called
+    "built-in tools only"."""
+    import _continued_incident as C
+
+    manifest = C.write_continued_incident(tmp_path / "inc")
+    assert main(["join", str(manifest)]) == 0
+    out = capsys.readouterr().out
+    assert "unmatched transcripts: none\n" in out
+    assert (f"sub-agent transcripts, joined as part of their parent's conversation (1): {C.SUB_TRANSCRIPT} "
+            f"(of {C.SID})\n") in out
+    # the parent itself calls only built-in tools (Task), its sub-agent the door's: a conversation
+    # through the door, though no session holds it here
+    main_t = C._Writer(False)
+    main_t.add("user", 0, {"role": "user", "content": "check the history"})
+    main_t.add("assistant", 20, {"model": "m", "id": "msg_task", "type": "message", "role": "assistant",
+                                 "content": [{"type": "tool_use", "id": "toolu_task", "name": "Task",
+                                              "input": {"prompt": "history"}}]})
+    (manifest.parent / "transcripts" / f"{C.SID}.jsonl").write_text("\n".join(main_t.lines) + "\n")
+    assert main(["join", "--transcripts", str(manifest.parent / "transcripts"),
+                 "--calls", str(manifest.parent / "door"), "--min-agreed", "5"]) == 0
+    out = capsys.readouterr().out
+    assert f"unmatched transcripts: {C.SID}\n" in out and "built-in tools only" not in out

@@ -480,12 +480,18 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         # a transcript of built-in tools only called nothing through a door: not a missing link
         door_bound = set(steps.loc[(steps["kind"] == "tool_call") & steps["server"].notna(),
                                    "transcript_id"].astype(str)) if len(steps) else set()
+        # a sub-agent's door calls are its parent's conversation's (join.sub_agent_parents)
+        door_bound |= {res.sub_agents[t] for t in door_bound if t in res.sub_agents}
         ut = [t if t in door_bound else f"{t} (built-in tools only: no door log was expected to hold its calls)"
               for t in res.unmatched_transcripts]
         if len(ut) <= 2:  # ("; ": a note in brackets is its own transcript's)
             click.echo(f"\nunmatched transcripts: {'; '.join(ut) or 'none'}")
         else:  # one per line: a comma list of ids wraps unreadably in a terminal
             click.echo(f"\nunmatched transcripts ({len(ut)}):\n" + "\n".join(f"  {t}" for t in ut))
+        if res.sub_agents:  # counted with their parent: neither assigned a session of their own nor unmatched
+            subs = [f"{t} (of {p})" for t, p in res.sub_agents.items()]
+            click.echo(f"sub-agent transcripts, joined as part of their parent's conversation ({len(subs)}): "
+                       + "; ".join(subs[:20]) + (f" and {len(subs) - 20:,} more" if len(subs) > 20 else ""))
         lost = res.sessions[(res.sessions["status"] == "unmatched") & (res.sessions["unknown_ids"] > 0)]
         for r in lost.head(20).itertuples(index=False):
             click.echo(f"door session {r.door_session}: unmatched, and {_count(int(r.unknown_ids), 'call')} logged "

@@ -1185,3 +1185,34 @@ def test_the_header_counts_a_continued_conversations_unpaired_tool_call_once():
     note = "door sessions that continue one conversation"
     assert note in S.join_summary(sessions, 60.0) and note not in S.join_summary(sessions.head(1), 60.0)
 
+
+def _with_sub_agent(steps: pd.DataFrame, parent: str, agent: str = "ab12") -> pd.DataFrame:
+    """``steps`` and a sub-agent's transcript (``agent-<agent>``) whose rows name ``parent``."""
+    sub = STEPS.build([
+        dict(transcript_id=f"agent-{agent}", seq=0, ts=s(2), kind="user_prompt", text="look", agent_id=agent,
+             client_session_id=parent),
+        dict(transcript_id=f"agent-{agent}", seq=1, ts=s(3), kind="tool_call", tool="read_object",
+             tool_raw="mcp__door__read_object", args_key='{"path":"b"}', agent_id=agent, client_session_id=parent),
+    ])
+    return pd.concat([steps, sub], ignore_index=True)
+
+
+def test_the_header_counts_a_sub_agent_with_its_parents_conversation(frames):
+    """"3 transcripts (2 assigned to a door session; 1 to none)" while the page said no transcript
+    was assigned to none: the third was a sub-agent of an assigned transcript."""
+    steps, calls, _, sessions = frames
+    steps = _with_sub_agent(steps.assign(client_session_id="t1"), "t1")
+    h = S.header("x", "/a/incident.yaml", steps=steps, calls=calls, sessions=sessions)
+    assert "2 transcripts (1 assigned to a door session, 1 a sub-agent of an assigned one), 6 transcript events" in h
+    assert "to none" not in h
+    # the join's own sub_agents, given: the same words
+    assert "1 a sub-agent of an assigned one)" in S.header("x", "i.yaml", steps=steps, sessions=sessions,
+                                                           sub_agents={"agent-ab12": "t1"})
+    # a transcript no session was assigned, with a sub-agent of its own: both "to none", as one conversation
+    lone = STEPS.build([dict(transcript_id="t9", seq=0, ts=s(40), kind="user_prompt", text="hi")])
+    more = _with_sub_agent(pd.concat([steps, lone], ignore_index=True), "t9", agent="cd34")
+    h = S.header("x", "/a/incident.yaml", steps=more, sessions=sessions)
+    assert ('4 transcripts (1 assigned to a door session, 1 a sub-agent of an assigned one; '
+            '<a href="#unassigned">1 to none</a>, with 1 sub-agent)') in h
+    # every transcript assigned a session: no words in brackets
+    assert "1 transcript, " in S.header("x", "i.yaml", steps=frames[0], sessions=sessions)

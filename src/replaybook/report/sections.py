@@ -462,10 +462,13 @@ def header(
     disagreements: Sequence[Mapping] = (),
     sessions: pd.DataFrame | None = None,
     unmapped_calls: pd.DataFrame | None = None,
+    sub_agents: Mapping[str, str] | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
-    (UTC), counts of transcripts, transcript events, door sessions and door calls, of the
+    (UTC), counts of transcripts (with ``sessions``: how many a door session was assigned, how
+    many are sub-agents of a conversation — ``sub_agents``, ``JoinResult.sub_agents``, found in
+    ``steps`` when not given — and how many neither), transcript events, door sessions and door calls, of the
     entries set aside (``quarantine``) when there are any, linked to that section, and of the
     ``inputs`` rows (:attr:`~replaybook.Incident.inputs`) their format read nothing from
     (``read_nothing``: a format forced on the wrong file), linked to Inputs, of the storage requests
@@ -490,12 +493,7 @@ def header(
         n_t = steps["transcript_id"].nunique()
         linked = ""
         if sessions is not None and len(sessions) and n_t:
-            # distinct transcripts: one conversation can reach the door in several sessions (continues)
-            n_in = int(pd.Series(sessions["transcript_id"].dropna().unique()).isin(
-                set(steps["transcript_id"].dropna())).sum())
-            if n_in < n_t:  # (a sub-agent's transcript is drawn with its parent's, not assigned a session)
-                linked = (f" ({n_in:,} assigned to a door session; "
-                          f'<a href="#unassigned">{n_t - n_in:,} to none</a>)')
+            linked = _assigned_words(steps, sessions, sub_agents)
         facts.append(f"{_count(n_t, 'transcript')}{linked}, {_count(len(steps), 'transcript event')}")
     if calls is not None:
         facts.append(f"{_count(calls['door_session'].nunique(), 'door session')}, "
@@ -597,6 +595,36 @@ def header(
         intro = f"<p><b>{esc(description)}</b></p>" + intro
     return STYLE + _section(None, f"<h1>{esc(title)}</h1>" + intro
                             + "<ul>" + "".join(f"<li>{f}</li>" for f in facts) + "</ul>")
+
+
+def _assigned_words(steps: pd.DataFrame, sessions: pd.DataFrame, sub_agents: Mapping[str, str] | None) -> str:
+    """The header's words after "N transcripts": how many a door session was assigned, how many
+    are a sub-agent's (counted with their parent's conversation, ``sub_agents``: sub-agent
+    transcript → parent; from :func:`replaybook.join.sub_agent_parents` when ``None``) and how
+    many neither (linked to the section that shows them); ``""`` when a session was assigned
+    each transcript."""
+    if sub_agents is None:
+        from ..join import sub_agent_parents
+
+        sub_agents = sub_agent_parents(steps)
+    every = set(steps["transcript_id"].dropna().astype(str))
+    # distinct transcripts: one conversation can reach the door in several sessions (continues)
+    assigned = set(sessions["transcript_id"].dropna().astype(str)) & every
+    subs = {t: str(p) for t, p in sub_agents.items() if t in every and t not in assigned}
+    sub_in = sum(p in assigned for p in subs.values())
+    sub_out = len(subs) - sub_in
+    none = len(every - assigned - set(subs))
+    if not sub_in and not sub_out and not none:
+        return ""
+    parts = [f"{len(assigned):,} assigned to a door session"]
+    if sub_in:
+        parts.append(f"{sub_in:,} {'a sub-agent' if sub_in == 1 else 'sub-agents'} of "
+                     f"{'an assigned one' if sub_in == 1 else 'assigned ones'}")
+    words = ", ".join(parts)
+    if none:
+        of = (f", with {_count(sub_out, 'sub-agent')}" if sub_out else "")
+        words += f'; <a href="#unassigned">{none:,} to none</a>{of}'
+    return f" ({words})"
 
 
 def transcript_total(sessions: pd.DataFrame, col: str) -> int:
