@@ -494,3 +494,37 @@ def test_a_list_entry_of_the_wrong_shape_says_what_it_lacks(tmp_path):
         with pytest.raises(ManifestError) as e:
             replaybook.Incident.load(tmp_path / "incident.yaml")
         assert str(e.value) == f"{tmp_path / 'incident.yaml'}:4: invalid manifest at door/0: {said}"
+
+
+def test_a_sub_agents_meta_json_is_an_input_with_its_sha256(tmp_path):
+    """Claude Code's agent-<id>.meta.json was read (its agent_meta was in inputs) but was neither
+    listed in Inputs nor in the report's checksum file: evidence the report could not re-check."""
+    import hashlib
+
+    from _continued_incident import SUB_TRANSCRIPT, meta_path, write_continued_incident
+
+    from replaybook.report.checksums import checksum_entries
+
+    manifest = write_continued_incident(tmp_path / "inc")
+    inputs = replaybook.Incident.load(manifest).inputs
+    meta = meta_path(manifest)
+    data = (manifest.parent / meta).read_bytes()
+    paths = [r["path"] for r in inputs]
+    # right after the transcript it belongs to
+    assert paths[paths.index(meta) - 1] == meta.replace(".meta.json", ".jsonl")
+    row = inputs[paths.index(meta)]
+    assert row == {"path": meta, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "lines": 1,
+                   "format": "claude-code sub-agent meta", "side_of": meta.replace(".meta.json", ".jsonl"),
+                   "note": None, "read_nothing": False}
+    sub = inputs[paths.index(meta) - 1]
+    assert sub["agent_meta"] == {"agentType": "general-purpose", "description": "Check the rule's history"}
+    assert "side_files" not in sub  # (a row of its own)
+    assert [meta, hashlib.sha256(data).hexdigest()] in checksum_entries(inputs)
+    # every file of the incident is listed, once
+    every = sorted(str(p.relative_to(manifest.parent)) for p in manifest.parent.rglob("*") if p.is_file())
+    assert sorted(paths) == every and len(set(paths)) == len(paths)
+    # a meta.json that holds no JSON object is listed too, saying why nothing was read from it
+    (manifest.parent / meta).write_text('{"agentType": "gen')
+    row = next(r for r in replaybook.Incident.load(manifest).inputs if r["path"] == meta)
+    assert row["note"] == "not a JSON object: the sub-agent's metadata was not read from it"
+    assert row["sha256"] == hashlib.sha256(b'{"agentType": "gen').hexdigest() and SUB_TRANSCRIPT in row["side_of"]

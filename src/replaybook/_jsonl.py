@@ -41,6 +41,7 @@ __all__ = [
     "note_unreadable_times",
     "read_bytes",
     "read_source",
+    "read_side_file",
     "iter_lines",
     "iter_text_lines",
     "iter_objects",
@@ -364,6 +365,25 @@ def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) ->
     if bom:
         info["bom"] = True
     return data, info
+
+
+def read_side_file(path: Path, of: Path, fmt: str) -> tuple[bytes | None, dict]:
+    """Read a file a loader reads *beside* the input ``of`` (Claude Code's
+    ``agent-<id>.meta.json``) read-only, once: ``(data or None, inputs entry)``.  It is evidence
+    too, so the entry is :func:`read_source`'s — ``path``, ``sha256`` (hex, of the bytes read),
+    ``bytes``, ``lines``, ``format`` = ``fmt`` — with ``side_of`` (``str(of)``) and ``note``:
+    ``None``, or why it could not be read (``cannot read: …``: then ``data`` is ``None`` and
+    ``sha256``, ``bytes``, ``lines`` are ``None``).  The file is not decompressed."""
+    entry = {"path": str(path), "sha256": None, "bytes": None, "lines": None, "format": fmt,
+             "side_of": str(of), "note": None}
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        entry["note"] = f"cannot read: {exc.strerror or exc}"
+        return None, entry
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data), lines=_count_lines(data))
+    return data, entry
 
 
 def _count_lines(data: bytes) -> int:

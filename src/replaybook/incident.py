@@ -510,7 +510,10 @@ class Incident:
         ``format`` (``manifest`` for the manifest; ``None`` when no source read a file),
         ``note`` (why a file was skipped, what a loader left out, or ``None``) and, for the
         files, ``read_nothing`` (its format found no record among its lines).  The manifest
-        is evidence too: it sets the window, the storage mapping and the principals."""
+        is evidence too: it sets the window, the storage mapping and the principals.  A file a
+        loader read beside an input (a sub-agent's ``agent-<id>.meta.json``) is evidence as
+        well: its row follows that input's, with ``side_of`` (the input's path, written as
+        ``path``), so the report lists it and its ``.sha256`` file checks it."""
         from ._jsonl import file_info
 
         data = self.path.read_bytes()
@@ -522,6 +525,9 @@ class Incident:
             rows = res.frame["source_file"].value_counts().to_dict() if len(res.frame) else {}
             for r in res.inputs:
                 out.append(self._input_row(r, rows, set_aside))
+                for side in r.get("side_files") or ():
+                    out.append(dict(side, path=self._shown(side["path"]), side_of=self._shown(side["side_of"]),
+                                    read_nothing=False))
         return out
 
     def _input_row(self, r: dict, rows: dict, set_aside: dict) -> dict:
@@ -530,6 +536,7 @@ class Incident:
         from .loading import _input_note
 
         d = dict(r)
+        d.pop("side_files", None)  # (rows of their own: see inputs)
         read_nothing = (d.get("format") is not None and not d.get("skipped") and not rows.get(d["path"])
                         and (d.get("ignored_lines") or d.get("not_calls")))
         d["path"] = self._shown(d["path"])

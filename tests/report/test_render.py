@@ -418,3 +418,38 @@ def test_a_manifest_with_a_wider_max_offset_names_the_sessions_it_joined_otherwi
             "door-s2; each one's sentence says how") in text
     assert (f"With max_offset_s 300 (the default) it was matched to transcript {a} (3 agreeing steps, clock offset "
             "+0.2 s); at 7200 it is unmatched.") in text
+
+
+def test_a_conversation_across_a_door_restart_with_a_sub_agent_is_counted_once(tmp_path, capsys):
+    """A reviewer's conversation continued across two door sessions (the door restarted) and
+    started a sub-agent. The header said 2 door-bound tool calls with no door call where stderr
+    and the residuals said 1, called the sub-agent's transcript one assigned to no session, and
+    the sub-agent's agent-<id>.meta.json was read but in neither Inputs nor the .sha256 file."""
+    from _continued_incident import SUB_TRANSCRIPT, meta_path, write_continued_incident
+
+    from replaybook.cli import main
+
+    manifest = write_continued_incident(tmp_path / "inc")
+    assert main(["report", str(manifest), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert ("replaybook: 2 door sessions (2 matched); 4 door calls, 0 refused; left unpaired by the join: "
+            "1 door-bound tool call with no door call\n") in err
+    page = read(tmp_path / "out" / "inc.html")
+    text = html_lib.unescape(re.sub("<[^>]+>", "", page.replace("<wbr/>", "").replace("<wbr>", "")))
+    assert ("2 transcripts (1 assigned to a door session, 1 a sub-agent of an assigned one), 22 transcript events"
+            in text)
+    assert "Left unpaired by the join: 1 door-bound tool call with no door call" in text
+    assert "Transcripts assigned to no door sessionNone: every transcript was assigned" in text
+    residual = _table_rows(page[page.index("Transcript tool calls with no door call"):])
+    assert len(residual) == 1
+    meta = meta_path(manifest)
+    digest = hashlib.sha256((manifest.parent / meta).read_bytes()).hexdigest()
+    rows = _table_rows(_inputs_section(page))
+    assert [meta, "claude-code sub-agent meta", str((manifest.parent / meta).stat().st_size), "1"] == rows[2][:4]
+    assert rows[1][0].endswith(f"{SUB_TRANSCRIPT}.jsonl")
+    sums = (tmp_path / "out" / "inc.sha256").read_text(encoding="utf-8").splitlines()
+    assert f"{digest}  {meta}" in sums
+    assert len(sums) == len([p for p in manifest.parent.rglob("*") if p.is_file()]) == 6
+    if SHA256SUM is not None:
+        ok = _sha256sum_check(str(tmp_path / "out" / "inc.sha256"), manifest.parent)
+        assert ok.returncode == 0 and f"{meta}: OK".encode() in ok.stdout, ok.stdout + ok.stderr

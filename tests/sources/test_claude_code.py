@@ -272,6 +272,17 @@ def test_subagents_folder_layout():
     meta = {Path(i["path"]).name: i.get("agent_meta") for i in res.inputs}
     assert meta["agent-a5f0c1d2e3b4a5968.jsonl"] == {"agentType": "general-purpose", "description": "Read the log"}
     assert meta["agent-a000000000000000b.jsonl"] is None
+    # each .meta.json read is evidence: its own entry (SHA-256 of the bytes read) under its transcript's
+    sides = {Path(i["path"]).name: i.get("side_files") for i in res.inputs}
+    assert sides["cccccccc-6666-4666-8666-cccccccccccc.jsonl"] is None
+    for name, note in (("agent-a5f0c1d2e3b4a5968", None),
+                       ("agent-a000000000000000b", "not a JSON object: the sub-agent's metadata was not read from it")):
+        metafile = next(root.rglob(f"{name}.meta.json"))
+        data = metafile.read_bytes()
+        assert sides[f"{name}.jsonl"] == [{
+            "path": str(metafile), "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+            "lines": data.count(b"\n") + (0 if data.endswith(b"\n") else 1), "format": "claude-code sub-agent meta",
+            "side_of": str(metafile.with_name(f"{name}.jsonl")), "note": note}]
     assert len(res.quarantine) == 0
     # the sub-agent's MCP call is paired with its result in the sub-agent file
     sub = kinds(f, "tool_call").set_index("call_id").loc["toolu_sub_read"]

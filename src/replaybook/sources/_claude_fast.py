@@ -32,7 +32,7 @@ import orjson
 import pandas as pd
 
 from .. import _json
-from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
+from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_side_file, read_source
 from .._text import TEXT_LIMIT, deep_safe
 from ..canonical import canonical_args_cached
 from . import _claude_ms as M
@@ -182,16 +182,33 @@ def _line_ok_checker(dec):
     return line_ok
 
 
-def _read_meta(path: Path, stem: str) -> dict | None:
+#: the ``format`` of a sub-agent's ``agent-<id>.meta.json`` in ``inputs``
+META_FORMAT = "claude-code sub-agent meta"
+
+
+def _read_meta(path: Path, stem: str, info: dict) -> None:
+    """Read ``agent-<id>.meta.json`` beside ``path`` when there is one: its object goes to
+    ``info["agent_meta"]``, the file itself (evidence too: its SHA-256) to
+    ``info["side_files"]`` (:func:`~replaybook._jsonl.read_side_file`), with a note when it
+    holds no JSON object."""
     meta = path.with_name(stem + ".meta.json")
     try:
         if not meta.is_file():
-            return None
-        with open(meta, "rb") as fh:
-            obj = orjson.loads(fh.read())
-        return deep_safe(obj) if isinstance(obj, dict) else None
-    except (OSError, orjson.JSONDecodeError, RecursionError):
-        return None
+            return
+    except OSError:
+        return
+    data, entry = read_side_file(meta, path, META_FORMAT)
+    info.setdefault("side_files", []).append(entry)
+    if data is None:
+        return
+    try:
+        obj = orjson.loads(data)
+    except (orjson.JSONDecodeError, RecursionError):
+        obj = None
+    if isinstance(obj, dict):
+        info["agent_meta"] = deep_safe(obj)
+    else:
+        entry["note"] = "not a JSON object: the sub-agent's metadata was not read from it"
 
 
 def read_file(path: Path) -> tuple[bytes, dict]:
@@ -235,9 +252,7 @@ class Load:
         stem = name_stem(path, (".jsonl.gz", ".jsonl", ".gz", ".json"))
         file_agent = stem[6:] if stem.startswith("agent-") and len(stem) > 6 else None
         if file_agent is not None:
-            meta = _read_meta(path, stem)
-            if meta is not None:
-                info["agent_meta"] = meta
+            _read_meta(path, stem, info)
         dec = decode_file(data, self.max_open) if self.max_open > 0 else None
         if dec is not None:
             try:

@@ -232,7 +232,10 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         one dict per file: ``path``, ``sha256``, ``bytes``, ``lines``, ``format``, ``duplicates``
         (resume copies skipped by uuid), ``resumes`` (a resumed file: the transcript whose lines
         it starts by copying) and, for ``agent-<id>`` files with a readable
-        ``.meta.json``, ``agent_meta``.
+        ``.meta.json``, ``agent_meta``; for ``agent-<id>`` files with a ``.meta.json`` beside
+        them, ``side_files``: that file's own entry (``path``, ``sha256``, ``bytes``, ``lines``,
+        ``format`` ``claude-code sub-agent meta``, ``side_of``, ``note``: why it was not read,
+        or ``None``), for it is evidence too.
 
     Raises:
         InputError: a path does not exist, or a file cannot be read (permission, corrupt gzip).
