@@ -132,6 +132,56 @@ def test_a_coincidence_at_the_common_offset_does_not_hide_a_transcripts_own_cloc
     assert res.unclaimed_calls["door_session"].tolist() == ["s1"]
 
 
+def test_calls_another_transcript_explains_do_not_hide_a_transcripts_own_clock():
+    """A deployer 90 s ahead of the door (4 calls) and a reviewer on the door's clock who reads
+    the same file. At the common offset (the reviewer's, +0.3 s) one of the deployer's steps
+    lined up with the reviewer's read and one with its own session's last read: 2 of 4, so it
+    kept the common clock, agreed once with its own session at −15 s, and called its rule update
+    a call the door never saw."""
+    cx = [(15.4, "read", {"path": "cfg"}), (40.3, "update", {"path": "cfg", "surge": 1}),
+          (65.2, "read", {"path": "secrets"}), (90.1, "read", {"path": "cfg"})]
+    st = [("t-deployer", sec - 0.3 + 90, tool, args, None) for sec, tool, args in cx]
+    ca = [("s-deployer", sec, tool, args, None) for sec, tool, args in cx]
+    rv = [("s-review", 130.3, "read", {"path": "cfg"}), ("s-review", 160.2, "history", {"limit": 5}),
+          ("s-review", 170.5, "read", {"path": "defaults"}), ("s-review-2", 250.4, "diff", {"from": 41}),
+          ("s-review-2", 270.3, "read", {"path": "cfg"})]
+    st += [("t-reviewer", sec - 0.3, tool, args, None) for _, sec, tool, args in rv]
+    ca += [(sess, sec, tool, args, None) for sess, sec, tool, args in rv]
+    res = join_sessions(steps_frame(st), calls_frame(ca))
+    s = res.sessions.set_index("door_session")
+    assert res.assignments() == {"s-deployer": "t-deployer", "s-review": "t-reviewer", "s-review-2": "t-reviewer"}
+    assert s["agreed"].to_dict() == {"s-deployer": 4, "s-review": 3, "s-review-2": 2}
+    assert s["offset_ms"].to_dict() == {"s-deployer": -89700.0, "s-review": 300.0, "s-review-2": 300.0}
+    p = res.pairs[res.pairs.transcript_id == "t-deployer"]
+    assert p["door_session"].unique().tolist() == ["s-deployer"] and len(p) == 4
+    assert p["delta_ms"].unique().tolist() == [-89700.0]
+    assert res.unclaimed_calls.empty and res.unmatched_steps.empty
+
+
+def test_an_agent_repeating_anothers_calls_on_another_clock_keeps_its_own():
+    """Two agents make the same four reads; the second's clock is 90 s ahead of the door's and
+    it made each read 40 s before the first did. At the common offset all four of its steps
+    line up with the first agent's session (50 s off), and the first agent's steps line up with
+    the second's session (40 s off): those calls are the first agent's second-best session, and
+    still evidence of the second agent's clock."""
+    st, ca = [], []
+    for i in range(4):
+        st.append(("t-a", i * 10, "read", {"path": f"a{i}"}, None))
+        ca.append(("s-a", i * 10 + 0.3, "read", {"path": f"a{i}"}, None))
+        st.append(("t-b", i * 10 - 40 - 0.3 + 90, "read", {"path": f"a{i}"}, None))
+        ca.append(("s-b", i * 10 - 40, "read", {"path": f"a{i}"}, None))
+    res = join_sessions(steps_frame(st), calls_frame(ca))
+    s = res.sessions.set_index("door_session")
+    assert res.assignments() == {"s-a": "t-a", "s-b": "t-b"}
+    assert s["agreed"].to_dict() == {"s-a": 4, "s-b": 4}
+    assert s["offset_ms"].to_dict() == {"s-a": 300.0, "s-b": -89700.0}
+    # (on its own clock the second agent's steps still line up with the first's session, 40 s
+    # off, as the first's do with the second's: equally many, so both links say so)
+    assert s["status"].tolist() == ["ambiguous", "ambiguous"] and s["margin"].tolist() == [0.0, 0.0]
+    assert res.pairs.groupby("transcript_id")["door_session"].unique().map(list).to_dict() == \
+        {"t-a": ["s-a"], "t-b": ["s-b"]}
+
+
 def test_far_clocks_names_a_session_whose_clock_is_beyond_max_offset(monkeypatch):
     import replaybook.join as J
 

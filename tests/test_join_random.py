@@ -123,21 +123,47 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     # differences (of equal ones the nearest to the common offset), when it holds ≥ max(min_agreed,
     # 2) of them, half its steps that have any same-key call and more than its pairs at the
     # common offset, and lies more than the window from the common offset; its pairs at the
-    # common offset are then dropped; calls another transcript agrees with at the common offset
-    # do not count
+    # common offset are then dropped; calls another transcript agrees with at the common offset,
+    # in the session it explains, do not count (see below)
     own_off = {}
     if M > 0:
         by_id = {S[i]["t"] for i, _ in exact}
+        # a session's best transcript at the common offset: most pairs there, of equally many the
+        # smaller median |Δt|; none when two are equal in both.  A transcript's pairs in a session
+        # whose best transcript is another one do not count for it (nor claim calls below)
+        per = {}
+        for i, j in content:
+            per.setdefault((C[j]["s"], S[i]["t"]), []).append(abs(C[j]["ms"] - off - S[i]["ms"]))
+        best_of = {}
+        for s_ in {s_ for s_, _ in per}:
+            ranked = sorted((-len(v), float(np.median(v)), t) for (ss, t), v in per.items() if ss == s_)
+            if len(ranked) == 1 or ranked[0][:2] != ranked[1][:2]:
+                best_of[s_] = ranked[0][2]
+
+        top = {}  # each transcript's best (count, median) over its sessions
+        for (s_, t), v in per.items():
+            top[t] = min(top.get(t, (0, 0.0)), (-len(v), float(np.median(v)))) if t in top else \
+                (-len(v), float(np.median(v)))
+
+        def counts(i, j):
+            return best_of.get(C[j]["s"], S[i]["t"]) == S[i]["t"]
+
+        def own_session(i, j):  # this transcript is its session's best, and that one of its best
+            v = per[(C[j]["s"], S[i]["t"])]
+            return best_of.get(C[j]["s"]) == S[i]["t"] and (-len(v), float(np.median(v))) == top[S[i]["t"]]
         at_common = {}
-        for i, _ in content:
-            at_common[S[i]["t"]] = at_common.get(S[i]["t"], 0) + 1
+        for i, j in content:
+            if counts(i, j):
+                at_common[S[i]["t"]] = at_common.get(S[i]["t"], 0) + 1
         with_args = {}
         for i in s_pool:
             if S[i]["args"] is not None:
                 with_args[S[i]["t"]] = with_args.get(S[i]["t"], 0) + 1
         cands = {t for t, n in with_args.items() if t not in by_id and at_common.get(t, 0) < 0.5 * n}
         # a call another (non-candidate) transcript agrees with at the common offset is no evidence
-        claimed = {j for i, j in content if S[i]["t"] not in cands}
+        # (only in the session that transcript is most likely joined to: its calls in a second one,
+        # such as another agent's on another clock, stay evidence of that agent's clock)
+        claimed = {j for i, j in content if S[i]["t"] not in cands and own_session(i, j)}
         for t in sorted(cands):
             ds, with_calls = [], 0
             for i in s_pool:

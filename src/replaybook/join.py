@@ -678,7 +678,8 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
 
     ``q`` are the steps (rows, ascending) of the transcripts that may be on a clock of their
     own: fewer than :data:`OWN_CLOCK_SHARE` of their steps with arguments agreed at the common
-    offset ``off`` (``agreed``: each transcript's content pairs there, by transcript code).
+    offset ``off`` (``agreed``: each transcript's content pairs there, by transcript code, less
+    those in a session another transcript explains better: :func:`_explains`).
     Per transcript, every difference (call time − step time) to a same-key call of ``C``
     within ``reach_ms`` counts, and the :data:`_OFFSET_SPAN_MS` span holding the most wins (of
     equally full ones, the nearest to ``off``), as :func:`_mode_offset` reads the common one.
@@ -687,7 +688,8 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     and more than the transcript's pairs at the common offset, and lies more than
     ``window_ms`` from ``off`` (nearer, the common offset would have found it).  Calls
     ``claimed`` (a bool per call row: paired at the common offset with a transcript that is not
-    a candidate here) are not counted: a call another transcript explains on the common clock is
+    a candidate here, in the session it explains best — its calls in a second session may be
+    another agent's, on another clock, repeated) are not counted: a call another transcript explains on the common clock is
     no evidence of a second clock (a transcript whose own session is not in the log had taken an
     offset from calls another agent made with the same arguments, once ``max_offset_s`` was
     raised to reach them).  Two agents on
@@ -745,6 +747,48 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     took[t_best[ok]] = True
     rows = q[took[t_codes[q]]]
     return rows, t_off[t_codes[rows]]
+
+
+def _explains(pt: np.ndarray, ps: np.ndarray, dt: np.ndarray, n_sx: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the pairs (transcript code ``pt``, session code ``ps``, ``dt`` = |Δt| after the
+    offset, int64 ms) a session's own transcript explains.
+
+    Pairs are counted per (transcript, session), and one is better than another with more
+    pairs, or as many and a smaller median |Δt|.  A session's best transcript is the best of
+    its (transcript, session) counts — none when two are equally good; a transcript's best
+    sessions are the best of its own.  Returns two bool arrays over the pairs: ``not_outdone``
+    (its session has no best transcript, or this one: pairs in a session another transcript
+    explains better are not) and ``mutual`` (this transcript is its session's best, and that
+    session one of its best: the session it is most likely joined to).  Pairs with no session
+    (code < 0) are ``not_outdone`` and not ``mutual``.
+    """
+    keep = np.ones(len(pt), bool)
+    mutual = np.zeros(len(pt), bool)
+    has = (ps >= 0) & (pt >= 0)
+    if not has.any():
+        return keep, mutual
+    code = pt[has] * n_sx + ps[has]
+    g, n, med = _group_median(code, dt[has])
+    gt, gs = g // n_sx, g % n_sx
+    o = np.lexsort((med, -n, gs))  # per session, best first
+    t_, s_, n_, m_ = gt[o], gs[o], n[o], med[o]
+    first = np.r_[True, s_[1:] != s_[:-1]]
+    tied = np.zeros(len(s_), bool)  # (a session's first is its best unless its second is as good)
+    tied[:-1] = ~first[1:] & (n_[1:] == n_[:-1]) & (m_[1:] == m_[:-1])
+    best = first & ~tied
+    owner = np.full(n_sx, -1, np.int64)
+    owner[s_[best]] = t_[best]
+    o = np.lexsort((med, -n, gt))  # per transcript, best first
+    lead = o[np.r_[True, gt[o][1:] != gt[o][:-1]]]
+    top_n = np.zeros(int(gt.max()) + 1, np.int64)
+    top_m = np.zeros(len(top_n))
+    top_n[gt[lead]], top_m[gt[lead]] = n[lead], med[lead]
+    g_mutual = (owner[gs] == gt) & (n == top_n[gt]) & (med == top_m[gt])
+    at = np.searchsorted(g, code)
+    po = owner[ps[has]]
+    keep[has] = (po < 0) | (po == pt[has])
+    mutual[has] = g_mutual[at]
+    return keep, mutual
 
 
 def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: np.ndarray,
@@ -1255,7 +1299,10 @@ def join_sessions(
     # measure time from that offset, and replace its pairs at the common one)
     own = None
     if max_offset_ms > 0 and len(s_args_idx):
-        agreed_t = np.bincount(t_codes[msi], minlength=n_t + 1)
+        # a pair in a session another transcript explains better at the common offset (the other
+        # agent's own session, its calls repeated by this one) is no sign of this one's clock
+        mine_pair, own_session = _explains(t_codes[msi], s_codes[mci], np.abs(c_ms[mci] - s_ms[msi] - off), n_sx)
+        agreed_t = np.bincount(t_codes[msi][mine_pair], minlength=n_t + 1)
         with_args_t = np.bincount(t_codes[s_args_idx], minlength=n_t + 1)
         maybe = agreed_t < OWN_CLOCK_SHARE * with_args_t
         maybe[t_codes[ex_si]] = False  # the ids tell its clock
@@ -1263,7 +1310,7 @@ def join_sessions(
         q = s_args_idx[maybe[t_codes[s_args_idx]]]
         claimed = None
         if len(q):
-            strong = ~maybe[t_codes[msi]]
+            strong = ~maybe[t_codes[msi]] & own_session
             if strong.any():
                 claimed = np.zeros(n_c, bool)
                 claimed[mci[strong]] = True
