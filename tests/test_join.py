@@ -182,6 +182,39 @@ def test_an_agent_repeating_anothers_calls_on_another_clock_keeps_its_own():
         {"t-a": ["s-a"], "t-b": ["s-b"]}
 
 
+def test_a_retried_call_pairs_with_the_retry_not_the_failed_attempt():
+    """The client's first diff failed (the connection closed; the door never logged it) and was
+    retried 45 s later; both steps fall in the window of the one door call. The first step by
+    time took the call, 45.4 s off, and the session's offset became the median of that and the
+    read's +0.3 s: +22.85 s."""
+    st = [("t1", 25.0, "diff", {"path": "cfg", "from": 41}, None),  # failed: no door line
+          ("t1", 70.1, "diff", {"path": "cfg", "from": 41}, None),  # its retry
+          ("t1", 90.0, "read", {"path": "cfg"}, None)]
+    ca = [("s1", 70.4, "diff", {"path": "cfg", "from": 41}, None), ("s1", 90.3, "read", {"path": "cfg"}, None)]
+    res = join_sessions(steps_frame(st), calls_frame(ca))
+    s = res.sessions.set_index("door_session")
+    assert s.loc["s1", "agreed"] == 2 and s.loc["s1", "offset_ms"] == 300.0
+    assert sorted(zip(res.pairs.step_seq, res.pairs.call_seq)) == [(1, 1), (2, 2)]
+    assert res.pairs["delta_ms"].tolist() == [300.0, 300.0]
+    assert res.unmatched_steps["seq"].tolist() == [0]
+
+
+def test_a_call_logged_twice_pairs_its_step_with_the_nearer_and_order_is_kept():
+    """More calls than steps: the door logged an earlier identical call of the session that no
+    step shows (a client retry below the transcript); the step pairs with the call 0.3 s from it,
+    not the first by time. Three steps and two calls: each call takes the step nearest it, in
+    order."""
+    st = [("t1", 100.0, "read", {"path": "a"}, None), ("t1", 200.0, "list", {"path": "."}, None),
+          ("t1", 230.0, "list", {"path": "."}, None), ("t1", 250.0, "list", {"path": "."}, None)]
+    ca = [("s1", 60.5, "read", {"path": "a"}, None), ("s1", 100.3, "read", {"path": "a"}, None),
+          ("s1", 231.0, "list", {"path": "."}, None), ("s1", 252.0, "list", {"path": "."}, None)]
+    res = join_sessions(steps_frame(st), calls_frame(ca), max_offset_s=0)
+    assert sorted(zip(res.pairs.step_seq, res.pairs.call_seq)) == [(0, 2), (2, 3), (3, 4)]
+    assert sorted(res.pairs["delta_ms"].tolist()) == [300.0, 1000.0, 2000.0]
+    assert res.unclaimed_calls["seq"].tolist() == [1]
+    assert res.unmatched_steps["seq"].tolist() == [1]
+
+
 def test_far_clocks_names_a_session_whose_clock_is_beyond_max_offset(monkeypatch):
     import replaybook.join as J
 

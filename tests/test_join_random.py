@@ -11,6 +11,7 @@ and the sparse matcher's shortcut against the plain solver.
 from __future__ import annotations
 
 import statistics
+from itertools import combinations
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -38,9 +39,12 @@ def _na(v):
     return None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v
 
 
-def _rank_pairs(cands, S, C, key):
-    """Group candidate (step, call) pairs by (transcript, session, key); pair the i-th step with
-    the i-th call of each group, both in (time, row) order."""
+def _rank_pairs(cands, S, C, key, off):
+    """Group candidate (step, call) pairs by (transcript, session, key), both sides in (time, row)
+    order.  With as many steps as calls, pair the i-th step with the i-th call; otherwise every
+    item of the shorter side pairs with one of the longer, in order, the choice of the longer
+    side's items least in summed |call − off(step) − step| and, of equal sums, the first in
+    lexicographic order of their indices (every choice tried)."""
     groups: dict = {}
     for i, j in cands:
         g = groups.setdefault((S[i]["t"], C[j]["s"], key(i)), (set(), set()))
@@ -48,8 +52,20 @@ def _rank_pairs(cands, S, C, key):
         g[1].add(j)
     out = []
     for ss, cc in groups.values():
-        for i, j in zip(sorted(ss, key=lambda i: (S[i]["ms"], i)), sorted(cc, key=lambda j: (C[j]["ms"], j))):
-            out.append((i, j))
+        ss = sorted(ss, key=lambda i: (S[i]["ms"], i))
+        cc = sorted(cc, key=lambda j: (C[j]["ms"], j))
+
+        def cost(i, j):
+            return abs(C[j]["ms"] - off(i) - S[i]["ms"])
+        if len(ss) > len(cc):
+            best = min(combinations(range(len(ss)), len(cc)),
+                       key=lambda ks: (sum(cost(ss[k], j) for k, j in zip(ks, cc)), ks))
+            ss = [ss[k] for k in best]
+        elif len(cc) > len(ss):
+            best = min(combinations(range(len(cc)), len(ss)),
+                       key=lambda ks: (sum(cost(i, cc[k]) for i, k in zip(ss, ks)), ks))
+            cc = [cc[k] for k in best]
+        out.extend(zip(ss, cc))
     return out
 
 
@@ -117,7 +133,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
               if key(S[i]) == key(C[j]) and within(i, j) and not ids_allow(i, j)}
     content = [p for p in _rank_pairs(
         [(i, j) for i in s_pool if S[i]["args"] is not None for j in c_args
-         if key(S[i]) == key(C[j]) and within(i, j) and ids_allow(i, j)], S, C, lambda i: key(S[i])) if within(*p)]
+         if key(S[i]) == key(C[j]) and within(i, j) and ids_allow(i, j)], S, C, lambda i: key(S[i]),
+        lambda i: off) if within(*p)]
     # a transcript none of whose steps agreed by id, and fewer than half of whose steps with
     # arguments agreed by content, may take a clock of its own: the fullest 2 s span of its own
     # differences (of equal ones the nearest to the common offset), when it holds ≥ max(min_agreed,
@@ -129,28 +146,27 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     if M > 0:
         by_id = {S[i]["t"] for i, _ in exact}
         # a session's best transcript at the common offset: most pairs there, of equally many the
-        # smaller median |Δt|; none when two are equal in both.  A transcript's pairs in a session
+        # smaller summed |Δt|; none when two are equal in both.  A transcript's pairs in a session
         # whose best transcript is another one do not count for it (nor claim calls below)
         per = {}
         for i, j in content:
             per.setdefault((C[j]["s"], S[i]["t"]), []).append(abs(C[j]["ms"] - off - S[i]["ms"]))
         best_of = {}
         for s_ in {s_ for s_, _ in per}:
-            ranked = sorted((-len(v), float(np.median(v)), t) for (ss, t), v in per.items() if ss == s_)
+            ranked = sorted((-len(v), sum(v), t) for (ss, t), v in per.items() if ss == s_)
             if len(ranked) == 1 or ranked[0][:2] != ranked[1][:2]:
                 best_of[s_] = ranked[0][2]
 
-        top = {}  # each transcript's best (count, median) over its sessions
+        top = {}  # each transcript's best (count, summed |Δt|) over its sessions
         for (s_, t), v in per.items():
-            top[t] = min(top.get(t, (0, 0.0)), (-len(v), float(np.median(v)))) if t in top else \
-                (-len(v), float(np.median(v)))
+            top[t] = min(top[t], (-len(v), sum(v))) if t in top else (-len(v), sum(v))
 
         def counts(i, j):
             return best_of.get(C[j]["s"], S[i]["t"]) == S[i]["t"]
 
         def own_session(i, j):  # this transcript is its session's best, and that one of its best
             v = per[(C[j]["s"], S[i]["t"])]
-            return best_of.get(C[j]["s"]) == S[i]["t"] and (-len(v), float(np.median(v))) == top[S[i]["t"]]
+            return best_of.get(C[j]["s"]) == S[i]["t"] and (-len(v), sum(v)) == top[S[i]["t"]]
         at_common = {}
         for i, j in content:
             if counts(i, j):
@@ -198,7 +214,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
                    and not ids_allow(i, j)}
         own_content = [p for p in _rank_pairs(
             [(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j]) and within_own(i, j) and ids_allow(i, j)],
-            S, C, lambda i: key(S[i])) if within_own(*p)]
+            S, C, lambda i: key(S[i]), lambda i: own_off[S[i]["t"]]) if within_own(*p)]
         own_pairs_steps = {(i, "own") for i, _ in own_content}
         content = [p for p in content if S[p[0]]["t"] not in own_off] + own_content
     # the tool-and-time tier reads each step on its transcript's clock: its own, where it took one
@@ -221,7 +237,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
                  if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and ids_allow(i, j)}
         cands |= {(i, j) for i in free_s if S[i]["args"] is None for j in free_c
                   if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and ids_allow(i, j)}
-        tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"]) if within_t(*p)]
+        tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"], t_off) if within_t(*p)]
     pairs = [(i, j, "content") for i, j in content] + [(i, j, "tool_time") for i, j in tool] + \
             [(i, j, "meta_id") for i, j in exact]
     # agreement per (transcript, session)

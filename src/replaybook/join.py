@@ -542,13 +542,18 @@ def _distinct_sorted(major: np.ndarray, minor: np.ndarray, n_minor: int) -> tupl
 
 
 def _rank_pair(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, t_codes: np.ndarray,
-               s_codes: np.ndarray, n_sx: int) -> tuple[np.ndarray, np.ndarray]:
+               s_codes: np.ndarray, n_sx: int, off: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Pair candidate steps and calls one-to-one in time order within (transcript, session, key).
 
     ``cs``/``cc`` are the candidate pairs' positions in ``S`` (steps) and ``C`` (calls); a group is
-    one (transcript, session, key).  The i-th of a group's candidate steps (by time, then row)
-    pairs with its i-th candidate call.  Returns the paired positions ordered by (transcript,
-    session, key, rank).  Integer sorts only: no per-group Python.
+    one (transcript, session, key), its steps and calls each in (time, row) order.  Where a
+    group has as many steps as calls, the i-th step pairs with the i-th call.  Where one side
+    has more (a step that failed before the door logged it, then its retry), every item of the
+    shorter side pairs with one of the longer, in order, so that the summed |call time − step
+    time − ``off``| (ms) is least; of equally near choices, the earliest items of the longer
+    side (:func:`_ordered_nearest`).  Returns the paired positions ordered by (transcript,
+    session, key, step rank).  Integer sorts for the groups of equal sides; per-group work only
+    for the others.
     """
     if not len(cs):
         return _EMPTY, _EMPTY
@@ -562,12 +567,129 @@ def _rank_pair(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, t_codes
     if len(b1) != len(b2):  # both sides see the same groups in the same order
         raise AssertionError("join: candidate groups differ between steps and calls")
     n1 = np.diff(np.r_[b1, len(sp)])
+    n2 = np.diff(np.r_[b2, len(cp)])
     rank = np.arange(len(sp))
     rank -= np.repeat(b1, n1)
-    ok = rank < np.repeat(np.diff(np.r_[b2, len(cp)]), n1)
-    at = np.repeat(b2, n1)[ok]
-    at += rank[ok]
-    return sp[ok], cp[at]
+    at = np.repeat(b2, n1)
+    at += rank  # each step's call: the one of its rank
+    odd = np.flatnonzero(n1 != n2)
+    if len(odd):
+        at[np.repeat(n1 > n2, n1)] = -1  # (steps left over: those the groups below do not pick)
+        more = n1[odd] > n2[odd]
+        for g_, st_long in ((odd[more], True), (odd[~more], False)):
+            if not len(g_):
+                continue
+            (l_b, l_n, s_b, s_n) = (b1[g_], n1[g_], b2[g_], n2[g_]) if st_long else (b2[g_], n2[g_], b1[g_], n1[g_])
+            band = l_n - s_n <= _BAND
+            if band.any():  # (the usual few more on one side: all such groups at once)
+                li, si = _spans(l_b[band], l_n[band]), _spans(s_b[band], s_n[band])
+                lt = S.times(sp[li]) + off if st_long else C.times(cp[li])
+                stt = C.times(cp[si]) if st_long else S.times(sp[si]) + off
+                pick = li[_ordered_nearest_many(lt, l_n[band], stt, s_n[band])]
+                if st_long:
+                    at[pick] = si
+                else:
+                    at[si] = pick
+            for g in g_[~band].tolist():  # (many more on one side: rare, one at a time)
+                a1, a2 = int(b1[g]), int(b2[g])
+                m1, m2 = int(n1[g]), int(n2[g])
+                st = S.times(sp[a1:a1 + m1]) + off
+                ct = C.times(cp[a2:a2 + m2])
+                if m1 > m2:  # more steps: each call takes one
+                    at[a1 + _ordered_nearest(st, ct)] = a2 + np.arange(m2)
+                else:  # more calls: each step takes one
+                    at[a1:a1 + m1] = a2 + _ordered_nearest(ct, st)
+    ok = at >= 0
+    return sp[ok], cp[at[ok]]
+
+
+#: groups whose longer side has at most this many more items than the shorter are paired all at
+#: once (:func:`_ordered_nearest_many`); others one at a time (:func:`_ordered_nearest`)
+_BAND = 16
+_FAR = np.int64(1) << 60  # (a cost no pairing reaches)
+
+
+def _spans(start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The positions ``start[g] … start[g] + count[g] − 1`` of every ``g``, in order."""
+    total = int(count.sum())
+    first = np.cumsum(count) - count
+    out = np.repeat(start - first, count)
+    out += np.arange(total)
+    return out
+
+
+def _ordered_nearest_many(long: np.ndarray, n: np.ndarray, short: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """:func:`_ordered_nearest` for many groups at once.
+
+    ``long``/``short``: int64 times, group after group (``n[g]``/``m[g]`` of group ``g``, each
+    ascending, ``n ≥ m ≥ 1``, ``n − m`` at most :data:`_BAND`).  Returns, for every item of
+    ``short`` in order, the index into ``long`` of the item it pairs with.  The least cost of
+    pairing a group's short items k… with its long items k + j… is kept for j = 0 … n − m (a
+    band), item k of every group at once, from the groups' last items backwards; then the
+    choices are read forwards, each the first of the least.
+    """
+    d = n - m
+    width = int(d.max()) + 1
+    jj = np.arange(width)
+    order = np.argsort(-m, kind="stable")  # (the groups still pairing at each layer: a prefix)
+    l0 = (np.cumsum(n) - n)[order]
+    s0 = (np.cumsum(m) - m)[order]
+    mo, do = m[order], d[order]
+    in_band = jj[None, :] <= do[:, None]
+    f = np.where(in_band, 0, _FAR)
+    layers = []
+    for r in range(int(mo[0])):  # layer r: each group's short item m − 1 − r
+        na = int(np.searchsorted(-mo, -r, "left"))  # groups with m > r
+        k = mo[:na] - 1 - r
+        li = (l0[:na] + k)[:, None] + jj[None, :]
+        ok = in_band[:na]
+        li[~ok] = 0
+        g = np.abs(long[li] - short[s0[:na] + k][:, None])
+        g += f[:na]
+        g[~ok] = _FAR
+        np.minimum(g, _FAR, out=g)
+        layers.append(g)
+        f = np.minimum.accumulate(g[:, ::-1], axis=1)[:, ::-1]
+    out = np.empty(len(short), np.int64)
+    j = np.zeros(len(mo), np.int64)
+    for r in range(len(layers) - 1, -1, -1):
+        g = layers[r].copy()
+        na = len(g)
+        g[jj[None, :] < j[:na, None]] = _FAR + 1  # (no earlier than the last choice)
+        jp = np.argmin(g, axis=1)
+        j[:na] = jp
+        k = mo[:na] - 1 - r
+        out[s0[:na] + k] = l0[:na] + k + jp
+    return out
+
+
+def _ordered_nearest(long: np.ndarray, short: np.ndarray) -> np.ndarray:
+    """Indices ``i_0 < i_1 < …`` into ``long`` (int64 times, ascending), one per item of
+    ``short`` (ascending, no longer than ``long``), least in Σ|long[i_k] − short[k]|; of equal
+    sums the lexicographically smallest.  O(len(long) · len(short)), vectorised along ``long``.
+    """
+    n, m = len(long), len(short)
+    if m == 1:
+        return np.array([int(np.argmin(np.abs(long - short[0])))], np.int64)  # (the first of equals)
+    inf = np.int64(1) << 60
+    # f[k][i]: the least cost of pairing short[k:] with items of long[i:]; g[k][i]: taking long[i]
+    g = np.empty((m, n), np.int64)
+    nxt = np.zeros(n + 1, np.int64)  # f[m]
+    for k in range(m - 1, -1, -1):
+        gk = np.abs(long - short[k])
+        gk += nxt[1:]
+        g[k] = gk
+        f = np.minimum.accumulate(gk[::-1])[::-1]
+        nxt = np.empty(n + 1, np.int64)
+        nxt[:n] = np.minimum(f, inf)
+        nxt[n] = inf
+    out = np.empty(m, np.int64)
+    i = 0
+    for k in range(m):
+        i += int(np.argmin(g[k, i:]))  # (the first taking the least)
+        out[k] = i
+        i += 1
+    return out
 
 
 def _group_starts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -753,14 +875,16 @@ def _explains(pt: np.ndarray, ps: np.ndarray, dt: np.ndarray, n_sx: int) -> tupl
     """Which of the pairs (transcript code ``pt``, session code ``ps``, ``dt`` = |Δt| after the
     offset, int64 ms) a session's own transcript explains.
 
-    Pairs are counted per (transcript, session), and one is better than another with more
-    pairs, or as many and a smaller median |Δt|.  A session's best transcript is the best of
-    its (transcript, session) counts — none when two are equally good; a transcript's best
-    sessions are the best of its own.  Returns two bool arrays over the pairs: ``not_outdone``
-    (its session has no best transcript, or this one: pairs in a session another transcript
-    explains better are not) and ``mutual`` (this transcript is its session's best, and that
-    session one of its best: the session it is most likely joined to).  Pairs with no session
-    (code < 0) are ``not_outdone`` and not ``mutual``.
+    Pairs are counted per (transcript, session), and one (transcript, session) is better than
+    another with more pairs, or as many and a smaller summed |Δt| (nearer on average).  A
+    session's best transcript is the best of its (transcript, session) counts — none when two
+    are equally good; a transcript's best sessions are the best of its own.  Returns two bool
+    arrays over the pairs: ``not_outdone`` (its session has no best transcript, or this one:
+    pairs in a session another transcript explains better are not) and ``mutual`` (this
+    transcript is its session's best, and that session one of its best: the session it is most
+    likely joined to).  Pairs with no session (code < 0) are ``not_outdone`` and not ``mutual``.
+    Linear when the pairs come ordered by (transcript, session), as :func:`_window_pairs` gives
+    them; a sort otherwise.
     """
     keep = np.ones(len(pt), bool)
     mutual = np.zeros(len(pt), bool)
@@ -768,26 +892,39 @@ def _explains(pt: np.ndarray, ps: np.ndarray, dt: np.ndarray, n_sx: int) -> tupl
     if not has.any():
         return keep, mutual
     code = pt[has] * n_sx + ps[has]
-    g, n, med = _group_median(code, dt[has])
+    d = dt[has]
+    back = None
+    if len(code) > 1 and (code[1:] < code[:-1]).any():
+        back = np.argsort(code, kind="stable")
+        code, d = code[back], d[back]
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+    n = np.diff(np.r_[starts, len(code)])
+    tot = np.add.reduceat(d, starts)
+    g = code[starts]
     gt, gs = g // n_sx, g % n_sx
-    o = np.lexsort((med, -n, gs))  # per session, best first
-    t_, s_, n_, m_ = gt[o], gs[o], n[o], med[o]
+    o = np.lexsort((tot, -n, gs))  # per session, best first
+    s_, n_, t2 = gs[o], n[o], tot[o]
     first = np.r_[True, s_[1:] != s_[:-1]]
     tied = np.zeros(len(s_), bool)  # (a session's first is its best unless its second is as good)
-    tied[:-1] = ~first[1:] & (n_[1:] == n_[:-1]) & (m_[1:] == m_[:-1])
+    tied[:-1] = ~first[1:] & (n_[1:] == n_[:-1]) & (t2[1:] == t2[:-1])
     best = first & ~tied
     owner = np.full(n_sx, -1, np.int64)
-    owner[s_[best]] = t_[best]
-    o = np.lexsort((med, -n, gt))  # per transcript, best first
+    owner[s_[best]] = gt[o][best]
+    o = np.lexsort((tot, -n, gt))  # per transcript, best first
     lead = o[np.r_[True, gt[o][1:] != gt[o][:-1]]]
     top_n = np.zeros(int(gt.max()) + 1, np.int64)
-    top_m = np.zeros(len(top_n))
-    top_n[gt[lead]], top_m[gt[lead]] = n[lead], med[lead]
-    g_mutual = (owner[gs] == gt) & (n == top_n[gt]) & (med == top_m[gt])
-    at = np.searchsorted(g, code)
-    po = owner[ps[has]]
-    keep[has] = (po < 0) | (po == pt[has])
-    mutual[has] = g_mutual[at]
+    top_tot = np.zeros(len(top_n), np.int64)
+    top_n[gt[lead]], top_tot[gt[lead]] = n[lead], tot[lead]
+    g_mutual = (owner[gs] == gt) & (n == top_n[gt]) & (tot == top_tot[gt])
+    po = np.repeat(owner[gs], n)
+    k = (po < 0) | (po == np.repeat(gt, n))
+    mu = np.repeat(g_mutual, n)
+    if back is not None:
+        k2, mu2 = np.empty_like(k), np.empty_like(mu)
+        k2[back], mu2[back] = k, mu
+        k, mu = k2, mu2
+    keep[has] = k
+    mutual[has] = mu
     return keep, mutual
 
 
@@ -809,7 +946,7 @@ def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: n
                 keep = np.ones(len(cs), bool)
                 keep[idx[bad]] = False
                 cs, cc = cs[keep], cc[keep]
-    sp, cp = _rank_pair(cs, cc, S, C, t_codes, s_codes, n_sx)
+    sp, cp = _rank_pair(cs, cc, S, C, t_codes, s_codes, n_sx, off)
     del cs, cc
     d = C.times(cp)
     d -= S.times(sp)
