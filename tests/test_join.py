@@ -988,3 +988,29 @@ def test_a_narrower_max_offset_names_the_session_it_left_unmatched():
         "for; to join it at 0, give its clock, --clock-offset t2=120.5 (or clock_offsets in the manifest)")
     assert join_sessions(steps, calls, max_offset_s=0, clock_offsets={"t2": 120.5}).assignments() == {
         "s1": "t1", "s2": "t2"}
+
+
+def test_order_keeping_nearest_choice_all_at_once_equals_one_at_a_time_and_every_choice():
+    """The groups whose sides differ are paired all at once; each group's choice is the one of
+    every order-keeping choice with the least summed distance, of equal sums the earliest."""
+    from itertools import combinations
+
+    import numpy as np
+
+    from replaybook.join import _ordered_nearest, _ordered_nearest_many
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        groups = []
+        for _ in range(int(rng.integers(1, 5))):
+            m = int(rng.integers(1, 5))
+            n = m + int(rng.integers(1, 4))
+            groups.append((np.sort(rng.integers(0, 15, n)), np.sort(rng.integers(0, 15, m))))
+        got = _ordered_nearest_many(np.concatenate([g[0] for g in groups]), np.array([len(g[0]) for g in groups]),
+                                    np.concatenate([g[1] for g in groups]), np.array([len(g[1]) for g in groups]))
+        base = at = 0
+        for long, short in groups:
+            every = min(combinations(range(len(long)), len(short)),
+                        key=lambda ks: (sum(abs(int(long[k]) - int(b)) for k, b in zip(ks, short)), ks))
+            assert list(got[at:at + len(short)] - base) == list(every) == list(_ordered_nearest(long, short))
+            base += len(long)
+            at += len(short)

@@ -811,10 +811,10 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     ``window_ms`` from ``off`` (nearer, the common offset would have found it).  Calls
     ``claimed`` (a bool per call row: paired at the common offset with a transcript that is not
     a candidate here, in the session it explains best — its calls in a second session may be
-    another agent's, on another clock, repeated) are not counted: a call another transcript explains on the common clock is
-    no evidence of a second clock (a transcript whose own session is not in the log had taken an
-    offset from calls another agent made with the same arguments, once ``max_offset_s`` was
-    raised to reach them).  Two agents on
+    another agent's, on another clock, repeated) are not counted: a call another transcript
+    explains on the common clock is no evidence of a second clock (a transcript whose own
+    session is not in the log had taken an offset from calls another agent made with the same
+    arguments, once ``max_offset_s`` was raised to reach them).  Two agents on
     two machines whose clocks differ by more than the window had left the second one's
     sessions unmatched; a step or two agreeing at the common offset by coincidence (a call
     every agent makes, at the same moment) had kept a transcript from looking at all.
