@@ -1194,10 +1194,10 @@ def join_sessions(
             any real incident: ~2^31 rows) too many distinct keys to index.
 
     Cost: integer codes for every string column once, then sorts of packed int64 keys — about
-    O((S + C) log C + candidates), no per-session Python (5 M calls × 2 M steps: ~3 s and
-    ~1.3 GB on two cores).  Independent parts run on two threads (:func:`_together`); the
-    result does not depend on how they interleave.  Rows whose door session or transcript id
-    is missing take part in no agreement (their calls stay unclaimed).
+    O((S + C) log C + candidates), no per-session Python (5 M calls × 2 M steps: 5–6.5 s and
+    ~1.3 GB on the project's two-core bench machine).  Independent parts run on two threads
+    (:func:`_together`); the result does not depend on how they interleave.  Rows whose door
+    session or transcript id is missing take part in no agreement (their calls stay unclaimed).
     """
     if not 0 < window_s <= MAX_SECONDS:  # (NaN fails too)
         raise JoinError(f"window_s must be a number of seconds above 0 and at most {MAX_SECONDS:g}, got {window_s}")
