@@ -32,11 +32,12 @@ import orjson
 import pandas as pd
 
 from .. import _json
-from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_side_file, read_source
-from .._text import TEXT_LIMIT, deep_safe
+from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
+from .._text import TEXT_LIMIT
 from ..canonical import canonical_args_cached
 from . import _claude_ms as M
 from ._claude_ms import decode_file
+from ._claude_ref import read_meta as _read_meta  # (one reading of agent-<id>.meta.json for both)
 from ._resume import conflict_row
 
 NCOLS = 30
@@ -180,35 +181,6 @@ def _line_ok_checker(dec):
         except orjson.JSONDecodeError:
             raise _Fallback from None
     return line_ok
-
-
-#: the ``format`` of a sub-agent's ``agent-<id>.meta.json`` in ``inputs``
-META_FORMAT = "claude-code sub-agent meta"
-
-
-def _read_meta(path: Path, stem: str, info: dict) -> None:
-    """Read ``agent-<id>.meta.json`` beside ``path`` when there is one: its object goes to
-    ``info["agent_meta"]``, the file itself (evidence too: its SHA-256) to
-    ``info["side_files"]`` (:func:`~replaybook._jsonl.read_side_file`), with a note when it
-    holds no JSON object."""
-    meta = path.with_name(stem + ".meta.json")
-    try:
-        if not meta.is_file():
-            return
-    except OSError:
-        return
-    data, entry = read_side_file(meta, path, META_FORMAT)
-    info.setdefault("side_files", []).append(entry)
-    if data is None:
-        return
-    try:
-        obj = orjson.loads(data)
-    except (orjson.JSONDecodeError, RecursionError):
-        obj = None
-    if isinstance(obj, dict):
-        info["agent_meta"] = deep_safe(obj)
-    else:
-        entry["note"] = "not a JSON object: the sub-agent's metadata was not read from it"
 
 
 def read_file(path: Path) -> tuple[bytes, dict]:

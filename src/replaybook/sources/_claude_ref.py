@@ -86,7 +86,7 @@ def _blocks_text(content: Any) -> tuple[str | None, int]:
 META_FORMAT = "claude-code sub-agent meta"
 
 
-def _read_meta(path: Path, stem: str, info: dict) -> None:
+def read_meta(path: Path, stem: str, info: dict) -> None:
     """Read ``agent-<id>.meta.json`` beside ``path`` when there is one: its object goes to
     ``info["agent_meta"]``, the file itself (evidence too: its SHA-256) to
     ``info["side_files"]`` (:func:`~replaybook._jsonl.read_side_file`), with a note when it
@@ -130,7 +130,7 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
     stem = name_stem(path, (".jsonl.gz", ".jsonl", ".gz", ".json"))
     file_agent = stem[6:] if stem.startswith("agent-") and len(stem) > 6 else None
     if file_agent is not None:
-        _read_meta(path, stem, info)
+        read_meta(path, stem, info)
     spath = str(path)
     quarantine: list[dict] = []
     rows: list[list] = []
