@@ -441,13 +441,8 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         max_offset = float(inc.manifest["max_offset_s"]) if max_offset is None else max_offset
         offsets = {**(inc.manifest.get("clock_offsets") or {}), **offsets}
     else:
-        st = _load_one("steps", transcripts, transcripts_format).result
-        ca = _load_one("calls", calls, calls_format).result
-        for wrong in (_other_kinds("steps", st, transcripts_format), _other_kinds("calls", ca, calls_format)):
-            if wrong is not None:
-                raise wrong
-        steps, calls_f = st.frame, ca.frame
-        set_aside_rows = pd.concat([st.quarantine, ca.quarantine], ignore_index=True)
+        steps, calls_f, set_aside_rows = _load_two(("steps", transcripts, transcripts_format),
+                                                   ("calls", calls, calls_format))
         set_aside = int(len(set_aside_rows))
     window = 60.0 if window is None else window
     max_offset = DEFAULT_MAX_OFFSET_S if max_offset is None else max_offset
@@ -556,6 +551,21 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     if note:
         click.echo(f"note: {note}", err=True)
     _quarantine_summary(set_aside_rows)
+
+
+def _load_two(first: tuple, second: tuple) -> tuple:
+    """Load two lists of paths, each ``(kind, paths, format)``, into their frames: ``(first
+    frame, second frame, both quarantines concatenated)``.  Raises the error
+    :func:`_other_kinds` gives when a list holds files of the other kind (two lists swapped)."""
+    import pandas as pd
+
+    loaded = [(kind, _load_one(kind, paths, fmt).result, fmt) for kind, paths, fmt in (first, second)]
+    for kind, res, fmt in loaded:
+        wrong = _other_kinds(kind, res, fmt)
+        if wrong is not None:
+            raise wrong
+    (_, a, _), (_, b, _) = loaded
+    return a.frame, b.frame, pd.concat([a.quarantine, b.quarantine], ignore_index=True)
 
 
 def _incident_or_paths(incident, paths: dict[str, tuple]):
@@ -695,13 +705,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
             clock_ahead = float(manifest_ahead)
         base = inc.root
     else:
-        ca = _load_one("calls", calls, calls_format).result
-        ac = _load_one("access", access_paths, access_format).result
-        for wrong in (_other_kinds("calls", ca, calls_format), _other_kinds("access", ac, access_format)):
-            if wrong is not None:
-                raise wrong
-        calls_f, access_f = ca.frame, ac.frame
-        set_aside_rows = pd.concat([ca.quarantine, ac.quarantine], ignore_index=True)
+        calls_f, access_f, set_aside_rows = _load_two(("calls", calls, calls_format),
+                                                      ("access", access_paths, access_format))
         smap, princ, given_by, base = smap_cli, princ_cli, "--storage-clock-ahead", Path.cwd()
     res = join_access(calls_f, access_f, storage_map=smap or None, principals=princ or None, offset_s=clock_ahead)
 
