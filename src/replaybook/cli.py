@@ -917,6 +917,15 @@ def _findings_line(f: dict) -> str:
         parts.append(f"{_count(len(um), 'allowed door call')} {'reaches' if len(um) == 1 else 'reach'} objects no "
                      f"storage_map entry covers: {', '.join(objs[:3])}" + (f" and {len(objs) - 3} more" if len(objs) > 3
                                                                           else ""))
+    flagged = f.get("other_client_links") or []
+    if flagged:  # a read someone else made, counted as a door call's
+        from .report.sections import other_client_words
+
+        parts.append(other_client_words(flagged, markup=False))
+    if f.get("no_principals"):
+        from .report.sections import NO_PRINCIPALS
+
+        parts.append(NO_PRINCIPALS)
     parts.extend(f.get("cloud_log_loss_words") or [])  # requests the counts above leave out
     hit = f.get("refused_then_reached") or []
     if hit:

@@ -165,3 +165,53 @@ def test_each_request_no_door_call_explains_can_be_cited(cloud_case):
     why = re.findall(r"<td[^>]*>(.*?)</td>", re.findall(r"<tr[^>]*>(.*?)</tr>", un)[1])[-1]
     assert why == html.escape(res.unexplained["why"].iloc[0], quote=True).replace(
         "customers/ACME-4411/profile.json,", "customers/<wbr/>ACME-<wbr/>4411/<wbr/>profile.<wbr/>json,")
+
+
+def test_a_linked_read_another_principal_made_is_said_up_top_and_a_missing_principals_too(cloud_case):
+    """Without principals, a read another principal made at the agent's time is linked to the
+    agent's call; its flag had stood only in one cell of the per-call table, the header and the
+    findings line saying nothing, and nothing said that principals were missing."""
+    import pandas as pd
+
+    links = pd.DataFrame({
+        "door_session": ["s-a", "s-a", "s-b"], "call_seq": pd.array([3, 4, 1], dtype="Int64"),
+        "resource_uri": ["s3://acme-data/sales/q3.csv", "s3://acme-data/sales/q4.csv", "s3://acme-data/x.csv"],
+        "principal": ["arn:aws:sts::1:assumed-role/r/agent", "arn:aws:iam::1:user/mallory", "arn:aws:sts::1:assumed-role/r/b"],
+        "source_ip": ["198.51.100.7", "203.0.113.9", "198.51.100.8"],
+        "user_agent": ["boto3", "curl/8.4.0", "boto3"],
+        "other_principal": pd.array([False, True, pd.NA], dtype="boolean"),
+        "other_client": pd.array([False, True, True], dtype="boolean"),
+    })
+    flagged = S.other_client_links(links)
+    assert flagged == [
+        {"door_session": "s-a", "seq": 4, "resource_uri": "s3://acme-data/sales/q4.csv",
+         "principal": "arn:aws:iam::1:user/mallory", "source_ip": "203.0.113.9", "user_agent": "curl/8.4.0",
+         "what": "another principal"},
+        {"door_session": "s-b", "seq": 1, "resource_uri": "s3://acme-data/x.csv",
+         "principal": "arn:aws:sts::1:assumed-role/r/b", "source_ip": "198.51.100.8", "user_agent": "boto3",
+         "what": "another address/client"}]
+    words = ("2 storage requests a door call explains came from another principal or client than their door "
+             "session's others: s3://acme-data/sales/q4.csv by arn:aws:iam::1:user/mallory from 203.0.113.9 "
+             "(curl/8.4.0) (another principal; door session s-a seq 4); s3://acme-data/x.csv by "
+             "arn:aws:sts::1:assumed-role/r/b from 198.51.100.8 (boto3) (another address/client; door session s-b "
+             "seq 1)")
+    assert S.other_client_words(flagged, markup=False) == words
+    res = cloud_case["result"]
+    h = S.header("t", "/x/incident.yaml", unexplained=res.unexplained, access_links=links, principals_given=False)
+    assert words in text(h)
+    assert ("No principals in the manifest: storage requests are linked to door calls by object and time alone, so "
+            "a read anyone made on the agent's object at the agent's time counts as the agent's") in text(h)
+    f = S.findings(_sessions(), cloud_case["calls"], cloud_case["quarantine"], res.unexplained, access_links=links,
+                   principals_given=False)
+    assert f["other_client_links"] == flagged and f["no_principals"] is True
+    line = _findings_line(f)
+    assert words in line and S.NO_PRINCIPALS in line
+    # principals given, nothing flagged: not a word of either
+    quiet = S.header("t", "/x/incident.yaml", unexplained=res.unexplained, access_links=links.iloc[:1],
+                     principals_given=True)
+    assert "another principal or client" not in quiet and "No principals" not in quiet
+    f2 = S.findings(_sessions(), cloud_case["calls"], cloud_case["quarantine"], res.unexplained,
+                    access_links=links.iloc[:1], principals_given=True)
+    assert f2["other_client_links"] == [] and f2["no_principals"] is False
+    # no access logs at all: no principals to miss
+    assert S.findings(_sessions(), cloud_case["calls"], cloud_case["quarantine"])["no_principals"] is False

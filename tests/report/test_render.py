@@ -225,7 +225,7 @@ def test_demo_report_renders(rendered_demo):
                                "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,
                                "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]], "far_clocks": [],
                                "offset_changes": [], "cloud_log_losses": [], "cloud_log_loss_words": [],
-                               "unmapped_calls": []}
+                               "unmapped_calls": [], "other_client_links": [], "no_principals": False}
     assert "vnd.replaybook" not in html
     nb = json.loads(read(out["ipynb"]))
     assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"

@@ -55,6 +55,9 @@ __all__ = [
     "quarantine_summary",
     "cloud_log_losses",
     "cloud_loss_words",
+    "other_client_links",
+    "other_client_words",
+    "NO_PRINCIPALS",
     "cannot_prove",
     "residuals",
     "CANNOT_PROVE_TEXT",
@@ -440,6 +443,56 @@ def _unmapped_words(unmapped_calls: pd.DataFrame, markup: bool = True) -> str:
             f"entry covers: {named}")
 
 
+def other_client_links(links: pd.DataFrame | None) -> list[dict]:
+    """The storage requests a door call explains (``links``: ``AccessJoinResult.links``) that were
+    made by another principal, or came from another address or user agent, than most of the
+    same door session's requests (``other_principal`` / ``other_client`` true): a read someone
+    else made at the agent's time, counted as the agent's.  One dict per request, in the links'
+    order: ``door_session``, ``seq`` (int or None), ``resource_uri``, ``principal``,
+    ``source_ip``, ``user_agent`` (str or None) and ``what`` (``another principal`` or
+    ``another address/client``)."""
+    if links is None or not len(links) or not {"other_principal", "other_client"} & set(links.columns):
+        return []
+    out = []
+    for r in links.to_dict("records"):
+        op, oc = r.get("other_principal"), r.get("other_client")
+        if not ((not _isna(op) and bool(op)) or (not _isna(oc) and bool(oc))):
+            continue
+        out.append({"door_session": str(r["door_session"]),
+                    "seq": None if _isna(r.get("call_seq")) else int(r["call_seq"]),
+                    "resource_uri": None if _isna(r.get("resource_uri")) else str(r["resource_uri"]),
+                    **{k: None if _isna(r.get(k)) else str(r[k]) for k in ("principal", "source_ip", "user_agent")},
+                    "what": "another principal" if (not _isna(op) and bool(op)) else "another address/client"})
+    return out
+
+
+def other_client_words(flagged: Sequence[Mapping], markup: bool = True) -> str:
+    """:func:`other_client_links` in a sentence: "1 storage request a door call explains came from
+    another principal or client than its door session's others: ``s3://…`` by ``arn:…`` (door
+    session s seq 4)" — the first three named."""
+    def code(v: str) -> str:
+        return f"<code>{_breakable(v)}</code>" if markup else v
+
+    named = []
+    for f in flagged[:3]:
+        who = " ".join(x for x in (f["principal"] and f"by {code(f['principal'])}",
+                                   f["source_ip"] and f"from {code(f['source_ip'])}",
+                                   f["user_agent"] and f"({esc(f['user_agent']) if markup else f['user_agent']})")
+                       if x)
+        named.append(f"{code(f['resource_uri'] or '?')} {who} ({f['what']}; door session "
+                     f"{esc(f['door_session']) if markup else f['door_session']} seq {f['seq']})")
+    n = len(flagged)
+    return (f"{_count(n, 'storage request')} a door call explains came from another principal or client than "
+            f"{'its' if n == 1 else 'their'} door session's others: " + "; ".join(named)
+            + (f" and {n - 3:,} more" if n > 3 else ""))
+
+
+#: what the report says when the manifest gives no ``principals`` for an incident with access logs
+NO_PRINCIPALS = ("no principals in the manifest: storage requests are linked to door calls by object and time "
+                 "alone, so a read anyone made on the agent's object at the agent's time counts as the agent's "
+                 "(principals: door agent → the cloud principal it acts as)")
+
+
 def _refused_row(rec: Mapping) -> str:
     return "rb-refused" if rec.get("decision") == "deny" else ""
 
@@ -463,6 +516,8 @@ def header(
     sessions: pd.DataFrame | None = None,
     unmapped_calls: pd.DataFrame | None = None,
     sub_agents: Mapping[str, str] | None = None,
+    access_links: pd.DataFrame | None = None,
+    principals_given: bool | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -476,7 +531,10 @@ def header(
     section, and the objects among them the door had refused the agent, with the door calls
     whose objects no ``storage_map`` entry covers (``unmapped_calls``:
     ``AccessJoinResult.unmapped_calls``) beside them, of the cloud log files and lines the
-    quarantine holds (:func:`cloud_log_losses`: the requests in them are in no count), of the objects the agent reached that look like copies of one dataset but hold
+    quarantine holds (:func:`cloud_log_losses`: the requests in them are in no count), of the
+    linked requests another principal or client made (``access_links``:
+    ``AccessJoinResult.links``, :func:`other_client_links`), a note when ``principals_given`` is
+    false (:data:`NO_PRINCIPALS`), of the objects the agent reached that look like copies of one dataset but hold
     different data (``disagreements``: :attr:`ReachedObjects.disagreements`), linked to that
     section, from the join's ``sessions`` frame (``SESSIONS``) the door calls whose logged tool-use
     id contradicts the transcript (``id_conflicts``, ``id_mismatches``, linked to the sessions),
@@ -541,6 +599,13 @@ def header(
         head, _, objs = _unmapped_words(unmapped_calls).partition(": ")
         facts.append(f'<strong><a href="#access">{head}</a></strong>: {objs}. A request they made is listed as one '
                      "no door call explains; add their folders to <code>storage_map</code>")
+    flagged = other_client_links(access_links)
+    if flagged:  # a read someone else made, counted as a door call's: up top, not only in a table cell
+        head, _, rest = other_client_words(flagged).partition(": ")
+        facts.append(f'<strong><a href="#access">{head}</a></strong>: {rest}')
+    if principals_given is False and unexplained is not None:
+        head, _, rest = NO_PRINCIPALS.partition(": ")
+        facts.append(f'<a href="#access">{head[0].upper() + head[1:]}</a>: {esc(rest)}')
     losses = cloud_log_losses(quarantine, inputs)
     if losses:  # the storage counts above leave these out: say so beside them
         facts.append('<strong><a href="#quarantine">Cloud access logs the join could not read whole</a></strong>: '
@@ -2247,7 +2312,8 @@ SUMMARY_MIME = "application/vnd.replaybook.findings+json"
 def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFrame,
              unexplained: pd.DataFrame | None = None, *, join: Any = None,
              disagreements: Sequence[Mapping] = (), inputs: Sequence[Mapping] = (),
-             unmapped_calls: pd.DataFrame | None = None) -> dict:
+             unmapped_calls: pd.DataFrame | None = None, access_links: pd.DataFrame | None = None,
+             principals_given: bool | None = None) -> dict:
     """The report's findings as counts, for a terminal or a CI job that does not open the HTML.
 
     Args:
@@ -2260,6 +2326,8 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         disagreements: :attr:`ReachedObjects.disagreements`.
         inputs: :attr:`~replaybook.Incident.inputs` (which cloud log files were read at all).
         unmapped_calls: ``AccessJoinResult.unmapped_calls``, or ``None`` without access logs.
+        access_links: ``AccessJoinResult.links``, or ``None`` without access logs.
+        principals_given: the manifest gives ``principals`` (``None`` without access logs).
 
     Returns:
         ``{"sessions": {status: count}, "door_calls": int, "refused_calls": int,
@@ -2280,7 +2348,10 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         file, set_aside, kinds, lines, unread} per cloud log file the quarantine holds lines of
         (:func:`cloud_log_losses`): the requests in them are in no count], "cloud_log_loss_words": [the
         same in sentences, :func:`cloud_loss_words`], "unmapped_calls": [{door_session, seq, object} per
-        allowed door call whose object no storage_map entry covers]}``.
+        allowed door call whose object no storage_map entry covers], "other_client_links": [the
+        linked requests another principal or client made, :func:`other_client_links`],
+        "no_principals": bool (access logs, and no ``principals`` to tell the agent's requests
+        from others')}``.
     """
     q = quarantine if quarantine is not None else QUARANTINE.empty()
     unread = q["line_no"].isna() & (q["loader"] == "auto") if len(q) else pd.Series([], dtype=bool)
@@ -2301,6 +2372,8 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         "disagreeing_copies": [[str(o["object"]) for o in d["objects"]] for d in disagreements],
         "cloud_log_losses": cloud_log_losses(q, inputs),
         "cloud_log_loss_words": cloud_loss_words(cloud_log_losses(q, inputs), markup=False),
+        "other_client_links": other_client_links(access_links),
+        "no_principals": principals_given is False and unexplained is not None,
         "unmapped_calls": [{"door_session": str(r["door_session"]),
                             "seq": None if _isna(r["seq"]) else int(r["seq"]), "object": str(r["object"])}
                            for r in unmapped_calls.to_dict("records")] if unmapped_calls is not None else [],
