@@ -154,6 +154,12 @@ def test_the_conversation_shows_the_call_with_what_the_agent_got_back_and_where_
     assert ("Spread over 2 pairs: min 300 ms, median 300 ms, max 300 ms (not counted: 1 tool result standing in "
             "for its missing tool call, written when the call ended).") in text_of(
         S.clock_offset(res.offset_ms, res.sessions, res.pairs))
+    # the table under it counts the same pairs (3 agreed, 1 of them by a result's id: 2 timed)
+    off = S.clock_offset(res.offset_ms, res.sessions, res.pairs)
+    assert re.search(r"<td><code>door-s1</code></td><td><code>[^<]*</code></td><td[^>]*>[^<]*</td>"
+                     r"<td[^>]*>2</td>", off.replace("<wbr/>", "")), off
+    assert ("1 door call claimed by a tool result's id (its tool call's line missing) count among a session's "
+            "agreed calls, not here") in text_of(off)
 
 
 def test_without_the_damaged_line_set_aside_the_conversation_says_the_line_is_missing(tmp_path):

@@ -1085,8 +1085,17 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
                      "their transcripts were written on clocks that differ by more than a call's travel time "
                      "(agents on different machines). The figure above is the median over every pair; each "
                      "session's pairs are measured from its own offset, in the table below.</p>")
-        body += table(sessions, [("door_session", "door session", "code"), ("transcript_id", "transcript", "code"),
-                                 ("offset_ms", "offset (ms)", "ms"), ("agreed", "pairs", "num")])
+        shown = sessions
+        if "by_result_id" in sessions.columns and "agreed" in sessions.columns:
+            # the pairs the offset is read from: a call a result's id claims has no time of its own
+            by_res = pd.to_numeric(sessions["by_result_id"], errors="coerce").fillna(0)
+            shown = sessions.assign(agreed=pd.to_numeric(sessions["agreed"], errors="coerce") - by_res)
+            if int(by_res.sum()):
+                body += (f'<p class="rb-note">The pairs below are those the offsets are read from, as the spread '
+                         f"above: {_count(int(by_res.sum()), 'door call')} claimed by a tool result's id "
+                         "(its tool call's line missing) count among a session's agreed calls, not here.</p>")
+        body += table(shown, [("door_session", "door session", "code"), ("transcript_id", "transcript", "code"),
+                              ("offset_ms", "offset (ms)", "ms"), ("agreed", "pairs", "num")])
         body += _far_pairs(pairs, sessions)
     return _section("Clock offset", body, anchor="offset")
 
