@@ -77,6 +77,9 @@ def test_join_table_is_readable(capsys):
         ("door-sess-b", "100%", "matched", "content", "+400", "3")]
     assert [(r["margin"], r["runner_up_agreed"]) for r in evidence.values()] == [("2", "3"), ("2", "3")]
     assert list(left) == ["door-sess-a", "door-sess-b"]
+    # the offset says what it holds besides the clocks' difference
+    assert ("clock offset (door − transcript): +400 ms, the median over the agreeing pairs (it includes the time a "
+            "call takes to reach the door: clocks that agree show a small positive offset); window 60 s") in out
     # sessions no transcript agrees with: their figures are "-", never <NA> or NaN
     rc = main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
                "--calls", str(FIX / "join_trap" / "door"), "--min-agreed", "50"])

@@ -514,7 +514,9 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                        f"{own.max():+.0f} ms (offset_ms above): {off} is the median over every pair; "
                        f"window {res.window_s:g} s")
         else:
-            click.echo(f"clock offset (door − transcript): {off}; window {res.window_s:g} s")
+            click.echo(f"clock offset (door − transcript): {off}, the median over the agreeing pairs (it includes "
+                       f"the time a call takes to reach the door: clocks that agree show a small positive offset); "
+                       f"window {res.window_s:g} s")
 
         for r in far_pairs(res.pairs, res.sessions).head(20).itertuples(index=False):
             click.echo(f"far from its session's offset: {r.door_session} #{r.call_seq} {r.tool} "
