@@ -902,20 +902,30 @@ def _explains(pt: np.ndarray, ps: np.ndarray, dt: np.ndarray, n_sx: int) -> tupl
     tot = np.add.reduceat(d, starts)
     g = code[starts]
     gt, gs = g // n_sx, g % n_sx
-    o = np.lexsort((tot, -n, gs))  # per session, best first
-    s_, n_, t2 = gs[o], n[o], tot[o]
-    first = np.r_[True, s_[1:] != s_[:-1]]
-    tied = np.zeros(len(s_), bool)  # (a session's first is its best unless its second is as good)
-    tied[:-1] = ~first[1:] & (n_[1:] == n_[:-1]) & (t2[1:] == t2[:-1])
-    best = first & ~tied
+
+    def tops(o: np.ndarray, key: np.ndarray):
+        """Per run of equal ``key[o]``: each group's run start, the run's most pairs and, of
+        those, least summed |Δt|, and whether the group (in ``o`` order) is one of the best."""
+        k = key[o]
+        first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        size = np.diff(np.r_[first, len(k)])
+        nn = n[o]
+        most = np.repeat(np.maximum.reduceat(nn, first), size)
+        tt = np.where(nn == most, tot[o], np.iinfo(np.int64).max)
+        least = np.repeat(np.minimum.reduceat(tt, first), size)
+        return first, size, (nn == most) & (tt == least)
+
+    # per session (the groups in session order): its best transcript, none when two are as good
+    o = _stable_order(gs)
+    first, size, is_best = tops(o, gs)
+    n_best = np.add.reduceat(is_best.astype(np.int64), first)
+    sole = is_best & np.repeat(n_best == 1, size)
     owner = np.full(n_sx, -1, np.int64)
-    owner[s_[best]] = gt[o][best]
-    o = np.lexsort((tot, -n, gt))  # per transcript, best first
-    lead = o[np.r_[True, gt[o][1:] != gt[o][:-1]]]
-    top_n = np.zeros(int(gt.max()) + 1, np.int64)
-    top_tot = np.zeros(len(top_n), np.int64)
-    top_n[gt[lead]], top_tot[gt[lead]] = n[lead], tot[lead]
-    g_mutual = (owner[gs] == gt) & (n == top_n[gt]) & (tot == top_tot[gt])
+    owner[gs[o][sole]] = gt[o][sole]
+    # per transcript (the groups come in transcript order): is this one of its best sessions
+    ident = np.arange(len(gt))
+    _, _, top = tops(ident, gt)
+    g_mutual = (owner[gs] == gt) & top
     po = np.repeat(owner[gs], n)
     k = (po < 0) | (po == np.repeat(gt, n))
     mu = np.repeat(g_mutual, n)
