@@ -580,12 +580,18 @@ def _rank_pair(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, t_codes
             if not len(g_):
                 continue
             (l_b, l_n, s_b, s_n) = (b1[g_], n1[g_], b2[g_], n2[g_]) if st_long else (b2[g_], n2[g_], b1[g_], n1[g_])
-            band = l_n - s_n <= _BAND
-            if band.any():  # (the usual few more on one side: all such groups at once)
-                li, si = _spans(l_b[band], l_n[band]), _spans(s_b[band], s_n[band])
+            extra = l_n - s_n
+            band = extra <= _BAND
+            # (the usual few more on one side: all such groups at once, those with about as many
+            # more together, so each pass is as wide as its groups need, not the widest)
+            for lo, hi in _BAND_PASSES:
+                sel = (extra >= lo) & (extra <= hi)
+                if not sel.any():
+                    continue
+                li, si = _spans(l_b[sel], l_n[sel]), _spans(s_b[sel], s_n[sel])
                 lt = S.times(sp[li]) + off if st_long else C.times(cp[li])
                 stt = C.times(cp[si]) if st_long else S.times(sp[si]) + off
-                pick = li[_ordered_nearest_many(lt, l_n[band], stt, s_n[band])]
+                pick = li[_ordered_nearest_many(lt, l_n[sel], stt, s_n[sel])]
                 if st_long:
                     at[pick] = si
                 else:
@@ -606,6 +612,8 @@ def _rank_pair(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, t_codes
 #: groups whose longer side has at most this many more items than the shorter are paired all at
 #: once (:func:`_ordered_nearest_many`); others one at a time (:func:`_ordered_nearest`)
 _BAND = 16
+#: the groups paired all at once, in passes by how many more items their longer side has
+_BAND_PASSES = ((1, 1), (2, 4), (5, _BAND))
 _FAR = np.int64(1) << 60  # (a cost no pairing reaches)
 
 
