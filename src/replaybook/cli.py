@@ -522,26 +522,11 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
             click.echo(f"far from its session's offset: {r.door_session} #{r.call_seq} {r.tool} "
                        f"(transcript step {r.step_seq}) {r.off_by:+,.0f} ms: a call that waited, a retry, or "
                        "another call with the same tool and arguments")
-        ic = res.sessions["id_conflicts"].fillna(0).astype(int)
-        for ds, n in zip(res.sessions["door_session"], ic):
-            if n:
-                click.echo(f"warning: door session {ds}: {n} door call{'' if n == 1 else 's'} logged a different "
-                           "tool-use id from the transcript step it agrees with (not counted): an edited or "
-                           "copied transcript, or another client's call, would look like this", err=True)
-        im = res.sessions["id_mismatches"].fillna(0).astype(int)
-        for ds, n in zip(res.sessions["door_session"], im):
-            if n:
-                click.echo(f"warning: door session {ds}: {n} door call{'' if n == 1 else 's'} paired by the client's "
-                           "tool-use id named another tool or other arguments than the transcript step with that "
-                           "id (counted: the id decides): an edited transcript or door log would look like this",
-                           err=True)
-        br = res.sessions["by_result_id"].fillna(0).astype(int)
-        for ds, n in zip(res.sessions["door_session"], br):
-            if n:
-                click.echo(f"note: door session {ds}: {n} door call{'' if n == 1 else 's'} claimed by the tool-use id "
-                           "of a tool result whose tool call's own line is missing from the transcript (damaged, "
-                           "cut or dropped; counted: the id decides, and the door's record says what was called)",
-                           err=True)
+        # per session: what its tool-use ids say (column, level, what the counted calls did)
+        for col, level, what in _ID_NOTES:
+            for ds, n in zip(res.sessions["door_session"], res.sessions[col].fillna(0).astype(int)):
+                if n:
+                    click.echo(f"{level}: door session {ds}: {n} door call{'' if n == 1 else 's'} {what}", err=True)
     if incident is not None and inc.has_access:
         import shlex
 
@@ -553,6 +538,17 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     if note:
         click.echo(f"note: {note}", err=True)
     _quarantine_summary(set_aside_rows)
+
+
+#: ``join``'s lines on a session's tool-use ids: (sessions column, level, what its calls did)
+_ID_NOTES = (
+    ("id_conflicts", "warning", "logged a different tool-use id from the transcript step it agrees with (not "
+     "counted): an edited or copied transcript, or another client's call, would look like this"),
+    ("id_mismatches", "warning", "paired by the client's tool-use id named another tool or other arguments than the "
+     "transcript step with that id (counted: the id decides): an edited transcript or door log would look like this"),
+    ("by_result_id", "note", "claimed by the tool-use id of a tool result whose tool call's own line is missing from "
+     "the transcript (damaged, cut or dropped; counted: the id decides, and the door's record says what was called)"),
+)
 
 
 def _load_two(first: tuple, second: tuple) -> tuple:

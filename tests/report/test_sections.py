@@ -22,6 +22,19 @@ def s(sec: float) -> pd.Timestamp:
     return T0 + pd.Timedelta(seconds=sec)
 
 
+def st(tid: str, sec: float, path: str) -> dict:
+    """A Claude Code ``read`` tool call of ``path``, ``sec`` seconds in (a ``steps`` row)."""
+    return dict(transcript_id=tid, client="claude-code", seq=int(sec), ts=s(sec), kind="tool_call",
+                tool_raw="mcp__door__read", server="door", tool="read", arguments={"path": path},
+                args_key=canonical_args({"path": path}))
+
+
+def ca(sess: str, sec: float, path: str) -> dict:
+    """The door's allowed ``read`` of ``path`` in session ``sess``, ``sec`` seconds in (a ``calls`` row)."""
+    return dict(door_session=sess, agent="analyst", seq=int(sec), ts=s(sec), tool="read",
+                arguments={"path": path}, args_key=canonical_args({"path": path}), decision="allow")
+
+
 @pytest.fixture()
 def frames():
     steps = STEPS.build([
@@ -995,15 +1008,6 @@ def test_an_unmatched_session_names_a_clock_further_off_than_the_join_looked():
     from replaybook.canonical import canonical_args
     from replaybook.join import join_sessions
 
-    def st(tid, sec, path):
-        return dict(transcript_id=tid, client="claude-code", seq=int(sec), ts=s(sec), kind="tool_call",
-                    tool_raw="mcp__door__read", server="door", tool="read", arguments={"path": path},
-                    args_key=canonical_args({"path": path}))
-
-    def ca(sess, sec, path):
-        return dict(door_session=sess, agent="analyst", seq=int(sec), ts=s(sec), tool="read",
-                    arguments={"path": path}, args_key=canonical_args({"path": path}), decision="allow")
-
     steps = STEPS.build([st("t1", i, f"a{i}") for i in range(3)] + [st("t2", 100 + i, f"b{i}") for i in range(3)])
     calls = CALLS.build([ca("s1", i + 0.2, f"a{i}") for i in range(3)]
                         + [ca("s2", 100 + i - 5400.5, f"b{i}") for i in range(3)])
@@ -1075,15 +1079,6 @@ def _offset_case():
     """t1 and the door agree on the clock; t2's machine is two hours ahead (its transcript's
     clock two hours behind the door's); s3 repeats t1's calls an hour later, without its own
     transcript."""
-    def st(tid, sec, path):
-        return dict(transcript_id=tid, client="claude-code", seq=int(sec), ts=s(sec), kind="tool_call",
-                    tool_raw="mcp__door__read", server="door", tool="read", arguments={"path": path},
-                    args_key=canonical_args({"path": path}))
-
-    def ca(sess, sec, path):
-        return dict(door_session=sess, agent="analyst", seq=int(sec), ts=s(sec), tool="read",
-                    arguments={"path": path}, args_key=canonical_args({"path": path}), decision="allow")
-
     steps = STEPS.build([st("t1", 10 * i, f"a{i}") for i in range(3)]
                         + [st("t2", 100 + 10 * i, f"b{i}") for i in range(5)])
     calls = CALLS.build([ca("s1", 10 * i + 0.2, f"a{i}") for i in range(3)]
