@@ -1,5 +1,6 @@
 import json
 import shlex
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -7,6 +8,21 @@ import pandas as pd
 from replaybook.cli import main
 
 FIX = Path(__file__).resolve().parent / "fixtures"
+#: when the written incidents below start
+T0 = datetime(2026, 9, 13, 10, 0, tzinfo=timezone.utc)
+
+
+def _iso(t: datetime) -> str:
+    """``t`` as the transcripts and door logs write times (UTC, milliseconds, ``Z``)."""
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _incident_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """A transcripts folder and a door log folder (agent ``analyst``) for an incident written here."""
+    tr, door = tmp_path / "t", tmp_path / "d" / "analyst"
+    tr.mkdir()
+    door.mkdir(parents=True)
+    return tr, door
 
 
 def test_join_prints_the_expected_assignment(capsys):
@@ -167,9 +183,7 @@ def test_exit_codes_and_messages_name_file_and_line(tmp_path, capsys):
 
 def test_join_says_when_sessions_run_on_clocks_of_their_own(tmp_path, capsys):
     """Agents on two machines: one 'clock offset' line stated a figure true of neither."""
-    tr, door = tmp_path / "t", tmp_path / "d" / "analyst"
-    tr.mkdir()
-    door.mkdir(parents=True)
+    tr, door = _incident_dirs(tmp_path)
     for n, (sid, skew) in enumerate((("aaaaaaaa-0000-4000-8000-00000000000a", 0.4),
                                      ("bbbbbbbb-0000-4000-8000-00000000000b", 95.3))):
         head = f'"sessionId":"{sid}","version":"2.1.90","isSidechain":false'
@@ -434,16 +448,10 @@ def test_join_names_a_clock_further_off_than_it_looks(tmp_path, capsys):
     """An agent whose clock was two hours off (a time zone written as UTC): its session was
     unmatched with nothing to say why; join now names the transcript its calls line up with, at
     what offset, and the --max-offset that joins them."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import timedelta
 
-    t0 = datetime(2026, 9, 13, 10, 0, tzinfo=timezone.utc)
-
-    def iso(t):
-        return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-    tr, door = tmp_path / "t", tmp_path / "d" / "analyst"
-    tr.mkdir()
-    door.mkdir(parents=True)
+    t0, iso = T0, _iso
+    tr, door = _incident_dirs(tmp_path)
     for n, (sid, skew) in enumerate((("aaaaaaaa-0000-4000-8000-00000000000a", 0.4),
                                      ("bbbbbbbb-0000-4000-8000-00000000000b", 7200.4))):
         head = f'"sessionId":"{sid}","version":"2.1.90","isSidechain":false'
@@ -516,16 +524,10 @@ def test_join_names_the_sessions_a_wider_max_offset_joined_otherwise(tmp_path, c
     """--max-offset 7200, given to reach one transcript's clock two hours off, also moved the
     common clock offset: another session lost its transcript to an agent's repeat of its calls
     an hour later, and nothing said so."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import timedelta
 
-    t0 = datetime(2026, 9, 13, 10, 0, tzinfo=timezone.utc)
-
-    def iso(t):
-        return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-    tr, door = tmp_path / "t", tmp_path / "d" / "analyst"
-    tr.mkdir()
-    door.mkdir(parents=True)
+    t0, iso = T0, _iso
+    tr, door = _incident_dirs(tmp_path)
     a, b = "aaaaaaaa-0000-4000-8000-00000000000a", "bbbbbbbb-0000-4000-8000-00000000000b"
     # (transcript, its first step (s), its steps, [(door session, seconds later the door logged each call)])
     for n, (sid, start, n_steps, sessions) in enumerate(((a, 0, 3, [("s1", 0.2), ("s3", 3600.2)]),
