@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from collections import Counter
 from typing import Mapping, Sequence
 
@@ -446,9 +447,10 @@ def join_access(
         return d["door_session"], d["source"]
 
     def by_principal(d):
-        return d["door_session"], d["source"], d["principal"]
+        return d["door_session"], d["source"], d["who"]
 
-    ref_p, tie_p = _most_common_of(links, by_session, "principal")
+    _renewed(links, by_session)
+    ref_p, tie_p = _most_common_of(links, by_session, "who")
     ref_ip, tie_ip = _most_common_of(links, by_principal, "source_ip")
     ref_ua, tie_ua = _most_common_of(links, by_principal, "user_agent")
     refs: dict[str, list] = {k: [] for k in ("ref_principal", "ref_ip", "ref_ua", "tied_principal", "tied_ip",
@@ -458,7 +460,7 @@ def join_access(
     for (_pos, chosen, *_), d in zip(linked, links):
         rp, ri, ru = ref_p.get(by_session(d)), ref_ip.get(by_principal(d)), ref_ua.get(by_principal(d))
         tp, ti, tu = tie_p.get(by_session(d)), tie_ip.get(by_principal(d)), tie_ua.get(by_principal(d))
-        d["other_principal"] = None if tp is not None else rp is not None and d["principal"] != rp
+        d["other_principal"] = None if tp is not None else rp is not None and d["who"] != rp
         differs = ((d["source_ip"] is not None and ri is not None and d["source_ip"] != ri)
                    or (d["user_agent"] is not None and ru is not None and d["user_agent"] != ru))
         unknown = (d["source_ip"] is not None and ti is not None) or (d["user_agent"] is not None and tu is not None)
@@ -472,6 +474,8 @@ def join_access(
                        {k: [d[k] for d in links] for k in ("principal", "source_ip", "user_agent", "other_principal",
                                                            "other_client")}, refs)
 
+    for d in links:
+        del d["who"]
     links_df = ACCESS_LINKS.build(links) if links else ACCESS_LINKS.empty()
     if len(links_df):
         links_df = links_df.sort_values(["access_ts", "access_index"], kind="stable").reset_index(drop=True)
@@ -524,6 +528,43 @@ def join_access(
 
 def _or_none(v) -> str | None:
     return None if v is None or pd.isna(v) else str(v)
+
+
+def _renewed(links: list[dict], group) -> None:
+    """Each link's ``who``: its principal, or, for role sessions of one role a group's agent
+    used one after another from one client (renewed credentials), one name for them all —
+    per group and role, sessions in order of their first request, each continuing the earliest
+    chain that ended before it began from the same clients (an unknown client fits any)."""
+    sessions: dict = {}
+    for d in links:
+        d["who"] = d["principal"]
+        m = re.match(r"^(arn:aws[a-z-]*:sts::[0-9]*:assumed-role/[^/]+)/.+$", d["principal"] or "")
+        if m:
+            s = sessions.setdefault((group(d), m.group(1)), {}).setdefault(d["principal"], [None, None, set()])
+            t = d["access_ts"]
+            s[0] = t if s[0] is None or t < s[0] else s[0]
+            s[1] = t if s[1] is None or t > s[1] else s[1]
+            if d["source_ip"] is not None or d["user_agent"] is not None:
+                s[2].add((d["source_ip"], d["user_agent"]))
+    name: dict = {}
+    for (g, _role), by_p in sessions.items():
+        chains: list = []
+        for p, (lo, hi, cl) in sorted(by_p.items(), key=lambda kv: (kv[1][0], kv[1][1], kv[0])):
+            for ch in chains:
+                if ch["end"] < lo and (not cl or not ch["cl"] or cl & ch["cl"]):
+                    ch["ps"].append(p)
+                    ch["end"] = hi
+                    ch["cl"] = ch["cl"] | cl
+                    break
+            else:
+                chains.append({"ps": [p], "end": hi, "cl": cl})
+        for ch in chains:
+            if len(ch["ps"]) > 1:
+                for p in ch["ps"]:
+                    name[(g, p)] = (f"{ch['ps'][0]} … {ch['ps'][-1].rsplit('/', 1)[1]}, "
+                                    "one role session after another")
+    for d in links:
+        d["who"] = name.get((group(d), d["principal"]), d["principal"])
 
 
 def _most_common_of(links: list[dict], group, key: str) -> tuple[dict, dict]:

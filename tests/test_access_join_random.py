@@ -108,6 +108,7 @@ def _incident(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     uris = [u for u in mapped if u] + EXTRA_URIS
     principals = r.choice(PRINCIPALS + [PRINCIPALS[2]] * 2)
     clock = r.choice([0.0, 0.0, 0.0, 40.0, -25.0, 130.0, 0.6])
+    renew_at = float("inf") if seed % 3 == 1 else 10.0 + seed % 7 * 5  # (two in three incidents renew credentials)
 
     # -- the cloud
     arows: list[dict] = []
@@ -129,6 +130,8 @@ def _incident(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
         if src in AJ.TIME_RESOLUTION_S and r.random() < 0.9:
             when = float(int(when // 1))
         who = r.choice([f"{ROLE}/door-analyst"] * 4 + [OTHER, GCP_SA, None, "arn:aws:iam::123456789012:user/etl"])
+        if who == f"{ROLE}/door-analyst" and when > renew_at:  # renewed credentials: a new role session
+            who = f"{ROLE}/door-analyst-2"
         arows.append({
             "ts": None if r.random() < 0.03 else _at(when), "time_kind": None if r.random() < 0.05 else kind,
             "source": src, "principal": who, "action": None if r.random() < 0.03 else action,
@@ -215,11 +218,16 @@ def test_random_incidents_cover_every_case():
         seen["client not known"] += int(res.links["other_client"].isna().sum())
         seen["principal not known"] += int(res.links["other_principal"].isna().sum())
         seen["offset unapplied"] += int(res.offset_unapplied_s is not None)
+        # a door session's requests in one log under the first role session and its renewal
+        for _, who in res.links.groupby(["door_session", "source"])["principal"]:
+            seen["renewed role session"] += bool(who.eq(f"{ROLE}/door-analyst").any()
+                                                 and who.eq(f"{ROLE}/door-analyst-2").any())
         for why in res.unexplained["why"]:
             seen["why " + next((k for k, words in VERDICTS.items() if words in why), why)] += 1
     for case in [f"how {h}" for h in AJ.LINK_HOWS] + [f"why {v}" for v in VERDICTS] + [
             "tied", "dup delivered again", "dup another log", "offset measured", "refusal named", "several objects",
-            "other principal", "other client", "offset unapplied", "client not known", "principal not known"]:
+            "other principal", "other client", "offset unapplied", "client not known", "principal not known",
+            "renewed role session"]:
         assert seen[case] >= 3, (case, seen)
 
 

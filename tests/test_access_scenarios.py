@@ -849,3 +849,75 @@ def test_window_edges_with_whole_second_times(tmp_path):
     _, res = investigate(tmp_path, principals=PRINCIPALS)
     assert pairs(res) == [("W1", "s", 1), ("W5", "s", 1)]
     assert unexplained(res) == ["W0", "W6"]
+
+
+# == role sessions one after another ===============================================================
+
+def test_a_role_session_renewed_mid_session_is_not_another_principal(tmp_path):
+    """The agent's credentials are renewed halfway (an SDK's assume-role provider names each
+    renewal's session anew): calls 1–2 are read as ``door-analyst``, calls 3–4 as
+    ``door-analyst-2``, never interleaved.  One role, one session after the other: no request
+    is another principal's, and no call's note says the principals were as common."""
+    objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0), 4: ("demo/d.csv", 55.0)}
+    write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})
+    renewed = f"{ROLE}/door-analyst-2"
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", t + 0.3, o, f"C{i}", out=100,
+                                                    arn=DOOR_ARN if i <= 2 else renewed)
+                                           for i, (o, t) in objs.items()])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert pairs(res) == [("C1", "s", 1), ("C2", "s", 2), ("C3", "s", 3), ("C4", "s", 4)]
+    assert res.links["other_principal"].tolist() == [False] * 4
+    assert res.links["principal"].tolist() == [DOOR_ARN, DOOR_ARN, renewed, renewed]  # (as logged)
+    assert res.per_call["other_principal_count"].tolist() == [0] * 4
+    assert res.per_call["note"].isna().all()
+
+
+def test_a_renewal_then_one_more_read_is_still_the_same_principal(tmp_path):
+    """Three reads under the first role session, one under the renewed one after them: the
+    renewal is not a minority principal."""
+    objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0), 4: ("demo/d.csv", 55.0)}
+    write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", t + 0.3, o, f"C{i}", out=100,
+                                                    arn=DOOR_ARN if i <= 3 else f"{ROLE}/door-analyst-2")
+                                           for i, (o, t) in objs.items()])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert res.links["other_principal"].tolist() == [False] * 4
+    assert res.per_call["note"].isna().all()
+
+
+def test_two_role_sessions_of_one_role_used_at_once_are_still_told_apart(tmp_path):
+    """Another holder of the same role reads b.csv between the agent's reads under its own role
+    session: the two sessions overlap in time, so they are two principals, and the read made
+    under the less common one is flagged as before."""
+    objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0)}
+    write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})
+    other = f"{ROLE}/someone-else"
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", t + 0.3, o, f"C{i}", out=100)
+                                           for i, (o, t) in objs.items()]
+                     + [ct_event("GetObject", 25.4, "demo/b.csv", "X1", out=100, arn=other)])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    links = res.links.set_index("request_id")
+    assert links["other_principal"].to_dict() == {"C1": False, "C2": False, "X1": True, "C3": False}
+    assert per_call(res).loc[("s", 2), "note"] == (
+        f"1 of its 2 requests was made by another principal ({other}) than most of its door session's requests in "
+        f"that log ({DOOR_ARN})")
+
+
+def test_another_holder_of_the_role_between_two_renewals_is_flagged(tmp_path):
+    """The agent reads under ``door-analyst`` then, renewed, under ``door-analyst-2``; between
+    them another holder of the role reads b.csv with curl from another address.  The renewals
+    are one principal; the other holder's read is flagged and the note names both."""
+    objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0), 4: ("demo/d.csv", 55.0)}
+    write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})
+    other = f"{ROLE}/someone-else"
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", t + 0.3, o, f"C{i}", out=100,
+                                                    arn=DOOR_ARN if i <= 2 else f"{ROLE}/door-analyst-2")
+                                           for i, (o, t) in objs.items()]
+                     + [ct_event("GetObject", 25.4, "demo/b.csv", "X1", out=100, arn=other,
+                                 ip="203.0.113.66", ua="curl/8.4.0")])
+    _, res = investigate(tmp_path, principals=PRINCIPALS)
+    links = res.links.set_index("request_id")
+    assert links["other_principal"].to_dict() == {"C1": False, "C2": False, "X1": True, "C3": False, "C4": False}
+    assert per_call(res).loc[("s", 2), "note"] == (
+        f"1 of its 2 requests was made by another principal ({other}) than most of its door session's requests in "
+        f"that log ({DOOR_ARN} … door-analyst-2, one role session after another)")

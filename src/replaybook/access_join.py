@@ -155,6 +155,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -689,7 +690,7 @@ def join_access(
     sess_code, _ = _coded(c["door_session"], str)
     clients, client_refs = _clients(who_code[link_pos], who_names, src_code[link_pos],
                                     [source_ip(v) for v in access["raw"].iloc[link_pos]],
-                                    access["user_agent"].iloc[link_pos], sess_code[link_call])
+                                    access["user_agent"].iloc[link_pos], sess_code[link_call], a_ns[link_pos])
     n_other_p = np.bincount(link_call[clients["other_principal"].fillna(False).to_numpy(dtype=bool)], minlength=n_c)
     n_other_c = np.bincount(link_call[clients["other_client"].fillna(False).to_numpy(dtype=bool)], minlength=n_c)
     notes = call_notes(n_c, link_call, counts, clients, client_refs)
@@ -1520,8 +1521,77 @@ def _most_common(group: np.ndarray, value: np.ndarray, names: list) -> tuple[np.
     return ref[group], text[group]
 
 
+#: an AWS role session's principal: ``arn:aws:sts::<account>:assumed-role/<role>/<session name>``
+#: (CloudTrail ``userIdentity.arn``, an S3 server access log's requester)
+_ROLE_SESSION = re.compile(r"^(arn:aws[a-z-]*:sts::[0-9]*:assumed-role/[^/]+)/.+$")
+
+
+def _renewals(p_code: np.ndarray, p_names: list, group: np.ndarray, ns: np.ndarray,
+              client: np.ndarray) -> tuple[np.ndarray, list]:
+    """Principal codes with one role's sessions used **one after another, from one client**
+    in a group merged.
+
+    An SDK that renews assumed-role credentials names each renewal's role session anew
+    (botocore's ``botocore-session-<epoch>``, a door's ``<agent>-<n>``): an agent running longer
+    than its credentials reads under several role sessions of one role, each after the last,
+    from the same address with the same user agent.  Per group (``group``: a code per row) and
+    role, the role's sessions are taken in order of their first request (``ns``, int64 ns); each
+    continues the earliest chain that ended (last request) before it began and whose requests
+    came from the same clients (``client``: a code per row for address and user agent, -1
+    unknown, which fits any), or starts one.  A chain of two or more sessions is one principal,
+    named ``<role>/<first session> … <last session>, one role session after another``.  Sessions
+    used at once, or from another client (another holder of the role), stay apart.  Another
+    holder's read between two renewals from the agent's very address and client joins the chain:
+    those look the same.  Returns ``(codes, names)``: the codes (-1 stays -1) into ``names``,
+    which extends ``p_names``.
+    """
+    names = list(p_names)
+    role_of = [m.group(1) if isinstance(n, str) and (m := _ROLE_SESSION.match(n)) else None for n in p_names]
+    if not (p_code >= 0).any() or not any(role_of):
+        return p_code, names
+    role_names = sorted({r for r in role_of if r is not None})
+    role_code = np.array([role_names.index(r) if r is not None else -1 for r in role_of] + [-1], np.int64)
+    r = role_code[p_code]
+    rows = np.flatnonzero((p_code >= 0) & (r >= 0))
+    if not len(rows):
+        return p_code, names
+    gp = pd.DataFrame({"g": group[rows], "role": r[rows], "p": p_code[rows], "t": ns[rows], "c": client[rows]})
+    span = gp.groupby(["g", "role", "p"], sort=True).agg(lo=("t", "min"), hi=("t", "max"))
+    n_roles = span.groupby(level=["g", "role"]).size()
+    several = n_roles[n_roles > 1].index
+    if not len(several):
+        return p_code, names
+    known = gp[gp["c"] >= 0]
+    clients = known.groupby(["g", "p"])["c"].agg(lambda c: frozenset(c.tolist())).to_dict()
+    out = p_code.copy()
+    merged: dict[tuple, int] = {}
+    span = span.reset_index().sort_values(["g", "role", "lo", "hi", "p"], kind="stable")
+    span = span.set_index(["g", "role"]).loc[several].reset_index()
+    for (g, _role), part in span.groupby(["g", "role"], sort=False):
+        chains: list[list] = []  # [sessions, last end, clients]
+        for p, lo, hi in zip(part["p"].tolist(), part["lo"].tolist(), part["hi"].tolist()):
+            mine = clients.get((g, p), frozenset())
+            for ch in chains:
+                if ch[1] < lo and (not mine or not ch[2] or mine & ch[2]):
+                    ch[0].append(p)
+                    ch[1] = hi
+                    ch[2] = ch[2] | mine
+                    break
+            else:
+                chains.append([[p], hi, mine])
+        for ps, _, _ in chains:
+            if len(ps) < 2:
+                continue
+            label = tuple(ps)
+            if label not in merged:
+                merged[label] = len(names)
+                names.append(f"{p_names[ps[0]]} … {p_names[ps[-1]].rsplit('/', 1)[1]}, one role session after another")
+            out[(group == g) & np.isin(p_code, ps)] = merged[label]
+    return out, names
+
+
 def _clients(p_code: np.ndarray, p_names: list, src_code: np.ndarray, ip: list, user_agent,
-             session: np.ndarray) -> tuple[dict, dict]:
+             session: np.ndarray, ns: np.ndarray | None = None) -> tuple[dict, dict]:
     """The links' ``principal``, ``source_ip``, ``user_agent``, ``other_principal`` and
     ``other_client`` columns (one value per link, in the order given), and what each was
     compared with (``ref_principal``, ``ref_ip``, ``ref_ua``: the reference, ``None`` where there
@@ -1534,15 +1604,21 @@ def _clients(p_code: np.ndarray, p_names: list, src_code: np.ndarray, ip: list, 
     among those made by the same principal.  A value is flagged (True) when it differs from the
     reference; a request naming no principal differs from one; an unknown address or user agent
     is compared with nothing (False).  Where two or more values are as common there is no
-    reference: NA — which of them was the agent's is not known.
+    reference: NA — which of them was the agent's is not known.  With the requests' times
+    (``ns``, int64 ns), one role's sessions used one after another are one principal
+    (:func:`_renewals`: renewed credentials).
     """
     ip_code, ip_names = _coded(pd.Series(np.asarray(ip, dtype=object), dtype=object), str)
     ua_code, ua_names = _coded(user_agent, str)
     by_log = _combine(session, src_code)
-    ref_p, tie_p = _most_common(by_log, p_code, p_names)
-    other_p = (ref_p >= 0) & (p_code != ref_p)
+    who, who_names = p_code, p_names
+    if ns is not None:
+        client = np.where((ip_code < 0) & (ua_code < 0), -1, _combine(ip_code, ua_code))
+        who, who_names = _renewals(p_code, p_names, by_log, ns, client)
+    ref_p, tie_p = _most_common(by_log, who, who_names)
+    other_p = (ref_p >= 0) & (who != ref_p)
     na_p = tie_p != None  # noqa: E711 (elementwise)
-    by_who = _combine(by_log, p_code)
+    by_who = _combine(by_log, who)
     ref_ip, tie_ip = _most_common(by_who, ip_code, ip_names)
     ref_ua, tie_ua = _most_common(by_who, ua_code, ua_names)
     other_c = ((ip_code >= 0) & (ref_ip >= 0) & (ip_code != ref_ip)) | \
@@ -1556,7 +1632,7 @@ def _clients(p_code: np.ndarray, p_names: list, src_code: np.ndarray, ip: list, 
             "user_agent": _text(named(ua_code, ua_names)),
             "other_principal": pd.arrays.BooleanArray(other_p & ~na_p, na_p),
             "other_client": pd.arrays.BooleanArray(other_c, na_c)}
-    return cols, {"ref_principal": named(ref_p, p_names), "ref_ip": named(ref_ip, ip_names),
+    return cols, {"ref_principal": named(ref_p, who_names), "ref_ip": named(ref_ip, ip_names),
                   "ref_ua": named(ref_ua, ua_names), "tied_principal": tie_p, "tied_ip": tie_ip, "tied_ua": tie_ua}
 
 
