@@ -90,6 +90,7 @@ def join_access(
     skew_s: float = DEFAULT_SKEW_S,
     offset_s: float | None = None,
     max_offset_s: float = DEFAULT_MAX_OFFSET_S,
+    door_offsets_s: Mapping[str, float] | None = None,
 ) -> AccessJoinResult:
     """Link door calls to the cloud access rows they caused (see the module docstring).
 
@@ -300,6 +301,44 @@ def join_access(
         off = int(round(offset_s * 1e9))
     offset_requests = fitting(off) if off else 0
 
+    # doors on clocks of their own: per agent, the offset its calls' evidence gives, taken where it
+    # lines up enough more of that evidence than the common one; given ones as given
+    def agent_evidence(a: str) -> list:
+        return [(t, res, kind, [i for i in cand if agents[i] == a]) for t, res, kind, cand in evidence
+                if any(agents[i] == a for i in cand)]
+
+    def fitting_of(ev: list, o: int) -> int:
+        return sum(any(fits(i, t - o, res, kind) for i in cand) for t, res, kind, cand in ev)
+
+    door_rows: list[tuple] = []  # (agent, offset ns, requests, given, applied)
+    names = sorted({a for a in agents if a is not None})
+    given = {a: int(round(float(v) * 1e9)) for a, v in (door_offsets_s or {}).items() if a in names}
+    door_at: dict[str, int] = {}
+    if offset_s is None and max_off > 0 and len(names) > 1:
+        for a in names:
+            if a in given:
+                continue
+            ev = agent_evidence(a)
+            o = _measure_offset(ev, start_ns, end_ns, max_off)
+            if o == off:
+                continue
+            own, common = fitting_of(ev, o), fitting_of(ev, off)
+            if own - common >= MIN_OFFSET_REQUESTS and own >= 2 * common:
+                door_at[a] = o
+                door_rows.append((a, o, own, False, True))
+            elif own > common:
+                door_rows.append((a, o, own, False, False))
+    for a, o in given.items():
+        door_at[a] = o
+        door_rows.append((a, o, fitting_of(agent_evidence(a), o), True, True))
+    start_raw = start_ns
+    if any(o != off for o in door_at.values()):
+        shift = np.array([door_at.get(a, off) - off if a is not None else 0 for a in agents], np.int64)
+        start_ns = start_ns + shift
+        end_ns = end_ns + shift
+        matched.clear()
+    door_rows.sort(key=lambda r: (not r[4], r[0]))
+
     # the calls the door refused, by object: a storage request on such an object that no call
     # explains is the one to read first (the agent was refused it, and it was reached anyway)
     def _refusal(uri: str | None, action: str, t: int) -> int | None:
@@ -430,7 +469,7 @@ def join_access(
             "call_ts": c_start.iat[chosen],
             "access_ts": a_ts.iat[pos],
             "time_kind": r["time_kind"],
-            "delta_ms": (int(a_ns[pos]) - int(start_ns[chosen])) / 1e6,
+            "delta_ms": (int(a_ns[pos]) - int(start_raw[chosen])) / 1e6,
             "how": how,
             "candidates": max(len(tied), 1),
             "principal": _or_none(r["principal"]),
@@ -523,7 +562,13 @@ def join_access(
                             lag_s=float(lag_s), skew_s=float(skew_s), duplicates=dup_df,
                             offset_s=off / 1e9, offset_requests=int(offset_requests),
                             offset_given=offset_s is not None, offset_unapplied_s=unapplied[0],
-                            offset_unapplied_requests=int(unapplied[1]))
+                            offset_unapplied_requests=int(unapplied[1]),
+                            door_offsets=pd.DataFrame({
+                                "agent": pd.array([r[0] for r in door_rows], dtype="string"),
+                                "offset_s": pd.array([r[1] / 1e9 for r in door_rows], dtype="float64"),
+                                "requests": pd.array([r[2] for r in door_rows], dtype="Int64"),
+                                "given": pd.array([r[3] for r in door_rows], dtype="bool"),
+                                "applied": pd.array([r[4] for r in door_rows], dtype="bool")}))
 
 
 def _or_none(v) -> str | None:

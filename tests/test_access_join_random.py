@@ -162,6 +162,8 @@ def _incident(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
           "skew_s": r.choice([2.0, 2.0, 0.0, 0.5]),
           "offset_s": r.choice([None] * 5 + [0, 12.5, -3.0, 40.0]),
           "max_offset_s": r.choice([300.0, 300.0, 300.0, 0.0, 30.0])}
+    if seed % 7 == 3:  # a door whose clock the user knows
+        kw["door_offsets_s"] = {"etl": clock - 35.0, "nobody": 5.0}
     return calls, access, kw
 
 
@@ -180,6 +182,7 @@ def _assert_same(got, want) -> None:
         pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name), check_exact=True, obj=name)
     assert (got.offset_s, got.offset_requests) == (want.offset_s, want.offset_requests)
     assert (got.window_s, got.lag_s, got.skew_s) == (want.window_s, want.lag_s, want.skew_s)
+    pd.testing.assert_frame_equal(got.door_offsets, want.door_offsets, check_exact=True, obj="door_offsets")
     assert got.to_dict() == want.to_dict()
 
 
@@ -218,6 +221,10 @@ def test_random_incidents_cover_every_case():
         seen["client not known"] += int(res.links["other_client"].isna().sum())
         seen["principal not known"] += int(res.links["other_principal"].isna().sum())
         seen["offset unapplied"] += int(res.offset_unapplied_s is not None)
+        d = res.door_offsets
+        seen["door offset measured"] += int((d["applied"] & ~d["given"]).sum())
+        seen["door offset unapplied"] += int((~d["applied"]).sum())
+        seen["door offset given"] += int(d["given"].sum())
         # a door session's requests in one log under the first role session and its renewal
         for _, who in res.links.groupby(["door_session", "source"])["principal"]:
             seen["renewed role session"] += bool(who.eq(f"{ROLE}/door-analyst").any()
@@ -227,7 +234,7 @@ def test_random_incidents_cover_every_case():
     for case in [f"how {h}" for h in AJ.LINK_HOWS] + [f"why {v}" for v in VERDICTS] + [
             "tied", "dup delivered again", "dup another log", "offset measured", "refusal named", "several objects",
             "other principal", "other client", "offset unapplied", "client not known", "principal not known",
-            "renewed role session"]:
+            "renewed role session", "door offset measured", "door offset unapplied", "door offset given"]:
         assert seen[case] >= 3, (case, seen)
 
 

@@ -921,3 +921,81 @@ def test_another_holder_of_the_role_between_two_renewals_is_flagged(tmp_path):
     assert per_call(res).loc[("s", 2), "note"] == (
         f"1 of its 2 requests was made by another principal ({other}) than most of its door session's requests in "
         f"that log ({DOOR_ARN} … door-analyst-2, one role session after another)")
+
+
+# == doors on clocks of their own ==================================================================
+
+REVIEWER_ARN = f"{ROLE}/door-reviewer"
+
+
+def _two_doors(tmp_path, n_reviewer: int, ahead: float = 40.2) -> None:
+    """The analyst's door on the storage clock (four reads), and a reviewer's door on a host whose
+    clock is ``ahead`` seconds ahead (``n_reviewer`` reads, each request made at the call's
+    true time)."""
+    a = {i: (f"demo/a{i}.csv", 10.0 + 15 * i) for i in range(1, 5)}
+    r = {i: (f"demo/r{i}.csv", 12.0 + 15 * i) for i in range(1, n_reviewer + 1)}
+    write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in a.items()]})
+    write_door(tmp_path, {"rv": [call(i, t + ahead, t + ahead + 0.5, o) for i, (o, t) in r.items()]},
+               agent="reviewer")
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", t + 0.3, o, f"A{i}", out=100)
+                                           for i, (o, t) in a.items()]
+                     + [ct_event("GetObject", t + 0.3, o, f"R{i}", out=100, arn=REVIEWER_ARN)
+                        for i, (o, t) in r.items()])
+
+
+def test_a_door_on_a_clock_of_its_own_is_measured_on_its_own(tmp_path):
+    """The reviewer's door runs 40.2 s ahead of the storage logs, the analyst's does not.  One
+    offset for both left the reviewer's five requests unexplained; each door's own lines up
+    all nine, and the reviewer's offset is on the result."""
+    _two_doors(tmp_path, 5)
+    _, res = investigate(tmp_path, principals={"analyst": DOOR_ARN, "reviewer": REVIEWER_ARN})
+    assert pairs(res) == [("A1", "s", 1), ("A2", "s", 2), ("A3", "s", 3), ("A4", "s", 4),
+                          ("R1", "rv", 1), ("R2", "rv", 2), ("R3", "rv", 3), ("R4", "rv", 4), ("R5", "rv", 5)]
+    assert res.offset_s == 0.0 and len(res.unexplained) == 0
+    d = res.door_offsets
+    assert d["agent"].tolist() == ["reviewer"] and d["applied"].tolist() == [True] and not d["given"].any()
+    assert -40.5 < float(d["offset_s"].iloc[0]) < -39.9 and d["requests"].tolist() == [5]
+    # (the links keep the raw difference: storage time − the door's logged start)
+    r1 = res.links.set_index("request_id").loc["R1"]
+    assert r1["delta_ms"] == -40200.0  # (CloudTrail keeps whole seconds: 27 s − 67.2 s)
+
+
+def test_a_door_clock_too_few_requests_show_is_named_and_can_be_given(tmp_path):
+    """Two reviewer requests fit the reviewer's own clock: too few to take it (three more than
+    the common offset fits are needed), so they stay unexplained and the offset is named as
+    measured, not applied.  Given (``door_offsets_s``, as the manifest's ``storage_clock_ahead_s:
+    {reviewer: -40.2}`` gives it), both are explained."""
+    _two_doors(tmp_path, 2)
+    _, res = investigate(tmp_path, principals={"analyst": DOOR_ARN, "reviewer": REVIEWER_ARN})
+    assert sorted(res.unexplained["request_id"]) == ["R1", "R2"]
+    d = res.door_offsets
+    assert d["agent"].tolist() == ["reviewer"] and d["applied"].tolist() == [False] and d["requests"].tolist() == [2]
+    _, res = investigate(tmp_path, principals={"analyst": DOOR_ARN, "reviewer": REVIEWER_ARN},
+                         storage_map=SMAP, door_offsets_s={"reviewer": -40.2})
+    assert len(res.unexplained) == 0 and ("R2", "rv", 2) in pairs(res)
+    d = res.door_offsets
+    assert d.to_dict("records") == [{"agent": "reviewer", "offset_s": -40.2, "requests": 2, "given": True,
+                                     "applied": True}]
+
+
+def test_a_door_clock_the_manifest_gives_per_agent_is_taken_and_the_report_says_so(tmp_path):
+    """``storage_clock_ahead_s: {reviewer: -40.2}``: the reviewer's two reads are explained and
+    the report's access section names that door's clock; measured but too few, it names the
+    manifest line that would give it."""
+    from replaybook.report import sections as S
+
+    _two_doors(tmp_path, 2)
+    _, res = investigate(tmp_path, principals={"analyst": DOOR_ARN, "reviewer": REVIEWER_ARN})
+    html = S.access_section(res, Incident.load(tmp_path / "incident.yaml").access)
+    assert ("door agent <code>reviewer</code>: 2 requests made by its calls would line up if its door's clock was "
+            "40.0 s ahead of the cloud's — too few more than at the common offset to take it; if that door's host is "
+            "known to run off, give it: <code>storage_clock_ahead_s: {reviewer: -40.0}</code>") in html
+    m = json.loads((tmp_path / "incident.yaml").read_text())
+    (tmp_path / "incident.yaml").write_text(json.dumps({**m, "storage_clock_ahead_s": {"reviewer": -40.2}}))
+    inc = Incident.load(tmp_path / "incident.yaml")
+    res = inc.access_join
+    assert unexplained(res) == [] and ("R1", "rv", 1) in pairs(res)
+    assert (res.offset_s, res.offset_given) == (0.0, False)
+    assert ("door agent <code>reviewer</code>: its door's clock was 40.2 s ahead of the cloud's — as the manifest "
+            "gives it (storage_clock_ahead_s); 2 requests made by its calls line up once it is taken off, and its calls "
+            "were compared at it") in S.access_section(res, inc.access)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from test_access_scenarios import (ACCOUNT, DOOR_ARN, PRINCIPALS, SMAP, call, ct_event, sal, write_cloudtrail,
-                                   write_door, write_sal)
+from test_access_scenarios import (ACCOUNT, DOOR_ARN, PRINCIPALS, REVIEWER_ARN, SMAP, _two_doors, call, ct_event, sal,
+                                   write_cloudtrail, write_door, write_sal)
 
 from replaybook.cli import main
 
@@ -57,7 +57,7 @@ def test_access_prints_the_requests_no_door_call_explains(tmp_path, capsys):
     assert main(["access", str(tmp_path), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["offset"] == {"offset_s": 0.0, "given": False, "requests": 0, "unapplied_s": None,
-                           "unapplied_requests": 0}
+                           "unapplied_requests": 0, "doors": []}
     (u,) = d["unexplained"]
     assert {k: u[k] for k in ("ts", "principal", "action", "resource_uri", "source_ip", "user_agent", "why",
                               "request_id", "logged_at", "also_logged_at")} == {
@@ -94,7 +94,10 @@ def test_access_bad_usage_and_input_exit_2(tmp_path, capsys):
     assert main(["access", m, "--storage-map", "demo/=/srv/demo"]) == 2
     assert "a storage URI starts with s3://, gs:// or az://" in capsys.readouterr().err
     assert main(["access", m, "--storage-clock-ahead", "nan"]) == 2
-    assert "--storage-clock-ahead: nan is not a number of seconds" in capsys.readouterr().err
+    assert "--storage-clock-ahead: 'nan': give SECONDS (a number, -1e9 to 1e9) or AGENT=SECONDS" in \
+        capsys.readouterr().err
+    assert main(["access", m, "--storage-clock-ahead", "nobody=3"]) == 2
+    assert "no door call has agent 'nobody'" in capsys.readouterr().err
     (tmp_path / "no-access.yaml").write_text(json.dumps({"title": "t", "transcripts": [], "door": ["door/"]}))
     assert main(["access", str(tmp_path / "no-access.yaml")]) == 2
     assert "the manifest names no cloud access logs (access:)" in capsys.readouterr().err
@@ -102,6 +105,10 @@ def test_access_bad_usage_and_input_exit_2(tmp_path, capsys):
                                        "storage_clock_ahead_s: .nan\n")
     assert main(["access", str(tmp_path / "nan.yaml")]) == 2
     assert "storage_clock_ahead_s: nan is not a number of seconds" in capsys.readouterr().err
+    (tmp_path / "nan2.yaml").write_text("title: t\ntranscripts: []\ndoor: [door/]\naccess: [cloud/]\n"
+                                        "storage_clock_ahead_s: {analyst: .nan}\n")
+    assert main(["access", str(tmp_path / "nan2.yaml")]) == 2
+    assert "storage_clock_ahead_s/analyst: nan is not a number of seconds" in capsys.readouterr().err
 
 
 def _two_early_reads(root) -> None:
@@ -139,7 +146,7 @@ def test_access_names_an_offset_too_few_requests_measure_and_takes_one_given(tmp
     assert main(["access", m, "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["offset"] == {"offset_s": -6.5, "given": True, "requests": 2, "unapplied_s": None,
-                           "unapplied_requests": 0}
+                           "unapplied_requests": 0, "doors": []}
     assert d["unexplained"] == [] and [c["access_count"] for c in d["calls"]] == [1, 1]
     assert main(["access", m]) == 0
     assert capsys.readouterr().out.splitlines()[0].endswith(
@@ -178,3 +185,33 @@ def test_join_points_to_access_when_the_manifest_names_access_logs(tmp_path, cap
     assert main(["join", m]) == 0
     assert (f"note: the manifest names cloud access logs; `replaybook access {m}` compares them with the door "
             "(the storage requests no door call explains)") in capsys.readouterr().err
+
+
+def test_access_names_a_door_on_a_clock_of_its_own_and_takes_one_given_per_agent(tmp_path, capsys):
+    """Two reviewer reads 40.2 s off the storage clock: too few to take the reviewer's door
+    clock, so it is named with the option that gives it; given (option or manifest mapping),
+    both reads are explained."""
+    _two_doors(tmp_path, 2)
+    m = _manifest(tmp_path, principals={"analyst": DOOR_ARN, "reviewer": REVIEWER_ARN})
+    assert main(["access", m]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1] == (
+        "  door agent reviewer's door: 2 requests made by its calls would line up at -39.950 s, too few more than at "
+        "the common offset to take it; if that door's clock is known to be off, give it: --storage-clock-ahead "
+        "reviewer=-40.0 (storage_clock_ahead_s: {reviewer: -40.0} in the manifest)")
+    assert "storage requests no door call explains: 2\n" in out
+
+    assert main(["access", m, "--storage-clock-ahead", "reviewer=-40.2"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1] == ("  door agent reviewer's door: -40.200 s, as given (--storage-clock-ahead): "
+                                   "2 requests made by its calls line up at it")
+    assert "storage requests no door call explains: 0\n" in out
+
+    m = _manifest(tmp_path, principals={"analyst": DOOR_ARN, "reviewer": REVIEWER_ARN},
+                  storage_clock_ahead_s={"reviewer": -40.2, "*": 0})
+    assert main(["access", m, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["offset"]["given"] is True and d["offset"]["offset_s"] == 0
+    assert d["offset"]["doors"] == [{"agent": "reviewer", "offset_s": -40.2, "requests": 2, "given": True,
+                                     "applied": True}]
+    assert d["unexplained"] == []

@@ -112,6 +112,17 @@ their calls fit a clock as well as an early request — is on the result too
 (``offset_unapplied_s``): where the user knows the storage clock is off, they give it
 (``offset_s``; the manifest's ``storage_clock_ahead_s``), and it is taken as it is.
 
+Doors on clocks of their own
+----------------------------
+Two door agents may run on two hosts, one of them with a clock of its own (a conversation whose
+sub-agent reaches a second MCP server behind another door).  Unless ``offset_s`` is given, each
+agent's offset is also measured over the requests its calls could have made, the same way, and
+an agent whose offset differs from the common one takes it when it lines up at least
+:data:`MIN_OFFSET_REQUESTS` more of its requests than the common one does, and twice as many;
+its calls are then compared at it.  ``door_offsets_s`` gives an agent's offset (the manifest's
+``storage_clock_ahead_s`` as a mapping of agents).  ``door_offsets`` on the result lists them,
+and the offsets measured but not taken.  ``delta_ms`` stays the raw difference.
+
 Whose requests
 --------------
 A linked request is compared with the other requests **the same door session's calls explain
@@ -264,6 +275,12 @@ class AccessJoinResult:
             (:data:`MIN_OFFSET_REQUESTS`) — seconds, cloud − door, and how many requests fit
             with it; ``None`` and 0 otherwise.  Where the storage clock is known to be off,
             give it as ``offset_s``.
+        door_offsets: the door agents compared at an offset of their own (a door on another
+            host's clock; module docstring, "Doors on clocks of their own"), one row each:
+            ``agent`` (string), ``offset_s`` (float64, seconds, the cloud's clock minus that
+            door's), ``requests`` (Int64, the agent's requests that fit a call at it),
+            ``given`` (bool: ``door_offsets_s`` gave it), ``applied`` (bool: False for an offset
+            measured that lines up too few requests more than the common one to be taken).
     """
 
     links: pd.DataFrame
@@ -279,6 +296,7 @@ class AccessJoinResult:
     offset_given: bool = False
     offset_unapplied_s: float | None = None
     offset_unapplied_requests: int = 0
+    door_offsets: pd.DataFrame = field(default_factory=lambda: _door_offsets_frame([], {}, {}))
 
     def to_dict(self) -> dict:
         """A JSON-ready summary: counts per tier, unexplained rows (short), duplicates, windows
@@ -292,6 +310,9 @@ class AccessJoinResult:
             "offset_given": self.offset_given,
             "offset_unapplied_s": self.offset_unapplied_s,
             "offset_unapplied_requests": self.offset_unapplied_requests,
+            "door_offsets": [{"agent": r.agent, "offset_s": float(r.offset_s), "requests": int(r.requests),
+                              "given": bool(r.given), "applied": bool(r.applied)}
+                             for r in self.door_offsets.itertuples()],
             "links": int(len(self.links)),
             "duplicates": int(len(self.duplicates)),
             "by_how": {k: int(v) for k, v in self.links["how"].value_counts().items()},
@@ -430,6 +451,7 @@ def join_access(
     skew_s: float = DEFAULT_SKEW_S,
     offset_s: float | None = None,
     max_offset_s: float = DEFAULT_MAX_OFFSET_S,
+    door_offsets_s: Mapping[str, float] | None = None,
 ) -> AccessJoinResult:
     """Link door calls to the cloud access rows they caused (see the module docstring).
 
@@ -450,6 +472,11 @@ def join_access(
         offset_s: the cloud's clock minus the door's, seconds, taken off every access time;
             ``None`` (default) measures it (module docstring, "Clocks"), ``0`` assumes none.
         max_offset_s: the largest offset measured, seconds (≥ 0; 0 measures none).
+        door_offsets_s: door agent → the cloud's clock minus **that agent's door's** clock,
+            seconds (a door on a host of its own): its calls are compared at that offset, not
+            ``offset_s``.  Agents not named whose requests line up at an offset of their own
+            take it, as the common one is measured (module docstring, "Doors on clocks of their
+            own"), unless ``offset_s`` is given.
 
     Returns:
         :class:`AccessJoinResult`.
@@ -463,6 +490,9 @@ def join_access(
             raise JoinError(f"{name} must be a number of seconds ≥ 0, got {v!r}")
     if offset_s is not None and not (isinstance(offset_s, (int, float)) and math.isfinite(offset_s)):
         raise JoinError(f"offset_s must be a finite number of seconds, got {offset_s!r}")
+    for agent, v in (door_offsets_s or {}).items():
+        if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v)):
+            raise JoinError(f"door_offsets_s[{agent!r}] must be a finite number of seconds, got {v!r}")
     _check(calls, _CALL_NEEDS, "calls")
     _check(access, ACCESS.names, "access")
     pats: dict[str, list[str]] = {}
@@ -618,6 +648,32 @@ def join_access(
         if off and len(ev_rows):
             (offset_requests,) = fitting([off])
 
+    # -- doors on clocks of their own: each agent's calls at its door's offset ------------------
+    given_door = {agent_names.index(a): int(round(float(v) * 1e9))
+                  for a, v in (door_offsets_s or {}).items() if a in agent_names}
+    door_off: dict[int, tuple[int, int, bool]] = {}  # agent code → (offset ns, requests fitting, given)
+    door_unapplied: dict[int, tuple[int, int]] = {}
+    if offset_s is None and max_off > 0 and len(ev_rows) and len(agent_names) > 1:
+        door_off, door_unapplied = _door_clocks(
+            ev_rows, evidence, fits, a_ns, res_ns, received, start_ns, end_ns, agent_code, len(agent_names), off,
+            max_off, skip=set(given_door))
+    if given_door:
+        at = np.full(len(agent_names), off, np.int64)
+        for a, o in given_door.items():
+            at[a] = o
+        (n_fit,) = _door_fitting(ev_rows, evidence, fits, a_ns, res_ns, received, agent_code,
+                                 np.array(sorted(given_door)), at)
+        for a, o in given_door.items():
+            door_off[a] = (o, int(n_fit[a]), True)
+    start_raw = start_ns
+    if any(o != off for o, _, _ in door_off.values()):
+        shift = np.zeros(len(agent_names) + 1, np.int64)
+        for a, (o, _, _) in door_off.items():
+            shift[a] = o - off  # (a call at door time T was at T + o on the cloud's clock: T + o − off on the common)
+        start_ns = start_ns + shift[agent_code]
+        end_ns = end_ns + shift[agent_code]
+        tables = _CallTables(cu_call, cu_uri, valid, refused, start_ns)
+
     # -- each request ---------------------------------------------------------------------------
     # per token (and -1: none): how many calls carry it, the first that does
     n_tok = np.append(np.bincount(c_tok[c_tok >= 0], minlength=len(tok_names)), 0)
@@ -713,7 +769,7 @@ def join_access(
             "call_ts": c_start.iloc[link_call],
             "access_ts": a_ts.iloc[link_pos],
             "time_kind": access["time_kind"].iloc[link_pos],
-            "delta_ms": (a_ns[link_pos] - start_ns[link_call]) / 1e6,
+            "delta_ms": (a_ns[link_pos] - start_raw[link_call]) / 1e6,
             "how": _text(np.array(LINK_HOWS, dtype=object)[link_how]),
             "candidates": _ints(np.maximum(link_cands, 1)),
             **clients,
@@ -793,7 +849,8 @@ def join_access(
                             offset_s=off / 1e9, offset_requests=int(offset_requests),
                             unmapped_calls=_unmapped_frame(c.iloc[np.flatnonzero(unmapped)], unmapped_obj[unmapped]),
                             offset_given=offset_s is not None, offset_unapplied_s=unapplied[0],
-                            offset_unapplied_requests=unapplied[1])
+                            offset_unapplied_requests=unapplied[1],
+                            door_offsets=_door_offsets_frame(agent_names, door_off, door_unapplied))
 
 
 # -- the join's building blocks ---------------------------------------------------------------------
@@ -1183,15 +1240,17 @@ def _duplicates(request_id: pd.Series, src_code: np.ndarray, src_names: list[str
     return copy_of
 
 
-def _offset_spans(req: np.ndarray, a: np.ndarray, b: np.ndarray, max_off: int) -> tuple[np.ndarray, np.ndarray]:
+def _offset_spans(req: np.ndarray, a: np.ndarray, b: np.ndarray, max_off: int,
+                  keys: bool = False) -> tuple[np.ndarray, ...]:
     """Each request's offsets ``[a, b]`` (one per candidate call; ``-max_off ≤ a``), merged per
-    request where they overlap or touch: ``(starts, ends)`` of the merged stretches."""
+    request where they overlap or touch: ``(starts, ends)`` of the merged stretches (and, with
+    ``keys``, each stretch's request)."""
     keep = a <= b
     req, a, b = req[keep], a[keep], b[keep]
     if not len(req):
-        return a, b
+        return (a, b, req) if keys else (a, b)
     width = 2 * max_off + 1
-    if int(req[-1]) < (1 << 62) // width:  # by request, then start (the order of equal starts does not matter)
+    if int(req.max()) < (1 << 62) // width:  # by request, then start (the order of equal starts does not matter)
         o = np.argsort(req * width + (a + max_off))
     else:
         o = np.lexsort((a, req))
@@ -1201,7 +1260,88 @@ def _offset_spans(req: np.ndarray, a: np.ndarray, b: np.ndarray, max_off: int) -
     prev = np.empty_like(reach)
     prev[1:] = reach[:-1]
     starts = np.flatnonzero(first | (a > prev))
+    if keys:
+        return a[starts], np.maximum.reduceat(b, starts), req[starts]
     return a[starts], np.maximum.reduceat(b, starts)
+
+
+def _door_clocks(ev_rows, evidence, fits, a_ns, res_ns, received, start_ns, end_ns, agent_code, n_agents: int,
+                 off: int, max_off: int, skip: set) -> tuple[dict, dict]:
+    """Door agents whose requests line up at a clock offset of their own (a door on another
+    host): ``({agent code: (offset ns, requests fitting, False)}, {agent code: (offset ns,
+    requests fitting)} measured but not applied)``.
+
+    Per agent (not in ``skip``), the offset is measured as the common one is
+    (:func:`_measure_offset`) over the evidence requests paired with that agent's calls, and
+    taken when it differs from the common ``off`` and lines up at least
+    :data:`MIN_OFFSET_REQUESTS` more of them than ``off`` does, and twice as many.  One pass to
+    measure, one to count, whatever the number of agents.
+    """
+    by_agent: dict[int, list] = {}
+    for rows in _chunks(ev_rows):
+        req, call = evidence(rows)
+        ag = agent_code[call]
+        ok = ag >= 0
+        req, call, ag = req[ok], call[ok], ag[ok]
+        t, res = a_ns[rows][req], res_ns[rows][req]
+        a, b, k = _offset_spans(ag * len(rows) + req, np.maximum(t - end_ns[call], -max_off),
+                                np.minimum(t + res - start_ns[call], max_off), max_off, keys=True)
+        g = k // max(len(rows), 1)
+        for x in np.unique(g).tolist():
+            if x not in skip:
+                m = g == x
+                by_agent.setdefault(x, []).append((a[m], b[m]))
+    cand = np.full(n_agents, off, np.int64)
+    for x, spans in by_agent.items():
+        cand[x] = _measure_offset(spans)
+    moved = np.flatnonzero(cand != off)
+    if not len(moved):
+        return {}, {}
+    own, common = _door_fitting(ev_rows, evidence, fits, a_ns, res_ns, received, agent_code, moved,
+                                cand, np.full(n_agents, off, np.int64))
+    taken, unapplied = {}, {}
+    for x in moved.tolist():
+        if own[x] - common[x] >= MIN_OFFSET_REQUESTS and own[x] >= 2 * common[x]:
+            taken[x] = (int(cand[x]), int(own[x]), False)
+        elif own[x] > common[x]:
+            unapplied[x] = (int(cand[x]), int(own[x]))
+    return taken, unapplied
+
+
+def _door_fitting(ev_rows, evidence, fits, a_ns, res_ns, received, agent_code, agents: np.ndarray,
+                  *offsets: np.ndarray) -> list[np.ndarray]:
+    """For each of ``offsets`` (int64 ns per agent code), how many evidence requests of the
+    ``agents`` (agent codes) fit a call of that agent with the agent's offset taken off: an
+    int64 count per agent code, one array per ``offsets``."""
+    n = len(offsets[0])
+    counts = [np.zeros(n, np.int64) for _ in offsets]
+    want = np.zeros(n + 1, bool)
+    want[agents] = True
+    for rows in _chunks(ev_rows):
+        req, call = evidence(rows)
+        ag = agent_code[call]
+        ok = want[ag]
+        req, call, ag = req[ok], call[ok], ag[ok]
+        t, res, recv = a_ns[rows][req], res_ns[rows][req], received[rows][req]
+        for j, o in enumerate(offsets):
+            hit = fits(call, t - o[ag], res, recv)
+            k = np.unique(ag[hit] * len(rows) + req[hit])
+            counts[j] += np.bincount(k // max(len(rows), 1), minlength=n)[:n]
+    return counts
+
+
+def _door_offsets_frame(agent_names: list, taken: dict, unapplied: dict) -> pd.DataFrame:
+    """:attr:`AccessJoinResult.door_offsets` from the agents' offsets (see there)."""
+    rows = [(agent_names[a], o / 1e9, n, bool(given), True) for a, (o, n, given) in taken.items()]
+    rows += [(agent_names[a], o / 1e9, n, False, False) for a, (o, n) in unapplied.items()]
+    rows.sort(key=lambda r: (not r[4], r[0]))  # taken first, by agent
+    return pd.DataFrame({
+        "agent": pd.array([r[0] for r in rows], dtype="string"),
+        "offset_s": pd.array([r[1] for r in rows], dtype="float64"),
+        "requests": pd.array([r[2] for r in rows], dtype="Int64"),
+        "given": pd.array([r[3] for r in rows], dtype="bool"),
+        "applied": pd.array([r[4] for r in rows], dtype="bool"),
+    })
 
 
 def _measure_offset(merged: list[tuple[np.ndarray, np.ndarray]]) -> int:

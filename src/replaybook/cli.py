@@ -7,6 +7,7 @@ Exit codes: ``0`` success, ``2`` bad usage or bad input (the message names the f
 from __future__ import annotations
 
 import json
+import math
 import sys
 import traceback
 from pathlib import Path
@@ -622,8 +623,46 @@ def _iso(ts) -> str | None:
     return pd.Timestamp(ts).tz_convert("UTC").isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _offset_words(res, given_by: str) -> str:
-    """The clock offset the access join used, and whether it was measured or given, in words."""
+def _clock_ahead_option(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
+    """``--storage-clock-ahead`` values (``SECONDS`` or ``AGENT=SECONDS``) → (the common offset
+    or ``None``, {agent: seconds}).  Raises click.BadParameter naming the bad value."""
+    common: float | None = None
+    doors: dict[str, float] = {}
+    for v in values:
+        agent, _, num = v.rpartition("=") if "=" in v else ("", "", v)
+        try:
+            x = float(num)
+        except ValueError:
+            x = float("nan")
+        if not math.isfinite(x) or abs(x) > 1e9 or (v.count("=") and not agent):
+            raise click.BadParameter(f"{v!r}: give SECONDS (a number, -1e9 to 1e9) or AGENT=SECONDS",
+                                     param_hint="--storage-clock-ahead")
+        if agent:
+            doors[agent] = x
+        else:
+            common = x
+    return common, doors
+
+
+def _offset_words(res, given_by: str, door_given_by: dict[str, str] | None = None) -> str:
+    """The clock offset the access join used, and whether it was measured or given, in words
+    (and each door agent's own, where one has; ``door_given_by``: agent → where it was given)."""
+    words = _common_offset_words(res, given_by)
+    for r in res.door_offsets.itertuples():
+        if r.applied:
+            how = f"as given ({(door_given_by or {}).get(r.agent, given_by)})" if r.given else "measured"
+            words += (f"\n  door agent {r.agent}'s door: {r.offset_s:+,.3f} s, {how}: "
+                      f"{_count(int(r.requests), 'request')} made by its calls line up at it")
+        else:
+            words += (f"\n  door agent {r.agent}'s door: {_count(int(r.requests), 'request')} made by its calls would "
+                      f"line up at {r.offset_s:+,.3f} s, too few more than at the common offset to take it; if that door's "
+                      f"clock is known to be off, give it: --storage-clock-ahead {r.agent}={r.offset_s:.1f} "
+                      f"(storage_clock_ahead_s: {{{r.agent}: {r.offset_s:.1f}}} in the manifest)")
+    return words
+
+
+def _common_offset_words(res, given_by: str) -> str:
+    """The common clock offset in words."""
     from .access_join import MIN_OFFSET_REQUESTS
 
     off = res.offset_s
@@ -660,10 +699,10 @@ def _offset_words(res, given_by: str) -> str:
 @click.option("--principal", "principal", multiple=True, metavar="AGENT=PRINCIPAL",
               help="A cloud principal (exact or fnmatch pattern) the door agent AGENT acts as (repeatable; "
                    "over the manifest's principals).")
-@click.option("--storage-clock-ahead", "clock_ahead", type=click.FloatRange(-1e9, 1e9), default=None,
-              metavar="SECONDS",
+@click.option("--storage-clock-ahead", "clock_ahead", multiple=True, metavar="[AGENT=]SECONDS",
               help="How far the storage logs' clock runs ahead of the door's, seconds (negative: behind; the "
-                   "access join's offset_s, storage − door). Taken instead of measuring one.  "
+                   "access join's offset_s, storage − door). Taken instead of measuring one.  AGENT=SECONDS: "
+                   "ahead of that door agent's door (a door on a host of its own); repeatable.  "
                    "[default: the manifest's storage_clock_ahead_s, else measured]")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def access_cmd(incident, calls, access_paths, calls_format, access_format, storage_map, principal, clock_ahead,
@@ -677,6 +716,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
     import pandas as pd
 
     from .access_join import join_access, source_ip
+    from .incident import storage_clock_ahead
 
     smap_cli = {k: v[-1] for k, v in _pairs_option(storage_map, "DOOR_PREFIX=STORAGE_URI", "demo/=s3://acme-data/demo/",
                                                    "--storage-map").items()}
@@ -686,8 +726,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                                      param_hint="--storage-map")
     princ_cli = _pairs_option(principal, "AGENT=PRINCIPAL", "analyst='arn:aws:sts::123456789012:assumed-role/r/*'",
                               "--principal")
-    if clock_ahead is not None and clock_ahead != clock_ahead:
-        raise click.BadParameter("nan is not a number of seconds", param_hint="--storage-clock-ahead")
+    ahead_cli, doors_cli = _clock_ahead_option(clock_ahead)
     inc = _incident_or_paths(incident, {"--calls": calls, "--access": access_paths})
     if inc is not None:
         if not inc.has_access:
@@ -696,17 +735,26 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
         calls_f, access_f, set_aside_rows = inc.calls, inc.access, inc.quarantine_of("calls", "access")
         smap = {**(inc.manifest.get("storage_map") or {}), **smap_cli}
         princ = {**(inc.manifest.get("principals") or {}), **princ_cli}
-        manifest_ahead = inc.manifest.get("storage_clock_ahead_s")
-        given_by = ("--storage-clock-ahead" if clock_ahead is not None else
+        m_ahead, m_doors = storage_clock_ahead(inc.manifest.get("storage_clock_ahead_s"))
+        given_by = ("--storage-clock-ahead" if ahead_cli is not None else
                     "storage_clock_ahead_s in the manifest")
-        if clock_ahead is None and manifest_ahead is not None:
-            clock_ahead = float(manifest_ahead)
+        ahead = ahead_cli if ahead_cli is not None else m_ahead
+        doors = {**m_doors, **doors_cli}
+        door_given_by = {a: "--storage-clock-ahead" if a in doors_cli else "storage_clock_ahead_s in the manifest"
+                         for a in doors}
         base = inc.root
     else:
         calls_f, access_f, set_aside_rows = _load_two(("calls", calls, calls_format),
                                                       ("access", access_paths, access_format))
         smap, princ, given_by, base = smap_cli, princ_cli, "--storage-clock-ahead", Path.cwd()
-    res = join_access(calls_f, access_f, storage_map=smap or None, principals=princ or None, offset_s=clock_ahead)
+        ahead, doors = ahead_cli, doors_cli
+        door_given_by = {a: "--storage-clock-ahead" for a in doors}
+    unknown = sorted(set(doors) - set(calls_f["agent"].dropna().astype(str)))
+    if unknown:
+        raise click.BadParameter(f"no door call has agent {', '.join(map(repr, unknown))}: a door clock is given "
+                                 "per door agent (the calls' agent column)", param_hint="--storage-clock-ahead")
+    res = join_access(calls_f, access_f, storage_map=smap or None, principals=princ or None, offset_s=ahead,
+                      door_offsets_s=doors or None)
 
     unique = access_f.index.is_unique  # access_index names rows by label (the loaders' are positions)
     also: dict[int, list[str]] = {}  # the other rows that hold the same request
@@ -752,7 +800,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
     if fmt == "json":
         d = {"offset": {"offset_s": res.offset_s, "given": res.offset_given,
                         "requests": res.offset_requests, "unapplied_s": res.offset_unapplied_s,
-                        "unapplied_requests": res.offset_unapplied_requests},
+                        "unapplied_requests": res.offset_unapplied_requests,
+                        "doors": res.to_dict()["door_offsets"]},
              "window_s": res.window_s, "lag_s": res.lag_s, "skew_s": res.skew_s,
              "unexplained": un_rows,
              "links": int(len(res.links)),
@@ -765,7 +814,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
              "quarantine": int(len(set_aside_rows))}
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
     else:
-        click.echo(_offset_words(res, given_by))
+        click.echo(_offset_words(res, given_by, door_given_by))
         limit = 200
         click.echo(f"\nstorage requests no door call explains: {len(un_rows):,}")
         for u in un_rows[:limit]:

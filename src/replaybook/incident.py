@@ -14,6 +14,7 @@ Example ``incident.yaml`` (paths relative to its folder; globs and folders allow
     storage_map: {"demo/": "s3://acme-data/demo/"}
     principals: {analyst: "arn:aws:sts::123456789012:assumed-role/door-reader/*"}
     # storage_clock_ahead_s: -6.0                 # the storage logs' clock 6 s behind the door's
+    # storage_clock_ahead_s: {reviewer: -40.2}    # …or per door agent (a door on a host of its own)
     data_root: data/                        # what the door's `object` paths point into
     window_s: 60
 
@@ -127,9 +128,10 @@ def load_manifest(path: str | Path) -> dict:
                             p, _line_at(raw, where) if where else None)
     for key in ("window_s", "max_offset_s", "storage_clock_ahead_s"):  # YAML's .nan passes every bound a schema can set
         v = data.get(key)
-        if isinstance(v, float) and not math.isfinite(v):
-            raise ManifestError(f"invalid manifest at {key}: {v} is not a number of seconds", p,
-                                _line_of_key(raw, key))
+        for at, x in (v.items() if isinstance(v, dict) else [(None, v)]):
+            if isinstance(x, float) and not math.isfinite(x):
+                raise ManifestError(f"invalid manifest at {key}{'' if at is None else '/' + str(at)}: {x} is not a "
+                                    "number of seconds", p, _line_of_key(raw, key))
     for tid, v in (data.get("clock_offsets") or {}).items():
         if isinstance(v, float) and not math.isfinite(v):
             raise ManifestError(f"invalid manifest at clock_offsets/{tid}: {v} is not a number of seconds", p,
@@ -221,6 +223,19 @@ def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
         # to say, not a clean result ("0 requests") to report
         raise error(f"{key}: {pattern!r} is an empty folder: no file in it to read")
     return [full]
+
+
+def storage_clock_ahead(value) -> tuple[float | None, dict[str, float]]:
+    """The manifest's ``storage_clock_ahead_s`` → ``(offset_s, door_offsets_s)`` for
+    :func:`~replaybook.access_join.join_access`: a number is the storage logs' clock ahead of
+    every door's (seconds); a mapping gives it per door agent (a door on a host of its own),
+    ``"*"`` for the rest; absent, ``(None, {})``: measured."""
+    if value is None:
+        return None, {}
+    if isinstance(value, dict):
+        common = value.get("*")
+        return (None if common is None else float(common)), {str(k): float(v) for k, v in value.items() if k != "*"}
+    return float(value), {}
 
 
 @dataclass
@@ -570,10 +585,10 @@ class Incident:
         from .access_join import join_access
 
         # the storage logs' clock as the user knows it (cloud − door), else measured
-        ahead = self.manifest.get("storage_clock_ahead_s")
+        ahead, doors = storage_clock_ahead(self.manifest.get("storage_clock_ahead_s"))
         return join_access(self.calls, self.access, storage_map=self.manifest.get("storage_map"),
-                           principals=self.manifest.get("principals"),
-                           offset_s=None if ahead is None else float(ahead))
+                           principals=self.manifest.get("principals"), offset_s=ahead,
+                           door_offsets_s=doors or None)
 
 
     @property

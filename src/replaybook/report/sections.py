@@ -2108,6 +2108,23 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
                     "their calls once ")
                  + "it is taken off — and every storage time was compared with the door's after taking it off. "
                  "The times shown are as each log wrote them.</p>")
+    doors = getattr(result, "door_offsets", None)
+    if doors is not None and len(doors):
+        items = []
+        for r in doors.itertuples():
+            ahead = f"{abs(float(r.offset_s)):,.1f} s {'behind' if float(r.offset_s) > 0 else 'ahead of'} the cloud's"
+            if r.applied:
+                items.append(f"<li>door agent <code>{esc(r.agent)}</code>: its door's clock was {ahead} — "
+                             + ("as the manifest gives it (storage_clock_ahead_s)" if r.given else "measured")
+                             + f"; {_count(int(r.requests), 'request')} made by its calls line up once it is taken "
+                             "off, and its calls were compared at it</li>")
+            else:
+                items.append(f"<li>door agent <code>{esc(r.agent)}</code>: {_count(int(r.requests), 'request')} made "
+                             f"by its calls would line up if its door's clock was {ahead} — too few more than at the "
+                             "common offset to take it; if that door's host is known to run off, give it: "
+                             f"<code>storage_clock_ahead_s: {{{esc(r.agent)}: {float(r.offset_s):.1f}}}</code></li>")
+        body += ('<p class="rb-note"><b>Doors on clocks of their own</b> (a door on a host of its own):</p><ul>'
+                 + "".join(items) + "</ul>")
     body += ('<p class="rb-note">Windows: storage time may precede the door by '
              f"{result.skew_s:g} s (clock skew) and a completed request may end up to {result.lag_s:g} s after the "
              "door answered. Access logs arrive late (CloudTrail about 5 minutes, S3 server access logs within "
