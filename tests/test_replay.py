@@ -1,3 +1,4 @@
+import json
 import os
 from pathlib import Path
 
@@ -182,7 +183,8 @@ def test_previews_never_read_a_large_data_file_whole(tmp_path, monkeypatch):
     assert (got["big.parquet"].kind, got["big.parquet"].rows, len(got["big.parquet"].table)) == ("table", 1000, 3)
     assert got["big.parquet"].table["a"].tolist() == [0, 1, 2]
     assert (got["big.xpt"].kind, got["big.xpt"].rows, len(got["big.xpt"].table)) == ("table", 32, 3)
-    assert got["big.json"].kind == "binary" and "too large to read whole" in got["big.json"].text
+    # (too large to make a table of without reading it whole: its first bytes, as text)
+    assert got["big.json"].kind == "text" and got["big.json"].text.startswith('[{"a":0},{"a":1}')
     assert whole == []
 
 
@@ -281,3 +283,19 @@ def test_the_digests_remembered_are_bounded(root, hashed, monkeypatch):
     hashed.clear()
     file_digest(files[2]), file_digest(files[0])  # the newest remembered, the oldest forgotten
     assert [n for n, _ in hashed] == ["a.csv"]
+
+
+def test_a_json_file_holding_one_object_is_shown_as_text_and_a_damaged_parquet_says_why(tmp_path):
+    """``changes/CHG-1042.json`` holds one JSON object, not records: pandas cannot make a table
+    of it, and the preview had called it binary with pandas' own error.  It is text, shown as
+    text (redacted); a damaged Parquet file is binary and says it could not be read as a table."""
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "changes" / "CHG-1042.json").write_text(
+        json.dumps({"change": "CHG-1042", "rule": "deploy-window", "approved_by": None, "api_key": "sk-live-abc123"},
+                   indent=2))
+    pv = preview(tmp_path, "changes/CHG-1042.json")
+    assert pv.kind == "text" and pv.size == (tmp_path / "changes" / "CHG-1042.json").stat().st_size
+    assert '"change": "CHG-1042"' in pv.text and "sk-live-abc123" not in pv.text
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1\x00\x01\x02garbage")
+    pv = preview(tmp_path, "broken.parquet")
+    assert pv.kind == "binary" and pv.text.startswith("binary file, 14 bytes: could not read as a table (ArrowInvalid")

@@ -521,8 +521,9 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
     """Open ``obj`` read-only inside ``data_root`` and return a redacted :class:`Preview`.
 
     A folder gives its entries (name, kind, bytes); CSV/TSV/Parquet/JSON/JSONL/Excel/SAS/Stata
-    files give their first ``max_rows`` rows (via pandas); other text files their first
-    ``max_lines`` lines (at most ``max_bytes``); anything else only its size.  Paths outside the
+    files give their first ``max_rows`` rows (via pandas); other text files — and those whose
+    table pandas cannot read (a JSON file holding one object) — their first ``max_lines`` lines
+    (at most ``max_bytes``); anything else only its size.  Paths outside the
     data root give ``kind="outside"`` and are never opened; nor is anything but a regular file
     or folder (a named pipe, socket or device: ``kind="binary"``, never read).
     """
@@ -553,16 +554,18 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
         return Preview("binary", str(obj), size=size,
                        text="not a regular file (a named pipe, socket or device): not opened")
     reader = _TABLE_READERS.get(path.suffix.lower())
+    failed = None
     if reader is not None:
         try:
             df, n_rows = reader(path, max_rows)
             return Preview("table", str(obj), table=redact_frame(df), size=size, rows=n_rows)
         except Exception as exc:  # a damaged data file still gets a preview of what it is
-            return Preview("binary", str(obj), size=size, text=f"could not read as a table: {exc}")
+            failed = exc  # (a JSON file holding one object, not records, is text to show)
     with open(path, "rb") as fh:
         head = fh.read(max_bytes)
     if b"\x00" in head[:8192]:
-        return Preview("binary", str(obj), size=size, text=f"binary file, {size} bytes")
+        return Preview("binary", str(obj), size=size, text=f"binary file, {size} bytes" if failed is None else
+                       f"binary file, {size} bytes: could not read as a table ({type(failed).__name__}: {failed})")
     text = head.decode("utf-8", "replace")
     text = "\n".join(text.splitlines()[:max_lines])
     red, fired = redact_text(text)
