@@ -361,13 +361,18 @@ def test_the_failure_registry_is_consistent():
     ("flake8 --exit-zero src", "`flake8 --exit-zero` exits 0 whatever it finds"),
     ("pylint --exit-zero pkg", "`pylint --exit-zero` exits 0 whatever it finds"),
     ("bandit -r src --exit-zero", "`bandit --exit-zero` exits 0 whatever it finds"),
+    ("golangci-lint run --issues-exit-code=0 ./...",
+     "`golangci-lint run --issues-exit-code=0` exits 0 whatever issues it finds"),
+    ("golangci-lint run --issues-exit-code 0 ./...",
+     "`golangci-lint run --issues-exit-code=0` exits 0 whatever issues it finds"),
 ])
 def test_a_flag_that_makes_the_exit_code_zero_proves_no_lint(cmd: str, reason: str):
     assert classify_command(cmd, pipefail=True) == StepCheck("no_check", reason=reason)
 
 
 def test_eslint_max_warnings_and_plain_lints_still_prove_a_lint():
-    for cmd in ("eslint --max-warnings 0 .", "ruff check .", "flake8 src", "mypy --strict src"):
+    for cmd in ("eslint --max-warnings 0 .", "ruff check .", "flake8 src", "mypy --strict src",
+                "golangci-lint run --issues-exit-code=3 ./...", "golangci-lint run --issues-exit-code 1"):
         assert classify_command(cmd, pipefail=True).verdict == "check", cmd
 
 

@@ -116,7 +116,8 @@ class Runner:
         requires: at least one of these arguments must be given (``black`` checks only with
             ``--check``; without it it rewrites files).
         limits: an argument (``--collect-only``, or ``--no-run`` as ``--no-run`` or
-            ``--no-run=…``) that narrows what runs: ``(kinds left, what it does instead)``.
+            ``--no-run=…``; with its value, ``--issues-exit-code=0``, only that value, in one
+            word or two) that narrows what runs: ``(kinds left, what it does instead)``.
         local_ok: the program is normally run from the checkout (``./gradlew``, ``./manage.py``),
             so a relative path to it does not make it suspect.
         aborted: exit codes with which it stops before checking anything, and what each means
@@ -289,7 +290,8 @@ RUNNERS: tuple[Runner, ...] = (
                    "-c": (_k(BUILD), "compiles the tests without running them")}),
     Runner("go build", ("go",), _k(BUILD), sub=("build", "install")),
     Runner("go vet", ("go",), _k(LINT), sub=("vet",)),
-    Runner("golangci-lint run", ("golangci-lint",), _k(LINT), sub=("run",)),
+    Runner("golangci-lint run", ("golangci-lint",), _k(LINT), sub=("run",),
+           limits={"--issues-exit-code=0": (_NONE, "exits 0 whatever issues it finds")}),
     Runner("staticcheck", ("staticcheck", "revive"), _k(LINT)),
     Runner("cargo test", ("cargo",), _k(TEST, BUILD), sub=("test", "t", "nextest run", "miri test"),
            value_options=_CARGO_OPTS,
@@ -609,13 +611,20 @@ def _split_options(args: list[str], value_options: Iterable[str]) -> tuple[list[
 
 
 def _has(args: Iterable[str], names: Iterable[str]) -> str | None:
-    """The first of ``names`` given among ``args`` (``--opt`` or ``--opt=value``), else None."""
+    """The first of ``names`` given among ``args`` (``--opt`` or ``--opt=value``), else None.
+    A name with its value (``--issues-exit-code=0``) matches only that value, in one word or
+    two (``--issues-exit-code 0``)."""
     names = list(names)
-    for a in args:
+    args = list(args)
+    for i, a in enumerate(args):
         if a == "--":
             return None
         for n in names:
-            if a == n or (n.startswith("-") and a.startswith(n + "=")):
+            opt, eq, val = n.partition("=")
+            if eq and opt.startswith("-"):
+                if a == n or (a == opt and i + 1 < len(args) and args[i + 1] == val):
+                    return n
+            elif a == n or (n.startswith("-") and a.startswith(n + "=")):
                 return n
     return None
 
