@@ -131,6 +131,51 @@ def test_sniff_scores():
     assert sniff(b"") == 0.0
 
 
+def _cli_lookup(*events, next_token=None):
+    """``aws cloudtrail lookup-events``'s answer: each event's record as a JSON string."""
+    doc = {"Events": [{"EventId": r["eventID"], "EventName": r["eventName"], "ReadOnly": "true",
+                       "EventTime": r["eventTime"], "EventSource": r["eventSource"],
+                       "Username": "door-analyst", "Resources": [], "CloudTrailEvent": json.dumps(r)}
+                      for r in events]}
+    if next_token is not None:
+        doc["NextToken"] = next_token
+    return doc
+
+
+def test_the_clis_lookup_events_answer_is_recognised_by_content(tmp_path):
+    """The AWS CLI prints ``lookup-events`` as one JSON document, indented by 4 (its default) or
+    on one line (``jq -c``): sniffing, ``replaybook.load`` and an incident's ``access:`` read it
+    without ``--source``."""
+    import replaybook
+    from replaybook.sources import registry
+
+    doc = _cli_lookup(_rec("2026-09-13T10:00:00Z", "GetObject", eventID="e1", requestID="R1"),
+                      _rec("2026-09-13T10:00:05Z", "PutObject", eventID="e2", requestID="R2"),
+                      next_token="eyJ0b2tlbiI6IDF9")
+    (tmp_path / "cloud").mkdir()
+    (tmp_path / "cloud" / "indent4.json").write_text(json.dumps(doc, indent=4) + "\n")
+    (tmp_path / "cloud" / "compact.json").write_text(json.dumps({"NextToken": doc["NextToken"],
+                                                                 "Events": doc["Events"][::-1]}))
+    (tmp_path / "cloud" / "none.json").write_text('{\n    "Events": []\n}\n')
+    for name, score in (("indent4.json", 0.95), ("compact.json", 0.95), ("none.json", 0.6)):
+        assert sniff((tmp_path / "cloud" / name).read_bytes()) == score, name
+        src, _ = registry.sniff_file(tmp_path / "cloud" / name)
+        assert src is not None and src.name == "aws.cloudtrail", name
+    assert sniff(b'{"Events": [{"id": 1, "kind": "click"}]}') == 0.0  # another tool's events
+
+    loaded = replaybook.load(tmp_path / "cloud")
+    acc = loaded["access"]
+    assert sorted(zip(acc["source_file"].map(lambda p: Path(p).name), acc["request_id"])) == [
+        ("compact.json", "R1"), ("compact.json", "R2"), ("indent4.json", "R1"), ("indent4.json", "R2")]
+    assert set(acc["action"]) == {"read", "write"} and loaded.quarantine.empty
+    assert set(loaded.files["source"]) == {"aws.cloudtrail"}
+
+    (tmp_path / "incident.yaml").write_text("title: lookup\ntranscripts: []\naccess: [cloud/indent4.json]\n")
+    inc = replaybook.Incident.load(tmp_path)
+    assert list(inc.access["request_id"]) == ["R1", "R2"]
+    assert list(inc.access["ts"]) == [pd.Timestamp("2026-09-13T10:00:00Z"), pd.Timestamp("2026-09-13T10:00:05Z")]
+
+
 def test_documents_one_after_another_are_all_read(tmp_path):
     """``cat`` of delivery files (which end without a newline), a gzip of several members and
     ``jq`` without ``-c`` each give several JSON documents in one file: every record is read,

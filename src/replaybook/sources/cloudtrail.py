@@ -351,6 +351,10 @@ def _load_reference(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
 _DELIVERY = re.compile(rb'^\s*\{\s*"Records"\s*:\s*\[')
 _DIGEST = re.compile(rb'^\s*\{[^\n]{0,2000}?"digest(Start|End)Time"')
+#: ``aws cloudtrail lookup-events`` as the CLI prints it: ``{"Events": [ … ], "NextToken": …}``,
+#: indented by 4 or on one line (``NextToken`` first too, as a tool that sorts keys writes it)
+_LOOKUP = re.compile(rb'^\{\s*(?:"NextToken"\s*:\s*(?:"(?:[^"\\]|\\.)*"|null)\s*,\s*)?"Events"\s*:\s*\[\s*(\]|\{)')
+_LOOKUP_EVENT = re.compile(rb'"(CloudTrailEvent|EventName|EventId)"\s*:')
 
 
 def sniff(sample: bytes) -> float:
@@ -358,7 +362,9 @@ def sniff(sample: bytes) -> float:
 
     A delivery file starts with ``{"Records": [`` and names ``eventVersion``/``eventTime``
     (0.95); a digest file is claimed at 0.8 so that it reaches this loader and is counted as
-    skipped; JSON Lines score the share of the first 50 non-blank lines (a last line the sample
+    skipped; the CLI's LookupEvents answer ``{"Events": [{…`` naming ``CloudTrailEvent``,
+    ``EventName`` or ``EventId`` 0.95 (``{"Events": []}``, a lookup that matched nothing, 0.6);
+    JSON Lines score the share of the first 50 non-blank lines (a last line the sample
     cut off not counted, :func:`~._cloud.sniff_lines`) that are CloudTrail
     records, LookupEvents or EventBridge "via CloudTrail" envelopes (× 0.95); a JSON array of
     records 0.9.
@@ -368,6 +374,11 @@ def sniff(sample: bytes) -> float:
         return 0.95 if (b'"eventTime"' in s or b'"eventVersion"' in s or b'"Records":[]' in s.replace(b" ", b"")) else 0.6
     if _DIGEST.match(s) and b'"logFiles"' in s:
         return 0.8
+    m = _LOOKUP.match(s)
+    if m:
+        if m.group(1) == b"]":  # no event matched the lookup: still the CLI's answer
+            return 0.6
+        return 0.95 if _LOOKUP_EVENT.search(s, m.end(1) - 1) else 0.0
     if s[:1] == b"[" and b'"eventVersion"' in s and b'"eventSource"' in s and b'"protoPayload"' not in s:
         return 0.9
     seen, objects = sample_objects(sniff_lines(s))
