@@ -189,6 +189,47 @@ def test_case_tool_result_shapes():
     assert results.loc["toolu_9e95163677405609b51", "tool_raw"] == "mcp__door__render_chart"
 
 
+def test_document_and_search_result_blocks_keep_what_the_model_received(tmp_path):
+    """A tool may answer with ``document`` and ``search_result`` blocks (Anthropic Messages API):
+    their text is the result's text, and a PDF, URL or uploaded file is named where its bytes
+    stood — never dropped as if the tool had answered nothing."""
+    from replaybook.sources._claude_ref import load_reference
+
+    calls = assistant("a1", "msg_1", "req_1", [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": "mcp__door__read_object", "input": {"path": f"p{i}"}}
+        for i in range(1, 5)])
+    results = user("u1", [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+            {"type": "document", "title": "readme.txt",
+             "source": {"type": "text", "media_type": "text/plain", "data": "The secret is 42"}}]},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": [
+            {"type": "search_result", "source": "https://example.invalid/a", "title": "A",
+             "content": [{"type": "text", "text": "mpg is 21"}, {"type": "text", "text": "hp is 110"}]}]},
+        {"type": "tool_result", "tool_use_id": "toolu_3", "content": [
+            {"type": "text", "text": "two files:"},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"}},
+            {"type": "document", "title": "spec", "source": {"type": "url", "url": "https://example.invalid/s.pdf"}}]},
+        {"type": "tool_result", "tool_use_id": "toolu_4", "content": [
+            {"type": "document", "source": {"type": "content", "content": [
+                {"type": "text", "text": "page one"}, {"type": "image", "source": {"type": "base64",
+                                                                                  "media_type": "image/png",
+                                                                                  "data": "iVBORw0KGgo="}}]}}]},
+    ], timestamp="2026-09-13T10:00:02.000Z")
+    p = write_jsonl(tmp_path / "s.jsonl", [user("u0", "read them"), calls, results])
+    want = {"toolu_1": ("[document: readme.txt]\nThe secret is 42", 0),
+            "toolu_2": ("[search_result: A, https://example.invalid/a]\nmpg is 21\nhp is 110", 0),
+            "toolu_3": ("two files:\n[document: application/pdf]\n[document: spec, https://example.invalid/s.pdf]", 0),
+            "toolu_4": ("page one", 1)}
+    for load in (load_claude_code, load_reference):
+        f = load(p).frame
+        got = kinds(f, "tool_call").set_index("call_id")
+        res = kinds(f, "tool_result").set_index("call_id")
+        for cid, (text, images) in want.items():
+            assert got.loc[cid, "result_text"] == res.loc[cid, "text"] == text, (load.__name__, cid)
+            assert got.loc[cid, "images"] == res.loc[cid, "images"] == images, (load.__name__, cid)
+        assert res.loc["toolu_2", "text_bytes"] == len(want["toolu_2"][0])
+
+
 def test_case_unknown_line_types():
     exp = expected("claude-unknown-line-types")
     path = FIX / "claude-unknown-line-types" / "session.jsonl"

@@ -198,6 +198,41 @@ TRICKY: dict[str, list[bytes]] = {
         user("u8", None),
         user("u9", ""),
     ],
+    # document and search_result blocks (Anthropic Messages API): every source type, and values
+    # of the wrong type in the keys the decoder keeps raw (source, title)
+    "document-blocks": [
+        asst("a1", "m1", "r1", [tu(f"t{i}", "mcp__door__read", {"i": i}) for i in range(1, 7)]),
+        user("u1", [tr("t1", [{"type": "document", "title": "readme.txt",
+                               "source": {"type": "text", "media_type": "text/plain", "data": "doc body"}},
+                              {"type": "text", "text": "after"}])]),
+        user("u2", [tr("t2", [{"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                                              "data": "JVBERi0xLjQ="}},
+                              {"type": "document", "title": "spec", "source": {"type": "url",
+                                                                               "url": "https://example.invalid/s.pdf"}},
+                              {"type": "document", "source": {"type": "file", "file_id": "file_011"}},
+                              {"type": "document", "source": {"type": "content", "content": [
+                                  {"type": "text", "text": "part one"}, {"type": "image", "source": {}},
+                                  "bare", {"type": "text", "text": 5}]}},
+                              {"type": "document", "title": "t", "source": {"type": "content", "content": "whole"}}])]),
+        user("u3", [tr("t3", [{"type": "search_result", "title": "A", "source": "https://example.invalid/a",
+                               "content": [{"type": "text", "text": "mpg is 21"}, {"type": "text", "text": "hp 110"}]},
+                              {"type": "search_result", "title": "", "source": 7, "content": "a string"},
+                              {"type": "search_result", "content": [{"type": "image"}, None, 3]}])]),
+        user("u4", [tr("t4", [{"type": "document"}, {"type": "document", "source": "text", "title": 9},
+                              {"type": "document", "source": {"type": "text", "data": None}},
+                              {"type": "document", "source": {"type": "url", "url": [1]}, "title": {"a": 1}},
+                              {"type": "document", "source": {"type": "content", "content": {"a": 1}}},
+                              {"type": "document", "source": {"type": "base64",
+                                                              "media_type": 123456789012345678901234567890}}])]),
+        # the same blocks in a user message's own content (a prompt with an attached document)
+        user("u5", [{"type": "document", "title": "notes.md",
+                     "source": {"type": "text", "media_type": "text/plain", "data": "line"}},
+                    {"type": "search_result", "title": "B", "source": "s",
+                     "content": [{"type": "text", "text": "x"}, {"type": "image"}, "y"]},
+                    {"type": "search_result", "content": "z"}, {"type": "search_result"}]),
+        user("u6", [tr("t5", [{"type": "document", "source": {"type": "text", "data": "ünïcode \"q\""}}]),
+                    tr("t6", [{"type": "search_result", "title": None, "source": None, "content": None}])]),
+    ],
     "streaming": [
         asst("a1", "m1", "r1", [{"type": "text", "text": "one"}], model=None),
         asst("a2", "m2", "r2", [{"type": "text", "text": "other"}], usage={"input_tokens": 3}),
@@ -269,6 +304,10 @@ RAW: dict[str, bytes] = {
         b'{"type":"assistant","uuid":"b2","requestId":"r","message":{"id":"m2","usage":{"input_tokens":9223372036854775808,"output_tokens":-9223372036854775809},"content":[]}}',
         b'{"type":"assistant","uuid":"b3","requestId":"r","message":{"id":"m3","content":[{"type":"tool_use","id":"t","name":"x","input":{"n":123456789012345678901234567890,"f":1.0,"e":1e5}}]}}',
     ]) + b"\n",
+    # msgspec keeps a title's invalid UTF-8 raw; orjson then refuses it: read line by line
+    "invalid-utf8-document-title": user("u1", [tr("t", [{"type": "document", "title": "T",
+                                                         "source": {"type": "text", "data": "d"}}])]).replace(
+        b'"title":"T"', b'"title":"T\xff"') + b"\n",
     "big-int-in-range": b'{"type":"assistant","uuid":"b1","requestId":"r","message":{"id":"m1","usage":{"input_tokens":9007199254740993,"output_tokens":1},"content":[]}}\n',
     # what msgspec skips without checking: the reference reads such a line with json
     "invalid-utf8-skipped": (user("u1", "ok").replace(b'"cwd":"/p"', b'"cwd":"/p\xff\xfe"') + b"\n"
@@ -351,7 +390,8 @@ def test_tricky_paths_taken(tricky):
     takes = {"plain", "result-shapes", "streaming", "sidechain", "dedup-and-ids", "duplicate-keys",
              "other-types", "big-int-in-range", "invalid-utf8-skipped", "float-overflow-skipped",
              "spaces-json", "escaped-keys", "invalid-utf8-deep", "overflow-deep", "invalid-utf8-bigint-input",
-             "overflow-bigint-tool-name", "bigint-input-ok", "many-brackets-shallow",
+             "overflow-bigint-tool-name", "bigint-input-ok", "many-brackets-shallow", "document-blocks",
+             "invalid-utf8-document-title",
              # taken by the decoder, then the tool input does not parse with orjson: line by line
              "invalid-utf8-in-input", "float-overflow-input"}
     for name in takes:

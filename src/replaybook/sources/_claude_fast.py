@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 import pandas as pd
+from msgspec import Raw
 
 from .. import _json
 from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
@@ -38,6 +39,8 @@ from ..canonical import canonical_args_cached
 from . import _claude_ms as M
 from ._claude_ms import decode_file
 from ._claude_ref import read_meta as _read_meta  # (one reading of agent-<id>.meta.json for both)
+# (one reading of the document and search-result blocks for both)
+from ._claude_ref import document_text as _document_text, search_result_text as _search_result_text
 from ._resume import conflict_row
 
 NCOLS = 30
@@ -119,6 +122,10 @@ def _blocks_text(content: Any, texts: list) -> int:
             images += 1
         elif bt == "tool_reference":
             texts.append(f"[tool_reference: {b.get('tool_name')}]")
+        elif bt == "document":
+            images += _document_text(b.get("source"), b.get("title"), texts)
+        elif bt == "search_result":
+            images += _search_result_text(b.get("title"), b.get("source"), b.get("content"), texts)
     return images
 
 
@@ -166,7 +173,22 @@ def _items_text(content: Any, texts: list, line_ok, line_no: int) -> int:
             if name.__class__ is not str and _LONG_DIGITS.search(b.tool_name) is not None:
                 line_ok(line_no)
             texts.append(f"[tool_reference: {name}]")
+        elif bt == "document":
+            images += _document_text(_raw_value(b.source), _raw_value(b.title), texts)
+        elif bt == "search_result":
+            c = b.content
+            if c.__class__ is Raw:  # (an item of a tool_result's content: kept raw)
+                c = _raw_value(c)
+            elif c.__class__ is list:  # (a block of a message's content: decoded as items)
+                c = [x if x.__class__ is str else {"type": x.type, "text": x.text} for x in c]
+            images += _search_result_text(_raw_value(b.title), _raw_value(b.source), c, texts)
     return images
+
+
+def _raw_value(raw: Raw) -> Any:
+    """A value msgspec kept raw, read with orjson (as the reference reads the line; only
+    strings are used from it, which read alike whichever way the reference parsed the line)."""
+    return orjson.loads(memoryview(raw))
 
 
 #: an integer literal this long may lie beyond 64 bits, where orjson reads a float, json an int

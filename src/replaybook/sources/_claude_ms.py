@@ -15,8 +15,9 @@ the records can be shown to equal what the reference reads:
   keys, ``bool`` or null for the flags, ints within ``-2**63 .. 2**63-1`` for token counts
   (orjson reads integers beyond ``2**64-1`` as floats); a value of another type (which the
   reference maps to NA) fails the decode;
-* values used whole whose shape is free (tool ``input``, ``tool_name``, the line's ``content``)
-  are kept raw and parsed by the caller with orjson (a failure there sends the file back too).
+* values used whole whose shape is free (tool ``input``, ``tool_name``, the line's ``content``,
+  a document's or search result's ``source`` and ``title``) are kept raw and parsed by the
+  caller with orjson (a failure there sends the file back too).
 
 msgspec refuses what orjson refuses in a line — lone-surrogate escapes, control characters in
 strings, bad escapes, NaN, trailing commas, nesting deeper than its limit (below orjson's) — in
@@ -57,11 +58,15 @@ class Usage(Struct, gc=False):
 
 
 class Sub(Struct, gc=False):
-    """An item of a ``tool_result``'s content list (text, image, tool_reference …)."""
+    """An item of a ``tool_result``'s content list (text, image, tool_reference, document,
+    search_result …)."""
 
     type: Union[str, None] = None
     text: _Str = None
     tool_name: Raw = _NULL
+    source: Raw = _NULL      # document: an object; search_result: a string
+    title: Raw = _NULL
+    content: Raw = _NULL     # search_result: its text blocks
 
 
 class Block(Struct, gc=False):
@@ -76,6 +81,8 @@ class Block(Struct, gc=False):
     name: _Str = None
     input: Raw = _NULL
     tool_name: Raw = _NULL
+    source: Raw = _NULL      # document, search_result
+    title: Raw = _NULL
 
 
 class Msg(Struct, gc=False):

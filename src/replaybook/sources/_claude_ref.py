@@ -57,6 +57,80 @@ def _trunc(s: str | None) -> tuple[str | None, int | None]:
 _canonical = canonical_args_cached
 
 
+def _name(v: Any) -> str | None:
+    """``v`` when it is a non-empty string (a title, media type, URL, id), else None."""
+    return v if isinstance(v, str) and v else None
+
+
+def _plain_blocks(content: Any, texts: list) -> int:
+    """Append the text of ``content`` — a string, or a list of strings and ``text`` / ``image``
+    blocks (a ``content`` document source, a search result's content) — to ``texts``; return
+    the number of image blocks.  Other items are not read (the API allows none there)."""
+    if isinstance(content, str):
+        texts.append(content)
+        return 0
+    if not isinstance(content, list):
+        return 0
+    images = 0
+    for b in content:
+        if isinstance(b, str):
+            texts.append(b)
+        elif isinstance(b, dict):
+            bt = b.get("type")
+            if bt == "text":
+                t = b.get("text")
+                if isinstance(t, str):
+                    texts.append(t)
+            elif bt == "image":
+                images += 1
+    return images
+
+
+def document_text(source: Any, title: Any, texts: list) -> int:
+    """Append what the model received of a ``document`` block to ``texts``; return the number
+    of images in it.
+
+    Anthropic Messages API, ``DocumentBlockParam`` (in a ``tool_result``'s content, or a user
+    message's): ``source`` is ``{"type": "text", "media_type": "text/plain", "data": …}``,
+    ``{"type": "content", "content": str | [text / image blocks]}``, ``{"type": "base64",
+    "media_type": "application/pdf", "data": …}``, ``{"type": "url", "url": …}`` or (Files API)
+    ``{"type": "file", "file_id": …}``; ``title`` is optional.  Text and content sources give
+    their text, after a ``[document: <title>]`` line when the block has a title; a PDF or file
+    — bytes, not text — gives one placeholder line naming what it was:
+    ``[document: <title>, application/pdf]``, ``[document: https://…]``, ``[document: file_…]``
+    (``[document]`` when the source names nothing)."""
+    title = _name(title)
+    st = source.get("type") if isinstance(source, dict) else None
+    if st == "text" and isinstance(source.get("data"), str):
+        if title:
+            texts.append(f"[document: {title}]")
+        texts.append(source["data"])
+        return 0
+    if st == "content" and isinstance(source.get("content"), (str, list)):
+        if title:
+            texts.append(f"[document: {title}]")
+        return _plain_blocks(source["content"], texts)
+    what = None
+    if isinstance(source, dict):
+        what = _name(source.get("url") if st == "url" else source.get("file_id") if st == "file"
+                     else source.get("media_type"))
+    parts = [p for p in (title, what) if p]
+    texts.append(f"[document: {', '.join(parts)}]" if parts else "[document]")
+    return 0
+
+
+def search_result_text(title: Any, source: Any, content: Any, texts: list) -> int:
+    """Append what the model received of a ``search_result`` block to ``texts``; return the
+    number of images in it.
+
+    Anthropic Messages API, ``SearchResultBlockParam``: ``title`` and ``source`` (a URL or
+    other identifier) strings, ``content`` a list of ``text`` blocks.  Gives a
+    ``[search_result: <title>, <source>]`` line, then the text of its blocks."""
+    parts = [p for p in (_name(title), _name(source)) if p]
+    texts.append(f"[search_result: {', '.join(parts)}]" if parts else "[search_result]")
+    return _plain_blocks(content, texts)
+
+
 def _blocks_text(content: Any) -> tuple[str | None, int]:
     if isinstance(content, str):
         return content, 0
@@ -79,6 +153,10 @@ def _blocks_text(content: Any) -> tuple[str | None, int]:
             images += 1
         elif bt == "tool_reference":
             texts.append(f"[tool_reference: {b.get('tool_name')}]")
+        elif bt == "document":
+            images += document_text(b.get("source"), b.get("title"), texts)
+        elif bt == "search_result":
+            images += search_result_text(b.get("title"), b.get("source"), b.get("content"), texts)
     return ("\n".join(texts) if texts else None), images
 
 

@@ -57,6 +57,13 @@ Decisions
 * **Pairing**: results are paired to calls by ``tool_use_id`` across every file of the load, in
   any order; the first result for an id wins.  The call row gets ``result_ts``, ``is_error``,
   ``result_text``, ``images``; the result row gets the call's ``tool_raw``/``server``/``tool``.
+* **Result text**: a ``tool_result``'s content is a string or a list of blocks (Anthropic
+  Messages API): ``text`` blocks give their text, ``image`` blocks are counted in ``images``,
+  ``tool_reference`` gives ``[tool_reference: <name>]``, a ``document`` with a text or content
+  source gives its text (after ``[document: <title>]`` when titled), a PDF, URL or uploaded
+  file document ``[document: <title>, <media type | url | file id>]``, and a ``search_result``
+  ``[search_result: <title>, <source>]`` then its text blocks; parts joined with ``"\n"``.  A
+  user message's own blocks are read the same way.
 * **MCP names**: see :func:`split_mcp_name`.
 * **Sub-agents**: ``agent_id`` is the line's ``agentId`` on sidechain lines or in ``agent-<id>``
   files, else the id from the file name, else ``"sidechain"`` for an inline sidechain line
