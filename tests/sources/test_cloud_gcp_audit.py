@@ -56,6 +56,50 @@ def test_array_wrapper_custom_audit_and_codes(tmp_path):
     assert info["api.json"]["records"] == 1
 
 
+def test_a_status_whose_code_cannot_be_read_is_not_success(tmp_path):
+    """A status is there but its code is no number (a fraction, an object, a boolean, an unknown
+    name, a status that is not an object): the request did not surely succeed, so the row is
+    kept as ``error`` with the code as written, and the file's inputs entry says why.  A code
+    written as a decimal string or a ``google.rpc.Code`` name is read as that code."""
+    obj = "projects/_/buckets/acme-data/objects/demo/cars.csv"
+    statuses = [
+        ("s1", {"code": "7", "message": "PERMISSION_DENIED"}),   # proto3 JSON: numbers as strings
+        ("s2", {"code": "PERMISSION_DENIED"}),                   # the code's name
+        ("s3", {"code": "NOT_FOUND"}),
+        ("s4", {"code": 7.5}),
+        ("s5", {"code": {"value": 7}}),
+        ("s6", {"code": True}),
+        ("s7", {"code": "DENIED"}),
+        ("s8", "PERMISSION_DENIED"),                             # not a google.rpc.Status
+        ("s9", {"code": 7.0}),
+        ("s10", {}),                                             # proto3: code 0 left out
+        ("s11", {"code": "0"}),
+        ("s12", {"code": None, "message": ""}),
+    ]
+    lines = []
+    for insert, status in statuses:
+        e = _entry("2026-09-13T10:00:00Z", "storage.objects.get", obj, insert=insert)
+        e["protoPayload"]["status"] = status
+        lines.append(json.dumps(e))
+    p = tmp_path / "data_access.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    res = load_gcp_audit(p)
+    assert res.quarantine.empty and len(res.frame) == len(statuses)
+    f = res.frame.set_index("request_id")
+    got = {i: (f.loc[i, "outcome"], None if pd.isna(f.loc[i, "error_code"]) else f.loc[i, "error_code"])
+           for i, _ in statuses}
+    assert got == {
+        "s1": ("denied", "7"), "s2": ("denied", "PERMISSION_DENIED"), "s3": ("error", "NOT_FOUND"),
+        "s4": ("error", "7.5"), "s5": ("error", '{"value":7}'), "s6": ("error", "true"),
+        "s7": ("error", "DENIED"), "s8": ("error", "PERMISSION_DENIED"), "s9": ("denied", "7"),
+        "s10": ("allowed", None), "s11": ("allowed", None), "s12": ("allowed", None)}
+    notes = res.inputs[0]["notes"]
+    assert [n.split(":", 1)[0] for n in notes] == ["entry 4", "entry 5", "entry 6", "entry 7", "entry 8"]
+    assert notes[0] == ("entry 4: protoPayload.status.code 7.5 is not a google.rpc.Code; outcome error "
+                        "(the request's outcome is unknown), error_code as written")
+    assert notes[4].startswith("entry 8: protoPayload.status PERMISSION_DENIED is not a google.rpc.Code")
+
+
 def test_bad_lines_quarantined(tmp_path):
     lines = [json.dumps(_entry("2026-09-13T10:00:00Z", "storage.objects.get", "projects/_/buckets/b/objects/k")),
              json.dumps({"hello": "world"}),

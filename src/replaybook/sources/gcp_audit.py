@@ -37,8 +37,12 @@ action_raw      ``methodName``
 resource_uri    ``projects/_/buckets/B/objects/K`` → ``gs://B/K``; ``…/buckets/B`` → ``gs://B/``;
                 other services: ``resourceName`` as given
 outcome         ``status.code`` 0/absent → allowed; 7 PERMISSION_DENIED and 16 UNAUTHENTICATED →
-                denied; any other code → error
-error_code      the status code as text (``"7"``) when not 0
+                denied; any other code → error.  A code written as a decimal string (``"7"``)
+                or a ``google.rpc.Code`` name (``"PERMISSION_DENIED"``) is read as that code; a
+                status that says no code (not an object; a code that is a fraction, a boolean,
+                an object, an unknown name) → error, never allowed, with a note
+error_code      the status code as text (``"7"``) when not 0; an unread or named code as
+                written (``"PERMISSION_DENIED"``, ``7.5``, ``{"x": 1}``)
 rows            ``numResponseItems`` (AuditLog field, or inside ``metadata``)
 request_id      ``insertId`` (the log entry's unique id; audit entries carry no request id)
 user_agent      ``requestMetadata.callerSuppliedUserAgent``
@@ -52,7 +56,9 @@ Errors
 A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
 A line that is not JSON or not an object, an audit entry without ``timestamp`` or with a time
 that is not a date-time → quarantine row with file and line; truncated/corrupt gzip and binary
-data → a file-level quarantine row.  Files are opened read-only and never modified.
+data → a file-level quarantine row.  An entry whose ``status`` code cannot be read keeps its row
+(outcome ``error``) and adds a note to its file's ``inputs`` entry (``notes``: ``entry <line_no>:
+protoPayload.status.code … is not a google.rpc.Code …``).  Files are opened read-only and never modified.
 """
 
 from __future__ import annotations
@@ -87,6 +93,15 @@ AUDIT_TYPE = "type.googleapis.com/google.cloud.audit.AuditLog"
 #: ``google.rpc.Code`` values that mean the caller was refused: 7 PERMISSION_DENIED,
 #: 16 UNAUTHENTICATED.
 DENIED_CODES = frozenset({7, 16})
+
+#: ``google.rpc.Code`` names (google/rpc/code.proto) → their numbers: a status whose ``code``
+#: is written as the name is read as that code.
+RPC_CODES = {
+    "OK": 0, "CANCELLED": 1, "UNKNOWN": 2, "INVALID_ARGUMENT": 3, "DEADLINE_EXCEEDED": 4,
+    "NOT_FOUND": 5, "ALREADY_EXISTS": 6, "PERMISSION_DENIED": 7, "RESOURCE_EXHAUSTED": 8,
+    "FAILED_PRECONDITION": 9, "ABORTED": 10, "OUT_OF_RANGE": 11, "UNIMPLEMENTED": 12,
+    "INTERNAL": 13, "UNAVAILABLE": 14, "DATA_LOSS": 15, "UNAUTHENTICATED": 16,
+}
 
 #: Cloud Storage ``methodName`` → ACCESS action (others: by verb, see the module docstring).
 METHODS = {
@@ -167,7 +182,43 @@ def _principal(auth: Any) -> tuple[str | None, str]:
     return p, "unknown"
 
 
-def _row(entry: dict, path: str, line_no: int | None) -> tuple[dict | None, str | None]:
+def _status_code(status: Any) -> tuple[int | None, str | None, str | None]:
+    """``(code, as written, unread)`` of ``protoPayload.status`` (a ``google.rpc.Status``).
+
+    No status, ``null``, ``{}`` or a status without ``code`` (proto3 JSON leaves out the
+    default, 0 OK): ``(0, None, None)``.  A code written as an integer, an integral number
+    (``7.0``) or a decimal string (``"7"``, as proto3 JSON may write numbers) is read; so is a
+    ``google.rpc.Code`` name (``"PERMISSION_DENIED"`` → 7), kept as written.  Anything else — a
+    status that is not an object, a code that is a boolean, a fraction, a negative string, an
+    object, an unknown name — is ``(None, <the value as text>, <what was unread>)``
+    (``"protoPayload.status"`` or ``"protoPayload.status.code"``): the request's outcome is not
+    known, which is not success."""
+    if status is None:
+        return 0, None, None
+    if not isinstance(status, dict):
+        return None, _as_text(status), "protoPayload.status"
+    raw = status.get("code")
+    if raw is None:
+        return 0, None, None
+    if isinstance(raw, str) and raw.strip() in RPC_CODES:
+        return RPC_CODES[raw.strip()], raw, None
+    code = None if isinstance(raw, bool) else raw if isinstance(raw, int) else to_int(raw)
+    if code is None:
+        return None, _as_text(raw), "protoPayload.status.code"
+    return code, str(code), None
+
+
+def _as_text(v: Any) -> str:
+    """A value as the error code's text: a string as it is, anything else as JSON (200 chars)."""
+    if isinstance(v, str):
+        return clean(v)[:200]
+    return clean(json_preview(v).decode("utf-8", "replace"))[:200]
+
+
+def _row(entry: dict, path: str, line_no: int | None,
+         notes: list[str] | None = None) -> tuple[dict | None, str | None]:
+    """The access row of one audit entry, or ``(None, why)``; what the row could not say goes
+    to ``notes`` (the file's ``inputs`` notes)."""
     pp = entry["protoPayload"]
     ts = entry.get("timestamp")
     if not isinstance(ts, str) or not ts:
@@ -179,14 +230,18 @@ def _row(entry: dict, path: str, line_no: int | None) -> tuple[dict | None, str 
     row["action"] = _action(method)
     row["action_raw"] = method
     row["resource_uri"] = _resource_uri(pp.get("resourceName"))
-    status = pp.get("status") if isinstance(pp.get("status"), dict) else {}
-    code = status.get("code", 0)
-    code = to_int(code) if not isinstance(code, int) else code
-    if not code:
+    code, written, unread = _status_code(pp.get("status"))
+    if unread:  # a status is there, but says no code: never taken as success
+        row["outcome"] = "error"
+        row["error_code"] = written
+        if notes is not None:
+            notes.append(f"entry {line_no}: {unread} {written} is not a google.rpc.Code; "
+                         "outcome error (the request's outcome is unknown), error_code as written")
+    elif not code:
         row["outcome"] = "allowed"
     else:
         row["outcome"] = "denied" if code in DENIED_CODES else "error"
-        row["error_code"] = str(code)
+        row["error_code"] = written
     meta = pp.get("metadata") if isinstance(pp.get("metadata"), dict) else {}
     n = pp.get("numResponseItems", meta.get("numResponseItems"))
     row["rows"] = to_int(n)
@@ -228,6 +283,7 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
     """The access rows of one file's text (see :func:`load_gcp_audit`)."""
     spath = str(path)
     ignored = 0
+    notes: list[str] = []
     for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, _skip_document):
         kind, why = _classify(it.obj)
         if kind == "ignored":
@@ -235,7 +291,7 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
             continue
         row = None
         if kind == "audit":
-            row, why = _row(it.obj, spath, it.line_no)
+            row, why = _row(it.obj, spath, it.line_no, notes)
         if row is None:
             quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
                                              raw=it.raw if it.raw is not None else json_preview(it.obj)[:400]))
@@ -243,6 +299,8 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
         rows.append(row)
     if ignored:
         info["ignored_lines"] = ignored
+    if notes:
+        info.setdefault("notes", []).extend(notes)
 
 
 def load_gcp_audit(paths: str | Path | Iterable[str | Path]) -> LoadResult:
