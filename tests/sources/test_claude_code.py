@@ -230,6 +230,43 @@ def test_document_and_search_result_blocks_keep_what_the_model_received(tmp_path
         assert res.loc["toolu_2", "text_bytes"] == len(want["toolu_2"][0])
 
 
+def test_unreadable_timestamps_and_is_error_strings_are_kept_and_said(tmp_path):
+    """A line whose timestamp cannot be read (no date-time, month 13, a number, null, empty) keeps
+    its steps, with the time unknown, and the file's inputs entry names the line and the value
+    (as Codex and Gemini CLI transcripts do); ``is_error`` written as the string ``"true"`` /
+    ``"false"`` is that boolean, any other value NA and named too.  Nothing is set aside."""
+    from replaybook.sources._claude_ref import load_reference
+
+    call = assistant("a1", "msg_1", "req_1", [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": "mcp__door__read_object", "input": {"i": i}}
+        for i in range(1, 5)], timestamp="2026-13-13T10:00:01.000Z")
+    results = [user("u2", [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "denied", "is_error": "true"},
+                           {"type": "tool_result", "tool_use_id": "toolu_2", "content": "ok", "is_error": "false"}],
+                    timestamp="not a time"),
+               user("u3", [{"type": "tool_result", "tool_use_id": "toolu_3", "content": "?", "is_error": "yes"}],
+                    timestamp=1757757603),
+               user("u4", [{"type": "tool_result", "tool_use_id": "toolu_4", "content": "?", "is_error": 1}],
+                    timestamp=None)]
+    p = write_jsonl(tmp_path / "s.jsonl", [user("u1", "read them"), call, *results,
+                                           user("u5", "thanks", timestamp="2026-09-13T10:00:05Z")])
+    for load in (load_claude_code, load_reference):
+        res = load(p)
+        f = res.frame
+        assert res.quarantine.empty and len(f) == 11, load.__name__
+        assert f["ts"].isna().tolist() == [False] + [True] * 9 + [False]
+        calls = kinds(f, "tool_call").set_index("call_id")
+        assert calls["is_error"].tolist()[:2] == [True, False]
+        assert calls["is_error"].isna().tolist() == [False, False, True, True]
+        assert kinds(f, "tool_result")["is_error"].isna().tolist() == [False, False, True, True]
+        assert res.inputs[0]["notes"] == [
+            "2 lines with a timestamp that is empty or not text, kept with the time unknown: "
+            "line 4 (1757757603), line 5 (null)",
+            "2 tool results whose is_error is neither true nor false, kept with is_error unknown (NA): "
+            "line 4 ('yes'), line 5 (1)",
+            "2 lines with a time that is not a date-time, kept with the time unknown: "
+            "line 2 ('2026-13-13T10:00:01.000Z'), line 3 ('not a time')"], load.__name__
+
+
 def test_case_unknown_line_types():
     exp = expected("claude-unknown-line-types")
     path = FIX / "claude-unknown-line-types" / "session.jsonl"

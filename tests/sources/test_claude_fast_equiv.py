@@ -258,6 +258,22 @@ TRICKY: dict[str, list[bytes]] = {
         j(env(type="user", uuid="u5", message={"content": "t"}, timestamp="not a time")),
         j(env(type="user", uuid="u6", message={"content": "t"}, timestamp="2026-09-13T12:00:00+02:00")),
     ],
+    # timestamps the decoder takes (null, empty, no date-time) and is_error values it does not
+    "odd-times": [
+        user("u1", "a"), j(env(type="user", uuid="u2", message={"content": "b"}, timestamp=None)),
+        j(env(type="user", uuid="u3", message={"content": "c"}, timestamp="")),
+        asst("a1", "m1", "r1", [tu("t1", "x", {}), tu("t2", "x", {})], timestamp="2026-13-13T10:00:00Z"),
+        asst("a2", "m2", "r2", [{"type": "text", "text": "y"}], timestamp="not a time"),
+        j({"type": "summary", "summary": "s", "leafUuid": "u1"}),
+        j(env(type="system", uuid="s1", content="c", timestamp="2026-02-30T00:00:00Z")),
+    ],
+    "odd-is-error": [
+        asst("a1", "m1", "r1", [tu(f"t{i}", "x", {}) for i in range(1, 8)]),
+        user("u1", [tr("t1", "r", is_error="true"), tr("t2", "r", is_error=" FALSE "), tr("t3", "r", is_error="yes")]),
+        user("u2", [tr("t4", "r", is_error=1), tr("t5", "r", is_error=None), tr("t6", "r", is_error={"a": [1]})]),
+        user("u3", [tr("t7", "r", is_error=float("nan"))], timestamp=17577576),
+        user("u4", "p", timestamp=[1, 2]),
+    ],
     "duplicate-keys": [
         b'{"type":"user","uuid":"d1","uuid":"d2","message":{"content":"first"},"message":{"content":"second"}}',
         b'{"type":"assistant","type":"user","uuid":"d3","message":{"content":"x","content":[{"type":"text","text":"y"}]}}',
@@ -390,13 +406,13 @@ def test_tricky_paths_taken(tricky):
     takes = {"plain", "result-shapes", "streaming", "sidechain", "dedup-and-ids", "duplicate-keys",
              "other-types", "big-int-in-range", "invalid-utf8-skipped", "float-overflow-skipped",
              "spaces-json", "escaped-keys", "invalid-utf8-deep", "overflow-deep", "invalid-utf8-bigint-input",
-             "overflow-bigint-tool-name", "bigint-input-ok", "many-brackets-shallow", "document-blocks",
+             "overflow-bigint-tool-name", "bigint-input-ok", "many-brackets-shallow", "document-blocks", "odd-times",
              "invalid-utf8-document-title",
              # taken by the decoder, then the tool input does not parse with orjson: line by line
              "invalid-utf8-in-input", "float-overflow-input"}
     for name in takes:
         assert _claude_ms.decode_file((tricky / f"{name}.jsonl").read_bytes(), 400) is not None, name
-    for name in ("odd-types", "big-ints", "surrogates", "control-char-skipped", "nan-skipped", "crlf",
+    for name in ("odd-types", "odd-is-error", "big-ints", "surrogates", "control-char-skipped", "nan-skipped", "crlf",
                  "blank-lines", "pending-last", "concatenated", "not-objects", "garbage-line", "empty",
                  "only-newline", "pretty-printed", "invalid-utf8-used", "tab-in-string", "deep-skipped",
                  "trailing-space", "complete-last-no-newline"):

@@ -39,8 +39,9 @@ from ..canonical import canonical_args_cached
 from . import _claude_ms as M
 from ._claude_ms import decode_file
 from ._claude_ref import read_meta as _read_meta  # (one reading of agent-<id>.meta.json for both)
-# (one reading of the document and search-result blocks for both)
+# (one reading of the document and search-result blocks, of is_error and of the notes, for both)
 from ._claude_ref import document_text as _document_text, search_result_text as _search_result_text
+from ._claude_ref import is_error_of as _is_error_of, note_odd_values as _note_odd_values
 from ._resume import conflict_row
 
 NCOLS = 30
@@ -252,12 +253,13 @@ class Load:
             try:
                 for i in dec.deep.tolist():
                     orjson.loads(dec.line(i))   # the reference reads it with orjson too
-                rows, dups, conflicts = self._records(dec, file_agent, path)
+                rows, dups, conflicts, bad_ts = self._records(dec, file_agent, path)
             except (_Fallback, orjson.JSONDecodeError):
                 rows = None
             if rows is not None:
                 info["lines"] = len(dec.recs)
                 info["duplicates"] = dups
+                _note_odd_values(info, bad_ts, [])   # (an is_error of another type: not decoded)
                 self.quarantine.extend(conflicts)
                 self._commit(stem, path, rows)
                 return
@@ -360,6 +362,8 @@ class Load:
         add = rows.append
         groups: dict[tuple, list] = {}   # key → [row, texts]
         dups = 0
+        bad_ts: list = []    # (line, timestamp) empty or not text
+        bad_err: list = []   # (line, is_error) neither true nor false
         loads = _json.loads
         JDE = orjson.JSONDecodeError
         split = _split
@@ -431,7 +435,11 @@ class Load:
                 agent = NA
             ts = g("timestamp")
             if ts.__class__ is not str:
+                if ts is not None or "timestamp" in o:
+                    bad_ts.append((line_no, ts))
                 ts = None
+            elif not ts:
+                bad_ts.append((line_no, ts))
             ver = g("version")
             sess = g("sessionId")
             par = g("parentUuid")
@@ -464,7 +472,13 @@ class Load:
                             if cid.__class__ is str and cid:
                                 r[C_CALL_ID] = cid
                                 results.append(row0 + len(rows))
-                            r[C_IS_ERROR] = b.get("is_error") is True
+                            e = b.get("is_error")
+                            if e is True or e is False or e is None:
+                                r[C_IS_ERROR] = e is True
+                            else:
+                                r[C_IS_ERROR] = _is_error_of(e)
+                                if r[C_IS_ERROR] is None:
+                                    bad_err.append((line_no, e))
                             r[C_TEXT] = text
                             r[C_TEXT_BYTES] = nb
                             r[C_IMAGES] = images
@@ -585,6 +599,7 @@ class Load:
             row[C_TEXT], row[C_TEXT_BYTES] = trunc_parts(texts)
         info["lines"] = newlines + (0 if data.endswith(b"\n") or not data else 1)
         info["duplicates"] = dups
+        _note_odd_values(info, bad_ts, bad_err)
         self._commit(stem, path, rows)
 
     def _records(self, dec, file_agent: str | None, path: Path) -> tuple[list[list], int, list[dict]]:
@@ -599,8 +614,9 @@ class Load:
         integer beyond 64 bits (orjson: a float) — hence the digit check where such a value is
         used whole (a string reads the same either way).
 
-        Returns the rows, the number of resume copies skipped and the ``conflict`` quarantine
-        rows of lines repeating a uuid with other content (:mod:`._resume`)."""
+        Returns the rows, the number of resume copies skipped, the ``conflict`` quarantine
+        rows of lines repeating a uuid with other content (:mod:`._resume`) and the ``(line,
+        timestamp)`` of lines whose timestamp is empty or null (:func:`._claude_ref.note_odd_values`)."""
         recs = dec.recs
         line_ok = _line_ok_checker(dec)
         seen = self.seen
@@ -614,6 +630,8 @@ class Load:
         add = rows.append
         groups: dict[tuple, list] = {}
         dups = 0
+        bad_ts: list = []    # (line, timestamp) empty or null
+        UNSET = M.UNSET
         split = _split
         trunc = _trunc
         trunc_parts = _trunc_parts
@@ -642,8 +660,16 @@ class Load:
                     agent = rec.agentId or file_agent or "sidechain"
                 else:
                     agent = NA
+                ts = rec.timestamp
+                if ts.__class__ is not str:
+                    if ts is UNSET:
+                        ts = None
+                    else:   # null
+                        bad_ts.append((line_no, None))
+                elif not ts:
+                    bad_ts.append((line_no, ts))
                 base = [None, None, rec.version or NA, rec.sessionId or NA, agent, None,
-                        rec.timestamp, NA, NA, NA, NA, NA, NA, NAN, NA, None, None, NA, None, NA,
+                        ts, NA, NA, NA, NA, NA, NA, NAN, NA, None, None, NA, None, NA,
                         None, NA, NA, NA, None, None, uuid, rec.parentUuid or NA, None, line_no]
                 msg = rec.message
                 if t == "user" and msg is not None:
@@ -792,7 +818,7 @@ class Load:
             else:
                 lst.append(i)
         self.results.extend(fresults)
-        return rows, dups, conflicts
+        return rows, dups, conflicts, bad_ts
 
 
 #: the columns gathered from the rows (the others are made from per-file counts and the pairing)

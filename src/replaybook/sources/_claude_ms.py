@@ -41,9 +41,9 @@ from typing import Annotated, List, Union
 
 import msgspec
 import numpy as np
-from msgspec import Meta, Raw, Struct
+from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 
-__all__ = ["Rec", "Msg", "Block", "Sub", "Usage", "Decoded", "decode_file"]
+__all__ = ["Rec", "Msg", "Block", "Sub", "Usage", "Decoded", "decode_file", "UNSET"]
 
 _NULL = Raw(b"null")
 #: integers orjson surely reads as ``int`` (it reads those beyond -2**63 .. 2**64-1 as ``float``,
@@ -99,7 +99,7 @@ class Rec(Struct, gc=False):
     type: _Str = None
     isSidechain: Union[bool, None] = None
     agentId: _Str = None
-    timestamp: _Str = None
+    timestamp: Union[str, None, UnsetType] = UNSET   # (null, unlike a missing key, is noted)
     version: _Str = None
     sessionId: _Str = None
     parentUuid: _Str = None

@@ -23,8 +23,9 @@ from typing import Any
 import orjson
 
 from .. import _json
-from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_side_file, read_source
-from .._text import TEXT_LIMIT, deep_safe, int_or_none, str_or_none, to_utc
+from .._jsonl import (Line, name_stem, note_unreadable_times, parse_json, quarantine_row, read_side_file,
+                      read_source)
+from .._text import TEXT_LIMIT, deep_safe, int_or_none, safe_str, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ..canonical import canonical_args_cached
 from ._resume import conflict_row
@@ -160,6 +161,87 @@ def _blocks_text(content: Any) -> tuple[str | None, int]:
     return ("\n".join(texts) if texts else None), images
 
 
+def is_error_of(v: Any) -> bool | None:
+    """A ``tool_result``'s ``is_error``: a JSON boolean, or the strings ``"true"`` / ``"false"``
+    (any case, spaces around: as some writers give it) read as that boolean; absent or ``null``
+    is False (the API leaves it out when false).  Anything else (``"yes"``, ``1``, an object) is
+    ``None``: not known, which the caller notes (:func:`note_odd_values`)."""
+    if v is True:
+        return True
+    if v is False or v is None:
+        return False
+    if isinstance(v, str):
+        w = v.strip().lower()
+        if w == "true":
+            return True
+        if w == "false":
+            return False
+    return None
+
+
+def _shown(v: Any) -> str:
+    """A value as a note shows it: a string quoted, anything else as JSON (40 characters)."""
+    if isinstance(v, str):
+        return repr(safe_str(v)[:40])
+    try:
+        return safe_str(_json.dumps(v).decode("utf-8", "replace"))[:40]
+    except Exception:  # noqa: BLE001 - a value JSON cannot write (NaN …): as Python shows it
+        return repr(v)[:40]
+
+
+def _lines_note(items: list[tuple[int, Any]], what: str, says: str) -> str:
+    n = len(items)
+    shown = ", ".join(f"line {ln} ({_shown(v)})" for ln, v in items[:3])
+    more = f" and {n - 3:,} more" if n > 3 else ""
+    return f"{n:,} {what}{'' if n == 1 else 's'} {says}: {shown}{more}"
+
+
+def note_odd_values(info: dict, bad_ts: list[tuple[int, Any]], bad_err: list[tuple[int, Any]]) -> None:
+    """Say in a transcript's ``inputs`` notes which lines were read with a value that could not
+    be: a ``timestamp`` that is empty or not text (a number, ``null``) — the line's steps are
+    kept with the time unknown (NaT) — and a ``tool_result`` whose ``is_error`` is neither true
+    nor false — kept with ``is_error`` NA.  ``bad_ts``/``bad_err``: ``(line, value)`` in line
+    order.  A timestamp text that is no date-time is noted after the load
+    (:func:`note_unreadable_timestamps`)."""
+    if bad_ts:
+        info.setdefault("notes", []).append(
+            _lines_note(bad_ts, "line", "with a timestamp that is empty or not text, kept with the time unknown"))
+    if bad_err:
+        info.setdefault("notes", []).append(
+            _lines_note(bad_err, "tool result", "whose is_error is neither true nor false, kept with is_error "
+                                                "unknown (NA)"))
+
+
+def note_unreadable_timestamps(raw_ts: Any, parsed: Any, files: Any, lines: Any, inputs: list[dict]) -> None:
+    """After the load: the lines whose ``timestamp`` text is no date-time (``"not a time"``,
+    month 13), each once however many steps it gave, in each file's ``inputs`` notes
+    (:func:`~replaybook._jsonl.note_unreadable_times`); their steps are kept with ``ts`` NaT.
+    ``raw_ts``: each row's timestamp as written (str or None), ``parsed`` its parsed time,
+    ``files``/``lines`` where the row was read."""
+    import numpy as np
+    import pandas as pd
+
+    nat = np.flatnonzero(pd.isna(parsed))
+    if not len(nat):
+        return
+    seen: set = set()
+    texts, times, where, nums = [], [], [], []
+    for i in nat.tolist():
+        t = raw_ts[i]
+        if t.__class__ is not str or not t:
+            continue
+        key = (files[i], lines[i])
+        if key in seen:
+            continue
+        seen.add(key)
+        texts.append(t)
+        times.append(pd.NaT)
+        where.append(files[i])
+        nums.append(lines[i])
+    if texts:
+        note_unreadable_times(texts, times, where, nums, inputs, what="line")
+
+
 #: the ``format`` of a sub-agent's ``agent-<id>.meta.json`` in ``inputs``
 META_FORMAT = "claude-code sub-agent meta"
 
@@ -215,6 +297,8 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
     add = rows.append
     groups: dict[tuple, list] = {}   # key → [row, texts]
     dups = 0
+    bad_ts: list[tuple[int, Any]] = []    # (line, timestamp) empty or not text
+    bad_err: list[tuple[int, Any]] = []   # (line, is_error) neither true nor false
     loads = _json.loads
     JDE = orjson.JSONDecodeError
 
@@ -282,6 +366,10 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
         ts = g("timestamp")
         if ts.__class__ is not str:
             ts = ts if isinstance(ts, str) else None
+            if ts is None and "timestamp" in o:
+                bad_ts.append((line_no, g("timestamp")))
+        if ts == "":
+            bad_ts.append((line_no, ts))
         # parsed JSON strings are exact ``str``: ``v if v.__class__ is str and v`` is str_or_none
         ver = g("version")
         sess = g("sessionId")
@@ -306,7 +394,9 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                         r[C_KIND] = "tool_result"
                         r[C_LT] = "user"
                         r[C_CALL_ID] = str_or_none(b.get("tool_use_id"))
-                        r[C_IS_ERROR] = b.get("is_error") is True
+                        r[C_IS_ERROR] = is_error_of(b.get("is_error"))
+                        if r[C_IS_ERROR] is None:
+                            bad_err.append((line_no, b.get("is_error")))
                         r[C_TEXT] = text
                         r[C_TEXT_BYTES] = nb
                         r[C_IMAGES] = images
@@ -403,6 +493,7 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
         r[C_SEQ] = i
     info["lines"] = newlines + (0 if data.endswith(b"\n") or not data else 1)
     info["duplicates"] = dups
+    note_odd_values(info, bad_ts, bad_err)
     cols = [list(c) for c in zip(*rows)] if rows else []
     return cols, quarantine, info
 
@@ -458,6 +549,7 @@ def _load(files: list[Path], F) -> LoadResult:
     ts = cols[F.C_TS]
     result_ts = _pair(cols, F)
     frame = _build(cols, F, ts, result_ts, per_file)
+    note_unreadable_timestamps(ts, frame["ts"], frame["source_file"].tolist(), frame["line_no"].tolist(), inputs)
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 

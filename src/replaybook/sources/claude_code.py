@@ -34,7 +34,13 @@ system          a ``system`` line (``line_type`` ``system/<subtype>``)
 other           every other line type, including types newer than this loader
 ==============  =====================================================================
 
-Timestamps (``ts``, ``result_ts``) are tz-aware UTC; NaT where a line has none.  Text is
+Timestamps (``ts``, ``result_ts``) are tz-aware UTC; NaT where a line has none, or one that
+cannot be read — no date-time (``"not a time"``, month 13), empty, or not text (a number,
+``null``): such a line's steps are kept (evidence) with the time unknown, and the file's
+``inputs`` entry says which lines and what they held (``notes``), as for Codex and Gemini CLI
+transcripts.  A ``tool_result``'s ``is_error`` is a JSON boolean or the string ``"true"`` /
+``"false"`` (read as that boolean); absent or ``null``: false; any other value: NA, noted the
+same way.  Text is
 truncated to :data:`~replaybook._text.TEXT_LIMIT` characters with the full UTF-8 size in
 ``text_bytes``; lone surrogates (``\\udcb2`` escapes, invalid UTF-8) become U+FFFD everywhere,
 including inside ``arguments``, so the frame can be written to Parquet and HTML.
@@ -380,6 +386,10 @@ def _load(files: list[Path], max_open: int) -> LoadResult:
     if not load.n:
         return LoadResult(frame=STEPS.build([]), quarantine=quarantine, inputs=load.inputs)
     frame = _build(load, F)
+    from ._claude_ref import note_unreadable_timestamps
+
+    note_unreadable_timestamps(load.column(F.C_TS), frame["ts"], frame["source_file"].to_numpy(),
+                               frame["line_no"].to_numpy(), load.inputs)
     # (each file's rows carry its stem as transcript_id: only a stem two files share needs a look)
     paths_of: dict[str, set] = {}
     for stem, path, rows in load.per_file:
