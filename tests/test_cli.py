@@ -283,6 +283,19 @@ def test_load_access_names_valid_lines_of_other_kinds(tmp_path, capsys):
     assert "another format" not in err  # it has a record: the format is right
 
 
+def test_load_says_what_a_loader_noted_of_a_file(tmp_path, capsys):
+    """A row kept with a value that could not be read (here a transcript line whose timestamp is
+    a number) is said on stderr with its file and line, not only in ``load auto``'s table."""
+    line = {"type": "user", "uuid": "u1", "sessionId": "s", "parentUuid": None, "timestamp": 1757757600,
+            "message": {"role": "user", "content": "hello"}}
+    p = tmp_path / "s.jsonl"
+    p.write_text(json.dumps(line) + "\n")
+    assert main(["load", "steps", str(p)]) == 0
+    err = capsys.readouterr().err
+    assert (f"  note {p}: 1 line with a timestamp that is empty or not text, kept with the time unknown: "
+            "line 1 (1757757600)") in err
+
+
 def test_a_forced_format_that_reads_nothing_says_so(tmp_path, capsys):
     """A gateway format forced on a file of another kind reads its lines as valid JSON but finds
     no tool call in them: the summary names each such file and suggests another format, and
