@@ -830,3 +830,26 @@ def test_cannot_tell_whether_it_runs_a_check():
         "[seq:3] cites step 3 (`./demo.sh`), which exited 0, but the linter cannot tell whether it runs a check: "
         "`./demo.sh` is no test, build, lint or type-check runner the linter knows; \"CI is green\" needs a cited "
         "step that runs one (pytest, npm test, make check …): cite one, or check this step yourself"]
+
+
+def test_a_stored_output_the_log_names_but_the_packet_lacks_is_a_warning(tmp_path: Path):
+    """The log marks step 1's output stored, but ``session.outputs/`` was not committed: "fails
+    with `ZeroDivisionError`" cannot be checked.  That was silent; it is a warning naming the
+    file, and the marker is still accepted (nothing contradicts it).  A step the log does not
+    mark stored is not looked for."""
+    log = _packet_with_outputs(tmp_path / "a", {1: (1, "pytest -q", "E   ZeroDivisionError\n1 failed")})
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    log.write_text("".join(json.dumps({**x, "stored": True}) + "\n" for x in lines))
+    stored = next((tmp_path / "a" / "session.outputs").iterdir())
+    stored.unlink()
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("The test fails with `ZeroDivisionError` before the fix [seq:1].\n")
+    report = lint_claims(body, log)
+    assert report.findings == [] and report.accepted_steps == [1]
+    assert [(w.kind, w.seq) for w in report.warnings] == [("cites_missing_output", 1)]
+    assert report.warnings[0].message == (
+        f"[seq:1] cites step 1 (`pytest -q`), whose output the log marks stored is missing ({stored}), so "
+        "\"ZeroDivisionError\" in \"The test fails with `ZeroDivisionError` before the fix\" is not checked; "
+        "commit the output folder beside the log")
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))  # not marked stored: nothing to miss
+    assert lint_claims(body, log).warnings == []

@@ -44,6 +44,9 @@ Warnings (reported, never failures):
 ``unsupported_claim``    a sentence with no marker that reads like a factual claim — it uses a
                          word from :data:`CLAIM_WORDS` (passes, fails, fixes, faster, 30% …).
                          A heuristic: headings and questions are never flagged.
+``cites_missing_output``  its clause says the failure showed ``X``, the log marks the step's
+                         output stored, but the file is not there (:class:`MissingOutput`): ``X``
+                         is not checked
 ``cites_unrecognised_command``  as ``cites_non_check_step``, but the linter cannot tell what the
                          step runs (``./run_tests.sh``, ``make demo``, ``python -c …``, a line it
                          cannot parse, a pipe in a log that does not record pipefail), or whose
@@ -932,6 +935,22 @@ class _Judge:
                         f"its failure shows it; cite the step whose output does")
         return None
 
+    def missing_file(self, seq: int, mine: list[str], cited: list[int]) -> str | None:
+        """The message after "whose" for failing step ``seq`` when a clause says the failure
+        showed ``X``, the log marks the step's output stored but its file is missing
+        (:class:`MissingOutput`: the output folder was not committed), and no failing step cited
+        there has a stored output to check ``X`` against; else None."""
+        out = self.outputs.get(seq)
+        if not isinstance(out, MissingOutput):
+            return None
+        if any(self.steps.get(q, 0) != 0 and self.text(q) is not None for q in cited):
+            return None
+        for clause in mine:
+            for text in _failure_texts(_without_exit(clause, self.spans), self.spans):
+                return (f"output the log marks stored is missing ({printable(out.path)}), so \"{printable(text)}\" "
+                        f"in \"{self.shown(clause)}\" is not checked; commit the output folder beside the log")
+        return None
+
     def exit_claims(self, seq: int, clause: str) -> list[_ExitClaim]:
         """What ``clause`` says step ``seq`` exited with; "returns N" only when the clause names a
         program ("the CLI returns 2", "pytest returns 5"), not a function's value ("mean() returns
@@ -1054,6 +1073,10 @@ class _Judge:
                     report.findings.append(Finding("cites_output_without_text", "error", line, seq, shown,
                                                    f"[seq:{seq}] cites {what}, whose {missing}"))
                     continue
+                lost = self.missing_file(seq, mine, cited) if gap is None or gap[1] != "error" else None
+                if lost is not None:
+                    report.warnings.append(Finding("cites_missing_output", "warning", line, seq, shown,
+                                                   f"[seq:{seq}] cites {what}, whose {lost}"))
             else:
                 gap = self.unbacked_pass(seq, mine, cited, subject)
             if gap is not None:
@@ -1165,6 +1188,14 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
 
 
 @dataclass(frozen=True)
+class MissingOutput:
+    """A step the log marks ``stored`` whose output file is not there (the output folder was not
+    committed, or the file was removed).  ``path`` is the file looked for."""
+
+    path: str
+
+
+@dataclass(frozen=True)
 class EditedOutput:
     """A step's stored output that no longer hashes to the step's ``out_sha``: it was changed after
     recording.  ``path`` is the file (``session.outputs/<out_sha>.txt``)."""
@@ -1223,7 +1254,15 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike, *,
     log = read_log(log_path)
     by_seq = log.by_seq()
     outputs = Path(outputs_dir) if outputs_dir is not None else outputs_dir_for(log_path)
-    stored = _Lazy(by_seq, lambda seq: read_stored_output(outputs, by_seq[seq].get("out_sha")))
+    def step_output(seq: int):
+        got = read_stored_output(outputs, by_seq[seq].get("out_sha"))
+        out_sha = by_seq[seq].get("out_sha")
+        if got is None and by_seq[seq].get("stored") is True and isinstance(out_sha, str) \
+                and not (outputs / f"{out_sha}.txt").exists():
+            return MissingOutput(str(outputs / f"{out_sha}.txt"))
+        return got
+
+    stored = _Lazy(by_seq, step_output)
     report = lint_claims_text(
         body, {s.seq: s.exit for s in log.steps}, body_path=str(body_path), log_path=str(log_path),
         commands={s.seq: s.cmd for s in log.steps},
