@@ -311,3 +311,52 @@ def test_a_first_json_lines_line_cut_short_keeps_the_lines_after_it(tmp_path):
     assert list(res.frame["request_id"]) == ["r1", "r2", "r3"]
     assert list(res.frame["line_no"]) == [2, 3, 4]
     assert list(res.quarantine["line_no"]) == [1]
+
+
+_ERROR_CODES = [  # (requestID, errorCode or _ABSENT, outcome, error_code)
+    ("c1", "AccessDenied", "denied", "AccessDenied"),
+    ("c2", "NoSuchKey", "error", "NoSuchKey"),
+    ("c3", 403, "error", "403"),
+    ("c4", True, "error", "true"),
+    ("c5", {"code": "AccessDenied"}, "error", '{"code":"AccessDenied"}'),
+    ("c6", ["NoSuchKey"], "error", '["NoSuchKey"]'),
+    ("c7", False, "error", "false"),
+    ("c8", 0, "error", "0"),
+    ("c9", None, "allowed", None),
+    ("c10", "", "allowed", None),
+    ("c11", "_absent", "allowed", None),
+]
+
+
+@pytest.mark.parametrize("shape", ["compact", "indented", "jsonl"])
+def test_an_error_code_that_is_not_text_is_not_success(tmp_path, shape):
+    """A record whose ``errorCode`` is a number, a boolean, an object or a list had given outcome
+    ``allowed``: a failed request read as one that succeeded.  It says an error without saying
+    which: the row is ``error`` with the code as written, and the file's inputs entry says why —
+    on the fast path (a compact delivery file, an indented one) as on the record-by-record one."""
+    from replaybook.sources.cloudtrail import _load_reference
+
+    recs = []
+    for rid, code, _, _ in _ERROR_CODES:
+        r = _rec("2026-09-13T10:00:00Z", "GetObject", requestID=rid)
+        if code != "_absent":
+            r["errorCode"] = code
+        recs.append(r)
+    p = tmp_path / "trail.json"
+    if shape == "compact":
+        p.write_text(json.dumps({"Records": recs}, separators=(",", ":")))
+    elif shape == "indented":
+        p.write_text(json.dumps({"Records": recs}, indent=1))
+    else:
+        p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    for load in (load_cloudtrail, _load_reference):
+        res = load(p)
+        assert res.quarantine.empty and len(res.frame) == len(_ERROR_CODES)
+        f = res.frame.set_index("request_id")
+        got = {rid: (f.loc[rid, "outcome"], None if pd.isna(f.loc[rid, "error_code"]) else f.loc[rid, "error_code"])
+               for rid, *_ in _ERROR_CODES}
+        assert got == {rid: (outcome, code) for rid, _, outcome, code in _ERROR_CODES}
+        notes = res.inputs[0]["notes"]
+        assert [n.split(":", 1)[0] for n in notes] == [f"record {i}" for i in (3, 4, 5, 6, 7, 8)]
+        assert notes[0] == ("record 3: errorCode 403 is not a CloudTrail error code (text); outcome error "
+                            "(the request's outcome is unknown), error_code as written")

@@ -154,6 +154,7 @@ def test_cloudtrail_fast_path_is_taken_and_equal(tmp_path):
     "duplicate-key", "empty-records", "concatenated", "concatenated-cut", "pretty-stream", "concatenated-stray", "jsonl-joined-line",
     "raw-nul", "raw-nul-plain", "raw-controls", "raw-nul-between-tokens", "raw-nul-pretty", "raw-nul-concatenated",
     "raw-nul-array", "raw-nul-jsonl", "raw-nul-every-record", "raw-nul-in-wrapper",
+    "error-code-number", "error-code-object", "error-code-number-compact",
 ])
 def test_cloudtrail_guards(tmp_path, case):
     recs = _variety()[:8]
@@ -177,6 +178,13 @@ def test_cloudtrail_guards(tmp_path, case):
         for _ in range(230 if case == "deep" else 120):
             v = [v]
         recs[3]["requestParameters"]["deep"] = v
+    elif case in ("error-code-number", "error-code-object", "error-code-number-compact"):
+        recs[4]["errorCode"] = {"code": "AccessDenied"} if case == "error-code-object" else 403
+        if case == "error-code-number-compact":
+            f.write_bytes(json.dumps({"Records": recs}, separators=(",", ":")).encode())
+            assert _ct_fast.read_fast(f, f.read_bytes()) is None  # read record by record, noted
+            same_ct(tmp_path)
+            return
     elif case == "bad-record":
         recs[4] = {"eventName": "GetObject"}
     elif case == "lookup-inside":

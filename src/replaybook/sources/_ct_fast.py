@@ -28,6 +28,7 @@ declines a file (it goes to tier 2) when:
   ``resources`` not a list of objects, an S3 byte count that is an object …);
 * any record lacks a string ``eventTime`` / non-empty ``eventName``, or has a
   ``CloudTrailEvent``, ``EventTime``, ``detail`` or ``Records`` key;
+* any record's ``errorCode`` is not text or ``null`` (the struct refuses it);
 * a string in the file could hold a credential the reference redacts (:func:`may_hold_secret`).
 
 **Tier 2 (any other delivery document).**  The file is parsed once with orjson; the records
@@ -39,6 +40,8 @@ the reference path instead when:
 * any record is not an object, has no string ``eventTime`` / non-empty ``eventName``, or looks
   like a LookupEvents / EventBridge / nested delivery document (``CloudTrailEvent``,
   ``EventTime``, ``detail``, ``Records`` keys);
+* any record's ``errorCode`` is neither text nor ``null`` (``403``, ``true``, an object): the
+  reference reads it as an error and notes it on the file's ``inputs`` entry;
 * a string in the file could hold a credential the reference path redacts (an ``=`` after
   ``sig``/``signature``/``credential``/``token``, any ``\\u`` escape in a file holding ``=``, non-ASCII text
   that case-folds to those names) — the reference's :func:`~._cloud.clean` would change it;
@@ -202,6 +205,8 @@ def _fields(r, _rsn=_RSN, _arn_uri=_ARN_URI, _types=ct._TYPES, _s3_actions=ct.S3
                 break
     code = r.get("errorCode")
     if code.__class__ is not str or not code:
+        if code is not None and code.__class__ is not str:
+            return None  # an error code that is not text: the reference notes it on the file
         code = None
         if en == "ConsoleLogin" and isinstance(r.get("responseElements"), dict) \
                 and r["responseElements"].get("ConsoleLogin") == "Failure":

@@ -42,7 +42,10 @@ resource_uri     S3: ``resources[]`` of type ``AWS::S3::Object`` (``ARN`` or ``A
                  listed prefix) → ``s3://bucket/key``, else ``requestParameters.bucketName`` +
                  ``key`` / ``prefix``, else the bucket ARN → ``s3://bucket/``; other services: the
                  first ``resources[].ARN`` as given, else NA
-outcome          no ``errorCode`` → allowed; ``AccessDenied``-like codes → denied; other codes → error
+outcome          no ``errorCode`` (absent, ``null``, ``""``) → allowed; ``AccessDenied``-like codes →
+                 denied; other codes → error.  An ``errorCode`` that is not text (``403``, ``true``,
+                 an object) says an error without saying which: error, never allowed, with a note
+error_code       ``errorCode``; one that is not text as written in JSON (``403``, ``{"code":"x"}``)
 bytes            ``additionalEventData.bytesTransferredOut`` (bytes, S3 data events)
 request_id       ``requestID``
 correlation      ``userIdentity.sessionContext.sourceIdentity`` (or ``userIdentity.sourceIdentity``),
@@ -65,7 +68,9 @@ only escaped) → a quarantine row with the line and byte offset where the recor
 index in ``Records``, its ``eventID`` and the character's byte offset, the other records read
 (:func:`~._cloud.json_items`); a truncated or corrupt gzip → a file-level
 quarantine row (plus whatever could be read before the damage); binary data → one file-level
-quarantine row.  Files are opened read-only and never modified.
+quarantine row.  A record whose ``errorCode`` is not text keeps its row (outcome ``error``) and
+adds a note to its file's ``inputs`` entry (``notes``: ``record <line_no>: errorCode 403 is not
+a CloudTrail error code …``).  Files are opened read-only and never modified.
 """
 
 from __future__ import annotations
@@ -236,7 +241,26 @@ def _unwrap(obj: Any) -> tuple[str, dict | None, dict | None, str | None]:
     return "record", obj, None, None
 
 
-def _row(rec: dict, env: dict | None, path: str, line_no: int | None) -> tuple[dict | None, str | None]:
+def _error_code(rec: dict) -> tuple[str | None, str | None]:
+    """``(code, unread)`` of a record's ``errorCode``: ``(None, None)`` when it names no error
+    (absent, ``null``, ``""`` — exports that write every column leave it empty); ``(code,
+    None)`` for a code (text, as CloudTrail writes every code); ``(<the value as JSON>,
+    <a note>)`` for any other value (a number, a boolean, an object, a list): the record says
+    the request failed without saying how, which is not success."""
+    code = rec.get("errorCode")
+    if code is None or code == "":
+        return None, None
+    if isinstance(code, str):
+        return code, None
+    written = clean(json_preview(code).decode("utf-8", "replace"))[:200]
+    return written, (f"errorCode {written} is not a CloudTrail error code (text); outcome error "
+                     "(the request's outcome is unknown), error_code as written")
+
+
+def _row(rec: dict, env: dict | None, path: str, line_no: int | None,
+         notes: list[str] | None = None) -> tuple[dict | None, str | None]:
+    """The access row of one record, or ``(None, why)``; what the row could not say goes to
+    ``notes`` (the file's ``inputs`` notes)."""
     et, en = rec.get("eventTime"), rec.get("eventName")
     if not isinstance(et, str) or not isinstance(en, str) or not en:
         return None, "not a CloudTrail record (no eventTime / eventName)"
@@ -258,10 +282,13 @@ def _row(rec: dict, env: dict | None, path: str, line_no: int | None) -> tuple[d
             if isinstance(r, dict) and isinstance(r.get("ARN"), str):
                 row["resource_uri"] = r["ARN"]
                 break
-    code = rec.get("errorCode")
-    code = code if isinstance(code, str) and code else None
+    code, unread = _error_code(rec)
     row["error_code"] = code
-    if code:
+    if unread:  # an error without a readable code: never taken as success
+        row["outcome"] = "error"
+        if notes is not None:
+            notes.append(f"record {line_no}: {unread}")
+    elif code:
         row["outcome"] = http_outcome(None, code)
     elif en == "ConsoleLogin" and isinstance(rec.get("responseElements"), dict) \
             and rec["responseElements"].get("ConsoleLogin") == "Failure":
@@ -297,6 +324,7 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
     """The access rows of one file's text (see :func:`load_cloudtrail`)."""
     spath = str(path)
     ignored = 0
+    notes: list[str] = []
     for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, _skip_document):
         objs = [it.obj]
         if isinstance(it.obj, dict) and isinstance(it.obj.get("Records"), list):
@@ -306,7 +334,7 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
             if kind == "ignored":
                 ignored += 1
                 continue
-            row, why = (None, why) if kind == "invalid" else _row(rec, env, spath, it.line_no)
+            row, why = (None, why) if kind == "invalid" else _row(rec, env, spath, it.line_no, notes)
             if row is None:
                 quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no,
                                                  offset=it.offset,
@@ -315,6 +343,8 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
             rows.append(row)
     if ignored:
         info["ignored_lines"] = ignored
+    if notes:
+        info.setdefault("notes", []).extend(notes)
 
 
 def load_cloudtrail(paths: str | Path | Iterable[str | Path]) -> LoadResult:
