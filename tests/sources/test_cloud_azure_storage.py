@@ -154,3 +154,50 @@ def test_lower_case_t_and_z_are_read(tmp_path, time, expected):
     assert res.quarantine.empty
     assert list(res.frame["ts"]) == [pd.Timestamp(expected)]
     assert res.frame["raw"].iloc[0]["time"] == time  # as logged
+
+
+def test_a_status_code_that_is_not_an_http_status_is_not_success(tmp_path):
+    """``statusCode`` ``true`` had been read as the number 1, ``false`` and ``0`` as 0, ``-1``
+    as itself: each gave outcome ``allowed``, a request that did not surely succeed shown as
+    one that did.  A code outside 100–599 (RFC 9110 §15) is not an HTTP status: the row is
+    ``error`` (``denied`` when the status text says so) with the code as written, and the
+    file's inputs entry says why; the documented ``Unknown`` gets no note."""
+    cases = [  # (correlationId, statusCode, statusText, outcome, error_code)
+        ("a1", True, "Success", "error", "true"),
+        ("a2", False, "Success", "error", "false"),
+        ("a3", 0, "Success", "error", "0"),
+        ("a4", -1, None, "error", "-1"),
+        ("a5", 42, "Success", "error", "42"),
+        ("a6", 7.5, "Success", "error", "7.5"),
+        ("a7", {"value": 403}, "Success", "error", '{"value":403}'),
+        ("a8", True, "AuthorizationPermissionMismatch", "denied", "AuthorizationPermissionMismatch"),
+        ("a9", "Unknown", None, "error", "Unknown"),
+        ("a10", "Unknown", "NetworkError", "error", "NetworkError"),
+        ("a11", "200", "Success", "allowed", None),
+        ("a12", 200.0, "Success", "allowed", None),
+        ("a13", 403, None, "denied", None),
+        ("a14", 599, "ServerBusy", "error", "ServerBusy"),
+    ]
+    lines = []
+    for rid, code, text, _, _ in cases:
+        r = _oauth_record([])
+        r["correlationId"], r["statusCode"] = rid, code
+        if text is None:
+            del r["statusText"]
+        else:
+            r["statusText"] = text
+        lines.append(json.dumps(r))
+    p = tmp_path / "PT1H.json"
+    p.write_text("\n".join(lines) + "\n")
+    res = load_azure_storage(p)
+    assert res.quarantine.empty and len(res.frame) == len(cases)
+    f = res.frame.set_index("request_id")
+    got = {rid: (f.loc[rid, "outcome"], None if pd.isna(f.loc[rid, "error_code"]) else f.loc[rid, "error_code"])
+           for rid, *_ in cases}
+    assert got == {rid: (outcome, code) for rid, _, _, outcome, code in cases}
+    notes = res.inputs[0]["notes"]
+    assert [n.split(":", 1)[0] for n in notes] == [f"record {i}" for i in range(1, 9)]
+    assert notes[0] == ("record 1: statusCode true is not an HTTP status code (100–599); outcome error, "
+                        "not taken as success, error_code as written")
+    assert notes[7] == ("record 8: statusCode true is not an HTTP status code (100–599); outcome denied, "
+                        "not taken as success")

@@ -40,8 +40,13 @@ resource_uri    ``uri`` (else ``properties.requestUrl``, else ``properties.objec
 outcome         ``statusText`` ending in ``Success`` and 1xx–3xx → allowed; 401/403,
                 ``AuthorizationFailure``, ``AuthorizationPermissionMismatch``,
                 ``SASAuthorizationError``, ``AuthenticationFailed`` or an
-                ``identity.authorization[].result`` of ``Denied`` → denied; else error
-error_code      ``statusText`` when it is not a success
+                ``identity.authorization[].result`` of ``Denied`` → denied; else error.  A
+                ``statusCode`` that is not an HTTP status (an integer 100–599, RFC 9110 §15, or
+                its decimal text) — ``"Unknown"`` (the docs: the request was interrupted), a
+                boolean, a fraction, an object, ``0`` — is never allowed: error (denied when
+                ``statusText`` or the authorization says so), with a note unless ``Unknown``
+error_code      ``statusText`` when it is not a success; else an unread ``statusCode`` as
+                written (``"Unknown"``, ``true``, ``{"value":403}``)
 bytes           ``properties.responseBodySize`` (bytes)
 request_id      ``correlationId`` (the storage request id, ``x-ms-request-id``)
 user_agent      ``properties.userAgentHeader`` (surrounding quotes removed)
@@ -65,7 +70,9 @@ quarantine row with file and line; truncated/corrupt gzip and binary data → a 
 quarantine row.  A field of another JSON type than the format's (``identity.authorization`` or
 its ``principals`` not a list, ``identity`` or ``properties`` not an object, a number where text
 belongs) is left out of the columns it feeds — the row is kept, the value stays in ``raw``.
-Files are opened read-only and never modified.
+A record whose ``statusCode`` is not an HTTP status (other than the documented ``Unknown``)
+keeps its row and adds a note to its file's ``inputs`` entry (``notes``: ``record <line_no>:
+statusCode true is not an HTTP status code …``).  Files are opened read-only and never modified.
 """
 
 from __future__ import annotations
@@ -263,23 +270,49 @@ def _principal(identity: Any) -> tuple[str | None, str]:
     return principal, ptype
 
 
-def _outcome(rec: dict) -> tuple[str, str | None]:
-    code = rec.get("statusCode")
-    status = code if isinstance(code, int) else to_int(code)
+def _status(code: Any) -> tuple[int | None, str | None]:
+    """``(HTTP status, None)`` of a record's ``statusCode`` — an integer 100–599 (RFC 9110 §15:
+    every valid status code is in that range), an integral number or its decimal text —
+    ``(None, None)`` when there is none (absent, ``null``, ``""``), and ``(None, <the value as
+    written>)`` for anything else: ``"Unknown"``, a boolean, a fraction, an object, ``0``."""
+    if code is None or code == "":
+        return None, None
+    status = None if isinstance(code, bool) else to_int(code)
+    if status is not None and 100 <= status <= 599:
+        return status, None
+    written = code if isinstance(code, str) else json_preview(code).decode("utf-8", "replace")
+    return None, redact_sas(written)[:200]
+
+
+def _outcome(rec: dict, notes: list[str] | None = None,
+             line_no: int | None = None) -> tuple[str, str | None]:
+    """``(outcome, error_code)`` of a record (see the module docstring); a ``statusCode`` that
+    is not an HTTP status adds a note to ``notes`` (unless ``Unknown``, which the format
+    documents)."""
+    status, unread = _status(rec.get("statusCode"))
     text = rec.get("statusText") if isinstance(rec.get("statusText"), str) else None
     err = text if text and not text.lower().endswith("success") else None
     identity = rec.get("identity") if isinstance(rec.get("identity"), dict) else {}
     denied_by_auth = any(isinstance(a, dict) and str(a.get("result", "")).lower() == "denied"
                          for a in _listed(identity.get("authorization")))
     if denied_by_auth or (err and _DENIED_TEXT.match(err)):
-        return "denied", err or "Denied"
-    if status is None and code not in (None, "") and err is None:
-        # "Unknown": the request was interrupted
-        return "error", str(code)
-    return http_outcome(status, err), err
+        outcome, code = "denied", err or "Denied"
+    elif unread is not None:
+        # not an HTTP status: the request's outcome is not known, which is not success
+        outcome, code = ("error", err or unread)
+    else:
+        outcome, code = http_outcome(status, err), err
+    if unread is not None and unread.strip().lower() != "unknown" and notes is not None:
+        notes.append(f"record {line_no}: statusCode {unread} is not an HTTP status code (100–599); "
+                     f"outcome {outcome}, not taken as success"
+                     + ("" if code == err else ", error_code as written"))
+    return outcome, code
 
 
-def _row(rec: dict, path: str, line_no: int | None) -> tuple[dict | None, str | None]:
+def _row(rec: dict, path: str, line_no: int | None,
+         notes: list[str] | None = None) -> tuple[dict | None, str | None]:
+    """The access row of one record, or ``(None, why)``; what the row could not say goes to
+    ``notes`` (the file's ``inputs`` notes)."""
     ts = _time(rec.get("time"))
     if ts is None:
         return None, "storage log record without a time"
@@ -294,7 +327,7 @@ def _row(rec: dict, path: str, line_no: int | None) -> tuple[dict | None, str | 
         action = "delete" if rec.get("category") == "StorageDelete" else "other"
     row["action"] = action
     row["resource_uri"] = _resource_uri(rec, props)
-    row["outcome"], row["error_code"] = _outcome(rec)
+    row["outcome"], row["error_code"] = _outcome(rec, notes, line_no)
     row["bytes"] = to_int(props.get("responseBodySize"))
     rid = rec.get("correlationId")
     row["request_id"] = rid if isinstance(rid, str) and rid else None
@@ -335,6 +368,7 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
     """The access rows of one file's text (see :func:`load_azure_storage`)."""
     spath = str(path)
     ignored = 0
+    notes: list[str] = []
     for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, _skip_document):
         kind, rec, why = _classify(it.obj)
         if kind == "ignored":
@@ -342,7 +376,7 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
             continue
         row = None
         if kind == "storage":
-            row, why = _row(rec, spath, it.line_no)
+            row, why = _row(rec, spath, it.line_no, notes)
         if row is None:
             preview = it.raw if it.raw is not None else json_preview(it.obj)[:400]
             quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
@@ -351,6 +385,8 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
         rows.append(row)
     if ignored:
         info["ignored_lines"] = ignored
+    if notes:
+        info.setdefault("notes", []).extend(notes)
 
 
 def load_azure_storage(paths: str | Path | Iterable[str | Path]) -> LoadResult:
