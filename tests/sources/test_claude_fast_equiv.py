@@ -20,6 +20,7 @@ import pytest
 from replaybook._text import TEXT_LIMIT
 from replaybook.sources import _claude_fast, _claude_ms
 from replaybook.sources._claude_ref import load_reference
+from replaybook.sources._resume_split import merge_split_responses
 from replaybook.sources.claude_code import _expand, _mark_resumes, _shadowed_first, load_claude_code
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -35,12 +36,14 @@ def _outcome(fn, paths):
 
 def _reference(paths):
     """The reference loader's result, with the decisions made after it was written: a session's
-    own file is read before the file resuming it (``claude_code._shadowed_first``), and a
-    resumed file names the transcript it resumes (``claude_code._mark_resumes``)."""
+    own file is read before the file resuming it (``claude_code._shadowed_first``), a
+    resumed file names the transcript it resumes (``claude_code._mark_resumes``), and a response
+    split between the two is one (``_resume_split.merge_split_responses``)."""
     ref = load_reference(paths)
     first = _shadowed_first(_expand(paths), ref)
     ref = ref if first is None else load_reference(first)
     _mark_resumes(ref)
+    merge_split_responses(ref)
     return ref
 
 
@@ -548,3 +551,92 @@ def test_a_repeated_uuid_with_other_content_is_a_conflict_not_a_copy(tmp_path, m
     assert q["error"].tolist() == ["repeats the uuid of line 1 with different content (message differs); "
                                    "the first is kept, this one set aside"]
     assert_same(tmp_path, monkeypatch)
+
+
+def _lines(*items: bytes) -> bytes:
+    return b"".join(x + b"\n" for x in items)
+
+
+def _as_copy(raw: bytes, session: str) -> bytes:
+    """A resumed session's copy of a line: the same line under the new session's id."""
+    o = json.loads(raw)
+    o["sessionId"] = session
+    return j(o)
+
+
+@pytest.mark.parametrize("names", [("aaaa", "bbbb"), ("ffff", "0000")])  # the resumed file named last / first
+def test_a_response_cut_in_a_session_file_and_completed_in_its_resume_is_one_request(tmp_path, monkeypatch, names):
+    """A session file collected mid-write ends inside a streamed response (the text and the first
+    tool call, 40 output tokens so far); the file resuming it copies those lines and goes on with
+    the rest of the same response (message.id + requestId): a second tool call, 70 tokens in
+    all.  That had given two model requests (40 and 70, summed double) and the two tool calls in
+    two transcripts — a door session holding both calls then agreed with neither in full.  It
+    is one model request, in the first file's transcript, with both calls; every path agrees."""
+    orig, resumed = names
+    other = "bbbbbbbb-0000-4000-8000-bbbbbbbbbbbb"
+    head = [user("u1", "Check two files"),
+            asst("a1", "msg_CUT", "req_CUT", [{"type": "text", "text": "Looking"}],
+                 usage={"input_tokens": 5, "output_tokens": 10}, parentUuid="u1"),
+            asst("a2", "msg_CUT", "req_CUT", [tu("toolu_1", "mcp__door__describe", {"path": "demo/a.parquet"})],
+                 usage={"input_tokens": 5, "output_tokens": 40}, parentUuid="a1")]
+    rest = [asst("a3", "msg_CUT", "req_CUT", [{"type": "text", "text": "and b"},
+                                               tu("toolu_2", "mcp__door__describe", {"path": "demo/b.parquet"})],
+                 usage={"input_tokens": 6, "output_tokens": 70}, parentUuid="a2", sessionId=other),
+            user("u2", [tr("toolu_1", "a: 12 rows")], parentUuid="a3", sessionId=other),
+            user("u3", [tr("toolu_2", "b: 10 rows")], parentUuid="u2", sessionId=other)]
+    (tmp_path / f"{orig}.jsonl").write_bytes(_lines(*head))
+    (tmp_path / f"{resumed}.jsonl").write_bytes(_lines(*(_as_copy(x, other) for x in head), *rest))
+    frame = assert_same(tmp_path, monkeypatch)
+    res = load_claude_code(tmp_path)
+    mr = frame[frame["kind"] == "model_request"]
+    assert len(mr) == 1
+    assert mr[["transcript_id", "uuid", "line_no", "input_tokens", "output_tokens", "text", "text_bytes"]].iloc[0].tolist() \
+        == [orig, "a1", 2, 6, 70, "Looking\nand b", len("Looking\nand b")]
+    calls = frame[frame["kind"] == "tool_call"]
+    assert calls[["call_id", "transcript_id", "source_file", "line_no", "result_text"]].values.tolist() == [
+        ["toolu_1", orig, str(tmp_path / f"{orig}.jsonl"), 3, "a: 12 rows"],
+        ["toolu_2", orig, str(tmp_path / f"{resumed}.jsonl"), 4, "b: 10 rows"]]
+    seqs = {t: g["kind"].tolist() for t, g in frame.sort_values("seq").groupby("transcript_id")}
+    assert seqs == {orig: ["user_prompt", "model_request", "tool_call", "tool_call"],
+                    resumed: ["tool_result", "tool_result"]}
+    assert sorted(frame.groupby("transcript_id")["seq"].apply(list).tolist()) == [[0, 1], [0, 1, 2, 3]]
+    info = {Path(i["path"]).stem: i for i in res.inputs}
+    assert info[resumed]["duplicates"] == 3 and info[resumed]["resumes"] == orig
+    assert info[resumed]["notes"] == [
+        f"line 4: continues model response msg_CUT (requestId req_CUT) begun at line 2 of transcript {orig}, "
+        "whose lines this file starts by copying: one model request there (usage from here; 1 of its tool "
+        "calls read here)"]
+    assert "notes" not in info[orig]
+
+
+def test_a_response_continued_over_two_resumes_and_one_that_is_not_a_copy(tmp_path, monkeypatch):
+    """The response may be cut twice (a resume of a resume, each collected mid-write): still one
+    request, its usage from the last line that has one (here: the first resume's, the last
+    continuation having none).  Two files that merely hold the same message.id and requestId —
+    the later one holds no copy of the first one's lines — stay two requests, as read."""
+    s2, s3 = "22222222-0000-4000-8000-222222222222", "33333333-0000-4000-8000-333333333333"
+    a = [user("u1", "go"),
+         asst("a1", "m1", "r1", [tu("toolu_1", "mcp__door__q", {"i": 1})], usage={"output_tokens": 10})]
+    b_new = [asst("a2", "m1", "r1", [tu("toolu_2", "mcp__door__q", {"i": 2})], usage={"output_tokens": 30},
+                  sessionId=s2)]
+    c_new = [asst("a3", "m1", "r1", [tu("toolu_3", "mcp__door__q", {"i": 3})], sessionId=s3),
+             user("u2", "thanks", sessionId=s3)]
+    (tmp_path / "a.jsonl").write_bytes(_lines(*a))
+    (tmp_path / "b.jsonl").write_bytes(_lines(*(_as_copy(x, s2) for x in a), *b_new))
+    (tmp_path / "c.jsonl").write_bytes(_lines(*(_as_copy(x, s3) for x in a + b_new), *c_new))
+    frame = assert_same(tmp_path, monkeypatch)
+    mr = frame[frame["kind"] == "model_request"]
+    assert mr[["transcript_id", "output_tokens"]].values.tolist() == [["a", 30]]
+    assert frame.loc[frame["kind"] == "tool_call", "transcript_id"].tolist() == ["a", "a", "a"]
+    assert frame[frame["transcript_id"] == "a"]["seq"].tolist() == [0, 1, 2, 3, 4]
+    assert frame[frame["transcript_id"] == "c"][["kind", "seq"]].values.tolist() == [["user_prompt", 0]]
+    assert "b" not in set(frame["transcript_id"])  # all its lines were copies or this response's
+    # the same ids in a file that copies nothing of the first: not a resume, nothing merged
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.jsonl").write_bytes(_lines(*a))
+    (other / "b.jsonl").write_bytes(_lines(user("v1", "go", sessionId=s2), *b_new))
+    frame = assert_same(other, monkeypatch)
+    mr = frame[frame["kind"] == "model_request"]
+    assert mr[["transcript_id", "output_tokens"]].values.tolist() == [["a", 10], ["b", 30]]
+    assert all("notes" not in i for i in load_claude_code(other).inputs)

@@ -59,7 +59,10 @@ Decisions
   may be missing), consecutive or not.  The ``model_request`` row sits at the first line and keeps
   its ``uuid``/``ts``/``line_no``; ``usage`` comes from the LAST line of the group that has one
   (streamed copies repeat a growing count; they are never summed); text blocks are joined with
-  ``"\\n"``.  Each ``tool_use`` block is its own ``tool_call`` row at its own line.
+  ``"\\n"``.  Each ``tool_use`` block is its own ``tool_call`` row at its own line.  A response
+  whose first lines end a session's file and whose other lines follow their copies in the file
+  resuming it (the first file collected mid-write) is one model request too, in the first
+  file's transcript, with the resumed file's tool calls of it (:mod:`._resume_split`).
 * **Pairing**: results are paired to calls by ``tool_use_id`` across every file of the load, in
   any order; the first result for an id wins.  The call row gets ``result_ts``, ``is_error``,
   ``result_text``, ``images``; the result row gets the call's ``tool_raw``/``server``/``tool``.
@@ -95,6 +98,7 @@ from .._jsonl import expand_paths, line_scores, parse_json
 from .._text import to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from . import _parallel
+from ._resume_split import merge_split_responses
 from .registry import Source, register
 
 __all__ = ["load_claude_code", "split_mcp_name", "sniff", "LOADER", "CLIENT"]
@@ -268,6 +272,7 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         first = _shadowed_first(files, res)
         res = res if first is None else _load(first, max_open)
         _mark_resumes(res)
+        merge_split_responses(res)
         return res
     finally:
         if gc_was_enabled:
