@@ -603,6 +603,49 @@ def test_the_session_view_shows_a_sub_agents_steps_in_its_parents_conversation()
     assert h.count("<td>tool call (sub-agent x)</td>") == 2 and h.count("<td>tool call</td>") == 2
 
 
+def _reviewer_incident():
+    """P calls the deploy door (session s1, clocks agreeing); its sub-agent agent-x calls a second
+    door-fronted server, gate, whose door (session g1) runs 40.2 s ahead and logs no tool-use
+    ids: its first get_change failed before that door saw it, the retry and approve reached it."""
+    st = [("P", 0, "read", {"path": "a"}, None), ("P", 10, "read", {"path": "b"}, None),
+          ("agent-x", 20, "get_change", {"id": "C1"}, None), ("agent-x", 35, "get_change", {"id": "C1"}, None),
+          ("agent-x", 50, "approve", {"id": "C1"}, None)]
+    steps = _with_agents(steps_frame(st), {"agent-x": "x"}, {"P": "P", "agent-x": "P"})
+    sub = steps["transcript_id"] == "agent-x"
+    steps.loc[sub, "server"] = "gate"
+    steps.loc[sub, "tool_raw"] = "mcp__gate__" + steps.loc[sub, "tool"]
+    calls = calls_frame([("s1", 0.2, "read", {"path": "a"}, None), ("s1", 10.2, "read", {"path": "b"}, None),
+                         ("g1", 75.2, "get_change", {"id": "C1"}, None), ("g1", 90.2, "approve", {"id": "C1"}, None)])
+    return steps, calls
+
+
+def test_a_sub_agents_steps_on_a_door_whose_session_is_unmatched_stay_door_bound():
+    # door-bound servers had been read from agreeing steps only: with g1 left unmatched (its clock
+    # beyond max_offset_s 0), gate counted as a server the door never fronts and the sub-agent's
+    # three calls vanished from the residuals (transcript_tool_steps 2, unmatched_steps 0)
+    steps, calls = _reviewer_incident()
+    res = join_sessions(steps, calls, max_offset_s=0, window_s=10)
+    assert res.assignments() == {"s1": "P", "g1": None}
+    assert res.door_servers == ["door", "gate"]
+    s1 = res.sessions.set_index("door_session").loc["s1"]
+    assert (s1.agreed, s1.transcript_tool_steps, s1.unmatched_steps) == (2, 5, 3)
+    assert list(zip(res.unmatched_steps.transcript_id, res.unmatched_steps.tool)) == [
+        ("agent-x", "get_change"), ("agent-x", "get_change"), ("agent-x", "approve")]
+    assert res.n_unclaimed_calls == 2
+    # a server whose tools no door call has, and built-in tools, stay outside
+    extra = STEPS.build([dict(transcript_id="P", client="claude-code", seq=9, ts=T0 + timedelta(seconds=60),
+                              kind="tool_call", tool_raw=raw, server=server, tool=tool, call_id=None,
+                              arguments={"q": "x"}, args_key=canonical_args({"q": "x"}))
+                         for raw, server, tool in (("mcp__notes__jot", "notes", "jot"), ("Grep", None, "Grep"))])
+    more = pd.concat([steps, _with_agents(extra, {}, {"P": "P"})], ignore_index=True)
+    res = join_sessions(more, calls, max_offset_s=0, window_s=10)
+    assert res.door_servers == ["door", "gate"] and res.n_unmatched_steps == 3
+    # a gateway that logs no arguments: the same tool is enough
+    bare = calls.assign(args_key=calls["args_key"].where(calls["door_session"] != "g1"))
+    res = join_sessions(steps, bare, max_offset_s=0, window_s=10)
+    assert res.door_servers == ["door", "gate"] and res.n_unmatched_steps == 3
+
+
 def test_a_call_whose_logged_id_contradicts_the_step_is_not_an_agreement():
     """The door logged the client's tool-use id; the transcript says the same call (tool,
     arguments, time) had another id.  The id decides: the pair does not agree on content, and

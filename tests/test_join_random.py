@@ -272,8 +272,16 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     alls = best()
     top = max(x[:2] for x in alls)
     winners = [x[2] for x in alls if x[:2] == top]
+    # door-bound servers: the servers of steps that agree with some call (in any session, any
+    # tier), and of steps some door call has the tool and arguments of, at any time (the same
+    # tool where the call or the step logged no arguments); every server when there are none
+    door = {S[i]["server"] for i, _, _ in pairs}
+    door |= {s["server"] for s in S if not s["orphan"] and s["tool"] is not None and any(
+        c["s"] is not None and c["tool"] == s["tool"]
+        and (c["args"] is None or s["args"] is None or c["args"] == s["args"]) for c in C)}
+    door_servers = sorted(x for x in door if x is not None)
     return dict(S=S, C=C, pairs=pairs, scores=scores, offset=off, best_total=top[0], winners=winners,
-                edges=edges, best=best, sessions=sessions, vetoed=vetoed)
+                edges=edges, best=best, sessions=sessions, vetoed=vetoed, door_servers=door_servers)
 
 
 def continuations(ref, one: dict, min_agreed: int) -> dict:
@@ -322,12 +330,14 @@ def continuations(ref, one: dict, min_agreed: int) -> dict:
 # --- random incidents -----------------------------------------------------------------------
 
 
-def random_incident(rng, clocks: bool = False, orphans: bool = False):
+def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: bool = False):
     """Steps and calls of a small random incident; with ``clocks``, each transcript's machine
     has a clock of its own (differing by up to ±150 s), and some steps line up by coincidence
     with another session's call at the door's common skew; with ``orphans``, some tool calls'
     lines are missing and only their results remain (no tool, no arguments, written a little
-    after the call)."""
+    after the call); with ``servers``, some steps are on other servers than the door's: one
+    whose steps repeat door calls a day off (a door session no clock within reach joins), one
+    of tools no door call has, and built-in tools."""
     n_t, n_s, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
     grid = int(rng.choice([1, 500, 1000]))  # coarse clocks make equal timestamps common
     skew = int(rng.choice([0, 400, 1200, 90_000]))
@@ -362,13 +372,26 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False):
         tool, args = keys[int(rng.integers(0, n_keys))]
         steps.append((f"t{int(rng.integers(0, n_t))}", int(rng.integers(0, 150)) * 1000, tool, args,
                       f"toolu_x{int(rng.integers(0, 99))}", False))
+    steps = [x + ("door",) for x in steps]
+    if servers:
+        for _ in range(int(rng.integers(0, 3))):  # a door call repeated a day before (no door session
+            _s, ms_, tool, args, _m, noargs = calls[int(rng.integers(0, len(calls)))]  # in reach has it)
+            steps.append((f"t{int(rng.integers(0, n_t))}", ms_ - 86_400_000, tool, args, f"toolu_g{seq}",
+                          rng.random() < 0.2, "gate"))
+            seq += 1
+        for _ in range(int(rng.integers(0, 3))):  # a tool no door call has, and built-in tools
+            steps.append((f"t{int(rng.integers(0, n_t))}", int(rng.integers(0, 150)) * 1000, "note",
+                          {"text": "x"}, f"toolu_n{seq}", False, "local"))
+            steps.append((f"t{int(rng.integers(0, n_t))}", int(rng.integers(0, 150)) * 1000, "Read",
+                          {"path": "p0"}, f"toolu_b{seq}", False, None))
+            seq += 1
     st = STEPS.build([dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(milliseconds=ms),
-                           kind="tool_call", tool_raw=f"mcp__door__{tool}", server="door", tool=tool,
-                           call_id=cid, arguments=args, args_key=None if noargs else canonical_args(args))
+                           kind="tool_call", tool_raw=f"mcp__{server}__{tool}" if server else tool, server=server,
+                           tool=tool, call_id=cid, arguments=args, args_key=None if noargs else canonical_args(args))
                       if noargs != "result" else
                       dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(milliseconds=ms),
                            kind="tool_result", call_id=cid, text="a result")
-                      for i, (t, ms, tool, args, cid, noargs) in enumerate(steps)])
+                      for i, (t, ms, tool, args, cid, noargs, server) in enumerate(steps)])
     ca = CALLS.build([dict(door_session=s, agent="analyst", seq=i + 1, ts=T0 + timedelta(milliseconds=ms), tool=tool,
                            arguments=args, args_key=None if noargs else canonical_args(args), decision="allow",
                            meta_call_id=meta)
@@ -376,13 +399,15 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False):
     return st, ca
 
 
-@pytest.mark.parametrize("seed,clocks,orphans", [(s, False, False) for s in range(12)]
-                         + [(s, True, False) for s in range(100, 124)]
-                         + [(s, False, True) for s in range(200, 212)] + [(s, True, True) for s in range(300, 306)])
-def test_join_agrees_with_brute_force(seed, clocks, orphans):
+@pytest.mark.parametrize("seed,clocks,orphans,servers", [(s, False, False, False) for s in range(12)]
+                         + [(s, True, False, False) for s in range(100, 124)]
+                         + [(s, False, True, False) for s in range(200, 212)]
+                         + [(s, True, True, False) for s in range(300, 306)]
+                         + [(s, True, False, True) for s in range(400, 412)])
+def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
     rng = np.random.default_rng(seed)
     for _ in range(12):
-        steps, calls = random_incident(rng, clocks, orphans)
+        steps, calls = random_incident(rng, clocks, orphans, servers)
         window_s = float(rng.choice([0.5, 2.0, 60.0]))
         min_agreed = int(rng.choice([1, 1, 2]))
         max_offset_s = float(rng.choice([0.0, 300.0]))
@@ -447,8 +472,16 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans):
             for s, t in asg.items()}
         # the transcript's own residual: door-bound tool calls no call claims (results are none)
         claimed_s = {i for i, j, _ in ref["pairs"] if asg.get(C[j]["s"]) == S[i]["t"]}
+        assert res.door_servers == ref["door_servers"]
+
+        def door_bound(s):
+            return (s["server"] in ref["door_servers"] if ref["door_servers"] else s["server"] is not None) \
+                and not s["orphan"]
         assert len(res.unmatched_steps) == sum(1 for i, s in enumerate(S) if s["t"] in asg.values()
-                                               and not s["orphan"] and i not in claimed_s)
+                                               and door_bound(s) and i not in claimed_s)
+        assert {r.door_session: int(r.transcript_tool_steps) for r in res.sessions.itertuples()
+                if r.door_session in asg} == {s_: sum(1 for x in S if x["t"] == t and door_bound(x))
+                                              for s_, t in asg.items()}
         # the clock offset is read from the tool calls' pairs (a result's time is when its call ended)
         timed = res.pairs[res.pairs.step_kind == "tool_call"]
         if timed.empty:

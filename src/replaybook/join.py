@@ -125,8 +125,12 @@ class JoinResult:
             (ms), or ``None`` when nothing agreed.
         window_s: the window used, seconds.
         min_agreed: the minimum agreement used.
-        door_servers: MCP server names (as the clients call the door) seen on agreeing steps;
-            steps of other servers and built-in tools never pass the door and are not residuals.
+        door_servers: MCP server names (as the clients call the door) the door's calls show are
+            behind it: the servers of steps that agree with a call, and of steps with the tool and
+            arguments of some door call at any time (its session left unmatched, its clock beyond
+            ``max_offset_s``; the same tool where one side logged no arguments); every server
+            when there are none.  Steps of other servers and built-in tools never pass the door
+            and are not residuals.
 
     Residual frames: the join knows the residual *rows* (``n_unclaimed_calls``,
     ``n_unmatched_steps``, and per session in ``sessions``); the frames themselves are copies of
@@ -1622,6 +1626,13 @@ def join_sessions(
     agreeing[m_si] = True
     seen = np.zeros(len(srv_u) + 1, bool)
     seen[srv_c[agreeing]] = True
+    # and a server a step has a door call's tool and arguments on, whenever that call was: its
+    # session left unmatched (a clock beyond max_offset_s), its steps are still door-bound ones the
+    # join left unpaired, not steps the door never saw
+    rest = np.flatnonzero(~seen[srv_c] & (srv_c >= 0) & (k_s >= 0))
+    if len(rest):
+        seen[srv_c[rest[_has_door_call(rest, k_s, tool_s, s_noargs, k_c, tool_c, c_noargs,
+                                       s_codes >= 0, len(tool_u))]]] = True
     door_servers = sorted({str(u) for u in srv_u[seen[:-1]]})
     pairs = PAIRS.build({
         "door_session": _str_take(s_names, p_s),
@@ -1766,6 +1777,33 @@ def join_sessions(
         door_servers=door_servers,
         sub_agents=parents,
     )
+
+
+def _has_door_call(rows: np.ndarray, k_s: np.ndarray, tool_s: np.ndarray, s_noargs: np.ndarray, k_c: np.ndarray,
+                   tool_c: np.ndarray, c_noargs: np.ndarray, c_ok: np.ndarray, n_tools: int) -> np.ndarray:
+    """For the steps ``rows``: whether some door call (of a session: ``c_ok``), at any time,
+    could agree with it but for the clocks — the same tool and arguments (``k_s``/``k_c``), or
+    the same tool where the call or the step logged no arguments.  One look-up of each call's
+    key among the steps' distinct keys (few: the steps of servers no step agreed on), so
+    O(calls × log keys)."""
+    has_call = np.zeros(len(rows), bool)
+    c_tool = c_ok & (tool_c >= 0)
+    with_args = ~s_noargs[rows]
+    if with_args.any():
+        u = np.unique(k_s[rows[with_args]])
+        ck = k_c[c_tool & ~c_noargs]
+        at = np.minimum(np.searchsorted(u, ck), len(u) - 1)
+        hit = np.zeros(len(u), bool)
+        hit[at[u[at] == ck]] = True
+        has_call[with_args] = hit[np.searchsorted(u, k_s[rows[with_args]])]
+    # tools a call without arguments was logged under; tools any call was
+    tool_bare = np.zeros(n_tools + 1, bool)
+    tool_bare[tool_c[c_tool & c_noargs]] = True
+    tool_any = np.zeros(n_tools + 1, bool)
+    tool_any[tool_c[c_tool]] = True
+    t = tool_s[rows]
+    has_call |= np.where(with_args, tool_bare[t], tool_any[t])
+    return has_call
 
 
 #: a door session continues a transcript assigned to another session (:func:`_continuations`)
