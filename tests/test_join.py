@@ -646,6 +646,39 @@ def test_a_sub_agents_steps_on_a_door_whose_session_is_unmatched_stay_door_bound
     assert res.door_servers == ["door", "gate"] and res.n_unmatched_steps == 3
 
 
+def test_a_sub_agents_clock_offset_moves_its_own_steps():
+    # the sub-agent's id, as far_clocks names it, had been ignored (only a parent's id was looked
+    # up); given for the parent instead, it moved the parent's steps off their own door's clock
+    steps, calls = _reviewer_incident()
+    res = join_sessions(steps, calls, max_offset_s=0, window_s=10, clock_offsets={"agent-x": 40.2})
+    s = res.sessions.set_index("door_session")
+    # (one conversation in two sessions: of equal agreement, g1's nearer clock keeps the one-to-one link)
+    assert res.assignments() == {"s1": "P", "g1": "P"} and s.loc["s1", "continues"] == "g1"
+    assert s["agreed"].tolist() == [2, 2] and s["offset_ms"].tolist() == [200.0, 40200.0]
+    # the retry pairs with its call; the attempt that failed before the door saw it is left over
+    assert (s.loc["s1", "transcript_tool_steps"], s.loc["s1", "unmatched_steps"]) == (5, 1)
+    assert list(res.unmatched_steps.seq) == [2]
+    assert res.warnings == []
+    # a parent's entry moves its sub-agents' steps too, unless they have their own
+    res = join_sessions(steps, calls, max_offset_s=0, window_s=10, clock_offsets={"P": 40.2})
+    assert res.assignments() == {"s1": None, "g1": "P"}
+    res = join_sessions(steps, calls, max_offset_s=0, window_s=10, clock_offsets={"P": 0.2, "agent-x": 40.2})
+    assert res.assignments() == {"s1": "P", "g1": "P"}
+    assert res.sessions["offset_ms"].tolist() == [200.0, 40200.0]
+
+
+def test_a_clock_offset_for_a_transcript_no_input_holds_is_named():
+    steps, calls = _reviewer_incident()
+    res = join_sessions(steps, calls, max_offset_s=0, window_s=10, clock_offsets={"agent-y": 40.2, "agent-x": 40.2})
+    assert res.assignments() == {"s1": "P", "g1": "P"}
+    assert res.warnings == ["clock_offsets names a transcript no input holds: agent-y; its offset was not applied "
+                            "(`replaybook load steps` lists each step's transcript_id)"]
+    assert res.to_dict()["warnings"] == res.warnings
+    assert join_sessions(steps, calls, clock_offsets={"a": 1, "b": 2}).warnings == [
+        "clock_offsets names 2 transcripts no input holds: a, b; their offsets were not applied "
+        "(`replaybook load steps` lists each step's transcript_id)"]
+
+
 def test_a_call_whose_logged_id_contradicts_the_step_is_not_an_agreement():
     """The door logged the client's tool-use id; the transcript says the same call (tool,
     arguments, time) had another id.  The id decides: the pair does not agree on content, and

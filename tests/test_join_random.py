@@ -69,8 +69,11 @@ def _rank_pairs(cands, S, C, key, off):
     return out
 
 
-def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
+def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, clock_offsets=None):
     W = int(round(window_s * 1000))
+    # the clocks the investigator gave (door − transcript, ms), by transcript: its steps are found
+    # on that clock only, and neither vote on the common offset nor look for one of their own
+    declared = {str(t): int(round(float(sec) * 1000)) for t, sec in (clock_offsets or {}).items()}
     # a tool result whose call's own line is missing (its tool-use id on no tool_call row of any
     # transcript) stands in for its call, in the id tier only: it has no tool, arguments or time
     # of call to compare
@@ -110,6 +113,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     if M > 0:
         M += W  # (a call's latency on top of the clocks' difference)
         for i in s_pool:
+            if S[i]["t"] in declared:
+                continue
             ds = sorted(C[j]["ms"] - S[i]["ms"] for j in c_args if key(C[j]) == key(S[i])
                         and abs(C[j]["ms"] - S[i]["ms"]) <= M)
             assert len(ds) <= 64  # (small incidents: the cap is not reached)
@@ -129,10 +134,11 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
     def ids_allow(i, j):  # a call that logged another tool-use id than the step's never agrees with it
         return S[i]["cid"] is None or C[j]["meta"] is None or S[i]["cid"] == C[j]["meta"]
 
-    vetoed = {(i, j) for i in s_pool if S[i]["args"] is not None for j in c_args
+    common = [i for i in s_pool if S[i]["args"] is not None and S[i]["t"] not in declared]
+    vetoed = {(i, j) for i in common for j in c_args
               if key(S[i]) == key(C[j]) and within(i, j) and not ids_allow(i, j)}
     content = [p for p in _rank_pairs(
-        [(i, j) for i in s_pool if S[i]["args"] is not None for j in c_args
+        [(i, j) for i in common for j in c_args
          if key(S[i]) == key(C[j]) and within(i, j) and ids_allow(i, j)], S, C, lambda i: key(S[i]),
         lambda i: off) if within(*p)]
     # a transcript none of whose steps agreed by id, and fewer than half of whose steps with
@@ -172,9 +178,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
             if counts(i, j):
                 at_common[S[i]["t"]] = at_common.get(S[i]["t"], 0) + 1
         with_args = {}
-        for i in s_pool:
-            if S[i]["args"] is not None:
-                with_args[S[i]["t"]] = with_args.get(S[i]["t"], 0) + 1
+        for i in common:
+            with_args[S[i]["t"]] = with_args.get(S[i]["t"], 0) + 1
         cands = {t for t, n in with_args.items() if t not in by_id and at_common.get(t, 0) < 0.5 * n}
         # a call another (non-candidate) transcript agrees with at the common offset is no evidence
         # (only in the session that transcript is most likely joined to: its calls in a second one,
@@ -201,25 +206,28 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0):
                     and abs(own - off) > W):
                 own_off[t] = int(round(own))
 
+    # each transcript's own clock: the one the investigator gave, else one it took
+    clock = {**own_off, **declared}
+
     def step_off(i):
-        return own_off.get(S[i]["t"], off) if (i, "own") in own_pairs_steps else off
+        return clock.get(S[i]["t"], off) if (i, "own") in own_pairs_steps else off
 
     own_pairs_steps = set()
-    if own_off:
+    if clock:
         def within_own(i, j):
-            return abs(C[j]["ms"] - own_off[S[i]["t"]] - S[i]["ms"]) <= W
+            return abs(C[j]["ms"] - clock[S[i]["t"]] - S[i]["ms"]) <= W
 
-        mine = [i for i in s_pool if S[i]["args"] is not None and S[i]["t"] in own_off]
+        mine = [i for i in s_pool if S[i]["args"] is not None and S[i]["t"] in clock]
         vetoed |= {(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j]) and within_own(i, j)
                    and not ids_allow(i, j)}
         own_content = [p for p in _rank_pairs(
             [(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j]) and within_own(i, j) and ids_allow(i, j)],
-            S, C, lambda i: key(S[i]), lambda i: own_off[S[i]["t"]]) if within_own(*p)]
+            S, C, lambda i: key(S[i]), lambda i: clock[S[i]["t"]]) if within_own(*p)]
         own_pairs_steps = {(i, "own") for i, _ in own_content}
         content = [p for p in content if S[p[0]]["t"] not in own_off] + own_content
-    # the tool-and-time tier reads each step on its transcript's clock: its own, where it took one
+    # the tool-and-time tier reads each step on its transcript's clock: its own, where it has one
     def t_off(i):
-        return own_off.get(S[i]["t"], off)
+        return clock.get(S[i]["t"], off)
 
     def within_t(i, j):
         return abs(C[j]["ms"] - t_off(i) - S[i]["ms"]) <= W
@@ -411,8 +419,13 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
         window_s = float(rng.choice([0.5, 2.0, 60.0]))
         min_agreed = int(rng.choice([1, 1, 2]))
         max_offset_s = float(rng.choice([0.0, 300.0]))
-        res = J.join_sessions(steps, calls, window_s=window_s, min_agreed=min_agreed, max_offset_s=max_offset_s)
-        ref = brute_join(steps, calls, window_s, min_agreed, max_offset_s)
+        # with servers: a clock some transcript's machine may have, given for one or two of them
+        # (and an id no transcript has, which changes nothing)
+        clock_offsets = ({f"t{int(rng.integers(0, 4))}": float(rng.choice([0, 70.0, -90.0, 150.4]))
+                          for _ in range(int(rng.integers(0, 3)))} | {"t-none": 5.0}) if servers else None
+        res = J.join_sessions(steps, calls, window_s=window_s, min_agreed=min_agreed, max_offset_s=max_offset_s,
+                              clock_offsets=clock_offsets)
+        ref = brute_join(steps, calls, window_s, min_agreed, max_offset_s, clock_offsets)
         S, C = ref["S"], ref["C"]
         # scores: every (session, transcript) pair with any agreement
         got = {(r.transcript_id, r.door_session): (int(r.agreed), int(r.exact), float(r.median_abs_delta_ms))
@@ -482,6 +495,11 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
         assert {r.door_session: int(r.transcript_tool_steps) for r in res.sessions.itertuples()
                 if r.door_session in asg} == {s_: sum(1 for x in S if x["t"] == t and door_bound(x))
                                               for s_, t in asg.items()}
+        if servers:  # (t-none always, and a tN this incident has no step of)
+            unknown = [t for t in clock_offsets if t not in set(steps["transcript_id"])]
+            assert "t-none" in unknown and res.warnings == [J.clock_offsets_warning(unknown)]
+        else:
+            assert res.warnings == []
         # the clock offset is read from the tool calls' pairs (a result's time is when its call ended)
         timed = res.pairs[res.pairs.step_kind == "tool_call"]
         if timed.empty:

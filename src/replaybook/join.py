@@ -77,7 +77,8 @@ except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
-__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "orphan_results", "untimed_note", "far_pairs", "far_clocks", "offset_changes",
+__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "orphan_results", "untimed_note", "far_pairs", "far_clocks",
+           "offset_changes", "unknown_clock_offsets", "clock_offsets_warning",
            "offset_change_text", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED", "DEFAULT_MAX_OFFSET_S", "MAX_SECONDS",
            "FAR_PAIR_MS", "FAR_CLOCK_HORIZON_S"]
 
@@ -131,6 +132,8 @@ class JoinResult:
             ``max_offset_s``; the same tool where one side logged no arguments); every server
             when there are none.  Steps of other servers and built-in tools never pass the door
             and are not residuals.
+        warnings: sentences on what the join was given and could not use: ``clock_offsets``
+            entries no transcript has (:func:`clock_offsets_warning`).
 
     Residual frames: the join knows the residual *rows* (``n_unclaimed_calls``,
     ``n_unmatched_steps``, and per session in ``sessions``); the frames themselves are copies of
@@ -149,6 +152,7 @@ class JoinResult:
     min_agreed: int
     door_servers: list[str] = field(default_factory=list)
     sub_agents: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
     _residuals: "_Residuals | None" = field(default=None, repr=False, compare=False)
 
     def transcripts_of(self, transcript_id: str) -> list[str]:
@@ -212,6 +216,7 @@ class JoinResult:
             "unmatched_steps": self.n_unmatched_steps,
             "door_servers": list(self.door_servers),
             "sub_agents": dict(self.sub_agents),
+            "warnings": list(self.warnings),
         }
 
 
@@ -1146,6 +1151,47 @@ def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
     return out
 
 
+def _declared_clocks(clock_offsets: Mapping[str, float] | None, own: np.ndarray,
+                     conv: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The investigator's ``clock_offsets`` (transcript id → door clock − transcript clock,
+    seconds) per step: ``(declared, ms)``, a bool and an int64 ms per step, for steps of
+    transcript ``own`` in conversation ``conv`` (its parent's id for a sub-agent's step:
+    :func:`sub_agent_parents`).  A step takes its own transcript's entry, else its
+    conversation's: a parent's entry moves its sub-agents' steps too, and a sub-agent's moves only
+    its own — a sub-agent whose calls reach another door (another MCP server's, on another
+    machine's clock) than its parent's needs an offset its parent's steps do not.  ``None``
+    without entries."""
+    if not clock_offsets:
+        return None
+    ms = {str(t): int(round(float(sec) * 1000)) for t, sec in clock_offsets.items()}
+    v = pd.Series(own, dtype=object).map(ms)
+    if not ms.keys().isdisjoint(set(pd.unique(conv).tolist())):
+        v = v.fillna(pd.Series(conv, dtype=object).map(ms))
+    declared = v.notna().to_numpy(bool)
+    return declared, np.where(declared, v.fillna(0).to_numpy("float64"), 0).astype(np.int64)
+
+
+def unknown_clock_offsets(steps: pd.DataFrame, clock_offsets: Mapping[str, float] | None) -> list[str]:
+    """The transcript ids of ``clock_offsets`` that no row of ``steps`` has (a typo, a file not
+    among the inputs), in the mapping's order: the join cannot apply them, and says so
+    (``JoinResult.warnings``).  Empty without ``clock_offsets``."""
+    if not clock_offsets:
+        return []
+    have = set(pd.unique(_objects(steps["transcript_id"])).tolist()) if len(steps) else set()
+    return [str(t) for t in clock_offsets if str(t) not in have]
+
+
+def clock_offsets_warning(unknown: list[str]) -> str:
+    """A sentence naming the ``clock_offsets`` entries (``--clock-offset``) no transcript has
+    (:func:`unknown_clock_offsets`): ``clock_offsets names a transcript no input holds: t9; its
+    offset was not applied (…)``."""
+    names = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10:,} more" if len(unknown) > 10 else "")
+    one = len(unknown) == 1
+    return (f"clock_offsets names {'a transcript' if one else f'{len(unknown):,} transcripts'} no input holds: "
+            f"{names}; {'its offset was' if one else 'their offsets were'} not applied (`replaybook load steps` "
+            "lists each step's transcript_id)")
+
+
 def untimed_note(steps: pd.DataFrame, calls: pd.DataFrame) -> str | None:
     """A sentence on the transcript tool calls and door calls that carry no usable time (``ts``
     NaT: a timestamp missing or not a date-time in the source) — they can agree with nothing by
@@ -1204,8 +1250,10 @@ def join_sessions(
             − transcript clock, seconds; a machine set to another time zone as UTC: ``7200``),
             whatever ``max_offset_s``: that transcript (with its sub-agents) takes it as its own,
             takes no part in reading the common offset, and its pairs are found there (as
-            :func:`far_clocks` suggests, without widening the search for every transcript).
-            Ids no step has are ignored.
+            :func:`far_clocks` suggests, without widening the search for every transcript).  A
+            sub-agent's id gives its own steps that offset, and its parent's gives it the
+            parent's when it has none of its own (:func:`_declared_clocks`); ids no step has are
+            not applied and are named in ``JoinResult.warnings``.
 
     Returns:
         :class:`JoinResult`.
@@ -1416,27 +1464,23 @@ def join_sessions(
             exact_offset = float(np.median(d))
     max_offset_ms = int(max_offset_s * 1000)
     s_args_idx = s_idx[~s_noargs[s_idx]]
+    # the clocks the investigator gave (clock_offsets), per step: those steps are found on their
+    # own clock only, and do not vote on the common offset or look for a clock of their own
+    dec = _declared_clocks(clock_offsets, scol("transcript_id"), conv)
+    declared, declared_ms = dec if dec is not None else (None, None)
+    s_common_idx = s_args_idx if declared is None else s_args_idx[~declared[s_args_idx]]
     # calls and steps with arguments by (key, time, row)
     C, S = _together(lambda: _KeyTime(c_idx, k_c, c_ms, n_keys),
-                     lambda: _KeyTime(s_args_idx, k_s, s_ms, n_keys))
+                     lambda: _KeyTime(s_common_idx, k_s, s_ms, n_keys))
     # the content match's offset is measured on what it matches: the steps and calls the ids left
     # (ids pair whatever the clocks say, and another client's transcripts may run on another
     # clock); the ids' offset only where those give none
     offset = None
     t_own = None  # each transcript's offset, where one took a clock of its own
-    # transcripts whose clock offset the investigator gave: by transcript code, ms
-    declared = np.zeros(n_t + 1, bool)
-    declared_ms = np.zeros(n_t + 1, np.int64)
-    if clock_offsets:
-        index = {str(t): i for i, t in enumerate(t_names)}
-        for tid, sec in clock_offsets.items():
-            if str(tid) in index:
-                declared[index[str(tid)]] = True
-                declared_ms[index[str(tid)]] = int(round(float(sec) * 1000))
     if max_offset_ms > 0 and len(s_idx) and len(c_idx):
         pick = np.arange(len(s_idx))
-        if declared.any():  # (their clocks are known: they do not vote on the others')
-            pick = pick[~declared[t_codes[s_idx]]]
+        if declared is not None:  # (their clocks are known: they do not vote on the others')
+            pick = pick[~declared[s_idx]]
         if len(pick) > 20000:
             pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
         q = s_idx[pick]
@@ -1457,16 +1501,16 @@ def join_sessions(
     # steps agreed at the common offset, and none by id; each may take its own (its pairs then
     # measure time from that offset, and replace its pairs at the common one)
     own = None
-    if max_offset_ms > 0 and len(s_args_idx):
+    if max_offset_ms > 0 and len(s_common_idx):
         # a pair in a session another transcript explains better at the common offset (the other
         # agent's own session, its calls repeated by this one) is no sign of this one's clock
         mine_pair, own_session = _explains(t_codes[msi], s_codes[mci], np.abs(c_ms[mci] - s_ms[msi] - off), n_sx)
         agreed_t = np.bincount(t_codes[msi][mine_pair], minlength=n_t + 1)
-        with_args_t = np.bincount(t_codes[s_args_idx], minlength=n_t + 1)
+        # (a transcript whose every step has its clock from the investigator has none here)
+        with_args_t = np.bincount(t_codes[s_common_idx], minlength=n_t + 1)
         maybe = agreed_t < OWN_CLOCK_SHARE * with_args_t
         maybe[t_codes[ex_si]] = False  # the ids tell its clock
-        maybe[declared] = False  # (the investigator told it)
-        q = s_args_idx[maybe[t_codes[s_args_idx]]]
+        q = s_common_idx[maybe[t_codes[s_common_idx]]]
         claimed = None
         if len(q):
             strong = ~maybe[t_codes[msi]] & own_session
@@ -1475,14 +1519,6 @@ def join_sessions(
                 claimed[mci[strong]] = True
         own = _own_clocks(C, q, k_s, s_ms, t_codes, n_t, off, max_offset_ms + window_ms, window_ms,
                           max(min_agreed, 2), agreed_t, claimed)
-    if declared.any():  # the offsets the investigator gave, beside those read
-        mine = s_args_idx[declared[t_codes[s_args_idx]]]
-        if len(mine):
-            rows = mine if own is None else np.concatenate([own[0], mine])
-            offs = declared_ms[t_codes[mine]] if own is None else np.concatenate(
-                [own[1], declared_ms[t_codes[mine]]])
-            order = np.argsort(rows, kind="stable")
-            own = (rows[order], offs[order])
     if own is not None:
         rows, offs = own
         moved = np.zeros(n_t + 1, bool)
@@ -1493,6 +1529,15 @@ def join_sessions(
             keep = ~moved[t_codes[msi]]
             msi, mci = msi[keep], mci[keep]
             parts[0] = (msi, mci, HOW_CONTENT, off)
+    if declared is not None:  # the offsets the investigator gave, beside those read
+        mine = s_args_idx[declared[s_args_idx]]
+        if len(mine):
+            rows = mine if own is None else np.concatenate([own[0], mine])
+            offs = declared_ms[mine] if own is None else np.concatenate([own[1], declared_ms[mine]])
+            order = np.argsort(rows, kind="stable")
+            own = (rows[order], offs[order])
+    if own is not None:
+        rows, offs = own
         shifted = s_ms.copy()
         shifted[rows] += offs  # on the door's clock: the pairs are then found at offset 0
         S_own = _KeyTime(rows, k_s, shifted, n_keys)
@@ -1500,10 +1545,6 @@ def join_sessions(
         del S_own
         parts.append((osi, oci, HOW_CONTENT, (shifted[osi] - s_ms[osi])))
         del shifted
-    if declared.any():  # (also for a declared transcript none of whose steps has arguments)
-        if t_own is None:
-            t_own = np.full(n_t + 1, off, np.int64)
-        t_own[declared] = declared_ms[declared]
     cs_key, cts_key, c_rank, counts, start_ns, end_ns, refused, agent, srv_c, srv_u = figures_later.result()
     del figures_later
     del C, S
@@ -1524,6 +1565,8 @@ def join_sessions(
         n_tkeys = max(len(ktu_), 1)
         # step times on the door's clock: the common offset, or a transcript's own
         s_door = s_ms + (off if t_own is None else t_own[t_codes])
+        if declared is not None:  # (also a declared step without arguments)
+            s_door[declared] = s_ms[declared] + declared_ms[declared]
         S2 = _KeyTime(free_s, kt_s, s_door, n_tkeys)
         C2 = _KeyTime(np.sort(np.concatenate([c_tool_idx, free_c])), kt_c, c_ms, n_tkeys)
         spos = np.full(n_st, -1, np.int64)
@@ -1547,7 +1590,8 @@ def join_sessions(
             m2s, m2c = S2.item[sp], C2.item[cp]
             keep = np.abs(c_ms[m2c] - s_door[m2s]) <= window_ms
             m2s, m2c = m2s[keep], m2c[keep]
-            parts.append((m2s, m2c, HOW_TOOL_TIME, off if t_own is None else s_door[m2s] - s_ms[m2s]))
+            parts.append((m2s, m2c, HOW_TOOL_TIME, off if t_own is None and declared is None
+                          else s_door[m2s] - s_ms[m2s]))
     if len(ex_si):
         parts.append((ex_si, ex_ci, HOW_META, off))
     m_si = np.concatenate([p[0] for p in parts]).astype(np.int64)
@@ -1776,6 +1820,7 @@ def join_sessions(
         min_agreed=int(min_agreed),
         door_servers=door_servers,
         sub_agents=parents,
+        warnings=[clock_offsets_warning(unknown)] if (unknown := unknown_clock_offsets(steps, clock_offsets)) else [],
     )
 
 
