@@ -630,3 +630,46 @@ def test_join_names_sub_agents_with_their_parent_and_counts_their_door_calls_as_
                  "--calls", str(manifest.parent / "door"), "--min-agreed", "5"]) == 0
     out = capsys.readouterr().out
     assert f"unmatched transcripts: {C.SID}\n" in out and "built-in tools only" not in out
+
+
+def test_join_advises_a_sub_agents_clock_that_joins_its_door_session(tmp_path, capsys):
+    """A sub-agent calling a second door-fronted server, whose door runs 40.2 s ahead: `join`
+    advised --clock-offset with the sub-agent's id, which then changed nothing (the join looked
+    only for its parent's id) and the advice came again; and with the session unmatched, the
+    sub-agent's calls vanished from the residuals."""
+    import _gate_incident as G
+
+    manifest = G.write_gate_incident(tmp_path / "inc")
+    assert main(["join", str(manifest)]) == 0
+    out = capsys.readouterr().out
+    advice = (f"door session gate-g1: unmatched, but 2 of its 2 calls with arguments line up with transcript "
+              f"{G.SUB_TRANSCRIPT} at a clock offset of +40.2 s, beyond --max-offset 0: give that transcript's "
+              f"clock, --clock-offset {G.SUB_TRANSCRIPT}=40.2 (or clock_offsets in the manifest; a sub-agent of "
+              f"{G.SID}: its parent's steps keep their clock)\n")
+    assert advice in out
+    assert main(["join", str(manifest), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["door_servers"] == ["deploy", "gate"] and d["unmatched_steps"] == 3
+    assert [(s["door_session"], s["status"], s["transcript_tool_steps"], s["unmatched_steps"]) for s in d["sessions"]] \
+        == [("door-d1", "matched", 5, 3), ("gate-g1", "unmatched", None, None)]
+    # the advice, followed: both sessions joined, the attempt that failed before the door is left
+    assert main(["join", str(manifest), "--format", "json", f"--clock-offset={G.SUB_TRANSCRIPT}=40.2",
+                 "--clock-offset=agent-typo=1"]) == 0
+    cap = capsys.readouterr()
+    d = json.loads(cap.out)
+    assert [(s["door_session"], s["transcript_id"], s["offset_ms"], s["continues"]) for s in d["sessions"]] == [
+        ("door-d1", G.SID, 150.0, None), ("gate-g1", G.SID, 40200.0, "door-d1")]
+    assert d["unmatched_steps"] == 1 and d["far_clocks"] == []
+    warning = ("replaybook: warning: clock_offsets names a transcript no input holds: agent-typo; its offset was not "
+               "applied (`replaybook load steps` lists each step's transcript_id)\n")
+    assert warning in cap.err and d["warnings"] == [warning[len("replaybook: warning: "):-1]]
+    # the manifest's clock_offsets, the same way
+    manifest = G.write_gate_incident(tmp_path / "inc2", f"clock_offsets:\n  {G.SUB_TRANSCRIPT}: 40.2\n"
+                                                        "  agent-typo: 1\n")
+    assert main(["join", str(manifest)]) == 0
+    cap = capsys.readouterr()
+    assert warning in cap.err and "line up with" not in cap.out
+    assert main(["join", str(manifest), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [(s["door_session"], s["status"], s["offset_ms"]) for s in d["sessions"]] == [
+        ("door-d1", "matched", 150.0), ("gate-g1", "matched", 40200.0)]

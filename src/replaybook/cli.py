@@ -414,7 +414,8 @@ def sources_cmd() -> None:
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True)
 @click.option("--clock-offset", "clock_offset", multiple=True, metavar="TRANSCRIPT=SECONDS",
               help="A transcript whose clock you know is off: door clock − transcript clock, seconds "
-                   "(repeatable; added to the manifest's clock_offsets). Joined at it whatever --max-offset.")
+                   "(repeatable; added to the manifest's clock_offsets). Joined at it whatever --max-offset. "
+                   "A sub-agent's id moves its steps alone; an id no transcript has is named on stderr.")
 def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, window, min_agreed, max_offset,
              fmt, clock_offset) -> None:
     """Assign transcripts to door sessions one-to-one and say how sure each assignment is.
@@ -452,6 +453,8 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     max_offset = DEFAULT_MAX_OFFSET_S if max_offset is None else max_offset
     res = join_sessions(steps, calls_f, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset,
                         clock_offsets=offsets or None)
+    for warning in res.warnings:  # e.g. a --clock-offset for a transcript no input holds: not applied
+        click.echo(f"replaybook: warning: {warning}", err=True)
     from .join import far_clocks, offset_change_text, offset_changes
 
     far = far_clocks(steps, calls_f, res.sessions, max_offset_s=max_offset, window_s=window)
@@ -499,11 +502,14 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         if len(lost) > 20:
             click.echo(f"… and {len(lost) - 20:,} more such door sessions (the unknown_ids column)")
         for r in far.head(20).itertuples(index=False):
+            parent = res.sub_agents.get(r.transcript_id)
+            # (a sub-agent's entry moves its own steps only: its parent's stay on their clock)
+            whose = (f"; a sub-agent of {parent}: its parent's steps keep their clock" if parent else "")
             click.echo(f"door session {r.door_session}: unmatched, but {r.steps} of its {r.calls_with_args} calls "
                        f"with arguments line up with transcript {r.transcript_id} at a clock offset of "
                        f"{r.offset_ms / 1000:+,.1f} s, beyond --max-offset {max_offset:g}: give that transcript's "
                        f"clock, --clock-offset {r.transcript_id}={r.offset_ms / 1000:.1f} (or clock_offsets in the "
-                       "manifest)")
+                       f"manifest{whose})")
         for r in changed.head(20).to_dict("records"):
             click.echo(f"door session {r['door_session']}: {offset_change_text(r, cli=True)}")
         if len(changed) > 20:
@@ -893,6 +899,8 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
         click.echo(f"replaybook: replaced the earlier report {paths.html.name} in {paths.html.parent}", err=True)
     if paths.findings:
         click.echo(f"replaybook: {_findings_line(paths.findings)}", err=True)
+        for warning in paths.findings.get("join_warnings") or ():  # e.g. a clock_offsets entry not applied
+            click.echo(f"replaybook: warning: {warning}", err=True)
     if paths.checksums:
         click.echo(f"replaybook: {_checksums_line(incident, paths.checksums)}", err=True)
     click.echo(str(paths.html))

@@ -225,7 +225,8 @@ def test_demo_report_renders(rendered_demo):
                                "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,
                                "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]], "far_clocks": [],
                                "offset_changes": [], "cloud_log_losses": [], "cloud_log_loss_words": [],
-                               "unmapped_calls": [], "other_client_links": [], "no_principals": False}
+                               "unmapped_calls": [], "other_client_links": [], "no_principals": False,
+                               "join_warnings": []}
     assert "vnd.replaybook" not in html
     nb = json.loads(read(out["ipynb"]))
     assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"
@@ -453,3 +454,24 @@ def test_a_conversation_across_a_door_restart_with_a_sub_agent_is_counted_once(t
     if SHA256SUM is not None:
         ok = _sha256sum_check(str(tmp_path / "out" / "inc.sha256"), manifest.parent)
         assert ok.returncode == 0 and f"{meta}: OK".encode() in ok.stdout, ok.stdout + ok.stderr
+
+
+def test_a_sub_agents_calls_behind_an_unmatched_door_and_a_clock_offset_not_applied_are_reported(tmp_path, capsys):
+    """A sub-agent's calls through a second door whose session is unmatched had vanished from the
+    residuals, and a clock_offsets entry naming no transcript was ignored without a word."""
+    from _gate_incident import write_gate_incident
+
+    from replaybook.cli import main
+
+    manifest = write_gate_incident(tmp_path / "inc", "clock_offsets:\n  agent-typo: 40.2\n")
+    assert main(["report", str(manifest), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    said = ("clock_offsets names a transcript no input holds: agent-typo; its offset was not applied "
+            "(`replaybook load steps` lists each step's transcript_id)")
+    assert f"replaybook: warning: {said}\n" in err
+    assert "left unpaired by the join: 2 door calls no step claims and 3 door-bound tool calls with no door call" in err
+    page = read(tmp_path / "out" / "inc.html")
+    text = html_lib.unescape(re.sub("<[^>]+>", "", page.replace("<wbr/>", "").replace("<wbr>", "")))
+    assert f"Not applied: {said}." in text
+    residual = _table_rows(page[page.index("Transcript tool calls with no door call"):])
+    assert len(residual) == 3
