@@ -1828,25 +1828,30 @@ def _has_door_call(rows: np.ndarray, k_s: np.ndarray, tool_s: np.ndarray, s_noar
                    tool_c: np.ndarray, c_noargs: np.ndarray, c_ok: np.ndarray, n_tools: int) -> np.ndarray:
     """For the steps ``rows``: whether some door call (of a session: ``c_ok``), at any time,
     could agree with it but for the clocks — the same tool and arguments (``k_s``/``k_c``), or
-    the same tool where the call or the step logged no arguments.  One look-up of each call's
-    key among the steps' distinct keys (few: the steps of servers no step agreed on), so
-    O(calls × log keys)."""
+    the same tool where the call or the step logged no arguments.  Only the calls of the steps'
+    tools are looked at (one pass over the calls' tool codes; the steps are those of servers no
+    step agreed on, whose tools are mostly no door call's), each call's key among the steps'
+    distinct keys."""
+    t = tool_s[rows]
+    wanted = np.zeros(n_tools + 1, bool)  # (index -1: a call without a tool)
+    wanted[t] = True
+    ci = np.flatnonzero(wanted[tool_c] & c_ok)
     has_call = np.zeros(len(rows), bool)
-    c_tool = c_ok & (tool_c >= 0)
+    if not len(ci):
+        return has_call
+    bare = c_noargs[ci]
     with_args = ~s_noargs[rows]
-    if with_args.any():
+    if with_args.any() and not bare.all():
         u = np.unique(k_s[rows[with_args]])
-        ck = k_c[c_tool & ~c_noargs]
-        at = np.minimum(np.searchsorted(u, ck), len(u) - 1)
+        at = pd.Index(u).get_indexer(k_c[ci[~bare]])  # (a hash look-up: 5x a binary search's speed here)
         hit = np.zeros(len(u), bool)
-        hit[at[u[at] == ck]] = True
+        hit[at[at >= 0]] = True
         has_call[with_args] = hit[np.searchsorted(u, k_s[rows[with_args]])]
     # tools a call without arguments was logged under; tools any call was
     tool_bare = np.zeros(n_tools + 1, bool)
-    tool_bare[tool_c[c_tool & c_noargs]] = True
+    tool_bare[tool_c[ci[bare]]] = True
     tool_any = np.zeros(n_tools + 1, bool)
-    tool_any[tool_c[c_tool]] = True
-    t = tool_s[rows]
+    tool_any[tool_c[ci]] = True
     has_call |= np.where(with_args, tool_bare[t], tool_any[t])
     return has_call
 
