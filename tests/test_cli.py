@@ -673,3 +673,28 @@ def test_join_advises_a_sub_agents_clock_that_joins_its_door_session(tmp_path, c
     d = json.loads(capsys.readouterr().out)
     assert [(s["door_session"], s["status"], s["offset_ms"]) for s in d["sessions"]] == [
         ("door-d1", "matched", 150.0), ("gate-g1", "matched", 40200.0)]
+
+
+def test_join_does_not_call_a_transcript_without_tool_calls_built_in_only(tmp_path, capsys):
+    """A transcript holding a prompt and a tool result but no tool call of its own (a resumed
+    file whose call went to the original) was called "built-in tools only": it called nothing
+    at all."""
+    t = tmp_path / "transcripts"
+    t.mkdir()
+    sid = "44444444-dddd-4ddd-8ddd-444444444444"
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": sid, "timestamp": "2026-09-13T10:00:00Z",
+         "message": {"role": "user", "content": "go on"}},
+        {"type": "user", "uuid": "u2", "parentUuid": "u1", "sessionId": sid, "timestamp": "2026-09-13T10:00:01Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x",
+                                                  "content": "ok"}]}},
+    ]
+    (t / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    d = tmp_path / "door" / "analyst"
+    d.mkdir(parents=True)
+    (d / "s1.jsonl").write_text(json.dumps({"ts": "2026-09-13T10:00:05Z", "session": "s1", "agent": "analyst", "seq": 1,
+                                            "tool": "read_file", "arguments": {"path": "a"}, "object": "a",
+                                            "decision": "allow", "rule": "r"}) + "\n")
+    assert main(["join", "--transcripts", str(t), "--calls", str(tmp_path / "door")]) == 0
+    out = capsys.readouterr().out
+    assert f"unmatched transcripts: {sid} (no tool calls of its own)\n" in out

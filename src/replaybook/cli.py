@@ -484,8 +484,10 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                                    "transcript_id"].astype(str)) if len(steps) else set()
         # a sub-agent's door calls are its parent's conversation's (join.sub_agent_parents)
         door_bound |= {res.sub_agents[t] for t in door_bound if t in res.sub_agents}
-        ut = [t if t in door_bound else f"{t} (built-in tools only: no door log was expected to hold its calls)"
-              for t in res.unmatched_transcripts]
+        calling = set(steps.loc[steps["kind"] == "tool_call", "transcript_id"].astype(str)) if len(steps) else set()
+        ut = [t if t in door_bound else
+              f"{t} (built-in tools only: no door log was expected to hold its calls)" if t in calling else
+              f"{t} (no tool calls of its own)" for t in res.unmatched_transcripts]
         if len(ut) <= 2:  # ("; ": a note in brackets is its own transcript's)
             click.echo(f"\nunmatched transcripts: {'; '.join(ut) or 'none'}")
         else:  # one per line: a comma list of ids wraps unreadably in a terminal
