@@ -38,10 +38,12 @@ def test_access_prints_the_requests_no_door_call_explains(tmp_path, capsys):
     ct = (f"cloud/AWSLogs/{ACCOUNT}/CloudTrail/eu-west-1/2026/09/13/"
           f"{ACCOUNT}_CloudTrail_eu-west-1_20260913T1005Z_A.json.gz")
     block = (
-        "storage requests no door call explains: 1\n\n"
+        "storage requests no door call explains: 1\n"
+        "(those made with a principal the door's agents use, as the principals say, first; then in time order)\n\n"
         "2026-09-13T10:01:10.000Z  read  s3://acme-data/demo/customers.csv\n"
         f"  principal   {DOOR_ARN}\n"
         "  from        203.0.113.66, curl/8.4.0\n"
+        "  outcome     allowed\n"
         "  why         no door call on this object\n"
         "  request id  R9\n"
         f"  logged at   {ct}:3 (also cloud/s3-access/acme-data-2026-09-13-10-10-00-AAAA:1)\n")

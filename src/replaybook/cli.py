@@ -781,6 +781,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
             "ts": _iso(r.ts), "principal": None if pd.isna(r.principal) else r.principal, "action": r.action,
             "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
             "source_ip": source_ip(raw), "user_agent": None if pd.isna(r.user_agent) else r.user_agent,
+            "outcome": None if pd.isna(r.outcome) else r.outcome,
+            "error_code": None if pd.isna(r.error_code) else r.error_code,
             "why": r.why, "request_id": None if pd.isna(r.request_id) else r.request_id, "source": r.source,
             "logged_at": _where(r.source_file, r.line_no, base), "also_logged_at": also.get(int(r.access_index), []),
             "access_index": int(r.access_index),
@@ -788,6 +790,11 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                 "door_session": r.refused_session, "seq": None if pd.isna(r.refused_seq) else int(r.refused_seq),
                 "rule": None if pd.isna(r.refused_rule) else r.refused_rule,
                 "since_refusal_s": float(r.since_refusal_s)}})
+    # storage requests, as the report counts them; other services' events (IAM, compute …) apart
+    from .access_join import on_storage
+
+    other_rows = [u for u in un_rows if not on_storage(u["resource_uri"])]
+    un_rows = [u for u in un_rows if on_storage(u["resource_uri"])]
     # linked requests whose principal or client is not the session's usual one (or no usual one)
     lk = res.links
     odd = lk[lk["other_principal"].fillna(True) | lk["other_client"].fillna(True)] if len(lk) else lk
@@ -815,6 +822,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                         "doors": res.to_dict()["door_offsets"]},
              "window_s": res.window_s, "lag_s": res.lag_s, "skew_s": res.skew_s,
              "unexplained": un_rows,
+             "unexplained_other": other_rows,
              "links": int(len(res.links)),
              "by_how": {k: int(v) for k, v in res.links["how"].value_counts().items()},
              "other_principal": int(res.links["other_principal"].sum()),
@@ -828,24 +836,14 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
         click.echo(_offset_words(res, given_by, door_given_by))
         limit = 200
         click.echo(f"\nstorage requests no door call explains: {len(un_rows):,}")
-        for u in un_rows[:limit]:
-            click.echo(f"\n{u['ts'] or '(no time)'}  {u['action']}  {u['resource_uri'] or '(no resource)'}")
-            client = ", ".join(x for x in (u["source_ip"], u["user_agent"]) if x)
-            for label, value in (("principal", u["principal"] or "(none the log names)"),
-                                 ("from", client or "(not logged)"), ("why", u["why"]),
-                                 ("request id", u["request_id"] or "-"),
-                                 ("logged at", u["logged_at"] + (f" (also {', '.join(u['also_logged_at'])})"
-                                                                 if u["also_logged_at"] else ""))):
-                click.echo(f"  {label:<11} {value}")
-            rc = u["refused_call"]
-            if rc:
-                rule = "" if rc["rule"] is None else f" (rule {rc['rule']})"
-                click.echo(f"  {'refused':<11} the door refused session {rc['door_session']} seq {rc['seq']}"
-                           f"{rule} on this object, "
-                           f"{abs(rc['since_refusal_s']):,.1f} s {'before' if rc['since_refusal_s'] >= 0 else 'after'} "
-                           "this request")
-        if len(un_rows) > limit:
-            click.echo(f"\n… and {len(un_rows) - limit:,} more (--format json lists them all)")
+        if un_rows:
+            click.echo(_UNEXPLAINED_ORDER)
+        _unexplained_out(un_rows, limit)
+        if other_rows:
+            click.echo(f"\nother cloud events no door call explains (not on storage: no door call reaches them): "
+                       f"{len(other_rows):,}")
+            click.echo(_UNEXPLAINED_ORDER)
+            _unexplained_out(other_rows, limit)
         by_how = ", ".join(f"{k} {int(v):,}" for k, v in res.links["how"].value_counts().items())
         click.echo(f"\ndoor calls and the storage requests they explain ({_count(len(res.links), 'link')}"
                    f"{f': {by_how}' if by_how else ''}; {_count(len(res.duplicates), 'row')} repeating a request "
@@ -878,6 +876,42 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
             if len(flagged) > limit:
                 click.echo(f"  … and {len(flagged) - limit:,} more (--format json lists them all)")
     _quarantine_summary(set_aside_rows)
+
+
+#: the order ``access`` lists requests no door call explains in (``AccessJoinResult.unexplained``'s)
+_UNEXPLAINED_ORDER = ("(those made with a principal the door's agents use, as the principals say, first; then in "
+                      "time order)")
+
+
+def _unexplained_out(rows: list[dict], limit: int) -> None:
+    """``access``'s text for requests no door call explains (its JSON ``unexplained`` entries):
+    per request its time, action and resource, then one labelled line a fact, the refused
+    call on its object (and whether storage let the request through) last."""
+    for u in rows[:limit]:
+        click.echo(f"\n{u['ts'] or '(no time)'}  {u['action']}  {u['resource_uri'] or '(no resource)'}")
+        client = ", ".join(x for x in (u["source_ip"], u["user_agent"]) if x)
+        outcome = (u["outcome"] or "(not logged)") + (f" (code {u['error_code']})" if u["error_code"] else "")
+        for label, value in (("principal", u["principal"] or "(none the log names)"),
+                             ("from", client or "(not logged)"), ("outcome", outcome), ("why", u["why"]),
+                             ("request id", u["request_id"] or "-"),
+                             ("logged at", u["logged_at"] + (f" (also {', '.join(u['also_logged_at'])})"
+                                                             if u["also_logged_at"] else ""))):
+            click.echo(f"  {label:<11} {value}")
+        rc = u["refused_call"]
+        if rc:
+            rule = "" if rc["rule"] is None else f" (rule {rc['rule']})"
+            got = ("; storage allowed this request: it reached what the door refused" if u["outcome"] == "allowed"
+                   else "; storage denied this request: it reached nothing, but someone tried what the door refused"
+                   if u["outcome"] == "denied" else
+                   "; this request failed in storage (an error): it reached nothing, but someone tried what the door "
+                   "refused" if u["outcome"] == "error" else
+                   "; the log gives no outcome: whether it reached what the door refused is not known")
+            click.echo(f"  {'refused':<11} the door refused session {rc['door_session']} seq {rc['seq']}"
+                       f"{rule} on this object, "
+                       f"{abs(rc['since_refusal_s']):,.1f} s {'before' if rc['since_refusal_s'] >= 0 else 'after'} "
+                       f"this request{got}")
+    if len(rows) > limit:
+        click.echo(f"\n… and {len(rows) - limit:,} more (--format json lists them all)")
 
 
 @cli.command("report")
@@ -971,6 +1005,9 @@ def _findings_line(f: dict) -> str:
     un = f.get("unexplained_storage")
     if un:
         parts.append(f"{_count(un, 'storage request')} no door call explains")
+    other = f.get("unexplained_other")
+    if other:  # (the report's "Other cloud events": IAM, compute … in the same logs)
+        parts.append(f"{_count(other, 'other cloud event')} (not on storage) no door call explains")
     um = f.get("unmapped_calls") or []
     if um:  # their requests are among the unexplained: a storage_map that misses a folder
         objs = list(dict.fromkeys(c["object"] for c in um))
@@ -987,10 +1024,13 @@ def _findings_line(f: dict) -> str:
 
         parts.append(NO_PRINCIPALS)
     parts.extend(f.get("cloud_log_loss_words") or [])  # requests the counts above leave out
-    hit = f.get("refused_then_reached") or []
-    if hit:
-        parts.append(f"refused at the door, reached in storage anyway: {', '.join(hit[:3])}"
-                     + (f" and {len(hit) - 3} more" if len(hit) > 3 else ""))
+    for key, how in (("refused_then_reached", "reached in storage anyway"),
+                     ("refused_then_tried", "tried in storage anyway")):
+        hit = f.get(key) or []
+        words = f.get("refused_then_tried_words") if key == "refused_then_tried" else None
+        if hit:
+            parts.append(f"refused at the door, {how}{f' ({words})' if words else ''}: {', '.join(hit[:3])}"
+                         + (f" and {len(hit) - 3} more" if len(hit) > 3 else ""))
     return "; ".join(parts)
 
 

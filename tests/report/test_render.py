@@ -221,8 +221,9 @@ def test_demo_report_renders(rendered_demo):
     # the findings the CLI prints, read back from the executed notebook (and not in the HTML)
     assert out["findings"] == {"sessions": {"matched": 2}, "unassigned_transcripts": 1, "door_calls": 9, "refused_calls": 1,
                                "set_aside_lines": 0, "set_aside_files": 0, "unread_files": 0,
-                               "unexplained_storage": 2, "refused_then_reached": ["s3://acme-data/reference/.env"],
-                               "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,
+                               "unexplained_storage": 2, "unexplained_other": 0,
+                               "refused_then_reached": ["s3://acme-data/reference/.env"], "refused_then_tried": [],
+                               "refused_then_tried_words": None, "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,
                                "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]], "far_clocks": [],
                                "offset_changes": [], "cloud_log_losses": [], "cloud_log_loss_words": [],
                                "unmapped_calls": [], "other_client_links": [], "no_principals": False,

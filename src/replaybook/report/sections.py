@@ -63,6 +63,7 @@ __all__ = [
     "CANNOT_PROVE_TEXT",
     "SUMMARY_MIME",
     "findings",
+    "refused_then_requested",
 ]
 
 #: Rows shown per table before it is cut (the note under the table gives the full count).
@@ -587,13 +588,14 @@ def header(
         elif n_st:
             facts.append(f'<strong><a href="#access">{_count(n_st, "storage request")} no door call explains</a>'
                          "</strong>" + (f" ({by_door:,} made with the door's own principal)" if by_door else ""))
-        if "refused_session" in unexplained.columns:
-            hit = unexplained[unexplained["refused_session"].notna()]
+        reached, tried = refused_then_requested(unexplained)
+        for hit, how in ((reached, "reached in storage anyway"), (tried, "tried in storage anyway")):
             if len(hit):
+                n_obj = hit["resource_uri"].nunique()
                 objs = ", ".join(f"<code>{esc(u)}</code>" for u in hit["resource_uri"].drop_duplicates()[:5])
-                facts.append(f'<strong><a href="#access">{_count(hit["resource_uri"].nunique(), "object")} the door '
-                             f"refused the agent {'was' if hit['resource_uri'].nunique() == 1 else 'were'} reached in "
-                             f"storage anyway</a></strong>: {objs}")
+                facts.append(f'<strong><a href="#access">{_count(n_obj, "object")} the door refused the agent '
+                             f"{'was' if n_obj == 1 else 'were'} {how}</a></strong>: {objs}"
+                             + ("" if hit is reached else f" ({_tried_words(hit)})"))
     if unexplained is not None and unmapped_calls is not None and len(unmapped_calls) and not (
             len(unexplained) and unmapped):  # (all unmapped: the storage_map advice above says it)
         head, _, objs = _unmapped_words(unmapped_calls).partition(": ")
@@ -1997,9 +1999,10 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     n_storage = 0 if access is None else sum(map(on_storage, access["resource_uri"]))
     # storage requests, and any event made with the door's own principal, come first; other
     # services' events (IAM, STS, compute … in the same trail) no door call could explain
-    first = [on_storage(u) or dp is True for u, dp in zip(un_all["resource_uri"], un_all["door_principal"])]
+    first = np.array([on_storage(u) or dp is True for u, dp in zip(un_all["resource_uri"], un_all["door_principal"])],
+                     dtype=bool)  # (an empty list would select no columns)
     un = un_all[first]
-    others = un_all[[not f for f in first]]
+    others = un_all[~first]
     n_other = n_access - n_storage
     held = (f"<b>{_count(n_access, 'event')}</b>: <b>{n_storage:,}</b> on storage (objects and buckets, what the "
             f"door's calls reach) and {n_other:,} on other services" if n_other else
@@ -2018,12 +2021,18 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
              "below could be matched to a call, and each is listed as unexplained. Add <code>storage_map</code> to "
              "the manifest: door object prefix → storage URI prefix (<code>demo/: s3://acme-data/demo/</code>).</p>"
              if unmapped and n_storage else "")
+    # counted as the header, the findings and `replaybook access` count them: storage requests;
+    # another service's events made with the door's principal are listed with them, counted apart
+    n_un_storage = int(sum(map(on_storage, un["resource_uri"])))
+    n_un_door_other = len(un) - n_un_storage
     body = alarm + (f"<p>The cloud's own access logs hold {held}. Door calls explain "
-            f"<b>{_count(len(result.links), 'storage request')}</b>. <b>{_count(len(un), 'request')} "
-            f"{'matches' if len(un) == 1 else 'match'} no door call</b>, listed below: storage requests, and "
-            "requests to any other service made with the door's own principal. Look at these first: a request "
-            "made with the door's own principal and no door call behind it means someone or something reached "
-            "the data around the door.</p>")
+            f"<b>{_count(len(result.links), 'storage request')}</b>. <b>{_count(n_un_storage, 'storage request')} "
+            f"{'matches' if n_un_storage == 1 else 'match'} no door call</b>"
+            + (f", and {_count(n_un_door_other, 'request')} to other services made with the door's own principal"
+               if n_un_door_other else "")
+            + ", listed below (requests made with the door's own principal first, then by time). Look at these "
+            "first: a request made with the door's own principal and no door call behind it means someone or "
+            "something reached the data around the door.</p>")
     losses = cloud_log_losses(quarantine, inputs)
     if losses:  # the counts above leave these requests out
         body += ('<p class="rb-alarm"><b>Not in these counts</b>: ' + "; ".join(cloud_loss_words(losses))
@@ -2188,33 +2197,77 @@ def _request_cells(un: pd.DataFrame, access: pd.DataFrame | None, dups: pd.DataF
     return out
 
 
+def refused_then_requested(unexplained: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The storage requests no door call explains on an object the door had refused a call on
+    (``AccessJoinResult.unexplained`` rows with ``refused_session``), split by what storage
+    answered: ``(reached, tried)``.  ``reached``: ``outcome`` ``allowed`` — the request got what
+    the door kept from the agent.  ``tried``: every other outcome (``denied``, ``error``, or none
+    logged) — the request reached nothing, but someone tried the object the door refused.  Both
+    keep the rows' columns and order; empty frames without ``refused_session``."""
+    if unexplained is None or "refused_session" not in unexplained.columns or not len(unexplained):
+        empty = unexplained.iloc[0:0] if unexplained is not None else pd.DataFrame()
+        return empty, empty
+    hit = unexplained[unexplained["refused_session"].notna()]
+    allowed = hit["outcome"].astype("string").eq("allowed").fillna(False).to_numpy(bool)
+    return hit[allowed], hit[~allowed]
+
+
+#: How a refused object's request that reached nothing ended, by ``outcome``.
+_TRIED_OUTCOMES = {"denied": "denied by storage", "error": "failed in storage (an error)"}
+
+
+def _tried_words(tried: pd.DataFrame) -> str:
+    """What storage answered the requests of :func:`refused_then_requested`'s ``tried`` and
+    whose principal they carried, in words: ``denied by storage, so nothing was reached; with
+    the door's own principal``."""
+    said = [None if _isna(o) else _TRIED_OUTCOMES.get(str(o)) for o in tried["outcome"]]
+    outs = list(dict.fromkeys(o or "no outcome logged" for o in said))
+    reached = ("so nothing was reached" if all(said) else
+               "so what was reached is not known where no outcome is logged")
+    dp = [None if _isna(v) else bool(v) for v in tried["door_principal"]] if "door_principal" in tried else []
+    whose = ("; with the door's own principal" if dp and all(v is True for v in dp) else
+             "; by another principal than the door's" if dp and all(v is False for v in dp) else
+             "; some with the door's own principal" if any(v is True for v in dp) else "")
+    return f"{' or '.join(outs)}, {reached}{whose}"
+
+
 def _refused_then_reached(un: pd.DataFrame) -> str:
     """The storage requests no door call explains on objects the door had refused a call on
-    (``AccessJoinResult.unexplained`` rows with ``refused_session``; ``origin`` already HTML): the
-    agent was refused the object, and it was reached anyway."""
-    if "refused_session" not in un.columns:
-        return ""
-    hit = un[un["refused_session"].notna()]
-    if not len(hit):
-        return ""
-    from ..access_join import _delta_words
+    (``AccessJoinResult.unexplained`` rows with ``refused_session``; ``origin`` already HTML), in
+    two parts (:func:`refused_then_requested`): those storage allowed — the agent was refused
+    the object, and it was reached anyway — and those it denied (or that failed): tried, not
+    reached, a finding all the same."""
+    reached, tried = refused_then_requested(un)
+    out = ""
+    for got, hit in ((True, reached), (False, tried)):
+        if not len(hit):
+            continue
+        from ..access_join import _delta_words
 
-    hit = hit.assign(
-        refused=[f"<code>{esc(sess)}</code> seq {esc(seq)}" + ("" if _isna(rule) else f", rule <code>{esc(rule)}</code>")
-                 for sess, seq, rule in zip(hit["refused_session"], hit["refused_seq"], hit["refused_rule"])],
-        when=[_delta_words(float(d)) + " the refusal" for d in hit["since_refusal_s"]])
-    objs = hit["resource_uri"].nunique()
-    return ("<h3>Refused at the door, reached in storage anyway</h3>"
-            f"<p>The door refused the agent {_count(objs, 'object')}, and <b>{_count(len(hit), 'storage request')}"
-            f"</b> reached {'it' if objs == 1 else 'them'} anyway, with no door call behind "
-            f"{'it' if len(hit) == 1 else 'them'}. Whoever sent each request (its principal, address and client) "
-            "reached what the door kept from the agent.</p>"
-            + table(hit, [("resource_uri", "object", "code"), ("refused", "refused call", "html"),
-                          ("ts", "request time (UTC)", "ts"), ("when", "when", "text"),
-                          ("principal", "principal", "code"), ("door_principal", "door's principal", "text"),
-                          ("action_raw", "operation", "code"), ("outcome", "outcome", "text"),
-                          ("bytes", "bytes", "num"), ("origin", "from (address · client)", "html")],
-                    max_rows=MAX_ROWS, row_class=lambda r: "rb-refused"))
+        hit = hit.assign(
+            refused=[f"<code>{esc(sess)}</code> seq {esc(seq)}" + ("" if _isna(rule) else f", rule <code>{esc(rule)}</code>")
+                     for sess, seq, rule in zip(hit["refused_session"], hit["refused_seq"], hit["refused_rule"])],
+            when=[_delta_words(float(d)) + " the refusal" for d in hit["since_refusal_s"]])
+        objs = hit["resource_uri"].nunique()
+        it, them = ("it" if objs == 1 else "them"), ("it" if len(hit) == 1 else "them")
+        if got:
+            out += ("<h3>Refused at the door, reached in storage anyway</h3>"
+                    f"<p>The door refused the agent {_count(objs, 'object')}, and <b>{_count(len(hit), 'storage request')}"
+                    f"</b> reached {it} anyway, with no door call behind {them}. Whoever sent each request (its "
+                    "principal, address and client) reached what the door kept from the agent.</p>")
+        else:
+            out += ("<h3>Refused at the door, tried in storage anyway</h3>"
+                    f"<p>The door refused the agent {_count(objs, 'object')}, and <b>{_count(len(hit), 'storage request')}"
+                    f"</b> tried {it} anyway, with no door call behind {them}: {esc(_tried_words(hit))}. A finding "
+                    "all the same: whoever sent each request (its principal, address and client) tried to reach what "
+                    "the door kept from the agent.</p>")
+        out += table(hit, [("resource_uri", "object", "code"), ("refused", "refused call", "html"),
+                           ("ts", "request time (UTC)", "ts"), ("when", "when", "text"),
+                           ("principal", "principal", "code"), ("door_principal", "door's principal", "text"),
+                           ("action_raw", "operation", "code"), ("outcome", "outcome", "text"),
+                           ("bytes", "bytes", "num"), ("origin", "from (address · client)", "html")],
+                     max_rows=MAX_ROWS, row_class=lambda r: "rb-refused")
+    return out
 
 
 def packet_section(summary: Mapping | None) -> str:
@@ -2360,8 +2413,14 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         "set_aside_lines": int (damaged or pending lines), "set_aside_files": int (files set aside
         whole, not counting files no source reads), "unread_files": int (files no source reads),
         "unassigned_transcripts": int (transcripts no door session was assigned; 0 without
-        ``join``), "unexplained_storage": int or None (storage requests no door call explains; None without
-        access logs), "refused_then_reached": [resource URIs the door had refused, reached anyway],
+        ``join``), "unexplained_storage": int or None (storage requests — on ``s3://``, ``gs://``,
+        ``az://`` resources — no door call explains; None without access logs), "unexplained_other":
+        int or None (the other cloud events no door call explains: IAM, compute …, which no door
+        call reaches), "refused_then_reached": [resource URIs the door had refused that a request
+        storage allowed reached anyway], "refused_then_tried": [resource URIs the door had refused
+        that a request tried and storage denied (or failed): nothing reached],
+        "refused_then_tried_words": str or None (what storage answered those and whose principal
+        they carried, :func:`refused_then_requested`),
         "unclaimed_calls": int, "unmatched_steps": int (door calls no step claims, door-bound tool
         calls with no door call; 0 without ``join``), "far_pairs": int (agreeing pairs more than
         :data:`FAR_PAIR_MS` off their session's offset), "far_clocks": [{door_session,
@@ -2391,7 +2450,10 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         "set_aside_files": int((whole & ~unread).sum()),
         "unread_files": int(unread.sum()),
         "unexplained_storage": None,
+        "unexplained_other": None,
         "refused_then_reached": [],
+        "refused_then_tried": [],
+        "refused_then_tried_words": None,
         "unclaimed_calls": 0,
         "unmatched_steps": 0,
         "far_pairs": 0,
@@ -2423,9 +2485,14 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         out["unmatched_steps"] = int(len(join.unmatched_steps))
         out["far_pairs"] = int(len(far_pairs(join.pairs, join.sessions)))
     if unexplained is not None:
-        out["unexplained_storage"] = int(len(unexplained))
-        if "refused_session" in unexplained.columns and len(unexplained):
-            hit = unexplained[unexplained["refused_session"].notna()]
-            out["refused_then_reached"] = sorted({str(u) for u in hit["resource_uri"].dropna()})
+        from ..access_join import on_storage
+
+        on = [on_storage(u) for u in unexplained["resource_uri"]]
+        out["unexplained_storage"] = int(sum(on))
+        out["unexplained_other"] = int(len(on) - sum(on))
+        reached, tried = refused_then_requested(unexplained)
+        out["refused_then_reached"] = sorted({str(u) for u in reached["resource_uri"].dropna()})
+        out["refused_then_tried"] = sorted({str(u) for u in tried["resource_uri"].dropna()})
+        out["refused_then_tried_words"] = _tried_words(tried) if len(tried) else None
     return out
 
