@@ -146,3 +146,38 @@ def test_every_place_counts_the_storage_requests_and_names_the_other_events_apar
     assert [(u["request_id"], u["outcome"]) for u in d["unexplained"]] == [("g2", "denied"), ("g3", "allowed")]
     assert d["unexplained"][0]["refused_call"]["seq"] == 2
     assert [(u["request_id"], u["resource_uri"]) for u in d["unexplained_other"]] == [("g4", INSTANCE)]
+
+
+def test_a_whole_file_json_logs_records_are_cited_as_records(tmp_path, capsys):
+    """A pretty-printed JSON array's rows carry their record's index as ``line_no``: g2 is the
+    array's second record and starts on line 44.  ``access`` had said ``data_access.json:2``,
+    the report ``line 2``; both say ``record 2`` now, and a JSON Lines log keeps its lines."""
+    _incident(tmp_path)
+    inc, res = investigate(tmp_path, storage_map=SMAP, principals={"analyst": GCP_SA})
+    text = (tmp_path / "cloud" / "gcp" / "data_access.json").read_text()
+    assert text.splitlines()[43] == "  {" and '"insertId": "g2"' in text.split("\n  {\n")[2]
+    gcp = str(tmp_path / "cloud" / "gcp" / "data_access.json")
+    assert inc.access_record_files == {gcp}
+    a = _text(S.access_section(res, inc.access, inputs=inc.inputs))
+    assert "request id g2data_access.json record 2" in a and "line 2" not in a
+    assert main(["access", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "  logged at   cloud/gcp/data_access.json record 2\n" in out
+    assert "  logged at   cloud/gcp/data_access.json record 4\n" in out  # (the compute event, apart)
+    assert ":2\n" not in out
+    assert main(["access", "--calls", str(tmp_path / "door"), "--access", str(tmp_path / "cloud"),
+                 "--storage-map", "reference/=gs://acme-gcs/reference/", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert {u["request_id"]: u["logged_at"].rsplit("/", 1)[1] for u in d["unexplained"]}["g2"] == \
+        "data_access.json record 2"
+
+    # the same entries as JSON Lines: lines
+    (tmp_path / "cloud" / "gcp" / "data_access.json").unlink()
+    from test_access_scenarios import write_gcp
+
+    write_gcp(tmp_path, json.loads(text))
+    inc, res = investigate(tmp_path, storage_map=SMAP, principals={"analyst": GCP_SA})
+    assert inc.access_record_files == set()
+    assert "request id g2data_access.jsonl line 2" in _text(S.access_section(res, inc.access, inputs=inc.inputs))
+    assert main(["access", str(tmp_path)]) == 0
+    assert "  logged at   cloud/gcp/data_access.jsonl:2\n" in capsys.readouterr().out

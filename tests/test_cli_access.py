@@ -46,7 +46,7 @@ def test_access_prints_the_requests_no_door_call_explains(tmp_path, capsys):
         "  outcome     allowed\n"
         "  why         no door call on this object\n"
         "  request id  R9\n"
-        f"  logged at   {ct}:3 (also cloud/s3-access/acme-data-2026-09-13-10-10-00-AAAA:1)\n")
+        f"  logged at   {ct} record 3 (also cloud/s3-access/acme-data-2026-09-13-10-10-00-AAAA:1)\n")
     assert block in out
     assert out.startswith("clock offset (storage − door, the access join's offset_s): none (")
     lines = out.splitlines()
@@ -65,7 +65,7 @@ def test_access_prints_the_requests_no_door_call_explains(tmp_path, capsys):
                               "request_id", "logged_at", "also_logged_at")} == {
         "ts": "2026-09-13T10:01:10.000Z", "principal": DOOR_ARN, "action": "read",
         "resource_uri": "s3://acme-data/demo/customers.csv", "source_ip": "203.0.113.66", "user_agent": "curl/8.4.0",
-        "why": "no door call on this object", "request_id": "R9", "logged_at": f"{ct}:3",
+        "why": "no door call on this object", "request_id": "R9", "logged_at": f"{ct} record 3",
         "also_logged_at": ["cloud/s3-access/acme-data-2026-09-13-10-10-00-AAAA:1"]}
     assert [(c["seq"], c["access_count"], c["access_bytes"]) for c in d["calls"]] == [(1, 1, 100), (2, 1, 100)]
     assert (d["links"], d["by_how"], d["duplicates"]) == (2, {"principal+object+time": 2}, 1)
@@ -172,12 +172,12 @@ def test_access_prints_a_calls_request_from_another_client(tmp_path, capsys):
         "\nlinked requests by another principal or client than the rest of their door session's, or where it has no "
         "usual one (1):\n"
         "  2026-09-13T10:00:25.000Z  read  s3://acme-data/demo/b.csv  -> session s seq 2: another address/client; "
-        f"{DOOR_ARN}, 203.0.113.66, curl/8.4.0; request id X1; {ct}:4\n")
+        f"{DOOR_ARN}, 203.0.113.66, curl/8.4.0; request id X1; {ct} record 4\n")
     assert main(["access", _manifest(tmp_path), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert (d["other_client"], d["other_principal"]) == (1, 0)
     assert [(f["request_id"], f["other_client"], f["other_principal"], f["logged_at"]) for f in d["flagged"]] == [
-        ("X1", True, False, f"{ct}:4")]
+        ("X1", True, False, f"{ct} record 4")]
     assert [c["other_client_count"] for c in d["calls"]] == [0, 1, 0]
 
 

@@ -563,10 +563,11 @@ _ID_NOTES = (
 )
 
 
-def _load_two(first: tuple, second: tuple) -> tuple:
+def _load_two(first: tuple, second: tuple, *, inputs: list | None = None) -> tuple:
     """Load two lists of paths, each ``(kind, paths, format)``, into their frames: ``(first
-    frame, second frame, both quarantines concatenated)``.  Raises the error
-    :func:`_other_kinds` gives when a list holds files of the other kind (two lists swapped)."""
+    frame, second frame, both quarantines concatenated)``; both loads' ``inputs`` entries are
+    appended to ``inputs`` when given.  Raises the error :func:`_other_kinds` gives when a list
+    holds files of the other kind (two lists swapped)."""
     import pandas as pd
 
     loaded = [(kind, _load_one(kind, paths, fmt).result, fmt) for kind, paths, fmt in (first, second)]
@@ -575,6 +576,8 @@ def _load_two(first: tuple, second: tuple) -> tuple:
         if wrong is not None:
             raise wrong
     (_, a, _), (_, b, _) = loaded
+    if inputs is not None:
+        inputs.extend([*a.inputs, *b.inputs])
     return a.frame, b.frame, pd.concat([a.quarantine, b.quarantine], ignore_index=True)
 
 
@@ -608,22 +611,27 @@ def _pairs_option(items, what: str, example: str, param: str) -> dict[str, list[
     return out
 
 
-def _where(path, line_no, base: Path) -> str:
-    """``file:line`` of an access row, the file relative to ``base`` when it lies under it."""
+def _where(path, line_no, base: Path, records: set[str] = frozenset()) -> str:
+    """``file:line`` of an access row, the file relative to ``base`` when it lies under it;
+    ``file record N`` for a file in ``records`` (read as a whole-file JSON document, its
+    ``line_no`` the record's index: :attr:`~replaybook.incident.Incident.access_record_files`)."""
     import os
 
     import pandas as pd
 
+    from .sources._cloud import numbered
+
     if path is None or pd.isna(path):
         return "-"
     p = str(path)
+    by_record = p in records
     try:
         rel = os.path.relpath(p, base)
         if not rel.startswith(".."):
             p = rel
     except ValueError:
         pass
-    return p if line_no is None or pd.isna(line_no) else f"{p}:{int(line_no)}"
+    return numbered(p, line_no, [p] if by_record else ())
 
 
 def _iso(ts) -> str | None:
@@ -753,13 +761,17 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
         doors = {**m_doors, **doors_cli}
         door_given_by = {a: "--storage-clock-ahead" if a in doors_cli else "storage_clock_ahead_s in the manifest"
                          for a in doors}
-        base = inc.root
+        base, records = inc.root, inc.access_record_files
     else:
+        from .sources._cloud import record_numbered
+
+        read: list[dict] = []
         calls_f, access_f, set_aside_rows = _load_two(("calls", calls, calls_format),
-                                                      ("access", access_paths, access_format))
+                                                      ("access", access_paths, access_format), inputs=read)
         smap, princ, given_by, base = smap_cli, princ_cli, "--storage-clock-ahead", Path.cwd()
         ahead, doors = ahead_cli, doors_cli
         door_given_by = {a: "--storage-clock-ahead" for a in doors}
+        records = record_numbered(read)
     unknown = sorted(set(doors) - set(calls_f["agent"].dropna().astype(str)))
     if unknown:
         raise click.BadParameter(f"no door call has agent {', '.join(map(repr, unknown))}: a door clock is given "
@@ -772,7 +784,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
     if unique and len(res.duplicates):
         held = access_f.loc[res.duplicates["access_index"].to_numpy(), ["source_file", "line_no"]]
         for same_as, f, n in zip(res.duplicates["same_as"].tolist(), held["source_file"], held["line_no"]):
-            also.setdefault(int(same_as), []).append(_where(f, n, base))
+            also.setdefault(int(same_as), []).append(_where(f, n, base, records))
     raws = (access_f["raw"].loc[res.unexplained["access_index"].to_numpy()].tolist() if unique
             else [None] * len(res.unexplained))
     un_rows = []
@@ -784,7 +796,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
             "outcome": None if pd.isna(r.outcome) else r.outcome,
             "error_code": None if pd.isna(r.error_code) else r.error_code,
             "why": r.why, "request_id": None if pd.isna(r.request_id) else r.request_id, "source": r.source,
-            "logged_at": _where(r.source_file, r.line_no, base), "also_logged_at": also.get(int(r.access_index), []),
+            "logged_at": _where(r.source_file, r.line_no, base, records),
+            "also_logged_at": also.get(int(r.access_index), []),
             "access_index": int(r.access_index),
             "refused_call": None if pd.isna(r.refused_session) else {
                 "door_session": r.refused_session, "seq": None if pd.isna(r.refused_seq) else int(r.refused_seq),
@@ -812,7 +825,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
             "other_client": None if pd.isna(r.other_client) else bool(r.other_client),
             "request_id": None if pd.isna(r.request_id) else r.request_id, "how": r.how,
             "logged_at": "-" if odd_files is None else _where(odd_files["source_file"].iat[j],
-                                                              odd_files["line_no"].iat[j], base),
+                                                              odd_files["line_no"].iat[j], base, records),
             "access_index": int(r.access_index)})
     pc = res.per_call
     if fmt == "json":

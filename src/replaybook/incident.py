@@ -483,6 +483,16 @@ class Incident:
         return self._load("access").frame
 
     @property
+    def access_record_files(self) -> set[str]:
+        """The cloud access logs read as whole-file JSON documents (an array as ``gcloud logging
+        read --format=json`` writes it, a CloudTrail delivery file …), as the ``source_file`` of
+        their :attr:`access` rows: their ``line_no`` is the record's place among the file's
+        records, not a line (``sources._cloud.numbered`` words it ``record N``)."""
+        from .sources._cloud import record_numbered
+
+        return record_numbered(self._load("access").inputs) if self.has_access else set()
+
+    @property
     def has_access(self) -> bool:
         """The manifest names cloud access logs."""
         return bool(self.manifest.get("access"))

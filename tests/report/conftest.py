@@ -301,9 +301,9 @@ def cloud_case() -> dict:
              error="not an S3 server access log line (fields do not match the format)", raw="8f1c0a7e acme"),
     ])
     inputs = [{"path": "incident.yaml", "format": "manifest"},
-              {"path": CT_FILE, "format": "aws.cloudtrail", "records": 3},
+              {"path": CT_FILE, "format": "aws.cloudtrail", "records": 3, "numbered": "record"},
               {"path": CT_CUT, "format": "aws.cloudtrail", "records": 0},
-              {"path": CT_SALVAGED, "format": "aws.cloudtrail", "records": 3},
+              {"path": CT_SALVAGED, "format": "aws.cloudtrail", "records": 3, "numbered": "record"},
               {"path": S3_LOG, "format": "aws.s3_access", "records": 1}]
     storage_map = {"tickets/": "s3://acme-support-data/tickets/", "customer/": "s3://acme-support-data/customers/"}
     res = join_access(calls, access, storage_map=storage_map,

@@ -2146,20 +2146,27 @@ _SOURCE_NAMES = {"aws.cloudtrail": "CloudTrail", "aws.s3_access": "the S3 server
                  "gcp.audit": "the GCP audit log", "azure.storage": "the Azure Storage log"}
 
 
-def _where_logged(source: Any, source_file: Any, line_no: Any, inputs: Mapping[str, list[str]]) -> str:
-    """``<code>file</code> line 6`` (``record 2`` of a CloudTrail delivery file: a JSON document
-    whose records the loader numbers): the file by its name (CloudTrail and S3 name each log
-    file uniquely), or by its path as Inputs shows it when two inputs share that name (found by
-    its trailing path); never the investigator's own path."""
+def _where_logged(source: Any, source_file: Any, line_no: Any, inputs: Mapping[str, list[str]],
+                  records: frozenset[str] | set[str] = frozenset()) -> str:
+    """``<code>file</code> line 6``, or ``record 2`` of a whole-file JSON document (a CloudTrail
+    delivery file, a GCP array as ``gcloud logging read --format=json`` writes it: its records
+    numbered by the loader, ``numbered: "record"`` in its Inputs row, whose path is among
+    ``records``): the file by its name (CloudTrail and S3 name each log file uniquely), or by
+    its path as Inputs shows it when two inputs share that name (found by its trailing path);
+    never the investigator's own path.  A file Inputs does not list is taken for records when
+    it is a CloudTrail file not named as JSON Lines."""
     if _isna(source_file):
         return "file not known"
     f = str(source_file)
     name = PurePosixPath(f.replace("\\", "/")).name
     same = inputs.get(name, ())
-    shown = name if len(same) < 2 else max((r for r in same if f == r or f.endswith("/" + r)), key=len,
-                                           default=name)
-    unit = ("record" if str(source) == "aws.cloudtrail"
-            and not name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")) else "line")
+    row = max((r for r in same if f == r or f.endswith("/" + r)), key=len, default=None)
+    shown = name if len(same) < 2 else (row or name)
+    if row is not None:
+        unit = "record" if row in records else "line"
+    else:
+        unit = ("record" if str(source) == "aws.cloudtrail"
+                and not name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")) else "line")
     return f"<code>{_breakable(shown)}</code>" + ("" if _isna(line_no) else f" {unit} {int(line_no):,}")
 
 
@@ -2173,6 +2180,7 @@ def _request_cells(un: pd.DataFrame, access: pd.DataFrame | None, dups: pd.DataF
     for r in inputs:
         if r.get("path"):
             by_name.setdefault(PurePosixPath(str(r["path"])).name, []).append(str(r["path"]))
+    records = {str(r["path"]) for r in inputs if r.get("path") and r.get("numbered") == "record"}
     again: dict[int, list] = {}
     if dups is not None and len(dups) and access is not None:
         for d in dups.itertuples(index=False):
@@ -2187,10 +2195,10 @@ def _request_cells(un: pd.DataFrame, access: pd.DataFrame | None, dups: pd.DataF
         parts = [esc(r.get("source")),
                  ("request id —" if _isna(r.get("request_id")) else f"request id <code>{_breakable(r['request_id'])}</code>")
                  + (f", eventID <code>{_breakable(event_id)}</code>" if isinstance(event_id, str) and event_id else ""),
-                 _where_logged(r.get("source"), r.get("source_file"), r.get("line_no"), by_name)]
+                 _where_logged(r.get("source"), r.get("source_file"), r.get("line_no"), by_name, records)]
         idx = r.get("access_index")
         for how, src, f, ln in ([] if _isna(idx) else again.get(int(idx), [])):
-            where = _where_logged(src, f, ln, by_name)
+            where = _where_logged(src, f, ln, by_name, records)
             parts.append(f"<b>also in {esc(_SOURCE_NAMES.get(str(src), str(src)))}</b>: {where}"
                          if how == "another log" else f"<b>delivered again</b>: {where}")
         out.append("<br>".join(parts))

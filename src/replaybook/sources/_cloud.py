@@ -35,7 +35,9 @@ records, e.g. a CloudTrail digest file or an empty file), ``ignored_lines`` (val
 not access records, e.g. GCP ``textPayload`` entries), ``extra_fields`` (S3 lines carrying fields
 newer than this loader), ``damaged_gzip: True`` with ``problem`` (a truncated or corrupt gzip
 stream; the text before the damage is still read), ``notes`` (a list of sentences: a file whose
-lines end in CR only, :data:`CR_LINE_ENDS`).
+lines end in CR only, :data:`CR_LINE_ENDS`), ``numbered: "record"`` (a whole-file JSON document
+— an array, a wrapper list, documents one after another: its rows' ``line_no`` is the record's
+place among the file's records, not a line, and is shown as ``record N``; :func:`numbered`).
 """
 
 from __future__ import annotations
@@ -658,6 +660,8 @@ def json_records(path: Path, data: bytes, info: dict, wrappers: tuple[str, ...],
     line, else ``invalid``; a JSON Lines line holding NUL bytes says so first, :data:`NUL_IN_LINE`).
     """
     shape, doc, items = json_items(data, wrappers)
+    if shape.startswith("wrapper:") or shape in ("array", "documents"):
+        info["numbered"] = "record"  # (line_no is the record's index: see the module docstring)
     if shape == "document":
         reason = skip_document(doc)
         if reason:
@@ -675,6 +679,23 @@ def json_records(path: Path, data: bytes, info: dict, wrappers: tuple[str, ...],
                                              line_no=it.line_no, offset=it.offset, raw=it.raw))
             continue
         yield it
+
+
+def numbered(source_file: Any, line_no: Any, records: Iterable[str] = ()) -> str:
+    """Where an ACCESS row was read, in words: ``file:6`` for a line, ``file record 2`` for a
+    record of a whole-file JSON document (``source_file`` among ``records``: the paths whose
+    ``inputs`` entry says ``numbered: "record"``), whose ``line_no`` is its index there, not a
+    line; ``file`` alone without ``line_no``."""
+    f = str(source_file)
+    if line_no is None or is_na(line_no):
+        return f
+    return f"{f} record {int(line_no)}" if f in records else f"{f}:{int(line_no)}"
+
+
+def record_numbered(inputs: Iterable[dict]) -> set[str]:
+    """The ``path`` of every ``inputs`` entry whose rows are numbered by record (``numbered:
+    "record"``), for :func:`numbered`."""
+    return {str(i["path"]) for i in inputs if i.get("numbered") == "record" and i.get("path") is not None}
 
 
 #: The quarantine's words for a line holding NUL bytes (no JSON text holds one raw, nor does an

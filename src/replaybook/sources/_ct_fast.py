@@ -652,8 +652,11 @@ def read_compact(path: Path, data: bytes) -> dict[str, list] | None:
     return None if found is None else compact_block(path, *found)
 
 
-def _pack(path: Path, data: bytes, _info: dict, _extra, shipped) -> tuple | None:
-    return compact_columns(path, data, shipped)
+def _pack(path: Path, data: bytes, info: dict, _extra, shipped) -> tuple | None:
+    found = compact_columns(path, data, shipped)
+    if found is not None:
+        info["numbered"] = "record"  # (a delivery document: line_no is the record's index, as json_records says)
+    return found
 
 
 #: how a load's helper processes read compact delivery files (tier 1); the rest is read in the
@@ -691,6 +694,7 @@ def _read_file(path: Path, data: bytes, info: dict, quarantine: list[dict], _ext
     """One delivery file's block: the fast tiers' columns, else the reference rows as columns."""
     block = read_fast(path, data)
     if block is not None:
+        info["numbered"] = "record"  # (a delivery document: line_no is the record's index, as json_records says)
         return block
     rows: list[dict] = []
     ct._read_file(path, data, info, rows, quarantine)
