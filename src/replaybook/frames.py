@@ -403,7 +403,8 @@ ACCESS = FrameSpec(
                           "SourceRecord (a read-only mapping equal to that dict, parsed from the "
                           "record's exact source text on first use; ``.text`` holds that text)"),
         ("source_file", "string", "path of the log file"),
-        ("line_no", "Int64", "1-based line (or record index for whole-file JSON) in source_file"),
+        ("line_no", "Int64", "1-based line (or record index for whole-file JSON: the file's inputs entry "
+                             "says numbered: record) in source_file"),
     ),
     "One row per cloud storage request from the cloud's own access logs.",
 )

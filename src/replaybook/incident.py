@@ -534,7 +534,8 @@ class Incident:
         when inside it), ``sha256`` (hex, of the bytes on disk), ``bytes``, ``lines``,
         ``format`` (``manifest`` for the manifest; ``None`` when no source read a file),
         ``note`` (why a file was skipped, what a loader left out, or ``None``) and, for the
-        files, ``read_nothing`` (its format found no record among its lines).  The manifest
+        files, ``read_nothing`` (its format found no record among its lines) and, for a cloud log
+        read as a whole-file JSON document, ``numbered: "record"`` (:attr:`access_record_files`).  The manifest
         is evidence too: it sets the window, the storage mapping and the principals.  A file a
         loader read beside an input (a sub-agent's ``agent-<id>.meta.json``) is evidence as
         well: its row follows that input's, with ``side_of`` (the input's path, written as
