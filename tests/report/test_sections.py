@@ -275,6 +275,12 @@ def test_clock_offset_says_when_sessions_run_on_clocks_of_their_own():
                                dict(door_session="s2", transcript_id="t2", offset_ms=-40000.0, agreed=4)])
     h = S.clock_offset(30000.0, sessions)
     assert "<b>The sessions' offsets differ, from -40,000 ms to +30,000 ms</b>" in h
+    assert ("transcripts whose calls reached one door were written on clocks that differ by more than a call's "
+            "travel time (agents on different machines)") in html.unescape(h)
+    # two transcripts through two doors: either clock may be off
+    doors = sessions.assign(agent=["analyst", "reviewer"])
+    assert ("their transcripts, or the doors their calls reached, run on clocks that differ by more than a call's "
+            "travel time (agents or doors on different machines)") in html.unescape(S.clock_offset(30000.0, doors))
     same = SESSIONS.build([dict(door_session="s1", transcript_id="t1", offset_ms=400.0, agreed=6),
                            dict(door_session="s2", transcript_id="t2", offset_ms=2400.0, agreed=4)])
     assert "offsets differ" not in S.clock_offset(400.0, same)  # within a call's travel time
@@ -1211,3 +1217,76 @@ def test_the_header_counts_a_sub_agent_with_its_parents_conversation(frames):
             '<a href="#unassigned">1 to none</a>, with 1 sub-agent)') in h
     # every transcript assigned a session: no words in brackets
     assert "1 transcript, " in S.header("x", "i.yaml", steps=frames[0], sessions=sessions)
+
+
+def _two_doors(b_agent: str = "reviewer", b_server: str = "review-gate", b_late: float = 40.0):
+    """One transcript whose tools reached two doors: door session A (agent analyst, server
+    files) for its first calls, B (``b_agent``, ``b_server``, its clock ``b_late`` seconds
+    later than A's) for its later ones — a sub-agent's tools behind a door of their own."""
+    from replaybook.canonical import canonical_args
+    from replaybook.join import join_sessions
+
+    def st(sec, path, server):
+        return dict(transcript_id="t", client="claude-code", seq=int(sec), ts=s(sec), kind="tool_call",
+                    tool_raw=f"mcp__{server}__read", server=server, tool="read", arguments={"path": path},
+                    args_key=canonical_args({"path": path}))
+
+    def ca(sess, agent, server, sec, path):
+        return dict(door_session=sess, agent=agent, server=server, seq=int(sec), ts=s(sec), tool="read",
+                    arguments={"path": path}, args_key=canonical_args({"path": path}), object=path,
+                    decision="allow", rule="r")
+
+    steps = STEPS.build([st(i, f"old{i}", "files") for i in range(3)]
+                        + [st(600 + i, f"new{i}", b_server) for i in range(3)])
+    calls = CALLS.build([ca("A", "analyst", "files", i + 0.3, f"old{i}") for i in range(3)]
+                        + [ca("B", b_agent, b_server, 600 + i + b_late + 0.3, f"new{i}") for i in range(3)])
+    return steps, calls, join_sessions(steps, calls)
+
+
+def test_a_conversation_that_reached_a_second_door_is_not_called_a_restart():
+    """A conversation whose later calls went through another door (another agent, another MCP
+    server) had been told as "a door that restarted mid-conversation looks like this", and the
+    two sessions' clock offsets as transcripts written on different machines — while both are
+    one transcript's, so the doors' clocks differ."""
+    steps, calls, res = _two_doors()
+    sess = res.sessions.set_index("door_session")
+    assert sess.loc["B", "continues"] == "A"
+    assert (sess.loc["A", "offset_ms"], sess.loc["B", "offset_ms"]) == (300.0, 40_300.0)
+    doors = "agent reviewer, server review-gate, where door session A's calls are agent analyst, server files"
+    assert S.other_doors(res.sessions, calls) == {"B": doors}
+
+    j = html.unescape(S.join_summary(res.sessions, res.window_s, steps=steps, calls=calls))
+    sent = re.search(r"<li>(Door session B: .*?)</li>", j).group(1)
+    assert sent == ("Door session B: continues transcript t, whose earlier calls are door session A's: 3 of 3 calls "
+                    "agree (on tool and arguments at the same time: likely, not proof), through a second door — its "
+                    f"calls are {doors}: another door (a sub-agent's tools, or another MCP server, behind a door of "
+                    "its own) in the same conversation, not a door that restarted.")
+    assert "restarted mid-conversation" not in j
+
+    h = re.sub("<[^>]+>", "", html.unescape(S.conversations(steps, calls, res)))
+    assert ("the conversation went on in door session B (a second door in the same conversation: B's calls are "
+            "agent reviewer, server review-gate), whose calls are named by session") in h
+    assert "the door restarted" not in h
+
+    c = re.sub("<[^>]+>", "", html.unescape(S.clock_offset(res.offset_ms, res.sessions, res.pairs)))
+    assert ("The sessions' offsets differ, from +300 ms to +40,300 ms: door sessions A (+300 ms) and B (+40,300 ms) "
+            "are both transcript t's, written on one clock, so it is the doors' clocks that differ (doors on "
+            "different machines, or a door clock set between them). The figure above") in c
+    assert "agents on different machines" not in c
+
+    from replaybook.views.session import session_caveats
+
+    assert session_caveats(res, "B", calls=calls)[0] == (
+        f"Continues door session A's conversation (transcript t) through a second door: its calls are {doors}.")
+
+
+def test_a_conversation_through_one_door_still_reads_as_a_restart():
+    """The same conversation through one door (same agent, same server): a restart or a
+    resumed conversation, as before."""
+    steps, calls, res = _two_doors(b_agent="analyst", b_server="files", b_late=0.0)
+    assert res.sessions.set_index("door_session").loc["B", "continues"] == "A"
+    assert S.other_doors(res.sessions, calls) == {}
+    j = html.unescape(S.join_summary(res.sessions, res.window_s, steps=steps, calls=calls))
+    assert "a door that restarted mid-conversation looks like this" in j and "second door" not in j
+    h = re.sub("<[^>]+>", "", html.unescape(S.conversations(steps, calls, res)))
+    assert "the conversation went on in door session B (the door restarted, or the conversation was resumed)" in h

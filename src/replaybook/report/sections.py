@@ -39,6 +39,8 @@ __all__ = [
     "confidence_sentence",
     "with_far_clocks",
     "with_offset_changes",
+    "with_other_doors",
+    "other_doors",
     "join_summary",
     "clock_offset",
     "timeline_section",
@@ -737,6 +739,12 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     if not _isna(tid) and not _isna(cont):
         rests = ("by the client's own tool-use ids" if "meta_id" in method else
                  "on tool and arguments at the same time: likely, not proof")
+        other = row.get("other_door")
+        if not _isna(other):  # (with_other_doors: another door agent or server than the first session's)
+            return (f"Door session {ds}: continues transcript {tid}, whose earlier calls are door session {cont}'s: "
+                    f"{agreed} of {_count(calls, 'call')} agree ({rests}), through a second door — its calls are "
+                    f"{other}: another door (a sub-agent's tools, or another MCP server, behind a door of its own) "
+                    "in the same conversation, not a door that restarted.")
         return (f"Door session {ds}: continues transcript {tid}, whose earlier calls are door session {cont}'s: "
                 f"{agreed} of {_count(calls, 'call')} agree ({rests}), and the two sessions ran one after the "
                 "other — a door "
@@ -891,6 +899,70 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     return _section("What the agent was asked, and what it answered", "".join(items), anchor="asked")
 
 
+def _door_words(agents: Sequence[str], servers: Sequence[str]) -> str:
+    """``agent reviewer, server review-gate`` (``agents a, b``; no servers: the agent alone)."""
+    out = f"agent{'' if len(agents) == 1 else 's'} {', '.join(agents)}" if agents else "no agent logged"
+    return out + (f", server{'' if len(servers) == 1 else 's'} {', '.join(servers)}" if servers else "")
+
+
+def other_doors(sessions: pd.DataFrame | None, calls: pd.DataFrame | None) -> dict[str, str]:
+    """The door sessions that continue another's conversation through another door, and both
+    doors in words (:func:`_doors_apart`): ``agent reviewer, server review-gate, where door
+    session X's calls are agent deployer, server deploy-config``."""
+    return {ds: f"{mine}, where door session {cont}'s calls are {theirs}"
+            for ds, (mine, cont, theirs) in _doors_apart(sessions, calls).items()}
+
+
+def _doors_apart(sessions: pd.DataFrame | None, calls: pd.DataFrame | None) -> dict[str, tuple[str, str, str]]:
+    """The door sessions that continue another's conversation (``sessions.continues``) through
+    another door: their calls' door agent, or the MCP servers they reached, differ from the
+    continued session's (a sub-agent's tools behind a door of their own, a second MCP server
+    with its own door).  ``{door_session: (its door in words, the continued session, that
+    session's door in words)}``, a door in words as ``agent reviewer, server review-gate``.  A
+    session on the same door (a door restarted mid-conversation, a resumed conversation) is not
+    in it; nor is anything without ``calls``.  Servers are compared only where both sessions
+    logged them."""
+    if sessions is None or calls is None or not len(sessions) or not len(calls) \
+            or "continues" not in sessions.columns or not sessions["continues"].notna().any():
+        return {}
+
+    cont_of = sessions[sessions["continues"].notna()]
+    need = {str(x) for x in cont_of["door_session"]} | {str(x) for x in cont_of["continues"]}
+    mine = calls[calls["door_session"].astype("string").isin(need)]  # (once: not a pass per session)
+    doors: dict[str, tuple[set, set]] = {}
+    for ds, agent, server in zip(mine["door_session"].astype(str), mine["agent"] if "agent" in mine else
+                                 [None] * len(mine), mine["server"] if "server" in mine else [None] * len(mine)):
+        a, sv = doors.setdefault(ds, (set(), set()))
+        if not _isna(agent):
+            a.add(str(agent))
+        if not _isna(server):
+            sv.add(str(server))
+
+    def door(session: str) -> tuple[list[str], list[str]]:
+        a, sv = doors.get(session, (set(), set()))
+        return sorted(a), sorted(sv)
+
+    out = {}
+    for ds, cont in zip(sessions["door_session"], sessions["continues"]):
+        if _isna(cont):
+            continue
+        (a1, s1), (a0, s0) = door(str(ds)), door(str(cont))
+        if (a1 and a0 and a1 != a0) or (s1 and s0 and s1 != s0):
+            out[str(ds)] = (_door_words(a1, s1), str(cont), _door_words(a0, s0))
+    return out
+
+
+def with_other_doors(sessions: pd.DataFrame, calls: pd.DataFrame | None) -> pd.DataFrame:
+    """``sessions`` with ``other_door`` (string; NA for the others): for each session that
+    continues another's conversation through another door, :func:`other_doors`'s words, as the
+    confidence sentences read them.  Unchanged (no new column) when there is none."""
+    found = other_doors(sessions, calls)
+    if not found:
+        return sessions
+    return sessions.assign(other_door=pd.array([found.get(str(d)) for d in sessions["door_session"]],
+                                               dtype="string"))
+
+
 def with_far_clocks(sessions: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataFrame, *, max_offset_s: float,
                     window_s: float = 60.0) -> pd.DataFrame:
     """``sessions`` (the join's ``SESSIONS`` frame) with what :func:`replaybook.join.far_clocks`
@@ -955,6 +1027,8 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
                         anchor="sessions")
     if steps is not None and calls is not None and max_offset_s is not None and "far_transcript" not in sessions:
         sessions = with_far_clocks(sessions, steps, calls, max_offset_s=max_offset_s, window_s=window_s or 60.0)
+    if calls is not None and "other_door" not in sessions:  # a conversation that reached a second door
+        sessions = with_other_doors(sessions, calls)
     df = sessions.copy()
     df["status_html"] = df["status"].map(_status_badge)
     # two tables, each fitting the page: the verdicts, then what each link rests on
@@ -1042,6 +1116,33 @@ def _sentences(sessions: pd.DataFrame, window_s: float | None = None, *, cap: in
     return f'<ul class="rb-sentences">{out}</ul>'
 
 
+def _offsets_differ_words(timed: pd.DataFrame) -> str:
+    """Why door sessions' clock offsets (``timed``: ``SESSIONS`` rows with an ``offset_ms``)
+    differ by more than :data:`FAR_PAIR_MS`, in words: sessions of one transcript were written
+    on one clock, the transcript's, so there the doors' clocks differ; sessions of different
+    transcripts through one door (its ``agent``) whose offsets differ point at the agents'
+    clocks.  Where neither shows, both are named as possible."""
+    off = pd.to_numeric(timed["offset_ms"], errors="coerce")
+    tr = timed["transcript_id"].astype("string")
+    why = []
+    for t, g in off.groupby(tr, sort=False, dropna=True):
+        if len(g) > 1 and float(g.max() - g.min()) > FAR_PAIR_MS:
+            lo, hi = timed.loc[g.idxmin(), "door_session"], timed.loc[g.idxmax(), "door_session"]
+            why.append(f"door sessions {lo} ({g.min():+,.0f} ms) and {hi} ({g.max():+,.0f} ms) are both transcript "
+                       f"{t}'s, written on one clock, so it is the doors' clocks that differ (doors on different "
+                       "machines, or a door clock set between them)")
+    door = timed["agent"].astype("string").fillna("") if "agent" in timed.columns else pd.Series("", index=timed.index)
+    agents = any(len(m) > 1 and float(m.max() - m.min()) > FAR_PAIR_MS
+                 for m in (g.groupby(tr.loc[g.index], dropna=True).median() for _, g in off.groupby(door)))
+    if agents:
+        why.append("transcripts whose calls reached one door were written on clocks that differ by more than a "
+                   "call's travel time (agents on different machines)")
+    if not why:
+        why.append("their transcripts, or the doors their calls reached, run on clocks that differ by more than a "
+                   "call's travel time (agents or doors on different machines)")
+    return "; ".join(why[:5]) + (f"; and {len(why) - 5:,} more" if len(why) > 5 else "")
+
+
 def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
                  pairs: pd.DataFrame | None = None, *, steps: pd.DataFrame | None = None,
                  calls: pd.DataFrame | None = None) -> str:
@@ -1084,9 +1185,8 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
         own = sessions["offset_ms"].dropna() if "offset_ms" in sessions.columns else pd.Series(dtype="float64")
         if len(own) > 1 and float(own.max() - own.min()) > FAR_PAIR_MS:
             body += (f"<p><b>The sessions' offsets differ, from {own.min():+,.0f} ms to {own.max():+,.0f} ms</b>: "
-                     "their transcripts were written on clocks that differ by more than a call's travel time "
-                     "(agents on different machines). The figure above is the median over every pair; each "
-                     "session's pairs are measured from its own offset, in the table below.</p>")
+                     f"{esc(_offsets_differ_words(sessions.loc[own.index]))}. The figure above is the median over "
+                     "every pair; each session's pairs are measured from its own offset, in the table below.</p>")
         shown = sessions
         if "by_result_id" in sessions.columns and "agreed" in sessions.columns:
             # the pairs the offset is read from: a call a result's id claims has no time of its own
@@ -1338,6 +1438,7 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
     linked = [r for r in join.sessions.to_dict("records") if not _isna(r.get("transcript_id"))
               and _isna(r.get("continues"))]
     more_of = {}
+    second = _doors_apart(join.sessions, calls)  # continuing sessions behind another door
     if "continues" in join.sessions.columns:
         for a, b in zip(join.sessions["continues"], join.sessions["door_session"]):
             if not _isna(a):
@@ -1392,9 +1493,14 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
             f"; the door's clock reads {_duration_words(abs(float(off)))} {'later' if off > 0 else 'earlier'} for this "
             f"session, so its table below shows these calls that much {'later' if off > 0 else 'earlier'}")
         more = more_of.get(str(r["door_session"]), [])
-        then = (f"; the conversation went on in door session{'' if len(more) == 1 else 's'} {', '.join(more)} "
-                "(the door restarted, or the conversation was resumed), whose calls are named by session"
-                if more else "")
+        again = [m for m in more if m not in second]  # (the same door: restarted, or resumed)
+        then = "".join(
+            f"; the conversation went on in door session{'' if len(ms) == 1 else 's'} {', '.join(ms)} ({why})"
+            for ms, why in ((again, "the door restarted, or the conversation was resumed"),
+                            ([m for m in more if m in second],
+                             "a second door in the same conversation: " + "; ".join(
+                                 f"{m}'s calls are {second[m][0]}" for m in more if m in second)))
+            if ms) + (", whose calls are named by session" if more else "")
         parts.append(_section(f"Door session {', '.join([str(r['door_session'])] + more)} · transcript "
                               f"{r['transcript_id']}",
                               f'<p class="rb-note">{esc(_count(len(conv), "row"))}, in time order on the '
@@ -1414,8 +1520,8 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
              "model requests that only called tools show as those calls; a long result opens on a click (▶).</p>")
     intro += ('<p class="rb-note">Times here are each transcript\'s own clock. A door call no step claims is '
               "placed at its door time moved onto the transcript's clock by its session's "
-              '<a href="#offset">clock offset</a> (each session has its own: agents on different machines run on '
-              "different clocks).</p>")
+              '<a href="#offset">clock offset</a> (each session has its own: agents, or doors, on different '
+              "machines run on different clocks).</p>")
     return _section("The conversation, in order", intro + "".join(parts), anchor="conversation")
 
 

@@ -612,11 +612,14 @@ def evidence_store(incident) -> tuple[Any, str | None, str | None]:
         return None, None, f"the capsule {spec['path']} could not be read ({type(exc).__name__}: {exc})"
 
 
-def session_caveats(join, door_session: str, window_s: float | None = None) -> list[str]:
+def session_caveats(join, door_session: str, window_s: float | None = None,
+                    calls: pd.DataFrame | None = None) -> list[str]:
     """What the session header says about the session's link to its transcript (plain text):
-    that it continues another door session's conversation (``sessions.continues``), then the
-    report's confidence sentence (:func:`replaybook.report.sections.confidence_sentence`)."""
-    from ..report.sections import confidence_sentence
+    that it continues another door session's conversation (``sessions.continues``) — with the
+    incident's ``calls``, whether through the same door or a second one (another door agent or
+    MCP server: :func:`replaybook.report.sections.other_doors`) —, then the report's confidence
+    sentence (:func:`replaybook.report.sections.confidence_sentence`)."""
+    from ..report.sections import confidence_sentence, other_doors
 
     s = join.sessions
     row = s[s["door_session"].astype("string") == str(door_session)]
@@ -625,7 +628,12 @@ def session_caveats(join, door_session: str, window_s: float | None = None) -> l
     r = row.iloc[0].to_dict()
     out = []
     cont = r.get("continues")
-    if not _na(cont):
+    other = other_doors(row, calls).get(str(door_session)) if calls is not None and not _na(cont) else None
+    if other is not None:
+        r["other_door"] = other
+        out.append(f"Continues door session {cont}'s conversation (transcript {r.get('transcript_id')}) through a "
+                   f"second door: its calls are {other}.")
+    elif not _na(cont):
         out.append(f"Continues door session {cont}: the same conversation (transcript {r.get('transcript_id')}), "
                    "its calls logged in a new door session.")
     out.append(confidence_sentence(r, window_s))

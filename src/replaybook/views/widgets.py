@@ -214,7 +214,8 @@ class SessionView:
         #: the store of the responses the door kept (a capsule's), where, and why a named one failed
         self.evidence, self.evidence_where, self.evidence_problem = S.evidence_store(incident)
         #: what the header says about the link: it continues another session; the confidence sentence
-        self.caveats = S.session_caveats(self.join, self.door_session, getattr(incident, "window_s", None))
+        self.caveats = S.session_caveats(self.join, self.door_session, getattr(incident, "window_s", None),
+                                         calls=getattr(incident, "calls", None))
 
         row = S.sessions_list(self.join)
         row = row[row["door_session"] == self.door_session].iloc[0]
