@@ -114,6 +114,9 @@ def test_every_place_counts_the_storage_requests_and_names_the_other_events_apar
     _incident(tmp_path)
     inc, res = investigate(tmp_path, storage_map=SMAP, principals={"analyst": GCP_SA})
     assert sorted(res.unexplained["request_id"]) == ["g2", "g3", "g4"]
+    d = res.to_dict()  # (the library's own summary counts them alike)
+    assert [u["request_id"] for u in d["unexplained"]] == ["g2", "g3"]
+    assert [u["request_id"] for u in d["unexplained_other"]] == ["g4"]
     f = S.findings(inc.join.sessions, inc.calls, inc.quarantine, res.unexplained, join=inc.join)
     assert (f["unexplained_storage"], f["unexplained_other"]) == (2, 1)
     line = _findings_line(f)

@@ -299,8 +299,27 @@ class AccessJoinResult:
     door_offsets: pd.DataFrame = field(default_factory=lambda: _door_offsets_frame([], {}, {}))
 
     def to_dict(self) -> dict:
-        """A JSON-ready summary: counts per tier, unexplained rows (short), duplicates, windows
-        and the clock offset."""
+        """A JSON-ready summary: counts per tier, unexplained rows (short) — ``unexplained`` the
+        storage requests, ``unexplained_other`` the other services' events (:func:`on_storage`),
+        as ``replaybook access`` and the report count them — duplicates, windows and the clock
+        offsets.  ``line_no`` is a record's number in a whole-file JSON log (a CloudTrail
+        delivery file, a JSON array), its line elsewhere."""
+        def short(r) -> dict:
+            return {"access_index": int(r.access_index), "ts": r.ts.isoformat().replace("+00:00", "Z"),
+                    "source": r.source, "principal": None if pd.isna(r.principal) else r.principal,
+                    "action": r.action, "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
+                    "outcome": r.outcome, "why": r.why,
+                    "request_id": None if pd.isna(r.request_id) else r.request_id,
+                    "source_file": None if pd.isna(r.source_file) else r.source_file,
+                    "line_no": None if pd.isna(r.line_no) else int(r.line_no),
+                    "refused_call": None if pd.isna(r.refused_session) else {
+                        "door_session": r.refused_session,
+                        "seq": None if pd.isna(r.refused_seq) else int(r.refused_seq),
+                        "rule": None if pd.isna(r.refused_rule) else r.refused_rule,
+                        "since_refusal_s": float(r.since_refusal_s)}}
+
+        rows = list(self.unexplained.itertuples(index=False))
+        stored = [on_storage(None if pd.isna(r.resource_uri) else r.resource_uri) for r in rows]
         return {
             "window_s": self.window_s,
             "lag_s": self.lag_s,
@@ -316,20 +335,8 @@ class AccessJoinResult:
             "links": int(len(self.links)),
             "duplicates": int(len(self.duplicates)),
             "by_how": {k: int(v) for k, v in self.links["how"].value_counts().items()},
-            "unexplained": [
-                {"access_index": int(r.access_index), "ts": r.ts.isoformat().replace("+00:00", "Z"),
-                 "source": r.source, "principal": None if pd.isna(r.principal) else r.principal,
-                 "action": r.action, "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
-                 "outcome": r.outcome, "why": r.why,
-                 "request_id": None if pd.isna(r.request_id) else r.request_id,
-                 "source_file": None if pd.isna(r.source_file) else r.source_file,
-                 "line_no": None if pd.isna(r.line_no) else int(r.line_no),
-                 "refused_call": None if pd.isna(r.refused_session) else {
-                     "door_session": r.refused_session, "seq": None if pd.isna(r.refused_seq) else int(r.refused_seq),
-                     "rule": None if pd.isna(r.refused_rule) else r.refused_rule,
-                     "since_refusal_s": float(r.since_refusal_s)}}
-                for r in self.unexplained.itertuples(index=False)
-            ],
+            "unexplained": [short(r) for r, on in zip(rows, stored) if on],
+            "unexplained_other": [short(r) for r, on in zip(rows, stored) if not on],
         }
 
 
