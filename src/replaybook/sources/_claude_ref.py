@@ -63,6 +63,21 @@ def _name(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+def _plain_block(b: Any, texts: list) -> int | None:
+    """Append the text of one content item — a string or a ``text`` block — to ``texts`` and
+    return 0, or return 1 for an ``image`` block; ``None`` for any other item (not read here)."""
+    if isinstance(b, str):
+        texts.append(b)
+        return 0
+    bt = b.get("type") if isinstance(b, dict) else None
+    if bt == "text":
+        t = b.get("text")
+        if isinstance(t, str):
+            texts.append(t)
+        return 0
+    return 1 if bt == "image" else None
+
+
 def _plain_blocks(content: Any, texts: list) -> int:
     """Append the text of ``content`` — a string, or a list of strings and ``text`` / ``image``
     blocks (a ``content`` document source, a search result's content) — to ``texts``; return
@@ -72,19 +87,7 @@ def _plain_blocks(content: Any, texts: list) -> int:
         return 0
     if not isinstance(content, list):
         return 0
-    images = 0
-    for b in content:
-        if isinstance(b, str):
-            texts.append(b)
-        elif isinstance(b, dict):
-            bt = b.get("type")
-            if bt == "text":
-                t = b.get("text")
-                if isinstance(t, str):
-                    texts.append(t)
-            elif bt == "image":
-                images += 1
-    return images
+    return sum(_plain_block(b, texts) or 0 for b in content)
 
 
 def document_text(source: Any, title: Any, texts: list) -> int:
@@ -140,19 +143,14 @@ def _blocks_text(content: Any) -> tuple[str | None, int]:
     texts: list[str] = []
     images = 0
     for b in content:
-        if isinstance(b, str):
-            texts.append(b)
+        plain = _plain_block(b, texts)
+        if plain is not None:
+            images += plain
             continue
         if not isinstance(b, dict):
             continue
         bt = b.get("type")
-        if bt == "text":
-            t = b.get("text")
-            if isinstance(t, str):
-                texts.append(t)
-        elif bt == "image":
-            images += 1
-        elif bt == "tool_reference":
+        if bt == "tool_reference":
             texts.append(f"[tool_reference: {b.get('tool_name')}]")
         elif bt == "document":
             images += document_text(b.get("source"), b.get("title"), texts)
