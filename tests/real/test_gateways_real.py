@@ -115,12 +115,13 @@ def test_real_gateway_values(gw_dir):
     assert a.set_index("line_no").loc[2, "rule"] == "policy_rule — bucket 'secrets' is not allowed"
     assert a.set_index("line_no").loc[3, "error"] == "policy service unreachable"
     j = gw.load_mcpjungle(m / "mcpjungle_audit.log").frame
-    assert j["line_no"].tolist() == [1, 3, 4] and j["tool"].tolist() == ["read_object", "read_object", "list_objects"]
+    assert j["line_no"].tolist() == [1, 3, 4]
+    assert j["tool"].tolist() == ["files__read_object", "files__read_object", "files__list_objects"]
     # +0200 offsets in UTC; line 1 + line 2 are one call of 412 ms
     assert str(j.iloc[0]["ts"]) == "2025-10-01 12:00:03.114000+00:00" and j.iloc[0]["duration_ms"] == 412.0
     assert j.iloc[1]["error"] == "access denied" and pd.isna(j.iloc[2]["ts_end"])
     g = gw.load_gatekit(m / "gatekit_audit.jsonl").frame
-    assert g["tool"].tolist() == ["read_object", "read_object"] and g["server"].eq("files").all()
+    assert g["tool"].tolist() == ["files__read_object", "files__read_object"] and g["server"].eq("files").all()
     assert g.iloc[0]["duration_ms"] == 413.0 and g.iloc[1]["decision"] == "deny"
     assert pd.isna(g.iloc[1]["args_key"])                           # request_body _truncated
     o = gw.load_obot(m / "obot_mcp_audit_log_row.json").frame.iloc[0]

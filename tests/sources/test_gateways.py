@@ -86,12 +86,12 @@ def test_mcpjungle():
     assert cc["door_session"].eq("mcpjungle:claude-code:2025-10-01").all()
     # r-1 and r-2 overlap; paired by request_id, not by order
     assert _cols(cc, "tool", "duration_ms", "line_no") == [
-        ["read_object", 413.0, 2], ["list_objects", 100.0, 3]]
+        ["files__read_object", 413.0, 2], ["files__list_objects", 100.0, 3]]
     assert str(cc.iloc[0]["ts_end"]) == "2025-10-01 12:00:03.527000+00:00"
     un = f[f["agent"].isna()]
     # a failure with no start line: ts = completion − 21 ms; console lines (ANSI) paired by name
     assert _cols(un, "tool", "error", "line_no") == [
-        ["read_object", "upstream: access denied", 7], ["stat_object", None, 8]]
+        ["files__read_object", "upstream: access denied", 7], ["files__stat_object", None, 8]]
     assert str(un.iloc[0]["ts"]) == "2025-10-01 12:00:05+00:00"
     assert f["args_key"].isna().all() and f["decision"].eq("allow").all()
     assert res.inputs[0]["not_calls"] == 2 and res.inputs[0]["unfinished"] == 0
@@ -103,7 +103,10 @@ def test_gatekit():
     f = res.frame
     CALLS.validate(f)
     assert f["line_no"].tolist() == [3, 4, 8, 10]
-    assert f["tool"].tolist() == ["read_object", "list_objects", "read_object", "stat_object"]
+    # the names the client called (Gatekit namespaces each upstream server's tools), server apart
+    assert f["tool"].tolist() == ["files__read_object", "files__list_objects", "files__read_object",
+                                  "files__stat_object"]
+    assert f["server"].eq("files").all()
     a = f.iloc[0]
     assert a["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}'
     assert a["meta_call_id"] == "toolu_01AbC" and a["duration_ms"] == 413.0

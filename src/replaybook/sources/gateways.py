@@ -58,6 +58,13 @@ Mapping decisions
 * ``agent``: the client name the gateway logged (``client_name``, ``clientInfo.name``, a
   Pomerium user), else NA.  ``seq``: 1-based order within the session (by time, then file order) —
   no third-party gateway numbers its calls.
+* ``tool``: the name the gateway's client called — what follows the client's own
+  ``mcp__<gateway>__`` prefix in its transcript, which the join compares.  Gatekit and MCPJungle
+  show the tools of all their upstream servers under one server, namespaced ``<server>__<tool>``:
+  their calls' ``tool`` is that whole name (``files__read_object``), ``server`` the upstream
+  server (``files``) — see ``replaybook.sources._tool_names``.  The others show the upstream
+  tool's own name (Obot and Pomerium: one upstream server per endpoint; Docker mcp-gateway
+  unprefixed), kept as logged.
 * ``decision``: ``deny`` when the gateway says it refused (Docker ``result: denied``, Gatekit
   ``pipeline_outcome: blocked``, Obot ``outcome`` denied/blocked or a webhook that denied,
   Pomerium ``deny: true`` or ``allow: false``); ``allow`` otherwise — logs that only record
@@ -110,6 +117,7 @@ from .._text import MAX_SHIFT_MS, before_by_ms, deep_safe, float_or_none, str_or
 from ..canonical import canonical_args
 from ..frames import CALLS, QUARANTINE, LoadResult
 from .door import meta_call_id
+from ._tool_names import client_tool
 from .registry import Source, register
 
 __all__ = [
@@ -744,11 +752,11 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
             continue
         agent = str_or_none(rec.get("client_name"))
         rid = str_or_none(rec.get("request_id"))
-        key = ("rid", rid) if rid else ("name", agent, str_or_none(rec.get("server_name")),
-                                        str_or_none(rec.get("tool_name")))
+        server, tool = client_tool(str_or_none(rec.get("server_name")), str_or_none(rec.get("tool_name")))
+        key = ("rid", rid) if rid else ("name", agent, server, tool)
         if et == "mcp_tool_call_start":
             row = {"door_session": _synthetic("mcpjungle", agent, ts, path), "agent": agent, "ts": ts,
-                   "server": str_or_none(rec.get("server_name")), "tool": str_or_none(rec.get("tool_name")),
+                   "server": server, "tool": tool,
                    "arguments": None, "args_key": None, "decision": "allow",
                    "source_file": str(path), "line_no": line.line_no}
             rows.append(row)
@@ -765,8 +773,8 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
             t = before_by_ms(ts, dur)  # (no usable duration: the end time is all the log gives)
             start = ts if t is None else t.isoformat()
             row = {"door_session": _synthetic("mcpjungle", agent, ts, path), "agent": agent, "ts": start,
-                   "ts_end": ts, "duration_ms": dur, "server": str_or_none(rec.get("server_name")),
-                   "tool": str_or_none(rec.get("tool_name")), "arguments": None, "args_key": None,
+                   "ts_end": ts, "duration_ms": dur, "server": server,
+                   "tool": tool, "arguments": None, "args_key": None,
                    "decision": "allow", "source_file": str(path), "line_no": line.line_no}
             rows.append(row)
             n_calls += 1
@@ -784,8 +792,10 @@ def load_mcpjungle(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     A ``mcp_tool_call_start`` opens a call (``ts``, ``line_no``); the next ``mcp_tool_call`` for the
     same ``request_id`` (or, when empty, the same client/server/tool, in order) closes it
     (``ts_end``, ``duration_ms``, ``error`` when ``success`` is false).  A completion without a
-    start becomes a call of its own (``ts`` = completion − duration).  MCPJungle logs no session
-    id and no arguments: synthetic ``door_session``, ``arguments`` None, ``args_key`` NA.
+    start becomes a call of its own (``ts`` = completion − duration).  ``tool`` is the name the
+    client called, MCPJungle's canonical ``<server>__<tool>`` (``server_name``, ``tool_name``
+    joined; see ``_tool_names``).  MCPJungle logs no session id and no arguments: synthetic
+    ``door_session``, ``arguments`` None, ``args_key`` NA.
 
     Raises:
         InputError: a path does not exist or a file cannot be read.
@@ -864,11 +874,7 @@ def _read_gatekit(path: Path, data: bytes, info: dict, rows: list[dict], quarant
             if dur is not None:
                 row["duration_ms"] = dur
         else:
-            tool = str_or_none(o.get("tool"))
-            if tool and server and tool.startswith(server + "__"):
-                tool = tool[len(server) + 2:]
-            elif tool and "__" in tool and server is None:
-                server, _, tool = tool.partition("__")
+            server, tool = client_tool(server, str_or_none(o.get("tool")))
             body = o.get("request_body")
             args, akey = None, None
             if body is None:
@@ -909,8 +915,9 @@ def load_gatekit(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
     Request events of ``tools/call`` open a call (``ts``, ``line_no``, arguments from
     ``request_body.arguments``); the response event with the same ``(server_name, request_id)``
-    closes it (``ts_end``, ``duration_ms``, ``error_message``).  ``tool`` drops Gatekit's
-    ``<server>__`` namespace.  ``decision`` is ``deny`` when either event's ``pipeline_outcome``
+    closes it (``ts_end``, ``duration_ms``, ``error_message``).  ``tool`` is the name the client
+    called, with Gatekit's ``<server>__`` namespace (``files__list_folder``, however the Gatekit
+    version logged it; see ``_tool_names``), ``server`` the upstream server (``server_name``).  ``decision`` is ``deny`` when either event's ``pipeline_outcome``
     is ``blocked``; ``rule`` = the blocking stage and the reason.  Gatekit logs no session id or
     client: synthetic ``door_session``.
 
