@@ -39,6 +39,7 @@ from replaybook.access_join import (
     AccessJoinResult,
     call_notes,
     map_object,
+    principals_warning,
     on_storage,
     source_ip,
 )
@@ -206,9 +207,16 @@ def join_access(
         got = matched[key] = (idx[o], st[o])
         return got
 
-    def principal_ok(i: int, principal: str | None) -> bool:
+    def pats_of(i: int) -> list[str] | None:
+        """The principals call ``i``'s agent acts as: its own entry, else ``"*"``'s (every agent
+        without an entry, and a call naming no agent); None: not known."""
         ag = agents[i]
-        return ag is None or ag not in pats or _principal_match(principal, pats[ag])
+        if ag is not None and ag in pats:
+            return pats[ag]
+        return pats.get("*")
+
+    def principal_ok(i: int, principal: str | None) -> bool:
+        return pats_of(i) is None or _principal_match(principal, pats_of(i))
 
     def fits(i: int, t: int, res: int, kind: str) -> bool:
         """The request (logged at ``t``, door clock, within ``res`` ns) fits call ``i``'s window."""
@@ -397,9 +405,8 @@ def join_access(
                 i = int(i)
                 if not fits(i, t, res, kind):
                     continue
-                ag = agents[i]
-                if ag is not None and ag in pats:
-                    if not _principal_match(principal, pats[ag]):
+                if pats_of(i) is not None:
+                    if not _principal_match(principal, pats_of(i)):
                         if not refused[i]:
                             other_principal.append(i)
                         continue
@@ -568,7 +575,10 @@ def join_access(
                                 "offset_s": pd.array([r[1] / 1e9 for r in door_rows], dtype="float64"),
                                 "requests": pd.array([r[2] for r in door_rows], dtype="Int64"),
                                 "given": pd.array([r[3] for r in door_rows], dtype="bool"),
-                                "applied": pd.array([r[4] for r in door_rows], dtype="bool")}))
+                                "applied": pd.array([r[4] for r in door_rows], dtype="bool")}),
+                            # a principals key naming no agent of the calls ("*" needs none) is warned of
+                            warnings=[principals_warning(c, principals)]
+                            if [k for k in pats if k != "*" and k not in {a for a in agents if a}] else [])
 
 
 def _or_none(v) -> str | None:
@@ -695,9 +705,10 @@ def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None
     if other_principal:
         i = min(other_principal, key=rank)
         who = principal if principal else "no principal the log names"
+        whose = (f"a principal the door's agent {agents[i]} acts as" if agents[i] is not None else
+                 'one principals["*"] gives the door\'s calls that name no agent')
         return (f"a door call on this object fits the time (session {c['door_session'].iat[i]} seq "
-                f"{c['seq'].iat[i]}), but the request was made by {who}, not a principal the door's agent "
-                f"{agents[i]} acts as")
+                f"{c['seq'].iat[i]}), but the request was made by {who}, not {whose}")
     if uri is None:
         return "no resource in the access record"
     same = [int(i) for i in same if valid[i]]

@@ -61,6 +61,8 @@ PRINCIPALS = [
     {"analyst": [f"{ROLE}/*", GCP_SA], "etl": "arn:aws:iam::123456789012:user/etl"},
     {"rogue": OTHER},
 ]
+#: ``principals`` with ``"*"``: every agent without an entry, and the calls naming no agent
+STAR_PRINCIPALS = [{"*": f"{ROLE}/*"}, {"analyst": GCP_SA, "*": [f"{ROLE}/*", OTHER]}]
 ACTIONS = ["read", "list", "head", "write", "delete", "other"]
 
 
@@ -107,6 +109,9 @@ def _incident(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     mapped = [AJ.map_object(o, smap) for o in OBJECTS]
     uris = [u for u in mapped if u] + EXTRA_URIS
     principals = r.choice(PRINCIPALS + [PRINCIPALS[2]] * 2)
+    r3 = random.Random(10_000 + seed)  # "*" in one incident in four: apart, so the rest stays as it was
+    if r3.random() < 0.25:
+        principals = r3.choice(STAR_PRINCIPALS)
     clock = r.choice([0.0, 0.0, 0.0, 40.0, -25.0, 130.0, 0.6])
     renew_at = float("inf") if seed % 3 == 1 else 10.0 + seed % 7 * 5  # (two in three incidents renew credentials)
 
@@ -220,6 +225,11 @@ def test_random_incidents_cover_every_case():
         seen["other client"] += int(res.links["other_client"].sum())
         seen["client not known"] += int(res.links["other_client"].isna().sum())
         seen["principal not known"] += int(res.links["other_principal"].isna().sum())
+        # principals["*"] is the principal of the calls naming no agent: linked by it, or refused by it
+        if kw["principals"] and "*" in kw["principals"]:
+            seen["star links no agent"] += int(((res.links["how"] == "principal+object+time")
+                                                & res.links["agent"].isna()).sum())
+            seen["star refuses no agent"] += sum('principals["*"] gives' in w for w in res.unexplained["why"])
         seen["offset unapplied"] += int(res.offset_unapplied_s is not None)
         d = res.door_offsets
         seen["door offset measured"] += int((d["applied"] & ~d["given"]).sum())
@@ -234,7 +244,8 @@ def test_random_incidents_cover_every_case():
     for case in [f"how {h}" for h in AJ.LINK_HOWS] + [f"why {v}" for v in VERDICTS] + [
             "tied", "dup delivered again", "dup another log", "offset measured", "refusal named", "several objects",
             "other principal", "other client", "offset unapplied", "client not known", "principal not known",
-            "renewed role session", "door offset measured", "door offset unapplied", "door offset given"]:
+            "renewed role session", "door offset measured", "door offset unapplied", "door offset given",
+            "star links no agent", "star refuses no agent"]:
         assert seen[case] >= 3, (case, seen)
 
 

@@ -33,8 +33,10 @@ Tiers (the first that links wins)
    acts as, one of them matches the access row's ``principal``, the object matches and the time
    fits.  A request made by another principal (or by none the log names: SAS, anonymous)
    is not the agent's, however well object and time fit — the ``why`` says so.
+   ``principals["*"]`` (:data:`ANY_AGENT`) is the principal(s) of every agent without an entry
+   of its own, and of the calls that name no agent (a gateway that logs no client).
 4. ``object+time`` — no principal is known for the call's agent (no ``principals`` mapping, or
-   the agent is not in it): object and time only.  Weaker evidence; the ``how`` column says so:
+   the agent is in neither it nor ``"*"``): object and time only.  Weaker evidence; the ``how`` column says so:
    another principal's request on the same object at the same moment is taken for the call's.
 
 Among several candidates of one tier, the call whose own span (``ts`` … ``ts_end``) the
@@ -185,6 +187,9 @@ __all__ = [
     "ACCESS_LINKS",
     "ACCESS_DUPLICATES",
     "LINK_HOWS",
+    "ANY_AGENT",
+    "principals_naming_no_agent",
+    "principals_warning",
     "TIME_RESOLUTION_S",
     "DEFAULT_WINDOW_S",
     "DEFAULT_LAG_S",
@@ -210,6 +215,10 @@ _OFFSET_CAP = 64
 
 #: Values of ``links.how``, strongest first.
 LINK_HOWS = ("correlation", "correlation+object+time", "principal+object+time", "object+time")
+
+#: The ``principals`` key for every door agent without an entry of its own, and for calls that
+#: name no agent.
+ANY_AGENT = "*"
 
 #: The precision of each source's ``ts``, seconds: CloudTrail ``eventTime`` and S3 server
 #: access log times are whole seconds (the fraction is dropped), so a request logged at second
@@ -281,6 +290,9 @@ class AccessJoinResult:
             door's), ``requests`` (Int64, the agent's requests that fit a call at it),
             ``given`` (bool: ``door_offsets_s`` gave it), ``applied`` (bool: False for an offset
             measured that lines up too few requests more than the common one to be taken).
+        warnings: what in the options applies to nothing, in sentences: ``principals`` keys that
+            name no agent of the calls, with the agents the calls have
+            (:func:`principals_warning`); empty when there is none.
     """
 
     links: pd.DataFrame
@@ -297,6 +309,7 @@ class AccessJoinResult:
     offset_unapplied_s: float | None = None
     offset_unapplied_requests: int = 0
     door_offsets: pd.DataFrame = field(default_factory=lambda: _door_offsets_frame([], {}, {}))
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """A JSON-ready summary: counts per tier, unexplained rows (short) — ``unexplained`` the
@@ -329,6 +342,7 @@ class AccessJoinResult:
             "offset_given": self.offset_given,
             "offset_unapplied_s": self.offset_unapplied_s,
             "offset_unapplied_requests": self.offset_unapplied_requests,
+            "warnings": list(self.warnings),
             "door_offsets": [{"agent": r.agent, "offset_s": float(r.offset_s), "requests": int(r.requests),
                               "given": bool(r.given), "applied": bool(r.applied)}
                              for r in self.door_offsets.itertuples()],
@@ -471,7 +485,10 @@ def join_access(
         storage_map: door object prefix → storage URI prefix, e.g.
             ``{"demo/": "s3://acme-data/demo/"}`` (:func:`map_object`).
         principals: agent name → the cloud principal(s) it acts as: exact strings or
-            ``fnmatch`` patterns (``"arn:aws:sts::123456789012:assumed-role/door-reader/*"``).
+            ``fnmatch`` patterns (``"arn:aws:sts::123456789012:assumed-role/door-reader/*"``);
+            the key ``"*"`` (:data:`ANY_AGENT`): those of every agent without an entry of its
+            own, including calls with no ``agent``.  A key naming no agent of the calls applies
+            to nothing (:func:`principals_naming_no_agent` names them).
         window_s: assumed longest call when ``ts_end`` is missing, seconds (≥ 0).
         lag_s: slack after the call's end for ``completed``/``event`` timestamps, seconds (≥ 0).
         skew_s: clock skew allowed between the door and the cloud, seconds (≥ 0), on top of
@@ -529,8 +546,9 @@ def join_access(
     skew = int(round(skew_s * 1e9))
     lag = int(round(lag_s * 1e9))
     max_off = int(round(max_offset_s * 1e9))
-    agent_pats = [pats.get(a) for a in agent_names]  # the principals each agent acts as (None: unknown)
-    in_pats = np.array([p is not None for p in agent_pats] + [False], bool)[agent_code]
+    # the principals each agent acts as (None: unknown); the last entry: calls naming no agent (code -1)
+    agent_pats = [pats.get(a, pats.get(ANY_AGENT)) for a in agent_names] + [pats.get(ANY_AGENT)]
+    in_pats = np.array([p is not None for p in agent_pats], bool)[agent_code]
 
     # -- the access rows ------------------------------------------------------------------------
     n_a = len(access)
@@ -857,7 +875,8 @@ def join_access(
                             unmapped_calls=_unmapped_frame(c.iloc[np.flatnonzero(unmapped)], unmapped_obj[unmapped]),
                             offset_given=offset_s is not None, offset_unapplied_s=unapplied[0],
                             offset_unapplied_requests=unapplied[1],
-                            door_offsets=_door_offsets_frame(agent_names, door_off, door_unapplied))
+                            door_offsets=_door_offsets_frame(agent_names, door_off, door_unapplied),
+                            warnings=[w for w in (principals_warning(c, principals),) if w])
 
 
 # -- the join's building blocks ---------------------------------------------------------------------
@@ -1184,6 +1203,44 @@ class _CallTables:
                 keep[sub[first]] = True
                 req, call = req[keep], call[keep]
         return req, call
+
+
+def _whose(agent: str | None) -> str:
+    """Whose principals a request was not made by: the call's agent, or ``"*"``'s for a call that
+    names none."""
+    if agent is None:
+        return 'one principals["*"] gives the door\'s calls that name no agent'
+    return f"a principal the door's agent {agent} acts as"
+
+
+def principals_naming_no_agent(calls: pd.DataFrame, principals: Mapping[str, Any] | None) -> tuple[list[str], list[str], int]:
+    """The ``principals`` keys that name no agent of ``calls`` (``"*"`` aside: it needs none),
+    in the mapping's order, with what the calls have: ``(keys, agents, calls_without_agent)`` —
+    the calls' agents sorted, and how many calls name no agent.  Such a key applies to nothing,
+    so ``replaybook access`` and ``report`` warn of it (:func:`principals_warning`)."""
+    col = calls["agent"] if "agent" in calls.columns else pd.Series([], dtype="string")
+    named = col.dropna().astype(str)
+    agents = sorted(set(named[named != ""]))
+    keys = [k for k in (principals or {}) if k != ANY_AGENT and k not in agents]
+    return keys, agents, int(len(col) - len(named[named != ""]))
+
+
+def principals_warning(calls: pd.DataFrame, principals: Mapping[str, Any] | None) -> str | None:
+    """One sentence on the ``principals`` keys that name no door agent, or None when every key
+    names one: ``principals names no agent the door calls have: unknown-agent (they apply to
+    nothing); the calls' agents: analyst, and 3 calls name no agent (principals["*"] applies to
+    those)``."""
+    keys, agents, none = principals_naming_no_agent(calls, principals)
+    if not keys:
+        return None
+    have = ", ".join(agents) if agents else "none named"
+    s = (f"principals names {'an agent' if len(keys) == 1 else 'agents'} no door call has: "
+         f"{', '.join(keys)} ({'it applies' if len(keys) == 1 else 'they apply'} to nothing); "
+         f"the calls' agents: {have}")
+    if none:
+        s += (f", and {none} call{'s' if none != 1 else ''} name{'' if none != 1 else 's'} no agent "
+              f'(principals["*"] gives the principal of every agent without an entry of its own, and of those)')
+    return s
 
 
 class _PrincipalMatch:
@@ -1571,7 +1628,7 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
             w = who_code[pos]
             who = who_names[w] if w >= 0 and who_names[w] else "no principal the log names"
             out.append(f"a door call on this object fits the time (session {sess[i]} seq {seq[i]}), but the request "
-                       f"was made by {who}, not a principal the door's agent {agent_names[agent_code[i]]} acts as")
+                       f"was made by {who}, not {_whose(agent_names[agent_code[i]] if agent_code[i] >= 0 else None)}")
         else:
             uri = key_uri_names[key[pos]]
             if uri is None:

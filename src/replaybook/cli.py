@@ -717,7 +717,8 @@ def _common_offset_words(res, given_by: str) -> str:
                    "demo/=s3://acme-data/demo/ (repeatable; over the manifest's storage_map).")
 @click.option("--principal", "principal", multiple=True, metavar="AGENT=PRINCIPAL",
               help="A cloud principal (exact or fnmatch pattern) the door agent AGENT acts as (repeatable; "
-                   "over the manifest's principals).")
+                   "over the manifest's principals; AGENT '*': every agent without one of its own, and calls "
+                   "that name no agent).")
 @click.option("--storage-clock-ahead", "clock_ahead", multiple=True, metavar="[AGENT=]SECONDS",
               help="How far the storage logs' clock runs ahead of the door's, seconds (negative: behind; the "
                    "access join's offset_s, storage − door). Taken instead of measuring one.  AGENT=SECONDS: "
@@ -778,6 +779,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                                  "per door agent (the calls' agent column)", param_hint="--storage-clock-ahead")
     res = join_access(calls_f, access_f, storage_map=smap or None, principals=princ or None, offset_s=ahead,
                       door_offsets_s=doors or None)
+    for warning in res.warnings:  # a principals key (or --principal AGENT) naming no door agent applies to nothing
+        click.echo(f"replaybook: warning: {warning}", err=True)
 
     unique = access_f.index.is_unique  # access_index names rows by label (the loaders' are positions)
     also: dict[int, list[str]] = {}  # the other rows that hold the same request
@@ -841,6 +844,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
              "other_principal": int(res.links["other_principal"].sum()),
              "other_client": int(res.links["other_client"].sum()),
              "duplicates": int(len(res.duplicates)),
+             "warnings": list(res.warnings),
              "flagged": flagged,
              "calls": _json_records(pc.assign(ts=[_iso(t) for t in pc["ts"]])),
              "quarantine": int(len(set_aside_rows))}
@@ -949,6 +953,8 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     if paths.findings:
         click.echo(f"replaybook: {_findings_line(paths.findings)}", err=True)
         for warning in paths.findings.get("join_warnings") or ():  # e.g. a clock_offsets entry not applied
+            click.echo(f"replaybook: warning: {warning}", err=True)
+        for warning in paths.findings.get("access_warnings") or ():  # e.g. a principals key naming no agent
             click.echo(f"replaybook: warning: {warning}", err=True)
     if paths.checksums:
         click.echo(f"replaybook: {_checksums_line(incident, paths.checksums)}", err=True)

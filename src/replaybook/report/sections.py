@@ -2131,6 +2131,9 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
     # another service's events made with the door's principal are listed with them, counted apart
     n_un_storage = int(sum(map(on_storage, un["resource_uri"])))
     n_un_door_other = len(un) - n_un_storage
+    # a principals key naming no door agent applies to nothing: said before the counts it may change
+    alarm += "".join(f'<p class="rb-alarm"><b>Warning:</b> {esc(w)}.</p>'
+                     for w in getattr(result, "warnings", None) or ())
     body = alarm + (f"<p>The cloud's own access logs hold {held}. Door calls explain "
             f"<b>{_count(len(result.links), 'storage request')}</b>. <b>{_count(n_un_storage, 'storage request')} "
             f"{'matches' if n_un_storage == 1 else 'match'} no door call</b>"
