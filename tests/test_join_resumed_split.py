@@ -78,3 +78,33 @@ def test_the_door_session_agrees_with_the_conversation_in_full(tmp_path, load):
     assert s.loc["door-cut", ["transcript_id", "calls", "agreed", "status"]].tolist() == [ORIG, 2, 2, "matched"]
     mr = steps[steps["kind"] == "model_request"]
     assert mr["output_tokens"].tolist() == [70] and int(mr["output_tokens"].sum()) == 70
+
+
+def test_unrelated_files_sharing_message_ids_are_not_read_again(tmp_path, monkeypatch):
+    """Tools that write fixed message ids give unrelated transcripts the same (message.id,
+    requestId): none copies another's lines, so none can continue another's response.  Each
+    shared id had read both files again — a 3.8 MB folder took 42 s.  Now no file is read again,
+    and the frame keeps both requests; a resumed file is read again once, whatever the ids."""
+    from replaybook.sources import _resume_split
+
+    t = tmp_path / "transcripts"
+    t.mkdir()
+    for n, sid in enumerate(("cccc0000-0000-4000-8000-00000000000c", "dddd0000-0000-4000-8000-00000000000d")):
+        lines = [_line(sid, "user", f"{sid}-u", None, "2026-09-13T10:00:00.000Z", {"role": "user", "content": "go"})]
+        for k in range(20):
+            lines.append(_line(sid, "assistant", f"{sid}-a{k}", lines[-1]["uuid"], "2026-09-13T10:00:01.000Z",
+                               {"model": "m", "id": f"msg_{k}", "type": "message", "role": "assistant",
+                                "content": [{"type": "text", "text": f"{n}-{k}"}],
+                                "usage": {"input_tokens": 1, "output_tokens": 2}}, requestId=f"req_{k}"))
+        (t / f"{sid}.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines))
+    read: list = []
+    real = _resume_split._lines
+    monkeypatch.setattr(_resume_split, "_lines", lambda p: read.append(p) or real(p))
+    res = load_claude_code([t])
+    assert read == []
+    assert int((res.frame["kind"] == "model_request").sum()) == 40
+    (tmp_path / "resumed").mkdir()
+    _write(tmp_path / "resumed")
+    res = load_claude_code([tmp_path / "resumed" / "transcripts"])
+    assert sorted(read) == sorted(str(p) for p in (tmp_path / "resumed" / "transcripts").iterdir())
+    assert int((res.frame["kind"] == "model_request").sum()) == 1

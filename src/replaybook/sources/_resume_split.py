@@ -29,7 +29,8 @@ were one file's:
 * ``B``'s ``inputs`` entry says so (``notes``: ``line <n>: continues the model response …``).
 
 Only the files of such a response are read again (each line of ``A`` and ``B``, to tell the
-response's lines and their text).  Files are opened read-only.
+response's lines and their text), each once, and only when ``B`` copies lines of another file
+(its ``duplicates``).  Files are opened read-only.
 """
 
 from __future__ import annotations
@@ -82,14 +83,15 @@ def _texts(o: dict) -> list[str]:
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
 
 
-def _own_lines(path: str, key: tuple, known: set, set_aside: set) -> tuple[list[dict], set, dict]:
-    """The lines of ``path`` that the loader read as its own (not a copy of a uuid in ``known``
-    or met earlier in the file, nor a line in ``set_aside``) holding response ``key``; every
-    uuid of the file; and the line number of each uuid's first place in it."""
+def _own_lines(lines: list[tuple[int, Any]], key: tuple, known: set,
+               set_aside: set) -> tuple[list[dict], set, dict]:
+    """The lines (:func:`_lines` of a file) that the loader read as its own (not a copy of a
+    uuid in ``known`` or met earlier in the file, nor a line in ``set_aside``) holding response
+    ``key``; every uuid of the file; and the line number of each uuid's first place in it."""
     own: list[dict] = []
     uuids: set = set()
     where: dict = {}
-    for line_no, o in _lines(path):
+    for line_no, o in lines:
         u = o.get("uuid")
         u = u if isinstance(u, str) and u else None
         repeat = u is not None and (u in known or u in uuids)
@@ -128,6 +130,17 @@ def merge_split_responses(res) -> None:
             if not pd.isna(ln):
                 set_aside.setdefault(str(sf), set()).add(int(ln))
     info_of = {str(i.get("path")): i for i in res.inputs}
+    # a file that copies no line of another (no ``duplicates``) continues no response begun
+    # elsewhere: only files that do are read again, each once (unrelated files sharing message
+    # ids, as tools writing fixed ids do, had each been read again for every shared id)
+    copies = {p for p, i in info_of.items() if i.get("duplicates")}
+    parsed: dict[str, list] = {}
+
+    def lines_of(path: str) -> list:
+        if path not in parsed:
+            parsed[path] = _lines(path)
+        return parsed[path]
+
     drop: list = []
     relabel: dict = {}   # row → transcript_id
     touched: set = set()
@@ -139,8 +152,10 @@ def merge_split_responses(res) -> None:
         a_uuid = f.at[first, "uuid"]
         if pd.isna(a_uuid) or len({str(f.at[i, "source_file"]) for i in idx}) < len(idx):
             continue
+        if not any(str(f.at[b, "source_file"]) in copies for b in idx[1:]):
+            continue
         known: set = set()     # the uuids of the files the response was read from so far
-        a_own, a_uuids, _ = _own_lines(a_file, key, set(), set_aside.get(a_file, set()))
+        a_own, a_uuids, _ = _own_lines(lines_of(a_file), key, set(), set_aside.get(a_file, set()))
         known |= a_uuids
         lines = list(a_own)
         tokens = (f.at[first, "input_tokens"], f.at[first, "output_tokens"])
@@ -148,7 +163,9 @@ def merge_split_responses(res) -> None:
         merged = False
         for b in idx[1:]:
             b_file = str(f.at[b, "source_file"])
-            b_own, b_uuids, where = _own_lines(b_file, key, known, set_aside.get(b_file, set()))
+            if b_file not in copies:
+                continue
+            b_own, b_uuids, where = _own_lines(lines_of(b_file), key, known, set_aside.get(b_file, set()))
             at = where.get(str(a_uuid))
             if at is None or at in set_aside.get(b_file, set()):
                 continue   # not a resumed copy of the response's start: two responses stay two
