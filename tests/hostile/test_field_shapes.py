@@ -188,3 +188,30 @@ def test_a_rotated_log_split_anywhere_reads_as_it_does_whole(tmp_path, fixture):
         pd.testing.assert_frame_equal(got["calls"].drop(columns=keep), whole, obj=f"split at line {at}")
         compared += 1
     assert compared >= len(lines) - 2
+
+
+def test_digits_int_cannot_read_in_a_count_or_status_do_not_stop_a_load(tmp_path):
+    """``"²00"``, ``"²048"`` and ``"³"`` are digits to ``str.isdigit`` and not to ``int()``: an
+    Azure status, a CloudTrail byte count, a GCP item count, an S3 byte count or a PR body's
+    ``[seq:²]`` so written had stopped the whole load (or the claims lint) with an internal
+    error.  Each is now a value not read — the status an error outcome, a count NA — and the
+    rest of the file is read."""
+    from replaybook.packet.claims import lint_claims_text
+
+    az = _edit(tmp_path, "cloud/azure/PT1H.json", '"statusCode": 200', '"statusCode": "\u00b200"')
+    rows = replaybook.load(az)["access"]
+    assert len(rows) == len(replaybook.load(FIX / "cloud/azure/PT1H.json")["access"])
+    assert rows["outcome"].iloc[0] == "error" and rows["error_code"].iloc[0] == "\u00b200"
+    ct = _edit(tmp_path, "cloud/join/cloudtrail.json", '"bytesTransferredOut": 2048', '"bytesTransferredOut": "\u00b2048"')
+    rows = replaybook.load(ct)["access"]
+    assert len(rows) == len(replaybook.load(FIX / "cloud/join/cloudtrail.json")["access"]) and rows["bytes"].isna().any()
+    gcp = _edit(tmp_path, "cloud/gcp-audit-denied/data_access.jsonl", '"numResponseItems": "3"',
+                '"numResponseItems": "\u00b3"')
+    rows = replaybook.load(gcp)["access"]
+    assert len(rows) == 3 and rows["rows"].isna().all()
+    s3 = _edit(tmp_path, "cloud/s3-access-quotes/acme-data-2026-09-13-10-10-00-0123456789ABCDEF",
+               "200 - 2048 2048", "200 - \u00b2048 2048")
+    res = replaybook.load(s3)
+    assert len(res["access"]) == 3 and res.quarantine["line_no"].tolist() == [1]  # (the line set aside, not the file)
+    report = lint_claims_text("It passes [seq:\u00b2].", {1: 0})
+    assert [f.kind for f in report.findings] == ["malformed_marker"]

@@ -1008,11 +1008,11 @@ class _Judge:
         (:meth:`unbacked_pass`).
         """
         report, steps, commands, log_path = self.report, self.steps, self.commands, self.log_path
-        numbered = [int(c) for _o, c, _l in group if c.isdigit()]
+        numbered = [int(c) for _o, c, _l in group if _step_number(c)]
         paired = len(group) > 1 and len(numbered) == len(group) == len(clauses)
         for k, (_off, content, line) in enumerate(group):
             report.markers += 1
-            if not content.isdigit():
+            if not _step_number(content):
                 report.findings.append(Finding(
                     "malformed_marker", "error", line, None, shown,
                     f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"))
@@ -1088,6 +1088,12 @@ class _Judge:
                 report.warnings.append(finding)
             self.accepted.add(seq)
             report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
+
+
+def _step_number(content: str) -> bool:
+    """A marker's content is a step number: ASCII digits only (``[seq:²]``, ``[seq:３]`` are not:
+    int() refuses the first and the log's ``seq`` is never written the second way)."""
+    return content.isascii() and content.isdigit()
 
 
 def _text(output: object) -> str | None:

@@ -916,7 +916,7 @@ def role_session_name(arn: str | None) -> str | None:
 
 
 def to_int(v: Any) -> int | None:
-    """An int from an int, an integral float or a decimal string; ``None`` otherwise (and for
+    """An int from an int, an integral float or a string of ASCII digits; ``None`` otherwise (and for
     booleans, negative values and values of 2**63 or more, which no byte or row count can be
     and no ``Int64`` column can hold)."""
     if v is None or isinstance(v, bool):
@@ -925,7 +925,7 @@ def to_int(v: Any) -> int | None:
         return v if 0 <= v < COUNT_LIMIT else None
     if isinstance(v, float):
         return int(v) if v.is_integer() and 0 <= v < COUNT_LIMIT else None
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():  # ("²" is a digit int() refuses)
         n = int(v.strip()) if len(v.strip()) < 20 else COUNT_LIMIT
         return n if n < COUNT_LIMIT else None
     return None

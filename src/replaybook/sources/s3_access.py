@@ -275,7 +275,7 @@ def _request_paths(request_uri: str | None) -> tuple[str, ...]:
 
 def _int(v: str | None) -> int | None:
     """A decimal count; ``None`` for ``-``, anything else, or 2**63 and more (not a count)."""
-    if v is None or not v.isdigit() or len(v) > 19:
+    if v is None or not (v.isascii() and v.isdigit()) or len(v) > 19:  # ("²" is a digit int() refuses)
         return None
     n = int(v)
     return n if n < 2**63 else None
