@@ -54,6 +54,12 @@ def test_lookup_events_export():
     assert f.loc[3, "ts"] == pd.Timestamp("2026-09-14T04:00:00Z")
     assert f.loc[3, "action"] == "list"
     assert "not a JSON object" in f.loc[3, "raw"]["_envelope"]["_note"]
+    # lines 2 and 3: the errorCode is in the embedded record that is missing: the outcome is not
+    # known, never success, and the file's notes say so
+    assert f.loc[1, "outcome"] == "allowed" and f.loc[2, "outcome"] == "error" and f.loc[3, "outcome"] == "error"
+    notes = res.inputs[0]["notes"]
+    assert [n.split(":")[0] for n in notes] == ["record 2", "record 3"]
+    assert "the request's outcome (its errorCode) is unknown" in notes[0]
 
 
 def _rec(t, name, **kw):

@@ -283,6 +283,11 @@ def _row(rec: dict, env: dict | None, path: str, line_no: int | None,
                 row["resource_uri"] = r["ARN"]
                 break
     code, unread = _error_code(rec)
+    if env and env.get("_note") and code is None and not unread:
+        # a LookupEvents event whose CloudTrailEvent is missing or unreadable: its errorCode —
+        # the request's outcome — is in the part that is missing
+        unread = ("CloudTrailEvent missing or not a JSON object: the request's outcome (its errorCode) is "
+                  "unknown; outcome error, the other fields from the export's own")
     row["error_code"] = code
     if unread:  # an error without a readable code: never taken as success
         row["outcome"] = "error"
