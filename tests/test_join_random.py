@@ -295,7 +295,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
 def continuations(ref, one: dict, min_agreed: int) -> dict:
     """The sessions that continue a transcript the one-to-one assignment ``one`` gave another
     session, restated: an unassigned session whose best-agreeing transcript (no other as good)
-    is assigned, agrees on ≥ max(min_agreed, 2) steps and half its calls, and whose calls (first
+    is assigned, agrees on ≥ max(min_agreed, 2) steps (≥ min_agreed when one of them agrees by
+    tool-use id: the id proves the conversation) and half its calls, and whose calls (first
     to last) and agreeing steps lie apart in time from those of each of that transcript's
     sessions (the assigned one, then continuations taken before: by agreement, then name).
     Returns {session: (transcript, the session it continues)}."""
@@ -319,7 +320,9 @@ def continuations(ref, one: dict, min_agreed: int) -> dict:
             continue
         top = max(mine.values())
         best = [t for t, a in mine.items() if a == top]
-        if len(best) == 1 and best[0] in one.values() and top >= max(min_agreed, 2) and top >= 0.5 * n_calls[s]:
+        by_id = len(best) == 1 and ref["scores"][(best[0], s)][1] > 0
+        enough = top >= max(min_agreed, 2) or (by_id and top >= min_agreed)
+        if len(best) == 1 and best[0] in one.values() and enough and top >= 0.5 * n_calls[s]:
             cands.append((-top, s, best[0]))
 
     def apart(a, b):
@@ -335,17 +338,54 @@ def continuations(ref, one: dict, min_agreed: int) -> dict:
     return out
 
 
+def resumed(steps, calls, one: dict) -> dict:
+    """The sessions the one-to-one assignment ``one`` gave a transcript that resumes another's,
+    restated: a transcript resumes the one holding the line its first main-agent line with a
+    uuid names as parent (the first row with that uuid; not itself; two naming each other:
+    neither); followed back to the nearest transcript with a session in ``one``, that session is
+    continued when it is another and its last call (or answer) is before this session's first
+    call.  Returns {session: the session it continues}."""
+    first, owner = {}, {}
+    for r in steps.itertuples():
+        if _na(r.agent_id) is not None or _na(r.uuid) is None:
+            continue
+        first.setdefault(r.transcript_id, _na(r.parent_uuid))
+        owner.setdefault(r.uuid, r.transcript_id)
+    res = {t: owner[p] for t, p in first.items() if p is not None and p in owner and owner[p] != t}
+    res = {t: o for t, o in res.items() if res.get(o) != t}
+    span = {}
+    for r in calls.itertuples():
+        lo, hi = span.get(r.door_session, (r.ts, r.ts))
+        end = r.ts if pd.isna(r.ts_end) else max(r.ts, r.ts_end)
+        span[r.door_session] = (min(lo, r.ts), max(hi, end))
+    session_of = {t: s for s, t in one.items()}
+    out = {}
+    for s, t in one.items():
+        seen = {t}
+        while t in res and res[t] not in seen:
+            t = res[t]
+            seen.add(t)
+            if t in session_of:
+                if session_of[t] != s and span[s][0] > span[session_of[t]][1]:
+                    out[s] = session_of[t]
+                break
+    return out
+
+
 # --- random incidents -----------------------------------------------------------------------
 
 
-def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: bool = False):
+def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: bool = False,
+                    resumes: bool = False):
     """Steps and calls of a small random incident; with ``clocks``, each transcript's machine
     has a clock of its own (differing by up to ±150 s), and some steps line up by coincidence
     with another session's call at the door's common skew; with ``orphans``, some tool calls'
     lines are missing and only their results remain (no tool, no arguments, written a little
     after the call); with ``servers``, some steps are on other servers than the door's: one
     whose steps repeat door calls a day off (a door session no clock within reach joins), one
-    of tools no door call has, and built-in tools."""
+    of tools no door call has, and built-in tools; with ``resumes``, every step has a uuid and
+    some transcripts' first step names as its parent a step of another transcript (a resumed
+    conversation), of its own, or one no step has."""
     n_t, n_s, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
     grid = int(rng.choice([1, 500, 1000]))  # coarse clocks make equal timestamps common
     skew = int(rng.choice([0, 400, 1200, 90_000]))
@@ -393,6 +433,17 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
             steps.append((f"t{int(rng.integers(0, n_t))}", int(rng.integers(0, 150)) * 1000, "Read",
                           {"path": "p0"}, f"toolu_b{seq}", False, None))
             seq += 1
+    parent = {}
+    if resumes and steps:
+        firsts = {}
+        for i, x in enumerate(steps):
+            firsts.setdefault(x[0], i)
+        for t, i in firsts.items():
+            r = rng.random()
+            if r < 0.5:  # another transcript's step (or its own, or none)
+                parent[i] = f"u{int(rng.integers(0, len(steps)))}"
+            elif r < 0.6:
+                parent[i] = "u-none"
     st = STEPS.build([dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(milliseconds=ms),
                            kind="tool_call", tool_raw=f"mcp__{server}__{tool}" if server else tool, server=server,
                            tool=tool, call_id=cid, arguments=args, args_key=None if noargs else canonical_args(args))
@@ -400,6 +451,9 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
                       dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(milliseconds=ms),
                            kind="tool_result", call_id=cid, text="a result")
                       for i, (t, ms, tool, args, cid, noargs, server) in enumerate(steps)])
+    if resumes:
+        st["uuid"] = pd.array([f"u{i}" for i in range(len(st))], dtype="string")
+        st["parent_uuid"] = pd.array([parent.get(i) for i in range(len(st))], dtype="string")
     ca = CALLS.build([dict(door_session=s, agent="analyst", seq=i + 1, ts=T0 + timedelta(milliseconds=ms), tool=tool,
                            arguments=args, args_key=None if noargs else canonical_args(args), decision="allow",
                            meta_call_id=meta)
@@ -411,11 +465,13 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
                          + [(s, True, False, False) for s in range(100, 124)]
                          + [(s, False, True, False) for s in range(200, 212)]
                          + [(s, True, True, False) for s in range(300, 306)]
-                         + [(s, True, False, True) for s in range(400, 412)])
+                         + [(s, True, False, True) for s in range(400, 412)]
+                         + [(s, False, False, False) for s in range(500, 512)])
 def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
     rng = np.random.default_rng(seed)
+    resumes = seed >= 500
     for _ in range(12):
-        steps, calls = random_incident(rng, clocks, orphans, servers)
+        steps, calls = random_incident(rng, clocks, orphans, servers, resumes)
         window_s = float(rng.choice([0.5, 2.0, 60.0]))
         min_agreed = int(rng.choice([1, 1, 2]))
         max_offset_s = float(rng.choice([0.0, 300.0]))
@@ -433,7 +489,10 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
         assert got == {k: (a, e, float(m)) for k, (a, e, m) in ref["scores"].items()}
         # the assignment: maximal total agreement, and the unique best one when there is one
         sess = res.sessions.set_index("door_session")
-        one = {s: t for s, t in res.assignments().items() if t is not None and pd.isna(sess.loc[s, "continues"])}
+        # (one-to-one: the sessions continuing nothing, or the session of another transcript, which
+        # theirs resumes)
+        one = {s: t for s, t in res.assignments().items() if t is not None and (
+            pd.isna(sess.loc[s, "continues"]) or sess.loc[sess.loc[s, "continues"], "transcript_id"] != t)}
         assert sum(ref["edges"][(t, s)][0] for s, t in one.items()) == ref["best_total"]
         if len(ref["winners"]) == 1:
             assert one == ref["winners"][0]
@@ -442,6 +501,9 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
         cont = continuations(ref, one, min_agreed)
         assert {s: (t, sess.loc[s, "continues"]) for s, t in res.assignments().items() if s not in one
                 and t is not None} == cont
+        # sessions whose transcript resumes another's continue that one's session
+        assert {s: sess.loc[s, "continues"] for s in one if not pd.isna(sess.loc[s, "continues"])} == \
+            resumed(steps, calls, one)
         asg = {**one, **{s: t for s, (t, _) in cont.items()}}
         # calls that agree with a step of their session's transcript but logged another id
         conflicts = {s: len({j for i, j in ref["vetoed"] if C[j]["s"] == s and S[i]["t"] == t})

@@ -77,7 +77,7 @@ except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
-__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "orphan_results", "untimed_note", "far_pairs", "far_clocks",
+__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "resumptions", "orphan_results", "untimed_note", "far_pairs", "far_clocks",
            "offset_changes", "unknown_clock_offsets", "clock_offsets_warning",
            "offset_change_text", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED", "DEFAULT_MAX_OFFSET_S", "MAX_SECONDS",
            "FAR_PAIR_MS", "FAR_CLOCK_HORIZON_S"]
@@ -1131,7 +1131,14 @@ def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
     which is another transcript of ``steps`` — Claude Code's ``agent-<id>.jsonl`` (2.0.x) and
     ``<session>/subagents/agent-<id>.jsonl`` (2.1.x) files, whose parent is the
     ``<session>.jsonl`` transcript.  (Inline sidechain lines are in their parent's file
-    already.)  A sub-agent file whose parent transcript is not among ``steps`` stays a
+    already.)
+
+    A sub-agent file whose parent transcript is not among ``steps`` belongs to the transcript
+    that carries its parent's conversation, when exactly one does: a main-agent transcript
+    holding the ``Task`` / ``Agent`` tool call (no MCP server) that started it — the call's
+    ``prompt`` argument is the sub-agent's first prompt, as Claude Code writes it — which is
+    what a conversation resumed in a new file holds when the file it resumed is not given (its
+    copy of the history has the call).  With no such transcript, or several, it stays a
     transcript of its own.  Empty when no row has an ``agent_id`` (one pass over that column)."""
     if not len(steps):
         return {}
@@ -1144,10 +1151,50 @@ def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
     sub = pd.DataFrame({"t": tid[~agent_na], "c": _objects(steps["client_session_id"])[~agent_na]})
     sub = sub[~sub["t"].isin(main)].drop_duplicates()
     out: dict[str, str] = {}
+    absent: list[str] = []  # sub-agent files whose parent transcript is not given
     for t, c in sub.groupby("t", sort=False)["c"]:
         vals = c.tolist()
-        if len(vals) == 1 and isinstance(t, str) and isinstance(vals[0], str) and vals[0] != t and vals[0] in every:
+        if not isinstance(t, str) or any(isinstance(v, str) and v == t for v in vals):
+            continue
+        if len(vals) == 1 and isinstance(vals[0], str) and vals[0] in every:
             out[t] = vals[0]
+        elif not any(isinstance(v, str) and v in every for v in vals):
+            absent.append(t)
+    if absent:
+        out.update(_task_carriers(steps, absent, agent_na, tid))
+    return out
+
+
+#: the Claude Code tools that start a sub-agent (its first prompt is their ``prompt`` argument)
+SUB_AGENT_TOOLS = ("Task", "Agent")
+
+
+def _task_carriers(steps: pd.DataFrame, subs: list[str], agent_na: np.ndarray, tid: np.ndarray) -> dict[str, str]:
+    """``{sub-agent transcript: the one main-agent transcript holding the Task/Agent call that
+    started it}`` (see :func:`sub_agent_parents`), for the sub-agent transcripts ``subs``.  A
+    sub-agent's first prompt is its ``user_prompt`` row of least ``seq``; a prompt truncated in
+    the frame (``text_bytes`` above its text's) matches a call whose prompt starts with it."""
+    kinds = _objects(steps["kind"])
+    tools = _objects(steps["tool"])
+    is_task = _equals(kinds, "tool_call") & agent_na & _isna_str(steps["server"])
+    is_task &= pd.Series(tools, dtype=object).isin(SUB_AGENT_TOOLS).to_numpy(bool)
+    if not is_task.any():
+        return {}
+    holders: dict[str, set] = {}  # prompt → transcripts holding a call with it
+    for t, args in zip(tid[is_task], _objects(steps["arguments"])[is_task]):
+        prompt = args.get("prompt") if isinstance(args, dict) else None
+        if isinstance(prompt, str) and isinstance(t, str):
+            holders.setdefault(prompt, set()).add(t)
+    first = steps[pd.Series(tid, dtype=object).isin(subs).to_numpy(bool) & _equals(kinds, "user_prompt")]
+    first = first.sort_values("seq", kind="stable").drop_duplicates("transcript_id")
+    out: dict[str, str] = {}
+    for t, text, n_bytes in zip(first["transcript_id"], first["text"], first["text_bytes"]):
+        if not isinstance(text, str):
+            continue
+        cut = not pd.isna(n_bytes) and int(n_bytes) > len(text.encode("utf-8", "surrogatepass"))
+        found = set().union(*(h for p, h in holders.items() if p == text or (cut and p.startswith(text))))
+        if len(found) == 1:
+            out[str(t)] = next(iter(found))
     return out
 
 
@@ -1635,8 +1682,8 @@ def join_sessions(
     # a session the one-to-one assignment left out may continue a transcript another session has
     continues = np.full(n_s, -1, np.int64)
     if len(sc_s):
-        cont = _continuations(assign_arr, sc_s, sc_t, agreed, counts, m_s, m_t, m_si, s_ms, start_ns, end_ns,
-                              min_agreed)
+        cont = _continuations(assign_arr, sc_s, sc_t, agreed, exact_n, counts, m_s, m_t, m_si, s_ms, start_ns,
+                              end_ns, min_agreed)
         if cont:
             first_of = np.full(n_t, -1, np.int64)
             first_of[assign_arr[assign_arr >= 0]] = np.flatnonzero(assign_arr >= 0)
@@ -1644,6 +1691,11 @@ def join_sessions(
             for s_, t_ in cont.items():
                 assign_arr[s_] = t_
                 continues[s_] = first_of[t_]
+    # a session assigned a transcript that resumes another's continues that one's session: the
+    # same conversation, resumed in a new file (its copy of the history kept with the first file)
+    resumed = np.full(n_s, -1, np.int64)
+    if n_s > 1 and (assign_arr >= 0).sum() > 1:
+        resumed = _resumed_sessions(resumptions(steps), assign_arr, continues, t_names, start_ns, end_ns)
 
     # 6. per-session report
     has_t = assign_arr >= 0
@@ -1793,7 +1845,8 @@ def join_sessions(
         "id_mismatches": int_na(id_mismatches, has_t),
         "unknown_ids": int_na(unknown_ids, np.ones(n_s, bool)),
         "by_result_id": int_na(by_result, has_t),
-        "continues": np.where(continues >= 0, s_names[np.maximum(continues, 0)] if n_s else None, None),
+        "continues": np.where(continues >= 0, s_names[np.maximum(continues, 0)] if n_s else None,
+                              np.where(resumed >= 0, s_names[np.maximum(resumed, 0)] if n_s else None, None)),
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
@@ -1862,7 +1915,7 @@ CONTINUE_SHARE = 0.5
 
 
 def _continuations(assign: np.ndarray, sc_s: np.ndarray, sc_t: np.ndarray, agreed: np.ndarray,
-                   counts: np.ndarray, m_s: np.ndarray, m_t: np.ndarray, m_si: np.ndarray, s_ms: np.ndarray,
+                   exact: np.ndarray, counts: np.ndarray, m_s: np.ndarray, m_t: np.ndarray, m_si: np.ndarray, s_ms: np.ndarray,
                    start_ns: np.ndarray, end_ns: np.ndarray, min_agreed: int) -> dict[int, int]:
     """Door sessions that continue a transcript the one-to-one assignment gave another session.
 
@@ -1873,15 +1926,17 @@ def _continuations(assign: np.ndarray, sc_s: np.ndarray, sc_t: np.ndarray, agree
     were reported as calls the door never saw.
 
     An unassigned session ``s`` continues transcript ``t`` when ``t`` agrees with it best (no
-    other transcript as well), on at least ``max(min_agreed, 2)`` steps and
-    :data:`CONTINUE_SHARE` of its calls, and both ``s``'s calls (first to last) and ``t``'s
+    other transcript as well), on at least ``max(min_agreed, 2)`` steps — or ``min_agreed``
+    when one of them agrees by the client's tool-use id, which proves the conversation (a
+    session of one call resumed in a new file) — and :data:`CONTINUE_SHARE` of its calls, and both ``s``'s calls (first to last) and ``t``'s
     steps that agree with ``s`` lie apart in time from those of every other session of ``t``
     (the assigned one and continuations taken before, by agreement, then session code): two
     sessions running at once are two conversations, not one continued.
 
     Args:
         assign: per session code, its transcript code or -1 (the one-to-one assignment).
-        sc_s, sc_t, agreed: the (session, transcript) agreements.
+        sc_s, sc_t, agreed: the (session, transcript) agreements; exact: how many of each
+            agree by tool-use id.
         counts: calls per session code.
         m_s, m_t, m_si: every agreeing pair's session code, transcript code and step row.
         s_ms: step times, ms; start_ns, end_ns: each session's first and last call, ns.
@@ -1894,7 +1949,8 @@ def _continuations(assign: np.ndarray, sc_s: np.ndarray, sc_t: np.ndarray, agree
         return {}
     taken = np.zeros(int(max(sc_t.max(), assign.max())) + 1, bool)
     taken[assign[~free]] = True
-    e = free[sc_s] & taken[sc_t] & (agreed >= max(min_agreed, 2)) & (agreed >= CONTINUE_SHARE * counts[sc_s])
+    e = free[sc_s] & taken[sc_t] & (agreed >= CONTINUE_SHARE * counts[sc_s])
+    e &= (agreed >= max(min_agreed, 2)) | ((exact > 0) & (agreed >= min_agreed))
     if not e.any():
         return {}
     es, et, ea = sc_s[e], sc_t[e], agreed[e]
@@ -1936,6 +1992,71 @@ def _continuations(assign: np.ndarray, sc_s: np.ndarray, sc_t: np.ndarray, agree
         if ok:
             out[s_] = t_
             sess_of[t_].append(s_)
+    return out
+
+
+def resumptions(steps: pd.DataFrame) -> dict[str, str]:
+    """``{transcript: the transcript it resumes}``: a conversation resumed in a new file (Claude
+    Code ``--resume`` / ``--continue``) starts with copies of the earlier file's lines, which the
+    loader keeps with the earlier transcript (the first place of a uuid keeps the line), so the
+    resumed transcript's first line of its own — its first main-agent row with a ``uuid`` —
+    names as ``parent_uuid`` a line of the transcript it resumes.  A first line that names
+    nothing (a fresh conversation), or a line of its own transcript, resumes nothing; two
+    transcripts that would resume each other resume nothing.  One pass over ``uuid`` and
+    ``transcript_id``; the uuids are looked up only when some first line names a parent."""
+    if not len(steps) or "parent_uuid" not in steps.columns:
+        return {}
+    main = _isna_str(steps["agent_id"]) & ~_isna_str(steps["uuid"])
+    rows = np.flatnonzero(main)
+    if not len(rows):
+        return {}
+    tid = _objects(steps["transcript_id"])[rows]
+    codes, _ = _codes(tid, runs=True)
+    _, first = np.unique(codes, return_index=True)
+    first = rows[first[codes[first] >= 0]]
+    par = _objects(steps["parent_uuid"])[first]
+    named = ~_isna_str(pd.Series(par, dtype=object))
+    if not named.any():
+        return {}
+    first, par = first[named], par[named]
+    uuids = _objects(steps["uuid"])[rows]
+    hit = pd.Series(uuids, dtype=object).isin(set(par.tolist())).to_numpy(bool)
+    owner: dict = {}
+    for u, t in zip(uuids[hit].tolist(), tid[hit].tolist()):
+        owner.setdefault(u, t)  # (the first place of a uuid: the line the loader kept)
+    all_tid = _objects(steps["transcript_id"])
+    out = {}
+    for r, p_ in zip(first.tolist(), par.tolist()):
+        t, o = all_tid[r], owner.get(p_)
+        if isinstance(t, str) and isinstance(o, str) and o != t:
+            out[t] = o
+    return {t: o for t, o in out.items() if out.get(o) != t}
+
+
+def _resumed_sessions(resumes: dict[str, str], assign: np.ndarray, continues: np.ndarray, t_names: np.ndarray,
+                      start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """Per session code, the session it continues as a resumed conversation (-1: none): a
+    session assigned (one-to-one, continuing nothing) a transcript that resumes another
+    (:func:`resumptions`, followed back to the nearest transcript with a session of its own)
+    continues that transcript's session when it began after that session's last call ended."""
+    out = np.full(len(assign), -1, np.int64)
+    if not resumes:
+        return out
+    code = {str(t): i for i, t in enumerate(t_names.tolist())}
+    own = (assign >= 0) & (continues < 0)
+    session_of = np.full(len(t_names), -1, np.int64)
+    session_of[assign[own]] = np.flatnonzero(own)
+    for s_ in np.flatnonzero(own).tolist():
+        t = str(t_names[assign[s_]])
+        seen = {t}
+        while t in resumes and resumes[t] not in seen:
+            t = resumes[t]
+            seen.add(t)
+            first = session_of[code[t]] if t in code else -1
+            if first >= 0:
+                if first != s_ and start_ns[s_] != _NAT and end_ns[first] != _NAT and start_ns[s_] > end_ns[first]:
+                    out[s_] = first
+                break
     return out
 
 
