@@ -536,6 +536,13 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
             assert sess.loc[s, "agreed"] == ref["edges"][(t, s)][0]
         # residuals
         claimed = {j for i, j, _ in ref["pairs"] if asg.get(C[j]["s"]) == S[i]["t"]}
+        # a call and a step one tool-use id pairs, left in no link: named together
+        session_of = {t: s for s, t in one.items()}
+        assert sorted((r.door_session, r.call_seq, r.transcript_id, r.step_seq, r.conversation,
+                       None if pd.isna(r.conversation_session) else r.conversation_session)
+                      for r in res.split_ids.itertuples()) == sorted(
+            (C[j]["s"], C[j]["seq"], S[i]["t"], S[i]["seq"], S[i]["t"], session_of.get(S[i]["t"]))
+            for i, j, how in ref["pairs"] if how == "meta_id" and j not in claimed)
         assert len(res.unclaimed_calls) == len(C) - len(claimed)
         assert sorted(res.unclaimed_calls.seq) == sorted(C[j]["seq"] for j in range(len(C)) if j not in claimed)
         # a result standing in for its call: its pairs are the "tool_result" ones, and count apart

@@ -172,3 +172,33 @@ def test_a_file_made_of_the_first_lines_of_the_resumed_one_carries_the_sub_agent
     assert resumptions(steps) == {B: "cut"} and res.sub_agents == {f"agent-{SUB}": "cut"}
     assert res.assignments() == {S1: "cut", S2: B}
     assert res.sessions.set_index("door_session")["continues"].fillna("-").to_dict() == {S1: "-", S2: S1}
+
+
+def test_a_call_and_a_step_one_tool_use_id_ties_are_named_when_left_in_no_link(incident, capsys):
+    # b2 made two more calls no transcript has: one agreeing call of three is not taken as
+    # continuing the conversation, so B's call and b2's stay residuals — named as one call
+    rows = [json.loads(x) for x in (incident / "door" / f"{S2}.jsonl").read_text().splitlines()]
+    for seq in (2, 3):
+        rows.append(dict(rows[0], seq=seq, tool=f"other{seq}", meta={}))
+    _lines(incident / "door" / f"{S2}.jsonl", rows)
+    steps, res = _join([incident / "t" / f"{B}.jsonl", incident / "t" / f"agent-{SUB}.jsonl"], incident / "door")
+    s = res.sessions.set_index("door_session")
+    assert res.assignments() == {S1: B, S2: None} and pd.isna(s.loc[S2, "continues"])
+    assert res.split_ids.to_dict("records") == [dict(
+        door_session=S2, call_seq=1, call_row=4, call_id="toolu_B1", transcript_id=B, step_seq=12, conversation=B,
+        conversation_session=S1)]
+    assert list(res.unclaimed_calls.meta_call_id[:1]) == ["toolu_B1"] and list(res.unmatched_steps.call_id) == ["toolu_B1"]
+    assert res.to_dict()["split_ids"][0]["call_id"] == "toolu_B1"
+    # the report's residuals and `replaybook join` name them together
+    from replaybook.report.sections import residuals
+
+    html = residuals(unclaimed_calls=res.unclaimed_calls, unmatched_steps=res.unmatched_steps,
+                     unmatched_transcripts=res.unmatched_transcripts, sessions=res.sessions, split_ids=res.split_ids)
+    assert "carry the tool-use id of a transcript step" in html and "that conversation&#x27;s door session" in html
+    from replaybook.cli import main
+
+    assert main(["join", "--transcripts", str(incident / "t" / f"{B}.jsonl"), "--transcripts",
+                 str(incident / "t" / f"agent-{SUB}.jsonl"), "--calls", str(incident / "door")]) == 0
+    out = capsys.readouterr().out
+    assert (f"tool-use id toolu_B1: door session {S2} #1 and step 12 of transcript {B} are one call, yet in no "
+            f"link: the call is listed as unclaimed, and its conversation is door session {S1}'s") in out

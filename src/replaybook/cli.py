@@ -503,6 +503,19 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                        "among the inputs")
         if len(lost) > 20:
             click.echo(f"… and {len(lost) - 20:,} more such door sessions (the unknown_ids column)")
+        # a call and a step one tool-use id ties, in no link: both residuals, named together
+        split = res.split_ids
+        for r in split.head(20).itertuples(index=False):
+            conv = (f"transcript {r.transcript_id}" if r.transcript_id == r.conversation else
+                    f"transcript {r.transcript_id} (of {r.conversation}'s conversation)")
+            why = ("its conversation is assigned to no door session" if pd.isna(r.conversation_session) else
+                   f"its conversation is door session {r.conversation_session}'s, which {r.door_session} was not "
+                   "taken to continue (too few of its calls agree, or the two ran at the same time); the step is "
+                   "listed as a tool call with no door call")
+            click.echo(f"tool-use id {r.call_id}: door session {r.door_session} #{r.call_seq} and step {r.step_seq} of "
+                       f"{conv} are one call, yet in no link: the call is listed as unclaimed, and {why}")
+        if len(split) > 20:
+            click.echo(f"… and {len(split) - 20:,} more such calls (split_ids in the JSON)")
         for r in far.head(20).itertuples(index=False):
             parent = res.sub_agents.get(r.transcript_id)
             # (a sub-agent's entry moves its own steps only: its parent's stay on their clock)

@@ -134,6 +134,16 @@ class JoinResult:
             and are not residuals.
         warnings: sentences on what the join was given and could not use: ``clock_offsets``
             entries no transcript has (:func:`clock_offsets_warning`).
+        split_ids: the door calls paired with a step by the client's tool-use id that the
+            assignment put in no link, so that the call is a door call no step claims (and the
+            step, where its conversation has a session, a tool call with no door call) although
+            the id proves they are one call — a session too small or too close in time to its
+            conversation's other session to be taken as continuing it.  Columns
+            ``door_session``, ``call_seq`` (Int64), ``call_row`` (Int64, as ``pairs.call_row``),
+            ``call_id`` (the tool-use id), ``transcript_id`` (the step's own transcript),
+            ``step_seq`` (Int64), ``conversation`` (the transcript whose conversation the step
+            is: its parent's for a sub-agent's) and ``conversation_session`` (the door session
+            that conversation was assigned, NA for none); by call row.  Empty when there is none.
 
     Residual frames: the join knows the residual *rows* (``n_unclaimed_calls``,
     ``n_unmatched_steps``, and per session in ``sessions``); the frames themselves are copies of
@@ -153,6 +163,7 @@ class JoinResult:
     door_servers: list[str] = field(default_factory=list)
     sub_agents: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    split_ids: pd.DataFrame = field(default_factory=lambda: _split_ids_frame({}))
     _residuals: "_Residuals | None" = field(default=None, repr=False, compare=False)
 
     def transcripts_of(self, transcript_id: str) -> list[str]:
@@ -217,7 +228,19 @@ class JoinResult:
             "door_servers": list(self.door_servers),
             "sub_agents": dict(self.sub_agents),
             "warnings": list(self.warnings),
+            "split_ids": [{k: (None if pd.isna(v) else int(v) if k in ("call_seq", "call_row", "step_seq") else str(v))
+                           for k, v in r.items()} for r in self.split_ids.to_dict("records")],
         }
+
+
+def _split_ids_frame(cols: dict) -> pd.DataFrame:
+    """:attr:`JoinResult.split_ids` from its columns (empty without)."""
+    out = {}
+    for name, dtype in (("door_session", "string"), ("call_seq", "Int64"), ("call_row", "Int64"),
+                        ("call_id", "string"), ("transcript_id", "string"), ("step_seq", "Int64"),
+                        ("conversation", "string"), ("conversation_session", "string")):
+        out[name] = pd.array(cols.get(name, []), dtype=pd.StringDtype("python") if dtype == "string" else dtype)
+    return pd.DataFrame(out)
 
 
 class _Residuals:
@@ -1861,6 +1884,25 @@ def join_sessions(
     if c_rank is not None and len(unclaimed_rows):
         unclaimed_rows = unclaimed_rows[_stable_order(c_rank[unclaimed_rows])]
     um_pos = np.flatnonzero(unmatched_mask)
+    # pairs by tool-use id the assignment put in no link, their call left unclaimed: both sides a
+    # residual with one id, which proves they are one call (named, not hidden)
+    lost = (m_how == HOW_META) & ~in_pair
+    lost[lost] &= ~claimed_call[m_ci[lost]]
+    split = {}
+    if lost.any():
+        l_si, l_ci = m_si[lost], m_ci[lost]
+        o_ = np.argsort(l_ci, kind="stable")
+        l_si, l_ci = l_si[o_], l_ci[o_]
+        l_rows = l_si if whole else sel[l_si]
+        session_of_t = np.full(n_t, -1, np.int64)
+        own = has_t & (continues < 0)
+        session_of_t[assign_arr[own]] = np.flatnonzero(own)
+        cs_ = session_of_t[t_codes[l_si]]
+        split = {"door_session": s_names[s_codes[l_ci]], "call_seq": calls["seq"].array.take(l_ci),
+                 "call_row": l_ci, "call_id": steps["call_id"].array.take(l_rows),
+                 "transcript_id": steps["transcript_id"].array.take(l_rows), "step_seq": steps["seq"].array.take(l_rows),
+                 "conversation": t_names[t_codes[l_si]],
+                 "conversation_session": [None if c < 0 else s_names[c] for c in cs_.tolist()]}
     return JoinResult(
         sessions=sessions,
         pairs=pairs,
@@ -1874,6 +1916,7 @@ def join_sessions(
         door_servers=door_servers,
         sub_agents=parents,
         warnings=[clock_offsets_warning(unknown)] if (unknown := unknown_clock_offsets(steps, clock_offsets)) else [],
+        split_ids=_split_ids_frame(split),
     )
 
 

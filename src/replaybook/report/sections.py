@@ -2427,11 +2427,14 @@ def residuals(
     unmatched_steps: pd.DataFrame | None,
     unmatched_transcripts: Sequence[str] | None,
     sessions: pd.DataFrame | None,
+    split_ids: pd.DataFrame | None = None,
     max_rows: int = 200,
 ) -> str:
     """The join's residuals, as a section ("Residuals: what the join left unpaired", anchor
     ``residuals``): door calls no transcript step claims (``unclaimed_calls``, a
-    :data:`~replaybook.frames.CALLS` frame), door-bound transcript tool calls with no door call
+    :data:`~replaybook.frames.CALLS` frame) — those among them that a step's tool-use id names
+    (``split_ids``, :attr:`replaybook.join.JoinResult.split_ids`) named with that step —, door-bound
+    transcript tool calls with no door call
     (``unmatched_steps``, a :data:`~replaybook.frames.STEPS` frame), transcripts assigned to no
     session, door sessions a gateway did not name (one client-day, possibly several
     conversations), and sessions whose assignment is ambiguous or missing (``sessions``, the
@@ -2449,6 +2452,18 @@ def residuals(
                   max_rows=max_rows, row_class=_refused_row,
                   empty=nothing if no_door else "None: every door call of an assigned session has a matching "
                                                 "transcript step.")
+    if split_ids is not None and len(split_ids):
+        body += ('<p class="rb-note">Of these, the calls below carry the tool-use id of a transcript step: the id '
+                 "proves they are one call, but the join put them in no link (the session is not taken as "
+                 "continuing the step's conversation: too few of its calls agree with it, or it ran at the same "
+                 "time as that conversation's session), so the call is listed here and the step, where its "
+                 "conversation has a door session, below.</p>")
+        shown = split_ids.assign(conversation_session=split_ids["conversation_session"].fillna("(none)"))
+        body += table(shown, [("door_session", "door session", "code"), ("call_seq", "seq", "num"),
+                              ("call_id", "tool-use id", "code"), ("transcript_id", "transcript", "code"),
+                              ("step_seq", "step seq", "num"),
+                              ("conversation_session", "that conversation's door session", "code")],
+                      max_rows=max_rows)
     body += "<h3>Transcript tool calls with no door call</h3>"
     body += table(_args_shown(unmatched_steps, max_rows),
                   [("transcript_id", "transcript", "code"), ("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"),
