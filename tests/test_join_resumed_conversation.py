@@ -202,3 +202,30 @@ def test_a_call_and_a_step_one_tool_use_id_ties_are_named_when_left_in_no_link(i
     out = capsys.readouterr().out
     assert (f"tool-use id toolu_B1: door session {S2} #1 and step 12 of transcript {B} are one call, yet in no "
             f"link: the call is listed as unclaimed, and its conversation is door session {S1}'s") in out
+
+
+def test_the_report_and_the_workbook_say_the_resumed_files_session_continues_the_first(incident):
+    from replaybook.report import sections as S
+    from replaybook.views.session import session_caveats
+
+    steps = load_claude_code(incident / "t").frame
+    calls = load_door(incident / "door").frame
+    res = join_sessions(steps, calls)
+    assert S.resumed_from(res.sessions) == {S2: A}
+    rows = S.with_resumed(res.sessions).set_index("door_session")
+    assert rows.loc[S2, "resumes_transcript"] == A and pd.isna(rows.loc[S1, "resumes_transcript"])
+    assert S.confidence_sentence(rows.loc[S2].to_dict() | {"door_session": S2}) == (
+        f"Door session {S2}: continues door session {S1}'s conversation: its transcript {B} resumes transcript "
+        f"{A}, door session {S1}'s (a conversation resumed in a new file), and 1 of 1 call agree with it (by the "
+        "client's own tool-use ids); the two sessions ran one after the other.")
+    assert session_caveats(res, S2, 60, calls)[0] == (
+        f"Continues door session {S1}: the same conversation, resumed in a new file — transcript {B} resumes "
+        f"transcript {A}, door session {S1}'s.")
+    # each file's part of the conversation under its own session, each naming the other
+    conv = S.conversations(steps, calls, res)
+    assert f"Door session {S1} · transcript {A}" in conv and f"Door session {S2} · transcript {B}" in conv
+    assert f"it resumes transcript {A}: the conversation&#x27;s earlier part is door session {S1}&#x27;s" in conv
+    assert f"its later part door session {S2}&#x27;s" in conv
+    # and what the resumed file was asked is not folded away under the first session
+    asked = S.asked_and_answered(steps, res.sessions)
+    assert "Also confirm the row count." in asked and "What is the average order amount?" in asked

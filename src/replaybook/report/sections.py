@@ -41,6 +41,8 @@ __all__ = [
     "with_offset_changes",
     "with_other_doors",
     "other_doors",
+    "with_resumed",
+    "resumed_from",
     "join_summary",
     "clock_offset",
     "timeline_section",
@@ -740,6 +742,13 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
         rests = ("by the client's own tool-use ids" if "meta_id" in method else
                  "on tool and arguments at the same time: likely, not proof")
         other = row.get("other_door")
+        resumed = row.get("resumes_transcript")
+        if not _isna(resumed):  # (with_resumed: its transcript resumes the earlier session's)
+            through = ("" if _isna(other) else f", through a second door — its calls are {other}")
+            return (f"Door session {ds}: continues door session {cont}'s conversation: its transcript {tid} resumes "
+                    f"transcript {resumed}, door session {cont}'s (a conversation resumed in a new file), and "
+                    f"{agreed} of {_count(calls, 'call')} agree with it ({rests}); the two sessions ran one after the "
+                    f"other{through}.")
         if not _isna(other):  # (with_other_doors: another door agent or server than the first session's)
             return (f"Door session {ds}: continues transcript {tid}, whose earlier calls are door session {cont}'s: "
                     f"{agreed} of {_count(calls, 'call')} agree ({rests}), through a second door — its calls are "
@@ -875,12 +884,13 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     rows = sessions.to_dict("records")
     # one conversation per transcript: the sessions that continue it are named with its first
     more_of: dict[str, list[str]] = {}
+    apart = resumed_from(sessions)  # (a resumed file's own conversation: asked and answered apart)
     for r in rows:
-        if not _isna(r.get("continues")):
+        if not _isna(r.get("continues")) and str(r["door_session"]) not in apart:
             more_of.setdefault(str(r["continues"]), []).append(str(r["door_session"]))
     for r in rows:
         tid = r.get("transcript_id")
-        if _isna(tid) or not _isna(r.get("continues")):
+        if _isna(tid) or (not _isna(r.get("continues")) and str(r["door_session"]) not in apart):
             continue
         t = steps[(steps["transcript_id"] == tid) & steps["agent_id"].isna()]
         prompts = t[t["kind"] == "user_prompt"]["text"].dropna().tolist()
@@ -963,6 +973,38 @@ def with_other_doors(sessions: pd.DataFrame, calls: pd.DataFrame | None) -> pd.D
                                                dtype="string"))
 
 
+def resumed_from(sessions: pd.DataFrame | None) -> dict[str, str]:
+    """``{door session: the transcript its own transcript resumes}`` for the sessions that
+    continue another session whose transcript is another (``sessions.continues``: a
+    conversation resumed in a new file, both files among the inputs —
+    :func:`replaybook.join.resumptions`).  Such a session's conversation is its own transcript's,
+    shown apart; a session continuing one of the same transcript (a door that restarted, a
+    resumed file whose first file is missing) is shown with the first."""
+    if sessions is None or not len(sessions) or "continues" not in sessions.columns \
+            or not sessions["continues"].notna().any():
+        return {}
+    tid = dict(zip(sessions["door_session"].astype(str), sessions["transcript_id"]))
+    out = {}
+    for ds, cont in zip(sessions["door_session"].astype(str), sessions["continues"]):
+        if _isna(cont):
+            continue
+        mine, theirs = tid.get(ds), tid.get(str(cont))
+        if not _isna(mine) and not _isna(theirs) and str(mine) != str(theirs):
+            out[ds] = str(theirs)
+    return out
+
+
+def with_resumed(sessions: pd.DataFrame) -> pd.DataFrame:
+    """``sessions`` with ``resumes_transcript`` (string; NA for the others): for each session that
+    continues another whose transcript its own resumes (:func:`resumed_from`), that transcript,
+    as the confidence sentences read it.  Unchanged (no new column) when there is none."""
+    found = resumed_from(sessions)
+    if not found:
+        return sessions
+    return sessions.assign(resumes_transcript=pd.array([found.get(str(d)) for d in sessions["door_session"]],
+                                                       dtype="string"))
+
+
 def with_far_clocks(sessions: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataFrame, *, max_offset_s: float,
                     window_s: float = 60.0) -> pd.DataFrame:
     """``sessions`` (the join's ``SESSIONS`` frame) with what :func:`replaybook.join.far_clocks`
@@ -1029,6 +1071,8 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
         sessions = with_far_clocks(sessions, steps, calls, max_offset_s=max_offset_s, window_s=window_s or 60.0)
     if calls is not None and "other_door" not in sessions:  # a conversation that reached a second door
         sessions = with_other_doors(sessions, calls)
+    if "resumes_transcript" not in sessions:  # a conversation resumed in a new file, both files given
+        sessions = with_resumed(sessions)
     df = sessions.copy()
     df["status_html"] = df["status"].map(_status_badge)
     # two tables, each fitting the page: the verdicts, then what each link rests on
@@ -1435,13 +1479,16 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
     parts = []
     # a session that continues another's transcript is in that conversation (the door restarted;
     # a resumed conversation): the conversation is shown once, under its first session
+    # (a session whose transcript resumes the continued session's is that file's conversation,
+    # shown apart, its sentence naming the session it continues)
+    apart = resumed_from(join.sessions)
     linked = [r for r in join.sessions.to_dict("records") if not _isna(r.get("transcript_id"))
-              and _isna(r.get("continues"))]
+              and (_isna(r.get("continues")) or str(r["door_session"]) in apart)]
     more_of = {}
     second = _doors_apart(join.sessions, calls)  # continuing sessions behind another door
     if "continues" in join.sessions.columns:
         for a, b in zip(join.sessions["continues"], join.sessions["door_session"]):
-            if not _isna(a):
+            if not _isna(a) and str(b) not in apart:
                 more_of.setdefault(str(a), []).append(str(b))
     skipped: list[str] = []
     if len(linked) > max_sessions:
@@ -1501,6 +1548,15 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                              "a second door in the same conversation: " + "; ".join(
                                  f"{m}'s calls are {second[m][0]}" for m in more if m in second)))
             if ms) + (", whose calls are named by session" if more else "")
+        ds_ = str(r["door_session"])
+        if ds_ in apart:  # a resumed file's own part; its earlier part is another session's conversation
+            then += (f"; it resumes transcript {apart[ds_]}: the conversation's earlier part is door session "
+                     f"{r['continues']}'s")
+        later = [d for d, c in zip(join.sessions["door_session"].astype(str), join.sessions.get(
+            "continues", pd.Series([None] * len(join.sessions)))) if d in apart and str(c) == ds_]
+        if later:
+            then += (f"; the conversation was resumed in a new file, its later part door session"
+                     f"{'' if len(later) == 1 else 's'} {', '.join(later)}'s")
         parts.append(_section(f"Door session {', '.join([str(r['door_session'])] + more)} · transcript "
                               f"{r['transcript_id']}",
                               f'<p class="rb-note">{esc(_count(len(conv), "row"))}, in time order on the '

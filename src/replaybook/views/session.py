@@ -619,7 +619,7 @@ def session_caveats(join, door_session: str, window_s: float | None = None,
     incident's ``calls``, whether through the same door or a second one (another door agent or
     MCP server: :func:`replaybook.report.sections.other_doors`) —, then the report's confidence
     sentence (:func:`replaybook.report.sections.confidence_sentence`)."""
-    from ..report.sections import confidence_sentence, other_doors
+    from ..report.sections import confidence_sentence, other_doors, resumed_from
 
     s = join.sessions
     row = s[s["door_session"].astype("string") == str(door_session)]
@@ -629,7 +629,15 @@ def session_caveats(join, door_session: str, window_s: float | None = None,
     out = []
     cont = r.get("continues")
     other = other_doors(row, calls).get(str(door_session)) if calls is not None and not _na(cont) else None
-    if other is not None:
+    resumed = resumed_from(s).get(str(door_session)) if not _na(cont) else None
+    if resumed is not None:  # its transcript resumes the continued session's
+        r["resumes_transcript"] = resumed
+        if other is not None:
+            r["other_door"] = other
+        out.append(f"Continues door session {cont}: the same conversation, resumed in a new file — transcript "
+                   f"{r.get('transcript_id')} resumes transcript {resumed}, door session {cont}'s"
+                   + (f"; through a second door: its calls are {other}." if other is not None else "."))
+    elif other is not None:
         r["other_door"] = other
         out.append(f"Continues door session {cont}'s conversation (transcript {r.get('transcript_id')}) through a "
                    f"second door: its calls are {other}.")
