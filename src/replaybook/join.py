@@ -2054,9 +2054,17 @@ def resumptions(steps: pd.DataFrame) -> dict[str, str]:
     if not len(rows):
         return {}
     tid = _objects(steps["transcript_id"])[rows]
-    codes, _ = _codes(tid, runs=True)
-    _, first = np.unique(codes, return_index=True)
-    first = rows[first[codes[first] >= 0]]
+    # each transcript's first row: the heads of runs of one transcript, the first head of each
+    heads = np.ones(len(rows), bool)
+    try:
+        np.not_equal(tid[1:], tid[:-1], out=heads[1:])
+    except TypeError:  # pd.NA compares as NA: every row a head
+        pass
+    h = np.flatnonzero(heads)
+    hc, _ = _codes(tid[h])
+    _, at = np.unique(hc, return_index=True)
+    at = at[hc[at] >= 0]
+    first = rows[h[at]]
     par = _objects(steps["parent_uuid"])[first]
     named = ~_isna_str(pd.Series(par, dtype=object))
     if not named.any():
@@ -2089,8 +2097,10 @@ def _resumed_sessions(resumes: dict[str, str], assign: np.ndarray, continues: np
     own = (assign >= 0) & (continues < 0)
     session_of = np.full(len(t_names), -1, np.int64)
     session_of[assign[own]] = np.flatnonzero(own)
-    for s_ in np.flatnonzero(own).tolist():
-        t = str(t_names[assign[s_]])
+    for t in resumes:  # (the resumed transcripts: few)
+        s_ = int(session_of[code[t]]) if t in code else -1
+        if s_ < 0:
+            continue
         seen = {t}
         while t in resumes and resumes[t] not in seen:
             t = resumes[t]
