@@ -143,6 +143,13 @@ def test_a_resumed_files_session_continues_the_first_files_session(incident):
     assert res.n_unclaimed_calls == 0 and res.n_unmatched_steps == 0
 
 
+def test_only_claude_codes_parent_lines_say_a_file_was_resumed(incident):
+    # (an OTel span's parent_uuid is its parent span, which may be another trace's)
+    steps = load_claude_code(incident / "t").frame
+    assert resumptions(steps) == {B: A}
+    assert resumptions(steps.assign(client="otel")) == {}
+
+
 def test_a_resumed_files_session_running_at_the_same_time_continues_nothing(incident):
     # B's session logged before A's last call: two conversations at once, not one resumed
     rows = [json.loads(x) for x in (incident / "door" / f"{S2}.jsonl").read_text().splitlines()]

@@ -2045,7 +2045,9 @@ def resumptions(steps: pd.DataFrame) -> dict[str, str]:
     resumed transcript's first line of its own — its first main-agent row with a ``uuid`` —
     names as ``parent_uuid`` a line of the transcript it resumes.  A first line that names
     nothing (a fresh conversation), or a line of its own transcript, resumes nothing; two
-    transcripts that would resume each other resume nothing.  One pass over ``uuid`` and
+    transcripts that would resume each other resume nothing.  Claude Code transcripts only
+    (``client``): another client's ``parent_uuid`` means another thing (an OTel parent span).
+    One pass over ``uuid`` and
     ``transcript_id``; the uuids are looked up only when some first line names a parent."""
     if not len(steps) or "parent_uuid" not in steps.columns:
         return {}
@@ -2065,6 +2067,7 @@ def resumptions(steps: pd.DataFrame) -> dict[str, str]:
     _, at = np.unique(hc, return_index=True)
     at = at[hc[at] >= 0]
     first = rows[h[at]]
+    first = first[_equals(_objects(steps["client"])[first], "claude-code")]  # (Claude Code's resume)
     par = _objects(steps["parent_uuid"])[first]
     named = ~_isna_str(pd.Series(par, dtype=object))
     if not named.any():
@@ -2072,6 +2075,7 @@ def resumptions(steps: pd.DataFrame) -> dict[str, str]:
     first, par = first[named], par[named]
     uuids = _objects(steps["uuid"])[rows]
     hit = pd.Series(uuids, dtype=object).isin(set(par.tolist())).to_numpy(bool)
+    hit[hit] = _equals(_objects(steps["client"])[rows[hit]], "claude-code")
     owner: dict = {}
     for u, t in zip(uuids[hit].tolist(), tid[hit].tolist()):
         owner.setdefault(u, t)  # (the first place of a uuid: the line the loader kept)
