@@ -2074,7 +2074,7 @@ def resumptions(steps: pd.DataFrame) -> dict[str, str]:
         return {}
     first, par = first[named], par[named]
     uuids = _objects(steps["uuid"])[rows]
-    hit = pd.Series(uuids, dtype=object).isin(set(par.tolist())).to_numpy(bool)
+    hit = pd.Series(uuids, dtype=object).isin(set(par.tolist())).to_numpy(bool, copy=True)
     hit[hit] = _equals(_objects(steps["client"])[rows[hit]], "claude-code")
     owner: dict = {}
     for u, t in zip(uuids[hit].tolist(), tid[hit].tolist()):
