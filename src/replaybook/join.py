@@ -1902,7 +1902,7 @@ def join_sessions(
                  "call_row": l_ci, "call_id": steps["call_id"].array.take(l_rows),
                  "transcript_id": steps["transcript_id"].array.take(l_rows), "step_seq": steps["seq"].array.take(l_rows),
                  "conversation": t_names[t_codes[l_si]],
-                 "conversation_session": [None if c < 0 else s_names[c] for c in cs_.tolist()]}
+                 "conversation_session": np.where(cs_ >= 0, s_names[np.maximum(cs_, 0)], None)}
     return JoinResult(
         sessions=sessions,
         pairs=pairs,
