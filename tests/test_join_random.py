@@ -342,9 +342,9 @@ def resumed(steps, calls, one: dict) -> dict:
     """The sessions the one-to-one assignment ``one`` gave a transcript that resumes another's,
     restated: a transcript resumes the one holding the line its first main-agent line with a
     uuid names as parent (the first row with that uuid; not itself; two naming each other:
-    neither; Claude Code transcripts only); followed back to the nearest transcript with a session in ``one``, that session is
-    continued when it is another and its last call (or answer) is before this session's first
-    call.  Returns {session: the session it continues}."""
+    neither; Claude Code transcripts only); followed back to the nearest transcript with a
+    session in ``one``, that session is continued when it is another and its last call (or
+    answer) is before this session's first call.  Returns {session: the session it continues}."""
     first, owner = {}, {}
     for r in steps.itertuples():
         if _na(r.agent_id) is not None or _na(r.uuid) is None or r.client != "claude-code":

@@ -194,7 +194,8 @@ def test_a_call_and_a_step_one_tool_use_id_ties_are_named_when_left_in_no_link(i
     assert res.split_ids.to_dict("records") == [dict(
         door_session=S2, call_seq=1, call_row=4, call_id="toolu_B1", transcript_id=B, step_seq=12, conversation=B,
         conversation_session=S1)]
-    assert list(res.unclaimed_calls.meta_call_id[:1]) == ["toolu_B1"] and list(res.unmatched_steps.call_id) == ["toolu_B1"]
+    assert list(res.unclaimed_calls.meta_call_id[:1]) == ["toolu_B1"]
+    assert list(res.unmatched_steps.call_id) == ["toolu_B1"]
     assert res.to_dict()["split_ids"][0]["call_id"] == "toolu_B1"
     # the report's residuals and `replaybook join` name them together
     from replaybook.report.sections import residuals

@@ -77,7 +77,8 @@ except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
-__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "resumptions", "orphan_results", "untimed_note", "far_pairs", "far_clocks",
+__all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "resumptions", "orphan_results", "untimed_note",
+           "far_pairs", "far_clocks",
            "offset_changes", "unknown_clock_offsets", "clock_offsets_warning",
            "offset_change_text", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED", "DEFAULT_MAX_OFFSET_S", "MAX_SECONDS",
            "FAR_PAIR_MS", "FAR_CLOCK_HORIZON_S"]
@@ -1900,7 +1901,8 @@ def join_sessions(
         cs_ = session_of_t[t_codes[l_si]]
         split = {"door_session": s_names[s_codes[l_ci]], "call_seq": calls["seq"].array.take(l_ci),
                  "call_row": l_ci, "call_id": steps["call_id"].array.take(l_rows),
-                 "transcript_id": steps["transcript_id"].array.take(l_rows), "step_seq": steps["seq"].array.take(l_rows),
+                 "transcript_id": steps["transcript_id"].array.take(l_rows),
+                 "step_seq": steps["seq"].array.take(l_rows),
                  "conversation": t_names[t_codes[l_si]],
                  "conversation_session": np.where(cs_ >= 0, s_names[np.maximum(cs_, 0)], None)}
     return JoinResult(
@@ -1958,8 +1960,8 @@ CONTINUE_SHARE = 0.5
 
 
 def _continuations(assign: np.ndarray, sc_s: np.ndarray, sc_t: np.ndarray, agreed: np.ndarray,
-                   exact: np.ndarray, counts: np.ndarray, m_s: np.ndarray, m_t: np.ndarray, m_si: np.ndarray, s_ms: np.ndarray,
-                   start_ns: np.ndarray, end_ns: np.ndarray, min_agreed: int) -> dict[int, int]:
+                   exact: np.ndarray, counts: np.ndarray, m_s: np.ndarray, m_t: np.ndarray, m_si: np.ndarray,
+                   s_ms: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, min_agreed: int) -> dict[int, int]:
     """Door sessions that continue a transcript the one-to-one assignment gave another session.
 
     One conversation can reach the door in two sessions one after the other: the door (or the
@@ -1971,10 +1973,11 @@ def _continuations(assign: np.ndarray, sc_s: np.ndarray, sc_t: np.ndarray, agree
     An unassigned session ``s`` continues transcript ``t`` when ``t`` agrees with it best (no
     other transcript as well), on at least ``max(min_agreed, 2)`` steps — or ``min_agreed``
     when one of them agrees by the client's tool-use id, which proves the conversation (a
-    session of one call resumed in a new file) — and :data:`CONTINUE_SHARE` of its calls, and both ``s``'s calls (first to last) and ``t``'s
-    steps that agree with ``s`` lie apart in time from those of every other session of ``t``
-    (the assigned one and continuations taken before, by agreement, then session code): two
-    sessions running at once are two conversations, not one continued.
+    session of one call resumed in a new file) — and :data:`CONTINUE_SHARE` of its calls, and
+    both ``s``'s calls (first to last) and ``t``'s steps that agree with ``s`` lie apart in time
+    from those of every other session of ``t`` (the assigned one and continuations taken
+    before, by agreement, then session code): two sessions running at once are two
+    conversations, not one continued.
 
     Args:
         assign: per session code, its transcript code or -1 (the one-to-one assignment).
