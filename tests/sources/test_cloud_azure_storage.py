@@ -201,3 +201,29 @@ def test_a_status_code_that_is_not_an_http_status_is_not_success(tmp_path):
                         "not taken as success, error_code as written")
     assert notes[7] == ("record 8: statusCode true is not an HTTP status code (100–599); outcome denied, "
                         "not taken as success")
+
+
+def test_a_record_with_no_status_at_all_is_not_success(tmp_path):
+    """A storage log record always has a ``statusCode`` (``Unknown`` when the request was cut
+    off): one with neither it nor a ``statusText`` had been read as ``allowed``.  Its outcome
+    is not known: ``error``, and the file's notes say so; ``null`` alone is the same."""
+    lines = []
+    for rid, drop in (("n1", ("statusCode", "statusText")), ("n2", ("statusText",))):
+        r = _oauth_record([])
+        r["correlationId"] = rid
+        for k in drop:
+            r.pop(k, None)
+        if rid == "n2":
+            r["statusCode"] = None
+        lines.append(json.dumps(r))
+    r = _oauth_record([])
+    r["correlationId"] = "n3"
+    lines.append(json.dumps(r))
+    p = tmp_path / "PT1H.json"
+    p.write_text("\n".join(lines) + "\n")
+    res = load_azure_storage(p)
+    f = res.frame.set_index("request_id")
+    assert f["outcome"].to_dict() == {"n1": "error", "n2": "error", "n3": "allowed"}
+    assert res.inputs[0]["notes"] == [
+        f"record {i}: no statusCode or statusText: the request's outcome is not known; outcome error, not taken as "
+        "success" for i in (1, 2)]

@@ -300,6 +300,12 @@ def _outcome(rec: dict, notes: list[str] | None = None,
     elif unread is not None:
         # not an HTTP status: the request's outcome is not known, which is not success
         outcome, code = ("error", err or unread)
+    elif status is None and text is None:
+        # neither a statusCode (which every storage log record has) nor a statusText: not known
+        outcome, code = "error", None
+        if notes is not None:
+            notes.append(f"record {line_no}: no statusCode or statusText: the request's outcome is not known; "
+                         "outcome error, not taken as success")
     else:
         outcome, code = http_outcome(status, err), err
     if unread is not None and unread.strip().lower() != "unknown" and notes is not None:
