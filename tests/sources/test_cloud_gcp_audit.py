@@ -75,6 +75,9 @@ def test_a_status_whose_code_cannot_be_read_is_not_success(tmp_path):
         ("s10", {}),                                             # proto3: code 0 left out
         ("s11", {"code": "0"}),
         ("s12", {"code": None, "message": ""}),
+        ("s13", {"code": -1}),                                   # google.rpc.Code has 0–16 only
+        ("s14", {"code": 17}),
+        ("s15", {"code": 16}),
     ]
     lines = []
     for insert, status in statuses:
@@ -92,9 +95,11 @@ def test_a_status_whose_code_cannot_be_read_is_not_success(tmp_path):
         "s1": ("denied", "7"), "s2": ("denied", "PERMISSION_DENIED"), "s3": ("error", "NOT_FOUND"),
         "s4": ("error", "7.5"), "s5": ("error", '{"value":7}'), "s6": ("error", "true"),
         "s7": ("error", "DENIED"), "s8": ("error", "PERMISSION_DENIED"), "s9": ("denied", "7"),
-        "s10": ("allowed", None), "s11": ("allowed", None), "s12": ("allowed", None)}
+        "s10": ("allowed", None), "s11": ("allowed", None), "s12": ("allowed", None),
+        "s13": ("error", "-1"), "s14": ("error", "17"), "s15": ("denied", "16")}
     notes = res.inputs[0]["notes"]
-    assert [n.split(":", 1)[0] for n in notes] == ["entry 4", "entry 5", "entry 6", "entry 7", "entry 8"]
+    assert [n.split(":", 1)[0] for n in notes] == ["entry 4", "entry 5", "entry 6", "entry 7", "entry 8", "entry 13",
+                                                   "entry 14"]
     assert notes[0] == ("entry 4: protoPayload.status.code 7.5 is not a google.rpc.Code; outcome error "
                         "(the request's outcome is unknown), error_code as written")
     assert notes[4].startswith("entry 8: protoPayload.status PERMISSION_DENIED is not a google.rpc.Code")

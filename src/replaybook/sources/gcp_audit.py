@@ -189,8 +189,8 @@ def _status_code(status: Any) -> tuple[int | None, str | None, str | None]:
     default, 0 OK): ``(0, None, None)``.  A code written as an integer, an integral number
     (``7.0``) or a decimal string (``"7"``, as proto3 JSON may write numbers) is read; so is a
     ``google.rpc.Code`` name (``"PERMISSION_DENIED"`` → 7), kept as written.  Anything else — a
-    status that is not an object, a code that is a boolean, a fraction, a negative string, an
-    object, an unknown name — is ``(None, <the value as text>, <what was unread>)``
+    status that is not an object, a code that is a boolean, a fraction, a number outside
+    google.rpc.Code's 0–16, an object, an unknown name — is ``(None, <the value as text>, <what was unread>)``
     (``"protoPayload.status"`` or ``"protoPayload.status.code"``): the request's outcome is not
     known, which is not success."""
     if status is None:
@@ -203,7 +203,7 @@ def _status_code(status: Any) -> tuple[int | None, str | None, str | None]:
     if isinstance(raw, str) and raw.strip() in RPC_CODES:
         return RPC_CODES[raw.strip()], raw, None
     code = None if isinstance(raw, bool) else raw if isinstance(raw, int) else to_int(raw)
-    if code is None:
+    if code is None or not 0 <= code <= 16:  # (google.rpc.Code defines 0 OK … 16 UNAUTHENTICATED)
         return None, _as_text(raw), "protoPayload.status.code"
     return code, str(code), None
 
