@@ -269,6 +269,27 @@ def test_the_sessions_list_and_the_header_carry_the_joins_caveats(inc):
             "(same tool and canonical arguments, at times within 60 s)") in w1
 
 
+def test_the_static_workbook_gives_each_session_the_header_its_tab_gives(inc, monkeypatch):
+    """``interactive = False`` had headed each session ``### Door session X`` only: no confidence
+    sentence, no word that door-r2 continues door-r1."""
+    import IPython.display as D
+
+    shown: list = []
+    monkeypatch.setattr(D, "display", lambda *a, **k: shown.extend(a))
+    S.display_static(inc, chart=False)
+    headers = [_text(x.data) for x in shown if isinstance(x, D.HTML) and "rb-session-header" in x.data]
+    wb = Workbook(inc, charts=False)
+    assert headers == [_text(wb.open_session(ds).header.value) for ds in (W1, R1, R2)]
+    row = inc.join.sessions.set_index("door_session", drop=False)
+    assert (f"Continues door session {R1}: the same conversation (transcript {ROLL_R}), its calls logged in a new "
+            "door session.") in headers[2]
+    assert confidence_sentence(row.loc[R2].to_dict(), 60.0) in headers[2]
+    assert headers[0].startswith(f"Door session {W1} · agent deployer · 14:00:10.000–14:00:40.000 UTC · 4 calls, "
+                                 f"1 refused · transcript {ROLL_W}")
+    assert (f"Door session {W1}: High confidence — matched to transcript {ROLL_W}; 4 of 4 calls (100%) "
+            "agree") in headers[0]
+
+
 def test_the_static_workbook_hides_model_requests_that_only_called_tools(demo_incident, monkeypatch):
     import IPython.display as D
     import pandas as pd

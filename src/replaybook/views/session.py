@@ -48,6 +48,7 @@ __all__ = [
     "call_preview",
     "evidence_store",
     "session_caveats",
+    "session_header_html",
     "without_tool_only_requests",
     "conversation_chart",
     "timeline_with_brush",
@@ -648,6 +649,29 @@ def session_caveats(join, door_session: str, window_s: float | None = None,
     return out
 
 
+def session_header_html(join, door_session: str, caveats: list[str] | None = None,
+                        evidence_problem: str | None = None) -> str:
+    """A session's header (HTML), as its tab and the static workbook show it: the door session,
+    its agent, times, calls and refusals, the transcript the join matched, then ``caveats``
+    (:func:`session_caveats`: what continues what, the confidence sentence) and, with
+    ``evidence_problem`` (:func:`evidence_store`), that previews show the files as they are now."""
+    r = sessions_list(join)
+    r = r[r["door_session"] == door_session].iloc[0]
+    tid = transcript_of(join, door_session)
+    who = (f"transcript <code>{_esc(tid)}</code> — {html.escape(str(r['status']))}, "
+           f"{int(r['agreed'])} of {int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'} agree"
+           + ("" if _na(r["offset_ms"]) else f", door clock {float(r['offset_ms']):+,.0f} ms")
+           if tid else "no matched transcript")
+    notes = [*(caveats or [])] + ([f"Previews show the files as they are now: {evidence_problem}."]
+                                  if evidence_problem else [])
+    said = "".join(f'<div class="rb-session-caveat" style="font-size:12px;color:#555">{_esc(n)}</div>'
+                   for n in notes)
+    return (f'<div class="rb-session-header"><b>Door session <code>{_esc(door_session)}</code></b> · '
+            f"agent {_esc(r['agent'])} · {_hms(r['start'])}–{_hms(r['end'])} UTC · "
+            f"{int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'}, {int(r['refused'])} refused · {who}"
+            f"{said}</div>")
+
+
 def without_tool_only_requests(conv: pd.DataFrame) -> pd.DataFrame:
     """``conv`` (:func:`conversation`) without the model requests that have no text: they only
     called tools, and their calls are the rows that follow (the report hides them too)."""
@@ -1035,8 +1059,9 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
 def display_static(incident, *, chart: bool = True) -> None:
     """Show the workbook's content without widgets (papermill, ``interactive=False``).
 
-    The sessions list, then for each door session: its conversation (or a note), the door's
-    table and the Replay plan.  The timeline is drawn as SVG (vl-convert, no network).
+    The sessions list, then for each door session: the header its tab shows
+    (:func:`session_header_html`), its conversation (or a note), the door's table and the Replay
+    plan.  The timeline is drawn as SVG (vl-convert, no network).
     """
     from IPython.display import HTML, Markdown, display
 
@@ -1055,6 +1080,9 @@ def display_static(incident, *, chart: bool = True) -> None:
             display(Markdown(f"_timeline not drawn: {html.escape(str(exc))}_"))
     for ds in sessions_list(j)["door_session"]:
         display(Markdown(f"### Door session `{ds}`"))
+        # the header the session's tab shows: what continues what, the confidence sentence
+        display(HTML(session_header_html(j, ds, session_caveats(j, ds, getattr(incident, "window_s", None),
+                                                                calls=incident.calls))))
         conv = conversation(incident.steps, incident.calls, j, ds)
         if conv is None:
             display(Markdown("_No transcript matched this session: the conversation would be here. "

@@ -217,9 +217,7 @@ class SessionView:
         self.caveats = S.session_caveats(self.join, self.door_session, getattr(incident, "window_s", None),
                                          calls=getattr(incident, "calls", None))
 
-        row = S.sessions_list(self.join)
-        row = row[row["door_session"] == self.door_session].iloc[0]
-        self.header = W.HTML(self._header_html(row))
+        self.header = W.HTML(self._header_html())
 
         self.replay_button = W.Button(description="Replay", icon="play", tooltip="Reopen, in order, what the agent opened")
         self.replay_button.add_class(CSS_CLASSES["replay"])
@@ -282,20 +280,8 @@ class SessionView:
         self.widget.add_class(f"rb-session-view-{sl}")
 
     # -- rendering ---------------------------------------------------------------------------
-    def _header_html(self, r) -> str:
-        tid = self.transcript_id
-        who = (f"transcript <code>{S._esc(tid)}</code> — {html.escape(str(r['status']))}, "
-               f"{int(r['agreed'])} of {int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'} agree"
-               + ("" if S._na(r["offset_ms"]) else f", door clock {float(r['offset_ms']):+,.0f} ms")
-               if tid else "no matched transcript")
-        notes = [*self.caveats] + ([f"Previews show the files as they are now: {self.evidence_problem}."]
-                                   if self.evidence_problem else [])
-        said = "".join(f'<div class="rb-session-caveat" style="font-size:12px;color:#555">{S._esc(n)}</div>'
-                       for n in notes)
-        return (f'<div class="rb-session-header"><b>Door session <code>{S._esc(self.door_session)}</code></b> · '
-                f"agent {S._esc(r['agent'])} · {S._hms(r['start'])}–{S._hms(r['end'])} UTC · "
-                f"{int(r['calls'])} call{'' if int(r['calls']) == 1 else 's'}, {int(r['refused'])} refused · {who}"
-                f"{said}</div>")
+    def _header_html(self) -> str:
+        return S.session_header_html(self.join, self.door_session, self.caveats, self.evidence_problem)
 
     def _render_table(self) -> None:
         t = S.in_span(self.table, self.span)
