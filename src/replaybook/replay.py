@@ -135,7 +135,8 @@ class LaterWrites:
 
 
 def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: tuple | None = None,
-                  door_session: str | None = None, kind: str = "text", damaged: str | None = None) -> str:
+                  door_session: str | None = None, kind: str = "text", damaged: str | None = None,
+                  none_if_plain: bool = False) -> str | None:
     """What a preview of a call's object must say about when the file is from (plain text).
 
     Always: the file is shown as it is now, not as the call read it (or, for a write, as it is
@@ -148,7 +149,8 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
     tool that reads its object whole (``read_…``, ``get_…``, ``cat``…), a different size says the
     file changed; otherwise it is said as a difference only (a diff, a summary, a table's rows as
     JSON or a write's answer is not the file).  ``damaged``: why a response the door kept could
-    not be shown (:func:`evidence_preview` raised), said first.
+    not be shown (:func:`evidence_preview` raised), said first.  ``none_if_plain``: ``None`` when
+    there is nothing to say beyond the first sentence (for a table whose every file is today's).
     """
     wrote = writes(tool)
     parts = ["Shown as it is on disk now, not as the call read it" if not wrote else
@@ -171,6 +173,8 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
         when = pd.Timestamp(wts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3]
         parts.append(f"a later call wrote to it ({wtool} #{wseq}{where} at {when} UTC)"
                      + ("" if said_changed else ", so it has changed since this call"))
+    if none_if_plain and len(parts) == 1 and not damaged:
+        return None
     return (f"{damaged[:1].upper()}{damaged[1:]}. " if damaged else "") + "; ".join(parts) + "."
 
 

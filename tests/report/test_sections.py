@@ -660,6 +660,38 @@ def test_objects_section_opens_what_allowed_calls_reached_and_compares_digests(t
     assert "The incident names no data root" in S.objects_section(calls, None)
 
 
+def test_objects_section_says_what_shows_a_file_changed_since_the_call_that_first_reached_it(tmp_path):
+    """The agent read a rule (the door logged 59 bytes), then updated it: the row showed the file
+    as it is now (58 bytes) with no word, where the workbook's preview of the read says it changed."""
+    root = tmp_path / "data"
+    (root / "rules").mkdir(parents=True)
+    (root / "rules" / "app.yaml").write_text("x" * 57 + "\n")
+    (root / "rules" / "db.yaml").write_text("y" * 19 + "\n")
+    (root / "rules" / "old.yaml").write_text("z" * 9 + "\n")
+    calls = CALLS.build([
+        dict(door_session="s1", seq=1, ts=s(1), tool="read_text_file", object="rules/app.yaml", decision="allow",
+             bytes=59),
+        dict(door_session="s1", seq=2, ts=s(2), tool="update_deployment_rule", object="rules/app.yaml",
+             decision="allow", bytes=38),
+        dict(door_session="s1", seq=3, ts=s(3), tool="read_text_file", object="rules/db.yaml", decision="allow",
+             bytes=20),
+        dict(door_session="s1", seq=4, ts=s(4), tool="read_text_file", object="rules/old.yaml", decision="allow",
+             bytes=10),
+        dict(door_session="s2", seq=1, ts=s(5), tool="write_file", object="rules/old.yaml", decision="allow"),
+    ])
+    reached = S.reached_objects(calls, root)
+    note = {r["object"]: r["note"] for r in reached.rows}
+    assert note == {
+        "rules/app.yaml": "Shown as it is on disk now, not as the call read it; the door logged 59 bytes for this "
+                          "call; the file is 58 bytes now: it has changed since; a later call wrote to it "
+                          "(update_deployment_rule #2 at 10:00:02.000 UTC).",
+        "rules/db.yaml": None,  # the size the door logged, no later write: nothing to say
+        "rules/old.yaml": "Shown as it is on disk now, not as the call read it; a later call wrote to it (write_file "
+                          "#1 in door session s2 at 10:00:05.000 UTC), so it has changed since this call."}
+    h = html.unescape(re.sub("<[^>]+>", "", S.objects_section(calls, root, reached=reached)))
+    assert "the file is 58 bytes now: it has changed since; a later call wrote to it (update_deployment_rule #2" in h
+
+
 def test_header_raises_storage_requests_no_door_call_explains():
     import replaybook
 

@@ -1758,8 +1758,11 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
     redacted): its size, its rows where the file says (Parquet, SAS, Stata, JSON), its columns,
     its SHA-256 now and whether that equals the ``object_digest`` the door logged, and its first
     ``max_rows`` rows or lines.  Refused calls open nothing.  ``None`` without a data root.
+    Its ``note`` says what shows the file changed since the first call that reached it, as the
+    workbook's preview of that call does (:func:`replaybook.replay.as_now_caveat`: the size the
+    door logged, a later write among ``calls``).
     What :func:`objects_section` shows and the header's alarm about copies that disagree read."""
-    from ..replay import file_digest, preview, resolve_in_root
+    from ..replay import LaterWrites, as_now_caveat, file_digest, preview, resolve_in_root
 
     if data_root is None:
         return None
@@ -1769,6 +1772,7 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
     previews: list[tuple[str, str]] = []
     column_sets: dict[str, tuple] = {}
     grouped = c.groupby("object", sort=False)
+    later = LaterWrites(calls)
     for obj, g in list(grouped)[:max_objects]:
         pv = preview(data_root, str(obj), max_rows=max_rows)
         now = None
@@ -1780,6 +1784,9 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         logged = sorted({str(d) for d in g["object_digest"].dropna()}) if "object_digest" in g else []
         same = "—" if not logged or now is None else ("yes" if logged == [now] else "no: it changed")
         first = g.iloc[0]
+        changed = None if pv.kind not in ("table", "text", "binary", "folder") else as_now_caveat(
+            tool=first["tool"], logged_bytes=first.get("bytes"), size_now=pv.size, kind=pv.kind,
+            later_write=later.after(obj, first["ts"]), door_session=first["door_session"], none_if_plain=True)
         cols = None
         if pv.kind == "table" and pv.table is not None:
             column_sets[str(obj)] = tuple(map(str, pv.table.columns))
@@ -1790,7 +1797,8 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
                               for k, x in g.groupby("door_session", sort=False)},
                      "calls": len(g), "kind": pv.kind, "bytes": pv.size, "rows": pv.rows, "columns": cols,
                      "sha256": None if now is None else now.removeprefix("sha256:"), "same": same,
-                     "note": pv.text if pv.kind not in ("table", "text", "folder") else None})
+                     "note": " ".join(n for n in (pv.text if pv.kind not in ("table", "text", "folder") else None,
+                                                  changed) if n) or None})
         if pv.kind in ("table", "folder") and pv.table is not None:
             kinds = {k: "num" if pd.api.types.is_numeric_dtype(pv.table[k]) and k == "bytes" else "text"
                      for k in pv.table.columns}
@@ -1896,7 +1904,8 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
     body += ('<p class="rb-note">Opened now, read-only, inside the data root (secrets redacted): these are the files '
              "as they are today. Where the gateway logged a digest of the object it read (<code>object_digest</code>; "
              "replaybook's own door logs the digest of its whole answer instead), <b>same as logged</b> says whether "
-             "the file is still that; without one, nothing here shows the agent read this content.</p>")
+             "the file is still that; without one, nothing here shows the agent read this content. The <b>note</b> "
+             "says what shows a file changed since the call that first reached it.</p>")
     body += table(df, [("object", "object", "code"), ("first", "first reached (UTC)", "ts"),
                        ("who", "by call", "code"), ("calls", "calls", "num"), ("kind", "what it is", "text"),
                        ("bytes", "bytes", "num"), ("rows", "rows in the file", "num"), ("columns", "columns", "text"),
