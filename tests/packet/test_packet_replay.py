@@ -679,8 +679,7 @@ def test_a_verdict_diverged_by_the_head_or_the_chain_is_a_failing_testcase_in_ju
                                f"feature.flag")]
     lines = log.read_text().splitlines()
     log.write_text("\n".join(lines[1:]) + "\n")  # step 1 cut off: the chain shows it
-    assert failing() == [("replay", "DIVERGED", "the log's chain is broken: lines removed (session.jsonl:1); the "
-                                                "log's chain is broken: lines removed (session.jsonl:2)")]
+    assert failing() == [("replay", "DIVERGED", "the log's chain is broken: lines removed (session.jsonl:1, 2)")]
 
 
 def test_head_ignore_accepts_an_untracked_file_written_outside_recorded_commands(repo: Path):

@@ -52,7 +52,7 @@ from .capture import SHELLS, run_merged
 from .errors import PacketError, PacketLogError, RulesError
 from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commit_exists, commit_state,
                        differing_paths, entries_state, repo_root, resolve_commit, temporary_worktree, tree_state)
-from .log import LogStep, outputs_dir_for, read_log
+from .log import ChainFinding, LogStep, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
 from .record import excluded_paths
 from .redact import Redactor, redact_command, secret_advice
@@ -413,6 +413,17 @@ def _clean_tree_problem(log_path: Path, s: LogStep, repo: Path, digests: dict) -
             f"tree digest is not that commit's files: the log is inconsistent (was it edited?)")
 
 
+def _chain_problem(findings: Sequence[ChainFinding], log_path: str | os.PathLike) -> str:
+    """One problem for all of a log's chain breaks: "the log's chain is broken: lines removed
+    (session.jsonl:1, 5), renumbered (session.jsonl:1, 2, 3, 4)" — each kind once, with the lines
+    that show it, in the order the kinds first appear."""
+    lines: dict[str, list[int]] = {}
+    for f in findings:
+        lines.setdefault(f.kind.replace("_", " "), []).append(f.line_no)
+    breaks = [f"{kind} ({log_path}:{', '.join(str(n) for n in dict.fromkeys(nos))})" for kind, nos in lines.items()]
+    return "the log's chain is broken: " + ", ".join(breaks)
+
+
 def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None, checkout: str | None = None,
            timeout: float = 600.0, allow_dirty: bool = False, outputs_dir: str | os.PathLike | None = None,
            env: Mapping[str, str] | None = None, require_head: bool = False,
@@ -483,8 +494,8 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
     verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout,
                             warnings=log.chain_messages() + log.gap_warnings(), log_chain=log.chain)
     # a chained log with lines removed, renumbered, edited or cut off is not evidence of what ran
-    for f in log.chain_findings:
-        verdict.problems.append(f"the log's chain is broken: {f.kind.replace('_', ' ')} ({log_path}:{f.line_no})")
+    if log.chain_findings:
+        verdict.problems.append(_chain_problem(log.chain_findings, log_path))
     if require_head:  # the strict mode: gaps in seq of an unchained log too
         named = {f.line_no for f in log.chain_findings}
         for a, b, s in log.gaps():
