@@ -576,6 +576,113 @@ def test_what_a_failure_shows_is_not_checked_without_a_stored_output_or_against_
         f'it; cite the step whose output does')
 
 
+_RED = "E   AssertionError: first retry must wait\nE   assert 0 == 1\n1 failed, 1 passed in <DUR>"
+_GREEN = "..\n2 passed in <DUR>"
+
+
+def _said(body: str, outputs: dict[int, str] | None = None) -> list[tuple[str, int, str]]:
+    """``(kind, seq, text said missing)`` of each finding for ``body`` against step 1 (pytest, failed,
+    :data:`_RED`), step 2 (pytest, passed, :data:`_GREEN`) and step 4 (a script that passed)."""
+    outputs = outputs or {1: _RED, 2: _GREEN, 4: "migration 0042: 1 op(s), 0 destructive"}
+    report = lint_claims_text(body, {1: 1, 2: 0, 4: 0}, outputs=outputs,
+                              commands={1: "pytest -q", 2: "pytest -q", 4: "python migrations/check.py"})
+    return [(f.kind, f.seq, f.message.split('does not contain "')[1].split('"')[0]
+             if "does not contain" in f.message else "") for f in report.findings]
+
+
+@pytest.mark.parametrize("wrong, right, text", [
+    ("The test fails before the fix with `1 failed, 2 passed` [seq:1].",
+     "The test fails before the fix with `1 failed, 1 passed` [seq:1].", "1 failed, 2 passed"),
+    ("The test fails on main with `1 failed, 2 passed` [seq:1].",
+     "The test fails on main with `1 failed, 1 passed` [seq:1].", "1 failed, 2 passed"),
+    ("The test fails before the fix, printing `first retry must not wait` [seq:1].",
+     "The test fails before the fix, printing `first retry must wait` [seq:1].", "first retry must not wait"),
+    ("The test fails before the fix and prints `first retry must not wait` [seq:1].",
+     "The test fails before the fix and prints `first retry must wait` [seq:1].", "first retry must not wait"),
+    ('The test fails before the fix and shows "assert 1 == 0" [seq:1].',
+     'The test fails before the fix and shows "assert 0 == 1" [seq:1].', "assert 1 == 0"),
+    ("Before the fix the test fails; it outputs `retry must not wait` [seq:1].",
+     "Before the fix the test fails; it outputs `retry must wait` [seq:1].", "retry must not wait"),
+    ("Before the fix the test raises `AssertionError: no wait` [seq:1].",
+     "Before the fix the test raises `AssertionError: first retry` [seq:1].", "AssertionError: no wait"),
+    ("Before the fix pytest errors with `ValueError` [seq:1].",
+     "Before the fix pytest errors with `AssertionError` [seq:1].", "ValueError"),
+    ("Before the fix pytest exits with code 1 and prints `2 failed` [seq:1].",
+     "Before the fix pytest exits with code 1 and prints `1 failed` [seq:1].", "2 failed"),
+])
+def test_a_failure_said_to_show_a_text_is_checked_however_the_clause_words_it(wrong: str, right: str, text: str):
+    assert _said(wrong) == [("cites_output_without_text", 1, text)]
+    assert _said(right) == []
+
+
+@pytest.mark.parametrize("body, text", [
+    ("Before the fix the test fails with `1 failed, 1 passed` and `first retry must NOT wait` [seq:1].",
+     "first retry must NOT wait"),
+    ("The test fails before the fix with `first retry must NOT wait` and `1 failed, 1 passed` [seq:1].",
+     "first retry must NOT wait"),
+    ('It fails with "assert 0 == 1", "first retry must wait" and "2 failed" [seq:1].', "2 failed"),
+    ("It fails with `AssertionError: first retry must wait` and `1 failed, 2 passed` [seq:1].",
+     "1 failed, 2 passed"),
+])
+def test_every_text_a_failure_is_said_to_show_must_be_in_its_output(body: str, text: str):
+    assert _said(body) == [("cites_output_without_text", 1, text)]
+    assert _said(body.replace(text, "1 failed, 1 passed")) == []
+
+
+@pytest.mark.parametrize("wrong, right, seq, text", [
+    ("The migration check prints `no destructive operations` [seq:4].",
+     "The migration check prints `0 destructive` [seq:4].", 4, "no destructive operations"),
+    ("The migration check reports `1 destructive` [seq:4].",
+     "The migration check reports `0 destructive` [seq:4].", 4, "1 destructive"),
+    ("The test passes after the fix with `3 passed` [seq:2].",
+     "The test passes after the fix with `2 passed` [seq:2].", 2, "3 passed"),
+    ("After the fix the tests pass and print `3 passed` [seq:2].",
+     "After the fix the tests pass and print `2 passed` [seq:2].", 2, "3 passed"),
+    ("The test fails before the fix [seq:1] and passes after with `3 passed` [seq:2].",
+     "The test fails before the fix [seq:1] and passes after with `2 passed` [seq:2].", 2, "3 passed"),
+])
+def test_a_pass_said_to_show_a_text_is_checked_against_its_output(wrong: str, right: str, seq: int, text: str):
+    found = _said(wrong)
+    assert found == [("cites_output_without_text", seq, text)]
+    report = lint_claims_text(wrong, {1: 1, 2: 0, 4: 0}, outputs={1: _RED, 2: _GREEN, 4: "0 destructive"},
+                              commands={1: "pytest -q", 2: "pytest -q", 4: "python migrations/check.py"})
+    assert report.findings[-1].message.endswith(" says it shows it; cite the step whose output does")
+    assert _said(right) == []
+    # without a stored output there is nothing to check it against
+    assert _said(wrong, {1: _RED}) == []
+
+
+def test_a_pass_said_to_show_a_text_is_not_judged_by_an_edited_or_missing_output(tmp_path: Path):
+    log = _packet_with_outputs(tmp_path / "a", {2: (0, "pytest -q", "..\n2 passed in <DUR>")})
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("The test passes after the fix with `3 passed` [seq:2].\n")
+    assert [(f.kind, f.seq) for f in lint_claims(body, log).findings] == [("cites_output_without_text", 2)]
+    stored = next((tmp_path / "a" / "session.outputs").iterdir())
+    stored.write_text("...\n3 passed in <DUR>")  # edited after recording to fit the claim
+    assert [(f.kind, f.seq) for f in lint_claims(body, log).findings] == [("cites_edited_output", 2)]
+    lines = [dict(json.loads(x), stored=True) for x in log.read_text().splitlines()]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    stored.unlink()
+    report = lint_claims(body, log)
+    assert report.findings == [] and [(w.kind, w.seq) for w in report.warnings] == [("cites_missing_output", 2)]
+    assert '"3 passed" in "The test passes after the fix with `3 passed`" is not checked' in report.warnings[0].message
+
+
+@pytest.mark.parametrize("body", [
+    "The test passes with `--strict` [seq:2].",                 # how it ran, not what it printed
+    "The tests pass with `PYTHONHASHSEED=0` [seq:2].",
+    "The tests pass with `pytest -q` [seq:2].",
+    "The test passes with `Python 3.12` [seq:2].",
+    "The test passes with `tests/unit` on the path [seq:2].",
+    "The new test checks that parse('') raises `ValueError` and passes [seq:2].",  # a passing test may
+    "The test fails when run with `--strict` [seq:1].",
+    "The test no longer prints `first retry must wait` [seq:2].",  # negated
+    "Its log `session.jsonl` passes review [seq:2].",             # "log" as a noun
+])
+def test_texts_that_say_how_a_step_ran_or_are_negated_are_not_looked_for(body: str):
+    assert _said(body) == []
+
+
 def test_raises_alone_describes_a_failing_step_but_is_no_failure_claim():
     report = lint_claims_text("Before the fix, parse('') raises ValueError [seq:1].", {1: 1},
                               commands={1: "pytest -q"})

@@ -22,9 +22,13 @@ Findings (failures — the linter exits non-zero when there is one):
                          failing step cited there failed because such a check failed, and this
                          step is known not to have: ``false``, ``exit 1``, ``! pytest``, a runner
                          that stopped before checking anything (``pytest`` exiting 5)
-``cites_output_without_text``  its clause says the failure showed ``X`` (:data:`FAILS_WITH`:
-                         "fails with `ZeroDivisionError`", "raises KeyError") and the stored
-                         outputs of the failing steps cited there do not contain it
+``cites_output_without_text``  its clause says the step printed, showed or raised ``X`` — a
+                         failure (:data:`FAILS_WITH`: "fails with `ZeroDivisionError`", "raises
+                         KeyError"; "fails before the fix with `X`"; :data:`SHOWS_TEXT`: "fails,
+                         printing `X`") or a pass ("passes with `3 passed`", "prints `X`") — and
+                         the stored outputs of the steps cited there with that outcome do not
+                         contain it (:meth:`_Judge.said_texts`); each text listed is checked
+                         ("fails with `A` and `B`")
 ``cites_wrong_exit_code``  its clause says what the step exited with (:data:`EXIT_STATUS`: "exits
                          with code 2", "exit code 4", "exits non-zero", "exits successfully";
                          "the CLI returns 2") and it exited otherwise.  A stated status that fits a
@@ -44,7 +48,7 @@ Warnings (reported, never failures):
 ``unsupported_claim``    a sentence with no marker that reads like a factual claim — it uses a
                          word from :data:`CLAIM_WORDS` (passes, fails, fixes, faster, 30% …).
                          A heuristic: headings and questions are never flagged.
-``cites_missing_output``  its clause says the failure showed ``X``, the log marks the step's
+``cites_missing_output``  its clause says the step showed ``X``, the log marks the step's
                          output stored, but the file is not there (:class:`MissingOutput`): ``X``
                          is not checked
 ``cites_unrecognised_command``  as ``cites_non_check_step``, but the linter cannot tell what the
@@ -98,6 +102,7 @@ __all__ = [
     "FAILURE_CLAIM",
     "PASS_CLAIM",
     "FAILS_WITH",
+    "SHOWS_TEXT",
     "NEGATIONS",
     "CLAIM_WORDS",
     "CHECK_SUBJECTS",
@@ -171,6 +176,41 @@ FAILS_WITH = re.compile(
     r"|panic(?:s|ked)?|stop(?:s|ped)?|breaks?|broke)\s+with\s+(?:an?\s+|the\s+)?(?=\S)"
     r"|\b(?:rais(?:es|ed|ing)|throw(?:s|n|ing)?|threw)\s+(?:an?\s+|the\s+)?"
     r"(?=[\ue000-\uf8ff\"'\u201c`]|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Failure)\b)",
+    re.I,
+)
+
+# Where a quoted text, a code span or a name such as ``ZeroDivisionError`` starts.
+_SAID = r"(?=[\ue000-\uf8ff\"'\u201c`]|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Failure)\b)"
+# Words between a verb and its "with" ("fails before the fix with X"), none of which makes "with" say
+# how the step ran ("fails when run with `--strict`") rather than what it printed.
+_GAP = (r"(?:\s+(?!(?:when|whenever|if|unless|run|ran|running|called|invoked|using|used|given|under|built"
+        r"|compiled|configured|only|together|along|combined|compared|with)\b)[\w'-]+){1,6}?")
+
+#: Phrasings that say what a step printed or showed, whether it failed or passed: "prints `X`",
+#: "printing "X"", "shows `X`", "outputs `X`", "reports `X`", "displays", "logs", "emits".  ``X`` must be
+#: in the stored output of a step cited there.  Bare "log", "report", "output" and "display" are
+#: nouns too ("the log `session.jsonl`") and are not here.
+SHOWS_TEXT = re.compile(
+    r"\b(?:print(?:s|ed|ing)?|show(?:s|ed|n|ing)?|output(?:s|ted|ting)|report(?:s|ed|ing)|display(?:s|ed|ing)"
+    r"|log(?:s|ged|ging)|emit(?:s|ted|ting))\s+(?:out\s+)?(?:an?\s+|the\s+)?"
+    r"(?:(?:error|warning|message|line|text|summary)\s+)?" + _SAID,
+    re.I,
+)
+
+#: A failure said to show ``X`` with words between the verb and "with": "fails before the fix with
+#: `X`", "errors on main with "X"" (:data:`FAILS_WITH` is the verb right before "with").
+_FAILS_LATER_WITH = re.compile(
+    r"\b(?:fail(?:s|ed|ing)?|error(?:s|ed)?|crash(?:es|ed)?|exit(?:s|ed)?|die[sd]?|abort(?:s|ed)?"
+    r"|panic(?:s|ked)?|stop(?:s|ped)?|breaks?|broke)" + _GAP + r"\s+with\s+(?:an?\s+|the\s+)?" + _SAID,
+    re.I,
+)
+
+#: A pass said to show ``X``: "passes with `3 passed`", "passes after the fix with `3 passed`",
+#: "succeeds with "ok"".  Only a text that reads as a result (:data:`_RESULT_LIKE`) is checked: "passes
+#: with `Python 3.12`", "with `--strict`" or "with `pytest -q`" say how or where the step ran.
+_PASSES_WITH = re.compile(
+    r"\b(?:pass(?:es|ed|ing)?|succeed(?:s|ed|ing)?)(?:" + _GAP + r")?\s+with\s+(?:an?\s+|the\s+)?"
+    r"(?=[\ue000-\uf8ff\"'\u201c`])",
     re.I,
 )
 
@@ -637,16 +677,30 @@ _GROUP_GLUE = re.compile(r"[\s,]*")
 
 def _claim_clauses(text: str) -> list[str]:
     """The clauses of ``text`` (split at ``;``, parentheses, dashes, and/but/while …) that say
-    something: a pass ("it builds" too), a failure or another claim word.  "(see" or "as shown
-    in" are dropped."""
-    out = []
+    something: a pass ("it builds" too), a failure, what a step printed, or another claim word.
+    "(see" or "as shown in" are dropped.  A part that is only quoted texts or code spans continues
+    the clause before it when that one ends with one: "fails with `A` and `B`" is one clause, which
+    says the failure showed both."""
+    out: list[str] = []
+    kept_last = False
     for part in _CLAUSE_SPLIT.split(text):
         part = _MARKER.sub(" ", part).strip(" ,.:")
-        if part and (CLAIM_WORDS.search(part) or FAILURE_CLAIM.search(part) or EXPECTED_FAILURE.search(part)
-                     or PASS_CLAIM.search(part) or _SELF_PASS.search(part) or FAILS_WITH.search(part)
-                     or _exit_matches(part)):
+        if part and out and kept_last and _TEXTS_ONLY.fullmatch(part) and re.search(_TEXT_END, out[-1]):
+            out[-1] += " and " + part
+            continue
+        kept_last = bool(part and (CLAIM_WORDS.search(part) or FAILURE_CLAIM.search(part)
+                                   or EXPECTED_FAILURE.search(part) or PASS_CLAIM.search(part)
+                                   or _SELF_PASS.search(part) or FAILS_WITH.search(part) or SHOWS_TEXT.search(part)
+                                   or _exit_matches(part)))
+        if kept_last:
             out.append(part)
     return out
+
+
+# A part of a sentence that is only code spans or quoted texts ("`B`", ""B", "C""), and the end of one.
+_ONE_TEXT = r"(?:[\ue000-\uf8ff]\s*|\"[^\"\n]{1,200}\"|\u201c[^\u201d\n]{1,200}\u201d)"
+_TEXTS_ONLY = re.compile(_ONE_TEXT + r"(?:[\s,]*" + _ONE_TEXT + r")*")
+_TEXT_END = r"(?:[\ue000-\uf8ff]\s*|[\"\u201d])$"
 
 
 def _marker_groups(masked: str, sent: _Sentence) -> list[tuple[list[tuple[int, str, int]], list[str]]]:
@@ -765,28 +819,70 @@ _QUOTED = re.compile(r"\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|\u201c([^\u201d\n]
 _NAME = re.compile(r"[A-Za-z_][\w.]*[\w]")
 
 
-def _failure_texts(clause: str, spans: list[tuple[int, int, str]]) -> list[str]:
-    """What a clause says a failure printed or raised (:data:`FAILS_WITH`): the code span, quoted
-    text or name right after "fails with" / "raises" — a name only when it cannot be an ordinary
-    word (``ZeroDivisionError``, ``SIGSEGV``, ``errno.ENOENT``; not "an assertion error")."""
+_AND_TEXT = re.compile(r"\s*(?:,\s*(?:and\s+)?|and\s+|as\s+well\s+as\s+)(?=[\ue000-\uf8ff\"'\u201c])")
+
+
+def _said_texts(clause: str, spans: list[tuple[int, int, str]],
+                patterns: Iterable[re.Pattern[str]]) -> list[str]:
+    """What a clause says a step printed, showed or raised: the code span, quoted text or name right
+    after a match of one of ``patterns`` ("fails with", "raises", "prints" …), and every code span or
+    quoted text listed after it ("fails with `A` and `B`", "prints "A", "B" and "C"").  A name only
+    when it cannot be an ordinary word (``ZeroDivisionError``, ``SIGSEGV``, ``errno.ENOENT``; not "an
+    assertion error")."""
     out: list[str] = []
-    for m in FAILS_WITH.finditer(clause):
-        if _negated(clause, m.start()):
-            continue
-        rest = clause[m.end():]
-        code = _CODE_MARKS.match(rest)
-        if code:
-            out.extend(_code_of(code.group(0), spans))
-            continue
-        q = _QUOTED.match(rest)
-        if q:
-            out.append(next(g for g in q.groups() if g is not None))
-            continue
-        n = _NAME.match(rest)
-        if n and (re.search(r"[a-z][A-Z]", n.group(0)) or re.fullmatch(r"[A-Z][A-Z0-9_]{2,}", n.group(0))
-                  or "." in n.group(0) or "_" in n.group(0)):
-            out.append(n.group(0))
+    for pattern in patterns:
+        for m in pattern.finditer(clause):
+            if _negated(clause, m.start()):
+                continue
+            rest = clause[m.end():]
+            while True:
+                code = _CODE_MARKS.match(rest)
+                q = None if code else _QUOTED.match(rest)
+                if code:
+                    out.extend(_code_of(code.group(0), spans))
+                    rest = rest[code.end():].lstrip(" ")  # the rest of the masked span is blanks
+                elif q:
+                    out.append(next(g for g in q.groups() if g is not None))
+                    rest = rest[q.end():]
+                else:
+                    n = _NAME.match(rest)
+                    if n and (re.search(r"[a-z][A-Z]", n.group(0)) or re.fullmatch(r"[A-Z][A-Z0-9_]{2,}", n.group(0))
+                              or "." in n.group(0) or "_" in n.group(0)):
+                        out.append(n.group(0))
+                    break
+                more = _AND_TEXT.match(rest)
+                if not more:
+                    break
+                rest = rest[more.end():]
     return [t for t in dict.fromkeys(t.strip() for t in out) if t]
+
+
+def _failure_texts(clause: str, spans: list[tuple[int, int, str]]) -> list[str]:
+    """What a clause that describes a failure says it printed or raised: "fails with X", "fails
+    before the fix with X", "raises X", "printing X", "and prints X" (:data:`FAILS_WITH`,
+    :data:`SHOWS_TEXT`), each text listed after it too (:func:`_said_texts`)."""
+    return _said_texts(clause, spans, (FAILS_WITH, _FAILS_LATER_WITH, SHOWS_TEXT))
+
+
+def _output_like(text: str) -> bool:
+    """``text`` can be what a step printed, not how it ran: no option (``--strict``), no variable
+    setting (``FOO=1``), no check's command (``pytest -q``)."""
+    return not (text.startswith("-") or re.match(r"[A-Za-z_]\w*=", text)
+                or classify_command(text).verdict == "check")
+
+
+# A check's result: a count ("3 passed", "0 errors") or a word such as passed, ok, success, clean.
+_RESULT_LIKE = re.compile(r"\d+\s+[A-Za-z]|\b(?:pass\w*|ok|success\w*|succeed\w*|clean|green|errors?|warnings?"
+                          r"|fail\w*|issues?|done)\b", re.I)
+
+
+def _pass_texts(clause: str, spans: list[tuple[int, int, str]]) -> list[str]:
+    """What a clause that says something passed says it printed or showed: "prints `ok`"
+    (:data:`SHOWS_TEXT`), "passes with `3 passed`" (:data:`_PASSES_WITH`, a result only); not "raises
+    X" (a passing test may check that a call raises)."""
+    texts = _said_texts(clause, spans, (SHOWS_TEXT,))
+    texts += [t for t in _said_texts(clause, spans, (_PASSES_WITH,)) if _RESULT_LIKE.search(t)]
+    return [t for t in dict.fromkeys(texts) if _output_like(t)]
 
 
 #: How messages name each kind of check: (noun, a runner of it, runners to suggest).
@@ -901,17 +997,40 @@ class _Judge:
         out = self.outputs.get(seq)
         return out if isinstance(out, str) else None
 
+    def said_texts(self, seq: int, mine: list[str], cited: list[int]) -> list[tuple[str, str, list[int]]]:
+        """``(clause, text, steps)`` for each text a clause of ``mine`` says step ``seq`` printed,
+        showed or raised, with the cited steps whose stored output must hold it.  A clause that
+        describes a failure speaks of the failing steps cited there (:func:`_failure_texts`); one that
+        says something passed, of the passing ones (:func:`_pass_texts`: "passes with `3 passed`");
+        one that says neither ("the check prints `0 destructive`"), of every step cited there.  A
+        clause about the other outcome than step ``seq``'s says nothing of it."""
+        failing = self.steps[seq] != 0
+        out: list[tuple[str, str, list[int]]] = []
+        for clause in mine:
+            plain = _without_exit(clause, self.spans)
+            if _describes_failure(plain):
+                texts = _failure_texts(plain, self.spans) if failing else []
+                pool = [q for q in cited if self.steps.get(q, 0) != 0]
+            elif _says(PASS_CLAIM, plain):
+                texts = [] if failing else _pass_texts(plain, self.spans)
+                pool = [q for q in cited if self.steps.get(q, 1) == 0]
+            else:
+                texts = _said_texts(plain, self.spans, (SHOWS_TEXT,))
+                pool = [q for q in cited if q in self.steps]
+            out.extend((clause, text, pool) for text in texts)
+        return out
+
     def reads_edited(self, seq: int, mine: list[str], cited: list[int], subject: _Subject) -> str | None:
-        """The message after "whose" when judging failing step ``seq`` for ``mine`` would read its
-        stored output — a clause says what the failure showed ("fails with `X`"), or says a check
-        failed and the step's runner tells by its output whether it ran at all (``make test``) —
-        and that output was changed after recording (:class:`EditedOutput`); else None."""
+        """The message after "whose" when judging step ``seq`` for ``mine`` would read its stored
+        output — a clause says what the step showed ("fails with `X`", "prints `X`"), or says a check
+        failed and the failing step's runner tells by its output whether it ran at all (``make
+        test``) — and that output was changed after recording (:class:`EditedOutput`); else None."""
         out = self.outputs.get(seq)
         if not isinstance(out, EditedOutput):
             return None
-        plain = [_without_exit(c, self.spans) for c in mine]
-        said = next((c for c, p in zip(mine, plain) if _failure_texts(p, self.spans)), None)
-        if said is None and seq in self.failures and self.failures[seq].reads_output:
+        said = next((clause for clause, _text, _pool in self.said_texts(seq, mine, cited)), None)
+        if said is None and self.steps[seq] != 0 and seq in self.failures and self.failures[seq].reads_output:
+            plain = [_without_exit(c, self.spans) for c in mine]
             said = next((c for c, p in zip(mine, plain) if _claimed_failures(p, subject, self.spans)), None)
         if said is None:
             return None
@@ -920,35 +1039,34 @@ class _Judge:
                 f"step again")
 
     def missing_text(self, seq: int, mine: list[str], cited: list[int]) -> str | None:
-        """The message after "whose" for failing step ``seq`` when a clause says the failure
-        printed or raised ``X`` ("fails with `ZeroDivisionError`") and no failing step cited there
-        whose output is stored holds it; None when one does, or when no stored output is known."""
+        """The message after "whose" for step ``seq`` when a clause says it printed, showed or
+        raised ``X`` (:meth:`said_texts`: "fails with `ZeroDivisionError`", "fails before the fix,
+        printing `X`", "passes with `3 passed`") and no step cited there for it whose output is
+        stored holds ``X``; None when one does, or when step ``seq``'s output is not stored."""
         if self.text(seq) is None:
             return None
-        failing = [q for q in cited if self.steps.get(q, 0) != 0 and self.text(q) is not None]
-        for clause in mine:
-            for text in _failure_texts(_without_exit(clause, self.spans), self.spans):
-                want = re.sub(r"\s+", " ", text)
-                if any(want in re.sub(r"\s+", " ", self.text(q) or "") for q in failing):
-                    continue
-                return (f"recorded output does not contain \"{printable(text)}\", but \"{self.shown(clause)}\" says "
-                        f"its failure shows it; cite the step whose output does")
+        failing = self.steps[seq] != 0
+        for clause, text, pool in self.said_texts(seq, mine, cited):
+            want = re.sub(r"\s+", " ", text)
+            if any(want in re.sub(r"\s+", " ", self.text(q) or "") for q in pool):
+                continue
+            return (f"recorded output does not contain \"{printable(text)}\", but \"{self.shown(clause)}\" says "
+                    f"{'its failure shows' if failing else 'it shows'} it; cite the step whose output does")
         return None
 
     def missing_file(self, seq: int, mine: list[str], cited: list[int]) -> str | None:
-        """The message after "whose" for failing step ``seq`` when a clause says the failure
-        showed ``X``, the log marks the step's output stored but its file is missing
-        (:class:`MissingOutput`: the output folder was not committed), and no failing step cited
-        there has a stored output to check ``X`` against; else None."""
+        """The message after "whose" for step ``seq`` when a clause says it showed ``X``
+        (:meth:`said_texts`), the log marks the step's output stored but its file is missing
+        (:class:`MissingOutput`: the output folder was not committed), and no step cited there for
+        it has a stored output to check ``X`` against; else None."""
         out = self.outputs.get(seq)
         if not isinstance(out, MissingOutput):
             return None
-        if any(self.steps.get(q, 0) != 0 and self.text(q) is not None for q in cited):
-            return None
-        for clause in mine:
-            for text in _failure_texts(_without_exit(clause, self.spans), self.spans):
-                return (f"output the log marks stored is missing ({printable(out.path)}), so \"{printable(text)}\" "
-                        f"in \"{self.shown(clause)}\" is not checked; commit the output folder beside the log")
+        for clause, text, pool in self.said_texts(seq, mine, cited):
+            if any(self.text(q) is not None for q in pool):
+                continue
+            return (f"output the log marks stored is missing ({printable(out.path)}), so \"{printable(text)}\" "
+                    f"in \"{self.shown(clause)}\" is not checked; commit the output folder beside the log")
         return None
 
     def exit_claims(self, seq: int, clause: str) -> list[_ExitClaim]:
@@ -1078,7 +1196,21 @@ class _Judge:
                     report.warnings.append(Finding("cites_missing_output", "warning", line, seq, shown,
                                                    f"[seq:{seq}] cites {what}, whose {lost}"))
             else:
+                edited = self.reads_edited(seq, mine, cited, subject)
+                if edited is not None:
+                    report.findings.append(Finding("cites_edited_output", "error", line, seq, shown,
+                                                   f"[seq:{seq}] cites {what}, whose {edited}"))
+                    continue
                 gap = self.unbacked_pass(seq, mine, cited, subject)
+                missing = self.missing_text(seq, mine, cited) if gap is None or gap[1] != "error" else None
+                if missing is not None:
+                    report.findings.append(Finding("cites_output_without_text", "error", line, seq, shown,
+                                                   f"[seq:{seq}] cites {what}, whose {missing}"))
+                    continue
+                lost = self.missing_file(seq, mine, cited) if gap is None or gap[1] != "error" else None
+                if lost is not None:
+                    report.warnings.append(Finding("cites_missing_output", "warning", line, seq, shown,
+                                                   f"[seq:{seq}] cites {what}, whose {lost}"))
             if gap is not None:
                 kind, severity, message = gap
                 finding = Finding(kind, severity, line, seq, shown, f"[seq:{seq}] cites {what}, which {message}")
