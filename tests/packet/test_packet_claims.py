@@ -605,6 +605,8 @@ def _said(body: str, outputs: dict[int, str] | None = None) -> list[tuple[str, i
      "Before the fix the test fails; it outputs `retry must wait` [seq:1].", "retry must not wait"),
     ("Before the fix the test raises `AssertionError: no wait` [seq:1].",
      "Before the fix the test raises `AssertionError: first retry` [seq:1].", "AssertionError: no wait"),
+    ('The test fails before the fix with the message "first retry must not wait" [seq:1].',
+     'The test fails before the fix with the message "first retry must wait" [seq:1].', "first retry must not wait"),
     ("Before the fix pytest errors with `ValueError` [seq:1].",
      "Before the fix pytest errors with `AssertionError` [seq:1].", "ValueError"),
     ("Before the fix pytest exits with code 1 and prints `2 failed` [seq:1].",

@@ -184,7 +184,9 @@ _SAID = r"(?=[\ue000-\uf8ff\"'\u201c`]|[A-Za-z_][\w.]*(?:Error|Exception|Exit|In
 # Words between a verb and its "with" ("fails before the fix with X"), none of which makes "with" say
 # how the step ran ("fails when run with `--strict`") rather than what it printed.
 _GAP = (r"(?:\s+(?!(?:when|whenever|if|unless|run|ran|running|called|invoked|using|used|given|under|built"
-        r"|compiled|configured|only|together|along|combined|compared|with)\b)[\w'-]+){1,6}?")
+        r"|compiled|configured|only|together|along|combined|compared|with)\b)[\w'-]+){0,6}?")
+# "the message `X`", "the error "X"": a noun between a verb and the text it names.
+_NOUN = r"(?:(?:error|warning|message|line|text|summary|output)\s+)?"
 
 #: Phrasings that say what a step printed or showed, whether it failed or passed: "prints `X`",
 #: "printing "X"", "shows `X`", "outputs `X`", "reports `X`", "displays", "logs", "emits".  ``X`` must be
@@ -193,15 +195,16 @@ _GAP = (r"(?:\s+(?!(?:when|whenever|if|unless|run|ran|running|called|invoked|usi
 SHOWS_TEXT = re.compile(
     r"\b(?:print(?:s|ed|ing)?|show(?:s|ed|n|ing)?|output(?:s|ted|ting)|report(?:s|ed|ing)|display(?:s|ed|ing)"
     r"|log(?:s|ged|ging)|emit(?:s|ted|ting))\s+(?:out\s+)?(?:an?\s+|the\s+)?"
-    r"(?:(?:error|warning|message|line|text|summary)\s+)?" + _SAID,
+    + _NOUN + _SAID,
     re.I,
 )
 
 #: A failure said to show ``X`` with words between the verb and "with": "fails before the fix with
-#: `X`", "errors on main with "X"" (:data:`FAILS_WITH` is the verb right before "with").
+#: `X`", "errors on main with "X"", "fails with the message `X`" (:data:`FAILS_WITH` is the verb right
+#: before "with" and the text right after it).
 _FAILS_LATER_WITH = re.compile(
     r"\b(?:fail(?:s|ed|ing)?|error(?:s|ed)?|crash(?:es|ed)?|exit(?:s|ed)?|die[sd]?|abort(?:s|ed)?"
-    r"|panic(?:s|ked)?|stop(?:s|ped)?|breaks?|broke)" + _GAP + r"\s+with\s+(?:an?\s+|the\s+)?" + _SAID,
+    r"|panic(?:s|ked)?|stop(?:s|ped)?|breaks?|broke)" + _GAP + r"\s+with\s+(?:an?\s+|the\s+)?" + _NOUN + _SAID,
     re.I,
 )
 
@@ -209,7 +212,7 @@ _FAILS_LATER_WITH = re.compile(
 #: "succeeds with "ok"".  Only a text that reads as a result (:data:`_RESULT_LIKE`) is checked: "passes
 #: with `Python 3.12`", "with `--strict`" or "with `pytest -q`" say how or where the step ran.
 _PASSES_WITH = re.compile(
-    r"\b(?:pass(?:es|ed|ing)?|succeed(?:s|ed|ing)?)(?:" + _GAP + r")?\s+with\s+(?:an?\s+|the\s+)?"
+    r"\b(?:pass(?:es|ed|ing)?|succeed(?:s|ed|ing)?)" + _GAP + r"\s+with\s+(?:an?\s+|the\s+)?" + _NOUN +
     r"(?=[\ue000-\uf8ff\"'\u201c`])",
     re.I,
 )
@@ -1015,7 +1018,7 @@ class _Judge:
                 texts = [] if failing else _pass_texts(plain, self.spans)
                 pool = [q for q in cited if self.steps.get(q, 1) == 0]
             else:
-                texts = _said_texts(plain, self.spans, (SHOWS_TEXT,))
+                texts = [t for t in _said_texts(plain, self.spans, (SHOWS_TEXT,)) if _output_like(t)]
                 pool = [q for q in cited if q in self.steps]
             out.extend((clause, text, pool) for text in texts)
         return out
