@@ -675,6 +675,7 @@ def test_a_pass_said_to_show_a_text_is_not_judged_by_an_edited_or_missing_output
     "The tests pass with `PYTHONHASHSEED=0` [seq:2].",
     "The tests pass with `pytest -q` [seq:2].",
     "The test passes with `Python 3.12` [seq:2].",
+    "The run shows `make test` [seq:2].",                        # a command, not what it printed
     "The test passes with `tests/unit` on the path [seq:2].",
     "The new test checks that parse('') raises `ValueError` and passes [seq:2].",  # a passing test may
     "The test fails when run with `--strict` [seq:1].",
