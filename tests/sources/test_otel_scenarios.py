@@ -366,3 +366,28 @@ def test_the_users_prompts_from_the_messages_each_request_sends(tmp_path):
         ["conv-2", 1, "Summarise Q3", "b000000000000004", "chat/user"]]
     assert [str(t) for t in p["ts"]] == ["2026-03-01 10:00:00.100000+00:00", "2026-03-01 10:00:00.300000+00:00",
                                          "2026-03-01 10:00:00.500000+00:00", "2026-03-01 10:00:00.700000+00:00"]
+
+
+def test_an_mcp_tool_call_that_names_no_server_is_still_an_mcp_call(tmp_path):
+    """The MCP conventions require ``mcp.method.name`` and ``gen_ai.tool.name`` on a tools/call span;
+    ``server.address`` is only recommended and ``mcp.server.name`` is no convention at all.  Such a
+    span had ``server`` NA, which the join read as a built-in tool: a call the door never logged
+    went unreported."""
+    mcp = {"mcp.method.name": "tools/call", "mcp.session.id": "m-1"}
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(),
+        tool("b000000000000001", 1_000, 1_100, "update_rule", '{"path": "r.yaml"}', "c1", **mcp),
+        tool("b000000000000002", 2_000, 2_100, "read_file", '{"path": "a"}', "c2",
+             **{**mcp, "server.address": "gw.local"}),
+        tool("b000000000000003", 3_000, 3_100, "read_file", '{"path": "b"}', "c3",
+             **{**mcp, "mcp.server.name": "files"}),
+        tool("b000000000000004", 4_000, 4_100, "summarise", '{"n": 1}', "c4"),       # no MCP attribute
+        # a framework's execute_tool around the MCP client's own tools/call span, which names no server
+        tool("b000000000000005", 5_000, 5_300, "list_dir", '{"path": "."}', "c5"),
+        span("b000000000000006", "tools/call list_dir", 5_050, 5_250,
+             {"mcp.method.name": "tools/call", "gen_ai.tool.name": "list_dir"}, "b000000000000005"),
+    )]))
+    t = calls_of(res)
+    assert rows(t, ["call_id", "server", "tool"]) == [
+        ["c1", "(unnamed MCP server)", "update_rule"], ["c2", "gw.local", "read_file"],
+        ["c3", "files", "read_file"], ["c4", None, "summarise"], ["c5", "(unnamed MCP server)", "list_dir"]]

@@ -73,7 +73,12 @@ other           every other span, and a tool span nested (at any depth) inside a
   request (JSON Lines) or of the span object (one document).
 * Tool names: ``gen_ai.tool.name`` (for a ``tools/call`` span without it, the span name's target);
   ``mcp__<server>__<tool>`` is split; otherwise ``server`` is an ``mcp.server.name`` attribute if
-  present, else — for MCP spans only — ``server.address`` (a host, not a configured name).
+  present, else — for MCP spans only (``mcp.method.name`` set) — ``server.address`` (a host, not
+  a configured name).  An MCP tool call (``mcp.method.name`` ``tools/call``, on the span or on
+  the MCP client span folded into it) with neither is still a call to an MCP server, so a call
+  a door may have decided: ``server`` is :data:`UNNAMED_MCP_SERVER` (``"(unnamed MCP server)"``),
+  never NA, which the join would take for a built-in tool that no door sees.  A tool span
+  without ``mcp.method.name`` and without a name (a framework's own function tool) keeps NA.
 * Arguments: ``gen_ai.tool.call.arguments`` is a JSON string (or a structured value); it is
   parsed and canonicalised.  Not recorded (the attribute is opt-in) → ``arguments`` None and
   ``args_key`` NA; not JSON → ``args_key`` NA, raw text in ``text`` and a note in
@@ -139,12 +144,15 @@ from ._otel_shapes import Shape, read_shape
 from .codex import split_codex_name
 from .registry import Source, register
 
-__all__ = ["load_otel", "sniff", "otlp_value", "LOADER", "CLIENT"]
+__all__ = ["load_otel", "sniff", "otlp_value", "LOADER", "CLIENT", "UNNAMED_MCP_SERVER"]
 
 #: Source name in the registry and ``quarantine.loader``.
 LOADER = "otel"
 #: Value of ``steps.client``.
 CLIENT = "otel"
+#: ``steps.server`` of an MCP ``tools/call`` span that names no server (no ``mcp.server.name``,
+#: no ``server.address``, no ``mcp__<server>__`` prefix): an MCP call, so door-bound for the join.
+UNNAMED_MCP_SERVER = "(unnamed MCP server)"
 
 _RS = ("resourceSpans", "resource_spans")
 _SS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentation_library_spans")
@@ -820,8 +828,11 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                 srv = attrs.get("mcp.server.name")
                 if isinstance(srv, str) and srv:
                     server = srv
-                elif attrs.get("mcp.method.name") and isinstance(attrs.get("server.address"), str):
+                elif attrs.get("mcp.method.name") and isinstance(attrs.get("server.address"), str) \
+                        and attrs["server.address"]:
                     server = attrs["server.address"]
+                elif attrs.get("mcp.method.name") == "tools/call":
+                    server = UNNAMED_MCP_SERVER
             args, key, raw = _parse_args(attrs.get("gen_ai.tool.call.arguments"))
             sh = s.shape
             if raw is not None:
