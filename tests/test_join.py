@@ -1090,3 +1090,25 @@ def test_order_keeping_nearest_choice_all_at_once_equals_one_at_a_time_and_every
             assert list(got[at:at + len(short)] - base) == list(every) == list(_ordered_nearest(long, short))
             base += len(long)
             at += len(short)
+
+
+def test_a_step_a_door_call_claims_is_a_door_bound_step_whatever_server_it_names():
+    # a client that records no server for its MCP calls (server NA): two steps agreed with the
+    # door's calls, yet transcript_tool_steps said 0, since only named servers were door-bound
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 5, "read", {"path": "b"}, None),
+                         ("t1", 9, "update", {"path": "r"}, None)])
+    steps["server"] = pd.array([pd.NA] * 3, dtype="string")
+    steps["tool_raw"] = steps["tool"]
+    calls = calls_frame([("s1", 0.2, "read", {"path": "a"}, None), ("s1", 5.2, "read", {"path": "b"}, None)])
+    res = join_sessions(steps, calls)
+    s1 = res.sessions.set_index("door_session").loc["s1"]
+    assert (s1.agreed, s1.transcript_tool_steps, s1.unmatched_steps) == (2, 2, 0)
+    assert res.door_servers == []
+    # the OTel loader's marker for an MCP tools/call span that names no server: the door's server,
+    # so the call the door never logged is a residual
+    steps["server"] = pd.array(["(unnamed MCP server)"] * 3, dtype="string")
+    res = join_sessions(steps, calls)
+    s1 = res.sessions.set_index("door_session").loc["s1"]
+    assert (s1.agreed, s1.transcript_tool_steps, s1.unmatched_steps) == (2, 3, 1)
+    assert res.door_servers == ["(unnamed MCP server)"]
+    assert res.unmatched_steps[["tool", "args_key"]].values.tolist() == [["update", '{"path":"r"}']]

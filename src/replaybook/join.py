@@ -1783,6 +1783,9 @@ def join_sessions(
         door_bound = in_door[srv_c]
     else:
         door_bound = srv_c >= 0
+    # a step a door call claims went through the door, whatever server it names (none: a client
+    # that records no server for its MCP calls): it counts among its transcript's tool steps
+    door_bound |= claimed_step
     if orphan is not None:  # (a result is no tool step: the transcript's own counts stay as they were)
         door_bound &= ~orphan
     t_assigned = np.zeros(n_t, bool)
