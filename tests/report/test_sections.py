@@ -1322,3 +1322,37 @@ def test_a_conversation_through_one_door_still_reads_as_a_restart():
     assert "a door that restarted mid-conversation looks like this" in j and "second door" not in j
     h = re.sub("<[^>]+>", "", html.unescape(S.conversations(steps, calls, res)))
     assert "the conversation went on in door session B (the door restarted, or the conversation was resumed)" in h
+
+
+def test_an_otel_mcp_call_the_door_never_logged_is_said_to_be_one(tmp_path):
+    # an MCP tools/call span naming no server (no mcp.server.name, no server.address) had been
+    # "not a door tool": a call past the door went unreported, and the session counted no tool steps
+    import json
+
+    from replaybook.join import join_sessions
+    from replaybook.sources.door import load_door
+    from replaybook.sources.otel import load_otel
+
+    def span(sid, start_s, tool, args):
+        at = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.call.id": sid,
+              "gen_ai.conversation.id": "conv-1", "gen_ai.tool.call.arguments": json.dumps(args),
+              "mcp.method.name": "tools/call"}
+        ns = 1_796_047_200_000_000_000 + start_s * 1_000_000_000
+        return {"traceId": "a1" * 16, "spanId": sid, "name": f"execute_tool {tool}", "kind": 1,
+                "startTimeUnixNano": str(ns), "endTimeUnixNano": str(ns + 100_000_000),
+                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in at.items()]}
+
+    (tmp_path / "t.json").write_text(json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [
+        span("b000000000000001", 10, "read_file", {"path": "rules.yaml"}),
+        span("b000000000000002", 20, "update_rule", {"path": "rules.yaml", "set": {"migrate": True}})]}]}]}))
+    (tmp_path / "door").mkdir()
+    (tmp_path / "door" / "d1.jsonl").write_text(json.dumps(
+        {"ts": "2026-11-30T14:00:10.050Z", "seq": 1, "session": "d1", "agent": "coder", "tool": "read_file",
+         "arguments": {"path": "rules.yaml"}, "object": "rules.yaml", "decision": "allow", "rule": "r"}) + "\n")
+    steps, calls = load_otel(tmp_path / "t.json").frame, load_door(tmp_path / "door").frame
+    res = join_sessions(steps, calls)
+    s = res.sessions.iloc[0]
+    assert (s.agreed, s.transcript_tool_steps, s.unmatched_steps) == (1, 2, 1)
+    text = html.unescape(re.sub("<[^>]+>", "", S.conversations(steps, calls, res)))
+    assert "the door never saw this call" in text and "not a door tool" not in text
+    assert "not through the door" not in text
