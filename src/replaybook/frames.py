@@ -346,9 +346,8 @@ SESSIONS = FrameSpec(
                                     "session continues); NA when unmatched"),
         ("agreed", "Int64", "steps of that transcript agreeing with this session's calls (a tool result "
                             "standing in for its missing call counted: `by_result_id`)"),
-        ("transcript_tool_steps", "Int64", "door-bound tool_call steps in that transcript: those of a server "
-                                                 "behind the door (`JoinResult.door_servers`) and every step a door "
-                                                 "call claims"),
+        ("transcript_tool_steps", "Int64", "door-bound tool_call steps in that transcript: those of a server behind "
+                                           "the door (`JoinResult.door_servers`) and every step a door call claims"),
         ("share", "float64", "agreed / calls in the session (0–1)"),
         ("runner_up", "string", "the transcript with the next-best agreement with this session"),
         ("runner_up_agreed", "Int64", "its agreeing steps"),
