@@ -528,3 +528,75 @@ def test_a_sub_agents_meta_json_is_an_input_with_its_sha256(tmp_path):
     row = next(r for r in replaybook.Incident.load(manifest).inputs if r["path"] == meta)
     assert row["note"] == "not a JSON object: the sub-agent's metadata was not read from it"
     assert row["sha256"] == hashlib.sha256(b'{"agentType": "gen').hexdigest() and SUB_TRANSCRIPT in row["side_of"]
+
+
+def _with_packet(tmp_path, outputs: bool = True) -> Path:
+    """The demo incident with the claims fixture as its packet, its log outside the manifest's
+    folder, and (``outputs``) a stored-outputs folder holding a file and a symbolic link."""
+    import shutil
+
+    shutil.copytree(ROOT / "data" / "demo", tmp_path / "demo")
+    claims = ROOT / "tests" / "fixtures" / "packet" / "claims"
+    (tmp_path / "pr").mkdir()
+    shutil.copy(claims / "session.jsonl", tmp_path / "pr" / "session.jsonl")
+    shutil.copy(claims / "PR_BODY.md", tmp_path / "demo" / "PR_BODY.md")
+    if outputs:
+        (tmp_path / "pr" / "session.outputs").mkdir()
+        (tmp_path / "pr" / "session.outputs" / "a.txt").write_text("1 passed\n")
+        (tmp_path / "pr" / "session.outputs" / "b.txt").symlink_to("a.txt")
+    m = tmp_path / "demo" / "incident.yaml"
+    m.write_text(m.read_text() + "packet:\n  log: ../pr/session.jsonl\n  body: PR_BODY.md\n")
+    return m
+
+
+def test_the_packets_files_are_inputs_with_their_sha256(tmp_path):
+    # the packet section is built from them, yet Inputs and the .sha256 file had left them out
+    import hashlib
+
+    from replaybook.report.checksums import checksum_entries
+
+    inc = replaybook.Incident.load(_with_packet(tmp_path))
+    pk = [r for r in inc.inputs if str(r["format"] or "").startswith("packet") or "session.outputs" in r["path"]]
+    out = (tmp_path / "pr").resolve()
+    assert [(r["path"], r["format"], r["lines"]) for r in pk] == [
+        (str(out / "session.jsonl"), "packet session log", 3), ("PR_BODY.md", "packet PR body", 6),
+        (str(out / "session.outputs" / "a.txt"), "packet stored output", 1),
+        (str(out / "session.outputs" / "b.txt"), "packet stored output", None)]
+    assert pk[0]["sha256"] == hashlib.sha256((out / "session.jsonl").read_bytes()).hexdigest()
+    assert pk[3]["sha256"] is None and pk[3]["note"].startswith("symbolic link to a.txt: not followed")
+    sums = dict((p, s) for p, s in checksum_entries(inc.inputs))
+    assert sums["PR_BODY.md"] == hashlib.sha256((tmp_path / "demo" / "PR_BODY.md").read_bytes()).hexdigest()
+    assert str(out / "session.outputs" / "a.txt") in sums and str(out / "session.outputs" / "b.txt") not in sums
+    # no outputs folder: the log and the body only; a named file that is gone: the manifest's error
+    inc = replaybook.Incident.load(_with_packet(tmp_path / "x", outputs=False))
+    assert [r["format"] for r in inc.inputs if str(r["format"] or "").startswith("packet")] == [
+        "packet session log", "packet PR body"]
+    (tmp_path / "x" / "demo" / "PR_BODY.md").unlink()
+    with pytest.raises(ManifestError, match="packet: .*PR_BODY.md does not exist"):
+        replaybook.Incident.load(tmp_path / "x" / "demo" / "incident.yaml").inputs
+
+
+def test_the_packets_findings_are_in_the_header_and_the_findings(tmp_path):
+    # a false claim in the PR body had been said only in the packet's own section, far down the page
+    from replaybook.cli import _findings_line
+    from replaybook.report import sections as S
+
+    inc = replaybook.Incident.load(_with_packet(tmp_path))
+    summary = inc.packet_summary()
+    words = "replay packet: 2 findings, 1 warning, 2 of 4 citations accepted in the PR body"
+    assert S.packet_words(summary) == words
+    head = S.header(inc.title, inc.path, steps=inc.steps, calls=inc.calls, packet=summary)
+    assert ('<strong><a href="#packet">Replay packet</a>: 2 findings, 1 warning, 2 of 4 citations accepted in the '
+            "PR body</strong>") in head
+    f = S.findings(inc.join.sessions, inc.calls, inc.quarantine, join=inc.join, packet=summary)
+    assert f["packet"] == {"steps": 3, "failing_steps": 2, "findings": 2, "warnings": 1, "markers": 4,
+                           "accepted_markers": 2, "chain": "unchained", "verdict": None}
+    assert _findings_line(f).endswith("; " + words)
+    # no body: the steps, and that no claim was checked; no packet: nothing
+    (tmp_path / "demo" / "incident.yaml").write_text(
+        (tmp_path / "demo" / "incident.yaml").read_text().replace("  body: PR_BODY.md\n", ""))
+    summary = replaybook.Incident.load(tmp_path / "demo").packet_summary()
+    assert S.packet_words(summary) == "replay packet: 3 recorded steps, no PR body named: no claims checked"
+    f = S.findings(inc.join.sessions, inc.calls, inc.quarantine, join=inc.join)
+    assert f["packet"] is None and "packet" not in _findings_line(f)
+    assert "#packet" not in S.header(inc.title, inc.path, steps=inc.steps, calls=inc.calls)

@@ -1063,6 +1063,8 @@ def _findings_line(f: dict) -> str:
         if hit:
             parts.append(f"refused at the door, {how}{f' ({words})' if words else ''}: {', '.join(hit[:3])}"
                          + (f" and {len(hit) - 3} more" if len(hit) > 3 else ""))
+    if f.get("packet_words"):  # the PR body's claims checked against the packet's log (a CI job reads this)
+        parts.append(f["packet_words"])
     return "; ".join(parts)
 
 

@@ -539,7 +539,11 @@ class Incident:
         is evidence too: it sets the window, the storage mapping and the principals.  A file a
         loader read beside an input (a sub-agent's ``agent-<id>.meta.json``) is evidence as
         well: its row follows that input's, with ``side_of`` (the input's path, written as
-        ``path``), so the report lists it and its ``.sha256`` file checks it."""
+        ``path``), so the report lists it and its ``.sha256`` file checks it.  The replay packet's
+        files come last (:meth:`packet_inputs`): the report's packet section is built from them.
+
+        Raises:
+            ManifestError: a file the manifest's ``packet`` names does not exist."""
         from ._jsonl import file_info
 
         data = self.path.read_bytes()
@@ -554,6 +558,65 @@ class Incident:
                 for side in r.get("side_files") or ():
                     out.append(dict(side, path=self._shown(side["path"]), side_of=self._shown(side["side_of"]),
                                     read_nothing=False))
+        out.extend(self.packet_inputs())
+        return out
+
+    def _packet_paths(self) -> tuple[Path, Path | None] | None:
+        """The packet's session log and PR body (``None`` for none) as the manifest names them,
+        or ``None`` without a packet.  Raises ManifestError for a named file that does not exist."""
+        spec = self.manifest.get("packet")
+        if not spec:
+            return None
+        log = self.root / spec["log"]
+        body = self.root / spec["body"] if spec.get("body") else None
+        for p in (log, body):
+            if p is not None and not p.is_file():
+                raise ManifestError(f"packet: {p} does not exist" if not p.exists() else f"packet: {p} is not a file",
+                                    self.shown)
+        return log, body
+
+    def packet_inputs(self) -> list[dict]:
+        """The replay packet's files as :attr:`inputs` rows (``[]`` without a packet): the session
+        log (format ``packet session log``), the PR body (``packet PR body``) and every file of the
+        log's stored-outputs folder (``session.outputs/`` beside ``session.jsonl``, format
+        ``packet stored output``; the claims linter reads a cited step's output there), each with
+        ``path`` (relative to the manifest's folder, else absolute), ``sha256``, ``bytes``,
+        ``lines`` and ``note``.  A symbolic link in that folder is listed with its target and no
+        SHA-256, not followed; a sub-folder is listed with a note and not read.
+
+        Raises:
+            ManifestError: a file the manifest's ``packet`` names does not exist.
+        """
+        from ._jsonl import file_info
+        from .loading import _link_note
+        from .packet.log import outputs_dir_for
+
+        named = self._packet_paths()
+        if named is None:
+            return []
+        log, body = named
+
+        def row(p: Path, fmt: str) -> dict:
+            data = p.read_bytes()
+            return dict(file_info(p, len(data), data, fmt), path=self._shown(str(p.resolve())), note=None,
+                        read_nothing=False)
+
+        out = [row(log, "packet session log")]
+        if body is not None:
+            out.append(row(body, "packet PR body"))
+        outs = outputs_dir_for(log)
+        if outs.is_dir():
+            for p in sorted(outs.iterdir()):
+                shown = self._shown(str(outs.resolve() / p.name))
+                if p.is_symlink():
+                    out.append({"path": shown, "sha256": None, "bytes": None, "lines": None,
+                                "format": "packet stored output", "note": _link_note(p), "read_nothing": False})
+                elif p.is_file():
+                    out.append(row(p, "packet stored output"))
+                else:
+                    out.append({"path": shown, "sha256": None, "bytes": None, "lines": None, "format": None,
+                                "note": "a folder inside the packet's stored outputs: not read",
+                                "read_nothing": False})
         return out
 
     def _input_row(self, r: dict, rows: dict, set_aside: dict) -> dict:
@@ -615,17 +678,12 @@ class Incident:
             ManifestError: a named file does not exist.
             PacketLogError: the session log is malformed (file and line named).
         """
-        spec = self.manifest.get("packet")
-        if not spec:
+        named = self._packet_paths()
+        if named is None:
             return None
         from .packet import packet_summary
 
-        log = self.root / spec["log"]
-        body = self.root / spec["body"] if spec.get("body") else None
-        for p in (log, body):
-            if p is not None and not p.exists():
-                raise ManifestError(f"packet: {p} does not exist", self.shown)
-        return packet_summary(log, body)
+        return packet_summary(*named)
 
     @property
     def has_capsule(self) -> bool:

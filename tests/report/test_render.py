@@ -227,6 +227,7 @@ def test_demo_report_renders(rendered_demo):
                                "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]], "far_clocks": [],
                                "offset_changes": [], "cloud_log_losses": [], "cloud_log_loss_words": [],
                                "unmapped_calls": [], "other_client_links": [], "no_principals": False,
+                               "packet": None, "packet_words": None,  # (no replay packet in the demo)
                                "join_warnings": [], "access_warnings": []}
     assert "vnd.replaybook" not in html
     nb = json.loads(read(out["ipynb"]))
@@ -476,3 +477,38 @@ def test_a_sub_agents_calls_behind_an_unmatched_door_and_a_clock_offset_not_appl
     assert f"Not applied: {said}." in text
     residual = _table_rows(page[page.index("Transcript tool calls with no door call"):])
     assert len(residual) == 3
+
+
+def test_a_packets_findings_and_files_reach_stderr_the_header_and_the_checksums(tmp_path, capsys):
+    """With ``packet:`` in the manifest the page had its packet section, but the findings line on
+    stderr (what a CI job reads) and the header said nothing of the PR body's false claims, and
+    Inputs and the ``.sha256`` file left the packet's files out."""
+    from conftest import write_tiny_incident
+
+    from replaybook.cli import main
+
+    manifest = write_tiny_incident(tmp_path)
+    claims = Path(__file__).resolve().parents[1] / "fixtures" / "packet" / "claims"
+    pr = tmp_path / "pr"
+    (pr / "session.outputs").mkdir(parents=True)
+    shutil.copy(claims / "session.jsonl", pr / "session.jsonl")
+    shutil.copy(claims / "PR_BODY.md", manifest.parent / "PR_BODY.md")
+    (pr / "session.outputs" / "a.txt").write_text("1 passed\n")
+    manifest.write_text(manifest.read_text() + "packet:\n  log: ../pr/session.jsonl\n  body: PR_BODY.md\n")
+    assert main(["report", str(manifest), "--out", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err
+    assert ("replaybook: 1 door session (1 matched); 2 door calls, 1 refused; 1 line set aside (see Quarantine); "
+            "replay packet: 2 findings, 1 warning, 2 of 4 citations accepted in the PR body\n") in err
+    page = read(tmp_path / "r" / "tiny-incident.html")
+    assert ('<a href="#packet">Replay packet</a>: 2 findings, 1 warning, 2 of 4 citations accepted in the PR '
+            "body") in page
+    sums = (tmp_path / "r" / "tiny-incident.sha256").read_text().splitlines()
+    out = pr.resolve()
+    assert sums[-3:] == [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {name}" for p, name in (
+        (out / "session.jsonl", out / "session.jsonl"), (manifest.parent / "PR_BODY.md", "PR_BODY.md"),
+        (out / "session.outputs" / "a.txt", out / "session.outputs" / "a.txt"))]
+    inputs = re.sub("<[^>]+>", "", _inputs_section(page))
+    assert "packet session log" in inputs and "packet PR body" in inputs and "packet stored output" in inputs
+    if SHA256SUM:
+        ok = _sha256sum_check(str(tmp_path / "r" / "tiny-incident.sha256"), manifest.parent)
+        assert ok.returncode == 0, ok.stdout + ok.stderr

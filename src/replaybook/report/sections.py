@@ -67,6 +67,8 @@ __all__ = [
     "CANNOT_PROVE_TEXT",
     "SUMMARY_MIME",
     "findings",
+    "packet_counts",
+    "packet_words",
     "refused_then_requested",
 ]
 
@@ -523,6 +525,7 @@ def header(
     sub_agents: Mapping[str, str] | None = None,
     access_links: pd.DataFrame | None = None,
     principals_given: bool | None = None,
+    packet: Mapping | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -545,8 +548,9 @@ def header(
     id contradicts the transcript (``id_conflicts``, ``id_mismatches``, linked to the sessions),
     the sessions a ``max_offset_s`` other than the default joined otherwise (the columns
     :func:`with_offset_changes` adds, linked to the sessions) and the residual
-    counts (``unclaimed_calls``, ``unmatched_steps``, linked to the residuals), and the
-    manifest's ``description``."""
+    counts (``unclaimed_calls``, ``unmatched_steps``, linked to the residuals), what the replay
+    packet's claims linter found in the PR body (``packet``: :meth:`~replaybook.Incident.packet_summary`,
+    :func:`packet_words`, linked to the packet section), and the manifest's ``description``."""
     when = generated_at or datetime.now(timezone.utc)
     manifest = Path(incident_path).resolve()  # relative: to the working directory (the report's: its folder)
     shown = Path(manifest.parent.name, manifest.name)
@@ -653,6 +657,11 @@ def header(
             or "values"  # (same rows and columns: a figure changed)
         facts.append(f'<strong><a href="#objects">{len(d["objects"])} files the agent reached look like one dataset '
                      f"but hold different {what}</a></strong>: {objs}")
+    pw = packet_words(packet)
+    if pw:  # a false claim in the PR body is as much a finding as a call the door never saw
+        head, _, rest = pw.partition(": ")
+        link = f'<a href="#packet">{esc(head[0].upper() + head[1:])}</a>: {esc(rest)}'
+        facts.append(f"<strong>{link}</strong>" if packet_counts(packet).get("findings") else link)
     unread = [r for r in inputs if r.get("read_nothing")]
     if unread:
         facts.append(f'<strong><a href="#inputs">{_count(len(unread), "input file")}</a> read as nothing</strong> '
@@ -2452,6 +2461,44 @@ def _refused_then_reached(un: pd.DataFrame) -> str:
     return out
 
 
+def packet_counts(summary: Mapping | None) -> dict:
+    """What the findings line and the header say of a replay packet, from
+    :func:`replaybook.packet.packet_summary` (``{}`` without a packet): ``steps`` and
+    ``failing_steps`` (recorded steps, those with a non-zero exit), ``findings``, ``warnings``,
+    ``markers`` and ``accepted_markers`` (the PR body's claims and ``[seq:N]`` citations; ``None``
+    when the manifest names no body), ``chain`` (``chained`` / ``unchained`` / ``damaged``) and
+    ``verdict`` (a replay's ``PASS`` / ``DIVERGED`` / ``UNRUNNABLE``; ``None``: no replay is run
+    for the report)."""
+    if not summary:
+        return {}
+    c = summary.get("counts") or {}
+    return {"steps": c.get("steps"), "failing_steps": c.get("failing_steps"), "findings": c.get("findings"),
+            "warnings": c.get("warnings"), "markers": c.get("markers"),
+            "accepted_markers": c.get("accepted_markers"), "chain": summary.get("chain"),
+            "verdict": summary.get("verdict")}
+
+
+def packet_words(summary: Mapping | None) -> str:
+    """The replay packet in one sentence, ``""`` without one: with a PR body, ``"replay packet: 5
+    findings, 0 warnings, 6 of 11 citations accepted in the PR body"``; without, the recorded
+    steps and that no PR body was linted; a damaged log chain and a replay verdict when there is
+    one.  Plain text (the caller escapes it)."""
+    c = packet_counts(summary)
+    if not c:
+        return ""
+    if c.get("findings") is not None:
+        words = (f"{_count(c['findings'], 'finding')}, {_count(c.get('warnings') or 0, 'warning')}, "
+                 f"{c.get('accepted_markers') or 0:,} of {_count(c.get('markers') or 0, 'citation')} accepted "
+                 "in the PR body")
+    else:
+        words = (f"{_count(c.get('steps') or 0, 'recorded step')}, no PR body named: no claims checked")
+    if c.get("chain") == "damaged":
+        words += "; the session log's chain is damaged"
+    if c.get("verdict"):
+        words += f"; replay {c['verdict']}"
+    return "replay packet: " + words
+
+
 def packet_section(summary: Mapping | None) -> str:
     """The replay packet: its recorded steps (exit codes, output hashes) and the PR body's
     ``[seq:N]`` claims checked against them (from :func:`replaybook.packet.packet_summary`), or
@@ -2589,7 +2636,7 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
              unexplained: pd.DataFrame | None = None, *, join: Any = None,
              disagreements: Sequence[Mapping] = (), inputs: Sequence[Mapping] = (),
              unmapped_calls: pd.DataFrame | None = None, access_links: pd.DataFrame | None = None,
-             principals_given: bool | None = None) -> dict:
+             principals_given: bool | None = None, packet: Mapping | None = None) -> dict:
     """The report's findings as counts, for a terminal or a CI job that does not open the HTML.
 
     Args:
@@ -2604,6 +2651,7 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         unmapped_calls: ``AccessJoinResult.unmapped_calls``, or ``None`` without access logs.
         access_links: ``AccessJoinResult.links``, or ``None`` without access logs.
         principals_given: the manifest gives ``principals`` (``None`` without access logs).
+        packet: :meth:`~replaybook.Incident.packet_summary`, or ``None`` without a replay packet.
 
     Returns:
         ``{"sessions": {status: count}, "door_calls": int, "refused_calls": int,
@@ -2633,7 +2681,8 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         allowed door call whose object no storage_map entry covers], "other_client_links": [the
         linked requests another principal or client made, :func:`other_client_links`],
         "no_principals": bool (access logs, and no ``principals`` to tell the agent's requests
-        from others')}``.
+        from others'), "packet": {:func:`packet_counts`} or None (no replay packet), "packet_words":
+        str or None (:func:`packet_words`)}``.
     """
     q = quarantine if quarantine is not None else QUARANTINE.empty()
     unread = q["line_no"].isna() & (q["loader"] == "auto") if len(q) else pd.Series([], dtype=bool)
@@ -2676,6 +2725,8 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
              "clock_offset_s": None if _isna(r.get("clock_offset_s")) else round(float(r["clock_offset_s"]), 1)}
             for r in sessions.to_dict("records") if not _isna(r.get("default_status"))]
         if "default_status" in sessions.columns else [],
+        "packet": packet_counts(packet) or None,
+        "packet_words": packet_words(packet) or None,
     }
     if join is not None:
         out["unclaimed_calls"] = int(len(join.unclaimed_calls))
