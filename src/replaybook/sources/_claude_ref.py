@@ -222,20 +222,23 @@ def note_unreadable_timestamps(raw_ts: Any, parsed: Any, files: Any, lines: Any,
     nat = np.flatnonzero(pd.isna(parsed))
     if not len(nat):
         return
+    # (the columns' values are taken for the NaT rows only: a load has hundreds of thousands)
+    files = np.asarray(files.iloc[nat] if isinstance(files, pd.Series) else np.asarray(files)[nat], dtype=object)
+    lines = np.asarray(lines.iloc[nat] if isinstance(lines, pd.Series) else np.asarray(lines)[nat], dtype=object)
     seen: set = set()
     texts, times, where, nums = [], [], [], []
-    for i in nat.tolist():
+    for j, i in enumerate(nat.tolist()):
         t = raw_ts[i]
         if t.__class__ is not str or not t:
             continue
-        key = (files[i], lines[i])
+        key = (files[j], lines[j])
         if key in seen:
             continue
         seen.add(key)
         texts.append(t)
         times.append(pd.NaT)
-        where.append(files[i])
-        nums.append(lines[i])
+        where.append(files[j])
+        nums.append(lines[j])
     if texts:
         note_unreadable_times(texts, times, where, nums, inputs, what="line")
 

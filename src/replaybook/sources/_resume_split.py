@@ -112,7 +112,9 @@ def merge_split_responses(res) -> None:
     from ._claude_ref import _trunc
 
     f = res.frame
-    if not len(f):
+    # a file that copies no line of another (no ``duplicates``) continues no response begun
+    # elsewhere (see below): with none, there is nothing to look for (no pass over the frame)
+    if not len(f) or not any(i.get("duplicates") for i in res.inputs):
         return
     is_mr = (f["kind"] == "model_request").to_numpy(bool) & f["message_id"].notna().to_numpy(bool)
     if not is_mr.any():

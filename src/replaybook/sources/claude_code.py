@@ -393,8 +393,7 @@ def _load(files: list[Path], max_open: int) -> LoadResult:
     frame = _build(load, F)
     from ._claude_ref import note_unreadable_timestamps
 
-    note_unreadable_timestamps(load.column(F.C_TS), frame["ts"], frame["source_file"].to_numpy(),
-                               frame["line_no"].to_numpy(), load.inputs)
+    note_unreadable_timestamps(load.column(F.C_TS), frame["ts"], frame["source_file"], frame["line_no"], load.inputs)
     # (each file's rows carry its stem as transcript_id: only a stem two files share needs a look)
     paths_of: dict[str, set] = {}
     for stem, path, rows in load.per_file:
