@@ -1182,38 +1182,23 @@ class _Judge:
                     f"[seq:{seq}] cites {what}, which exited 0, but the sentence says something fails; "
                     f"cite the step that failed"))
                 continue
-            if steps[seq] != 0:
-                edited = self.reads_edited(seq, mine, cited, subject)
-                if edited is not None:
-                    report.findings.append(Finding("cites_edited_output", "error", line, seq, shown,
-                                                   f"[seq:{seq}] cites {what}, whose {edited}"))
-                    continue
-                gap = self.unbacked_failure(seq, mine, cited, subject)
-                missing = self.missing_text(seq, mine, cited) if gap is None or gap[1] != "error" else None
-                if missing is not None:
-                    report.findings.append(Finding("cites_output_without_text", "error", line, seq, shown,
-                                                   f"[seq:{seq}] cites {what}, whose {missing}"))
-                    continue
-                lost = self.missing_file(seq, mine, cited) if gap is None or gap[1] != "error" else None
-                if lost is not None:
-                    report.warnings.append(Finding("cites_missing_output", "warning", line, seq, shown,
-                                                   f"[seq:{seq}] cites {what}, whose {lost}"))
-            else:
-                edited = self.reads_edited(seq, mine, cited, subject)
-                if edited is not None:
-                    report.findings.append(Finding("cites_edited_output", "error", line, seq, shown,
-                                                   f"[seq:{seq}] cites {what}, whose {edited}"))
-                    continue
-                gap = self.unbacked_pass(seq, mine, cited, subject)
-                missing = self.missing_text(seq, mine, cited) if gap is None or gap[1] != "error" else None
-                if missing is not None:
-                    report.findings.append(Finding("cites_output_without_text", "error", line, seq, shown,
-                                                   f"[seq:{seq}] cites {what}, whose {missing}"))
-                    continue
-                lost = self.missing_file(seq, mine, cited) if gap is None or gap[1] != "error" else None
-                if lost is not None:
-                    report.warnings.append(Finding("cites_missing_output", "warning", line, seq, shown,
-                                                   f"[seq:{seq}] cites {what}, whose {lost}"))
+            # what the step is said to show: its stored output must be the recorded one, and hold
+            # every text the clause names (a failing step's failure, a passing step's result)
+            edited = self.reads_edited(seq, mine, cited, subject)
+            if edited is not None:
+                report.findings.append(Finding("cites_edited_output", "error", line, seq, shown,
+                                               f"[seq:{seq}] cites {what}, whose {edited}"))
+                continue
+            gap = (self.unbacked_failure if steps[seq] != 0 else self.unbacked_pass)(seq, mine, cited, subject)
+            missing = self.missing_text(seq, mine, cited) if gap is None or gap[1] != "error" else None
+            if missing is not None:
+                report.findings.append(Finding("cites_output_without_text", "error", line, seq, shown,
+                                               f"[seq:{seq}] cites {what}, whose {missing}"))
+                continue
+            lost = self.missing_file(seq, mine, cited) if gap is None or gap[1] != "error" else None
+            if lost is not None:
+                report.warnings.append(Finding("cites_missing_output", "warning", line, seq, shown,
+                                               f"[seq:{seq}] cites {what}, whose {lost}"))
             if gap is not None:
                 kind, severity, message = gap
                 finding = Finding(kind, severity, line, seq, shown, f"[seq:{seq}] cites {what}, which {message}")
