@@ -636,6 +636,23 @@ def test_stable_order_and_isna():
     assert np.array_equal(J._isna_str(o), o.isna().to_numpy())
 
 
+@pytest.mark.parametrize("n", [10, J._POLARS_SORT_MIN - 1, J._POLARS_SORT_MIN, 300_000])
+def test_sorted_gives_numpy_sorts_values_writable_and_leaves_a_large_input_alone(n):
+    rng = np.random.default_rng(n)
+    # duplicates, negatives and the int64 extremes, as the packed keys and offsets hold them
+    key = np.concatenate([rng.integers(-(2**62), 2**62, n // 2), rng.integers(0, 7, n - n // 2)])
+    key[: min(n, 2)] = [np.iinfo(np.int64).min, np.iinfo(np.int64).max][: min(n, 2)]
+    before = key.copy()
+    out = J._sorted(key)
+    assert out.dtype == np.int64 and out.flags.writeable
+    assert np.array_equal(out, np.sort(before))
+    out &= 3  # callers mask the packed position bits in place
+    if n >= J._POLARS_SORT_MIN and J.pl is not None:
+        assert np.array_equal(key, before)  # a new array: the input is left as it was
+    stable = J._stable_order(before)
+    assert np.array_equal(stable, np.argsort(before, kind="stable"))
+
+
 def test_first_equal_matches_a_dict_lookup_even_with_lone_surrogates():
     a = np.array(["x1", "x2", "x\ud800", "x3", "x1"], dtype=object)
     b = np.array(["x3", "x1", "x\ud801", "x1", "x\ud800"], dtype=object)

@@ -286,6 +286,22 @@ _EMPTY = np.empty(0, np.int64)
 # argsort, lexsort or the hash-based np.unique on arrays of this size).
 
 
+#: below this many values numpy's in-place sort is the quicker (polars' start-up costs more)
+_POLARS_SORT_MIN = 100_000
+
+
+def _sorted(a: np.ndarray) -> np.ndarray:
+    """``a`` (a writable int64 array) sorted ascending: the same values ``a.sort()`` leaves,
+    as a writable array (``a`` itself, sorted in place, or a new array; ``a`` is then left as
+    it was).  Large arrays go to polars, whose sort is about three times numpy's here (2.5×
+    on one core; the bench's 5 M keys: 0.12 s against 0.30 s).  Equal int64 values cannot be
+    told apart, so the sort's stability does not matter."""
+    if pl is None or len(a) < _POLARS_SORT_MIN:
+        a.sort()
+        return a
+    return pl.Series(a).sort().to_numpy(writable=True)
+
+
 def _together(*jobs):
     """The results of the callables ``jobs``, run at once: the first on this thread, each other
     on a thread of its own.  For numpy work on large integer arrays (sorts, binary searches,
@@ -470,7 +486,7 @@ def _stable_order(key: np.ndarray) -> np.ndarray:
         packed = key - lo
         packed <<= b
         packed |= np.arange(n)
-        packed.sort()
+        packed = _sorted(packed)
         packed &= (1 << b) - 1
         return packed
     return np.argsort(key, kind="stable")
@@ -499,7 +515,7 @@ class _KeyTime:
         packed = key[rows]
         packed <<= b
         packed |= np.arange(n)
-        packed.sort()
+        packed = _sorted(packed)
         self.packed = packed
         self.trank = packed & ((1 << b) - 1)  # each position's rank in time order
         self.item = rows[self.trank]
@@ -560,7 +576,7 @@ def _distinct_sorted(major: np.ndarray, minor: np.ndarray, n_minor: int) -> tupl
     if int(major.max()) < (1 << (63 - b)):
         key = major << b
         key |= minor
-        key.sort()
+        key = _sorted(key)
         keep = np.empty(len(key), bool)
         keep[0] = True
         np.not_equal(key[1:], key[:-1], out=keep[1:])
@@ -753,7 +769,7 @@ def _group_median(g: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     if (int(g.max()) + 1) * span < (1 << 63):
         key = g * span
         key += v - vmin  # (the check above bounds this sum, not g * span + v)
-        key.sort()
+        key = _sorted(key)
         gs = key // span
         vs = gs * span
         np.subtract(key, vs, out=vs)
@@ -819,7 +835,7 @@ def _mode_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: in
     ms = ms[few]
     d = C.times(c)
     d -= ms[r]
-    d.sort()
+    d = _sorted(d)
     end = np.searchsorted(d, d + _OFFSET_SPAN_MS, "right")
     full = end - np.arange(len(d))
     cand = np.flatnonzero(full == full.max())
@@ -1067,7 +1083,7 @@ def _first_equal(a: np.ndarray, b: np.ndarray, a_rows: np.ndarray,
             hit = left.join(right, on="id", how="inner").select("i", "j")
             bits = max(len(b) - 1, 1).bit_length()
             key = (hit["i"].to_numpy().astype(np.int64) << bits) | hit["j"].to_numpy().astype(np.int64)
-            key.sort()  # by a's row, then b's: the first b of each a leads
+            key = _sorted(key)  # by a's row, then b's: the first b of each a leads
             i = key >> bits
             b_hit = np.zeros(len(b), bool)
             b_hit[key & ((1 << bits) - 1)] = True
@@ -1639,7 +1655,7 @@ def join_sessions(
         if declared is not None:  # (also a declared step without arguments)
             s_door[declared] = s_ms[declared] + declared_ms[declared]
         S2 = _KeyTime(free_s, kt_s, s_door, n_tkeys)
-        C2 = _KeyTime(np.sort(np.concatenate([c_tool_idx, free_c])), kt_c, c_ms, n_tkeys)
+        C2 = _KeyTime(_sorted(np.concatenate([c_tool_idx, free_c])), kt_c, c_ms, n_tkeys)
         spos = np.full(n_st, -1, np.int64)
         spos[S2.item] = np.arange(len(S2.item))
         cpos = np.full(n_c, -1, np.int64)
