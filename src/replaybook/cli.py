@@ -455,6 +455,8 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                         clock_offsets=offsets or None)
     for warning in res.warnings:  # e.g. a --clock-offset for a transcript no input holds: not applied
         click.echo(f"replaybook: warning: {warning}", err=True)
+    for note in res.notes:  # e.g. a gateway's tool compared under the prefixed name its clients call
+        click.echo(f"replaybook: note: {note}", err=True)
     from .join import far_clocks, offset_change_text, offset_changes
 
     far = far_clocks(steps, calls_f, res.sessions, max_offset_s=max_offset, window_s=window)
@@ -969,6 +971,8 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
             click.echo(f"replaybook: warning: {warning}", err=True)
         for warning in paths.findings.get("access_warnings") or ():  # e.g. a principals key naming no agent
             click.echo(f"replaybook: warning: {warning}", err=True)
+        for note in paths.findings.get("join_notes") or ():  # e.g. a gateway's tool read under its prefixed name
+            click.echo(f"replaybook: note: {note}", err=True)
     if paths.checksums:
         click.echo(f"replaybook: {_checksums_line(incident, paths.checksums)}", err=True)
     click.echo(str(paths.html))

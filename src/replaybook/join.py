@@ -135,6 +135,9 @@ class JoinResult:
             and are not residuals.
         warnings: sentences on what the join was given and could not use: ``clock_offsets``
             entries no transcript has (:func:`clock_offsets_warning`).
+        notes: sentences on what the join read otherwise than logged: a door's tool compared
+            under the name its clients called, with its server's prefix
+            (:func:`_gateway_prefixed`).
         split_ids: the door calls paired with a step by the client's tool-use id that the
             assignment put in no link, so that the call is a door call no step claims (and the
             step, where its conversation has a session, a tool call with no door call) although
@@ -164,6 +167,7 @@ class JoinResult:
     door_servers: list[str] = field(default_factory=list)
     sub_agents: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     split_ids: pd.DataFrame = field(default_factory=lambda: _split_ids_frame({}))
     _residuals: "_Residuals | None" = field(default=None, repr=False, compare=False)
 
@@ -229,6 +233,7 @@ class JoinResult:
             "door_servers": list(self.door_servers),
             "sub_agents": dict(self.sub_agents),
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
             "split_ids": [{k: (None if pd.isna(v) else int(v) if k in ("call_seq", "call_row", "step_seq") else str(v))
                            for k, v in r.items()} for r in self.split_ids.to_dict("records")],
         }
@@ -1426,6 +1431,7 @@ def join_sessions(
     n_sx = max(n_s, 1)
     tool_s = tool_all[:len(steps)] if whole else tool_all[:len(steps)][sel]
     tool_c = tool_all[len(steps):]
+    notes = _gateway_prefixed(tool_s, tool_c, tool_u, calls["server"])  # (tool_c in place: a view)
     args_all, args_u = _codes_parts([scol("args_key"), _objects(calls["args_key"])])
     noargs = args_all < 0
     s_noargs, c_noargs = noargs[:n_st], noargs[n_st:]
@@ -1937,8 +1943,56 @@ def join_sessions(
         door_servers=door_servers,
         sub_agents=parents,
         warnings=[clock_offsets_warning(unknown)] if (unknown := unknown_clock_offsets(steps, clock_offsets)) else [],
+        notes=notes,
         split_ids=_split_ids_frame(split),
     )
+
+
+#: what gateways put between an upstream server's name and its tool's name in the names their
+#: clients call: agentgateway ``{target}_{tool}`` when it multiplexes targets
+#: (``crates/agentgateway/src/mcp/routing.rs``, ``DELIMITER``), Gatekit and MCPJungle
+#: ``{server}__{tool}``; ``-`` and ``.`` for gateways that slug names (SEP-986 allows both in
+#: tool names)
+GATEWAY_SEPARATORS = ("__", "_", "-", ".")
+
+
+def _gateway_prefixed(tool_s: np.ndarray, tool_c: np.ndarray, tool_u: np.ndarray, servers: pd.Series) -> list[str]:
+    """Compare a door call under the name its client called, where a gateway showed its upstream
+    servers' tools prefixed with the server's name and logged the tool unprefixed.
+
+    A call of server ``S`` logged as tool ``T`` (a name no step calls) is compared as
+    ``S<sep>T`` when exactly one such name (``sep`` in :data:`GATEWAY_SEPARATORS`) is a tool
+    some step calls.  ``tool_c`` (the calls' tool codes into ``tool_u``, shared with the steps'
+    ``tool_s``) is changed in place.  Returns one sentence per (server, tool) so read, for
+    :attr:`JoinResult.notes`; the calls frame itself is not changed.  Costs two ``bincount``
+    calls when every call's tool is one some step calls."""
+    n = len(tool_u)
+    if not n or not len(tool_c):
+        return []
+    called = np.bincount(tool_s[tool_s >= 0], minlength=n) > 0
+    logged = np.bincount(tool_c[tool_c >= 0], minlength=n) > 0
+    lonely = logged & ~called
+    if not lonely.any():
+        return []
+    rows = np.flatnonzero((tool_c >= 0) & lonely[np.maximum(tool_c, 0)])
+    by_name = {tool_u[c]: int(c) for c in np.flatnonzero(called)}
+    srv_codes, srv_u = pd.factorize(_objects(servers)[rows])  # (NA: -1)
+    pair = srv_codes.astype(np.int64) * n + tool_c[rows]
+    notes = []
+    for key in np.unique(pair[srv_codes >= 0]).tolist():
+        server, code = srv_u[key // n], key % n
+        if not isinstance(server, str) or not server:
+            continue
+        tool = tool_u[code]
+        hits = [by_name[name] for name in dict.fromkeys(f"{server}{sep}{tool}" for sep in GATEWAY_SEPARATORS)
+                if name in by_name]
+        if len(hits) != 1:  # none, or two spellings called (which one is this?): as logged
+            continue
+        tool_c[rows[pair == key]] = hits[0]
+        notes.append(f"door calls of server {server!r} logged as tool {tool!r} were compared as "
+                     f"{tool_u[hits[0]]!r}, the name the transcripts call it by (a gateway that shows each "
+                     "server's tools prefixed with the server's name)")
+    return sorted(notes)
 
 
 def _has_door_call(rows: np.ndarray, k_s: np.ndarray, tool_s: np.ndarray, s_noargs: np.ndarray, k_c: np.ndarray,

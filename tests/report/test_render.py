@@ -228,7 +228,7 @@ def test_demo_report_renders(rendered_demo):
                                "offset_changes": [], "cloud_log_losses": [], "cloud_log_loss_words": [],
                                "unmapped_calls": [], "other_client_links": [], "no_principals": False,
                                "packet": None, "packet_words": None,  # (no replay packet in the demo)
-                               "join_warnings": [], "access_warnings": []}
+                               "join_warnings": [], "join_notes": [], "access_warnings": []}
     assert "vnd.replaybook" not in html
     nb = json.loads(read(out["ipynb"]))
     assert nb["metadata"]["kernelspec"]["name"] == "python3" and nb["metadata"]["language_info"]["name"] == "python"
