@@ -285,9 +285,33 @@ def test_one_huge_foreign_line_does_not_hide_the_format(tmp_path, name, path):
     alone = registry.get(name).load(path)
     assert len(got.frame) == len(alone.frame)
     assert list(got.quarantine["line_no"]) == [2] and list(got.quarantine["kind"]) == ["invalid"]
-    # a sample of one cut line says nothing either way; a damaged complete line still counts
+    # a sample of one cut line says nothing either way; one record among lines of another kind
+    # is not this format's
     assert registry.get(name).sniff(huge[:1000]) == 0.0
-    assert registry.get(name).sniff(lines[0] + b"\n{damaged\n") < 0.5
+    assert registry.get(name).sniff(lines[0] + b"\n" + b"a line of plain text of another kind\n" * 49) < 0.5
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+@pytest.mark.parametrize("tail", ["pending", "cut"])
+def test_one_record_and_a_cut_or_unfinished_line_is_still_the_formats(tmp_path, name, tail):
+    # a log of one record whose next line was cut (a copy cut short) or is still being written
+    # was "not recognised": the line counted against the format, and the record was never read
+    from replaybook.loading import load
+
+    good = _good_lines(name)
+    rest = good[1][: len(good[1]) // 2]
+    p = tmp_path / ("log" if name == "aws.s3_access" else "log.jsonl")
+    p.write_bytes(good[0] + b"\n" + rest + (b"" if tail == "pending" else b"\n"))
+    src, conf = registry.sniff_file(p)
+    assert src.name == name and conf >= 0.5
+    got = load([p])
+    files = got.files.set_index("path")
+    assert files.loc[str(p), "source"] == name and int(files.loc[str(p), "rows"]) == 1
+    q = got.quarantine
+    assert list(q["line_no"]) == [2] and list(q["kind"]) == ["pending" if tail == "pending" else "invalid"]
+    # a damaged line of JSON is not a line of another format either
+    if name != "aws.s3_access":
+        assert registry.get(name).sniff(good[0] + b"\n{damaged\n") >= 0.5
 
 
 @pytest.mark.parametrize("name", sorted(LOADERS))

@@ -257,6 +257,17 @@ def sniff_lines(sample: bytes) -> bytes:
     return sample
 
 
+def line_share(ok: int, parsed: int, seen: int) -> float:
+    """A JSON Lines sniffer's share: ``ok`` of the ``parsed`` JSON objects among ``seen``
+    non-blank lines are records of the format, lowered as lines that are not JSON at all grow
+    (× 0.5 … 1): a damaged or unfinished line is neither for the format nor against it, so a
+    file of one record and one cut line is still that format's (0.75), where junk with one
+    matching line among 50 is not (0.51 × …).  ``0.0`` without any object."""
+    if not parsed or not seen:
+        return 0.0
+    return ok / parsed * (0.5 + 0.5 * parsed / seen)
+
+
 def looks_binary(data: bytes) -> bool:
     """True when the first 8 KiB are not text: more than a tenth of them control bytes (NUL
     included; tab, line ends and form feed are text), or more than three tenths control bytes

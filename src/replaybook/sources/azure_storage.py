@@ -93,6 +93,7 @@ from ._cloud import (
     new_row,
     redact_text,
     redact_url,
+    line_share,
     sniff_lines,
     to_int,
 )
@@ -439,7 +440,7 @@ def sniff(sample: bytes) -> float:
                  str(o.get("category", "")).startswith("Storage")
                  or "/microsoft.storage/" in str(o.get("resourceId", "")).lower()))
              or {"TimeGenerated", "OperationName", "AccountName"} <= o.keys())
-    return 0.0 if not seen else 0.95 * ok / seen
+    return 0.95 * line_share(ok, len(objects), seen)
 
 
 register(Source(

@@ -76,6 +76,7 @@ from ._cloud import (
     load_each,
     new_row,
     path_uri,
+    line_share,
     sniff_lines,
     to_int,
     verb_action,
@@ -344,9 +345,7 @@ def sniff(sample: bytes) -> float:
             ok += 1
             if isinstance(o.get("protoPayload"), dict) and "AuditLog" in str(o["protoPayload"].get("@type", "")):
                 audit += 1
-    if not seen:
-        return 0.0
-    return (0.95 if audit else 0.5) * ok / seen
+    return (0.95 if audit else 0.5) * line_share(ok, len(objects), seen)
 
 
 register(Source(

@@ -70,6 +70,7 @@ from ..frames import LoadResult
 from ._cloud import (
     NUL_IN_LINE,
     http_outcome,
+    line_share,
     load_each,
     new_row,
     path_uri,
@@ -140,6 +141,8 @@ _MONTHS = {m: i for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
 _SNIFF = re.compile(rb"^\S+ \S+ \[\d{1,2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] \S+ \S+ \S+ "
                     rb"[A-Z0-9_]+\.[A-Z0-9_]+(?:\.[A-Z0-9_]+)* \S+ (?:-|\")")
+#: the start of a line that a cut or damage left short of :data:`_SNIFF`: a canonical owner id
+_OWNER_START = re.compile(rb"^[0-9a-f]{64}(?: |$)")
 _TAIL_TOKEN = re.compile(r'"[^"]*"|[^ "]+')
 _CANONICAL_ID = re.compile(r"^[0-9a-f]{64}$")
 
@@ -456,15 +459,19 @@ def sniff(sample: bytes) -> float:
     """Confidence that ``sample`` is an S3 server access log: the share of the first 50
     non-blank lines that start like one (owner, bucket, ``[dd/Mon/yyyy:HH:MM:SS +zzzz]``, IP,
     requester, request id, ``KIND.METHOD.RESOURCE`` operation, key, request-URI) × 0.95; a last
-    line the sample cut off is not counted (:func:`~._cloud.sniff_lines`)."""
-    seen = ok = 0
+    line the sample cut off is not counted (:func:`~._cloud.sniff_lines`).  A line that starts
+    with a bucket owner's canonical id but stops short of the rest (cut, damaged) is neither
+    for nor against (:func:`~._cloud.line_share`): one record and a cut line is still a log."""
+    seen = ok = cut = 0
     for raw in sniff_lines(sample).split(b"\n")[:50]:
         if not raw.strip():
             continue
         seen += 1
         if _SNIFF.match(raw):
             ok += 1
-    return 0.0 if not seen else 0.95 * ok / seen
+        elif _OWNER_START.match(raw):
+            cut += 1
+    return 0.95 * line_share(ok, seen - cut, seen)
 
 
 register(Source(
