@@ -696,3 +696,21 @@ def test_same_file_name_in_two_folders_is_two_transcripts(tmp_path):
     (tmp_path / "bob" / "proj" / "session.jsonl").write_text(lines("alice"))
     f = load_claude_code(tmp_path).frame
     assert f["transcript_id"].unique().tolist() == ["session"]
+
+
+def test_a_folder_walk_reads_transcripts_whatever_the_case_of_their_extension(tmp_path):
+    # load_claude_code(folder) read nothing of a folder of TRANSCRIPT.JSONL files — an empty
+    # frame and no word — where `replaybook load steps` read them
+    import shutil
+
+    from replaybook.sources.door import load_door
+
+    src = next(p for p in sorted((Path(__file__).resolve().parents[1] / "fixtures").rglob("*.jsonl"))
+               if load_claude_code(p).frame["kind"].eq("tool_call").any())
+    shutil.copy(src, tmp_path / (src.stem.upper() + ".JSONL"))
+    got, want = load_claude_code(tmp_path), load_claude_code(src)
+    assert len(got.inputs) == 1 and len(got.frame) == len(want.frame) > 0
+    (tmp_path / "door").mkdir()
+    (tmp_path / "door" / "S1.JSONL").write_text('{"session": "s1", "ts": "2026-11-20T09:58:05Z", "tool": "t", '
+                                                 '"decision": "allow"}\n')
+    assert len(load_door(tmp_path / "door").frame) == 1

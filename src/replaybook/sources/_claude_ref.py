@@ -509,8 +509,8 @@ def load_reference(paths) -> LoadResult:
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    named = [p for p in map(Path, paths) if not (p.name.endswith(".meta.json") and p.is_file())]
-    files = expand_paths(named, accept=lambda q: q.name.endswith((".jsonl", ".jsonl.gz")))
+    named = [p for p in map(Path, paths) if not (p.name.lower().endswith(".meta.json") and p.is_file())]
+    files = expand_paths(named, accept=lambda q: q.name.lower().endswith((".jsonl", ".jsonl.gz")))
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -222,12 +222,12 @@ def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    named = [p for p in map(Path, paths) if not (p.name.endswith(".meta.json") and p.is_file())]
+    named = [p for p in map(Path, paths) if not (p.name.lower().endswith(".meta.json") and p.is_file())]
     return expand_paths(named, accept=_transcript_name)
 
 
 def _transcript_name(q: Path) -> bool:
-    return q.name.endswith((".jsonl", ".jsonl.gz"))
+    return q.name.lower().endswith((".jsonl", ".jsonl.gz"))  # (any case: TRANSCRIPT.JSONL too)
 
 
 # --------------------------------------------------------------------------- loading
@@ -662,6 +662,6 @@ register(Source(
     load=load_claude_code,
     doc="Claude Code session JSONL (client 1.0.24–2.1.x) from ~/.claude/projects/<project>/, "
         "with sub-agent files (agent-<id>.jsonl, <session>/subagents/agent-<id>.jsonl)",
-    side_file=lambda p: p.name.endswith(".meta.json")
+    side_file=lambda p: p.name.lower().endswith(".meta.json")
     and p.with_name(p.name[: -len(".meta.json")] + ".jsonl").is_file(),
 ))

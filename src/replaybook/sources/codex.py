@@ -175,7 +175,7 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 
 def _rollout_name(path: Path) -> bool:
     """Folder walks read ``rollout-*`` files ending ``.jsonl``/``.json`` (or ``.gz``) only."""
-    return path.name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")) and path.name.startswith("rollout-")
+    return path.name.lower().endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")) and path.name.startswith("rollout-")
 
 
 def _stem(path: Path) -> str:

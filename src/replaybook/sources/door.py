@@ -110,7 +110,7 @@ def meta_call_id(meta: Any) -> str | None:
 
 def _log_name(path: Path) -> bool:
     """Folder walks read ``*.jsonl`` files only."""
-    return path.name.endswith(".jsonl")
+    return path.name.lower().endswith(".jsonl")
 
 
 def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:

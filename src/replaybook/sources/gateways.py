@@ -170,7 +170,7 @@ def _files(paths: str | Path | Iterable[str | Path], loader: str,
     Raises:
         InputError: a path does not exist or a file cannot be read.
     """
-    for path in expand_paths(paths, accept=lambda q: q.name.endswith(_SUFFIXES)):
+    for path in expand_paths(paths, accept=lambda q: q.name.lower().endswith(_SUFFIXES)):
         data, info = read_source(path, loader, f"{loader} log")
         info.update(not_calls=0, notes=[])
         inputs.append(info)

@@ -328,9 +328,10 @@ def _recording_name(path: Path) -> bool:
     """Folder walks read chat recordings only: ``session-*``, ``checkpoint-*``, and sub-agent
     recordings under a ``chats/`` folder, ending ``.jsonl``/``.json`` (or ``.gz``) — never
     ``settings.json``, ``oauth_creds.json``, ``logs.json`` or other files of ``~/.gemini``."""
-    return path.name.endswith((".jsonl", ".json", ".jsonl.gz", ".json.gz")) and (
+    name = path.name.lower()
+    return name.endswith((".jsonl", ".json", ".jsonl.gz", ".json.gz")) and (
         path.name.startswith(("session-", "checkpoint-")) or (
-            path.name.endswith((".jsonl", ".jsonl.gz")) and "chats" in path.parts[:-1]))
+            name.endswith((".jsonl", ".jsonl.gz")) and "chats" in path.parts[:-1]))
 
 
 def _stem(path: Path) -> str:

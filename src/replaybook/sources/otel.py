@@ -726,7 +726,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     quarantine: list[dict] = []
     spans_all: list[_Span] = []
     counter = [0]
-    files = expand_paths(paths, accept=lambda q: q.name.endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz")))
+    files = expand_paths(paths, accept=lambda q: q.name.lower().endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz")))
     inputs = [_read(p, i, quarantine, spans_all, counter) for i, p in enumerate(files)]
     spans: list[_Span] = []
     index: dict[tuple[str, str], _Span] = {}
