@@ -714,3 +714,23 @@ def test_a_folder_walk_reads_transcripts_whatever_the_case_of_their_extension(tm
     (tmp_path / "door" / "S1.JSONL").write_text('{"session": "s1", "ts": "2026-11-20T09:58:05Z", "tool": "t", '
                                                  '"decision": "allow"}\n')
     assert len(load_door(tmp_path / "door").frame) == 1
+
+
+def test_usage_is_the_final_count_whatever_order_the_streamed_copies_come_in(tmp_path, monkeypatch):
+    # copies written 88, 40, 2, 61 output tokens (a file whose lines were reordered): the last
+    # copy's 61 was taken, where usage only grows within one response and 88 is the final count
+    from test_claude_fast_equiv import assert_same
+
+    rows = [user("u1", "go")]
+    for i, out in enumerate((88, 40, 2, 61), 1):
+        rows.append(assistant(f"a{i}", "msg_A", "req_A", [{"type": "text", "text": f"part {i}"}],
+                              {"input_tokens": 5 + i, "output_tokens": out}))
+    rows.append(assistant("b1", "msg_B", "req_B", [{"type": "text", "text": "next"}], {"input_tokens": 9}))
+    rows.append(assistant("b2", "msg_B", "req_B", [{"type": "text", "text": "more"}],
+                          {"input_tokens": 9, "output_tokens": 3}))
+    rows.append(assistant("b3", "msg_B", "req_B", [{"type": "text", "text": "end"}], {"input_tokens": 11}))
+    p = write_jsonl(tmp_path / "s.jsonl", rows)
+    f = assert_same(p, monkeypatch)
+    reqs = kinds(f, "model_request")
+    assert reqs["output_tokens"].tolist() == [88, 3]
+    assert reqs["input_tokens"].tolist() == [6, 9]  # the 88 copy's; a copy without a count does not undo one

@@ -522,11 +522,14 @@ class Load:
                     grp = [base, []]
                     groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
                 row = grp[0]
-                if usage.__class__ is dict:
-                    v = usage.get("input_tokens")
-                    row[C_IN_TOK] = v if v.__class__ is int and -_I64 <= v < _I64 else None
+                if usage.__class__ is dict:  # (the final count: see _claude_ref)
                     v = usage.get("output_tokens")
-                    row[C_OUT_TOK] = v if v.__class__ is int and -_I64 <= v < _I64 else None
+                    out = v if v.__class__ is int and -_I64 <= v < _I64 else None
+                    had = row[C_OUT_TOK]
+                    if had is None or (out is not None and out >= had):
+                        v = usage.get("input_tokens")
+                        row[C_IN_TOK] = v if v.__class__ is int and -_I64 <= v < _I64 else None
+                        row[C_OUT_TOK] = out
                 if row[C_MODEL] is NA:
                     model = mg("model")
                     if model.__class__ is str and model:
@@ -733,9 +736,11 @@ class Load:
                         groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
                     row = grp[0]
                     usage = msg.usage
-                    if usage is not None:
-                        row[C_IN_TOK] = usage.input_tokens
-                        row[C_OUT_TOK] = usage.output_tokens
+                    if usage is not None:  # (the final count: see _claude_ref)
+                        out, had = usage.output_tokens, row[C_OUT_TOK]
+                        if had is None or (out is not None and out >= had):
+                            row[C_IN_TOK] = usage.input_tokens
+                            row[C_OUT_TOK] = out
                     if row[C_MODEL] is NA and msg.model:
                         row[C_MODEL] = msg.model
                     content = msg.content

@@ -432,8 +432,12 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                 groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
             row = grp[0]
             if isinstance(usage, dict):
-                row[C_IN_TOK] = int_or_none(usage.get("input_tokens"))
-                row[C_OUT_TOK] = int_or_none(usage.get("output_tokens"))
+                # the final count: the copy with the most output tokens (copies repeat a growing
+                # count, in whatever order the file holds them), of equal counts the later one
+                out = int_or_none(usage.get("output_tokens"))
+                if row[C_OUT_TOK] is None or (out is not None and out >= row[C_OUT_TOK]):
+                    row[C_IN_TOK] = int_or_none(usage.get("input_tokens"))
+                    row[C_OUT_TOK] = out
             if row[C_MODEL] is None:
                 row[C_MODEL] = str_or_none(mg("model"))
             content = mg("content")

@@ -172,7 +172,9 @@ def merge_split_responses(res) -> None:
             if at is None or at in set_aside.get(b_file, set()):
                 continue   # not a resumed copy of the response's start: two responses stay two
             if any(isinstance(o["message"].get("usage"), dict) for o in b_own):
-                tokens = (f.at[b, "input_tokens"], f.at[b, "output_tokens"])
+                b_out = f.at[b, "output_tokens"]  # (the final count: the larger, of equal ones B's)
+                if pd.isna(tokens[1]) or (not pd.isna(b_out) and b_out >= tokens[1]):
+                    tokens = (f.at[b, "input_tokens"], b_out)
             if pd.isna(model):
                 model = f.at[b, "model"]
             lines += b_own

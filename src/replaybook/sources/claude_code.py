@@ -57,8 +57,10 @@ Decisions
   naming the first place and the keys that differ.  Lines without a ``uuid`` are never deduped.
 * **Merging**: assistant lines are grouped per file by ``(message.id, requestId)`` (``requestId``
   may be missing), consecutive or not.  The ``model_request`` row sits at the first line and keeps
-  its ``uuid``/``ts``/``line_no``; ``usage`` comes from the LAST line of the group that has one
-  (streamed copies repeat a growing count; they are never summed); text blocks are joined with
+  its ``uuid``/``ts``/``line_no``; ``usage`` comes from the line of the group whose ``usage``
+  has the most ``output_tokens`` — the final count: streamed copies repeat a growing count, in
+  whatever order the file holds them; of equal counts the later line; one without a count only
+  where no line has one — and is never summed; text blocks are joined with
   ``"\\n"``.  Each ``tool_use`` block is its own ``tool_call`` row at its own line.  A response
   whose first lines end a session's file and whose other lines follow their copies in the file
   resuming it (the first file collected mid-write) is one model request too, in the first
