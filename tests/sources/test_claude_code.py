@@ -734,3 +734,29 @@ def test_usage_is_the_final_count_whatever_order_the_streamed_copies_come_in(tmp
     reqs = kinds(f, "model_request")
     assert reqs["output_tokens"].tolist() == [88, 3]
     assert reqs["input_tokens"].tolist() == [6, 9]  # the 88 copy's; a copy without a count does not undo one
+
+
+def test_in_a_chain_of_resumes_each_file_names_the_transcript_it_goes_on_from(tmp_path, monkeypatch):
+    # B resumes A; C resumes B, copying all of B's lines (A's copies first). C was said to resume
+    # A — the file of its first copied line — where its own lines go on from B's
+    from replaybook.join import resumptions
+
+    from test_claude_fast_equiv import assert_same
+
+    a, b, c = ("aaaaaaaa-0000-4000-8000-%012d" % i for i in (1, 2, 3))
+    a_lines = [user("a-u1", "first", sessionId=a, parentUuid=None),
+               assistant("a-a1", "msg_1", "req_1", [{"type": "text", "text": "one"}], {"output_tokens": 1},
+                         sessionId=a, parentUuid="a-u1")]
+    b_own = [user("b-u1", "again", sessionId=b, parentUuid="a-a1"),
+             assistant("b-a1", "msg_2", "req_2", [{"type": "text", "text": "two"}], {"output_tokens": 2},
+                       sessionId=b, parentUuid="b-u1")]
+    c_own = [user("c-u1", "and again", sessionId=c, parentUuid="b-a1")]
+    write_jsonl(tmp_path / f"{a}.jsonl", a_lines)
+    write_jsonl(tmp_path / f"{b}.jsonl", a_lines + b_own)
+    write_jsonl(tmp_path / f"{c}.jsonl", a_lines + b_own + c_own)
+    res = load_claude_code(tmp_path)
+    assert_same(tmp_path, monkeypatch)
+    by_file = {Path(i["path"]).stem: i for i in res.inputs}
+    assert [by_file[x].get("resumes") for x in (a, b, c)] == [None, a, b]
+    assert [by_file[x].get("duplicates") for x in (a, b, c)] == [0, 2, 4]
+    assert resumptions(res.frame)[c] == b  # the join's own reading agrees

@@ -283,9 +283,11 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
 def _mark_resumes(res: LoadResult) -> None:
     """Name, in a resumed file's ``inputs`` entry, the transcript it resumes: ``resumes`` (the
-    ``transcript_id`` whose file holds the line the resumed file starts by copying), when the
-    file's first line with a uuid is a copy kept from another file and the file goes on with
-    lines of its own.  Only files with ``duplicates`` are read again (their first lines)."""
+    ``transcript_id`` whose file holds the *last* of the copied lines the resumed file starts
+    with — the line its own lines go on from), when the file's first line with a uuid is a copy
+    kept from another file.  In a chain (B resumes A, C resumes B) C's copies start with A's
+    lines and end with B's: C resumes B.  Only files with ``duplicates`` are read again (their
+    uuids, up to their first line of their own)."""
     dup = [i for i in res.inputs if i.get("duplicates")]
     if not dup or not len(res.frame):
         return
@@ -296,10 +298,14 @@ def _mark_resumes(res: LoadResult) -> None:
         name = str(info.get("path"))
         if name not in kept:
             continue
-        mine = _line_uuids(name, 1)
-        hit = place.get(mine[0]) if mine else None
-        if hit is not None and hit[0] != name:
-            info["resumes"] = str(hit[1])
+        last = None
+        for u in _line_uuids(name):
+            hit = place.get(u)
+            if hit is None or hit[0] == name:  # the file's own lines begin
+                break
+            last = hit
+        if last is not None:
+            info["resumes"] = str(last[1])
 
 
 def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
