@@ -1356,3 +1356,34 @@ def test_an_otel_mcp_call_the_door_never_logged_is_said_to_be_one(tmp_path):
     text = html.unescape(re.sub("<[^>]+>", "", S.conversations(steps, calls, res)))
     assert "the door never saw this call" in text and "not a door tool" not in text
     assert "not through the door" not in text
+
+
+def test_an_answer_cut_mid_write_is_named_under_asked_and_answered(tmp_path):
+    # the transcript's last line (the final answer) cut mid-write: the report said "no text
+    # answer in the transcript" with no pointer to the line set aside; a later cut line under an
+    # earlier answer is named too, and a pending line is not called unterminated twice
+    import shutil
+
+    import replaybook
+    from replaybook.report import sections as S
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo"
+    shutil.copytree(demo, tmp_path / "demo")
+    inc0 = replaybook.Incident.load(tmp_path / "demo" / "incident.yaml")
+    tid = inc0.join.sessions["transcript_id"].dropna().iloc[0]
+    f = Path(inc0.steps.loc[inc0.steps["transcript_id"] == tid, "source_file"].iloc[0])
+    lines = f.read_bytes().split(b"\n")
+    assert lines[-1] == b""
+    last = max(i for i, ln in enumerate(lines) if b'"type": "text"' in ln or b'"type":"text"' in ln)
+    assert b'"assistant"' in lines[last]
+    f.write_bytes(b"\n".join(lines[:last]) + b"\n" + lines[last][: len(lines[last]) // 2])  # cut, unterminated
+    inc = replaybook.Incident.load(tmp_path / "demo" / "incident.yaml")
+    h = S.asked_and_answered(inc.steps, inc.join.sessions, quarantine=inc.loaded_quarantine)
+    said = (f"line {last + 1:,} of {f.name} (unterminated last line (still being written?)). "
+            "A later answer may be in it — see Quarantine.")
+    assert "A later line of the transcript was set aside, after every line read from its file: " + said in h
+    assert h.count("see Quarantine") == 1
+    assert "set aside" not in S.asked_and_answered(inc.steps, inc.join.sessions)  # (no quarantine given)
+    conv = S.conversations(inc.steps, inc.calls, inc.join, quarantine=inc.loaded_quarantine)
+    assert f"line {last + 1:,} of {f.name} was set aside: unterminated last line (still being written?)" in conv
+    assert "unterminated: still being written?" not in conv

@@ -876,6 +876,20 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     return s + "."
 
 
+def _set_aside_after(t: pd.DataFrame, quarantine: pd.DataFrame | None) -> str:
+    """The quarantined lines of ``t``'s files that come after every line read from the file
+    (``line N of FILE (error)``, joined), or ``""``."""
+    if quarantine is None or not len(quarantine) or not len(t):
+        return ""
+    last = t.groupby(t["source_file"].astype(str))["line_no"].max()
+    q = quarantine[quarantine["line_no"].notna() & quarantine["source_file"].astype(str).isin(last.index)]
+    said = []
+    for f, ln, err in zip(q["source_file"].astype(str), q["line_no"].astype(int), q["error"]):
+        if ln > int(last[f]):
+            said.append(f"line {ln:,} of {Path(f).name} ({err})")
+    return "; ".join(said)
+
+
 #: a section about the conversation when no door session has a transcript (titled, anchored)
 _NO_CONVERSATION = ('<div class="rb-section"><h2 id="{anchor}">{title}</h2><p class="rb-note">No door session has a '
                     "transcript assigned, so there is no conversation to set beside the door's calls here. Transcripts "
@@ -883,10 +897,16 @@ _NO_CONVERSATION = ('<div class="rb-section"><h2 id="{anchor}">{title}</h2><p cl
                     '<a href="#unassigned">Transcripts no door session explains</a>.</p></div>')
 
 
-def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: int = 600) -> str:
+def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: int = 600,
+                       quarantine: pd.DataFrame | None = None) -> str:
     """Per door session with a transcript: what the user asked (every prompt, in order) and the
     agent's last text answer, quoted from the transcript (escaped, truncated to ``limit``
-    characters), so the report states the question and the answer in plain text."""
+    characters), so the report states the question and the answer in plain text.
+
+    ``quarantine`` (a :data:`~replaybook.frames.QUARANTINE` frame, ``source_file`` as the loaders
+    wrote it: :attr:`~replaybook.Incident.loaded_quarantine`), when given: lines of the
+    transcript's files set aside after every line read from them (a last line cut mid-write)
+    are named under the answer — the final answer may be in one of them."""
     if sessions is None or not len(sessions):
         return _NO_CONVERSATION.format(title="What the agent was asked, and what it answered", anchor="asked")
     items = []
@@ -908,6 +928,11 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
             '<p class="rb-note">no prompt in the transcript</p>'
         answered = f"<blockquote>{esc(answers[-1], limit)}</blockquote>" if answers else \
             '<p class="rb-note">no text answer in the transcript</p>'
+        after = _set_aside_after(steps[steps["transcript_id"] == tid], quarantine)
+        if after:
+            answered += (f'<p class="rb-note">{"A later line" if answers else "But a line"} of the transcript was set '
+                         f"aside, after every line read from its file: {esc(after)}. "
+                         f"{'A later answer' if answers else 'The answer'} may be in it — see Quarantine.</p>")
         names = [str(r["door_session"])] + more_of.get(str(r["door_session"]), [])
         items.append(f"<h3>Door session{'' if len(names) == 1 else 's'} "
                      + ", ".join(f"<code>{esc(n)}</code>" for n in names)
@@ -1672,7 +1697,8 @@ def _insert_set_aside(rows: pd.DataFrame, placed: list, files: set[str], quarant
     for f, ln, kind, err in sorted(zip(q["source_file"].astype(str), q["line_no"].astype(int), q["kind"], q["error"]),
                                    key=lambda t: (t[0], t[1])):
         at = next((i for i, pl in enumerate(placed) if pl is not None and pl[0] == f and pl[1] > ln), len(records))
-        what = (f"line {ln:,} of {Path(f).name} was set aside ({'unterminated: still being written?' if kind == 'pending' else kind}): "
+        # (a pending line's error already says it is unterminated: not said twice)
+        what = (f"line {ln:,} of {Path(f).name} was set aside{'' if kind == 'pending' else f' ({kind})'}: "
                 f"{err} — see Quarantine; what it held is not shown here")
         extra.setdefault(at, []).append({**{k: None for k in rows.columns}, **fill, text_col: what})
     out: list[dict] = []
