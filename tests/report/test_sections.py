@@ -304,6 +304,7 @@ def test_clock_offset_names_a_pair_far_from_its_sessions_offset(frames):
 def test_session_calls_lists_what_each_call_reached(frames):
     steps, calls, pairs, sessions = frames
     h = S.session_calls(calls, pairs, "s1", steps=steps)
+    assert "rows returned" in re.findall(r"<th[^>]*>(.*?)</th>", h)
     no_raw_html(h)
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1:]
     assert len(rows) == 3
@@ -652,7 +653,12 @@ def test_objects_section_opens_what_allowed_calls_reached_and_compares_digests(t
     rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", h.split("<h3>")[0])[1:]]
     by = {re.sub("<[^>]+>", "", r[0]): r for r in rows}
     assert list(by) == ["demo/cars.parquet", "demo/notes.txt", "../outside.txt"]
-    assert by["demo/cars.parquet"][3] == "2" and by["demo/cars.parquet"][6] == "35"  # calls, rows in the file
+    assert by["demo/cars.parquet"][3] == "2" and by["demo/cars.parquet"][6] == "35"  # calls, data rows now
+    # the file's data rows and the door's rows returned (a CSV read as text: its header too) are
+    # told apart, where "rows" beside "rows in the file" read as a change where there was none
+    heads = re.findall(r"<th[^>]*>(.*?)</th>", h)
+    assert heads[6] == "data rows now" and "rows" not in heads[:6] + heads[7:]
+    assert "may differ by one where nothing changed" in h
     assert by["demo/cars.parquet"][9] == "no: it changed"  # the door logged another digest
     assert by["demo/notes.txt"][9] == "yes" and by["demo/notes.txt"][4] == "text"
     assert re.sub("<[^>]+>", "", by["demo/notes.txt"][8]) == digest.removeprefix("sha256:")  # the hash now

@@ -1401,7 +1401,7 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
     c = _args_shown(c, max_rows)
     cols = [("seq", "seq", "num"), ("ts", "time (UTC)", "ts"), ("tool", "tool", "code"),
             ("object", "object", "code"), ("decision", "decision", "text"), ("rule", "rule", "code"),
-            ("rows", "rows", "num"), ("bytes", "bytes", "num"), ("error", "door error", "text"),
+            ("rows", "rows returned", "num"), ("bytes", "bytes", "num"), ("error", "door error", "text"),
             ("args_key", "arguments", "code"), ("step_seq", "step", "num"),
             ("got_back", "what the agent got back", "html")]
     if "approval" in c.columns and c["approval"].notna().any():  # a rule asked the user: their answer
@@ -1940,10 +1940,13 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
              "as they are today. Where the gateway logged a digest of the object it read (<code>object_digest</code>; "
              "replaybook's own door logs the digest of its whole answer instead), <b>same as logged</b> says whether "
              "the file is still that; without one, nothing here shows the agent read this content. The <b>note</b> "
-             "says what shows a file changed since the call that first reached it.</p>")
+             "says what shows a file changed since the call that first reached it. <b>Data rows now</b> are the "
+             "records a table reader finds in the file (a CSV's header not counted); the door's <b>rows returned</b> "
+             "(each session's calls, above) counts the records of its answer, or the lines of a text answer — a CSV "
+             "read as text counts its header too — so the two may differ by one where nothing changed.</p>")
     body += table(df, [("object", "object", "code"), ("first", "first reached (UTC)", "ts"),
                        ("who", "by call", "code"), ("calls", "calls", "num"), ("kind", "what it is", "text"),
-                       ("bytes", "bytes", "num"), ("rows", "rows in the file", "num"), ("columns", "columns", "text"),
+                       ("bytes", "bytes", "num"), ("rows", "data rows now", "num"), ("columns", "columns", "text"),
                        ("sha256", "SHA-256 now", "code"), ("same", "same as logged", "text"), ("note", "note", "text")],
                   max_rows=len(reached.rows))
     if reached.total > len(reached.rows):
