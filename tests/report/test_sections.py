@@ -1393,3 +1393,23 @@ def test_an_answer_cut_mid_write_is_named_under_asked_and_answered(tmp_path):
     conv = S.conversations(inc.steps, inc.calls, inc.join, quarantine=inc.loaded_quarantine)
     assert f"line {last + 1:,} of {f.name} was set aside: unterminated last line (still being written?)" in conv
     assert "unterminated: still being written?" not in conv
+
+
+def test_a_sub_agents_step_is_named_as_its_own_in_what_each_call_reached(frames):
+    # the parent's step 1 and the sub-agent's step 1 both read "1" in the step column
+    steps, calls, pairs, _ = frames
+    steps = _with_sub_agent(steps.assign(client_session_id="t1"), "t1")
+    calls = pd.concat([calls, CALLS.build([dict(door_session="s1", agent="analyst", seq=4, ts=s(3.3),
+                                                tool="read_object", args_key='{"path":"b"}', object="b",
+                                                decision="allow")])], ignore_index=True)
+    pairs = pd.concat([pairs, PAIRS.build([dict(door_session="s1", transcript_id="agent-ab12", step_seq=1, call_seq=4,
+                                                call_row=4, tool="read_object", args_key='{"path":"b"}', step_ts=s(3),
+                                                call_ts=s(3.3), delta_ms=300.0, how="content")])], ignore_index=True)
+    h = S.session_calls(calls, pairs, "s1", steps=steps)
+    heads = re.findall(r"<th[^>]*>(.*?)</th>", h)
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1:]]
+    step = [re.sub("<[^>]+>", "", r[heads.index("step")]) for r in rows]
+    assert step == ["1", "1 (sub-agent ab12)", "2", "—"]
+    # without a sub-agent's step among them: plain numbers, as before
+    h = S.session_calls(frames[1], frames[2], "s1", steps=frames[0])
+    assert "sub-agent" not in h

@@ -1399,10 +1399,20 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
     else:
         c["got_back"] = "—"
     c = _args_shown(c, max_rows)
+    step_col = ("step_seq", "step", "num")
+    if steps is not None and "step_transcript" in c.columns and "agent_id" in steps.columns:
+        # a sub-agent numbers its steps from 0 too: its steps are named as its own
+        agents = steps.loc[steps["agent_id"].notna(), ["transcript_id", "agent_id"]].drop_duplicates("transcript_id")
+        agent_of = dict(zip(agents["transcript_id"].astype(str), agents["agent_id"].astype(str)))
+        if agent_of and c["step_transcript"].astype("string").isin(list(agent_of)).fillna(False).any():
+            c["step_shown"] = [None if _isna(q) else f"{int(q)} (sub-agent {agent_of[str(t)]})"
+                               if not _isna(t) and str(t) in agent_of else str(int(q))
+                               for q, t in zip(c["step_seq"], c["step_transcript"])]
+            step_col = ("step_shown", "step", "text")
     cols = [("seq", "seq", "num"), ("ts", "time (UTC)", "ts"), ("tool", "tool", "code"),
             ("object", "object", "code"), ("decision", "decision", "text"), ("rule", "rule", "code"),
             ("rows", "rows returned", "num"), ("bytes", "bytes", "num"), ("error", "door error", "text"),
-            ("args_key", "arguments", "code"), ("step_seq", "step", "num"),
+            ("args_key", "arguments", "code"), step_col,
             ("got_back", "what the agent got back", "html")]
     if "approval" in c.columns and c["approval"].notna().any():  # a rule asked the user: their answer
         cols.insert(6, ("approval", "the user, asked", "text"))
