@@ -118,6 +118,7 @@ class _LazyGroup(click.Group):
         "door": "replaybook.door.cli:door",
         "serve-capsule": "replaybook.door.cli:serve_capsule",
         "prune": "replaybook.door.cli:prune",
+        "hold": "replaybook.door.cli:hold",
     }
 
     #: one-line help of the lazy commands, so ``replaybook --help`` imports none of them
@@ -128,6 +129,7 @@ class _LazyGroup(click.Group):
         "door": "Put a door in front of the MCP server SERVER_CMD (after --).",
         "serve-capsule": "Serve a replay capsule as an MCP server (stdio).",
         "prune": "Delete whole door sessions older than the retention period.",
+        "hold": "Place (or release) a legal hold on door sessions: prune keeps them.",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

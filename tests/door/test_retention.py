@@ -226,3 +226,61 @@ def test_a_retention_longer_than_a_date_can_count_is_bad_input(tmp_path):
         parse_duration("99999999999d")
     with pytest.raises(InputError, match="before year 1"):
         prune(tmp_path / "logs", timedelta(days=800000))
+
+
+def test_a_session_under_a_legal_hold_is_kept_with_its_evidence_until_released(world, tmp_path):
+    # an incident under review: prune deleted its door log and evidence like any other once
+    # they were old enough; a hold keeps both, whatever their age, until it is released
+    from replaybook.door.cli import hold as hold_cmd
+    from replaybook.door.retention import hold_path
+
+    old1 = world["s"]["old1"]
+    r = CliRunner().invoke(hold_cmd, [str(old1)])
+    assert r.exit_code == 2 and "--reason is required" in r.output
+    r = CliRunner().invoke(hold_cmd, [str(old1), "--reason", "INC-4711 wrong Q3 figure", "--by", "reviewer"])
+    assert r.exit_code == 0, r.output
+    held = orjson.loads(hold_path(old1).read_bytes())
+    assert held["reason"] == "INC-4711 wrong Q3 figure" and held["by"] == "reviewer" and held["session"] == "old1.jsonl"
+    before = old1.read_bytes()
+    r = CliRunner().invoke(prune_cmd, ["--log-root", str(world["root"]), "--older-than", "30d",
+                                       "--evidence", str(world["evidence"])])
+    assert r.exit_code == 0, r.output
+    assert (f"kept {old1} (legal hold: INC-4711 wrong Q3 figure; last call "
+            f"{(NOW - timedelta(days=45)):%Y-%m-%dT%H:%M:%SZ})") in r.output
+    assert "1 session(s) and 0 evidence object(s) removed (1 old enough kept under a legal hold)" in r.output
+    assert old1.read_bytes() == before and old1.with_name("old1.run.json").exists()
+    assert not world["s"]["old2"].exists()  # the others go as before
+    d = world["digests"]
+    assert world["store"].has(d["only_old"]) and world["store"].has(d["shared"])  # its evidence stays
+    # a hold file that cannot be read still holds
+    hold_path(old1).write_bytes(b"\x00not json")
+    assert [s.status for s in prune(world["root"], timedelta(days=30)).sessions if s.path == old1] == ["held"]
+    # released: the next prune removes it and its evidence
+    r = CliRunner().invoke(hold_cmd, [str(world["root"]), "--release"])
+    assert r.exit_code == 0 and f"released the hold on {old1}" in r.output and not hold_path(old1).exists()
+    rep = prune(world["root"], timedelta(days=30), evidence=world["evidence"])
+    assert [s.path for s in rep.removed] == [old1] and not world["store"].has(d["only_old"])
+
+
+def test_hold_takes_an_incident_and_holds_its_door_logs(tmp_path):
+    from replaybook.door.cli import hold as hold_cmd
+    from replaybook.door.retention import hold_path
+
+    root = tmp_path / "inc"
+    a = _session(root / "door", "analyst", "s1", NOW - timedelta(days=90))
+    b = _session(root / "door", "deployer", "s2", NOW - timedelta(days=90))
+    (root / "t").mkdir()
+    (root / "t" / "c.jsonl").write_text('{"type": "user", "uuid": "u1", "sessionId": "c", "timestamp": '
+                                         '"2026-09-13T10:00:00Z", "message": {"role": "user", "content": "hi"}}\n')
+    (root / "incident.yaml").write_text("title: t\ntranscripts: [t/]\ndoor: [door/]\n")
+    r = CliRunner().invoke(hold_cmd, [str(root / "incident.yaml"), "--reason", "INC-1"])
+    assert r.exit_code == 0, r.output
+    assert hold_path(a).exists() and hold_path(b).exists()
+    assert [s.status for s in prune(root / "door", timedelta(days=30)).sessions] == ["held", "held"]
+    # the incident still loads its door logs alone: a hold file is not a log
+    from replaybook.incident import Incident
+
+    inc = Incident.load(root / "incident.yaml")
+    assert len(inc.calls) == 4 and inc.quarantine.empty
+    r = CliRunner().invoke(hold_cmd, [str(tmp_path / "inc" / "door" / "analyst" / "nothing"), "--reason", "x"])
+    assert r.exit_code == 2

@@ -216,6 +216,57 @@ def prune(log_root: str, older_than: str | None, dry_run: bool, evidence: str | 
         click.echo(line)
 
 
+@click.command("hold", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--reason", default=None, help="Why the sessions are held (a case or ticket number); required "
+                                              "to place a hold.")
+@click.option("--by", default=None, help="Who placed the hold (default: $USER).")
+@click.option("--release", is_flag=True, help="Release the hold instead of placing it.")
+def hold(paths: tuple[str, ...], reason: str | None, by: str | None, release: bool) -> None:
+    """Place (or release) a legal hold on door sessions: prune keeps them and their evidence.
+
+    PATHS are door session files (<agent>/<session>.jsonl), folders of them (a log root, an
+    agent's folder: walked for *.jsonl) or an incident.yaml, whose door logs are held. Each
+    hold is a file beside its session (<session>.hold: reason, time, who); the session file
+    itself is not touched.
+    """
+    from pathlib import Path
+
+    from .retention import place_hold, release_hold
+
+    if not release and not (reason or "").strip():
+        raise click.UsageError("--reason is required to place a hold (a case or ticket number: it is kept with it)")
+    files: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_file() and p.suffix.lower() in (".yaml", ".yml"):
+            from ..incident import Incident
+
+            inc = Incident.load(p)
+            for group in inc._groups("door").values():
+                for f in group:
+                    files.extend(sorted(f.rglob("*.jsonl")) if f.is_dir() else [f])
+        elif p.is_dir():
+            files.extend(q for q in sorted(p.rglob("*.jsonl")) if not q.is_symlink())
+        else:
+            files.append(p)
+    files = list(dict.fromkeys(f.resolve() if not f.is_symlink() else f for f in files))
+    if not files:
+        raise InputError("no door session file (*.jsonl) under " + ", ".join(paths))
+    who = by or os.environ.get("USER") or None
+    done = 0
+    for f in files:
+        if release:
+            if release_hold(f):
+                click.echo(f"released the hold on {f}")
+                done += 1
+        else:
+            click.echo(f"held {f} ({place_hold(f, reason.strip(), by=who)})")
+            done += 1
+    click.echo(f"{done} session(s) {'released' if release else 'held'}"
+               + ("" if release else f": {reason.strip()}"), err=True)
+
+
 @click.group("door-tools", context_settings={"help_option_names": ["-h", "--help"]})
 def door_group() -> None:
     """replaybook's door commands (also top-level commands of `replaybook`)."""
@@ -224,6 +275,7 @@ def door_group() -> None:
 door_group.add_command(door)
 door_group.add_command(serve_capsule)
 door_group.add_command(prune)
+door_group.add_command(hold)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,11 @@ session (``response_digest``, ``object_digest``) are removed too, unless a remai
 still references them.  A serve-capsule run record beside a removed session
 (``<session>.run.json``) goes with it.
 
+**Legal holds.** A session with a hold file beside it (``<session>.hold``, written by
+:func:`place_hold` / ``replaybook hold``) is never removed, whatever its age, and neither is the
+evidence it references: an incident under review keeps its door log and evidence until the hold
+is released (:func:`release_hold`).  A hold file that cannot be read still holds.
+
 Safety:
 
 * only ``<log-root>/<agent>/*.jsonl`` regular files are considered; symlinks (to files or
@@ -41,7 +46,8 @@ import orjson
 
 from ..errors import InputError
 
-__all__ = ["prune", "PruneReport", "SessionInfo", "DEFAULT_IDLE_S", "register_log_root"]
+__all__ = ["prune", "PruneReport", "SessionInfo", "DEFAULT_IDLE_S", "register_log_root", "place_hold", "release_hold",
+           "hold_path", "HOLD_SUFFIX"]
 
 #: A file modified this recently (seconds) is taken to be in use and skipped.
 DEFAULT_IDLE_S = 60.0
@@ -59,7 +65,8 @@ class SessionInfo:
         path: the file.
         last_call: its last call's time (UTC), or ``None`` when it could not be read.
         digests: evidence digests its lines reference.
-        status: ``removed`` (or would be, in a dry run), ``kept`` (young enough), ``active``
+        status: ``removed`` (or would be, in a dry run), ``kept`` (young enough), ``held`` (a
+            legal hold: old enough, kept), ``active``
             (modified within the idle window), ``locked`` (a door holds it), ``linked`` (reached
             through a symlink, or in another log root sharing the evidence store: read, never
             removed), ``changed`` (replaced while prune ran: kept, its references unknown) or
@@ -70,6 +77,8 @@ class SessionInfo:
     last_call: datetime | None
     digests: set[str] = field(default_factory=set)
     status: str = "kept"
+    #: the hold's reason, for a session under a legal hold (``""`` when it gives none)
+    hold: str | None = None
 
 
 @dataclass
@@ -108,6 +117,9 @@ class PruneReport:
         for s in self.sessions:
             if s.status in ("active", "locked", "unreadable", "changed"):
                 out.append(f"skipped {s.path} ({s.status})")
+            elif s.status == "held":
+                out.append(f"kept {s.path} (legal hold{': ' + s.hold if s.hold else ''}; "
+                           f"last call {s.last_call:%Y-%m-%dT%H:%M:%SZ})")
         for r in self.shared_roots:
             out.append(f"read {r} too (it shares the evidence store): kept the evidence its sessions reference")
         for s in self.shared_sessions:
@@ -118,9 +130,86 @@ class PruneReport:
         if self.evidence_held:
             out.append("kept all evidence: a session that could not be read may still reference it")
         n_ev = len(self.evidence_removed)
+        n_held = sum(s.status == "held" for s in self.sessions)
         out.append(f"{len(self.removed)} session(s) and {n_ev} evidence object(s) "
-                   f"{'would be removed' if self.dry_run else 'removed'}; cutoff {self.cutoff:%Y-%m-%dT%H:%M:%SZ}")
+                   f"{'would be removed' if self.dry_run else 'removed'}"
+                   + (f" ({n_held} old enough kept under a legal hold)" if n_held else "")
+                   + f"; cutoff {self.cutoff:%Y-%m-%dT%H:%M:%SZ}")
         return out
+
+
+#: a legal hold's file, beside the session file it holds: ``<session>.hold``
+HOLD_SUFFIX = ".hold"
+
+
+def hold_path(session_file: str | Path) -> Path:
+    """The hold file of a session file (``x.jsonl`` → ``x.hold``)."""
+    p = Path(session_file)
+    return p.with_name(p.name[: -len(".jsonl")] + HOLD_SUFFIX if p.name.endswith(".jsonl") else p.name + HOLD_SUFFIX)
+
+
+def _hold_of(session_file: Path) -> str | None:
+    """The reason of the hold on ``session_file`` (``""`` when none is given or it cannot be
+    read: a hold file that exists holds), or ``None`` when it has none."""
+    h = hold_path(session_file)
+    try:
+        os.lstat(h)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return ""
+    try:
+        with open(h, "rb") as fh:
+            reason = orjson.loads(fh.read(1 << 16)).get("reason")
+        return reason if isinstance(reason, str) else ""
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def place_hold(session_file: str | Path, reason: str, *, by: str | None = None,
+               now: datetime | None = None) -> Path:
+    """Put ``session_file`` (a door session's ``.jsonl``) under a legal hold: write its hold file
+    (JSON: ``reason``, ``placed`` UTC ISO 8601, ``by``), which :func:`prune` honours.  The session
+    file itself is not touched.  Placing a hold again replaces its reason.  Returns the hold file.
+
+    Raises:
+        InputError: ``session_file`` is not a regular ``.jsonl`` file (or is a symlink), or the
+            hold file cannot be written.
+    """
+    p = Path(session_file)
+    try:
+        st = os.lstat(p)
+    except OSError as exc:
+        raise InputError(f"cannot hold a session file that cannot be read: {exc.strerror or exc}", p) from exc
+    if not p.name.endswith(".jsonl") or not stat.S_ISREG(st.st_mode):
+        raise InputError("a hold is placed on a door session file (<agent>/<session>.jsonl, not a symlink)", p)
+    h = hold_path(p)
+    body = {"reason": reason, "placed": (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "by": by, "session": p.name}
+    tmp = h.with_name(h.name + ".part")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n")
+        os.replace(tmp, h)
+    except OSError as exc:
+        raise InputError(f"cannot write the hold file: {exc.strerror or exc}", h) from exc
+    return h
+
+
+def release_hold(session_file: str | Path) -> bool:
+    """Remove ``session_file``'s legal hold; ``False`` when it had none.
+
+    Raises:
+        InputError: the hold file exists but cannot be removed.
+    """
+    h = hold_path(session_file)
+    try:
+        os.unlink(h)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise InputError(f"cannot remove the hold file: {exc.strerror or exc}", h) from exc
+    return True
 
 
 def _parse_ts(s: object) -> datetime | None:
@@ -330,7 +419,9 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
                     except OSError:
                         info.status = "locked"
                         continue
-                    if info.last_call < cutoff:
+                    if info.last_call < cutoff and (hold := _hold_of(path)) is not None:
+                        info.status, info.hold = "held", hold
+                    elif info.last_call < cutoff:
                         info.status = "removed"
                         held.append((info, fd))
                         keep_fd = True

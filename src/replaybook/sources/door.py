@@ -336,4 +336,6 @@ register(Source(
     sniff=sniff,
     load=load_door,
     doc="replaybook door call log v1 (schemas/door-call-log.v1.json); one file per agent per session",
+    # a legal hold beside its session (`replaybook hold`: door/retention.py), not a log of its own
+    side_file=lambda p: p.name.endswith(".hold"),
 ))
