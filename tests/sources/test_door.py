@@ -2,6 +2,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from replaybook.errors import InputError
@@ -163,3 +164,62 @@ def test_a_line_logged_twice_is_one_call_and_a_duplicate_quarantine_row(tmp_path
     res = load_door([tmp_path / "door", tmp_path / "door-copy"])
     assert res.frame["seq"].tolist() == [1, 2, 3, 3]
     assert (res.quarantine["kind"] == "duplicate").sum() == 6  # the copy's 5 lines, and line 3
+
+
+# -- keys the schema does not name, meta ids that are not text: loaded, and said in a note ---------
+
+def _both(p):
+    """load_door and the per-line path; their frames and inputs must agree."""
+    fast, slow = load_door(p), door._load(p, fast=False)
+    assert fast.frame.equals(slow.frame)
+    assert fast.inputs == slow.inputs
+    return fast
+
+
+def test_misspelt_keys_are_named_with_the_key_they_probably_mean(tmp_path):
+    typo = {k: v for k, v in GOOD.items() if k != "object"}
+    typo.update({"seq": 3, "objet": "demo/a.csv", "respone_digest": "sha256:" + "0" * 64})
+    p = _write(tmp_path, "s.jsonl", [json.dumps(GOOD), json.dumps({**GOOD, "seq": 2}), json.dumps(typo),
+                                     json.dumps({**GOOD, "seq": 4, "zzqx": 1})])
+    res = _both(p)
+    assert len(res.frame) == 4 and len(res.quarantine) == 0  # extra keys are allowed: loaded, not set aside
+    row = res.frame[res.frame["seq"] == 3].iloc[0]
+    assert pd.isna(row["object"]) and pd.isna(row["response_digest"])
+    assert res.inputs[0]["notes"] == [
+        "unknown keys not read: 'objet' (did you mean 'object'?) on line 3; "
+        "'respone_digest' (did you mean 'response_digest'?) on line 3; 'zzqx' on line 4 — the schema allows "
+        "keys it does not name (a newer door's), so those lines are loaded without them"]
+
+
+def test_an_unknown_key_on_many_lines_names_the_first_five_and_the_count(tmp_path):
+    lines = [json.dumps({**GOOD, "seq": i, "sesion_id": "x"}) for i in range(1, 9)]
+    res = _both(_write(tmp_path, "s.jsonl", lines))
+    assert res.inputs[0]["notes"][0].startswith(
+        "unknown keys not read: 'sesion_id' (did you mean 'session'?) on lines 1, 2, 3, 4, 5 … (8 lines) — ")
+
+
+def test_a_file_of_known_keys_has_no_note_and_takes_the_fast_path(tmp_path, monkeypatch):
+    from replaybook.sources import _door_fast
+
+    taken = []
+    real = _door_fast.decode_file
+    monkeypatch.setattr(_door_fast, "decode_file", lambda *a: taken.append(real(*a)) or taken[-1])
+    res = load_door(_write(tmp_path, "s.jsonl", [json.dumps(GOOD), json.dumps({**GOOD, "seq": 2})]))
+    assert taken == [True] and "notes" not in res.inputs[0]
+
+
+def test_the_known_keys_are_the_schemas():
+    assert set(door_schema()["properties"]) == door._KNOWN_FAST
+
+
+def test_a_tool_use_id_that_is_not_text_is_named_and_not_read(tmp_path):
+    p = _write(tmp_path, "s.jsonl", [json.dumps(GOOD),
+                                     json.dumps({**GOOD, "seq": 2, "meta": {"claudecode/toolUseId": 12345}}),
+                                     json.dumps({**GOOD, "seq": 3, "meta": {"toolUseId": True, "call_id": "c3"}})])
+    res = _both(p)
+    assert len(res.frame) == 3 and len(res.quarantine) == 0
+    ids = res.frame["meta_call_id"].tolist()
+    assert pd.isna(ids[1]) and ids[2] == "c3"
+    assert res.inputs[0]["notes"] == [
+        "line 2: meta 'claudecode/toolUseId' is not text (12345): the call cannot be joined by tool-use id",
+        "line 3: meta 'toolUseId' is not text (true): the tool-use id is read from another meta key"]

@@ -115,12 +115,17 @@ def _spelling(v) -> bytes:
     return _json.dumps(v, option=orjson.OPT_NON_STR_KEYS)
 
 
-def _assert_same(a: LoadResult, b: LoadResult) -> None:
+def _assert_same(a: LoadResult, b: LoadResult, *, notes: bool = True) -> None:
+    """Equal frames, quarantines and inputs (the inputs' ``notes`` left out without ``notes``:
+    the verbatim reference predates them)."""
     assert_frame_equal(a.frame, b.frame, check_exact=True)
     assert [_spelling(x) for x in a.frame["arguments"]] == [_spelling(x) for x in b.frame["arguments"]]
     assert [type(x) for x in a.frame["arguments"]] == [type(x) for x in b.frame["arguments"]]
     assert_frame_equal(a.quarantine, b.quarantine, check_exact=True)
-    assert a.inputs == b.inputs
+    if notes:
+        assert a.inputs == b.inputs
+    else:
+        assert [{k: v for k, v in i.items() if k != "notes"} for i in a.inputs] == b.inputs
     CALLS.validate(a.frame)
 
 
@@ -156,8 +161,8 @@ def _load_three(paths, *, fast_files: int | None = None) -> LoadResult:
         _door_fast.decode_file = real
     slow = door._load(paths, fast=False)
     ref = reference_load_door(paths)
-    _assert_same(fast, ref)
-    _assert_same(slow, ref)
+    _assert_same(fast, slow)
+    _assert_same(fast, ref, notes=False)
     if fast_files is not None:
         assert sum(taken) == fast_files, taken
     return fast

@@ -9,11 +9,22 @@ quarantine with its file, line number and the schema's complaint, and the rest o
 
 Client tool-use ids: Claude Code sends its tool-use id in the MCP request's
 ``params._meta["claudecode/toolUseId"]``; a door that logs ``_meta`` as ``meta`` lets the join
-match exactly.  Keys recognised for ``meta_call_id``: :data:`META_CALL_ID_KEYS`.
+match exactly.  Keys recognised for ``meta_call_id``: :data:`META_CALL_ID_KEYS`.  A tool-use id
+is text (Claude Code's ``toolu_…``, Codex's ``call_…``): a value of another type under one of
+those keys (``12345``, ``true``, an object) is not read as an id — no transcript's id could equal
+it — and the file's ``inputs`` entry gets a note naming the line, the key and the value ("line 9:
+meta 'claudecode/toolUseId' is not text (12345): the call cannot be joined by tool-use id").
+
+Unknown keys: the schema allows keys it does not name (a newer door's stay readable), so a line
+with one is loaded, without it; the file's ``inputs`` entry gets a note naming each such key,
+its lines and the known key it is probably a misspelling of ("unknown keys not read: 'objet'
+(did you mean 'object'?) on line 3").  A misspelt key is otherwise silent: ``objet`` leaves
+``object`` empty.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 from typing import Any, Iterable
@@ -261,23 +272,90 @@ def _load_file(path: Path, fast: bool, cols: Any, quarantine: list[dict], inputs
     default_agent = path.parent.name or None
     spath = str(path)
     if not (fast and _door_fast.decode_file(data, info, spath, default_agent, cols)):
+        # (the fast path takes no file with an unknown key or a meta id that is not text: the
+        # notes on those come from here alone)
         if info["lines"] is None:
             info["lines"] = _count_lines(data)
-        _read_lines(path, data, spath, default_agent, quarantine, cols)
+        notes = _read_lines(path, data, spath, default_agent, quarantine, cols)
+        if notes:
+            info.setdefault("notes", []).extend(notes)
+
+
+def _lines_words(lines: list[int]) -> str:
+    """``line 3``, ``lines 3, 5, 9``, ``lines 3, 5, 9, 10, 12 … (40 lines)``."""
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    shown = ", ".join(map(str, lines[:5]))
+    return f"lines {shown}" + (f" … ({len(lines):,} lines)" if len(lines) > 5 else "")
+
+
+def _value_words(v: Any) -> str:
+    """A logged value as JSON text, cut at 60 characters."""
+    import json
+
+    try:
+        text = json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(v)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _file_notes(unknown: dict[str, list[int]], bad_ids: dict[str, list[tuple[int, Any, bool]]]) -> list[str]:
+    """The notes :func:`_read_lines` gives a file: the unknown keys (each with its lines and the
+    known key it is closest to, :func:`difflib.get_close_matches`), then the ``meta`` id keys
+    whose value is not text."""
+    notes = []
+    if unknown:
+        parts = []
+        for key, lines in unknown.items():
+            close = difflib.get_close_matches(key, sorted(_KNOWN_FAST), n=1, cutoff=0.75)
+            parts.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else "") + f" on {_lines_words(lines)}")
+        notes.append("unknown keys not read: " + "; ".join(parts) + " — the schema allows keys it does not name "
+                     "(a newer door's), so those lines are loaded without them")
+    for key, seen in bad_ids.items():
+        lines = [ln for ln, _, _ in seen]
+        values = list(dict.fromkeys(_value_words(v) for _, v, _ in seen))
+        shown = ", ".join(values[:3]) + (", …" if len(values) > 3 else "")
+        unjoined = sum(1 for _, _, other in seen if not other)
+        if unjoined == len(seen):
+            why = f"the call{'' if len(seen) == 1 else 's'} cannot be joined by tool-use id"
+        elif not unjoined:
+            why = "the tool-use id is read from another meta key"
+        else:
+            why = f"{unjoined:,} of those calls cannot be joined by tool-use id (the others' id is read from another key)"
+        notes.append(f"{_lines_words(lines)}: meta {key!r} is not text ({shown}): {why}")
+    return notes
+
+
+def _bad_meta_id(meta: Any) -> tuple[str, Any] | None:
+    """The first :data:`META_CALL_ID_KEYS` key of ``meta`` whose value is neither text nor null,
+    with that value; ``None`` when there is none."""
+    if not isinstance(meta, dict):
+        return None
+    for k in META_CALL_ID_KEYS:
+        v = meta.get(k)
+        if v is not None and not isinstance(v, str):
+            return k, v
+    return None
 
 
 def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, quarantine: list[dict],
-                out: Any) -> None:
+                out: Any) -> list[str]:
     """The per-line path: every line of one file parsed and validated on its own, its rows
-    added to ``out`` (a ``_door_fast.Columns``), bad lines appended to ``quarantine``."""
+    added to ``out`` (a ``_door_fast.Columns``), bad lines appended to ``quarantine``.  Returns
+    the file's notes: keys the schema does not name, and ``meta`` ids that are not text, on
+    lines that were loaded (:func:`_file_notes`)."""
     from ._door_fast import CODED, LISTED, PLAIN
 
     cols: dict[str, list] = {c: [] for c in CODED + LISTED + PLAIN}
     arg_codes: list[int] = []
     table = out.args
+    unknown: dict[str, list[int]] = {}
+    bad_ids: dict[str, list[tuple[int, Any, bool]]] = {}
     for line in iter_objects(path, data, LOADER, quarantine):
         o = line.obj
-        if not _quick_ok(o):
+        quick = _quick_ok(o)
+        if not quick:
             err = _schema_error(o)
             if err is not None:
                 quarantine.append(quarantine_row(path, line, LOADER, err))
@@ -292,6 +370,16 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
             quarantine.append(quarantine_row(path, line, LOADER, f"arguments cannot be canonicalised: {exc}"))
             continue
         arg_codes.append(table.add(args, key))
+        if not quick:  # (a line _quick_ok takes has only known keys)
+            for k in o:  # (in the line's order: a set's would change from run to run)
+                if k in _KNOWN_FAST:
+                    continue
+                unknown.setdefault(k, []).append(line.line_no)
+        meta = o.get("meta")
+        call_id = meta_call_id(meta)
+        bad = _bad_meta_id(meta)
+        if bad is not None:
+            bad_ids.setdefault(bad[0], []).append((line.line_no, bad[1], call_id is not None))
         cols["door_session"].append(o["session"])
         cols["agent"].append(o.get("agent") or default_agent)
         cols["seq"].append(o.get("seq"))
@@ -308,13 +396,14 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
         cols["rule"].append(o.get("rule"))
         cols["rows"].append(o.get("rows"))
         cols["bytes"].append(o.get("bytes"))
-        cols["meta_call_id"].append(meta_call_id(o.get("meta")))
+        cols["meta_call_id"].append(call_id)
         cols["correlation"].append(o.get("correlation"))
         cols["error"].append(o.get("error"))
         cols["response_digest"].append(o.get("response_digest"))
         cols["object_digest"].append(o.get("object_digest"))
         cols["line_no"].append(line.line_no)
     out.add(spath, cols, arg_codes)
+    return _file_notes(unknown, bad_ids)
 
 
 def sniff(sample: bytes) -> float:
