@@ -217,3 +217,17 @@ def test_access_names_a_door_on_a_clock_of_its_own_and_takes_one_given_per_agent
     assert d["offset"]["doors"] == [{"agent": "reviewer", "offset_s": -40.2, "requests": 2, "given": True,
                                      "applied": True}]
     assert d["unexplained"] == []
+
+
+def test_load_access_places_a_records_documents_quarantine_by_record(tmp_path, capsys):
+    """A {"records": [...]} Azure log is one line: its set-aside records are printed as
+    ``file record N``, never ``file:N``, and the time as the file holds it."""
+    good = {"time": "2026-09-13T10:00:05Z", "category": "StorageRead", "operationName": "GetBlob",
+            "statusCode": 200, "statusText": "Success", "correlationId": "r-1",
+            "uri": "https://acmedata.blob.core.windows.net/demo-data/x.csv"}
+    p = tmp_path / "odd.json"
+    p.write_text(json.dumps({"records": [good, {**good, "time": "yesterday"}]}))
+    main(["load", "access", str(p)])
+    err = capsys.readouterr().err
+    assert f"  {p} record 2: [invalid] time 'yesterday' is not a date-time" in err
+    assert f"{p}:2" not in err

@@ -76,11 +76,13 @@ def _frame_out(df, fmt: str, out: str | None) -> None:
         sys.stdout.write(text)
 
 
-def _quarantine_summary(q) -> None:
+def _quarantine_summary(q, records: set[str] | frozenset[str] = frozenset()) -> None:
     """The quarantine on stderr: lines and files a loader set aside, then, apart, the files no
     source read at all (an ``incident.yaml``, a data CSV or a README in a folder given:
-    ``loader`` ``auto``), which are not damaged evidence."""
-    import pandas as pd
+    ``loader`` ``auto``), which are not damaged evidence.  A record of a whole-file JSON log
+    (its file among ``records``: ``sources._cloud.record_numbered`` of the inputs) is placed as
+    ``file record 3``, not as a line (``sources._cloud.quarantine_where``)."""
+    from .sources._cloud import quarantine_where
 
     unread = q[q["line_no"].isna() & (q["loader"] == "auto")] if not q.empty else q
     q = q.drop(index=unread.index) if len(unread) else q
@@ -102,8 +104,8 @@ def _quarantine_summary(q) -> None:
                                  _count(whole, "whole file") if whole else "") if x)
     click.echo(f"quarantine: {said}", err=True)
     for r in q.head(50).itertuples(index=False):
-        where = r.source_file if pd.isna(r.line_no) else f"{r.source_file}:{r.line_no}"
-        click.echo(f"  {where}: [{r.kind}] {r.error}", err=True)
+        where, error = quarantine_where(r.source_file, r.line_no, r.error, records)
+        click.echo(f"  {where}: [{r.kind}] {error}", err=True)
     if len(q) > 50:
         click.echo(f"  … and {len(q) - 50} more", err=True)
 
@@ -224,7 +226,9 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
         for note in info.get("notes") or ():
             click.echo(f"  note {info.get('path')}: {note}", err=True)
     wrong = _other_kinds(frame, res, source_name)
-    _quarantine_summary(res.quarantine)
+    from .sources._cloud import record_numbered
+
+    _quarantine_summary(res.quarantine, record_numbered(res.inputs))
     if wrong is not None:
         raise wrong
 
@@ -355,7 +359,10 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
         if out:
             o = Path(out)
             _frame_out(res.frame, fmt, str(o.with_name(f"{o.stem}.{name}{o.suffix}")))
-    _quarantine_summary(loaded.quarantine)
+    from .sources._cloud import record_numbered
+
+    _quarantine_summary(loaded.quarantine,
+                        record_numbered(i for res in loaded.results.values() for i in res.inputs))
     unread = loaded.files[loaded.files["source"].isna()]
     links = int(unread["note"].fillna("").str.startswith("symbolic link").sum())
     unknown = len(unread) - links
@@ -909,7 +916,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                            f"{f['request_id'] or '-'}; {f['logged_at']}")
             if len(flagged) > limit:
                 click.echo(f"  … and {len(flagged) - limit:,} more (--format json lists them all)")
-    _quarantine_summary(set_aside_rows)
+    _quarantine_summary(set_aside_rows, records)
 
 
 #: the order ``access`` lists requests no door call explains in (``AccessJoinResult.unexplained``'s)

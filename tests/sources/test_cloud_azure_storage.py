@@ -196,10 +196,11 @@ def test_a_status_code_that_is_not_an_http_status_is_not_success(tmp_path):
            for rid, *_ in cases}
     assert got == {rid: (outcome, code) for rid, _, _, outcome, code in cases}
     notes = res.inputs[0]["notes"]
-    assert [n.split(":", 1)[0] for n in notes] == [f"record {i}" for i in range(1, 9)]
-    assert notes[0] == ("record 1: statusCode true is not an HTTP status code (100–599); outcome error, "
+    # (JSON Lines: a note places its record by line)
+    assert [n.split(":", 1)[0] for n in notes] == [f"line {i}" for i in range(1, 9)]
+    assert notes[0] == ("line 1: statusCode true is not an HTTP status code (100–599); outcome error, "
                         "not taken as success, error_code as written")
-    assert notes[7] == ("record 8: statusCode true is not an HTTP status code (100–599); outcome denied, "
+    assert notes[7] == ("line 8: statusCode true is not an HTTP status code (100–599); outcome denied, "
                         "not taken as success")
 
 
@@ -225,5 +226,54 @@ def test_a_record_with_no_status_at_all_is_not_success(tmp_path):
     f = res.frame.set_index("request_id")
     assert f["outcome"].to_dict() == {"n1": "error", "n2": "error", "n3": "allowed"}
     assert res.inputs[0]["notes"] == [
-        f"record {i}: no statusCode or statusText: the request's outcome is not known; outcome error, not taken as "
+        f"line {i}: no statusCode or statusText: the request's outcome is not known; outcome error, not taken as "
         "success" for i in (1, 2)]
+
+
+def _odd_document(tmp_path, *, pretty: bool) -> Path:
+    """{"records": [...]} of: a good record, one with no time, one whose time is "yesterday",
+    identity a string, no operationName, no uri / requestUrl / objectKey."""
+    recs = []
+    for rid in ("ok", "no-time", "yesterday", "identity", "no-op", "no-uri"):
+        r = _oauth_record([])
+        r["correlationId"] = rid
+        recs.append(r)
+    del recs[1]["time"]
+    recs[2]["time"] = "yesterday"
+    recs[3]["identity"] = "OAuth"
+    del recs[4]["operationName"]
+    del recs[5]["uri"]
+    recs[5]["properties"] = {"accountName": "acmedata"}
+    p = tmp_path / "odd.json"
+    p.write_text(json.dumps({"records": recs}, indent=2 if pretty else None))
+    return p
+
+
+@pytest.mark.parametrize("pretty", [False, True])
+def test_a_records_document_names_records_not_lines_and_quotes_the_time_as_logged(tmp_path, pretty):
+    res = load_azure_storage(_odd_document(tmp_path, pretty=pretty))
+    assert res.inputs[0]["numbered"] == "record"
+    q = res.quarantine.set_index("line_no")
+    assert q["error"].to_dict() == {2: "record 2: storage log record without a time",
+                                    3: "record 3: time 'yesterday' is not a date-time"}
+
+
+def test_odd_fields_of_a_record_are_named_in_the_files_notes(tmp_path):
+    res = load_azure_storage(_odd_document(tmp_path, pretty=False))
+    f = res.frame.set_index("request_id")
+    assert pd.isna(f.loc["identity", "principal"]) and f.loc["no-op", "action"] == "other"
+    assert f.loc["no-uri", "resource_uri"] == "az://acmedata/"
+    notes = res.inputs[0]["notes"]
+    assert notes == [
+        'record 4: identity is not an object ("OAuth"): who made the request is not read (principal empty, '
+        "principal_type unknown)",
+        "record 5: no operationName: action other, not known",
+        "record 6: no uri, requestUrl or objectKey: the request is taken to be on the whole account "
+        "(az://acmedata/), its object not known"]
+
+
+def test_a_well_formed_record_has_no_note(tmp_path):
+    p = tmp_path / "PT1H.json"
+    p.write_text(json.dumps(_oauth_record([])) + "\n")
+    res = load_azure_storage(p)
+    assert len(res.frame) == 1 and "notes" not in res.inputs[0]

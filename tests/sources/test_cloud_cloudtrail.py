@@ -100,9 +100,10 @@ def test_bad_records_are_quarantined_with_their_index(tmp_path):
     assert list(res.frame["line_no"]) == [1, 5]
     q = res.quarantine.set_index("line_no")
     assert list(q.index) == [2, 3, 4]
-    assert q.loc[2, "error"] == "not a JSON object (str)"
-    assert q.loc[3, "error"] == "not a CloudTrail record (no eventTime / eventName)"
-    assert q.loc[4, "error"] == "time '2026-02-30T10:00:00Z' is not a date-time"
+    # (a delivery file is one document: line_no is the record number, and the error says so)
+    assert q.loc[2, "error"] == "record 2: not a JSON object (str)"
+    assert q.loc[3, "error"] == "record 3: not a CloudTrail record (no eventTime / eventName)"
+    assert q.loc[4, "error"] == "record 4: time '2026-02-30T10:00:00Z' is not a date-time"
     assert set(q["source_file"]) == {str(p)}
 
 

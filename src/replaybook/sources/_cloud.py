@@ -703,6 +703,36 @@ def numbered(source_file: Any, line_no: Any, records: Iterable[str] = ()) -> str
     return f"{f} record {int(line_no)}" if f in records else f"{f}:{int(line_no)}"
 
 
+def record_error(info: dict, line_no: Any, why: str) -> str:
+    """A quarantine row's ``error`` for a record that parsed but cannot be used: ``record 3:
+    <why>`` in a whole-file JSON document (``info`` says ``numbered: "record"``; the row's
+    ``line_no`` is then that record number, not a line, as the ACCESS rows' is), else ``why``.
+    The CLI prints such a row as ``file record 3`` (:func:`quarantine_where`)."""
+    if info.get("numbered") == "record" and line_no is not None:
+        return f"record {int(line_no)}: {why}"
+    return why
+
+
+def at_words(info: dict, line_no: Any) -> str:
+    """``record 3`` in a whole-file JSON document (``numbered: "record"``), else ``line 3``:
+    where a file note places a record."""
+    return f"{'record' if info.get('numbered') == 'record' else 'line'} {line_no}"
+
+
+def quarantine_where(source_file: Any, line_no: Any, error: Any, records: Iterable[str] = ()) -> tuple[str, str]:
+    """``(where, error)`` to print a quarantine row: ``file record 3`` and the error without its
+    ``record 3: `` (:func:`record_error`) for a record of a file in ``records``; else
+    ``file:3`` (a line; a damaged record's row names its line, and its error the record) or
+    ``file``."""
+    f = str(source_file)
+    if line_no is None or is_na(line_no):
+        return f, str(error)
+    prefix = f"record {int(line_no)}: "
+    if f in records and isinstance(error, str) and error.startswith(prefix):
+        return f"{f} record {int(line_no)}", error[len(prefix):]
+    return f"{f}:{int(line_no)}", str(error)
+
+
 def record_numbered(inputs: Iterable[dict]) -> set[str]:
     """The ``path`` of every ``inputs`` entry whose rows are numbered by record (``numbered:
     "record"``), for :func:`numbered`."""
@@ -756,11 +786,13 @@ def finish(rows: list[dict], quarantine: list[dict], inputs: list[dict], loader:
         ts = to_utc([r["ts"] for r in rows])
         bad = ts.isna().to_numpy()
         keep = []
+        by_record = record_numbered(inputs) if bad.any() else set()
         for r, t, b in zip(rows, ts, bad):
             if b:
+                numbered = {"numbered": "record"} if r["source_file"] in by_record else {}
                 quarantine.append(quarantine_row(
                     r["source_file"], None, loader,
-                    f"time {r['ts']!r} is not a date-time", line_no=r["line_no"],
+                    record_error(numbered, r["line_no"], f"time {r['ts']!r} is not a date-time"), line_no=r["line_no"],
                     raw=json_preview(r["raw"])[:400] if r["raw"] is not None else None))
                 continue
             r["ts"] = t

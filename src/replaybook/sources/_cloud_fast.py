@@ -353,9 +353,12 @@ def finish_columns(chunks: Chunks, quarantine: list[dict], inputs: list[dict], l
     if bad.any():
         keep = ~bad
         source_file, line_no, raw = chunks.column("source_file"), chunks.column("line_no"), chunks.column("raw")
+        by_record = _cloud.record_numbered(inputs)
         for i in np.flatnonzero(bad).tolist():
+            numbered = {"numbered": "record"} if source_file[i] in by_record else {}
             quarantine.append(quarantine_row(
-                source_file[i], None, loader, f"time {ts_text[i]!r} is not a date-time", line_no=line_no[i],
+                source_file[i], None, loader,
+                _cloud.record_error(numbered, line_no[i], f"time {ts_text[i]!r} is not a date-time"), line_no=line_no[i],
                 raw=_cloud.json_preview(as_dict(raw[i]))[:400] if raw[i] is not None else None))
         ts = ts[keep]
     if keep is not None and not keep.any():

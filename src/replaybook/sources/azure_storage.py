@@ -71,8 +71,14 @@ quarantine row.  A field of another JSON type than the format's (``identity.auth
 its ``principals`` not a list, ``identity`` or ``properties`` not an object, a number where text
 belongs) is left out of the columns it feeds — the row is kept, the value stays in ``raw``.
 A record whose ``statusCode`` is not an HTTP status (other than the documented ``Unknown``)
-keeps its row and adds a note to its file's ``inputs`` entry (``notes``: ``record <line_no>:
-statusCode true is not an HTTP status code …``).  Files are opened read-only and never modified.
+keeps its row and adds a note to its file's ``inputs`` entry (``notes``: ``line 3: statusCode
+true is not an HTTP status code …``; ``record 3`` in a ``{"records": [...]}`` document or an array,
+whose rows' ``line_no`` is the record number).  So does a record whose ``identity`` is not an
+object (``"OAuth"``: principal empty), one with no ``operationName`` (action ``other``), and one
+with no ``uri``, ``requestUrl`` or ``objectKey`` (``resource_uri`` the whole account,
+``az://<account>/``).  A quarantine row of such a document's record says ``record 3: …`` in
+its error, and a ``time`` that is not a date-time is quoted as logged.  Files are opened
+read-only and never modified.
 """
 
 from __future__ import annotations
@@ -88,7 +94,9 @@ from ..frames import LoadResult
 from ._cloud import (
     http_outcome,
     json_preview,
+    at_words,
     json_records,
+    record_error,
     load_each,
     new_row,
     redact_text,
@@ -147,6 +155,7 @@ _DENIED_TEXT = re.compile(r"(?i)^(authorizationfailure|authorizationpermissionmi
 # (RFC 3339 §5.6: "T" and "Z" may be written in lower case)
 _SLASH_TIME = re.compile(r"^(\d{4})/(\d{2})/(\d{2})[ Tt](\d{2}:\d{2}:\d{2}(?:\.\d+)?)([Zz]|[+-]\d{2}:?\d{2})?$")
 _HAS_TZ = re.compile(r"([Zz]|[+-]\d{2}:?\d{2})$")
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
 _WRAPPERS = ("records", "value")
 
 # Log Analytics (StorageBlobLogs) column → resource-log path
@@ -199,9 +208,9 @@ def _time(v: Any) -> str | None:
     if m:
         y, mo, d, t, tz = m.groups()
         v = f"{y}-{mo}-{d}T{t}{tz or 'Z'}"
-    elif not _HAS_TZ.search(v.strip()):
+    elif not _HAS_TZ.search(v.strip()) and _DATE_TIME.match(v.strip()):
         v = v.strip() + "Z"  # the docs: resource-log times are UTC
-    return v
+    return v  # (anything else as logged: a quarantine row quotes what the file holds)
 
 
 def _resource_uri(rec: dict, props: dict) -> str | None:
@@ -234,6 +243,12 @@ def _resource_uri(rec: dict, props: dict) -> str | None:
     if isinstance(key, str) and key.strip("/"):
         return "az://" + unquote(key.lstrip("/"))
     return f"az://{account}/" if account else None
+
+
+def _preview(v: Any) -> str:
+    """A logged value as JSON text for a note (SAS tokens redacted), cut at 60 characters."""
+    text = redact_sas(json_preview(v).decode("utf-8", "replace"))
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _listed(v: Any) -> list:
@@ -286,7 +301,7 @@ def _status(code: Any) -> tuple[int | None, str | None]:
 
 
 def _outcome(rec: dict, notes: list[str] | None = None,
-             line_no: int | None = None) -> tuple[str, str | None]:
+             at: str | None = None) -> tuple[str, str | None]:
     """``(outcome, error_code)`` of a record (see the module docstring); a ``statusCode`` that
     is not an HTTP status adds a note to ``notes`` (unless ``Unknown``, which the format
     documents)."""
@@ -305,36 +320,52 @@ def _outcome(rec: dict, notes: list[str] | None = None,
         # neither a statusCode (which every storage log record has) nor a statusText: not known
         outcome, code = "error", None
         if notes is not None:
-            notes.append(f"record {line_no}: no statusCode or statusText: the request's outcome is not known; "
+            notes.append(f"{at}: no statusCode or statusText: the request's outcome is not known; "
                          "outcome error, not taken as success")
     else:
         outcome, code = http_outcome(status, err), err
     if unread is not None and unread.strip().lower() != "unknown" and notes is not None:
-        notes.append(f"record {line_no}: statusCode {unread} is not an HTTP status code (100–599); "
+        notes.append(f"{at}: statusCode {unread} is not an HTTP status code (100–599); "
                      f"outcome {outcome}, not taken as success"
                      + ("" if code == err else ", error_code as written"))
     return outcome, code
 
 
 def _row(rec: dict, path: str, line_no: int | None,
-         notes: list[str] | None = None) -> tuple[dict | None, str | None]:
+         notes: list[str] | None = None, at: str | None = None) -> tuple[dict | None, str | None]:
     """The access row of one record, or ``(None, why)``; what the row could not say goes to
-    ``notes`` (the file's ``inputs`` notes)."""
+    ``notes`` (the file's ``inputs`` notes), each placed by ``at`` (``record 3`` in a
+    whole-file JSON document, ``line 3`` in JSON Lines: :func:`._cloud.at_words`)."""
+    at = at or f"line {line_no}"
     ts = _time(rec.get("time"))
     if ts is None:
         return None, "storage log record without a time"
     props = rec.get("properties") if isinstance(rec.get("properties"), dict) else {}
     row = new_row(SOURCE, TIME_KIND, path, line_no)
     row["ts"] = ts
-    row["principal"], row["principal_type"] = _principal(rec.get("identity"))
+    identity = rec.get("identity")
+    row["principal"], row["principal_type"] = _principal(identity)
+    if identity is not None and not isinstance(identity, dict) and notes is not None:
+        notes.append(f"{at}: identity is not an object ({_preview(identity)}): who made the request is not "
+                     "read (principal empty, principal_type unknown)")
     op = rec.get("operationName") if isinstance(rec.get("operationName"), str) else None
     row["action_raw"] = op
     action = OPERATIONS.get(op or "")
     if action is None:
         action = "delete" if rec.get("category") == "StorageDelete" else "other"
+        if not op and notes is not None:
+            what = "no operationName" if rec.get("operationName") in (None, "") else \
+                f"operationName is not text ({_preview(rec.get('operationName'))})"
+            notes.append(f"{at}: {what}: action {action}" + (" (from category StorageDelete)" if action == "delete"
+                                                              else ", not known"))
     row["action"] = action
     row["resource_uri"] = _resource_uri(rec, props)
-    row["outcome"], row["error_code"] = _outcome(rec, notes, line_no)
+    if notes is not None and not any(isinstance(v, str) and v.strip("/") for v in
+                                     (rec.get("uri"), props.get("requestUrl"), props.get("objectKey"))):
+        notes.append(f"{at}: no uri, requestUrl or objectKey: "
+                     + (f"the request is taken to be on the whole account ({row['resource_uri']}), its object "
+                        "not known" if row["resource_uri"] else "the object of the request is not known"))
+    row["outcome"], row["error_code"] = _outcome(rec, notes, at)
     row["bytes"] = to_int(props.get("responseBodySize"))
     rid = rec.get("correlationId")
     row["request_id"] = rid if isinstance(rid, str) and rid else None
@@ -383,10 +414,11 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
             continue
         row = None
         if kind == "storage":
-            row, why = _row(rec, spath, it.line_no, notes)
+            row, why = _row(rec, spath, it.line_no, notes, at_words(info, it.line_no))
         if row is None:
             preview = it.raw if it.raw is not None else json_preview(it.obj)[:400]
-            quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
+            quarantine.append(quarantine_row(path, None, LOADER, record_error(info, it.line_no, why),
+                                             line_no=it.line_no, offset=it.offset,
                                              raw=redact_sas(preview.decode("utf-8", "replace")).encode("utf-8")))
             continue
         rows.append(row)

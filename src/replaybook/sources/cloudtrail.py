@@ -86,6 +86,7 @@ from ._cloud import (
     http_outcome,
     json_preview,
     json_records,
+    record_error,
     load_each,
     new_row,
     path_uri,
@@ -342,7 +343,8 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
                 continue
             row, why = (None, why) if kind == "invalid" else _row(rec, env, spath, it.line_no, notes)
             if row is None:
-                quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no,
+                quarantine.append(quarantine_row(path, None, LOADER, record_error(info, it.line_no, why),
+                                                 line_no=it.line_no,
                                                  offset=it.offset,
                                                  raw=it.raw if it.raw is not None else json_preview(obj)[:400]))
                 continue

@@ -73,6 +73,7 @@ from ._cloud import (
     clean,
     json_preview,
     json_records,
+    record_error,
     load_each,
     new_row,
     path_uri,
@@ -294,7 +295,8 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
         if kind == "audit":
             row, why = _row(it.obj, spath, it.line_no, notes)
         if row is None:
-            quarantine.append(quarantine_row(path, None, LOADER, why, line_no=it.line_no, offset=it.offset,
+            quarantine.append(quarantine_row(path, None, LOADER, record_error(info, it.line_no, why),
+                                             line_no=it.line_no, offset=it.offset,
                                              raw=it.raw if it.raw is not None else json_preview(it.obj)[:400]))
             continue
         rows.append(row)
