@@ -231,3 +231,44 @@ def test_load_access_places_a_records_documents_quarantine_by_record(tmp_path, c
     err = capsys.readouterr().err
     assert f"  {p} record 2: [invalid] time 'yesterday' is not a date-time" in err
     assert f"{p}:2" not in err
+
+
+def test_an_azure_requesters_upn_is_shown_beside_its_object_id(tmp_path, capsys):
+    """A read by a person (OAuth, requester.upn) was shown by its object id alone: the report
+    and `access` never named j.doe."""
+    import pandas as pd
+
+    from replaybook.sources.azure_storage import load_azure_storage
+
+    oid = "9d8c7b6a-1111-2222-3333-444455556666"
+    rec = {"time": "2026-09-13T10:00:05Z", "category": "StorageRead", "operationName": "GetBlob",
+           "statusCode": 200, "statusText": "Success", "correlationId": "r-1",
+           "uri": "https://acmedata.blob.core.windows.net/demo-data/ledger.csv",
+           "identity": {"type": "OAuth", "requester": {"objectId": oid, "upn": "j.doe@bank.example"}}}
+    app = {**rec, "correlationId": "r-2", "identity": {"type": "OAuth", "requester": {"appId": "app-1"}}}
+    log = tmp_path / "PT1H.json"
+    log.write_text(json.dumps(rec) + "\n" + json.dumps(app) + "\n")
+    f = load_azure_storage(log).frame.sort_values("request_id")
+    assert f["principal"].tolist() == [oid, "app-1"]
+    assert f["principal_name"].tolist() == ["j.doe@bank.example", pd.NA]
+    door = tmp_path / "door.jsonl"
+    door.write_text(json.dumps({"session": "s1", "agent": "analyst", "seq": 1, "ts": "2026-09-13T09:00:00Z",
+                                "tool": "read_file", "arguments": {"path": "other.csv"}, "object": "other.csv",
+                                "decision": "allow"}) + "\n")
+    assert main(["access", "--calls", str(door), "--access", str(log),
+                 "--storage-map", "./=az://acmedata/demo-data/"]) == 0
+    out = capsys.readouterr().out
+    assert f"  principal   {oid} (j.doe@bank.example)\n" in out
+    assert "  principal   app-1\n" in out
+    assert main(["access", "--calls", str(door), "--access", str(log), "--storage-map", "./=az://acmedata/demo-data/",
+                 "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert sorted((u["principal"], u["principal_name"]) for u in d["unexplained"]) == [
+        (oid, "j.doe@bank.example"), ("app-1", None)]
+    from replaybook.access_join import join_access
+    from replaybook.report import sections as S
+    from replaybook.sources.door import load_door
+
+    res = join_access(load_door(door).frame, load_azure_storage(log).frame, storage_map={"./": "az://acmedata/demo-data/"})
+    assert "j.doe@bank.example" in S._with_principal_names(res.unexplained)["principal"].str.cat()
+    assert [u["principal_name"] for u in res.to_dict()["unexplained"]].count("j.doe@bank.example") == 1

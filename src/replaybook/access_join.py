@@ -320,6 +320,7 @@ class AccessJoinResult:
         def short(r) -> dict:
             return {"access_index": int(r.access_index), "ts": r.ts.isoformat().replace("+00:00", "Z"),
                     "source": r.source, "principal": None if pd.isna(r.principal) else r.principal,
+                    "principal_name": None if pd.isna(getattr(r, "principal_name", None)) else r.principal_name,
                     "action": r.action, "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
                     "outcome": r.outcome, "why": r.why,
                     "request_id": None if pd.isna(r.request_id) else r.request_id,

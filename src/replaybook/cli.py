@@ -817,7 +817,9 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
     un_rows = []
     for r, raw in zip(res.unexplained.itertuples(index=False), raws):
         un_rows.append({
-            "ts": _iso(r.ts), "principal": None if pd.isna(r.principal) else r.principal, "action": r.action,
+            "ts": _iso(r.ts), "principal": None if pd.isna(r.principal) else r.principal,
+            "principal_name": None if pd.isna(getattr(r, "principal_name", None)) else r.principal_name,
+            "action": r.action,
             "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
             "source_ip": source_ip(raw), "user_agent": None if pd.isna(r.user_agent) else r.user_agent,
             "outcome": None if pd.isna(r.outcome) else r.outcome,
@@ -932,7 +934,10 @@ def _unexplained_out(rows: list[dict], limit: int) -> None:
         click.echo(f"\n{u['ts'] or '(no time)'}  {u['action']}  {u['resource_uri'] or '(no resource)'}")
         client = ", ".join(x for x in (u["source_ip"], u["user_agent"]) if x)
         outcome = (u["outcome"] or "(not logged)") + (f" (code {u['error_code']})" if u["error_code"] else "")
-        for label, value in (("principal", u["principal"] or "(none the log names)"),
+        who = u["principal"] or "(none the log names)"
+        if u.get("principal_name"):  # (an Azure requester's UPN beside its object id)
+            who = f"{u['principal']} ({u['principal_name']})" if u["principal"] else u["principal_name"]
+        for label, value in (("principal", who),
                              ("from", client or "(not logged)"), ("outcome", outcome), ("why", u["why"]),
                              ("request id", u["request_id"] or "-"),
                              ("logged at", u["logged_at"] + (f" (also {', '.join(u['also_logged_at'])})"

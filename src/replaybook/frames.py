@@ -389,6 +389,8 @@ ACCESS = FrameSpec(
         ("source", "string", "aws.cloudtrail, aws.s3_access, gcp.audit, azure.storage"),
         ("principal", "string", "who made the request (ARN, service account, object id)"),
         ("principal_type", "string", "role, user, service, anonymous, … as the source says"),
+        ("principal_name", "string", "a readable name the log gives beside the principal's id (Azure: the "
+                                     "requester's UPN, where principal is its object id); NA otherwise"),
         ("action", "string", "one of ACCESS_ACTIONS"),
         ("action_raw", "string", "the source's own operation name (GetObject, storage.objects.get …)"),
         ("resource_uri", "string", "s3://bucket/key, gs://bucket/key, az://account/container/blob"),

@@ -2213,7 +2213,7 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
                         "nothing here checks the door's record against the storage's own.</p>", anchor="access")
     from ..access_join import on_storage
 
-    un_all = result.unexplained
+    un_all = _with_principal_names(result.unexplained)
     n_access = 0 if access is None else len(access)
     n_storage = 0 if access is None else sum(map(on_storage, access["resource_uri"]))
     # storage requests, and any event made with the door's own principal, come first; other
@@ -2390,6 +2390,16 @@ def _where_logged(source: Any, source_file: Any, line_no: Any, inputs: Mapping[s
         unit = ("record" if str(source) == "aws.cloudtrail"
                 and not name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")) else "line")
     return f"<code>{_breakable(shown)}</code>" + ("" if _isna(line_no) else f" {unit} {int(line_no):,}")
+
+
+def _with_principal_names(un: pd.DataFrame) -> pd.DataFrame:
+    """``un`` with each ``principal`` shown as ``id (name)`` where the log gave a readable name
+    beside the id (``principal_name``: an Azure requester's UPN beside its object id)."""
+    if "principal_name" not in un.columns or not un["principal_name"].notna().any():
+        return un
+    return un.assign(principal=pd.array(
+        [p if _isna(nm) else (nm if _isna(p) else f"{p} ({nm})") for p, nm in zip(un["principal"], un["principal_name"])],
+        dtype="string"))
 
 
 def _request_cells(un: pd.DataFrame, access: pd.DataFrame | None, dups: pd.DataFrame | None,

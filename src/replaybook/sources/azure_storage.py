@@ -27,6 +27,8 @@ ts              ``time`` — when storage **received** the request (``time_kind 
                 shape) is read as UTC as well
 principal       ``identity.requester.objectId``, else ``upn``, else ``appId``; NA for SAS /
                 account-key / anonymous requests (which carry no identity)
+principal_name  ``identity.requester.upn`` where ``principal`` is the object id (the name a reviewer
+                knows the requester by); NA otherwise
 principal_type  ``identity.type``: OAuth → from ``identity.authorization[].principals[].type``
                 (User → user, ServicePrincipal / ManagedIdentity → service_account), else user
                 when a ``upn`` is present; SAS → sas; AccountKey → shared_key; Anonymous →
@@ -345,6 +347,10 @@ def _row(rec: dict, path: str, line_no: int | None,
     row["ts"] = ts
     identity = rec.get("identity")
     row["principal"], row["principal_type"] = _principal(identity)
+    upn = identity.get("requester", {}).get("upn") if isinstance(identity, dict) and isinstance(
+        identity.get("requester"), dict) else None
+    if isinstance(upn, str) and upn and upn != row["principal"]:
+        row["principal_name"] = upn  # (who the object id is: what a reviewer reads)
     if identity is not None and not isinstance(identity, dict) and notes is not None:
         notes.append(f"{at}: identity is not an object ({_preview(identity)}): who made the request is not "
                      "read (principal empty, principal_type unknown)")
