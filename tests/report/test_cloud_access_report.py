@@ -215,3 +215,23 @@ def test_a_linked_read_another_principal_made_is_said_up_top_and_a_missing_princ
     assert f2["other_client_links"] == [] and f2["no_principals"] is False
     # no access logs at all: no principals to miss
     assert S.findings(_sessions(), cloud_case["calls"], cloud_case["quarantine"])["no_principals"] is False
+
+
+def test_a_records_documents_set_aside_records_are_named_as_records():
+    """An Azure {"records": [...]} log is one line: "2 lines of 1 Azure Storage log set aside
+    (odd.json:3, 4)" named lines the file does not have."""
+    import pandas as pd
+
+    q = pd.DataFrame({"source_file": ["cloud/odd.json", "cloud/odd.json", "cloud/PT1H.json"],
+                      "line_no": [3, 4, 7], "kind": ["invalid"] * 3, "loader": ["azure.storage"] * 3,
+                      "error": ["record 3: storage log record without a time", "record 4: x", "y"]})
+    inputs = [{"path": "cloud/odd.json", "records": 2, "numbered": "record"}, {"path": "cloud/PT1H.json", "records": 9}]
+    losses = S.cloud_log_losses(q, inputs)
+    assert [(x["lines"], x["records"]) for x in losses] == [([], [3, 4]), ([7], [])]
+    assert S.cloud_loss_words(losses[:1], markup=False) == [
+        "2 records of 1 Azure Storage log set aside: the requests in them are not counted (odd.json records 3, 4)"]
+    assert S.cloud_loss_words(losses, markup=False) == [
+        "3 entries of 2 Azure Storage logs set aside: the requests in them are not counted "
+        "(odd.json records 3, 4, PT1H.json:7)"]
+    assert S.cloud_loss_words(losses[1:], markup=False) == [
+        "1 line of 1 Azure Storage log set aside: the requests on it are not counted (PT1H.json:7)"]

@@ -387,12 +387,28 @@ def cloud_log_losses(quarantine: pd.DataFrame | None, inputs: Sequence[Mapping] 
     out = []
     for (f, log), g in q.groupby(["source_file", "loader"], sort=False, dropna=False):
         lines = [int(x) for x in g["line_no"].dropna()] if "line_no" in g.columns else []
+        # a record of a whole-file JSON document that parsed but could not be used is numbered
+        # by record, its error saying so ("record 3: …"); a damaged stretch by its line
+        errs = g["error"].tolist() if "error" in g.columns else [None] * len(g)
+        nums = g["line_no"].tolist() if "line_no" in g.columns else [None] * len(g)
+        recs = [int(n) for n, e in zip(nums, errs)
+                if not _isna(n) and isinstance(e, str) and e.startswith(f"record {int(n)}: ")]
         n_read = records.get(str(f))
         out.append({"log": str(log), "file": str(f), "set_aside": int(len(g)),
                     "kinds": {str(k): int(v) for k, v in g["kind"].value_counts(sort=False).items()},
-                    "lines": lines,
+                    "lines": [x for x in lines if x not in recs], "records": recs,
                     "unread": (n_read == 0) if n_read is not None else len(lines) == 0})
     return out
+
+
+def _where_words(lines: list[int], records: list[int]) -> str:
+    """``:3, 5`` (lines), `` record 2, 4`` (records of a whole-file JSON document), both, or
+    ``""``; at most five numbers each."""
+    def nums(xs: list[int]) -> str:
+        return ", ".join(map(str, xs[:5])) + (" …" if len(xs) > 5 else "")
+
+    return (f":{nums(lines)}" if lines else "") + (f"{',' if lines else ''} record{'s' if len(records) > 1 else ''} "
+                                                  f"{nums(records)}" if records else "")
 
 
 def cloud_loss_words(losses: Sequence[Mapping], *, markup: bool = True) -> list[str]:
@@ -418,12 +434,16 @@ def cloud_loss_words(losses: Sequence[Mapping], *, markup: bool = True) -> list[
                         f"{'it holds are' if len(group) == 1 else 'they hold are'} not counted")
             else:
                 n = sum(x["set_aside"] for x in group)
-                named = [code(PurePosixPath(x["file"]).name + (":" + ", ".join(map(str, x["lines"][:5]))
-                                                               + (" …" if len(x["lines"]) > 5 else "")
-                                                               if x["lines"] else "")) for x in group]
+                # a whole-file JSON document (an Azure {"records": […]}, a JSON array) numbers its
+                # records, not its lines: "name record 3, 4", never "name:3, 4"
+                named = [code(PurePosixPath(x["file"]).name + _where_words(x["lines"], x.get("records") or []))
+                         for x in group]
                 if unit == "line":
-                    head = (f"{_count(n, unit)} of {_count(len(group), label)} set aside: the requests on "
-                            f"{'it' if n == 1 else 'them'} are not counted")
+                    n_rec = sum(len(x.get("records") or []) for x in group)
+                    what = "record" if n_rec == n else "line" if not n_rec else None
+                    head = (f"{_count(n, what) if what else f'{n:,} ' + ('entry' if n == 1 else 'entries')} of "
+                            f"{_count(len(group), label)} set aside: the requests "
+                            f"{'on' if what == 'line' else 'in'} {'it' if n == 1 else 'them'} are not counted")
                 else:  # a delivery file is one document: how many records a damaged stretch held is not known
                     head = (f"{_count(len(group), label)} read only in part ({n:,} quarantine "
                             f"{'entry' if n == 1 else 'entries'}): the requests in what was set aside are not "
