@@ -7,7 +7,7 @@ import pytest
 
 import replaybook
 from replaybook.errors import InputError
-from replaybook.frames import CALLS
+from replaybook.frames import ACCESS, CALLS
 from replaybook.redact import MASK
 from replaybook.replay import OutsideDataRoot, ReplayPlan, file_digest, preview, resolve_in_root
 
@@ -299,3 +299,43 @@ def test_a_json_file_holding_one_object_is_shown_as_text_and_a_damaged_parquet_s
     (tmp_path / "broken.parquet").write_bytes(b"PAR1\x00\x01\x02garbage")
     pv = preview(tmp_path, "broken.parquet")
     assert pv.kind == "binary" and pv.text.startswith("binary file, 14 bytes: could not read as a table (ArrowInvalid")
+
+
+def test_a_later_storage_write_to_what_the_agent_read_is_named_with_who_made_it(tmp_path):
+    """The ledger the agent read was rewritten in storage by a person 20 minutes later: the
+    report's "What the agent reached" said only that sizes differed, never that the cloud's own
+    log holds that write, by whom."""
+    import shutil
+
+    import replaybook
+    from replaybook.replay import StorageWrites, as_now_caveat
+    from replaybook.report import sections as S
+
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+    shutil.copytree(demo, tmp_path / "demo")
+    inc = replaybook.Incident.load(tmp_path / "demo" / "incident.yaml")
+    c = inc.calls[(inc.calls["decision"] == "allow") & inc.calls["object"].astype("string").str.startswith("demo/")
+                  .fillna(False)].sort_values("ts").iloc[0]
+    obj, read_at = str(c["object"]), c["ts"]
+    offset = inc.access_join.offset_s
+    uri = "s3://acme-data/" + obj
+    write = {"ts": read_at + pd.Timedelta(minutes=20) + pd.Timedelta(seconds=offset), "source": "aws.cloudtrail",
+             "principal": "arn:aws:iam::123456789012:user/j.doe", "action": "write", "action_raw": "PutObject",
+             "resource_uri": uri, "outcome": "allowed", "source_file": "/x/trail.json", "line_no": 4}
+    before = dict(write, ts=read_at - pd.Timedelta(minutes=5), line_no=3)
+    denied = dict(write, ts=read_at + pd.Timedelta(minutes=1), outcome="denied", line_no=5)
+    access = pd.concat([inc.access, ACCESS.build([before, denied, write])], ignore_index=True)
+    w = StorageWrites(access, inc.manifest["storage_map"], offset)
+    got = w.after(obj, read_at)
+    assert got is not None and got[1:] == ("arn:aws:iam::123456789012:user/j.doe", "PutObject", "trail.json:4")
+    assert got[0] == read_at + pd.Timedelta(minutes=20)
+    assert w.after(obj, read_at + pd.Timedelta(minutes=30)) is None
+    assert w.after("reference/other.csv", read_at) is None
+    said = as_now_caveat(tool=c["tool"], storage_write=got, none_if_plain=True)
+    when = (read_at + pd.Timedelta(minutes=20)).strftime("%H:%M:%S.%f")[:-3]
+    assert ("the storage's own log holds a later PutObject of it by arn:aws:iam::123456789012:user/j.doe at "
+            f"{when} UTC (door clock), trail.json:4, so it has likely changed since this call.") in said
+    reached = S.reached_objects(inc.calls, inc.data_root, storage_writes=w)
+    note = next(r["note"] for r in reached.rows if r["object"] == obj)
+    assert "later PutObject of it by arn:aws:iam::123456789012:user/j.doe" in note
+    assert all("PutObject" not in (r["note"] or "") for r in reached.rows if r["object"] != obj)

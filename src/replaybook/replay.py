@@ -59,6 +59,7 @@ __all__ = [
     "WRITE_VERBS",
     "writes",
     "LaterWrites",
+    "StorageWrites",
     "as_now_caveat",
     "evidence_preview",
     "kept_or_now",
@@ -134,16 +135,70 @@ class LaterWrites:
         return got
 
 
+class StorageWrites:
+    """The writes and deletes the cloud's own logs hold on the storage an object maps to, to ask
+    which one came after a given time — whoever made it (a person's edit, a pipeline's reload, the
+    agent through another path): what shows the object changed after the agent read it, where no
+    door call wrote to it.
+
+    Args:
+        access: an :data:`~replaybook.frames.ACCESS` frame (``ts`` UTC, ``action``,
+            ``resource_uri``, ``outcome``, ``principal``, ``principal_name``, ``action_raw``,
+            ``source_file``, ``line_no``); only ``write``/``delete`` rows storage allowed count.
+        storage_map: the incident's ``storage_map`` (door object → storage URI,
+            :func:`replaybook.access_join.map_object`).
+        offset_s: the cloud's clock minus the door's, seconds
+            (:attr:`replaybook.access_join.AccessJoinResult.offset_s`): taken off each request's
+            time before it is compared with a call's.
+    """
+
+    def __init__(self, access: pd.DataFrame | None, storage_map: dict | None, offset_s: float = 0.0):
+        self._map = storage_map or {}
+        self._by_uri: dict[str, list[tuple]] = {}
+        if access is None or not len(access) or not self._map:
+            return
+        a = access[access["action"].astype("string").isin(["write", "delete"]).fillna(False).to_numpy(bool)
+                   & (access["outcome"].astype("string") == "allowed").fillna(False).to_numpy(bool)
+                   & access["ts"].notna().to_numpy(bool) & access["resource_uri"].notna().to_numpy(bool)]
+        shift = pd.Timedelta(seconds=float(offset_s or 0.0))
+        name = a["principal_name"] if "principal_name" in a.columns else pd.Series([None] * len(a), index=a.index)
+        for ts, uri, who, nm, op, f, ln in zip(a["ts"], a["resource_uri"], a["principal"], name, a["action_raw"],
+                                               a["source_file"], a["line_no"]):
+            shown = (None if _na(who) else str(who)) if _na(nm) else (str(nm) if _na(who) else f"{who} ({nm})")
+            where = None if _na(f) else f"{os.path.basename(str(f))}" + ("" if _na(ln) else f":{int(ln)}")
+            self._by_uri.setdefault(str(uri), []).append(
+                (pd.Timestamp(ts) - shift, shown, None if _na(op) else str(op), where))
+        for v in self._by_uri.values():
+            v.sort(key=lambda w: w[0])
+
+    def after(self, obj, ts) -> tuple | None:
+        """The first allowed storage write or delete on ``obj``'s storage URI strictly after
+        ``ts`` (the door's clock): ``(ts on the door's clock, principal shown, operation,
+        file:line)``, or ``None`` (also when ``obj`` maps to no URI)."""
+        if obj is None or _na(obj) or ts is None or _na(ts) or not self._by_uri:
+            return None
+        from .access_join import map_object
+
+        uri = map_object(str(obj), self._map)
+        ws = self._by_uri.get(uri) if uri else None
+        if not ws:
+            return None
+        i = bisect.bisect_right([w[0] for w in ws], pd.Timestamp(ts))
+        return ws[i] if i < len(ws) else None
+
+
 def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: tuple | None = None,
                   door_session: str | None = None, kind: str = "text", damaged: str | None = None,
-                  none_if_plain: bool = False) -> str | None:
+                  none_if_plain: bool = False, storage_write: tuple | None = None) -> str | None:
     """What a preview of a call's object must say about when the file is from (plain text).
 
     Always: the file is shown as it is now, not as the call read it (or, for a write, as it is
     now, after it).  Then, plainly, what shows it has changed since: ``later_write`` (from
     :meth:`LaterWrites.after`: ``the agent's update_deployment_rule call #2 wrote to it at
     14:00:40.300 UTC``, naming its session when it is not ``door_session``), and the size the
-    door logged for the call (``bytes``) against ``size_now`` (bytes on disk) when they differ.
+    door logged for the call (``bytes``) against ``size_now`` (bytes on disk) when they differ,
+    and ``storage_write`` (from :meth:`StorageWrites.after`: the cloud's log holds a write to its
+    storage after the call, by whom and where it is logged).
     The door's ``bytes`` is the size of the answer, compared for a file (``kind`` ``text``,
     ``table`` or ``binary``, as :func:`preview` found it; not a folder).  For a text file and a
     tool that reads its object whole (``read_…``, ``get_…``, ``cat``…), a different size says the
@@ -173,6 +228,13 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
         when = pd.Timestamp(wts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3]
         parts.append(f"a later call wrote to it ({wtool} #{wseq}{where} at {when} UTC)"
                      + ("" if said_changed else ", so it has changed since this call"))
+        said_changed = True
+    if storage_write is not None:
+        sts, who, op, at = storage_write
+        when = pd.Timestamp(sts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3]
+        parts.append(f"the storage's own log holds a later {op or 'write'} of it"
+                     f"{f' by {who}' if who else ''} at {when} UTC (door clock){f', {at}' if at else ''}"
+                     + ("" if said_changed else ", so it has likely changed since this call"))
     if none_if_plain and len(parts) == 1 and not damaged:
         return None
     return (f"{damaged[:1].upper()}{damaged[1:]}. " if damaged else "") + "; ".join(parts) + "."

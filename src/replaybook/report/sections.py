@@ -1817,7 +1817,7 @@ class ReachedObjects:
 
 
 def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 100,
-                    max_rows: int = 10) -> ReachedObjects | None:
+                    max_rows: int = 10, storage_writes: Any = None) -> ReachedObjects | None:
     """Open, once, each object an allowed door call reached (first reached first; at most
     ``max_objects``) read-only inside ``data_root`` (:func:`replaybook.replay.preview`, secrets
     redacted): its size, its rows where the file says (Parquet, SAS, Stata, JSON), its columns,
@@ -1825,7 +1825,8 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
     ``max_rows`` rows or lines.  Refused calls open nothing.  ``None`` without a data root.
     Its ``note`` says what shows the file changed since the first call that reached it, as the
     workbook's preview of that call does (:func:`replaybook.replay.as_now_caveat`: the size the
-    door logged, a later write among ``calls``).
+    door logged, a later write among ``calls``, and, given ``storage_writes``
+    (:class:`replaybook.replay.StorageWrites`), a later write in the cloud's own log).
     What :func:`objects_section` shows and the header's alarm about copies that disagree read."""
     from ..replay import LaterWrites, as_now_caveat, file_digest, preview, resolve_in_root
 
@@ -1851,7 +1852,8 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         first = g.iloc[0]
         changed = None if pv.kind not in ("table", "text", "binary", "folder") else as_now_caveat(
             tool=first["tool"], logged_bytes=first.get("bytes"), size_now=pv.size, kind=pv.kind,
-            later_write=later.after(obj, first["ts"]), door_session=first["door_session"], none_if_plain=True)
+            later_write=later.after(obj, first["ts"]), door_session=first["door_session"], none_if_plain=True,
+            storage_write=None if storage_writes is None else storage_writes.after(obj, first["ts"]))
         cols = None
         if pv.kind == "table" and pv.table is not None:
             column_sets[str(obj)] = tuple(map(str, pv.table.columns))
