@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["package_schema", "first_error", "first_error_at"]
+__all__ = ["package_schema", "first_error", "first_error_at", "key_error"]
 
 
 @lru_cache(maxsize=None)
@@ -64,3 +64,37 @@ def first_error(schema: dict, obj: Any, *, formats: bool = True) -> str | None:
         return None
     path, message = found
     return f"at {'/'.join(str(p) for p in path) or '(top level)'}: {message}"
+
+
+def key_error(err: Any) -> tuple[list, str] | None:
+    """A misspelt or unknown key behind a ``required`` or ``additionalProperties`` error (a
+    ``jsonschema`` ``ValidationError``) as ``(where, words)``: ``where`` is the path of the key
+    as written (so its line can be found), ``words`` say which key is unknown and, when one is
+    close, which it was meant to be (``"'operation_id' is a required property; unknown key
+    'operaton_id' (did you mean 'operation_id'?)"``).  ``None`` for any other error, or a missing key with
+    no unknown key beside it (the mapping's own path then places it)."""
+    import difflib
+    import re
+
+    inst = err.instance
+    if not isinstance(inst, dict) or err.validator not in ("required", "additionalProperties"):
+        return None
+    props = err.schema.get("properties") or {}
+    patterns = list(err.schema.get("patternProperties") or {})
+    unknown = [k for k in inst if isinstance(k, str) and k not in props
+               and not any(re.search(pat, k) for pat in patterns)]
+    if not unknown:
+        return None
+    here = list(err.absolute_path)
+    missing = [k for k in err.schema.get("required") or () if k not in inst]
+    if err.validator == "required":
+        for key in unknown:  # the unknown key that is a spelling of the missing one
+            near = difflib.get_close_matches(key, missing, n=1)
+            if near:
+                return here + [key], f"{err.message}; unknown key {key!r} (did you mean {near[0]!r}?)"
+        return None
+    key = unknown[0]
+    near = difflib.get_close_matches(key, missing, n=1) or difflib.get_close_matches(
+        key, [k for k in props if k not in inst], n=1)
+    return here + [key], f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else
+                                                   f"; it takes {', '.join(props)}")

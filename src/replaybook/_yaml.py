@@ -4,7 +4,8 @@ PyYAML's safe loader keeps the *last* of a key written twice in one mapping, so 
 ``rules:`` block appended to a rules file, or a second ``transcripts:`` block in a manifest,
 silently replaces the first.  :func:`load` refuses that instead (:class:`DuplicateKeyError`,
 with both lines); merge keys (``<<: *anchor``) are not duplicates.  Everything else is
-``yaml.safe_load``.
+``yaml.safe_load``.  :func:`line_at` finds the line of a field a schema error names (in YAML,
+or in JSON: a JSON text is read as YAML to find it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DuplicateKeyError", "load"]
+__all__ = ["DuplicateKeyError", "load", "line_at"]
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
@@ -56,3 +57,32 @@ def load(stream: str | bytes) -> Any:
         yaml.YAMLError: not YAML (as ``yaml.safe_load``).
     """
     return yaml.load(stream, Loader=_UniqueKeyLoader)  # (safe: SafeLoader's constructors)
+
+
+def line_at(text: str | bytes, where: list) -> int | None:
+    """The 1-based line of the node at ``where`` (mapping keys and list indexes from the top, as
+    a schema error's path gives them): for a mapping key, the line the key is written on; for a
+    list item, the item's first line; for ``[]``, the top node's first line.  When the path
+    leaves the document early, the line of the deepest node found on the way; ``None`` when
+    the text cannot be read as YAML (JSON records are read as YAML here: their lines are the
+    same).
+    """
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for step in where:
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(step)), None)
+            if found is None:
+                break
+            line, node = found[0].start_mark.line + 1, found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+            node = node.value[step]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line

@@ -56,24 +56,9 @@ def _elsewhere_message(key: str, what: str, found: list[str]) -> str:
 
 def _line_at(raw: bytes, where: list) -> int | None:
     """The 1-based manifest line of the node at ``where`` (keys and list indexes from the top,
-    as a schema error's path gives them), or of the deepest node on the way to it."""
-    try:
-        node = yaml.compose(raw, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
-    line = None
-    for step in where:
-        if isinstance(node, yaml.MappingNode):
-            found = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(step)), None)
-            if found is None:
-                break
-            line, node = found[0].start_mark.line + 1, found[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
-            node = node.value[step]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
+    as a schema error's path gives them), or of the deepest node on the way to it
+    (:func:`replaybook._yaml.line_at`)."""
+    return _yaml.line_at(raw, where) if where else None
 
 
 def load_manifest(path: str | Path) -> dict:

@@ -403,10 +403,22 @@ def test_two_entries_with_one_call_id_are_refused(capsule_dir):
 
 @pytest.mark.parametrize("change, message, line", [
     (lambda t: t.replace("capsule_version: 1", "capsule_version: 2"), "at capsule_version: 1 was expected", 2),
-    (lambda t: t.replace("operation_id: op-example-913\n", ""), "'operation_id' is a required property", None),
+    # a missing key: the line of the mapping that lacks it (the top one starts on line 2)
+    (lambda t: t.replace("operation_id: op-example-913\n", ""), "'operation_id' is a required property", 2),
     (lambda t: t + "operation_id: op-other\n", "key 'operation_id' is written twice (lines 3 and 95)", 95),
-    (lambda t: t[:t.index("completeness: complete")], "'completeness' is a required property", None),
+    (lambda t: t[:t.index("completeness: complete")], "'completeness' is a required property", 2),
     (lambda t: t.replace("effect: read", "effect: reed", 1), "at tool_evidence/0/effect", 48),
+    # a misspelt key: its own line, and the key it was meant to be (the schema alone said only
+    # what was missing, at no line)
+    (lambda t: t.replace("operation_id:", "operaton_id:"),
+     "at (top level): 'operation_id' is a required property; unknown key 'operaton_id' (did you mean "
+     "'operation_id'?)", 3),
+    (lambda t: t.replace("evidence_store:", "evidence_stor:"),
+     "at (top level): unknown key 'evidence_stor' (did you mean 'evidence_store'?)", 4),
+    (lambda t: t.replace("  principal:", "  principl:", 1),
+     "at authority: unknown key 'principl' (did you mean 'principal'?)", 28),
+    (lambda t: t.replace("  model: claude", "  modle: claude", 1),
+     "at model: 'model' is a required property; unknown key 'modle' (did you mean 'model'?)", 17),
 ])
 def test_a_bad_manifest_is_refused_naming_file_and_line(capsule_dir, change, message, line):
     p = capsule_dir / "capsule.yaml"

@@ -172,8 +172,45 @@ def test_a_run_record_field_of_the_wrong_type_is_bad_input_naming_it(tmp_path, f
         at = at[int(k) if k.isdigit() else k]
     at[last] = value
     p = tmp_path / "bad.json"
-    p.write_text(json.dumps(rec))
+    text = json.dumps(rec, indent=1)  # as replaybook writes records: the error names the field's line
+    p.write_text(text)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.strip().startswith(f'"{last}": {json.dumps(value)}'))
     for cmd in (("diff", DEMO / "runs" / "incident.json", p), ("checkpoints", p)):
         r = run(*cmd)
         assert r.exit_code == 2, r.output
-        assert f"{p}: not a replaybook-run/1 record at {field}:" in r.output
+        assert f"{p}:{line}: not a replaybook-run/1 record at {field}:" in r.output
+
+
+@pytest.mark.parametrize("edit, message, key", [
+    (lambda t: t.replace('"checkpoints":', '"checkpionts":'),
+     "at (top level): 'checkpoints' is a required property; unknown key 'checkpionts' (did you mean "
+     "'checkpoints'?)", '"checkpionts":'),
+    (lambda t: t.replace('"status": "completed"', '"statuz": "completed"', 1),
+     "at (top level): 'status' is a required property; unknown key 'statuz' (did you mean 'status'?)",
+     '"statuz":'),
+])
+def test_a_misspelt_run_record_key_is_named_with_its_line(tmp_path, edit, message, key):
+    """A run record's errors name file and line like capsule.yaml's, and the key meant."""
+    text = edit((DEMO / "runs" / "live.json").read_text())
+    p = tmp_path / "live.json"
+    p.write_text(text)
+    line = text[:text.index(key)].count("\n") + 1
+    assert line > 1
+    r = run("checkpoints", p)
+    assert r.exit_code == 2, r.output
+    assert f"{p}:{line}: not a replaybook-run/1 record {message}" in r.output
+
+
+def test_a_run_record_lacking_a_checkpoint_field_names_the_checkpoint_line(tmp_path):
+    rec = json.loads((DEMO / "runs" / "live.json").read_text())
+    del rec["checkpoints"][1]["status"]
+    text = json.dumps(rec, indent=1)
+    p = tmp_path / "live.json"
+    p.write_text(text)
+    # the second checkpoint's opening brace: the object that lacks the key
+    at = text.index('"checkpoints": [')
+    second = text.index("  {", text.index("  {", at) + 1)
+    r = run("checkpoints", p)
+    assert r.exit_code == 2, r.output
+    assert (f"{p}:{text[:second].count(chr(10)) + 1}: not a replaybook-run/1 record at checkpoints/1: "
+            "'status' is a required property") in r.output

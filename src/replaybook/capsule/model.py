@@ -57,6 +57,7 @@ import jsonschema
 import yaml
 
 from .. import _yaml
+from .._schema import key_error
 from .errors import CapsuleFormatError
 
 __all__ = [
@@ -152,8 +153,9 @@ def validate_capsule(data: Any, path: str | Path | None = None) -> None:
     err = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise _Invalid(f"capsule does not match capsule.v1 at {where}: {err.message}", path,
-                       list(err.absolute_path))
+        key = key_error(err)  # a misspelt key: its own line, and the key it was meant to be
+        at, words = key if key is not None else (list(err.absolute_path), err.message)
+        raise _Invalid(f"capsule does not match capsule.v1 at {where}: {words}", path, at)
     seen: dict[str, int] = {}
     for i, ev in enumerate(data["tool_evidence"]):
         first = seen.setdefault(ev["call_id"], i)
@@ -432,27 +434,12 @@ def load_capsule(path: str | Path) -> Capsule:
     try:
         return Capsule.from_dict(data, p.resolve())
     except _Invalid as exc:
-        line = _line_of(text, prefix + exc.where) if exc.where else None
+        # the offending key's line, or the line of the mapping that lacks a required key
+        line = _yaml.line_at(text, prefix + exc.where)
         cut = "" if exc.where or text.endswith("\n") else " (the file ends mid-line: was it cut short?)"
         raise CapsuleFormatError(exc.message + cut, p, line) from None
     except RecursionError:
         raise CapsuleFormatError("capsule is nested too deeply to read", p) from None
-
-
-def _line_of(text: str, where: list) -> int | None:
-    """The 1-based line of the YAML node at ``where`` (mapping keys, sequence indexes), or ``None``."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        for part in where:
-            if isinstance(node, yaml.MappingNode):
-                node = next(v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(part))
-            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-                node = node.value[part]
-            else:
-                return None
-        return node.start_mark.line + 1
-    except (yaml.YAMLError, StopIteration, IndexError, RecursionError):
-        return None
 
 
 _READ_PREFIXES = ("get", "list", "read", "describe", "query", "search", "fetch", "show", "status", "find",

@@ -30,6 +30,8 @@ from typing import Any
 
 import jsonschema
 
+from .. import _yaml
+from .._schema import key_error
 from .checkpoints import CHECKPOINT_KINDS, CHECKPOINT_STATUSES, Checkpoint, checkpoints_frame
 from .errors import CapsuleFormatError
 from .store import EvidenceStore
@@ -193,12 +195,14 @@ def load_run(path: str | Path) -> RunRecord:
 
     Raises:
         CapsuleFormatError: unreadable, not JSON (or nested too deeply to read), an object that
-            writes a key twice, or not a run record (names the field: a checkpoint digest must be
-            ``sha256:<64 lowercase hex>``, the spelling the diff compares).
+            writes a key twice, or not a run record (names the field and its line, and for an
+            unknown key beside a missing one the key it was meant to be: a checkpoint digest must
+            be ``sha256:<64 lowercase hex>``, the spelling the diff compares).
     """
     p = Path(path)
     try:
-        d: Any = json.loads(p.read_text("utf-8"), object_pairs_hook=_unique_keys)
+        text = p.read_text("utf-8")
+        d: Any = json.loads(text, object_pairs_hook=_unique_keys)
     except _DuplicateKey as exc:
         raise CapsuleFormatError(f"run record writes key {exc.args[0]!r} twice in one object: JSON readers keep "
                                  "either one, so which the record means is not known", p) from None
@@ -212,5 +216,8 @@ def load_run(path: str | Path) -> RunRecord:
     err = jsonschema.exceptions.best_match(validator.iter_errors(d))
     if err is not None:
         where = "/".join(str(x) for x in err.absolute_path) or "(top level)"
-        raise CapsuleFormatError(f"not a {RUN_FORMAT} record at {where}: {err.message}", p)
+        key = key_error(err)  # a misspelt key: its own line, and the key it was meant to be
+        at, words = key if key is not None else (list(err.absolute_path), err.message)
+        # the line of the offending field, or of the object that lacks a required one
+        raise CapsuleFormatError(f"not a {RUN_FORMAT} record at {where}: {words}", p, _yaml.line_at(text, at))
     return RunRecord.from_dict(d, p.resolve())
