@@ -153,6 +153,82 @@ def test_a_capsule_without_all_three_runs_shows_its_inventory_and_what_is_missin
     assert sec.missing == ["incident", "forensic", "live"] and len(sec.inventory) > 0
 
 
+def _capsule_copy(tmp_path) -> Path:
+    """A writable copy of data/capsule-demo (transcripts, door logs, capsule, runs, manifest)."""
+    import shutil
+
+    demo = ROOT / "data" / "capsule-demo"
+    for part in ("transcripts", "door", "capsule", "runs"):
+        shutil.copytree(demo / part, tmp_path / part)
+    shutil.copy(demo / "incident.yaml", tmp_path / "incident.yaml")
+    return tmp_path / "incident.yaml"
+
+
+@pytest.mark.parametrize("old, new, where", [
+    ("live: runs/live.json", "live: runs/lve.json", "capsule: runs: live: 'runs/lve.json' does not exist"),
+    ("path: capsule/capsule.yaml", "path: capsule/capsul.yaml",
+     "capsule: path: 'capsule/capsul.yaml' does not exist"),
+])
+def test_a_missing_capsule_or_run_file_is_said_before_loading_with_its_manifest_line(tmp_path, old, new, where):
+    # found only once the notebook had run ~10 s, with no manifest line ("capsule: /…/lve.json
+    # does not exist (no report written: the notebook stopped in cell 18)")
+    m = _capsule_copy(tmp_path)
+    text = m.read_text().replace(old, new)
+    m.write_text(text)
+    inc = replaybook.Incident.load(m)  # (capsule build loads an incident before its capsule exists)
+    with pytest.raises(ManifestError) as e:
+        inc.check_inputs()  # what `replaybook report` runs before a kernel starts
+    assert e.value.message == f"{where} (looked for {tmp_path / new.split(': ')[1]})"
+    assert (e.value.path, e.value.line_no) == (str(m), text[:text.index(new)].count("\n") + 1)
+
+
+def test_a_malformed_run_record_is_refused_before_the_report_runs(tmp_path):
+    from replaybook.capsule.errors import CapsuleFormatError
+
+    m = _capsule_copy(tmp_path)
+    p = tmp_path / "runs" / "forensic.json"
+    text = p.read_text().replace('"checkpoints":', '"checkpionts":')
+    p.write_text(text)
+    inc = replaybook.Incident.load(m)  # (the file is there: reading it is check_inputs' part)
+    with pytest.raises(CapsuleFormatError, match="unknown key 'checkpionts'") as e:
+        inc.check_inputs()
+    assert (e.value.path, e.value.line_no) == (str(p), text[:text.index('"checkpionts"')].count("\n") + 1)
+
+
+def test_the_capsules_files_are_inputs_with_their_sha256(tmp_path):
+    # the Replay capsule section is built from them, yet Inputs and the .sha256 file had listed
+    # none: sha256sum -c could not show the replay evidence intact
+    import hashlib
+    import os
+
+    from replaybook.capsule.model import load_capsule
+    from replaybook.report.checksums import checksum_entries
+
+    m = _capsule_copy(tmp_path)
+    inc = replaybook.Incident.load(m)
+    cap = [r for r in inc.inputs if str(r["format"] or "").startswith("capsule")]
+    refs = load_capsule(tmp_path / "capsule")
+    digests = [ev.response_digest for ev in refs.tool_evidence if ev.response_digest]
+    assert [(r["path"], r["format"]) for r in cap[:4]] == [
+        ("capsule/capsule.yaml", "capsule manifest"), ("runs/incident.json", "capsule run record"),
+        ("runs/forensic.json", "capsule run record"), ("runs/live.json", "capsule run record")]
+    assert [r["note"] for r in cap[1:4]] == ["the incident run", "the forensic run", "the live run"]
+    objs = {r["path"]: r for r in cap[4:]}
+    assert all(r["format"] == "capsule evidence object" for r in objs.values())
+    for d in digests:  # every captured response, by its path in the store
+        assert f"capsule/evidence/sha256/{d.removeprefix('sha256:')}" in objs
+    sums = dict(checksum_entries(inc.inputs))
+    for path in ["capsule/capsule.yaml", "runs/live.json", *objs]:
+        assert sums[path] == hashlib.sha256((tmp_path / path).read_bytes()).hexdigest()
+    # an object the store lacks: listed with a note, no SHA-256 (nothing to check)
+    gone = f"capsule/evidence/sha256/{digests[0].removeprefix('sha256:')}"
+    os.chmod(tmp_path / gone, 0o644)
+    (tmp_path / gone).unlink()
+    row = next(r for r in replaybook.Incident.load(m).inputs if r["path"] == gone)
+    assert row["sha256"] is None and row["note"].endswith("not in the evidence store")
+    assert gone not in dict(checksum_entries(replaybook.Incident.load(m).inputs))
+
+
 def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
     import shutil
 

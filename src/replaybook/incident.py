@@ -246,7 +246,8 @@ class Incident:
 
         Raises:
             ManifestError: see :func:`load_manifest`; also when a named path matches nothing, or
-                ``data_root`` is not a folder.
+                ``data_root`` is not a folder.  (The capsule's files are checked by
+                :meth:`check_inputs`: ``capsule build`` loads an incident before its capsule exists.)
         """
         p = Path(path)
         if p.is_dir():
@@ -319,8 +320,11 @@ class Incident:
 
         Raises:
             ManifestError: a ``{path, format}`` format yields another frame, a file's content
-                belongs in another list (the same message as when loading), or a file the
-                manifest names on its own (not by a glob or folder) is in no known format.
+                belongs in another list (the same message as when loading), a file the
+                manifest names on its own (not by a glob or folder) is in no known format, or a
+                file the manifest's ``capsule`` names does not exist (with the line naming it).
+            CapsuleFormatError: the capsule's ``capsule.yaml`` or a run record the manifest
+                names is malformed (file and line named).
         """
         from .loading import MIN_CONFIDENCE, _walk
 
@@ -367,6 +371,15 @@ class Incident:
                     raise ManifestError(_elsewhere_message(key, what, elsewhere), self.shown,
                                         self._line_of_entry(key, Path(first_elsewhere)))
             self._check_entries_hold(kind)
+        # the capsule's files: a missing one with its manifest line, a malformed one with its own
+        named = self._capsule_paths()
+        if named is not None:  # read now (a few small files), or the notebook stops on them minutes in
+            from .capsule.model import load_capsule
+            from .capsule.runs import load_run
+
+            load_capsule(named[0])
+            for run in named[1].values():
+                load_run(run)
         return warnings
 
     def _line_of_entry(self, key: str, f: Path) -> int | None:
@@ -525,10 +538,18 @@ class Incident:
         loader read beside an input (a sub-agent's ``agent-<id>.meta.json``) is evidence as
         well: its row follows that input's, with ``side_of`` (the input's path, written as
         ``path``), so the report lists it and its ``.sha256`` file checks it.  The replay packet's
-        files come last (:meth:`packet_inputs`): the report's packet section is built from them.
+        files come next (:meth:`packet_inputs`): the report's packet section is built from them;
+        then the replay capsule's (:meth:`capsule_inputs`), which its section is built from.
 
         Raises:
-            ManifestError: a file the manifest's ``packet`` names does not exist."""
+            ManifestError: a file the manifest's ``packet`` or ``capsule`` names does not exist.
+            CapsuleFormatError: the capsule's ``capsule.yaml`` is malformed."""
+        return self.loaded_inputs() + self.packet_inputs() + self.capsule_inputs()
+
+    def loaded_inputs(self) -> list[dict]:
+        """:attr:`inputs` without the replay packet's and capsule's files: the manifest, then
+        the files its ``transcripts``, ``door`` and ``access`` lists name, with their side files
+        (``capsule build`` reads the door logs here, before the capsule it writes exists)."""
         from ._jsonl import file_info
 
         data = self.path.read_bytes()
@@ -543,7 +564,6 @@ class Incident:
                 for side in r.get("side_files") or ():
                     out.append(dict(side, path=self._shown(side["path"]), side_of=self._shown(side["side_of"]),
                                     read_nothing=False))
-        out.extend(self.packet_inputs())
         return out
 
     def _packet_paths(self) -> tuple[Path, Path | None] | None:
@@ -602,6 +622,62 @@ class Incident:
                     out.append({"path": shown, "sha256": None, "bytes": None, "lines": None, "format": None,
                                 "note": "a folder inside the packet's stored outputs: not read",
                                 "read_nothing": False})
+        return out
+
+    def capsule_inputs(self) -> list[dict]:
+        """The replay capsule's files as :attr:`inputs` rows (``[]`` without a capsule): its
+        ``capsule.yaml`` (format ``capsule manifest``), the run records the manifest names
+        (``capsule run record``, note: the run's role), and every evidence object
+        ``capsule.yaml`` references that verification re-hashes (``capsule evidence object``,
+        note: what it is, e.g. ``call toolu_…``), each with ``path`` (relative to the manifest's
+        folder, else absolute), ``sha256`` (of the bytes on disk), ``bytes``, ``lines`` and
+        ``note``.  An object the store lacks, or a link leading out of the store (never read), is
+        listed with a note and no SHA-256; a damaged one with the SHA-256 of its bytes and a note.
+        Objects of the store that ``capsule.yaml`` does not reference (another capsule's) are not
+        this capsule's evidence and are left out.
+
+        Raises:
+            ManifestError: a file the manifest's ``capsule`` names does not exist.
+            CapsuleFormatError: ``capsule.yaml`` is malformed.
+        """
+        from ._jsonl import file_info
+        from .capsule.model import load_capsule
+        from .capsule.verify import verify_capsule
+
+        named = self._capsule_paths()
+        if named is None:
+            return []
+        cap_path, runs = named
+
+        def row(p: Path, fmt: str, note: str | None = None) -> dict:
+            data = p.read_bytes()
+            return dict(file_info(p, len(data), data, fmt), path=self._shown(str(p.resolve())), note=note,
+                        read_nothing=False)
+
+        out = [row(cap_path, "capsule manifest")]
+        out.extend(row(p, "capsule run record", f"the {role} run") for role, p in runs.items())
+        cap = load_capsule(cap_path)
+        store = cap.store()
+        objects = verify_capsule(cap, store).objects
+        seen: set[str] = set()
+        for r in objects.itertuples(index=False):
+            if r.what == "unreferenced" or r.digest in seen:
+                continue
+            seen.add(r.digest)
+            p = store.path(r.digest)
+            shown = self._shown(str(p))
+            if r.status == "outside":
+                out.append({"path": shown, "sha256": None, "bytes": None, "lines": None,
+                            "format": "capsule evidence object", "read_nothing": False,
+                            "note": f"{r.what}: a link out of the evidence store ({store.outside(r.digest)}): "
+                                    "not read, not this capsule's evidence"})
+            elif r.status == "missing" or not p.is_file():
+                out.append({"path": shown, "sha256": None, "bytes": None, "lines": None,
+                            "format": "capsule evidence object", "read_nothing": False,
+                            "note": f"{r.what}: not in the evidence store"})
+            else:
+                out.append(row(p, "capsule evidence object", r.what if r.status == "ok" else
+                               f"{r.what}: does not hash to its recorded digest {r.digest}"))
         return out
 
     def _input_row(self, r: dict, rows: dict, set_aside: dict) -> dict:
@@ -675,6 +751,27 @@ class Incident:
         """The manifest names a replay capsule."""
         return bool(self.manifest.get("capsule"))
 
+    def _capsule_paths(self) -> tuple[Path, dict[str, Path]] | None:
+        """The capsule's ``capsule.yaml`` and its run records (``{role: path}``, in the
+        manifest's order) as the manifest names them, or ``None`` without a capsule.
+
+        Raises:
+            ManifestError: a named file does not exist or is not a file (with the manifest line
+                that names it)."""
+        spec = self.manifest.get("capsule")
+        if not spec:
+            return None
+        cap = Path(os.path.normpath(self.root / spec["path"]))
+        runs = {k: Path(os.path.normpath(self.root / v)) for k, v in (spec.get("runs") or {}).items()}
+        for where, given, p in [(["capsule", "path"], spec["path"], cap),
+                                *((["capsule", "runs", k], spec["runs"][k], q) for k, q in runs.items())]:
+            if p.is_file() or (p.is_dir() and where[-1] == "path" and (p / "capsule.yaml").is_file()):
+                continue
+            what = "does not exist" if not p.exists() else "is not a file"
+            raise ManifestError(f"{': '.join(where)}: {given!r} {what} (looked for {p})", self.shown,
+                                _line_at(self.path.read_bytes(), where))
+        return (cap / "capsule.yaml" if cap.is_dir() else cap), runs
+
     def capsule_section(self):
         """The capsule's review section (:class:`~replaybook.capsule.report.CapsuleSection`, or
         :class:`~replaybook.capsule.report.InventorySection` without all three runs):
@@ -690,11 +787,7 @@ class Incident:
         from .capsule.report import review_section
         from .capsule.runs import load_run
 
-        cap = self.root / spec["path"]
-        runs = {k: self.root / v for k, v in (spec.get("runs") or {}).items()}
-        for p in [cap, *runs.values()]:
-            if not p.exists():
-                raise ManifestError(f"capsule: {p} does not exist", self.shown)
+        cap, runs = self._capsule_paths()
         if set(runs) != {"incident", "forensic", "live"}:  # what is there, and what a verdict still needs
             from .capsule.report import inventory_section
 

@@ -470,7 +470,7 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
         principal = str(agents[0]) if len(agents) == 1 else None
 
     logs = []
-    for i, info in enumerate(x for x in inc.inputs if x["format"] == "door"):
+    for i, info in enumerate(x for x in inc.loaded_inputs() if x["format"] == "door"):
         p = Path(info["path"])
         p = p if p.is_absolute() else inc.root / p
         logs.append({"digest": store.put_file(p), "ref": evidence_ref(op, f"door-log.{i + 1}")})
