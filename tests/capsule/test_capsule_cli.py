@@ -66,6 +66,8 @@ def test_verdict_block():
                                "  live_verdict: diverged at checkpoint 12\n")
     assert "  first_divergence: service_catalogue.response\n" in r.output
     assert "  reviewer_decision: incident_explained_by_service_catalogue_drift\n" in r.output
+    assert "Suggested decision: incident_explained_by_service_catalogue_drift — the forensic replay" in r.stderr
+    assert "Suggested decision" not in r.stdout  # (stdout stays the YAML blocks)
 
 
 def test_integrity_failure_exits_3_and_names_the_call(committed_capsule_copy):

@@ -94,6 +94,33 @@ def test_review_section_blocks(demo, runs):
     html = sec.html()
     assert html.startswith('<div class="rb-section"><h2>Replay capsule</h2>')
     assert "incident_explained_by_service_catalogue_drift" in html and 'class="rb-refused"' in html
+    # the decision said in words, with why: it had stood as a bare name in a YAML block
+    said = ("Suggested decision: incident_explained_by_service_catalogue_drift — the forensic replay reproduces "
+            "the incident and today's live run diverged at checkpoint 12: what changed there explains the incident "
+            "(see First divergence). The reviewer confirms or replaces it as capsule.reviewer_decision in the "
+            "incident's manifest.")
+    assert sec.decision == said and html.index(said.replace("'", "&#x27;")) < html.index("replay_verdict:")
+
+
+def test_the_decision_in_words_says_why_for_each_rule(demo, runs):
+    from replaybook.capsule.report import decision_words
+
+    sec = review_section(demo / "capsule", runs["incident"], runs["forensic"], runs["live"],
+                         reviewer_decision="confirmed")
+    assert sec.decision == "Reviewer's decision: confirmed (capsule.reviewer_decision in the incident's manifest)."
+    base = sec.verdict["replay_verdict"]
+
+    def words(**kw):
+        return decision_words({"replay_verdict": {**base, "reviewer_decision": "x", **kw}}, ["a file is missing"],
+                              given=False)
+
+    assert "the capsule is not complete (a file is missing): a replay from it cannot stand for the incident" in words(
+        capsule_complete=False)
+    assert "the run diverged at checkpoint 3: the capsule does not re-derive" in words(forensic_verdict="diverged at checkpoint 3")
+    assert "cannot be compared with the incident run (not re-derivable)" in words(forensic_verdict="not re-derivable")
+    assert "today's live run cannot be compared" in words(live_verdict="not re-derivable")
+    assert "both reach the incident's decision" in words(live_verdict="reproduced", reviewer_decision="incident_reproduces_today")
+    assert "runs incident, forensic were made from another capsule.yaml" in words(runs_from_another_capsule=["incident", "forensic"])
 
 
 def test_reviewer_decision_can_be_given_and_suggestions_never_merge_verdicts(demo, runs):

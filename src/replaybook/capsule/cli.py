@@ -312,3 +312,4 @@ def verdict_cmd(ctx: click.Context, capsule_path: str, incident: str, forensic: 
         click.echo(json.dumps(blocks, indent=2, ensure_ascii=False))
     else:
         click.echo(to_yaml(blocks), nl=False)
+        click.echo(sec.decision, err=True)  # (the decision in words, with why: stdout stays the blocks)

@@ -26,7 +26,7 @@ from .runs import RunRecord
 from .verify import VerifyReport, verify_capsule
 
 __all__ = ["side_by_side", "side_by_side_styler", "replay_verdict", "replay_results", "divergence_record",
-           "suggest_reviewer_decision", "foreign_runs", "to_yaml", "CapsuleSection", "review_section",
+           "suggest_reviewer_decision", "decision_words", "foreign_runs", "to_yaml", "CapsuleSection", "review_section",
            "InventorySection", "inventory_section", "RUN_ROLES"]
 
 #: the three runs a verdict compares, in order
@@ -134,6 +134,36 @@ def suggest_reviewer_decision(capsule_complete: bool, forensic: RunDiff, live: R
     return f"incident_explained_by_{live.classification}"
 
 
+def decision_words(verdict: dict, reasons: list[str], *, given: bool) -> str:
+    """The ``reviewer_decision`` of a ``replay_verdict`` block in one plain sentence, with why
+    (:func:`suggest_reviewer_decision`'s rule, from the block's own fields), for a reader who
+    does not know the decisions' names: whether the reviewer ``given`` it or it is suggested."""
+    v = verdict["replay_verdict"]
+    d = v["reviewer_decision"]
+    if given:
+        return f"Reviewer's decision: {d} (capsule.reviewer_decision in the incident's manifest)."
+    fv, lv = str(v["forensic_verdict"]), str(v["live_verdict"])
+    if v.get("runs_from_another_capsule"):
+        why = ("runs " + ", ".join(v["runs_from_another_capsule"]) + " were made from another capsule.yaml than "
+               "this one, so their comparison says nothing of this capsule")
+    elif not v["capsule_complete"]:
+        why = ("the capsule is not complete" + (f" ({'; '.join(reasons)})" if reasons else "")
+               + f": a replay from it cannot stand for the incident, whatever it shows (forensic: {fv}; live: {lv})")
+    elif fv.startswith("not re-derivable") or fv == "not_re_derivable":
+        why = f"the forensic replay cannot be compared with the incident run ({fv})"
+    elif fv.startswith("diverged"):
+        why = f"replayed from the captured responses alone, the run {fv}: the capsule does not re-derive the incident"
+    elif lv.startswith("not re-derivable") or lv == "not_re_derivable":
+        why = f"the forensic replay reproduces the incident, but today's live run cannot be compared ({lv})"
+    elif d == "incident_reproduces_today":
+        why = "the forensic replay and today's live run both reach the incident's decision"
+    else:
+        why = (f"the forensic replay reproduces the incident and today's live run {lv}: what changed there "
+               "explains the incident (see First divergence)")
+    return (f"Suggested decision: {d} — {why}. The reviewer confirms or replaces it as capsule.reviewer_decision "
+            "in the incident's manifest.")
+
+
 def _reproduced(d: RunDiff) -> bool | None:
     return None if d.verdict == "not_re_derivable" else d.decision_reproduced
 
@@ -226,6 +256,8 @@ class CapsuleSection:
     divergence: dict | None
     divergence_yaml: str
     side_by_side: pd.DataFrame
+    #: the decision in a sentence, with why (:func:`decision_words`)
+    decision: str = ""
 
     def html(self) -> str:
         """A self-contained HTML fragment (``rb-section`` classes; every value escaped)."""
@@ -245,7 +277,9 @@ class CapsuleSection:
         reasons = "".join(f"<li>{html.escape(x)}</li>" for x in self.reasons)
         return (
             '<div class="rb-section"><h2>Replay capsule</h2>'
-            f"<h3>Verdict</h3>{pre(self.verdict_yaml)}{pre(to_yaml(self.results))}"
+            f"<h3>Verdict</h3>"
+            + (f'<p class="rb-note">{html.escape(self.decision)}</p>' if self.decision else "")
+            + f"{pre(self.verdict_yaml)}{pre(to_yaml(self.results))}"
             f"<h3>Inventory (completeness: {html.escape(self.completeness)})</h3>"
             + self.inventory.to_html(index=False, classes="rb-table", escape=True, border=0)
             + (f"<ul>{reasons}</ul>" if reasons else "")
@@ -274,7 +308,8 @@ def review_section(capsule: Capsule | str | Path, incident: RunRecord, forensic:
         verdict=verdict, verdict_yaml=to_yaml(verdict), results=replay_results(fd, ld),
         inventory=report.inventory, completeness=report.completeness, reasons=reasons,
         divergence=div, divergence_yaml="" if div is None else to_yaml(div),
-        side_by_side=side_by_side({incident.run: incident, forensic.run: forensic, live.run: live}, incident.run))
+        side_by_side=side_by_side({incident.run: incident, forensic.run: forensic, live.run: live}, incident.run),
+        decision=decision_words(verdict, reasons, given=bool(reviewer_decision)))
 
 
 @dataclass
