@@ -62,6 +62,7 @@ __all__ = [
     "StorageWrites",
     "as_now_caveat",
     "evidence_preview",
+    "kept_text",
     "kept_or_now",
 ]
 
@@ -269,8 +270,22 @@ def evidence_preview(store, digest, obj: str | None, *, max_lines: int = 40, max
     import json
 
     data = store.get(str(digest))
-    raw = data[:max_bytes].decode("utf-8", "replace")
-    text = raw
+    text = kept_text(data, max_bytes)
+    text = "\n".join(text[:max_bytes].splitlines()[:max_lines])
+    red, fired = redact_text(text)
+    short = str(digest)[:19] + "…"
+    return Preview("text", "" if obj is None else str(obj), text=red, size=len(data), redactions=fired,
+                   source="evidence",
+                   caveat=f"The response the door kept for this call ({short}, in {where}): what the call got, "
+                          "not the file as it is now.")
+
+def kept_text(data: bytes, max_bytes: int | None = None) -> str:
+    """The text of a kept MCP response (the bytes a door kept under ``response_digest``): its
+    ``result``'s text blocks joined with newlines, as a client shows them to the model; the JSON
+    itself (its first ``max_bytes``, decoded) when it has none.  Not redacted."""
+    import json
+
+    text = (data if max_bytes is None else data[:max_bytes]).decode("utf-8", "replace")
     try:
         doc = json.loads(data)
     except ValueError:
@@ -279,13 +294,8 @@ def evidence_preview(store, digest, obj: str | None, *, max_lines: int = 40, max
         texts = [b.get("text") for b in doc["content"] if isinstance(b, dict) and isinstance(b.get("text"), str)]
         if texts:
             text = "\n".join(texts)
-    text = "\n".join(text[:max_bytes].splitlines()[:max_lines])
-    red, fired = redact_text(text)
-    short = str(digest)[:19] + "…"
-    return Preview("text", "" if obj is None else str(obj), text=red, size=len(data), redactions=fired,
-                   source="evidence",
-                   caveat=f"The response the door kept for this call ({short}, in {where}): what the call got, "
-                          "not the file as it is now.")
+    return text
+
 
 def kept_or_now(data_root, obj, *, tool=None, logged_bytes=None, later_write=None, door_session=None,
                 evidence=None, response_digest=None, evidence_where: str = "the evidence store") -> "Preview":

@@ -1413,3 +1413,48 @@ def test_a_sub_agents_step_is_named_as_its_own_in_what_each_call_reached(frames)
     # without a sub-agent's step among them: plain numbers, as before
     h = S.session_calls(frames[1], frames[2], "s1", steps=frames[0])
     assert "sub-agent" not in h
+
+
+def test_the_response_the_door_kept_is_set_beside_what_the_transcript_recorded(tmp_path):
+    # the report showed only the transcript's record of what the agent got back; the capsule's
+    # store holds the door's own copy of each response, which the workbook showed and the
+    # report did not — nor whether the two agree
+    import shutil
+
+    import replaybook
+    from replaybook.views.session import evidence_store
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "capsule-demo"
+    shutil.copytree(demo, tmp_path / "cd")
+    inc = replaybook.Incident.load(tmp_path / "cd" / "incident.yaml")
+    store = evidence_store(inc)[0]
+    res = inc.join
+    s = res.sessions["door_session"].iloc[0]
+
+    def kept_column(steps, calls=inc.calls):
+        h = S.session_calls(calls, res.pairs, s, steps=steps, evidence=store)
+        heads = re.findall(r"<th[^>]*>(.*?)</th>", h)
+        assert heads[-1] == "response the door kept"
+        rows = [re.findall(r"<td[^>]*>(.*?)</td>", r, re.S) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", h, re.S)[1:]]
+        return [re.sub("<[^>]+>", "", r[-1]) for r in rows]
+
+    col = kept_column(inc.steps)
+    assert [c.split("{")[0] for c in col] == ["kept · same as the transcript"] * 4
+    assert "«redacted»" in col[0] and all("sha256:" in c for c in col)  # shown redacted, compared as kept
+    # the transcript's record edited: said to differ
+    steps = inc.steps.copy()
+    i = steps.index[steps["kind"].eq("tool_call") & steps["result_text"].notna()][1]
+    steps.loc[i, "result_text"] = '{"owner": "someone-else"}'
+    assert sum(c.startswith("kept · differs from the transcript") for c in kept_column(steps)) == 1
+    # a digest the store lacks, and an object whose bytes no longer hash to its digest
+    calls = inc.calls.copy()
+    first = calls.index[(calls["door_session"] == s) & calls["response_digest"].notna()]
+    calls.loc[first[0], "response_digest"] = "sha256:" + "0" * 64
+    col = kept_column(inc.steps, calls)
+    assert col[0] == "not kept (the store lacks it)"
+    victim = store.path(str(inc.calls.loc[first[1], "response_digest"]))
+    victim.chmod(0o644)
+    victim.write_bytes(b'{"tampered": true}')
+    assert kept_column(inc.steps)[1].startswith("damaged:")
+    # without a store: no such column
+    assert "response the door kept" not in S.session_calls(inc.calls, res.pairs, s, steps=inc.steps)

@@ -261,6 +261,43 @@ def result_cell(text: Any, is_error: Any = None) -> str:
             f'<pre class="rb-result">{esc(s, RESULT_LIMIT)}</pre></details>')
 
 
+def kept_cell(evidence: Any, digest: Any, obj: Any, transcript_text: Any, compare: bool = True) -> str:
+    """The response the door kept for a call (``digest`` in ``evidence``), as table-cell markup:
+    "—" with no digest; "not kept" when the store lacks it; "damaged" (the bytes no longer hash
+    to the digest); else "kept", its first characters behind a click, and, with the transcript's
+    record of what the agent got back (``transcript_text``, the step's ``result_text``: at most
+    :data:`~replaybook._text.TEXT_LIMIT` characters), whether the two agree — "same as the
+    transcript", "the transcript's text is its start" (a long result, cut in the frame),
+    or "differs from the transcript" (an edited transcript, or a client that showed the agent
+    something else)."""
+    from ..capsule.errors import CapsuleError
+    from ..replay import evidence_preview, kept_text
+
+    if _isna(digest):
+        return "—"
+    try:
+        pv = evidence_preview(evidence, str(digest), None if _isna(obj) else str(obj), max_bytes=1 << 20)
+        full = kept_text(evidence.get(str(digest))).strip() if pv is not None else ""
+    except (CapsuleError, OSError) as exc:
+        return f'<span class="rb-decision-deny">damaged</span>: {esc(str(exc), 200)}'
+    if pv is None:
+        return '<span class="rb-note">not kept</span> (the store lacks it)'
+    shown = (pv.text or "").strip()  # (secrets redacted: what the page shows; compared unredacted)
+    said = ""
+    if compare and not _isna(transcript_text):
+        t = str(transcript_text).strip()
+        kept = full
+        if t == kept:
+            said = "same as the transcript"
+        elif len(t) >= 200 and kept.startswith(t.rstrip("…").rstrip()):
+            said = "the transcript's text is its start"
+        else:
+            said = '<span class="rb-decision-deny">differs from the transcript</span>'
+    head = "kept" + (f" · {said}" if said else "")
+    return (f'<details><summary>{head}</summary><pre class="rb-result">{esc(shown, RESULT_LIMIT)}</pre>'
+            f'<p class="rb-note">{esc(str(digest))}</p></details>')
+
+
 def table(
     df: pd.DataFrame,
     columns: Sequence[tuple[str, str, str]],
@@ -1400,13 +1437,16 @@ def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd
 
 def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session: str, *,
                   steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS,
-                  quarantine: pd.DataFrame | None = None) -> str:
+                  quarantine: pd.DataFrame | None = None, evidence: Any = None) -> str:
     """What one door session's calls reached, in time order (then ``seq``): time, tool, object,
     decision, rule, rows, bytes, the error the door logged, arguments, the seq of the transcript
     step the join matched to each call ("—" when none) and what that step got back, as the
     transcript recorded it (:func:`result_cell`).  Each line of the session's log files that
     ``quarantine`` (``source_file`` as the loaders wrote it, as in ``calls``) set aside is a row
-    of its own, decision "set aside", before the first call read from a later line."""
+    of its own, decision "set aside", before the first call read from a later line.  With
+    ``evidence`` (the capsule's :class:`~replaybook.capsule.store.EvidenceStore`:
+    :func:`replaybook.views.session.evidence_store`), a column says whether the door kept each
+    call's response and whether the transcript's record of it agrees (:func:`kept_cell`)."""
     # in time order: a door that restarted numbers its calls from 1 again, and by number its two
     # runs interleave (the number is still the first column)
     c = _with_rows(calls, calls["door_session"] == door_session).sort_values(
@@ -1436,6 +1476,10 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
             ("got_back", "what the agent got back", "html")]
     if "approval" in c.columns and c["approval"].notna().any():  # a rule asked the user: their answer
         cols.insert(6, ("approval", "the user, asked", "text"))
+    if evidence is not None and "response_digest" in c.columns and c["response_digest"].notna().any():
+        texts = c["step_result"] if "step_result" in c.columns else [None] * len(c)
+        c["kept"] = [kept_cell(evidence, d, o, t) for d, o, t in zip(c["response_digest"], c["object"], texts)]
+        cols.append(("kept", "response the door kept", "html"))
     agent = c["agent"].dropna().iloc[0] if len(c) and c["agent"].notna().any() else None
     sub = _count(len(c), "call") + (f", agent {agent}" if agent is not None else "")
     shared = c["seq"].value_counts()
@@ -1462,7 +1506,8 @@ MAX_SESSIONS = 50
 
 def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions: pd.DataFrame | None = None, *,
                       steps: pd.DataFrame | None = None, max_rows: int = MAX_ROWS,
-                      quarantine: pd.DataFrame | None = None, max_sessions: int = MAX_SESSIONS) -> str:
+                      quarantine: pd.DataFrame | None = None, max_sessions: int = MAX_SESSIONS,
+                      evidence: Any = None) -> str:
     """:func:`session_calls` for every door session (in ``sessions`` order when given), each with
     the lines of its files ``quarantine`` set aside.  Above ``max_sessions`` sessions, those with
     a transcript come first, then those with a refused call; the first ``max_sessions`` are
@@ -1486,7 +1531,8 @@ def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions:
                 .agg(agent=("agent", "first"), calls=("seq", "size"), refused=("refused", "sum"),
                      first=("ts", "min"), last=("ts", "max"))
                 .reindex(more).reset_index())
-    parts = [session_calls(calls, pairs, s, steps=steps, max_rows=max_rows, quarantine=quarantine) for s in order]
+    parts = [session_calls(calls, pairs, s, steps=steps, max_rows=max_rows, quarantine=quarantine, evidence=evidence)
+             for s in order]
     intro = ("<p>Per door session, every call in the door's order: what it reached (object), what the door "
              "decided and returned, the transcript tool call the join matched it to and what the agent got back, "
              "as its transcript recorded it (a long result opens on a click, ▶). Refused calls are "
