@@ -339,3 +339,25 @@ def test_a_whole_small_file_is_sniffed_to_its_last_line(name):
     doc = json.dumps(rec, indent=2).encode()
     assert registry.get(name).sniff(doc) >= 0.9
     assert registry.get(name).sniff(doc + b"\n" + doc) >= 0.9
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+@pytest.mark.parametrize("other", [4, 9, 18])
+def test_one_record_among_a_few_lines_of_another_kind_is_not_claimed(tmp_path, name, other):
+    # the first rule let one record and up to 18 lines of prose be claimed (0.95 × (0.5 + 0.5/N)
+    # stayed above 0.5): a line of another kind counts against the format, a cut record does not
+    good = _good_lines(name)
+    prose = b"".join(b"a line of plain text, not a log record %d\n" % i for i in range(other))
+    assert registry.get(name).sniff(good[0] + b"\n" + prose) < 0.5
+    assert registry.get(name).sniff(prose + good[0] + b"\n") < 0.5
+
+
+def test_s3_cut_lines_are_told_from_lines_of_another_kind():
+    good = _good_lines("aws.s3_access")
+    sniff = registry.get("aws.s3_access").sniff
+    owner = good[1].split(b" ")[0]
+    assert sniff(good[0] + b"\r\n" + owner + b"\r\n") >= 0.5  # CRLF, cut after the owner id
+    assert sniff(owner[:40] + b"\n" + good[0] + b"\n") >= 0.5  # cut inside the owner id
+    # sha256sum's lines (a hash, two spaces, a name) are another kind, not cut S3 lines
+    sums = b"".join(hashlib.sha256(b"%d" % i).hexdigest().encode() + b"  file%d.csv\n" % i for i in range(6))
+    assert sniff(sums + good[0] + b"\n") < 0.5

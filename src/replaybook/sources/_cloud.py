@@ -257,15 +257,37 @@ def sniff_lines(sample: bytes) -> bytes:
     return sample
 
 
-def line_share(ok: int, parsed: int, seen: int) -> float:
-    """A JSON Lines sniffer's share: ``ok`` of the ``parsed`` JSON objects among ``seen``
-    non-blank lines are records of the format, lowered as lines that are not JSON at all grow
-    (× 0.5 … 1): a damaged or unfinished line is neither for the format nor against it, so a
-    file of one record and one cut line is still that format's (0.75), where junk with one
-    matching line among 50 is not (0.51 × …).  ``0.0`` without any object."""
-    if not parsed or not seen:
+def line_share(ok: int, parsed: int, seen: int, damaged: int = 0) -> float:
+    """A line-based sniffer's share: ``ok`` records of the format among ``parsed`` lines that
+    read as records (JSON objects), ``damaged`` lines that start like one and do not read (a
+    cut or damaged record: neither for the format nor against it, but a little doubt) and the
+    other ``seen - parsed - damaged`` non-blank lines, of another kind, which count against:
+    ``ok / (parsed + other) × (0.75 … 1)``.  One record and a cut line: 0.875; one record among
+    nine lines of prose: 0.1.  ``0.0`` without any record."""
+    other = max(seen - parsed - damaged, 0)
+    if not parsed or not ok:
         return 0.0
-    return ok / parsed * (0.5 + 0.5 * parsed / seen)
+    return ok / (parsed + other) * (0.75 + 0.25 * parsed / (parsed + damaged))
+
+
+def damaged_json_lines(sample: bytes, objects: int, seen: int, limit: int = 50) -> int:
+    """How many of the first ``limit`` non-blank lines of ``sample`` start like a JSON object
+    (``{``) but are not one of the ``objects`` the sample's lines read as (a record cut or
+    damaged), for :func:`line_share`; ``0`` when every one of the ``seen`` lines (or
+    pretty-printed documents, :func:`~replaybook._jsonl.sample_objects`) read as an object."""
+    if objects >= seen:
+        return 0
+    braces = 0
+    seen = 0
+    for raw in sample.split(b"\n"):
+        raw = raw.strip()
+        if not raw:
+            continue
+        seen += 1
+        if seen > limit:
+            break
+        braces += raw[:1] == b"{"
+    return max(braces - objects, 0)
 
 
 def looks_binary(data: bytes) -> bool:

@@ -103,6 +103,7 @@ from ._cloud import (
     new_row,
     redact_text,
     redact_url,
+    damaged_json_lines,
     line_share,
     sniff_lines,
     to_int,
@@ -478,7 +479,7 @@ def sniff(sample: bytes) -> float:
                  str(o.get("category", "")).startswith("Storage")
                  or "/microsoft.storage/" in str(o.get("resourceId", "")).lower()))
              or {"TimeGenerated", "OperationName", "AccountName"} <= o.keys())
-    return 0.95 * line_share(ok, len(objects), seen)
+    return 0.95 * line_share(ok, len(objects), seen, damaged_json_lines(sniff_lines(s), len(objects), seen))
 
 
 register(Source(

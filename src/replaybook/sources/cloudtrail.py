@@ -91,6 +91,7 @@ from ._cloud import (
     new_row,
     path_uri,
     role_session_name,
+    damaged_json_lines,
     line_share,
     sniff_lines,
     to_int,
@@ -425,7 +426,7 @@ def sniff(sample: bytes) -> float:
              or {"EventName", "EventTime", "EventSource"} <= o.keys()
              or (isinstance(o.get("detail"), dict) and "eventName" in o["detail"] and "detail-type" in o)
              or {"eventTime", "eventName", "eventSource"} <= o.keys())
-    return 0.95 * line_share(ok, len(objects), seen)
+    return 0.95 * line_share(ok, len(objects), seen, damaged_json_lines(sniff_lines(s), len(objects), seen))
 
 
 register(Source(

@@ -77,6 +77,7 @@ from ._cloud import (
     load_each,
     new_row,
     path_uri,
+    damaged_json_lines,
     line_share,
     sniff_lines,
     to_int,
@@ -347,7 +348,8 @@ def sniff(sample: bytes) -> float:
             ok += 1
             if isinstance(o.get("protoPayload"), dict) and "AuditLog" in str(o["protoPayload"].get("@type", "")):
                 audit += 1
-    return (0.95 if audit else 0.5) * line_share(ok, len(objects), seen)
+    return (0.95 if audit else 0.5) * line_share(ok, len(objects), seen,
+                                                 damaged_json_lines(sniff_lines(s), len(objects), seen))
 
 
 register(Source(

@@ -142,7 +142,7 @@ _MONTHS = {m: i for i, m in enumerate(
 _SNIFF = re.compile(rb"^\S+ \S+ \[\d{1,2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] \S+ \S+ \S+ "
                     rb"[A-Z0-9_]+\.[A-Z0-9_]+(?:\.[A-Z0-9_]+)* \S+ (?:-|\")")
 #: the start of a line that a cut or damage left short of :data:`_SNIFF`: a canonical owner id
-_OWNER_START = re.compile(rb"^[0-9a-f]{64}(?: |$)")
+_OWNER_START = re.compile(rb"^(?:[0-9a-f]{1,64}|[0-9a-f]{64} [^ ].*)$")  # (a sha256sum line has two spaces)
 _TAIL_TOKEN = re.compile(r'"[^"]*"|[^ "]+')
 _CANONICAL_ID = re.compile(r"^[0-9a-f]{64}$")
 
@@ -464,6 +464,7 @@ def sniff(sample: bytes) -> float:
     for nor against (:func:`~._cloud.line_share`): one record and a cut line is still a log."""
     seen = ok = cut = 0
     for raw in sniff_lines(sample).split(b"\n")[:50]:
+        raw = raw.rstrip(b"\r")
         if not raw.strip():
             continue
         seen += 1
@@ -471,7 +472,7 @@ def sniff(sample: bytes) -> float:
             ok += 1
         elif _OWNER_START.match(raw):
             cut += 1
-    return 0.95 * line_share(ok, seen - cut, seen)
+    return 0.95 * line_share(ok, ok, seen, cut)
 
 
 register(Source(
