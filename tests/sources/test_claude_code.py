@@ -760,3 +760,38 @@ def test_in_a_chain_of_resumes_each_file_names_the_transcript_it_goes_on_from(tm
     assert [by_file[x].get("resumes") for x in (a, b, c)] == [None, a, b]
     assert [by_file[x].get("duplicates") for x in (a, b, c)] == [0, 2, 4]
     assert resumptions(res.frame)[c] == b  # the join's own reading agrees
+
+
+def _resume_world(tmp_path):
+    """A ← B ← C (each resuming the last, copying all its lines), and D resuming both A and X
+    (A's lines, then X's, then its own)."""
+    ids = {k: "%s-0000-4000-8000-%012d" % (k * 8, i) for i, k in enumerate("abcdx")}
+
+    def own(k, parent):
+        return [user(f"{k}-u1", f"prompt {k}", sessionId=ids[k], parentUuid=parent),
+                assistant(f"{k}-a1", f"msg_{k}", f"req_{k}", [{"type": "text", "text": k}], {"output_tokens": 1},
+                          sessionId=ids[k], parentUuid=f"{k}-u1")]
+    a, x = own("a", None), own("x", None)
+    b = a + own("b", "a-a1")
+    c = b + own("c", "b-a1")
+    d = a + x + own("d", "x-a1")
+    return ids, {k: write_jsonl(tmp_path / f"{ids[k]}.jsonl", v) for k, v in
+                 (("a", a), ("b", b), ("c", c), ("d", d), ("x", x))}
+
+
+def test_resumed_files_keep_each_transcript_whatever_order_they_are_named_in(tmp_path, monkeypatch):
+    # named C, B, A (or as a folder sorts random session ids), the chain's first file lost its
+    # transcript to the one that resumed it last; a file resuming two sessions took one of them
+    import itertools
+
+    from test_claude_fast_equiv import assert_same
+
+    ids, paths = _resume_world(tmp_path)
+    want = {ids[k]: 2 for k in "abcdx"}
+    resumes = {ids["b"]: ids["a"], ids["c"]: ids["b"], ids["d"]: ids["x"]}
+    for perm in itertools.permutations([paths[k] for k in "abcdx"]):
+        res = load_claude_code(list(perm))
+        got = res.frame.groupby(res.frame["transcript_id"].astype(str)).size().to_dict()
+        assert got == want, [p.stem[:1] for p in perm]
+        assert {Path(i["path"]).stem: i.get("resumes") for i in res.inputs if i.get("resumes")} == resumes
+    assert_same(list(reversed([paths[k] for k in "abcdx"])), monkeypatch)

@@ -309,40 +309,72 @@ def _mark_resumes(res: LoadResult) -> None:
 
 
 def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
-    """The files reordered so that a session's own file comes before the file resuming it, or
-    ``None`` when no file needs to move.
+    """The files reordered so that each session's own file comes before every file resuming it,
+    or ``None`` when no file needs to move.
 
     A resumed session's file starts with copies of the earlier session's lines, and the first
     place of a uuid keeps the line: named first (a folder sorts by the random session ids), the
     resumed file had taken every line of the session it resumed, whose transcript then vanished
-    from the frame — and its door session had no transcript to be joined to.  A file ``F`` is
-    such an original when none of its lines was kept and another file of the load *starts* with
-    copies of all of its uuid lines, in order, and goes on: ``F`` then moves before that file and the load
-    runs again, so the copies are the resumed file's whichever order the files were named in.
-    Files that merely share lines (an identical copy, lines pasted from several files) stay as
-    they were named."""
+    from the frame — and its door session had no transcript to be joined to.  A file ``F``
+    whose lines were all taken by another file must come before each file ``G`` that holds all
+    of ``F``'s uuid lines, in order, as one block, and goes on after it (``G`` resumed ``F``:
+    in a chain C ← B ← A, C starts with A's lines then B's; a file resuming two sessions holds
+    both blocks).  The files concerned — those holding copies, and the files holding their
+    lines first — are put in an order that keeps every such rule (and otherwise the named
+    order) in the places they were named at, so the copies are each resumed file's whichever
+    order the files were named in; one reload follows.  Files that merely share lines (an
+    identical copy) stay as they were named."""
     dup = {str(i.get("path")) for i in res.inputs if i.get("duplicates")}
     if not dup or not len(res.frame):
         return None
     kept = set(res.frame["source_file"].astype(str))
     first_file = dict(zip(res.frame["uuid"].astype(object), res.frame["source_file"].astype(str)))
-    before: dict[str, str] = {}  # original → the file resuming it
-    for f in files:
-        name = str(f)
-        if name not in dup or name in kept:
-            continue
-        mine = _line_uuids(name)
-        g = first_file.get(mine[0]) if mine else None
-        if g is not None and g != name:
-            theirs = _line_uuids(g, len(mine) + 1)
-            if len(theirs) > len(mine) and theirs[:len(mine)] == mine:  # (it goes on: it resumed this one)
-                before[name] = g
-    if not before:
+    names = [str(f) for f in files]
+    lost = [n for n in names if n in dup and n not in kept]
+    if not lost:
         return None
-    out = [f for f in files if str(f) not in before]
-    for name, g in before.items():
-        at = next(i for i, f in enumerate(out) if str(f) == g)
-        out.insert(at, next(f for f in files if str(f) == name))
+    lists: dict[str, list] = {}
+    todo = [n for n in names if n in dup]
+    while todo:  # the files with copies and, transitively, the files that hold their lines first
+        n = todo.pop()
+        if n in lists:
+            continue
+        lists[n] = _line_uuids(n)
+        for u in lists[n]:
+            g = first_file.get(u)
+            if g is not None and g not in lists and g in names:
+                todo.append(g)
+    involved = [n for n in names if n in lists]
+
+    def resumed_by(f: str, g: str) -> bool:  # g holds f's lines as one block, and goes on
+        mine, theirs = lists[f], lists[g]
+        if not mine or len(theirs) <= len(mine):
+            return False
+        try:
+            i = theirs.index(mine[0])
+        except ValueError:
+            return False
+        return theirs[i:i + len(mine)] == mine
+
+    after = {n: {g for g in involved if g != n and resumed_by(n, g)} for n in involved}
+    before_count = {n: sum(n in after[m] for m in involved) for n in involved}
+    order: list[str] = []
+    ready = [n for n in involved if not before_count[n]]
+    while ready:  # (no cycle: each rule puts a shorter list first) the named order among the free
+        ready.sort(key=names.index)
+        n = ready.pop(0)
+        order.append(n)
+        for g in after[n]:
+            before_count[g] -= 1
+            if not before_count[g]:
+                ready.append(g)
+    if order == involved:
+        return None
+    slots = [i for i, n in enumerate(names) if n in lists]
+    out = list(files)
+    by_name = {str(f): f for f in files}
+    for i, n in zip(slots, order):
+        out[i] = by_name[n]
     return out
 
 
