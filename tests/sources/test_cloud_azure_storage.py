@@ -277,3 +277,30 @@ def test_a_well_formed_record_has_no_note(tmp_path):
     p.write_text(json.dumps(_oauth_record([])) + "\n")
     res = load_azure_storage(p)
     assert len(res.frame) == 1 and "notes" not in res.inputs[0]
+
+
+def test_a_log_analytics_array_and_a_records_document_per_line_are_read(tmp_path):
+    # a Log Analytics export as a JSON array was "not recognised"; a file of one
+    # {"records": [...]} document per line loaded nothing ("not an Azure resource log record")
+    from replaybook.sources import registry
+
+    row = {"TimeGenerated": "2026-09-13T10:00:21.5Z", "AccountName": "acmedata", "OperationName": "GetBlob",
+           "StatusCode": "200", "StatusText": "Success", "CorrelationId": "la-1",
+           "Uri": "https://acmedata.blob.core.windows.net/demo-data/x.csv", "RequesterObjectId": SP,
+           "RequesterUpn": "bob@acme.example", "AuthenticationType": "OAuth"}
+    p = tmp_path / "export.json"
+    p.write_text(json.dumps([row, dict(row, CorrelationId="la-2")]))
+    src, conf = registry.sniff_file(p)
+    assert src.name == "azure.storage" and conf >= 0.5
+    f = load_azure_storage(p).frame
+    assert f["request_id"].tolist() == ["la-1", "la-2"] and f["principal_name"].tolist() == ["bob@acme.example"] * 2
+    rec = {"time": "2026-09-13T10:00:05Z", "category": "StorageRead", "operationName": "GetBlob",
+           "statusCode": 200, "statusText": "Success", "uri": "https://acmedata.blob.core.windows.net/demo-data/a.csv"}
+    q = tmp_path / "PT1H.json"
+    q.write_text(json.dumps({"records": [dict(rec, correlationId="r-1"), "junk", dict(rec, correlationId="r-2")]})
+                 + "\n" + json.dumps({"records": [dict(rec, correlationId="r-3")]}) + "\n")
+    res = load_azure_storage(q)
+    assert sorted(res.frame["request_id"]) == ["r-1", "r-2", "r-3"]
+    assert res.frame.set_index("request_id")["line_no"].to_dict() == {"r-1": 1, "r-2": 1, "r-3": 2}
+    assert res.quarantine["error"].tolist() == ["line 1 record 2: not a JSON object (str)"]
+    assert res.quarantine["line_no"].tolist() == [1]

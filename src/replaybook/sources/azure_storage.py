@@ -392,11 +392,13 @@ def _row(rec: dict, path: str, line_no: int | None,
 def _classify(obj: Any) -> tuple[str, dict | None, str | None]:
     if not isinstance(obj, dict):
         return "invalid", None, f"not a JSON object ({type(obj).__name__})"
+    # a Log Analytics StorageBlobLogs row: its AccountName says it is storage's, Category or not
+    la_account = "TimeGenerated" in obj and "OperationName" in obj and bool(obj.get("AccountName"))
     if "TimeGenerated" in obj and "OperationName" in obj:
         obj = _from_log_analytics(obj)
     cat = str(obj.get("category") or "")
     rid = str(obj.get("resourceId") or "").lower()
-    storage = cat.startswith("Storage") or "/microsoft.storage/" in rid
+    storage = cat.startswith("Storage") or "/microsoft.storage/" in rid or (la_account and not cat)
     if "operationName" in obj or "category" in obj:
         if storage:
             return "storage", obj, None
@@ -415,20 +417,28 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
     ignored = 0
     notes: list[str] = []
     for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, _skip_document):
-        kind, rec, why = _classify(it.obj)
-        if kind == "ignored":
-            ignored += 1
-            continue
-        row = None
-        if kind == "storage":
-            row, why = _row(rec, spath, it.line_no, notes, at_words(info, it.line_no))
-        if row is None:
-            preview = it.raw if it.raw is not None else json_preview(it.obj)[:400]
-            quarantine.append(quarantine_row(path, None, LOADER, record_error(info, it.line_no, why),
-                                             line_no=it.line_no, offset=it.offset,
-                                             raw=redact_sas(preview.decode("utf-8", "replace")).encode("utf-8")))
-            continue
-        rows.append(row)
+        # a line holding a whole {"records": [...]} document (one delivery per line, as an
+        # export that writes each blob's content as a line gives): each of its records, at
+        # that line ("line 4 record 2" where one is named)
+        inner = it.obj.get("records") if isinstance(it.obj, dict) and info.get("numbered") != "record" else None
+        parts = [(r, f"line {it.line_no} record {k}") for k, r in enumerate(inner, 1)] if isinstance(inner, list) \
+            else [(it.obj, None)]
+        for obj, where in parts:
+            kind, rec, why = _classify(obj)
+            if kind == "ignored":
+                ignored += 1
+                continue
+            row = None
+            if kind == "storage":
+                row, why = _row(rec, spath, it.line_no, notes, where or at_words(info, it.line_no))
+            if row is None:
+                preview = it.raw if it.raw is not None and where is None else json_preview(obj)[:400]
+                quarantine.append(quarantine_row(path, None, LOADER,
+                                                 f"{where}: {why}" if where else record_error(info, it.line_no, why),
+                                                 line_no=it.line_no, offset=it.offset,
+                                                 raw=redact_sas(preview.decode("utf-8", "replace")).encode("utf-8")))
+                continue
+            rows.append(row)
     if ignored:
         info["ignored_lines"] = ignored
     if notes:
@@ -473,6 +483,8 @@ def sniff(sample: bytes) -> float:
         return 0.9
     if s[:1] == b"[" and re.search(rb'"category"\s*:\s*"Storage(Read|Write|Delete)"', s) and b'"operationName"' in s:
         return 0.9
+    if s[:1] == b"[" and b'"TimeGenerated"' in s and b'"OperationName"' in s and b'"AccountName"' in s:
+        return 0.9  # a Log Analytics export of StorageBlobLogs rows, as a JSON array
     seen, objects = sample_objects(sniff_lines(s))
     ok = sum(1 for o in objects
              if ("time" in o and "operationName" in o and (
