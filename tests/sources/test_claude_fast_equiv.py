@@ -609,6 +609,26 @@ def test_a_response_cut_in_a_session_file_and_completed_in_its_resume_is_one_req
     assert "notes" not in info[orig]
 
 
+@pytest.mark.parametrize("rest_usage, said, out", [
+    ({"input_tokens": 6, "output_tokens": 20}, "usage from there: its count is the larger", 40),
+    (None, "usage from there: no line here has a count", 40)])
+def test_the_continued_responses_note_says_where_its_usage_came_from(tmp_path, monkeypatch, rest_usage, said, out):
+    # the note said "usage from here" when the count came from the first file (the larger, or
+    # the only one)
+    orig, other = "aaaa", "bbbbbbbb-0000-4000-8000-bbbbbbbbbbbb"
+    head = [user("u1", "Check two files"),
+            asst("a1", "msg_CUT", "req_CUT", [tu("toolu_1", "mcp__door__describe", {"path": "demo/a.parquet"})],
+                 usage={"input_tokens": 5, "output_tokens": 40}, parentUuid="u1")]
+    rest = [asst("a3", "msg_CUT", "req_CUT", [tu("toolu_2", "mcp__door__describe", {"path": "demo/b.parquet"})],
+                 usage=rest_usage, parentUuid="a1", sessionId=other)]
+    (tmp_path / f"{orig}.jsonl").write_bytes(_lines(*head))
+    (tmp_path / "bbbb.jsonl").write_bytes(_lines(*(_as_copy(x, other) for x in head), *rest))
+    frame = assert_same(tmp_path, monkeypatch)
+    assert frame.loc[frame["kind"] == "model_request", "output_tokens"].tolist() == [out]
+    notes = {Path(i["path"]).stem: i.get("notes") for i in load_claude_code(tmp_path).inputs}
+    assert f"({said}; 1 of its tool calls read here)" in notes["bbbb"][0]
+
+
 def test_a_response_continued_over_two_resumes_and_one_that_is_not_a_copy(tmp_path, monkeypatch):
     """The response may be cut twice (a resume of a resume, each collected mid-write): still one
     request, its usage from the last line that has one (here: the first resume's, the last

@@ -171,10 +171,13 @@ def merge_split_responses(res) -> None:
             at = where.get(str(a_uuid))
             if at is None or at in set_aside.get(b_file, set()):
                 continue   # not a resumed copy of the response's start: two responses stay two
-            if any(isinstance(o["message"].get("usage"), dict) for o in b_own):
+            usage_here = False
+            has_usage = any(isinstance(o["message"].get("usage"), dict) for o in b_own)
+            if has_usage:
                 b_out = f.at[b, "output_tokens"]  # (the final count: the larger, of equal ones B's)
                 if pd.isna(tokens[1]) or (not pd.isna(b_out) and b_out >= tokens[1]):
                     tokens = (f.at[b, "input_tokens"], b_out)
+                    usage_here = True
             if pd.isna(model):
                 model = f.at[b, "model"]
             lines += b_own
@@ -192,11 +195,13 @@ def merge_split_responses(res) -> None:
             info = info_of.get(b_file)
             if info is not None:
                 rid = "no requestId" if key[1] is None else f"requestId {key[1]}"
+                usage_from = ("here" if usage_here else "there: its count is the larger" if has_usage
+                              else "there: no line here has a count")
                 info.setdefault("notes", []).append(
                     f"line {int(f.at[b, 'line_no'])}: continues model response {key[0]} ({rid}) begun at "
                     f"line {int(f.at[first, 'line_no'])} of transcript {tid}, whose lines this file starts by "
-                    f"copying: one model request there (usage from here; {len(calls)} of its tool calls "
-                    "read here)")
+                    f"copying: one model request there (usage from {usage_from}; {len(calls)} of its tool "
+                    "calls read here)")
             merged = True
         if not merged:
             continue
