@@ -339,3 +339,16 @@ def test_a_later_storage_write_to_what_the_agent_read_is_named_with_who_made_it(
     note = next(r["note"] for r in reached.rows if r["object"] == obj)
     assert "later PutObject of it by arn:aws:iam::123456789012:user/j.doe" in note
     assert all("PutObject" not in (r["note"] or "") for r in reached.rows if r["object"] != obj)
+
+
+def test_a_csv_read_whole_whose_size_differs_is_said_to_have_changed():
+    """read_text_file on a CSV (previewed as a table) was hedged "what read_text_file answered
+    need not be the file itself", where the README says a whole read's size shows a change."""
+    from replaybook.replay import as_now_caveat
+
+    said = as_now_caveat(tool="read_text_file", logged_bytes=728, size_now=729, kind="table", obj="q3/readmissions.csv")
+    assert "the door logged 728 bytes for this call; the file is 729 bytes now: it has changed since" in said
+    hedged = as_now_caveat(tool="read_text_file", logged_bytes=728, size_now=729, kind="table", obj="q3/r.parquet")
+    assert "need not be the file itself" in hedged
+    assert "need not be the file itself" in as_now_caveat(tool="summarize", logged_bytes=1, size_now=2, kind="table",
+                                                          obj="q3/readmissions.csv")

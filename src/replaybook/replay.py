@@ -188,9 +188,13 @@ class StorageWrites:
         return ws[i] if i < len(ws) else None
 
 
+#: suffixes of table files that are text: a tool that reads such a file whole answers its bytes
+_TEXT_TABLES = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".txt")
+
+
 def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: tuple | None = None,
                   door_session: str | None = None, kind: str = "text", damaged: str | None = None,
-                  none_if_plain: bool = False, storage_write: tuple | None = None) -> str | None:
+                  none_if_plain: bool = False, storage_write: tuple | None = None, obj=None) -> str | None:
     """What a preview of a call's object must say about when the file is from (plain text).
 
     Always: the file is shown as it is now, not as the call read it (or, for a write, as it is
@@ -201,14 +205,16 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
     and ``storage_write`` (from :meth:`StorageWrites.after`: the cloud's log holds a write to its
     storage after the call, by whom and where it is logged).
     The door's ``bytes`` is the size of the answer, compared for a file (``kind`` ``text``,
-    ``table`` or ``binary``, as :func:`preview` found it; not a folder).  For a text file and a
-    tool that reads its object whole (``read_…``, ``get_…``, ``cat``…), a different size says the
+    ``table`` or ``binary``, as :func:`preview` found it; not a folder).  For a text file (a
+    table whose ``obj`` is a CSV, TSV or JSON file included) and a tool that reads its object whole (``read_…``, ``get_…``, ``cat``…), a different size says the
     file changed; otherwise it is said as a difference only (a diff, a summary, a table's rows as
     JSON or a write's answer is not the file).  ``damaged``: why a response the door kept could
     not be shown (:func:`evidence_preview` raised), said first.  ``none_if_plain``: ``None`` when
     there is nothing to say beyond the first sentence (for a table whose every file is today's).
     """
     wrote = writes(tool)
+    if kind == "table" and obj is not None and not _na(obj) and str(obj).lower().endswith(_TEXT_TABLES):
+        kind = "text"  # a CSV read whole is its text: a different size says it changed
     parts = ["Shown as it is on disk now, not as the call read it" if not wrote else
              "Shown as it is on disk now: this call wrote to it, and the file may have changed again since"]
     lb = None if logged_bytes is None or _na(logged_bytes) else int(logged_bytes)
@@ -319,7 +325,7 @@ def kept_or_now(data_root, obj, *, tool=None, logged_bytes=None, later_write=Non
                        caveat=None if damaged is None else f"{damaged[:1].upper()}{damaged[1:]}.")
     pv = preview(data_root, obj)
     if pv.kind in ("text", "table", "binary", "folder"):
-        pv.caveat = as_now_caveat(tool=tool, logged_bytes=logged_bytes, size_now=pv.size, later_write=later_write,
+        pv.caveat = as_now_caveat(tool=tool, logged_bytes=logged_bytes, size_now=pv.size, later_write=later_write, obj=obj,
                                   door_session=door_session, kind=pv.kind, damaged=damaged)
     elif damaged:
         pv.caveat = f"{damaged[:1].upper()}{damaged[1:]}."

@@ -1897,7 +1897,7 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         same = "—" if not logged or now is None else ("yes" if logged == [now] else "no: it changed")
         first = g.iloc[0]
         changed = None if pv.kind not in ("table", "text", "binary", "folder") else as_now_caveat(
-            tool=first["tool"], logged_bytes=first.get("bytes"), size_now=pv.size, kind=pv.kind,
+            tool=first["tool"], logged_bytes=first.get("bytes"), size_now=pv.size, kind=pv.kind, obj=obj,
             later_write=later.after(obj, first["ts"]), door_session=first["door_session"], none_if_plain=True,
             storage_write=None if storage_writes is None else storage_writes.after(obj, first["ts"]))
         cols = None
