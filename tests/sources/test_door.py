@@ -223,3 +223,46 @@ def test_a_tool_use_id_that_is_not_text_is_named_and_not_read(tmp_path):
     assert res.inputs[0]["notes"] == [
         "line 2: meta 'claudecode/toolUseId' is not text (12345): the call cannot be joined by tool-use id",
         "line 3: meta 'toolUseId' is not text (true): the tool-use id is read from another meta key"]
+
+
+_LOCAL = ("read as UTC; RFC 3339 requires an offset — if the door wrote local time its calls are off by the "
+          "zone's offset")
+
+
+def test_ts_without_a_time_zone_is_read_as_utc_and_noted_with_its_line(tmp_path):
+    lines = [GOOD, {**GOOD, "seq": 2, "ts": "2026-09-13T11:00:08.300"},
+             {**GOOD, "seq": 3, "ts": "2026-09-13T12:00:09+02:00", "ts_end": "2026-09-13T10:00:09.500"},
+             {**GOOD, "seq": 4, "ts": "2026-02-30T10:00:05"}]  # not a date at all: quarantined, not noted
+    res = _both(_write(tmp_path, "s.jsonl", [json.dumps(o) for o in lines]))
+    assert list(res.frame["seq"]) == [1, 3, 2]
+    assert str(res.frame.loc[res.frame["seq"] == 2, "ts"].iloc[0]) == "2026-09-13 11:00:08.300000+00:00"
+    assert list(res.quarantine["line_no"]) == [4]
+    assert res.inputs[0]["notes"] == [
+        f"ts without a time zone on line 2 ('2026-09-13T11:00:08.300'): {_LOCAL}",
+        f"ts_end without a time zone on line 3 ('2026-09-13T10:00:09.500'): {_LOCAL}"]
+
+
+def test_every_ts_with_a_zone_gives_no_note(tmp_path):
+    lines = [GOOD, {**GOOD, "seq": 2, "ts": "2026-09-13T12:00:08+02:00"}, {**GOOD, "seq": 3, "ts": "2026-09-13t10:00:09z"},
+             {**GOOD, "seq": 4, "ts": "2026-09-13T10:00:10.5-0130", "ts_end": None}]
+    res = _both(_write(tmp_path, "s.jsonl", [json.dumps(o) for o in lines]))
+    assert len(res.frame) == 4 and "notes" not in res.inputs[0]
+
+
+def test_many_zoneless_lines_are_named_with_a_count(tmp_path):
+    lines = [json.dumps({**GOOD, "seq": i, "ts": f"2026-09-13T10:00:{i:02d}.000"}) for i in range(1, 8)]
+    res = _both(_write(tmp_path, "s.jsonl", lines))
+    assert res.inputs[0]["notes"] == [
+        "ts without a time zone on lines 1, 2, 3, 4, 5 … (7 lines) ('2026-09-13T10:00:01.000', "
+        f"'2026-09-13T10:00:02.000', '2026-09-13T10:00:03.000', …): {_LOCAL}"]
+
+
+def test_cli_load_calls_says_which_ts_has_no_time_zone(tmp_path):
+    from click.testing import CliRunner
+
+    from replaybook.cli import cli
+
+    p = _write(tmp_path, "s.jsonl", [json.dumps(GOOD), json.dumps({**GOOD, "seq": 2, "ts": "2026-09-13T11:00:08.300"})])
+    r = CliRunner().invoke(cli, ["load", "calls", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert f"note {p}: ts without a time zone on line 2 ('2026-09-13T11:00:08.300'): {_LOCAL}" in r.stderr

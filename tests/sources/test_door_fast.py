@@ -346,6 +346,8 @@ ACCEPTED = {
              b'"correlation":null,"error":null,"response_digest":null,"object_digest":null,"duration_ms":null}',
     "limits": orjson.dumps({**GOOD, "seq": 2**63 - 1, "rows": 0, "bytes": 2**63 - 1, "duration_ms": 0.0}),
     "unicode-ts-length": {**GOOD, "ts": "2026-09-13T10:00:05.600Z\u00e9"},
+    "ts-no-zone": {**GOOD, "ts": "2026-09-13T10:00:05.600", "ts_end": "2026-09-13T10:00:05.850"},
+    "ts-end-no-zone": {**GOOD, "ts_end": "2026-09-13T10:00:06"},
     "ts-offset": {**GOOD, "ts": "2026-09-13T12:00:05.600+02:00", "ts_end": "2026-09-13T10:00:06-00:00"},
     "ts-bad-date": {**GOOD, "ts": "2026-02-30T10:00:05.600Z"},
     "ts-leap-second": {**GOOD, "ts": "2026-09-13T23:59:60Z"},
@@ -483,3 +485,11 @@ def test_utc_ns_is_to_utc_with_given():
     assert list(given) == [True, False, True, True, True, True]
     assert list(ns == np.iinfo(np.int64).min) == list(expect.isna())
     assert list(ns[expect.notna().to_numpy()]) == [t.value for t in expect.dropna()]
+
+
+def test_zoneless_ts_is_noted_alike_both_ways(tmp_path):
+    p = _write(tmp_path, "a/s.jsonl", [GOOD, {**GOOD, "seq": 2, "ts": "2026-09-13T10:00:06.000"}, {**GOOD, "seq": 3}])
+    res = _load_three(p, fast_files=1)
+    assert res.inputs[0]["notes"] == [
+        "ts without a time zone on line 2 ('2026-09-13T10:00:06.000'): read as UTC; RFC 3339 requires an "
+        "offset — if the door wrote local time its calls are off by the zone's offset"]

@@ -451,6 +451,11 @@ def decode_file(data: bytes, info: dict, spath: str, default_agent: str | None, 
     plain["duration_ms"].extend(c[_DURATION])
     plain["rows"].extend(c[_ROWS])
     plain["bytes"].extend(c[_BYTES])
+    from .door import zoneless_notes  # (door imports this module where it loads)
+
+    notes = zoneless_notes(ts, te, range(1, n + 1), ts_fixed=ts_fixed, te_fixed=te_fixed)
+    if notes:
+        info.setdefault("notes", []).extend(notes)
     out.line_nos.append(None)  # 1 … n
     out.ts_parts.append(_ts_part(ts, ts_fixed))
     out.te_parts.append(_ts_part(te, te_fixed))

@@ -20,6 +20,14 @@ with one is loaded, without it; the file's ``inputs`` entry gets a note naming e
 its lines and the known key it is probably a misspelling of ("unknown keys not read: 'objet'
 (did you mean 'object'?) on line 3").  A misspelt key is otherwise silent: ``objet`` leaves
 ``object`` empty.
+
+Times without a time zone: ``ts`` and ``ts_end`` are RFC 3339 date-times, which carry an offset
+(``Z`` or ``±HH:MM``).  A value without one (``2026-10-05T11:00:08.300``) is read as UTC, as
+before, and the line loads — but the file's ``inputs`` entry gets a note naming its lines and a
+value ("ts without a time zone on line 2 ('2026-10-05T11:00:08.300'): read as UTC; RFC 3339
+requires an offset — if the door wrote local time its calls are off by the zone's offset"), so a
+door that wrote local time is seen before its calls are joined hours off.  Quarantining them
+would drop calls that are there; the note keeps them and says what was assumed.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from ..frames import QUARANTINE, LoadResult
 from . import _parallel
 from .registry import Source, register
 
-__all__ = ["load_door", "door_schema", "sniff", "META_CALL_ID_KEYS", "meta_call_id"]
+__all__ = ["load_door", "door_schema", "sniff", "META_CALL_ID_KEYS", "meta_call_id", "zoneless_notes"]
 
 #: ``meta`` keys holding a client's tool-use id, in order of preference.
 META_CALL_ID_KEYS = ("claudecode/toolUseId", "toolUseId", "tool_use_id", "call_id", "openai/callId")
@@ -139,7 +147,8 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         ``quarantine`` rows for lines that are not JSON objects or fail the schema (file, line
         number, the schema's complaint), and one ``inputs`` entry per file (with its SHA-256).
         ``agent`` falls back to the parent folder's name (``<agent>/<session>.jsonl``) when a
-        line has none; a line whose ``ts`` is not a real date-time (or lies outside 1677–2262)
+        line has none; a ``ts``/``ts_end`` without a time zone is read as UTC and its file's
+        ``inputs`` entry gets a note naming those lines (:func:`zoneless_notes`); a line whose ``ts`` is not a real date-time (or lies outside 1677–2262)
         is quarantined, and so is one whose ``arguments`` cannot be canonicalised (nested deeper
         than the JSON parsers' 1,024 levels: "nested too deeply").
 
@@ -327,6 +336,52 @@ def _file_notes(unknown: dict[str, list[int]], bad_ids: dict[str, list[tuple[int
     return notes
 
 
+#: the end of an RFC 3339 date-time that carries its offset: ``Z`` or ``±HH:MM`` (also ``±HHMM``,
+#: ``±HH``, which the ISO parser reads the same way)
+_ZONE = re.compile(r"(?:[Zz]|[+-]\d\d(?::?\d\d)?)\Z")
+
+
+def _zoneless_at(values: Any, fixed: tuple[int, str] | None = None) -> list[int]:
+    """Positions of ``values`` (text or ``None``) that are text without a time zone at the end.
+    ``fixed`` (``(width, joined text)`` of the same values, when they all have one width) lets
+    the common column — every value ending in ``Z`` — be passed over in one count."""
+    if fixed is not None and fixed[0] and fixed[1][fixed[0] - 1::fixed[0]].count("Z") * fixed[0] == len(fixed[1]):
+        return []
+    return [i for i, v in enumerate(values)
+            if v.__class__ is str and not v.endswith("Z") and not _ZONE.search(v)]
+
+
+def zoneless_notes(ts: Any, ts_end: Any, line_nos: Any, *, ts_fixed: tuple[int, str] | None = None,
+                   te_fixed: tuple[int, str] | None = None) -> list[str]:
+    """The notes on one file's ``ts``/``ts_end`` values (parallel sequences, ``line_nos`` their
+    lines) that have no time zone but are read (as UTC): one note per key naming its lines and up
+    to three of the values ("ts without a time zone on line 2 ('2026-10-05T11:00:08.300'): read
+    as UTC; RFC 3339 requires an offset — if the door wrote local time its calls are off by the
+    zone's offset").  Lines whose ``ts`` or ``ts_end`` is not a date-time at all are left out
+    (they are quarantined).  ``ts_fixed``/``te_fixed``: see :func:`_zoneless_at`."""
+    from .._text import to_utc
+
+    at_ts = _zoneless_at(ts, ts_fixed)
+    at_te = [] if te_fixed is None and ts_end.count(None) == len(ts_end) else _zoneless_at(ts_end, te_fixed)
+    if not at_ts and not at_te:
+        return []
+    rows = sorted(set(at_ts) | set(at_te))
+    ok_ts = to_utc([ts[i] for i in rows]).notna().tolist()
+    ok_te = to_utc([ts_end[i] for i in rows]).notna().tolist()
+    loaded = {i for i, a, b in zip(rows, ok_ts, ok_te) if a and (b or ts_end[i] is None)}
+    notes = []
+    for key, values, at in (("ts", ts, at_ts), ("ts_end", ts_end, at_te)):
+        at = [i for i in at if i in loaded]
+        if not at:
+            continue
+        shown = list(dict.fromkeys(values[i] for i in at))
+        words = ", ".join(repr(v) for v in shown[:3]) + (", …" if len(shown) > 3 else "")
+        notes.append(f"{key} without a time zone on {_lines_words([int(line_nos[i]) for i in at])} ({words}): "
+                     "read as UTC; RFC 3339 requires an offset — if the door wrote local time its calls are off "
+                     "by the zone's offset")
+    return notes
+
+
 def _bad_meta_id(meta: Any) -> tuple[str, Any] | None:
     """The first :data:`META_CALL_ID_KEYS` key of ``meta`` whose value is neither text nor null,
     with that value; ``None`` when there is none."""
@@ -403,7 +458,7 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
         cols["object_digest"].append(o.get("object_digest"))
         cols["line_no"].append(line.line_no)
     out.add(spath, cols, arg_codes)
-    return _file_notes(unknown, bad_ids)
+    return _file_notes(unknown, bad_ids) + zoneless_notes(cols["ts"], cols["ts_end"], cols["line_no"])
 
 
 def sniff(sample: bytes) -> float:
