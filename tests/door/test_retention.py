@@ -284,3 +284,37 @@ def test_hold_takes_an_incident_and_holds_its_door_logs(tmp_path):
     assert len(inc.calls) == 4 and inc.quarantine.empty
     r = CliRunner().invoke(hold_cmd, [str(tmp_path / "inc" / "door" / "analyst" / "nothing"), "--reason", "x"])
     assert r.exit_code == 2
+
+
+def test_a_gzipped_session_is_read_for_its_evidence_and_never_removed(world):
+    import gzip
+
+    d = world["digests"]
+    old1 = world["s"]["old1"]
+    # the only session referencing `only_old` besides old1: archived, gzip'd, by another tool
+    gz = old1.with_name("archived.JSONL.GZ")
+    gz.write_bytes(gzip.compress(old1.read_bytes()))
+    os.utime(gz, (OLD_MTIME, OLD_MTIME))
+    r = CliRunner().invoke(prune_cmd, ["--log-root", str(world["root"]), "--older-than", "30d",
+                                       "--evidence", str(world["evidence"])])
+    assert r.exit_code == 0, r.output
+    assert gz.exists() and not old1.exists()
+    assert world["store"].has(d["only_old"])  # the gzip'd session still references it
+    assert (f"kept {gz} (gzip'd session: prune removes only .jsonl sessions a door may hold a lock on; "
+            "the evidence it references kept)") in r.output
+    # a damaged gzip stream is unreadable: no evidence goes
+    gz.write_bytes(gzip.compress(b"x" * 100)[:-12])
+    rep = prune(world["root"], timedelta(days=30), evidence=world["evidence"])
+    assert {s.path: s.status for s in rep.sessions}[gz] == "unreadable"
+    assert gz.exists()
+
+
+def test_load_door_walks_gzipped_logs_in_any_case(tmp_path):
+    import gzip
+
+    for name in ("lo/a/s.jsonl.gz", "up/a/S.JSONL.GZ"):
+        p = tmp_path / name
+        p.parent.mkdir(parents=True)
+        p.write_bytes(gzip.compress(b"".join(orjson.dumps(_line("s", NOW, i)) + b"\n" for i in (1, 2, 3))))
+        res = load_door(p.parent.parent)
+        assert len(res.frame) == 3 and [i["path"] for i in res.inputs] == [str(p)]

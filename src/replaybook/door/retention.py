@@ -14,7 +14,11 @@ is released (:func:`release_hold`).  A hold file that cannot be read still holds
 
 Safety:
 
-* only ``<log-root>/<agent>/*.jsonl`` regular files are considered; symlinks (to files or
+* only ``<log-root>/<agent>/*.jsonl`` regular files are considered for removal (a running door
+  appends to them and holds a lock prune can test); a gzip'd session (``*.jsonl.gz``, any case:
+  rotated or archived by another tool, never written by a door) is read for the evidence it
+  references, which is kept, and never removed — status ``compressed``, one report line each;
+  symlinks (to files or
   folders) are never removed, and nothing outside the log root is touched (evidence objects
   only inside ``<evidence>/sha256/``, named by a 64-hex digest, never through a symlink).  A
   session reached through a symlink (``<agent>/x.jsonl`` or an ``<agent>`` folder) is read, not
@@ -69,8 +73,9 @@ class SessionInfo:
             legal hold: old enough, kept), ``active``
             (modified within the idle window), ``locked`` (a door holds it), ``linked`` (reached
             through a symlink, or in another log root sharing the evidence store: read, never
-            removed), ``changed`` (replaced while prune ran: kept, its references unknown) or
-            ``unreadable``.
+            removed), ``changed`` (replaced while prune ran: kept, its references unknown),
+            ``compressed`` (a gzip'd ``*.jsonl.gz`` session: read for its references, never
+            removed) or ``unreadable``.
     """
 
     path: Path
@@ -117,6 +122,9 @@ class PruneReport:
         for s in self.sessions:
             if s.status in ("active", "locked", "unreadable", "changed"):
                 out.append(f"skipped {s.path} ({s.status})")
+            elif s.status == "compressed":
+                out.append(f"kept {s.path} (gzip'd session: prune removes only .jsonl sessions a door may hold "
+                           "a lock on; the evidence it references kept)")
             elif s.status == "held":
                 out.append(f"kept {s.path} (legal hold{': ' + s.hold if s.hold else ''}; "
                            f"last call {s.last_call:%Y-%m-%dT%H:%M:%SZ})")
@@ -229,24 +237,50 @@ def _parse_ts(s: object) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
+def _gz_name(name: str) -> bool:
+    """A gzip'd session's name: ``*.jsonl.gz`` in any case."""
+    return name.lower().endswith(".jsonl.gz")
+
+
 def _scan(fd: int) -> tuple[datetime | None, set[str]]:
+    """The last call and the evidence digests of the session open as ``fd`` (gzip'd or not, by
+    its first bytes).
+
+    Raises:
+        OSError: it cannot be read (a damaged gzip stream too).
+    """
+    import gzip
+    import zlib
+
+    with os.fdopen(os.dup(fd), "rb") as raw:
+        magic = raw.read(2)
+        raw.seek(0)
+        if magic != b"\x1f\x8b":
+            return _scan_lines(raw)
+        try:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as fh:
+                return _scan_lines(fh)
+        except (EOFError, zlib.error) as exc:
+            raise OSError(f"damaged gzip stream: {exc}") from exc
+
+
+def _scan_lines(fh) -> tuple[datetime | None, set[str]]:
     last: datetime | None = None
     digests: set[str] = set()
-    with os.fdopen(os.dup(fd), "rb") as fh:
-        for line in fh:
-            try:
-                o = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if not isinstance(o, dict):
-                continue
-            t = _parse_ts(o.get("ts_end")) or _parse_ts(o.get("ts"))
-            if t is not None and (last is None or t > last):
-                last = t
-            for k in ("response_digest", "object_digest"):
-                d = o.get(k)
-                if isinstance(d, str) and d.startswith("sha256:") and _HEX.match(d[7:]):
-                    digests.add(d)
+    for line in fh:
+        try:
+            o = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(o, dict):
+            continue
+        t = _parse_ts(o.get("ts_end")) or _parse_ts(o.get("ts"))
+        if t is not None and (last is None or t > last):
+            last = t
+        for k in ("response_digest", "object_digest"):
+            d = o.get(k)
+            if isinstance(d, str) and d.startswith("sha256:") and _HEX.match(d[7:]):
+                digests.add(d)
     return last, digests
 
 
@@ -344,7 +378,7 @@ def _linked_folder(path: Path) -> list[SessionInfo]:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except OSError:
         return [SessionInfo(path, None, status="unreadable")]
-    return [_linked(Path(e.path)) for e in entries if e.name.endswith(".jsonl")]
+    return [_linked(Path(e.path)) for e in entries if e.name.endswith(".jsonl") or _gz_name(e.name)]
 
 
 def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False, evidence: str | Path | None = None,
@@ -382,6 +416,14 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
             if not agent.is_dir(follow_symlinks=False):
                 continue
             for entry in sorted(os.scandir(agent.path), key=lambda e: e.name):
+                if _gz_name(entry.name):  # read for its references, never removed
+                    gz = _linked(Path(entry.path))
+                    if entry.is_symlink():
+                        report.skipped_symlinks.append(Path(entry.path))
+                    elif gz.status == "linked":
+                        gz.status = "compressed"
+                    report.sessions.append(gz)
+                    continue
                 if not entry.name.endswith(".jsonl"):
                     continue
                 path = Path(entry.path)

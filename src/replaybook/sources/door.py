@@ -128,16 +128,16 @@ def meta_call_id(meta: Any) -> str | None:
 
 
 def _log_name(path: Path) -> bool:
-    """Folder walks read ``*.jsonl`` files only."""
-    return path.name.lower().endswith(".jsonl")
+    """Folder walks read ``*.jsonl`` and gzip'd ``*.jsonl.gz`` files only (any case: ``S.JSONL.GZ``)."""
+    return path.name.lower().endswith((".jsonl", ".jsonl.gz"))
 
 
 def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load door call logs into the ``calls`` frame.
 
     Args:
-        paths: log files and/or log roots (folders are walked for ``*.jsonl``; gzip recognised
-            by magic bytes).
+        paths: log files and/or log roots (folders are walked for ``*.jsonl`` and ``*.jsonl.gz``,
+            in any case, as ``replaybook load calls`` takes them; gzip recognised by magic bytes).
 
     Returns:
         :class:`~replaybook.frames.LoadResult` with ``frame`` shaped by
