@@ -318,3 +318,67 @@ def test_load_door_walks_gzipped_logs_in_any_case(tmp_path):
         p.write_bytes(gzip.compress(b"".join(orjson.dumps(_line("s", NOW, i)) + b"\n" for i in (1, 2, 3))))
         res = load_door(p.parent.parent)
         assert len(res.frame) == 3 and [i["path"] for i in res.inputs] == [str(p)]
+
+
+def _incident_with_gateway_log(tmp_path):
+    root = tmp_path / "inc"
+    a = _session(root / "door", "analyst", "s1", NOW - timedelta(days=90))
+    gw = root / "gateway" / "agentgateway.log"
+    gw.parent.mkdir(parents=True)
+    gw.write_text('{"level":"info","msg":"started"}\n')
+    (root / "t").mkdir()
+    (root / "t" / "c.jsonl").write_text('{"type": "user", "uuid": "u1", "sessionId": "c", "timestamp": '
+                                         '"2026-09-13T10:00:00Z", "message": {"role": "user", "content": "hi"}}\n')
+    (root / "incident.yaml").write_text("title: t\ntranscripts: [t/]\ndoor: [door/, gateway/agentgateway.log]\n")
+    return root, a, gw
+
+
+def test_hold_skips_an_incidents_gateway_log_with_a_word_and_holds_its_sessions(tmp_path, monkeypatch):
+    from replaybook.door.cli import hold as hold_cmd
+    from replaybook.door.retention import hold_path
+
+    root, a, gw = _incident_with_gateway_log(tmp_path)
+    monkeypatch.delenv("USER", raising=False)
+    monkeypatch.setenv("LOGNAME", "reviewer-from-logname")
+    r = CliRunner().invoke(hold_cmd, [str(root / "incident.yaml"), "--reason", "INC-2"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr.splitlines() == [
+        f"not held: {gw}: not a door session file (*.jsonl): a hold keeps door sessions from `replaybook prune`; "
+        "other logs are not pruned by replaybook",
+        "1 session(s) held: INC-2 (by: reviewer-from-logname)"]
+    assert orjson.loads(hold_path(a).read_bytes())["by"] == "reviewer-from-logname"
+    assert not hold_path(gw).exists() and not list(gw.parent.glob("*.hold"))
+    r = CliRunner().invoke(hold_cmd, [str(root / "incident.yaml"), "--release"])
+    assert r.exit_code == 0, r.output
+    assert f"not held: {gw}: not a door session file" in r.stderr and not hold_path(a).exists()
+
+
+def test_hold_writes_nothing_when_a_named_file_cannot_be_held(tmp_path):
+    from replaybook.door.cli import hold as hold_cmd
+    from replaybook.door.retention import hold_path
+
+    root, a, gw = _incident_with_gateway_log(tmp_path)
+    for args in ([str(a), str(gw), "--reason", "INC-3"], [str(a), str(gw), "--release"]):
+        r = CliRunner().invoke(hold_cmd, args)
+        assert r.exit_code != 0 and "a hold is placed on a door session file" in str(r.exception)
+        assert not hold_path(a).exists()
+    # released alike: a hold already there stays when a named file cannot be released
+    CliRunner().invoke(hold_cmd, [str(a), "--reason", "INC-3"])
+    r = CliRunner().invoke(hold_cmd, [str(a), str(gw), "--release"])
+    assert r.exit_code != 0 and hold_path(a).exists()
+
+
+def test_hold_author_falls_back_to_the_login_name(monkeypatch):
+    import getpass
+
+    from replaybook.door.retention import hold_author
+
+    monkeypatch.delenv("USER", raising=False)
+    monkeypatch.setattr(getpass, "getuser", lambda: "uid-name")
+    assert hold_author() == "uid-name" and hold_author(" alice ") == "alice"
+
+    def no_name():
+        raise OSError("no username set in the environment")
+
+    monkeypatch.setattr(getpass, "getuser", no_name)
+    assert hold_author() is None

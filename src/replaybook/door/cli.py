@@ -220,7 +220,8 @@ def prune(log_root: str, older_than: str | None, dry_run: bool, evidence: str | 
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--reason", default=None, help="Why the sessions are held (a case or ticket number); required "
                                               "to place a hold.")
-@click.option("--by", default=None, help="Who placed the hold (default: $USER).")
+@click.option("--by", default=None, help="Who placed the hold (default: $USER, else the login name of the "
+                                          "current user).")
 @click.option("--release", is_flag=True, help="Release the hold instead of placing it.")
 def hold(paths: tuple[str, ...], reason: str | None, by: str | None, release: bool) -> None:
     """Place (or release) a legal hold on door sessions: prune keeps them and their evidence.
@@ -229,14 +230,34 @@ def hold(paths: tuple[str, ...], reason: str | None, by: str | None, release: bo
     agent's folder: walked for *.jsonl) or an incident.yaml, whose door logs are held. Each
     hold is a file beside its session (<session>.hold: reason, time, who); the session file
     itself is not touched.
+
+    Every file is checked before any hold is written (or released): a session file named
+    that cannot be held stops the command with nothing changed. Files of an incident's door
+    list that are not door session files (a gateway log, anything not *.jsonl) and gzip'd
+    sessions (*.jsonl.gz) met in a folder are not held, each said on stderr: prune removes
+    only .jsonl door sessions, so nothing else needs a hold.
     """
     from pathlib import Path
 
-    from .retention import place_hold, release_hold
+    from .retention import check_holdable, hold_author, place_hold, release_hold
 
     if not release and not (reason or "").strip():
         raise click.UsageError("--reason is required to place a hold (a case or ticket number: it is kept with it)")
     files: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    not_door = ("not a door session file (*.jsonl): a hold keeps door sessions from `replaybook prune`; "
+                "other logs are not pruned by replaybook")
+    gzipped = "a gzip'd session (*.jsonl.gz): `replaybook prune` never removes it, so it needs no hold"
+
+    def walk(folder: Path) -> None:
+        for q in sorted(folder.rglob("*")):
+            if q.is_symlink() or not q.is_file():
+                continue
+            if q.name.endswith(".jsonl"):
+                files.append(q)
+            elif q.name.lower().endswith(".jsonl.gz"):
+                skipped.append((q, gzipped))
+
     for raw in paths:
         p = Path(raw)
         if p.is_file() and p.suffix.lower() in (".yaml", ".yml"):
@@ -245,15 +266,24 @@ def hold(paths: tuple[str, ...], reason: str | None, by: str | None, release: bo
             inc = Incident.load(p)
             for group in inc._groups("door").values():
                 for f in group:
-                    files.extend(sorted(f.rglob("*.jsonl")) if f.is_dir() else [f])
+                    if f.is_dir():
+                        walk(f)
+                    elif f.name.endswith(".jsonl"):
+                        files.append(f)
+                    else:  # a gateway's log, a gzip'd session …: prune never removes them
+                        skipped.append((f, gzipped if f.name.lower().endswith(".jsonl.gz") else not_door))
         elif p.is_dir():
-            files.extend(q for q in sorted(p.rglob("*.jsonl")) if not q.is_symlink())
+            walk(p)
         else:
-            files.append(p)
+            files.append(p)  # named by the user: it must be a session file (checked below)
     files = list(dict.fromkeys(f.resolve() if not f.is_symlink() else f for f in files))
+    for f, why in dict.fromkeys(skipped):
+        click.echo(f"not held: {f}: {why}", err=True)
     if not files:
         raise InputError("no door session file (*.jsonl) under " + ", ".join(paths))
-    who = by or os.environ.get("USER") or None
+    for f in files:  # all or nothing: a file that cannot be held stops the command before any write
+        check_holdable(f)
+    who = None if release else hold_author(by)
     done = 0
     for f in files:
         if release:
@@ -263,8 +293,10 @@ def hold(paths: tuple[str, ...], reason: str | None, by: str | None, release: bo
         else:
             click.echo(f"held {f} ({place_hold(f, reason.strip(), by=who)})")
             done += 1
-    click.echo(f"{done} session(s) {'released' if release else 'held'}"
-               + ("" if release else f": {reason.strip()}"), err=True)
+    if release:
+        click.echo(f"{done} session(s) released", err=True)
+    else:
+        click.echo(f"{done} session(s) held: {reason.strip()} (by: {who or 'unknown'})", err=True)
 
 
 @click.group("door-tools", context_settings={"help_option_names": ["-h", "--help"]})

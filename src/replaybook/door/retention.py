@@ -51,7 +51,7 @@ import orjson
 from ..errors import InputError
 
 __all__ = ["prune", "PruneReport", "SessionInfo", "DEFAULT_IDLE_S", "register_log_root", "place_hold", "release_hold",
-           "hold_path", "HOLD_SUFFIX"]
+           "hold_path", "HOLD_SUFFIX", "check_holdable", "hold_author"]
 
 #: A file modified this recently (seconds) is taken to be in use and skipped.
 DEFAULT_IDLE_S = 60.0
@@ -174,15 +174,13 @@ def _hold_of(session_file: Path) -> str | None:
         return ""
 
 
-def place_hold(session_file: str | Path, reason: str, *, by: str | None = None,
-               now: datetime | None = None) -> Path:
-    """Put ``session_file`` (a door session's ``.jsonl``) under a legal hold: write its hold file
-    (JSON: ``reason``, ``placed`` UTC ISO 8601, ``by``), which :func:`prune` honours.  The session
-    file itself is not touched.  Placing a hold again replaces its reason.  Returns the hold file.
+def check_holdable(session_file: str | Path) -> Path:
+    """``session_file`` as a :class:`~pathlib.Path` when a hold can be placed on it: a regular
+    ``.jsonl`` file (not a symlink) in a folder the hold file can be written in.  ``replaybook
+    hold`` checks every file with this before it writes any hold.
 
     Raises:
-        InputError: ``session_file`` is not a regular ``.jsonl`` file (or is a symlink), or the
-            hold file cannot be written.
+        InputError: it cannot be read, is not a door session file, or its folder is not writable.
     """
     p = Path(session_file)
     try:
@@ -191,6 +189,22 @@ def place_hold(session_file: str | Path, reason: str, *, by: str | None = None,
         raise InputError(f"cannot hold a session file that cannot be read: {exc.strerror or exc}", p) from exc
     if not p.name.endswith(".jsonl") or not stat.S_ISREG(st.st_mode):
         raise InputError("a hold is placed on a door session file (<agent>/<session>.jsonl, not a symlink)", p)
+    if not os.access(p.parent, os.W_OK | os.X_OK):
+        raise InputError("cannot write the hold file beside it: its folder is not writable", p)
+    return p
+
+
+def place_hold(session_file: str | Path, reason: str, *, by: str | None = None,
+               now: datetime | None = None) -> Path:
+    """Put ``session_file`` (a door session's ``.jsonl``) under a legal hold: write its hold file
+    (JSON: ``reason``, ``placed`` UTC ISO 8601, ``by``), which :func:`prune` honours.  The session
+    file itself is not touched.  Placing a hold again replaces its reason.  Returns the hold file.
+
+    Raises:
+        InputError: ``session_file`` is not a regular ``.jsonl`` file (or is a symlink), or the
+            hold file cannot be written (:func:`check_holdable`).
+    """
+    p = check_holdable(session_file)
     h = hold_path(p)
     body = {"reason": reason, "placed": (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "by": by, "session": p.name}
@@ -202,6 +216,23 @@ def place_hold(session_file: str | Path, reason: str, *, by: str | None = None,
     except OSError as exc:
         raise InputError(f"cannot write the hold file: {exc.strerror or exc}", h) from exc
     return h
+
+
+def hold_author(by: str | None = None) -> str | None:
+    """Who places a hold: ``by`` when given, else ``$USER``, else the login name
+    (:func:`getpass.getuser`: ``$LOGNAME``, ``$LNAME``, ``$USERNAME``, then the user database's
+    name for this process's uid); ``None`` when none is known."""
+    import getpass
+
+    if by and by.strip():
+        return by.strip()
+    user = os.environ.get("USER")
+    if user:
+        return user
+    try:
+        return getpass.getuser() or None
+    except (OSError, KeyError, ImportError):  # no name for this uid (a container's arbitrary uid)
+        return None
 
 
 def release_hold(session_file: str | Path) -> bool:
