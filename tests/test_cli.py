@@ -698,3 +698,33 @@ def test_join_does_not_call_a_transcript_without_tool_calls_built_in_only(tmp_pa
     assert main(["join", "--transcripts", str(t), "--calls", str(tmp_path / "door")]) == 0
     out = capsys.readouterr().out
     assert f"unmatched transcripts: {sid} (no tool calls of its own)\n" in out
+
+
+def test_load_out_takes_its_format_from_the_extension(tmp_path, capsys):
+    import pandas as pd
+
+    src = str(FIX / "join_trap" / "transcripts")
+    assert main(["load", "steps", src, "--out", str(tmp_path / "steps.csv")]) == 0
+    csv = pd.read_csv(tmp_path / "steps.csv")
+    assert len(csv) == 32 and "transcript_id" in csv.columns
+    assert main(["load", "steps", src, "--out", str(tmp_path / "steps.parquet")]) == 0
+    assert len(pd.read_parquet(tmp_path / "steps.parquet")) == 32
+    assert main(["load", "steps", src, "--out", str(tmp_path / "steps.json")]) == 0
+    assert len(pd.read_json(tmp_path / "steps.json", lines=True)) == 32
+    capsys.readouterr()
+    assert main(["load", "steps", src, "--out", str(tmp_path / "steps.txt")]) == 0
+    assert (f"--out {tmp_path / 'steps.txt'}: its extension '.txt' names no format (.csv, .parquet, .jsonl, .json): "
+            "writing JSON Lines, the default (give --format to choose)") in capsys.readouterr().err
+    assert len(pd.read_json(tmp_path / "steps.txt", lines=True)) == 32
+    # an extension that contradicts --format: a usage error, nothing written
+    assert main(["load", "steps", src, "--format", "jsonl", "--out", str(tmp_path / "x.csv")]) == 2
+    assert "names csv by its extension but --format is jsonl" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()
+    assert main(["load", "steps", src, "--format", "csv", "--out", str(tmp_path / "y.CSV")]) == 0
+    assert len(pd.read_csv(tmp_path / "y.CSV")) == 32
+
+
+def test_load_help_says_the_format_comes_from_out(capsys):
+    assert main(["load", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "default: taken from --out's extension" in out

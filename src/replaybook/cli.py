@@ -174,18 +174,24 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--source", "source_name", default=None,
               help="Read every path with this source (e.g. claude-code, door, aws.cloudtrail; "
                    "`replaybook sources` lists them all); default: sniff each file by content.")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl",
-              show_default=True, help="Output format.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default=None,
+              help="Output format (default: taken from --out's extension — .csv, .parquet, .jsonl/.json — "
+                   "else jsonl).")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write here instead of stdout (required for parquet).")
-def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: str, out: str | None) -> None:
+              help="Write here instead of stdout (required for parquet); its extension chooses the format "
+                   "unless --format does, and must not contradict it.")
+def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: str | None, out: str | None) -> None:
     """Load PATHS (files or folders) into the canonical FRAME and write its rows.
 
     FRAME 'auto' sniffs every file's content, loads it with the source that recognises it and
     prints a per-file table (source chosen, rows, quarantined lines); with --out each frame
     is written to OUT with the frame name inserted before the suffix.  The quarantine (lines
-    that could not be used, with file and line) goes to stderr.
+    that could not be used, with file and line) goes to stderr.  Without --format the format
+    is OUT's extension's (.csv, .parquet, .jsonl or .json: JSON Lines); an extension that
+    contradicts --format is a usage error; any other extension is written as JSON Lines, said
+    on stderr.
     """
+    fmt = _out_format(fmt, out)
     if out:  # made (or refused) before anything is loaded, as `report --out` makes its folder
         o = Path(out)
         _refuse_writing_over_inputs([o] if frame != "auto" else
@@ -231,6 +237,31 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     _quarantine_summary(res.quarantine, record_numbered(res.inputs))
     if wrong is not None:
         raise wrong
+
+
+#: ``load --out`` extensions and the format each names
+_OUT_FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+
+
+def _out_format(fmt: str | None, out: str | None) -> str:
+    """The format ``load`` writes: ``--format`` when given (a ``--out`` extension naming another
+    format is a usage error, exit 2: ``steps.csv`` holding JSON Lines went unnoticed), else the
+    one ``--out``'s extension names (:data:`_OUT_FORMATS`), else ``jsonl`` — said on stderr
+    when ``--out`` has an extension that names none."""
+    ext = Path(out).suffix.lower() if out else ""
+    named = _OUT_FORMATS.get(ext)
+    if fmt is not None:
+        if named is not None and named != fmt:
+            raise click.UsageError(f"--out {out} names {named} by its extension but --format is {fmt}: "
+                                   f"change one of them")
+        return fmt
+    if named is not None:
+        return named
+    if out:
+        what = f"its extension {ext!r} names no format" if ext else "it has no extension"
+        click.echo(f"--out {out}: {what} (.csv, .parquet, .jsonl, .json): writing JSON Lines, the default "
+                   "(give --format to choose)", err=True)
+    return "jsonl"
 
 
 def _refuse_writing_over_inputs(targets: list[Path], paths) -> None:
