@@ -560,12 +560,55 @@ def test_session_calls_show_what_the_agent_got_back(frames):
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h)[1:]
     # the matched call's result, as its transcript recorded it
     assert "<details><summary>" in rows[0] and f">{'row ' * 39}row…</span></summary>" in rows[0]
-    assert ("row " * 499 + "row…") in rows[0] and ("row " * 501) not in rows[0]
+    assert ("row " * 500 + '<span class="rb-note"> … (cut here: this report shows the first 2,000 of 2,400 '
+            "characters") in rows[0] and ("row " * 501) not in rows[0]
     # the refused call: what the client was shown, marked as an error, escaped
     assert '<span class="rb-decision-deny">error:</span>' in rows[1]
     assert "denied &lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in rows[1]
     # the door's own error for a call; a call no step claims got back nothing the report knows of
     assert "upstream timed out &lt;b&gt;x&lt;/b&gt;" in rows[2] and rows[2].endswith("<td>—</td>")
+
+
+def _huge_result(steps: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``steps`` with call ``toolu_a``'s result 200,000 characters of hostile text, as a loader keeps
+    it: cut to TEXT_LIMIT characters in the frame, its full size in ``text_bytes`` of the result row."""
+    from replaybook._text import truncate
+
+    text, size = truncate(("<b>x</b>" + "P9999,2026-07-01,5\n") * 8000)
+    steps = steps.copy()
+    steps.loc[steps["call_id"] == "toolu_a", "result_text"] = text
+    res = STEPS.build([dict(transcript_id="t1", seq=10, ts=s(1.5), kind="tool_result", call_id="toolu_a",
+                            text=text, text_bytes=size)])
+    return pd.concat([steps, res], ignore_index=True), size
+
+
+def test_a_result_cut_in_the_frame_says_so_where_it_ends(frames):
+    """A 5 MB result had been shown as its first 2,000 characters, ending mid-line with nothing to
+    say that the transcript holds more (the frame's " …[+N chars]" mark was past the report's cut)."""
+    from replaybook.join import join_sessions
+
+    steps, calls, pairs, _ = frames
+    steps, size = _huge_result(steps)
+    assert size == 216_000
+    cut = ("(cut here: the transcript holds 216,000 bytes; the frame keeps the first 4,000 characters and this "
+           "report shows the first 2,000 — <code>replaybook load steps</code> has the frame's, or the transcript "
+           "itself has the whole)")
+    h = S.session_calls(calls, pairs, "s1", steps=steps)
+    no_raw_html(h)
+    row = re.findall(r"<tr[^>]*>(.*?)</tr>", h, re.S)[1]
+    assert cut in row and "chars]" not in row
+    # the door measured 2,048 bytes for the call: the two sizes are named together
+    assert "The door logged 2,048 bytes for this call; the transcript holds 216,000 bytes" in row
+    h = S.conversations(steps, calls, join_sessions(steps, calls))
+    no_raw_html(h)
+    assert cut in h
+    h = S.unassigned_transcripts(steps, ["t1"])
+    no_raw_html(h)
+    assert cut in h
+    # a result the frame holds whole, under the report's limit, is not marked
+    assert "cut here" not in S.result_cell("short", None, 5) and "cut here" not in S.result_cell("x" * 500, None, 500)
+    # the frame's mark alone (a loader that kept no size) still says the text was cut
+    assert "(cut here: the transcript holds 7 characters more" in S.result_cell("abc …[+7 chars]")
 
 
 def test_unassigned_transcripts_show_what_they_called_and_got_back(frames):

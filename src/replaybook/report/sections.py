@@ -246,19 +246,65 @@ RESULT_PREVIEW = 160
 RESULT_LIMIT = 2000
 
 
-def result_cell(text: Any, is_error: Any = None) -> str:
+#: The mark :func:`replaybook._text.truncate` ends a cut frame text with: `` …[+N chars]``.
+_CUT_MARK = re.compile(r" …\[\+([0-9]+) chars\]\Z")
+#: A door's logged ``bytes`` this many times smaller (or larger) than what the transcript holds
+#: for the same call, and at least :data:`_DOOR_BYTES_APART` bytes apart, is named beside the result.
+_DOOR_BYTES_RATIO = 4
+_DOOR_BYTES_APART = 64 * 1024
+
+
+def _cut_words(s: str, size: Any) -> tuple[str, str]:
+    """(the result text without the frame's cut mark, the sentence saying where it was cut, or
+    "" when the report shows it whole).  ``size`` is the full result's size in UTF-8 bytes (the
+    ``tool_result`` step's ``text_bytes``), when known."""
+    m = _CUT_MARK.search(s)
+    kept = s[: m.start()] if m else s
+    full = None if _isna(size) else int(size)
+    frame_cut = (full is not None and full > len(kept.encode("utf-8", "surrogatepass"))) or (m is not None and full is None)
+    report_cut = len(kept) > RESULT_LIMIT
+    if not frame_cut and not report_cut:
+        return kept, ""
+    if frame_cut:
+        holds = (f"the transcript holds {full:,} bytes" if full is not None
+                 else f"the transcript holds {int(m.group(1)):,} characters more")
+        words = (f"(cut here: {holds}; the frame keeps the first {len(kept):,} characters"
+                 + (f" and this report shows the first {RESULT_LIMIT:,}" if report_cut else "")
+                 + " — <code>replaybook load steps</code> has the frame's, or the transcript itself has the whole)")
+    else:
+        words = (f"(cut here: this report shows the first {RESULT_LIMIT:,} of {len(kept):,} characters — "
+                 "<code>replaybook load steps</code> has them all, as does the transcript)")
+    return kept, words
+
+
+def result_cell(text: Any, is_error: Any = None, size: Any = None, door_bytes: Any = None) -> str:
     """What the agent got back for one tool call, as the transcript recorded it, as escaped
     table-cell markup: the first :data:`RESULT_PREVIEW` characters, the rest (up to
     :data:`RESULT_LIMIT`) behind a click; "error" first when the client marked it an error;
-    "—" when the transcript holds no result."""
+    "—" when the transcript holds no result.
+
+    A cut result says so where it ends, never silently: the report's own cut at
+    :data:`RESULT_LIMIT` characters, and the frame's at :data:`~replaybook._text.TEXT_LIMIT`
+    (its `` …[+N chars]`` mark, or ``size``, the full result's UTF-8 bytes — the
+    ``tool_result`` step's ``text_bytes`` — above what the frame kept), with the full size.
+    With the door's logged ``bytes`` for the call (``door_bytes``), a size far from the
+    transcript's (:data:`_DOOR_BYTES_RATIO` times, :data:`_DOOR_BYTES_APART` bytes apart) is named."""
     if _isna(text):
         return "—"
-    s = str(text)
+    kept, cut = _cut_words(str(text), size)
     mark = '<span class="rb-decision-deny">error:</span> ' if is_error is True or is_error is np.True_ else ""
-    if len(s) <= RESULT_PREVIEW:
-        return f'{mark}<span class="rb-result">{esc(s)}</span>'
-    return (f'<details><summary>{mark}<span class="rb-result">{esc(s, RESULT_PREVIEW)}</span></summary>'
-            f'<pre class="rb-result">{esc(s, RESULT_LIMIT)}</pre></details>')
+    apart = ""
+    if not _isna(size) and not _isna(door_bytes):
+        full, door = int(size), int(door_bytes)
+        if abs(full - door) >= _DOOR_BYTES_APART and max(full, door) >= _DOOR_BYTES_RATIO * max(min(full, door), 1):
+            apart = (f'<p class="rb-note">The door logged {door:,} bytes for this call; the transcript holds '
+                     f"{full:,} bytes: what the agent got back is not what the door measured (something between "
+                     "them changed it, or the door counts another thing).</p>")
+    if len(kept) <= RESULT_PREVIEW and not cut:
+        return f'{mark}<span class="rb-result">{esc(kept)}</span>{apart}'
+    body = esc(kept[:RESULT_LIMIT]) + (f'<span class="rb-note"> … {cut}</span>' if cut else "")
+    return (f'<details><summary>{mark}<span class="rb-result">{esc(kept, RESULT_PREVIEW)}</span></summary>'
+            f'<pre class="rb-result">{body}</pre></details>{apart}')
 
 
 def kept_cell(evidence: Any, digest: Any, obj: Any, transcript_text: Any, compare: bool = True) -> str:
@@ -1411,8 +1457,23 @@ def _with_rows(calls: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
     return calls[mask].assign(frame_row=np.flatnonzero(mask))
 
 
+def _result_bytes(steps: pd.DataFrame) -> pd.Series:
+    """Per ``tool_call`` row of ``steps`` (its index), the full size in UTF-8 bytes of the result the
+    transcript recorded for it: the ``text_bytes`` of its first ``tool_result`` row (same transcript,
+    same ``call_id``) — the call's ``result_text`` is that row's text, cut to
+    :data:`~replaybook._text.TEXT_LIMIT` characters.  NA when unknown."""
+    tc = steps[steps["kind"] == "tool_call"]
+    if not {"call_id", "text_bytes"} <= set(steps.columns) or not len(tc):
+        return pd.Series(pd.NA, index=tc.index, dtype="Int64")
+    rs = steps.loc[(steps["kind"] == "tool_result") & steps["call_id"].notna(), ["transcript_id", "call_id", "text_bytes"]]
+    rs = rs.drop_duplicates(["transcript_id", "call_id"], keep="first")
+    got = tc[["transcript_id", "call_id"]].merge(rs, on=["transcript_id", "call_id"], how="left")["text_bytes"]
+    return pd.Series(got.to_numpy(), index=tc.index).astype("Int64")
+
+
 def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd.DataFrame:
-    """(door_session, call_row) → call_id, step_seq, transcript, and the step's result text.
+    """(door_session, call_row) → call_id, step_seq, transcript, and the step's result text and its
+    full size (``step_result_bytes``: :func:`_result_bytes`).
 
     ``call_row`` is the call's position in the ``calls`` frame the join was given (a damaged or
     merged log can repeat a ``seq``, so the number alone may name two calls)."""
@@ -1423,10 +1484,13 @@ def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd
     if steps is not None and len(steps) and "result_text" in steps.columns:
         st = steps.loc[steps["kind"] == "tool_call", ["transcript_id", "seq", "result_text", "is_error"]].rename(
             columns={"transcript_id": "step_transcript", "seq": "step_seq", "result_text": "step_result"})
+        st = st.assign(step_result_bytes=_result_bytes(steps))
         if "step_kind" in pairs.columns and (pairs["step_kind"] == "tool_result").any():
             # a result standing in for its missing tool call (the join's pairs.step_kind): its own text
             rs = steps.loc[steps["kind"] == "tool_result", ["transcript_id", "seq", "text", "is_error"]].rename(
                 columns={"transcript_id": "step_transcript", "seq": "step_seq", "text": "step_result"})
+            rs = rs.assign(step_result_bytes=steps.loc[rs.index, "text_bytes"] if "text_bytes" in steps.columns
+                           else pd.NA)
             is_res = (pairs["step_kind"] == "tool_result").fillna(False).to_numpy(bool)
             m = pd.concat([m[~is_res].merge(st, on=["step_transcript", "step_seq"], how="left"),
                            m[is_res].merge(rs, on=["step_transcript", "step_seq"], how="left")])
@@ -1455,7 +1519,9 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
     m = m[m["door_session"] == door_session].drop(columns=["door_session"])
     c = c.merge(m, left_on="frame_row", right_on="call_row", how="left")
     if "step_result" in c.columns:
-        c["got_back"] = [result_cell(t, e) for t, e in zip(c["step_result"], c["is_error"])]
+        sizes = c["step_result_bytes"] if "step_result_bytes" in c.columns else [None] * len(c)
+        door = c["bytes"] if "bytes" in c.columns else [None] * len(c)
+        c["got_back"] = [result_cell(t, e, n, b) for t, e, n, b in zip(c["step_result"], c["is_error"], sizes, door)]
     else:
         c["got_back"] = "—"
     c = _args_shown(c, max_rows)
@@ -1583,8 +1649,9 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
     results = None
     if len(steps) and "result_text" in steps.columns:
         tc = steps[steps["kind"] == "tool_call"]
-        results = {(str(t), int(q)): (x, e, a) for t, q, x, e, a in
-                   zip(tc["transcript_id"], tc["seq"], tc["result_text"], tc["is_error"], tc["args_key"])
+        results = {(str(t), int(q)): (x, e, a, n) for t, q, x, e, a, n in
+                   zip(tc["transcript_id"], tc["seq"], tc["result_text"], tc["is_error"], tc["args_key"],
+                       _result_bytes(steps))
                    if not _isna(q)}
     parts = []
     # a session that continues another's transcript is in that conversation (the door restarted;
@@ -1623,7 +1690,7 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                 res = results.get(key) if results is not None and key is not None else None
                 args = c["text"] if res is None or _isna(res[2]) else res[2]  # the whole arguments
                 what.append(f"{c['tool'] or ''} {args or ''}".strip())
-                got.append(result_cell(res[0], res[1]) if res is not None else "—")
+                got.append(result_cell(res[0], res[1], res[3]) if res is not None else "—")
             elif lane == "door":
                 what.append(f"{c['tool'] or ''} {c['text'] or ''}".strip())
                 got.append("—")
@@ -1692,11 +1759,12 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
 
 
 def _result_of(steps: pd.DataFrame, transcript_id: Any, seq: Any) -> tuple | None:
-    """(text, is_error) of the ``tool_result`` step ``seq`` of ``transcript_id``, or None."""
+    """(text, is_error, text_bytes) of the ``tool_result`` step ``seq`` of ``transcript_id``, or None."""
     if _isna(transcript_id) or _isna(seq):
         return None
     r = steps[(steps["transcript_id"] == transcript_id) & (steps["seq"] == int(seq)) & (steps["kind"] == "tool_result")]
-    return (r["text"].iloc[0], r["is_error"].iloc[0]) if len(r) else None
+    size = r["text_bytes"].iloc[0] if len(r) and "text_bytes" in r.columns else None
+    return (r["text"].iloc[0], r["is_error"].iloc[0], size) if len(r) else None
 
 
 def missing_call_where(steps: pd.DataFrame, transcript_id: Any, seq: Any,
@@ -1806,15 +1874,16 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
         t = steps[steps["transcript_id"].isin(members)]
         t = t[(t["kind"].isin(["user_prompt", "tool_call"]))
               | ((t["kind"] == "model_request") & t["text"].notna() & t["text"].fillna("").ne(""))]
-        t = t.assign(member=t["transcript_id"].map({m: i for i, m in enumerate(members)})).sort_values(
+        t = t.assign(member=t["transcript_id"].map({m: i for i, m in enumerate(members)}), _row=t.index).sort_values(
             ["ts", "member", "seq"], kind="stable", na_position="last")
         who, what, got = [], [], []
+        sizes = _result_bytes(steps[steps["transcript_id"].isin(members)])
         for r in t.to_dict("records"):
             if r["kind"] == "tool_call":
                 who.append(_who("tool call", r.get("agent_id")))
                 tool = r["tool"] if not _isna(r["tool"]) else r.get("tool_raw")
                 what.append(f"{'' if _isna(tool) else tool} {'' if _isna(r['args_key']) else r['args_key']}".strip())
-                got.append(result_cell(r["result_text"], r["is_error"]))
+                got.append(result_cell(r["result_text"], r["is_error"], sizes.get(r["_row"])))
             else:
                 who.append(_who("user" if r["kind"] == "user_prompt" else "model", r.get("agent_id")))
                 what.append(None if _isna(r["text"]) else str(r["text"]))
