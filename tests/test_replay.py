@@ -1,4 +1,5 @@
 import json
+import re
 import os
 from pathlib import Path
 
@@ -320,25 +321,48 @@ def test_a_later_storage_write_to_what_the_agent_read_is_named_with_who_made_it(
     offset = inc.access_join.offset_s
     uri = "s3://acme-data/" + obj
     write = {"ts": read_at + pd.Timedelta(minutes=20) + pd.Timedelta(seconds=offset), "source": "aws.cloudtrail",
-             "principal": "arn:aws:iam::123456789012:user/j.doe", "action": "write", "action_raw": "PutObject",
+             "principal": "arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org", "action": "write", "action_raw": "PutObject",
              "resource_uri": uri, "outcome": "allowed", "source_file": "/x/trail.json", "line_no": 4}
     before = dict(write, ts=read_at - pd.Timedelta(minutes=5), line_no=3)
     denied = dict(write, ts=read_at + pd.Timedelta(minutes=1), outcome="denied", line_no=5)
     access = pd.concat([inc.access, ACCESS.build([before, denied, write])], ignore_index=True)
     w = StorageWrites(access, inc.manifest["storage_map"], offset)
     got = w.after(obj, read_at)
-    assert got is not None and got[1:] == ("arn:aws:iam::123456789012:user/j.doe", "PutObject", "trail.json:4")
+    assert got is not None and got[1:] == ("arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org", "PutObject", "trail.json:4")
     assert got[0] == read_at + pd.Timedelta(minutes=20)
     assert w.after(obj, read_at + pd.Timedelta(minutes=30)) is None
     assert w.after("reference/other.csv", read_at) is None
     said = as_now_caveat(tool=c["tool"], storage_write=got, none_if_plain=True)
     when = (read_at + pd.Timedelta(minutes=20)).strftime("%H:%M:%S.%f")[:-3]
-    assert ("the storage's own log holds a later PutObject of it by arn:aws:iam::123456789012:user/j.doe at "
+    assert ("the storage's own log holds a later PutObject of it by arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org at "
             f"{when} UTC (door clock), trail.json:4, so it has likely changed since this call.") in said
     reached = S.reached_objects(inc.calls, inc.data_root, storage_writes=w)
     note = next(r["note"] for r in reached.rows if r["object"] == obj)
-    assert "later PutObject of it by arn:aws:iam::123456789012:user/j.doe" in note
+    assert "later PutObject of it by arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org" in note
     assert all("PutObject" not in (r["note"] or "") for r in reached.rows if r["object"] != obj)
+    # the whole note in the section (the table's "text" kind had cut it at 300 characters, the
+    # rest nowhere in the HTML), and the write up top and in the findings
+    shown = S.objects_section(inc.calls, inc.data_root, reached=reached)
+    text = re.sub("<[^>]+>", "", shown).replace("&#x27;", "'")
+    assert note.endswith(", so it has likely changed since this call.") and len(note) > 300 and note in text
+    assert reached.storage_writes == [{"object": obj, "first": read_at, "who": f"{c['door_session']} #{c['seq']}",
+                                       "ts": read_at + pd.Timedelta(minutes=20),
+                                       "principal": "arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org",
+                                       "operation": "PutObject", "logged_at": "trail.json:4"}]
+    first = read_at.strftime("%H:%M:%S.%f")[:-3]
+    words = (f"1 object the agent read was written in storage afterwards: {obj} (PutObject by "
+             f"arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org at {when} UTC, door clock, trail.json:4; first read by "
+             f"{c['door_session']} #{c['seq']} at {first} UTC) — what the agent read need not be the file as it is "
+             "now (see What the agent reached)")
+    assert S.storage_write_words(reached.storage_writes) == words
+    head = S.header("t", "/x/incident.yaml", storage_writes=reached.storage_writes)
+    assert '<a href="#objects">1 object the agent read was written in storage afterwards</a>' in head
+    assert words.partition(": ")[2].replace("—", "") in re.sub("<[^>]+>", "", head).replace("—", "")
+    found = S.findings(inc.join.sessions, inc.calls, inc.quarantine, storage_writes=reached.storage_writes)
+    assert found["storage_written_after_read"] == [
+        {"object": obj, "principal": "arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org", "operation": "PutObject",
+         "ts": (read_at + pd.Timedelta(minutes=20)).isoformat(), "first_read_by": f"{c['door_session']} #{c['seq']}"}]
+    assert found["storage_written_words"] == words
 
 
 def test_a_csv_read_whole_whose_size_differs_is_said_to_have_changed():

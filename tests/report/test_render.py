@@ -225,6 +225,7 @@ def test_demo_report_renders(rendered_demo):
                                "refused_then_reached": ["s3://acme-data/reference/.env"], "refused_then_tried": [],
                                "refused_then_tried_words": None, "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,
                                "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]], "far_clocks": [],
+                               "storage_written_after_read": [], "storage_written_words": None,
                                "offset_changes": [], "cloud_log_losses": [], "cloud_log_loss_words": [],
                                "unmapped_calls": [], "other_client_links": [], "no_principals": False,
                                "packet": None, "packet_words": None,  # (no replay packet in the demo)

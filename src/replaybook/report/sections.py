@@ -49,6 +49,7 @@ __all__ = [
     "session_calls",
     "all_session_calls",
     "result_cell",
+    "storage_write_words",
     "conversations",
     "unassigned_transcripts",
     "objects_section",
@@ -235,6 +236,8 @@ def _cell(v: Any, kind: str) -> tuple[str, str]:
         return "", "—" if _isna(v) else f"<code>{_breakable(v, 300)}</code>"
     if kind == "html":  # pre-built, already escaped markup (only from this module)
         return "", str(v)
+    if kind == "prose":  # a sentence that is a finding: whole, wrapping at its spaces
+        return "", _prose(v)
     if isinstance(v, (bool, np.bool_)):
         return "", "yes" if v else "no"
     return "", esc(v, 300)
@@ -357,8 +360,9 @@ def table(
 
     Args:
         df: the rows.
-        columns: ``(column, heading, kind)``; kind is ``text``, ``code`` (monospace), ``num``,
-            ``ms``, ``pct``, ``ts`` (UTC time) or ``html`` (trusted markup built in this module).
+        columns: ``(column, heading, kind)``; kind is ``text`` (cut to 300 characters), ``prose``
+            (whole: a note that is a finding), ``code`` (monospace), ``num``, ``ms``, ``pct``,
+            ``ts`` (UTC time) or ``html`` (trusted markup built in this module).
         max_rows: rows shown; a note gives the full count when more.
         row_class: optional function ``row dict -> css class``.
         empty: text shown when ``df`` has no rows.
@@ -629,6 +633,7 @@ def header(
     access_links: pd.DataFrame | None = None,
     principals_given: bool | None = None,
     packet: Mapping | None = None,
+    storage_writes: Sequence[Mapping] = (),
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -647,7 +652,8 @@ def header(
     ``AccessJoinResult.links``, :func:`other_client_links`), a note when ``principals_given`` is
     false (:data:`NO_PRINCIPALS`), of the objects the agent reached that look like copies of one dataset but hold
     different data (``disagreements``: :attr:`ReachedObjects.disagreements`), linked to that
-    section, from the join's ``sessions`` frame (``SESSIONS``) the door calls whose logged tool-use
+    section, of the objects the agent read that the storage's own log holds a later write of
+    (``storage_writes``: :attr:`ReachedObjects.storage_writes`, :func:`storage_write_words`), from the join's ``sessions`` frame (``SESSIONS``) the door calls whose logged tool-use
     id contradicts the transcript (``id_conflicts``, ``id_mismatches``, linked to the sessions),
     the sessions a ``max_offset_s`` other than the default joined otherwise (the columns
     :func:`with_offset_changes` adds, linked to the sessions) and the residual
@@ -760,6 +766,9 @@ def header(
             or "values"  # (same rows and columns: a figure changed)
         facts.append(f'<strong><a href="#objects">{len(d["objects"])} files the agent reached look like one dataset '
                      f"but hold different {what}</a></strong>: {objs}")
+    if storage_writes:  # the file may not be what the agent read: as much a cause as copies that disagree
+        head, _, rest = storage_write_words(storage_writes).partition(": ")
+        facts.append(f'<strong><a href="#objects">{esc(head)}</a></strong>: {esc(rest)}')
     pw = packet_words(packet)
     if pw:  # a false claim in the PR body is as much a finding as a call the door never saw
         head, _, rest = pw.partition(": ")
@@ -778,6 +787,29 @@ def header(
         intro = f"<p><b>{esc(description)}</b></p>" + intro
     return STYLE + _section(None, f"<h1>{esc(title)}</h1>" + intro
                             + "<ul>" + "".join(f"<li>{f}</li>" for f in facts) + "</ul>")
+
+
+def storage_write_words(writes: Sequence[Mapping], *, named: int = 5) -> str:
+    """The objects the agent read that the storage's own log holds a later write (or delete) of
+    (:attr:`ReachedObjects.storage_writes`) in one plain sentence: "1 object the agent read was
+    written in storage afterwards: readmissions/q3.csv (storage.objects.create by jane.doe@… at
+    09:20:11.000 UTC, door clock; first read by door-… #2 at 09:00:08.700 UTC) (see What the agent
+    reached)"; the first ``named`` named, the count of the others given.  "" when none."""
+    if not writes:
+        return ""
+
+    def hm(ts: Any) -> str:
+        return pd.Timestamp(ts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3] + " UTC"
+
+    items = [f"{w['object']} ({w.get('operation') or 'write'}"
+             + (f" by {w['principal']}" if w.get("principal") else "")
+             + f" at {hm(w['ts'])}, door clock" + (f", {w['logged_at']}" if w.get("logged_at") else "")
+             + f"; first read by {w['who']} at {hm(w['first'])})" for w in writes[:named]]
+    more = f" and {len(writes) - named:,} more" if len(writes) > named else ""
+    n = len(writes)
+    return (f"{_count(n, 'object')} the agent read {'was' if n == 1 else 'were'} written in storage afterwards"
+            f": {'; '.join(items)}{more} — what the agent read need not be the file as it is now "
+            "(see What the agent reached)")
 
 
 def _assigned_words(steps: pd.DataFrame, sessions: pd.DataFrame, sub_agents: Mapping[str, str] | None) -> str:
@@ -1914,7 +1946,12 @@ class ReachedObjects:
     Attributes:
         rows: one dict per object, first reached first (``object``, ``first``, ``who``, ``last``
             (door session → ``(ts, seq, tool)`` of its last call on the object), ``calls``,
-            ``kind``, ``bytes``, ``rows``, ``columns``, ``sha256``, ``same``, ``note``).
+            ``kind``, ``bytes``, ``rows``, ``columns``, ``sha256``, ``same``, ``note``,
+            ``storage_write``: the first write or delete the cloud's own log holds on its storage
+            after the first call reached it — ``{ts (door clock), principal, operation,
+            logged_at}`` — or None).
+        storage_writes: ``{object, first, who, ts, principal, operation, logged_at}`` per row with a
+            ``storage_write`` (first reached first): what the header and the findings name.
         previews: ``(object, inner HTML)`` of each object's first rows or lines.
         total: how many distinct objects the calls reached (``rows`` holds at most ``max_objects``).
         disagreements: :func:`replaybook.replay.copies_that_disagree` of ``rows``; with a data root, each group also
@@ -1926,6 +1963,8 @@ class ReachedObjects:
     def __init__(self, rows: list[dict], previews: list[tuple[str, str]], total: int,
                  column_sets: dict[str, tuple], data_root: Any = None) -> None:
         self.rows, self.previews, self.total = rows, previews, total
+        self.storage_writes = [{"object": r["object"], "first": r["first"], "who": r["who"], **r["storage_write"]}
+                               for r in rows if r.get("storage_write")]
         from ..replay import copies_that_disagree
 
         self.disagreements = copies_that_disagree(rows, column_sets, data_root)
@@ -1965,10 +2004,11 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         logged = sorted({str(d) for d in g["object_digest"].dropna()}) if "object_digest" in g else []
         same = "—" if not logged or now is None else ("yes" if logged == [now] else "no: it changed")
         first = g.iloc[0]
+        sw = None if storage_writes is None else storage_writes.after(obj, first["ts"])
         changed = None if pv.kind not in ("table", "text", "binary", "folder") else as_now_caveat(
             tool=first["tool"], logged_bytes=first.get("bytes"), size_now=pv.size, kind=pv.kind, obj=obj,
             later_write=later.after(obj, first["ts"]), door_session=first["door_session"], none_if_plain=True,
-            storage_write=None if storage_writes is None else storage_writes.after(obj, first["ts"]))
+            storage_write=sw)
         cols = None
         if pv.kind == "table" and pv.table is not None:
             column_sets[str(obj)] = tuple(map(str, pv.table.columns))
@@ -1980,7 +2020,9 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
                      "calls": len(g), "kind": pv.kind, "bytes": pv.size, "rows": pv.rows, "columns": cols,
                      "sha256": None if now is None else now.removeprefix("sha256:"), "same": same,
                      "note": " ".join(n for n in (pv.text if pv.kind not in ("table", "text", "folder") else None,
-                                                  changed) if n) or None})
+                                                  changed) if n) or None,
+                     "storage_write": None if sw is None else {
+                         "ts": sw[0], "principal": sw[1], "operation": sw[2], "logged_at": sw[3]}})
         if pv.kind in ("table", "folder") and pv.table is not None:
             kinds = {k: "num" if pd.api.types.is_numeric_dtype(pv.table[k]) and k == "bytes" else "text"
                      for k in pv.table.columns}
@@ -2094,7 +2136,7 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
     body += table(df, [("object", "object", "code"), ("first", "first reached (UTC)", "ts"),
                        ("who", "by call", "code"), ("calls", "calls", "num"), ("kind", "what it is", "text"),
                        ("bytes", "bytes", "num"), ("rows", "data rows now", "num"), ("columns", "columns", "text"),
-                       ("sha256", "SHA-256 now", "code"), ("same", "same as logged", "text"), ("note", "note", "text")],
+                       ("sha256", "SHA-256 now", "code"), ("same", "same as logged", "text"), ("note", "note", "prose")],
                   max_rows=len(reached.rows))
     if reached.total > len(reached.rows):
         body += f'<p class="rb-note">Showing the first {len(reached.rows):,} of {reached.total:,} objects.</p>'
@@ -2822,7 +2864,8 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
              unexplained: pd.DataFrame | None = None, *, join: Any = None,
              disagreements: Sequence[Mapping] = (), inputs: Sequence[Mapping] = (),
              unmapped_calls: pd.DataFrame | None = None, access_links: pd.DataFrame | None = None,
-             principals_given: bool | None = None, packet: Mapping | None = None) -> dict:
+             principals_given: bool | None = None, packet: Mapping | None = None,
+             storage_writes: Sequence[Mapping] = ()) -> dict:
     """The report's findings as counts, for a terminal or a CI job that does not open the HTML.
 
     Args:
@@ -2838,6 +2881,7 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         access_links: ``AccessJoinResult.links``, or ``None`` without access logs.
         principals_given: the manifest gives ``principals`` (``None`` without access logs).
         packet: :meth:`~replaybook.Incident.packet_summary`, or ``None`` without a replay packet.
+        storage_writes: :attr:`ReachedObjects.storage_writes`.
 
     Returns:
         ``{"sessions": {status: count}, "door_calls": int, "refused_calls": int,
@@ -2860,7 +2904,10 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         status, transcript_id, default_status, default_transcript, max_offset_s, default_max_offset_s,
         clock_transcript, clock_offset_s} per door session a max_offset_s other than the default joined
         otherwise; ``sessions`` from :func:`with_offset_changes`], "disagreeing_copies": [[object, ...] per
-        group of files that look like one dataset but hold different data], "cloud_log_losses": [{log,
+        group of files that look like one dataset but hold different data], "storage_written_after_read":
+        [{object, principal, operation, ts (door clock, ISO), first_read_by} per object the agent read that
+        the storage's own log holds a later write or delete of], "storage_written_words": str or None
+        (:func:`storage_write_words`), "cloud_log_losses": [{log,
         file, set_aside, kinds, lines, unread} per cloud log file the quarantine holds lines of
         (:func:`cloud_log_losses`): the requests in them are in no count], "cloud_log_loss_words": [the
         same in sentences, :func:`cloud_loss_words`], "unmapped_calls": [{door_session, seq, object} per
@@ -2890,6 +2937,12 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         "unmatched_steps": 0,
         "far_pairs": 0,
         "disagreeing_copies": [[str(o["object"]) for o in d["objects"]] for d in disagreements],
+        "storage_written_after_read": [
+            {"object": str(w["object"]), "principal": None if _isna(w.get("principal")) else str(w["principal"]),
+             "operation": None if _isna(w.get("operation")) else str(w["operation"]),
+             "ts": pd.Timestamp(w["ts"]).tz_convert("UTC").isoformat(), "first_read_by": str(w["who"])}
+            for w in storage_writes],
+        "storage_written_words": storage_write_words(storage_writes) or None,
         "cloud_log_losses": cloud_log_losses(q, inputs),
         "cloud_log_loss_words": cloud_loss_words(cloud_log_losses(q, inputs), markup=False),
         "other_client_links": other_client_links(access_links),
