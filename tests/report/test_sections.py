@@ -1501,3 +1501,27 @@ def test_the_response_the_door_kept_is_set_beside_what_the_transcript_recorded(t
     assert kept_column(inc.steps)[1].startswith("damaged:")
     # without a store: no such column
     assert "response the door kept" not in S.session_calls(inc.calls, res.pairs, s, steps=inc.steps)
+
+
+def test_a_session_whose_calls_agree_with_a_taken_transcript_says_so(frames):
+    """A gateway log and a door log of the same calls in one manifest: the gateway's session was
+    told "either its transcript is not among the inputs, or the agent's clock was further…",
+    while the transcript was loaded and agreed — it was assigned to the door's session."""
+    steps, calls, pairs, sessions = frames
+    gw = CALLS.build([dict(door_session="gw", agent="gateway", seq=1, ts=s(1.42), tool="read_object",
+                           decision="allow"),  # (a gateway that logs no arguments)
+                      dict(door_session="gw", agent="gateway", seq=2, ts=s(5.42), tool="door_read_object",
+                           decision="allow")])
+    calls = pd.concat([calls, gw], ignore_index=True)
+    sessions = pd.concat([sessions, SESSIONS.build([dict(door_session="gw", agent="gateway", calls=2, refused=0,
+                                                         status="unmatched", unclaimed_calls=2)])],
+                         ignore_index=True)
+    got = S.with_taken_transcripts(sessions, calls, pairs, window_s=60)
+    row = got[got["door_session"] == "gw"].iloc[0]
+    assert (row["taken_transcript"], row["taken_by"], row["taken_agreed"]) == ("t1", "s1", 2)
+    assert got.loc[got["door_session"] == "s1", "taken_transcript"].isna().all()  # (the assigned one: nothing)
+    said = S.confidence_sentence(row.to_dict(), 60)
+    assert said == ("Door session gw: not assigned a transcript, though its calls agree with transcript t1 (2 of 2), "
+                    "which is assigned to door session s1: one transcript is joined to one session — if both logs "
+                    "record the same calls (a gateway in front of the door), list one of them in the manifest.")
+    assert "not among the inputs" not in said

@@ -38,6 +38,7 @@ __all__ = [
     "header",
     "confidence_sentence",
     "with_far_clocks",
+    "with_taken_transcripts",
     "with_offset_changes",
     "with_other_doors",
     "other_doors",
@@ -914,6 +915,11 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
             base += (f"; the door logged the client's own tool-use id on {_count(int(uk), 'call')} and no loaded "
                      f"transcript has {'it' if int(uk) == 1 else 'any of them'}: this conversation's transcript is "
                      "most likely not among the inputs")
+        elif not _isna(row.get("taken_transcript")):  # (with_taken_transcripts)
+            base = (f"Door session {ds}: not assigned a transcript, though its calls agree with transcript "
+                    f"{row['taken_transcript']} ({int(row['taken_agreed']):,} of {calls:,}), which is assigned to "
+                    f"door session {row['taken_by']}: one transcript is joined to one session — if both logs "
+                    "record the same calls (a gateway in front of the door), list one of them in the manifest")
         elif not _isna(row.get("far_transcript")):
             base += (f"; its calls line up with transcript {row['far_transcript']} "
                      f"({int(row['far_steps']):,} of its {int(row['far_calls']):,} calls with arguments) at a clock "
@@ -1194,6 +1200,49 @@ def with_far_clocks(sessions: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataF
     return sessions.assign(far_transcript=ds.map(f["transcript_id"]), far_offset_ms=ds.map(f["offset_ms"]),
                            far_steps=ds.map(f["steps"]), far_calls=ds.map(f["calls_with_args"]),
                            far_max_offset_s=ds.map(f["max_offset_s"]), far_looked_s=float(max_offset_s))
+
+
+def with_taken_transcripts(sessions: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None, *,
+                           window_s: float = 60.0) -> pd.DataFrame:
+    """``sessions`` (the join's ``SESSIONS`` frame) with, per unmatched session whose calls repeat
+    the paired calls of a session the join assigned a transcript (the same tool or one ending in its
+    name — a gateway's ``files_read_file`` for ``read_file`` —, the same arguments where both logged
+    them, within ``window_s``): ``taken_transcript`` (that transcript), ``taken_by`` (that session) and
+    ``taken_agreed`` (Int64: how many of its calls repeat one); NA for the other sessions.  Two
+    logs of the same calls (a gateway in front of the door) look like this: the join gives one
+    transcript to one session, so the second log's session stays unmatched.  Unchanged (no new
+    columns) when there is none."""
+    if sessions is None or not len(sessions) or pairs is None or not len(pairs) or calls is None or not len(calls):
+        return sessions
+    assigned = sessions[sessions["transcript_id"].notna()].set_index("door_session")["transcript_id"]
+    paired = calls.iloc[pairs["call_row"].astype(int).to_numpy()][["door_session", "tool", "args_key", "ts"]]
+    paired = paired[paired["door_session"].isin(assigned.index)]
+    win = pd.Timedelta(seconds=float(window_s or 60.0))
+    found = {}
+    for ds in sessions.loc[sessions["transcript_id"].isna(), "door_session"]:
+        mine = calls[calls["door_session"] == ds]
+        best = None
+        for other, theirs in paired.groupby("door_session", sort=False):
+            n = 0
+            for tool, args, ts in zip(mine["tool"], mine["args_key"], mine["ts"]):
+                if _isna(ts) or _isna(tool):
+                    continue
+                near = theirs[(theirs["ts"] - ts).abs() <= win]
+                # (a gateway that logs no arguments: tool and time, as the join compares it)
+                same = near if _isna(args) else near[near["args_key"].isna() | (near["args_key"] == args)]
+                t = str(tool)
+                if any(str(x) == t or str(x).endswith("_" + t) or t.endswith("_" + str(x)) for x in same["tool"]):
+                    n += 1
+            if n and (best is None or n > best[2]):
+                best = (str(assigned[other]), str(other), n)
+        if best:
+            found[ds] = best
+    if not found:
+        return sessions
+    ds = sessions["door_session"]
+    return sessions.assign(taken_transcript=ds.map({k: v[0] for k, v in found.items()}).astype("string"),
+                           taken_by=ds.map({k: v[1] for k, v in found.items()}).astype("string"),
+                           taken_agreed=ds.map({k: v[2] for k, v in found.items()}).astype("Int64"))
 
 
 def with_offset_changes(sessions: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataFrame, *, max_offset_s: float,
