@@ -843,7 +843,10 @@ def test_copies_of_one_dataset_that_disagree_are_named(tmp_path):
     assert h == S.objects_section(calls, root)  # opened again: the same section
     alarm = h.split('<div class="rb-alarm">')[1].split("</div>")[0]
     items = [re.sub("<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", alarm)]
-    last = ". A figure a session gave after that call likely comes from that file's data."
+    # (a sub-agent's call counts in its parent's session: "likely comes from that file" had named
+    # the file a sub-agent read last as the source of the main agent's figure)
+    last = (". The logs do not say which file a figure came from — a sub-agent's call counts in its parent's "
+            "session — so set the answer beside each file's data (the rows below).")
     assert [i.split("demo/cars.parquet holds")[0].split("demo/cols.parquet and")[0] for i in items] == [
         "demo/cars.json: 32 rows, first reached by s1 #1; demo/cars.parquet: 35 rows, first reached by s1 #2. "
         "Of these, the one each door session reached last: s1 → demo/cars.parquet (#2, read)" + last,
@@ -865,6 +868,15 @@ def test_copies_of_one_dataset_that_disagree_are_named(tmp_path):
     assert S.reached_objects(same, root).disagreements == []
     assert "rb-alarm" not in S.objects_section(same, root)
     assert "look like one dataset" not in S.header("t", tmp_path / "incident.yaml")
+
+    # a copy written after the agent read it: its difference may be that write
+    reached.storage_writes = [{"object": "demo/cars.json", "first": None, "who": "s1 #1", "ts": None,
+                               "principal": "p", "operation": "PutObject", "logged_at": "t.json:1"}]
+    alarm = S.objects_section(calls, root, reached=reached).split('<div class="rb-alarm">')[1].split("</div>")[0]
+    items = [re.sub("<[^>]+>", "", li) for li in re.findall(r"<li>(.*?)</li>", alarm)]
+    assert ("Written after the agent read it: demo/cars.json (see its note below): the rows compared are the files "
+            "as they are now, so part of the difference may be that write, not what the agent read.") in items[0]
+    assert "Written after" not in items[1]
 
 
 def test_data_stem_drops_the_format_and_a_compression_suffix():

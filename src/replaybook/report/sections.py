@@ -2114,8 +2114,9 @@ def _disagreement_sentence(d: Mapping) -> str:
                          for sess, (ts, seq, tool, obj) in ordered[:_NAMED])
         if len(ordered) > _NAMED:
             each += f"; and {len(ordered) - _NAMED:,} more door sessions"
-        said += (f". Of these, the one each door session reached last: {each}. A figure a session gave after that "
-                 "call likely comes from that file's data.")
+        said += (f". Of these, the one each door session reached last: {each}. The logs do not say which file a "
+                 "figure came from — a sub-agent's call counts in its parent's session — so set the answer beside "
+                 "each file's data (the rows below)")
     return said
 
 
@@ -2168,7 +2169,19 @@ def objects_section(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         return _section(title, '<p class="rb-note">No allowed door call reached an object.</p>', anchor="objects")
     body = ""
     if reached.disagreements:
-        items = "".join(f"<li>{_disagreement_sentence(d)}{_differences_html(d)}</li>" for d in reached.disagreements)
+        # a copy written after the agent read it differs by that write, not (only) as a stale copy
+        written = {str(w["object"]) for w in (getattr(reached, "storage_writes", None) or ())}
+        written |= {str(r["object"]) for r in reached.rows if r.get("note") and "a later call wrote to it" in r["note"]}
+
+        def since(d: Mapping) -> str:
+            objs = [str(o["object"]) for o in d["objects"] if str(o["object"]) in written]
+            if not objs:
+                return ""
+            return (" <b>Written after the agent read it:</b> " + ", ".join(f"<code>{esc(o)}</code>" for o in objs)
+                    + " (see its note below): the rows compared are the files as they are now, so part of the "
+                    "difference may be that write, not what the agent read.")
+        items = "".join(f"<li>{_disagreement_sentence(d)}.{since(d)}{_differences_html(d)}</li>"
+                        for d in reached.disagreements)
         body += ('<div class="rb-alarm"><p><b>Copies that disagree.</b> The agent reached files that look like one '
                  f"dataset in different formats, but they hold different data now:</p><ul>{items}</ul>"
                  "<p>A figure computed from one does not hold for the other. The conversation above shows which "
