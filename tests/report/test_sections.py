@@ -753,8 +753,9 @@ def test_header_raises_storage_requests_no_door_call_explains():
     o = S.objects_section(inc.calls, inc.data_root)
     assert ("Of these, the one each door session reached last: <code>door-20260913T100005-a1</code> → "
             "<code>demo/cars.parquet</code> (#4, query); <code>door-20260913T100052-b7</code> → "
-            "<code>demo/cars.xpt</code> (#4, query). A figure a session gave after that call likely comes from "
-            "that file's data.") in o
+            "<code>demo/cars.xpt</code> (#4, query). The logs do not say which file a figure came from — a "
+            "sub-agent's call counts in its parent's session — so set the answer beside each file's data (the rows "
+            "below).") in o
     # the demo's story: the agent was refused reference/.env, and the door's role read it 111 s later
     assert ('<strong><a href="#access">1 object the door refused the agent was reached in storage anyway</a>'
             "</strong>: <code>s3://acme-data/reference/.env</code>") in h
