@@ -1538,3 +1538,15 @@ def test_a_session_whose_calls_agree_with_a_taken_transcript_says_so(frames):
                     "which is assigned to door session s1: one transcript is joined to one session — if both logs "
                     "record the same calls (a gateway in front of the door), list one of them in the manifest.")
     assert "not among the inputs" not in said
+    # a session that repeats those calls 50 s later (the join trap's second agent) is not the same
+    # calls logged twice: it keeps the plain sentence; so does one sharing a single call
+    later = gw.assign(door_session="rerun", ts=gw["ts"] + pd.Timedelta(seconds=50))
+    one = gw.iloc[:1].assign(door_session="one")
+    calls2 = pd.concat([calls, later, one], ignore_index=True)
+    sessions2 = pd.concat([sessions, SESSIONS.build([
+        dict(door_session="rerun", agent="gateway", calls=2, refused=0, status="unmatched", unclaimed_calls=2),
+        dict(door_session="one", agent="gateway", calls=1, refused=0, status="unmatched", unclaimed_calls=1)])],
+        ignore_index=True)
+    got = S.with_taken_transcripts(sessions2, calls2, pairs, window_s=60).set_index("door_session")
+    assert got.loc["gw", "taken_transcript"] == "t1"
+    assert pd.isna(got.loc["rerun", "taken_transcript"]) and pd.isna(got.loc["one", "taken_transcript"])

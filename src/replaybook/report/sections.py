@@ -1202,12 +1202,19 @@ def with_far_clocks(sessions: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataF
                            far_max_offset_s=ds.map(f["max_offset_s"]), far_looked_s=float(max_offset_s))
 
 
+#: seconds within which two logs' records of one call are taken for the same call (a gateway
+#: in front of the door logs it a few milliseconds apart)
+_SAME_CALL_S = 5.0
+
+
 def with_taken_transcripts(sessions: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None, *,
                            window_s: float = 60.0) -> pd.DataFrame:
     """``sessions`` (the join's ``SESSIONS`` frame) with, per unmatched session whose calls repeat
     the paired calls of a session the join assigned a transcript (the same tool or one ending in its
     name — a gateway's ``files_read_file`` for ``read_file`` —, the same arguments where both logged
-    them, within ``window_s``): ``taken_transcript`` (that transcript), ``taken_by`` (that session) and
+    them, within ``window_s``; one call for one, at least two and half of the session's calls,
+    their times a median of at most :data:`_SAME_CALL_S` apart — the same calls, not a rerun of
+    them): ``taken_transcript`` (that transcript), ``taken_by`` (that session) and
     ``taken_agreed`` (Int64: how many of its calls repeat one); NA for the other sessions.  Two
     logs of the same calls (a gateway in front of the door) look like this: the join gives one
     transcript to one session, so the second log's session stays unmatched.  Unchanged (no new
@@ -1222,18 +1229,26 @@ def with_taken_transcripts(sessions: pd.DataFrame, calls: pd.DataFrame, pairs: p
     for ds in sessions.loc[sessions["transcript_id"].isna(), "door_session"]:
         mine = calls[calls["door_session"] == ds]
         best = None
+        valid = int((mine["ts"].notna() & mine["tool"].notna()).sum())
         for other, theirs in paired.groupby("door_session", sort=False):
-            n = 0
+            n, used, gaps = 0, set(), []
             for tool, args, ts in zip(mine["tool"], mine["args_key"], mine["ts"]):
                 if _isna(ts) or _isna(tool):
                     continue
-                near = theirs[(theirs["ts"] - ts).abs() <= win]
+                near = theirs[((theirs["ts"] - ts).abs() <= win) & ~theirs.index.isin(list(used))]
                 # (a gateway that logs no arguments: tool and time, as the join compares it)
                 same = near if _isna(args) else near[near["args_key"].isna() | (near["args_key"] == args)]
                 t = str(tool)
-                if any(str(x) == t or str(x).endswith("_" + t) or t.endswith("_" + str(x)) for x in same["tool"]):
+                same = same[[str(x) == t or str(x).endswith("_" + t) or t.endswith("_" + str(x)) for x in same["tool"]]]
+                if len(same):  # one call of theirs for one of mine: the nearest
+                    gap = (same["ts"] - ts).abs()
+                    used.add(gap.idxmin())
+                    gaps.append(gap.min().total_seconds())
                     n += 1
-            if n and (best is None or n > best[2]):
+            # the same calls logged twice are logged at the same moments, most of them: a session
+            # that repeats another's calls later (a second agent, a rerun) is not this
+            if (n >= max(2, -(-valid // 2)) and float(np.median(gaps)) <= _SAME_CALL_S
+                    and (best is None or n > best[2])):
                 best = (str(assigned[other]), str(other), n)
         if best:
             found[ds] = best
