@@ -159,3 +159,25 @@ def test_folder_walk_reads_recordings_only(tmp_path):
     (proj / "chats" / S1 / sub.name).write_bytes(sub.read_bytes())
     res = load_gemini(tmp_path)
     assert sorted(Path(i["path"]).name for i in res.inputs) == sorted([MAIN.name, sub.name])
+
+
+def test_a_byte_for_byte_copy_of_a_recording_leaves_the_session_whole(tmp_path, main):
+    # a copy read as a later version superseded every message of the first file, and was then
+    # left out as a copy: 1 row of 9 were left, and the session joined nothing
+    import shutil
+
+    from replaybook.loading import load
+
+    src = Path(main.inputs[0]["path"])
+    a, b = tmp_path / "a" / src.name, tmp_path / "b" / src.name
+    for p in (a, b):
+        p.parent.mkdir()
+        shutil.copy(src, p)
+    whole = load_gemini(src).frame
+    for paths in ([a, b], [b, a]):
+        res = load_gemini(paths)
+        assert len(res.frame) == len(whole) > 1
+        assert res.frame["source_file"].eq(str(paths[0])).all()
+        assert [(i.get("skipped"), i.get("same_as")) for i in res.inputs] == [(None, None), (True, str(paths[0]))]
+    got = load([a, b])
+    assert len(got.results["steps"].frame) == len(whole)

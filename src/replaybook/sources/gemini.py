@@ -305,6 +305,7 @@ class _State:
         self.contents: list[_Content] = []
         self.others: list[tuple[int, str, dict, int, int | None]] = []  # (order, session, rec, file, line)
         self.order = 0
+        self.seen_bytes: dict[str, str] = {}  # SHA-256 of a file read → its path (a copy is not read again)
 
     def next(self) -> int:
         self.order += 1
@@ -350,6 +351,15 @@ def _parent_session(path: Path, session: str) -> str | None:
 def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict:
     data, info = read_source(path, LOADER, "Gemini CLI recording")
     info.update(layout=None, superseded=0, rewinds=[], metadata_updates=0, notes=[])
+    # a byte-for-byte copy of a recording read before (a backup, the same file named twice) is
+    # not read again: read as a later version of the same session, it would supersede every
+    # message of the first and then be left out as a copy, and the session lost both
+    earlier = st.seen_bytes.get(info.get("sha256")) if info.get("sha256") and data else None
+    if earlier is not None:
+        info.update(skipped=True, same_as=earlier)
+        return info
+    if info.get("sha256") and data:
+        st.seen_bytes[info["sha256"]] = str(path)
     stripped = data.strip()
     first = stripped.split(b"\n", 1)[0].strip()
     doc = None
