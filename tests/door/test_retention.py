@@ -382,3 +382,24 @@ def test_hold_author_falls_back_to_the_login_name(monkeypatch):
 
     monkeypatch.setattr(getpass, "getuser", no_name)
     assert hold_author() is None
+
+
+def test_a_session_named_in_upper_case_is_held_and_pruned_like_any_other(world):
+    # the loaders read UP4.JSONL as a session, but prune and hold did not see it: its evidence
+    # was removed as referenced by nothing, and a hold on it was refused
+    from replaybook.door.cli import hold as hold_cmd
+    from replaybook.door.retention import hold_path
+
+    d = world["digests"]
+    up = _session(world["root"], "analyst", "UP4", NOW - timedelta(days=90), [d["only_new"]])
+    up = up.rename(up.with_name("UP4.JSONL"))
+    os.utime(up, (OLD_MTIME, OLD_MTIME))
+    r = CliRunner().invoke(hold_cmd, [str(world["root"] / "analyst"), "--reason", "INC-9"])
+    assert r.exit_code == 0, r.output
+    assert f"held {up}" in r.output and hold_path(up).name == "UP4.hold"
+    rep = prune(world["root"], timedelta(days=30), evidence=world["evidence"])
+    assert [s.status for s in rep.sessions if s.path == up] == ["held"]
+    CliRunner().invoke(hold_cmd, [str(up), "--release"])
+    world["s"]["new1"].unlink()  # (the other session referencing only_new)
+    rep = prune(world["root"], timedelta(days=30), evidence=world["evidence"])
+    assert up in [s.path for s in rep.removed] and not world["store"].has(d["only_new"])

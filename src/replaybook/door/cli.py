@@ -253,7 +253,7 @@ def hold(paths: tuple[str, ...], reason: str | None, by: str | None, release: bo
         for q in sorted(folder.rglob("*")):
             if q.is_symlink() or not q.is_file():
                 continue
-            if q.name.endswith(".jsonl"):
+            if q.name.lower().endswith(".jsonl"):
                 files.append(q)
             elif q.name.lower().endswith(".jsonl.gz"):
                 skipped.append((q, gzipped))
@@ -268,7 +268,7 @@ def hold(paths: tuple[str, ...], reason: str | None, by: str | None, release: bo
                 for f in group:
                     if f.is_dir():
                         walk(f)
-                    elif f.name.endswith(".jsonl"):
+                    elif f.name.lower().endswith(".jsonl"):
                         files.append(f)
                     else:  # a gateway's log, a gzip'd session …: prune never removes them
                         skipped.append((f, gzipped if f.name.lower().endswith(".jsonl.gz") else not_door))

@@ -153,7 +153,7 @@ HOLD_SUFFIX = ".hold"
 def hold_path(session_file: str | Path) -> Path:
     """The hold file of a session file (``x.jsonl`` → ``x.hold``)."""
     p = Path(session_file)
-    return p.with_name(p.name[: -len(".jsonl")] + HOLD_SUFFIX if p.name.endswith(".jsonl") else p.name + HOLD_SUFFIX)
+    return p.with_name(p.name[: -len(".jsonl")] + HOLD_SUFFIX if _session_name(p.name) else p.name + HOLD_SUFFIX)
 
 
 def _hold_of(session_file: Path) -> str | None:
@@ -187,7 +187,7 @@ def check_holdable(session_file: str | Path) -> Path:
         st = os.lstat(p)
     except OSError as exc:
         raise InputError(f"cannot hold a session file that cannot be read: {exc.strerror or exc}", p) from exc
-    if not p.name.endswith(".jsonl") or not stat.S_ISREG(st.st_mode):
+    if not _session_name(p.name) or not stat.S_ISREG(st.st_mode):
         raise InputError("a hold is placed on a door session file (<agent>/<session>.jsonl, not a symlink)", p)
     if not os.access(p.parent, os.W_OK | os.X_OK):
         raise InputError("cannot write the hold file beside it: its folder is not writable", p)
@@ -266,6 +266,12 @@ def _parse_ts(s: object) -> datetime | None:
         except ValueError:
             return None
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def _session_name(name: str) -> bool:
+    """A session file's name: ``*.jsonl``, in any case (the loaders read ``S.JSONL`` too, so its
+    evidence must be seen, and the file held and pruned, as any other session's)."""
+    return name.lower().endswith(".jsonl")
 
 
 def _gz_name(name: str) -> bool:
@@ -409,7 +415,7 @@ def _linked_folder(path: Path) -> list[SessionInfo]:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except OSError:
         return [SessionInfo(path, None, status="unreadable")]
-    return [_linked(Path(e.path)) for e in entries if e.name.endswith(".jsonl") or _gz_name(e.name)]
+    return [_linked(Path(e.path)) for e in entries if _session_name(e.name) or _gz_name(e.name)]
 
 
 def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False, evidence: str | Path | None = None,
@@ -455,7 +461,7 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
                         gz.status = "compressed"
                     report.sessions.append(gz)
                     continue
-                if not entry.name.endswith(".jsonl"):
+                if not _session_name(entry.name):
                     continue
                 path = Path(entry.path)
                 if entry.is_symlink():
