@@ -266,3 +266,16 @@ def test_cli_load_calls_says_which_ts_has_no_time_zone(tmp_path):
     r = CliRunner().invoke(cli, ["load", "calls", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert f"note {p}: ts without a time zone on line 2 ('2026-09-13T11:00:08.300'): {_LOCAL}" in r.stderr
+
+
+def test_a_zoneless_ts_without_a_fraction_is_read_and_noted_like_one_with(tmp_path):
+    # '2026-09-13T10:00:00' (a door writing strftime('%Y-%m-%dT%H:%M:%S')) was quarantined — every
+    # call lost — while '…T10:00:00.5' was read as UTC with the note
+    lines = [{**GOOD, "seq": 1, "ts": "2026-09-13T10:00:00"}, {**GOOD, "seq": 2, "ts": "2026-09-13T10:00:01.5"},
+             {**GOOD, "seq": 3, "ts": "2026-09-13T10:00"}]  # (no seconds: not an RFC 3339 time even with a zone)
+    res = _both(_write(tmp_path, "s.jsonl", [json.dumps(o) for o in lines]))
+    assert list(res.frame["seq"]) == [1, 2]
+    assert str(res.frame["ts"].iloc[0]) == "2026-09-13 10:00:00+00:00"
+    assert res.inputs[0]["notes"] == [
+        f"ts without a time zone on lines 1, 2 ('2026-09-13T10:00:00', '2026-09-13T10:00:01.5'): {_LOCAL}"]
+    assert list(res.quarantine["line_no"]) == [3]
