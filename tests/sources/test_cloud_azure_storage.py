@@ -304,3 +304,15 @@ def test_a_log_analytics_array_and_a_records_document_per_line_are_read(tmp_path
     assert res.frame.set_index("request_id")["line_no"].to_dict() == {"r-1": 1, "r-2": 1, "r-3": 2}
     assert res.quarantine["error"].tolist() == ["line 1 record 2: not a JSON object (str)"]
     assert res.quarantine["line_no"].tolist() == [1]
+
+
+def test_a_log_analytics_array_without_account_name_is_recognised_by_its_type(tmp_path):
+    from replaybook.sources import registry
+
+    row = {"TimeGenerated": "2026-09-13T10:00:21.5Z", "OperationName": "GetBlob", "Type": "StorageBlobLogs",
+           "Category": "StorageRead", "StatusCode": "200", "StatusText": "Success", "CorrelationId": "la-1",
+           "Uri": "https://acmedata.blob.core.windows.net/demo-data/x.csv"}
+    p = tmp_path / "export.json"
+    p.write_text(json.dumps([row]))
+    src, conf = registry.sniff_file(p)
+    assert src.name == "azure.storage" and conf >= 0.5

@@ -311,7 +311,9 @@ def test_one_record_and_a_cut_or_unfinished_line_is_still_the_formats(tmp_path, 
     assert list(q["line_no"]) == [2] and list(q["kind"]) == ["pending" if tail == "pending" else "invalid"]
     # a damaged line of JSON is not a line of another format either
     if name != "aws.s3_access":
-        assert registry.get(name).sniff(good[0] + b"\n{damaged\n") >= 0.5
+        assert registry.get(name).sniff(good[0] + b'\n{"damag\n') >= 0.5
+        # (a Python dict's repr is a line of another kind, not a cut record)
+        assert registry.get(name).sniff(good[0] + b"\n" + b"{'bucket': 'x', 'n': 1}\n" * 3) < 0.5
 
 
 @pytest.mark.parametrize("name", sorted(LOADERS))
@@ -357,7 +359,10 @@ def test_s3_cut_lines_are_told_from_lines_of_another_kind():
     sniff = registry.get("aws.s3_access").sniff
     owner = good[1].split(b" ")[0]
     assert sniff(good[0] + b"\r\n" + owner + b"\r\n") >= 0.5  # CRLF, cut after the owner id
-    assert sniff(owner[:40] + b"\n" + good[0] + b"\n") >= 0.5  # cut inside the owner id
+    assert sniff(good[0] + b"\n" + owner[:40] + b"\n") >= 0.5  # cut inside the owner id, last
+    assert sniff(good[0] + b"\n" + b"".join(b"%d\n" % i for i in range(3))) < 0.5  # numbers: another kind
+    binary = b"".join(hashlib.sha256(b"%d" % i).hexdigest().encode() + b" *file%d.bin\n" % i for i in range(3))
+    assert sniff(good[0] + b"\n" + binary) < 0.5  # sha256sum -b
     # sha256sum's lines (a hash, two spaces, a name) are another kind, not cut S3 lines
     sums = b"".join(hashlib.sha256(b"%d" % i).hexdigest().encode() + b"  file%d.csv\n" % i for i in range(6))
     assert sniff(sums + good[0] + b"\n") < 0.5

@@ -272,7 +272,7 @@ def line_share(ok: int, parsed: int, seen: int, damaged: int = 0) -> float:
 
 def damaged_json_lines(sample: bytes, objects: int, seen: int, limit: int = 50) -> int:
     """How many of the first ``limit`` non-blank lines of ``sample`` start like a JSON object
-    (``{``) but are not one of the ``objects`` the sample's lines read as (a record cut or
+    (``{"``) but are not one of the ``objects`` the sample's lines read as (a record cut or
     damaged), for :func:`line_share`; ``0`` when every one of the ``seen`` lines (or
     pretty-printed documents, :func:`~replaybook._jsonl.sample_objects`) read as an object."""
     if objects >= seen:
@@ -286,7 +286,7 @@ def damaged_json_lines(sample: bytes, objects: int, seen: int, limit: int = 50) 
         seen += 1
         if seen > limit:
             break
-        braces += raw[:1] == b"{"
+        braces += raw[:2] == b'{"'  # (a JSON object's first key; a Python dict's repr starts "{'")
     return max(braces - objects, 0)
 
 

@@ -483,7 +483,8 @@ def sniff(sample: bytes) -> float:
         return 0.9
     if s[:1] == b"[" and re.search(rb'"category"\s*:\s*"Storage(Read|Write|Delete)"', s) and b'"operationName"' in s:
         return 0.9
-    if s[:1] == b"[" and b'"TimeGenerated"' in s and b'"OperationName"' in s and b'"AccountName"' in s:
+    if s[:1] == b"[" and b'"TimeGenerated"' in s and b'"OperationName"' in s and (
+            b'"AccountName"' in s or re.search(rb'"Type"\s*:\s*"StorageBlobLogs"', s)):
         return 0.9  # a Log Analytics export of StorageBlobLogs rows, as a JSON array
     seen, objects = sample_objects(sniff_lines(s))
     ok = sum(1 for o in objects

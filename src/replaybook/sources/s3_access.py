@@ -142,7 +142,11 @@ _MONTHS = {m: i for i, m in enumerate(
 _SNIFF = re.compile(rb"^\S+ \S+ \[\d{1,2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] \S+ \S+ \S+ "
                     rb"[A-Z0-9_]+\.[A-Z0-9_]+(?:\.[A-Z0-9_]+)* \S+ (?:-|\")")
 #: the start of a line that a cut or damage left short of :data:`_SNIFF`: a canonical owner id
-_OWNER_START = re.compile(rb"^(?:[0-9a-f]{1,64}|[0-9a-f]{64} [^ ].*)$")  # (a sha256sum line has two spaces)
+#: (an owner id and a bucket name — S3's rules: 3–63 of a-z 0-9 . - — and what follows; a line of
+#: a hash alone counts only last, where a cut leaves one: sha256sum's "<hex>  name" / "<hex> *name"
+#: and numbers are lines of another kind)
+_OWNER_START = re.compile(rb"^[0-9a-f]{64} [a-z0-9][a-z0-9.\-]{1,62}(?: .*)?$")
+_OWNER_CUT = re.compile(rb"^[0-9a-f]{8,64}$")
 _TAIL_TOKEN = re.compile(r'"[^"]*"|[^ "]+')
 _CANONICAL_ID = re.compile(r"^[0-9a-f]{64}$")
 
@@ -463,14 +467,13 @@ def sniff(sample: bytes) -> float:
     with a bucket owner's canonical id but stops short of the rest (cut, damaged) is neither
     for nor against (:func:`~._cloud.line_share`): one record and a cut line is still a log."""
     seen = ok = cut = 0
-    for raw in sniff_lines(sample).split(b"\n")[:50]:
-        raw = raw.rstrip(b"\r")
-        if not raw.strip():
-            continue
+    lines = [raw.rstrip(b"\r") for raw in sniff_lines(sample).split(b"\n")[:50]]
+    lines = [raw for raw in lines if raw.strip()]
+    for i, raw in enumerate(lines):
         seen += 1
         if _SNIFF.match(raw):
             ok += 1
-        elif _OWNER_START.match(raw):
+        elif _OWNER_START.match(raw) or (i == len(lines) - 1 and _OWNER_CUT.match(raw)):
             cut += 1
     return 0.95 * line_share(ok, ok, seen, cut)
 
