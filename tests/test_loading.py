@@ -392,3 +392,27 @@ def test_a_byte_identical_copy_of_a_transcript_keeps_its_name(tmp_path):
     assert set(alone.frame["transcript_id"]) == set(both.frame["transcript_id"]) == {sid}
     assert len(both.frame) == len(alone.frame) == 2
     assert [i.get("same_as") for i in both.inputs] == [None, str(tmp_path / "projects" / f"{sid}.jsonl")]
+
+
+def test_one_transcript_id_in_two_formats_is_read_as_two_transcripts():
+    # a Codex rollout and an OTel export of the same conversation (the spans'
+    # gen_ai.conversation.id is the rollout's session id) merged into one transcript whose step
+    # numbers collided: calls shown with another's arguments and results
+    from replaybook.frames import STEPS, LoadResult
+    from replaybook.loading import _input_note, transcripts_apart
+
+    tid = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+    rows = [dict(transcript_id=tid, seq=i, ts="2026-11-30T14:00:0%dZ" % i, kind="tool_call", tool="list_folder",
+                 source_file=f, line_no=i + 1) for f in ("rollout.jsonl", "spans.json") for i in range(2)]
+    rows.append(dict(transcript_id="other", seq=0, ts="2026-11-30T14:00:09Z", kind="user_prompt",
+                     source_file="spans.json", line_no=9))
+    inputs = [{"path": "rollout.jsonl", "format": "codex"}, {"path": "spans.json", "format": "otel"}]
+    res = transcripts_apart(LoadResult(frame=STEPS.build(rows), inputs=inputs))
+    assert res.frame["transcript_id"].tolist() == [tid, tid, f"otel:{tid}", f"otel:{tid}", "other"]
+    assert res.inputs[1]["transcripts_renamed"] == [f"otel:{tid}"] and "transcripts_renamed" not in res.inputs[0]
+    assert _input_note(res.inputs[1]) == ("a transcript of another format has its id too (one conversation, recorded "
+                                          f"twice?): read apart as otel:{tid}")
+    # one format's files sharing an id (a resumed session) stay one transcript
+    same = [dict(r, source_file="rollout.jsonl") for r in rows[:4]]
+    one = LoadResult(frame=STEPS.build(same), inputs=inputs[:1])
+    assert transcripts_apart(one) is one

@@ -461,6 +461,10 @@ class Incident:
             from .loading import sessions_apart
 
             res = sessions_apart(res)
+        if kind == "steps":  # one conversation id in two formats' records (Codex and OTel): two transcripts
+            from .loading import transcripts_apart
+
+            res = transcripts_apart(res)
         self._results[kind] = res
         return res
 

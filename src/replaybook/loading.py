@@ -130,6 +130,8 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
     results = {k: read_once(v) for k, v in results.items()}
     if "calls" in results:
         results["calls"] = sessions_apart(results["calls"])
+    if "steps" in results:
+        results["steps"] = transcripts_apart(results["steps"])
     df = pd.DataFrame(table, columns=["path", "source", "frame", "confidence", "note"])
     rows, quar, notes = [], [], []
     # per frame: rows and quarantined lines per file, and each file's inputs entry (one pass each:
@@ -259,6 +261,42 @@ def sessions_apart(res: LoadResult) -> LoadResult:
     return LoadResult(frame=frame, quarantine=res.quarantine, inputs=inputs)
 
 
+def transcripts_apart(res: LoadResult) -> LoadResult:
+    """``res`` (a ``steps`` load) with a transcript id that files of *different* formats both
+    use told apart: a Codex rollout and an OTel export of the same conversation (the spans'
+    ``gen_ai.conversation.id`` is the rollout's session id) had merged into one transcript whose
+    step numbers collided — its calls shown with another's arguments and results.  The rows of
+    every format but the first (in ``inputs`` order) become ``<format>:<id>`` (``seq`` as read,
+    per file) and each such file's ``inputs`` entry says so (``transcripts_renamed``); both then
+    take part in the join as two transcripts, and the report shows each.  Returns ``res``
+    itself when no id is shared across formats."""
+    f = res.frame
+    if not len(f) or "transcript_id" not in f.columns:
+        return res
+    fmt_of = {i.get("path"): i.get("format") for i in res.inputs if i.get("format")}
+    fmt = f["source_file"].map(fmt_of)
+    per = pd.DataFrame({"t": f["transcript_id"], "fmt": fmt}).dropna().drop_duplicates()
+    if not per["t"].duplicated().any():
+        return res
+    order = {x: k for k, x in enumerate(dict.fromkeys(i.get("format") for i in res.inputs if i.get("format")))}
+    first = per.assign(o=per["fmt"].map(order)).sort_values("o").drop_duplicates("t").set_index("t")["fmt"]
+    shared = set(per.loc[per["t"].duplicated(keep=False), "t"])
+    mask = (f["transcript_id"].isin(shared).fillna(False).to_numpy(bool)
+            & (fmt.to_numpy(object) != f["transcript_id"].map(first).to_numpy(object)))
+    if not mask.any():
+        return res
+    tid = f["transcript_id"].astype(object).copy()
+    tid[mask] = (fmt[mask].astype(str) + ":" + f.loc[mask, "transcript_id"].astype(str)).to_numpy()
+    frame = f.assign(transcript_id=pd.array(tid.to_numpy(), dtype=f["transcript_id"].dtype))
+    renamed: dict[str, list[str]] = {}
+    for path, t_id, m in zip(f["source_file"], f["transcript_id"], mask):
+        if m and t_id not in renamed.setdefault(path, []):
+            renamed[path].append(t_id)
+    inputs = [dict(i, transcripts_renamed=[f"{i.get('format')}:{x}" for x in renamed[i.get("path")]])
+              if renamed.get(i.get("path")) else i for i in res.inputs]
+    return LoadResult(frame=frame, quarantine=res.quarantine, inputs=inputs)
+
+
 _NOTE_WORDS = (("arguments None, args_key NA", "no arguments to compare"),
                ("arguments as logged, args_key NA", "arguments kept as logged but not compared"),
                ("args_key left NA", "its arguments cannot be compared"),
@@ -296,6 +334,10 @@ def _input_note(info: dict) -> str | None:
         parts.append("starts with a UTF-8 byte-order mark (read past)")
     for note in info.get("notes") or ():  # what a loader says of the file (no zone, no arguments …)
         parts.append(_plain_note(str(note)))
+    if info.get("transcripts_renamed"):
+        parts.append("a transcript of another format has its id too (one conversation, recorded twice?): read "
+                     "apart as " + ", ".join(info["transcripts_renamed"][:3])
+                     + (" …" if len(info["transcripts_renamed"]) > 3 else ""))
     if info.get("sessions_renamed"):
         parts.append("another gateway's log uses its session id too: read as "
                      + ", ".join(info["sessions_renamed"][:3]) + (" …" if len(info["sessions_renamed"]) > 3 else ""))
