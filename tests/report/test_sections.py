@@ -126,6 +126,16 @@ def test_header_counts_read_as_english(frames):
     assert ("1 damaged line in the door's own log (first: door/a/s1.jsonl:7): the door writes each line whole "
             "before it answers, so a damaged line means the log was changed or cut after it was written, or a "
             "disk fault — worth a look") in h
+    # a line that reads as JSON but has a field of the wrong type is not damage: said apart
+    wrong = pd.concat([dq, QUARANTINE.build([dict(
+        source_file="door/a/s2.jsonl", line_no=2, kind="invalid", loader="door",
+        error="does not match door-call-log v1 at seq: '2' is not of type 'integer'")])], ignore_index=True)
+    h = html.unescape(re.sub("<[^>]+>", "", S.header("t", "i.yaml", quarantine=wrong)))
+    assert "1 damaged line in the door's own log (first: door/a/s1.jsonl:7)" in h
+    assert ("1 door log line set aside for a field the format does not allow (first: door/a/s2.jsonl:2: does not "
+            "match door-call-log v1 at seq: '2' is not of type 'integer'): each is a call the door logged but the "
+            "join cannot use — a log written by another tool, or edited by hand; the call may show as one the door "
+            "never saw") in h
     # an input its named format read nothing from is said at the top, linked to Inputs
     inputs = [{"path": "incident.yaml", "format": "manifest"},
               {"path": "t/<a>.jsonl", "format": "gatekit", "read_nothing": True},

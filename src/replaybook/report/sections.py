@@ -683,12 +683,24 @@ def header(
         # half-written tail but a log changed or cut after the fact (or a disk fault)
         if {"loader", "kind"} <= set(quarantine.columns):
             dq = quarantine[(quarantine["loader"] == "door") & (quarantine["kind"] == "invalid")]
-            if len(dq):
-                first = dq.iloc[0]
-                facts.append(f'<strong><a href="#quarantine">{_count(len(dq), "damaged line")} in the door\'s own '
+            # a line that reads as JSON but breaks the format (a field of the wrong type: a writer's
+            # mistake, or a log not written by replaybook's door) is not damage
+            schema = dq["error"].astype(str).str.startswith("does not match door-call-log").to_numpy(bool) \
+                if "error" in dq.columns else np.zeros(len(dq), bool)
+            damaged, wrong = dq[~schema], dq[schema]
+            if len(damaged):
+                first = damaged.iloc[0]
+                facts.append(f'<strong><a href="#quarantine">{_count(len(damaged), "damaged line")} in the door\'s own '
                              f"log</a></strong> (first: <code>{esc(first['source_file'])}:{esc(first['line_no'])}"
                              "</code>): the door writes each line whole before it answers, so a damaged line means "
                              "the log was changed or cut after it was written, or a disk fault — worth a look")
+            if len(wrong):
+                first = wrong.iloc[0]
+                facts.append(f'<strong><a href="#quarantine">{_count(len(wrong), "door log line")} set aside for a '
+                             f"field the format does not allow</a></strong> (first: <code>{esc(first['source_file'])}:"
+                             f"{esc(first['line_no'])}</code>: {esc(str(first['error']), 200)}): each is a call the "
+                             "door logged but the join cannot use — a log written by another tool, or edited by hand; "
+                             "the call may show as one the door never saw")
     unmapped = False
     if unexplained is not None and len(unexplained):  # AccessJoinResult.unexplained: the alarm, up top
         from ..access_join import on_storage
