@@ -573,10 +573,10 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
             click.echo(f"… and {len(changed) - 20:,} more door sessions joined otherwise than at --max-offset "
                        f"{float(changed['default_max_offset_s'].iloc[0]):g} (the default; the JSON lists them)")
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
-        from .join import FAR_PAIR_MS, far_pairs
+        from .join import OFFSETS_DIFFER_MS, far_pairs
 
         own = res.sessions["offset_ms"].dropna()
-        if len(own) > 1 and float(own.max() - own.min()) > FAR_PAIR_MS:  # agents on machines of their own
+        if len(own) > 1 and float(own.max() - own.min()) > OFFSETS_DIFFER_MS:  # agents on machines of their own
             click.echo(f"clock offsets (door − transcript) differ by session, from {own.min():+.0f} to "
                        f"{own.max():+.0f} ms (offset_ms above): {off} is the median over every pair; "
                        f"window {res.window_s:g} s")

@@ -81,7 +81,7 @@ __all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "resumptions", "o
            "far_pairs", "far_clocks",
            "offset_changes", "unknown_clock_offsets", "clock_offsets_warning",
            "offset_change_text", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED", "DEFAULT_MAX_OFFSET_S", "MAX_SECONDS",
-           "FAR_PAIR_MS", "FAR_CLOCK_HORIZON_S"]
+           "FAR_PAIR_MS", "OFFSETS_DIFFER_MS", "FAR_CLOCK_HORIZON_S"]
 
 #: Default agreement window between a transcript step and a door call, seconds.
 DEFAULT_WINDOW_S = 60.0
@@ -2352,6 +2352,9 @@ def _match_sparse(rows: np.ndarray, cols: np.ndarray, weight: np.ndarray, nr: in
 #: a pair whose door − transcript time differs from its session's offset by more than this (ms)
 #: is named under the clock offset: one clock cannot drift that far within a session
 FAR_PAIR_MS = 5000.0
+#: door sessions whose clock offsets (ms) differ by more than this are said to run on clocks of
+#: their own, and no one offset is given for all: a call's travel to the door takes far less
+OFFSETS_DIFFER_MS = 1000.0
 
 
 def far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame | None,

@@ -292,8 +292,15 @@ def test_clock_offset_says_when_sessions_run_on_clocks_of_their_own():
     assert ("their transcripts, or the doors their calls reached, run on clocks that differ by more than a call's "
             "travel time (agents or doors on different machines)") in html.unescape(S.clock_offset(30000.0, doors))
     same = SESSIONS.build([dict(door_session="s1", transcript_id="t1", offset_ms=400.0, agreed=6),
-                           dict(door_session="s2", transcript_id="t2", offset_ms=2400.0, agreed=4)])
+                           dict(door_session="s2", transcript_id="t2", offset_ms=900.0, agreed=4)])
     assert "offsets differ" not in S.clock_offset(400.0, same)  # within a call's travel time
+    # +400 and +2,000 ms (a Codex and a Gemini agent on two machines): the median over every pair,
+    # +1,200 ms, was given as "the door's clock" — an offset no session has
+    two = same.assign(offset_ms=[400.0, 2000.0])
+    h = html.unescape(re.sub("<[^>]+>", "", S.clock_offset(1200.0, two)))
+    assert ("The sessions' clocks differ (below): over every agreeing pair the door's clock reads a median of "
+            "1,200 ms later than the transcripts' clocks, an offset no one session has.") in h
+    assert "The sessions' offsets differ, from +400 ms to +2,000 ms" in h
 
 
 def test_clock_offset_names_a_pair_far_from_its_sessions_offset(frames):

@@ -28,7 +28,7 @@ import pandas as pd
 from .. import _json
 from .._text import SHOW_INVISIBLE
 from ..frames import QUARANTINE
-from ..join import FAR_PAIR_MS, far_pairs
+from ..join import FAR_PAIR_MS, OFFSETS_DIFFER_MS, far_pairs
 
 __all__ = [
     "STYLE",
@@ -1407,7 +1407,7 @@ def _sentences(sessions: pd.DataFrame, window_s: float | None = None, *, cap: in
 
 def _offsets_differ_words(timed: pd.DataFrame) -> str:
     """Why door sessions' clock offsets (``timed``: ``SESSIONS`` rows with an ``offset_ms``)
-    differ by more than :data:`FAR_PAIR_MS`, in words: sessions of one transcript were written
+    differ by more than :data:`~replaybook.join.OFFSETS_DIFFER_MS`, in words: sessions of one transcript were written
     on one clock, the transcript's, so there the doors' clocks differ; sessions of different
     transcripts through one door (its ``agent``) whose offsets differ point at the agents'
     clocks.  Where neither shows, both are named as possible."""
@@ -1415,13 +1415,13 @@ def _offsets_differ_words(timed: pd.DataFrame) -> str:
     tr = timed["transcript_id"].astype("string")
     why = []
     for t, g in off.groupby(tr, sort=False, dropna=True):
-        if len(g) > 1 and float(g.max() - g.min()) > FAR_PAIR_MS:
+        if len(g) > 1 and float(g.max() - g.min()) > OFFSETS_DIFFER_MS:
             lo, hi = timed.loc[g.idxmin(), "door_session"], timed.loc[g.idxmax(), "door_session"]
             why.append(f"door sessions {lo} ({g.min():+,.0f} ms) and {hi} ({g.max():+,.0f} ms) are both transcript "
                        f"{t}'s, written on one clock, so it is the doors' clocks that differ (doors on different "
                        "machines, or a door clock set between them)")
     door = timed["agent"].astype("string").fillna("") if "agent" in timed.columns else pd.Series("", index=timed.index)
-    agents = any(len(m) > 1 and float(m.max() - m.min()) > FAR_PAIR_MS
+    agents = any(len(m) > 1 and float(m.max() - m.min()) > OFFSETS_DIFFER_MS
                  for m in (g.groupby(tr.loc[g.index], dropna=True).median() for _, g in off.groupby(door)))
     if agents:
         why.append("transcripts whose calls reached one door were written on clocks that differ by more than a "
@@ -1454,10 +1454,19 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
         return _section("Clock offset", body, anchor="offset")
     off = float(offset_ms)
     direction = "later than" if off > 0 else ("earlier than" if off < 0 else "the same as")
-    body = (f"<p>The door's clock reads <b>{abs(off):,.0f} ms</b> {direction} the transcripts' clocks "
-            f"(median of door time − transcript time over all agreeing pairs). This includes the time "
-            f"a call takes to travel from the client to the door, so a small positive value is expected; "
-            f"times in this report are shown as each side logged them, not corrected.</p>")
+    own = (sessions["offset_ms"].dropna() if sessions is not None and len(sessions) and "offset_ms" in sessions.columns
+           else pd.Series(dtype="float64"))
+    differ = len(own) > 1 and float(own.max() - own.min()) > OFFSETS_DIFFER_MS
+    if differ:  # (no one figure holds for all: the median over every pair is no agent's)
+        body = (f"<p>The sessions' clocks differ (below): over every agreeing pair the door's clock reads a median "
+                f"of {abs(off):,.0f} ms {direction} the transcripts' clocks, an offset no one session has. Each "
+                "session's own offset includes the time a call takes to travel from the client to the door; times "
+                "in this report are shown as each side logged them, not corrected.</p>")
+    else:
+        body = (f"<p>The door's clock reads <b>{abs(off):,.0f} ms</b> {direction} the transcripts' clocks "
+                f"(median of door time − transcript time over all agreeing pairs). This includes the time "
+                f"a call takes to travel from the client to the door, so a small positive value is expected; "
+                f"times in this report are shown as each side logged them, not corrected.</p>")
     if pairs is not None and len(pairs):
         # (the tool calls' pairs: a result standing in for its missing call was written when it ended)
         timed = ((pairs["step_kind"] != "tool_result").fillna(True).to_numpy(bool) if "step_kind" in pairs.columns
@@ -1472,7 +1481,7 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
                         if n_res else "") + ".</p>")
     if sessions is not None and len(sessions):
         own = sessions["offset_ms"].dropna() if "offset_ms" in sessions.columns else pd.Series(dtype="float64")
-        if len(own) > 1 and float(own.max() - own.min()) > FAR_PAIR_MS:
+        if differ:
             body += (f"<p><b>The sessions' offsets differ, from {own.min():+,.0f} ms to {own.max():+,.0f} ms</b>: "
                      f"{esc(_offsets_differ_words(sessions.loc[own.index]))}. The figure above is the median over "
                      "every pair; each session's pairs are measured from its own offset, in the table below.</p>")
