@@ -193,3 +193,21 @@ def test_a_surrogate_escape_inside_the_arguments_text_is_replaced(tmp_path):
     p.write_text('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span + "]}]}]}\n")
     row = load_otel(p).frame.iloc[0]
     assert row["arguments"] == {"p": "a\ufffdb"} and row["args_key"] == '{"p":"a\ufffdb"}'
+
+
+@pytest.mark.parametrize("attr, value, what", [
+    ("gen_ai.conversation.id", '{"intValue":"7"}', "is not text (7): not read"),
+    ("gen_ai.tool.name", '{"intValue":"42"}', "is not text (42): not read"),
+    ("gen_ai.usage.input_tokens", '{"stringValue":"many"}', 'is not a whole number ("many"): not read')])
+def test_a_gen_ai_attribute_of_the_wrong_type_is_named(tmp_path, attr, value, what):
+    # a conversation id that is a number moved the span to its trace's transcript, a token count
+    # "many" became NaN: left out without a word
+    span = ('{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"chat m",'
+            '"startTimeUnixNano":"1759320000000000000","endTimeUnixNano":"1759320003000000000",'
+            '"attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},'
+            f'{{"key":"{attr}","value":{value}}}]}}')
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span + "]}]}]}\n")
+    res = load_otel(p)
+    assert len(res.frame) >= 1  # the span keeps its row
+    assert res.quarantine[["line_no", "error"]].values.tolist() == [[1, f"span b7ad6b7169203331: {attr} {what}"]]

@@ -441,6 +441,31 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                     shape=shape if shape.convention or shape.derived or shape.problems else None))
 
 
+#: GenAI semantic-convention attributes the rows are read from, and the type each must have
+#: (OpenTelemetry semconv, gen-ai spans): text, or a whole number
+_GEN_AI_TEXT = ("gen_ai.conversation.id", "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
+                "gen_ai.request.model", "gen_ai.response.model", "gen_ai.response.id", "gen_ai.agent.id",
+                "gen_ai.agent.name")
+_GEN_AI_INT = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+
+
+def _gen_ai_problems(attrs: dict) -> tuple:
+    """``(attribute, what, value)`` for each GenAI attribute of ``attrs`` of the wrong type: left
+    out of the row (the span's name, its trace or nothing stands in), so a quarantine row says
+    so — a conversation id that is a number had moved the span to another transcript silently."""
+    out = []
+    for k in _GEN_AI_TEXT:
+        v = attrs.get(k)
+        if v is not None and not isinstance(v, str):
+            out.append((k, f"is not text ({_json.dumps(v)[:60].decode('utf-8', 'replace')}): not read", v))
+    for k in _GEN_AI_INT:
+        v = attrs.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)) and not (
+                isinstance(v, str) and v.strip().isdigit()):
+            out.append((k, f"is not a whole number ({_json.dumps(v)[:60].decode('utf-8', 'replace')}): not read", v))
+    return tuple(out)
+
+
 def _events(v: Any) -> tuple:
     """``((name, attributes), …)`` of a span's ``events`` (``Span.Event``: ``timeUnixNano``, ``name``,
     ``attributes``); events that are not objects are left out."""
@@ -737,7 +762,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             continue
         index[k] = s
         spans.append(s)
-        for attr, what, value in (s.shape.problems if s.shape else ()):
+        for attr, what, value in [*(s.shape.problems if s.shape else ()), *_gen_ai_problems(s.attrs)]:
             quarantine.append(quarantine_row(files[s.file_idx], None, LOADER, f"span {s.span}: {attr} {what}",
                                              line_no=s.line_no, raw=_json.dumps(value)[:400]))
 
