@@ -416,3 +416,21 @@ def test_one_transcript_id_in_two_formats_is_read_as_two_transcripts():
     same = [dict(r, source_file="rollout.jsonl") for r in rows[:4]]
     one = LoadResult(frame=STEPS.build(same), inputs=inputs[:1])
     assert transcripts_apart(one) is one
+
+
+def test_a_result_stamped_before_its_call_is_noted_on_the_file():
+    # a Codex function_call_output moved above its call (14:00:04.000 against 14:00:04.600) was
+    # paired by its id without a word
+    from replaybook.frames import STEPS, LoadResult
+    from replaybook.loading import results_before_calls
+
+    rows = [dict(transcript_id="t", seq=0, ts="2026-11-30T14:00:04.600Z", result_ts="2026-11-30T14:00:04.000Z",
+                 kind="tool_call", call_id="call_cx_2", source_file="r.jsonl", line_no=8),
+            dict(transcript_id="t", seq=1, ts="2026-11-30T14:00:05Z", result_ts="2026-11-30T14:00:06Z",
+                 kind="tool_call", call_id="call_cx_3", source_file="r.jsonl", line_no=9)]
+    res = results_before_calls(LoadResult(frame=STEPS.build(rows), inputs=[{"path": "r.jsonl", "format": "codex"}]))
+    assert res.inputs[0]["notes"] == [
+        "line 8: the result of tool call call_cx_2 is stamped 0.600 s before the call (14:00:04.000 against "
+        "14:00:04.600): the file is out of order or was edited — paired by its id all the same"]
+    ok = LoadResult(frame=STEPS.build(rows[1:]), inputs=[{"path": "r.jsonl"}])
+    assert results_before_calls(ok) is ok

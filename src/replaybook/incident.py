@@ -462,9 +462,9 @@ class Incident:
 
             res = sessions_apart(res)
         if kind == "steps":  # one conversation id in two formats' records (Codex and OTel): two transcripts
-            from .loading import transcripts_apart
+            from .loading import results_before_calls, transcripts_apart
 
-            res = transcripts_apart(res)
+            res = results_before_calls(transcripts_apart(res))
         self._results[kind] = res
         return res
 

@@ -131,7 +131,7 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
     if "calls" in results:
         results["calls"] = sessions_apart(results["calls"])
     if "steps" in results:
-        results["steps"] = transcripts_apart(results["steps"])
+        results["steps"] = results_before_calls(transcripts_apart(results["steps"]))
     df = pd.DataFrame(table, columns=["path", "source", "frame", "confidence", "note"])
     rows, quar, notes = [], [], []
     # per frame: rows and quarantined lines per file, and each file's inputs entry (one pass each:
@@ -295,6 +295,34 @@ def transcripts_apart(res: LoadResult) -> LoadResult:
     inputs = [dict(i, transcripts_renamed=[f"{i.get('format')}:{x}" for x in renamed[i.get("path")]])
               if renamed.get(i.get("path")) else i for i in res.inputs]
     return LoadResult(frame=frame, quarantine=res.quarantine, inputs=inputs)
+
+
+def results_before_calls(res: LoadResult) -> LoadResult:
+    """``res`` (a ``steps`` load) with a note on each file holding a tool call whose result is
+    stamped before the call itself (``result_ts`` < ``ts``): a transcript written out of order,
+    or edited — the call paired all the same, by its id, so nothing else would say it.  The
+    frame is unchanged; the file's ``inputs`` entry gets the note (the first three, with the
+    count).  Returns ``res`` itself when there is none."""
+    f = res.frame
+    if not len(f) or "result_ts" not in f.columns:
+        return res
+    bad = f[(f["kind"] == "tool_call").to_numpy(bool) & (f["result_ts"] < f["ts"]).fillna(False).to_numpy(bool)]
+    if not len(bad):
+        return res
+    said: dict[str, list[str]] = {}
+    for path, ln, cid, ts, rts in zip(bad["source_file"], bad["line_no"], bad["call_id"], bad["ts"], bad["result_ts"]):
+        said.setdefault(str(path), []).append(
+            f"line {ln}: the result of tool call {cid if not pd.isna(cid) else '(no id)'} is stamped "
+            f"{(ts - rts).total_seconds():,.3f} s before the call ({rts:%H:%M:%S.%f}"[:-3] + f" against {ts:%H:%M:%S.%f}"[:-3]
+            + "): the file is out of order or was edited — paired by its id all the same")
+    inputs = []
+    for info in res.inputs:
+        mine = said.get(str(info.get("path")))
+        if mine:
+            text = "; ".join(mine[:3]) + (f" (and {len(mine) - 3:,} more)" if len(mine) > 3 else "")
+            info = dict(info, notes=[*(info.get("notes") or []), text])
+        inputs.append(info)
+    return LoadResult(frame=f, quarantine=res.quarantine, inputs=inputs)
 
 
 _NOTE_WORDS = (("arguments None, args_key NA", "no arguments to compare"),
