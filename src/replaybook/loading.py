@@ -227,6 +227,39 @@ def read_once(res: LoadResult) -> LoadResult:
     return LoadResult(frame=frame, quarantine=quarantine, inputs=inputs)
 
 
+def _apart_by_format(res: LoadResult, col: str, note_key: str, *, keep_first: bool) -> LoadResult:
+    """``res`` with each ``col`` value that files of different formats share renamed
+    ``<format>:<value>`` in the rows of every format (``keep_first``: but the first, in
+    ``inputs`` order), each such file's ``inputs`` entry naming the new values under
+    ``note_key``; ``res`` itself when no value is shared across formats."""
+    f = res.frame
+    if not len(f) or col not in f.columns:
+        return res
+    fmt_of = {i.get("path"): i.get("format") for i in res.inputs if i.get("format")}
+    fmt = f["source_file"].map(fmt_of)
+    per = pd.DataFrame({"v": f[col], "fmt": fmt}).dropna().drop_duplicates()
+    if not per["v"].duplicated().any():
+        return res
+    shared = set(per.loc[per["v"].duplicated(keep=False), "v"])
+    mask = f[col].isin(shared).fillna(False).to_numpy(bool).copy()
+    if keep_first:
+        order = {x: k for k, x in enumerate(dict.fromkeys(i.get("format") for i in res.inputs if i.get("format")))}
+        first = per.assign(o=per["fmt"].map(order)).sort_values("o").drop_duplicates("v").set_index("v")["fmt"]
+        mask &= fmt.to_numpy(object) != f[col].map(first).to_numpy(object)
+    if not mask.any():
+        return res
+    vals = f[col].astype(object).copy()
+    vals[mask] = (fmt[mask].astype(str) + ":" + f.loc[mask, col].astype(str)).to_numpy()
+    frame = f.assign(**{col: pd.array(vals.to_numpy(), dtype=f[col].dtype)})
+    renamed: dict[str, list[str]] = {}
+    for path, v, m in zip(f["source_file"], f[col], mask):
+        if m and v not in renamed.setdefault(path, []):
+            renamed[path].append(v)
+    inputs = [dict(i, **{note_key: [f"{i.get('format')}:{x}" for x in renamed[i.get("path")]]})
+              if renamed.get(i.get("path")) else i for i in res.inputs]
+    return LoadResult(frame=frame, quarantine=res.quarantine, inputs=inputs)
+
+
 def sessions_apart(res: LoadResult) -> LoadResult:
     """``res`` (a ``calls`` load) with a door session id that logs of *different* gateway formats
     both use (``sess-1`` in a Docker MCP gateway log and in an agentgateway log, say) told apart:
@@ -235,30 +268,11 @@ def sessions_apart(res: LoadResult) -> LoadResult:
     merged into one session, joined as one conversation.  Files of one format sharing an id
     are one gateway's rotated logs and stay together.  Returns ``res`` itself when no id is
     shared across formats."""
-    f = res.frame
-    if not len(f) or "door_session" not in f.columns:
+    out = _apart_by_format(res, "door_session", "sessions_renamed", keep_first=False)
+    if out is res:
         return res
-    fmt_of = {i.get("path"): i.get("format") for i in res.inputs if i.get("format")}
-    fmt = f["source_file"].map(fmt_of)
-    per = pd.DataFrame({"s": f["door_session"], "fmt": fmt}).dropna().drop_duplicates()
-    if per["s"].duplicated().sum() == 0:
-        return res
-    n_fmt = per.groupby("s")["fmt"].nunique()
-    shared = set(n_fmt[n_fmt > 1].index)
-    if not shared:
-        return res
-    mask = f["door_session"].isin(shared).fillna(False).to_numpy(bool)
-    sess = f["door_session"].astype(object).copy()
-    sess[mask] = (fmt[mask].astype(str) + ":" + f.loc[mask, "door_session"].astype(str)).to_numpy()
-    frame = f.assign(door_session=pd.array(sess.to_numpy(), dtype=f["door_session"].dtype))
-    frame = frame.sort_values(["door_session", "ts", "seq"], kind="stable", na_position="last").reset_index(drop=True)
-    renamed: dict[str, list[str]] = {}
-    for path, s_id, m in zip(f["source_file"], f["door_session"], mask):
-        if m and s_id not in renamed.setdefault(path, []):
-            renamed[path].append(s_id)
-    inputs = [dict(i, sessions_renamed=[f"{i.get('format')}:{x}" for x in renamed[i.get("path")]])
-              if renamed.get(i.get("path")) else i for i in res.inputs]
-    return LoadResult(frame=frame, quarantine=res.quarantine, inputs=inputs)
+    frame = out.frame.sort_values(["door_session", "ts", "seq"], kind="stable", na_position="last").reset_index(drop=True)
+    return LoadResult(frame=frame, quarantine=out.quarantine, inputs=out.inputs)
 
 
 def transcripts_apart(res: LoadResult) -> LoadResult:
@@ -270,31 +284,7 @@ def transcripts_apart(res: LoadResult) -> LoadResult:
     per file) and each such file's ``inputs`` entry says so (``transcripts_renamed``); both then
     take part in the join as two transcripts, and the report shows each.  Returns ``res``
     itself when no id is shared across formats."""
-    f = res.frame
-    if not len(f) or "transcript_id" not in f.columns:
-        return res
-    fmt_of = {i.get("path"): i.get("format") for i in res.inputs if i.get("format")}
-    fmt = f["source_file"].map(fmt_of)
-    per = pd.DataFrame({"t": f["transcript_id"], "fmt": fmt}).dropna().drop_duplicates()
-    if not per["t"].duplicated().any():
-        return res
-    order = {x: k for k, x in enumerate(dict.fromkeys(i.get("format") for i in res.inputs if i.get("format")))}
-    first = per.assign(o=per["fmt"].map(order)).sort_values("o").drop_duplicates("t").set_index("t")["fmt"]
-    shared = set(per.loc[per["t"].duplicated(keep=False), "t"])
-    mask = (f["transcript_id"].isin(shared).fillna(False).to_numpy(bool)
-            & (fmt.to_numpy(object) != f["transcript_id"].map(first).to_numpy(object)))
-    if not mask.any():
-        return res
-    tid = f["transcript_id"].astype(object).copy()
-    tid[mask] = (fmt[mask].astype(str) + ":" + f.loc[mask, "transcript_id"].astype(str)).to_numpy()
-    frame = f.assign(transcript_id=pd.array(tid.to_numpy(), dtype=f["transcript_id"].dtype))
-    renamed: dict[str, list[str]] = {}
-    for path, t_id, m in zip(f["source_file"], f["transcript_id"], mask):
-        if m and t_id not in renamed.setdefault(path, []):
-            renamed[path].append(t_id)
-    inputs = [dict(i, transcripts_renamed=[f"{i.get('format')}:{x}" for x in renamed[i.get("path")]])
-              if renamed.get(i.get("path")) else i for i in res.inputs]
-    return LoadResult(frame=frame, quarantine=res.quarantine, inputs=inputs)
+    return _apart_by_format(res, "transcript_id", "transcripts_renamed", keep_first=True)
 
 
 def results_before_calls(res: LoadResult) -> LoadResult:
