@@ -376,3 +376,28 @@ def test_a_csv_read_whole_whose_size_differs_is_said_to_have_changed():
     assert "need not be the file itself" in hedged
     assert "need not be the file itself" in as_now_caveat(tool="summarize", logged_bytes=1, size_now=2, kind="table",
                                                           obj="q3/readmissions.csv")
+
+
+def test_copies_differing_in_one_column_by_one_factor_are_said_so(tmp_path):
+    """A CSV holding drift as fractions beside a Parquet file holding percentages: the report
+    said "different values in some rows" where one column differed, by ×100 throughout."""
+    from replaybook.replay import table_difference
+    from replaybook.report import sections as S
+
+    a = pd.DataFrame({"feature": ["age", "income", "zip", "tenure"], "drift_pct": [30.0, 12.5, 0.4, 7.0]})
+    a.to_parquet(tmp_path / "drift.parquet")
+    a.assign(drift_pct=a["drift_pct"] / 100).to_csv(tmp_path / "drift.csv", index=False)
+    only_a, only_b = table_difference(tmp_path, "drift.parquet", "drift.csv")
+    assert len(only_a) == len(only_b) == 4
+    assert only_b.attrs["differs_in"] == "drift_pct" and only_b.attrs["factor"] == 0.01
+    h = S._differences_html({"differences": [("drift.parquet", "drift.csv", only_a, only_b)]})
+    assert ("<code>drift.parquet</code> and <code>drift.csv</code> hold the same rows but for one column, "
+            "<code>drift_pct</code> — each value in <code>drift.csv</code> is <b>×0.01</b> the one in "
+            "<code>drift.parquet</code>") in h
+    # two columns differing, or no single factor: no such sentence
+    a.assign(drift_pct=a["drift_pct"] + 1, feature=a["feature"] + "x").to_csv(tmp_path / "two.csv", index=False)
+    oa, ob = table_difference(tmp_path, "drift.parquet", "two.csv")
+    assert "differs_in" not in ob.attrs
+    a.assign(drift_pct=a["drift_pct"] + 1).to_csv(tmp_path / "shift.csv", index=False)
+    oa, ob = table_difference(tmp_path, "drift.parquet", "shift.csv")
+    assert ob.attrs["differs_in"] == "drift_pct" and "factor" not in ob.attrs

@@ -783,7 +783,36 @@ def table_difference(data_root: str | Path, a: str, b: str, *, max_rows: int = 2
     sa, sb = set(ka), set(kb)
     only_a.attrs["repeated"] = sum(ka[i] in sb for i in ia)
     only_b.attrs["repeated"] = sum(kb[i] in sa for i in ib)
+    if ia and len(ka) == len(kb):
+        _one_column(ka, kb, cols, only_a, only_b)
     return only_a, only_b
+
+
+def _one_column(ka: list[tuple], kb: list[tuple], cols: list, only_a: pd.DataFrame, only_b: pd.DataFrame) -> None:
+    """When two files of as many rows differ in one column only (the rows are equal without
+    it), name it in both frames' ``attrs`` (``differs_in``) and, for numbers that differ by one
+    factor throughout (a percentage written as a fraction: ×100), that factor (``factor``, b ÷ a)."""
+    for j, c in enumerate(cols):
+        rest_a = Counter(k[:j] + k[j + 1:] for k in ka)
+        if rest_a != Counter(k[:j] + k[j + 1:] for k in kb):
+            continue
+        only_a.attrs["differs_in"] = only_b.attrs["differs_in"] = str(c)
+        pairs: dict[tuple, list] = {}
+        for k in ka:
+            pairs.setdefault(k[:j] + k[j + 1:], [[], []])[0].append(k[j])
+        for k in kb:
+            pairs[k[:j] + k[j + 1:]][1].append(k[j])
+        ratios = set()
+        for va, vb in pairs.values():
+            for x, y in zip(va, vb):
+                if x == y:
+                    continue
+                if not isinstance(x, float) or not isinstance(y, float) or x == 0:
+                    return
+                ratios.add(round(y / x, 9))
+        if len(ratios) == 1:
+            only_a.attrs["factor"] = only_b.attrs["factor"] = ratios.pop()
+        return
 
 
 def _na(x) -> bool:

@@ -2161,6 +2161,14 @@ def _differences_html(d: Mapping, *, show: int = 5) -> str:
     ``show`` rows each way), from its ``differences``."""
     out = []
     for a, b, only_a, only_b in d.get("differences", ()):
+        col = only_b.attrs.get("differs_in")
+        if col is not None:  # the one column that differs, and by what factor, said first
+            f = only_b.attrs.get("factor")
+            by = (f" — each value in <code>{esc(b)}</code> is <b>×{f:,.10g}</b> the one in <code>{esc(a)}</code> (a "
+                  "unit or scale mistake, such as a percentage written as a fraction, looks like this)"
+                  if f is not None else "")
+            out.append(f"<p><code>{esc(a)}</code> and <code>{esc(b)}</code> hold the same rows but for one column, "
+                       f"<code>{esc(col)}</code>{by}.</p>")
         for holder, other, extra in ((b, a, only_b), (a, b, only_a)):
             if not len(extra):
                 continue
