@@ -305,3 +305,27 @@ def test_the_static_workbook_hides_model_requests_that_only_called_tools(demo_in
         "model: Let me look at what is in demo/.", "model: The average mpg is 20.35 (from cars.xpt)."]
     # the tool calls those requests made are still there
     assert sum((c["lane"] == "tool call").sum() for c in convs) == 9
+
+
+def test_the_static_workbook_shows_what_each_call_got_back_whole_and_no_nan(demo_incident, monkeypatch):
+    # a batch run's conversation had no result column, labels cut at 50 characters by pandas'
+    # display, and NaN / None in the empty cells
+    import IPython.display as D
+    import pandas as pd
+
+    shown: list = []
+    seen_width: list = []
+
+    def grab(*a, **k):
+        shown.extend(a)
+        seen_width.append(pd.get_option("display.max_colwidth"))
+
+    monkeypatch.setattr(D, "display", grab)
+    S.display_static(demo_incident, chart=False)
+    frames = [x for x in shown if isinstance(x, pd.DataFrame)]
+    convs = [x for x in frames if "lane" in x.columns]
+    assert all("result" in c.columns for c in convs)
+    calls = pd.concat(convs)
+    assert calls.loc[calls["lane"] == "tool call", "result"].astype(str).str.len().gt(0).any()
+    assert not any(f.isna().any().any() for f in frames)
+    assert max(w for w in seen_width if w) >= 400

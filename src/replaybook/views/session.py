@@ -1067,7 +1067,7 @@ def display_static(incident, *, chart: bool = True) -> None:
 
     j = incident.join
     display(Markdown(f"## Sessions — {incident.title}"))
-    display(sessions_list(j))
+    _display_whole(sessions_list(j))
     if chart:
         try:
             from .charts import timeline
@@ -1088,7 +1088,20 @@ def display_static(incident, *, chart: bool = True) -> None:
             display(Markdown("_No transcript matched this session: the conversation would be here. "
                              "The door's table below is all there is._"))
         else:
-            display(without_tool_only_requests(conv)[["order", "ts", "lane", "tool", "status", "label"]])
-        display(door_table(incident.calls, j, ds))
+            # what the agent got back beside each call, whole labels, blanks for what is not there
+            cols = [c for c in ("order", "ts", "lane", "tool", "status", "label", "result") if c in conv.columns]
+            _display_whole(without_tool_only_requests(conv)[cols])
+        _display_whole(door_table(incident.calls, j, ds))
         plan = ReplayPlan.from_calls(incident.calls, incident.data_root, door_session=str(ds))
-        display(plan.to_frame())
+        _display_whole(plan.to_frame())
+
+
+def _display_whole(df: pd.DataFrame, width: int = 400) -> None:
+    """Display ``df`` in a batch run with cells up to ``width`` characters (pandas cuts them at
+    50 by default: "model: Feature drift is 0.3% (user_age_bucket,...") and missing values blank
+    (not ``NaN`` / ``None``)."""
+    from IPython.display import display
+
+    shown = df.astype(object).where(df.notna(), "")
+    with pd.option_context("display.max_colwidth", width):
+        display(shown)
