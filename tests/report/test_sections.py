@@ -1259,6 +1259,15 @@ def test_timeline_says_which_way_the_lines_lean_when_clocks_differ(frames):
     # under a second, the lines' lean is not worth a word
     assert S._lane_clocks_note(750.0, 0.4) == "" and S._lane_clocks_note(None, None) == ""
     assert "Each lane is drawn" not in S.timeline_section(steps, calls, pairs)
+    # sessions on clocks of their own (+400 and +2,000 ms): not "leans forward by 1.2 s", the median
+    from replaybook.frames import SESSIONS
+
+    two = SESSIONS.build([dict(door_session="s1", transcript_id="t1", offset_ms=400.0, agreed=3),
+                          dict(door_session="s2", transcript_id="t2", offset_ms=2000.0, agreed=3)])
+    note = S._lane_clocks_note(1200.0, None, two)
+    assert ("the door's clock reads from +400 to +2,000 ms off the transcripts', by session (<a href=\"#offset\">clock "
+            "offset</a>), so a line from a tool call to its door call leans by its own session's offset") in note
+    assert "1.2 s" not in note
 
 
 def _continued(unmatched: int = 1) -> pd.DataFrame:

@@ -1520,7 +1520,8 @@ def _far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame, far_ms: float
 def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None = None,
                      access: pd.DataFrame | None = None, *, access_links: pd.DataFrame | None = None,
                      access_duplicates: pd.DataFrame | None = None, max_marks: int = 5000,
-                     offset_ms: float | None = None, access_offset_s: float | None = None) -> str:
+                     offset_ms: float | None = None, access_offset_s: float | None = None,
+                     sessions: pd.DataFrame | None = None) -> str:
     """The transcript-vs-door timeline (:func:`replaybook.views.charts.timeline`) embedded as an
     offline HTML fragment (Vega JavaScript inlined); with ``access`` a third lane of cloud
     storage requests, linked to the door calls that explain them (``access_links``), each
@@ -1543,15 +1544,24 @@ def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFra
         note += ('<p class="rb-note">Squares in the storage lane: the cloud\'s own access log. Dashed lines join a '
                  "door call to the storage requests it explains; requests no door call explains have a row of "
                  "their own at the top, titled “cloud storage access no door call explains”.</p>")
-    note += _lane_clocks_note(offset_ms, access_offset_s if access is not None and len(access) else None)
+    note += _lane_clocks_note(offset_ms, access_offset_s if access is not None and len(access) else None, sessions)
     return _section("Timeline", note + chart_html(chart), anchor="timeline")
 
 
-def _lane_clocks_note(offset_ms: float | None, access_offset_s: float | None) -> str:
+def _lane_clocks_note(offset_ms: float | None, access_offset_s: float | None,
+                      sessions: pd.DataFrame | None = None) -> str:
     """Which way the timeline's lines lean, when the lanes' clocks differ by a second or more
-    (``offset_ms``: door − transcript, ms; ``access_offset_s``: cloud − door, seconds)."""
+    (``offset_ms``: door − transcript, ms; ``access_offset_s``: cloud − door, seconds); when the
+    door sessions' own offsets (``sessions.offset_ms``) differ, by each session's, not the
+    median."""
     said = []
-    if offset_ms is not None and not _isna(offset_ms) and abs(float(offset_ms)) >= 1000:
+    own = (sessions["offset_ms"].dropna() if sessions is not None and len(sessions) and "offset_ms" in sessions.columns
+           else pd.Series(dtype="float64"))
+    if len(own) > 1 and float(own.max() - own.min()) > OFFSETS_DIFFER_MS:
+        said.append(f"the door's clock reads from {own.min():+,.0f} to {own.max():+,.0f} ms off the transcripts', by "
+                    "session (<a href=\"#offset\">clock offset</a>), so a line from a tool call to its door call leans "
+                    "by its own session's offset")
+    elif offset_ms is not None and not _isna(offset_ms) and abs(float(offset_ms)) >= 1000:
         off = float(offset_ms)
         said.append(f"the door's clock reads {_duration_words(abs(off))} {'ahead of' if off > 0 else 'behind'} the "
                     f"transcripts' (<a href=\"#offset\">clock offset</a>), so a line from a tool call to its door call "
