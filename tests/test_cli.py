@@ -650,6 +650,11 @@ def test_join_advises_a_sub_agents_clock_that_joins_its_door_session(tmp_path, c
     assert main(["join", str(manifest), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["door_servers"] == ["deploy", "gate"] and d["unmatched_steps"] == 3
+    # which steps, not only how many
+    rows = d["unmatched_step_rows"]
+    assert len(rows) == 3 and all(set(r) == {"transcript_id", "seq", "ts", "tool", "call_id"} for r in rows)
+    assert {r["transcript_id"] for r in rows} == {G.SUB_TRANSCRIPT} and all(r["ts"].endswith("Z") for r in rows)
+    assert len(d["unclaimed_call_rows"]) == d["unclaimed_calls"]
     assert [(s["door_session"], s["status"], s["transcript_tool_steps"], s["unmatched_steps"]) for s in d["sessions"]] \
         == [("door-d1", "matched", 5, 3), ("gate-g1", "unmatched", None, None)]
     # the advice, followed: both sessions joined, the attempt that failed before the door is left

@@ -203,8 +203,11 @@ class JoinResult:
             for s, t in zip(self.sessions["door_session"], self.sessions["transcript_id"])
         }
 
-    def to_dict(self) -> dict:
-        """A JSON-ready summary: assignments, per-session verdicts, residual counts, offset."""
+    def to_dict(self, max_residuals: int = 1000) -> dict:
+        """A JSON-ready summary: assignments, per-session verdicts, residual counts, offset, and
+        the residuals themselves — ``unmatched_step_rows`` (``transcript_id``, ``seq``, ``ts``,
+        ``tool``, ``call_id``) and ``unclaimed_call_rows`` (``door_session``, ``seq``, ``ts``,
+        ``tool``, ``decision``), the first ``max_residuals`` of each (the counts say how many)."""
         sess = []
         for r in self.sessions.itertuples(index=False):
             d = {}
@@ -230,6 +233,12 @@ class JoinResult:
             "sessions": sess,
             "unclaimed_calls": self.n_unclaimed_calls,
             "unmatched_steps": self.n_unmatched_steps,
+            "unmatched_step_rows": _rows_json(self._residuals.head("steps", max_residuals),
+                                              ("transcript_id", "seq", "ts", "tool", "call_id"))
+            if self.n_unmatched_steps else [],
+            "unclaimed_call_rows": _rows_json(self._residuals.head("calls", max_residuals),
+                                              ("door_session", "seq", "ts", "tool", "decision"))
+            if self.n_unclaimed_calls else [],
             "door_servers": list(self.door_servers),
             "sub_agents": dict(self.sub_agents),
             "warnings": list(self.warnings),
@@ -237,6 +246,26 @@ class JoinResult:
             "split_ids": [{k: (None if pd.isna(v) else int(v) if k in ("call_seq", "call_row", "step_seq") else str(v))
                            for k, v in r.items()} for r in self.split_ids.to_dict("records")],
         }
+
+
+def _rows_json(df: pd.DataFrame, cols: tuple) -> list[dict]:
+    """The rows of ``df``'s ``cols`` as JSON-ready dicts (UTC times as ISO 8601 ``…Z``, NA as
+    ``None``, integers as ``int``)."""
+    out = []
+    for r in df[list(cols)].to_dict("records"):
+        d = {}
+        for k, v in r.items():
+            if isinstance(v, pd.Timestamp):
+                v = v.isoformat().replace("+00:00", "Z")
+            elif v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and np.isnan(v)):
+                v = None
+            elif isinstance(v, np.integer):
+                v = int(v)
+            else:
+                v = str(v) if not isinstance(v, (int, float, bool)) else v
+            d[k] = v
+        out.append(d)
+    return out
 
 
 def _split_ids_frame(cols: dict) -> pd.DataFrame:
@@ -272,6 +301,13 @@ class _Residuals:
             us.index = self.step_labels
             self._us, self.steps = us, None
         return self._us
+
+    def head(self, which: str, n: int) -> pd.DataFrame:
+        """The first ``n`` rows of ``unclaimed_calls`` or ``unmatched_steps`` without taking the
+        whole frame (``to_dict`` lists a few of millions)."""
+        if which == "calls":
+            return self._uc.head(n) if self._uc is not None else self.calls.take(self.call_rows[:n])
+        return self._us.head(n) if self._us is not None else self.steps.take(self.step_rows[:n])
 
 
 #: How an agreeing pair was found (index = code in the arrays below).
