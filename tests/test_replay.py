@@ -328,7 +328,7 @@ def test_a_later_storage_write_to_what_the_agent_read_is_named_with_who_made_it(
     access = pd.concat([inc.access, ACCESS.build([before, denied, write])], ignore_index=True)
     w = StorageWrites(access, inc.manifest["storage_map"], offset)
     got = w.after(obj, read_at)
-    assert got is not None and got[1:] == ("arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org", "PutObject", "trail.json:4")
+    assert got is not None and got[1:4] == ("arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org", "PutObject", "trail.json:4")
     assert got[0] == read_at + pd.Timedelta(minutes=20)
     assert w.after(obj, read_at + pd.Timedelta(minutes=30)) is None
     assert w.after("reference/other.csv", read_at) is None
@@ -401,3 +401,31 @@ def test_copies_differing_in_one_column_by_one_factor_are_said_so(tmp_path):
     a.assign(drift_pct=a["drift_pct"] + 1).to_csv(tmp_path / "shift.csv", index=False)
     oa, ob = table_difference(tmp_path, "drift.parquet", "shift.csv")
     assert ob.attrs["differs_in"] == "drift_pct" and "factor" not in ob.attrs
+
+
+def test_a_later_storage_write_says_whether_a_door_call_explains_it(tmp_path):
+    """The header named who wrote the file after the agent read it, but not whether it was the
+    agent's own write through the door or one no door call explains."""
+    from replaybook.replay import StorageWrites, as_now_caveat
+    from replaybook.report import sections as S
+
+    t0 = pd.Timestamp("2026-10-05T09:00:00Z")
+    access = ACCESS.build([
+        {"ts": t0 + pd.Timedelta(minutes=20), "source": "gcp.audit", "principal": "jane@h.org", "action": "write",
+         "action_raw": "storage.objects.create", "resource_uri": "gs://b/q3.csv", "outcome": "allowed",
+         "source_file": "/x/data_access.jsonl", "line_no": 4},
+        {"ts": t0 + pd.Timedelta(minutes=30), "source": "gcp.audit", "principal": "door@h.org", "action": "write",
+         "action_raw": "storage.objects.create", "resource_uri": "gs://b/r.csv", "outcome": "allowed",
+         "source_file": "/x/data_access.jsonl", "line_no": 5}])
+    links = pd.DataFrame({"access_index": [1], "door_session": ["door-1"], "call_seq": [7]})
+    w = StorageWrites(access, {"": "gs://b/"}, 0.0, links=links)
+    jane, door = w.after("q3.csv", t0), w.after("r.csv", t0)
+    assert jane[4] == "" and door[4] == "door-1 #7"
+    assert "by jane@h.org at 09:20:00.000 UTC (door clock), data_access.jsonl:4, which no door call explains" in \
+        as_now_caveat(tool="read_file", storage_write=jane)
+    assert "the agent's own: door call door-1 #7 explains it" in as_now_caveat(tool="read_file", storage_write=door)
+    assert StorageWrites(access, {"": "gs://b/"}).after("q3.csv", t0)[4] is None  # (no links: not said)
+    words = S.storage_write_words([{"object": "q3.csv", "first": t0, "who": "door-1 #2", "ts": jane[0],
+                                    "principal": jane[1], "operation": jane[2], "logged_at": jane[3],
+                                    "door_call": jane[4]}])
+    assert "data_access.jsonl:4, no door call explains it; first read by door-1 #2" in words

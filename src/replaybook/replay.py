@@ -153,8 +153,15 @@ class StorageWrites:
             time before it is compared with a call's.
     """
 
-    def __init__(self, access: pd.DataFrame | None, storage_map: dict | None, offset_s: float = 0.0):
+    def __init__(self, access: pd.DataFrame | None, storage_map: dict | None, offset_s: float = 0.0,
+                 links: pd.DataFrame | None = None):
         self._map = storage_map or {}
+        # with the access join's links: which door call explains each write (the agent's own),
+        # "" for a write none explains (someone else, or the agent around the door)
+        by_call = None
+        if links is not None:
+            by_call = {int(i): f"{d} #{q}" for i, d, q in zip(links["access_index"], links["door_session"],
+                                                            links["call_seq"]) if not _na(i)}
         self._by_uri: dict[str, list[tuple]] = {}
         if access is None or not len(access) or not self._map:
             return
@@ -163,19 +170,21 @@ class StorageWrites:
                    & access["ts"].notna().to_numpy(bool) & access["resource_uri"].notna().to_numpy(bool)]
         shift = pd.Timedelta(seconds=float(offset_s or 0.0))
         name = a["principal_name"] if "principal_name" in a.columns else pd.Series([None] * len(a), index=a.index)
-        for ts, uri, who, nm, op, f, ln in zip(a["ts"], a["resource_uri"], a["principal"], name, a["action_raw"],
-                                               a["source_file"], a["line_no"]):
+        for label, ts, uri, who, nm, op, f, ln in zip(a.index, a["ts"], a["resource_uri"], a["principal"], name,
+                                                      a["action_raw"], a["source_file"], a["line_no"]):
             shown = (None if _na(who) else str(who)) if _na(nm) else (str(nm) if _na(who) else f"{who} ({nm})")
             where = None if _na(f) else f"{os.path.basename(str(f))}" + ("" if _na(ln) else f":{int(ln)}")
+            door = None if by_call is None else by_call.get(int(label), "")
             self._by_uri.setdefault(str(uri), []).append(
-                (pd.Timestamp(ts) - shift, shown, None if _na(op) else str(op), where))
+                (pd.Timestamp(ts) - shift, shown, None if _na(op) else str(op), where, door))
         for v in self._by_uri.values():
             v.sort(key=lambda w: w[0])
 
     def after(self, obj, ts) -> tuple | None:
         """The first allowed storage write or delete on ``obj``'s storage URI strictly after
         ``ts`` (the door's clock): ``(ts on the door's clock, principal shown, operation,
-        file:line)``, or ``None`` (also when ``obj`` maps to no URI)."""
+        file:line, door call)`` — the door call that explains it (``"<session> #<seq>"``), ``""``
+        when none does, ``None`` without ``links`` —, or ``None`` (also when ``obj`` maps to no URI)."""
         if obj is None or _na(obj) or ts is None or _na(ts) or not self._by_uri:
             return None
         from .access_join import map_object
@@ -237,10 +246,13 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
                      + ("" if said_changed else ", so it has changed since this call"))
         said_changed = True
     if storage_write is not None:
-        sts, who, op, at = storage_write
+        sts, who, op, at, *rest = storage_write
+        door = rest[0] if rest else None
         when = pd.Timestamp(sts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3]
+        by_door = ("" if door is None else f", the agent's own: door call {door} explains it" if door
+                   else ", which no door call explains")
         parts.append(f"the storage's own log holds a later {op or 'write'} of it"
-                     f"{f' by {who}' if who else ''} at {when} UTC (door clock){f', {at}' if at else ''}"
+                     f"{f' by {who}' if who else ''} at {when} UTC (door clock){f', {at}' if at else ''}{by_door}"
                      + ("" if said_changed else ", so it has likely changed since this call"))
     if none_if_plain and len(parts) == 1 and not damaged:
         return None

@@ -817,6 +817,8 @@ def storage_write_words(writes: Sequence[Mapping], *, named: int = 5) -> str:
     items = [f"{w['object']} ({w.get('operation') or 'write'}"
              + (f" by {w['principal']}" if w.get("principal") else "")
              + f" at {hm(w['ts'])}, door clock" + (f", {w['logged_at']}" if w.get("logged_at") else "")
+             + ("" if w.get("door_call") is None else f", the agent's own: door call {w['door_call']}"
+                if w["door_call"] else ", no door call explains it")
              + f"; first read by {w['who']} at {hm(w['first'])})" for w in writes[:named]]
     more = f" and {len(writes) - named:,} more" if len(writes) > named else ""
     n = len(writes)
@@ -2117,7 +2119,8 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
                      "note": " ".join(n for n in (pv.text if pv.kind not in ("table", "text", "folder") else None,
                                                   changed) if n) or None,
                      "storage_write": None if sw is None else {
-                         "ts": sw[0], "principal": sw[1], "operation": sw[2], "logged_at": sw[3]}})
+                         "ts": sw[0], "principal": sw[1], "operation": sw[2], "logged_at": sw[3],
+                         **({"door_call": sw[4]} if len(sw) > 4 and sw[4] is not None else {})}})
         if pv.kind in ("table", "folder") and pv.table is not None:
             kinds = {k: "num" if pd.api.types.is_numeric_dtype(pv.table[k]) and k == "bytes" else "text"
                      for k in pv.table.columns}
