@@ -456,15 +456,9 @@ class Incident:
                 raise ManifestError(_elsewhere_message(key, what, [f"{p}: {v}" for p, v in got.elsewhere.items()]),
                                     self.shown, self._line_of_entry(key, Path(next(iter(got.elsewhere)))))
             parts.append(got.result)
-        res = _concat(parts, _SPEC[kind])
-        if kind == "calls":  # one id in two gateways' logs: two sessions
-            from .loading import sessions_apart
+        from .loading import across_files
 
-            res = sessions_apart(res)
-        if kind == "steps":  # one conversation id in two formats' records (Codex and OTel): two transcripts
-            from .loading import results_before_calls, transcripts_apart
-
-            res = results_before_calls(transcripts_apart(res))
+        res = across_files(kind, _concat(parts, _SPEC[kind]))  # (as replaybook.load: one rule for both)
         self._results[kind] = res
         return res
 

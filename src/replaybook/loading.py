@@ -127,11 +127,7 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
             quarantine=pd.concat([prev.quarantine, res.quarantine], ignore_index=True),
             inputs=prev.inputs + res.inputs,
         )
-    results = {k: read_once(v) for k, v in results.items()}
-    if "calls" in results:
-        results["calls"] = sessions_apart(results["calls"])
-    if "steps" in results:
-        results["steps"] = results_before_calls(transcripts_apart(results["steps"]))
+    results = {k: across_files(k, read_once(v)) for k, v in results.items()}
     df = pd.DataFrame(table, columns=["path", "source", "frame", "confidence", "note"])
     rows, quar, notes = [], [], []
     # per frame: rows and quarantined lines per file, and each file's inputs entry (one pass each:
@@ -225,6 +221,19 @@ def read_once(res: LoadResult) -> LoadResult:
     if len(quarantine):
         quarantine = quarantine[~quarantine["source_file"].isin(names).to_numpy(bool)].reset_index(drop=True)
     return LoadResult(frame=frame, quarantine=quarantine, inputs=inputs)
+
+
+def across_files(frame: str, res: LoadResult) -> LoadResult:
+    """What a load of ``frame`` (``steps``, ``calls`` …) needs once all its files are read, the
+    same for ``replaybook.load`` and an incident: a door session id two gateway formats share
+    told apart (:func:`sessions_apart`); a transcript id two formats share told apart
+    (:func:`transcripts_apart`) and results stamped before their calls noted
+    (:func:`results_before_calls`).  Other frames as given."""
+    if frame == "calls":
+        return sessions_apart(res)
+    if frame == "steps":
+        return results_before_calls(transcripts_apart(res))
+    return res
 
 
 def _apart_by_format(res: LoadResult, col: str, note_key: str, *, keep_first: bool) -> LoadResult:
