@@ -208,3 +208,12 @@ def test_join_and_report_say_which_tools_were_read_under_the_prefixed_name(tmp_p
     page = next((tmp_path / "out").glob("*.html")).read_text(encoding="utf-8")
     text = html_lib.unescape(re.sub("<[^>]+>", "", page.replace("<wbr/>", "").replace("<wbr>", "")))
     assert f"Read as: {said}." in text
+
+
+def test_prefixed_alike_is_the_joins_separator_rule():
+    from replaybook.join import prefixed_alike
+
+    assert all(prefixed_alike(f"files{sep}read_file", "read_file") for sep in ("_", "__", "-", "."))
+    assert prefixed_alike("read_file", "files__read_file") and prefixed_alike("read_file", "read_file")
+    assert not prefixed_alike("unread_file", "read_file")  # (part of a name is no prefix)
+    assert not prefixed_alike("_read_file", "read_file") and not prefixed_alike("read", "read_file")

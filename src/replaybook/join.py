@@ -81,7 +81,7 @@ __all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "resumptions", "o
            "far_pairs", "far_clocks",
            "offset_changes", "unknown_clock_offsets", "clock_offsets_warning",
            "offset_change_text", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED", "DEFAULT_MAX_OFFSET_S", "MAX_SECONDS",
-           "FAR_PAIR_MS", "OFFSETS_DIFFER_MS", "FAR_CLOCK_HORIZON_S"]
+           "FAR_PAIR_MS", "OFFSETS_DIFFER_MS", "FAR_CLOCK_HORIZON_S", "GATEWAY_SEPARATORS", "prefixed_alike"]
 
 #: Default agreement window between a transcript step and a door call, seconds.
 DEFAULT_WINDOW_S = 60.0
@@ -1990,6 +1990,15 @@ def join_sessions(
 #: ``{server}__{tool}``; ``-`` and ``.`` for gateways that slug names (SEP-986 allows both in
 #: tool names)
 GATEWAY_SEPARATORS = ("__", "_", "-", ".")
+
+
+def prefixed_alike(a: str, b: str) -> bool:
+    """``a`` and ``b`` name one tool, one of them with a gateway's server prefix
+    (:data:`GATEWAY_SEPARATORS`: ``files_read_file`` and ``read_file``), or are equal."""
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_.endswith(sep + short) and len(long_) > len(sep + short) for sep in GATEWAY_SEPARATORS)
 
 
 def _gateway_prefixed(tool_s: np.ndarray, tool_c: np.ndarray, tool_u: np.ndarray, servers: pd.Series) -> list[str]:

@@ -28,7 +28,7 @@ import pandas as pd
 from .. import _json
 from .._text import SHOW_INVISIBLE
 from ..frames import QUARANTINE
-from ..join import FAR_PAIR_MS, OFFSETS_DIFFER_MS, far_pairs
+from ..join import FAR_PAIR_MS, OFFSETS_DIFFER_MS, far_pairs, prefixed_alike
 
 __all__ = [
     "STYLE",
@@ -1224,8 +1224,8 @@ _SAME_CALL_S = 5.0
 def with_taken_transcripts(sessions: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None, *,
                            window_s: float = 60.0) -> pd.DataFrame:
     """``sessions`` (the join's ``SESSIONS`` frame) with, per unmatched session whose calls repeat
-    the paired calls of a session the join assigned a transcript (the same tool or one ending in its
-    name — a gateway's ``files_read_file`` for ``read_file`` —, the same arguments where both logged
+    the paired calls of a session the join assigned a transcript (the same tool, or one with a
+    gateway's server prefix: :func:`replaybook.join.prefixed_alike`), the same arguments where both logged
     them, within ``window_s``; one call for one, at least two and half of the session's calls,
     their times a median of at most :data:`_SAME_CALL_S` apart — the same calls, not a rerun of
     them): ``taken_transcript`` (that transcript), ``taken_by`` (that session) and
@@ -1253,7 +1253,7 @@ def with_taken_transcripts(sessions: pd.DataFrame, calls: pd.DataFrame, pairs: p
                 # (a gateway that logs no arguments: tool and time, as the join compares it)
                 same = near if _isna(args) else near[near["args_key"].isna() | (near["args_key"] == args)]
                 t = str(tool)
-                same = same[[str(x) == t or str(x).endswith("_" + t) or t.endswith("_" + str(x)) for x in same["tool"]]]
+                same = same[[prefixed_alike(str(x), t) for x in same["tool"]]]  # (the join's own rule)
                 if len(same):  # one call of theirs for one of mine: the nearest
                     gap = (same["ts"] - ts).abs()
                     used.add(gap.idxmin())
