@@ -24,6 +24,12 @@ def test_load_sniffs_by_content_not_by_name(tmp_path):
     assert files.loc[str(tmp_path / "session.dat"), "source"] == "claude-code"
     assert files.loc[str(tmp_path / "junk.jsonl"), "note"] == "no source recognised this content"
     assert files.loc[str(tmp_path / "empty.jsonl"), "note"] == "empty file"
+    # a file no source reads is "unread", not an "invalid" line, where a frame is loaded from it
+    from replaybook.loading import load_frame
+
+    q = load_frame(tmp_path, "steps").result.quarantine
+    assert list(q.loc[q.source_file == str(tmp_path / "junk.jsonl"), ["kind", "loader"]].itertuples(index=False,
+                                                                                                   name=None)) == [("unread", "auto")]
     assert len(loaded["calls"]) == 5 and files.loc[str(tmp_path / "door-log.txt"), "rows"] == 5
     assert (loaded["steps"].kind == "tool_call").sum() == 5
 

@@ -294,9 +294,10 @@ QUARANTINE = FrameSpec(
         ("line_no", "Int64", "1-based line number where the unusable text starts"),
         ("byte_offset", "Int64", "offset of that text's first byte in the file"),
         ("kind", "string", "`invalid` (unusable line), `pending` (unterminated last line: still being written), "
-                           "`conflict` (repeats another line's id with different content: the first is kept) "
-                           "or `duplicate` (a door log line repeating an earlier call in every field: counted "
-                           "once)"),
+                           "`conflict` (repeats another line's id with different content: the first is kept), "
+                           "`duplicate` (a door log line repeating an earlier call in every field: counted "
+                           "once) or `unread` (a whole file given for a frame that no source recognised, "
+                           "`loader` `auto`, no line number: not evidence of these kinds, not damage)"),
         ("loader", "string", "the loader that set it aside (claude-code, door, …)"),
         ("error", "string", "why, in words"),
         ("raw", "string", "the line's start (200 chars, surrogate-safe)"),

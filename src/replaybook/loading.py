@@ -465,7 +465,8 @@ class FrameLoad:
 
     Attributes:
         result: the frame's :class:`~replaybook.frames.LoadResult`; its quarantine also holds one
-            whole-file row (``loader`` ``auto``, no line number) per file no source recognised.
+            whole-file row (``loader`` ``auto``, kind ``unread``, no line number) per file no source
+            recognised: not damaged evidence, and not counted as set-aside lines.
         sources: the source chosen for each loaded file, ``{path: source name}``.
         elsewhere: files recognised as another frame's input, ``{path: "source (frame)"}`` —
             not loaded here.
@@ -540,7 +541,7 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
                        f"the {words[k]}s given the other way round?")
         raise InputError(f"no {frame} input in {', '.join(map(str, paths))} ({what}){swapped}; "
                          f"`replaybook load auto PATH` shows what each file is")
-    nl = [{"source_file": r.path, "kind": "invalid", "loader": "auto", "error": r.note}
+    nl = [{"source_file": r.path, "kind": "unread", "loader": "auto", "error": r.note}
           for r in unknown.itertuples(index=False) if r.note != "empty file"]
     if len(unknown):
         # files given for this frame that no source recognised are evidence too: listed with

@@ -477,6 +477,26 @@ def test_quarantine_summary_escapes_raw_lines():
     assert "Nothing was set aside: no input line was damaged or unreadable" in S.quarantine_summary(QUARANTINE.empty())
 
 
+def test_files_no_source_reads_are_named_apart_not_called_invalid_lines():
+    """A README in a transcripts folder had been counted among "quarantine entries" in the header
+    and listed as an ``invalid`` set-aside input in Quarantine: it is not damaged evidence."""
+    unread = QUARANTINE.build([dict(source_file="transcripts/README.md", kind="unread", loader="auto",
+                                    error="no source recognised this content")])
+    h = S.quarantine_summary(unread)
+    text = html.unescape(re.sub("<[^>]+>", "", h))
+    assert "Nothing was set aside: no input line was damaged or unreadable" in text
+    assert "1 file given for this incident is in no format replaybook reads" in text
+    assert "transcripts/README.md" in text and "invalid" not in text and "could not be used" not in text
+    both = S.quarantine_summary(pd.concat([_q("t.jsonl", 4, "{"), unread], ignore_index=True))
+    text = html.unescape(re.sub("<[^>]+>", "", both))
+    assert "1 input line could not be used and was set aside" in text and "whole file" not in text
+    assert "Files not read" in text
+    head = html.unescape(re.sub("<[^>]+>", "", S.header("t", "i.yaml", quarantine=unread)))
+    assert "quarantine entr" not in head and "1 file in no format replaybook reads: not read" in head
+    head = html.unescape(re.sub("<[^>]+>", "", S.header("t", "i.yaml", quarantine=pd.concat([_q("t.jsonl", 4, "{"), unread]))))
+    assert "1 quarantine entry: input set aside" in head and "1 file in no format replaybook reads" in head
+
+
 def test_residuals_have_their_own_section_and_the_caveats_point_to_it(frames):
     steps, calls, pairs, sessions = frames
     unclaimed = calls[(calls.door_session == "s2") | (calls.seq == 3)]

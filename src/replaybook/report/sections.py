@@ -676,9 +676,15 @@ def header(
         facts.append(f"{_count(calls['door_session'].nunique(), 'door session')}, "
                      f"{_count(len(calls), 'door call')} ({int((calls['decision'] == 'deny').sum()):,} refused)")
     if quarantine is not None and len(quarantine):
-        n = len(quarantine)
-        facts.append(f'<a href="#quarantine">{n:,} quarantine {"entry" if n == 1 else "entries"}</a>: '
-                     "input set aside, not used")
+        unread = (quarantine["line_no"].isna() & (quarantine["loader"] == "auto")).to_numpy(dtype=bool) \
+            if {"line_no", "loader"} <= set(quarantine.columns) else np.zeros(len(quarantine), bool)
+        n, n_unread = int((~unread).sum()), int(unread.sum())
+        if n:
+            facts.append(f'<a href="#quarantine">{n:,} quarantine {"entry" if n == 1 else "entries"}</a>: '
+                         "input set aside, not used")
+        if n_unread:  # (a README beside the logs is not damaged evidence)
+            facts.append(f'<a href="#quarantine">{_count(n_unread, "file")} in no format replaybook reads</a>: '
+                         "not read")
         # the door writes whole lines, each fsync'd before it answers: a damaged one is not a
         # half-written tail but a log changed or cut after the fact (or a disk fault)
         if {"loader", "kind"} <= set(quarantine.columns):
@@ -2433,26 +2439,42 @@ def _inputs_by_folder(df: pd.DataFrame, max_groups: int = MAX_FOLDER_ROWS) -> pd
 
 def quarantine_summary(quarantine: pd.DataFrame, *, max_rows: int = 50) -> str:
     """Lines the loaders set aside (``QUARANTINE`` frame): counts per file, loader and kind
-    (``invalid`` / ``pending``), then the first ``max_rows`` lines with the reason and the
-    line's start (escaped)."""
-    if quarantine is None or len(quarantine) == 0:
+    (``invalid`` / ``pending`` / ``conflict`` / ``duplicate``), then the first ``max_rows`` lines with
+    the reason and the line's start (escaped).  Files no source reads at all (``loader`` ``auto``,
+    no line number: a README or a data CSV in a folder given as transcripts) are not damaged
+    evidence: they are named apart, after the lines, and not counted with them."""
+    q = quarantine if quarantine is not None else QUARANTINE.empty()
+    unread_mask = (q["line_no"].isna() & (q["loader"] == "auto")).to_numpy(dtype=bool) if len(q) else None
+    unread = q[unread_mask] if unread_mask is not None else q.iloc[:0]
+    q = q[~unread_mask] if unread_mask is not None else q
+    tail = ""
+    if len(unread):
+        tail = (f"<h3>Files not read</h3><p>{_count(len(unread), 'file')} given for this incident "
+                f"{'is' if len(unread) == 1 else 'are'} in no format replaybook reads (not evidence of these kinds, "
+                f"or named so on purpose; {'it is' if len(unread) == 1 else 'they are'} listed in Inputs with "
+                f"{'its' if len(unread) == 1 else 'their'} SHA-256). Nothing was taken from "
+                f"{'it' if len(unread) == 1 else 'them'}.</p>"
+                + table(unread.sort_values("source_file"), [("source_file", "file", "code"), ("error", "why", "text")],
+                        max_rows=max_rows))
+    if len(q) == 0:
         return _section("Quarantine", "<p>Nothing was set aside: no input line was damaged or unreadable. "
-                        "Valid records of other kinds a loader left out are named in Inputs.</p>",
+                        "Valid records of other kinds a loader left out are named in Inputs.</p>" + tail,
                         anchor="quarantine")
-    g = (quarantine.groupby(["source_file", "loader", "kind"], dropna=False, observed=True)
+    g = (q.groupby(["source_file", "loader", "kind"], dropna=False, observed=True)
          .size().reset_index(name="lines"))
-    whole = int(quarantine["line_no"].isna().sum()) if "line_no" in quarantine.columns else 0
-    what = " and ".join(p for p in (_count(len(quarantine) - whole, "input line") if len(quarantine) > whole else "",
+    whole = int(q["line_no"].isna().sum()) if "line_no" in q.columns else 0
+    what = " and ".join(p for p in (_count(len(q) - whole, "input line") if len(q) > whole else "",
                                     _count(whole, "whole file") if whole else "") if p)
-    body = (f"<p>{what} could not be used and {'was' if len(quarantine) == 1 else 'were'} set aside (never "
+    body = (f"<p>{what} could not be used and {'was' if len(q) == 1 else 'were'} set aside (never "
             f"silently dropped). <b>invalid</b>: unusable; <b>pending</b>: an unterminated last line, probably still "
             f"being written.</p>"
             + table(g, [("source_file", "file", "code"), ("loader", "loader", "text"), ("kind", "kind", "text"),
                         ("lines", "lines", "num")])
             + "<h3>Set-aside lines</h3>"
-            + table(quarantine.sort_values(["source_file", "line_no"]).assign(raw=lambda d: d["raw"].map(_line_start)),
+            + table(q.sort_values(["source_file", "line_no"]).assign(raw=lambda d: d["raw"].map(_line_start)),
                     [("source_file", "file", "code"), ("line_no", "line", "num"), ("kind", "kind", "text"),
-                     ("error", "why", "text"), ("raw", "line starts", "code")], max_rows=max_rows))
+                     ("error", "why", "text"), ("raw", "line starts", "code")], max_rows=max_rows)
+            + tail)
     return _section("Quarantine", body, anchor="quarantine")
 
 
