@@ -542,6 +542,36 @@ def _src_state() -> dict:
     return {"head": git("rev-parse", "--short", "HEAD"), "dirty": dirty}
 
 
+_MACHINE_PROBE = r"""
+import json, time
+import numpy as np
+loops = []
+for _ in range(3):
+    t = time.perf_counter()
+    sum(range(10_000_000))
+    loops.append(time.perf_counter() - t)
+t = time.perf_counter()
+a = np.ones(256 * 2**20, np.uint8)
+touch = time.perf_counter() - t
+print(json.dumps({"python_loop_ms": round(min(loops) * 1000), "first_touch_mb_s": round(256 / touch)}))
+"""
+
+
+def machine_reference() -> dict:
+    """How fast this machine is right now, in a fresh interpreter: the best of three
+    ``sum(range(10_000_000))`` (ms: pure-Python speed) and the rate of touching 256 MB of newly
+    allocated memory (MB/s: page-fault cost, high on a freshly booted VM).  Both swing from day
+    to day on a shared host; the figures of two runs are comparable only beside these."""
+    import subprocess
+
+    try:
+        out = subprocess.run([sys.executable, "-c", _MACHINE_PROBE], capture_output=True, text=True, timeout=120,
+                             check=True).stdout
+        return {**json.loads(out), "loadavg": [round(x, 2) for x in os.getloadavg()]}
+    except (subprocess.SubprocessError, ValueError, OSError) as exc:
+        return {"error": str(exc)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes (~20 s smoke run)")
@@ -590,6 +620,10 @@ def main(argv: list[str] | None = None) -> int:
     log(f"replaybook bench ({mode}); python {platform.python_version()}, {os.cpu_count()} cores; "
         f"data in {OUT / 'data' / mode}")
     src_start = _src_state()
+    machine = machine_reference()
+    if "error" not in machine:
+        log(f"machine now: sum(range(10M)) {machine['python_loop_ms']} ms, first touch of new memory "
+            f"{machine['first_touch_mb_s']:,} MB/s, load {machine['loadavg'][0]}")
     data = ensure_data(mode, stages, a.regen, log)
     results = []
     for st in stages:
@@ -660,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nhot spots: {r['stage']} {r.get('size', '')} (sampled {r['profile']['sampled_s']} s)")
             for h in r["profile"]["src_lines"][:6]:
                 print(f"  {h['share'] * 100:5.1f}%  {h['where']}: {h['code']}")
-    doc = {"mode": mode, "python": platform.python_version(), "cores": os.cpu_count(),
+    doc = {"mode": mode, "python": platform.python_version(), "cores": os.cpu_count(), "machine": machine,
            "src_at_start": src_start, "src_at_end": _src_state(),
            "targets": TARGETS, "data": data, "results": results,
            "total_s": round(time.perf_counter() - t_all, 1),
