@@ -894,7 +894,8 @@ class ReplayStep:
 
     @property
     def refused(self) -> bool:
-        """The door refused this call (Replay shows it crossed out and opens nothing)."""
+        """The door did not allow this call (Replay shows it crossed out and opens nothing): refused,
+        or an ``ask`` whose outcome the log does not record (its note says so)."""
         return self.decision != "allow"
 
 
@@ -1000,6 +1001,10 @@ class ReplayPlan:
 
     @staticmethod
     def _classify(step: ReplayStep, data_root: str | Path | None, memo: dict | None = None) -> None:
+        if step.decision == "ask":  # (the log does not say what the user answered: nothing is opened)
+            step.note = (f"the rule {step.rule} asked the user" if step.rule else "a rule asked the user") + \
+                "; the log does not say what they answered"
+            return
         if step.refused:
             step.note = f"refused by rule {step.rule}" if step.rule else "refused"
             return

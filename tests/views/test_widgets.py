@@ -133,6 +133,31 @@ def test_conversation_shows_calls_the_door_never_saw_and_unclaimed_calls(demo_in
     assert {"door never saw", "unclaimed", "refused", "reached"} <= statuses
 
 
+def test_a_call_logged_ask_is_neither_reached_nor_refused(demo_incident):
+    """A gateway log that records only that a rule asked (decision ``ask``, no outcome) had been
+    shown "REFUSED … nothing returned" in the conversation while the header counted it as not
+    refused, and the door had logged bytes returned for it."""
+    from replaybook.join import join_sessions
+    from replaybook.replay import ReplayPlan
+
+    calls = demo_incident.calls.copy()
+    i = calls.index[(calls["door_session"] == S1) & (calls["seq"] == 2)][0]
+    calls.loc[i, "decision"] = "ask"
+    calls.loc[i, "rule"] = "ask-first"
+    j = join_sessions(demo_incident.steps, calls, window_s=60)
+    conv = S.conversation(demo_incident.steps, calls, j, S1)
+    row = conv[conv["call_seq"] == 2].iloc[0]
+    assert row["status"] == "asked" and "REFUSED" not in row["reach"]
+    assert row["reach"] == ("demo/cars.xpt · ASKED the user by rule ask-first · the log does not say what they "
+                            "answered · the door logged 32 rows, 2,720 B returned")
+    note = S.door_table(calls, j, S1).set_index("seq").loc[2, "note"]
+    assert note == "the rule ask-first asked the user; the log does not say what they answered"
+    step = next(s for s in ReplayPlan.from_calls(calls, demo_incident.data_root, door_session=S1).steps if s.call_seq == 2)
+    assert step.note == "the rule ask-first asked the user; the log does not say what they answered"
+    spec = S.conversation_chart(conv).to_dict()
+    assert "asked" in {v["status"] for v in spec["datasets"][next(iter(spec["datasets"]))]}
+
+
 def test_a_tool_call_with_free_text_input_shows_that_text(demo_incident):
     """Codex's apply_patch sends a patch, not JSON arguments (args_key NA): the conversation had
     shown only the tool's name, so a file write was invisible."""

@@ -247,13 +247,15 @@ def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
     shared = {int(k): int(v) for k, v in shared[shared > 1].items()}
     rows = []
     for r in c.itertuples(index=False):
-        refused = str(r.decision) != "allow"
+        refused = str(r.decision) != "allow"  # (an ask whose outcome is not logged: not shown as reached)
         seq = _int(r.seq)
         claimed = int(r.frame_row) in claimed_rows
         notes = []
         if seq in shared:
             notes.append(f"{shared[seq]} calls carry #{seq}")
-        if refused:
+        if str(r.decision) == "ask":
+            notes.append(ASKED_NOTE.format(rule=f" {r.rule}" if not _na(r.rule) else ""))
+        elif refused:
             notes.append(f"refused by rule {r.rule}" if not _na(r.rule) else "refused")
         if has_transcript and not claimed:
             notes.append("no transcript step claims this call")
@@ -271,12 +273,30 @@ def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
     return out
 
 
+#: a door call logged with decision ``ask``: the rule asked the agent's user, and the log does not
+#: record the answer (replaybook's door logs the outcome, ``allow``/``deny`` with ``approval``)
+ASKED_NOTE = "the rule{rule} asked the user; the log does not say what they answered"
+
+
+def _status(call: Any) -> str:
+    """``reached`` (allowed), ``refused`` (denied) or ``asked`` (an ``ask`` whose outcome the log
+    does not record: neither shown as reached nor counted as refused)."""
+    d = str(call.decision)
+    return "reached" if d == "allow" else "asked" if d == "ask" else "refused"
+
+
 def _reach(call: Any) -> str:
     """``demo/cars.xpt · allow (allow-demo) · 32 rows · 2,720 B`` for a door call row (a rule
     that asked the user adds their answer: ``allow (ask-first, the user was asked: approved)``)."""
     obj = call.object if not _na(call.object) else "(no object)"
     approval = getattr(call, "approval", None)
     asked = "" if _na(approval) else f", the user was asked: {str(approval).replace('_', ' ')}"
+    if str(call.decision) == "ask":  # the log says only that the rule asked, not what came of it
+        rule = f" by rule {call.rule}" if not _na(call.rule) else ""
+        logged = [f"{int(call.rows):,} row" + ("" if int(call.rows) == 1 else "s")] if not _na(call.rows) else []
+        logged += [_bytes(call.bytes)] if not _na(call.bytes) else []
+        return (f"{obj} · ASKED the user{rule} · the log does not say what they answered"
+                + (f" · the door logged {', '.join(logged)} returned" if logged else ""))
     if str(call.decision) != "allow":
         rule = f" by rule {call.rule}" if not _na(call.rule) else ""
         return f"{obj} · REFUSED{rule}{asked} · nothing returned"
@@ -305,7 +325,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     ``bytes``, ``status`` — ``prompt``, ``request``, ``reached`` (a door call agrees),
     ``call line missing`` (a tool result whose call's own line is missing, whose tool-use id no
     door call of the session logged),
-    ``refused`` (it agrees and the door refused it), ``door never saw`` (a door-bound call
+    ``refused`` (it agrees and the door refused it), ``asked`` (it agrees and the door logged
+    decision ``ask``: the rule asked the user and the log does not say what they answered),
+    ``door never saw`` (a door-bound call
     with no door call: ``join.unmatched_steps``), ``not through the door`` (built-in or other
     server's tool), ``unclaimed`` (a door call no step claims: ``join.unclaimed_calls``) —
     and ``reach`` (what the door call reached, in words), ``label`` (one line for the chart),
@@ -382,7 +404,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                            object=None if _na(c.object) else str(c.object),
                            decision=str(c.decision), rule=None if _na(c.rule) else str(c.rule),
                            rows=_int(c.rows), bytes=_int(c.bytes),
-                           status="refused" if refused else "reached", reach=_reach(c))
+                           status=_status(c), reach=_reach(c))
                 where = "door" if str(c.door_session) == str(door_session) else f"door session {c.door_session}"
                 row["label"] = f"{head}  →  {where} #{cseq}: {row['reach']}"
             elif key in never_saw:
@@ -445,7 +467,7 @@ def _result_only_row(row: dict, r, crow: int | None, by_row: dict, door_session:
                    call_seq=cseq, call_row=crow, call_session=str(c.door_session),
                    object=None if _na(c.object) else str(c.object), decision=str(c.decision),
                    rule=None if _na(c.rule) else str(c.rule), rows=_int(c.rows), bytes=_int(c.bytes),
-                   status="refused" if refused else "reached", reach=_reach(c))
+                   status=_status(c), reach=_reach(c))
         where = "door" if str(c.door_session) == str(door_session) else f"door session {c.door_session}"
         row["label"] = (f"{row['tool'] or ''} {row['text'] or ''}".strip() + f"  →  {where} #{cseq}: {row['reach']}"
                         "  (the tool call's own line is missing from the transcript; its result's tool-use id "
@@ -584,6 +606,9 @@ def call_preview(data_root: str | Path | None, call: Any, *, later: LaterWrites 
     if call is None:
         return Preview("missing", "", text="no such door call")
     if str(call.decision) != "allow":
+        if str(call.decision) == "ask":
+            return Preview("refused", obj or "", text=ASKED_NOTE.format(rule=f" {call.rule}" if not _na(call.rule)
+                                                                        else "") + ", so nothing is opened")
         rule = f"refused by rule {call.rule}" if not _na(call.rule) else "refused by the door"
         return Preview("refused", obj or "", text=f"{rule}: the agent was refused this object, so nothing is opened")
     resp = getattr(call, "response_digest", None)
@@ -753,11 +778,11 @@ def conversation_chart(conv: pd.DataFrame, *, width: int = 900, max_rows: int = 
         base["ink"] = {"refused": "#d62728", "door never saw": "#b35900", "unclaimed": "#b35900",
                        "call line missing": "#b35900"}.get(r.status, "#222222")
         recs.append({**base, "mark": "event", "x": x_of[r.lane]})
-        if r.lane == "tool call" and r.status in ("reached", "refused"):
+        if r.lane == "tool call" and r.status in ("reached", "refused", "asked"):
             recs.append({**base, "mark": "door", "x": x_of["door"]})
     data = pd.DataFrame(recs)
     status_colors = {"prompt": "#9467bd", "request": "#7f7f7f", "reached": "#2ca02c", "refused": "#d62728",
-                     "door never saw": "#aaaaaa", "not through the door": "#1f77b4", "unclaimed": "#ff7f0e",
+                     "asked": "#e6a100", "door never saw": "#aaaaaa", "not through the door": "#1f77b4", "unclaimed": "#ff7f0e",
                      "call line missing": "#8c564b"}
     color = alt.Color("status:N", title="what happened",
                       scale=alt.Scale(domain=list(status_colors), range=list(status_colors.values())))
