@@ -57,6 +57,13 @@ def test_manifest_errors_name_the_field(tmp_path):
     with pytest.raises(ManifestError, match="not valid YAML") as e:
         replaybook.Incident.load(tmp_path / "incident.yaml")
     assert e.value.path.endswith("incident.yaml")
+    # the file and line are named once; PyYAML's own '"<byte string>", line 1' is not repeated
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts:\n  - a\n door: [b\n")
+    with pytest.raises(ManifestError) as e:
+        replaybook.Incident.load(tmp_path / "incident.yaml")
+    assert e.value.line_no == 4 and "<byte string>" not in str(e.value)
+    assert ("not valid YAML: expected <block end>, but found '<block mapping start>' (column 2), in a block "
+            "mapping that starts on line 1: 'door: [b'") in str(e.value)
     with pytest.raises(ManifestError, match="cannot read"):
         replaybook.Incident.load(tmp_path / "missing.yaml")
     # YAML reads UTF-16 with its byte-order mark as it reads UTF-8 (an internal error before)

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DuplicateKeyError", "load", "line_at"]
+__all__ = ["DuplicateKeyError", "load", "line_at", "describe"]
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
@@ -86,3 +86,28 @@ def line_at(text: str | bytes, where: list) -> int | None:
         else:
             break
     return line
+
+
+def describe(exc: yaml.YAMLError) -> str:
+    """A YAML error in words for a message that already names the file and line: PyYAML's own
+    text names the input ``"<byte string>"`` and repeats the line, so it is rebuilt from the
+    error's parts — ``expected <block end>, but found '<block mapping start>' (column 2), in a
+    block mapping that starts on line 1`` — with the offending line's text quoted.  An error
+    without marks gives PyYAML's text."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if not problem or mark is None:
+        return str(exc)
+    out = f"{problem} (column {mark.column + 1})"
+    context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and cmark is not None:
+        ctx = context.removeprefix("while ").removeprefix("parsing ").removeprefix("scanning ")
+        out += f", in {ctx} that starts on line {cmark.line + 1}"
+    buf = getattr(mark, "buffer", None)
+    if isinstance(buf, str):
+        lines = buf.split("\n")
+        if 0 <= mark.line < len(lines):
+            text = lines[mark.line].rstrip("\r\x00")
+            if text.strip():
+                out += f": {text.strip()[:120]!r}"
+    return out

@@ -91,7 +91,7 @@ def load_manifest(path: str | Path) -> dict:
     except yaml.YAMLError as exc:
         _not_a_manifest(p)
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise ManifestError(f"not valid YAML: {exc}", p, None if line is None else line + 1) from exc
+        raise ManifestError(f"not valid YAML: {_yaml.describe(exc)}", p, None if line is None else line + 1) from exc
     if not isinstance(data, dict):
         _not_a_manifest(p)
     if data is None:

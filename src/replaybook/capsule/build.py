@@ -140,7 +140,7 @@ def load_capture(path: str | Path) -> Capture:
     except _yaml.DuplicateKeyError as exc:
         raise CapsuleFormatError(exc.problem, p, exc.problem_mark.line + 1) from None
     except yaml.YAMLError as exc:
-        raise CapsuleFormatError(f"not valid YAML: {exc}", p) from exc
+        raise CapsuleFormatError(f"not valid YAML: {_yaml.describe(exc)}", p) from exc
     data = _plain(data)
     v = jsonschema.Draft202012Validator(_CAPTURE_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     err = jsonschema.exceptions.best_match(v.iter_errors(data))

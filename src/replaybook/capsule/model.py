@@ -422,7 +422,7 @@ def load_capsule(path: str | Path) -> Capsule:
         raise CapsuleFormatError(exc.problem, p, exc.problem_mark.line + 1) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise CapsuleFormatError(f"not valid YAML: {exc}", p, None if mark is None else mark.line + 1) from exc
+        raise CapsuleFormatError(f"not valid YAML: {_yaml.describe(exc)}", p, None if mark is None else mark.line + 1) from exc
     except RecursionError:  # (a capsule replaybook writes nests a few levels)
         raise CapsuleFormatError("capsule is nested too deeply to read", p) from None
     prefix: list = []

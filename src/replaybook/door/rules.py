@@ -776,7 +776,7 @@ def load_rules(path: str | Path) -> Rules:
         raise InputError(f"door rules: {exc.problem}", p, exc.problem_mark.line + 1) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"door rules are not valid YAML: {exc}", p, None if mark is None else mark.line + 1) from exc
+        raise InputError(f"door rules are not valid YAML: {_yaml.describe(exc)}", p, None if mark is None else mark.line + 1) from exc
     except RecursionError:
         raise InputError("door rules are nested too deeply to read", p) from None
     try:

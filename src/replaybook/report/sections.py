@@ -1369,7 +1369,7 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
         if note:
             intro += f'<p class="rb-note"><b>Untimed:</b> {esc(note)}.</p>'
     intro += ('<p class="rb-note">Under each heading, the column\'s name in <code>replaybook join</code>\'s '
-              "output and in the <code>sessions</code> frame (<code>Incident.join().sessions</code>).</p>")
+              "output and in the <code>sessions</code> frame (<code>incident.join.sessions</code>).</p>")
     shared = ""
     if "continues" in sessions.columns and sessions["continues"].notna().any():
         # (the transcript's counts, on each of its sessions' rows: not to be added up)
