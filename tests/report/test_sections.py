@@ -171,6 +171,16 @@ def test_header_flags_contradicting_tool_use_ids_and_counts_the_residuals(frames
             "it agrees with</a></strong>") in h
     clean = sessions.assign(unclaimed_calls=0, unmatched_steps=0)
     assert "Left unpaired" not in S.header("x", "/a/incident.yaml", sessions=clean)
+    # a door call of a joined session carrying a tool-use id no transcript has: a removed line, named up top
+    assert sessions.loc[0, "transcript_id"] is not pd.NA
+    unknown = sessions.assign(unknown_ids=pd.array([1] + [pd.NA] * (len(sessions) - 1), dtype="Int64"))
+    h = html.unescape(re.sub("<[^>]+>", "", S.header("x", "/a/incident.yaml", sessions=unknown)))
+    assert (f"1 door call in sessions joined to a transcript logged a client tool-use id no loaded transcript has "
+            f"(first in door session {sessions.loc[0, 'door_session']}): a tool call removed from the transcript")in h
+    # an unmatched session's count is said in its own sentence, not up top
+    lone = sessions.assign(unknown_ids=pd.array([pd.NA] * (len(sessions) - 1) + [3], dtype="Int64"))
+    assert pd.isna(sessions["transcript_id"].iloc[-1])
+    assert "no loaded transcript has" not in S.header("x", "/a/incident.yaml", sessions=lone)
 
 
 def test_join_summary_and_confidence(frames):
@@ -237,6 +247,12 @@ def test_join_summary_and_confidence(frames):
     (dict(door_session="a", calls=10, agreed=8, transcript_id="t", status="matched", share=0.8, margin=5.0,
           method="content", id_conflicts=2), "Disputed: 2 tool-use ids contradict the link — matched to transcript "
                                              "t; 8 of 10 calls (80%) agree (same tool and canonical arguments"),
+    # the door logged an id no transcript has in a matched session: a removed line, said beside the verdict
+    (dict(door_session="a", calls=10, agreed=9, transcript_id="t", status="matched", share=0.9, margin=5.0,
+          method="meta_id", unknown_ids=1), "; but 1 door call of this session logged a client tool-use id that "
+                                            "neither this transcript nor any other loaded one has: a tool call removed "
+                                            "from the transcript, or a call another client made through this session, "
+                                            "would look like this"),
     (dict(door_session="a", calls=10, agreed=2, transcript_id="t", status="matched", share=0.2, margin=1.0,
           method="content"), "Weak"),
     (dict(door_session="a", calls=10, agreed=3, transcript_id="t", status="ambiguous", share=0.3, margin=0.0,

@@ -757,6 +757,16 @@ def header(
             facts.append(f'<strong><a href="#sessions">{_count(ic, "door call")} logged a different tool-use id '
                          "from the transcript step it agrees with</a></strong>: an edited or copied transcript, or "
                          "another client's call, would look like this")
+        if "unknown_ids" in sessions.columns and "transcript_id" in sessions.columns:
+            # (an unmatched session's own sentence says its transcript is likely missing)
+            linked = sessions[sessions["transcript_id"].notna()]
+            uk = int(pd.to_numeric(linked["unknown_ids"], errors="coerce").fillna(0).sum())
+            if uk:
+                first = linked[pd.to_numeric(linked["unknown_ids"], errors="coerce").fillna(0) > 0].iloc[0]
+                facts.append(f'<strong><a href="#sessions">{_count(uk, "door call")} in sessions joined to a '
+                             f"transcript logged a client tool-use id no loaded transcript has</a></strong> (first "
+                             f"in door session <code>{esc(first['door_session'])}</code>): a tool call removed from "
+                             "the transcript, or a call another client made, would look like this")
         im = total("id_mismatches")
         if im:  # the same tamper signal, the other way round
             facts.append(f'<strong><a href="#sessions">{_count(im, "door call")} paired by the client\'s tool-use id '
@@ -1017,6 +1027,12 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
         s += (f"; but {_count(n_im, 'door call')} paired by tool-use id {'names' if n_im == 1 else 'name'} another "
               "tool or other arguments than the transcript's step with that id: an edited transcript or door log "
               "would look like this; compare the two in the conversation")
+    uk = row.get("unknown_ids")
+    n_uk = 0 if _isna(uk) else int(uk)
+    if n_uk:  # a line removed from the transcript, or a call another client made in this session
+        s += (f"; but {_count(n_uk, 'door call')} of this session logged a client tool-use id that neither this "
+              f"transcript nor any other loaded one has: a tool call removed from the transcript, or a call another "
+              f"client made through this session, would look like this")
     if n_ic:
         n = n_ic
         s += (f"; but {_count(n, 'door call')} {'agrees' if n == 1 else 'agree'} with a step of this transcript on "
