@@ -329,3 +329,49 @@ def test_the_static_workbook_shows_what_each_call_got_back_whole_and_no_nan(demo
     assert calls.loc[calls["lane"] == "tool call", "result"].astype(str).str.len().gt(0).any()
     assert not any(f.isna().any().any() for f in frames)
     assert max(w for w in seen_width if w) >= 400
+
+
+def test_the_workbook_shows_the_storage_access_and_no_playback_state_when_static(demo_incident, monkeypatch):
+    """A batch run of the workbook had no cloud storage view at all (the person who wrote the
+    object after the agent appeared nowhere in it), and its Replay tables said ``pending`` on
+    every row: a playback state only the live Replay moves."""
+    import IPython.display as D
+    import pandas as pd
+
+    from replaybook.views.widgets import Workbook
+
+    shown: list = []
+    monkeypatch.setattr(D, "display", lambda *a, **k: shown.extend(a))
+    S.display_static(demo_incident, chart=False)
+    html_parts = [x.data for x in shown if isinstance(x, D.HTML)]
+    storage = [h for h in html_parts if 'id="access"' in h]
+    import html
+    import re
+
+    def text(h):
+        return html.unescape(re.sub("<[^>]+>", "", h))
+
+    assert len(storage) == 1 and "s3://acme-data/reference/.env" in text(storage[0])
+    assert storage[0] == S.storage_html(demo_incident)
+    plans = [x for x in shown if isinstance(x, pd.DataFrame) and "opens" in x.columns]
+    assert len(plans) == 2 and not any("state" in p.columns for p in plans)
+    wb = Workbook(demo_incident, charts=False)
+    assert wb.storage is not None and "s3://acme-data/reference/.env" in text(wb.storage.children[0].value)
+    assert wb.storage.titles == ("Cloud storage access: who else touched what the agent reached",)
+    assert wb.storage in wb.widget.children
+
+
+def test_an_incident_without_access_logs_has_no_storage_view(demo_copy):
+    from replaybook.incident import Incident
+    from replaybook.views.widgets import Workbook
+
+    man = demo_copy / "incident.yaml"
+    text = man.read_text()
+    start = text.index("access:")
+    rest = text[start:].split("\n")
+    # drop the access block: its key line and the indented lines under it
+    end = next(i for i, line in enumerate(rest[1:], 1) if line and not line.startswith((" ", "-", "#")))
+    man.write_text(text[:start] + "\n".join(rest[end:]))
+    inc = Incident.load(man)
+    assert not inc.has_access and S.storage_html(inc) is None
+    assert Workbook(inc, charts=False).storage is None

@@ -1081,28 +1081,51 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
 # notebook, batch mode
 
 
+def storage_html(incident) -> str | None:
+    """The incident's cloud storage access as the review report shows it (its "Cloud access"
+    section: requests no door call explains, who made them, what each door call reached in
+    storage), or ``None`` when the manifest names no ``access:`` logs.  Shown by the workbook
+    (a panel) and by :func:`display_static`."""
+    if not getattr(incident, "has_access", False):
+        return None
+    from ..report import sections as RS
+
+    return RS.access_section(incident.access_join, incident.access, quarantine=incident.quarantine,
+                             inputs=incident.inputs)
+
+
 def display_static(incident, *, chart: bool = True) -> None:
     """Show the workbook's content without widgets (papermill, ``interactive=False``).
 
-    The sessions list, then for each door session: the header its tab shows
+    The sessions list, the timeline (drawn as SVG by vl-convert, no network; with the incident's
+    cloud storage requests in a lane of their own when it has ``access:`` logs), the storage
+    access (:func:`storage_html`), then for each door session: the header its tab shows
     (:func:`session_header_html`), its conversation (or a note), the door's table and the Replay
-    plan.  The timeline is drawn as SVG (vl-convert, no network).
+    plan (without its playback ``state``, which only the live Replay moves).
     """
     from IPython.display import HTML, Markdown, display
 
     j = incident.join
     display(Markdown(f"## Sessions — {incident.title}"))
     _display_whole(sessions_list(j))
+    storage = storage_html(incident)
     if chart:
         try:
             from .charts import timeline
 
-            svg = timeline(incident.steps, incident.calls, j.pairs).to_json()
+            aj = incident.access_join if storage is not None else None
+            access = incident.access if aj is not None else None
+            if access is not None and len(aj.duplicates):  # (each request drawn once, as in the report)
+                access = access.drop(index=[i for i in aj.duplicates["access_index"] if i in access.index])
+            svg = timeline(incident.steps, incident.calls, j.pairs, access,
+                           access_links=aj.links if aj is not None else None).to_json()
             import vl_convert as vlc
 
             display(HTML(vlc.vegalite_to_svg(svg)))
         except Exception as exc:  # a missing renderer must not stop a batch run
             display(Markdown(f"_timeline not drawn: {html.escape(str(exc))}_"))
+    if storage is not None:
+        display(HTML(storage))
     for ds in sessions_list(j)["door_session"]:
         display(Markdown(f"### Door session `{ds}`"))
         # the header the session's tab shows: what continues what, the confidence sentence
@@ -1118,7 +1141,7 @@ def display_static(incident, *, chart: bool = True) -> None:
             _display_whole(without_tool_only_requests(conv)[cols])
         _display_whole(door_table(incident.calls, j, ds))
         plan = ReplayPlan.from_calls(incident.calls, incident.data_root, door_session=str(ds))
-        _display_whole(plan.to_frame())
+        _display_whole(plan.to_frame().drop(columns=["state"], errors="ignore"))
 
 
 def _display_whole(df: pd.DataFrame, width: int = 400) -> None:

@@ -594,8 +594,15 @@ class Workbook:
             self.timeline.add_class(CSS_CLASSES["timeline"])
             self.timeline.selections.observe(self._on_brush, names=[S.SPAN_PARAM])
             parts.append(self.timeline)
-        parts += [W.HBox([self.span_label, self.clear_span_button], layout=W.Layout(align_items="center")),
-                  W.HTML("<b>Door sessions</b> — Open shows a session in a tab; Replay reopens what the agent opened."),
+        parts += [W.HBox([self.span_label, self.clear_span_button], layout=W.Layout(align_items="center"))]
+        #: the cloud's own access log beside the door's (None: the incident names no access logs)
+        self.storage = None
+        storage = S.storage_html(incident)
+        if storage is not None:
+            self.storage = W.Accordion(children=[W.HTML(STYLE + storage)], selected_index=None,
+                                       titles=("Cloud storage access: who else touched what the agent reached",))
+            parts.append(self.storage)
+        parts += [W.HTML("<b>Door sessions</b> — Open shows a session in a tab; Replay reopens what the agent opened."),
                   self.sessions.widget, self.tabs]
         self.widget = W.VBox(parts)
         self.widget.add_class(CSS_CLASSES["workbook"])
