@@ -82,6 +82,20 @@ def test_access_takes_explicit_paths(tmp_path, capsys, monkeypatch):
     assert main(["access", "--calls", "door", "--access", "cloud", "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [u["request_id"] for u in d["unexplained"]] == ["R1", "R2", "R9"] and d["links"] == 0
+    # … and the text says that reason once, up top, with the fix — not on each of the requests — and
+    # does not claim an order by principal when no principals are given
+    assert main(["access", "--calls", "door", "--access", "cloud"]) == 0
+    out = capsys.readouterr().out
+    assert ("storage requests no door call explains: 3\n(in time order: no principals are given, so the door's own "
+            "requests cannot be told from others' — --principal AGENT=PRINCIPAL, or principals: in the manifest)\n"
+            "why: no storage_map is given, so no door call's object maps to a storage URI and no request can be "
+            "matched to a call — give --storage-map DOOR_PREFIX=STORAGE_URI (or storage_map: in the manifest), e.g. "
+            "--storage-map demo/=s3://acme-data/demo/\n") in out
+    assert "  why " not in out and "as the principals say" not in out
+    # with a storage_map, several requests sharing one reason have it said once
+    assert main(["access", "--calls", "door", "--access", "cloud", "--storage-map", "other/=s3://acme-data/other/"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("why, for all 3: ") == 1 and "  why " not in out
 
 
 def test_access_bad_usage_and_input_exit_2(tmp_path, capsys):

@@ -910,14 +910,21 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
         click.echo(_offset_words(res, given_by, door_given_by))
         limit = 200
         click.echo(f"\nstorage requests no door call explains: {len(un_rows):,}")
+        order = _UNEXPLAINED_ORDER if princ else _UNEXPLAINED_ORDER_NO_PRINCIPALS
+        shared = _shared_why(un_rows)
         if un_rows:
-            click.echo(_UNEXPLAINED_ORDER)
-        _unexplained_out(un_rows, limit)
+            click.echo(order)
+            if not smap and len(calls_f):  # every request is unexplained for this one reason: say it once, up top
+                click.echo("why: no storage_map is given, so no door call's object maps to a storage URI and no "
+                           "request can be matched to a call — give --storage-map DOOR_PREFIX=STORAGE_URI (or "
+                           "storage_map: in the manifest), e.g. --storage-map demo/=s3://acme-data/demo/")
+                shared = None if len({u["why"] for u in un_rows}) > 1 else ""
+        _unexplained_out(un_rows, limit, shared_why=shared)
         if other_rows:
             click.echo(f"\nother cloud events no door call explains (not on storage: no door call reaches them): "
                        f"{len(other_rows):,}")
-            click.echo(_UNEXPLAINED_ORDER)
-            _unexplained_out(other_rows, limit)
+            click.echo(order)
+            _unexplained_out(other_rows, limit, shared_why=_shared_why(other_rows))
         by_how = ", ".join(f"{k} {int(v):,}" for k, v in res.links["how"].value_counts().items())
         click.echo(f"\ndoor calls and the storage requests they explain ({_count(len(res.links), 'link')}"
                    f"{f': {by_how}' if by_how else ''}; {_count(len(res.duplicates), 'row')} repeating a request "
@@ -955,12 +962,24 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
 #: the order ``access`` lists requests no door call explains in (``AccessJoinResult.unexplained``'s)
 _UNEXPLAINED_ORDER = ("(those made with a principal the door's agents use, as the principals say, first; then in "
                       "time order)")
+#: … and without ``principals``, which cannot tell the agent's requests from others'
+_UNEXPLAINED_ORDER_NO_PRINCIPALS = ("(in time order: no principals are given, so the door's own requests cannot be "
+                                    "told from others' — --principal AGENT=PRINCIPAL, or principals: in the manifest)")
 
 
-def _unexplained_out(rows: list[dict], limit: int) -> None:
+def _shared_why(rows: list[dict]) -> str | None:
+    """The ``why`` every one of ``rows`` gives, when there are several and it is one (said once)."""
+    whys = {u["why"] for u in rows}
+    return whys.pop() if len(rows) > 1 and len(whys) == 1 else None
+
+
+def _unexplained_out(rows: list[dict], limit: int, *, shared_why: str | None = None) -> None:
     """``access``'s text for requests no door call explains (its JSON ``unexplained`` entries):
     per request its time, action and resource, then one labelled line a fact, the refused
-    call on its object (and whether storage let the request through) last."""
+    call on its object (and whether storage let the request through) last.  A ``shared_why``
+    (every request's reason, :func:`_shared_why`) is said once before them, not on each."""
+    if shared_why:  # ("" : said already, by the caller)
+        click.echo(f"why, for all {len(rows):,}: {shared_why}")
     for u in rows[:limit]:
         click.echo(f"\n{u['ts'] or '(no time)'}  {u['action']}  {u['resource_uri'] or '(no resource)'}")
         client = ", ".join(x for x in (u["source_ip"], u["user_agent"]) if x)
@@ -969,11 +988,13 @@ def _unexplained_out(rows: list[dict], limit: int) -> None:
         if u.get("principal_name"):  # (an Azure requester's UPN beside its object id)
             who = f"{u['principal']} ({u['principal_name']})" if u["principal"] else u["principal_name"]
         for label, value in (("principal", who),
-                             ("from", client or "(not logged)"), ("outcome", outcome), ("why", u["why"]),
+                             ("from", client or "(not logged)"), ("outcome", outcome),
+                             ("why", None if shared_why is not None else u["why"]),
                              ("request id", u["request_id"] or "-"),
                              ("logged at", u["logged_at"] + (f" (also {', '.join(u['also_logged_at'])})"
                                                              if u["also_logged_at"] else ""))):
-            click.echo(f"  {label:<11} {value}")
+            if value is not None:
+                click.echo(f"  {label:<11} {value}")
         rc = u["refused_call"]
         if rc:
             rule = "" if rc["rule"] is None else f" (rule {rc['rule']})"
