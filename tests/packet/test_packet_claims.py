@@ -425,6 +425,8 @@ def test_a_failure_claim_citing_a_failing_runner_is_accepted(sentence: str):
     ("pytest -q tests/test_x.py", 4, "`pytest` exits 4 when it is given a test path or an option it cannot find, "
                                      "not when a check fails"),
     ("pytest -q tests/test_x.py", 5, "`pytest` exits 5 when it collects no tests, not when a check fails"),
+    ("pytest -q", 2, "`pytest` exits 2 when it was interrupted before any test ran (an error while collecting the "
+                     "tests, such as an import error, or Ctrl-C), not when a check fails"),
     ("pytest -q", 127, "it exited 127, the shell's 'command not found': pytest did not run"),
     ("pytest --collect-only", 1, "`pytest --collect-only` only lists tests or fixtures, running none"),
     ("ruff check src", 1, "it runs ruff check, a lint"),

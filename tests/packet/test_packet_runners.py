@@ -268,7 +268,6 @@ TESTS = frozenset({TEST})
 @pytest.mark.parametrize("cmd,exit,pipefail,runners", [
     ("pytest -q", 1, True, ("pytest",)),
     ("python -m pytest -x tests/test_router.py", 1, True, ("pytest",)),
-    ("pytest -q", 2, True, ("pytest",)),              # interrupted: a collection error counts as failing
     ("npm test", 1, True, ("npm test",)),
     ("go test ./...", 1, True, ("go test",)),
     ("timeout 600 uv run pytest", 1, True, ("pytest",)),
@@ -296,6 +295,9 @@ def test_a_failure_that_is_a_test_runners(cmd: str, exit: int, pipefail: bool, r
     ("pytest -q | tee log", 1, False, "no_check", "it runs pytest, but its exit code is lost in the pipe: the "
                                                   "step's exit code is `tee`'s (the log records that the line ran "
                                                   "without pipefail)"),
+    ("pytest -q", 2, True, "no_check", "`pytest` exits 2 when it was interrupted before any test ran (an error "
+                                       "while collecting the tests, such as an import error, or Ctrl-C), not when "
+                                       "a check fails"),
     ("pytest -q tests/test_new.py", 4, True, "no_check", "`pytest` exits 4 when it is given a test path or an "
                                                          "option it cannot find, not when a check fails"),
     ("python -m unittest", 5, True, "no_check", "`unittest` exits 5 when it runs no tests, not when a check fails"),

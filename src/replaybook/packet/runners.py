@@ -37,7 +37,8 @@ A step that exited non-zero is read the other way round (:func:`classify_failure
 :func:`classify_failed_step`): whose failure can its exit code be?  ``false``, ``exit 1``,
 ``! pytest`` and ``pytest || false`` fail whatever the tests do; ``pytest | tee log`` without
 pipefail fails when ``tee`` does; a runner that exits with one of its :attr:`Runner.aborted` codes
-(``pytest`` 4: a test path it cannot find, 5: no tests collected) or any step that exited 126 or
+(``pytest`` 2: interrupted, by a collection error or Ctrl-C, before any test ran; 4: a test path it
+cannot find; 5: no tests collected) or any step that exited 126 or
 127 (:data:`SHELL_EXITS`) ran no check.  Programs that cannot fail on what they are given
 (:data:`CANNOT_FAIL`: ``echo``, ``set``) and, after a check in a pipe with pipefail, filters that
 fail only on I/O errors (:data:`PIPE_FILTERS`: ``tail``, ``tee``) are not counted as the failure.
@@ -122,7 +123,7 @@ class Runner:
             so a relative path to it does not make it suspect.
         aborted: exit codes with which it stops before checking anything, and what each means
             (``pytest`` exits 5 when it collected no tests, 4 on a usage error such as a test file
-            that does not exist): a step that failed with one of them shows no failing check.
+            that does not exist, 2 when a collection error or Ctrl-C interrupted it before any test ran): a step that failed with one of them shows no failing check.
         aborted_output: ``(pattern, meaning)`` of lines it prints when it stops before running
             anything (``npm ERR! Missing script: "test"``), as :data:`re.M` regular expressions:
             a failing step whose stored output holds one shows no failing check.  Only read when
@@ -239,7 +240,9 @@ _NPM_ABORTS = (
 RUNNERS: tuple[Runner, ...] = (
     # Python
     Runner("pytest", ("pytest", "py.test"), _k(TEST), limits=_PYTEST_LIMITS,
-           aborted={3: "it hits an internal error", 4: "it is given a test path or an option it cannot find",
+           aborted={2: "it was interrupted before any test ran (an error while collecting the tests, such as an "
+                       "import error, or Ctrl-C)",
+                    3: "it hits an internal error", 4: "it is given a test path or an option it cannot find",
                     5: "it collects no tests"}),
     Runner("unittest", ("unittest",), _k(TEST), aborted={5: "it runs no tests"}),
     Runner("nose2", ("nose2", "nosetests"), _k(TEST)),
