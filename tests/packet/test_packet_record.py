@@ -62,8 +62,8 @@ def test_secrets_never_reach_the_log_or_stored_output(repo: Path, monkeypatch):
     assert r2.line["cmd"] == "echo '[REDACTED:env:MY_API_TOKEN]'"
     assert r2.line["argv"] == ["echo", "[REDACTED:env:MY_API_TOKEN]"]
     assert r3.line["redacted"] == ["bearer", "github_token"]
-    files = [repo / "session.jsonl", *sorted((repo / "session.outputs").iterdir())]
-    assert len(files) == 4
+    files = [repo / "session.jsonl", *sorted(p for p in (repo / "session.outputs").rglob("*") if p.is_file())]
+    assert len(files) == 7  # each output stored normalized, and raw in raw/: neither holds a secret
     for f in files:
         data = f.read_bytes()
         assert SECRET.encode() not in data and GHP.encode() not in data and b"abcdefghijklmnop" not in data, f
@@ -148,7 +148,7 @@ def test_a_secret_recognised_in_the_command_line_is_redacted_everywhere(repo: Pa
     assert (outputs / f"{r2.line['out_sha']}.txt").read_text() == "sent token [REDACTED:secret_flag]"
     assert (outputs / f"{r3.line['out_sha']}.txt").read_text() == "got [REDACTED:secret_flag]"
     assert [r.line["redacted"] for r in (r1, r2, r3)] == [["secret_assignment"], ["secret_flag"], ["secret_flag"]]
-    for f in [repo / "session.jsonl", *outputs.iterdir()]:
+    for f in [repo / "session.jsonl", *(p for p in outputs.rglob("*") if p.is_file())]:
         assert b"s3cretvalue4" not in f.read_bytes(), f
 
 
@@ -234,7 +234,7 @@ def test_passwords_of_known_programs_never_reach_the_log_or_stored_output(repo: 
     r3 = rec(repo, PY, "-c", "print(' '.join(['htpass' + 'wd', '-b', 'f', 'alice', 'wonder' + 'land42']))")
     assert (repo / "session.outputs" / f"{r3.line['out_sha']}.txt").read_text() == \
         "htpasswd -b f alice [REDACTED:password_arg]"
-    for f in [repo / "session.jsonl", *(repo / "session.outputs").iterdir()]:
+    for f in [repo / "session.jsonl", *(p for p in (repo / "session.outputs").rglob("*") if p.is_file())]:
         data = f.read_bytes()
         for secret in (b"pw1", b"pg-s3cret", b"Tr0ub4dor", b"w0nderland", b"wonderland42"):
             assert secret not in data, (f, secret)
@@ -298,4 +298,5 @@ def test_rec_sh_takes_the_recorders_options_before_the_command_and_refuses_other
     assert [(s.cmd, s.exit, s.get("stored")) for s in steps] == [("echo hi > f.txt", 0, False),
                                                                   ("echo stored", 0, True)]
     assert (repo / "f.txt").read_text() == "hi\n"
-    assert [p.read_text() for p in (repo / "my outputs").iterdir()] == ["stored"]
+    assert [p.read_text() for p in (repo / "my outputs").glob("*.txt")] == ["stored"]
+    assert [p.read_text() for p in (repo / "my outputs" / "raw").glob("*.txt")] == ["stored\n"]

@@ -41,6 +41,7 @@ from .errors import PacketLogError
 
 __all__ = [
     "FORMAT_VERSION",
+    "RAW_DIR",
     "LogField",
     "LOG_FIELDS",
     "LOG_SCHEMA",
@@ -106,6 +107,9 @@ LOG_FIELDS: tuple[LogField, ...] = (
     LogField("redacted", "array", "what was redacted from cmd or output: `env:NAME` or a token kind (never values)"),
     LogField("out_bytes", "integer", "size of the raw merged output in bytes"),
     LogField("stored", "boolean", "the normalized output is in the output folder as `<out_sha>.txt`"),
+    LogField("raw_sha", "string", "only with a stored output: SHA-256 hex of the redacted merged output before "
+                                  "normalization, stored as `raw/<raw_sha>.txt` in the output folder (what "
+                                  "claims quoting figures are checked against)"),
     LogField("recorder", "string", "the replaybook version that wrote the line"),
     LogField("prev", ("string", "null"), "`sha256:<hex>` digest (canonical JSON) of the line before it in the file; "
                                          "null for the first line: the chain that shows lines removed, renumbered "
@@ -121,6 +125,7 @@ REPLAY_FIELDS = ("seq", "cmd", "exit", "out_sha", "v", "argv", "shell", "cwd", "
 _EXTRA: dict[str, dict] = {
     "seq": {"minimum": 1},
     "out_sha": {"pattern": _HEX64},
+    "raw_sha": {"pattern": _HEX64},
     "commit": {"pattern": "^[0-9a-f]{40}([0-9a-f]{24})?$"},
     "tree": {"pattern": "^sha256:[0-9a-f]{64}$"},
     "argv": {"items": {"type": "string"}, "minItems": 1},
@@ -320,6 +325,12 @@ def printable(text: str) -> str:
         ch = m.group(0)
         return _NAMED_ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
     return _CONTROL.sub(esc, text)
+
+
+#: Sub-folder of the output folder holding the redacted outputs before normalization, each as
+#: ``<raw_sha>.txt`` (the step's ``raw_sha``); a sub-folder, so the replay's check that every
+#: ``*.txt`` of the output folder hashes to its name as a normalized output does not read them.
+RAW_DIR = "raw"
 
 
 def outputs_dir_for(log_path: str | os.PathLike) -> Path:

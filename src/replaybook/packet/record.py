@@ -9,7 +9,9 @@ function (``rec.sh``) call.  Per command it:
    output to the caller's stdout as it arrives;
 3. redacts secrets (:mod:`.redact`) from the output and the command line, normalizes the
    redacted output and hashes it (``out_sha``); optionally stores the normalized text as
-   ``<outputs>/<out_sha>.txt``;
+   ``<outputs>/<out_sha>.txt`` and the redacted text before normalization as
+   ``<outputs>/raw/<raw_sha>.txt`` (``raw_sha`` its SHA-256), which the claims linter checks quoted
+   texts and figures against;
 4. appends the line under the log's lock (:func:`.log.append_step`), which assigns ``seq``,
    chains the line to the one before it (``prev``) and replaces the log's trailer.
 
@@ -32,8 +34,8 @@ from .._text import safe_str
 from .capture import Captured, default_shell, run_merged
 from .errors import PacketError, PacketLogError
 from .gitstate import head_commit, repo_root, tree_state
-from .log import FORMAT_VERSION, append_step, outputs_dir_for, read_log
-from .normalize import ALTERED_LIMIT, RuleSet, load_rules
+from .log import FORMAT_VERSION, RAW_DIR, append_step, outputs_dir_for, read_log
+from .normalize import ALTERED_LIMIT, RuleSet, load_rules, out_sha
 from .redact import Redactor
 
 __all__ = ["RecordResult", "record", "store_output", "command_line", "excluded_paths", "MAX_DIRTY_PATHS"]
@@ -123,7 +125,8 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
         command: one shell line, or a program and its arguments (see :func:`command_line`).
         log_path: the session log (relative paths are relative to the current directory).
         cwd: where to run (default: the current directory).
-        store: keep the normalized output in ``outputs_dir`` as ``<out_sha>.txt``.
+        store: keep the normalized output in ``outputs_dir`` as ``<out_sha>.txt``, and the redacted
+            output before normalization as ``raw/<raw_sha>.txt`` (the line's ``raw_sha``).
         outputs_dir: the side folder (default: ``session.outputs/`` beside the log).
         env: the command's environment, also searched for secret values (default ``os.environ``).
         tee: binary stream to copy the raw output to as it arrives (the CLI passes stdout).
@@ -189,6 +192,11 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
                         f"{rules.origin} replaced all or most of the output (more than {ALTERED_LIMIT:.0%} of it): "
                         f"a replay cannot compare this step")
     stored = store_output(outputs, sha, norm.text) if store else None
+    # the redacted output before normalization: what a claim quotes ("elapsed 11.956ms") is checked
+    # against it, since normalization replaces exactly the figures a claim names (durations, times)
+    raw_sha = out_sha(red_out.text) if store else None
+    if raw_sha is not None:
+        store_output(outputs / RAW_DIR, raw_sha, red_out.text)
     from .. import __version__
 
     line = {
@@ -213,6 +221,7 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
         "redacted": sorted(kinds),
         "out_bytes": len(cap.output),
         "stored": stored is not None,
+        **({"raw_sha": raw_sha} if raw_sha is not None else {}),
         "recorder": __version__,
     }
     seq = append_step(log_path, line)
