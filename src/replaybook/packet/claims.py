@@ -6,7 +6,7 @@ placed right after a sentence's full stop (``It passes. [seq:2]``) belongs to th
 
 Findings (failures — the linter exits non-zero when there is one):
 
-``cites_missing_step``   the marker cites a seq that is not in the log (the step never ran)
+``cites_missing_step``   the marker cites a seq that is not in the log (it may have run unrecorded)
 ``cites_failing_step``   the cited step exited non-zero and its clause does not describe a
                          failure (:func:`_describes_failure`), or says something passes
                          (:data:`PASS_CLAIM`) while no step cited there passed
@@ -51,6 +51,16 @@ Warnings (reported, never failures):
 ``cites_missing_output``  its clause says the step showed ``X``, the log marks the step's
                          output stored, but the file is not there (:class:`MissingOutput`): ``X``
                          is not checked
+``cites_one_step_for_comparison``  its clause compares (:data:`COMPARATIVE`: "improved", "faster",
+                         "12% less", "no regressions") but the marker's group cites fewer than two
+                         steps of the log: one run has nothing to compare to; cite the baseline too
+``cites_figure_not_in_output``  its clause states a figure (:data:`FIGURE`: "under 1ms", "12%") and
+                         no cited step's raw output (before normalization) holds that number, or
+                         none was stored to check it against
+``cites_normalized_text``  its clause quotes text (``prints `elapsed 11.956ms```) that the cited
+                         step's stored output holds only once normalized (``elapsed <DUR>``), and
+                         its raw output was not stored (older recordings): the figures in the
+                         quote are not checked
 ``cites_unrecognised_command``  as ``cites_non_check_step``, but the linter cannot tell what the
                          step runs (``./run_tests.sh``, ``make demo``, ``python -c …``, a line it
                          cannot parse, a pipe in a log that does not record pipefail), or whose
@@ -91,7 +101,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
 from ..errors import InputError
-from .log import ChainFinding, outputs_dir_for, printable, read_log
+from .log import RAW_DIR, ChainFinding, outputs_dir_for, printable, read_log
+from .normalize import BUILTIN_RULES, RuleSet
 from .normalize import out_sha as normalized_sha
 from .redact import redact_command
 from .runners import (BUILD, KINDS, LINT, TEST, TYPECHECK, FailureCheck, StepCheck, classify_command,
@@ -118,6 +129,9 @@ __all__ = [
     "read_stored_output",
     "EditedOutput",
     "EXIT_STATUS",
+    "COMPARATIVE",
+    "FIGURE",
+    "read_raw_output",
 ]
 
 # What a failing step can show: "reproduces the bug", "the crash is reproduced".
@@ -376,7 +390,29 @@ CLAIM_WORDS = re.compile(
 #: Finding kinds (failures) and warning kinds.
 FINDING_KINDS = ("cites_missing_step", "cites_failing_step", "cites_passing_step_for_failure", "malformed_marker",
                  "cites_non_check_step", "cites_output_without_text", "cites_wrong_exit_code", "cites_edited_output")
-WARNING_KINDS = ("unsupported_claim", "cites_unrecognised_command")
+WARNING_KINDS = ("unsupported_claim", "cites_unrecognised_command", "cites_missing_output",
+                 "cites_one_step_for_comparison", "cites_figure_not_in_output", "cites_normalized_text")
+
+#: Wordings that compare two states (before and after a change): "improved", "faster", "30% less",
+#: "no regressions", "speeds up".  One step has nothing to compare to: a clause with one, citing
+#: fewer than two steps of the log, is a ``cites_one_step_for_comparison`` warning.  "regression
+#: test" names a test, and "reproduces the regression" a failure (:data:`EXPECTED_FAILURE`): neither
+#: compares.
+COMPARATIVE = re.compile(
+    r"\b(?:improv(?:e|es|ed|ing|ements?)|faster|slower|quicker|speed(?:s|ed)?[ -]?ups?|speedups?"
+    r"|reduc(?:e|es|ed|ing|tions?)|increas(?:e|es|ed|ing)|decreas(?:e|es|ed|ing)|outperform\w*|better|worse"
+    r"|regress(?:ion|ions|ed|es)?(?!\s+tests?\b))\b"
+    r"|\bby\s+\d+(?:\.\d+)?\s?%|\b\d+(?:\.\d+)?\s?%\s+(?:faster|slower|less|more|fewer|lower|higher|smaller"
+    r"|bigger|larger|quicker|better|worse)\b|\b\d+(?:\.\d+)?\s?[x\u00d7](?!\w)",
+    re.I,
+)
+
+#: A figure a clause states: a number with a unit — ``12%``, ``2x``, ``1ms``, ``0.5 s``, ``3 seconds``,
+#: ``40 MB``.  Its number must be in a cited step's raw output (``cites_figure_not_in_output``).
+FIGURE = re.compile(
+    r"(?<![\w.])(?P<num>\d+(?:\.\d+)?)\s?(?P<unit>%|[x\u00d7](?!\w)|ns\b|us\b|\u00b5s\b|ms\b|s\b|secs?\b"
+    r"|seconds?\b|mins?\b|minutes?\b|hours?\b|h\b|[KMGT]i?B\b|[kK]B\b|bytes?\b)",
+)
 
 _MARKER = re.compile(r"\[\s*seq\s*:\s*([^\]\n]*)\]", re.I)
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -465,7 +501,7 @@ class ClaimsReport:
     @property
     def markers_accepted_with_warnings(self) -> int:
         """How many accepted markers carry a ``cites_unrecognised_command`` warning."""
-        return sum(1 for w in self.warnings if w.seq is not None)
+        return len({(w.line, w.seq) for w in self.warnings if w.seq is not None})
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (``--format json``).  ``markers_*`` count markers, ``*_steps`` list seqs."""
@@ -694,7 +730,7 @@ def _claim_clauses(text: str) -> list[str]:
         kept_last = bool(part and (CLAIM_WORDS.search(part) or FAILURE_CLAIM.search(part)
                                    or EXPECTED_FAILURE.search(part) or PASS_CLAIM.search(part)
                                    or _SELF_PASS.search(part) or FAILS_WITH.search(part) or SHOWS_TEXT.search(part)
-                                   or _exit_matches(part)))
+                                   or _exit_matches(part) or COMPARATIVE.search(part) or FIGURE.search(part)))
         if kept_last:
             out.append(part)
     return out
@@ -924,6 +960,29 @@ class _Judge:
     failures: Mapping[int, FailureCheck]
     outputs: Mapping[int, object]  # str | EditedOutput | None
     spans: list[tuple[int, int, str]]
+    raw_outputs: Mapping[int, object] = field(default_factory=dict)  # str | None
+
+    def raw(self, seq: int) -> str | None:
+        """Step ``seq``'s stored raw output (redacted, not normalized), when it was stored and hashes
+        to the step's ``raw_sha``; its ANSI colours and carriage-return redraws are removed, as
+        normalization removes them."""
+        out = self.raw_outputs.get(seq)
+        return _plain(out) if isinstance(out, str) else None
+
+    def holds(self, q: int, text: str) -> str | None:
+        """How step ``q``'s stored outputs hold ``text`` (whitespace runs compared as one space):
+        ``"raw"`` (its raw output, or its normalized one, holds it as written), ``"normalized"``
+        (only its normalized output holds ``text`` normalized the same way: ``elapsed 11.956ms`` as
+        ``elapsed <DUR>``; only when no raw output was stored) or ``None``."""
+        want = _ws(text)
+        raw, norm = self.raw(q), self.text(q)
+        if any(want in _ws(out) for out in (raw, norm) if out is not None):
+            return "raw"
+        if raw is None and norm is not None:
+            quoted = _ws(_NORMALIZER.normalize(text).text)
+            if quoted and quoted in _ws(norm):
+                return "normalized"
+        return None
 
     def shown(self, clause: str) -> str:
         return _display(_unmark(clause, self.spans))
@@ -1050,11 +1109,69 @@ class _Judge:
             return None
         failing = self.steps[seq] != 0
         for clause, text, pool in self.said_texts(seq, mine, cited):
-            want = re.sub(r"\s+", " ", text)
-            if any(want in re.sub(r"\s+", " ", self.text(q) or "") for q in pool):
+            if any(self.holds(q, text) for q in pool):
                 continue
             return (f"recorded output does not contain \"{printable(text)}\", but \"{self.shown(clause)}\" says "
                     f"{'its failure shows' if failing else 'it shows'} it; cite the step whose output does")
+        return None
+
+    def normalized_only(self, seq: int, mine: list[str], cited: list[int]) -> str | None:
+        """The message after "whose" when a text a clause says step ``seq`` showed is held by the
+        stored outputs only once normalized (:meth:`holds`): its figures are not checked; else None."""
+        for clause, text, pool in self.said_texts(seq, mine, cited):
+            found = [self.holds(q, text) for q in pool]
+            if "normalized" in found and "raw" not in found:
+                shown = _NORMALIZER.normalize(text).text
+                return (f"stored output holds \"{printable(text)}\" only normalized, as \"{printable(shown)}\" "
+                        f"(\"{self.shown(clause)}\"), and its raw output was not stored: what normalization "
+                        f"replaced (durations, times, paths) is not checked; record with --store-output again "
+                        f"to keep the raw output")
+        return None
+
+    def comparison(self, seq: int, mine: list[str], group_steps: list[int]) -> str | None:
+        """The message after "which" when a clause of ``mine`` compares (:data:`COMPARATIVE`:
+        "improved 12%", "faster", "no regressions") and the marker's group cites fewer than two
+        steps of the log: one run has nothing to compare to; else None."""
+        if len({q for q in group_steps if q in self.steps}) >= 2:
+            return None
+        for clause in mine:
+            plain = EXPECTED_FAILURE.sub(lambda m: " " * len(m.group(0)), _without_exit(clause, self.spans))
+            m = COMPARATIVE.search(plain)
+            if m:
+                return (f"is the only step cited, but \"{self.shown(clause)}\" compares (\"{m.group(0)}\"): one run "
+                        f"has nothing to compare to; cite the baseline step too ([seq:A][seq:B], the run before "
+                        f"the change and the run after it)")
+        return None
+
+    def figure(self, seq: int, mine: list[str], cited: list[int]) -> str | None:
+        """The message after "whose" when a clause of ``mine`` states a figure (:data:`FIGURE`:
+        "under 1ms", "12%") whose number no cited step's raw output holds, or that cannot be
+        checked (no output stored, or only the normalized one, where durations are ``<DUR>``);
+        else None.  Numbers are compared by value (``12`` is ``12.0``)."""
+        pool = [q for q in cited if q in self.steps]
+        for clause in mine:
+            plain = _without_exit(clause, self.spans)
+            for m in FIGURE.finditer(plain):
+                said = m.group(0)
+                value = float(m.group("num"))
+                outs = [(self.raw(q), self.text(q)) for q in pool]
+                if any(value in _numbers(raw) for raw, _norm in outs if raw is not None):
+                    continue
+                if any(value in _numbers(norm) for raw, norm in outs if raw is None and norm is not None):
+                    continue
+                raws = [raw for raw, _norm in outs if raw is not None]
+                if raws:
+                    figures = list(dict.fromkeys(f.group(0) for raw in raws for f in FIGURE.finditer(raw)))[:3]
+                    seen = (f" (the figures it shows: {', '.join(figures)})" if figures else
+                            " (it shows no figure with a unit)")
+                    return (f"raw output has no {m.group('num')}{seen}, but \"{self.shown(clause)}\" states "
+                            f"\"{said}\"; quote the figure the step printed, or cite the step that printed it")
+                if any(norm is not None for _raw, norm in outs):
+                    return (f"raw output was not stored and its normalized output has no {m.group('num')} "
+                            f"(normalization replaces durations and times), so \"{said}\" in \"{self.shown(clause)}\" "
+                            f"is not checked; record with --store-output again to keep the raw output")
+                return (f"output was not stored, so \"{said}\" in \"{self.shown(clause)}\" is not checked; record "
+                        f"the step with --store-output")
         return None
 
     def missing_file(self, seq: int, mine: list[str], cited: list[int]) -> str | None:
@@ -1206,8 +1323,36 @@ class _Judge:
                     report.findings.append(finding)
                     continue
                 report.warnings.append(finding)
+            for kind, message in (("cites_normalized_text", self.normalized_only(seq, mine, cited)),
+                                  ("cites_one_step_for_comparison", self.comparison(seq, mine, numbered)),
+                                  ("cites_figure_not_in_output", self.figure(seq, mine, cited))):
+                if message is not None:
+                    joint = "which" if kind == "cites_one_step_for_comparison" else "whose"
+                    report.warnings.append(Finding(kind, "warning", line, seq, shown,
+                                                   f"[seq:{seq}] cites {what}, {joint} {message}"))
             self.accepted.add(seq)
             report.accepted_markers.append(Finding("accepted", "accepted", line, seq, shown, ""))
+
+
+def _ws(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+#: The built-in rules, for a quoted text checked against a normalized output only.
+_NORMALIZER = RuleSet()
+
+
+def _plain(raw: str) -> str:
+    """A raw output without ANSI colours and carriage-return redraws (what a terminal shows)."""
+    for rule in BUILTIN_RULES:
+        if rule.name in ("ansi", "carriage_return"):
+            raw, _changed = rule.apply(raw)
+    return raw
+
+
+def _numbers(text: str) -> set[float]:
+    """The values of the numbers in ``text`` (``11.956ms`` → 11.956; digits inside words not)."""
+    return {float(n) for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\d])", text)}
 
 
 def _step_number(content: str) -> bool:
@@ -1251,7 +1396,8 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
                      log_path: str = "session.jsonl", commands: dict[int, str] | None = None,
                      checks: Mapping[int, StepCheck] | None = None,
                      failures: Mapping[int, FailureCheck] | None = None,
-                     outputs: Mapping[int, str | None] | None = None) -> ClaimsReport:
+                     outputs: Mapping[int, str | None] | None = None,
+                     raw_outputs: Mapping[int, str | None] | None = None) -> ClaimsReport:
     """Lint a PR body's text against ``{seq: exit code}``.
 
     Args:
@@ -1273,6 +1419,10 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
             checked against it, and so is a failing ``make test`` or ``npm test`` (did it find the
             target?).  A marker whose judging would read an edited output is a
             ``cites_edited_output`` finding.
+        raw_outputs: ``{seq: text}``: each step's stored output before normalization (redacted),
+            ``None`` or absent when not stored (:func:`read_raw_output`).  A quoted text is found in
+            it or in ``outputs``; a figure ("under 1ms", "12%") is checked against it.  Without it a
+            quote found in ``outputs`` only once normalized is a ``cites_normalized_text`` warning.
 
     Returns:
         :class:`ClaimsReport`.
@@ -1288,7 +1438,7 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
     marked = _mark_code(masked, spans)
     starts = _line_starts(body)
     report = ClaimsReport(body_path, log_path)
-    judge = _Judge(report, set(), steps, commands, log_path, checks, failures, outputs, spans)
+    judge = _Judge(report, set(), steps, commands, log_path, checks, failures, outputs, spans, raw_outputs or {})
     before: frozenset[str] = frozenset()
     for sent in _sentences(marked, starts):
         shown = _display(body[sent.start:sent.end])
@@ -1351,6 +1501,22 @@ def read_stored_output(outputs_dir: str | os.PathLike, out_sha: object) -> str |
     return EditedOutput(str(path))
 
 
+def read_raw_output(outputs_dir: str | os.PathLike, raw_sha: object) -> str | None:
+    """A step's stored output before normalization (``<outputs_dir>/raw/<raw_sha>.txt``, written by
+    ``record --store-output``) when it hashes to ``raw_sha``; ``None`` when ``raw_sha`` is no SHA-256
+    hex (older logs have none), or the file is missing, unreadable, or was edited."""
+    if not isinstance(raw_sha, str) or not re.fullmatch(r"[0-9a-f]{64}", raw_sha):
+        return None
+    try:
+        text = (Path(outputs_dir) / RAW_DIR / f"{raw_sha}.txt").read_bytes().decode("utf-8", "surrogatepass")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for candidate in (text, text.replace("\r\n", "\n")):
+        if normalized_sha(candidate) == raw_sha:
+            return candidate
+    return None
+
+
 def stored_output(outputs_dir: str | os.PathLike, out_sha: object) -> str | None:
     """:func:`read_stored_output`'s text, or ``None`` when it is not there, cannot be read, or does
     not hash to ``out_sha`` (it was edited after recording)."""
@@ -1395,7 +1561,8 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike, *,
         checks=_Lazy(by_seq, lambda seq: classify_step(by_seq[seq].raw)),
         failures=_Lazy((q for q, s in by_seq.items() if s.exit != 0),
                        lambda seq: classify_failed_step(by_seq[seq].raw, output=_text(stored[seq]))),
-        outputs=stored)
+        outputs=stored,
+        raw_outputs=_Lazy(by_seq, lambda seq: read_raw_output(outputs, by_seq[seq].get("raw_sha"))))
     report.log_warnings = log.gap_warnings()
     report.log_chain = log.chain
     report.log_findings = list(log.chain_findings)
