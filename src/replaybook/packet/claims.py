@@ -132,6 +132,10 @@ __all__ = [
     "COMPARATIVE",
     "FIGURE",
     "read_raw_output",
+    "cited_markers",
+    "replay_statuses",
+    "read_replay_json",
+    "ReplayedMarker",
 ]
 
 # What a failing step can show: "reproduces the bug", "the crash is reproduced".
@@ -487,6 +491,28 @@ class ClaimsReport:
     log_warnings: list[str] = field(default_factory=list)
     log_chain: str | None = None
     log_findings: list[ChainFinding] = field(default_factory=list)
+    replayed: list["ReplayedMarker"] | None = None
+
+    def attach_replay(self, statuses: Mapping[int, tuple[str, list[str]]]) -> list["ReplayedMarker"]:
+        """Say, for each marker with a step number, how the step it cites replayed, and keep it in
+        :attr:`replayed` (body order).
+
+        Args:
+            statuses: ``{seq: (status, reasons)}`` from a replay (:func:`replay_statuses`): status
+                ``ok``, ``DIVERGED`` or ``UNCHECKED``; a seq the replay did not run is ``not replayed``.
+
+        Returns:
+            the :class:`ReplayedMarker` list.  The exit code is not changed: the replay's own verdict
+            says whether the packet passes.
+        """
+        cited = [(f.line, f.seq, f.sentence, f.kind) for f in self.accepted_markers + self.findings
+                 if f.seq is not None]
+        out = []
+        for line, seq, sentence, kind in sorted(cited, key=lambda c: c[0]):
+            status, reasons = statuses.get(seq, ("not replayed", []))
+            out.append(ReplayedMarker(line, seq, sentence, kind, status, list(reasons)))
+        self.replayed = out
+        return out
 
     @property
     def exit_code(self) -> int:
@@ -517,7 +543,80 @@ class ClaimsReport:
                 "log_warnings": list(self.log_warnings), "log_chain": self.log_chain,
                 "log_findings": [{"kind": f.kind, "line": f.line_no, "message": f.message}
                                  for f in self.log_findings],
-                "exit_code": self.exit_code}
+                "exit_code": self.exit_code,
+                **({"replayed": [r.to_dict() for r in self.replayed]} if self.replayed is not None else {})}
+
+
+@dataclass(frozen=True)
+class ReplayedMarker:
+    """How the step a marker cites replayed.
+
+    Attributes:
+        line: 1-based body line of the marker.
+        seq: the step it cites.
+        sentence: its sentence, as shown in findings.
+        lint: the linter's verdict on the marker: ``accepted`` or a finding kind.
+        status: the step's replay status: ``ok``, ``DIVERGED``, ``UNCHECKED``, or ``not replayed``
+            (the replay did not run it: not in the log, or the replay stopped first).
+        reasons: why the step diverged, from the replay (empty when ok).
+    """
+
+    line: int
+    seq: int
+    sentence: str
+    lint: str
+    status: str
+    reasons: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return {"line": self.line, "seq": self.seq, "sentence": self.sentence, "lint": self.lint,
+                "status": self.status, "reasons": list(self.reasons)}
+
+
+def cited_markers(body: str) -> list[tuple[int, int]]:
+    """``(line, seq)`` of every ``[seq:N]`` marker with a step number in a PR body's Markdown, in body
+    order, leaving out those in fenced code, inline code and HTML comments (as the linter does).
+    Lines are 1-based."""
+    masked = mask_code(body)
+    starts = _line_starts(body)
+    return [(_line_of(starts, m.start()), int(m.group(1).strip())) for m in _MARKER.finditer(masked)
+            if _step_number(m.group(1).strip())]
+
+
+def replay_statuses(verdict: object) -> dict[int, tuple[str, list[str]]]:
+    """``{seq: (status, reasons)}`` of a replay: a :class:`~.replay.PacketVerdict`, or its JSON dict
+    (``replaybook packet replay --format json``)."""
+    steps = verdict.get("steps", []) if isinstance(verdict, dict) else getattr(verdict, "steps", [])
+    out: dict[int, tuple[str, list[str]]] = {}
+    for s in steps:
+        get = s.get if isinstance(s, dict) else (lambda k, d=None, s=s: getattr(s, k, d))
+        seq, status = get("seq"), get("status")
+        if isinstance(seq, int) and isinstance(status, str):
+            reasons = get("reasons") or []
+            out[seq] = (status, [str(r) for r in reasons] if isinstance(reasons, list) else [])
+    return out
+
+
+def read_replay_json(path: str | os.PathLike) -> dict[int, tuple[str, list[str]]]:
+    """:func:`replay_statuses` of a file written by ``replaybook packet replay --format json``.
+
+    Raises:
+        InputError: the file cannot be read, is not JSON (naming the line), or is not a replay's
+            JSON (no ``steps`` list).
+    """
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read replay result: {exc.strerror or exc}", path) from exc
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"not a replay's JSON: {exc}", path, getattr(exc, "lineno", None)) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+        raise InputError("not a replay's JSON (write it with: replaybook packet replay session.jsonl "
+                         "--format json > replay.json): it has no \"steps\" list", path)
+    return replay_statuses(data)
 
 
 def mask_code(text: str) -> str:

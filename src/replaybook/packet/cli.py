@@ -6,8 +6,9 @@ Commands and exit codes::
         exits with CMD's exit code; 2 when the step could not be recorded
     replaybook packet replay session.jsonl [--checkout REF] [--timeout S] [--junit FILE] [--allow-dirty]
                                            [--require-head] [--head-ignore PATH]… [--skip-secret-steps]
+                                           [--body PR_BODY.md]
         0 PASS · 1 DIVERGED · 2 UNRUNNABLE or bad usage
-    replaybook packet claims PR_BODY.md session.jsonl [--outputs DIR] [--format text|json]
+    replaybook packet claims PR_BODY.md session.jsonl [--outputs DIR] [--replay REPLAY.json] [--format text|json]
         0 no findings · 1 findings (in the body, or damage to the log's chain) · 2 unreadable input or
         bad usage
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import traceback
 
@@ -125,11 +127,13 @@ def _print_step(s) -> None:
               help="Repository holding the commits (default: the one around the current directory).")
 @click.option("--outputs", "outputs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of stored outputs, for diffs (default: session.outputs/ beside the log).")
+@click.option("--body", "body_path", type=click.Path(dir_okay=False), default=None,
+              help="The PR body: say which diverged steps its [seq:N] markers cite, and which none does.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_guard("replay")
 def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str | None, allow_dirty: bool,
                require_head: bool, head_ignore: tuple[str, ...], skip_secret_steps: bool, repo: str | None,
-               outputs_dir: str | None, fmt: str) -> None:
+               outputs_dir: str | None, body_path: str | None, fmt: str) -> None:
     """Re-run SESSION_LOG in a clean temporary worktree; print ok/DIVERGED per step and the verdict.
 
     Exit 0 PASS, 1 DIVERGED, 2 UNRUNNABLE (empty or malformed log, unknown commit, dirty record).
@@ -137,6 +141,7 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
     from .junit import write_junit
     from .replay import replay
 
+    cites = _read_cites(body_path) if body_path else None  # before the replay: a bad path fails at once
     text = fmt == "text"
     shown = [0]  # warnings printed so far
 
@@ -160,13 +165,65 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
                      on_step=_print_step if text else None, on_start=on_start if text else None)
     if junit_path:
         write_junit(verdict, junit_path)
+    cited = _cited_divergence(verdict, cites) if cites is not None else None
     if text:
         for w in verdict.warnings[shown[0]:]:
             click.echo(f"warning: {w}")
+        if cited is not None:
+            body = _shown_path(body_path)
+            for d in cited["cited"]:
+                lines = ", ".join(f"{body}:{n}" for n in d["lines"])
+                click.echo(f"{d['status']} step {d['seq']} is cited by {lines}: the claim there rests on a step "
+                           f"that did not replay as recorded")
+            if cited["uncited"]:
+                click.echo(f"diverged step(s) no marker in {body} cites: "
+                           + ", ".join(str(q) for q in cited["uncited"]))
+            if not cited["cited"] and not cited["uncited"]:
+                click.echo(f"no diverged step: every step {body} cites replayed as recorded")
         click.echo(f"VERDICT: {verdict.headline}")
     else:
-        click.echo(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
+        out = verdict.to_dict()
+        if cited is not None:
+            out["body"] = {"path": body_path, **cited}
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
     click.get_current_context().exit(verdict.exit_code)
+
+
+def _shown_path(path: str) -> str:
+    """A path as given, with ``.`` and ``..`` parts worked out (``a/../b`` → ``b``) for messages."""
+    return os.path.normpath(path)
+
+
+def _read_cites(body_path: str) -> list[tuple[int, int]]:
+    """``(line, seq)`` of the body's markers (:func:`.claims.cited_markers`).
+
+    Raises:
+        InputError: the body cannot be read.
+    """
+    from ..errors import InputError
+    from .claims import cited_markers
+
+    try:
+        body = open(body_path, encoding="utf-8", errors="replace").read()
+    except OSError as exc:
+        raise InputError(f"cannot read PR body: {exc.strerror or exc}", body_path) from exc
+    return cited_markers(body)
+
+
+def _cited_divergence(verdict, cites: list[tuple[int, int]]) -> dict:
+    """``{"cited": [{"seq", "status", "lines"}], "uncited": [seq]}``: the steps that did not replay
+    as recorded (``DIVERGED`` or ``UNCHECKED``) that markers cite, with the body lines citing them,
+    and those no marker cites."""
+    lines: dict[int, list[int]] = {}
+    for line, seq in cites:
+        lines.setdefault(seq, []).append(line)
+    cited, uncited = [], []
+    for s in verdict.diverged:
+        if s.seq in lines:
+            cited.append({"seq": s.seq, "status": s.status, "lines": sorted(set(lines[s.seq]))})
+        else:
+            uncited.append(s.seq)
+    return {"cited": cited, "uncited": uncited}
 
 
 @packet.command("claims")
@@ -174,9 +231,12 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
 @click.argument("log_path", metavar="SESSION_LOG", type=click.Path(dir_okay=False))
 @click.option("--outputs", "outputs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of stored outputs, for 'fails with X' claims (default: session.outputs/ beside the log).")
+@click.option("--replay", "replay_path", type=click.Path(dir_okay=False), default=None,
+              help="A replay's result (packet replay --format json > FILE): say for each marker how the step "
+                   "it cites replayed.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_guard("claims")
-def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, fmt: str) -> None:
+def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, replay_path: str | None, fmt: str) -> None:
     """Check the [seq:N] markers of PR_BODY against SESSION_LOG; list unsupported claims.
 
     Exit 1 when a marker cites a step that never ran, a failing step its clause does not describe
@@ -186,9 +246,12 @@ def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, fmt: str)
     lacks, an exit status ("exits with code 2") the step did not exit with, or a stored output
     edited after recording; warnings (unsupported claims, commands the linter cannot read) never fail.
     """
-    from .claims import lint_claims
+    from .claims import lint_claims, read_replay_json
 
+    statuses = read_replay_json(replay_path) if replay_path else None
     report = lint_claims(body_path, log_path, outputs_dir=outputs_dir)
+    if statuses is not None:
+        report.attach_replay(statuses)
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -198,6 +261,10 @@ def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, fmt: str)
             click.echo(f"{log_path}:{lf.line_no}: error: {lf.kind}: {lf.message}")
         for w in report.log_warnings:
             click.echo(f"warning: {w}")
+        for r in report.replayed or []:
+            why = f": {'; '.join(r.reasons)}" if r.reasons and r.status != "ok" else ""
+            verdict = "replayed as recorded" if r.status == "ok" else r.status + why
+            click.echo(f"{body_path}:{r.line}: replay: [seq:{r.seq}] step {r.seq} {verdict}\n    {r.sentence}")
         acc = ", ".join(str(s) for s in report.accepted_steps) or "none"
         click.echo(f"claims: {len(report.findings) + len(report.log_findings)} finding(s), "
                    f"{len(report.warnings) + len(report.log_warnings)} warning(s); "
