@@ -253,8 +253,17 @@ def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
     assert sorted(zip(findings.seq, findings.kind)) == [(3, "cites_failing_step"), (7, "cites_missing_step")]
     html = S.packet_section(summary)
     assert "cites_failing_step" in html and "Replay packet" in html
-    assert "2 findings, 1 warnings, 2 of 4 citations accepted." in html  # markers, not steps
+    assert "2 findings, 1 warnings, 2 of 4 [seq:N] markers accepted." in html  # markers, not steps
     assert S.packet_section(replaybook.Incident.load(DEMO).packet_summary()) == ""
+    # the report runs no replay: it says so, and how to run one, naming the packet's own files
+    log, body = summary["log_path"], summary["body_path"]
+    assert "../" not in log and log.endswith("demo/session.jsonl") and body.endswith("demo/PR_BODY.md")
+    assert (f"This report does not replay them: run <code>replaybook packet replay {log} --body {body}</code> in the "
+            "repository") in html
+    assert "unless a replay was run" not in html
+    # the log's chain is shown whatever its state, not only when damaged (this log is unchained)
+    assert "Session log chain: unchained — the log carries no digest chain" in html
+    assert "Session log chain: intact — every line carries the digest" in S.packet_section({**summary, "chain": "chained"})
 
 
 def test_manifest_lists_are_read_by_content_or_by_named_format(tmp_path):
@@ -666,10 +675,10 @@ def test_the_packets_findings_are_in_the_header_and_the_findings(tmp_path):
 
     inc = replaybook.Incident.load(_with_packet(tmp_path))
     summary = inc.packet_summary()
-    words = "replay packet: 2 findings, 1 warning, 2 of 4 citations accepted in the PR body"
+    words = "replay packet: 2 findings, 1 warning, 2 of 4 markers accepted in the PR body"
     assert S.packet_words(summary) == words
     head = S.header(inc.title, inc.path, steps=inc.steps, calls=inc.calls, packet=summary)
-    assert ('<strong><a href="#packet">Replay packet</a>: 2 findings, 1 warning, 2 of 4 citations accepted in the '
+    assert ('<strong><a href="#packet">Replay packet</a>: 2 findings, 1 warning, 2 of 4 markers accepted in the '
             "PR body</strong>") in head
     f = S.findings(inc.join.sessions, inc.calls, inc.quarantine, join=inc.join, packet=summary)
     assert f["packet"] == {"steps": 3, "failing_steps": 2, "findings": 2, "warnings": 1, "markers": 4,

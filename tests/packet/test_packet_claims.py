@@ -965,3 +965,38 @@ def test_a_stored_output_the_log_names_but_the_packet_lacks_is_a_warning(tmp_pat
         "commit the output folder beside the log")
     log.write_text("".join(json.dumps(x) + "\n" for x in lines))  # not marked stored: nothing to miss
     assert lint_claims(body, log).warnings == []
+
+
+def test_seq_zero_is_malformed_not_a_step_that_never_ran():
+    report = lint_claims_text("Determinism verified [seq:0].", {1: 0})
+    assert [(f.kind, f.seq) for f in report.findings] == [("malformed_marker", None)]
+    assert report.findings[0].message == ("[seq:0] is not a step number: seq starts at 1; write [seq:N] with N a seq "
+                                          "from session.jsonl")
+
+
+def test_a_seq_the_log_lacks_may_have_run_unrecorded():
+    report = lint_claims_text("The full suite passes on CI [seq:9].", {1: 0})
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_missing_step", 9)]
+    assert report.findings[0].message == ("[seq:9] cites step 9, which is not in the log (it may have run unrecorded): "
+                                          "session.jsonl has no seq 9; record the step, or cite one the log holds")
+
+
+@pytest.mark.parametrize("marker,hint", [("[seq:3, seq:4]", "[seq:3][seq:4]"), ("[seq:3,4]", "[seq:3][seq:4]"),
+                                         ("[seq:2; seq:3 and seq:4]", "[seq:2][seq:3][seq:4]")])
+def test_several_steps_in_one_marker_is_malformed_with_a_hint(marker: str, hint: str):
+    report = lint_claims_text(f"Tests pass {marker}.", {2: 0, 3: 0, 4: 0})
+    assert [(f.kind, f.seq) for f in report.findings] == [("malformed_marker", None)]
+    assert report.findings[0].message == (f"{marker} cites several steps in one marker; write one marker per step: "
+                                          f"{hint}")
+
+
+def test_paths_are_shown_with_dot_dot_worked_out(tmp_path: Path):
+    (tmp_path / "pr").mkdir()
+    (tmp_path / "incident").mkdir()
+    (tmp_path / "pr" / "PR_BODY.md").write_text("It passes [seq:9].\n")
+    (tmp_path / "pr" / "session.jsonl").write_text('{"seq": 1, "cmd": "pytest", "exit": 0}\n')
+    report = lint_claims(tmp_path / "incident" / ".." / "pr" / "PR_BODY.md",
+                         tmp_path / "incident" / ".." / "pr" / "session.jsonl")
+    assert report.body_path == str(tmp_path / "pr" / "PR_BODY.md")
+    assert report.findings[0].message.endswith(f"{tmp_path / 'pr' / 'session.jsonl'} has no seq 9; record the step, "
+                                               "or cite one the log holds")

@@ -499,9 +499,9 @@ def test_a_packets_findings_and_files_reach_stderr_the_header_and_the_checksums(
     assert main(["report", str(manifest), "--out", str(tmp_path / "r")]) == 0
     err = capsys.readouterr().err
     assert ("replaybook: 1 door session (1 matched); 2 door calls, 1 refused; 1 line set aside (see Quarantine); "
-            "replay packet: 2 findings, 1 warning, 2 of 4 citations accepted in the PR body\n") in err
+            "replay packet: 2 findings, 1 warning, 2 of 4 markers accepted in the PR body\n") in err
     page = read(tmp_path / "r" / "tiny-incident.html")
-    assert ('<a href="#packet">Replay packet</a>: 2 findings, 1 warning, 2 of 4 citations accepted in the PR '
+    assert ('<a href="#packet">Replay packet</a>: 2 findings, 1 warning, 2 of 4 markers accepted in the PR '
             "body") in page
     sums = (tmp_path / "r" / "tiny-incident.sha256").read_text().splitlines()
     out = pr.resolve()

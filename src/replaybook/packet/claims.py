@@ -1349,10 +1349,9 @@ class _Judge:
         paired = len(group) > 1 and len(numbered) == len(group) == len(clauses)
         for k, (_off, content, line) in enumerate(group):
             report.markers += 1
-            if not _step_number(content):
-                report.findings.append(Finding(
-                    "malformed_marker", "error", line, None, shown,
-                    f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"))
+            if not _step_number(content) or int(content) == 0:
+                report.findings.append(Finding("malformed_marker", "error", line, None, shown,
+                                               _malformed(content, log_path)))
                 continue
             seq = int(content)
             what = f"step {seq}" + (f" (`{printable(redact_command(commands[seq])[0])}`)"
@@ -1368,7 +1367,8 @@ class _Judge:
             if seq not in steps:
                 report.findings.append(Finding(
                     "cites_missing_step", "error", line, seq, shown,
-                    f"[seq:{seq}] cites a step that never ran: {log_path} has no seq {seq}"))
+                    f"[seq:{seq}] cites step {seq}, which is not in the log (it may have run unrecorded): "
+                    f"{log_path} has no seq {seq}; record the step, or cite one the log holds"))
                 continue
             wrong = self.wrong_exit(seq, mine, cited, paired)
             if wrong is not None:
@@ -1452,6 +1452,18 @@ def _plain(raw: str) -> str:
 def _numbers(text: str) -> set[float]:
     """The values of the numbers in ``text`` (``11.956ms`` → 11.956; digits inside words not)."""
     return {float(n) for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\d])", text)}
+
+
+def _malformed(content: str, log_path: str) -> str:
+    """The message for a ``[seq:…]`` marker whose content is no step number (``0`` included: seq is
+    1-based), with a hint when it lists several steps (``[seq:3, seq:4]``, ``[seq:3,4]``)."""
+    if content.isascii() and content.isdigit():
+        return f"[seq:{content}] is not a step number: seq starts at 1; write [seq:N] with N a seq from {log_path}"
+    several = [p.strip() for p in re.split(r"[,;]|\s+and\s+", re.sub(r"(?i)\bseq\s*:\s*", "", content))]
+    if len(several) > 1 and all(_step_number(p) for p in several):
+        return (f"[seq:{content}] cites several steps in one marker; write one marker per step: "
+                + "".join(f"[seq:{p}]" for p in several))
+    return f"[seq:{content}] is not a step number; write [seq:N] with N a seq from {log_path}"
 
 
 def _step_number(content: str) -> bool:
@@ -1637,7 +1649,11 @@ def lint_claims(body_path: str | os.PathLike, log_path: str | os.PathLike, *,
         InputError: the body cannot be read.
         PacketLogError: the log cannot be read or a line is malformed (file and line named).
     """
-    body_path = Path(body_path)
+    # paths are shown as given, with "." and ".." parts worked out (incident/../pr-repo → pr-repo)
+    body_path = Path(os.path.normpath(body_path))
+    log_path = os.path.normpath(log_path)
+    if outputs_dir is not None:
+        outputs_dir = os.path.normpath(outputs_dir)
     try:
         body = body_path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:

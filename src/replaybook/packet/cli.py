@@ -239,7 +239,7 @@ def _cited_divergence(verdict, cites: list[tuple[int, int]]) -> dict:
 def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, replay_path: str | None, fmt: str) -> None:
     """Check the [seq:N] markers of PR_BODY against SESSION_LOG; list unsupported claims.
 
-    Exit 1 when a marker cites a step that never ran, a failing step its clause does not describe
+    Exit 1 when a marker cites a step that is not in the log, a failing step its clause does not describe
     as failing, for a claim that tests (a build, a lint, a type check) pass or fail, only steps
     whose exit code shows no such check passing or failing (`echo "1 passed"`, `true`, `false`,
     `exit 1`, `pytest` that collected no tests), a failure said to show a text its stored output
@@ -255,6 +255,7 @@ def claims_cmd(body_path: str, log_path: str, outputs_dir: str | None, replay_pa
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
+        body_path, log_path = report.body_path, report.log_path  # as given, ".." worked out
         for f in report.findings + sorted(report.warnings, key=lambda w: w.line):
             click.echo(f"{body_path}:{f.line}: {f.severity}: {f.kind}: {f.message}\n    {f.sentence}")
         for lf in report.log_findings:

@@ -26,7 +26,8 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
     Returns:
         ``{"steps": DataFrame (PACKET_STEPS), "claims": DataFrame (PACKET_CLAIMS),
         "verdict": "PASS" | "DIVERGED" | "UNRUNNABLE" | None, "headline": str | None,
-        "chain": "chained" | "unchained" | "damaged",
+        "chain": "chained" | "unchained" | "damaged", "log_path": str, "body_path": str | None
+        (the paths as given, ``..`` worked out),
         "counts": {"steps", "failing_steps", "diverged", "findings", "warnings", "markers",
         "accepted_markers", "accepted_steps"}}``: ``markers`` and ``accepted_markers`` count ``[seq:N]``
         markers (each is accepted or has a finding); ``accepted_steps`` counts the steps cited only
@@ -39,6 +40,9 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
         PacketLogError: the log is unreadable or malformed (file and line named).
         InputError: the body cannot be read.
     """
+    # shown as given, with "." and ".." parts worked out (incident/../pr-repo/session.jsonl → pr-repo/…)
+    log_path = os.path.normpath(log_path)
+    body_path = os.path.normpath(body_path) if body_path is not None else None
     log = read_log(log_path)
     by_seq = {r.seq: r for r in (replay.steps if replay else [])}
     rows = []
@@ -79,6 +83,8 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
         "verdict": replay.verdict if replay else None,
         "headline": replay.headline if replay else None,
         "chain": log.chain,
+        "log_path": log_path,
+        "body_path": body_path,
         "counts": {
             "steps": len(log.steps),
             "failing_steps": sum(1 for s in log.steps if s.exit != 0),

@@ -2850,7 +2850,7 @@ def packet_counts(summary: Mapping | None) -> dict:
     """What the findings line and the header say of a replay packet, from
     :func:`replaybook.packet.packet_summary` (``{}`` without a packet): ``steps`` and
     ``failing_steps`` (recorded steps, those with a non-zero exit), ``findings``, ``warnings``,
-    ``markers`` and ``accepted_markers`` (the PR body's claims and ``[seq:N]`` citations; ``None``
+    ``markers`` and ``accepted_markers`` (the PR body's ``[seq:N]`` markers, and those accepted; ``None``
     when the manifest names no body), ``chain`` (``chained`` / ``unchained`` / ``damaged``) and
     ``verdict`` (a replay's ``PASS`` / ``DIVERGED`` / ``UNRUNNABLE``; ``None``: no replay is run
     for the report)."""
@@ -2865,7 +2865,8 @@ def packet_counts(summary: Mapping | None) -> dict:
 
 def packet_words(summary: Mapping | None) -> str:
     """The replay packet in one sentence, ``""`` without one: with a PR body, ``"replay packet: 5
-    findings, 0 warnings, 6 of 11 citations accepted in the PR body"``; without, the recorded
+    findings, 0 warnings, 6 of 11 markers accepted in the PR body"`` (``[seq:N]`` markers, the word
+    ``replaybook packet claims`` uses); without, the recorded
     steps and that no PR body was linted; a damaged log chain and a replay verdict when there is
     one.  Plain text (the caller escapes it)."""
     c = packet_counts(summary)
@@ -2873,7 +2874,7 @@ def packet_words(summary: Mapping | None) -> str:
         return ""
     if c.get("findings") is not None:
         words = (f"{_count(c['findings'], 'finding')}, {_count(c.get('warnings') or 0, 'warning')}, "
-                 f"{c.get('accepted_markers') or 0:,} of {_count(c.get('markers') or 0, 'citation')} accepted "
+                 f"{c.get('accepted_markers') or 0:,} of {_count(c.get('markers') or 0, 'marker')} accepted "
                  "in the PR body")
     else:
         words = (f"{_count(c.get('steps') or 0, 'recorded step')}, no PR body named: no claims checked")
@@ -2891,9 +2892,27 @@ def packet_section(summary: Mapping | None) -> str:
     if not summary:
         return ""
     c = summary.get("counts", {})
+    log_path = summary.get("log_path") or "session.jsonl"
+    body_path = summary.get("body_path")
+    replay_cmd = f"replaybook packet replay {log_path}" + (f" --body {body_path}" if body_path else "")
+    if summary.get("verdict"):
+        replayed = f"Replayed in a clean checkout: {esc(summary.get('headline') or summary['verdict'])}."
+    else:
+        replayed = (f"This report does not replay them: run <code>{esc(replay_cmd)}</code> in the repository to "
+                    "re-run them in a clean checkout. Its verdict (PASS, DIVERGED or UNRUNNABLE) and the steps that "
+                    "diverged are printed there"
+                    + (", with the claims that cite them," if body_path else "") + " and are not in this report.")
     body = (f"<p>{c.get('steps', 0)} recorded steps ({c.get('failing_steps', 0)} with a non-zero exit — a "
-            "failing-then-passing pair is often the best evidence). Re-run them in a clean checkout with "
-            "<code>replaybook packet replay</code>; the verdict is not in this report unless a replay was run.</p>")
+            f"failing-then-passing pair is often the best evidence). {replayed}</p>")
+    chain = summary.get("chain")
+    chain_words = {"chained": "intact — every line carries the digest of the line before it, and none was removed, "
+                              "renumbered or edited",
+                   "unchained": "unchained — the log carries no digest chain (an older or hand-written log): lines "
+                                "removed from it show only as gaps in seq",
+                   "damaged": "DAMAGED — lines were removed, renumbered or edited, or its end cut off (the findings "
+                              "below name them)"}.get(chain)
+    if chain_words:
+        body += f"<p>Session log chain: {esc(chain_words)}.</p>"
     body += table(summary["steps"], [("seq", "seq", "num"), ("cmd", "command", "code"), ("cwd", "cwd", "code"),
                                      ("exit", "exit", "num"), ("out_sha", "output SHA-256", "code"),
                                      ("duration_ms", "ms", "num"), ("replay_status", "replay", "text")],
@@ -2901,7 +2920,7 @@ def packet_section(summary: Mapping | None) -> str:
     claims = summary.get("claims")
     if claims is not None and len(claims):
         body += (f"<h3>Claims in the PR body</h3><p>{c.get('findings', 0)} findings, {c.get('warnings', 0)} "
-                 f"warnings, {c.get('accepted_markers', 0)} of {c.get('markers', 0)} citations accepted.</p>")
+                 f"warnings, {c.get('accepted_markers', 0)} of {c.get('markers', 0)} [seq:N] markers accepted.</p>")
         body += table(claims, [("line_no", "line", "num"), ("status", "status", "text"), ("kind", "kind", "code"),
                                ("seq", "cites seq", "num"), ("step_exit", "step exit", "num"),
                                ("sentence", "sentence", "text"), ("message", "what is wrong", "text")],
