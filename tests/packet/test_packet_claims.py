@@ -677,7 +677,7 @@ def test_a_pass_said_to_show_a_text_is_not_judged_by_an_edited_or_missing_output
     "The tests pass with `PYTHONHASHSEED=0` [seq:2].",
     "The tests pass with `pytest -q` [seq:2].",
     "The test passes with `Python 3.12` [seq:2].",
-    "The run shows `make test` [seq:2].",                        # a command, not what it printed
+    "The run shows `pytest -q` [seq:2].",                        # a command, not what it printed
     "The test passes with `tests/unit` on the path [seq:2].",
     "The new test checks that parse('') raises `ValueError` and passes [seq:2].",  # a passing test may
     "The test fails when run with `--strict` [seq:1].",
@@ -899,7 +899,7 @@ SUMMARY_BODY = ("- The test fails on main [seq:1].\n"        # accepted
                 "- All tests pass [seq:1].\n"                # finding: step 1 failed
                 "- All tests pass [seq:2].\n"                # accepted
                 "- The fix works [seq:3].\n"                 # accepted
-                "- `pytest` passes [seq:3].\n"               # accepted, with a warning (unknown program)
+                "- The tests pass [seq:3].\n"               # accepted, with a warning (unknown program)
                 "- The benchmark is faster [seq:42].\n")     # finding: no such step
 SUMMARY_STEPS = {1: 1, 2: 0, 3: 0}
 SUMMARY_CMDS = {1: "pytest -q", 2: "pytest -q", 3: "./demo.sh"}
@@ -1000,3 +1000,33 @@ def test_paths_are_shown_with_dot_dot_worked_out(tmp_path: Path):
     assert report.body_path == str(tmp_path / "pr" / "PR_BODY.md")
     assert report.findings[0].message.endswith(f"{tmp_path / 'pr' / 'session.jsonl'} has no seq 9; record the step, "
                                                "or cite one the log holds")
+
+
+@pytest.mark.parametrize("sentence,cmd,ok", [
+    ("Verified with `pytest -q` [seq:4].", "python bench.py", False),
+    ("`make test` passes [seq:4].", "make lint", False),
+    ("`python bench.py` runs clean [seq:4].", "pytest -q", False),
+    ("`pytest -q` passes [seq:4].", "pytest -q tests/test_calc.py", True),
+    ("`pytest` passes [seq:4].", "python -m pytest -q", True),
+    ("`python -m pytest tests/test_calc.py` passes [seq:4].", "pytest -q tests/test_calc.py", True),
+    ("The benchmark prints `elapsed` with `--strict` [seq:4].", "python bench.py", True),  # an option, an output
+])
+def test_a_command_named_in_a_code_span_must_be_the_cited_steps(sentence: str, cmd: str, ok: bool):
+    report = lint_claims_text(sentence, {4: 0}, commands={4: cmd})
+    if ok:
+        assert [f.kind for f in report.findings] == []
+        return
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_other_command", 4)]
+    code = sentence.split("`")[1]
+    assert report.findings[0].message == (
+        f"[seq:4] cites step 4 (`{cmd}`), but \"{sentence.split(' [seq')[0]}\" names `{code}`, which it does not "
+        f"run; cite the step that ran `{code}`, or name the command step 4 ran")
+
+
+def test_a_command_named_for_several_cited_steps_needs_one_of_them_to_run_it():
+    steps, cmds = {3: 0, 4: 0}, {3: "pytest -q", 4: "python bench.py"}
+    assert lint_claims_text("`pytest -q` passes and the benchmark runs [seq:3][seq:4].", steps,
+                            commands=cmds).findings == []
+    report = lint_claims_text("`ruff check` is clean [seq:3][seq:4].", steps, commands=cmds)
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_other_command", 3), ("cites_other_command", 4)]
+    assert "names `ruff check`, which no step cited there runs" in report.findings[0].message

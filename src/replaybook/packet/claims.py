@@ -34,6 +34,10 @@ Findings (failures — the linter exits non-zero when there is one):
                          "the CLI returns 2") and it exited otherwise.  A stated status that fits a
                          failing step describes its failure, and is not held to a check runner:
                          "the CLI exits 2 on a missing config" is about a program's behaviour
+``cites_other_command``  its clause names a command in a code span (```pytest -q```, ```make test```,
+                         ```python bench.py```) that no step cited there ran: every word of the span
+                         but options and launchers (``python -m``, ``uv run``) must be in the step's
+                         command (:func:`_runs_command`)
 ``cites_edited_output``  judging the marker would read the step's stored output ("fails with
                          `X`", a failing ``make test``), and the file no longer hashes to the step's
                          ``out_sha`` (:class:`EditedOutput`): it was changed after recording
@@ -393,7 +397,8 @@ CLAIM_WORDS = re.compile(
 
 #: Finding kinds (failures) and warning kinds.
 FINDING_KINDS = ("cites_missing_step", "cites_failing_step", "cites_passing_step_for_failure", "malformed_marker",
-                 "cites_non_check_step", "cites_output_without_text", "cites_wrong_exit_code", "cites_edited_output")
+                 "cites_non_check_step", "cites_output_without_text", "cites_wrong_exit_code", "cites_edited_output",
+                 "cites_other_command")
 WARNING_KINDS = ("unsupported_claim", "cites_unrecognised_command", "cites_missing_output",
                  "cites_one_step_for_comparison", "cites_figure_not_in_output", "cites_normalized_text")
 
@@ -1315,6 +1320,25 @@ class _Judge:
             return frozenset()
         return check.kinds if check.verdict == "check" else frozenset()
 
+    def other_command(self, seq: int, mine: list[str], cited: list[int]) -> str | None:
+        """The message after "but" when a clause of ``mine`` names a command in a code span
+        (```pytest -q```: a check runner, or a program such as ``python``, ``make``, ``./x.sh``) that no
+        step cited there ran (:func:`_runs_command`); None when one did, or a cited command is unknown."""
+        pool = [q for q in cited if q in self.steps]
+        if any(q not in self.commands for q in pool):
+            return None
+        for clause in mine:
+            said = {t for _c, t, _p in self.said_texts(seq, [clause], cited)}
+            for code in _code_of(clause, self.spans):
+                if code in said or not _names_command(code):
+                    continue
+                if any(_runs_command(self.commands[q], code) for q in pool):
+                    continue
+                return (f"\"{self.shown(clause)}\" names `{printable(code)}`, which "
+                        + ("it does not run" if len(pool) == 1 else "no step cited there runs")
+                        + f"; cite the step that ran `{printable(code)}`, or name the command step {seq} ran")
+        return None
+
     def wrong_exit(self, seq: int, mine: list[str], cited: list[int], paired: bool) -> str | None:
         """The message for step ``seq`` when a clause it cites says it exited with a status it did
         not ("exits with code 5" for a step that exited 1); None when every such claim fits it, or
@@ -1369,6 +1393,11 @@ class _Judge:
                     "cites_missing_step", "error", line, seq, shown,
                     f"[seq:{seq}] cites step {seq}, which is not in the log (it may have run unrecorded): "
                     f"{log_path} has no seq {seq}; record the step, or cite one the log holds"))
+                continue
+            other = self.other_command(seq, mine, cited)
+            if other is not None:
+                report.findings.append(Finding("cites_other_command", "error", line, seq, shown,
+                                               f"[seq:{seq}] cites {what}, but {other}"))
                 continue
             wrong = self.wrong_exit(seq, mine, cited, paired)
             if wrong is not None:
@@ -1452,6 +1481,52 @@ def _plain(raw: str) -> str:
 def _numbers(text: str) -> set[float]:
     """The values of the numbers in ``text`` (``11.956ms`` → 11.956; digits inside words not)."""
     return {float(n) for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\d])", text)}
+
+
+# Programs whose name in a code span makes the span a command line ("`python bench.py`"), beside the
+# check runners the registry knows ("`pytest -q`").
+_PROGRAMS = frozenset({"python", "python3", "py", "node", "make", "npm", "npx", "pnpm", "yarn", "cargo", "go", "bash",
+                       "sh", "ruby", "java", "uv", "poetry", "tox", "nox", "deno", "bun", "dotnet", "gradle", "mvn"})
+# Launchers a span may put before the program it runs ("`python -m pytest`" names pytest).
+_LAUNCHERS = (("python", "-m"), ("python3", "-m"), ("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("npx",),
+              ("pdm", "run"), ("hatch", "run"))
+
+
+def _words(command: str) -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def _names_command(code: str) -> bool:
+    """A code span is a command line: a check runner's (``pytest -q``), or one starting with a
+    program of :data:`_PROGRAMS` or a ``./`` path — not an option, a name or an output text."""
+    words = _words(code)
+    if not words or words[0].startswith("-") or re.match(r"[A-Za-z_]\w*=", words[0]):
+        return False
+    first = os.path.basename(words[0])
+    if words[0].startswith("./") or re.sub(r"[\d.]+$", "", first) in _PROGRAMS:
+        return True
+    return classify_command(code).verdict == "check"
+
+
+def _runs_command(cmd: str, code: str) -> bool:
+    """Step command ``cmd`` runs what code span ``code`` names: every word of the span that is not an
+    option or a launcher (``python -m``, ``uv run``) is a word of the step's command, or a word's
+    file name (``pytest -q`` is run by ``python -m pytest -q tests/``; ``make test`` is not ``make lint``)."""
+    words = _words(code)
+    for launcher in _LAUNCHERS:
+        if len(words) > len(launcher) and [re.sub(r"[\d.]+$", "", w) for w in words[:len(launcher)]] == list(launcher):
+            words = words[len(launcher):]
+            break
+    have = set()
+    for w in _words(cmd):
+        have |= {w, os.path.basename(w), re.sub(r"[\d.]+$", "", os.path.basename(w))}
+    wanted = [w for w in words if not w.startswith("-")]
+    return all(w in have or os.path.basename(w) in have for w in wanted)
 
 
 def _malformed(content: str, log_path: str) -> str:
