@@ -664,8 +664,25 @@ def test_the_packets_files_are_inputs_with_their_sha256(tmp_path):
     assert [r["format"] for r in inc.inputs if str(r["format"] or "").startswith("packet")] == [
         "packet session log", "packet PR body"]
     (tmp_path / "x" / "demo" / "PR_BODY.md").unlink()
-    with pytest.raises(ManifestError, match="packet: .*PR_BODY.md does not exist"):
+    with pytest.raises(ManifestError, match="packet: body: 'PR_BODY.md' does not exist"):
         replaybook.Incident.load(tmp_path / "x" / "demo" / "incident.yaml").inputs
+
+
+def test_a_missing_packet_file_is_found_before_the_report_starts_with_its_manifest_line(tmp_path):
+    """``check_inputs`` (what ``replaybook report`` runs before the notebook's kernel) names the
+    packet's missing file as the manifest gives it, where it looked, and the manifest's line."""
+    (tmp_path / "pr").mkdir()
+    (tmp_path / "pr" / "session.jsonl").write_text('{"seq": 1, "cmd": "pytest", "exit": 0}\n')
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "t.jsonl").write_text("")
+    m = tmp_path / "inc" / "incident.yaml"
+    m.write_text("title: x\ntranscripts: [t.jsonl]\npacket:\n  log: ../pr/session.jsonl\n  body: ../pr/PR_BODY.txt\n")
+    inc = replaybook.Incident.load(m)
+    with pytest.raises(ManifestError) as e:
+        inc.check_inputs()
+    assert (e.value.line_no, e.value.message) == (
+        5, f"packet: body: '../pr/PR_BODY.txt' does not exist (looked for {tmp_path / 'pr' / 'PR_BODY.txt'})")
+    assert str(e.value).endswith("incident.yaml:5: " + e.value.message)
 
 
 def test_the_packets_findings_are_in_the_header_and_the_findings(tmp_path):

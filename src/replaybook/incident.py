@@ -322,12 +322,15 @@ class Incident:
             ManifestError: a ``{path, format}`` format yields another frame, a file's content
                 belongs in another list (the same message as when loading), a file the
                 manifest names on its own (not by a glob or folder) is in no known format, or a
-                file the manifest's ``capsule`` names does not exist (with the line naming it).
+                file the manifest's ``capsule`` or ``packet`` names does not exist (with the line
+                naming it).
             CapsuleFormatError: the capsule's ``capsule.yaml`` or a run record the manifest
                 names is malformed (file and line named).
         """
         from .loading import MIN_CONFIDENCE, _walk
 
+        # the packet's files: a missing one with its manifest line, first (nothing to read for it)
+        self._packet_paths()
         warnings: list[str] = []
         for kind, (key, what) in _MANIFEST_KEY.items():
             named = set()  # files the manifest names one by one (not by a glob or a folder)
@@ -565,24 +568,33 @@ class Incident:
         return out
 
     def _packet_paths(self) -> tuple[Path, Path | None] | None:
-        """The packet's session log and PR body (``None`` for none) as the manifest names them,
-        or ``None`` without a packet.  Raises ManifestError for a named file that does not exist."""
+        """The packet's session log and PR body (``None`` for none) as the manifest names them
+        (``..`` parts worked out), or ``None`` without a packet.
+
+        Raises:
+            ManifestError: a named file does not exist or is not a file, naming the path as the
+                manifest gives it, the path looked for, and the manifest line that names it
+                (``incident.yaml:9``), as for the capsule's files; :meth:`check_inputs` calls this
+                before the report's kernel starts."""
         spec = self.manifest.get("packet")
         if not spec:
             return None
-        log = self.root / spec["log"]
-        body = self.root / spec["body"] if spec.get("body") else None
-        for p in (log, body):
-            if p is not None and not p.is_file():
-                raise ManifestError(f"packet: {p} does not exist" if not p.exists() else f"packet: {p} is not a file",
-                                    self.shown)
+        log = Path(os.path.normpath(self.root / spec["log"]))
+        body = Path(os.path.normpath(self.root / spec["body"])) if spec.get("body") else None
+        for key, p in (("log", log), ("body", body)):
+            if p is None or p.is_file():
+                continue
+            what = "does not exist" if not p.exists() else "is not a file"
+            raise ManifestError(f"packet: {key}: {spec[key]!r} {what} (looked for {p})", self.shown,
+                                _line_at(self.path.read_bytes(), ["packet", key]))
         return log, body
 
     def packet_inputs(self) -> list[dict]:
         """The replay packet's files as :attr:`inputs` rows (``[]`` without a packet): the session
         log (format ``packet session log``), the PR body (``packet PR body``) and every file of the
         log's stored-outputs folder (``session.outputs/`` beside ``session.jsonl``, format
-        ``packet stored output``; the claims linter reads a cited step's output there), each with
+        ``packet stored output``; the claims linter reads a cited step's output there, and in its
+        ``raw/`` sub-folder, whose files are listed the same way), each with
         ``path`` (relative to the manifest's folder, else absolute), ``sha256``, ``bytes``,
         ``lines`` and ``note``.  A symbolic link in that folder is listed with its target and no
         SHA-256, not followed; a sub-folder is listed with a note and not read.
@@ -592,7 +604,7 @@ class Incident:
         """
         from ._jsonl import file_info
         from .loading import _link_note
-        from .packet.log import outputs_dir_for
+        from .packet.log import RAW_DIR, outputs_dir_for
 
         named = self._packet_paths()
         if named is None:
@@ -608,9 +620,13 @@ class Incident:
         if body is not None:
             out.append(row(body, "packet PR body"))
         outs = outputs_dir_for(log)
-        if outs.is_dir():
-            for p in sorted(outs.iterdir()):
-                shown = self._shown(str(outs.resolve() / p.name))
+        raw_dir = outs / RAW_DIR
+        listed = sorted(outs.iterdir()) if outs.is_dir() else []
+        if raw_dir.is_dir() and not raw_dir.is_symlink():  # outputs before normalization: the linter reads them too
+            listed = [p for p in listed if p != raw_dir] + sorted(raw_dir.iterdir())
+        if listed:
+            for p in listed:
+                shown = self._shown(str(p.parent.resolve() / p.name))
                 if p.is_symlink():
                     out.append({"path": shown, "sha256": None, "bytes": None, "lines": None,
                                 "format": "packet stored output", "note": _link_note(p), "read_nothing": False})
