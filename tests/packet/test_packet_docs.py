@@ -56,3 +56,23 @@ def test_docs_list_every_kind_of_damage_to_the_chain():
     section = text[text.index("### The chain"):text.index("### The tree digest")]
     for kind in CHAIN_KINDS:
         assert f"| `{kind}` |" in section, kind
+
+
+def test_the_rec_sh_example_sets_the_python_that_has_replaybook():
+    """After `make demo` replaybook is only in the checkout's venv: the example must say so."""
+    text = DOC.read_text()
+    example = text[text.index("export SESSION_LOG=session.jsonl"):]
+    example = example[:example.index("```")]
+    assert example.index("export REPLAYBOOK_PYTHON=<checkout>/.venv/bin/python") < example.index("source ")
+
+
+def test_project_rules_apply_to_the_whole_output_as_documented(tmp_path):
+    from replaybook.packet.normalize import load_rules
+
+    text = DOC.read_text()
+    assert "It is applied once to the **whole** output" in text and "(?m)^req-" in text
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.replaybook.normalize]\nrules = [{ name = "a", pattern = "^req-\\\\d+", replace = "req-N" },'
+        ' { name = "b", pattern = "(?m)^id-\\\\d+", replace = "id-N" }]\n')
+    out = load_rules(tmp_path).normalize("req-1 id-1\nreq-2\nid-2").text
+    assert out == "req-N id-1\nreq-2\nid-N"  # ^ is the output's start unless (?m)
