@@ -110,6 +110,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
     # (every step's differences to its same-key calls within max_offset_s + the window, 64 at
     # most; the 2 s span holding the most wins, of equal ones the nearest to 0)
     diffs, M = [], int(max_offset_s * 1000)
+    LIM = M  # the offset applied never lies beyond max_offset_s (spans up to a call's travel, 1 s, past it)
     if M > 0:
         M += W  # (a call's latency on top of the clocks' difference)
         for i in s_pool:
@@ -119,13 +120,14 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
                         and abs(C[j]["ms"] - S[i]["ms"]) <= M)
             assert len(ds) <= 64  # (small incidents: the cap is not reached)
             diffs += ds
-    offset = float(np.median(d_ex)) if d_ex else 0.0
-    if diffs:
-        diffs.sort()
-        spans = [[x for x in diffs if d <= x <= d + 2000] for d in diffs]
+    offset = float(np.clip(np.median(d_ex), -LIM, LIM)) if d_ex else 0.0
+    diffs.sort()
+    spans = [sp for sp in ([x for x in diffs if d <= x <= d + 2000] for d in diffs)
+             if abs(sp[0] + sp[-1]) / 2 <= LIM + 1000]
+    if spans:
         most = max(map(len, spans))
         full = [sp for sp in spans if len(sp) == most]
-        offset = float(np.median(min(full, key=lambda sp: abs(sp[0] + sp[-1]) / 2)))
+        offset = float(np.clip(np.median(min(full, key=lambda sp: abs(sp[0] + sp[-1]) / 2)), -LIM, LIM))
     off = int(round(offset))
 
     def within(i, j):
@@ -198,10 +200,13 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
             if not ds:
                 continue
             ds.sort()
-            spans = [[x for x in ds if d <= x <= d + 2000] for d in ds]
+            spans = [sp for sp in ([x for x in ds if d <= x <= d + 2000] for d in ds)
+                     if abs((sp[0] + sp[-1]) // 2) <= LIM + 1000]
+            if not spans:
+                continue
             most = max(map(len, spans))
             sp = min((sp for sp in spans if len(sp) == most), key=lambda sp: abs((sp[0] + sp[-1]) // 2 - off))
-            own = float(np.median(sp))
+            own = float(np.clip(np.median(sp), -LIM, LIM))
             if (len(sp) >= max(min_agreed, 2) and len(sp) >= 0.5 * with_calls and len(sp) > at_common.get(t, 0)
                     and abs(own - off) > W):
                 own_off[t] = int(round(own))

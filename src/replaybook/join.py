@@ -25,7 +25,17 @@ their residuals; its time, written when the call ended, reads no clock offset.
 
 Within one (transcript, session) pair, steps and calls with the same tool and arguments are
 paired in time order, one call per step, so a step repeated twice needs two calls to agree
-twice.  The **agreement** of a pair is its number of agreeing steps.
+twice.
+
+**Clock offset and window.**  The clock offset the join applies (the common one, a transcript's
+own, the one the tool-use ids measure) never exceeds ``max_offset_s``; only the offsets the
+investigator gives (``clock_offsets``) may.  The window is applied after the offset: a step and
+a call agree when their difference lies within ``window_s`` of the applied offset, so one pair's
+raw difference may reach ``max_offset_s + window_s`` (a call's own latency, a clock drifting),
+and the offset is read from the differences within that reach — but a clock that lies wholly
+beyond ``max_offset_s`` (more than a call's travel to the door, a second) is not joined (:func:`far_clocks` names it, with the offset to give),
+and a session whose pairs' median offset still lies beyond it (its transcript within the window
+of a nearer applied offset) is named in ``JoinResult.notes``, never joined silently.  The **agreement** of a pair is its number of agreeing steps.
 
 Transcripts are then assigned to sessions **one-to-one**, maximising the total agreement over
 all sessions (ties broken by time proximity: the smaller median |Δt| wins), and never below
@@ -846,13 +856,25 @@ def _nearest_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms:
 
 #: the width (ms) of the span of step−call differences the clock offset is read from
 _OFFSET_SPAN_MS = 2000
+#: how far past ``max_offset_s`` (ms) the differences of a clock the join still takes may lie: the
+#: call's travel to the door, which every step−call difference includes (far less than a second);
+#: the offset applied is then ``±max_offset_s`` itself
+_TRAVEL_MS = 1000
 #: a step with more same-key calls than this within the offset range does not inform the offset
 _OFFSET_CAP = 64
 
 
-def _mode_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: int) -> float | None:
+def _mode_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: int,
+                 limit_ms: int | None = None) -> float | None:
     """The door−transcript clock offset (ms) most steps agree on, or ``None`` when no step has a
     same-key call in ``C`` within ``max_offset_ms``.
+
+    ``limit_ms`` (default ``max_offset_ms``) bounds the offset itself: the differences are read
+    out to ``max_offset_ms`` (the clocks' limit plus the window: a call's latency comes on top
+    of the clocks' difference), but only spans whose middle lies within ``limit_ms`` (plus
+    :data:`_TRAVEL_MS`, a call's travel to the door) of 0 may win, and the median is brought
+    back to ``±limit_ms`` — an offset beyond the clocks' limit is never returned, ``None`` when
+    every span lies beyond it.
 
     Every difference (call time − step time) between a step (``key``, ``ms``: int64 arrays) and a
     same-key call within ``max_offset_ms`` counts; the :data:`_OFFSET_SPAN_MS` span holding the
@@ -866,10 +888,12 @@ def _mode_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: in
     """
     if not len(C.item) or not len(key):
         return None
+    limit = max_offset_ms if limit_ms is None else min(limit_ms, max_offset_ms)
     lo, hi = C.ranges(key, ms - max_offset_ms, ms + max_offset_ms)
     few = hi - lo <= _OFFSET_CAP
     if not few.any():  # only calls every client makes all the time: the nearest must do
-        return _nearest_offset(C, key, ms, max_offset_ms)
+        o = _nearest_offset(C, key, ms, max_offset_ms)
+        return None if o is None or abs(o) > limit + _TRAVEL_MS else float(np.clip(o, -limit, limit))
     r, c = _expand(lo[few], hi[few])
     if not len(r):
         return None
@@ -879,10 +903,13 @@ def _mode_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: in
     d = _sorted(d)
     end = np.searchsorted(d, d + _OFFSET_SPAN_MS, "right")
     full = end - np.arange(len(d))
+    mid_all = (d + d[end - 1]) / 2
+    full[np.abs(mid_all) > limit + _TRAVEL_MS] = 0  # (a clock beyond the limit: never the offset)
+    if not full.max():
+        return None
     cand = np.flatnonzero(full == full.max())
-    mid = (d[cand] + d[end[cand] - 1]) / 2
-    i = int(cand[np.argmin(np.abs(mid))])
-    return float(np.median(d[i:end[i]]))
+    i = int(cand[np.argmin(np.abs(mid_all[cand]))])
+    return float(np.clip(np.median(d[i:end[i]]), -limit, limit))
 
 
 #: a transcript takes a clock offset of its own (:func:`_own_clocks`) only when at least this
@@ -893,7 +920,8 @@ OWN_CLOCK_SHARE = 0.5
 def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t_codes: np.ndarray,
                 n_t: int, off: int, reach_ms: int, window_ms: int,
                 min_steps: int, agreed: np.ndarray,
-                claimed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+                claimed: np.ndarray | None = None,
+                limit_ms: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Clock offsets of their own for transcripts run on another clock than the others.
 
     ``q`` are the steps (rows, ascending) of the transcripts that may be on a clock of their
@@ -916,6 +944,10 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     two machines whose clocks differ by more than the window had left the second one's
     sessions unmatched; a step or two agreeing at the common offset by coincidence (a call
     every agent makes, at the same moment) had kept a transcript from looking at all.
+
+    As for :func:`_mode_offset`, the differences are read out to ``reach_ms`` but an offset
+    lies within ``limit_ms`` of 0 (default ``reach_ms``): spans whose middle lies beyond it
+    (and :data:`_TRAVEL_MS`) do not count, and the median is brought back to ``±limit_ms``.
 
     Returns ``(steps, offsets)``: the rows of ``q`` of the transcripts that took an offset, and
     each one's offset (int64 ms, door − transcript); ``None`` when no transcript did (or the
@@ -947,6 +979,8 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     end = np.searchsorted(packed, packed + _OFFSET_SPAN_MS, "right")  # (never past its transcript)
     full = end - np.arange(len(packed))
     mid = (d + d[end - 1]) // 2
+    limit = reach_ms if limit_ms is None else min(limit_ms, reach_ms)
+    full[np.abs(mid) > limit + _TRAVEL_MS] = 0  # (a clock beyond the limit: never its own offset)
     # per transcript the fullest span, of equally full ones the nearest to the common offset
     best = np.lexsort((np.abs(mid - off), -full, g))
     first = np.ones(len(best), bool)
@@ -957,6 +991,7 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     n_full = full[best]
     own = np.array([float(np.median(d[i:e])) for i, e in zip(best.tolist(), end[best].tolist())]) \
         if len(best) else np.zeros(0)
+    own = np.clip(own, -limit, limit)
     ok = ((n_full >= min_steps) & (n_full >= OWN_CLOCK_SHARE * steps_with_calls) & (n_full > agreed[t_best])
           & (np.abs(own - off) > window_ms))
     if not ok.any():
@@ -1364,10 +1399,12 @@ def join_sessions(
         calls: a :data:`~replaybook.frames.CALLS` frame.
         window_s: agreement window in seconds (> 0), applied after the clock offset.
         min_agreed: a transcript is never assigned with fewer agreeing steps than this (≥ 1).
-        max_offset_s: how far apart (seconds) the two clocks may be; the offset is estimated
-            from the differences between steps and same-tool, same-arguments door calls within
-            this range plus ``window_s`` (a call's own latency comes on top of the clocks'
-            difference), as the one most steps agree on (:func:`_mode_offset`), among the steps
+        max_offset_s: how far apart (seconds) the two clocks may be: no clock offset the join
+            applies (the common one, a transcript's own, the ids' one) lies beyond it.  The
+            offset is estimated from the differences between steps and same-tool,
+            same-arguments door calls within this range plus ``window_s`` (a call's own latency
+            comes on top of the clocks' difference) — but only an offset within ``max_offset_s``
+            is taken — as the one most steps agree on (:func:`_mode_offset`), among the steps
             and calls the tool-use ids left unpaired (the ids' own pairs give it only when those
             give none: another client's transcripts may run on another clock).  A transcript
             fewer than half of whose steps agree at that offset (none by id) may take one of its
@@ -1613,10 +1650,11 @@ def join_sessions(
         if len(pick) > 20000:
             pick = np.random.default_rng(0).choice(pick, 20000, replace=False)
         q = s_idx[pick]
-        # (clocks up to max_offset apart, and each call up to a window after or before its step)
-        offset = _mode_offset(C, k_s[q], s_ms[q], max_offset_ms + window_ms)
-    if offset is None:
-        offset = 0.0 if exact_offset is None else exact_offset
+        # (clocks up to max_offset apart, and each call up to a window after or before its step;
+        # the offset itself never beyond max_offset)
+        offset = _mode_offset(C, k_s[q], s_ms[q], max_offset_ms + window_ms, max_offset_ms)
+    if offset is None:  # (the ids' offset too stays within max_offset for the content match)
+        offset = 0.0 if exact_offset is None else float(np.clip(exact_offset, -max_offset_ms, max_offset_ms))
     off = int(round(offset))
     # a call whose logged tool-use id differs from the step's may not agree on content
     step_has_id = ~_isna_str(cid_all)
@@ -1647,7 +1685,7 @@ def join_sessions(
                 claimed = np.zeros(n_c, bool)
                 claimed[mci[strong]] = True
         own = _own_clocks(C, q, k_s, s_ms, t_codes, n_t, off, max_offset_ms + window_ms, window_ms,
-                          max(min_agreed, 2), agreed_t, claimed)
+                          max(min_agreed, 2), agreed_t, claimed, max_offset_ms)
     if own is not None:
         rows, offs = own
         moved = np.zeros(n_t + 1, bool)
@@ -1935,6 +1973,9 @@ def join_sessions(
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
+    notes = notes + _beyond_max_offset(p_s, p_t, p_how, p_dint, ~p_orphan & (True if declared is None
+                                                                            else ~declared[p_si]),
+                                       s_names, t_names, max_offset_ms, off, t_own, window_ms)
     assigned_names = set(t_names[assign_arr[has_t]].tolist())
     if whole:
         all_t = [str(t) for t in t_names]
@@ -2037,6 +2078,40 @@ def _gateway_prefixed(tool_s: np.ndarray, tool_c: np.ndarray, tool_u: np.ndarray
         notes.append(f"door calls of server {server!r} logged as tool {tool!r} were compared as "
                      f"{tool_u[hits[0]]!r}, the name the transcripts call it by (a gateway that shows each "
                      "server's tools prefixed with the server's name)")
+    return sorted(notes)
+
+
+def _beyond_max_offset(p_s: np.ndarray, p_t: np.ndarray, p_how: np.ndarray, p_dint: np.ndarray, timed: np.ndarray,
+                       s_names: np.ndarray, t_names: np.ndarray, max_offset_ms: int, off: int,
+                       t_own: np.ndarray | None, window_ms: int) -> list[str]:
+    """Notes on the door sessions joined at a clock offset beyond ``max_offset_ms``.
+
+    The offset the join applies never exceeds ``max_offset_s``, but a pair agrees within
+    ``window_s`` of it, so a transcript whose clock lies up to the window beyond the limit is
+    still joined where it lines up near the applied offset.  Per session, the median
+    door − transcript difference (ms) of its content and tool-and-time pairs (``p_*``: the
+    assigned pairs' session and transcript codes, ``how`` and difference; ``timed``: pairs
+    that read a clock — not a result's time, not a transcript whose clock the investigator
+    gave); a session whose median lies beyond ``max_offset_ms`` (and :data:`_TRAVEL_MS`, a
+    call's travel to the door, which every difference includes) is named, with the offset
+    applied to its transcript (``off``, or its own from ``t_own``).  Pairs by tool-use id
+    decide whatever the clocks say and are not read.  Sorted sentences, none when no session is
+    beyond."""
+    keep = timed & (p_how != HOW_META)
+    if not keep.any():
+        return []
+    g, _, med = _group_median(p_s[keep].astype(np.int64), p_dint[keep])
+    notes = []
+    for s_, m_ in zip(g.tolist(), med.tolist()):
+        if abs(m_) <= max_offset_ms + _TRAVEL_MS:  # (a call's travel to the door on top)
+            continue
+        t_ = int(p_t[keep][p_s[keep] == s_][0])
+        applied = off if t_own is None else int(t_own[t_])
+        notes.append(f"door session {s_names[s_]} was joined to transcript {t_names[t_]} at a clock offset of "
+                     f"{m_ / 1000:+,.1f} s, beyond max_offset_s {max_offset_ms / 1000:g}: the offset applied was "
+                     f"{applied / 1000:+,.1f} s and its calls lie within the {window_ms / 1000:g} s window of it; "
+                     "if that transcript's clock is this far off, give it (clock_offsets), else the join may be "
+                     "wrong")
     return sorted(notes)
 
 
@@ -2431,7 +2506,7 @@ def far_clocks(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame,
                window_s: float = DEFAULT_WINDOW_S, horizon_s: float = FAR_CLOCK_HORIZON_S,
                min_steps: int = 2) -> pd.DataFrame:
     """Unmatched door sessions whose calls line up with an unassigned transcript at a clock
-    offset beyond what the join looked at (``max_offset_s`` + ``window_s``), up to ``horizon_s``.
+    offset beyond what the join applies (``max_offset_s``), up to ``horizon_s``.
 
     The join reads the clock offset within ``max_offset_s``; an agent whose clock was further
     off (another time zone set as UTC, a machine a day wrong) leaves its session unmatched with
@@ -2441,7 +2516,9 @@ def far_clocks(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame,
     session, and finds the :data:`_FAR_SPAN_MS` span of differences holding the most steps, as
     the join reads an offset.  A session is listed when that span holds at least ``min_steps``
     distinct steps and half of the session's calls with arguments, and lies beyond
-    ``max_offset_s + window_s`` (nearer, the join would have found it).  Per session, the
+    ``max_offset_s`` (nearer, the join would have applied it; ``window_s`` is kept for callers:
+    the join never applies an offset beyond ``max_offset_s``, the window only lets a pair lie
+    that far from the offset applied).  Per session, the
     transcript with the most such steps (of equal ones, the first by name).  Where the
     unmatched sessions' calls and the unassigned transcripts' steps share so many keys that
     more than :data:`_FAR_MERGE_ROWS` pairs would be compared, nothing is listed.
@@ -2483,7 +2560,7 @@ def far_clocks(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame,
     if not len(m):
         return empty
     d = (m["c_ns"].to_numpy() - m["s_ns"].to_numpy()) // 1_000_000
-    near = (max_offset_s + window_s) * 1000
+    near = max_offset_s * 1000  # (the join applies no offset beyond it: see join_sessions)
     keep = (np.abs(d) <= horizon_s * 1000) & (np.abs(d) > near)
     m = m.loc[keep, ["door_session", "transcript_id", "step"]].assign(d=d[keep])
     rows = []
@@ -2521,7 +2598,7 @@ def offset_changes(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFr
     When ``max_offset_s`` is the default nothing is joined and the frame is empty.
 
     A transcript linked only at the wider of the two settings, at a clock offset the narrower
-    one does not read (beyond its ``max_offset_s`` + ``window_s``), and assigned to no session
+    one does not apply (beyond its ``max_offset_s``), and assigned to no session
     at the narrower one, is the transcript that needed the wider search: it is named in
     ``clock_transcript``, since giving its own clock (``clock_offsets``) joins it at the
     narrower setting and leaves every other transcript's search as it was.
@@ -2564,7 +2641,7 @@ def offset_changes(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFr
     # the side of the wider search, and the transcripts the narrower one assigned
     t_wide, off_wide = (("transcript_id", "offset_ms") if wider else ("default_transcript", "default_offset_ms"))
     narrow_sessions = base if wider else sessions
-    reach_ms = (min(float(max_offset_s), float(default_max_offset_s)) + float(window_s)) * 1000
+    reach_ms = min(float(max_offset_s), float(default_max_offset_s)) * 1000  # (the narrower one applies no more)
     assigned = set(narrow_sessions["transcript_id"].dropna().astype(str))
     tw, ow = m[t_wide], m[off_wide].astype("float64")
     needed = (tw.notna() & (ow.abs() > reach_ms) & ~tw.astype(str).isin(assigned)).fillna(False).to_numpy(bool)
