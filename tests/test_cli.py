@@ -489,7 +489,7 @@ def test_join_names_a_clock_further_off_than_it_looks(tmp_path, capsys):
     assert main(args + ["--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["far_clocks"] == [{
         "door_session": "door-s1", "transcript_id": "bbbbbbbb-0000-4000-8000-00000000000b", "offset_ms": 7200400.0,
-        "steps": 4, "calls_with_args": 4, "max_offset_s": 7202.0}]
+        "steps": 4, "calls_with_args": 4, "max_offset_s": 7202.0, "ambiguous_with": None}]
     assert main(args + ["--max-offset", "7202"]) == 0
     out = capsys.readouterr().out
     verdicts = _join_tables(out)[0]

@@ -232,7 +232,7 @@ def test_far_clocks_names_a_session_whose_clock_is_beyond_max_offset(monkeypatch
     assert res.assignments() == {"s1": "t1", "s2": None, "s3": None}
     far = J.far_clocks(steps, calls, res.sessions, max_offset_s=300)
     assert far.to_dict("records") == [dict(door_session="s2", transcript_id="t2", offset_ms=3600400.0, steps=4,
-                                           calls_with_args=5, max_offset_s=3602.0)]
+                                           calls_with_args=5, max_offset_s=3602.0, ambiguous_with=None)]
     assert str(far["steps"].dtype) == "Int64" and str(far["door_session"].dtype) == "string"
     # the offset it names joins them
     again = join_sessions(steps, calls, max_offset_s=3602.0)

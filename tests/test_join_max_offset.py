@@ -41,9 +41,24 @@ def test_a_clock_beyond_max_offset_is_not_reached_through_the_window_of_a_neighb
     res = join_sessions(steps, calls)
     assert res.assignments() == {"s0": None, "s1": None}
     assert res.unmatched_transcripts == ["t1"]
+    # t1 lines up with s0 at +350.4 s as well as with s1 at +400.4 s: one transcript, one hint,
+    # and the other session named, since the times alone cannot tell which is right
     far = far_clocks(steps, calls, res.sessions, max_offset_s=300)
-    assert far[["door_session", "transcript_id"]].values.tolist() == [["s1", "t1"]]
-    assert far["offset_ms"].tolist() == [pytest.approx(400400.0)]
+    assert len(far) == 1 and far["transcript_id"].tolist() == ["t1"]
+    other = {"s0": "door session s1 (+400.4 s)", "s1": "door session s0 (+350.4 s)"}
+    assert far["ambiguous_with"].tolist() == [other[far["door_session"].iat[0]]]
+
+
+def test_the_far_clock_hint_names_each_sessions_own_transcript_one_to_one():
+    """Two sessions with the same calls 50 s apart, both transcripts an hour behind: s1 lines up
+    with t0 at −3549.6 s as fully as with t1 at −3599.6 s, and the hint named t0 (the first by
+    name) for both; following it joins the wrong transcript.  Both at the offset they share."""
+    steps, calls = frames({"t0": -3600.0, "t1": -3600.0})
+    res = join_sessions(steps, calls)
+    far = far_clocks(steps, calls, res.sessions, max_offset_s=300)
+    assert far[["door_session", "transcript_id"]].values.tolist() == [["s0", "t0"], ["s1", "t1"]]
+    assert far["offset_ms"].tolist() == [pytest.approx(-3599600.0)] * 2
+    assert far["ambiguous_with"].isna().all()
 
 
 def test_both_transcripts_400_s_off_are_not_joined_at_the_limit_300():

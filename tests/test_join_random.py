@@ -120,7 +120,10 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
                         and abs(C[j]["ms"] - S[i]["ms"]) <= M)
             assert len(ds) <= 64  # (small incidents: the cap is not reached)
             diffs += ds
-    offset = float(np.clip(np.median(d_ex), -LIM, LIM)) if d_ex else 0.0
+    offset = 0.0
+    if d_ex:  # (the ids' offset as measured when within a call's travel, 1 s, of the limit)
+        offset = float(np.median(d_ex))
+        offset = offset if abs(offset) <= LIM + 1000 else float(np.clip(offset, -LIM, LIM))
     diffs.sort()
     spans = [sp for sp in ([x for x in diffs if d <= x <= d + 2000] for d in diffs)
              if abs(sp[0] + sp[-1]) / 2 <= LIM + 1000]

@@ -562,6 +562,14 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
             parent = res.sub_agents.get(r.transcript_id)
             # (a sub-agent's entry moves its own steps only: its parent's stay on their clock)
             whose = (f"; a sub-agent of {parent}: its parent's steps keep their clock" if parent else "")
+            amb = getattr(r, "ambiguous_with", None)
+            if isinstance(amb, str) and amb:  # (another lines up as well: naming one could join the wrong one)
+                click.echo(f"door session {r.door_session}: unmatched; {r.steps} of its {r.calls_with_args} calls "
+                           f"with arguments line up with transcript {r.transcript_id} at a clock offset of "
+                           f"{r.offset_ms / 1000:+,.1f} s, beyond --max-offset {max_offset:g}, but as well with "
+                           f"{amb}: the times alone cannot tell which is its transcript; give the right one's "
+                           "clock (--clock-offset TRANSCRIPT=SECONDS, or clock_offsets in the manifest)")
+                continue
             click.echo(f"door session {r.door_session}: unmatched, but {r.steps} of its {r.calls_with_args} calls "
                        f"with arguments line up with transcript {r.transcript_id} at a clock offset of "
                        f"{r.offset_ms / 1000:+,.1f} s, beyond --max-offset {max_offset:g}: give that transcript's "

@@ -1653,8 +1653,10 @@ def join_sessions(
         # (clocks up to max_offset apart, and each call up to a window after or before its step;
         # the offset itself never beyond max_offset)
         offset = _mode_offset(C, k_s[q], s_ms[q], max_offset_ms + window_ms, max_offset_ms)
-    if offset is None:  # (the ids' offset too stays within max_offset for the content match)
-        offset = 0.0 if exact_offset is None else float(np.clip(exact_offset, -max_offset_ms, max_offset_ms))
+    if offset is None:  # (the ids' offset too stays within max_offset for the content match, but for a
+        # call's travel to the door, which it measures: max_offset 0 still lets calls arrive 150 ms late)
+        offset = (0.0 if exact_offset is None else exact_offset if abs(exact_offset) <= max_offset_ms + _TRAVEL_MS
+                  else float(np.clip(exact_offset, -max_offset_ms, max_offset_ms)))
     off = int(round(offset))
     # a call whose logged tool-use id differs from the step's may not agree on content
     step_has_id = ~_isna_str(cid_all)
@@ -2518,8 +2520,10 @@ def far_clocks(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame,
     distinct steps and half of the session's calls with arguments, and lies beyond
     ``max_offset_s`` (nearer, the join would have applied it; ``window_s`` is kept for callers:
     the join never applies an offset beyond ``max_offset_s``, the window only lets a pair lie
-    that far from the offset applied).  Per session, the
-    transcript with the most such steps (of equal ones, the first by name).  Where the
+    that far from the offset applied).  Sessions and transcripts are then paired one-to-one
+    (:func:`_far_one_to_one`: most steps, then the offset most of them share), so that two
+    sessions repeating the same calls are not both given one transcript's clock; where the
+    times cannot tell, ``ambiguous_with`` says which others line up as well.  Where the
     unmatched sessions' calls and the unassigned transcripts' steps share so many keys that
     more than :data:`_FAR_MERGE_ROWS` pairs would be compared, nothing is listed.
 
@@ -2528,11 +2532,14 @@ def far_clocks(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame,
         ``transcript_id`` (string), ``offset_ms`` (float64, door clock − transcript clock, the
         span's median), ``steps`` (Int64: steps lined up there), ``calls_with_args`` (Int64:
         the session's calls with arguments), ``max_offset_s`` (float64: a whole
-        ``max_offset_s``, seconds, just past the offset: the join reads offsets up to it).
+        ``max_offset_s``, seconds, just past the offset: the join reads offsets up to it),
+        ``ambiguous_with`` (string: the other transcripts or sessions that line up as well,
+        ``"transcript T (+x s)"`` or ``"door session S (+x s)"`` joined by ``"; "``; NA when
+        none).
     """
     cols = {"door_session": "string", "transcript_id": "string", "offset_ms": "float64", "steps": "Int64",
             "calls_with_args": "Int64", "max_offset_s": "float64"}
-    empty = pd.DataFrame({c: pd.Series(dtype=t) for c, t in cols.items()})
+    empty = pd.DataFrame({c: pd.Series(dtype=t) for c, t in {**cols, "ambiguous_with": "string"}.items()})
     if sessions is None or not len(sessions) or not len(steps) or not len(calls):
         return empty
     unmatched = sessions.loc[sessions["status"] == "unmatched", "door_session"].dropna().astype(str)
@@ -2575,10 +2582,50 @@ def far_clocks(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame,
             rows.append((ds, tid, off, steps_n, calls_n, float(np.ceil(abs(off) / 1000) + 1)))
     if not rows:
         return empty
-    out = pd.DataFrame(rows, columns=list(cols))
-    out = out.sort_values(["door_session", "steps", "transcript_id"], ascending=[True, False, True], kind="stable")
-    out = out.drop_duplicates("door_session").reset_index(drop=True)
-    return out.astype(cols)
+    return _far_one_to_one(pd.DataFrame(rows, columns=list(cols)), cols)
+
+
+def _far_one_to_one(cand: pd.DataFrame, cols: dict) -> pd.DataFrame:
+    """One transcript per session and one session per transcript among :func:`far_clocks`'
+    candidate rows: the most steps lined up in all, then the offsets that agree best with the
+    one most candidates share (the fullest :data:`_FAR_SPAN_MS` span of their offsets, when
+    one span is fullest: machines set alike).  A row for which another candidate is as good —
+    the same steps, as near that offset (or no such offset), its transcript or session left
+    unpicked — names the others in ``ambiguous_with`` (``"transcript T (+x s)"``, ``"door
+    session S (+x s)"``, joined by ``"; "``): the times alone cannot tell which is right."""
+    offs = np.sort(cand["offset_ms"].to_numpy(float))
+    fill = np.searchsorted(offs, offs + _FAR_SPAN_MS, "right") - np.arange(len(offs))
+    best = np.flatnonzero(fill == fill.max())
+    c = None
+    if fill.max() >= 2 and len({float(np.median(offs[i:i + fill[i]])) for i in best}) == 1:
+        c = float(np.median(offs[best[0]:best[0] + fill[best[0]]]))
+    dist = np.zeros(len(cand)) if c is None else np.abs(cand["offset_ms"].to_numpy(float) - c)
+    dist = np.floor(dist / _FAR_SPAN_MS)  # (within one span: as near)
+    ss, ts = pd.factorize(cand["door_session"])[0], pd.factorize(cand["transcript_id"])[0]
+    big = float(dist.max() + 1) * 4
+    cost = np.full((ss.max() + 1, ts.max() + 1), 1e18)
+    cost[ss, ts] = -cand["steps"].to_numpy(float) * big * (len(cand) + 1) + dist
+    r, k = linear_sum_assignment(cost)
+    pick = {(int(a), int(b)) for a, b in zip(r, k) if cost[a, b] < 1e17}
+    used_s, used_t = {a for a, _ in pick}, {b for _, b in pick}
+    keep, amb = [], []
+    steps_v = cand["steps"].to_numpy()
+    for i in range(len(cand)):
+        if (ss[i], ts[i]) not in pick:
+            continue
+        others = []
+        for j in range(len(cand)):
+            if j == i or steps_v[j] < steps_v[i] or dist[j] > dist[i]:
+                continue
+            if ss[j] == ss[i] and ts[j] not in used_t:
+                others.append(f"transcript {cand['transcript_id'].iat[j]} ({cand['offset_ms'].iat[j] / 1000:+.1f} s)")
+            elif ts[j] == ts[i] and ss[j] not in used_s:
+                others.append(f"door session {cand['door_session'].iat[j]} ({cand['offset_ms'].iat[j] / 1000:+.1f} s)")
+        keep.append(i)
+        amb.append("; ".join(others) if others else None)
+    out = cand.iloc[keep].assign(ambiguous_with=amb)
+    out = out.sort_values("door_session", kind="stable").reset_index(drop=True)
+    return out.astype({**cols, "ambiguous_with": "string"})
 
 
 def offset_changes(steps: pd.DataFrame, calls: pd.DataFrame, sessions: pd.DataFrame, *, max_offset_s: float,

@@ -1233,6 +1233,11 @@ def with_far_clocks(sessions: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataF
         return sessions
     f = far.set_index("door_session")
     ds = sessions["door_session"]
+    # (where another transcript or session lines up as well, no one transcript is named: following
+    # the hint could join the wrong one; the times alone cannot tell)
+    f = f[f["ambiguous_with"].isna()]
+    if not len(f):
+        return sessions
     return sessions.assign(far_transcript=ds.map(f["transcript_id"]), far_offset_ms=ds.map(f["offset_ms"]),
                            far_steps=ds.map(f["steps"]), far_calls=ds.map(f["calls_with_args"]),
                            far_max_offset_s=ds.map(f["max_offset_s"]), far_looked_s=float(max_offset_s))
