@@ -742,7 +742,12 @@ def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None
 
 
 def _delta_words(seconds: float) -> str:
-    """``111 s after`` / ``2.5 s before`` (one decimal below 10 s, whole seconds above)."""
+    """``111 s after`` / ``2.5 s before``; beyond 5 min ``8 h 11 min after`` (to the nearest minute)."""
     a = abs(seconds)
-    amount = f"{a:.1f}" if a < 10 else f"{a:,.0f}"
-    return f"{amount} s {'after' if seconds >= 0 else 'before'}"
+    if a <= 300:
+        amount = f"{a:.1f} s" if a < 10 else f"{a:,.0f} s"
+    else:
+        mins = int(round(a / 60))
+        d, h, m = mins // 1440, mins % 1440 // 60, mins % 60
+        amount = " ".join(([f"{d:,} d"] if d else []) + ([f"{h} h"] if d or h else []) + [f"{m} min"])
+    return f"{amount} {'after' if seconds >= 0 else 'before'}"

@@ -1683,11 +1683,28 @@ class _UnmappedNearest:
                 f"{_delta_words((t - int(self.starts[best])) / 1e9)} that call): storage_map may miss this object")
 
 
+#: Up to this many seconds a span is said in seconds (``111 s``); beyond it in minutes and hours.
+SECONDS_SPAN_S = 300.0
+
+
+def duration_words(seconds: float) -> str:
+    """A span of time in words, by its size (the sign is dropped): ``2.5 s`` (one decimal below
+    10 s), ``111 s`` (whole seconds up to :data:`SECONDS_SPAN_S`, 5 min), ``41 min``, ``8 h 11 min``,
+    ``2 d 3 h 5 min`` (to the nearest minute beyond): a gap of hours read in seconds
+    (``29,468 s``) is a number to work out, not a time."""
+    a = abs(float(seconds))
+    if a < 10:
+        return f"{a:.1f} s"
+    if a <= SECONDS_SPAN_S:
+        return f"{a:,.0f} s"
+    d, rest = divmod(int(round(a / 60)), 24 * 60)
+    h, m = divmod(rest, 60)
+    return " ".join(([f"{d:,} d"] if d else []) + ([f"{h} h"] if d or h else []) + [f"{m} min"])
+
+
 def _delta_words(seconds: float) -> str:
-    """``111 s after`` / ``2.5 s before`` (one decimal below 10 s, whole seconds above)."""
-    a = abs(seconds)
-    amount = f"{a:.1f}" if a < 10 else f"{a:,.0f}"
-    return f"{amount} s {'after' if seconds >= 0 else 'before'}"
+    """``111 s after`` / ``2.5 s before`` / ``8 h 11 min after`` (:func:`duration_words`)."""
+    return f"{duration_words(seconds)} {'after' if seconds >= 0 else 'before'}"
 
 
 # -- whose requests: principal, address and client against the rest of the door session ---------------

@@ -1169,7 +1169,7 @@ def test_an_unmatched_session_names_a_clock_further_off_than_the_join_looked():
     h = S.join_summary(res.sessions, 60.0, steps=steps, calls=calls, max_offset_s=300.0)
     assert ("Door session s2: no transcript agrees with its 3 calls well enough to be assigned, so nothing here "
             "says which conversation made them; its calls line up with transcript t2 (3 of its 3 calls with "
-            "arguments) at a clock offset of −1 h 30 min 0.5 s (door clock behind), further than the join looks "
+            "arguments) at a clock offset of −1 h 30 min (door clock behind), further than the join looks "
             "(max_offset_s 300 s): to join them, give that transcript's clock in the manifest (clock_offsets: "
             "{t2: -5400.5}) — a wider max_offset_s widens the search for every transcript, and one whose steps "
             "repeat another agent's calls may still not be found.") in html.unescape(h)
@@ -1222,7 +1222,7 @@ def test_a_continued_conversation_is_shown_once_naming_each_calls_session():
 
 
 @pytest.mark.parametrize("ms, words", [(400.0, "400 ms"), (45_300.0, "45.3 s"), (95_300.0, "1 min 35.3 s (95,300 ms)"), (120_000.0, "2 min 0.0 s (120,000 ms)"),
-                                       (7_200_400.0, "2 h 0 min 0.4 s (7,200,400 ms)")])
+                                       (7_200_400.0, "2 h 0 min (7,200,400 ms)"), (29_468_000.0, "8 h 11 min (29,468,000 ms)")])
 def test_a_clock_difference_reads_in_words(ms, words):
     """'the door's clock reads 7,199,500 ms earlier' was hard to read for a machine two hours off."""
     assert S._duration_words(ms) == words

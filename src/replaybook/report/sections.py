@@ -27,6 +27,7 @@ import pandas as pd
 
 from .. import _json
 from .._text import SHOW_INVISIBLE
+from ..access_join import SECONDS_SPAN_S as _SECONDS_SPAN_S, duration_words as _span
 from ..frames import QUARANTINE
 from ..join import FAR_PAIR_MS, OFFSETS_DIFFER_MS, far_pairs, prefixed_alike
 
@@ -191,11 +192,16 @@ def fmt_ts(v: Any) -> str:
 
 
 def _duration_words(ms: float) -> str:
-    """``400 ms``, ``95.3 s``, ``2 h 0 min 0.4 s (7,200,400 ms)``: a non-negative span in words."""
+    """``400 ms``, ``95.3 s``, ``1 min 35.3 s (95,300 ms)``, ``2 h 0 min (7,200,400 ms)``: a
+    non-negative span in words; beyond five minutes in hours and minutes
+    (:func:`replaybook.access_join.duration_words`, as every span the report words), the exact
+    milliseconds beside them."""
     if ms < 1000:
         return f"{ms:,.0f} ms"
     if ms < 60_000:
         return f"{ms / 1000:,.1f} s"
+    if ms / 1000 > _SECONDS_SPAN_S:
+        return f"{_span(ms / 1000)} ({ms:,.0f} ms)"
     h, rest = divmod(ms / 1000, 3600)
     m, sec = divmod(rest, 60)
     words = ([f"{int(h):,} h"] if h else []) + [f"{int(m)} min", f"{sec:.1f} s"]
@@ -203,8 +209,12 @@ def _duration_words(ms: float) -> str:
 
 
 def _delta_text(ms: float) -> str:
-    """A clock difference in words: ``+1 h 0 min 0.4 s (door clock ahead)`` for 3,600,400 ms."""
+    """A clock difference in words: ``+95.5 s (door clock ahead)`` for 95,500 ms; beyond five
+    minutes in hours and minutes (:func:`replaybook.access_join.duration_words`): ``+1 h 0 min
+    (door clock ahead)`` for 3,600,400 ms."""
     sign, rest = ("+" if ms >= 0 else "−"), abs(ms) / 1000
+    if rest > _SECONDS_SPAN_S:
+        return f"{sign}{_span(rest)} (door clock {'ahead' if ms >= 0 else 'behind'})"
     h, rest = divmod(rest, 3600)
     m, sec = divmod(rest, 60)
     parts = ([f"{int(h):,} h"] if h else []) + ([f"{int(m)} min"] if h or m else []) + [f"{sec:.1f} s"]
