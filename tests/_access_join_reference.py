@@ -41,6 +41,7 @@ from replaybook.access_join import (
     map_object,
     principals_warning,
     on_storage,
+    operation_kinds_agree,
     source_ip,
 )
 from replaybook.errors import JoinError
@@ -157,6 +158,7 @@ def join_access(
     agents = [None if pd.isna(a) else str(a) for a in c["agent"]] if n_c else []
     seqs = [0 if pd.isna(q) else int(q) for q in c["seq"]]
     sessions = [str(s) for s in c["door_session"]]
+    tools = [None if pd.isna(x) else str(x) for x in c["tool"]] if "tool" in c.columns else [None] * n_c
     corr = None
     if "correlation" in c.columns:
         corr = [None if pd.isna(x) or x == "" else str(x) for x in c["correlation"]]
@@ -352,7 +354,8 @@ def join_access(
     def _refusal(uri: str | None, action: str, t: int) -> int | None:
         """The refused call on this object the request at ``t`` most likely follows: the last
         one started by ``t`` (clock skew allowed), else the first one after."""
-        hits = [int(i) for i in reaching(uri, action)[0] if refused[i] and valid[i]]
+        hits = [int(i) for i in reaching(uri, action)[0] if refused[i] and valid[i]
+                and operation_kinds_agree(tools[i], action)]
         if not hits:
             return None
         before = [i for i in hits if start_ns[i] - skew <= t]
@@ -414,7 +417,8 @@ def join_access(
                 else:
                     tier = "object+time"
                 if refused[i]:
-                    refused_hits.append(i)
+                    if operation_kinds_agree(tools[i], action):  # a refused call of another kind: not this
+                        refused_hits.append(i)
                     continue
                 tiered[tier].append(i)
             for tier in ("principal+object+time", "object+time"):
@@ -544,6 +548,9 @@ def join_access(
                                   dtype="string")
     un["since_refusal_s"] = pd.array(
         [np.nan if u[2] is None else (u[3] - int(start_ns[u[2]])) / 1e9 for u in unexplained], dtype="float64")
+    un["refused_agents_principal"] = pd.array(
+        [None if i is None or pats_of(i) is None else _principal_match(None if pd.isna(p) else str(p), pats_of(i))
+         for i, p in zip(ref, un["principal"])], dtype="boolean")
     if len(un):
         un = un.assign(_k=~un["door_principal"].fillna(False).astype(bool)).sort_values(
             ["_k", "ts", "access_index"], kind="stable").drop(columns="_k").reset_index(drop=True)

@@ -113,7 +113,8 @@ def test_refused_calls_and_unreachable_resources_from_the_case_tree(frames):
     assert pd.isna(un.loc["GetBucketAcl", "refused_session"]) and pd.isna(un.loc["GetBucketAcl", "since_refusal_s"])
     got = {u["resource_uri"]: u["refused_call"] for u in res.to_dict()["unexplained"]}
     assert got == {"s3://acme-data/reference/.env": {"door_session": "door-sess-j", "seq": 4, "rule": "no-dotenv",
-                                                   "since_refusal_s": -0.4}, "s3://acme-trail/": None}
+                                                   "since_refusal_s": -0.4, "agents_principal": True},
+                   "s3://acme-trail/": None}
 
 
 def test_a_refused_object_read_later_names_the_last_refusal_before_it():

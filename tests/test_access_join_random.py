@@ -74,6 +74,7 @@ def _incident(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Door calls, storage requests and join options for one random incident."""
     r = random.Random(seed)
     r2 = random.Random(-1 - seed)  # the requests' addresses and clients: apart, so the rest stays as it was
+    r4 = random.Random(20_000 + seed)  # which calls write: apart, so the rest stays as it was
     smap = r.choice(STORAGE_MAPS)
     tokens = r.choice(["none", "none", "call", "session", "mixed"])
     # -- the door
@@ -92,6 +93,8 @@ def _incident(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
                    "tool": r.choice(["read_file", "list_folder", "describe"]), "object": obj,
                    "decision": r.choices(["allow", "deny", "ask"], [80, 15, 5])[0],
                    "rule": r.choice(["allow-demo", "no-dotenv", None])}
+            if r4.random() < 0.2:  # a write: a refusal of it is not set beside a read
+                row["tool"] = r4.choice(["put_object", "delete_file"])
             if r.random() < 0.15:
                 row["objects"] = tuple(r.sample([o for o in OBJECTS if o], r.randint(1, 3)) + ([obj] if obj else []))
             if tokens == "call" or (tokens == "mixed" and r.random() < 0.5):
@@ -220,6 +223,9 @@ def test_random_incidents_cover_every_case():
         seen.update(f"dup {h}" for h in res.duplicates["how"])
         seen["offset measured"] += int(kw["offset_s"] is None and res.offset_s != 0)
         seen["refusal named"] += int(res.unexplained["refused_session"].notna().sum())
+        named = res.unexplained[res.unexplained["refused_session"].notna()]
+        seen["refused write named"] += int(named["action"].isin(["write", "delete"]).sum())
+        seen["refusal by another principal"] += int((named["refused_agents_principal"] == False).sum())  # noqa: E712
         seen["several objects"] += int(calls["objects"].notna().sum())
         seen["other principal"] += int(res.links["other_principal"].sum())
         seen["other client"] += int(res.links["other_client"].sum())
@@ -245,7 +251,7 @@ def test_random_incidents_cover_every_case():
             "tied", "dup delivered again", "dup another log", "offset measured", "refusal named", "several objects",
             "other principal", "other client", "offset unapplied", "client not known", "principal not known",
             "renewed role session", "door offset measured", "door offset unapplied", "door offset given",
-            "star links no agent", "star refuses no agent"]:
+            "star links no agent", "star refuses no agent", "refused write named", "refusal by another principal"]:
         assert seen[case] >= 3, (case, seen)
 
 

@@ -76,7 +76,8 @@ def test_a_refused_object_storage_denied_is_tried_not_reached(tmp_path):
     assert "reached in storage anyway" not in line
 
     h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=un))
-    assert f"1 object the door refused the agent was tried in storage anyway: {ENV} ({words})" in h
+    assert (f"1 object the door refused the agent was tried in storage anyway: {ENV} (storage.objects.get by "
+            f"{GCP_SA}, 60 s after the refusal) ({words})") in h
     assert "reached in storage anyway" not in h
 
     a = S.access_section(res, inc.access)

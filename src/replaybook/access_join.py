@@ -8,6 +8,11 @@ one** call; a call may explain **many** requests (pagination, retries, a multipa
 folder listing followed by reads, a call on several objects).  Calls the door refused
 (``decision == "deny"``) never explain an access: the door did not forward them, so a storage
 request that matches only a refused call is reported as unexplained, with that call named.
+A refused call is set beside a request only when both are the same kind of operation
+(:func:`operation_kinds_agree`): a refused write (``put_object``, a tool :func:`replaybook.replay.writes`
+names a write) beside a storage write or delete, a refused read or listing beside a read,
+listing or stat.  A refused write does not make the agent's read of the same object, which the
+door may have allowed on a line now damaged, a read "the door refused".
 
 One request, one row
 --------------------
@@ -177,6 +182,7 @@ import pandas as pd
 
 from .errors import JoinError
 from .frames import ACCESS, ACCESS_DUPLICATES, ACCESS_LINKS, UTC
+from .replay import writes
 
 __all__ = [
     "AccessJoinResult",
@@ -196,6 +202,8 @@ __all__ = [
     "DEFAULT_SKEW_S",
     "DEFAULT_MAX_OFFSET_S",
     "MIN_OFFSET_REQUESTS",
+    "duration_words",
+    "operation_kinds_agree",
 ]
 
 #: How long a call may have lasted when the door logged no ``ts_end``, seconds.
@@ -252,9 +260,13 @@ class AccessJoinResult:
             mapping), ``why`` (string) and, when the door refused a call on the same object,
             that call: ``refused_session`` (string), ``refused_seq`` (Int64), ``refused_rule``
             (string) and ``since_refusal_s`` (float64, the request's time minus the call's,
-            seconds, after the clock offset: negative when the request came first) — the last
-            refused call started by the request's time, else the first after; NA when there is
-            none — rows of door principals first, then by ``ts``.  A request the logs hold twice
+            seconds, after the clock offset: negative when the request came first) and
+            ``refused_agents_principal`` (boolean: the request carries a principal the refused
+            call's agent acts as; False: another principal's — not the agent getting round the
+            door; NA where that agent's principals are not known) — the last refused call of the
+            same kind of operation (:func:`operation_kinds_agree`) started by the request's
+            time, else the first after; NA when there is none — rows of door principals first,
+            then by ``ts``.  A request the logs hold twice
             is listed once.
         per_call: one row per door call: ``door_session``, ``seq``, ``agent``, ``ts``,
             ``decision``, ``object``, ``call_uri`` (the object through ``storage_map``, NA when
@@ -330,7 +342,9 @@ class AccessJoinResult:
                         "door_session": r.refused_session,
                         "seq": None if pd.isna(r.refused_seq) else int(r.refused_seq),
                         "rule": None if pd.isna(r.refused_rule) else r.refused_rule,
-                        "since_refusal_s": float(r.since_refusal_s)}}
+                        "since_refusal_s": float(r.since_refusal_s),
+                        "agents_principal": None if pd.isna(r.refused_agents_principal)
+                        else bool(r.refused_agents_principal)}}
 
         rows = list(self.unexplained.itertuples(index=False))
         stored = [on_storage(None if pd.isna(r.resource_uri) else r.resource_uri) for r in rows]
@@ -539,6 +553,7 @@ def join_access(
                else np.zeros(0, bool))
     agent_code, agent_names = _coded(c["agent"], str)
     seqs = _by_value(c["seq"], int, 0, np.int64)
+    c_kind = _call_kinds(c)
     tok_names: list[str] = []
     c_tok = np.full(n_c, -1, np.int64)
     if "correlation" in c.columns:
@@ -560,6 +575,8 @@ def join_access(
     received = _by_value(access["time_kind"], lambda v: str(v) == "received", False, bool)
     uri_code, uri_names = _coded(access["resource_uri"], str)
     act_code, act_names = _coded(access["action"], str, na="other")
+    a_kind = np.array([_ACTION_KIND.get(a, _ANY_KIND) for a in act_names], np.int64)[act_code] \
+        if n_a else np.zeros(0, np.int64)
     who_code, who_names = _coded(access["principal"], str)
     src_code, src_names = _coded(access["source"], str, na="<NA>")
     step = np.array([int(TIME_RESOLUTION_S.get(s, 0) * 1e9) for s in src_names], np.int64)[src_code] \
@@ -736,7 +753,7 @@ def join_access(
         known = in_pats[call]  # the call's agent acts as principals the mapping names
         agrees = principal_ok(agent_code[call], known, who_code[rows[rest][rq]])
         other = ~agrees & ~refused[call]
-        hit = agrees & refused[call]
+        hit = agrees & refused[call] & _kinds_agree(c_kind[call], a_kind[rows[rest][rq]])
         usable = agrees & ~refused[call]
         tier = np.where(known, 0, 1)
         best = np.full(len(rest), 2, np.int64)
@@ -809,7 +826,16 @@ def join_access(
     t_un = a_ns[un_pos] - off
     timed = un_case != _NO_TIME
     ref = np.full(len(un_pos), -1, np.int64)
-    ref[timed] = _refusals(rel, tables.refused_only(), key[un_pos[timed]], t_un[timed], skew)
+    # the refusal a request follows: a refused call of the same kind of operation (a read beside
+    # a refused read, a write or delete beside a refused write; an operation of no known kind
+    # beside either)
+    u_kind = a_kind[un_pos]
+    for kind in (_READ, _CHANGE, _ANY_KIND):
+        sel = np.flatnonzero(timed & (u_kind == kind))
+        if len(sel):
+            ok = refused & _kinds_agree(c_kind, np.full(n_c, kind, np.int64))
+            ref[sel] = _refusals(rel, _CallTables(cu_call, cu_uri, valid, ok, start_ns, only_refused=True,
+                                                  uniq=tables.uniq), key[un_pos[sel]], t_un[sel], skew)
     rest = un_case == _REST
     rest_rows = np.flatnonzero(rest)
     nearest = np.full(len(un_pos), -1, np.int64)
@@ -838,8 +864,12 @@ def join_access(
     ref_seq = np.full(len(ref), None, dtype=object)
     ref_rule = np.full(len(ref), None, dtype=object)
     since = np.full(len(ref), np.nan)
+    own = np.full(len(ref), None, dtype=object)
     if has_ref.any():
         i = ref[has_ref]
+        # whose principal the request carries, against the refused call's agent's (None: not known)
+        agrees = principal_ok(agent_code[i], in_pats[i], who_code[un_pos[has_ref]])
+        own[has_ref] = np.where(in_pats[i], agrees, None)
         ref_session[has_ref] = c["door_session"].to_numpy(dtype=object)[i]
         ref_seq[has_ref] = c["seq"].to_numpy(dtype=object)[i]
         if "rule" in c.columns:
@@ -849,6 +879,7 @@ def join_access(
     un["refused_seq"] = pd.array(ref_seq, dtype="Int64")
     un["refused_rule"] = pd.array(ref_rule, dtype="string")
     un["since_refusal_s"] = pd.array(since, dtype="float64")
+    un["refused_agents_principal"] = pd.array(own, dtype="boolean")
     if len(un):
         un = un.assign(_k=~un["door_principal"].fillna(False).astype(bool)).sort_values(
             ["_k", "ts", "access_index"], kind="stable").drop(columns="_k").reset_index(drop=True)
@@ -893,6 +924,37 @@ _CHUNK_ROWS = 100_000
 
 # what explains an unexplained request's ``why``
 _NO_TIME, _TOKEN, _REFUSED, _PRINCIPAL, _REST = range(5)
+
+# the kind of operation of a call or a request: a read (a listing and a stat too), a change
+# (a write or delete), or not known (matches either)
+_ANY_KIND, _READ, _CHANGE = -1, 0, 1
+_ACTION_KIND = {"read": _READ, "list": _READ, "head": _READ, "write": _CHANGE, "delete": _CHANGE}
+
+
+def operation_kinds_agree(tool: Any, action: Any) -> bool:
+    """Whether a door call's ``tool`` and a storage request's ``action`` (``access.action``) are
+    the same kind of operation: both change the object (a tool :func:`replaybook.replay.writes`
+    names a write — ``put_object``, ``delete_object`` — and a ``write`` or ``delete``), or both
+    do not (any other tool, and a ``read``, ``list`` or ``head``).  A call with no tool, or a
+    request whose action is ``other`` or missing, agrees with either: what it did is not known.
+    A refused call is set beside a request only when they agree."""
+    ck = _ANY_KIND if tool is None or pd.isna(tool) else _CHANGE if writes(tool) else _READ
+    ak = _ANY_KIND if action is None or pd.isna(action) else _ACTION_KIND.get(str(action), _ANY_KIND)
+    return bool(_kinds_agree(np.array([ck]), np.array([ak]))[0])
+
+
+def _call_kinds(c: pd.DataFrame) -> np.ndarray:
+    """Each call's kind of operation (``_READ``, ``_CHANGE``, ``_ANY_KIND`` without a tool)."""
+    if "tool" not in c.columns or not len(c):
+        return np.full(len(c), _ANY_KIND, np.int64)
+    code, names = _coded(c["tool"], str)
+    kinds = np.array([_CHANGE if writes(t) else _READ for t in names] + [_ANY_KIND], np.int64)
+    return kinds[code]
+
+
+def _kinds_agree(call_kind: np.ndarray, req_kind: np.ndarray) -> np.ndarray:
+    """Elementwise: the call's and the request's kinds agree (either not known, or equal)."""
+    return (call_kind == _ANY_KIND) | (req_kind == _ANY_KIND) | (call_kind == req_kind)
 
 
 def _chunks(rows: np.ndarray):

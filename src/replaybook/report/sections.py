@@ -73,6 +73,7 @@ __all__ = [
     "packet_counts",
     "packet_words",
     "refused_then_requested",
+    "refused_then_other_principal",
 ]
 
 #: Rows shown per table before it is cut (the note under the table gives the full count).
@@ -738,10 +739,16 @@ def header(
         for hit, how in ((reached, "reached in storage anyway"), (tried, "tried in storage anyway")):
             if len(hit):
                 n_obj = hit["resource_uri"].nunique()
-                objs = ", ".join(f"<code>{esc(u)}</code>" for u in hit["resource_uri"].drop_duplicates()[:5])
                 facts.append(f'<strong><a href="#access">{_count(n_obj, "object")} the door refused the agent '
-                             f"{'was' if n_obj == 1 else 'were'} {how}</a></strong>: {objs}"
+                             f"{'was' if n_obj == 1 else 'were'} {how}</a></strong>: {_refused_objects(hit)}"
                              + ("" if hit is reached else f" ({_tried_words(hit)})"))
+        others = refused_then_other_principal(unexplained)
+        if len(others):  # a fact of its own: not the agent getting round the door
+            n_obj = others["resource_uri"].nunique()
+            facts.append(f'<a href="#access">{_count(n_obj, "object")} the door refused the agent '
+                         f"{'was' if n_obj == 1 else 'were'} requested in storage by another principal</a>: "
+                         f"{_refused_objects(others)} — not the agent's principal, so not the agent getting round "
+                         "the door")
     if unexplained is not None and unmapped_calls is not None and len(unmapped_calls) and not (
             len(unexplained) and unmapped):  # (all unmapped: the storage_map advice above says it)
         head, _, objs = _unmapped_words(unmapped_calls).partition(": ")
@@ -2798,9 +2805,47 @@ def refused_then_requested(unexplained: pd.DataFrame | None) -> tuple[pd.DataFra
     if unexplained is None or "refused_session" not in unexplained.columns or not len(unexplained):
         empty = unexplained.iloc[0:0] if unexplained is not None else pd.DataFrame()
         return empty, empty
-    hit = unexplained[unexplained["refused_session"].notna()]
+    hit = unexplained[unexplained["refused_session"].notna().to_numpy(bool) & ~_other_principal(unexplained)]
     allowed = hit["outcome"].astype("string").eq("allowed").fillna(False).to_numpy(bool)
     return hit[allowed], hit[~allowed]
+
+
+def _other_principal(unexplained: pd.DataFrame) -> np.ndarray:
+    """Per row: the request carries a principal that is not the refused call's agent's
+    (``refused_agents_principal`` False; False where that is not known)."""
+    if "refused_agents_principal" not in unexplained.columns:
+        return np.zeros(len(unexplained), bool)
+    return unexplained["refused_agents_principal"].eq(False).fillna(False).to_numpy(bool)
+
+
+def refused_then_other_principal(unexplained: pd.DataFrame | None) -> pd.DataFrame:
+    """The storage requests no door call explains on an object the door had refused the agent,
+    made by another principal than the refused call's agent acts as
+    (``AccessJoinResult.unexplained`` rows with ``refused_session`` and
+    ``refused_agents_principal`` False: the manifest's ``principals`` say whose the agent's
+    are) — a person's or another job's request, however soon after the refusal: not the agent
+    getting round the door, so not in :func:`refused_then_requested`, but a fact of its own.
+    The rows' columns and order; an empty frame when there are none."""
+    if unexplained is None or "refused_session" not in unexplained.columns or not len(unexplained):
+        return unexplained.iloc[0:0] if unexplained is not None else pd.DataFrame()
+    return unexplained[unexplained["refused_session"].notna().to_numpy(bool) & _other_principal(unexplained)]
+
+
+def _refused_objects(hit: pd.DataFrame, named: int = 5) -> str:
+    """The objects of refused-then-requested rows (HTML), each with its first request's
+    operation, principal and time from the refusal: ``<code>s3://b/k</code> (GetObject by
+    <code>arn:…</code>, 2.1 s after the refusal)``; the first ``named``."""
+    from ..access_join import _delta_words
+
+    out = []
+    first = hit.drop_duplicates("resource_uri")
+    for r in first.head(named).to_dict("records"):
+        op = r.get("action_raw") if not _isna(r.get("action_raw")) else r.get("action")
+        who = "" if _isna(r.get("principal")) else f" by <code>{esc(r['principal'])}</code>"
+        when = "" if _isna(r.get("since_refusal_s")) else f", {_delta_words(float(r['since_refusal_s']))} the refusal"
+        out.append(f"<code>{esc(r['resource_uri'])}</code> ({esc(op or 'a request')}{who}{when})")
+    more = f" and {len(first) - named:,} more" if len(first) > named else ""
+    return ", ".join(out) + more
 
 
 #: How a refused object's request that reached nothing ended, by ``outcome``.
@@ -2827,10 +2872,11 @@ def _refused_then_reached(un: pd.DataFrame) -> str:
     (``AccessJoinResult.unexplained`` rows with ``refused_session``; ``origin`` already HTML), in
     two parts (:func:`refused_then_requested`): those storage allowed — the agent was refused
     the object, and it was reached anyway — and those it denied (or that failed): tried, not
-    reached, a finding all the same."""
+    reached, a finding all the same; then, apart, those another principal than the agent's made
+    (:func:`refused_then_other_principal`)."""
     reached, tried = refused_then_requested(un)
     out = ""
-    for got, hit in ((True, reached), (False, tried)):
+    for got, hit in ((True, reached), (False, tried), (None, refused_then_other_principal(un))):
         if not len(hit):
             continue
         from ..access_join import _delta_words
@@ -2841,7 +2887,14 @@ def _refused_then_reached(un: pd.DataFrame) -> str:
             when=[_delta_words(float(d)) + " the refusal" for d in hit["since_refusal_s"]])
         objs = hit["resource_uri"].nunique()
         it, them = ("it" if objs == 1 else "them"), ("it" if len(hit) == 1 else "them")
-        if got:
+        if got is None:
+            out += ("<h3>Refused at the door, requested in storage by another principal</h3>"
+                    f"<p>The door refused the agent {_count(objs, 'object')}, and <b>{_count(len(hit), 'storage request')}"
+                    f"</b> by another principal than the agent's requested {it}, with no door call behind {them}. "
+                    "The door's refusal binds the agent, not them: this is not the agent getting round the door, "
+                    "but whoever this principal is (a person, another job) touched what the agent was refused; "
+                    "<b>when</b> says how long after the refusal.</p>")
+        elif got:
             out += ("<h3>Refused at the door, reached in storage anyway</h3>"
                     f"<p>The door refused the agent {_count(objs, 'object')}, and <b>{_count(len(hit), 'storage request')}"
                     f"</b> reached {it} anyway, with no door call behind {them}. Whoever sent each request (its "
@@ -3086,7 +3139,9 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         storage allowed reached anyway], "refused_then_tried": [resource URIs the door had refused
         that a request tried and storage denied (or failed): nothing reached],
         "refused_then_tried_words": str or None (what storage answered those and whose principal
-        they carried, :func:`refused_then_requested`),
+        they carried, :func:`refused_then_requested`), "refused_then_other_principal": [resource
+        URIs the door had refused the agent that another principal than the agent's requested,
+        :func:`refused_then_other_principal`],
         "unclaimed_calls": int, "unmatched_steps": int (door calls no step claims, door-bound tool
         calls with no door call; 0 without ``join``), "far_pairs": int (agreeing pairs more than
         :data:`FAR_PAIR_MS` off their session's offset), "far_clocks": [{door_session,
@@ -3124,6 +3179,7 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         "refused_then_reached": [],
         "refused_then_tried": [],
         "refused_then_tried_words": None,
+        "refused_then_other_principal": [],
         "unclaimed_calls": 0,
         "unmatched_steps": 0,
         "far_pairs": 0,
@@ -3172,5 +3228,7 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         out["refused_then_reached"] = sorted({str(u) for u in reached["resource_uri"].dropna()})
         out["refused_then_tried"] = sorted({str(u) for u in tried["resource_uri"].dropna()})
         out["refused_then_tried_words"] = _tried_words(tried) if len(tried) else None
+        others = refused_then_other_principal(unexplained)
+        out["refused_then_other_principal"] = sorted({str(u) for u in others["resource_uri"].dropna()})
     return out
 
