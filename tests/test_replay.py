@@ -348,7 +348,10 @@ def test_a_later_storage_write_to_what_the_agent_read_is_named_with_who_made_it(
     assert reached.storage_writes == [{"object": obj, "first": read_at, "who": f"{c['door_session']} #{c['seq']}",
                                        "ts": read_at + pd.Timedelta(minutes=20),
                                        "principal": "arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org",
-                                       "operation": "PutObject", "logged_at": "trail.json:4"}]
+                                       "operation": "PutObject", "logged_at": "trail.json:4",
+                                       "writes": [{"ts": read_at + pd.Timedelta(minutes=20),
+                                                   "principal": "arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org",
+                                                   "operation": "PutObject", "logged_at": "trail.json:4"}]}]
     first = read_at.strftime("%H:%M:%S.%f")[:-3]
     words = (f"1 object the agent read was written in storage afterwards: {obj} (PutObject by "
              f"arn:aws:sts::123456789012:assumed-role/data-platform-nightly-reload-pipeline/j.doe@hospital.example.org at {when} UTC, door clock, trail.json:4; first read by "
@@ -429,3 +432,62 @@ def test_a_later_storage_write_says_whether_a_door_call_explains_it(tmp_path):
                                     "principal": jane[1], "operation": jane[2], "logged_at": jane[3],
                                     "door_call": jane[4]}])
     assert "data_access.jsonl:4, no door call explains it; first read by door-1 #2" in words
+
+
+def test_every_later_storage_write_is_named_in_time_order_and_the_last_is_the_file_now(tmp_path):
+    """The agent read a deployment rule, wrote it through the door, and a person rolled it back
+    eight hours later: the header and the note named only the agent's own write, not the one the
+    file on disk now holds.  The agent's write, logged by CloudTrail and the server access log
+    under one request id, is one write."""
+    from replaybook.frames import CALLS
+    from replaybook.replay import StorageWrites, as_now_caveat
+    from replaybook.report import sections as S
+
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "pay.yaml").write_text("weight: 5\n")
+    t0 = pd.Timestamp("2026-11-30T23:10:12Z")
+    calls = CALLS.build([{"door_session": "d", "agent": "deployer", "seq": 2, "ts": t0, "ts_end": t0,
+                          "tool": "get_object", "object": "rules/pay.yaml", "decision": "allow", "arguments": {}}])
+    agent, alice = "arn:aws:sts::1:assumed-role/door/deployer", "arn:aws:sts::1:assumed-role/sre/alice"
+    put = {"action": "write", "resource_uri": "s3://cfg/rules/pay.yaml", "outcome": "allowed"}
+    access = ACCESS.build([
+        {**put, "ts": t0 + pd.Timedelta(seconds=29), "source": "aws.s3_access", "principal": agent,
+         "action_raw": "REST.PUT.OBJECT", "request_id": "R1", "source_file": "/x/s3log", "line_no": 4},
+        {**put, "ts": t0 + pd.Timedelta(seconds=30), "source": "aws.cloudtrail", "principal": agent,
+         "action_raw": "PutObject", "request_id": "R1", "source_file": "/x/ct.json", "line_no": 4},
+        {**put, "ts": t0 + pd.Timedelta(hours=8, minutes=33), "source": "aws.cloudtrail", "principal": alice,
+         "action_raw": "PutObject", "request_id": "R2", "source_file": "/x/ct2.json", "line_no": 2}])
+    links = pd.DataFrame({"access_index": [0], "door_session": ["d"], "call_seq": [5]})
+    w = StorageWrites(access, {"rules/": "s3://cfg/rules/"}, 0.0, links=links)
+    got = w.all_after("rules/pay.yaml", t0)
+    assert [(x[1], x[2], x[4]) for x in got] == [(agent, "REST.PUT.OBJECT", "d #5"), (alice, "PutObject", "")]
+    assert w.all_after("rules/pay.yaml", t0 + pd.Timedelta(hours=9)) == [] and w.all_after("other", t0) == []
+
+    note = as_now_caveat(tool="get_object", storage_writes=got)
+    assert ("the storage's own log holds 2 later writes of it: REST.PUT.OBJECT by " + agent
+            + " at 23:10:41.000 UTC (door clock), s3log:4, the agent's own: door call d #5 explains it; then PutObject by "
+            + alice + " at 07:43:12.000 UTC (door clock), ct2.json:2, which no door call explains — the file on disk "
+            "now is the last of these, PutObject by " + alice + " at 07:43:12.000 UTC") in note
+
+    reached = S.reached_objects(calls, tmp_path, storage_writes=w)
+    assert [x["principal"] for x in reached.storage_writes[0]["writes"]] == [agent, alice]
+    words = S.storage_write_words(reached.storage_writes)
+    assert words.startswith("1 object the agent read was written in storage afterwards: rules/pay.yaml (first read "
+                            "by d #2 at 23:10:12.000 UTC; written 2 times since: REST.PUT.OBJECT by " + agent)
+    assert ("; then PutObject by " + alice + " at 07:43:12.000 UTC, door clock, ct2.json:2, no door call explains "
+            "it — the file on disk now is the last of these, PutObject by " + alice + " at 07:43:12.000 UTC)") in words
+    found = S.findings(pd.DataFrame({"status": []}), calls, None, storage_writes=reached.storage_writes)
+    assert [x["principal"] for x in found["storage_written_after_read"][0]["writes"]] == [agent, alice]
+
+
+def test_many_later_writes_name_each_principals_last():
+    """A pipeline reloading a file hourly: beyond a few writes, each principal's last is named
+    (the last of all among them), and how many are not."""
+    from replaybook.replay import named_writes
+
+    t = pd.Timestamp("2026-01-01T00:00:00Z")
+    ws = [(t + pd.Timedelta(hours=i), "etl", "PutObject", None, "") for i in range(6)]
+    ws.insert(2, (t + pd.Timedelta(hours=1, minutes=30), "agent", "PutObject", None, "d #5"))
+    shown, more = named_writes(ws)
+    assert [(x[1], x[0].hour) for x in shown] == [("agent", 1), ("etl", 5)] and more == 5
+    assert named_writes(ws[:3]) == (ws[:3], 0)

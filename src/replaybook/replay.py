@@ -61,6 +61,7 @@ __all__ = [
     "LaterWrites",
     "StorageWrites",
     "as_now_caveat",
+    "named_writes",
     "evidence_preview",
     "kept_text",
     "kept_or_now",
@@ -145,7 +146,10 @@ class StorageWrites:
     Args:
         access: an :data:`~replaybook.frames.ACCESS` frame (``ts`` UTC, ``action``,
             ``resource_uri``, ``outcome``, ``principal``, ``principal_name``, ``action_raw``,
-            ``source_file``, ``line_no``); only ``write``/``delete`` rows storage allowed count.
+            ``source_file``, ``line_no``, ``request_id``); only ``write``/``delete`` rows storage
+            allowed count, and a request two records hold (one request id on one resource: in
+            CloudTrail and the server access log, or delivered twice) counts once — its first
+            record, and the door call that explains either copy.
         storage_map: the incident's ``storage_map`` (door object → storage URI,
             :func:`replaybook.access_join.map_object`).
         offset_s: the cloud's clock minus the door's, seconds
@@ -170,15 +174,28 @@ class StorageWrites:
                    & access["ts"].notna().to_numpy(bool) & access["resource_uri"].notna().to_numpy(bool)]
         shift = pd.Timedelta(seconds=float(offset_s or 0.0))
         name = a["principal_name"] if "principal_name" in a.columns else pd.Series([None] * len(a), index=a.index)
-        for label, ts, uri, who, nm, op, f, ln in zip(a.index, a["ts"], a["resource_uri"], a["principal"], name,
-                                                      a["action_raw"], a["source_file"], a["line_no"]):
+        rid = a["request_id"] if "request_id" in a.columns else pd.Series([None] * len(a), index=a.index)
+        # one request, one write: a bucket with CloudTrail data events and a server access log
+        # holds each request in both (and a log may deliver a record twice), under one request id
+        seen: dict[tuple, int] = {}
+        order = a.assign(_label=a.index).sort_values(["ts", "_label"], kind="stable")
+        for label, ts, uri, who, nm, op, f, ln, r in zip(order.index, order["ts"], order["resource_uri"],
+                                                         order["principal"], name.loc[order.index],
+                                                         order["action_raw"], order["source_file"], order["line_no"],
+                                                         rid.loc[order.index]):
+            door = None if by_call is None else by_call.get(int(label), "")
+            ws = self._by_uri.setdefault(str(uri), [])
+            key = None if _na(r) or str(r) in ("", "-") else (str(uri), str(r))
+            if key is not None and key in seen:
+                i = seen[key]
+                if door and not ws[i][4]:  # the copy a door call explains: the agent's own
+                    ws[i] = ws[i][:4] + (door,)
+                continue
             shown = (None if _na(who) else str(who)) if _na(nm) else (str(nm) if _na(who) else f"{who} ({nm})")
             where = None if _na(f) else f"{os.path.basename(str(f))}" + ("" if _na(ln) else f":{int(ln)}")
-            door = None if by_call is None else by_call.get(int(label), "")
-            self._by_uri.setdefault(str(uri), []).append(
-                (pd.Timestamp(ts) - shift, shown, None if _na(op) else str(op), where, door))
-        for v in self._by_uri.values():
-            v.sort(key=lambda w: w[0])
+            if key is not None:
+                seen[key] = len(ws)
+            ws.append((pd.Timestamp(ts) - shift, shown, None if _na(op) else str(op), where, door))
 
     def after(self, obj, ts) -> tuple | None:
         """The first allowed storage write or delete on ``obj``'s storage URI strictly after
@@ -196,6 +213,21 @@ class StorageWrites:
         i = bisect.bisect_right([w[0] for w in ws], pd.Timestamp(ts))
         return ws[i] if i < len(ws) else None
 
+    def all_after(self, obj, ts) -> list[tuple]:
+        """Every allowed storage write or delete on ``obj``'s storage URI strictly after ``ts``
+        (the door's clock), in time order, each as :meth:`after` gives one — the agent's own and
+        everyone else's: the last is the one the file as it is now reflects (unless a write the
+        logs do not hold came after).  ``[]`` when there is none or ``obj`` maps to no URI."""
+        if obj is None or _na(obj) or ts is None or _na(ts) or not self._by_uri:
+            return []
+        from .access_join import map_object
+
+        uri = map_object(str(obj), self._map)
+        ws = self._by_uri.get(uri) if uri else None
+        if not ws:
+            return []
+        return ws[bisect.bisect_right([w[0] for w in ws], pd.Timestamp(ts)):]
+
 
 #: suffixes of table files that are text: a tool that reads such a file whole answers its bytes
 _TEXT_TABLES = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".txt")
@@ -203,7 +235,8 @@ _TEXT_TABLES = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".txt")
 
 def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: tuple | None = None,
                   door_session: str | None = None, kind: str = "text", damaged: str | None = None,
-                  none_if_plain: bool = False, storage_write: tuple | None = None, obj=None) -> str | None:
+                  none_if_plain: bool = False, storage_write: tuple | None = None, obj=None,
+                  storage_writes: Sequence[tuple] | None = None) -> str | None:
     """What a preview of a call's object must say about when the file is from (plain text).
 
     Always: the file is shown as it is now, not as the call read it (or, for a write, as it is
@@ -212,7 +245,9 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
     14:00:40.300 UTC``, naming its session when it is not ``door_session``), and the size the
     door logged for the call (``bytes``) against ``size_now`` (bytes on disk) when they differ,
     and ``storage_write`` (from :meth:`StorageWrites.after`: the cloud's log holds a write to its
-    storage after the call, by whom and where it is logged).
+    storage after the call, by whom and where it is logged); ``storage_writes`` (from
+    :meth:`StorageWrites.all_after`, given instead): every such write in time order — the agent's
+    and a person's — each by whom, and which one the file as it is now reflects (the last).
     The door's ``bytes`` is the size of the answer, compared for a file (``kind`` ``text``,
     ``table`` or ``binary``, as :func:`preview` found it; not a folder).  For a text file (a
     table whose ``obj`` is a CSV, TSV or JSON file included) and a tool that reads its object whole (``read_…``, ``get_…``, ``cat``…), a different size says the
@@ -245,18 +280,57 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
         parts.append(f"a later call wrote to it ({wtool} #{wseq}{where} at {when} UTC)"
                      + ("" if said_changed else ", so it has changed since this call"))
         said_changed = True
-    if storage_write is not None:
-        sts, who, op, at, *rest = storage_write
-        door = rest[0] if rest else None
-        when = pd.Timestamp(sts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3]
-        by_door = ("" if door is None else f", the agent's own: door call {door} explains it" if door
-                   else ", which no door call explains")
-        parts.append(f"the storage's own log holds a later {op or 'write'} of it"
-                     f"{f' by {who}' if who else ''} at {when} UTC (door clock){f', {at}' if at else ''}{by_door}"
+    sws = list(storage_writes) if storage_writes is not None else [storage_write] if storage_write is not None else []
+    if len(sws) == 1:
+        parts.append(f"the storage's own log holds a later {_storage_write_words(sws[0])}"
                      + ("" if said_changed else ", so it has likely changed since this call"))
+    elif sws:
+        shown, n_more = named_writes(sws)
+        parts.append(f"the storage's own log holds {len(sws):,} later writes of it"
+                     + (f" ({n_more:,} not named here: each principal's last is)" if n_more else "")
+                     + ": " + "; then ".join(_storage_write_words(w, first=False) for w in shown)
+                     + f" — the file on disk now is the last of these, {sws[-1][2] or 'write'}"
+                     + (f" by {sws[-1][1]}" if sws[-1][1] else "")
+                     + f" at {pd.Timestamp(sws[-1][0]).tz_convert('UTC').strftime('%H:%M:%S.%f')[:-3]} UTC "
+                     "(unless a write the logs do not hold came after)")
     if none_if_plain and len(parts) == 1 and not damaged:
         return None
     return (f"{damaged[:1].upper()}{damaged[1:]}. " if damaged else "") + "; ".join(parts) + "."
+
+
+def _storage_write_words(w: tuple, *, first: bool = True) -> str:
+    """One :meth:`StorageWrites.after` write in words: ``PutObject of it by jane@… at
+    09:20:00.000 UTC (door clock), trail.json:4, which no door call explains`` (without ``of
+    it`` when not ``first``)."""
+    sts, who, op, at, *rest = w
+    door = rest[0] if rest else None
+    when = pd.Timestamp(sts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3]
+    by_door = ("" if door is None else f", the agent's own: door call {door} explains it" if door
+               else ", which no door call explains")
+    return (f"{op or 'write'}{' of it' if first else ''}{f' by {who}' if who else ''} at {when} UTC (door clock)"
+            f"{f', {at}' if at else ''}{by_door}")
+
+
+#: At most this many later storage writes of one object are named one by one; beyond it, the
+#: last of each principal's (:func:`named_writes`).
+NAMED_WRITES = 4
+
+
+def named_writes(writes: Sequence, key=None) -> tuple[list, int]:
+    """Which of an object's later writes (time order) to name: all of them up to
+    :data:`NAMED_WRITES`, else the last write of each principal (the agent's own through the
+    door apart from the same principal's that no door call explains), in time order — the last
+    write of all is always among them.  ``key``: a write's ``(principal, door call)``; by default
+    a :meth:`StorageWrites.after` tuple's.  Returns ``(named, how many are not)``."""
+    ws = list(writes)
+    if len(ws) <= NAMED_WRITES:
+        return ws, 0
+    key = key or (lambda w: (w[1], bool(w[4]) if len(w) > 4 and w[4] is not None else None))
+    last: dict = {}
+    for i, w in enumerate(ws):
+        last[key(w)] = i
+    keep = sorted(last.values())
+    return [ws[i] for i in keep], len(ws) - len(keep)
 
 
 #: First words of a tool whose answer is its object's content (a different size then means a

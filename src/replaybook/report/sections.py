@@ -840,19 +840,38 @@ def storage_write_words(writes: Sequence[Mapping], *, named: int = 5) -> str:
     (:attr:`ReachedObjects.storage_writes`) in one plain sentence: "1 object the agent read was
     written in storage afterwards: readmissions/q3.csv (storage.objects.create by jane.doe@… at
     09:20:11.000 UTC, door clock; first read by door-… #2 at 09:00:08.700 UTC) (see What the agent
-    reached)"; the first ``named`` named, the count of the others given.  "" when none."""
+    reached)"; an object written more than once after (``writes``) has each write, in time
+    order, with its principal — the agent's own and a person's — and says the file as it is now
+    is what the last left (:func:`replaybook.replay.named_writes`: beyond a few, each principal's
+    last); the first ``named`` objects named, the count of the others given.  "" when none."""
     if not writes:
         return ""
 
     def hm(ts: Any) -> str:
         return pd.Timestamp(ts).tz_convert("UTC").strftime("%H:%M:%S.%f")[:-3] + " UTC"
 
-    items = [f"{w['object']} ({w.get('operation') or 'write'}"
-             + (f" by {w['principal']}" if w.get("principal") else "")
-             + f" at {hm(w['ts'])}, door clock" + (f", {w['logged_at']}" if w.get("logged_at") else "")
-             + ("" if w.get("door_call") is None else f", the agent's own: door call {w['door_call']}"
-                if w["door_call"] else ", no door call explains it")
-             + f"; first read by {w['who']} at {hm(w['first'])})" for w in writes[:named]]
+    def one(w: Mapping) -> str:
+        return ((w.get("operation") or "write") + (f" by {w['principal']}" if w.get("principal") else "")
+                + f" at {hm(w['ts'])}, door clock" + (f", {w['logged_at']}" if w.get("logged_at") else "")
+                + ("" if w.get("door_call") is None else f", the agent's own: door call {w['door_call']}"
+                   if w["door_call"] else ", no door call explains it"))
+
+    def item(o: Mapping) -> str:
+        ws = list(o.get("writes") or [o])
+        if len(ws) == 1:
+            return f"{o['object']} ({one(ws[0])}; first read by {o['who']} at {hm(o['first'])})"
+        from ..replay import named_writes
+
+        shown, n_more = named_writes(ws, key=lambda w: (w.get("principal"), None if w.get("door_call") is None
+                                                        else bool(w["door_call"])))
+        last = ws[-1]
+        return (f"{o['object']} (first read by {o['who']} at {hm(o['first'])}; written {len(ws):,} times since"
+                + (", each principal's last named" if n_more else "") + ": "
+                + "; then ".join(one(w) for w in shown)
+                + f" — the file on disk now is the last of these, {last.get('operation') or 'write'}"
+                + (f" by {last['principal']}" if last.get("principal") else "") + f" at {hm(last['ts'])})")
+
+    items = [item(w) for w in writes[:named]]
     more = f" and {len(writes) - named:,} more" if len(writes) > named else ""
     n = len(writes)
     return (f"{_count(n, 'object')} the agent read {'was' if n == 1 else 'were'} written in storage afterwards"
@@ -2090,9 +2109,12 @@ class ReachedObjects:
             ``kind``, ``bytes``, ``rows``, ``columns``, ``sha256``, ``same``, ``note``,
             ``storage_write``: the first write or delete the cloud's own log holds on its storage
             after the first call reached it — ``{ts (door clock), principal, operation,
-            logged_at}`` — or None).
-        storage_writes: ``{object, first, who, ts, principal, operation, logged_at}`` per row with a
-            ``storage_write`` (first reached first): what the header and the findings name.
+            logged_at[, door_call]}`` — or None; ``storage_writes``: every such write, in time
+            order: the last is the one the file as it is now reflects).
+        storage_writes: ``{object, first, who, ts, principal, operation, logged_at, writes}`` per
+            row with a ``storage_write`` (first reached first): the first later write's fields,
+            and ``writes``, every later write in time order (the agent's own and any other
+            principal's): what the header and the findings name.
         previews: ``(object, inner HTML)`` of each object's first rows or lines.
         total: how many distinct objects the calls reached (``rows`` holds at most ``max_objects``).
         disagreements: :func:`replaybook.replay.copies_that_disagree` of ``rows``; with a data root, each group also
@@ -2104,7 +2126,8 @@ class ReachedObjects:
     def __init__(self, rows: list[dict], previews: list[tuple[str, str]], total: int,
                  column_sets: dict[str, tuple], data_root: Any = None) -> None:
         self.rows, self.previews, self.total = rows, previews, total
-        self.storage_writes = [{"object": r["object"], "first": r["first"], "who": r["who"], **r["storage_write"]}
+        self.storage_writes = [{"object": r["object"], "first": r["first"], "who": r["who"], **r["storage_write"],
+                                "writes": list(r.get("storage_writes") or [r["storage_write"]])}
                                for r in rows if r.get("storage_write")]
         from ..replay import copies_that_disagree
 
@@ -2145,11 +2168,13 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         logged = sorted({str(d) for d in g["object_digest"].dropna()}) if "object_digest" in g else []
         same = "—" if not logged or now is None else ("yes" if logged == [now] else "no: it changed")
         first = g.iloc[0]
-        sw = None if storage_writes is None else storage_writes.after(obj, first["ts"])
+        # every later write in the cloud's own log, the agent's and anyone else's: the last is the file now
+        sws = [] if storage_writes is None else storage_writes.all_after(obj, first["ts"])
+        sw = sws[0] if sws else None
         changed = None if pv.kind not in ("table", "text", "binary", "folder") else as_now_caveat(
             tool=first["tool"], logged_bytes=first.get("bytes"), size_now=pv.size, kind=pv.kind, obj=obj,
             later_write=later.after(obj, first["ts"]), door_session=first["door_session"], none_if_plain=True,
-            storage_write=sw)
+            storage_writes=sws)
         cols = None
         if pv.kind == "table" and pv.table is not None:
             column_sets[str(obj)] = tuple(map(str, pv.table.columns))
@@ -2162,9 +2187,8 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
                      "sha256": None if now is None else now.removeprefix("sha256:"), "same": same,
                      "note": " ".join(n for n in (pv.text if pv.kind not in ("table", "text", "folder") else None,
                                                   changed) if n) or None,
-                     "storage_write": None if sw is None else {
-                         "ts": sw[0], "principal": sw[1], "operation": sw[2], "logged_at": sw[3],
-                         **({"door_call": sw[4]} if len(sw) > 4 and sw[4] is not None else {})}})
+                     "storage_write": None if sw is None else _write_dict(sw),
+                     "storage_writes": [_write_dict(w) for w in sws]})
         if pv.kind in ("table", "folder") and pv.table is not None:
             kinds = {k: "num" if pd.api.types.is_numeric_dtype(pv.table[k]) and k == "bytes" else "text"
                      for k in pv.table.columns}
@@ -2177,6 +2201,13 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         if inner:
             previews.append((str(obj), inner))
     return ReachedObjects(rows, previews, grouped.ngroups, column_sets, data_root)
+
+
+def _write_dict(w: tuple) -> dict:
+    """A :meth:`replaybook.replay.StorageWrites.after` write as ``{ts, principal, operation,
+    logged_at[, door_call]}``."""
+    return {"ts": w[0], "principal": w[1], "operation": w[2], "logged_at": w[3],
+            **({"door_call": w[4]} if len(w) > 4 and w[4] is not None else {})}
 
 
 def _disagreement_sentence(d: Mapping) -> str:
@@ -3152,7 +3183,9 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         otherwise; ``sessions`` from :func:`with_offset_changes`], "disagreeing_copies": [[object, ...] per
         group of files that look like one dataset but hold different data], "storage_written_after_read":
         [{object, principal, operation, ts (door clock, ISO), first_read_by} per object the agent read that
-        the storage's own log holds a later write or delete of], "storage_written_words": str or None
+        the storage's own log holds a later write or delete of: the first such write; with ``writes``,
+        [{principal, operation, ts}] in time order, when there were several — the last is the file now],
+        "storage_written_words": str or None
         (:func:`storage_write_words`), "cloud_log_losses": [{log,
         file, set_aside, kinds, lines, unread} per cloud log file the quarantine holds lines of
         (:func:`cloud_log_losses`): the requests in them are in no count], "cloud_log_loss_words": [the
@@ -3187,7 +3220,11 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         "storage_written_after_read": [
             {"object": str(w["object"]), "principal": None if _isna(w.get("principal")) else str(w["principal"]),
              "operation": None if _isna(w.get("operation")) else str(w["operation"]),
-             "ts": pd.Timestamp(w["ts"]).tz_convert("UTC").isoformat(), "first_read_by": str(w["who"])}
+             "ts": pd.Timestamp(w["ts"]).tz_convert("UTC").isoformat(), "first_read_by": str(w["who"]),
+             **({"writes": [{"principal": None if _isna(x.get("principal")) else str(x["principal"]),
+                             "operation": None if _isna(x.get("operation")) else str(x["operation"]),
+                             "ts": pd.Timestamp(x["ts"]).tz_convert("UTC").isoformat()} for x in w["writes"]]}
+                if len(w.get("writes") or ()) > 1 else {})}
             for w in storage_writes],
         "storage_written_words": storage_write_words(storage_writes) or None,
         "cloud_log_losses": cloud_log_losses(q, inputs),
