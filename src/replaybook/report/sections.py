@@ -1889,6 +1889,8 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
             else:
                 what.append(c["text"] or ("(request to the model)" if lane == "model" else ""))
                 got.append("")
+        # a call "the door never saw" where the door's log of the session has a damaged line: say so
+        conv = conv.assign(reach=_on_damaged_door_lines(conv, calls, quarantine))
         # the door's own call number beside what it reached: the door tables and the objects
         # section name calls by it ("door-…-a1 #2"), the conversation by the transcript's step
         conv = conv.assign(who=who, what=what, got_back=got,
@@ -2208,6 +2210,58 @@ def _write_dict(w: tuple) -> dict:
     logged_at[, door_call]}``."""
     return {"ts": w[0], "principal": w[1], "operation": w[2], "logged_at": w[3],
             **({"door_call": w[4]} if len(w) > 4 and w[4] is not None else {})}
+
+
+def _on_damaged_door_lines(conv: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFrame | None) -> list:
+    """``conv["reach"]`` (:func:`replaybook.views.session.conversation`), with each door-bound
+    call no door call agrees with (``status`` "door never saw") said otherwise where the door's
+    log file of the conversation's calls holds a line ``quarantine`` set aside (``source_file``
+    as in ``calls``): between the lines of the door calls the conversation shows before and
+    after it, "the door logged a call here on a damaged line (``file:2``, set aside: see
+    Quarantine) — likely this one" (and which ``seq`` is missing, when the two calls' numbers
+    leave one out); elsewhere in the file, that the call may be on it.  The door writes every
+    call it decides, so a call on a damaged line is not one it never saw."""
+    reach = list(conv["reach"])
+    if (quarantine is None or not len(quarantine) or "status" not in conv.columns
+            or not conv["status"].eq("door never saw").any() or not {"source_file", "line_no"} <= set(calls.columns)):
+        return reach
+    q = quarantine[quarantine["loader"].astype("string").eq("door").fillna(False).to_numpy(bool)
+                   & quarantine["line_no"].notna().to_numpy(bool)] if "loader" in quarantine.columns else quarantine
+    if not len(q):
+        return reach
+    damaged: dict[str, list[int]] = {}
+    for f, ln in zip(q["source_file"], q["line_no"]):
+        damaged.setdefault(str(f), []).append(int(ln))
+    rows = conv["call_row"].tolist()
+    where = [None if _isna(r) else (str(calls["source_file"].iat[int(r)]), calls["line_no"].iat[int(r)],
+                                    calls["seq"].iat[int(r)]) for r in rows]
+    files = {w[0] for w in where if w is not None and w[0] in damaged}
+    for i, status in enumerate(conv["status"]):
+        if status != "door never saw":
+            continue
+        before = next((w for w in reversed(where[:i]) if w is not None and w[0] in files), None)
+        after = next((w for w in where[i + 1:] if w is not None and w[0] in files
+                      and (before is None or w[0] == before[0])), None)
+        f = (before or after or (None,))[0] or (sorted(files)[0] if len(files) == 1 else None)
+        if f is None:
+            continue
+        lo = -1 if before is None or _isna(before[1]) else int(before[1])
+        hi = math.inf if after is None or _isna(after[1]) else int(after[1])
+        between = [ln for ln in damaged[f] if lo < ln < hi]
+        name = PurePosixPath(f).name
+        if between:
+            gap = ""
+            if before is not None and after is not None and not _isna(before[2]) and not _isna(after[2]) \
+                    and int(after[2]) - int(before[2]) == 2:
+                gap = f"; door call #{int(before[2]) + 1} is missing from the session's calls"
+            reach[i] = (f"the door logged a call here on a damaged line ({name}:"
+                        f"{', '.join(map(str, between))}, set aside: see Quarantine) — likely this one{gap}: what "
+                        "the door decided for it cannot be read")
+        else:
+            reach[i] = (f"no door call agrees with it, but the door's log of this session has a damaged line "
+                        f"({name}:{', '.join(map(str, sorted(damaged[f])[:5]))}, set aside: see Quarantine): "
+                        "it may be on it")
+    return reach
 
 
 def _disagreement_sentence(d: Mapping) -> str:
