@@ -201,7 +201,8 @@ def test_typescript_generation():
     assert f["transcript_id"].eq("bbbbbbbb-2222-4222-8222-bbbbbbbbbbbb").all()
     call = f.iloc[2]
     assert call["args_key"] == '{"command":["ls"]}' and call["call_id"] == "call_T1"
-    assert call["result_text"].startswith('{"output":"a.txt\\n"')
+    # the TypeScript CLI's {"output", "metadata": {"exit_code": 0}} text: the output, no error
+    assert call["result_text"] == "a.txt\n" and call["is_error"] == False  # noqa: E712
     assert f["ts"].iloc[1:].isna().all()
 
 

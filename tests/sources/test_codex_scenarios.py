@@ -490,3 +490,48 @@ def test_a_reused_call_id_in_older_generations(tmp_path, generation):
     res = load_codex(p)
     assert (res.frame["kind"] == "tool_call").sum() == 1 and res.inputs[0]["duplicates"] == 1
     assert canonical_args({"path": "a"}) == res.frame.loc[res.frame["kind"] == "tool_call", "args_key"].iloc[0]
+
+
+def test_command_output_gives_its_text_and_exit_code_in_every_shape(tmp_path):
+    """A command tool's output: the ``{"output", "metadata"}`` JSON text (TypeScript CLI, codex-rs
+    until autumn 2025), the same object unencoded, the freeform ``Exit code: / Wall time: /
+    Output:`` text (codex-rs since), unified exec's ``Process exited with code`` header, and a
+    plain string (no exit code recorded).  Text is the output; a non-zero exit code is an error
+    and stays as the text's first line."""
+    structured = lambda o, code: json.dumps({"output": o, "metadata": {"exit_code": code,  # noqa: E731
+                                                                       "duration_seconds": 1.1}})
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01Z", "exec_command", '{"cmd":"kubectl get rollout"}', "e1"),
+        out("2026-03-01T10:00:02Z", "e1", structured("Status: Paused\n", 0)),
+        fc("2026-03-01T10:00:03Z", "shell", '{"command":["false"]}', "e2"),
+        out("2026-03-01T10:00:04Z", "e2", structured("boom\n", 2)),
+        fc("2026-03-01T10:00:05Z", "shell", '{"command":["ls"]}', "e3"),
+        out("2026-03-01T10:00:06Z", "e3", {"output": "a.txt\n", "metadata": {"exit_code": 0}}),
+        fc("2026-03-01T10:00:07Z", "shell", '{"command":["grep","x","f"]}', "e4"),
+        out("2026-03-01T10:00:08Z", "e4", "Exit code: 1\nWall time: 0.2 seconds\nOutput:\nno match"),
+        fc("2026-03-01T10:00:09Z", "exec_command", '{"cmd":"make"}', "e5"),
+        out("2026-03-01T10:00:10Z", "e5", "Chunk ID: 1a2b\nWall time: 3.0012 seconds\nProcess exited with "
+                                          "code 0\nOriginal token count: 2\nOutput:\nbuilt ok"),
+        fc("2026-03-01T10:00:11Z", "exec_command", '{"cmd":"find . -type f"}', "e6"),
+        out("2026-03-01T10:00:12Z", "e6", "./alpha.txt\n./beta.txt"),
+        fc("2026-03-01T10:00:13Z", "exec_command", '{"cmd":"tail -f log"}', "e7"),
+        out("2026-03-01T10:00:14Z", "e7", "Chunk ID: 9\nWall time: 1.0 seconds\nProcess running with session "
+                                          "ID 73\nOriginal token count: 1\nOutput:\nline"),
+    ]))
+    f = res.frame
+    calls = f[f["kind"] == "tool_call"]
+    assert rows(calls, ["call_id", "result_text", "is_error"]) == [
+        ["e1", "Status: Paused\n", False],
+        ["e2", "Exit code: 2\nboom\n", True],
+        ["e3", "a.txt\n", False],
+        ["e4", "Exit code: 1\nno match", True],
+        ["e5", "built ok", False],
+        ["e6", "./alpha.txt\n./beta.txt", None],     # a plain string records no exit code
+        ["e7", "line", None],                         # still running: no exit code yet
+    ]
+    results = f[f["kind"] == "tool_result"]
+    assert rows(results, ["call_id", "text", "is_error", "text_bytes"])[:2] == [
+        ["e1", "Status: Paused\n", False, 15], ["e2", "Exit code: 2\nboom\n", True, 18]]
+    assert res.quarantine.empty
+

@@ -83,8 +83,16 @@ other           everything else: ``role: user`` items of files that have ``user_
   (``is_error`` then NA unless the end event says), ``structuredContent`` as JSON (kept as that
   text: it is the result), or a list of ``input_text``/``input_image`` items when images came
   back; a failed call is ``err: "…"`` (a Rust debug string; 2025) or the bare error text (2026,
-  kept as written).  Output of any other shape, and every output of a built-in tool (a shell
-  printing JSON), stays the text it was written as.
+  kept as written).  Output of any other shape stays the text it was written as.
+* **Command results** (the built-in :data:`SHELL_TOOLS`: ``shell``, ``exec_command`` …) are
+  read by :func:`exec_output`: ``text`` / ``result_text`` the command's output, ``is_error``
+  true for a non-zero exit code (false for 0; NA when the rollout records none, as for a plain
+  string output), and a non-zero exit code kept as the text's first line ``Exit code: N``.
+  Shapes: the JSON text ``{"output", "metadata": {"exit_code", "duration_seconds"}}`` (TypeScript
+  CLI; codex-rs until autumn 2025) or that object itself, and the text Codex writes since then
+  (``Exit code: N`` / ``Wall time: …`` / unified exec's ``Process exited with code N`` header
+  lines, then ``Output:`` and the output).  Any other output of a built-in tool (a plain string,
+  a command printing JSON of another shape) stays as written.
 * **Forks and sub-agents — replayed history is counted once.**  A forked or sub-agent rollout
   starts by replaying its parent's history, re-stamped with the time of the fork.  Rule, per
   file, applied to the lines after its own ``session_meta``:
@@ -150,6 +158,8 @@ __all__ = [
     "load_codex",
     "sniff",
     "split_codex_name",
+    "exec_output",
+    "SHELL_TOOLS",
     "LOADER",
     "CLIENT",
 ]
@@ -603,6 +613,71 @@ def _output(out: Any) -> tuple[str | None, int, bool | None]:
     return text, images, None
 
 
+#: Codex's built-in tools that run a command: their output carries the command's exit code
+#: (``shell`` and ``container.exec``: codex-rs ``ShellHandler``; ``local_shell``: a
+#: ``local_shell_call``; ``exec_command`` / ``write_stdin``: unified exec; ``shell_command``)
+SHELL_TOOLS = frozenset({"shell", "container.exec", "local_shell", "exec_command", "write_stdin", "shell_command"})
+
+# the text header Codex writes before a command's output: ``Exit code: N`` / ``Wall time: S
+# seconds`` / ``Total output lines: N`` (codex-rs ``format_exec_output_for_model_freeform``,
+# 2025-09 on); unified exec's ``Chunk ID: …`` / ``Process exited with code N`` / ``Process running
+# with session ID N`` / ``Original token count: N``; then ``Output:`` and the output itself
+_EXEC_HEADER = re.compile(r"(?:Exit code: -?\d+|Wall time: [^\n]*|Total output lines: \d+|Chunk ID: [^\n]*|"
+                          r"Process exited with code -?\d+|Process running with session ID [^\n]*|"
+                          r"Original token count: \d+)")
+_EXIT_IN_HEADER = re.compile(r"(?:Exit code:|Process exited with code) (-?\d+)")
+
+
+def exec_output(out: Any) -> tuple[str, bool | None, int | None] | None:
+    """``(text, is_error, exit_code)`` of the output of a Codex command tool (:data:`SHELL_TOOLS`),
+    or None when ``out`` is in none of the shapes Codex writes for one (kept as written then).
+
+    Shapes (``function_call_output.output``):
+
+    * ``{"output": "<text>", "metadata": {"exit_code": N, "duration_seconds": S}}`` as JSON text
+      (codex-rs ``format_exec_output_for_model_structured``, and the TypeScript CLI's
+      ``handle-exec-command.ts`` before it) or as that object itself;
+    * text with a header — ``Exit code: N`` / ``Wall time: S seconds`` (codex-rs
+      ``format_exec_output_for_model_freeform``, autumn 2025) or unified exec's ``Chunk ID`` /
+      ``Wall time`` / ``Process exited with code N`` / ``Original token count`` lines — then an
+      ``Output:`` line and the output.
+
+    ``text`` is the command's output; ``is_error`` is ``exit_code != 0`` (None when no exit code
+    is recorded: a process still running, metadata without one); ``exit_code`` is the integer
+    code.  A plain string with no such header is not one of these shapes (None)."""
+    obj = out
+    if isinstance(out, str):
+        s = out.lstrip()
+        if s[:1] == "{":
+            try:
+                obj = _json.loads(s)
+            except orjson.JSONDecodeError:
+                return None
+        else:
+            head, sep, rest = out.partition("Output:\n")
+            if not sep:
+                head, sep, rest = (out[:-len("Output:")], "Output:", "") if out.endswith("Output:") else (out, "", "")
+            lines = [ln for ln in head.split("\n") if ln.strip()]
+            if not sep or not lines or not all(_EXEC_HEADER.fullmatch(ln.strip()) for ln in lines):
+                return None
+            m = _EXIT_IN_HEADER.search(head)
+            code = int(m.group(1)) if m else None
+            return rest, (code != 0) if code is not None else None, code
+    if not isinstance(obj, dict) or not isinstance(obj.get("output"), str) or \
+            not isinstance(obj.get("metadata"), dict) or not set(obj) <= {"output", "metadata", "hint"}:
+        return None
+    code = obj["metadata"].get("exit_code")
+    code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    return obj["output"], (code != 0) if code is not None else None, code
+
+
+def _exec_text(text: str, code: int | None) -> str:
+    """A command's output as the ``text`` / ``result_text`` of its rows: a non-zero exit code is
+    kept as a first line ``Exit code: N`` (Codex's own wording); exit code 0 leaves the output as
+    it is (``is_error`` false says so)."""
+    return f"Exit code: {code}\n{text}" if code not in (None, 0) else text
+
+
 _MCP_BLOCKS = frozenset({"text", "image", "audio", "resource", "resource_link"})
 
 
@@ -710,7 +785,7 @@ class _Load:
         self.result_ts: list[str | None] = []
         self.calls: dict[str, int] = {}          # call_id → row index of its tool_call
         self.results: list[int] = []             # tool_result row indexes
-        self.outputs: dict[int, str] = {}        # tool_result row → function_call_output text
+        self.outputs: dict[int, Any] = {}        # tool_result row → function_call_output text (or object)
         self.mcp_info: dict[str, list[int]] = {}  # call_id → indexes of MCP event rows
         self.seq: dict[str, int] = {}
         self.lines_seen: set[bytes] = set()       # (timestamp, type, payload) of envelope lines with a row
@@ -921,8 +996,8 @@ def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, mo
         text, nb = truncate(text)
         i = st.add({**base, "kind": "tool_result", "line_type": lt, "call_id": str_or_none(it.get("call_id")),
                     "is_error": is_err, "text": text, "text_bytes": nb, "images": images}, r.ts)
-        if t == "function_call_output" and isinstance(raw_out, str):
-            st.outputs[i] = raw_out   # read as an MCP result once its call is known (_pair)
+        if t == "function_call_output" and isinstance(raw_out, (str, dict)):
+            st.outputs[i] = raw_out   # read as its tool's result once its call is known (_pair)
         st.results.append(i)
         return pending_request
     if t == "reasoning":
@@ -1031,6 +1106,11 @@ def _pair(st: _Load) -> None:
             if got is not None:
                 text, r["images"], r["is_error"] = got
                 r["text"], r["text_bytes"] = truncate(text)
+        elif i in st.outputs and call.get("tool") in SHELL_TOOLS:
+            ex = exec_output(st.outputs[i])    # a command's output: its text and exit code
+            if ex is not None:
+                text, r["is_error"], code = ex
+                r["text"], r["text_bytes"] = truncate(_exec_text(text, code))
         if r.get("tool") is None:
             r["tool_raw"], r["server"], r["tool"] = call.get("tool_raw"), call.get("server"), call.get("tool")
         if cid in done:
