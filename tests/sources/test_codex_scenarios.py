@@ -535,3 +535,32 @@ def test_command_output_gives_its_text_and_exit_code_in_every_shape(tmp_path):
         ["e1", "Status: Paused\n", False, 15], ["e2", "Exit code: 2\nboom\n", True, 18]]
     assert res.quarantine.empty
 
+
+def test_a_result_whose_call_line_is_damaged_is_read_by_its_shape(tmp_path):
+    """The function_call line cut in half (set aside with its line number); its result keeps its
+    call_id and no tool, and its MCP ``CallToolResult`` JSON gives the text the agent was shown
+    and ``isError``; a command payload gives its output and exit code; other text stays as it is."""
+    refusal = {"content": [{"type": "text", "text": "refused by the door: rule 'deny-secrets' denies this "
+                                                    "get_object call"}], "isError": True}
+    p = rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01Z", "mcp__door__list_objects", '{"prefix":"a/"}', "c0"),
+        out("2026-03-01T10:00:02Z", "c0", json.dumps({"content": [{"type": "text", "text": "a/x"}],
+                                                      "isError": False})),
+        '{"timestamp":"2026-03-01T10:00:03Z","type":"response_item","payload":{"type":"function_call","name":"',
+        out("2026-03-01T10:00:04Z", "c1", json.dumps(refusal)),
+        '{"timestamp":"2026-03-01T10:00:05Z","type":"response_item","payload":{"type":"function_call","na',
+        out("2026-03-01T10:00:06Z", "c2", json.dumps({"output": "oops\n", "metadata": {"exit_code": 3}})),
+        out("2026-03-01T10:00:07Z", "c3", '[{"type": "text", "text": "x"}]'),
+    ])
+    res = load_codex(p)
+    q = res.quarantine
+    assert q["line_no"].tolist() == [4, 6] and (q["kind"] == "invalid").all()
+    f = res.frame
+    results = f[f["kind"] == "tool_result"]
+    assert rows(results, ["line_no", "call_id", "tool", "text", "is_error", "text_bytes"]) == [
+        [3, "c0", "list_objects", "a/x", False, 3],
+        [5, "c1", None, "refused by the door: rule 'deny-secrets' denies this get_object call", True, 68],
+        [7, "c2", None, "Exit code: 3\noops\n", True, 18],
+        [8, "c3", None, '[{"type": "text", "text": "x"}]', None, 31],
+    ]

@@ -93,6 +93,13 @@ other           everything else: ``role: user`` items of files that have ``user_
   (``Exit code: N`` / ``Wall time: …`` / unified exec's ``Process exited with code N`` header
   lines, then ``Output:`` and the output).  Any other output of a built-in tool (a plain string,
   a command printing JSON of another shape) stays as written.
+* **A result whose call's line is missing** (damaged and set aside, a file cut before it) keeps
+  its ``call_id`` and no tool name (NA: the name was on the lost line); its output is read by
+  its shape alone: a whole MCP ``CallToolResult`` object (``{"content": […], "isError": …}``)
+  gives its text and ``isError``, a command payload ``{"output", "metadata"}`` its output and
+  exit code; anything else stays as written.  The join can still pair it with the door call it
+  answers (:mod:`replaybook.join`: by the door's error text, or its tool or response size, and
+  time — Codex sends the door no tool-use id).
 * **Forks and sub-agents — replayed history is counted once.**  A forked or sub-agent rollout
   starts by replaying its parent's history, re-stamped with the time of the fork.  Rule, per
   file, applied to the lines after its own ``session_meta``:
@@ -1099,6 +1106,8 @@ def _pair(st: _Load) -> None:
         cid = r.get("call_id")
         ci = st.calls.get(cid) if cid is not None else None
         if ci is None:
+            if i in st.outputs:  # its call's line is missing: read by its shape alone
+                _orphan_output(r, st.outputs[i])
             continue
         call = rows[ci]
         if i in st.outputs and (call.get("server") is not None or cid in st.mcp_info):
@@ -1146,6 +1155,33 @@ def _pair(st: _Load) -> None:
         ci = st.calls.get(r.get("call_id")) if r.get("call_id") else None
         if ci is not None:
             r["tool_raw"], r["server"], r["tool"] = rows[ci]["tool_raw"], rows[ci]["server"], rows[ci]["tool"]
+
+
+def _orphan_output(r: dict, out: Any) -> None:
+    """Read the output of a result whose call's line is missing (damaged and set aside, a file cut
+    before it) by its shape, since its tool is unknown: a whole MCP ``CallToolResult`` object
+    (``{"content": [blocks], "isError"?, "structuredContent"?}``, as JSON text) gives its text
+    blocks and ``isError`` (:func:`_call_tool_result`); a command's ``{"output", "metadata"}``
+    payload its output and exit code (:func:`exec_output`).  Any other output stays as written
+    (a bare content list or plain text could be any tool's)."""
+    obj = out
+    if isinstance(out, str) and out.lstrip()[:1] == "{":
+        try:
+            obj = _json.loads(out)
+        except orjson.JSONDecodeError:
+            return
+    if not isinstance(obj, dict):
+        return
+    if isinstance(obj.get("content"), list) and set(obj) <= {"content", "isError", "structuredContent", "_meta"}:
+        got = _call_tool_result(obj)
+        if got is not None:
+            text, r["images"], r["is_error"] = got
+            r["text"], r["text_bytes"] = truncate(text)
+        return
+    ex = exec_output(obj)
+    if ex is not None:
+        text, r["is_error"], code = ex
+        r["text"], r["text_bytes"] = truncate(_exec_text(text, code))
 
 
 def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
