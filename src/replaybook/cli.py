@@ -622,7 +622,9 @@ _ID_NOTES = (
     ("id_mismatches", "warning", "paired by the client's tool-use id named another tool or other arguments than the "
      "transcript step with that id (counted: the id decides): an edited transcript or door log would look like this"),
     ("by_result_id", "note", "claimed by the tool-use id of a tool result whose tool call's own line is missing from "
-     "the transcript (damaged, cut or dropped; counted: the id decides, and the door's record says what was called)"),
+     "the transcript, or (a client that sends the door no tool-use id) by the error text, tool or answer size the "
+     "door logged at the result's time (damaged, cut or dropped; counted, and the door's record says what was "
+     "called)"),
 )
 
 

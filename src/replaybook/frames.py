@@ -325,11 +325,18 @@ PAIRS = FrameSpec(
         ("call_ts", UTC, "when the door received the call, UTC"),
         ("delta_ms", "float64", "call_ts − step_ts in milliseconds (positive: door clock later)"),
         ("how", "string", "`meta_id` (the door logged the client's tool-use id), `content` (tool + args + "
-                          "window) or `tool_time` (tool + window: the gateway logged no arguments)"),
+                          "window) or `tool_time` (tool + window: the gateway logged no arguments); for a "
+                          "`step_kind` `tool_result` whose tool-use id no door call logged (a client that sends "
+                          "the door none: Codex), `result_text` (the door's `error` is the result's text), "
+                          "`result_tool` (the result names the call's tool) or `result_size` (the door's "
+                          "`bytes` equal the result's `text_bytes`), each with the door handling the call within "
+                          "the window of the result's time (join._result_pairs)"),
         ("step_kind", "string", "`tool_call`, or `tool_result`: the tool call's own line is missing from the "
                                 "transcript (damaged and set aside, a file cut before it, a resumed copy that "
-                                "dropped it), and its result's tool-use id, logged by the door, claims the call "
-                                "(`how` `meta_id`; `tool` and `args_key` NA: the result names neither)"),
+                                "dropped it), and the result claims the call: by its tool-use id, logged by the door "
+                                "(`how` `meta_id`), or else by what the door logged of the answer (`how` "
+                                "`result_text`, `result_tool`, `result_size`); `tool` and `args_key` NA unless "
+                                "the result names them"),
     ),
     "One row per agreeing (transcript tool call, door call) pair within an assigned session.",
 )
@@ -370,9 +377,11 @@ SESSIONS = FrameSpec(
         ("unknown_ids", "Int64", "door calls that logged a client tool-use id (``meta_call_id``) that no step of "
                                  "any loaded transcript has: that conversation's transcript is not among the "
                                  "inputs (or another client made the call)"),
-        ("by_result_id", "Int64", "of `agreed`, door calls claimed by a tool result's tool-use id alone: the "
-                                  "tool call's own line is missing from the transcript (pairs.step_kind "
-                                  "`tool_result`); not counted in `transcript_tool_steps` or `unmatched_steps`"),
+        ("by_result_id", "Int64", "of `agreed`, door calls claimed by a tool result standing in for its call, "
+                                  "by its tool-use id or (a client that sends the door none) by the door's error "
+                                  "text, tool or answer size at its time (pairs.how): the tool call's own line is "
+                                  "missing from the transcript (pairs.step_kind `tool_result`); not counted in "
+                                  "`transcript_tool_steps` or `unmatched_steps`"),
         ("continues", "string", "the door session this one continues: its transcript is that session's "
                                 "(assigned one-to-one), and the two ran one after the other — a door that "
                                 "restarted mid-conversation, or a resumed conversation whose earlier file is "

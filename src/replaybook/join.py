@@ -21,7 +21,13 @@ still proves by its tool-use id which door call it answers: it stands in for its
 first tier only (``how = "meta_id"``, ``pairs.step_kind = "tool_result"``), counts in the
 agreement like any id pair (``sessions.by_result_id`` says how many), never as an id mismatch
 (it names no tool or arguments to contradict), and never among the transcript's tool steps or
-their residuals; its time, written when the call ended, reads no clock offset.
+their residuals; its time, written when the call ended, reads no clock offset.  A client that
+sends the door no tool-use id (Codex) leaves only what the door logged of the answer: such a
+result claims the door call it answers by the door's ``error`` text (``how = "result_text"``:
+the door's refusal, which is what the agent was shown), by its tool where the result names one
+(``result_tool``), or by the size of the answer (``calls.bytes`` equal to the result's
+``text_bytes``, ``result_size``), the door handling the call within ``window_s`` of the result's
+time (:func:`_result_pairs`) — weaker than an id, and counted the same way.
 
 Within one (transcript, session) pair, steps and calls with the same tool and arguments are
 paired in time order, one call per step, so a step repeated twice needs two calls to agree
@@ -69,6 +75,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -322,7 +329,11 @@ class _Residuals:
 
 #: How an agreeing pair was found (index = code in the arrays below).
 HOW_META, HOW_CONTENT, HOW_TOOL_TIME = 0, 1, 2
-_HOW_NAMES = ("meta_id", "content", "tool_time")
+#: a tool result standing in for its missing call whose tool-use id no door call logged, paired
+#: by the door's error text, by its tool, or by the response size the door logged, each at a
+#: time within the window (:func:`_result_pairs`)
+HOW_RESULT_TEXT, HOW_RESULT_TOOL, HOW_RESULT_SIZE = 3, 4, 5
+_HOW_NAMES = ("meta_id", "content", "tool_time", "result_text", "result_tool", "result_size")
 #: A session's ``method`` for each set of ``how`` bits: the names joined by "+", None for none.
 _METHODS = np.array([("+".join(n for b, n in enumerate(_HOW_NAMES) if bits & (1 << b)) or None)
                      for bits in range(1 << len(_HOW_NAMES))], dtype=object)
@@ -1241,6 +1252,120 @@ def orphan_results(steps: pd.DataFrame, *, kinds: np.ndarray | None = None,
 _NEAR_CALL = 8
 
 
+def _door_times(rows: np.ndarray, off: int, t_own: np.ndarray | None, t_codes: np.ndarray, s_ms: np.ndarray,
+              declared: np.ndarray | None, declared_ms: np.ndarray | None) -> np.ndarray:
+    """Step times (ms) of ``rows`` on the door's clock: the common offset ``off``, a transcript's
+    own (``t_own``), or the one the investigator declared."""
+    out = s_ms[rows] + (off if t_own is None else t_own[t_codes[rows]])
+    if declared is not None:
+        out = np.where(declared[rows], s_ms[rows] + declared_ms[rows], out)
+    return out
+
+
+#: the prefix the door puts before the text of a tool result that says it failed (its ``error``)
+DOOR_TOOL_ERROR = "tool error: "
+_TRUNCATED = re.compile(r" …\[\+[0-9,]+ chars\]$")
+
+
+def _texts_agree(result_text, error) -> bool:
+    """Whether a transcript's result text is the text the door logged as the call's ``error``
+    (``"tool error: "`` + the result's first text block, cut at 500 characters with ``…``; or the
+    error itself): equal, or one the start of the other where either was cut (the transcript's
+    text past ``TEXT_LIMIT``: `` …[+N chars]``)."""
+    if not isinstance(result_text, str) or not isinstance(error, str) or not result_text.strip():
+        return False
+    t = result_text
+    cut_t = _TRUNCATED.search(t)
+    if cut_t:
+        t = t[:cut_t.start()]
+    for e in (error[len(DOOR_TOOL_ERROR):] if error.startswith(DOOR_TOOL_ERROR) else None, error):
+        if e is None or not e:
+            continue
+        cut_e = e.endswith("…")
+        if cut_e:
+            e = e[:-1]
+        if t == e or (cut_e and t.startswith(e)) or (cut_t and e.startswith(t)) or \
+                (cut_e and cut_t and (t.startswith(e) or e.startswith(t))):
+            return True
+    return False
+
+
+def _result_pairs(r_idx: np.ndarray, r_door: np.ndarray, r_text: np.ndarray, r_bytes: np.ndarray, r_tool: np.ndarray,
+                  c_idx: np.ndarray, c_ms: np.ndarray, c_end_ns: np.ndarray, c_error: np.ndarray, c_bytes: np.ndarray,
+                  c_tool: np.ndarray, c_session: np.ndarray, window_ms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Door calls claimed by tool results whose call's own line is missing and whose tool-use id
+    no door call logged (a client that sends the door none, as Codex; or a door that logs no
+    ``_meta``).  ``r_idx``: those results (step positions), ``r_door`` their times on the door's
+    clock (ms: the result was written when its call ended), ``r_text`` / ``r_bytes`` / ``r_tool``
+    their text, its full UTF-8 size and tool code (-1: unknown, the name was on the lost line);
+    ``c_idx``: the calls still free.
+
+    A result and a call are candidates when the door was handling the call within ``window_ms``
+    of the result (``ts − window ≤ result ≤ end + window``, ``end`` its ``ts_end`` or ``ts``) and
+
+    * ``result_text``: the call's ``error`` is the result's text (the door's refusal, or a failed
+      call's text: :func:`_texts_agree`) — the call's tool, when the result names one, the same;
+    * ``result_tool``: the result names the call's tool, and the call logged no error;
+    * ``result_size``: the result names no tool, the call logged no error, and the bytes the door
+      sent back (``calls.bytes``, the text blocks' size) equal the result's text size (> 0).
+
+    A call that logged an error is claimed only by a result with its text.  Per result and door
+    session the strongest candidate is kept (``result_text`` first), then the nearest in time;
+    each call goes to one result (the strongest, nearest claim).  Returns ``(step positions, call
+    rows, how codes)``."""
+    if not len(r_idx) or not len(c_idx):
+        return _EMPTY, _EMPTY, _EMPTY
+    cs = c_ms[c_idx]
+    ce = np.where(c_end_ns[c_idx] != _NAT, c_end_ns[c_idx] // 1_000_000, cs)
+    ce = np.maximum(ce, cs)
+    order = np.argsort(cs, kind="stable")
+    c_sorted, cs_sorted = c_idx[order], cs[order]
+    longest = int((ce - cs).max())
+    lo = np.searchsorted(cs_sorted, r_door - window_ms - longest, "left")
+    hi = np.searchsorted(cs_sorted, r_door + window_ms, "right")
+    ri, cj = _expand(lo, hi)
+    if not len(ri):
+        return _EMPTY, _EMPTY, _EMPTY
+    ci = c_sorted[cj]
+    end = np.maximum(np.where(c_end_ns[ci] != _NAT, c_end_ns[ci] // 1_000_000, c_ms[ci]), c_ms[ci])
+    near = end >= r_door[ri] - window_ms
+    ri, ci, end = ri[near], ci[near], end[near]
+    out_r, out_c, out_h, out_rank = [], [], [], []
+    for a, c, e in zip(ri.tolist(), ci.tolist(), end.tolist()):
+        tool_r, tool_k = int(r_tool[a]), int(c_tool[c])
+        if tool_r >= 0 and tool_r != tool_k:
+            continue
+        err = c_error[c]
+        if isinstance(err, str):
+            if not _texts_agree(r_text[a], err):
+                continue
+            how, tier = HOW_RESULT_TEXT, 0
+        elif tool_r >= 0:
+            how, tier = HOW_RESULT_TOOL, 1
+        elif r_bytes[a] > 0 and r_bytes[a] == c_bytes[c]:
+            how, tier = HOW_RESULT_SIZE, 2
+        else:
+            continue
+        dist = min(abs(int(r_door[a]) - int(c_ms[c])), abs(int(r_door[a]) - e))
+        out_r.append(a)
+        out_c.append(c)
+        out_h.append(how)
+        out_rank.append((tier, dist))
+    if not out_r:
+        return _EMPTY, _EMPTY, _EMPTY
+    best: dict[tuple[int, int], int] = {}  # (result, session) → its strongest, nearest candidate
+    for k, (a, c) in enumerate(zip(out_r, out_c)):
+        key = (a, int(c_session[c]))
+        if key not in best or out_rank[k] < out_rank[best[key]]:
+            best[key] = k
+    owner: dict[int, int] = {}  # call → the strongest, nearest result claiming it
+    for k in sorted(best.values(), key=lambda k: (out_rank[k], out_r[k])):
+        owner.setdefault(out_c[k], k)
+    keep = sorted(owner.values())
+    return (np.asarray([r_idx[out_r[k]] for k in keep], np.int64), np.asarray([out_c[k] for k in keep], np.int64),
+            np.asarray([out_h[k] for k in keep], np.int8))
+
+
 def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
     """``{sub-agent transcript id: parent transcript id}`` for the transcripts of ``steps`` that
     a sub-agent wrote: every row carries an ``agent_id`` and names one ``client_session_id``,
@@ -1392,10 +1517,11 @@ def join_sessions(
 
     Args:
         steps: a :data:`~replaybook.frames.STEPS` frame (``kind == "tool_call"`` rows are
-            used, and, by their tool-use id alone, ``tool_result`` rows whose call's own line is
-            missing (:func:`orphan_results`; looked for only when some call logged an id);
-            columns used: ``transcript_id``, ``seq``, ``ts``, ``server``, ``tool``, ``args_key``,
-            ``call_id``).
+            used, and ``tool_result`` rows whose call's own line is missing
+            (:func:`orphan_results`): by their tool-use id, else by the door's error text, their
+            tool or the answer's size and time (:func:`_result_pairs`); columns used:
+            ``transcript_id``, ``seq``, ``ts``, ``server``, ``tool``, ``args_key``, ``call_id``,
+            and for those results ``text`` and ``text_bytes``).
         calls: a :data:`~replaybook.frames.CALLS` frame.
         window_s: agreement window in seconds (> 0), applied after the clock offset.
         min_agreed: a transcript is never assigned with fewer agreeing steps than this (≥ 1).
@@ -1476,8 +1602,7 @@ def join_sessions(
     is_call = _equals(kinds, "tool_call")
     # a tool result whose tool call's own line is missing takes part by its tool-use id alone (so
     # only where some door call logged one)
-    orphan_rows = (orphan_results(steps, kinds=kinds, is_call=is_call) if not _isna_str(meta_col).all()
-                   else np.zeros(len(steps), bool))
+    orphan_rows = orphan_results(steps, kinds=kinds, is_call=is_call)
     sel_mask = is_call & (tool_all[:len(steps)] >= 0)
     if orphan_rows.any():
         sel_mask |= orphan_rows
@@ -1761,6 +1886,25 @@ def join_sessions(
             m2s, m2c = m2s[keep], m2c[keep]
             parts.append((m2s, m2c, HOW_TOOL_TIME, off if t_own is None and declared is None
                           else s_door[m2s] - s_ms[m2s]))
+    if orphan is not None:
+        # a tool result whose call's own line is missing, and whose tool-use id no door call logged
+        # (a client that sends the door none: Codex), by what the door logged of the answer
+        r_idx = np.flatnonzero(orphan & ~ex_step & (s_ns != _NAT) & (t_codes >= 0))
+        if len(r_idx):
+            taken_c = ex_call.copy()
+            for p in parts:
+                taken_c[p[1]] = True
+            r_door = _door_times(r_idx, off, t_own, t_codes, s_ms, declared, declared_ms)
+            rows_r = r_idx if whole else sel[r_idx]
+            rsi, rci, rhow = _result_pairs(
+                r_idx, r_door, _objects(steps["text"])[rows_r], steps["text_bytes"].to_numpy("float64", na_value=np.nan)[rows_r],
+                tool_s[r_idx], np.flatnonzero(c_ok & ~taken_c), c_ms, _ns(ts_end_col), _objects(calls["error"]),
+                calls["bytes"].to_numpy("float64", na_value=np.nan), tool_c, s_codes, window_ms)
+            for h in (HOW_RESULT_TEXT, HOW_RESULT_TOOL, HOW_RESULT_SIZE):
+                k = rhow == h
+                if k.any():
+                    parts.append((rsi[k], rci[k], h, off if t_own is None and declared is None
+                                  else _door_times(rsi[k], off, t_own, t_codes, s_ms, declared, declared_ms) - s_ms[rsi[k]]))
     if len(ex_si):
         parts.append((ex_si, ex_ci, HOW_META, off))
     m_si = np.concatenate([p[0] for p in parts]).astype(np.int64)
@@ -1831,7 +1975,7 @@ def join_sessions(
         a_s, a_t = cs_key[p_ci[fo]], cts_key[p_ci[fo]]
         if np.any((a_s[1:] == a_s[:-1]) & (a_t[1:] == a_t[:-1])):
             pos = np.arange(len(p_ci))
-            tier = np.choose(p_how, [2, 0, 1])  # HOW_META, HOW_CONTENT, HOW_TOOL_TIME
+            tier = np.array([5, 0, 1, 2, 3, 4])[p_how]  # content, tool_time, result_*, meta_id
             k_first = np.where(p_how == HOW_CONTENT, keys_in_order_of_appearance()[p_si], 0)
             discovered = np.lexsort((pos, k_first, p_s, p_t, tier))
             m_rank = np.empty(len(pos), np.int64)
