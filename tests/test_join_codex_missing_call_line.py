@@ -83,6 +83,21 @@ def test_a_refusal_whose_call_line_is_damaged_claims_its_door_call_by_the_refusa
     assert (p.step_kind, p.how, p.call_id, p.step_seq) == ("tool_result", "result_text", "c2", 5)
     assert pd.isna(p.tool) and pd.isna(p.args_key)
     assert res.n_unclaimed_calls == 0
+    # the conversation and the report: the door's record, and what tied the result to it
+    conv = conversation(steps, calls, res, "door-d1")
+    row = conv[conv.call_missing].iloc[0]
+    assert (row.status, row.tool, row.call_seq, row.tied_by, row.result) == (
+        "refused", "get_object", 3, "result_text", REFUSAL)
+    t = text_of(S.conversations(steps, calls, res, quarantine=quarantine))
+    assert ('get_object {"key":"secrets/prod.env"} — as the door logged it: the tool call\'s line is damaged: '
+            f"rollout-2026-11-30T23-10-00-{SID}.jsonl:6 (set aside: see Quarantine); its result's text is the error "
+            "the door logged for this call, at that time") in t
+    # the refused-calls table shows what the agent was shown
+    d = text_of(S.session_calls(calls, res.pairs, "door-d1", steps=steps))
+    assert re.search(r"secrets/prod\.env deny deny-secrets .*? 5 error: " + re.escape(REFUSAL), d), d
+    sentence = S.confidence_sentence(res.sessions.iloc[0].to_dict())
+    assert ("1 of them is claimed by a tool result (by the error text the door logged, at that time: its client "
+            "sends the door no tool-use id) whose tool call's own line is missing") in sentence
 
 
 def test_an_allowed_call_is_claimed_by_the_size_of_its_answer(tmp_path):
@@ -103,6 +118,11 @@ def test_a_result_whose_text_is_not_the_refusal_claims_nothing(tmp_path):
     s = res.sessions.iloc[0]
     assert (s.agreed, s.by_result_id, s.unclaimed_calls) == (3, 0, 1)
     assert list(res.unclaimed_calls.seq) == [3]
+    conv = conversation(steps, calls, res, "door-d1")
+    row = conv[conv.call_missing].iloc[0]
+    assert row.status == "call line missing" and row.tied_by is None
+    assert row.reach == ("no door call of this session answers it by error text, tool or size at that time "
+                         "(codex sends the door no tool-use id)")
 
 
 def test_a_result_that_names_its_tool_claims_the_call_of_that_tool_nearest_in_time(tmp_path):

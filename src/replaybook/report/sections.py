@@ -1042,7 +1042,12 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     br = row.get("by_result_id")
     n_br = 0 if _isna(br) else int(br)
     if n_br:
-        s += (f"; {n_br:,} of them {'is' if n_br == 1 else 'are'} claimed by the tool-use id of a tool result "
+        # (by its tool-use id; or, from a client that sends the door none, by what the door logged)
+        by_what = [w for k, w in (("result_text", "the error text the door logged"), ("result_tool", "tool"),
+                                  ("result_size", "the size of the door's answer")) if k in method]
+        by = ("the tool-use id of a tool result" if not by_what else
+              f"a tool result (by {' or '.join(by_what)}, at that time: its client sends the door no tool-use id)")
+        s += (f"; {n_br:,} of them {'is' if n_br == 1 else 'are'} claimed by {by} "
               "whose tool call's own line is missing from the transcript (damaged, cut or dropped: the "
               "conversation shows where), so the door's record is all that says what was called")
     if margin_f > 0:
@@ -1997,8 +2002,9 @@ def _missing_call_text(c: Mapping, steps: pd.DataFrame, quarantine: pd.DataFrame
         where = ("the tool call's line is missing from the transcript (no line before its result was set aside: the "
                  "file was cut before it, or a resumed copy dropped it)")
     if not _isna(c.get("call_row")):
+        from ..views.session import tie_text
         return (f"{c['tool'] or ''} {c['text'] or ''}".strip()
-                + f" — as the door logged it: {where}; its result's tool-use id names this door call")
+                + f" — as the door logged it: {where}; {tie_text(c.get('tied_by') or 'meta_id')}")
     tool = "" if _isna(c.get("tool")) else f"{c['tool']} "
     return f"{tool}(a tool call only its result shows) — {where}"
 

@@ -338,7 +338,11 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     of a tool result whose tool call's own line is missing from the transcript — damaged and set
     aside, a file cut before it, a resumed copy that dropped it —
     :func:`replaybook.join.orphan_results`: ``kind`` ``tool_result``, ``step_seq`` the result's;
-    where the join paired its tool-use id with a door call, ``tool`` and ``text`` are the door's).
+    where the join paired it with a door call, ``tool`` and ``text`` are the door's), ``tied_by``
+    (on such a row the join paired: what paired it, ``join.pairs.how`` — ``meta_id`` its tool-use
+    id, ``result_text`` / ``result_tool`` / ``result_size`` the door's error text, the tool or the
+    response size at that time, for clients that send the door no tool-use id; :func:`tie_text`
+    words it; ``None`` otherwise).
 
     Returns ``None`` when the session has no matched transcript.
     """
@@ -363,6 +367,7 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     pairs = pairs[pairs["transcript_id"].astype("string").isin(members)]
     # a step names its call by the call's row, not its seq: a damaged or merged log can repeat a seq
     call_of_step = {(str(r.transcript_id), int(r.step_seq)): int(r.call_row) for r in pairs.itertuples(index=False)}
+    how_of_step = {(str(r.transcript_id), int(r.step_seq)): str(r.how) for r in pairs.itertuples(index=False)}
     um = join.unmatched_steps
     never_saw = set()
     if len(um):
@@ -378,9 +383,9 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                "call_seq": None, "call_row": None, "call_session": None, "object": None, "decision": None, "rule": None, "rows": None,
                "bytes": None, "status": None, "reach": None, "transcript_id": str(r.transcript_id),
                "agent_id": None if _na(r.agent_id) else str(r.agent_id), "result": None, "call_missing": False,
-               "_m": r.member}
+               "tied_by": None, "_m": r.member}
         if str(r.kind) == "tool_result":
-            _result_only_row(row, r, call_of_step.get(key), by_row, door_session, calls)
+            _result_only_row(row, r, call_of_step.get(key), by_row, door_session, calls, how_of_step.get(key))
         elif lane == "user":
             row.update(status="prompt", text=_short(r.text, 400))
             row["label"] = "user: " + _short(r.text)
@@ -434,10 +439,11 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
                          "label": (f"door #{_int(c.seq)}" if str(c.door_session) == str(door_session)
                                    else f"door session {c.door_session} #{_int(c.seq)}")
                          + f" {c.tool}: {reach}  (no transcript step claims it)",
-                         "transcript_id": None, "agent_id": None, "result": None, "call_missing": False, "_m": None})
+                         "transcript_id": None, "agent_id": None, "result": None, "call_missing": False,
+                         "tied_by": None, "_m": None})
     cols = ["ts", "lane", "kind", "step_seq", "tool", "text", "call_seq", "call_row", "call_session", "object",
             "decision", "rule", "rows", "bytes", "status", "reach", "label", "transcript_id", "agent_id", "result",
-            "call_missing", "_m"]
+            "call_missing", "tied_by", "_m"]
     out = pd.DataFrame(rows, columns=cols)
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
     # time order, then transcript order (the parent's, then each sub-agent's); an unclaimed door
@@ -451,31 +457,56 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     return out.reset_index(drop=True)
 
 
+#: what paired a tool result standing in for its missing call with a door call, in words, by
+#: ``join.pairs.how``
+_TIES = {
+    "meta_id": "its result's tool-use id names this door call",
+    "result_text": "its result's text is the error the door logged for this call, at that time",
+    "result_tool": "its result names this door call's tool, at that time",
+    "result_size": "its result is as long as the answer the door logged for this call (bytes), at that time",
+}
+
+#: clients whose tool-use id the door can log (``_meta``): Claude Code sends
+#: ``claudecode/toolUseId``; Codex, Gemini CLI and OTel-traced clients send none
+ID_SENDING_CLIENTS = ("claude-code",)
+
+
+def tie_text(how: Any) -> str:
+    """What paired a tool result whose call's line is missing with its door call, in words
+    (``how``: a ``join.pairs.how`` value, as a :func:`conversation` row's ``tied_by``)."""
+    return _TIES.get(str(how), "the join paired its result with this door call")
+
+
 def _result_only_row(row: dict, r, crow: int | None, by_row: dict, door_session: str,
-                     calls: pd.DataFrame) -> None:
+                     calls: pd.DataFrame, how: str | None = None) -> None:
     """Fill ``row`` (a :func:`conversation` row) for a tool result whose tool call's own line is
     missing from the transcript (:func:`replaybook.join.orphan_results`): the call is the door's
-    record, where the join paired the result's tool-use id with a door call of the conversation
-    (``crow``, its row); else the transcript alone says a call was made, not what it was, and
-    ``reach`` names the door calls of other sessions that logged its id, if any."""
+    record, where the join paired the result with a door call of the conversation (``crow``, its
+    row; ``how`` what paired them, ``join.pairs.how``); else the transcript alone says a call was
+    made, not what it was, and ``reach`` says why no door call is tied to it: for a client that
+    sends the door its tool-use ids (:data:`ID_SENDING_CLIENTS`), none logged it, or those that
+    did are other sessions'; for others (Codex sends none), no door call of the session answers
+    it by error text, tool or size at that time."""
     row.update(call_missing=True, result=_short(r.text, 400) or None)
     if crow is not None and crow in by_row:
         c = by_row[crow]
         cseq = _int(c.seq)
-        refused = str(c.decision) != "allow"
         row.update(tool=None if _na(c.tool) else str(c.tool), text=_short(c.args_key, 60),
                    call_seq=cseq, call_row=crow, call_session=str(c.door_session),
                    object=None if _na(c.object) else str(c.object), decision=str(c.decision),
                    rule=None if _na(c.rule) else str(c.rule), rows=_int(c.rows), bytes=_int(c.bytes),
-                   status=_status(c), reach=_reach(c))
+                   status=_status(c), reach=_reach(c), tied_by=how or "meta_id")
         where = "door" if str(c.door_session) == str(door_session) else f"door session {c.door_session}"
         row["label"] = (f"{row['tool'] or ''} {row['text'] or ''}".strip() + f"  →  {where} #{cseq}: {row['reach']}"
-                        "  (the tool call's own line is missing from the transcript; its result's tool-use id "
-                        "names this door call)")
+                        f"  (the tool call's own line is missing from the transcript; {tie_text(row['tied_by'])})")
         return
     tool = r.tool if not _na(r.tool) else r.tool_raw
     other = calls[(calls["meta_call_id"] == r.call_id).fillna(False).to_numpy(bool)] if not _na(r.call_id) else calls.iloc[:0]
-    reach = ("no door call logged its tool-use id" if not len(other) else
+    client = getattr(r, "client", None)
+    sends_ids = _na(client) or str(client) in ID_SENDING_CLIENTS
+    reach = (("no door call logged its tool-use id" if sends_ids else
+              f"no door call of this session answers it by error text, tool or size at that time ({client} "
+              "sends the door no tool-use id)") if not len(other) else
              "its tool-use id was logged by " + ", ".join(
                  f"door session {c.door_session} #{_int(c.seq)}" for c in other.head(3).itertuples(index=False))
              + ", a door session not assigned to this transcript")
