@@ -150,7 +150,7 @@ def test_the_conversation_shows_the_call_with_what_the_agent_got_back_and_where_
     assert ("agree (the door logged the client's own tool-use ids, and they match the transcript's); 1 of them is "
             "claimed by the tool-use id of a tool result whose tool call's own line is missing from the transcript "
             "(damaged, cut or dropped: the conversation shows where)") in sentence
-    assert "claimed by a result's id by_ result_ id" in text_of(S.join_summary(res.sessions))
+    assert "claimed by a result by_ result_ id" in text_of(S.join_summary(res.sessions))
     assert ("Spread over 2 pairs: min 300 ms, median 300 ms, max 300 ms (not counted: 1 tool result standing in "
             "for its missing tool call, written when the call ended).") in text_of(
         S.clock_offset(res.offset_ms, res.sessions, res.pairs))
@@ -158,7 +158,7 @@ def test_the_conversation_shows_the_call_with_what_the_agent_got_back_and_where_
     off = S.clock_offset(res.offset_ms, res.sessions, res.pairs)
     assert re.search(r"<td><code>door-s1</code></td><td><code>[^<]*</code></td><td[^>]*>[^<]*</td>"
                      r"<td[^>]*>2</td>", off.replace("<wbr/>", "")), off
-    assert ("1 door call claimed by a tool result's id (its tool call's line missing) count among a session's "
+    assert ("1 door call claimed by a tool result (its tool call's line missing) count among a session's "
             "agreed calls, not here") in text_of(off)
 
 

@@ -1329,6 +1329,11 @@ def _result_pairs(r_idx: np.ndarray, r_door: np.ndarray, r_text: np.ndarray, r_b
     ci = c_sorted[cj]
     end = np.maximum(np.where(c_end_ns[ci] != _NAT, c_end_ns[ci] // 1_000_000, c_ms[ci]), c_ms[ci])
     near = end >= r_door[ri] - window_ms
+    # (the tests below that need no text, as arrays: a busy log can put many calls in a window)
+    tool_r = r_tool[ri]
+    has_err = np.fromiter((isinstance(e, str) for e in c_error[ci]), bool, len(ci))
+    near &= (tool_r < 0) | (tool_r == c_tool[ci])
+    near &= has_err | (tool_r >= 0) | ((r_bytes[ri] > 0) & (r_bytes[ri] == c_bytes[ci]))
     ri, ci, end = ri[near], ci[near], end[near]
     out_r, out_c, out_h, out_rank = [], [], [], []
     for a, c, e in zip(ri.tolist(), ci.tolist(), end.tolist()):

@@ -1408,7 +1408,7 @@ def join_summary(sessions: pd.DataFrame, window_s: float | None = None, *, steps
     ]
     if "by_result_id" in sessions.columns and sessions["by_result_id"].fillna(0).astype(int).any():
         # (only where some tool call's own line is missing: a result's id claims its door call)
-        evidence.insert(2, ("by_result_id", "claimed by a result's id", "num"))
+        evidence.insert(2, ("by_result_id", "claimed by a result", "num"))
     win = f" (window {window_s:g} s)" if window_s else ""
     n_s = len(sessions)
     n_m = int((sessions["status"] == "matched").sum())
@@ -1562,7 +1562,7 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
             shown = sessions.assign(agreed=pd.to_numeric(sessions["agreed"], errors="coerce") - by_res)
             if int(by_res.sum()):
                 body += (f'<p class="rb-note">The pairs below are those the offsets are read from, as the spread '
-                         f"above: {_count(int(by_res.sum()), 'door call')} claimed by a tool result's id "
+                         f"above: {_count(int(by_res.sum()), 'door call')} claimed by a tool result "
                          "(its tool call's line missing) count among a session's agreed calls, not here.</p>")
         body += table(shown, [("door_session", "door session", "code"), ("transcript_id", "transcript", "code"),
                               ("offset_ms", "offset (ms)", "ms"), ("agreed", "pairs", "num")])
