@@ -236,7 +236,9 @@ STEPS = FrameSpec(
         ("args_key", "string", "tool_call: canonical JSON of `arguments` (replaybook.canonical_args)"),
         ("result_ts", UTC, "tool_call: when its result was written, UTC"),
         ("is_error", "boolean", "tool_call/tool_result: the result was flagged as an error"),
-        ("result_text", "string", "tool_call: the result's text (truncated to TEXT_LIMIT chars)"),
+        ("result_text", "string", "tool_call: the result's text (truncated to TEXT_LIMIT chars); a command's output "
+                                  "(Codex shell/exec_command) with a non-zero exit code as its first line "
+                                  "`Exit code: N` (is_error true; exit code 0: the output alone, is_error false)"),
         ("images", "Int64", "tool_call/tool_result/user_prompt: number of image blocks"),
         ("text", "string", "prompt, model text, summary or result text (truncated to TEXT_LIMIT chars)"),
         ("text_bytes", "Int64", "size of the full, untruncated text in UTF-8 bytes"),
