@@ -223,6 +223,7 @@ def test_demo_report_renders(rendered_demo):
                                "set_aside_lines": 0, "set_aside_files": 0, "unread_files": 0,
                                "unexplained_storage": 2, "unexplained_other": 0,
                                "refused_then_reached": ["s3://acme-data/reference/.env"], "refused_then_tried": [],
+                                   "refused_then_other_principal": [],
                                "refused_then_tried_words": None, "unclaimed_calls": 0, "unmatched_steps": 0, "far_pairs": 0,
                                "disagreeing_copies": [["demo/cars.xpt", "demo/cars.parquet"]], "far_clocks": [],
                                "storage_written_after_read": [], "storage_written_words": None,
