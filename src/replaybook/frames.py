@@ -406,7 +406,7 @@ ACCESS = FrameSpec(
         ("action", "string", "one of ACCESS_ACTIONS"),
         ("action_raw", "string", "the source's own operation name (GetObject, storage.objects.get …)"),
         ("resource_uri", "string", "s3://bucket/key, gs://bucket/key, az://account/container/blob"),
-        ("outcome", "string", "one of ACCESS_OUTCOMES"),
+        ("outcome", "string", "one of ACCESS_OUTCOMES; NA where the log gives no outcome (an S3 line whose status is '-' with no error code)"),
         ("error_code", "string", "the source's error code (AccessDenied, 7 …), if any"),
         ("bytes", "Int64", "bytes sent to the requester"),
         ("rows", "Int64", "items listed / rows returned, where the source says"),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from replaybook.sources.s3_access import load_s3_access, parse_line, sniff
+from replaybook.sources.s3_access import _load_reference, load_s3_access, parse_line, sniff
 
 CLOUD = Path(__file__).resolve().parents[1] / "fixtures" / "cloud"
 OWNER = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
@@ -181,3 +181,16 @@ def test_object_key_decodes_as_the_record_was_encoded(op, key, uri, expected):
     from replaybook.sources.s3_access import object_key
 
     assert object_key(op, key, uri) == expected
+
+
+def test_a_status_logged_as_dash_is_no_outcome_not_allowed(tmp_path):
+    """A line whose HTTP status is ``-`` and that names no error code does not say whether the
+    request got anything: its outcome is NA (the report's "no outcome logged"), on both paths;
+    a ``-`` status beside an error code still takes the code's outcome."""
+    p = tmp_path / "log"
+    p.write_text("\n".join([_line(status="-"), _line(status="-", err="AccessDenied"),
+                            _line(status="-", err="InternalError"), _line(status="200")]) + "\n")
+    for load in (load_s3_access, _load_reference):
+        out = load([p]).frame
+        assert pd.isna(out["outcome"].iloc[0]) and out["outcome"].iloc[1:].tolist() == ["denied", "error", "allowed"]
+        assert out["error_code"].iloc[1:3].tolist() == ["AccessDenied", "InternalError"]

@@ -57,7 +57,7 @@ from .._jsonl import quarantine_row
 from .._text import to_utc
 from ..frames import ACCESS, LoadResult
 from . import s3_access as s3
-from ._cloud import http_outcome, json_preview, path_uri, redact_text, role_session_name
+from ._cloud import json_preview, path_uri, redact_text, role_session_name
 from ._cloud_fast import RemoteReader, finish_result, load_files
 from ._record import as_dict
 
@@ -347,7 +347,7 @@ def _outcome(f: str) -> tuple:
     """``status error-code`` → ``(error_code, outcome)``."""
     status, err = f.split(" ", 1)
     err = _na(err)
-    return err, http_outcome(s3._int(_na(status)), err)
+    return err, s3._outcome_of(s3._int(_na(status)), err)
 
 
 def _bytes(values: list) -> np.ndarray | list:

@@ -37,7 +37,8 @@ The rows
 ``REST.GET.VERSIONING`` → other).  ``resource_uri`` is ``s3://bucket/key``; for a listing without a
 key, ``s3://bucket/<prefix>`` from the request-URI's ``prefix`` parameter (else ``s3://bucket/``).
 ``outcome`` from HTTP status and error code (403 / ``AccessDenied`` → denied, other 4xx/5xx →
-error).  ``bytes`` = bytes sent.  ``principal`` = requester (``-`` → NA, ``principal_type``
+error; a status logged as ``-`` with no error code → NA: the log does not say whether the request
+got anything, and NA is how the report says "no outcome logged").  ``bytes`` = bytes sent.  ``principal`` = requester (``-`` → NA, ``principal_type``
 anonymous; assumed-role ARN → role; ``svc:…`` → service; a canonical user id → account).
 ``correlation`` = the role session name of an assumed-role requester.  ``raw`` = the named fields
 (``-`` → ``None``, quotes removed) as a :class:`LogLine`: a
@@ -149,6 +150,15 @@ _OWNER_START = re.compile(rb"^[0-9a-f]{64} [a-z0-9][a-z0-9.\-]{1,62}(?: .*)?$")
 _OWNER_CUT = re.compile(rb"^[0-9a-f]{8,64}$")
 _TAIL_TOKEN = re.compile(r'"[^"]*"|[^ "]+')
 _CANONICAL_ID = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _outcome_of(status: int | None, error_code: str | None) -> str | None:
+    """``access.outcome`` of an S3 server access log line: :func:`http_outcome` of its HTTP
+    status and error code, but ``None`` (NA) where the status field is ``-`` and no error code is
+    logged — a line that does not say how the request ended is not read as allowed."""
+    if status is None and not error_code:
+        return None
+    return http_outcome(status, error_code)
 
 
 def _iso_time(s: str) -> str:
@@ -385,7 +395,7 @@ def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pen
             row["resource_uri"] = path_uri("s3", bucket, None)
     status = _int(rec["http_status"])
     row["error_code"] = rec["error_code"]
-    row["outcome"] = http_outcome(status, rec["error_code"])
+    row["outcome"] = _outcome_of(status, rec["error_code"])
     row["bytes"] = 0 if rec["bytes_sent"] is None else _int(rec["bytes_sent"])
     row["request_id"] = rec["request_id"]
     row["user_agent"] = rec["user_agent"]
