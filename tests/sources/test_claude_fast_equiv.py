@@ -203,6 +203,20 @@ TRICKY: dict[str, list[bytes]] = {
     ],
     # document and search_result blocks (Anthropic Messages API): every source type, and values
     # of the wrong type in the keys the decoder keeps raw (source, title)
+    # MCP content a client passed through (embedded resource, resource link, audio), a newer item
+    # type, and content that is one object or a number instead of a list
+    "mcp-content": [
+        asst("a1", "m1", "r1", [tu(f"t{i}", "mcp__door__read", {"i": i}) for i in range(1, 6)]),
+        user("u1", [tr("t1", [{"type": "resource", "resource": {"uri": "s3://acme-data/demo/cars.csv",
+                                                                "mimeType": "text/csv", "text": "mpg,cyl\n21,6"}},
+                              {"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AAEC"}},
+                              {"type": "resource_link", "uri": "s3://acme-data/demo/big.parquet", "name": "big"},
+                              {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+                              {"type": "widget", "x": 1}, {"nope": 1}])]),
+        user("u2", [tr("t2", {"type": "text", "text": "one block"})]),
+        user("u3", [tr("t3", 42), tr("t4", True)]),
+        user("u4", [tr("t5", [{"type": "resource", "resource": "not an object"}, {"type": "resource_link"}])]),
+    ],
     "document-blocks": [
         asst("a1", "m1", "r1", [tu(f"t{i}", "mcp__door__read", {"i": i}) for i in range(1, 7)]),
         user("u1", [tr("t1", [{"type": "document", "title": "readme.txt",
@@ -420,6 +434,22 @@ def test_tricky_paths_taken(tricky):
                  "only-newline", "pretty-printed", "invalid-utf8-used", "tab-in-string", "deep-skipped",
                  "trailing-space", "complete-last-no-newline"):
         assert _claude_ms.decode_file((tricky / f"{name}.jsonl").read_bytes(), 400) is None, name
+
+
+def test_mcp_content_and_lone_items_are_read_not_dropped(tricky):
+    """What the model was given in a tool result holding MCP content (an embedded resource's
+    text, a resource link, audio), an item of a type the loader does not know, a lone object
+    and a number — each kept as text, never an empty result."""
+    f = load_claude_code(tricky / "mcp-content.jsonl").frame
+    res = f[f["kind"] == "tool_result"].set_index("call_id")["text"]
+    assert res["t1"] == ("[resource: s3://acme-data/demo/cars.csv, text/csv]\nmpg,cyl\n21,6\n"
+                         "[resource: file:///x.bin]\n[resource_link: s3://acme-data/demo/big.parquet, big]\n"
+                         "[audio: audio/wav]\n[widget]")
+    assert res["t2"] == "one block"
+    assert res["t3"] == "42" and res["t4"] == "true"
+    assert res["t5"] == "[resource]\n[resource_link]"
+    calls = f[f["kind"] == "tool_call"].set_index("call_id")["result_text"]
+    assert calls["t1"].startswith("[resource: s3://acme-data/demo/cars.csv") and calls["t3"] == "42"
 
 
 def test_text_limit_and_sizes(tricky):

@@ -41,6 +41,7 @@ from ._claude_ms import decode_file
 from ._claude_ref import read_meta as _read_meta  # (one reading of agent-<id>.meta.json for both)
 # (one reading of the document and search-result blocks, of is_error and of the notes, for both)
 from ._claude_ref import document_text as _document_text, search_result_text as _search_result_text
+from ._claude_ref import content_items as _content_items, other_block_text as _other_block_text
 from ._claude_ref import is_error_of as _is_error_of, note_odd_values as _note_odd_values
 from ._resume import conflict_row
 
@@ -102,6 +103,8 @@ def _split(name: Any) -> tuple:
 
 def _blocks_text(content: Any, texts: list) -> int:
     """Append the text parts of ``content`` to ``texts``; return the number of image blocks."""
+    if content.__class__ is not list and content.__class__ is not str:
+        content = _content_items(content)
     if content.__class__ is str:
         texts.append(content)
         return 0
@@ -127,6 +130,8 @@ def _blocks_text(content: Any, texts: list) -> int:
             images += _document_text(b.get("source"), b.get("title"), texts)
         elif bt == "search_result":
             images += _search_result_text(b.get("title"), b.get("source"), b.get("content"), texts)
+        else:
+            _other_block_text(b, texts)
     return images
 
 
@@ -183,6 +188,8 @@ def _items_text(content: Any, texts: list, line_ok, line_no: int) -> int:
             elif c.__class__ is list:  # (a block of a message's content: decoded as items)
                 c = [x if x.__class__ is str else {"type": x.type, "text": x.text} for x in c]
             images += _search_result_text(_raw_value(b.title), _raw_value(b.source), c, texts)
+        elif bt.__class__ is str and bt:
+            raise _Fallback   # (an MCP or newer item: the fields it is read by are not decoded)
     return images
 
 
