@@ -491,3 +491,24 @@ def test_many_later_writes_name_each_principals_last():
     shown, more = named_writes(ws)
     assert [(x[1], x[0].hour) for x in shown] == [("agent", 1), ("etl", 5)] and more == 5
     assert named_writes(ws[:3]) == (ws[:3], 0)
+
+
+def test_a_later_write_in_a_whole_file_json_log_is_placed_by_record_not_line():
+    """A CloudTrail delivery file is one JSON document: its rows' ``line_no`` is the record's
+    place in it, and the report said ``…json.gz:3`` — a line the file does not have.  A file
+    among ``records`` is cited as ``record 3``; one not among them keeps ``file:line``."""
+    from replaybook.replay import StorageWrites
+
+    t0 = pd.Timestamp("2026-10-05T09:00:00Z")
+    ct = "/x/AWSLogs/1/CloudTrail/eu-west-1/2026/10/05/1_CloudTrail_eu-west-1_20261005T0920Z_a.json.gz"
+    access = ACCESS.build([
+        {"ts": t0 + pd.Timedelta(minutes=20), "source": "aws.cloudtrail", "principal": "arn:aws:iam::1:user/jane",
+         "action": "write", "action_raw": "PutObject", "resource_uri": "s3://cfg/rules/a.yaml", "outcome": "allowed",
+         "source_file": ct, "line_no": 3},
+        {"ts": t0 + pd.Timedelta(minutes=30), "source": "aws.s3_access", "principal": "arn:aws:iam::1:user/jane",
+         "action": "write", "action_raw": "REST.PUT.OBJECT", "resource_uri": "s3://cfg/rules/b.yaml",
+         "outcome": "allowed", "source_file": "/x/s3/cfg-2026-10-05-09-30-00-AB", "line_no": 3}])
+    w = StorageWrites(access, {"rules/": "s3://cfg/rules/"}, 0.0, records=[ct])
+    assert w.after("rules/a.yaml", t0)[3] == "1_CloudTrail_eu-west-1_20261005T0920Z_a.json.gz record 3"
+    assert w.after("rules/b.yaml", t0)[3] == "cfg-2026-10-05-09-30-00-AB:3"
+    assert StorageWrites(access, {"rules/": "s3://cfg/rules/"}).after("rules/a.yaml", t0)[3].endswith(".json.gz:3")

@@ -35,7 +35,7 @@ import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -155,10 +155,16 @@ class StorageWrites:
         offset_s: the cloud's clock minus the door's, seconds
             (:attr:`replaybook.access_join.AccessJoinResult.offset_s`): taken off each request's
             time before it is compared with a call's.
+        links: the access join's links (``access_index``, ``door_session``, ``call_seq``): which
+            door call explains each write.
+        records: the ``source_file`` values whose ``line_no`` is a record's place in a
+            whole-file JSON document, not a line
+            (:attr:`replaybook.incident.Incident.access_record_files`): where such a write is
+            logged reads ``file record N``, not ``file:N``.
     """
 
     def __init__(self, access: pd.DataFrame | None, storage_map: dict | None, offset_s: float = 0.0,
-                 links: pd.DataFrame | None = None):
+                 links: pd.DataFrame | None = None, records: Iterable[str] = ()):
         self._map = storage_map or {}
         # with the access join's links: which door call explains each write (the agent's own),
         # "" for a write none explains (someone else, or the agent around the door)
@@ -167,6 +173,7 @@ class StorageWrites:
             by_call = {int(i): f"{d} #{q}" for i, d, q in zip(links["access_index"], links["door_session"],
                                                             links["call_seq"]) if not _na(i)}
         self._by_uri: dict[str, list[tuple]] = {}
+        records = {str(r) for r in records}
         if access is None or not len(access) or not self._map:
             return
         a = access[access["action"].astype("string").isin(["write", "delete"]).fillna(False).to_numpy(bool)
@@ -192,16 +199,18 @@ class StorageWrites:
                     ws[i] = ws[i][:4] + (door,)
                 continue
             shown = (None if _na(who) else str(who)) if _na(nm) else (str(nm) if _na(who) else f"{who} ({nm})")
-            where = None if _na(f) else f"{os.path.basename(str(f))}" + ("" if _na(ln) else f":{int(ln)}")
+            where = (None if _na(f) else os.path.basename(str(f))
+                     + ("" if _na(ln) else f" record {int(ln)}" if str(f) in records else f":{int(ln)}"))
             if key is not None:
                 seen[key] = len(ws)
             ws.append((pd.Timestamp(ts) - shift, shown, None if _na(op) else str(op), where, door))
 
     def after(self, obj, ts) -> tuple | None:
         """The first allowed storage write or delete on ``obj``'s storage URI strictly after
-        ``ts`` (the door's clock): ``(ts on the door's clock, principal shown, operation,
-        file:line, door call)`` — the door call that explains it (``"<session> #<seq>"``), ``""``
-        when none does, ``None`` without ``links`` —, or ``None`` (also when ``obj`` maps to no URI)."""
+        ``ts`` (the door's clock): ``(ts on the door's clock, principal shown, operation, where
+        logged — ``file:line``, or ``file record N`` for a file among ``records`` —, door call)``
+        — the door call that explains it (``"<session> #<seq>"``), ``""`` when none does,
+        ``None`` without ``links`` —, or ``None`` (also when ``obj`` maps to no URI)."""
         if obj is None or _na(obj) or ts is None or _na(ts) or not self._by_uri:
             return None
         from .access_join import map_object
