@@ -329,6 +329,31 @@ def test_mcp_results_written_as_json_text_are_read_like_tool_result_blocks(tmp_p
     assert res.quarantine.empty
 
 
+def test_mcp_results_holding_resources_keep_them_as_text(tmp_path):
+    """An MCP result with an embedded resource, a resource link or audio beside (or instead of)
+    its text: the resource's text and a line naming each block are in the step's text — the
+    text blocks alone left out what the agent read from the resource, and a result of links
+    alone was kept as raw JSON."""
+    mixed = {"content": [{"type": "text", "text": "found 1"},
+                         {"type": "resource", "resource": {"uri": "s3://acme-data/demo/cars.csv",
+                                                           "mimeType": "text/csv", "text": "mpg,cyl\n21,6"}},
+                         {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}], "isError": False}
+    links = [{"type": "resource_link", "uri": "s3://acme-data/demo/big.parquet", "name": "big.parquet"}]
+    f = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01Z", "mcp__door__search", '{"q":"cars"}', "r1"),
+        out("2026-03-01T10:00:02Z", "r1", json.dumps(mixed)),
+        fc("2026-03-01T10:00:03Z", "mcp__door__list", '{"path":"demo"}', "r2"),
+        out("2026-03-01T10:00:04Z", "r2", json.dumps(links)),
+    ])).frame
+    results = f[f["kind"] == "tool_result"]
+    assert rows(results, ["call_id", "text", "images", "is_error"]) == [
+        ["r1", "found 1\n[resource: s3://acme-data/demo/cars.csv, text/csv]\nmpg,cyl\n21,6\n[audio: audio/wav]", 0,
+         False],
+        ["r2", "[resource_link: s3://acme-data/demo/big.parquet, big.parquet]", 0, None],
+    ]
+
+
 def test_an_mcp_end_event_gives_the_flag_and_images_the_output_text_lacks(tmp_path):
     """Since autumn 2025 the output text is the ``content`` list alone (no ``isError``): the
     ``mcp_tool_call_end`` event's ``{"Ok": CallToolResult}`` says whether it failed.  A call

@@ -41,7 +41,8 @@ from ._claude_ms import decode_file
 from ._claude_ref import read_meta as _read_meta  # (one reading of agent-<id>.meta.json for both)
 # (one reading of the document and search-result blocks, of is_error and of the notes, for both)
 from ._claude_ref import document_text as _document_text, search_result_text as _search_result_text
-from ._claude_ref import content_items as _content_items, other_block_text as _other_block_text
+from ._claude_ref import content_items as _content_items
+from ._mcp_blocks import other_block_text as _other_block_text
 from ._claude_ref import is_error_of as _is_error_of, note_odd_values as _note_odd_values
 from ._resume import conflict_row
 

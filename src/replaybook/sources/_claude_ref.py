@@ -28,6 +28,7 @@ from .._jsonl import (Line, name_stem, note_unreadable_times, parse_json, quaran
 from .._text import TEXT_LIMIT, deep_safe, int_or_none, safe_str, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ..canonical import canonical_args_cached
+from ._mcp_blocks import other_block_text
 from ._resume import conflict_row
 
 NCOLS = 30
@@ -137,37 +138,6 @@ def search_result_text(title: Any, source: Any, content: Any, texts: list) -> in
 
 #: the content item types read by name; any other typed item is kept as a ``[type]`` line
 KNOWN_BLOCKS = frozenset({"text", "image", "tool_reference", "document", "search_result"})
-
-
-def other_block_text(b: dict, texts: list) -> None:
-    """Append what the model was given of a content item the Messages API does not define for a
-    ``tool_result`` — the MCP content types a client may pass through (MCP specification
-    2025-06-18, ``CallToolResult.content``) — or of an item of a newer type: never dropped.
-
-    ``resource`` (an embedded resource): a ``[resource: <uri>, <mimeType>]`` line, then its
-    ``text`` (a ``blob`` is bytes: the line alone); ``resource_link``: ``[resource_link: <uri>,
-    <name>]``; ``audio``: ``[audio: <mimeType>]``; any other item with a ``type``: ``[<type>]``.
-    An item without a string ``type`` adds nothing."""
-    bt = b.get("type")
-    if not isinstance(bt, str) or not bt:
-        return
-    if bt == "resource":
-        r = b.get("resource")
-        r = r if isinstance(r, dict) else {}
-        parts = [p for p in (_name(r.get("uri")), _name(r.get("mimeType"))) if p]
-        texts.append(f"[resource: {', '.join(parts)}]" if parts else "[resource]")
-        if isinstance(r.get("text"), str):
-            texts.append(r["text"])
-        return
-    if bt == "resource_link":
-        parts = [p for p in (_name(b.get("uri")), _name(b.get("name"))) if p]
-        texts.append(f"[resource_link: {', '.join(parts)}]" if parts else "[resource_link]")
-        return
-    if bt == "audio":
-        mt = _name(b.get("mimeType"))
-        texts.append(f"[audio: {mt}]" if mt else "[audio]")
-        return
-    texts.append(f"[{safe_str(bt)}]")
 
 
 def content_items(content: Any) -> Any:

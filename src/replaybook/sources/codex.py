@@ -159,6 +159,7 @@ from .._jsonl import (ControlRepair, Damaged, control_repair, expand_paths, iter
 from .._text import before_by_ms, deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
+from ._mcp_blocks import mcp_blocks_text
 from .registry import Source, register
 
 __all__ = [
@@ -700,8 +701,9 @@ def _call_tool_result(res: Any) -> tuple[str | None, int, bool | None] | None:
     * a list of content blocks — that text since autumn 2025 (``serde_json::to_string(&content)``;
       ``is_error`` not recorded there: NA).
 
-    ``text`` joins the text blocks (else ``structuredContent`` as JSON); ``images`` counts image
-    blocks.  A result with neither text nor images is not read (None: kept as it was written)."""
+    ``text`` joins the text blocks, an embedded resource as a ``[resource: <uri>]`` line and its
+    text, a resource link and audio as one line each (:func:`._mcp_blocks.mcp_blocks_text`; else
+    ``structuredContent`` as JSON); ``images`` counts image blocks.  A result with neither text nor images is not read (None: kept as it was written)."""
     if isinstance(res, dict) and len(res) == 1 and ("Ok" in res or "Err" in res):
         if "Err" in res:
             err = res["Err"]
@@ -716,8 +718,7 @@ def _call_tool_result(res: Any) -> tuple[str | None, int, bool | None] | None:
     if not isinstance(content, list) or not all(
             isinstance(b, dict) and b.get("type") in _MCP_BLOCKS for b in content):
         return None
-    texts = [b["text"] for b in content if b["type"] == "text" and isinstance(b.get("text"), str)]
-    images = sum(1 for b in content if b["type"] == "image")
+    texts, images = mcp_blocks_text(content)
     text = "\n".join(texts) if texts else None
     structured = res.get("structuredContent", res.get("structured_content")) if isinstance(res, dict) else None
     if text is None and structured is not None:
