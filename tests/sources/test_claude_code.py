@@ -636,6 +636,28 @@ def test_sniff_high_for_claude_code_low_for_others():
     assert sniff(frag) >= 0.5
 
 
+def test_a_file_starting_with_hundreds_of_lines_of_a_newer_type_is_still_a_transcript(tmp_path):
+    """A client newer than this loader can open a session with many lines of a type it does
+    not know (hook telemetry, say): in Claude Code's own envelope they are the client's lines,
+    and the file is loaded by content — its first user line lies beyond the sniffed bytes."""
+    import replaybook
+
+    env = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/p",
+           "sessionId": "ffffffff-0000-4000-8000-ffffffffffff", "version": "2.3.0",
+           "timestamp": "2026-09-13T10:00:00Z"}
+    lines = [json.dumps({**env, "type": "hook-telemetry", "uuid": f"h{i}", "data": {"n": i}}) for i in range(3000)]
+    lines.append(json.dumps({**env, "type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}))
+    p = tmp_path / "session.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    assert len(p.read_bytes()[:256 * 1024].split(b"\n")) < 3000
+    assert sniff(p.read_bytes()[:256 * 1024]) >= 0.5
+    steps = replaybook.load(tmp_path)["steps"]
+    assert len(steps) == 3001 and steps["kind"].value_counts().to_dict() == {"other": 3000, "user_prompt": 1}
+    # the same lines without the envelope (a type and an id only) are not enough
+    bare = b"\n".join(json.dumps({"type": "hook-telemetry", "uuid": f"h{i}"}).encode() for i in range(300)) + b"\n"
+    assert sniff(bare) < 0.5
+
+
 def test_registered_in_registry():
     from replaybook.sources import registry
 

@@ -116,6 +116,10 @@ _BOOKKEEPING_TYPES = frozenset({
 })
 
 
+#: the keys Claude Code writes on every line of a session (whatever the line's type)
+_ENVELOPE = ("sessionId", "uuid", "parentUuid", "timestamp", "version", "cwd", "userType", "isSidechain")
+
+
 # --------------------------------------------------------------------------- MCP names
 
 def split_mcp_name(name: Any) -> tuple[str | None, Any]:
@@ -182,7 +186,11 @@ def _line_score(o: Any) -> float:
     if t == "file-history-snapshot" and "snapshot" in o:
         return 0.7
     if isinstance(t, str) and ("sessionId" in o or "uuid" in o) and "payload" not in o:
-        return 0.5 if t in _BOOKKEEPING_TYPES else 0.3
+        if t in _BOOKKEEPING_TYPES:
+            return 0.5
+        # a line type newer than this loader, in Claude Code's own envelope: a file can start
+        # with hundreds of them, and they are as much the client's as the types known here
+        return 0.5 if sum(k in o for k in _ENVELOPE) >= 5 else 0.3
     return 0.0
 
 
