@@ -39,3 +39,33 @@ def test_summary_joins_a_replay(packet: Path, repo: Path):
     assert steps.loc[2, "replay_reasons"] == "exit 1, recorded 0; output differs"
     assert steps["cwd"].tolist() == [".", ".", "."] and steps["stored"].tolist() == [True, True, True]
     assert out["claims"].empty and out["counts"]["diverged"] == 1
+
+
+def test_the_report_shows_each_steps_commit_time_and_stored_output(packet: Path, repo: Path):
+    """A reviewer reading the report saw exit codes and hashes only: not which commit a step ran
+    at, whether the tree was dirty, when it ran, nor what it printed — the evidence the PR's
+    claims rest on.  The summary carries the stored outputs; the section shows them, and says
+    of an output edited after recording that it no longer matches, without showing it."""
+    from replaybook.packet.log import outputs_dir_for
+    from replaybook.report.sections import packet_section
+
+    out = packet_summary(packet)
+    steps = out["steps"]
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert steps["commit"].tolist() == [head] * 3 and steps["ts"].notna().all()
+    assert steps["dirty"].tolist() == [False, False, True]   # (feature.flag, untracked, from step 2 on)
+    outputs = out["outputs"]
+    assert sorted(outputs) == [1, 2, 3] and not any(o["edited"] for o in outputs.values())
+    first = outputs[1]["text"]
+    assert isinstance(first, str) and first == (outputs_dir_for(packet) / f"{steps.loc[0, 'out_sha']}.txt").read_text()
+    html = packet_section(out)
+    assert "<h3>Stored outputs</h3>" in html and html.count("<details>") == 3
+    assert html.count(f"<code>{head[:12]}</code>") == 3 and html.count("<br>uncommitted changes") == 1
+    assert ">started (UTC)<" in html
+    # an output changed after recording: named, not shown
+    p = outputs_dir_for(packet) / f"{steps.loc[0, 'out_sha']}.txt"
+    p.write_text(first + "edited\n")
+    out = packet_summary(packet)
+    assert out["outputs"][1] == {"path": str(p), "text": None, "edited": True}
+    html = packet_section(out)
+    assert "changed after it was recorded" in html and "edited\n" not in html and html.count("<details>") == 2

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from .claims import ClaimsReport, lint_claims
+from .claims import ClaimsReport, EditedOutput, lint_claims, read_stored_output
 from .frames import PACKET_CLAIMS, PACKET_STEPS
-from .log import read_log
+from .log import outputs_dir_for, read_log
 from .redact import redact_command
 from .replay import PacketVerdict
 
@@ -27,7 +27,11 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
         ``{"steps": DataFrame (PACKET_STEPS), "claims": DataFrame (PACKET_CLAIMS),
         "verdict": "PASS" | "DIVERGED" | "UNRUNNABLE" | None, "headline": str | None,
         "chain": "chained" | "unchained" | "damaged", "log_path": str, "body_path": str | None
-        (the paths as given, ``..`` worked out),
+        (the paths as given, ``..`` worked out), "outputs": {seq: {"path": str, "text": str | None,
+        "edited": bool}} for each step whose ``stored`` is true — the stored normalized output
+        (``session.outputs/<out_sha>.txt``) as :func:`~.claims.read_stored_output` reads it:
+        ``text`` None and ``edited`` True when the file no longer hashes to ``out_sha``, ``text``
+        None and ``edited`` False when it is not there,
         "counts": {"steps", "failing_steps", "diverged", "findings", "warnings", "markers",
         "accepted_markers", "accepted_steps"}}``: ``markers`` and ``accepted_markers`` count ``[seq:N]``
         markers (each is accepted or has a finding); ``accepted_steps`` counts the steps cited only
@@ -59,6 +63,14 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
             "source_file": str(log_path), "line_no": s.line_no,
         })
     steps = PACKET_STEPS.build(rows)
+    out_dir = outputs_dir_for(log_path)
+    outputs = {}
+    for s in log.steps:
+        if s.get("stored") is True:
+            got = read_stored_output(out_dir, s.get("out_sha"))
+            outputs[s.seq] = {"path": str(out_dir / f"{s.get('out_sha')}.txt"),
+                              "text": got if isinstance(got, str) else None,
+                              "edited": isinstance(got, EditedOutput)}
     report: ClaimsReport | None = None
     claims = PACKET_CLAIMS.empty()
     if body_path is not None:
@@ -85,6 +97,7 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
         "chain": log.chain,
         "log_path": log_path,
         "body_path": body_path,
+        "outputs": outputs,
         "counts": {
             "steps": len(log.steps),
             "failing_steps": sum(1 for s in log.steps if s.exit != 0),

@@ -3072,10 +3072,16 @@ def packet_section(summary: Mapping | None) -> str:
                               "below name them)"}.get(chain)
     if chain_words:
         body += f"<p>Session log chain: {esc(chain_words)}.</p>"
-    body += table(summary["steps"], [("seq", "seq", "num"), ("cmd", "command", "code"), ("cwd", "cwd", "code"),
-                                     ("exit", "exit", "num"), ("out_sha", "output SHA-256", "code"),
-                                     ("duration_ms", "ms", "num"), ("replay_status", "replay", "text")],
+    steps = summary["steps"]
+    outputs = summary.get("outputs") or {}
+    steps = steps.assign(at=[_commit_cell(c, d) for c, d in zip(steps["commit"], steps["dirty"])]) if len(steps) else \
+        steps.assign(at=pd.Series(dtype=object))
+    body += table(steps, [("seq", "seq", "num"), ("ts", "started (UTC)", "ts"), ("cmd", "command", "code"),
+                          ("cwd", "cwd", "code"), ("at", "commit", "html"), ("exit", "exit", "num"),
+                          ("out_sha", "output SHA-256", "code"), ("duration_ms", "ms", "num"),
+                          ("replay_status", "replay", "text")],
                   row_class=lambda r: "rb-refused" if r.get("exit") not in (0, None) else "")
+    body += _stored_outputs(steps, outputs)
     claims = summary.get("claims")
     if claims is not None and len(claims):
         body += (f"<h3>Claims in the PR body</h3><p>{c.get('findings', 0)} findings, {c.get('warnings', 0)} "
@@ -3085,6 +3091,43 @@ def packet_section(summary: Mapping | None) -> str:
                                ("sentence", "sentence", "text"), ("message", "what is wrong", "text")],
                       row_class=lambda r: "rb-refused" if r.get("status") == "finding" else "")
     return _section("Replay packet", body, anchor="packet")
+
+
+def _commit_cell(commit: Any, dirty: Any) -> str:
+    """A step's commit (first 12 hex digits) and whether the working tree had uncommitted
+    changes (HTML): ``<code>3f2a…</code><br>uncommitted changes``; "—" when not recorded."""
+    c = "—" if _isna(commit) else f"<code>{esc(str(commit)[:12])}</code>"
+    return c + ("<br>uncommitted changes" if not _isna(dirty) and bool(dirty) else "")
+
+
+#: what a stored output shows in the report: its first lines, up to this many characters
+_OUTPUT_SHOWN = 4000
+
+
+def _stored_outputs(steps: pd.DataFrame, outputs: Mapping) -> str:
+    """The stored normalized output of each step that has one (``outputs``: the packet
+    summary's), each in a collapsed block: what the claims rest on, readable without the
+    repository.  An output edited after recording (it no longer hashes to the step's
+    ``out_sha``) or missing is said so, and not shown."""
+    if not outputs:
+        return ""
+    cmds = dict(zip(steps["seq"].tolist(), steps["cmd"].tolist()))
+    parts = []
+    for seq, o in sorted(outputs.items()):
+        name = PurePosixPath(str(o.get("path") or "")).name
+        head = f"seq {int(seq)}: <code>{esc(cmds.get(seq), 120)}</code> — <code>{esc(name)}</code>"
+        text = o.get("text")
+        if text is None:
+            why = ("changed after it was recorded: it no longer hashes to the step's output SHA-256, so it is not shown"
+                   if o.get("edited") else "not in the outputs folder")
+            parts.append(f"<li>{head}: {why}</li>")
+            continue
+        cut = text if len(text) <= _OUTPUT_SHOWN else text[:_OUTPUT_SHOWN]
+        more = "" if cut is text else f"\n…[{len(text) - _OUTPUT_SHOWN:,} more characters in the file]"
+        parts.append(f"<li><details><summary>{head} ({len(text.encode('utf-8')):,} bytes)</summary>"
+                     f'<pre class="rb-result">{esc(cut)}{esc(more)}</pre></details></li>')
+    return ("<h3>Stored outputs</h3><p>What each step printed, normalized as its output SHA-256 was taken "
+            "(the recorder stores it beside the session log):</p><ul>" + "".join(parts) + "</ul>")
 
 
 def capsule_section(incident: Any) -> str:
