@@ -69,3 +69,39 @@ def test_the_report_shows_each_steps_commit_time_and_stored_output(packet: Path,
     assert out["outputs"][1] == {"path": str(p), "text": None, "edited": True}
     html = packet_section(out)
     assert "changed after it was recorded" in html and "edited\n" not in html and html.count("<details>") == 2
+
+
+def test_each_step_is_tied_to_the_transcript_call_that_recorded_it(packet: Path):
+    """The packet's steps and the agent's shell calls that recorded them were two lists the
+    reviewer lined up by hand.  A call whose command runs ``replaybook packet record`` (or
+    ``rec``) with a step's command, up to two minutes before the step started, is named beside
+    it — one call per step, the latest in the window; a call made too early, or a plain run of
+    the same command without recording it, is not."""
+    import pandas as pd
+
+    from replaybook.frames import STEPS
+    from replaybook.report.sections import packet_section, recording_calls
+
+    out = packet_summary(packet)
+    ps = out["steps"]
+    t = [pd.Timestamp(x) for x in ps["ts"]]
+    py_cmd = ps.loc[0, "cmd"]
+    assert ps["cmd"].tolist() == [py_cmd, "touch feature.flag", py_cmd]
+
+    def call(seq, ts, command):
+        return {"transcript_id": "tr-1", "seq": seq, "ts": ts, "kind": "tool_call", "tool": "Bash",
+                "arguments": {"command": command, "description": "record"}}
+
+    steps = STEPS.build([
+        call(1, t[0] - pd.Timedelta(minutes=10), f"replaybook packet record -- {py_cmd}"),  # too early
+        call(2, t[0] - pd.Timedelta(seconds=1), f"cd repo &&  replaybook packet record -- {py_cmd}"),
+        call(3, t[1] - pd.Timedelta(seconds=1), "touch feature.flag"),                         # not recorded
+        call(4, t[2] - pd.Timedelta(seconds=2), f"rec {py_cmd}"),
+    ])
+    assert recording_calls(ps, steps) == [("tr-1", 2), None, ("tr-1", 4)]
+    assert recording_calls(ps, None) == [None, None, None]
+    html = packet_section(out, steps=steps)
+    assert "2 of 3 steps were recorded by a tool call in the transcripts" in html
+    assert html.count("<code>tr-1</code> step 2") == 1 and html.count("<code>tr-1</code> step 4") == 1
+    # without transcripts (or none that recorded a step) the column is not there
+    assert "recorded by the agent" not in packet_section(out)

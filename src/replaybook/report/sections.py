@@ -72,6 +72,8 @@ __all__ = [
     "findings",
     "packet_counts",
     "packet_words",
+    "packet_section",
+    "recording_calls",
     "refused_then_requested",
     "refused_then_other_principal",
 ]
@@ -3044,10 +3046,76 @@ def packet_words(summary: Mapping | None) -> str:
     return "replay packet: " + words
 
 
-def packet_section(summary: Mapping | None) -> str:
-    """The replay packet: its recorded steps (exit codes, output hashes) and the PR body's
-    ``[seq:N]`` claims checked against them (from :func:`replaybook.packet.packet_summary`), or
-    an empty string when there is no packet."""
+#: a command line that records a step into a replay packet: ``replaybook packet record …`` or the
+#: ``rec`` shell function / ``rec.sh`` script the packet docs give
+_RECORDS = re.compile(r"\breplaybook\s+packet\s+record\b|(?:^|[\s;&|(/])rec(?:\.sh)?\s")
+
+
+def _command_text(arguments: Any) -> str:
+    """The strings of a tool call's arguments (a shell tool's ``command``, Codex's ``cmd`` list …)
+    joined by spaces, whitespace runs as one space."""
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+
+    walk(arguments)
+    return " ".join(" ".join(out).split())
+
+
+def recording_calls(packet_steps: pd.DataFrame, steps: pd.DataFrame | None,
+                    window_s: float = 120.0) -> list[tuple[str, int] | None]:
+    """For each replay-packet step (:data:`~replaybook.packet.frames.PACKET_STEPS` rows): the
+    transcript tool call that recorded it — ``(transcript_id, seq)`` of a ``tool_call`` row of
+    ``steps`` (:data:`~replaybook.frames.STEPS`) whose arguments hold a recording command
+    (``replaybook packet record``, ``rec``, ``rec.sh``) and the step's command (whitespace runs
+    as one space), made at most ``window_s`` seconds before the step started and no more than
+    5 s after it (the two clocks are one machine's); or ``None``.  Each call records one step:
+    the latest unused call in the window; a step without a start time (a seed-format line) takes
+    the first unused call with its command, in transcript order."""
+    out: list[tuple[str, int] | None] = [None] * len(packet_steps)
+    if steps is None or not len(steps) or not len(packet_steps):
+        return out
+    tc = steps[steps["kind"].eq("tool_call").fillna(False).to_numpy(bool)]
+    cands = []
+    for tid, seq, ts, args in zip(tc["transcript_id"], tc["seq"], tc["ts"], tc["arguments"]):
+        text = _command_text(args)
+        if text and _RECORDS.search(text + " "):
+            cands.append((None if _isna(ts) else pd.Timestamp(ts), str(tid), int(seq), text))
+    if not cands:
+        return out
+    used: set[int] = set()
+    for i, (cmd, ts) in enumerate(zip(packet_steps["cmd"], packet_steps["ts"])):
+        if _isna(cmd) or not str(cmd).strip():
+            continue
+        want = " ".join(str(cmd).split())
+        hits = [j for j, c in enumerate(cands) if j not in used and want in c[3]]
+        if not _isna(ts):
+            t = pd.Timestamp(ts)
+            hits = [j for j in hits if cands[j][0] is not None
+                    and -5.0 <= (t - cands[j][0]).total_seconds() <= window_s]
+            hits.sort(key=lambda j: cands[j][0])
+            pick = hits[-1] if hits else None
+        else:
+            pick = hits[0] if hits else None
+        if pick is not None:
+            used.add(pick)
+            out[i] = (cands[pick][1], cands[pick][2])
+    return out
+
+
+def packet_section(summary: Mapping | None, steps: pd.DataFrame | None = None) -> str:
+    """The replay packet: its recorded steps (start time, commit, exit codes, output hashes, the
+    transcript tool call that recorded each where ``steps`` holds it: :func:`recording_calls`),
+    their stored outputs, and the PR body's ``[seq:N]`` claims checked against them (from
+    :func:`replaybook.packet.packet_summary`), or an empty string when there is no packet."""
     if not summary:
         return ""
     c = summary.get("counts", {})
@@ -3072,15 +3140,25 @@ def packet_section(summary: Mapping | None) -> str:
                               "below name them)"}.get(chain)
     if chain_words:
         body += f"<p>Session log chain: {esc(chain_words)}.</p>"
+    transcript_steps = steps
     steps = summary["steps"]
     outputs = summary.get("outputs") or {}
-    steps = steps.assign(at=[_commit_cell(c, d) for c, d in zip(steps["commit"], steps["dirty"])]) if len(steps) else \
-        steps.assign(at=pd.Series(dtype=object))
-    body += table(steps, [("seq", "seq", "num"), ("ts", "started (UTC)", "ts"), ("cmd", "command", "code"),
-                          ("cwd", "cwd", "code"), ("at", "commit", "html"), ("exit", "exit", "num"),
-                          ("out_sha", "output SHA-256", "code"), ("duration_ms", "ms", "num"),
-                          ("replay_status", "replay", "text")],
-                  row_class=lambda r: "rb-refused" if r.get("exit") not in (0, None) else "")
+    by = recording_calls(steps, transcript_steps)
+    steps = steps.assign(at=[_commit_cell(c, d) for c, d in zip(steps["commit"], steps["dirty"])],
+                         by=["—" if b is None else f"<code>{esc(b[0])}</code> step {b[1]}" for b in by]) \
+        if len(steps) else steps.assign(at=pd.Series(dtype=object), by=pd.Series(dtype=object))
+    cols = [("seq", "seq", "num"), ("ts", "started (UTC)", "ts"), ("cmd", "command", "code"),
+            ("cwd", "cwd", "code"), ("at", "commit", "html"), ("exit", "exit", "num"),
+            ("out_sha", "output SHA-256", "code"), ("duration_ms", "ms", "num"), ("replay_status", "replay", "text")]
+    if any(b is not None for b in by):
+        cols.insert(3, ("by", "recorded by the agent's call", "html"))
+        n = sum(b is not None for b in by)
+        body += (f"<p>{n} of {len(by)} steps were recorded by a tool call in the transcripts (a shell call running "
+                 "<code>replaybook packet record</code> or <code>rec</code> with the step's command, up to 2 minutes "
+                 "before it started): the call is named beside the step"
+                 + ("; the others were run outside the agent's calls the transcripts hold" if n < len(by) else "")
+                 + ".</p>")
+    body += table(steps, cols, row_class=lambda r: "rb-refused" if r.get("exit") not in (0, None) else "")
     body += _stored_outputs(steps, outputs)
     claims = summary.get("claims")
     if claims is not None and len(claims):
