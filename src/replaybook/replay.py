@@ -275,12 +275,12 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
     if kind in ("text", "table", "binary") and lb is not None and size_now is not None and lb != int(size_now):
         said = f"the door logged {lb:,} bytes for this call; the file is {int(size_now):,} bytes now"
         if wrote:
-            said += " (a write's answer is not the file)"
+            said += " (a write's answer is not the file: no sign it changed)"
         elif kind == "text" and _reads_whole(tool):
             said += ": it has changed since"
             said_changed = True
         else:
-            said += f" (what {tool} answered need not be the file itself)"
+            said += f" (what {tool} answered need not be the file itself: no sign it changed)"
         parts.append(said)
     if later_write is not None:
         wts, wds, wseq, wtool = later_write

@@ -157,7 +157,7 @@ def test_replay_in_jupyterlab(lab_page, lab_server):
     assert "Step #2 describe opened demo/cars.xpt" in at[1]["text"]
     assert "Shown as it is on disk now, not as the call read it." in at[1]["text"]
     assert ("the door logged 96 bytes for this call; the file is 3,992 bytes now (what query answered need not "
-            "be the file itself)") in at[3]["text"]
+            "be the file itself: no sign it changed)") in at[3]["text"]
     # the session's header carries the join's confidence sentence
     assert (f"Door session {S1}: High confidence — matched to transcript 919dc839-23e1-56e5-8bd5-430e87d6a897; "
             "5 of 5 calls (100%) agree") in page.inner_text(f"{view_sel} .rb-session-header")

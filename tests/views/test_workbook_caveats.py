@@ -125,7 +125,7 @@ def test_a_preview_is_the_file_as_it_is_now_and_says_what_shows_it_changed(inc):
     # a diff's answer is not the file: its size is said as a difference only
     r2 = Workbook(inc, charts=False).open_session(R2)
     assert ("Shown as it is on disk now, not as the call read it; the door logged 140 bytes for this call; the file "
-            "is 220 bytes now (what diff_rule answered need not be the file itself). service") in _text(r2.open_object(1))
+            "is 220 bytes now (what diff_rule answered need not be the file itself: no sign it changed). service") in _text(r2.open_object(1))
 
 
 def test_each_replay_step_says_so_and_a_write_is_a_write(inc):
@@ -147,7 +147,7 @@ def test_each_replay_step_says_so_and_a_write_is_a_write(inc):
     assert _text(v.viewer.value).startswith(
         "Step #2 update_rule writes rules/app.yaml (text file · 220 bytes) Shown as it is on disk now: this call "
         "wrote to it, and the file may have changed again since; the door logged 38 bytes for this call; the file "
-        "is 220 bytes now (a write's answer is not the file). service: app")
+        "is 220 bytes now (a write's answer is not the file: no sign it changed). service: app")
     v.replay_step()
     assert "step 3 of 4 · 2 done · 0 refused so far (1 in all)" in _text(v.panel.value)
     v.replay_step()
@@ -226,7 +226,7 @@ def test_a_damaged_kept_response_is_said_and_the_file_shown_as_it_is_now(tmp_pat
 def test_a_different_size_says_changed_only_where_the_answer_is_the_text_file():
     assert as_now_caveat(tool="read_table", logged_bytes=96, size_now=3992, kind="table") == (
         "Shown as it is on disk now, not as the call read it; the door logged 96 bytes for this call; the file is "
-        "3,992 bytes now (what read_table answered need not be the file itself).")
+        "3,992 bytes now (what read_table answered need not be the file itself: no sign it changed).")
     assert as_now_caveat(tool="read_config", logged_bytes=221, size_now=220, kind="text").endswith(
         "the file is 220 bytes now: it has changed since.")
     assert as_now_caveat(tool="list_folder", logged_bytes=50, size_now=None, kind="folder") == (
