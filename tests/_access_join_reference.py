@@ -431,7 +431,8 @@ def join_access(
                                        reaching(uri, action)[0], rank=lambda i: rank(i, t, res),
                                        start_ns=start_ns, valid=valid, c=c, agents=agents,
                                        storage_map=storage_map, any_mapped=bool(by_uri),
-                                       all_patterns=all_patterns, unmapped=unmapped)
+                                       all_patterns=all_patterns, unmapped=unmapped,
+                                       reach_ns=max_span + lag + skew)
         if chosen is None:
             unexplained.append((label, why or "no door call explains it", _refusal(uri, action, t), t))
             continue
@@ -702,7 +703,8 @@ def _measure_offset(evidence: list[tuple[int, int, str, list[int]]], start_ns: n
 def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None, refused_hits: list[int],
                      other_principal: list[int], same: np.ndarray, *, rank, start_ns: np.ndarray,
                      valid: np.ndarray, c: pd.DataFrame, agents: list, storage_map, any_mapped: bool,
-                     all_patterns: list[str], unmapped: list[tuple[int, str]] = ()) -> str:
+                     all_patterns: list[str], unmapped: list[tuple[int, str]] = (),
+                     reach_ns: int | None = None) -> str:
     """Why no call explains an access row (``t`` on the door's clock; ``same``: the calls on
     its object at any time)."""
     if refused_hits:
@@ -734,8 +736,11 @@ def _why_unexplained(uri: str | None, action: str, t: int, principal: str | None
         if not timed:
             return head + " (none has a time): storage_map may miss this object"
         i, o = min(timed, key=lambda x: (abs(t - int(start_ns[x[0]])), int(start_ns[x[0]]), x[0]))
-        return (f"{head} (nearest: session {c['door_session'].iat[i]} seq {c['seq'].iat[i]} on {o}, "
-                f"{_delta_words((t - int(start_ns[i])) / 1e9)} that call): storage_map may miss this object")
+        near = (f"nearest: session {c['door_session'].iat[i]} seq {c['seq'].iat[i]} on {o}, "
+                f"{_delta_words((t - int(start_ns[i])) / 1e9)} that call")
+        if reach_ns is not None and abs(t - int(start_ns[i])) > reach_ns + 60 * 10**9:
+            return f"{head}, none of them within this request's time window ({near})"
+        return f"{head} ({near}): storage_map may miss this object"
     i = min(same, key=lambda i: abs(t - int(start_ns[i])))
     near_rule = c["rule"].iat[i] if "rule" in c.columns else None
     what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"

@@ -848,7 +848,7 @@ def join_access(
                      start_ns=start_ns, who_code=who_code, who_names=who_names, key=key, key_uri_names=key_uri_names,
                      tok_of_row=tok_of_row, tok_names=tok_names, c_tok=c_tok, storage_map=storage_map,
                      any_mapped=bool(len(cu_call)), door_principal=door_principal,
-                     unmapped=(unmapped, unmapped_obj, valid))
+                     unmapped=(unmapped, unmapped_obj, valid), reach_ns=max_span + lag + skew)
 
     un = access.iloc[un_pos].reset_index(drop=True) if len(un_pos) else ACCESS.empty()
     un = un[ACCESS.names].copy()
@@ -1655,14 +1655,18 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
                start_ns: np.ndarray, who_code: np.ndarray, who_names: list[str], key: np.ndarray,
                key_uri_names: list, tok_of_row: np.ndarray, tok_names: list[str], c_tok: np.ndarray,
                storage_map, any_mapped: bool, door_principal: np.ndarray | None,
-               unmapped: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> list[str]:
+               unmapped: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+               reach_ns: int | None = None) -> list[str]:
     """Why no call explains each unexplained request, in words (one line of Python per request:
     what it refers to was found for all of them at once).  ``unmapped``: which calls the door
-    did not refuse name an object nothing maps, that object, and which calls have a time."""
+    did not refuse name an object nothing maps, that object, and which calls have a time;
+    ``reach_ns``: how far from a call's start a request it explains can lie (the longest call,
+    the lag and the skew, ns)."""
     sess = c["door_session"].to_numpy(dtype=object)
     unmapped_words = None
     if unmapped is not None and any_mapped and unmapped[0].any():
-        unmapped_words = _UnmappedNearest(*unmapped, start_ns, sess, c["seq"].to_numpy(dtype=object))
+        unmapped_words = _UnmappedNearest(*unmapped, start_ns, sess, c["seq"].to_numpy(dtype=object),
+                                          reach_ns=reach_ns)
     seq = c["seq"].to_numpy(dtype=object)
     decision = c["decision"].to_numpy(dtype=object)
     rule = c["rule"].to_numpy(dtype=object) if "rule" in c.columns else None
@@ -1715,14 +1719,21 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
     return out
 
 
+#: slack beyond a call's reach before an unmapped call is called too far to be a request's (ns)
+_REACH_MARGIN_NS = 60 * 10**9
+
+
 class _UnmappedNearest:
     """The ``why`` of a request no call on its object explains while some calls the door did
     not refuse name objects no ``storage_map`` entry covers: the request may be one of theirs,
     so the nearest of them (by start, door clock; of two as near, the earlier; of calls that
-    started together, the lowest row) is named."""
+    started together, the lowest row) is named.  When even the nearest lies farther from the
+    request than ``reach_ns`` (a request a call explains lies no farther from its start), the
+    map is not what is missing: that is said instead."""
 
     def __init__(self, unmapped: np.ndarray, objs: np.ndarray, valid: np.ndarray, start_ns: np.ndarray,
-                 sess: np.ndarray, seq: np.ndarray) -> None:
+                 sess: np.ndarray, seq: np.ndarray, reach_ns: int | None = None) -> None:
+        self.reach_ns = reach_ns
         self.n = int(unmapped.sum())
         timed = np.flatnonzero(unmapped & valid)
         self.calls = timed[np.lexsort((timed, start_ns[timed]))]
@@ -1741,8 +1752,12 @@ class _UnmappedNearest:
         if p < len(self.starts) and (best is None or self.starts[p] - t < t - self.starts[best]):
             best = p
         i = int(self.calls[best])
-        return (f"{head} (nearest: session {self.sess[i]} seq {self.seq[i]} on {self.objs[i]}, "
-                f"{_delta_words((t - int(self.starts[best])) / 1e9)} that call): storage_map may miss this object")
+        gap = t - int(self.starts[best])
+        near = (f"nearest: session {self.sess[i]} seq {self.seq[i]} on {self.objs[i]}, "
+                f"{_delta_words(gap / 1e9)} that call")
+        if self.reach_ns is not None and abs(gap) > self.reach_ns + _REACH_MARGIN_NS:
+            return f"{head}, none of them within this request's time window ({near})"
+        return f"{head} ({near}): storage_map may miss this object"
 
 
 #: Up to this many seconds a span is said in seconds (``111 s``); beyond it in minutes and hours.
