@@ -68,6 +68,21 @@ def test_unclosed_fence_runs_to_the_end():
     assert report.markers == 1 and report.findings == [] and report.accepted_steps == [2]
 
 
+def test_a_line_opening_with_inline_triple_backtick_code_is_no_fence(tmp_path: Path):
+    """CommonMark: a backtick fence's info string holds no backtick, so ```ruff check src``` at
+    the start of a line is inline code.  Read as a fence that never closes, it hid every marker
+    after it — the body linted clean, exit 0, with a failing step cited."""
+    body = "```ruff check src``` reports nothing [seq:3].\n\nThe benchmark improved [seq:7].\n"
+    (tmp_path / "body.md").write_text(body)
+    report = lint_claims(tmp_path / "body.md", CASE / "session.jsonl")
+    assert report.markers == 2 and report.exit_code == 1
+    assert [(f.seq, f.kind) for f in report.findings] == [(3, "cites_failing_step"), (7, "cites_missing_step")]
+    # a real fence (an info string without backticks) still hides what it holds, and a tilde
+    # fence may hold backticks in its info string
+    assert lint_claims_text("```python\n[seq:99]\n```\nText [seq:2].\n", STEPS).markers == 1
+    assert lint_claims_text("~~~ `x`\n[seq:99]\n~~~\nText [seq:2].\n", STEPS).markers == 1
+
+
 @pytest.mark.parametrize("sentence", [
     "The test fails before the fix [seq:1].",
     "Expected failure: the old router drops the request [seq:1].",

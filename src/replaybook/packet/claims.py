@@ -651,7 +651,8 @@ def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
     for line in text.splitlines(keepends=True):
         m = _FENCE_OPEN.match(line)
         if fence is None:
-            if m:
+            # (CommonMark: a backtick fence's info string holds no backtick — ```x``` is inline code)
+            if m and not (m.group(1)[0] == "`" and "`" in line[m.end():]):
                 fence = (m.group(1)[0], len(m.group(1)))
                 fence_start = pos
         elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not line[m.end():].strip():
