@@ -367,3 +367,35 @@ def test_an_error_code_that_is_not_text_is_not_success(tmp_path, shape):
         assert [n.split(":", 1)[0] for n in notes] == [f"record {i}" for i in (3, 4, 5, 6, 7, 8)]
         assert notes[0] == ("record 3: errorCode 403 is not a CloudTrail error code (text); outcome error "
                             "(the request's outcome is unknown), error_code as written")
+
+
+def _insight(i: int) -> dict:
+    return {"eventVersion": "1.08", "eventTime": f"2026-09-13T10:0{i}:00Z", "awsRegion": "us-east-1",
+            "eventID": f"ins-{i}", "eventType": "AwsCloudTrailInsight", "recipientAccountId": "111122223333",
+            "sharedEventID": f"sh-{i}", "eventCategory": "Insight",
+            "insightDetails": {"state": "Start", "eventSource": "s3.amazonaws.com", "eventName": "GetObject",
+                               "insightType": "ApiCallRateInsight"}}
+
+
+def test_cloudtrail_insights_files_are_skipped_like_digest_files(tmp_path):
+    """An ``AWSLogs/<account>/CloudTrail-Insight/`` file in the tree was quarantined ("not a
+    CloudTrail record"), and the report then said requests had been lost.  Insights events are
+    summaries CloudTrail computes, not requests: a file of them is skipped with its reason, and
+    one among ordinary records is counted as ignored; neither is quarantined."""
+    root = tmp_path / "AWSLogs" / "111122223333"
+    ins = root / "CloudTrail-Insight" / "us-east-1" / "2026" / "09" / "13" / "111122223333_CloudTrail-Insight_x.json.gz"
+    ins.parent.mkdir(parents=True)
+    ins.write_bytes(gzip.compress(json.dumps({"Records": [_insight(1), _insight(2)]}).encode()))
+    mixed = root / "CloudTrail" / "us-east-1" / "2026" / "09" / "13" / "111122223333_CloudTrail_x.json"
+    mixed.parent.mkdir(parents=True)
+    get = {"eventVersion": "1.08", "eventTime": "2026-09-13T10:00:05Z", "eventSource": "s3.amazonaws.com",
+           "eventName": "GetObject", "userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s"},
+           "requestParameters": {"bucketName": "acme-data", "key": "demo/a.csv"}, "requestID": "R1"}
+    mixed.write_text(json.dumps({"Records": [get, _insight(3)]}))
+    res = load_cloudtrail(tmp_path / "AWSLogs")
+    assert res.quarantine.empty
+    assert res.frame["resource_uri"].tolist() == ["s3://acme-data/demo/a.csv"]
+    by = {Path(i["path"]).name: i for i in res.inputs}
+    assert by[ins.name]["skipped"] is True
+    assert by[ins.name]["reason"] == "CloudTrail Insights file (summaries of unusual activity, not requests)"
+    assert by[mixed.name].get("skipped") is None and by[mixed.name]["ignored_lines"] == 1

@@ -20,6 +20,10 @@ content (never by file name), gzip recognised by magic bytes:
 * **EventBridge envelopes** (``{"detail-type": "AWS API Call via CloudTrail", "detail": {…}}``)
   one per line; envelopes whose ``detail`` is not a CloudTrail record (S3 ``Object Created``
   notifications …) are valid but not ours: counted as ``ignored_lines`` on the ``inputs`` entry;
+* **CloudTrail Insights** files (``AWSLogs/<account>/CloudTrail-Insight/…``, records with
+  ``eventType: AwsCloudTrailInsight`` / ``eventCategory: Insight``): summaries of unusual API
+  activity CloudTrail computed, not requests — a file of them alone is skipped and counted (as a
+  digest file is), one among other records counted as ``ignored_lines``;
 * plain JSON Lines of records (CloudTrail Lake / CloudWatch Logs exports) and JSON arrays.
 
 The rows
@@ -210,6 +214,9 @@ def _correlation(ui: dict) -> str | None:
     return role_session_name(ui.get("arn") if isinstance(ui.get("arn"), str) else None)
 
 
+_INSIGHT = "CloudTrail Insights event: a summary of unusual activity, not a request"
+
+
 def _unwrap(obj: Any) -> tuple[str, dict | None, dict | None, str | None]:
     """Classify one JSON value: ``(kind, record, envelope, problem)``.
 
@@ -241,6 +248,10 @@ def _unwrap(obj: Any) -> tuple[str, dict | None, dict | None, str | None]:
         if "eventName" in detail and "eventTime" in detail:
             return "record", detail, env, None
         return "ignored", None, None, f"EventBridge event {obj.get('detail-type')!r} is not a CloudTrail record"
+    if obj.get("eventType") == "AwsCloudTrailInsight" or obj.get("eventCategory") == "Insight":
+        # CloudTrail Insights (AWSLogs/<account>/CloudTrail-Insight/…): an unusual-activity summary
+        # CloudTrail computed, naming the API in insightDetails — no request anyone made
+        return "ignored", None, None, _INSIGHT
     return "record", obj, None, None
 
 
@@ -331,7 +342,8 @@ def _skip_document(doc: dict) -> str | None:
 def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     """The access rows of one file's text (see :func:`load_cloudtrail`)."""
     spath = str(path)
-    ignored = 0
+    ignored = insights = 0
+    rows_before, q_before = len(rows), len(quarantine)
     notes: list[str] = []
     for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, _skip_document):
         objs = [it.obj]
@@ -341,6 +353,7 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
             kind, rec, env, why = _unwrap(obj)
             if kind == "ignored":
                 ignored += 1
+                insights += why == _INSIGHT
                 continue
             row, why = (None, why) if kind == "invalid" else _row(rec, env, spath, it.line_no, notes)
             if row is None:
@@ -350,7 +363,10 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
                                                  raw=it.raw if it.raw is not None else json_preview(obj)[:400]))
                 continue
             rows.append(row)
-    if ignored:
+    if ignored and insights == ignored and len(rows) == rows_before and len(quarantine) == q_before:
+        # a file of Insights events only: skipped whole, as a digest file is
+        info["skipped"], info["reason"] = True, "CloudTrail Insights file (summaries of unusual activity, not requests)"
+    elif ignored:
         info["ignored_lines"] = ignored
     if notes:
         info.setdefault("notes", []).extend(notes)
