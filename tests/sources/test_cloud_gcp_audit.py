@@ -118,7 +118,7 @@ def test_bad_lines_quarantined(tmp_path):
     q = res.quarantine.set_index("line_no")
     assert q.loc[2, "error"] == "not a Cloud Logging LogEntry (no logName / payload)"
     assert q.loc[3, "error"] == "time 'yesterday' is not a date-time"
-    assert q.loc[4, "error"] == "audit log entry without a timestamp"
+    assert q.loc[4, "error"] == "audit log entry without a timestamp or receiveTimestamp"
     assert q.loc[5, "error"].startswith("invalid JSON")
 
 
@@ -157,3 +157,21 @@ def test_pretty_printed_entries_one_after_another(tmp_path):
     assert list(res.frame["outcome"]) == ["allowed", "denied"]
     assert list(res.frame["line_no"]) == [1, 2]
     assert sniff(p.read_bytes()) > 0.9
+
+
+def test_an_entry_without_timestamp_takes_its_receive_timestamp_as_logging_does(tmp_path):
+    """Cloud Logging gives an entry written without ``timestamp`` its ``receiveTimestamp``; such
+    an entry was quarantined, and the request it records was in no count.  It keeps its row at
+    the receive time, and its file's notes say so."""
+    e = {k: v for k, v in _entry("x", "storage.objects.get", "projects/_/buckets/acme-data/objects/demo/a.csv").items()
+         if k != "timestamp"}
+    e["receiveTimestamp"] = "2026-09-13T10:00:02.123456789Z"
+    p = tmp_path / "d.jsonl"
+    p.write_text(json.dumps(_entry("2026-09-13T10:00:00Z", "storage.objects.get", "projects/_/buckets/b/objects/k"))
+                 + "\n" + json.dumps(e) + "\n")
+    res = load_gcp_audit(p)
+    assert res.quarantine.empty
+    assert [str(t) for t in res.frame["ts"]] == ["2026-09-13 10:00:00+00:00", "2026-09-13 10:00:02.123456789+00:00"]
+    assert res.frame["resource_uri"].tolist()[1] == "gs://acme-data/demo/a.csv"
+    assert res.inputs[0]["notes"] == ["entry 2: no timestamp; its receiveTimestamp (when Cloud Logging received it, "
+                                      "as Logging itself assigns it) is used"]

@@ -28,7 +28,8 @@ The rows
 ==============  =============================================================================
 column          from
 ==============  =============================================================================
-ts              ``timestamp`` — when the event happened (``time_kind = event``), UTC
+ts              ``timestamp`` — when the event happened (``time_kind = event``), UTC; an entry
+                without one takes its ``receiveTimestamp``, as Cloud Logging does (a note says so)
 principal       ``authenticationInfo.principalEmail`` (else ``principalSubject``)
 principal_type  ``…gserviceaccount.com`` → service_account; other e-mail → user; none → anonymous
 action          :data:`METHODS` for Cloud Storage; other methods by their last verb
@@ -54,7 +55,8 @@ raw             the LogEntry, strings surrogate-safe, URL signatures redacted
 Errors
 ------
 A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
-A line that is not JSON or not an object, an audit entry without ``timestamp`` or with a time
+A line that is not JSON or not an object, an audit entry without ``timestamp`` (and
+``receiveTimestamp``) or with a time
 that is not a date-time → quarantine row with file and line; truncated/corrupt gzip and binary
 data → a file-level quarantine row.  An entry whose ``status`` code cannot be read keeps its row
 (outcome ``error``) and adds a note to its file's ``inputs`` entry (``notes``: ``entry <line_no>:
@@ -224,10 +226,18 @@ def _row(entry: dict, path: str, line_no: int | None,
     to ``notes`` (the file's ``inputs`` notes)."""
     pp = entry["protoPayload"]
     ts = entry.get("timestamp")
+    received = None
     if not isinstance(ts, str) or not ts:
-        return None, "audit log entry without a timestamp"
+        # (LogEntry.timestamp: "If omitted, Logging assigns it the receiveTimestamp")
+        received = entry.get("receiveTimestamp")
+        if not isinstance(received, str) or not received:
+            return None, "audit log entry without a timestamp or receiveTimestamp"
+        ts = received
     row = new_row(SOURCE, TIME_KIND, path, line_no)
     row["ts"] = ts
+    if received is not None and notes is not None:
+        notes.append(f"entry {line_no}: no timestamp; its receiveTimestamp (when Cloud Logging received it, "
+                     "as Logging itself assigns it) is used")
     row["principal"], row["principal_type"] = _principal(pp.get("authenticationInfo"))
     method = pp.get("methodName") if isinstance(pp.get("methodName"), str) else None
     row["action"] = _action(method)
