@@ -1146,6 +1146,8 @@ def _findings_line(f: dict) -> str:
                          + (f" and {len(hit) - 3} more" if len(hit) > 3 else ""))
     if f.get("packet_words"):  # the PR body's claims checked against the packet's log (a CI job reads this)
         parts.append(f["packet_words"])
+    if f.get("capsule_words"):  # what replaying the incident from its capsule showed
+        parts.append(f["capsule_words"])
     return "; ".join(parts)
 
 

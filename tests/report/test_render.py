@@ -230,6 +230,7 @@ def test_demo_report_renders(rendered_demo):
                                "offset_changes": [], "cloud_log_losses": [], "cloud_log_loss_words": [],
                                "unmapped_calls": [], "other_client_links": [], "no_principals": False,
                                "packet": None, "packet_words": None,  # (no replay packet in the demo)
+                                   "capsule_words": None,
                                "join_warnings": [], "join_notes": [], "access_warnings": []}
     assert "vnd.replaybook" not in html
     nb = json.loads(read(out["ipynb"]))
@@ -514,3 +515,22 @@ def test_a_packets_findings_and_files_reach_stderr_the_header_and_the_checksums(
     if SHA256SUM:
         ok = _sha256sum_check(str(tmp_path / "r" / "tiny-incident.sha256"), manifest.parent)
         assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_a_capsules_verdict_reaches_stderr_and_the_header(tmp_path, capsys):
+    """The capsule demo's finding — today's live run diverged at checkpoint 12, with a suggested
+    decision — was only in the Replay capsule section far down the page; stderr and the header
+    said "1 door session (1 matched); 4 door calls, 0 refused" and nothing more."""
+    from replaybook.cli import main
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "capsule-demo"
+    assert main(["report", str(demo / "incident.yaml"), "--out", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err
+    said = ("replay capsule: forensic replay reproduced, live run diverged at checkpoint 12; suggested decision: "
+            "incident_explained_by_service_catalogue_drift")
+    assert f"; {said}\n" in err
+    page = read(next((tmp_path / "r").glob("*.html")))
+    head = page[:page.index("Sessions and the join")]
+    assert ('<strong><a href="#capsule">Replay capsule</a>: forensic replay reproduced, live run diverged at '
+            "checkpoint 12; suggested decision: incident_explained_by_service_catalogue_drift</strong>") in head
+    assert page.count('id="capsule"') == 1

@@ -73,6 +73,7 @@ __all__ = [
     "packet_counts",
     "packet_words",
     "packet_section",
+    "capsule_words",
     "recording_calls",
     "refused_then_requested",
     "refused_then_other_principal",
@@ -648,6 +649,7 @@ def header(
     principals_given: bool | None = None,
     packet: Mapping | None = None,
     storage_writes: Sequence[Mapping] = (),
+    capsule: Any = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -673,7 +675,9 @@ def header(
     :func:`with_offset_changes` adds, linked to the sessions) and the residual
     counts (``unclaimed_calls``, ``unmatched_steps``, linked to the residuals), what the replay
     packet's claims linter found in the PR body (``packet``: :meth:`~replaybook.Incident.packet_summary`,
-    :func:`packet_words`, linked to the packet section), and the manifest's ``description``."""
+    :func:`packet_words`, linked to the packet section), the replay capsule's verdict and decision
+    (``capsule``: :meth:`~replaybook.Incident.capsule_section`, :func:`capsule_words`, linked to its
+    section), and the manifest's ``description``."""
     when = generated_at or datetime.now(timezone.utc)
     manifest = Path(incident_path).resolve()  # relative: to the working directory (the report's: its folder)
     shown = Path(manifest.parent.name, manifest.name)
@@ -822,6 +826,11 @@ def header(
         head, _, rest = pw.partition(": ")
         link = f'<a href="#packet">{esc(head[0].upper() + head[1:])}</a>: {esc(rest)}'
         facts.append(f"<strong>{link}</strong>" if packet_counts(packet).get("findings") else link)
+    cw = capsule_words(capsule)
+    if cw:  # what replaying the incident from its capsule showed: the incident's own answer
+        head, _, rest = cw.partition(": ")
+        link = f'<a href="#capsule">{esc(head[0].upper() + head[1:])}</a>: {esc(rest)}'
+        facts.append(f"<strong>{link}</strong>" if _capsule_diverged(capsule) else link)
     unread = [r for r in inputs if r.get("read_nothing")]
     if unread:
         facts.append(f'<strong><a href="#inputs">{_count(len(unread), "input file")}</a> read as nothing</strong> '
@@ -3007,6 +3016,40 @@ def _refused_then_reached(un: pd.DataFrame) -> str:
     return out
 
 
+def capsule_words(section: Any) -> str:
+    """The replay capsule in one sentence, ``""`` without one (plain text; the caller escapes
+    it): with the three runs (a :class:`~replaybook.capsule.report.CapsuleSection`), what the
+    forensic replay and today's live run showed and the decision — ``"replay capsule: forensic
+    replay reproduced, live run diverged at checkpoint 12; suggested decision:
+    incident_explained_by_service_catalogue_drift"`` (``reviewer's decision`` where the manifest
+    gives one); with fewer (an :class:`~replaybook.capsule.report.InventorySection`), the
+    capsule's completeness and the runs a verdict still needs."""
+    if section is None:
+        return ""
+    verdict = getattr(section, "verdict", None)
+    if isinstance(verdict, Mapping) and isinstance(verdict.get("replay_verdict"), Mapping):
+        v = verdict["replay_verdict"]
+        who = "reviewer's decision" if str(getattr(section, "decision", "")).startswith("Reviewer's") \
+            else "suggested decision"
+        return (f"replay capsule: forensic replay {v.get('forensic_verdict')}, live run {v.get('live_verdict')}; "
+                f"{who}: {v.get('reviewer_decision')}")
+    missing = list(getattr(section, "missing", []) or [])
+    words = f"replay capsule: {getattr(section, 'completeness', 'not verified')}"
+    if missing:
+        words += f"; no verdict without the {' and '.join(missing)} run{'' if len(missing) == 1 else 's'}"
+    return words
+
+
+def _capsule_diverged(section: Any) -> bool:
+    """The capsule's forensic replay or live run diverged, or it is not complete: said in bold."""
+    verdict = getattr(section, "verdict", None)
+    if isinstance(verdict, Mapping) and isinstance(verdict.get("replay_verdict"), Mapping):
+        v = verdict["replay_verdict"]
+        return (not v.get("capsule_complete") or not str(v.get("forensic_verdict")).startswith("reproduced")
+                or not str(v.get("live_verdict")).startswith("reproduced"))
+    return getattr(section, "completeness", None) != "complete"
+
+
 def packet_counts(summary: Mapping | None) -> dict:
     """What the findings line and the header say of a replay packet, from
     :func:`replaybook.packet.packet_summary` (``{}`` without a packet): ``steps`` and
@@ -3208,13 +3251,15 @@ def _stored_outputs(steps: pd.DataFrame, outputs: Mapping) -> str:
             "(the recorder stores it beside the session log):</p><ul>" + "".join(parts) + "</ul>")
 
 
-def capsule_section(incident: Any) -> str:
+def capsule_section(incident: Any, section: Any = None) -> str:
     """The replay capsule's verdict block, inventory and divergence record (the incident's
-    ``capsule`` entry), or an empty string when the incident names no capsule."""
+    ``capsule`` entry; ``section``: :meth:`~replaybook.Incident.capsule_section` when the caller
+    has it already), or an empty string when the incident names no capsule."""
     if not getattr(incident, "has_capsule", False):
         return ""
-    sec = incident.capsule_section()
-    return _section(None, sec.html(), anchor="capsule")
+    sec = section if section is not None else incident.capsule_section()
+    # (the section's own heading carries the anchor the header's link and the contents use)
+    return _section(None, sec.html().replace("<h2>", '<h2 id="capsule">', 1))
 
 
 def residuals(
@@ -3321,7 +3366,7 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
              disagreements: Sequence[Mapping] = (), inputs: Sequence[Mapping] = (),
              unmapped_calls: pd.DataFrame | None = None, access_links: pd.DataFrame | None = None,
              principals_given: bool | None = None, packet: Mapping | None = None,
-             storage_writes: Sequence[Mapping] = ()) -> dict:
+             storage_writes: Sequence[Mapping] = (), capsule: Any = None) -> dict:
     """The report's findings as counts, for a terminal or a CI job that does not open the HTML.
 
     Args:
@@ -3431,6 +3476,7 @@ def findings(sessions: pd.DataFrame, calls: pd.DataFrame, quarantine: pd.DataFra
         if "default_status" in sessions.columns else [],
         "packet": packet_counts(packet) or None,
         "packet_words": packet_words(packet) or None,
+        "capsule_words": capsule_words(capsule) or None,
     }
     if join is not None:
         out["unclaimed_calls"] = int(len(join.unclaimed_calls))
