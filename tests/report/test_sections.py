@@ -687,6 +687,33 @@ def test_unassigned_transcripts_show_what_they_called_and_got_back(frames):
     assert S.unassigned_transcripts(steps, []) == ""
 
 
+def test_a_patch_images_and_a_long_prompt_are_shown_not_dropped():
+    """A Codex apply_patch call read "apply_patch" and its result — the patch it sent (free text:
+    no arguments) was missing; a prompt with two images said nothing of them; and a long prompt
+    was cut at 400 characters with nothing to open.  The patch is in the call's cell, the images
+    are counted, and the rest of a long text opens on a click."""
+    long = "we see task A " + "x" * 600 + " THE END"
+    patch = "*** Begin Patch\n*** Add File: gamma.txt\n+synthetic\n*** End Patch"
+    steps = STEPS.build([
+        dict(transcript_id="t9", seq=0, ts=s(0), kind="user_prompt", text=long, images=2, text_bytes=len(long)),
+        dict(transcript_id="t9", seq=1, ts=s(1), kind="tool_call", tool="apply_patch", tool_raw="apply_patch",
+             call_id="c1", text=patch, result_text="Done!", images=0),
+        dict(transcript_id="t9", seq=2, ts=s(2), kind="tool_call", tool="view_image", tool_raw="view_image",
+             call_id="c2", args_key='{"path":"a.png"}', result_text="", images=1)])
+    h = S.unassigned_transcripts(steps, ["t9"])
+    no_raw_html(h)
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h, re.S)[1:]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r, re.S) for r in rows]
+    prompt, call, image_call = cells
+    assert prompt[3].startswith("<details><summary>we see task A xxx") and '<span class="rb-note">[2 images]</span>' in prompt[3]
+    assert "THE END" in prompt[3].split("</summary>", 1)[1]          # the rest, behind the click
+    assert "THE END" not in prompt[3].split("</summary>", 1)[0]
+    assert call[3] == "apply_patch *** Begin Patch\n*** Add File: gamma.txt\n+synthetic\n*** End Patch"
+    assert "Done!" in call[4]
+    assert image_call[4].endswith('<br><span class="rb-note">[1 image]</span>')
+    assert S.what_cell(None) == "" and S.what_cell("", images=3) == '<span class="rb-note">[3 images]</span>'
+
+
 def test_conversations_lay_out_what_the_agent_saw_in_order(frames):
     from replaybook.join import join_sessions
 

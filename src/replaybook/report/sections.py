@@ -51,6 +51,7 @@ __all__ = [
     "session_calls",
     "all_session_calls",
     "result_cell",
+    "what_cell",
     "storage_write_words",
     "conversations",
     "unassigned_transcripts",
@@ -323,6 +324,38 @@ def result_cell(text: Any, is_error: Any = None, size: Any = None, door_bytes: A
     body = esc(kept[:RESULT_LIMIT]) + (f'<span class="rb-note"> … {cut}</span>' if cut else "")
     return (f'<details><summary>{mark}<span class="rb-result">{esc(kept, RESULT_PREVIEW)}</span></summary>'
             f'<pre class="rb-result">{body}</pre></details>{apart}')
+
+
+#: Characters of a prompt, model text or call shown before the rest opens on a click.
+WHAT_PREVIEW = 400
+
+
+def _images_words(images: Any) -> str:
+    """``[2 images]`` for a step that carried images (what the model saw beyond the text),
+    ``""`` for none."""
+    if _isna(images) or int(images) <= 0:
+        return ""
+    return f"[{int(images):,} image{'' if int(images) == 1 else 's'}]"
+
+
+def what_cell(text: Any, images: Any = None, size: Any = None, limit: int = WHAT_PREVIEW) -> str:
+    """What a prompt, a model text or a tool call (its tool and arguments, or the free text it
+    sent: a patch) said, as escaped table-cell markup: the first ``limit`` characters, the rest
+    (up to :data:`RESULT_LIMIT`) behind a click (▶), never silently cut (the frame's cut is
+    said, with ``size``, the full text's UTF-8 bytes); ``[N images]`` after it where the step
+    carried images (``images``).  ``""`` for no text and no images."""
+    pics = _images_words(images)
+    if _isna(text) or not str(text):
+        return f'<span class="rb-note">{pics}</span>' if pics else ""
+    kept, cut = _cut_words(str(text), size)
+    tail = f' <span class="rb-note">{pics}</span>' if pics else ""
+    if len(kept) <= limit and not cut:
+        return f"{esc(kept)}{tail}"
+    body = esc(kept[:RESULT_LIMIT]) + (f'<span class="rb-note"> … {cut}</span>' if cut else
+                                       f'<span class="rb-note"> … cut at {RESULT_LIMIT:,} of {len(kept):,} '
+                                       "characters</span>" if len(kept) > RESULT_LIMIT else "")
+    return (f"<details><summary>{esc(kept, limit)}{tail}</summary>"
+            f'<pre class="rb-result">{body}</pre></details>')
 
 
 def kept_cell(evidence: Any, digest: Any, obj: Any, transcript_text: Any, compare: bool = True) -> str:
@@ -1886,24 +1919,33 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
         if conv is None or not len(conv):
             continue
         got, what, who = [], [], []
+        full = _step_texts(steps, conv)  # (the conversation's own cells are cut and spaced for a chart)
         for c in conv.to_dict("records"):
             lane = c["lane"]
             who.append(_who(_WHO.get(lane, lane), c["agent_id"]))
+            key = (str(c["transcript_id"]), int(c["step_seq"])) \
+                if not _isna(c["step_seq"]) and not _isna(c["transcript_id"]) else None
+            text, images, size = full.get(key, (None, None, None))
             if lane == "tool call" and c.get("call_missing"):  # only its result remains
-                what.append(_missing_call_text(c, steps, quarantine))
+                what.append(esc(_missing_call_text(c, steps, quarantine)))
                 res = _result_of(steps, c["transcript_id"], c["step_seq"])
                 got.append(result_cell(*res) if res is not None else "—")
             elif lane == "tool call":
-                key = (str(c["transcript_id"]), int(c["step_seq"])) if not _isna(c["step_seq"]) else None
                 res = results.get(key) if results is not None and key is not None else None
-                args = c["text"] if res is None or _isna(res[2]) else res[2]  # the whole arguments
-                what.append(f"{c['tool'] or ''} {args or ''}".strip())
-                got.append(result_cell(res[0], res[1], res[3]) if res is not None else "—")
+                # the whole arguments; a call whose input is free text (Codex's apply_patch): that text
+                args = res[2] if res is not None and not _isna(res[2]) else text if not _isna(text) else c["text"]
+                what.append(what_cell(f"{c['tool'] or ''} {args or ''}".strip()))
+                got.append((result_cell(res[0], res[1], res[3]) if res is not None else "—") + _images_after(images))
             elif lane == "door":
-                what.append(f"{c['tool'] or ''} {c['text'] or ''}".strip())
+                what.append(esc(f"{c['tool'] or ''} {c['text'] or ''}".strip()))
                 got.append("—")
             else:
-                what.append(c["text"] or ("(request to the model)" if lane == "model" else ""))
+                if _isna(text) and not c["text"]:
+                    what.append(esc("(request to the model)" if lane == "model" else "")
+                                + (f' <span class="rb-note">{_images_words(images)}</span>' if _images_words(images)
+                                   else ""))
+                else:
+                    what.append(what_cell(c["text"] if _isna(text) else text, images, size))
                 got.append("")
         # a call "the door never saw" where the door's log of the session has a damaged line: say so
         conv = conv.assign(reach=_on_damaged_door_lines(conv, calls, quarantine))
@@ -1919,7 +1961,7 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
         conv = conv[~((conv["lane"] == "model") & conv["text"].fillna("").eq(""))]
         conv = _with_set_aside(conv, steps, r["transcript_id"], quarantine)
         body = table(conv, [("step_seq", "step", "num"), ("ts", "time (UTC)", "ts"), ("who", "who", "text"),
-                            ("what", "what", "text"), ("door", "what the door decided and reached", "text"),
+                            ("what", "what", "html"), ("door", "what the door decided and reached", "text"),
                             ("got_back", "what the agent got back", "html")],
                      max_rows=max_rows, row_class=lambda rec: "rb-refused" if rec.get("status") == "refused" else "")
         off = r.get("offset_ms")
@@ -1997,6 +2039,25 @@ def missing_call_where(steps: pd.DataFrame, transcript_id: Any, seq: Any,
     q = quarantine[(quarantine["source_file"].astype(str) == f) & quarantine["line_no"].notna()]
     lines = sorted(int(x) for x in q["line_no"] if after < int(x) < ln)
     return (f, lines) if lines else None
+
+
+def _step_texts(steps: pd.DataFrame, conv: pd.DataFrame) -> dict:
+    """``{(transcript_id, seq): (text, images, text_bytes)}`` of the steps a conversation's rows
+    come from (``conv``: :func:`replaybook.views.session.conversation`'s frame): their whole text
+    as the frame keeps it, for the report's cells."""
+    if steps is None or not len(steps) or conv is None or not len(conv) or "transcript_id" not in conv.columns:
+        return {}
+    mine = steps[steps["transcript_id"].isin(conv["transcript_id"].dropna().astype(str).unique())]
+    cols = [mine[k] if k in mine.columns else pd.Series([None] * len(mine), index=mine.index)
+            for k in ("text", "images", "text_bytes")]
+    return {(str(t), int(q)): (x, i, b) for t, q, x, i, b in zip(mine["transcript_id"], mine["seq"], *cols)
+            if not _isna(q)}
+
+
+def _images_after(images: Any) -> str:
+    """``[N images]`` under a result cell for a tool result that carried images, else ``""``."""
+    pics = _images_words(images)
+    return f'<br><span class="rb-note">{pics}</span>' if pics else ""
 
 
 def _missing_call_text(c: Mapping, steps: pd.DataFrame, quarantine: pd.DataFrame | None) -> str:
@@ -2093,27 +2154,31 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
             if r["kind"] == "tool_call":
                 who.append(_who("tool call", r.get("agent_id")))
                 tool = r["tool"] if not _isna(r["tool"]) else r.get("tool_raw")
-                what.append(f"{'' if _isna(tool) else tool} {'' if _isna(r['args_key']) else r['args_key']}".strip())
-                got.append(result_cell(r["result_text"], r["is_error"], sizes.get(r["_row"])))
+                # a call whose input is free text (Codex's apply_patch) has no arguments: its text
+                args = r["args_key"] if not _isna(r["args_key"]) else r.get("text")
+                what.append(what_cell(f"{'' if _isna(tool) else tool} {'' if _isna(args) else args}".strip(),
+                                      limit=limit))
+                got.append(result_cell(r["result_text"], r["is_error"], sizes.get(r["_row"]))
+                           + _images_after(r.get("images")))
             else:
                 who.append(_who("user" if r["kind"] == "user_prompt" else "model", r.get("agent_id")))
-                what.append(None if _isna(r["text"]) else str(r["text"]))
+                what.append(what_cell(r["text"], r.get("images"), r.get("text_bytes"), limit=limit))
                 got.append("")
         t = t.assign(who=who, what=what, got_back=got)
-        t["what"] = [w if w is None or len(w) <= limit else w[: limit - 1] + "…" for w in t["what"]]
         n_calls = int((t["kind"] == "tool_call").sum())
         mcp = t.loc[t["kind"] == "tool_call", "server"].notna().sum() if "server" in t else n_calls
         builtin_only = (" — built-in tools only: they never pass through a door, so no door log was expected "
                         "to hold them" if n_calls and not mcp else "")
         body = table(t, [("seq", "step", "num"), ("ts", "time (UTC)", "ts"), ("who", "who", "text"),
-                         ("what", "what", "text"), ("got_back", "what the agent got back", "html")],
+                         ("what", "what", "html"), ("got_back", "what the agent got back", "html")],
                      max_rows=max_rows, empty="Nothing the agent was asked, said or called.")
         parts.append(_section(f"Transcript {tid}",
                               f'<p class="rb-note">{esc(_count(len(t), "row"))}, {esc(_count(n_calls, "tool call"))}, '
                               f"in time order{esc(builtin_only)}</p>" + body, level=3))
     intro = ("<p>Transcripts no door session was assigned to: what each agent was asked, what it said, what it "
              "called and what it got back, in order, from its own transcript. No door record confirms their MCP calls. "
-             f"Model text is cut to {limit} characters; a long result opens on a click (▶).</p>")
+             f"A prompt, model text or call longer than {limit} characters, and a long result, opens on a click "
+             "(▶).</p>")
     if len(ids) > max_transcripts:
         intro += f'<p class="rb-note">Showing the first {max_transcripts} of {len(ids):,} transcripts.</p>'
     return _section("Transcripts no door session explains", intro + "".join(parts), anchor="unassigned")
