@@ -733,3 +733,15 @@ def test_load_help_says_the_format_comes_from_out(capsys):
     assert main(["load", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "default: taken from --out's extension" in out
+
+
+def test_load_calls_says_its_notes_in_words_not_frame_values(capsys):
+    """``load calls`` printed "arguments None, args_key NA" where ``load auto`` and the report
+    say "no arguments to compare": one wording, with no NA / NaT for a reviewer to decode."""
+    gw = FIX / "gateways"
+    assert main(["load", "calls", str(gw / "agentgateway"), str(gw / "mcpjungle")]) == 0
+    err = capsys.readouterr().err
+    assert f"  note {gw / 'agentgateway' / 'access.log'}: the access log records no arguments: no arguments to " \
+           "compare\n" in err
+    assert "MCPJungle logs no arguments: no arguments to compare" in err
+    assert "args_key" not in err and " NA" not in err and "NaT" not in err

@@ -228,9 +228,11 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
         why = (f"same content as {info['same_as']}: read once" if info.get("same_as")
                else info.get("reason") or "no records")
         click.echo(f"  skipped {info.get('path')}: {why}", err=True)
+    from .loading import _plain_note
+
     for info in res.inputs:  # what a loader says of a file it read (rows kept with a value unknown …)
-        for note in info.get("notes") or ():
-            click.echo(f"  note {info.get('path')}: {note}", err=True)
+        for note in info.get("notes") or ():  # (in the words `load auto` and the report use: no NA / NaT)
+            click.echo(f"  note {info.get('path')}: {_plain_note(str(note))}", err=True)
     wrong = _other_kinds(frame, res, source_name)
     from .sources._cloud import record_numbered
 
