@@ -103,6 +103,8 @@ class PruneReport:
     shared_sessions: list[SessionInfo] = field(default_factory=list)
     #: evidence that would have gone was kept because a session could not be read
     evidence_held: bool = False
+    #: a file modified this recently (seconds) is a session a door may still be writing
+    idle_s: float = 60.0
 
     @property
     def removed(self) -> list[SessionInfo]:
@@ -121,7 +123,11 @@ class PruneReport:
             out.append(f"{verb} evidence {p}")
         for s in self.sessions:
             if s.status in ("active", "locked", "unreadable", "changed"):
-                out.append(f"skipped {s.path} ({s.status})")
+                why = {"active": f"modified within the last {self.idle_s:g} s: a door may still be writing it",
+                       "locked": "another process holds a lock on it: a door is writing it",
+                       "unreadable": "it could not be read",
+                       "changed": "it was replaced while prune held it: what replaced it is left alone"}[s.status]
+                out.append(f"skipped {s.path} ({s.status}: {why})")
             elif s.status == "compressed":
                 out.append(f"kept {s.path} (gzip'd session: prune removes only .jsonl sessions a door may hold "
                            "a lock on; the evidence it references kept)")
@@ -442,7 +448,7 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
         raise InputError(f"retention {older_than.days} days reaches back before year 1: "
                          "no session can be that old") from None
     wall = time.time()
-    report = PruneReport(log_root=root, cutoff=cutoff, dry_run=dry_run)
+    report = PruneReport(log_root=root, cutoff=cutoff, dry_run=dry_run, idle_s=idle_s)
     held: list[tuple[SessionInfo, int]] = []  # removal candidates, locked by us
     try:
         for agent in sorted(os.scandir(root), key=lambda e: e.name):
