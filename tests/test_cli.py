@@ -745,3 +745,24 @@ def test_load_calls_says_its_notes_in_words_not_frame_values(capsys):
            "compare\n" in err
     assert "MCPJungle logs no arguments: no arguments to compare" in err
     assert "args_key" not in err and " NA" not in err and "NaT" not in err
+
+
+def test_a_closed_output_pipe_is_no_internal_error():
+    """``replaybook join … | head -1`` exited 1 — an internal error, as the README defines it —
+    with no word: click ends a command whose pipe was closed with exit 1.  A reader that took
+    what it wanted is no error: exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first line
+    try:
+        got = subprocess.run([sys.executable, "-c", "import sys; from replaybook.cli import main; sys.exit(main())",
+                              "join", "--transcripts", str(FIX / "join_trap" / "transcripts"),
+                              "--calls", str(FIX / "join_trap" / "door")],
+                             stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert got.returncode == 0, got.stderr
+    assert "internal error" not in got.stderr

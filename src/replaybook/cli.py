@@ -1171,6 +1171,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT if isinstance(exc, (InputError, JoinError)) else EXIT_INTERNAL
     except BrokenPipeError:
         return EXIT_OK
+    except SystemExit as exc:
+        # click ends a command whose output pipe was closed (`replaybook join … | head`) with
+        # sys.exit(1) after wrapping the streams (click.core.BaseCommand.main, errno EPIPE): the
+        # reader took what it wanted, which is no internal error
+        if type(sys.stdout).__name__ == "_PacifyFlushWrapper":
+            return EXIT_OK
+        raise
     except Exception as exc:  # a bug
         click.echo(f"replaybook: internal error: {type(exc).__name__}: {exc}", err=True)
         if debug:
