@@ -1397,7 +1397,7 @@ def test_the_header_counts_a_sub_agent_with_its_parents_conversation(frames):
     more = _with_sub_agent(pd.concat([steps, lone], ignore_index=True), "t9", agent="cd34")
     h = S.header("x", "/a/incident.yaml", steps=more, sessions=sessions)
     assert ('4 transcripts (1 assigned to a door session, 1 a sub-agent of an assigned one; '
-            '<a href="#unassigned">1 to none</a>, with 1 sub-agent)') in h
+            '<a href="#unassigned">1 to none</a>, and 1 a sub-agent of that one)') in h
     # every transcript assigned a session: no words in brackets
     assert "1 transcript, " in S.header("x", "i.yaml", steps=frames[0], sessions=sessions)
 

@@ -948,7 +948,9 @@ def _assigned_words(steps: pd.DataFrame, sessions: pd.DataFrame, sub_agents: Map
                      f"{'an assigned one' if sub_in == 1 else 'assigned ones'}")
     words = ", ".join(parts)
     if none:
-        of = (f", with {_count(sub_out, 'sub-agent')}" if sub_out else "")
+        # (each part a count of its own, so that they add up to the total before the bracket)
+        of = (f", and {sub_out:,} {'a sub-agent' if sub_out == 1 else 'sub-agents'} of "
+              f"{'that one' if none == 1 else 'those'}" if sub_out else "")
         words += f'; <a href="#unassigned">{none:,} to none</a>{of}'
     return f" ({words})"
 
