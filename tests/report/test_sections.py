@@ -714,6 +714,22 @@ def test_a_patch_images_and_a_long_prompt_are_shown_not_dropped():
     assert S.what_cell(None) == "" and S.what_cell("", images=3) == '<span class="rb-note">[3 images]</span>'
 
 
+def test_a_transcript_holding_only_a_result_shows_it():
+    """A second, damaged copy of a session kept one line of its own: a tool result whose call's
+    line is in the other copy.  Its section said "0 rows … Nothing the agent was asked, said or
+    called" about a transcript that holds what the agent got back."""
+    steps = STEPS.build([dict(transcript_id="nul2", seq=0, ts=s(0), kind="tool_result", tool="list_folder",
+                              tool_raw="mcp__door__list_folder", call_id="toolu_011d", is_error=False,
+                              text="cars.parquet\ncars.xpt", text_bytes=21, images=0)])
+    h = S.unassigned_transcripts(steps, ["nul2"])
+    assert "1 row, 0 tool calls" in h and "Nothing the agent was asked" not in h
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h, re.S)[1:]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r, re.S) for r in rows]
+    assert cells[0][2] == "tool result"
+    assert cells[0][3] == "list_folder: a result whose call is not in this transcript (tool-use id toolu_011d)"
+    assert "cars.parquet\ncars.xpt" in cells[0][4]
+
+
 def test_conversations_lay_out_what_the_agent_saw_in_order(frames):
     from replaybook.join import join_sessions
 

@@ -2146,14 +2146,25 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
     for tid in ids[:max_transcripts]:
         members = [tid] + [t for t, p in (sub_agents or {}).items() if p == tid]
         t = steps[steps["transcript_id"].isin(members)]
+        # a result whose call is not in the transcript (its line damaged, or in the file this one
+        # resumes) is what the agent got back all the same: a row of its own
+        own_calls = set(t.loc[t["kind"] == "tool_call", "call_id"].dropna().astype(str))
+        orphan = (t["kind"] == "tool_result") & ~t["call_id"].astype("string").isin(own_calls).fillna(False)
         t = t[(t["kind"].isin(["user_prompt", "tool_call"]))
-              | ((t["kind"] == "model_request") & t["text"].notna() & t["text"].fillna("").ne(""))]
+              | ((t["kind"] == "model_request") & t["text"].notna() & t["text"].fillna("").ne(""))
+              | orphan.to_numpy(bool)]
         t = t.assign(member=t["transcript_id"].map({m: i for i, m in enumerate(members)}), _row=t.index).sort_values(
             ["ts", "member", "seq"], kind="stable", na_position="last")
         who, what, got = [], [], []
         sizes = _result_bytes(steps[steps["transcript_id"].isin(members)])
         for r in t.to_dict("records"):
-            if r["kind"] == "tool_call":
+            if r["kind"] == "tool_result":  # (its call is not in this transcript)
+                who.append(_who("tool result", r.get("agent_id")))
+                tool = r["tool"] if not _isna(r["tool"]) else r.get("tool_raw")
+                what.append(esc(f"{'' if _isna(tool) else str(tool) + ': '}a result whose call is not in this "
+                                "transcript" + ("" if _isna(r["call_id"]) else f" (tool-use id {r['call_id']})")))
+                got.append(result_cell(r["text"], r["is_error"], r.get("text_bytes")) + _images_after(r.get("images")))
+            elif r["kind"] == "tool_call":
                 who.append(_who("tool call", r.get("agent_id")))
                 tool = r["tool"] if not _isna(r["tool"]) else r.get("tool_raw")
                 # a call whose input is free text (Codex's apply_patch) has no arguments: its text
