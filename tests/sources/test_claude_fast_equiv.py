@@ -583,6 +583,40 @@ def test_a_repeated_uuid_with_other_content_is_a_conflict_not_a_copy(tmp_path, m
     assert_same(tmp_path, monkeypatch)
 
 
+@pytest.mark.parametrize("names", [("aaaa", "bbbb"), ("ffff", "0000")])  # the resumed file named last / first
+def test_a_resume_copy_written_by_an_upgraded_client_is_still_a_copy(tmp_path, monkeypatch, names):
+    """A session resumed by a newer client: its copies carry the new sessionId and the client's
+    own envelope (another ``version``, a ``slug`` the first client did not write).  They were set
+    aside as conflicts — and, with the resumed file read first, the first session's call moved to
+    the second transcript.  They are copies: counted once, each call in its own session's file."""
+    first = [user("u1", "What is the mean mpg?", version="2.0.55"),
+             asst("a1", "m1", "r1", [tu("toolu_1", "mcp__door__query", {"sql": "select avg(mpg)"})], version="2.0.55"),
+             user("u2", [tr("toolu_1", "avg 19.9")], version="2.0.55")]
+
+    def copy(raw: bytes) -> bytes:
+        o = json.loads(raw)
+        o.update(sessionId="eeeeeeee-0000-4000-8000-eeeeeeeeeeee", version="2.1.0", slug="mean-mpg")
+        return j(o)
+
+    resumed = [copy(x) for x in first] + [
+        user("u3", "and the median?", sessionId="eeeeeeee-0000-4000-8000-eeeeeeeeeeee", version="2.1.0", slug="mean-mpg"),
+        asst("a3", "m3", "r3", [tu("toolu_2", "mcp__door__query", {"sql": "select median(mpg)"})],
+             sessionId="eeeeeeee-0000-4000-8000-eeeeeeeeeeee", version="2.1.0", slug="mean-mpg")]
+    a, b = names
+    (tmp_path / f"{a}.jsonl").write_bytes(_lines(*first))
+    (tmp_path / f"{b}.jsonl").write_bytes(_lines(*resumed))
+    frame = assert_same(tmp_path, monkeypatch)
+    res = load_claude_code(tmp_path)
+    assert res.quarantine.empty
+    calls = frame[frame["kind"] == "tool_call"]
+    assert list(zip(calls["call_id"], calls["transcript_id"])) == [("toolu_1", a), ("toolu_2", b)]
+    assert {i["path"].rsplit("/", 1)[-1]: i["duplicates"] for i in res.inputs} == {f"{a}.jsonl": 0, f"{b}.jsonl": 3}
+    # what the line records still differs only by an edit: that stays a conflict
+    (tmp_path / f"{b}.jsonl").write_bytes(_lines(copy(user("u1", "What is the MEDIAN mpg?")), *resumed[1:]))
+    q = load_claude_code(tmp_path).quarantine
+    assert q["kind"].tolist() == ["conflict"] and "message differs" in q["error"].iloc[0]
+
+
 def _lines(*items: bytes) -> bytes:
     return b"".join(x + b"\n" for x in items)
 

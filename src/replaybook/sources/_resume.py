@@ -2,7 +2,8 @@
 
 Claude Code writes a resumed session to a new file that starts with copies of the earlier
 session's lines — same ``uuid``, same timestamps and content, only ``sessionId`` changed
-(``../shared/cases/claude-resumed-session``).  The loaders count those once.  A line that
+(``../shared/cases/claude-resumed-session``), and, where the client changed between the two, its
+envelope keys (:data:`COPY_KEYS_IGNORED`).  The loaders count those once.  A line that
 repeats a uuid with *other* content is not such a copy — an edited transcript, two files that
 disagree about what happened — and dropping it as a duplicate would hide exactly what an
 investigator looks for.  :func:`copy_or_conflict` tells the two apart; the loaders keep the first
@@ -23,8 +24,11 @@ from .. import _json
 
 __all__ = ["copy_or_conflict", "conflict_row", "COPY_KEYS_IGNORED", "CONFLICT"]
 
-#: keys a resumed session's copy may change (it is written under the new session's id)
-COPY_KEYS_IGNORED = frozenset({"sessionId"})
+#: keys a resumed session's copy may change: the envelope the client writes each line under —
+#: the new session's id, and the writing client's version, branch, folder and session slug (a
+#: client upgraded between the session and its resume, or one that adds a key the first did not
+#: write) — never what the line records (its type, uuid, parent, time, message, tool result)
+COPY_KEYS_IGNORED = frozenset({"sessionId", "version", "gitBranch", "cwd", "slug"})
 #: the quarantine ``kind`` of a line that repeats a uuid with other content
 CONFLICT = "conflict"
 
