@@ -589,3 +589,21 @@ def test_a_result_whose_call_line_is_damaged_is_read_by_its_shape(tmp_path):
         [7, "c2", None, "Exit code: 3\noops\n", True, 18],
         [8, "c3", None, '[{"type": "text", "text": "x"}]', None, 31],
     ]
+
+
+def test_a_refusal_a_file_and_a_newer_item_in_a_message_are_kept(tmp_path):
+    """An assistant message whose content is a ``refusal`` (the model declined) read as an empty
+    answer: the item's text is under ``refusal``, not ``text``.  A file the user attached and an
+    item of a type newer than the loader were dropped the same way."""
+    f = load_codex(rollout(tmp_path, [
+        meta(),
+        env("2026-03-01T10:00:01Z", "response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "summarise this"},
+            {"type": "input_file", "filename": "q3.pdf", "file_data": "JVBERi0="},
+            {"type": "input_audio_v9", "data": "AAAA"}]}),
+        env("2026-03-01T10:00:02Z", "response_item", {"type": "message", "role": "assistant", "content": [
+            {"type": "refusal", "refusal": "I can't share patient records."}]}),
+    ])).frame
+    texts = f.loc[f["line_no"].isin([2, 3]), ["line_no", "text"]].values.tolist()
+    assert texts == [[2, "summarise this\n[input_file: q3.pdf]\n[input_audio_v9]"],
+                     [3, "[refusal] I can't share patient records."]]

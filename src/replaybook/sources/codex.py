@@ -590,8 +590,16 @@ def _mark_replay(files: list[_File]) -> None:
 
 # --------------------------------------------------------------------------- rows
 
+_TEXT_ITEMS = (None, "input_text", "output_text", "text", "summary_text", "reasoning_text")
+
+
 def _content_text(content: Any) -> tuple[str | None, int]:
-    """Text of a Responses API ``content`` (string or list of content items) and its image count."""
+    """Text of a Responses API ``content`` (string or list of content items) and its image count.
+
+    Items (OpenAI Responses API): ``input_text`` / ``output_text`` / ``summary_text`` /
+    ``reasoning_text`` give their ``text``; ``input_image`` is counted; a ``refusal`` (the model
+    declined) gives ``[refusal] <its text>``; ``input_file`` a ``[input_file: <name>]`` line; any
+    other typed item a ``[<type>]`` line — an item is never dropped unsaid."""
     if isinstance(content, str):
         return content, 0
     if not isinstance(content, list):
@@ -603,11 +611,20 @@ def _content_text(content: Any) -> tuple[str | None, int]:
             texts.append(c)
         elif isinstance(c, dict):
             ct = c.get("type")
-            if isinstance(c.get("text"), str) and ct in (None, "input_text", "output_text", "text",
-                                                         "summary_text", "reasoning_text"):
-                texts.append(c["text"])
+            if ct in _TEXT_ITEMS:
+                if isinstance(c.get("text"), str):
+                    texts.append(c["text"])
             elif ct in ("input_image", "image"):
                 images += 1
+            elif ct == "refusal":
+                r = c.get("refusal")
+                texts.append("[refusal]" + (f" {r}" if isinstance(r, str) and r else ""))
+            elif ct == "input_file":
+                name = next((c[k] for k in ("filename", "file_id", "file_url") if isinstance(c.get(k), str) and c[k]),
+                            None)
+                texts.append(f"[input_file: {name}]" if name else "[input_file]")
+            elif isinstance(ct, str) and ct:
+                texts.append(f"[{ct}]")
     return ("\n".join(texts) if texts else None), images
 
 
