@@ -310,3 +310,16 @@ def cloud_case() -> dict:
                       principals={"support": "arn:aws:sts::123456789012:assumed-role/support-agent-reader/*"})
     return dict(calls=calls, access=access, quarantine=quarantine, inputs=inputs, result=res,
                 storage_map=storage_map)
+
+
+def otel_tool_span(sid: str, start_s: int, tool: str, args: dict) -> dict:
+    """An OTLP JSON span of one GenAI ``execute_tool`` call in conversation ``conv-1`` (100 ms
+    long, ``start_s`` seconds after 2026-11-30T14:00:00Z), as an OTel-instrumented agent writes it."""
+    at = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.call.id": sid,
+          "gen_ai.conversation.id": "conv-1", "gen_ai.tool.call.arguments": json.dumps(args),
+          "mcp.method.name": "tools/call"}
+    ns = 1_796_047_200_000_000_000 + start_s * 1_000_000_000
+    return {"traceId": "a1" * 16, "spanId": sid, "name": f"execute_tool {tool}", "kind": 1,
+            "startTimeUnixNano": str(ns), "endTimeUnixNano": str(ns + 100_000_000),
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in at.items()]}
+

@@ -16,15 +16,7 @@ from replaybook.report import sections as S
 from replaybook.sources.door import load_door
 from replaybook.sources.otel import load_otel
 
-
-def _span(sid: str, start_s: int, tool: str, args: dict) -> dict:
-    at = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.call.id": sid,
-          "gen_ai.conversation.id": "conv-1", "gen_ai.tool.call.arguments": json.dumps(args),
-          "mcp.method.name": "tools/call"}
-    ns = 1_796_047_200_000_000_000 + start_s * 1_000_000_000
-    return {"traceId": "a1" * 16, "spanId": sid, "name": f"execute_tool {tool}", "kind": 1,
-            "startTimeUnixNano": str(ns), "endTimeUnixNano": str(ns + 100_000_000),
-            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in at.items()]}
+from conftest import otel_tool_span as _span
 
 
 def _door_line(seq: int, sec: int, tool: str, path: str, decision: str = "allow") -> str:

@@ -1500,14 +1500,7 @@ def test_an_otel_mcp_call_the_door_never_logged_is_said_to_be_one(tmp_path):
     from replaybook.sources.door import load_door
     from replaybook.sources.otel import load_otel
 
-    def span(sid, start_s, tool, args):
-        at = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.call.id": sid,
-              "gen_ai.conversation.id": "conv-1", "gen_ai.tool.call.arguments": json.dumps(args),
-              "mcp.method.name": "tools/call"}
-        ns = 1_796_047_200_000_000_000 + start_s * 1_000_000_000
-        return {"traceId": "a1" * 16, "spanId": sid, "name": f"execute_tool {tool}", "kind": 1,
-                "startTimeUnixNano": str(ns), "endTimeUnixNano": str(ns + 100_000_000),
-                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in at.items()]}
+    from conftest import otel_tool_span as span
 
     (tmp_path / "t.json").write_text(json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [
         span("b000000000000001", 10, "read_file", {"path": "rules.yaml"}),
