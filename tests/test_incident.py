@@ -1,4 +1,5 @@
 import json
+import os
 import re
 from pathlib import Path
 
@@ -253,13 +254,21 @@ def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
     assert sorted(zip(findings.seq, findings.kind)) == [(3, "cites_failing_step"), (7, "cites_missing_step")]
     html = S.packet_section(summary)
     assert "cites_failing_step" in html and "Replay packet" in html
-    assert "2 findings, 1 warnings, 2 of 4 [seq:N] markers accepted." in html  # markers, not steps
+    assert "2 findings, 1 warning, 2 of 4 [seq:N] markers accepted." in html  # markers, not steps
     assert S.packet_section(replaybook.Incident.load(DEMO).packet_summary()) == ""
     # the report runs no replay: it says so, and how to run one, naming the packet's own files
     log, body = summary["log_path"], summary["body_path"]
     assert "../" not in log and log.endswith("demo/session.jsonl") and body.endswith("demo/PR_BODY.md")
-    assert (f"This report does not replay them: run <code>replaybook packet replay {log} --body {body}</code> in the "
-            "repository") in html
+    assert (f"This report does not replay them: run <code>replaybook packet replay {log} --body {body} "
+            "--require-head --head-ignore PR_BODY.md</code> in the repository") in html
+    # rendered from the manifest's folder (as `replaybook report` runs the notebook): the manifest's own paths
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path / "demo")
+        assert ("run <code>replaybook packet replay session.jsonl --body PR_BODY.md --require-head --head-ignore "
+                "PR_BODY.md</code> in the repository") in S.packet_section(summary)
+    finally:
+        os.chdir(cwd)
     assert "unless a replay was run" not in html
     # the log's chain is shown whatever its state, not only when damaged (this log is unchained)
     assert "Session log chain: unchained — the log carries no digest chain" in html
@@ -699,7 +708,8 @@ def test_the_packets_findings_are_in_the_header_and_the_findings(tmp_path):
             "PR body</strong>") in head
     f = S.findings(inc.join.sessions, inc.calls, inc.quarantine, join=inc.join, packet=summary)
     assert f["packet"] == {"steps": 3, "failing_steps": 2, "findings": 2, "warnings": 1, "markers": 4,
-                           "accepted_markers": 2, "chain": "unchained", "verdict": None}
+                           "accepted_markers": 2, "chain": "unchained", "verdict": None,
+                           "edited_outputs": []}
     assert _findings_line(f).endswith("; " + words)
     # no body: the steps, and that no claim was checked; no packet: nothing
     (tmp_path / "demo" / "incident.yaml").write_text(

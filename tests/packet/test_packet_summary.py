@@ -60,7 +60,8 @@ def test_the_report_shows_each_steps_commit_time_and_stored_output(packet: Path,
     assert isinstance(first, str) and first == (outputs_dir_for(packet) / f"{steps.loc[0, 'out_sha']}.txt").read_text()
     html = packet_section(out)
     assert "<h3>Stored outputs</h3>" in html and html.count("<details>") == 3
-    assert html.count(f"<code>{head[:12]}</code>") == 3 and html.count("<br>uncommitted changes") == 1
+    assert html.count(f"<code>{head[:12]}</code>") == 3
+    assert html.count("<br>uncommitted changes: <code>feature.flag</code>") == 1  # the paths the log names
     assert ">started (UTC)<" in html
     # an output changed after recording: named, not shown
     p = outputs_dir_for(packet) / f"{steps.loc[0, 'out_sha']}.txt"
@@ -69,6 +70,12 @@ def test_the_report_shows_each_steps_commit_time_and_stored_output(packet: Path,
     assert out["outputs"][1] == {"path": str(p), "text": None, "edited": True}
     html = packet_section(out)
     assert "changed after it was recorded" in html and "edited\n" not in html and html.count("<details>") == 2
+    # and the header and the stderr findings line say so: evidence edited after recording
+    from replaybook.report.sections import packet_counts, packet_words
+
+    assert packet_counts(out)["edited_outputs"] == [1]
+    assert packet_words(out) == ("replay packet: 3 recorded steps, no PR body named: no claims checked; 1 stored "
+                                 "output changed after recording (seq 1)")
 
 
 def test_each_step_is_tied_to_the_transcript_call_that_recorded_it(packet: Path):
@@ -99,6 +106,13 @@ def test_each_step_is_tied_to_the_transcript_call_that_recorded_it(packet: Path)
         call(4, t[2] - pd.Timedelta(seconds=2), f"rec {py_cmd}"),
     ])
     assert recording_calls(ps, steps) == [("tr-1", 2), None, ("tr-1", 4)]
+    # the same command run twice a few seconds apart: each step gets the call made just before it,
+    # never the later one (a call after a step started did not record it)
+    ps2 = ps.copy()
+    ps2.loc[2, "ts"] = t[0] + pd.Timedelta(seconds=5)
+    twice = STEPS.build([call(7, t[0] - pd.Timedelta(seconds=0.4), f"rec {py_cmd}"),
+                         call(8, t[0] + pd.Timedelta(seconds=4.6), f"rec {py_cmd}")])
+    assert recording_calls(ps2, twice) == [("tr-1", 7), None, ("tr-1", 8)]
     assert recording_calls(ps, None) == [None, None, None]
     html = packet_section(out, steps=steps)
     assert "2 of 3 steps were recorded by a tool call in the transcripts" in html

@@ -30,6 +30,7 @@ PACKET_STEPS = FrameSpec(
         ("duration_ms", "Int64", "recorded run time, milliseconds"),
         ("commit", "string", "HEAD commit when the step started"),
         ("dirty", "boolean", "the working tree had uncommitted changes when the step started"),
+        ("dirty_paths", "string", "those changed paths as recorded, comma-separated (NA: none, or an older log)"),
         ("norm", "string", "normalization rules version"),
         ("redacted", "string", "comma-separated kinds redacted (env:NAME, github_token …)"),
         ("stored", "boolean", "the normalized output is stored beside the log"),

@@ -55,7 +55,8 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
         rows.append({
             "seq": s.seq, "ts": s.get("ts"), "cmd": redact_command(s.cmd)[0], "cwd": s.get("cwd"), "exit": s.exit,
             "out_sha": s.get("out_sha"), "duration_ms": s.get("duration_ms"), "commit": s.get("commit"),
-            "dirty": s.get("dirty"), "norm": s.get("norm"),
+            "dirty": s.get("dirty"), "dirty_paths": ", ".join(map(str, s.get("dirty_paths") or [])) or None,
+            "norm": s.get("norm"),
             "redacted": ",".join(s.get("redacted") or []) or None, "stored": s.get("stored"),
             "replay_status": r.status if r else None, "replay_exit": r.exit if r else None,
             "replay_out_sha": r.out_sha if r else None,

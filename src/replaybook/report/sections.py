@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import re
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping, Sequence
@@ -858,7 +860,8 @@ def header(
     if pw:  # a false claim in the PR body is as much a finding as a call the door never saw
         head, _, rest = pw.partition(": ")
         link = f'<a href="#packet">{esc(head[0].upper() + head[1:])}</a>: {esc(rest)}'
-        facts.append(f"<strong>{link}</strong>" if packet_counts(packet).get("findings") else link)
+        pc = packet_counts(packet)
+        facts.append(f"<strong>{link}</strong>" if pc.get("findings") or pc.get("edited_outputs") else link)
     cw = capsule_words(capsule)
     if cw:  # what replaying the incident from its capsule showed: the incident's own answer
         head, _, rest = cw.partition(": ")
@@ -3135,22 +3138,24 @@ def packet_counts(summary: Mapping | None) -> dict:
     ``markers`` and ``accepted_markers`` (the PR body's ``[seq:N]`` markers, and those accepted; ``None``
     when the manifest names no body), ``chain`` (``chained`` / ``unchained`` / ``damaged``) and
     ``verdict`` (a replay's ``PASS`` / ``DIVERGED`` / ``UNRUNNABLE``; ``None``: no replay is run
-    for the report)."""
+    for the report) and ``edited_outputs`` (the seqs whose stored output no longer hashes to the
+    step's ``out_sha``: changed after recording)."""
     if not summary:
         return {}
     c = summary.get("counts") or {}
+    edited = sorted(int(q) for q, o in (summary.get("outputs") or {}).items() if o.get("edited"))
     return {"steps": c.get("steps"), "failing_steps": c.get("failing_steps"), "findings": c.get("findings"),
             "warnings": c.get("warnings"), "markers": c.get("markers"),
             "accepted_markers": c.get("accepted_markers"), "chain": summary.get("chain"),
-            "verdict": summary.get("verdict")}
+            "verdict": summary.get("verdict"), "edited_outputs": edited}
 
 
 def packet_words(summary: Mapping | None) -> str:
     """The replay packet in one sentence, ``""`` without one: with a PR body, ``"replay packet: 5
     findings, 0 warnings, 6 of 11 markers accepted in the PR body"`` (``[seq:N]`` markers, the word
     ``replaybook packet claims`` uses); without, the recorded
-    steps and that no PR body was linted; a damaged log chain and a replay verdict when there is
-    one.  Plain text (the caller escapes it)."""
+    steps and that no PR body was linted; a damaged log chain, stored outputs changed after
+    recording, and a replay verdict when there is one.  Plain text (the caller escapes it)."""
     c = packet_counts(summary)
     if not c:
         return ""
@@ -3162,6 +3167,10 @@ def packet_words(summary: Mapping | None) -> str:
         words = (f"{_count(c.get('steps') or 0, 'recorded step')}, no PR body named: no claims checked")
     if c.get("chain") == "damaged":
         words += "; the session log's chain is damaged"
+    if c.get("edited_outputs"):  # evidence changed after it was recorded: as much a finding as a false claim
+        n = len(c["edited_outputs"])
+        words += (f"; {_count(n, 'stored output')} changed after recording (seq "
+                  f"{', '.join(map(str, c['edited_outputs']))})")
     if c.get("verdict"):
         words += f"; replay {c['verdict']}"
     return "replay packet: " + words
@@ -3198,8 +3207,9 @@ def recording_calls(packet_steps: pd.DataFrame, steps: pd.DataFrame | None,
     ``steps`` (:data:`~replaybook.frames.STEPS`) whose arguments hold a recording command
     (``replaybook packet record``, ``rec``, ``rec.sh``) and the step's command (whitespace runs
     as one space), made at most ``window_s`` seconds before the step started and no more than
-    5 s after it (the two clocks are one machine's); or ``None``.  Each call records one step:
-    the latest unused call in the window; a step without a start time (a seed-format line) takes
+    1 s after it (the transcript writes the call before the command runs; the clocks are one
+    machine's); or ``None``.  Each call records one step and each step has one call: the pairs
+    that fit are taken nearest first; a step without a start time (a seed-format line) takes
     the first unused call with its command, in transcript order."""
     out: list[tuple[str, int] | None] = [None] * len(packet_steps)
     if steps is None or not len(steps) or not len(packet_steps):
@@ -3212,24 +3222,41 @@ def recording_calls(packet_steps: pd.DataFrame, steps: pd.DataFrame | None,
             cands.append((None if _isna(ts) else pd.Timestamp(ts), str(tid), int(seq), text))
     if not cands:
         return out
-    used: set[int] = set()
+    # timed steps: every (step, call) pair that fits, nearest first, each step and call taken
+    # once — so two steps running the same command a few seconds apart each get their own call
+    pairs = []
+    untimed = []
     for i, (cmd, ts) in enumerate(zip(packet_steps["cmd"], packet_steps["ts"])):
         if _isna(cmd) or not str(cmd).strip():
             continue
         want = " ".join(str(cmd).split())
-        hits = [j for j, c in enumerate(cands) if j not in used and want in c[3]]
-        if not _isna(ts):
-            t = pd.Timestamp(ts)
-            hits = [j for j in hits if cands[j][0] is not None
-                    and -5.0 <= (t - cands[j][0]).total_seconds() <= window_s]
-            hits.sort(key=lambda j: cands[j][0])
-            pick = hits[-1] if hits else None
-        else:
-            pick = hits[0] if hits else None
+        hits = [j for j, c in enumerate(cands) if want in c[3]]
+        if _isna(ts):
+            untimed.append((i, hits))
+            continue
+        t = pd.Timestamp(ts)
+        for j in hits:
+            if cands[j][0] is None:
+                continue
+            d = (t - cands[j][0]).total_seconds()  # the call is made before the step starts
+            if -_RECORD_SLACK_S <= d <= window_s:
+                pairs.append((abs(d), i, j))
+    used: set[int] = set()
+    for _, i, j in sorted(pairs):
+        if out[i] is None and j not in used:
+            used.add(j)
+            out[i] = (cands[j][1], cands[j][2])
+    for i, hits in untimed:  # (a seed-format line: no time) the first unused call, in order
+        pick = next((j for j in hits if j not in used), None)
         if pick is not None:
             used.add(pick)
             out[i] = (cands[pick][1], cands[pick][2])
     return out
+
+
+#: how far after a step's start its recording call's time may lie (s): the transcript writes the
+#: call before the command runs, on the same machine's clock
+_RECORD_SLACK_S = 1.0
 
 
 def packet_section(summary: Mapping | None, steps: pd.DataFrame | None = None) -> str:
@@ -3240,9 +3267,14 @@ def packet_section(summary: Mapping | None, steps: pd.DataFrame | None = None) -
     if not summary:
         return ""
     c = summary.get("counts", {})
-    log_path = summary.get("log_path") or "session.jsonl"
-    body_path = summary.get("body_path")
-    replay_cmd = f"replaybook packet replay {log_path}" + (f" --body {body_path}" if body_path else "")
+    log_path = _shown_path(summary.get("log_path") or "session.jsonl")
+    body_path = _shown_path(summary.get("body_path")) if summary.get("body_path") else None
+    # as the CI job runs it (docs/packets.md): the PR head must hold what the last step ran on,
+    # a PR body written beside the log after the last step aside
+    same_dir = body_path is not None and os.path.dirname(body_path) == os.path.dirname(log_path)
+    replay_cmd = (f"replaybook packet replay {shlex.quote(log_path)}"
+                  + (f" --body {shlex.quote(body_path)}" if body_path else "") + " --require-head"
+                  + (f" --head-ignore {shlex.quote(os.path.basename(body_path))}" if same_dir else ""))
     if summary.get("verdict"):
         replayed = f"Replayed in a clean checkout: {esc(summary.get('headline') or summary['verdict'])}."
     else:
@@ -3265,7 +3297,8 @@ def packet_section(summary: Mapping | None, steps: pd.DataFrame | None = None) -
     steps = summary["steps"]
     outputs = summary.get("outputs") or {}
     by = recording_calls(steps, transcript_steps)
-    steps = steps.assign(at=[_commit_cell(c, d) for c, d in zip(steps["commit"], steps["dirty"])],
+    dirty_paths = steps["dirty_paths"] if "dirty_paths" in steps.columns else [None] * len(steps)
+    steps = steps.assign(at=[_commit_cell(c, d, p) for c, d, p in zip(steps["commit"], steps["dirty"], dirty_paths)],
                          by=["—" if b is None else f"<code>{esc(b[0])}</code> step {b[1]}" for b in by]) \
         if len(steps) else steps.assign(at=pd.Series(dtype=object), by=pd.Series(dtype=object))
     cols = [("seq", "seq", "num"), ("ts", "started (UTC)", "ts"), ("cmd", "command", "code"),
@@ -3283,20 +3316,36 @@ def packet_section(summary: Mapping | None, steps: pd.DataFrame | None = None) -
     body += _stored_outputs(steps, outputs)
     claims = summary.get("claims")
     if claims is not None and len(claims):
-        body += (f"<h3>Claims in the PR body</h3><p>{c.get('findings', 0)} findings, {c.get('warnings', 0)} "
-                 f"warnings, {c.get('accepted_markers', 0)} of {c.get('markers', 0)} [seq:N] markers accepted.</p>")
+        body += (f"<h3>Claims in the PR body</h3><p>{_count(c.get('findings') or 0, 'finding')}, "
+                 f"{_count(c.get('warnings') or 0, 'warning')}, {c.get('accepted_markers') or 0:,} of "
+                 f"{_count(c.get('markers') or 0, '[seq:N] marker')} accepted.</p>")
         body += table(claims, [("line_no", "line", "num"), ("status", "status", "text"), ("kind", "kind", "code"),
                                ("seq", "cites seq", "num"), ("step_exit", "step exit", "num"),
-                               ("sentence", "sentence", "text"), ("message", "what is wrong", "text")],
+                               ("sentence", "sentence", "text"), ("message", "what is wrong", "prose")],
                       row_class=lambda r: "rb-refused" if r.get("status") == "finding" else "")
     return _section("Replay packet", body, anchor="packet")
 
 
-def _commit_cell(commit: Any, dirty: Any) -> str:
+def _shown_path(p: Any) -> str:
+    """A packet file's path as the report shows it: relative to the working directory — the
+    manifest's folder when ``replaybook report`` renders it, so the manifest's own path — when
+    the two share a folder below the root, else as given."""
+    p = str(p)
+    try:
+        common = os.path.commonpath([os.getcwd(), os.path.abspath(p)])
+    except ValueError:  # (another drive)
+        return p
+    return p if common == os.path.dirname(common) else os.path.relpath(p)  # (only the root is its own parent)
+
+
+def _commit_cell(commit: Any, dirty: Any, paths: Any = None) -> str:
     """A step's commit (first 12 hex digits) and whether the working tree had uncommitted
-    changes (HTML): ``<code>3f2a…</code><br>uncommitted changes``; "—" when not recorded."""
+    changes, with the paths the log names (HTML): ``<code>3f2a…</code><br>uncommitted changes:
+    <code>calc.py</code>``; "—" when not recorded."""
     c = "—" if _isna(commit) else f"<code>{esc(str(commit)[:12])}</code>"
-    return c + ("<br>uncommitted changes" if not _isna(dirty) and bool(dirty) else "")
+    if _isna(dirty) or not bool(dirty):
+        return c
+    return c + "<br>uncommitted changes" + ("" if _isna(paths) or not str(paths) else f": <code>{esc(paths, 200)}</code>")
 
 
 #: what a stored output shows in the report: its first lines, up to this many characters
