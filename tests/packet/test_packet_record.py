@@ -163,6 +163,8 @@ def test_replay_redacts_learned_secrets_the_way_the_recorder_did(repo: Path):
 def test_recording_a_step_whose_output_a_project_rule_swallows_warns(repo: Path):
     (repo / "pyproject.toml").write_text(
         '[tool.replaybook.normalize]\nrules = [ { name = "everything", pattern = "(?s).+", replace = "ok" } ]\n')
+    git(repo, "add", "pyproject.toml")
+    git(repo, "commit", "-q", "-m", "rules")
     r = rec(repo, "echo", "hello")
     assert r.warnings == (f"project normalization rule(s) 'everything' in {repo / 'pyproject.toml'} replaced all or "
                           f"most of the output (more than 80% of it): a replay cannot compare this step",)
@@ -300,3 +302,25 @@ def test_rec_sh_takes_the_recorders_options_before_the_command_and_refuses_other
     assert (repo / "f.txt").read_text() == "hi\n"
     assert [p.read_text() for p in (repo / "my outputs").glob("*.txt")] == ["stored"]
     assert [p.read_text() for p in (repo / "my outputs" / "raw").glob("*.txt")] == ["stored\n"]
+
+
+def test_recording_on_uncommitted_changes_says_what_the_replay_will_do(repo: Path):
+    """Edit, record, commit: the replay then diverged ("commit between steps") although the
+    recorder had said nothing.  Recording on uncommitted changes warns at once, naming them — the
+    first step's makes the packet unrunnable, a later step's diverges unless a recorded step made
+    them — and a clean tree gives no warning."""
+    assert rec(repo, "echo", "clean").warnings == ()
+    (repo / "check.py").write_text((repo / "check.py").read_text() + "\n# edited by hand\n")
+    r = rec(repo, "echo", "later")
+    assert r.seq == 2 and r.warnings == (
+        "step 2 was recorded with 1 committed file changed (check.py): a replay starts from the commit, so it holds "
+        "the change only if an earlier recorded step made it — an edit by hand or by an agent's file-edit tool is not "
+        "replayed: commit before recording the next step",)
+    # a new file an earlier step wrote is what steps do: no warning for it
+    (repo / "check.py").write_text((repo / "check.py").read_text().replace("\n# edited by hand\n", ""))
+    (repo / "report.txt").write_text("written by a step\n")
+    assert rec(repo, "echo", "after").warnings == ()
+    (repo / "session.jsonl").unlink()
+    r = rec(repo, "echo", "first")
+    assert r.seq == 1 and r.warnings[0].startswith("step 1 was recorded on 1 uncommitted change (report.txt): a replay "
+                                                   "starts from the commit, so it refuses this packet (UNRUNNABLE)")

@@ -33,7 +33,7 @@ from typing import BinaryIO, Mapping, Sequence
 from .._text import safe_str
 from .capture import Captured, default_shell, run_merged
 from .errors import PacketError, PacketLogError
-from .gitstate import head_commit, repo_root, tree_state
+from .gitstate import git, head_commit, repo_root, tree_state
 from .log import FORMAT_VERSION, RAW_DIR, append_step, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, RuleSet, load_rules, out_sha
 from .redact import Redactor
@@ -226,7 +226,38 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
     }
     seq = append_step(log_path, line)
     line = {"seq": seq, **line}
+    if dirty and root is not None:
+        said = _dirty_warning(root, seq, dirty_files or 0, list(state.changed))
+        if said:
+            warnings.append(said)
     return RecordResult(seq, int(cap.exit if cap.exit is not None else 124), line, stored, tuple(warnings))
+
+
+def _named(paths: list[str]) -> str:
+    return " (" + ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "") + ")"
+
+
+def _dirty_warning(root: Path, seq: int, n: int, changed: list[str]) -> str | None:
+    """What recording on uncommitted changes means for the replay, said when it happens (the
+    replay starts from a commit): the first step's make the packet unrunnable; a later step's
+    changes to *tracked* files diverge the replay unless an earlier recorded step made them (a
+    hand edit, an agent's file-edit tool) — new untracked files are what earlier steps usually
+    write, and are not warned of.  ``None`` when there is nothing to say."""
+    head = "a replay starts from the commit, "
+    if seq == 1:
+        return (f"step 1 was recorded on {n} uncommitted change{'' if n == 1 else 's'}{_named(changed)}: {head}so it "
+                "refuses this packet (UNRUNNABLE) — commit them and record again, or replay with "
+                "--checkout <the commit that holds them>")
+    try:
+        tracked = set(git(["ls-files", "-z", "--", *changed[:1000]], root).decode("utf-8", "replace").split("\0"))
+    except PacketError:
+        return None
+    edited = [p for p in changed if p in tracked]
+    if not edited:
+        return None
+    return (f"step {seq} was recorded with {len(edited)} committed file{'' if len(edited) == 1 else 's'} changed"
+            f"{_named(edited)}: {head}so it holds the change only if an earlier recorded step made it — an edit "
+            "by hand or by an agent's file-edit tool is not replayed: commit before recording the next step")
 
 
 def _log_problem(log_path: Path) -> str | None:
