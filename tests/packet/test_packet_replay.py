@@ -711,3 +711,43 @@ def test_a_file_a_step_wrote_and_removed_by_hand_is_named_and_the_head_still_lis
     assert v.steps[2].notes == ["step 3 was recorded without 1 change(s) recorded steps made in the replay (files "
                                 "restored or removed outside recorded commands?): a.txt; commit between steps"]
     assert v.verdict == "PASS" and v.head["produced"] == ["stamp.txt"] and v.head["unknown"] == [], v.to_dict()
+
+
+def test_edit_record_then_commit_replays_on_the_commit_that_holds_the_edit(repo: Path):
+    """The author (or an agent's file-edit tool) fixed check.py by hand, recorded the passing
+    check on that uncommitted edit, then committed it.  The replay held the edit nowhere and
+    diverged ("commit between steps"), though a later commit holds exactly the files the step ran
+    on.  The replay moves to that commit before the step, says so, and passes."""
+    rec(repo, PY, "check.py")                                   # 1: fails, the flag is missing
+    write_check(repo, extra=" or True")                         # the fix, by hand
+    r2 = rec(repo, PY, "check.py")                              # 2: passes, on the uncommitted fix
+    assert (r2.exit, r2.line["dirty"], r2.line["dirty_paths"]) == (0, True, ["check.py"])
+    git(repo, "commit", "-q", "-am", "fix the check")
+    fix = git(repo, "rev-parse", "HEAD").strip()
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "PASS", v.to_dict()
+    assert [s.exit for s in v.steps] == [1, 0]
+    assert v.steps[1].notes[0] == (f"step 2 was recorded on 1 uncommitted change that commit {fix[:12]}, made "
+                                   f"afterwards, holds exactly: replayed on {fix[:12]}")
+    # a later commit that holds something else is not taken: the step still diverges, as before
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    write_check(repo, extra=" or 1 == 1")
+    git(repo, "commit", "-q", "-am", "another fix")
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "DIVERGED" and "commit between steps" in v.steps[1].notes[0]
+
+
+def test_a_first_step_recorded_on_edits_committed_afterwards_is_runnable(repo: Path):
+    """The first step recorded on an uncommitted edit made the packet UNRUNNABLE ("commit them and
+    replay with --checkout") even after the edit was committed; the replay now finds that commit."""
+    write_check(repo, extra=" or True")
+    r1 = rec(repo, PY, "check.py")
+    assert (r1.exit, r1.line["dirty"]) == (0, True)
+    git(repo, "commit", "-q", "-am", "fix the check")
+    fix = git(repo, "rev-parse", "HEAD").strip()
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "PASS", v.to_dict()
+    assert (f"step 1 was recorded on 1 uncommitted change that commit {fix[:12]}, made afterwards, holds exactly: "
+            f"replayed on {fix[:12]}") in v.warnings
+    # with --checkout the ref asked for is replayed, as before
+    assert replay(repo / "session.jsonl", repo=repo, checkout="HEAD~1").verdict == "UNRUNNABLE"

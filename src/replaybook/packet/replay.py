@@ -51,7 +51,8 @@ from typing import Callable, Mapping, Sequence
 from .capture import SHELLS, run_merged
 from .errors import PacketError, PacketLogError, RulesError
 from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commit_exists, commit_state,
-                       differing_paths, entries_state, repo_root, resolve_commit, temporary_worktree, tree_state)
+                       differing_paths, entries_state, git, repo_root, resolve_commit, temporary_worktree,
+                       tree_state)
 from .log import ChainFinding, LogStep, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
 from .record import excluded_paths
@@ -516,6 +517,19 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             verdict.rules = [_rule_dict(r) for r in rules.project_rules]
             what = f"{checkout} ({target[:12]})" if checkout else f"a clean checkout of {target[:12]}"
             state = tree_state(wt, first.get("excluded") or (), env=env)
+            if (first.get("tree") is not None and state.digest != first.get("tree") and first.get("dirty")
+                    and checkout is None):
+                later = _commit_holding(wt, repo_path, first, state)
+                if later is not None:  # the uncommitted changes were committed afterwards: replay on that
+                    git_checkout(wt, later)
+                    state = tree_state(wt, first.get("excluded") or (), env=env)
+                    verdict.warnings.append(_adopted_words(first, later))
+                    try:
+                        rules = rules_at(later)
+                    except RulesError as exc:
+                        return _unrunnable(log_path, f"the replayed tree's {exc}", commit=later, checkout=checkout)
+                    verdict.rules_origin = rules.origin
+                    verdict.rules = [_rule_dict(r) for r in rules.project_rules]
             if first.get("tree") is None:
                 verdict.warnings.append("the log records no tree digest: the replayed files cannot be "
                                         "checked against the recorded ones")
@@ -543,7 +557,7 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             for i, s in enumerate(steps):
                 res, before, rules = _replay_step(s, i, wt, commands.get(s.seq), prev_commit, checkout is None,
                                                   rules, rules_at, redactor, env, timeout, outputs, state,
-                                                  skip=secrets.get(s.seq))
+                                                  skip=secrets.get(s.seq), repo=repo_path)
                 drift = None
                 if before is not None and s.get("tree"):
                     matched = before.digest == s.get("tree")
@@ -769,10 +783,51 @@ def _rule_dict(r: Rule) -> dict:
     return {"name": r.name, "pattern": r.pattern, "replace": r.replace, "matches_anything": r.matches_anything()}
 
 
+#: how many commits after the replayed one are searched for one holding a step's uncommitted changes
+MAX_LATER_COMMITS = 50
+
+
+def _commit_holding(wt: Path, repo: Path, s: LogStep, before: TreeState) -> str | None:
+    """A commit made after the one the worktree is on (on the way to the repository's ``HEAD``,
+    the PR head; the first :data:`MAX_LATER_COMMITS`, oldest first) whose files are exactly what
+    step ``s`` ran on: checking it out over the worktree — files tracked there replaced, the
+    files earlier steps wrote kept — gives the step's recorded ``tree``.  The author recorded on
+    uncommitted changes and committed them afterwards (edit, record, commit): that commit is the
+    state to replay.  ``None`` when there is none, or git cannot tell."""
+    excluded = s.get("excluded") or ()
+    try:
+        here = git(["rev-parse", "HEAD"], wt).decode().strip()
+        head = git(["rev-parse", "HEAD"], repo).decode().strip()
+        if not here or here == head:
+            return None
+        later = git(["rev-list", "--reverse", "--ancestry-path", f"{here}..{head}"], repo).decode().split()
+        tracked = commit_state(repo, here, excluded).entries
+    except PacketError:
+        return None
+    written = {p: e for p, e in before.entries.items() if p not in tracked}  # (earlier steps' own files)
+    for c in later[:MAX_LATER_COMMITS]:
+        try:
+            files = commit_state(repo, c, excluded).entries
+        except PacketError:
+            return None
+        if entries_state({**written, **files}).digest == s.get("tree"):
+            return c
+    return None
+
+
+def _adopted_words(s: LogStep, commit: str) -> str:
+    """The note of a step replayed on the later commit that holds its uncommitted changes."""
+    n = s.get("dirty_files")
+    what = f"{n} uncommitted change{'' if n == 1 else 's'}" if isinstance(n, int) else "uncommitted changes"
+    return (f"step {s.seq} was recorded on {what} that commit {commit[:12]}, made afterwards, holds exactly: "
+            f"replayed on {commit[:12]}")
+
+
 def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | None, follow: bool,
                  rules: RuleSet, rules_at: Callable[[str], RuleSet], redactor: Redactor, env: dict[str, str],
                  timeout: float, outputs: Path,
-                 first_state: TreeState, skip: str | None = None) -> tuple[StepResult, TreeState | None, RuleSet]:
+                 first_state: TreeState, skip: str | None = None,
+                 repo: Path | None = None) -> tuple[StepResult, TreeState | None, RuleSet]:
     """Run one step; returns its result, the worktree's state just before it ran (``None`` when
     the step could not start) and the rules in force after it (re-read with ``rules_at`` when
     the worktree moves to another commit).  ``first_state`` is the state for step 0, taken by
@@ -804,6 +859,22 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
         rules = moved
     if index > 0:
         before = tree_state(wt, s.get("excluded") or (), env=env)
+        if (follow and repo is not None and s.get("dirty") and s.get("tree") and before.digest != s.get("tree")):
+            later = _commit_holding(wt, repo, s, before)
+            if later is not None:  # recorded on edits committed afterwards: replayed on that commit
+                try:
+                    git_checkout(wt, later)
+                except PacketError:
+                    later = None
+                if later is not None:
+                    res.notes.append(_adopted_words(s, later))
+                    before = tree_state(wt, s.get("excluded") or (), env=env)
+                    moved = rules_at(later)
+                    if moved.project_rules != rules.project_rules:
+                        listed = ", ".join(r.name for r in moved.project_rules) or "none"
+                        res.notes.append(f"project normalization rules from here on "
+                                         f"({moved.origin or 'no pyproject.toml'}): {listed}")
+                    rules = moved
     if skip:
         res.status = "DIVERGED"
         res.reasons.append("not run (--skip-secret-steps): its command held a secret that cannot be restored")
