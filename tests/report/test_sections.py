@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -712,6 +713,25 @@ def test_a_patch_images_and_a_long_prompt_are_shown_not_dropped():
     assert "Done!" in call[4]
     assert image_call[4].endswith('<br><span class="rb-note">[1 image]</span>')
     assert S.what_cell(None) == "" and S.what_cell("", images=3) == '<span class="rb-note">[3 images]</span>'
+
+
+def test_a_calls_multi_line_arguments_open_laid_out():
+    """A Bash heredoc read as one JSON line full of literal \\n.  The cell keeps the call's
+    canonical JSON as its summary, and the click opens the arguments laid out: the text as
+    written, line by line; arguments without a line break stay as they are."""
+    heredoc = "cat > notes.md <<'EOF'\n# Notes\n- first\nEOF"
+    key = json.dumps({"command": heredoc, "timeout": 5}, separators=(",", ":"), sort_keys=True)
+    assert S.arguments_laid_out("Bash", key) == ("Bash\ncommand:\n  cat > notes.md <<'EOF'\n  # Notes\n  - first\n"
+                                                 "  EOF\ntimeout: 5")
+    assert S.arguments_laid_out("Bash", '{"command":"ls -la"}') is None
+    assert S.arguments_laid_out("Bash", "not json") is None
+    steps = STEPS.build([dict(transcript_id="t8", seq=0, ts=s(0), kind="tool_call", tool="Bash", tool_raw="Bash",
+                              call_id="c1", args_key=key, result_text="ok")])
+    h = S.unassigned_transcripts(steps, ["t8"])
+    cell = re.findall(r"<td[^>]*>(.*?)</td>", re.findall(r"<tr[^>]*>(.*?)</tr>", h, re.S)[1], re.S)[3]
+    summary, body = cell.split("</summary>", 1)
+    assert summary == "<details><summary>Bash " + html.escape(key)
+    assert body.startswith('<pre class="rb-result">Bash\ncommand:\n  cat &gt; notes.md &lt;&lt;&#x27;EOF&#x27;\n  # Notes')
 
 
 def test_a_transcript_holding_only_a_result_shows_it():

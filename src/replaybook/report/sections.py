@@ -16,6 +16,7 @@ Times are shown in UTC as ``YYYY-MM-DD HH:MM:SS.mmmZ``; durations and offsets in
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 import re
@@ -54,6 +55,7 @@ __all__ = [
     "all_session_calls",
     "result_cell",
     "what_cell",
+    "arguments_laid_out",
     "storage_write_words",
     "conversations",
     "unassigned_transcripts",
@@ -340,24 +342,52 @@ def _images_words(images: Any) -> str:
     return f"[{int(images):,} image{'' if int(images) == 1 else 's'}]"
 
 
-def what_cell(text: Any, images: Any = None, size: Any = None, limit: int = WHAT_PREVIEW) -> str:
+def what_cell(text: Any, images: Any = None, size: Any = None, limit: int = WHAT_PREVIEW,
+              full: str | None = None) -> str:
     """What a prompt, a model text or a tool call (its tool and arguments, or the free text it
     sent: a patch) said, as escaped table-cell markup: the first ``limit`` characters, the rest
     (up to :data:`RESULT_LIMIT`) behind a click (▶), never silently cut (the frame's cut is
     said, with ``size``, the full text's UTF-8 bytes); ``[N images]`` after it where the step
-    carried images (``images``).  ``""`` for no text and no images."""
+    carried images (``images``).  ``full``: what the click opens instead of ``text`` itself (a
+    call's arguments laid out, :func:`arguments_laid_out`), which also makes the cell open on a
+    click.  ``""`` for no text and no images."""
     pics = _images_words(images)
     if _isna(text) or not str(text):
         return f'<span class="rb-note">{pics}</span>' if pics else ""
     kept, cut = _cut_words(str(text), size)
     tail = f' <span class="rb-note">{pics}</span>' if pics else ""
-    if len(kept) <= limit and not cut:
+    if len(kept) <= limit and not cut and not full:
         return f"{esc(kept)}{tail}"
+    if full:
+        kept = full
     body = esc(kept[:RESULT_LIMIT]) + (f'<span class="rb-note"> … {cut}</span>' if cut else
                                        f'<span class="rb-note"> … cut at {RESULT_LIMIT:,} of {len(kept):,} '
                                        "characters</span>" if len(kept) > RESULT_LIMIT else "")
-    return (f"<details><summary>{esc(kept, limit)}{tail}</summary>"
+    return (f"<details><summary>{esc(str(text) if full else kept, limit)}{tail}</summary>"
             f'<pre class="rb-result">{body}</pre></details>')
+
+
+def arguments_laid_out(tool: Any, args_key: Any) -> str | None:
+    """A tool call's arguments (``args_key``, canonical JSON) laid out for reading when a value
+    holds a line break — a shell heredoc, a file's text, a patch —: the tool, then one
+    ``key:`` per argument, a text value on the lines after it as written (indented), other
+    values as JSON.  ``None`` when no value holds a line break (the JSON reads well as it is)."""
+    if _isna(args_key):
+        return None
+    try:
+        args = json.loads(str(args_key))
+    except ValueError:
+        return None
+    if not isinstance(args, dict) or not any(isinstance(v, str) and "\n" in v for v in args.values()):
+        return None
+    out = [] if _isna(tool) or not str(tool) else [str(tool)]
+    for k, v in args.items():
+        if isinstance(v, str) and "\n" in v:
+            out.append(f"{k}:")
+            out.extend("  " + line for line in v.split("\n"))
+        else:
+            out.append(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}")
+    return "\n".join(out)
 
 
 def kept_cell(evidence: Any, digest: Any, obj: Any, transcript_text: Any, compare: bool = True) -> str:
@@ -1939,7 +1969,8 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
                 res = results.get(key) if results is not None and key is not None else None
                 # the whole arguments; a call whose input is free text (Codex's apply_patch): that text
                 args = res[2] if res is not None and not _isna(res[2]) else text if not _isna(text) else c["text"]
-                what.append(what_cell(f"{c['tool'] or ''} {args or ''}".strip()))
+                what.append(what_cell(f"{c['tool'] or ''} {args or ''}".strip(),
+                                      full=arguments_laid_out(c["tool"], args)))
                 got.append((result_cell(res[0], res[1], res[3]) if res is not None else "—") + _images_after(images))
             elif lane == "door":
                 what.append(esc(f"{c['tool'] or ''} {c['text'] or ''}".strip()))
@@ -2173,7 +2204,7 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
                 # a call whose input is free text (Codex's apply_patch) has no arguments: its text
                 args = r["args_key"] if not _isna(r["args_key"]) else r.get("text")
                 what.append(what_cell(f"{'' if _isna(tool) else tool} {'' if _isna(args) else args}".strip(),
-                                      limit=limit))
+                                      limit=limit, full=arguments_laid_out(tool, r["args_key"])))
                 got.append(result_cell(r["result_text"], r["is_error"], sizes.get(r["_row"]))
                            + _images_after(r.get("images")))
             else:
