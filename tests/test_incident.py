@@ -252,7 +252,12 @@ def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
     summary = inc.packet_summary()
     findings = summary["claims"][summary["claims"].status == "finding"]
     assert sorted(zip(findings.seq, findings.kind)) == [(3, "cites_failing_step"), (7, "cites_missing_step")]
-    html = S.packet_section(summary)
+    cwd = os.getcwd()
+    try:
+        os.chdir(os.sep)  # (paths sharing no folder but the root with it are shown as given)
+        html = S.packet_section(summary)
+    finally:
+        os.chdir(cwd)
     assert "cites_failing_step" in html and "Replay packet" in html
     assert "2 findings, 1 warning, 2 of 4 [seq:N] markers accepted." in html  # markers, not steps
     assert S.packet_section(replaybook.Incident.load(DEMO).packet_summary()) == ""
@@ -262,7 +267,6 @@ def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
     assert (f"This report does not replay them: run <code>replaybook packet replay {log} --body {body} "
             "--require-head --head-ignore PR_BODY.md</code> in the repository") in html
     # rendered from the manifest's folder (as `replaybook report` runs the notebook): the manifest's own paths
-    cwd = os.getcwd()
     try:
         os.chdir(tmp_path / "demo")
         assert ("run <code>replaybook packet replay session.jsonl --body PR_BODY.md --require-head --head-ignore "
