@@ -509,27 +509,28 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             def rules_at(commit: str) -> RuleSet:
                 return load_rules(wt, label=f"pyproject.toml at commit {commit[:12]}")
 
+            def first_rules(commit: str) -> RuleSet:
+                """The rules in force at the first step (RulesError: its pyproject.toml is malformed)."""
+                got = rules_at(commit)
+                verdict.rules_origin = got.origin
+                verdict.rules = [_rule_dict(r) for r in got.project_rules]
+                return got
+
+            start = target
             try:
-                rules = rules_at(target)
+                rules = first_rules(start)
+                what = f"{checkout} ({target[:12]})" if checkout else f"a clean checkout of {target[:12]}"
+                state = tree_state(wt, first.get("excluded") or (), env=env)
+                if (first.get("tree") is not None and state.digest != first.get("tree") and first.get("dirty")
+                        and checkout is None):
+                    start = _commit_holding(wt, repo_path, first, state) or target
+                    if start != target:  # the uncommitted changes were committed afterwards: replay on that
+                        git_checkout(wt, start)
+                        state = tree_state(wt, first.get("excluded") or (), env=env)
+                        verdict.warnings.append(_adopted_words(first, start))
+                        rules = first_rules(start)
             except RulesError as exc:
-                return _unrunnable(log_path, f"the replayed tree's {exc}", commit=target, checkout=checkout)
-            verdict.rules_origin = rules.origin
-            verdict.rules = [_rule_dict(r) for r in rules.project_rules]
-            what = f"{checkout} ({target[:12]})" if checkout else f"a clean checkout of {target[:12]}"
-            state = tree_state(wt, first.get("excluded") or (), env=env)
-            if (first.get("tree") is not None and state.digest != first.get("tree") and first.get("dirty")
-                    and checkout is None):
-                later = _commit_holding(wt, repo_path, first, state)
-                if later is not None:  # the uncommitted changes were committed afterwards: replay on that
-                    git_checkout(wt, later)
-                    state = tree_state(wt, first.get("excluded") or (), env=env)
-                    verdict.warnings.append(_adopted_words(first, later))
-                    try:
-                        rules = rules_at(later)
-                    except RulesError as exc:
-                        return _unrunnable(log_path, f"the replayed tree's {exc}", commit=later, checkout=checkout)
-                    verdict.rules_origin = rules.origin
-                    verdict.rules = [_rule_dict(r) for r in rules.project_rules]
+                return _unrunnable(log_path, f"the replayed tree's {exc}", commit=start, checkout=checkout)
             if first.get("tree") is None:
                 verdict.warnings.append("the log records no tree digest: the replayed files cannot be "
                                         "checked against the recorded ones")
@@ -815,6 +816,16 @@ def _commit_holding(wt: Path, repo: Path, s: LogStep, before: TreeState) -> str 
     return None
 
 
+def _rules_moved(res: StepResult, rules: RuleSet, moved: RuleSet) -> RuleSet:
+    """``moved``, the rules of the commit the worktree moved to, with a note on ``res`` when its
+    project rules are not ``rules``'."""
+    if moved.project_rules != rules.project_rules:
+        listed = ", ".join(r.name for r in moved.project_rules) or "none"
+        res.notes.append(f"project normalization rules from here on ({moved.origin or 'no pyproject.toml'}): "
+                         f"{listed}")
+    return moved
+
+
 def _adopted_words(s: LogStep, commit: str) -> str:
     """The note of a step replayed on the later commit that holds its uncommitted changes."""
     n = s.get("dirty_files")
@@ -851,12 +862,7 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
             res.status = "DIVERGED"
             res.reasons.append(f"could not move to the recorded commit {commit[:12]}: {exc}")
             return res, None, rules
-        moved = rules_at(commit)
-        if moved.project_rules != rules.project_rules:
-            listed = ", ".join(r.name for r in moved.project_rules) or "none"
-            res.notes.append(f"project normalization rules from here on ({moved.origin or 'no pyproject.toml'}): "
-                             f"{listed}")
-        rules = moved
+        rules = _rules_moved(res, rules, rules_at(commit))
     if index > 0:
         before = tree_state(wt, s.get("excluded") or (), env=env)
         if (follow and repo is not None and s.get("dirty") and s.get("tree") and before.digest != s.get("tree")):
@@ -869,12 +875,7 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
                 if later is not None:
                     res.notes.append(_adopted_words(s, later))
                     before = tree_state(wt, s.get("excluded") or (), env=env)
-                    moved = rules_at(later)
-                    if moved.project_rules != rules.project_rules:
-                        listed = ", ".join(r.name for r in moved.project_rules) or "none"
-                        res.notes.append(f"project normalization rules from here on "
-                                         f"({moved.origin or 'no pyproject.toml'}): {listed}")
-                    rules = moved
+                    rules = _rules_moved(res, rules, rules_at(later))
     if skip:
         res.status = "DIVERGED"
         res.reasons.append("not run (--skip-secret-steps): its command held a secret that cannot be restored")
