@@ -217,6 +217,14 @@ TRICKY: dict[str, list[bytes]] = {
         user("u3", [tr("t3", 42), tr("t4", True)]),
         user("u4", [tr("t5", [{"type": "resource", "resource": "not an object"}, {"type": "resource_link"}])]),
     ],
+    # one streamed response whose second line repeats the first line's tool_use block beside a new one
+    "repeated-tool-use": [
+        asst("a1", "m1", "r1", [tu("toolu_1", "mcp__door__read", {"path": "a"})], usage={"output_tokens": 10}),
+        asst("a2", "m1", "r1", [tu("toolu_1", "mcp__door__read", {"path": "a"}),
+                                tu("toolu_2", "mcp__door__read", {"path": "b"})], usage={"output_tokens": 20}),
+        asst("a3", "m2", "r2", [tu("toolu_1", "mcp__door__read", {"path": "a"})]),  # another response: kept
+        user("u1", [tr("toolu_1", "A"), tr("toolu_2", "B")]),
+    ],
     "document-blocks": [
         asst("a1", "m1", "r1", [tu(f"t{i}", "mcp__door__read", {"i": i}) for i in range(1, 7)]),
         user("u1", [tr("t1", [{"type": "document", "title": "readme.txt",
@@ -424,6 +432,7 @@ def test_tricky_paths_taken(tricky):
              "other-types", "big-int-in-range", "invalid-utf8-skipped", "float-overflow-skipped",
              "spaces-json", "escaped-keys", "invalid-utf8-deep", "overflow-deep", "invalid-utf8-bigint-input",
              "overflow-bigint-tool-name", "bigint-input-ok", "many-brackets-shallow", "document-blocks", "odd-times",
+             "repeated-tool-use",
              "invalid-utf8-document-title",
              # taken by the decoder, then the tool input does not parse with orjson: line by line
              "invalid-utf8-in-input", "float-overflow-input"}
@@ -450,6 +459,21 @@ def test_mcp_content_and_lone_items_are_read_not_dropped(tricky):
     assert res["t5"] == "[resource]\n[resource_link]"
     calls = f[f["kind"] == "tool_call"].set_index("call_id")["result_text"]
     assert calls["t1"].startswith("[resource: s3://acme-data/demo/cars.csv") and calls["t3"] == "42"
+
+
+def test_a_tool_use_repeated_within_one_response_is_one_call(tricky):
+    """Two lines of one streamed response (one message id and request id), the second repeating
+    the first's tool_use beside a new one: three calls had been counted, toolu_1 twice, and the
+    join then reported a door-bound step with no door call.  Within one response a tool-use id is
+    one call (a note says how many repeats were dropped); the same id in another response stays."""
+    res = load_claude_code(tricky / "repeated-tool-use.jsonl")
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert list(zip(calls["call_id"], calls["message_id"])) == [("toolu_1", "m1"), ("toolu_2", "m1"), ("toolu_1", "m2")]
+    assert res.inputs[0]["notes"] == ["1 tool_use block repeated a tool-use id already in the same response (same "
+                                      "message id and request id): the same call written again, counted once"]
+    req = res.frame[res.frame["kind"] == "model_request"]
+    assert req["message_id"].tolist() == ["m1", "m2"] and req["output_tokens"].iloc[0] == 20  # (the last copy's)
+    assert pd.isna(req["output_tokens"].iloc[1])
 
 
 def test_text_limit_and_sizes(tricky):

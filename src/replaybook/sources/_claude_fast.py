@@ -44,6 +44,7 @@ from ._claude_ref import document_text as _document_text, search_result_text as 
 from ._claude_ref import content_items as _content_items
 from ._mcp_blocks import other_block_text as _other_block_text
 from ._claude_ref import is_error_of as _is_error_of, note_odd_values as _note_odd_values
+from ._claude_ref import note_repeated_calls as _note_repeated_calls
 from ._resume import conflict_row
 
 NCOLS = 30
@@ -261,13 +262,14 @@ class Load:
             try:
                 for i in dec.deep.tolist():
                     orjson.loads(dec.line(i))   # the reference reads it with orjson too
-                rows, dups, conflicts, bad_ts = self._records(dec, file_agent, path)
+                rows, dups, conflicts, bad_ts, repeated = self._records(dec, file_agent, path)
             except (_Fallback, orjson.JSONDecodeError):
                 rows = None
             if rows is not None:
                 info["lines"] = len(dec.recs)
                 info["duplicates"] = dups
                 _note_odd_values(info, bad_ts, [])   # (an is_error of another type: not decoded)
+                _note_repeated_calls(info, repeated)
                 self.quarantine.extend(conflicts)
                 self._commit(stem, path, rows)
                 return
@@ -368,8 +370,9 @@ class Load:
         results = self.results
         quarantine = self.quarantine
         add = rows.append
-        groups: dict[tuple, list] = {}   # key → [row, texts]
+        groups: dict[tuple, list] = {}   # key → [row, texts, tool-use ids]
         dups = 0
+        repeated = 0  # (tool_use blocks repeating an id within one response)
         bad_ts: list = []    # (line, timestamp) empty or not text
         bad_err: list = []   # (line, is_error) neither true nor false
         loads = _json.loads
@@ -527,7 +530,7 @@ class Load:
                     base[C_MSG_ID] = NA if mid is None else mid
                     base[C_REQ_ID] = NA if rid is None else rid
                     add(base)
-                    grp = [base, []]
+                    grp = [base, [], set()]
                     groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
                 row = grp[0]
                 if usage.__class__ is dict:  # (the final count: see _claude_ref)
@@ -557,6 +560,12 @@ class Load:
                         if tx.__class__ is str:
                             grp[1].append(tx)
                     elif bt == "tool_use":
+                        cid = b.get("id")
+                        if cid.__class__ is str and cid:
+                            if cid in grp[2]:  # (the same block again within one response: see _claude_ref)
+                                repeated += 1
+                                continue
+                            grp[2].add(cid)
                         name = b.get("name")
                         name = name if name.__class__ is str else None
                         server, tool = split(name)
@@ -606,14 +615,15 @@ class Load:
                 else:
                     base[C_KIND] = "other"
                 add(base)
-        for row, texts in groups.values():
+        for row, texts, _ in groups.values():
             row[C_TEXT], row[C_TEXT_BYTES] = trunc_parts(texts)
         info["lines"] = newlines + (0 if data.endswith(b"\n") or not data else 1)
         info["duplicates"] = dups
         _note_odd_values(info, bad_ts, bad_err)
+        _note_repeated_calls(info, repeated)
         self._commit(stem, path, rows)
 
-    def _records(self, dec, file_agent: str | None, path: Path) -> tuple[list[list], int, list[dict]]:
+    def _records(self, dec, file_agent: str | None, path: Path) -> tuple[list[list], int, list[dict], list, int]:
         """The rows of a file decoded by msgspec (:func:`._claude_ms.decode_file`): the same
         rows, line for line, as :meth:`_lines`.  Raises _Fallback (with the load unchanged) when
         a raw value does not parse with orjson, or holds a long run of digits (an integer orjson
@@ -626,8 +636,10 @@ class Load:
         used whole (a string reads the same either way).
 
         Returns the rows, the number of resume copies skipped, the ``conflict`` quarantine
-        rows of lines repeating a uuid with other content (:mod:`._resume`) and the ``(line,
-        timestamp)`` of lines whose timestamp is empty or null (:func:`._claude_ref.note_odd_values`)."""
+        rows of lines repeating a uuid with other content (:mod:`._resume`), the ``(line,
+        timestamp)`` of lines whose timestamp is empty or null (:func:`._claude_ref.note_odd_values`)
+        and the number of tool_use blocks repeating an id within one response
+        (:func:`._claude_ref.note_repeated_calls`)."""
         recs = dec.recs
         line_ok = _line_ok_checker(dec)
         seen = self.seen
@@ -641,6 +653,7 @@ class Load:
         add = rows.append
         groups: dict[tuple, list] = {}
         dups = 0
+        repeated = 0  # (tool_use blocks repeating an id within one response)
         bad_ts: list = []    # (line, timestamp) empty or null
         UNSET = M.UNSET
         split = _split
@@ -740,7 +753,7 @@ class Load:
                         base[C_MSG_ID] = NA if mid is None else mid
                         base[C_REQ_ID] = NA if rid is None else rid
                         add(base)
-                        grp = [base, []]
+                        grp = [base, [], set()]
                         groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
                     row = grp[0]
                     usage = msg.usage
@@ -765,6 +778,12 @@ class Load:
                             if b.text is not None:
                                 grp[1].append(b.text)
                         elif bt == "tool_use":
+                            cid = b.id
+                            if cid:
+                                if cid in grp[2]:  # (the same block again within one response: see _claude_ref)
+                                    repeated += 1
+                                    continue
+                                grp[2].add(cid)
                             name = b.name
                             server, tool = split(name)
                             raw = bytes(b.input)
@@ -821,7 +840,7 @@ class Load:
             for u in added:
                 del seen[u]
             raise _Fallback from None
-        for row, texts in groups.values():
+        for row, texts, _ in groups.values():
             row[C_TEXT], row[C_TEXT_BYTES] = trunc_parts(texts)
         calls = self.calls
         for cid, i in fcalls:
@@ -831,7 +850,7 @@ class Load:
             else:
                 lst.append(i)
         self.results.extend(fresults)
-        return rows, dups, conflicts, bad_ts
+        return rows, dups, conflicts, bad_ts, repeated
 
 
 #: the columns gathered from the rows (the others are made from per-file counts and the pairing)

@@ -213,6 +213,16 @@ def _lines_note(items: list[tuple[int, Any]], what: str, says: str) -> str:
     return f"{n:,} {what}{'' if n == 1 else 's'} {says}: {shown}{more}"
 
 
+def note_repeated_calls(info: dict, repeated: int) -> None:
+    """Say in a transcript's ``inputs`` notes how many ``tool_use`` blocks repeated a tool-use id
+    already met in the same response (same ``message.id`` and ``requestId``: the lines of one
+    streamed response) and were counted once — the same call written again, not a second call."""
+    if repeated:
+        info.setdefault("notes", []).append(
+            f"{repeated:,} tool_use block{'' if repeated == 1 else 's'} repeated a tool-use id already in the same "
+            "response (same message id and request id): the same call written again, counted once")
+
+
 def note_odd_values(info: dict, bad_ts: list[tuple[int, Any]], bad_err: list[tuple[int, Any]]) -> None:
     """Say in a transcript's ``inputs`` notes which lines were read with a value that could not
     be: a ``timestamp`` that is empty or not text (a number, ``null``) — the line's steps are
@@ -315,8 +325,9 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
     quarantine: list[dict] = []
     rows: list[list] = []
     add = rows.append
-    groups: dict[tuple, list] = {}   # key → [row, texts]
+    groups: dict[tuple, list] = {}   # key → [row, texts, tool-use ids]
     dups = 0
+    repeated = 0  # tool_use blocks repeating an id within one response (note_repeated_calls)
     bad_ts: list[tuple[int, Any]] = []    # (line, timestamp) empty or not text
     bad_err: list[tuple[int, Any]] = []   # (line, is_error) neither true nor false
     loads = _json.loads
@@ -447,7 +458,7 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                 base[C_MSG_ID] = mid
                 base[C_REQ_ID] = rid
                 add(base)
-                grp = [base, []]
+                grp = [base, [], set()]
                 groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
             row = grp[0]
             if isinstance(usage, dict):
@@ -473,6 +484,12 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                     if isinstance(b.get("text"), str):
                         grp[1].append(b["text"])
                 elif bt == "tool_use":
+                    bid = b.get("id")
+                    if isinstance(bid, str) and bid:
+                        if bid in grp[2]:  # the same block again within one response: one call
+                            repeated += 1
+                            continue
+                        grp[2].add(bid)
                     name = b.get("name")
                     name = name if isinstance(name, str) else None
                     server, tool = split_mcp_name(name)
@@ -511,13 +528,14 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
             else:
                 base[C_KIND] = "other"
             add(base)
-    for row, texts in groups.values():
+    for row, texts, _ in groups.values():
         row[C_TEXT], row[C_TEXT_BYTES] = _trunc("\n".join(texts) if texts else None)
     for i, r in enumerate(rows):
         r[C_SEQ] = i
     info["lines"] = newlines + (0 if data.endswith(b"\n") or not data else 1)
     info["duplicates"] = dups
     note_odd_values(info, bad_ts, bad_err)
+    note_repeated_calls(info, repeated)
     cols = [list(c) for c in zip(*rows)] if rows else []
     return cols, quarantine, info
 
