@@ -225,6 +225,11 @@ TRICKY: dict[str, list[bytes]] = {
         asst("a3", "m2", "r2", [tu("toolu_1", "mcp__door__read", {"path": "a"})]),  # another response: kept
         user("u1", [tr("toolu_1", "A"), tr("toolu_2", "B")]),
     ],
+    # an assistant message whose content is one block, not a list (msgspec refuses it: line by line)
+    "lone-assistant-block": [
+        asst("a4", "m3", "r3", tu("toolu_3", "mcp__door__read", {"path": "c"})),
+        user("u4", [tr("toolu_3", "C")]),
+    ],
     "document-blocks": [
         asst("a1", "m1", "r1", [tu(f"t{i}", "mcp__door__read", {"i": i}) for i in range(1, 7)]),
         user("u1", [tr("t1", [{"type": "document", "title": "readme.txt",
@@ -474,6 +479,10 @@ def test_a_tool_use_repeated_within_one_response_is_one_call(tricky):
     req = res.frame[res.frame["kind"] == "model_request"]
     assert req["message_id"].tolist() == ["m1", "m2"] and req["output_tokens"].iloc[0] == 20  # (the last copy's)
     assert pd.isna(req["output_tokens"].iloc[1])
+    # an assistant message whose content is one block, not a list: its call is read, not dropped
+    lone = load_claude_code(tricky / "lone-assistant-block.jsonl").frame
+    assert lone.loc[lone["kind"] == "tool_call", ["call_id", "args_key", "result_text"]].values.tolist() == [
+        ["toolu_3", '{"path":"c"}', "C"]]
 
 
 def test_text_limit_and_sizes(tricky):

@@ -549,6 +549,8 @@ class Load:
                 if content.__class__ is str:
                     grp[1].append(content)
                     continue
+                if content.__class__ is dict:  # (a lone block: see _claude_ref)
+                    content = [content]
                 if content.__class__ is not list:
                     continue
                 for b in content:

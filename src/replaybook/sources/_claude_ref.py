@@ -474,6 +474,8 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
             if isinstance(content, str):
                 grp[1].append(content)
                 continue
+            if isinstance(content, dict):  # a lone block where the API gives a list
+                content = [content]
             if not isinstance(content, list):
                 continue
             for b in content:
