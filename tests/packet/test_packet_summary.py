@@ -87,7 +87,8 @@ def test_each_step_is_tied_to_the_transcript_call_that_recorded_it(packet: Path)
     import pandas as pd
 
     from replaybook.frames import STEPS
-    from replaybook.report.sections import packet_section, recording_calls
+    from replaybook.packet.links import recording_calls
+    from replaybook.report.sections import packet_section
 
     out = packet_summary(packet)
     ps = out["steps"]
