@@ -228,11 +228,11 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
         why = (f"same content as {info['same_as']}: read once" if info.get("same_as")
                else info.get("reason") or "no records")
         click.echo(f"  skipped {info.get('path')}: {why}", err=True)
-    from .loading import _plain_note
+    from .loading import plain_note
 
     for info in res.inputs:  # what a loader says of a file it read (rows kept with a value unknown …)
         for note in info.get("notes") or ():  # (in the words `load auto` and the report use: no NA / NaT)
-            click.echo(f"  note {info.get('path')}: {_plain_note(str(note))}", err=True)
+            click.echo(f"  note {info.get('path')}: {plain_note(str(note))}", err=True)
     wrong = _other_kinds(frame, res, source_name)
     from .sources._cloud import record_numbered
 
@@ -1156,6 +1156,7 @@ def _findings_line(f: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the CLI and map errors to exit codes (0 ok, 2 input, 1 internal)."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    stdout = sys.stdout  # click swaps it for a wrapper only when the output pipe was closed
     try:
         rv = cli.main(args=argv, prog_name="replaybook", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -1171,11 +1172,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT if isinstance(exc, (InputError, JoinError)) else EXIT_INTERNAL
     except BrokenPipeError:
         return EXIT_OK
-    except SystemExit as exc:
+    except SystemExit:
         # click ends a command whose output pipe was closed (`replaybook join … | head`) with
-        # sys.exit(1) after wrapping the streams (click.core.BaseCommand.main, errno EPIPE): the
-        # reader took what it wanted, which is no internal error
-        if type(sys.stdout).__name__ == "_PacifyFlushWrapper":
+        # sys.exit(1) after swapping sys.stdout for a wrapper that ignores the broken pipe
+        # (click.core.Command.main, errno EPIPE): the reader took what it wanted, no internal error
+        if sys.stdout is not stdout:
             return EXIT_OK
         raise
     except Exception as exc:  # a bug

@@ -331,8 +331,10 @@ _NOTE_WORDS = (("arguments None, args_key NA", "no arguments to compare"),
                ("ts is NaT", "the time is unknown"), ("ts NaT", "time unknown"), ("tool left NA", "tool unknown"))
 
 
-def _plain_note(note: str) -> str:
-    """A loader's note in a reviewer's words (the frame's ``NA``/``NaT`` spelled out)."""
+def plain_note(note: str) -> str:
+    """A loader's note (an ``inputs`` entry's ``notes`` item) in a reviewer's words: the frame's
+    ``NA``/``NaT`` spelled out ("arguments None, args_key NA" → "no arguments to compare"), as
+    ``load auto``, ``load <frame>`` and the report's Inputs say it."""
     for a, b in _NOTE_WORDS:
         note = note.replace(a, b)
     return note
@@ -360,7 +362,7 @@ def _input_note(info: dict) -> str | None:
     if info.get("bom"):
         parts.append("starts with a UTF-8 byte-order mark (read past)")
     for note in info.get("notes") or ():  # what a loader says of the file (no zone, no arguments …)
-        parts.append(_plain_note(str(note)))
+        parts.append(plain_note(str(note)))
     if info.get("transcripts_renamed"):
         parts.append("a transcript of another format has its id too (one conversation, recorded twice?): read "
                      "apart as " + ", ".join(info["transcripts_renamed"][:3])
