@@ -324,9 +324,16 @@ def result_cell(text: Any, is_error: Any = None, size: Any = None, door_bytes: A
                      "them changed it, or the door counts another thing).</p>")
     if len(kept) <= RESULT_PREVIEW and not cut:
         return f'{mark}<span class="rb-result">{esc(kept)}</span>{apart}'
-    body = esc(kept[:RESULT_LIMIT]) + (f'<span class="rb-note"> … {cut}</span>' if cut else "")
-    return (f'<details><summary>{mark}<span class="rb-result">{esc(kept, RESULT_PREVIEW)}</span></summary>'
-            f'<pre class="rb-result">{body}</pre></details>{apart}')
+    return _expandable(f'{mark}<span class="rb-result">{esc(kept, RESULT_PREVIEW)}</span>', kept, cut) + apart
+
+
+def _expandable(summary: str, body: str, cut: str) -> str:
+    """A cell that opens on a click (▶): ``summary`` (markup) shown, ``body`` (text, its first
+    :data:`RESULT_LIMIT` characters, as written) behind it, ending with ``cut`` — where and why
+    it was cut (:func:`_cut_words`) — when it was."""
+    note = f'<span class="rb-note"> … {cut}</span>' if cut else ""
+    return (f"<details><summary>{summary}</summary>"
+            f'<pre class="rb-result">{esc(body[:RESULT_LIMIT])}{note}</pre></details>')
 
 
 #: Characters of a prompt, model text or call shown before the rest opens on a click.
@@ -357,13 +364,8 @@ def what_cell(text: Any, images: Any = None, size: Any = None, limit: int = WHAT
     tail = f' <span class="rb-note">{pics}</span>' if pics else ""
     if len(kept) <= limit and not cut and not full:
         return f"{esc(kept)}{tail}"
-    if full:
-        kept = full
-    body = esc(kept[:RESULT_LIMIT]) + (f'<span class="rb-note"> … {cut}</span>' if cut else
-                                       f'<span class="rb-note"> … cut at {RESULT_LIMIT:,} of {len(kept):,} '
-                                       "characters</span>" if len(kept) > RESULT_LIMIT else "")
-    return (f"<details><summary>{esc(str(text) if full else kept, limit)}{tail}</summary>"
-            f'<pre class="rb-result">{body}</pre></details>')
+    body, body_cut = (kept, cut) if not full else _cut_words(full, None)
+    return _expandable(f"{esc(kept, limit)}{tail}", body, body_cut)
 
 
 def arguments_laid_out(tool: Any, args_key: Any) -> str | None:
