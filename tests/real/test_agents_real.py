@@ -18,6 +18,7 @@ Counts checked BY HAND, independently of the loader:
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -124,3 +125,17 @@ def test_agent_sniffs_over_every_real_file(real_dir):
             assert all(s < 0.5 for s in mine.values()), (rel, mine)
             if rel.startswith("claude-code/") and p.suffix == ".jsonl":
                 assert registry.sniff_file(p)[0].name == "claude-code", rel
+
+
+def test_the_reports_transcript_table_shows_the_real_rollouts_patch(codex_dir):
+    """The real rollout's apply_patch call (free-text input: no arguments) read "apply_patch" and
+    "Done!" in the report — the patch the agent sent was missing.  Its cell holds the patch."""
+    from replaybook.report import sections as S
+
+    f = load_codex(codex_dir / FULL).frame
+    h = S.unassigned_transcripts(f, ["11111111-1111-4111-8111-111111111111"])
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", h, re.S)
+    patch = [r for r in rows if "apply_patch" in r]
+    assert len(patch) == 1
+    what = re.findall(r"<td[^>]*>(.*?)</td>", patch[0], re.S)[3]
+    assert what == "apply_patch *** Begin Patch\n*** Add File: gamma.txt\n+synthetic\n*** End Patch"
