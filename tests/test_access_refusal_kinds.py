@@ -78,7 +78,7 @@ def test_a_refused_write_is_the_refusal_the_agents_write_follows():
     reached, _ = S.refused_then_requested(un)
     assert list(reached["request_id"]) == ["R0"]
     h = _text(S.header("t", "incident.yaml", unexplained=un))
-    assert (f"1 object the door refused the agent was reached in storage anyway: {RULE} (PutObject by {AGENT_ARN}, "
+    assert (f"1 object refused to the agent at the door was reached in storage anyway: {RULE} (PutObject by {AGENT_ARN}, "
             "30 s after the refusal)") in h
 
 
@@ -95,7 +95,7 @@ def test_another_principals_write_hours_later_is_a_fact_of_its_own():
     assert list(S.refused_then_other_principal(un)["request_id"]) == ["R0"]
     h = _text(S.header("t", "incident.yaml", unexplained=un))
     assert "anyway" not in h
-    assert (f"1 object the door refused the agent was requested in storage by another principal: {RULE} (PutObject "
+    assert (f"1 object refused to the agent at the door was requested in storage by another principal: {RULE} (PutObject "
             f"by {ALICE}, 8 h 13 min after the refusal) — not the agent's principal, so not the agent getting round "
             "the door") in h
     sec = _text(S._refused_then_reached(un.assign(origin="")))

@@ -76,7 +76,7 @@ def test_a_refused_object_storage_denied_is_tried_not_reached(tmp_path):
     assert "reached in storage anyway" not in line
 
     h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=un))
-    assert (f"1 object the door refused the agent was tried in storage anyway: {ENV} (storage.objects.get by "
+    assert (f"1 object refused to the agent at the door was tried in storage anyway: {ENV} (storage.objects.get by "
             f"{GCP_SA}, 60 s after the refusal) ({words})") in h
     assert "reached in storage anyway" not in h
 
@@ -97,7 +97,7 @@ def test_a_refused_object_storage_allowed_is_still_reached(tmp_path, capsys):
     assert f["refused_then_reached"] == [ENV] and f["refused_then_tried"] == []
     assert f"refused at the door, reached in storage anyway: {ENV}" in _findings_line(f)
     h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=res.unexplained))
-    assert f"1 object the door refused the agent was reached in storage anyway: {ENV}" in h
+    assert f"1 object refused to the agent at the door was reached in storage anyway: {ENV}" in h
     a = S.access_section(res, inc.access)
     assert "Refused at the door, reached in storage anyway" in a and "tried in storage anyway" not in a
     assert main(["access", str(tmp_path)]) == 0

@@ -873,7 +873,7 @@ def test_header_raises_storage_requests_no_door_call_explains():
             "sub-agent's call counts in its parent's session — so set the answer beside each file's data (the rows "
             "below).") in o
     # the demo's story: the agent was refused reference/.env, and the door's role read it 111 s later
-    assert ('<strong><a href="#access">1 object the door refused the agent was reached in storage anyway</a>'
+    assert ('<strong><a href="#access">1 object refused to the agent at the door was reached in storage anyway</a>'
             "</strong>: <code>s3://acme-data/reference/.env</code>") in h
     a = S.access_section(inc.access_join, inc.access)
     no_raw_html(a)

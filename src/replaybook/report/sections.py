@@ -811,13 +811,13 @@ def header(
         for hit, how in ((reached, "reached in storage anyway"), (tried, "tried in storage anyway")):
             if len(hit):
                 n_obj = hit["resource_uri"].nunique()
-                facts.append(f'<strong><a href="#access">{_count(n_obj, "object")} the door refused the agent '
+                facts.append(f'<strong><a href="#access">{_count(n_obj, "object")} refused to the agent at the door '
                              f"{'was' if n_obj == 1 else 'were'} {how}</a></strong>: {_refused_objects(hit)}"
                              + ("" if hit is reached else f" ({_tried_words(hit)})"))
         others = refused_then_other_principal(unexplained)
         if len(others):  # a fact of its own: not the agent getting round the door
             n_obj = others["resource_uri"].nunique()
-            facts.append(f'<a href="#access">{_count(n_obj, "object")} the door refused the agent '
+            facts.append(f'<a href="#access">{_count(n_obj, "object")} refused to the agent at the door '
                          f"{'was' if n_obj == 1 else 'were'} requested in storage by another principal</a>: "
                          f"{_refused_objects(others)} — not the agent's principal, so not the agent getting round "
                          "the door")
