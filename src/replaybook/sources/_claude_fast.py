@@ -45,7 +45,7 @@ from ._claude_ref import content_items as _content_items
 from ._mcp_blocks import other_block_text as _other_block_text
 from ._claude_ref import is_error_of as _is_error_of, note_odd_values as _note_odd_values
 from ._claude_ref import note_repeated_calls as _note_repeated_calls
-from ._resume import conflict_row
+from ._resume import conflict_row, fork_sessions, line_key
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -243,7 +243,8 @@ class Load:
         self.arrs: dict[int, Any] = {k: np.empty(self.cap, dtype=object) for k in JOINED}
         self.quarantine: list[dict] = []
         self.inputs: list[dict] = []
-        #: uuid → (file, line) where it was met first (:mod:`._resume`)
+        #: line key (uuid, or the line a fork's copy stands for: :func:`._resume.line_key`) →
+        #: (file, line) where it was met first
         self.seen: dict[str, tuple[str, int]] = {}
         self.per_file: list[tuple[str, str, int]] = []   # (transcript_id, source_file, rows)
         self.calls: dict[str, list[int]] = {}            # call_id → tool_call row numbers
@@ -262,12 +263,14 @@ class Load:
             try:
                 for i in dec.deep.tolist():
                     orjson.loads(dec.line(i))   # the reference reads it with orjson too
-                rows, dups, conflicts, bad_ts, repeated = self._records(dec, file_agent, path)
+                rows, dups, conflicts, bad_ts, repeated, forks = self._records(dec, file_agent, path)
             except (_Fallback, orjson.JSONDecodeError):
                 rows = None
             if rows is not None:
                 info["lines"] = len(dec.recs)
                 info["duplicates"] = dups
+                if forks:
+                    fork_sessions(info, forks)
                 _note_odd_values(info, bad_ts, [])   # (an is_error of another type: not decoded)
                 _note_repeated_calls(info, repeated)
                 self.quarantine.extend(conflicts)
@@ -372,6 +375,7 @@ class Load:
         add = rows.append
         groups: dict[tuple, list] = {}   # key → [row, texts, tool-use ids]
         dups = 0
+        forks: list = []     # the forkedFrom values of the file's lines
         repeated = 0  # (tool_use blocks repeating an id within one response)
         bad_ts: list = []    # (line, timestamp) empty or not text
         bad_err: list = []   # (line, is_error) neither true nor false
@@ -424,16 +428,22 @@ class Load:
             uuid = o.get("uuid")
             if uuid.__class__ is not str or uuid == "":
                 uuid = NA
+            ff = o.get("forkedFrom")
+            if ff is None:
+                key = uuid
             else:
-                first = seen.get(uuid)
-                if first is not None:  # a resume copy, or a conflict set aside
+                key = line_key(uuid, ff)
+                forks.append(ff)
+            if key is not NA and key is not None:
+                first = seen.get(key)
+                if first is not None:  # a resume or fork copy, or a conflict set aside
                     row = conflict_row(first, path, line_no, start, data[start:stop], LOADER)
                     if row is None:
                         dups += 1
                     else:
                         quarantine.append(row)
                     continue
-                seen[uuid] = (spath, line_no)
+                seen[key] = (spath, line_no)
 
             # ---- one line (the reference's per-line code, inlined)
             g = o.get
@@ -621,11 +631,13 @@ class Load:
             row[C_TEXT], row[C_TEXT_BYTES] = trunc_parts(texts)
         info["lines"] = newlines + (0 if data.endswith(b"\n") or not data else 1)
         info["duplicates"] = dups
+        if forks:
+            fork_sessions(info, forks)
         _note_odd_values(info, bad_ts, bad_err)
         _note_repeated_calls(info, repeated)
         self._commit(stem, path, rows)
 
-    def _records(self, dec, file_agent: str | None, path: Path) -> tuple[list[list], int, list[dict], list, int]:
+    def _records(self, dec, file_agent: str | None, path: Path) -> tuple[list[list], int, list[dict], list, int, list]:
         """The rows of a file decoded by msgspec (:func:`._claude_ms.decode_file`): the same
         rows, line for line, as :meth:`_lines`.  Raises _Fallback (with the load unchanged) when
         a raw value does not parse with orjson, or holds a long run of digits (an integer orjson
@@ -637,11 +649,12 @@ class Load:
         integer beyond 64 bits (orjson: a float) — hence the digit check where such a value is
         used whole (a string reads the same either way).
 
-        Returns the rows, the number of resume copies skipped, the ``conflict`` quarantine
-        rows of lines repeating a uuid with other content (:mod:`._resume`), the ``(line,
-        timestamp)`` of lines whose timestamp is empty or null (:func:`._claude_ref.note_odd_values`)
-        and the number of tool_use blocks repeating an id within one response
-        (:func:`._claude_ref.note_repeated_calls`)."""
+        Returns the rows, the number of resume or fork copies skipped, the ``conflict``
+        quarantine rows of lines repeating a line with other content (:mod:`._resume`), the
+        ``(line, timestamp)`` of lines whose timestamp is empty or null
+        (:func:`._claude_ref.note_odd_values`), the number of tool_use blocks repeating an id
+        within one response (:func:`._claude_ref.note_repeated_calls`) and the lines'
+        ``forkedFrom`` values (:func:`._resume.fork_sessions`)."""
         recs = dec.recs
         line_ok = _line_ok_checker(dec)
         seen = self.seen
@@ -655,9 +668,11 @@ class Load:
         add = rows.append
         groups: dict[tuple, list] = {}
         dups = 0
+        forks: list = []     # the forkedFrom values of the file's lines
         repeated = 0  # (tool_use blocks repeating an id within one response)
         bad_ts: list = []    # (line, timestamp) empty or null
         UNSET = M.UNSET
+        RAW_NULL = M.RAW_NULL
         split = _split
         trunc = _trunc
         trunc_parts = _trunc_parts
@@ -669,9 +684,17 @@ class Load:
                 uuid = rec.uuid
                 if not uuid:
                     uuid = NA
+                ff = rec.forkedFrom
+                if ff is RAW_NULL:
+                    key = uuid
                 else:
-                    first = seen.get(uuid)
-                    if first is not None:  # a resume copy, or a conflict set aside
+                    ff = orjson.loads(memoryview(ff))
+                    key = uuid if ff is None else line_key(uuid, ff)
+                    if ff is not None:
+                        forks.append(ff)
+                if key is not NA and key is not None:
+                    first = seen.get(key)
+                    if first is not None:  # a resume or fork copy, or a conflict set aside
                         start = int(dec.ends[line_no - 2]) + 1 if line_no > 1 else 0
                         row = conflict_row(first, path, line_no, start, dec.line(line_no - 1), LOADER)
                         if row is None:
@@ -679,8 +702,8 @@ class Load:
                         else:
                             conflicts.append(row)
                         continue
-                    seen[uuid] = (spath, line_no)
-                    added.append(uuid)
+                    seen[key] = (spath, line_no)
+                    added.append(key)
                 t = rec.type
                 if rec.isSidechain is True or file_agent is not None:
                     agent = rec.agentId or file_agent or "sidechain"
@@ -852,7 +875,7 @@ class Load:
             else:
                 lst.append(i)
         self.results.extend(fresults)
-        return rows, dups, conflicts, bad_ts, repeated
+        return rows, dups, conflicts, bad_ts, repeated, forks
 
 
 #: the columns gathered from the rows (the others are made from per-file counts and the pairing)

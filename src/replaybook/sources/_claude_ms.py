@@ -46,6 +46,8 @@ from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 __all__ = ["Rec", "Msg", "Block", "Sub", "Usage", "Decoded", "decode_file", "UNSET"]
 
 _NULL = Raw(b"null")
+#: the default of a Raw field whose key the line does not have
+RAW_NULL = _NULL
 #: integers orjson surely reads as ``int`` (it reads those beyond -2**63 .. 2**64-1 as ``float``,
 #: which int_or_none maps to None; msgspec bounds must fit an int64)
 _Int = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
@@ -108,6 +110,7 @@ class Rec(Struct, gc=False):
     summary: _Str = None
     content: Raw = _NULL
     message: Union[Msg, None] = None
+    forkedFrom: Raw = _NULL   # a fork's copy: {sessionId, messageUuid} (see _resume)
 
 
 _DECODER = msgspec.json.Decoder(Rec)

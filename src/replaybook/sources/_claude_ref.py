@@ -29,7 +29,7 @@ from .._text import TEXT_LIMIT, deep_safe, int_or_none, safe_str, str_or_none, t
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ..canonical import canonical_args_cached
 from ._mcp_blocks import other_block_text
-from ._resume import conflict_row
+from ._resume import conflict_row, fork_sessions, line_key
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -311,8 +311,9 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
 
     ``columns`` is a list of NCOLS lists (empty when the file has no rows); ``seq`` is 0-based
     within the file and ``ts`` holds the raw timestamp strings.  ``seen`` maps the uuids met so
-    far in the load to where (``(file, line)``): a line with one of those uuids is skipped as a
-    resume copy, or set aside as a ``conflict`` when its content differs
+    far in the load to where (``(file, line)``) — the key of a fork's copy is the uuid of the line
+    it copies (:func:`._resume.line_key`): a line with one of those keys is skipped as a
+    resume or fork copy, or set aside as a ``conflict`` when its content differs
     (:func:`._resume.copy_or_conflict`); the file's own uuids are added to it.  ``read`` is
     :func:`read_file`'s result when already read.
     """
@@ -327,6 +328,7 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
     add = rows.append
     groups: dict[tuple, list] = {}   # key → [row, texts, tool-use ids]
     dups = 0
+    forks: list = []   # the forkedFrom values of the file's lines (fork_sessions)
     repeated = 0  # tool_use blocks repeating an id within one response (note_repeated_calls)
     bad_ts: list[tuple[int, Any]] = []    # (line, timestamp) empty or not text
     bad_err: list[tuple[int, Any]] = []   # (line, is_error) neither true nor false
@@ -376,16 +378,19 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
         uuid = o.get("uuid")
         if uuid.__class__ is not str or uuid == "":
             uuid = uuid if isinstance(uuid, str) and uuid != "" else None
-        if uuid is not None:
-            first = seen.get(uuid)
-            if first is not None:  # a resume copy, or a conflict set aside
+        if o.get("forkedFrom") is not None:
+            forks.append(o["forkedFrom"])
+        key = line_key(uuid, o.get("forkedFrom"))
+        if key is not None:
+            first = seen.get(key)
+            if first is not None:  # a resume or fork copy, or a conflict set aside
                 row = conflict_row(first, path, line_no, start, data[start:stop], LOADER)
                 if row is None:
                     dups += 1
                 else:
                     quarantine.append(row)
                 continue
-            seen[uuid] = (spath, line_no)
+            seen[key] = (spath, line_no)
 
         # ---- one line (legacy _Load._line)
         g = o.get
@@ -536,6 +541,8 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
         r[C_SEQ] = i
     info["lines"] = newlines + (0 if data.endswith(b"\n") or not data else 1)
     info["duplicates"] = dups
+    if forks:
+        fork_sessions(info, forks)
     note_odd_values(info, bad_ts, bad_err)
     note_repeated_calls(info, repeated)
     cols = [list(c) for c in zip(*rows)] if rows else []

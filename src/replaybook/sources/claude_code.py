@@ -51,8 +51,14 @@ Decisions
   resume copy and is skipped (first occurrence wins, in load order, except that a file made
   only of such lines — the session a later file resumed — is read first, so its transcript
   keeps them whichever order the files were named in) — when it *is* a copy: the
-  same bytes, or the same JSON but for ``sessionId``.  The count of skipped copies is reported
-  per file as ``inputs[i]["duplicates"]``.  A line that repeats a uuid with other content (an
+  same bytes, or the same JSON but for the envelope a resume re-stamps (``sessionId``,
+  ``version``, ``cwd`` …: ``_resume.COPY_KEYS_IGNORED``).  A fork's copy (``/branch``, the
+  Agent SDK's ``forkSession()``: a line with ``forkedFrom: {sessionId, messageUuid}``) stands
+  for the line ``messageUuid`` names, whatever its own ``uuid``: it is skipped the same way,
+  and a file holding such copies is read after each file holding those lines as its own (the
+  lines stay in the session they were first written in).  The count of skipped copies is
+  reported per file as ``inputs[i]["duplicates"]``, the sessions a file's lines were forked
+  from as ``inputs[i]["forked_from"]``.  A line that repeats a uuid with other content (an
   edited transcript, two files that disagree) is set aside as a ``conflict`` quarantine row
   naming the first place and the keys that differ.  Lines without a ``uuid`` are never deduped.
 * **Merging**: assistant lines are grouped per file by ``(message.id, requestId)`` (``requestId``
@@ -257,8 +263,9 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         ``ts``/``result_ts`` tz-aware UTC, NaT where absent), ``quarantine`` with one row per
         unusable line (``invalid``) or unterminated last line (``pending``), and ``inputs`` with
         one dict per file: ``path``, ``sha256``, ``bytes``, ``lines``, ``format``, ``duplicates``
-        (resume copies skipped by uuid), ``resumes`` (a resumed file: the transcript whose lines
-        it starts by copying) and, for ``agent-<id>`` files with a readable
+        (resume or fork copies skipped), ``resumes`` (a resumed or forked file: the transcript
+        whose lines it starts by copying), ``forked_from`` (a file holding a fork's copies: the
+        sorted ``forkedFrom.sessionId`` values they name) and, for ``agent-<id>`` files with a readable
         ``.meta.json``, ``agent_meta``; for ``agent-<id>`` files with a ``.meta.json`` beside
         them, ``side_files``: that file's own entry (``path``, ``sha256``, ``bytes``, ``lines``,
         ``format`` ``claude-code sub-agent meta``, ``side_of``, ``note``: why it was not read,
@@ -317,42 +324,49 @@ def _mark_resumes(res: LoadResult) -> None:
 
 
 def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
-    """The files reordered so that each session's own file comes before every file resuming it,
-    or ``None`` when no file needs to move.
+    """The files reordered so that each session's own file comes before every file resuming or
+    forking it, or ``None`` when no file needs to move.
 
     A resumed session's file starts with copies of the earlier session's lines, and the first
-    place of a uuid keeps the line: named first (a folder sorts by the random session ids), the
+    place of a line keeps it: named first (a folder sorts by the random session ids), the
     resumed file had taken every line of the session it resumed, whose transcript then vanished
     from the frame — and its door session had no transcript to be joined to.  A file ``F``
     whose lines were all taken by another file must come before each file ``G`` that holds all
     of ``F``'s uuid lines, in order, as one block, and goes on after it (``G`` resumed ``F``:
     in a chain C ← B ← A, C starts with A's lines then B's; a file resuming two sessions holds
-    both blocks).  The files concerned — those holding copies, and the files holding their
-    lines first — are put in an order that keeps every such rule (and otherwise the named
-    order) in the places they were named at, so the copies are each resumed file's whichever
-    order the files were named in; one reload follows.  Files that merely share lines (an
-    identical copy) stay as they were named."""
+    both blocks).  A fork's copies say which lines they copy (``forkedFrom``), so a file holding
+    such copies comes after each file holding any of those lines as its own, whether or not the
+    fork copied the whole session (a fork may stop mid-session).  The files concerned — those
+    holding copies, and the files holding their lines first — are put in an order that keeps
+    every such rule (and otherwise the named order) in the places they were named at, so the
+    copies are each resumed or forked file's whichever order the files were named in; one reload
+    follows.  Files that merely share lines (an identical copy) stay as they were named."""
     dup = {str(i.get("path")) for i in res.inputs if i.get("duplicates")}
+    forks = {str(i.get("path")) for i in res.inputs if i.get("forked_from")}
     if not dup or not len(res.frame):
         return None
     kept = set(res.frame["source_file"].astype(str))
-    first_file = dict(zip(res.frame["uuid"].astype(object), res.frame["source_file"].astype(str)))
     names = [str(f) for f in files]
     lost = [n for n in names if n in dup and n not in kept]
-    if not lost:
+    if not lost and not forks:
         return None
+    first_file = dict(zip(res.frame["uuid"].astype(object), res.frame["source_file"].astype(str)))
     lists: dict[str, list] = {}
-    todo = [n for n in names if n in dup]
+    declared: dict[str, set] = {}   # file → the keys of the lines it holds as a fork's copies
+    todo = [n for n in names if n in dup or n in forks]
     while todo:  # the files with copies and, transitively, the files that hold their lines first
         n = todo.pop()
         if n in lists:
             continue
-        lists[n] = _line_uuids(n)
+        keys = _line_keys(n)
+        lists[n] = [k for k, _ in keys]
+        declared[n] = {k for k, d in keys if d}
         for u in lists[n]:
             g = first_file.get(u)
             if g is not None and g not in lists and g in names:
                 todo.append(g)
     involved = [n for n in names if n in lists]
+    own = {n: set(lists[n]) - declared[n] for n in involved}
 
     def resumed_by(f: str, g: str) -> bool:  # g holds f's lines as one block, and goes on
         mine, theirs = lists[f], lists[g]
@@ -364,11 +378,14 @@ def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
             return False
         return theirs[i:i + len(mine)] == mine
 
-    after = {n: {g for g in involved if g != n and resumed_by(n, g)} for n in involved}
+    def forked_by(f: str, g: str) -> bool:  # g holds copies of lines f holds as its own
+        return bool(declared[g]) and not own[f].isdisjoint(declared[g])
+
+    after = {n: {g for g in involved if g != n and (forked_by(n, g) or resumed_by(n, g))} for n in involved}
     before_count = {n: sum(n in after[m] for m in involved) for n in involved}
     order: list[str] = []
     ready = [n for n in involved if not before_count[n]]
-    while ready:  # (no cycle: each rule puts a shorter list first) the named order among the free
+    while ready:  # the named order among the free
         ready.sort(key=names.index)
         n = ready.pop(0)
         order.append(n)
@@ -376,6 +393,9 @@ def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
             before_count[g] -= 1
             if not before_count[g]:
                 ready.append(g)
+    # files whose rules contradict each other (each holding copies of the other's lines) keep
+    # their named order, after the others
+    order += [n for n in involved if n not in order]
     if order == involved:
         return None
     slots = [i for i, n in enumerate(names) if n in lists]
@@ -387,20 +407,30 @@ def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
 
 
 def _line_uuids(path: str, limit: int | None = None) -> list:
-    """The top-level ``uuid`` of each line of a transcript that has one, in order (the first
-    ``limit``); lines that do not parse are passed over."""
+    """The key of each line of a transcript that has one (its ``uuid``, or for a fork's copy
+    the uuid of the line it copies: :func:`._resume.line_key`), in order (the first ``limit``);
+    lines that do not parse are passed over."""
+    return [k for k, _ in _line_keys(path, limit)]
+
+
+def _line_keys(path: str, limit: int | None = None) -> list[tuple[str, bool]]:
+    """``(key, declared)`` for each line of a transcript that has a key (:func:`_line_uuids`);
+    ``declared``: the line is a fork's copy (it has ``forkedFrom``)."""
     from .._jsonl import parse_json
-    from ._resume import _lines_of
+    from ._resume import _lines_of, line_key
 
     out: list = []
     for raw in _lines_of(path):
         if limit is not None and len(out) >= limit:
             break
-        if b'"uuid"' not in raw:
+        if b'"uuid"' not in raw and b'"forkedFrom"' not in raw:
             continue
         o, err = parse_json(raw, exact=False)
-        if err is None and isinstance(o, dict) and isinstance(o.get("uuid"), str):
-            out.append(o["uuid"])
+        if err is None and isinstance(o, dict):
+            ff = o.get("forkedFrom")
+            key = line_key(o.get("uuid"), ff)
+            if key is not None:
+                out.append((key, ff is not None and line_key(None, ff) is not None))
     return out
 
 
