@@ -7,7 +7,8 @@ is reported as *pending* (the writer may still be appending), not as corruption.
 
 Also here, for every loader: which files a list of paths names (:func:`expand_paths`), reading
 one file with its ``inputs`` entry (:func:`read_source`), the JSON objects of a JSON Lines file
-with the rest quarantined (:func:`iter_objects`), the elements of a JSON document with their
+with the rest quarantined (:func:`iter_objects`) — a record glued to the torn start of another
+read, the torn start set aside (:func:`split_torn`) —, the elements of a JSON document with their
 lines (:func:`json_doc_items`) — also of one that is valid but for raw control characters, with
 the elements holding them set aside (:func:`control_repair`) —, and the line loops of the
 sniffers (:func:`line_scores`, :func:`sample_objects`).
@@ -45,6 +46,8 @@ __all__ = [
     "iter_lines",
     "iter_text_lines",
     "iter_objects",
+    "split_torn",
+    "torn_row",
     "expand_paths",
     "name_stem",
     "file_info",
@@ -203,17 +206,66 @@ def iter_lines(data: bytes, exact: bool = True) -> Iterator[Line]:
             yield Line(line_no, start, raw, obj, err, False)
 
 
-def iter_objects(path: str | Path, data: bytes, loader: str, quarantine: list[dict]) -> Iterator[Line]:
+#: the most places :func:`split_torn` tries in one line (each is a parse of the rest of the line)
+TORN_TRIES = 64
+
+
+def split_torn(raw: bytes, accept: Callable[[dict], bool], exact: bool = True) -> tuple[int, dict] | None:
+    """A record glued to the torn start of another: ``(p, record)`` when the line ``raw``, which
+    does not parse, is the start of a record cut off mid-write (a writer killed, two writers
+    appending to one file) followed by a whole record from byte ``p`` on; else ``None``.
+
+    The places tried are the ``{"`` after the first byte, left to right (at most
+    :data:`TORN_TRIES`); the first at which the rest of the line parses to an object that
+    ``accept`` takes as a top-level record of the format wins.  ``accept`` is what tells the
+    glued record from an object nested in the torn part, which parses too (a record cut off just
+    before its closing brace ends in one): it must name keys every record has and no nested
+    object of the format does.  When the part before ``p`` is itself a whole JSON value, the
+    line is two records on one line (``}{``), not a torn write, and ``None`` is returned: which
+    of them the writer meant is not known.  ``exact`` as :func:`parse_json`."""
+    p = raw.find(b'{"', 1)
+    tries = 0
+    while p > 0 and tries < TORN_TRIES:
+        tries += 1
+        obj, err = parse_json(raw[p:], exact)
+        if err is None and obj.__class__ is dict and accept(obj):
+            if parse_json(raw[:p], exact)[1] is None:
+                return None
+            return p, obj
+        p = raw.find(b'{"', p + 1)
+    return None
+
+
+def torn_row(path: str | Path, line_no: int, offset: int, raw: bytes, p: int, error: str, loader: str) -> dict:
+    """The ``invalid`` QUARANTINE row of the torn start (``raw[:p]``) of line ``line_no`` (at byte
+    ``offset``) whose record from byte ``p`` on is read (:func:`split_torn`); ``error``: the
+    parser's complaint about the whole line."""
+    why = (f"a record cut off mid-write, then a whole record glued to it at column {p + 1} (read as this "
+           f"line's record; the torn part set aside): {error}")
+    return quarantine_row(path, None, loader, why, line_no=line_no, offset=offset, raw=raw[:p])
+
+
+def iter_objects(path: str | Path, data: bytes, loader: str, quarantine: list[dict],
+                 accept: Callable[[dict], bool] | None = None) -> Iterator[Line]:
     """The lines of a JSON Lines file that are JSON objects.
 
     Every other non-blank line is appended to ``quarantine`` as a QUARANTINE row dict
     (:func:`quarantine_row`): one that does not parse with the parser's complaint (``kind``
     ``pending`` for an unterminated last line, else ``invalid``), one that parses to another
     JSON type as ``not a JSON object (<type>)``.  Yields :class:`Line` values whose ``obj`` is a
-    dict, in file order.
+    dict, in file order.  With ``accept`` (is a dict a top-level record of the format?), a line
+    that does not parse but is a torn record followed by a whole one (:func:`split_torn`) yields
+    the whole one (``offset`` and ``raw`` its own) and quarantines the torn start
+    (:func:`torn_row`).
     """
     for line in iter_lines(data):
         if line.error is not None:
+            torn = None if line.pending or accept is None else split_torn(line.raw, accept)
+            if torn is not None:
+                p, obj = torn
+                quarantine.append(torn_row(path, line.line_no, line.offset, line.raw, p, line.error, loader))
+                yield Line(line.line_no, line.offset + p, line.raw[p:], obj, None, False)
+                continue
             quarantine.append(quarantine_row(path, line, loader, line.error,
                                              kind="pending" if line.pending else "invalid"))
             continue

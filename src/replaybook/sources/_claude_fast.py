@@ -33,11 +33,12 @@ import pandas as pd
 from msgspec import Raw
 
 from .. import _json
-from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source
+from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source, split_torn, torn_row
 from .._text import TEXT_LIMIT
 from ..canonical import canonical_args_cached
 from . import _claude_ms as M
 from ._claude_ms import decode_file
+from ._claude_ref import is_record
 from ._claude_ref import read_meta as _read_meta  # (one reading of agent-<id>.meta.json for both)
 # (one reading of the document and search-result blocks, of is_error and of the notes, for both)
 from ._claude_ref import document_text as _document_text, search_result_text as _search_result_text
@@ -413,13 +414,19 @@ class Load:
                     continue
                 o, err = parse_json(raw)
                 if err is not None:
-                    if pending:
+                    torn = None if pending else split_torn(raw, is_record)
+                    if torn is not None:  # a record glued to the torn start of another
+                        quarantine.append(torn_row(path, line_no, start, raw, torn[0], err, LOADER))
+                        start += torn[0]
+                        o = torn[1]
+                    elif pending:
                         quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, _PENDING, True),
                                                          LOADER, _PENDING, kind="pending"))
+                        continue
                     else:
                         quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, err, False),
                                                          LOADER, err, kind="invalid"))
-                    continue
+                        continue
             if o.__class__ is not dict:
                 raw = data[start:stop]
                 quarantine.append(quarantine_row(path, Line(line_no, start, raw, o, None, False), LOADER,

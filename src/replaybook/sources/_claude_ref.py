@@ -24,7 +24,7 @@ import orjson
 
 from .. import _json
 from .._jsonl import (Line, name_stem, note_unreadable_times, parse_json, quarantine_row, read_side_file,
-                      read_source)
+                      read_source, split_torn, torn_row)
 from .._text import TEXT_LIMIT, deep_safe, int_or_none, safe_str, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ..canonical import canonical_args_cached
@@ -276,6 +276,13 @@ def note_unreadable_timestamps(raw_ts: Any, parsed: Any, files: Any, lines: Any,
 META_FORMAT = "claude-code sub-agent meta"
 
 
+def is_record(o: dict) -> bool:
+    """Is ``o`` a transcript line's object (a ``type`` and a ``uuid`` or ``sessionId``), not an
+    object nested in one?  Decides where a record glued to a torn one begins
+    (:func:`replaybook._jsonl.split_torn`)."""
+    return o.get("type").__class__ is str and ("uuid" in o or "sessionId" in o)
+
+
 def read_meta(path: Path, stem: str, info: dict) -> None:
     """Read ``agent-<id>.meta.json`` beside ``path`` when there is one: its object goes to
     ``info["agent_meta"]``, the file itself (evidence too: its SHA-256) to
@@ -363,13 +370,19 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                 continue
             o, err = parse_json(raw)
             if err is not None:
-                if pending:
+                torn = None if pending else split_torn(raw, is_record)
+                if torn is not None:  # a record glued to the torn start of another
+                    quarantine.append(torn_row(path, line_no, start, raw, torn[0], err, LOADER))
+                    start += torn[0]
+                    o = torn[1]
+                elif pending:
                     quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, _PENDING, True),
                                                      LOADER, _PENDING, kind="pending"))
+                    continue
                 else:
                     quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, err, False),
                                                      LOADER, err, kind="invalid"))
-                continue
+                    continue
         if o.__class__ is not dict:
             raw = data[start:stop]
             quarantine.append(quarantine_row(path, Line(line_no, start, raw, o, None, False), LOADER,

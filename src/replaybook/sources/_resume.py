@@ -75,9 +75,15 @@ def _obj(raw: bytes) -> Any:
     try:
         return _json.loads(raw)
     except orjson.JSONDecodeError:
-        from .._jsonl import parse_json
+        from .._jsonl import parse_json, split_torn
 
-        return parse_json(raw)[0]
+        got, err = parse_json(raw)
+        if err is None:
+            return got
+        from ._claude_ref import is_record
+
+        torn = split_torn(raw, is_record)   # (the record the loader read from a torn line)
+        return None if torn is None else torn[1]
 
 
 def fork_key(forked_from: Any) -> str | None:

@@ -395,6 +395,12 @@ def _apply_meta(f: _File, meta: dict) -> None:
     f.parent_id = f.parent_id or str_or_none(meta.get("forked_from_id")) or parent
 
 
+def _is_envelope(o: dict) -> bool:
+    """A current-generation rollout line (``timestamp``, ``type``, ``payload``), not an object
+    nested in one: where a line glued to a torn one begins (:func:`replaybook._jsonl.split_torn`)."""
+    return "payload" in o and "timestamp" in o and o.get("type").__class__ is str
+
+
 def _classify(o: dict, first: bool) -> tuple[str, str | None, str | None, Any]:
     """``(kind, ts, rtype, payload)`` of one parsed JSONL object."""
     t = o.get("type")
@@ -438,7 +444,7 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
         return f
     gens: set[str] = set()
     first = True
-    for line in iter_objects(path, data, LOADER, quarantine):
+    for line in iter_objects(path, data, LOADER, quarantine, accept=_is_envelope):
         o = line.obj
         if needs_safe(line.raw):
             o = deep_safe(o)

@@ -67,6 +67,13 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _APPROVALS = frozenset({None, "approved", "declined", "cancelled", "timed_out", "unavailable", "failed"})
 
 
+def _is_call_record(o: dict) -> bool:
+    """Is ``o`` a call log line (``session``, ``tool`` and ``ts``), not an object nested in one
+    (``arguments``, ``meta``)?  Decides where a line glued to a torn one begins
+    (:func:`replaybook._jsonl.split_torn`)."""
+    return "session" in o and "tool" in o and "ts" in o
+
+
 def _quick_ok(o: dict) -> bool:
     """Fast path: True when a line is certainly valid (the common shape); else run the schema."""
     if not _KNOWN_FAST.issuperset(o):
@@ -413,7 +420,7 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
     table = out.args
     unknown: dict[str, list[int]] = {}
     bad_ids: dict[str, list[tuple[int, Any, bool]]] = {}
-    for line in iter_objects(path, data, LOADER, quarantine):
+    for line in iter_objects(path, data, LOADER, quarantine, accept=_is_call_record):
         o = line.obj
         quick = _quick_ok(o)
         if not quick:

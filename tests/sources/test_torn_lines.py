@@ -1,0 +1,151 @@
+"""A record glued to the torn start of another: the torn part set aside, the record read.
+
+A writer killed mid-line leaves the start of a record without its newline; the next write (the
+same client resumed on the same file, a restarted door, a second writer appending) goes on right
+after it, so one physical line holds a torn record and then a whole one.  The whole line was
+quarantined — the whole record with it: a tool call the agent made, or a call the door decided,
+missing from the frame with nothing but a quarantine row to say it had been there.  Now the torn
+start is the quarantine row (line number, byte offset, the parser's complaint) and the record
+after it is read, at the same line.  What is *not* a torn write stays quarantined as before: two
+whole records on one line (``}{``, case ``claude-damaged-lines`` line 6), a record cut off with
+nothing whole after it (line 4 of that case), and an object nested in the torn part.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_claude_fast_equiv import asst, assert_same, tr, tu, user
+
+from replaybook._jsonl import split_torn
+from replaybook.sources import codex
+from replaybook.sources._claude_ref import is_record
+from replaybook.sources.claude_code import load_claude_code
+from replaybook.sources.door import load_door
+
+
+def _write(path: Path, lines: list[bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(x + b"\n" for x in lines))
+    return path
+
+
+# --------------------------------------------------------------------------- the splitter
+
+def test_the_record_after_a_torn_start_is_found_where_it_begins():
+    whole = b'{"type":"user","uuid":"u2","message":{"role":"user","content":"x"}}'
+    torn = b'{"type":"assistant","uuid":"u1","message":{"id":"m1","content":[{"type":"te'
+    p, obj = split_torn(torn + whole, is_record)
+    assert p == len(torn) and obj["uuid"] == "u2"
+
+
+def test_a_nested_object_at_the_end_of_a_torn_record_is_not_a_record():
+    # cut off just before its last brace: the inner message object parses, but it is not a line
+    torn = b'{"type":"assistant","uuid":"u1","message":{"id":"m1","type":"message","role":"assistant"}'
+    assert split_torn(torn, is_record) is None
+    # a record torn right after a ':' glued to a whole one: the whole one is found all the same
+    whole = b'{"type":"user","uuid":"u2","message":{"role":"user","content":"x"}}'
+    assert split_torn(b'{"type":"assistant","uuid":' + whole, is_record) == (27, json.loads(whole))
+
+
+def test_two_whole_records_on_one_line_are_not_a_torn_write():
+    a = b'{"type":"user","uuid":"u1","message":{"role":"user","content":"a"}}'
+    b = b'{"type":"user","uuid":"u2","message":{"role":"user","content":"b"}}'
+    assert split_torn(a + b, is_record) is None
+
+
+# --------------------------------------------------------------------------- Claude Code
+
+def test_a_claude_code_tool_call_after_a_torn_line_is_read(tmp_path, monkeypatch):
+    first = user("u1", "What is the mean mpg?")
+    call = asst("a1", "m1", "r1", [tu("toolu_1", "mcp__door__query", {"sql": "select avg(mpg)"})], parentUuid="u1")
+    result = user("u2", [tr("toolu_1", "avg 19.9")], parentUuid="a1")
+    torn = asst("a0", "m0", "r0", [{"type": "text", "text": "Let me look"}])[:57]
+    path = _write(tmp_path / "ffffffff-0000-4000-8000-ffffffffffff.jsonl", [first, torn + call, result])
+    frame = assert_same([path], monkeypatch)
+    res = load_claude_code(path)
+    calls = frame[frame["kind"] == "tool_call"]
+    assert list(calls["call_id"]) == ["toolu_1"] and list(calls["line_no"]) == [2]
+    assert calls["result_text"].iloc[0] == "avg 19.9"
+    q = res.quarantine
+    assert list(zip(q["line_no"], q["byte_offset"], q["kind"])) == [(2, len(first) + 1, "invalid")]
+    assert q["error"].iloc[0].startswith(f"a record cut off mid-write, then a whole record glued to it at column "
+                                         f"{len(torn) + 1} (read as this line's record; the torn part set aside): ")
+    assert q["raw"].iloc[0] == torn.decode()
+
+
+def test_a_torn_line_whose_record_is_then_copied_by_a_resume_is_one_line(tmp_path, monkeypatch):
+    # the resume copies the record the loader read from the torn line: a copy, not a conflict
+    sid2 = "eeeeeeee-0000-4000-8000-eeeeeeeeeeee"
+    call = asst("a1", "m1", "r1", [tu("toolu_1", "mcp__door__query", {"sql": "select 1"})])
+    a = _write(tmp_path / "aaaa.jsonl", [user("u0", "hi"), b'{"type":"user","uuid":"zz","mess' + call])
+    o = json.loads(call)
+    o["sessionId"] = sid2
+    b = _write(tmp_path / "bbbb.jsonl", [user("u0", "hi", sessionId=sid2),
+                                         json.dumps(o, separators=(",", ":")).encode(), user("u9", "more", sessionId=sid2)])
+    frame = assert_same([a, b], monkeypatch)
+    res = load_claude_code([a, b])
+    assert list(res.quarantine["kind"]) == ["invalid"]
+    assert list(frame.loc[frame["kind"] == "tool_call", "transcript_id"]) == ["aaaa"]
+    assert [i["duplicates"] for i in res.inputs] == [0, 2]
+
+
+def test_the_damaged_lines_case_keeps_its_answer(cases_dir):
+    res = load_claude_code(cases_dir / "claude-damaged-lines")
+    want = json.loads((cases_dir / "claude-damaged-lines" / "expected.json").read_text())
+    assert (res.frame["kind"] == "tool_call").sum() == want["tool_calls"]
+    assert sorted(res.quarantine.loc[res.quarantine["kind"] == "invalid", "line_no"]) == want["quarantined_line_numbers"]
+
+
+# --------------------------------------------------------------------------- door and Codex
+
+GOOD = {"ts": "2026-09-13T10:00:05.600Z", "seq": 1, "session": "s1", "agent": "analyst",
+        "tool": "list_folder", "arguments": {"path": "demo/"}, "object": "demo/",
+        "decision": "allow", "rule": "allow-demo", "rows": 3, "bytes": 412}
+
+
+def test_a_door_call_logged_after_a_torn_line_is_a_call(tmp_path):
+    a = json.dumps(GOOD).encode()
+    b = json.dumps({**GOOD, "seq": 2, "tool": "read_object", "arguments": {"path": "demo/cars.csv"},
+                    "object": "demo/cars.csv", "ts": "2026-09-13T10:00:07.000Z"}).encode()
+    c = json.dumps({**GOOD, "seq": 3, "decision": "deny", "rule": "no-dotenv", "object": "reference/.env",
+                    "tool": "read_object", "arguments": {"path": "reference/.env"},
+                    "ts": "2026-09-13T10:00:09.000Z"}).encode()
+    torn = b[:70]
+    _write(tmp_path / "analyst" / "s1.jsonl", [a, torn + c])
+    res = load_door(tmp_path)
+    assert list(res.frame["seq"]) == [1, 3] and list(res.frame["decision"]) == ["allow", "deny"]
+    assert res.frame["line_no"].tolist() == [1, 2]
+    q = res.quarantine
+    assert list(zip(q["line_no"], q["byte_offset"], q["kind"])) == [(2, len(a) + 1, "invalid")]
+    assert "whole record glued to it at column 71" in q["error"].iloc[0]
+
+
+@pytest.mark.parametrize("glue", [b'{"arguments": {"path": "x"}}', json.dumps({**GOOD, "seq": 9}).encode()[:-1],
+                                  json.dumps({**GOOD, "seq": 9}).encode() + b"{"])
+def test_a_door_line_that_is_not_a_torn_write_stays_quarantined_whole(tmp_path, glue):
+    torn = json.dumps(GOOD).encode()[:40]
+    _write(tmp_path / "analyst" / "s1.jsonl", [torn + glue])
+    res = load_door(tmp_path)
+    assert res.frame.empty and list(res.quarantine["kind"]) == ["invalid"]
+    assert not res.quarantine["error"].iloc[0].startswith("a record cut off")
+
+
+def test_a_codex_rollout_resumed_after_a_torn_line_keeps_the_next_record(tmp_path):
+    meta = {"timestamp": "2025-09-13T10:00:00.000Z", "type": "session_meta",
+            "payload": {"id": "0199aaaa-0000-7000-8000-00000000000a", "timestamp": "2025-09-13T10:00:00.000Z",
+                        "cwd": "/w", "originator": "codex_cli_rs", "cli_version": "0.39.0"}}
+    call = {"timestamp": "2025-09-13T10:00:02.000Z", "type": "response_item",
+            "payload": {"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"ls\"]}",
+                        "call_id": "call_1"}}
+    torn = json.dumps({"timestamp": "2025-09-13T10:00:01.000Z", "type": "response_item",
+                       "payload": {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": "Listing"}]}}).encode()[:90]
+    path = _write(tmp_path / "rollout-2025-09-13T10-00-00-0199aaaa-0000-7000-8000-00000000000a.jsonl",
+                  [json.dumps(meta).encode(), torn + json.dumps(call).encode()])
+    res = codex.load_codex(path)
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert list(calls["call_id"]) == ["call_1"] and list(calls["line_no"]) == [2]
+    assert list(zip(res.quarantine["line_no"], res.quarantine["kind"])) == [(2, "invalid")]
