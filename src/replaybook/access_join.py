@@ -71,7 +71,13 @@ source and destination) reaches each of them.  An access row matches a call when
   unexplained, or
 * is a folder above the call's URI, the call's URI is itself a folder and the access is a
   ``list``: a coarser record of the same listing (GCS audit logs record a listing at bucket
-  level, without its prefix).
+  level, without its prefix), or
+* is a folder above the call's URI, the access is a batch whose record names no object
+  (:data:`KEYLESS_BATCHES`: CloudTrail logs an S3 multi-object delete, ``DeleteObjects``, with
+  its bucket only) and the call changes objects (a tool :func:`replaybook.replay.writes` names a
+  write, ``delete_object``): the door call that deleted ``demo/tmp/a.csv`` explains the
+  ``DeleteObjects`` on ``s3://acme-data/`` it caused, where a read or a listing never does.  Which
+  keys the batch deleted the record does not say (S3 server access logs do: one record per key).
 
 Time windows
 ------------
@@ -227,6 +233,11 @@ LINK_HOWS = ("correlation", "correlation+object+time", "principal+object+time", 
 #: The ``principals`` key for every door agent without an entry of its own, and for calls that
 #: name no agent.
 ANY_AGENT = "*"
+
+#: Storage operations whose record names the bucket (or a folder) but not the objects: S3's
+#: multi-object delete, which CloudTrail logs without its keys (a list of up to 1,000 keys would
+#: not fit an event), ``(source, action_raw)``.
+KEYLESS_BATCHES = frozenset({("aws.cloudtrail", "DeleteObjects")})
 
 #: The precision of each source's ``ts``, seconds: CloudTrail ``eventTime`` and S3 server
 #: access log times are whole seconds (the fraction is dropped), so a request logged at second
@@ -575,6 +586,18 @@ def join_access(
     received = _by_value(access["time_kind"], lambda v: str(v) == "received", False, bool)
     uri_code, uri_names = _coded(access["resource_uri"], str)
     act_code, act_names = _coded(access["action"], str, na="other")
+    # a batch whose record names only its bucket or folder: an action of its own, so that its key
+    # reaches the calls on the objects under that folder (_Relation)
+    batch = np.zeros(n_a, bool)
+    if n_a and "action_raw" in access.columns:
+        raw_act = access["action_raw"].astype("string").fillna("")
+        src_txt = access["source"].astype("string").fillna("")
+        for src, name in KEYLESS_BATCHES:
+            batch |= ((src_txt == src) & (raw_act == name)).to_numpy(dtype=bool)
+        batch &= access["resource_uri"].astype("string").str.endswith("/").fillna(False).to_numpy(dtype=bool)
+    if batch.any():
+        act_code = np.where(batch, len(act_names), act_code)
+        act_names = act_names + [_BATCH]
     a_kind = np.array([_ACTION_KIND.get(a, _ANY_KIND) for a in act_names], np.int64)[act_code] \
         if n_a else np.zeros(0, np.int64)
     who_code, who_names = _coded(access["principal"], str)
@@ -622,6 +645,11 @@ def join_access(
         ptr, ru = (rel.ptr, rel.u) if indexed else (rel.ptr_all, rel.u_all)
         return tables.pairs(ptr, ru, key[rows], lo, hi, dedupe=dedupe, n_calls=n_c, cap=cap)
 
+    def batch_ok(row: np.ndarray, call: np.ndarray) -> np.ndarray:
+        """A keyless batch (``row``) is only a call's that changes objects (or whose tool is not
+        known); every other request, any call's its object matches."""
+        return ~batch[row] | (c_kind[call] != _READ)
+
     def fits(call: np.ndarray, t: np.ndarray, res: np.ndarray, recv: np.ndarray) -> np.ndarray:
         """The requests (logged at ``t``, door clock, within ``res`` ns) fit the calls' windows."""
         s, e = start_ns[call], end_ns[call]
@@ -646,7 +674,7 @@ def join_access(
         t, res = a_ns[rows], res_ns[rows]
         req, call = pairs(rows, t - max_off - max_span - res, t + max_off, cap=4 * _OFFSET_CAP)
         n_near = np.bincount(req, minlength=len(rows))
-        ok = (n_near[req] <= 4 * _OFFSET_CAP) & ~refused[call]
+        ok = (n_near[req] <= 4 * _OFFSET_CAP) & ~refused[call] & batch_ok(rows[req], call)
         req, call = req[ok], call[ok]
         ok = principal_ok(agent_code[call], in_pats[call], who_code[rows[req]])
         req, call = req[ok], call[ok]
@@ -739,7 +767,8 @@ def join_access(
         many = np.flatnonzero(n_tok[tok] > 1)
         rq, call = pairs(rows[many], t[many] - max_span - lag - skew, t[many] + res[many] + skew, indexed=False)
         tt, rr = t[many][rq], res[many][rq]
-        ok = (c_tok[call] == tok[many][rq]) & ~refused[call] & fits(call, tt, rr, recv[many][rq])
+        ok = (c_tok[call] == tok[many][rq]) & ~refused[call] & fits(call, tt, rr, recv[many][rq]) \
+            & batch_ok(rows[many][rq], call)
         got = out.choose(rows[many], rq[ok], call[ok], tt[ok], rr[ok], LINK_HOWS.index("correlation+object+time"),
                          rank, start_ns, seqs)
         out.unexplained(rows[many[~got]], _TOKEN)
@@ -748,7 +777,7 @@ def join_access(
         rest = np.flatnonzero(tok < 0)
         rq, call = pairs(rows[rest], t[rest] - max_span - lag - skew, t[rest] + res[rest] + skew)
         tt, rr = t[rest][rq], res[rest][rq]
-        ok = fits(call, tt, rr, recv[rest][rq])
+        ok = fits(call, tt, rr, recv[rest][rq]) & batch_ok(rows[rest][rq], call)
         rq, call, tt, rr = rq[ok], call[ok], tt[ok], rr[ok]
         known = in_pats[call]  # the call's agent acts as principals the mapping names
         agrees = principal_ok(agent_code[call], known, who_code[rows[rest][rq]])
@@ -840,6 +869,10 @@ def join_access(
     rest_rows = np.flatnonzero(rest)
     nearest = np.full(len(un_pos), -1, np.int64)
     nearest[rest_rows] = _nearest(rel, tables, key[un_pos[rest_rows]], t_un[rest_rows])
+    b_rest = rest_rows[batch[un_pos[rest_rows]]]
+    if len(b_rest):  # a keyless batch: the nearest call that changes objects under its folder
+        changes = _CallTables(cu_call, cu_uri, valid, c_kind != _READ, start_ns, only_refused=True, uniq=tables.uniq)
+        nearest[b_rest] = _nearest(rel, changes, key[un_pos[b_rest]], t_un[b_rest])
     door_principal = None
     if all_patterns:
         door_principal = np.array([_principal_match(p, all_patterns) for p in who_names] + [False], bool)
@@ -848,7 +881,7 @@ def join_access(
                      start_ns=start_ns, who_code=who_code, who_names=who_names, key=key, key_uri_names=key_uri_names,
                      tok_of_row=tok_of_row, tok_names=tok_names, c_tok=c_tok, storage_map=storage_map,
                      any_mapped=bool(len(cu_call)), door_principal=door_principal,
-                     unmapped=(unmapped, unmapped_obj, valid), reach_ns=max_span + lag + skew)
+                     unmapped=(unmapped, unmapped_obj, valid), reach_ns=max_span + lag + skew, batch=batch)
 
     un = access.iloc[un_pos].reset_index(drop=True) if len(un_pos) else ACCESS.empty()
     un = un[ACCESS.names].copy()
@@ -928,7 +961,9 @@ _NO_TIME, _TOKEN, _REFUSED, _PRINCIPAL, _REST = range(5)
 # the kind of operation of a call or a request: a read (a listing and a stat too), a change
 # (a write or delete), or not known (matches either)
 _ANY_KIND, _READ, _CHANGE = -1, 0, 1
-_ACTION_KIND = {"read": _READ, "list": _READ, "head": _READ, "write": _CHANGE, "delete": _CHANGE}
+#: the join's own action for a keyless batch (:data:`KEYLESS_BATCHES`; ``access.action`` stays ``delete``)
+_BATCH = "delete (batch, objects not logged)"
+_ACTION_KIND = {"read": _READ, "list": _READ, "head": _READ, "write": _CHANGE, "delete": _CHANGE, _BATCH: _CHANGE}
 
 
 def operation_kinds_agree(tool: Any, action: Any) -> bool:
@@ -1125,7 +1160,9 @@ class _Relation:
     A resource matches a call's URI (module docstring, "Objects") when it is that URI; or the
     action is a listing or stat and the resource starts with the URI as a folder (the URI, with
     a ``/`` added when it has none); or the action is a listing of a folder and the URI is a
-    folder under it.  ``ptr_all``/``u_all`` hold every match, ``ptr``/``u`` the matches the
+    folder under it; or the action is a keyless batch (``_BATCH``) on a folder and the URI lies
+    under it (which calls may explain it — those that change objects — is decided per call by
+    ``join_access``).  ``ptr_all``/``u_all`` hold every match, ``ptr``/``u`` the matches the
     object tiers use: for the folder rule only folders whose ``/`` lies after the resource's
     ``scheme://`` (the object tiers look calls up by the folders the resource lies in; the token
     tier tests the object itself, so it uses every match)."""
@@ -1177,6 +1214,17 @@ class _Relation:
                 k_own, f_idx = _spans(lo, hi)
                 ks.append(np.array(lf, np.int64)[k_own])
                 us.append(np.array(fo, np.int64)[f_idx])
+                ind.append(np.ones(len(k_own), bool))
+            # a keyless batch on a folder: every object under it
+            kb = [k for k in range(n_k) if key_uri[k] and key_act[k] == _BATCH and key_uri[k].endswith("/")]
+            if kb:
+                uo = sorted(range(n_u), key=lambda j: uris[j])
+                o_arr = np.array([uris[j] for j in uo], dtype=object)
+                lo = np.searchsorted(o_arr, np.array([key_uri[k] for k in kb], dtype=object), "left")
+                hi = np.searchsorted(o_arr, np.array([key_uri[k][:-1] + "0" for k in kb], dtype=object), "left")
+                k_own, o_idx = _spans(lo, hi)
+                ks.append(np.array(kb, np.int64)[k_own])
+                us.append(np.array(uo, np.int64)[o_idx])
                 ind.append(np.ones(len(k_own), bool))
         comb = np.concatenate(ks) * self.n_u + np.concatenate(us)
         found_by_index = np.concatenate(ind)
@@ -1656,12 +1704,13 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
                key_uri_names: list, tok_of_row: np.ndarray, tok_names: list[str], c_tok: np.ndarray,
                storage_map, any_mapped: bool, door_principal: np.ndarray | None,
                unmapped: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-               reach_ns: int | None = None) -> list[str]:
+               reach_ns: int | None = None, batch: np.ndarray | None = None) -> list[str]:
     """Why no call explains each unexplained request, in words (one line of Python per request:
     what it refers to was found for all of them at once).  ``unmapped``: which calls the door
     did not refuse name an object nothing maps, that object, and which calls have a time;
     ``reach_ns``: how far from a call's start a request it explains can lie (the longest call,
-    the lag and the skew, ns)."""
+    the lag and the skew, ns); ``batch``: the access rows that are keyless batches
+    (:data:`KEYLESS_BATCHES`), whose ``nearest`` is a call that changes objects."""
     sess = c["door_session"].to_numpy(dtype=object)
     unmapped_words = None
     if unmapped is not None and any_mapped and unmapped[0].any():
@@ -1696,6 +1745,16 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
             who = who_names[w] if w >= 0 and who_names[w] else "no principal the log names"
             out.append(f"a door call on this object fits the time (session {sess[i]} seq {seq[i]}), but the request "
                        f"was made by {who}, not {_whose(agent_names[agent_code[i]] if agent_code[i] >= 0 else None)}")
+        elif batch is not None and batch[pos]:
+            uri = key_uri_names[key[pos]]
+            why = (f"a multi-object delete (DeleteObjects) logged with its bucket only, {uri}: which objects it "
+                   "deleted the record does not say; no door call that changes objects under it")
+            if near >= 0:
+                why += (f" within the time window (nearest: session {sess[near]} seq {seq[near]}, "
+                        f"{_delta_words((t - int(start_ns[near])) / 1e9)} that call)")
+            if door_principal is not None and not door_principal[who_code[pos]]:
+                why += "; the principal is not one the door's agents use"
+            out.append(why)
         else:
             uri = key_uri_names[key[pos]]
             if uri is None:
