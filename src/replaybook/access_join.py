@@ -1203,29 +1203,15 @@ class _Relation:
                 ks.append(lh_arr[p_idx])
                 us.append(u_own[p_own])
                 ind.append(found[p_own])
-            # a listing of a folder above a call's folder
-            lf = [k for k in range(n_k) if key_uri[k] and key_act[k] == "list" and key_uri[k].endswith("/")]
-            folder_u = [j for j, u in enumerate(uris) if u.endswith("/")]
-            if lf and folder_u:
-                fo = sorted(folder_u, key=lambda j: uris[j])
-                f_arr = np.array([uris[j] for j in fo], dtype=object)
-                lo = np.searchsorted(f_arr, np.array([key_uri[k] for k in lf], dtype=object), "left")
-                hi = np.searchsorted(f_arr, np.array([key_uri[k][:-1] + "0" for k in lf], dtype=object), "left")
-                k_own, f_idx = _spans(lo, hi)
-                ks.append(np.array(lf, np.int64)[k_own])
-                us.append(np.array(fo, np.int64)[f_idx])
-                ind.append(np.ones(len(k_own), bool))
-            # a keyless batch on a folder: every object under it
-            kb = [k for k in range(n_k) if key_uri[k] and key_act[k] == _BATCH and key_uri[k].endswith("/")]
-            if kb:
-                uo = sorted(range(n_u), key=lambda j: uris[j])
-                o_arr = np.array([uris[j] for j in uo], dtype=object)
-                lo = np.searchsorted(o_arr, np.array([key_uri[k] for k in kb], dtype=object), "left")
-                hi = np.searchsorted(o_arr, np.array([key_uri[k][:-1] + "0" for k in kb], dtype=object), "left")
-                k_own, o_idx = _spans(lo, hi)
-                ks.append(np.array(kb, np.int64)[k_own])
-                us.append(np.array(uo, np.int64)[o_idx])
-                ind.append(np.ones(len(k_own), bool))
+            # a listing of a folder above a call's folder; a keyless batch on a folder: every object under it
+            for acts, only_folders in (("list", True), (_BATCH, False)):
+                kf = [k for k in range(n_k) if key_uri[k] and key_act[k] == acts and key_uri[k].endswith("/")]
+                cand = [j for j, u in enumerate(uris) if u.endswith("/") or not only_folders]
+                if kf and cand:
+                    k_own, u_own = _under([key_uri[k] for k in kf], cand, uris)
+                    ks.append(np.array(kf, np.int64)[k_own])
+                    us.append(u_own)
+                    ind.append(np.ones(len(k_own), bool))
         comb = np.concatenate(ks) * self.n_u + np.concatenate(us)
         found_by_index = np.concatenate(ind)
         o = np.argsort(comb, kind="stable")
@@ -1253,6 +1239,17 @@ class _Relation:
         first = _run_starts(h_own)
         out[h_own[first]] = h_uri[first]
         return out
+
+
+def _under(folders: list[str], cand: list[int], uris: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each (folder, URI) pair of a URI of ``cand`` (indices into ``uris``) that lies under one of
+    ``folders`` (each ending in ``/``): ``(index into folders, index into uris)``."""
+    order = sorted(cand, key=lambda j: uris[j])
+    arr = np.array([uris[j] for j in order], dtype=object)
+    lo = np.searchsorted(arr, np.array(folders, dtype=object), "left")
+    hi = np.searchsorted(arr, np.array([f[:-1] + "0" for f in folders], dtype=object), "left")  # '/' + 1 == '0'
+    f_own, idx = _spans(lo, hi)
+    return f_own, np.array(order, np.int64)[idx]
 
 
 class _CallTables:
