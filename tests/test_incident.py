@@ -723,3 +723,32 @@ def test_the_packets_findings_are_in_the_header_and_the_findings(tmp_path):
     f = S.findings(inc.join.sessions, inc.calls, inc.quarantine, join=inc.join)
     assert f["packet"] is None and "packet" not in _findings_line(f)
     assert "#packet" not in S.header(inc.title, inc.path, steps=inc.steps, calls=inc.calls)
+
+
+def test_a_persisted_tool_result_beside_the_transcript_is_an_input_with_its_sha256(tmp_path):
+    """Claude Code (2.1.2 on) writes a tool result over its size limit to
+    ``<session>/tool-results/<tool_use_id>.txt`` and gives the model a ``<persisted-output>``
+    preview: the transcript holds what the model saw, the file the whole output.  The file is
+    evidence of what the tool returned: listed once, as the transcript's, with its SHA-256."""
+    import hashlib
+
+    from _continued_incident import SID, write_continued_incident
+
+    from replaybook.report.checksums import checksum_entries
+
+    manifest = write_continued_incident(tmp_path / "inc")
+    folder = manifest.parent / "transcripts" / SID / "tool-results"
+    folder.mkdir()
+    full = "".join(f"rev {i}: max_surge {i % 3}\n" for i in range(4000)).encode()
+    (folder / "toolu_01Read000000000000000001.txt").write_bytes(full)
+    inputs = replaybook.Incident.load(manifest).inputs
+    paths = [r["path"] for r in inputs]
+    name = f"transcripts/{SID}/tool-results/toolu_01Read000000000000000001.txt"
+    assert paths.count(name) == 1 and len(set(paths)) == len(paths)
+    row = inputs[paths.index(name)]
+    assert row == {"path": name, "sha256": hashlib.sha256(full).hexdigest(), "bytes": len(full), "lines": 4000,
+                   "format": "claude-code persisted tool result", "side_of": f"transcripts/{SID}.jsonl",
+                   "note": None, "read_nothing": False}
+    # after the transcript it belongs to (and that transcript's other side files, if any)
+    assert paths.index(name) > paths.index(f"transcripts/{SID}.jsonl")
+    assert [name, hashlib.sha256(full).hexdigest()] in checksum_entries(inputs)

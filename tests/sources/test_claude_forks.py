@@ -165,3 +165,30 @@ def test_a_resume_by_another_entry_point_is_still_a_copy(tmp_path, monkeypatch):
     assert res.quarantine.empty
     assert _calls(frame) == [("toolu_1", ORIG)]
     assert {Path(i["path"]).stem: i["duplicates"] for i in res.inputs} == {ORIG: 0, FORK: 2}
+
+
+def test_persisted_tool_results_are_listed_beside_their_session_and_never_read_as_transcripts(tmp_path, monkeypatch):
+    # Claude Code 2.1.2+: a result over the size limit goes to <session>/tool-results/<id>.txt and
+    # the model gets a <persisted-output> preview; the preview is the step's result, the file evidence
+    preview = ("<persisted-output>\nOutput too large (61.2KB). Full output saved to: /home/a/.claude/projects/p/"
+               f"{ORIG}/tool-results/toolu_1.txt\n\nPreview (first 2KB):\nmpg,cyl\n21.0,6\n</persisted-output>")
+    lines = _session()
+    o = json.loads(lines[2])
+    o["message"]["content"][0]["content"] = preview
+    lines[2] = j(o)
+    path = _write(tmp_path / f"{ORIG}.jsonl", lines)
+    (tmp_path / ORIG / "tool-results").mkdir(parents=True)
+    full = b"mpg,cyl\n" + b"21.0,6\n" * 9000
+    (tmp_path / ORIG / "tool-results" / "toolu_1.txt").write_bytes(full)
+    (tmp_path / ORIG / "tool-results" / "toolu_1.jsonl").write_bytes(b'{"not": "a transcript"}\n')
+    frame = assert_same(tmp_path, monkeypatch)
+    res = load_claude_code(tmp_path)
+    assert [Path(i["path"]).name for i in res.inputs] == [f"{ORIG}.jsonl"]  # the folder's own .jsonl is not one
+    assert frame.loc[frame["call_id"].eq("toolu_1") & frame["kind"].eq("tool_call"), "result_text"].iloc[0] == preview
+    import hashlib
+
+    sides = res.inputs[0]["side_files"]
+    assert [(Path(s["path"]).name, s["format"], s["sha256"], s["side_of"]) for s in sides] == [
+        ("toolu_1.jsonl", "claude-code persisted tool result",
+         hashlib.sha256(b'{"not": "a transcript"}\n').hexdigest(), str(path)),
+        ("toolu_1.txt", "claude-code persisted tool result", hashlib.sha256(full).hexdigest(), str(path))]

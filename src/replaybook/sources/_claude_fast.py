@@ -39,7 +39,7 @@ from ..canonical import canonical_args_cached
 from . import _claude_ms as M
 from ._claude_ms import decode_file
 from ._claude_ref import is_record
-from ._claude_ref import read_meta as _read_meta  # (one reading of agent-<id>.meta.json for both)
+from ._claude_ref import read_side_files as _read_side_files  # (one reading of side files for both)
 # (one reading of the document and search-result blocks, of is_error and of the notes, for both)
 from ._claude_ref import document_text as _document_text, search_result_text as _search_result_text
 from ._claude_ref import content_items as _content_items
@@ -257,8 +257,7 @@ class Load:
         self.inputs.append(info)
         stem = name_stem(path, (".jsonl.gz", ".jsonl", ".gz", ".json"))
         file_agent = stem[6:] if stem.startswith("agent-") and len(stem) > 6 else None
-        if file_agent is not None:
-            _read_meta(path, stem, info)
+        _read_side_files(path, stem, file_agent, info)
         dec = decode_file(data, self.max_open) if self.max_open > 0 else None
         if dec is not None:
             try:

@@ -308,6 +308,39 @@ def read_meta(path: Path, stem: str, info: dict) -> None:
         entry["note"] = "not a JSON object: the sub-agent's metadata was not read from it"
 
 
+#: the ``format`` of a tool result Claude Code persisted beside the transcript (:func:`read_side_files`)
+PERSISTED_FORMAT = "claude-code persisted tool result"
+
+
+def read_side_files(path: Path, stem: str, file_agent: str | None, info: dict) -> None:
+    """The files a transcript has beside it, listed in ``info["side_files"]`` (evidence: each
+    with its SHA-256, :func:`~replaybook._jsonl.read_side_file`): a sub-agent's
+    ``agent-<id>.meta.json`` (:func:`read_meta`), and a session's persisted tool results.
+
+    From client 2.1.2 on, Claude Code writes a tool result over its size limit (100 K characters;
+    50 K from 2.1.51) to ``<session>/tool-results/<tool_use_id>.txt`` beside the session's file
+    and hands the model a ``<persisted-output>`` block instead: the size, the file's path and a
+    2 KB preview.  The transcript's result — the steps' ``result_text`` — is that block, which
+    is what the model saw; the whole output is in the file, listed here (its ``format``
+    :data:`PERSISTED_FORMAT`, sorted by name) for the investigator to open and check.  A folder
+    that cannot be listed is said in ``info["notes"]``."""
+    if file_agent is not None:
+        read_meta(path, stem, info)
+        return
+    folder = path.parent / stem / "tool-results"
+    try:
+        if not folder.is_dir():
+            return
+        found = sorted(f for f in folder.iterdir() if f.is_file() and not f.is_symlink())
+    except OSError as exc:
+        info.setdefault("notes", []).append(f"{folder}: its persisted tool results cannot be listed "
+                                            f"({exc.strerror or exc})")
+        return
+    side = info.setdefault("side_files", [])
+    for f in found:
+        side.append(read_side_file(f, path, PERSISTED_FORMAT)[1])
+
+
 def read_file(path: Path) -> tuple[bytes, dict]:
     """One transcript read once, with its ``inputs`` entry (lines are counted by parse_file)."""
     return read_source(path, LOADER, "Claude Code transcript", count_lines=False)
@@ -327,8 +360,7 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
     data, info = read if read is not None else read_file(path)
     stem = name_stem(path, (".jsonl.gz", ".jsonl", ".gz", ".json"))
     file_agent = stem[6:] if stem.startswith("agent-") and len(stem) > 6 else None
-    if file_agent is not None:
-        read_meta(path, stem, info)
+    read_side_files(path, stem, file_agent, info)
     spath = str(path)
     quarantine: list[dict] = []
     rows: list[list] = []
@@ -568,12 +600,9 @@ def load_reference(paths) -> LoadResult:
     """The reference loader: same arguments, result and errors as ``load_claude_code``."""
     import gc
 
-    from .._jsonl import expand_paths
+    from .claude_code import _expand   # (which files: the loader's own rule, side files left out)
 
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    named = [p for p in map(Path, paths) if not (p.name.lower().endswith(".meta.json") and p.is_file())]
-    files = expand_paths(named, accept=lambda q: q.name.lower().endswith((".jsonl", ".jsonl.gz")))
+    files = _expand(paths)
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

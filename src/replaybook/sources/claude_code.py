@@ -231,19 +231,24 @@ def sniff(sample: bytes) -> float:
 
 def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     """Transcript files named by ``paths``: files as given, folders walked (sorted) for ``*.jsonl``
-    and ``*.jsonl.gz``; duplicates and ``*.meta.json`` side files are left out.
+    and ``*.jsonl.gz``; duplicates and side files (``*.meta.json``, a session's persisted tool
+    results: :func:`_is_side_file`) are left out.
 
     Raises:
         InputError: a path does not exist.
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    named = [p for p in map(Path, paths) if not (p.name.lower().endswith(".meta.json") and p.is_file())]
+    named = [p for p in map(Path, paths)
+             if not ((p.name.lower().endswith(".meta.json") or p.parent.name == "tool-results")
+                     and p.is_file() and _is_side_file(p))]
     return expand_paths(named, accept=_transcript_name)
 
 
 def _transcript_name(q: Path) -> bool:
-    return q.name.lower().endswith((".jsonl", ".jsonl.gz"))  # (any case: TRANSCRIPT.JSONL too)
+    # (any case: TRANSCRIPT.JSONL too)
+    return q.name.lower().endswith((".jsonl", ".jsonl.gz")) and not (q.parent.name == "tool-results"
+                                                                    and _is_side_file(q))
 
 
 # --------------------------------------------------------------------------- loading
@@ -733,6 +738,19 @@ def _build_slow(col: dict, F, per_file, file_of_row, seq, result_ts) -> "pd.Data
     return _build_records(cols, F, cols[F.C_TS], result_ts.tolist())
 
 
+def _is_side_file(p: Path) -> bool:
+    """A file the loader reads beside a transcript (``_claude_ref.read_side_files``): a
+    sub-agent's ``agent-<id>.meta.json`` next to its ``agent-<id>.jsonl``, or a persisted tool
+    result ``<session>/tool-results/<file>`` next to ``<session>.jsonl``."""
+    name = p.name.lower()
+    if name.endswith(".meta.json"):
+        return p.with_name(p.name[: -len(".meta.json")] + ".jsonl").is_file()
+    if p.parent.name == "tool-results":
+        session = p.parent.parent
+        return any(session.with_name(session.name + ext).is_file() for ext in (".jsonl", ".jsonl.gz"))
+    return False
+
+
 register(Source(
     name=LOADER,
     frame="steps",
@@ -740,6 +758,5 @@ register(Source(
     load=load_claude_code,
     doc="Claude Code session JSONL (client 1.0.24–2.1.x) from ~/.claude/projects/<project>/, "
         "with sub-agent files (agent-<id>.jsonl, <session>/subagents/agent-<id>.jsonl)",
-    side_file=lambda p: p.name.lower().endswith(".meta.json")
-    and p.with_name(p.name[: -len(".meta.json")] + ".jsonl").is_file(),
+    side_file=_is_side_file,
 ))
