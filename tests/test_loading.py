@@ -363,8 +363,22 @@ def test_a_folders_manifest_and_data_files_are_named_for_what_they_are():
         "an incident manifest, not a log: `replaybook report incident.yaml` or `replaybook join incident.yaml` reads it")
     assert files.loc[str(demo / "data" / "demo" / "cars.parquet"), "note"] == (
         "a Parquet data file: replaybook reads logs and transcripts, not data files")
+    assert files.loc[str(demo / "data" / "demo" / "cars.xpt"), "note"] == (
+        "a SAS transport (XPORT) data file: replaybook reads logs and transcripts, not data files")
     # a text file, and YAML that is not a manifest, keep the plain words
     assert files.loc[str(demo / "data" / "demo" / "README.txt"), "note"] == "no source recognised this content"
+
+
+def test_a_sas_dataset_is_named_for_what_it_is(tmp_path, capsys):
+    from replaybook.cli import main
+
+    (tmp_path / "cars.sas7bdat").write_bytes(b"\x00" * 12 + bytes.fromhex("c2ea8160b31411cfbd92080009c7318c181f1011")
+                                             + b"\x00" * 2000)
+    files = replaybook.load(tmp_path).files
+    assert list(files["note"]) == ["a SAS dataset (sas7bdat): replaybook reads logs and transcripts, not data files"]
+    main(["load", "auto", str(tmp_path)])
+    assert "1 file not read as a log or transcript (the note column says what each is, where it can tell)" in \
+        capsys.readouterr().err
 
 
 def test_yaml_that_is_not_a_manifest_keeps_the_plain_words(tmp_path):

@@ -400,7 +400,8 @@ def _load_auto(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
     links = int(unread["note"].fillna("").str.startswith("symbolic link").sum())
     unknown = len(unread) - links
     if unknown:
-        click.echo(f"{_count(unknown, 'file')} no source recognised (see the note column)", err=True)
+        click.echo(f"{_count(unknown, 'file')} not read as a log or transcript (the note column says what each is, "
+                   "where it can tell)", err=True)
     if links:
         click.echo(f"{_count(links, 'symbolic link')} not followed (see the note column)", err=True)
     skipped = int(loaded.files["note"].fillna("").str.startswith("skipped:").sum())

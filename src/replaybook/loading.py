@@ -397,20 +397,29 @@ def _wide_text(path: str | Path) -> str | None:
 _MANIFEST_KEYS = frozenset({"transcripts", "door", "access"})
 
 
+#: the first 32 bytes of every SAS7BDAT file (the format as read by pandas.read_sas and readstat)
+_SAS7BDAT_MAGIC = (b"\x00" * 12 + b"\xc2\xea\x81\x60\xb3\x14\x11\xcf\xbd\x92\x08\x00"
+                   b"\x09\xc7\x31\x8c\x18\x1f\x10\x11")
+
+
 def _unrecognised_note(path: str | Path) -> str:
     """Why no source read ``path``, in words: a UTF-16/32 file (:func:`_wide_text`), an incident
     manifest (a YAML mapping with ``title`` and one of ``transcripts``/``door``/``access``: the
-    user meant ``replaybook report`` or ``join``), a Parquet data file (its ``PAR1`` magic), or
-    "no source recognised this content"."""
+    user meant ``replaybook report`` or ``join``), a data file — Parquet (its ``PAR1`` magic), a
+    SAS transport file (XPORT v5/v8: its ``HEADER RECORD*******LIB…`` first record) or a SAS
+    dataset (``.sas7bdat``: its 32-byte magic number) —, or "no source recognised this content"."""
     wide = _wide_text(path)
     if wide:
         return wide
     p = Path(path)
     try:
         with open(p, "rb") as fh:
-            head = fh.read(4)
-            if head == b"PAR1":
-                return "a Parquet data file: replaybook reads logs and transcripts, not data files"
+            head = fh.read(80)
+            kind = ("a Parquet data file" if head[:4] == b"PAR1"
+                    else "a SAS transport (XPORT) data file" if head.startswith(b"HEADER RECORD*******LIB")
+                    else "a SAS dataset (sas7bdat)" if head[:32] == _SAS7BDAT_MAGIC else None)
+            if kind:
+                return f"{kind}: replaybook reads logs and transcripts, not data files"
             if p.suffix.lower() in (".yaml", ".yml") and p.stat().st_size <= 1 << 20:
                 fh.seek(0)
                 doc = yaml.safe_load(fh.read().decode("utf-8"))
