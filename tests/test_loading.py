@@ -41,7 +41,7 @@ def test_cli_load_auto_prints_per_file_counts(capsys):
     assert len(lines) == 1 and " door " in lines[0] and " calls " in lines[0]
     assert "calls: 8 rows, 0 quarantined lines" in out.err
     assert "steps: 32 rows" in out.err
-    assert "2 files no source recognised" in out.err  # expected.json and README.md
+    assert "2 files not read as a log or transcript" in out.err  # expected.json and README.md
 
 
 def test_input_notes_read_as_words():
