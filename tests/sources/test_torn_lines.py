@@ -149,3 +149,42 @@ def test_a_codex_rollout_resumed_after_a_torn_line_keeps_the_next_record(tmp_pat
     calls = res.frame[res.frame["kind"] == "tool_call"]
     assert list(calls["call_id"]) == ["call_1"] and list(calls["line_no"]) == [2]
     assert list(zip(res.quarantine["line_no"], res.quarantine["kind"])) == [(2, "invalid")]
+
+
+def test_a_gemini_message_after_a_torn_line_is_read(tmp_path):
+    from replaybook.sources.gemini import load_gemini
+
+    meta = {"sessionId": "9e8d7c6b-1111-4222-8333-444455556666", "projectHash": "9b2f", "startTime":
+            "2025-10-01T12:00:05.000Z", "lastUpdated": "2025-10-01T12:00:05.000Z"}
+    call = {"id": "g1", "timestamp": "2025-10-01T12:00:06.000Z", "type": "gemini", "content": [{"text": "Listing."}],
+            "toolCalls": [{"id": "c1", "name": "mcp_door_list_objects", "args": {"prefix": "2025/"},
+                           "status": "success", "timestamp": "2025-10-01T12:00:06.300Z"}]}
+    torn = json.dumps({"id": "u1", "timestamp": "2025-10-01T12:00:05.100Z", "type": "user",
+                       "content": [{"text": "List 2025 objects."}]}).encode()[:60]
+    path = _write(tmp_path / "session-2025-10-01T12-00-9e8d7c6b.jsonl",
+                  [json.dumps(meta).encode(), torn + json.dumps(call).encode()])
+    res = load_gemini(path)
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert list(calls["call_id"]) == ["c1"] and list(calls["line_no"]) == [2]
+    assert list(zip(res.quarantine["line_no"], res.quarantine["kind"])) == [(2, "invalid")]
+    assert res.quarantine["error"].iloc[0].startswith("a record cut off mid-write, then a whole record glued to it")
+
+
+def test_an_otel_export_after_a_torn_line_is_read(tmp_path):
+    from replaybook.sources.otel import load_otel
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "otel" / "jsonl" / "collector_traces.jsonl"
+    lines = fixture.read_bytes().splitlines()   # 1: spans, 2: metrics, 3 and 4: spans, 5: not JSON, 6: spans
+    assert b"resourceSpans" in lines[2] and b"resourceMetrics" in lines[1]
+    control = load_otel(_write(tmp_path / "a" / "traces.jsonl", lines[2:]))
+    res = load_otel(_write(tmp_path / "b" / "traces.jsonl", [lines[0][:150] + lines[2]] + lines[3:]))
+    # the export request glued to the torn one is read as if it stood on its own line
+    assert len(control.frame) >= 1
+    cols = ["line_no", "kind", "tool", "ts", "call_id", "args_key"]
+    assert res.frame[cols].equals(control.frame[cols])
+    torn = res.quarantine[res.quarantine["error"].str.startswith("a record cut off mid-write")]
+    assert list(zip(torn["line_no"], torn["byte_offset"], torn["raw"].str.len())) == [(1, 0, 150)]
+    assert len(res.quarantine) == len(control.quarantine) + 1
+    # glued to a line of another signal (metrics), the line stays one quarantine row
+    res = load_otel(_write(tmp_path / "c" / "traces.jsonl", [lines[0][:150] + lines[1]]))
+    assert list(res.quarantine["kind"]) == ["invalid"] and not res.quarantine["error"].iloc[0].startswith("a record")

@@ -376,7 +376,7 @@ def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict
         return info
     info["layout"] = "jsonl"
     session = None
-    for line in iter_objects(path, data, LOADER, quarantine):
+    for line in iter_objects(path, data, LOADER, quarantine, accept=_is_record):
         o = line.obj
         if needs_safe(line.raw):
             o = deep_safe(o)
@@ -404,6 +404,15 @@ def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict
             continue
         st.others.append((st.next(), session or _stem(path), o, file_idx, line.line_no))
     return info
+
+
+def _is_record(o: dict) -> bool:
+    """A recording's line — a message record (``id``, ``timestamp``, ``type``), the metadata
+    record (``sessionId``, ``projectHash``), ``$set`` or ``$rewindTo`` — not an object nested in
+    one (a tool call record has no ``type``; a part none of these): where a line glued to a torn
+    one begins (:func:`replaybook._jsonl.split_torn`)."""
+    return ("$set" in o or "$rewindTo" in o or ("sessionId" in o and "projectHash" in o)
+            or (o.get("type").__class__ is str and "id" in o and "timestamp" in o))
 
 
 def _read_doc(path: Path, data: bytes, file_idx: int, st: _State, quarantine: list[dict], info: dict) -> None:

@@ -350,7 +350,8 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
                      req_line=None if isinstance(doc, list) else 1 + data[:len(data) - len(data.lstrip())].count(b"\n"))
         return info
     info["layout"] = "jsonl"
-    for line in iter_objects(path, data, LOADER, quarantine):
+    # (a line glued to a torn one: an export request begins it, never an object nested in one)
+    for line in iter_objects(path, data, LOADER, quarantine, accept=lambda o: any(x in o for x in _RS)):
         o = line.obj
         if not any(x in o for x in _RS):
             if any(x in o for x in ("resourceLogs", "resourceMetrics", "resource_logs", "resource_metrics")):
