@@ -718,31 +718,41 @@ def test_a_multi_object_delete_cloudtrail_logs_without_its_keys_is_the_delete_ca
     request no call explains, a false alarm of a change behind the door's back.  A second
     DeleteObjects while the agent was only reading stays unexplained: a read never deletes."""
     write_door(tmp_path, {"d": [call(1, 30.0, 30.6, "demo/tmp/a.csv", tool="delete_object", rule="allow-tmp"),
-                                call(2, 41.0, 41.3, "demo/cars.csv")]})
+                                call(2, 41.0, 41.3, "demo/cars.csv"),
+                                call(3, 50.0, 50.1, "demo/secret.csv", tool="put_object", decision="deny",
+                                     rule="no-writes")]})
     write_cloudtrail(tmp_path, "1005Z_A", [ct_event("DeleteObjects", 30.5, None, "D1", params={"delete": ""}),
                                            ct_event("GetObject", 41.2, "demo/cars.csv", "G1", out=2048),
-                                           ct_event("DeleteObjects", 41.2, None, "D2", params={"delete": ""})])
+                                           ct_event("DeleteObjects", 41.2, None, "D2", params={"delete": ""}),
+                                           ct_event("DeleteObjects", 50.4, None, "D3", params={"delete": ""})])
     write_sal(tmp_path, "2026-09-13-10-10-00-AAAA", [
-        sal(30.2, "BATCH.DELETE.OBJECT", "demo/tmp/a.csv", "D1", uri="POST /acme-data/?delete HTTP/1.1", sent=None)])
+        sal(30.1, "REST.POST.MULTI_OBJECT_DELETE", "-", "D1", uri="POST /acme-data/?delete HTTP/1.1", sent=None),
+        sal(30.2, "BATCH.DELETE.OBJECT", "demo/tmp/a.csv", "D1", sent=None)])
     inc, res = investigate(tmp_path, principals=PRINCIPALS)
     ct = inc.access[inc.access["source"] == "aws.cloudtrail"]
     assert sorted(zip(ct["request_id"], ct["resource_uri"], ct["action"])) == [
-        ("D1", "s3://acme-data/", "delete"), ("D2", "s3://acme-data/", "delete"),
+        ("D1", "s3://acme-data/", "delete"), ("D2", "s3://acme-data/", "delete"), ("D3", "s3://acme-data/", "delete"),
         ("G1", "s3://acme-data/demo/cars.csv", "read")]
+    # the batch in both logs is one request (the access log's record of it repeats CloudTrail's)
+    assert list(zip(res.duplicates["request_id"], res.duplicates["source"], res.duplicates["how"])) == [
+        ("D1", "aws.s3_access", "another log")]
     assert pairs(res) == [("D1", "d", 1), ("D1", "d", 1), ("G1", "d", 2)]
     links = res.links.sort_values(["source", "request_id"])
     assert list(zip(links["source"], links["resource_uri"], links["call_uri"])) == [
         ("aws.cloudtrail", "s3://acme-data/", "s3://acme-data/demo/tmp/a.csv"),
         ("aws.cloudtrail", "s3://acme-data/demo/cars.csv", "s3://acme-data/demo/cars.csv"),
         ("aws.s3_access", "s3://acme-data/demo/tmp/a.csv", "s3://acme-data/demo/tmp/a.csv")]
-    assert unexplained(res) == ["D2"]
-    assert res.unexplained["why"].iloc[0] == (
+    assert unexplained(res) == ["D2", "D3"]
+    un = res.unexplained.set_index("request_id")
+    assert un.loc["D2", "why"] == (
         "a multi-object delete (DeleteObjects) logged with its bucket only, s3://acme-data/: which objects it "
         "deleted the record does not say; no door call that changes objects under it within the time window "
-        "(nearest: session d seq 1, 11 s after that call)")
+        "(nearest: session d seq 3, which the door refused (rule no-writes), 9.0 s before that call)")
+    # a refused write under the bucket is no sign the batch reached its object: no refusal beside it
+    assert un["refused_seq"].isna().all()
     # without principals (object and time only) the read still explains no delete
     _, res = investigate(tmp_path)
-    assert unexplained(res) == ["D2"] and ("D1", "d", 1) in pairs(res)
+    assert unexplained(res) == ["D2", "D3"] and ("D1", "d", 1) in pairs(res)
 
 
 # == objects and keys ============================================================================

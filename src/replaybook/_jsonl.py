@@ -215,23 +215,29 @@ def split_torn(raw: bytes, accept: Callable[[dict], bool], exact: bool = True) -
     does not parse, is the start of a record cut off mid-write (a writer killed, two writers
     appending to one file) followed by a whole record from byte ``p`` on; else ``None``.
 
-    The places tried are the ``{"`` after the first byte, left to right (at most
-    :data:`TORN_TRIES`); the first at which the rest of the line parses to an object that
-    ``accept`` takes as a top-level record of the format wins.  ``accept`` is what tells the
-    glued record from an object nested in the torn part, which parses too (a record cut off just
-    before its closing brace ends in one): it must name keys every record has and no nested
-    object of the format does.  When the part before ``p`` is itself a whole JSON value, the
-    line is two records on one line (``}{``), not a torn write, and ``None`` is returned: which
-    of them the writer meant is not known.  ``exact`` as :func:`parse_json`."""
+    The places tried are the ``{"`` after the first byte that do not follow ``:``, ``,`` or ``[``
+    (whitespace aside), left to right, at most :data:`TORN_TRIES`; the first at which the rest of
+    the line parses to an object that ``accept`` takes as a top-level record of the format wins.
+    Both rules keep an object nested in the torn part from being taken for a record: every
+    nested object follows one of those three characters (and a Claude Code ``progress`` line
+    nests whole messages, uuid and all), and ``accept`` must name keys every record has.  The
+    price: a record cut off right after one of them, with another glued on, stays one quarantine
+    row — set aside, never a record made up.  When the part before ``p`` is itself a whole JSON
+    value, the line is two records on one line (``}{``), not a torn write, and ``None`` is
+    returned: which of them the writer meant is not known.  ``exact`` as :func:`parse_json`."""
     p = raw.find(b'{"', 1)
     tries = 0
     while p > 0 and tries < TORN_TRIES:
-        tries += 1
-        obj, err = parse_json(raw[p:], exact)
-        if err is None and obj.__class__ is dict and accept(obj):
-            if parse_json(raw[:p], exact)[1] is None:
-                return None
-            return p, obj
+        q = p - 1
+        while q >= 0 and raw[q] in (32, 9):   # (the byte before, whitespace aside; no copy of the line)
+            q -= 1
+        if q >= 0 and raw[q] not in (58, 44, 91):   # ':' ',' '['
+            tries += 1
+            obj, err = parse_json(raw[p:], exact)
+            if err is None and obj.__class__ is dict and accept(obj):
+                if parse_json(raw[:q + 1], exact)[1] is None:
+                    return None
+                return p, obj
         p = raw.find(b'{"', p + 1)
     return None
 

@@ -236,8 +236,9 @@ ANY_AGENT = "*"
 
 #: Storage operations whose record names the bucket (or a folder) but not the objects: S3's
 #: multi-object delete, which CloudTrail logs without its keys (a list of up to 1,000 keys would
-#: not fit an event), ``(source, action_raw)``.
-KEYLESS_BATCHES = frozenset({("aws.cloudtrail", "DeleteObjects")})
+#: not fit an event) and the server access log as one ``REST.POST.MULTI_OBJECT_DELETE`` line
+#: (its key ``-``) besides a ``BATCH.DELETE.OBJECT`` line per key, ``(source, action_raw)``.
+KEYLESS_BATCHES = frozenset({("aws.cloudtrail", "DeleteObjects"), ("aws.s3_access", "REST.POST.MULTI_OBJECT_DELETE")})
 
 #: The precision of each source's ``ts``, seconds: CloudTrail ``eventTime`` and S3 server
 #: access log times are whole seconds (the fraction is dropped), so a request logged at second
@@ -595,6 +596,7 @@ def join_access(
         for src, name in KEYLESS_BATCHES:
             batch |= ((src_txt == src) & (raw_act == name)).to_numpy(dtype=bool)
         batch &= access["resource_uri"].astype("string").str.endswith("/").fillna(False).to_numpy(dtype=bool)
+    act_logged = act_code   # (one request in two logs is told by the action each log gives it)
     if batch.any():
         act_code = np.where(batch, len(act_names), act_code)
         act_names = act_names + [_BATCH]
@@ -617,7 +619,7 @@ def join_access(
 
     # the same request twice: a record delivered again, or the request in two logs
     span = int(round((window_s + lag_s + 2 * skew_s) * 1e9))
-    copy_of = _duplicates(access["request_id"], src_code, src_names, act_code, uri_code, a_ns, a_nat, span)
+    copy_of = _duplicates(access["request_id"], src_code, src_names, act_logged, uri_code, a_ns, a_nat, span)
     dup_pos = np.flatnonzero(copy_of >= 0)
     dup_pos = dup_pos[np.lexsort((dup_pos, a_ns[dup_pos]))]
     src_of = np.array(src_names, dtype=object)[src_code] if n_a else np.zeros(0, dtype=object)
@@ -782,7 +784,8 @@ def join_access(
         known = in_pats[call]  # the call's agent acts as principals the mapping names
         agrees = principal_ok(agent_code[call], known, who_code[rows[rest][rq]])
         other = ~agrees & ~refused[call]
-        hit = agrees & refused[call] & _kinds_agree(c_kind[call], a_kind[rows[rest][rq]])
+        # (a refused call under a keyless batch's folder is no sign the batch reached its object)
+        hit = agrees & refused[call] & _kinds_agree(c_kind[call], a_kind[rows[rest][rq]]) & ~batch[rows[rest][rq]]
         usable = agrees & ~refused[call]
         tier = np.where(known, 0, 1)
         best = np.full(len(rest), 2, np.int64)
@@ -860,7 +863,8 @@ def join_access(
     # beside either)
     u_kind = a_kind[un_pos]
     for kind in (_READ, _CHANGE, _ANY_KIND):
-        sel = np.flatnonzero(timed & (u_kind == kind))
+        # (not a keyless batch: which objects it reached is not known, so no refusal is set beside it)
+        sel = np.flatnonzero(timed & (u_kind == kind) & ~batch[un_pos])
         if len(sel):
             ok = refused & _kinds_agree(c_kind, np.full(n_c, kind, np.int64))
             ref[sel] = _refusals(rel, _CallTables(cu_call, cu_uri, valid, ok, start_ns, only_refused=True,
@@ -1728,6 +1732,14 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
                                f"{', '.join(sorted(ss))}, but no allowed call there on this object within the window")
     outside: dict[str, bool] = {}
     out: list[str] = []
+
+    def nearest_words(near: int, t: int) -> str:
+        near_rule = rule[near] if rule is not None else None
+        what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"
+                if str(decision[near]) != "allow" else "")
+        return (f"(nearest: session {sess[near]} seq {seq[near]}{what}, "
+                f"{_delta_words((t - int(start_ns[near])) / 1e9)} that call)")
+
     for pos, case, i, near, t in zip(un_pos.tolist(), un_case.tolist(), un_call.tolist(), nearest.tolist(),
                                      t_un.tolist()):
         if case == _NO_TIME:
@@ -1740,15 +1752,16 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
         elif case == _PRINCIPAL:
             w = who_code[pos]
             who = who_names[w] if w >= 0 and who_names[w] else "no principal the log names"
-            out.append(f"a door call on this object fits the time (session {sess[i]} seq {seq[i]}), but the request "
+            on = ("changing objects under this bucket or folder" if batch is not None and batch[pos]
+                  else "on this object")
+            out.append(f"a door call {on} fits the time (session {sess[i]} seq {seq[i]}), but the request "
                        f"was made by {who}, not {_whose(agent_names[agent_code[i]] if agent_code[i] >= 0 else None)}")
         elif batch is not None and batch[pos]:
             uri = key_uri_names[key[pos]]
             why = (f"a multi-object delete (DeleteObjects) logged with its bucket only, {uri}: which objects it "
                    "deleted the record does not say; no door call that changes objects under it")
             if near >= 0:
-                why += (f" within the time window (nearest: session {sess[near]} seq {seq[near]}, "
-                        f"{_delta_words((t - int(start_ns[near])) / 1e9)} that call)")
+                why += f" within the time window {nearest_words(near, t)}"
             if door_principal is not None and not door_principal[who_code[pos]]:
                 why += "; the principal is not one the door's agents use"
             out.append(why)
@@ -1764,11 +1777,7 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
                            else UNMAPPED if not any_mapped else "no door call on this object"
                            if unmapped_words is None else unmapped_words(t))
             else:
-                near_rule = rule[near] if rule is not None else None
-                what = (f", which the door refused{'' if pd.isna(near_rule) else f' (rule {near_rule})'}"
-                        if str(decision[near]) != "allow" else "")
-                why = (f"no door call on this object within the time window (nearest: session {sess[near]} seq "
-                       f"{seq[near]}{what}, {_delta_words((t - int(start_ns[near])) / 1e9)} that call)")
+                why = f"no door call on this object within the time window {nearest_words(near, t)}"
                 if door_principal is not None and not door_principal[who_code[pos]]:
                     why += "; the principal is not one the door's agents use"
                 out.append(why)

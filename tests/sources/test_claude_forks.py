@@ -192,3 +192,52 @@ def test_persisted_tool_results_are_listed_beside_their_session_and_never_read_a
         ("toolu_1.jsonl", "claude-code persisted tool result",
          hashlib.sha256(b'{"not": "a transcript"}\n').hexdigest(), str(path)),
         ("toolu_1.txt", "claude-code persisted tool result", hashlib.sha256(full).hexdigest(), str(path))]
+
+
+THIRD = "cccccccc-0000-4000-8000-cccccccccccc"
+
+
+def _refork(lines: list[bytes], session: str, new_session: str, prefix: str, stamp: str) -> list[bytes]:
+    """An SDK fork of ``lines`` (themselves a fork's, or a session's): fresh uuids, ``forkedFrom``
+    naming each line by its own uuid, the last copy re-stamped with ``stamp``."""
+    out, new = [], {}
+    for i, raw in enumerate(lines):
+        o = json.loads(raw)
+        new[o["uuid"]] = prefix + o["uuid"]
+        o.update(forkedFrom={"sessionId": session, "messageUuid": o["uuid"]}, uuid=new[o["uuid"]],
+                 parentUuid=new.get(o.get("parentUuid")), sessionId=new_session)
+        if i == len(lines) - 1:
+            o["timestamp"] = stamp
+        out.append(j(o))
+    return out
+
+
+@pytest.mark.parametrize("order", ["oab", "bao", "aob"])
+def test_a_fork_of_a_fork_counts_each_line_once(tmp_path, monkeypatch, order):
+    # O ← A (forkSession of O) ← B (forkSession of A): B names A's copies by A's fresh uuids
+    a_lines = _sdk_fork(_session(), upto=3)
+    b_lines = _refork(a_lines[:3], FORK, THIRD, "g", "2026-09-13T12:00:00.000Z") + [
+        user("x1", "and the max?", sessionId=THIRD, parentUuid="gfu2", timestamp="2026-09-13T12:00:01.000Z")]
+    files = {"o": _write(tmp_path / f"{ORIG}.jsonl", _session()), "a": _write(tmp_path / f"{FORK}.jsonl", a_lines),
+             "b": _write(tmp_path / f"{THIRD}.jsonl", b_lines)}
+    paths = [files[k] for k in order]
+    frame = assert_same(paths, monkeypatch)
+    res = load_claude_code(paths)
+    assert res.quarantine.empty
+    assert _calls(frame) == [("toolu_1", ORIG), ("toolu_2", ORIG), ("toolu_9", FORK)]
+    assert frame.groupby(frame["transcript_id"].astype(str)).size().to_dict() == {ORIG: 8, FORK: 3, THIRD: 1}
+    info = {Path(i["path"]).stem: i for i in res.inputs}
+    assert info[THIRD]["forked_from"] == [FORK] and info[THIRD]["duplicates"] == 3
+
+
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_two_forks_of_one_session_agree_whatever_their_fork_times(tmp_path, monkeypatch, order):
+    # the first session's file is gone; each fork re-stamped its last copy with its own time
+    a = _write(tmp_path / f"{FORK}.jsonl", _refork(_session()[:3], ORIG, FORK, "f", "2026-09-13T11:00:00.000Z"))
+    b = _write(tmp_path / f"{THIRD}.jsonl", _refork(_session()[:3], ORIG, THIRD, "g", "2026-09-13T12:00:00.000Z"))
+    paths = [a, b] if order == "ab" else [b, a]
+    frame = assert_same(paths, monkeypatch)
+    res = load_claude_code(paths)
+    assert res.quarantine.empty
+    assert [c for c, _ in _calls(frame)] == ["toolu_1"]
+    assert sorted(i["duplicates"] for i in res.inputs) == [0, 3]

@@ -45,9 +45,16 @@ def test_a_nested_object_at_the_end_of_a_torn_record_is_not_a_record():
     # cut off just before its last brace: the inner message object parses, but it is not a line
     torn = b'{"type":"assistant","uuid":"u1","message":{"id":"m1","type":"message","role":"assistant"}'
     assert split_torn(torn, is_record) is None
-    # a record torn right after a ':' glued to a whole one: the whole one is found all the same
+    # a progress line nests whole messages, uuid and all: cut off after one, it is no torn write
+    # followed by that message (the message would be read twice, as a made-up sub-agent step)
+    progress = (b'{"type":"progress","uuid":"p1","data":{"message":{"type":"assistant","uuid":"sub-a1",'
+                b'"message":{"content":[{"type":"tool_use","id":"toolu_sub","name":"Read","input":{}}]}}')
+    assert split_torn(progress, is_record) is None
+    # the price: a record torn right after ':' / ',' / '[' with a whole one glued on stays one
+    # quarantine row (set aside with its text, never a record made up)
     whole = b'{"type":"user","uuid":"u2","message":{"role":"user","content":"x"}}'
-    assert split_torn(b'{"type":"assistant","uuid":' + whole, is_record) == (27, json.loads(whole))
+    assert split_torn(b'{"type":"assistant","uuid":' + whole, is_record) is None
+    assert split_torn(b'{"type":"assistant","uuid":"u' + whole, is_record) == (29, json.loads(whole))
 
 
 def test_two_whole_records_on_one_line_are_not_a_torn_write():
@@ -92,6 +99,17 @@ def test_a_torn_line_whose_record_is_then_copied_by_a_resume_is_one_line(tmp_pat
     assert [i["duplicates"] for i in res.inputs] == [0, 2]
 
 
+def test_a_progress_line_cut_after_its_nested_message_makes_up_no_step(tmp_path, monkeypatch):
+    nested = json.loads(asst("sub-a1", "m5", "r5", [tu("toolu_sub", "Read", {"file_path": "/etc/hosts"})]))
+    progress = json.dumps({"type": "progress", "uuid": "p1", "sessionId": "s", "data": {"message": nested}},
+                          separators=(",", ":")).encode()[:-2]   # its last two closing braces never written
+    path = _write(tmp_path / "ffffffff-0000-4000-8000-ffffffffffff.jsonl", [user("u1", "hi"), progress, user("u2", "bye")])
+    frame = assert_same([path], monkeypatch)
+    assert list(frame["kind"]) == ["user_prompt", "user_prompt"]
+    q = load_claude_code(path).quarantine
+    assert list(zip(q["line_no"], q["kind"])) == [(2, "invalid")] and q["raw"].iloc[0].startswith('{"type":"progress"')
+
+
 def test_the_damaged_lines_case_keeps_its_answer(cases_dir):
     res = load_claude_code(cases_dir / "claude-damaged-lines")
     want = json.loads((cases_dir / "claude-damaged-lines" / "expected.json").read_text())
@@ -113,14 +131,14 @@ def test_a_door_call_logged_after_a_torn_line_is_a_call(tmp_path):
     c = json.dumps({**GOOD, "seq": 3, "decision": "deny", "rule": "no-dotenv", "object": "reference/.env",
                     "tool": "read_object", "arguments": {"path": "reference/.env"},
                     "ts": "2026-09-13T10:00:09.000Z"}).encode()
-    torn = b[:70]
+    torn = b[:b.index(b'"read_object"') + 5]   # cut inside the tool's name
     _write(tmp_path / "analyst" / "s1.jsonl", [a, torn + c])
     res = load_door(tmp_path)
     assert list(res.frame["seq"]) == [1, 3] and list(res.frame["decision"]) == ["allow", "deny"]
     assert res.frame["line_no"].tolist() == [1, 2]
     q = res.quarantine
     assert list(zip(q["line_no"], q["byte_offset"], q["kind"])) == [(2, len(a) + 1, "invalid")]
-    assert "whole record glued to it at column 71" in q["error"].iloc[0]
+    assert f"whole record glued to it at column {len(torn) + 1}" in q["error"].iloc[0]
 
 
 @pytest.mark.parametrize("glue", [b'{"arguments": {"path": "x"}}', json.dumps({**GOOD, "seq": 9}).encode()[:-1],

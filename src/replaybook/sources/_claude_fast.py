@@ -443,6 +443,8 @@ class Load:
             if key is not NA and key is not None:
                 first = seen.get(key)
                 if first is not None:  # a resume or fork copy, or a conflict set aside
+                    if ff is not None and key != uuid and uuid is not NA and uuid not in seen:
+                        seen[uuid] = first   # (a fork of this fork names the line by this copy's uuid)
                     row = conflict_row(first, path, line_no, start, data[start:stop], LOADER)
                     if row is None:
                         dups += 1
@@ -450,6 +452,8 @@ class Load:
                         quarantine.append(row)
                     continue
                 seen[key] = (spath, line_no)
+                if ff is not None and key != uuid and uuid is not NA and uuid not in seen:
+                    seen[uuid] = (spath, line_no)
 
             # ---- one line (the reference's per-line code, inlined)
             g = o.get
@@ -701,6 +705,9 @@ class Load:
                 if key is not NA and key is not None:
                     first = seen.get(key)
                     if first is not None:  # a resume or fork copy, or a conflict set aside
+                        if ff is not RAW_NULL and key != uuid and uuid is not NA and uuid not in seen:
+                            seen[uuid] = first   # (a fork of this fork names the line by this copy's uuid)
+                            added.append(uuid)
                         start = int(dec.ends[line_no - 2]) + 1 if line_no > 1 else 0
                         row = conflict_row(first, path, line_no, start, dec.line(line_no - 1), LOADER)
                         if row is None:
@@ -710,6 +717,9 @@ class Load:
                         continue
                     seen[key] = (spath, line_no)
                     added.append(key)
+                    if ff is not RAW_NULL and key != uuid and uuid is not NA and uuid not in seen:
+                        seen[uuid] = (spath, line_no)
+                        added.append(uuid)
                 t = rec.type
                 if rec.isSidechain is True or file_agent is not None:
                     agent = rec.agentId or file_agent or "sidechain"

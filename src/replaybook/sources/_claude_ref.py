@@ -426,9 +426,13 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
         if o.get("forkedFrom") is not None:
             forks.append(o["forkedFrom"])
         key = line_key(uuid, o.get("forkedFrom"))
+        # a fork's copy is also known by its own uuid, the name a fork of this fork gives it
+        alias = uuid if uuid is not None and key != uuid and o.get("forkedFrom") is not None else None
         if key is not None:
             first = seen.get(key)
             if first is not None:  # a resume or fork copy, or a conflict set aside
+                if alias is not None:
+                    seen.setdefault(alias, first)
                 row = conflict_row(first, path, line_no, start, data[start:stop], LOADER)
                 if row is None:
                     dups += 1
@@ -436,6 +440,8 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                     quarantine.append(row)
                 continue
             seen[key] = (spath, line_no)
+            if alias is not None:
+                seen.setdefault(alias, (spath, line_no))
 
         # ---- one line (legacy _Load._line)
         g = o.get

@@ -43,7 +43,10 @@ COPY_KEYS_IGNORED = frozenset({"sessionId", "version", "gitBranch", "cwd", "slug
 #: a fork clears or sets on every line it copies (``isSidechain`` false; ``sessionKind``,
 #: ``teamName``, ``agentName``, ``sourceToolAssistantUUID`` cleared; ``neutralizedByFork``).
 #: ``timestamp`` is left out only where the copy's is not earlier than the line it copies (the
-#: SDK re-stamps the last copied line with the time of the fork)
+#: SDK re-stamps the last copied line with the time of the fork), or where both are a fork's
+#: copies (each may carry its own fork's time).  A fork's copy is known by its own ``uuid`` too:
+#: a fork of the fork names the line by it (``messageUuid``), so the loaders map it to the same
+#: first place
 FORK_KEYS_IGNORED = frozenset({"uuid", "parentUuid", "logicalParentUuid", "forkedFrom", "isSidechain",
                                "sessionKind", "teamName", "agentName", "sourceToolAssistantUUID",
                                "neutralizedByFork"})
@@ -120,6 +123,8 @@ def _ignored(a: dict, b: dict) -> frozenset:
     if "forkedFrom" not in a and "forkedFrom" not in b:
         return COPY_KEYS_IGNORED
     out = COPY_KEYS_IGNORED | FORK_KEYS_IGNORED
+    if "forkedFrom" in a and "forkedFrom" in b:   # two forks' copies: either may carry its fork's time
+        return out | {"timestamp"}
     copy, orig = (b, a) if "forkedFrom" in b else (a, b)
     tc, to = copy.get("timestamp"), orig.get("timestamp")
     if tc.__class__ is str and to.__class__ is str and len(tc) == len(to) and tc >= to:

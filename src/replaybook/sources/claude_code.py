@@ -240,8 +240,8 @@ def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     if isinstance(paths, (str, Path)):
         paths = [paths]
     named = [p for p in map(Path, paths)
-             if not ((p.name.lower().endswith(".meta.json") or p.parent.name == "tool-results")
-                     and p.is_file() and _is_side_file(p))]
+             if not (p.name.lower().endswith(".meta.json") and p.is_file())
+             and not (p.parent.name == "tool-results" and p.is_file() and _is_side_file(p))]
     return expand_paths(named, accept=_transcript_name)
 
 
@@ -358,20 +358,22 @@ def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
     first_file = dict(zip(res.frame["uuid"].astype(object), res.frame["source_file"].astype(str)))
     lists: dict[str, list] = {}
     declared: dict[str, set] = {}   # file → the keys of the lines it holds as a fork's copies
+    uuids: dict[str, set] = {}      # file → its fork copies' own fresh uuids (a fork of it names them so)
     todo = [n for n in names if n in dup or n in forks]
     while todo:  # the files with copies and, transitively, the files that hold their lines first
         n = todo.pop()
         if n in lists:
             continue
         keys = _line_keys(n)
-        lists[n] = [k for k, _ in keys]
-        declared[n] = {k for k, d in keys if d}
+        lists[n] = [k for k, _, _ in keys]
+        declared[n] = {k for k, d, _ in keys if d}
+        uuids[n] = {u for k, d, u in keys if d and u is not None and u != k}
         for u in lists[n]:
             g = first_file.get(u)
             if g is not None and g not in lists and g in names:
                 todo.append(g)
     involved = [n for n in names if n in lists]
-    own = {n: set(lists[n]) - declared[n] for n in involved}
+    own = {n: (set(lists[n]) - declared[n]) | uuids[n] for n in involved}
 
     def resumed_by(f: str, g: str) -> bool:  # g holds f's lines as one block, and goes on
         mine, theirs = lists[f], lists[g]
@@ -383,7 +385,7 @@ def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
             return False
         return theirs[i:i + len(mine)] == mine
 
-    def forked_by(f: str, g: str) -> bool:  # g holds copies of lines f holds as its own
+    def forked_by(f: str, g: str) -> bool:  # g holds copies of lines f holds (its own, or its copies by their uuid)
         return bool(declared[g]) and not own[f].isdisjoint(declared[g])
 
     after = {n: {g for g in involved if g != n and (forked_by(n, g) or resumed_by(n, g))} for n in involved}
@@ -415,12 +417,13 @@ def _line_uuids(path: str, limit: int | None = None) -> list:
     """The key of each line of a transcript that has one (its ``uuid``, or for a fork's copy
     the uuid of the line it copies: :func:`._resume.line_key`), in order (the first ``limit``);
     lines that do not parse are passed over."""
-    return [k for k, _ in _line_keys(path, limit)]
+    return [k for k, _, _ in _line_keys(path, limit)]
 
 
-def _line_keys(path: str, limit: int | None = None) -> list[tuple[str, bool]]:
-    """``(key, declared)`` for each line of a transcript that has a key (:func:`_line_uuids`);
-    ``declared``: the line is a fork's copy (it has ``forkedFrom``)."""
+def _line_keys(path: str, limit: int | None = None) -> list[tuple[str, bool, str | None]]:
+    """``(key, declared, uuid)`` for each line of a transcript that has a key (:func:`_line_uuids`);
+    ``declared``: the line is a fork's copy (it has ``forkedFrom``); ``uuid`` its own uuid (a
+    non-empty string) or ``None``."""
     from .._jsonl import parse_json
     from ._resume import _lines_of, line_key
 
@@ -433,9 +436,11 @@ def _line_keys(path: str, limit: int | None = None) -> list[tuple[str, bool]]:
         o, err = parse_json(raw, exact=False)
         if err is None and isinstance(o, dict):
             ff = o.get("forkedFrom")
-            key = line_key(o.get("uuid"), ff)
+            u = o.get("uuid")
+            key = line_key(u, ff)
             if key is not None:
-                out.append((key, ff is not None and line_key(None, ff) is not None))
+                out.append((key, ff is not None and line_key(None, ff) is not None,
+                            u if u.__class__ is str and u else None))
     return out
 
 
@@ -746,8 +751,14 @@ def _is_side_file(p: Path) -> bool:
     if name.endswith(".meta.json"):
         return p.with_name(p.name[: -len(".meta.json")] + ".jsonl").is_file()
     if p.parent.name == "tool-results":
-        session = p.parent.parent
-        return any(session.with_name(session.name + ext).is_file() for ext in (".jsonl", ".jsonl.gz"))
+        session = p.absolute().parent.parent   # (absolute: "tool-results/x.txt" named from the session's folder)
+        if not session.name:
+            return False
+        try:
+            return any(session.with_name(session.name + ext).is_file()
+                       for ext in (".jsonl", ".jsonl.gz", ".JSONL", ".JSONL.GZ"))
+        except OSError:
+            return False
     return False
 
 
