@@ -206,3 +206,25 @@ def test_an_otel_export_after_a_torn_line_is_read(tmp_path):
     # glued to a line of another signal (metrics), the line stays one quarantine row
     res = load_otel(_write(tmp_path / "c" / "traces.jsonl", [lines[0][:150] + lines[1]]))
     assert list(res.quarantine["kind"]) == ["invalid"] and not res.quarantine["error"].iloc[0].startswith("a record")
+
+
+GATEWAY_LOGS = [("docker/policy-audit.jsonl", "load_docker_gateway"), ("gatekit/gatekit_audit.jsonl", "load_gatekit"),
+                ("pomerium/authorize.jsonl", "load_pomerium"), ("invariant/traces.jsonl", "load_invariant"),
+                ("mxcp/audit.jsonl", "load_mxcp"), ("mcp_http/exchange.jsonl", "load_mcp_http")]
+
+
+@pytest.mark.parametrize("name,loader", GATEWAY_LOGS)
+def test_a_gateway_record_after_a_torn_line_is_read(tmp_path, name, loader):
+    from replaybook.sources import gateways, gateways_more
+
+    load = getattr(gateways, loader, None) or getattr(gateways_more, loader)
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "gateways" / name
+    lines = [ln for ln in fixture.read_bytes().splitlines() if ln.strip()]
+    fname = fixture.name
+    control = load(_write(tmp_path / "a" / fname, lines[1:]))
+    res = load(_write(tmp_path / "b" / fname, [lines[0][:4] + lines[1]] + lines[2:]))
+    assert len(control.frame) >= 1
+    cols = [c for c in control.frame.columns if c not in ("source_file",)]
+    assert res.frame[cols].astype(str).equals(control.frame[cols].astype(str))
+    torn = res.quarantine[res.quarantine["error"].fillna("").str.startswith("a record cut off mid-write")]
+    assert list(zip(torn["line_no"], torn["byte_offset"], torn["raw"])) == [(1, 0, lines[0][:4].decode())]

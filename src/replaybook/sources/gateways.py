@@ -234,8 +234,13 @@ def _dated(o: dict, key: str, what: str, path: Path, line_no: int | None, loader
 
 
 def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
-             list_keys: tuple[str, ...] = (), tables: tuple[str, ...] = ()) -> Iterator[tuple[int | None, dict]]:
+             list_keys: tuple[str, ...] = (), tables: tuple[str, ...] = (),
+             score: Callable[[dict], float] | None = None) -> Iterator[tuple[int | None, dict]]:
     """JSON records of a file: JSON Lines, one object, a JSON array, or ``{<list_key>: [...]}``.
+
+    ``score``: the format's record score (the sniffer's, > 0 for one of its records): in JSON
+    Lines, a record glued to the torn start of another is read where the score takes it
+    (:func:`~replaybook._jsonl.split_torn`), the torn start set aside.
 
     Yields ``(line_no, object)``; unusable lines/elements are quarantined.  A document that is
     valid but for raw control characters (a NUL byte, an unescaped tab in a string) yields its
@@ -304,7 +309,8 @@ def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
                 quarantine.append(quarantine_row(path, None, loader, f"not a JSON object ({type(it).__name__})",
                                                  line_no=ln, raw=_json.dumps(it)[:400]))
         return
-    for line in iter_objects(path, data, loader, quarantine):
+    accept = None if score is None else (lambda o: score(o) > 0)
+    for line in iter_objects(path, data, loader, quarantine, accept=accept):
         yield line.line_no, deep_safe(line.obj)
 
 
@@ -575,7 +581,7 @@ def _docker_stderr(path: Path, data: bytes, info: dict, rows: list[dict], quaran
 
 def _docker_audit(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     synth = 0
-    for ln, o in _records(path, data, "docker-mcp-gateway", quarantine):
+    for ln, o in _records(path, data, "docker-mcp-gateway", quarantine, score=_docker_audit_score):
         if o.get("target_type") != "tool" or not str_or_none(o.get("tool_name")) or \
                 o.get("trigger") not in (None, "invoke", "call", "tools/call"):
             info["not_calls"] += 1
@@ -847,7 +853,7 @@ def _read_gatekit(path: Path, data: bytes, info: dict, rows: list[dict], quarant
     kept in ``state`` for a response in the next file of a rotated log."""
     open_calls: dict[tuple, list[dict]] = state.setdefault("open", {})
     n_calls = truncated = no_body = 0
-    for ln, o in _records(path, data, "gatekit", quarantine):
+    for ln, o in _records(path, data, "gatekit", quarantine, score=_gatekit_score):
         et = str_or_none(o.get("event_type"))  # (an object there is no event type: not a response)
         if o.get("method") != "tools/call" and not (et in _GK_RESPONSE and o.get("method") in (None, "")):
             info["not_calls"] += 1
@@ -954,7 +960,7 @@ def sniff_obot(sample: bytes) -> float:
 def _read_obot(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     """The calls of one Obot audit export (see :func:`load_obot`)."""
     synth = 0
-    for ln, o in _records(path, data, "obot", quarantine, _OBOT_LIST_KEYS):
+    for ln, o in _records(path, data, "obot", quarantine, _OBOT_LIST_KEYS, score=_obot_score):
         if o.get("callType") != "tools/call":
             info["not_calls"] += 1
             continue
@@ -1035,7 +1041,7 @@ def sniff_lasso(sample: bytes) -> float:
 def _read_lasso(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     """The calls of one Lasso event log (see :func:`load_lasso`)."""
     n = 0
-    for ln, o in _records(path, data, "lasso", quarantine, ("events", "rows")):
+    for ln, o in _records(path, data, "lasso", quarantine, ("events", "rows"), score=_lasso_score):
         if o.get("capability_type") != "tool":
             info["not_calls"] += 1
             continue
@@ -1098,7 +1104,7 @@ def sniff_pomerium(sample: bytes) -> float:
 def _read_pomerium(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     """The calls of one Pomerium authorize log (see :func:`load_pomerium`)."""
     n = 0
-    for ln, o in _records(path, data, "pomerium", quarantine):
+    for ln, o in _records(path, data, "pomerium", quarantine, score=_pomerium_score):
         if o.get("mcp-method") != "tools/call":
             info["not_calls"] += 1
             continue

@@ -274,7 +274,7 @@ def sniff_context_forge(sample: bytes) -> float:
 
 def _cf_records(path: Path, data: bytes, quarantine: list[dict]) -> Iterable[tuple[int | None, dict]]:
     """Every row of a context-forge export, tables flattened (document order)."""
-    for ln, o in _records(path, data, "context-forge", quarantine, ("items", "rows", "data"), _CF_TABLES):
+    for ln, o in _records(path, data, "context-forge", quarantine, ("items", "rows", "data"), _CF_TABLES, score=_cf_score):
         tables = [k for k in _CF_TABLES if k in o]
         if not tables:
             yield ln, o
@@ -420,7 +420,7 @@ def _inv_blocks(annotations: Any) -> dict[int, str]:
 def _read_invariant(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     """The calls of one Invariant trace file (see :func:`load_invariant`)."""
     synth = 0
-    for ln, o in _records(path, data, "invariant", quarantine, ("traces", "items")):
+    for ln, o in _records(path, data, "invariant", quarantine, ("traces", "items"), score=_inv_score):
         msgs = o.get("messages")
         if not isinstance(msgs, list):
             info["not_calls"] += 1
@@ -499,7 +499,7 @@ def sniff_mxcp(sample: bytes) -> float:
 def _read_mxcp(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     """The calls of one MXCP audit log (see :func:`load_mxcp`)."""
     synth = redacted = 0
-    for ln, o in _records(path, data, "mxcp", quarantine, ("records", "items")):
+    for ln, o in _records(path, data, "mxcp", quarantine, ("records", "items"), score=_mxcp_score):
         if o.get("type") != "tool":
             info["not_calls"] += 1
             continue
@@ -625,7 +625,7 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
     init_ids: dict[tuple, None] = state.setdefault("init_ids", {})
     requests: set[bytes] = state.setdefault("requests", set())
     orphan = 0
-    for ln, o in _records(path, data, "mcp-http", quarantine):
+    for ln, o in _records(path, data, "mcp-http", quarantine, score=_http_score):
         sess = _header(o, "Mcp-Session-Id") or str_or_none(o.get("session_id")) or state.get("last_sess")
         state["last_sess"] = sess
         ts = next((o[k] for k in ("ts", "time", "timestamp") if _valid_ts(o.get(k))), None)
