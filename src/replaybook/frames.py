@@ -49,7 +49,9 @@ UTC = "datetime64[ns, UTC]"
 
 #: Values of ``steps.kind``.
 STEP_KINDS = (
-    "user_prompt",  # a prompt typed by the user (or a sub-agent's task prompt)
+    "user_prompt",  # a user-turn message the model received: typed by the user (or a sub-agent's task
+                    # prompt), or written there by the client — a slash command or `!` command and its
+                    # output, a caveat or skill text (Claude Code `isMeta`): the model saw each as the user's
     "model_request",  # one request to the model: all streamed lines of one message.id+requestId
     "tool_call",  # one tool_use block
     "tool_result",  # one tool_result block
