@@ -189,6 +189,7 @@ import pandas as pd
 from .errors import JoinError
 from .frames import ACCESS, ACCESS_DUPLICATES, ACCESS_LINKS, UTC
 from .replay import writes
+from .sources import cloudtrail as _ct, s3_access as _s3
 
 __all__ = [
     "AccessJoinResult",
@@ -234,11 +235,12 @@ LINK_HOWS = ("correlation", "correlation+object+time", "principal+object+time", 
 #: name no agent.
 ANY_AGENT = "*"
 
-#: Storage operations whose record names the bucket (or a folder) but not the objects: S3's
-#: multi-object delete, which CloudTrail logs without its keys (a list of up to 1,000 keys would
-#: not fit an event) and the server access log as one ``REST.POST.MULTI_OBJECT_DELETE`` line
-#: (its key ``-``) besides a ``BATCH.DELETE.OBJECT`` line per key, ``(source, action_raw)``.
-KEYLESS_BATCHES = frozenset({("aws.cloudtrail", "DeleteObjects"), ("aws.s3_access", "REST.POST.MULTI_OBJECT_DELETE")})
+#: Storage operations whose record names the bucket (or a folder) but not the objects,
+#: ``(source, action_raw)``, as each source's module declares them (``KEYLESS_BATCH_ACTIONS``):
+#: S3's multi-object delete, which CloudTrail logs without its keys and the server access log
+#: as one bucket-level line besides a line per key.
+KEYLESS_BATCHES = frozenset(
+    {(_ct.SOURCE, a) for a in _ct.KEYLESS_BATCH_ACTIONS} | {(_s3.SOURCE, a) for a in _s3.KEYLESS_BATCH_ACTIONS})
 
 #: The precision of each source's ``ts``, seconds: CloudTrail ``eventTime`` and S3 server
 #: access log times are whole seconds (the fraction is dropped), so a request logged at second

@@ -103,7 +103,7 @@ from ._cloud import (
 )
 from .registry import Source, register
 
-__all__ = ["load_cloudtrail", "sniff", "S3_ACTIONS", "LOADER", "SOURCE"]
+__all__ = ["load_cloudtrail", "sniff", "S3_ACTIONS", "KEYLESS_BATCH_ACTIONS", "LOADER", "SOURCE"]
 
 #: Registry name, quarantine ``loader`` and ``access.source`` value.
 LOADER = SOURCE = "aws.cloudtrail"
@@ -123,6 +123,12 @@ S3_ACTIONS = {
     **dict.fromkeys(("DeleteObject", "DeleteObjects", "DeleteObjectVersion",
                      "AbortMultipartUpload", "DeleteBucket"), "delete"),
 }
+
+#: ``eventName`` of S3 batches whose record names the bucket but never the objects: a
+#: multi-object delete's keys (up to 1,000) are not logged, as they would not fit an event (S3
+#: User Guide, "Logging options for Amazon S3"); the access join reads them so
+#: (:data:`replaybook.access_join.KEYLESS_BATCHES`).
+KEYLESS_BATCH_ACTIONS = frozenset({"DeleteObjects"})
 
 _TYPES = {
     "AssumedRole": "role",

@@ -82,7 +82,8 @@ from ._cloud import (
 from ._record import SliceRecord, SourceRecord
 from .registry import Source, register
 
-__all__ = ["load_s3_access", "parse_line", "object_key", "sniff", "LogLine", "FIELDS", "OPERATIONS", "LOADER", "SOURCE"]
+__all__ = ["load_s3_access", "parse_line", "object_key", "sniff", "LogLine", "FIELDS", "OPERATIONS",
+           "KEYLESS_BATCH_ACTIONS", "LOADER", "SOURCE"]
 
 #: Registry name, quarantine ``loader`` and ``access.source`` value.
 LOADER = SOURCE = "aws.s3_access"
@@ -138,6 +139,11 @@ _LINES = (
 _MAX_BACKTRACK_LINE = 4096
 
 _TIME = re.compile(r"^(\d{1,2})/([A-Za-z]{3})/(\d{4}):(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? ([+-])(\d{2}):?(\d{2})$")
+#: Operations of a batch whose line names the bucket, not the objects: a multi-object delete is
+#: one ``REST.POST.MULTI_OBJECT_DELETE`` line (key ``-``) besides a ``BATCH.DELETE.OBJECT`` line
+#: per key; the access join reads it so (:data:`replaybook.access_join.KEYLESS_BATCHES`).
+KEYLESS_BATCH_ACTIONS = frozenset({"REST.POST.MULTI_OBJECT_DELETE"})
+
 _MONTHS = {m: i for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
 _SNIFF = re.compile(rb"^\S+ \S+ \[\d{1,2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] \S+ \S+ \S+ "
