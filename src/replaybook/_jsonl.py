@@ -48,6 +48,7 @@ __all__ = [
     "iter_objects",
     "split_torn",
     "torn_row",
+    "set_aside_line",
     "expand_paths",
     "name_stem",
     "file_info",
@@ -251,6 +252,26 @@ def torn_row(path: str | Path, line_no: int, offset: int, raw: bytes, p: int, er
     return quarantine_row(path, None, loader, why, line_no=line_no, offset=offset, raw=raw[:p])
 
 
+def set_aside_line(path: str | Path, line_no: int, offset: int, raw: bytes, error: str, pending: bool, loader: str,
+                   quarantine: list[dict], accept: Callable[[dict], bool] | None = None) -> tuple[int, dict] | None:
+    """What a line-by-line reader does with a line that does not parse (``error``: the parser's
+    complaint): ``(p, record)`` when it is a torn record with a whole one glued on from byte
+    ``p`` (:func:`split_torn`, with ``accept``; never for an unterminated last line) — the torn
+    start is appended to ``quarantine`` (:func:`torn_row`) and the caller reads the record —;
+    else ``None``, the line appended as a ``pending`` (unterminated last line: :data:`PENDING`)
+    or ``invalid`` QUARANTINE row."""
+    torn = None if pending or accept is None else split_torn(raw, accept)
+    if torn is not None:
+        quarantine.append(torn_row(path, line_no, offset, raw, torn[0], error, loader))
+        return torn
+    if pending:
+        quarantine.append(quarantine_row(path, Line(line_no, offset, raw, None, PENDING, True), loader, PENDING,
+                                         kind="pending"))
+    else:
+        quarantine.append(quarantine_row(path, Line(line_no, offset, raw, None, error, False), loader, error))
+    return None
+
+
 def iter_objects(path: str | Path, data: bytes, loader: str, quarantine: list[dict],
                  accept: Callable[[dict], bool] | None = None) -> Iterator[Line]:
     """The lines of a JSON Lines file that are JSON objects.
@@ -266,14 +287,11 @@ def iter_objects(path: str | Path, data: bytes, loader: str, quarantine: list[di
     """
     for line in iter_lines(data):
         if line.error is not None:
-            torn = None if line.pending or accept is None else split_torn(line.raw, accept)
+            torn = set_aside_line(path, line.line_no, line.offset, line.raw, line.error, line.pending, loader,
+                                  quarantine, accept)
             if torn is not None:
                 p, obj = torn
-                quarantine.append(torn_row(path, line.line_no, line.offset, line.raw, p, line.error, loader))
                 yield Line(line.line_no, line.offset + p, line.raw[p:], obj, None, False)
-                continue
-            quarantine.append(quarantine_row(path, line, loader, line.error,
-                                             kind="pending" if line.pending else "invalid"))
             continue
         if not isinstance(line.obj, dict):
             quarantine.append(quarantine_row(path, line, loader,

@@ -33,7 +33,7 @@ import pandas as pd
 from msgspec import Raw
 
 from .. import _json
-from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source, split_torn, torn_row
+from .._jsonl import Line, name_stem, parse_json, quarantine_row, read_source, set_aside_line
 from .._text import TEXT_LIMIT
 from ..canonical import canonical_args_cached
 from . import _claude_ms as M
@@ -46,7 +46,7 @@ from ._claude_ref import content_items as _content_items
 from ._mcp_blocks import other_block_text as _other_block_text
 from ._claude_ref import is_error_of as _is_error_of, note_odd_values as _note_odd_values
 from ._claude_ref import note_repeated_calls as _note_repeated_calls
-from ._resume import conflict_row, fork_sessions, line_key
+from ._resume import conflict_row, fork_sessions, line_key, note_alias
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -65,7 +65,6 @@ STR_COLS = (C_VER, C_SESS, C_AGENT, C_KIND, C_LT, C_TOOL_RAW, C_SERVER, C_TOOL, 
 
 LOADER = "claude-code"
 CLIENT = "claude-code"
-_PENDING = "unterminated last line (still being written?)"
 
 
 def _trunc(s: str) -> tuple[str, int]:
@@ -413,19 +412,11 @@ class Load:
                     continue
                 o, err = parse_json(raw)
                 if err is not None:
-                    torn = None if pending else split_torn(raw, is_record)
-                    if torn is not None:  # a record glued to the torn start of another
-                        quarantine.append(torn_row(path, line_no, start, raw, torn[0], err, LOADER))
-                        start += torn[0]
-                        o = torn[1]
-                    elif pending:
-                        quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, _PENDING, True),
-                                                         LOADER, _PENDING, kind="pending"))
+                    torn = set_aside_line(path, line_no, start, raw, err, pending, LOADER, quarantine, is_record)
+                    if torn is None:
                         continue
-                    else:
-                        quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, err, False),
-                                                         LOADER, err, kind="invalid"))
-                        continue
+                    start += torn[0]   # a record glued to the torn start of another: read it
+                    o = torn[1]
             if o.__class__ is not dict:
                 raw = data[start:stop]
                 quarantine.append(quarantine_row(path, Line(line_no, start, raw, o, None, False), LOADER,
@@ -443,8 +434,8 @@ class Load:
             if key is not NA and key is not None:
                 first = seen.get(key)
                 if first is not None:  # a resume or fork copy, or a conflict set aside
-                    if ff is not None and key != uuid and uuid is not NA and uuid not in seen:
-                        seen[uuid] = first   # (a fork of this fork names the line by this copy's uuid)
+                    if ff is not None:
+                        note_alias(seen, key, uuid, first)
                     row = conflict_row(first, path, line_no, start, data[start:stop], LOADER)
                     if row is None:
                         dups += 1
@@ -452,8 +443,8 @@ class Load:
                         quarantine.append(row)
                     continue
                 seen[key] = (spath, line_no)
-                if ff is not None and key != uuid and uuid is not NA and uuid not in seen:
-                    seen[uuid] = (spath, line_no)
+                if ff is not None:
+                    note_alias(seen, key, uuid, (spath, line_no))
 
             # ---- one line (the reference's per-line code, inlined)
             g = o.get
@@ -705,8 +696,7 @@ class Load:
                 if key is not NA and key is not None:
                     first = seen.get(key)
                     if first is not None:  # a resume or fork copy, or a conflict set aside
-                        if ff is not RAW_NULL and key != uuid and uuid is not NA and uuid not in seen:
-                            seen[uuid] = first   # (a fork of this fork names the line by this copy's uuid)
+                        if ff is not RAW_NULL and note_alias(seen, key, uuid, first):
                             added.append(uuid)
                         start = int(dec.ends[line_no - 2]) + 1 if line_no > 1 else 0
                         row = conflict_row(first, path, line_no, start, dec.line(line_no - 1), LOADER)
@@ -717,8 +707,7 @@ class Load:
                         continue
                     seen[key] = (spath, line_no)
                     added.append(key)
-                    if ff is not RAW_NULL and key != uuid and uuid is not NA and uuid not in seen:
-                        seen[uuid] = (spath, line_no)
+                    if ff is not RAW_NULL and note_alias(seen, key, uuid, (spath, line_no)):
                         added.append(uuid)
                 t = rec.type
                 if rec.isSidechain is True or file_agent is not None:

@@ -24,12 +24,12 @@ import orjson
 
 from .. import _json
 from .._jsonl import (Line, name_stem, note_unreadable_times, parse_json, quarantine_row, read_side_file,
-                      read_source, split_torn, torn_row)
+                      read_source, set_aside_line)
 from .._text import TEXT_LIMIT, deep_safe, int_or_none, safe_str, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ..canonical import canonical_args_cached
 from ._mcp_blocks import other_block_text
-from ._resume import conflict_row, fork_sessions, line_key
+from ._resume import conflict_row, fork_sessions, line_key, note_alias
 
 NCOLS = 30
 # column positions (STEPS order)
@@ -42,7 +42,6 @@ NAN = float("nan")   # ``arguments`` of rows that are not tool calls (from_recor
 
 LOADER = "claude-code"
 CLIENT = "claude-code"
-_PENDING = "unterminated last line (still being written?)"
 
 
 def _trunc(s: str | None) -> tuple[str | None, int | None]:
@@ -402,19 +401,11 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                 continue
             o, err = parse_json(raw)
             if err is not None:
-                torn = None if pending else split_torn(raw, is_record)
-                if torn is not None:  # a record glued to the torn start of another
-                    quarantine.append(torn_row(path, line_no, start, raw, torn[0], err, LOADER))
-                    start += torn[0]
-                    o = torn[1]
-                elif pending:
-                    quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, _PENDING, True),
-                                                     LOADER, _PENDING, kind="pending"))
+                torn = set_aside_line(path, line_no, start, raw, err, pending, LOADER, quarantine, is_record)
+                if torn is None:
                     continue
-                else:
-                    quarantine.append(quarantine_row(path, Line(line_no, start, raw, None, err, False),
-                                                     LOADER, err, kind="invalid"))
-                    continue
+                start += torn[0]   # a record glued to the torn start of another: read it
+                o = torn[1]
         if o.__class__ is not dict:
             raw = data[start:stop]
             quarantine.append(quarantine_row(path, Line(line_no, start, raw, o, None, False), LOADER,
@@ -426,13 +417,12 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
         if o.get("forkedFrom") is not None:
             forks.append(o["forkedFrom"])
         key = line_key(uuid, o.get("forkedFrom"))
-        # a fork's copy is also known by its own uuid, the name a fork of this fork gives it
-        alias = uuid if uuid is not None and key != uuid and o.get("forkedFrom") is not None else None
+        forked = o.get("forkedFrom") is not None
         if key is not None:
             first = seen.get(key)
             if first is not None:  # a resume or fork copy, or a conflict set aside
-                if alias is not None:
-                    seen.setdefault(alias, first)
+                if forked:
+                    note_alias(seen, key, uuid, first)
                 row = conflict_row(first, path, line_no, start, data[start:stop], LOADER)
                 if row is None:
                     dups += 1
@@ -440,8 +430,8 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                     quarantine.append(row)
                 continue
             seen[key] = (spath, line_no)
-            if alias is not None:
-                seen.setdefault(alias, (spath, line_no))
+            if forked:
+                note_alias(seen, key, uuid, (spath, line_no))
 
         # ---- one line (legacy _Load._line)
         g = o.get

@@ -29,7 +29,7 @@ import orjson
 
 from .. import _json
 
-__all__ = ["copy_or_conflict", "conflict_row", "line_key", "fork_key", "COPY_KEYS_IGNORED",
+__all__ = ["copy_or_conflict", "conflict_row", "line_key", "fork_key", "note_alias", "COPY_KEYS_IGNORED",
            "FORK_KEYS_IGNORED", "CONFLICT"]
 
 #: keys a resumed session's copy may change: the envelope the client writes each line under —
@@ -117,6 +117,16 @@ def fork_sessions(info: dict, forked_from: list) -> None:
                   if f.__class__ is dict and f.get("sessionId").__class__ is str and f["sessionId"]})
     if ids:
         info["forked_from"] = ids
+
+
+def note_alias(seen: dict, key: Any, uuid: Any, place: tuple[str, int]) -> bool:
+    """A fork's copy is known by its own ``uuid`` too (a fork of the fork names the line by it):
+    map it in ``seen`` to ``place`` (where the line it stands for was met first) unless the uuid
+    is the key itself, not a non-empty string, or already mapped.  True when it was added."""
+    if uuid.__class__ is not str or not uuid or uuid == key or uuid in seen:
+        return False
+    seen[uuid] = place
+    return True
 
 
 def _ignored(a: dict, b: dict) -> frozenset:
