@@ -151,3 +151,68 @@ def test_case_copies_match_shared(cases_dir):
     for case in sorted(cases_dir.glob("claude-*")):
         for src in case.iterdir():
             assert (fix / case.name / src.name).read_bytes() == src.read_bytes(), src
+
+
+MAIN_21X = "-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
+
+
+def _fork_of(lines: list[bytes], new_session: str, fresh_uuids: bool, upto: int) -> list[bytes]:
+    """A fork of a real session's first ``upto`` lines as the client writes one: ``/branch`` keeps
+    each uuid, the Agent SDK's ``forkSession()`` gives a fresh one; both re-stamp ``sessionId``,
+    rebuild ``parentUuid`` and mark the copy with ``forkedFrom``; the SDK re-stamps the last
+    copy's time."""
+    import json
+
+    out, new = [], {}
+    for i, raw in enumerate(lines[:upto]):
+        o = json.loads(raw)
+        if not isinstance(o.get("uuid"), str):
+            continue   # (bookkeeping lines are not copied)
+        new[o["uuid"]] = ("f" + o["uuid"][1:]) if fresh_uuids else o["uuid"]
+        o.update(forkedFrom={"sessionId": o.get("sessionId"), "messageUuid": o["uuid"]}, uuid=new[o["uuid"]],
+                 parentUuid=new.get(o.get("parentUuid")), sessionId=new_session, isSidechain=False)
+        if fresh_uuids and i == upto - 1:
+            o["timestamp"] = "2099-01-01T00:00:00.000Z"
+        out.append(json.dumps(o, ensure_ascii=False, separators=(",", ":")).encode())
+    return out
+
+
+@pytest.mark.parametrize("fresh_uuids", [False, True], ids=["branch", "sdk-fork"])
+def test_a_fork_of_a_real_session_counts_its_calls_once(cc_dir, tmp_path, fresh_uuids):
+    lines = (cc_dir / MAIN_21X).read_bytes().splitlines()
+    want = EXPECTED[MAIN_21X]
+    fork = "0f0f0f0f-0000-4000-8000-0f0f0f0f0f0f"
+    copied = _fork_of(lines, fork, fresh_uuids, upto=len(lines) // 2)
+    (tmp_path / f"{fork}.jsonl").write_bytes(b"".join(x + b"\n" for x in copied))
+    for paths in ([tmp_path / f"{fork}.jsonl", cc_dir / MAIN_21X], [cc_dir / MAIN_21X, tmp_path / f"{fork}.jsonl"]):
+        res = load_claude_code(paths)
+        f = res.frame
+        # the real session's hand-checked counts, as if the fork were not there
+        assert len(f) == want[1] and (f["kind"] == "tool_call").sum() == want[2]
+        assert (f["transcript_id"] == Path(MAIN_21X).stem).all()
+        assert res.quarantine.empty
+        info = {Path(i["path"]).stem: i for i in res.inputs}
+        assert info[fork]["duplicates"] == len(copied) and info[fork]["forked_from"] == [Path(MAIN_21X).stem]
+
+
+def test_a_real_session_with_a_torn_write_loses_only_the_torn_record(cc_dir, tmp_path):
+    # a writer killed mid-line, the next line appended right after it: the real session reads as
+    # if the torn line had never been written (the line after it in its place), plus one
+    # quarantine row for the torn start
+    lines = (cc_dir / MAIN_21X).read_bytes().splitlines()
+    i = next(n for n, raw in enumerate(lines) if b'"tool_use"' in raw and n + 1 < len(lines))
+    cut = lines[i].index(b'"tool_use"') + 5   # inside a string: torn mid-value
+    name = Path(MAIN_21X).name
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / name).write_bytes(b"".join(x + b"\n" for x in lines[:i] + [lines[i][:cut] + lines[i + 1]]
+                                                    + lines[i + 2:]))
+    (tmp_path / "never").mkdir()
+    (tmp_path / "never" / name).write_bytes(b"".join(x + b"\n" for x in lines[:i] + lines[i + 1:]))
+    res, control = load_claude_code(tmp_path / "torn" / name), load_claude_code(tmp_path / "never" / name)
+    cols = [c for c in control.frame.columns if c != "source_file"]
+    assert len(control.frame) > 100 and (control.frame["kind"] == "tool_call").sum() >= 30
+    assert res.frame[cols].astype(str).equals(control.frame[cols].astype(str))
+    assert control.quarantine.empty
+    q = res.quarantine
+    assert list(zip(q["line_no"], q["kind"])) == [(i + 1, "invalid")]
+    assert q["raw"].iloc[0] == lines[i][:cut][:200].decode()

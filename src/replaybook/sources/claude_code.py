@@ -357,6 +357,7 @@ def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
         return None
     first_file = dict(zip(res.frame["uuid"].astype(object), res.frame["source_file"].astype(str)))
     lists: dict[str, list] = {}
+    mine_of: dict[str, list] = {}   # file → the keys of its lines that are no fork's copies, in order
     declared: dict[str, set] = {}   # file → the keys of the lines it holds as a fork's copies
     uuids: dict[str, set] = {}      # file → its fork copies' own fresh uuids (a fork of it names them so)
     todo = [n for n in names if n in dup or n in forks]
@@ -366,6 +367,7 @@ def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
             continue
         keys = _line_keys(n)
         lists[n] = [k for k, _, _ in keys]
+        mine_of[n] = [k for k, d, _ in keys if not d]
         declared[n] = {k for k, d, _ in keys if d}
         uuids[n] = {u for k, d, u in keys if d and u is not None and u != k}
         for u in lists[n]:
@@ -375,8 +377,9 @@ def _shadowed_first(files: list[Path], res: LoadResult) -> list[Path] | None:
     involved = [n for n in names if n in lists]
     own = {n: (set(lists[n]) - declared[n]) | uuids[n] for n in involved}
 
-    def resumed_by(f: str, g: str) -> bool:  # g holds f's lines as one block, and goes on
-        mine, theirs = lists[f], lists[g]
+    def resumed_by(f: str, g: str) -> bool:  # g holds f's own lines as one block, and goes on
+        # (a fork's copies are f's only by declaration: the session it copies holds them first)
+        mine, theirs = mine_of[f], lists[g]
         if not mine or len(theirs) <= len(mine):
             return False
         try:
