@@ -18,6 +18,7 @@ Fixtures under ``tests/fixtures/gateways/<source>/`` are ours, modelled on each 
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +26,7 @@ import pytest
 
 from replaybook.errors import InputError
 from replaybook.frames import CALLS
+from replaybook.loading import load
 from replaybook.sources import gateways_more as gm
 from replaybook.sources import registry
 
@@ -59,6 +61,30 @@ def test_agentgateway_json_lines_and_bad_lines(tmp_path):
     res = gm.load_agentgateway(p)
     assert _cols(res.frame, "door_session", "tool", "decision", "duration_ms") == [["s1", "query", "deny", 2.0]]
     assert res.quarantine["kind"].tolist() == ["invalid", "pending"]
+
+
+def test_agentgateway_2025_keys(tmp_path):
+    """Releases of 2025 log the method as ``mcp.method`` and the tool as ``mcp.resource.name`` (with
+    ``mcp.resource=tool``); a JSON line's session id is only in its logged ``mcp-session-id`` header."""
+    p = tmp_path / "agw.log"
+    json_line = {"level": "info", "time": "2026-09-13T10:00:00.250000Z", "scope": "request", "gateway": "ns/gw",
+                 "listener": "http", "route": "ns/mcp", "http.method": "POST", "http.path": "/mcp",
+                 "http.status": 200, "trace.id": "ab12", "mcp.method": "tools/call", "mcp.target": "files",
+                 "mcp.resource": "tool", "mcp.resource.name": "read_object", "duration": "41ms",
+                 "rq.headers.all": {"content-type": "application/json", "Mcp-Session-Id": "s-2025"}}
+    p.write_text(json.dumps(json_line) + "\n"
+                 + json.dumps({**json_line, "mcp.method": "resources/read", "mcp.resource": "resource",
+                               "mcp.resource.name": "file:///a"}) + "\n"
+                 + "2026-09-13T10:00:02Z\tinfo\trequest gateway=ns/gw listener=l route=ns/mcp jwt.sub=agent-7 "
+                   "protocol=mcp mcp.method=tools/call mcp.resource.name=echo http.path=/mcp http.status=403 "
+                   "duration=3ms\n")
+    assert gm.sniff_agentgateway(p.read_bytes()) > 0.5
+    res = gm.load_agentgateway(p)
+    assert _cols(res.frame, "line_no", "door_session", "agent", "server", "tool", "decision", "duration_ms") == [
+        [3, "agentgateway:agent-7:2026-09-13", "agent-7", None, "echo", "deny", 3.0],
+        [1, "s-2025", None, "files", "read_object", "allow", 41.0]]
+    assert res.inputs[0]["not_calls"] == 1 and res.quarantine.empty
+    assert load([p]).files["source"].tolist() == ["agentgateway"]
 
 
 def test_context_forge():

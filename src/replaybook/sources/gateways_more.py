@@ -11,8 +11,10 @@ records that are not tool calls, quarantine for unreadable ones).
 source          format
 ==============  ================================================================================
 agentgateway    agentgateway access log lines (``<time>\\t<level>\\trequest k=v k="v w" …``, or
-                the same fields as JSON): ``mcp.method.name``, ``gen_ai.tool.name``,
-                ``mcp.target``, ``mcp.session.id``, ``jwt.sub``, ``http.status``,
+                the same fields as JSON): ``mcp.method.name`` (``mcp.method`` in 2025 releases),
+                ``gen_ai.tool.name`` (or ``mcp.resource.name``), ``mcp.target``,
+                ``mcp.session.id`` (or the ``mcp-session-id`` request header of
+                ``rq.headers.all``), ``jwt.sub``, ``http.status``,
                 ``mcp.error.code``/``mcp.error.message``, ``duration=412ms``
 context-forge   IBM mcp-context-forge table rows: ``observability_spans`` (``tool.invoke``),
                 ``tool_metrics``, ``structured_log_entries``, plugin violations
@@ -142,7 +144,7 @@ def _ag_fields(raw: bytes, exact: bool = True) -> tuple[dict | None, str | None]
 def _ag_score(f: dict | None) -> float:
     if not f:
         return 0.0
-    if "mcp.method.name" in f or ("protocol" in f and f.get("protocol") == "mcp" and "http.path" in f):
+    if "mcp.method.name" in f or "mcp.method" in f or (f.get("protocol") == "mcp" and "http.path" in f):
         return 1.0
     if "gateway" in f and "listener" in f and "route" in f:
         return 0.7                       # an agentgateway request line of another protocol
@@ -158,6 +160,30 @@ def sniff_agentgateway(sample: bytes) -> float:
     if not scores or max(scores) < 1.0:
         return 0.0
     return _mean_score(scores)
+
+
+def _ag_method(f: dict) -> Any:
+    """The MCP method of one agentgateway line: ``mcp.method.name`` (the OTel name, current releases) or
+    ``mcp.method`` (releases of 2025, e.g. ``"mcp.method":"tools/call"`` in solo.io's agentgateway workshop)."""
+    m = f.get("mcp.method.name")
+    return m if m is not None else f.get("mcp.method")
+
+
+def _ag_resource(f: dict, kind: str) -> str | None:
+    """``mcp.resource.name`` when the line's ``mcp.resource`` is ``kind`` (or not logged), else None."""
+    r = f.get("mcp.resource")
+    return str_or_none(f.get("mcp.resource.name")) if r is None or r == kind else None
+
+
+def _ag_header(f: dict, name: str) -> str | None:
+    """A request header from ``rq.headers.all`` (a JSON line's logged headers; names compared lower-case)."""
+    h = f.get("rq.headers.all")
+    if not isinstance(h, dict):
+        return None
+    for k, v in h.items():
+        if isinstance(k, str) and k.lower() == name:
+            return str_or_none(v)
+    return None
 
 
 def _ag_duration(v: Any) -> float | None:
@@ -182,7 +208,7 @@ def _read_agentgateway(path: Path, data: bytes, info: dict, rows: list[dict], qu
             quarantine.append(unreadable_row(path, line, "agentgateway", "not an agentgateway log line"))
             continue
         f = deep_safe(f)
-        if f.get("mcp.method.name") != "tools/call":
+        if _ag_method(f) != "tools/call":
             if line.pending:  # an unterminated last line cut before its MCP fields: still being written?
                 quarantine.append(unreadable_row(path, line, "agentgateway", "not an agentgateway log line"))
             else:
@@ -192,7 +218,7 @@ def _read_agentgateway(path: Path, data: bytes, info: dict, rows: list[dict], qu
             quarantine.append(quarantine_row(path, line, "agentgateway", "log line without a valid time"))
             continue
         agent = str_or_none(f.get("jwt.sub")) or str_or_none(f.get("mcp.client.name"))
-        sess = str_or_none(f.get("mcp.session.id"))
+        sess = str_or_none(f.get("mcp.session.id")) or _ag_header(f, "mcp-session-id")
         if sess is None:
             synth += 1
         try:
@@ -207,7 +233,7 @@ def _read_agentgateway(path: Path, data: bytes, info: dict, rows: list[dict], qu
             err = f"{err} ({f['mcp.error.code']})"
         rows.append({"door_session": sess or _synthetic("agentgateway", agent, ts, path), "agent": agent, "ts": ts,
                      "duration_ms": _ag_duration(f.get("duration")), "server": str_or_none(f.get("mcp.target")),
-                     "tool": str_or_none(f.get("gen_ai.tool.name")) or str_or_none(f.get("mcp.resource.name")),
+                     "tool": str_or_none(f.get("gen_ai.tool.name")) or _ag_resource(f, "tool"),
                      "arguments": None, "args_key": None, "decision": "deny" if deny else "allow",
                      "rule": (str_or_none(f.get("reason")) or f"HTTP {status}") if deny else None,
                      "correlation": str_or_none(f.get("trace.id")), "error": err,
@@ -218,10 +244,12 @@ def _read_agentgateway(path: Path, data: bytes, info: dict, rows: list[dict], qu
 
 
 def load_agentgateway(paths: str | Path | Iterable[str | Path]) -> LoadResult:
-    """Load agentgateway access logs into ``calls`` (lines with ``mcp.method.name=tools/call``).
+    """Load agentgateway access logs into ``calls`` (lines with ``mcp.method.name=tools/call``, or
+    ``mcp.method=tools/call`` as releases of 2025 write it).
 
-    ``door_session`` = ``mcp.session.id``, ``agent`` = ``jwt.sub``, ``server`` = ``mcp.target``,
-    ``tool`` = ``gen_ai.tool.name``, ``duration_ms`` from ``duration``, ``correlation`` =
+    ``door_session`` = ``mcp.session.id`` (else the logged ``mcp-session-id`` request header),
+    ``agent`` = ``jwt.sub``, ``server`` = ``mcp.target``, ``tool`` = ``gen_ai.tool.name`` (else
+    ``mcp.resource.name`` of an ``mcp.resource=tool`` line), ``duration_ms`` from ``duration``, ``correlation`` =
     ``trace.id``; ``deny`` for HTTP 401/403; ``error`` = ``mcp.error.message`` (code appended).
 
     Raises:
@@ -735,7 +763,7 @@ def load_mcp_http(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 #: The sources this module registers: ``(name, sniff, load, doc)``.
 SOURCES = (
     ("agentgateway", sniff_agentgateway, load_agentgateway,
-     "agentgateway access log (text k=v or JSON), mcp.method.name tools/call lines"),
+     "agentgateway access log (text k=v or JSON), mcp.method(.name) tools/call lines"),
     ("context-forge", sniff_context_forge, load_context_forge,
      "IBM mcp-context-forge rows: observability spans, tool metrics, structured logs, plugin violations"),
     ("invariant", sniff_invariant, load_invariant, "Invariant gateway traces (messages with tool_calls, annotations)"),
