@@ -146,6 +146,32 @@ def test_parallel_calls_asked_for_together_fold_into_their_tool_spans(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 
+def test_a_tool_error_the_mcp_client_span_records_fails_the_framework_call_around_it(tmp_path):
+    """MCP semconv: a CallToolResult with isError sets error.type tool_error (and status ERROR) on
+    the MCP client's tools/call span; the framework's execute_tool span around it, which is the
+    row, usually records no failure of its own."""
+    def mcp_span(sid, parent, start, end, **a):
+        return span(sid, "tools/call read_object", start, end,
+                    {"mcp.method.name": "tools/call", "gen_ai.tool.name": "read_object",
+                     "gen_ai.operation.name": "execute_tool", "mcp.session.id": "sess-9", **a}, parent)
+    failed = mcp_span("c100000000000002", "c100000000000001", 120, 280, **{"error.type": "tool_error"})
+    failed["status"] = {"code": 2, "message": "access denied: reference/.env"}
+    typed_only = mcp_span("c200000000000002", "c200000000000001", 420, 580, **{"error.type": "tool_error"})
+    fine = mcp_span("c300000000000002", "c300000000000001", 720, 880)
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(),
+        tool("c100000000000001", 100, 300, "read_object", {"path": "reference/.env"}, "k1"), failed,
+        tool("c200000000000001", 400, 600, "read_object", {"path": "b"}, "k2"), typed_only,
+        tool("c300000000000001", 700, 900, "read_object", {"path": "c"}, "k3"), fine)]))
+    assert rows(calls_of(res), ["call_id", "client_session_id", "is_error", "result_text"]) == [
+        ["k1", "sess-9", True, "access denied: reference/.env"],
+        ["k2", "sess-9", True, None],
+        ["k3", "sess-9", False, None]]
+    assert (res.frame["kind"] == "other").sum() == 3
+
+
+# ---------------------------------------------------------------------------------------------
+
 def test_a_span_exported_twice_counts_once_and_a_cut_line_is_pending(tmp_path):
     req = request(agent(), tool("c000000000000001", 100, 200, "read_object", {"path": "a"}, "k1"))
     p = write_jsonl(tmp_path / "t.jsonl", [req, req], tail=json.dumps(req)[:60])

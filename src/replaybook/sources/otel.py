@@ -55,8 +55,9 @@ other           every other span, and a tool span nested (at any depth) inside a
                 for the same tool — one call seen by two instrumentation layers (a framework's
                 ``execute_tool`` around the MCP client's ``tools/call``, or the MCP server's
                 own span): the outer span is the row, the inner one fills what it lacks
-                (``mcp.session.id``, call id, arguments, result) and becomes ``other``
-                (with the outer span's call id when it has none)
+                (``mcp.session.id``, call id, arguments, result; a failure — ``error.type``
+                or status ERROR, its message as the result — whatever the outer span says)
+                and becomes ``other`` (with the outer span's call id when it has none)
 ==============  ===========================================================================
 
 * ``transcript_id``: ``gen_ai.conversation.id`` (OpenInference: ``session.id``) of the span, else
@@ -805,13 +806,21 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         if outer is not None:
             outer_of[(s.trace, s.span)] = outer
     merged: dict[tuple[str, str], dict] = {}
+    # an inner span that failed fails its call: a tool error comes back as a result with isError,
+    # which the MCP client span marks (error.type tool_error, status ERROR) and the framework's
+    # span around it usually does not — outer span → the failed inner span's status message
+    failed_inside: dict[tuple[str, str], str | None] = {}
     for k, outer in outer_of.items():
         inner = index[k]
-        m = merged.setdefault((outer.trace, outer.span), {})
+        ok = (outer.trace, outer.span)
+        m = merged.setdefault(ok, {})
         for key in ("mcp.session.id", "gen_ai.tool.call.id", "gen_ai.tool.call.arguments",
                     "gen_ai.tool.call.result", "mcp.server.name", "server.address", "mcp.method.name"):
             if key not in outer.attrs and key in inner.attrs and key not in m:
                 m[key] = inner.attrs[key]
+        if inner.status_code in _ERROR_CODES or inner.attrs.get("error.type") is not None:
+            if failed_inside.get(ok) is None:
+                failed_inside[ok] = inner.status_msg
 
     rows: list[dict] = []
     keys: list[tuple] = []
@@ -846,7 +855,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             "line_no": s.line_no,
         }
         ts, result_ts = _iso(s.start), None
-        error = s.status_code in _ERROR_CODES or attrs.get("error.type") is not None
+        error = s.status_code in _ERROR_CODES or attrs.get("error.type") is not None or k in failed_inside
         if _is_tool(s) and k not in outer_of:
             name = _tool_name(s)
             server, tool = split_codex_name(name) if name and name.startswith("mcp__") else (None, name)
@@ -873,7 +882,8 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             if res is not None and not isinstance(res, str):
                 res = _json.dumps(res).decode()
             text, nb = truncate(raw)
-            rtext, _ = truncate(res if isinstance(res, str) else (s.status_msg if error else None))
+            rtext, _ = truncate(res if isinstance(res, str) else ((s.status_msg or failed_inside.get(k)) if error
+                                                                  else None))
             cid = attrs.get("gen_ai.tool.call.id")
             row.update(kind="tool_call", tool_raw=name, server=server, tool=tool,
                        call_id=str(cid) if cid is not None else None, arguments=args, args_key=key,
