@@ -214,8 +214,22 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
                     and abs(own - off) > W):
                 own_off[t] = int(round(own))
 
+    # a transcript the tool-use ids pair takes, for its other steps, the median of those pairs'
+    # differences, when that is not the common offset and lies within max_offset_s
+    id_off = {}
+    if LIM > 0:
+        per_id: dict = {}
+        for i, j in exact:
+            if (S[i]["ms"] is not None and C[j]["ms"] is not None and C[j]["tool"] is not None
+                    and not S[i]["orphan"]):
+                per_id.setdefault(S[i]["t"], []).append(C[j]["ms"] - S[i]["ms"])
+        for t, ds in per_id.items():
+            o = int(round(statistics.median(ds)))
+            if t not in declared and o != off and abs(o) <= LIM:
+                id_off[t] = o
+
     # each transcript's own clock: the one the investigator gave, else one it took
-    clock = {**own_off, **declared}
+    clock = {**own_off, **id_off, **declared}
 
     def step_off(i):
         return clock.get(S[i]["t"], off) if (i, "own") in own_pairs_steps else off
@@ -232,7 +246,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
             [(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j]) and within_own(i, j) and ids_allow(i, j)],
             S, C, lambda i: key(S[i]), lambda i: clock[S[i]["t"]]) if within_own(*p)]
         own_pairs_steps = {(i, "own") for i, _ in own_content}
-        content = [p for p in content if S[p[0]]["t"] not in own_off] + own_content
+        content = [p for p in content if S[p[0]]["t"] not in own_off and S[p[0]]["t"] not in id_off] + own_content
     # the tool-and-time tier reads each step on its transcript's clock: its own, where it has one
     def t_off(i):
         return clock.get(S[i]["t"], off)

@@ -1015,6 +1015,36 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
     return rows, t_off[t_codes[rows]]
 
 
+def _id_clocks(ex_si: np.ndarray, ex_ci: np.ndarray, s_ms: np.ndarray, c_ms: np.ndarray, s_ok: np.ndarray,
+               c_ok: np.ndarray, t_codes: np.ndarray, n_t: int, off: int, max_offset_ms: int) -> np.ndarray | None:
+    """The clock the tool-use ids measure, per transcript, for its steps no id paired.
+
+    ``ex_si``/``ex_ci``: the id pairs (step row, call row); a transcript's offset is the median of
+    their differences (call time − step time, ms, both timed), taken when it differs from the
+    common offset ``off`` and lies within ``max_offset_ms`` of 0.  Returns an int64 offset per
+    transcript code (index -1: no transcript), :data:`_NAT` where none is taken, or None when no
+    transcript takes one.  A door that logs the client's id for some calls only had left the
+    transcript's other calls to be found at the common offset — another machine's clock, when
+    most transcripts come from there — and beyond the window from it both sides stayed unpaired.
+    """
+    if not len(ex_si) or max_offset_ms <= 0:
+        return None
+    timed = s_ok[ex_si] & c_ok[ex_ci]
+    if not timed.any():
+        return None
+    g = t_codes[ex_si][timed]
+    d = c_ms[ex_ci][timed] - s_ms[ex_si][timed]
+    o = np.argsort(g, kind="stable")
+    ts, _, med = _group_median(g[o], d[o])
+    med = np.round(med).astype(np.int64)
+    take = (med != off) & (np.abs(med) <= max_offset_ms)
+    if not take.any():
+        return None
+    t_off = np.full(n_t + 1, _NAT, np.int64)
+    t_off[ts[take]] = med[take]
+    return t_off
+
+
 def _explains(pt: np.ndarray, ps: np.ndarray, dt: np.ndarray, n_sx: int) -> tuple[np.ndarray, np.ndarray]:
     """Which of the pairs (transcript code ``pt``, session code ``ps``, ``dt`` = |Δt| after the
     offset, int64 ms) a session's own transcript explains.
@@ -1818,11 +1848,28 @@ def join_sessions(
                 claimed[mci[strong]] = True
         own = _own_clocks(C, q, k_s, s_ms, t_codes, n_t, off, max_offset_ms + window_ms, window_ms,
                           max(min_agreed, 2), agreed_t, claimed, max_offset_ms)
+    # a transcript the tool-use ids pair runs on the clock they measure: its other steps are found
+    # there (disjoint from _own_clocks' transcripts: those have no id pairs)
+    t_ids = _id_clocks(ex_si, ex_ci, s_ms, c_ms, s_ok, c_ok, t_codes, n_t, off, max_offset_ms)
+    if t_ids is not None:
+        r_ids = t_ids[t_codes[s_common_idx]]
+        has = r_ids != _NAT
+        if has.any():
+            rows = s_common_idx[has]
+            if own is None:
+                own = (rows, r_ids[has])
+            else:
+                rows = np.concatenate([own[0], rows])
+                order = np.argsort(rows, kind="stable")
+                own = (rows[order], np.concatenate([own[1], r_ids[has]])[order])
+    if own is not None or t_ids is not None:
+        t_own = np.full(n_t + 1, off, np.int64)  # (index -1: a step of no transcript)
+        if t_ids is not None:  # (also for a transcript whose other steps logged no arguments)
+            t_own[t_ids != _NAT] = t_ids[t_ids != _NAT]
     if own is not None:
         rows, offs = own
         moved = np.zeros(n_t + 1, bool)
         moved[t_codes[rows]] = True
-        t_own = np.full(n_t + 1, off, np.int64)  # (index -1: a step of no transcript)
         t_own[t_codes[rows]] = offs
         if moved[t_codes[msi]].any():  # its pairs at the common offset were coincidences
             keep = ~moved[t_codes[msi]]
@@ -2498,7 +2545,9 @@ def _assign(s: np.ndarray, t: np.ndarray, agreed: np.ndarray, med: np.ndarray, n
     Larger ones (many sessions repeating the same calls at the same time chain into one) are
     solved as a sparse bipartite matching — never a dense matrix — after fixing the pairs every
     optimum contains (:func:`_match_sparse`); their margin is the assigned agreement minus the
-    best alternative transcript's agreement for that session.
+    best alternative on either side: another transcript's agreement with that session, or that
+    transcript's with another session (a transcript two sessions share equally — a rerun of the
+    same calls whose own transcript is not given — is never reported sure).
 
     Returns ``assign`` (per session code: transcript code or -1) and ``margin`` (float64, NaN
     where unassigned).
@@ -2540,15 +2589,18 @@ def _assign(s: np.ndarray, t: np.ndarray, agreed: np.ndarray, med: np.ndarray, n
                 margin[ss[x]] = float(total - w2[r2, c2].sum())
             continue
         chosen = _match_sparse(rows, cols, weight, len(ss), len(tt))
-        # margin per assigned row: its agreement minus the best other transcript's
+        # margin per assigned row: its agreement minus the best alternative on either side —
+        # another transcript's with this session, or this transcript's with another session
         is_chosen = cols == chosen[rows]
         got = np.zeros(len(ss))
         got[rows[is_chosen]] = ca[is_chosen]
         alt = np.zeros(len(ss))
         np.maximum.at(alt, rows[~is_chosen], ca[~is_chosen])
+        alt_t = np.zeros(len(tt))
+        np.maximum.at(alt_t, cols[~is_chosen], ca[~is_chosen])
         x = np.flatnonzero(chosen >= 0)
         assign[ss[x]] = tt[chosen[x]]
-        margin[ss[x]] = got[x] - alt[x]
+        margin[ss[x]] = got[x] - np.maximum(alt[x], alt_t[chosen[x]])
     return assign, margin
 
 
