@@ -561,6 +561,51 @@ def test_command_output_gives_its_text_and_exit_code_in_every_shape(tmp_path):
     assert res.quarantine.empty
 
 
+def test_apply_patch_output_gives_its_text_and_exit_code(tmp_path):
+    """``apply_patch`` (a freeform ``custom_tool_call``) answers in the command tools'
+    ``{"output", "metadata": {"exit_code"}}`` shape: a patch that does not apply is exit code 1."""
+    def patch(ts, cid, body):
+        return env(ts, "response_item", {"type": "custom_tool_call", "status": "completed", "call_id": cid,
+                                         "name": "apply_patch", "input": body})
+
+    def patch_out(ts, cid, output):
+        return env(ts, "response_item", {"type": "custom_tool_call_output", "call_id": cid, "output": output})
+    body = "*** Begin Patch\n*** Update File: deploy/rules.yaml\n@@\n-mode: off\n+mode: on\n*** End Patch"
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        patch("2026-03-01T10:00:01Z", "p1", body),
+        patch_out("2026-03-01T10:00:02Z", "p1", json.dumps({
+            "output": "Success. Updated the following files:\nM deploy/rules.yaml\n",
+            "metadata": {"exit_code": 0, "duration_seconds": 0.0}})),
+        patch("2026-03-01T10:00:03Z", "p2", body),
+        patch_out("2026-03-01T10:00:04Z", "p2", json.dumps({
+            "output": "error: deploy/rules.yaml: no match for hunk\n", "metadata": {"exit_code": 1}})),
+        patch("2026-03-01T10:00:05Z", "p3", body),
+        patch_out("2026-03-01T10:00:06Z", "p3", "a reply of another shape"),
+    ]))
+    f = res.frame
+    assert rows(f[f["kind"] == "tool_call"], ["call_id", "tool", "result_text", "is_error"]) == [
+        ["p1", "apply_patch", "Success. Updated the following files:\nM deploy/rules.yaml\n", False],
+        ["p2", "apply_patch", "Exit code: 1\nerror: deploy/rules.yaml: no match for hunk\n", True],
+        ["p3", "apply_patch", "a reply of another shape", None]]
+    assert res.quarantine.empty
+
+
+def test_a_content_block_of_no_known_type_leaves_the_mcp_result_as_written(tmp_path):
+    """A block whose ``type`` is not a string (a damaged or hand-edited rollout) is no MCP content
+    block: the output stays the text it was written as, and the load goes on."""
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01Z", "mcp__files__read_object", '{"path":"a"}', "m1"),
+        out("2026-03-01T10:00:02Z", "m1", json.dumps([{"type": ["text"], "text": "x"}])),
+        fc("2026-03-01T10:00:03Z", "mcp__files__read_object", '{"path":"b"}', "m2"),
+        out("2026-03-01T10:00:04Z", "m2", json.dumps([{"type": "text", "text": "rows: 3"}])),
+    ]))
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert rows(calls, ["call_id", "server", "result_text"]) == [
+        ["m1", "files", '[{"type": ["text"], "text": "x"}]'], ["m2", "files", "rows: 3"]]
+
+
 def test_a_result_whose_call_line_is_damaged_is_read_by_its_shape(tmp_path):
     """The function_call line cut in half (set aside with its line number); its result keeps its
     call_id and no tool, and its MCP ``CallToolResult`` JSON gives the text the agent was shown

@@ -167,6 +167,7 @@ __all__ = [
     "sniff",
     "split_codex_name",
     "exec_output",
+    "EXEC_OUTPUT_TOOLS",
     "SHELL_TOOLS",
     "LOADER",
     "CLIENT",
@@ -649,6 +650,11 @@ def _output(out: Any) -> tuple[str | None, int, bool | None]:
 #: ``local_shell_call``; ``exec_command`` / ``write_stdin``: unified exec; ``shell_command``)
 SHELL_TOOLS = frozenset({"shell", "container.exec", "local_shell", "exec_command", "write_stdin", "shell_command"})
 
+#: the tools whose output :func:`exec_output` reads: the command tools, and ``apply_patch``, whose
+#: output Codex writes in the same ``{"output", "metadata": {"exit_code"}}`` shape (a patch that does
+#: not apply: exit code 1)
+EXEC_OUTPUT_TOOLS = SHELL_TOOLS | {"apply_patch"}
+
 # the text header Codex writes before a command's output: ``Exit code: N`` / ``Wall time: S
 # seconds`` / ``Total output lines: N`` (codex-rs ``format_exec_output_for_model_freeform``,
 # 2025-09 on); unified exec's ``Chunk ID: …`` / ``Process exited with code N`` / ``Process running
@@ -739,7 +745,7 @@ def _call_tool_result(res: Any) -> tuple[str | None, int, bool | None] | None:
     else:
         return None
     if not isinstance(content, list) or not all(
-            isinstance(b, dict) and b.get("type") in _MCP_BLOCKS for b in content):
+            isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in _MCP_BLOCKS for b in content):
         return None
     texts, images = mcp_blocks_text(content)
     text = "\n".join(texts) if texts else None
@@ -1027,7 +1033,7 @@ def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, mo
         text, nb = truncate(text)
         i = st.add({**base, "kind": "tool_result", "line_type": lt, "call_id": str_or_none(it.get("call_id")),
                     "is_error": is_err, "text": text, "text_bytes": nb, "images": images}, r.ts)
-        if t == "function_call_output" and isinstance(raw_out, (str, dict)):
+        if t in ("function_call_output", "custom_tool_call_output") and isinstance(raw_out, (str, dict)):
             st.outputs[i] = raw_out   # read as its tool's result once its call is known (_pair)
         st.results.append(i)
         return pending_request
@@ -1139,7 +1145,7 @@ def _pair(st: _Load) -> None:
             if got is not None:
                 text, r["images"], r["is_error"] = got
                 r["text"], r["text_bytes"] = truncate(text)
-        elif i in st.outputs and call.get("tool") in SHELL_TOOLS:
+        elif i in st.outputs and call.get("tool") in EXEC_OUTPUT_TOOLS:
             ex = exec_output(st.outputs[i])    # a command's output: its text and exit code
             if ex is not None:
                 text, r["is_error"], code = ex
