@@ -215,3 +215,27 @@ def test_digits_int_cannot_read_in_a_count_or_status_do_not_stop_a_load(tmp_path
     assert len(res["access"]) == 3 and res.quarantine["line_no"].tolist() == [1]  # (the line set aside, not the file)
     report = lint_claims_text("It passes [seq:\u00b2].", {1: 0})
     assert [f.kind for f in report.findings] == ["malformed_marker"]
+
+
+def _door_properties() -> list[str]:
+    schema = json.loads((Path(replaybook.__file__).parent / "schemas" / "door-call-log.v1.json").read_text())
+    return sorted(schema["properties"])
+
+
+@pytest.mark.parametrize("key", _door_properties())
+@pytest.mark.parametrize("value", [[1], {"a": 1}])
+def test_a_door_field_holding_a_list_or_an_object_is_quarantined_not_crashed_on(tmp_path, key, value):
+    """Every field the door's schema names, given a list or an object where the schema has a
+    value of another type (``approval: [1]`` had stopped the load: a list is unhashable)."""
+    from replaybook.sources.door import load_door
+    good = {"ts": "2026-09-13T10:00:05.750Z", "seq": 1, "session": "s1", "agent": "analyst",
+            "server": "files", "tool": "list_folder", "arguments": {"path": "demo/"}, "object": "demo/",
+            "decision": "allow", "rule": "allow-demo", "rows": 3, "bytes": 412}
+    p = tmp_path / "door.jsonl"
+    p.write_text(json.dumps({**good, key: value}) + "\n" + json.dumps({**good, "seq": 2}) + "\n")
+    res = load_door(p)
+    allowed = key in ("arguments", "meta") and isinstance(value, dict) or key == "objects" and isinstance(value, list)
+    assert len(res.frame) + len(res.quarantine) == 2
+    if not allowed:
+        assert res.quarantine["line_no"].tolist() == [1] and res.frame["seq"].tolist() == [2]
+        assert key in res.quarantine["error"].iat[0]

@@ -98,7 +98,8 @@ def _quick_ok(o: dict) -> bool:
     for k in ("agent", "server", "object", "rule", "error", "ts_end", "correlation"):
         if type(o.get(k)) not in _STR_OR_NONE:
             return False
-    if o.get("approval") not in _APPROVALS:
+    a = o.get("approval")
+    if type(a) not in _STR_OR_NONE or a not in _APPROVALS:  # (a list or an object is no answer, and unhashable)
         return False
     objs = o.get("objects")
     if objs is not None and (type(objs) is not list or not all(type(x) is str for x in objs)):
