@@ -368,6 +368,16 @@ def test_load_out_makes_its_folder(tmp_path, capsys):
     assert "cannot make the folder for" in capsys.readouterr().err
 
 
+def test_report_out_that_cannot_be_a_folder_is_a_usage_error(tmp_path, capsys):
+    # (under a file: it was an internal error, exit 1, from the renderer's mkdir; checked before any kernel)
+    (tmp_path / "file").write_text("")
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "incident.yaml"
+    assert main(["report", str(demo), "--out", str(tmp_path / "file" / "sub")]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "cannot make the folder" in err and "Not a directory" in err
+    assert not list(tmp_path.glob("**/*.ipynb"))
+
+
 def test_load_out_never_writes_over_an_input(tmp_path, capsys):
     import hashlib
     import shutil

@@ -1038,6 +1038,10 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     # the manifest, its inputs and which list each file belongs in: checked before a kernel starts
     for warning in Incident.load(incident).check_inputs():
         click.echo(f"replaybook: warning: {warning}", err=True)
+    try:  # (a usage error, as `load --out` gives it, before any kernel starts)
+        Path(out_dir).expanduser().mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot make the folder {out_dir}: {exc.strerror or exc}", param_hint="--out") from None
     from .report.render import render_report
 
     slug_html = [p for p in Path(out_dir).glob("*.html")] if Path(out_dir).is_dir() else []

@@ -318,8 +318,8 @@ def render_report(
 
     Raises:
         ManifestError: the manifest is missing or invalid (checked before any kernel starts).
-        ReportError: the template is missing, a cell raised, the kernel hung or died on every
-            attempt, or the HTML conversion failed.
+        ReportError: the output folder cannot be made, the template is missing, a cell raised,
+            the kernel hung or died on every attempt, or the HTML conversion failed.
     """
     from ..incident import load_manifest
 
@@ -331,7 +331,10 @@ def render_report(
     if not template.is_file():
         raise ReportError(f"report template notebook not found: {template}")
     out_dir = Path(out_dir).expanduser().resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"cannot make the report folder {out_dir}: {exc.strerror or exc}") from None
     slug = _slug(incident)
     out_ipynb = out_dir / f"{slug}.ipynb"
     out_html = out_dir / f"{slug}.html"
