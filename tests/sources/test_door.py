@@ -279,3 +279,22 @@ def test_a_zoneless_ts_without_a_fraction_is_read_and_noted_like_one_with(tmp_pa
     assert res.inputs[0]["notes"] == [
         f"ts without a time zone on lines 1, 2 ('2026-09-13T10:00:00', '2026-09-13T10:00:01.5'): {_LOCAL}"]
     assert list(res.quarantine["line_no"]) == [3]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_an_end_before_the_start_gives_no_negative_duration(tmp_path, fast):
+    """``ts_end`` an hour before ``ts`` (a clock set back mid-call): the call is kept, its
+    duration is not derived (it was -3,600,000 ms, said nowhere), and the file's note says why;
+    a duration the door logged itself stays as logged."""
+    base = {"ts": "2026-09-13T10:00:05.750Z", "session": "s1", "agent": "analyst", "server": "files",
+            "tool": "read_object", "arguments": {"path": "a"}, "decision": "allow", "rule": "r"}
+    p = tmp_path / "door.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in (
+        {**base, "seq": 1, "ts_end": "2026-09-13T09:00:05.750Z"},
+        {**base, "seq": 2, "ts_end": "2026-09-13T09:00:05.750Z", "duration_ms": 12},
+        {**base, "seq": 3, "ts_end": "2026-09-13T10:00:05.870Z"})))
+    res = door._load([p], fast=fast)
+    assert res.frame["seq"].tolist() == [1, 2, 3]
+    assert res.frame["duration_ms"].tolist()[1:] == [12.0, 120.0] and pd.isna(res.frame["duration_ms"].iat[0])
+    assert res.inputs[0]["notes"] == ["ts_end before ts on line 1 (a clock set back during the call?): "
+                                      "duration_ms left NA"]

@@ -98,7 +98,8 @@ def _verbatim_reference_load_door(paths) -> LoadResult:
                                              line_no=int(n)))
         frame = frame[~bad].reset_index(drop=True)
     if len(frame):
-        missing = frame["duration_ms"].isna() & frame["ts_end"].notna()
+        # (changed since: an end before the start gives no duration)
+        missing = frame["duration_ms"].isna() & frame["ts_end"].notna() & (frame["ts_end"] >= frame["ts"])
         frame.loc[missing, "duration_ms"] = (
             (frame.loc[missing, "ts_end"] - frame.loc[missing, "ts"]).dt.total_seconds() * 1000.0
         )
@@ -488,8 +489,8 @@ def test_utc_ns_is_to_utc_with_given():
 
 
 def test_zoneless_ts_is_noted_alike_both_ways(tmp_path):
-    p = _write(tmp_path, "a/s.jsonl", [GOOD, {**GOOD, "seq": 2, "ts": "2026-09-13T10:00:06.000"}, {**GOOD, "seq": 3}])
+    p = _write(tmp_path, "a/s.jsonl", [GOOD, {**GOOD, "seq": 2, "ts": "2026-09-13T10:00:05.700"}, {**GOOD, "seq": 3}])
     res = _load_three(p, fast_files=1)
     assert res.inputs[0]["notes"] == [
-        "ts without a time zone on line 2 ('2026-09-13T10:00:06.000'): read as UTC; RFC 3339 requires an "
+        "ts without a time zone on line 2 ('2026-09-13T10:00:05.700'): read as UTC; RFC 3339 requires an "
         "offset — if the door wrote local time its calls are off by the zone's offset"]

@@ -517,7 +517,8 @@ def sort_order(key: np.ndarray, ts: np.ndarray, seq: np.ndarray, file_idx: np.nd
 def frame(block: Block | Columns, quarantine: list[dict], loader: str):
     """The CALLS frame of the collected rows, as ``door.load_door`` documents it: lines with a
     ``ts``/``ts_end`` that is not a date-time appended to ``quarantine`` (in file order, after
-    the others), ``duration_ms`` from ``ts_end − ts`` where not logged, a missing ``seq``
+    the others), ``duration_ms`` from ``ts_end − ts`` where not logged (and ``ts_end`` is not
+    before ``ts``: NaN then, which ``door._note_ends_before_start`` says), a missing ``seq``
     numbered in file order within its session, rows sorted by (``door_session``, ``ts``,
     ``seq``), stable."""
     import pandas as pd
@@ -549,7 +550,7 @@ def frame(block: Block | Columns, quarantine: list[dict], loader: str):
     duration = kept(b.duration)
     if keep is None:
         duration = duration.copy()
-    fill = np.isnan(duration) & (te_ns != _NAT)
+    fill = np.isnan(duration) & (te_ns != _NAT) & (te_ns >= ts_ns)  # (an end before the start: no duration)
     if fill.any():
         span = pd.Series((te_ns[fill] - ts_ns[fill]).view("timedelta64[ns]"))
         duration[fill] = (span.dt.total_seconds() * 1000.0).to_numpy()

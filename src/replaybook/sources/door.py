@@ -213,7 +213,26 @@ def _load(paths: str | Path | Iterable[str | Path], *, fast: bool) -> LoadResult
         if gc_was_enabled:
             gc.enable()
     frame = _drop_repeated_calls(frame, quarantine, inputs)
+    _note_ends_before_start(frame, inputs)
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
+
+
+def _note_ends_before_start(frame: Any, inputs: list[dict]) -> None:
+    """A note in each file's ``inputs`` entry naming the lines whose ``ts_end`` is before their
+    ``ts`` and that logged no ``duration_ms``: the call is kept (it was decided and logged), but no
+    duration is derived from the two — a negative one would be a wrong number, not a measurement."""
+    back = ((frame["ts_end"] < frame["ts"]).fillna(False) & frame["duration_ms"].isna()).to_numpy(bool)
+    if not back.any():
+        return
+    lines: dict[str, list[int]] = {}
+    for f, n in zip(frame["source_file"].to_numpy(object)[back], frame["line_no"].to_numpy(object)[back]):
+        lines.setdefault(str(f), []).append(int(n))
+    for info in inputs:
+        at = lines.get(str(info.get("path")))
+        if at:
+            info.setdefault("notes", []).append(
+                f"ts_end before ts on {_lines_words(sorted(at))} (a clock set back during the call?): "
+                "duration_ms left NA")
 
 
 #: the columns of a call that do not say where it was read from: two rows equal on all of them
