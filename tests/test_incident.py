@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import replaybook
-from replaybook.errors import ManifestError
+from replaybook.errors import InputError, ManifestError
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
@@ -752,3 +752,69 @@ def test_a_persisted_tool_result_beside_the_transcript_is_an_input_with_its_sha2
     # after the transcript it belongs to (and that transcript's other side files, if any)
     assert paths.index(name) > paths.index(f"transcripts/{SID}.jsonl")
     assert [name, hashlib.sha256(full).hexdigest()] in checksum_entries(inputs)
+
+
+def test_a_symbolic_link_to_nothing_is_named_with_its_manifest_line(tmp_path, monkeypatch):
+    """A glob lists a link whatever it points to: the load then said "no such file or folder" of a
+    name the investigator can see in the folder, with no manifest line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "moved.jsonl").symlink_to(tmp_path / "gone" / "evidence.jsonl")
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts:\n  - t/*.jsonl\n  - t/moved.jsonl\n")
+    with pytest.raises(ManifestError) as glob_err:
+        replaybook.Incident.load("incident.yaml")
+    assert str(glob_err.value) == (f"incident.yaml:3: transcripts: 't/*.jsonl' matches {tmp_path}/t/moved.jsonl, a "
+                                   f"symbolic link to {tmp_path}/gone/evidence.jsonl, which does not exist")
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts:\n  - t/moved.jsonl\n")
+    with pytest.raises(ManifestError) as named:
+        replaybook.Incident.load("incident.yaml")
+    assert str(named.value) == (f"incident.yaml:3: transcripts: 't/moved.jsonl' is a symbolic link to "
+                                f"{tmp_path}/gone/evidence.jsonl, which does not exist")
+    with pytest.raises(InputError, match="a symbolic link to .*gone/evidence.jsonl, which does not exist"):
+        replaybook.load(tmp_path / "t" / "moved.jsonl")
+
+
+def test_a_file_a_manifest_entry_names_that_cannot_be_read_is_named_with_the_entry(tmp_path, monkeypatch):
+    """A transcript cut short inside its gzip stream: the error named neither the file nor the
+    manifest line (``transcripts: cannot read … Compressed file ended …``)."""
+    import gzip as _gzip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t").mkdir()
+    import hashlib as _hashlib
+    whole = _gzip.compress(b"".join(
+        b'{"type":"user","uuid":"u%d","sessionId":"s1","timestamp":"2026-09-13T10:00:00Z","message":{"role":"user",'
+        b'"content":"%s"}}\n' % (i, _hashlib.sha256(b"%d" % i).hexdigest().encode()) for i in range(50)))
+    (tmp_path / "t" / "s1.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts:\n  - t/\n")
+    with pytest.raises(ManifestError) as err:
+        replaybook.Incident.load("incident.yaml").steps
+    assert str(err.value) == ("incident.yaml:3: transcripts: t/s1.jsonl.gz: cannot read Claude Code transcript: its "
+                              "gzip stream ends before its end marker (a copy cut short?)")
+
+
+def test_a_pipe_in_a_named_folder_is_listed_not_passed_over(tmp_path):
+    """A pipe (or socket, device) in a walked folder is not read — reading could wait forever — and
+    is listed with why, as a symbolic link is; it was left out of the inputs without a word."""
+    import os as _os
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "door"
+    (tmp_path / "door").mkdir()
+    for f in sorted(demo.rglob("*.jsonl")):
+        (tmp_path / "door" / f.name).write_bytes(f.read_bytes())
+    _os.mkfifo(tmp_path / "door" / "zz-pipe.jsonl")
+    loaded = replaybook.load(tmp_path / "door")
+    row = loaded.files.set_index("path").loc[str(tmp_path / "door" / "zz-pipe.jsonl")]
+    assert pd.isna(row["source"]) and row["note"] == "not a regular file (a pipe, socket or device): not read"
+    assert len(loaded["calls"]) == 9
+
+
+def test_numbers_in_e_notation_are_numbers(tmp_path):
+    """YAML 1.1 (PyYAML) reads ``1e4`` and ``1.5e3`` as text: ``max_offset_s: 1e4`` was refused
+    as "'1e4' is not of type 'number'"; YAML 1.2 and JSON read them as numbers.  Quoted, a text."""
+    (tmp_path / "t.jsonl").write_text("")
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts: [t.jsonl]\nmax_offset_s: 1e4\nwindow_s: 1.5e1\n"
+                                            "clock_offsets:\n  t1: -7.2E+3\n")
+    inc = replaybook.Incident.load(tmp_path / "incident.yaml")
+    assert (inc.manifest["max_offset_s"], inc.manifest["window_s"], inc.manifest["clock_offsets"]) == \
+        (10000.0, 15.0, {"t1": -7200.0})
+    (tmp_path / "incident.yaml").write_text("title: '1e4'\ntranscripts: [t.jsonl]\n")
+    assert replaybook.Incident.load(tmp_path / "incident.yaml").manifest["title"] == "1e4"

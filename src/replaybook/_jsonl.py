@@ -311,11 +311,12 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
     resolved path: a folder and a file in it both given, say) is left out after its first
     place — read twice, its rows would count twice; without it every place is kept.  (One path
     cannot name a file twice, so only several paths are resolved.)  ``links``, when given, gets
-    the symbolic links met in walked folders (sorted), so the caller can say they were not followed.
+    the symbolic links and the pipes, sockets and devices met in walked folders (sorted), so the
+    caller can say they were not read.
 
     Raises:
-        InputError: a path is neither a file nor a folder (``no such file or folder``), or a
-            folder under one cannot be listed (its files would be left out unsaid).
+        InputError: a path is neither a file nor a folder (``no such file or folder``; a
+            symbolic link to nothing says so), or a folder under one cannot be listed (its files would be left out unsaid).
     """
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     out: list[Path] = []
@@ -330,6 +331,8 @@ def expand_paths(paths: str | Path | Iterable[str | Path], *,
             found = [p]
         elif p.exists():
             raise InputError("not a regular file or folder (a pipe, socket or device): nothing to read", p)
+        elif p.is_symlink():
+            raise InputError(f"a symbolic link to {os.readlink(p)}, which does not exist: nothing to read", p)
         else:
             raise InputError("no such file or folder", p)
         for q in found:
@@ -361,8 +364,9 @@ def _text_name(path: Path) -> None:
 def _files_under(folder: Path, links: list[str] | None = None) -> list[str]:
     """The regular files (not symlinks) under ``folder``, recursively, in no set order; symlinked
     folders are not entered (as ``Path.rglob("*")``, which also passes over a folder it cannot
-    list — evidence left out without a word; here that is an error).  The symbolic links met
-    are appended to ``links``.
+    list — evidence left out without a word; here that is an error).  The symbolic links met,
+    and the entries that are no regular file (a pipe, socket or device: reading one could wait
+    forever), are appended to ``links``.
 
     Raises:
         InputError: a folder under ``folder`` cannot be listed (permission).
@@ -379,7 +383,7 @@ def _files_under(folder: Path, links: list[str] | None = None) -> list[str]:
                             stack.append(e.path)
                         elif e.is_file(follow_symlinks=False):
                             out.append(e.path)
-                        elif links is not None and e.is_symlink():
+                        elif links is not None:  # a symbolic link, or a pipe, socket or device
                             links.append(e.path)
                     except OSError:  # gone since listed
                         continue
@@ -426,7 +430,10 @@ def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) ->
                 data = gzip.decompress(data)
             except zlib.error as exc:  # a damaged deflate stream is not an OSError
                 raise gzip.BadGzipFile(f"corrupt gzip data: {exc}") from exc
-    except (OSError, EOFError) as exc:
+    except EOFError as exc:
+        raise InputError(f"cannot read {what}: its gzip stream ends before its end marker (a copy cut short?)",
+                         path) from exc
+    except OSError as exc:
         raise InputError(f"cannot read {what}: {exc}", path) from exc
     bom = data[:3] == _BOM and data[3:4] in (b"{", b"[")
     if bom:  # (a file saved by a Windows editor) read as JSON's leading whitespace: offsets stay the file's

@@ -200,8 +200,14 @@ def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
         found = sorted(Path(p) for p in glob.glob(str(full), recursive=True))
         if not found:
             raise error(f"{key}: {pattern!r} matches no file")
+        for q in found:  # (glob lists a symbolic link whatever it points to)
+            if q.is_symlink() and not q.exists():
+                raise error(f"{key}: {pattern!r} matches {q}, a symbolic link to {os.readlink(q)}, which does "
+                            "not exist")
         return found
     if not full.exists():
+        if full.is_symlink():
+            raise error(f"{key}: {pattern!r} is a symbolic link to {os.readlink(full)}, which does not exist")
         raise error(f"{key}: {pattern!r} does not exist (looked for {full})")
     if full.is_dir() and not any(q.is_file() for q in full.rglob("*")):
         # like a glob that matches nothing: a listed source with no evidence in it is a mistake
@@ -453,8 +459,12 @@ class Incident:
 
             try:
                 got = load_frame(paths, kind, require=False)
-            except InputError as exc:
-                raise ManifestError(f"{key}: {exc.message}", self.shown) from None
+            except InputError as exc:  # (naming the file, as the manifest's folder sees it, and its entry)
+                if not exc.path:
+                    raise ManifestError(f"{key}: {exc.message}", self.shown) from None
+                where = self._shown(str(Path(exc.path).resolve())) + (f":{exc.line_no}" if exc.line_no else "")
+                raise ManifestError(f"{key}: {where}: {exc.message}", self.shown,
+                                    self._line_of_entry(key, Path(exc.path))) from None
             if got.elsewhere:
                 raise ManifestError(_elsewhere_message(key, what, [f"{p}: {v}" for p, v in got.elsewhere.items()]),
                                     self.shown, self._line_of_entry(key, Path(next(iter(got.elsewhere)))))

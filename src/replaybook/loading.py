@@ -56,14 +56,17 @@ class Loaded:
 
 
 def _walk(paths: Iterable[str | Path], links: list[Path] | None = None) -> list[Path]:
-    """Files named by ``paths``: files as given, folders walked (sorted; symlinks and
-    :data:`_SKIP_NAMES` left out; the symlinks met appended to ``links``), a file named twice
+    """Files named by ``paths``: files as given, folders walked (sorted; symlinks, pipes and
+    :data:`_SKIP_NAMES` left out; the symlinks and pipes met appended to ``links``), a file named twice
     taken once.  Raises InputError for a missing path."""
     return expand_paths(paths, accept=lambda q: q.name not in _SKIP_NAMES, links=links)
 
 
 def _link_note(link: Path) -> str:
-    """Why a symbolic link met in a folder was not read, naming its target."""
+    """Why a symbolic link (naming its target), or a pipe, socket or device, met in a folder was
+    not read."""
+    if not link.is_symlink():
+        return "not a regular file (a pipe, socket or device): not read"
     try:
         target = os.readlink(link)
     except OSError:
@@ -459,7 +462,7 @@ def _binary_file(path: str | Path) -> bool:
 def _unread_entry(path: str, note: str | None) -> dict:
     """The ``inputs`` entry of a file no source read: its hash and size, no format, and why
     (``skipped``/``reason``, as a loader's skipped files have them)."""
-    if Path(path).is_symlink():  # not followed: nothing of its target is read, or hashed
+    if Path(path).is_symlink() or not Path(path).is_file():  # not followed (or a pipe): nothing read or hashed
         return {"path": str(path), "sha256": None, "bytes": None, "lines": None, "format": None,
                 "skipped": True, "reason": note}
     info = file_info(path, Path(path).stat().st_size, b"", None)
