@@ -135,7 +135,9 @@ def test_door_logs_as_the_door_writes_them_take_the_fast_way(tmp_path, monkeypat
         lines = []
         for seq in range(1, 41):
             t = pd.Timestamp((t0 + f * 10**6 + seq * 1500) * 10**6, tz="UTC")
+            end = t + pd.Timedelta(milliseconds=250)
             lines.append({**GOOD, "ts": t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z", "seq": seq,
+                          "ts_end": end.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
                           "session": f"s{f}", "arguments": {"path": f"p/{r.randrange(500)}.csv"},
                           "tool": r.choice(["read", "list", "query"]), "rows": r.randrange(1000)})
         _write(tmp_path, f"a{f % 3}/s{f}.jsonl", lines)
