@@ -453,7 +453,8 @@ def test_a_file_named_on_its_own_in_no_known_format_is_an_error(tmp_path, capsys
     junk.write_text("root:x:0:0:root:/root:/bin/bash\n")
     m = tmp_path / "incident.yaml"
     m.write_text(f"title: t\ntranscripts: ['{junk}']\n")
-    with pytest.raises(ManifestError, match=rf"transcripts: {junk}: no format replaybook reads recognises this file"):
+    with pytest.raises(ManifestError, match=r"incident.yaml:2: transcripts: notes.txt: no format replaybook reads "
+                       r"recognises this file"):
         replaybook.Incident.load(m).check_inputs()
     assert main(["report", str(m), "--out", str(tmp_path / "r")]) == 2
     assert "no format replaybook reads recognises this file" in capsys.readouterr().err

@@ -381,6 +381,35 @@ def test_a_sas_dataset_is_named_for_what_it_is(tmp_path, capsys):
         capsys.readouterr().err
 
 
+def test_an_archive_of_transcripts_is_named_not_read_as_one_transcript(tmp_path):
+    """A tar of transcripts is mostly their text: it sniffed as one Claude Code transcript holding
+    every member's lines (its headers quarantined as torn records), and the join went wrong."""
+    import io
+    import tarfile
+    import zipfile
+
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "transcripts"
+    members = sorted(demo.glob("*.jsonl"))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for f in members:
+            tar.add(f, arcname=f"transcripts/{f.name}")
+    (tmp_path / "t.tar").write_bytes(buf.getvalue())
+    (tmp_path / "t.tar.gz").write_bytes(gzip.compress(buf.getvalue()))
+    with zipfile.ZipFile(tmp_path / "t.zip", "w") as z:
+        for f in members:
+            z.write(f, f.name)
+    files = replaybook.load(tmp_path).files.set_index("path")
+    how = "extract it and name the files it holds (replaybook reads files, not archives)"
+    assert files["note"].to_dict() == {str(tmp_path / "t.tar"): f"a tar archive: {how}",
+                                       str(tmp_path / "t.tar.gz"): f"a tar archive: {how}",
+                                       str(tmp_path / "t.zip"): f"a zip archive: {how}"}
+    assert files["source"].isna().all()
+    m = tmp_path / "incident.yaml"
+    m.write_text("title: t\ntranscripts:\n  - t.tar.gz\n")
+    assert main(["join", str(m)]) == 2
+
+
 def test_yaml_that_is_not_a_manifest_keeps_the_plain_words(tmp_path):
     (tmp_path / "rules.yaml").write_text("title: x\nrules: []\n")
     (tmp_path / "broken.yml").write_text("title: [\n")

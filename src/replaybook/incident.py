@@ -365,9 +365,15 @@ class Incident:
                     except OSError:
                         continue  # loading says so, with the file's name
                     if (src is None or conf < MIN_CONFIDENCE) and f in named:
-                        raise ManifestError(f"{key}: {f}: no format replaybook reads recognises this file "
-                                            f"(`replaybook sources` lists them; {{path, format}} forces one)",
-                                            self.shown)
+                        from .loading import _unrecognised_note
+
+                        what_it_is = _unrecognised_note(f)
+                        raise ManifestError(
+                            f"{key}: {self._shown(str(f))}: " + (
+                                f"{what_it_is}" if what_it_is != "no source recognised this content" else
+                                "no format replaybook reads recognises this file (`replaybook sources` lists "
+                                "them; {path, format} forces one)"),
+                            self.shown, self._line_of_entry(key, f))
                     if src is None or conf < MIN_CONFIDENCE or src is forced:
                         continue
                     if forced is None and src.frame != kind:

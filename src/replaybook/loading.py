@@ -9,6 +9,7 @@ files it could not place.
 from __future__ import annotations
 
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -414,10 +415,15 @@ def _unrecognised_note(path: str | Path) -> str:
     wide = _wide_text(path)
     if wide:
         return wide
+    from .sources.registry import archive_kind
+
     p = Path(path)
     try:
         with open(p, "rb") as fh:
-            head = fh.read(80)
+            head = fh.read(512)
+            packed = archive_kind(head) or archive_kind(_gunzipped_start(head, fh))
+            if packed:
+                return f"{packed}: extract it and name the files it holds (replaybook reads files, not archives)"
             kind = ("a Parquet data file" if head[:4] == b"PAR1"
                     else "a SAS transport (XPORT) data file" if head.startswith(b"HEADER RECORD*******LIB")
                     else "a SAS dataset (sas7bdat)" if head[:32] == _SAS7BDAT_MAGIC else None)
@@ -432,6 +438,24 @@ def _unrecognised_note(path: str | Path) -> str:
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         pass
     return "no source recognised this content"
+
+
+def _gunzipped_start(head: bytes, fh) -> bytes:
+    """The first 512 bytes of a gzip file's content (``head``: its first bytes; ``fh``: the file,
+    read on as needed); ``b""`` when it is not gzip or its stream is damaged at once."""
+    from ._jsonl import GZIP_MAGIC
+
+    if head[:2] != GZIP_MAGIC:
+        return b""
+    d = zlib.decompressobj(wbits=31)
+    out, chunk = b"", head
+    try:
+        while chunk and len(out) < 512 and not d.eof:
+            out += d.decompress(chunk, 512 - len(out))
+            chunk = d.unconsumed_tail or fh.read(1 << 16)
+    except zlib.error:
+        pass
+    return out
 
 
 def _binary_file(path: str | Path) -> bool:

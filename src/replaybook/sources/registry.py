@@ -221,6 +221,27 @@ def prefetch(paths: Iterable[str | Path]) -> None:
         pass
 
 
+#: the magic numbers of archive and compression formats no source reads (gzip is read): where
+#: each sits, and what it is
+_ARCHIVES = ((257, b"ustar", "a tar archive"), (0, b"PK\x03\x04", "a zip archive"),
+             (0, b"PK\x05\x06", "a zip archive"), (0, b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+             (0, b"\xfd7zXZ\x00", "an xz-compressed file"), (0, b"BZh", "a bzip2-compressed file"),
+             (0, b"\x28\xb5\x2f\xfd", "a zstd-compressed file"))
+
+
+def archive_kind(head: bytes) -> str | None:
+    """What archive or compressed file ``head`` (a file's first bytes, gunzipped when it is
+    gzip) starts: ``"a tar archive"`` (``ustar`` at byte 257: POSIX and GNU tar), zip, 7-Zip,
+    xz, bzip2 or zstd; None for anything else.  A tar of transcripts is mostly their text, so
+    without this it sniffed as one transcript holding every member (headers as damaged lines)."""
+    for at, magic, kind in _ARCHIVES:
+        if head[at:at + len(magic)] == magic:
+            if magic == b"BZh" and not head[3:4].isdigit():  # (BZh1…BZh9: text may start "BZh")
+                continue
+            return kind
+    return None
+
+
 def _judge(head: bytes, judges: tuple) -> tuple[Source | None, float]:
     """The best of ``judges`` for a file whose first bytes (:data:`SNIFF_BYTES`) are ``head``."""
     from .._jsonl import GZIP_MAGIC, sniff_memo
@@ -243,6 +264,8 @@ def _judge(head: bytes, judges: tuple) -> tuple[Source | None, float]:
             head = out
         except zlib.error:
             head = out
+    if archive_kind(head):  # (its members' text would sniff as one file of the members' format)
+        return None, 0.0
     if head[:3] == b"\xef\xbb\xbf":  # (every sniffer judges past it: strip it once)
         head = head[3:]
     best, score = None, 0.0
