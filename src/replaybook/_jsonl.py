@@ -51,6 +51,7 @@ __all__ = [
     "set_aside_line",
     "expand_paths",
     "name_stem",
+    "lines_words",
     "file_info",
     "quarantine_row",
     "json_doc_items",
@@ -393,6 +394,14 @@ def _files_under(folder: Path, links: list[str] | None = None) -> list[str]:
             raise InputError(f"cannot list the folder: {exc.strerror or exc} (its files would be left out)",
                              d) from None
     return out
+
+
+def lines_words(lines: list[int]) -> str:
+    """``line 3``, ``lines 3, 5, 9``, ``lines 3, 5, 9, 10, 12 … (40 lines)``."""
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    shown = ", ".join(map(str, lines[:5]))
+    return f"lines {shown}" + (f" … ({len(lines):,} lines)" if len(lines) > 5 else "")
 
 
 def name_stem(path: Path, suffixes: tuple[str, ...]) -> str:

@@ -817,3 +817,23 @@ def test_resumed_files_keep_each_transcript_whatever_order_they_are_named_in(tmp
         assert got == want, [p.stem[:1] for p in perm]
         assert {Path(i["path"]).stem: i.get("resumes") for i in res.inputs if i.get("resumes")} == resumes
     assert_same(list(reversed([paths[k] for k in "abcdx"])), monkeypatch)
+
+
+def test_lines_of_another_log_in_a_transcript_are_said_not_silently_other(tmp_path):
+    """A door log appended to a transcript (two files concatenated): its lines have no Claude Code
+    line type; they stay ``other`` rows, and the file's note names them — the refusal they hold
+    was lost without a word."""
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo"
+    transcript = sorted((demo / "transcripts").glob("*.jsonl"))[0].read_text()
+    door = sorted((demo / "door").rglob("*.jsonl"))[0].read_text()
+    p = tmp_path / "t.jsonl"
+    p.write_text(transcript + door)
+    n = transcript.count("\n")
+    res = load_claude_code(p)
+    rows = res.frame[res.frame["line_no"] > n]
+    assert rows["kind"].unique().tolist() == ["other"] and rows["line_type"].isna().all()
+    assert rows["line_no"].tolist() == list(range(n + 1, n + 1 + door.count("\n")))
+    assert door.count("\n") == 5 and res.inputs[0]["notes"] == [
+        f"lines {', '.join(str(n + i) for i in range(1, 6))}: a JSON object with no line type (`type`), so not a "
+        "Claude Code line — another log's lines in this file? Kept as kind other; nothing in them is read"]
+    assert load_claude_code(sorted((demo / "transcripts").glob("*.jsonl"))[0]).inputs[0].get("notes") is None

@@ -102,7 +102,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from .._jsonl import expand_paths, line_scores, parse_json
+from .._jsonl import expand_paths, line_scores, lines_words, parse_json
 from .._text import to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from . import _parallel
@@ -295,10 +295,34 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         res = res if first is None else _load(first, max_open)
         _mark_resumes(res)
         merge_split_responses(res)
+        _note_untyped_lines(res)
         return res
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _note_untyped_lines(res: LoadResult) -> None:
+    """A note in a file's ``inputs`` entry naming its lines that hold a JSON object but no line
+    ``type``: every Claude Code line has one, so these are not Claude Code lines — another log's
+    lines written into the file (a door log or a Codex rollout appended to it, two files
+    concatenated).  They stay ``other`` rows, as unknown line types do, but their tool calls,
+    refusals and times are not read, and that must not pass unsaid."""
+    f = res.frame
+    if not len(f):
+        return
+    odd = (f["kind"] == "other") & f["line_type"].isna()
+    if not odd.any():
+        return
+    lines: dict[str, list[int]] = {}
+    for src, n in zip(f.loc[odd, "source_file"].astype(str), f.loc[odd, "line_no"]):
+        lines.setdefault(src, []).append(int(n))
+    for info in res.inputs:
+        at = lines.get(str(info.get("path")))
+        if at:
+            info.setdefault("notes", []).append(
+                f"{lines_words(sorted(at))}: a JSON object with no line type (`type`), so not a Claude Code "
+                "line — another log's lines in this file? Kept as kind other; nothing in them is read")
 
 
 def _mark_resumes(res: LoadResult) -> None:

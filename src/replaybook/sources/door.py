@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._schema import first_error, package_schema
-from .._jsonl import _count_lines, expand_paths, iter_objects, quarantine_row, read_source, sample_objects
+from .._jsonl import (_count_lines, expand_paths, iter_objects, lines_words, quarantine_row, read_source,
+                      sample_objects)
 from ..frames import QUARANTINE, LoadResult
 from . import _parallel
 from .registry import Source, register
@@ -231,7 +232,7 @@ def _note_ends_before_start(frame: Any, inputs: list[dict]) -> None:
         at = lines.get(str(info.get("path")))
         if at:
             info.setdefault("notes", []).append(
-                f"ts_end before ts on {_lines_words(sorted(at))} (a clock set back during the call?): "
+                f"ts_end before ts on {lines_words(sorted(at))} (a clock set back during the call?): "
                 "duration_ms left NA")
 
 
@@ -323,14 +324,6 @@ def _load_file(path: Path, fast: bool, cols: Any, quarantine: list[dict], inputs
             info.setdefault("notes", []).extend(notes)
 
 
-def _lines_words(lines: list[int]) -> str:
-    """``line 3``, ``lines 3, 5, 9``, ``lines 3, 5, 9, 10, 12 … (40 lines)``."""
-    if len(lines) == 1:
-        return f"line {lines[0]}"
-    shown = ", ".join(map(str, lines[:5]))
-    return f"lines {shown}" + (f" … ({len(lines):,} lines)" if len(lines) > 5 else "")
-
-
 def _value_words(v: Any) -> str:
     """A logged value as JSON text, cut at 60 characters."""
     import json
@@ -351,7 +344,7 @@ def _file_notes(unknown: dict[str, list[int]], bad_ids: dict[str, list[tuple[int
         parts = []
         for key, lines in unknown.items():
             close = difflib.get_close_matches(key, sorted(_KNOWN_FAST), n=1, cutoff=0.75)
-            parts.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else "") + f" on {_lines_words(lines)}")
+            parts.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else "") + f" on {lines_words(lines)}")
         notes.append("unknown keys not read: " + "; ".join(parts) + " — the schema allows keys it does not name "
                      "(a newer door's), so those lines are loaded without them")
     for key, seen in bad_ids.items():
@@ -365,7 +358,7 @@ def _file_notes(unknown: dict[str, list[int]], bad_ids: dict[str, list[tuple[int
             why = "the tool-use id is read from another meta key"
         else:
             why = f"{unjoined:,} of those calls cannot be joined by tool-use id (the others' id is read from another key)"
-        notes.append(f"{_lines_words(lines)}: meta {key!r} is not text ({shown}): {why}")
+        notes.append(f"{lines_words(lines)}: meta {key!r} is not text ({shown}): {why}")
     return notes
 
 
@@ -409,7 +402,7 @@ def zoneless_notes(ts: Any, ts_end: Any, line_nos: Any, *, ts_fixed: tuple[int, 
             continue
         shown = list(dict.fromkeys(values[i] for i in at))
         words = ", ".join(repr(v) for v in shown[:3]) + (", …" if len(shown) > 3 else "")
-        notes.append(f"{key} without a time zone on {_lines_words([int(line_nos[i]) for i in at])} ({words}): "
+        notes.append(f"{key} without a time zone on {lines_words([int(line_nos[i]) for i in at])} ({words}): "
                      "read as UTC; RFC 3339 requires an offset — if the door wrote local time its calls are off "
                      "by the zone's offset")
     return notes
