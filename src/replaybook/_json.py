@@ -84,8 +84,8 @@ class NumberAsWritten(float):
     def __reduce__(self):  # (pickled whole, to and from load helpers)
         return NumberAsWritten, (self.text,)
 
-    def __repr__(self) -> str:
-        return f"NumberAsWritten({self.text!r})"
+    def __repr__(self) -> str:  # (as written: schema messages quote values by their repr)
+        return self.text
 
 
 def _parse_float(text: str) -> float:

@@ -197,11 +197,7 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
         _refuse_writing_over_inputs([o] if frame != "auto" else
                                     [o.with_name(f"{o.stem}.{k}{o.suffix}") for k in ("steps", "calls", "access")],
                                     paths)
-        try:
-            Path(out).parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise click.BadParameter(f"cannot make the folder for {out}: {exc.strerror or exc}",
-                                     param_hint="--out") from None
+        _make_folder(Path(out).parent, f"for {out}")
     if frame == "auto":
         _load_auto(paths, fmt, out)
         return
@@ -1025,6 +1021,17 @@ def _unexplained_out(rows: list[dict], limit: int, *, shared_why: str | None = N
         click.echo(f"\n… and {len(rows) - limit:,} more (--format json lists them all)")
 
 
+def _make_folder(folder: Path, what: str) -> None:
+    """Make ``folder`` (and its parents) for ``--out``, or raise a usage error naming what is in
+    the way (a file where a folder must be: the system's own words are "File exists")."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((a for a in (folder, *folder.parents) if a.exists() and not a.is_dir()), None)
+        why = f"{blocker} is a file, not a folder" if blocker is not None else (exc.strerror or str(exc))
+        raise click.BadParameter(f"cannot make the folder {what}: {why}", param_hint="--out") from None
+
+
 @cli.command("report")
 @click.argument("incident", type=click.Path(exists=True))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
@@ -1038,10 +1045,7 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     # the manifest, its inputs and which list each file belongs in: checked before a kernel starts
     for warning in Incident.load(incident).check_inputs():
         click.echo(f"replaybook: warning: {warning}", err=True)
-    try:  # (a usage error, as `load --out` gives it, before any kernel starts)
-        Path(out_dir).expanduser().mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise click.BadParameter(f"cannot make the folder {out_dir}: {exc.strerror or exc}", param_hint="--out") from None
+    _make_folder(Path(out_dir).expanduser(), str(out_dir))  # (a usage error, before any kernel starts)
     from .report.render import render_report
 
     slug_html = [p for p in Path(out_dir).glob("*.html")] if Path(out_dir).is_dir() else []

@@ -298,3 +298,13 @@ def test_an_end_before_the_start_gives_no_negative_duration(tmp_path, fast):
     assert res.frame["duration_ms"].tolist()[1:] == [12.0, 120.0] and pd.isna(res.frame["duration_ms"].iat[0])
     assert res.inputs[0]["notes"] == ["ts_end before ts on line 1 (a clock set back during the call?): "
                                       "duration_ms left NA"]
+
+
+def test_a_number_no_double_holds_is_quoted_as_written(tmp_path):
+    # (the schema's message quoted the value by its repr: "NumberAsWritten('1e400') is not of type …")
+    p = tmp_path / "door.jsonl"
+    p.write_text('{"ts": "2026-09-13T10:00:05Z", "session": "s1", "tool": "t", "decision": "allow", "bytes": 1e400}\n')
+    res = load_door(p)
+    assert res.frame.empty
+    assert res.quarantine["error"].tolist() == [
+        "does not match door-call-log v1 at bytes: 1e400 is not of type 'integer', 'null'"]
