@@ -20,8 +20,7 @@ import pytest
 from replaybook._text import TEXT_LIMIT
 from replaybook.sources import _claude_fast, _claude_ms
 from replaybook.sources._claude_ref import load_reference
-from replaybook.sources._resume_split import merge_split_responses
-from replaybook.sources.claude_code import _expand, _mark_resumes, _shadowed_first, load_claude_code
+from replaybook.sources.claude_code import _expand, _shadowed_first, finish, load_claude_code
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -37,13 +36,12 @@ def _outcome(fn, paths):
 def _reference(paths):
     """The reference loader's result, with the decisions made after it was written: a session's
     own file is read before the file resuming it (``claude_code._shadowed_first``), a
-    resumed file names the transcript it resumes (``claude_code._mark_resumes``), and a response
-    split between the two is one (``_resume_split.merge_split_responses``)."""
+    resumed file names the transcript it resumes, a response split between the two is one, and
+    the notes made over all the files (``claude_code.finish``)."""
     ref = load_reference(paths)
     first = _shadowed_first(_expand(paths), ref)
     ref = ref if first is None else load_reference(first)
-    _mark_resumes(ref)
-    merge_split_responses(ref)
+    finish(ref)
     return ref
 
 
@@ -224,6 +222,14 @@ TRICKY: dict[str, list[bytes]] = {
                                 tu("toolu_2", "mcp__door__read", {"path": "b"})], usage={"output_tokens": 20}),
         asst("a3", "m2", "r2", [tu("toolu_1", "mcp__door__read", {"path": "a"})]),  # another response: kept
         user("u1", [tr("toolu_1", "A"), tr("toolu_2", "B")]),
+    ],
+    # a line of one response repeating a tool_use id with other input (an edited transcript): a second call
+    "repeated-id-other-input": [
+        asst("a1", "m1", "r1", [tu("toolu_1", "mcp__door__read", {"path": "a", "n": 1})], usage={"output_tokens": 10}),
+        asst("a2", "m1", "r1", [tu("toolu_1", "mcp__door__read", {"path": "reference/.env"})]),
+        asst("a3", "m1", "r1", [tu("toolu_1", "mcp__door__read", {"path": "a", "n": 1.0}),
+                                tu("toolu_1", "mcp__door__read", {"n": 1, "path": "a"})]),
+        user("u1", [tr("toolu_1", "A")]),
     ],
     # an assistant message whose content is one block, not a list (msgspec refuses it: line by line)
     "lone-assistant-block": [
@@ -474,8 +480,12 @@ def test_a_tool_use_repeated_within_one_response_is_one_call(tricky):
     res = load_claude_code(tricky / "repeated-tool-use.jsonl")
     calls = res.frame[res.frame["kind"] == "tool_call"]
     assert list(zip(calls["call_id"], calls["message_id"])) == [("toolu_1", "m1"), ("toolu_2", "m1"), ("toolu_1", "m2")]
-    assert res.inputs[0]["notes"] == ["1 tool_use block repeated a tool-use id already in the same response (same "
-                                      "message id and request id): the same call written again, counted once"]
+    assert res.inputs[0]["notes"] == [
+        "1 tool_use block repeated a tool-use id already in the same response (same message id and request id): the "
+        "same call written again, counted once",
+        "tool-use id toolu_1 names 2 tool calls (lines 1, 3: read): Claude Code gives each call its own id — an "
+        "edited transcript, or two conversations' lines merged? Results are paired to calls by id, so one of them "
+        "may show the other's result"]
     req = res.frame[res.frame["kind"] == "model_request"]
     assert req["message_id"].tolist() == ["m1", "m2"] and req["output_tokens"].iloc[0] == 20  # (the last copy's)
     assert pd.isna(req["output_tokens"].iloc[1])
@@ -757,3 +767,20 @@ def test_a_response_continued_over_two_resumes_and_one_that_is_not_a_copy(tmp_pa
     mr = frame[frame["kind"] == "model_request"]
     assert mr[["transcript_id", "output_tokens"]].values.tolist() == [["a", 10], ["b", 30]]
     assert all("notes" not in i for i in load_claude_code(other).inputs)
+
+
+def test_a_tool_use_id_repeated_with_other_input_is_a_call_of_its_own(tricky):
+    """An edited transcript: a line of the response repeats a tool-use id with other input.  It
+    had been dropped as "the same call written again" — the altered call vanished.  Now it is a
+    call, and the note names the id; the same input however spelt (1 and 1.0, key order) is still
+    the one call written again."""
+    res = load_claude_code(tricky / "repeated-id-other-input.jsonl")
+    calls = res.frame[res.frame["kind"] == "tool_call"]
+    assert calls[["line_no", "call_id", "args_key"]].values.tolist() == [
+        [1, "toolu_1", '{"n":1,"path":"a"}'], [2, "toolu_1", '{"path":"reference/.env"}']]
+    assert res.inputs[0]["notes"] == [
+        "2 tool_use blocks repeated a tool-use id already in the same response (same message id and request id): "
+        "the same call written again, counted once",
+        "tool-use id toolu_1 names 2 tool calls (lines 1, 2: read): Claude Code gives each call its own id — an "
+        "edited transcript, or two conversations' lines merged? Results are paired to calls by id, so one of them "
+        "may show the other's result"]

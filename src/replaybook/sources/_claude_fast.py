@@ -46,6 +46,7 @@ from ._claude_ref import content_items as _content_items
 from ._mcp_blocks import other_block_text as _other_block_text
 from ._claude_ref import is_error_of as _is_error_of, note_odd_values as _note_odd_values
 from ._claude_ref import note_repeated_calls as _note_repeated_calls
+from ._claude_ref import same_input as _same_input
 from ._resume import conflict_row, fork_sessions, line_key, note_alias
 
 NCOLS = 30
@@ -541,7 +542,7 @@ class Load:
                     base[C_MSG_ID] = NA if mid is None else mid
                     base[C_REQ_ID] = NA if rid is None else rid
                     add(base)
-                    grp = [base, [], set()]
+                    grp = [base, [], {}]
                     groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
                 row = grp[0]
                 if usage.__class__ is dict:  # (the final count: see _claude_ref)
@@ -575,10 +576,10 @@ class Load:
                     elif bt == "tool_use":
                         cid = b.get("id")
                         if cid.__class__ is str and cid:
-                            if cid in grp[2]:  # (the same block again within one response: see _claude_ref)
-                                repeated += 1
+                            if cid in grp[2] and _same_input(grp[2][cid], b.get("input")):
+                                repeated += 1  # (the same block again within one response: see _claude_ref)
                                 continue
-                            grp[2].add(cid)
+                            grp[2].setdefault(cid, b.get("input"))
                         name = b.get("name")
                         name = name if name.__class__ is str else None
                         server, tool = split(name)
@@ -783,7 +784,7 @@ class Load:
                         base[C_MSG_ID] = NA if mid is None else mid
                         base[C_REQ_ID] = NA if rid is None else rid
                         add(base)
-                        grp = [base, [], set()]
+                        grp = [base, [], {}]
                         groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
                     row = grp[0]
                     usage = msg.usage
@@ -810,10 +811,11 @@ class Load:
                         elif bt == "tool_use":
                             cid = b.id
                             if cid:
-                                if cid in grp[2]:  # (the same block again within one response: see _claude_ref)
-                                    repeated += 1
+                                if cid in grp[2] and (grp[2][cid] == bytes(b.input) or _same_input(
+                                        _json.loads(grp[2][cid]), _json.loads(bytes(b.input)))):
+                                    repeated += 1  # (the same block again within one response: see _claude_ref)
                                     continue
-                                grp[2].add(cid)
+                                grp[2].setdefault(cid, bytes(b.input))
                             name = b.name
                             server, tool = split(name)
                             raw = bytes(b.input)

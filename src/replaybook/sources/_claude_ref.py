@@ -212,6 +212,18 @@ def _lines_note(items: list[tuple[int, Any]], what: str, says: str) -> str:
     return f"{n:,} {what}{'' if n == 1 else 's'} {says}: {shown}{more}"
 
 
+def same_input(a: Any, b: Any) -> bool:
+    """Whether two ``tool_use`` inputs are the same arguments (their canonical keys are equal; a
+    value no key can be made of compares as itself).  A block repeating a tool-use id within one
+    response with the same input is that call written again; with other input it is a call of
+    its own (an edited transcript), kept as one and named by ``load_claude_code``'s note on
+    reused ids."""
+    try:
+        return _canonical(a) == _canonical(b)
+    except (ValueError, TypeError):
+        return a == b
+
+
 def note_repeated_calls(info: dict, repeated: int) -> None:
     """Say in a transcript's ``inputs`` notes how many ``tool_use`` blocks repeated a tool-use id
     already met in the same response (same ``message.id`` and ``requestId``: the lines of one
@@ -504,7 +516,7 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                 base[C_MSG_ID] = mid
                 base[C_REQ_ID] = rid
                 add(base)
-                grp = [base, [], set()]
+                grp = [base, [], {}]
                 groups[(mid, rid) if mid is not None else ("line", line_no)] = grp
             row = grp[0]
             if isinstance(usage, dict):
@@ -534,10 +546,10 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                 elif bt == "tool_use":
                     bid = b.get("id")
                     if isinstance(bid, str) and bid:
-                        if bid in grp[2]:  # the same block again within one response: one call
-                            repeated += 1
+                        if bid in grp[2] and same_input(grp[2][bid], b.get("input")):
+                            repeated += 1  # the same block again within one response: one call
                             continue
-                        grp[2].add(bid)
+                        grp[2].setdefault(bid, b.get("input"))
                     name = b.get("name")
                     name = name if isinstance(name, str) else None
                     server, tool = split_mcp_name(name)

@@ -293,13 +293,22 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         res = _load(files, max_open)
         first = _shadowed_first(files, res)
         res = res if first is None else _load(first, max_open)
-        _mark_resumes(res)
-        merge_split_responses(res)
-        _note_untyped_lines(res)
+        finish(res)
         return res
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def finish(res: LoadResult) -> None:
+    """What is decided over all the files once they are read (in place): a resumed file names the
+    transcript it resumes (:func:`_mark_resumes`), a response split between a session and its
+    resume is one (:func:`merge_split_responses`), and the notes on lines that are not Claude
+    Code lines and on tool-use ids that name several calls."""
+    _mark_resumes(res)
+    merge_split_responses(res)
+    _note_untyped_lines(res)
+    _note_reused_call_ids(res)
 
 
 def _note_untyped_lines(res: LoadResult) -> None:
@@ -323,6 +332,34 @@ def _note_untyped_lines(res: LoadResult) -> None:
             info.setdefault("notes", []).append(
                 f"{lines_words(sorted(at))}: a JSON object with no line type (`type`), so not a Claude Code "
                 "line — another log's lines in this file? Kept as kind other; nothing in them is read")
+
+
+def _note_reused_call_ids(res: LoadResult) -> None:
+    """A note in a file's ``inputs`` entry for each tool-use id that two or more ``tool_call``
+    rows of one transcript carry (with other input: the same block written again within one
+    response is one call).  Claude Code gives every call an id of its own, so this is an edited
+    transcript or two conversations' lines merged into one file; results are paired to calls by
+    that id, so a call may show another call's result — which the investigator must be told."""
+    f = res.frame
+    if not len(f):
+        return
+    calls = f[(f["kind"] == "tool_call") & f["call_id"].notna()]
+    if not len(calls):
+        return
+    dup = calls.duplicated(["transcript_id", "call_id"], keep=False)
+    if not dup.any():
+        return
+    notes: dict[str, list[str]] = {}
+    for (_tid, cid), g in calls[dup].groupby(["transcript_id", "call_id"], sort=False):
+        src = str(g["source_file"].iat[0])
+        notes.setdefault(src, []).append(
+            f"tool-use id {cid} names {len(g)} tool calls ({lines_words(sorted(int(n) for n in g['line_no']))}: "
+            f"{', '.join(dict.fromkeys(str(t) for t in g['tool'].fillna('?')))}): Claude Code "
+            "gives each call its own id — an edited transcript, or two conversations' lines merged? Results "
+            "are paired to calls by id, so one of them may show the other's result")
+    for info in res.inputs:
+        for n in notes.get(str(info.get("path")), ()):
+            info.setdefault("notes", []).append(n)
 
 
 def _mark_resumes(res: LoadResult) -> None:
