@@ -1569,7 +1569,8 @@ def join_sessions(
             and calls the tool-use ids left unpaired (the ids' own pairs give it only when those
             give none: another client's transcripts may run on another clock).  A transcript
             fewer than half of whose steps agree at that offset (none by id) may take one of its
-            own in the same range (an agent on another machine: :func:`_own_clocks`).  ``0``
+            own in the same range (an agent on another machine: :func:`_own_clocks`); one the ids
+            pair takes their median for its other steps (:func:`_id_clocks`).  ``0``
             assumes the clocks agree.  Other than the default, it moves more than the clock it
             was set for: :func:`offset_changes` names the sessions it joined otherwise.
         clock_offsets: transcript id → its clock offset as the investigator knows it (door clock
