@@ -96,3 +96,18 @@ def test_a_pipe_is_not_called_missing(tmp_path):
     with pytest.raises(InputError) as e:
         expand_paths(fifo)
     assert str(e.value) == f"{fifo}: not a regular file or folder (a pipe, socket or device): nothing to read"
+
+
+@pytest.mark.parametrize("folder", ["door", "transcripts"])
+def test_a_crash_zero_fill_after_the_last_line_is_said_as_such(tmp_path, folder):
+    """4 KiB of NUL bytes after the last line (what a crash leaves where the file system had
+    allocated space) was reported as "unterminated last line (still being written?)"."""
+    import replaybook
+
+    src = sorted((Path(__file__).resolve().parents[1] / "data" / "demo" / folder).rglob("*.jsonl"))[0]
+    p = tmp_path / src.name
+    p.write_bytes(src.read_bytes() + b"\x00" * 4096)
+    q = replaybook.load(p).quarantine
+    n = src.read_bytes().count(b"\n")
+    assert q[["line_no", "kind", "error"]].values.tolist() == [[n + 1, "invalid", _jsonl.ZERO_FILL]]
+    assert q["byte_offset"].tolist() == [len(src.read_bytes())]

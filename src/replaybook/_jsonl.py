@@ -38,6 +38,7 @@ from .errors import InputError
 __all__ = [
     "Line",
     "PENDING",
+    "ZERO_FILL",
     "unreadable_row",
     "note_unreadable_times",
     "read_bytes",
@@ -52,6 +53,7 @@ __all__ = [
     "expand_paths",
     "name_stem",
     "lines_words",
+    "not_utf8_note",
     "file_info",
     "quarantine_row",
     "json_doc_items",
@@ -404,6 +406,31 @@ def lines_words(lines: list[int]) -> str:
     return f"lines {shown}" + (f" … ({len(lines):,} lines)" if len(lines) > 5 else "")
 
 
+def not_utf8_note(data: bytes, what: str = "value") -> str | None:
+    """A note naming the lines of ``data`` that hold bytes which are not UTF-8 (up to 20 places
+    looked at), or None when it is all UTF-8.  Such a line is still read — its bad bytes as
+    U+FFFD (``\ufffd``), as the lenient parse reads them — so the ``what`` it holds is not the
+    one written, and a comparison of it (the join's arguments) fails without a word unless said."""
+    if data.isascii():
+        return None
+    lines: list[int] = []
+    pos = n = 0
+    while n < 20:
+        try:
+            data[pos:].decode("utf-8")
+            break
+        except UnicodeDecodeError as exc:
+            at = pos + exc.start
+            ln = data.count(b"\n", 0, at) + 1
+            if not lines or lines[-1] != ln:
+                lines.append(ln)
+            pos, n = pos + exc.end, n + 1
+    if not lines:
+        return None
+    return (f"bytes that are not UTF-8 on {lines_words(lines)}{' (and maybe more)' if n >= 20 else ''}: read as "
+            f"U+FFFD (\ufffd), so a {what} there is not exactly as written")
+
+
 def name_stem(path: Path, suffixes: tuple[str, ...]) -> str:
     """``path``'s name without the first of ``suffixes`` (tried in order) that it ends with,
     provided something is left (``.jsonl`` alone stays whole); else ``path.stem``."""
@@ -504,6 +531,9 @@ CR_ONLY = ("the lines end in CR only (no LF), so the file reads as one unfinishe
 #: The quarantine's words for an unterminated last line (``kind="pending"``): a log still being
 #: written, not a damaged one.
 PENDING = "unterminated last line (still being written?)"
+#: the error of a last "line" of NUL bytes alone (:func:`quarantine_row`)
+ZERO_FILL = ("NUL bytes after the last line: the zero fill a crash leaves where the file system had allocated "
+             "space, not a record being written")
 
 
 def unreadable_row(path: str | Path, line: Line, loader: str, why: str) -> dict:
@@ -553,11 +583,14 @@ def quarantine_row(path: str | Path, line: Line | None, loader: str, error: str,
 
     An unterminated "last line" (``pending``) that holds carriage returns is a file whose lines
     end in CR only (an old Mac editor's): not a log still being written, so it is said as such
-    (``invalid``, with the conversion that reads it)."""
+    (``invalid``, with the conversion that reads it); one of NUL bytes alone is the zero fill a
+    crash leaves where the file system had allocated space (``invalid``, :data:`ZERO_FILL`)."""
     if line is not None:
         line_no, offset, raw = line.line_no, line.offset, line.raw
     if kind == "pending" and raw is not None and b"\r" in raw.rstrip(b"\r"):
         kind, error = "invalid", CR_ONLY
+    elif kind == "pending" and raw is not None and b"\x00" in raw and not raw.strip(b"\x00 \t\r\n"):
+        kind, error = "invalid", ZERO_FILL
     text = None
     if raw is not None:
         text = safe_str(raw[:400].decode("utf-8", "replace"))[:200]
