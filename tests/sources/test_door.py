@@ -308,3 +308,21 @@ def test_a_number_no_double_holds_is_quoted_as_written(tmp_path):
     assert res.frame.empty
     assert res.quarantine["error"].tolist() == [
         "does not match door-call-log v1 at bytes: 1e400 is not of type 'integer', 'null'"]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_bytes_that_are_not_utf8_are_said_where_they_are_read_as_replacements(tmp_path, fast):
+    """A Latin-1 byte in a call's arguments: the call is read (its byte as U+FFFD), and its file's
+    note names the line — its arguments no longer equal the step's, and the join's residual had
+    no word on why."""
+    good = {"ts": "2026-09-13T10:00:05Z", "session": "s1", "tool": "describe", "decision": "allow", "seq": 1}
+    p = tmp_path / "door.jsonl"
+    p.write_bytes(json.dumps(good).encode() + b"\n"
+                  + json.dumps({**good, "seq": 2, "arguments": {"path": "demo/cXrs.xpt"}}).encode().replace(b"X", b"\xe4")
+                  + b"\n")
+    res = door._load([p], fast=fast)
+    assert res.frame["arguments"].tolist()[1] == {"path": "demo/c\ufffdrs.xpt"} and res.quarantine.empty
+    assert res.inputs[0]["notes"] == ["bytes that are not UTF-8 on line 2: read as U+FFFD (\ufffd), so a call's "
+                                      "arguments or object there is not exactly as written"]
+    p.write_bytes(json.dumps(good, ensure_ascii=False).encode() + b"\n")
+    assert door._load([p], fast=fast).inputs[0].get("notes") is None

@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._schema import first_error, package_schema
-from .._jsonl import (_count_lines, expand_paths, iter_objects, lines_words, quarantine_row, read_source,
-                      sample_objects)
+from .._jsonl import (_count_lines, expand_paths, iter_objects, lines_words, not_utf8_note, quarantine_row,
+                      read_source, sample_objects)
 from ..frames import QUARANTINE, LoadResult
 from . import _parallel
 from .registry import Source, register
@@ -320,6 +320,9 @@ def _load_file(path: Path, fast: bool, cols: Any, quarantine: list[dict], inputs
         if info["lines"] is None:
             info["lines"] = _count_lines(data)
         notes = _read_lines(path, data, spath, default_agent, quarantine, cols)
+        bad_bytes = not_utf8_note(data, "call's arguments or object")  # (the fast way takes UTF-8 only)
+        if bad_bytes:
+            notes.append(bad_bytes)
         if notes:
             info.setdefault("notes", []).extend(notes)
 
