@@ -117,3 +117,23 @@ def test_a_transcript_two_sessions_share_equally_is_ambiguous_in_a_large_group()
     bg = s.loc[[f"sb{b}" for b in range(n)]]
     assert (bg["transcript_id"] == [f"tb{b}" for b in range(n)]).all()
     assert (bg["status"] == "matched").all()
+
+
+def test_one_late_id_pair_is_no_clock_for_steps_that_agree_already():
+    """The door logged the id of one call only, which reached it two minutes late (the user
+    approved it then): its other five steps agree at the common offset and stay paired there."""
+    st, ca = [], []
+    for i in range(6):
+        st.append(("tA", i * 200, "read", {"path": f"a{i}"}, f"toolu_{i}"))
+        ca.append(("sA", i * 200 + (120 if i == 0 else 0.3), "read", {"path": f"a{i}"}, "toolu_0" if i == 0 else None))
+    r = join_sessions(_steps(st), _calls(ca))
+    s = r.sessions.set_index("door_session").loc["sA"]
+    assert (int(s["agreed"]), int(s["unclaimed_calls"]), int(s["unmatched_steps"])) == (6, 0, 0)
+    assert r.pairs.sort_values("call_seq")["how"].tolist() == ["meta_id"] + ["content"] * 5
+
+
+def test_two_id_pairs_are_needed_for_a_clock():
+    # (the two-machine incident with one id pair only: A's other steps are left to its own clock search)
+    r = join_sessions(*_two_machines(ids_for=1))
+    s = r.sessions.set_index("door_session")
+    assert s.loc["sA", "transcript_id"] == "tA" and int(s.loc["sA", "agreed"]) == 6

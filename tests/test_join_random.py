@@ -146,7 +146,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
         [(i, j) for i in common for j in c_args
          if key(S[i]) == key(C[j]) and within(i, j) and ids_allow(i, j)], S, C, lambda i: key(S[i]),
         lambda i: off) if within(*p)]
-    # a transcript none of whose steps agreed by id, and fewer than half of whose steps with
+    # a transcript fewer than two of whose steps agreed by id, and fewer than half of whose steps with
     # arguments agreed by content, may take a clock of its own: the fullest 2 s span of its own
     # differences (of equal ones the nearest to the common offset), when it holds ≥ max(min_agreed,
     # 2) of them, half its steps that have any same-key call and more than its pairs at the
@@ -155,7 +155,13 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
     # in the session it explains, do not count (see below)
     own_off = {}
     if M > 0:
-        by_id = {S[i]["t"] for i, _ in exact}
+        # (the ids tell a transcript's clock where two or more timed id pairs measure it)
+        n_ids: dict = {}
+        for i, j in exact:
+            if (S[i]["ms"] is not None and C[j]["ms"] is not None and C[j]["tool"] is not None
+                    and not S[i]["orphan"]):
+                n_ids[S[i]["t"]] = n_ids.get(S[i]["t"], 0) + 1
+        by_id = {t for t, n in n_ids.items() if n >= 2}
         # a session's best transcript at the common offset: most pairs there, of equally many the
         # smaller summed |Δt|; none when two are equal in both.  A transcript's pairs in a session
         # whose best transcript is another one do not count for it (nor claim calls below)
@@ -215,7 +221,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
                 own_off[t] = int(round(own))
 
     # a transcript the tool-use ids pair takes, for its other steps, the median of those pairs'
-    # differences, when that is not the common offset and lies within max_offset_s
+    # differences, when at least two pairs measure it, it is not the common offset and lies within
+    # max_offset_s, and fewer than half its steps with arguments agreed at the common offset
     id_off = {}
     if LIM > 0:
         per_id: dict = {}
@@ -225,7 +232,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
                 per_id.setdefault(S[i]["t"], []).append(C[j]["ms"] - S[i]["ms"])
         for t, ds in per_id.items():
             o = int(round(statistics.median(ds)))
-            if t not in declared and o != off and abs(o) <= LIM:
+            if (t not in declared and len(ds) >= 2 and o != off and abs(o) <= LIM
+                    and at_common.get(t, 0) < 0.5 * with_args.get(t, 0)):
                 id_off[t] = o
 
     # each transcript's own clock: the one the investigator gave, else one it took

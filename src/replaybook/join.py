@@ -927,6 +927,10 @@ def _mode_offset(C: _KeyTime, key: np.ndarray, ms: np.ndarray, max_offset_ms: in
 #: share of its steps that have a same-key call in range line up at that offset
 OWN_CLOCK_SHARE = 0.5
 
+#: how many tool-use id pairs a transcript's clock needs before its other steps are sought there
+#: (:func:`_id_clocks`)
+ID_CLOCK_MIN_PAIRS = 2
+
 
 def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t_codes: np.ndarray,
                 n_t: int, off: int, reach_ms: int, window_ms: int,
@@ -1016,16 +1020,21 @@ def _own_clocks(C: _KeyTime, q: np.ndarray, k_s: np.ndarray, s_ms: np.ndarray, t
 
 
 def _id_clocks(ex_si: np.ndarray, ex_ci: np.ndarray, s_ms: np.ndarray, c_ms: np.ndarray, s_ok: np.ndarray,
-               c_ok: np.ndarray, t_codes: np.ndarray, n_t: int, off: int, max_offset_ms: int) -> np.ndarray | None:
+               c_ok: np.ndarray, t_codes: np.ndarray, n_t: int, off: int, max_offset_ms: int,
+               few_agree: np.ndarray) -> np.ndarray | None:
     """The clock the tool-use ids measure, per transcript, for its steps no id paired.
 
     ``ex_si``/``ex_ci``: the id pairs (step row, call row); a transcript's offset is the median of
-    their differences (call time − step time, ms, both timed), taken when it differs from the
-    common offset ``off`` and lies within ``max_offset_ms`` of 0.  Returns an int64 offset per
-    transcript code (index -1: no transcript), :data:`_NAT` where none is taken, or None when no
-    transcript takes one.  A door that logs the client's id for some calls only had left the
-    transcript's other calls to be found at the common offset — another machine's clock, when
-    most transcripts come from there — and beyond the window from it both sides stayed unpaired.
+    their differences (call time − step time, ms, both timed).  It is taken when at least
+    :data:`ID_CLOCK_MIN_PAIRS` pairs measure it, it differs from the common offset ``off`` and
+    lies within ``max_offset_ms`` of 0, and the transcript's other steps do not already agree at
+    the common offset (``few_agree``, per transcript code: fewer than :data:`OWN_CLOCK_SHARE` of
+    its steps with arguments did, as for :func:`_own_clocks`) — one call the user approved two
+    minutes late is no clock.  Returns an int64 offset per transcript code (index -1: no
+    transcript), :data:`_NAT` where none is taken, or None when no transcript takes one.  A door
+    that logs the client's id for some calls only had left the transcript's other calls to be
+    found at the common offset — another machine's clock, when most transcripts come from there —
+    and beyond the window from it both sides stayed unpaired.
     """
     if not len(ex_si) or max_offset_ms <= 0:
         return None
@@ -1035,9 +1044,10 @@ def _id_clocks(ex_si: np.ndarray, ex_ci: np.ndarray, s_ms: np.ndarray, c_ms: np.
     g = t_codes[ex_si][timed]
     d = c_ms[ex_ci][timed] - s_ms[ex_si][timed]
     o = np.argsort(g, kind="stable")
-    ts, _, med = _group_median(g[o], d[o])
+    ts, n_pairs, med = _group_median(g[o], d[o])
     med = np.round(med).astype(np.int64)
-    take = (med != off) & (np.abs(med) <= max_offset_ms)
+    take = ((n_pairs >= ID_CLOCK_MIN_PAIRS) & (med != off) & (np.abs(med) <= max_offset_ms)
+            & few_agree[ts])
     if not take.any():
         return None
     t_off = np.full(n_t + 1, _NAT, np.int64)
@@ -1568,9 +1578,9 @@ def join_sessions(
             is taken — as the one most steps agree on (:func:`_mode_offset`), among the steps
             and calls the tool-use ids left unpaired (the ids' own pairs give it only when those
             give none: another client's transcripts may run on another clock).  A transcript
-            fewer than half of whose steps agree at that offset (none by id) may take one of its
-            own in the same range (an agent on another machine: :func:`_own_clocks`); one the ids
-            pair takes their median for its other steps (:func:`_id_clocks`).  ``0``
+            fewer than half of whose steps agree at that offset (fewer than two by id) may take one of its
+            own in the same range (an agent on another machine: :func:`_own_clocks`); one two or
+            more ids pair takes their median for its other steps (:func:`_id_clocks`).  ``0``
             assumes the clocks agree.  Other than the default, it moves more than the clock it
             was set for: :func:`offset_changes` names the sessions it joined otherwise.
         clock_offsets: transcript id → its clock offset as the investigator knows it (door clock
@@ -1828,9 +1838,10 @@ def join_sessions(
     msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx, veto)
     parts = [(msi, mci, HOW_CONTENT, off)]  # (step rows, call rows, how, offset: ms or per pair)
     # transcripts on a clock of their own (another machine): fewer than OWN_CLOCK_SHARE of their
-    # steps agreed at the common offset, and none by id; each may take its own (its pairs then
+    # steps agreed at the common offset, and fewer than two by id; each may take its own (its pairs then
     # measure time from that offset, and replace its pairs at the common one)
     own = None
+    few_agree = None  # per transcript code: fewer than OWN_CLOCK_SHARE of its steps agreed at the common offset
     if max_offset_ms > 0 and len(s_common_idx):
         # a pair in a session another transcript explains better at the common offset (the other
         # agent's own session, its calls repeated by this one) is no sign of this one's clock
@@ -1838,8 +1849,11 @@ def join_sessions(
         agreed_t = np.bincount(t_codes[msi][mine_pair], minlength=n_t + 1)
         # (a transcript whose every step has its clock from the investigator has none here)
         with_args_t = np.bincount(t_codes[s_common_idx], minlength=n_t + 1)
-        maybe = agreed_t < OWN_CLOCK_SHARE * with_args_t
-        maybe[t_codes[ex_si]] = False  # the ids tell its clock
+        few_agree = agreed_t < OWN_CLOCK_SHARE * with_args_t
+        maybe = few_agree.copy()
+        # the ids tell its clock (_id_clocks) where enough timed id pairs measure it
+        timed_ids = s_ok[ex_si] & c_ok[ex_ci]
+        maybe[np.bincount(t_codes[ex_si][timed_ids], minlength=n_t + 1) >= ID_CLOCK_MIN_PAIRS] = False
         q = s_common_idx[maybe[t_codes[s_common_idx]]]
         claimed = None
         if len(q):
@@ -1851,7 +1865,8 @@ def join_sessions(
                           max(min_agreed, 2), agreed_t, claimed, max_offset_ms)
     # a transcript the tool-use ids pair runs on the clock they measure: its other steps are found
     # there (disjoint from _own_clocks' transcripts: those have no id pairs)
-    t_ids = _id_clocks(ex_si, ex_ci, s_ms, c_ms, s_ok, c_ok, t_codes, n_t, off, max_offset_ms)
+    t_ids = None if few_agree is None else _id_clocks(ex_si, ex_ci, s_ms, c_ms, s_ok, c_ok, t_codes, n_t, off,
+                                                      max_offset_ms, few_agree)
     if t_ids is not None:
         r_ids = t_ids[t_codes[s_common_idx]]
         has = r_ids != _NAT
