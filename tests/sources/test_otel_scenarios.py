@@ -168,6 +168,18 @@ def test_a_tool_error_the_mcp_client_span_records_fails_the_framework_call_aroun
         ["k2", "sess-9", True, None],
         ["k3", "sess-9", False, None]]
     assert (res.frame["kind"] == "other").sum() == 3
+    # the last attempt decides: a failure retried with success is a success, and the other way round
+    lost = mcp_span("c400000000000002", "c400000000000001", 1010, 1050, **{"error.type": "-32001"})
+    lost["status"] = {"code": 2, "message": "session not found"}
+    retried = mcp_span("c400000000000003", "c400000000000001", 1100, 1180)
+    ok_first = mcp_span("c500000000000002", "c500000000000001", 1310, 1350)
+    failed_last = mcp_span("c500000000000003", "c500000000000001", 1400, 1480, **{"error.type": "tool_error"})
+    failed_last["status"] = {"code": 2, "message": "quota"}
+    res = load_otel(write_jsonl(tmp_path / "r.jsonl", [request(
+        agent(),
+        tool("c400000000000001", 1000, 1200, "read_object", {"path": "a"}, "k4"), retried, lost,
+        tool("c500000000000001", 1300, 1500, "read_object", {"path": "b"}, "k5"), failed_last, ok_first)]))
+    assert rows(calls_of(res), ["call_id", "is_error", "result_text"]) == [["k4", False, None], ["k5", True, "quota"]]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -55,8 +55,9 @@ other           every other span, and a tool span nested (at any depth) inside a
                 for the same tool — one call seen by two instrumentation layers (a framework's
                 ``execute_tool`` around the MCP client's ``tools/call``, or the MCP server's
                 own span): the outer span is the row, the inner one fills what it lacks
-                (``mcp.session.id``, call id, arguments, result; a failure — ``error.type``
-                or status ERROR, its message as the result — whatever the outer span says)
+                (``mcp.session.id``, call id, arguments, result; a failure of its last
+                attempt — ``error.type`` or status ERROR, its message as the result —
+                whatever the outer span says)
                 and becomes ``other`` (with the outer span's call id when it has none)
 ==============  ===========================================================================
 
@@ -806,10 +807,11 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         if outer is not None:
             outer_of[(s.trace, s.span)] = outer
     merged: dict[tuple[str, str], dict] = {}
-    # an inner span that failed fails its call: a tool error comes back as a result with isError,
-    # which the MCP client span marks (error.type tool_error, status ERROR) and the framework's
-    # span around it usually does not — outer span → the failed inner span's status message
-    failed_inside: dict[tuple[str, str], str | None] = {}
+    # the last inner attempt decides whether the call failed: a tool error comes back as a result
+    # with isError, which the MCP client span marks (error.type tool_error, status ERROR) and the
+    # framework's span around it usually does not; a failed attempt then retried with success
+    # inside the same outer span is a success — outer span → (start, failed, status message)
+    last_inside: dict[tuple[str, str], tuple[int, bool, str | None]] = {}
     for k, outer in outer_of.items():
         inner = index[k]
         ok = (outer.trace, outer.span)
@@ -818,9 +820,10 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     "gen_ai.tool.call.result", "mcp.server.name", "server.address", "mcp.method.name"):
             if key not in outer.attrs and key in inner.attrs and key not in m:
                 m[key] = inner.attrs[key]
-        if inner.status_code in _ERROR_CODES or inner.attrs.get("error.type") is not None:
-            if failed_inside.get(ok) is None:
-                failed_inside[ok] = inner.status_msg
+        failed = inner.status_code in _ERROR_CODES or inner.attrs.get("error.type") is not None
+        if ok not in last_inside or inner.start >= last_inside[ok][0]:
+            last_inside[ok] = (inner.start, failed, inner.status_msg)
+    failed_inside = {ok: msg for ok, (_, failed, msg) in last_inside.items() if failed}
 
     rows: list[dict] = []
     keys: list[tuple] = []
