@@ -21,3 +21,13 @@ def test_otherwise_it_reads_as_safe_load():
         "base": {"x": 1, "y": 2}, "item": {"x": 1, "y": 3}, "list": [{"k": 1}, {"k": 2}], 1: "one", "1": "text"}
     with pytest.raises(yaml.constructor.ConstructorError):
         _yaml.load("!!python/object:os.system {}\n")  # still the safe loader
+
+
+def test_text_that_looks_like_e_notation_stays_text():
+    # (yaml.safe_dump writes '2025e1' unquoted, as YAML 1.1 reads it: a capsule saved so must load back
+    # as written; only the manifest's seconds read e-notation as numbers: replaybook.incident)
+    import yaml as _pyyaml
+
+    from replaybook import _yaml
+    doc = {"policy_version": "2025e1", "rule": "1e4"}
+    assert _yaml.load(_pyyaml.safe_dump(doc)) == doc

@@ -3,15 +3,13 @@
 PyYAML's safe loader keeps the *last* of a key written twice in one mapping, so a second
 ``rules:`` block appended to a rules file, or a second ``transcripts:`` block in a manifest,
 silently replaces the first.  :func:`load` refuses that instead (:class:`DuplicateKeyError`,
-with both lines); merge keys (``<<: *anchor``) are not duplicates; and a number in e-notation
-(``1e4``, ``1.5e3``) is a number, as in YAML 1.2 and JSON (YAML 1.1 reads it as text).
-Everything else is ``yaml.safe_load``.  :func:`line_at` finds the line of a field a schema error names (in YAML,
+with both lines); merge keys (``<<: *anchor``) are not duplicates.  Everything else is
+``yaml.safe_load``.  :func:`line_at` finds the line of a field a schema error names (in YAML,
 or in JSON: a JSON text is read as YAML to find it).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import yaml
@@ -49,14 +47,6 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 if first is not key_node:
                     raise DuplicateKeyError(key, first, key_node)
         return super().construct_mapping(node, deep=deep)
-
-
-# a number in e-notation whose exponent has no sign or whose mantissa has no dot (``1e4``,
-# ``1.5e3``, ``-2E-3``) is a float in YAML 1.2 (and JSON), but text in YAML 1.1, which PyYAML
-# implements: ``max_offset_s: 1e4`` was refused as "not a number"
-_UniqueKeyLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
-    list("-+.0123456789"))
 
 
 def load(stream: str | bytes) -> Any:

@@ -26,9 +26,11 @@ from __future__ import annotations
 import glob
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import yaml
@@ -97,6 +99,9 @@ def load_manifest(path: str | Path) -> dict:
     if data is None:
         raise ManifestError("the manifest is empty (it needs title: and transcripts:; door: is optional)", p)
     schema = package_schema("incident.v1.json")
+    for key in _SECONDS_KEYS:  # (a number in e-notation: YAML 1.1, which PyYAML reads, takes 1e4 as text)
+        if key in data:
+            data[key] = _e_number(data[key])
     if isinstance(data, dict):  # a misspelt key first: the schema would only say what is missing
         import difflib
 
@@ -214,6 +219,26 @@ def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
         # to say, not a clean result ("0 requests") to report
         raise error(f"{key}: {pattern!r} is an empty folder: no file in it to read")
     return [full]
+
+
+#: the manifest's keys that hold seconds (a number, or a mapping of names to numbers)
+_SECONDS_KEYS = ("window_s", "max_offset_s", "storage_clock_ahead_s", "clock_offsets")
+
+#: a number in e-notation YAML 1.1 leaves as text (no dot, or no sign in the exponent): 1e4, 1.5e3
+_E_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+")
+
+
+def _e_number(value: Any) -> Any:
+    """``value`` with a text that is a number in e-notation (``"1e4"``) read as that number, in a
+    mapping's values too; anything else as it is.  YAML 1.2 and JSON read ``max_offset_s: 1e4``
+    as a number; PyYAML follows YAML 1.1, and the manifest had been refused as "'1e4' is not of
+    type 'number'".  Only the keys that hold seconds are read so, so that no text elsewhere (a
+    title, a path, a transcript id) changes type."""
+    if isinstance(value, str) and _E_NUMBER.fullmatch(value.strip()):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _e_number(v) if isinstance(v, str) else v for k, v in value.items()}
+    return value
 
 
 def storage_clock_ahead(value) -> tuple[float | None, dict[str, float]]:
