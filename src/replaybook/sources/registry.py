@@ -223,7 +223,8 @@ def prefetch(paths: Iterable[str | Path]) -> None:
 
 #: the magic numbers of archive and compression formats no source reads (gzip is read): where
 #: each sits, and what it is
-_ARCHIVES = ((257, b"ustar", "a tar archive"), (0, b"PK\x03\x04", "a zip archive"),
+_ARCHIVES = ((257, b"ustar\x0000", "a tar archive"), (257, b"ustar  \x00", "a tar archive"),
+             (0, b"PK\x03\x04", "a zip archive"),
              (0, b"PK\x05\x06", "a zip archive"), (0, b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
              (0, b"\xfd7zXZ\x00", "an xz-compressed file"), (0, b"BZh", "a bzip2-compressed file"),
              (0, b"\x28\xb5\x2f\xfd", "a zstd-compressed file"))
@@ -231,15 +232,31 @@ _ARCHIVES = ((257, b"ustar", "a tar archive"), (0, b"PK\x03\x04", "a zip archive
 
 def archive_kind(head: bytes) -> str | None:
     """What archive or compressed file ``head`` (a file's first bytes, gunzipped when it is
-    gzip) starts: ``"a tar archive"`` (``ustar`` at byte 257: POSIX and GNU tar), zip, 7-Zip,
+    gzip) starts: ``"a tar archive"`` (POSIX or GNU ``ustar`` magic at byte 257 and a header whose
+    checksum holds), zip, 7-Zip,
     xz, bzip2 or zstd; None for anything else.  A tar of transcripts is mostly their text, so
     without this it sniffed as one transcript holding every member (headers as damaged lines)."""
     for at, magic, kind in _ARCHIVES:
         if head[at:at + len(magic)] == magic:
             if magic == b"BZh" and not head[3:4].isdigit():  # (BZh1…BZh9: text may start "BZh")
                 continue
+            if at == 257 and not _tar_checksum_ok(head):  # (text that happens to hold "ustar" there)
+                continue
             return kind
     return None
+
+
+def _tar_checksum_ok(head: bytes) -> bool:
+    """Whether ``head``'s first 512 bytes are a tar header: its checksum field (bytes 148–155,
+    octal) equals the sum of the header's bytes with that field read as spaces (POSIX ustar)."""
+    if len(head) < 512:
+        return False
+    field = head[148:156].replace(b"\x00", b" ").strip()
+    try:
+        want = int(field, 8)
+    except ValueError:
+        return False
+    return want == sum(head[:148]) + 8 * 32 + sum(head[156:512])
 
 
 def _judge(head: bytes, judges: tuple) -> tuple[Source | None, float]:
