@@ -39,6 +39,7 @@ __all__ = [
     "Line",
     "PENDING",
     "ZERO_FILL",
+    "is_zero_fill",
     "unreadable_row",
     "note_unreadable_times",
     "read_bytes",
@@ -531,6 +532,11 @@ CR_ONLY = ("the lines end in CR only (no LF), so the file reads as one unfinishe
 #: The quarantine's words for an unterminated last line (``kind="pending"``): a log still being
 #: written, not a damaged one.
 PENDING = "unterminated last line (still being written?)"
+def is_zero_fill(raw: bytes) -> bool:
+    """Whether a line is NUL bytes alone (with blanks): a crash's zero fill, not a record."""
+    return b"\x00" in raw and not raw.strip(b"\x00 \t\r\n")
+
+
 #: the error of a last "line" of NUL bytes alone (:func:`quarantine_row`)
 ZERO_FILL = ("NUL bytes after the last line: the zero fill a crash leaves where the file system had allocated "
              "space, not a record being written")
@@ -589,7 +595,7 @@ def quarantine_row(path: str | Path, line: Line | None, loader: str, error: str,
         line_no, offset, raw = line.line_no, line.offset, line.raw
     if kind == "pending" and raw is not None and b"\r" in raw.rstrip(b"\r"):
         kind, error = "invalid", CR_ONLY
-    elif kind == "pending" and raw is not None and b"\x00" in raw and not raw.strip(b"\x00 \t\r\n"):
+    elif kind == "pending" and raw is not None and is_zero_fill(raw):
         kind, error = "invalid", ZERO_FILL
     text = None
     if raw is not None:

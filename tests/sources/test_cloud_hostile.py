@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from replaybook import _jsonl
 from replaybook.errors import InputError
 from replaybook.frames import ACCESS
 from replaybook.sources import registry, s3_access
@@ -223,7 +224,8 @@ def test_nul_line_in_s3_log_same_on_both_paths(tmp_path):
     pd.testing.assert_frame_equal(res.quarantine, ref.quarantine)
     assert [(Path(f).name, n) for f, n in zip(res.quarantine["source_file"], res.quarantine["line_no"])] == [
         ("a", 2), ("b", len(lines) + 1)]
-    assert set(res.quarantine["error"]) == {NUL_WORDS}
+    # (the zeros after the last line are a crash's zero fill, said as such)
+    assert res.quarantine["error"].tolist() == [NUL_WORDS, _jsonl.ZERO_FILL]
     assert len(res.frame) == 2 * len(lines) - 1 == len(ref.frame)
 
 
@@ -366,3 +368,17 @@ def test_s3_cut_lines_are_told_from_lines_of_another_kind():
     # sha256sum's lines (a hash, two spaces, a name) are another kind, not cut S3 lines
     sums = b"".join(hashlib.sha256(b"%d" % i).hexdigest().encode() + b"  file%d.csv\n" % i for i in range(6))
     assert sniff(sums + good[0] + b"\n") < 0.5
+
+
+@pytest.mark.parametrize("name", ["cloud/lookup/lookup_events.jsonl", "cloud/gcp-audit-denied/data_access.jsonl",
+                                  "cloud/azure/PT1H.json",
+                                  "cloud/s3-access-quotes/acme-data-2026-09-13-10-10-00-0123456789ABCDEF"])
+def test_a_crash_zero_fill_after_the_last_record_is_said_as_such(tmp_path, name):
+    import replaybook
+
+    src = Path(__file__).resolve().parents[1] / "fixtures" / name
+    p = tmp_path / src.name
+    p.write_bytes(src.read_bytes() + b"\x00" * 4096)
+    before, after = replaybook.load(src), replaybook.load(p)
+    assert after.quarantine["error"].tolist()[-1] == _jsonl.ZERO_FILL
+    assert len(after.quarantine) == len(before.quarantine) + 1 and len(after["access"]) == len(before["access"])

@@ -53,8 +53,8 @@ from urllib.parse import unquote
 import orjson
 import pandas as pd
 
-from .._jsonl import (GZIP_MAGIC, Damaged, _count_lines, control_repair, expand_paths, file_info, iter_lines, parse_json,
-                      quarantine_row)
+from .._jsonl import (GZIP_MAGIC, ZERO_FILL, Damaged, _count_lines, control_repair, expand_paths, file_info,
+                      is_zero_fill, iter_lines, parse_json, quarantine_row)
 from .._text import deep_safe, safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
@@ -704,7 +704,8 @@ def json_records(path: Path, data: bytes, info: dict, wrappers: tuple[str, ...],
     for it in items:
         if it.error is not None:
             if shape == "jsonl" and it.raw is not None and b"\x00" in it.raw:
-                quarantine.append(quarantine_row(path, None, loader, f"{NUL_IN_LINE}: {it.error}",
+                quarantine.append(quarantine_row(path, None, loader, ZERO_FILL if it.pending and is_zero_fill(it.raw) else
+                                                 f"{NUL_IN_LINE}: {it.error}",
                                                  line_no=it.line_no, offset=it.offset, raw=it.raw))
                 continue
             quarantine.append(quarantine_row(path, None, loader, it.error,

@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import parse_qs, unquote, unquote_plus
 
-from .._jsonl import iter_text_lines, quarantine_row
+from .._jsonl import ZERO_FILL, is_zero_fill, iter_text_lines, quarantine_row
 from .._text import safe_str
 from ..frames import LoadResult
 from ._cloud import (
@@ -370,7 +370,8 @@ def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pen
     """The access row of one non-blank line (``raw`` without its newline), or ``None`` after
     adding a quarantine row for a line that does not have the format's shape."""
     if b"\x00" in raw:  # (S3 writes none: the file is damaged here, whatever the fields say)
-        quarantine.append(quarantine_row(path, None, LOADER, NUL_IN_LINE, line_no=line_no, offset=offset, raw=raw))
+        quarantine.append(quarantine_row(path, None, LOADER, ZERO_FILL if pending and is_zero_fill(raw) else NUL_IN_LINE,
+                                         line_no=line_no, offset=offset, raw=raw))
         return None
     text = safe_str(raw.decode("utf-8", "replace"))
     rec = parse_line(text)
