@@ -229,6 +229,7 @@ TRICKY: dict[str, list[bytes]] = {
         asst("a2", "m1", "r1", [tu("toolu_1", "mcp__door__read", {"path": "reference/.env"})]),
         asst("a3", "m1", "r1", [tu("toolu_1", "mcp__door__read", {"path": "a", "n": 1.0}),
                                 tu("toolu_1", "mcp__door__read", {"n": 1, "path": "a"})]),
+        asst("a4", "m1", "r1", [tu("toolu_1", "mcp__door__read", {"path": "reference/.env"})]),  # the altered one again
         user("u1", [tr("toolu_1", "A")]),
     ],
     # an assistant message whose content is one block, not a list (msgspec refuses it: line by line)
@@ -779,7 +780,7 @@ def test_a_tool_use_id_repeated_with_other_input_is_a_call_of_its_own(tricky):
     assert calls[["line_no", "call_id", "args_key"]].values.tolist() == [
         [1, "toolu_1", '{"n":1,"path":"a"}'], [2, "toolu_1", '{"path":"reference/.env"}']]
     assert res.inputs[0]["notes"] == [
-        "2 tool_use blocks repeated a tool-use id already in the same response (same message id and request id): "
+        "3 tool_use blocks repeated a tool-use id already in the same response (same message id and request id): "
         "the same call written again, counted once",
         "tool-use id toolu_1 names 2 tool calls (lines 1, 2: read): Claude Code gives each call its own id — an "
         "edited transcript, or two conversations' lines merged? Results are paired to calls by id, so one of them "

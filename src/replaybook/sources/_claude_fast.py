@@ -576,10 +576,11 @@ class Load:
                     elif bt == "tool_use":
                         cid = b.get("id")
                         if cid.__class__ is str and cid:
-                            if cid in grp[2] and _same_input(grp[2][cid], b.get("input")):
+                            met = grp[2].setdefault(cid, [])
+                            if met and any(_same_input(x, b.get("input")) for x in met):
                                 repeated += 1  # (the same block again within one response: see _claude_ref)
                                 continue
-                            grp[2].setdefault(cid, b.get("input"))
+                            met.append(b.get("input"))
                         name = b.get("name")
                         name = name if name.__class__ is str else None
                         server, tool = split(name)
@@ -811,11 +812,12 @@ class Load:
                         elif bt == "tool_use":
                             cid = b.id
                             if cid:
-                                if cid in grp[2] and (grp[2][cid] == bytes(b.input) or _same_input(
-                                        _json.loads(grp[2][cid]), _json.loads(bytes(b.input)))):
+                                met = grp[2].setdefault(cid, [])  # (the inputs met: Raw, not copied)
+                                if met and any(bytes(x) == bytes(b.input) or _same_input(
+                                        _json.loads(bytes(x)), _json.loads(bytes(b.input))) for x in met):
                                     repeated += 1  # (the same block again within one response: see _claude_ref)
                                     continue
-                                grp[2].setdefault(cid, bytes(b.input))
+                                met.append(b.input)
                             name = b.name
                             server, tool = split(name)
                             raw = bytes(b.input)

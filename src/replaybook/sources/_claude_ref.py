@@ -546,10 +546,11 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                 elif bt == "tool_use":
                     bid = b.get("id")
                     if isinstance(bid, str) and bid:
-                        if bid in grp[2] and same_input(grp[2][bid], b.get("input")):
+                        met = grp[2].setdefault(bid, [])  # (the inputs met under this id)
+                        if any(same_input(x, b.get("input")) for x in met):
                             repeated += 1  # the same block again within one response: one call
                             continue
-                        grp[2].setdefault(bid, b.get("input"))
+                        met.append(b.get("input"))
                     name = b.get("name")
                     name = name if isinstance(name, str) else None
                     server, tool = split_mcp_name(name)
