@@ -153,15 +153,15 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
     # common offset, and lies more than the window from the common offset; its pairs at the
     # common offset are then dropped; calls another transcript agrees with at the common offset,
     # in the session it explains, do not count (see below)
+    # each transcript's differences (call − step) over its timed id pairs
+    per_id: dict = {}
+    for i, j in exact:
+        if S[i]["ms"] is not None and C[j]["ms"] is not None and C[j]["tool"] is not None and not S[i]["orphan"]:
+            per_id.setdefault(S[i]["t"], []).append(C[j]["ms"] - S[i]["ms"])
     own_off = {}
     if M > 0:
         # (the ids tell a transcript's clock where two or more timed id pairs measure it)
-        n_ids: dict = {}
-        for i, j in exact:
-            if (S[i]["ms"] is not None and C[j]["ms"] is not None and C[j]["tool"] is not None
-                    and not S[i]["orphan"]):
-                n_ids[S[i]["t"]] = n_ids.get(S[i]["t"], 0) + 1
-        by_id = {t for t, n in n_ids.items() if n >= 2}
+        by_id = {t for t, ds in per_id.items() if len(ds) >= 2}
         # a session's best transcript at the common offset: most pairs there, of equally many the
         # smaller summed |Δt|; none when two are equal in both.  A transcript's pairs in a session
         # whose best transcript is another one do not count for it (nor claim calls below)
@@ -225,11 +225,6 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
     # max_offset_s, and fewer than half its steps with arguments agreed at the common offset
     id_off = {}
     if LIM > 0:
-        per_id: dict = {}
-        for i, j in exact:
-            if (S[i]["ms"] is not None and C[j]["ms"] is not None and C[j]["tool"] is not None
-                    and not S[i]["orphan"]):
-                per_id.setdefault(S[i]["t"], []).append(C[j]["ms"] - S[i]["ms"])
         for t, ds in per_id.items():
             o = int(round(statistics.median(ds)))
             if (t not in declared and len(ds) >= 2 and o != off and abs(o) <= LIM
