@@ -775,22 +775,36 @@ def test_a_symbolic_link_to_nothing_is_named_with_its_manifest_line(tmp_path, mo
         replaybook.load(tmp_path / "t" / "moved.jsonl")
 
 
-def test_a_file_a_manifest_entry_names_that_cannot_be_read_is_named_with_the_entry(tmp_path, monkeypatch):
-    """A transcript cut short inside its gzip stream: the error named neither the file nor the
-    manifest line (``transcripts: cannot read … Compressed file ended …``)."""
+def test_a_transcript_cut_inside_its_gzip_stream_is_read_up_to_the_cut(tmp_path, monkeypatch):
+    """A copy cut short inside its gzip stream: the load had stopped with an error naming neither
+    the file nor the manifest line (``transcripts: cannot read … Compressed file ended …``).  Now
+    the lines before the cut load, the cut line is pending, and the file's note says why; a gzip
+    stream that gives nothing at all is an error naming the file and the entry's line."""
     import gzip as _gzip
+    import hashlib as _hashlib
+    import zlib
+
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t").mkdir()
-    import hashlib as _hashlib
-    whole = _gzip.compress(b"".join(
+    text = b"".join(
         b'{"type":"user","uuid":"u%d","sessionId":"s1","timestamp":"2026-09-13T10:00:00Z","message":{"role":"user",'
-        b'"content":"%s"}}\n' % (i, _hashlib.sha256(b"%d" % i).hexdigest().encode()) for i in range(50)))
+        b'"content":"%s"}}\n' % (i, _hashlib.sha256(b"%d" % i).hexdigest().encode()) for i in range(50))
+    whole = _gzip.compress(text)
     (tmp_path / "t" / "s1.jsonl.gz").write_bytes(whole[: len(whole) // 2])
     (tmp_path / "incident.yaml").write_text("title: x\ntranscripts:\n  - t/\n")
+    inc = replaybook.Incident.load("incident.yaml")
+    got = zlib.decompressobj(31).decompress(whole[: len(whole) // 2])
+    assert len(inc.steps) == got.count(b"\n") and 0 < len(inc.steps) < 50
+    assert inc.quarantine[["line_no", "kind"]].values.tolist() == [[got.count(b"\n") + 1, "pending"]]
+    entry = next(i for i in inc.inputs if i["path"] == "t/s1.jsonl.gz")
+    assert entry["note"] == (f"truncated gzip stream: it ends before its end marker; {len(got)} bytes recovered: "
+                             "what comes before it is read; 1 line set aside (see Quarantine)")
+    (tmp_path / "t" / "s1.jsonl.gz").write_bytes(whole[:10] + b"\xff" * 40)  # (its deflate data damaged at once)
+    (tmp_path / "incident.yaml").write_text("title: x\ntranscripts:\n  - {path: t/s1.jsonl.gz, format: claude-code}\n")
     with pytest.raises(ManifestError) as err:
         replaybook.Incident.load("incident.yaml").steps
-    assert str(err.value) == ("incident.yaml:3: transcripts: t/s1.jsonl.gz: cannot read Claude Code transcript: its "
-                              "gzip stream ends before its end marker (a copy cut short?)")
+    assert str(err.value).startswith("incident.yaml:3: transcripts: t/s1.jsonl.gz: cannot read Claude Code "
+                                     "transcript: corrupt gzip stream (")
 
 
 def test_a_pipe_in_a_named_folder_is_listed_not_passed_over(tmp_path):

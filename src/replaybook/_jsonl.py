@@ -44,6 +44,7 @@ __all__ = [
     "note_unreadable_times",
     "read_bytes",
     "read_source",
+    "gunzip_leniently",
     "read_side_file",
     "iter_lines",
     "iter_text_lines",
@@ -454,24 +455,22 @@ def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) ->
     ``format`` = ``fmt``.  A UTF-8 byte-order mark before a JSON value is given back as three
     spaces (``bom: True`` in the entry), so the first line parses and byte offsets stay the file's.
 
+    A gzip stream that is cut short or damaged gives the bytes before the damage, and the entry's
+    ``notes`` say so (:func:`gunzip_leniently`): the lines before the cut still load, the cut line
+    is a ``pending`` quarantine row.
+
     Raises:
-        InputError: the file cannot be read (permission, a folder, corrupt or truncated gzip);
-            the message is ``cannot read <what>: <reason>``.
+        InputError: the file cannot be read (permission, a folder), or its gzip stream gives
+            nothing; the message is ``cannot read <what>: <reason>``.
     """
     try:
         with open(path, "rb") as fh:
             disk = fh.read()
-        data = disk
-        if data[:2] == GZIP_MAGIC:
-            try:
-                data = gzip.decompress(data)
-            except zlib.error as exc:  # a damaged deflate stream is not an OSError
-                raise gzip.BadGzipFile(f"corrupt gzip data: {exc}") from exc
-    except EOFError as exc:
-        raise InputError(f"cannot read {what}: its gzip stream ends before its end marker (a copy cut short?)",
-                         path) from exc
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc}", path) from exc
+    data, problem = gunzip_leniently(disk)
+    if problem is not None and not data.strip(b"\x00"):
+        raise InputError(f"cannot read {what}: {problem}", path)
     bom = data[:3] == _BOM and data[3:4] in (b"{", b"[")
     if bom:  # (a file saved by a Windows editor) read as JSON's leading whitespace: offsets stay the file's
         data = b"   " + data[3:]
@@ -484,7 +483,40 @@ def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) ->
     }
     if bom:
         info["bom"] = True
+    if problem is not None:  # (a copy cut short: the lines before the cut are evidence too)
+        info.setdefault("notes", []).append(problem + (": what comes before it is read" if "recovered" in problem
+                                                       else ""))
     return data, info
+
+
+def gunzip_leniently(data: bytes) -> tuple[bytes, str | None]:
+    """``data`` gunzipped as far as it goes: ``(bytes, problem)``.  Bytes that do not start with
+    the gzip magic come back as they are; concatenated gzip members are all read.  ``problem`` is
+    None for a clean stream, else what is wrong — a truncated stream (a copy cut short, a file
+    still being written), a corrupt one, or bytes after the stream that are not gzip (trailing
+    NUL padding is not counted) — with the bytes before the damage given back (possibly none),
+    so a caller reads what can be read and says the rest."""
+    if data[:2] != GZIP_MAGIC:
+        return data, None
+    out: list[bytes] = []
+    rest = data
+    problem = None
+    while rest[:2] == GZIP_MAGIC:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out.append(d.decompress(rest))
+        except zlib.error as exc:
+            problem = f"corrupt gzip stream ({exc}); {sum(map(len, out))} bytes recovered before it"
+            break
+        if not d.eof:
+            out.append(d.flush())
+            problem = f"truncated gzip stream: it ends before its end marker; {sum(map(len, out))} bytes recovered"
+            break
+        rest = d.unused_data
+    else:
+        if rest.strip(b"\x00"):
+            problem = f"{len(rest)} bytes after the gzip stream are not gzip: not read"
+    return b"".join(out), problem
 
 
 def read_side_file(path: Path, of: Path, fmt: str) -> tuple[bytes | None, dict]:

@@ -472,6 +472,14 @@ class Incident:
                     self.shown, _line_of_value(self.path.read_bytes(), key, item))
 
     # -- frames ---------------------------------------------------------------------------
+    def _input_error(self, key: str, exc: InputError) -> ManifestError:
+        """``exc`` (a file of the ``key`` list that cannot be read) as the manifest's error: the
+        file as the manifest's folder sees it, and the line of the entry naming it."""
+        if not exc.path:
+            return ManifestError(f"{key}: {exc.message}", self.shown)
+        where = self._shown(str(Path(exc.path).resolve())) + (f":{exc.line_no}" if exc.line_no else "")
+        return ManifestError(f"{key}: {where}: {exc.message}", self.shown, self._line_of_entry(key, Path(exc.path)))
+
     def _load(self, kind: str) -> LoadResult:
         if kind in self._results:
             return self._results[kind]
@@ -484,18 +492,17 @@ class Incident:
                 src = registry.get(fmt)
                 if src.frame != kind:
                     raise ManifestError(f"{key}: format {fmt!r} yields {src.frame}, not {what}", self.shown)
-                parts.append(src.load(paths))
+                try:
+                    parts.append(src.load(paths))
+                except InputError as exc:
+                    raise self._input_error(key, exc) from None
                 continue
             from .loading import load_frame
 
             try:
                 got = load_frame(paths, kind, require=False)
-            except InputError as exc:  # (naming the file, as the manifest's folder sees it, and its entry)
-                if not exc.path:
-                    raise ManifestError(f"{key}: {exc.message}", self.shown) from None
-                where = self._shown(str(Path(exc.path).resolve())) + (f":{exc.line_no}" if exc.line_no else "")
-                raise ManifestError(f"{key}: {where}: {exc.message}", self.shown,
-                                    self._line_of_entry(key, Path(exc.path))) from None
+            except InputError as exc:
+                raise self._input_error(key, exc) from None
             if got.elsewhere:
                 raise ManifestError(_elsewhere_message(key, what, [f"{p}: {v}" for p, v in got.elsewhere.items()]),
                                     self.shown, self._line_of_entry(key, Path(next(iter(got.elsewhere)))))

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -53,8 +52,8 @@ from urllib.parse import unquote
 import orjson
 import pandas as pd
 
-from .._jsonl import (GZIP_MAGIC, ZERO_FILL, Damaged, _count_lines, control_repair, expand_paths, file_info,
-                      is_zero_fill, iter_lines, parse_json, quarantine_row)
+from .._jsonl import (ZERO_FILL, Damaged, _count_lines, control_repair, expand_paths, file_info,
+                      gunzip_leniently, is_zero_fill, iter_lines, parse_json, quarantine_row)
 from .._text import deep_safe, safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
@@ -184,27 +183,10 @@ def read_input(path: Path) -> tuple[int, bytes, str | None]:
 
 def read_input_bytes(data: bytes) -> tuple[int, bytes, str | None]:
     """:func:`read_input` for bytes already read from disk: ``(len(data), decompressed bytes,
-    problem)``; bytes that do not start with the gzip magic are returned as they are."""
-    size = len(data)
-    if data[:2] != GZIP_MAGIC:
-        return size, data, None
-    out: list[bytes] = []
-    rest = data
-    problem = None
-    while rest[:2] == GZIP_MAGIC:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            out.append(d.decompress(rest))
-        except zlib.error as exc:
-            problem = f"corrupt gzip stream ({exc}); {sum(map(len, out))} bytes recovered before it"
-            break
-        if not d.eof:
-            out.append(d.flush())
-            problem = (f"truncated gzip stream: it ends before its end marker; "
-                       f"{sum(map(len, out))} bytes recovered")
-            break
-        rest = d.unused_data
-    return size, b"".join(out), problem
+    problem)`` (:func:`~replaybook._jsonl.gunzip_leniently`); bytes that do not start with the
+    gzip magic are returned as they are."""
+    out, problem = gunzip_leniently(data)
+    return len(data), out, problem
 
 
 def cr_line_ends(data: bytes) -> bytes | None:

@@ -92,6 +92,8 @@ def _isal_gunzip(disk: bytes) -> bytes | None:
         if not d.eof:
             return None
         rest = d.unused_data
+    if rest.strip(b"\x00"):  # (bytes after the stream that are not gzip: the reference reader says so)
+        return None
     return b"".join(out) if len(out) != 1 else out[0]
 
 

@@ -420,7 +420,7 @@ def _classify(o: dict, first: bool) -> tuple[str, str | None, str | None, Any]:
 def _read_file(path: Path, quarantine: list[dict]) -> _File:
     data, info = read_source(path, LOADER, "Codex rollout")
     f = _File(path=path, info=info)
-    f.info["notes"] = []
+    f.info.setdefault("notes", [])  # (read_source's own, on a gzip stream cut short)
     first_line = data.lstrip().split(b"\n", 1)[0].strip()
     doc = rep = None
     if data.lstrip()[:1] == b"{":
