@@ -137,3 +137,17 @@ def test_two_id_pairs_are_needed_for_a_clock():
     r = join_sessions(*_two_machines(ids_for=1))
     s = r.sessions.set_index("door_session")
     assert s.loc["sA", "transcript_id"] == "tA" and int(s.loc["sA", "agreed"]) == 6
+
+
+def test_the_ids_clock_reaches_a_transcript_whose_other_steps_have_no_arguments():
+    """Its other steps logged no arguments (a client whose arguments did not parse): nothing of it
+    agrees at the common offset, so the ids' clock is taken, and the tool-and-time tier finds them."""
+    st, ca = _two_machines(ids_for=3)
+    st = st.copy()
+    idless = st.index[(st["transcript_id"] == "tA") & (st["seq"] >= 3)]
+    st.loc[idless, ["arguments", "args_key"]] = None
+    r = join_sessions(st, ca)
+    s = r.sessions.set_index("door_session").loc["sA"]
+    assert (int(s["agreed"]), int(s["unclaimed_calls"]), int(s["unmatched_steps"])) == (6, 0, 0)
+    assert r.pairs.loc[r.pairs["door_session"] == "sA"].sort_values("call_seq")["how"].tolist() == \
+        ["meta_id"] * 3 + ["tool_time"] * 3

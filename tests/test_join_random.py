@@ -222,13 +222,14 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
 
     # a transcript the tool-use ids pair takes, for its other steps, the median of those pairs'
     # differences, when at least two pairs measure it, it is not the common offset and lies within
-    # max_offset_s, and fewer than half its steps with arguments agreed at the common offset
+    # max_offset_s, and fewer than half its other steps with arguments (or none: it has none)
+    # agreed at the common offset
     id_off = {}
     if LIM > 0:
         for t, ds in per_id.items():
             o = int(round(statistics.median(ds)))
             if (t not in declared and len(ds) >= 2 and o != off and abs(o) <= LIM
-                    and at_common.get(t, 0) < 0.5 * with_args.get(t, 0)):
+                    and (at_common.get(t, 0) < 0.5 * with_args.get(t, 0) or not with_args.get(t, 0))):
                 id_off[t] = o
 
     # each transcript's own clock: the one the investigator gave, else one it took

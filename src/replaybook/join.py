@@ -1849,7 +1849,8 @@ def join_sessions(
         agreed_t = np.bincount(t_codes[msi][mine_pair], minlength=n_t + 1)
         # (a transcript whose every step has its clock from the investigator has none here)
         with_args_t = np.bincount(t_codes[s_common_idx], minlength=n_t + 1)
-        few_agree = agreed_t < OWN_CLOCK_SHARE * with_args_t
+        # (none of its other steps has arguments: nothing agrees at the common offset either)
+        few_agree = (agreed_t < OWN_CLOCK_SHARE * with_args_t) | (with_args_t == 0)
         maybe = few_agree.copy()
         # the ids tell its clock (_id_clocks) where enough timed id pairs measure it
         timed_ids = s_ok[ex_si] & c_ok[ex_ci]
@@ -1865,8 +1866,9 @@ def join_sessions(
                           max(min_agreed, 2), agreed_t, claimed, max_offset_ms)
     # a transcript the tool-use ids pair runs on the clock they measure: its other steps are found
     # there (disjoint from _own_clocks' transcripts: those have no id pairs)
-    t_ids = None if few_agree is None else _id_clocks(ex_si, ex_ci, s_ms, c_ms, s_ok, c_ok, t_codes, n_t, off,
-                                                      max_offset_ms, few_agree)
+    if few_agree is None:  # (no step with arguments beside the ids' pairs: nothing agreed at the common offset)
+        few_agree = np.ones(n_t + 1, bool)
+    t_ids = _id_clocks(ex_si, ex_ci, s_ms, c_ms, s_ok, c_ok, t_codes, n_t, off, max_offset_ms, few_agree)
     if t_ids is not None:
         r_ids = t_ids[t_codes[s_common_idx]]
         has = r_ids != _NAT
