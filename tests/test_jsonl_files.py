@@ -111,3 +111,49 @@ def test_a_crash_zero_fill_after_the_last_line_is_said_as_such(tmp_path, folder)
     n = src.read_bytes().count(b"\n")
     assert q[["line_no", "kind", "error"]].values.tolist() == [[n + 1, "invalid", _jsonl.ZERO_FILL]]
     assert q["byte_offset"].tolist() == [len(src.read_bytes())]
+
+
+_CUT_GZIP_NOTE = "truncated gzip stream: it ends before its end marker"
+
+
+@pytest.mark.parametrize("fixture", [
+    "otel/jsonl/collector_traces.jsonl", "gemini/chats/session-2025-10-01T12-00-5a1b2c3d.jsonl",
+    "gateways/docker/policy-audit.jsonl", "codex/envelope/rollout-2025-09-13T10-00-00-0199aaaa-0000-7000-8000-000000000001.jsonl",
+    "claude_code/claude-streaming-split/66666666-ffff-4fff-8fff-666666666666.jsonl", "join_trap/door/analyst/door-sess-a.jsonl"])
+def test_a_gzip_cut_short_is_read_up_to_the_cut_and_said(tmp_path, fixture):
+    """Every JSON Lines loader reads what comes before the cut and keeps the note that says the
+    file was cut (three loaders had reset the notes after reading the file)."""
+    import gzip
+    import replaybook
+
+    src = Path(__file__).resolve().parent / "fixtures" / fixture
+    z = gzip.compress(src.read_bytes())
+    p = tmp_path / (src.name + ".gz")
+    p.write_bytes(z[: int(len(z) * 0.7)])
+    loaded = replaybook.load(p)
+    note = loaded.files["note"].iat[0]
+    assert loaded.files["source"].notna().all() and _CUT_GZIP_NOTE in note and "what comes before it is read" in note
+    assert len(loaded.quarantine) >= 1
+
+
+def test_a_resume_of_a_session_whose_gzip_was_cut_still_counts_its_copies(tmp_path):
+    """The session's own file, gzip'd and cut short, loads up to the cut; the resume file's copies
+    of those lines are copies — the second reading of the cut file (to compare them) had read
+    nothing, and the copies were set aside as conflicts."""
+    import gzip
+    import shutil
+
+    from replaybook.sources.claude_code import load_claude_code
+
+    case = Path(__file__).resolve().parent / "fixtures" / "claude_code" / "claude-resumed-session"
+    first = "88888888-2222-4222-8222-888888888888.jsonl"
+    for f in case.glob("*.jsonl"):
+        shutil.copy(f, tmp_path / f.name)
+    whole = (tmp_path / first).read_bytes()
+    tail = b'{"type":"summary","summary":"a last line, cut in the copy: padding padding padding padding"}\n'
+    (tmp_path / (first + ".gz")).write_bytes(gzip.compress(whole + tail)[:-30])
+    (tmp_path / first).unlink()
+    intact = load_claude_code(case)
+    res = load_claude_code(tmp_path)
+    assert "conflict" not in set(res.quarantine["kind"])
+    assert (res.frame["kind"] == "tool_call").sum() == (intact.frame["kind"] == "tool_call").sum() == 2

@@ -87,19 +87,20 @@ class Line:
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """Read a whole file read-only, gunzipping it when it starts with the gzip magic bytes.
+    """Read a whole file read-only, gunzipping it when it starts with the gzip magic bytes — as
+    far as its stream goes, as :func:`read_source` reads it (:func:`gunzip_leniently`), so a
+    second reading of a loaded file (a resume's copies compared, a capsule's lines) sees the
+    lines the load saw.
 
     Raises:
-        OSError: the file cannot be read; ``gzip.BadGzipFile`` (an OSError) for corrupt gzip.
-        EOFError: a gzip stream cut short (callers turn both into InputError or quarantine).
+        OSError: the file cannot be read; ``gzip.BadGzipFile`` (an OSError) when its gzip stream
+            gives nothing.
     """
     with open(path, "rb") as fh:
-        data = fh.read()
-    if data[:2] == GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except zlib.error as exc:  # a damaged deflate stream is not an OSError
-            raise gzip.BadGzipFile(f"corrupt gzip data: {exc}") from exc
+        disk = fh.read()
+    data, problem = gunzip_leniently(disk)
+    if problem is not None and not data.strip(b"\x00"):
+        raise gzip.BadGzipFile(problem)
     return data
 
 

@@ -172,7 +172,7 @@ def _files(paths: str | Path | Iterable[str | Path], loader: str,
     """
     for path in expand_paths(paths, accept=lambda q: q.name.lower().endswith(_SUFFIXES)):
         data, info = read_source(path, loader, f"{loader} log")
-        info.update(not_calls=0, notes=[])
+        info.update(not_calls=0, notes=info.get("notes", []))  # (read_source's own kept: a cut gzip stream)
         inputs.append(info)
         yield path, data, info
 

@@ -350,7 +350,7 @@ def _parent_session(path: Path, session: str) -> str | None:
 
 def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict:
     data, info = read_source(path, LOADER, "Gemini CLI recording")
-    info.update(layout=None, superseded=0, rewinds=[], metadata_updates=0, notes=[])
+    info.update(layout=None, superseded=0, rewinds=[], metadata_updates=0, notes=info.get("notes", []))
     # a byte-for-byte copy of a recording read before (a backup, the same file named twice) is
     # not read again: read as a later version of the same session, it would supersede every
     # message of the first and then be left out as a copy, and the session lost both
