@@ -180,6 +180,17 @@ def test_a_tool_error_the_mcp_client_span_records_fails_the_framework_call_aroun
         tool("c400000000000001", 1000, 1200, "read_object", {"path": "a"}, "k4"), retried, lost,
         tool("c500000000000001", 1300, 1500, "read_object", {"path": "b"}, "k5"), failed_last, ok_first)]))
     assert rows(calls_of(res), ["call_id", "is_error", "result_text"]) == [["k4", False, None], ["k5", True, "quota"]]
+    # what the outer span lacks comes from the last attempt too, whatever order the export wrote them in
+    old_sess = mcp_span("c600000000000002", "c600000000000001", 1610, 1650, **{"mcp.session.id": "sess-OLD",
+                                                                               "error.type": "-32001"})
+    old_sess["status"] = {"code": 2, "message": "session not found"}
+    new_sess = mcp_span("c600000000000003", "c600000000000001", 1700, 1780, **{"mcp.session.id": "sess-NEW",
+                                                                               "gen_ai.tool.call.result": "42 rows"})
+    for order in ((old_sess, new_sess), (new_sess, old_sess)):
+        res = load_otel(write_jsonl(tmp_path / "o.jsonl", [request(
+            agent(), tool("c600000000000001", 1600, 1800, "read_object", {"path": "c"}, "k6"), *order)]))
+        assert rows(calls_of(res), ["call_id", "is_error", "client_session_id", "result_text"]) == [
+            ["k6", False, "sess-NEW", "42 rows"]]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -307,7 +307,7 @@ class _Span:
 
 def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span], counter: list[int]) -> dict:
     data, info = read_source(path, LOADER, "OTLP file")
-    info.update(notes=[], other_signals=0, duplicates=0, layout=None)
+    info.update(notes=info.get("notes", []), other_signals=0, duplicates=0, layout=None)  # (read_source's kept)
     doc = None
     rep = None
     stripped = data.strip()
@@ -812,7 +812,9 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     # framework's span around it usually does not; a failed attempt then retried with success
     # inside the same outer span is a success — outer span → (start, failed, status message)
     last_inside: dict[tuple[str, str], tuple[int, bool, str | None]] = {}
-    for k, outer in outer_of.items():
+    # (the latest inner span first: what the outer span lacks — session id, result — is the last
+    # attempt's, not a failed first one's)
+    for k, outer in sorted(outer_of.items(), key=lambda kv: -index[kv[0]].start):
         inner = index[k]
         ok = (outer.trace, outer.span)
         m = merged.setdefault(ok, {})
@@ -821,7 +823,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             if key not in outer.attrs and key in inner.attrs and key not in m:
                 m[key] = inner.attrs[key]
         failed = inner.status_code in _ERROR_CODES or inner.attrs.get("error.type") is not None
-        if ok not in last_inside or inner.start >= last_inside[ok][0]:
+        if ok not in last_inside:  # (met latest first)
             last_inside[ok] = (inner.start, failed, inner.status_msg)
     failed_inside = {ok: msg for ok, (_, failed, msg) in last_inside.items() if failed}
 
