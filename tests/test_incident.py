@@ -833,3 +833,11 @@ def test_numbers_in_e_notation_are_numbers(tmp_path):
         (10000.0, 15.0, {"t1": -7200.0})
     (tmp_path / "incident.yaml").write_text("title: '1e4'\ntranscripts: [t.jsonl]\n")
     assert replaybook.Incident.load(tmp_path / "incident.yaml").manifest["title"] == "1e4"
+
+
+@pytest.mark.parametrize("text", ["window_s 60\n", "- window_s\n- 60\n"])
+def test_a_manifest_that_is_no_mapping_is_said_so(tmp_path, text):
+    # (a missing colon, a list: the e-notation reading of the seconds had crashed on them: TypeError)
+    (tmp_path / "incident.yaml").write_text(text)
+    with pytest.raises(ManifestError, match="is not of type 'object'|not an incident manifest"):
+        replaybook.Incident.load(tmp_path / "incident.yaml")

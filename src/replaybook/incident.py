@@ -99,7 +99,7 @@ def load_manifest(path: str | Path) -> dict:
     if data is None:
         raise ManifestError("the manifest is empty (it needs title: and transcripts:; door: is optional)", p)
     schema = package_schema("incident.v1.json")
-    for key in _SECONDS_KEYS:  # (a number in e-notation: YAML 1.1, which PyYAML reads, takes 1e4 as text)
+    for key in _SECONDS_KEYS if isinstance(data, dict) else ():  # (e-notation: YAML 1.1 takes 1e4 as text)
         if key in data:
             data[key] = _e_number(data[key])
     if isinstance(data, dict):  # a misspelt key first: the schema would only say what is missing
