@@ -157,3 +157,15 @@ def test_a_resume_of_a_session_whose_gzip_was_cut_still_counts_its_copies(tmp_pa
     res = load_claude_code(tmp_path)
     assert "conflict" not in set(res.quarantine["kind"])
     assert (res.frame["kind"] == "tool_call").sum() == (intact.frame["kind"] == "tool_call").sum() == 2
+
+
+def test_gunzip_leniently_reads_what_gzip_reads_and_says_the_rest():
+    import gzip
+
+    a, b = gzip.compress(b"one\n"), gzip.compress(b"two\n")
+    assert _jsonl.gunzip_leniently(a + b"\0" * 10 + b) == (b"one\ntwo\n", None)  # NUL padding between members
+    assert _jsonl.gunzip_leniently(a + b"\0" * 10) == (b"one\n", None)
+    assert _jsonl.gunzip_leniently(a + b"xx") == (b"one\n", "2 bytes after the gzip stream are not gzip: not read")
+    assert _jsonl.gunzip_leniently(a + b[:-6]) == (
+        b"one\ntwo\n", "truncated gzip stream: it ends before its end marker; 8 bytes recovered")
+    assert _jsonl.gunzip_leniently(b"plain\n") == (b"plain\n", None)

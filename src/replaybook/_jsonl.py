@@ -514,8 +514,10 @@ def gunzip_leniently(data: bytes) -> tuple[bytes, str | None]:
             problem = f"truncated gzip stream: it ends before its end marker; {sum(map(len, out))} bytes recovered"
             break
         rest = d.unused_data
+        if rest[:1] == b"\x00":  # (NUL padding between members or after the last: gzip skips it too)
+            rest = rest.lstrip(b"\x00")
     else:
-        if rest.strip(b"\x00"):
+        if rest:
             problem = f"{len(rest)} bytes after the gzip stream are not gzip: not read"
     return b"".join(out), problem
 
