@@ -232,10 +232,10 @@ _ARCHIVES = ((257, b"ustar\x0000", "a tar archive"), (257, b"ustar  \x00", "a ta
 
 def archive_kind(head: bytes) -> str | None:
     """What archive or compressed file ``head`` (a file's first bytes, gunzipped when it is
-    gzip) starts: ``"a tar archive"`` (POSIX or GNU ``ustar`` magic at byte 257 and a header whose
-    checksum holds), zip, 7-Zip,
-    xz, bzip2 or zstd; None for anything else.  A tar of transcripts is mostly their text, so
-    without this it sniffed as one transcript holding every member (headers as damaged lines)."""
+    gzip) starts: ``"a tar archive"`` (POSIX or GNU ``ustar`` magic at byte 257 and a header
+    whose checksum holds), zip, 7-Zip, xz, bzip2 or zstd; None for anything else.  A tar of
+    transcripts is mostly their text, so without this it sniffed as one transcript holding every
+    member (its headers as damaged lines)."""
     for at, magic, kind in _ARCHIVES:
         if head[at:at + len(magic)] == magic:
             if magic == b"BZh" and not head[3:4].isdigit():  # (BZh1…BZh9: text may start "BZh")
