@@ -1029,7 +1029,7 @@ def _id_clocks(ex_si: np.ndarray, ex_ci: np.ndarray, s_ms: np.ndarray, c_ms: np.
     :data:`ID_CLOCK_MIN_PAIRS` pairs measure it, it differs from the common offset ``off`` and
     lies within ``max_offset_ms`` of 0, and the transcript's other steps do not already agree at
     the common offset (``few_agree``, per transcript code: fewer than :data:`OWN_CLOCK_SHARE` of
-    its steps with arguments did, as for :func:`_own_clocks`) — one call the user approved two
+    its steps with arguments did, as for :func:`_own_clocks`, or it has none) — one call the user approved two
     minutes late is no clock.  Returns an int64 offset per transcript code (index -1: no
     transcript), :data:`_NAT` where none is taken, or None when no transcript takes one.  A door
     that logs the client's id for some calls only had left the transcript's other calls to be
