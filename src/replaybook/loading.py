@@ -9,7 +9,6 @@ files it could not place.
 from __future__ import annotations
 
 import os
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -415,13 +414,13 @@ def _unrecognised_note(path: str | Path) -> str:
     wide = _wide_text(path)
     if wide:
         return wide
-    from .sources.registry import archive_kind
+    from .sources.registry import SNIFF_BYTES, archive_kind, sample_of
 
     p = Path(path)
     try:
         with open(p, "rb") as fh:
-            head = fh.read(512)
-            packed = archive_kind(head) or archive_kind(_gunzipped_start(head, fh))
+            head = fh.read(SNIFF_BYTES)
+            packed = archive_kind(head) or archive_kind(sample_of(head))
             if packed:
                 return f"{packed}: extract it and name the files it holds (replaybook reads files, not archives)"
             kind = ("a Parquet data file" if head[:4] == b"PAR1"
@@ -438,24 +437,6 @@ def _unrecognised_note(path: str | Path) -> str:
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         pass
     return "no source recognised this content"
-
-
-def _gunzipped_start(head: bytes, fh) -> bytes:
-    """The first 512 bytes of a gzip file's content (``head``: its first bytes; ``fh``: the file,
-    read on as needed); ``b""`` when it is not gzip or its stream is damaged at once."""
-    from ._jsonl import GZIP_MAGIC
-
-    if head[:2] != GZIP_MAGIC:
-        return b""
-    d = zlib.decompressobj(wbits=31)
-    out, chunk = b"", head
-    try:
-        while chunk and len(out) < 512 and not d.eof:
-            out += d.decompress(chunk, 512 - len(out))
-            chunk = d.unconsumed_tail or fh.read(1 << 16)
-    except zlib.error:
-        pass
-    return out
 
 
 def _binary_file(path: str | Path) -> bool:

@@ -259,28 +259,36 @@ def _tar_checksum_ok(head: bytes) -> bool:
     return want == sum(head[:148]) + 8 * 32 + sum(head[156:512])
 
 
+def sample_of(head: bytes) -> bytes:
+    """What a file's first bytes (:data:`SNIFF_BYTES` of them) hold: gunzipped as far as they go
+    when they start with the gzip magic — a truncated file (a copy cut short, a delivery still
+    being written) still shows what it holds, and its loader says it is truncated; a file of
+    several gzip members (concatenated deliveries, an empty first member) is read on into the
+    next member, as gzip itself reads it — else as they are."""
+    from .._jsonl import GZIP_MAGIC
+
+    if head[:2] != GZIP_MAGIC:
+        return head
+    import zlib
+
+    out, rest = b"", head
+    try:
+        while rest[:2] == GZIP_MAGIC and len(out) < SNIFF_BYTES:
+            d = zlib.decompressobj(wbits=31)
+            out += d.decompress(rest, SNIFF_BYTES - len(out))
+            if not d.eof:
+                break
+            rest = d.unused_data
+    except zlib.error:
+        pass
+    return out
+
+
 def _judge(head: bytes, judges: tuple) -> tuple[Source | None, float]:
     """The best of ``judges`` for a file whose first bytes (:data:`SNIFF_BYTES`) are ``head``."""
-    from .._jsonl import GZIP_MAGIC, sniff_memo
+    from .._jsonl import sniff_memo
 
-    if head[:2] == GZIP_MAGIC:
-        import zlib
-
-        try:
-            # what the stream gives so far: a truncated file (a copy cut short, a delivery still
-            # being written) still sniffs as what it holds, and its loader says it is truncated;
-            # a file of several gzip members (concatenated deliveries, an empty first member) is
-            # read on into the next member, as gzip itself reads it
-            out, rest = b"", head
-            while rest[:2] == GZIP_MAGIC and len(out) < SNIFF_BYTES:
-                d = zlib.decompressobj(wbits=31)
-                out += d.decompress(rest, SNIFF_BYTES - len(out))
-                if not d.eof:
-                    break
-                rest = d.unused_data
-            head = out
-        except zlib.error:
-            head = out
+    head = sample_of(head)
     if archive_kind(head):  # (its members' text would sniff as one file of the members' format)
         return None, 0.0
     if head[:3] == b"\xef\xbb\xbf":  # (every sniffer judges past it: strip it once)
