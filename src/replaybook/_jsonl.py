@@ -17,6 +17,7 @@ sniffers (:func:`line_scores`, :func:`sample_objects`).
 from __future__ import annotations
 
 import bisect
+import codecs
 import contextlib
 import gzip
 import hashlib
@@ -56,6 +57,7 @@ __all__ = [
     "name_stem",
     "lines_words",
     "not_utf8_note",
+    "is_utf8",
     "file_info",
     "quarantine_row",
     "json_doc_items",
@@ -447,7 +449,8 @@ def name_stem(path: Path, suffixes: tuple[str, ...]) -> str:
 _BOM = b"\xef\xbb\xbf"
 
 
-def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) -> tuple[bytes, dict]:
+def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True,
+                holds: str = "value") -> tuple[bytes, dict]:
     """Read one input file read-only, once (gunzipped by magic bytes): ``(data, inputs entry)``.
 
     The entry has ``path``, ``sha256`` (hex, of the bytes on disk — hashed from the bytes just
@@ -459,6 +462,12 @@ def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) ->
     A gzip stream that is cut short or damaged gives the bytes before the damage, and the entry's
     ``notes`` say so (:func:`gunzip_leniently`): the lines before the cut still load, the cut line
     is a ``pending`` quarantine row.
+
+    Bytes that are not UTF-8 (a Latin-1 editor's save, a spliced binary) are named in ``notes``
+    by line (:func:`not_utf8_note`; ``holds`` says what such a line holds, in words, e.g.
+    ``"call's arguments or object"``): every loader reads them as U+FFFD, so a value there is not
+    the one written and a comparison of it (the join's arguments) fails — the note says why.
+    An all-ASCII file costs one ``isascii``; other text one UTF-8 validation, in 1 MiB pieces.
 
     Raises:
         InputError: the file cannot be read (permission, a folder), or its gzip stream gives
@@ -487,7 +496,33 @@ def read_source(path: Path, fmt: str, what: str, *, count_lines: bool = True) ->
     if problem is not None:  # (a copy cut short: the lines before the cut are evidence too)
         info.setdefault("notes", []).append(problem + (": what comes before it is read" if "recovered" in problem
                                                        else ""))
+    if not is_utf8(data):
+        bad = not_utf8_note(data, holds)
+        if bad:
+            info.setdefault("notes", []).append(bad)
     return data, info
+
+
+_UTF8_PIECE = 1 << 20
+
+
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8, checked without building the whole text (1 MiB pieces;
+    a character cut by a piece's end is carried into the next)."""
+    if data.isascii():
+        return True
+    view = memoryview(data)
+    pos, n = 0, len(data)
+    try:
+        while pos < n:
+            end = min(pos + _UTF8_PIECE, n)
+            _, used = codecs.utf_8_decode(view[pos:end], "strict", end == n)
+            if not used and end < n:  # (cannot happen: a character is at most 4 bytes)
+                return False
+            pos += used
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def gunzip_leniently(data: bytes) -> tuple[bytes, str | None]:

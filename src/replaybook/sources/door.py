@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._schema import first_error, package_schema
-from .._jsonl import (_count_lines, expand_paths, iter_objects, lines_words, not_utf8_note, quarantine_row,
+from .._jsonl import (_count_lines, expand_paths, iter_objects, lines_words, quarantine_row,
                       read_source, sample_objects)
 from ..frames import QUARANTINE, LoadResult
 from . import _parallel
@@ -310,7 +310,7 @@ def _load_file(path: Path, fast: bool, cols: Any, quarantine: list[dict], inputs
     it can, else line by line; its ``inputs`` entry appended to ``inputs``."""
     from . import _door_fast
 
-    data, info = read_source(path, LOADER, "door log", count_lines=False)
+    data, info = read_source(path, LOADER, "door log", count_lines=False, holds="call's arguments or object")
     inputs.append(info)
     default_agent = path.parent.name or None
     spath = str(path)
@@ -320,9 +320,6 @@ def _load_file(path: Path, fast: bool, cols: Any, quarantine: list[dict], inputs
         if info["lines"] is None:
             info["lines"] = _count_lines(data)
         notes = _read_lines(path, data, spath, default_agent, quarantine, cols)
-        bad_bytes = not_utf8_note(data, "call's arguments or object")  # (the fast way takes UTF-8 only)
-        if bad_bytes:
-            notes.append(bad_bytes)
         if notes:
             info.setdefault("notes", []).extend(notes)
 
