@@ -43,6 +43,8 @@ __all__ = [
     "is_zero_fill",
     "unreadable_row",
     "note_unreadable_times",
+    "note_zoneless_times",
+    "ZONE_AT_END",
     "read_bytes",
     "read_source",
     "gunzip_leniently",
@@ -650,6 +652,50 @@ def note_unreadable_times(texts: Sequence[Any], parsed: Any, files: Sequence[Any
         info.setdefault("notes", []).append(
             f"{len(got):,} {what}{'' if len(got) == 1 else 's'} with a time that is not a date-time, kept with "
             f"the time unknown: {shown}{more}")
+
+
+#: a time zone at the end of a date-time text: ``Z``, ``+02:00``, ``-0500``, ``+02``
+ZONE_AT_END = re.compile(r"(?:[Zz]|[+-]\d\d(?::?\d\d)?)\Z")
+
+
+def note_zoneless_times(texts: Sequence[Any], parsed: Any, files: Sequence[Any], lines: Sequence[Any],
+                        inputs: Sequence[dict], what: str = "line", writer: str = "the client") -> None:
+    """Say in each input's ``notes`` which rows carried a date-time without a time zone that was
+    read as UTC (``"2026-09-13T10:00:00.000"``): RFC 3339 requires an offset, and a writer that
+    logged local time puts every such row off by its zone's offset — hours, which the join's
+    clock offset then absorbs or, beyond its bound, refuses.  One note per file naming the lines
+    (each once, however many rows it gave) and up to three of the texts.
+
+    Args:
+        texts: each row's time as logged (str or ``None``).
+        parsed: each row's parsed time (``NaT`` where unreadable: those have their own note).
+        files, lines: each row's source file and line (sequences or Series, same length).
+        inputs: the loader's inputs entries (``path`` and a ``notes`` list).
+        what: what a line is, in words; writer: who wrote the times (``the client``).
+    """
+    import pandas as pd
+
+    at = [i for i, t in enumerate(texts)
+          if t.__class__ is str and t[-1:] not in ("Z", "z") and t.strip() and not ZONE_AT_END.search(t)]
+    if not at:
+        return
+    parsed = parsed.array if isinstance(parsed, pd.Series) else parsed
+    files = files.array if isinstance(files, pd.Series) else files
+    lines = lines.array if isinstance(lines, pd.Series) else lines
+    got: dict[str, dict[Any, str]] = {}
+    for i in at:
+        if pd.isna(parsed[i]):
+            continue
+        got.setdefault(str(files[i]), {}).setdefault(int(lines[i]), texts[i])
+    for info in inputs:
+        per_line = got.get(str(info.get("path")))
+        if not per_line:
+            continue
+        shown = list(dict.fromkeys(per_line.values()))
+        words = ", ".join(repr(safe_str(t)[:40]) for t in shown[:3]) + (", …" if len(shown) > 3 else "")
+        info.setdefault("notes", []).append(
+            f"a time without a time zone on {lines_words(sorted(per_line))} ({words}): read as UTC; RFC 3339 "
+            f"requires an offset — if {writer} wrote local time, these {what}s are off by the zone's offset")
 
 
 def quarantine_row(path: str | Path, line: Line | None, loader: str, error: str, *,

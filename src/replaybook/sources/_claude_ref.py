@@ -23,8 +23,8 @@ from typing import Any
 import orjson
 
 from .. import _json
-from .._jsonl import (Line, name_stem, note_unreadable_times, parse_json, quarantine_row, read_side_file,
-                      read_source, set_aside_line)
+from .._jsonl import (Line, name_stem, note_unreadable_times, note_zoneless_times, parse_json, quarantine_row,
+                      read_side_file, read_source, set_aside_line)
 from .._text import TEXT_LIMIT, deep_safe, int_or_none, safe_str, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ..canonical import canonical_args_cached
@@ -254,11 +254,14 @@ def note_unreadable_timestamps(raw_ts: Any, parsed: Any, files: Any, lines: Any,
     """After the load: the lines whose ``timestamp`` text is no date-time (``"not a time"``,
     month 13), each once however many steps it gave, in each file's ``inputs`` notes
     (:func:`~replaybook._jsonl.note_unreadable_times`); their steps are kept with ``ts`` NaT.
+    The lines whose timestamp has no time zone (read as UTC) get a note of their own
+    (:func:`~replaybook._jsonl.note_zoneless_times`).
     ``raw_ts``: each row's timestamp as written (str or None), ``parsed`` its parsed time,
     ``files``/``lines`` where the row was read."""
     import numpy as np
     import pandas as pd
 
+    note_zoneless_times(raw_ts, parsed, files, lines, inputs, writer="Claude Code")
     nat = np.flatnonzero(pd.isna(parsed))
     if not len(nat):
         return

@@ -155,7 +155,7 @@ import orjson
 
 from .. import _json
 from .._jsonl import (ControlRepair, Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores,
-                      name_stem, note_unreadable_times, quarantine_row, read_source)
+                      name_stem, note_unreadable_times, note_zoneless_times, quarantine_row, read_source)
 from .._text import before_by_ms, deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -1261,6 +1261,7 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         frame["ts"] = to_utc(st.ts).array
         frame["result_ts"] = to_utc(st.result_ts).array
         note_unreadable_times(st.ts, frame["ts"], frame["source_file"], frame["line_no"], inputs)
+        note_zoneless_times(st.ts, frame["ts"], frame["source_file"], frame["line_no"], inputs, writer="Codex")
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._schema import first_error, package_schema
-from .._jsonl import (_count_lines, expand_paths, iter_objects, lines_words, quarantine_row,
+from .._jsonl import (ZONE_AT_END, _count_lines, expand_paths, iter_objects, lines_words, quarantine_row,
                       read_source, sample_objects)
 from ..frames import QUARANTINE, LoadResult
 from . import _parallel
@@ -364,9 +364,6 @@ def _file_notes(unknown: dict[str, list[int]], bad_ids: dict[str, list[tuple[int
 
 #: the end of an RFC 3339 date-time that carries its offset: ``Z`` or ``±HH:MM`` (also ``±HHMM``,
 #: ``±HH``, which the ISO parser reads the same way)
-_ZONE = re.compile(r"(?:[Zz]|[+-]\d\d(?::?\d\d)?)\Z")
-
-
 def _zoneless_at(values: Any, fixed: tuple[int, str] | None = None) -> list[int]:
     """Positions of ``values`` (text or ``None``) that are text without a time zone at the end.
     ``fixed`` (``(width, joined text)`` of the same values, when they all have one width) lets
@@ -374,7 +371,7 @@ def _zoneless_at(values: Any, fixed: tuple[int, str] | None = None) -> list[int]
     if fixed is not None and fixed[0] and fixed[1][fixed[0] - 1::fixed[0]].count("Z") * fixed[0] == len(fixed[1]):
         return []
     return [i for i, v in enumerate(values)
-            if v.__class__ is str and not v.endswith("Z") and not _ZONE.search(v)]
+            if v.__class__ is str and not v.endswith("Z") and not ZONE_AT_END.search(v)]
 
 
 def zoneless_notes(ts: Any, ts_end: Any, line_nos: Any, *, ts_fixed: tuple[int, str] | None = None,

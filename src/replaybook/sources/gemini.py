@@ -94,7 +94,7 @@ import orjson
 
 from .. import _json
 from .._jsonl import (Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores, name_stem,
-                      note_unreadable_times, quarantine_row, read_source)
+                      note_unreadable_times, note_zoneless_times, quarantine_row, read_source)
 from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -714,6 +714,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         frame["ts"] = to_utc(ts).array
         frame["result_ts"] = to_utc(rts).array
         note_unreadable_times(ts, frame["ts"], frame["source_file"], frame["line_no"], inputs)
+        note_zoneless_times(ts, frame["ts"], frame["source_file"], frame["line_no"], inputs, writer="Gemini CLI")
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 
