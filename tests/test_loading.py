@@ -489,3 +489,31 @@ def test_a_result_stamped_before_its_call_is_noted_on_the_file():
         "14:00:04.600): the file is out of order or was edited — paired by its id all the same"]
     ok = LoadResult(frame=STEPS.build(rows[1:]), inputs=[{"path": "r.jsonl"}])
     assert results_before_calls(ok) is ok
+
+
+@pytest.mark.parametrize("rel,forced,is_", [
+    ("claude_code/claude-streaming-split/66666666-ffff-4fff-8fff-666666666666.jsonl", "codex", "claude-code"),
+    ("claude_code/claude-streaming-split/66666666-ffff-4fff-8fff-666666666666.jsonl", "gemini", "claude-code"),
+    ("codex/envelope/rollout-2025-09-13T10-00-00-0199aaaa-0000-7000-8000-000000000001.jsonl", "claude-code",
+     "codex"),
+])
+def test_a_forced_source_on_another_sources_file_is_noted(rel, forced, is_):
+    """``--source codex`` on a Claude Code transcript gave nine rows of kind ``other`` with no time,
+    and a Codex rollout read as Claude Code gave 23 rows, each without a word: the rows are kept
+    (the user asked for that source), and the file's note says what its content is."""
+    from replaybook.loading import load_frame
+
+    got = load_frame(FIX / rel, "steps", source=forced).result
+    assert got.inputs[0]["notes"][-1] == (
+        f"read as {forced}, as asked, but its content is {is_} (steps): its rows may be empty or wrong "
+        "(`replaybook load auto PATH` reads each file with the source its content names)")
+    own = load_frame(FIX / rel, "steps", source=is_).result
+    assert not [n for i in own.inputs for n in i.get("notes") or [] if "as asked" in n]
+    assert len(own.frame) and len(got.frame)
+
+
+def test_a_forced_source_note_reaches_the_cli(capsys):
+    path = FIX / "claude_code" / "claude-streaming-split" / "66666666-ffff-4fff-8fff-666666666666.jsonl"
+    assert main(["load", "steps", "--source", "codex", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"  note {path}: read as codex, as asked, but its content is claude-code (steps)" in err

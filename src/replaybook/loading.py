@@ -496,11 +496,35 @@ class FrameLoad:
     elsewhere: dict[str, str] = field(default_factory=dict)
 
 
+def _note_forced_misfits(res: LoadResult, src: registry.Source) -> None:
+    """Note each file a forced source read although its content is another source's: a Claude
+    Code transcript read with ``--source codex`` gave rows of kind ``other`` with no time and
+    no word why.  A file is noted when another source claims it by content (confidence at least
+    :data:`MIN_CONFIDENCE`) and ``src``'s own sniffer does not; its rows are kept (the user
+    asked), and the note names what it is."""
+    files = [i for i in res.inputs if i.get("path") and not i.get("skipped") and not i.get("side_of")
+             and Path(i["path"]).is_file()]
+    registry.prefetch([i["path"] for i in files])  # (thousands of files: judged by helpers too)
+    for info in files:
+        try:
+            best, score = registry.sniff_file(info["path"])
+            if best is None or best is src or score < MIN_CONFIDENCE:
+                continue
+            if registry.sniff_file(info["path"], only=src)[1] >= MIN_CONFIDENCE:
+                continue
+        except OSError:  # (read a moment ago: the loader has said what it could)
+            continue
+        info.setdefault("notes", []).append(
+            f"read as {src.name}, as asked, but its content is {best.name} ({best.frame}): its rows may be empty "
+            "or wrong (`replaybook load auto PATH` reads each file with the source its content names)")
+
+
 def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: str | None = None,
                require: bool = True) -> FrameLoad:
     """Load files and folders into one canonical ``frame`` (``steps``, ``calls`` or ``access``).
 
-    With ``source`` that source loads every path (its own folder walk).  Without, each file is
+    With ``source`` that source loads every path (its own folder walk); a file whose content is
+    another source's is read all the same and noted (:func:`_note_forced_misfits`).  Without, each file is
     sniffed by content as :func:`load` does and loaded by the source that recognises it, so a
     Codex rollout given as a transcript, or a gateway log given as a door log, is read by its own
     loader instead of being misread as the default format.
@@ -531,6 +555,7 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
         res = read_once(src.load(paths))
         if not res.inputs:
             raise InputError(f"source {source!r} found no input files in {', '.join(map(str, paths))}")
+        _note_forced_misfits(res, src)
         return FrameLoad(result=res, sources={i["path"]: source for i in res.inputs if "path" in i})
     loaded = load(paths)
     files = loaded.files
