@@ -41,6 +41,28 @@ def test_join_prints_the_expected_assignment(capsys):
     assert [(s["margin"], type(s["margin"])) for s in out["sessions"]] == [(2, int), (2, int)]
 
 
+def test_join_names_a_skipped_empty_transcript_and_a_loaders_note(tmp_path, capsys):
+    """An empty transcript file among the inputs was skipped without a trace in the join's output,
+    and what a loader noted of a file (bytes read as U+FFFD, a time without a zone) never reached
+    it: both are said on stderr, as `load` says them; the assignment is unchanged."""
+    import shutil
+
+    trans = tmp_path / "transcripts"
+    shutil.copytree(FIX / "join_trap" / "transcripts", trans)
+    (trans / "empty.jsonl").write_bytes(b"")
+    third = trans / "33333333-cccc-4ccc-8ccc-333333333333.jsonl"
+    lines = third.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b"analyst", b"an\xe9lyst", 1)  # (in its cwd)
+    third.write_bytes(b"\n".join(lines))
+    rc = main(["join", "--transcripts", str(trans), "--calls", str(FIX / "join_trap" / "door"), "--format", "json"])
+    got = capsys.readouterr()
+    assert rc == 0
+    expected = json.loads((FIX / "join_trap" / "expected.json").read_text())
+    assert json.loads(got.out)["assignments"] == expected["assignments"]
+    assert f"  skipped {trans / 'empty.jsonl'}: empty file\n" in got.err
+    assert f"  note {third}: bytes that are not UTF-8 on line 2: read as U+FFFD" in got.err
+
+
 def test_join_takes_an_incident_manifest(tmp_path, capsys):
     """Someone who has written a manifest had to repeat its paths as --transcripts/--calls."""
     demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "incident.yaml"
@@ -778,3 +800,27 @@ def test_a_closed_output_pipe_is_no_internal_error():
         os.close(w)
     assert got.returncode == 0, got.stderr
     assert "internal error" not in got.stderr
+
+
+def test_a_load_that_read_no_row_but_set_lines_aside_exits_2(tmp_path, capsys):
+    """A door log whose every line fails the schema gave 0 rows and exit 0: a script carried on
+    with an empty frame.  Now `load` and `join` stop with exit 2 after saying the quarantine; a log
+    whose only line is still being written is no error."""
+    line = '{"ts":"2026-09-13T10:00:0%dZ","seq":%d,"session":"s1","tool":"read","arguments":{"p":1},"decision":"%s"}'
+    bad = tmp_path / "door.jsonl"
+    bad.write_text(line % (1, 1, "maybe") + "\n" + line % (2, 2, "perhaps") + "\n")
+    assert main(["load", "calls", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2: [invalid] does not match door-call-log v1 at decision: 'perhaps' is not one of" in err
+    assert err.endswith(f"{bad}: no calls row was read, and 2 lines in 1 file were set aside as invalid (the "
+                        "quarantine says why)\n")
+    assert main(["join", "--transcripts", str(FIX / "join_trap" / "transcripts"), "--calls", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:1: [invalid]" in err and "no calls row was read" in err
+
+    pending = tmp_path / "pending.jsonl"
+    pending.write_text((line % (1, 1, "allow"))[:60])  # (the writer is mid-line)
+    assert main(["load", "calls", "--source", "door", str(pending)]) == 0
+    assert "(0 invalid, 1 pending: an unterminated last line)" in capsys.readouterr().err
+    bad.write_text(line % (1, 1, "maybe") + "\n" + line % (2, 2, "allow") + "\n")
+    assert main(["load", "calls", str(bad)]) == 0  # one row read: the quarantine names the other

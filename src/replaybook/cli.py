@@ -189,7 +189,8 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     that could not be used, with file and line) goes to stderr.  Without --format the format
     is OUT's extension's (.csv, .parquet, .jsonl or .json: JSON Lines); an extension that
     contradicts --format is a usage error; any other extension is written as JSON Lines, said
-    on stderr.
+    on stderr.  A load that read no row while setting lines aside as invalid exits 2 after
+    writing the (empty) frame and the quarantine.
     """
     fmt = _out_format(fmt, out)
     if out:  # made (or refused) before anything is loaded, as `report --out` makes its folder
@@ -215,26 +216,51 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     more = (f", {len(skipped)} more skipped" if skipped else "") + \
         (f", {len(unread)} not recognised" if unread else "") + \
         (f", {_count(len(links), 'symbolic link')} not followed" if links else "")
-    skipped += [i for i in unread if i.get("reason") == "empty file"]
     n_rows = len(res.frame)
     click.echo(f"{frame}: {n_rows} row{'' if n_rows == 1 else 's'} from {n_read} file{'' if n_read == 1 else 's'}"
                f"{more} ({used})",
                err=True)
-    for info in skipped:
-        why = (f"same content as {info['same_as']}: read once" if info.get("same_as")
-               else info.get("reason") or "no records")
-        click.echo(f"  skipped {info.get('path')}: {why}", err=True)
-    from .loading import plain_note
-
-    for info in res.inputs:  # what a loader says of a file it read (rows kept with a value unknown …)
-        for note in info.get("notes") or ():  # (in the words `load auto` and the report use: no NA / NaT)
-            click.echo(f"  note {info.get('path')}: {plain_note(str(note))}", err=True)
+    _say_inputs(res.inputs)
     wrong = _other_kinds(frame, res, source_name)
     from .sources._cloud import record_numbered
 
     _quarantine_summary(res.quarantine, record_numbered(res.inputs))
     if wrong is not None:
         raise wrong
+    nothing = _nothing_read(frame, res)
+    if nothing is not None:
+        raise nothing
+
+
+def _say_inputs(inputs: list[dict]) -> None:
+    """On stderr, each input file a load skipped (``  skipped PATH: why`` — an empty file, a
+    copy of another) and what a loader says of a file it read (``  note PATH: …``, in the words
+    ``load auto`` and the report use)."""
+    from .loading import plain_note
+
+    for info in inputs:
+        if (info.get("skipped") and info.get("format") is not None) or \
+                (info.get("format") is None and info.get("reason") == "empty file"):  # (others: the quarantine's)
+            why = (f"same content as {info['same_as']}: read once" if info.get("same_as")
+                   else info.get("reason") or "no records")
+            click.echo(f"  skipped {info.get('path')}: {why}", err=True)
+    for info in inputs:  # (rows kept with a value unknown, bytes read as U+FFFD …)
+        for note in info.get("notes") or ():
+            click.echo(f"  note {info.get('path')}: {plain_note(str(note))}", err=True)
+
+
+def _nothing_read(frame: str, res) -> InputError | None:
+    """The error (exit 2) for a load that read no ``frame`` row while it set lines aside as
+    invalid — a door log whose every line fails the schema: a script must not carry on with an
+    empty frame as if all was well.  ``None`` otherwise (rows read, or nothing set aside: an
+    empty file, a log whose only line is still being written)."""
+    q = res.quarantine
+    invalid = q[q["kind"] == "invalid"] if len(q) else q
+    if len(res.frame) or not len(invalid):
+        return None
+    files = invalid["source_file"].astype(str).unique().tolist()
+    return InputError(f"no {frame} row was read, and {_count(len(invalid), 'line')} in {_count(len(files), 'file')} "
+                      "were set aside as invalid (the quarantine says why)", files[0] if len(files) == 1 else None)
 
 
 #: ``load --out`` extensions and the format each names
@@ -630,16 +656,20 @@ _ID_NOTES = (
 def _load_two(first: tuple, second: tuple, *, inputs: list | None = None) -> tuple:
     """Load two lists of paths, each ``(kind, paths, format)``, into their frames: ``(first
     frame, second frame, both quarantines concatenated)``; both loads' ``inputs`` entries are
-    appended to ``inputs`` when given.  Raises the error :func:`_other_kinds` gives when a list
+    appended to ``inputs`` when given, and the files skipped and the loaders' notes are said on
+    stderr (:func:`_say_inputs`).  A list that gave no row while lines were set aside as invalid
+    is an error (:func:`_nothing_read`), its quarantine said first.  Raises the error :func:`_other_kinds` gives when a list
     holds files of the other kind (two lists swapped)."""
     import pandas as pd
 
     loaded = [(kind, _load_one(kind, paths, fmt).result, fmt) for kind, paths, fmt in (first, second)]
     for kind, res, fmt in loaded:
-        wrong = _other_kinds(kind, res, fmt)
+        wrong = _other_kinds(kind, res, fmt) or _nothing_read(kind, res)
         if wrong is not None:
+            _quarantine_summary(res.quarantine)
             raise wrong
     (_, a, _), (_, b, _) = loaded
+    _say_inputs([*a.inputs, *b.inputs])  # (an empty transcript skipped had left no trace in the join's output)
     if inputs is not None:
         inputs.extend([*a.inputs, *b.inputs])
     return a.frame, b.frame, pd.concat([a.quarantine, b.quarantine], ignore_index=True)
