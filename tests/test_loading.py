@@ -416,6 +416,49 @@ def test_an_archive_of_transcripts_is_named_not_read_as_one_transcript(tmp_path)
     assert archive_kind(buf.getvalue()[:512]) == "a tar archive"
 
 
+def _v7(header: bytes) -> bytes:
+    """A ustar header made a Unix V7 one: no magic, version, owner names, devices or prefix
+    (bytes 257–511 NUL), its checksum written again (six octal digits, NUL, space)."""
+    h = bytearray(header[:257] + bytes(255))
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\x00 " % sum(h)
+    return bytes(h)
+
+
+def test_an_old_v7_tar_of_transcripts_is_named_not_read(tmp_path):
+    """A tar without the ``ustar`` magic (V7, still written by some tools) sniffed as a transcript
+    holding every member: its headers are now known by their fields and checksum."""
+    import io
+    import tarfile
+
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "transcripts"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for f in sorted(demo.glob("*.jsonl")):
+            tar.add(f, arcname=f.name)
+    data = bytearray(buf.getvalue())
+    at = 0
+    while at + 512 <= len(data) and any(data[at:at + 512]):  # each member: its header, then its blocks
+        size = int(data[at + 124:at + 136].strip(b"\x00 ") or b"0", 8)
+        data[at:at + 512] = _v7(bytes(data[at:at + 512]))
+        at += 512 + (size + 511) // 512 * 512
+    with tarfile.open(fileobj=io.BytesIO(bytes(data))) as tar:  # (still a tar to tar itself)
+        assert len(tar.getnames()) == 3
+    (tmp_path / "old.tar").write_bytes(bytes(data))
+    files = replaybook.load(tmp_path).files.set_index("path")
+    assert files.loc[str(tmp_path / "old.tar"), "note"] == (
+        "a tar archive: extract it and name the files it holds (replaybook reads files, not archives)")
+
+    from replaybook.sources.registry import archive_kind
+
+    assert archive_kind(bytes(data[:512])) == "a tar archive"
+    broken = bytearray(data[:512])
+    broken[0] ^= 1  # (a header whose checksum fails is no header)
+    assert archive_kind(bytes(broken)) is None
+    for f in sorted(demo.glob("*.jsonl")):  # text has no NUL among its first 100 bytes
+        assert archive_kind(f.read_bytes()[:4096]) is None
+
+
 def test_yaml_that_is_not_a_manifest_keeps_the_plain_words(tmp_path):
     (tmp_path / "rules.yaml").write_text("title: x\nrules: []\n")
     (tmp_path / "broken.yml").write_text("title: [\n")

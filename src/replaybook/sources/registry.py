@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -233,7 +234,7 @@ _ARCHIVES = ((257, b"ustar\x0000", "a tar archive"), (257, b"ustar  \x00", "a ta
 def archive_kind(head: bytes) -> str | None:
     """What archive or compressed file ``head`` (a file's first bytes, gunzipped when it is
     gzip) starts: ``"a tar archive"`` (POSIX or GNU ``ustar`` magic at byte 257 and a header
-    whose checksum holds), zip, 7-Zip, xz, bzip2 or zstd; None for anything else.  A tar of
+    whose checksum holds, or an old V7 header: :func:`_old_tar_header`), zip, 7-Zip, xz, bzip2 or zstd; None for anything else.  A tar of
     transcripts is mostly their text, so without this it sniffed as one transcript holding every
     member (its headers as damaged lines)."""
     for at, magic, kind in _ARCHIVES:
@@ -243,7 +244,25 @@ def archive_kind(head: bytes) -> str | None:
             if at == 257 and not _tar_checksum_ok(head):  # (text that happens to hold "ustar" there)
                 continue
             return kind
+    if _old_tar_header(head):
+        return "a tar archive"
     return None
+
+
+_OCTAL_FIELD = re.compile(rb"[ 0-7]*[ \x00]*\Z")
+
+
+def _old_tar_header(head: bytes) -> bool:
+    """Whether ``head`` starts with a tar header without the ``ustar`` magic (Unix V7 tar, which
+    some tools still write): a member name ended by a NUL within its 100 bytes, octal mode, owner,
+    size and time fields, and a checksum that holds.  Text holds no NUL in its first 100 bytes
+    and no such checksum by chance."""
+    if len(head) < 512 or head[:1] in (b"", b"\x00") or b"\x00" not in head[1:100]:
+        return False
+    if any(not _OCTAL_FIELD.match(head[a:b]) for a, b in ((100, 108), (108, 116), (116, 124), (124, 136),
+                                                          (136, 148))):
+        return False
+    return _tar_checksum_ok(head)
 
 
 def _tar_checksum_ok(head: bytes) -> bool:
