@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import replaybook
-from replaybook._jsonl import is_utf8
+from replaybook._jsonl import not_utf8_note
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"
@@ -87,19 +87,54 @@ def test_the_door_log_says_what_such_a_line_holds(tmp_path, fast):
                    "object there is not exactly as written"]
 
 
-@pytest.mark.parametrize("data,ok", [
-    (b"", True),
-    (b"plain", True),
-    ("ä€😀".encode() * 300_000, True),          # pieces of 1 MiB cut characters: carried over
-    (b"a" * (1 << 20) + b"\xe4", False),       # at the end of the last piece
-    (b"a" * ((1 << 20) - 1) + "€".encode(), True),  # a 3-byte character across the piece boundary
-    (b"\xed\xa0\x80", False),                  # an encoded surrogate is not UTF-8
-    (b"\xc3", False),                          # cut at the end
+@pytest.mark.parametrize("data,lines", [
+    (b"", None),
+    (b"plain\n", None),
+    ("ä€😀\n".encode() * 300_000, None),          # 1 MiB pieces cut characters: carried over
+    (b"a" * (1 << 20) + b"\xe4\n", [1]),           # at the start of the second piece
+    (b"a" * ((1 << 20) - 1) + "€\n".encode(), None),  # a 3-byte character across the piece boundary
+    (b"ok\n\xed\xa0\x80\n", [2]),                # an encoded surrogate is not UTF-8
+    (b"ok\n\xc3\n", [2]),                          # a lead byte alone, then a line end
+    (b"\xe4\n" * 30, list(range(1, 21))),           # 20 places looked at, then "maybe more"
 ])
-def test_is_utf8(data, ok):
-    assert is_utf8(data) is ok
-    try:
+def test_not_utf8_lines(data, lines):
+    note = not_utf8_note(data)
+    if lines is None:
+        assert note is None
         data.decode("utf-8")
-        assert ok
-    except UnicodeDecodeError:
-        assert not ok
+        return
+    words = f"line {lines[0]}" if len(lines) == 1 else "lines " + ", ".join(map(str, lines[:5])) + (
+        f" … ({len(lines)} lines)" if len(lines) > 5 else "")
+    assert note == (f"bytes that are not UTF-8 on {words}{' (and maybe more)' if len(lines) == 20 else ''}: read as "
+                    "U+FFFD (\ufffd), so a value there is not exactly as written")
+
+
+def test_a_character_cut_by_a_line_still_being_written_is_not_named(tmp_path):
+    """A live transcript copied mid-write, cut inside ``é``: its last line is ``pending`` (not
+    read), so nothing there is "read as U+FFFD".  A finished line holding the same cut byte is."""
+    src = FIX / "claude_code" / "claude-streaming-split" / "66666666-ffff-4fff-8fff-666666666666.jsonl"
+    data = src.read_bytes()
+    cut = tmp_path / "cut" / src.name
+    cut.parent.mkdir()
+    cut.write_bytes(data + b'{"type": "user", "message": {"content": "caf' + "é".encode()[:1])
+    loaded = replaybook.load([cut])
+    assert not [n for n in _notes(loaded, "steps") if "not UTF-8" in n]
+    assert loaded.results["steps"].quarantine["kind"].tolist() == ["pending"]
+    done = tmp_path / "done" / src.name
+    done.parent.mkdir()
+    done.write_bytes(data + b'{"type": "user", "message": {"content": "caf' + "é".encode()[:1] + b'"}}\n')
+    n = data.count(b"\n") + 1
+    assert [x for x in _notes(replaybook.load([done]), "steps") if "not UTF-8" in x] == [
+        f"bytes that are not UTF-8 on line {n}: read as U+FFFD (\ufffd), so a value there is not exactly as written"]
+
+
+def test_a_binary_file_among_cloud_logs_is_set_aside_without_the_text_note(tmp_path):
+    from replaybook.sources import s3_access
+
+    src = FIX / "cloud" / "s3-access-quotes" / "acme-data-2026-09-13-10-10-00-0123456789ABCDEF"
+    (tmp_path / src.name).write_bytes(src.read_bytes())
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 64)
+    res = s3_access.load_s3_access(tmp_path)
+    blob = [i for i in res.inputs if i["path"].endswith("blob.bin")]
+    assert blob and not blob[0].get("notes")
+    assert res.quarantine["error"].tolist() == ["not a text log (binary data)"]

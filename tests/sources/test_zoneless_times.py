@@ -73,3 +73,45 @@ def test_an_unreadable_time_has_its_own_note_not_this_one(tmp_path):
     notes = _notes(path)
     assert not [n for n in notes if "without a time zone" in n]
     assert any("not a date-time" in n and "line 2" in n for n in notes)
+
+
+def test_rows_whose_line_is_not_known_are_counted_not_a_crash(tmp_path):
+    """A Gemini CLI session document whose items the line walk cannot place (a repeated
+    ``messages`` key: JSON keeps the last) gives rows with no line number; a zoneless time on one
+    of them had crashed the load (``int(NA)``)."""
+    import json
+
+    from replaybook.sources.gemini import load_gemini
+
+    src = json.loads((FIX / "gemini" / "resumed" / "session-2025-09-30T08-00-7f00aa11.json").read_text())
+    for m in src["messages"]:
+        m["timestamp"] = m["timestamp"].rstrip("Z")
+    body = json.dumps(src, indent=2)
+    p = tmp_path / "session-2025-09-30T08-00-7f00aa11.json"
+    p.write_text(body[:-2] + ',\n  "messages": ' + json.dumps(src["messages"][:1], indent=2) + "\n}")
+    res = load_gemini([p])
+    assert res.frame["line_no"].isna().sum() == 1
+    text = src["messages"][0]["timestamp"]
+    assert [n for i in res.inputs for n in i.get("notes") or [] if "time zone" in n] == [
+        f"a time without a time zone on 1 row whose line is not known ({text!r}): read as UTC; RFC 3339 requires "
+        "an offset — if Gemini CLI wrote local time, these lines are off by the zone's offset"]
+
+
+@pytest.mark.parametrize("text,noted", [
+    ("2026-09-13T10:00:00.000Z ", False),   # blanks after the zone: the parser reads it as UTC too
+    ("2026-09-13T10:00:00+0000", False),
+    ("2026-09-13 10:00:00 -05:00", False),
+    ("2026-09-13T10:00:00.5+02", False),
+    ("2026-09-13T10:00:00z", False),
+    ("2026-09-13", True),                   # a date alone: UTC midnight ("-13" is no offset)
+    ("2026-09-13T10:00:00.000", True),
+])
+def test_what_counts_as_a_zone(tmp_path, text, noted):
+    lines = CLAUDE.read_bytes().split(b"\n")
+    lines[1], k = _TS.subn(b'"timestamp": "' + text.encode() + b'"', lines[1], count=1)
+    assert k == 1
+    p = tmp_path / CLAUDE.name
+    p.write_bytes(b"\n".join(lines))
+    got = [n for n in _notes(p) if "time zone" in n]
+    assert got == ([f"a time without a time zone on line 2 ({text!r}): read as UTC; RFC 3339 requires an offset — "
+                    "if Claude Code wrote local time, these lines are off by the zone's offset"] if noted else [])

@@ -53,7 +53,7 @@ import orjson
 import pandas as pd
 
 from .._jsonl import (ZERO_FILL, Damaged, _count_lines, control_repair, expand_paths, file_info, gunzip_leniently,
-                      is_utf8, is_zero_fill, iter_lines, not_utf8_note, parse_json, quarantine_row)
+                      is_zero_fill, iter_lines, not_utf8_note, parse_json, quarantine_row)
 from .._text import deep_safe, safe_str, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
@@ -822,7 +822,8 @@ def input_entry(path: Path, size: int, data: bytes, fmt: str, problem: str | Non
     ``sha256`` (hex, of the bytes on disk) and ``lines`` (of ``data``) may be given when the
     caller already has them; otherwise the file is hashed from disk and the lines counted.
     Bytes that are not UTF-8 are named in ``notes`` by line (read as U+FFFD; see
-    :func:`~replaybook._jsonl.not_utf8_note`).
+    :func:`~replaybook._jsonl.not_utf8_note`), unless the file is no text at all
+    (:func:`looks_binary`: set aside whole).
     """
     if sha256 is None:
         info = file_info(path, size, data, fmt)
@@ -832,10 +833,9 @@ def input_entry(path: Path, size: int, data: bytes, fmt: str, problem: str | Non
     if problem:
         info["damaged_gzip"] = True
         info["problem"] = problem
-    if not is_utf8(data):
-        bad = not_utf8_note(data, "request's object, principal or URI")
-        if bad:
-            info.setdefault("notes", []).append(bad)
+    bad = None if looks_binary(data) else not_utf8_note(data, "request's object, principal or URI")
+    if bad:  # (a file that is no text at all is set aside whole: its quarantine row says so)
+        info.setdefault("notes", []).append(bad)
     return info
 
 

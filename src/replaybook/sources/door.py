@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._schema import first_error, package_schema
-from .._jsonl import (ZONE_AT_END, _count_lines, expand_paths, iter_objects, lines_words, quarantine_row,
-                      read_source, sample_objects)
+from .._jsonl import (_count_lines, expand_paths, iter_objects, lines_words, quarantine_row, read_source,
+                      sample_objects, zoneless_at)
 from ..frames import QUARANTINE, LoadResult
 from . import _parallel
 from .registry import Source, register
@@ -362,16 +362,14 @@ def _file_notes(unknown: dict[str, list[int]], bad_ids: dict[str, list[tuple[int
     return notes
 
 
-#: the end of an RFC 3339 date-time that carries its offset: ``Z`` or ``±HH:MM`` (also ``±HHMM``,
-#: ``±HH``, which the ISO parser reads the same way)
 def _zoneless_at(values: Any, fixed: tuple[int, str] | None = None) -> list[int]:
-    """Positions of ``values`` (text or ``None``) that are text without a time zone at the end.
-    ``fixed`` (``(width, joined text)`` of the same values, when they all have one width) lets
-    the common column — every value ending in ``Z`` — be passed over in one count."""
+    """Positions of ``values`` (text or ``None``) that are text without a time zone at the end
+    (:func:`~replaybook._jsonl.zoneless_at`).  ``fixed`` (``(width, joined text)`` of the same
+    values, when they all have one width) lets the common column — every value ending in ``Z`` —
+    be passed over in one count."""
     if fixed is not None and fixed[0] and fixed[1][fixed[0] - 1::fixed[0]].count("Z") * fixed[0] == len(fixed[1]):
         return []
-    return [i for i, v in enumerate(values)
-            if v.__class__ is str and not v.endswith("Z") and not ZONE_AT_END.search(v)]
+    return zoneless_at(values).tolist()
 
 
 def zoneless_notes(ts: Any, ts_end: Any, line_nos: Any, *, ts_fixed: tuple[int, str] | None = None,
