@@ -63,6 +63,17 @@ def test_join_names_a_skipped_empty_transcript_and_a_loaders_note(tmp_path, caps
     assert f"  note {third}: bytes that are not UTF-8 on line 2: read as U+FFFD" in got.err
 
 
+def test_join_of_an_incident_names_its_skipped_files_too(tmp_path, capsys):
+    import shutil
+
+    shutil.copytree(FIX / "join_trap" / "transcripts", tmp_path / "t")
+    shutil.copytree(FIX / "join_trap" / "door", tmp_path / "d")
+    (tmp_path / "t" / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "incident.yaml").write_text("title: t\ntranscripts:\n  - t/\ndoor:\n  - d/\n")
+    assert main(["join", str(tmp_path / "incident.yaml"), "--format", "json"]) == 0
+    assert "  skipped t/empty.jsonl: empty file\n" in capsys.readouterr().err
+
+
 def test_join_takes_an_incident_manifest(tmp_path, capsys):
     """Someone who has written a manifest had to repeat its paths as --transcripts/--calls."""
     demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "incident.yaml"

@@ -455,8 +455,13 @@ def test_an_old_v7_tar_of_transcripts_is_named_not_read(tmp_path):
     broken = bytearray(data[:512])
     broken[0] ^= 1  # (a header whose checksum fails is no header)
     assert archive_kind(bytes(broken)) is None
-    for f in sorted(demo.glob("*.jsonl")):  # text has no NUL among its first 100 bytes
+    for f in sorted(demo.glob("*.jsonl")):  # text has no octal fields at bytes 100–147
         assert archive_kind(f.read_bytes()[:4096]) is None
+    long_name = bytearray(_v7(bytes(data[:512])))  # a member name of exactly 100 bytes: no NUL in it
+    long_name[:100] = b"n" * 100
+    long_name[148:156] = b" " * 8
+    long_name[148:156] = b"%06o\x00 " % sum(long_name)
+    assert archive_kind(bytes(long_name)) == "a tar archive"
 
 
 def test_yaml_that_is_not_a_manifest_keeps_the_plain_words(tmp_path):

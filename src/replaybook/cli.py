@@ -252,11 +252,15 @@ def _say_inputs(inputs: list[dict]) -> None:
 def _nothing_read(frame: str, res) -> InputError | None:
     """The error (exit 2) for a load that read no ``frame`` row while it set lines aside as
     invalid — a door log whose every line fails the schema: a script must not carry on with an
-    empty frame as if all was well.  ``None`` otherwise (rows read, or nothing set aside: an
-    empty file, a log whose only line is still being written)."""
+    empty frame as if all was well.  ``None`` otherwise: rows read, or nothing set aside (an
+    empty file, a log whose only line is still being written), or only what a file set aside
+    whole explains (a gzip stream cut short, and the cut line after it)."""
     q = res.quarantine
-    invalid = q[q["kind"] == "invalid"] if len(q) else q
-    if len(res.frame) or not len(invalid):
+    if len(res.frame) or not len(q):
+        return None
+    whole = set(q.loc[q["line_no"].isna(), "source_file"].astype(str))  # (a cut gzip stream: said, and expected)
+    invalid = q[(q["kind"] == "invalid") & q["line_no"].notna() & ~q["source_file"].astype(str).isin(whole)]
+    if not len(invalid):
         return None
     files = invalid["source_file"].astype(str).unique().tolist()
     return InputError(f"no {frame} row was read, and {_count(len(invalid), 'line')} in {_count(len(files), 'file')} "
@@ -291,22 +295,15 @@ def _out_format(fmt: str | None, out: str | None) -> str:
 def _refuse_writing_over_inputs(targets: list[Path], paths) -> None:
     """Refuse (exit 2) an output file that is one of the input files: the evidence is read,
     never written over (``load calls d.jsonl --out d.jsonl`` had replaced the log)."""
-    import os
-
+    from ._guard import refuse_over_evidence
     from ._jsonl import expand_paths
 
     existing = [t for t in targets if t.is_file()]
     if not existing:
         return
-    for f in expand_paths(list(paths), unique=False):
-        for t in existing:
-            try:
-                same = os.path.samefile(f, t)
-            except OSError:
-                continue
-            if same:
-                raise click.BadParameter(f"{t} is one of the inputs ({f}); input files are never written over: "
-                                         "choose another file", param_hint="--out")
+    inputs = expand_paths(list(paths), unique=False)
+    for t in existing:
+        refuse_over_evidence(t, files=inputs)
 
 
 def _load_one(frame: str, paths, source_name: str | None):
@@ -505,6 +502,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     inc = _incident_or_paths(incident, {"--transcripts": transcripts, "--calls": calls})
     if inc is not None:
         steps, calls_f = inc.steps, inc.calls
+        _say_incident_inputs(inc, ("steps", "calls"))
         set_aside_rows = inc.quarantine  # (every input of the incident: its access logs too)
         set_aside = int(len(set_aside_rows))
         window = inc.window_s if window is None else window
@@ -666,7 +664,9 @@ def _load_two(first: tuple, second: tuple, *, inputs: list | None = None) -> tup
     for kind, res, fmt in loaded:
         wrong = _other_kinds(kind, res, fmt) or _nothing_read(kind, res)
         if wrong is not None:
-            _quarantine_summary(res.quarantine)
+            from .sources._cloud import record_numbered
+
+            _quarantine_summary(res.quarantine, record_numbered(res.inputs))
             raise wrong
     (_, a, _), (_, b, _) = loaded
     _say_inputs([*a.inputs, *b.inputs])  # (an empty transcript skipped had left no trace in the join's output)
@@ -692,6 +692,28 @@ def _incident_or_paths(incident, paths: dict[str, tuple]):
     for warning in inc.check_inputs():  # the same checks as `report`, before anything is loaded
         click.echo(f"replaybook: warning: {warning}", err=True)
     return inc
+
+
+def _say_incident_inputs(inc, frames: tuple[str, ...]) -> None:
+    """:func:`_say_inputs` for an incident's files read into ``frames`` (and those no source
+    read): each one skipped or noted, in the incident's words for it (the Inputs section's
+    ``note``), its path as the manifest's folder sees it."""
+    from .sources import registry
+
+    for info in inc.loaded_inputs():
+        note, fmt = info.get("note"), info.get("format")
+        if not note or fmt == "manifest" or info.get("side_of"):
+            continue
+        try:
+            if fmt is not None and registry.get(fmt).frame not in frames:
+                continue
+        except InputError:  # (a format no source has: said, not judged)
+            pass
+        word, _, rest = str(note).partition(": ")
+        if word == "skipped" and rest:
+            click.echo(f"  skipped {info.get('path')}: {rest}", err=True)
+        else:
+            click.echo(f"  note {info.get('path')}: {note}", err=True)
 
 
 def _pairs_option(items, what: str, example: str, param: str) -> dict[str, list[str]]:
@@ -847,6 +869,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
             raise InputError("the manifest names no cloud access logs (access:): there is nothing to compare the "
                              "door with", inc.path)
         calls_f, access_f, set_aside_rows = inc.calls, inc.access, inc.quarantine_of("calls", "access")
+        _say_incident_inputs(inc, ("calls", "access"))
         smap = {**(inc.manifest.get("storage_map") or {}), **smap_cli}
         princ = {**(inc.manifest.get("principals") or {}), **princ_cli}
         m_ahead, m_doors = storage_clock_ahead(inc.manifest.get("storage_clock_ahead_s"))

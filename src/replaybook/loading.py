@@ -501,16 +501,21 @@ def _note_forced_misfits(res: LoadResult, src: registry.Source) -> None:
     Code transcript read with ``--source codex`` gave rows of kind ``other`` with no time and
     no word why.  A file is noted when another source claims it by content (confidence at least
     :data:`MIN_CONFIDENCE`) and ``src``'s own sniffer does not; its rows are kept (the user
-    asked), and the note names what it is."""
+    asked), and the note names what it is.  Only a file that gave no row (for ``steps``: no row
+    but ``other`` and ``system`` ones, all a reader of the wrong format makes) is sniffed, so a
+    forced load of files read well costs nothing more."""
+    f = res.frame
+    if "kind" in f.columns and "source_file" in f.columns:  # steps: what only a wrong reader leaves is "other"
+        f = f[~f["kind"].isin(["other", "system"])]
+    read_well = set(f["source_file"].astype(str)) if "source_file" in f.columns else set()
     files = [i for i in res.inputs if i.get("path") and not i.get("skipped") and not i.get("side_of")
-             and Path(i["path"]).is_file()]
-    registry.prefetch([i["path"] for i in files])  # (thousands of files: judged by helpers too)
+             and str(i["path"]) not in read_well and Path(i["path"]).is_file()]
     for info in files:
-        try:
+        try:  # (the source's own judge first: only a file it doubts is judged by all of them)
+            if registry.sniff_file(info["path"], only=src)[1] >= MIN_CONFIDENCE:
+                continue
             best, score = registry.sniff_file(info["path"])
             if best is None or best is src or score < MIN_CONFIDENCE:
-                continue
-            if registry.sniff_file(info["path"], only=src)[1] >= MIN_CONFIDENCE:
                 continue
         except OSError:  # (read a moment ago: the loader has said what it could)
             continue

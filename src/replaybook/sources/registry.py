@@ -254,10 +254,9 @@ _OCTAL_FIELD = re.compile(rb"[ 0-7]*[ \x00]*\Z")
 
 def _old_tar_header(head: bytes) -> bool:
     """Whether ``head`` starts with a tar header without the ``ustar`` magic (Unix V7 tar, which
-    some tools still write): a member name ended by a NUL within its 100 bytes, octal mode, owner,
-    size and time fields, and a checksum that holds.  Text holds no NUL in its first 100 bytes
-    and no such checksum by chance."""
-    if len(head) < 512 or head[:1] in (b"", b"\x00") or b"\x00" not in head[1:100]:
+    some tools still write): a member name, octal mode, owner, size and time fields (digits,
+    blanks and NULs only: no text has that at bytes 100–147), and a checksum that holds."""
+    if len(head) < 512 or head[:1] in (b"", b"\x00"):
         return False
     if any(not _OCTAL_FIELD.match(head[a:b]) for a, b in ((100, 108), (108, 116), (116, 124), (124, 136),
                                                           (136, 148))):
