@@ -132,6 +132,32 @@ def test_incident_run_command_writes_what_extraction_gives(demo, tmp_path):
     assert r.exit_code == 0 and json.loads(r.output)["verdict"] == "reproduced"
 
 
+def test_incident_run_never_writes_over_the_evidence(demo, tmp_path):
+    """``--out capsule/capsule.yaml`` replaced the capsule just read with the run record (exit 0),
+    and ``verify`` then failed; a door log, the manifest or a stored object went the same way."""
+    import hashlib
+    import shutil
+
+    w = tmp_path / "w"
+    shutil.copytree(demo, w)
+
+    def digests():
+        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(w.rglob("*")) if p.is_file()}
+
+    before = digests()
+    door_log = next((w / "door").rglob("*.jsonl"))
+    stored = next(p for p in (w / "capsule" / "evidence").rglob("*") if p.is_file())
+    for target, why in [(w / "capsule" / "capsule.yaml", "is one of the inputs"), (door_log, "is one of the inputs"),
+                        (w / "incident.yaml", "is one of the inputs"), (stored, "is one of the inputs"),
+                        (w / "capsule" / "new.json", "is inside")]:
+        r = run("incident-run", w / "capsule", w / "incident.yaml", "--out", target)
+        assert r.exit_code == 2, (target, r.output)
+        assert why in " ".join(r.output.split()), r.output
+    assert digests() == before
+    r = run("incident-run", w / "capsule", w / "incident.yaml", "--out", w / "runs" / "again.json")
+    assert r.exit_code == 0, r.output
+
+
 def test_build_says_what_a_replay_will_lack(demo, tmp_path):
     """Built from a door run alone (no capture, no checkout), every forensic call would stop at
     'authority not captured' and a verdict could not be re-derived; the build says so and how."""

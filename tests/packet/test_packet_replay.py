@@ -57,6 +57,31 @@ def test_replay_passes_in_a_clean_worktree_and_removes_it(packet: Path, repo: Pa
     assert suite.get("tests") == "3" and suite.get("failures") == "0" and suite.get("errors") == "0"
 
 
+def test_junit_never_writes_over_the_log_the_body_or_a_stored_output(packet: Path, repo: Path, monkeypatch):
+    """``--junit session.jsonl`` replaced the session log with JUnit XML (VERDICT: PASS, exit 0);
+    a stored output went the same way.  Refused before anything is replayed."""
+    import hashlib
+
+    monkeypatch.chdir(repo)
+    stored = next((repo / "session.outputs").glob("*.txt"))
+    body = repo / "PR.md"
+    body.write_text("Checks pass [seq:2].\n")
+
+    def digests():
+        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in [packet, stored, body]}
+
+    before = digests()
+    for target, extra, why in [("session.jsonl", [], "is one of the inputs"),
+                               (str(stored), [], "is inside"),
+                               ("PR.md", ["--body", "PR.md"], "is one of the inputs"),
+                               ("session.outputs/new.xml", [], "is inside")]:
+        res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", target, *extra])
+        assert res.exit_code == 2, (target, res.output)
+        assert why in " ".join(res.output.split()) and "replaying" not in res.output
+    assert digests() == before
+    assert _worktrees(repo) == 1
+
+
 def test_local_edits_do_not_leak_into_the_replay(packet: Path, repo: Path):
     write_check(repo, extra=" and False")  # uncommitted breakage on disk
     v = replay(packet, repo=repo)

@@ -250,11 +250,19 @@ def incident_run_cmd(ctx: click.Context, capsule_path: str, incident: str, out: 
     """Write the run record of the incident itself, extracted from INCIDENT's transcript and
     door log with CAPSULE's evidence: what `capsule diff` and `capsule verdict` compare a
     forensic replay and a live verification against."""
+    from .._guard import refuse_over_evidence
     from ..errors import InputError
+    from ..incident import Incident
     from .extract import incident_run
+    from .model import load_capsule
 
     try:
-        rec = incident_run(capsule_path, incident)
+        cap = load_capsule(capsule_path)
+        inc = Incident.load(incident)
+        # the run record goes beside the evidence, never over it: not onto an input, not into the capsule
+        refuse_over_evidence(out, files=[inc.path, *(inc.root / i["path"] for i in inc.inputs)],
+                             folders=[cap.path.parent, cap.store_root])
+        rec = incident_run(cap, inc)
     except (InputError, CapsuleFormatError) as exc:
         _input_error(ctx, exc)
         return

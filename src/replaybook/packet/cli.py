@@ -142,6 +142,12 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
     from .replay import replay
 
     cites = _read_cites(body_path) if body_path else None  # before the replay: a bad path fails at once
+    if junit_path:  # (the report goes beside the evidence, never over it)
+        from .._guard import refuse_over_evidence
+        from .log import outputs_dir_for
+
+        refuse_over_evidence(junit_path, files=[log_path, *([body_path] if body_path else [])],
+                             folders=[outputs_dir or outputs_dir_for(log_path)], option="--junit")
     text = fmt == "text"
     shown = [0]  # warnings printed so far
 

@@ -1,0 +1,51 @@
+"""Refuse an output path that would write over evidence (private; used by the command lines).
+
+Every input — a transcript, a door log, a session log, a capsule and its evidence store — is
+evidence: replaybook opens it read-only and never writes over it.  A command that writes a file
+(``load --out``, ``capsule incident-run --out``, ``packet replay --junit``) checks its path here
+first: ``capsule incident-run --out capsule/capsule.yaml`` had replaced the capsule it had just
+read, and ``packet replay --junit session.jsonl`` the session log.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+import click
+
+__all__ = ["refuse_over_evidence"]
+
+
+def refuse_over_evidence(out: str | Path, *, files: Iterable[str | Path] = (), folders: Iterable[str | Path] = (),
+                         option: str = "--out") -> None:
+    """Raise :class:`click.BadParameter` (exit 2) when ``out`` is one of ``files`` (the same
+    file on disk, links and relative paths seen through) or lies inside one of ``folders``
+    (an evidence store, a capsule's folder, stored outputs); otherwise return.
+
+    Args:
+        out: the output file a command is about to write.
+        files: input files (missing ones are passed over).
+        folders: folders whose every file is evidence (missing ones are passed over).
+        option: the option that named ``out``, for the message.
+    """
+    target = Path(out)
+    if target.exists():
+        for f in files:
+            try:
+                same = os.path.samefile(f, target)
+            except OSError:
+                continue
+            if same:
+                raise click.BadParameter(f"{out} is one of the inputs ({f}); input files are never written over: "
+                                         "choose another file", param_hint=option)
+    where = target.resolve()
+    for folder in folders:
+        root = Path(folder)
+        if not root.is_dir():
+            continue
+        root = root.resolve()
+        if where == root or root in where.parents:
+            raise click.BadParameter(f"{out} is inside {folder}, whose files are evidence and never written over: "
+                                     "choose a file elsewhere", param_hint=option)
