@@ -52,6 +52,19 @@ def test_a_removed_line_is_named(tmp_path: Path):
     assert read.gap_warnings() == []  # the chain says it, once
 
 
+def test_a_log_whose_every_step_was_removed_is_not_called_chained(tmp_path: Path):
+    """Only the trailer left: ``claims`` said "log chained" and the report "intact — none was
+    removed", though the trailer seals four lines."""
+    log, raw = _log(tmp_path, 4)
+    log.write_text(raw[-1] + "\n")
+    read = read_log(log)
+    assert read.steps == () and read.chain == "damaged"
+    assert [f.where(log) for f in read.chain_findings] == [
+        f"{log}:1: the trailer on line 1 counts 4 lines and the log holds none: every recorded step was removed"]
+    log.write_text(json.dumps(trailer_line(0, "sha256:" + "0" * 64)) + "\n")  # (a trailer of nothing: nothing lost)
+    assert read_log(log).chain_findings == ()
+
+
 def test_a_removed_line_with_the_rest_renumbered_is_named(tmp_path: Path):
     log, raw = _log(tmp_path)
     lines = [json.loads(x) for x in raw]

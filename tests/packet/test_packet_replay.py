@@ -417,6 +417,13 @@ def test_a_clean_step_whose_tree_is_not_its_commits_is_an_inconsistent_log(packe
     (b'{"seq": 1, "cmd": "echo \xff", "exit": 0}', "the line is not valid UTF-8 (byte 0xff at column 25)"),
     (b'{"seq": 1, "cmd": "echo \\udcff", "exit": 0}',
      "the command holds a lone surrogate escape (not a character); it cannot be run as recorded"),
+    # a NUL reached subprocess: "internal error: ValueError: embedded null byte", exit 3
+    (b'{"seq": 1, "cmd": "a\\u0000b", "exit": 0}',
+     "the command or its folder holds a NUL character (\\u0000); it cannot have been run as recorded"),
+    (b'{"seq": 1, "cmd": "x", "argv": ["x", "a\\u0000"], "exit": 0}',
+     "the command or its folder holds a NUL character (\\u0000); it cannot have been run as recorded"),
+    (b'{"seq": 1, "cmd": "x", "cwd": "sub\\u0000", "exit": 0}',
+     "the command or its folder holds a NUL character (\\u0000); it cannot have been run as recorded"),
 ])
 def test_log_lines_the_schema_lets_through_are_refused(tmp_path: Path, line: bytes, message: str):
     log = tmp_path / "s.jsonl"

@@ -291,7 +291,8 @@ def read_log(path: str | os.PathLike, *, for_replay: bool = False) -> SessionLog
 
 def _line_problem(raw: bytes, obj: dict) -> str | None:
     """What the schema lets through but a log line must not hold: a non-integer number for an
-    integer field (``5.0``), another format version, text that was not valid UTF-8."""
+    integer field (``5.0``), another format version, text that was not valid UTF-8, a command
+    (or its ``cwd``) holding a lone surrogate or a NUL character."""
     for name in ("seq", "exit", "v"):
         if name in obj and type(obj[name]) is float:
             return f"field {name!r}: {obj[name]!r} is not an integer (write it without a decimal point)"
@@ -305,6 +306,10 @@ def _line_problem(raw: bytes, obj: dict) -> str | None:
     texts = [obj["cmd"], *(a for a in obj.get("argv") or () if isinstance(a, str))]
     if any("\ufffd" in t for t in texts) and b"\xef\xbf\xbd" not in raw and b"\\ufffd" not in raw.lower():
         return "the command holds a lone surrogate escape (not a character); it cannot be run as recorded"
+    cwd = obj.get("cwd")
+    if any("\x00" in t for t in texts) or (isinstance(cwd, str) and "\x00" in cwd):
+        # (no program can be started with one: the recorder could not have run it)
+        return "the command or its folder holds a NUL character (\\u0000); it cannot have been run as recorded"
     return None
 
 
@@ -631,6 +636,9 @@ def _verify_chain(entries: list[_Entry], trailers: list[tuple[int, Any]],
             found.append(ChainFinding("line_edited", entries[-1].line_no, f"line {entries[-1].line_no} (step "
                                       f"{seqs[-1]}) is not the last line the recorder wrote (the trailer on line "
                                       f"{final[0]} seals another digest): it was edited"))
+    elif final is not None and body["lines"]:  # (a trailer and no step: every line it seals was removed)
+        found.append(ChainFinding("lines_removed", final[0], f"the trailer on line {final[0]} counts "
+                                  f"{body['lines']} lines and the log holds none: every recorded step was removed"))
     found.sort(key=lambda f: (f.line_no, CHAIN_KINDS.index(f.kind)))
     chained_from = entries[start].line_no if start is not None else None
     return ("damaged" if found else "chained"), chained_from, tuple(found)
