@@ -841,3 +841,25 @@ def test_a_manifest_that_is_no_mapping_is_said_so(tmp_path, text):
     (tmp_path / "incident.yaml").write_text(text)
     with pytest.raises(ManifestError, match="is not of type 'object'|not an incident manifest"):
         replaybook.Incident.load(tmp_path / "incident.yaml")
+
+
+@pytest.mark.parametrize("bad,message", [
+    (b'{"seq": 1, "cmd": "pytest", "exit": 0}\n{"seq": 2, "cmd": "ls", "exit": 0', ":2: unterminated last line"),
+    (b'{"seq": 9223372036854775808, "cmd": "pytest", "exit": 0}\n',
+     "field 'seq': 9223372036854775808 is out of range (a 64-bit integer)"),
+    (b'{"seq": 1, "cmd": "echo \xff", "exit": 0}\n', "the line is not valid UTF-8"),
+])
+def test_a_malformed_packet_log_is_bad_input_before_the_report_starts(tmp_path, bad, message):
+    """The report's notebook failed half-way in cell 4 (exit 1) on a session log the packet
+    commands refuse with its line (exit 2): ``check_inputs`` now reads it as they do."""
+    from replaybook.cli import main
+    from replaybook.packet.errors import PacketLogError
+
+    (tmp_path / "t.jsonl").write_text("")
+    (tmp_path / "session.jsonl").write_bytes(bad)
+    m = tmp_path / "incident.yaml"
+    m.write_text("title: x\ntranscripts: [t.jsonl]\npacket:\n  log: session.jsonl\n")
+    with pytest.raises(PacketLogError) as e:
+        replaybook.Incident.load(m).check_inputs()
+    assert message in str(e.value) and f"{tmp_path / 'session.jsonl'}:" in str(e.value)
+    assert main(["report", str(m), "--out", str(tmp_path / "r")]) == 2

@@ -357,11 +357,18 @@ class Incident:
                 naming it).
             CapsuleFormatError: the capsule's ``capsule.yaml`` or a run record the manifest
                 names is malformed (file and line named).
+            PacketLogError: the packet's session log has a malformed line (file and line named).
         """
         from .loading import MIN_CONFIDENCE, _walk
 
-        # the packet's files: a missing one with its manifest line, first (nothing to read for it)
-        self._packet_paths()
+        # the packet's files: a missing one with its manifest line, first (nothing to read for it);
+        # then its session log read as the report's kernel will read it, so a malformed line is bad
+        # input named with its line here, not a notebook that fails half-way
+        packet = self._packet_paths()
+        if packet is not None:
+            from .packet.log import read_log
+
+            read_log(packet[0])
         warnings: list[str] = []
         for kind, (key, what) in _MANIFEST_KEY.items():
             named = set()  # files the manifest names one by one (not by a glob or a folder)

@@ -107,3 +107,41 @@ def test_a_comparison_citing_one_step_is_a_warning():
     assert lint_claims_text("Benchmark improved [seq:3][seq:4].", steps, commands=commands).warnings == []
     assert lint_claims_text("Adds a regression test that passes [seq:4].", steps,
                             commands={3: "pytest -q", 4: "pytest -q"}).warnings == []
+
+
+def test_an_edited_raw_output_is_named_not_taken_as_never_stored(repo: Path, tmp_path: Path):
+    """The raw output edited to hold a figure the step never printed: the quote passed, with only a
+    warning that the raw output "was not stored" (false: the log records its raw_sha).  Edited, it
+    is a ``cites_edited_output`` finding; deleted, the warning says it is missing."""
+    log = _bench_packet(repo)
+    raw_sha = json.loads(log.read_text().splitlines()[0])["raw_sha"]
+    raw = repo / "session.outputs" / "raw" / f"{raw_sha}.txt"
+    raw.write_text("elapsed 99.999ms\nratio 12.0%\n")
+    report = _lint(tmp_path, log, "The benchmark prints `elapsed 99.999ms` [seq:1].\n")
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_edited_output", 1)]
+    assert f"raw output {raw} no longer hashes to the step's raw_sha" in report.findings[0].message
+    raw.unlink()
+    raw.mkdir()  # (something that is not a file in its place: edited too, and not read)
+    assert [f.kind for f in _lint(tmp_path, log, "The benchmark prints `elapsed 99.999ms` [seq:1].\n").findings] == [
+        "cites_edited_output"]
+    raw.rmdir()
+    report = _lint(tmp_path, log, "The benchmark prints `elapsed 11.956ms` [seq:1].\n")
+    assert report.findings == [] and [w.kind for w in report.warnings] == ["cites_normalized_text"]
+    assert f"and its raw output is missing ({raw}):" in report.warnings[0].message
+
+
+def test_a_stored_output_replaced_by_a_folder_or_a_pipe_is_edited(repo: Path, tmp_path: Path):
+    """A folder in place of the stored output gave no finding at all; a pipe made the linter wait
+    for ever.  Neither is read: each is an output changed after recording."""
+    import os
+
+    log = _bench_packet(repo)
+    out = repo / "session.outputs" / (json.loads(log.read_text().splitlines()[0])["out_sha"] + ".txt")
+    body = "The benchmark prints `ratio 12.0%` [seq:1].\n"
+    assert _lint(tmp_path, log, body).findings == []
+    out.unlink()
+    out.mkdir()
+    assert [f.kind for f in _lint(tmp_path, log, body).findings] == ["cites_edited_output"]
+    out.rmdir()
+    os.mkfifo(out)
+    assert [f.kind for f in _lint(tmp_path, log, body).findings] == ["cites_edited_output"]

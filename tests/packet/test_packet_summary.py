@@ -120,3 +120,15 @@ def test_each_step_is_tied_to_the_transcript_call_that_recorded_it(packet: Path)
     assert html.count("<code>tr-1</code> step 2") == 1 and html.count("<code>tr-1</code> step 4") == 1
     # without transcripts (or none that recorded a step) the column is not there
     assert "recorded by the agent" not in packet_section(out)
+
+
+def test_a_marker_citing_a_step_beyond_64_bits_is_a_row_with_no_step(tmp_path: Path):
+    """``[seq:9223372036854775808]``: the claims linter names it as citing a missing step, and
+    the report's claims frame had failed to build (``cannot convert to Int64``)."""
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("Tests pass [seq:9223372036854775808].\n")
+    out = packet_summary(CASE / "session.jsonl", body)
+    claims = out["claims"]
+    PACKET_CLAIMS.validate(claims)
+    assert claims["kind"].tolist() == ["cites_missing_step"] and claims["seq"].isna().all()
+    assert "9223372036854775808" in claims["message"].iloc[0]

@@ -1065,7 +1065,7 @@ class _Judge:
     failures: Mapping[int, FailureCheck]
     outputs: Mapping[int, object]  # str | EditedOutput | None
     spans: list[tuple[int, int, str]]
-    raw_outputs: Mapping[int, object] = field(default_factory=dict)  # str | None
+    raw_outputs: Mapping[int, object] = field(default_factory=dict)  # str | EditedOutput | MissingOutput | None
 
     def raw(self, seq: int) -> str | None:
         """Step ``seq``'s stored raw output (redacted, not normalized), when it was stored and hashes
@@ -1191,10 +1191,19 @@ class _Judge:
         """The message after "whose" when judging step ``seq`` for ``mine`` would read its stored
         output — a clause says what the step showed ("fails with `X`", "prints `X`"), or says a check
         failed and the failing step's runner tells by its output whether it ran at all (``make
-        test``) — and that output was changed after recording (:class:`EditedOutput`); else None."""
+        test``) — and that output was changed after recording (:class:`EditedOutput`), or, when a
+        clause says what it showed, its raw output was; else None."""
         out = self.outputs.get(seq)
         if not isinstance(out, EditedOutput):
-            return None
+            raw = self.raw_outputs.get(seq)
+            if not isinstance(raw, EditedOutput):
+                return None
+            said = next((clause for clause, _text, _pool in self.said_texts(seq, mine, cited)), None)
+            if said is None:
+                return None
+            return (f"raw output {printable(raw.path)} no longer hashes to the step's raw_sha: it was changed after "
+                    f"recording, so \"{self.shown(said)}\" is not judged by it; restore the recorded output, or "
+                    f"record the step again")
         said = next((clause for clause, _text, _pool in self.said_texts(seq, mine, cited)), None)
         if said is None and self.steps[seq] != 0 and seq in self.failures and self.failures[seq].reads_output:
             plain = [_without_exit(c, self.spans) for c in mine]
@@ -1227,8 +1236,11 @@ class _Judge:
             found = [self.holds(q, text) for q in pool]
             if "normalized" in found and "raw" not in found:
                 shown = _NORMALIZER.normalize(text).text
+                raw = self.raw_outputs.get(seq)
+                why = (f"its raw output is missing ({printable(raw.path)})" if isinstance(raw, MissingOutput)
+                       else "its raw output was not stored")
                 return (f"stored output holds \"{printable(text)}\" only normalized, as \"{printable(shown)}\" "
-                        f"(\"{self.shown(clause)}\"), and its raw output was not stored: what normalization "
+                        f"(\"{self.shown(clause)}\"), and {why}: what normalization "
                         f"replaced (durations, times, paths) is not checked; record with --store-output again "
                         f"to keep the raw output")
         return None
@@ -1669,11 +1681,14 @@ class EditedOutput:
 def read_stored_output(outputs_dir: str | os.PathLike, out_sha: object) -> str | EditedOutput | None:
     """A step's stored normalized output (``<outputs_dir>/<out_sha>.txt``) when it hashes to
     ``out_sha``, as the replay checks it; :class:`EditedOutput` when the file is there but does not
-    (it was edited after recording); ``None`` when ``out_sha`` is no SHA-256 hex or the file is not
-    there or cannot be read.  A checkout that turned ``\\n`` into ``\\r\\n`` is read back as ``\\n``."""
+    (it was edited after recording, or something that is not a file — a folder, a pipe — took its
+    place); ``None`` when ``out_sha`` is no SHA-256 hex or the file is not there or cannot be read.
+    A checkout that turned ``\\n`` into ``\\r\\n`` is read back as ``\\n``."""
     if not isinstance(out_sha, str) or not re.fullmatch(r"[0-9a-f]{64}", out_sha):
         return None
     path = Path(outputs_dir) / f"{out_sha}.txt"
+    if path.exists() and not path.is_file():  # (a folder, a pipe put in its place: not read, not missing)
+        return EditedOutput(str(path))
     try:
         raw = path.read_bytes()
     except OSError:
@@ -1688,20 +1703,29 @@ def read_stored_output(outputs_dir: str | os.PathLike, out_sha: object) -> str |
     return EditedOutput(str(path))
 
 
-def read_raw_output(outputs_dir: str | os.PathLike, raw_sha: object) -> str | None:
+def read_raw_output(outputs_dir: str | os.PathLike, raw_sha: object) -> str | EditedOutput | MissingOutput | None:
     """A step's stored output before normalization (``<outputs_dir>/raw/<raw_sha>.txt``, written by
-    ``record --store-output``) when it hashes to ``raw_sha``; ``None`` when ``raw_sha`` is no SHA-256
-    hex (older logs have none), or the file is missing, unreadable, or was edited."""
+    ``record --store-output``) when it hashes to ``raw_sha``; :class:`EditedOutput` when the file is
+    there but does not (edited after recording, not UTF-8, or something that is not a file in its
+    place); :class:`MissingOutput` when the log names it and it is not there; ``None`` when
+    ``raw_sha`` is no SHA-256 hex (older logs have none) or it cannot be read."""
     if not isinstance(raw_sha, str) or not re.fullmatch(r"[0-9a-f]{64}", raw_sha):
         return None
+    path = Path(outputs_dir) / RAW_DIR / f"{raw_sha}.txt"
+    if not path.exists():
+        return MissingOutput(str(path))
+    if not path.is_file():
+        return EditedOutput(str(path))
     try:
-        text = (Path(outputs_dir) / RAW_DIR / f"{raw_sha}.txt").read_bytes().decode("utf-8", "surrogatepass")
-    except (OSError, UnicodeDecodeError):
+        text = path.read_bytes().decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return EditedOutput(str(path))
+    except OSError:
         return None
     for candidate in (text, text.replace("\r\n", "\n")):
         if normalized_sha(candidate) == raw_sha:
             return candidate
-    return None
+    return EditedOutput(str(path))
 
 
 def stored_output(outputs_dir: str | os.PathLike, out_sha: object) -> str | None:

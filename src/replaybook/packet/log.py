@@ -291,11 +291,15 @@ def read_log(path: str | os.PathLike, *, for_replay: bool = False) -> SessionLog
 
 def _line_problem(raw: bytes, obj: dict) -> str | None:
     """What the schema lets through but a log line must not hold: a non-integer number for an
-    integer field (``5.0``), another format version, text that was not valid UTF-8, a command
+    integer field (``5.0``) or one beyond 64 bits, another format version, text that was not valid UTF-8, a command
     (or its ``cwd``) holding a lone surrogate or a NUL character."""
     for name in ("seq", "exit", "v"):
         if name in obj and type(obj[name]) is float:
             return f"field {name!r}: {obj[name]!r} is not an integer (write it without a decimal point)"
+    for name in ("seq", "exit", "duration_ms", "dirty_files", "out_bytes"):
+        v = obj.get(name)
+        if type(v) is int and not -(2**63) <= v < 2**63:  # (no recorder writes one; a frame cannot hold it)
+            return f"field {name!r}: {v} is out of range (a 64-bit integer)"
     if "v" in obj and obj["v"] != FORMAT_VERSION:
         return (f"field 'v': line format version {obj['v']!r} is not supported; this replaybook reads "
                 f"version {FORMAT_VERSION}")

@@ -81,9 +81,11 @@ def packet_summary(log_path: str | os.PathLike, body_path: str | os.PathLike | N
         items = ([("finding", f) for f in report.findings] + [("warning", w) for w in report.warnings]
                  + [("accepted", a) for a in report.accepted_markers])
         for status, f in sorted(items, key=lambda it: (it[1].line, it[1].seq or 0)):
+            # (a marker citing a step beyond 64 bits names no step: its message says what it cites)
+            seq = f.seq if f.seq is None or -(2**63) <= f.seq < 2**63 else None
             crow.append({"line_no": f.line, "status": status,
-                         "kind": None if status == "accepted" else f.kind, "seq": f.seq,
-                         "step_exit": exits.get(f.seq) if f.seq is not None else None,
+                         "kind": None if status == "accepted" else f.kind, "seq": seq,
+                         "step_exit": exits.get(seq) if seq is not None else None,
                          "sentence": f.sentence, "message": f.message or None,
                          "source_file": str(body_path)})
         for lf in report.log_findings:
