@@ -365,6 +365,16 @@ def test_a_secret_variable_unset_at_replay_is_named_in_the_step_note(repo: Path)
     assert v.verdict == "PASS" and v.steps[0].notes == []
 
 
+def test_a_stored_output_replaced_by_a_folder_is_an_edited_output(packet: Path, repo: Path):
+    steps = read_log(packet, for_replay=True).steps
+    folder = repo / "session.outputs" / f"{steps[0].get('out_sha')}.txt"
+    folder.unlink()
+    folder.mkdir()
+    v = replay(packet, repo=repo)
+    assert v.verdict == "DIVERGED" and v.problems == [
+        f"step 1's stored output {folder} is not a file (a folder or a pipe took its place): it was edited"]
+
+
 def test_every_stored_output_is_checked_even_when_its_step_matches(packet: Path, repo: Path):
     steps = read_log(packet, for_replay=True).steps
     forged = repo / "session.outputs" / f"{steps[0].get('out_sha')}.txt"

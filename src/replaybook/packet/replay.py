@@ -227,6 +227,9 @@ def _check_stored(s: LogStep, outputs: Path) -> tuple[str | None, str | None]:
     marks the step ``stored`` (a note), or present — whatever ``stored`` says — and not hashing to
     ``out_sha`` (a problem: the packet shows an output that was not recorded)."""
     path = outputs / f"{s.get('out_sha')}.txt"
+    if path.exists() and not path.is_file():  # (a folder or a pipe in its place: not read, not "missing")
+        problem = f"stored output {path} is not a file (a folder or a pipe took its place): it was edited"
+        return problem, f"step {s.seq}'s {problem}"
     if not path.is_file():
         if s.get("stored"):
             return f"the log marks this step's output stored, but {path} is missing", None
