@@ -189,7 +189,9 @@ def test_a_run_record_nested_too_deeply_is_bad_input(tmp_path):
 
 @pytest.mark.parametrize("field, value", [
     ("evidence_store", 123), ("captured_responses_used", "abc"), ("substitutions", "abc"),
-    ("checkpoints/0/ts", "garbage"), ("checkpoints/0/call_id", 5)])
+    ("checkpoints/0/ts", "garbage"), ("checkpoints/0/call_id", 5),
+    # beyond 64 bits: diff and verdict had crashed (OverflowError), checkpoints named no line
+    ("checkpoints/0/order", 10**40), ("captured_responses_used", 2**63)])
 def test_a_run_record_field_of_the_wrong_type_is_bad_input_naming_it(tmp_path, field, value):
     """Every field a run record has is typed: a wrong one is exit 2 naming it, never an internal
     error (evidence_store: 123) nor a silent misreading (substitutions: "abc" read as 3 live reads)."""

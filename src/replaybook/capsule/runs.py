@@ -65,7 +65,7 @@ _SCHEMA = {
         "started_at": {"type": ["string", "null"], "format": "date-time"},
         "evidence_time": {"type": ["string", "null"], "format": "date-time"},
         "external_effects_replayed": {"type": "boolean"},
-        "captured_responses_used": {"type": ["integer", "null"], "minimum": 0},
+        "captured_responses_used": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**63 - 1},
         "substitutions": {"type": ["array", "null"], "items": {"type": "object"}},
         "network_attempts": {"type": ["array", "null"], "items": {"type": "object"}},
         "evidence_store": {"type": ["string", "null"], "minLength": 1},
@@ -73,7 +73,7 @@ _SCHEMA = {
             "type": "object",
             "required": ["order", "kind", "key", "digest", "status"],
             "properties": {
-                "order": {"type": "integer", "minimum": 1},
+                "order": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},  # (a frame's Int64)
                 "kind": {"enum": list(CHECKPOINT_KINDS)},
                 "key": {"type": "string"},
                 "label": {"type": ["string", "null"]},
