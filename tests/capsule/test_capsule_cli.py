@@ -244,3 +244,21 @@ def test_a_run_record_lacking_a_checkpoint_field_names_the_checkpoint_line(tmp_p
     assert r.exit_code == 2, r.output
     assert (f"{p}:{text[:second].count(chr(10)) + 1}: not a replaybook-run/1 record at checkpoints/1: "
             "'status' is a required property") in r.output
+
+
+def test_checkpoints_listed_out_of_order_are_bad_input(tmp_path):
+    """Listed in reverse with their own orders, the diff said "diverged at checkpoint 1" at a row
+    that shows the same digest on both sides: it walks the list as written."""
+    rec = json.loads((DEMO / "runs" / "incident.json").read_text())
+    rec["checkpoints"] = rec["checkpoints"][::-1]
+    p = tmp_path / "reversed.json"
+    text = json.dumps(rec, indent=1)
+    p.write_text(text)
+    second = text.index('"order"', text.index('"order"') + 1)
+    line = text[:second].count("\n") + 1
+    n = len(rec["checkpoints"])
+    for cmd in (("diff", DEMO / "runs" / "incident.json", p), ("checkpoints", p)):
+        r = run(*cmd)
+        assert r.exit_code == 2, r.output
+        assert (f"{p}:{line}: not a replaybook-run/1 record at checkpoints/1/order: {n - 1} follows {n}; checkpoints "
+                "are listed in their order, each once (was the record edited?)") in " ".join(r.output.split())

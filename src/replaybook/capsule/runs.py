@@ -197,7 +197,8 @@ def load_run(path: str | Path) -> RunRecord:
         CapsuleFormatError: unreadable, not JSON (or nested too deeply to read), an object that
             writes a key twice, or not a run record (names the field and its line, and for an
             unknown key beside a missing one the key it was meant to be: a checkpoint digest must
-            be ``sha256:<64 lowercase hex>``, the spelling the diff compares).
+            be ``sha256:<64 lowercase hex>``, the spelling the diff compares), or its checkpoints
+            are not listed in increasing ``order``.
     """
     p = Path(path)
     try:
@@ -220,4 +221,10 @@ def load_run(path: str | Path) -> RunRecord:
         at, words = key if key is not None else (list(err.absolute_path), err.message)
         # the line of the offending field, or of the object that lacks a required one
         raise CapsuleFormatError(f"not a {RUN_FORMAT} record at {where}: {words}", p, _yaml.line_at(text, at))
+    orders = [c["order"] for c in d["checkpoints"]]
+    for i in range(1, len(orders)):  # (the diff walks checkpoints as listed: a list out of order misleads it)
+        if orders[i] <= orders[i - 1]:
+            raise CapsuleFormatError(f"not a {RUN_FORMAT} record at checkpoints/{i}/order: {orders[i]} follows "
+                                     f"{orders[i - 1]}; checkpoints are listed in their order, each once (was the "
+                                     "record edited?)", p, _yaml.line_at(text, ["checkpoints", i, "order"]))
     return RunRecord.from_dict(d, p.resolve())
