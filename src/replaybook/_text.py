@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "before_by_ms", "MAX_SHIFT_MS", "SHOW_INVISIBLE",
            "TEXT_LIMIT", "str_or_none",
-           "int_or_none", "float_or_none"]
+           "int_or_none", "float_or_none", "utf8_error_place"]
 
 #: Characters of free text (prompts, model output, tool results) kept in a frame cell.
 #: The full size in UTF-8 bytes is kept beside it (``text_bytes``).
@@ -182,3 +182,11 @@ def _leap_second(v: str) -> "pd.Timestamp | pd.NaT":
     at = pd.to_datetime(f"{m.group(1)}:59{m.group(2) or ''}{m.group(3) or ''}", utc=True, format="ISO8601",
                         errors="coerce")
     return at + pd.Timedelta(seconds=1) if not pd.isna(at) else pd.NaT
+
+
+def utf8_error_place(data: bytes, exc: UnicodeDecodeError) -> tuple[int, int]:
+    """``(line, column)``, both 1-based, of the first byte ``exc`` (raised decoding ``data`` as
+    UTF-8) names: an error can then say where in the file, as a person opens it, rather than a
+    byte position."""
+    line_start = data.rfind(b"\n", 0, exc.start) + 1
+    return data.count(b"\n", 0, exc.start) + 1, exc.start - line_start + 1

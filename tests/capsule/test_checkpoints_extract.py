@@ -184,3 +184,21 @@ def test_work_a_sub_agent_did_is_the_runs_too(demo, tmp_path):
     original = incident_run(demo / "capsule", demo / "incident.yaml")
     assert [c.digest for c in run.checkpoints] == [c.digest for c in original.checkpoints]
     assert run.checkpoints[-1].detail == {"decision": "stop", "value": "end_turn"}
+
+
+def test_bytes_that_are_not_utf8_are_named_by_line_and_column(tmp_path):
+    """A Latin-1 byte in a run record or capsule.yaml was named by its byte position in the file
+    ("position 117"); a person opening the file needs its line."""
+    from replaybook.capsule.model import load_capsule
+
+    p = tmp_path / "run.json"
+    p.write_bytes(b'{"format": "replaybook-run/1",\n "run": "caf\xe9"}')
+    with pytest.raises(CapsuleFormatError) as e:
+        load_run(p)
+    assert str(e.value) == f"{p}:2: run record is not UTF-8 text: byte 0xe9 at column 13"
+    d = tmp_path / "capsule"
+    d.mkdir()
+    (d / "capsule.yaml").write_bytes(b"format: replaybook-capsule/1\nid: op-1\nevidence_store: evid\xe4nce\n")
+    with pytest.raises(CapsuleFormatError) as e:
+        load_capsule(d)
+    assert str(e.value) == f"{d / 'capsule.yaml'}:3: capsule is not UTF-8 text: byte 0xe4 at column 21"

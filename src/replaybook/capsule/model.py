@@ -58,6 +58,7 @@ import yaml
 
 from .. import _yaml
 from .._schema import key_error
+from .._text import utf8_error_place
 from .errors import CapsuleFormatError
 
 __all__ = [
@@ -411,11 +412,15 @@ def load_capsule(path: str | Path) -> Capsule:
     if p.is_dir():
         p = p / CAPSULE_FILE
     try:
-        text = p.read_text("utf-8")
+        raw = p.read_bytes()
     except OSError as exc:
         raise CapsuleFormatError(f"cannot read capsule: {exc.strerror or exc}", p) from exc
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CapsuleFormatError(f"capsule is not UTF-8 text: {exc}", p) from exc
+        line, col = utf8_error_place(raw, exc)
+        raise CapsuleFormatError(f"capsule is not UTF-8 text: byte 0x{raw[exc.start]:02x} at column {col}", p,
+                                 line) from exc
     try:
         data = _yaml.load(text)
     except _yaml.DuplicateKeyError as exc:

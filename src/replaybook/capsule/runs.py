@@ -32,6 +32,7 @@ import jsonschema
 
 from .. import _yaml
 from .._schema import key_error
+from .._text import utf8_error_place
 from .checkpoints import CHECKPOINT_KINDS, CHECKPOINT_STATUSES, Checkpoint, checkpoints_frame
 from .errors import CapsuleFormatError
 from .store import EvidenceStore
@@ -202,15 +203,20 @@ def load_run(path: str | Path) -> RunRecord:
     """
     p = Path(path)
     try:
-        text = p.read_text("utf-8")
+        raw = p.read_bytes()
+        text = raw.decode("utf-8")
         d: Any = json.loads(text, object_pairs_hook=_unique_keys)
     except _DuplicateKey as exc:
         raise CapsuleFormatError(f"run record writes key {exc.args[0]!r} twice in one object: JSON readers keep "
                                  "either one, so which the record means is not known", p) from None
     except OSError as exc:
         raise CapsuleFormatError(f"cannot read run record: {exc.strerror or exc}", p) from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CapsuleFormatError(f"run record is not JSON: {exc}", p, getattr(exc, "lineno", None)) from exc
+    except UnicodeDecodeError as exc:
+        line, col = utf8_error_place(raw, exc)
+        raise CapsuleFormatError(f"run record is not UTF-8 text: byte 0x{raw[exc.start]:02x} at column {col}", p,
+                                 line) from exc
+    except json.JSONDecodeError as exc:
+        raise CapsuleFormatError(f"run record is not JSON: {exc}", p, exc.lineno) from exc
     except RecursionError:  # (a record replaybook writes nests a few levels)
         raise CapsuleFormatError("run record is nested too deeply to read", p) from None
     validator = jsonschema.Draft202012Validator(_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
