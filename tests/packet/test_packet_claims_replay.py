@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from click.testing import CliRunner
 from packet_helpers import PY, rec
 
@@ -57,6 +59,23 @@ def test_a_replay_file_that_is_not_a_replays_json_is_an_error_naming_it(tmp_path
                                           "--replay", str(tmp_path / "r.json")])
     assert res.exit_code == 2
     assert f"{tmp_path / 'r.json'}: not a replay's JSON" in res.output
+
+
+@pytest.mark.parametrize("steps,what", [
+    ('[1, 2]', "steps[0]: not an object"),
+    ('[{"seq": 1, "status": "ok"},\n  {"seq": "x", "status": "ok"}]', "steps[1]: its seq 'x' is not a step number"),
+    ('[{"seq": 1, "status": "ok"},\n  {"seq": true, "status": "ok"}]', "steps[1]: its seq True is not a step number"),
+    ('[{"seq": 1, "status": "ok"},\n  {"seq": 2, "status": 3}]', "steps[1]: its status 3 is not text"),
+])
+def test_a_replay_step_it_cannot_read_is_named_not_taken_as_not_replayed(tmp_path: Path, steps: str, what: str):
+    (tmp_path / "PR_BODY.md").write_text("It passes [seq:1].\n")
+    (tmp_path / "session.jsonl").write_text('{"seq": 1, "cmd": "pytest", "exit": 0}\n')
+    (tmp_path / "r.json").write_text('{"verdict": "PASS",\n "steps": ' + steps + "}")
+    res = CliRunner().invoke(packet_cli, ["claims", str(tmp_path / "PR_BODY.md"), str(tmp_path / "session.jsonl"),
+                                          "--replay", str(tmp_path / "r.json")])
+    assert res.exit_code == 2, res.output
+    line = 2 if what.startswith("steps[0]") else 3
+    assert f"{tmp_path / 'r.json'}:{line}: not a replay's JSON: {what}" in " ".join(res.output.split())
 
 
 def test_attach_replay_marks_steps_the_replay_did_not_run():

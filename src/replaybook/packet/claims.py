@@ -608,12 +608,16 @@ def read_replay_json(path: str | os.PathLike) -> dict[int, tuple[str, list[str]]
 
     Raises:
         InputError: the file cannot be read, is not JSON (naming the line), or is not a replay's
-            JSON (no ``steps`` list).
+            JSON (no ``steps`` list, or a step without an integer ``seq`` and a text ``status``:
+            naming its line).
     """
     import json
 
+    from .. import _yaml
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
+        data = json.loads(text)
     except OSError as exc:
         raise InputError(f"cannot read replay result: {exc.strerror or exc}", path) from exc
     except (UnicodeDecodeError, ValueError) as exc:
@@ -621,6 +625,15 @@ def read_replay_json(path: str | os.PathLike) -> dict[int, tuple[str, list[str]]
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         raise InputError("not a replay's JSON (write it with: replaybook packet replay session.jsonl "
                          "--format json > replay.json): it has no \"steps\" list", path)
+    for i, s in enumerate(data["steps"]):  # (a step it cannot read had silently counted as not replayed)
+        seq = s.get("seq") if isinstance(s, dict) else None
+        status = s.get("status") if isinstance(s, dict) else None
+        if type(seq) is not int or not isinstance(status, str):
+            what = ("not an object" if not isinstance(s, dict) else
+                    f"its seq {seq!r} is not a step number" if type(seq) is not int else
+                    f"its status {status!r} is not text")
+            raise InputError(f"not a replay's JSON: steps[{i}]: {what} (write it with: replaybook packet replay "
+                             "session.jsonl --format json > replay.json)", path, _yaml.line_at(text, ["steps", i]))
     return replay_statuses(data)
 
 
