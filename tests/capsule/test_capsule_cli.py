@@ -262,3 +262,23 @@ def test_checkpoints_listed_out_of_order_are_bad_input(tmp_path):
         assert r.exit_code == 2, r.output
         assert (f"{p}:{line}: not a replaybook-run/1 record at checkpoints/1/order: {n - 1} follows {n}; checkpoints "
                 "are listed in their order, each once (was the record edited?)") in " ".join(r.output.split())
+
+
+def test_verify_says_what_is_in_a_missing_objects_place(tmp_path):
+    """A pipe where an object should be was "missing" without a word why (and reading it would
+    wait for ever): verify names it, and the capsule stays unproven (exit 4)."""
+    import os
+    import shutil
+
+    import yaml
+
+    w = tmp_path / "demo"
+    shutil.copytree(DEMO, w)
+    digest = yaml.safe_load((w / "capsule" / "capsule.yaml").read_text())["repository"]["dirty_tree_digest"]
+    victim = w / "capsule" / "evidence" / "sha256" / digest.removeprefix("sha256:")
+    victim.unlink()
+    os.mkfifo(victim)
+    r = run("verify", w / "capsule")
+    assert r.exit_code == 4, r.output
+    assert (f"missing object: repository.dirty-tree ({digest}): something that is not a file (a folder, a pipe) is "
+            "in its place") in r.output

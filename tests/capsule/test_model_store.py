@@ -130,8 +130,13 @@ def test_an_object_that_cannot_be_read_is_missing_not_a_crash(tmp_path):
     store = EvidenceStore(tmp_path / "ev")
     d = sha256_digest(b"hello")
     store.path(d).mkdir(parents=True)  # a folder in the object's place
-    with pytest.raises(EvidenceMissing, match="cannot be read"):
+    with pytest.raises(EvidenceMissing, match="is not a file"):
         store.get(d, call_id="c1")
+    store.path(d).rmdir()
+    os.mkfifo(store.path(d))  # a pipe: opening it had waited for a writer for ever
+    with pytest.raises(EvidenceMissing, match=r"evidence object sha256:\w+ \(call c1\) in .* is not a file"):
+        store.get(d, call_id="c1")
+    assert store.check(d).status == "missing"
     (tmp_path / "file").write_text("not a folder")
     on_a_file = EvidenceStore(tmp_path / "file")
     with pytest.raises(EvidenceMissing, match="cannot be read"):

@@ -141,6 +141,10 @@ class EvidenceStore:
             who = f" (call {call_id})" if call_id else ""
             raise EvidenceMissing(f"evidence object {digest}{who} is a link out of {self.root} (to {target}): "
                                   "the store does not hold it", call_id=call_id, what="object")
+        if p.exists() and not p.is_file():  # (a pipe in its place would be waited on for ever)
+            who = f" (call {call_id})" if call_id else ""
+            raise EvidenceMissing(f"evidence object {digest}{who} in {self.root} is not a file (a folder or a pipe "
+                                  "is in its place)", call_id=call_id, what="object")
         try:
             with open(p, "rb") as fh:
                 data = fh.read()

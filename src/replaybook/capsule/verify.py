@@ -322,7 +322,13 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
                            "which the capsule does not hold")
     for r in objects[objects["status"] == "missing"].itertuples(index=False):
         if r.what != "unreferenced" and not any(r.what.removeprefix("call ") in x for x in reasons):
-            reasons.append(f"missing object: {r.what} ({r.digest})")
+            try:
+                p = st.path(r.digest)
+                instead = p.exists() and not p.is_file()
+            except ValueError:  # (not a digest: no place in the store)
+                instead = False
+            reasons.append(f"missing object: {r.what} ({r.digest})"
+                           + (": something that is not a file (a folder, a pipe) is in its place" if instead else ""))
     disagreements = _against_door_logs(cap, st, status)
     for x in disagreements:
         reasons.append(f"integrity: call {x['call_id']}: response digest {x['digest']} is not one the door's "
