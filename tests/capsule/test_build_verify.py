@@ -117,6 +117,27 @@ def test_bad_capture_file_is_an_input_error(tmp_path):
         load_capture(p)
 
 
+@pytest.mark.parametrize("text,content,message", [
+    ("scopes: read\n", None, "1: invalid capture file at scopes: 'read' is not of type 'array'"),
+    ("provider: x\nfeature_flags: flags.json\n", None,
+     "2: feature_flags: cannot read 'flags.json': No such file or directory"),
+    # an empty or broken capture had been stored, and the capsule had called itself complete
+    ("model_parameters: params.json\n", b"", "1: model_parameters: 'params.json' is empty: it captures nothing"),
+    ("provider: x\n\nmodel_parameters: params.json\n", b'{"temperature": 0,',
+     "3: model_parameters: 'params.json' is not JSON: unexpected end of data"),
+    ("repository:\n  commit: abc\n  dirty_tree: gone.bin\n", None,
+     "3: repository.dirty_tree: cannot read 'gone.bin': No such file or directory"),
+])
+def test_a_capture_files_problem_names_the_line_of_its_key(tmp_path, text, content, message):
+    p = tmp_path / "capture.yaml"
+    p.write_text(text)
+    if content is not None:
+        (tmp_path / "params.json").write_bytes(content)
+    with pytest.raises(CapsuleFormatError) as e:
+        load_capture(p)
+    assert str(e.value).startswith(f"{p}:{message}")
+
+
 def test_a_transcript_the_join_rejects_is_not_the_capsules(demo, tmp_path):
     """A fresh user's incident: the door log of one run beside an unrelated transcript the join
     leaves unmatched.  The capsule had taken that transcript's prompt, model and start time

@@ -130,11 +130,14 @@ def load_capture(path: str | Path) -> Capture:
     """Read ``capture.yaml`` (file paths in it are relative to its folder).
 
     Raises:
-        CapsuleFormatError: unreadable, not YAML, not matching the format, or naming a missing file.
+        CapsuleFormatError: unreadable, not YAML, not matching the format, or naming a file that is
+            missing, empty, or named ``.json`` and not JSON (each with the line of its key).
     """
     p = Path(path)
+    text = ""
     try:
-        data = _yaml.load(p.read_text("utf-8")) or {}
+        text = p.read_text("utf-8")
+        data = _yaml.load(text) or {}
     except OSError as exc:
         raise CapsuleFormatError(f"cannot read capture file: {exc.strerror or exc}", p) from exc
     except _yaml.DuplicateKeyError as exc:
@@ -146,15 +149,29 @@ def load_capture(path: str | Path) -> Capture:
     err = jsonschema.exceptions.best_match(v.iter_errors(data))
     if err is not None:
         where = "/".join(str(x) for x in err.absolute_path) or "(top level)"
-        raise CapsuleFormatError(f"invalid capture file at {where}: {err.message}", p)
+        raise CapsuleFormatError(f"invalid capture file at {where}: {err.message}", p,
+                                 _yaml.line_at(text, list(err.absolute_path)))
 
-    def read(rel: str | None) -> bytes | None:
+    def read(rel: str | None, *key: str) -> bytes | None:
+        """The bytes of the file ``rel`` that ``key`` names; a captured document that is empty, or
+        named ``.json`` and not JSON, captures nothing a replay can use: an error, not a capsule
+        that calls itself complete."""
         if rel is None:
             return None
+        line = _yaml.line_at(text, list(key))
         try:
-            return (p.parent / rel).read_bytes()
+            got = (p.parent / rel).read_bytes()
         except OSError as exc:
-            raise CapsuleFormatError(f"cannot read {rel!r}: {exc.strerror or exc}", p) from exc
+            raise CapsuleFormatError(f"{'.'.join(key)}: cannot read {rel!r}: {exc.strerror or exc}", p, line) from exc
+        if key[0] in _FILES:
+            if not got.strip():
+                raise CapsuleFormatError(f"{key[0]}: {rel!r} is empty: it captures nothing", p, line)
+            if rel.lower().endswith(".json"):
+                try:
+                    orjson.loads(got)
+                except ValueError as exc:
+                    raise CapsuleFormatError(f"{key[0]}: {rel!r} is not JSON: {exc}", p, line) from None
+        return got
 
     repo = data.get("repository") or {}
     none = repo == "none"
@@ -164,10 +181,10 @@ def load_capture(path: str | Path) -> Capture:
         operation_id=data.get("operation_id"), principal=data.get("principal"), scopes=data.get("scopes"),
         policy_version=data.get("policy_version"), provider=data.get("provider"),
         clock_source=data.get("clock_source"), started_at=data.get("started_at"), workdir=data.get("workdir"),
-        **{k: read(data.get(k)) for k in _FILES},
+        **{k: read(data.get(k), k) for k in _FILES},
         tool_effects=dict(data.get("tool_effects") or {}),
         permitted_fallbacks=list(data.get("permitted_fallbacks") or []),
-        repository_commit=repo.get("commit"), repository_dirty_tree=read(repo.get("dirty_tree")),
+        repository_commit=repo.get("commit"), repository_dirty_tree=read(repo.get("dirty_tree"), "repository", "dirty_tree"),
         repository_none=none,
     )
 
