@@ -2,7 +2,8 @@
 
 Every input — a transcript, a door log, a session log, a capsule and its evidence store — is
 evidence: replaybook opens it read-only and never writes over it.  A command that writes a file
-(``load --out``, ``capsule incident-run --out``, ``packet replay --junit``) checks its path here
+(``load --out``, ``capsule incident-run --out``, ``capsule build --out``, ``packet replay --junit``)
+checks its path here
 first: ``capsule incident-run --out capsule/capsule.yaml`` had replaced the capsule it had just
 read, and ``packet replay --junit session.jsonl`` the session log.
 """
@@ -48,4 +49,4 @@ def refuse_over_evidence(out: str | Path, *, files: Iterable[str | Path] = (), f
         root = root.resolve()
         if where == root or root in where.parents:
             raise click.BadParameter(f"{out} is inside {folder}, whose files are evidence and never written over: "
-                                     "choose a file elsewhere", param_hint=option)
+                                     "choose another place", param_hint=option)

@@ -282,3 +282,22 @@ def test_verify_says_what_is_in_a_missing_objects_place(tmp_path):
     assert r.exit_code == 4, r.output
     assert (f"missing object: repository.dirty-tree ({digest}): something that is not a file (a folder, a pipe) is "
             "in its place") in r.output
+
+
+def test_build_never_puts_a_capsule_among_the_evidence(demo, tmp_path):
+    """``--out`` inside the door's log folder or its evidence store had added capsule.yaml and an
+    evidence/ folder there, among the files the incident reads."""
+    import shutil
+
+    w = tmp_path / "w"
+    shutil.copytree(demo, w)
+    door_folder = next((w / "door").rglob("*.jsonl")).parent
+    for out in (door_folder / "cap", w / "door-evidence" / "cap"):
+        r = run("build", w / "incident.yaml", "--evidence", w / "door-evidence", "--capture", w / "capture.yaml",
+                "--out", out)
+        assert r.exit_code == 2, r.output
+        assert "whose files are evidence and never written over" in " ".join(r.output.split())
+        assert not out.exists()
+    r = run("build", w / "incident.yaml", "--evidence", w / "door-evidence", "--capture", w / "capture.yaml",
+            "--out", w / "capsule2")
+    assert r.exit_code == 0, r.output

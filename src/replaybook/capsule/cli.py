@@ -205,8 +205,16 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
                                      "that one first", out_dir))
         return
     try:
+        from .._guard import refuse_over_evidence
+        from ..incident import Incident
+
+        inc = Incident.load(incident)
+        # not among the evidence: inside the door's evidence store or a folder holding the
+        # incident's logs, a capsule's files would be read with them (or written over them)
+        holding = {(inc.root / i["path"]).parent for i in inc.loaded_inputs() if i.get("format") != "manifest"}
+        refuse_over_evidence(Path(out_dir) / "capsule.yaml", folders=[*([evidence] if evidence else []), *holding])
         cap = load_capture(capture_path) if capture_path else None
-        built = build_capsule(incident, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
+        built = build_capsule(inc, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
     except InputError as exc:
         _input_error(ctx, exc)
         return
