@@ -565,3 +565,16 @@ def test_a_forced_source_note_reaches_the_cli(capsys):
     assert main(["load", "steps", "--source", "codex", str(path)]) == 0
     err = capsys.readouterr().err
     assert f"  note {path}: read as codex, as asked, but its content is claude-code (steps)" in err
+
+
+def test_a_packet_session_log_given_to_load_is_named_as_such(tmp_path):
+    """``load auto`` over a PR's folder said "no source recognised this content" of the replay
+    packet's session log, replaybook's own format: it now says which commands read it."""
+    src = FIX / "packet" / "claims" / "session.jsonl"
+    (tmp_path / "session.jsonl").write_bytes(src.read_bytes())
+    (tmp_path / "other.jsonl").write_text('{"seq": 1, "cmd": "x", "exit": 0}\n{"seq": 2, "note": "x"}\n')
+    files = replaybook.load(tmp_path).files.set_index("path")
+    assert files.loc[str(tmp_path / "session.jsonl"), "note"] == (
+        "a replay packet's session log: `replaybook packet claims PR_BODY.md session.jsonl` or `replaybook packet "
+        "replay session.jsonl` reads it (an incident names it under packet: log:)")
+    assert files.loc[str(tmp_path / "other.jsonl"), "note"] == "no source recognised this content"

@@ -410,7 +410,8 @@ def _unrecognised_note(path: str | Path) -> str:
     manifest (a YAML mapping with ``title`` and one of ``transcripts``/``door``/``access``: the
     user meant ``replaybook report`` or ``join``), a data file — Parquet (its ``PAR1`` magic), a
     SAS transport file (XPORT v5/v8: its ``HEADER RECORD*******LIB…`` first record) or a SAS
-    dataset (``.sas7bdat``: its 32-byte magic number) —, or "no source recognised this content"."""
+    dataset (``.sas7bdat``: its 32-byte magic number) —, a replay packet's session log, or "no source
+    recognised this content"."""
     wide = _wide_text(path)
     if wide:
         return wide
@@ -428,6 +429,9 @@ def _unrecognised_note(path: str | Path) -> str:
                     else "a SAS dataset (sas7bdat)" if head[:32] == _SAS7BDAT_MAGIC else None)
             if kind:
                 return f"{kind}: replaybook reads logs and transcripts, not data files"
+            if _packet_log_sample(sample_of(head)):
+                return (f"a replay packet's session log: `replaybook packet claims PR_BODY.md {p.name}` or "
+                        f"`replaybook packet replay {p.name}` reads it (an incident names it under packet: log:)")
             if p.suffix.lower() in (".yaml", ".yml") and p.stat().st_size <= 1 << 20:
                 fh.seek(0)
                 doc = yaml.safe_load(fh.read().decode("utf-8"))
@@ -437,6 +441,16 @@ def _unrecognised_note(path: str | Path) -> str:
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         pass
     return "no source recognised this content"
+
+
+def _packet_log_sample(sample: bytes) -> bool:
+    """Whether a file's first lines are a replay packet's session log (``replaybook packet
+    record``'s lines: ``seq``, ``cmd`` and ``exit``, and its ``trailer``), every one of them."""
+    from ._jsonl import sample_objects
+
+    _n, objs = sample_objects(sample, limit=20)
+    return bool(objs) and all({"seq", "cmd", "exit"} <= o.keys() or set(o) == {"trailer"} for o in objs) \
+        and any("cmd" in o for o in objs)
 
 
 def _binary_file(path: str | Path) -> bool:
