@@ -859,7 +859,9 @@ def test_a_malformed_packet_log_is_bad_input_before_the_report_starts(tmp_path, 
     (tmp_path / "session.jsonl").write_bytes(bad)
     m = tmp_path / "incident.yaml"
     m.write_text("title: x\ntranscripts: [t.jsonl]\npacket:\n  log: session.jsonl\n")
+    inc = replaybook.Incident.load(m)
+    inc.check_inputs()  # (what join and access check: they do not read the packet)
     with pytest.raises(PacketLogError) as e:
-        replaybook.Incident.load(m).check_inputs()
+        inc.check_packet_log()
     assert message in str(e.value) and f"{tmp_path / 'session.jsonl'}:" in str(e.value)
     assert main(["report", str(m), "--out", str(tmp_path / "r")]) == 2

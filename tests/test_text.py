@@ -70,3 +70,13 @@ def test_a_door_call_in_a_leap_second_is_loaded_not_set_aside(tmp_path):
     assert res.quarantine.empty
     assert res.frame["seq"].tolist() == [1, 2, 3]
     assert res.frame["ts"].iloc[1].isoformat() == "2017-01-01T00:00:00.500000+00:00"
+
+
+def test_utf8_error_place_counts_characters_as_an_editor_shows_them():
+    from replaybook._text import utf8_error_place
+
+    data = b'{\n   "label": "\xc3\xa9\xc3\xa9\xc3\xa9\xff"\n}'
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        assert utf8_error_place(data, exc) == (2, 17)

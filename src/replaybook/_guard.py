@@ -22,8 +22,9 @@ __all__ = ["refuse_over_evidence"]
 def refuse_over_evidence(out: str | Path, *, files: Iterable[str | Path] = (), folders: Iterable[str | Path] = (),
                          option: str = "--out") -> None:
     """Raise :class:`click.BadParameter` (exit 2) when ``out`` is one of ``files`` (the same
-    file on disk, links and relative paths seen through) or lies inside one of ``folders``
-    (an evidence store, a capsule's folder, stored outputs); otherwise return.
+    file on disk: symbolic and hard links and relative paths seen through) or lies inside one of
+    ``folders`` (an evidence store, stored outputs), or is a hard link to a file in one of them;
+    otherwise return.
 
     Args:
         out: the output file a command is about to write.
@@ -42,11 +43,25 @@ def refuse_over_evidence(out: str | Path, *, files: Iterable[str | Path] = (), f
                 raise click.BadParameter(f"{out} is one of the inputs ({f}); input files are never written over: "
                                          "choose another file", param_hint=option)
     where = target.resolve()
-    for folder in folders:
-        root = Path(folder)
-        if not root.is_dir():
-            continue
-        root = root.resolve()
-        if where == root or root in where.parents:
-            raise click.BadParameter(f"{out} is inside {folder}, whose files are evidence and never written over: "
+    roots = [Path(f) for f in folders if Path(f).is_dir()]
+    for root in roots:
+        full = root.resolve()
+        if where == full or full in where.parents:
+            raise click.BadParameter(f"{out} is inside {root}, whose files are evidence and never written over: "
                                      "choose another place", param_hint=option)
+    try:
+        st = target.stat()
+    except OSError:
+        return
+    if st.st_nlink > 1 and target.is_file():  # (a hard link elsewhere to a file in a protected folder)
+        for root in roots:
+            for dirpath, _dirs, names in os.walk(root):
+                for name in names:
+                    try:
+                        other = os.stat(os.path.join(dirpath, name))
+                    except OSError:
+                        continue
+                    if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                        raise click.BadParameter(
+                            f"{out} is a hard link to {os.path.join(dirpath, name)}, inside {root}, whose files are "
+                            "evidence and never written over: choose another place", param_hint=option)

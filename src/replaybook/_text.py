@@ -186,7 +186,8 @@ def _leap_second(v: str) -> "pd.Timestamp | pd.NaT":
 
 def utf8_error_place(data: bytes, exc: UnicodeDecodeError) -> tuple[int, int]:
     """``(line, column)``, both 1-based, of the first byte ``exc`` (raised decoding ``data`` as
-    UTF-8) names: an error can then say where in the file, as a person opens it, rather than a
-    byte position."""
+    UTF-8) names, the column counted in characters: an error can then say where in the file, as
+    an editor shows it, rather than a byte position."""
     line_start = data.rfind(b"\n", 0, exc.start) + 1
-    return data.count(b"\n", 0, exc.start) + 1, exc.start - line_start + 1
+    before = data[line_start:exc.start].decode("utf-8", "replace")  # (valid UTF-8: the first error is here)
+    return data.count(b"\n", 0, exc.start) + 1, len(before) + 1

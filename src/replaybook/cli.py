@@ -1096,8 +1096,10 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     from .incident import Incident
 
     # the manifest, its inputs and which list each file belongs in: checked before a kernel starts
-    for warning in Incident.load(incident).check_inputs():
+    inc = Incident.load(incident)
+    for warning in inc.check_inputs():
         click.echo(f"replaybook: warning: {warning}", err=True)
+    inc.check_packet_log()  # (its notebook reads it: a malformed line is bad input, said here)
     _make_folder(Path(out_dir).expanduser(), str(out_dir))  # (a usage error, before any kernel starts)
     from .report.render import render_report
 

@@ -357,18 +357,11 @@ class Incident:
                 naming it).
             CapsuleFormatError: the capsule's ``capsule.yaml`` or a run record the manifest
                 names is malformed (file and line named).
-            PacketLogError: the packet's session log has a malformed line (file and line named).
         """
         from .loading import MIN_CONFIDENCE, _walk
 
-        # the packet's files: a missing one with its manifest line, first (nothing to read for it);
-        # then its session log read as the report's kernel will read it, so a malformed line is bad
-        # input named with its line here, not a notebook that fails half-way
-        packet = self._packet_paths()
-        if packet is not None:
-            from .packet.log import read_log
-
-            read_log(packet[0])
+        # the packet's files: a missing one with its manifest line, first (nothing to read for it)
+        self._packet_paths()
         warnings: list[str] = []
         for kind, (key, what) in _MANIFEST_KEY.items():
             named = set()  # files the manifest names one by one (not by a glob or a folder)
@@ -486,6 +479,38 @@ class Incident:
             return ManifestError(f"{key}: {exc.message}", self.shown)
         where = self._shown(str(Path(exc.path).resolve())) + (f":{exc.line_no}" if exc.line_no else "")
         return ManifestError(f"{key}: {where}: {exc.message}", self.shown, self._line_of_entry(key, Path(exc.path)))
+
+    def check_packet_log(self) -> None:
+        """Read the packet's session log as the report's notebook will (nothing without a packet),
+        so that a malformed line is bad input named with its line before the kernel starts, not a
+        notebook that fails half-way (``replaybook report`` calls this after :meth:`check_inputs`;
+        ``join`` and ``access``, which do not read the packet, do not).
+
+        Raises:
+            ManifestError: a file the manifest's ``packet`` names does not exist.
+            PacketLogError: the session log has a malformed line (file and line named)."""
+        packet = self._packet_paths()
+        if packet is not None:
+            from .packet.log import read_log
+
+            read_log(packet[0])
+
+    def listed_files(self, *keys: str) -> list[Path]:
+        """The files the manifest's lists ``keys`` (``transcripts``, ``door``, ``access``) name,
+        globs and folders expanded — nothing read or hashed (what :attr:`inputs` lists, cheaply).
+
+        Raises:
+            ManifestError: an entry matches nothing (with its line)."""
+        from ._jsonl import expand_paths
+
+        out: list[Path] = []
+        for key in keys:
+            for paths in self._groups(key).values():
+                try:
+                    out.extend(expand_paths(paths, unique=False))
+                except InputError as exc:
+                    raise self._input_error(key, exc) from None
+        return out
 
     def _load(self, kind: str) -> LoadResult:
         if kind in self._results:

@@ -147,15 +147,27 @@ def test_incident_run_never_writes_over_the_evidence(demo, tmp_path):
     before = digests()
     door_log = next((w / "door").rglob("*.jsonl"))
     stored = next(p for p in (w / "capsule" / "evidence").rglob("*") if p.is_file())
+    run_store = next(p for p in (w / "runs" / "evidence").rglob("*") if p.is_file())  # (what the live run read)
+    os_link = w / "hard.json"
+    os_link.hardlink_to(stored)
+    before = digests()
     for target, why in [(w / "capsule" / "capsule.yaml", "is one of the inputs"), (door_log, "is one of the inputs"),
-                        (w / "incident.yaml", "is one of the inputs"), (stored, "is one of the inputs"),
-                        (w / "capsule" / "new.json", "is inside")]:
+                        (w / "incident.yaml", "is one of the inputs"), (stored, "is inside"),
+                        (w / "capsule" / "evidence" / "new.json", "is inside"), (run_store, "is inside"),
+                        (os_link, "is a hard link to")]:
         r = run("incident-run", w / "capsule", w / "incident.yaml", "--out", target)
         assert r.exit_code == 2, (target, r.output)
         assert why in " ".join(r.output.split()), r.output
     assert digests() == before
-    r = run("incident-run", w / "capsule", w / "incident.yaml", "--out", w / "runs" / "again.json")
-    assert r.exit_code == 0, r.output
+    for ok in (w / "runs" / "again.json", w / "capsule" / "beside.json"):  # (beside the capsule: not in its store)
+        r = run("incident-run", w / "capsule", w / "incident.yaml", "--out", ok)
+        assert r.exit_code == 0, r.output
+    # the incident's own run record, named by the manifest, is what the command writes: missing, or
+    # written again, it is no input (the guard had listed every file the manifest names, and failed)
+    (w / "runs" / "incident.json").unlink()
+    for _ in range(2):
+        r = run("incident-run", w / "capsule", w / "incident.yaml", "--out", w / "runs" / "incident.json")
+        assert r.exit_code == 0, r.output
 
 
 def test_build_says_what_a_replay_will_lack(demo, tmp_path):
@@ -278,10 +290,16 @@ def test_verify_says_what_is_in_a_missing_objects_place(tmp_path):
     victim = w / "capsule" / "evidence" / "sha256" / digest.removeprefix("sha256:")
     victim.unlink()
     os.mkfifo(victim)
+    response = yaml.safe_load((w / "capsule" / "capsule.yaml").read_text())["tool_evidence"][0]
+    place = w / "capsule" / "evidence" / "sha256" / response["response_digest"].removeprefix("sha256:")
+    place.unlink()
+    place.mkdir()
     r = run("verify", w / "capsule")
     assert r.exit_code == 4, r.output
     assert (f"missing object: repository.dirty-tree ({digest}): something that is not a file (a folder, a pipe) is "
             "in its place") in r.output
+    assert ("MCP responses: response's place in the store holds something that is not a file (a folder, a pipe): "
+            f"{response['call_id']}") in r.output
 
 
 def test_build_never_puts_a_capsule_among_the_evidence(demo, tmp_path):

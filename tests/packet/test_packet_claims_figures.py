@@ -145,3 +145,18 @@ def test_a_stored_output_replaced_by_a_folder_or_a_pipe_is_edited(repo: Path, tm
     out.rmdir()
     os.mkfifo(out)
     assert [f.kind for f in _lint(tmp_path, log, body).findings] == ["cites_edited_output"]
+
+
+def test_a_figure_judged_by_an_edited_or_missing_raw_output_says_so(repo: Path, tmp_path: Path):
+    """"runs in 0.5ms" citing a step whose raw output was edited to hold 0.5ms had only a warning
+    that the raw output "was not stored", and the marker was accepted."""
+    log = _bench_packet(repo)
+    raw_sha = json.loads(log.read_text().splitlines()[0])["raw_sha"]
+    raw = repo / "session.outputs" / "raw" / f"{raw_sha}.txt"
+    raw.write_text("elapsed 0.5ms\nratio 12.0%\n")
+    report = _lint(tmp_path, log, "The benchmark runs in 0.5ms [seq:1].\n")
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_edited_output", 1)]
+    raw.unlink()
+    report = _lint(tmp_path, log, "The benchmark runs in 0.5ms [seq:1].\n")
+    assert [w.kind for w in report.warnings] == ["cites_figure_not_in_output"]
+    assert f"whose raw output is missing ({raw}) and its normalized output has no 0.5" in report.warnings[0].message

@@ -63,8 +63,8 @@ def test_a_replay_file_that_is_not_a_replays_json_is_an_error_naming_it(tmp_path
 
 @pytest.mark.parametrize("steps,what", [
     ('[1, 2]', "steps[0]: not an object"),
-    ('[{"seq": 1, "status": "ok"},\n  {"seq": "x", "status": "ok"}]', "steps[1]: its seq 'x' is not a step number"),
-    ('[{"seq": 1, "status": "ok"},\n  {"seq": true, "status": "ok"}]', "steps[1]: its seq True is not a step number"),
+    ('[{"seq": 1, "status": "ok"},\n  {"seq": "x", "status": "ok"}]', "steps[1]: its seq \"x\" is not a step number"),
+    ('[{"seq": 1, "status": "ok"},\n  {"seq": true, "status": "ok"}]', "steps[1]: its seq true is not a step number"),
     ('[{"seq": 1, "status": "ok"},\n  {"seq": 2, "status": 3}]', "steps[1]: its status 3 is not text"),
 ])
 def test_a_replay_step_it_cannot_read_is_named_not_taken_as_not_replayed(tmp_path: Path, steps: str, what: str):

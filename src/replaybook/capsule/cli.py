@@ -267,9 +267,10 @@ def incident_run_cmd(ctx: click.Context, capsule_path: str, incident: str, out: 
     try:
         cap = load_capsule(capsule_path)
         inc = Incident.load(incident)
-        # the run record goes beside the evidence, never over it: not onto an input, not into the capsule
-        refuse_over_evidence(out, files=[inc.path, *(inc.root / i["path"] for i in inc.inputs)],
-                             folders=[cap.path.parent, cap.store_root])
+        # the run record goes beside the evidence, never over it: not onto a file it reads (the
+        # manifest, the transcripts and door logs, capsule.yaml), not into an evidence store
+        refuse_over_evidence(out, files=[inc.path, cap.path, *inc.listed_files("transcripts", "door")],
+                             folders=[cap.store_root, *_run_stores(inc)])
         rec = incident_run(cap, inc)
     except (InputError, CapsuleFormatError) as exc:
         _input_error(ctx, exc)
@@ -279,6 +280,27 @@ def incident_run_cmd(ctx: click.Context, capsule_path: str, incident: str, out: 
     click.echo(f"{len(rec.checkpoints)} checkpoints, stop: "
                f"{next((c.detail.get('value') for c in reversed(rec.checkpoints) if c.label == 'decision.stop'), '?')}",
                err=True)
+
+def _run_stores(inc) -> list[Path]:
+    """The evidence stores of the run records the incident's ``capsule: runs:`` names and that
+    exist (a live run keeps what it read); a record that cannot be read names none."""
+    from .runs import load_run
+
+    spec = inc.manifest.get("capsule") or {}
+    runs = spec.get("runs") if isinstance(spec, dict) else None
+    out = []
+    for rel in (runs.values() if isinstance(runs, dict) else ()):
+        p = inc.root / str(rel)
+        if not p.is_file():
+            continue
+        try:
+            rec = load_run(p)
+        except CapsuleFormatError:
+            continue
+        if rec.evidence_store is not None:
+            out.append(rec.evidence_store)
+    return out
+
 
 @capsule.command("checkpoints")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))

@@ -201,6 +201,14 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     def ok(digest: str | None, ref: str | None) -> bool:
         return bool(digest) and bool(ref) and status.get(digest) == "ok"
 
+    def not_a_file(digest: str | None) -> bool:
+        """Something that is not a file (a folder, a pipe) is in the object's place: not read."""
+        try:
+            p = st.path(digest) if digest else None
+        except ValueError:  # (not a digest: no place in the store)
+            return False
+        return p is not None and p.exists() and not p.is_file()
+
     inv: list[dict] = []
     # repository tree
     if repo.get("none") and not repo.get("commit"):  # declared: the agent worked on no repository
@@ -251,8 +259,13 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     why = []
     if no_digest:
         why.append("no response digest: " + ", ".join(no_digest))
-    if not_stored:
-        why.append("response not in the store: " + ", ".join(not_stored))
+    replaced = [ev.call_id for ev in needed if ev.call_id in not_stored and not_a_file(ev.response_digest)]
+    absent = [c for c in not_stored if c not in replaced]
+    if absent:
+        why.append("response not in the store: " + ", ".join(absent))
+    if replaced:
+        why.append("response's place in the store holds something that is not a file (a folder, a pipe): "
+                   + ", ".join(replaced))
     inv.append({"input_class": "MCP responses", "pinned": _level(len(needed) - len(no_digest), len(needed)),
                 "captured": _level(n_ok, len(needed)),
                 "why": "; ".join(why) or f"{len(needed)} of {len(needed)} responses stored"})
@@ -322,13 +335,8 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
                            "which the capsule does not hold")
     for r in objects[objects["status"] == "missing"].itertuples(index=False):
         if r.what != "unreferenced" and not any(r.what.removeprefix("call ") in x for x in reasons):
-            try:
-                p = st.path(r.digest)
-                instead = p.exists() and not p.is_file()
-            except ValueError:  # (not a digest: no place in the store)
-                instead = False
-            reasons.append(f"missing object: {r.what} ({r.digest})"
-                           + (": something that is not a file (a folder, a pipe) is in its place" if instead else ""))
+            reasons.append(f"missing object: {r.what} ({r.digest})" + (
+                ": something that is not a file (a folder, a pipe) is in its place" if not_a_file(r.digest) else ""))
     disagreements = _against_door_logs(cap, st, status)
     for x in disagreements:
         reasons.append(f"integrity: call {x['call_id']}: response digest {x['digest']} is not one the door's "

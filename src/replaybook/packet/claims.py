@@ -630,8 +630,8 @@ def read_replay_json(path: str | os.PathLike) -> dict[int, tuple[str, list[str]]
         status = s.get("status") if isinstance(s, dict) else None
         if type(seq) is not int or not isinstance(status, str):
             what = ("not an object" if not isinstance(s, dict) else
-                    f"its seq {seq!r} is not a step number" if type(seq) is not int else
-                    f"its status {status!r} is not text")
+                    f"its seq {json.dumps(seq)} is not a step number" if type(seq) is not int else
+                    f"its status {json.dumps(status)} is not text")  # (in JSON's words: null, true)
             raise InputError(f"not a replay's JSON: steps[{i}]: {what} (write it with: replaybook packet replay "
                              "session.jsonl --format json > replay.json)", path, _yaml.line_at(text, ["steps", i]))
     return replay_statuses(data)
@@ -1205,13 +1205,15 @@ class _Judge:
         output — a clause says what the step showed ("fails with `X`", "prints `X`"), or says a check
         failed and the failing step's runner tells by its output whether it ran at all (``make
         test``) — and that output was changed after recording (:class:`EditedOutput`), or, when a
-        clause says what it showed, its raw output was; else None."""
+        clause says what it showed or states a figure, its raw output was; else None."""
         out = self.outputs.get(seq)
         if not isinstance(out, EditedOutput):
             raw = self.raw_outputs.get(seq)
             if not isinstance(raw, EditedOutput):
                 return None
             said = next((clause for clause, _text, _pool in self.said_texts(seq, mine, cited)), None)
+            if said is None:  # (a figure the clause states is looked for in the raw output too)
+                said = next((c for c in mine if FIGURE.search(_without_exit(c, self.spans))), None)
             if said is None:
                 return None
             return (f"raw output {printable(raw.path)} no longer hashes to the step's raw_sha: it was changed after "
@@ -1296,6 +1298,11 @@ class _Judge:
                             " (it shows no figure with a unit)")
                     return (f"raw output has no {m.group('num')}{seen}, but \"{self.shown(clause)}\" states "
                             f"\"{said}\"; quote the figure the step printed, or cite the step that printed it")
+                missing = [r for r in (self.raw_outputs.get(q) for q in pool) if isinstance(r, MissingOutput)]
+                if missing and any(norm is not None for _raw, norm in outs):
+                    return (f"raw output is missing ({printable(missing[0].path)}) and its normalized output has no "
+                            f"{m.group('num')} (normalization replaces durations and times), so \"{said}\" in "
+                            f"\"{self.shown(clause)}\" is not checked; commit the output folder beside the log")
                 if any(norm is not None for _raw, norm in outs):
                     return (f"raw output was not stored and its normalized output has no {m.group('num')} "
                             f"(normalization replaces durations and times), so \"{said}\" in \"{self.shown(clause)}\" "
@@ -1609,7 +1616,7 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
                      checks: Mapping[int, StepCheck] | None = None,
                      failures: Mapping[int, FailureCheck] | None = None,
                      outputs: Mapping[int, str | None] | None = None,
-                     raw_outputs: Mapping[int, str | None] | None = None) -> ClaimsReport:
+                     raw_outputs: Mapping[int, object] | None = None) -> ClaimsReport:
     """Lint a PR body's text against ``{seq: exit code}``.
 
     Args:
@@ -1632,7 +1639,9 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
             target?).  A marker whose judging would read an edited output is a
             ``cites_edited_output`` finding.
         raw_outputs: ``{seq: text}``: each step's stored output before normalization (redacted),
-            ``None`` or absent when not stored (:func:`read_raw_output`).  A quoted text is found in
+            ``None`` or absent when not stored, an :class:`EditedOutput` when changed after
+            recording, a :class:`MissingOutput` when the log names it and it is gone
+            (:func:`read_raw_output`).  A quoted text is found in
             it or in ``outputs``; a figure ("under 1ms", "12%") is checked against it.  Without it a
             quote found in ``outputs`` only once normalized is a ``cites_normalized_text`` warning.
 
