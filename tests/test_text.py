@@ -1,6 +1,7 @@
 """replaybook._text: the shared timestamp parser every loader uses."""
 
 import pandas as pd
+import pytest
 
 from replaybook._text import to_utc
 
@@ -76,7 +77,6 @@ def test_utf8_error_place_counts_characters_as_an_editor_shows_them():
     from replaybook._text import utf8_error_place
 
     data = b'{\n   "label": "\xc3\xa9\xc3\xa9\xc3\xa9\xff"\n}'
-    try:
+    with pytest.raises(UnicodeDecodeError) as e:
         data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        assert utf8_error_place(data, exc) == (2, 17)
+    assert utf8_error_place(data, e.value) == (2, 17)  # (byte 20 of the line: three é take two bytes each)
