@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from test_access_scenarios import (ACCOUNT, DOOR_ARN, PRINCIPALS, REVIEWER_ARN, SMAP, _two_doors, call, ct_event, sal,
                                    write_cloudtrail, write_door, write_sal)
 
@@ -125,6 +127,35 @@ def test_access_bad_usage_and_input_exit_2(tmp_path, capsys):
                                         "storage_clock_ahead_s: {analyst: .nan}\n")
     assert main(["access", str(tmp_path / "nan2.yaml")]) == 2
     assert "storage_clock_ahead_s/analyst: nan is not a number of seconds" in capsys.readouterr().err
+
+
+def test_access_of_a_manifest_whose_access_logs_hold_nothing_is_no_all_clear(tmp_path, capsys):
+    """An access: list of empty files had printed "storage requests no door call explains: 0"
+    and exited 0 — all clear — where --access with the same folder exits 2."""
+    _rogue_read(tmp_path)
+    (tmp_path / "nothing").mkdir()
+    (tmp_path / "nothing" / "empty.json").write_bytes(b"")
+    (tmp_path / "e.yaml").write_text("title: t\ntranscripts: []\ndoor: [door/]\naccess: [nothing/]\n")
+    assert main(["access", str(tmp_path / "e.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "  skipped nothing/empty.json: empty file" in err
+    assert "no cloud access log was read from the manifest's access: list" in err
+
+
+@pytest.mark.parametrize("entry,key,shown,line", [
+    ("storage_map:\n  demo/: s3://acme-data/demo/\n  2024: s3://acme-data/2024/\n", "storage_map", "2024", 7),
+    ("principals:\n  null: arn:aws:iam::1:user/x\n", "principals", "null", 5),  # (the map's line: null is no key)
+    ("storage_clock_ahead_s:\n  true: 3\n", "storage_clock_ahead_s", "true", 5),
+])
+def test_a_manifest_map_key_that_is_not_text_is_bad_input_with_its_line(tmp_path, capsys, entry, key, shown, line):
+    """``storage_map: {2024: …}`` (a year-named folder) had crashed the access join (exit 1,
+    AttributeError); a principals key 5 or null the same (TypeError)."""
+    _rogue_read(tmp_path)
+    text = "title: t\ntranscripts: []\ndoor: [door/]\naccess: [cloud/]\n" + entry
+    (tmp_path / "k.yaml").write_text(text)
+    assert main(["access", str(tmp_path / "k.yaml")]) == 2
+    assert (f"k.yaml:{line}: invalid manifest at {key}: the key {shown} is not text; quote it (\"{shown}\": …)"
+            in capsys.readouterr().err)
 
 
 def _two_early_reads(root) -> None:

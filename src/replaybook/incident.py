@@ -111,6 +111,13 @@ def load_manifest(path: str | Path) -> dict:
                 raise ManifestError(f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else
                                                              f"; a manifest takes {', '.join(schema['properties'])}"),
                                     p, _line_of_key(raw, key))
+    for key in ("storage_map", "principals", "storage_clock_ahead_s", "clock_offsets"):
+        v = data.get(key)  # (YAML reads `2024:` or `null:` as a number or None: a path, an agent is text)
+        bad = next((k for k in v if not isinstance(k, str)), False) if isinstance(v, dict) else False
+        if bad is not False:
+            shown = "null" if bad is None else str(bad).lower() if isinstance(bad, bool) else str(bad)
+            raise ManifestError(f"invalid manifest at {key}: the key {shown} is not text; quote it (\"{shown}\": …)",
+                                p, _line_at(raw, [key, bad]) or _line_of_key(raw, key))
     found = first_error_at(schema, data)
     if found is not None:
         where, message = found
