@@ -112,7 +112,7 @@ def load_manifest(path: str | Path) -> dict:
                                                              f"; a manifest takes {', '.join(schema['properties'])}"),
                                     p, _line_of_key(raw, key))
     for key in ("storage_map", "principals", "storage_clock_ahead_s", "clock_offsets"):
-        v = data.get(key)  # (YAML reads `2024:` or `null:` as a number or None: a path, an agent is text)
+        v = data.get(key) if isinstance(data, dict) else None  # (YAML reads `2024:`, `null:` as a number, None)
         bad = next((k for k in v if not isinstance(k, str)), False) if isinstance(v, dict) else False
         if bad is not False:
             shown = "null" if bad is None else str(bad).lower() if isinstance(bad, bool) else str(bad)
