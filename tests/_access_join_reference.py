@@ -281,22 +281,28 @@ def join_access(
             seen[key] = (pos, int(a_ns[pos]))
 
     # -- the clock offset ---------------------------------------------------------------------------
-    evidence: list[tuple[int, int, str, list[int]]] = []  # (t, resolution, kind, calls) per request
-    for pos in range(n_a):
-        if copy_of[pos] >= 0 or a_nat[pos] or not on_storage(uris[pos]):
-            continue
-        t, res = int(a_ns[pos]), res_ns[pos]
-        idx, st = reaching(uris[pos], actions[pos])
-        lo = np.searchsorted(st, t - max_off - max_span - res, "left")
-        hi = np.searchsorted(st, t + max_off, "right")
-        if hi - lo > 4 * _OFFSET_CAP:
-            continue
-        cand = [int(i) for i in idx[lo:hi] if valid[i] and not refused[i] and principal_ok(int(i), whos[pos])]
-        if cand and len(cand) <= _OFFSET_CAP:
-            evidence.append((t, res, kinds[pos], cand))
+    def collect(reach: int) -> list[tuple[int, int, str, list[int]]]:
+        """(t, resolution, kind, calls) per request, with the calls within ``reach`` ns."""
+        out = []
+        for pos in range(n_a):
+            if copy_of[pos] >= 0 or a_nat[pos] or not on_storage(uris[pos]):
+                continue
+            t, res = int(a_ns[pos]), res_ns[pos]
+            idx, st = reaching(uris[pos], actions[pos])
+            lo = np.searchsorted(st, t - reach - max_span - res, "left")
+            hi = np.searchsorted(st, t + reach, "right")
+            if hi - lo > 4 * _OFFSET_CAP:
+                continue
+            cand = [int(i) for i in idx[lo:hi] if valid[i] and not refused[i] and principal_ok(int(i), whos[pos])]
+            if cand and len(cand) <= _OFFSET_CAP:
+                out.append((t, res, kinds[pos], cand))
+        return out
 
-    def fitting(off: int) -> int:
-        return sum(any(fits(i, t - off, res, kind) for i in cand) for t, res, kind, cand in evidence)
+    evidence = collect(max_off)
+
+    def fitting(off: int, ev: list | None = None) -> int:
+        return sum(any(fits(i, t - off, res, kind) for i in cand) for t, res, kind, cand in
+                   (evidence if ev is None else ev))
 
     unapplied: tuple = (None, 0)
     if offset_s is None:
@@ -309,13 +315,14 @@ def join_access(
                 off = 0
     else:
         off = int(round(offset_s * 1e9))
-    offset_requests = fitting(off) if off else 0
+    # (an offset given beyond max_off is counted against the calls that far away)
+    offset_requests = fitting(off, evidence if abs(off) <= max_off else collect(abs(off))) if off else 0
 
     # doors on clocks of their own: per agent, the offset its calls' evidence gives, taken where it
     # lines up enough more of that evidence than the common one; given ones as given
-    def agent_evidence(a: str) -> list:
-        return [(t, res, kind, [i for i in cand if agents[i] == a]) for t, res, kind, cand in evidence
-                if any(agents[i] == a for i in cand)]
+    def agent_evidence(a: str, ev: list | None = None) -> list:
+        return [(t, res, kind, [i for i in cand if agents[i] == a]) for t, res, kind, cand in
+                (evidence if ev is None else ev) if any(agents[i] == a for i in cand)]
 
     def fitting_of(ev: list, o: int) -> int:
         return sum(any(fits(i, t - o, res, kind) for i in cand) for t, res, kind, cand in ev)
@@ -338,9 +345,11 @@ def join_access(
                 door_rows.append((a, o, own, False, True))
             elif own > common:
                 door_rows.append((a, o, own, False, False))
+    reach = max([max_off, abs(off), *(abs(o) for o in given.values())])
+    given_ev = evidence if reach == max_off else collect(reach)
     for a, o in given.items():
         door_at[a] = o
-        door_rows.append((a, o, fitting_of(agent_evidence(a), o), True, True))
+        door_rows.append((a, o, fitting_of(agent_evidence(a, given_ev), o), True, True))
     start_raw = start_ns
     if any(o != off for o in door_at.values()):
         shift = np.array([door_at.get(a, off) - off if a is not None else 0 for a in agents], np.int64)

@@ -200,6 +200,20 @@ def test_access_names_an_offset_too_few_requests_measure_and_takes_one_given(tmp
         "-6.500 s, as given (storage_clock_ahead_s in the manifest); 2 requests line up with their calls at it")
 
 
+def test_an_offset_given_beyond_the_search_counts_the_requests_it_lines_up(tmp_path, capsys):
+    """The storage clock an hour ahead, given: every request was linked, yet the header said
+    "0 requests line up with their calls at it" (the count looked only within --max-offset)."""
+    write_door(tmp_path, {"s": [call(1, 20.0, 20.5, "demo/a.csv"), call(2, 35.0, 35.4, "demo/b.csv")]})
+    write_sal(tmp_path, "2026-09-13-11-10-00-AAAA", [
+        sal(3620.2, "REST.GET.OBJECT", "demo/a.csv", "K1", uri="GET /acme-data/demo/a.csv HTTP/1.1"),
+        sal(3635.2, "REST.GET.OBJECT", "demo/b.csv", "K2", uri="GET /acme-data/demo/b.csv HTTP/1.1")])
+    m = _manifest(tmp_path, storage_clock_ahead_s=3600)
+    assert main(["access", m, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["offset"]["requests"] == 2 and d["unexplained"] == []
+    assert [c["access_count"] for c in d["calls"]] == [1, 1]
+
+
 def test_access_prints_a_calls_request_from_another_client(tmp_path, capsys):
     objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0)}
     write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})

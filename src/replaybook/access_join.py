@@ -672,11 +672,12 @@ def join_access(
     on_store = np.array([on_storage(u) for u in key_uri_names] + [False], bool)[key] if n_a else np.zeros(0, bool)
     ev_rows = np.flatnonzero((copy_of < 0) & ~a_nat & on_store)
 
-    def evidence(rows: np.ndarray):
+    def evidence(rows: np.ndarray, reach: int = max_off):
         """The requests that inform the offset (``_OFFSET_CAP`` or fewer calls that could have
-        made them within ``max_off``): (position in ``rows``, call) pairs."""
+        made them within ``reach``, ns: ``max_off``, or a given offset beyond it): (position in
+        ``rows``, call) pairs."""
         t, res = a_ns[rows], res_ns[rows]
-        req, call = pairs(rows, t - max_off - max_span - res, t + max_off, cap=4 * _OFFSET_CAP)
+        req, call = pairs(rows, t - reach - max_span - res, t + reach, cap=4 * _OFFSET_CAP)
         n_near = np.bincount(req, minlength=len(rows))
         ok = (n_near[req] <= 4 * _OFFSET_CAP) & ~refused[call] & batch_ok(rows[req], call)
         req, call = req[ok], call[ok]
@@ -689,8 +690,9 @@ def join_access(
     def fitting(offs: list[int]) -> list[int]:
         """How many evidence requests fit a call with each offset in ``offs`` taken off."""
         counts = [0] * len(offs)
+        reach = max([max_off, *(abs(o) for o in offs)])  # (an offset given beyond max_off: its calls too)
         for rows in _chunks(ev_rows):
-            req, call = evidence(rows)
+            req, call = evidence(rows, reach)
             t, res, recv = a_ns[rows][req], res_ns[rows][req], received[rows][req]
             for j, o in enumerate(offs):
                 counts[j] += int(np.count_nonzero(np.bincount(req[fits(call, t - o, res, recv)],
@@ -736,8 +738,9 @@ def join_access(
         at = np.full(len(agent_names), off, np.int64)
         for a, o in given_door.items():
             at[a] = o
-        (n_fit,) = _door_fitting(ev_rows, evidence, fits, a_ns, res_ns, received, agent_code,
-                                 np.array(sorted(given_door)), at)
+        reach = max([max_off, abs(off), *(abs(o) for o in given_door.values())])  # (given beyond max_off too)
+        (n_fit,) = _door_fitting(ev_rows, lambda rows: evidence(rows, reach), fits, a_ns, res_ns, received,
+                                 agent_code, np.array(sorted(given_door)), at)
         for a, o in given_door.items():
             door_off[a] = (o, int(n_fit[a]), True)
     start_raw = start_ns

@@ -816,7 +816,11 @@ def _common_offset_words(res, given_by: str) -> str:
                 f"calls at {u:+,.3f} s, too few to measure a clock by (it must line up {MIN_OFFSET_REQUESTS} more "
                 "than no offset does, and twice as many); if the storage logs' clock is known to be that far off, "
                 f"give it: --storage-clock-ahead {u:.1f} (storage_clock_ahead_s: {u:.1f} in the manifest)")
-    return f"{head}: none (no offset lines up more requests with their calls than the clocks as they are)"
+    from .access_join import DEFAULT_MAX_OFFSET_S
+
+    return (f"{head}: none (no offset within ±{DEFAULT_MAX_OFFSET_S:g} s lines up more requests with their calls "
+            "than the clocks as they are; a storage clock further off is not looked for: give it with "
+            "--storage-clock-ahead SECONDS)")
 
 
 @cli.command("access")
