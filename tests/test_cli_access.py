@@ -214,6 +214,23 @@ def test_an_offset_given_beyond_the_search_counts_the_requests_it_lines_up(tmp_p
     assert [c["access_count"] for c in d["calls"]] == [1, 1]
 
 
+def test_a_logged_escape_sequence_or_newline_is_written_out_not_sent_to_the_terminal(tmp_path, capsys):
+    """A key holding ESC sequences and a newline, a user agent setting the window title: printed
+    raw they coloured and cleared the screen, and forged an "outcome denied" line of their own."""
+    write_door(tmp_path, {"s": [call(1, 10.0, 10.5, "demo/a.csv")]})
+    key = "demo/x\x1b[31mRED\x1b[0m\n  outcome     denied\r.csv"
+    write_cloudtrail(tmp_path, "1005Z_A", [
+        ct_event("GetObject", 10.3, "demo/a.csv", "R1", out=100),
+        ct_event("GetObject", 70.0, key, "R9", out=5, ip="203.0.113.66", ua="ua\x1b]0;pwned\x07")])
+    m = _manifest(tmp_path)
+    assert main(["access", m]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and "\x07" not in out
+    assert "demo/x\\x1b[31mRED\\x1b[0m\\n  outcome     denied\\r.csv" in out
+    assert "ua\\x1b]0;pwned\\x07" in out
+    assert [ln.strip() for ln in out.splitlines() if ln.strip().startswith("outcome")] == ["outcome     allowed"]
+
+
 def test_access_prints_a_calls_request_from_another_client(tmp_path, capsys):
     objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0)}
     write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})

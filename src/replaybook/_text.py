@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "before_by_ms", "MAX_SHIFT_MS", "SHOW_INVISIBLE",
            "TEXT_LIMIT", "str_or_none",
-           "int_or_none", "float_or_none", "utf8_error_place"]
+           "int_or_none", "float_or_none", "utf8_error_place", "ONE_LINE", "one_line"]
 
 #: Characters of free text (prompts, model output, tool results) kept in a frame cell.
 #: The full size in UTF-8 bytes is kept beside it (``text_bytes``).
@@ -27,6 +27,22 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: sequences need it.
 SHOW_INVISIBLE = {c: f"\\u{c:04x}" for c in (0x061C, 0x200B, 0x200E, 0x200F, *range(0x202A, 0x202F),
                                            0x2060, *range(0x2066, 0x206A), 0xFEFF)}
+
+
+#: Every character that would act on a terminal or break a line, mapped to a visible escape (for
+#: ``str.translate``): C0 controls (``\\r``, ``\\n``, ``\\t`` by name, the rest — ESC starting a colour,
+#: a cursor move or a window-title sequence — as ``\\xNN``), DEL, C1 (``\\x9b`` is a CSI too), the
+#: Unicode line and paragraph separators, and :data:`SHOW_INVISIBLE`.
+ONE_LINE = {**{c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))},
+            0x0D: "\\r", 0x0A: "\\n", 0x09: "\\t", 0x2028: "\\u2028", 0x2029: "\\u2029", **SHOW_INVISIBLE}
+
+
+def one_line(text: Any) -> str:
+    """``text`` (``str()`` of it) as one line of plain characters, for a terminal: a log's value
+    holding ESC sequences, CR or a newline could otherwise colour, clear or forge the lines
+    around it (a key ending ``\\n  outcome denied`` printed a line of its own).  See
+    :data:`ONE_LINE`."""
+    return str(text).translate(ONE_LINE)
 
 
 def safe_str(s: str) -> str:

@@ -370,13 +370,16 @@ _JOIN_NUMERIC = ("calls", "agreed", "transcript_tool_steps", "share", "runner_up
 
 
 def _text_table(df, numeric: tuple[str, ...] = ()) -> str:
-    """A plain-text table: text left-aligned, ``numeric`` columns right-aligned, NA as ``-``."""
+    """A plain-text table: text left-aligned, ``numeric`` columns right-aligned, NA as ``-``,
+    control characters written out (:func:`replaybook._text.one_line`)."""
     import pandas as pd
+
+    from ._text import one_line
 
     def cell(c, v):
         if v is None or v is pd.NA or (isinstance(v, float) and v != v):
             return "-"
-        return f"{v:.2f}" if isinstance(v, float) else str(v)
+        return f"{v:.2f}" if isinstance(v, float) else one_line(v)  # (a log's ESC or newline: written out)
 
     cols = list(df.columns)
     cells = [[cell(c, v) for c, v in zip(cols, row)] for row in df.itertuples(index=False)]
@@ -1049,9 +1052,18 @@ def _unexplained_out(rows: list[dict], limit: int, *, shared_why: str | None = N
     per request its time, action and resource, then one labelled line a fact, the refused
     call on its object (and whether storage let the request through) last.  A ``shared_why``
     (every request's reason, :func:`_shared_why`) is said once before them, not on each."""
+    from ._text import one_line
+
     if shared_why:  # ("" : said already, by the caller)
         click.echo(f"why, for all {len(rows):,}: {shared_why}")
     for u in rows[:limit]:
+        # (every text the storage logged, written out: an ESC sequence or a newline in a key or a
+        # user agent had coloured, cleared or forged the lines around it)
+        u = {k: one_line(v) if isinstance(v, str) else v for k, v in u.items()}
+        if isinstance(u.get("refused_call"), dict):
+            u["refused_call"] = {k: one_line(v) if isinstance(v, str) else v for k, v in u["refused_call"].items()}
+        if u.get("also_logged_at"):
+            u["also_logged_at"] = [one_line(x) for x in u["also_logged_at"]]
         click.echo(f"\n{u['ts'] or '(no time)'}  {u['action']}  {u['resource_uri'] or '(no resource)'}")
         client = ", ".join(x for x in (u["source_ip"], u["user_agent"]) if x)
         outcome = (u["outcome"] or "(not logged)") + (f" (code {u['error_code']})" if u["error_code"] else "")

@@ -37,6 +37,7 @@ from .. import _json
 from .._schema import first_error_at
 
 from .._jsonl import iter_lines, iter_text_lines, read_bytes
+from .._text import one_line
 from .errors import PacketLogError
 
 __all__ = [
@@ -317,23 +318,17 @@ def _line_problem(raw: bytes, obj: dict) -> str | None:
     return None
 
 
-_NAMED_ESCAPES = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
 def printable(text: str) -> str:
     """``text`` as one line of plain characters, for showing a recorded command to a person.
 
     Control characters (C0 including CR, LF and tab, DEL, C1 (0x80-0x9f), and the
     Unicode line and paragraph separators) become escapes: ``\\r``, ``\\n``, ``\\t``, else
-    ``\\xNN`` / ``\\uNNNN``.  A terminal would act on them (a CR returns to the start of the
-    line, ESC starts a colour or cursor sequence), so a command shown raw could draw text that
-    looks like the replay's own lines.  Everything else is kept as it is.
+    ``\\xNN`` / ``\\uNNNN`` (:func:`replaybook._text.one_line`, which also writes out the
+    bidirectional controls and zero-width spaces).  A terminal would act on them (a CR returns to
+    the start of the line, ESC starts a colour or cursor sequence), so a command shown raw could
+    draw text that looks like the replay's own lines.  Everything else is kept as it is.
     """
-    def esc(m: re.Match[str]) -> str:
-        ch = m.group(0)
-        return _NAMED_ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
-    return _CONTROL.sub(esc, text)
+    return one_line(text)
 
 
 #: Sub-folder of the output folder holding the redacted outputs before normalization, each as
