@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import orjson
 
-__all__ = ["loads", "loads_lenient", "dumps", "leaves", "JSONDecodeError", "nesting_room", "NumberAsWritten"]
+__all__ = ["loads", "loads_lenient", "dumps", "leaves", "JSONDecodeError", "nesting_room", "NumberAsWritten", "parse_int"]
 
 #: What :func:`loads` raises for text that is not JSON (orjson's error, a ``ValueError``).
 JSONDecodeError = orjson.JSONDecodeError
@@ -59,7 +59,7 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     if pattern.search(data if not isinstance(data, memoryview) else bytes(data)) is not None \
             and _has_lossy_float(obj):
         text = data if isinstance(data, str) else bytes(data).decode("utf-8")
-        return _deep_enough(json.loads, text)
+        return _deep_enough(json.loads, text, parse_int=parse_int)
     return obj
 
 
@@ -88,6 +88,17 @@ class NumberAsWritten(float):
         return self.text
 
 
+def parse_int(text: str) -> int | float:
+    """A JSON integer as Python's ``json`` reads it with this as ``parse_int``: exact, or — past
+    Python's limit on the digits ``int()`` converts (4,300; a value no log means as a count) — a
+    :class:`NumberAsWritten` (±inf, its text kept): ``json`` had raised ValueError, and a whole
+    document of records was lost for one number in a field no loader reads."""
+    try:
+        return int(text)
+    except ValueError:
+        return NumberAsWritten(text)
+
+
 def _parse_float(text: str) -> float:
     v = float(text)
     return v if v - v == 0.0 else NumberAsWritten(text)  # (inf - inf is nan)
@@ -102,7 +113,8 @@ def loads_lenient(text: str) -> Any:
     Raises:
         json.JSONDecodeError: not JSON, or nested deeper than 1,024-odd levels.
     """
-    return _deep_enough(json.loads, text, parse_float=_parse_float, parse_constant=NumberAsWritten)
+    return _deep_enough(json.loads, text, parse_float=_parse_float, parse_int=parse_int,
+                        parse_constant=NumberAsWritten)
 
 
 def _deep_enough(fn, *args, levels: int = 0, **kw) -> Any:

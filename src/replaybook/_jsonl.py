@@ -154,11 +154,11 @@ def _parse_json(raw: bytes, exact: bool) -> tuple[Any, str | None]:
             # lone-surrogate escapes or invalid UTF-8: parse leniently, then make every string
             # safe so no loader hands a frame that cannot be written to Parquet or HTML
             text = raw.decode("utf-8", "surrogateescape")
-            return deep_safe(_json.loads_lenient(text) if exact else json.loads(text)), None
+            return deep_safe(_json.loads_lenient(text) if exact else json.loads(text, parse_int=_json.parse_int)), None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc2:
             msg = _where(exc2) if isinstance(exc2, json.JSONDecodeError) else str(exc)
             return None, f"invalid JSON: {msg}"
-        except ValueError as exc2:  # e.g. an integer of more than 4,300 digits (sys.int_info)
+        except ValueError as exc2:  # (json's own refusals that are not JSONDecodeError)
             return None, f"invalid JSON: {exc2}"
         except RecursionError:
             return None, "invalid JSON: nested too deeply"
@@ -766,7 +766,7 @@ def quarantine_row(path: str | Path, line: Line | None, loader: str, error: str,
 # -- JSON documents ----------------------------------------------------------------------------
 
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(parse_int=_json.parse_int)
 
 
 def _skip_ws(s: str, pos: int) -> int:
@@ -849,7 +849,7 @@ def json_doc_items(text: str, path: tuple) -> Iterator[tuple[int, int, Any]]:
 _CTRL_NOT_WS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _CTRL = re.compile(r"[\x00-\x1f]")
 _STRING_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_LENIENT = json.JSONDecoder(strict=False)
+_LENIENT = json.JSONDecoder(strict=False, parse_int=_json.parse_int)
 #: Keys that name a record in a quarantine row, the first one a damaged record holds as a string.
 ID_KEYS = ("eventID", "insertId", "correlationId", "requestID", "id", "uuid", "call_id", "spanId", "eventId")
 
@@ -1108,7 +1108,7 @@ def _stream_objects(sample: bytes, limit: int) -> tuple[int, list[dict]]:
     return seen, objects
 
 
-_DECODER_DOC = json.JSONDecoder()
+_DECODER_DOC = json.JSONDecoder(parse_int=_json.parse_int)
 
 
 def _next_document(text: str, pos: int) -> tuple[int, Any, int]:

@@ -382,3 +382,29 @@ def test_a_crash_zero_fill_after_the_last_record_is_said_as_such(tmp_path, name)
     before, after = replaybook.load(src), replaybook.load(p)
     assert after.quarantine["error"].tolist()[-1] == _jsonl.ZERO_FILL
     assert len(after.quarantine) == len(before.quarantine) + 1 and len(after["access"]) == len(before["access"])
+
+
+def test_an_integer_past_pythons_digit_limit_loses_no_record(tmp_path):
+    """One record holding a 5,001-digit integer in a field no loader reads: json raised ValueError
+    ("use sys.set_int_max_str_digits()"), the delivery file was "cut short or damaged after 1
+    complete record", and the records after it were lost without a row of their own."""
+    import json
+
+    from replaybook.sources.cloudtrail import load_cloudtrail
+
+    def ev(i):
+        return {"eventVersion": "1.08", "eventTime": f"2026-09-13T10:00:0{i}Z", "eventSource": "s3.amazonaws.com",
+                "eventName": "GetObject", "awsRegion": "eu-west-1", "eventID": f"e{i}", "requestID": f"R{i}",
+                "requestParameters": {"bucketName": "acme-data", "key": f"demo/a{i}.csv"},
+                "userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/r/s"}}
+
+    text = json.dumps({"Records": [ev(1), ev(2), ev(3)]}).replace('"R2"', '"R2", "big": ' + "9" * 5001)
+    p = tmp_path / "ct.json"
+    p.write_text(text)
+    res = load_cloudtrail(p)
+    assert res.quarantine.empty
+    assert res.frame["resource_uri"].tolist() == [f"s3://acme-data/demo/a{i}.csv" for i in (1, 2, 3)]
+    q = tmp_path / "ct.jsonl"  # (and as JSON Lines, one record a line)
+    q.write_text("\n".join(json.dumps(ev(i)) for i in (1, 2, 3)).replace('"R2"', '"R2", "big": ' + "9" * 5001) + "\n")
+    got = load_cloudtrail(q)
+    assert got.quarantine.empty and len(got.frame) == 3

@@ -29,10 +29,10 @@ integer beyond 64 bits as an int where orjson reads a float, and (2) fails, quar
 line, on nesting deeper than about half the recursion limit.  So the caller (``_claude_fast``)
 checks with orjson (a) the lines :func:`decode_file` lists as possibly that deep (``deep``: as
 many opening brackets as ``max_open``) and (b) a line whose raw value used whole holds 19 digits
-in a row; a line orjson refuses sends the file line by line.  One difference is left: on such a
-line holding an integer of more than 4300 digits in a value not read, ``json`` raises ValueError
-(Python's int digit limit), which the reference does not catch (it crashes); the fast path gives
-the line's rows.  ``tests/sources/test_claude_fast_equiv.py`` covers these cases.
+in a row; a line orjson refuses sends the file line by line.  An integer of more than 4300 digits
+(Python's int digit limit) is read by ``json`` as written (``_json.parse_int``), so such a line in
+a value not read gives its rows both ways.  ``tests/sources/test_claude_fast_equiv.py`` covers
+these cases.
 """
 
 from __future__ import annotations

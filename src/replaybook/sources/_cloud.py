@@ -52,6 +52,7 @@ from urllib.parse import unquote
 import orjson
 import pandas as pd
 
+from .. import _json
 from .._jsonl import (ZERO_FILL, Damaged, _count_lines, control_repair, expand_paths, file_info, gunzip_leniently,
                       is_zero_fill, iter_lines, not_utf8_note, parse_json, quarantine_row)
 from .._text import deep_safe, safe_str, to_utc
@@ -347,7 +348,7 @@ def _records_before_the_cut(body: bytes, wrappers: tuple[str, ...], err: str, ba
     if m is None or m.group(1).decode() not in wrappers:
         return None
     text = body.decode("utf-8", "surrogateescape")
-    dec = json.JSONDecoder()
+    dec = json.JSONDecoder(parse_int=_json.parse_int)
     pos = len(m.group(0).decode("utf-8", "surrogateescape"))
     items: list[Item] = []
     n = len(text)
@@ -458,7 +459,7 @@ def _start_of(m: re.Match) -> int:
     return m.start("a") if m.group("a") is not None else m.start("b")
 
 
-_DOC_DECODER = json.JSONDecoder()
+_DOC_DECODER = json.JSONDecoder(parse_int=_json.parse_int)
 
 
 def _decode_at(text: str, pos: int, restart: re.Pattern, spent: list[int]) -> tuple[Any, int]:

@@ -62,6 +62,7 @@ import msgspec
 import numpy as np
 import orjson
 
+from .. import _json
 from .._text import deep_safe
 from ..frames import LoadResult
 from . import cloudtrail as ct
@@ -405,7 +406,7 @@ class _RecordParser:
         except orjson.JSONDecodeError:
             native = False
         if not native:
-            v = deep_safe(json.loads(text.decode("utf-8")))
+            v = deep_safe(json.loads(text.decode("utf-8"), parse_int=_json.parse_int))
         if may_hold_secret(text) or not shallow([v]):
             v = clean(v)
         return v
