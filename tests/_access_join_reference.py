@@ -594,8 +594,31 @@ def join_access(
                                 "given": pd.array([r[3] for r in door_rows], dtype="bool"),
                                 "applied": pd.array([r[4] for r in door_rows], dtype="bool")}),
                             # a principals key naming no agent of the calls ("*" needs none) is warned of
-                            warnings=[principals_warning(c, principals)]
-                            if [k for k in pats if k != "*" and k not in {a for a in agents if a}] else [])
+                            warnings=([principals_warning(c, principals)]
+                                      if [k for k in pats if k != "*" and k not in {a for a in agents if a}] else [])
+                            + _settings_warnings(access, storage_map, pats))
+
+
+def _settings_warnings(access: pd.DataFrame, storage_map, pats: dict[str, list[str]]) -> list[str]:
+    """Row by row: each storage prefix no request's URI starts with, each principal pattern no
+    request's principal matches (the sentences :func:`join_access` gives)."""
+    if not len(access):
+        return []
+    out = []
+    rows = access.astype(object).where(access.notna(), None).to_dict("records")
+    for prefix, target in (storage_map or {}).items():
+        if not any(isinstance(r["resource_uri"], str) and r["resource_uri"].startswith(target) for r in rows):
+            hint = " (a blank at its end?)" if target != target.strip() else ""
+            out.append(f"storage_map {prefix!r} → {target!r} names a storage prefix no request in the access logs "
+                       f"has{hint}: no call on those objects can be linked")
+    for agent, ps in pats.items():
+        for p in ps:
+            if not any(isinstance(r["principal"], str) and (r["principal"] == p or fnmatch.fnmatchcase(r["principal"], p))
+                       for r in rows):
+                hint = " (a blank at its end or start?)" if p != p.strip() else ""
+                out.append(f"principals {agent!r}: {p!r} matches no principal in the access logs{hint}: every "
+                           "request of that agent's reads as another principal's")
+    return out
 
 
 def _or_none(v) -> str | None:

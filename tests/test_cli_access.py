@@ -231,6 +231,22 @@ def test_a_logged_escape_sequence_or_newline_is_written_out_not_sent_to_the_term
     assert [ln.strip() for ln in out.splitlines() if ln.strip().startswith("outcome")] == ["outcome     allowed"]
 
 
+def test_a_storage_prefix_or_principal_no_request_has_is_warned_of(tmp_path, capsys):
+    """``--storage-map demo/='s3://acme-data/demo/ '`` (a blank at the end) matched nothing, and
+    the calls' requests read as unexplained with no word why; a principal pattern likewise."""
+    _rogue_read(tmp_path)
+    m = _manifest(tmp_path)
+    assert main(["access", m, "--storage-map", "demo/=s3://acme-data/demo/ ", "--principal",
+                 "analyst= arn:aws:sts::123456789012:assumed-role/door-reader/*"]) == 0
+    err = capsys.readouterr().err
+    assert ("storage_map 'demo/' → 's3://acme-data/demo/ ' names a storage prefix no request in the access logs has "
+            "(a blank at its end?): no call on those objects can be linked") in err
+    assert "principals 'analyst': ' arn:aws:sts::123456789012:assumed-role/door-reader/*' matches no principal in " \
+           "the access logs (a blank at its end or start?)" in err
+    assert main(["access", m]) == 0
+    assert "matches no principal" not in capsys.readouterr().err
+
+
 def test_access_prints_a_calls_request_from_another_client(tmp_path, capsys):
     objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0)}
     write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})

@@ -203,6 +203,7 @@ __all__ = [
     "ANY_AGENT",
     "principals_naming_no_agent",
     "principals_warning",
+    "settings_matching_nothing",
     "TIME_RESOLUTION_S",
     "DEFAULT_WINDOW_S",
     "DEFAULT_LAG_S",
@@ -318,7 +319,9 @@ class AccessJoinResult:
             measured that lines up too few requests more than the common one to be taken).
         warnings: what in the options applies to nothing, in sentences: ``principals`` keys that
             name no agent of the calls, with the agents the calls have
-            (:func:`principals_warning`); empty when there is none.
+            (:func:`principals_warning`), and ``storage_map`` prefixes or ``principals`` patterns
+            no request in the access logs has (:func:`settings_matching_nothing`); empty when there
+            is none.
     """
 
     links: pd.DataFrame
@@ -950,7 +953,8 @@ def join_access(
                             offset_given=offset_s is not None, offset_unapplied_s=unapplied[0],
                             offset_unapplied_requests=unapplied[1],
                             door_offsets=_door_offsets_frame(agent_names, door_off, door_unapplied),
-                            warnings=[w for w in (principals_warning(c, principals),) if w])
+                            warnings=[w for w in (principals_warning(c, principals),) if w]
+                            + settings_matching_nothing(access, storage_map, principals))
 
 
 # -- the join's building blocks ---------------------------------------------------------------------
@@ -1358,6 +1362,31 @@ def principals_warning(calls: pd.DataFrame, principals: Mapping[str, Any] | None
         s += (f", and {none} call{'s' if none != 1 else ''} name{'' if none != 1 else 's'} no agent "
               f'(principals["*"] gives the principal of every agent without an entry of its own, and of those)')
     return s
+
+
+def settings_matching_nothing(access: pd.DataFrame, storage_map: Mapping[str, str] | None,
+                              principals: Mapping[str, Any] | None) -> list[str]:
+    """One sentence per ``storage_map`` storage prefix that no request's ``resource_uri`` starts
+    with, and per ``principals`` pattern that no request's principal matches — a typo (a blank at
+    the end, a missing ``*``) then joins nothing while the result looks like a finding.  Nothing
+    when ``access`` is empty.  Each distinct URI and principal is looked at once."""
+    if access is None or not len(access):
+        return []
+    out: list[str] = []
+    uris = [u for u in pd.unique(access["resource_uri"].dropna().astype(str))]
+    for prefix, target in (storage_map or {}).items():
+        if isinstance(target, str) and not any(u.startswith(target) for u in uris):
+            hint = " (a blank at its end?)" if target != target.strip() else ""
+            out.append(f"storage_map {prefix!r} → {target!r} names a storage prefix no request in the access logs "
+                       f"has{hint}: no call on those objects can be linked")
+    who = [w for w in pd.unique(access["principal"].dropna().astype(str))]
+    for agent, ps in (principals or {}).items():
+        for p in ([ps] if isinstance(ps, str) else list(ps)):
+            if isinstance(p, str) and not any(_principal_match(w, [p]) for w in who):
+                hint = " (a blank at its end or start?)" if p != p.strip() else ""
+                out.append(f"principals {agent!r}: {p!r} matches no principal in the access logs{hint}: every "
+                           "request of that agent's reads as another principal's")
+    return out
 
 
 class _PrincipalMatch:
