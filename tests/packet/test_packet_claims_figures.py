@@ -109,14 +109,19 @@ def test_a_comparison_citing_one_step_is_a_warning():
                             commands={3: "pytest -q", 4: "pytest -q"}).warnings == []
 
 
+def _with_raw_output(repo: Path, text: str) -> tuple[Path, Path]:
+    """The bench packet, its stored raw output then changed to ``text``: (log, raw output file)."""
+    log = _bench_packet(repo)
+    raw = repo / "session.outputs" / "raw" / (json.loads(log.read_text().splitlines()[0])["raw_sha"] + ".txt")
+    raw.write_text(text)
+    return log, raw
+
+
 def test_an_edited_raw_output_is_named_not_taken_as_never_stored(repo: Path, tmp_path: Path):
     """The raw output edited to hold a figure the step never printed: the quote passed, with only a
     warning that the raw output "was not stored" (false: the log records its raw_sha).  Edited, it
     is a ``cites_edited_output`` finding; deleted, the warning says it is missing."""
-    log = _bench_packet(repo)
-    raw_sha = json.loads(log.read_text().splitlines()[0])["raw_sha"]
-    raw = repo / "session.outputs" / "raw" / f"{raw_sha}.txt"
-    raw.write_text("elapsed 99.999ms\nratio 12.0%\n")
+    log, raw = _with_raw_output(repo, "elapsed 99.999ms\nratio 12.0%\n")
     report = _lint(tmp_path, log, "The benchmark prints `elapsed 99.999ms` [seq:1].\n")
     assert [(f.kind, f.seq) for f in report.findings] == [("cites_edited_output", 1)]
     assert f"raw output {raw} no longer hashes to the step's raw_sha" in report.findings[0].message
@@ -150,10 +155,7 @@ def test_a_stored_output_replaced_by_a_folder_or_a_pipe_is_edited(repo: Path, tm
 def test_a_figure_judged_by_an_edited_or_missing_raw_output_says_so(repo: Path, tmp_path: Path):
     """"runs in 0.5ms" citing a step whose raw output was edited to hold 0.5ms had only a warning
     that the raw output "was not stored", and the marker was accepted."""
-    log = _bench_packet(repo)
-    raw_sha = json.loads(log.read_text().splitlines()[0])["raw_sha"]
-    raw = repo / "session.outputs" / "raw" / f"{raw_sha}.txt"
-    raw.write_text("elapsed 0.5ms\nratio 12.0%\n")
+    log, raw = _with_raw_output(repo, "elapsed 0.5ms\nratio 12.0%\n")
     report = _lint(tmp_path, log, "The benchmark runs in 0.5ms [seq:1].\n")
     assert [(f.kind, f.seq) for f in report.findings] == [("cites_edited_output", 1)]
     raw.unlink()
