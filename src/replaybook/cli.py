@@ -877,8 +877,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                              "door with", inc.path)
         calls_f, access_f, set_aside_rows = inc.calls, inc.access, inc.quarantine_of("calls", "access")
         _say_incident_inputs(inc, ("calls", "access"))
-        read = [i for i in inc._load("access").inputs if i.get("format") and not i.get("skipped")]
-        if not read:  # (an access list of empty or unknown files had given "0 unexplained": all clear)
+        if not inc.read_inputs("access"):  # (an access list of empty or unknown files had given "0 unexplained": all clear)
             raise InputError("no cloud access log was read from the manifest's access: list (its files are empty "
                              "or in no format replaybook reads: `replaybook load auto PATH` shows what each is); "
                              "there is nothing to compare the door with", inc.path)

@@ -502,6 +502,15 @@ class Incident:
 
             read_log(packet[0])
 
+    def read_inputs(self, kind: str) -> list[dict]:
+        """The ``inputs`` entries of the files a source read into frame ``kind`` (``steps``,
+        ``calls``, ``access``): not skipped (empty, a copy of another) and in a known format.
+        Loads that frame if it is not loaded yet.
+
+        Raises:
+            ManifestError: as loading the frame does."""
+        return [i for i in self._load(kind).inputs if i.get("format") and not i.get("skipped")]
+
     def listed_files(self, *keys: str) -> list[Path]:
         """The files the manifest's lists ``keys`` (``transcripts``, ``door``, ``access``) name,
         globs and folders expanded — nothing read or hashed (what :attr:`inputs` lists, cheaply).
