@@ -13,6 +13,10 @@ its tools:
 * ``hang`` — never answers;
 * ``twice`` — answers the call twice (the second answer says ``"second"``).
 
+Any request whose ``params`` hold ``"_garble": [line, …]`` is answered with those lines instead,
+written as given, with ``ID`` replaced by the request's id as JSON and ``ID_TEXT`` by its text;
+a line ``"ok"`` is a well-formed answer.
+
 ``prompts/list`` is answered after a second (an empty list), so a test can keep a request that
 the door passes through in flight.
 
@@ -56,6 +60,15 @@ def handle(msg: dict) -> None:
         return
     if rid is None:
         return  # a notification
+    if isinstance(params.get("_garble"), list):
+        for line in params["_garble"]:
+            if line == "ok":
+                result(rid, "ok")
+            else:
+                with _out_lock:
+                    sys.stdout.write(line.replace("ID_TEXT", str(rid)).replace("ID", json.dumps(rid)) + "\n")
+                    sys.stdout.flush()
+        return
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": rid, "result": {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"), "capabilities": {"tools": {}},

@@ -545,6 +545,61 @@ def test_an_answer_no_request_waits_for_never_reaches_the_client(hostile):
     assert "answered id 10, which no request is waiting for" in err and "answered id 3, which" in err
 
 
+def test_an_answer_that_is_not_json_rpc_is_answered_with_an_error_and_logged(hostile):
+    import sys
+    import time
+
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    # the server's answer to initialize is not JSON-RPC: the client is told at once, and calls
+    # after it do not wait for a server name that is not coming
+    door.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                "clientInfo": {"name": "raw-test", "version": "0"},
+                                "_garble": ['{"jsonrpc":"2.0","id":ID,"result":[]}']}, rid=1)
+    init = door.recv()
+    assert (init["id"], init["error"]["code"]) == (1, -32700)
+    assert init["error"]["message"].endswith("not valid JSON-RPC (result: Input should be an object)")
+    started = time.monotonic()
+    broken = door.request("tools/call", {"name": "echo", "arguments": {"path": "demo/a"},
+                                         "_garble": ['{"jsonrpc":"2.0","id":ID,"result":"a text"}']}, rid=2)
+    got = door.recv()
+    assert time.monotonic() - started < 4.0  # the door waits up to 5 s for an initialize in flight
+    assert (got["id"], got["error"]["code"]) == (broken, -32700)
+    # an error object without a message; an answer naming no result at all
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "demo/b"},
+                                "_garble": ['{"jsonrpc":"2.0","id":ID,"error":{"code":"x"}}']}, rid="three")
+    got = door.recv()
+    assert got["id"] == "three" and "error.code: Input should be a valid integer" in got["error"]["message"]
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "demo/c"},
+                                "_garble": ['{"jsonrpc":"2.0","id":ID}']}, rid=4)
+    got = door.recv()
+    assert got["id"] == 4 and "(result: Field required)" in got["error"]["message"]
+    # what names the id only as another JSON type, inside a nested object, or in a line that is
+    # not JSON settles nothing: the call's real answer after them is the one the client gets
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "demo/d"}, "_garble": [
+        '{"jsonrpc":"2.0","id":"ID_TEXT","result":7}', '{"jsonrpc":"2.0","id":ID.0,"result":7}',
+        '{"jsonrpc":"2.0","id":true,"result":7}',
+        '{"jsonrpc":"2.0","id":"q","method":12,"params":{"id":ID,"result":7}}',
+        '{"jsonrpc":"2.0","id":ID,"result":', "ok"]}, rid=5)
+    got = door.recv()
+    assert got["id"] == 5 and got["result"]["content"][0]["text"] == "ok"
+    door.request("ping", rid=6)
+    assert door.recv() == {"jsonrpc": "2.0", "id": 6, "result": {}}
+    assert door.close() == 0
+    lines = validate_lines(hostile["log"]())
+    assert [(o["seq"], o["object"], o["decision"], (o["error"] or "")[:62]) for o in lines] == [
+        (1, "demo/a", "allow", "upstream error -32700: the upstream MCP server's answer is not"),
+        (2, "demo/b", "allow", "upstream error -32700: the upstream MCP server's answer is not"),
+        (3, "demo/c", "allow", "upstream error -32700: the upstream MCP server's answer is not"),
+        (4, "demo/d", "allow", ""),
+    ]
+    assert lines[0]["server"] == Path(sys.executable).name  # no initialize answer named the server
+    err = hostile["err"]()
+    assert err.count("is not JSON-RPC: answered with an error") == 4
+    assert err.count("sent something that is not JSON-RPC (passed over)") == 5
+
+
 def test_an_id_already_in_flight_is_refused_whatever_the_method(hostile):
     from .conftest import validate_lines
 

@@ -25,7 +25,9 @@ and never rewrites what it forwards:
 
 An answer from the server to no request in flight (an id the door refused, a second answer)
 is not relayed: it would reach the client unlogged; a request whose id is already in flight is
-refused.  With ``roots`` in the rules, the client's answer to the server's ``roots/list``
+refused.  An answer the server sends that is not valid JSON-RPC is taken for a parse error
+(``-32700``) to the request whose id it names at its top level, as the SDK's HTTP transport
+does, so the call is logged and the client is not left waiting.  With ``roots`` in the rules, the client's answer to the server's ``roots/list``
 reaches the server only when it lists those roots (a server could otherwise move off them).
 If the log line cannot be written, the client gets an error instead of the answer, and no
 allowed call is forwarded until lines can be written again (fail closed); an answer that cannot
@@ -634,10 +636,15 @@ class Door:
 
     async def _from_server(self, peer: ClientPeer, server_read) -> None:
         async for item in server_read:
-            if isinstance(item, Exception):  # the transport's; a request it failed is answered by it
-                _say(f"the MCP server sent something that is not JSON-RPC (passed over): {type(item).__name__}: {item}")
-                continue
-            msg = item.message
+            if isinstance(item, Exception):  # a line the stdio transport could not read as JSON-RPC
+                msg = _broken_answer(item)
+                if msg is None or (msg.id not in self.pending and msg.id not in self._passing):
+                    _say("the MCP server sent something that is not JSON-RPC (passed over): "
+                         f"{type(item).__name__}: {safe_str(str(item))[:500]}")
+                    continue
+                _say(f"the MCP server's answer to id {msg.id!r} is not JSON-RPC: answered with an error")
+            else:
+                msg = item.message
             if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)):
                 if msg.id in self._init_ids:
                     self._sniff(msg)
@@ -739,6 +746,35 @@ class Door:
         self._write_held()
         self._unwritten()
         return ended
+
+
+def _broken_answer(exc: Exception) -> types.JSONRPCError | None:
+    """The error the client gets for a server answer the SDK's stdio transport could not read as
+    JSON-RPC (``mcp.client.stdio._parse_line`` hands over the pydantic ``ValidationError``), or
+    ``None`` when ``exc`` is not such an answer.
+
+    An answer is a top-level object with no ``method``: pydantic reports that as a ``missing``
+    error at ``("JSONRPCRequest", "method")`` whose ``input`` is the whole object, so the id is
+    read from that object only (never from a nested one), and only when it is an integer or a
+    string, as JSON-RPC ids are (``3.0`` or ``true`` would compare equal to another request's
+    id).  A line that is not JSON at all names no id anyone can trust: ``None``.  The error is the
+    one the SDK's Streamable HTTP transport gives for an answer it cannot parse
+    (:data:`~mcp_types.PARSE_ERROR`), so a call is logged the same way over either transport."""
+    errors = getattr(exc, "errors", None)
+    try:
+        found = errors() if callable(errors) else []
+    except Exception:  # noqa: BLE001 - not a pydantic error after all
+        return None
+    top = next((e.get("input") for e in found if e.get("type") == "missing"
+                and tuple(e.get("loc", ())) == ("JSONRPCRequest", "method")), None)
+    if not isinstance(top, dict) or "method" in top or type(top.get("id")) not in (int, str):
+        return None
+    member = "JSONRPCError" if "error" in top else "JSONRPCResponse"
+    why = next((f"{'.'.join(map(str, e['loc'][1:])) or 'message'}: {e.get('msg', '')}" for e in found
+                if tuple(e.get("loc", ()))[:1] == (member,)), "not a JSON-RPC answer")
+    return types.JSONRPCError(jsonrpc="2.0", id=top["id"], error=types.ErrorData(
+        code=types.PARSE_ERROR, message=safe_str(f"the upstream MCP server's answer is not valid JSON-RPC "
+                                                 f"({why})")[:500]))
 
 
 def _session_message(msg: types.JSONRPCMessage):
