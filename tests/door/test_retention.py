@@ -369,6 +369,21 @@ def test_hold_writes_nothing_when_a_named_file_cannot_be_held(tmp_path):
     assert r.exit_code != 0 and hold_path(a).exists()
 
 
+def test_a_hold_without_a_reason_is_refused_by_the_cli_and_the_api(tmp_path):
+    from replaybook.door.cli import hold as hold_cmd
+    from replaybook.door.retention import hold_path, place_hold
+    from replaybook.errors import InputError
+
+    root, a, gw = _incident_with_gateway_log(tmp_path)
+    for reason in ("", "  \t "):
+        r = CliRunner().invoke(hold_cmd, [str(a), "--reason", reason])
+        assert r.exit_code == 2 and "--reason is required" in r.output
+        with pytest.raises(InputError, match="a hold needs a reason"):
+            place_hold(a, reason)
+        assert not hold_path(a).exists()
+    assert orjson.loads(place_hold(a, "INC-9").read_bytes())["reason"] == "INC-9"
+
+
 def test_hold_author_falls_back_to_the_login_name(monkeypatch):
     import getpass
 

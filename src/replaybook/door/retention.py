@@ -207,9 +207,12 @@ def place_hold(session_file: str | Path, reason: str, *, by: str | None = None,
     file itself is not touched.  Placing a hold again replaces its reason.  Returns the hold file.
 
     Raises:
-        InputError: ``session_file`` is not a regular ``.jsonl`` file (or is a symlink), or the
+        InputError: ``reason`` is empty or blank (a hold no one can account for later is not
+            placed), ``session_file`` is not a regular ``.jsonl`` file (or is a symlink), or the
             hold file cannot be written (:func:`check_holdable`).
     """
+    if not isinstance(reason, str) or not reason.strip():
+        raise InputError("a hold needs a reason (a case or ticket number: it is kept with the hold)", session_file)
     p = check_holdable(session_file)
     h = hold_path(p)
     body = {"reason": reason, "placed": (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
