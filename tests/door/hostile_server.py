@@ -21,7 +21,7 @@ a line ``"ok"`` is a well-formed answer.
 the door passes through in flight.
 
 Every message received is appended to the file named by ``$HOSTILE_SERVER_SEEN`` (one JSON line
-each), when set.
+each), when set; the server's process id is written to ``$HOSTILE_SERVER_PID`` when set.
 """
 
 from __future__ import annotations
@@ -123,6 +123,9 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
     except (ImportError, ValueError, OSError):
         pass
+    if os.environ.get("HOSTILE_SERVER_PID"):
+        with open(os.environ["HOSTILE_SERVER_PID"], "w") as fh:
+            fh.write(str(os.getpid()))
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -696,6 +696,38 @@ def test_a_client_that_hangs_up_mid_call_leaves_the_call_logged(hostile):
 
 # -- a log that cannot be written, evidence that cannot be kept ----------------------------------------
 
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_door_stopped_by_a_signal_logs_its_calls_in_flight_and_stops_its_server(hostile, monkeypatch, signame):
+    import signal
+    import time
+
+    from .conftest import validate_lines
+
+    pidfile = hostile["tmp"] / "server.pid"
+    monkeypatch.setenv("HOSTILE_SERVER_PID", str(pidfile))
+    door = hostile["start"]()
+    door.initialize()
+    assert door.call("echo", {"path": "demo/a"}, rid=2)["result"]["isError"] is False
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/b"}}, rid=3)
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/c"}}, rid=4)
+    door.request("ping", rid=5)
+    assert door.recv()["id"] == 5  # both calls are with the server by now
+    server = int(pidfile.read_text())
+    door.proc.send_signal(getattr(signal, signame))
+    assert door.proc.wait(30) == 128 + getattr(signal, signame).value
+    lines = validate_lines(hostile["log"]())
+    assert [(o["seq"], o["object"], o["error"]) for o in lines] == [
+        (1, "demo/a", None),
+        (2, "demo/b", f"the door was stopped ({signame}) before the answer"),
+        (3, "demo/c", f"the door was stopped ({signame}) before the answer"),
+    ]
+    assert f"stopped by {signame}" in hostile["err"]()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{server}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # (the door has reaped it: its /proc entry goes once it is waited for)
+    assert not Path(f"/proc/{server}").exists(), "the MCP server outlived the door"
+
+
 def test_no_call_is_forwarded_while_the_log_cannot_be_opened(hostile):
     (hostile["tmp"] / "logs").mkdir()
     (hostile["tmp"] / "logs" / "analyst").write_text("a file where the agent's log folder should be")

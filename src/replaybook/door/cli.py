@@ -73,7 +73,7 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
     import anyio
 
     from .calllog import CallLog, new_session_id
-    from .proxy import run_door, run_door_url, shown_url
+    from .proxy import STOP_SIGNALS, run_door, run_door_url, shown_url
     from .rules import load_rules
 
     if bool(url) == bool(server_cmd):
@@ -141,6 +141,11 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
     if ended == "server":
         click.echo("replaybook door: the MCP server exited", err=True)
         sys.exit(1)
+    if ended in STOP_SIGNALS:  # the shell's convention: 128 + the signal's number
+        import signal
+
+        click.echo(f"replaybook door: stopped by {ended}; calls still waiting are logged as not answered", err=True)
+        sys.exit(128 + getattr(signal, ended).value)
 
 
 @click.command("serve-capsule", context_settings={"help_option_names": ["-h", "--help"]})

@@ -61,7 +61,7 @@ from .results import (DOOR_REFUSED, error_evidence_bytes, evidence_bytes, measur
                       tool_error_text)
 from .rules import Decision, Rules, refusal_text
 
-__all__ = ["Door", "PASS_METHODS", "DECIDED_METHODS", "run_door", "run_door_url", "UpstreamUnreachable", "shown_url", "ClientPeer"]
+__all__ = ["Door", "PASS_METHODS", "DECIDED_METHODS", "STOP_SIGNALS", "run_door", "run_door_url", "UpstreamUnreachable", "shown_url", "ClientPeer"]
 
 #: Request methods forwarded untouched.
 PASS_METHODS = frozenset({
@@ -191,6 +191,8 @@ class Door:
         self.clock_ns = clock_ns
         self.grace_s = grace_s
         self.pending: dict[Any, _Call] = {}
+        #: the signal that stopped the door (``SIGTERM`` …), once one has
+        self.stopped_by: str | None = None
         #: lines that could not be written yet, oldest first (written before the next line)
         self._held: list[dict] = []
         #: requests passed through to the server and not answered yet: id → method
@@ -717,16 +719,36 @@ class Door:
             ``client`` or ``server``: who ended the session.
         """
         ended = "client"
+        try:
+            await self._relay(peer, server_read, server_write)
+        except _ServerEnded:
+            ended = "server"
+        finally:
+            if self.stopped_by is not None:  # a signal cancelled the relay: no call goes unlogged
+                self._wind_down(f"the door was stopped ({self.stopped_by}) before the answer")
+        # (another error, such as a remote server that cannot be reached, is the caller's to log)
+        self._wind_down("the client closed the connection before the answer")
+        return ended
+
+    def _wind_down(self, reason: str) -> None:
+        """Log every call still waiting with ``reason``, then every line held back."""
+        self._abandon(reason)
+        self._write_held()
+        self._unwritten()
+
+    async def _relay(self, peer: ClientPeer, server_read, server_write) -> None:
+        """Relay until the client or the server hangs up (raises :class:`_ServerEnded` for the server)."""
+        server_ended = False
         async with anyio.create_task_group() as tg:
             self._tg = tg
 
             async def from_server() -> None:
-                nonlocal ended
+                nonlocal server_ended
                 try:
                     await self._from_server(peer, server_read)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
                     pass
-                ended = "server"
+                server_ended = True
                 for rid in self._abandon("the upstream MCP server closed the connection before answering"):
                     await self._safe_send(peer, types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
                         code=types.INTERNAL_ERROR, message="the upstream MCP server exited before answering")))
@@ -742,10 +764,8 @@ class Door:
                     while self.pending:
                         await anyio.sleep(0.01)
                 tg.cancel_scope.cancel()
-        self._abandon("the client closed the connection before the answer")
-        self._write_held()
-        self._unwritten()
-        return ended
+        if server_ended:
+            raise _ServerEnded
 
 
 def _broken_answer(exc: Exception) -> types.JSONRPCError | None:
@@ -777,6 +797,40 @@ def _broken_answer(exc: Exception) -> types.JSONRPCError | None:
                                                  f"({why})")[:500]))
 
 
+class _ServerEnded(Exception):
+    """The upstream server hung up first (internal to :meth:`Door.serve`)."""
+
+
+#: Signals that stop the door cleanly: calls in flight are logged, the server is shut down.
+STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+
+
+async def _serve_until_stopped(door: Door, peer: ClientPeer, server_read, server_write) -> str:
+    """:meth:`Door.serve`, stopped cleanly by any of :data:`STOP_SIGNALS`: each call still
+    waiting is logged as not answered (``the door was stopped (SIGTERM) before the answer``) and
+    the caller's transport then shuts the server down, instead of the process dying with calls
+    unlogged and a server left running.  Returns ``client``, ``server`` or the signal's name.
+    Outside the main thread (where no signal handler can be set) it is ``serve`` itself."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return await door.serve(peer, server_read, server_write)
+    ended = None
+    async with anyio.create_task_group() as tg:
+        async def watch() -> None:
+            with anyio.open_signal_receiver(*(getattr(signal, n) for n in STOP_SIGNALS)) as signals:
+                async for signum in signals:
+                    door.stopped_by = signal.Signals(signum).name
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(watch)
+        ended = await door.serve(peer, server_read, server_write)
+        tg.cancel_scope.cancel()
+    return door.stopped_by if ended is None else ended
+
+
 def _session_message(msg: types.JSONRPCMessage):
     from mcp.shared.message import SessionMessage
 
@@ -788,7 +842,8 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
     """Start ``command`` as the upstream MCP server and relay this process's stdio to it.
 
     Returns:
-        who ended the session (``client`` or ``server``).
+        who ended the session: ``client``, ``server``, or the name of the signal that stopped
+        the door (:data:`STOP_SIGNALS`; calls still waiting are logged as not answered).
 
     Raises:
         OSError: the server could not be started.
@@ -804,7 +859,7 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
     door.on_disk = True
     async with StdioPeer(max_line=max_message_bytes) as peer:
         async with stdio_client(params, errlog=sys.stderr) as (server_read, server_write):
-            ended = await door.serve(peer, server_read, server_write)
+            ended = await _serve_until_stopped(door, peer, server_read, server_write)
     return ended
 
 
@@ -818,7 +873,8 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
     URL's host as ``server``.
 
     Returns:
-        who ended the session (``client`` or ``server``).
+        who ended the session: ``client``, ``server``, or the name of the signal that stopped
+        the door (:data:`STOP_SIGNALS`).
     """
     from urllib.parse import urlsplit
 
@@ -844,7 +900,7 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
     async with StdioPeer(max_line=max_message_bytes) as peer, client:
         try:
             async with streamable_http_client(url, http_client=client) as (server_read, server_write):
-                ended = await door.serve(peer, server_read, server_write)
+                ended = await _serve_until_stopped(door, peer, server_read, server_write)
         except BaseExceptionGroup as group:
             lost, rest = group.split(httpx2.HTTPError)  # cannot connect, TLS, a timeout, a dropped stream
             if lost is None:
