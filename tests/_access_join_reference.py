@@ -64,7 +64,7 @@ def _object_match(access_uri: str | None, access_action: str, call_uri: str | No
         if access_uri.startswith(folder):
             return True
     if access_action == "list" and access_uri.endswith("/") and call_uri.endswith("/") \
-            and call_uri.startswith(access_uri):
+            and call_uri.startswith(access_uri) and access_uri not in ("s3://", "gs://", "az://"):
         return True
     return False
 

@@ -1045,3 +1045,24 @@ def test_a_door_clock_the_manifest_gives_per_agent_is_taken_and_the_report_says_
     assert ("door agent <code>reviewer</code>: its door's clock was 40.2 s ahead of the cloud's — as the manifest "
             "gives it (storage_clock_ahead_s); 2 requests made by its calls line up once it is taken off, and its calls "
             "were compared at it") in S.access_section(res, inc.access)
+
+
+def test_an_s3_request_that_names_no_bucket_is_a_storage_request_no_listing_explains(tmp_path):
+    """``ListBuckets`` (which buckets the account has) is an S3 request that names no bucket:
+    CloudTrail gives it no resource and no ``bucketName``.  It is a storage request, ``s3://``
+    (all of the account's S3), that no door call explains — not even a listing of the data root
+    at that moment: listing a bucket never lists the account's buckets.  It had been counted
+    with the other services' events, as if no door call could reach storage with it."""
+    write_door(tmp_path, {"s": [call(1, 5.0, 5.6, ".", tool="list_directory")]})
+    root_listing = ct_event("ListObjectsV2", 5.2, None, "L1", prefix="")
+    buckets = ct_event("ListBuckets", 5.3, None, "L2")
+    buckets["requestParameters"] = {"Host": "s3.eu-west-1.amazonaws.com"}
+    del buckets["resources"]
+    write_cloudtrail(tmp_path, "1005Z_A", [root_listing, buckets])
+    inc, res = investigate(tmp_path, principals=PRINCIPALS)
+    row = inc.access[inc.access["request_id"] == "L2"].iloc[0]
+    assert (row["action"], row["resource_uri"]) == ("list", "s3://")
+    assert pairs(res) == [("L1", "s", 1)]
+    assert unexplained(res) == ["L2"]
+    summary = res.to_dict()
+    assert [u["request_id"] for u in summary["unexplained"]] == ["L2"] and summary["unexplained_other"] == []

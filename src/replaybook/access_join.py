@@ -71,7 +71,8 @@ source and destination) reaches each of them.  An access row matches a call when
   unexplained, or
 * is a folder above the call's URI, the call's URI is itself a folder and the access is a
   ``list``: a coarser record of the same listing (GCS audit logs record a listing at bucket
-  level, without its prefix), or
+  level, without its prefix) — but never a request that names no bucket (``s3://``, CloudTrail's
+  ``ListBuckets``: it lists the account's buckets, which no listing of a folder does), or
 * is a folder above the call's URI, the access is a batch whose record names no object
   (:data:`KEYLESS_BATCHES`: CloudTrail logs an S3 multi-object delete, ``DeleteObjects``, with
   its bucket only) and the call changes objects (a tool :func:`replaybook.replay.writes` names a
@@ -1216,9 +1217,12 @@ class _Relation:
                 ks.append(lh_arr[p_idx])
                 us.append(u_own[p_own])
                 ind.append(found[p_own])
-            # a listing of a folder above a call's folder; a keyless batch on a folder: every object under it
+            # a listing of a folder above a call's folder; a keyless batch on a folder: every object
+            # under it — never a request that names no bucket (``s3://``: ListBuckets lists buckets,
+            # not what a listing of one of them lists)
             for acts, only_folders in (("list", True), (_BATCH, False)):
-                kf = [k for k in range(n_k) if key_uri[k] and key_act[k] == acts and key_uri[k].endswith("/")]
+                kf = [k for k in range(n_k) if key_uri[k] and key_act[k] == acts and key_uri[k].endswith("/")
+                      and key_uri[k] not in _SCHEMES]
                 cand = [j for j, u in enumerate(uris) if u.endswith("/") or not only_folders]
                 if kf and cand:
                     k_own, u_own = _under([key_uri[k] for k in kf], cand, uris)

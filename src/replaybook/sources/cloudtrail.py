@@ -44,8 +44,9 @@ action           S3 data/bucket events from :data:`S3_ACTIONS`; other S3 events 
                  other services by the name's verb (:func:`~._cloud.verb_action`)
 resource_uri     S3: ``resources[]`` of type ``AWS::S3::Object`` (``ARN`` or ``ARNPrefix`` for a
                  listed prefix) → ``s3://bucket/key``, else ``requestParameters.bucketName`` +
-                 ``key`` / ``prefix``, else the bucket ARN → ``s3://bucket/``; other services: the
-                 first ``resources[].ARN`` as given, else NA
+                 ``key`` / ``prefix``, else the bucket ARN → ``s3://bucket/``, else (a request that
+                 names no bucket: ``ListBuckets``) ``s3://``; other services: the first
+                 ``resources[].ARN`` as given, else NA
 outcome          no ``errorCode`` (absent, ``null``, ``""``) → allowed; ``AccessDenied``-like codes →
                  denied; other codes → error.  An ``errorCode`` that is not text (``403``, ``true``,
                  an object) says an error without saying which: error, never allowed, with a note
@@ -186,7 +187,8 @@ def _s3_uri(rec: dict) -> str | None:
         u = _s3_arn_uri(r.get("ARN") or r.get("ARNPrefix"))
         if u:
             return u
-    return None
+    # an S3 request that names no bucket (ListBuckets): all of the account's S3, still storage
+    return "s3://"
 
 
 def _principal(ui: dict) -> tuple[str | None, str]:
