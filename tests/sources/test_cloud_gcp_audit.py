@@ -122,6 +122,33 @@ def test_bad_lines_quarantined(tmp_path):
     assert q.loc[5, "error"].startswith("invalid JSON")
 
 
+def test_an_audit_log_entry_without_its_proto_payload_is_quarantined_with_its_line(tmp_path):
+    """An entry of an audit log (``logName`` …/cloudaudit.googleapis.com…) whose ``protoPayload``
+    is missing or not an object has lost the request it records: quarantined with its line, not
+    counted with the valid entries of other logs (a ``textPayload`` of an application log)."""
+    good = _entry("2026-09-13T10:00:00Z", "storage.objects.get", "projects/_/buckets/b/objects/k")
+    bare = {k: v for k, v in good.items() if k != "protoPayload"}
+    lines = [json.dumps(good), json.dumps(bare), json.dumps({**bare, "protoPayload": "storage.objects.get"}),
+             json.dumps({**bare, "logName": "projects/acme/logs/cloudaudit.googleapis.com/activity"}),
+             json.dumps({"insertId": "t1", "textPayload": "hello", "timestamp": "2026-09-13T10:00:04Z",
+                         "logName": "projects/acme/logs/app"})]
+    p = tmp_path / "d.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    res = load_gcp_audit(p)
+    assert list(res.frame["line_no"]) == [1]
+    q = res.quarantine.set_index("line_no")
+    assert list(q.index) == [2, 3, 4]
+    assert q.loc[2, "error"] == ("an audit log entry (logName cloudaudit.googleapis.com…) without a protoPayload "
+                                 "object: the request it records cannot be read")
+    assert "without a protoPayload object (it is str)" in q.loc[3, "error"]
+    assert res.inputs[0]["ignored_lines"] == 1
+    # one such entry as the whole file is that entry, damaged — not a document to skip
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(bare, indent=2))
+    res = load_gcp_audit(one)
+    assert res.frame.empty and list(res.quarantine["line_no"]) == [1] and not res.inputs[0].get("skipped")
+
+
 def test_anonymous_and_user_principals(tmp_path):
     e1 = _entry("2026-09-13T10:00:00Z", "storage.objects.get", "projects/_/buckets/b/objects/k")
     e1["protoPayload"]["authenticationInfo"] = {}

@@ -20,7 +20,9 @@ Shapes and quirks handled
 * ``timestamp`` with 0 – 9 fractional digits (nanoseconds kept);
 * entries that are not audit logs (``jsonPayload`` / ``textPayload``, or a ``protoPayload`` of
   another ``@type``) are valid but are not access records: counted per file as
-  ``inputs[i]["ignored_lines"]``, not quarantined;
+  ``inputs[i]["ignored_lines"]``, not quarantined; an entry of an audit log (its ``logName`` is
+  ``…/logs/cloudaudit.googleapis.com…``) with no ``protoPayload`` object is damaged — the
+  request it records is lost — and is quarantined with its line;
 * numbers as strings (``"numResponseItems": "3"``; proto3 JSON writes int64 as strings).
 
 The rows
@@ -281,15 +283,29 @@ def _classify(obj: Any) -> tuple[str, str | None]:
         if "AuditLog" in str(pp.get("@type", "")) or ("methodName" in pp and "serviceName" in pp):
             return "audit", None
         return "ignored", None
+    if _audit_log(obj):  # an audit entry whose record of the request is missing: damaged, not ignored
+        return "invalid", ("an audit log entry (logName " + _AUDIT_LOG + "…) without a protoPayload object"
+                           + ("" if pp is None else f" (it is {type(pp).__name__})")
+                           + ": the request it records cannot be read")
     if any(k in obj for k in ("jsonPayload", "textPayload", "protoPayload")) or \
             ("logName" in obj and ("insertId" in obj or "timestamp" in obj)):
         return "ignored", None
     return "invalid", "not a Cloud Logging LogEntry (no logName / payload)"
 
 
+#: the log name every Cloud Audit Log has (``projects/P/logs/cloudaudit.googleapis.com%2Fdata_access`` …)
+_AUDIT_LOG = "cloudaudit.googleapis.com"
+
+
+def _audit_log(obj: dict) -> bool:
+    """``obj`` names a Cloud Audit Log as its ``logName`` (URL-encoded ``%2F`` or not)."""
+    name = obj.get("logName")
+    return isinstance(name, str) and ("/logs/" + _AUDIT_LOG) in name
+
+
 def _skip_document(doc: dict) -> str | None:
     kind, _ = _classify(doc)
-    return "JSON object that is not a LogEntry" if kind == "invalid" else None
+    return "JSON object that is not a LogEntry" if kind == "invalid" and not _audit_log(doc) else None
 
 
 def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
