@@ -176,6 +176,66 @@ def test_durations_and_bad_input(tmp_path):
         prune(link, timedelta(days=1))
 
 
+def test_a_session_log_ending_in_a_torn_line_is_continued_on_a_line_of_its_own(tmp_path):
+    """A door killed mid-line (or a session id used again) left a torn last line: the next
+    door's first line must not be glued onto it — the torn line stays one damaged line, the new
+    line is whole and loads."""
+    from replaybook.sources.door import load_door
+
+    f = tmp_path / "analyst" / "s1.jsonl"
+    f.parent.mkdir()
+    whole = orjson.dumps(_line("s1", NOW, 1)) + b"\n"
+    f.write_bytes(whole + b'{"ts": "2026-')
+    log = CallLog(tmp_path, "analyst", "s1")
+    assert log.next_seq() == 2
+    log.write(_line("s1", NOW, 2))
+    log.write(_line("s1", NOW, 3))
+    log.close()
+    assert f.read_bytes().split(b"\n")[1:] == [b'{"ts": "2026-', orjson.dumps(_line("s1", NOW, 2)),
+                                               orjson.dumps(_line("s1", NOW, 3)), b""]
+    res = load_door(f)
+    assert list(res.frame["seq"]) == [1, 2, 3] and list(res.quarantine["line_no"]) == [2]
+    # a file that ends in a whole line gains no empty line
+    log = CallLog(tmp_path, "analyst", "s2")
+    log.write(_line("s2", NOW, 1))
+    log.close()
+    log = CallLog(tmp_path, "analyst", "s2")
+    log.write(_line("s2", NOW, 2))
+    log.close()
+    assert (tmp_path / "analyst" / "s2.jsonl").read_bytes().count(b"\n\n") == 0
+
+
+def test_a_session_log_removed_or_replaced_under_the_door_goes_on_in_a_new_file(tmp_path, capsys):
+    """An agent with a shell removes the door's log mid-session: later lines must reach a file at
+    the log path, not the removed one no reader will find."""
+    from replaybook.sources.door import load_door
+
+    log = CallLog(tmp_path, "analyst", "s1")
+    f = log.path
+    log.write(_line("s1", NOW, 1))
+    f.unlink()
+    log.write(_line("s1", NOW, 2))
+    assert "was removed or replaced while the door ran (1 line(s) written to it are no longer there)" in \
+        capsys.readouterr().err
+    assert list(load_door(f).frame["seq"]) == [2]
+    # replaced by another file (moved aside, a copy put back): the lines go on at the path
+    f.rename(tmp_path / "aside.jsonl")
+    f.write_bytes(b"")
+    log.write(_line("s1", NOW, 3))
+    log.close()
+    assert list(load_door(f).frame["seq"]) == [3]
+    assert list(load_door(tmp_path / "aside.jsonl").frame["seq"]) == [2]
+    # replaced by a symlink: refused, as at the start (the door then forwards nothing)
+    log = CallLog(tmp_path, "analyst", "s1")
+    log.write(_line("s1", NOW, 4))
+    f.unlink()
+    f.symlink_to(tmp_path / "aside.jsonl")
+    with pytest.raises(InputError, match="cannot open"):
+        log.write(_line("s1", NOW, 5))
+    log.close()
+    assert list(load_door(tmp_path / "aside.jsonl").frame["seq"]) == [2]
+
+
 def test_call_log_writer(tmp_path):
     log = CallLog(tmp_path, "analyst", "s1")
     assert [log.next_seq(), log.next_seq()] == [1, 2]

@@ -7,9 +7,14 @@ File layout (the door-call-log v1 format, ``replaybook/schemas/door-call-log.v1.
 
 Each line is written with a single ``write(2)`` on an ``O_APPEND`` descriptor and then
 ``fsync(2)``'d, so a door killed at any point leaves whole lines only (the loader also sets a
-torn last line aside instead of failing).  While the door runs it holds an exclusive ``flock``
-on its file: ``replaybook prune`` skips locked files.  The file is opened with ``O_NOFOLLOW``
-(a symlink planted at the log path is refused) and created on the first call.
+torn last line aside instead of failing).  A file that ends in a torn line (another process
+died mid-line, a session id used again) gets a line break before the next line, so the torn
+line stays one damaged line and the new line is whole.  While the door runs it holds an
+exclusive ``flock`` on its file: ``replaybook prune`` skips locked files.  The file is opened
+with ``O_NOFOLLOW`` (a symlink planted at the log path is refused) and created on the first
+call.  When the file at the log path is removed or replaced while the door runs, the next line
+goes to a new file created at the path (said on stderr), not into the removed one where no
+one would find it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import fcntl
 import os
 import re
 import secrets
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -115,7 +121,8 @@ class CallLog:
 
     def _open(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        # (read as well as append: the last byte is read before each line, see write)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
             fd = os.open(self.path, flags, 0o640)
         except OSError as exc:
@@ -146,8 +153,14 @@ class CallLog:
             InputError: the file cannot be opened (see :meth:`open`).
         """
         self.open()
+        st = os.fstat(self._fd)
+        if not self._at_path(st):
+            self._reopen()
+            st = os.fstat(self._fd)
         data = _json.dumps(record) + b"\n"
-        start = os.fstat(self._fd).st_size  # (the lock keeps other writers out: the line starts here)
+        start = st.st_size  # (the lock keeps other writers out: the line starts here)
+        if start and os.pread(self._fd, 1, start - 1) != b"\n":
+            data = b"\n" + data  # the file ends in a torn line: it stays a line of its own
         view = memoryview(data)
         try:
             while view:
@@ -162,6 +175,25 @@ class CallLog:
                 pass
             raise
         self.lines += 1
+
+    def _at_path(self, st: os.stat_result) -> bool:
+        """The open file is still the one at :attr:`path`."""
+        try:
+            at = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return False
+        return (at.st_dev, at.st_ino) == (st.st_dev, st.st_ino)
+
+    def _reopen(self) -> None:
+        """The file was removed or replaced under the door: go on in a new one at the path."""
+        try:
+            print(f"replaybook door: the call log {self.path} was removed or replaced while the door ran "
+                  f"({self.lines} line(s) written to it are no longer there): later lines go to a new file "
+                  "at that path", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+        self.close()
+        self.open()
 
     def close(self) -> None:
         """Release the lock and close the file (idempotent)."""
