@@ -1055,8 +1055,10 @@ _DAMAGED_LINE = "invalid JSON: raw control character"
 
 def sample_objects(sample: bytes, limit: int = 50) -> tuple[int, list[dict]]:
     """``(seen, objects)`` of the first ``limit`` lines of a sample: how many are not blank, and
-    the JSON objects among them (lines that are not JSON, or not objects, are only counted; a
-    line that is JSON but for a raw control character, damage, is not counted at all).
+    the JSON objects among them (lines that are not JSON, or not objects, are only counted).  A
+    damaged JSON line — JSON but for a raw control character, or a line that opens a JSON object
+    (``{"``) and does not parse — is not counted at all and does not use up ``limit``: the lines after
+    it are read instead, up to ``20 × limit`` lines in all.
 
     A sample of pretty-printed objects one after another (``jq`` without ``-c``), where no line
     is JSON by itself, is read as such a stream instead: its first ``limit`` complete objects
@@ -1071,16 +1073,28 @@ def sample_objects(sample: bytes, limit: int = 50) -> tuple[int, list[dict]]:
     return got
 
 
+_OPENS_OBJECT = re.compile(rb'\{\s*"')
+#: How many lines :func:`sample_objects` reads at most for every line it counts: damaged JSON
+#: lines are passed over, so a log that begins with many of them is still recognised by the
+#: lines after them (within the sample).
+_DAMAGE_READ_FACTOR = 20
+
+
 def _sample_objects(sample: bytes, limit: int) -> tuple[int, list[dict]]:
     seen = 0
     objects: list[dict] = []
-    for raw in sample.split(b"\n")[:limit]:
+    for raw in sample.split(b"\n", limit * _DAMAGE_READ_FACTOR)[:limit * _DAMAGE_READ_FACTOR]:
+        if seen >= limit:
+            break
         raw = raw.strip()
         if not raw:
             continue
         o, err = parse_json(raw, exact=False)  # (what the loaders read: 1e400, lone surrogates too)
-        if err is not None and err.startswith(_DAMAGED_LINE):
-            continue  # (damage, which the loader sets aside: not a line of another format)
+        if err is not None and (err.startswith(_DAMAGED_LINE) or _OPENS_OBJECT.match(raw)):
+            # damage, which the loader sets aside, not a line of another format: JSON but for a raw
+            # control character, or a JSON object (``{"``) that does not parse — a torn, cut or
+            # garbled line, the sample's last line cut off (a Python dict's ``{'`` is another kind)
+            continue
         seen += 1
         if err is None and isinstance(o, dict):
             objects.append(o)

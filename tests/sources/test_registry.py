@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from replaybook.loading import MIN_CONFIDENCE
 from replaybook.sources import registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,3 +134,24 @@ def test_prefetch_with_helpers_gives_the_verdicts_sniff_file_gives(tmp_path, mon
         if want[1] >= 0:
             assert ((src.name if src else None), score) == want, f
     assert judged == []  # every verdict came from the prefetch
+
+
+@pytest.mark.parametrize("fixture, source", [
+    ("cloud/join/door/analyst/door-sess-j.jsonl", "door"),
+    ("cloud/gcp-audit-denied/data_access.jsonl", "gcp.audit"),
+    ("cloud/lookup/lookup_events.jsonl", "aws.cloudtrail"),
+])
+def test_a_log_that_begins_with_many_damaged_lines_is_still_recognised(tmp_path, fixture, source):
+    """Sixty torn or garbled lines before the first whole one (more than the fifty lines a
+    sniffer looks at): the lines after them say what the file is, as they do after five."""
+    whole = (ROOT / "tests" / "fixtures" / fixture).read_bytes()
+    for n in (5, 60, 400):
+        p = tmp_path / f"{n}.jsonl"
+        p.write_bytes(b'{"ts": "2026-09-13T10:00:0\n' * (n // 2) + b'{"garbled\x00 line\n' * (n - n // 2) + whole)
+        got, score = registry.sniff_file(p)
+        assert got is not None and got.name == source and score >= MIN_CONFIDENCE, (n, got, score)
+    # junk that is not JSON at all is still nobody's: the damage rule is for lines opening an object
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"not a log line\n" * 200 + whole)
+    got, score = registry.sniff_file(junk)
+    assert got is None or score < MIN_CONFIDENCE or got.name != source
