@@ -75,6 +75,35 @@ def _principal_match(principal: str | None, patterns: Sequence[str]) -> bool:
     return any(principal == p or fnmatch.fnmatchcase(principal, p) for p in patterns)
 
 
+def _closeness(principal: str, pattern: str) -> int | None:
+    """None: ``pattern`` does not match; else how literally it names ``principal`` (written out
+    in full beats every pattern; else the characters outside ``*``, ``?`` and ``[…]``)."""
+    if principal == pattern:
+        return 10 ** 9
+    if not fnmatch.fnmatchcase(principal, pattern):
+        return None
+    literal, i = 0, 0
+    while i < len(pattern):
+        if pattern[i] in "*?":
+            i += 1
+        elif pattern[i] == "[" and pattern.find("]", i + 1) > 0:
+            i = pattern.find("]", i + 1) + 1
+        else:
+            literal, i = literal + 1, i + 1
+    return literal
+
+
+def _owns(principal: str | None, own: Sequence[str], every: Sequence[Sequence[str]]) -> bool:
+    """``own`` (one agent's principals) name ``principal`` and no entry of ``every`` names it
+    more closely."""
+    if not principal:
+        return False
+    mine = [c for p in own if (c := _closeness(principal, p)) is not None]
+    if not mine:
+        return False
+    return max(mine) >= max(c for ps in every for p in ps if (c := _closeness(principal, p)) is not None)
+
+
 def _check(df: pd.DataFrame, needs: Sequence[str], what: str) -> None:
     missing = [c for c in needs if c not in df.columns]
     if missing:
@@ -218,7 +247,7 @@ def join_access(
         return pats.get("*")
 
     def principal_ok(i: int, principal: str | None) -> bool:
-        return pats_of(i) is None or _principal_match(principal, pats_of(i))
+        return pats_of(i) is None or _owns(principal, pats_of(i), list(pats.values()))
 
     def fits(i: int, t: int, res: int, kind: str) -> bool:
         """The request (logged at ``t``, door clock, within ``res`` ns) fits call ``i``'s window."""
@@ -418,7 +447,7 @@ def join_access(
                 if not fits(i, t, res, kind):
                     continue
                 if pats_of(i) is not None:
-                    if not _principal_match(principal, pats_of(i)):
+                    if not _owns(principal, pats_of(i), list(pats.values())):
                         if not refused[i]:
                             other_principal.append(i)
                         continue
@@ -559,7 +588,8 @@ def join_access(
     un["since_refusal_s"] = pd.array(
         [np.nan if u[2] is None else (u[3] - int(start_ns[u[2]])) / 1e9 for u in unexplained], dtype="float64")
     un["refused_agents_principal"] = pd.array(
-        [None if i is None or pats_of(i) is None else _principal_match(None if pd.isna(p) else str(p), pats_of(i))
+        [None if i is None or pats_of(i) is None else _owns(None if pd.isna(p) else str(p), pats_of(i),
+                                                               list(pats.values()))
          for i, p in zip(ref, un["principal"])], dtype="boolean")
     if len(un):
         un = un.assign(_k=~un["door_principal"].fillna(False).astype(bool)).sort_values(

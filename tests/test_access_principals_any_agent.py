@@ -134,3 +134,38 @@ def test_access_command_warns_on_stderr_and_takes_star(tmp_path, capsys):
     d = json.loads(out.out)
     assert [u["request_id"] for u in d["unexplained"]] == ["9C33JDOEGETP0008"]
     assert d["warnings"] == []
+
+
+def test_a_principal_that_several_entries_match_is_the_closest_entrys():
+    """``analyst`` acts as any session of the door-reader role, ``ops`` as its ``door-ops-*``
+    sessions: a read made as ``door-ops-7`` at a moment both agents' calls on the object fit is
+    ops's, not analyst's (both patterns match it; ops's names it more closely). Before, both
+    agents agreed and the read was linked to whichever call came nearer — the analyst's."""
+    role = "arn:aws:sts::123456789012:assumed-role/door-reader/"
+
+    def c(session, agent, start, end):
+        return {"door_session": session, "agent": agent, "seq": 1, "ts": start, "ts_end": end,
+                "tool": "read_object", "object": "data/sales.csv", "decision": "allow"}
+
+    def r(ts, who, rid):
+        return {"ts": ts, "time_kind": "received", "source": "aws.s3_access", "principal": who, "action": "read",
+                "resource_uri": "s3://acme-sales/data/sales.csv", "outcome": "allowed", "request_id": rid,
+                "source_file": "s3.log", "line_no": int(rid[-1]), "raw": {}}
+
+    calls = CALLS.build([c("door-a1", "analyst", "2026-11-20T10:00:08Z", "2026-11-20T10:00:08.6Z"),
+                         c("door-o1", "ops", "2026-11-20T10:00:06Z", "2026-11-20T10:00:09Z")])
+    access = ACCESS.build([r("2026-11-20T10:00:08.3Z", role + "door-ops-7", "R1"),
+                           r("2026-11-20T10:00:08.4Z", role + "door-analyst", "R2")])
+    closest = {"analyst": role + "*", "ops": role + "door-ops-*"}
+    for principals in (closest, {**closest, "ops": [role + "door-o*", role + "door-ops-7"]}):
+        res = join_access(calls, access, storage_map=SMAP, offset_s=0, principals=principals)
+        assert sorted(zip(res.links["request_id"], res.links["door_session"])) == [("R1", "door-o1"),
+                                                                                   ("R2", "door-a1")]
+    # an entry for an agent with no calls still names its principals more closely: not analyst's
+    res = join_access(calls[calls["agent"] == "analyst"], access, storage_map=SMAP, offset_s=0,
+                      principals=closest)
+    assert res.links["request_id"].tolist() == ["R2"] and res.unexplained["request_id"].tolist() == ["R1"]
+    # entries that name a principal equally closely each have it
+    res = join_access(calls, access, storage_map=SMAP, offset_s=0,
+                      principals={"analyst": role + "door-*", "ops": role + "door-*"})
+    assert sorted(res.links["request_id"]) == ["R1", "R2"]

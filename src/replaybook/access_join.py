@@ -488,6 +488,25 @@ def _principal_match(principal: str | None, patterns: Sequence[str]) -> bool:
     return any(principal == p or fnmatch.fnmatchcase(principal, p) for p in patterns)
 
 
+#: how :func:`_specificity` ranks an exact principal: above every pattern
+_EXACT = 1 << 30
+
+
+def _specificity(principal: str | None, patterns: Sequence[str]) -> int:
+    """How closely ``patterns`` name ``principal``: -1 when none matches, :data:`_EXACT` for
+    the principal written out, else the most characters a matching pattern gives literally
+    (``*``, ``?`` and ``[…]`` classes not counted)."""
+    if not principal:
+        return -1
+    best = -1
+    for p in patterns:
+        if principal == p:
+            return _EXACT
+        if fnmatch.fnmatchcase(principal, p):
+            best = max(best, len(re.sub(r"\[[^\]]*\]|[*?]", "", p)))
+    return best
+
+
 def _check(df: pd.DataFrame, needs: Sequence[str], what: str) -> None:
     missing = [c for c in needs if c not in df.columns]
     if missing:
@@ -521,7 +540,11 @@ def join_access(
             ``fnmatch`` patterns (``"arn:aws:sts::123456789012:assumed-role/door-reader/*"``);
             the key ``"*"`` (:data:`ANY_AGENT`): those of every agent without an entry of its
             own, including calls with no ``agent``.  A key naming no agent of the calls applies
-            to nothing (:func:`principals_naming_no_agent` names them).
+            to nothing (:func:`principals_naming_no_agent` names them).  A principal that
+            several entries match is the one of the entry that names it most closely (an exact
+            string over a pattern, then the pattern with the most literal characters; every
+            entry counts, the ``"*"`` one and one naming no agent of the calls too); entries
+            that name it equally closely each have it.
         window_s: assumed longest call when ``ts_end`` is missing, seconds (≥ 0).
         lag_s: slack after the call's end for ``completed``/``event`` timestamps, seconds (≥ 0).
         skew_s: clock skew allowed between the door and the cloud, seconds (≥ 0), on top of
@@ -643,7 +666,7 @@ def join_access(
     tables = _CallTables(cu_call, cu_uri, valid, refused, start_ns)
     several_uris = np.bincount(cu_call, minlength=n_c) > 1  # a call may meet a request on two of its URIs
     dedupe = several_uris if several_uris.any() else None
-    principal_ok = _PrincipalMatch(agent_names, agent_pats, who_names)
+    principal_ok = _PrincipalMatch(agent_names, agent_pats, who_names, pats.values())
 
     def pairs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, indexed: bool = True,
               cap: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -1397,10 +1420,13 @@ class _PrincipalMatch:
     """Whether a request's principal is one the call's agent acts as (``principals``), decided
     once per (agent, principal)."""
 
-    def __init__(self, agent_names: list[str], agent_pats: list, who_names: list[str]) -> None:
+    def __init__(self, agent_names: list[str], agent_pats: list, who_names: list[str],
+                 every_pats: Sequence[Sequence[str]] = ()) -> None:
         self.agent_pats, self.who_names = agent_pats, who_names
+        self.every_pats = [list(ps) for ps in every_pats]
         self.n = len(who_names) + 1
         self.memo: dict[int, bool] = {}
+        self.best: dict[int, int] = {}
 
     def __call__(self, agent: np.ndarray, known: np.ndarray, who: np.ndarray) -> np.ndarray:
         """True where the agent's principals are not known (``known`` False) or ``who`` is one."""
@@ -1412,9 +1438,17 @@ class _PrincipalMatch:
         return out
 
     def _match(self, x: int) -> bool:
+        """The agent's principals name the request's principal, and no other ``principals``
+        entry names it more closely (an exact principal over a pattern, a longer pattern over a
+        shorter one: ``…/door-reader/ops-*`` is ops's, not the ``…/door-reader/*`` of another
+        agent); entries that name it equally closely each have it."""
         if x not in self.memo:
             a, w = divmod(x, self.n)
-            self.memo[x] = _principal_match(self.who_names[w - 1] if w else None, self.agent_pats[a])
+            who = self.who_names[w - 1] if w else None
+            mine = _specificity(who, self.agent_pats[a])
+            if mine >= 0 and w not in self.best:
+                self.best[w] = max((_specificity(who, ps) for ps in self.every_pats), default=-1)
+            self.memo[x] = mine >= 0 and mine >= self.best[w]
         return self.memo[x]
 
 
