@@ -390,16 +390,17 @@ class AccessJoinResult:
 def source_ip(raw: Any) -> str | None:
     """The address a storage request came from, as its source logged it: CloudTrail
     ``sourceIPAddress``, S3 server access ``remote_ip``, GCP audit
-    ``protoPayload.requestMetadata.callerIp``, Azure storage ``callerIpAddress`` (an Azure
-    ``ip:port`` keeps its port); ``None`` when the record has none (or names a service, as
-    CloudTrail does for AWS services)."""
+    ``protoPayload.requestMetadata.callerIp``, Azure storage ``callerIpAddress`` or (a
+    Storage Analytics log line) ``requester-ip-address`` (an Azure ``ip:port`` keeps its port);
+    ``None`` when the record has none (or names a service, as CloudTrail does for AWS
+    services)."""
     if raw is None:
         return None
     try:
         get = raw.get
     except AttributeError:
         return None
-    v = get("sourceIPAddress") or get("remote_ip") or get("callerIpAddress")
+    v = get("sourceIPAddress") or get("remote_ip") or get("callerIpAddress") or get("requester-ip-address")
     if v is None:
         pp = get("protoPayload")
         if isinstance(pp, dict):

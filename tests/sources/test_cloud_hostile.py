@@ -20,6 +20,7 @@ from replaybook.errors import InputError
 from replaybook.frames import ACCESS
 from replaybook.sources import registry, s3_access
 from replaybook.sources._record import as_dict
+from replaybook.sources.azure_analytics import load_azure_analytics
 from replaybook.sources.azure_storage import load_azure_storage
 from replaybook.sources.cloudtrail import load_cloudtrail
 from replaybook.sources.gcp_audit import load_gcp_audit
@@ -41,8 +42,12 @@ SURROGATE_AZ = (b'{"time": "2026-09-13T10:00:21Z", "category": "StorageRead", "o
                 b'"statusCode": 200, "statusText": "Success", "correlationId": "s1", '
                 b'"uri": "https://acct.blob.core.windows.net/c/caf\\udce9.csv", '
                 b'"properties": {"accountName": "acct", "userAgentHeader": "ua \\ud800"}}\n')
+SURROGATE_AZ_CLASSIC = (b'1.0;2026-09-13T10:00:21.0000000Z;GetBlob;Success;200;5;5;anonymous;;acct;blob;'
+                        b'"https://acct.blob.core.windows.net/c/caf\xc3\xa9.csv";"/acct/c/caf\xed\xb3\xa9.csv";s1;0;'
+                        b'198.51.100.7:1;2019-12-12;100;0;100;5;0;;;;;;"ua \xff\xfe";;\n')
 LOADERS = {
     "aws.cloudtrail": (load_cloudtrail, (HOSTILE / "surrogates.jsonl").read_bytes()),
+    "azure.storage_analytics": (load_azure_analytics, SURROGATE_AZ_CLASSIC),
     "aws.s3_access": (load_s3_access, SURROGATE_S3),
     "gcp.audit": (load_gcp_audit, SURROGATE_GCP),
     "azure.storage": (load_azure_storage, SURROGATE_AZ),
@@ -52,6 +57,7 @@ GOOD = {
     "aws.s3_access": CLOUD / "s3-access-quotes" / "acme-data-2026-09-13-10-10-00-0123456789ABCDEF",
     "gcp.audit": CLOUD / "gcp-audit-denied" / "data_access.jsonl",
     "azure.storage": CLOUD / "azure" / "PT1H.json",
+    "azure.storage_analytics": CLOUD / "azure-analytics" / "000000.log",
 }
 
 
@@ -145,6 +151,8 @@ def test_missing_path_raises_input_error(tmp_path, loader):
 
 
 CLOUD_NAMES = set(LOADERS)
+#: the loaders of line formats that are not JSON
+TEXT_FORMATS = ("aws.s3_access", "azure.storage_analytics")
 
 
 def _files(root: Path) -> list[Path]:
@@ -311,8 +319,8 @@ def test_one_record_and_a_cut_or_unfinished_line_is_still_the_formats(tmp_path, 
     assert files.loc[str(p), "source"] == name and int(files.loc[str(p), "rows"]) == 1
     q = got.quarantine
     assert list(q["line_no"]) == [2] and list(q["kind"]) == ["pending" if tail == "pending" else "invalid"]
-    # a damaged line of JSON is not a line of another format either
-    if name != "aws.s3_access":
+    # a damaged line of JSON is not a line of another format either (for the JSON formats)
+    if name not in TEXT_FORMATS:
         assert registry.get(name).sniff(good[0] + b'\n{"damag\n') >= 0.5
         # (a Python dict's repr is a line of another kind, not a cut record)
         assert registry.get(name).sniff(good[0] + b"\n" + b"{'bucket': 'x', 'n': 1}\n" * 3) < 0.5
