@@ -134,8 +134,10 @@ def test_hostile_requests_get_clear_errors_and_log_lines_and_the_door_survives(t
         assert bad["id"] == 5 and "door:invalid-utf8" in text(bad)
         door.send_raw(b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_object",'
                       b'"arguments":{"path":"demo/\\ud800.csv"}}}')
-        surrogate = door.recv()  # a lone surrogate escape is not valid JSON text for the SDK's parser
-        assert surrogate["id"] == 6 and surrogate["error"]["code"] == types.PARSE_ERROR
+        surrogate = door.recv()  # a lone surrogate escape: JSON, but no Unicode text (the SDK refuses it)
+        assert surrogate["id"] == 6 and surrogate["error"]["code"] == types.INVALID_REQUEST
+        assert "door:invalid-utf8" in surrogate["error"]["message"]
+        assert "lone surrogate escape" in surrogate["error"]["message"]
         door.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{')
         broken = door.recv()
         assert broken["id"] == 7 and broken["error"]["code"] == types.PARSE_ERROR
@@ -167,7 +169,7 @@ def test_hostile_requests_get_clear_errors_and_log_lines_and_the_door_survives(t
         ("read_object", "deny", "door:path-traversal"),
         ("read_object", "deny", "door:path-traversal"),
         ("read_object", "deny", "door:invalid-utf8"),
-        ("tools/call", "deny", "door:invalid-request"),
+        ("read_object", "deny", "door:invalid-utf8"),
         ("tools/call", "deny", "door:invalid-request"),
         ("(invalid)", "deny", "door:invalid-request"),
         ("secrets/dump", "deny", "door:method-not-allowed"),
@@ -179,6 +181,7 @@ def test_hostile_requests_get_clear_errors_and_log_lines_and_the_door_survives(t
     assert lines[0]["arguments"] is None and lines[0]["arguments_bytes"] > 300_000
     assert lines[0]["arguments_digest"].startswith("sha256:")
     assert lines[3]["arguments"] == {"path": "demo/\ufffd\ufffd.csv"}
+    assert lines[4]["arguments"] == {"path": "demo/\ufffd.csv"}  # what the agent asked for, made safe
     assert lines[10]["message_bytes"] > 1_000_000 and lines[9]["arguments_invalid"] == ["demo/notes.txt"]
     assert all(o["error"] for o in lines[4:8])
     res = load_door(log_root)

@@ -55,6 +55,8 @@ class Incoming:
             not allow for requests: null, a fraction, a boolean …).
         raw: the line's bytes, for a message (so a refusal can log numbers the SDK read as
             infinity as they were written).
+        lone_surrogate: the line is JSON but a string holds a lone surrogate escape (refused as
+            text that is not valid Unicode, ``door:invalid-utf8``).
     """
 
     message: types.JSONRPCMessage | None
@@ -70,6 +72,7 @@ class Incoming:
     arguments_hint: object = None
     has_id: bool = False
     raw: bytes | None = None
+    lone_surrogate: bool = False
 
 
 #: Nesting the MCP SDK's JSON reader (pydantic-core) takes: a message nested deeper is refused.
@@ -131,6 +134,31 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
+def _lone_surrogates(text: str, size: int, bad: bool) -> Incoming | None:
+    """A line that is JSON but for a lone surrogate escape (``"\\ud800"``: no Unicode text, which
+    the SDK and orjson refuse): refused as text that is not valid Unicode, like bytes that are not
+    UTF-8, with what it asked for (surrogates made safe); ``None`` when it is not JSON after all."""
+    from .._text import deep_safe
+
+    try:
+        o = _json.loads_lenient(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(o, dict):
+        return None
+    v = o.get("id")
+    rid = v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+    method = o.get("method") if isinstance(o.get("method"), str) else None
+    params = o.get("params")
+    tool = args = None
+    if method == "tools/call" and isinstance(params, dict):
+        tool = params.get("name") if isinstance(params.get("name"), str) else None
+        args = params.get("arguments")
+    return Incoming(None, "a string holds a lone surrogate escape (\\ud800 …): not Unicode text",
+                    size, bad, deep_safe(rid), deep_safe(method), json_ok=True, depth=_depth(o),
+                    tool_hint=deep_safe(tool), arguments_hint=deep_safe(args), lone_surrogate=True)
+
+
 def _parse(raw: bytes) -> Incoming:
     bad = False
     try:
@@ -160,6 +188,10 @@ def _parse(raw: bytes) -> Incoming:
             if str(refused).startswith("depth limit exceeded"):  # (orjson's words past 1,024 levels)
                 json_ok, depth = True, _MAX_READ_DEPTH + 1
                 tool = _hints_tool(raw[:4096]) if method == "tools/call" else None
+            elif "surrogate in string" in str(refused):  # (orjson's words for a lone surrogate escape)
+                lone = _lone_surrogates(text, len(raw), bad)
+                if lone is not None:
+                    return lone
         first = str(exc).strip().splitlines()
         why = "invalid JSON" if not json_ok else (first[0] if first else type(exc).__name__)
         if depth > _MAX_READ_DEPTH:

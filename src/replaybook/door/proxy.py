@@ -570,7 +570,7 @@ class Door:
 
         too_deep = inc.json_ok and inc.depth >= SDK_MAX_DEPTH
         rule = ("door:message-too-large" if inc.too_large else "door:nested-too-deep" if too_deep
-                else "door:invalid-request")
+                else "door:invalid-utf8" if getattr(inc, "lone_surrogate", False) else "door:invalid-request")
         name = safe_str(inc.method_hint) if inc.method_hint else "(invalid)"
         tool = safe_str(inc.tool_hint)[:_MAX_NAME] if inc.tool_hint else name
         # what the agent asked for, when the line said it (a refusal a reviewer can read)
