@@ -835,3 +835,18 @@ def test_a_load_that_read_no_row_but_set_lines_aside_exits_2(tmp_path, capsys):
     assert "(0 invalid, 1 pending: an unterminated last line)" in capsys.readouterr().err
     bad.write_text(line % (1, 1, "maybe") + "\n" + line % (2, 2, "allow") + "\n")
     assert main(["load", "calls", str(bad)]) == 0  # one row read: the quarantine names the other
+
+
+def test_python_m_replaybook_is_the_replaybook_command(tmp_path):
+    """Where the console script is not on PATH, ``python -m replaybook`` runs the same CLI with
+    the same exit codes."""
+    import subprocess
+    import sys
+
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+    ok = subprocess.run([sys.executable, "-m", "replaybook", "load", "calls", str(demo / "door"), "--format", "jsonl"],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and len(ok.stdout.splitlines()) >= 5 and "calls:" in ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "replaybook", "load", "calls", str(tmp_path / "missing.jsonl")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "missing.jsonl" in bad.stderr
