@@ -102,7 +102,7 @@ def test_a_refused_object_storage_allowed_is_still_reached(tmp_path, capsys):
     assert "Refused at the door, reached in storage anyway" in a and "tried in storage anyway" not in a
     assert main(["access", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert ("on this object, 60.0 s before this request; storage allowed this request: it reached what the door "
+    assert ("on this object, 60 s before this request; storage allowed this request: it reached what the door "
             "refused") in out
 
 

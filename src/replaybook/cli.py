@@ -1052,6 +1052,7 @@ def _unexplained_out(rows: list[dict], limit: int, *, shared_why: str | None = N
     call on its object (and whether storage let the request through) last.  A ``shared_why``
     (every request's reason, :func:`_shared_why`) is said once before them, not on each."""
     from ._text import one_line
+    from .access_join import duration_words
 
     if shared_why:  # ("" : said already, by the caller)
         click.echo(f"why, for all {len(rows):,}: {shared_why}")
@@ -1088,7 +1089,7 @@ def _unexplained_out(rows: list[dict], limit: int, *, shared_why: str | None = N
                    "; the log gives no outcome: whether it reached what the door refused is not known")
             click.echo(f"  {'refused':<11} the door refused session {rc['door_session']} seq {rc['seq']}"
                        f"{rule} on this object, "
-                       f"{abs(rc['since_refusal_s']):,.1f} s {'before' if rc['since_refusal_s'] >= 0 else 'after'} "
+                       f"{duration_words(rc['since_refusal_s'])} {'before' if rc['since_refusal_s'] >= 0 else 'after'} "
                        f"this request{got}")
     if len(rows) > limit:
         click.echo(f"\n… and {len(rows) - limit:,} more (--format json lists them all)")
