@@ -82,15 +82,9 @@ def _closeness(principal: str, pattern: str) -> int | None:
         return 10 ** 9
     if not fnmatch.fnmatchcase(principal, pattern):
         return None
-    literal, i = 0, 0
-    while i < len(pattern):
-        if pattern[i] in "*?":
-            i += 1
-        elif pattern[i] == "[" and pattern.find("]", i + 1) > 0:
-            i = pattern.find("]", i + 1) + 1
-        else:
-            literal, i = literal + 1, i + 1
-    return literal
+    # a class: "[", an optional "!", then a "]" that belongs to it, or at least one other character
+    classes = re.sub(r"\[!?\][^\]]*\]|\[![^\]]+\]|\[[^!\]][^\]]*\]", "", pattern)
+    return len(classes.replace("*", "").replace("?", ""))
 
 
 def _owns(principal: str | None, own: Sequence[str], every: Sequence[Sequence[str]]) -> bool:

@@ -157,7 +157,9 @@ def test_a_principal_that_several_entries_match_is_the_closest_entrys():
     access = ACCESS.build([r("2026-11-20T10:00:08.3Z", role + "door-ops-7", "R1"),
                            r("2026-11-20T10:00:08.4Z", role + "door-analyst", "R2")])
     closest = {"analyst": role + "*", "ops": role + "door-ops-*"}
-    for principals in (closest, {**closest, "ops": [role + "door-o*", role + "door-ops-7"]}):
+    # (a class is one character however it is written: ``[]a-z]`` holds "]" and a to z, as fnmatch reads it)
+    for principals in (closest, {**closest, "ops": [role + "door-o*", role + "door-ops-7"]},
+                       {**closest, "analyst": role + "door-[]a-z]*"}):
         res = join_access(calls, access, storage_map=SMAP, offset_s=0, principals=principals)
         assert sorted(zip(res.links["request_id"], res.links["door_session"])) == [("R1", "door-o1"),
                                                                                    ("R2", "door-a1")]

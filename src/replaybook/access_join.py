@@ -504,8 +504,33 @@ def _specificity(principal: str | None, patterns: Sequence[str]) -> int:
         if principal == p:
             return _EXACT
         if fnmatch.fnmatchcase(principal, p):
-            best = max(best, len(re.sub(r"\[[^\]]*\]|[*?]", "", p)))
+            best = max(best, _literal_chars(p))
     return best
+
+
+def _literal_chars(pattern: str) -> int:
+    """The characters of an ``fnmatch`` pattern that stand for themselves: not ``*``, ``?`` or a
+    ``[…]`` class, read as :func:`fnmatch.translate` reads one (``]`` right after ``[`` or
+    ``[!`` belongs to the class; a ``[`` that no ``]`` closes is itself)."""
+    n, i, count = len(pattern), 0, 0
+    while i < n:
+        c = pattern[i]
+        i += 1
+        if c in "*?":
+            continue
+        if c == "[":
+            j = i
+            if j < n and pattern[j] == "!":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 1
+            if j < n:  # a class: one character of several, not a literal one
+                i = j + 1
+                continue
+        count += 1
+    return count
 
 
 def _check(df: pd.DataFrame, needs: Sequence[str], what: str) -> None:

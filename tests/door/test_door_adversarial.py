@@ -728,6 +728,27 @@ def test_a_door_stopped_by_a_signal_logs_its_calls_in_flight_and_stops_its_serve
     assert not Path(f"/proc/{server}").exists(), "the MCP server outlived the door"
 
 
+def test_a_refusal_in_progress_when_the_door_is_stopped_is_logged(hostile):
+    """A call refused while the door waits for the server to name itself (an initialize still
+    unanswered) is in no table of calls in flight: the signal that stops the door must not
+    lose its line."""
+    import signal
+    import time
+
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                "clientInfo": {"name": "raw-test", "version": "0"}, "_garble": []}, rid=1)
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "reference/.env"}}, rid=2)
+    time.sleep(1.0)  # (the door waits up to 5 s for the initialize answer before it writes the refusal)
+    door.proc.send_signal(signal.SIGTERM)
+    assert door.proc.wait(30) == 128 + signal.SIGTERM.value
+    lines = validate_lines(hostile["log"]())
+    assert [(o["seq"], o["object"], o["decision"], o["rule"]) for o in lines] == [
+        (1, "reference/.env", "deny", "deny-dotenv")]
+
+
 def test_no_call_is_forwarded_while_the_log_cannot_be_opened(hostile):
     (hostile["tmp"] / "logs").mkdir()
     (hostile["tmp"] / "logs" / "analyst").write_text("a file where the agent's log folder should be")

@@ -215,14 +215,15 @@ def test_a_session_log_removed_or_replaced_under_the_door_goes_on_in_a_new_file(
     log.write(_line("s1", NOW, 1))
     f.unlink()
     log.write(_line("s1", NOW, 2))
-    assert "was removed or replaced while the door ran (1 line(s) written to it are no longer there)" in \
-        capsys.readouterr().err
+    assert "was removed or replaced while the door ran (it held 1 line(s) this door wrote, no longer at that " \
+        "path)" in capsys.readouterr().err
     assert list(load_door(f).frame["seq"]) == [2]
     # replaced by another file (moved aside, a copy put back): the lines go on at the path
     f.rename(tmp_path / "aside.jsonl")
     f.write_bytes(b"")
     log.write(_line("s1", NOW, 3))
     log.close()
+    assert "(it held 1 line(s) this door wrote" in capsys.readouterr().err  # (this file's, not the session's 2)
     assert list(load_door(f).frame["seq"]) == [3]
     assert list(load_door(tmp_path / "aside.jsonl").frame["seq"]) == [2]
     # replaced by a symlink: refused, as at the start (the door then forwards nothing)
@@ -234,6 +235,47 @@ def test_a_session_log_removed_or_replaced_under_the_door_goes_on_in_a_new_file(
         log.write(_line("s1", NOW, 5))
     log.close()
     assert list(load_door(tmp_path / "aside.jsonl").frame["seq"]) == [2]
+
+
+def test_a_fifo_at_the_log_path_is_refused_and_never_blocks_the_door(tmp_path):
+    """A FIFO planted at the log path — before the door starts, or in place of its log mid-session —
+    would take the lines (fsync fails on it) and then block the door's event loop once its pipe
+    is full, past any signal: it is refused as not a regular file."""
+    log = CallLog(tmp_path, "analyst", "s1")
+    log.path.parent.mkdir(parents=True)
+    os.mkfifo(log.path)
+    with pytest.raises(InputError, match="not a regular file"):
+        log.write(_line("s1", NOW, 1))
+    log.path.unlink()
+    log.write(_line("s1", NOW, 1))
+    log.path.unlink()
+    os.mkfifo(log.path)
+    for seq in (2, 3):
+        with pytest.raises(InputError, match="not a regular file"):
+            log.write(_line("s1", NOW, seq))
+    log.close()
+
+
+def test_a_log_path_that_cannot_be_looked_at_keeps_the_file_the_door_has(tmp_path, monkeypatch, capsys):
+    """Only a log that is gone counts as removed: when the path cannot be looked at for another
+    reason (its folder made unreadable), the door goes on writing to the file it has open."""
+    from replaybook.sources.door import load_door
+
+    log = CallLog(tmp_path, "analyst", "s1")
+    log.write(_line("s1", NOW, 1))
+    real_stat = os.stat
+
+    def refused(path, *a, **kw):
+        if Path(path) == log.path:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", refused)
+    log.write(_line("s1", NOW, 2))
+    monkeypatch.undo()
+    log.close()
+    assert list(load_door(log.path).frame["seq"]) == [1, 2]
+    assert "removed or replaced" not in capsys.readouterr().err  # (the file was never taken for gone)
 
 
 def test_call_log_writer(tmp_path):

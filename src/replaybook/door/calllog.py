@@ -11,8 +11,8 @@ torn last line aside instead of failing).  A file that ends in a torn line (anot
 died mid-line, a session id used again) gets a line break before the next line, so the torn
 line stays one damaged line and the new line is whole.  While the door runs it holds an
 exclusive ``flock`` on its file: ``replaybook prune`` skips locked files.  The file is opened
-with ``O_NOFOLLOW`` (a symlink planted at the log path is refused) and created on the first
-call.  When the file at the log path is removed or replaced while the door runs, the next line
+with ``O_NOFOLLOW`` (a symlink planted at the log path is refused), must be a regular file (a
+FIFO would take the lines and then block the door), and is created on the first call.  When the file at the log path is removed or replaced while the door runs, the next line
 goes to a new file created at the path (said on stderr), not into the removed one where no
 one would find it.
 """
@@ -23,6 +23,7 @@ import fcntl
 import os
 import re
 import secrets
+import stat
 import sys
 import time
 from pathlib import Path
@@ -108,6 +109,7 @@ class CallLog:
         self._fd: int | None = None
         self._seq = 0
         self.lines = 0
+        self._file_lines = 0  # lines written to the file open now
 
     def __repr__(self) -> str:
         return f"CallLog({str(self.path)!r})"
@@ -121,17 +123,30 @@ class CallLog:
 
     def _open(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # (read as well as append: the last byte is read before each line, see write)
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        # read as well as append (the last byte is read before each line, see write) where the
+        # file lets the door read it; non-blocking until it is known to be a regular file: a FIFO
+        # planted at the path would otherwise take the lines and then block the door for good
+        base = os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(self.path, flags, 0o640)
+            try:
+                fd = os.open(self.path, os.O_RDWR | base, 0o640)
+            except PermissionError:
+                fd = os.open(self.path, os.O_WRONLY | base, 0o640)
         except OSError as exc:
             raise InputError(f"cannot open the door call log: {exc.strerror or exc}", self.path) from exc
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError("the door call log path is not a regular file (a FIFO, a device …): "
+                                 "no line is written to it", self.path)
+            os.set_blocking(fd, True)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except InputError:
+            os.close(fd)
+            raise
         except OSError:
             os.close(fd)
             raise InputError("another door is writing this session's log (it is locked)", self.path) from None
+        self._file_lines = 0
         return fd
 
     def open(self) -> None:
@@ -159,7 +174,7 @@ class CallLog:
             st = os.fstat(self._fd)
         data = _json.dumps(record) + b"\n"
         start = st.st_size  # (the lock keeps other writers out: the line starts here)
-        if start and os.pread(self._fd, 1, start - 1) != b"\n":
+        if start and self._last_byte(start) not in (b"\n", None):
             data = b"\n" + data  # the file ends in a torn line: it stays a line of its own
         view = memoryview(data)
         try:
@@ -175,25 +190,44 @@ class CallLog:
                 pass
             raise
         self.lines += 1
+        self._file_lines += 1
+
+    def _last_byte(self, size: int) -> bytes | None:
+        """The file's last byte, or ``None`` when the door may not read its own log (opened
+        write-only): then no line break is added."""
+        try:
+            return os.pread(self._fd, 1, size - 1)
+        except OSError:
+            return None
 
     def _at_path(self, st: os.stat_result) -> bool:
-        """The open file is still the one at :attr:`path`."""
+        """The open file is still the one at :attr:`path` (when the path cannot be looked at for
+        another reason than its absence — a folder made unreadable —, the door goes on writing
+        to the file it has)."""
         try:
             at = os.stat(self.path, follow_symlinks=False)
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             return False
+        except OSError:
+            return True
         return (at.st_dev, at.st_ino) == (st.st_dev, st.st_ino)
 
     def _reopen(self) -> None:
-        """The file was removed or replaced under the door: go on in a new one at the path."""
+        """The file was removed or replaced under the door: go on in a new one at the path (the
+        old one is kept open until the new one is)."""
         try:
             print(f"replaybook door: the call log {self.path} was removed or replaced while the door ran "
-                  f"({self.lines} line(s) written to it are no longer there): later lines go to a new file "
-                  "at that path", file=sys.stderr)
+                  f"(it held {self._file_lines} line(s) this door wrote, no longer at that path): later lines "
+                  "go to a new file at that path", file=sys.stderr)
         except (OSError, ValueError):
             pass
-        self.close()
-        self.open()
+        fd = self._open()
+        old, self._fd = self._fd, fd
+        if old is not None:
+            try:
+                os.close(old)
+            except OSError:
+                pass
 
     def close(self) -> None:
         """Release the lock and close the file (idempotent)."""

@@ -593,8 +593,15 @@ class Door:
         it do.  (A client that sends a call before that answer, as MCP says it should not, got
         the command's name — ``python3`` — as ``server`` on that line.)"""
         if self._init_ids and self._server_name is None and self._init_answered is not None:
-            with anyio.move_on_after(self.init_wait_s):
-                await self._init_answered.wait()
+            try:
+                with anyio.move_on_after(self.init_wait_s):
+                    await self._init_answered.wait()
+            except anyio.get_cancelled_exc_class():
+                # the door is being stopped (a signal): the caller writes its line now, and its
+                # next await ends it (the stop is delivered again there) — a refusal in progress
+                # is in no table the wind-down reads, so it would go unlogged
+                if self.stopped_by is None:
+                    raise
 
     def _sniff(self, msg) -> None:
         self._init_ids.discard(msg.id)
@@ -818,14 +825,15 @@ async def _serve_until_stopped(door: Door, peer: ClientPeer, server_read, server
         return await door.serve(peer, server_read, server_write)
     ended = None
     async with anyio.create_task_group() as tg:
-        async def watch() -> None:
+        async def watch(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
             with anyio.open_signal_receiver(*(getattr(signal, n) for n in STOP_SIGNALS)) as signals:
+                task_status.started()  # (the handlers are in place before the relay starts)
                 async for signum in signals:
                     door.stopped_by = signal.Signals(signum).name
                     tg.cancel_scope.cancel()
                     return
 
-        tg.start_soon(watch)
+        await tg.start(watch)
         ended = await door.serve(peer, server_read, server_write)
         tg.cancel_scope.cancel()
     return door.stopped_by if ended is None else ended
