@@ -738,6 +738,8 @@ def test_a_refusal_in_progress_when_the_door_is_stopped_is_logged(hostile):
     from .conftest import validate_lines
 
     door = hostile["start"]()
+    door.request("ping", rid=0)
+    assert door.recv()["id"] == 0  # (the door is up, its signal handlers in place)
     door.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                 "clientInfo": {"name": "raw-test", "version": "0"}, "_garble": []}, rid=1)
     door.request("tools/call", {"name": "echo", "arguments": {"path": "reference/.env"}}, rid=2)
@@ -747,6 +749,72 @@ def test_a_refusal_in_progress_when_the_door_is_stopped_is_logged(hostile):
     lines = validate_lines(hostile["log"]())
     assert [(o["seq"], o["object"], o["decision"], o["rule"]) for o in lines] == [
         (1, "reference/.env", "deny", "deny-dotenv")]
+
+
+def test_no_line_sent_after_the_stop_signal_is_decided(hostile):
+    """A client that keeps sending refusals after SIGTERM (each one waits for the server's name,
+    where the stop reaches it) must not keep the door deciding: it stops at the line in hand."""
+    import signal
+    import threading
+    import time
+
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.request("ping", rid=0)
+    assert door.recv()["id"] == 0  # (the door is up, its signal handlers in place)
+    door.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                "clientInfo": {"name": "raw-test", "version": "0"}, "_garble": []}, rid=1)
+    line = (b'{"jsonrpc":"2.0","id":"r%d","method":"tools/call","params":{"name":"echo",'
+            b'"arguments":{"path":"reference/.env"}}}\n')
+    flooding = threading.Event()
+    flooding.set()
+
+    def flood():
+        n = 0
+        while flooding.is_set():
+            try:
+                door.proc.stdin.write(line % n)
+                door.proc.stdin.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                return
+            n += 1
+            time.sleep(0.0005)
+
+    drain = threading.Thread(target=lambda: door.proc.stdout.read(), daemon=True)
+    drain.start()
+    sender = threading.Thread(target=flood, daemon=True)
+    sender.start()
+    time.sleep(0.5)
+    door.proc.send_signal(signal.SIGTERM)
+    try:
+        assert door.proc.wait(20) == 128 + signal.SIGTERM.value  # (it went on while the client sent)
+    finally:
+        flooding.clear()
+    assert len(validate_lines(hostile["log"]())) <= 2
+
+
+def test_a_second_signal_does_not_cut_the_wind_down_short(hostile):
+    """Ctrl-C twice: the second signal must not kill the door half-way through logging the
+    calls in flight (300 here), nor turn into a traceback."""
+    import signal
+    import time
+
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.initialize()
+    for i in range(300):
+        door.request("tools/call", {"name": "hang", "arguments": {"path": f"demo/h{i}"}}, rid=10 + i)
+    door.request("ping", rid=5)
+    assert door.recv()["id"] == 5
+    door.proc.send_signal(signal.SIGINT)
+    time.sleep(0.005)
+    door.proc.send_signal(signal.SIGINT)
+    assert door.proc.wait(30) == 128 + signal.SIGINT.value
+    lines = validate_lines(hostile["log"]())
+    assert len(lines) == 300 and {o["error"] for o in lines} == {"the door was stopped (SIGINT) before the answer"}
+    assert "Traceback" not in hostile["err"]()
 
 
 def test_no_call_is_forwarded_while_the_log_cannot_be_opened(hostile):

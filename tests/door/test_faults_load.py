@@ -188,6 +188,43 @@ def test_hostile_requests_get_clear_errors_and_log_lines_and_the_door_survives(t
     assert res.quarantine.empty and len(res.frame) == len(lines)
 
 
+def test_lone_surrogate_lines_of_every_shape_are_refused_and_the_door_lives_on(tmp_path, data_root, fault_rules):
+    """A lone surrogate escape in a call nested 500 levels deep (deeper than the SDK reads), in a
+    batch, beside bytes that are not UTF-8, and in the id itself: each is refused and logged as
+    door:invalid-utf8 — none takes the door down."""
+    log_root = tmp_path / "logs"
+    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="lone"), tmp_path / "d.err")
+    try:
+        door.initialize()
+        deep = b'{"a":' * 500 + b"1" + b"}" * 500
+        door.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_object\\ud800",'
+                      b'"arguments":' + deep + b"}}")
+        got = door.recv()  # (nested past what the SDK reads: that rule first)
+        assert got["id"] == 2 and "door:nested-too-deep" in got["error"]["message"]
+        door.send_raw(b'[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"demo/\\ud800"}}}]')
+        got = door.recv()
+        assert got["id"] is None and "door:invalid-utf8" in got["error"]["message"]
+        door.send_raw(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"demo/\\ud800\xff.csv"}}}')
+        got = door.recv()
+        assert got["id"] == 4 and "door:invalid-utf8" in got["error"]["message"]
+        door.send_raw(b'{"jsonrpc":"2.0","id":"x\\ud800","method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"demo/notes.txt"}}}')
+        got = door.recv()
+        assert got["id"] is None and "door:invalid-utf8" in got["error"]["message"]  # (an id no one can echo)
+        ok = door.call("read_object", {"path": "demo/notes.txt"}, rid=5)
+        assert not ok["result"]["isError"]
+    finally:
+        rc = door.close()
+    assert rc == 0, (tmp_path / "d.err").read_text()
+    lines = validate_lines(log_root / "analyst" / "lone.jsonl")
+    assert [(o["tool"], o["rule"]) for o in lines] == [
+        ("read_object\ufffd", "door:nested-too-deep"), ("(invalid)", "door:invalid-utf8"),
+        ("read_object", "door:invalid-utf8"), ("read_object", "door:invalid-utf8"), ("read_object", "allow-demo")]
+    assert lines[0]["arguments"] is None and lines[2]["arguments"] == {"path": "demo/\ufffd\ufffd.csv"}
+
+
 def test_sigkill_mid_run_leaves_a_log_that_loads_up_to_the_last_completed_call(tmp_path, data_root, fault_rules):
     log_root = tmp_path / "logs"
     door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="killed"),

@@ -137,26 +137,33 @@ def _pollable(fd: int) -> bool:
 def _lone_surrogates(text: str, size: int, bad: bool) -> Incoming | None:
     """A line that is JSON but for a lone surrogate escape (``"\\ud800"``: no Unicode text, which
     the SDK and orjson refuse): refused as text that is not valid Unicode, like bytes that are not
-    UTF-8, with what it asked for (surrogates made safe); ``None`` when it is not JSON after all."""
-    from .._text import deep_safe
+    UTF-8, with what it asked for (surrogates made safe; arguments nested as deep as the SDK
+    refuses are left out); ``None`` when it is not JSON after all."""
+    from .._text import deep_safe, safe_str
 
     try:
         o = _json.loads_lenient(text)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(o, dict):
-        return None
-    v = o.get("id")
-    rid = v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
-    method = o.get("method") if isinstance(o.get("method"), str) else None
-    params = o.get("params")
-    tool = args = None
-    if method == "tools/call" and isinstance(params, dict):
-        tool = params.get("name") if isinstance(params.get("name"), str) else None
-        args = params.get("arguments")
+    depth = _depth(o)
+    rid = method = tool = args = None
+    if isinstance(o, dict):
+        v = o.get("id")
+        # an id that is not text as written cannot be echoed back: answered with null, as JSON-RPC says
+        rid = v if (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and safe_str(v) == v) \
+            else None
+        method = safe_str(o["method"]) if isinstance(o.get("method"), str) else None
+        params = o.get("params")
+        if method == "tools/call" and isinstance(params, dict):
+            tool = safe_str(params["name"]) if isinstance(params.get("name"), str) else None
+            if depth < SDK_MAX_DEPTH:
+                try:
+                    args = deep_safe(params.get("arguments"))
+                except RecursionError:
+                    args = None
     return Incoming(None, "a string holds a lone surrogate escape (\\ud800 …): not Unicode text",
-                    size, bad, deep_safe(rid), deep_safe(method), json_ok=True, depth=_depth(o),
-                    tool_hint=deep_safe(tool), arguments_hint=deep_safe(args), lone_surrogate=True)
+                    size, bad, rid, method, json_ok=True, depth=depth, tool_hint=tool, arguments_hint=args,
+                    lone_surrogate=True)
 
 
 def _parse(raw: bytes) -> Incoming:
@@ -172,7 +179,7 @@ def _parse(raw: bytes) -> Incoming:
         rid, method, json_ok = None, None, False
         depth, tool, args = 0, None, None
         try:
-            o = _json.loads(raw)
+            o = _json.loads(text if bad else raw)  # (bytes that are not UTF-8: read as the SDK read them)
             json_ok = True
             if isinstance(o, dict):
                 v = o.get("id")

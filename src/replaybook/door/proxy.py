@@ -37,6 +37,7 @@ If the server exits, every call still waiting is logged with an error and answer
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -193,6 +194,8 @@ class Door:
         self.pending: dict[Any, _Call] = {}
         #: the signal that stopped the door (``SIGTERM`` …), once one has
         self.stopped_by: str | None = None
+        #: what a stop signal cancels (set while :func:`_serve_until_stopped` runs)
+        self._stop_scope: anyio.CancelScope | None = None
         #: lines that could not be written yet, oldest first (written before the next line)
         self._held: list[dict] = []
         #: requests passed through to the server and not answered yet: id → method
@@ -379,6 +382,11 @@ class Door:
     # -- the two directions ---------------------------------------------------------------------------
     async def _from_client(self, peer: ClientPeer, server_write) -> None:
         while True:
+            if self.stopped_by is not None:
+                # stopped while a refusal was written (the stop reaches it in _server_named, which
+                # lets it write its line): no line read after the signal is decided
+                await anyio.lowlevel.checkpoint()
+                return
             inc = await peer.receive()
             if inc is None:
                 return
@@ -813,30 +821,58 @@ STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 
 
 async def _serve_until_stopped(door: Door, peer: ClientPeer, server_read, server_write) -> str:
-    """:meth:`Door.serve`, stopped cleanly by any of :data:`STOP_SIGNALS`: each call still
-    waiting is logged as not answered (``the door was stopped (SIGTERM) before the answer``) and
-    the caller's transport then shuts the server down, instead of the process dying with calls
-    unlogged and a server left running.  Returns ``client``, ``server`` or the signal's name.
-    Outside the main thread (where no signal handler can be set) it is ``serve`` itself."""
+    """:meth:`Door.serve`, stopped cleanly by any of :data:`STOP_SIGNALS` (under
+    :func:`_stop_signals`): each call still waiting is logged as not answered (``the door was
+    stopped (SIGTERM) before the answer``) and the caller's transport then shuts the server
+    down, instead of the process dying with calls unlogged and a server left running.  Returns
+    ``client``, ``server`` or the signal's name."""
+    ended = None
+    with anyio.CancelScope() as scope:
+        door._stop_scope = scope
+        if door.stopped_by is not None:  # (a signal came before the relay started)
+            scope.cancel()
+        ended = await door.serve(peer, server_read, server_write)
+    door._stop_scope = None
+    return door.stopped_by if ended is None else ended
+
+
+@contextlib.contextmanager
+def _stop_signals(door: Door):
+    """While inside, the first of :data:`STOP_SIGNALS` stops ``door`` (its relay is cancelled and
+    winds down) and every later one is ignored, until the door has logged its calls and its
+    transport has shut the server down — a second Ctrl-C must not cut the wind-down short.
+    Outside the main thread, or without an asyncio loop, no handler can be set: nothing."""
+    import asyncio
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        return await door.serve(peer, server_read, server_write)
-    ended = None
-    async with anyio.create_task_group() as tg:
-        async def watch(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
-            with anyio.open_signal_receiver(*(getattr(signal, n) for n in STOP_SIGNALS)) as signals:
-                task_status.started()  # (the handlers are in place before the relay starts)
-                async for signum in signals:
-                    door.stopped_by = signal.Signals(signum).name
-                    tg.cancel_scope.cancel()
-                    return
+    installed: list[int] = []
+    loop = None
+    if threading.current_thread() is threading.main_thread():
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
 
-        await tg.start(watch)
-        ended = await door.serve(peer, server_read, server_write)
-        tg.cancel_scope.cancel()
-    return door.stopped_by if ended is None else ended
+    def on_signal(signum: int) -> None:
+        if door.stopped_by is None:
+            door.stopped_by = signal.Signals(signum).name
+            if door._stop_scope is not None:
+                door._stop_scope.cancel()
+
+    try:
+        if loop is not None:
+            for name in STOP_SIGNALS:
+                sig = getattr(signal, name)
+                try:
+                    loop.add_signal_handler(sig, on_signal, sig)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    continue
+                installed.append(sig)
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
 
 
 def _session_message(msg: types.JSONRPCMessage):
@@ -866,8 +902,9 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
                 default_server=Path(command[0]).name, grace_s=grace_s)
     door.on_disk = True
     async with StdioPeer(max_line=max_message_bytes) as peer:
-        async with stdio_client(params, errlog=sys.stderr) as (server_read, server_write):
-            ended = await _serve_until_stopped(door, peer, server_read, server_write)
+        with _stop_signals(door):
+            async with stdio_client(params, errlog=sys.stderr) as (server_read, server_write):
+                ended = await _serve_until_stopped(door, peer, server_read, server_write)
     return ended
 
 
@@ -907,8 +944,9 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
                                 event_hooks={"response": [refused_by_http]})
     async with StdioPeer(max_line=max_message_bytes) as peer, client:
         try:
-            async with streamable_http_client(url, http_client=client) as (server_read, server_write):
-                ended = await _serve_until_stopped(door, peer, server_read, server_write)
+            with _stop_signals(door):
+                async with streamable_http_client(url, http_client=client) as (server_read, server_write):
+                    ended = await _serve_until_stopped(door, peer, server_read, server_write)
         except BaseExceptionGroup as group:
             lost, rest = group.split(httpx2.HTTPError)  # cannot connect, TLS, a timeout, a dropped stream
             if lost is None:
