@@ -27,8 +27,9 @@ An answer from the server to no request in flight (an id the door refused, a sec
 is not relayed: it would reach the client unlogged; a request whose id is already in flight is
 refused.  An answer the server sends that is not valid JSON-RPC is taken for a parse error
 (``-32700``) to the request whose id it names at its top level, as the SDK's HTTP transport
-does, so the call is logged and the client is not left waiting.  With ``roots`` in the rules, the client's answer to the server's ``roots/list``
-reaches the server only when it lists those roots (a server could otherwise move off them).
+does, so the call is logged and the client is not left waiting.  With ``roots`` in the rules,
+the client's answer to the server's ``roots/list`` reaches the server only when it lists those
+roots (a server could otherwise move off them).
 If the log line cannot be written, the client gets an error instead of the answer, and no
 allowed call is forwarded until lines can be written again (fail closed); an answer that cannot
 be kept as evidence is not given either.
@@ -833,7 +834,8 @@ async def _serve_until_stopped(door: Door, peer: ClientPeer, server_read, server
             scope.cancel()
         ended = await door.serve(peer, server_read, server_write)
     door._stop_scope = None
-    return door.stopped_by if ended is None else ended
+    # (a relay that came to its end as the signal arrived was still stopped by it)
+    return door.stopped_by if door.stopped_by is not None else ended
 
 
 @contextlib.contextmanager
@@ -872,7 +874,10 @@ def _stop_signals(door: Door):
         yield
     finally:
         for sig in installed:
-            loop.remove_signal_handler(sig)
+            try:
+                loop.remove_signal_handler(sig)
+            except (RuntimeError, ValueError):  # (a loop already closed)
+                pass
 
 
 def _session_message(msg: types.JSONRPCMessage):
