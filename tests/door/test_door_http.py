@@ -246,3 +246,55 @@ def test_messages_sent_before_the_initialize_answer_wait_for_the_session_id(http
     p.stderr.close()
     assert "result" in got[1] and got[2]["result"]["content"][0]["text"] == "cars.csv\nnotes.txt\n"
     assert "HTTP 400" not in err, err
+
+
+@pytest.mark.parametrize("mode", ["silent", "drop"])
+def test_a_door_in_front_of_a_remote_server_stops_on_signals_with_its_status(rules_file, tmp_path, mode):
+    """SIGTERM to a `--url` door with a call in flight: the call is logged as stopped and the door
+    exits 143 — also when the remote server never answers the session's closing DELETE (a second
+    signal, once the calls are logged, cuts that short instead of waiting out the HTTP read
+    timeout) and when the call's connection drops on the way down (not 'cannot reach the MCP
+    server', exit 2)."""
+    import json
+
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("silent_http_server.py")), str(port), mode])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the test server did not start"
+                time.sleep(0.1)
+        log_root = tmp_path / "door"
+        door = subprocess.Popen(_door_url(rules_file, log_root, f"http://127.0.0.1:{port}/mcp"),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            def send(o):
+                door.stdin.write(json.dumps(o).encode() + b"\n")
+                door.stdin.flush()
+
+            send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+            assert json.loads(door.stdout.readline())["result"]["serverInfo"]["name"] == "silent-http"
+            send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                  "params": {"name": "list_folder", "arguments": {"path": "demo"}}})
+            time.sleep(0.5)
+            door.send_signal(signal.SIGTERM)
+            if mode == "silent":
+                time.sleep(2.0)
+                if door.poll() is None:
+                    door.send_signal(signal.SIGTERM)
+            assert door.wait(30) == 128 + signal.SIGTERM.value, door.stderr.read().decode()[-2000:]
+        finally:
+            if door.poll() is None:
+                door.kill()
+                door.wait(10)
+        lines = validate_lines(log_root / "analyst" / "web-1.jsonl")
+        assert [(o["seq"], o["error"]) for o in lines] == [(1, "the door was stopped (SIGTERM) before the answer")]
+    finally:
+        server.kill()
+        server.wait(10)

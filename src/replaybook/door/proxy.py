@@ -841,15 +841,18 @@ async def _serve_until_stopped(door: Door, peer: ClientPeer, server_read, server
 @contextlib.contextmanager
 def _stop_signals(door: Door):
     """While inside, the first of :data:`STOP_SIGNALS` stops ``door`` (its relay is cancelled and
-    winds down) and every later one is ignored, until the door has logged its calls and its
-    transport has shut the server down — a second Ctrl-C must not cut the wind-down short.
-    Outside the main thread, or without an asyncio loop, no handler can be set: nothing."""
+    winds down); a later one is ignored until the door has logged its calls — a second Ctrl-C
+    must not cut the wind-down short — and then cancels the scope this yields, which the caller
+    wraps around its transport (a remote server that never answers the session's closing DELETE
+    would otherwise hold the door for the HTTP client's read timeout).  Outside the main thread,
+    or without an asyncio loop, no handler is set (the scope is still yielded)."""
     import asyncio
     import signal
     import threading
 
     installed: list[int] = []
     loop = None
+    outer = anyio.CancelScope()  # the transport: cancelled by a later signal once every call is logged
     if threading.current_thread() is threading.main_thread():
         try:
             loop = asyncio.get_running_loop()
@@ -861,6 +864,8 @@ def _stop_signals(door: Door):
             door.stopped_by = signal.Signals(signum).name
             if door._stop_scope is not None:
                 door._stop_scope.cancel()
+        elif door._stop_scope is None:  # the calls are logged: only the transport's shutdown is left
+            outer.cancel()
 
     try:
         if loop is not None:
@@ -871,7 +876,7 @@ def _stop_signals(door: Door):
                 except (NotImplementedError, RuntimeError, ValueError):
                     continue
                 installed.append(sig)
-        yield
+        yield outer
     finally:
         for sig in installed:
             try:
@@ -906,11 +911,12 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
     door = Door(rules, log, evidence=evidence, server_name=server_name,
                 default_server=Path(command[0]).name, grace_s=grace_s)
     door.on_disk = True
+    ended = None
     async with StdioPeer(max_line=max_message_bytes) as peer:
-        with _stop_signals(door):
+        with _stop_signals(door) as outer, outer:
             async with stdio_client(params, errlog=sys.stderr) as (server_read, server_write):
                 ended = await _serve_until_stopped(door, peer, server_read, server_write)
-    return ended
+    return ended if ended is not None else (door.stopped_by or "client")
 
 
 async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[str, str] | None = None,
@@ -947,9 +953,10 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
     # the SDK's own timeouts: 30 s to connect or write, 300 s to read (an answer may stream)
     client = httpx2.AsyncClient(headers=headers or {}, timeout=httpx2.Timeout(30.0, read=300.0),
                                 event_hooks={"response": [refused_by_http]})
+    ended = None
     async with StdioPeer(max_line=max_message_bytes) as peer, client:
         try:
-            with _stop_signals(door):
+            with _stop_signals(door) as outer, outer:
                 async with streamable_http_client(url, http_client=client) as (server_read, server_write):
                     ended = await _serve_until_stopped(door, peer, server_read, server_write)
         except BaseExceptionGroup as group:
@@ -969,8 +976,11 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
             for rid in [*door._abandon(reason), *door._init_ids]:
                 await door._safe_send(peer, types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
                     code=types.INTERNAL_ERROR, message=reason)))
+            if door.stopped_by is not None:  # stopped by a signal: the connection failed on the way down
+                _say(reason)
+                return door.stopped_by
             raise UpstreamUnreachable(reason) from None
-    return ended
+    return ended if ended is not None else (door.stopped_by or "client")
 
 
 def shown_url(url: str) -> str:
