@@ -134,33 +134,46 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
+def _request_hints(o: object, depth: int, *, safe: bool) -> tuple:
+    """``(id, method, tool, arguments)`` that a line the door refuses names, read from its parsed
+    JSON ``o`` (each ``None`` where it names none), so the refusal is answered to its id and logged
+    with what it asked for.  ``safe``: the line held lone surrogates — the id is kept only when it
+    is text as written (else the answer's id is null, as JSON-RPC says), the names are made safe,
+    and arguments nested as deep as the SDK refuses are left out."""
+    from .._text import deep_safe, safe_str
+
+    if not isinstance(o, dict):
+        return None, None, None, None
+    v = o.get("id")
+    rid = v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+    if safe and isinstance(rid, str) and safe_str(rid) != rid:
+        rid = None
+    method = o.get("method") if isinstance(o.get("method"), str) else None
+    params = o.get("params")
+    tool = args = None
+    if method == "tools/call" and isinstance(params, dict):
+        tool = params.get("name") if isinstance(params.get("name"), str) else None
+        args = params.get("arguments")
+    if safe:
+        method, tool = (safe_str(x) if x is not None else None for x in (method, tool))
+        try:
+            args = deep_safe(args) if depth < SDK_MAX_DEPTH else None
+        except RecursionError:
+            args = None
+    return rid, method, tool, args
+
+
 def _lone_surrogates(text: str, size: int, bad: bool) -> Incoming | None:
     """A line that is JSON but for a lone surrogate escape (``"\\ud800"``: no Unicode text, which
     the SDK and orjson refuse): refused as text that is not valid Unicode, like bytes that are not
-    UTF-8, with what it asked for (surrogates made safe; arguments nested as deep as the SDK
-    refuses are left out); ``None`` when it is not JSON after all."""
-    from .._text import deep_safe, safe_str
-
+    UTF-8, with what it asked for (:func:`_request_hints`, made safe); ``None`` when it is not
+    JSON after all."""
     try:
         o = _json.loads_lenient(text)
     except (ValueError, RecursionError):
         return None
     depth = _depth(o)
-    rid = method = tool = args = None
-    if isinstance(o, dict):
-        v = o.get("id")
-        # an id that is not text as written cannot be echoed back: answered with null, as JSON-RPC says
-        rid = v if (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and safe_str(v) == v) \
-            else None
-        method = safe_str(o["method"]) if isinstance(o.get("method"), str) else None
-        params = o.get("params")
-        if method == "tools/call" and isinstance(params, dict):
-            tool = safe_str(params["name"]) if isinstance(params.get("name"), str) else None
-            if depth < SDK_MAX_DEPTH:
-                try:
-                    args = deep_safe(params.get("arguments"))
-                except RecursionError:
-                    args = None
+    rid, method, tool, args = _request_hints(o, depth, safe=True)
     return Incoming(None, "a string holds a lone surrogate escape (\\ud800 …): not Unicode text",
                     size, bad, rid, method, json_ok=True, depth=depth, tool_hint=tool, arguments_hint=args,
                     lone_surrogate=True)
@@ -182,14 +195,8 @@ def _parse(raw: bytes) -> Incoming:
             o = _json.loads(text if bad else raw)  # (bytes that are not UTF-8: read as the SDK read them)
             json_ok = True
             if isinstance(o, dict):
-                v = o.get("id")
-                rid = v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
-                method = o.get("method") if isinstance(o.get("method"), str) else None
                 depth = _depth(o)
-                params = o.get("params")
-                if method == "tools/call" and isinstance(params, dict):
-                    tool = params.get("name") if isinstance(params.get("name"), str) else None
-                    args = params.get("arguments")
+                rid, method, tool, args = _request_hints(o, depth, safe=False)
         except orjson.JSONDecodeError as refused:
             rid, method = _hints(raw[:4096])
             if str(refused).startswith("depth limit exceeded"):  # (orjson's words past 1,024 levels)
