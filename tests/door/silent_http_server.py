@@ -2,7 +2,8 @@
 ``initialize`` with a session id and accepts notifications; every other request, and the
 ``DELETE`` that ends the session, it holds open without an answer — unless started with
 ``drop``, when it drops a request's connection after a second instead (the call fails in the
-SDK while the door winds down)."""
+SDK while the door winds down), or ``mute``, when it holds ``initialize`` open as well (a
+``--url`` door holds the client's calls until that answer)."""
 
 import json
 import sys
@@ -36,7 +37,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-        if isinstance(body, dict) and body.get("method") == "initialize":
+        if isinstance(body, dict) and body.get("method") == "initialize" and MODE != "mute":
             out = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
                 "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
                 "serverInfo": {"name": "silent-http", "version": "0"}}}).encode()
@@ -44,6 +45,8 @@ class Handler(BaseHTTPRequestHandler):
         elif isinstance(body, dict) and "id" not in body:
             self._reply(202)
         else:
+            if MODE == "mute":  # (the test waits for this: the door's relay has begun)
+                print(body.get("method") if isinstance(body, dict) else "batch", flush=True)
             self._hold()
 
     def do_GET(self):

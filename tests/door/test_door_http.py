@@ -298,3 +298,60 @@ def test_a_door_in_front_of_a_remote_server_stops_on_signals_with_its_status(rul
     finally:
         server.kill()
         server.wait(10)
+
+
+@pytest.mark.parametrize("call,expected", [
+    ({"name": "list_folder", "arguments": {"path": "demo"}},
+     ("allow", "the door was stopped (SIGTERM) before the call was passed on")),
+    ({"name": "read_object", "arguments": {"path": "reference/.env"}}, ("deny", None)),
+])
+def test_a_call_held_behind_an_unanswered_initialize_is_logged_when_the_door_is_stopped(
+        rules_file, tmp_path, call, expected):
+    """A `--url` door holds the client's calls until the server answers ``initialize``; SIGTERM
+    while one is held had left that call with no line at all. It is decided and logged: a call
+    the rules let through as stopped before it was passed on, a refusal as refused."""
+    import json
+
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("silent_http_server.py")), str(port),
+                               "mute"], stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the test server did not start"
+                time.sleep(0.1)
+        log_root = tmp_path / "door"
+        door = subprocess.Popen(_door_url(rules_file, log_root, f"http://127.0.0.1:{port}/mcp"),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            for o in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                          "protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "t", "version": "0"}}},
+                      {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}):
+                door.stdin.write(json.dumps(o).encode() + b"\n")
+            door.stdin.flush()
+            assert server.stdout.readline() == b"initialize\n"  # the door's relay has begun
+            time.sleep(0.5)
+            door.send_signal(signal.SIGTERM)
+            time.sleep(2.0)
+            if door.poll() is None:  # (the transport's shutdown waits on the unanswered initialize)
+                door.send_signal(signal.SIGTERM)
+            assert door.wait(30) == 128 + signal.SIGTERM.value, door.stderr.read().decode()[-2000:]
+        finally:
+            if door.poll() is None:
+                door.kill()
+                door.wait(10)
+        lines = validate_lines(log_root / "analyst" / "web-1.jsonl")
+        assert [(o["seq"], o["tool"], o["arguments"], o["decision"]) for o in lines] == [
+            (1, call["name"], call["arguments"], expected[0])]
+        if expected[1] is not None:
+            assert lines[0]["error"] == expected[1]
+        else:
+            assert lines[0]["rule"] != "door:invalid-request" and lines[0]["object"].endswith("reference/.env")
+    finally:
+        server.kill()
+        server.wait(10)

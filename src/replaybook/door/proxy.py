@@ -397,8 +397,13 @@ class Door:
                 continue
             if (self.hold_until_initialized and self._init_ids and self._init_answered is not None
                     and not (isinstance(msg, types.JSONRPCRequest) and msg.method == "initialize")):
-                with anyio.move_on_after(30):
-                    await self._init_answered.wait()
+                try:
+                    with anyio.move_on_after(30):
+                        await self._init_answered.wait()
+                except anyio.get_cancelled_exc_class():
+                    if self.stopped_by is not None:
+                        self._held_at_stop(msg, inc)
+                    raise
             if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)) and msg.id in self._asks:
                 asked = self._asks[msg.id]  # the user's answer to the door's own question: not the server's
                 asked[1] = msg
@@ -439,6 +444,27 @@ class Door:
                         caps = (msg.params or {}).get("capabilities") if isinstance(msg.params, dict) else None
                         self.client_can_ask = isinstance(caps, dict) and isinstance(caps.get("elicitation"), dict)
             await server_write.send(_session_message(msg))
+
+    def _held_at_stop(self, msg, inc) -> None:
+        """A line read before a stop signal, held back until the server answers ``initialize``
+        (``--url``), that the stop leaves unsent: a call the rules decide is decided and logged
+        now — a refusal as refused, a call the rules let through as ``the door was stopped
+        (SIGTERM) before the call was passed on`` — so that no call the client sent before the
+        signal goes unlogged.  Nothing is answered: the door is on its way down."""
+        if not (isinstance(msg, types.JSONRPCRequest) and msg.method in DECIDED_METHODS):
+            return
+        call = self._decide_request(msg, inc.bad_utf8, inc.raw)
+        self.calls += 1
+        if call.decision.decision == "ask":  # (no one is left to ask)
+            call.extra["approval"] = "unavailable"
+            d = call.decision
+            call.decision = Decision("deny", d.rule, d.object, d.objects)
+        if not call.decision.allowed:
+            self.refused += 1
+            self._write(self._record(call, error=call.extra.pop("error_detail", None)))
+        else:
+            self._write(self._record(call, error=f"the door was stopped ({self.stopped_by}) before the call "
+                                                 "was passed on"))
 
     async def _decided(self, peer: ClientPeer, server_write, msg: types.JSONRPCRequest, bad_utf8: bool,
                        raw: bytes | None = None) -> None:
