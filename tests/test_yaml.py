@@ -31,3 +31,28 @@ def test_text_that_looks_like_e_notation_stays_text():
     from replaybook import _yaml
     doc = {"policy_version": "2025e1", "rule": "1e4"}
     assert _yaml.load(_pyyaml.safe_dump(doc)) == doc
+
+
+def test_nesting_too_deep_to_read_is_a_yaml_error_with_its_line():
+    """PyYAML's reader recurses: 600 nested lists had raised RecursionError (an internal error,
+    exit 1, from `join`/`report` on such a manifest) instead of a YAML error naming the line."""
+    text = "title: t\ndescription: " + "[" * 600 + "]" * 600 + "\ntranscripts: [a]\n"
+    with pytest.raises(_yaml.NestedTooDeepError) as got:
+        _yaml.load(text)
+    assert isinstance(got.value, yaml.YAMLError)
+    assert got.value.problem_mark.line + 1 == 2
+    assert _yaml.describe(got.value).startswith("lists or mappings nested 601 levels deep: too deep to read (column ")
+    node, depth = _yaml.load("a: " + "[" * 50 + "]" * 50)["a"], 1  # (50 levels read as ever)
+    while node:
+        node, depth = node[0], depth + 1
+    assert depth == 50
+
+
+def test_a_manifest_nested_too_deep_is_bad_input_with_its_line(tmp_path, capsys):
+    from replaybook.cli import main
+
+    (tmp_path / "incident.yaml").write_text("title: t\ndescription: " + "[" * 600 + "]" * 600
+                                            + "\ntranscripts: [t/]\n")
+    assert main(["join", str(tmp_path / "incident.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "incident.yaml:2" in err and "nested 601 levels deep" in err and "internal error" not in err

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DuplicateKeyError", "load", "line_at", "describe"]
+__all__ = ["DuplicateKeyError", "NestedTooDeepError", "load", "line_at", "describe"]
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
@@ -28,6 +28,30 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
             None, None, f"key {key!r} is written twice (lines {self.first_line} and {second.start_mark.line + 1}); "
             "YAML keeps only the last, so what the first holds would be ignored: merge them into one",
             second.start_mark)
+
+
+class NestedTooDeepError(yaml.MarkedYAMLError):
+    """The text nests lists and mappings deeper than PyYAML's recursive reader can follow (a few
+    hundred levels: Python's recursion limit).  ``problem_mark`` is where the deepest nesting
+    starts (``.line`` 0-based), so the message names the line as any YAML error does."""
+
+
+def _deepest(stream: str | bytes):
+    """``(depth, mark)`` of the deepest list or mapping start in ``stream`` (PyYAML's event
+    parser keeps a stack of its own, so this does not recurse); ``(0, None)`` when it cannot
+    be read."""
+    depth, deepest, mark = 0, 0, None
+    try:
+        for event in yaml.parse(stream, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > deepest:
+                    deepest, mark = depth, event.start_mark
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except (yaml.YAMLError, RecursionError):
+        pass
+    return deepest, mark
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -54,9 +78,16 @@ def load(stream: str | bytes) -> Any:
 
     Raises:
         DuplicateKeyError: a mapping writes a key twice (a ``yaml.YAMLError``).
+        NestedTooDeepError: lists or mappings nested too deep to read (a ``yaml.YAMLError``;
+            ``yaml.safe_load`` raises ``RecursionError``).
         yaml.YAMLError: not YAML (as ``yaml.safe_load``).
     """
-    return yaml.load(stream, Loader=_UniqueKeyLoader)  # (safe: SafeLoader's constructors)
+    try:
+        return yaml.load(stream, Loader=_UniqueKeyLoader)  # (safe: SafeLoader's constructors)
+    except RecursionError:
+        depth, mark = _deepest(stream)
+        raise NestedTooDeepError(None, None, f"lists or mappings nested {depth:,} levels deep: too deep to read",
+                                 mark) from None
 
 
 def line_at(text: str | bytes, where: list) -> int | None:
