@@ -850,3 +850,21 @@ def test_python_m_replaybook_is_the_replaybook_command(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "replaybook", "load", "calls", str(tmp_path / "missing.jsonl")],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "missing.jsonl" in bad.stderr
+
+
+def test_join_of_an_incident_whose_door_log_gave_no_call_exits_2_as_with_paths(tmp_path, capsys):
+    """`join INCIDENT` had exited 0 with empty tables when every door line failed the schema,
+    while the same files as --transcripts/--calls exited 2."""
+    import shutil
+
+    shutil.copytree(FIX / "join_trap" / "transcripts", tmp_path / "t")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "s.jsonl").write_text('{"ts":"2026-09-13T10:00:05.5Z","session":"S","tool":"t",'
+                                           '"decision":"perhaps"}\n')
+    (tmp_path / "incident.yaml").write_text("title: t\ntranscripts:\n  - t/\ndoor:\n  - d/\n")
+    assert main(["join", "--transcripts", str(tmp_path / "t"), "--calls", str(tmp_path / "d")]) == 2
+    by_paths = capsys.readouterr().err
+    assert main(["join", str(tmp_path / "incident.yaml"), "--format", "json"]) == 2
+    err = capsys.readouterr().err
+    assert "no calls row was read, and 1 line in 1 file were set aside as invalid" in err
+    assert "s.jsonl:1:" in err and "s.jsonl:1:" in by_paths

@@ -505,6 +505,13 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     inc = _incident_or_paths(incident, {"--transcripts": transcripts, "--calls": calls})
     if inc is not None:
         steps, calls_f = inc.steps, inc.calls
+        for kind in ("steps", "calls"):  # as for --transcripts/--calls: an empty frame is no all-clear
+            wrong = _nothing_read(kind, inc._load(kind))
+            if wrong is not None:
+                from .sources._cloud import record_numbered
+
+                _quarantine_summary(inc._load(kind).quarantine, record_numbered(inc._load(kind).inputs))
+                raise wrong
         _say_incident_inputs(inc, ("steps", "calls"))
         set_aside_rows = inc.quarantine  # (every input of the incident: its access logs too)
         set_aside = int(len(set_aside_rows))
