@@ -1128,6 +1128,7 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     for warning in inc.check_inputs():
         click.echo(f"replaybook: warning: {warning}", err=True)
     inc.check_packet_log()  # (its notebook reads it: a malformed line is bad input, said here)
+    _refuse_report_over_evidence(inc, incident, out_dir)
     _make_folder(Path(out_dir).expanduser(), str(out_dir))  # (a usage error, before any kernel starts)
     from .report.render import render_report
 
@@ -1146,6 +1147,33 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     if paths.checksums:
         click.echo(f"replaybook: {_checksums_line(incident, paths.checksums)}", err=True)
     click.echo(str(paths.html))
+
+
+def _refuse_report_over_evidence(inc, incident: str, out_dir: str) -> None:
+    """Exit 2 when the report's files would land on evidence: onto a file the incident reads,
+    inside a folder it reads or describes (a transcripts folder, the data root, a capsule's), or
+    where one of its globs would read them as evidence next time.  (A report written into the
+    transcripts folder had listed its own notebook among the inputs, and a second run had
+    written over the first one's files, which that run had just read as transcripts.)"""
+    import fnmatch
+
+    from ._guard import refuse_over_evidence
+    from .report.checksums import SUFFIX
+    from .report.render import _slug
+
+    places = inc.evidence_places()
+    folder = Path(out_dir).expanduser()
+    if folder.resolve() in [p.resolve() for p in places.holding]:
+        raise click.BadParameter(f"{out_dir} holds the incident's logs, which are evidence: a report beside "
+                                 "them would sit among them; choose another place", param_hint="--out")
+    slug = _slug(Path(incident).expanduser())
+    for out in (folder / f"{slug}.ipynb", folder / f"{slug}.html", folder / f"{slug}{SUFFIX}"):
+        refuse_over_evidence(out, files=places.files, folders=places.folders)
+        where = str(out.resolve())
+        for pattern in places.patterns:
+            if fnmatch.fnmatchcase(where, pattern):
+                raise click.BadParameter(f"{out} matches {pattern}, which the incident reads as evidence: "
+                                         "choose another place", param_hint="--out")
 
 
 def _json_records(df) -> list[dict]:

@@ -262,6 +262,26 @@ def storage_clock_ahead(value) -> tuple[float | None, dict[str, float]]:
 
 
 @dataclass
+class EvidencePlaces:
+    """Where an incident's evidence is (:meth:`Incident.evidence_places`).
+
+    Attributes:
+        files: every file the manifest names — itself, the transcripts, door and access logs its
+            entries and globs match, the packet's log and body, the capsule and its run records.
+        folders: folders whose every file is evidence, at any depth: a folder a list names, the
+            capsule's folder (its evidence store), the data root (the objects the agent reached).
+        holding: folders a glob's files sit in (a file written there sits among the logs).
+        patterns: the lists' glob patterns as absolute paths (a file written where one matches
+            would be read as evidence next time).
+    """
+
+    files: list[Path]
+    folders: list[Path]
+    holding: list[Path]
+    patterns: list[str]
+
+
+@dataclass
 class Incident:
     """One incident's evidence, loaded into canonical frames.
 
@@ -527,6 +547,37 @@ class Incident:
                 except InputError as exc:
                     raise self._input_error(key, exc) from None
         return out
+
+    def evidence_places(self) -> "EvidencePlaces":
+        """Where this incident's evidence is, for a command about to write a file (nothing is read
+        or hashed): see :class:`EvidencePlaces`.
+
+        Raises:
+            ManifestError: an entry matches nothing (with its line)."""
+        places = EvidencePlaces(files=[self.path], folders=[], holding=[], patterns=[])
+        for key in ("transcripts", "door", "access"):
+            for item in self.manifest.get(key, []):
+                pattern = item if isinstance(item, str) else item["path"]
+                globbed = any(ch in pattern for ch in "*?[")
+                if globbed:
+                    places.patterns.append(str(Path(os.path.normpath(self.root / pattern))))
+                for q in _expand(self.root, pattern, self.shown, key):
+                    if q.is_dir():
+                        places.folders.append(q)
+                    else:
+                        places.files.append(q)
+                        if globbed and q.parent not in places.holding:
+                            places.holding.append(q.parent)
+        packet = self._packet_paths()
+        if packet is not None:
+            places.files.extend(p for p in packet if p is not None)
+        capsule = self._capsule_paths()
+        if capsule is not None:
+            places.files.extend([capsule[0], *capsule[1].values()])
+            places.folders.append(capsule[0].parent)
+        if self.data_root is not None:
+            places.folders.append(self.data_root)
+        return places
 
     def _load(self, kind: str) -> LoadResult:
         if kind in self._results:
