@@ -868,3 +868,24 @@ def test_join_of_an_incident_whose_door_log_gave_no_call_exits_2_as_with_paths(t
     err = capsys.readouterr().err
     assert "no calls row was read, and 1 line in 1 file were set aside as invalid" in err
     assert "s.jsonl:1:" in err and "s.jsonl:1:" in by_paths
+
+
+def test_file_names_holding_control_characters_are_written_out_on_stderr(tmp_path, capsys):
+    """A file name's ESC sequences, BEL, CR and newline had reached the terminal raw in `note`,
+    `skipped`, quarantine and error lines: they coloured it, set its window title and forged
+    lines.  Each is written out, as a log's values already were."""
+    name = "s\x1b[31mRED\x1b[0m\x1b]0;pwned\x07\r\n.jsonl"
+    (tmp_path / "door").mkdir()
+    (tmp_path / "door" / name).write_text(
+        '{"ts":"2026-09-13T10:00:05.5Z","session":"S","agent":"a","server":"x","tool":"t","arguments":{},'
+        '"object":null,"decision":"allow","rule":"r","rows":null,"bytes":null}\n{not json\n')
+    (tmp_path / "door" / ("e\x1b[2J" + ".jsonl")).write_bytes(b"")
+    assert main(["load", "calls", str(tmp_path / "door")]) == 0
+    err = capsys.readouterr().err
+    shown = "s\\x1b[31mRED\\x1b[0m\\x1b]0;pwned\\x07\\r\\n.jsonl"
+    assert f"{shown}:2: [invalid]" in err and "e\\x1b[2J.jsonl: empty file" in err
+    assert not any(c in err.replace("\n", "") for c in "\x1b\x07\r")
+    assert all(line.startswith(("calls:", "quarantine:", "  ")) for line in err.splitlines()), err
+    assert main(["join", "--transcripts", str(tmp_path / "door"), "--calls", str(tmp_path / "door")]) == 2
+    err = capsys.readouterr().err
+    assert "replaybook: error: " in err and shown in err and "\x1b" not in err and "\r" not in err

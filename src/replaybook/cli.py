@@ -76,6 +76,15 @@ def _frame_out(df, fmt: str, out: str | None) -> None:
         sys.stdout.write(text)
 
 
+def _say(text: str) -> None:
+    """One line on stderr, its control characters written out (:func:`replaybook._text.one_line`):
+    a file name or a log's value holding ESC sequences, CR or a newline could otherwise colour,
+    clear or forge the lines around it."""
+    from ._text import one_line
+
+    click.echo(one_line(text), err=True)
+
+
 def _quarantine_summary(q, records: set[str] | frozenset[str] = frozenset()) -> None:
     """The quarantine on stderr: lines and files a loader set aside, then, apart, the files no
     source read at all (an ``incident.yaml``, a data CSV or a README in a folder given:
@@ -90,7 +99,7 @@ def _quarantine_summary(q, records: set[str] | frozenset[str] = frozenset()) -> 
         click.echo(f"not read: {_count(len(unread), 'file')} no source reads (not evidence of these kinds, or "
                    "named so on purpose):", err=True)
         for r in unread.head(20).itertuples(index=False):
-            click.echo(f"  {r.source_file}: {r.error}", err=True)
+            _say(f"  {r.source_file}: {r.error}")
         if len(unread) > 20:
             click.echo(f"  … and {len(unread) - 20} more", err=True)
     if q.empty:
@@ -105,7 +114,7 @@ def _quarantine_summary(q, records: set[str] | frozenset[str] = frozenset()) -> 
     click.echo(f"quarantine: {said}", err=True)
     for r in q.head(50).itertuples(index=False):
         where, error = quarantine_where(r.source_file, r.line_no, r.error, records)
-        click.echo(f"  {where}: [{r.kind}] {error}", err=True)
+        _say(f"  {where}: [{r.kind}] {error}")
     if len(q) > 50:
         click.echo(f"  … and {len(q) - 50} more", err=True)
 
@@ -243,10 +252,10 @@ def _say_inputs(inputs: list[dict]) -> None:
                 (info.get("format") is None and info.get("reason") == "empty file"):  # (others: the quarantine's)
             why = (f"same content as {info['same_as']}: read once" if info.get("same_as")
                    else info.get("reason") or "no records")
-            click.echo(f"  skipped {info.get('path')}: {why}", err=True)
+            _say(f"  skipped {info.get('path')}: {why}")
     for info in inputs:  # (rows kept with a value unknown, bytes read as U+FFFD …)
         for note in info.get("notes") or ():
-            click.echo(f"  note {info.get('path')}: {plain_note(str(note))}", err=True)
+            _say(f"  note {info.get('path')}: {plain_note(str(note))}")
 
 
 def _nothing_read(frame: str, res) -> InputError | None:
@@ -313,7 +322,7 @@ def _load_one(frame: str, paths, source_name: str | None):
 
     got = load_frame(list(paths), frame, source=source_name)
     for p, what in got.elsewhere.items():
-        click.echo(f"  left out {p}: it is {what}, not {frame}", err=True)
+        _say(f"  left out {p}: it is {what}, not {frame}")
     return got
 
 
@@ -721,9 +730,9 @@ def _say_incident_inputs(inc, frames: tuple[str, ...]) -> None:
             pass
         word, _, rest = str(note).partition(": ")
         if word == "skipped" and rest:
-            click.echo(f"  skipped {info.get('path')}: {rest}", err=True)
+            _say(f"  skipped {info.get('path')}: {rest}")
         else:
-            click.echo(f"  note {info.get('path')}: {note}", err=True)
+            _say(f"  note {info.get('path')}: {note}")
 
 
 def _pairs_option(items, what: str, example: str, param: str) -> dict[str, list[str]]:
@@ -1288,7 +1297,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("aborted", err=True)
         return EXIT_INPUT
     except ReplaybookError as exc:
-        click.echo(f"replaybook: error: {exc}", err=True)
+        _say(f"replaybook: error: {exc}")
         return EXIT_INPUT if isinstance(exc, (InputError, JoinError)) else EXIT_INTERNAL
     except BrokenPipeError:
         return EXIT_OK
@@ -1300,7 +1309,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OK
         raise
     except Exception as exc:  # a bug
-        click.echo(f"replaybook: internal error: {type(exc).__name__}: {exc}", err=True)
+        _say(f"replaybook: internal error: {type(exc).__name__}: {exc}")
         if debug:
             traceback.print_exc()
         else:

@@ -49,8 +49,10 @@ class InputError(ReplaybookError):
         self.path = str(path) if path is not None else None
         self.line_no = line_no
         where = ""
-        if self.path:
-            where = self.path + (f":{line_no}" if line_no else "") + ": "
+        if self.path:  # (a file name's ESC, CR or newline written out: the message goes to a terminal)
+            from ._text import one_line
+
+            where = one_line(self.path) + (f":{line_no}" if line_no else "") + ": "
         super().__init__(where + message)
         self.message = message
 
