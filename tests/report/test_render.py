@@ -534,3 +534,10 @@ def test_a_capsules_verdict_reaches_stderr_and_the_header(tmp_path, capsys):
     assert ('<strong><a href="#capsule">Replay capsule</a>: forensic replay reproduced, live run diverged at '
             "checkpoint 12; suggested decision: incident_explained_by_service_catalogue_drift</strong>") in head
     assert page.count('id="capsule"') == 1
+
+
+def test_the_page_title_writes_invisible_and_control_characters_out():
+    from replaybook.report.render import page_title
+
+    assert page_title({"title": "T\u202eeltit\nx"}, "s") == "T\\u202eeltit\\nx — replaybook review"
+    assert page_title({}, "demo") == "demo — replaybook review"

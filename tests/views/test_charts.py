@@ -412,3 +412,19 @@ def test_a_transcripts_session_keeps_its_row_before_refused_door_only_sessions()
     rows = timeline(steps, calls, pairs, max_groups=5).to_dict()["facet"]["sort"]
     assert "door session s055 ↔ transcript t1" in rows and rows[-1] == charts.MERGED_GROUP
     assert rows[:3] == [f"door session s{i:03d} (no transcript)" for i in range(3)]
+
+
+def test_the_row_order_names_rows_as_the_data_does_when_a_name_holds_invisible_characters(small):
+    """The data writes a bidi override out (``\\u202e``); the facet's sort list had kept it raw,
+    matched no row, and the rows fell back to Vega's order (door-B drawn before door-A)."""
+    steps, calls, pairs = small
+    calls = pd.concat([calls, CALLS.build([dict(door_session="door-B", agent="analyst", seq=1, ts=s(30),
+                                                 tool="read_object", args_key="{}", object="b", decision="allow",
+                                                 rule="r")])], ignore_index=True)
+    calls["door_session"] = calls["door_session"].replace({"s1": "door-A\u202ex"})
+    pairs = pairs.assign(door_session="door-A\u202ex")
+    spec = timeline(steps, calls, pairs).to_dict()
+    rows = spec["facet"]["sort"]
+    named = {v["group"] for v in spec["data"]["values"]}
+    assert rows[0] == "door session door-A\\u202ex ↔ transcript t1" and set(rows) == named
+    assert not any("\u202e" in r for r in rows)

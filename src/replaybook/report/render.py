@@ -75,6 +75,16 @@ class ReportPaths:
     checksums: Path | None = None
 
 
+def page_title(manifest: dict, slug: str) -> str:
+    """The report page's ``<title>`` (the browser tab's name): the manifest's title, else the
+    report's file name, with control and invisible characters written out
+    (:func:`replaybook._text.one_line`) as the page's heading shows them — a bidi override had
+    disguised the tab's name."""
+    from .._text import one_line
+
+    return f"{one_line(manifest.get('title', slug))} — replaybook review"
+
+
 def _slug(incident: Path) -> str:
     """The report's file name: the manifest's name (``jointrap.yaml`` → ``jointrap``), or its
     folder's name for the usual ``incident.yaml`` (``data/demo/incident.yaml`` → ``demo``), so two
@@ -387,7 +397,7 @@ def render_report(
     li.setdefault("name", "python")
     li.setdefault("version", ".".join(map(str, sys.version_info[:3])))
     nb.metadata["language_info"] = li
-    nb.metadata["title"] = f"{manifest.get('title', slug)} — replaybook review"
+    nb.metadata["title"] = page_title(manifest, slug)
     nbformat.write(nb, str(out_ipynb))
     findings = _findings(nb)
 

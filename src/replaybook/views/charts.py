@@ -602,6 +602,9 @@ def timeline(
     first = data.groupby("group")["t"].min()
     groups = sorted(first.index, key=lambda g: (g != UNEXPLAINED_GROUP, g == MERGED_GROUP, g.startswith("transcript "),
                                                  first[g], g))
+    # named as the data names them (_records writes invisible characters out): a row order
+    # naming them raw would match no row, and the rows would fall back to Vega's own order
+    groups = [g.translate(SHOW_INVISIBLE) if isinstance(g, str) and not g.isascii() else g for g in groups]
     inner = alt.layer(*layers).properties(width=width, height=alt.Step(22))
     chart = (
         alt.FacetChart(
