@@ -652,3 +652,34 @@ def test_a_refusal_a_file_and_a_newer_item_in_a_message_are_kept(tmp_path):
     texts = f.loc[f["line_no"].isin([2, 3]), ["line_no", "text"]].values.tolist()
     assert texts == [[2, "summarise this\n[input_file: q3.pdf]\n[input_audio_v9]"],
                      [3, "[refusal] I can't share patient records."]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("second_args", ['{"command":["ls"]}', '{"command":["ls","-la"]}'])
+def test_call_ids_pair_within_their_session(tmp_path, second_args):
+    """Local models and providers number call ids per session (``call_0`` …): the second session's
+    call had been dropped as a duplicate of the first's (or set aside as a conflict), its output
+    left unpaired, and the first call shown with only its own output."""
+    s1 = "11111111-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+    s2 = "22222222-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+    cmd = '{{"output":"{}","metadata":{{"exit_code":0,"duration_seconds":0.1}}}}'
+    write(tmp_path / f"rollout-2025-01-01T00-00-00-{s1}.jsonl",
+          [meta(s1, "2025-01-01T00:00:00Z"), fc("2025-01-01T00:00:03Z", "shell", '{"command":["ls"]}', "call_0"),
+           out("2025-01-01T00:00:04Z", "call_0", cmd.format("out-01"))])
+    write(tmp_path / f"rollout-2025-01-02T00-00-00-{s2}.jsonl",
+          [meta(s2, "2025-01-02T00:00:00Z"), fc("2025-01-02T00:00:03Z", "shell", second_args, "call_0"),
+           out("2025-01-02T00:00:04Z", "call_0", cmd.format("out-02"))])
+    res = load_codex(tmp_path)
+    f = res.frame
+    assert rows(f[f["kind"] != "system"], ["transcript_id", "line_no", "kind", "call_id", "tool", "args_key",
+                                          "result_text", "text"]) == [
+        [s1, 2, "tool_call", "call_0", "shell", '{"command":["ls"]}', "out-01", None],
+        [s1, 3, "tool_result", "call_0", "shell", None, None, "out-01"],
+        [s2, 2, "tool_call", "call_0", "shell", canonical_args(json.loads(second_args)), "out-02", None],
+        [s2, 3, "tool_result", "call_0", "shell", None, None, "out-02"],
+    ]
+    assert f.loc[f["kind"] == "tool_call", "result_ts"].astype(str).tolist() == [
+        "2025-01-01 00:00:04+00:00", "2025-01-02 00:00:04+00:00"]
+    assert [i["duplicates"] for i in res.inputs] == [0, 0]
+    assert len(res.quarantine) == 0

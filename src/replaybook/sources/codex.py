@@ -67,8 +67,10 @@ other           everything else: ``role: user`` items of files that have ``user_
   own name whole, ``__`` and all (:func:`split_codex_name`; ``tool_raw`` is then
   ``<namespace>__<name>``).  The ``invocation`` of an MCP event is authoritative and overrides the
   split for the same ``call_id`` (Codex sanitises and may hash the names the model sees).
-* **Pairing**: results and MCP end events are paired with calls by ``call_id`` across every file
-  of the load (first result wins): the call row gets ``result_ts``, ``is_error`` (``Err``,
+* **Pairing**: results and MCP end events are paired with calls by ``call_id`` within their
+  session (every file of the load with that session id: a thread's paginated segments; first
+  result wins) — call ids are unique only within a session (local models and providers number
+  them ``call_0``, ``call_1`` …), so the same id in two sessions is two calls: the call row gets ``result_ts``, ``is_error`` (``Err``,
   ``isError``, or a legacy ``{"content", "success": false}`` output; NA when the rollout does not
   say), ``result_text``; result rows get the call's ``tool_raw``/``server``/``tool``.
 * **MCP results** are read as the Claude Code loader reads ``tool_result`` blocks: ``text`` /
@@ -124,11 +126,12 @@ other           everything else: ``role: user`` items of files that have ``user_
   thread UUID of its file name.
 * **Lines written twice count once.**  An envelope line identical to an earlier one of the load
   (timestamp, type and payload: a duplicated last line, a history re-appended as it was) gives
-  no row; nor does a tool call whose ``call_id`` already has a tool_call row with the same item
-  (a history re-appended under new timestamps), nor the same output for the same ``call_id``
-  again.  ``inputs[i]["duplicates"]`` counts them.  A tool call that repeats a ``call_id`` with
-  *other* content is not a copy: it goes to the quarantine as ``conflict`` (with the place of
-  the first, which is kept), since which of the two ran is exactly what an investigator asks.
+  no row; nor does a tool call whose ``call_id`` already has a tool_call row of the same
+  session with the same item (a history re-appended under new timestamps), nor the same output
+  for the same ``call_id`` of the same session again.  ``inputs[i]["duplicates"]`` counts them.
+  A tool call that repeats a ``call_id`` with *other* content in the same session is not a copy:
+  it goes to the quarantine as ``conflict`` (with the place of the first, which is kept), since
+  which of the two ran is exactly what an investigator asks.
 
 Timestamps (``ts``, ``result_ts``) are tz-aware UTC; NaT where a line has none (generations 1–2).
 Lines that are not JSON, not JSON objects, or whose ``payload`` is not an object go to the
@@ -820,14 +823,16 @@ class _Load:
         self.rows: list[dict] = []
         self.ts: list[str | None] = []
         self.result_ts: list[str | None] = []
-        self.calls: dict[str, int] = {}          # call_id → row index of its tool_call
+        # call ids are unique only within a session (local models and providers number them
+        # call_0, call_1 …): every map of calls is keyed by (session id, call_id)
+        self.calls: dict[tuple[str, str], int] = {}          # → row index of its tool_call
         self.results: list[int] = []             # tool_result row indexes
         self.outputs: dict[int, Any] = {}        # tool_result row → function_call_output text (or object)
-        self.mcp_info: dict[str, list[int]] = {}  # call_id → indexes of MCP event rows
+        self.mcp_info: dict[tuple[str, str], list[int]] = {}  # → indexes of MCP event rows
         self.seq: dict[str, int] = {}
         self.lines_seen: set[bytes] = set()       # (timestamp, type, payload) of envelope lines with a row
-        self.call_seen: dict[str, tuple[bytes, Any, str, int | None]] = {}  # call_id → (key, item, file, line)
-        self.results_seen: set[bytes] = set()     # call_id + output of result items with a row
+        self.call_seen: dict[tuple[str, str], tuple[bytes, Any, str, int | None]] = {}  # → (key, item, file, line)
+        self.results_seen: set[bytes] = set()     # session + call_id + output of result items with a row
         self.quarantine: list[dict] = []
 
     def add(self, row: dict, ts: str | None) -> int:
@@ -840,7 +845,7 @@ class _Load:
         return len(self.rows) - 1
 
 
-def _build_file(st: _Load, f: _File, fc_ids: set[str], begin_ids: set[str]) -> None:
+def _build_file(st: _Load, f: _File, fc_ids: set[tuple[str, str]], begin_ids: set[tuple[str, str]]) -> None:
     spath = str(f.path)
     notes: list[str] = f.info["notes"]
     f.info.setdefault("duplicates", 0)
@@ -901,15 +906,16 @@ def _build_file(st: _Load, f: _File, fc_ids: set[str], begin_ids: set[str]) -> N
 
 def _repeat(st: _Load, f: _File, r: _Rec, call_id: str | None, item: Any) -> bool:
     """True when the tool call ``item`` (line ``r`` of ``f``) repeats a ``call_id`` that already
-    has a tool_call row: the same content again (a line written twice, a resumed session that
+    has a tool_call row in the same session (``f.session_id``; the same id in another session is
+    another call): the same content again (a line written twice, a resumed session that
     re-appended its history with new timestamps) is counted once in ``duplicates``; other
     content under that id is a ``conflict`` quarantine row (the first is kept)."""
     if call_id is None:
         return False
     key = _canon_key(item)
-    first = st.call_seen.get(call_id)
+    first = st.call_seen.get((f.session_id, call_id))
     if first is None:
-        st.call_seen[call_id] = (key, item, str(f.path), r.line_no)
+        st.call_seen[(f.session_id, call_id)] = (key, item, str(f.path), r.line_no)
         return False
     if first[0] == key:
         f.info["duplicates"] += 1
@@ -1013,13 +1019,13 @@ def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, mo
         i = st.add({**base, "kind": "tool_call", "line_type": lt, "tool_raw": tool_raw, "server": server,
                     "tool": tool, "call_id": call_id, "arguments": args, "args_key": key, "text": text,
                     "text_bytes": nb, "message_id": item_id}, r.ts)
-        if call_id is not None and call_id not in st.calls:
-            st.calls[call_id] = i
+        if call_id is not None and (f.session_id, call_id) not in st.calls:
+            st.calls[(f.session_id, call_id)] = i
         return pending_request
     if t in _RESULT_TYPES:
         cid = str_or_none(it.get("call_id"))
         if cid is not None:
-            rkey = _canon_key([cid, t, it.get("output"), it.get("tools")])
+            rkey = _canon_key([f.session_id, cid, t, it.get("output"), it.get("tools")])
             if rkey in st.results_seen:  # the same output for the same call again: counted once
                 f.info["duplicates"] += 1
                 return pending_request
@@ -1047,7 +1053,8 @@ def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, mo
     return pending_request
 
 
-def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[str], begin_ids: set[str],
+def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[tuple[str, str]],
+           begin_ids: set[tuple[str, str]],
            pending_request: int | None) -> int | None:
     et = str_or_none(p.get("type"))
     lt = f"event_msg/{et}" if et else "event_msg"
@@ -1084,7 +1091,8 @@ def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[str], 
         tool_raw = f"mcp__{server}__{tool}" if server and tool else tool
         base = {**base, "line_type": lt, "call_id": call_id, "server": server, "tool": tool,
                 "tool_raw": tool_raw}
-        has_fc = call_id is not None and call_id in fc_ids
+        ckey = (f.session_id, call_id)
+        has_fc = call_id is not None and ckey in fc_ids
         if et == "mcp_tool_call_begin":
             if has_fc:
                 i = st.add({**base, "kind": "other"}, r.ts)
@@ -1092,12 +1100,12 @@ def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[str], 
                 return pending_request
             else:
                 i = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key}, r.ts)
-                if call_id is not None and call_id not in st.calls:
-                    st.calls[call_id] = i
+                if call_id is not None and ckey not in st.calls:
+                    st.calls[ckey] = i
         else:
             text, images, is_err = _mcp_result(p.get("result"))
             text, nb = truncate(text)
-            if has_fc or (call_id is not None and call_id in begin_ids):
+            if has_fc or (call_id is not None and ckey in begin_ids):
                 kind = "other" if has_fc else "tool_result"
                 i = st.add({**base, "kind": kind, "is_error": is_err, "text": text, "text_bytes": nb,
                             "images": images}, r.ts)
@@ -1112,10 +1120,10 @@ def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[str], 
                 st.result_ts[i] = r.ts
                 if dur is not None and r.ts:
                     st.ts[i] = _minus_seconds(r.ts, dur)
-                if call_id is not None and call_id not in st.calls:
-                    st.calls[call_id] = i
+                if call_id is not None and ckey not in st.calls:
+                    st.calls[ckey] = i
         if call_id is not None:
-            st.mcp_info.setdefault(call_id, []).append(i)
+            st.mcp_info.setdefault(ckey, []).append(i)
         return pending_request
     st.add({**base, "kind": "other", "line_type": lt}, r.ts)
     return pending_request
@@ -1130,17 +1138,18 @@ def _minus_seconds(ts: str, seconds: float) -> str:
 
 def _pair(st: _Load) -> None:
     rows = st.rows
-    done: set[str] = set()
+    done: set[tuple[str, str]] = set()
     for i in st.results:
         r = rows[i]
         cid = r.get("call_id")
-        ci = st.calls.get(cid) if cid is not None else None
+        ckey = (r["transcript_id"], cid)
+        ci = st.calls.get(ckey) if cid is not None else None
         if ci is None:
             if i in st.outputs:  # its call's line is missing: read by its shape alone
                 _orphan_output(r, st.outputs[i])
             continue
         call = rows[ci]
-        if i in st.outputs and (call.get("server") is not None or cid in st.mcp_info):
+        if i in st.outputs and (call.get("server") is not None or ckey in st.mcp_info):
             got = _mcp_output(st.outputs[i])   # an MCP call's output: the result Codex wrote as JSON
             if got is not None:
                 text, r["images"], r["is_error"] = got
@@ -1152,16 +1161,16 @@ def _pair(st: _Load) -> None:
                 r["text"], r["text_bytes"] = truncate(_exec_text(text, code))
         if r.get("tool") is None:
             r["tool_raw"], r["server"], r["tool"] = call.get("tool_raw"), call.get("server"), call.get("tool")
-        if cid in done:
+        if ckey in done:
             continue
-        done.add(cid)
+        done.add(ckey)
         st.result_ts[ci] = st.ts[i]
         call["is_error"] = r.get("is_error")
         call["result_text"] = r.get("text")
         call["images"] = r.get("images")
     # MCP events: authoritative server/tool; fill result facts the function_call_output lacks
-    for cid, idxs in st.mcp_info.items():
-        ci = st.calls.get(cid)
+    for ckey, idxs in st.mcp_info.items():
+        ci = st.calls.get(ckey)
         if ci is None:
             continue
         call = rows[ci]
@@ -1182,7 +1191,7 @@ def _pair(st: _Load) -> None:
                     st.result_ts[ci] = st.ts[j]
     for i in st.results:  # results inherit the (possibly corrected) names
         r = rows[i]
-        ci = st.calls.get(r.get("call_id")) if r.get("call_id") else None
+        ci = st.calls.get((r["transcript_id"], r["call_id"])) if r.get("call_id") else None
         if ci is not None:
             r["tool_raw"], r["server"], r["tool"] = rows[ci]["tool_raw"], rows[ci]["server"], rows[ci]["tool"]
 
@@ -1239,17 +1248,17 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     quarantine: list[dict] = []
     files = [_read_file(p, quarantine) for p in expand_paths(paths, accept=_rollout_name)]
     _mark_replay(files)
-    fc_ids: set[str] = set()
-    begin_ids: set[str] = set()
+    fc_ids: set[tuple[str, str]] = set()      # (session, call_id) of function_call items
+    begin_ids: set[tuple[str, str]] = set()   # (session, call_id) of mcp_tool_call_begin events
     for f in files:
         for idx, r in enumerate(f.recs):
             if idx in f.skip_set or not isinstance(r.payload, dict):
                 continue
             p = r.payload
             if r.rtype == "response_item" and p.get("type") == "function_call" and str_or_none(p.get("call_id")):
-                fc_ids.add(p["call_id"])
+                fc_ids.add((f.session_id, p["call_id"]))
             if r.rtype == "event_msg" and p.get("type") == "mcp_tool_call_begin" and str_or_none(p.get("call_id")):
-                begin_ids.add(p["call_id"])
+                begin_ids.add((f.session_id, p["call_id"]))
     st = _Load()
     for f in files:
         _build_file(st, f, fc_ids, begin_ids)
