@@ -683,3 +683,71 @@ def test_call_ids_pair_within_their_session(tmp_path, second_args):
         "2025-01-01 00:00:04+00:00", "2025-01-02 00:00:04+00:00"]
     assert [i["duplicates"] for i in res.inputs] == [0, 0]
     assert len(res.quarantine) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+def _fork_case(tmp_path, parent_lines, child_lines):
+    parent = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+    child = "cccccccc-cccc-4ccc-8ccc-cccccccccccc"
+    write(tmp_path / f"rollout-2025-01-01T00-00-00-{parent}.jsonl", [meta(parent, "2025-01-01T00:00:00Z"),
+                                                                     *parent_lines])
+    write(tmp_path / f"rollout-2025-01-01T00-00-05-{child}.jsonl",
+          [meta(child, "2025-01-01T00:00:05Z", forked_from_id=parent), *child_lines])
+    res = load_codex(tmp_path)
+    assert res.inputs[1]["parent"] == parent
+    f = res.frame
+    return res, f[f["transcript_id"] == child]
+
+
+def test_a_forks_own_lines_after_its_replay_are_kept_though_the_parent_wrote_the_same(tmp_path):
+    """The fork replays three lines under the time of the fork, then its user asks the question
+    the parent was asked after the fork: its own turn_context and question had matched the
+    parent's later lines and were dropped as replay (5 lines counted instead of 3)."""
+    tc = {"cwd": "/w", "model": "gpt-5", "approval_policy": "never"}
+    ask = {"type": "user_message", "message": "now run the tests"}
+    first = [env("2025-01-01T00:00:01Z", "turn_context", tc),
+             env("2025-01-01T00:00:02Z", "event_msg", {"type": "user_message", "message": "first question"}),
+             env("2025-01-01T00:00:03Z", "response_item", {"type": "message", "role": "assistant",
+                                                           "content": [{"type": "output_text", "text": "one"}]})]
+    res, c = _fork_case(
+        tmp_path,
+        [*first, env("2025-01-01T00:00:10Z", "turn_context", tc), env("2025-01-01T00:00:11Z", "event_msg", ask)],
+        [*[{**x, "timestamp": "2025-01-01T00:00:05Z"} for x in first],
+         env("2025-01-01T00:00:06Z", "turn_context", tc), env("2025-01-01T00:00:07Z", "event_msg", ask)])
+    assert res.inputs[1]["replayed"] == 3
+    assert rows(c, ["line_no", "kind", "line_type", "text"]) == [
+        [1, "system", "session_meta", None], [5, "system", "turn_context", None],
+        [6, "user_prompt", "event_msg/user_message", "now run the tests"]]
+
+
+def test_a_fork_that_copied_part_of_the_history_keeps_its_own_next_turn(tmp_path):
+    """A fork from an earlier point (the parent's whole history is older than the fork): the
+    child's own turn, seconds after its replay, repeats the parent's second turn_context and
+    question; they are the child's, not replay."""
+    tc = {"cwd": "/w", "model": "gpt-5"}
+    q1 = env("2025-01-01T00:00:01Z", "event_msg", {"type": "user_message", "message": "q1"})
+    q2 = {"type": "user_message", "message": "q2"}
+    res, c = _fork_case(
+        tmp_path,
+        [env("2025-01-01T00:00:00.5Z", "turn_context", tc), q1, env("2025-01-01T00:00:02Z", "turn_context", tc),
+         env("2025-01-01T00:00:02.5Z", "event_msg", q2)],
+        [env("2025-01-01T00:00:05.001Z", "turn_context", tc), {**q1, "timestamp": "2025-01-01T00:00:05.002Z"},
+         env("2025-01-01T00:00:09Z", "turn_context", tc), env("2025-01-01T00:00:09.5Z", "event_msg", q2)])
+    assert res.inputs[1]["replayed"] == 2
+    assert rows(c, ["line_no", "kind", "text"]) == [[1, "system", None], [4, "system", None],
+                                                   [5, "user_prompt", "q2"]]
+
+
+def test_a_sub_agents_first_turn_is_not_matched_to_parent_lines_written_after_the_spawn(tmp_path):
+    """A sub-agent starts its own turn milliseconds after its replay; its turn_context equals the
+    one the parent wrote after the spawn, which the replay cannot hold."""
+    tc = {"cwd": "/w", "model": "gpt-5"}
+    res, c = _fork_case(
+        tmp_path,
+        [env("2025-01-01T00:00:01Z", "turn_context", tc), fc("2025-01-01T00:00:02Z", "spawn_agent", "{}", "p1"),
+         env("2025-01-01T00:00:07Z", "turn_context", tc)],
+        [env("2025-01-01T00:00:05.001Z", "turn_context", tc), fc("2025-01-01T00:00:05.002Z", "spawn_agent", "{}", "p1"),
+         env("2025-01-01T00:00:05.010Z", "turn_context", tc)])
+    assert res.inputs[1]["replayed"] == 2
+    assert rows(c, ["line_no", "kind", "line_type"]) == [[1, "system", "session_meta"], [4, "system", "turn_context"]]

@@ -103,14 +103,21 @@ other           everything else: ``role: user`` items of files that have ``user_
   answers (:mod:`replaybook.join`: by the door's error text, or its tool or response size, and
   time — Codex sends the door no tool-use id).
 * **Forks and sub-agents — replayed history is counted once.**  A forked or sub-agent rollout
-  starts by replaying its parent's history, re-stamped with the time of the fork.  Rule, per
-  file, applied to the lines after its own ``session_meta``:
+  starts by replaying its parent's history, re-stamped with the time of the fork: Codex writes
+  the copied lines as one batch after the child's ``session_meta``, milliseconds apart.  Rule,
+  per file, applied to the lines after its own ``session_meta``:
 
   A. when its ``session_meta`` names a parent (``forked_from_id``, or
      ``source.subagent.thread_spawn.parent_thread_id``) whose rollout is in the same load, the
-     leading lines whose ``(type, payload)`` — timestamp ignored — appear, in order, in the
-     parent's lines (a subsequence: the parent may hold lines that were not replayed), plus
-     replayed ``session_meta`` lines of another session, are replay;
+     replay is the run of lines right after that ``session_meta`` whose ``(type, payload)`` —
+     timestamp ignored — appear, in order, in the parent's lines written up to the fork (a
+     subsequence: the parent may hold lines that were not replayed, e.g. its MCP events), plus
+     replayed ``session_meta`` lines of another session.  Timestamps bound the run on both sides:
+     a parent line stamped after the child's ``session_meta`` cannot have been copied, and the run
+     ends at the first child line stamped 0.5 s or more after the line before it (the batch is
+     over: that line, and all after it, are the child's own, even when the parent wrote the same
+     ``(type, payload)`` — the same ``turn_context``, the same question asked again).  Lines
+     without a readable time are judged by content alone;
   B. otherwise, the leading lines identical in ``(timestamp, type, payload)`` (envelope) or in
      their whole object when it carries an item ``id`` (legacy) to a line of a file loaded
      earlier are replay (lines without such an identity — ``record_type: state`` — are replay
@@ -545,7 +552,22 @@ def _key_b(r: _Rec) -> bytes | None:
     return r.kb
 
 
+#: the longest pause between two lines of one replay: Codex writes a fork's copied history as
+#: one batch, its lines stamped milliseconds apart; a line stamped this much or more after the
+#: line before it was written later, by the child itself
+_REPLAY_GAP_NS = 500_000_000
+
+
+def _ns(stamps: list[str | None]) -> list[int | None]:
+    """``stamps`` as UTC nanoseconds since the epoch; None for a missing or unreadable one."""
+    import pandas as pd
+
+    return [None if pd.isna(x) else x.value for x in to_utc(stamps).tolist()]
+
+
 def _mark_replay(files: list[_File]) -> None:
+    """Mark each file's leading replayed lines (``skip_set``, ``info["replayed"]``, rules A and
+    B of the module docstring)."""
     by_session: dict[str, list[_File]] = {}   # a session's files: one, or its paginated segments
     for f in files:
         if f.session_id and f.meta_idx is not None:
@@ -558,17 +580,25 @@ def _mark_replay(files: list[_File]) -> None:
         n = 0
         if parents and f.session_id != f.parent_id:
             f.info["parent"] = f.parent_id
+            fork = _ns([f.recs[f.meta_idx].ts])[0] if f.meta_idx is not None else None
             positions: dict[bytes, list[int]] = {}
             i = 0
             for parent in parents:   # the parent's lines, every segment in load order
                 p_start = (parent.meta_idx + 1) if parent.meta_idx is not None else 0
-                for r in parent.recs[p_start:]:
+                p_recs = parent.recs[p_start:]
+                for r, t in zip(p_recs, _ns([r.ts for r in p_recs])):
+                    if fork is not None and t is not None and t > fork:
+                        continue     # written after the fork: cannot be in its replay
                     positions.setdefault(_key_a(r), []).append(i)
                     i += 1
             j = 0
-            for r in tail:
+            prev = None
+            for r, t in zip(tail, _ns([r.ts for r in tail])):
+                if prev is not None and t is not None and t - prev >= _REPLAY_GAP_NS:
+                    break            # stamped after the replay's burst: the child's own line
                 if r.rtype == "session_meta" and str_or_none((r.payload or {}).get("id")) != f.session_id:
                     n += 1
+                    prev = t if t is not None else prev
                     continue
                 pos = positions.get(_key_a(r))
                 k = bisect.bisect_left(pos, j) if pos else None
@@ -576,6 +606,7 @@ def _mark_replay(files: list[_File]) -> None:
                     break
                 j = pos[k] + 1
                 n += 1
+                prev = t if t is not None else prev
         else:
             if f.parent_id:
                 f.info["parent"] = f.parent_id
