@@ -12,6 +12,7 @@ with ``namespace: "mcp__<server>"``; a resumed thread goes on in ``rollout-<time
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -751,3 +752,58 @@ def test_a_sub_agents_first_turn_is_not_matched_to_parent_lines_written_after_th
          env("2025-01-01T00:00:05.010Z", "turn_context", tc)])
     assert res.inputs[1]["replayed"] == 2
     assert rows(c, ["line_no", "kind", "line_type"]) == [[1, "system", "session_meta"], [4, "system", "turn_context"]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_copy_of_a_typescript_rollout_counts_once(tmp_path):
+    """A gzipped backup of a TypeScript rollout gave a second session_meta row and a second
+    model_request (its items carry no timestamps, its messages no ids); an envelope copy gives
+    none."""
+    doc = {"session": {"timestamp": "2025-04-20T10:00:00.000Z", "id": "ts-session-1", "instructions": ""},
+           "items": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+                     {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "shell",
+                      "arguments": '{"command":["ls"]}'},
+                     {"type": "function_call_output", "call_id": "call_a",
+                      "output": '{"output":"x","metadata":{"exit_code":1,"duration_seconds":0}}'},
+                     {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}]}
+    text = json.dumps(doc, indent=2)
+    (tmp_path / "backup").mkdir()
+    (tmp_path / "backup" / "rollout-2025-04-20-ts.json.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "rollout-2025-04-20-ts.json").write_text(text)
+    res = load_codex(tmp_path)
+    assert [(Path(i["path"]).name, i["replayed"], i["duplicates"]) for i in res.inputs] == [
+        ("rollout-2025-04-20-ts.json.gz", 0, 0), ("rollout-2025-04-20-ts.json", 4, 1)]
+    f = res.frame
+    assert f["source_file"].eq(str(tmp_path / "backup" / "rollout-2025-04-20-ts.json.gz")).all()
+    assert rows(f, ["seq", "kind", "call_id", "result_text"]) == [
+        [0, "system", None, None], [1, "user_prompt", None, None], [2, "tool_call", "call_a", "Exit code: 1\nx"],
+        [3, "tool_result", "call_a", None], [4, "model_request", None, None]]
+
+
+def test_a_copy_of_a_legacy_rollout_counts_once_and_a_copy_that_went_on_keeps_the_rest(tmp_path):
+    """A byte-identical copy of a legacy rollout in another folder gave a second meta row and a
+    second state row; a copy holding one more line keeps that line, in the same transcript.
+    Another session with the same lines (no timestamps, no ids) is not a copy."""
+    lines = [{"id": "legacy-1", "timestamp": "2025-05-01T00:00:00Z", "instructions": "x"}, {"record_type": "state"},
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]},
+             {"type": "function_call", "id": "fc_1", "call_id": "call_b", "name": "shell",
+              "arguments": '{"command":["ls"]}'},
+             {"type": "function_call_output", "call_id": "call_b", "output": '{"output":"y","metadata":{"exit_code":0}}'},
+             {"record_type": "state"}]
+    more = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "later"}]}
+    a = write(tmp_path / "a" / "rollout-legacy.jsonl", lines)
+    b = write(tmp_path / "b" / "rollout-legacy.jsonl", lines)
+    c = write(tmp_path / "c" / "rollout-legacy.jsonl", [*lines, more])
+    other = write(tmp_path / "d" / "rollout-legacy.jsonl", [{**lines[0], "id": "legacy-2"}, *lines[1:3]])
+    res = load_codex([a, b, c, other])
+    assert [(i["replayed"], i["duplicates"]) for i in res.inputs] == [(0, 0), (5, 1), (5, 1), (0, 0)]
+    f = res.frame
+    assert rows(f, ["transcript_id", "seq", "line_no", "kind", "line_type", "text"]) == [
+        ["legacy-1", 0, 1, "system", "session_meta", "x"], ["legacy-1", 1, 2, "other", "state", None],
+        ["legacy-1", 2, 3, "user_prompt", "message/user", "hello"], ["legacy-1", 3, 4, "tool_call", "function_call", None],
+        ["legacy-1", 4, 5, "tool_result", "function_call_output", "y"], ["legacy-1", 5, 6, "other", "state", None],
+        ["legacy-1", 6, 7, "model_request", "message/assistant", "later"],
+        ["legacy-2", 0, 1, "system", "session_meta", "x"], ["legacy-2", 1, 2, "other", "state", None],
+        ["legacy-2", 2, 3, "user_prompt", "message/user", "hello"]]
+    assert f.loc[3, "source_file"] == str(a) and f.loc[6, "source_file"] == str(c)

@@ -121,7 +121,16 @@ other           everything else: ``role: user`` items of files that have ``user_
   B. otherwise, the leading lines identical in ``(timestamp, type, payload)`` (envelope) or in
      their whole object when it carries an item ``id`` (legacy) to a line of a file loaded
      earlier are replay (lines without such an identity — ``record_type: state`` — are replay
-     when they sit before the last matching line).
+     when they sit before the last matching line);
+  C. a copy of a legacy or TypeScript rollout (a backup, a gzipped copy in another folder):
+     a file whose meta — the legacy meta line, the ``session`` object — is identical to that of
+     a file loaded earlier is the same session, copied.  Its meta gives no row (counted in
+     ``duplicates``, as an envelope copy's ``session_meta`` line is) and its leading lines
+     identical, position by position, to that file's lines after the meta are replay (more of
+     them than rule B finds: these generations carry no timestamps, and messages and
+     ``record_type: state`` lines no ``id``).  Lines past them — a copy that went on — are rows
+     of the same transcript.  Lines of two *different* sessions are never matched this way:
+     without timestamps the same message can be written twice on purpose.
 
   Replayed lines become no rows; ``inputs[i]["replayed"]`` counts them and
   ``inputs[i]["parent"]`` names the parent session.  A parent whose rollout is split in
@@ -369,6 +378,7 @@ class _File:
     meta_idx: int | None = None   # index in recs of its own session meta
     skip: int = 0                 # number of leading recs (after meta) that are replay
     skip_set: set = field(default_factory=set)
+    dup_set: set = field(default_factory=set)   # recs that are a copy of an earlier file's (rule C: its meta)
 
 
 def _subagent(source: Any) -> tuple[str | None, str | None]:
@@ -573,6 +583,7 @@ def _mark_replay(files: list[_File]) -> None:
         if f.session_id and f.meta_idx is not None:
             by_session.setdefault(f.session_id, []).append(f)
     seen_b: set[bytes] = set()
+    copied: dict[bytes, _File] = {}   # rule C: legacy / TypeScript meta → the first file with it
     for f in files:
         start = (f.meta_idx + 1) if f.meta_idx is not None else 0
         tail = f.recs[start:]
@@ -620,6 +631,17 @@ def _mark_replay(files: list[_File]) -> None:
                 else:
                     break
             n = last + 1
+        if f.meta_idx is not None and f.recs[f.meta_idx].kind in ("legacy_meta", "ts_session"):
+            mkey = _canon_key(f.recs[f.meta_idx].obj)
+            first = copied.setdefault(mkey, f)
+            if first is not f:   # rule C: a copy of that session
+                f.dup_set = {f.meta_idx}
+                mine, theirs = tail, first.recs[first.meta_idx + 1:]
+                same = 0
+                while same < min(len(mine), len(theirs)) and \
+                        _canon_key(mine[same].obj) == _canon_key(theirs[same].obj):
+                    same += 1
+                n = max(n, same)
         f.skip = n
         f.skip_set = set(range(start, start + n))
         f.info["replayed"] = n
@@ -887,6 +909,9 @@ def _build_file(st: _Load, f: _File, fc_ids: set[tuple[str, str]], begin_ids: se
     pending_request: int | None = None
     for idx, r in enumerate(f.recs):
         if idx in f.skip_set:
+            continue
+        if idx in f.dup_set:   # a copied session's meta (rule C)
+            f.info["duplicates"] += 1
             continue
         if r.kind == "envelope":
             k = _key_b(r)
@@ -1269,9 +1294,9 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         ``ts``/``result_ts`` tz-aware UTC, NaT where absent), ``quarantine`` (``invalid`` /
         ``pending`` lines, ``conflict`` tool calls), and ``inputs`` with one dict per file:
         ``path``, ``sha256``, ``bytes``, ``lines``, ``format``, ``generation`` (``envelope-jsonl``, ``legacy-jsonl``,
-        ``typescript-json`` …), ``replayed`` (lines skipped as a parent's replayed history),
-        ``duplicates`` (lines and tool calls written twice, counted once), ``parent`` (when
-        declared) and ``notes``.
+        ``typescript-json`` …), ``replayed`` (lines skipped as a parent's replayed history, or as
+        a copy of a rollout loaded earlier), ``duplicates`` (lines and tool calls written twice,
+        counted once), ``parent`` (when declared) and ``notes``.
 
     Raises:
         InputError: a path does not exist, or a file cannot be read (permission, corrupt gzip).
