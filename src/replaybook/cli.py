@@ -245,13 +245,13 @@ def _say_inputs(inputs: list[dict]) -> None:
     """On stderr, each input file a load skipped (``  skipped PATH: why`` — an empty file, a
     copy of another) and what a loader says of a file it read (``  note PATH: …``, in the words
     ``load auto`` and the report use)."""
-    from .loading import plain_note
+    from .loading import copy_words, plain_note
 
     for info in inputs:
         if (info.get("skipped") and info.get("format") is not None) or \
                 (info.get("format") is None and info.get("reason") == "empty file"):  # (others: the quarantine's)
             why = (f"same content as {info['same_as']}: read once" if info.get("same_as")
-                   else info.get("reason") or "no records")
+                   else copy_words(info) if info.get("copy_of") else info.get("reason") or "no records")
             _say(f"  skipped {info.get('path')}: {why}")
     for info in inputs:  # (rows kept with a value unknown, bytes read as U+FFFD …)
         for note in info.get("notes") or ():

@@ -851,8 +851,9 @@ class Incident:
         read_nothing = (d.get("format") is not None and not d.get("skipped") and not rows.get(d["path"])
                         and (d.get("ignored_lines") or d.get("not_calls")))
         d["path"] = self._shown(d["path"])
-        if d.get("same_as"):
-            d["same_as"] = self._shown(d["same_as"])
+        for key in ("same_as", "copy_of"):
+            if d.get(key):
+                d[key] = self._shown(d[key])
         notes = [n for n in (_input_note(d),) if n]
         if read_nothing:  # e.g. a {path, format} forcing a gateway format on a transcript
             notes.append(f"nothing in it was read as {d['format']}: is it another format?")

@@ -343,12 +343,22 @@ def plain_note(note: str) -> str:
     return note
 
 
+def copy_words(info: dict) -> str:
+    """Why an earlier copy of a transcript (an ``inputs`` entry with ``copy_of``: a snapshot
+    whose lines begin a later file of the same name) was not read, in words."""
+    n = info.get("lines") or 0
+    return (f"an earlier copy of {info['copy_of']}: its {n:,} line{'' if n == 1 else 's'} begin that file, "
+            "and are read there")
+
+
 def _input_note(info: dict) -> str | None:
     """What a loader said of one input file, in words (``skipped: CloudTrail digest file``,
     ``3 duplicate lines``, ``2 records of other kinds ignored``, a loader's own notes), or ``None``."""
     parts = []
     if info.get("same_as"):
         return f"same content as {info['same_as']}: read once"
+    if info.get("copy_of"):
+        return f"skipped: {copy_words(info)}"
     if info.get("skipped"):
         parts.append(f"skipped: {info.get('reason') or 'no records'}")
     other = info.get("ignored_lines") or info.get("not_calls")  # (cloud / gateway loaders)

@@ -103,6 +103,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._jsonl import expand_paths, line_scores, lines_words, parse_json
+from ..errors import InputError
 from .._text import to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
 from . import _parallel
@@ -290,14 +291,69 @@ def load_claude_code(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        res = _load(files, max_open)
-        first = _shadowed_first(files, res)
+        snapshots = _earlier_copies(files)
+        loaded = [f for f in files if f not in snapshots] if snapshots else files
+        res = _load(loaded, max_open)
+        first = _shadowed_first(loaded, res)
         res = res if first is None else _load(first, max_open)
         finish(res)
+        if snapshots:
+            res = _with_snapshots(res, files, snapshots)
         return res
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _earlier_copies(files: list[Path]) -> dict[Path, tuple[Path, dict]]:
+    """``{file: (later file, its inputs entry)}`` for each file that is an earlier copy of another
+    file of the same name in the load: a backup or snapshot taken while the session went on, its
+    bytes (gunzipped) the first bytes of the later file's.  Such a file is not read: its lines
+    are the later file's first lines, so read too they would be the earlier copy's, and the
+    conversation would be cut in two transcripts (the later one taken for a resumed session, the
+    door session joined to the snapshot, and the calls after it left unclaimed).  Of several later
+    copies the longest is named.  Only files sharing a name are compared (a file's name is its
+    session id); byte-identical copies are left to :func:`replaybook.loading.read_once`."""
+    from . import _claude_fast as F
+    from .._jsonl import name_stem
+
+    by_name: dict[str, list[Path]] = {}
+    for f in files:
+        by_name.setdefault(name_stem(f, (".jsonl.gz", ".jsonl")), []).append(f)
+    out: dict[Path, tuple[Path, dict]] = {}
+    for group in by_name.values():
+        if len(group) < 2:
+            continue
+        read = {}
+        for f in group:
+            try:
+                read[f] = F.read_file(f)
+            except InputError:  # noqa: PERF203
+                continue  # (the load says why)
+        for f, (data, info) in read.items():
+            if not data.strip():
+                continue
+            later = [g for g, (d, _) in read.items() if g != f and len(d) > len(data) and d.startswith(data)]
+            if later:
+                info = dict(info, lines=data.count(b"\n") + (not data.endswith(b"\n")))
+                out[f] = (max(later, key=lambda g: len(read[g][0])), info)
+    return out
+
+
+def _with_snapshots(res: LoadResult, files: list[Path], snapshots: dict[Path, tuple[Path, dict]]) -> LoadResult:
+    """``res`` with an ``inputs`` entry, in the files' order, for each earlier copy left unread
+    (:func:`_earlier_copies`): ``skipped``, ``copy_of`` the later file (said as "an earlier copy
+    of <later file>: its N lines begin it, and are read there")."""
+    entries = {str(i.get("path")): i for i in res.inputs}
+    inputs = []
+    for f in files:
+        if f in snapshots:
+            later, info = snapshots[f]
+            inputs.append(dict(info, skipped=True, copy_of=str(later)))
+        elif str(f) in entries:
+            inputs.append(entries.pop(str(f)))
+    inputs.extend(entries.values())  # (any entry not named by a file: kept, after)
+    return LoadResult(frame=res.frame, quarantine=res.quarantine, inputs=inputs)
 
 
 def finish(res: LoadResult) -> None:
