@@ -166,6 +166,10 @@ def test_otlp_value():
     assert otlp_value({"arrayValue": {"values": [{"stringValue": "a"}, {"boolValue": True}]}}) == ["a", True]
     assert otlp_value({"kvlistValue": {"values": [{"key": "k", "value": {"doubleValue": 1.5}}]}}) == {"k": 1.5}
     assert otlp_value({}) is None
+    # a value of the wrong shape anywhere inside is None as a whole (it had raised TypeError)
+    assert otlp_value({"arrayValue": {"values": 5}}) is None
+    assert otlp_value({"arrayValue": {"values": [{"intValue": "1"}, {"kvlistValue": {"values": True}}]}}) is None
+    assert otlp_value({"intValue": 1.5}) is None and otlp_value({"boolValue": 1}) is None
 
 
 def test_sniff_and_errors(tmp_path):

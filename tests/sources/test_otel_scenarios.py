@@ -440,3 +440,48 @@ def test_an_mcp_tool_call_that_names_no_server_is_still_an_mcp_call(tmp_path):
     assert rows(t, ["call_id", "server", "tool"]) == [
         ["c1", "(unnamed MCP server)", "update_rule"], ["c2", "gw.local", "read_file"],
         ["c3", "files", "read_file"], ["c4", None, "summarise"], ["c5", "(unnamed MCP server)", "list_dir"]]
+
+
+def test_an_attribute_value_of_the_wrong_shape_is_read_as_absent_and_quarantined(tmp_path):
+    # {"arrayValue": {"values": 5}} had crashed the whole load (TypeError: 'int' object is not
+    # iterable); every AnyValue field is checked for the type the JSON encoding gives it
+    bad = [{"arrayValue": {"values": 5}}, {"arrayValue": {"values": None}}, {"arrayValue": {"values": True}},
+           {"arrayValue": {"values": 1.5}}, {"kvlistValue": {"values": [7]}}, {"bytesValue": 5},
+           {"arrayValue": {"values": [{"kvlistValue": {"values": "x"}}]}}, {"boolValue": "yes"}]
+    reqs = []
+    for i, b in enumerate(bad):
+        sp = tool(f"b00000000000000{i}", 0, 10, "read_object", parent=None, call_id=f"call_{i}")
+        sp["attributes"].append({"key": "foo", "value": b})
+        sp["events"] = [{"timeUnixNano": str(B), "name": "ev", "attributes": [{"key": "e", "value": b}]}]
+        reqs.append(request(sp))
+    reqs[0]["resourceSpans"][0]["resource"]["attributes"].append({"key": "r", "value": {"bytesValue": [1]}})
+    path = write_jsonl(tmp_path / "bad.jsonl", reqs)
+    res = load_otel(path)
+    f = res.frame
+    assert f["call_id"].tolist() == [f"call_{i}" for i in range(8)]      # every span keeps its row
+    assert f["tool"].eq("read_object").all() and f["kind"].eq("tool_call").all()
+    q = res.quarantine
+    assert q["source_file"].eq(str(path)).all()
+    got = list(zip(q["line_no"], q["error"]))
+    assert (1, "resource attribute r has a malformed value (bytesValue is not base64 text (list)): "
+               "read as absent") in got
+    assert (1, "span b000000000000000: foo has a malformed value (arrayValue.values is not a list (int)): "
+               "read as absent") in got
+    assert (1, "span b000000000000000: event ev attribute e has a malformed value (arrayValue.values is not a "
+               "list (int)): read as absent") in got
+    assert (3, "span b000000000000002: foo has a malformed value (arrayValue.values is not a list (bool)): "
+               "read as absent") in got
+    assert (4, "span b000000000000003: foo has a malformed value (arrayValue.values is not a list (float)): "
+               "read as absent") in got
+    assert (5, "span b000000000000004: foo has a malformed value (kvlistValue.values[0] is not a key and value "
+               "(int)): read as absent") in got
+    assert (6, "span b000000000000005: foo has a malformed value (bytesValue is not base64 text (int)): "
+               "read as absent") in got
+    assert (7, "span b000000000000006: foo has a malformed value (arrayValue.values[0]: kvlistValue.values is "
+               "not a list (str)): read as absent") in got
+    assert (8, "span b000000000000007: foo has a malformed value (boolValue is not true or false (str)): "
+               "read as absent") in got
+    assert not any(ln == 2 for ln, _ in got)      # values null: an empty list, as the JSON encoding reads it
+    assert len(q) == 1 + 2 * 7
+    assert json.loads(q[q["line_no"].eq(1) & q["error"].str.startswith("span")]["raw"].iloc[0]) == \
+        {"arrayValue": {"values": 5}}

@@ -110,7 +110,13 @@ other           every other span, and a tool span nested (at any depth) inside a
 
 Times are converted from Unix nanoseconds to tz-aware UTC.  A line that is not JSON, not an
 object, or not an export request, and a span without ``traceId``/``spanId`` or a start time, go to
-the quarantine with file and line; an unterminated last line is ``pending``.  In a JSON document
+the quarantine with file and line; an unterminated last line is ``pending``.  An attribute (of a
+span, a span event or the resource) whose ``AnyValue`` has the wrong shape anywhere inside — an
+``arrayValue`` / ``kvlistValue`` whose ``values`` is no list, a ``stringValue`` that is no text,
+an ``intValue`` that is no whole number (an integer or its decimal digits), a ``boolValue`` that
+is not true or false, a ``bytesValue`` that is no text — and an attributes entry that is no
+key and value, are read as absent, each a quarantine row (``span <id>: <attribute> has a
+malformed value (…): read as absent``, the span's line, the value as ``raw``).  In a JSON document
 (not JSON Lines) a span holding a raw control character (a NUL byte, an unescaped tab in a
 string) is a quarantine row with its line and byte offset, and the other spans are read; such a
 character outside every span is a row of its own.  An attribute of the
@@ -163,55 +169,142 @@ _MODEL_OPS = frozenset({"chat", "text_completion", "generate_content", "completi
 _ERROR_CODES = (2, "2", "STATUS_CODE_ERROR", "ERROR")
 
 
-def otlp_value(v: Any) -> Any:
-    """Decode an OTLP JSON ``AnyValue`` (``{"stringValue": …}`` etc.) into a Python value.
+class _Malformed(ValueError):
+    """An OTLP ``AnyValue`` whose fields do not have the types the JSON encoding gives them
+    (the message says which and what it held)."""
 
-    ``intValue`` strings become ``int``; ``arrayValue`` a list; ``kvlistValue`` a dict;
-    ``bytesValue`` stays the base64 text; an empty ``AnyValue`` is None.
-    """
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+def _kind(x: Any) -> str:
+    return "null" if x is None else type(x).__name__
+
+
+def _decode(v: Any) -> Any:
+    """:func:`otlp_value`, raising :class:`_Malformed` for a value of the wrong shape."""
     if not isinstance(v, dict):
         return v
     for k in ("stringValue", "string_value"):
         if k in v:
-            return v[k]
+            x = v[k]
+            if x is None or isinstance(x, str):
+                return x
+            raise _Malformed(f"{k} is not text ({_kind(x)})")
     for k in ("intValue", "int_value"):
         if k in v:
-            try:
-                return int(v[k])
-            except (TypeError, ValueError):
-                return v[k]
+            x = v[k]
+            if x is None or (isinstance(x, int) and not isinstance(x, bool)):
+                return x
+            if isinstance(x, str) and x.isascii() and _INT_TEXT.fullmatch(x):
+                try:
+                    return int(x)
+                except ValueError:  # (more digits than Python converts: past 4,300)
+                    raise _Malformed(f"{k} is a whole number of {len(x):,} characters, too long to read") from None
+            raise _Malformed(f"{k} is not a whole number ({_kind(x)})")
     for k in ("doubleValue", "double_value"):
         if k in v:
-            try:
-                return float(v[k])
-            except (TypeError, ValueError):
-                return v[k]
+            x = v[k]
+            if x is None:
+                return None
+            if isinstance(x, (int, float, str)) and not isinstance(x, bool):
+                try:       # (text: "NaN", "Infinity", "1.5", as the JSON encoding allows)
+                    return float(x)
+                except (ValueError, OverflowError):
+                    pass
+            raise _Malformed(f"{k} is not a number ({_kind(x)})")
     for k in ("boolValue", "bool_value"):
         if k in v:
-            return v[k]
+            x = v[k]
+            if x is None or isinstance(x, bool):
+                return x
+            raise _Malformed(f"{k} is not true or false ({_kind(x)})")
     for k in ("arrayValue", "array_value"):
         if k in v:
-            vals = v[k].get("values", []) if isinstance(v[k], dict) else []
-            return [otlp_value(x) for x in vals]
+            vals = _values(v[k], k)
+            out = []
+            for i, x in enumerate(vals):
+                try:
+                    out.append(_decode(x))
+                except _Malformed as exc:
+                    raise _Malformed(f"{k}.values[{i}]: {exc}") from None
+            return out
     for k in ("kvlistValue", "kvlist_value"):
         if k in v:
-            vals = v[k].get("values", []) if isinstance(v[k], dict) else []
-            return _attrs(vals)
+            out_kv: dict = {}
+            for i, a in enumerate(_values(v[k], k)):
+                if not (isinstance(a, dict) and isinstance(a.get("key"), str)):
+                    raise _Malformed(f"{k}.values[{i}] is not a key and value ({_kind(a)})")
+                try:
+                    out_kv[a["key"]] = _decode(a.get("value"))
+                except _Malformed as exc:
+                    raise _Malformed(f"{k}.values[{i}] ({a['key']}): {exc}") from None
+            return out_kv
     for k in ("bytesValue", "bytes_value"):
         if k in v:
-            return v[k]
+            x = v[k]
+            if x is None or isinstance(x, str):
+                return x
+            raise _Malformed(f"{k} is not base64 text ({_kind(x)})")
     return None
 
 
-def _attrs(lst: Any) -> dict:
+def _values(x: Any, k: str) -> list:
+    """The ``values`` list of an ``ArrayValue`` / ``KeyValueList`` (absent or null: empty)."""
+    if x is None:
+        return []
+    if not isinstance(x, dict):
+        raise _Malformed(f"{k} is not an object ({_kind(x)})")
+    vals = x.get("values")
+    if vals is None:
+        return []
+    if not isinstance(vals, list):
+        raise _Malformed(f"{k}.values is not a list ({_kind(vals)})")
+    return vals
+
+
+def otlp_value(v: Any) -> Any:
+    """Decode an OTLP JSON ``AnyValue`` (``{"stringValue": …}`` etc.) into a Python value.
+
+    ``intValue`` (an integer, or its decimal digits as the JSON encoding writes 64-bit integers)
+    becomes ``int``; ``doubleValue`` ``float``; ``arrayValue`` a list; ``kvlistValue`` a dict;
+    ``bytesValue`` stays the base64 text; an empty ``AnyValue`` is None.  A value of the wrong
+    shape anywhere inside (``{"arrayValue": {"values": 5}}``, ``{"boolValue": "yes"}``, an
+    ``intValue`` that is no whole number) is None as a whole: the loader reads such an attribute
+    as absent and says so in a quarantine row (:func:`_attrs`).
+    """
+    try:
+        return _decode(v)
+    except (_Malformed, RecursionError):
+        return None
+
+
+def _attrs(lst: Any, bad: list | None = None) -> dict:
+    """``{key: value}`` of an OTLP ``attributes`` list (``[{key, value: AnyValue}]``; a mapping, as
+    some exporters write, is read too).  An entry that is no key and value, and an attribute
+    whose value has the wrong shape (:func:`otlp_value`), are left out, and each is added to
+    ``bad`` as ``(attribute, what, value)`` for a quarantine row."""
     out: dict = {}
     if isinstance(lst, dict):  # already a mapping (some exporters)
-        return {k: otlp_value(v) for k, v in lst.items()}
-    if not isinstance(lst, list):
+        items = list(lst.items())
+    elif isinstance(lst, list):
+        items = []
+        for i, a in enumerate(lst):
+            if isinstance(a, dict) and isinstance(a.get("key"), str):
+                items.append((a["key"], a.get("value")))
+            elif bad is not None:
+                bad.append((f"attributes[{i}]", f"is not a key and value ({_kind(a)}): not read", a))
+    else:
+        if lst is not None and bad is not None:
+            bad.append(("attributes", f"is not a list ({_kind(lst)}): none of them is read", lst))
         return out
-    for a in lst:
-        if isinstance(a, dict) and isinstance(a.get("key"), str):
-            out[a["key"]] = otlp_value(a.get("value"))
+    for k, v in items:
+        try:
+            out[k] = _decode(v)
+        except (_Malformed, RecursionError) as exc:
+            if bad is not None:
+                why = str(exc) if isinstance(exc, _Malformed) else "nested too deeply"
+                bad.append((k, f"has a malformed value ({why}): read as absent", v))
     return out
 
 
@@ -303,6 +396,7 @@ class _Span:
     order: int
     events: tuple = ()        # (name, attributes) of the span's events, in order
     shape: Shape | None = None  # what its OpenLLMetry / OpenInference attributes mean (_otel_shapes)
+    bad: tuple = ()           # (attribute, what, value) of attributes of the wrong shape, read as absent
 
 
 def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span], counter: list[int]) -> dict:
@@ -403,7 +497,11 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
     for rs in listed(_get(req, *_RS), "resourceSpans"):
         if not isinstance(rs, dict):
             continue
-        res = _attrs((rs.get("resource") or {}).get("attributes") if isinstance(rs.get("resource"), dict) else None)
+        bad_res: list = []
+        res = _attrs(rs["resource"].get("attributes") if isinstance(rs.get("resource"), dict) else None, bad_res)
+        for attr, what, value in bad_res:
+            quarantine.append(quarantine_row(path, None, LOADER, f"resource attribute {attr} {what}",
+                                             line_no=req_line, raw=_json.dumps(value)[:400]))
         for ss in listed(_get(rs, *_SS), "scopeSpans"):
             if not isinstance(ss, dict):
                 continue
@@ -430,7 +528,9 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                 st = sp.get("status") if isinstance(sp.get("status"), dict) else {}
                 counter[0] += 1
                 name = sp.get("name") if isinstance(sp.get("name"), str) else None
-                attrs = _attrs(sp.get("attributes"))
+                bad: list = []
+                attrs = _attrs(sp.get("attributes"), bad)
+                events = _events(sp.get("events"), bad)
                 shape = read_shape(attrs, name)
                 for k, v in shape.derived.items():   # what the span means, in gen_ai.* terms
                     attrs.setdefault(k, v)
@@ -440,8 +540,8 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                     start=start, end=_ns(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
                     attrs=attrs, status_code=st.get("code"),
                     status_msg=st.get("message") if isinstance(st.get("message"), str) else None,
-                    res=res, file_idx=file_idx, line_no=ln, order=counter[0], events=_events(sp.get("events")),
-                    shape=shape if shape.convention or shape.derived or shape.problems else None))
+                    res=res, file_idx=file_idx, line_no=ln, order=counter[0], events=events,
+                    shape=shape if shape.convention or shape.derived or shape.problems else None, bad=tuple(bad)))
 
 
 #: GenAI semantic-convention attributes the rows are read from, and the type each must have
@@ -469,13 +569,20 @@ def _gen_ai_problems(attrs: dict) -> tuple:
     return tuple(out)
 
 
-def _events(v: Any) -> tuple:
+def _events(v: Any, bad: list | None = None) -> tuple:
     """``((name, attributes), …)`` of a span's ``events`` (``Span.Event``: ``timeUnixNano``, ``name``,
-    ``attributes``); events that are not objects are left out."""
+    ``attributes``); events that are not objects are left out.  An event attribute of the wrong
+    shape is read as absent and added to ``bad`` (``event <name> attribute <key>``, what, value)."""
     if not isinstance(v, list):
         return ()
-    return tuple((e["name"], _attrs(e.get("attributes"))) for e in v
-                 if isinstance(e, dict) and isinstance(e.get("name"), str))
+    out = []
+    for e in v:
+        if isinstance(e, dict) and isinstance(e.get("name"), str):
+            got: list = []
+            out.append((e["name"], _attrs(e.get("attributes"), got)))
+            if bad is not None:
+                bad.extend((f"event {e['name']} attribute {a}", what, x) for a, what, x in got)
+    return tuple(out)
 
 
 def _op(s: _Span) -> str | None:
@@ -765,7 +872,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             continue
         index[k] = s
         spans.append(s)
-        for attr, what, value in [*(s.shape.problems if s.shape else ()), *_gen_ai_problems(s.attrs)]:
+        for attr, what, value in [*s.bad, *(s.shape.problems if s.shape else ()), *_gen_ai_problems(s.attrs)]:
             quarantine.append(quarantine_row(files[s.file_idx], None, LOADER, f"span {s.span}: {attr} {what}",
                                              line_no=s.line_no, raw=_json.dumps(value)[:400]))
 
