@@ -485,3 +485,31 @@ def test_an_attribute_value_of_the_wrong_shape_is_read_as_absent_and_quarantined
     assert len(q) == 1 + 2 * 7
     assert json.loads(q[q["line_no"].eq(1) & q["error"].str.startswith("span")]["raw"].iloc[0]) == \
         {"arrayValue": {"values": 5}}
+
+
+def test_token_counts_written_as_digits_are_read_and_those_past_64_bits_are_quarantined(tmp_path):
+    # "12" as a stringValue passed the type check yet was read as NA; an intValue past int64 was
+    # accepted by the check and NA in the row, with no quarantine row either way (value() writes
+    # text as stringValue, integers as intValue digits)
+    reqs = [request(chat("c000000000000001", 0, 10, parent=None, **{
+                "gen_ai.conversation.id": "conv-1", "gen_ai.usage.input_tokens": "12",
+                "gen_ai.usage.output_tokens": " 34 "})),
+            request(chat("c000000000000002", 20, 30, parent=None, **{
+                "gen_ai.conversation.id": "conv-1", "gen_ai.usage.input_tokens": 7,
+                "gen_ai.usage.output_tokens": 99999999999999999999})),
+            request(chat("c000000000000003", 40, 50, parent=None, **{
+                "gen_ai.conversation.id": "conv-1", "gen_ai.usage.input_tokens": "1.5",
+                "gen_ai.usage.output_tokens": "\u00b2"}))]
+    path = write_jsonl(tmp_path / "tokens.jsonl", reqs)
+    res = load_otel(path)
+    f = res.frame
+    assert f["uuid"].tolist() == ["c000000000000001", "c000000000000002", "c000000000000003"]
+    assert f["input_tokens"].tolist()[:2] == [12, 7] and pd.isna(f["input_tokens"].iloc[2])
+    assert f["output_tokens"].iloc[0] == 34 and f["output_tokens"].iloc[1:].isna().all()
+    q = res.quarantine
+    assert q["source_file"].eq(str(path)).all()
+    assert list(zip(q["line_no"], q["error"])) == [
+        (2, "span c000000000000002: gen_ai.usage.output_tokens is beyond what a 64-bit integer holds "
+            "(99999999999999999999): not read"),
+        (3, 'span c000000000000003: gen_ai.usage.input_tokens is not a whole number ("1.5"): not read'),
+        (3, 'span c000000000000003: gen_ai.usage.output_tokens is not a whole number ("\u00b2"): not read')]

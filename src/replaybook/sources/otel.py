@@ -124,7 +124,12 @@ OpenLLMetry / OpenInference vocabularies whose value is of the wrong type (a kin
 role or token count that is not text or a whole number, an index that is no number, a tool call
 without a name, ``input.value`` that is not the JSON its ``input.mime_type`` says) is a quarantine
 row too (``span <id>: <attribute> …``, the span's line, the value as ``raw``); the span keeps its
-row with what could be read.  Export requests of
+row with what could be read.  So is a GenAI attribute the row is read from that has the wrong type:
+an id, name, model or operation that is not text (left out: the span's name, its trace or
+nothing stands in), a token count (``gen_ai.usage.input_tokens`` / ``output_tokens``) that is
+not a whole number — an integer, or its decimal digits as text, as OTLP/JSON writes a 64-bit
+``intValue`` and some instrumentations a ``stringValue`` (``"12"``: read as 12) — or that is
+beyond a 64-bit integer (``input_tokens`` / ``output_tokens`` NA).  Export requests of
 other signals (``resourceLogs``, ``resourceMetrics``) are counted in ``inputs[i]["other_signals"]``.
 Files are opened read-only.
 
@@ -145,7 +150,7 @@ import pandas as pd
 
 from .. import _json
 from .._jsonl import Damaged, control_repair, expand_paths, iter_objects, json_doc_items, quarantine_row, read_source
-from .._text import deep_safe, int_or_none, truncate
+from .._text import deep_safe, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ._otel_shapes import Shape, read_shape
@@ -563,10 +568,32 @@ def _gen_ai_problems(attrs: dict) -> tuple:
             out.append((k, f"is not text ({_json.dumps(v)[:60].decode('utf-8', 'replace')}): not read", v))
     for k in _GEN_AI_INT:
         v = attrs.get(k)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)) and not (
-                isinstance(v, str) and v.strip().isdigit()):
-            out.append((k, f"is not a whole number ({_json.dumps(v)[:60].decode('utf-8', 'replace')}): not read", v))
+        problem = _whole_number(v)[1]
+        if problem is not None:
+            out.append((k, f"{problem} ({_json.dumps(v)[:60].decode('utf-8', 'replace')}): not read", v))
     return tuple(out)
+
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def _whole_number(v: Any) -> tuple[int | None, str | None]:
+    """``(number, None)`` for a token count as the GenAI conventions record it — an integer, or
+    its decimal digits as text (blanks around them allowed), as OTLP/JSON writes a 64-bit
+    ``intValue`` and some instrumentations a ``stringValue`` — that a 64-bit integer holds;
+    ``(None, what is wrong)`` for any other value; ``(None, None)`` when absent."""
+    if v is None:
+        return None, None
+    if isinstance(v, str) and v.isascii() and _INT_TEXT.fullmatch(v.strip()):
+        try:
+            v = int(v)
+        except ValueError:  # (more digits than Python converts)
+            return None, "is beyond what a 64-bit integer holds"
+    if isinstance(v, bool) or not isinstance(v, int):
+        return None, "is not a whole number"
+    if not _I64_MIN <= v <= _I64_MAX:
+        return None, "is beyond what a 64-bit integer holds"
+    return v, None
 
 
 def _events(v: Any, bad: list | None = None) -> tuple:
@@ -1014,7 +1041,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             row.update(kind="model_request", model=model if isinstance(model, str) else None,
                        message_id=attrs.get("gen_ai.response.id") if isinstance(attrs.get("gen_ai.response.id"), str)
                        else None,
-                       input_tokens=int_or_none(it), output_tokens=int_or_none(ot),
+                       input_tokens=_whole_number(it)[0], output_tokens=_whole_number(ot)[0],
                        text=text, text_bytes=nb)
         else:
             if k in outer_of:
