@@ -513,3 +513,22 @@ def test_token_counts_written_as_digits_are_read_and_those_past_64_bits_are_quar
             "(99999999999999999999): not read"),
         (3, 'span c000000000000003: gen_ai.usage.input_tokens is not a whole number ("1.5"): not read'),
         (3, 'span c000000000000003: gen_ai.usage.output_tokens is not a whole number ("\u00b2"): not read')]
+
+
+def test_an_integer_call_id_is_read_as_its_digits_and_a_note_says_so(tmp_path):
+    # the id was kept as "42" while a quarantine row said it "is not text (42): not read"
+    path = write_jsonl(tmp_path / "ids.jsonl", [
+        request(tool("d000000000000001", 0, 10, "mcp__door__read", parent=None, call_id=42)),
+        request(tool("d000000000000002", 20, 30, "mcp__door__read", parent=None, call_id=1.5)),
+        request(tool("d000000000000003", 40, 50, "mcp__door__read", parent=None, call_id=True))])
+    res = load_otel(path)
+    f = res.frame
+    assert f["uuid"].tolist() == ["d000000000000001", "d000000000000002", "d000000000000003"]
+    assert f["call_id"].iloc[0] == "42" and f["call_id"].iloc[1:].isna().all()
+    assert f["server"].eq("door").all() and f["tool"].eq("read").all()
+    assert res.inputs[0]["notes"] == [
+        "line 1: span d000000000000001 gen_ai.tool.call.id is a number (42), not text: read as the call id '42'"]
+    # a value that is no id is left out, and the quarantine row says so (it had been kept as "1.5", "True")
+    assert list(zip(res.quarantine["line_no"], res.quarantine["error"])) == [
+        (2, "span d000000000000002: gen_ai.tool.call.id is not text (1.5): not read"),
+        (3, "span d000000000000003: gen_ai.tool.call.id is not text (true): not read")]

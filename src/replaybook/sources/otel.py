@@ -126,7 +126,8 @@ without a name, ``input.value`` that is not the JSON its ``input.mime_type`` say
 row too (``span <id>: <attribute> …``, the span's line, the value as ``raw``); the span keeps its
 row with what could be read.  So is a GenAI attribute the row is read from that has the wrong type:
 an id, name, model or operation that is not text (left out: the span's name, its trace or
-nothing stands in), a token count (``gen_ai.usage.input_tokens`` / ``output_tokens``) that is
+nothing stands in; but an integer ``gen_ai.tool.call.id`` is the same id written as a number:
+read as its digits, ``call_id`` ``"42"``, with a note in ``inputs[i]["notes"]``), a token count (``gen_ai.usage.input_tokens`` / ``output_tokens``) that is
 not a whole number — an integer, or its decimal digits as text, as OTLP/JSON writes a 64-bit
 ``intValue`` and some instrumentations a ``stringValue`` (``"12"``: read as 12) — or that is
 beyond a 64-bit integer (``input_tokens`` / ``output_tokens`` NA).  Export requests of
@@ -564,6 +565,8 @@ def _gen_ai_problems(attrs: dict) -> tuple:
     out = []
     for k in _GEN_AI_TEXT:
         v = attrs.get(k)
+        if k == "gen_ai.tool.call.id" and _call_id(v) is not None:
+            continue   # (an integer id is read as its digits: a note says so, see _int_call_id_note)
         if v is not None and not isinstance(v, str):
             out.append((k, f"is not text ({_json.dumps(v)[:60].decode('utf-8', 'replace')}): not read", v))
     for k in _GEN_AI_INT:
@@ -575,6 +578,28 @@ def _gen_ai_problems(attrs: dict) -> tuple:
 
 
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def _call_id(v: Any) -> str | None:
+    """A ``gen_ai.tool.call.id`` as the row's ``call_id``: text as written; an integer (an
+    ``intValue``, which some instrumentations write for a numeric id) as its decimal digits —
+    the same id, as text; anything else (a boolean, a number with a fraction, a list) is no id:
+    ``None`` (and a quarantine row, :func:`_gen_ai_problems`)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    return None
+
+
+def _int_call_id_note(s: "_Span") -> str | None:
+    """The ``inputs`` note for a span whose ``gen_ai.tool.call.id`` is an integer (read as its
+    digits), else ``None``."""
+    v = s.attrs.get("gen_ai.tool.call.id")
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (f"line {s.line_no}: span {s.span} gen_ai.tool.call.id is a number ({v}), not text: "
+                f"read as the call id {str(v)!r}")
+    return None
 
 
 def _whole_number(v: Any) -> tuple[int | None, str | None]:
@@ -899,6 +924,9 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             continue
         index[k] = s
         spans.append(s)
+        note = _int_call_id_note(s)
+        if note is not None:
+            inputs[s.file_idx]["notes"].append(note)
         for attr, what, value in [*s.bad, *(s.shape.problems if s.shape else ()), *_gen_ai_problems(s.attrs)]:
             quarantine.append(quarantine_row(files[s.file_idx], None, LOADER, f"span {s.span}: {attr} {what}",
                                              line_no=s.line_no, raw=_json.dumps(value)[:400]))
@@ -933,10 +961,10 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         if not _is_tool(s):
             continue
         name = _tool_name(s)
-        cid = s.attrs.get("gen_ai.tool.call.id")
+        cid = _call_id(s.attrs.get("gen_ai.tool.call.id"))
         outer = None
         for a in ancestors(s):
-            if _is_tool(a) and (_tool_name(a) == name or (cid and a.attrs.get("gen_ai.tool.call.id") == cid)):
+            if _is_tool(a) and (_tool_name(a) == name or (cid and _call_id(a.attrs.get("gen_ai.tool.call.id")) == cid)):
                 outer = a
         if outer is not None:
             outer_of[(s.trace, s.span)] = outer
@@ -1023,9 +1051,9 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             text, nb = truncate(raw)
             rtext, _ = truncate(res if isinstance(res, str) else ((s.status_msg or failed_inside.get(k)) if error
                                                                   else None))
-            cid = attrs.get("gen_ai.tool.call.id")
+            cid = _call_id(attrs.get("gen_ai.tool.call.id"))
             row.update(kind="tool_call", tool_raw=name, server=server, tool=tool,
-                       call_id=str(cid) if cid is not None else None, arguments=args, args_key=key,
+                       call_id=cid, arguments=args, args_key=key,
                        is_error=bool(error) if s.end is not None or error else None,
                        result_text=rtext, text=text, text_bytes=nb)
             result_ts = _iso(s.end)
@@ -1047,8 +1075,8 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             if k in outer_of:
                 row["line_type"] = f"{row['line_type']} (nested in span {outer_of[k].span})"
                 name = _tool_name(s)
-                cid = attrs.get("gen_ai.tool.call.id", outer_of[k].attrs.get("gen_ai.tool.call.id"))
-                row.update(tool_raw=name, tool=name, call_id=str(cid) if cid is not None else None)
+                cid = _call_id(attrs.get("gen_ai.tool.call.id", outer_of[k].attrs.get("gen_ai.tool.call.id")))
+                row.update(tool_raw=name, tool=name, call_id=cid)
                 if cid is not None:
                     tool_rows.setdefault((tid, str(cid).strip()), -1)
             row["kind"] = "other"
