@@ -269,3 +269,36 @@ def test_a_server_name_with_an_underscore_is_told_by_a_display_name(tmp_path):
     res = load_gemini(tmp_path)
     assert rows(calls_of(res), ["call_id", "server", "tool"]) == [["c1", "my_srv", "list"], ["c2", "my_srv", "list"],
                                                                  [None, "my_srv", "list"]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_message_without_a_string_id_is_quarantined_in_jsonl_as_in_a_conversation_record(tmp_path):
+    """A JSONL message whose ``id`` is a number, or absent, had become an ``other`` row with no
+    text and no tool call row, and no quarantine row; the ``.json`` reader quarantines it."""
+    numeric = {**user("m2", 2, "numeric id prompt"), "id": 2}
+    no_id = {k: v for k, v in gemini("g3", 3, "no id", calls=[call("t1", "mcp_door_read", {"p": 1}, 3)]).items()
+             if k != "id"}
+    path = recording(tmp_path, [meta(), user("m1", 1, "hello"), numeric, no_id,
+                                {"$set": {"messages": [user("m1", 1, "hello"), {**user("m5", 5, "x"), "id": None}]}},
+                                gemini("g4", 4, "done")])
+    res = load_gemini(path)
+    f = res.frame
+    assert rows(f, ["kind", "message_id", "text"]) == [["system", None, None], ["user_prompt", "m1", "hello"],
+                                                       ["model_request", "g4", "done"]]
+    assert not f["kind"].eq("other").any() and calls_of(res).empty
+    q = res.quarantine
+    assert q["source_file"].eq(str(path)).all()
+    assert list(zip(q["line_no"], q["error"])) == [(3, "message without a string id"),
+                                                   (4, "message without a string id"),
+                                                   (5, "message without a string id ($set.messages[1])")]
+    assert json.loads(q["raw"].iloc[0])["content"] == [{"text": "numeric id prompt"}]
+    assert "mcp_door_read" in q["raw"].iloc[1]
+    # the same messages in a ConversationRecord document: the same rows, the same reason
+    doc = tmp_path / "session-2026-03-01T10-00-5a1b2c3d.json"
+    doc.write_text(json.dumps({**meta(), "messages": [user("m1", 1, "hello"), numeric, no_id, gemini("g4", 4, "done")]},
+                              indent=1))
+    res2 = load_gemini(doc)
+    assert rows(res2.frame, ["kind", "message_id"]) == [["system", None], ["user_prompt", "m1"],
+                                                        ["model_request", "g4"]]
+    assert res2.quarantine["error"].tolist() == ["message without a string id"] * 2

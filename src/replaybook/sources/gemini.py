@@ -73,7 +73,9 @@ Decisions
   tells) or the older ``<server>__<tool>``; else a built-in (server NA).
 
 Timestamps are tz-aware UTC.  Lines that are not JSON or not objects go to the quarantine with
-file, line and byte offset (an unterminated last line: ``pending``); a JSON document that does
+file, line and byte offset, and so does a message record without a string ``id`` (a number, none:
+no upsert can key it; in JSONL, in ``$set.messages`` and in a ConversationRecord document alike —
+its content and tool calls are in the row's ``raw``, not in the frame) (an unterminated last line: ``pending``); a JSON document that does
 not parse is one quarantine row with the parser's line, unless raw control characters (a NUL
 byte, an unescaped tab in a string) are all that is wrong: then each message or Content item
 holding one is a quarantine row (its index, line, byte offset and the character's byte offset)
@@ -391,9 +393,13 @@ def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict
             if isinstance(s.get("kind"), str) and session:
                 st.kind[session] = s["kind"]
             if isinstance(s.get("messages"), list):
-                for m in s["messages"]:
+                for i, m in enumerate(s["messages"]):
                     if isinstance(m, dict) and isinstance(m.get("id"), str):
                         st.upsert(session or _stem(path), m, file_idx, line.line_no)
+                    else:
+                        quarantine.append(quarantine_row(path, None, LOADER, f"message without a string id "
+                                                         f"($set.messages[{i}])", line_no=line.line_no,
+                                                         offset=line.offset, raw=_json.dumps(m)[:400]))
             continue
         if isinstance(o.get("sessionId"), str) and not isinstance(o.get("id"), str):
             session = session or o["sessionId"]
@@ -402,8 +408,18 @@ def _read(path: Path, file_idx: int, st: _State, quarantine: list[dict]) -> dict
         if isinstance(o.get("id"), str):
             st.upsert(session or _stem(path), o, file_idx, line.line_no)
             continue
+        if _is_message(o):  # (as the ConversationRecord reader: no id, no upsert, no row)
+            quarantine.append(quarantine_row(path, line, LOADER, "message without a string id"))
+            continue
         st.others.append((st.next(), session or _stem(path), o, file_idx, line.line_no))
     return info
+
+
+def _is_message(o: dict) -> bool:
+    """A message record by its fields (an ``id``, a message ``type``, ``content`` or ``toolCalls``),
+    whatever its ``id`` holds: one without a string id cannot be keyed for the upserts (the last
+    version of an id wins) and is quarantined, in JSONL as in a ConversationRecord document."""
+    return "id" in o or o.get("type") in _MSG_TYPES or "content" in o or "toolCalls" in o
 
 
 def _is_record(o: dict) -> bool:
