@@ -655,6 +655,31 @@ def note_unreadable_times(texts: Sequence[Any], parsed: Any, files: Sequence[Any
             f"the time unknown: {shown}{more}")
 
 
+def note_non_text_times(info: dict, items: Sequence[tuple[Any, Any]]) -> None:
+    """Say in ``info["notes"]`` which lines held a time field that was written but is empty or
+    not text (a number, ``null``): their rows are kept with the time unknown (NaT).  ``items``:
+    ``(line, value)``; the note names the first three in line order, and how many in all, in the
+    words Claude Code's loader uses for the same case.  A time *text* that is no date-time is
+    :func:`note_unreadable_times`' note."""
+    if not items:
+        return
+
+    def shown(v: Any) -> str:
+        if isinstance(v, str):
+            return repr(safe_str(v)[:40])
+        try:
+            return safe_str(_json.dumps(v).decode("utf-8", "replace"))[:40]
+        except TypeError:  # (a value JSON cannot write)
+            return repr(v)[:40]
+
+    got = sorted(items, key=lambda x: (x[0] is None, x[0] if x[0] is not None else 0))
+    n = len(got)
+    listed = ", ".join(f"line {ln} ({shown(v)})" for ln, v in got[:3])
+    more = f" and {n - 3:,} more" if n > 3 else ""
+    info.setdefault("notes", []).append(f"{n:,} line{'' if n == 1 else 's'} with a timestamp that is empty or "
+                                        f"not text, kept with the time unknown: {listed}{more}")
+
+
 #: a time of day with a time zone at the end of a date-time text: ``…10:00Z``, ``…10:00:00.5+02:00``,
 #: ``…10:00:00 -0500``, ``…10:00+02`` (blanks after it allowed, as the parser allows them); a date
 #: alone (``2026-09-13``, read as UTC midnight) has none

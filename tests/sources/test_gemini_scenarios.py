@@ -302,3 +302,18 @@ def test_a_message_without_a_string_id_is_quarantined_in_jsonl_as_in_a_conversat
     assert rows(res2.frame, ["kind", "message_id"]) == [["system", None], ["user_prompt", "m1"],
                                                         ["model_request", "g4"]]
     assert res2.quarantine["error"].tolist() == ["message without a string id"] * 2
+
+
+def test_a_timestamp_written_null_or_as_a_number_is_noted_as_claude_codes_is(tmp_path):
+    """A ``timestamp`` of ``null``, a number or ``""`` had given NaT with no note (it was made
+    None before the unreadable-time check); one not written at all is no note."""
+    no_ts = {k: v for k, v in user("m5", 5, "e").items() if k != "timestamp"}
+    path = recording(tmp_path, [meta(), {**user("m1", 1, "a"), "timestamp": None},
+                                {**user("m2", 2, "b"), "timestamp": 1772359200000}, {**user("m3", 3, "c"), "timestamp": ""},
+                                user("m4", 4, "d"), no_ts])
+    res = load_gemini(path)
+    f = res.frame[res.frame["kind"] == "user_prompt"]
+    assert f["message_id"].tolist() == ["m1", "m2", "m3", "m4", "m5"]
+    assert [str(t) for t in f["ts"]] == ["NaT", "NaT", "NaT", "2026-03-01 10:00:04+00:00", "NaT"]
+    assert res.inputs[0]["notes"] == ["3 lines with a timestamp that is empty or not text, kept with the time "
+                                      "unknown: line 2 (null), line 3 (1772359200000), line 4 ('')"]

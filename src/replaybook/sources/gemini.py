@@ -72,7 +72,10 @@ Decisions
   ``parseMcpToolName``: wrong for a server name holding ``_``, which only a ``displayName``
   tells) or the older ``<server>__<tool>``; else a built-in (server NA).
 
-Timestamps are tz-aware UTC.  Lines that are not JSON or not objects go to the quarantine with
+Timestamps are tz-aware UTC; NaT where a record has none, or one that cannot be read — no
+date-time (``"not a time"``), or written empty or not text (a number, ``null``): the row is kept
+with the time unknown and the file's ``inputs`` notes name the lines and what they held, as for
+Claude Code and Codex transcripts.  Lines that are not JSON or not objects go to the quarantine with
 file, line and byte offset, and so does a message record without a string ``id`` (a number, none:
 no upsert can key it; in JSONL, in ``$set.messages`` and in a ConversationRecord document alike —
 its content and tool calls are in the row's ``raw``, not in the frame) (an unterminated last line: ``pending``); a JSON document that does
@@ -96,7 +99,7 @@ import orjson
 
 from .. import _json
 from .._jsonl import (Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores, name_stem,
-                      note_unreadable_times, note_zoneless_times, quarantine_row, read_source)
+                      note_non_text_times, note_unreadable_times, note_zoneless_times, quarantine_row, read_source)
 from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -631,6 +634,18 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                 "agent_id": session if sub else None,
                 "source_file": str(files[fi]), "line_no": ln}
 
+    bad_times: dict[int, list[tuple[int | None, Any]]] = {}   # file → (line, time) written but not text
+
+    def time_of(rec: dict, key: str, fi: int, ln: int | None) -> str | None:
+        """``rec[key]`` when it is text; one written empty or not text (``null``, a number) is
+        noted (:func:`~replaybook._jsonl.note_non_text_times`) and the time is unknown."""
+        v = rec.get(key)
+        if isinstance(v, str) and v:
+            return v
+        if key in rec:
+            bad_times.setdefault(fi, []).append((ln, v))
+        return None
+
     # checkpoint pairing state, per file
     pending_calls: dict[int, dict[str, list[int]]] = {}
     for _order, what, obj in items:
@@ -638,13 +653,13 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             session, fi, ln, meta = obj
             text, nb = truncate(str_or_none(meta.get("summary")))
             add({**base_for(session, fi, ln), "kind": "system", "line_type": "session", "text": text,
-                 "text_bytes": nb}, str_or_none(meta.get("startTime")))
+                 "text_bytes": nb}, time_of(meta, "startTime", fi, ln))
         elif what == "msg":
             m: _Msg = obj
             rec = m.rec
             b = base_for(m.session, m.file_idx, m.line_no)
             t = str_or_none(rec.get("type"))
-            mts = str_or_none(rec.get("timestamp"))
+            mts = time_of(rec, "timestamp", m.file_idx, m.line_no)
             text, media = _parts_text(rec.get("content"))
             text, nb = truncate(text)
             if t == "user":
@@ -677,7 +692,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             _o, session, rec, fi, ln = obj
             lt = rec.get("type") if isinstance(rec.get("type"), str) else "unknown"
             add({**base_for(session, fi, ln), "kind": "other", "line_type": lt},
-                str_or_none(rec.get("timestamp")))
+                time_of(rec, "timestamp", fi, ln))
         else:
             c: _Content = obj
             b = base_for(c.session, c.file_idx, c.line_no)
@@ -725,6 +740,8 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     add({**b, "kind": "tool_result", "line_type": "user/functionResponse", "tool_raw": name,
                          "server": server, "tool": tool, "call_id": cid, "is_error": is_err, "text": rtext,
                          "text_bytes": rnb}, None)
+    for fi, got in bad_times.items():
+        note_non_text_times(inputs[fi], got)
     frame = STEPS.build(rows)
     if len(frame):
         frame["ts"] = to_utc(ts).array
