@@ -115,3 +115,19 @@ def test_what_counts_as_a_zone(tmp_path, text, noted):
     got = [n for n in _notes(p) if "time zone" in n]
     assert got == ([f"a time without a time zone on line 2 ({text!r}): read as UTC; RFC 3339 requires an offset — "
                     "if Claude Code wrote local time, these lines are off by the zone's offset"] if noted else [])
+
+
+@pytest.mark.parametrize("src,line,writer", [(CLAUDE, 4, "Claude Code"), (CODEX, 2, "Codex"), (GEMINI, 8, "Gemini CLI")])
+@pytest.mark.parametrize("value", [b"null", b"1735689600"])
+def test_a_timestamp_written_null_or_as_a_number_is_noted_by_line(tmp_path, src, line, writer, value):
+    """Codex had read a ``timestamp`` written ``null`` or as a number as an unknown time without
+    a word, where Claude Code's loader (and now Gemini's) notes it."""
+    lines = src.read_bytes().split(b"\n")
+    lines[line - 1], k = re.subn(rb'"timestamp":\s*"[^"]*"', b'"timestamp": ' + value, lines[line - 1], count=1)
+    assert k == 1
+    path = tmp_path / "t" / src.name
+    path.parent.mkdir()
+    path.write_bytes(b"\n".join(lines))
+    got = [n for n in _notes(path) if "empty or not text" in n]
+    assert got == [f"1 line with a timestamp that is empty or not text, kept with the time unknown: "
+                   f"line {line} ({value.decode()})"], (writer, _notes(path))

@@ -174,7 +174,8 @@ import orjson
 
 from .. import _json
 from .._jsonl import (ControlRepair, Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores,
-                      name_stem, note_unreadable_times, note_zoneless_times, quarantine_row, read_source)
+                      name_stem, note_non_text_times, note_unreadable_times, note_zoneless_times, quarantine_row,
+                      read_source)
 from .._text import before_by_ms, deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -465,6 +466,7 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
         return f
     gens: set[str] = set()
     first = True
+    bad_ts: list[tuple[int, Any]] = []   # (line, timestamp) written empty or not text
     for line in iter_objects(path, data, LOADER, quarantine, accept=_is_envelope):
         o = line.obj
         if needs_safe(line.raw):
@@ -475,6 +477,8 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
             quarantine.append(quarantine_row(path, line, LOADER,
                                              f"{rtype} payload is not an object ({type(payload).__name__})"))
             continue
+        if kind in ("envelope", "legacy_meta") and "timestamp" in o and not ts:
+            bad_ts.append((line.line_no, o["timestamp"]))   # (null, a number, "": the time is unknown)
         gens.add("envelope" if kind == "envelope" else ("legacy" if kind != "unknown" else "unknown"))
         rec = _Rec(line.line_no, kind, o, ts, rtype, payload, line.offset, line.raw[:400])
         if (kind == "envelope" and rtype == "session_meta") or kind == "legacy_meta":
@@ -483,6 +487,7 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
                 f.meta_idx = len(f.recs)
                 _apply_meta(f, meta)
         f.recs.append(rec)
+    note_non_text_times(f.info, bad_ts)
     gens.discard("unknown")
     f.info["generation"] = ("envelope-jsonl" if gens == {"envelope"} else
                             "legacy-jsonl" if gens == {"legacy"} else
