@@ -784,3 +784,28 @@ def test_a_tool_use_id_repeated_with_other_input_is_a_call_of_its_own(tricky):
         "tool-use id toolu_1 names 2 tool calls (lines 1, 2: read): Claude Code gives each call its own id — an "
         "edited transcript, or two conversations' lines merged? Results are paired to calls by id, so one of them "
         "may show the other's result"]
+
+
+def test_a_tool_use_id_that_is_not_text_is_noted_by_line_on_both_paths(tmp_path, monkeypatch):
+    """An ``id``/``tool_use_id`` written as a number had left the call and its result unpaired
+    (``call_id`` NA) without a word."""
+    import json
+
+    base = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/w", "sessionId": "S1",
+            "version": "2.0.1", "timestamp": "2025-01-01T00:00:00.000Z"}
+    lines = [dict(base, type="assistant", uuid="a1", requestId="req_1", message={
+                 "id": "msg_1", "role": "assistant", "model": "m",
+                 "content": [{"type": "tool_use", "id": 42, "name": "mcp__door__read_object", "input": {"p": 1}}]}),
+             dict(base, type="user", uuid="u2", message={"role": "user", "content": [
+                 {"type": "tool_result", "tool_use_id": 42, "content": "r1"}]}),
+             dict(base, type="user", uuid="u3", message={"role": "user", "content": [
+                 {"type": "tool_result", "tool_use_id": "toolu_9", "content": "r2"}]})]
+    path = tmp_path / "S1.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    frame = assert_same([path], monkeypatch)
+    tools = frame[frame["kind"].isin(["tool_call", "tool_result"])]
+    assert list(zip(tools["kind"], tools["call_id"].astype(object).where(tools["call_id"].notna(), None))) == [
+        ("tool_call", None), ("tool_result", None), ("tool_result", "toolu_9")]
+    notes = load_claude_code([path]).inputs[0]["notes"]
+    assert notes == ["2 lines with a tool-use id that is not text (a tool_use id or a tool_result's tool_use_id), "
+                     "kept with no call id, so call and result are not paired: line 1 (42), line 2 (42)"]

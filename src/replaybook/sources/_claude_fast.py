@@ -379,6 +379,7 @@ class Load:
         repeated = 0  # (tool_use blocks repeating an id within one response)
         bad_ts: list = []    # (line, timestamp) empty or not text
         bad_err: list = []   # (line, is_error) neither true nor false
+        bad_id: list = []    # (line, tool-use id) that is not text
         loads = _json.loads
         JDE = orjson.JSONDecodeError
         split = _split
@@ -495,6 +496,8 @@ class Load:
                             if cid.__class__ is str and cid:
                                 r[C_CALL_ID] = cid
                                 results.append(row0 + len(rows))
+                            elif cid is not None and cid.__class__ is not str:
+                                bad_id.append((line_no, cid))
                             e = b.get("is_error")
                             if e is True or e is False or e is None:
                                 r[C_IS_ERROR] = e is True
@@ -592,6 +595,8 @@ class Load:
                         r[C_SERVER] = server
                         r[C_TOOL] = tool
                         cid = b.get("id")
+                        if cid is not None and cid.__class__ is not str:
+                            bad_id.append((line_no, cid))
                         if cid.__class__ is str and cid:
                             r[C_CALL_ID] = cid
                             lst = calls.get(cid)
@@ -636,7 +641,7 @@ class Load:
         info["duplicates"] = dups
         if forks:
             fork_sessions(info, forks)
-        _note_odd_values(info, bad_ts, bad_err)
+        _note_odd_values(info, bad_ts, bad_err, bad_id)
         _note_repeated_calls(info, repeated)
         self._commit(stem, path, rows)
 

@@ -234,13 +234,16 @@ def note_repeated_calls(info: dict, repeated: int) -> None:
             "response (same message id and request id): the same call written again, counted once")
 
 
-def note_odd_values(info: dict, bad_ts: list[tuple[int, Any]], bad_err: list[tuple[int, Any]]) -> None:
+def note_odd_values(info: dict, bad_ts: list[tuple[int, Any]], bad_err: list[tuple[int, Any]],
+                    bad_id: list[tuple[int, Any]] = ()) -> None:
     """Say in a transcript's ``inputs`` notes which lines were read with a value that could not
     be: a ``timestamp`` that is empty or not text (a number, ``null``) — the line's steps are
-    kept with the time unknown (NaT) — and a ``tool_result`` whose ``is_error`` is neither true
-    nor false — kept with ``is_error`` NA.  ``bad_ts``/``bad_err``: ``(line, value)`` in line
-    order.  A timestamp text that is no date-time is noted after the load
-    (:func:`note_unreadable_timestamps`)."""
+    kept with the time unknown (NaT) —, a ``tool_result`` whose ``is_error`` is neither true
+    nor false — kept with ``is_error`` NA — and a ``tool_use`` ``id`` or ``tool_result``
+    ``tool_use_id`` that is not text (a number: Claude Code writes ``toolu_…`` strings) — kept
+    with ``call_id`` NA, so the call and its result are not paired.  ``bad_ts``/``bad_err``/
+    ``bad_id``: ``(line, value)`` in line order.  A timestamp text that is no date-time is
+    noted after the load (:func:`note_unreadable_timestamps`)."""
     if bad_ts:
         info.setdefault("notes", []).append(
             _lines_note(bad_ts, "line", "with a timestamp that is empty or not text, kept with the time unknown"))
@@ -248,6 +251,10 @@ def note_odd_values(info: dict, bad_ts: list[tuple[int, Any]], bad_err: list[tup
         info.setdefault("notes", []).append(
             _lines_note(bad_err, "tool result", "whose is_error is neither true nor false, kept with is_error "
                                                 "unknown (NA)"))
+    if bad_id:
+        info.setdefault("notes", []).append(
+            _lines_note(bad_id, "line", "with a tool-use id that is not text (a tool_use id or a tool_result's "
+                                        "tool_use_id), kept with no call id, so call and result are not paired"))
 
 
 def note_unreadable_timestamps(raw_ts: Any, parsed: Any, files: Any, lines: Any, inputs: list[dict]) -> None:
@@ -385,6 +392,7 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
     repeated = 0  # tool_use blocks repeating an id within one response (note_repeated_calls)
     bad_ts: list[tuple[int, Any]] = []    # (line, timestamp) empty or not text
     bad_err: list[tuple[int, Any]] = []   # (line, is_error) neither true nor false
+    bad_id: list[tuple[int, Any]] = []    # (line, tool-use id) that is not text
     loads = _json.loads
     JDE = orjson.JSONDecodeError
 
@@ -486,6 +494,8 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                         r[C_KIND] = "tool_result"
                         r[C_LT] = "user"
                         r[C_CALL_ID] = str_or_none(b.get("tool_use_id"))
+                        if b.get("tool_use_id") is not None and not isinstance(b.get("tool_use_id"), str):
+                            bad_id.append((line_no, b.get("tool_use_id")))
                         r[C_IS_ERROR] = is_error_of(b.get("is_error"))
                         if r[C_IS_ERROR] is None:
                             bad_err.append((line_no, b.get("is_error")))
@@ -565,6 +575,8 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
                     r[C_SERVER] = server
                     r[C_TOOL] = tool
                     r[C_CALL_ID] = str_or_none(b.get("id"))
+                    if b.get("id") is not None and not isinstance(b.get("id"), str):
+                        bad_id.append((line_no, b.get("id")))
                     r[C_ARGS] = args
                     r[C_ARGS_KEY] = _canonical(args)
                     r[C_MODEL] = None
@@ -600,7 +612,7 @@ def parse_file(path: Path, seen: dict, read: tuple[bytes, dict] | None = None) -
     info["duplicates"] = dups
     if forks:
         fork_sessions(info, forks)
-    note_odd_values(info, bad_ts, bad_err)
+    note_odd_values(info, bad_ts, bad_err, bad_id)
     note_repeated_calls(info, repeated)
     cols = [list(c) for c in zip(*rows)] if rows else []
     return cols, quarantine, info
