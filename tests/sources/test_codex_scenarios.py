@@ -807,3 +807,23 @@ def test_a_copy_of_a_legacy_rollout_counts_once_and_a_copy_that_went_on_keeps_th
         ["legacy-2", 0, 1, "system", "session_meta", "x"], ["legacy-2", 1, 2, "other", "state", None],
         ["legacy-2", 2, 3, "user_prompt", "message/user", "hello"]]
     assert f.loc[3, "source_file"] == str(a) and f.loc[6, "source_file"] == str(c)
+
+
+def test_a_call_id_written_as_a_number_is_noted_by_line(tmp_path):
+    """A ``call_id`` written as a number had left the call and its output unpaired (``call_id`` NA)
+    without a word; Claude Code's loader notes the same case."""
+    sid = "0199aaaa-0000-7000-8000-00000000000f"
+    path = tmp_path / f"rollout-2025-09-13T10-00-00-{sid}.jsonl"
+    write(path, [
+        {"timestamp": "2025-09-13T10:00:00.000Z", "type": "session_meta",
+         "payload": {"id": sid, "timestamp": "2025-09-13T10:00:00.000Z", "cwd": "/w", "cli_version": "0.40.0"}},
+        {"timestamp": "2025-09-13T10:00:01.000Z", "type": "response_item",
+         "payload": {"type": "function_call", "name": "shell", "arguments": '{"command":["ls"]}', "call_id": 7}},
+        {"timestamp": "2025-09-13T10:00:02.000Z", "type": "response_item",
+         "payload": {"type": "function_call_output", "call_id": 7, "output": "a\n"}},
+    ])
+    res = load_codex(path)
+    tools = res.frame[res.frame["kind"].isin(["tool_call", "tool_result"])]
+    assert tools["kind"].tolist() == ["tool_call", "tool_result"] and tools["call_id"].isna().all()
+    assert res.inputs[0]["notes"] == ["2 lines with a call_id that is not text, kept with no call id, so call and "
+                                      "result are not paired: line 2 (7), line 3 (7)"]

@@ -1312,14 +1312,23 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     fc_ids: set[tuple[str, str]] = set()      # (session, call_id) of function_call items
     begin_ids: set[tuple[str, str]] = set()   # (session, call_id) of mcp_tool_call_begin events
     for f in files:
+        odd_ids: list[tuple[int, Any]] = []   # (line, call_id) written but not text
         for idx, r in enumerate(f.recs):
             if idx in f.skip_set or not isinstance(r.payload, dict):
                 continue
             p = r.payload
+            if p.get("call_id") is not None and not isinstance(p.get("call_id"), str):
+                odd_ids.append((r.line_no, p["call_id"]))
             if r.rtype == "response_item" and p.get("type") == "function_call" and str_or_none(p.get("call_id")):
                 fc_ids.add((f.session_id, p["call_id"]))
             if r.rtype == "event_msg" and p.get("type") == "mcp_tool_call_begin" and str_or_none(p.get("call_id")):
                 begin_ids.add((f.session_id, p["call_id"]))
+        if odd_ids:  # (a call and its result read with no call id are not paired: said, not silent)
+            from ._claude_ref import _lines_note
+
+            f.info.setdefault("notes", []).append(_lines_note(
+                odd_ids, "line", "with a call_id that is not text, kept with no call id, so call and result are not "
+                                 "paired"))
     st = _Load()
     for f in files:
         _build_file(st, f, fc_ids, begin_ids)
