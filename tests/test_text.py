@@ -80,3 +80,16 @@ def test_utf8_error_place_counts_characters_as_an_editor_shows_them():
     with pytest.raises(UnicodeDecodeError) as e:
         data.decode("utf-8")
     assert utf8_error_place(data, e.value) == (2, 17)  # (byte 20 of the line: three é take two bytes each)
+
+
+def test_a_date_time_a_frame_cannot_hold_is_told_from_one_that_is_no_date_time():
+    """Year 9999 and year 1 had been called "not a date-time": they are valid RFC 3339 times
+    beyond the nanosecond range (1677-09-21 to 2262-04-11 UTC) a frame holds."""
+    from replaybook._text import beyond_time_range, time_words
+
+    beyond = "is a date-time beyond the times a frame holds (1677-09-21 to 2262-04-11 UTC)"
+    for t in ("9999-12-31T23:59:05.500Z", "2262-04-11T23:47:20Z", "0001-01-01T00:00:00Z",
+              "0001-01-01T00:00:00+05:00", "1677-09-21T00:00:00Z"):
+        assert time_words(t) == beyond, t
+    for t in ("yesterday", "2026-02-30T10:00:00Z", "", "9999", None, 1735689600):
+        assert time_words(t) == "is not a date-time" and not beyond_time_range(t), t

@@ -626,8 +626,9 @@ def unreadable_row(path: str | Path, line: Line, loader: str, why: str) -> dict:
 def note_unreadable_times(texts: Sequence[Any], parsed: Any, files: Sequence[Any], lines: Sequence[Any],
                           inputs: Sequence[dict], what: str = "event") -> None:
     """Say in each input's ``notes`` which rows carried a time that is not a date-time
-    (``"yesterday"``, year 9999): the row is kept, in file order, with its time unknown (NaT),
-    and the note names the lines and the text (the first three, and how many in all).
+    (``"yesterday"``, February 30th), or one beyond the times a frame holds (year 9999: its own
+    note): the row is kept, in file order, with its time unknown (NaT), and the note names the
+    lines and the text (the first three, and how many in all).
 
     Args:
         texts: each row's time as logged (``None`` or ``""`` where none was logged: no note).
@@ -638,21 +639,26 @@ def note_unreadable_times(texts: Sequence[Any], parsed: Any, files: Sequence[Any
     """
     import pandas as pd
 
-    bad: dict[str, list[tuple[Any, str]]] = {}
+    from ._text import TIME_RANGE, beyond_time_range
+
+    bad: dict[tuple[str, bool], list[tuple[Any, str]]] = {}
     for t, v, f, ln in zip(texts, parsed, files, lines):
         if isinstance(t, str) and t and pd.isna(v):
-            bad.setdefault(str(f), []).append((ln, t))
+            bad.setdefault((str(f), beyond_time_range(t)), []).append((ln, t))
     if not bad:
         return
     for info in inputs:
-        got = bad.get(str(info.get("path")))
-        if not got:
-            continue
-        shown = ", ".join(f"line {ln} ({safe_str(t)[:40]!r})" for ln, t in got[:3])
-        more = f" and {len(got) - 3:,} more" if len(got) > 3 else ""
-        info.setdefault("notes", []).append(
-            f"{len(got):,} {what}{'' if len(got) == 1 else 's'} with a time that is not a date-time, kept with "
-            f"the time unknown: {shown}{more}")
+        for beyond in (False, True):
+            got = bad.get((str(info.get("path")), beyond))
+            if not got:
+                continue
+            shown = ", ".join(f"line {ln} ({safe_str(t)[:40]!r})" for ln, t in got[:3])
+            more = f" and {len(got) - 3:,} more" if len(got) > 3 else ""
+            why = (f"a date-time beyond the times a frame holds ({TIME_RANGE})" if beyond
+                   else "a time that is not a date-time")
+            info.setdefault("notes", []).append(
+                f"{len(got):,} {what}{'' if len(got) == 1 else 's'} with {why}, kept with the time unknown: "
+                f"{shown}{more}")
 
 
 def note_non_text_times(info: dict, items: Sequence[tuple[Any, Any]]) -> None:

@@ -10,7 +10,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["safe_str", "deep_safe", "needs_safe", "truncate", "to_utc", "before_by_ms", "MAX_SHIFT_MS", "SHOW_INVISIBLE",
            "TEXT_LIMIT", "str_or_none",
-           "int_or_none", "float_or_none", "utf8_error_place", "ONE_LINE", "one_line"]
+           "int_or_none", "float_or_none", "utf8_error_place", "ONE_LINE", "one_line", "TIME_RANGE",
+           "beyond_time_range", "time_words"]
 
 #: Characters of free text (prompts, model output, tool results) kept in a frame cell.
 #: The full size in UTF-8 bytes is kept beside it (``text_bytes``).
@@ -207,3 +208,36 @@ def utf8_error_place(data: bytes, exc: UnicodeDecodeError) -> tuple[int, int]:
     line_start = data.rfind(b"\n", 0, exc.start) + 1
     before = data[line_start:exc.start].decode("utf-8", "replace")  # (valid UTF-8: the first error is here)
     return data.count(b"\n", 0, exc.start) + 1, len(before) + 1
+
+
+#: The times a frame holds (pandas' nanosecond timestamps), in words.
+TIME_RANGE = "1677-09-21 to 2262-04-11 UTC"
+
+
+def beyond_time_range(text: Any) -> bool:
+    """Whether ``text`` is a date-time (ISO 8601 / RFC 3339, as Python's ``fromisoformat`` reads
+    it, ``Z`` included) that a frame cannot hold: before 1677-09-21 or after 2262-04-11 UTC
+    (``9999-12-31T23:59:59Z``, ``0001-01-01T00:00:00Z``).  ``False`` for anything else."""
+    from datetime import datetime, timezone
+
+    if not isinstance(text, str) or not 10 <= len(text) <= 64:
+        return False
+    try:
+        t = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return False
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    try:
+        t = t.astimezone(timezone.utc)
+    except (OverflowError, ValueError):  # (year 1 or 9999 shifted past the calendar by its offset)
+        return True
+    return not (datetime(1677, 9, 22, tzinfo=timezone.utc) <= t < datetime(2262, 4, 11, tzinfo=timezone.utc))
+
+
+def time_words(text: Any) -> str:
+    """Why a logged time was not read, in words that follow its text: ``is not a date-time``,
+    or — a valid date-time out of a frame's range (:func:`beyond_time_range`) — ``is a date-time
+    beyond the times a frame holds (1677-09-21 to 2262-04-11 UTC)``."""
+    return (f"is a date-time beyond the times a frame holds ({TIME_RANGE})" if beyond_time_range(text)
+            else "is not a date-time")

@@ -117,7 +117,9 @@ def test_a_time_that_is_not_a_date_time_is_named_not_silently_unknown(tmp_path):
                                               "unknown: line 2 ('yesterday')")
     gem = _edit(tmp_path, "gemini/chats/session-2025-10-01T12-00-5a1b2c3d.jsonl", '"timestamp":"2025-10-01T12:00:02.000Z"',
                 '"timestamp":"9999-12-31T23:59:59Z"', count=-1)  # (every copy of the re-appended message)
-    assert "with a time that is not a date-time, kept with the time unknown: line " in replaybook.load(gem).files["note"].iloc[0]
+    # (a valid date-time a frame cannot hold is said as such, not as "not a date-time")
+    assert ("with a date-time beyond the times a frame holds (1677-09-21 to 2262-04-11 UTC), kept with the time "
+            "unknown: line 8 ('9999-12-31T23:59:59Z')") in replaybook.load(gem).files["note"].iloc[0]
     inv = _edit(tmp_path, "gateways/invariant/traces.jsonl", '"timestamp":"2026-09-13T10:00:01.000"',
                 '"timestamp":"yesterday"')
     res = replaybook.load(inv)

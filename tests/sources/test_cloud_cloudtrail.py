@@ -399,3 +399,20 @@ def test_cloudtrail_insights_files_are_skipped_like_digest_files(tmp_path):
     assert by[ins.name]["skipped"] is True
     assert by[ins.name]["reason"] == "CloudTrail Insights file (summaries of unusual activity, not requests)"
     assert by[mixed.name].get("skipped") is None and by[mixed.name]["ignored_lines"] == 1
+
+
+def test_a_record_time_beyond_a_frames_range_is_said_as_such(tmp_path):
+    import json
+
+    from replaybook.sources.cloudtrail import load_cloudtrail
+
+    rec = {"eventVersion": "1.08", "eventTime": "9999-12-31T23:59:59Z", "eventSource": "s3.amazonaws.com",
+           "eventName": "GetObject", "awsRegion": "eu-central-1", "userIdentity": {"type": "IAMUser"}}
+    ok = dict(rec, eventTime="2026-01-01T00:00:00Z")
+    p = tmp_path / "ct.json"
+    p.write_text(json.dumps({"Records": [ok, rec]}))
+    res = load_cloudtrail(p)
+    assert len(res.frame) == 1
+    assert res.quarantine["error"].tolist() == [
+        "record 2: time '9999-12-31T23:59:59Z' is a date-time beyond the times a frame holds "
+        "(1677-09-21 to 2262-04-11 UTC)"]

@@ -326,3 +326,21 @@ def test_bytes_that_are_not_utf8_are_said_where_they_are_read_as_replacements(tm
                                       "arguments or object there is not exactly as written"]
     p.write_bytes(json.dumps(good, ensure_ascii=False).encode() + b"\n")
     assert door._load([p], fast=fast).inputs[0].get("notes") is None
+
+
+def test_a_door_line_whose_time_is_beyond_a_frames_range_says_it_might_be(tmp_path):
+    """A door line stamped year 9999 had been set aside as "not an RFC 3339 date-time" alone."""
+    import json
+
+    from replaybook.sources.door import load_door
+
+    p = tmp_path / "d" / "s.jsonl"
+    p.parent.mkdir()
+    p.write_text(json.dumps({"ts": "9999-12-31T23:59:05.500Z", "session": "S", "agent": "a", "server": "x",
+                             "tool": "t", "arguments": {}, "object": None, "decision": "allow", "rule": "r",
+                             "rows": None, "bytes": None}) + "\n")
+    res = load_door(p.parent)
+    assert len(res.frame) == 0
+    assert res.quarantine["error"].tolist() == [
+        "ts or ts_end is not an RFC 3339 date-time, or is one beyond the times a frame holds "
+        "(1677-09-21 to 2262-04-11 UTC)"]

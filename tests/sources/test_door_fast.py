@@ -94,8 +94,7 @@ def _verbatim_reference_load_door(paths) -> LoadResult:
     frame = CALLS.build(cols)
     if bad.any():
         for f, n in zip(frame.loc[bad, "source_file"], frame.loc[bad, "line_no"]):
-            quarantine.append(quarantine_row(f, None, "door", "ts or ts_end is not an RFC 3339 date-time",
-                                             line_no=int(n)))
+            quarantine.append(quarantine_row(f, None, "door", _door_fast.DOOR_TIME_ERROR, line_no=int(n)))
         frame = frame[~bad].reset_index(drop=True)
     if len(frame):
         # (changed since: an end before the start gives no duration)

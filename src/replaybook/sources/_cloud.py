@@ -55,7 +55,7 @@ import pandas as pd
 from .. import _json
 from .._jsonl import (ZERO_FILL, Damaged, _count_lines, control_repair, expand_paths, file_info, gunzip_leniently,
                       is_zero_fill, iter_lines, not_utf8_note, parse_json, quarantine_row)
-from .._text import deep_safe, safe_str, to_utc
+from .._text import deep_safe, safe_str, time_words, to_utc
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
 from ._record import as_dict
@@ -798,7 +798,7 @@ def finish(rows: list[dict], quarantine: list[dict], inputs: list[dict], loader:
                 numbered = {"numbered": "record"} if r["source_file"] in by_record else {}
                 quarantine.append(quarantine_row(
                     r["source_file"], None, loader,
-                    record_error(numbered, r["line_no"], f"time {r['ts']!r} is not a date-time"), line_no=r["line_no"],
+                    record_error(numbered, r["line_no"], f"time {r['ts']!r} {time_words(r['ts'])}"), line_no=r["line_no"],
                     raw=json_preview(r["raw"])[:400] if r["raw"] is not None else None))
                 continue
             r["ts"] = t

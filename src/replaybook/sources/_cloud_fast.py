@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .._jsonl import GZIP_MAGIC, expand_paths, quarantine_row
+from .._text import time_words
 from ..errors import InputError
 from ..frames import ACCESS, QUARANTINE, LoadResult
 from . import _cloud, _parallel
@@ -360,7 +361,7 @@ def finish_columns(chunks: Chunks, quarantine: list[dict], inputs: list[dict], l
             numbered = {"numbered": "record"} if source_file[i] in by_record else {}
             quarantine.append(quarantine_row(
                 source_file[i], None, loader,
-                _cloud.record_error(numbered, line_no[i], f"time {ts_text[i]!r} is not a date-time"), line_no=line_no[i],
+                _cloud.record_error(numbered, line_no[i], f"time {ts_text[i]!r} {time_words(ts_text[i])}"), line_no=line_no[i],
                 raw=_cloud.json_preview(as_dict(raw[i]))[:400] if raw[i] is not None else None))
         ts = ts[keep]
     if keep is not None and not keep.any():

@@ -51,6 +51,7 @@ from msgspec.structs import astuple
 
 from .. import _json
 from .._jsonl import quarantine_row
+from .._text import TIME_RANGE
 from ..canonical import canonical_args
 from ._times import _ISO_WIDTHS, parse_parts
 
@@ -65,6 +66,9 @@ _DIGEST = Annotated[str, Meta(pattern=r"^sha256:[0-9a-f]{64}\Z")]
 _NONNEG = Union[Annotated[int, Meta(ge=0, le=2**53)], Annotated[float, Meta(ge=0)], None]
 _NULL = b"null"
 _NAT = np.iinfo(np.int64).min
+#: a door line whose ``ts`` or ``ts_end`` cannot be held: not a date-time (the schema checks its
+#: shape, not the calendar: ``2026-02-30``), or one out of a frame's range (``9999-12-31``)
+DOOR_TIME_ERROR = f"ts or ts_end is not an RFC 3339 date-time, or is one beyond the times a frame holds ({TIME_RANGE})"
 
 
 class _MetaIds(Struct, gc=False):
@@ -536,7 +540,7 @@ def frame(block: Block | Columns, quarantine: list[dict], loader: str):
     if bad.any():
         for i in np.flatnonzero(bad):
             quarantine.append(quarantine_row(b.files[file_idx[i]], None, loader,
-                                             "ts or ts_end is not an RFC 3339 date-time", line_no=int(line_no[i])))
+                                             DOOR_TIME_ERROR, line_no=int(line_no[i])))
         keep = ~bad
 
     def kept(a: np.ndarray) -> np.ndarray:

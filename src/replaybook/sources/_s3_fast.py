@@ -54,7 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._jsonl import quarantine_row
-from .._text import to_utc
+from .._text import time_words, to_utc
 from ..frames import ACCESS, LoadResult
 from . import s3_access as s3
 from ._cloud import json_preview, path_uri, redact_text, role_session_name
@@ -437,7 +437,7 @@ def _finish(blocks: list[dict], quarantine: list[dict], inputs: list[dict]) -> L
         for i in bad_idx[np.lexsort((line_no[bad_idx], blk[bad_idx]))].tolist():
             rec = raw[i]
             quarantine.append(quarantine_row(
-                spaths[blk[i]], None, s3.LOADER, f"time {ts_text[i]!r} is not a date-time",
+                spaths[blk[i]], None, s3.LOADER, f"time {ts_text[i]!r} {time_words(ts_text[i])}",
                 line_no=int(line_no[i]), raw=json_preview(as_dict(rec))[:400] if rec is not None else None))
         keep = np.flatnonzero(~bad)
         if not len(keep):
