@@ -532,3 +532,39 @@ def test_an_integer_call_id_is_read_as_its_digits_and_a_note_says_so(tmp_path):
     assert list(zip(res.quarantine["line_no"], res.quarantine["error"])) == [
         (2, "span d000000000000002: gen_ai.tool.call.id is not text (1.5): not read"),
         (3, "span d000000000000003: gen_ai.tool.call.id is not text (true): not read")]
+
+
+def test_a_status_of_the_wrong_shape_is_quarantined_and_leaves_is_error_unknown(tmp_path):
+    # "status": "ERROR" (a string, not a Status object) had given is_error False with nothing said
+    spans = []
+    for i, st in enumerate(["ERROR", {"code": "BROKEN"}, {"code": [2]}, {"code": True}, {"code": "STATUS_CODE_ERROR"},
+                            {"code": 1}, {"code": 2, "message": 5}, None]):
+        sp = tool(f"e00000000000000{i}", i * 10, i * 10 + 5, "read_object", parent=None, call_id=f"call_{i}")
+        if st is not None:
+            sp["status"] = st
+        spans.append(request(sp))
+    # a call whose last nested attempt (the MCP client span) has an unreadable status
+    outer = tool("e000000000000008", 100, 120, "read_object", parent=None, call_id="call_8")
+    inner = span("e000000000000009", "tools/call read_object", 101, 119,
+                 {"mcp.method.name": "tools/call", "gen_ai.tool.name": "read_object"}, parent="e000000000000008",
+                 status="ERROR")
+    spans.append(request(outer, inner))
+    path = write_jsonl(tmp_path / "status.jsonl", spans)
+    res = load_otel(path)
+    t = calls_of(res)
+    assert rows(t, ["call_id", "is_error"]) == [
+        ["call_0", None], ["call_1", None], ["call_2", None], ["call_3", None], ["call_4", True],
+        ["call_5", False], ["call_6", True], ["call_7", False], ["call_8", None]]
+    assert list(zip(res.quarantine["line_no"], res.quarantine["error"])) == [
+        (1, 'span e000000000000000: status is not an object ("ERROR"): not read, so whether the span failed '
+            "is unknown"),
+        (2, 'span e000000000000001: status.code is not a status code ("BROKEN"): not read, so whether the span '
+            "failed is unknown"),
+        (3, "span e000000000000002: status.code is not a status code ([2]): not read, so whether the span failed "
+            "is unknown"),
+        (4, "span e000000000000003: status.code is not a status code (true): not read, so whether the span "
+            "failed is unknown"),
+        (7, "span e000000000000006: status.message is not text (5): not read"),
+        (9, 'span e000000000000009: status is not an object ("ERROR"): not read, so whether the span failed '
+            "is unknown")]
+    assert json.loads(res.quarantine["raw"].iloc[0]) == "ERROR"

@@ -43,7 +43,8 @@ kind            span
 ==============  ===========================================================================
 tool_call       ``execute_tool``, an MCP ``tools/call`` client span, an OpenLLMetry ``tool`` or
                 OpenInference ``TOOL`` span; ``ts`` = start, ``result_ts`` = end, ``is_error``
-                from the status (ERROR), ``error.type`` or the MCP result's own flag; and a
+                from the status (ERROR), ``error.type`` or the MCP result's own flag (NA for
+                a span not ended or whose status cannot be read, below); and a
                 tool call the model asked for that no tool span records (below)
 user_prompt     a user message in the messages a model span sent, the first time a request of
                 the transcript sent it (below)
@@ -130,8 +131,13 @@ nothing stands in; but an integer ``gen_ai.tool.call.id`` is the same id written
 read as its digits, ``call_id`` ``"42"``, with a note in ``inputs[i]["notes"]``), a token count (``gen_ai.usage.input_tokens`` / ``output_tokens``) that is
 not a whole number — an integer, or its decimal digits as text, as OTLP/JSON writes a 64-bit
 ``intValue`` and some instrumentations a ``stringValue`` (``"12"``: read as 12) — or that is
-beyond a 64-bit integer (``input_tokens`` / ``output_tokens`` NA).  Export requests of
-other signals (``resourceLogs``, ``resourceMetrics``) are counted in ``inputs[i]["other_signals"]``.
+beyond a 64-bit integer (``input_tokens`` / ``output_tokens`` NA).  A span ``status`` that is
+not an object ``{code, message}`` (``"status": "ERROR"``), or whose ``code`` is no ``StatusCode``
+(its number 0–2 or its name, ``2`` / ``"STATUS_CODE_ERROR"``), is not read and is a quarantine row
+(``span <id>: status … whether the span failed is unknown``): the call's ``is_error`` is NA, not
+False, unless ``error.type`` or the MCP result says it failed (the same for a call whose last
+nested attempt has such a status); a ``status.message`` that is not text is left out with a row.  Export
+requests of other signals (``resourceLogs``, ``resourceMetrics``) are counted in ``inputs[i]["other_signals"]``.
 Files are opened read-only.
 
 Raises :class:`~replaybook.errors.InputError` for a missing path or an unreadable file.
@@ -173,6 +179,10 @@ _SS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentat
 _SPAN_PATH = (_RS, "*", _SS, "*", ("spans",), "*")
 _MODEL_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 _ERROR_CODES = (2, "2", "STATUS_CODE_ERROR", "ERROR")
+#: ``Status.code`` as OTLP/JSON writes it: the ``StatusCode`` enum's number or name (and the short
+#: names and numbers as text some exporters write); ``_ERROR_CODES`` are the failures among them
+_STATUS_CODES = frozenset({0, 1, 2, "0", "1", "2", "STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR",
+                           "UNSET", "OK", "ERROR"})
 
 
 class _Malformed(ValueError):
@@ -403,6 +413,7 @@ class _Span:
     events: tuple = ()        # (name, attributes) of the span's events, in order
     shape: Shape | None = None  # what its OpenLLMetry / OpenInference attributes mean (_otel_shapes)
     bad: tuple = ()           # (attribute, what, value) of attributes of the wrong shape, read as absent
+    status_unknown: bool = False  # a status of the wrong shape (_status): whether the span failed is unknown
 
 
 def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span], counter: list[int]) -> dict:
@@ -531,10 +542,10 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                         + (" (nanoseconds since 1970, before 2262)" if start is None else ""), line_no=ln,
                         raw=_json.dumps(sp)[:400]))
                     continue
-                st = sp.get("status") if isinstance(sp.get("status"), dict) else {}
                 counter[0] += 1
                 name = sp.get("name") if isinstance(sp.get("name"), str) else None
                 bad: list = []
+                code, msg, status_unknown = _status(sp.get("status"), bad)
                 attrs = _attrs(sp.get("attributes"), bad)
                 events = _events(sp.get("events"), bad)
                 shape = read_shape(attrs, name)
@@ -544,10 +555,40 @@ def _request(path: Path, req: dict, next_line, file_idx: int, quarantine: list[d
                     trace=trace, span=sid, parent=_hex_id(_get(sp, "parentSpanId", "parent_span_id")),
                     name=name, kind=sp.get("kind"),
                     start=start, end=_ns(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
-                    attrs=attrs, status_code=st.get("code"),
-                    status_msg=st.get("message") if isinstance(st.get("message"), str) else None,
+                    attrs=attrs, status_code=code, status_msg=msg,
                     res=res, file_idx=file_idx, line_no=ln, order=counter[0], events=events,
-                    shape=shape if shape.convention or shape.derived or shape.problems else None, bad=tuple(bad)))
+                    shape=shape if shape.convention or shape.derived or shape.problems else None, bad=tuple(bad),
+                    status_unknown=status_unknown))
+
+
+def _status(v: Any, bad: list) -> tuple[Any, str | None, bool]:
+    """``(code, message, unknown)`` of a span's ``status`` (OTLP ``Status``: ``{"code": <StatusCode>,
+    "message": <text>}``, ``code`` the enum's number or name, ``2`` / ``"STATUS_CODE_ERROR"``).  No
+    status, ``null``, or no ``code`` is UNSET: ``(None, …, False)``.  A status that is not an object
+    (``"ERROR"``) or a ``code`` that is no status code is not read: ``unknown`` is True (whether the
+    span failed is unknown) and ``bad`` gets ``(attribute, what, value)`` for a quarantine row; so
+    does a ``message`` that is not text (left out)."""
+    if v is None:
+        return None, None, False
+    if not isinstance(v, dict):
+        bad.append(("status", f"is not an object ({_shown(v)}): not read, so whether the span failed is unknown", v))
+        return None, None, True
+    code, msg = v.get("code"), v.get("message")
+    unknown = False
+    if code is not None and not (isinstance(code, (int, str)) and not isinstance(code, bool)
+                                 and code in _STATUS_CODES):
+        bad.append(("status.code", f"is not a status code ({_shown(code)}): not read, so whether the span failed "
+                    "is unknown", code))
+        code, unknown = None, True
+    if msg is not None and not isinstance(msg, str):
+        bad.append(("status.message", f"is not text ({_shown(msg)}): not read", msg))
+        msg = None
+    return code, msg, unknown
+
+
+def _shown(v: Any) -> str:
+    """A value as JSON, cut to 60 characters, for a quarantine row's words."""
+    return _json.dumps(v)[:60].decode("utf-8", "replace")
 
 
 #: GenAI semantic-convention attributes the rows are read from, and the type each must have
@@ -985,9 +1026,12 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             if key not in outer.attrs and key in inner.attrs and key not in m:
                 m[key] = inner.attrs[key]
         failed = inner.status_code in _ERROR_CODES or inner.attrs.get("error.type") is not None
+        if not failed and inner.status_unknown:
+            failed = None   # (its status could not be read: whether the attempt failed is unknown)
         if ok not in last_inside:  # (met latest first)
             last_inside[ok] = (inner.start, failed, inner.status_msg)
     failed_inside = {ok: msg for ok, (_, failed, msg) in last_inside.items() if failed}
+    unknown_inside = {ok for ok, (_, failed, _msg) in last_inside.items() if failed is None}
 
     rows: list[dict] = []
     keys: list[tuple] = []
@@ -1052,9 +1096,12 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             rtext, _ = truncate(res if isinstance(res, str) else ((s.status_msg or failed_inside.get(k)) if error
                                                                   else None))
             cid = _call_id(attrs.get("gen_ai.tool.call.id"))
+            # a status that could not be read (its own, or its last inner attempt's) leaves the
+            # outcome unknown unless something else says the call failed: NA, never False
+            unknown = s.status_unknown or k in unknown_inside
             row.update(kind="tool_call", tool_raw=name, server=server, tool=tool,
                        call_id=cid, arguments=args, args_key=key,
-                       is_error=bool(error) if s.end is not None or error else None,
+                       is_error=True if error else (False if s.end is not None and not unknown else None),
                        result_text=rtext, text=text, text_bytes=nb)
             result_ts = _iso(s.end)
             if cid is not None:
