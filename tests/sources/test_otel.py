@@ -170,6 +170,7 @@ def test_otlp_value():
     assert otlp_value({"arrayValue": {"values": 5}}) is None
     assert otlp_value({"arrayValue": {"values": [{"intValue": "1"}, {"kvlistValue": {"values": True}}]}}) is None
     assert otlp_value({"intValue": 1.5}) is None and otlp_value({"boolValue": 1}) is None
+    assert otlp_value({"foo": 1}) is None          # no AnyValue field: malformed, None as a whole
 
 
 def test_sniff_and_errors(tmp_path):

@@ -568,3 +568,24 @@ def test_a_status_of_the_wrong_shape_is_quarantined_and_leaves_is_error_unknown(
         (9, 'span e000000000000009: status is not an object ("ERROR"): not read, so whether the span failed '
             "is unknown")]
     assert json.loads(res.quarantine["raw"].iloc[0]) == "ERROR"
+
+
+def test_an_any_value_with_no_known_field_is_malformed_but_an_empty_one_is_unset(tmp_path):
+    # {"foo": 1} had been read as None with nothing said; {} is OTLP's unset value: absent, no row
+    sp = tool("f000000000000001", 0, 10, "read_object", parent=None, call_id="call_1")
+    sp["attributes"] += [{"key": "foo", "value": {"foo": 1}},
+                         {"key": "gen_ai.tool.call.arguments", "value": {"valu": "{}", "x": 1, "y": 2, "z": 3}},
+                         {"key": "deep", "value": {"arrayValue": {"values": [{"stringValue": "a"}, {"foo": 1}]}}},
+                         {"key": "unset", "value": {}},
+                         {"key": "unset_inside", "value": {"arrayValue": {"values": [{}, {"intValue": "2"}]}}},
+                         {"key": "no_value"}]
+    path = write_jsonl(tmp_path / "anyvalue.jsonl", [request(sp)])
+    res = load_otel(path)
+    assert rows(res.frame, ["call_id", "arguments", "is_error"]) == [["call_1", None, False]]
+    assert list(zip(res.quarantine["line_no"], res.quarantine["error"])) == [
+        (1, "span f000000000000001: foo has a malformed value (no AnyValue field: foo): read as absent"),
+        (1, "span f000000000000001: gen_ai.tool.call.arguments has a malformed value (no AnyValue field: "
+            "valu, x, y, …): read as absent"),
+        (1, "span f000000000000001: deep has a malformed value (arrayValue.values[1]: no AnyValue field: foo): "
+            "read as absent")]
+    assert json.loads(res.quarantine["raw"].iloc[0]) == {"foo": 1}

@@ -115,9 +115,11 @@ the quarantine with file and line; an unterminated last line is ``pending``.  An
 span, a span event or the resource) whose ``AnyValue`` has the wrong shape anywhere inside — an
 ``arrayValue`` / ``kvlistValue`` whose ``values`` is no list, a ``stringValue`` that is no text,
 an ``intValue`` that is no whole number (an integer or its decimal digits), a ``boolValue`` that
-is not true or false, a ``bytesValue`` that is no text — and an attributes entry that is no
-key and value, are read as absent, each a quarantine row (``span <id>: <attribute> has a
-malformed value (…): read as absent``, the span's line, the value as ``raw``).  In a JSON document
+is not true or false, a ``bytesValue`` that is no text, an object with none of the
+``AnyValue`` fields (``{"foo": 1}``; but an empty ``{}`` is OTLP's encoding of a value not set:
+absent, with no row) — and an attributes entry that is no key and value, are read as absent,
+each a quarantine row (``span <id>: <attribute> has a malformed value (…): read as absent``, the
+span's line, the value as ``raw``).  In a JSON document
 (not JSON Lines) a span holding a raw control character (a NUL byte, an unescaped tab in a
 string) is a quarantine row with its line and byte offset, and the other spans are read; such a
 character outside every span is a row of its own.  An attribute of the
@@ -157,7 +159,7 @@ import pandas as pd
 
 from .. import _json
 from .._jsonl import Damaged, control_repair, expand_paths, iter_objects, json_doc_items, quarantine_row, read_source
-from .._text import deep_safe, truncate
+from .._text import deep_safe, safe_str, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
 from ._otel_shapes import Shape, read_shape
@@ -262,6 +264,9 @@ def _decode(v: Any) -> Any:
             if x is None or isinstance(x, str):
                 return x
             raise _Malformed(f"{k} is not base64 text ({_kind(x)})")
+    if v:  # (an empty AnyValue, {}, is OTLP's unset value: absent, and nothing wrong)
+        names = ", ".join(safe_str(str(n))[:40] for n in list(v)[:3]) + (", …" if len(v) > 3 else "")
+        raise _Malformed(f"no AnyValue field: {names}")
     return None
 
 
@@ -284,10 +289,12 @@ def otlp_value(v: Any) -> Any:
 
     ``intValue`` (an integer, or its decimal digits as the JSON encoding writes 64-bit integers)
     becomes ``int``; ``doubleValue`` ``float``; ``arrayValue`` a list; ``kvlistValue`` a dict;
-    ``bytesValue`` stays the base64 text; an empty ``AnyValue`` is None.  A value of the wrong
-    shape anywhere inside (``{"arrayValue": {"values": 5}}``, ``{"boolValue": "yes"}``, an
-    ``intValue`` that is no whole number) is None as a whole: the loader reads such an attribute
-    as absent and says so in a quarantine row (:func:`_attrs`).
+    ``bytesValue`` stays the base64 text; an empty ``AnyValue`` (``{}``, how OTLP/JSON writes a
+    value that is not set) is None, and nothing wrong.  A value of the wrong shape anywhere inside
+    (``{"arrayValue": {"values": 5}}``, ``{"boolValue": "yes"}``, an ``intValue`` that is no whole
+    number, an object with none of the ``AnyValue`` fields such as ``{"foo": 1}``) is None as a
+    whole: the loader reads such an attribute as absent and says so in a quarantine row
+    (:func:`_attrs`); an empty one gives no row.
     """
     try:
         return _decode(v)
