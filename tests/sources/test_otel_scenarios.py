@@ -589,3 +589,33 @@ def test_an_any_value_with_no_known_field_is_malformed_but_an_empty_one_is_unset
         (1, "span f000000000000001: deep has a malformed value (arrayValue.values[1]: no AnyValue field: foo): "
             "read as absent")]
     assert json.loads(res.quarantine["raw"].iloc[0]) == {"foo": 1}
+
+
+def test_load_otel_called_directly_reads_a_request_nested_a_thousand_deep(tmp_path):
+    # the registry runs loaders with room for deep nesting; load_otel called directly had stopped
+    # with RecursionError at the interpreter's default limit (deep_safe on a JSON Lines request,
+    # the document reader's walk on a .json document)
+    import sys
+
+    import replaybook
+
+    deep = "[" * 1000 + "]" * 1000
+    sp = tool("d000000000000001", 0, 10, "read_object", parent=None, call_id="call_1")
+    sp["extra"] = "@@"
+    line = json.dumps(request(sp)).replace('"@@"', deep)
+    other = json.dumps(request(tool("d000000000000002", 20, 30, "list", parent=None, call_id="call_2")))
+    (tmp_path / "deep.jsonl").write_text(line + "\n" + other + "\n", encoding="utf-8")
+    (tmp_path / "deep.json").write_text(json.dumps(request(sp), indent=1).replace('"@@"', deep), encoding="utf-8")
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)   # (the interpreter's default)
+    try:
+        for name, n in (("deep.jsonl", 2), ("deep.json", 1)):
+            res = load_otel(tmp_path / name)
+            assert sys.getrecursionlimit() == 1000      # restored on return
+            assert rows(res.frame, ["uuid", "call_id", "tool"]) == [
+                ["d000000000000001", "call_1", "read_object"], ["d000000000000002", "call_2", "list"]][:n]
+            assert res.quarantine.empty
+            via = replaybook.load(tmp_path / name).results["steps"]
+            pd.testing.assert_frame_equal(res.frame, via.frame)
+    finally:
+        sys.setrecursionlimit(old)

@@ -938,10 +938,15 @@ def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, 
             keys.append((tid, end, s.order, n + 1))
 
 
+@_json.nesting_room  # (called directly, not only through the registry: a request ~1,000 deep is read)
 def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     """Load OTLP JSON trace exports into the ``steps`` frame: spans of the GenAI / MCP semantic
     conventions, of OpenLLMetry (Traceloop, semantic-conventions-ai 0.4.x) and of OpenInference
     (Arize Phoenix), as the module docstring describes.
+
+    Runs with room for deep nesting (:func:`replaybook._json.nesting_room`) whether called directly
+    or through the registry (:func:`replaybook.load`): a request nested as deep as a JSON parser
+    accepts gives the same rows either way, never a ``RecursionError`` out of a recursive walk.
 
     Args:
         paths: files and/or folders; folders are walked (sorted) for ``*.json``, ``*.jsonl``,
