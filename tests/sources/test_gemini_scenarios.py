@@ -317,3 +317,24 @@ def test_a_timestamp_written_null_or_as_a_number_is_noted_as_claude_codes_is(tmp
     assert [str(t) for t in f["ts"]] == ["NaT", "NaT", "NaT", "2026-03-01 10:00:04+00:00", "NaT"]
     assert res.inputs[0]["notes"] == ["3 lines with a timestamp that is empty or not text, kept with the time "
                                       "unknown: line 2 (null), line 3 (1772359200000), line 4 ('')"]
+
+
+def test_token_counts_written_as_digits_are_read_and_others_are_noted(tmp_path):
+    """``tokens: {"input": "10", "output": 5.5}`` had given NA for both with nothing said."""
+    path = recording(tmp_path, [meta(), user("u1", 1, "go"),
+                                gemini("g1", 2, "a", tokens={"input": "10", "output": 5.5}),
+                                gemini("g2", 3, "b", tokens={"input": 40.0, "output": " 7 "}),
+                                gemini("g3", 4, "c", tokens={"input": True, "output": "99999999999999999999"}),
+                                gemini("g4", 5, "d", tokens={"input": None, "cached": "x"}),
+                                gemini("g5", 6, "e", tokens=12)])
+    res = load_gemini(path)
+    f = res.frame[res.frame["kind"] == "model_request"]
+    assert rows(f, ["message_id", "input_tokens", "output_tokens"]) == [
+        ["g1", 10, None], ["g2", 40, 7], ["g3", None, None], ["g4", None, None], ["g5", None, None]]
+    assert res.inputs[0]["notes"] == [
+        "line 3: message g1 tokens.output is not a whole number (5.5): output_tokens left NA",
+        "line 5: message g3 tokens.input is not a whole number (true): input_tokens left NA",
+        'line 5: message g3 tokens.output is beyond what a 64-bit integer holds ("99999999999999999999"): '
+        "output_tokens left NA",
+        "line 7: message g5 tokens is not an object (12): input_tokens and output_tokens left NA"]
+    assert res.quarantine.empty

@@ -62,6 +62,11 @@ Decisions
 * ``arguments``: ``args`` as recorded (an object); ``args_key`` its canonical JSON.  ``args``
   given as JSON text is parsed first; other text keeps ``args_key`` NA and goes to ``text``,
   with a note in ``inputs[i]["notes"]``.
+* ``input_tokens`` / ``output_tokens``: ``tokens.input`` / ``tokens.output`` (``TokensSummary``)
+  written as an integer, an integral number (``40.0``) or its decimal digits as text (``"10"``:
+  read as 10); any other value (``5.5``, ``"ten"``, ``true``, one past a 64-bit integer), or a
+  ``tokens`` that is not an object, is NA with a note in ``inputs[i]["notes"]`` naming the line
+  (``line 5: message m4 tokens.output is not a whole number (5.5): output_tokens left NA``).
 * Tool call ``ts`` is the record's own ``timestamp`` (written when the call is recorded), else the
   message's; ``result_ts`` is that record timestamp when a result is present.  ``is_error``:
   ``status`` ``error``/``cancelled`` → True, ``success`` → False, else NA.
@@ -100,7 +105,7 @@ import orjson
 from .. import _json
 from .._jsonl import (Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores, name_stem,
                       note_non_text_times, note_unreadable_times, note_zoneless_times, quarantine_row, read_source)
-from .._text import deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
+from .._text import deep_safe, needs_safe, safe_str, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
 from .registry import Source, register
@@ -541,6 +546,64 @@ def _args(args: Any, line_no: int | None, notes: list[str]) -> tuple[Any, str | 
 
 _NOT_JSON = object()
 
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+def _shown(v: Any) -> str:
+    """A value as JSON, cut to 60 characters, for a note's words."""
+    try:
+        return safe_str(_json.dumps(v).decode("utf-8", "replace"))[:60]
+    except TypeError:  # (a value JSON cannot write)
+        return repr(v)[:60]
+
+
+def _tokens(rec: dict, line_no: int | None, notes: list[str]) -> tuple[int | None, int | None]:
+    """``(input_tokens, output_tokens)`` of a ``gemini`` message's ``tokens`` (``TokensSummary``:
+    ``{input, output, cached, thoughts, tool, total}``, whole numbers).  A count written as an
+    integer, an integral number (``40.0``) or its decimal digits as text (``"10"``, blanks around
+    them allowed) is read; any other value (``5.5``, ``"ten"``, ``true``, one past a 64-bit
+    integer) is NA with a note naming the line, and so are both when ``tokens`` is not an object.
+    Absent or ``null``: NA, no note."""
+    tok = rec.get("tokens")
+    if tok is None:
+        return None, None
+    if not isinstance(tok, dict):
+        notes.append(f"line {line_no}: message {rec['id']} tokens is not an object ({_shown(tok)}): "
+                     "input_tokens and output_tokens left NA")
+        return None, None
+    out: list[int | None] = []
+    for key in ("input", "output"):
+        n, what = _whole_number(tok.get(key))
+        if what is not None:
+            notes.append(f"line {line_no}: message {rec['id']} tokens.{key} {what} ({_shown(tok.get(key))}): "
+                         f"{key}_tokens left NA")
+        out.append(n)
+    return out[0], out[1]
+
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def _whole_number(v: Any) -> tuple[int | None, str | None]:
+    """``(number, None)`` for a token count that is an integer, an integral number or its decimal
+    digits as text, and that a 64-bit integer holds; ``(None, what is wrong)`` for any other
+    value; ``(None, None)`` when absent (as otel.py reads its token counts)."""
+    if v is None:
+        return None, None
+    n = v
+    if isinstance(v, str) and v.isascii() and _INT_TEXT.fullmatch(v.strip()):
+        try:
+            n = int(v)
+        except ValueError:  # (more digits than Python converts)
+            return None, "is beyond what a 64-bit integer holds"
+    elif isinstance(v, float) and v.is_integer():
+        n = int(v)
+    if isinstance(n, bool) or not isinstance(n, int):
+        return None, "is not a whole number"
+    if not _I64_MIN <= n <= _I64_MAX:
+        return None, "is beyond what a 64-bit integer holds"
+    return n, None
+
 
 def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None,
               known: dict[str, tuple[str, str]], notes: list[str]) -> tuple[dict, str | None, str | None]:
@@ -666,11 +729,10 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                 add({**b, "kind": "user_prompt", "line_type": "user", "text": text, "text_bytes": nb,
                      "images": media, "message_id": rec["id"]}, mts)
             elif t == "gemini":
-                tok = rec.get("tokens") if isinstance(rec.get("tokens"), dict) else {}
+                it, ot = _tokens(rec, m.line_no, inputs[m.file_idx]["notes"])
                 add({**b, "kind": "model_request", "line_type": "gemini", "text": text, "text_bytes": nb,
                      "model": str_or_none(rec.get("model")), "message_id": rec["id"],
-                     "input_tokens": int_or_none(tok.get("input"), integral_float=True),
-                     "output_tokens": int_or_none(tok.get("output"), integral_float=True)}, mts)
+                     "input_tokens": it, "output_tokens": ot}, mts)
                 calls = rec.get("toolCalls")
                 if calls is not None and not isinstance(calls, list):
                     quarantine.append(quarantine_row(files[m.file_idx], None, LOADER,
