@@ -661,12 +661,15 @@ def note_unreadable_times(texts: Sequence[Any], parsed: Any, files: Sequence[Any
                 f"{shown}{more}")
 
 
-def note_non_text_times(info: dict, items: Sequence[tuple[Any, Any]]) -> None:
+def note_non_text_times(info: dict, items: Sequence[tuple[Any, Any]], *, what: str = "line",
+                        kept: str = "kept with the time unknown") -> None:
     """Say in ``info["notes"]`` which lines held a time field that was written but is empty or
     not text (a number, ``null``): their rows are kept with the time unknown (NaT).  ``items``:
     ``(line, value)``; the note names the first three in line order, and how many in all, in the
     words Claude Code's loader uses for the same case.  A time *text* that is no date-time is
-    :func:`note_unreadable_times`' note."""
+    :func:`note_unreadable_times`' note.  ``what`` is what is counted (``"tool call"``: several
+    may share a line) and ``kept`` what the row's time is instead (``"read as the message's
+    time"``)."""
     if not items:
         return
 
@@ -682,8 +685,8 @@ def note_non_text_times(info: dict, items: Sequence[tuple[Any, Any]]) -> None:
     n = len(got)
     listed = ", ".join(f"line {ln} ({shown(v)})" for ln, v in got[:3])
     more = f" and {n - 3:,} more" if n > 3 else ""
-    info.setdefault("notes", []).append(f"{n:,} line{'' if n == 1 else 's'} with a timestamp that is empty or "
-                                        f"not text, kept with the time unknown: {listed}{more}")
+    info.setdefault("notes", []).append(f"{n:,} {what}{'' if n == 1 else 's'} with a timestamp that is empty or "
+                                        f"not text, {kept}: {listed}{more}")
 
 
 #: a time of day with a time zone at the end of a date-time text: ``…10:00Z``, ``…10:00:00.5+02:00``,

@@ -338,3 +338,22 @@ def test_token_counts_written_as_digits_are_read_and_others_are_noted(tmp_path):
         "output_tokens left NA",
         "line 7: message g5 tokens is not an object (12): input_tokens and output_tokens left NA"]
     assert res.quarantine.empty
+
+
+def test_a_tool_call_timestamp_written_null_or_as_a_number_is_noted_and_the_messages_time_used(tmp_path):
+    """A tool call's ``timestamp`` of ``null``, a number or ``""`` had silently become the
+    message's time; one not written at all takes it with no note, as the docstring says."""
+    no_ts = {k: v for k, v in call("c5", "read_file", {}, 0).items() if k != "timestamp"}
+    path = recording(tmp_path, [meta(), user("u1", 1, "go"), gemini("g1", 2, "reading", [
+        {**call("c1", "read_file", {}, 0), "timestamp": None},
+        {**call("c2", "read_file", {}, 0), "timestamp": 1772359200000},
+        {**call("c3", "read_file", {}, 0), "timestamp": ""},
+        call("c4", "read_file", {}, 5), no_ts])])
+    res = load_gemini(path)
+    t = calls_of(res)
+    assert t["call_id"].tolist() == ["c1", "c2", "c3", "c4", "c5"]
+    assert [str(x) for x in t["ts"]] == ["2026-03-01 10:00:02+00:00"] * 3 + ["2026-03-01 10:00:05+00:00",
+                                                                              "2026-03-01 10:00:02+00:00"]
+    assert res.inputs[0]["notes"] == [
+        "3 tool calls with a timestamp that is empty or not text, read as the message's time: "
+        "line 3 (null), line 3 (1772359200000), line 3 ('')"]

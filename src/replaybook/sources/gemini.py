@@ -68,7 +68,9 @@ Decisions
   ``tokens`` that is not an object, is NA with a note in ``inputs[i]["notes"]`` naming the line
   (``line 5: message m4 tokens.output is not a whole number (5.5): output_tokens left NA``).
 * Tool call ``ts`` is the record's own ``timestamp`` (written when the call is recorded), else the
-  message's; ``result_ts`` is that record timestamp when a result is present.  ``is_error``:
+  message's — also when it is written empty or not text (``null``, a number), which the file's
+  ``inputs`` notes say (``1 tool call with a timestamp that is empty or not text, read as the
+  message's time: line 4 (null)``); ``result_ts`` is that record timestamp when a result is present.  ``is_error``:
   ``status`` ``error``/``cancelled`` → True, ``success`` → False, else NA.
 * MCP names (:func:`split_gemini_name`): ``displayName`` ``"<tool> (<server> MCP Server)"`` is
   authoritative; else what a ``displayName`` said for the same name elsewhere in the load (a
@@ -606,7 +608,11 @@ def _whole_number(v: Any) -> tuple[int | None, str | None]:
 
 
 def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None,
-              known: dict[str, tuple[str, str]], notes: list[str]) -> tuple[dict, str | None, str | None]:
+              known: dict[str, tuple[str, str]], notes: list[str],
+              bad_ts: list[tuple[int | None, Any]]) -> tuple[dict, str | None, str | None]:
+    """The ``tool_call`` row of a ``ToolCallRecord`` and its ``(ts, result_ts)``.  A ``timestamp``
+    written empty or not text (``null``, a number) is added to ``bad_ts`` as ``(line, value)``
+    for the note (:func:`~replaybook._jsonl.note_non_text_times`): the message's time stands in."""
     name = str_or_none(tc.get("name"))
     server, tool = split_gemini_name(name, tc.get("displayName"), known)
     args, key, text = _args(tc.get("args"), base["line_no"], notes)
@@ -614,7 +620,11 @@ def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None,
     is_err = True if status in ("error", "cancelled") else (False if status == "success" else None)
     rtext = _result_text(tc.get("result"), tc.get("resultDisplay"))
     rtext, _ = truncate(rtext)
-    tts = str_or_none(tc.get("timestamp")) or msg_ts
+    tts = tc.get("timestamp")
+    if not (isinstance(tts, str) and tts):
+        if "timestamp" in tc:
+            bad_ts.append((base["line_no"], tts))
+        tts = msg_ts
     has_result = tc.get("result") is not None or status in ("success", "error", "cancelled")
     row = {**base, "kind": "tool_call", "line_type": "gemini/toolCall", "tool_raw": name, "server": server,
            "tool": tool, "call_id": str_or_none(tc.get("id")), "arguments": args, "args_key": key,
@@ -698,6 +708,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                 "source_file": str(files[fi]), "line_no": ln}
 
     bad_times: dict[int, list[tuple[int | None, Any]]] = {}   # file → (line, time) written but not text
+    bad_call_times: dict[int, list[tuple[int | None, Any]]] = {}  # the same for tool calls' timestamps
 
     def time_of(rec: dict, key: str, fi: int, ln: int | None) -> str | None:
         """``rec[key]`` when it is text; one written empty or not text (``null``, a number) is
@@ -742,7 +753,8 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     calls = None
                 for tc in calls or []:
                     if isinstance(tc, dict):
-                        row, t1, t2 = _tool_row(b, tc, mts, rec["id"], known, inputs[m.file_idx]["notes"])
+                        row, t1, t2 = _tool_row(b, tc, mts, rec["id"], known, inputs[m.file_idx]["notes"],
+                                                bad_call_times.setdefault(m.file_idx, []))
                         add(row, t1, t2)
             elif t in ("info", "error", "warning"):
                 add({**b, "kind": "system", "line_type": t, "text": text, "text_bytes": nb,
@@ -804,6 +816,8 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                          "text_bytes": rnb}, None)
     for fi, got in bad_times.items():
         note_non_text_times(inputs[fi], got)
+    for fi, got in bad_call_times.items():
+        note_non_text_times(inputs[fi], got, what="tool call", kept="read as the message's time")
     frame = STEPS.build(rows)
     if len(frame):
         frame["ts"] = to_utc(ts).array
