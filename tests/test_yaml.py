@@ -41,7 +41,7 @@ def test_nesting_too_deep_to_read_is_a_yaml_error_with_its_line():
         _yaml.load(text)
     assert isinstance(got.value, yaml.YAMLError)
     assert got.value.problem_mark.line + 1 == 2
-    assert _yaml.describe(got.value).startswith("lists or mappings nested 601 levels deep: too deep to read (column ")
+    assert _yaml.describe(got.value).startswith("nested too deeply to read: lists or mappings 601 levels deep (column ")
     node, depth = _yaml.load("a: " + "[" * 50 + "]" * 50)["a"], 1  # (50 levels read as ever)
     while node:
         node, depth = node[0], depth + 1
@@ -55,4 +55,4 @@ def test_a_manifest_nested_too_deep_is_bad_input_with_its_line(tmp_path, capsys)
                                             + "\ntranscripts: [t/]\n")
     assert main(["join", str(tmp_path / "incident.yaml")]) == 2
     err = capsys.readouterr().err
-    assert "incident.yaml:2" in err and "nested 601 levels deep" in err and "internal error" not in err
+    assert "incident.yaml:2" in err and "lists or mappings 601 levels deep" in err and "internal error" not in err

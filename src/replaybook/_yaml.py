@@ -86,7 +86,7 @@ def load(stream: str | bytes) -> Any:
         return yaml.load(stream, Loader=_UniqueKeyLoader)  # (safe: SafeLoader's constructors)
     except RecursionError:
         depth, mark = _deepest(stream)
-        raise NestedTooDeepError(None, None, f"lists or mappings nested {depth:,} levels deep: too deep to read",
+        raise NestedTooDeepError(None, None, f"nested too deeply to read: lists or mappings {depth:,} levels deep",
                                  mark) from None
 
 
