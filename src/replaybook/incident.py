@@ -273,12 +273,15 @@ class EvidencePlaces:
         holding: folders a glob's files sit in (a file written there sits among the logs).
         patterns: the lists' glob patterns as absolute paths (a file written where one matches
             would be read as evidence next time).
+        runs: the capsule's run records that exist, by role (``incident``, ``forensic``,
+            ``live``; also among ``files``).
     """
 
     files: list[Path]
     folders: list[Path]
     holding: list[Path]
     patterns: list[str]
+    runs: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass
@@ -553,7 +556,8 @@ class Incident:
         or hashed): see :class:`EvidencePlaces`.
 
         Raises:
-            ManifestError: an entry matches nothing (with its line)."""
+            ManifestError: a ``transcripts``/``door``/``access`` entry matches nothing (with its
+                line).  The packet's and the capsule's files count as far as they exist."""
         places = EvidencePlaces(files=[self.path], folders=[], holding=[], patterns=[])
         for key in ("transcripts", "door", "access"):
             for item in self.manifest.get(key, []):
@@ -568,13 +572,22 @@ class Incident:
                         places.files.append(q)
                         if globbed and q.parent not in places.holding:
                             places.holding.append(q.parent)
-        packet = self._packet_paths()
-        if packet is not None:
-            places.files.extend(p for p in packet if p is not None)
-        capsule = self._capsule_paths()
-        if capsule is not None:
-            places.files.extend([capsule[0], *capsule[1].values()])
-            places.folders.append(capsule[0].parent)
+        # (the packet's and the capsule's files as far as they exist: `capsule build` and
+        # `capsule incident-run` are how some of them come to be)
+        packet = self.manifest.get("packet") or {}
+        for key in ("log", "body"):
+            if packet.get(key) and (self.root / packet[key]).is_file():
+                places.files.append(Path(os.path.normpath(self.root / packet[key])))
+        capsule = self.manifest.get("capsule") or {}
+        if capsule.get("path"):
+            cap = Path(os.path.normpath(self.root / capsule["path"]))
+            cap = cap / "capsule.yaml" if cap.is_dir() else cap
+            if cap.is_file():
+                places.files.append(cap)
+                places.folders.append(cap.parent)
+        places.runs = {k: Path(os.path.normpath(self.root / v)) for k, v in (capsule.get("runs") or {}).items()
+                       if (self.root / v).is_file()}
+        places.files.extend(places.runs.values())
         if self.data_root is not None:
             places.folders.append(self.data_root)
         return places

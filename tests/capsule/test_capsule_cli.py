@@ -319,3 +319,35 @@ def test_build_never_puts_a_capsule_among_the_evidence(demo, tmp_path):
     r = run("build", w / "incident.yaml", "--evidence", w / "door-evidence", "--capture", w / "capture.yaml",
             "--out", w / "capsule2")
     assert r.exit_code == 0, r.output
+
+
+def test_incident_run_and_build_keep_off_run_records_capture_files_and_log_folders(tmp_path):
+    """`incident-run --out runs/live.json` had replaced the live run record the manifest names,
+    and `--out door/deployer/x.json` written among the door logs; `build --out capture` (or
+    `runs`) had put a capsule among the captured files and run records it pins."""
+    import hashlib
+    import shutil
+
+    w = tmp_path / "w"
+    shutil.copytree(DEMO, w)
+
+    def digests():
+        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(w.rglob("*")) if p.is_file()}
+
+    before = digests()
+    door_dir = next(p for p in (w / "door").iterdir() if p.is_dir())
+    for target, why in [(w / "runs" / "live.json", "is one of the inputs"),
+                        (w / "runs" / "forensic.json", "is one of the inputs"),
+                        (door_dir / "x.json", "is inside")]:
+        r = run("incident-run", w / "capsule", w / "incident.yaml", "--out", target)
+        assert r.exit_code == 2, (target, r.output)
+        assert why in " ".join(r.output.split()), r.output
+    for out in ("capture", "runs", "capture/sub"):
+        r = run("build", w / "incident.yaml", "--evidence", w / "door-evidence", "--capture", w / "capture.yaml",
+                "--out", w / out)
+        assert r.exit_code == 2, (out, r.output)
+        assert "whose files are evidence and never written over" in " ".join(r.output.split()), r.output
+    assert digests() == before
+    r = run("build", w / "incident.yaml", "--evidence", w / "door-evidence", "--capture", w / "capture.yaml",
+            "--out", tmp_path / "elsewhere")
+    assert r.exit_code == 0, r.output

@@ -124,6 +124,9 @@ class Capture:
     repository_dirty_tree: bytes | None = None
     #: ``repository: none``: the agent worked on no repository (its state is pinned as none)
     repository_none: bool = False
+    #: ``capture.yaml`` and every file it names, as read (evidence: a command's output never goes
+    #: over them, nor into their folders)
+    files: list[Path] = field(default_factory=list)
 
 
 def load_capture(path: str | Path) -> Capture:
@@ -152,6 +155,8 @@ def load_capture(path: str | Path) -> Capture:
         raise CapsuleFormatError(f"invalid capture file at {where}: {err.message}", p,
                                  _yaml.line_at(text, list(err.absolute_path)))
 
+    files: list[Path] = [p]
+
     def read(rel: str | None, *key: str) -> bytes | None:
         """The bytes of the file ``rel`` that ``key`` names; a captured document that is empty, or
         named ``.json`` and not JSON, captures nothing a replay can use: an error, not a capsule
@@ -159,6 +164,7 @@ def load_capture(path: str | Path) -> Capture:
         if rel is None:
             return None
         line = _yaml.line_at(text, list(key))
+        files.append(p.parent / rel)
         try:
             got = (p.parent / rel).read_bytes()
         except OSError as exc:
@@ -185,7 +191,7 @@ def load_capture(path: str | Path) -> Capture:
         tool_effects=dict(data.get("tool_effects") or {}),
         permitted_fallbacks=list(data.get("permitted_fallbacks") or []),
         repository_commit=repo.get("commit"), repository_dirty_tree=read(repo.get("dirty_tree"), "repository", "dirty_tree"),
-        repository_none=none,
+        repository_none=none, files=files,
     )
 
 

@@ -209,11 +209,17 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
         from ..incident import Incident
 
         inc = Incident.load(incident)
-        # not among the evidence: inside the door's evidence store or a folder holding the
-        # incident's logs, a capsule's files would be read with them (or written over them)
-        holding = {(inc.root / i["path"]).parent for i in inc.loaded_inputs() if i.get("format") != "manifest"}
-        refuse_over_evidence(Path(out_dir) / "capsule.yaml", folders=[*([evidence] if evidence else []), *holding])
         cap = load_capture(capture_path) if capture_path else None
+        # not among the evidence: inside the door's evidence store, a folder holding the
+        # incident's logs, its run records or the captured files, a capsule's files would be
+        # read with them (or written over them)
+        holding = {(inc.root / i["path"]).parent for i in inc.loaded_inputs() if i.get("format") != "manifest"}
+        places = inc.evidence_places()
+        captured = cap.files if cap is not None else []
+        pinned = [*places.runs.values(), *captured]  # (their folders: a capsule's files would sit among them)
+        refuse_over_evidence(Path(out_dir) / "capsule.yaml", files=[*places.files, *captured],
+                             folders=[*([evidence] if evidence else []), *holding, *places.folders,
+                                      *{q.parent for q in pinned if q.parent != inc.root}])
         built = build_capsule(inc, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
     except InputError as exc:
         _input_error(ctx, exc)
@@ -269,8 +275,13 @@ def incident_run_cmd(ctx: click.Context, capsule_path: str, incident: str, out: 
         inc = Incident.load(incident)
         # the run record goes beside the evidence, never over it: not onto a file it reads (the
         # manifest, the transcripts and door logs, capsule.yaml), not into an evidence store
-        refuse_over_evidence(out, files=[inc.path, cap.path, *inc.listed_files("transcripts", "door")],
-                             folders=[cap.store_root, *_run_stores(inc)])
+        # — nor onto the forensic or live run record the manifest names (the incident's own is
+        # what this writes), nor into a folder the manifest reads as logs
+        places = inc.evidence_places()
+        others = [p for role, p in places.runs.items() if role != "incident"]
+        refuse_over_evidence(out, files=[inc.path, cap.path, *inc.listed_files("transcripts", "door"), *others],
+                             folders=[cap.store_root, *_run_stores(inc), *places.holding,
+                                      *(f for f in places.folders if f != cap.path.parent)])
         rec = incident_run(cap, inc)
     except (InputError, CapsuleFormatError) as exc:
         _input_error(ctx, exc)
