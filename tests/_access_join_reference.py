@@ -419,15 +419,31 @@ def join_access(
         chosen, how, why, pool = None, None, None, []
 
         tok_calls = by_token.get(token, []) if token is not None else []
+        def theirs(i: int) -> bool:  # the request is made by a principal of the call's agent, or none is known
+            return pats_of(i) is None or _owns(principal, pats_of(i), list(pats.values()))
+
+        def not_theirs(i: int) -> str:
+            who = principal if principal else "no principal the log names"
+            whose = (f"a principal the door's agent {agents[i]} acts as" if agents[i] is not None else
+                     'one principals["*"] gives the door\'s calls that name no agent')
+            return (f"its correlation {token!r} is a door call's (session {sessions[i]} seq {c['seq'].iat[i]}), but "
+                    f"the request was made by {who}, not {whose}")
+
         if tok_calls:
             usable = [i for i in tok_calls if not refused[i]]
             if len(tok_calls) == 1 and usable and fits(usable[0], t, res, kind):
-                chosen, how, pool = usable[0], "correlation", [usable[0]]
+                if theirs(usable[0]):
+                    chosen, how, pool = usable[0], "correlation", [usable[0]]
+                else:
+                    why = not_theirs(usable[0])
             else:
-                pool = [i for i in usable if fits(i, t, res, kind)
-                        and any(_object_match(uri, action, u) for u in c_uris[i])]
+                fitting = [i for i in usable if fits(i, t, res, kind)
+                           and any(_object_match(uri, action, u) for u in c_uris[i])]
+                pool = [i for i in fitting if theirs(i)]
                 if pool:
                     chosen, how = min(pool, key=lambda i: rank(i, t, res)), "correlation+object+time"
+                elif fitting:
+                    why = not_theirs(min(fitting, key=lambda i: rank(i, t, res)))
                 else:
                     sess = sorted({sessions[i] for i in tok_calls})
                     why = (f"correlation {token!r} belongs to door session(s) {', '.join(sess)}, "

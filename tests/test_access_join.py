@@ -248,3 +248,33 @@ def test_one_request_in_cloudtrail_and_the_server_access_log_as_the_readme_says(
     assert pair(70) == ["unexplained aws.cloudtrail", "unexplained aws.s3_access"]
     assert pair(1, rid_s3="-") == ["unexplained aws.cloudtrail", "unexplained aws.s3_access"]
     assert pair(1, action_s3="head") == ["unexplained aws.cloudtrail", "unexplained aws.s3_access"]
+
+
+ATTACKER = "arn:aws:sts::999999999999:assumed-role/attacker/door-analyst"
+
+
+@pytest.mark.parametrize("per_call", [False, True])
+def test_a_token_from_another_principal_explains_nothing_when_the_agents_principals_are_known(frames, per_call):
+    """A role session name is whatever the caller of AssumeRole chose: another account's request
+    carrying the door's token had been linked to the door's call (in the one-call tier on any
+    object), and counted as explained."""
+    calls, access = frames
+    calls, access = calls.copy(), access.copy()
+    if per_call:  # each call its own token; J1 carries seq 2's but asks for another object
+        calls["correlation"] = pd.array([f"door-analyst/{s}" for s in calls["seq"]], dtype="string")
+        access["correlation"] = pd.array([f"door-analyst/{s}" for s in (1, 2, 3, 3, 9)], dtype="string")
+        access.loc[1, "resource_uri"] = "s3://acme-data/reference/.env"
+    else:
+        calls["correlation"] = pd.array(["door-analyst"] * len(calls), dtype="string")
+    access.loc[1, "principal"] = ATTACKER
+    res = join_access(calls, access, storage_map=SMAP, principals=PRINCIPALS)
+    assert list(res.links["request_id"]) == ["J0", "J2", "J3"]
+    how = "correlation" if per_call else "correlation+object+time"
+    assert set(res.links["how"]) == {how}
+    un = res.unexplained.set_index("request_id")
+    assert un.loc["J1", "why"] == (f"its correlation {'door-analyst/2' if per_call else 'door-analyst'!r} is a door "
+                                   f"call's (session door-sess-j seq 2), but the request was made by {ATTACKER}, "
+                                   "not a principal the door's agent analyst acts as")
+    # without a principals mapping the token alone still links, as documented (the weaker tier)
+    res = join_access(calls, access, storage_map=SMAP)
+    assert "J1" in set(res.links["request_id"])

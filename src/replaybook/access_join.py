@@ -34,6 +34,11 @@ Tiers (the first that links wins)
 2. ``correlation+object+time`` — the token is shared by several calls (a per-session token such
    as a role session name): the candidates are those calls, decided by object and time.  When a
    token matches calls but none fits, the row is **not** offered to other sessions' calls.
+
+   In both, where ``principals`` names the call's agent's principals, the request must be made
+   by one of them: a token is only as good as who may set it (a role session name is whatever
+   the caller of ``AssumeRole`` chose), so another principal's request carrying it is
+   unexplained, and its ``why`` names the principal.
 3. ``principal+object+time`` — ``principals`` maps the call's agent to the cloud principal(s) it
    acts as, one of them matches the access row's ``principal``, the object matches and the time
    fits.  A request made by another principal (or by none the log names: SAS, anonymous)
@@ -816,22 +821,34 @@ def join_access(
     for rows in _chunks(np.flatnonzero((copy_of < 0) & ~a_nat)):
         t, res, recv, tok = a_ns[rows] - off, res_ns[rows], received[rows], tok_of_row[rows]
 
-        # a token one call carries: that call, if it fits
+        # a token one call carries: that call, if it fits — and, where the agent's principals are
+        # known, if one of them made the request (a role session name is whatever the caller
+        # of AssumeRole chose: another account's request under the same name is not the call's)
         one = np.flatnonzero(n_tok[tok] == 1)
         i0 = tok_first[tok[one]]
-        ok = ~refused[i0] & fits(i0, t[one], res[one], recv[one])
+        fit0 = ~refused[i0] & fits(i0, t[one], res[one], recv[one])
+        mine0 = principal_ok(agent_code[i0], in_pats[i0], who_code[rows[one]])
+        ok = fit0 & mine0
         out.link(rows[one[ok]], i0[ok], LINK_HOWS.index("correlation"))
-        out.unexplained(rows[one[~ok]], _TOKEN)
+        out.unexplained(rows[one[fit0 & ~mine0]], _TOKEN_PRINCIPAL, i0[fit0 & ~mine0])
+        out.unexplained(rows[one[~fit0]], _TOKEN)
 
-        # a token several calls carry: those calls, by object and time
+        # a token several calls carry: those calls, by object and time (and principal, as above)
         many = np.flatnonzero(n_tok[tok] > 1)
         rq, call = pairs(rows[many], t[many] - max_span - lag - skew, t[many] + res[many] + skew, indexed=False)
         tt, rr = t[many][rq], res[many][rq]
-        ok = (c_tok[call] == tok[many][rq]) & ~refused[call] & fits(call, tt, rr, recv[many][rq]) \
+        fit = (c_tok[call] == tok[many][rq]) & ~refused[call] & fits(call, tt, rr, recv[many][rq]) \
             & batch_ok(rows[many][rq], call)
+        mine = principal_ok(agent_code[call], in_pats[call], who_code[rows[many][rq]])
+        ok = fit & mine
         got = out.choose(rows[many], rq[ok], call[ok], tt[ok], rr[ok], LINK_HOWS.index("correlation+object+time"),
                          rank, start_ns, seqs)
-        out.unexplained(rows[many[~got]], _TOKEN)
+        other = fit & ~mine & ~got[rq]
+        r_req, r_call, _ = out.pick(rq[other], call[other], tt[other], rr[other], rank)
+        out.unexplained(rows[many][r_req], _TOKEN_PRINCIPAL, r_call)
+        left = ~got
+        left[r_req] = False
+        out.unexplained(rows[many[left]], _TOKEN)
 
         # no token, or one no call carries: principal (where the agent's is known), object, time
         rest = np.flatnonzero(tok < 0)
@@ -1019,7 +1036,7 @@ def join_access(
 _CHUNK_ROWS = 100_000
 
 # what explains an unexplained request's ``why``
-_NO_TIME, _TOKEN, _REFUSED, _PRINCIPAL, _REST = range(5)
+_NO_TIME, _TOKEN, _REFUSED, _PRINCIPAL, _REST, _TOKEN_PRINCIPAL = range(6)
 
 # the kind of operation of a call or a request: a read (a listing and a stat too), a change
 # (a write or delete), or not known (matches either)
@@ -1847,6 +1864,12 @@ def _why_texts(un_pos: np.ndarray, un_case: np.ndarray, un_call: np.ndarray, nea
         elif case == _REFUSED:
             out.append(f"only a call the door refused matches (session {sess[i]} seq {seq[i]}): the door says it "
                        f"did not forward it")
+        elif case == _TOKEN_PRINCIPAL:
+            w = who_code[pos]
+            who = who_names[w] if w >= 0 and who_names[w] else "no principal the log names"
+            out.append(f"its correlation {tok_names[int(tok_of_row[pos])]!r} is a door call's (session {sess[i]} seq "
+                       f"{seq[i]}), but the request was made by {who}, not "
+                       f"{_whose(agent_names[agent_code[i]] if agent_code[i] >= 0 else None)}")
         elif case == _PRINCIPAL:
             w = who_code[pos]
             who = who_names[w] if w >= 0 and who_names[w] else "no principal the log names"
