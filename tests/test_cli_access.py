@@ -4,7 +4,9 @@ each call reached.  The incidents are written in the logs' real formats by the s
 
 from __future__ import annotations
 
+import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -364,3 +366,58 @@ def test_an_azure_requesters_upn_is_shown_beside_its_object_id(tmp_path, capsys)
     res = join_access(load_door(door).frame, load_azure_storage(log).frame, storage_map={"./": "az://acmedata/demo-data/"})
     assert "j.doe@bank.example" in S._with_principal_names(res.unexplained)["principal"].str.cat()
     assert [u["principal_name"] for u in res.to_dict()["unexplained"]].count("j.doe@bank.example") == 1
+
+
+DEMO = Path(__file__).resolve().parents[1] / "data" / "demo"
+DEMO_CT = "123456789012/CloudTrail/eu-west-1/2026/09/13/123456789012_CloudTrail_eu-west-1_20260913T1005Z_DemoTrailFile0001.json.gz"
+
+
+def _damaged_demo_trail(tmp_path, damage) -> Path:
+    """data/demo's AWSLogs/ copied, its delivery file's bytes changed by ``damage(bytes)``."""
+    import shutil
+
+    logs = tmp_path / "AWSLogs"
+    shutil.copytree(DEMO / "cloud" / "AWSLogs", logs)
+    f = logs / DEMO_CT
+    f.write_bytes(damage(f.read_bytes()))
+    return logs
+
+
+def _flip_40_41(b: bytes) -> bytes:
+    b = bytearray(b)
+    b[40] ^= 0xFF
+    b[41] ^= 0xFF
+    return bytes(b)
+
+
+@pytest.mark.parametrize("damage, why", [
+    (_flip_40_41, "corrupt gzip stream"),
+    (lambda b: gzip.compress(b'{"Records": {"eventTime": "2026-09-13T10:00:00Z"}}'),
+     "damaged CloudTrail delivery file: Records is not a list (an object"),
+    (lambda b: gzip.compress(b"hello, not JSON\n"), "damaged CloudTrail delivery file: not JSON"),
+    (lambda b: b[:300], "truncated gzip stream")])
+def test_a_damaged_cloudtrail_delivery_file_is_quarantined_and_its_requests_said_uncounted(tmp_path, capsys, damage,
+                                                                                             why):
+    """A delivery file whose gzip stream was corrupt from its start (bytes 40–41 flipped), whose
+    Records was not a list, or that held no JSON had been sniffed as nothing: listed under "not
+    read … not evidence of these kinds", the quarantine empty and "storage requests no door call
+    explains: 0" with no caveat.  A file at a CloudTrail delivery path is CloudTrail evidence
+    whatever it holds: quarantined as damaged, with why, and `access` says its requests are not
+    counted (as a truncated copy always was: exit 0, said beside the count)."""
+    logs = _damaged_demo_trail(tmp_path, damage)
+    args = ["access", "--calls", str(DEMO / "door"), "--access", str(logs), "--storage-map", "demo/=s3://acme-data/demo/"]
+    assert main(args) == 0
+    cap = capsys.readouterr()
+    name = DEMO_CT.rsplit("/", 1)[1]
+    assert ("storage requests no door call explains: 0\nnot in this count: 1 CloudTrail delivery file could not be "
+            f"read: the requests it holds are not counted ({name})\n") in cap.out
+    assert "not read:" not in cap.err and "no source recognised" not in cap.err
+    assert f"{logs / DEMO_CT}: [invalid] " in cap.err and why in cap.err
+    assert main([*args, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["not_counted"] == [f"1 CloudTrail delivery file could not be read: the requests it holds are not "
+                                f"counted ({name})"] and d["quarantine"] >= 1
+    # `load access` reads it as CloudTrail too: quarantined, never "not recognised"
+    assert main(["load", "access", str(logs)]) == 0
+    err = capsys.readouterr().err
+    assert "not recognised" not in err and "not read:" not in err and why in err

@@ -907,6 +907,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
         door_given_by = {a: "--storage-clock-ahead" if a in doors_cli else "storage_clock_ahead_s in the manifest"
                          for a in doors}
         base, records = inc.root, inc.access_record_files
+        access_inputs = [dict(i, path=inc._shown(i["path"])) if i.get("path") is not None else i
+                         for i in inc._load("access").inputs]
     else:
         from .sources._cloud import record_numbered
 
@@ -917,6 +919,13 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
         ahead, doors = ahead_cli, doors_cli
         door_given_by = {a: "--storage-clock-ahead" for a in doors}
         records = record_numbered(read)
+        access_inputs = read
+    # what the cloud logs lost to the quarantine: the requests there are in no count below (a
+    # CloudTrail delivery file that could not be read, lines of a server access log set aside)
+    from ._text import one_line
+    from .report.sections import cloud_log_losses, cloud_loss_words
+
+    not_counted = cloud_loss_words(cloud_log_losses(set_aside_rows, access_inputs), markup=False)
     unknown = sorted(set(doors) - set(calls_f["agent"].dropna().astype(str)))
     if unknown:
         raise click.BadParameter(f"no door call has agent {', '.join(map(repr, unknown))}: a door clock is given "
@@ -984,6 +993,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                         "doors": res.to_dict()["door_offsets"]},
              "window_s": res.window_s, "lag_s": res.lag_s, "skew_s": res.skew_s,
              "unexplained": un_rows,
+             "not_counted": not_counted,
              "unexplained_other": other_rows,
              "links": int(len(res.links)),
              "by_how": {k: int(v) for k, v in res.links["how"].value_counts().items()},
@@ -999,6 +1009,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
         click.echo(_offset_words(res, given_by, door_given_by))
         limit = 200
         click.echo(f"\nstorage requests no door call explains: {len(un_rows):,}")
+        for words in not_counted:  # (beside the count, as the report says it: "… could not be read: …")
+            click.echo(f"not in this count: {one_line(words)}")
         order = _UNEXPLAINED_ORDER if princ else _UNEXPLAINED_ORDER_NO_PRINCIPALS
         shared = _shared_why(un_rows)
         if un_rows:

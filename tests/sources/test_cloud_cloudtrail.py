@@ -416,3 +416,54 @@ def test_a_record_time_beyond_a_frames_range_is_said_as_such(tmp_path):
     assert res.quarantine["error"].tolist() == [
         "record 2: time '9999-12-31T23:59:59Z' is a date-time beyond the times a frame holds "
         "(1677-09-21 to 2262-04-11 UTC)"]
+
+
+DELIVERY = "AWSLogs/123456789012/CloudTrail/us-east-1/2026/09/13/123456789012_CloudTrail_us-east-1_20260913T1005Z_abcDEF0123456789.json.gz"
+
+
+@pytest.mark.parametrize("body, why, by_content", [
+    (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\xff" * 40, "corrupt gzip stream", False),
+    (gzip.compress(b'{"Records": "oops"}'), "damaged CloudTrail delivery file: Records is not a list (a string", True),
+    (gzip.compress(b'{"Records": null}'), "damaged CloudTrail delivery file: Records is not a list (null", True),
+    (gzip.compress(b'{"eventVersionX": 1}'), "damaged CloudTrail delivery file: a JSON object without Records", False),
+    (gzip.compress(b"<html>not json</html>\nmore\n"), "damaged CloudTrail delivery file: not JSON", False)])
+def test_a_file_at_a_delivery_path_that_cannot_be_read_is_damaged_cloudtrail_evidence(tmp_path, body, why,
+                                                                                        by_content):
+    """A file named as a CloudTrail delivery file whose content no source recognises had been
+    "not evidence" (load: no source; load_frame: an ``auto`` row of kind ``unread``).  The
+    registry gives it to CloudTrail by its name; the loader quarantines it whole with why, and
+    its inputs entry counts 0 records — a delivery file that could not be read."""
+    from replaybook import load
+    from replaybook.loading import load_frame
+    from replaybook.report.sections import cloud_log_losses
+    from replaybook.sources import registry
+
+    f = tmp_path / DELIVERY
+    f.parent.mkdir(parents=True)
+    f.write_bytes(body)
+    assert registry.sniff_file(f)[0].name == "aws.cloudtrail"
+    got = load_frame([tmp_path / "AWSLogs"], "access")
+    q = got.result.quarantine
+    assert list(q["loader"]) == ["aws.cloudtrail"] and q["line_no"].isna().all(), q
+    assert q["error"].iloc[0].startswith(why) and q["source_file"].iloc[0] == str(f)
+    assert got.sources == {str(f): "aws.cloudtrail"}
+    assert [x["unread"] for x in cloud_log_losses(q, got.result.inputs)] == [True]
+    assert not any(i.get("skipped") for i in got.result.inputs)
+    files = load([tmp_path]).files
+    assert list(files["source"]) == ["aws.cloudtrail"] and list(files["quarantined"]) == [1]
+    # the same bytes under any other name: still "not recognised" (content decides) — but a
+    # Records that is not a list is CloudTrail's damaged delivery by content too
+    other = tmp_path / "elsewhere" / "x.json.gz"
+    other.parent.mkdir()
+    other.write_bytes(body)
+    src, conf = registry.sniff_file(other)
+    assert (src is not None and src.name == "aws.cloudtrail" and conf >= 0.5) == by_content
+
+
+def test_a_digest_or_insight_file_name_is_no_delivery_path():
+    from replaybook.sources.cloudtrail import delivery_path
+
+    assert delivery_path(DELIVERY) and delivery_path(DELIVERY[:-3])
+    assert not delivery_path("123456789012_CloudTrail-Digest_us-east-1_trail_us-east-1_20260913T110000Z.json.gz")
+    assert not delivery_path("123456789012_CloudTrail-Insight_us-east-1_20260913T1005Z_x.json.gz")
+    assert not delivery_path("events.json.gz")

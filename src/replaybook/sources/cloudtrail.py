@@ -6,7 +6,9 @@ AWS CloudTrail User Guide, "CloudTrail record contents" (``eventVersion`` 1.0 �
 "CloudTrail log file examples"; "Validating CloudTrail log file integrity" for digest files;
 the ``LookupEvents`` API reference (``Event`` with ``CloudTrailEvent`` as a JSON *string*); the
 Amazon EventBridge User Guide, "AWS API Call via CloudTrail" events.  Shapes read, decided by
-content (never by file name), gzip recognised by magic bytes:
+content, gzip recognised by magic bytes — the file name only decides for a file whose content no
+source recognises, at a delivery path (:func:`delivery_path`): damaged CloudTrail evidence, read
+here and quarantined:
 
 * a **delivery file** ``{"Records": [ … ]}`` (``.json`` or ``.json.gz``), alone or as a whole
   ``AWSLogs/<account>/CloudTrail/<region>/YYYY/MM/DD/`` tree;
@@ -73,7 +75,12 @@ only escaped) → a quarantine row with the line and byte offset where the recor
 index in ``Records``, its ``eventID`` and the character's byte offset, the other records read
 (:func:`~._cloud.json_items`); a truncated or corrupt gzip → a file-level
 quarantine row (plus whatever could be read before the damage); binary data → one file-level
-quarantine row.  A record whose ``errorCode`` is not text keeps its row (outcome ``error``) and
+quarantine row; a delivery document whose ``Records`` is not a list, or a JSON object without
+``Records`` at a delivery path (:func:`delivery_path`; not a digest) → one file-level
+quarantine row (``damaged CloudTrail delivery file: …``), never skipped as not CloudTrail.  A file
+at a delivery path is this loader's even when no source recognises its content (a gzip stream
+corrupt from its start, text that is not JSON): its problem is quarantined, and the file counts
+as a CloudTrail delivery file nothing was read from.  A record whose ``errorCode`` is not text keeps its row (outcome ``error``) and
 adds a note to its file's ``inputs`` entry (``notes``: ``record <line_no>: errorCode 403 is not
 a CloudTrail error code …``).  Files are opened read-only and never modified.
 """
@@ -338,6 +345,39 @@ def _row(rec: dict, env: dict | None, path: str, line_no: int | None,
     return row, None
 
 
+#: A CloudTrail delivery file's name (AWS CloudTrail User Guide, "Finding your CloudTrail log
+#: files"): ``<account>_CloudTrail_<region>_<YYYYMMDDTHHmmZ>_<unique>.json.gz`` (``.json`` once
+#: unpacked), under ``AWSLogs/[<org-id>/]<account>/CloudTrail/<region>/YYYY/MM/DD/``; digest and
+#: Insights files are ``…_CloudTrail-Digest_…`` / ``…_CloudTrail-Insight_…``, not this.
+_DELIVERY_NAME = re.compile(r"^\d{12}_CloudTrail_[a-z0-9-]+_[^/]*\.json(?:\.gz)?$")
+
+
+def delivery_path(path: str | Path) -> bool:
+    """Whether ``path`` is named as a CloudTrail delivery file (:data:`_DELIVERY_NAME`): a file
+    there is CloudTrail evidence whatever its bytes hold, so one whose content no source
+    recognises (a corrupt gzip stream, text that is not JSON, ``Records`` that is not a list)
+    is read by this loader and quarantined as damaged — never listed as "not evidence"."""
+    return bool(_DELIVERY_NAME.match(Path(path).name))
+
+
+_DAMAGED = "damaged CloudTrail delivery file: "
+
+
+def _not_a_delivery(doc: dict) -> str | None:
+    """Why a JSON object read from a file at a delivery path (:func:`delivery_path`) holds no
+    delivery it could be read as: ``Records`` that is not a list, or no ``Records`` at all;
+    ``None`` for a delivery document (its ``Records`` a list)."""
+    if "Records" in doc:
+        v = doc["Records"]
+        if isinstance(v, list):
+            return None
+        kind = ("null" if v is None else "a boolean" if isinstance(v, bool) else "a number" if isinstance(v, (int, float))
+                else "a string" if isinstance(v, str) else "an object")
+        shown = clean(json_preview(v)[:80].decode("utf-8", "replace"))
+        return f"{_DAMAGED}Records is not a list ({kind}: {shown}): the requests it holds cannot be read"
+    return f"{_DAMAGED}a JSON object without Records: the requests it held cannot be read"
+
+
 def _skip_document(doc: dict) -> str | None:
     if any(k in doc for k in _DIGEST_KEYS):
         return "CloudTrail digest file (no Records)"
@@ -353,7 +393,20 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
     ignored = insights = 0
     rows_before, q_before = len(rows), len(quarantine)
     notes: list[str] = []
-    for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, _skip_document):
+    at_delivery = delivery_path(path)
+
+    def skip(doc: dict) -> str | None:
+        # a lone JSON object whose Records is not a list (a list is read as the delivery) — or,
+        # at a delivery path, one that is neither a record nor a digest — is a damaged delivery
+        # file: quarantined below, never skipped as "not a CloudTrail log file"
+        if "Records" in doc:
+            return _not_a_delivery(doc)
+        why = _skip_document(doc)
+        if why is not None and at_delivery and not any(k in doc for k in _DIGEST_KEYS):
+            return _not_a_delivery(doc)
+        return why
+
+    for it in json_records(path, data, info, _WRAPPERS, LOADER, quarantine, skip):
         objs = [it.obj]
         if isinstance(it.obj, dict) and isinstance(it.obj.get("Records"), list):
             objs = it.obj["Records"]  # a whole delivery document on one JSON Lines line
@@ -371,6 +424,22 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
                                                  raw=it.raw if it.raw is not None else json_preview(obj)[:400]))
                 continue
             rows.append(row)
+    added = quarantine[q_before:]
+    if (at_delivery and added and len(rows) == rows_before and not ignored and not info.get("damaged_gzip")
+            and data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b"[")):
+        # a delivery file is one JSON document: text that is not JSON at all is the file damaged
+        # whole (one file-level row, as a corrupt gzip stream is), not lines of some other log
+        first = added[0]
+        where = f" on line {first['line_no']}" if first.get("line_no") is not None else ""
+        del quarantine[q_before:]
+        quarantine.append(quarantine_row(path, None, LOADER, f"{_DAMAGED}not JSON ({first['error']}{where}): the "
+                                         "requests it holds cannot be read", offset=0, raw=data[:400]))
+        return
+    if info.get("skipped") and str(info.get("reason") or "").startswith(_DAMAGED):
+        why = info.pop("reason")
+        del info["skipped"]
+        quarantine.append(quarantine_row(path, None, LOADER, why, offset=0, raw=data[:400]))
+        return
     if ignored and insights == ignored and len(rows) == rows_before and len(quarantine) == q_before:
         # a file of Insights events only: skipped whole, as a digest file is
         info["skipped"], info["reason"] = True, "CloudTrail Insights file (summaries of unusual activity, not requests)"
@@ -414,6 +483,9 @@ def _load_reference(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
 _DELIVERY = re.compile(rb'^\s*\{\s*"Records"\s*:\s*\[')
 _DIGEST = re.compile(rb'^\s*\{[^\n]{0,2000}?"digest(Start|End)Time"')
+#: a delivery document's opening whose ``Records`` is not a list (``{"Records": {…}``, a string,
+#: ``null``): damaged, not another format
+_RECORDS_NOT_A_LIST = re.compile(rb'^\{\s*"Records"\s*:\s*[^\s\[]')
 #: ``aws cloudtrail lookup-events`` as the CLI prints it: ``{"Events": [ … ], "NextToken": …}``,
 #: indented by 4 or on one line (``NextToken`` first too, as a tool that sorts keys writes it)
 _LOOKUP = re.compile(rb'^\{\s*(?:"NextToken"\s*:\s*(?:"(?:[^"\\]|\\.)*"|null)\s*,\s*)?"Events"\s*:\s*\[\s*(\]|\{)')
@@ -424,7 +496,8 @@ def sniff(sample: bytes) -> float:
     """Confidence that ``sample`` (a file's first bytes, decompressed) is a CloudTrail log.
 
     A delivery file starts with ``{"Records": [`` and names ``eventVersion``/``eventTime``
-    (0.95); a digest file is claimed at 0.8 so that it reaches this loader and is counted as
+    (0.95); one whose ``Records`` is not a list (``{"Records": {…``) is a damaged delivery
+    file (0.6: read, and quarantined whole); a digest file is claimed at 0.8 so that it reaches this loader and is counted as
     skipped; the CLI's LookupEvents answer ``{"Events": [{…`` naming ``CloudTrailEvent``,
     ``EventName`` or ``EventId`` 0.95 (``{"Events": []}``, a lookup that matched nothing, 0.6);
     JSON Lines score the share of the first 50 non-blank lines (a last line the sample
@@ -435,6 +508,8 @@ def sniff(sample: bytes) -> float:
     s = sample.lstrip(b"\xef\xbb\xbf \t\r\n")
     if _DELIVERY.match(s):
         return 0.95 if (b'"eventTime"' in s or b'"eventVersion"' in s or b'"Records":[]' in s.replace(b" ", b"")) else 0.6
+    if _RECORDS_NOT_A_LIST.match(s):  # a delivery document whose Records is damaged: read, and quarantined
+        return 0.6
     if _DIGEST.match(s) and b'"logFiles"' in s:
         return 0.8
     m = _LOOKUP.match(s)
@@ -458,6 +533,7 @@ register(Source(
     frame="access",
     sniff=sniff,
     load=load_cloudtrail,
+    claims_name=delivery_path,
     doc="AWS CloudTrail: delivery files ({\"Records\": [...]}, .json.gz, AWSLogs/ trees with digest "
         "files skipped), LookupEvents exports, EventBridge 'AWS API Call via CloudTrail' envelopes",
 ))

@@ -4,7 +4,8 @@ A source module calls :func:`register` at import time with a :class:`Source`: it
 canonical frame it yields, a ``sniff`` function and a ``load`` function.  ``sniff`` looks at a
 sample of a file's (decompressed) bytes — many lines, never just the first — and returns a
 confidence between 0 and 1.  Callers pick a loader by name (:func:`get`) or by content
-(:func:`sniff_file`).
+(:func:`sniff_file`); a file whose content none recognises may still be claimed by its
+name, as damaged evidence of the source whose delivery path it sits at (``claims_name``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..errors import InputError
 from ..frames import LoadResult
 
 __all__ = ["Source", "register", "get", "names", "did_you_mean", "sniff_file", "side_file_of", "SNIFF_BYTES",
-           "export_verdicts", "import_verdicts", "VERDICTS_ENV", "prefetch"]
+           "export_verdicts", "import_verdicts", "VERDICTS_ENV", "prefetch", "claimed_by_name", "NAME_CLAIM"]
 
 #: How much of a file sniffing reads (decompressed), in bytes.
 SNIFF_BYTES = 256 * 1024
@@ -40,6 +41,13 @@ class Source:
         side_file: ``side_file(path) -> bool``: a file this source reads *beside* its main files
             (Claude Code's ``agent-<id>.meta.json``); :func:`replaybook.load` reports such files
             as read with their transcript instead of as unrecognised.
+        claims_name: ``claims_name(path) -> bool``: ``path`` is where this source's logs are
+            delivered (CloudTrail's ``AWSLogs/<account>/CloudTrail/<region>/YYYY/MM/DD/
+            <account>_CloudTrail_<region>_….json.gz``), so a file there is its evidence whatever
+            its bytes hold.  Only asked when no source recognises the content
+            (:func:`sniff_file`): a corrupt gzip stream, text that is not JSON, a delivery whose
+            ``Records`` is not a list then reaches this source's loader, which quarantines it as
+            damaged, instead of being listed as "not evidence".
     """
 
     name: str
@@ -48,7 +56,13 @@ class Source:
     load: Callable[[Iterable[str | Path]], LoadResult]
     doc: str = ""
     side_file: Callable[[Path], bool] | None = None
+    claims_name: Callable[[Path], bool] | None = None
 
+
+#: The confidence :func:`sniff_file` gives a source that claims a file by its name alone
+#: (:attr:`Source.claims_name`) when no source recognises its content: as sure as
+#: ``replaybook.loading.MIN_CONFIDENCE`` requires, and below any content verdict that claims it.
+NAME_CLAIM = 0.5
 
 _REGISTRY: dict[str, Source] = {}
 
@@ -118,6 +132,21 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def claimed_by_name(path: str | Path, judges: Iterable[Source] | None = None) -> Source | None:
+    """The first of ``judges`` (default: every registered source) whose ``claims_name`` claims
+    ``path``: a file at that source's delivery path (:attr:`Source.claims_name`)."""
+    _load_builtin()
+    p = Path(path)
+    for src in (_REGISTRY.values() if judges is None else judges):
+        if src.claims_name is not None:
+            try:
+                if src.claims_name(p):
+                    return src
+            except Exception:  # noqa: BLE001 - a name that cannot be judged is claimed by no one
+                continue
+    return None
+
+
 def side_file_of(path: str | Path) -> Source | None:
     """The source that reads ``path`` as a side file of its main files, if any."""
     _load_builtin()
@@ -143,6 +172,11 @@ def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | N
     ``replaybook report`` checks every file's list before it loads, and the load would otherwise
     sniff each of an incident's files twice.
 
+    A file whose content no source recognises (below :data:`NAME_CLAIM`) but that sits at a
+    source's delivery path (:func:`claimed_by_name`: a CloudTrail delivery file whose gzip
+    stream is corrupt) is that source's, at :data:`NAME_CLAIM`: its loader reads what it can
+    and quarantines the rest as damaged evidence of that kind.
+
     Raises:
         OSError: the file cannot be opened or read.
     """
@@ -154,11 +188,16 @@ def sniff_file(path: str | Path, only: Source | None = None) -> tuple[Source | N
     known = _SNIFFED.get(key)
     if known is not None and len(known[0]) == len(judges) and all(a is b for a, b in zip(known[0], judges)):
         _SNIFFED.move_to_end(key)
-        return known[1], known[2]
-    best, score = _judge(head, judges)
-    _SNIFFED[key] = (judges, best, score)
-    if len(_SNIFFED) > _SNIFFED_MAX:
-        _SNIFFED.popitem(last=False)
+        best, score = known[1], known[2]
+    else:
+        best, score = _judge(head, judges)
+        _SNIFFED[key] = (judges, best, score)
+        if len(_SNIFFED) > _SNIFFED_MAX:
+            _SNIFFED.popitem(last=False)
+    if score < NAME_CLAIM:  # (the content names no source: its path may; the verdict above is the content's alone)
+        by_name = claimed_by_name(path, judges)
+        if by_name is not None:
+            return by_name, NAME_CLAIM
     return best, score
 
 
