@@ -487,10 +487,44 @@ def test_byte_counts_beyond_int64_are_na_on_both_paths(tmp_path):
             'AuthHeader bkt.s3.amazonaws.com TLSV1.2 - -\n')
     s3log = tmp_path / "s3.log"
     s3log.write_text(line.format("99999999999999999999999") + line.format("9223372036854775807")
-                     + line.format("9223372036854775808"))
+                     + line.format("9223372036854775808") + line.format("000000000000000000000042"))
+    for load in (s3_access.load_s3_access, s3_access._load_reference):
+        # an S3 line whose count is 2**63 or more is damaged there: set aside with its line, as
+        # one holding -5 is — never read as a request whose bytes are silently NA
+        res = load(s3log)
+        assert res.frame["bytes"].tolist() == [2**63 - 1, 42] and list(res.frame["line_no"]) == [2, 4]
+        assert list(res.quarantine["line_no"]) == [1, 3] and list(res.quarantine["kind"]) == ["invalid"] * 2
+        assert all("bytes sent" in e and "beyond 64 bits" in e for e in res.quarantine["error"])
+
+
+@pytest.mark.parametrize("field", range(4))
+def test_an_s3_count_beyond_64_bits_sets_its_line_aside_on_both_paths_as_minus_5_does(tmp_path, field):
+    """Bytes sent, object size, total time or turn-around time of 99999999999999999999999 had
+    loaded as a row with ``bytes`` NA (or the value kept only in ``raw``), no note, no quarantine
+    row; ``-5`` in the same field quarantined the whole line.  Both are damage: both set the
+    line aside, with its line number and the field named, the fast path as the per-line one."""
+    owner = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
+    names = ["bytes sent", "object size", "total time", "turn-around time"]
+
+    def line(value: str) -> str:
+        counts = ["434234", "434234", "70", "10"]
+        counts[field] = value
+        return (f'{owner} bkt [06/Feb/2019:00:00:38 +0000] 192.0.2.3 {owner} 3E57427F3EXAMPLE REST.GET.OBJECT a.jpg '
+                f'"GET /bkt/a.jpg HTTP/1.1" 200 - {" ".join(counts)} "-" "curl/7.1" - id2= SigV4 ECDHE-RSA-AES128-SHA '
+                'AuthHeader bkt.s3.amazonaws.com TLSV1.2 - -\n')
+
+    s3log = tmp_path / "s3.log"
+    s3log.write_text(line("5") + line("99999999999999999999999") + line("-5") + line("9223372036854775807"))
+    got = []
     for load in (s3_access.load_s3_access, s3_access._load_reference):
         res = load(s3log)
-        assert res.frame["bytes"].tolist() == [pd.NA, 2**63 - 1, pd.NA] and res.quarantine.empty
+        assert list(res.frame["line_no"]) == [1, 4]
+        q = res.quarantine
+        assert list(q["line_no"]) == [2, 3] and list(q["kind"]) == ["invalid", "invalid"]
+        assert f"{names[field]} 99999999999999999999999 is beyond 64 bits" in q["error"].iloc[0]
+        got.append((res.frame.drop(columns=["raw"]), q))
+    pd.testing.assert_frame_equal(got[0][0], got[1][0])
+    pd.testing.assert_frame_equal(got[0][1], got[1][1])
 
 
 def test_quarantined_record_holding_an_integer_past_64_bits_is_kept_not_a_crash(tmp_path):

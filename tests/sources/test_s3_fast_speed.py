@@ -182,7 +182,8 @@ def test_several_buckets_and_list_prefixes_in_one_file(tmp_path):
 def test_bytes_past_18_digits_and_dashes(tmp_path):
     p = _file(tmp_path, "log", [_line(0, sent="-"), _line(1, sent="1" * 19), _line(2, sent=str(2**53 + 1)),
                                 _line(3, sent="0" * 25 + "7"), _line(4, sent="12")])
-    assert s3_access.load_s3_access(p).frame["bytes"].tolist() == [0, 1111111111111111111, 2**53 + 1, pd.NA, 12]
+    # (26 digits that are 7 written with leading zeros: 7, not a silent NA)
+    assert s3_access.load_s3_access(p).frame["bytes"].tolist() == [0, 1111111111111111111, 2**53 + 1, 7, 12]
     same_s3(p)
     q = _file(tmp_path, "big", [_line(0, sent=str(2**53 + 1)), _line(1, sent="5")])
     same_s3(q)

@@ -19,7 +19,9 @@ The pattern is the reference's first pattern narrowed so that every field is det
 without backtracking: unquoted fields ``[^ ]+``; a quoted request-URI / referer / user agent
 ends at its first closing quote and is not empty; the time starts with a digit; everything
 after the user agent is taken as one string.  A line is read the fast way when it matches and
-that rest is empty or is tokens each after one space (no empty token, no trailing space).
+that rest is empty or is tokens each after one space (no empty token, no trailing space), and
+every count (bytes sent, object size, the two times) has at most 18 digits: a longer one may be
+2**63 or more, which the reference quarantines (its line is read the reference way).
 Under the file-level guards below this gives exactly the fields the reference pattern gives
 (a quoted operation or key is unquoted as the reference unquotes it).  Any other line (blank,
 a short or damaged line, a trailing-space or double-space tail, an empty quoted field …) is
@@ -64,7 +66,9 @@ from ._record import as_dict
 __all__ = ["load", "LINE"]
 
 _Q = r'(?:-|"[^"]+")'
-_N = r"(?:[0-9]+|-)"
+#: a count of at most 18 digits (below 2**63 whatever its digits): a longer one — 2**63 or more is
+#: no count, and the reference quarantines its line — is read by the reference per-line code
+_N = r"(?:[0-9]{1,18}|-)"
 #: One line of the fast shape — groups: bucket, time, requester, request id,
 #: operation + key + request-URI, status + error code, bytes sent, referer + user agent, the
 #: rest of the line — or any other line (all groups empty).  Every match ends at a newline, so
@@ -72,7 +76,7 @@ _N = r"(?:[0-9]+|-)"
 #: owner, IP, object size and the two times are matched but not captured.)
 LINE = re.compile(
     r"(?:[^ \n][^ ]* ([^ ]+) \[([0-9][^\]]*)\] [^ ]+ ([^ ]+) ([^ ]+) ([^ ]+ [^ ]+ " + _Q + r") "
-    r"((?:[0-9]{3}|-) [^ ]+) ([0-9]+|-) " + " ".join([_N] * 3) + " (" + _Q + " " + _Q + r")"
+    r"((?:[0-9]{3}|-) [^ ]+) ([0-9]{1,18}|-) " + " ".join([_N] * 3) + " (" + _Q + " " + _Q + r")"
     r"((?: [^\n]*)?)\n|[^\n]*\n)"
 )
 _GROUPS = ("A", "T", "R", "D", "E", "F", "B", "H")  # the block keys of groups 1-8

@@ -48,7 +48,9 @@ parsed on first use.  ``line_no`` = the 1-based line.
 Errors
 ------
 A path that does not exist or cannot be opened raises :class:`~replaybook.errors.InputError`.
-A line that does not have the format's shape, or whose time is not a date-time, is quarantined
+A line that does not have the format's shape, or whose time is not a date-time, or a count of
+which (bytes sent, object size, total time, turn-around time) is 2**63 or more — not a count S3
+logs, and no column could hold it (a negative one, ``-5``, does not have the shape) — is quarantined
 with file, line and byte offset (an unterminated unparsable last line as ``pending``), and so is
 a line holding NUL bytes (:data:`NUL_IN_LINE`; S3 writes none, so the line is damaged even when
 its fields still match); a truncated/corrupt gzip or a file that is not text at all
@@ -297,11 +299,31 @@ def _request_paths(request_uri: str | None) -> tuple[str, ...]:
 
 
 def _int(v: str | None) -> int | None:
-    """A decimal count; ``None`` for ``-``, anything else, or 2**63 and more (not a count)."""
-    if v is None or not (v.isascii() and v.isdigit()) or len(v) > 19:  # ("²" is a digit int() refuses)
+    """A decimal count; ``None`` for ``-``, anything else, or 2**63 and more (not a count: a
+    line holding one is quarantined, :func:`_beyond_64_bits`).  Leading zeros are read past."""
+    if v is None or not (v.isascii() and v.isdigit()) or len(v.lstrip("0")) > 19:  # ("²" is a digit int() refuses)
         return None
     n = int(v)
     return n if n < 2**63 else None
+
+
+#: The fields the format logs as decimal counts, by the User Guide's names (the HTTP status is
+#: three digits by the pattern)
+_COUNTS = {"bytes_sent": "bytes sent", "object_size": "object size", "total_time": "total time",
+           "turn_around_time": "turn-around time"}
+
+
+def _beyond_64_bits(rec: dict) -> str | None:
+    """Why a parsed line's counts cannot be read (:data:`_COUNTS`): the first one of 2**63 or
+    more — no byte count or time S3 logs is that large, so the line is damaged there, as one
+    holding ``-5`` is (which the pattern already refuses); ``None`` when every count fits."""
+    for k, name in _COUNTS.items():
+        v = rec.get(k)
+        if v is not None and _int(v) is None:
+            shown = v if len(v) <= 40 else v[:40] + "…"
+            return (f"not an S3 server access log line: {name} {shown} is beyond 64 bits (no count "
+                    "the format logs is): the line is damaged there")
+    return None
 
 
 def _record_of(line: bytes | str) -> dict:
@@ -381,6 +403,10 @@ def _line_row(path: Path, spath: str, line_no: int, offset: int, raw: bytes, pen
             "unterminated last line (still being written?)" if pending
             else "not an S3 server access log line (fields do not match the format)",
             kind="pending" if pending else "invalid", line_no=line_no, offset=offset, raw=raw))
+        return None
+    bad = _beyond_64_bits(rec)
+    if bad is not None:  # (a silent NA had hidden the damage: the line is set aside, as "-5" is)
+        quarantine.append(quarantine_row(path, None, LOADER, bad, line_no=line_no, offset=offset, raw=raw))
         return None
     for k in ("request_uri", "referer", "user_agent"):
         if rec.get(k):
