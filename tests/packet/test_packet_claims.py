@@ -253,6 +253,17 @@ CMDS = {1: "pytest -q tests/test_router.py", 2: "pytest -q", 3: "ruff check src"
     ("pytest --collect-only", "`pytest --collect-only` only lists tests or fixtures, running none"),
     ("pytest -q; echo done", "it runs pytest, but the step's exit code is that of `echo`, which runs after it"),
     ("pytest -q || true", "it runs pytest, but `||` lets the step exit 0 when it fails"),
+    # each exits 0 with a failing test in the repository, running none
+    ("pytest -h", "`pytest -h` only prints its help"),
+    ("pytest -V", "`pytest -V` only prints its version"),
+    ("pytest -q --setup-only", "`pytest --setup-only` only sets up and tears down fixtures, running no test"),
+    ("PYTEST_ADDOPTS=--collect-only pytest -q",
+     "`pytest --collect-only` only lists tests or fixtures, running none (set by `PYTEST_ADDOPTS`)"),
+    ("env PYTEST_ADDOPTS=--co pytest",
+     "`pytest --co` only lists tests or fixtures, running none (set by `PYTEST_ADDOPTS`)"),
+    ("cargo test -- --list", "`cargo test -- --list` only lists the tests"),
+    ("go test -run '^$' ./...",
+     "it runs go test (`go test -run '^$'` runs no test: the pattern matches no test's name), a build"),
 ])
 def test_all_tests_pass_citing_a_step_that_runs_no_tests_is_a_finding(cmd: str, reason: str):
     report = lint_claims_text("All tests pass [seq:7].", {7: 0}, commands={7: cmd})

@@ -413,3 +413,108 @@ def test_a_recipes_own_make_failing_or_a_failing_test_run_is_still_a_failing_tes
     assert not classify_failure("pytest -q", exit=1, pipefail=True).reads_output
     step = {"seq": 4, "cmd": "make test", "exit": 2, "argv": ["make", "test"], "shell": None}
     assert classify_failed_step(step, output=MAKE_NO_TARGET).shows(frozenset({TEST})).verdict == "no_check"
+
+
+# ----- arguments that make a test runner run no test and exit 0 ---------------------------------
+
+#: Commands that run no test yet exit 0 (checked against the real pytest below), with the reason.
+RUN_NO_TEST = [
+    ("pytest -h", "`pytest -h` only prints its help"),
+    ("pytest -V", "`pytest -V` only prints its version"),
+    ("pytest -qh", "`pytest -h` only prints its help"),
+    ("pytest -q --setup-only", "`pytest --setup-only` only sets up and tears down fixtures, running no test"),
+    ("pytest -q --setuponly", "`pytest --setuponly` only sets up and tears down fixtures, running no test"),
+    ("pytest -q --setupplan", "`pytest --setupplan` only lists tests or fixtures, running none"),
+    ("pytest -q --collectonly", "`pytest --collectonly` only lists tests or fixtures, running none"),
+    ("pytest -q --cache-show", "`pytest --cache-show` only shows the cache's content"),
+    ("pytest -q -- --co", "`pytest -- --co` only lists tests or fixtures, running none"),
+    ("PYTEST_ADDOPTS=--collect-only pytest -q",
+     "`pytest --collect-only` only lists tests or fixtures, running none (set by `PYTEST_ADDOPTS`)"),
+    ("env PYTEST_ADDOPTS=--co pytest",
+     "`pytest --co` only lists tests or fixtures, running none (set by `PYTEST_ADDOPTS`)"),
+    ("export PYTEST_ADDOPTS=-h; pytest -q", "`pytest -h` only prints its help (set by `PYTEST_ADDOPTS`)"),
+    ("PYTEST_ADDOPTS='-q --co' bash -c 'pytest'",
+     "`pytest --co` only lists tests or fixtures, running none (set by `PYTEST_ADDOPTS`)"),
+    ("pytest -q -o addopts=--co", "`pytest --co` only lists tests or fixtures, running none (set by `addopts`)"),
+    ("pytest --override-ini=addopts=--setup-plan",
+     "`pytest --setup-plan` only lists tests or fixtures, running none (set by `addopts`)"),
+]
+
+
+@pytest.mark.parametrize("cmd,reason", [
+    *RUN_NO_TEST,
+    ("cargo test -- --list", "`cargo test -- --list` only lists the tests"),
+    ("cargo test -q -- --help", "`cargo test -- --help` only prints its help"),
+    ("cargo test -h", "`cargo test -h` only prints its help"),
+    ("jest --showConfig", "`jest --showConfig` only prints its configuration"),
+    ("npx jest -t '^$'", "`jest -t '^$'` runs no test: the pattern matches no test's name"),
+    ("mypy -V", "`mypy -V` only prints its version"),
+])
+def test_arguments_that_make_a_runner_run_no_test_prove_none(cmd: str, reason: str):
+    assert classify_command(cmd, pipefail=False) == StepCheck("no_check", reason=reason)
+    assert classify_failure(cmd, exit=1, pipefail=False).shows(frozenset({TEST})).verdict == "no_check"
+
+
+@pytest.mark.parametrize("cmd,pattern", [
+    ("go test -run '^$' ./...", "-run '^$'"),
+    ("go test -run=^$ -bench . ./...", "-run '^$'"),
+    ("go test -test.run '^NONE$' ./...", "-test.run '^NONE$'"),
+    ("go test -run '^$/sub' ./...", "-run '^$/sub'"),
+    ("GOFLAGS=-run=^$ go test ./...", "-run '^$'"),
+    ("go test -skip . ./...", "-skip ."),
+])
+def test_go_test_with_a_pattern_that_selects_no_test_only_builds(cmd: str, pattern: str):
+    check = classify_command(cmd, pipefail=False)
+    assert check.verdict == "check" and check.kinds == frozenset({BUILD}), check
+    assert f"`go test {pattern}` runs no test" in check.reason
+
+
+@pytest.mark.parametrize("cmd", [
+    "pytest -rah", "pytest -k foo", "pytest -x -s -vv", "pytest -o xfail_strict=true", "pytest -- tests/",
+    "PYTEST_ADDOPTS=-x pytest", "env -u PYTEST_ADDOPTS pytest", "PYTEST_ADDOPTS=--co env -i pytest",
+    "export PYTEST_ADDOPTS=--co; unset PYTEST_ADDOPTS; pytest",
+    "PYTEST_ADDOPTS=--co; echo hi && cd tests && env -i pytest",
+    "go test -run TestFoo ./...", "go test -run '^TestFoo$' ./...", "go test -run '^T' ./...",
+    "go test -skip TestFoo ./...",
+    "go test -skip 'Foo$' ./...", "cargo test -- --nocapture", "cargo test -- --test-threads 1", "npx jest -t parser",
+    "ctest -V",
+])
+def test_arguments_that_still_run_tests_are_not_taken_for_none(cmd: str):
+    check = classify_command(cmd, pipefail=False)
+    assert check.verdict == "check" and TEST in check.kinds, check
+
+
+def test_javac_h_writes_headers_and_still_builds():
+    check = classify_command("javac -h build/headers Foo.java")
+    assert check.verdict == "check" and check.kinds == frozenset({BUILD})
+
+
+def test_jest_pass_with_no_tests_cannot_show_that_tests_ran_but_its_failure_is_a_test_failure():
+    check = classify_command("npx jest --passWithNoTests", pipefail=False)
+    assert check == StepCheck("unknown", reason="`jest --passWithNoTests` exits 0 also when it finds no test, so its "
+                                                "exit code does not show that any ran")
+    failed = classify_failure("npx jest --passWithNoTests", exit=1, pipefail=False).shows(frozenset({TEST}))
+    assert failed.verdict == "check" and failed.runners == ("jest",)
+
+
+def test_the_pytest_arguments_taken_for_no_test_run_none_with_the_real_pytest(tmp_path):
+    """Each pytest line of RUN_NO_TEST exits 0 on a repository whose only test fails."""
+    import os
+    import subprocess
+    import sys
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_x.py").write_text("def test_x():\n    assert False\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "pytest"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m pytest "$@"\n')
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    ran = subprocess.run(["bash", "-c", "pytest -q"], cwd=repo, env=env, capture_output=True, text=True)
+    assert ran.returncode == 1, ran.stdout  # the test fails when it runs
+    for cmd, _reason in RUN_NO_TEST:
+        ran = subprocess.run(["bash", "-c", cmd], cwd=repo, env=env, capture_output=True, text=True)
+        assert ran.returncode == 0 and "1 failed" not in ran.stdout, (cmd, ran.stdout[-500:], ran.stderr[-500:])

@@ -50,6 +50,7 @@ change.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import shlex
@@ -95,8 +96,10 @@ def _k(*kinds: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-#: Arguments with which any runner only prints something and runs no check.
-_INFO_ARGS: Mapping[str, str] = {"--version": "only prints its version", "--help": "only prints its help"}
+#: Arguments with which any runner only prints something and runs no check (a runner for which one
+#: of them means something else lists it in :attr:`Runner.not_info`: ``javac -h DIR``).
+_INFO_ARGS: Mapping[str, str] = {"--version": "only prints its version", "--help": "only prints its help",
+                                 "-h": "only prints its help"}
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,26 @@ class Runner:
             anything (``npm ERR! Missing script: "test"``), as :data:`re.M` regular expressions:
             a failing step whose stored output holds one shows no failing check.  Only read when
             the step's output was stored and hashes to its ``out_sha``.
+        flags: its short options that take no value and may be written together: a word of
+            them is read as each one (``pytest -qh`` is ``pytest -q -h``).
+        not_info: those of :data:`_INFO_ARGS` that mean something else to it (``javac -h DIR``).
+        after_dashdash: limits read in the words after ``--``, which it reads too or passes on to
+            what it runs (``cargo test -- --list``: libtest's; :data:`_INFO_ARGS` count there as
+            well); ``None``: the words after ``--`` are not read.
+        env_options: environment variables whose value it reads as more of its arguments
+            (``PYTEST_ADDOPTS``, ``GOFLAGS``): set by ``NAME=value``, ``env NAME=value`` or
+            ``export NAME=value`` earlier in the line, they are read as if they were given.
+        ini_options: options whose value ``addopts=ARGS`` adds arguments as its configuration
+            file's ``addopts`` would (``pytest -o addopts=--co``).
+        name_filters: options whose value is a regular expression a test's name must match to
+            run (``go test -run``): one that no name it can have matches (``-run '^$'``) runs no test.
+        name_skips: options whose value is a regular expression of names not to run (``go test
+            -skip``): one that every name matches (``-skip .``) runs no test.
+        test_names: what every test's name it runs starts with (``Test``, ``Example``, ``Fuzz``
+            for ``go test``); empty: any name but the empty one.
+        unsure: arguments with which its exit code 0 does not show that any check ran (``jest
+            --passWithNoTests`` exits 0 when it finds no test): a passing step is ``unknown``, a
+            failing one still shows its failure.
     """
 
     name: str
@@ -140,6 +163,15 @@ class Runner:
     local_ok: bool = False
     aborted: Mapping[int, str] = field(default_factory=dict)
     aborted_output: tuple[tuple[str, str], ...] = ()
+    flags: str = ""
+    not_info: frozenset[str] = _NONE
+    after_dashdash: Mapping[str, tuple[frozenset[str], str]] | None = None
+    env_options: tuple[str, ...] = ()
+    ini_options: frozenset[str] = _NONE
+    name_filters: frozenset[str] = _NONE
+    name_skips: frozenset[str] = _NONE
+    test_names: tuple[str, ...] = ()
+    unsure: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -222,8 +254,19 @@ def _opts(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
-_PYTEST_LIMITS = {a: (_NONE, "only lists tests or fixtures, running none") for a in (
-    "--collect-only", "--co", "--fixtures", "--fixtures-per-test", "--markers", "--setup-plan")}
+_PYTEST_LIMITS = {
+    **{a: (_NONE, "only lists tests or fixtures, running none") for a in (
+        "--collect-only", "--co", "--collectonly", "--fixtures", "--fixtures-per-test", "--markers", "--setup-plan",
+        "--setupplan")},
+    **dict.fromkeys(("--setup-only", "--setuponly"),
+                    (_NONE, "only sets up and tears down fixtures, running no test")),
+    "--cache-show": (_NONE, "only shows the cache's content"),
+    **dict.fromkeys(("-V", "-VV"), (_NONE, "only prints its version")),
+}
+#: libtest's arguments (after ``cargo test --``) with which it runs no test.
+_LIBTEST_LIMITS = {"--list": (_NONE, "only lists the tests")}
+_GO_LIST = (_NONE, "only lists the tests")
+_NO_TESTS_FOUND_OK = "exits 0 also when it finds no test, so its exit code does not show that any ran"
 _EXIT_ZERO = (_NONE, "exits 0 whatever it finds")
 _CARGO_OPTS = _opts("-Z", "--config", "-C", "--color")
 _NPM_OPTS = _opts("--prefix", "-w", "--workspace", "-C", "--dir", "--filter", "-F", "--cwd", "--loglevel")
@@ -239,7 +282,8 @@ _NPM_ABORTS = (
 #: Programs (and subcommands) that run a check.
 RUNNERS: tuple[Runner, ...] = (
     # Python
-    Runner("pytest", ("pytest", "py.test"), _k(TEST), limits=_PYTEST_LIMITS,
+    Runner("pytest", ("pytest", "py.test"), _k(TEST), limits=_PYTEST_LIMITS, flags="hqvxsl",
+           after_dashdash=_PYTEST_LIMITS, env_options=("PYTEST_ADDOPTS",), ini_options=_opts("-o", "--override-ini"),
            aborted={2: "it was interrupted before any test ran (an error while collecting the tests, such as an "
                        "import error, or Ctrl-C)",
                     3: "it hits an internal error", 4: "it is given a test path or an option it cannot find",
@@ -261,8 +305,8 @@ RUNNERS: tuple[Runner, ...] = (
            limits={"--exit-zero": _EXIT_ZERO}),
     Runner("black --check", ("black",), _k(LINT), requires=_opts("--check")),
     Runner("isort --check", ("isort",), _k(LINT), requires=_opts("--check", "--check-only", "-c")),
-    Runner("mypy", ("mypy",), _k(TYPECHECK), aborted={2: "it stops on a fatal error (a usage error, a file it "
-                                                        "cannot read)"}),
+    Runner("mypy", ("mypy",), _k(TYPECHECK), limits={"-V": (_NONE, "only prints its version")},
+           aborted={2: "it stops on a fatal error (a usage error, a file it cannot read)"}),
     Runner("pyright", ("pyright", "basedpyright", "pytype", "pyre"), _k(TYPECHECK)),
     Runner("dmypy", ("dmypy",), _k(TYPECHECK), sub=("run", "check")),
     Runner("pre-commit run", ("pre-commit", "prek"), _k(LINT, TYPECHECK), sub=("run",)),
@@ -270,7 +314,10 @@ RUNNERS: tuple[Runner, ...] = (
     Runner("npm test", ("npm", "pnpm", "yarn", "bun"), _k(TEST), sub=("test", "t", "tst"), value_options=_NPM_OPTS,
            aborted_output=_NPM_ABORTS),
     Runner("jest", ("jest", "vitest", "mocha", "ava", "jasmine", "karma", "tap"), _k(TEST),
-           limits={"--listTests": (_NONE, "only lists the tests"), "list": (_NONE, "only lists the tests")}),
+           limits={"--listTests": (_NONE, "only lists the tests"), "list": (_NONE, "only lists the tests"),
+                   "--showConfig": (_NONE, "only prints its configuration")},
+           name_filters=_opts("-t", "--testNamePattern"),
+           unsure={"--passWithNoTests": _NO_TESTS_FOUND_OK}),
     Runner("playwright test", ("playwright",), _k(TEST), sub=("test",),
            limits={"--list": (_NONE, "only lists the tests")}),
     Runner("cypress run", ("cypress",), _k(TEST), sub=("run",)),
@@ -289,8 +336,10 @@ RUNNERS: tuple[Runner, ...] = (
     Runner("vite build", ("vite",), _k(BUILD), sub=("build",)),
     # Go, Rust
     Runner("go test", ("go",), _k(TEST, BUILD), sub=("test",),
-           limits={"-list": (_NONE, "only lists the tests"),
-                   "-c": (_k(BUILD), "compiles the tests without running them")}),
+           limits={**dict.fromkeys(("-list", "--list", "-test.list", "--test.list"), _GO_LIST),
+                   "-c": (_k(BUILD), "compiles the tests without running them")},
+           env_options=("GOFLAGS",), name_filters=_opts("-run", "--run", "-test.run", "--test.run"),
+           name_skips=_opts("-skip", "--skip", "-test.skip", "--test.skip"), test_names=("Test", "Example", "Fuzz")),
     Runner("go build", ("go",), _k(BUILD), sub=("build", "install")),
     Runner("go vet", ("go",), _k(LINT), sub=("vet",)),
     Runner("golangci-lint run", ("golangci-lint",), _k(LINT), sub=("run",),
@@ -299,7 +348,8 @@ RUNNERS: tuple[Runner, ...] = (
     Runner("cargo test", ("cargo",), _k(TEST, BUILD), sub=("test", "t", "nextest run", "miri test"),
            value_options=_CARGO_OPTS,
            limits={"--no-run": (_k(BUILD), "compiles the tests without running them"),
-                   "--list": (_NONE, "only lists the tests")}),
+                   "--list": (_NONE, "only lists the tests")},
+           after_dashdash=_LIBTEST_LIMITS),
     Runner("cargo build", ("cargo",), _k(BUILD), sub=("build", "b", "install"), value_options=_CARGO_OPTS),
     Runner("cargo check", ("cargo",), _k(BUILD, TYPECHECK), sub=("check", "c"), value_options=_CARGO_OPTS),
     Runner("cargo clippy", ("cargo",), _k(LINT, TYPECHECK), sub=("clippy",), value_options=_CARGO_OPTS),
@@ -331,7 +381,8 @@ RUNNERS: tuple[Runner, ...] = (
     Runner("cmake --build", ("cmake",), _k(BUILD), requires=_opts("--build")),
     Runner("bazel test", ("bazel", "bazelisk"), _k(TEST, BUILD), sub=("test", "coverage")),
     Runner("bazel build", ("bazel", "bazelisk"), _k(BUILD), sub=("build",)),
-    Runner("gcc", ("gcc", "g++", "cc", "c++", "clang", "clang++", "javac", "kotlinc", "rustc", "zig"), _k(BUILD)),
+    Runner("gcc", ("gcc", "g++", "cc", "c++", "clang", "clang++", "javac", "kotlinc", "rustc", "zig"), _k(BUILD),
+           not_info=_opts("-h")),  # javac -h DIR writes native headers
     Runner("shellcheck", ("shellcheck", "hadolint", "actionlint", "yamllint", "markdownlint", "ktlint", "detekt",
                           "swiftlint", "clang-tidy", "cppcheck", "tflint"), _k(LINT)),
     Runner("sphinx-build", ("sphinx-build",), _k(BUILD)),
@@ -582,6 +633,7 @@ class _Shell:
     pipefail_note: str  # why there is no pipefail, said when a pipe hides a runner
     depth: int = 0
     failed: bool = False  # reading what a non-zero exit shows (else: what exit 0 shows)
+    env: tuple[tuple[str, str], ...] = ()  # variables set earlier in the line (export X=1; X=1;)
 
 
 _MAX_DEPTH = 8
@@ -641,9 +693,10 @@ def _match_sub(rest: list[str], subs: tuple[str, ...]) -> int:
     return 0
 
 
-def _limit(args: list[str], limits: Mapping[str, tuple[frozenset[str], str]], kinds: frozenset[str], name: str):
-    """Apply ``limits`` and :data:`_INFO_ARGS`: ``(kinds left, reason)``."""
-    info = _has(args, _INFO_ARGS)
+def _limit(args: list[str], limits: Mapping[str, tuple[frozenset[str], str]], kinds: frozenset[str], name: str,
+           not_info: frozenset[str] = _NONE):
+    """Apply ``limits`` and :data:`_INFO_ARGS` (but ``not_info``): ``(kinds left, reason)``."""
+    info = _has(args, [a for a in _INFO_ARGS if a not in not_info])
     if info:
         return _NONE, f"`{name} {info}` {_INFO_ARGS[info]}"
     hit = _has(args, limits)
@@ -664,7 +717,118 @@ def _shown(entry: Runner | TaskRunner, prog: str) -> str:
     return f"{prog} {rest}".strip()
 
 
-def _runner(prog: str, args: list[str]) -> _Prog | None:
+def _split_words(value: str) -> list[str]:
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return value.split()
+
+
+def _values(args: list[str], names: Iterable[str]) -> list[str]:
+    """The values given to the options ``names`` (``-run X``, ``-run=X``, ``-oX`` for a
+    one-letter option), in order, up to ``--``."""
+    names = frozenset(names)
+    out = []
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        opt, eq, val = a.partition("=")
+        if a in names and i + 1 < len(args):
+            out.append(args[i + 1])
+        elif eq and opt in names:
+            out.append(val)
+        elif not a.startswith("--") and a[:2] in names and len(a) > 2:
+            out.append(a[2:])
+    return out
+
+
+def _extra_args(r: Runner, args: list[str], env: Mapping[str, str]) -> tuple[list[str], str]:
+    """Arguments the runner reads besides ``args``: from :attr:`Runner.env_options` set in ``env``
+    and ``addopts=`` given to :attr:`Runner.ini_options`; and where they come from, for messages."""
+    extra: list[str] = []
+    where: list[str] = []
+    for var in r.env_options:
+        if env.get(var):
+            extra += _split_words(env[var])
+            where.append(f"`{var}`")
+    for val in _values(args, r.ini_options):
+        key, eq, more = val.partition("=")
+        if eq and key.strip() == "addopts":
+            extra += _split_words(more)
+            where.append("`addopts`")
+    return extra, " and ".join(where)
+
+
+def _unclustered(args: list[str], flags: str) -> list[str]:
+    """``-qh`` as ``-q -h`` when every letter is one of ``flags`` (short options without a value)."""
+    if not flags:
+        return args
+    out = []
+    for a in args:
+        if len(a) > 2 and a[0] == "-" and a[1] != "-" and all(c in flags for c in a[1:]):
+            out.extend(f"-{c}" for c in a[1:])
+        else:
+            out.append(a)
+    return out
+
+
+_RE_SPECIAL = frozenset(".^$*+?()[]{}|\\")
+
+
+def _regex_top(pattern: str) -> str:
+    """The first ``/``-separated element of a ``go test -run`` pattern (``/`` inside ``[]`` or
+    ``()`` does not separate), which is matched against the top-level tests' names."""
+    depth, i = 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "[(":
+            depth += 1
+        elif c in "])":
+            depth = max(0, depth - 1)
+        elif c == "/" and depth == 0:
+            return pattern[:i]
+        i += 1
+    return pattern
+
+
+def _matches_no_name(pattern: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether the regular expression ``pattern`` can match no test's name: one that matches only
+    the empty name (``^$``), or one anchored at the start (``^NONE``) whose leading text no name
+    starting with one of ``prefixes`` can begin with.  Anything else may match: False."""
+    if not pattern.startswith("^") or "|" in pattern:
+        return False
+    body = pattern[1:]
+    if body in ("$", "\\z", "$$"):
+        return True
+    if not prefixes:
+        return False
+    lit = ""
+    for i, c in enumerate(body):
+        if c in _RE_SPECIAL:
+            if c in "*?{" and lit:
+                lit = lit[:-1]  # the character before an optional quantifier may be absent
+            break
+        lit += c
+    return bool(lit) and not any(lit.startswith(n) or n.startswith(lit) for n in prefixes)
+
+
+def _matches_every_name(pattern: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether the regular expression ``pattern`` matches every test's name (``.``, ``Test``
+    for go's names): it matches within each prefix, and nothing in it looks past what it
+    matched (``$``, ``\\b``, lookaheads), so it matches every name that starts so."""
+    if not pattern or re.search(r"\$|\\[bBzZ]|\(\?[=!<]", pattern):
+        return False
+    try:
+        rx = re.compile(pattern)
+    except re.error:
+        return False
+    return all(rx.search(n) for n in (prefixes or ("x",)))
+
+
+def _runner(prog: str, args: list[str], env: Mapping[str, str] | None = None, failed: bool = False) -> _Prog | None:
     for r in RUNNERS:
         if prog not in r.programs:
             continue
@@ -679,10 +843,41 @@ def _runner(prog: str, args: list[str]) -> _Prog | None:
         if r.requires and not _has(args, r.requires):
             continue
         name = _shown(r, prog)
-        kinds, why = _limit(after, r.limits, r.kinds, name)
+        extra, where = _extra_args(r, after, env or {})
+        if "--" in after and r.after_dashdash is not None:
+            cut = after.index("--")
+            own, passed = after[:cut], after[cut + 1:]
+        else:
+            own, passed = after, []
+        own = _unclustered(own, r.flags)
+        kinds, why = _limit(own, r.limits, r.kinds, name, r.not_info)
+        if kinds and extra:
+            kinds, why_extra = _limit(_unclustered(extra, r.flags), r.limits, kinds, name, r.not_info)
+            if why_extra:
+                why = f"{why_extra} (set by {where})"
+        if kinds and passed:
+            kinds, why_passed = _limit(_unclustered(passed, r.flags), r.after_dashdash or {}, kinds, f"{name} --",
+                                       r.not_info)
+            why = why_passed or why
+        if kinds & _k(TEST) and (r.name_filters or r.name_skips):
+            words = [*extra, *own]
+            runs = _values(words, r.name_filters)
+            skips = _values(words, r.name_skips)
+            opt = next((o for o in sorted(r.name_filters)
+                        if any(w == o or w.startswith(o + "=") for w in words)), "")
+            if runs and _matches_no_name(_regex_top(runs[-1]), r.test_names):
+                kinds = kinds - _k(TEST)
+                why = f"`{name} {opt} {shlex.quote(runs[-1])}` runs no test: the pattern matches no test's name"
+            elif any(_matches_every_name(_regex_top(x), r.test_names) for x in skips):
+                kinds = kinds - _k(TEST)
+                x = next(x for x in skips if _matches_every_name(_regex_top(x), r.test_names))
+                why = f"`{name} -skip {shlex.quote(x)}` runs no test: the pattern matches every test's name"
         if not kinds:
             return _Prog(name, "no_check", reason=why)
-        return _Prog(name, "check", kinds, aborted=r.aborted, aborted_output=r.aborted_output)
+        unsure = _has([*extra, *own], r.unsure)
+        if unsure and not failed:
+            return _Prog(name, "unknown", reason=f"`{name} {unsure}` {r.unsure[unsure]}")
+        return _Prog(name, "check", kinds, reason=why, aborted=r.aborted, aborted_output=r.aborted_output)
     return None
 
 
@@ -767,6 +962,41 @@ def _kinds_of_task(t: TaskRunner, task: str) -> frozenset[str]:
     return task_kinds(task)
 
 
+def _env_wrapper_changes(args: list[str], env: dict[str, str]) -> None:
+    """Apply what ``env ARGS`` does to the environment of the command it runs: ``-i`` (or ``-``)
+    empties it, ``-u NAME`` removes a variable, ``NAME=value`` sets one."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-i", "--ignore-environment", "-"):
+            env.clear()
+        elif a in ("-u", "--unset") and i + 1 < len(args):
+            env.pop(args[i + 1], None)
+            i += 1
+        elif a.startswith("--unset="):
+            env.pop(a.partition("=")[2], None)
+        elif a.startswith("-u") and len(a) > 2:
+            env.pop(a[2:], None)
+        elif a in ("-C", "--chdir", "-S", "--split-string"):
+            i += 1
+        elif a == "--":
+            pass
+        elif _ASSIGN.match(a):
+            _assign(a, env)
+        elif not a.startswith("-"):
+            return
+        i += 1
+
+
+def _assign(word: str, env: dict[str, str]) -> None:
+    """``NAME=value`` or ``NAME+=value`` into ``env``."""
+    name, _eq, value = word.partition("=")
+    if name.endswith("+"):
+        name = name[:-1]
+        value = env.get(name, "") + value
+    env[name] = value
+
+
 def _wrapper(prog: str, args: list[str]) -> tuple[Wrapper, list[str]] | None:
     for w in WRAPPERS:
         if prog not in w.programs:
@@ -845,14 +1075,16 @@ def _shell_line(words: list[str], sh: _Shell) -> tuple[str | None, _Shell, str]:
         return None, sh, f"`{prog}` with no command reads its commands from stdin"
     has_pipefail = prog in ("bash", "zsh", "ksh", "mksh")
     note = "" if pipefail else (f"`{prog} -c` without `-o pipefail`" if has_pipefail else f"`{prog}` has no pipefail")
-    return line, _Shell(pipefail and has_pipefail, errexit, note, sh.depth + 1, sh.failed), ""
+    return line, _Shell(pipefail and has_pipefail, errexit, note, sh.depth + 1, sh.failed, sh.env), ""
 
 
 def _identify(words: list[str], sh: _Shell) -> _Seen:
     """What the simple command ``words`` (redirections removed) proves when it exits 0."""
     words = list(words)
     assigned = False
+    env = dict(sh.env)
     while words and _ASSIGN.match(words[0]):
+        _assign(words[0], env)
         words = words[1:]
         assigned = True
     if not words:
@@ -864,7 +1096,7 @@ def _identify(words: list[str], sh: _Shell) -> _Seen:
         if prog in _SHELLS:
             if sh.depth >= _MAX_DEPTH:
                 return _Seen([_Prog(prog, "unknown", reason="shells nest too deep to follow")])
-            line, inner, why = _shell_line(words, sh)
+            line, inner, why = _shell_line(words, dataclasses.replace(sh, env=tuple(env.items())))
             if line is None:
                 return _Seen([_Prog(prog, "unknown", reason=why)])
             return _analyse_failure(line, inner) if inner.failed else _analyse(line, inner)
@@ -884,6 +1116,8 @@ def _identify(words: list[str], sh: _Shell) -> _Seen:
             if prog == "command" and _has(words[1:2], ("-v", "-V")):
                 return _Seen([_Prog("command -v", "no_check", reason=f"`command -v` {_PRINTS} where a program is")])
             script_names = script_names or w.scripts
+            if w.assignments:
+                _env_wrapper_changes(words[1:], env)
             words = inner_words
             continue
         break
@@ -892,7 +1126,7 @@ def _identify(words: list[str], sh: _Shell) -> _Seen:
     first = words[0]
     prog = _basename(first)
     args = words[1:]
-    found = _runner(prog, args) or _task_runner(prog, args)
+    found = _runner(prog, args, env, sh.failed) or _task_runner(prog, args)
     if found is None and script_names and "/" not in first and "." not in first and task_kinds(first):
         found = _Prog(f"the project's script `{first}`", "check", task_kinds(first))  # pdm run test
     if found is None and prog in NON_CHECKS:
@@ -1121,6 +1355,7 @@ def _parse(line: str, sh: _Shell) -> list[tuple[list[tuple[str | None, _Pipeline
                 return _Seen(problem=f"the line uses the shell's `{reserved}`, which the linter does not follow")
             if words[0] == "set":
                 state = _set_builtin(words[1:], state)
+            state = _env_builtin(words, state)
             seen = _identify(words, state)
             if seen.problem:
                 return seen
@@ -1221,6 +1456,25 @@ def _pass_on_status(lists: list[tuple[list[tuple[str | None, _Pipeline]], str]])
     lists.pop()
 
 
+def _env_builtin(words: list[str], sh: _Shell) -> _Shell:
+    """``export NAME=value``, ``declare -x NAME=value``, a command of assignments alone (``NAME=value;``)
+    and ``unset NAME`` change the variables the rest of the line sees."""
+    if words[0] in ("export", "declare", "typeset", "local", "readonly"):
+        assigns, removed = [w for w in words[1:] if _ASSIGN.match(w)], []
+    elif all(_ASSIGN.match(w) for w in words):
+        assigns, removed = words, []
+    elif words[0] == "unset":
+        assigns, removed = [], [w for w in words[1:] if not w.startswith("-")]
+    else:
+        return sh
+    env = dict(sh.env)
+    for w in assigns:
+        _assign(w, env)
+    for name in removed:
+        env.pop(name, None)
+    return dataclasses.replace(sh, env=tuple(env.items()))
+
+
 def _set_builtin(args: list[str], sh: _Shell) -> _Shell:
     """``set -e`` / ``set -o pipefail`` / ``set -euo pipefail`` change how the rest of the line runs."""
     pipefail, errexit = sh.pipefail, sh.errexit
@@ -1231,7 +1485,7 @@ def _set_builtin(args: list[str], sh: _Shell) -> _Shell:
             i += 1
         else:
             i, pipefail, errexit = opt
-    return _Shell(pipefail, errexit, sh.pipefail_note, sh.depth, sh.failed)
+    return dataclasses.replace(sh, pipefail=pipefail, errexit=errexit)
 
 
 def _shell_options(args: list[str], i: int, pipefail: bool, errexit: bool) -> tuple[int, bool, bool] | None:
@@ -1336,7 +1590,7 @@ def _analyse_failure(line: str, sh: _Shell) -> _Seen:
     """Whose failure a shell line's non-zero exit can be (bash's rules for lists, and-or lists,
     pipes): ``proven`` holds every program whose failure may be the step's exit code, ``hidden``
     the programs that ran but whose failure cannot be it."""
-    sh = _Shell(sh.pipefail, sh.errexit, sh.pipefail_note, sh.depth, True)
+    sh = dataclasses.replace(sh, failed=True)
     lists = _parse(line, sh)
     if isinstance(lists, _Seen):
         return lists
@@ -1496,8 +1750,9 @@ def _verdict(seen: _Seen) -> StepCheck:
     runners = [p for p in seen.proven if p.verdict == "check"]
     if runners:
         names = tuple(dict.fromkeys(p.name for p in runners))
+        narrowed = [p.reason for p in runners if p.reason]  # `go test -c` only compiles
         return StepCheck("check", frozenset().union(*(p.kinds for p in runners)), names,
-                         "it runs " + ", ".join(names))
+                         "it runs " + ", ".join(names) + (f" ({'; '.join(narrowed)})" if narrowed else ""))
     hidden = [(p, why) for p, why in seen.hidden if p.verdict == "check"]
     unknown = [p for p in seen.proven if p.verdict == "unknown"]
     if unknown:
