@@ -5,7 +5,9 @@ evidence: replaybook opens it read-only and never writes over it.  A command tha
 (``load --out``, ``capsule incident-run --out``, ``capsule build --out``, ``packet replay --junit``)
 checks its path here
 first: ``capsule incident-run --out capsule/capsule.yaml`` had replaced the capsule it had just
-read, and ``packet replay --junit session.jsonl`` the session log.
+read, ``packet replay --junit session.jsonl`` the session log, and ``packet replay --head-ignore
+PR_BODY.md --junit PR_BODY.md`` the PR body (the packet's files are listed by
+``replaybook.packet.cli._packet_files``).
 """
 
 from __future__ import annotations

@@ -82,6 +82,58 @@ def test_junit_never_writes_over_the_log_the_body_or_a_stored_output(packet: Pat
     assert _worktrees(repo) == 1
 
 
+def test_junit_never_writes_over_any_file_of_the_packet(packet: Path, repo: Path, monkeypatch):
+    """``--head-ignore PR_BODY.md --junit PR_BODY.md`` replaced the PR body with JUnit XML: only
+    ``--body`` and the output folder were guarded.  Whatever the packet holds is refused before
+    anything is replayed: what ``--head-ignore`` names (a path, a folder, a glob; from here or from
+    the repository's root), the body beside the log without ``--body``, a Markdown file beside the
+    log citing its steps, and the default output folder when ``--outputs`` names another."""
+    import hashlib
+    import shutil
+
+    monkeypatch.chdir(repo)
+    (repo / "PR_BODY.md").write_text("The check passes [seq:3].\n")
+    (repo / "NOTES.md").write_text("Fails before the fix [seq:1].\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "notes.txt").write_text("notes\n")
+    other = repo / "other-outputs"
+    shutil.copytree(repo / "session.outputs", other)
+    kept = [repo / "PR_BODY.md", repo / "NOTES.md", repo / "docs" / "notes.txt", packet,
+            *sorted((repo / "session.outputs").glob("*.txt"))]
+
+    def digests():
+        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in kept}
+
+    before = digests()
+    for args, why in [(["--head-ignore", "PR_BODY.md", "--junit", "PR_BODY.md"], "is one of the inputs"),
+                      (["--junit", "PR_BODY.md"], "is one of the inputs"),
+                      (["--junit", "./NOTES.md"], "is one of the inputs"),
+                      (["--head-ignore", "docs", "--junit", "docs/notes.txt"], "is one of the inputs"),
+                      (["--head-ignore", "docs/*.txt", "--junit", "docs/notes.txt"], "is one of the inputs"),
+                      (["--outputs", str(other), "--junit", "session.outputs/new.xml"], "is inside"),
+                      (["--outputs", str(other), "--junit", str(other / "new.xml")], "is inside")]:
+        res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert why in " ".join(res.output.split()) and "replaying" not in res.output, (args, res.output)
+    monkeypatch.chdir(repo / "sub")  # --head-ignore names a path from the repository's root
+    res = CliRunner().invoke(packet_cli, ["replay", "../session.jsonl", "--head-ignore", "PR_BODY.md",
+                                          "--junit", "../PR_BODY.md"])
+    assert res.exit_code == 2 and "is one of the inputs" in res.output, res.output
+    assert digests() == before
+    assert _worktrees(repo) == 1
+    # a report beside the packet is still written, and written again
+    monkeypatch.chdir(repo)
+    (repo / "feature.flag").unlink()
+    for _ in range(2):
+        res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--head-ignore", "PR_BODY.md",
+                                              "--head-ignore", "docs", "--junit", "packet-junit.xml"])
+        assert res.exit_code == 0, res.output
+        assert ET.parse(repo / "packet-junit.xml").getroot().tag == "testsuites"
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--head-ignore", "docs",
+                                          "--junit", "docs/junit.xml"])  # a new file: nothing written over
+    assert res.exit_code == 0 and (repo / "docs" / "junit.xml").is_file(), res.output
+
+
 def test_local_edits_do_not_leak_into_the_replay(packet: Path, repo: Path):
     write_check(repo, extra=" and False")  # uncommitted breakage on disk
     v = replay(packet, repo=repo)

@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import traceback
+from pathlib import Path
 
 import click
 
@@ -144,10 +145,9 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
     cites = _read_cites(body_path) if body_path else None  # before the replay: a bad path fails at once
     if junit_path:  # (the report goes beside the evidence, never over it)
         from .._guard import refuse_over_evidence
-        from .log import outputs_dir_for
 
-        refuse_over_evidence(junit_path, files=[log_path, *([body_path] if body_path else [])],
-                             folders=[outputs_dir or outputs_dir_for(log_path)], option="--junit")
+        files, folders = _packet_files(junit_path, log_path, body_path, head_ignore, outputs_dir, repo)
+        refuse_over_evidence(junit_path, files=files, folders=folders, option="--junit")
     text = fmt == "text"
     shown = [0]  # warnings printed so far
 
@@ -198,6 +198,55 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
 def _shown_path(path: str) -> str:
     """A path as given, with ``.`` and ``..`` parts worked out (``a/../b`` → ``b``) for messages."""
     return os.path.normpath(path)
+
+
+#: A PR body's usual name: beside the session log, it is the packet's body even when ``--body`` is not given.
+_BODY_NAME = "PR_BODY.md"
+
+
+def _packet_files(target: str, log_path: str, body_path: str | None, head_ignore: tuple[str, ...],
+                  outputs_dir: str | None, repo: str | None) -> tuple[list[Path], list[Path]]:
+    """``(files, folders)`` of the packet that ``replay --junit target`` must not write over: the
+    session log; the body (``--body``); what ``--head-ignore`` names (a path, from here or from the
+    repository's root; and ``target`` itself when a folder or glob of it names it); the files beside
+    the log that the packet holds (``PR_BODY.md``, and ``target`` when it is a Markdown file there
+    citing ``[seq:N]`` steps: a body); and the stored outputs (``--outputs`` and ``session.outputs/``
+    beside the log)."""
+    from .claims import cited_markers
+    from .gitstate import repo_root
+    from .log import outputs_dir_for
+    from .replay import _ignored
+
+    log = Path(log_path)
+    files = [log, *([Path(body_path)] if body_path else [])]
+    folders = [outputs_dir_for(log), *([Path(outputs_dir)] if outputs_dir else [])]
+    try:
+        root = repo_root(repo) if repo else (repo_root(Path.cwd()) or repo_root(log.resolve().parent))
+    except (OSError, ReplaybookError):
+        root = None
+    for p in head_ignore:
+        files += [Path(p), *([root / p] if root is not None else [])]
+    out = Path(target)
+    if not out.is_file():
+        return files, folders
+    where = out.resolve()
+    if root is not None and head_ignore:
+        try:
+            rel = where.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            rel = None
+        if rel is not None and _ignored(rel, tuple(head_ignore)):
+            files.append(out)
+    beside = log.resolve().parent
+    files.append(beside / _BODY_NAME)
+    if where.parent == beside and where.suffix.lower() in (".md", ".markdown"):
+        try:
+            text = where.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        if cited_markers(text):
+            files.append(out)
+    return files, folders
 
 
 def _read_cites(body_path: str) -> list[tuple[int, int]]:
