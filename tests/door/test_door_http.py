@@ -248,6 +248,22 @@ def test_messages_sent_before_the_initialize_answer_wait_for_the_session_id(http
     assert "HTTP 400" not in err, err
 
 
+def _silent_server(port: int, mode: str, **popen) -> subprocess.Popen:
+    """``silent_http_server.py`` on ``port`` in ``mode``, once it listens."""
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("silent_http_server.py")), str(port), mode],
+                              **popen)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return server
+        except OSError:
+            if time.monotonic() >= deadline:
+                server.kill()
+                raise AssertionError("the test server did not start") from None
+            time.sleep(0.1)
+
+
 @pytest.mark.parametrize("mode", ["silent", "drop"])
 def test_a_door_in_front_of_a_remote_server_stops_on_signals_with_its_status(rules_file, tmp_path, mode):
     """SIGTERM to a `--url` door with a call in flight: the call is logged as stopped and the door
@@ -258,16 +274,8 @@ def test_a_door_in_front_of_a_remote_server_stops_on_signals_with_its_status(rul
     import json
 
     port = _free_port()
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("silent_http_server.py")), str(port), mode])
+    server = _silent_server(port, mode)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the test server did not start"
-                time.sleep(0.1)
         log_root = tmp_path / "door"
         door = subprocess.Popen(_door_url(rules_file, log_root, f"http://127.0.0.1:{port}/mcp"),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -313,17 +321,8 @@ def test_a_call_held_behind_an_unanswered_initialize_is_logged_when_the_door_is_
     import json
 
     port = _free_port()
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("silent_http_server.py")), str(port),
-                               "mute"], stdout=subprocess.PIPE)
+    server = _silent_server(port, "mute", stdout=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the test server did not start"
-                time.sleep(0.1)
         log_root = tmp_path / "door"
         door = subprocess.Popen(_door_url(rules_file, log_root, f"http://127.0.0.1:{port}/mcp"),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
