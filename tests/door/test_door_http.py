@@ -264,6 +264,22 @@ def _silent_server(port: int, mode: str, **popen) -> subprocess.Popen:
             time.sleep(0.1)
 
 
+def _stop_door(door: subprocess.Popen, *, again: bool) -> None:
+    """SIGTERM to ``door`` — and, with ``again``, a second one 2 s later if it still runs (a
+    transport's shutdown may hang on a server that never answers) —; it must exit 128 + 15."""
+    try:
+        door.send_signal(signal.SIGTERM)
+        if again:
+            time.sleep(2.0)
+            if door.poll() is None:
+                door.send_signal(signal.SIGTERM)
+        assert door.wait(30) == 128 + signal.SIGTERM.value, door.stderr.read().decode()[-2000:]
+    finally:
+        if door.poll() is None:
+            door.kill()
+            door.wait(10)
+
+
 @pytest.mark.parametrize("mode", ["silent", "drop"])
 def test_a_door_in_front_of_a_remote_server_stops_on_signals_with_its_status(rules_file, tmp_path, mode):
     """SIGTERM to a `--url` door with a call in flight: the call is logged as stopped and the door
@@ -291,16 +307,8 @@ def test_a_door_in_front_of_a_remote_server_stops_on_signals_with_its_status(rul
             send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                   "params": {"name": "list_folder", "arguments": {"path": "demo"}}})
             time.sleep(0.5)
-            door.send_signal(signal.SIGTERM)
-            if mode == "silent":
-                time.sleep(2.0)
-                if door.poll() is None:
-                    door.send_signal(signal.SIGTERM)
-            assert door.wait(30) == 128 + signal.SIGTERM.value, door.stderr.read().decode()[-2000:]
         finally:
-            if door.poll() is None:
-                door.kill()
-                door.wait(10)
+            _stop_door(door, again=mode == "silent")
         lines = validate_lines(log_root / "analyst" / "web-1.jsonl")
         assert [(o["seq"], o["error"]) for o in lines] == [(1, "the door was stopped (SIGTERM) before the answer")]
     finally:
@@ -335,15 +343,8 @@ def test_a_call_held_behind_an_unanswered_initialize_is_logged_when_the_door_is_
             door.stdin.flush()
             assert server.stdout.readline() == b"initialize\n"  # the door's relay has begun
             time.sleep(0.5)
-            door.send_signal(signal.SIGTERM)
-            time.sleep(2.0)
-            if door.poll() is None:  # (the transport's shutdown waits on the unanswered initialize)
-                door.send_signal(signal.SIGTERM)
-            assert door.wait(30) == 128 + signal.SIGTERM.value, door.stderr.read().decode()[-2000:]
-        finally:
-            if door.poll() is None:
-                door.kill()
-                door.wait(10)
+        finally:  # (the transport's shutdown waits on the unanswered initialize: a second signal)
+            _stop_door(door, again=True)
         lines = validate_lines(log_root / "analyst" / "web-1.jsonl")
         assert [(o["seq"], o["tool"], o["arguments"], o["decision"]) for o in lines] == [
             (1, call["name"], call["arguments"], expected[0])]
