@@ -224,13 +224,15 @@ def _packet_files(target: str, log_path: str, body_path: str | None, head_ignore
         root = repo_root(repo) if repo else (repo_root(Path.cwd()) or repo_root(log.resolve().parent))
     except (OSError, ReplaybookError):
         root = None
-    for p in head_ignore:
-        files += [Path(p), *([root / p] if root is not None else [])]
     out = Path(target)
+    # (a JUnit report an earlier replay wrote there is the replay's own output: written again)
+    earlier = out.is_file() and _is_junit_report(out)
+    ignored = [q for p in head_ignore for q in (Path(p), *([root / p] if root is not None else []))]
+    files += [q for q in ignored if not (earlier and q.exists() and os.path.samefile(q, out))]
     if not out.is_file():
         return files, folders
     where = out.resolve()
-    if root is not None and head_ignore:
+    if root is not None and head_ignore and not earlier:
         try:
             rel = where.relative_to(root.resolve()).as_posix()
         except ValueError:
@@ -247,6 +249,20 @@ def _packet_files(target: str, log_path: str, body_path: str | None, head_ignore
         if cited_markers(text):
             files.append(out)
     return files, folders
+
+
+def _is_junit_report(path: Path) -> bool:
+    """``path`` holds a JUnit XML report (its root element ``<testsuites>`` or ``<testsuite>``,
+    after an XML declaration or comments): what ``replay --junit`` writes."""
+    import re
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    except OSError:
+        return False
+    head = re.sub(r"^(?:<\?xml[^>]*\?>|<!--.*?-->|\s+)*", "", head, flags=re.S)
+    return re.match(r"<testsuites?[\s>/]", head) is not None
 
 
 def _read_cites(body_path: str) -> list[tuple[int, int]]:
