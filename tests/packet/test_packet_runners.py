@@ -476,7 +476,8 @@ def test_go_test_with_a_pattern_that_selects_no_test_only_builds(cmd: str, patte
     "PYTEST_ADDOPTS=--co; echo hi && cd tests && env -i pytest",
     "go test -run TestFoo ./...", "go test -run '^TestFoo$' ./...", "go test -run '^T' ./...",
     "go test -skip TestFoo ./...",
-    "go test -skip 'Foo$' ./...", "cargo test -- --nocapture", "cargo test -- --test-threads 1", "npx jest -t parser",
+    "go test -skip 'Foo$' ./...", "go test -skip '.*/integration' ./...", "go test -skip './slow' ./...",
+    "cargo test -- --nocapture", "cargo test -- --test-threads 1", "npx jest -t parser",
     "ctest -V",
 ])
 def test_arguments_that_still_run_tests_are_not_taken_for_none(cmd: str):

@@ -794,6 +794,15 @@ def _regex_top(pattern: str) -> str:
     return pattern
 
 
+def _skips_every_test(pattern: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether ``go test -skip pattern`` skips every test: a pattern of one ``/``-separated part
+    that matches every top-level name.  A pattern of several parts (``.*/integration``) skips
+    subtests only — Go's matcher lets a top-level test whose name matches only the first part
+    run, to reach the subtests the rest names — so it never skips them all."""
+    top = _regex_top(pattern)
+    return top == pattern and _matches_every_name(top, prefixes)
+
+
 def _matches_no_name(pattern: str, prefixes: tuple[str, ...]) -> bool:
     """Whether the regular expression ``pattern`` can match no test's name: one that matches only
     the empty name (``^$``), or one anchored at the start (``^NONE``) whose leading text no name
@@ -868,9 +877,9 @@ def _runner(prog: str, args: list[str], env: Mapping[str, str] | None = None, fa
             if runs and _matches_no_name(_regex_top(runs[-1]), r.test_names):
                 kinds = kinds - _k(TEST)
                 why = f"`{name} {opt} {shlex.quote(runs[-1])}` runs no test: the pattern matches no test's name"
-            elif any(_matches_every_name(_regex_top(x), r.test_names) for x in skips):
+            elif any(_skips_every_test(x, r.test_names) for x in skips):
                 kinds = kinds - _k(TEST)
-                x = next(x for x in skips if _matches_every_name(_regex_top(x), r.test_names))
+                x = next(x for x in skips if _skips_every_test(x, r.test_names))
                 why = f"`{name} -skip {shlex.quote(x)}` runs no test: the pattern matches every test's name"
         if not kinds:
             return _Prog(name, "no_check", reason=why)
