@@ -351,3 +351,20 @@ def test_incident_run_and_build_keep_off_run_records_capture_files_and_log_folde
     r = run("build", w / "incident.yaml", "--evidence", w / "door-evidence", "--capture", w / "capture.yaml",
             "--out", tmp_path / "elsewhere")
     assert r.exit_code == 0, r.output
+
+
+def test_build_takes_a_relative_capture_path_as_an_absolute_one(tmp_path, monkeypatch):
+    """With `--capture inc/capture.yaml` (relative) the folder holding it had been taken for one
+    the capsule pins files in: every --out under the incident was refused."""
+    import shutil
+
+    shutil.copytree(DEMO, tmp_path / "inc")
+    monkeypatch.chdir(tmp_path)
+    r = run("build", "inc", "--evidence", "inc/door-evidence", "--capture", "inc/capture.yaml", "--out", "inc/capsule2")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "inc" / "capsule2" / "capsule.yaml").is_file()
+    monkeypatch.chdir(tmp_path / "inc")
+    r = run("build", ".", "--evidence", "door-evidence", "--capture", "capture.yaml", "--out", "capsule3")
+    assert r.exit_code == 0, r.output
+    r = run("build", ".", "--evidence", "door-evidence", "--capture", "capture.yaml", "--out", "capture/c")
+    assert r.exit_code == 2 and "whose files are evidence" in " ".join(r.output.split()), r.output

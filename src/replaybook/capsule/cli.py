@@ -219,7 +219,7 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
         pinned = [*places.runs.values(), *captured]  # (their folders: a capsule's files would sit among them)
         refuse_over_evidence(Path(out_dir) / "capsule.yaml", files=[*places.files, *captured],
                              folders=[*([evidence] if evidence else []), *holding, *places.folders,
-                                      *{q.parent for q in pinned if q.parent != inc.root}])
+                                      *{q.resolve().parent for q in pinned if q.resolve().parent != inc.root}])
         built = build_capsule(inc, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
     except InputError as exc:
         _input_error(ctx, exc)
@@ -281,7 +281,7 @@ def incident_run_cmd(ctx: click.Context, capsule_path: str, incident: str, out: 
         others = [p for role, p in places.runs.items() if role != "incident"]
         refuse_over_evidence(out, files=[inc.path, cap.path, *inc.listed_files("transcripts", "door"), *others],
                              folders=[cap.store_root, *_run_stores(inc), *places.holding,
-                                      *(f for f in places.folders if f != cap.path.parent)])
+                                      *(f for f in places.folders if f.resolve() != cap.path.resolve().parent)])
         rec = incident_run(cap, inc)
     except (InputError, CapsuleFormatError) as exc:
         _input_error(ctx, exc)
