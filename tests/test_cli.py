@@ -889,3 +889,23 @@ def test_file_names_holding_control_characters_are_written_out_on_stderr(tmp_pat
     assert main(["join", "--transcripts", str(tmp_path / "door"), "--calls", str(tmp_path / "door")]) == 2
     err = capsys.readouterr().err
     assert "replaybook: error: " in err and shown in err and "\x1b" not in err and "\r" not in err
+
+
+def test_a_dead_kernels_log_keeps_its_lines_on_stderr(tmp_path, capsys, monkeypatch):
+    """The report's error for a dead kernel ends with the kernel's log on purpose: written out as
+    one line it had been one unreadable line of literal \\n (each line is still written out, so a
+    colour code in the log cannot reach the terminal)."""
+    from replaybook.errors import ReportError
+    from replaybook.report import render
+
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "incident.yaml"
+
+    def dead(*a, **k):
+        raise ReportError("report kernel hung or died: RuntimeError: Kernel died\nthe kernel's log ended:\n"
+                          "Traceback (most recent call last):\n  \x1b[31mMemoryError\x1b[0m")
+
+    monkeypatch.setattr(render, "render_report", dead)
+    assert main(["report", str(demo), "--out", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err
+    assert ("replaybook: error: report kernel hung or died: RuntimeError: Kernel died\nthe kernel's log ended:\n"
+            "Traceback (most recent call last):\n  \\x1b[31mMemoryError\\x1b[0m\n") in err

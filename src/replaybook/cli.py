@@ -17,7 +17,7 @@ import orjson
 
 from . import _json
 from . import __version__
-from .errors import InputError, JoinError, ReplaybookError
+from .errors import InputError, JoinError, ReplaybookError, ReportError
 
 __all__ = ["main", "cli"]
 
@@ -76,13 +76,14 @@ def _frame_out(df, fmt: str, out: str | None) -> None:
         sys.stdout.write(text)
 
 
-def _say(text: str) -> None:
+def _say(text: str, *, lines: bool = False) -> None:
     """One line on stderr, its control characters written out (:func:`replaybook._text.one_line`):
     a file name or a log's value holding ESC sequences, CR or a newline could otherwise colour,
-    clear or forge the lines around it."""
+    clear or forge the lines around it.  ``lines``: a message of several lines on purpose (a
+    dead kernel's log tail), each line written out so."""
     from ._text import one_line
 
-    click.echo(one_line(text), err=True)
+    click.echo("\n".join(map(one_line, text.split("\n"))) if lines else one_line(text), err=True)
 
 
 def _quarantine_summary(q, records: set[str] | frozenset[str] = frozenset()) -> None:
@@ -1309,7 +1310,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("aborted", err=True)
         return EXIT_INPUT
     except ReplaybookError as exc:
-        _say(f"replaybook: error: {exc}")
+        _say(f"replaybook: error: {exc}", lines=isinstance(exc, ReportError))  # (a kernel's log: its lines)
         return EXIT_INPUT if isinstance(exc, (InputError, JoinError)) else EXIT_INTERNAL
     except BrokenPipeError:
         return EXIT_OK
