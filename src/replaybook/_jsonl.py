@@ -661,32 +661,39 @@ def note_unreadable_times(texts: Sequence[Any], parsed: Any, files: Sequence[Any
                 f"{shown}{more}")
 
 
+def shown_value(v: Any) -> str:
+    """A value as a note shows it: a string quoted, anything else as JSON (40 characters)."""
+    if isinstance(v, str):
+        return repr(safe_str(v)[:40])
+    try:
+        return safe_str(_json.dumps(v).decode("utf-8", "replace"))[:40]
+    except Exception:  # noqa: BLE001 - a value JSON cannot write (NaN …): as Python shows it
+        return repr(v)[:40]
+
+
+def lines_note(items: Sequence[tuple[Any, Any]], what: str, says: str) -> str:
+    """One note on the lines that held an odd value, in the words every loader uses: ``2 lines
+    <says>: line 3 (null), line 4 (1735689600)`` — ``items`` are ``(line, value)``, in line
+    order; the first three are named, and how many more."""
+    n = len(items)
+    listed = ", ".join(f"line {ln} ({shown_value(v)})" for ln, v in items[:3])
+    more = f" and {n - 3:,} more" if n > 3 else ""
+    return f"{n:,} {what}{'' if n == 1 else 's'} {says}: {listed}{more}"
+
+
 def note_non_text_times(info: dict, items: Sequence[tuple[Any, Any]], *, what: str = "line",
                         kept: str = "kept with the time unknown") -> None:
     """Say in ``info["notes"]`` which lines held a time field that was written but is empty or
     not text (a number, ``null``): their rows are kept with the time unknown (NaT).  ``items``:
-    ``(line, value)``; the note names the first three in line order, and how many in all, in the
-    words Claude Code's loader uses for the same case.  A time *text* that is no date-time is
+    ``(line, value)``; the note names the first three in line order, and how many in all
+    (:func:`lines_note`).  A time *text* that is no date-time is
     :func:`note_unreadable_times`' note.  ``what`` is what is counted (``"tool call"``: several
     may share a line) and ``kept`` what the row's time is instead (``"read as the message's
     time"``)."""
-    if not items:
-        return
-
-    def shown(v: Any) -> str:
-        if isinstance(v, str):
-            return repr(safe_str(v)[:40])
-        try:
-            return safe_str(_json.dumps(v).decode("utf-8", "replace"))[:40]
-        except TypeError:  # (a value JSON cannot write)
-            return repr(v)[:40]
-
-    got = sorted(items, key=lambda x: (x[0] is None, x[0] if x[0] is not None else 0))
-    n = len(got)
-    listed = ", ".join(f"line {ln} ({shown(v)})" for ln, v in got[:3])
-    more = f" and {n - 3:,} more" if n > 3 else ""
-    info.setdefault("notes", []).append(f"{n:,} {what}{'' if n == 1 else 's'} with a timestamp that is empty or "
-                                        f"not text, {kept}: {listed}{more}")
+    if items:
+        got = sorted(items, key=lambda x: (x[0] is None, x[0] if x[0] is not None else 0))
+        info.setdefault("notes", []).append(lines_note(got, what, f"with a timestamp that is empty or not text, "
+                                                                  f"{kept}"))
 
 
 #: a time of day with a time zone at the end of a date-time text: ``…10:00Z``, ``…10:00:00.5+02:00``,

@@ -334,7 +334,7 @@ def test_token_counts_written_as_digits_are_read_and_others_are_noted(tmp_path):
     assert res.inputs[0]["notes"] == [
         "line 3: message g1 tokens.output is not a whole number (5.5): output_tokens left NA",
         "line 5: message g3 tokens.input is not a whole number (true): input_tokens left NA",
-        'line 5: message g3 tokens.output is beyond what a 64-bit integer holds ("99999999999999999999"): '
+        "line 5: message g3 tokens.output is beyond what a 64-bit integer holds ('99999999999999999999'): "
         "output_tokens left NA",
         "line 7: message g5 tokens is not an object (12): input_tokens and output_tokens left NA"]
     assert res.quarantine.empty

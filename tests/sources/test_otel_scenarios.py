@@ -556,16 +556,16 @@ def test_a_status_of_the_wrong_shape_is_quarantined_and_leaves_is_error_unknown(
         ["call_0", None], ["call_1", None], ["call_2", None], ["call_3", None], ["call_4", True],
         ["call_5", False], ["call_6", True], ["call_7", False], ["call_8", None]]
     assert list(zip(res.quarantine["line_no"], res.quarantine["error"])) == [
-        (1, 'span e000000000000000: status is not an object ("ERROR"): not read, so whether the span failed '
+        (1, "span e000000000000000: status is not an object ('ERROR'): not read, so whether the span failed "
             "is unknown"),
-        (2, 'span e000000000000001: status.code is not a status code ("BROKEN"): not read, so whether the span '
+        (2, "span e000000000000001: status.code is not a status code ('BROKEN'): not read, so whether the span "
             "failed is unknown"),
         (3, "span e000000000000002: status.code is not a status code ([2]): not read, so whether the span failed "
             "is unknown"),
         (4, "span e000000000000003: status.code is not a status code (true): not read, so whether the span "
             "failed is unknown"),
         (7, "span e000000000000006: status.message is not text (5): not read"),
-        (9, 'span e000000000000009: status is not an object ("ERROR"): not read, so whether the span failed '
+        (9, "span e000000000000009: status is not an object ('ERROR'): not read, so whether the span failed "
             "is unknown")]
     assert json.loads(res.quarantine["raw"].iloc[0]) == "ERROR"
 

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from .. import _json
-from .._jsonl import (Line, name_stem, note_unreadable_times, note_zoneless_times, parse_json, quarantine_row,
+from .._jsonl import (Line, lines_note, name_stem, note_unreadable_times, note_zoneless_times, parse_json, quarantine_row,
                       read_side_file, read_source, set_aside_line)
 from .._text import TEXT_LIMIT, deep_safe, int_or_none, safe_str, str_or_none, to_utc
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -195,23 +195,6 @@ def is_error_of(v: Any) -> bool | None:
     return None
 
 
-def _shown(v: Any) -> str:
-    """A value as a note shows it: a string quoted, anything else as JSON (40 characters)."""
-    if isinstance(v, str):
-        return repr(safe_str(v)[:40])
-    try:
-        return safe_str(_json.dumps(v).decode("utf-8", "replace"))[:40]
-    except Exception:  # noqa: BLE001 - a value JSON cannot write (NaN …): as Python shows it
-        return repr(v)[:40]
-
-
-def _lines_note(items: list[tuple[int, Any]], what: str, says: str) -> str:
-    n = len(items)
-    shown = ", ".join(f"line {ln} ({_shown(v)})" for ln, v in items[:3])
-    more = f" and {n - 3:,} more" if n > 3 else ""
-    return f"{n:,} {what}{'' if n == 1 else 's'} {says}: {shown}{more}"
-
-
 def same_input(a: Any, b: Any) -> bool:
     """Whether two ``tool_use`` inputs are the same arguments (their canonical keys are equal; a
     value no key can be made of compares as itself).  A block repeating a tool-use id within one
@@ -246,14 +229,14 @@ def note_odd_values(info: dict, bad_ts: list[tuple[int, Any]], bad_err: list[tup
     noted after the load (:func:`note_unreadable_timestamps`)."""
     if bad_ts:
         info.setdefault("notes", []).append(
-            _lines_note(bad_ts, "line", "with a timestamp that is empty or not text, kept with the time unknown"))
+            lines_note(bad_ts, "line", "with a timestamp that is empty or not text, kept with the time unknown"))
     if bad_err:
         info.setdefault("notes", []).append(
-            _lines_note(bad_err, "tool result", "whose is_error is neither true nor false, kept with is_error "
+            lines_note(bad_err, "tool result", "whose is_error is neither true nor false, kept with is_error "
                                                 "unknown (NA)"))
     if bad_id:
         info.setdefault("notes", []).append(
-            _lines_note(bad_id, "line", "with a tool-use id that is not text (a tool_use id or a tool_result's "
+            lines_note(bad_id, "line", "with a tool-use id that is not text (a tool_use id or a tool_result's "
                                         "tool_use_id), kept with no call id, so call and result are not paired"))
 
 

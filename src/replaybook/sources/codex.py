@@ -174,7 +174,7 @@ import orjson
 
 from .. import _json
 from .._jsonl import (ControlRepair, Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores,
-                      name_stem, note_non_text_times, note_unreadable_times, note_zoneless_times, quarantine_row,
+                      lines_note, name_stem, note_non_text_times, note_unreadable_times, note_zoneless_times, quarantine_row,
                       read_source)
 from .._text import before_by_ms, deep_safe, int_or_none, needs_safe, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
@@ -1324,9 +1324,7 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             if r.rtype == "event_msg" and p.get("type") == "mcp_tool_call_begin" and str_or_none(p.get("call_id")):
                 begin_ids.add((f.session_id, p["call_id"]))
         if odd_ids:  # (a call and its result read with no call id are not paired: said, not silent)
-            from ._claude_ref import _lines_note
-
-            f.info.setdefault("notes", []).append(_lines_note(
+            f.info.setdefault("notes", []).append(lines_note(
                 odd_ids, "line", "with a call_id that is not text, kept with no call id, so call and result are not "
                                  "paired"))
     st = _Load()

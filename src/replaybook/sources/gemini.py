@@ -106,7 +106,8 @@ import orjson
 
 from .. import _json
 from .._jsonl import (Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores, name_stem,
-                      note_non_text_times, note_unreadable_times, note_zoneless_times, quarantine_row, read_source)
+                      note_non_text_times, note_unreadable_times, note_zoneless_times, quarantine_row, read_source,
+                      shown_value)
 from .._text import deep_safe, needs_safe, safe_str, str_or_none, to_utc, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -551,14 +552,6 @@ _NOT_JSON = object()
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 
 
-def _shown(v: Any) -> str:
-    """A value as JSON, cut to 60 characters, for a note's words."""
-    try:
-        return safe_str(_json.dumps(v).decode("utf-8", "replace"))[:60]
-    except TypeError:  # (a value JSON cannot write)
-        return repr(v)[:60]
-
-
 def _tokens(rec: dict, line_no: int | None, notes: list[str]) -> tuple[int | None, int | None]:
     """``(input_tokens, output_tokens)`` of a ``gemini`` message's ``tokens`` (``TokensSummary``:
     ``{input, output, cached, thoughts, tool, total}``, whole numbers).  A count written as an
@@ -570,14 +563,14 @@ def _tokens(rec: dict, line_no: int | None, notes: list[str]) -> tuple[int | Non
     if tok is None:
         return None, None
     if not isinstance(tok, dict):
-        notes.append(f"line {line_no}: message {rec['id']} tokens is not an object ({_shown(tok)}): "
+        notes.append(f"line {line_no}: message {rec['id']} tokens is not an object ({shown_value(tok)}): "
                      "input_tokens and output_tokens left NA")
         return None, None
     out: list[int | None] = []
     for key in ("input", "output"):
         n, what = _whole_number(tok.get(key))
         if what is not None:
-            notes.append(f"line {line_no}: message {rec['id']} tokens.{key} {what} ({_shown(tok.get(key))}): "
+            notes.append(f"line {line_no}: message {rec['id']} tokens.{key} {what} ({shown_value(tok.get(key))}): "
                          f"{key}_tokens left NA")
         out.append(n)
     return out[0], out[1]

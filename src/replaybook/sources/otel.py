@@ -158,7 +158,8 @@ import orjson
 import pandas as pd
 
 from .. import _json
-from .._jsonl import Damaged, control_repair, expand_paths, iter_objects, json_doc_items, quarantine_row, read_source
+from .._jsonl import (Damaged, control_repair, expand_paths, iter_objects, json_doc_items, quarantine_row, read_source,
+                      shown_value)
 from .._text import deep_safe, safe_str, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -578,24 +579,19 @@ def _status(v: Any, bad: list) -> tuple[Any, str | None, bool]:
     if v is None:
         return None, None, False
     if not isinstance(v, dict):
-        bad.append(("status", f"is not an object ({_shown(v)}): not read, so whether the span failed is unknown", v))
+        bad.append(("status", f"is not an object ({shown_value(v)}): not read, so whether the span failed is unknown", v))
         return None, None, True
     code, msg = v.get("code"), v.get("message")
     unknown = False
     if code is not None and not (isinstance(code, (int, str)) and not isinstance(code, bool)
                                  and code in _STATUS_CODES):
-        bad.append(("status.code", f"is not a status code ({_shown(code)}): not read, so whether the span failed "
+        bad.append(("status.code", f"is not a status code ({shown_value(code)}): not read, so whether the span failed "
                     "is unknown", code))
         code, unknown = None, True
     if msg is not None and not isinstance(msg, str):
-        bad.append(("status.message", f"is not text ({_shown(msg)}): not read", msg))
+        bad.append(("status.message", f"is not text ({shown_value(msg)}): not read", msg))
         msg = None
     return code, msg, unknown
-
-
-def _shown(v: Any) -> str:
-    """A value as JSON, cut to 60 characters, for a quarantine row's words."""
-    return _json.dumps(v)[:60].decode("utf-8", "replace")
 
 
 #: GenAI semantic-convention attributes the rows are read from, and the type each must have
