@@ -516,11 +516,12 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     if inc is not None:
         steps, calls_f = inc.steps, inc.calls
         for kind in ("steps", "calls"):  # as for --transcripts/--calls: an empty frame is no all-clear
-            wrong = _nothing_read(kind, inc._load(kind))
+            res = inc.loaded(kind)
+            wrong = _nothing_read(kind, res)
             if wrong is not None:
                 from .sources._cloud import record_numbered
 
-                _quarantine_summary(inc._load(kind).quarantine, record_numbered(inc._load(kind).inputs))
+                _quarantine_summary(res.quarantine, record_numbered(res.inputs))
                 raise wrong
         _say_incident_inputs(inc, ("steps", "calls"))
         set_aside_rows = inc.quarantine  # (every input of the incident: its access logs too)
@@ -909,7 +910,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                          for a in doors}
         base, records = inc.root, inc.access_record_files
         access_inputs = [dict(i, path=inc._shown(i["path"])) if i.get("path") is not None else i
-                         for i in inc._load("access").inputs]
+                         for i in inc.loaded("access").inputs]
     else:
         from .sources._cloud import record_numbered
 

@@ -592,6 +592,14 @@ class Incident:
             places.folders.append(self.data_root)
         return places
 
+    def loaded(self, kind: str) -> LoadResult:
+        """The whole load of one frame — ``"steps"``, ``"calls"`` or ``"access"``: its frame,
+        quarantine and ``inputs`` entries (paths as the loader read them) — loaded on first use.
+
+        Raises:
+            ManifestError: see :meth:`load`; InputError: a listed file cannot be read."""
+        return self._load(kind)
+
     def _load(self, kind: str) -> LoadResult:
         if kind in self._results:
             return self._results[kind]
