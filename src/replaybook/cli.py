@@ -1181,16 +1181,14 @@ def _refuse_report_over_evidence(inc, incident: str, out_dir: str) -> None:
     import fnmatch
 
     from ._guard import refuse_over_evidence
-    from .report.checksums import SUFFIX
-    from .report.render import _slug
+    from .report.render import report_files
 
     places = inc.evidence_places()
     folder = Path(out_dir).expanduser()
     if folder.resolve() in [p.resolve() for p in places.holding]:
         raise click.BadParameter(f"{out_dir} holds the incident's logs, which are evidence: a report beside "
                                  "them would sit among them; choose another place", param_hint="--out")
-    slug = _slug(Path(incident).expanduser())
-    for out in (folder / f"{slug}.ipynb", folder / f"{slug}.html", folder / f"{slug}{SUFFIX}"):
+    for out in report_files(incident, out_dir):
         refuse_over_evidence(out, files=places.files, folders=places.folders)
         where = str(out.resolve())
         for pattern in places.patterns:

@@ -253,9 +253,13 @@ def test_a_foreign_python3_kernelspec_is_not_used(tiny_incident, tmp_path, monke
 
 
 def test_report_file_is_named_after_the_manifest_so_two_in_one_folder_do_not_collide(tmp_path):
-    from replaybook.report.render import _slug
+    from replaybook.report.render import _slug, report_files
 
     (tmp_path / "case 7").mkdir()
+    out = tmp_path / "out"
+    assert report_files(tmp_path / "case 7" / "incident.yaml", out) == (
+        out / "case-7.ipynb", out / "case-7.html", out / "case-7.sha256")
+    assert report_files(tmp_path / "case 7" / "jointrap.yaml", out).html == out / "jointrap.html"
     assert _slug(tmp_path / "case 7" / "incident.yaml") == "case-7"
     assert _slug(tmp_path / "Vorfall März 2026" / "incident.yaml") == "Vorfall-März-2026"  # not Vorfall-M-rz
     assert _slug(tmp_path / "a;b$(c)" / "incident.yaml") == "a-b-c"

@@ -28,13 +28,14 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 
 from ..errors import InputError, ReplaybookError, ReportError
 from .checksums import CHECKSUMS_MIME, SUFFIX, write_sha256sum
 
-__all__ = ["ReportPaths", "render_report", "to_html", "TEMPLATE_DIR", "TEMPLATE_NAME", "REVIEW_NOTEBOOK",
+__all__ = ["ReportPaths", "ReportFiles", "report_files", "render_report", "to_html", "TEMPLATE_DIR", "TEMPLATE_NAME", "REVIEW_NOTEBOOK",
            "REMOVE_TAGS"]
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,34 @@ def _slug(incident: Path) -> str:
     # spaces and path or shell characters among them, become "-"
     s = re.sub(r"[^\w.-]+", "-", unicodedata.normalize("NFC", name)).strip("-.")
     return s or "incident"
+
+
+class ReportFiles(NamedTuple):
+    """The three files :func:`render_report` writes for one incident into one folder.
+
+    Attributes:
+        ipynb: ``<slug>.ipynb``, the executed notebook.
+        html: ``<slug>.html``, the self-contained report.
+        checksums: ``<slug>.sha256``, every input's SHA-256 in ``sha256sum``'s format.
+    """
+
+    ipynb: Path
+    html: Path
+    checksums: Path
+
+
+def report_files(incident: str | Path, out_dir: str | Path) -> ReportFiles:
+    """Where :func:`render_report` would write ``incident``'s report in ``out_dir``, without
+    writing anything (so a command can refuse a place before a kernel starts).
+
+    The file name (the *slug*) is the manifest's name (``jointrap.yaml`` → ``jointrap``), or
+    its folder's name for the usual ``incident.yaml`` (``data/demo/incident.yaml`` → ``demo``),
+    with characters other than letters, digits, ``.`` and ``-`` written as ``-``.  Paths are
+    returned as given (``~`` expanded), not resolved.
+    """
+    slug = _slug(Path(incident).expanduser())
+    folder = Path(out_dir).expanduser()
+    return ReportFiles(folder / f"{slug}.ipynb", folder / f"{slug}.html", folder / f"{slug}{SUFFIX}")
 
 
 @contextlib.contextmanager
@@ -313,7 +342,8 @@ def render_report(
 
     Args:
         incident: the incident's ``incident.yaml`` (or another manifest) or its folder; the file
-            name is the manifest's name, or the folder's for ``incident.yaml`` (see ``_slug``).
+            name is the manifest's name, or the folder's for ``incident.yaml`` (see
+            :func:`report_files`).
         out_dir: folder for the outputs (created if missing).
         template: the papermill template notebook (default: ``replaybook/report/review.ipynb``);
             it must have a cell tagged ``parameters`` defining ``incident_path`` and ``interactive``.
@@ -346,9 +376,7 @@ def render_report(
     except OSError as exc:
         raise ReportError(f"cannot make the report folder {out_dir}: {exc.strerror or exc}") from None
     slug = _slug(incident)
-    out_ipynb = out_dir / f"{slug}.ipynb"
-    out_html = out_dir / f"{slug}.html"
-    out_sums = out_dir / f"{slug}{SUFFIX}"
+    out_ipynb, out_html, out_sums = report_files(incident, out_dir)
     parameters = _parameters(template, incident_file, out_sums.name)
 
     attempts = 0
