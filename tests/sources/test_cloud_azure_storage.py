@@ -316,3 +316,27 @@ def test_a_log_analytics_array_without_account_name_is_recognised_by_its_type(tm
     p.write_text(json.dumps([row]))
     src, conf = registry.sniff_file(p)
     assert src.name == "azure.storage" and conf >= 0.5
+
+
+def test_a_response_size_that_is_no_count_is_noted(tmp_path):
+    """``responseBodySize`` of -1 or ``"big"`` had left ``bytes`` empty with nothing said."""
+    sizes = [("z1", 512, 512), ("z2", -1, None), ("z3", "big", None), ("z4", None, None)]
+    lines = []
+    for rid, n, _ in sizes:
+        r = _oauth_record([])
+        r["correlationId"] = rid
+        if n is not None:
+            r["properties"] = {"responseBodySize": n}
+        lines.append(json.dumps(r))
+    p = tmp_path / "PT1H.json"
+    p.write_text("\n".join(lines) + "\n")
+    res = load_azure_storage(p)
+    assert res.quarantine.empty
+    f = res.frame.set_index("request_id")
+    assert {i: (None if pd.isna(f.loc[i, "bytes"]) else int(f.loc[i, "bytes"])) for i, *_ in sizes} \
+        == {i: want for i, _, want in sizes}
+    notes = [n for n in res.inputs[0]["notes"] if "responseBodySize" in n]
+    assert notes == ["line 2: responseBodySize -1 is not a count (a whole number from 0 to 2**63-1): "
+                     "left empty, the count is not known",
+                     'line 3: responseBodySize "big" is not a count (a whole number from 0 to 2**63-1): '
+                     "left empty, the count is not known"]

@@ -467,3 +467,34 @@ def test_a_digest_or_insight_file_name_is_no_delivery_path():
     assert not delivery_path("123456789012_CloudTrail-Digest_us-east-1_trail_us-east-1_20260913T110000Z.json.gz")
     assert not delivery_path("123456789012_CloudTrail-Insight_us-east-1_20260913T1005Z_x.json.gz")
     assert not delivery_path("events.json.gz")
+
+
+@pytest.mark.parametrize("shape", ["compact", "indented", "jsonl"])
+def test_a_byte_count_that_is_no_count_is_noted_not_left_out_without_a_word(tmp_path, shape):
+    """``bytesTransferredOut`` of -1, past 64 bits, text or a fraction had left ``bytes`` empty
+    with nothing said: the record looked like one whose size CloudTrail never logged.  The file's
+    inputs entry now names each, on the fast paths as on the record-by-record one."""
+    from replaybook.sources.cloudtrail import _load_reference
+
+    counts = [("b1", 5, 5), ("b2", 2**64, None), ("b3", -1, None), ("b4", "n/a", None), ("b5", None, None),
+              ("b6", 2.5, None), ("b7", "12", 12), ("b8", 2**63 - 1, 2**63 - 1)]
+    recs = [_rec("2026-09-13T10:00:00Z", "GetObject", requestID=rid, additionalEventData={"bytesTransferredOut": v})
+            for rid, v, _ in counts]
+    p = tmp_path / "trail.json"
+    if shape == "compact":
+        p.write_text(json.dumps({"Records": recs}, separators=(",", ":")))
+    elif shape == "indented":
+        p.write_text(json.dumps({"Records": recs}, indent=1))
+    else:
+        p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    for load in (load_cloudtrail, _load_reference):
+        res = load(p)
+        assert res.quarantine.empty
+        f = res.frame.set_index("request_id")
+        assert {rid: (None if pd.isna(f.loc[rid, "bytes"]) else int(f.loc[rid, "bytes"])) for rid, *_ in counts} \
+            == {rid: want for rid, _, want in counts}
+        notes = res.inputs[0]["notes"]
+        assert [n.split(":", 1)[0] for n in notes] == [f"record {i}" for i in (2, 3, 4, 6)]
+        assert notes[1] == ("record 3: additionalEventData.bytesTransferredOut -1 is not a count (a whole number "
+                            "from 0 to 2**63-1): left empty, the count is not known")
+        assert notes[2].startswith('record 4: additionalEventData.bytesTransferredOut "n/a" is not a count')

@@ -113,7 +113,7 @@ def _branches(start: int) -> list[dict]:
                            "sessionContext": {"sourceIdentity": "door-call-17"}}),
         dict(userIdentity={"type": "Weird", "arn": "arn:aws:iam::1:user/x", "sourceIdentity": "si"}),
         dict(userIdentity={"arn": "", "invokedBy": "s3.amazonaws.com"}),
-        *(dict(additionalEventData={"bytesTransferredOut": v}) for v in (2 ** 60, -5, 12.0, "77", True)),
+        *(dict(additionalEventData={"bytesTransferredOut": v}) for v in (2 ** 60, 12.0, "77")),
         dict(additionalEventData=None, requestID=None, requestId="lower-id", userAgent=""),
     ]
     return [_rec(start + k, **kw) for k, kw in enumerate(specs)]
@@ -155,6 +155,7 @@ def test_cloudtrail_fast_path_is_taken_and_equal(tmp_path):
     "raw-nul", "raw-nul-plain", "raw-controls", "raw-nul-between-tokens", "raw-nul-pretty", "raw-nul-concatenated",
     "raw-nul-array", "raw-nul-jsonl", "raw-nul-every-record", "raw-nul-in-wrapper",
     "error-code-number", "error-code-object", "error-code-number-compact",
+    "bytes-negative", "bytes-bool", "bytes-negative-compact",
 ])
 def test_cloudtrail_guards(tmp_path, case):
     recs = _variety()[:8]
@@ -185,6 +186,19 @@ def test_cloudtrail_guards(tmp_path, case):
             assert _ct_fast.read_fast(f, f.read_bytes()) is None  # read record by record, noted
             same_ct(tmp_path)
             return
+    elif case in ("bytes-negative", "bytes-bool", "bytes-negative-compact"):
+        # a byte count that is no count: the reference notes it on the file, so neither fast
+        # tier takes the file
+        recs[4]["additionalEventData"] = {"bytesTransferredOut": True if case == "bytes-bool" else -5}
+        if case == "bytes-negative-compact":
+            f.write_bytes(json.dumps({"Records": recs}, separators=(",", ":")).encode())
+        else:
+            _delivery(f, recs, gz=False)
+        assert _ct_fast.read_fast(f, f.read_bytes()) is None
+        same_ct(tmp_path)
+        assert cloudtrail.load_cloudtrail(f).inputs[0]["notes"][0].startswith(
+            "record 5: additionalEventData.bytesTransferredOut ")
+        return
     elif case == "bad-record":
         recs[4] = {"eventName": "GetObject"}
     elif case == "lookup-inside":

@@ -202,3 +202,26 @@ def test_an_entry_without_timestamp_takes_its_receive_timestamp_as_logging_does(
     assert res.frame["resource_uri"].tolist()[1] == "gs://acme-data/demo/a.csv"
     assert res.inputs[0]["notes"] == ["entry 2: no timestamp; its receiveTimestamp (when Cloud Logging received it, "
                                       "as Logging itself assigns it) is used"]
+
+
+def test_a_row_count_that_is_no_count_is_noted(tmp_path):
+    """``numResponseItems`` of -3 or ``"many"`` had left ``rows`` empty with nothing said."""
+    obj = "projects/_/buckets/acme-data/objects/demo/a.csv"
+    items = [("n1", "12", 12), ("n2", -3, None), ("n3", "many", None), ("n4", None, None), ("n5", 2**64, None)]
+    lines = []
+    for insert, n, _ in items:
+        e = _entry("2026-09-13T10:00:00Z", "storage.objects.list", obj, insert=insert)
+        if n is not None:
+            e["protoPayload"]["metadata"] = {"numResponseItems": n}
+        lines.append(json.dumps(e))
+    p = tmp_path / "data_access.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    res = load_gcp_audit(p)
+    assert res.quarantine.empty
+    f = res.frame.set_index("request_id")
+    assert {i: (None if pd.isna(f.loc[i, "rows"]) else int(f.loc[i, "rows"])) for i, *_ in items} \
+        == {i: want for i, _, want in items}
+    notes = res.inputs[0]["notes"]
+    assert [n.split(":", 1)[0] for n in notes] == ["entry 2", "entry 3", "entry 5"]
+    assert notes[0] == ("entry 2: numResponseItems -3 is not a count (a whole number from 0 to 2**63-1): "
+                        "left empty, the count is not known")

@@ -86,6 +86,7 @@ __all__ = [
     "verb_action",
     "role_session_name",
     "to_int",
+    "count_or_note",
     "input_entry",
     "path_uri",
     "json_preview",
@@ -988,6 +989,20 @@ def to_int(v: Any) -> int | None:
 
 #: Counts (bytes, rows) at or above this are not counts: ``to_int`` gives ``None``.
 COUNT_LIMIT = 2**63
+
+
+def count_or_note(v: Any, field: str, at: str, notes: list[str] | None) -> int | None:
+    """``to_int(v)`` for a count column (``bytes``, ``rows``); a value that is there but is no
+    count (negative, 2**63 or more, a fraction, text that is not digits, a boolean, an object)
+    gives ``None`` and a note in ``notes`` (``"<at>: <field> <value> is not a count …"``), so a
+    byte count the record holds is never left out without a word.  ``None`` (JSON ``null`` or no
+    field) gives ``None`` and no note."""
+    n = to_int(v)
+    if n is None and v is not None and notes is not None:
+        shown = clean(json_preview(v)[:80].decode("utf-8", "replace"))
+        notes.append(f"{at}: {field} {shown} is not a count (a whole number from 0 to 2**63-1): "
+                     "left empty, the count is not known")
+    return n
 
 
 def path_uri(scheme: str, bucket: str, key: str | None) -> str:

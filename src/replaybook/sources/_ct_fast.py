@@ -29,6 +29,7 @@ declines a file (it goes to tier 2) when:
 * any record lacks a string ``eventTime`` / non-empty ``eventName``, or has a
   ``CloudTrailEvent``, ``EventTime``, ``detail`` or ``Records`` key;
 * any record's ``errorCode`` is not text or ``null`` (the struct refuses it);
+* any S3 record's ``bytesTransferredOut`` is there but no count (the reference notes it);
 * a string in the file could hold a credential the reference redacts (:func:`may_hold_secret`).
 
 **Tier 2 (any other delivery document).**  The file is parsed once with orjson; the records
@@ -42,6 +43,8 @@ the reference path instead when:
   ``EventTime``, ``detail``, ``Records`` keys);
 * any record's ``errorCode`` is neither text nor ``null`` (``403``, ``true``, an object): the
   reference reads it as an error and notes it on the file's ``inputs`` entry;
+* any S3 record's ``bytesTransferredOut`` is there but no count (``-1``, past 64 bits, ``"n/a"``):
+  the reference notes it on the file's ``inputs`` entry;
 * a string in the file could hold a credential the reference path redacts (an ``=`` after
   ``sig``/``signature``/``credential``/``token``, any ``\\u`` escape in a file holding ``=``, non-ASCII text
   that case-folds to those names) — the reference's :func:`~._cloud.clean` would change it;
@@ -197,6 +200,8 @@ def _fields(r, _rsn=_RSN, _arn_uri=_ARN_URI, _types=ct._TYPES, _s3_actions=ct.S3
         if extra.__class__ is dict:
             v = extra.get("bytesTransferredOut")
             nbytes = _bytes_out(v)
+            if nbytes is None and v is not None:
+                return None  # no byte count: the reference notes it on the file
     else:
         action = _verb(en)
         uri = None
@@ -573,6 +578,8 @@ def _tfields(r: _Rec, text, _types=ct._TYPES, _s3_actions=ct.S3_ACTIONS,
         if extra.__class__ is _Extra:
             v = extra.bytesTransferredOut
             nbytes = _bytes_out(v)
+            if nbytes is None and v is not None:
+                return None  # no byte count: the reference notes it on the file
     else:
         action = _verb(en)
         uri = None

@@ -107,6 +107,7 @@ from ._cloud import (
     line_share,
     sniff_lines,
     to_int,
+    count_or_note,
 )
 from .registry import Source, register
 
@@ -373,7 +374,7 @@ def _row(rec: dict, path: str, line_no: int | None,
                      + (f"the request is taken to be on the whole account ({row['resource_uri']}), its object "
                         "not known" if row["resource_uri"] else "the object of the request is not known"))
     row["outcome"], row["error_code"] = _outcome(rec, notes, at)
-    row["bytes"] = to_int(props.get("responseBodySize"))
+    row["bytes"] = count_or_note(props.get("responseBodySize"), "responseBodySize", at, notes)
     rid = rec.get("correlationId")
     row["request_id"] = rid if isinstance(rid, str) and rid else None
     ua = props.get("userAgentHeader")

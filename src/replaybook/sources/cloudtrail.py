@@ -106,7 +106,7 @@ from ._cloud import (
     damaged_json_lines,
     line_share,
     sniff_lines,
-    to_int,
+    count_or_note,
     verb_action,
 )
 from .registry import Source, register
@@ -304,7 +304,8 @@ def _row(rec: dict, env: dict | None, path: str, line_no: int | None,
         row["resource_uri"] = _s3_uri(rec)
         extra = rec.get("additionalEventData")
         if isinstance(extra, dict):
-            row["bytes"] = to_int(extra.get("bytesTransferredOut"))
+            row["bytes"] = count_or_note(extra.get("bytesTransferredOut"), "additionalEventData.bytesTransferredOut",
+                                         f"record {line_no}", notes)
     else:
         row["action"] = verb_action(en)
         for r in _resources(rec):

@@ -85,6 +85,7 @@ from ._cloud import (
     line_share,
     sniff_lines,
     to_int,
+    count_or_note,
     verb_action,
 )
 from .registry import Source, register
@@ -259,7 +260,7 @@ def _row(entry: dict, path: str, line_no: int | None,
         row["error_code"] = written
     meta = pp.get("metadata") if isinstance(pp.get("metadata"), dict) else {}
     n = pp.get("numResponseItems", meta.get("numResponseItems"))
-    row["rows"] = to_int(n)
+    row["rows"] = count_or_note(n, "numResponseItems", f"entry {line_no}", notes)
     rid = entry.get("insertId")
     row["request_id"] = rid if isinstance(rid, str) and rid else None
     rm = pp.get("requestMetadata") if isinstance(pp.get("requestMetadata"), dict) else {}
