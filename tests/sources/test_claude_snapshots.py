@@ -8,6 +8,7 @@ it were reported as calls no step claims."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from pathlib import Path
 
@@ -87,3 +88,26 @@ def test_files_that_are_not_earlier_copies_are_all_read(tmp_path):
     (tmp_path / "a" / f"{other}.jsonl").write_text("\n".join(lines[:2]) + "\n")  # (a prefix, other name)
     res = load_claude_code(tmp_path)
     assert not any(i.get("skipped") for i in res.inputs) and len(res.inputs) == 3
+
+
+def test_the_meta_file_beside_an_earlier_copy_of_a_sub_agent_is_listed_with_it(tmp_path):
+    """A snapshot folder of a sub-agent holds its ``agent-<id>.meta.json`` too: the earlier copy
+    is not read, but that file is evidence, and had been listed nowhere (neither as read nor as
+    skipped) — the checksum file and the Inputs section left it out."""
+    lines = [json.dumps({"type": "user", "uuid": f"u{i}", "sessionId": "s1", "agentId": "x", "isSidechain": True,
+                         "timestamp": f"2026-01-01T00:00:0{i}Z", "message": {"role": "user", "content": f"hi {i}"}})
+             + "\n" for i in range(4)]
+    (tmp_path / "old").mkdir()
+    (tmp_path / "agent-x.jsonl").write_text("".join(lines))
+    (tmp_path / "old" / "agent-x.jsonl").write_text("".join(lines[:2]))
+    (tmp_path / "agent-x.meta.json").write_text('{"agentType": "general-purpose"}')
+    old_meta = tmp_path / "old" / "agent-x.meta.json"
+    old_meta.write_text('{"agentType": "general-purpose", "description": "before"}')
+    res = load_claude_code(tmp_path)
+    assert len(res.frame) == 4
+    by_path = {Path(i["path"]).relative_to(tmp_path).as_posix(): i for i in res.inputs}
+    old = by_path["old/agent-x.jsonl"]
+    assert old["skipped"] is True and old["copy_of"] == str(tmp_path / "agent-x.jsonl")
+    assert [(s["path"], s["format"], s["sha256"]) for s in old["side_files"]] == [
+        (str(old_meta), "claude-code sub-agent meta", hashlib.sha256(old_meta.read_bytes()).hexdigest())]
+    assert [s["path"] for s in by_path["agent-x.jsonl"]["side_files"]] == [str(tmp_path / "agent-x.meta.json")]

@@ -343,13 +343,25 @@ def _earlier_copies(files: list[Path]) -> dict[Path, tuple[Path, dict]]:
 def _with_snapshots(res: LoadResult, files: list[Path], snapshots: dict[Path, tuple[Path, dict]]) -> LoadResult:
     """``res`` with an ``inputs`` entry, in the files' order, for each earlier copy left unread
     (:func:`_earlier_copies`): ``skipped``, ``copy_of`` the later file (said as "an earlier copy
-    of <later file>: its N lines begin it, and are read there")."""
+    of <later file>: its N lines begin it, and are read there").  The files beside an earlier
+    copy (its ``agent-<id>.meta.json``, its persisted tool results) are evidence as well: they are
+    listed in its entry's ``side_files``, with their SHA-256, as a read transcript's are."""
+    from .._jsonl import name_stem
+    from ._claude_ref import read_side_files
+
     entries = {str(i.get("path")): i for i in res.inputs}
     inputs = []
     for f in files:
         if f in snapshots:
             later, info = snapshots[f]
-            inputs.append(dict(info, skipped=True, copy_of=str(later)))
+            entry = dict(info, skipped=True, copy_of=str(later))
+            stem = name_stem(f, (".jsonl.gz", ".jsonl", ".gz", ".json"))
+            side: dict = {}
+            read_side_files(f, stem, stem[6:] if stem.startswith("agent-") and len(stem) > 6 else None, side)
+            for k in ("side_files", "notes"):
+                if side.get(k):
+                    entry[k] = [*entry.get(k, []), *side[k]]
+            inputs.append(entry)
         elif str(f) in entries:
             inputs.append(entries.pop(str(f)))
     inputs.extend(entries.values())  # (any entry not named by a file: kept, after)
