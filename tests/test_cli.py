@@ -866,7 +866,7 @@ def test_join_of_an_incident_whose_door_log_gave_no_call_exits_2_as_with_paths(t
     by_paths = capsys.readouterr().err
     assert main(["join", str(tmp_path / "incident.yaml"), "--format", "json"]) == 2
     err = capsys.readouterr().err
-    assert "no calls row was read, and 1 line in 1 file were set aside as invalid" in err
+    assert "no calls row was read, and 1 line in 1 file was set aside as invalid" in err
     assert "s.jsonl:1:" in err and "s.jsonl:1:" in by_paths
 
 

@@ -274,7 +274,8 @@ def _nothing_read(frame: str, res) -> InputError | None:
         return None
     files = invalid["source_file"].astype(str).unique().tolist()
     return InputError(f"no {frame} row was read, and {_count(len(invalid), 'line')} in {_count(len(files), 'file')} "
-                      "were set aside as invalid (the quarantine says why)", files[0] if len(files) == 1 else None)
+                      f"{'was' if len(invalid) == 1 else 'were'} set aside as invalid (the quarantine says why)",
+                      files[0] if len(files) == 1 else None)
 
 
 #: ``load --out`` extensions and the format each names

@@ -340,3 +340,31 @@ def test_a_response_size_that_is_no_count_is_noted(tmp_path):
                      "left empty, the count is not known",
                      'line 3: responseBodySize "big" is not a count (a whole number from 0 to 2**63-1): '
                      "left empty, the count is not known"]
+
+
+ARCHIVE = ("insights-logs-storageread/resourceId=/SUBSCRIPTIONS/S/RESOURCEGROUPS/G/PROVIDERS/MICROSOFT.STORAGE/"
+           "STORAGEACCOUNTS/A/BLOBSERVICES/DEFAULT/y=2026/m=09/d=13/h=10/m=00/PT1H.json")
+
+
+def test_a_pt1h_file_in_a_storage_log_archive_that_cannot_be_read_is_damaged_azure_evidence(tmp_path):
+    """A ``PT1H.json`` Azure Monitor archived whose content no source recognises had been "not
+    evidence"; by its path it is Azure Storage evidence, quarantined by line."""
+    from replaybook.loading import load_frame
+    from replaybook.sources import registry
+    from replaybook.sources.azure_storage import archive_path
+
+    f = tmp_path / ARCHIVE
+    f.parent.mkdir(parents=True)
+    f.write_bytes(b"<html>an error page</html>\n")
+    assert registry.sniff_file(f)[0].name == "azure.storage"
+    got = load_frame([tmp_path / "insights-logs-storageread"], "access")
+    q = got.result.quarantine
+    assert list(q["loader"]) == ["azure.storage"] and list(q["line_no"]) == [1]
+    assert q["error"].iloc[0].startswith("invalid JSON") and got.sources == {str(f): "azure.storage"}
+    other = tmp_path / "elsewhere" / "PT1H.json"  # the name alone claims nothing
+    other.parent.mkdir()
+    other.write_bytes(b"<html>an error page</html>\n")
+    assert registry.sniff_file(other)[0] is None
+    assert archive_path(ARCHIVE.replace("storageread", "StorageWrite"))
+    assert not archive_path(ARCHIVE.replace("storageread", "auditevent"))
+    assert not archive_path(ARCHIVE.replace("PT1H.json", "PT1H.json.bak"))

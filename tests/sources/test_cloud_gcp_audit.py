@@ -225,3 +225,37 @@ def test_a_row_count_that_is_no_count_is_noted(tmp_path):
     assert [n.split(":", 1)[0] for n in notes] == ["entry 2", "entry 3", "entry 5"]
     assert notes[0] == ("entry 2: numResponseItems -3 is not a count (a whole number from 0 to 2**63-1): "
                         "left empty, the count is not known")
+
+
+SINK = "logs-bucket/cloudaudit.googleapis.com/data_access/2026/09/13/10:00:00_10:59:59_S0.json"
+
+
+@pytest.mark.parametrize("body, why", [
+    (b"garbage, not JSON\x00\x01\n", "NUL bytes in the line (binary data: the file is damaged here)"),
+    (b"<html>an error page</html>\n", "invalid JSON")])
+def test_a_file_at_a_sink_path_that_cannot_be_read_is_damaged_gcp_evidence(tmp_path, body, why):
+    """A file a Cloud Logging sink wrote whose content no source recognises had been "not
+    evidence" (no source recognised it); by its path it is GCP audit evidence, quarantined."""
+    from replaybook.loading import load_frame
+    from replaybook.report.sections import cloud_log_losses
+    from replaybook.sources import registry
+    from replaybook.sources.gcp_audit import sink_path
+
+    f = tmp_path / SINK
+    f.parent.mkdir(parents=True)
+    f.write_bytes(body)
+    assert registry.sniff_file(f)[0].name == "gcp.audit"
+    got = load_frame([tmp_path / "logs-bucket"], "access")
+    q = got.result.quarantine
+    assert list(q["loader"]) == ["gcp.audit"] and q["error"].iloc[0].startswith(why), q
+    assert got.sources == {str(f): "gcp.audit"}
+    assert [x["unread"] for x in cloud_log_losses(q, got.result.inputs)] == [True]
+    other = tmp_path / "elsewhere" / "10:00:00_10:59:59_S0.json"  # the name alone claims nothing
+    other.parent.mkdir()
+    other.write_bytes(body)
+    assert registry.sniff_file(other)[0] is None
+    assert sink_path(SINK.replace("_S0", "_A3")) and sink_path("x/cloudaudit.googleapis.com/activity/2026/01/02/"
+                                                               "00:00:00_00:59:59_S1.json")
+    assert not sink_path(SINK.replace("data_access", "request_log"))
+    assert not sink_path(SINK.replace("2026/09/13", "2026/9/13"))
+    assert not sink_path("cloudaudit.googleapis.com/data_access/2026/09/13/notes.json")

@@ -496,11 +496,28 @@ def sniff(sample: bytes) -> float:
     return 0.95 * line_share(ok, len(objects), seen, damaged_json_lines(sniff_lines(s), len(objects), seen))
 
 
+#: The containers Azure Monitor's diagnostic settings archive Storage resource logs into
+#: (Azure Monitor, "Azure resource logs: send to Azure Storage"): ``insights-logs-<category>``,
+#: each hour's records in ``…/resourceId=/SUBSCRIPTIONS/…/y=YYYY/m=MM/d=DD/h=HH/m=00/PT1H.json``.
+_ARCHIVE_CONTAINERS = frozenset({"insights-logs-storageread", "insights-logs-storagewrite",
+                                 "insights-logs-storagedelete"})
+
+
+def archive_path(path: str | Path) -> bool:
+    """Whether ``path`` is a ``PT1H.json`` under a Storage resource-log container
+    (:data:`_ARCHIVE_CONTAINERS`): a file there is Azure Storage evidence whatever its bytes
+    hold, so one whose content no source recognises is read by this loader and quarantined as
+    damaged — never listed as "not evidence"."""
+    p = Path(path)
+    return p.name == "PT1H.json" and any(part.lower() in _ARCHIVE_CONTAINERS for part in p.parts[:-1])
+
+
 register(Source(
     name=LOADER,
     frame="access",
     sniff=sniff,
     load=load_azure_storage,
+    claims_name=archive_path,
     doc="Azure Storage resource logs (StorageRead/StorageWrite/StorageDelete, schemaVersion 1.0; "
         "JSON Lines, {\"records\": [...]}, StorageBlobLogs exports)",
 ))

@@ -379,11 +379,35 @@ def sniff(sample: bytes) -> float:
                                                  damaged_json_lines(sniff_lines(s), len(objects), seen))
 
 
+#: A Cloud Logging sink's file in Cloud Storage (Cloud Logging, "View logs routed to Cloud
+#: Storage"): ``<LOG_ID>/YYYY/MM/DD/<HH:MM:SS>_<HH:MM:SS>_<S|A><n>.json``, one hour's entries per
+#: shard; the audit logs' LOG_IDs are ``cloudaudit.googleapis.com/<activity|data_access|
+#: system_event|policy>``.
+_SINK_NAME = re.compile(r"^\d\d:\d\d:\d\d_\d\d:\d\d:\d\d_[SA]\d+\.json$")
+_AUDIT_LOG_IDS = frozenset({"activity", "data_access", "system_event", "policy"})
+
+
+def sink_path(path: str | Path) -> bool:
+    """Whether ``path`` is where a Cloud Logging sink writes audit log entries to Cloud Storage
+    (:data:`_SINK_NAME` under ``cloudaudit.googleapis.com/<log>/YYYY/MM/DD/``): a file there is
+    GCP audit evidence whatever its bytes hold, so one whose content no source recognises (text
+    that is not JSON, binary bytes) is read by this loader and quarantined as damaged — never
+    listed as "not evidence"."""
+    p = Path(path)
+    parts = p.parts
+    if not _SINK_NAME.match(p.name) or len(parts) < 6:
+        return False
+    service, log_id, year, month, day = parts[-6:-1]
+    return (service == "cloudaudit.googleapis.com" and log_id in _AUDIT_LOG_IDS
+            and len(year) == 4 and len(month) == len(day) == 2 and (year + month + day).isdigit())
+
+
 register(Source(
     name=LOADER,
     frame="access",
     sniff=sniff,
     load=load_gcp_audit,
+    claims_name=sink_path,
     doc="Google Cloud Audit Logs (LogEntry with protoPayload google.cloud.audit.AuditLog), "
         "JSON Lines / JSON array / entries.list",
 ))

@@ -43,7 +43,9 @@ class Source:
             as read with their transcript instead of as unrecognised.
         claims_name: ``claims_name(path) -> bool``: ``path`` is where this source's logs are
             delivered (CloudTrail's ``AWSLogs/<account>/CloudTrail/<region>/YYYY/MM/DD/
-            <account>_CloudTrail_<region>_….json.gz``), so a file there is its evidence whatever
+            <account>_CloudTrail_<region>_….json.gz``; a GCP audit sink's
+            ``cloudaudit.googleapis.com/<log>/YYYY/MM/DD/…_S0.json``; an Azure Storage archive's
+            ``insights-logs-storageread/…/PT1H.json``), so a file there is its evidence whatever
             its bytes hold.  Only asked when no source recognises the content
             (:func:`sniff_file`): a corrupt gzip stream, text that is not JSON, a delivery whose
             ``Records`` is not a list then reaches this source's loader, which quarantines it as
