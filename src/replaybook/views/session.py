@@ -447,10 +447,17 @@ def conversation(steps: pd.DataFrame, calls: pd.DataFrame, join, door_session: s
     out = pd.DataFrame(rows, columns=cols)
     out["ts"] = pd.to_datetime(out["ts"], utc=True)
     # time order, then transcript order (the parent's, then each sub-agent's); an unclaimed door
-    # call goes after the steps written before it
+    # call goes after the steps written before it.  A step whose line carries no timestamp keeps
+    # its place in its transcript: it sorts at the time of the step before it (of the one after
+    # it, when none before has a time), not after the whole conversation.
     out["_k"] = out["step_seq"].astype("float64")
     out["_m"] = out["_m"].astype("float64")
-    out = out.sort_values(["ts", "_m", "_k"], kind="stable", na_position="last").drop(columns=["_k", "_m"])
+    step = out["_m"].notna()
+    out["_t"] = out["ts"]
+    if step.any() and out.loc[step, "ts"].isna().any():  # (rows are in (member, seq) order here)
+        by_member = out.loc[step, "ts"].groupby(out.loc[step, "_m"])
+        out.loc[step, "_t"] = by_member.ffill().fillna(by_member.bfill())
+    out = out.sort_values(["_t", "_m", "_k"], kind="stable", na_position="last").drop(columns=["_k", "_m", "_t"])
     for col in ("step_seq", "call_seq", "call_row", "rows", "bytes"):
         out[col] = out[col].astype("Int64")
     out.insert(0, "order", range(len(out)))
@@ -1137,7 +1144,9 @@ def display_static(incident, *, chart: bool = True) -> None:
     from IPython.display import HTML, Markdown, display
 
     j = incident.join
-    display(Markdown(f"## Sessions — {incident.title}"))
+    # headings as escaped HTML: a title or a session id (an ``Mcp-Session-Id`` the client chose)
+    # written into Markdown had passed its tags through
+    display(HTML(f"<h2>Sessions — {html.escape(str(incident.title))}</h2>"))
     _display_whole(sessions_list(j))
     storage = storage_html(incident)
     if chart:
@@ -1158,7 +1167,7 @@ def display_static(incident, *, chart: bool = True) -> None:
     if storage is not None:
         display(HTML(storage))
     for ds in sessions_list(j)["door_session"]:
-        display(Markdown(f"### Door session `{ds}`"))
+        display(HTML(f"<h3>Door session <code>{html.escape(str(ds))}</code></h3>"))
         # the header the session's tab shows: what continues what, the confidence sentence
         display(HTML(session_header_html(j, ds, session_caveats(j, ds, getattr(incident, "window_s", None),
                                                                 calls=incident.calls))))
