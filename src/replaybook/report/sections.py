@@ -2324,7 +2324,10 @@ def reached_objects(calls: pd.DataFrame, data_root: Any, *, max_objects: int = 1
         if pv.kind in ("table", "folder") and pv.table is not None:
             kinds = {k: "num" if pd.api.types.is_numeric_dtype(pv.table[k]) and k == "bytes" else "text"
                      for k in pv.table.columns}
-            inner = table(pv.table.astype(object), [(str(k), str(k), kinds[k]) for k in pv.table.columns],
+            # labels as text: a JSON or Excel table's headers may be numbers (2020, 2021), and the
+            # cells are looked up by label
+            shown = pv.table.astype(object).set_axis([str(k) for k in pv.table.columns], axis=1)
+            inner = table(shown, [(str(k), str(k), kinds[k]) for k in pv.table.columns],
                           max_rows=max_rows)
         elif pv.kind == "text" and pv.text:
             inner = f'<pre class="rb-result">{esc(pv.text)}</pre>'
