@@ -959,7 +959,7 @@ class ReplayStep:
 
     index: int
     door_session: str
-    call_seq: int
+    call_seq: int | None  # (None: a call the log gave no number, as a frame built by hand may)
     ts: pd.Timestamp
     tool: str
     object: str | None
@@ -1048,7 +1048,7 @@ class ReplayPlan:
             digest = None if digest is None or pd.isna(digest) else str(digest)
             nbytes = getattr(r, "bytes", None)
             resp = getattr(r, "response_digest", None)
-            step = ReplayStep(index=i, door_session=door_session, call_seq=int(r.seq), ts=r.ts,
+            step = ReplayStep(index=i, door_session=door_session, call_seq=None if _na(r.seq) else int(r.seq), ts=r.ts,
                               tool=str(r.tool), object=obj, decision=str(r.decision),
                               rule=None if pd.isna(r.rule) else str(r.rule), opens="nothing",
                               recorded_digest=digest, logged_bytes=None if _na(nbytes) else int(nbytes),

@@ -301,12 +301,15 @@ class SessionView:
             b = W.Button(description=S.visible(obj) or "(no object)", tooltip=f"open {S.visible(obj)}",
                          layout=button_layout, disabled=obj is None)
             b.add_class(CSS_CLASSES["object_button"])
-            b.add_class(f"rb-call-{int(r.seq)}")
+            seq = None if S._na(r.seq) else int(r.seq)  # (a frame built by hand may leave it NA)
+            if seq is not None:
+                b.add_class(f"rb-call-{seq}")
             if r.refused:
                 b.add_class("rb-refused")
             # the row itself, not its number: a door that restarted numbers its calls from 1 again
             b.on_click(lambda _b, call=r: self._show_call(call))
-            self.object_buttons[int(r.seq)] = b
+            if seq is not None:
+                self.object_buttons[seq] = b
             self.row_buttons[int(row)] = b
             children += [_cells([(r.seq, "", None), (S._hms(r.ts), "", None), (r.tool, red, None)], _LEFT_COLS,
                                 layout=cell_layout), b,
