@@ -521,3 +521,77 @@ def test_a_session_named_in_upper_case_is_held_and_pruned_like_any_other(world):
     world["s"]["new1"].unlink()  # (the other session referencing only_new)
     rep = prune(world["root"], timedelta(days=30), evidence=world["evidence"])
     assert up in [s.path for s in rep.removed] and not world["store"].has(d["only_new"])
+
+
+def test_sessions_in_subfolders_are_read_held_and_pruned_like_any_other(world, tmp_path):
+    # `load calls` and `hold` walk a log root recursively, but prune looked at
+    # <root>/<agent>/*.jsonl only: the evidence of a held session in <agent>/archive/ was removed
+    from replaybook.door.cli import hold as hold_cmd
+
+    d, root = world["digests"], world["root"]
+    kept = _session(root, "analyst/archive", "kept", NOW - timedelta(days=90), [d["only_old"]])
+    gone = _session(root, "analyst/archive/2020", "gone", NOW - timedelta(days=90))
+    young = _session(root, "deployer/archive", "young", NOW - timedelta(days=3), [d["only_new"]])
+    top = _session(root, ".", "top", NOW - timedelta(days=90))
+    # a linked folder is read at any depth (and a link back up does not loop)
+    deep = _session(tmp_path / "outside2", "a/b", "deep", NOW - timedelta(days=1), [d["shared"]])
+    (root / "analyst" / "ext").symlink_to(tmp_path / "outside2")
+    (tmp_path / "outside2" / "a" / "up").symlink_to(tmp_path / "outside2")
+    world["s"]["new1"].unlink()  # the only other session referencing shared and only_new
+    r = CliRunner().invoke(hold_cmd, [str(kept), "--reason", "INC-1"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(prune_cmd, ["--log-root", str(root), "--older-than", "30d",
+                                       "--evidence", str(world["evidence"])])
+    assert r.exit_code == 0, r.output
+    assert f"kept {kept} (legal hold: INC-1; last call {(NOW - timedelta(days=90)):%Y-%m-%dT%H:%M:%SZ})" in r.output
+    assert f"removed {gone} (last call {(NOW - timedelta(days=90)):%Y-%m-%dT%H:%M:%SZ})" in r.output
+    assert f"removed {top} (last call {(NOW - timedelta(days=90)):%Y-%m-%dT%H:%M:%SZ})" in r.output
+    assert f"skipped {root / 'analyst' / 'ext'} (symlink: not removed, the evidence it references kept)" in r.output
+    assert "4 session(s) and 0 evidence object(s) removed (1 old enough kept under a legal hold)" in r.output
+    assert kept.exists() and young.exists() and deep.exists()
+    assert not gone.exists() and not gone.parent.exists() and not top.exists() and root.is_dir()
+    assert not world["s"]["old1"].exists() and not world["s"]["old2"].exists()
+    store = world["store"]
+    assert store.has(d["only_old"]) and store.has(d["only_new"]) and store.has(d["shared"])
+    rep = prune(root, timedelta(days=30), evidence=world["evidence"])
+    assert {s.path: s.status for s in rep.sessions}[kept] == "held"
+    assert {s.path: s.status for s in rep.sessions}[root / "analyst" / "ext" / "a" / "b" / "deep.jsonl"] == "linked"
+    # released, it goes with its evidence
+    CliRunner().invoke(hold_cmd, [str(kept), "--release"])
+    rep = prune(root, timedelta(days=30), evidence=world["evidence"])
+    assert [s.path for s in rep.removed] == [kept] and not store.has(d["only_old"])
+    assert store.has(d["only_new"]) and store.has(d["shared"])
+
+
+def test_a_subfolder_prune_cannot_list_keeps_all_evidence(world, monkeypatch):
+    import replaybook.door.retention as retention
+
+    d, root = world["digests"], world["root"]
+    hidden = root / "analyst" / "archive"
+    _session(root, "analyst/archive", "kept", NOW - timedelta(days=1), [d["only_old"]])
+    real = os.scandir
+
+    def refuse(path):
+        if Path(path) == hidden:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(retention.os, "scandir", refuse)
+    rep = prune(root, timedelta(days=30), evidence=world["evidence"])
+    assert sorted(s.path for s in rep.removed) == sorted([world["s"]["old1"], world["s"]["old2"]])
+    assert rep.evidence_removed == [] and world["store"].has(d["only_old"])
+    assert f"skipped {hidden} (unreadable: the folder could not be listed: Permission denied)" in rep.lines()
+    assert "kept all evidence: a session that could not be read may still reference it" in rep.lines()
+
+
+def test_another_log_roots_sessions_in_subfolders_keep_their_evidence(world, tmp_path):
+    from replaybook.door.retention import register_log_root
+
+    d = world["digests"]
+    other = tmp_path / "other"
+    _session(other, "analyst/archive", "b", NOW - timedelta(days=400), [d["only_old"]])
+    register_log_root(world["evidence"], other)
+    rep = prune(world["root"], timedelta(days=30), evidence=world["evidence"])
+    assert world["s"]["old1"] in [s.path for s in rep.removed]
+    assert [s.path for s in rep.shared_sessions] == [other / "analyst" / "archive" / "b.jsonl"]
+    assert world["store"].has(d["only_old"]) and rep.evidence_removed == []

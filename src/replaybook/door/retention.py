@@ -1,6 +1,8 @@
 """``replaybook prune``: delete door sessions older than the retention limit, and their evidence.
 
-A session file (``<log-root>/<agent>/<session>.jsonl``) is removed when its **last call**
+A session file (``<log-root>/<agent>/<session>.jsonl``, or any ``*.jsonl`` further down, as in
+``<agent>/archive/``: the log root is walked recursively, as ``replaybook load calls`` and
+``replaybook hold`` walk it) is removed when its **last call**
 (the latest ``ts_end``, else ``ts``, of its lines; the file's mtime when no line has one) is
 older than the limit.  Evidence objects (``<evidence>/sha256/<hex>``) referenced by a removed
 session (``response_digest``, ``object_digest``) are removed too, unless a remaining session
@@ -14,7 +16,7 @@ is released (:func:`release_hold`).  A hold file that cannot be read still holds
 
 Safety:
 
-* only ``<log-root>/<agent>/*.jsonl`` regular files are considered for removal (a running door
+* only ``*.jsonl`` regular files under the log root are considered for removal (a running door
   appends to them and holds a lock prune can test); a gzip'd session (``*.jsonl.gz``, any case:
   rotated or archived by another tool, never written by a door) is read for the evidence it
   references, which is kept, and never removed — status ``compressed``, one report line each;
@@ -22,12 +24,13 @@ Safety:
   folders) are never removed, and nothing outside the log root is touched (evidence objects
   only inside ``<evidence>/sha256/``, named by a 64-hex digest, never through a symlink).  A
   session reached through a symlink (``<agent>/x.jsonl`` or an ``<agent>`` folder) is read, not
-  removed: the evidence it references is kept;
+  removed: the evidence it references is kept (a linked folder is read at any depth);
+* emptied folders under the log root go with their last session (never the log root itself);
 * files modified within the last ``idle_s`` seconds (default 60) and files another process holds
   a lock on (a running door holds an exclusive ``flock`` on its log) are skipped — so prune is
   safe to run while doors are writing; an evidence object touched within ``idle_s`` is kept;
-* when a session file cannot be read, no evidence object is removed (the unread session may
-  reference any of them);
+* when a session file cannot be read, or a folder under the log root cannot be listed, no
+  evidence object is removed (the unread session may reference any of them);
 * an evidence store may serve several log roots: each door records its log root in the store
   (:func:`register_log_root`), and prune reads the sessions of every other recorded log root
   too, keeping what they reference;
@@ -45,6 +48,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Iterator
 
 import orjson
 
@@ -84,6 +88,9 @@ class SessionInfo:
     status: str = "kept"
     #: the hold's reason, for a session under a legal hold (``""`` when it gives none)
     hold: str | None = None
+    #: why it is ``unreadable``, when more is known than that it could not be read (a folder
+    #: that could not be listed, a log root that is not there)
+    why: str | None = None
 
 
 @dataclass
@@ -125,7 +132,7 @@ class PruneReport:
             if s.status in ("active", "locked", "unreadable", "changed"):
                 why = {"active": f"modified within the last {self.idle_s:g} s: a door may still be writing it",
                        "locked": "another process holds a lock on it: a door is writing it",
-                       "unreadable": "it could not be read",
+                       "unreadable": s.why or "it could not be read",
                        "changed": "it was replaced while prune held it: what replaced it is left alone"}[s.status]
                 out.append(f"skipped {s.path} ({s.status}: {why})")
             elif s.status == "compressed":
@@ -400,31 +407,92 @@ def _shared_roots(evidence: Path, log_root: Path) -> tuple[list[Path], bool]:
 
 
 def _shared_sessions(root: Path) -> list[SessionInfo]:
-    """Every session of another log root, read for its references (symlinks followed: nothing
-    there is ever removed); none when the root is gone (nothing references anything there)."""
+    """Every session of another log root, at any depth, read for its references (symlinks
+    followed: nothing there is ever removed); none when the root is gone (nothing references
+    anything there)."""
     try:
-        agents = sorted(os.scandir(root), key=lambda e: e.name)
+        os.stat(root)
     except FileNotFoundError:
         return []
-    except OSError:
-        return [SessionInfo(root, None, status="unreadable")]
-    out: list[SessionInfo] = []
-    for agent in agents:
-        if agent.is_dir():
-            out.extend(_linked_folder(Path(agent.path)))
-    return out
+    except OSError as exc:
+        return [SessionInfo(root, None, status="unreadable", why=exc.strerror or str(exc))]
+    return _linked_folder(root)
 
 
 def _linked_folder(path: Path) -> list[SessionInfo]:
-    """The sessions of an agent folder that is a symlink (see :func:`_linked`); one ``unreadable``
-    entry when the folder it points to cannot be listed."""
+    """The sessions under a folder reached through a symlink (or another log root's), at any
+    depth, each read as :func:`_linked` (never removed), sorted by path.  Symlinks under it are
+    followed too (nothing there is removed); each folder is read once, so a link back up does not
+    loop.  A folder under it that cannot be listed is one ``unreadable`` entry (it may hold
+    sessions referencing any evidence object)."""
     if not os.path.isdir(path):
         return []
-    try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
-    except OSError:
-        return [SessionInfo(path, None, status="unreadable")]
-    return [_linked(Path(e.path)) for e in entries if _session_name(e.name) or _gz_name(e.name)]
+    out: list[SessionInfo] = []
+    seen: set[tuple[int, int]] = set()
+    stack = [path]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder)
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except FileNotFoundError:  # gone since listed
+            continue
+        except OSError as exc:
+            out.append(SessionInfo(folder, None, status="unreadable",
+                                   why=f"the folder could not be listed: {exc.strerror or exc}"))
+            continue
+        for e in entries:
+            try:
+                if e.is_dir():
+                    stack.append(Path(e.path))
+                    continue
+            except OSError:  # a link loop, a file gone since listed: not a folder to enter
+                pass
+            if _session_name(e.name) or _gz_name(e.name):
+                out.append(_linked(Path(e.path)))
+    return sorted(out, key=lambda i: i.path)
+
+
+def _walk(root: Path) -> Iterator[tuple[Path, str, str | None]]:
+    """What prune looks at under ``root``, at any depth (``replaybook load calls`` and
+    ``replaybook hold`` walk a log root recursively too): ``(path, kind, why)``, each folder's
+    files by name before its subfolders.  ``kind`` is ``session`` (a ``*.jsonl`` that is no
+    symlink: regular files are candidates for removal), ``gz`` (a ``*.jsonl.gz`` that is no
+    symlink), ``link`` (a symlink to a folder or named as a session: read, never entered here nor
+    removed) or ``unlisted`` (a folder that cannot be listed; ``why`` says why).  Symlinked
+    folders are not entered: :func:`_linked_folder` reads them."""
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except FileNotFoundError:  # gone since listed
+            continue
+        except OSError as exc:
+            yield folder, "unlisted", f"the folder could not be listed: {exc.strerror or exc}"
+            continue
+        subs = []
+        for e in entries:
+            path = Path(e.path)
+            try:
+                if e.is_symlink():
+                    if _session_name(e.name) or _gz_name(e.name) or e.is_dir():
+                        yield path, "link", None
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    subs.append(path)
+                    continue
+                if _gz_name(e.name):
+                    yield path, "gz", None
+                elif _session_name(e.name) and e.is_file(follow_symlinks=False):
+                    yield path, "session", None
+            except OSError:  # gone since listed
+                continue
+        stack.extend(reversed(subs))
 
 
 def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False, evidence: str | Path | None = None,
@@ -454,68 +522,57 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
     report = PruneReport(log_root=root, cutoff=cutoff, dry_run=dry_run, idle_s=idle_s)
     held: list[tuple[SessionInfo, int]] = []  # removal candidates, locked by us
     try:
-        for agent in sorted(os.scandir(root), key=lambda e: e.name):
-            if agent.is_symlink():
-                report.skipped_symlinks.append(Path(agent.path))
-                report.sessions.extend(_linked_folder(Path(agent.path)))
+        for path, kind, why in _walk(root):
+            if kind == "unlisted":
+                report.sessions.append(SessionInfo(path, None, status="unreadable", why=why))
                 continue
-            if not agent.is_dir(follow_symlinks=False):
+            if kind == "link":
+                report.skipped_symlinks.append(path)
+                report.sessions.extend(_linked_folder(path) if os.path.isdir(path) else [_linked(path)])
                 continue
-            for entry in sorted(os.scandir(agent.path), key=lambda e: e.name):
-                if _gz_name(entry.name):  # read for its references, never removed
-                    gz = _linked(Path(entry.path))
-                    if entry.is_symlink():
-                        report.skipped_symlinks.append(Path(entry.path))
-                    elif gz.status == "linked":
-                        gz.status = "compressed"
-                    report.sessions.append(gz)
+            if kind == "gz":  # read for its references, never removed
+                gz = _linked(path)
+                if gz.status == "linked":
+                    gz.status = "compressed"
+                report.sessions.append(gz)
+                continue
+            info = SessionInfo(path, None)
+            report.sessions.append(info)
+            try:
+                fd = _open_nofollow(path)
+            except OSError:
+                info.status = "unreadable"
+                continue
+            keep_fd = False
+            try:
+                fst = os.fstat(fd)
+                if not stat.S_ISREG(fst.st_mode):
+                    info.status = "unreadable"
                     continue
-                if not _session_name(entry.name):
-                    continue
-                path = Path(entry.path)
-                if entry.is_symlink():
-                    report.skipped_symlinks.append(path)
-                    report.sessions.append(_linked(path))
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-                info = SessionInfo(path, None)
-                report.sessions.append(info)
                 try:
-                    fd = _open_nofollow(path)
+                    info.last_call, info.digests = _scan(fd)
                 except OSError:
                     info.status = "unreadable"
                     continue
-                keep_fd = False
+                if info.last_call is None:
+                    info.last_call = datetime.fromtimestamp(fst.st_mtime, timezone.utc)
+                if wall - fst.st_mtime < idle_s:
+                    info.status = "active"
+                    continue
                 try:
-                    fst = os.fstat(fd)
-                    if not stat.S_ISREG(fst.st_mode):
-                        info.status = "unreadable"
-                        continue
-                    try:
-                        info.last_call, info.digests = _scan(fd)
-                    except OSError:
-                        info.status = "unreadable"
-                        continue
-                    if info.last_call is None:
-                        info.last_call = datetime.fromtimestamp(fst.st_mtime, timezone.utc)
-                    if wall - fst.st_mtime < idle_s:
-                        info.status = "active"
-                        continue
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except OSError:
-                        info.status = "locked"
-                        continue
-                    if info.last_call < cutoff and (hold := _hold_of(path)) is not None:
-                        info.status, info.hold = "held", hold
-                    elif info.last_call < cutoff:
-                        info.status = "removed"
-                        held.append((info, fd))
-                        keep_fd = True
-                finally:
-                    if not keep_fd:
-                        os.close(fd)
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    info.status = "locked"
+                    continue
+                if info.last_call < cutoff and (hold := _hold_of(path)) is not None:
+                    info.status, info.hold = "held", hold
+                elif info.last_call < cutoff:
+                    info.status = "removed"
+                    held.append((info, fd))
+                    keep_fd = True
+            finally:
+                if not keep_fd:
+                    os.close(fd)
 
         if evidence is not None:
             shared, ok = _shared_roots(Path(evidence), root)
@@ -587,10 +644,12 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
                         continue
                 report.evidence_removed.append(p)
 
-    if not dry_run:
-        for agent in {s.path.parent for s in report.removed}:
-            try:
-                os.rmdir(agent)  # only when now empty
-            except OSError:
-                pass
+    if not dry_run:  # folders under the root emptied by the removals go too (never the root)
+        for folder in sorted({s.path.parent for s in report.removed}, key=lambda p: -len(p.parts)):
+            while folder != root and root in folder.parents:
+                try:
+                    os.rmdir(folder)  # only when now empty
+                except OSError:
+                    break
+                folder = folder.parent
     return report
