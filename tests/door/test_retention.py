@@ -595,3 +595,37 @@ def test_another_log_roots_sessions_in_subfolders_keep_their_evidence(world, tmp
     assert world["s"]["old1"] in [s.path for s in rep.removed]
     assert [s.path for s in rep.shared_sessions] == [other / "analyst" / "archive" / "b.jsonl"]
     assert world["store"].has(d["only_old"]) and rep.evidence_removed == []
+
+
+def test_a_replaybook_toml_that_cannot_be_read_is_an_error_not_the_default(tmp_path, monkeypatch, capsys):
+    # it was passed over, and prune fell back to 30d: it deleted sessions the file kept for 365d
+    monkeypatch.delenv("REPLAYBOOK_DOOR_RETENTION", raising=False)
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "replaybook.toml"
+    cfg.write_text('[door]\nretention = "365d"\n\n[report]\ntitle = Q3 review\n')
+    s = _session(tmp_path / "logs", "analyst", "s", NOW - timedelta(days=60))
+    with pytest.raises(InputError) as e:
+        retention_setting(cwd=tmp_path, env={})
+    assert e.value.path == str(cfg) and e.value.line_no == 5
+    assert str(e.value) == f"{cfg}:5: cannot read config: not valid TOML: Invalid value (at line 5, column 9)"
+    assert main(["prune", "--log-root", str(tmp_path / "logs")]) == 2
+    assert s.exists()
+    assert f"replaybook: error: {cfg}:5: cannot read config: not valid TOML" in capsys.readouterr().err
+    # a setting in it that is no duration string is an error too (it had been passed over)
+    cfg.write_text('[door]\nretention = ["365d"]\n')
+    with pytest.raises(InputError, match="must be a duration string"):
+        retention_setting(cwd=tmp_path, env={})
+    cfg.write_bytes(b'[door]\nretention = "365d" # \xff\n')
+    with pytest.raises(InputError, match="not UTF-8"):
+        retention_setting(cwd=tmp_path, env={})
+    cfg.unlink()
+    # a pyproject.toml is another tool's file: one that does not parse is passed over, said on stderr
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = oops\n')
+    notes: list[str] = []
+    assert retention_setting(cwd=tmp_path, env={}, notes=notes) == (timedelta(days=30), "default")
+    assert notes == [f"{tmp_path / 'pyproject.toml'}:2: cannot read config: not valid TOML: Invalid value "
+                     "(at line 2, column 8) (passed over: a [tool.replaybook.door] retention in it is not read)"]
+    assert main(["prune", "--log-root", str(tmp_path / "logs"), "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert f"replaybook: note: {tmp_path / 'pyproject.toml'}:2: cannot read config" in err
+    assert "retention 30d (from default)" in err

@@ -214,7 +214,10 @@ def prune(log_root: str, older_than: str | None, dry_run: bool, evidence: str | 
     if older_than is not None:
         limit, source = parse_duration(older_than), "--older-than"
     else:
-        limit, source = retention_setting(config)
+        notes: list[str] = []
+        limit, source = retention_setting(config, notes=notes)
+        for note in notes:
+            click.echo(f"replaybook: note: {note}", err=True)
     click.echo(f"retention {format_duration(limit)} (from {source})", err=True)
     report = do_prune(log_root, limit, dry_run=dry_run, evidence=evidence)
     for line in report.lines():

@@ -6,6 +6,10 @@ The default ``--older-than`` of ``replaybook prune`` is, first found:
 2. ``[door] retention = "…"`` in ``replaybook.toml``, or ``[tool.replaybook.door] retention = "…"``
    in ``pyproject.toml`` — looked for in the current folder and then each parent folder (the
    first of those files that has the setting wins; ``--config FILE`` names one file instead);
+   a ``replaybook.toml`` met on the way that cannot be read (bad TOML, not UTF-8, no
+   permission) is an error, as the file ``--config`` names is — it may set a longer retention,
+   and falling back to the default would delete what it keeps; a ``pyproject.toml`` that cannot
+   be read is another tool's file, so it is passed over, with a note;
 3. :data:`DEFAULT_RETENTION` (``30d``).
 
 Durations: a number and a unit — ``s``, ``m``, ``h``, ``d``, ``w`` — optionally several
@@ -66,11 +70,34 @@ def format_duration(td: timedelta) -> str:
     return f"{secs}s"
 
 
-def _from_file(path: Path) -> str | None:
+def _read_toml(path: Path) -> dict:
+    """The TOML document of ``path``.
+
+    Raises:
+        InputError: it cannot be read, is not UTF-8 or is not valid TOML (naming the line).
+    """
     try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"cannot read config: {exc}", path) from exc
+        return tomllib.loads(path.read_text("utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"at line (\d+)", str(exc))
+        raise InputError(f"cannot read config: not valid TOML: {exc}", path,
+                         int(m.group(1)) if m else None) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read config: not UTF-8 text: {exc}", path) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read config: {exc.strerror or exc}", path) from exc
+
+
+def _from_file(path: Path, data: dict | None = None) -> str | None:
+    """The door retention ``path`` sets (``data``: its document, when already read), or
+    ``None`` when it sets none.
+
+    Raises:
+        InputError: the file cannot be read (:func:`_read_toml`), or the setting is not a
+            duration string.
+    """
+    if data is None:
+        data = _read_toml(path)
     if path.name == "pyproject.toml":
         section = ((data.get("tool") or {}).get("replaybook") or {}).get("door") or {}
     else:
@@ -84,11 +111,15 @@ def _from_file(path: Path) -> str | None:
 
 
 def retention_setting(config: str | Path | None = None, *, cwd: str | Path | None = None,
-                      env: dict | None = None) -> tuple[timedelta, str]:
+                      env: dict | None = None, notes: list[str] | None = None) -> tuple[timedelta, str]:
     """The configured retention and where it came from (``env``, a file path, or ``default``).
 
+    ``notes``, when given, gets one line for each ``pyproject.toml`` passed over because it
+    could not be read (the CLI prints them on stderr).
+
     Raises:
-        InputError: a setting is not a duration, or ``config`` cannot be read.
+        InputError: a setting is not a duration, ``config`` cannot be read, or a
+            ``replaybook.toml`` met on the way up cannot be read (naming the file and line).
     """
     env = os.environ if env is None else env
     v = env.get(RETENTION_ENV)
@@ -105,10 +136,17 @@ def retention_setting(config: str | Path | None = None, *, cwd: str | Path | Non
             for name in ("replaybook.toml", "pyproject.toml"):
                 p = folder / name
                 if p.is_file():
-                    try:
-                        v = _from_file(p)
-                    except InputError:
-                        continue  # an unrelated, unreadable file on the way up: not ours to judge
+                    if name == "pyproject.toml":
+                        try:
+                            data = _read_toml(p)
+                        except InputError as exc:  # another tool's file: not ours to judge
+                            if notes is not None:
+                                notes.append(f"{exc} (passed over: a [tool.replaybook.door] retention "
+                                             "in it is not read)")
+                            continue
+                        v = _from_file(p, data)
+                    else:
+                        v = _from_file(p)  # ours: a file that cannot be read is an error
                     if v is not None:
                         return parse_duration(v), str(p)
     return parse_duration(DEFAULT_RETENTION), "default"
