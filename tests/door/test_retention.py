@@ -629,3 +629,30 @@ def test_a_replaybook_toml_that_cannot_be_read_is_an_error_not_the_default(tmp_p
     err = capsys.readouterr().err
     assert f"replaybook: note: {tmp_path / 'pyproject.toml'}:2: cannot read config" in err
     assert "retention 30d (from default)" in err
+
+
+def test_a_pyproject_whose_tool_or_tool_replaybook_is_no_table(tmp_path, monkeypatch, capsys):
+    # the chained .get() met a list: prune ended in an internal error (AttributeError), exit 1
+    monkeypatch.delenv("REPLAYBOOK_DOOR_RETENTION", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs").mkdir()
+    py = tmp_path / "pyproject.toml"
+    py.write_text('[tool]\nreplaybook = ["door"]\n')
+    with pytest.raises(InputError) as e:
+        retention_setting(cwd=tmp_path, env={})
+    assert str(e.value) == (f'{py}: tool.replaybook must be a table ([tool.replaybook.door] retention = "30d"), '
+                            "got an array")
+    assert main(["prune", "--log-root", str(tmp_path / "logs"), "--dry-run"]) == 2
+    assert "replaybook: error: " + str(e.value) in capsys.readouterr().err
+    py.write_text('[tool.replaybook]\ndoor = "14d"\n')
+    with pytest.raises(InputError, match=r'tool.replaybook.door must be a table .*got a string'):
+        retention_setting(cwd=tmp_path, env={})
+    # `tool` itself that is no table: not ours, passed over
+    py.write_text('tool = "poetry"\n')
+    assert retention_setting(cwd=tmp_path, env={}) == (timedelta(days=30), "default")
+    assert retention_setting(py, env={}) == (timedelta(days=30), "default")
+    assert main(["prune", "--log-root", str(tmp_path / "logs"), "--dry-run"]) == 0
+    # [door] in replaybook.toml that is no table
+    (tmp_path / "replaybook.toml").write_text('door = 7\n')
+    with pytest.raises(InputError, match=r'door must be a table \(\[door\] retention = "30d"\), got an integer'):
+        retention_setting(cwd=tmp_path, env={})

@@ -88,21 +88,41 @@ def _read_toml(path: Path) -> dict:
         raise InputError(f"cannot read config: {exc.strerror or exc}", path) from exc
 
 
+def _toml_type(v: object) -> str:
+    """What a TOML value is, in TOML's words (``an array``, ``a string`` …)."""
+    return {list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a float"}.get(type(v), f"a {type(v).__name__}")
+
+
 def _from_file(path: Path, data: dict | None = None) -> str | None:
     """The door retention ``path`` sets (``data``: its document, when already read), or
-    ``None`` when it sets none.
+    ``None`` when it sets none.  In a ``pyproject.toml``, a ``tool`` that is not a table is
+    another tool's business (nothing of ours is in it); ``tool.replaybook`` is ours.
 
     Raises:
-        InputError: the file cannot be read (:func:`_read_toml`), or the setting is not a
-            duration string.
+        InputError: the file cannot be read (:func:`_read_toml`), ``tool.replaybook`` or the
+            ``door`` section is not a table, or the setting is not a duration string.
     """
     if data is None:
         data = _read_toml(path)
     if path.name == "pyproject.toml":
-        section = ((data.get("tool") or {}).get("replaybook") or {}).get("door") or {}
+        tool = data.get("tool")
+        if not isinstance(tool, dict):  # no [tool] table: nothing of ours in it
+            return None
+        ours = tool.get("replaybook")
+        if ours is None:
+            return None
+        if not isinstance(ours, dict):
+            raise InputError(f"tool.replaybook must be a table ([tool.replaybook.door] retention = \"30d\"), "
+                             f"got {_toml_type(ours)}", path)
+        section, name = ours.get("door"), "tool.replaybook.door"
     else:
-        section = data.get("door") or {}
-    v = section.get("retention") if isinstance(section, dict) else None
+        section, name = data.get("door"), "door"
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise InputError(f"{name} must be a table ([{name}] retention = \"30d\"), got {_toml_type(section)}", path)
+    v = section.get("retention")
     if v is None:
         return None
     if not isinstance(v, (str, int)):
