@@ -656,3 +656,36 @@ def test_a_pyproject_whose_tool_or_tool_replaybook_is_no_table(tmp_path, monkeyp
     (tmp_path / "replaybook.toml").write_text('door = 7\n')
     with pytest.raises(InputError, match=r'door must be a table \(\[door\] retention = "30d"\), got an integer'):
         retention_setting(cwd=tmp_path, env={})
+
+
+def test_a_log_root_sharing_the_store_that_is_missing_keeps_all_evidence(world, tmp_path):
+    # an unmounted log root was read as empty: the evidence its sessions reference was removed,
+    # and the report said it had been read
+    from replaybook.door.retention import register_log_root
+
+    d, ev = world["digests"], world["evidence"]
+    mnt = tmp_path / "mnt" / "B"
+    _session(mnt, "analyst", "b", NOW - timedelta(days=1), [d["only_old"]])
+    register_log_root(ev, mnt)
+    mnt.rename(mnt.with_name("B.off"))  # unmounted
+    rep = prune(world["root"], timedelta(days=30), evidence=ev)
+    assert sorted(s.path for s in rep.removed) == sorted([world["s"]["old1"], world["s"]["old2"]])
+    assert rep.evidence_removed == [] and world["store"].has(d["only_old"])
+    lines = rep.lines()
+    assert (f"could not read {mnt}, a log root that shares the evidence store (it does not exist: not mounted, "
+            f"moved or deleted?): no evidence is removed while it cannot be read (its sessions may reference "
+            f"any object; if it is gone for good, remove its record from {ev / 'log-roots'})") in lines
+    assert not any(line.startswith(f"read {mnt} too") for line in lines)
+    assert "kept all evidence: a session that could not be read may still reference it" in lines
+    # a file where the root was is no log root either
+    mnt.write_text("")
+    rep = prune(world["root"], timedelta(days=30), evidence=ev)
+    assert any(f"could not read {mnt}, a log root that shares the evidence store (it is not a folder)" in line
+               for line in rep.lines())
+    mnt.unlink()
+    # mounted again: it is read, and what it references is kept while the rest goes
+    mnt.with_name("B.off").rename(mnt)
+    _session(world["root"], "deployer", "old3", NOW - timedelta(days=90), [d["only_old"]])
+    rep = prune(world["root"], timedelta(days=30), evidence=ev)
+    assert f"read {mnt} too (it shares the evidence store): kept the evidence its sessions reference" in rep.lines()
+    assert world["store"].has(d["only_old"])

@@ -33,7 +33,9 @@ Safety:
   evidence object is removed (the unread session may reference any of them);
 * an evidence store may serve several log roots: each door records its log root in the store
   (:func:`register_log_root`), and prune reads the sessions of every other recorded log root
-  too, keeping what they reference;
+  too, keeping what they reference; a recorded log root that cannot be read — missing (an
+  unmounted volume), no folder, no permission — counts as a session that cannot be read: no
+  evidence object is removed, and the report names the root and why;
 * ``dry_run`` reports what would be removed and removes nothing.
 """
 
@@ -104,7 +106,8 @@ class PruneReport:
     evidence_removed: list[Path] = field(default_factory=list)
     other_removed: list[Path] = field(default_factory=list)
     skipped_symlinks: list[Path] = field(default_factory=list)
-    #: other log roots that share the evidence store (their sessions read, never touched)
+    #: other log roots that share the evidence store (their sessions read, never touched; one
+    #: that cannot be read, a missing one too, is an ``unreadable`` entry in ``shared_sessions``)
     shared_roots: list[Path] = field(default_factory=list)
     #: their sessions, as read
     shared_sessions: list[SessionInfo] = field(default_factory=list)
@@ -112,6 +115,8 @@ class PruneReport:
     evidence_held: bool = False
     #: a file modified this recently (seconds) is a session a door may still be writing
     idle_s: float = 60.0
+    #: the evidence store, when one was given
+    evidence: Path | None = None
 
     @property
     def removed(self) -> list[SessionInfo]:
@@ -141,11 +146,19 @@ class PruneReport:
             elif s.status == "held":
                 out.append(f"kept {s.path} (legal hold{': ' + s.hold if s.hold else ''}; "
                            f"last call {s.last_call:%Y-%m-%dT%H:%M:%SZ})")
+        unread = {s.path: s for s in self.shared_sessions if s.status == "unreadable"}
+        records = (self.evidence / _LOG_ROOTS) if self.evidence is not None else Path(_LOG_ROOTS)
         for r in self.shared_roots:
-            out.append(f"read {r} too (it shares the evidence store): kept the evidence its sessions reference")
+            if r in unread:
+                out.append(f"could not read {r}, a log root that shares the evidence store "
+                           f"({unread[r].why or 'it could not be read'}): no evidence is removed while it cannot "
+                           f"be read (its sessions may reference any object; if it is gone for good, remove "
+                           f"its record from {records})")
+            else:
+                out.append(f"read {r} too (it shares the evidence store): kept the evidence its sessions reference")
         for s in self.shared_sessions:
-            if s.status == "unreadable":
-                out.append(f"could not read {s.path} (another log root's session)")
+            if s.status == "unreadable" and s.path not in self.shared_roots:
+                out.append(f"could not read {s.path} ({s.why or 'a session of another log root'})")
         for p in self.skipped_symlinks:
             out.append(f"skipped {p} (symlink: not removed, the evidence it references kept)")
         if self.evidence_held:
@@ -408,14 +421,19 @@ def _shared_roots(evidence: Path, log_root: Path) -> tuple[list[Path], bool]:
 
 def _shared_sessions(root: Path) -> list[SessionInfo]:
     """Every session of another log root, at any depth, read for its references (symlinks
-    followed: nothing there is ever removed); none when the root is gone (nothing references
-    anything there)."""
+    followed: nothing there is ever removed).  A root that is not there (an unmounted volume, a
+    moved folder) or is no folder is one ``unreadable`` entry, as a session that cannot be read:
+    its sessions may reference any object, so none is removed until it can be read again or its
+    record is removed from the store."""
     try:
-        os.stat(root)
+        st = os.stat(root)
     except FileNotFoundError:
-        return []
+        return [SessionInfo(root, None, status="unreadable",
+                            why="it does not exist: not mounted, moved or deleted?")]
     except OSError as exc:
-        return [SessionInfo(root, None, status="unreadable", why=exc.strerror or str(exc))]
+        return [SessionInfo(root, None, status="unreadable", why=f"it cannot be looked at: {exc.strerror or exc}")]
+    if not stat.S_ISDIR(st.st_mode):
+        return [SessionInfo(root, None, status="unreadable", why="it is not a folder")]
     return _linked_folder(root)
 
 
@@ -519,7 +537,8 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
         raise InputError(f"retention {older_than.days} days reaches back before year 1: "
                          "no session can be that old") from None
     wall = time.time()
-    report = PruneReport(log_root=root, cutoff=cutoff, dry_run=dry_run, idle_s=idle_s)
+    report = PruneReport(log_root=root, cutoff=cutoff, dry_run=dry_run, idle_s=idle_s,
+                         evidence=Path(evidence) if evidence is not None else None)
     held: list[tuple[SessionInfo, int]] = []  # removal candidates, locked by us
     try:
         for path, kind, why in _walk(root):
@@ -578,7 +597,9 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
             shared, ok = _shared_roots(Path(evidence), root)
             report.shared_roots = shared
             if not ok:
-                report.shared_sessions.append(SessionInfo(Path(evidence) / _LOG_ROOTS, None, status="unreadable"))
+                report.shared_sessions.append(SessionInfo(
+                    Path(evidence) / _LOG_ROOTS, None, status="unreadable",
+                    why="the records of the log roots that share the evidence store"))
             for other in shared:
                 report.shared_sessions.extend(_shared_sessions(other))
 
