@@ -186,3 +186,50 @@ def test_a_key_given_twice_in_a_rules_file_is_refused_naming_the_line(tmp_path, 
     # the same key in two rules, or a merge key overridden, is no duplicate
     p.write_text("rules:\n  - &a {id: a, decision: deny, tools: [x]}\n  - {<<: *a, id: b, decision: allow}\n")
     assert [(r.id, r.decision, r.tools) for r in load_rules(p).rules] == [("a", "deny", ("x",)), ("b", "allow", ("x",))]
+
+
+@pytest.mark.parametrize("instant", ["2026-09-01T00:00:00z", "2026-09-01t00:00:00Z", "2026-09-01t02:00:00+02:00",
+                                     "2026-09-01T00:00:00.000000001z"])
+def test_a_window_instant_in_any_rfc3339_spelling_is_read(instant):
+    """RFC 3339 allows a lower-case ``t`` and ``z``; the schema's date-time check takes them."""
+    r = rules_from_dict({"rules": [{"id": "w", "decision": "allow", "windows": [
+        {"from": instant, "until": instant.replace("09-01", "10-01")}]}]})
+    w = r.rules[0].windows[0]
+    assert w.not_before == datetime(2026, 9, 1, tzinfo=timezone.utc)
+    assert w.until == datetime(2026, 10, 1, tzinfo=timezone.utc)
+    assert r.decide("tools/call", "t", {}, now=MON_NOON_PARIS).rule == "w"
+    assert r.decide("tools/call", "t", {}, now=datetime(2026, 8, 31, 23, 59, tzinfo=timezone.utc)).rule == DEFAULT_DENY
+
+
+@pytest.mark.parametrize("instant", ["2026-09-01T00:00:00", "2026-09-01", "2026-09-01 00:00:00Z", "noon",
+                                     "2026-02-30T00:00:00Z", "2026-09-01T00:00:00+25:00", "2026-09-01T00:00Z"])
+def test_a_window_instant_that_is_no_rfc3339_instant_is_a_rules_error(instant, tmp_path, monkeypatch):
+    """Said as a rules-file error naming the field, whether or not jsonschema's date-time
+    checker (an optional package) is installed; the door does not start (exit 2)."""
+    from replaybook.door.cli import main
+
+    bad = {"rules": [{"id": "w", "decision": "allow", "windows": [{"days": ["mon"]}, {"until": instant}]}]}
+    with pytest.raises(InputError, match="rules/0/windows/1/until"):
+        rules_from_dict(bad, "rules.yaml")
+    from replaybook import _schema
+
+    checked = _schema.first_error
+    monkeypatch.setattr(_schema, "first_error", lambda schema, obj: checked(schema, obj, formats=False))
+    with pytest.raises(InputError, match="rules/0/windows/1/until: .*RFC 3339"):
+        rules_from_dict(bad, "rules.yaml")
+    monkeypatch.undo()
+    p = tmp_path / "rules.yaml"
+    p.write_text(f"rules:\n  - id: w\n    decision: allow\n    windows: [{{until: '{instant}'}}]\n")
+    assert main(["door", "--rules", str(p), "--log-root", str(tmp_path / "logs"), "--", "true"]) == 2
+    assert not (tmp_path / "logs").exists()
+
+
+def test_a_lower_case_z_starts_the_door(tmp_path, capsys):
+    from replaybook.door.cli import main
+
+    p = tmp_path / "rules.yaml"
+    p.write_text("rules:\n  - id: w\n    decision: allow\n    windows: [{from: '2026-01-01T00:00:00z'}]\n")
+    assert load_rules(p).rules[0].windows[0].not_before == datetime(2026, 1, 1, tzinfo=timezone.utc)
+    main(["door", "--rules", str(p), "--log-root", str(tmp_path / "logs"), "--", "true"])  # (a server that exits)
+    err = capsys.readouterr().err
+    assert "replaybook door: session door-" in err and "internal error" not in err  # the door started

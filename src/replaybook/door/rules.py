@@ -36,7 +36,7 @@ import re
 import stat
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -685,17 +685,58 @@ def _walk(v: Any, names: dict[str, int], out: list[str]) -> None:
                 _walk(x, names, out)
 
 
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+                      r"(?:([Zz])|([+-])(\d{2}):(\d{2}))", re.ASCII)
+
+
+def _instant(s: str) -> datetime:
+    """An RFC 3339 ``date-time`` as an aware datetime: ``T``/``t`` and ``Z``/``z`` in either case,
+    any number of fraction digits (kept to the microsecond), a leap second (``23:59:60``) as the
+    second after ``:59``.
+
+    Raises:
+        ValueError: ``s`` is no RFC 3339 instant (says why); the schema's ``format`` check may
+            not have caught it (it needs an optional package), so this one must."""
+    m = _RFC3339.fullmatch(s)
+    if m is None:
+        raise ValueError("not an RFC 3339 instant (YYYY-MM-DDTHH:MM:SS[.fraction] and Z or ±HH:MM, "
+                         "e.g. 2026-01-01T00:00:00Z)")
+    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+    fraction, sign, off_h, off_m = m.group(7), m.group(9), m.group(10), m.group(11)
+    if sign is None:
+        tz = timezone.utc
+    else:
+        if int(off_h) > 23 or int(off_m) > 59:
+            raise ValueError(f"not an RFC 3339 instant (offset {sign}{off_h}:{off_m} is out of range)")
+        offset = timedelta(hours=int(off_h), minutes=int(off_m))
+        tz = timezone(-offset if sign == "-" else offset)
+    leap = second == 60
+    try:
+        t = datetime(year, month, day, hour, minute, 59 if leap else second,
+                     int((fraction or "0")[:6].ljust(6, "0")), tzinfo=tz)
+    except ValueError as exc:  # (month 13, 30 February, 24:00:00, …)
+        raise ValueError(f"not an RFC 3339 instant ({exc})") from None
+    return t + timedelta(seconds=1) if leap else t
+
+
 def _window(d: dict) -> Window:
-    def inst(s: str | None) -> datetime | None:
+    """A window as the schema reads it.
+
+    Raises:
+        ValueError: ``from`` or ``until`` is no RFC 3339 instant; ``args`` is ``(key, why)``."""
+    def inst(key: str) -> datetime | None:
+        s = d.get(key)
         if s is None:
             return None
-        t = datetime.fromisoformat(s.replace("Z", "+00:00"))
-        return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+        try:
+            return _instant(s)
+        except ValueError as exc:
+            raise ValueError(key, str(exc)) from None
 
     days = d.get("days")
     return Window(days=None if days is None else tuple(sorted({_DAYS.index(x) for x in days})),
                   start_min=_hhmm(d.get("start", "00:00")), end_min=_hhmm(d.get("end", "24:00")),
-                  tz=d.get("tz", "UTC"), not_before=inst(d.get("from")), until=inst(d.get("until")))
+                  tz=d.get("tz", "UTC"), not_before=inst("from"), until=inst("until"))
 
 
 def _yaml_times(data: Any) -> Any:
@@ -715,7 +756,7 @@ def rules_from_dict(data: Any, path: str | Path | None = None) -> Rules:
 
     Raises:
         InputError: the mapping does not match the schema (names the field), a rule id repeats,
-            or a time zone is unknown.
+            a time zone is unknown, or a window's ``from``/``until`` is no RFC 3339 instant.
     """
     from .._schema import first_error
 
@@ -737,7 +778,15 @@ def rules_from_dict(data: Any, path: str | Path | None = None) -> Rules:
         seen.add(r["id"])
         windows = None
         if "windows" in r:
-            windows = tuple(_window(w) for w in r["windows"])
+            built = []
+            for j, w in enumerate(r["windows"]):
+                try:
+                    built.append(_window(w))
+                except ValueError as exc:
+                    key, why = exc.args
+                    raise InputError(f"invalid door rules at rules/{i}/windows/{j}/{key}: {w[key]!r} is {why}",
+                                     path) from None
+            windows = tuple(built)
             for w in windows:
                 try:
                     from zoneinfo import ZoneInfo
