@@ -233,3 +233,33 @@ def test_a_lower_case_z_starts_the_door(tmp_path, capsys):
     main(["door", "--rules", str(p), "--log-root", str(tmp_path / "logs"), "--", "true"])  # (a server that exits)
     err = capsys.readouterr().err
     assert "replaybook door: session door-" in err and "internal error" not in err  # the door started
+
+
+@pytest.mark.parametrize("key, read_as", [("on", "True"), ("yes", "True"), ("off", "False"), ("5", "5"),
+                                          ("1.5", "1.5"), ("null", "None"), ("~", "None")])
+def test_an_argument_name_yaml_reads_as_no_text_refuses_the_rules_file(tmp_path, key, read_as):
+    """``on:`` is True to YAML: a rule on it would match no call's argument, and crashed the
+    door at the first call.  The door refuses to start (exit 2), naming the rule and the key."""
+    from replaybook.door.cli import main
+
+    p = tmp_path / "rules.yaml"
+    p.write_text(f"rules:\n  - id: deny-dry-run-off\n    decision: deny\n    tools: deploy\n"
+                 f"    arguments:\n      {key}: 'x'\n  - {{id: allow-all, decision: allow}}\n")
+    with pytest.raises(InputError) as e:
+        load_rules(p)
+    assert str(e.value) == (
+        f"{p}: invalid door rules at rules/0/arguments: rule 'deny-dry-run-off' has the argument name {read_as}, "
+        "which YAML reads as no text (an unquoted on, off, yes, no, true, false, null, ~ or number); "
+        "quote it as the call spells it (e.g. 'on': …)")
+    assert main(["door", "--rules", str(p), "--log-root", str(tmp_path / "logs"), "--", "true"]) == 2
+    assert not (tmp_path / "logs").exists()
+    p.write_text(p.read_text().replace(f"{key}: 'x'", f"'{key}': 'x'"))
+    rules = load_rules(p)
+    assert rules.decide("tools/call", "deploy", {key: "x"}).rule == "deny-dry-run-off"
+    assert rules.decide("tools/call", "deploy", {key: "y"}).rule == "allow-all"
+
+
+def test_an_argument_name_that_is_no_text_is_refused_in_a_mapping_too():
+    with pytest.raises(InputError, match=r"rules/1/arguments: rule 'b' has the argument name 7,"):
+        rules_from_dict({"rules": [{"id": "a", "decision": "allow", "arguments": {"x": "1"}},
+                                   {"id": "b", "decision": "deny", "arguments": {"x": "1", 7: "1"}}]}, "rules.yaml")

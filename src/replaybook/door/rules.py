@@ -756,7 +756,8 @@ def rules_from_dict(data: Any, path: str | Path | None = None) -> Rules:
 
     Raises:
         InputError: the mapping does not match the schema (names the field), a rule id repeats,
-            a time zone is unknown, or a window's ``from``/``until`` is no RFC 3339 instant.
+            a time zone is unknown, a window's ``from``/``until`` is no RFC 3339 instant, or an
+            argument name is no string (YAML reads an unquoted ``on:`` as ``True``).
     """
     from .._schema import first_error
 
@@ -776,6 +777,13 @@ def rules_from_dict(data: Any, path: str | Path | None = None) -> Rules:
         if r["id"] in seen:
             raise InputError(f"invalid door rules at rules/{i}/id: rule id {r['id']!r} is used twice", path)
         seen.add(r["id"])
+        for k in r.get("arguments") or {}:
+            if not isinstance(k, str):
+                # (YAML reads `on:` as True, `5:` as 5, `null:` as None: no call's argument has
+                # that name, and the JSON schema does not see a mapping key's type)
+                raise InputError(f"invalid door rules at rules/{i}/arguments: rule {r['id']!r} has the argument "
+                                 f"name {k!r}, which YAML reads as no text (an unquoted on, off, yes, no, true, "
+                                 "false, null, ~ or number); quote it as the call spells it (e.g. 'on': …)", path)
         windows = None
         if "windows" in r:
             built = []
