@@ -112,6 +112,35 @@ def test_spelling_checks_do_not_refuse_ordinary_objects(deny_list, path, obj):
     assert _d(deny_list, {"path": path}) == ("allow", "allow-the-rest", obj)
 
 
+SPELLED_GLOBS = {
+    "rules": [
+        {"id": "deny-private", "decision": "deny", "paths": ["Private/**"]},
+        {"id": "deny-cafe", "decision": "deny", "paths": ["cafe\u0301/**"]},  # NFD
+        {"id": "deny-secret", "decision": "deny", "paths": ["\uff33ecret/**"]},  # a fullwidth S
+        {"id": "deny-logs", "decision": "deny", "paths": ["Logs\\**"]},  # a Windows separator
+        {"id": "ask-reports", "decision": "ask", "paths": ["Reports/**"]},
+        {"id": "allow-all", "decision": "allow"},
+    ],
+}
+
+
+@pytest.mark.parametrize("path, rule", [
+    ("Private/key", "deny-private"), ("PRIVATE/key", "deny-private"), ("private/key", "deny-private"),
+    ("pRiVaTe\\key", "deny-private"), ("private%2Fkey", "deny-private"),
+    ("cafe\u0301/x", "deny-cafe"), ("CAF\u00c9/x", "deny-cafe"), ("caf\u00e9/x", "deny-cafe"),
+    ("\uff33ecret/a", "deny-secret"), ("Secret/a", "deny-secret"), ("secret/a", "deny-secret"),
+    ("logs/app.log", "deny-logs"), ("LOGS\\app.log", "deny-logs"),
+    ("reports/q3.csv", "ask-reports"), ("REPORTS/q3.csv", "ask-reports"),
+    ("public/private/key", "allow-all"), ("cafe/x", "allow-all"), ("report/q3.csv", "allow-all"),
+])
+def test_a_deny_or_ask_glob_catches_its_object_whatever_the_spelling_of_either(path, rule):
+    """The glob folded as the object is: a deny glob written with capitals or in NFD catches the
+    object in lower case or NFC too, not only another spelling of it."""
+    rules = rules_from_dict(SPELLED_GLOBS)
+    dec = rules.decide("tools/call", "read_object", {"path": path})
+    assert (dec.decision, dec.rule, dec.object) == (rule.split("-")[0], rule, path)
+
+
 def test_a_home_relative_path_is_decided_where_the_server_expands_it(deny_list, monkeypatch):
     # the reference filesystem server (and any server that inherits the door's environment)
     # reads ~/x from $HOME/x

@@ -325,7 +325,7 @@ class Rule:
 
     def matches_folded(self, folded: str) -> bool:
         """The ``paths`` condition holds for an object's folded spelling (:func:`_fold`),
-        each glob folded alike."""
+        each glob folded alike (:func:`_fold_glob`): whatever the spelling of either side."""
         if self.paths is None:
             return True
         return any(glob_match(_fold_glob(g), folded) for g in self.paths)
@@ -362,7 +362,12 @@ def _fold_name(name: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _fold_glob(pattern: str) -> str:
-    return unicodedata.normalize("NFKC", pattern).casefold()
+    """A path glob folded as an object is (:func:`_fold`: percent-decoded, NFKC, case-folded,
+    ``\\`` as ``/``, trailing dots and spaces of a segment dropped, normalised): ``Private/**``,
+    ``cafe\u0301/**`` (NFD) and ``Logs\\**`` match the folded ``private/key``, ``caf\u00e9/x`` and
+    ``logs/a``.  The wildcards keep their meaning (``*``, ``?``, ``[``, ``]`` fold to themselves);
+    a percent-encoded one (``%2A``) becomes one, as the object's ``%2A`` becomes a ``*``."""
+    return _fold(pattern)
 
 
 def _decode(s: str) -> str:
@@ -589,7 +594,8 @@ class Rules:
         through symlinks and the file's other names under the roots when it has several hard
         links (:meth:`_hard_links`).  An explicit ``deny`` (or ``ask``) rule also catches an
         object's other spellings (:func:`_fold`: case, Unicode form, percent-encoding, ``\\``,
-        trailing dots).
+        trailing dots), its globs folded alike: first match between the folded object and the
+        folded globs, whichever way either is written.
 
         Args:
             method: ``tools/call`` or ``resources/read``.
@@ -647,13 +653,14 @@ class Rules:
                 ask = ask or d
             first = first or d
         for obj in objects:
+            # every object, already folded or not: the globs are folded too, so a deny glob written
+            # `Private/**` or in NFD catches `private/key` and the NFC spelling
             folded = _fold(obj)
-            if folded != obj:  # another spelling of the object: an explicit deny or ask counts
-                r = next((r for r in candidates if r.matches_folded(folded)), None)
-                if r is not None and r.decision == "deny":
-                    return Decision("deny", r.id, obj, both)
-                if r is not None and r.decision == "ask":
-                    ask = ask or Decision("ask", r.id, obj, both)
+            r = next((r for r in candidates if r.matches_folded(folded)), None)
+            if r is not None and r.decision == "deny":
+                return Decision("deny", r.id, obj, both)
+            if r is not None and r.decision == "ask":
+                ask = ask or Decision("ask", r.id, obj, both)
         assert first is not None
         return ask or first
 
