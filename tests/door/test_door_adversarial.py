@@ -184,6 +184,23 @@ def test_an_argument_condition_holds_for_every_spelling_of_its_name(deny_list):
     assert _d(deny_list, {"limit": 5.5}, tool="query") == ("deny", DEFAULT_DENY, None)
 
 
+@pytest.mark.parametrize("decision", ["deny", "ask"])
+def test_a_deny_or_ask_argument_condition_holds_for_any_spelling_of_its_name(decision):
+    """A server reading keys case-insensitively may take either spelling (Go's encoding/json
+    takes the last): a refusal the agent could undo by sending the argument twice is none."""
+    rules = rules_from_dict({"rules": [
+        {"id": "big-limit", "decision": decision, "tools": "query", "arguments": {"limit": "[0-9][0-9][0-9]*"}},
+        {"id": "allow-all", "decision": "allow"}]})
+    for args in ({"path": "demo/many.csv", "limit": 150},
+                 {"path": "demo/many.csv", "limit": 150, "LIMIT": 1},
+                 {"path": "demo/many.csv", "LIMIT": 1, "limit": 150},
+                 {"path": "demo/many.csv", "limit": 1, "Limit": 150},
+                 {"path": "demo/many.csv", "limit": 1, "\uff4c\uff49\uff4d\uff49\uff54": 150}):  # fullwidth
+        assert _d(rules, args, tool="query")[:2] == (decision, "big-limit"), args
+    assert _d(rules, {"path": "demo/many.csv", "limit": 1, "LIMIT": 2}, tool="query")[:2] == ("allow", "allow-all")
+    assert _d(rules, {"path": "demo/many.csv"}, tool="query")[:2] == ("allow", "allow-all")  # absent: no match
+
+
 def test_the_documented_limit_rule_takes_digits_only():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "door.md").read_text("utf-8")
     block = re.search(r"```yaml\n(version: 1\nroots:.*?)```", doc, re.S).group(1)

@@ -297,20 +297,25 @@ class Rule:
     description: str | None = None
 
     def matches_call(self, method: str, tool: str, arguments: dict, now: datetime) -> bool:
-        """The rule's conditions other than ``paths`` hold for this call."""
+        """The rule's conditions other than ``paths`` hold for this call.
+
+        An ``arguments`` condition looks at every spelling of the name a server may read as it
+        (Go's ``encoding/json`` folds case and takes the last): for an ``allow`` rule every
+        spelling given must match (``{"limit": 5, "LIMIT": 99999}`` is not allowed by a small
+        limit), for a ``deny`` or ``ask`` rule any one that matches is enough (``{"limit": 150,
+        "LIMIT": 1}`` is refused by a big limit).  Either way the argument must be present."""
         if self.methods is not None and method not in self.methods:
             return False
         if self.tools is not None and not any(fnmatch.fnmatchcase(tool, g) for g in self.tools):
             return False
+        every = self.decision == "allow"  # (the safe reading: the one that refuses when in doubt)
         for name, globs in self.arguments.items():
-            # every spelling of the name a server may read as it (Go's encoding/json folds case)
             values = [v for k, v in arguments.items() if k == name or _fold_name(k) == _fold_name(name)]
             if not values:
                 return False
-            for v in values:
-                text = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), sort_keys=True)
-                if not any(fnmatch.fnmatchcase(text, g) for g in globs):
-                    return False
+            held = (any(fnmatch.fnmatchcase(_argument_text(v), g) for g in globs) for v in values)
+            if not (all(held) if every else any(held)):
+                return False
         if self.windows is not None and not any(w.contains(now) for w in self.windows):
             return False
         return True
@@ -352,6 +357,11 @@ class Decision:
     def allowed(self) -> bool:
         """The call may pass the door."""
         return self.decision == "allow"
+
+
+def _argument_text(v: Any) -> str:
+    """An argument's value as an ``arguments`` glob reads it: a string as is, else compact JSON."""
+    return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), sort_keys=True)
 
 
 def _fold_name(name: str) -> str:
