@@ -93,3 +93,22 @@ def test_a_date_time_a_frame_cannot_hold_is_told_from_one_that_is_no_date_time()
         assert time_words(t) == beyond, t
     for t in ("yesterday", "2026-02-30T10:00:00Z", "", "9999", None, 1735689600):
         assert time_words(t) == "is not a date-time" and not beyond_time_range(t), t
+
+
+def test_a_year_a_date_or_a_time_without_seconds_is_not_a_date_time():
+    """``"2025"`` had been read as 2025-01-01T00:00:00Z and ``"2021-10-19"`` as that midnight —
+    an instant the log never named, loaded with no note.  A date-time needs the date, hours,
+    minutes and seconds (RFC 3339, and the door log's schema, which already set ``"2026"`` aside)."""
+    from replaybook._text import time_words
+
+    partial = ["2025", "2025-10", "2025-10-01", "2021-10-19T02Z", "2025-10-01T02", "2025-10-01T02:03Z",
+               "2025-10-01T02:03", "2025-10-01T02:03+02:00", "20251001T020304Z", "2025-274", "9999-12-31"]
+    assert to_utc(partial).isna().all()
+    for t in partial:
+        assert time_words(t) == "is not a date-time", t
+    full = ["2025-10-01T02:03:04Z", "2025-10-01 02:03:04", "2025-10-01T02:03:04.5+0000", "2025-10-01T02:03:04+01",
+            "2025-10-01T02:03:04 +00:00", "2025-10-01T02:03:04.123456789-07:00", " 2025-10-01T02:03:04Z "]
+    assert [t.isoformat() for t in to_utc(full)] == [
+        "2025-10-01T02:03:04+00:00", "2025-10-01T02:03:04+00:00", "2025-10-01T02:03:04.500000+00:00",
+        "2025-10-01T01:03:04+00:00", "2025-10-01T02:03:04+00:00", "2025-10-01T09:03:04.123456789+00:00",
+        "2025-10-01T02:03:04+00:00"]

@@ -153,23 +153,49 @@ def _ns_bounds():
     return pd.Timestamp.min.tz_localize("UTC"), pd.Timestamp.max.tz_localize("UTC")
 
 
+#: The text :func:`to_utc` reads as a date-time: an RFC 3339 ``date-time`` — a full date, ``T``
+#: (or ``t``, or a space), hours, minutes *and* seconds, any number of fractional digits, an offset
+#: ``Z``/``z``, ``±HH:MM``, ``±HHMM`` or ``±HH`` (optionally after one space) or none (read as UTC;
+#: the loaders say so) — with blanks around it ignored.  A year, a date, or a date with hours or
+#: hours and minutes alone (``"2025"``, ``"2025-10-01"``, ``"2025-10-01T02Z"``,
+#: ``"2025-10-01T02:03Z"``) is not a date-time: pandas' ISO 8601 parser would place it at midnight
+#: or at the top of the hour or minute, an instant the log never named.  So are ISO 8601's basic
+#: (``20251001T020304Z``), week and ordinal forms.  (The door log's JSON Schema, whose
+#: ``date-time`` requires the seconds too, agrees.)
+_DATE_TIME = re.compile(r"\s*\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)? ?(?:[Zz]|[+-]\d\d(?::?\d\d)?)?\s*",
+                        re.ASCII)
+
+
 def to_utc(values: Any) -> "pd.Series":
-    """Parse RFC 3339 / ISO 8601 strings (any offset, 0-9 fractional digits, ``T``/``Z`` in either
-    case) to UTC.
+    """Parse RFC 3339 date-times (any offset, 0-9 fractional digits, ``T``/``Z`` in either case;
+    see :data:`_DATE_TIME` for exactly what is read) to UTC.
 
     Returns a ``datetime64[ns, UTC]`` Series; unparseable or missing values become ``NaT``, and
-    so do date-times outside what nanoseconds can hold (before 1677-09-21 or after 2262-04-11),
-    so the caller quarantines them instead of the load failing.  A leap second (second ``60``)
-    is the first second of the next minute, as POSIX time counts it (:func:`_leap_second`).
+    so do text that is not a full date-time (a year, a date, a time without seconds: see
+    :data:`_DATE_TIME`) and date-times outside what nanoseconds can hold (before 1677-09-21 or
+    after 2262-04-11), so the caller quarantines them instead of the load failing.  A leap
+    second (second ``60``) is the first second of the next minute, as POSIX time counts it
+    (:func:`_leap_second`).  Values that are not text (``datetime``, ``Timestamp``) are
+    converted as pandas converts them.
     """
     import pandas as pd
 
     s = pd.Series(values, dtype="object")
-    # RFC 3339 allows "t" and "z" in lower case; the ISO parser takes upper case only
-    lower = [i for i, v in enumerate(s) if v.__class__ is str and ("t" in v or "z" in v) and v.isascii()]
-    if lower:
+    match = _DATE_TIME.fullmatch
+    partial: list[int] = []  # a year, a date, a time without seconds …: pandas would read them
+    lower: list[int] = []  # RFC 3339 allows "t" and "z" in lower case; the ISO parser takes upper case only
+    for i, v in enumerate(s.tolist()):
+        if v.__class__ is str or isinstance(v, str):
+            if match(v) is None:
+                partial.append(i)
+            elif ("t" in v or "z" in v) and v.isascii():
+                lower.append(i)
+    if partial or lower:
         s = s.copy()
-        s.iloc[lower] = [s.iloc[i].upper() for i in lower]
+        if partial:
+            s.iloc[partial] = None
+        if lower:
+            s.iloc[lower] = [s.iloc[i].upper() for i in lower]
     out = pd.to_datetime(s, utc=True, format="ISO8601", errors="coerce")
     if str(out.dtype) != "datetime64[ns, UTC]":  # pandas 3 parses at µs: range-check before ns
         lo, hi = _ns_bounds()
@@ -215,13 +241,13 @@ TIME_RANGE = "1677-09-21 to 2262-04-11 UTC"
 
 
 def beyond_time_range(text: Any) -> bool:
-    """Whether ``text`` is a date-time (ISO 8601 / RFC 3339, as Python's ``fromisoformat`` reads
-    it, ``Z`` included) that a frame cannot hold: before 1677-09-21 or after 2262-04-11 UTC
+    """Whether ``text`` is a date-time (as :func:`to_utc` takes it, :data:`_DATE_TIME`, and
+    Python's ``fromisoformat`` reads it) that a frame cannot hold: before 1677-09-21 or after 2262-04-11 UTC
     (``9999-12-31T23:59:59Z``, ``0001-01-01T00:00:00Z``).  ``False`` for anything else."""
     from datetime import datetime, timezone
 
-    if not isinstance(text, str) or not 10 <= len(text) <= 64:
-        return False
+    if not isinstance(text, str) or not 10 <= len(text) <= 64 or _DATE_TIME.fullmatch(text) is None:
+        return False  # (a date alone, "9999-12-31", is no date-time: not "beyond the range" either)
     try:
         t = datetime.fromisoformat(text.strip())
     except ValueError:

@@ -368,3 +368,15 @@ def test_a_pt1h_file_in_a_storage_log_archive_that_cannot_be_read_is_damaged_azu
     assert archive_path(ARCHIVE.replace("storageread", "StorageWrite"))
     assert not archive_path(ARCHIVE.replace("storageread", "auditevent"))
     assert not archive_path(ARCHIVE.replace("PT1H.json", "PT1H.json.bak"))
+
+
+@pytest.mark.parametrize("time", ["2025-10-01", "2025", "2025/10/01", "2025-10-01T12:00", "2025-10-01T12Z"])
+def test_a_date_alone_is_no_time_of_a_storage_request(tmp_path, time):
+    # "time": "2025-10-01" had been read as that day's midnight UTC, with no note
+    p = tmp_path / "PT1H.json"
+    p.write_text(json.dumps(dict(_oauth_record([]), time=time)) + "\n" + json.dumps(_oauth_record([])) + "\n")
+    res = load_azure_storage(p)
+    assert res.frame["line_no"].tolist() == [2]
+    assert list(res.frame["ts"]) == [pd.Timestamp("2026-09-13T10:00:05Z")]
+    assert res.quarantine["line_no"].tolist() == [1]
+    assert res.quarantine["error"].iloc[0].endswith("is not a date-time")

@@ -608,3 +608,15 @@ def test_cr_line_ends_same_on_both_paths(tmp_path):
     assert res.inputs[0]["lines"] == 6 and len(res.inputs[0]["notes"]) == 1
     (tmp_path / "s3").write_bytes(b"\r".join(_line(i).encode() for i in range(6)))
     same_s3(tmp_path / "s3")
+
+
+def test_a_date_alone_is_set_aside_by_every_path(tmp_path):
+    # eventTime "2026-09-13" (and the like) had been read as midnight; the fast paths ask to_utc
+    # for every time not of the common shape, so they set it aside exactly as the reference does
+    recs = [_rec(i) for i in range(8)] + [_rec(8, eventTime="2026-09-13"), _rec(9, eventTime="2026"),
+                                           _rec(10, eventTime="2026-09-13T10Z"), _rec(11, eventTime="2026-09-13T10:01Z")]
+    _delivery(tmp_path / "a.json.gz", recs)
+    same_ct(tmp_path)
+    res = cloudtrail.load_cloudtrail(tmp_path)
+    assert len(res.frame) == 8 and len(res.quarantine) == 4
+    assert all(e.endswith("is not a date-time") for e in res.quarantine["error"])

@@ -259,3 +259,16 @@ def test_a_file_at_a_sink_path_that_cannot_be_read_is_damaged_gcp_evidence(tmp_p
     assert not sink_path(SINK.replace("data_access", "request_log"))
     assert not sink_path(SINK.replace("2026/09/13", "2026/9/13"))
     assert not sink_path("cloudaudit.googleapis.com/data_access/2026/09/13/notes.json")
+
+
+@pytest.mark.parametrize("ts", ["2021-10-19", "2021-10-19T02Z", "2021", "2021-10-19T02:03Z"])
+def test_a_date_alone_is_no_time_of_an_audit_entry(tmp_path, ts):
+    # "timestamp": "2021-10-19" had been read as that day's midnight UTC, with no note
+    p = tmp_path / "a.jsonl"
+    p.write_text(json.dumps(_entry(ts, "storage.objects.get", "projects/_/buckets/acme-data/objects/x", insert="a"))
+                 + "\n" + json.dumps(_entry("2021-10-19T02:03:04Z", "storage.objects.get",
+                                           "projects/_/buckets/acme-data/objects/y", insert="b")) + "\n")
+    res = load_gcp_audit(p)
+    assert res.frame["line_no"].tolist() == [2]
+    assert str(res.frame["ts"].iloc[0]) == "2021-10-19 02:03:04+00:00"
+    assert res.quarantine[["line_no", "error"]].values.tolist() == [[1, f"time {ts!r} is not a date-time"]]

@@ -248,3 +248,18 @@ def test_every_synthetic_session_is_recognised_and_counted():
     assert not gw.is_synthetic_session("sess-42") and not gw.is_synthetic_session(None)
     with pytest.raises(AssertionError):
         gw._synthetic("a-new-gateway", None, "2026-09-13T10:00:00Z", Path("x"))
+
+
+@pytest.mark.parametrize("time", ["2025", "2025-10-01", "2025-10-01T12Z", "2025-10-01T12:00Z"])
+def test_a_year_or_a_date_alone_is_no_time_of_a_call(tmp_path, time):
+    # "time": "2025" had been read as 2025-01-01T00:00:00Z — a call placed at New Year's midnight
+    # with no note; a line whose time is not a full date-time is set aside with its line
+    line = ('{"level":"info","service":"authorize","mcp-method":"tools/call","mcp-tool":"describe_table",'
+            '"mcp-tool-parameters":{},"allow":true,"deny":false,"time":"%s"}' % time)
+    good = line.replace(f'"time":"{time}"', '"time":"2025-10-01T12:00:03Z"')
+    p = tmp_path / "pomerium.json"
+    p.write_text(line + "\n" + good + "\n")
+    res = registry.get("pomerium").load([p])
+    assert _cols(res.frame, "line_no", "tool") == [[2, "describe_table"]]
+    assert str(res.frame["ts"].iloc[0]) == "2025-10-01 12:00:03+00:00"
+    assert res.quarantine[["line_no", "error"]].values.tolist() == [[1, "log line without a valid time"]]

@@ -103,7 +103,6 @@ def test_rows_whose_line_is_not_known_are_counted_not_a_crash(tmp_path):
     ("2026-09-13 10:00:00 -05:00", False),
     ("2026-09-13T10:00:00.5+02", False),
     ("2026-09-13T10:00:00z", False),
-    ("2026-09-13", True),                   # a date alone: UTC midnight ("-13" is no offset)
     ("2026-09-13T10:00:00.000", True),
 ])
 def test_what_counts_as_a_zone(tmp_path, text, noted):
@@ -115,6 +114,17 @@ def test_what_counts_as_a_zone(tmp_path, text, noted):
     got = [n for n in _notes(p) if "time zone" in n]
     assert got == ([f"a time without a time zone on line 2 ({text!r}): read as UTC; RFC 3339 requires an offset — "
                     "if Claude Code wrote local time, these lines are off by the zone's offset"] if noted else [])
+
+
+def test_a_date_alone_is_no_time_without_a_zone_but_no_time_at_all(tmp_path):
+    # "2026-09-13" had been read as that day's UTC midnight (and noted as a time without a zone):
+    # a date alone is not a date-time, so the line keeps its steps with the time unknown
+    lines = CLAUDE.read_bytes().split(b"\n")
+    lines[1], k = _TS.subn(b'"timestamp": "2026-09-13"', lines[1], count=1)
+    assert k == 1
+    p = tmp_path / CLAUDE.name
+    p.write_bytes(b"\n".join(lines))
+    assert _notes(p) == ["1 line with a time that is not a date-time, kept with the time unknown: line 2 ('2026-09-13')"]
 
 
 @pytest.mark.parametrize("src,line,writer", [(CLAUDE, 4, "Claude Code"), (CODEX, 2, "Codex"), (GEMINI, 8, "Gemini CLI")])
