@@ -190,3 +190,53 @@ def test_path_object():
     assert gm.path_object({"bucket": "b", "key": "k/x.csv"}) == "b/k/x.csv"
     assert gm.path_object({"file_path": "/etc/hosts", "x": 1}) == "/etc/hosts"
     assert gm.path_object({"sql": "select 1"}) is None and gm.path_object(None) is None
+
+
+def _mcp_lines(*records) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def _call(sess, rid, bucket, key):
+    return {"dir": "c2s", "http": {"headers": {"Mcp-Session-Id": sess} if sess else {}},
+            "body": {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                     "params": {"name": "read_object", "arguments": {"bucket": bucket, "key": key}}}}
+
+
+def _answer(rid, text, is_error, sess=None):
+    return {"dir": "s2c", "http": {"status": 200, "headers": {"Mcp-Session-Id": sess} if sess else {}},
+            "body": {"jsonrpc": "2.0", "id": rid,
+                     "result": {"content": [{"type": "text", "text": text}], "isError": is_error}}}
+
+
+def test_mcp_http_a_response_without_a_session_id_open_in_two_sessions_is_paired_with_neither(tmp_path):
+    # two clients, each numbering from 1, both with call 1 open; a response without Mcp-Session-Id
+    # had been pinned to the session of the record before it: sess-B's read of reports/q3.csv took
+    # the AccessDenied that may have been sess-A's read of secrets/keys.txt
+    p = tmp_path / "mcp.jsonl"
+    p.write_text(_mcp_lines(_call("sess-A", 1, "secrets", "keys.txt"), _call("sess-B", 1, "reports", "q3.csv"),
+                            _answer(1, "AccessDenied: not allowed", True), _answer(1, "ok", False)))
+    res = gm.load_mcp_http(p)
+    assert _cols(res.frame, "door_session", "object", "decision", "error") == [
+        ["sess-A", "secrets/keys.txt", "allow", None], ["sess-B", "reports/q3.csv", "allow", None]]
+    info = res.inputs[0]
+    assert info["unfinished"] == 2 and info["not_calls"] == 2
+    assert info["notes"][0] == (
+        "response(s) on lines 3, 4 carry no Mcp-Session-Id and answer JSON-RPC id 1, which open calls of "
+        "several sessions share: 'sess-A' (line 1), 'sess-B' (line 2); paired with none of them, so whether each "
+        "of those calls was refused or failed is unknown (they stay calls without a response: decision allow, "
+        "no error, counted as unfinished)")
+
+
+def test_mcp_http_a_response_without_a_session_id_answers_the_only_call_open_with_its_id(tmp_path):
+    # sess-A's call 1 is open alone (sess-B's call 1 already answered in its session): the
+    # header-less response is sess-A's, though sess-B's record came last
+    p = tmp_path / "mcp.jsonl"
+    p.write_text(_mcp_lines(_call("sess-A", 1, "secrets", "keys.txt"), _call("sess-B", 1, "reports", "q3.csv"),
+                            _answer(1, "ok", False, sess="sess-B"), _call("sess-B", 2, "reports", "q4.csv"),
+                            _answer(1, "AccessDenied: not allowed", True)))
+    res = gm.load_mcp_http(p)
+    assert _cols(res.frame, "door_session", "object", "decision", "error") == [
+        ["sess-A", "secrets/keys.txt", "deny", "AccessDenied: not allowed"],
+        ["sess-B", "reports/q3.csv", "allow", None], ["sess-B", "reports/q4.csv", "allow", None]]
+    assert res.inputs[0]["unfinished"] == 1
+    assert not any("Mcp-Session-Id" in n for n in res.inputs[0]["notes"])

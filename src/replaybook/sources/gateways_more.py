@@ -50,6 +50,12 @@ Decisions
 * mcp-http: ``allow`` unless the response is an error (JSON-RPC error, or a result with
   ``isError``) whose text says it was refused (:data:`REFUSAL` words); ``error`` = that text.
   Records usually carry no time (``ts``/``time``/``timestamp`` when present): ``ts`` NaT then.
+  A request without ``Mcp-Session-Id`` is taken to be in the session of the record before it.
+  A response names its session less often (servers send the header on ``initialize`` only): one
+  that carries none answers the open call with its JSON-RPC id when exactly one is open; when
+  calls of several sessions are open with that id (each client numbers from 1), which one it
+  answers is unknown — it is paired with none, the calls stay without a response
+  (``unfinished``) and the file's notes name the response's line and the calls.
 * ``object``: a path-like argument (:func:`path_object`) wherever arguments are logged.
 """
 
@@ -63,7 +69,7 @@ from typing import Any, Iterable
 import orjson
 
 from .. import _json
-from .._jsonl import iter_lines, line_scores, parse_json, quarantine_row, unreadable_row
+from .._jsonl import iter_lines, line_scores, lines_words, parse_json, quarantine_row, unreadable_row
 from .._text import before_by_ms, deep_safe, float_or_none, safe_str, str_or_none
 from ..frames import LoadResult
 from .gateways import (
@@ -644,17 +650,21 @@ def _result_error(msg: dict) -> str | None:
 def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict],
                    state: dict) -> None:
     """The calls of one MCP Streamable HTTP exchange (see :func:`load_mcp_http`).  What pairs
-    across lines (open calls, each session's client and server, the last session id) is kept in
+    across lines (open calls, each session's client and server, the last session id — taken by a
+    request without one, never used to pick which session's call a response answers) is kept in
     ``state``, for the next file of a rotated capture; :func:`_mcp_http_finish` names agents
-    and servers once every file is read."""
+    and servers once every file is read.  A response without a session id whose JSON-RPC id
+    several sessions' open calls share is paired with none of them and named in ``info["notes"]``."""
     open_calls: dict[tuple, dict] = state.setdefault("open", {})
     clients: dict[str | None, str] = state.setdefault("clients", {})
     servers: dict[str | None, str] = state.setdefault("servers", {})
     init_ids: dict[tuple, None] = state.setdefault("init_ids", {})
     requests: set[bytes] = state.setdefault("requests", set())
     orphan = 0
+    ambiguous: dict[tuple, list] = {}  # (id, the open calls' places) → lines of responses not paired
     for ln, o in _records(path, data, "mcp-http", quarantine, score=_http_score):
-        sess = _header(o, "Mcp-Session-Id") or str_or_none(o.get("session_id")) or state.get("last_sess")
+        own = _header(o, "Mcp-Session-Id") or str_or_none(o.get("session_id"))
+        sess = own or state.get("last_sess")
         state["last_sess"] = sess
         ts = next((o[k] for k in ("ts", "time", "timestamp") if _valid_ts(o.get(k))), None)
         msgs = list(_messages(o))
@@ -691,12 +701,18 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                 open_calls[(sess, _json.dumps(m.get("id")))] = row
                 continue
             key = (sess, _json.dumps(m.get("id")))
-            row = open_calls.pop(key, None)
-            if row is None:
-                for (s, i), r in list(open_calls.items()):     # response before the session id was known
-                    if i == key[1] and s is None:
-                        row = open_calls.pop((s, i))
-                        break
+            if own is not None:                                # a response in a named session
+                row = open_calls.pop(key, None)
+                if row is None:                                # its request before the session id was known
+                    row = open_calls.pop((None, key[1]), None)
+            else:                                              # no session id: the open calls with its id
+                same = [k for k in open_calls if k[1] == key[1]]
+                if len(same) > 1:                              # in several sessions: which one it answers is unknown
+                    where = tuple((k[0], open_calls[k]["line_no"]) for k in same)
+                    ambiguous.setdefault((key[1], where), []).append(ln)
+                    info["not_calls"] += 1
+                    continue
+                row = open_calls.pop(same[0]) if same else None
             if row is None:
                 if key in init_ids or (None, key[1]) in init_ids:
                     res = m.get("result") if isinstance(m.get("result"), dict) else {}
@@ -717,6 +733,15 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                     row["decision"], row["rule"] = "deny", err
     if orphan:
         info["notes"].append(f"{orphan} response(s) to no logged request")
+    for (rid, where), lns in ambiguous.items():
+        known = [n for n in lns if n is not None]
+        at = lines_words(known) if len(known) == len(lns) else f"{len(lns)} record(s)"
+        calls = ", ".join(f"{s!r} (line {n})" if n is not None else repr(s) for s, n in where)
+        info["notes"].append(
+            f"response(s) on {at} carry no Mcp-Session-Id and answer JSON-RPC id {rid.decode()}, which open "
+            f"calls of several sessions share: {calls}; paired with none of them, so whether each of those "
+            "calls was refused or failed is unknown (they stay calls without a response: decision allow, "
+            "no error, counted as unfinished)")
 
 
 def _mcp_http_finish(rows: list[dict], files: list[tuple[Path, dict]], state: dict) -> None:
@@ -746,8 +771,8 @@ def load_mcp_http(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     ``resources/read`` request (the latter as the door logs it: tool ``resources/read``, the
     resource's ``uri`` as its argument and object).
 
-    The response with the same JSON-RPC id (in the same ``Mcp-Session-Id``; a plain JSON body or
-    an SSE event) closes it: ``error`` from a JSON-RPC error or an ``isError`` result; ``deny``
+    The response with the same JSON-RPC id (in the same ``Mcp-Session-Id``, or — one without the
+    header — the only call open with that id; a plain JSON body or an SSE event) closes it: ``error`` from a JSON-RPC error or an ``isError`` result; ``deny``
     when that text says it was refused (:data:`REFUSAL`), ``rule`` = the text.  ``agent`` /
     ``server`` from ``initialize`` (``clientInfo.name`` / ``serverInfo.name``);
     ``correlation`` = the JSON-RPC id.
