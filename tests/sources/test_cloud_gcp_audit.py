@@ -272,3 +272,34 @@ def test_a_date_alone_is_no_time_of_an_audit_entry(tmp_path, ts):
     assert res.frame["line_no"].tolist() == [2]
     assert str(res.frame["ts"].iloc[0]) == "2021-10-19 02:03:04+00:00"
     assert res.quarantine[["line_no", "error"]].values.tolist() == [[1, f"time {ts!r} is not a date-time"]]
+
+
+def test_an_audit_log_entry_whose_proto_payload_names_no_type_is_read_or_quarantined(tmp_path):
+    # an entry of cloudaudit.googleapis.com%2Fdata_access whose protoPayload lacked @type and
+    # serviceName had been counted as ignored: a denied read of secret.txt gone without a trace
+    def bare(method=None, **pp):
+        e = _entry("2026-09-13T10:00:03Z", method, "projects/_/buckets/b/objects/secret.txt", code=7, insert="i2")
+        del e["protoPayload"]["@type"], e["protoPayload"]["serviceName"]
+        if method is None:
+            del e["protoPayload"]["methodName"]
+        e["protoPayload"].update(pp)
+        return e
+
+    other = _entry("2026-09-13T10:00:05Z", "x", "r", **{"@type": "type.googleapis.com/google.appengine.logging.v1.RequestLog"})
+    del other["protoPayload"]["serviceName"]
+    lines = [bare("storage.objects.get"), bare(), bare(methodName=5), other,
+             {**bare("storage.objects.get"), "logName": "projects/acme/logs/app"}]
+    p = tmp_path / "d.jsonl"
+    p.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    res = load_gcp_audit(p)
+    r = res.frame.iloc[0]
+    assert len(res.frame) == 1 and r["line_no"] == 1
+    assert (r["principal"], r["action"], r["action_raw"], r["resource_uri"], r["outcome"], r["error_code"]) == (
+        SA, "read", "storage.objects.get", "gs://b/secret.txt", "denied", "7")
+    assert res.inputs[0]["notes"] == [
+        "entry 1: protoPayload has no @type and no serviceName: read as an AuditLog, as its logName is a Cloud "
+        "Audit Log and it names methodName 'storage.objects.get'"]
+    why = ("an audit log entry (logName cloudaudit.googleapis.com…) whose protoPayload has no @type and no methodName: "
+           "the request it records cannot be read")
+    assert res.quarantine[["line_no", "error"]].values.tolist() == [[2, why], [3, why]]
+    assert res.inputs[0]["ignored_lines"] == 2  # another @type; not an audit log

@@ -23,6 +23,11 @@ Shapes and quirks handled
   ``inputs[i]["ignored_lines"]``, not quarantined; an entry of an audit log (its ``logName`` is
   ``…/logs/cloudaudit.googleapis.com…``) with no ``protoPayload`` object is damaged — the
   request it records is lost — and is quarantined with its line;
+* an audit log's entry whose ``protoPayload`` names no ``@type`` (and no ``serviceName``, which
+  with ``methodName`` marks an AuditLog anywhere) is read as an AuditLog when it names a
+  ``methodName`` — a row, and a note (``entry <line_no>: protoPayload has no @type …: read as an
+  AuditLog …``) — and is quarantined with its line when it names none: the request it records
+  cannot be read.  Only a ``protoPayload`` that names another ``@type`` is ignored;
 * numbers as strings (``"numResponseItems": "3"``; proto3 JSON writes int64 as strings).
 
 The rows
@@ -276,14 +281,24 @@ def _row(entry: dict, path: str, line_no: int | None,
 
 
 def _classify(obj: Any) -> tuple[str, str | None]:
-    """``("audit" | "ignored" | "invalid", why)`` for one JSON value."""
+    """``("audit" | "ignored" | "invalid", why)`` for one JSON value: for ``"invalid"`` why it
+    cannot be read, for ``"audit"`` what the file's notes should say of it (or None)."""
     if not isinstance(obj, dict):
         return "invalid", f"not a JSON object ({type(obj).__name__})"
     pp = obj.get("protoPayload")
     if isinstance(pp, dict):
-        if "AuditLog" in str(pp.get("@type", "")) or ("methodName" in pp and "serviceName" in pp):
+        kind = pp.get("@type")
+        if "AuditLog" in str(kind or "") or ("methodName" in pp and "serviceName" in pp):
             return "audit", None
-        return "ignored", None
+        if isinstance(kind, str) and kind.strip() or not _audit_log(obj):
+            return "ignored", None  # a payload of another @type, or of a log that is not an audit log
+        # an audit log's entry whose protoPayload names no @type (and no serviceName)
+        method = pp.get("methodName")
+        if isinstance(method, str) and method.strip():
+            return "audit", ("protoPayload has no @type and no serviceName: read as an AuditLog, as its logName "
+                             f"is a Cloud Audit Log and it names methodName {clean(method)[:200]!r}")
+        return "invalid", ("an audit log entry (logName " + _AUDIT_LOG + "…) whose protoPayload has no @type and no "
+                           "methodName: the request it records cannot be read")
     if _audit_log(obj):  # an audit entry whose record of the request is missing: damaged, not ignored
         return "invalid", ("an audit log entry (logName " + _AUDIT_LOG + "…) without a protoPayload object"
                            + ("" if pp is None else f" (it is {type(pp).__name__})")
@@ -321,7 +336,10 @@ def _read_file(path: Path, data: bytes, info: dict, rows: list[dict], quarantine
             continue
         row = None
         if kind == "audit":
+            note = why
             row, why = _row(it.obj, spath, it.line_no, notes)
+            if row is not None and note:
+                notes.append(f"entry {it.line_no}: {note}")
         if row is None:
             quarantine.append(quarantine_row(path, None, LOADER, record_error(info, it.line_no, why),
                                              line_no=it.line_no, offset=it.offset,
