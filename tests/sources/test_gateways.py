@@ -8,6 +8,7 @@ counts and line numbers below were checked by hand (``grep -n``, ``jq``).
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -263,3 +264,27 @@ def test_a_year_or_a_date_alone_is_no_time_of_a_call(tmp_path, time):
     assert _cols(res.frame, "line_no", "tool") == [[2, "describe_table"]]
     assert str(res.frame["ts"].iloc[0]) == "2025-10-01 12:00:03+00:00"
     assert res.quarantine[["line_no", "error"]].values.tolist() == [[1, "log line without a valid time"]]
+
+
+def test_a_docker_tool_event_naming_no_tool_is_kept_as_a_call_with_the_tool_unknown(tmp_path):
+    # a denied policy-audit tool event whose tool_name was empty or missing had been counted as
+    # "not a call" and vanished: a refusal with no row and no quarantine
+    ev = {"trigger": "invoke", "target_type": "tool", "server_name": "files", "result": "denied",
+          "outcome_reason": "policy_rule", "reason": "bucket secrets is not allowed", "client_name": "a",
+          "timestamp": "2025-10-01T12:00:04Z"}
+    lines = [{**ev, "tool_name": ""}, ev, {**ev, "tool_name": 5, "result": "allowed"},
+             {**ev, "tool_name": "read_object", "timestamp": "2025-10-01T12:00:05Z"},
+             {**ev, "tool_name": "", "trigger": "list"}]
+    p = tmp_path / "audit.jsonl"
+    p.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    res = gw.load_docker_gateway(p)
+    CALLS.validate(res.frame)
+    assert _cols(res.frame, "line_no", "tool", "server", "decision", "rule", "door_session") == [
+        [1, None, "files", "deny", "policy_rule — bucket secrets is not allowed", "docker-mcp-gateway:a:2025-10-01"],
+        [2, None, "files", "deny", "policy_rule — bucket secrets is not allowed", "docker-mcp-gateway:a:2025-10-01"],
+        [3, None, "files", "allow", "policy_rule — bucket secrets is not allowed", "docker-mcp-gateway:a:2025-10-01"],
+        [4, "read_object", "files", "deny", "policy_rule — bucket secrets is not allowed",
+         "docker-mcp-gateway:a:2025-10-01"]]
+    assert res.quarantine.empty and res.inputs[0]["not_calls"] == 1  # the list event
+    assert ('tool events whose tool_name is missing, empty or not text ("", missing, 5) on lines 1, 2, 3: kept as '
+            "calls with the tool unknown (tool NA)") in res.inputs[0]["notes"]

@@ -64,7 +64,10 @@ Mapping decisions
   their calls' ``tool`` is that whole name (``files__read_object``), ``server`` the upstream
   server (``files``) — see ``replaybook.sources._tool_names``.  The others show the upstream
   tool's own name (Obot and Pomerium: one upstream server per endpoint; Docker mcp-gateway
-  unprefixed), kept as logged.
+  unprefixed), kept as logged.  A call whose log names no tool stays a call, ``tool`` NA: Docker's
+  ``Calling tool (unknown)`` line (``error`` says so), and a policy audit tool event whose
+  ``tool_name`` is missing, empty or not text (a refusal all the same; the file's notes name
+  its lines).
 * ``decision``: ``deny`` when the gateway says it refused (Docker ``result: denied``, Gatekit
   ``pipeline_outcome: blocked``, Obot ``outcome`` denied/blocked or a webhook that denied,
   Pomerium ``deny: true`` or ``allow: false``); ``allow`` otherwise — logs that only record
@@ -81,7 +84,7 @@ Mapping decisions
 * ``meta_call_id``: a client tool-use id from the logged request's ``params._meta``
   (keys :data:`~replaybook.sources.door.META_CALL_ID_KEYS`).
 * **Docker, both logs loaded together**: a stderr ``Calling tool`` line (with a time) and the
-  ``allow`` audit event of the same tool at most :data:`DOCKER_MERGE_WINDOW_S` apart are one call:
+  ``allow`` audit event of the same (named) tool at most :data:`DOCKER_MERGE_WINDOW_S` apart are one call:
   the audit row keeps session/client/decision and takes the stderr arguments and duration; the
   stderr line becomes no row (``inputs[i]["merged_into_audit"]``).
 
@@ -108,6 +111,7 @@ from .._jsonl import (
     iter_objects,
     json_doc_items,
     line_scores,
+    lines_words,
     parse_json,
     quarantine_row,
     read_source,
@@ -579,15 +583,21 @@ def _docker_stderr(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                              "prefixed with a time (docker logs -t)")
 
 
+_MISSING = object()  # a key the record does not have
+
+
 def _docker_audit(path: Path, data: bytes, info: dict, rows: list[dict], quarantine: list[dict]) -> None:
     synth = 0
+    nameless: list[tuple[int | None, Any]] = []  # (line, tool_name as logged) of tool events naming no tool
     for ln, o in _records(path, data, "docker-mcp-gateway", quarantine, score=_docker_audit_score):
-        if o.get("target_type") != "tool" or not str_or_none(o.get("tool_name")) or \
-                o.get("trigger") not in (None, "invoke", "call", "tools/call"):
+        if o.get("target_type") != "tool" or o.get("trigger") not in (None, "invoke", "call", "tools/call"):
             info["not_calls"] += 1
             continue
         if not _dated(o, "timestamp", "audit event", path, ln, "docker-mcp-gateway", quarantine):
             continue
+        tool = str_or_none(o.get("tool_name"))
+        if tool is None:  # a call all the same (a denied one is a refusal): kept with the tool unknown
+            nameless.append((ln, o.get("tool_name", _MISSING)))
         agent = str_or_none(o.get("client_name")) or str_or_none(o.get("actor_name"))
         sess = str_or_none(o.get("session_id"))
         if sess is None:
@@ -598,11 +608,18 @@ def _docker_audit(path: Path, data: bytes, info: dict, rows: list[dict], quarant
         rule = " — ".join(x for x in (policy, reason) if x) or None
         rows.append({"door_session": sess or _synthetic("docker-mcp-gateway", agent, o.get("timestamp"), path),
                      "agent": agent, "ts": o["timestamp"], "server": str_or_none(o.get("server_name")),
-                     "tool": o["tool_name"], "arguments": None, "args_key": None,
+                     "tool": tool, "arguments": None, "args_key": None,
                      "decision": "deny" if result == "denied" else "allow", "rule": rule,
                      "error": reason if o.get("outcome_reason") == "policy_error" else None,
                      "source_file": str(path), "line_no": ln})
     _note_synthetic(info, "the Docker policy audit", synth)
+    if nameless:
+        lines = [n for n, _ in nameless if n is not None]
+        where = lines_words(lines) if len(lines) == len(nameless) else f"{len(nameless)} events"
+        shown = ", ".join(dict.fromkeys("missing" if v is _MISSING else json.dumps(v, ensure_ascii=False)[:40]
+                                        for _, v in nameless))
+        info["notes"].append(f"tool events whose tool_name is missing, empty or not text ({shown}) on {where}: "
+                             "kept as calls with the tool unknown (tool NA)")
     if any(r["source_file"] == str(path) for r in rows):
         info["notes"].append("the policy audit logs no arguments: arguments None, args_key NA")
 
@@ -665,8 +682,8 @@ def _docker_merge(stderr_rows: list[dict], audit_rows: list[dict], by_path: dict
     a_ts = to_utc([r.get("ts") for r in audit_rows])
     taken: set[int] = set()
     for ai, a in enumerate(audit_rows):
-        if a["decision"] != "allow" or pd.isna(a_ts.iloc[ai]):
-            continue
+        if a["decision"] != "allow" or a.get("tool") is None or pd.isna(a_ts.iloc[ai]):
+            continue  # (an event naming no tool is not matched by time alone)
         best, best_d = None, None
         for si, srow in enumerate(stderr_rows):
             if si in taken or srow.get("tool") != a.get("tool") or pd.isna(s_ts.iloc[si]):
