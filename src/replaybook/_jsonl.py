@@ -185,10 +185,11 @@ def iter_text_lines(data: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
     """``(line_no, offset, raw, unterminated)`` for every non-blank line of a text.
 
     ``data`` is split on ``\\n``; a trailing ``\\r`` is dropped from ``raw``; ``line_no`` is
-    1-based (blank lines count), ``offset`` in bytes; ``unterminated`` marks a last line without
-    a newline.
+    1-based (blank lines count), ``offset`` in bytes (of ``raw``); ``unterminated`` marks a last
+    line without a newline.  A UTF-8 byte-order mark at the start of the text (a file saved by a
+    Windows editor) is no part of the first line: ``raw`` starts after it, ``offset`` 3.
     """
-    pos, n, line_no = 0, len(data), 0
+    pos, n, line_no = (3 if data[:3] == _BOM else 0), len(data), 0
     while pos < n:
         end = data.find(b"\n", pos)
         pending = end < 0

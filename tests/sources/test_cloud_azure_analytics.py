@@ -104,3 +104,14 @@ def test_a_line_joins_the_door_call_it_served():
     un = res.unexplained.set_index("request_id")
     env = un.loc["7f3c1b20-0001-0000-0000-000000000002"]
     assert (env["outcome"], int(env["refused_seq"])) == ("denied", 4)
+
+
+def test_a_byte_order_mark_does_not_lose_the_first_line(tmp_path):
+    # a log saved by a Windows editor starts with a UTF-8 BOM: its version is still 1.0
+    p = tmp_path / "000000.log"
+    p.write_bytes(b"\xef\xbb\xbf" + LOG.read_bytes())
+    res = load_azure_analytics(p)
+    assert res.quarantine.empty and res.inputs[0]["records"] == 4
+    want = load_azure_analytics(LOG).frame
+    assert res.frame["line_no"].tolist() == want["line_no"].tolist() and 1 in res.frame["line_no"].tolist()
+    assert res.frame["request_id"].tolist() == want["request_id"].tolist()

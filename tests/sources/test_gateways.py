@@ -288,3 +288,37 @@ def test_a_docker_tool_event_naming_no_tool_is_kept_as_a_call_with_the_tool_unkn
     assert res.quarantine.empty and res.inputs[0]["not_calls"] == 1  # the list event
     assert ('tool events whose tool_name is missing, empty or not text ("", missing, 5) on lines 1, 2, 3: kept as '
             "calls with the tool unknown (tool NA)") in res.inputs[0]["notes"]
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_a_byte_order_mark_does_not_lose_the_first_line_of_a_text_log(tmp_path):
+    # a log saved by a Windows editor starts with a UTF-8 BOM: the first line is still a record,
+    # at its line, and its byte offset stays the file's (the BOM is 3 bytes)
+    stderr = tmp_path / "stderr.log"
+    stderr.write_bytes(BOM + b'  - Calling tool read_object with arguments: {"bucket":"secrets","key":"k.txt"}\n'
+                       b"  > Calling tool read_object took: 412ms\n"
+                       b"  - Calling tool list with arguments: {}\n")
+    res = gw.load_docker_gateway(stderr)
+    assert _cols(res.frame, "tool", "line_no", "duration_ms", "object") == [
+        ["read_object", 1, 412.0, "secrets/k.txt"], ["list", 3, None, None]]
+    assert res.quarantine.empty and res.inputs[0]["not_calls"] == 0 and res.inputs[0]["unfinished"] == 1
+    # a cut first line is placed after the BOM
+    stderr.write_bytes(BOM + b'  - Calling tool read_object with arguments: {"bucket":"sec')
+    q = gw.load_docker_gateway(stderr).quarantine
+    assert q[["line_no", "byte_offset", "kind"]].values.tolist() == [[1, 3, "pending"]]
+    assert q["raw"].iloc[0].startswith("  - Calling tool")
+
+    # MCPJungle's zap console lines
+    console = tmp_path / "jungle.log"
+    console.write_bytes(
+        BOM + b'2025-10-01T14:00:06.001+0200\tINFO\tmcp/proxy.go:210\tMCP tool call started\t{"service": "mcpjungle", '
+        b'"event_type": "mcp_tool_call_start", "request_id": "r1", "client_name": "a", "server_name": "files", '
+        b'"tool_name": "stat_object"}\n'
+        b'2025-10-01T14:00:06.050+0200\tINFO\tmcp/proxy.go:244\tMCP tool call completed\t{"service": "mcpjungle", '
+        b'"event_type": "mcp_tool_call", "request_id": "r1", "client_name": "a", "server_name": "files", '
+        b'"tool_name": "stat_object", "success": true, "duration_ms": 49}\n')
+    res = gw.load_mcpjungle(console)
+    assert _cols(res.frame, "tool", "agent", "line_no", "duration_ms") == [["files__stat_object", "a", 1, 49.0]]
+    assert res.quarantine.empty and res.inputs[0]["not_calls"] == 0 and res.inputs[0]["unfinished"] == 0

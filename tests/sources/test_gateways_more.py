@@ -240,3 +240,18 @@ def test_mcp_http_a_response_without_a_session_id_answers_the_only_call_open_wit
         ["sess-B", "reports/q3.csv", "allow", None], ["sess-B", "reports/q4.csv", "allow", None]]
     assert res.inputs[0]["unfinished"] == 1
     assert not any("Mcp-Session-Id" in n for n in res.inputs[0]["notes"])
+
+
+def test_a_byte_order_mark_does_not_lose_the_first_line_of_an_access_log(tmp_path):
+    # a UTF-8 BOM before the first line (a Windows editor's save): that line is still a call
+    lines = (FIX / "agentgateway" / "access.log").read_bytes().splitlines(keepends=True)[1:]  # (a call first)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "access.log").write_bytes(b"".join(lines))
+    (tmp_path / "b" / "access.log").write_bytes(b"\xef\xbb\xbf" + b"".join(lines))
+    plain, res = gm.load_agentgateway(tmp_path / "a"), gm.load_agentgateway(tmp_path / "b")
+    assert _cols(res.frame, "tool", "server", "line_no") == [
+        ["list_objects", "files", 3], ["query", "warehouse", 1], ["read_object", "files", 2]]
+    cols = [c for c in plain.frame.columns if c != "source_file"]
+    assert res.frame[cols].astype(str).equals(plain.frame[cols].astype(str))
+    assert res.quarantine.empty and res.inputs[0]["not_calls"] == plain.inputs[0]["not_calls"] == 1

@@ -109,6 +109,7 @@ from .._jsonl import (
     expand_paths,
     iter_lines,
     iter_objects,
+    iter_text_lines,
     json_doc_items,
     line_scores,
     lines_words,
@@ -507,18 +508,10 @@ def _docker_stderr(path: Path, data: bytes, info: dict, rows: list[dict], quaran
     open_calls: dict[str, list[dict]] = {}
     counted_only = 0
     unfinished = 0
-    text = data.decode("utf-8", "replace")
-    lines = text.split("\n")
-    unterminated = bool(lines) and lines[-1] != ""
-    if lines and lines[-1] == "":
-        lines.pop()
-    offset = 0
-    for n, raw in enumerate(lines, 1):
-        start, offset = offset, offset + len(raw.encode("utf-8")) + 1
-        s = _ANSI.sub("", raw.rstrip("\r"))
+    for n, start, raw, last in iter_text_lines(data):  # (a byte-order mark read past)
+        s = _ANSI.sub("", raw.decode("utf-8", "replace"))
         if not s.strip():
             continue
-        last = unterminated and n == len(lines)
         m = _D_CALL.match(s)
         if m:
             args_text = m.group("args")
@@ -534,7 +527,7 @@ def _docker_stderr(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                 elif last:
                     quarantine.append(quarantine_row(path, None, "docker-mcp-gateway",
                                                      "unterminated last line (still being written?)", kind="pending",
-                                                     line_no=n, offset=start, raw=raw.encode("utf-8", "replace")))
+                                                     line_no=n, offset=start, raw=raw))
                     continue
                 else:
                     info["notes"].append(f"line {n}: arguments are neither JSON nor a field count; args_key NA")
@@ -556,7 +549,7 @@ def _docker_stderr(path: Path, data: bytes, info: dict, rows: list[dict], quaran
             else:
                 quarantine.append(quarantine_row(path, None, "docker-mcp-gateway",
                                                  "completion line without a matching call line", line_no=n,
-                                                 raw=raw.encode("utf-8", "replace")))
+                                                 raw=raw))
             continue
         m = _D_UNKNOWN.match(s)
         if m:
@@ -568,7 +561,7 @@ def _docker_stderr(path: Path, data: bytes, info: dict, rows: list[dict], quaran
         if last and "Calling tool" in s:
             quarantine.append(quarantine_row(path, None, "docker-mcp-gateway",
                                              "unterminated last line (still being written?)", kind="pending",
-                                             line_no=n, offset=start, raw=raw.encode("utf-8", "replace")))
+                                             line_no=n, offset=start, raw=raw))
             continue
         info["not_calls"] += 1
     unfinished = sum(len(q) for q in open_calls.values())
