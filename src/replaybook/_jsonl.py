@@ -68,6 +68,7 @@ __all__ = [
     "Damaged",
     "raw_control",
     "line_scores",
+    "whole_lines",
     "sample_objects",
 ]
 
@@ -1050,14 +1051,33 @@ def control_repair(data: bytes | str, base: int = 0) -> ControlRepair | None:
 
 # -- sniffing ----------------------------------------------------------------------------------
 
+def whole_lines(sample: bytes) -> list[bytes]:
+    """The lines of a sniffer's sample (split on ``\\n``) that were written whole.
+
+    An unterminated last line is left out when the sample may have cut it — it is as long as
+    the registry reads (:data:`~replaybook.sources.registry.SNIFF_BYTES`: a file's first bytes);
+    a shorter sample is the whole file (:func:`~replaybook.sources.registry.sniff_file` sees to
+    it), whose last line is all there is: a one-line log without a final newline is recognised —,
+    or when it opens a JSON object (``{"``) that does not parse: a record still being written,
+    which the loader sets aside as ``pending``, not a line of another format."""
+    from .sources.registry import SNIFF_BYTES
+
+    parts = sample.split(b"\n")
+    last = parts[-1].strip()  # (empty when the sample ends with a newline)
+    if last and (len(sample) >= SNIFF_BYTES
+                 or (_OPENS_OBJECT.match(last) and parse_json(last, exact=False)[1] is not None)):
+        parts.pop()
+    return parts
+
+
 def line_scores(sample: bytes, score: Callable[[dict], float], limit: int = 200) -> list[float]:
     """``score`` of each JSON object among the first ``limit`` complete non-blank lines of a sample.
 
-    The last line is left out when the sample does not end with a newline (the sample may cut
-    it).  A line that is not JSON, or is JSON but not an object, scores 0.0; a line orjson
-    refuses but the loaders read (a number beyond the double range, a lone-surrogate escape) is
-    scored; a line that is JSON but for a raw control character (damage the loader sets aside)
-    is left out.
+    An unterminated last line is left out when the sample may cut it, or when it is a record
+    still being written (:func:`whole_lines`).  A line that is not JSON, or is JSON but not an
+    object, scores 0.0; a line orjson refuses but the loaders read (a number beyond the double
+    range, a lone-surrogate escape) is scored; a line that is JSON but for a raw control
+    character (damage the loader sets aside) is left out.
     """
     return [score(o) if o is not None else 0.0 for o in _sample_lines(sample, limit)]
 
@@ -1072,9 +1092,7 @@ def _sample_lines(sample: bytes, limit: int) -> list:
         got = memo.get(key)
         if got is not None:
             return got
-    parts = sample.split(b"\n")
-    if parts and not sample.endswith(b"\n"):
-        parts.pop()
+    parts = whole_lines(sample)
     out: list = []
     for raw in parts[:limit]:
         raw = raw.strip()

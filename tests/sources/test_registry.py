@@ -1,6 +1,7 @@
 """Sniffing by content (sources.registry.sniff_file): each sample line parsed once, each sample
 judged once, and the verdicts those savings give equal to judging afresh."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,49 @@ def test_a_log_that_begins_with_many_damaged_lines_is_still_recognised(tmp_path,
     junk.write_bytes(b"not a log line\n" * 200 + whole)
     got, score = registry.sniff_file(junk)
     assert got is None or score < MIN_CONFIDENCE or got.name != source
+
+
+GW = ROOT / "tests" / "fixtures" / "gateways"
+
+
+@pytest.mark.parametrize("fixture, line, source", [
+    ("gatekit/gatekit_audit.jsonl", 0, "gatekit"),
+    ("docker/policy-audit.jsonl", 0, "docker-mcp-gateway"),
+    ("mcp_http/exchange.jsonl", 0, "mcp-http"),
+    ("pomerium/authorize.jsonl", 0, "pomerium"),
+    ("mcpjungle/audit.log", 1, "mcpjungle"),
+    ("mcpjungle/audit.log", 7, "mcpjungle"),          # (a zap console line)
+    ("agentgateway/access.log", 1, "agentgateway"),
+])
+def test_a_one_line_log_without_a_final_newline_is_recognised(tmp_path, fixture, line, source):
+    """A file smaller than the sample is read whole: its last line was not cut by the sample, so
+    it counts, newline or not — a log of one record is its format's."""
+    record = (GW / fixture).read_bytes().splitlines()[line]
+    p = tmp_path / "one.log"
+    p.write_bytes(record)
+    registry._SNIFFED.clear()
+    got, score = registry.sniff_file(p)
+    assert got is not None and got.name == source and score >= MIN_CONFIDENCE, (got, score)
+    p.write_bytes(record + b"\n")
+    assert registry.sniff_file(p) == (got, score)  # as with its newline
+    # the line again after a whole one, the last still being written (cut inside its JSON or its text):
+    # the loader's pending row, not a line of another kind
+    p.write_bytes(record + b"\n" + record[:len(record) // 2])
+    assert registry.sniff_file(p)[0] is got
+
+
+def test_a_full_sample_leaves_out_the_line_it_cuts_even_after_a_byte_order_mark(tmp_path):
+    """A file longer than the sample: the sample may end inside a line, which is then no line of
+    another format — also when a BOM, dropped before the sniffers judge, makes the sample 3 bytes
+    shorter than a full one (which is what tells a sniffer it may be cut)."""
+    rec = json.loads((GW / "gatekit" / "gatekit_audit.jsonl").read_bytes().splitlines()[0])
+    rec["padding"] = "x" * 60_000
+    line = json.dumps(rec).encode() + b"\n"
+    body = line * (registry.SNIFF_BYTES // len(line)) + b"a long line of something else " * 20_000 + b"\n"
+    assert len(body) > 2 * registry.SNIFF_BYTES
+    for bom in (b"", b"\xef\xbb\xbf"):
+        p = tmp_path / "big.jsonl"
+        p.write_bytes(bom + body)
+        registry._SNIFFED.clear()
+        assert registry.sniff_file(p) == (registry.get("gatekit"), 0.95), bom
+        assert registry.get("gatekit").sniff((bom + body)[:registry.SNIFF_BYTES]) == 0.95, bom

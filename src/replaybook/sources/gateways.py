@@ -117,6 +117,7 @@ from .._jsonl import (
     quarantine_row,
     read_source,
     unreadable_row,
+    whole_lines,
 )
 from .._text import MAX_SHIFT_MS, before_by_ms, deep_safe, float_or_none, str_or_none, to_utc
 from ..canonical import canonical_args
@@ -732,9 +733,7 @@ def _mcpjungle_line(raw: bytes, exact: bool = True) -> tuple[dict | None, str | 
 
 def sniff_mcpjungle(sample: bytes) -> float:
     """Confidence that ``sample`` is an MCPJungle (zap JSON or console) audit log."""
-    parts = sample.split(b"\n")
-    if parts and not sample.endswith(b"\n"):
-        parts.pop()
+    parts = whole_lines(sample)  # (the last line too when the sample is the whole file)
     scores = []
     for raw in parts[:200]:
         if not raw.strip():

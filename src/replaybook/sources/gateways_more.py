@@ -69,7 +69,7 @@ from typing import Any, Iterable
 import orjson
 
 from .. import _json
-from .._jsonl import iter_lines, line_scores, lines_words, parse_json, quarantine_row, unreadable_row
+from .._jsonl import iter_lines, line_scores, lines_words, parse_json, quarantine_row, unreadable_row, whole_lines
 from .._text import before_by_ms, deep_safe, float_or_none, safe_str, str_or_none
 from ..frames import LoadResult
 from .gateways import (
@@ -159,9 +159,7 @@ def _ag_score(f: dict | None) -> float:
 
 def sniff_agentgateway(sample: bytes) -> float:
     """Confidence that ``sample`` is an agentgateway access log (text ``k=v`` or JSON lines)."""
-    parts = sample.split(b"\n")
-    if parts and not sample.endswith(b"\n"):
-        parts.pop()
+    parts = whole_lines(sample)  # (the last line too when the sample is the whole file)
     scores = [_ag_score(_ag_fields(p.strip(), exact=False)[0]) for p in parts[:200] if p.strip()]
     if not scores or max(scores) < 1.0:
         return 0.0

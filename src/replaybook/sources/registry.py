@@ -35,7 +35,10 @@ class Source:
     Attributes:
         name: short id used on the CLI and in manifests (``claude-code``, ``door``).
         frame: which canonical frame ``load`` yields (``steps`` or ``calls``).
-        sniff: ``sniff(sample: bytes) -> float`` confidence in [0, 1] from a file's first bytes.
+        sniff: ``sniff(sample: bytes) -> float`` confidence in [0, 1] from a file's first bytes
+            (:data:`SNIFF_BYTES` of them, decompressed).  A sample as long as that may cut its
+            last line; a shorter one is the whole file, so its last line, newline or not, is
+            whole (:func:`sniff_file` cuts back to a line end a short sample that is not).
         load: ``load(paths: Iterable[str | Path]) -> LoadResult``; folders are walked.
         doc: where the format comes from (spec, client versions seen).
         side_file: ``side_file(path) -> bool``: a file this source reads *beside* its main files
@@ -87,13 +90,14 @@ def _judged(sniff: Callable[[bytes], float]) -> Callable[[bytes], float]:
     sniffer that cannot judge a sample (a record of shapes it never met: ``"type": {…}``) must
     not fail the load of a file it does not read anyway.  Such a sample scores 0.0: that source
     does not recognise it.  A sample starting with a UTF-8 byte-order mark is judged without it
-    (the loaders read past it)."""
+    (the loaders read past it; a full sample then ends at a line end, as :func:`sniff_file`
+    sees to it)."""
     import functools
 
     @functools.wraps(sniff)
     def run(sample: bytes) -> float:
         if sample[:3] == b"\xef\xbb\xbf":
-            sample = sample[3:]
+            sample = _to_line_end(sample, len(sample) < SNIFF_BYTES)
         try:
             return sniff(sample)
         except Exception:  # noqa: BLE001 - a sniffer's bug is "not recognised", never a failed load
@@ -324,10 +328,18 @@ def sample_of(head: bytes) -> bytes:
     being written) still shows what it holds, and its loader says it is truncated; a file of
     several gzip members (concatenated deliveries, an empty first member) is read on into the
     next member, as gzip itself reads it — else as they are."""
+    return _sample(head)[0]
+
+
+def _sample(head: bytes) -> tuple[bytes, bool]:
+    """``(sample, whole)``: :func:`sample_of` ``head``, and whether that is the whole file's
+    content — ``head`` is shorter than :data:`SNIFF_BYTES` (the file ended) and, for gzip, its
+    stream ended within it, with room to spare."""
     from .._jsonl import GZIP_MAGIC
 
+    whole = len(head) < SNIFF_BYTES
     if head[:2] != GZIP_MAGIC:
-        return head
+        return head, whole
     import zlib
 
     out, rest = b"", head
@@ -336,22 +348,38 @@ def sample_of(head: bytes) -> bytes:
             d = zlib.decompressobj(wbits=31)
             out += d.decompress(rest, SNIFF_BYTES - len(out))
             if not d.eof:
+                whole = False  # (cut short, or more than the sample holds)
                 break
             rest = d.unused_data
     except zlib.error:
-        pass
-    return out
+        whole = False
+    return out, whole and len(out) < SNIFF_BYTES
+
+
+def _to_line_end(sample: bytes, whole: bool) -> bytes:
+    """``sample`` as sniffers judge it: without a leading UTF-8 byte-order mark and — when it is
+    not the whole file yet shorter than :data:`SNIFF_BYTES` (a BOM dropped from a full sample, a
+    gzip stream cut short or that inflates to less than it reads) — cut back to its last line
+    end.  A sample shorter than :data:`SNIFF_BYTES` is then the whole file, or ends with a whole
+    line: what the sniffers take it for when they count an unterminated last line
+    (:func:`replaybook._jsonl.whole_lines`, ``_cloud.sniff_lines``)."""
+    if sample[:3] == b"\xef\xbb\xbf":
+        sample = sample[3:]
+    if not whole and len(sample) < SNIFF_BYTES and not sample.endswith(b"\n"):
+        cut = sample.rfind(b"\n")
+        if cut >= 0:
+            sample = sample[:cut + 1]
+    return sample
 
 
 def _judge(head: bytes, judges: tuple) -> tuple[Source | None, float]:
     """The best of ``judges`` for a file whose first bytes (:data:`SNIFF_BYTES`) are ``head``."""
     from .._jsonl import sniff_memo
 
-    head = sample_of(head)
+    head, whole = _sample(head)
     if archive_kind(head):  # (its members' text would sniff as one file of the members' format)
         return None, 0.0
-    if head[:3] == b"\xef\xbb\xbf":  # (every sniffer judges past it: strip it once)
-        head = head[3:]
+    head = _to_line_end(head, whole)  # (every sniffer judges past a BOM: stripped once)
     best, score = None, 0.0
     with sniff_memo():  # each line of the sample parsed once, not once per source
         for src in judges:
