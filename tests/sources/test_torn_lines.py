@@ -210,7 +210,19 @@ def test_an_otel_export_after_a_torn_line_is_read(tmp_path):
 
 GATEWAY_LOGS = [("docker/policy-audit.jsonl", "load_docker_gateway"), ("gatekit/gatekit_audit.jsonl", "load_gatekit"),
                 ("pomerium/authorize.jsonl", "load_pomerium"), ("invariant/traces.jsonl", "load_invariant"),
-                ("mxcp/audit.jsonl", "load_mxcp"), ("mcp_http/exchange.jsonl", "load_mcp_http")]
+                ("mxcp/audit.jsonl", "load_mxcp"), ("mcp_http/exchange.jsonl", "load_mcp_http"),
+                ("mcpjungle/audit.log", "load_mcpjungle"),  # (zap JSON, then console lines)
+                ("agentgateway/access.log", "load_agentgateway")]  # (its lines written as JSON: _as_json)
+
+
+def _as_json(line: bytes) -> bytes:
+    """An agentgateway text access log line as its JSON log writes the same fields."""
+    import shlex
+
+    ts, level, rest = line.decode().split("\t", 2)
+    msg, _, kv = rest.partition(" ")
+    return json.dumps({"level": level, "time": ts, "scope": msg,
+                       **dict(tok.split("=", 1) for tok in shlex.split(kv))}).encode()
 
 
 @pytest.mark.parametrize("name,loader", GATEWAY_LOGS)
@@ -220,6 +232,8 @@ def test_a_gateway_record_after_a_torn_line_is_read(tmp_path, name, loader):
     load = getattr(gateways, loader, None) or getattr(gateways_more, loader)
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "gateways" / name
     lines = [ln for ln in fixture.read_bytes().splitlines() if ln.strip()]
+    if loader == "load_agentgateway":
+        lines = [_as_json(ln) for ln in lines]
     fname = fixture.name
     control = load(_write(tmp_path / "a" / fname, lines[1:]))
     res = load(_write(tmp_path / "b" / fname, [lines[0][:4] + lines[1]] + lines[2:]))

@@ -116,6 +116,8 @@ from .._jsonl import (
     parse_json,
     quarantine_row,
     read_source,
+    split_torn,
+    torn_row,
     unreadable_row,
     whole_lines,
 )
@@ -712,6 +714,12 @@ def _mcpjungle_score(o: dict) -> float:
     return 0.0
 
 
+def _mcpjungle_record(o: dict) -> bool:
+    """Whether a JSON object is a top-level record of MCPJungle's zap JSON log (a torn line's
+    glued record: :func:`~replaybook._jsonl.split_torn`)."""
+    return _mcpjungle_score(o) > 0
+
+
 def _mcpjungle_line(raw: bytes, exact: bool = True) -> tuple[dict | None, str | None]:
     """``(record, ts)`` of one MCPJungle log line (zap JSON or console); ``(None, None)`` if neither.
     ``exact=False`` (the sniffer: it reads only strings) reads integers beyond 64 bits as floats."""
@@ -751,6 +759,13 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
     n_calls = 0
     for line in iter_lines(data):
         rec, ts = _mcpjungle_line(line.raw.strip())
+        if rec is None and line.error is not None and not line.pending:
+            # a zap JSON record cut off mid-write, a whole one glued to it: that one is read
+            torn = split_torn(line.raw, _mcpjungle_record)
+            if torn is not None:
+                quarantine.append(torn_row(path, line.line_no, line.offset, line.raw, torn[0], line.error,
+                                           "mcpjungle"))
+                rec, ts = _mcpjungle_line(line.raw[torn[0]:])
         if rec is None:
             why = "neither a zap JSON nor a zap console line"
             if line.error is not None and line.raw.lstrip()[:1] == b"{":  # (a damaged JSON line: say how)

@@ -69,7 +69,8 @@ from typing import Any, Iterable
 import orjson
 
 from .. import _json
-from .._jsonl import iter_lines, line_scores, lines_words, parse_json, quarantine_row, unreadable_row, whole_lines
+from .._jsonl import (iter_lines, line_scores, lines_words, parse_json, quarantine_row, split_torn, torn_row,
+                      unreadable_row, whole_lines)
 from .._text import before_by_ms, deep_safe, float_or_none, safe_str, str_or_none
 from ..frames import LoadResult
 from .gateways import (
@@ -166,6 +167,12 @@ def sniff_agentgateway(sample: bytes) -> float:
     return _mean_score(scores)
 
 
+def _ag_record(o: dict) -> bool:
+    """Whether a JSON object is a top-level line of agentgateway's JSON log (a torn line's glued
+    record: :func:`~replaybook._jsonl.split_torn`)."""
+    return _ag_score(o.get("fields") if isinstance(o.get("fields"), dict) else o) > 0
+
+
 def _ag_method(f: dict) -> Any:
     """The MCP method of one agentgateway line: ``mcp.method.name`` (the OTel name, current releases) or
     ``mcp.method`` (releases of 2025, e.g. ``"mcp.method":"tools/call"`` in solo.io's agentgateway workshop)."""
@@ -208,6 +215,13 @@ def _read_agentgateway(path: Path, data: bytes, info: dict, rows: list[dict], qu
         if not line.raw.strip():
             continue
         f, ts = _ag_fields(line.raw.strip())
+        if f is None and line.error is not None and not line.pending:
+            # a JSON line cut off mid-write, a whole one glued to it: that one is read
+            torn = split_torn(line.raw, _ag_record)
+            if torn is not None:
+                quarantine.append(torn_row(path, line.line_no, line.offset, line.raw, torn[0], line.error,
+                                           "agentgateway"))
+                f, ts = _ag_fields(line.raw[torn[0]:])
         if f is None:
             quarantine.append(unreadable_row(path, line, "agentgateway", "not an agentgateway log line"))
             continue
