@@ -322,3 +322,22 @@ def test_a_byte_order_mark_does_not_lose_the_first_line_of_a_text_log(tmp_path):
     res = gw.load_mcpjungle(console)
     assert _cols(res.frame, "tool", "agent", "line_no", "duration_ms") == [["files__stat_object", "a", 1, 49.0]]
     assert res.quarantine.empty and res.inputs[0]["not_calls"] == 0 and res.inputs[0]["unfinished"] == 0
+
+
+def test_an_unterminated_last_console_line_cut_in_its_message_is_pending(tmp_path):
+    # MCPJungle's console line: time, level, caller, message, then its fields as JSON; cut inside the
+    # message it still matches a console line (with no fields): pending, not counted as no call
+    start = (b'2025-10-01T14:00:06.001+0200\tINFO\tmcp/proxy.go:210\tMCP tool call started\t{"service": "mcpjungle", '
+             b'"event_type": "mcp_tool_call_start", "request_id": "r1", "client_name": "a", "server_name": "files", '
+             b'"tool_name": "stat_object"}')
+    p = tmp_path / "jungle.log"
+    p.write_bytes(start + b"\n" + start.replace(b"r1", b"r2")[:45])
+    res = gw.load_mcpjungle(p)
+    assert _cols(res.frame, "line_no", "tool") == [[1, "files__stat_object"]]
+    assert res.quarantine[["line_no", "byte_offset", "kind"]].values.tolist() == [[2, len(start) + 1, "pending"]]
+    assert res.inputs[0]["not_calls"] == 0 and res.inputs[0]["unfinished"] == 1
+    # ending with its fields' closing brace, the line was written whole: a call, newline or not
+    p.write_bytes(start + b"\n" + start.replace(b"r1", b"r2"))
+    res = gw.load_mcpjungle(p)
+    assert _cols(res.frame, "line_no", "tool") == [[1, "files__stat_object"], [2, "files__stat_object"]]
+    assert res.quarantine.empty and res.inputs[0]["not_calls"] == 0

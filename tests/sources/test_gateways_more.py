@@ -255,3 +255,30 @@ def test_a_byte_order_mark_does_not_lose_the_first_line_of_an_access_log(tmp_pat
     cols = [c for c in plain.frame.columns if c != "source_file"]
     assert res.frame[cols].astype(str).equals(plain.frame[cols].astype(str))
     assert res.quarantine.empty and res.inputs[0]["not_calls"] == plain.inputs[0]["not_calls"] == 1
+
+
+def test_an_unterminated_last_text_line_is_pending_not_a_call(tmp_path):
+    # the last line is still being written: its k=v pairs, cut anywhere, still read
+    # (mcp.target=fi) — so it is set aside as pending, never a call to a server 'fi'
+    call = ("2025-10-01T12:00:0{s}Z\tinfo\trequest gateway=default/gw listener=mcp route=default/mcp "
+            "http.status=200 jwt.sub=agent-42 protocol=mcp mcp.method.name=tools/call mcp.target=files "
+            "gen_ai.tool.name=read_object mcp.session.id=s1 duration=412ms")
+    whole = call.format(s="3.114512") + "\n"
+    p = tmp_path / "access.log"
+    cut = call.format(s="5.020001")
+    cut = cut[:cut.index("mcp.target=") + len("mcp.target=fi")]
+    p.write_text(whole + cut)
+    res = gm.load_agentgateway(p)
+    assert _cols(res.frame, "line_no", "server", "tool", "duration_ms") == [[1, "files", "read_object", 412.0]]
+    assert res.quarantine[["line_no", "byte_offset", "kind", "error"]].values.tolist() == [
+        [2, len(whole), "pending", "unterminated last line (still being written?)"]]
+    assert res.inputs[0]["not_calls"] == 0
+    # an unterminated last line cut before its MCP fields: pending too, not a line of another kind
+    p.write_text(whole + call.format(s="5.020001")[:60])
+    res = gm.load_agentgateway(p)
+    assert len(res.frame) == 1 and res.quarantine["kind"].tolist() == ["pending"] and res.inputs[0]["not_calls"] == 0
+    # a JSON line that parses is whole, newline or not: a call
+    p.write_text(whole + json.dumps({"level": "info", "time": "2025-10-01T12:00:05Z", "mcp.method.name": "tools/call",
+                                     "mcp.target": "files", "gen_ai.tool.name": "stat", "duration": "3ms"}))
+    res = gm.load_agentgateway(p)
+    assert _cols(res.frame, "line_no", "tool") == [[2, "stat"], [1, "read_object"]] and res.quarantine.empty

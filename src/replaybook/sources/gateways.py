@@ -723,20 +723,29 @@ def _mcpjungle_record(o: dict) -> bool:
 def _mcpjungle_line(raw: bytes, exact: bool = True) -> tuple[dict | None, str | None]:
     """``(record, ts)`` of one MCPJungle log line (zap JSON or console); ``(None, None)`` if neither.
     ``exact=False`` (the sniffer: it reads only strings) reads integers beyond 64 bits as floats."""
+    return _mcpjungle_parts(raw, exact)[:2]
+
+
+def _mcpjungle_parts(raw: bytes, exact: bool = True) -> tuple[dict | None, str | None, bool]:
+    """:func:`_mcpjungle_line`'s ``(record, ts)`` and whether the line ends with its record's closing
+    brace — a zap JSON record, or a console line's context object —, so was written whole: a
+    console line cut inside its message still reads as one."""
     obj, err = parse_json(raw, exact)
     if err is None and isinstance(obj, dict):
         return obj, obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else (
-            obj.get("ts") if isinstance(obj.get("ts"), str) else None)
+            obj.get("ts") if isinstance(obj.get("ts"), str) else None), True
     s = _ANSI.sub("", raw.decode("utf-8", "replace"))
     m = _ZAP_CONSOLE.match(s)
     if not m:
-        return None, None
+        return None, None, False
     rec: dict = {"msg": m.group("msg"), "level": m.group("level")}
+    closed = False
     if m.group("ctx"):
         ctx, cerr = parse_json(m.group("ctx").encode("utf-8"))
         if cerr is None and isinstance(ctx, dict):
             rec.update(ctx)
-    return rec, m.group("ts")
+            closed = True
+    return rec, m.group("ts"), closed
 
 
 def sniff_mcpjungle(sample: bytes) -> float:
@@ -758,7 +767,7 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
     open_calls: dict[tuple, list[dict]] = {}
     n_calls = 0
     for line in iter_lines(data):
-        rec, ts = _mcpjungle_line(line.raw.strip())
+        rec, ts, closed = _mcpjungle_parts(line.raw.strip())
         if rec is None and line.error is not None and not line.pending:
             # a zap JSON record cut off mid-write, a whole one glued to it: that one is read
             torn = split_torn(line.raw, _mcpjungle_record)
@@ -766,7 +775,9 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
                 quarantine.append(torn_row(path, line.line_no, line.offset, line.raw, torn[0], line.error,
                                            "mcpjungle"))
                 rec, ts = _mcpjungle_line(line.raw[torn[0]:])
-        if rec is None:
+        if rec is None or (line.pending and not closed):
+            # (an unterminated last console line that does not end with its context object: cut
+            # anywhere, it still reads as a line — still being written?)
             why = "neither a zap JSON nor a zap console line"
             if line.error is not None and line.raw.lstrip()[:1] == b"{":  # (a damaged JSON line: say how)
                 why += f" ({line.error})"

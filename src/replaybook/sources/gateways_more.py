@@ -225,12 +225,14 @@ def _read_agentgateway(path: Path, data: bytes, info: dict, rows: list[dict], qu
         if f is None:
             quarantine.append(unreadable_row(path, line, "agentgateway", "not an agentgateway log line"))
             continue
+        if line.pending:
+            # an unterminated last text line (a JSON one that parses is whole): k=v pairs cut
+            # anywhere still read (``mcp.target=fi``), so it is not known whole — still being written?
+            quarantine.append(unreadable_row(path, line, "agentgateway", "not an agentgateway log line"))
+            continue
         f = deep_safe(f)
         if _ag_method(f) != "tools/call":
-            if line.pending:  # an unterminated last line cut before its MCP fields: still being written?
-                quarantine.append(unreadable_row(path, line, "agentgateway", "not an agentgateway log line"))
-            else:
-                info["not_calls"] += 1
+            info["not_calls"] += 1
             continue
         if not _valid_ts(ts):
             quarantine.append(quarantine_row(path, line, "agentgateway", "log line without a valid time"))
