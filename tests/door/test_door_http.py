@@ -171,6 +171,14 @@ def test_a_server_lost_mid_session_answers_and_logs_the_call_in_flight(data_root
     ([], "give the MCP server as a command after `--`, or --url URL"),
     (["--header", "Authorization: Bearer x", "--", sys.executable, "x.py"], "--header goes with --url"),
     (["--url", "ftp://host/mcp"], "is not an http(s) URL"),
+    # a URL urlsplit cannot take apart, or a port that is none: usage, before anything starts (they
+    # crashed with ValueError, or with an OverflowError once the client spoke; the URL shown had no port)
+    (["--url", "http://[::1/mcp?key=s3cr3t"],
+     "Invalid value for --url: not a URL the door can read (Invalid IPv6 URL); the URL is not repeated here"),
+    (["--url", "http://u:s3cr3t@127.0.0.1:99999/mcp?key=s3cr3t"],
+     "Invalid value for --url: 'http://127.0.0.1:99999/mcp' has no valid port (a port is a number from 1 to 65535)"),
+    (["--url", "http://127.0.0.1:s3cr3t/mcp"], "'http://127.0.0.1:…/mcp' has no valid port"),
+    (["--url", "http://127.0.0.1:0/mcp"], "'http://127.0.0.1:0/mcp' has no valid port"),
     (["--url", "http://127.0.0.1:9/mcp", "--header", "Bearer s3cr3t"], "expected 'NAME: VALUE'"),
     (["--url", "http://127.0.0.1:9/mcp", "--cwd", "."], "--cwd goes with a server started as a command"),
     # a value HTTP cannot carry: refused at the start, never echoed (it went into the log and the
@@ -193,6 +201,14 @@ def test_shown_url_keeps_scheme_host_port_and_path_only():
     assert shown_url("https://u:p@example.com:8443/a/mcp?key=1#f") == "https://example.com:8443/a/mcp"
     assert shown_url("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
     assert shown_url("https://example.com/mcp") == "https://example.com/mcp"
+    # a port that is none is shown as written when it is a number (a message about it names it)
+    assert shown_url("http://127.0.0.1:99999/mcp") == "http://127.0.0.1:99999/mcp"
+    assert shown_url("http://[::1]:70000/mcp?k=1") == "http://[::1]:70000/mcp"
+    assert shown_url("http://u:p@127.0.0.1:abc/mcp") == "http://127.0.0.1:…/mcp"
+    assert shown_url("http://127.0.0.1:0/mcp") == "http://127.0.0.1:0/mcp"
+    assert shown_url("http://127.0.0.1:/mcp") == "http://127.0.0.1/mcp"
+    with pytest.raises(ValueError, match="Invalid IPv6 URL"):
+        shown_url("http://[::1/mcp")
 
 
 def test_a_header_from_the_environment_reaches_the_server(http_server, rules_file, tmp_path, monkeypatch):

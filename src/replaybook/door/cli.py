@@ -87,8 +87,21 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
     if url:
         from urllib.parse import urlsplit
 
-        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+        try:
+            parts = urlsplit(url)
+        except ValueError as exc:  # e.g. "Invalid IPv6 URL": a '[' without its ']'
+            # (not repeated: a URL that cannot be taken apart cannot have its user information and query left out)
+            raise click.BadParameter(f"not a URL the door can read ({exc}); the URL is not repeated here",
+                                     param_hint="--url") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
             raise click.BadParameter(f"{shown_url(url)!r} is not an http(s) URL", param_hint="--url")
+        try:
+            port = parts.port  # ValueError: not a number, or above 65535
+        except ValueError:
+            port = -1
+        if port is not None and not 1 <= port <= 65535:
+            raise click.BadParameter(f"{shown_url(url)!r} has no valid port (a port is a number from 1 to 65535)",
+                                     param_hint="--url")
         given = [(*h.partition(":")[::2], "--header", ":" in h) for h in headers]
         for spec in header_envs:
             name, _, var = spec.partition("=")

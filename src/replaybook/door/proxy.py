@@ -1011,7 +1011,11 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
 
 def shown_url(url: str) -> str:
     """``url`` as the door may print and log it: scheme, host, port and path only — user
-    information and the query (where some servers take an API key) are left out."""
+    information and the query (where some servers take an API key) are left out.
+
+    A port that is no valid port (above 65535, say) is kept as written when it is all digits, so
+    that a message about it shows it, and is shown as ``…`` otherwise.  Raises ``ValueError`` (from
+    ``urlsplit``) for a URL that cannot be taken apart, e.g. a ``[`` without its ``]``."""
     from urllib.parse import urlsplit, urlunsplit
 
     u = urlsplit(url)
@@ -1020,9 +1024,10 @@ def shown_url(url: str) -> str:
         host = f"[{host}]"
     try:
         port = u.port
-    except ValueError:
-        port = None
-    return urlunsplit((u.scheme, host + (f":{port}" if port else ""), u.path, "", ""))
+    except ValueError:  # not a number, or above 65535: as written (after the host, and any "]")
+        written = u.netloc.rpartition("@")[2].rpartition("]")[2].partition(":")[2]
+        port = written if written.isascii() and written.isdigit() else "…"
+    return urlunsplit((u.scheme, host + (f":{port}" if port is not None else ""), u.path, "", ""))
 
 
 class UpstreamUnreachable(OSError):
