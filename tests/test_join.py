@@ -1114,3 +1114,25 @@ def test_a_step_a_door_call_claims_is_a_door_bound_step_whatever_server_it_names
     assert (s1.agreed, s1.transcript_tool_steps, s1.unmatched_steps) == (2, 3, 1)
     assert res.door_servers == ["(unnamed MCP server)"]
     assert res.unmatched_steps[["tool", "args_key"]].values.tolist() == [["update", '{"path":"r"}']]
+
+
+def test_a_call_whose_arguments_the_door_did_not_log_never_agrees_on_arguments(tmp_path):
+    """A door line with ``arguments: null`` (too large to log: only their size and digest) was
+    loaded as ``{}`` and agreed by content with a step whose arguments were ``{}``; it holds no
+    arguments to compare, so only tool and time (or a logged tool-use id) may pair it."""
+    log = tmp_path / "door" / "analyst" / "s1.jsonl"
+    log.parent.mkdir(parents=True)
+    base = {"session": "s1", "agent": "analyst", "tool": "read", "object": None, "decision": "deny",
+            "rule": "door:arguments-too-large", "arguments": None, "arguments_bytes": 2_000_000,
+            "arguments_digest": "sha256:" + "a" * 64}
+    lines = [{**base, "seq": 1, "ts": "2026-09-13T10:00:00.100Z"},
+             {**base, "seq": 2, "ts": "2026-09-13T10:00:20.100Z", "meta": {"claudecode/toolUseId": "toolu_2"}}]
+    log.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    calls = load_door(tmp_path / "door").frame
+    assert calls["args_key"].isna().all()
+    steps = steps_frame([("t1", 0, "read", {}, "toolu_1"), ("t1", 20, "read", {"path": "big"}, "toolu_2")])
+    res = join_sessions(steps, calls, max_offset_s=0)
+    assert res.assignments() == {"s1": "t1"}
+    p = res.pairs.sort_values("call_seq")
+    assert p["how"].tolist() == ["tool_time", "meta_id"]
+    assert res.sessions.iloc[0].method != "content"

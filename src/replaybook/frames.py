@@ -268,8 +268,19 @@ CALLS = FrameSpec(
         ("duration_ms", "float64", "ts_end − ts in milliseconds, or the logged duration"),
         ("server", "string", "the upstream MCP server name, if logged"),
         ("tool", "string", "the MCP tool name (no client prefix)"),
-        ("arguments", "object", "the call's arguments dict"),
-        ("args_key", "string", "canonical JSON of `arguments` (replaybook.canonical_args)"),
+        ("arguments", "object", "the call's arguments dict; None where the log holds them as unknown (the door "
+                                "logged `arguments: null`: too large, not an object, a line it could not read "
+                                "as a call) — never `{}`, which is a call without arguments"),
+        ("args_key", "string", "canonical JSON of `arguments` (replaybook.canonical_args); NA where `arguments` "
+                               "is None, so the join never agrees on arguments it was not given"),
+        ("arguments_bytes", "Int64", "arguments too large to log (refused, `door:arguments-too-large`): their size "
+                                     "in bytes as compact JSON (UTF-8, keys as the client sent them); NA otherwise"),
+        ("arguments_digest", "string", "with arguments_bytes: sha256:<hex> of those same bytes (the arguments "
+                                       "themselves are not logged)"),
+        ("arguments_invalid", "string", "arguments that are not a JSON object (refused, `door:invalid-arguments`), "
+                                        "as canonical JSON text (a list, a string …), when the door logged them"),
+        ("message_bytes", "Int64", "a client line the door could not take as a request (too large, not "
+                                   "JSON-RPC, nested too deep): its size in bytes; NA for every other call"),
         ("object", "string", "the object the call reached (a path, a table, a URI)"),
         ("objects", "object", "every object the call reaches, when it names more than one (a tuple of str, as the "
                               "door logged them: `read_multiple_files`, a move's source and destination); NA "

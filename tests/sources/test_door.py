@@ -344,3 +344,47 @@ def test_a_door_line_whose_time_is_beyond_a_frames_range_says_it_might_be(tmp_pa
     assert res.quarantine["error"].tolist() == [
         "ts or ts_end is not an RFC 3339 date-time, or is one beyond the times a frame holds "
         "(1677-09-21 to 2262-04-11 UTC)"]
+
+
+# -- arguments the door did not log: unknown (NA), never {} ---------------------------------------
+
+DIGEST = "sha256:" + hashlib.sha256(b'{"path":"demo/a.csv","pad":"xxxxxxxxxx"}').hexdigest()
+NOT_LOGGED = [
+    # as the door writes them (proxy.Door._decide_request, _bad_line)
+    {**GOOD, "seq": 1, "tool": "read_object", "arguments": None, "object": None, "decision": "deny",
+     "rule": "door:arguments-too-large", "rows": None, "bytes": None, "arguments_bytes": 41,
+     "arguments_digest": DIGEST},
+    {**GOOD, "seq": 2, "tool": "read_object", "arguments": None, "object": None, "decision": "deny",
+     "rule": "door:invalid-arguments", "rows": None, "bytes": None,
+     "arguments_invalid": ["demo/a.csv", {"b": 1, "a": 1.0}]},
+    {**GOOD, "seq": 3, "tool": "(invalid)", "arguments": None, "object": None, "decision": "deny",
+     "rule": "door:message-too-large", "rows": None, "bytes": None, "message_bytes": 16777300},
+    {**GOOD, "seq": 4, "tool": "read_object", "arguments": {}, "object": None},  # a call without arguments
+]
+
+
+@pytest.mark.parametrize("invalid", [True, False], ids=["per-line", "fast"])
+def test_arguments_the_door_did_not_log_load_as_unknown_with_what_it_logged_instead(tmp_path, invalid):
+    lines = NOT_LOGGED if invalid else [o for o in NOT_LOGGED if "arguments_invalid" not in o]
+    res = _both(_write(tmp_path, "s.jsonl", [json.dumps(o) for o in lines]))
+    assert "notes" not in res.inputs[0] and len(res.quarantine) == 0  # keys this door writes: all read
+    f = res.frame.set_index("seq")
+    assert f.loc[1, "arguments"] is None and pd.isna(f.loc[1, "args_key"])
+    assert f.loc[1, "arguments_bytes"] == 41 and f.loc[1, "arguments_digest"] == DIGEST
+    assert f.loc[3, "arguments"] is None and pd.isna(f.loc[3, "args_key"]) and f.loc[3, "message_bytes"] == 16777300
+    assert f.loc[4, "arguments"] == {} and f.loc[4, "args_key"] == "{}"  # {} is a call without arguments
+    assert pd.isna(f.loc[4, "arguments_bytes"]) and pd.isna(f.loc[4, "arguments_digest"])
+    assert pd.isna(f.loc[4, "message_bytes"]) and pd.isna(f.loc[4, "arguments_invalid"])
+    if invalid:
+        assert f.loc[2, "arguments"] is None and pd.isna(f.loc[2, "args_key"])
+        assert f.loc[2, "arguments_invalid"] == '["demo/a.csv",{"a":1,"b":1}]'  # canonical JSON text
+    CALLS.validate(res.frame)
+    assert str(res.frame["arguments_bytes"].dtype) == "Int64" and str(res.frame["message_bytes"].dtype) == "Int64"
+
+
+def test_keys_for_arguments_not_logged_are_checked_by_the_schema(tmp_path):
+    bad = [{**GOOD, "seq": 1, "arguments_bytes": -1}, {**GOOD, "seq": 2, "arguments_digest": "md5:00"},
+           {**GOOD, "seq": 3, "message_bytes": "17"}, {**GOOD, "seq": 4, "arguments_bytes": 2.5}]
+    res = _both(_write(tmp_path, "s.jsonl", [json.dumps(o) for o in bad]))
+    assert res.frame.empty and res.quarantine["line_no"].tolist() == [1, 2, 3, 4]
+    assert all("door-call-log v1" in e for e in res.quarantine["error"])

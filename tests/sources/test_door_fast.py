@@ -53,13 +53,12 @@ def _verbatim_reference_load_door(paths) -> LoadResult:
                 if err is not None:
                     quarantine.append(quarantine_row(path, line, "door", err))
                     continue
-            args = o.get("arguments")
-            if args is None:
-                args = {}
+            # (changed since: arguments logged as null were not logged — unknown, NA, never {})
+            args = o.get("arguments", {})
             # (changed since: integers beyond 64 bits are read exactly, so written by replaybook._json)
             kb = _json.dumps(args, option=orjson.OPT_NON_STR_KEYS)
             key = key_cache.get(kb)
-            if key is None:
+            if key is None and args is not None:
                 key = key_cache[kb] = canonical_args(args)
             cols["door_session"].append(o["session"])
             cols["agent"].append(o.get("agent") or default_agent)
@@ -84,6 +83,13 @@ def _verbatim_reference_load_door(paths) -> LoadResult:
             cols["error"].append(o.get("error"))
             cols["response_digest"].append(o.get("response_digest"))
             cols["object_digest"].append(o.get("object_digest"))
+            # (columns added since: what the door logs of arguments it did not log, and of a line
+            # it could not read as a call)
+            cols["arguments_bytes"].append(o.get("arguments_bytes"))
+            cols["arguments_digest"].append(o.get("arguments_digest"))
+            invalid = o.get("arguments_invalid")
+            cols["arguments_invalid"].append(None if invalid is None else canonical_args(invalid))
+            cols["message_bytes"].append(o.get("message_bytes"))
             cols["source_file"].append(spath)
             cols["line_no"].append(line.line_no)
     ts = pandas_to_utc(cols["ts"])
@@ -325,6 +331,16 @@ REJECTED = {
     "raw-tab-and-unit-separator": orjson.dumps({**GOOD, "object": "a\tb\x1fc"}).replace(b"\\t", b"\t").replace(
         b"\\u001f", b"\x1f"),
     "raw-nul-between-tokens": orjson.dumps(GOOD).replace(b',"session"', b',\x00"session"', 1),
+    # arguments that are not an object, as the door logs them (read line by line), and wrong types
+    "arguments-invalid": {**GOOD, "arguments": None, "decision": "deny", "rule": "door:invalid-arguments",
+                          "arguments_invalid": ["demo/a.csv", {"b": 1, "a": 1.0}]},
+    "arguments-invalid-string": {**GOOD, "arguments": None, "arguments_invalid": "caf\u0065\u0301"},
+    "arguments-invalid-null": {**GOOD, "arguments_invalid": None},
+    "arguments-bytes-negative": {**GOOD, "arguments_bytes": -1},
+    "arguments-bytes-string": {**GOOD, "arguments_bytes": "72"},
+    "arguments-bytes-huge": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow","arguments_bytes":9223372036854775808}',
+    "arguments-digest-upper": {**GOOD, "arguments": None, "arguments_digest": "sha256:" + "A" * 64},
+    "message-bytes-float": {**GOOD, "message_bytes": 1.5},
 }
 
 # lines the fast path takes, with values that are easy to get wrong
@@ -366,6 +382,15 @@ ACCEPTED = {
     "meta-empty-ids": {**GOOD, "meta": {"claudecode/toolUseId": "", "toolUseId": None, "tool_use_id": "",
                                          "call_id": "c9", "openai/callId": "o"}},
     "meta-other-only": {**GOOD, "meta": {"progressToken": 3, "deep": {"a": [1, {"b": None}]}}},
+    # arguments the door did not log: null (unknown), with what it logs instead
+    "arguments-too-large": {**GOOD, "arguments": None, "object": None, "decision": "deny",
+                            "rule": "door:arguments-too-large", "rows": None, "bytes": None,
+                            "arguments_bytes": 2**63 - 1, "arguments_digest": "sha256:" + "a" * 64},
+    "arguments-too-large-and-logged": {**GOOD, "arguments_bytes": 0, "arguments_digest": None},
+    "message-bytes": {**GOOD, "tool": "(invalid)", "arguments": None, "decision": "deny",
+                      "rule": "door:message-too-large", "message_bytes": 16 << 20},
+    "arguments-null-spaced": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow","arguments" : null }',
+    "arguments-absent": {k: v for k, v in GOOD.items() if k != "arguments"},
 }
 
 

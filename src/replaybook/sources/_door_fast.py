@@ -36,7 +36,9 @@ per-line path reads the line with) to an object, or is ``null``; every ``ts`` pa
 ``_quick_ok``'s check.  msgspec refuses lone-surrogate escapes, control characters, NaN and
 numbers out of range, so no line orjson would refuse (and ``json`` read differently) gets
 through; both keep the last of duplicate keys.  Anything else — unknown keys, a wrong type, a
-value out of range — sends the file the per-line way.
+value out of range — sends the file the per-line way, and so does ``arguments_invalid`` (any JSON
+value, canonicalised there: :class:`Rec` does not name it, though ``door._quick_ok`` takes it).
+``arguments`` ``null`` (the door did not log them) is ``None`` with an NA key; absent, ``{}``.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ _DIGEST = Annotated[str, Meta(pattern=r"^sha256:[0-9a-f]{64}\Z")]
 #: orjson reads integers past 64 bits as floats: beyond 2**53 leave the conversion to the per-line path
 _NONNEG = Union[Annotated[int, Meta(ge=0, le=2**53)], Annotated[float, Meta(ge=0)], None]
 _NULL = b"null"
+_EMPTY = b"{}"
 _NAT = np.iinfo(np.int64).min
 #: a door line whose ``ts`` or ``ts_end`` cannot be held: not a date-time (the schema checks its
 #: shape, not the calendar: ``2026-02-30``), or one out of a frame's range (``9999-12-31``)
@@ -99,7 +102,7 @@ class Rec(Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     duration_ms: _NONNEG = None
     server: Union[str, None] = None
     tool: _NONEMPTY
-    arguments: Raw = Raw(_NULL)
+    arguments: Raw = Raw(_EMPTY)  # (absent: a call without arguments; null: not logged)
     object: Union[str, None] = None
     decision: Literal["allow", "deny", "ask"]
     rule: Union[str, None] = None
@@ -114,12 +117,15 @@ class Rec(Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     method: str = None  # type: ignore[assignment]
     v: Literal[1] = None  # type: ignore[assignment]
     objects: Union[list[str], None] = None
+    arguments_bytes: Union[_U63, None] = None
+    arguments_digest: Union[_DIGEST, None] = None
+    message_bytes: Union[_U63, None] = None
 
 
 _DECODER = msgspec.json.Decoder(Rec)
 (_SESSION, _AGENT, _SEQ, _TS, _TS_END, _DURATION, _SERVER, _TOOL, _ARGS, _OBJECT, _DECISION, _RULE,
  _ROWS, _BYTES, _META, _CORRELATION, _ERROR, _RESPONSE_DIGEST, _OBJECT_DIGEST, _APPROVAL) = range(20)
-_OBJECTS = 22  # (after method and v)
+_OBJECTS, _ARGUMENTS_BYTES, _ARGUMENTS_DIGEST, _MESSAGE_BYTES = 22, 23, 24, 25  # (after method and v)
 
 
 class _Unusable(Exception):
@@ -141,7 +147,8 @@ class _Codes(dict):
 
 
 class ArgsTable:
-    """``arguments`` values and their canonical keys, by code.
+    """``arguments`` values and their canonical keys, by code (``None`` and ``None`` for
+    arguments logged as ``null``: not logged, so unknown — a call without arguments is ``{}``).
 
     The per-line path adds one entry per row (:meth:`add`); the fast path one per distinct raw
     JSON spelling (:attr:`by_raw`: spelling → code).  Canonical keys are cached by the value's
@@ -156,10 +163,13 @@ class ArgsTable:
 
         class _ByRaw(dict):
             def __missing__(self, raw: bytes) -> int:
-                if raw != _NULL and raw[:1] != b"{":
+                if raw == _NULL:  # not logged (too large, not an object …): unknown, not {}
+                    code = self[raw] = table.add(None, None)
+                    return code
+                if raw[:1] != b"{":
                     raise _Unusable
                 try:
-                    obj = {} if raw == _NULL else _json.loads(raw)  # null or absent: {}
+                    obj = _json.loads(raw)
                     key = table.key_for(obj)
                 except (orjson.JSONDecodeError, TypeError, RecursionError):
                     raise _Unusable from None  # the per-line path quarantines it or takes it as it is
@@ -191,17 +201,19 @@ class ArgsTable:
 #: CALLS columns kept as codes into a table of distinct strings (the last three are mostly
 #: missing: a table of the given values is cheaper to make a ``string`` array of than every row)
 CODED = ("door_session", "agent", "server", "tool", "object", "decision", "approval", "rule", "correlation",
-         "error", "meta_call_id", "response_digest", "object_digest")
+         "error", "meta_call_id", "response_digest", "object_digest", "arguments_digest", "arguments_invalid")
 #: CALLS columns kept as Python values (mostly distinct per row, or numbers)
-PLAIN = ("seq", "ts", "ts_end", "duration_ms", "rows", "bytes", "line_no")
+PLAIN = ("seq", "ts", "ts_end", "duration_ms", "rows", "bytes", "arguments_bytes", "message_bytes", "line_no")
 #: CALLS columns of tuples (rarely given: a call on several objects), kept as codes like CODED
 #: but made an object column of tuples (``None`` where not logged)
 LISTED = ("objects",)
-_LISTS = ("seq", "duration_ms", "rows", "bytes")
+_LISTS = ("seq", "duration_ms", "rows", "bytes", "arguments_bytes", "message_bytes")
+#: integer CALLS columns other than ``seq`` (NA where not logged), in the frame as ``Int64``
+_COUNTS = ("rows", "bytes", "arguments_bytes", "message_bytes")
 _VARYING = -2  # not a code (codes are -1 for None, else 0, 1, …)
 #: CODED columns whose values are mostly distinct where given: a file whose rows differ adds
 #: every row to the table as it is (a table may then hold a value, or None, more than once)
-_MOSTLY_DISTINCT = frozenset({"meta_call_id", "response_digest", "object_digest"})
+_MOSTLY_DISTINCT = frozenset({"meta_call_id", "response_digest", "object_digest", "arguments_digest"})
 
 
 class Block:
@@ -217,7 +229,8 @@ class Block:
     """
 
     __slots__ = ("files", "counts", "coded", "arg_objs", "arg_keys", "arg_codes", "seq", "seq_missing",
-                 "ts", "te", "te_given", "duration", "rows", "rows_missing", "bytes", "bytes_missing", "line_no")
+                 "ts", "te", "te_given", "duration", "rows", "rows_missing", "bytes", "bytes_missing",
+                 "arguments_bytes", "arguments_bytes_missing", "message_bytes", "message_bytes_missing", "line_no")
 
     def __init__(self, **kw: Any) -> None:
         for k in self.__slots__:
@@ -296,14 +309,14 @@ class Columns:
         ts, _ = parse_parts(self.ts_parts, self.counts)
         te, te_given = parse_parts(self.te_parts, self.counts)
         seq, seq_missing = _ints(plain["seq"])
-        rows, rows_missing = _ints(plain["rows"])
-        nbytes, bytes_missing = _ints(plain["bytes"])
+        ints = {}
+        for c in _COUNTS:
+            ints[c], ints[c + "_missing"] = _ints(plain[c])
         duration = np.fromiter(plain["duration_ms"], dtype=object, count=n).astype(np.float64)
         return Block(files=list(self.files), counts=list(self.counts), coded=coded, arg_objs=self.args.objs,
                      arg_keys=self.args.keys, arg_codes=np.fromiter(self.arg_codes, dtype=np.int64, count=n),
                      seq=seq, seq_missing=seq_missing, ts=ts, te=te, te_given=te_given, duration=duration,
-                     rows=rows, rows_missing=rows_missing, bytes=nbytes, bytes_missing=bytes_missing,
-                     line_no=self._line_no(counts))
+                     line_no=self._line_no(counts), **ints)
 
     def _line_no(self, counts: np.ndarray) -> np.ndarray:
         n = int(counts.sum())
@@ -350,8 +363,8 @@ def merge(blocks: Sequence[Block]) -> Block:
     return Block(files=[f for b in blocks for f in b.files], counts=[k for b in blocks for k in b.counts],
                  coded=coded, arg_objs=[o for b in blocks for o in b.arg_objs],
                  arg_keys=[k for b in blocks for k in b.arg_keys], arg_codes=arg_codes,
-                 **{name: cat(name) for name in ("seq", "seq_missing", "ts", "te", "te_given", "duration",
-                                                 "rows", "rows_missing", "bytes", "bytes_missing", "line_no")})
+                 **{name: cat(name) for name in ("seq", "seq_missing", "ts", "te", "te_given", "duration", "line_no",
+                                                 *(c + m for c in _COUNTS for m in ("", "_missing")))})
 
 
 def _meta_id(m: _MetaIds | None) -> str | None:
@@ -449,12 +462,15 @@ def decode_file(data: bytes, info: dict, spath: str, default_agent: str | None, 
                     "correlation": c[_CORRELATION], "error": c[_ERROR],
                     "meta_call_id": meta if meta.count(None) == n else list(map(_meta_id, meta)),
                     "response_digest": c[_RESPONSE_DIGEST], "object_digest": c[_OBJECT_DIGEST],
+                    "arguments_digest": c[_ARGUMENTS_DIGEST], "arguments_invalid": (None,) * n,
                     "objects": objs if objs.count(None) == n else [None if o is None else tuple(o) for o in objs]}, n)
     plain = out.plain
     plain["seq"].extend(c[_SEQ])
     plain["duration_ms"].extend(c[_DURATION])
     plain["rows"].extend(c[_ROWS])
     plain["bytes"].extend(c[_BYTES])
+    plain["arguments_bytes"].extend(c[_ARGUMENTS_BYTES])
+    plain["message_bytes"].extend(c[_MESSAGE_BYTES])
     from .door import zoneless_notes  # (door imports this module where it loads)
 
     notes = zoneless_notes(ts, te, range(1, n + 1), ts_fixed=ts_fixed, te_fixed=te_fixed)
@@ -588,7 +604,8 @@ def frame(block: Block | Columns, quarantine: list[dict], loader: str):
     args = np.fromiter(b.arg_objs, dtype=object, count=len(b.arg_objs))
     out["arguments"] = args.take(arg_codes[order])
     out["args_key"] = _strings(b.arg_keys).take(arg_codes[order])
-    for c, v, missing in (("rows", b.rows, b.rows_missing), ("bytes", b.bytes, b.bytes_missing)):
+    for c in _COUNTS:
+        v, missing = getattr(b, c), getattr(b, c + "_missing")
         out[c] = pd.arrays.IntegerArray(kept(v)[order], kept(missing)[order])
     out["source_file"] = _strings(b.files).take(file_idx[order])
     out["line_no"] = pd.arrays.IntegerArray(line_no[order], np.zeros(m, dtype=bool))

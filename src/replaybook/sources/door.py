@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._schema import first_error, package_schema
+from ..canonical import canonical_args
 from .._jsonl import (_count_lines, expand_paths, iter_objects, lines_words, quarantine_row, read_source,
                       sample_objects, zoneless_at)
 from ..frames import QUARANTINE, LoadResult
@@ -63,7 +64,8 @@ _INT_OR_NONE = (int, type(None))
 _KNOWN_FAST = frozenset({"ts", "ts_end", "seq", "session", "agent", "server", "tool", "arguments",
                          "object", "decision", "rule", "rows", "bytes", "meta", "error", "v",
                          "duration_ms", "response_digest", "object_digest", "correlation", "method",
-                         "approval", "objects"})
+                         "approval", "objects", "arguments_bytes", "arguments_digest", "arguments_invalid",
+                         "message_bytes"})
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _APPROVALS = frozenset({None, "approved", "declined", "cancelled", "timed_out", "unavailable", "failed"})
 
@@ -112,11 +114,15 @@ def _quick_ok(o: dict) -> bool:
     d = o.get("duration_ms")
     if d is not None and (type(d) not in (int, float) or not d >= 0):
         return False
-    for k in ("response_digest", "object_digest"):
+    for k in ("response_digest", "object_digest", "arguments_digest"):
         v = o.get(k)
         if v is not None and (type(v) is not str or not _DIGEST.fullmatch(v)):
             return False
-    return True
+    for k in ("arguments_bytes", "message_bytes"):
+        v = o.get(k)
+        if v is not None and (type(v) is not int or not 0 <= v < _INT64):
+            return False
+    return True  # (arguments_invalid: any JSON value)
 
 
 def _schema_error(o: object) -> str | None:
@@ -158,7 +164,11 @@ def load_door(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         :class:`~replaybook.frames.LoadResult` with ``frame`` shaped by
         :data:`~replaybook.frames.CALLS` (one row per valid line, sorted by ``door_session``,
         ``ts``, ``seq``; ``ts``/``ts_end`` UTC, ``duration_ms`` in milliseconds, ``arguments``
-        the parsed dict and ``args_key`` its :func:`~replaybook.canonical.canonical_args` text),
+        the parsed dict and ``args_key`` its :func:`~replaybook.canonical.canonical_args` text —
+        ``{}`` when the line has no ``arguments``, but ``None`` and NA when they are ``null``: the
+        door did not log them, and says what instead in ``arguments_bytes`` + ``arguments_digest``
+        (too large), ``arguments_invalid`` (not an object; read as canonical JSON text) or
+        ``message_bytes`` (a line it could not read as a call), so the join never agrees on them),
         ``quarantine`` rows for lines that are not JSON objects or fail the schema (file, line
         number, the schema's complaint), and one ``inputs`` entry per file (with its SHA-256).
         ``agent`` falls back to the parent folder's name (``<agent>/<session>.jsonl``) when a
@@ -436,14 +446,17 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
             if err is not None:
                 quarantine.append(quarantine_row(path, line, LOADER, err))
                 continue
-        args = o.get("arguments")
-        if args is None:
-            args = {}
+        args = o.get("arguments", {})  # (absent: a call without arguments; null: not logged, NA)
+        which = "arguments"
         try:
             # canonical keys are cached by the arguments' compact JSON: logs repeat arguments a lot
-            key = table.key_for(args)
+            key = None if args is None else table.key_for(args)
+            which = "arguments_invalid"
+            invalid = o.get("arguments_invalid")
+            if invalid is not None:
+                invalid = canonical_args(invalid)
         except (TypeError, RecursionError, ValueError) as exc:  # not JSON-writable, or nested past canonical_args
-            quarantine.append(quarantine_row(path, line, LOADER, f"arguments cannot be canonicalised: {exc}"))
+            quarantine.append(quarantine_row(path, line, LOADER, f"{which} cannot be canonicalised: {exc}"))
             continue
         arg_codes.append(table.add(args, key))
         if not quick:  # (a line _quick_ok takes has only known keys)
@@ -477,6 +490,10 @@ def _read_lines(path: Path, data: bytes, spath: str, default_agent: str | None, 
         cols["error"].append(o.get("error"))
         cols["response_digest"].append(o.get("response_digest"))
         cols["object_digest"].append(o.get("object_digest"))
+        cols["arguments_bytes"].append(o.get("arguments_bytes"))
+        cols["arguments_digest"].append(o.get("arguments_digest"))
+        cols["arguments_invalid"].append(invalid)
+        cols["message_bytes"].append(o.get("message_bytes"))
         cols["line_no"].append(line.line_no)
     out.add(spath, cols, arg_codes)
     return _file_notes(unknown, bad_ids) + zoneless_notes(cols["ts"], cols["ts_end"], cols["line_no"])
