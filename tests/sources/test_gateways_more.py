@@ -208,23 +208,40 @@ def _answer(rid, text, is_error, sess=None):
                      "result": {"content": [{"type": "text", "text": text}], "isError": is_error}}}
 
 
-def test_mcp_http_a_response_without_a_session_id_open_in_two_sessions_is_paired_with_neither(tmp_path):
+def test_mcp_http_a_response_without_a_session_id_open_in_two_sessions_answers_the_last_sent_and_says_so(tmp_path):
     # two clients, each numbering from 1, both with call 1 open; a response without Mcp-Session-Id
-    # had been pinned to the session of the record before it: sess-B's read of reports/q3.csv took
-    # the AccessDenied that may have been sess-A's read of secrets/keys.txt
+    # had been pinned to the session of the record before it, silently.  It answers the call sent
+    # last, and the file's notes say which other call it may answer
     p = tmp_path / "mcp.jsonl"
     p.write_text(_mcp_lines(_call("sess-A", 1, "secrets", "keys.txt"), _call("sess-B", 1, "reports", "q3.csv"),
                             _answer(1, "AccessDenied: not allowed", True), _answer(1, "ok", False)))
     res = gm.load_mcp_http(p)
     assert _cols(res.frame, "door_session", "object", "decision", "error") == [
-        ["sess-A", "secrets/keys.txt", "allow", None], ["sess-B", "reports/q3.csv", "allow", None]]
+        ["sess-A", "secrets/keys.txt", "allow", None],
+        ["sess-B", "reports/q3.csv", "deny", "AccessDenied: not allowed"]]
     info = res.inputs[0]
-    assert info["unfinished"] == 2 and info["not_calls"] == 2
-    assert info["notes"][0] == (
-        "response(s) on lines 3, 4 carry no Mcp-Session-Id and answer JSON-RPC id 1, which open calls of "
-        "several sessions share: 'sess-A' (line 1), 'sess-B' (line 2); paired with none of them, so whether each "
-        "of those calls was refused or failed is unknown (they stay calls without a response: decision allow, "
-        "no error, counted as unfinished)")
+    assert info["unfinished"] == 0
+    assert [n for n in info["notes"] if "Mcp-Session-Id" in n] == [
+        "response(s) on line 3 carry no Mcp-Session-Id and answer JSON-RPC id 1, which open calls of several "
+        "sessions share: paired with the one sent last, session 'sess-B' (line 2); it may answer session "
+        "'sess-A' (line 1) instead (the capture does not say which)"]
+
+
+def test_mcp_http_a_call_left_open_by_a_client_that_went_away_does_not_take_a_later_refusal(tmp_path):
+    # sess-A's call 1 was never answered (its client was killed); sess-B's call 1, sent later, is
+    # refused: the refusal is sess-B's, not lost to a tie with the stale call
+    p = tmp_path / "mcp.jsonl"
+    p.write_text(_mcp_lines(_call("sess-A", 1, "secrets", "keys.txt"), _call("sess-B", 1, "reports", "q3.csv"),
+                            _answer(1, "Access denied: not allowed", True), _call("sess-B", 2, "reports", "q4.csv"),
+                            _answer(2, "ok", False)))
+    res = gm.load_mcp_http(p)
+    assert _cols(res.frame, "door_session", "object", "decision", "error") == [
+        ["sess-A", "secrets/keys.txt", "allow", None],
+        ["sess-B", "reports/q3.csv", "deny", "Access denied: not allowed"],
+        ["sess-B", "reports/q4.csv", "allow", None]]
+    assert res.inputs[0]["unfinished"] == 1
+    assert [n for n in res.inputs[0]["notes"] if "Mcp-Session-Id" in n][0].endswith(
+        "it may answer session 'sess-A' (line 1) instead (the capture does not say which)")
 
 
 def test_mcp_http_a_response_without_a_session_id_answers_the_only_call_open_with_its_id(tmp_path):

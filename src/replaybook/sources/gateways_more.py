@@ -53,9 +53,11 @@ Decisions
   A request without ``Mcp-Session-Id`` is taken to be in the session of the record before it.
   A response names its session less often (servers send the header on ``initialize`` only): one
   that carries none answers the open call with its JSON-RPC id when exactly one is open; when
-  calls of several sessions are open with that id (each client numbers from 1), which one it
-  answers is unknown — it is paired with none, the calls stay without a response
-  (``unfinished``) and the file's notes name the response's line and the calls.
+  calls of several sessions are open with that id (each client numbers from 1), it answers the
+  one sent last (a response follows its request; a call left open by a client that went away is
+  older), and the file's notes name the response's line, the call it was paired with and the
+  others it may have answered: that pairing is a reading of the order, not something the
+  capture says.
 * ``object``: a path-like argument (:func:`path_object`) wherever arguments are logged.
 """
 
@@ -668,7 +670,8 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
     request without one, never used to pick which session's call a response answers) is kept in
     ``state``, for the next file of a rotated capture; :func:`_mcp_http_finish` names agents
     and servers once every file is read.  A response without a session id whose JSON-RPC id
-    several sessions' open calls share is paired with none of them and named in ``info["notes"]``."""
+    several sessions' open calls share answers the one sent last, named in ``info["notes"]``
+    with the others."""
     open_calls: dict[tuple, dict] = state.setdefault("open", {})
     clients: dict[str | None, str] = state.setdefault("clients", {})
     servers: dict[str | None, str] = state.setdefault("servers", {})
@@ -721,12 +724,11 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                     row = open_calls.pop((None, key[1]), None)
             else:                                              # no session id: the open calls with its id
                 same = [k for k in open_calls if k[1] == key[1]]
-                if len(same) > 1:                              # in several sessions: which one it answers is unknown
-                    where = tuple((k[0], open_calls[k]["line_no"]) for k in same)
-                    ambiguous.setdefault((key[1], where), []).append(ln)
-                    info["not_calls"] += 1
-                    continue
-                row = open_calls.pop(same[0]) if same else None
+                if len(same) > 1:                              # in several sessions: the one sent last
+                    others = tuple((k[0], open_calls[k]["line_no"]) for k in same[:-1])
+                    ambiguous.setdefault((key[1], (same[-1][0], open_calls[same[-1]]["line_no"]), others),
+                                         []).append(ln)
+                row = open_calls.pop(same[-1]) if same else None
             if row is None:
                 if key in init_ids or (None, key[1]) in init_ids:
                     res = m.get("result") if isinstance(m.get("result"), dict) else {}
@@ -747,15 +749,16 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                     row["decision"], row["rule"] = "deny", err
     if orphan:
         info["notes"].append(f"{orphan} response(s) to no logged request")
-    for (rid, where), lns in ambiguous.items():
-        known = [n for n in lns if n is not None]
+    def call_words(s, n):
+        return f"session {s!r} (line {n})" if n is not None else f"session {s!r}"
+
+    for (rid, (s, n), others), lns in ambiguous.items():
+        known = [x for x in lns if x is not None]
         at = lines_words(known) if len(known) == len(lns) else f"{len(lns)} record(s)"
-        calls = ", ".join(f"{s!r} (line {n})" if n is not None else repr(s) for s, n in where)
         info["notes"].append(
             f"response(s) on {at} carry no Mcp-Session-Id and answer JSON-RPC id {rid.decode()}, which open "
-            f"calls of several sessions share: {calls}; paired with none of them, so whether each of those "
-            "calls was refused or failed is unknown (they stay calls without a response: decision allow, "
-            "no error, counted as unfinished)")
+            f"calls of several sessions share: paired with the one sent last, {call_words(s, n)}; it may "
+            f"answer {', '.join(call_words(*o) for o in others)} instead (the capture does not say which)")
 
 
 def _mcp_http_finish(rows: list[dict], files: list[tuple[Path, dict]], state: dict) -> None:
@@ -786,7 +789,8 @@ def load_mcp_http(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     resource's ``uri`` as its argument and object).
 
     The response with the same JSON-RPC id (in the same ``Mcp-Session-Id``, or — one without the
-    header — the only call open with that id; a plain JSON body or an SSE event) closes it: ``error`` from a JSON-RPC error or an ``isError`` result; ``deny``
+    header — the call open with that id, the one sent last when several sessions have one open,
+    noted; a plain JSON body or an SSE event) closes it: ``error`` from a JSON-RPC error or an ``isError`` result; ``deny``
     when that text says it was refused (:data:`REFUSAL`), ``rule`` = the text.  ``agent`` /
     ``server`` from ``initialize`` (``clientInfo.name`` / ``serverInfo.name``);
     ``correlation`` = the JSON-RPC id.
