@@ -909,3 +909,36 @@ def test_a_dead_kernels_log_keeps_its_lines_on_stderr(tmp_path, capsys, monkeypa
     err = capsys.readouterr().err
     assert ("replaybook: error: report kernel hung or died: RuntimeError: Kernel died\nthe kernel's log ended:\n"
             "Traceback (most recent call last):\n  \\x1b[31mMemoryError\\x1b[0m\n") in err
+
+
+def _tool_use_lines(*inputs) -> str:
+    """A Claude Code transcript of one tool_use line per input (any JSON value as the input)."""
+    base = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/p", "sessionId": "s-1",
+            "version": "2.1.42", "type": "assistant"}
+    return "".join(json.dumps(dict(
+        base, uuid=f"u{i}", timestamp=f"2026-09-13T10:00:0{i}.000Z", requestId=f"r{i}",
+        message={"model": "m", "id": f"m{i}", "type": "message", "role": "assistant",
+                 "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "Bash", "input": inp}]})) + "\n"
+        for i, inp in enumerate(inputs, 1))
+
+
+def test_load_writes_every_arguments_value_as_json_text_whatever_the_other_rows(tmp_path, capsys):
+    """A tool input that is not a dict (a string, a number) was written as itself when no other
+    row held a dict, as JSON text when one did, and parquet failed with an internal error."""
+    (tmp_path / "t.jsonl").write_text(_tool_use_lines("just a string", 42))
+    (tmp_path / "u.jsonl").write_text(_tool_use_lines("just a string", {"k": 1}))
+    expected = {"t": ['"just a string"', "42"], "u": ['"just a string"', '{"k":1}']}
+    for name, args in expected.items():
+        assert main(["load", "steps", str(tmp_path / f"{name}.jsonl")]) == 0
+        rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        assert [r["arguments"] for r in rows if r["kind"] == "tool_call"] == args
+        assert {r["arguments"] for r in rows if r["kind"] != "tool_call"} == {None}
+        out = tmp_path / f"{name}.parquet"
+        assert main(["load", "steps", str(tmp_path / f"{name}.jsonl"), "--out", str(out)]) == 0
+        df = pd.read_parquet(out)
+        assert df.loc[df["kind"] == "tool_call", "arguments"].tolist() == args
+        assert df.loc[df["kind"] != "tool_call", "arguments"].isna().all()
+        out = tmp_path / f"{name}.csv"
+        assert main(["load", "steps", str(tmp_path / f"{name}.jsonl"), "--out", str(out)]) == 0
+        df = pd.read_csv(out, keep_default_na=False)
+        assert df.loc[df["kind"] == "tool_call", "arguments"].tolist() == args

@@ -30,24 +30,30 @@ def _json_default(v):
     return dict(v) if isinstance(v, Mapping) else str(v)  # a lazily parsed ``raw`` record
 
 
-def _json_text(v):
-    if v is None or (isinstance(v, float) and v != v):
+def _json_text(v, na=None):
+    """A JSON-valued cell as JSON text; ``None`` for a missing one (``None``, NaN, ``na``: pandas'
+    NA) — a NaN the source wrote as a number (``NumberAsWritten``) is a value, written as sent."""
+    if v is None or v is na or (type(v) is float and v != v):
         return None
     return _json.dumps(v, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
                         default=_json_default).decode()
 
 
-def _frame_out(df, fmt: str, out: str | None) -> None:
-    """Write a canonical frame.  JSON-valued columns (``arguments``, ``objects``, ``raw``) become
-    JSON text — never structs inferred by pyarrow — and timestamps keep all nine fractional digits."""
-    from collections.abc import Mapping
-
+def _frame_out(df, fmt: str, out: str | None, spec=None) -> None:
+    """Write a canonical frame.  JSON-valued columns (``arguments``, ``objects``, ``raw``: the
+    ``object`` columns of ``spec``, by default the spec whose columns ``df`` has) become JSON
+    text — every value, whatever the other rows hold (a string argument is written ``"\\"s\\""``,
+    a number ``42``, a dict ``{...}``; missing: null), never structs inferred by pyarrow — and
+    timestamps keep all nine fractional digits."""
     import pandas as pd
 
+    from .frames import spec_of
+
+    spec = spec if spec is not None else spec_of(df)
     df = df.copy()
-    for col in df.columns:
-        if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (Mapping, list, tuple))).any():
-            df[col] = df[col].map(_json_text).astype(pd.StringDtype("python"))
+    for col in (spec.json_columns if spec is not None else ()):
+        df[col] = pd.Series([_json_text(v, pd.NA) for v in df[col].tolist()], index=df.index,
+                            dtype=pd.StringDtype("python"))
     if fmt != "parquet":
         for col in df.columns:
             if isinstance(df[col].dtype, pd.DatetimeTZDtype):

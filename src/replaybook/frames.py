@@ -102,6 +102,12 @@ class FrameSpec:
         return [c.name for c in self.columns]
 
     @property
+    def json_columns(self) -> list[str]:
+        """Names of the columns holding JSON values (dtype ``object``: ``arguments``, ``objects``,
+        ``raw``), in order: a value there is any JSON value — a dict, a list, a string, a number."""
+        return [c.name for c in self.columns if c.dtype == "object"]
+
+    @property
     def dtypes(self) -> dict[str, str]:
         """``{column: dtype}`` in order."""
         return {c.name: c.dtype for c in self.columns}
@@ -491,6 +497,15 @@ ACCESS_DUPLICATES = FrameSpec(
     )),
     "One row per access row that repeats a storage request another row already holds.",
 )
+
+
+def spec_of(df: pd.DataFrame) -> FrameSpec | None:
+    """The canonical spec whose columns ``df`` has, in order; ``None`` for any other frame."""
+    names = list(df.columns)
+    for spec in (STEPS, CALLS, ACCESS, QUARANTINE, PAIRS, SESSIONS, ACCESS_LINKS, ACCESS_DUPLICATES):
+        if spec.names == names:
+            return spec
+    return None
 
 
 @dataclass

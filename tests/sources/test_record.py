@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from replaybook.cli import _frame_out
+from replaybook.frames import ACCESS
 from replaybook.sources._record import SourceRecord, as_dict
 
 
@@ -53,7 +54,7 @@ def test_copies_and_pickles_as_plain_dicts():
 
 
 def test_cli_writes_the_record_as_json_not_its_repr(tmp_path):
-    df = pd.DataFrame({"request_id": ["r1"],
+    df = ACCESS.build({"request_id": ["r1"],
                        "raw": pd.Series([SourceRecord(b'{"k": "v", "n": 3}', orjson.loads)], dtype=object)})
     out = tmp_path / "rows.jsonl"
     _frame_out(df, "jsonl", str(out))
