@@ -942,3 +942,21 @@ def test_load_writes_every_arguments_value_as_json_text_whatever_the_other_rows(
         assert main(["load", "steps", str(tmp_path / f"{name}.jsonl"), "--out", str(out)]) == 0
         df = pd.read_csv(out, keep_default_na=False)
         assert df.loc[df["kind"] == "tool_call", "arguments"].tolist() == args
+
+
+def test_load_jsonl_writes_floats_exactly(tmp_path, capsys):
+    """JSON Lines rounded every float to ten significant digits (pandas' to_json): a duration
+    of 0.000012345678901 ms was written 0.0000123457 and 1234.56789012345 as 1234.5678901235."""
+    durations = [0.000012345678901, 1234.56789012345, 1e-300, 12345678901234567.0]
+    (tmp_path / "door.jsonl").write_text("".join(
+        json.dumps({"ts": f"2026-09-13T10:00:0{i}Z", "session": "s1", "seq": i, "tool": "t", "decision": "allow",
+                    "duration_ms": d}) + "\n" for i, d in enumerate(durations, 1)))
+    assert main(["load", "calls", str(tmp_path / "door.jsonl")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [json.loads(x) for x in lines]
+    assert [r["duration_ms"] for r in rows] == durations
+    assert '"duration_ms":1234.56789012345,' in lines[1]
+    # the rest as before: nine fractional digits, NA as null, no escaped slashes
+    assert rows[0]["ts"] == "2026-09-13T10:00:01.000000000Z" and rows[0]["ts_end"] is None
+    assert rows[0]["seq"] == 1 and rows[0]["source_file"] == str(tmp_path / "door.jsonl")
+    assert "\\/" not in lines[0]
