@@ -960,3 +960,49 @@ def test_load_jsonl_writes_floats_exactly(tmp_path, capsys):
     assert rows[0]["ts"] == "2026-09-13T10:00:01.000000000Z" and rows[0]["ts_end"] is None
     assert rows[0]["seq"] == 1 and rows[0]["source_file"] == str(tmp_path / "door.jsonl")
     assert "\\/" not in lines[0]
+
+
+def test_load_out_that_cannot_be_written_is_bad_usage_said_before_loading(tmp_path, capsys, monkeypatch):
+    """An --out the system refuses (a name too long, a full device, a read-only folder) ended
+    the command with an internal error (exit 1), after the whole frame had been loaded."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    door = str(FIX / "join_trap" / "door")
+    long = "a" * 300
+    for out in (f"{long}.jsonl", f"{long}/x.jsonl", f"{long}.parquet"):
+        for frame in ("calls", "auto"):
+            assert main(["load", frame, door, "--out", out]) == 2, (frame, out)
+            err = capsys.readouterr().err
+            assert "--out" in err and "File name too long" in err, err
+            assert "quarantine:" not in err  # refused before anything was loaded
+    assert os.listdir(tmp_path) == []
+    if os.path.exists("/dev/full"):  # (no space left: met only by the write itself)
+        for fmt in ("jsonl", "csv", "parquet"):
+            assert main(["load", "calls", door, "--format", fmt, "--out", "/dev/full"]) == 2
+            err = capsys.readouterr().err
+            assert "--out" in err and "cannot write /dev/full: " in err and "No space left on device" in err
+    if os.geteuid() != 0:  # (root writes into a read-only folder)
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        try:
+            assert main(["load", "calls", door, "--out", str(ro / "c.jsonl")]) == 2
+            err = capsys.readouterr().err
+            assert "Permission denied" in err and "quarantine:" not in err
+        finally:
+            ro.chmod(0o755)
+
+
+def test_load_out_whose_write_fails_leaves_no_half_written_file(tmp_path, capsys, monkeypatch):
+    import errno
+
+    def full(self, *a, **k):
+        self.open("w").close()  # the file made, then the disk full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    out = tmp_path / "c.jsonl"
+    assert main(["load", "calls", str(FIX / "join_trap" / "door"), "--out", str(out)]) == 2
+    assert f"cannot write {out}: No space left on device" in capsys.readouterr().err
+    assert not out.exists()

@@ -14,11 +14,88 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from contextlib import contextmanager
+from typing import Iterable, Iterator
 
 import click
 
-__all__ = ["refuse_over_evidence"]
+__all__ = ["refuse_over_evidence", "check_writable", "cannot_write", "writing", "stat_or_refuse"]
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def cannot_write(out: str | Path, exc: OSError, option: str = "--out") -> click.BadParameter:
+    """The usage error (exit 2) for an output path the system refused, in its own words (``File
+    name too long``, ``No space left on device``, ``Permission denied`` …)."""
+    return click.BadParameter(f"cannot write {out}: {_why(exc)}", param_hint=option)
+
+
+def stat_or_refuse(out: str | Path, option: str) -> os.stat_result | None:
+    """``os.stat(out)``; ``None`` when nothing is there yet (nor, perhaps, its folder); a usage
+    error for a path the system cannot even look up (a name too long, a file where a folder
+    must be, a folder it may not enter)."""
+    try:
+        return os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):  # (a file where a folder must be: the folder maker says so)
+        return None
+    except OSError as exc:
+        raise cannot_write(out, exc, option) from None
+
+
+def check_writable(out: str | Path, option: str = "--out", *, replaces: bool = False) -> None:
+    """Raise :func:`cannot_write`'s error when ``out`` can be seen, cheaply, not to be writable —
+    before a command spends its time loading what it would write there.  A regular file there
+    must be open for writing; where there is none, and its folder exists, one is made and
+    removed again (a name too long, a read-only or full-of-inodes folder, no permission).  A
+    device, a pipe or a missing folder is left to the write itself (:func:`writing`) — unless
+    the write ``replaces`` the file (a new file renamed over it): then anything but a regular
+    file there is refused (``/dev/null`` would be replaced by a file, for every program)."""
+    st = stat_or_refuse(out, option)
+    import stat as _stat
+
+    if st is not None and replaces and not _stat.S_ISREG(st.st_mode):
+        raise click.BadParameter(f"cannot write {out}: not a regular file (the file written is put in its "
+                                 "place)", param_hint=option)
+    if st is not None:
+        if _stat.S_ISREG(st.st_mode) and not os.access(out, os.W_OK):
+            raise cannot_write(out, PermissionError(13, os.strerror(13)), option)
+        return
+    if not Path(out).parent.is_dir():
+        return
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:  # (made since: by another process)
+        return
+    except OSError as exc:
+        raise cannot_write(out, exc, option) from None
+    os.close(fd)
+    try:
+        os.unlink(out)
+    except OSError:
+        pass
+
+
+@contextmanager
+def writing(out: str | Path, option: str = "--out") -> Iterator[None]:
+    """``with writing(out): …write out…`` — an ``OSError`` the write meets (no space left, the
+    disk gone read-only, a name too long) becomes :func:`cannot_write`'s usage error (exit 2),
+    and a file the write had made (none was there before) is removed, not left half-written."""
+    try:
+        was = os.path.lexists(out)
+    except (OSError, ValueError):
+        was = True
+    try:
+        yield
+    except OSError as exc:
+        if not was:
+            try:
+                if os.path.isfile(out):
+                    os.unlink(out)
+            except OSError:
+                pass
+        raise cannot_write(out, exc, option) from None
 
 
 def refuse_over_evidence(out: str | Path, *, files: Iterable[str | Path] = (), folders: Iterable[str | Path] = (),
@@ -35,7 +112,7 @@ def refuse_over_evidence(out: str | Path, *, files: Iterable[str | Path] = (), f
         option: the option that named ``out``, for the message.
     """
     target = Path(out)
-    if target.exists():
+    if stat_or_refuse(out, option) is not None:
         for f in files:
             try:
                 same = os.path.samefile(f, target)

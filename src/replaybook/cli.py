@@ -60,10 +60,13 @@ def _frame_out(df, fmt: str, out: str | None, spec=None) -> None:
                 t = df[col].dt.tz_convert("UTC")
                 frac = (t.dt.microsecond * 1000 + t.dt.nanosecond).astype("Int64").astype(str).str.zfill(9)
                 df[col] = (t.dt.strftime("%Y-%m-%dT%H:%M:%S.") + frac + "Z").where(t.notna(), None)
+    from ._guard import writing
+
     if fmt == "parquet":
         if not out:
             raise click.UsageError("--format parquet needs --out FILE")
-        df.to_parquet(out, index=False)
+        with writing(out):
+            df.to_parquet(out, index=False)
         return
     if fmt == "csv":
         text = df.to_csv(index=False)
@@ -72,7 +75,8 @@ def _frame_out(df, fmt: str, out: str | None, spec=None) -> None:
     else:
         text = _json_lines(df)
     if out:
-        Path(out).write_text(text, encoding="utf-8")
+        with writing(out):
+            Path(out).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
 
@@ -216,11 +220,14 @@ def load_cmd(frame: str, paths: tuple[str, ...], source_name: str | None, fmt: s
     """
     fmt = _out_format(fmt, out)
     if out:  # made (or refused) before anything is loaded, as `report --out` makes its folder
+        from ._guard import check_writable
+
         o = Path(out)
-        _refuse_writing_over_inputs([o] if frame != "auto" else
-                                    [o.with_name(f"{o.stem}.{k}{o.suffix}") for k in ("steps", "calls", "access")],
-                                    paths)
+        targets = [o] if frame != "auto" else [o.with_name(f"{o.stem}.{k}{o.suffix}") for k in ("steps", "calls", "access")]
+        _refuse_writing_over_inputs(targets, paths)
         _make_folder(Path(out).parent, f"for {out}")
+        for t in targets:  # (a name too long, a read-only folder: said now, not after the whole load)
+            check_writable(t)
     if frame == "auto":
         _load_auto(paths, fmt, out)
         return
@@ -318,10 +325,12 @@ def _out_format(fmt: str | None, out: str | None) -> str:
 def _refuse_writing_over_inputs(targets: list[Path], paths) -> None:
     """Refuse (exit 2) an output file that is one of the input files: the evidence is read,
     never written over (``load calls d.jsonl --out d.jsonl`` had replaced the log)."""
-    from ._guard import refuse_over_evidence
+    import stat
+
+    from ._guard import stat_or_refuse, refuse_over_evidence
     from ._jsonl import expand_paths
 
-    existing = [t for t in targets if t.is_file()]
+    existing = [t for t in targets if (st := stat_or_refuse(t, "--out")) is not None and stat.S_ISREG(st.st_mode)]
     if not existing:
         return
     inputs = expand_paths(list(paths), unique=False)

@@ -368,3 +368,17 @@ def test_build_takes_a_relative_capture_path_as_an_absolute_one(tmp_path, monkey
     assert r.exit_code == 0, r.output
     r = run("build", ".", "--evidence", "door-evidence", "--capture", "capture.yaml", "--out", "capture/c")
     assert r.exit_code == 2 and "whose files are evidence" in " ".join(r.output.split()), r.output
+
+
+def test_incident_run_out_that_cannot_be_written_is_bad_usage(demo, tmp_path):
+    """A name too long ended `incident-run` with an internal error; a device as --out was
+    replaced by the run record (a file renamed over it)."""
+    import os
+
+    r = run("incident-run", demo / "capsule", demo / "incident.yaml", "--out", tmp_path / ("a" * 300 + ".json"))
+    assert r.exit_code == 2 and "File name too long" in r.output, r.output
+    dev = tmp_path / "fifo"
+    os.mkfifo(dev)
+    r = run("incident-run", demo / "capsule", demo / "incident.yaml", "--out", dev)
+    assert r.exit_code == 2 and "not a regular file" in r.output, r.output
+    assert not dev.is_file() and dev.exists()

@@ -200,7 +200,9 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
 
     from pathlib import Path
 
-    if (Path(out_dir) / "capsule.yaml").exists():  # a capsule is evidence: never replaced unasked
+    from .._guard import stat_or_refuse
+
+    if stat_or_refuse(Path(out_dir) / "capsule.yaml", "--out") is not None:  # a capsule is evidence: never replaced unasked
         _input_error(ctx, InputError("already holds a capsule (capsule.yaml): choose another folder, or remove "
                                      "that one first", out_dir))
         return
@@ -264,7 +266,7 @@ def incident_run_cmd(ctx: click.Context, capsule_path: str, incident: str, out: 
     """Write the run record of the incident itself, extracted from INCIDENT's transcript and
     door log with CAPSULE's evidence: what `capsule diff` and `capsule verdict` compare a
     forensic replay and a live verification against."""
-    from .._guard import refuse_over_evidence
+    from .._guard import check_writable, refuse_over_evidence
     from ..errors import InputError
     from ..incident import Incident
     from .extract import incident_run
@@ -282,11 +284,15 @@ def incident_run_cmd(ctx: click.Context, capsule_path: str, incident: str, out: 
         refuse_over_evidence(out, files=[inc.path, cap.path, *inc.listed_files("transcripts", "door"), *others],
                              folders=[cap.store_root, *_run_stores(inc), *places.holding,
                                       *(f for f in places.folders if f.resolve() != cap.path.resolve().parent)])
+        check_writable(out, replaces=True)  # (a name too long, a read-only folder, a device: said before the run)
         rec = incident_run(cap, inc)
     except (InputError, CapsuleFormatError) as exc:
         _input_error(ctx, exc)
         return
-    path = rec.save(out)
+    from .._guard import writing
+
+    with writing(out):
+        path = rec.save(out)
     click.echo(str(path))
     click.echo(f"{len(rec.checkpoints)} checkpoints, stop: "
                f"{next((c.detail.get('value') for c in reversed(rec.checkpoints) if c.label == 'decision.stop'), '?')}",

@@ -144,8 +144,9 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
 
     cites = _read_cites(body_path) if body_path else None  # before the replay: a bad path fails at once
     if junit_path:  # (the report goes beside the evidence, never over it)
-        from .._guard import refuse_over_evidence
+        from .._guard import refuse_over_evidence, stat_or_refuse
 
+        stat_or_refuse(junit_path, "--junit")  # (a name too long: a usage error, not a crash below)
         files, folders = _packet_files(junit_path, log_path, body_path, head_ignore, outputs_dir, repo)
         refuse_over_evidence(junit_path, files=files, folders=folders, option="--junit")
     text = fmt == "text"
