@@ -1006,3 +1006,25 @@ def test_load_out_whose_write_fails_leaves_no_half_written_file(tmp_path, capsys
     assert main(["load", "calls", str(FIX / "join_trap" / "door"), "--out", str(out)]) == 2
     assert f"cannot write {out}: No space left on device" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_join_takes_the_manifests_min_agreed_unless_the_option_gives_one(tmp_path, capsys):
+    """`join INCIDENT` joined at --min-agreed's default 1 whatever the manifest's min_agreed,
+    where the report (Incident.join) used the manifest's: two verdicts on one incident."""
+    import shutil
+
+    from replaybook.incident import Incident
+
+    inc = tmp_path / "inc"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "demo", inc)
+    with open(inc / "incident.yaml", "a") as fh:
+        fh.write("min_agreed: 50\n")
+
+    def joined(*more):
+        assert main(["join", str(inc / "incident.yaml"), "--format", "json", *more]) == 0
+        d = json.loads(capsys.readouterr().out)
+        return d["min_agreed"], [s["status"] for s in d["sessions"]]
+
+    report = Incident.load(inc / "incident.yaml").join
+    assert joined() == (50, ["unmatched", "unmatched"]) == (report.min_agreed, report.sessions["status"].tolist())
+    assert joined("--min-agreed", "1") == (1, ["matched", "matched"])  # the option over the manifest

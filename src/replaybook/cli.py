@@ -500,8 +500,9 @@ def sources_cmd() -> None:
 @click.option("--calls-format", default=None, help="Read every call log with this source (`replaybook sources` lists them).")
 @click.option("--window", type=click.FloatRange(0, 1e9, min_open=True), default=None,
               help="Agreement window, seconds.  [default: the manifest's window_s, else 60]")
-@click.option("--min-agreed", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Never assign a transcript with fewer agreeing steps.")
+@click.option("--min-agreed", type=click.IntRange(min=1), default=None,
+              help="Never assign a transcript with fewer agreeing steps.  [default: the manifest's min_agreed, "
+                   "else 1]")
 @click.option("--max-offset", type=click.FloatRange(0, 1e9), default=None,
               help="Largest clock offset between transcript and door to look for before matching, "
                    "seconds (0: assume the clocks agree). The offset printed is measured afterwards "
@@ -522,7 +523,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
     """
     import pandas as pd
 
-    from .join import DEFAULT_MAX_OFFSET_S, join_sessions
+    from .join import DEFAULT_MAX_OFFSET_S, DEFAULT_MIN_AGREED, join_sessions
 
     offsets: dict[str, float] = {}
     for item in clock_offset:
@@ -549,6 +550,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         set_aside_rows = inc.quarantine  # (every input of the incident: its access logs too)
         set_aside = int(len(set_aside_rows))
         window = inc.window_s if window is None else window
+        min_agreed = int(inc.manifest["min_agreed"]) if min_agreed is None else min_agreed
         max_offset = float(inc.manifest["max_offset_s"]) if max_offset is None else max_offset
         offsets = {**(inc.manifest.get("clock_offsets") or {}), **offsets}
     else:
@@ -556,6 +558,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
                                                    ("calls", calls, calls_format))
         set_aside = int(len(set_aside_rows))
     window = 60.0 if window is None else window
+    min_agreed = DEFAULT_MIN_AGREED if min_agreed is None else min_agreed
     max_offset = DEFAULT_MAX_OFFSET_S if max_offset is None else max_offset
     res = join_sessions(steps, calls_f, window_s=window, min_agreed=min_agreed, max_offset_s=max_offset,
                         clock_offsets=offsets or None)
