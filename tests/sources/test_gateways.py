@@ -68,6 +68,9 @@ def test_docker_stderr_alone():
     assert pd.isna(f.iloc[3]["tool"]) and f.iloc[3]["error"] == "tool name not logged (method tools/call)"
     assert gw.go_duration_ms("1m2.5s") == pytest.approx(62500.0) and gw.go_duration_ms("850µs") == 0.85
     assert gw.go_duration_ms("soon") is None
+    # worked out in decimal (1.2044 * 1000.0 is 1204.3999999999999), and a negative one stays negative
+    assert gw.go_duration_ms("1.2044s") == 1204.4 and gw.go_duration_ms("1m2.5s") == 62500.0
+    assert gw.go_duration_ms("-1.5s") == -1500.0
 
 
 def test_docker_stderr_without_times(tmp_path):

@@ -155,13 +155,18 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # --------------------------------------------------------------------------- shared helpers
 
 def go_duration_ms(text: str) -> float | None:
-    """A Go ``time.Duration`` string (``412.337ms``, ``1.2044s``, ``1m2.5s``, ``850µs``) in ms."""
-    units = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "μs": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60000.0,
-             "h": 3600000.0}
+    """A Go ``time.Duration`` string (``412.337ms``, ``1.2044s``, ``1m2.5s``, ``850µs``) in ms,
+    worked out in decimal and rounded once to the nearest float (``1.2044s`` is 1204.4, not the
+    1204.3999999999999 of ``1.2044 * 1000.0``)."""
+    from decimal import Decimal
+
+    units = {"ns": Decimal("1e-6"), "us": Decimal("1e-3"), "µs": Decimal("1e-3"), "μs": Decimal("1e-3"),
+             "ms": Decimal(1), "s": Decimal(1000), "m": Decimal(60000), "h": Decimal(3600000)}
     parts = re.findall(r"([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h)", text or "")
     if not parts or "".join(n + u for n, u in parts) != text.strip().lstrip("-"):
         return None
-    return sum(float(n) * units[u] for n, u in parts)
+    total = float(sum(Decimal(n) * units[u] for n, u in parts))
+    return -total if text.strip().startswith("-") else total  # (Go writes a negative one "-1.5s")
 
 
 def _meta_id(params: Any) -> str | None:
