@@ -263,3 +263,20 @@ def test_an_argument_name_that_is_no_text_is_refused_in_a_mapping_too():
     with pytest.raises(InputError, match=r"rules/1/arguments: rule 'b' has the argument name 7,"):
         rules_from_dict({"rules": [{"id": "a", "decision": "allow", "arguments": {"x": "1"}},
                                    {"id": "b", "decision": "deny", "arguments": {"x": "1", 7: "1"}}]}, "rules.yaml")
+
+
+@pytest.mark.parametrize("obj", ["reports/.ENV", "reports\\.env", "reports/.env.", "reports%2F.env"])
+def test_folding_never_widens_an_allow_rule_ahead_of_a_deny(obj):
+    """An ``allow`` glob that matches nothing as written (``./reports/**``, ``reports%2F**``) had
+    matched once folded, and, met first in the folded comparison, let ``reports/.ENV`` past the
+    later ``deny **/.env`` that catches every other spelling of ``.env``."""
+    from replaybook.door.rules import rules_from_dict
+
+    for glob in ("./reports/**", "reports%2F**"):
+        r = rules_from_dict({"rules": [
+            {"id": "proj", "decision": "allow", "tools": "read_file", "paths": [glob]},
+            {"id": "no-env", "decision": "deny", "paths": ["**/.env"]},
+            {"id": "rest", "decision": "allow", "tools": "read_file"}]})
+        d = r.decide("tools/call", "read_file", {"path": obj})
+        assert (d.decision, d.rule) == ("deny", "no-env"), (glob, obj)
+        assert r.decide("tools/call", "read_file", {"path": "reports/a.txt"}).rule == "rest"

@@ -605,7 +605,8 @@ class Rules:
         links (:meth:`_hard_links`).  An explicit ``deny`` (or ``ask``) rule also catches an
         object's other spellings (:func:`_fold`: case, Unicode form, percent-encoding, ``\\``,
         trailing dots), its globs folded alike: first match between the folded object and the
-        folded globs, whichever way either is written.
+        rules — a deny or ask rule's globs folded, whichever way either is written, an allow
+        rule's as written (folding never widens what an allow rule allows).
 
         Args:
             method: ``tools/call`` or ``resources/read``.
@@ -663,10 +664,14 @@ class Rules:
                 ask = ask or d
             first = first or d
         for obj in objects:
-            # every object, already folded or not: the globs are folded too, so a deny glob written
-            # `Private/**` or in NFD catches `private/key` and the NFC spelling
+            # every object, already folded or not: a deny or ask rule's globs are folded too, so a
+            # deny glob written `Private/**` or in NFD catches `private/key` and the NFC spelling.
+            # An allow rule's globs are matched as written: folding them would widen what it
+            # allows (`./reports/**` matches nothing as written, `reports/**` folded), and an
+            # allow met first here would cancel a later deny's catch
             folded = _fold(obj)
-            r = next((r for r in candidates if r.matches_folded(folded)), None)
+            r = next((r for r in candidates if (r.matches_folded(folded) if r.decision in ("deny", "ask")
+                                                else r.matches_object(folded))), None)
             if r is not None and r.decision == "deny":
                 return Decision("deny", r.id, obj, both)
             if r is not None and r.decision == "ask":
