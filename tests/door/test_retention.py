@@ -689,3 +689,31 @@ def test_a_log_root_sharing_the_store_that_is_missing_keeps_all_evidence(world, 
     rep = prune(world["root"], timedelta(days=30), evidence=ev)
     assert f"read {mnt} too (it shares the evidence store): kept the evidence its sessions reference" in rep.lines()
     assert world["store"].has(d["only_old"])
+
+
+def test_another_log_root_inside_this_one_is_read_as_its_own_never_pruned_here(tmp_path):
+    """``logs/`` and ``logs/team/`` both recorded in one evidence store: pruning ``logs/`` had
+    walked into ``logs/team/``, removed its door's old session, then the emptied folder — the
+    other log root itself — while saying it had read that root for its references; every later
+    prune found the root gone and removed no evidence at all."""
+    from replaybook.door.retention import register_log_root
+
+    logs, team, ev = tmp_path / "logs", tmp_path / "logs" / "team", tmp_path / "ev"
+    store = EvidenceStore(ev)
+    mine, theirs = store.put(b'{"a":1}'), store.put(b'{"b":2}')
+    for d in (mine, theirs):
+        os.utime(store.path(d), (OLD_MTIME, OLD_MTIME))
+    a1 = _session(logs, "analyst", "a1", NOW - timedelta(days=400), [mine])
+    b1 = _session(team, "agent", "b1", NOW - timedelta(days=400), [theirs])
+    register_log_root(ev, logs)
+    register_log_root(ev, team)
+    for _ in range(2):
+        rep = prune(logs, timedelta(days=30), evidence=ev)
+        assert b1.exists() and team.is_dir()
+        assert not a1.exists() and not store.path(mine).exists()
+        assert store.path(theirs).exists()
+        assert [s.path for s in rep.shared_sessions] == [b1]
+        assert not any(s.status == "unreadable" for s in [*rep.sessions, *rep.shared_sessions])
+    # pruned as a root of its own, its session goes (and its evidence)
+    prune(team, timedelta(days=30), evidence=ev)
+    assert not b1.exists() and not store.path(theirs).exists()

@@ -33,7 +33,9 @@ Safety:
   evidence object is removed (the unread session may reference any of them);
 * an evidence store may serve several log roots: each door records its log root in the store
   (:func:`register_log_root`), and prune reads the sessions of every other recorded log root
-  too, keeping what they reference; a recorded log root that cannot be read — missing (an
+  too, keeping what they reference (one inside this log root, ``logs/team`` beside
+  ``logs/analyst``, is not walked as this root's: its sessions are its door's, never removed
+  here); a recorded log root that cannot be read — missing (an
   unmounted volume), no folder, no permission — counts as a session that cannot be read: no
   evidence object is removed, and the report names the root and why;
 * ``dry_run`` reports what would be removed and removes nothing.
@@ -50,7 +52,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import orjson
 
@@ -419,12 +421,13 @@ def _shared_roots(evidence: Path, log_root: Path) -> tuple[list[Path], bool]:
     return out, ok
 
 
-def _shared_sessions(root: Path) -> list[SessionInfo]:
+def _shared_sessions(root: Path, exclude: Iterable[Path] = ()) -> list[SessionInfo]:
     """Every session of another log root, at any depth, read for its references (symlinks
     followed: nothing there is ever removed).  A root that is not there (an unmounted volume, a
     moved folder) or is no folder is one ``unreadable`` entry, as a session that cannot be read:
     its sessions may reference any object, so none is removed until it can be read again or its
-    record is removed from the store."""
+    record is removed from the store.  ``exclude``: folders inside it not to read as its own
+    (the log root being pruned, the other recorded roots: each is read as itself)."""
     try:
         st = os.stat(root)
     except FileNotFoundError:
@@ -434,19 +437,26 @@ def _shared_sessions(root: Path) -> list[SessionInfo]:
         return [SessionInfo(root, None, status="unreadable", why=f"it cannot be looked at: {exc.strerror or exc}")]
     if not stat.S_ISDIR(st.st_mode):
         return [SessionInfo(root, None, status="unreadable", why="it is not a folder")]
-    return _linked_folder(root)
+    return _linked_folder(root, [p for p in exclude if os.path.realpath(p) != os.path.realpath(root)])
 
 
-def _linked_folder(path: Path) -> list[SessionInfo]:
+def _linked_folder(path: Path, exclude: Iterable[Path] = ()) -> list[SessionInfo]:
     """The sessions under a folder reached through a symlink (or another log root's), at any
     depth, each read as :func:`_linked` (never removed), sorted by path.  Symlinks under it are
     followed too (nothing there is removed); each folder is read once, so a link back up does not
     loop.  A folder under it that cannot be listed is one ``unreadable`` entry (it may hold
-    sessions referencing any evidence object)."""
+    sessions referencing any evidence object).  The folders in ``exclude`` (other log roots,
+    read as themselves) are not entered."""
     if not os.path.isdir(path):
         return []
     out: list[SessionInfo] = []
     seen: set[tuple[int, int]] = set()
+    for other in exclude:
+        try:
+            st = os.stat(other)
+        except OSError:
+            continue
+        seen.add((st.st_dev, st.st_ino))
     stack = [path]
     while stack:
         folder = stack.pop()
@@ -475,14 +485,16 @@ def _linked_folder(path: Path) -> list[SessionInfo]:
     return sorted(out, key=lambda i: i.path)
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, str, str | None]]:
+def _walk(root: Path, skip: frozenset[str] = frozenset()) -> Iterator[tuple[Path, str, str | None]]:
     """What prune looks at under ``root``, at any depth (``replaybook load calls`` and
     ``replaybook hold`` walk a log root recursively too): ``(path, kind, why)``, each folder's
     files by name before its subfolders.  ``kind`` is ``session`` (a ``*.jsonl`` that is no
     symlink: regular files are candidates for removal), ``gz`` (a ``*.jsonl.gz`` that is no
     symlink), ``link`` (a symlink to a folder or named as a session: read, never entered here nor
     removed) or ``unlisted`` (a folder that cannot be listed; ``why`` says why).  Symlinked
-    folders are not entered: :func:`_linked_folder` reads them."""
+    folders are not entered: :func:`_linked_folder` reads them; nor are the folders in ``skip``
+    (real paths: another log root sharing the evidence store, which has its own retention, and
+    the evidence store itself), yielded as ``other``."""
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -502,7 +514,10 @@ def _walk(root: Path) -> Iterator[tuple[Path, str, str | None]]:
                         yield path, "link", None
                     continue
                 if e.is_dir(follow_symlinks=False):
-                    subs.append(path)
+                    if skip and os.path.realpath(path) in skip:
+                        yield path, "other", None
+                    else:
+                        subs.append(path)
                     continue
                 if _gz_name(e.name):
                     yield path, "gz", None
@@ -540,8 +555,21 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
     report = PruneReport(log_root=root, cutoff=cutoff, dry_run=dry_run, idle_s=idle_s,
                          evidence=Path(evidence) if evidence is not None else None)
     held: list[tuple[SessionInfo, int]] = []  # removal candidates, locked by us
+    shared: list[Path] = []
+    if evidence is not None:
+        shared, ok = _shared_roots(Path(evidence), root)
+        report.shared_roots = shared
+        if not ok:
+            report.shared_sessions.append(SessionInfo(
+                Path(evidence) / _LOG_ROOTS, None, status="unreadable",
+                why="the records of the log roots that share the evidence store"))
+    # another log root sharing the store may sit inside this one (logs/ and logs/team/): its
+    # sessions are its own door's, read for their references below and never removed here
+    skip = frozenset(os.path.realpath(p) for p in [*shared, *([Path(evidence)] if evidence is not None else [])])
     try:
-        for path, kind, why in _walk(root):
+        for path, kind, why in _walk(root, skip):
+            if kind == "other":
+                continue
             if kind == "unlisted":
                 report.sessions.append(SessionInfo(path, None, status="unreadable", why=why))
                 continue
@@ -593,15 +621,8 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
                 if not keep_fd:
                     os.close(fd)
 
-        if evidence is not None:
-            shared, ok = _shared_roots(Path(evidence), root)
-            report.shared_roots = shared
-            if not ok:
-                report.shared_sessions.append(SessionInfo(
-                    Path(evidence) / _LOG_ROOTS, None, status="unreadable",
-                    why="the records of the log roots that share the evidence store"))
-            for other in shared:
-                report.shared_sessions.extend(_shared_sessions(other))
+        for other in shared:
+            report.shared_sessions.extend(_shared_sessions(other, [root, *shared]))
 
         for s, fd in held:
             sibling = s.path.with_name(s.path.name[: -len(".jsonl")] + ".run.json")
