@@ -865,3 +865,35 @@ def test_a_malformed_packet_log_is_bad_input_before_the_report_starts(tmp_path, 
         inc.check_packet_log()
     assert message in str(e.value) and f"{tmp_path / 'session.jsonl'}:" in str(e.value)
     assert main(["report", str(m), "--out", str(tmp_path / "r")]) == 2
+
+
+def _demo_copy(tmp_path) -> Path:
+    import shutil
+
+    shutil.copytree(DEMO.parent, tmp_path / "demo")
+    return tmp_path / "demo"
+
+
+def test_a_file_named_sniffed_and_with_a_format_is_read_once_by_the_named_format(tmp_path):
+    """`door/` and `{path: door/, format: door}` in one list named every door file twice, once
+    per format group: each call was counted twice (18 of the demo's 9)."""
+    d = _demo_copy(tmp_path)
+    one = "door/analyst/door-20260913T100005-a1.jsonl"
+    for door in ("  - door/\n  - {path: door/, format: door}\n",
+                 f"  - {{path: door/, format: door}}\n  - door/\n",
+                 f"  - door/\n  - {{path: {one}, format: door}}\n"):
+        (d / "incident.yaml").write_text(f"title: t\ntranscripts: [transcripts/]\ndoor:\n{door}")
+        inc = replaybook.Incident.load(d / "incident.yaml")
+        assert len(inc.calls) == 9
+        assert inc.calls.duplicated(["door_session", "seq"]).sum() == 0
+        rows = [r["path"] for r in inc.inputs if r["format"] == "door"]
+        assert sorted(rows) == ["door/analyst/door-20260913T100005-a1.jsonl",
+                                "door/analyst/door-20260913T100052-b7.jsonl"]
+        assert inc.check_inputs() == []
+    # two entries forcing two formats on one file: which one is meant cannot be told
+    (d / "incident.yaml").write_text(f"title: t\ntranscripts: [transcripts/]\ndoor:\n"
+                                     f"  - {{path: door/, format: door}}\n  - {{path: {one}, format: mcpjungle}}\n")
+    e = _manifest_error(d / "incident.yaml")
+    assert e.line_no == 5
+    assert f"{one} is named by two entries forcing different formats: 'door' (line 4) and 'mcpjungle' (line 5)" \
+        in str(e)

@@ -300,6 +300,7 @@ class Incident:
     manifest: dict
     given: Path | None = None
     _results: dict = field(default_factory=dict, repr=False)
+    _forced: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, path: str | Path) -> "Incident":
@@ -324,6 +325,7 @@ class Incident:
         inc = cls(path=p.resolve(), manifest=load_manifest(p), given=p)
         for key in ("transcripts", "door", "access"):  # fail early on missing inputs
             inc._groups(key)
+            inc._forced_files(key)
         d = inc.manifest.get("data_root")
         if d and not (inc.root / d).is_dir():  # a typo would read as every object deleted since
             raise ManifestError(f"data_root {d!r} is not a folder (looked for {(inc.root / d).resolve()})", p,
@@ -369,6 +371,41 @@ class Incident:
             groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.shown, key))
         return groups
 
+    def _forced_files(self, key: str) -> dict[Path, str]:
+        """``{file (resolved): format}`` for the files the ``{path, format}`` entries of list
+        ``key`` name (folders walked, globs expanded).  An entry read by content (a folder, a
+        glob) that holds one of them leaves it to the entry naming its format, so that a file
+        named by two entries is read once, by the format the user named.
+
+        Raises:
+            ManifestError: two entries force different formats on one file (naming both lines:
+                which one is meant cannot be told); an entry matches nothing (with its line)."""
+        if key in self._forced:
+            return self._forced[key]
+        from ._jsonl import expand_paths
+
+        owner: dict[Path, tuple[str, int]] = {}
+        for at, item in enumerate(self.manifest.get(key, [])):
+            if isinstance(item, str) or not item.get("format"):
+                continue
+            fmt = item["format"]
+            try:
+                files = expand_paths(_expand(self.root, item["path"], self.shown, key), unique=False)
+            except InputError as exc:
+                raise self._input_error(key, exc) from None
+            for f in files:
+                r = f.resolve()
+                had = owner.setdefault(r, (fmt, at))
+                if had[0] != fmt:
+                    raw = self.path.read_bytes()
+                    first, second = _line_at(raw, [key, had[1]]), _line_at(raw, [key, at])
+                    raise ManifestError(
+                        f"{key}: {self._shown(str(r))} is named by two entries forcing different formats: "
+                        f"{had[0]!r} (line {first}) and {fmt!r} (line {second}); name it with one format",
+                        self.shown, second)
+        self._forced[key] = {r: fmt for r, (fmt, _at) in owner.items()}
+        return self._forced[key]
+
     def check_inputs(self) -> list[str]:
         """Sniff every file the manifest lists — nothing is loaded — and raise what loading
         would raise for a file in the wrong list, before anything is loaded (``replaybook
@@ -401,6 +438,7 @@ class Incident:
                     full = Path(os.path.normpath(self.root / pattern))
                     if full.is_file():
                         named.add(full)
+            named_with_format = self._forced_files(key)
             for fmt, paths in self._groups(key).items():
                 forced = registry.get(fmt) if fmt is not None else None
                 if forced is not None and forced.frame != kind:
@@ -410,6 +448,8 @@ class Incident:
                 walked = _walk(paths)
                 registry.prefetch(walked)  # thousands of files: judged by helper processes too
                 for f in walked:
+                    if forced is None and named_with_format and f.resolve() in named_with_format:
+                        continue  # read by the format its own entry names
                     try:
                         if f.stat().st_size == 0 or registry.side_file_of(f) is not None:
                             continue
@@ -489,10 +529,12 @@ class Incident:
                     return []
             return files
 
+        forced = self._forced_files(key)
         for item in self.manifest.get(key, []):
             if not isinstance(item, str):
                 continue
-            unread = unread_only(_walk(_expand(self.root, item, self.shown, key)))
+            unread = unread_only([f for f in _walk(_expand(self.root, item, self.shown, key))
+                                  if not forced or f.resolve() not in forced])
             if unread:
                 n = len(unread)
                 shown = "; ".join(f"{f.name}: {_unrecognised_note(f)}" for f in unread[:3])
@@ -619,8 +661,8 @@ class Incident:
                 continue
             from .loading import load_frame
 
-            try:
-                got = load_frame(paths, kind, require=False)
+            try:  # (a file an entry names with its format is read by that format alone)
+                got = load_frame(paths, kind, require=False, exclude=set(self._forced_files(key)))
             except InputError as exc:
                 raise self._input_error(key, exc) from None
             if got.elsewhere:

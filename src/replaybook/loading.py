@@ -74,13 +74,16 @@ def _link_note(link: Path) -> str:
     return f"symbolic link to {target}: not followed (name the file itself to read it)"
 
 
-def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MIN_CONFIDENCE) -> Loaded:
+def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MIN_CONFIDENCE,
+         exclude: set[Path] | frozenset[Path] = frozenset()) -> Loaded:
     """Sniff and load files and folders into canonical frames.
 
     Args:
         paths: files and/or folders (walked recursively; symlinks are not followed: each one
             met is listed in ``files`` with its target and a note).
         min_confidence: the lowest sniff confidence that lets a source claim a file.
+        exclude: files (resolved paths) left out of the walk: read elsewhere (an incident's
+            ``{path, format}`` entry naming a file its folder entry holds too).
 
     Returns:
         :class:`Loaded` with one :class:`~replaybook.frames.LoadResult` per frame kind and a
@@ -93,6 +96,8 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
         paths = [paths]
     links: list[Path] = []
     files = _walk(paths, links)
+    if exclude:
+        files = [f for f in files if f.resolve() not in exclude]
     groups: dict[str, list[Path]] = {}
     table: list[dict] = [{"path": str(q), "note": _link_note(q)} for q in links]
     registry.prefetch(files)  # thousands of files: judged by helper processes too
@@ -549,7 +554,7 @@ def _note_forced_misfits(res: LoadResult, src: registry.Source) -> None:
 
 
 def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: str | None = None,
-               require: bool = True) -> FrameLoad:
+               require: bool = True, exclude: set[Path] | frozenset[Path] = frozenset()) -> FrameLoad:
     """Load files and folders into one canonical ``frame`` (``steps``, ``calls`` or ``access``).
 
     With ``source`` that source loads every path (its own folder walk); a file whose content is
@@ -559,7 +564,8 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
     loader instead of being misread as the default format.
 
     With ``require=False`` paths that hold nothing for ``frame`` (only empty files, say) give
-    an empty frame instead of an error.
+    an empty frame instead of an error.  Files in ``exclude`` (resolved paths) are not read
+    when sniffing (:func:`load`).
 
     Raises:
         InputError: a path does not exist; ``source`` is unknown or yields another frame; with
@@ -586,7 +592,7 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
             raise InputError(f"source {source!r} found no input files in {', '.join(map(str, paths))}")
         _note_forced_misfits(res, src)
         return FrameLoad(result=res, sources={i["path"]: source for i in res.inputs if "path" in i})
-    loaded = load(paths)
+    loaded = load(paths, exclude=exclude)
     files = loaded.files
     mine = files[files["frame"] == frame]
     other = files[files["frame"].notna() & (files["frame"] != frame)]
