@@ -12,7 +12,20 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["package_schema", "first_error", "first_error_at", "key_error"]
+__all__ = ["package_schema", "first_error", "first_error_at", "key_error", "short_message"]
+
+#: the longest validation message said: ``jsonschema`` writes the offending value out whole
+MAX_MESSAGE = 300
+
+
+def short_message(message: str, limit: int = MAX_MESSAGE) -> str:
+    """A validation error's ``message`` cut to ``limit`` characters: its middle (the offending
+    value as ``jsonschema`` writes it out, which can be megabytes) left out as `` … ``, its
+    start and its end (what is wrong: ``is not of type 'object'``) kept."""
+    if len(message) <= limit:
+        return message
+    tail = min(120, limit // 2)
+    return message[:limit - tail - 3] + " … " + message[-tail:]
 
 
 @lru_cache(maxsize=None)
@@ -54,7 +67,7 @@ def first_error_at(schema: dict, obj: Any, *, formats: bool = True) -> tuple[lis
         if not fitting:
             break
         err = jsonschema.exceptions.best_match(fitting)
-    return list(err.absolute_path), err.message
+    return list(err.absolute_path), short_message(err.message)
 
 
 def first_error(schema: dict, obj: Any, *, formats: bool = True) -> str | None:
@@ -91,7 +104,7 @@ def key_error(err: Any) -> tuple[list, str] | None:
         for key in unknown:  # the unknown key that is a spelling of the missing one
             near = difflib.get_close_matches(key, missing, n=1)
             if near:
-                return here + [key], f"{err.message}; unknown key {key!r} (did you mean {near[0]!r}?)"
+                return here + [key], f"{short_message(err.message)}; unknown key {key!r} (did you mean {near[0]!r}?)"
         return None
     key = unknown[0]
     near = difflib.get_close_matches(key, missing, n=1) or difflib.get_close_matches(

@@ -3,8 +3,11 @@
 PyYAML's safe loader keeps the *last* of a key written twice in one mapping, so a second
 ``rules:`` block appended to a rules file, or a second ``transcripts:`` block in a manifest,
 silently replaces the first.  :func:`load` refuses that instead (:class:`DuplicateKeyError`,
-with both lines); merge keys (``<<: *anchor``) are not duplicates.  Everything else is
-``yaml.safe_load``.  :func:`line_at` finds the line of a field a schema error names (in YAML,
+with both lines); merge keys (``<<: *anchor``) are not duplicates.  Aliases (``*name``) that
+repeat more than :data:`MAX_ALIAS_VALUES` values (a few hundred bytes of nested aliases can stand
+for millions: every reader that walks the data — a schema check, an error message — walks them
+all), or that put a list or mapping inside itself, are refused too
+(:class:`AliasExpansionError`).  Everything else is ``yaml.safe_load``.  :func:`line_at` finds the line of a field a schema error names (in YAML,
 or in JSON: a JSON text is read as YAML to find it).
 """
 
@@ -14,7 +17,12 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DuplicateKeyError", "NestedTooDeepError", "load", "line_at", "describe"]
+__all__ = ["AliasExpansionError", "DuplicateKeyError", "MAX_ALIAS_VALUES", "NestedTooDeepError", "load", "line_at",
+           "describe"]
+
+#: how many values (scalars, lists, mappings) aliases may repeat in one document beyond those
+#: written out; far more than any manifest, door rules or capsule file needs
+MAX_ALIAS_VALUES = 100_000
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
@@ -36,6 +44,86 @@ class NestedTooDeepError(yaml.MarkedYAMLError):
     starts (``.line`` 0-based), so the message names the line as any YAML error does."""
 
 
+class AliasExpansionError(yaml.MarkedYAMLError):
+    """Aliases repeat more than :data:`MAX_ALIAS_VALUES` values, or a list or mapping holds
+    itself through an alias.  ``problem_mark`` is where the list or mapping that passes the
+    bound (or holds itself) starts (``.line`` 0-based)."""
+
+
+def _children(node) -> list:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [x for pair in node.value for x in pair]
+    return []
+
+
+def _check_aliases(root) -> None:
+    """Raise :class:`AliasExpansionError` when the node graph under ``root`` (an alias is the
+    node it names, met again) is a cycle, or spelt out as a tree would hold more than
+    :data:`MAX_ALIAS_VALUES` nodes beyond the distinct ones.  One pass over the distinct nodes
+    (no recursion: a document may nest deeply)."""
+    size: dict[int, int] = {}  # id -> nodes of the node spelt out
+    extra: dict[int, int] = {}  # id -> of those, the ones aliases repeat
+    owner: dict[int, int] = {}  # id -> id of the node under which it was first met
+    entered: set[int] = set()  # on the path from the root
+    stack: list = [(root, False, None)]
+    while stack:
+        node, done, parent = stack.pop()
+        k = id(node)
+        kids = _children(node)
+        if not done:
+            if k in size:
+                continue
+            entered.add(k)
+            owner[k] = parent
+            stack.append((node, True, parent))
+            for c in reversed(kids):  # (document order)
+                if id(c) in entered:
+                    raise AliasExpansionError(
+                        None, None, "an alias (*name) inside the list or mapping it names: it holds itself, "
+                        "which no manifest, rules or capsule file needs", node.start_mark)
+                if id(c) not in size:
+                    stack.append((c, False, k))
+            continue
+        entered.discard(k)
+        n, more, claimed = 1, 0, set()
+        for c in kids:
+            ck = id(c)
+            n += size[ck]
+            if owner.get(ck) == k and ck not in claimed:
+                claimed.add(ck)
+                more += extra[ck]
+            else:
+                more += size[ck]
+        size[k], extra[k] = n, more
+        if more > MAX_ALIAS_VALUES:
+            raise AliasExpansionError(
+                None, None, f"aliases (*name) repeat {_total_extra(root):,} values "
+                f"the text does not write out, over the {MAX_ALIAS_VALUES:,} they may: write the values out",
+                node.start_mark)
+
+
+def _total_extra(root) -> int:
+    """The values aliases repeat in the whole document (after :func:`_check_aliases` stopped
+    early): the nodes of the document spelt out less its distinct nodes."""
+    total: dict[int, int] = {}
+    distinct: set[int] = set()
+    todo: list = [(root, False)]
+    while todo:
+        node, done = todo.pop()
+        k = id(node)
+        if done:
+            total[k] = 1 + sum(total[id(c)] for c in _children(node))
+            continue
+        if k in total or k in distinct:
+            continue
+        distinct.add(k)
+        todo.append((node, True))
+        todo.extend((c, False) for c in _children(node) if id(c) not in total and id(c) not in distinct)
+    return total[id(root)] - len(distinct)
+
+
 def _deepest(stream: str | bytes):
     """``(depth, mark)`` of the deepest list or mapping start in ``stream`` (PyYAML's event
     parser keeps a stack of its own, so this does not recurse); ``(0, None)`` when it cannot
@@ -55,7 +143,12 @@ def _deepest(stream: str | bytes):
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` refusing a key written twice in one mapping."""
+    """``yaml.SafeLoader`` refusing a key written twice in one mapping, and aliases beyond
+    bounds (:func:`_check_aliases`)."""
+
+    def construct_document(self, node):
+        _check_aliases(node)
+        return super().construct_document(node)
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -80,6 +173,8 @@ def load(stream: str | bytes) -> Any:
         DuplicateKeyError: a mapping writes a key twice (a ``yaml.YAMLError``).
         NestedTooDeepError: lists or mappings nested too deep to read (a ``yaml.YAMLError``;
             ``yaml.safe_load`` raises ``RecursionError``).
+        AliasExpansionError: aliases repeat more than :data:`MAX_ALIAS_VALUES` values, or put a
+            list or mapping inside itself (a ``yaml.YAMLError``).
         yaml.YAMLError: not YAML (as ``yaml.safe_load``).
     """
     try:

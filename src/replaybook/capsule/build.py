@@ -53,6 +53,7 @@ import yaml
 
 from .. import _yaml
 from .._jsonl import read_bytes
+from .._schema import short_message
 from ..incident import Incident
 from .digest import request_digest
 from .errors import CapsuleFormatError
@@ -152,7 +153,7 @@ def load_capture(path: str | Path) -> Capture:
     err = jsonschema.exceptions.best_match(v.iter_errors(data))
     if err is not None:
         where = "/".join(str(x) for x in err.absolute_path) or "(top level)"
-        raise CapsuleFormatError(f"invalid capture file at {where}: {err.message}", p,
+        raise CapsuleFormatError(f"invalid capture file at {where}: {short_message(err.message)}", p,
                                  _yaml.line_at(text, list(err.absolute_path)))
 
     files: list[Path] = [p]

@@ -57,7 +57,7 @@ import jsonschema
 import yaml
 
 from .. import _yaml
-from .._schema import key_error
+from .._schema import key_error, short_message
 from .._text import utf8_error_place
 from .errors import CapsuleFormatError
 
@@ -155,7 +155,7 @@ def validate_capsule(data: Any, path: str | Path | None = None) -> None:
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
         key = key_error(err)  # a misspelt key: its own line, and the key it was meant to be
-        at, words = key if key is not None else (list(err.absolute_path), err.message)
+        at, words = key if key is not None else (list(err.absolute_path), short_message(err.message))
         raise _Invalid(f"capsule does not match capsule.v1 at {where}: {words}", path, at)
     seen: dict[str, int] = {}
     for i, ev in enumerate(data["tool_evidence"]):

@@ -31,7 +31,7 @@ from typing import Any
 import jsonschema
 
 from .. import _yaml
-from .._schema import key_error
+from .._schema import key_error, short_message
 from .._text import utf8_error_place
 from .checkpoints import CHECKPOINT_KINDS, CHECKPOINT_STATUSES, Checkpoint, checkpoints_frame
 from .errors import CapsuleFormatError
@@ -224,7 +224,7 @@ def load_run(path: str | Path) -> RunRecord:
     if err is not None:
         where = "/".join(str(x) for x in err.absolute_path) or "(top level)"
         key = key_error(err)  # a misspelt key: its own line, and the key it was meant to be
-        at, words = key if key is not None else (list(err.absolute_path), err.message)
+        at, words = key if key is not None else (list(err.absolute_path), short_message(err.message))
         # the line of the offending field, or of the object that lacks a required one
         raise CapsuleFormatError(f"not a {RUN_FORMAT} record at {where}: {words}", p, _yaml.line_at(text, at))
     orders = [c["order"] for c in d["checkpoints"]]
