@@ -897,3 +897,23 @@ def test_a_file_named_sniffed_and_with_a_format_is_read_once_by_the_named_format
     assert e.line_no == 5
     assert f"{one} is named by two entries forcing different formats: 'door' (line 4) and 'mcpjungle' (line 5)" \
         in str(e)
+
+
+def test_an_existing_file_whose_name_has_brackets_is_that_file_not_a_glob(tmp_path):
+    """`t/run[1].jsonl` had been read as a glob matching `t/run1.jsonl`, another file."""
+    src = DEMO.parent / "transcripts"
+    (tmp_path / "t").mkdir()
+    braced, plain = tmp_path / "t" / "run[1].jsonl", tmp_path / "t" / "run1.jsonl"
+    braced.write_bytes((src / "3b4173aa-345d-5382-aff0-c40b872f81ae.jsonl").read_bytes())
+    plain.write_bytes((src / "919dc839-23e1-56e5-8bd5-430e87d6a897.jsonl").read_bytes())
+    m = tmp_path / "incident.yaml"
+    m.write_text('title: t\ntranscripts:\n  - "t/run[1].jsonl"\n')
+    inc = replaybook.Incident.load(m)
+    assert [r["path"] for r in inc.inputs[1:]] == ["t/run[1].jsonl"]
+    assert set(inc.steps["source_file"]) == {str(braced)}
+    assert inc.check_inputs() == []
+    places = inc.evidence_places()
+    assert places.files == [m.resolve(), braced] and places.patterns == []
+    # with no such file, the entry is a glob as before
+    braced.unlink()
+    assert [r["path"] for r in replaybook.Incident.load(m).inputs[1:]] == ["t/run1.jsonl"]

@@ -194,6 +194,13 @@ def _line_of_key(raw: bytes, key: str) -> int | None:
     return None
 
 
+def _is_glob(base: Path, pattern: str) -> bool:
+    """Whether manifest entry ``pattern`` (relative to ``base``) is a glob: it has ``*``, ``?`` or
+    ``[`` and names no existing file or folder as written (``run[1].jsonl`` is that file when
+    it exists, not a glob matching ``run1.jsonl``)."""
+    return any(ch in pattern for ch in "*?[") and not os.path.lexists(os.path.normpath(base / pattern))
+
+
 def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
     """The files (or folder) ``pattern`` under manifest list ``key`` names.
 
@@ -208,7 +215,7 @@ def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
         return ManifestError(message, manifest, line)
 
     full = Path(os.path.normpath(base / pattern))  # no "a/../b" in the paths a report shows
-    if any(ch in pattern for ch in "*?["):
+    if _is_glob(base, pattern):
         found = sorted(Path(p) for p in glob.glob(str(full), recursive=True))
         if not found:
             raise error(f"{key}: {pattern!r} matches no file")
@@ -434,7 +441,7 @@ class Incident:
             named = set()  # files the manifest names one by one (not by a glob or a folder)
             for item in self.manifest.get(key, []):
                 pattern = item if isinstance(item, str) else item["path"]
-                if isinstance(item, str) and not any(ch in pattern for ch in "*?["):
+                if isinstance(item, str) and not _is_glob(self.root, pattern):
                     full = Path(os.path.normpath(self.root / pattern))
                     if full.is_file():
                         named.add(full)
@@ -604,7 +611,7 @@ class Incident:
         for key in ("transcripts", "door", "access"):
             for item in self.manifest.get(key, []):
                 pattern = item if isinstance(item, str) else item["path"]
-                globbed = any(ch in pattern for ch in "*?[")
+                globbed = _is_glob(self.root, pattern)
                 if globbed:
                     places.patterns.append(str(Path(os.path.normpath(self.root / pattern))))
                 for q in _expand(self.root, pattern, self.shown, key):
