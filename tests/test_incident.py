@@ -917,3 +917,28 @@ def test_an_existing_file_whose_name_has_brackets_is_that_file_not_a_glob(tmp_pa
     # with no such file, the entry is a glob as before
     braced.unlink()
     assert [r["path"] for r in replaybook.Incident.load(m).inputs[1:]] == ["t/run1.jsonl"]
+
+
+def test_a_double_star_glob_does_not_follow_symbolic_links_to_folders(tmp_path):
+    """`t/**/*.jsonl` had followed `t/a -> .`: the same transcript read again under t/a/, t/a/a/ …
+    down to the system's limit (two such links: load never ended)."""
+    src = DEMO.parent / "transcripts"
+    (tmp_path / "t" / "sub").mkdir(parents=True)
+    (tmp_path / "t" / ".hidden").mkdir()
+    one, two = "3b4173aa-345d-5382-aff0-c40b872f81ae.jsonl", "919dc839-23e1-56e5-8bd5-430e87d6a897.jsonl"
+    (tmp_path / "t" / one).write_bytes((src / one).read_bytes())
+    (tmp_path / "t" / "sub" / two).write_bytes((src / two).read_bytes())
+    (tmp_path / "t" / ".hidden" / two).write_bytes((src / two).read_bytes())  # (as glob: not matched)
+    (tmp_path / "t" / "a").symlink_to(".")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "t" / "b").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere" / two).write_bytes((src / two).read_bytes())
+    m = tmp_path / "incident.yaml"
+    m.write_text('title: t\ntranscripts:\n  - "t/**/*.jsonl"\n')
+    inc = replaybook.Incident.load(m)
+    assert [r["path"] for r in inc.inputs[1:]] == [f"t/{one}", f"t/sub/{two}"]
+    assert inc.listed_files("transcripts") == [tmp_path / "t" / one, tmp_path / "t" / "sub" / two]
+    # one level named by `*` is entered as before: t/a/<file> is t/<file>, read once
+    m.write_text('title: t\ntranscripts:\n  - "t/*/*.jsonl"\n')
+    assert sorted(replaybook.incident._expand(tmp_path, "t/*/*.jsonl", m, "transcripts")) == [
+        tmp_path / "t" / "a" / one, tmp_path / "t" / "b" / two, tmp_path / "t" / "sub" / two]

@@ -201,6 +201,58 @@ def _is_glob(base: Path, pattern: str) -> bool:
     return any(ch in pattern for ch in "*?[") and not os.path.lexists(os.path.normpath(base / pattern))
 
 
+def _glob(pattern: str) -> list[str]:
+    """``glob.glob(pattern, recursive=True)`` (``pattern`` absolute), but a ``**`` part does not
+    enter a symbolic link to a folder, as a folder entry's walk does not (``t/a -> .`` had read
+    ``t/a/a/…/x.jsonl`` down to the system's limit, and two such links never ended).  A link
+    the pattern matches is listed as glob lists it; a ``*`` part enters one (one level).  Names
+    starting with ``.`` are matched only by a part starting with ``.``, as glob matches them."""
+    import fnmatch
+
+    if "**" not in pattern:
+        return glob.glob(pattern, recursive=True)
+    parts = Path(pattern).parts
+    current = [parts[0]]
+    for n, part in enumerate(parts[1:], start=2):
+        last = n == len(parts)
+        found: list[str] = []
+        for d in current:
+            if part == "**":  # d itself, then what is under it, links not entered
+                found.append(d)
+                stack = [d]
+                while stack:
+                    try:
+                        with os.scandir(stack.pop()) as it:
+                            entries = sorted(it, key=lambda e: e.name)
+                    except OSError:
+                        continue
+                    for e in entries:
+                        if e.name.startswith("."):
+                            continue
+                        is_dir = e.is_dir(follow_symlinks=False)
+                        if last or is_dir:
+                            found.append(e.path)
+                        if is_dir:
+                            stack.append(e.path)
+            elif not glob.has_magic(part):
+                q = os.path.join(d, part)
+                if os.path.lexists(q) if last else os.path.isdir(q):
+                    found.append(q)
+            else:
+                try:
+                    with os.scandir(d) as it:
+                        entries = list(it)
+                except OSError:
+                    continue
+                for e in entries:
+                    if e.name.startswith(".") and not part.startswith("."):
+                        continue
+                    if fnmatch.fnmatch(e.name, part) and (last or e.is_dir()):
+                        found.append(e.path)
+        current = list(dict.fromkeys(found))
+    return current
+
+
 def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
     """The files (or folder) ``pattern`` under manifest list ``key`` names.
 
@@ -216,7 +268,7 @@ def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
 
     full = Path(os.path.normpath(base / pattern))  # no "a/../b" in the paths a report shows
     if _is_glob(base, pattern):
-        found = sorted(Path(p) for p in glob.glob(str(full), recursive=True))
+        found = sorted(Path(p) for p in _glob(str(full)))
         if not found:
             raise error(f"{key}: {pattern!r} matches no file")
         for q in found:  # (glob lists a symbolic link whatever it points to)
