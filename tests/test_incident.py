@@ -942,3 +942,28 @@ def test_a_double_star_glob_does_not_follow_symbolic_links_to_folders(tmp_path):
     m.write_text('title: t\ntranscripts:\n  - "t/*/*.jsonl"\n')
     assert sorted(replaybook.incident._expand(tmp_path, "t/*/*.jsonl", m, "transcripts")) == [
         tmp_path / "t" / "a" / one, tmp_path / "t" / "b" / two, tmp_path / "t" / "sub" / two]
+
+
+@pytest.mark.parametrize("body, line, words", [
+    ("transcripts:\n  - transcripts/" + "a" * 300 + ".jsonl\n", 3, "cannot be looked up: File name too long"),
+    ('transcripts:\n  - "transcripts\\0/*.jsonl"\n', 3, "a path cannot hold a NUL character"),
+    ('transcripts: [transcripts/]\ndata_root: "data\\0"\n', 3,
+     "data_root 'data\\x00' cannot be looked up: a path cannot hold a NUL character"),
+    ('transcripts: [transcripts/]\ndata_root: ' + "a" * 300 + "\n", 3,
+     "data_root '" + "a" * 300 + "' cannot be looked up: File name too long"),
+    ('transcripts: [transcripts/]\ndoor:\n  - {path: "door\\0", format: door}\n', 4,
+     "a path cannot hold a NUL character"),
+    ('transcripts: [transcripts/]\npacket:\n  log: ' + "a" * 300 + "\n", 4,
+     "packet: log: '" + "a" * 300 + "' cannot be looked up: File name too long"),
+])
+def test_a_path_the_system_cannot_look_up_is_bad_input_with_its_line(tmp_path, capsys, body, line, words):
+    """A name longer than the file system allows, or a NUL character in a glob or the data
+    root, had ended `join` with an internal error (OSError, ValueError), exit 1."""
+    from replaybook.cli import main
+
+    d = _demo_copy(tmp_path)
+    (d / "incident.yaml").write_text("title: t\n" + body)
+    for cmd in (["join"], ["report", "--out", str(tmp_path / "out")]):
+        assert main([*cmd, str(d / "incident.yaml")]) == 2
+        err = capsys.readouterr().err
+        assert f"incident.yaml:{line}: " in err and words in err and "internal error" not in err

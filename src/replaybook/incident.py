@@ -23,6 +23,7 @@ The manifest's shape is the JSON Schema ``replaybook/schemas/incident.v1.json``.
 
 from __future__ import annotations
 
+import errno
 import glob
 import math
 import os
@@ -194,6 +195,22 @@ def _line_of_key(raw: bytes, key: str) -> int | None:
     return None
 
 
+def _unlookable(path) -> str | None:
+    """Why the system cannot look ``path`` up — a NUL character in it, a name longer than the
+    file system allows, a folder on the way that may not be searched — or ``None`` when it can
+    (whether or not anything is there).  ``Path.exists()`` and its kin raise on these
+    (``ValueError``, ``OSError``), which had ended a command with an internal error."""
+    for look in (os.lstat, os.stat):
+        try:
+            look(path)
+        except ValueError:
+            return "a path cannot hold a NUL character"
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                return exc.strerror or str(exc)
+    return None
+
+
 def _is_glob(base: Path, pattern: str) -> bool:
     """Whether manifest entry ``pattern`` (relative to ``base``) is a glob: it has ``*``, ``?`` or
     ``[`` and names no existing file or folder as written (``run[1].jsonl`` is that file when
@@ -267,6 +284,9 @@ def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
         return ManifestError(message, manifest, line)
 
     full = Path(os.path.normpath(base / pattern))  # no "a/../b" in the paths a report shows
+    why = _unlookable(full)
+    if why is not None:
+        raise error(f"{key}: {pattern!r} cannot be looked up: {why}")
     if _is_glob(base, pattern):
         found = sorted(Path(p) for p in _glob(str(full)))
         if not found:
@@ -386,6 +406,10 @@ class Incident:
             inc._groups(key)
             inc._forced_files(key)
         d = inc.manifest.get("data_root")
+        why = _unlookable(inc.root / d) if d else None
+        if why is not None:
+            raise ManifestError(f"data_root {d!r} cannot be looked up: {why}", p,
+                                _line_of_key(p.read_bytes(), "data_root"))
         if d and not (inc.root / d).is_dir():  # a typo would read as every object deleted since
             raise ManifestError(f"data_root {d!r} is not a folder (looked for {(inc.root / d).resolve()})", p,
                                 _line_of_key(p.read_bytes(), "data_root"))
@@ -851,9 +875,11 @@ class Incident:
         log = Path(os.path.normpath(self.root / spec["log"]))
         body = Path(os.path.normpath(self.root / spec["body"])) if spec.get("body") else None
         for key, p in (("log", log), ("body", body)):
-            if p is None or p.is_file():
+            why = None if p is None else _unlookable(p)
+            if p is None or (why is None and p.is_file()):
                 continue
-            what = "does not exist" if not p.exists() else "is not a file"
+            what = (f"cannot be looked up: {why}" if why is not None else "does not exist" if not p.exists()
+                    else "is not a file")
             raise ManifestError(f"packet: {key}: {spec[key]!r} {what} (looked for {p})", self.shown,
                                 _line_at(self.path.read_bytes(), ["packet", key]))
         return log, body
@@ -1049,9 +1075,12 @@ class Incident:
         runs = {k: Path(os.path.normpath(self.root / v)) for k, v in (spec.get("runs") or {}).items()}
         for where, given, p in [(["capsule", "path"], spec["path"], cap),
                                 *((["capsule", "runs", k], spec["runs"][k], q) for k, q in runs.items())]:
-            if p.is_file() or (p.is_dir() and where[-1] == "path" and (p / "capsule.yaml").is_file()):
+            why = _unlookable(p)
+            if why is None and (p.is_file() or (p.is_dir() and where[-1] == "path"
+                                                and (p / "capsule.yaml").is_file())):
                 continue
-            what = "does not exist" if not p.exists() else "is not a file"
+            what = (f"cannot be looked up: {why}" if why is not None else "does not exist" if not p.exists()
+                    else "is not a file")
             raise ManifestError(f"{': '.join(where)}: {given!r} {what} (looked for {p})", self.shown,
                                 _line_at(self.path.read_bytes(), where))
         return (cap / "capsule.yaml" if cap.is_dir() else cap), runs
