@@ -24,7 +24,6 @@ The manifest's shape is the JSON Schema ``replaybook/schemas/incident.v1.json``.
 from __future__ import annotations
 
 import errno
-import glob
 import math
 import os
 import re
@@ -219,55 +218,16 @@ def _is_glob(base: Path, pattern: str) -> bool:
 
 
 def _glob(pattern: str) -> list[str]:
-    """``glob.glob(pattern, recursive=True)`` (``pattern`` absolute), but a ``**`` part does not
-    enter a symbolic link to a folder, as a folder entry's walk does not (``t/a -> .`` had read
-    ``t/a/a/…/x.jsonl`` down to the system's limit, and two such links never ended).  A link
-    the pattern matches is listed as glob lists it; a ``*`` part enters one (one level).  Names
-    starting with ``.`` are matched only by a part starting with ``.``, as glob matches them."""
-    import fnmatch
+    """The paths ``pattern`` (absolute) matches: ``*``, ``?``, ``[…]`` and ``**`` (any depth),
+    names starting with ``.`` only by a part starting with ``.``, as :func:`glob.glob` with
+    ``recursive=True`` — but a ``**`` part does not enter a symbolic link to a folder, as a
+    folder entry's walk does not (``t/a -> .`` had read ``t/a/a/…/x.jsonl`` down to the
+    system's limit, and two such links never ended).  A link the pattern matches is listed; a
+    ``*`` part enters one (one level).  (wcmatch's ``GLOBSTAR`` without ``FOLLOW``: Python
+    3.11's own glob cannot be told not to follow links.)"""
+    from wcmatch import glob as wglob
 
-    if "**" not in pattern:
-        return glob.glob(pattern, recursive=True)
-    parts = Path(pattern).parts
-    current = [parts[0]]
-    for n, part in enumerate(parts[1:], start=2):
-        last = n == len(parts)
-        found: list[str] = []
-        for d in current:
-            if part == "**":  # d itself, then what is under it, links not entered
-                found.append(d)
-                stack = [d]
-                while stack:
-                    try:
-                        with os.scandir(stack.pop()) as it:
-                            entries = sorted(it, key=lambda e: e.name)
-                    except OSError:
-                        continue
-                    for e in entries:
-                        if e.name.startswith("."):
-                            continue
-                        is_dir = e.is_dir(follow_symlinks=False)
-                        if last or is_dir:
-                            found.append(e.path)
-                        if is_dir:
-                            stack.append(e.path)
-            elif not glob.has_magic(part):
-                q = os.path.join(d, part)
-                if os.path.lexists(q) if last else os.path.isdir(q):
-                    found.append(q)
-            else:
-                try:
-                    with os.scandir(d) as it:
-                        entries = list(it)
-                except OSError:
-                    continue
-                for e in entries:
-                    if e.name.startswith(".") and not part.startswith("."):
-                        continue
-                    if fnmatch.fnmatch(e.name, part) and (last or e.is_dir()):
-                        found.append(e.path)
-        current = list(dict.fromkeys(found))
-    return current
+    return [os.path.normpath(p) for p in wglob.glob(pattern, flags=wglob.GLOBSTAR)]
 
 
 def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
