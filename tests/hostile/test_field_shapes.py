@@ -236,7 +236,9 @@ def test_a_door_field_holding_a_list_or_an_object_is_quarantined_not_crashed_on(
     p = tmp_path / "door.jsonl"
     p.write_text(json.dumps({**good, key: value}) + "\n" + json.dumps({**good, "seq": 2}) + "\n")
     res = load_door(p)
-    allowed = key in ("arguments", "meta") and isinstance(value, dict) or key == "objects" and isinstance(value, list)
+    # (arguments_invalid holds whatever the client sent as arguments that was no object: a list too)
+    allowed = (key in ("arguments", "meta") and isinstance(value, dict) or key == "objects" and isinstance(value, list)
+               or key == "arguments_invalid")
     assert len(res.frame) + len(res.quarantine) == 2
     if not allowed:
         assert res.quarantine["line_no"].tolist() == [1] and res.frame["seq"].tolist() == [2]
