@@ -246,6 +246,22 @@ def _dated(o: dict, key: str, what: str, path: Path, line_no: int | None, loader
     return False
 
 
+def _glued_after_torn(path: Path, line, score: Callable[[dict], float], loader: str,
+                      quarantine: list[dict]) -> bytes | None:
+    """For a complete line (``line``: :class:`~replaybook._jsonl.Line`) that did not parse: the
+    bytes of the whole record glued after a torn start of another, where ``score`` (the format's
+    record score) takes it — the torn start set aside in ``quarantine`` — else ``None``.  A text
+    log's line reader calls it where :func:`_records` does the same for JSON Lines
+    (:func:`~replaybook._jsonl.split_torn`)."""
+    if line.error is None or line.pending:
+        return None
+    torn = split_torn(line.raw, score)
+    if torn is None:
+        return None
+    quarantine.append(torn_row(path, line.line_no, line.offset, line.raw, torn[0], line.error, loader))
+    return line.raw[torn[0]:]
+
+
 def _records(path: Path, data: bytes, loader: str, quarantine: list[dict],
              list_keys: tuple[str, ...] = (), tables: tuple[str, ...] = (),
              score: Callable[[dict], float] | None = None) -> Iterator[tuple[int | None, dict]]:
@@ -773,13 +789,10 @@ def _read_mcpjungle(path: Path, data: bytes, info: dict, rows: list[dict], quara
     n_calls = 0
     for line in iter_lines(data):
         rec, ts, closed = _mcpjungle_parts(line.raw.strip())
-        if rec is None and line.error is not None and not line.pending:
-            # a zap JSON record cut off mid-write, a whole one glued to it: that one is read
-            torn = split_torn(line.raw, _mcpjungle_record)
-            if torn is not None:
-                quarantine.append(torn_row(path, line.line_no, line.offset, line.raw, torn[0], line.error,
-                                           "mcpjungle"))
-                rec, ts = _mcpjungle_line(line.raw[torn[0]:])
+        if rec is None:  # a zap JSON record cut off mid-write, a whole one glued to it: that one is read
+            glued = _glued_after_torn(path, line, _mcpjungle_record, "mcpjungle", quarantine)
+            if glued is not None:
+                rec, ts = _mcpjungle_line(glued)
         if rec is None or (line.pending and not closed):
             # (an unterminated last console line that does not end with its context object: cut
             # anywhere, it still reads as a line — still being written?)

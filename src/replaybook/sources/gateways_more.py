@@ -71,14 +71,14 @@ from typing import Any, Iterable
 import orjson
 
 from .. import _json
-from .._jsonl import (iter_lines, line_scores, lines_words, parse_json, quarantine_row, split_torn, torn_row,
-                      unreadable_row, whole_lines)
+from .._jsonl import iter_lines, line_scores, lines_words, parse_json, quarantine_row, unreadable_row, whole_lines
 from .._text import before_by_ms, deep_safe, float_or_none, safe_str, str_or_none
 from ..frames import LoadResult
 from .gateways import (
     _args,
     _dated,
     _doc_or_lines,
+    _glued_after_torn,
     _load_calls,
     _mean_score,
     _meta_id,
@@ -217,13 +217,10 @@ def _read_agentgateway(path: Path, data: bytes, info: dict, rows: list[dict], qu
         if not line.raw.strip():
             continue
         f, ts = _ag_fields(line.raw.strip())
-        if f is None and line.error is not None and not line.pending:
-            # a JSON line cut off mid-write, a whole one glued to it: that one is read
-            torn = split_torn(line.raw, _ag_record)
-            if torn is not None:
-                quarantine.append(torn_row(path, line.line_no, line.offset, line.raw, torn[0], line.error,
-                                           "agentgateway"))
-                f, ts = _ag_fields(line.raw[torn[0]:])
+        if f is None:  # a JSON line cut off mid-write, a whole one glued to it: that one is read
+            glued = _glued_after_torn(path, line, _ag_record, "agentgateway", quarantine)
+            if glued is not None:
+                f, ts = _ag_fields(glued)
         if f is None:
             quarantine.append(unreadable_row(path, line, "agentgateway", "not an agentgateway log line"))
             continue
