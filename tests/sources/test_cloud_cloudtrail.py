@@ -335,6 +335,18 @@ _ERROR_CODES = [  # (requestID, errorCode or _ABSENT, outcome, error_code)
 ]
 
 
+def _write_shaped(p, recs: list[dict], shape: str):
+    """``recs`` written as a compact delivery file (what CloudTrail writes; the fast path's
+    first tier), an indented one (its second tier) or JSON Lines (record by record)."""
+    if shape == "compact":
+        p.write_text(json.dumps({"Records": recs}, separators=(",", ":")))
+    elif shape == "indented":
+        p.write_text(json.dumps({"Records": recs}, indent=1))
+    else:
+        p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    return p
+
+
 @pytest.mark.parametrize("shape", ["compact", "indented", "jsonl"])
 def test_an_error_code_that_is_not_text_is_not_success(tmp_path, shape):
     """A record whose ``errorCode`` is a number, a boolean, an object or a list had given outcome
@@ -349,13 +361,7 @@ def test_an_error_code_that_is_not_text_is_not_success(tmp_path, shape):
         if code != "_absent":
             r["errorCode"] = code
         recs.append(r)
-    p = tmp_path / "trail.json"
-    if shape == "compact":
-        p.write_text(json.dumps({"Records": recs}, separators=(",", ":")))
-    elif shape == "indented":
-        p.write_text(json.dumps({"Records": recs}, indent=1))
-    else:
-        p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    p = _write_shaped(tmp_path / "trail.json", recs, shape)
     for load in (load_cloudtrail, _load_reference):
         res = load(p)
         assert res.quarantine.empty and len(res.frame) == len(_ERROR_CODES)
@@ -480,13 +486,7 @@ def test_a_byte_count_that_is_no_count_is_noted_not_left_out_without_a_word(tmp_
               ("b6", 2.5, None), ("b7", "12", 12), ("b8", 2**63 - 1, 2**63 - 1)]
     recs = [_rec("2026-09-13T10:00:00Z", "GetObject", requestID=rid, additionalEventData={"bytesTransferredOut": v})
             for rid, v, _ in counts]
-    p = tmp_path / "trail.json"
-    if shape == "compact":
-        p.write_text(json.dumps({"Records": recs}, separators=(",", ":")))
-    elif shape == "indented":
-        p.write_text(json.dumps({"Records": recs}, indent=1))
-    else:
-        p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    p = _write_shaped(tmp_path / "trail.json", recs, shape)
     for load in (load_cloudtrail, _load_reference):
         res = load(p)
         assert res.quarantine.empty
