@@ -851,3 +851,49 @@ def test_a_first_step_recorded_on_edits_committed_afterwards_is_runnable(repo: P
             f"replayed on {fix[:12]}") in v.warnings
     # with --checkout the ref asked for is replayed, as before
     assert replay(repo / "session.jsonl", repo=repo, checkout="HEAD~1").verdict == "UNRUNNABLE"
+
+
+def test_a_replayed_step_cannot_change_the_reviewers_repository(repo: Path, tmp_path: Path, monkeypatch):
+    """Steps ran in a ``git worktree`` of the reviewer's repository, which shares its config, refs,
+    tags and hooks: replaying a packet whose step set ``core.hooksPath`` (the packet author's code
+    then runs on the reviewer's next git command), ``user.name``, a tag, a branch and a hook changed
+    the reviewer's own repository.  A replay runs in a throwaway clone: the step does all of that,
+    matches its recording, and the repository is byte for byte as it was."""
+    import subprocess
+    import tempfile
+
+    (repo / "f.txt").write_text("two\n")
+    git(repo, "add", "f.txt")
+    git(repo, "commit", "-q", "-m", "two")
+    git(repo, "tag", "v1")
+    author = tmp_path / "author"  # the packet author's clone: the recording changes only it
+    git(tmp_path, "clone", "-q", str(repo), str(author))
+    git(author, "checkout", "-q", "--detach")
+    hostile = (f"git config core.hooksPath {tmp_path / 'evil-hooks'}; git config user.name Mallory; "
+               "git tag v9 HEAD~1; git branch -f main HEAD~1; git remote add evil /nowhere; "
+               "printf '#!/bin/sh\\necho pwned\\n' > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\"; "
+               "echo mallory | git hash-object -w --stdin")
+    assert rec(author, hostile).exit == 0
+    assert rec(author, "git describe --tags HEAD").exit == 0  # the replay clone has the tags
+    for name in ("session.jsonl", "session.outputs"):
+        (author / name).rename(repo / name)
+
+    def state():
+        files = {p.relative_to(repo / ".git"): p.read_bytes() for p in (repo / ".git").rglob("*")
+                 if p.is_file() and p.parts[len((repo / ".git").parts)] in ("config", "hooks", "packed-refs", "refs")}
+        return (files, git(repo, "for-each-ref", "--format=%(refname) %(objectname)"), git(repo, "tag"),
+                git(repo, "config", "--list", "--local"), git(repo, "rev-parse", "HEAD"), _worktrees(repo))
+
+    before = state()
+    assert git(repo, "tag") == "v1\n" and "Mallory" not in before[3]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert git(repo, "config", "--get", "user.name") == "Dev\n" and git(repo, "tag") == "v1\n"
+    assert state() == before
+    assert v.verdict == "PASS", v.to_dict()
+    assert [s.exit for s in v.steps] == [0, 0] and v.steps[1].output.strip() == "v1"
+    written = v.steps[0].output.strip()  # the object the step wrote went to the clone
+    assert len(written) == 40 and subprocess.run(["git", "cat-file", "-e", written], cwd=repo).returncode != 0
+    assert not (tmp_path / "evil-hooks").exists() and not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert list((tmp_path / "tmp").iterdir()) == []  # the clone is gone

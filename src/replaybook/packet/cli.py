@@ -1,4 +1,4 @@
-"""``replaybook packet``: record commands, replay them in a clean worktree, lint PR claims.
+"""``replaybook packet``: record commands, replay them in a throwaway clean checkout, lint PR claims.
 
 Commands and exit codes::
 
@@ -135,7 +135,7 @@ def _print_step(s) -> None:
 def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str | None, allow_dirty: bool,
                require_head: bool, head_ignore: tuple[str, ...], skip_secret_steps: bool, repo: str | None,
                outputs_dir: str | None, body_path: str | None, fmt: str) -> None:
-    """Re-run SESSION_LOG in a clean temporary worktree; print ok/DIVERGED per step and the verdict.
+    """Re-run SESSION_LOG in a clean checkout in a throwaway clone; print ok/DIVERGED per step and the verdict.
 
     Exit 0 PASS, 1 DIVERGED, 2 UNRUNNABLE (empty or malformed log, unknown commit, dirty record).
     """

@@ -1,4 +1,4 @@
-"""Git state for replay packets: repository root, commit, working-tree digest, worktrees.
+"""Git state for replay packets: repository root, commit, working-tree digest, replay clones.
 
 The **tree digest** (``tree`` in the log) identifies the *content* of a working tree, whatever
 commit it sits on: ``sha256:<hex>`` over the sorted ``(mode, blob id, path)`` of every file git
@@ -12,8 +12,8 @@ can change what runs.
 
 Everything here shells out to ``git`` (≥ 2.20) and never writes to the repository's objects or
 refs; ``git status`` runs with ``--no-optional-locks`` so it does not rewrite the index either.
-The only writes are :func:`temporary_worktree` (``git worktree add/remove``) and
-:func:`checkout` inside such a worktree.
+It writes only outside it: :func:`temporary_clone` makes a throwaway clone in a temporary
+folder, and :func:`checkout` moves such a clone.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ __all__ = [
     "commit_state",
     "differing_paths",
     "entries_state",
+    "temporary_clone",
     "temporary_worktree",
     "checkout",
     "clean_git_env",
@@ -276,31 +277,58 @@ def differing_paths(a: TreeState, b: TreeState) -> list[str]:
     return sorted(p for p in set(a.entries) | set(b.entries) if a.entries.get(p) != b.entries.get(p))
 
 
-@contextmanager
-def temporary_worktree(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
-    """A clean, detached ``git worktree`` of ``commit`` in a temporary folder.
+#: Settings copied from the reviewer's repository into a replay clone, so that a step which commits
+#: runs as it would there.  Nothing else of its configuration is: no hooks, no ``core.hooksPath``,
+#: no filters, no aliases.
+_COPIED_CONFIG = ("user.name", "user.email")
 
-    The worktree is removed (``git worktree remove --force``, then ``prune``) when the block
-    exits, however it exits.
+
+@contextmanager
+def temporary_clone(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
+    """A clean checkout of ``commit``, detached, in a throwaway clone in a temporary folder.
+
+    The clone (``git clone --shared --no-checkout``) reads the repository's objects through
+    ``objects/info/alternates`` — read-only: objects never change, and any object a step writes
+    goes to the clone — so it takes no copy of them and is quick whatever the repository's size.
+    It shares nothing else with the repository: it has its own config (git never copies a
+    repository's local config or hooks into a clone; only :data:`_COPIED_CONFIG` is set), its own
+    refs (copies of the repository's branches and tags, so ``git describe`` and branch names work
+    as they do there) and no remote, so a replayed step that runs ``git config``, ``git tag``,
+    ``git branch -f``, ``git push`` or installs a hook changes only the clone.  Unlike a
+    ``git worktree`` it registers nothing in the repository: a replay that is killed leaves at most
+    a folder in the temporary directory.
+
+    The folder is removed when the block exits, however it exits.
 
     Raises:
-        PacketError: the worktree could not be created.
+        PacketError: the clone could not be made, or ``commit`` could not be checked out.
     """
     tmp = Path(tempfile.mkdtemp(prefix="replaybook-replay-"))
     wt = tmp / "worktree"
     env = clean_git_env()
     try:
-        git(["worktree", "add", "--detach", "--quiet", str(wt), commit], repo, env=env)
+        git(["clone", "--shared", "--no-checkout", "--quiet", "--", str(Path(repo).resolve()), str(wt)],
+            tmp, env=env)
+        git(["fetch", "--quiet", "--no-tags", "--update-head-ok", "origin",
+             "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"], wt, env=env)
+        git(["remote", "remove", "origin"], wt, env=env)
+        for key in _COPIED_CONFIG:
+            value = git(["config", "--get", key], repo, check=False, env=env).rstrip(b"\n")
+            if value:
+                git(["config", key, value.decode("utf-8", "surrogateescape")], wt, env=env)
+        git(["checkout", "--detach", "--quiet", commit], wt, env=env)
         yield wt
     finally:
-        if wt.exists():
-            git(["worktree", "remove", "--force", "--force", str(wt)], repo, check=False, env=env)
         shutil.rmtree(tmp, ignore_errors=True)
-        git(["worktree", "prune"], repo, check=False, env=env)
+
+
+#: The former name of :func:`temporary_clone` (it made a ``git worktree``, which shares the
+#: repository's config, refs and hooks with the replayed commands).
+temporary_worktree = temporary_clone
 
 
 def checkout(worktree: str | os.PathLike, commit: str) -> None:
-    """Move a replay worktree to ``commit`` (keeping untracked files and local changes).
+    """Move a replay clone to ``commit`` (keeping untracked files and local changes).
 
     Raises:
         PacketError: git refused (e.g. local changes would be overwritten).

@@ -1,9 +1,11 @@
 """The replayer: re-run a session log in a clean worktree and compare, step by step.
 
-:func:`replay` makes a temporary ``git worktree`` of the recorded commit (or ``checkout``),
+:func:`replay` makes a throwaway clone of the repository checked out at the recorded commit (or
+``checkout``; :func:`~.gitstate.temporary_clone`: it shares no config, refs or hooks with the
+repository, so what a step does to git there stays there),
 re-runs every step in its recorded working directory with a timeout, captures the merged
 output exactly as the recorder did, redacts and normalizes it with the rules found in the
-worktree, and compares the exit code and ``out_sha``.  The worktree is always removed.
+worktree, and compares the exit code and ``out_sha``.  The clone is always removed.
 
 Verdicts (:class:`PacketVerdict`): ``PASS`` (every step matched, exit 0), ``DIVERGED`` (k of n
 steps differ or could not be compared, or a packet-level problem such as an edited stored
@@ -51,7 +53,7 @@ from typing import Callable, Mapping, Sequence
 from .capture import SHELLS, run_merged
 from .errors import PacketError, PacketLogError, RulesError
 from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commit_exists, commit_state,
-                       differing_paths, entries_state, git, repo_root, resolve_commit, temporary_worktree,
+                       differing_paths, entries_state, git, repo_root, resolve_commit, temporary_clone,
                        tree_state)
 from .log import ChainFinding, LogStep, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
@@ -434,7 +436,7 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
            head_ignore: Sequence[str] = (), skip_secret_steps: bool = False,
            on_step: Callable[[StepResult], None] | None = None,
            on_start: Callable[[PacketVerdict], None] | None = None) -> PacketVerdict:
-    """Replay a session log in a temporary clean worktree and judge it.
+    """Replay a session log in a clean checkout in a throwaway clone and judge it.
 
     Args:
         log_path: the session log.
@@ -508,7 +510,7 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             which = f"seq {a}" if a == b else f"seq {a} to {b}"
             verdict.problems.append(f"{which} missing from the log before step {s.seq} ({log_path}:{s.line_no})")
     try:
-        with temporary_worktree(repo_path, target) as wt:
+        with temporary_clone(repo_path, target) as wt:
             def rules_at(commit: str) -> RuleSet:
                 return load_rules(wt, label=f"pyproject.toml at commit {commit[:12]}")
 
