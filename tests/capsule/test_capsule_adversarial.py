@@ -116,6 +116,44 @@ def test_a_real_change_beside_a_respelling_names_only_the_real_change(incident, 
 
 # -- the diff: values a parser can read wrongly ------------------------------------------------
 
+def _owner_written(raw: bytes):
+    """A catalogue answer whose ``owner`` value is written as the JSON text ``raw``."""
+    return catalogue(lambda v: v.update(owner="@@OWNER@@"),
+                     lambda v: canonical(v).replace(b'"@@OWNER@@"', raw))
+
+
+@pytest.mark.parametrize("a, b", [
+    (rb'"\ud83d"', rb'"\ud83e"'),             # two lone surrogates: both U+FFFD in canonical JSON
+    (rb'"\ud83d"', '"\ufffd"'.encode()),      # a lone surrogate and U+FFFD itself
+    (rb'{"approved":false,"approved":true}', rb'{"approved":true}'),   # a key written twice: last wins
+    (rb'{"approved":true,"approved":true}', rb'{"approved":true}'),
+])
+def test_responses_readers_read_differently_are_never_respellings(a, b, workspace, tmp_path):
+    """Two lone surrogates (``"\\ud83d"`` vs ``"\\ud83e"``) both become U+FFFD in canonical JSON,
+    and ``{"approved":false,"approved":true}`` is ``{"approved":true}`` to a last-wins reader: the
+    diff said "reproduced", calling responses with other values respellings.  A response that
+    another reader may read otherwise is compared by its bytes: an external evidence drift."""
+    store = EvidenceStore(tmp_path / "live")
+    x = live(_owner_written(a), workspace, store)
+    y = live(_owner_written(b), workspace, store)
+    assert x.checkpoints[11].digest != y.checkpoints[11].digest
+    d = diff_runs(x, y)
+    assert (d.verdict, d.checkpoint, d.classification) == ("diverged", 12, "external_evidence_drift")
+    assert d.divergence["first_checkpoint"] == "tool_response.service_catalogue"
+    assert not any("spelling only" in n for n in d.notes)
+    al = align({"x": x, "y": y}, "x")
+    assert bool(al[al["label"] == "tool_response.service_catalogue"].iloc[0]["y_match"]) is False
+
+
+def test_a_valid_surrogate_pair_is_still_a_respelling_of_its_character(workspace, tmp_path):
+    """The check above is on lone surrogates only: ``"\\ud83d\\ude00"`` is 😀, however written."""
+    store = EvidenceStore(tmp_path / "live")
+    x = live(_owner_written(rb'"\ud83d\ude00"'), workspace, store)
+    y = live(_owner_written('"\U0001f600"'.encode()), workspace, store)
+    assert x.checkpoints[11].digest != y.checkpoints[11].digest
+    assert diff_runs(x, y).verdict == "reproduced"
+
+
 def test_integers_beyond_64_bits_are_compared_exactly(workspace, tmp_path):
     """orjson reads 2**70 and 2**70 + 1 as one double: the diff said the responses differed
     but listed no field, and the response's shape called an integer a number."""

@@ -243,10 +243,53 @@ def _shape_kinds(shape: Any) -> Any:
     return "number" if shape == "integer" else shape
 
 
+class _Ambiguous(ValueError):
+    """A JSON text whose value readers disagree on (see :func:`_one_reading`)."""
+
+
+def _pairs_once(pairs: list[tuple[str, Any]]) -> dict:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise _Ambiguous("a key written twice in one object")
+    return dict(pairs)
+
+
+def _one_reading(data: bytes) -> bool:
+    """True when the response ``data`` is a JSON text every reader reads as the same value: each
+    key written once per object (``{"approved":false,"approved":true}`` is ``true`` to one reader and
+    ``false`` to another) and no lone surrogate escape (``"\\ud83d"`` is no character; canonical
+    JSON writes every one of them as U+FFFD, so ``"\\ud83d"`` and ``"\\ud83e"`` would read alike).
+    Such a response can only be compared by its bytes: two of them are never a respelling."""
+    try:
+        value = _json._deep_enough(json.loads, bytes(data).decode("utf-8"), object_pairs_hook=_pairs_once,
+                                   parse_int=_json.parse_int, parse_constant=lambda c: c)
+    except (ValueError, RecursionError):  # (_Ambiguous is a ValueError)
+        return False
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if any(_LONE_SURROGATE.search(k) for k in v):
+                return False
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, str) and _LONE_SURROGATE.search(v):
+            return False
+    return True
+
+
+#: A surrogate code point left in a string after reading: the standard library joins every valid
+#: ``\\ud83d\\ude00`` pair into one character, so any surrogate left was a lone escape.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _respelled(x: Checkpoint, y: Checkpoint, sa: EvidenceStore | None, sb: EvidenceStore | None) -> bool:
     """Two checkpoints of one kind and key whose digests differ, yet which say the same: two
     responses that are one canonical JSON value, or two response shapes that differ only in
-    ``integer`` vs ``number``."""
+    ``integer`` vs ``number``.  A response that holds a key twice in one object or a lone
+    surrogate escape is read differently by different readers (:func:`_one_reading`): it is not a
+    respelling of anything, whatever canonical JSON makes of it."""
     if x.kind == "response_schema" and "shape" in x.detail and "shape" in y.detail:
         try:
             return json_digest(_shape_kinds(x.detail["shape"])) == json_digest(_shape_kinds(y.detail["shape"]))
@@ -254,7 +297,7 @@ def _respelled(x: Checkpoint, y: Checkpoint, sa: EvidenceStore | None, sb: Evide
             return False
     if x.kind == "tool_response":
         ra, rb = _raw(sa, x.digest), _raw(sb, y.digest)
-        if ra is None or rb is None:
+        if ra is None or rb is None or not _one_reading(ra) or not _one_reading(rb):
             return False
         try:
             return canonical_bytes(json_value(ra)) == canonical_bytes(json_value(rb))
