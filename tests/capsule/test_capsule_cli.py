@@ -382,3 +382,46 @@ def test_incident_run_out_that_cannot_be_written_is_bad_usage(demo, tmp_path):
     r = run("incident-run", demo / "capsule", demo / "incident.yaml", "--out", dev)
     assert r.exit_code == 2 and "not a regular file" in r.output, r.output
     assert not dev.is_file() and dev.exists()
+
+
+def _policy_run(name: str, result: str, digit: str, conditions) -> dict:
+    return {"format": "replaybook-run/1", "run": name, "mode": "forensic", "status": "completed", "checkpoints": [
+        {"order": 1, "kind": "policy", "key": "svc", "digest": "sha256:" + digit * 64, "status": "ok",
+         "detail": {"result": result, "policy_version": "p1", "principal": "x", "scopes": ["s"]},
+         "context": {"conditions": conditions}}]}
+
+
+@pytest.mark.parametrize("conditions", [["clock"], "clock", 5])
+def test_policy_conditions_that_are_not_an_object_are_bad_input_not_an_internal_error(tmp_path, conditions):
+    """A policy checkpoint whose ``context.conditions`` was a list or a string made ``capsule diff``
+    crash (AttributeError, exit 1) where it looked for a clock condition: the record is refused
+    naming the line, like every other field of the wrong type; and ``diff_runs`` on runs built in
+    memory (no schema check) reads such conditions as none known, never raising."""
+    from replaybook.capsule import diff_runs
+    from replaybook.capsule.runs import RunRecord
+
+    paths = []
+    for name, result, digit in (("a", "allow", "1"), ("b", "deny", "2")):
+        text = json.dumps(_policy_run(name, result, digit, conditions), indent=1)
+        p = tmp_path / f"{name}.json"
+        p.write_text(text)
+        paths.append(p)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.strip().startswith('"conditions":'))
+    r = run("diff", *paths)
+    assert r.exit_code == 2, r.output
+    assert (f"{paths[0]}:{line}: not a replaybook-run/1 record at checkpoints/0/context/conditions: "
+            f"{conditions!r} is not of type 'object', 'null'") in r.output
+    runs = [RunRecord.from_dict(_policy_run(n, res, d, conditions)) for n, res, d in (("a", "allow", "1"),
+                                                                                     ("b", "deny", "2"))]
+    d = diff_runs(*runs)
+    assert (d.verdict, d.checkpoint, d.classification) == ("diverged", 1, "policy_drift")
+    assert d.divergence["changed_input"]["name"] == "svc.policy"
+    assert (d.divergence["changed_input"]["a"], d.divergence["changed_input"]["b"]) == (
+        {"result": "allow", "rule": None}, {"result": "deny", "rule": None})
+    # an object holding a clock condition is still read as one
+    clocked = [RunRecord.from_dict(_policy_run(n, res, d, {"clock": f"2026-01-0{d}T00:00:00Z"}))
+               for n, res, d in (("a", "allow", "1"), ("b", "deny", "2"))]
+    d = diff_runs(*clocked)
+    assert d.classification == "clock_boundary"
+    assert (d.divergence["changed_input"]["clock_a"], d.divergence["changed_input"]["clock_b"]) == (
+        "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z")

@@ -312,6 +312,13 @@ def _unestablished(c: Checkpoint) -> bool:
     return c.status in _BAD or c.digest is None
 
 
+def _conditions(c: Checkpoint) -> dict:
+    """A policy checkpoint's ``context.conditions``; none known (``{}``) when it is not an object
+    (:func:`~.runs.load_run` refuses such a record; a run built in memory may still hold one)."""
+    got = c.context.get("conditions") if isinstance(c.context, dict) else None
+    return got if isinstance(got, dict) else {}
+
+
 def _classify(x: Checkpoint | None, y: Checkpoint | None, sa: EvidenceStore | None,
               sb: EvidenceStore | None, nth: int = 1) -> tuple[str, dict]:
     """The classification and the changed input of a divergence between ``x`` and ``y``
@@ -343,7 +350,7 @@ def _classify(x: Checkpoint | None, y: Checkpoint | None, sa: EvidenceStore | No
                      "fields": [{"path": f, "a": x.detail.get(f), "b": y.detail.get(f)} for f in fields]}
     if k == "policy":
         da, db = x.detail, y.detail
-        ca, cb = x.context.get("conditions") or {}, y.context.get("conditions") or {}
+        ca, cb = _conditions(x), _conditions(y)
         info = {**base, "method": x.context.get("method"), "a": {"result": da.get("result"), "rule": da.get("rule")},
                 "b": {"result": db.get("result"), "rule": db.get("rule")}}
         if da.get("policy_version") != db.get("policy_version"):

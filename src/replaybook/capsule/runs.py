@@ -84,7 +84,8 @@ _SCHEMA = {
                 "status": {"enum": list(CHECKPOINT_STATUSES)},
                 "call_id": {"type": ["string", "null"]},
                 "detail": {"type": "object"},
-                "context": {"type": "object"},
+                # a policy checkpoint's conditions are named by key ({"clock": …}): the diff reads them so
+                "context": {"type": "object", "properties": {"conditions": {"type": ["object", "null"]}}},
             },
         }},
     },
