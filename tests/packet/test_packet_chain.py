@@ -207,7 +207,7 @@ def test_replay_fails_on_a_broken_chain_even_without_the_strict_mode(repo: Path,
     write_lines(log, lines, chain=False)
     res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl"])
     assert res.exit_code == 0 and res.output.splitlines()[0].endswith(
-        "in a clean worktree; the log is unchained (no digest chain: lines removed from it show only as gaps in seq)")
+        "in a clean checkout (a throwaway clone); the log is unchained (no digest chain: lines removed from it show only as gaps in seq)")
     assert json.loads(CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--format", "json"])
                       .output)["log_chain"] == "unchained"
 

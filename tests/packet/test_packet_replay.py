@@ -1,4 +1,4 @@
-"""Record → replay in a clean worktree: PASS, DIVERGED (naming the step), UNRUNNABLE, dirty trees."""
+"""Record → replay in a clean checkout (a throwaway clone): PASS, DIVERGED (naming the step), UNRUNNABLE, dirty trees."""
 
 from __future__ import annotations
 
@@ -243,7 +243,7 @@ def test_commits_made_between_steps_are_followed(repo: Path):
     rec(repo, PY, "check.py")
     v = replay(repo / "session.jsonl", repo=repo)
     assert v.verdict == "PASS", v.to_dict()
-    assert v.steps[1].notes == [f"moved the worktree to the recorded commit {git(repo, 'rev-parse', 'HEAD')[:12]}"]
+    assert v.steps[1].notes == [f"moved the checkout to the recorded commit {git(repo, 'rev-parse', 'HEAD')[:12]}"]
 
 
 def test_uncommitted_edit_between_steps_is_named_once(repo: Path):

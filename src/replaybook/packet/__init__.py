@@ -6,7 +6,7 @@ optionally, the normalized outputs beside it.  See ``docs/packets.md``.
 Public API::
 
     record(["pytest", "-q"], "session.jsonl")      # run, print through, append one step → RecordResult
-    replay("session.jsonl", checkout=None)         # clean worktree re-run → PacketVerdict (PASS/DIVERGED/UNRUNNABLE)
+    replay("session.jsonl", checkout=None)         # clean checkout (a throwaway clone) re-run → PacketVerdict (PASS/DIVERGED/UNRUNNABLE)
     lint_claims("PR_BODY.md", "session.jsonl")     # [seq:N] markers vs the log → ClaimsReport
     packet_summary("session.jsonl", "PR_BODY.md")  # steps and claims DataFrames for reports
     load_rules(repo_root).normalize(text, root)    # normalization → Normalized(text, fired)

@@ -156,7 +156,7 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
         where = f"{v.checkout} ({v.commit[:12]})" if v.checkout else f"recorded commit {v.commit[:12]}"
         chain = "" if v.log_chain != "unchained" else "; the log is unchained (no digest chain: lines removed " \
                                                       "from it show only as gaps in seq)"
-        click.echo(f"replaying {log_path} at {where} in a clean worktree{chain}")
+        click.echo(f"replaying {log_path} at {where} in a clean checkout (a throwaway clone){chain}")
         if v.rules:
             click.echo(f"project normalization rules ({v.rules_origin}):")
             for r in v.rules:

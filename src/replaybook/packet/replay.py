@@ -1,4 +1,4 @@
-"""The replayer: re-run a session log in a clean worktree and compare, step by step.
+"""The replayer: re-run a session log in a clean checkout (a throwaway clone) and compare, step by step.
 
 :func:`replay` makes a throwaway clone of the repository checked out at the recorded commit (or
 ``checkout``; :func:`~.gitstate.temporary_clone`: it shares no config, refs or hooks with the
@@ -862,7 +862,7 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
     if follow and index > 0 and commit and commit != prev_commit:
         try:
             git_checkout(wt, commit)
-            res.notes.append(f"moved the worktree to the recorded commit {commit[:12]}")
+            res.notes.append(f"moved the checkout to the recorded commit {commit[:12]}")
         except PacketError as exc:
             res.status = "DIVERGED"
             res.reasons.append(f"could not move to the recorded commit {commit[:12]}: {exc}")
