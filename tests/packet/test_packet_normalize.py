@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from replaybook.packet.errors import RulesError
-from replaybook.packet.normalize import BUILTIN_RULES, RuleSet, load_rules, normalize
+from replaybook.packet.normalize import BUILTIN_RULES, BUILTIN_VERSION, RuleSet, load_rules, normalize
 
 CASES = [
     ("ansi", "\x1b[32mPASSED\x1b[0m", "PASSED"),
@@ -32,6 +32,25 @@ def test_each_builtin_rule(rule: str, text: str, expected: str):
     assert rule in got.fired
 
 
+@pytest.mark.parametrize("text,expected", [
+    ("FAILED 3 tests\r", "FAILED 3 tests"),  # a trailing \r is no redraw: the line stays
+    ("ok\r\r\n", "ok"),
+    ("ok\r\r\nnext\r", "ok\nnext"),
+    ("10%\r50%\r100%\r", "100%"),  # the last redraw, not the first text
+    ("\r\rdone", "done"),
+    ("10%\r    \r", ""),  # cleared with spaces: that is a redraw, of nothing
+])
+def test_a_bare_carriage_return_at_the_end_of_a_line_keeps_the_text_before_it(text: str, expected: str):
+    got = normalize(text)
+    assert got.text == expected and "carriage_return" in got.fired
+
+
+def test_a_changed_line_ending_in_a_carriage_return_hashes_differently():
+    a, b = normalize("checksum OK\r"), normalize("checksum MISMATCH: binary tampered\r")
+    assert (a.text, b.text) == ("checksum OK", "checksum MISMATCH: binary tampered")
+    assert a.sha256 != b.sha256 != normalize("").sha256
+
+
 def test_structural_text_is_left_alone():
     text = "test_router.py::test_fallback FAILED\nassert 41 == 42\nversion 1.2.3, 10 items, 2 users"
     got = normalize(text)
@@ -52,16 +71,16 @@ def test_rules_are_documented_in_order():
 
 
 def test_project_rules_from_pyproject_change_the_version(tmp_path: Path):
-    assert load_rules(tmp_path).version == "1"  # no pyproject.toml
+    assert load_rules(tmp_path).version == BUILTIN_VERSION == "2"  # no pyproject.toml
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.replaybook.normalize]\n'
         'rules = [{ name = "request_id", pattern = "req-[0-9a-f]{8}", replace = "req-<ID>" }]\n')
     rules = load_rules(tmp_path)
-    assert rules.version.startswith("1+project.") and len(rules.version) == len("1+project.") + 12
+    assert rules.version.startswith("2+project.") and len(rules.version) == len("2+project.") + 12
     got = rules.normalize("served req-deadbeef in 3ms")
     assert got.text == "served req-<ID> in <DUR>" and got.fired == ("duration", "request_id")
     other = RuleSet(rules.project_rules[:0])
-    assert other.version == "1"
+    assert other.version == "2"
 
 
 @pytest.mark.parametrize("body,message,line", [

@@ -30,7 +30,7 @@ def test_recorded_log_has_what_a_replay_needs(packet: Path, repo: Path):
     s1 = steps[0]
     assert s1.get("commit") == head and s1.get("cwd") == "." and s1.get("dirty") is False
     assert s1.get("excluded") == ["session.jsonl", "session.outputs"]
-    assert s1.get("norm") == "1" and s1.get("argv") == [PY, "check.py"] and s1.get("shell") is None
+    assert s1.get("norm") == "2" and s1.get("argv") == [PY, "check.py"] and s1.get("shell") is None
     assert steps[1].get("shell") in ("bash", "sh") and steps[1].get("argv") is None
     # the flag file made by step 2 is an untracked change seen by step 3
     assert steps[2].get("dirty") is True and steps[2].get("dirty_files") == 1
@@ -206,6 +206,31 @@ def test_empty_and_malformed_logs_are_unrunnable(tmp_path: Path, repo: Path, mon
     v = replay(tmp_path / "missing.jsonl", repo=repo)
     assert v.verdict == "UNRUNNABLE" and "no such session log" in v.reason
     assert _worktrees(repo) == 1
+
+
+def test_an_output_changed_on_a_line_ending_in_a_carriage_return_diverges(repo: Path):
+    (repo / "verdict").write_text("checksum OK\n")
+    (repo / "show.py").write_text('print(open("verdict").read().strip() + "\\r", end="")\n')
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "verdict")
+    r = rec(repo, PY, "show.py")
+    assert (repo / "session.outputs" / f"{r.line['out_sha']}.txt").read_text() == "checksum OK"
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "log")
+    (repo / "verdict").write_text("checksum MISMATCH: binary tampered\n")
+    git(repo, "commit", "-q", "-am", "tamper")
+    v = replay(repo / "session.jsonl", repo=repo, checkout="HEAD")
+    assert v.verdict == "DIVERGED" and v.steps[0].output == "checksum MISMATCH: binary tampered"
+    assert v.steps[0].reasons == ["output differs"]
+
+
+def test_a_log_normalized_by_other_builtin_rules_is_unrunnable(repo: Path):
+    rec(repo, "echo", "hi")
+    edit_log(repo / "session.jsonl", 1, norm="1")
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "UNRUNNABLE"
+    assert ("session.jsonl:1: step 1 was normalized with rules version 1; this replaybook has version 2, whose "
+            "hashes differ") in v.reason
 
 
 def test_unknown_commit_is_unrunnable_with_the_line(repo: Path, tmp_path: Path):

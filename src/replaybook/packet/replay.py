@@ -371,7 +371,8 @@ def _check_steps(log_path: Path, steps: tuple[LogStep, ...], redactor: Redactor,
         norm = str(s.get("norm"))
         if norm.split("+", 1)[0] != BUILTIN_VERSION:
             problems.append(f"{log_path}:{s.line_no}: step {s.seq} was normalized with rules version {norm}; "
-                            f"this replaybook has version {BUILTIN_VERSION}")
+                            f"this replaybook has version {BUILTIN_VERSION}, whose hashes differ; replay it "
+                            f"with the replaybook that recorded it, or record the session again")
         bad = (_command_problem(log_path, s) or _cwd_problem(log_path, s)
                or _excluded_problem(log_path, s, allowed_excluded))
         if bad:
