@@ -146,6 +146,42 @@ def test_a_log_without_the_chain_still_reads_as_unchained(tmp_path: Path):
         {"seq": 2, "cmd": "pytest -q", "exit": 0})
 
 
+def test_a_trailer_after_lines_without_prev_is_named_not_a_crash(tmp_path: Path):
+    log, raw = _log(tmp_path, 2)
+    stripped = [json.dumps({k: v for k, v in json.loads(x).items() if k != "prev"}) for x in raw[:2]]
+    log.write_text("\n".join(stripped + raw[2:]) + "\n")  # an older tool rewrote the lines without prev
+    read = read_log(log)
+    assert (read.chain, read.chained_from) == ("damaged", None)
+    assert _kinds(log) == [("not_recorded", 1), ("line_edited", 2), ("not_recorded", 2)]
+    assert read.chain_findings[0].where(log) == (
+        f"{log}:1: line 1 (step 1) has no prev, though the log holds a trailer (line 3), which only the recorder "
+        f"writes, and it writes a prev on every line: the prevs were removed, or the trailer was added")
+    body = tmp_path / "PR_BODY.md"
+    body.write_text("It passes [seq:1].\n")
+    res = CliRunner().invoke(packet_cli, ["claims", str(body), str(log)])
+    assert res.exit_code == 1 and res.output.splitlines()[0].startswith(f"{log}:1: error: not_recorded: line 1")
+    assert res.output.splitlines()[-1].endswith("; log damaged")
+    # a seed-format line followed by something shaped like a trailer, not one the recorder writes
+    seed = tmp_path / "seed.jsonl"
+    seed.write_text('{"seq": 1, "cmd": "pytest -q", "exit": 0}\n{"trailer": 5}\n')
+    assert _kinds(seed) == [("not_recorded", 1), ("truncated", 2)]
+    assert read_log(seed).chain_findings[1].message == (
+        'the trailer on line 2 is not one the recorder writes ({"trailer": {"v": 1, "lines": N, "last": "sha256:…"}})')
+    res = CliRunner().invoke(packet_cli, ["claims", str(body), str(seed)])
+    assert res.exit_code == 1 and [x.split(": error: ")[0] for x in res.output.splitlines()[:2]] == [
+        f"{seed}:1", f"{seed}:2"]
+
+
+def test_a_replay_of_lines_without_prev_and_a_trailer_names_the_chain(repo: Path):
+    rec(repo, "true")
+    log = repo / "session.jsonl"
+    log.write_text(log.read_text().replace(',"prev":null', ''))
+    assert '"prev"' not in log.read_text()
+    v = replay(log, repo=repo)
+    assert v.verdict == "DIVERGED" and v.log_chain == "damaged"
+    assert v.problems == [f"the log's chain is broken: line edited ({log}:1), not recorded ({log}:1)"]
+
+
 def test_the_claims_linter_fails_on_a_broken_chain_naming_the_log_line(tmp_path: Path):
     log, raw = _log(tmp_path)
     body = tmp_path / "PR_BODY.md"

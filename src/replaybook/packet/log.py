@@ -561,9 +561,15 @@ def _verify_chain(entries: list[_Entry], trailers: list[tuple[int, Any]],
     for i in range(start or 0, len(entries)):
         e = entries[i]
         if "prev" not in e.obj:
-            found.append(ChainFinding("not_recorded", e.line_no, f"line {e.line_no} (step {seqs[i]}) has no prev, "
-                                      f"though the log is chained from line {entries[start].line_no}: the recorder "
-                                      f"did not write it, or its prev was removed"))
+            if start is not None:
+                found.append(ChainFinding("not_recorded", e.line_no, f"line {e.line_no} (step {seqs[i]}) has no "
+                                          f"prev, though the log is chained from line {entries[start].line_no}: "
+                                          f"the recorder did not write it, or its prev was removed"))
+            else:  # no line has a prev, yet a trailer is there: only the recorder writes one
+                found.append(ChainFinding("not_recorded", e.line_no, f"line {e.line_no} (step {seqs[i]}) has no "
+                                          f"prev, though the log holds a trailer (line {trailers[-1][0]}), which "
+                                          f"only the recorder writes, and it writes a prev on every line: the "
+                                          f"prevs were removed, or the trailer was added"))
             continue
         prev = e.obj["prev"]
         if prev == (entries[i - 1].digest if i else None):
