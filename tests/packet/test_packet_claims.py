@@ -63,6 +63,36 @@ def test_markers_in_code_and_comments_are_ignored():
     assert masked == "a " + " " * len("`b [seq:1]`") + " c"
 
 
+@pytest.mark.parametrize("body,line", [
+    # <!-- inside a code span is code: the markers after it count
+    ("The template parser now escapes `<!--`.\n\nAll tests pass after the fix [seq:3].\n", 3),
+    # CommonMark 0.31.2 §6.6: an inline <!-- without --> (in its paragraph) is literal text
+    ("A bare <!-- is now escaped. All tests pass [seq:3].\n", 1),
+    ("Escapes <!-- now.\n\nAll tests pass [seq:3]. -->\n", 3),
+    # a comment block's --> ends it; the rest of its line is shown (<!--> is a whole comment)
+    ("  <!-- note --> All tests pass [seq:3].\n", 1),
+    ("<!-->All tests pass [seq:3].\n", 1),
+    # read left to right: a backtick inside a comment opens no code span
+    ("<!-- ` --> All tests pass [seq:3]. `\n", 1),
+    # a comment block holding a fence line: the fence is the comment's, the comment ends at -->
+    ("<!--\n```\n-->\nAll tests pass [seq:3].\n", 4),
+])
+def test_a_comment_opener_that_is_no_comment_hides_no_marker(body: str, line: int):
+    report = lint_claims_text(body, STEPS)
+    assert report.markers == 1 and [(f.line, f.seq, f.kind) for f in report.findings] == [
+        (line, 3, "cites_failing_step")]
+
+
+def test_comments_hide_the_markers_inside_them_as_commonmark_reads_them():
+    # §4.6 type 2: a line beginning with <!-- starts an HTML block that runs to --> or the end
+    report = lint_claims_text("Done [seq:2].\n<!-- draft\nAll tests pass [seq:3].\n", STEPS)
+    assert report.markers == 1 and report.findings == [] and report.accepted_steps == [2]
+    # an inline comment closed in its paragraph, across a line end
+    report = lint_claims_text("Done <!-- x\n[seq:3] --> and all tests pass [seq:2].\n", STEPS)
+    assert report.markers == 1 and report.findings == [] and report.accepted_steps == [2]
+    assert mask_code("a `<!--` b <!-- c --> d") == "a " + " " * 6 + " b " + " " * 10 + " d"
+
+
 def test_unclosed_fence_runs_to_the_end():
     report = lint_claims_text("Text [seq:2].\n```python\n[seq:99]\n", STEPS)
     assert report.markers == 1 and report.findings == [] and report.accepted_steps == [2]

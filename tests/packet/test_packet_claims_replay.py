@@ -18,6 +18,12 @@ BODY = ("The sampler prints a number [seq:1].\n\nThe greeting prints `hi` [seq:2
         "```\nnot a marker [seq:1]\n```\n")
 
 
+def test_cited_markers_reads_comments_and_code_as_the_linter_does():
+    assert cited_markers("Escapes `<!--` now.\n\nIt passes [seq:2].\n") == [(3, 2)]
+    assert cited_markers("A bare <!-- stays. It passes [seq:2].\n") == [(1, 2)]
+    assert cited_markers("It passes [seq:1].\n<!-- draft [seq:2]\nand [seq:3]\n") == [(1, 1)]
+
+
 def test_cited_markers_lists_lines_and_steps_outside_code():
     assert cited_markers(BODY + "Bad [seq:x] and [seq:2][seq:3].\n") == [(1, 1), (3, 2), (8, 2), (8, 3)]
 

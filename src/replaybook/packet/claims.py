@@ -641,10 +641,20 @@ def mask_code(text: str) -> str:
     """``text`` with fenced code blocks, inline code spans and HTML comments blanked out.
 
     Every masked character becomes a space except newlines, so offsets and line numbers of the
-    result are those of ``text``.  An unclosed fence runs to the end (as in CommonMark); a
-    backtick run with no closing run of the same length in its paragraph is literal.
+    result are those of ``text``.  As in CommonMark (0.31.2): an unclosed fence runs to the end;
+    a backtick run with no closing run of the same length in its paragraph is literal; a line
+    that begins with ``<!--`` (up to three spaces in) starts an HTML block, masked up to the
+    first ``-->`` or, with none, to the end of the body (§4.6, type 2); elsewhere ``<!--`` is a
+    comment only up to a ``-->`` in the same paragraph, and without one it is literal text
+    (§6.6).  Code spans and comments are read left to right, so ``<!--`` inside a code span is
+    code, and a backtick inside a comment is comment.
     """
     return _mask(text)[0]
+
+
+_HTML_COMMENT_BLOCK = re.compile(r"^ {0,3}<!--")
+_INLINE_START = re.compile(r"`|<!--")
+_PARA_END = re.compile(r"\n[ \t]*\n")
 
 
 def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
@@ -657,41 +667,63 @@ def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
             if out[i] != "\n":
                 out[i] = " "
 
-    # fenced blocks, line by line
+    # blocks, line by line: fenced code, and HTML comment blocks (a line beginning with <!--)
     pos = 0
     fence: tuple[str, int] | None = None
     fence_start = 0
+    comment_start: int | None = None
     for line in text.splitlines(keepends=True):
+        if comment_start is not None:  # inside an HTML comment block: it ends at the first -->
+            k = line.find("-->")
+            if k >= 0:
+                blank(comment_start, pos + k + 3)
+                comment_start = None
+            pos += len(line)
+            continue
         m = _FENCE_OPEN.match(line)
         if fence is None:
             # (CommonMark: a backtick fence's info string holds no backtick — ```x``` is inline code)
             if m and not (m.group(1)[0] == "`" and "`" in line[m.end():]):
                 fence = (m.group(1)[0], len(m.group(1)))
                 fence_start = pos
+            elif (c := _HTML_COMMENT_BLOCK.match(line)) is not None:
+                k = line.find("-->", c.end() - 2)  # (<!--> and <!---> close at once)
+                if k >= 0:  # the rest of the line is shown: only the comment is masked
+                    blank(pos + c.end() - 4, pos + k + 3)
+                else:
+                    comment_start = pos + c.end() - 4
         elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not line[m.end():].strip():
             blank(fence_start, pos + len(line))
             fence = None
         pos += len(line)
     if fence is not None:
         blank(fence_start, len(text))
+    if comment_start is not None:
+        blank(comment_start, len(text))
     masked = "".join(out)
-    # HTML comments
-    for m in re.finditer(r"<!--.*?(?:-->|\Z)", masked, re.S):
-        blank(m.start(), m.end())
-    masked = "".join(out)
-    # inline code: a run of N backticks closes at the next run of exactly N in the same paragraph
-    i = 0
+    # inline, left to right: a code span (a run of N backticks closes at the next run of exactly N
+    # in the same paragraph) or an HTML comment (<!-- closes at the next --> in the same paragraph)
     n = len(masked)
-    while i < n:
-        if masked[i] != "`":
-            i += 1
+    i = 0
+    while True:
+        m = _INLINE_START.search(masked, i)
+        if m is None:
+            break
+        i = m.start()
+        para = _PARA_END.search(masked, i)
+        para_end = para.start() if para else n
+        if masked[i] == "<":
+            k = masked.find("-->", i + 2, para_end)
+            if k >= 0:
+                blank(i, k + 3)
+                i = k + 3
+            else:
+                i += 4  # no closing --> in its paragraph: literal text
             continue
         j = i
         while j < n and masked[j] == "`":
             j += 1
         run = j - i
-        para_end = masked.find("\n\n", j)
-        para_end = n if para_end < 0 else para_end
         close = re.compile(r"(?<!`)`{%d}(?!`)" % run).search(masked, j, para_end)
         if close:
             spans.append((i, close.end(), re.sub(r"\s+", " ", masked[j:close.start()]).strip()))
