@@ -93,6 +93,27 @@ def test_comments_hide_the_markers_inside_them_as_commonmark_reads_them():
     assert mask_code("a `<!--` b <!-- c --> d") == "a " + " " * 6 + " b " + " " * 10 + " d"
 
 
+def test_a_marker_beyond_any_seq_a_log_holds_cites_a_missing_step_not_a_crash(tmp_path: Path):
+    huge = "9" * 4301  # more digits than int() converts
+    report = lint_claims_text(f"All tests pass [seq:{huge}] and [seq:{2**63}] and [seq:{2**63 - 1}].\n", STEPS,
+                              log_path="s.jsonl")
+    assert [(f.kind, f.seq) for f in report.findings] == [
+        ("cites_missing_step", None), ("cites_missing_step", None), ("cites_missing_step", 2**63 - 1)]
+    assert report.findings[0].message == (
+        "[seq:999999999999…9999 (4301 digits)] cites step 999999999999…9999 (4301 digits), which is in no log: "
+        "a seq is at most 9223372036854775807; cite one s.jsonl holds")
+    assert report.findings[1].message.startswith(f"[seq:{2**63}] cites step {2**63}, which is in no log")
+    assert report.exit_code == 1 and report.steps_with_findings == [2**63 - 1]
+    body, log = tmp_path / "PR_BODY.md", tmp_path / "s.jsonl"
+    body.write_text(f"All tests pass [seq:{huge}].\n")
+    log.write_text('{"seq":1,"cmd":"pytest -q","exit":0}\n')
+    res = CliRunner().invoke(packet_cli, ["claims", str(body), str(log)])
+    assert res.exit_code == 1 and f"{body}:1: error: cites_missing_step: [seq:999999999999…9999" in res.output
+    res = CliRunner().invoke(packet_cli, ["claims", str(body), str(log), "--format", "json"])
+    assert res.exit_code == 1 and [(f["kind"], f["seq"]) for f in json.loads(res.output)["findings"]] == [
+        ("cites_missing_step", None)]
+
+
 def test_unclosed_fence_runs_to_the_end():
     report = lint_claims_text("Text [seq:2].\n```python\n[seq:99]\n", STEPS)
     assert report.markers == 1 and report.findings == [] and report.accepted_steps == [2]

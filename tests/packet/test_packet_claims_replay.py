@@ -24,6 +24,10 @@ def test_cited_markers_reads_comments_and_code_as_the_linter_does():
     assert cited_markers("It passes [seq:1].\n<!-- draft [seq:2]\nand [seq:3]\n") == [(1, 1)]
 
 
+def test_cited_markers_leaves_out_a_marker_beyond_any_seq():
+    assert cited_markers("It passes [seq:" + "9" * 4301 + "] and [seq:2].\n") == [(1, 2)]
+
+
 def test_cited_markers_lists_lines_and_steps_outside_code():
     assert cited_markers(BODY + "Bad [seq:x] and [seq:2][seq:3].\n") == [(1, 1), (3, 2), (8, 2), (8, 3)]
 

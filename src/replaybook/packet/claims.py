@@ -585,8 +585,8 @@ def cited_markers(body: str) -> list[tuple[int, int]]:
     Lines are 1-based."""
     masked = mask_code(body)
     starts = _line_starts(body)
-    return [(_line_of(starts, m.start()), int(m.group(1).strip())) for m in _MARKER.finditer(masked)
-            if _step_number(m.group(1).strip())]
+    return [(_line_of(starts, m.start()), _seq_of(m.group(1).strip())) for m in _MARKER.finditer(masked)
+            if _step_number(m.group(1).strip()) and _seq_of(m.group(1).strip()) <= _MAX_SEQ]
 
 
 def replay_statuses(verdict: object) -> dict[int, tuple[str, list[str]]]:
@@ -1434,15 +1434,15 @@ class _Judge:
         (:meth:`unbacked_pass`).
         """
         report, steps, commands, log_path = self.report, self.steps, self.commands, self.log_path
-        numbered = [int(c) for _o, c, _l in group if _step_number(c)]
+        numbered = [_seq_of(c) for _o, c, _l in group if _step_number(c)]
         paired = len(group) > 1 and len(numbered) == len(group) == len(clauses)
         for k, (_off, content, line) in enumerate(group):
             report.markers += 1
-            if not _step_number(content) or int(content) == 0:
+            if not _step_number(content) or _seq_of(content) == 0:
                 report.findings.append(Finding("malformed_marker", "error", line, None, shown,
                                                _malformed(content, log_path)))
                 continue
-            seq = int(content)
+            seq = _seq_of(content)
             what = f"step {seq}" + (f" (`{printable(redact_command(commands[seq])[0])}`)"
                                     if seq in commands else "")
             mine = [clauses[k]] if paired else clauses
@@ -1453,6 +1453,14 @@ class _Judge:
             some_failed = any(steps.get(q, 0) != 0 for q in cited)
             some_passed = any(steps.get(q, 1) == 0 for q in cited)
             said = "; ".join(self.shown(c) for c in mine)
+            if seq > _MAX_SEQ:  # (no step number: the row has none)
+                n = content.lstrip("0")
+                n = n if len(n) <= 40 else f"{n[:12]}…{n[-4:]} ({len(n)} digits)"
+                report.findings.append(Finding(
+                    "cites_missing_step", "error", line, None, shown,
+                    f"[seq:{n}] cites step {n}, which is in no log: a seq is at most {_MAX_SEQ}; cite one "
+                    f"{log_path} holds"))
+                continue
             if seq not in steps:
                 report.findings.append(Finding(
                     "cites_missing_step", "error", line, seq, shown,
@@ -1610,6 +1618,20 @@ def _step_number(content: str) -> bool:
     """A marker's content is a step number: ASCII digits only (``[seq:²]``, ``[seq:３]`` are not:
     int() refuses the first and the log's ``seq`` is never written the second way)."""
     return content.isascii() and content.isdigit()
+
+
+#: The largest seq a log line may hold (a 64-bit integer: :func:`.log.read_log` refuses larger).
+_MAX_SEQ = 2**63 - 1
+
+
+def _seq_of(content: str) -> int:
+    """The value of a marker's step number (:func:`_step_number`), or ``_MAX_SEQ + 1`` for any
+    beyond :data:`_MAX_SEQ`: such a step is in no log, and thousands of digits are more than int()
+    converts (it raised ValueError)."""
+    digits = content.lstrip("0")
+    if len(digits) > len(str(_MAX_SEQ)):
+        return _MAX_SEQ + 1
+    return min(int(digits or "0"), _MAX_SEQ + 1)
 
 
 def _text(output: object) -> str | None:
