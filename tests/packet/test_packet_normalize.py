@@ -51,6 +51,34 @@ def test_a_changed_line_ending_in_a_carriage_return_hashes_differently():
     assert a.sha256 != b.sha256 != normalize("").sha256
 
 
+@pytest.mark.parametrize("a,b", [
+    ("deleted data/tmp/customers.db", "deleted data/tmp/audit-log.db"),  # a relative path
+    ("GET https://api.example.com/tmp/public -> 200", "GET https://api.example.com/tmp/../admin -> 200"),
+    ("cache at ~/tmp/a", "cache at ~/tmp/b"),
+])
+def test_a_tmp_folder_that_does_not_start_a_path_is_compared(a: str, b: str):
+    assert (normalize(a).text, normalize(b).text) == (a, b)
+    assert normalize(a).sha256 != normalize(b).sha256
+
+
+def test_a_repository_folder_named_tmp_is_compared(tmp_path: Path):
+    got = normalize(f"wrote {tmp_path}/repo/tmp/cache.db", root=tmp_path / "repo")
+    assert got.text == "wrote <ROOT>/tmp/cache.db" and "tmp_path" not in got.fired
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("/tmp/pytest-7/x.txt exists", "<TMP> exists"),
+    ('File "/tmp/x.py", line 3', 'File "<TMP>", line 3'),
+    ("PATH=/usr/bin:/tmp/venv/bin", "PATH=/usr/bin:<TMP>"),
+    ("open file:///tmp/report/index.html", "open file://<TMP>"),
+    ("(/var/tmp/a) [/private/var/folders/xy/T/b]", "(<TMP>) [<TMP>]"),
+    ("ok\n/tmp/b", "ok\n<TMP>"),
+])
+def test_a_temporary_path_is_rewritten_where_a_path_starts(text: str, expected: str):
+    got = normalize(text)
+    assert got.text == expected and "tmp_path" in got.fired
+
+
 def test_structural_text_is_left_alone():
     text = "test_router.py::test_fallback FAILED\nassert 41 == 42\nversion 1.2.3, 10 items, 2 users"
     got = normalize(text)
@@ -71,16 +99,16 @@ def test_rules_are_documented_in_order():
 
 
 def test_project_rules_from_pyproject_change_the_version(tmp_path: Path):
-    assert load_rules(tmp_path).version == BUILTIN_VERSION == "2"  # no pyproject.toml
+    assert load_rules(tmp_path).version == BUILTIN_VERSION == "3"  # no pyproject.toml
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.replaybook.normalize]\n'
         'rules = [{ name = "request_id", pattern = "req-[0-9a-f]{8}", replace = "req-<ID>" }]\n')
     rules = load_rules(tmp_path)
-    assert rules.version.startswith("2+project.") and len(rules.version) == len("2+project.") + 12
+    assert rules.version.startswith("3+project.") and len(rules.version) == len("3+project.") + 12
     got = rules.normalize("served req-deadbeef in 3ms")
     assert got.text == "served req-<ID> in <DUR>" and got.fired == ("duration", "request_id")
     other = RuleSet(rules.project_rules[:0])
-    assert other.version == "2"
+    assert other.version == "3"
 
 
 @pytest.mark.parametrize("body,message,line", [

@@ -16,7 +16,8 @@ carriage_return   ``\\r\\n`` line ends; text before a bare ``\\r``       ``\\n``
 root              the repository root's absolute path (recorded tree     ``<ROOT>``
                   or replay worktree), and its resolved form
 tmp_path          ``/tmp/…``, ``/var/tmp/…``, ``/var/folders/…``,        ``<TMP>``
-                  ``/private/var/folders/…``, ``$TMPDIR/…``
+                  ``/private/var/folders/…``, ``$TMPDIR/…`` where a path
+                  starts (not ``data/tmp/…``, ``https://host/tmp/…``)
 iso_timestamp     ``2024-05-01T12:34:56.789Z``, ``2024-05-01 12:34:56``  ``<TS>``
                   (optional fraction and offset)
 hex_address       ``0x`` and 6 or more hex digits (``0x7f3a2c1b4d90``)   ``0xADDR``
@@ -73,7 +74,9 @@ __all__ = [
 #: Version of the built-in rules.  Bump it whenever a built-in rule's behaviour changes (a log
 #: recorded with another version is UNRUNNABLE: its hashes were made by other rules).
 #: 2: ``carriage_return`` keeps the text before a trailing bare ``\\r`` (1 dropped the line).
-BUILTIN_VERSION = "2"
+#: 3: ``tmp_path`` rewrites only a path that starts with the temporary folder (2 rewrote any
+#: ``/tmp/`` in the text, inside relative paths and URLs too).
+BUILTIN_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -205,8 +208,16 @@ def _tmp(text: str, roots: tuple[str, ...]) -> tuple[str, bool]:
     if tmpdir and len(tmpdir) > 1:
         prefixes.append(tmpdir + "/")
     alt = "|".join(re.escape(p) for p in sorted(set(prefixes), key=len, reverse=True))
-    new = re.sub(r"(?:" + alt + r")[^\s:'\"`,;()\[\]<>]*", "<TMP>", text)
+    new = re.sub(_TMP_START + r"(?:" + alt + r")[^\s:'\"`,;()\[\]<>]*", "<TMP>", text)
     return new, new != text
+
+
+#: A temporary path is rewritten only where a path starts: at the start of the text or a line, after
+#: whitespace, a quote, ``=``, ``:`` (``PATH=/a:/tmp/x``), an opening bracket, ``,``, ``;``, ``|``,
+#: or in a ``file://`` URL.  ``data/tmp/x.db`` (relative), ``<ROOT>/tmp/x`` (a folder of the
+#: repository) and ``https://host/tmp/x`` (a URL path) are not temporary paths, and what follows
+#: their ``/tmp/`` is compared.
+_TMP_START = r"(?:(?<![^\s'\"`=:(\[{<,;|])|(?<=file://))"
 
 
 def _whitespace(text: str, roots: tuple[str, ...]) -> tuple[str, bool]:
@@ -222,7 +233,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
          func=_carriage_return),
     Rule("root", "the repository root's absolute path (recorded tree or replay worktree) → <ROOT>",
          func=_root),
-    Rule("tmp_path", "/tmp/…, /var/tmp/…, /var/folders/…, /private/var/folders/…, $TMPDIR/… → <TMP>",
+    Rule("tmp_path", "/tmp/…, /var/tmp/…, /var/folders/…, /private/var/folders/…, $TMPDIR/… where a path starts "
+         "(not data/tmp/… or https://host/tmp/…) → <TMP>",
          func=_tmp),
     Rule("iso_timestamp", "ISO 8601 date-times with optional fraction and offset → <TS>",
          r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])",
