@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
 from replaybook.packet.errors import RulesError
-from replaybook.packet.normalize import BUILTIN_RULES, BUILTIN_VERSION, RuleSet, load_rules, normalize
+from replaybook.packet.normalize import BUILTIN_RULES, BUILTIN_VERSION, RuleSet, decode_output, load_rules, normalize, out_sha
 
 CASES = [
     ("ansi", "\x1b[32mPASSED\x1b[0m", "PASSED"),
@@ -79,6 +80,16 @@ def test_a_temporary_path_is_rewritten_where_a_path_starts(text: str, expected: 
     assert got.text == expected and "tmp_path" in got.fired
 
 
+def test_outputs_that_differ_only_in_bytes_that_are_not_utf8_hash_differently():
+    a, b = decode_output(b"status \xff done\n"), decode_output(b"status \xfe done\n")
+    assert (a, b) == ("status \udcff done\n", "status \udcfe done\n")
+    assert normalize(a).sha256 != normalize(b).sha256
+    assert normalize(a).sha256 == out_sha("status \udcff done") == hashlib.sha256(b"status \xed\xb3\xbf done").hexdigest()
+    # valid UTF-8 decodes as before, so its hashes do not move
+    assert decode_output("caf\u00e9 \u2713".encode()) == "caf\u00e9 \u2713"
+    assert normalize(decode_output(b"ok \xef\xbf\xbd")).sha256 != normalize(decode_output(b"ok \xff")).sha256
+
+
 def test_structural_text_is_left_alone():
     text = "test_router.py::test_fallback FAILED\nassert 41 == 42\nversion 1.2.3, 10 items, 2 users"
     got = normalize(text)
@@ -99,16 +110,16 @@ def test_rules_are_documented_in_order():
 
 
 def test_project_rules_from_pyproject_change_the_version(tmp_path: Path):
-    assert load_rules(tmp_path).version == BUILTIN_VERSION == "3"  # no pyproject.toml
+    assert load_rules(tmp_path).version == BUILTIN_VERSION == "4"  # no pyproject.toml
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.replaybook.normalize]\n'
         'rules = [{ name = "request_id", pattern = "req-[0-9a-f]{8}", replace = "req-<ID>" }]\n')
     rules = load_rules(tmp_path)
-    assert rules.version.startswith("3+project.") and len(rules.version) == len("3+project.") + 12
+    assert rules.version.startswith("4+project.") and len(rules.version) == len("4+project.") + 12
     got = rules.normalize("served req-deadbeef in 3ms")
     assert got.text == "served req-<ID> in <DUR>" and got.fired == ("duration", "request_id")
     other = RuleSet(rules.project_rules[:0])
-    assert other.version == "3"
+    assert other.version == "4"
 
 
 @pytest.mark.parametrize("body,message,line", [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -30,7 +31,7 @@ def test_recorded_log_has_what_a_replay_needs(packet: Path, repo: Path):
     s1 = steps[0]
     assert s1.get("commit") == head and s1.get("cwd") == "." and s1.get("dirty") is False
     assert s1.get("excluded") == ["session.jsonl", "session.outputs"]
-    assert s1.get("norm") == "3" and s1.get("argv") == [PY, "check.py"] and s1.get("shell") is None
+    assert s1.get("norm") == "4" and s1.get("argv") == [PY, "check.py"] and s1.get("shell") is None
     assert steps[1].get("shell") in ("bash", "sh") and steps[1].get("argv") is None
     # the flag file made by step 2 is an untracked change seen by step 3
     assert steps[2].get("dirty") is True and steps[2].get("dirty_files") == 1
@@ -224,12 +225,37 @@ def test_an_output_changed_on_a_line_ending_in_a_carriage_return_diverges(repo: 
     assert v.steps[0].reasons == ["output differs"]
 
 
+def test_an_output_changed_only_in_bytes_that_are_not_utf8_diverges(repo: Path, tmp_path: Path):
+    (repo / "b").write_bytes(b"\xff")
+    (repo / "show.py").write_text('import sys\nsys.stdout.buffer.write(b"status " + open("b", "rb").read() + b" done\\n")\n')
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "byte")
+    r = rec(repo, PY, "show.py")
+    assert r.line["out_sha"] == hashlib.sha256(b"status \xed\xb3\xbf done").hexdigest()
+    assert (repo / "session.outputs" / f"{r.line['out_sha']}.txt").read_bytes() == b"status \xed\xb3\xbf done"
+    assert replay(repo / "session.jsonl", repo=repo).verdict == "PASS"
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "log")
+    (repo / "b").write_bytes(b"\xfe")
+    git(repo, "commit", "-q", "-am", "another byte")
+    v = replay(repo / "session.jsonl", repo=repo, checkout="HEAD")
+    step = v.steps[0]
+    assert v.verdict == "DIVERGED" and step.reasons == ["output differs"]
+    assert step.out_sha == hashlib.sha256(b"status \xed\xb3\xbe done").hexdigest() != step.expected_sha
+    assert step.diff.splitlines()[-2:] == ["-status \\xff done", "+status \\xfe done"]
+    junit = tmp_path / "junit.xml"
+    res = CliRunner().invoke(packet_cli, ["replay", str(repo / "session.jsonl"), "--repo", str(repo),
+                                          "--checkout", "HEAD", "--junit", str(junit)])
+    assert res.exit_code == 1 and "+status \\xfe done" in res.output
+    assert "+status \\xfe done" in ET.parse(junit).getroot().find("testsuite/testcase/failure").text
+
+
 def test_a_log_normalized_by_other_builtin_rules_is_unrunnable(repo: Path):
     rec(repo, "echo", "hi")
     edit_log(repo / "session.jsonl", 1, norm="1")
     v = replay(repo / "session.jsonl", repo=repo)
     assert v.verdict == "UNRUNNABLE"
-    assert ("session.jsonl:1: step 1 was normalized with rules version 1; this replaybook has version 3, whose "
+    assert ("session.jsonl:1: step 1 was normalized with rules version 1; this replaybook has version 4, whose "
             "hashes differ") in v.reason
 
 

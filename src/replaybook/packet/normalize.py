@@ -1,6 +1,7 @@
 """Output normalization: documented, versioned rules that remove run-to-run noise.
 
-A command's merged output is normalized before it is hashed (``out_sha``) and stored, on record
+A command's merged output is decoded (:func:`decode_output`: UTF-8, each byte that is not
+UTF-8 kept as itself) and normalized before it is hashed (``out_sha``) and stored, on record
 and on replay alike.  The rules remove what moves on every run — addresses, timestamps,
 temporary paths, durations, random local ports, process ids — and leave the structural text.
 Every rule has a name; :meth:`RuleSet.normalize` says which rules changed the text.
@@ -68,6 +69,7 @@ __all__ = [
     "Normalized",
     "load_rules",
     "normalize",
+    "decode_output",
     "out_sha",
 ]
 
@@ -76,7 +78,9 @@ __all__ = [
 #: 2: ``carriage_return`` keeps the text before a trailing bare ``\\r`` (1 dropped the line).
 #: 3: ``tmp_path`` rewrites only a path that starts with the temporary folder (2 rewrote any
 #: ``/tmp/`` in the text, inside relative paths and URLs too).
-BUILTIN_VERSION = "3"
+#: 4: bytes of the output that are not UTF-8 are kept (:func:`decode_output`) and hashed as
+#: themselves; 3 replaced each with U+FFFD, so outputs differing only in them hashed the same.
+BUILTIN_VERSION = "4"
 
 
 @dataclass(frozen=True)
@@ -340,6 +344,15 @@ class RuleSet:
 def normalize(text: str, root: str | os.PathLike | None = None) -> Normalized:
     """Normalize ``text`` with the built-in rules only (see :meth:`RuleSet.normalize`)."""
     return RuleSet().normalize(text, root)
+
+
+def decode_output(data: bytes) -> str:
+    """A command's merged output as text, for redaction, normalization and hashing, on record and
+    on replay alike: UTF-8, each byte that is not part of valid UTF-8 kept as the lone surrogate
+    U+DC80+byte (``surrogateescape``) rather than replaced by U+FFFD, so two outputs that differ
+    only in such bytes (``\\xff``, ``\\xfe``) normalize and hash differently (:func:`out_sha`
+    encodes the surrogates with ``surrogatepass``, as stored outputs are written)."""
+    return data.decode("utf-8", "surrogateescape")
 
 
 def out_sha(normalized_text: str) -> str:

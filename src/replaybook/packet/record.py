@@ -35,7 +35,7 @@ from .capture import Captured, default_shell, run_merged
 from .errors import PacketError, PacketLogError
 from .gitstate import git, head_commit, repo_root, tree_state
 from .log import FORMAT_VERSION, RAW_DIR, append_step, outputs_dir_for, read_log
-from .normalize import ALTERED_LIMIT, RuleSet, load_rules, out_sha
+from .normalize import ALTERED_LIMIT, RuleSet, decode_output, load_rules, out_sha
 from .redact import Redactor
 
 __all__ = ["RecordResult", "record", "store_output", "command_line", "excluded_paths", "MAX_DIRTY_PATHS"]
@@ -171,7 +171,7 @@ def record(command: Sequence[str], log_path: str | os.PathLike = "session.jsonl"
     pipefail = True if shell == "bash" else None  # a pipeline keeps the exit code of a failing command
     cap = _run_interruptible(argv if argv is not None else cmd, cwd, shell, env, tee, bool(pipefail))
 
-    raw_out = cap.output.decode("utf-8", "replace")
+    raw_out = decode_output(cap.output)  # bytes that are not UTF-8 kept apart, as on record
     raw_args = [safe_str(a) for a in argv] if argv is not None else None
     raw_cmd = safe_str(cmd) if raw_args is None else shlex.join(raw_args)
     # every secret value found anywhere (command line, an argument, the output) is removed everywhere

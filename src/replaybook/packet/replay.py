@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,7 @@ from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commi
                        differing_paths, entries_state, git, repo_root, resolve_commit, temporary_clone,
                        tree_state)
 from .log import ChainFinding, LogStep, outputs_dir_for, read_log
-from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, load_rules, out_sha
+from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, decode_output, load_rules, out_sha
 from .record import excluded_paths
 from .redact import Redactor, redact_command, secret_advice
 
@@ -257,6 +258,16 @@ def _other_edited_outputs(outputs: Path, named: set[str]) -> list[str]:
     return out
 
 
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def _bytes_shown(text: str) -> str:
+    """``text`` with each byte that was not UTF-8 (kept as U+DC80+byte by
+    :func:`~.normalize.decode_output`) written as ``\\xNN``: shown, outputs that differ only
+    in such bytes differ on screen too, and the text can be written as UTF-8 (JUnit, JSON)."""
+    return _ESCAPED_BYTE.sub(lambda m: f"\\x{ord(m.group(0)) - 0xDC00:02x}", text)
+
+
 def _stored_diff(outputs: Path, expected_sha: str, seq: int, replayed: str) -> tuple[str | None, str | None]:
     """``(diff, None)`` against the stored recorded output, if there is one that hashes right
     (:func:`_check_stored` reports the others)."""
@@ -266,7 +277,7 @@ def _stored_diff(outputs: Path, expected_sha: str, seq: int, replayed: str) -> t
     recorded, _problem = _read_stored(path, expected_sha)
     if recorded is None:
         return None, None
-    lines = list(difflib.unified_diff(recorded.split("\n"), replayed.split("\n"),
+    lines = list(difflib.unified_diff(_bytes_shown(recorded).split("\n"), _bytes_shown(replayed).split("\n"),
                                       f"recorded (seq {seq})", "replay", lineterm="", n=3))
     if len(lines) > DIFF_LINES:
         lines = lines[:DIFF_LINES] + [f"… diff truncated ({len(lines) - DIFF_LINES} more lines)"]
@@ -907,7 +918,7 @@ def _replay_step(s: LogStep, index: int, wt: Path, command, prev_commit: str | N
                      pipefail=s.get("pipefail") is True)  # as recorded: older logs ran without it
     res.exit = cap.exit
     res.duration_ms = cap.duration_ms
-    raw_out = cap.output.decode("utf-8", "replace")
+    raw_out = decode_output(cap.output)  # bytes that are not UTF-8 kept apart, as on record
     shown = command if isinstance(command, str) else shlex.join(command)
     learned = redactor.learn(shown, *([] if isinstance(command, str) else command), raw_out)
     norm = rules.normalize(learned.redact(raw_out).text, wt)  # redacted as the recorder did
