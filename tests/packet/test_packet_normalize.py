@@ -110,16 +110,16 @@ def test_rules_are_documented_in_order():
 
 
 def test_project_rules_from_pyproject_change_the_version(tmp_path: Path):
-    assert load_rules(tmp_path).version == BUILTIN_VERSION == "4"  # no pyproject.toml
+    assert load_rules(tmp_path).version == BUILTIN_VERSION == "2"  # no pyproject.toml
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.replaybook.normalize]\n'
         'rules = [{ name = "request_id", pattern = "req-[0-9a-f]{8}", replace = "req-<ID>" }]\n')
     rules = load_rules(tmp_path)
-    assert rules.version.startswith("4+project.") and len(rules.version) == len("4+project.") + 12
+    assert rules.version.startswith("2+project.") and len(rules.version) == len("2+project.") + 12
     got = rules.normalize("served req-deadbeef in 3ms")
     assert got.text == "served req-<ID> in <DUR>" and got.fired == ("duration", "request_id")
     other = RuleSet(rules.project_rules[:0])
-    assert other.version == "4"
+    assert other.version == "2"
 
 
 @pytest.mark.parametrize("body,message,line", [

@@ -31,7 +31,7 @@ def test_recorded_log_has_what_a_replay_needs(packet: Path, repo: Path):
     s1 = steps[0]
     assert s1.get("commit") == head and s1.get("cwd") == "." and s1.get("dirty") is False
     assert s1.get("excluded") == ["session.jsonl", "session.outputs"]
-    assert s1.get("norm") == "4" and s1.get("argv") == [PY, "check.py"] and s1.get("shell") is None
+    assert s1.get("norm") == "2" and s1.get("argv") == [PY, "check.py"] and s1.get("shell") is None
     assert steps[1].get("shell") in ("bash", "sh") and steps[1].get("argv") is None
     # the flag file made by step 2 is an untracked change seen by step 3
     assert steps[2].get("dirty") is True and steps[2].get("dirty_files") == 1
@@ -255,7 +255,7 @@ def test_a_log_normalized_by_other_builtin_rules_is_unrunnable(repo: Path):
     edit_log(repo / "session.jsonl", 1, norm="1")
     v = replay(repo / "session.jsonl", repo=repo)
     assert v.verdict == "UNRUNNABLE"
-    assert ("session.jsonl:1: step 1 was normalized with rules version 1; this replaybook has version 4, whose "
+    assert ("session.jsonl:1: step 1 was normalized with rules version 1; this replaybook has version 2, whose "
             "hashes differ") in v.reason
 
 

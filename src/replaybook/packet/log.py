@@ -103,8 +103,8 @@ LOG_FIELDS: tuple[LogField, ...] = (
                                                "content), so a replay can tell which files differ; null when "
                                                "more than 1000, or outside a repository"),
     LogField("excluded", "array", "root-relative paths left out of `tree`: the log and its output folder"),
-    LogField("norm", "string", "normalization rules version: the built-in rules' version (`4`), or "
-             "`4+project.<sha12>` with project rules"),
+    LogField("norm", "string", "normalization rules version: the built-in rules' version (`2`), or "
+             "`2+project.<sha12>` with project rules"),
     LogField("norm_fired", "array", "names of the normalization rules that changed this output"),
     LogField("redacted", "array", "what was redacted from cmd or output: `env:NAME` or a token kind (never values)"),
     LogField("out_bytes", "integer", "size of the raw merged output in bytes"),

@@ -80,7 +80,7 @@ __all__ = [
 #: ``/tmp/`` in the text, inside relative paths and URLs too).
 #: 4: bytes of the output that are not UTF-8 are kept (:func:`decode_output`) and hashed as
 #: themselves; 3 replaced each with U+FFFD, so outputs differing only in them hashed the same.
-BUILTIN_VERSION = "4"
+BUILTIN_VERSION = "2"
 
 
 @dataclass(frozen=True)
