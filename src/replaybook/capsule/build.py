@@ -55,7 +55,7 @@ from .. import _yaml
 from .._jsonl import read_bytes
 from .._schema import short_message
 from ..incident import Incident
-from .digest import request_digest
+from .digest import door_request_digest, request_digest
 from .errors import CapsuleFormatError
 from .model import EFFECTS, Capsule, _plain, evidence_ref, guess_effect, iso_z
 from .repo import repo_state
@@ -331,8 +331,9 @@ def match_door_calls(conv: pd.DataFrame, calls: pd.DataFrame,
         i = by_key.get(st.call_id) if isinstance(st.call_id, str) else None
         if i is None or i in used:
             tool = _opt(st.tool)
+            # (a call whose arguments the door did not log, args_key NA, agrees on none)
             cand = [j for j in range(len(calls)) if j not in used and calls.at[j, "tool"] == tool
-                    and calls.at[j, "args_key"] == st.args_key]
+                    and isinstance(calls.at[j, "args_key"], str) and calls.at[j, "args_key"] == st.args_key]
             i = cand[0] if cand else None
         retries: list[int] = []
         if i is not None:
@@ -447,7 +448,8 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
         effect = cap.tool_effects.get(f"{server}/{row.tool}") or guess_effect(row.tool)
         observed = row.ts_end if not pd.isna(row.ts_end) else row.ts
         evidence.append({"call_id": call_id, "server": server, "method": row.tool,
-                         "request_digest": request_digest(server, row.tool, row.arguments),
+                         "request_digest": door_request_digest(server, row.tool, row.arguments,
+                                                               getattr(row, "arguments_digest", None)),
                          "response_digest": resp, "captured_response_ref": ref, "observed_at": iso_z(observed),
                          "effect": effect, "policy": {"result": row.decision, "rule": _opt(row.rule)},
                          "error": _opt(row.error)})

@@ -36,6 +36,7 @@ __all__ = [
     "canonical_bytes",
     "json_digest",
     "request_digest",
+    "door_request_digest",
     "response_shape",
     "json_value",
     "parse_response",
@@ -86,6 +87,18 @@ def request_digest(server: str, method: str, arguments: Any) -> str:
     Argument key order, whitespace, ``1`` vs ``1.0`` and Unicode normal form do not change it.
     """
     return json_digest({"server": server or "", "method": method, "arguments": arguments or {}})
+
+
+def door_request_digest(server: str, method: str, arguments: Any, arguments_digest: Any = None) -> str:
+    """:func:`request_digest` of a door call as the ``calls`` frame holds it.  A call whose
+    arguments the door did not log (``arguments`` not an object: too large, not an object, a line
+    it could not read as a call) has a digest of its own, of ``{server, method,
+    arguments_not_logged: <the door's arguments_digest, or None>}``: never that of ``{}``, which
+    a call with no arguments has."""
+    if isinstance(arguments, dict):
+        return request_digest(server, method, arguments)
+    logged = arguments_digest if isinstance(arguments_digest, str) and arguments_digest else None
+    return json_digest({"server": server or "", "method": method, "arguments_not_logged": logged})
 
 
 def json_value(data: bytes) -> Any:

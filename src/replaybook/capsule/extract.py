@@ -43,7 +43,7 @@ from .checkpoints import (CheckpointLog, authority_checkpoint, decision_checkpoi
                           patch_checkpoint, policy_checkpoint, response_schema_checkpoint, state_checkpoint,
                           target_scope, tests_checkpoint, tool_choice_checkpoint, tool_request_checkpoint,
                           tool_response_checkpoint)
-from .digest import parse_response, request_digest, sha256_digest
+from .digest import door_request_digest, parse_response, request_digest, sha256_digest
 from .errors import EvidenceMissing, IntegrityError
 from .model import Capsule, guess_effect, load_capsule
 from .runs import RunRecord
@@ -156,8 +156,8 @@ def incident_run(capsule: Capsule | str | Path, incident: Incident | str | Path,
         row = calls.iloc[i]
         ev = evidence[row["call_key"]]
         server, method, args = ev.server, ev.method, row["arguments"]
-        rd = request_digest(server, method, args)
-        target = _na(row["object"]) or target_scope(args)
+        rd = door_request_digest(server, method, args, row.get("arguments_digest"))
+        target = _na(row["object"]) or target_scope(args if isinstance(args, dict) else {})
         ts, call_id = row["ts"], ev.call_id
         log.add(tool_choice_checkpoint(server, method, ev.effect or guess_effect(method), ts, call_id))
         log.add(tool_request_checkpoint(server, method, rd, target, ts, call_id))
