@@ -1668,3 +1668,17 @@ def test_a_session_whose_calls_agree_with_a_taken_transcript_says_so(frames):
     got = S.with_taken_transcripts(sessions2, calls2, pairs, window_s=60).set_index("door_session")
     assert got.loc["gw", "taken_transcript"] == "t1"
     assert pd.isna(got.loc["rerun", "taken_transcript"]) and pd.isna(got.loc["one", "taken_transcript"])
+
+
+def test_a_tool_and_time_link_does_not_blame_a_gateway_for_arguments_the_door_did_not_log():
+    """A session whose calls partly agree on tool and time only had been told "their gateway
+    logged no arguments", though the log was the door's own, which had left out arguments too
+    large to keep."""
+    from replaybook.report.sections import confidence_sentence
+
+    row = {"door_session": "d1", "status": "matched", "transcript_id": "t1", "agreed": 5, "calls": 5,
+           "transcript_tool_steps": 5, "share": 1.0, "runner_up": None, "margin": 5, "method": "content,tool_time"}
+    s = confidence_sentence(row, 60.0)
+    assert ("some calls agree on tool and time only (the log holds no arguments for them: a gateway that logs none, "
+            "or calls whose arguments the door did not log, too large or not an object)") in s
+    assert "their gateway logged no arguments" not in s

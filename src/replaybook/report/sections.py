@@ -1142,7 +1142,8 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
         s += ("; the gateway logged no arguments, so arguments were not compared: agreement on tool and time "
               "alone is weaker evidence")
     elif "tool_time" in method:
-        s += ("; some calls agree on tool and time only (their gateway logged no arguments), which is "
+        s += ("; some calls agree on tool and time only (the log holds no arguments for them: a gateway that "
+              "logs none, or calls whose arguments the door did not log, too large or not an object), which is "
               "weaker evidence")
     if n_im:
         s += (f"; but {_count(n_im, 'door call')} paired by tool-use id {'names' if n_im == 1 else 'name'} another "
