@@ -29,3 +29,11 @@ def otlp_value(v) -> dict:
     if isinstance(v, list):
         return {"arrayValue": {"values": [otlp_value(x) for x in v]}}
     return {"kvlistValue": {"values": [{"key": k, "value": otlp_value(x)} for k, x in v.items()]}}
+
+
+def counts_by_id(frame, id_col: str, col: str) -> dict:
+    """A count column (``bytes``, ``rows``) of a loaded frame as ``{id: int or None}``, NA as
+    ``None``, keyed by ``id_col`` (``request_id``)."""
+    import pandas as pd
+
+    return {k: (None if pd.isna(v) else int(v)) for k, v in zip(frame[id_col], frame[col])}

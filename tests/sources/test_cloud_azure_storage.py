@@ -16,6 +16,7 @@ from replaybook.sources.azure_storage import load_azure_storage, redact_sas, sni
 AZ = Path(__file__).resolve().parents[1] / "fixtures" / "cloud" / "azure"
 SP = "5f0c7e9a-1111-4a2b-9c3d-0123456789ab"
 SIG = "Zm9vYmFyU0lHTkFUVVJFc2VjcmV0JTNE"
+from _jsonl_fixture import counts_by_id, write_jsonl
 
 
 def test_resource_log_lines_and_records_wrapper():
@@ -327,14 +328,10 @@ def test_a_response_size_that_is_no_count_is_noted(tmp_path):
         r["correlationId"] = rid
         if n is not None:
             r["properties"] = {"responseBodySize": n}
-        lines.append(json.dumps(r))
-    p = tmp_path / "PT1H.json"
-    p.write_text("\n".join(lines) + "\n")
-    res = load_azure_storage(p)
+        lines.append(r)
+    res = load_azure_storage(write_jsonl(tmp_path / "PT1H.json", lines))
     assert res.quarantine.empty
-    f = res.frame.set_index("request_id")
-    assert {i: (None if pd.isna(f.loc[i, "bytes"]) else int(f.loc[i, "bytes"])) for i, *_ in sizes} \
-        == {i: want for i, _, want in sizes}
+    assert counts_by_id(res.frame, "request_id", "bytes") == {i: want for i, _, want in sizes}
     notes = [n for n in res.inputs[0]["notes"] if "responseBodySize" in n]
     assert notes == ["line 2: responseBodySize -1 is not a count (a whole number from 0 to 2**63-1): "
                      "left empty, the count is not known",

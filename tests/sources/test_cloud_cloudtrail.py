@@ -16,6 +16,7 @@ from replaybook.sources.cloudtrail import load_cloudtrail, sniff
 
 CLOUD = Path(__file__).resolve().parents[1] / "fixtures" / "cloud"
 ROLE = "arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst"
+from _jsonl_fixture import counts_by_id
 
 
 def test_eventbridge_envelopes():
@@ -490,9 +491,7 @@ def test_a_byte_count_that_is_no_count_is_noted_not_left_out_without_a_word(tmp_
     for load in (load_cloudtrail, _load_reference):
         res = load(p)
         assert res.quarantine.empty
-        f = res.frame.set_index("request_id")
-        assert {rid: (None if pd.isna(f.loc[rid, "bytes"]) else int(f.loc[rid, "bytes"])) for rid, *_ in counts} \
-            == {rid: want for rid, _, want in counts}
+        assert counts_by_id(res.frame, "request_id", "bytes") == {rid: want for rid, _, want in counts}
         notes = res.inputs[0]["notes"]
         assert [n.split(":", 1)[0] for n in notes] == [f"record {i}" for i in (2, 3, 4, 6)]
         assert notes[1] == ("record 3: additionalEventData.bytesTransferredOut -1 is not a count (a whole number "

@@ -11,6 +11,7 @@ import pytest
 from replaybook.sources.gcp_audit import load_gcp_audit, sniff
 
 SA = "door-reader@acme.iam.gserviceaccount.com"
+from _jsonl_fixture import counts_by_id, write_jsonl
 
 
 def _entry(ts, method, resource, code=None, insert="i", **pp):
@@ -213,14 +214,10 @@ def test_a_row_count_that_is_no_count_is_noted(tmp_path):
         e = _entry("2026-09-13T10:00:00Z", "storage.objects.list", obj, insert=insert)
         if n is not None:
             e["protoPayload"]["metadata"] = {"numResponseItems": n}
-        lines.append(json.dumps(e))
-    p = tmp_path / "data_access.jsonl"
-    p.write_text("\n".join(lines) + "\n")
-    res = load_gcp_audit(p)
+        lines.append(e)
+    res = load_gcp_audit(write_jsonl(tmp_path / "data_access.jsonl", lines))
     assert res.quarantine.empty
-    f = res.frame.set_index("request_id")
-    assert {i: (None if pd.isna(f.loc[i, "rows"]) else int(f.loc[i, "rows"])) for i, *_ in items} \
-        == {i: want for i, _, want in items}
+    assert counts_by_id(res.frame, "request_id", "rows") == {i: want for i, _, want in items}
     notes = res.inputs[0]["notes"]
     assert [n.split(":", 1)[0] for n in notes] == ["entry 2", "entry 3", "entry 5"]
     assert notes[0] == ("entry 2: numResponseItems -3 is not a count (a whole number from 0 to 2**63-1): "
