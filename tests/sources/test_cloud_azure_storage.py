@@ -10,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from _jsonl_fixture import counts_by_id, write_jsonl
 from replaybook.frames import ACCESS
 from replaybook.sources.azure_storage import load_azure_storage, redact_sas, sniff
 
 AZ = Path(__file__).resolve().parents[1] / "fixtures" / "cloud" / "azure"
 SP = "5f0c7e9a-1111-4a2b-9c3d-0123456789ab"
 SIG = "Zm9vYmFyU0lHTkFUVVJFc2VjcmV0JTNE"
-from _jsonl_fixture import counts_by_id, write_jsonl
 
 
 def test_resource_log_lines_and_records_wrapper():

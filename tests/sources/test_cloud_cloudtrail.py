@@ -10,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from _jsonl_fixture import counts_by_id
 from replaybook.errors import InputError
 from replaybook.frames import ACCESS
 from replaybook.sources.cloudtrail import load_cloudtrail, sniff
 
 CLOUD = Path(__file__).resolve().parents[1] / "fixtures" / "cloud"
 ROLE = "arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst"
-from _jsonl_fixture import counts_by_id
 
 
 def test_eventbridge_envelopes():

@@ -8,10 +8,10 @@ import json
 import pandas as pd
 import pytest
 
+from _jsonl_fixture import counts_by_id, write_jsonl
 from replaybook.sources.gcp_audit import load_gcp_audit, sniff
 
 SA = "door-reader@acme.iam.gserviceaccount.com"
-from _jsonl_fixture import counts_by_id, write_jsonl
 
 
 def _entry(ts, method, resource, code=None, insert="i", **pp):
