@@ -299,3 +299,52 @@ def test_an_unterminated_last_text_line_is_pending_not_a_call(tmp_path):
                                      "mcp.target": "files", "gen_ai.tool.name": "stat", "duration": "3ms"}))
     res = gm.load_agentgateway(p)
     assert _cols(res.frame, "line_no", "tool") == [[2, "stat"], [1, "read_object"]] and res.quarantine.empty
+
+
+def _initialize(rid, client):
+    return {"dir": "c2s", "http": {"headers": {}},
+            "body": {"jsonrpc": "2.0", "id": rid, "method": "initialize",
+                     "params": {"protocolVersion": "2025-06-18", "clientInfo": {"name": client}}}}
+
+
+def _initialized(rid, sess, server):
+    return {"dir": "s2c", "http": {"status": 200, "headers": {"Mcp-Session-Id": sess}},
+            "body": {"jsonrpc": "2.0", "id": rid, "result": {"serverInfo": {"name": server}}}}
+
+
+def test_mcp_http_a_second_clients_initialize_opens_its_own_session_not_the_one_before(tmp_path):
+    # the initialize request carries no Mcp-Session-Id (the server names the session in its
+    # answer); it had been read as in the session before it, so the first session's calls took
+    # the second client's name and the second session the first's
+    p = tmp_path / "mcp.jsonl"
+    p.write_text(_mcp_lines(_initialize(0, "agent-one"), _initialized(0, "S1", "srv-one"),
+                            _call("S1", 1, "b", "a.csv"), _answer(1, "ok", False, sess="S1"),
+                            _initialize(0, "agent-two"), _initialized(0, "S2", "srv-two"),
+                            _call("S2", 1, "b", "b.csv"), _answer(1, "ok", False, sess="S2")))
+    res = gm.load_mcp_http(p)
+    assert _cols(res.frame, "door_session", "agent", "server", "object") == [
+        ["S1", "agent-one", "srv-one", "b/a.csv"], ["S2", "agent-two", "srv-two", "b/b.csv"]]
+    assert res.inputs[0]["not_calls"] == 4 and res.inputs[0]["unfinished"] == 0
+
+
+def test_mcp_http_a_session_whose_initialize_is_not_captured_is_named_only_when_the_capture_has_one_client(tmp_path):
+    one = tmp_path / "one.jsonl"
+    one.write_text(_mcp_lines(_initialize(0, "agent-one"), _initialized(0, "S1", "srv-one"),
+                              _call("S9", 1, "b", "c.csv")))
+    assert _cols(gm.load_mcp_http(one).frame, "door_session", "agent", "server") == [["S9", "agent-one", "srv-one"]]
+    two = tmp_path / "two.jsonl"
+    two.write_text(_mcp_lines(_initialize(0, "agent-one"), _initialized(0, "S1", "srv-one"),
+                              _initialize(0, "agent-two"), _initialized(0, "S2", "srv-one"),
+                              _call("S9", 1, "b", "c.csv")))
+    assert _cols(gm.load_mcp_http(two).frame, "door_session", "agent", "server") == [["S9", None, "srv-one"]]
+
+
+def test_mcp_http_two_initialize_requests_open_at_once_pair_the_last_sent_and_say_so(tmp_path):
+    p = tmp_path / "mcp.jsonl"
+    p.write_text(_mcp_lines(_initialize(0, "agent-one"), _initialize(0, "agent-two"),
+                            _initialized(0, "S2", "srv"), _initialized(0, "S1", "srv"),
+                            _call("S1", 1, "b", "a.csv"), _call("S2", 1, "b", "b.csv")))
+    res = gm.load_mcp_http(p)
+    assert _cols(res.frame, "door_session", "agent") == [["S1", "agent-one"], ["S2", "agent-two"]]
+    assert "the initialize response on line 3 is paired with the request sent last, line 2; it may answer " \
+           "line 1 instead (same JSON-RPC id, no Mcp-Session-Id on the requests)" in res.inputs[0]["notes"]

@@ -50,7 +50,10 @@ Decisions
 * mcp-http: ``allow`` unless the response is an error (JSON-RPC error, or a result with
   ``isError``) whose text says it was refused (:data:`REFUSAL` words); ``error`` = that text.
   Records usually carry no time (``ts``/``time``/``timestamp`` when present): ``ts`` NaT then.
-  A request without ``Mcp-Session-Id`` is taken to be in the session of the record before it.
+  A request without ``Mcp-Session-Id`` is taken to be in the session of the record before it,
+  but for ``initialize``, which opens a session (MCP 2025-06-18, Session Management: the server
+  names it in its answer's header): its client is that session's ``agent``.  A session whose
+  ``initialize`` the capture lacks takes the capture's client (server) only when it names one.
   A response names its session less often (servers send the header on ``initialize`` only): one
   that carries none answers the open call with its JSON-RPC id when exactly one is open; when
   calls of several sessions are open with that id (each client numbers from 1), it answers the
@@ -672,7 +675,7 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
     open_calls: dict[tuple, dict] = state.setdefault("open", {})
     clients: dict[str | None, str] = state.setdefault("clients", {})
     servers: dict[str | None, str] = state.setdefault("servers", {})
-    init_ids: dict[tuple, None] = state.setdefault("init_ids", {})
+    init_ids: dict[tuple, list] = state.setdefault("init_ids", {})  # (session, id) → [(client, line)]
     requests: set[bytes] = state.setdefault("requests", set())
     orphan = 0
     ambiguous: dict[tuple, list] = {}  # (id, the open calls' places) → lines of responses not paired
@@ -689,12 +692,13 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
             if "method" in m:                                  # a request or a notification
                 if "id" in m:
                     requests.add(_json.dumps(m.get("id")))
-                if m["method"] == "initialize" and isinstance(m.get("params"), dict):
-                    ci = m["params"].get("clientInfo")
-                    if isinstance(ci, dict) and str_or_none(ci.get("name")):
-                        clients[sess] = ci["name"]
-                        clients.setdefault(None, ci["name"])
-                    init_ids[(sess, _json.dumps(m.get("id")))] = None
+                if m["method"] == "initialize":                # opens a session: never in the one before
+                    ci = m.get("params", {}).get("clientInfo") if isinstance(m.get("params"), dict) else None
+                    name = str_or_none(ci.get("name")) if isinstance(ci, dict) else None
+                    if own is not None and name:
+                        clients[own] = name
+                    init_ids.setdefault((own, _json.dumps(m.get("id"))), []).append((name, ln))
+                    state["last_sess"] = own
                 if m["method"] not in ("tools/call", "resources/read") or "id" not in m:
                     info["not_calls"] += 1
                     continue
@@ -727,12 +731,20 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                                          []).append(ln)
                 row = open_calls.pop(same[-1]) if same else None
             if row is None:
-                if key in init_ids or (None, key[1]) in init_ids:
+                pending = init_ids.get(key) or init_ids.get((None, key[1]))
+                if pending:                                    # the answer to an initialize: its session
+                    name, init_ln = pending.pop()              # (the one sent last, as for a call)
+                    if pending:
+                        info["notes"].append(
+                            f"the initialize response on line {ln} is paired with the request sent last, line "
+                            f"{init_ln}; it may answer line {', '.join(str(n) for _, n in pending)} instead "
+                            "(same JSON-RPC id, no Mcp-Session-Id on the requests)")
                     res = m.get("result") if isinstance(m.get("result"), dict) else {}
                     si = res.get("serverInfo")
+                    if name:
+                        clients[sess] = name
                     if isinstance(si, dict) and str_or_none(si.get("name")):
                         servers[sess] = si["name"]
-                        servers.setdefault(None, si["name"])
                 elif key[1] not in requests:
                     orphan += 1
                 info["not_calls"] += 1
@@ -762,11 +774,17 @@ def _mcp_http_finish(rows: list[dict], files: list[tuple[Path, dict]], state: di
     """Agents and servers from every file's ``initialize`` exchanges, synthetic sessions, and
     each file's notes (see :func:`_read_mcp_http`)."""
     clients, servers = state.get("clients", {}), state.get("servers", {})
+
+    def only(names: dict) -> str | None:   # a session whose initialize is not in the capture: the
+        known = set(names.values())        # capture's one client (server) if it names only one
+        return known.pop() if len(known) == 1 else None
+
+    any_client, any_server = only(clients), only(servers)
     synth: dict[str, int] = {}
     for r in rows:
         sess = r["door_session"]
-        r["agent"] = clients.get(sess) or clients.get(None)
-        r["server"] = servers.get(sess) or servers.get(None)
+        r["agent"] = clients.get(sess) or any_client
+        r["server"] = servers.get(sess) or any_server
         if sess is None:
             synth[r["source_file"]] = synth.get(r["source_file"], 0) + 1
             r["door_session"] = _synthetic("mcp-http", r["agent"], r["ts"], Path(r["source_file"]))
