@@ -1,3 +1,4 @@
+import hashlib
 import json
 import os
 import re
@@ -936,12 +937,27 @@ def test_a_double_star_glob_does_not_follow_symbolic_links_to_folders(tmp_path):
     m = tmp_path / "incident.yaml"
     m.write_text('title: t\ntranscripts:\n  - "t/**/*.jsonl"\n')
     inc = replaybook.Incident.load(m)
-    assert [r["path"] for r in inc.inputs[1:]] == [f"t/{one}", f"t/sub/{two}"]
+    # the links `**` passed over are listed, not read, as a folder walk lists its links: t/b holds
+    # a transcript the glob would have matched (it had been left out without a word)
+    assert [(r["path"], r["sha256"], r["note"]) for r in inc.inputs[1:]] == [
+        (f"t/{one}", hashlib.sha256((src / one).read_bytes()).hexdigest(), None),
+        (f"t/sub/{two}", hashlib.sha256((src / two).read_bytes()).hexdigest(), None),
+        ("t/a", None, "skipped: symbolic link to .: not followed (name the file itself to read it)"),
+        ("t/b", None, f"skipped: symbolic link to {tmp_path / 'elsewhere'}: not followed (name the file itself "
+                      "to read it)")]
+    assert sorted(set(inc.steps["source_file"])) == [str(tmp_path / "t" / one), str(tmp_path / "t" / "sub" / two)]
     assert inc.listed_files("transcripts") == [tmp_path / "t" / one, tmp_path / "t" / "sub" / two]
     # one level named by `*` is entered as before: t/a/<file> is t/<file>, read once
     m.write_text('title: t\ntranscripts:\n  - "t/*/*.jsonl"\n')
     assert sorted(replaybook.incident._expand(tmp_path, "t/*/*.jsonl", m, "transcripts")) == [
         tmp_path / "t" / "a" / one, tmp_path / "t" / "b" / two, tmp_path / "t" / "sub" / two]
+    # a link whose folder holds nothing the pattern names is not listed
+    (tmp_path / "t" / "b").unlink()
+    (tmp_path / "t" / "c").symlink_to(tmp_path / "elsewhere" / "empty", target_is_directory=True)
+    (tmp_path / "elsewhere" / "empty").mkdir()
+    (tmp_path / "elsewhere" / "empty" / "notes.txt").write_text("x")
+    m.write_text('title: t\ntranscripts:\n  - "t/**/*.jsonl"\n')
+    assert [r["path"] for r in replaybook.Incident.load(m).inputs[1:]] == [f"t/{one}", f"t/sub/{two}", "t/a"]
 
 
 @pytest.mark.parametrize("body, line, words", [

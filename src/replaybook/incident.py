@@ -230,6 +230,29 @@ def _glob(pattern: str) -> list[str]:
     return [os.path.normpath(p) for p in wglob.glob(pattern, flags=wglob.GLOBSTAR)]
 
 
+def _links_not_entered(pattern: str) -> list[Path]:
+    """The symbolic links to folders a ``**`` of ``pattern`` (absolute) passed over without
+    entering (:func:`_glob`) whose folder holds a file named as the pattern's last part asks
+    (``t/**/*.jsonl`` and a link ``t/old -> /archive`` holding ``a.jsonl``): evidence the glob
+    did not read, listed like a folder walk's links (sorted; ``[]`` without ``**``).  Each link is
+    looked into one level: a link inside it is not followed either."""
+    from wcmatch import glob as wglob
+
+    parts = Path(pattern).parts
+    if "**" not in parts[:-1]:
+        return []
+    first = next(i for i, part in enumerate(parts) if any(ch in part for ch in "*?["))
+    scope = os.path.join(*parts[:parts.index("**") + 1])  # the links a "**" would have entered
+    out: list[Path] = []
+    for folder, dirs, files in os.walk(os.path.join(*parts[:first]) if first else os.sep):
+        for name in dirs + files:
+            p = os.path.join(folder, name)
+            if (os.path.islink(p) and os.path.isdir(p) and wglob.globmatch(p, scope, flags=wglob.GLOBSTAR)
+                    and wglob.glob(os.path.join(wglob.escape(p), "**", parts[-1]), flags=wglob.GLOBSTAR)):
+                out.append(Path(p))
+    return sorted(out)
+
+
 def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
     """The files (or folder) ``pattern`` under manifest list ``key`` names.
 
@@ -340,6 +363,7 @@ class Incident:
     given: Path | None = None
     _results: dict = field(default_factory=dict, repr=False)
     _forced: dict = field(default_factory=dict, repr=False)
+    _unentered: dict = field(default_factory=dict, repr=False)  # key → links a "**" did not enter
 
     @classmethod
     def load(cls, path: str | Path) -> "Incident":
@@ -411,7 +435,12 @@ class Incident:
                 pattern, fmt = item, None
             else:
                 pattern, fmt = item["path"], item.get("format")
-            groups.setdefault(fmt, []).extend(_expand(self.root, pattern, self.shown, key))
+            found = _expand(self.root, pattern, self.shown, key)
+            groups.setdefault(fmt, []).extend(found)
+            if _is_glob(self.root, pattern):
+                links = self._unentered.setdefault(key, [])
+                links.extend(q for q in _links_not_entered(str(Path(os.path.normpath(self.root / pattern))))
+                             if q not in links and q not in found)
         return groups
 
     def _forced_files(self, key: str) -> dict[Path, str]:
@@ -690,8 +719,12 @@ class Incident:
             return self._results[kind]
         key, what = _MANIFEST_KEY[kind]
         parts = []
-        for fmt, paths in self._groups(key).items():
-            if not paths:
+        groups = self._groups(key)
+        links = self._unentered.get(key, [])
+        if links and None not in groups:
+            groups[None] = []  # (every entry names its format: the links are listed all the same)
+        for fmt, paths in groups.items():
+            if not paths and not (fmt is None and links):
                 continue
             if fmt is not None:
                 src = registry.get(fmt)
@@ -705,7 +738,8 @@ class Incident:
             from .loading import load_frame
 
             try:  # (a file an entry names with its format is read by that format alone)
-                got = load_frame(paths, kind, require=False, exclude=set(self._forced_files(key)))
+                got = load_frame(paths, kind, require=False, exclude=set(self._forced_files(key)),
+                                 not_followed=links)
             except InputError as exc:
                 raise self._input_error(key, exc) from None
             if got.elsewhere:
@@ -772,11 +806,14 @@ class Incident:
         return pd.concat([self._load(k).quarantine for k in ("steps", "calls", "access")], ignore_index=True)
 
     def _shown(self, path) -> str:
-        """``path`` relative to the manifest folder when inside it, else as given."""
+        """``path`` relative to the manifest folder when inside it, else as given (a symbolic
+        link by where it is, not where it points)."""
         if not isinstance(path, str):
             return path
         try:
-            return str(Path(path).resolve().relative_to(self.root))
+            p = Path(path)
+            p = p.parent.resolve() / p.name if p.is_symlink() else p.resolve()
+            return str(p.relative_to(self.root))
         except (ValueError, OSError):
             return path
 

@@ -75,7 +75,7 @@ def _link_note(link: Path) -> str:
 
 
 def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MIN_CONFIDENCE,
-         exclude: set[Path] | frozenset[Path] = frozenset()) -> Loaded:
+         exclude: set[Path] | frozenset[Path] = frozenset(), not_followed: Iterable[Path] = ()) -> Loaded:
     """Sniff and load files and folders into canonical frames.
 
     Args:
@@ -84,6 +84,8 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
         min_confidence: the lowest sniff confidence that lets a source claim a file.
         exclude: files (resolved paths) left out of the walk: read elsewhere (an incident's
             ``{path, format}`` entry naming a file its folder entry holds too).
+        not_followed: symbolic links met elsewhere and not followed (folders an incident's
+            ``**`` glob passed over): listed in ``files`` as the walk's own links are.
 
     Returns:
         :class:`Loaded` with one :class:`~replaybook.frames.LoadResult` per frame kind and a
@@ -96,6 +98,7 @@ def load(paths: str | Path | Iterable[str | Path], *, min_confidence: float = MI
         paths = [paths]
     links: list[Path] = []
     files = _walk(paths, links)
+    links += [Path(q) for q in not_followed if Path(q) not in links]
     if exclude:
         files = [f for f in files if f.resolve() not in exclude]
     groups: dict[str, list[Path]] = {}
@@ -554,7 +557,8 @@ def _note_forced_misfits(res: LoadResult, src: registry.Source) -> None:
 
 
 def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: str | None = None,
-               require: bool = True, exclude: set[Path] | frozenset[Path] = frozenset()) -> FrameLoad:
+               require: bool = True, exclude: set[Path] | frozenset[Path] = frozenset(),
+               not_followed: Iterable[Path] = ()) -> FrameLoad:
     """Load files and folders into one canonical ``frame`` (``steps``, ``calls`` or ``access``).
 
     With ``source`` that source loads every path (its own folder walk); a file whose content is
@@ -565,7 +569,7 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
 
     With ``require=False`` paths that hold nothing for ``frame`` (only empty files, say) give
     an empty frame instead of an error.  Files in ``exclude`` (resolved paths) are not read
-    when sniffing (:func:`load`).
+    when sniffing (:func:`load`); links in ``not_followed`` are listed as not followed (:func:`load`).
 
     Raises:
         InputError: a path does not exist; ``source`` is unknown or yields another frame; with
@@ -592,7 +596,7 @@ def load_frame(paths: str | Path | Iterable[str | Path], frame: str, *, source: 
             raise InputError(f"source {source!r} found no input files in {', '.join(map(str, paths))}")
         _note_forced_misfits(res, src)
         return FrameLoad(result=res, sources={i["path"]: source for i in res.inputs if "path" in i})
-    loaded = load(paths, exclude=exclude)
+    loaded = load(paths, exclude=exclude, not_followed=not_followed)
     files = loaded.files
     mine = files[files["frame"] == frame]
     other = files[files["frame"].notna() & (files["frame"] != frame)]
