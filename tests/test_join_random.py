@@ -260,17 +260,19 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
 
     tool = []
     if c_noargs or any(S[i]["args"] is None for i in s_pool):
-        cs_, cc_ = {i for i, _ in content}, {j for _, j in content}
-        free_s = [i for i in s_pool if i not in cs_]
-        free_c = [j for j in c_args if j not in cc_]
-        vetoed |= {(i, j) for i in free_s for j in c_noargs if S[i]["tool"] == C[j]["tool"] and within_t(i, j)
-                   and not ids_allow(i, j)}
-        vetoed |= {(i, j) for i in free_s if S[i]["args"] is None for j in free_c
-                   if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and not ids_allow(i, j)}
-        cands = {(i, j) for i in free_s for j in c_noargs
-                 if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and ids_allow(i, j)}
-        cands |= {(i, j) for i in free_s if S[i]["args"] is None for j in free_c
-                  if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and ids_allow(i, j)}
+        # a step or call a content pair holds is taken in that pair's (transcript, session) only
+        cs_, cc_ = {(i, C[j]["s"]) for i, j in content}, {(j, S[i]["t"]) for i, j in content}
+
+        def free(i, j):
+            return (i, C[j]["s"]) not in cs_ and (j, S[i]["t"]) not in cc_
+        vetoed |= {(i, j) for i in s_pool for j in c_noargs if S[i]["tool"] == C[j]["tool"] and within_t(i, j)
+                   and free(i, j) and not ids_allow(i, j)}
+        vetoed |= {(i, j) for i in s_pool if S[i]["args"] is None for j in c_args
+                   if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and free(i, j) and not ids_allow(i, j)}
+        cands = {(i, j) for i in s_pool for j in c_noargs
+                 if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and free(i, j) and ids_allow(i, j)}
+        cands |= {(i, j) for i in s_pool if S[i]["args"] is None for j in c_args
+                  if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and free(i, j) and ids_allow(i, j)}
         tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"], t_off) if within_t(*p)]
     pairs = [(i, j, "content") for i, j in content] + [(i, j, "tool_time") for i, j in tool] + \
             [(i, j, "meta_id") for i, j in exact]

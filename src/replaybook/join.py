@@ -13,7 +13,11 @@ call when
 * one side has no arguments to compare (``args_key`` NA: a gateway that logs only a count or a
   hash, a client whose arguments did not parse), and the tool is the same within the window
   (``how = "tool_time"``).  This is weaker evidence —
-  the session's ``method`` says so, and the report lowers its confidence.
+  the session's ``method`` says so, and the report lowers its confidence.  It pairs, per
+  (transcript, session), the steps and calls no content pair of that same transcript and
+  session holds: a step whose arguments agree with a call of *another* session still agrees
+  here with a call the door logged without arguments (that other session may be given another
+  transcript; a transcript keeps one session's pairs, so no step is claimed twice).
 
 A tool result whose tool call's own line is missing from the transcripts (the line was damaged
 and set aside, the file was cut before it, a resumed copy dropped it: :func:`orphan_results`)
@@ -362,6 +366,16 @@ def _sorted(a: np.ndarray) -> np.ndarray:
         a.sort()
         return a
     return pl.Series(a).sort().to_numpy(writable=True)
+
+
+def _in_sorted(a: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Which of ``q`` (int64) occur in ``a`` (int64, ascending): a bool array like ``q``, by
+    binary search (no hash set of ``a``)."""
+    if not len(a):
+        return np.zeros(len(q), bool)
+    pos = np.searchsorted(a, q)
+    np.minimum(pos, len(a) - 1, out=pos)
+    return a[pos] == q
 
 
 def _together(*jobs):
@@ -1914,14 +1928,23 @@ def join_sessions(
     del C, S
     if len(c_tool_idx) or s_noargs[s_idx].any():
         # tool + time only, where one side logged no arguments (a gateway that logs a count or a
-        # hash; a client whose arguments did not parse), among steps and calls still unmatched
-        taken_s = np.zeros(n_st, bool)
-        taken_c = np.zeros(n_c, bool)
-        for p in parts:  # (the content pairs: at the common offset, and at a transcript's own)
-            taken_s[p[0]] = True
-            taken_c[p[1]] = True
-        free_s = s_idx[~taken_s[s_idx]]
-        free_c = c_idx[~taken_c[c_idx]]
+        # hash; a client whose arguments did not parse), per (transcript, session) among the steps
+        # and calls no content pair of that same (transcript, session) holds.  A step whose
+        # arguments agree with a call of another session is free here: the one-to-one assignment
+        # may give that session another transcript, and the step's only call is then this one.
+        # (Each transcript keeps one session's pairs, and a session continuing it lies apart in
+        # time, so no step is claimed twice.)  The content pairs (at the common offset, and at
+        # a transcript's own) as sorted (step, session) and (call, transcript) keys:
+        c_si = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        c_ci = np.concatenate([p[1] for p in parts]).astype(np.int64)
+        taken_ss = c_si * n_sx
+        taken_ss += s_codes[c_ci]
+        taken_ss = _sorted(taken_ss)
+        n_tx = n_t + 1
+        taken_ct = c_ci * n_tx
+        taken_ct += t_codes[c_si]
+        taken_ct = _sorted(taken_ct)
+        del c_si, c_ci
         kt_all = np.full(n_st + n_c, -1, np.int64)  # tool-only keys
         ktc_, ktu_ = pd.factorize(tool_sc[valid])
         kt_all[valid] = ktc_
@@ -1931,18 +1954,30 @@ def join_sessions(
         s_door = s_ms + (off if t_own is None else t_own[t_codes])
         if declared is not None:  # (also a declared step without arguments)
             s_door[declared] = s_ms[declared] + declared_ms[declared]
-        S2 = _KeyTime(free_s, kt_s, s_door, n_tkeys)
-        C2 = _KeyTime(_sorted(np.concatenate([c_tool_idx, free_c])), kt_c, c_ms, n_tkeys)
+        S2 = _KeyTime(s_idx, kt_s, s_door, n_tkeys)
+        C2 = _KeyTime(_sorted(np.concatenate([c_tool_idx, c_idx])), kt_c, c_ms, n_tkeys)
         spos = np.full(n_st, -1, np.int64)
         spos[S2.item] = np.arange(len(S2.item))
         cpos = np.full(n_c, -1, np.int64)
         cpos[C2.item] = np.arange(len(C2.item))
         cands = []
-        for ss, cc in ((free_s, c_tool_idx), (free_s[s_noargs[free_s]], free_c)):
+        for ss, cc, by_step in ((s_idx, c_tool_idx, True), (s_idx[s_noargs[s_idx]], c_idx, False)):
             if len(ss) and len(cc):
                 CA = _KeyTime(cc, kt_c, c_ms, n_tkeys)
                 lo, hi = CA.ranges(kt_s[ss], s_door[ss] - window_ms, s_door[ss] + window_ms)
                 r, c = _expand(lo, hi)
+                # (a call without arguments holds no content pair, nor does a step without: only
+                # the other side's can be taken)
+                if by_step and len(taken_ss):
+                    q = ss[r] * n_sx
+                    q += s_codes[CA.item[c]]
+                    free = ~_in_sorted(taken_ss, q)
+                    r, c = r[free], c[free]
+                elif not by_step and len(taken_ct):
+                    q = CA.item[c] * n_tx
+                    q += t_codes[ss[r]]
+                    free = ~_in_sorted(taken_ct, q)
+                    r, c = r[free], c[free]
                 if veto is not None:
                     bad = veto(ss[r], CA.item[c])
                     if bad is not None:
