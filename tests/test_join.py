@@ -413,6 +413,85 @@ def test_calls_without_arguments_fall_back_to_tool_and_time():
     assert sorted(res.pairs.how) == ["content", "tool_time"]
 
 
+def test_a_call_logged_without_arguments_agrees_by_tool_and_time_though_its_step_agrees_by_content_elsewhere():
+    """The door logged s1's summarise call without its arguments (too large: only their size).
+    Its step's arguments equal those of the other agent's call in s2, 36.5 s later, within the
+    window: a content candidate in s2, which the assignment gives t2.  In s1 the step still agrees
+    with its call by tool and time; it was left out of that tier for its candidate in s2, and the
+    call and the step were reported as never seen by the other side."""
+    steps = steps_frame([("t1", 0, "list", {"path": "demo/"}, None),
+                         ("t1", 40, "summarise", {"path": "x"}, None),
+                         ("t2", 50, "list", {"path": "demo/"}, None),
+                         ("t2", 60, "describe", {"path": "y"}, None),
+                         ("t2", 76, "summarise", {"path": "x"}, None)])
+    calls = calls_frame([("s1", 0.5, "list", {"path": "demo/"}, None),
+                         ("s1", 40.5, "summarise", {}, None),
+                         ("s2", 50.5, "list", {"path": "demo/"}, None),
+                         ("s2", 60.5, "describe", {"path": "y"}, None),
+                         ("s2", 76.5, "summarise", {"path": "x"}, None)])
+    calls.loc[1, "args_key"] = None  # arguments: null, arguments_bytes: 70000
+    res = join_sessions(steps, calls, max_offset_s=0)
+    assert res.assignments() == {"s1": "t1", "s2": "t2"}
+    s = res.sessions.set_index("door_session")
+    assert s.loc["s1", "agreed"] == 2 and s.loc["s1", "method"] == "content+tool_time"
+    assert s.loc["s1", "unclaimed_calls"] == 0 and s.loc["s1", "unmatched_steps"] == 0
+    assert s.loc["s2", "agreed"] == 3 and s.loc["s2", "method"] == "content"
+    # t2's summarise step agrees with s1's call by tool and time too: the runner-up counts it
+    assert s.loc["s1", "runner_up"] == "t2" and s.loc["s1", "runner_up_agreed"] == 2
+    assert s.loc["s1", "margin"] == 1.0 and s.loc["s2", "margin"] == 1.0
+    p = res.pairs.sort_values(["door_session", "call_seq"])
+    assert list(zip(p.door_session, p.transcript_id, p.step_seq, p.call_seq, p.how, p.delta_ms)) == [
+        ("s1", "t1", 0, 1, "content", 500.0), ("s1", "t1", 1, 2, "tool_time", 500.0),
+        ("s2", "t2", 2, 3, "content", 500.0), ("s2", "t2", 3, 4, "content", 500.0),
+        ("s2", "t2", 4, 5, "content", 500.0)]
+    sc = res.scores.set_index(["door_session", "transcript_id"])["agreed"].to_dict()
+    assert sc == {("s1", "t1"): 2, ("s1", "t2"): 2, ("s2", "t2"): 3, ("s2", "t1"): 2}
+    assert res.unclaimed_calls.empty and res.unmatched_steps.empty
+
+
+def test_a_step_logged_without_arguments_agrees_by_tool_and_time_with_a_call_another_transcript_agrees_with():
+    """The mirror case: t1's read step has no arguments to compare (they did not parse); s1's read
+    call has arguments that t2's read step, 29.5 s later, has too.  s1 goes to t1, so that content
+    candidate is none of s1's pairs, and the call agrees with t1's step by tool and time."""
+    steps = steps_frame([("t1", 0, "list", {"path": "demo/"}, None),
+                         ("t1", 20, "read", {"path": "a"}, None),
+                         ("t2", 40, "list", {"path": "demo/"}, None),
+                         ("t2", 45, "describe", {"path": "y"}, None),
+                         ("t2", 48, "query", {"sql": "select 1"}, None),
+                         ("t2", 50, "read", {"path": "a"}, None)])
+    steps.loc[1, "args_key"] = None  # the client's arguments did not parse
+    calls = calls_frame([("s1", 0.5, "list", {"path": "demo/"}, None),
+                         ("s1", 20.5, "read", {"path": "a"}, None),
+                         ("s2", 40.5, "list", {"path": "demo/"}, None),
+                         ("s2", 45.5, "describe", {"path": "y"}, None),
+                         ("s2", 48.5, "query", {"sql": "select 1"}, None)])
+    res = join_sessions(steps, calls, max_offset_s=0)
+    assert res.assignments() == {"s1": "t1", "s2": "t2"}
+    s = res.sessions.set_index("door_session")
+    assert s.loc["s1", "agreed"] == 2 and s.loc["s1", "method"] == "content+tool_time"
+    assert s.loc["s1", "unclaimed_calls"] == 0 and s.loc["s1", "unmatched_steps"] == 0
+    # t2's read step agrees with s1's call alone, and s1 is t1's: it is t2's one step no call claims
+    assert s.loc["s2", "agreed"] == 3 and s.loc["s2", "unmatched_steps"] == 1
+    p = res.pairs[res.pairs.door_session == "s1"].sort_values("call_seq")
+    assert list(zip(p.step_seq, p.call_seq, p.how)) == [(0, 1, "content"), (1, 2, "tool_time")]
+    assert res.unmatched_steps.seq.tolist() == [5]
+    assert res.unclaimed_calls.empty
+
+
+def test_a_step_agrees_by_content_or_by_tool_and_time_in_one_session_never_both():
+    """Within one (transcript, session) a step its content pairs hold is not paired again by tool
+    and time, nor a call: s1's second read (logged without arguments) stays unclaimed."""
+    steps = steps_frame([("t1", 0, "read", {"path": "a"}, None), ("t1", 30, "list", {"path": "x"}, None)])
+    calls = calls_frame([("s1", 0.5, "read", {"path": "a"}, None), ("s1", 1.5, "read", {}, None),
+                         ("s1", 30.5, "list", {"path": "x"}, None)])
+    calls.loc[1, "args_key"] = None
+    res = join_sessions(steps, calls, max_offset_s=0)
+    row = res.sessions.iloc[0]
+    assert row.agreed == 2 and row.method == "content"
+    assert res.unclaimed_calls.seq.tolist() == [2]
+    assert res.pairs.sort_values("step_seq")["call_seq"].tolist() == [1, 3]
+
+
 def test_tool_and_time_reads_a_transcript_on_its_own_clock():
     """A second machine's agent, its clock 120 s off: its calls with arguments found its own
     offset, but the two its gateway logged without arguments were still compared at the common
