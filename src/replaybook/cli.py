@@ -1181,7 +1181,12 @@ def report_cmd(incident: str, out_dir: str, timeout: int) -> None:
     from .report.render import render_report
 
     slug_html = [p for p in Path(out_dir).glob("*.html")] if Path(out_dir).is_dir() else []
-    paths = render_report(incident, out_dir, timeout=timeout)
+    try:
+        paths = render_report(incident, out_dir, timeout=timeout)
+    except OSError as exc:  # the disk refused a report file (render_report removed what it wrote)
+        from ._guard import cannot_write
+
+        raise cannot_write(exc.filename or out_dir, exc) from None
     if paths.html in [p.resolve() for p in slug_html]:
         click.echo(f"replaybook: replaced the earlier report {paths.html.name} in {paths.html.parent}", err=True)
     if paths.findings:

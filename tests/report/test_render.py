@@ -545,3 +545,37 @@ def test_the_page_title_writes_invisible_and_control_characters_out():
 
     assert page_title({"title": "T\u202eeltit\nx"}, "s") == "T\\u202eeltit\\nx — replaybook review"
     assert page_title({}, "demo") == "demo — replaybook review"
+
+
+@pytest.mark.parametrize("stage", ["notebook", "html"])
+def test_a_full_disk_is_said_with_the_file_and_leaves_no_half_written_report(tiny_incident, tmp_path, monkeypatch,
+                                                                            capsys, stage):
+    """A disk that filled up while papermill wrote the notebook had ended `report` with "report
+    execution failed: OSError", exit 1 (an internal error), and left the half-written notebook
+    as if it were a report."""
+    import errno
+
+    from replaybook.cli import main
+    from replaybook.report import render
+
+    def execute(template, out_ipynb, *args):
+        if stage == "notebook":
+            out_ipynb.write_text('{"cells": [')  # (papermill writes it as the cells run)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        nbformat.write(new_notebook(cells=[new_markdown_cell("# ok")]), out_ipynb)
+
+    def to_html(ipynb, html_path):
+        Path(html_path).write_text("<html><body>half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(render, "_execute", execute)
+    monkeypatch.setattr(render, "to_html", to_html)
+    out = tmp_path / "out"
+    with pytest.raises(OSError) as got:
+        render_report(tiny_incident, out, timeout=20)
+    name = "tiny-incident.ipynb" if stage == "notebook" else "tiny-incident.html"
+    assert (got.value.errno, got.value.filename) == (errno.ENOSPC, str(out / name))
+    assert list(out.iterdir()) == []
+    assert main(["report", str(tiny_incident), "--out", str(tmp_path / "out2")]) == 2
+    assert f"cannot write {tmp_path / 'out2' / name}: No space left on device" in capsys.readouterr().err
+    assert list((tmp_path / "out2").iterdir()) == []

@@ -74,6 +74,10 @@ def write_sha256sum(entries: Iterable[tuple[str, str] | list[str]], dest: str | 
     lines = [sha256sum_line(sha, path) for path, sha in entries]
     dest = Path(dest)
     tmp = dest.with_name(dest.name + ".part")
-    tmp.write_bytes(b"".join(lines))
-    os.replace(tmp, dest)
+    try:
+        tmp.write_bytes(b"".join(lines))
+        os.replace(tmp, dest)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # (no half-written list left beside the report)
+        raise
     return len(lines)

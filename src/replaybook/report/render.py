@@ -20,6 +20,7 @@ reports from two threads of one process at once.  Every cell has an execution ti
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -28,7 +29,7 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 import nbformat
 
@@ -189,6 +190,24 @@ def _subclass_names(cls: type) -> set[str]:
     is :class:`~replaybook.errors.InputError` (a manifest naming the wrong files, an unreadable
     file), the user's to fix."""
     return {cls.__name__}.union(*(_subclass_names(c) for c in cls.__subclasses__()))
+
+
+#: errors of the disk the report is written to (not of the notebook, not of the kernel)
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
+
+
+def _lost_write(exc: BaseException, path: Path, written: Iterable[Path]) -> OSError | None:
+    """When ``exc`` is the disk refusing a write (no space left, read-only, an I/O error), the
+    files this run wrote (``written``: a half-written file is no report) are removed and the
+    error to raise is returned, naming ``path``; otherwise ``None``."""
+    if not isinstance(exc, OSError) or exc.errno not in _WRITE_ERRNOS:
+        return None
+    for f in written:
+        try:
+            f.unlink(missing_ok=True)
+        except OSError:
+            pass
+    return OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(path))
 
 
 def _is_kernel_failure(exc: BaseException) -> bool:
@@ -360,6 +379,9 @@ def render_report(
         ManifestError: the manifest is missing or invalid (checked before any kernel starts).
         ReportError: the output folder cannot be made, the template is missing, a cell raised,
             the kernel hung or died on every attempt, or the HTML conversion failed.
+        OSError: the disk refused to write a report file (no space left, read-only, an I/O
+            error; ``filename`` names the file): the files this run wrote are removed, none is
+            left half-written.
     """
     from ..incident import load_manifest
 
@@ -390,6 +412,9 @@ def render_report(
         except ReplaybookError:
             raise
         except Exception as exc:  # noqa: BLE001 - classified below
+            lost = _lost_write(exc, out_ipynb, [out_ipynb])  # (papermill writes it as cells run)
+            if lost is not None:
+                raise lost from None
             if _is_kernel_failure(exc):
                 last = exc
                 log.warning("report kernel attempt %d failed (%s: %s)", attempts, type(exc).__name__, exc)
@@ -426,14 +451,26 @@ def render_report(
     li.setdefault("version", ".".join(map(str, sys.version_info[:3])))
     nb.metadata["language_info"] = li
     nb.metadata["title"] = page_title(manifest, slug)
-    nbformat.write(nb, str(out_ipynb))
+    try:
+        nbformat.write(nb, str(out_ipynb))
+    except OSError as exc:
+        if (lost := _lost_write(exc, out_ipynb, [out_ipynb])) is None:
+            raise
+        raise lost from None
     findings = _findings(nb)
 
     try:
         to_html(out_ipynb, out_html)
     except Exception as exc:  # noqa: BLE001
+        if (lost := _lost_write(exc, out_html, [out_ipynb, out_html])) is not None:
+            raise lost from None
         raise ReportError(f"HTML conversion of {out_ipynb} failed: {type(exc).__name__}: {exc}") from exc
-    sums = _write_checksums(nb, out_sums)
+    try:
+        sums = _write_checksums(nb, out_sums)
+    except OSError as exc:
+        if (lost := _lost_write(exc, out_sums, [out_ipynb, out_html, out_sums])) is None:
+            raise
+        raise lost from None
     return ReportPaths(ipynb=out_ipynb, html=out_html, seconds=time.perf_counter() - t0, attempts=attempts,
                        findings=findings, checksums=sums)
 
@@ -451,7 +488,11 @@ def _write_checksums(nb, dest: Path) -> Path | None:
         return None
     try:
         write_sha256sum(entries, dest)
-    except (ValueError, TypeError, OSError) as exc:
+    except OSError as exc:
+        if exc.errno in _WRITE_ERRNOS:
+            raise  # (the disk: see _lost_write)
+        raise ReportError(f"cannot write the inputs' checksum file {dest}: {exc}") from exc
+    except (ValueError, TypeError) as exc:
         raise ReportError(f"cannot write the inputs' checksum file {dest}: {exc}") from exc
     return dest
 
