@@ -691,6 +691,43 @@ def test_a_log_root_sharing_the_store_that_is_missing_keeps_all_evidence(world, 
     assert world["store"].has(d["only_old"])
 
 
+def test_a_log_root_sharing_the_store_now_on_another_device_keeps_all_evidence(world, tmp_path):
+    """A volume not mounted leaves its mount point: an empty folder of the device below it. It
+    had read as a log root with no sessions, so the evidence its door's sessions reference was
+    removed. The record names the device the root was on; a root found on another is not read as
+    empty, and a door started on it records it anew."""
+    import hashlib
+    import os
+
+    from replaybook.door.retention import register_log_root
+
+    d, ev = world["digests"], world["evidence"]
+    mnt = tmp_path / "mnt" / "B"
+    mnt.mkdir(parents=True)
+    register_log_root(ev, mnt)
+    record = ev / "log-roots" / hashlib.sha256(os.fsencode(os.path.realpath(mnt))).hexdigest()
+    here = os.stat(mnt).st_dev
+    assert record.read_bytes() == os.fsencode(os.path.realpath(mnt)) + b"\0dev=%d" % here
+    record.write_bytes(os.fsencode(os.path.realpath(mnt)) + b"\0dev=%d" % (here + 1))  # (recorded when mounted)
+    rep = prune(world["root"], timedelta(days=30), evidence=ev)
+    assert sorted(s.path for s in rep.removed) == sorted([world["s"]["old1"], world["s"]["old2"]])
+    assert rep.evidence_removed == [] and world["store"].has(d["only_old"])
+    assert any(line.startswith(f"could not read {mnt}, a log root that shares the evidence store (it is on another "
+                               "device than when its door recorded it: a volume not mounted (its empty mount "
+                               "point)? A door started on it records it anew)") for line in rep.lines())
+    assert "kept all evidence: a session that could not be read may still reference it" in rep.lines()
+    # a door started there records it anew: an empty root then, read as such
+    register_log_root(ev, mnt)
+    assert record.read_bytes().endswith(b"\0dev=%d" % here)
+    _session(world["root"], "deployer", "old3", NOW - timedelta(days=90), [d["only_old"]])
+    rep = prune(world["root"], timedelta(days=30), evidence=ev)
+    assert f"read {mnt} too (it shares the evidence store): kept the evidence its sessions reference" in rep.lines()
+    # a record written before devices were recorded (the path alone) is read as before
+    record.write_bytes(os.fsencode(os.path.realpath(mnt)))
+    rep = prune(world["root"], timedelta(days=30), evidence=ev, dry_run=True)
+    assert f"read {mnt} too (it shares the evidence store): kept the evidence its sessions reference" in rep.lines()
+
+
 def test_another_log_root_inside_this_one_is_read_as_its_own_never_pruned_here(tmp_path):
     """``logs/`` and ``logs/team/`` both recorded in one evidence store: pruning ``logs/`` had
     walked into ``logs/team/``, removed its door's old session, then the emptied folder — the

@@ -36,7 +36,8 @@ Safety:
   too, keeping what they reference (one inside this log root, ``logs/team`` beside
   ``logs/analyst``, is not walked as this root's: its sessions are its door's, never removed
   here); a recorded log root that cannot be read — missing (an
-  unmounted volume), no folder, no permission — counts as a session that cannot be read: no
+  unmounted volume), no folder, no permission, on another device than recorded (the empty
+  mount point of a volume not mounted) — counts as a session that cannot be read: no
   evidence object is removed, and the report names the root and why;
 * ``dry_run`` reports what would be removed and removes nothing.
 """
@@ -388,16 +389,27 @@ def register_log_root(evidence: str | Path, log_root: str | Path) -> None:
     folder = Path(evidence) / _LOG_ROOTS
     folder.mkdir(parents=True, exist_ok=True)
     p = folder / hashlib.sha256(os.fsencode(real)).hexdigest()
-    if os.path.lexists(p):
-        return
+    # the path, then the device it is on: a volume unmounted leaves its mount point, an empty
+    # folder of another device, which must not read as a log root with no sessions
+    try:  # (a root its door has not made yet: the path alone, the device recorded at the next start)
+        record = os.fsencode(real) + b"\0dev=%d" % os.stat(real).st_dev
+    except FileNotFoundError:
+        record = os.fsencode(real)
+    try:
+        with open(p, "rb") as fh:
+            if fh.read(8192) == record:
+                return
+    except OSError:
+        pass
     tmp = folder / f".tmp-{os.getpid()}-{p.name[:16]}"
-    tmp.write_bytes(os.fsencode(real))
+    tmp.write_bytes(record)
     os.replace(tmp, p)
 
 
-def _shared_roots(evidence: Path, log_root: Path) -> tuple[list[Path], bool]:
-    """The other log roots recorded in the store (:func:`register_log_root`); False when the
-    records cannot be read."""
+def _shared_roots(evidence: Path, log_root: Path) -> tuple[list[tuple[Path, int | None]], bool]:
+    """The other log roots recorded in the store (:func:`register_log_root`), each with the
+    device it was on when recorded (``None`` in a record written before devices were); False
+    when the records cannot be read."""
     folder = evidence / _LOG_ROOTS
     mine = os.path.realpath(log_root)
     try:
@@ -412,22 +424,25 @@ def _shared_roots(evidence: Path, log_root: Path) -> tuple[list[Path], bool]:
             continue
         try:
             with open(e.path, "rb") as fh:
-                path = os.fsdecode(fh.read(4096))
+                raw, _, dev = fh.read(8192).partition(b"\0")
         except OSError:
             ok = False
             continue
+        path = os.fsdecode(raw)
         if path != mine and os.path.realpath(path) != mine:
-            out.append(Path(path))
+            out.append((Path(path), int(dev[4:]) if re.fullmatch(rb"dev=[0-9]+", dev) else None))
     return out, ok
 
 
-def _shared_sessions(root: Path, exclude: Iterable[Path] = ()) -> list[SessionInfo]:
+def _shared_sessions(root: Path, exclude: Iterable[Path] = (), dev: int | None = None) -> list[SessionInfo]:
     """Every session of another log root, at any depth, read for its references (symlinks
     followed: nothing there is ever removed).  A root that is not there (an unmounted volume, a
     moved folder) or is no folder is one ``unreadable`` entry, as a session that cannot be read:
     its sessions may reference any object, so none is removed until it can be read again or its
     record is removed from the store.  ``exclude``: folders inside it not to read as its own
-    (the log root being pruned, the other recorded roots: each is read as itself)."""
+    (the log root being pruned, the other recorded roots: each is read as itself).  ``dev``: the
+    device the root was on when its door recorded it; a root now on another device (the empty
+    mount point of a volume not mounted) is ``unreadable`` too."""
     try:
         st = os.stat(root)
     except FileNotFoundError:
@@ -437,6 +452,10 @@ def _shared_sessions(root: Path, exclude: Iterable[Path] = ()) -> list[SessionIn
         return [SessionInfo(root, None, status="unreadable", why=f"it cannot be looked at: {exc.strerror or exc}")]
     if not stat.S_ISDIR(st.st_mode):
         return [SessionInfo(root, None, status="unreadable", why="it is not a folder")]
+    if dev is not None and st.st_dev != dev:
+        return [SessionInfo(root, None, status="unreadable",
+                            why="it is on another device than when its door recorded it: a volume not mounted "
+                                "(its empty mount point)? A door started on it records it anew")]
     return _linked_folder(root, [p for p in exclude if os.path.realpath(p) != os.path.realpath(root)])
 
 
@@ -555,17 +574,18 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
     report = PruneReport(log_root=root, cutoff=cutoff, dry_run=dry_run, idle_s=idle_s,
                          evidence=Path(evidence) if evidence is not None else None)
     held: list[tuple[SessionInfo, int]] = []  # removal candidates, locked by us
-    shared: list[Path] = []
+    shared: list[tuple[Path, int | None]] = []
     if evidence is not None:
         shared, ok = _shared_roots(Path(evidence), root)
-        report.shared_roots = shared
+        report.shared_roots = [p for p, _ in shared]
         if not ok:
             report.shared_sessions.append(SessionInfo(
                 Path(evidence) / _LOG_ROOTS, None, status="unreadable",
                 why="the records of the log roots that share the evidence store"))
     # another log root sharing the store may sit inside this one (logs/ and logs/team/): its
     # sessions are its own door's, read for their references below and never removed here
-    skip = frozenset(os.path.realpath(p) for p in [*shared, *([Path(evidence)] if evidence is not None else [])])
+    skip = frozenset(os.path.realpath(p) for p in [*(p for p, _ in shared),
+                                                   *([Path(evidence)] if evidence is not None else [])])
     try:
         for path, kind, why in _walk(root, skip):
             if kind == "other":
@@ -621,8 +641,8 @@ def prune(log_root: str | Path, older_than: timedelta, *, dry_run: bool = False,
                 if not keep_fd:
                     os.close(fd)
 
-        for other in shared:
-            report.shared_sessions.extend(_shared_sessions(other, [root, *shared]))
+        for other, dev in shared:
+            report.shared_sessions.extend(_shared_sessions(other, [root, *(p for p, _ in shared)], dev))
 
         for s, fd in held:
             sibling = s.path.with_name(s.path.name[: -len(".jsonl")] + ".run.json")
