@@ -31,7 +31,12 @@ result claims the door call it answers by the door's ``error`` text (``how = "re
 the door's refusal, which is what the agent was shown), by its tool where the result names one
 (``result_tool``), or by the size of the answer (``calls.bytes`` equal to the result's
 ``text_bytes``, ``result_size``), the door handling the call within ``window_s`` of the result's
-time (:func:`_result_pairs`) — weaker than an id, and counted the same way.
+time (:func:`_result_pairs`) — weaker than an id, and counted the same way.  Like the tool-and-time
+tier it is worked out per (transcript, session), before the assignment: only a pair of the
+result's own transcript (or a tool-use id, anywhere) holds a call from it; a call whose
+arguments agree with another transcript's step, or that another transcript's result claims, is
+still this one's to claim (the assignment may give that session this transcript, and keeps one
+transcript's pairs per session, so no call is claimed twice).
 
 Within one (transcript, session) pair, steps and calls with the same tool and arguments are
 paired in time order, one call per step, so a step repeated twice needs two calls to agree
@@ -1345,14 +1350,19 @@ def _texts_agree(result_text, error) -> bool:
 
 
 def _result_pairs(r_idx: np.ndarray, r_door: np.ndarray, r_text: np.ndarray, r_bytes: np.ndarray, r_tool: np.ndarray,
-                  c_idx: np.ndarray, c_ms: np.ndarray, c_end_ns: np.ndarray, c_error: np.ndarray, c_bytes: np.ndarray,
-                  c_tool: np.ndarray, c_session: np.ndarray, window_ms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  r_t: np.ndarray, c_idx: np.ndarray, held: np.ndarray, n_tx: int, c_ms: np.ndarray,
+                  c_end_ns: np.ndarray, c_error: np.ndarray, c_bytes: np.ndarray, c_tool: np.ndarray,
+                  c_session: np.ndarray, window_ms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Door calls claimed by tool results whose call's own line is missing and whose tool-use id
     no door call logged (a client that sends the door none, as Codex; or a door that logs no
     ``_meta``).  ``r_idx``: those results (step positions), ``r_door`` their times on the door's
     clock (ms: the result was written when its call ended), ``r_text`` / ``r_bytes`` / ``r_tool``
-    their text, its full UTF-8 size and tool code (-1: unknown, the name was on the lost line);
-    ``c_idx``: the calls still free.
+    their text, its full UTF-8 size and tool code (-1: unknown, the name was on the lost line),
+    ``r_t`` their transcript codes; ``c_idx``: the calls no tool-use id pairs (ascending rows);
+    ``held``: sorted int64 keys ``call × n_tx + transcript`` of the calls a pair of that
+    transcript holds already (content, tool and time) — a call is taken for the results of that
+    transcript only: another transcript's pair, or another transcript's result claiming it,
+    leaves it free here (the one-to-one assignment keeps one transcript's pairs per session).
 
     A result and a call are candidates when the door was handling the call within ``window_ms``
     of the result (``ts − window ≤ result ≤ end + window``, ``end`` its ``ts_end`` or ``ts``) and
@@ -1365,8 +1375,8 @@ def _result_pairs(r_idx: np.ndarray, r_door: np.ndarray, r_text: np.ndarray, r_b
 
     A call that logged an error is claimed only by a result with its text.  Per result and door
     session the strongest candidate is kept (``result_text`` first), then the nearest in time;
-    each call goes to one result (the strongest, nearest claim).  Returns ``(step positions, call
-    rows, how codes)``."""
+    each call goes to one result of each transcript (the strongest, nearest claim).  Returns
+    ``(step positions, call rows, how codes)``."""
     if not len(r_idx) or not len(c_idx):
         return _EMPTY, _EMPTY, _EMPTY
     cs = c_ms[c_idx]
@@ -1389,6 +1399,11 @@ def _result_pairs(r_idx: np.ndarray, r_door: np.ndarray, r_text: np.ndarray, r_b
     near &= (tool_r < 0) | (tool_r == c_tool[ci])
     near &= has_err | (tool_r >= 0) | ((r_bytes[ri] > 0) & (r_bytes[ri] == c_bytes[ci]))
     ri, ci, end = ri[near], ci[near], end[near]
+    if len(held) and len(ri):  # (a call a pair of the result's own transcript holds)
+        q = ci * n_tx
+        q += r_t[ri]
+        free = ~_in_sorted(held, q)
+        ri, ci, end = ri[free], ci[free], end[free]
     out_r, out_c, out_h, out_rank = [], [], [], []
     for a, c, e in zip(ri.tolist(), ci.tolist(), end.tolist()):
         tool_r, tool_k = int(r_tool[a]), int(c_tool[c])
@@ -1417,9 +1432,9 @@ def _result_pairs(r_idx: np.ndarray, r_door: np.ndarray, r_text: np.ndarray, r_b
         key = (a, int(c_session[c]))
         if key not in best or out_rank[k] < out_rank[best[key]]:
             best[key] = k
-    owner: dict[int, int] = {}  # call → the strongest, nearest result claiming it
+    owner: dict[tuple[int, int], int] = {}  # (call, transcript) → the strongest, nearest result claiming it
     for k in sorted(best.values(), key=lambda k: (out_rank[k], out_r[k])):
-        owner.setdefault(out_c[k], k)
+        owner.setdefault((out_c[k], int(r_t[out_r[k]])), k)
     keep = sorted(owner.values())
     return (np.asarray([r_idx[out_r[k]] for k in keep], np.int64), np.asarray([out_c[k] for k in keep], np.int64),
             np.asarray([out_h[k] for k in keep], np.int8))
@@ -1996,15 +2011,32 @@ def join_sessions(
         # (a client that sends the door none: Codex), by what the door logged of the answer
         r_idx = np.flatnonzero(orphan & ~ex_step & (s_ns != _NAT) & (t_codes >= 0))
         if len(r_idx):
-            taken_c = ex_call.copy()
-            for p in parts:
-                taken_c[p[1]] = True
+            # a call is taken for a result only by a pair of the result's own transcript (as
+            # (call, transcript) keys; a call lies in one session, so per (transcript, session)):
+            # a call whose arguments agree with a step of another transcript, or that another
+            # transcript's result claims, is still this one's to claim — the one-to-one assignment
+            # may give its session this transcript.  A call a tool-use id pairs is taken everywhere.
+            n_tx = n_t + 1
+            held = _EMPTY
+            if parts:
+                held = np.concatenate([p[1] for p in parts]).astype(np.int64) * n_tx
+                held += t_codes[np.concatenate([p[0] for p in parts])]
+                held = _sorted(held)
             r_door = _door_times(r_idx, off, t_own, t_codes, s_ms, declared, declared_ms)
             rows_r = r_idx if whole else sel[r_idx]
+            r_bytes = steps["text_bytes"].to_numpy("float64", na_value=np.nan)[rows_r]
+            r_tool = tool_s[r_idx]
+            c_error = _objects(calls["error"])
+            c_bytes = calls["bytes"].to_numpy("float64", na_value=np.nan)
+            # (only the calls some result could claim: an error logged, a tool a result names, a
+            # size a result without one has — whole columns, before any window is searched)
+            could = c_ok & ~ex_call
+            could &= ~_isna_str(calls["error"]) | np.isin(tool_c, r_tool[r_tool >= 0]) | \
+                np.isin(c_bytes, r_bytes[(r_tool < 0) & (r_bytes > 0)])
             rsi, rci, rhow = _result_pairs(
-                r_idx, r_door, _objects(steps["text"])[rows_r], steps["text_bytes"].to_numpy("float64", na_value=np.nan)[rows_r],
-                tool_s[r_idx], np.flatnonzero(c_ok & ~taken_c), c_ms, _ns(ts_end_col), _objects(calls["error"]),
-                calls["bytes"].to_numpy("float64", na_value=np.nan), tool_c, s_codes, window_ms)
+                r_idx, r_door, _objects(steps["text"])[rows_r], r_bytes, r_tool, t_codes[r_idx],
+                np.flatnonzero(could), held, n_tx, c_ms, _ns(ts_end_col), c_error, c_bytes, tool_c, s_codes,
+                window_ms)
             for h in (HOW_RESULT_TEXT, HOW_RESULT_TOOL, HOW_RESULT_SIZE):
                 k = rhow == h
                 if k.any():
