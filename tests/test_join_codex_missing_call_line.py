@@ -139,3 +139,115 @@ def test_a_result_that_names_its_tool_claims_the_call_of_that_tool_nearest_in_ti
     st.loc[orphan, "tool"] = "put_object"
     res = join_sessions(STEPS.build(st), calls)
     assert res.sessions.iloc[0].unclaimed_calls == 1 and list(res.unclaimed_calls.seq) == [4]
+
+
+# --- a call another transcript's pair holds is still this one's to claim ----------------------------
+
+T0 = pd.Timestamp("2026-12-01T09:00:00Z")
+SECRET = {"key": "secrets/prod.env"}
+
+
+def _step(t: str, seq: int, s: float, key: str | None = None, cid: str = "", result: str | None = None) -> dict:
+    """A Codex tool call (``get_object`` of ``key``) of transcript ``t`` at ``s`` seconds, or, with
+    ``result``, a function_call_output whose call's line is missing (a refusal: ``is_error``)."""
+    from replaybook.canonical import canonical_args
+
+    ts = T0 + pd.Timedelta(seconds=s)
+    if result is not None:
+        return dict(transcript_id=t, client="codex", seq=seq, ts=ts, kind="tool_result", call_id=cid, text=result,
+                    text_bytes=len(result.encode()), is_error=True)
+    args = {"key": key}
+    return dict(transcript_id=t, client="codex", seq=seq, ts=ts, kind="tool_call", tool_raw="mcp__door__get_object",
+                server="door", tool="get_object", call_id=cid, arguments=args, args_key=canonical_args(args))
+
+
+def _call(session: str, seq: int, s: float, key: str, refused: bool = False, logged_args: bool = True) -> dict:
+    """A door call of ``get_object`` at ``s`` seconds, answered 0.3 s later (a refusal with ``refused``;
+    ``arguments: null`` without ``logged_args``)."""
+    from replaybook.canonical import canonical_args
+
+    args = {"key": key}
+    return dict(door_session=session, agent="deployer", seq=seq, ts=T0 + pd.Timedelta(seconds=s),
+                ts_end=T0 + pd.Timedelta(seconds=s + 0.3), tool="get_object",
+                arguments=args if logged_args else None, args_key=canonical_args(args) if logged_args else None,
+                decision="deny" if refused else "allow", bytes=len(REFUSAL.encode()) if refused else 30,
+                error=f"tool error: {REFUSAL}" if refused else None)
+
+
+def two_agents(t2_step: dict, *, s1_logs_args: bool = True):
+    """T1 read deploy/a and deploy/b, then was refused secrets/prod.env — that call's line damaged,
+    only its refusal (10.4 s) remains; door session s1 logged all three (refused #3 at 10 s).  T2
+    read deploy/c and deploy/d (door session s2), and ``t2_step`` near s1's #3; s2 logged no call
+    for it.  One clock."""
+    from replaybook.frames import CALLS
+
+    steps = STEPS.build([
+        _step("T1", 0, 2, "deploy/a", "c1"), _step("T1", 1, 5, "deploy/b", "c2"),
+        _step("T1", 2, 10.4, cid="c3", result=REFUSAL),
+        _step("T2", 0, 3, "deploy/c", "d1"), _step("T2", 1, 6, "deploy/d", "d2"), t2_step])
+    calls = CALLS.build([
+        _call("s1", 1, 2, "deploy/a"), _call("s1", 2, 5, "deploy/b"),
+        _call("s1", 3, 10, SECRET["key"], refused=True, logged_args=s1_logs_args),
+        _call("s2", 1, 3, "deploy/c"), _call("s2", 2, 6, "deploy/d")])
+    return steps, calls
+
+
+def _assert_t1_claims_its_refusal(res, *, t2_unmatched: int):
+    assert res.assignments() == {"s1": "T1", "s2": "T2"}
+    s = res.sessions.set_index("door_session")
+    assert (s.loc["s1", "agreed"], s.loc["s1", "by_result_id"], s.loc["s1", "unclaimed_calls"],
+            s.loc["s1", "unmatched_steps"], s.loc["s1", "method"]) == (3, 1, 0, 0, "content+result_text")
+    # the other transcript's claim counts in the scores and as the runner-up, never in the result
+    assert (s.loc["s1", "runner_up"], s.loc["s1", "runner_up_agreed"], s.loc["s1", "margin"]) == ("T2", 1, 3.0)
+    assert (s.loc["s2", "agreed"], s.loc["s2", "unmatched_steps"], s.loc["s2", "margin"]) == (2, t2_unmatched, 2.0)
+    sc = res.scores.set_index(["door_session", "transcript_id"])
+    assert {k: int(v) for k, v in sc.agreed.items()} == {("s1", "T1"): 3, ("s1", "T2"): 1, ("s2", "T2"): 2}
+    assert sorted(zip(res.pairs.door_session, res.pairs.transcript_id, res.pairs.step_seq, res.pairs.call_seq,
+                      res.pairs.how)) == [
+        ("s1", "T1", 0, 1, "content"), ("s1", "T1", 1, 2, "content"), ("s1", "T1", 2, 3, "result_text"),
+        ("s2", "T2", 0, 1, "content"), ("s2", "T2", 1, 2, "content")]
+    assert res.n_unclaimed_calls == 0 and not res.pairs.call_row.duplicated().any()
+
+
+def test_a_call_whose_arguments_agree_with_another_transcripts_step_is_still_claimed_by_its_refusal():
+    """T2 asked for the same secret at the same moment; its arguments agree with s1's #3, but T2 is
+    s2's: the refusal T1 was shown still claims s1's #3 (set aside for T2's content pair, #3 was
+    reported as a call no step claims and T1's refusal as answering nothing)."""
+    res = join_sessions(*two_agents(_step("T2", 2, 10, SECRET["key"], "d3")))
+    _assert_t1_claims_its_refusal(res, t2_unmatched=1)
+
+
+def test_a_call_logged_without_arguments_that_agrees_by_tool_and_time_with_another_transcript_is_still_claimed():
+    """s1 logged #3 without its arguments: T2's get_object at that time agrees by tool and time in
+    (T2, s1) — a pair the assignment discards, which must not hold #3 from T1's refusal."""
+    res = join_sessions(*two_agents(_step("T2", 2, 10, SECRET["key"], "d3"), s1_logs_args=False))
+    _assert_t1_claims_its_refusal(res, t2_unmatched=1)
+    sc = res.scores.set_index(["door_session", "transcript_id"])
+    assert sc.loc[("s1", "T2"), "agreed"] == 1
+
+
+def test_another_transcripts_nearer_refusal_does_not_take_the_call_from_this_ones():
+    """T2 was shown the same refusal text, nearer s1's #3 in time (10.3 s: as the door answered):
+    its claim lies in (T2, s1), which the assignment discards; T1's own claim stands."""
+    res = join_sessions(*two_agents(_step("T2", 2, 10.3, cid="d3", result=REFUSAL)))
+    _assert_t1_claims_its_refusal(res, t2_unmatched=0)
+    sc = res.scores.set_index(["door_session", "transcript_id"])
+    assert (sc.loc[("s1", "T2"), "agreed"], sc.loc[("s1", "T2"), "median_abs_delta_ms"]) == (1, 300.0)
+
+
+def test_a_call_a_step_of_the_same_transcript_holds_is_not_claimed_again_by_a_result():
+    """T1 itself also has a get_object of the secret at 10 s agreeing with s1's #3: that pair holds
+    #3 within (T1, s1), so T1's refusal claims nothing — no call is counted twice."""
+    from replaybook.frames import CALLS
+
+    steps, calls = two_agents(_step("T2", 2, 30, "deploy/e", "d3"))
+    steps = STEPS.build(pd.concat([steps, STEPS.build([_step("T1", 3, 10, SECRET["key"], "c4")])],
+                                  ignore_index=True))
+    res = join_sessions(steps, CALLS.build(calls))
+    s = res.sessions.set_index("door_session")
+    assert (s.loc["s1", "transcript_id"], s.loc["s1", "agreed"], s.loc["s1", "by_result_id"],
+            s.loc["s1", "unclaimed_calls"]) == ("T1", 3, 0, 0)
+    assert sorted(zip(res.pairs.step_seq[res.pairs.door_session == "s1"],
+                      res.pairs.call_seq[res.pairs.door_session == "s1"],
+                      res.pairs.how[res.pairs.door_session == "s1"])) == [
+        (0, 1, "content"), (1, 2, "content"), (3, 3, "content")]
