@@ -425,3 +425,27 @@ def test_policy_conditions_that_are_not_an_object_are_bad_input_not_an_internal_
     assert d.classification == "clock_boundary"
     assert (d.divergence["changed_input"]["clock_a"], d.divergence["changed_input"]["clock_b"]) == (
         "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z")
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_full_disk_while_building_is_said_and_leaves_no_half_built_capsule(demo, tmp_path, monkeypatch, existed):
+    """A disk that filled up while the evidence store was written had ended `capsule build` with
+    "internal error: OSError", exit 1, and left a half-built store in the folder."""
+    import errno
+
+    from replaybook.capsule import build
+
+    def build_capsule(inc, evidence, out_dir, **kw):
+        store = Path(out_dir) / "evidence" / "sha256"
+        store.mkdir(parents=True)
+        (store / ("ab" * 32)).write_bytes(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(build, "build_capsule", build_capsule)
+    out = tmp_path / "c"
+    if existed:
+        out.mkdir()
+        (out / "README").write_text("mine")
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    assert r.exit_code == 2 and f"cannot write {out}: No space left on device" in r.output
+    assert (sorted(p.name for p in out.iterdir()) == ["README"]) if existed else not out.exists()

@@ -12,7 +12,9 @@ Exit codes:
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 
 import click
 import pandas as pd
@@ -222,7 +224,16 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
         refuse_over_evidence(Path(out_dir) / "capsule.yaml", files=[*places.files, *captured],
                              folders=[*([evidence] if evidence else []), *holding, *places.folders,
                                       *{q.resolve().parent for q in pinned if q.resolve().parent != inc.root}])
-        built = build_capsule(inc, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
+        made = _made_by_build(Path(out_dir))
+        try:
+            built = build_capsule(inc, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
+        except OSError as exc:
+            if exc.errno not in _DISK_ERRNOS:
+                raise
+            _remove_made(made)  # (a half-built capsule is no capsule)
+            from .._guard import cannot_write
+
+            raise cannot_write(out_dir, exc) from None
     except InputError as exc:
         _input_error(ctx, exc)
         return
@@ -235,6 +246,32 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
     click.echo(_verify_table(rep), err=True)
     for hint in build_hints(built):
         click.echo(f"replaybook: note: {hint}", err=True)
+
+
+#: errors of the disk a capsule is written to: no space left, read-only, an I/O error
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
+
+
+def _made_by_build(out: "Path") -> list["Path"]:
+    """What ``capsule build`` into ``out`` will make that is not there yet: ``out`` itself, or
+    else its ``capsule.yaml`` (checked absent) and its evidence store when that is new."""
+    if not os.path.lexists(out):
+        return [out]
+    return [out / "capsule.yaml"] + ([out / "evidence"] if not os.path.lexists(out / "evidence") else [])
+
+
+def _remove_made(paths: list["Path"]) -> None:
+    """Remove what a failed build made (:func:`_made_by_build`); what cannot be removed stays."""
+    import shutil
+
+    for p in paths:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            try:
+                p.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 def build_hints(capsule) -> list[str]:
