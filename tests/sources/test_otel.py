@@ -113,7 +113,7 @@ def test_jsonl_lines_duplicates_and_quarantine():
     assert q.iloc[0]["error"] == "span without a usable traceId or spanId"
 
 
-@pytest.mark.parametrize("start", ['"1180591620717411303424"', '"\u00b2"', "-5", '"12a"'])
+@pytest.mark.parametrize("start", ['"1180591620717411303424"', '"\u00b2"', "-5", '"12a"', '"0"', "0"])
 def test_a_start_time_no_timestamp_holds_sets_the_span_aside(tmp_path, start):
     """Past 2262 (a 22-digit string), a superscript digit (str.isdigit accepts it), negative:
     the load had stopped with OutOfBoundsDatetime or ValueError."""
@@ -125,6 +125,21 @@ def test_a_start_time_no_timestamp_holds_sets_the_span_aside(tmp_path, start):
     assert len(res.frame) == 0
     assert res.quarantine[["line_no", "error"]].values.tolist() == [
         [1, "span without a usable startTimeUnixNano (nanoseconds since 1970, before 2262)"]]
+
+
+def test_an_end_time_of_zero_is_a_span_not_ended(tmp_path):
+    """0 is protobuf's default, a time not set: the call had read as finished on 1970-01-01, without error."""
+    span = ('{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"execute_tool put",'
+            '"startTimeUnixNano":"1759320000000000000","endTimeUnixNano":"0","attributes":['
+            '{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},'
+            '{"key":"gen_ai.tool.name","value":{"stringValue":"mcp__door__put"}}],"status":{"code":1}}')
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span + "]}]}]}\n")
+    res = load_otel(p)
+    row = res.frame.iloc[0]
+    assert (row["kind"], row["tool"], str(row["ts"])) == ("tool_call", "put", "2025-10-01 12:00:00+00:00")
+    assert pd.isna(row["result_ts"]) and pd.isna(row["is_error"])
+    assert res.quarantine.empty
 
 
 def test_spans_that_are_not_a_list_are_named(tmp_path):

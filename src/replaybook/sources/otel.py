@@ -109,7 +109,8 @@ other           every other span, and a tool span nested (at any depth) inside a
   none.  Where ids cannot tell (a call without an id, or a tool span that records none), a call
   is a row only when no such tool span of the transcript has its name: counted once, not twice.
 
-Times are converted from Unix nanoseconds to tz-aware UTC.  A line that is not JSON, not an
+Times are converted from Unix nanoseconds to tz-aware UTC; a time of 0 (protobuf's default: not set)
+is absent — a start of 0 sets the span aside, an end of 0 is a span not ended (``result_ts`` NaT).  A line that is not JSON, not an
 object, or not an export request, and a span without ``traceId``/``spanId`` or a start time, go to
 the quarantine with file and line; an unterminated last line is ``pending``.  An attribute (of a
 span, a span event or the resource) whose ``AnyValue`` has the wrong shape anywhere inside — an
@@ -354,12 +355,14 @@ def _hex_id(v: Any) -> str | None:
 def _ns(v: Any) -> int | None:
     """A ``*UnixNano`` value (an integer, or its decimal digits as OTLP/JSON writes 64-bit
     integers) as nanoseconds since the epoch; ``None`` when it is not one a timestamp holds
-    (negative, past 2262, ``"²"``)."""
+    (negative, past 2262, ``"²"``) or when it is 0, protobuf's default: the time was not set
+    (an exporter writing a span not ended yet with ``"endTimeUnixNano": "0"``), never
+    1970-01-01."""
     if isinstance(v, bool):
         return None
     if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 19:
         v = int(v)
-    if isinstance(v, int) and 0 <= v < 2**63:
+    if isinstance(v, int) and 0 < v < 2**63:
         return v
     return None
 
