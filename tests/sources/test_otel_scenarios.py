@@ -342,6 +342,36 @@ def test_tool_calls_recorded_only_in_the_models_messages(tmp_path):
     assert calls["result_ts"].isna().all() and calls["line_no"].tolist() == [1, 1]
 
 
+def test_a_call_id_a_provider_numbers_per_answer_names_each_call_once(tmp_path):
+    """A provider that numbers the calls of each answer from call_0 asks for two different calls
+    under the same id: the second (the read that returned the secret) had given no row at all,
+    taken for the first seen twice.  Each is a row, with the answer sent back for it."""
+    def asks(name, path):
+        return [{"role": "assistant", "parts": [{"type": "tool_call", "id": "call_0", "name": name,
+                                                 "arguments": {"path": path}}]}]
+
+    def answer(text):
+        return [{"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_0", "response": text}]}]
+
+    user = [{"role": "user", "parts": [{"type": "text", "content": "go"}]}]
+    in2 = user + asks("mcp__door__list", "/") + answer("a.txt")
+    in3 = in2 + asks("mcp__door__read", "a.txt") + answer("SECRET")
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(),
+        chat("b000000000000001", 10, 900, **{"gen_ai.output.messages": json.dumps(asks("mcp__door__list", "/"))}),
+        chat("b000000000000002", 2000, 2500, **{"gen_ai.input.messages": json.dumps(in2),
+                                               "gen_ai.output.messages": json.dumps(asks("mcp__door__read",
+                                                                                         "a.txt"))}),
+        # the second request seen again by a framework's own model span: the same call, not a third
+        chat("b000000000000004", 2000, 2500, parent="b000000000000002",
+             **{"gen_ai.output.messages": json.dumps(asks("mcp__door__read", "a.txt"))}),
+        chat("b000000000000003", 4000, 4500, **{"gen_ai.input.messages": json.dumps(in3)}))]))
+    calls = calls_of(res)
+    assert rows(calls, ["tool", "call_id", "args_key", "result_text"]) == [
+        ["list", "call_0", '{"path":"/"}', "a.txt"], ["read", "call_0", '{"path":"a.txt"}', "SECRET"]]
+    assert [str(t) for t in calls["ts"]] == ["2026-03-01 10:00:00.900000+00:00", "2026-03-01 10:00:02.500000+00:00"]
+
+
 def test_tool_calls_in_the_older_completion_events(tmp_path):
     """Semantic conventions up to 1.26 (and Semantic Kernel, among others) put the content in
     span events: ``gen_ai.content.completion`` with ``gen_ai.completion``, OpenAI messages as

@@ -108,6 +108,9 @@ other           every other span, and a tool span nested (at any depth) inside a
   A call a tool span records by id gives that span's row its arguments when the span recorded
   none.  Where ids cannot tell (a call without an id, or a tool span that records none), a call
   is a row only when no such tool span of the transcript has its name: counted once, not twice.
+  An id asked again under another tool or other arguments (providers that number each answer's
+  calls from ``call_0``) is another call, a row of its own; the n-th call of an id gets the n-th
+  ``tool_call_response`` with that id.
 
 Times are converted from Unix nanoseconds to tz-aware UTC; a time of 0 (protobuf's default: not set)
 is absent — a start of 0 sets the span aside, an end of 0 is a span not ended (``result_ts`` NaT).  A line that is not JSON, not an
@@ -859,13 +862,14 @@ def _requested_calls(v: Any) -> list[dict]:
             if p.get("type") == "tool_call" and isinstance(p.get("name"), str) and p["name"]]
 
 
-def _responses(v: Any) -> dict[str, Any]:
-    """``{call id: response}`` of the ``tool_call_response`` parts of model input messages."""
-    out: dict[str, Any] = {}
+def _responses(v: Any) -> dict[str, list]:
+    """``{call id: [response, …]}`` of the ``tool_call_response`` parts of model input messages, in
+    message order: an id a provider numbers per response (``call_0``) answers several calls."""
+    out: dict[str, list] = {}
     for m in _messages(v):
         for p in _parts(m):
             if p.get("type") == "tool_call_response" and p.get("id") is not None:
-                out.setdefault(str(p["id"]).strip(), p.get("response", p.get("result")))
+                out.setdefault(str(p["id"]).strip(), []).append(p.get("response", p.get("result")))
     return out
 
 
@@ -890,14 +894,21 @@ def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, 
     """Tool calls the model asked for (``tool_call`` parts of a model span's output) that no tool
     span of the transcript records become ``tool_call`` rows of their own; those a tool span
     records (same call id) give it the arguments it did not record.  The ``tool_call_response``
-    parts sent back to the model in later requests give such rows their ``result_text``."""
-    responses: dict[tuple[str, str], Any] = {}
+    parts sent back to the model in later requests give such rows their ``result_text``.
+
+    Call ids are unique only within a response for some providers (``call_0`` in every answer):
+    a call asked with an id asked before under another tool or other arguments is another call (a
+    row of its own), and the n-th call of an id gets the n-th response with that id of the
+    conversation's history; the same call in the output of two spans (one request seen by two
+    instrumentation layers) is one."""
+    responses: dict[tuple[str, str], list] = {}
     for _i, s, attrs in model_rows:
         tid = rows[_i]["transcript_id"]
         for cid, resp in _responses(_content_of(s, attrs, "input")).items():
-            responses.setdefault((tid, cid), resp)
-    seen: set[tuple[str, str]] = set()
-    for i, s, attrs in model_rows:
+            if len(resp) > len(responses.get((tid, cid), ())):  # (the longest history holds every answer)
+                responses[(tid, cid)] = resp
+    seen: dict[tuple[str, str], list] = {}   # (transcript, call id) → the (name, args) asked under it
+    for i, s, attrs in sorted(model_rows, key=lambda m: keys[m[0]]):
         base = rows[i]
         tid = base["transcript_id"]
         for n, part in enumerate(_requested_calls(_content_of(s, attrs, "output"))):
@@ -908,7 +919,8 @@ def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, 
                 if j >= 0 and not rows[j].pop("_args_recorded", True) and raw is None and args is not None:
                     rows[j].update(arguments=args, args_key=key)
                 continue
-            if cid is not None and (tid, cid) in seen:        # asked once, recorded on two spans
+            asked = (part["name"], key if raw is None else raw)
+            if cid is not None and asked in seen.get((tid, cid), ()):  # asked once, recorded on two spans
                 continue
             name = part["name"]
             server, tool = split_codex_name(name) if name.startswith("mcp__") else (None, name)
@@ -917,12 +929,15 @@ def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, 
             if {name, tool} & (tool_names.get((tid, False), set()) |
                                (tool_names.get((tid, True), set()) if cid is None else set())):
                 continue
+            nth = 0
             if cid is not None:
-                seen.add((tid, cid))
+                nth = len(seen.setdefault((tid, cid), []))
+                seen[(tid, cid)].append(asked)
             if raw is not None:
                 inputs[s.file_idx]["notes"].append(
                     f"line {s.line_no}: span {s.span} tool call {name!r} arguments are not JSON; args_key left NA")
-            resp = responses.get((tid, cid)) if cid is not None else None
+            answers = responses.get((tid, cid), ()) if cid is not None else ()
+            resp = answers[nth] if nth < len(answers) else None
             if resp is not None and not isinstance(resp, str):
                 resp = _json.dumps(resp).decode()
             text, nb = truncate(raw)
