@@ -188,6 +188,26 @@ def test_otlp_value():
     assert otlp_value({"foo": 1}) is None          # no AnyValue field: malformed, None as a whole
 
 
+def test_a_collector_file_of_every_signal_whose_spans_come_late_is_still_read_as_otel(tmp_path):
+    """The Collector's file exporter shared by a logs, a metrics and a traces pipeline writes all
+    three to one file: when its first 256 KB held only logs, no source had recognised it and its
+    spans (the agent's tool calls) were never read."""
+    from replaybook.sources.registry import SNIFF_BYTES, sniff_file
+
+    log = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"timeUnixNano": "1759320000000000000", "body": {"stringValue": "x" * 2000}}]}]}]})
+    p = tmp_path / "otel.jsonl"
+    p.write_text((log + "\n") * (SNIFF_BYTES // len(log) + 5) + JSONL.read_text().splitlines()[0] + "\n")
+    src, score = sniff_file(p)
+    assert src is not None and src.name == "otel" and score == 0.6
+    res = load_otel(p)
+    assert res.frame[["kind", "tool", "call_id"]].astype(object).where(res.frame.notna(), None).values.tolist() == [
+        ["model_request", None, None], ["tool_call", "search_docs", "toolu_01"]]
+    assert res.inputs[0]["other_signals"] == SNIFF_BYTES // len(log) + 5
+    assert sniff(b'{"resourceMetrics": []}\n{"resourceLogs": []}\n') == 0.6
+    assert sniff(b'{"resourceLogs": []}\n{"Records": []}\n{"a": 1}\n') == 0.0   # not all export requests
+
+
 def test_sniff_and_errors(tmp_path):
     assert sniff(DOC.read_bytes()) >= 0.95 and sniff(JSONL.read_bytes()) >= 0.95
     assert sniff(DOC.read_bytes()[:2000]) >= 0.9            # a cut document still shows its keys

@@ -373,6 +373,8 @@ def _ns(v: Any) -> int | None:
 # --------------------------------------------------------------------------- sniffing
 
 _FRAG = re.compile(rb'"(resourceSpans|resource_spans)"\s*:')
+_OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resource_logs", "resource_metrics")
+_FRAG_OTHER = re.compile(rb'"(resourceLogs|resourceMetrics|resource_logs|resource_metrics)"\s*:')
 _GENAI_MARKS = (b'"gen_ai.', b'"mcp.', b'"traceloop.', b'"openinference.', b'"llm.')
 _FRAG_SPAN = re.compile(rb'"(traceId|trace_id|spanId|span_id|startTimeUnixNano|start_time_unix_nano)"')
 
@@ -383,10 +385,24 @@ def sniff(sample: bytes) -> float:
     Looks at up to 200 lines: JSON Lines of export requests, or one document (parsed when the
     sample holds all of it, else judged by its visible keys).  0.95 with ``resourceSpans`` and
     span keys (0.97 when ``gen_ai.``/``mcp.`` attributes, or OpenLLMetry's ``traceloop.`` /
-    ``llm.`` or OpenInference's ``openinference.`` ones, show), 0 otherwise.
+    ``llm.`` or OpenInference's ``openinference.`` ones, show); 0.6 for JSON Lines of export
+    requests of other signals only (``resourceLogs``, ``resourceMetrics``): the Collector's
+    ``file`` exporter shared by a logs, a metrics and a traces pipeline writes them all to one
+    file, and its spans may come after the sample; 0 otherwise.
     """
     if not _FRAG.search(sample):
-        return 0.0
+        if not _FRAG_OTHER.search(sample):
+            return 0.0
+        lines = [x for x in sample.split(b"\n")[:200] if x.strip()]
+        ok = 0
+        for raw in lines:
+            try:
+                o = _json.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(o, dict) and any(k in o for k in _OTHER_SIGNALS):
+                ok += 1
+        return 0.6 if ok and ok >= len(lines) - 1 else 0.0
     has_span = bool(_FRAG_SPAN.search(sample))
     genai = any(m in sample for m in _GENAI_MARKS)
     lines = [x for x in sample.split(b"\n")[:200] if x.strip()]
@@ -465,8 +481,7 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
         it = iter(lines)
         for k, req in enumerate(reqs):
             if not isinstance(req, dict) or not any(x in req for x in _RS):
-                if isinstance(req, dict) and any(x in req for x in ("resourceLogs", "resourceMetrics",
-                                                                     "resource_logs", "resource_metrics")):
+                if isinstance(req, dict) and any(x in req for x in _OTHER_SIGNALS):
                     info["other_signals"] += 1
                 else:
                     quarantine.append(quarantine_row(path, None, LOADER, "not an OTLP trace export request "
@@ -481,7 +496,7 @@ def _read(path: Path, file_idx: int, quarantine: list[dict], spans: list[_Span],
     for line in iter_objects(path, data, LOADER, quarantine, accept=lambda o: any(x in o for x in _RS)):
         o = line.obj
         if not any(x in o for x in _RS):
-            if any(x in o for x in ("resourceLogs", "resourceMetrics", "resource_logs", "resource_metrics")):
+            if any(x in o for x in _OTHER_SIGNALS):
                 info["other_signals"] += 1
                 continue
             quarantine.append(quarantine_row(path, line, LOADER, "not an OTLP trace export request (no resourceSpans)"))
