@@ -754,6 +754,38 @@ def test_a_sub_agents_first_turn_is_not_matched_to_parent_lines_written_after_th
     assert rows(c, ["line_no", "kind", "line_type"]) == [[1, "system", "session_meta"], [4, "system", "turn_context"]]
 
 
+def test_a_fork_whose_own_meta_line_is_damaged_is_not_merged_into_its_parent(tmp_path):
+    """The fork's first line (its own session_meta) is damaged: the parent's session_meta at the
+    head of its replayed history had been taken for the file's own, so the fork became part of
+    the parent's transcript — the replayed question a second prompt, the fork's own call set aside
+    as a conflict with the parent's call_1 and its result paired with the parent's call."""
+    parent = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+    child = "cccccccc-cccc-4ccc-8ccc-cccccccccccc"
+    ask = env("2025-01-01T00:00:01Z", "event_msg", {"type": "user_message", "message": "hi"})
+    c0 = fc("2025-01-01T00:00:02Z", "mcp__door__get", '{"k":1}', "call_0")
+    o0 = out("2025-01-01T00:00:03Z", "call_0", "v1")
+    write(tmp_path / f"rollout-2025-01-01T00-00-00-{parent}.jsonl", [
+        meta(parent, "2025-01-01T00:00:00Z"), ask, c0, o0,
+        fc("2025-01-01T00:00:10Z", "mcp__door__get", '{"k":3}', "call_1"), out("2025-01-01T00:00:11Z", "call_1", "p")])
+    own = json.dumps(meta(child, "2025-01-01T00:00:05Z", forked_from_id=parent))
+    replay = [{**x, "timestamp": f"2025-01-01T00:00:05.00{i}Z"}
+              for i, x in enumerate([meta(parent, "2025-01-01T00:00:00Z"), ask, c0, o0], 1)]
+    write(tmp_path / f"rollout-2025-01-01T00-00-05-{child}.jsonl", [
+        own[:40] + "\x00" + own[41:], *replay,
+        env("2025-01-01T00:00:07Z", "event_msg", {"type": "user_message", "message": "more"}),
+        fc("2025-01-01T00:00:08Z", "mcp__door__get", '{"k":2}', "call_1"), out("2025-01-01T00:00:09Z", "call_1", "c")])
+    res = load_codex(tmp_path)
+    f = res.frame
+    assert f["transcript_id"].value_counts().to_dict() == {parent: 6, child: 3}
+    c = f[f["transcript_id"] == child]
+    assert rows(c, ["line_no", "kind", "call_id", "args_key", "result_text"]) == [
+        [6, "user_prompt", None, None, None], [7, "tool_call", "call_1", '{"k":2}', "c"], [8, "tool_result", "call_1",
+                                                                                           None, None]]
+    assert res.quarantine["kind"].tolist() == ["invalid"] and res.quarantine["line_no"].tolist() == [1]
+    assert (res.inputs[1]["parent"], res.inputs[1]["replayed"]) == (parent, 4)
+    assert "line 2: a session_meta of session " + parent in res.inputs[1]["notes"][0]
+
+
 # ---------------------------------------------------------------------------------------------
 
 def test_a_copy_of_a_typescript_rollout_counts_once(tmp_path):

@@ -52,7 +52,11 @@ other           everything else: ``role: user`` items of files that have ``user_
 ==============  ===========================================================================
 
 * ``transcript_id`` and ``client_session_id``: the session id (``session_meta.payload.id``, the
-  legacy meta ``id``, ``session.id``), else the UUID in the file name, else the file stem.
+  legacy meta ``id``, ``session.id``), else the UUID in the file name, else the file stem.  A
+  ``session_meta`` that is not on the file's first line and names another session than the file
+  name's UUID is not the file's own (its own first line was unreadable): it heads a fork's
+  replayed history, so it names the parent (rule A below) and the file is its name's session,
+  with a note in ``inputs[i]["notes"]``.
   ``client_version``: ``cli_version``.  ``agent_id``: for sub-agent rollouts
   (``source.subagent``) the ``agent_nickname``/``agent_path``/``agent_role``, else the
   sub-agent kind (``review``, ``compact`` …); NA for main sessions.
@@ -467,6 +471,8 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
     gens: set[str] = set()
     first = True
     bad_ts: list[tuple[int, Any]] = []   # (line, timestamp) written empty or not text
+    first_ln = 1 + data[:len(data) - len(data.lstrip())].count(b"\n")   # the file's first line with content
+    named = _name_uuid(path)
     for line in iter_objects(path, data, LOADER, quarantine, accept=_is_envelope):
         o = line.obj
         if needs_safe(line.raw):
@@ -483,7 +489,16 @@ def _read_file(path: Path, quarantine: list[dict]) -> _File:
         rec = _Rec(line.line_no, kind, o, ts, rtype, payload, line.offset, line.raw[:400])
         if (kind == "envelope" and rtype == "session_meta") or kind == "legacy_meta":
             meta = payload if kind == "envelope" else o
-            if f.meta_idx is None:
+            if f.meta_idx is None and f.parent_id is None and line.line_no != first_ln and named \
+                    and str_or_none(meta.get("id")) not in (None, named):
+                # the file's own meta line (its first) is damaged: this is the parent's meta at the
+                # head of a fork's replayed history, not the file's own; the file is its name's
+                f.parent_id = str(meta["id"])
+                f.info["notes"].append(
+                    f"line {line.line_no}: a session_meta of session {f.parent_id}, not this file's "
+                    f"({named}, from its name): its own first line is unreadable; read as the parent's "
+                    "replayed meta")
+            elif f.meta_idx is None and f.parent_id is None:
                 f.meta_idx = len(f.recs)
                 _apply_meta(f, meta)
         f.recs.append(rec)
@@ -536,6 +551,15 @@ def _read_ts_doc(f: _File, data: bytes, rep: ControlRepair | None = None, quaran
         it = deep_safe(it)
         f.recs.append(_Rec(ln, "ts_item", it, None, "response_item", it))
     _fallback_ids(f)
+
+
+def _name_uuid(path: Path) -> str | None:
+    """The session UUID a rollout's file name gives (``rollout-<time>-<uuid>.jsonl``; a paginated
+    segment's thread UUID), or None when the name holds none."""
+    stem = _stem(path)
+    seg = re.search(f"({_UUID.pattern})_({_UUID.pattern})$", stem)
+    m = _UUID.findall(stem)
+    return seg.group(1) if seg else (m[-1] if m else None)
 
 
 def _fallback_ids(f: _File) -> None:
