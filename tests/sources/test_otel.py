@@ -142,6 +142,25 @@ def test_an_end_time_of_zero_is_a_span_not_ended(tmp_path):
     assert res.quarantine.empty
 
 
+def test_span_times_in_a_smaller_unit_than_nanoseconds_are_read_as_written_and_said(tmp_path):
+    """An exporter that writes milliseconds (or seconds, microseconds) where OTLP has nanoseconds
+    dates its spans in January 1970; the load had said nothing of it."""
+    def span(sid, start):
+        return ('{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"' + sid + '","name":"chat m",'
+                f'"startTimeUnixNano":"{start}","endTimeUnixNano":"{start + 1000}"}}')
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span("b7ad6b7169203331", 1759320000000) + "]}]}]}\n"
+                 '{"resourceSpans":[{"scopeSpans":[{"spans":[' + span("c7ad6b7169203331", 1759320000000000000)
+                 + "]}]}]}\n")
+    res = load_otel(p)
+    assert [str(t) for t in res.frame["ts"]] == ["1970-01-01 00:29:19.320000+00:00", "2025-10-01 12:00:00+00:00"]
+    assert res.inputs[0]["notes"] == [
+        "1 span with a startTimeUnixNano before 1970-01-12, read as nanoseconds as OTLP defines it: times written "
+        "in seconds, milliseconds or microseconds read as January 1970 — check the exporter: line 1 "
+        "('1759320000000')"]
+    assert res.quarantine.empty
+
+
 def test_spans_that_are_not_a_list_are_named(tmp_path):
     p = tmp_path / "t.jsonl"
     p.write_text('{"resourceSpans":[{"scopeSpans":[{"spans":5}]}]}\n{"resourceSpans":7}\n')

@@ -112,7 +112,9 @@ other           every other span, and a tool span nested (at any depth) inside a
   calls from ``call_0``) is another call, a row of its own; the n-th call of an id gets the n-th
   ``tool_call_response`` with that id.
 
-Times are converted from Unix nanoseconds to tz-aware UTC; a time of 0 (protobuf's default: not set)
+Times are converted from Unix nanoseconds to tz-aware UTC (a span starting before 1970-01-12 —
+a time an exporter wrote in seconds, milliseconds or microseconds — is read so, and
+``inputs[i]["notes"]`` names its line); a time of 0 (protobuf's default: not set)
 is absent — a start of 0 sets the span aside, an end of 0 is a span not ended (``result_ts`` NaT).  A line that is not JSON, not an
 object, or not an export request, and a span without ``traceId``/``spanId`` or a start time, go to
 the quarantine with file and line; an unterminated last line is ``pending``.  An attribute (of a
@@ -162,8 +164,8 @@ import orjson
 import pandas as pd
 
 from .. import _json
-from .._jsonl import (Damaged, control_repair, expand_paths, iter_objects, json_doc_items, quarantine_row, read_source,
-                      shown_value)
+from .._jsonl import (Damaged, control_repair, expand_paths, iter_objects, json_doc_items, lines_note, quarantine_row,
+                      read_source, shown_value)
 from .._text import deep_safe, safe_str, truncate
 from ..canonical import arguments_from_text, canonical_args
 from ..frames import QUARANTINE, STEPS, LoadResult
@@ -372,6 +374,9 @@ def _ns(v: Any) -> int | None:
 
 # --------------------------------------------------------------------------- sniffing
 
+#: 10**15 ns is 1970-01-12T13:46:40Z: a span "started" before then had its time written in a
+#: smaller unit (a time now in microseconds is about 1.8e15, in milliseconds 1.8e12, in seconds 1.8e9)
+_PLAUSIBLE_NS = 10**15
 _FRAG = re.compile(rb'"(resourceSpans|resource_spans)"\s*:')
 _OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resource_logs", "resource_metrics")
 _FRAG_OTHER = re.compile(rb'"(resourceLogs|resourceMetrics|resource_logs|resource_metrics)"\s*:')
@@ -999,6 +1004,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     inputs = [_read(p, i, quarantine, spans_all, counter) for i, p in enumerate(files)]
     spans: list[_Span] = []
     index: dict[tuple[str, str], _Span] = {}
+    too_early: dict[int, list[tuple[Any, Any]]] = {}   # file → (line, start) of spans dated in 1970's first days
     for s in spans_all:
         k = (s.trace, s.span)
         if k in index:
@@ -1006,12 +1012,20 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             continue
         index[k] = s
         spans.append(s)
+        if s.start < _PLAUSIBLE_NS:
+            too_early.setdefault(s.file_idx, []).append((s.line_no, str(s.start)))
         note = _int_call_id_note(s)
         if note is not None:
             inputs[s.file_idx]["notes"].append(note)
         for attr, what, value in [*s.bad, *(s.shape.problems if s.shape else ()), *_gen_ai_problems(s.attrs)]:
             quarantine.append(quarantine_row(files[s.file_idx], None, LOADER, f"span {s.span}: {attr} {what}",
                                              line_no=s.line_no, raw=_json.dumps(value)[:400]))
+
+    for fi, got in too_early.items():  # (read as written: the spec's unit; said, since 1970 is surely wrong)
+        inputs[fi]["notes"].append(lines_note(
+            got, "span", "with a startTimeUnixNano before 1970-01-12, read as nanoseconds as OTLP defines it: "
+                         "times written in seconds, milliseconds or microseconds read as January 1970 — "
+                         "check the exporter"))
 
     def parent_of(s: _Span) -> _Span | None:
         return index.get((s.trace, s.parent)) if s.parent else None
