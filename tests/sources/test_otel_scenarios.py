@@ -372,6 +372,25 @@ def test_a_call_id_a_provider_numbers_per_answer_names_each_call_once(tmp_path):
     assert [str(t) for t in calls["ts"]] == ["2026-03-01 10:00:00.900000+00:00", "2026-03-01 10:00:02.500000+00:00"]
 
 
+def test_a_reused_call_id_whose_first_call_a_tool_span_records_keeps_the_second_call(tmp_path):
+    """The framework recorded a tool span for the first call_0 (list) only; the second call_0
+    (read) had been taken for the call that span records and gave no row."""
+    def asks(name, path):
+        return json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "id": "call_0", "name": name,
+                                                            "arguments": {"path": path}}]}])
+
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(
+        agent(),
+        chat("b000000000000001", 10, 900, **{"gen_ai.output.messages": asks("mcp__door__list", "/")}),
+        tool("c000000000000001", 1000, 1200, "mcp__door__list", '{"path": "/"}', "call_0"),
+        chat("b000000000000002", 2000, 2500, **{"gen_ai.output.messages": asks("mcp__door__read", "a.txt")}),
+        # the first call seen again in another model span's output: not a third call
+        chat("b000000000000003", 2000, 2500, parent="b000000000000002",
+             **{"gen_ai.output.messages": asks("mcp__door__list", "/")}))]))
+    assert rows(calls_of(res), ["line_type", "tool", "call_id", "args_key"]) == [
+        ["execute_tool", "list", "call_0", '{"path":"/"}'], ["chat/tool_call", "read", "call_0", '{"path":"a.txt"}']]
+
+
 def test_tool_calls_in_the_older_completion_events(tmp_path):
     """Semantic conventions up to 1.26 (and Semantic Kernel, among others) put the content in
     span events: ``gen_ai.content.completion`` with ``gen_ai.completion``, OpenAI messages as

@@ -910,7 +910,7 @@ def _parse_args(v: Any) -> tuple[Any, str | None, str | None]:
 
 def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, _Span, dict]],
                tool_rows: dict[tuple[str, str], int], tool_names: dict[tuple[str, bool], set],
-               inputs: list[dict]) -> None:
+               inputs: list[dict], id_names: dict[tuple[str, str], set] | None = None) -> None:
     """Tool calls the model asked for (``tool_call`` parts of a model span's output) that no tool
     span of the transcript records become ``tool_call`` rows of their own; those a tool span
     records (same call id) give it the arguments it did not record.  The ``tool_call_response``
@@ -934,16 +934,23 @@ def _requested(rows: list[dict], keys: list[tuple], model_rows: list[tuple[int, 
         for n, part in enumerate(_requested_calls(_content_of(s, attrs, "output"))):
             cid = str(part["id"]).strip() if part.get("id") is not None and str(part["id"]).strip() else None
             args, key, raw = _parse_args(part.get("arguments"))
-            if cid is not None and (tid, cid) in tool_rows:   # a tool span records this call
-                j = tool_rows[(tid, cid)]
-                if j >= 0 and not rows[j].pop("_args_recorded", True) and raw is None and args is not None:
-                    rows[j].update(arguments=args, args_key=key)
-                continue
             asked = (part["name"], key if raw is None else raw)
-            if cid is not None and asked in seen.get((tid, cid), ()):  # asked once, recorded on two spans
-                continue
             name = part["name"]
             server, tool = split_codex_name(name) if name.startswith("mcp__") else (None, name)
+            prior = seen.get((tid, cid), []) if cid is not None else []
+            if cid is not None and (tid, cid) in tool_rows:   # a tool span records this call
+                names = (id_names or {}).get((tid, cid), set())
+                # unless the id was asked before for another call and no span of the id has this
+                # call's tool: then it is that other call, which no tool span records
+                if not prior or asked in prior or not names or {name, tool} & names:
+                    if asked not in prior:
+                        seen.setdefault((tid, cid), []).append(asked)
+                    j = tool_rows[(tid, cid)]
+                    if j >= 0 and not rows[j].pop("_args_recorded", True) and raw is None and args is not None:
+                        rows[j].update(arguments=args, args_key=key)
+                    continue
+            if cid is not None and asked in prior:  # asked once, recorded on two spans
+                continue
             # a tool span of this tool that records no id (or a call that has none) may be this
             # very call: nothing tells them apart, so the span is the row
             if {name, tool} & (tool_names.get((tid, False), set()) |
@@ -1092,6 +1099,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     keys: list[tuple] = []
     model_rows: list[tuple[int, _Span, dict]] = []      # (row, span, attributes) of model requests
     tool_rows: dict[tuple[str, str], int] = {}          # (transcript, call id) → row of its tool span
+    id_names: dict[tuple[str, str], set] = {}          # (transcript, call id) → the tool names its spans give
     tool_names: dict[tuple[str, bool], set] = {}        # (transcript, span has a call id) → tool names
     for s in spans:
         k = (s.trace, s.span)
@@ -1161,6 +1169,7 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
             result_ts = _iso(s.end)
             if cid is not None:
                 tool_rows.setdefault((tid, str(cid).strip()), len(rows))
+                id_names.setdefault((tid, str(cid).strip()), set()).update(x for x in (name, tool) if x)
             tool_names.setdefault((tid, cid is not None), set()).update(x for x in (name, tool) if x)
             row["_args_recorded"] = "gen_ai.tool.call.arguments" in attrs
         elif op in _MODEL_OPS or (op == "invoke_agent" and k not in has_model_below):
@@ -1181,11 +1190,12 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                 row.update(tool_raw=name, tool=name, call_id=cid)
                 if cid is not None:
                     tool_rows.setdefault((tid, str(cid).strip()), -1)
+                    id_names.setdefault((tid, str(cid).strip()), set()).update(x for x in (name,) if x)
             row["kind"] = "other"
         row["_ts"], row["_rts"] = ts, result_ts
         rows.append(row)
         keys.append((tid, s.start, s.order, 0))
-    _requested(rows, keys, model_rows, tool_rows, tool_names, inputs)
+    _requested(rows, keys, model_rows, tool_rows, tool_names, inputs, id_names)
     _prompts(rows, keys, model_rows)
     order = sorted(range(len(rows)), key=lambda i: keys[i])
     seqs: dict[str, int] = {}
