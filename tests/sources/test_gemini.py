@@ -128,6 +128,30 @@ def test_split_names():
     assert split_gemini_name("run_shell_command", "Shell") == (None, "run_shell_command")
 
 
+def test_a_checkpoint_whose_first_message_fills_the_sniffed_sample_is_still_gemini(tmp_path):
+    """A /chat save checkpoint whose first user message is longer than the 256 KB sniffed (a file
+    pasted with @) shows no model turn in the sample: no source had recognised it, so the
+    conversation and its tool calls were never loaded."""
+    import json
+
+    from replaybook.sources.registry import SNIFF_BYTES, sniff_file
+
+    big = "x" * (SNIFF_BYTES + 10)
+    content = [{"role": "user", "parts": [{"text": big}]},
+               {"role": "model", "parts": [{"functionCall": {"name": "mcp_door_read", "args": {"path": "a"}}}]}]
+    p = tmp_path / "checkpoint-big.json"
+    p.write_text(json.dumps(content, indent=2))
+    src, score = sniff_file(p)
+    assert src is not None and (src.name, score) == ("gemini", 0.6)
+    h = tmp_path / "checkpoint-history.json"
+    h.write_text(json.dumps({"history": content}))
+    assert sniff_file(h)[0].name == "gemini"
+    calls = load_gemini(p).frame.query("kind == 'tool_call'")
+    assert calls[["server", "tool", "args_key"]].values.tolist() == [["door", "read", '{"path":"a"}']]
+    # a request body of the Gemini API cut the same way is not a recording
+    assert sniff(json.dumps({"contents": content}, indent=2).encode()[:SNIFF_BYTES]) == 0.0
+
+
 def test_sniff_and_errors(tmp_path):
     assert sniff(MAIN.read_bytes()) >= 0.9
     assert sniff((FIX / "resumed" / "session-2025-09-30T08-00-7f00aa11.json").read_bytes()) >= 0.85

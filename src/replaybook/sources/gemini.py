@@ -188,6 +188,10 @@ def _content_list_score(v: Any) -> float:
 
 
 _FRAG_SESSION = re.compile(rb'"sessionId"\s*:\s*"')
+#: the head of a checkpoint (a ``Content`` list, bare or as ``{"history": […]}``) as JSON.stringify
+#: writes it: ``[{"role": "user", "parts": [`` — a first message (a file pasted with ``@``) may be
+#: longer than the whole sample, so no ``model`` turn is in sight
+_FRAG_CONTENT_HEAD = re.compile(rb'(\{\s*"history"\s*:\s*)?\[\s*\{\s*"role"\s*:\s*"(user|model)"\s*,\s*"parts"\s*:\s*\[')
 _FRAG_PROJECT = re.compile(rb'"projectHash"\s*:\s*"')
 
 
@@ -195,7 +199,8 @@ def sniff(sample: bytes) -> float:
     """Confidence in [0, 1] that ``sample`` (a file's first bytes) is a Gemini CLI recording.
 
     JSONL: up to 200 records (metadata, message, ``$set``, ``$rewindTo``); a JSON document is
-    parsed when whole, else judged by its visible keys.  ≥ 0.9 with a metadata record or a
+    parsed when whole, else judged by its visible keys (a checkpoint cut inside its first message:
+    by its head, ``[{"role": …, "parts": [``).  ≥ 0.9 with a metadata record or a
     ``sessionId``+``projectHash`` document, 0.6–0.8 for message-only files and checkpoints,
     0 for Claude Code, Codex, OTLP and door files.
     """
@@ -221,7 +226,9 @@ def sniff(sample: bytes) -> float:
                 return 0.85
             if re.search(rb'"role"\s*:\s*"model"', sample) and b'"parts"' in sample:
                 return 0.6
-            return 0.0
+            return 0.6 if _FRAG_CONTENT_HEAD.match(stripped) else 0.0  # (a first message filling the sample)
+        if doc is None and _FRAG_CONTENT_HEAD.match(stripped):  # the same, written on one line
+            return 0.6
     scores = line_scores(sample, _rec_score)
     if not scores:
         return 0.0
