@@ -206,6 +206,21 @@ def test_a_span_exported_twice_counts_once_and_a_cut_line_is_pending(tmp_path):
         [3, "pending", p.read_bytes().rindex(b"\n") + 1]]
 
 
+def test_a_span_exported_before_it_ended_counts_as_its_ended_export(tmp_path):
+    """An exporter that writes a span while it runs and again once it ends: the first export (no
+    end, no status, no result) had been kept and the ended one, with its failure, dropped."""
+    running = tool("c000000000000001", 100, None, "mcp__door__put", {"k": 1}, "k1")
+    ended = tool("c000000000000001", 100, 400, "mcp__door__put", {"k": 1}, "k1",
+                 **{"gen_ai.tool.call.result": "denied by policy"})
+    ended["status"] = {"code": 2, "message": "denied"}
+    again = json.loads(json.dumps(running))   # the running export written once more, later
+    res = load_otel(write_jsonl(tmp_path / "t.jsonl", [request(running), request(ended), request(again)]))
+    call = calls_of(res).iloc[0]
+    assert (call["line_no"], call["is_error"], call["result_text"]) == (2, True, "denied by policy")
+    assert str(call["result_ts"]) == "2026-03-01 10:00:00.400000+00:00"
+    assert res.inputs[0]["duplicates"] == 2
+
+
 # ---------------------------------------------------------------------------------------------
 
 def test_a_huge_result_is_cut_and_surrogates_replaced(tmp_path):

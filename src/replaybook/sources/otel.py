@@ -36,7 +36,8 @@ The frame
 ---------
 :func:`load_otel` returns a :class:`~replaybook.frames.LoadResult` whose ``frame`` has exactly the
 :data:`~replaybook.frames.STEPS` columns, ``client`` ``"otel"``; one row per span (a span exported
-twice — same trace and span id — counts once; ``inputs[i]["duplicates"]``):
+twice — same trace and span id — counts once, as its first export or, when that one had not
+ended, the first that has; ``inputs[i]["duplicates"]``):
 
 ==============  ===========================================================================
 kind            span
@@ -1012,13 +1013,21 @@ def load_otel(paths: str | Path | Iterable[str | Path]) -> LoadResult:
     spans: list[_Span] = []
     index: dict[tuple[str, str], _Span] = {}
     too_early: dict[int, list[tuple[Any, Any]]] = {}   # file → (line, start) of spans dated in 1970's first days
+    at: dict[tuple[str, str], int] = {}   # (trace, span) → its place in spans
     for s in spans_all:
         k = (s.trace, s.span)
         if k in index:
-            inputs[s.file_idx]["duplicates"] += 1
+            first = index[k]
+            if first.end is None and s.end is not None:  # the span exported again once it ended
+                inputs[first.file_idx]["duplicates"] += 1
+                index[k] = spans[at[k]] = s
+            else:
+                inputs[s.file_idx]["duplicates"] += 1
             continue
         index[k] = s
+        at[k] = len(spans)
         spans.append(s)
+    for s in spans:
         if s.start < _PLAUSIBLE_NS:
             too_early.setdefault(s.file_idx, []).append((s.line_no, str(s.start)))
         note = _int_call_id_note(s)
