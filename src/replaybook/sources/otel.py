@@ -116,9 +116,10 @@ other           every other span, and a tool span nested (at any depth) inside a
 Times are converted from Unix nanoseconds to tz-aware UTC (a span starting before 1970-01-12 —
 a time an exporter wrote in seconds, milliseconds or microseconds — is read so, and
 ``inputs[i]["notes"]`` names its line); a time of 0 (protobuf's default: not set)
-is absent — a start of 0 sets the span aside, an end of 0 is a span not ended (``result_ts`` NaT).  A line that is not JSON, not an
-object, or not an export request, and a span without ``traceId``/``spanId`` or a start time, go to
-the quarantine with file and line; an unterminated last line is ``pending``.  An attribute (of a
+is absent — a start of 0 sets the span aside, an end of 0 is a span not ended (``result_ts``
+NaT).  A line that is not JSON, not an object, or not an export request, and a span without
+``traceId``/``spanId`` or a start time, go to the quarantine with file and line; an unterminated
+last line is ``pending``.  An attribute (of a
 span, a span event or the resource) whose ``AnyValue`` has the wrong shape anywhere inside — an
 ``arrayValue`` / ``kvlistValue`` whose ``values`` is no list, a ``stringValue`` that is no text,
 an ``intValue`` that is no whole number (an integer or its decimal digits), a ``boolValue`` that
