@@ -169,26 +169,137 @@ def test_parallel_calls_pair_by_call_id_whatever_the_order_of_outputs(tmp_path):
 
 def test_a_line_written_twice_counts_once_and_a_reused_call_id_is_a_conflict(tmp_path):
     """A duplicated last line had given two tool_call rows for one call: the join then needed two
-    door calls and showed the second as a door-bound call the door never saw."""
+    door calls and showed the second as a door-bound call the door never saw.  Another call under
+    the id while the first is not answered yet is two calls open under one id: a conflict."""
     call = fc("2026-03-01T10:00:01.000Z", "mcp__door__read_object", '{"path":"a"}', "c1")
-    restamped = fc("2026-03-01T11:00:00.000Z", "mcp__door__read_object", '{"path":"a"}', "c1")
-    other = fc("2026-03-01T11:00:01.000Z", "mcp__door__read_object", '{"path":"secrets"}', "c1")
+    other = fc("2026-03-01T10:00:01.200Z", "mcp__door__read_object", '{"path":"secrets"}', "c1")
     result = out("2026-03-01T10:00:01.500Z", "c1", "A")
-    p = rollout(tmp_path, [meta(), call, result, result, restamped, other, call])
+    restamped = fc("2026-03-01T11:00:00.000Z", "mcp__door__read_object", '{"path":"a"}', "c1")
+    p = rollout(tmp_path, [meta(), call, other, result, result, restamped, call])
     res = load_codex(p)
     f = res.frame
     assert rows(f, ["seq", "line_no", "kind", "call_id", "args_key", "result_text"]) == [
         [0, 1, "system", None, None, None],
         [1, 2, "tool_call", "c1", '{"path":"a"}', "A"],
-        [2, 3, "tool_result", "c1", None, None],
+        [2, 4, "tool_result", "c1", None, None],
     ]
-    assert res.inputs[0]["duplicates"] == 3          # line 4 (the result again), 5 (re-stamped), 7 (copied)
+    assert res.inputs[0]["duplicates"] == 3          # line 5 (the result again), 6 (re-stamped), 7 (copied)
     q = res.quarantine
     QUARANTINE.validate(q)
-    assert q[["line_no", "kind", "loader"]].values.tolist() == [[6, "conflict", "codex"]]
-    assert q.iloc[0]["byte_offset"] == sum(len(x) for x in p.read_bytes().split(b"\n")[:5]) + 5
-    assert q.iloc[0]["error"] == ("repeats the call_id 'c1' of line 2 with different content (arguments "
-                                  "differs); the first is kept, this one set aside")
+    assert q[["line_no", "kind", "loader"]].values.tolist() == [[3, "conflict", "codex"]]
+    assert q.iloc[0]["byte_offset"] == sum(len(x) for x in p.read_bytes().split(b"\n")[:2]) + 2
+    assert q.iloc[0]["error"] == ("repeats the call_id 'c1' of line 2, not answered yet, with different content "
+                                  "(arguments differs); the first is kept, this one set aside")
+
+
+def test_a_call_id_a_provider_numbers_per_answer_is_a_call_in_each_turn(tmp_path):
+    """Providers that number each answer's calls from call_0 (OpenAI-compatible layers over local
+    models): the turn-2 read had been set aside as a conflict with the turn-1 list, and its output
+    (the secret) shown as a second output of the list.  A call under an id whose earlier call was
+    answered is a call of its own, and each output answers the call before it."""
+    p = rollout(tmp_path, [
+        meta(),
+        env("2026-03-01T10:00:01Z", "event_msg", {"type": "user_message", "message": "look around"}),
+        fc("2026-03-01T10:00:02Z", "mcp__door__list", '{"path":"/"}', "call_0"),
+        out("2026-03-01T10:00:03Z", "call_0", "a.txt"),
+        env("2026-03-01T10:00:04Z", "event_msg", {"type": "user_message", "message": "read it"}),
+        fc("2026-03-01T10:00:05Z", "mcp__door__read", '{"path":"a.txt"}', "call_0"),
+        out("2026-03-01T10:00:06Z", "call_0", "SECRET"),
+        fc("2026-03-01T10:00:07Z", "mcp__door__write", '{"path":"b.txt"}', "call_0"),
+        out("2026-03-01T10:00:08Z", "call_0", "ok"),
+        fc("2026-03-01T10:00:09Z", "mcp__door__write", '{"path":"c.txt"}', "call_0"),
+        out("2026-03-01T10:00:10Z", "call_0", "ok"),         # the same output, for another call
+    ])
+    res = load_codex(p)
+    f = res.frame
+    assert rows(f[f["call_id"].notna()], ["line_no", "kind", "tool", "args_key", "result_text", "text"]) == [
+        [3, "tool_call", "list", '{"path":"/"}', "a.txt", None],
+        [4, "tool_result", "list", None, None, "a.txt"],
+        [6, "tool_call", "read", '{"path":"a.txt"}', "SECRET", None],
+        [7, "tool_result", "read", None, None, "SECRET"],
+        [8, "tool_call", "write", '{"path":"b.txt"}', "ok", None],
+        [9, "tool_result", "write", None, None, "ok"],
+        [10, "tool_call", "write", '{"path":"c.txt"}', "ok", None],
+        [11, "tool_result", "write", None, None, "ok"],
+    ]
+    assert f.loc[f["kind"] == "tool_call", "result_ts"].astype(str).tolist() == [
+        "2026-03-01 10:00:03+00:00", "2026-03-01 10:00:06+00:00", "2026-03-01 10:00:08+00:00",
+        "2026-03-01 10:00:10+00:00"]
+    assert res.inputs[0]["duplicates"] == 0 and len(res.quarantine) == 0
+
+
+def test_a_history_re_appended_under_new_times_counts_once_with_call_ids_numbered_per_answer(tmp_path):
+    """A resumed session re-appends its history with new timestamps: each call and output of it
+    is the call and output read before (counted once), not a new call, even where one id named
+    two calls; the call left without an output when the session stopped gets the next output."""
+    turn1 = [fc("2026-03-01T10:00:02Z", "mcp__door__list", '{"path":"/"}', "call_0"),
+             out("2026-03-01T10:00:03Z", "call_0", "a.txt")]
+    read = fc("2026-03-01T10:00:05Z", "mcp__door__read", '{"path":"a.txt"}', "call_0")
+    again = [{**x, "timestamp": "2026-03-01T11:00:00Z"} for x in [*turn1, read]]
+    res = load_codex(rollout(tmp_path, [
+        meta(), *turn1, read,                                  # stopped before the read's output
+        *again,
+        out("2026-03-01T11:00:01Z", "call_0", "SECRET"),
+    ]))
+    f = res.frame
+    assert rows(f[f["call_id"].notna()], ["line_no", "kind", "tool", "args_key", "result_text", "text"]) == [
+        [2, "tool_call", "list", '{"path":"/"}', "a.txt", None],
+        [3, "tool_result", "list", None, None, "a.txt"],
+        [4, "tool_call", "read", '{"path":"a.txt"}', "SECRET", None],
+        [8, "tool_result", "read", None, None, "SECRET"],
+    ]
+    assert str(f.loc[f["line_no"] == 4, "result_ts"].iloc[0]) == "2026-03-01 11:00:01+00:00"
+    assert res.inputs[0]["duplicates"] == 3 and len(res.quarantine) == 0
+
+
+def test_mcp_events_of_a_call_id_numbered_per_answer_belong_to_the_call_before_them(tmp_path):
+    """The begin and end events of each turn's call_0 name that turn's call: the turn-2 call had
+    been set aside and the events of both turns folded into the turn-1 call.  A call recorded
+    only by its events (begin and end, or the end alone) is likewise a call each turn."""
+    def begin(ts, cid, tool, args):
+        return env(ts, "event_msg", {"type": "mcp_tool_call_begin", "call_id": cid,
+                                     "invocation": {"server": "door", "tool": tool, "arguments": args}})
+
+    def end(ts, cid, tool, args, result):
+        return env(ts, "event_msg", {"type": "mcp_tool_call_end", "call_id": cid, "duration": "1s",
+                                     "invocation": {"server": "door", "tool": tool, "arguments": args},
+                                     "result": result})
+
+    ok = lambda text, err=False: {"Ok": {"content": [{"type": "text", "text": text}], "isError": err}}  # noqa: E731
+    res = load_codex(rollout(tmp_path, [
+        meta(),
+        fc("2026-03-01T10:00:01Z", "list_h1", '{"path":"/"}', "call_0", namespace="mcp__door"),
+        begin("2026-03-01T10:00:01.1Z", "call_0", "list", {"path": "/"}),
+        end("2026-03-01T10:00:01.2Z", "call_0", "list", {"path": "/"}, ok("a.txt")),
+        out("2026-03-01T10:00:01.3Z", "call_0", json.dumps([{"type": "text", "text": "a.txt"}])),
+        fc("2026-03-01T10:00:02Z", "read_h2", '{"path":"a.txt"}', "call_0", namespace="mcp__door"),
+        begin("2026-03-01T10:00:02.1Z", "call_0", "read", {"path": "a.txt"}),
+        end("2026-03-01T10:00:02.2Z", "call_0", "read", {"path": "a.txt"}, ok("denied", True)),
+        out("2026-03-01T10:00:02.3Z", "call_0", json.dumps([{"type": "text", "text": "denied"}])),
+        begin("2026-03-01T10:00:03.1Z", "call_1", "list", {"path": "/"}),
+        end("2026-03-01T10:00:03.2Z", "call_1", "list", {"path": "/"}, ok("a.txt")),
+        begin("2026-03-01T10:00:04.1Z", "call_1", "read", {"path": "b.txt"}),
+        end("2026-03-01T10:00:04.2Z", "call_1", "read", {"path": "b.txt"}, ok("B")),
+        end("2026-03-01T10:00:06Z", "call_2", "list", {"path": "/"}, ok("a.txt")),
+        end("2026-03-01T10:00:08Z", "call_2", "read", {"path": "c.txt"}, {"Err": "no such file"}),
+    ]))
+    f = res.frame
+    calls = f[f["kind"] == "tool_call"]
+    assert rows(calls, ["line_no", "call_id", "tool", "args_key", "result_text", "is_error"]) == [
+        [2, "call_0", "list", '{"path":"/"}', "a.txt", False],
+        [6, "call_0", "read", '{"path":"a.txt"}', "denied", True],
+        [10, "call_1", "list", '{"path":"/"}', "a.txt", False],
+        [12, "call_1", "read", '{"path":"b.txt"}', "B", False],
+        [14, "call_2", "list", '{"path":"/"}', "a.txt", False],
+        [15, "call_2", "read", '{"path":"c.txt"}', "no such file", True],
+    ]
+    assert [str(t) for t in calls["result_ts"]] == [
+        "2026-03-01 10:00:01.300000+00:00", "2026-03-01 10:00:02.300000+00:00", "2026-03-01 10:00:03.200000+00:00",
+        "2026-03-01 10:00:04.200000+00:00", "2026-03-01 10:00:06+00:00", "2026-03-01 10:00:08+00:00"]
+    assert rows(f[f["kind"] == "tool_result"], ["line_no", "call_id", "tool", "text"]) == [
+        [5, "call_0", "list", "a.txt"], [9, "call_0", "read", "denied"], [11, "call_1", "list", "a.txt"],
+        [13, "call_1", "read", "B"]]
+    assert len(res.quarantine) == 0 and res.inputs[0]["duplicates"] == 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -70,13 +70,18 @@ other           everything else: ``role: user`` items of files that have ``user_
   ``{"namespace": "mcp__<server>", "name": "<tool>"}``) names the server and leaves the tool's
   own name whole, ``__`` and all (:func:`split_codex_name`; ``tool_raw`` is then
   ``<namespace>__<name>``).  The ``invocation`` of an MCP event is authoritative and overrides the
-  split for the same ``call_id`` (Codex sanitises and may hash the names the model sees).
-* **Pairing**: results and MCP end events are paired with calls by ``call_id`` within their
-  session (every file of the load with that session id: a thread's paginated segments; first
-  result wins) — call ids are unique only within a session (local models and providers number
-  them ``call_0``, ``call_1`` …), so the same id in two sessions is two calls: the call row gets ``result_ts``, ``is_error`` (``Err``,
-  ``isError``, or a legacy ``{"content", "success": false}`` output; NA when the rollout does not
-  say), ``result_text``; result rows get the call's ``tool_raw``/``server``/``tool``.
+  split for the call of its ``call_id`` that it follows (Codex sanitises and may hash the names
+  the model sees).
+* **Pairing**: results and MCP events are paired with calls by ``call_id`` within their
+  session (every file of the load with that session id: a thread's paginated segments) — call
+  ids are unique only within a session (local models and providers number them ``call_0``,
+  ``call_1`` …), so the same id in two sessions is two calls, and some providers number each
+  answer's calls from ``call_0``, so one id can name several calls of a session, one after the
+  other (below, "Lines written twice count once").  A result answers the latest call of its id
+  before it (file order) that has no output yet; a call keeps its first result.  The call row
+  gets ``result_ts``, ``is_error`` (``Err``, ``isError``, or a legacy
+  ``{"content", "success": false}`` output; NA when the rollout does not say), ``result_text``;
+  result rows get the call's ``tool_raw``/``server``/``tool``.
 * **MCP results** are read as the Claude Code loader reads ``tool_result`` blocks: ``text`` /
   ``result_text`` the text blocks joined (``structuredContent`` as JSON when there are none),
   ``images`` the image blocks, ``is_error`` the result's ``isError`` (false when absent),
@@ -147,11 +152,18 @@ other           everything else: ``role: user`` items of files that have ``user_
 * **Lines written twice count once.**  An envelope line identical to an earlier one of the load
   (timestamp, type and payload: a duplicated last line, a history re-appended as it was) gives
   no row; nor does a tool call whose ``call_id`` already has a tool_call row of the same
-  session with the same item (a history re-appended under new timestamps), nor the same output
-  for the same ``call_id`` of the same session again.  ``inputs[i]["duplicates"]`` counts them.
+  session with the same item (a history re-appended under new timestamps: an output after it
+  answers that call), nor the same output for the same ``call_id`` of the same session again
+  once the call it answered has its output.  ``inputs[i]["duplicates"]`` counts them.  (The same
+  call asked again under the same id, same tool and arguments, is thus counted once too: by its
+  lines alone it cannot be told from a re-appended history.)
   A tool call that repeats a ``call_id`` with *other* content in the same session is not a copy:
-  it goes to the quarantine as ``conflict`` (with the place of the first, which is kept), since
-  which of the two ran is exactly what an investigator asks.
+  once the id's earlier call was answered (its output, or its MCP end event, came before this
+  call) it is a new call, a row of its own (providers that number each answer's calls from
+  ``call_0`` ask for ``list`` in one turn and ``read`` in the next under the same id); while the
+  earlier call is not answered yet — two different calls open under one id at once — it goes to
+  the quarantine as ``conflict`` (naming the earlier call, which is kept and takes the output),
+  since which of the two ran is exactly what an investigator asks.
 
 Timestamps (``ts``, ``result_ts``) are tz-aware UTC; NaT where a line has none (generations 1–2).
 Lines that are not JSON, not JSON objects, or whose ``payload`` is not an object go to the
@@ -905,15 +917,22 @@ class _Load:
         self.rows: list[dict] = []
         self.ts: list[str | None] = []
         self.result_ts: list[str | None] = []
-        # call ids are unique only within a session (local models and providers number them
-        # call_0, call_1 …): every map of calls is keyed by (session id, call_id)
-        self.calls: dict[tuple[str, str], int] = {}          # → row index of its tool_call
+        # call ids are unique only within a session, and some providers number each answer's
+        # calls from call_0: every map of calls is keyed by (session id, call_id), and one id
+        # can name several calls of a session, one after the other (see _repeat)
+        self.calls: dict[tuple[str, str], list[int]] = {}    # → row indexes of its tool_calls, file order
+        self.call_seen: dict[tuple[str, str], list[tuple[bytes, Any, str, int | None]]] = {}
+        #   → (key, item, file, line) of each of those calls, in the same order
+        self.current: dict[tuple[str, str], int] = {}       # → call row the id's latest call line names
+        self.answered: set[int] = set()           # call rows with an output or an MCP end event
+        self.output_of: dict[int, int] = {}       # call row → row of its first output
+        self.result_call: dict[int, int | None] = {}  # tool_result row → its call's row (None: none before it)
         self.results: list[int] = []             # tool_result row indexes
         self.outputs: dict[int, Any] = {}        # tool_result row → function_call_output text (or object)
-        self.mcp_info: dict[tuple[str, str], list[int]] = {}  # → indexes of MCP event rows
+        self.mcp_info: list[tuple[int, tuple[str, str], int | None]] = []
+        #   (MCP event row, (session, call_id), its call's row; None: no call before it)
         self.seq: dict[str, int] = {}
         self.lines_seen: set[bytes] = set()       # (timestamp, type, payload) of envelope lines with a row
-        self.call_seen: dict[tuple[str, str], tuple[bytes, Any, str, int | None]] = {}  # → (key, item, file, line)
         self.results_seen: set[bytes] = set()     # session + call_id + output of result items with a row
         self.quarantine: list[dict] = []
 
@@ -990,33 +1009,76 @@ def _build_file(st: _Load, f: _File, fc_ids: set[tuple[str, str]], begin_ids: se
 
 
 def _repeat(st: _Load, f: _File, r: _Rec, call_id: str | None, item: Any) -> bool:
-    """True when the tool call ``item`` (line ``r`` of ``f``) repeats a ``call_id`` that already
-    has a tool_call row in the same session (``f.session_id``; the same id in another session is
-    another call): the same content again (a line written twice, a resumed session that
-    re-appended its history with new timestamps) is counted once in ``duplicates``; other
-    content under that id is a ``conflict`` quarantine row (the first is kept)."""
+    """True when the tool call ``item`` (line ``r`` of ``f``) gives no row of its own; False when
+    it is a call of its own (the caller then adds its tool_call row and :func:`_add_call`).
+
+    Call ids are unique only within a session (``f.session_id``; the same id in another session is
+    another call), and some providers number each answer's calls from ``call_0``, so one id can
+    name several calls of a session, one after the other:
+
+    * the same content as a call of that id already read (a line written twice, a resumed session
+      that re-appended its history with new timestamps) is that call: counted once in
+      ``duplicates``, and an output after it pairs with that call (when it has none yet);
+    * other content while the id's latest call has no answer yet (no output, no MCP end event) is
+      a ``conflict`` quarantine row naming that call, which is kept: two different calls open
+      under one id at once, and which of them ran is what an investigator asks;
+    * other content once the id's calls are answered is a new call (False)."""
     if call_id is None:
         return False
+    ck = (f.session_id, call_id)
     key = _canon_key(item)
-    first = st.call_seen.get((f.session_id, call_id))
-    if first is None:
-        st.call_seen[(f.session_id, call_id)] = (key, item, str(f.path), r.line_no)
-        return False
-    if first[0] == key:
-        f.info["duplicates"] += 1
+    seen = st.call_seen.setdefault(ck, [])
+    for n, (k, *_rest) in enumerate(seen):
+        if k == key:
+            f.info["duplicates"] += 1
+            st.current[ck] = st.calls[ck][n]
+            return True
+    if seen and st.calls[ck][-1] not in st.answered:
+        first = seen[-1]
+        a, b = first[1], item
+        if isinstance(a, dict) and isinstance(b, dict):
+            keys = sorted(k for k in a.keys() | b.keys() if k not in a or k not in b or a[k] != b[k])
+            what = ", ".join(map(str, keys[:6])) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+            what += " differs" if len(keys) == 1 else " differ"
+        else:
+            what = "the item itself differs"
+        where = f"line {first[3]}" if first[2] == str(f.path) else f"{first[2]}:{first[3]}"
+        st.quarantine.append(quarantine_row(
+            f.path, None, LOADER, f"repeats the call_id {call_id!r} of {where}, not answered yet, with different "
+            f"content ({what}); the first is kept, this one set aside", kind="conflict", line_no=r.line_no,
+            offset=r.offset, raw=r.raw))
         return True
-    a, b = first[1], item
-    if isinstance(a, dict) and isinstance(b, dict):
-        keys = sorted(k for k in a.keys() | b.keys() if k not in a or k not in b or a[k] != b[k])
-        what = ", ".join(map(str, keys[:6])) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
-        what += " differs" if len(keys) == 1 else " differ"
-    else:
-        what = "the item itself differs"
-    where = f"line {first[3]}" if first[2] == str(f.path) else f"{first[2]}:{first[3]}"
-    st.quarantine.append(quarantine_row(
-        f.path, None, LOADER, f"repeats the call_id {call_id!r} of {where} with different content ({what}); "
-        "the first is kept, this one set aside", kind="conflict", line_no=r.line_no, offset=r.offset, raw=r.raw))
-    return True
+    seen.append((key, item, str(f.path), r.line_no))
+    return False
+
+
+def _add_call(st: _Load, ck: tuple[str, str], i: int) -> None:
+    """Row ``i`` is the tool_call of the call :func:`_repeat` just took as a call of its own."""
+    st.calls.setdefault(ck, []).append(i)
+    st.current[ck] = i
+
+
+def _answered(st: _Load, i: int, target: int | None) -> None:
+    """Row ``i`` is a tool_result answering the call row ``target`` (:func:`_answer_target`)."""
+    st.results.append(i)
+    st.result_call[i] = target
+    if target is not None:
+        st.answered.add(target)
+        st.output_of.setdefault(target, i)
+
+
+def _answer_target(st: _Load, ck: tuple[str, str] | None) -> int | None:
+    """The call row an output of ``ck`` read now answers: the call the id's latest call line names
+    when it has no output yet, else the id's latest call when that has none (an output follows
+    its call), else that named call again (a second output: the call keeps its first); None when
+    no call of the id was read before it."""
+    calls = st.calls.get(ck) if ck is not None else None
+    if not calls:
+        return None
+    cur = st.current[ck]
+    if cur not in st.output_of:
+        return cur
+    return calls[-1] if calls[-1] not in st.output_of else cur
 
 
 def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, model: str | None,
@@ -1104,14 +1166,19 @@ def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, mo
         i = st.add({**base, "kind": "tool_call", "line_type": lt, "tool_raw": tool_raw, "server": server,
                     "tool": tool, "call_id": call_id, "arguments": args, "args_key": key, "text": text,
                     "text_bytes": nb, "message_id": item_id}, r.ts)
-        if call_id is not None and (f.session_id, call_id) not in st.calls:
-            st.calls[(f.session_id, call_id)] = i
+        if call_id is not None:
+            _add_call(st, (f.session_id, call_id), i)
         return pending_request
     if t in _RESULT_TYPES:
         cid = str_or_none(it.get("call_id"))
+        ck = (f.session_id, cid) if cid is not None else None
+        target = _answer_target(st, ck)
         if cid is not None:
             rkey = _canon_key([f.session_id, cid, t, it.get("output"), it.get("tools")])
-            if rkey in st.results_seen:  # the same output for the same call again: counted once
+            cur = st.current.get(ck)
+            if rkey in st.results_seen and (cur is None or cur in st.output_of):
+                # the same output again after the call it answered (a line written twice, a history
+                # re-appended): counted once; the next call of an id may well get the same output
                 f.info["duplicates"] += 1
                 return pending_request
             st.results_seen.add(rkey)
@@ -1126,7 +1193,7 @@ def _item(st: _Load, f: _File, base: dict, r: _Rec, it: dict, lt_prefix: str, mo
                     "is_error": is_err, "text": text, "text_bytes": nb, "images": images}, r.ts)
         if t in ("function_call_output", "custom_tool_call_output") and isinstance(raw_out, (str, dict)):
             st.outputs[i] = raw_out   # read as its tool's result once its call is known (_pair)
-        st.results.append(i)
+        _answered(st, i, target)
         return pending_request
     if t == "reasoning":
         text, _ = _content_text(it.get("summary"))
@@ -1178,15 +1245,16 @@ def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[tuple[
                 "tool_raw": tool_raw}
         ckey = (f.session_id, call_id)
         has_fc = call_id is not None and ckey in fc_ids
+        target = st.current.get(ckey) if call_id is not None else None   # the id's latest call before it
         if et == "mcp_tool_call_begin":
             if has_fc:
                 i = st.add({**base, "kind": "other"}, r.ts)
             elif _repeat(st, f, r, call_id, {"type": et, "invocation": p.get("invocation")}):
                 return pending_request
             else:
-                i = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key}, r.ts)
-                if call_id is not None and ckey not in st.calls:
-                    st.calls[ckey] = i
+                i = target = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key}, r.ts)
+                if call_id is not None:
+                    _add_call(st, ckey, i)
         else:
             text, images, is_err = _mcp_result(p.get("result"))
             text, nb = truncate(text)
@@ -1195,20 +1263,24 @@ def _event(st: _Load, f: _File, base: dict, r: _Rec, p: dict, fc_ids: set[tuple[
                 i = st.add({**base, "kind": kind, "is_error": is_err, "text": text, "text_bytes": nb,
                             "images": images}, r.ts)
                 if kind == "tool_result":
-                    st.results.append(i)
+                    target = _answer_target(st, ckey)
+                    _answered(st, i, target)
+                elif target is not None:
+                    st.answered.add(target)
             elif _repeat(st, f, r, call_id, {"type": et, **p}):
                 return pending_request
             else:  # no function_call and no begin: the end line is the only record of the call
                 dur = _duration_s(p.get("duration"))
-                i = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key,
-                            "is_error": is_err, "result_text": text, "images": images}, r.ts)
+                i = target = st.add({**base, "kind": "tool_call", "arguments": args, "args_key": args_key,
+                                     "is_error": is_err, "result_text": text, "images": images}, r.ts)
                 st.result_ts[i] = r.ts
                 if dur is not None and r.ts:
                     st.ts[i] = _minus_seconds(r.ts, dur)
-                if call_id is not None and ckey not in st.calls:
-                    st.calls[ckey] = i
+                if call_id is not None:
+                    _add_call(st, ckey, i)
+                    st.answered.add(i)
         if call_id is not None:
-            st.mcp_info.setdefault(ckey, []).append(i)
+            st.mcp_info.append((i, ckey, target))
         return pending_request
     st.add({**base, "kind": "other", "line_type": lt}, r.ts)
     return pending_request
@@ -1222,19 +1294,33 @@ def _minus_seconds(ts: str, seconds: float) -> str:
 
 
 def _pair(st: _Load) -> None:
+    """Give each call its result and each result its call's tool.  A result (or MCP event) answers
+    the call :func:`_answer_target` chose when it was read; one read before any call of its id (an
+    unusual order) answers the id's first call.  A call keeps the first result that answers it."""
     rows = st.rows
-    done: set[tuple[str, str]] = set()
+
+    def call_of(ck: tuple[str, Any], ci: int | None) -> int | None:
+        if ci is None and ck[1] is not None and st.calls.get(ck):
+            return st.calls[ck][0]
+        return ci
+
+    events: dict[int, list[int]] = {}      # call row → its MCP event rows, file order
+    for j, ck, ci in st.mcp_info:
+        ci = call_of(ck, ci)
+        if ci is not None:
+            events.setdefault(ci, []).append(j)
+    result_call = {i: call_of((rows[i]["transcript_id"], rows[i].get("call_id")), st.result_call.get(i))
+                   for i in st.results}
+    done: set[int] = set()
     for i in st.results:
         r = rows[i]
-        cid = r.get("call_id")
-        ckey = (r["transcript_id"], cid)
-        ci = st.calls.get(ckey) if cid is not None else None
+        ci = result_call[i]
         if ci is None:
             if i in st.outputs:  # its call's line is missing: read by its shape alone
                 _orphan_output(r, st.outputs[i])
             continue
         call = rows[ci]
-        if i in st.outputs and (call.get("server") is not None or ckey in st.mcp_info):
+        if i in st.outputs and (call.get("server") is not None or ci in events):
             got = _mcp_output(st.outputs[i])   # an MCP call's output: the result Codex wrote as JSON
             if got is not None:
                 text, r["images"], r["is_error"] = got
@@ -1246,18 +1332,15 @@ def _pair(st: _Load) -> None:
                 r["text"], r["text_bytes"] = truncate(_exec_text(text, code))
         if r.get("tool") is None:
             r["tool_raw"], r["server"], r["tool"] = call.get("tool_raw"), call.get("server"), call.get("tool")
-        if ckey in done:
+        if ci in done:
             continue
-        done.add(ckey)
+        done.add(ci)
         st.result_ts[ci] = st.ts[i]
         call["is_error"] = r.get("is_error")
         call["result_text"] = r.get("text")
         call["images"] = r.get("images")
     # MCP events: authoritative server/tool; fill result facts the function_call_output lacks
-    for ckey, idxs in st.mcp_info.items():
-        ci = st.calls.get(ckey)
-        if ci is None:
-            continue
+    for ci, idxs in events.items():
         call = rows[ci]
         for j in idxs:
             ev = rows[j]
@@ -1275,10 +1358,10 @@ def _pair(st: _Load) -> None:
                 if st.result_ts[ci] is None:
                     st.result_ts[ci] = st.ts[j]
     for i in st.results:  # results inherit the (possibly corrected) names
-        r = rows[i]
-        ci = st.calls.get((r["transcript_id"], r["call_id"])) if r.get("call_id") else None
+        ci = result_call[i]
         if ci is not None:
-            r["tool_raw"], r["server"], r["tool"] = rows[ci]["tool_raw"], rows[ci]["server"], rows[ci]["tool"]
+            rows[i]["tool_raw"], rows[i]["server"], rows[i]["tool"] = (rows[ci]["tool_raw"], rows[ci]["server"],
+                                                                       rows[ci]["tool"])
 
 
 def _orphan_output(r: dict, out: Any) -> None:
@@ -1321,7 +1404,8 @@ def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         :class:`~replaybook.frames.LoadResult`: ``frame`` with exactly the
         :data:`~replaybook.frames.STEPS` columns (file order; ``seq`` 0-based per transcript;
         ``ts``/``result_ts`` tz-aware UTC, NaT where absent), ``quarantine`` (``invalid`` /
-        ``pending`` lines, ``conflict`` tool calls), and ``inputs`` with one dict per file:
+        ``pending`` lines, ``conflict`` tool calls: another call under an id whose call is not
+        answered yet), and ``inputs`` with one dict per file:
         ``path``, ``sha256``, ``bytes``, ``lines``, ``format``, ``generation`` (``envelope-jsonl``, ``legacy-jsonl``,
         ``typescript-json`` …), ``replayed`` (lines skipped as a parent's replayed history, or as
         a copy of a rollout loaded earlier), ``duplicates`` (lines and tool calls written twice,
