@@ -1682,3 +1682,22 @@ def test_a_tool_and_time_link_does_not_blame_a_gateway_for_arguments_the_door_di
     assert ("some calls agree on tool and time only (the log holds no arguments for them: a gateway that logs none, "
             "or calls whose arguments the door did not log, too large or not an object)") in s
     assert "their gateway logged no arguments" not in s
+
+
+def test_a_call_id_numbered_per_answer_gives_each_call_its_own_result_size():
+    """A provider that numbers each answer's calls from call_0 (Codex, OTel) gives one id to
+    several calls; every call's "what the agent got back" size had been the first call's."""
+    from replaybook.report.sections import _result_bytes
+
+    steps = pd.DataFrame({
+        "transcript_id": ["t"] * 7 + ["u"] * 2,
+        "kind": ["tool_call", "tool_result", "tool_call", "tool_result", "tool_call", "tool_result", "tool_call",
+                 "tool_call", "tool_result"],
+        "call_id": ["call_0", "call_0", "call_0", "call_0", "call_1", "call_1", "call_0", "call_0", "call_0"],
+        "seq": pd.array([0, 1, 2, 3, 4, 5, 6, 1, 0], dtype="Int64"),
+        "text_bytes": pd.array([None, 5, None, 6000, None, 7, None, None, 9], dtype="Int64")})
+    got = _result_bytes(steps)
+    # t: list → 5 bytes, read → 6000, call_1 → 7, a third call_0 not answered → unknown;
+    # u: one call whose result the file holds before it (a resumed copy) → that result
+    assert got.index.tolist() == [0, 2, 4, 6, 7]
+    assert got.astype(object).where(got.notna(), None).tolist() == [5, 6000, 7, None, 9]

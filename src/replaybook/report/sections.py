@@ -1737,16 +1737,34 @@ def _with_rows(calls: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
 
 def _result_bytes(steps: pd.DataFrame) -> pd.Series:
     """Per ``tool_call`` row of ``steps`` (its index), the full size in UTF-8 bytes of the result the
-    transcript recorded for it: the ``text_bytes`` of its first ``tool_result`` row (same transcript,
+    transcript recorded for it: the ``text_bytes`` of its ``tool_result`` row (same transcript,
     same ``call_id``) — the call's ``result_text`` is that row's text, cut to
-    :data:`~replaybook._text.TEXT_LIMIT` characters.  NA when unknown."""
+    :data:`~replaybook._text.TEXT_LIMIT` characters.  NA when unknown.
+
+    Where a transcript gives one ``call_id`` to several calls (a Codex or OTel provider that
+    numbers each answer's calls from ``call_0``), a call's result is the first one after it
+    (by ``seq``) before the id's next call; an id of one call takes its first result wherever
+    it lies (results can come before their call in a resumed transcript)."""
     tc = steps[steps["kind"] == "tool_call"]
     if not {"call_id", "text_bytes"} <= set(steps.columns) or not len(tc):
         return pd.Series(pd.NA, index=tc.index, dtype="Int64")
-    rs = steps.loc[(steps["kind"] == "tool_result") & steps["call_id"].notna(), ["transcript_id", "call_id", "text_bytes"]]
-    rs = rs.drop_duplicates(["transcript_id", "call_id"], keep="first")
-    got = tc[["transcript_id", "call_id"]].merge(rs, on=["transcript_id", "call_id"], how="left")["text_bytes"]
-    return pd.Series(got.to_numpy(), index=tc.index).astype("Int64")
+    keys = ["transcript_id", "call_id"]
+    rs = steps.loc[(steps["kind"] == "tool_result") & steps["call_id"].notna(), [*keys, "seq", "text_bytes"]]
+    got = tc[keys].merge(rs.drop_duplicates(keys, keep="first").drop(columns="seq"), on=keys, how="left")["text_bytes"]
+    got = pd.Series(got.to_numpy(), index=tc.index).astype("Int64")
+    known = tc[keys].notna().all(axis=1) & tc["seq"].notna()
+    reused = tc[known].duplicated(keys, keep=False)
+    if reused.any():  # each call of a reused id: the first result after it
+        calls = tc[known][reused][[*keys, "seq"]].astype({"seq": "int64"}).assign(row=lambda d: d.index)
+        res = rs[rs["seq"].notna()].astype({"seq": "int64"})
+        res = res.merge(calls[keys].drop_duplicates(), on=keys)  # (results of the reused ids)
+        took = pd.merge_asof(res.sort_values("seq"), calls.sort_values("seq").rename(columns={"seq": "call_seq"}),
+                             left_on="seq", right_on="call_seq", by=keys, direction="backward",
+                             allow_exact_matches=False).dropna(subset=["row"])
+        took = took.drop_duplicates("row", keep="first")
+        got.loc[calls["row"]] = pd.NA
+        got.loc[took["row"].astype("int64").to_numpy()] = took["text_bytes"].to_numpy()
+    return got
 
 
 def _matched_steps(pairs: pd.DataFrame | None, steps: pd.DataFrame | None) -> pd.DataFrame:
