@@ -63,6 +63,9 @@ def _object_match(access_uri: str | None, access_action: str, call_uri: str | No
         folder = call_uri if call_uri.endswith("/") else call_uri + "/"
         if access_uri.startswith(folder):
             return True
+        # the call's folder without its slash (a listing of ``prefix=demo`` for ``demo/``)
+        if call_uri.endswith("/") and access_uri == call_uri[:-1] and call_uri not in ("s3://", "gs://", "az://"):
+            return True
     if access_action == "list" and access_uri.endswith("/") and call_uri.endswith("/") \
             and call_uri.startswith(access_uri) and access_uri not in ("s3://", "gs://", "az://"):
         return True
@@ -223,6 +226,7 @@ def join_access(
                     folder = uri[:cut]
                     found.update(by_uri.get(folder, ()))
                     found.update(by_uri.get(folder[:-1], ()))
+                found.update(by_uri.get(uri + "/", ()))
             if action == "list" and uri.endswith("/"):
                 found.update(i for u, i in folder_calls if u.startswith(uri))
         idx = np.array(sorted(i for i in found if any(_object_match(uri, action, u) for u in c_uris[i])),

@@ -11,7 +11,7 @@ import pytest
 
 from replaybook.access_join import ACCESS_LINKS, join_access, map_object
 from replaybook.errors import JoinError
-from replaybook.frames import CALLS
+from replaybook.frames import ACCESS, CALLS
 from replaybook.sources.azure_storage import load_azure_storage
 from replaybook.sources.cloudtrail import load_cloudtrail
 from replaybook.sources.door import load_door
@@ -278,3 +278,24 @@ def test_a_token_from_another_principal_explains_nothing_when_the_agents_princip
     # without a principals mapping the token alone still links, as documented (the weaker tier)
     res = join_access(calls, access, storage_map=SMAP)
     assert "J1" in set(res.links["request_id"])
+
+
+@pytest.mark.parametrize("logged", ["demo", "demo/"])
+@pytest.mark.parametrize("action", ["list", "head"])
+def test_a_listing_of_the_folder_without_its_slash_is_the_folder_calls(logged, action):
+    """``aws s3 ls s3://acme-data/demo`` (and a door tool that lists the path as the door
+    normalised it) asks for ``prefix=demo``: that listing — and a stat of ``demo`` before
+    ``demo/`` — is the listing call's on ``demo/``, whichever way the door logged the folder;
+    a read of an object named ``demo`` is not."""
+    calls = CALLS.build([{"door_session": "s", "agent": "analyst", "seq": 1, "ts": "2026-09-13T10:00:10Z",
+                          "ts_end": "2026-09-13T10:00:11Z", "tool": "list_folder", "object": logged,
+                          "decision": "allow", "rule": "r", "arguments": {}}])
+    access = ACCESS.build([{"ts": pd.Timestamp("2026-09-13T10:00:10Z"), "time_kind": "received",
+                            "source": "aws.s3_access", "principal": ROLE, "action": a,
+                            "resource_uri": "s3://acme-data/demo", "outcome": "allowed",
+                            "request_id": f"R{i}", "raw": {}} for i, a in enumerate([action, "read"])])
+    res = join_access(calls, access, storage_map=SMAP, offset_s=0)
+    assert list(res.links["request_id"]) == ["R0"]
+    assert list(res.links["call_uri"]) == ["s3://acme-data/demo/"]
+    assert list(res.unexplained["request_id"]) == ["R1"]
+    assert res.per_call["access_count"].tolist() == [1]

@@ -309,6 +309,7 @@ def _index_finds(uri: str | None, action: str, call_uri: str) -> bool:
             if cut <= 0:
                 break
             found.update((uri[:cut], uri[:cut - 1]))
+        found.add(uri + "/")
     if action == "list" and uri.endswith("/") and call_uri.endswith("/") and call_uri.startswith(uri):
         return True
     return call_uri in found

@@ -69,9 +69,11 @@ source and destination) reaches each of them.  An access row matches a call when
 ``resource_uri``, for one of the call's URIs,
 
 * equals the call's URI, or
-* is that URI as a folder, or lies under it, and the access is a ``list`` or ``head``: a folder
+* is that URI as a folder, or lies under it, or is the call's folder written without its
+  slash (``s3://acme-data/demo`` for ``s3://acme-data/demo/``: ``aws s3 ls s3://acme-data/demo``
+  lists ``prefix=demo``), and the access is a ``list`` or ``head``: a folder
   listing may page, recurse or stat its entries, and a client of object storage that stats
-  ``k`` also looks for ``k/`` — but a **read, write or delete** of an object is only explained
+  ``k`` also looks for ``k/`` (and ``k`` before ``k/``) — but a **read, write or delete** of an object is only explained
   by a call on that very object, so an object read while the agent was "only listing" stays
   unexplained, or
 * is a folder above the call's URI, the call's URI is itself a folder and the access is a
@@ -1264,6 +1266,16 @@ class _Relation:
             # a listing or stat of the call's URI as a folder, or of what lies under it
             lh = [k for k in range(n_k) if key_uri[k] and key_act[k] in ("list", "head")]
             if lh:
+                # the call's folder written without its slash (``prefix=demo`` for ``demo/``, as
+                # ``aws s3 ls s3://acme-data/demo`` sends it; a stat of ``demo`` before ``demo/``)
+                bare = [k for k in lh if not key_uri[k].endswith("/") and key_uri[k] + "/" not in _SCHEMES]
+                if bare:
+                    pos = pd.Index(u_arr, dtype=object).get_indexer(
+                        np.array([key_uri[k] + "/" for k in bare], dtype=object))
+                    hit = np.flatnonzero(pos >= 0)
+                    ks.append(np.array(bare, np.int64)[hit])
+                    us.append(pos[hit].astype(np.int64))
+                    ind.append(np.ones(len(hit), bool))
                 names = sorted({key_uri[k] for k in lh})
                 s_of = {s: i for i, s in enumerate(names)}
                 s_arr = np.array(names, dtype=object)
