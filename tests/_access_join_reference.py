@@ -43,6 +43,7 @@ from replaybook.access_join import (
     on_storage,
     operation_kinds_agree,
     source_ip,
+    address_host,
 )
 from replaybook.errors import JoinError
 from replaybook.frames import ACCESS, ACCESS_DUPLICATES, ACCESS_LINKS, UTC
@@ -552,9 +553,11 @@ def join_access(
     def by_principal(d):
         return d["door_session"], d["source"], d["who"]
 
+    for d in links:  # an address is compared by host: a client's port is not another client
+        d["host"] = address_host(d["source_ip"])
     _renewed(links, by_session)
     ref_p, tie_p = _most_common_of(links, by_session, "who")
-    ref_ip, tie_ip = _most_common_of(links, by_principal, "source_ip")
+    ref_ip, tie_ip = _most_common_of(links, by_principal, "host")
     ref_ua, tie_ua = _most_common_of(links, by_principal, "user_agent")
     refs: dict[str, list] = {k: [] for k in ("ref_principal", "ref_ip", "ref_ua", "tied_principal", "tied_ip",
                                              "tied_ua")}
@@ -564,7 +567,7 @@ def join_access(
         rp, ri, ru = ref_p.get(by_session(d)), ref_ip.get(by_principal(d)), ref_ua.get(by_principal(d))
         tp, ti, tu = tie_p.get(by_session(d)), tie_ip.get(by_principal(d)), tie_ua.get(by_principal(d))
         d["other_principal"] = None if tp is not None else rp is not None and d["who"] != rp
-        differs = ((d["source_ip"] is not None and ri is not None and d["source_ip"] != ri)
+        differs = ((d["host"] is not None and ri is not None and d["host"] != ri)
                    or (d["user_agent"] is not None and ru is not None and d["user_agent"] != ru))
         unknown = (d["source_ip"] is not None and ti is not None) or (d["user_agent"] is not None and tu is not None)
         d["other_client"] = True if differs else None if unknown else False
@@ -578,7 +581,7 @@ def join_access(
                                                            "other_client")}, refs)
 
     for d in links:
-        del d["who"]
+        del d["who"], d["host"]
     links_df = ACCESS_LINKS.build(links) if links else ACCESS_LINKS.empty()
     if len(links_df):
         links_df = links_df.sort_values(["access_ts", "access_index"], kind="stable").reset_index(drop=True)
@@ -684,7 +687,7 @@ def _renewed(links: list[dict], group) -> None:
             s[0] = t if s[0] is None or t < s[0] else s[0]
             s[1] = t if s[1] is None or t > s[1] else s[1]
             if d["source_ip"] is not None or d["user_agent"] is not None:
-                s[2].add((d["source_ip"], d["user_agent"]))
+                s[2].add((d["host"], d["user_agent"]))
     name: dict = {}
     for (g, _role), by_p in sessions.items():
         chains: list = []

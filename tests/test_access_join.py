@@ -299,3 +299,25 @@ def test_a_listing_of_the_folder_without_its_slash_is_the_folder_calls(logged, a
     assert list(res.links["call_uri"]) == ["s3://acme-data/demo/"]
     assert list(res.unexplained["request_id"]) == ["R1"]
     assert res.per_call["access_count"].tolist() == [1]
+
+
+def test_a_clients_port_is_not_another_address():
+    """Azure logs the caller as ``ip:port``, and each connection of one client comes from a port
+    of its own: the agent's three reads from 10.0.0.1 are one address, and only the read from
+    another host (its port alike) is flagged as another client."""
+    calls = CALLS.build([{"door_session": "s", "agent": "analyst", "seq": 1, "ts": "2026-09-13T10:00:10Z",
+                          "ts_end": "2026-09-13T10:00:12Z", "tool": "read_object", "object": "demo/c.csv",
+                          "decision": "allow", "rule": "r", "arguments": {}}])
+    addresses = ["10.0.0.1:50001", "10.0.0.1:50002", "10.0.0.1:50003", "203.0.113.9:50001"]
+    access = ACCESS.build([{"ts": pd.Timestamp("2026-09-13T10:00:10Z") + pd.Timedelta(milliseconds=100 * i),
+                            "time_kind": "received", "source": "azure.storage", "principal": "oid-1",
+                            "action": "read", "resource_uri": "az://acct/data/demo/c.csv", "outcome": "allowed",
+                            "request_id": f"R{i}", "user_agent": "azsdk", "raw": {"callerIpAddress": ip}}
+                           for i, ip in enumerate(addresses)])
+    res = join_access(calls, access, storage_map={"demo/": "az://acct/data/demo/"}, offset_s=0)
+    links = res.links.set_index("request_id")
+    assert links["other_client"].tolist() == [False, False, False, True]
+    assert links["source_ip"].tolist() == addresses  # as logged, port and all
+    assert res.per_call["note"].iat[0] == (
+        "1 of its 4 requests came from another address/client (203.0.113.9:50001, azsdk) than most of its door "
+        "session's requests by that principal in that log (10.0.0.1, azsdk)")

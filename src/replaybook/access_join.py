@@ -150,8 +150,8 @@ A linked request is compared with the other requests **the same door session's c
 in the same log** (``source``): ``other_principal`` when its principal is not the one most of
 them carry (without ``principals``, object and time link someone else's read made during the
 agent's; with them, another role session of a role the pattern names), ``other_client`` when its
-source address (:func:`source_ip`) or user agent is not the one most of those **by the same
-principal** came from (the agent's own role session, used from another machine or tool).  A
+source address (:func:`source_ip`, compared without a client's TCP port: :func:`address_host`)
+or user agent is not the one most of those **by the same principal** came from (the agent's own role session, used from another machine or tool).  A
 request stays linked — object, time and principal fit — but ``per_call.note`` names it.  Only a
 value more common than every other is a reference: where two or more are as common (a session
 with one request from each of two principals) the flag is NA — which was the agent's is not
@@ -205,6 +205,7 @@ __all__ = [
     "map_object",
     "on_storage",
     "source_ip",
+    "address_host",
     "ACCESS_LINKS",
     "ACCESS_DUPLICATES",
     "LINK_HOWS",
@@ -415,6 +416,22 @@ def source_ip(raw: Any) -> str | None:
     if not isinstance(v, str) or not v or v == "-" or v.endswith(".amazonaws.com"):
         return None
     return v
+
+
+#: an address logged with the client's TCP port (Azure's ``callerIpAddress`` / Storage
+#: Analytics' ``requester-ip-address``): ``10.0.0.1:50112``, ``[2001:db8::7]:50112``
+_WITH_PORT = re.compile(r"^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([0-9A-Fa-f:.]+)\]):\d{1,5}$")
+
+
+def address_host(address: str | None) -> str | None:
+    """The host of a source address as :func:`source_ip` gives it, without the client's TCP
+    port (``10.0.0.1:50112`` → ``10.0.0.1``, ``[2001:db8::7]:50112`` → ``2001:db8::7``); any
+    other value as it is.  A client's every connection comes from a port of its own, so two
+    requests are from one address when their hosts are one."""
+    if not isinstance(address, str):
+        return address
+    m = _WITH_PORT.match(address)
+    return (m.group(1) or m.group(2)) if m else address
 
 
 def on_storage(resource_uri: object) -> bool:
@@ -2095,6 +2112,8 @@ def _clients(p_code: np.ndarray, p_names: list, src_code: np.ndarray, ip: list, 
     is none; ``tied_principal``, ``tied_ip``, ``tied_ua``: where values were as common, their
     names; object arrays).  The principal (``p_code`` into ``p_names``), the source and the door
     session come as integer codes (-1: none); the address and the user agent as the values.
+    Addresses are compared by host (:func:`address_host`: ``10.0.0.1:50112`` and
+    ``10.0.0.1:50113`` are one address); ``source_ip`` keeps each as logged.
 
     The reference is what most of the **same door session's** linked requests **in the same
     log** (``source``) carry: the principal among all of them; the address and the user agent
@@ -2105,7 +2124,9 @@ def _clients(p_code: np.ndarray, p_names: list, src_code: np.ndarray, ip: list, 
     (``ns``, int64 ns), one role's sessions used one after another are one principal
     (:func:`_renewals`: renewed credentials).
     """
-    ip_code, ip_names = _coded(pd.Series(np.asarray(ip, dtype=object), dtype=object), str)
+    logged_ip = pd.Series(np.asarray(ip, dtype=object), dtype=object)
+    # compared by host: the port a client's connection came from is not another client
+    ip_code, ip_names = _coded(logged_ip.map(address_host), str)
     ua_code, ua_names = _coded(user_agent, str)
     by_log = _combine(session, src_code)
     who, who_names = p_code, p_names
@@ -2125,7 +2146,8 @@ def _clients(p_code: np.ndarray, p_names: list, src_code: np.ndarray, ip: list, 
     def named(codes: np.ndarray, names: list) -> np.ndarray:
         return np.array(list(names) + [None], dtype=object)[codes]
 
-    cols = {"principal": _text(named(p_code, p_names)), "source_ip": _text(named(ip_code, ip_names)),
+    cols = {"principal": _text(named(p_code, p_names)),
+            "source_ip": _text(np.array([None if v is None or v is pd.NA else v for v in logged_ip], dtype=object)),
             "user_agent": _text(named(ua_code, ua_names)),
             "other_principal": pd.arrays.BooleanArray(other_p & ~na_p, na_p),
             "other_client": pd.arrays.BooleanArray(other_c, na_c)}
