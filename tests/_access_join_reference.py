@@ -54,8 +54,8 @@ def _object_match(access_uri: str | None, access_action: str, call_uri: str | No
     "Objects")."""
     if not access_uri or not call_uri:
         return False
-    if access_uri == call_uri:
-        return True
+    if access_uri == call_uri or (access_uri == call_uri + "/" and access_uri not in ("s3://", "gs://", "az://")):
+        return True  # the call's URI, or its folder marker (the door logs a folder without its slash)
     if access_action in ("list", "head"):
         # a listing or stat of the folder the call names, or of what is in it: the call's URI
         # may name the folder without its slash (an object equal to a storage_map key written
@@ -218,6 +218,8 @@ def join_access(
         found: set[int] = set()
         if uri:
             found.update(by_uri.get(uri, ()))
+            if uri.endswith("/"):
+                found.update(by_uri.get(uri[:-1], ()))
             if action in ("list", "head"):
                 cut = uri.find("://") + 3
                 while True:  # every folder the resource lies in (or is), as a call may name it

@@ -321,3 +321,22 @@ def test_a_clients_port_is_not_another_address():
     assert res.per_call["note"].iat[0] == (
         "1 of its 4 requests came from another address/client (203.0.113.9:50001, azsdk) than most of its door "
         "session's requests by that principal in that log (10.0.0.1, azsdk)")
+
+
+@pytest.mark.parametrize("tool, action", [("create_directory", "write"), ("delete_directory", "delete")])
+def test_a_folder_marker_is_the_folder_calls(tool, action):
+    """A folder of object storage is the object ``newdir/``; the door logs the folder it was
+    asked for without its slash (``demo/newdir``).  The marker's PutObject / DeleteObject is
+    that call's, not a request no door call explains — and a write of another object under it
+    still is not."""
+    calls = CALLS.build([{"door_session": "s", "agent": "analyst", "seq": 1, "ts": "2026-09-13T10:00:05Z",
+                          "ts_end": "2026-09-13T10:00:06Z", "tool": tool, "object": "demo/newdir",
+                          "decision": "allow", "rule": "r", "arguments": {}}])
+    access = ACCESS.build([{"ts": pd.Timestamp("2026-09-13T10:00:05Z"), "time_kind": "received",
+                            "source": "aws.s3_access", "principal": ROLE, "action": action,
+                            "resource_uri": uri, "outcome": "allowed", "request_id": f"R{i}", "raw": {}}
+                           for i, uri in enumerate(["s3://acme-data/demo/newdir/", "s3://acme-data/demo/newdir/x.csv"])])
+    res = join_access(calls, access, storage_map=SMAP, offset_s=0)
+    assert list(res.links["request_id"]) == ["R0"]
+    assert list(res.unexplained["request_id"]) == ["R1"]
+    assert res.per_call["access_count"].tolist() == [1]

@@ -301,7 +301,7 @@ def _index_finds(uri: str | None, action: str, call_uri: str) -> bool:
     """The per-request join's object index (its ``reaching``): the URIs it looked calls up by."""
     if not uri:
         return False
-    found = {uri}
+    found = {uri, uri[:-1]} if uri.endswith("/") and uri not in ("s3://", "gs://", "az://") else {uri}
     if action in ("list", "head"):
         cut = uri.find("://") + 3
         while True:

@@ -68,7 +68,9 @@ names several objects (the door logs them as ``objects``: ``read_multiple_files`
 source and destination) reaches each of them.  An access row matches a call when its
 ``resource_uri``, for one of the call's URIs,
 
-* equals the call's URI, or
+* equals the call's URI, or is its folder marker (``s3://acme-data/demo/newdir/`` for a call on
+  ``demo/newdir``: the door logs a folder without its slash, and a client creates, reads or
+  deletes a folder of object storage as the object ``newdir/``), or
 * is that URI as a folder, or lies under it, or is the call's folder written without its
   slash (``s3://acme-data/demo`` for ``s3://acme-data/demo/``: ``aws s3 ls s3://acme-data/demo``
   lists ``prefix=demo``), and the access is a ``list`` or ``head``: a folder
@@ -1280,6 +1282,15 @@ class _Relation:
             ks.append(hit)
             us.append(pos[hit].astype(np.int64))
             ind.append(np.ones(len(hit), bool))
+            # the folder marker of the call's URI (``demo/newdir/`` for a call on ``demo/newdir``:
+            # the door logs a folder without its slash), whatever the request did to it
+            mk = [k for k in range(n_k) if key_uri[k] and key_uri[k].endswith("/") and key_uri[k] not in _SCHEMES]
+            if mk:
+                pos = pd.Index(u_arr, dtype=object).get_indexer(np.array([key_uri[k][:-1] for k in mk], dtype=object))
+                hit = np.flatnonzero(pos >= 0)
+                ks.append(np.array(mk, np.int64)[hit])
+                us.append(pos[hit].astype(np.int64))
+                ind.append(np.ones(len(hit), bool))
             # a listing or stat of the call's URI as a folder, or of what lies under it
             lh = [k for k in range(n_k) if key_uri[k] and key_act[k] in ("list", "head")]
             if lh:
