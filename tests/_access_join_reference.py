@@ -29,6 +29,7 @@ from replaybook.access_join import (
     _CALL_NEEDS,
     _OFFSET_CAP,
     _PROVIDER,
+    _principal_hint,
     DEFAULT_LAG_S,
     DEFAULT_MAX_OFFSET_S,
     DEFAULT_SKEW_S,
@@ -664,7 +665,7 @@ def _settings_warnings(access: pd.DataFrame, storage_map, pats: dict[str, list[s
         for p in ps:
             if not any(isinstance(r["principal"], str) and (r["principal"] == p or fnmatch.fnmatchcase(r["principal"], p))
                        for r in rows):
-                hint = " (a blank at its end or start?)" if p != p.strip() else ""
+                hint = " (a blank at its end or start?)" if p != p.strip() else _principal_hint(p)
                 out.append(f"principals {agent!r}: {p!r} matches no principal in the access logs{hint}: every "
                            "request of that agent's reads as another principal's")
     return out

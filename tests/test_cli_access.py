@@ -421,3 +421,19 @@ def test_a_damaged_cloudtrail_delivery_file_is_quarantined_and_its_requests_said
     assert main(["load", "access", str(logs)]) == 0
     err = capsys.readouterr().err
     assert "not recognised" not in err and "not read:" not in err and why in err
+
+
+def test_a_principal_written_as_an_iam_role_is_told_how_its_requests_are_logged(tmp_path, capsys):
+    """``--principal analyst=arn:aws:iam::…:role/door-reader``: the role, where the logs name
+    each request by the role session that made it — every one of the agent's requests read as
+    another principal's, and the warning only said the entry matched nothing.  It now says what
+    to give."""
+    _rogue_read(tmp_path)
+    m = _manifest(tmp_path)
+    assert main(["access", m, "--principal", "analyst=arn:aws:iam::123456789012:role/service-role/door-reader"]) == 0
+    err = capsys.readouterr().err
+    assert ("principals 'analyst': 'arn:aws:iam::123456789012:role/service-role/door-reader' matches no principal "
+            "in the access logs (an IAM role's requests are logged by its role sessions, "
+            "'arn:aws:sts::123456789012:assumed-role/door-reader/<session name>': give "
+            "'arn:aws:sts::123456789012:assumed-role/door-reader/*'): every request of that agent's reads as another "
+            "principal's") in err

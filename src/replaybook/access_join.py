@@ -1493,10 +1493,32 @@ def settings_matching_nothing(access: pd.DataFrame, storage_map: Mapping[str, st
     for agent, ps in (principals or {}).items():
         for p in ([ps] if isinstance(ps, str) else list(ps)):
             if isinstance(p, str) and not any(_principal_match(w, [p]) for w in who):
-                hint = " (a blank at its end or start?)" if p != p.strip() else ""
+                hint = " (a blank at its end or start?)" if p != p.strip() else _principal_hint(p)
                 out.append(f"principals {agent!r}: {p!r} matches no principal in the access logs{hint}: every "
                            "request of that agent's reads as another principal's")
     return out
+
+
+#: an IAM role's ARN, ``arn:aws:iam::<account>:role/[<path>/]<name>``
+_IAM_ROLE = re.compile(r"^arn:(aws[a-z-]*):iam::([0-9]{12}|\*):role/(?:[^*?\[]*/)?([^/]+)$")
+
+
+def _principal_hint(pattern: str) -> str:
+    """What a ``principals`` entry that matches nothing may have meant, in parentheses (``""``
+    when nothing is known): an IAM role's ARN names the role, while CloudTrail and the S3
+    server access log name each request by the role session that made it; GCP audit logs name
+    a service account by its e-mail, without IAM's ``serviceAccount:`` prefix."""
+    m = _IAM_ROLE.match(pattern)
+    if m:
+        part, account, role = m.groups()
+        return (f" (an IAM role's requests are logged by its role sessions, "
+                f"'arn:{part}:sts::{account}:assumed-role/{role}/<session name>': "
+                f"give 'arn:{part}:sts::{account}:assumed-role/{role}/*')")
+    for prefix in ("serviceAccount:", "user:"):
+        if pattern.startswith(prefix) and len(pattern) > len(prefix):
+            return (f" (a GCP audit log's principalEmail has no {prefix!r} prefix: "
+                    f"{pattern[len(prefix):]!r}?)")
+    return ""
 
 
 class _PrincipalMatch:
