@@ -657,7 +657,9 @@ def _settings_warnings(access: pd.DataFrame, storage_map, pats: dict[str, list[s
     out = []
     rows = access.astype(object).where(access.notna(), None).to_dict("records")
     for prefix, target in (storage_map or {}).items():
-        if not any(isinstance(r["resource_uri"], str) and r["resource_uri"].startswith(target) for r in rows):
+        if not any(isinstance(r["resource_uri"], str) and (r["resource_uri"].startswith(target) or (
+                r["action"] == "list" and r["resource_uri"].endswith("/") and target.startswith(r["resource_uri"])
+                and r["resource_uri"] not in ("s3://", "gs://", "az://"))) for r in rows):
             hint = " (a blank at its end?)" if target != target.strip() else ""
             out.append(f"storage_map {prefix!r} → {target!r} names a storage prefix no request in the access logs "
                        f"has{hint}: no call on those objects can be linked")

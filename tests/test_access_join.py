@@ -340,3 +340,20 @@ def test_a_folder_marker_is_the_folder_calls(tool, action):
     assert list(res.links["request_id"]) == ["R0"]
     assert list(res.unexplained["request_id"]) == ["R1"]
     assert res.per_call["access_count"].tolist() == [1]
+
+
+def test_a_bucket_level_listing_is_not_warned_of_as_a_prefix_no_request_has():
+    """GCS audit logs record a listing of ``data/`` at bucket level (``gs://acme-gcs/``): the
+    listing links to the call, so the storage_map entry is not one "no call on those objects can
+    be linked" by — while a prefix in another bucket still is warned of."""
+    calls = CALLS.build([{"door_session": "s", "agent": "analyst", "seq": 1, "ts": "2026-09-13T10:00:10Z",
+                          "ts_end": "2026-09-13T10:00:11Z", "tool": "list_folder", "object": "data",
+                          "decision": "allow", "rule": "r", "arguments": {}}])
+    access = ACCESS.build([{"ts": pd.Timestamp("2026-09-13T10:00:10.3Z"), "time_kind": "event", "source": "gcp.audit",
+                            "principal": "door-reader@acme-proj.iam.gserviceaccount.com", "action": "list",
+                            "resource_uri": "gs://acme-gcs/", "outcome": "allowed", "request_id": "a1", "raw": {}}])
+    smap = {"data/": "gs://acme-gcs/data/", "other/": "gs://elsewhere/other/"}
+    res = join_access(calls, access, storage_map=smap, offset_s=0)
+    assert list(res.links["request_id"]) == ["a1"]
+    assert res.warnings == ["storage_map 'other/' → 'gs://elsewhere/other/' names a storage prefix no request in the "
+                            "access logs has: no call on those objects can be linked"]

@@ -1477,15 +1477,20 @@ def principals_warning(calls: pd.DataFrame, principals: Mapping[str, Any] | None
 def settings_matching_nothing(access: pd.DataFrame, storage_map: Mapping[str, str] | None,
                               principals: Mapping[str, Any] | None) -> list[str]:
     """One sentence per ``storage_map`` storage prefix that no request's ``resource_uri`` starts
-    with, and per ``principals`` pattern that no request's principal matches — a typo (a blank at
+    with (nor a listing's of a folder above it: a GCS audit log's bucket-level listing), and per ``principals`` pattern that no request's principal matches — a typo (a blank at
     the end, a missing ``*``) then joins nothing while the result looks like a finding.  Nothing
     when ``access`` is empty.  Each distinct URI and principal is looked at once."""
     if access is None or not len(access):
         return []
     out: list[str] = []
     uris = [u for u in pd.unique(access["resource_uri"].dropna().astype(str))]
+    # a listing of a folder above the prefix reaches the calls on it too (GCS audit logs record a
+    # listing at bucket level, whatever its prefix: "Objects" in the module docstring)
+    listed = access["resource_uri"].where(access["action"].astype("string") == "list")
+    above = [u for u in pd.unique(listed.dropna().astype(str)) if u.endswith("/") and u not in _SCHEMES]
     for prefix, target in (storage_map or {}).items():
-        if isinstance(target, str) and not any(u.startswith(target) for u in uris):
+        if isinstance(target, str) and not any(u.startswith(target) for u in uris) \
+                and not any(target.startswith(u) for u in above):
             hint = " (a blank at its end?)" if target != target.strip() else ""
             out.append(f"storage_map {prefix!r} → {target!r} names a storage prefix no request in the access logs "
                        f"has{hint}: no call on those objects can be linked")
