@@ -437,3 +437,17 @@ def test_a_principal_written_as_an_iam_role_is_told_how_its_requests_are_logged(
             "'arn:aws:sts::123456789012:assumed-role/door-reader/<session name>': give "
             "'arn:aws:sts::123456789012:assumed-role/door-reader/*'): every request of that agent's reads as another "
             "principal's") in err
+
+
+def test_the_storage_clock_for_every_other_agent_is_given_as_star(tmp_path, capsys):
+    """``storage_clock_ahead_s: {"*": -6.5}`` in the manifest is the common clock; the same on
+    the command line, ``--storage-clock-ahead '*=-6.5'``, was refused: "no door call has agent '*'"."""
+    _rogue_read(tmp_path)
+    m = _manifest(tmp_path)
+    assert main(["access", m, "--storage-clock-ahead", "*=-6.5"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("clock offset (storage − door, the access join's offset_s): -6.500 s, as given "
+                          "(--storage-clock-ahead)")
+    assert main(["access", m, "--storage-clock-ahead", "*=-6.5", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["offset"]["offset_s"] == -6.5 and d["offset"]["given"] is True and d["offset"]["doors"] == []

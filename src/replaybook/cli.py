@@ -805,7 +805,8 @@ def _iso(ts) -> str | None:
 
 
 def _clock_ahead_option(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
-    """``--storage-clock-ahead`` values (``SECONDS`` or ``AGENT=SECONDS``) → (the common offset
+    """``--storage-clock-ahead`` values (``SECONDS`` or ``AGENT=SECONDS``; ``*=SECONDS`` is the
+    common one, as ``"*"`` is in the manifest's ``storage_clock_ahead_s``) → (the common offset
     or ``None``, {agent: seconds}).  Raises click.BadParameter naming the bad value."""
     common: float | None = None
     doors: dict[str, float] = {}
@@ -818,7 +819,7 @@ def _clock_ahead_option(values: tuple[str, ...]) -> tuple[float | None, dict[str
         if not math.isfinite(x) or abs(x) > 1e9 or (v.count("=") and not agent):
             raise click.BadParameter(f"{v!r}: give SECONDS (a number, -1e9 to 1e9) or AGENT=SECONDS",
                                      param_hint="--storage-clock-ahead")
-        if agent:
+        if agent and agent != "*":
             doors[agent] = x
         else:
             common = x
@@ -888,7 +889,8 @@ def _common_offset_words(res, given_by: str) -> str:
 @click.option("--storage-clock-ahead", "clock_ahead", multiple=True, metavar="[AGENT=]SECONDS",
               help="How far the storage logs' clock runs ahead of the door's, seconds (negative: behind; the "
                    "access join's offset_s, storage − door). Taken instead of measuring one.  AGENT=SECONDS: "
-                   "ahead of that door agent's door (a door on a host of its own); repeatable.  "
+                   "ahead of that door agent's door (a door on a host of its own; '*=SECONDS': every other "
+                   "agent's, as SECONDS); repeatable.  "
                    "[default: the manifest's storage_clock_ahead_s, else measured]")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def access_cmd(incident, calls, access_paths, calls_format, access_format, storage_map, principal, clock_ahead,
