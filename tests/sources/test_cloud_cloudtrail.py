@@ -497,3 +497,38 @@ def test_a_byte_count_that_is_no_count_is_noted_not_left_out_without_a_word(tmp_
         assert notes[1] == ("record 3: additionalEventData.bytesTransferredOut -1 is not a count (a whole number "
                             "from 0 to 2**63-1): left empty, the count is not known")
         assert notes[2].startswith('record 4: additionalEventData.bytesTransferredOut "n/a" is not a count')
+
+
+def _express(key: str | None, *, params: bool = True) -> dict:
+    """A data event of a directory bucket (S3 Express One Zone), as CloudTrail logs it."""
+    b = "acme--euw1-az1--x-s3"
+    rp = {"bucketName": b, "Host": f"{b}.s3express-euw1-az1.eu-west-1.amazonaws.com"}
+    if key is not None:
+        rp["key"] = key
+    arn = f"arn:aws:s3express:eu-west-1:123456789012:bucket/{b}" + (f"/{key}" if key is not None else "")
+    return {"eventVersion": "1.10", "eventTime": "2026-09-13T10:00:05Z", "eventSource": "s3express.amazonaws.com",
+            "eventName": "GetObject" if key is not None else "ListObjectsV2", "awsRegion": "eu-west-1",
+            "userIdentity": {"type": "AssumedRole", "arn": ROLE, "accountId": "123456789012"},
+            "requestParameters": rp if params else None, "requestID": f"X{key}",
+            "resources": [{"type": "AWS::S3Express::Object" if key is not None else "AWS::S3Express::DirectoryBucket",
+                           "ARN": arn}],
+            "eventType": "AwsApiCall", "managementEvent": False, "eventCategory": "Data"}
+
+
+@pytest.mark.parametrize("shape", ["delivery", "jsonl"])
+def test_a_directory_buckets_requests_are_storage_requests(tmp_path, shape):
+    """CloudTrail logs a directory bucket's (S3 Express One Zone) data events from
+    ``s3express.amazonaws.com``: they were read as other cloud events with the bucket's ARN — not
+    on storage, so an agent's read there was counted in no storage request, and no door call could
+    explain it.  They are S3 requests: ``s3://<bucket>/<key>``, from the request's parameters or
+    the object's ``arn:aws:s3express:…:bucket/<bucket>/<key>``."""
+    recs = [_express("demo/c.csv"), _express("demo/d e.csv", params=False), _express(None)]
+    p = tmp_path / "ct.json"
+    if shape == "delivery":
+        p.write_text(json.dumps({"Records": recs}, separators=(",", ":")))
+    else:
+        p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    f = load_cloudtrail(p).frame
+    assert list(f["resource_uri"]) == ["s3://acme--euw1-az1--x-s3/demo/c.csv", "s3://acme--euw1-az1--x-s3/demo/d e.csv",
+                                       "s3://acme--euw1-az1--x-s3/"]
+    assert list(f["action"]) == ["read", "read", "list"]

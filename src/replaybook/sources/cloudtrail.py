@@ -31,7 +31,10 @@ here and quarantined:
 The rows
 --------
 One row per CloudTrail record — storage events and all others (``DescribeInstances``,
-``AssumeRole`` …), so nothing is dropped; only S3 events get storage URIs.
+``AssumeRole`` …), so nothing is dropped; only S3 events get storage URIs: those of
+``eventSource`` ``s3.amazonaws.com`` and, for directory buckets (S3 Express One Zone),
+``s3express.amazonaws.com`` (:data:`S3_EVENT_SOURCES`; a directory bucket's object ARN
+``arn:aws:s3express:<region>:<account>:bucket/<name>/<key>`` is ``s3://<name>/<key>``).
 
 ===============  ==========================================================================
 column           from
@@ -111,7 +114,7 @@ from ._cloud import (
 )
 from .registry import Source, register
 
-__all__ = ["load_cloudtrail", "sniff", "S3_ACTIONS", "KEYLESS_BATCH_ACTIONS", "LOADER", "SOURCE"]
+__all__ = ["load_cloudtrail", "sniff", "S3_ACTIONS", "S3_EVENT_SOURCES", "KEYLESS_BATCH_ACTIONS", "LOADER", "SOURCE"]
 
 #: Registry name, quarantine ``loader`` and ``access.source`` value.
 LOADER = SOURCE = "aws.cloudtrail"
@@ -153,6 +156,12 @@ _TYPES = {
 }
 
 _S3_ARN = re.compile(r"^arn:aws[\w-]*:s3:::([^/]+)(?:/(.*))?$", re.S)
+#: a directory bucket's (S3 Express One Zone) ARN: ``arn:aws:s3express:<region>:<account>:bucket/<name>[/<key>]``
+_S3_EXPRESS_ARN = re.compile(r"^arn:aws[\w-]*:s3express:[^:/]*:[^:/]*:bucket/([^/]+)(?:/(.*))?$", re.S)
+#: ``eventSource`` of S3's requests: general purpose buckets, and directory buckets (S3 Express
+#: One Zone), whose data events CloudTrail logs from ``s3express.amazonaws.com``
+S3_EVENT_SOURCES = frozenset({"s3.amazonaws.com", "s3express.amazonaws.com"})
+_OBJECT_TYPES = ("AWS::S3::Object", "AWS::S3Express::Object")
 _DIGEST_KEYS = ("digestStartTime", "digestEndTime", "logFiles", "digestSignatureAlgorithm")
 _WRAPPERS = ("Records", "Events")
 
@@ -160,7 +169,7 @@ _WRAPPERS = ("Records", "Events")
 def _s3_arn_uri(arn: Any) -> str | None:
     if not isinstance(arn, str):
         return None
-    m = _S3_ARN.match(arn)
+    m = _S3_ARN.match(arn) or _S3_EXPRESS_ARN.match(arn)
     if not m:
         return None
     return path_uri("s3", m.group(1), m.group(2))
@@ -177,7 +186,7 @@ def _resources(rec: dict) -> list | tuple | dict | str:
 def _s3_uri(rec: dict) -> str | None:
     resources = [r for r in _resources(rec) if isinstance(r, dict)]
     for r in resources:
-        if r.get("type") == "AWS::S3::Object":
+        if r.get("type") in _OBJECT_TYPES:
             u = _s3_arn_uri(r.get("ARN") or r.get("ARNPrefix"))
             if u:
                 return u
@@ -298,7 +307,8 @@ def _row(rec: dict, env: dict | None, path: str, line_no: int | None,
     row["ts"] = et
     row["principal"], row["principal_type"] = _principal(ui)
     row["action_raw"] = en
-    is_s3 = rec.get("eventSource") == "s3.amazonaws.com"
+    source = rec.get("eventSource")
+    is_s3 = isinstance(source, str) and source in S3_EVENT_SOURCES  # (a list or object must not crash the load)
     if is_s3:
         row["action"] = S3_ACTIONS.get(en, "other")
         row["resource_uri"] = _s3_uri(rec)
