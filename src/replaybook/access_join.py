@@ -73,11 +73,11 @@ source and destination) reaches each of them.  An access row matches a call when
   deletes a folder of object storage as the object ``newdir/``), or
 * is that URI as a folder, or lies under it, or is the call's folder written without its
   slash (``s3://acme-data/demo`` for ``s3://acme-data/demo/``: ``aws s3 ls s3://acme-data/demo``
-  lists ``prefix=demo``), and the access is a ``list`` or ``head``: a folder
-  listing may page, recurse or stat its entries, and a client of object storage that stats
-  ``k`` also looks for ``k/`` (and ``k`` before ``k/``) — but a **read, write or delete** of an object is only explained
-  by a call on that very object, so an object read while the agent was "only listing" stays
-  unexplained, or
+  lists ``prefix=demo``), and the access is a ``list`` or ``head``: a folder listing may page,
+  recurse or stat its entries, and a client of object storage that stats ``k`` also looks for
+  ``k/`` (and ``k`` before ``k/``) — but a **read, write or delete** of an object is only
+  explained by a call on that very object, so an object read while the agent was "only
+  listing" stays unexplained, or
 * is a folder above the call's URI, the call's URI is itself a folder and the access is a
   ``list``: a coarser record of the same listing (GCS audit logs record a listing at bucket
   level, without its prefix) — but never a request that names no bucket (``s3://``, CloudTrail's
@@ -153,11 +153,11 @@ in the same log** (``source``): ``other_principal`` when its principal is not th
 them carry (without ``principals``, object and time link someone else's read made during the
 agent's; with them, another role session of a role the pattern names), ``other_client`` when its
 source address (:func:`source_ip`, compared without a client's TCP port: :func:`address_host`)
-or user agent is not the one most of those **by the same principal** came from (the agent's own role session, used from another machine or tool).  A
-request stays linked — object, time and principal fit — but ``per_call.note`` names it.  Only a
-value more common than every other is a reference: where two or more are as common (a session
-with one request from each of two principals) the flag is NA — which was the agent's is not
-known — and the note names them.
+or user agent is not the one most of those **by the same principal** came from (the agent's
+own role session, used from another machine or tool).  A request stays linked — object, time
+and principal fit — but ``per_call.note`` names it.  Only a value more common than every other
+is a reference: where two or more are as common (a session with one request from each of two
+principals) the flag is NA — which was the agent's is not known — and the note names them.
 
 The result
 ----------
@@ -1477,9 +1477,12 @@ def principals_warning(calls: pd.DataFrame, principals: Mapping[str, Any] | None
 def settings_matching_nothing(access: pd.DataFrame, storage_map: Mapping[str, str] | None,
                               principals: Mapping[str, Any] | None) -> list[str]:
     """One sentence per ``storage_map`` storage prefix that no request's ``resource_uri`` starts
-    with (nor a listing's of a folder above it: a GCS audit log's bucket-level listing), and per ``principals`` pattern that no request's principal matches — a typo (a blank at
-    the end, a missing ``*``) then joins nothing while the result looks like a finding.  Nothing
-    when ``access`` is empty.  Each distinct URI and principal is looked at once."""
+    with (nor a listing's of a folder above it: a GCS audit log's bucket-level listing), and per
+    ``principals`` pattern that no request's principal matches — a typo (a blank at the end, a
+    missing ``*``) then joins nothing while the result looks like a finding; a pattern written as
+    an IAM role's ARN, or with GCP IAM's ``serviceAccount:`` prefix, is told what the logs name
+    (:func:`_principal_hint`).  Nothing when ``access`` is empty.  Each distinct URI and
+    principal is looked at once."""
     if access is None or not len(access):
         return []
     out: list[str] = []
