@@ -437,6 +437,35 @@ def test_replay_runs_on_the_event_loop_without_blocking(demo_incident):
     assert took >= 0.25, took  # 5 steps × 60 ms
 
 
+def test_a_step_slow_to_open_does_not_make_the_next_steps_flash_by(demo_incident, monkeypatch):
+    """A step that took longer than the step time to open (a folder of 100,000 files takes
+    seconds) made Replay catch up: the steps after it were sent one after the other at once,
+    each replaced before the page could show it."""
+    from replaybook.replay import ReplayPlan
+
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    v.step_ms.value = 60
+    real = ReplayPlan.preview_of
+
+    def slow(self, step):
+        if step.index == 1:
+            time.sleep(0.5)  # (blocks the loop, as a slow read in the kernel does)
+        return real(self, step)
+
+    monkeypatch.setattr(ReplayPlan, "preview_of", slow)
+
+    async def main():
+        v.replay_start()
+        while v.replay_running:
+            await asyncio.sleep(0.005)
+
+    asyncio.run(main())
+    assert [i for i, _ in v.replay_log] == [0, 1, 2, 3, 4]
+    times = [t for _, t in v.replay_log]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert gaps[0] >= 0.5 and all(g >= 0.04 for g in gaps[1:]), gaps
+
+
 def test_replay_stop_while_running_cancels_the_task(demo_incident):
     v = Workbook(demo_incident, charts=False).open_session(S1)
     v.step_ms.value = 100

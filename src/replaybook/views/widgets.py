@@ -19,7 +19,8 @@ kilobytes, whatever the session's length; the overview bar is sent once per Repl
 
 Replay is driven by :class:`~replaybook.replay.ReplayPlan`: :meth:`SessionView.replay_start`
 starts it and schedules an asyncio task on the kernel's loop that calls
-:meth:`SessionView.replay_step` every ``step_ms`` milliseconds (never ``time.sleep``, so the
+:meth:`SessionView.replay_step`, then waits ``step_ms`` milliseconds after each step is shown —
+a step slow to open is still on screen a whole step time — (never ``time.sleep``, so the
 kernel stays responsive: Stop and Escape work while it plays).  Tests call
 :meth:`~SessionView.replay_step` by hand.
 
@@ -457,15 +458,15 @@ class SessionView:
             t.cancel()
 
     async def _run(self, plan: ReplayPlan) -> None:
-        loop = asyncio.get_running_loop()
-        t0 = loop.time()
-        k = 0
         try:
             while plan is self.plan and plan.status == "running":
                 if not self.replay_step():
                     break
-                k += 1
-                await asyncio.sleep(max(0.0, t0 + k * plan.step_ms / 1000 - loop.time()))
+                # a full step time after each step is shown: keeping to a clock from the first
+                # step instead, a step that took longer than a step to open (a large folder, a
+                # slow disk) made the steps after it catch up — sent one after the other at once,
+                # each replaced before the page could show it
+                await asyncio.sleep(plan.step_ms / 1000)
         except asyncio.CancelledError:
             pass
         except Exception as exc:  # noqa: BLE001 - a task's error reaches no one: say it in the pane
