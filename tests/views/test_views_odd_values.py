@@ -109,3 +109,38 @@ def test_a_call_without_a_number_is_replayed_and_tabled(tmp_path):
     inc.calls, inc.steps, inc.join, inc.data_root, inc.window_s = calls, STEPS.empty(), j, tmp_path, 60
     v = SessionView(inc, "s1")
     assert v.object_buttons == {} and len(v.row_buttons) == 1
+
+
+def test_the_static_workbook_lists_every_call_of_a_long_session(monkeypatch, tmp_path):
+    """pandas shows only the first and last five rows of a table over 60: the static workbook
+    (papermill, ``interactive=False``) had left a session's 31st call — refused — out of its
+    door table and its Replay plan, while the live workbook lists it."""
+    import IPython.display as D
+
+    t0 = pd.Timestamp("2026-09-13T10:00:00Z")
+    calls = CALLS.build([dict(door_session="s1", agent="a", seq=i + 1, ts=t0 + pd.Timedelta(seconds=i),
+                              tool="read_file", arguments={}, args_key="{}", object="demo/a.txt",
+                              decision="deny" if i == 30 else "allow", rule="no-31" if i == 30 else "r")
+                         for i in range(80)])
+    from replaybook.frames import STEPS
+    from replaybook.join import join_sessions
+
+    class Inc:
+        pass
+
+    inc = Inc()
+    inc.calls, inc.steps, inc.data_root, inc.window_s, inc.title = calls, STEPS.empty(), tmp_path, 60, "t"
+    inc.join = join_sessions(inc.steps, calls, window_s=60)
+    tables: list[str] = []  # rendered as the notebook renders them, at display time
+    monkeypatch.setattr(D, "display", lambda *a, **k: tables.extend(
+        x._repr_html_() for x in a if isinstance(x, pd.DataFrame)))
+    S.display_static(inc, chart=False)
+    door, plan = tables[1], tables[2]
+    assert door.count("<tr>") == 80 and plan.count("<tr>") == 80  # (the header row carries a style)
+    assert "no-31" in door and "no-31" in plan
+
+    notes: list[str] = []
+    monkeypatch.setattr(D, "display", lambda *a, **k: notes.extend(
+        x.data for x in a if isinstance(x, D.HTML)))
+    S._display_whole(calls[["seq", "decision"]], max_rows=50)
+    assert notes == ["<i>30 more rows not shown (the first 50 of 80 are)</i>"]

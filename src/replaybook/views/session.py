@@ -1184,12 +1184,21 @@ def display_static(incident, *, chart: bool = True) -> None:
         _display_whole(plan.to_frame().drop(columns=["state"], errors="ignore"))
 
 
-def _display_whole(df: pd.DataFrame, width: int = 400) -> None:
+#: Rows of a table the static workbook shows (as the live door table does); a note counts the rest.
+STATIC_MAX_ROWS = 500
+
+
+def _display_whole(df: pd.DataFrame, width: int = 400, max_rows: int = STATIC_MAX_ROWS) -> None:
     """Display ``df`` in a batch run with cells up to ``width`` characters (pandas cuts them at
     50 by default: "model: Feature drift is 0.3% (user_age_bucket,...") and missing values blank
-    (not ``NaN`` / ``None``)."""
-    from IPython.display import display
+    (not ``NaN`` / ``None``): its first ``max_rows`` rows, every one of them (pandas shows only
+    the first and last 5 of a table over 60 rows: a refused call in between was in no batch
+    run's output, while the live table lists it), then a line counting the rows not shown."""
+    from IPython.display import HTML, display
 
-    shown = df.astype(object).where(df.notna(), "")
-    with pd.option_context("display.max_colwidth", width):
+    shown = df.head(max_rows).astype(object).where(df.head(max_rows).notna(), "")
+    with pd.option_context("display.max_colwidth", width, "display.max_rows", None):
         display(shown)
+    if len(df) > max_rows:
+        display(HTML(f"<i>{len(df) - max_rows:,} more rows not shown (the first {max_rows:,} of "
+                     f"{len(df):,} are)</i>"))
