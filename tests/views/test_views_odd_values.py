@@ -144,3 +144,30 @@ def test_the_static_workbook_lists_every_call_of_a_long_session(monkeypatch, tmp
         x.data for x in a if isinstance(x, D.HTML)))
     S._display_whole(calls[["seq", "decision"]], max_rows=50)
     assert notes == ["<i>30 more rows not shown (the first 50 of 80 are)</i>"]
+
+
+def test_the_preview_pane_says_a_table_or_folder_is_shown_in_part(tmp_path):
+    """The pane showed the first 20 of cars.xpt's 32 rows (and 20 of a folder's entries) with
+    no word that there were more: a reviewer checking the agent's average mpg against it
+    would have averaged 20 cars."""
+    import re
+
+    from replaybook.replay import preview
+
+    pv = preview(REPO / "data" / "demo" / "data", "demo/cars.xpt")
+    h = S.preview_html(pv)
+    assert pv.rows == 32 and h.count("<tr>") == 20
+    assert re.findall(r'<div class="rb-preview-rows"[^>]*>([^<]*)<', h) == ["Showing the first 20 of 32 rows."]
+    assert 'data-shown="20" data-total="32"' in h
+
+    (tmp_path / "d").mkdir()
+    for i in range(25):
+        (tmp_path / "d" / f"f{i:02}.txt").write_text("x")
+    h = S.preview_html(preview(tmp_path, "d"))
+    assert "Showing the first 20 of 25 entries." in h and h.count("<tr>") == 20
+
+    (tmp_path / "small.csv").write_text("a,b\n1,2\n3,4\n")
+    (tmp_path / "d2").mkdir()
+    (tmp_path / "d2" / "one.txt").write_text("x")
+    assert "rb-preview-rows" not in S.preview_html(preview(tmp_path, "small.csv"))
+    assert "rb-preview-rows" not in S.preview_html(preview(tmp_path, "d2"))

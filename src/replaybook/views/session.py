@@ -1060,6 +1060,29 @@ def frame_html(df: pd.DataFrame, max_rows: int = 20) -> str:
     return d.to_html(index=False, escape=True, na_rep="", border=0, classes="rb-table")
 
 
+#: Rows of a table (entries of a folder) the preview pane shows.
+PANE_ROWS = 20
+
+
+def _rows_note(pv: Preview) -> str:
+    """The line under a table or folder the pane shows in part: ``the first 20 of 32 rows``
+    (``rb-preview-rows``, ``data-shown``, ``data-total`` — empty when the file's count is not
+    known); ``""`` when it shows them all."""
+    shown = min(len(pv.table), PANE_ROWS)
+    if pv.kind == "folder":
+        total, what = len(pv.table), "entries"
+    else:
+        total, what = pv.rows, "rows"
+        if total is None and len(pv.table) < PANE_ROWS:
+            total = len(pv.table)  # (the preview read fewer than it asked for: that is all of them)
+    if total is not None and total <= shown:
+        return ""
+    said = (f"the first {shown:,} {what}; how many the file holds is not known" if total is None
+            else f"the first {shown:,} of {int(total):,} {what}")
+    return (f'<div class="rb-preview-rows" data-shown="{shown}" data-total="{"" if total is None else int(total)}" '
+            f'style="color:#555;font-style:italic">Showing {said}.</div>')
+
+
 def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
     """The preview pane for an object (or a Replay step that opens nothing).
 
@@ -1070,7 +1093,9 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
     object changed since the run.  ``data-source`` is ``disk`` (the file as it is now) or
     ``evidence`` (the response the door kept for the call); the preview's caveat
     (:attr:`~replaybook.replay.Preview.caveat`) is the ``<div class="rb-preview-caveat">`` under
-    the head.  A Replay step of a tool that writes says so in the head (``writes``).
+    the head.  A Replay step of a tool that writes says so in the head (``writes``).  A table
+    or folder shown in part (its first :data:`PANE_ROWS` rows or entries) says so under it
+    (:func:`_rows_note`: ``Showing the first 20 of 32 rows.``).
     """
     if pv is None and step is not None:
         kind = "refused" if step.refused else ("changed" if step.changed else "nothing")
@@ -1101,7 +1126,7 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
     if pv.kind == "refused":
         body = f'<div style="color:#d62728"><s>{head}</s> — {_esc(pv.text or "refused")}</div>'
     elif pv.kind in ("folder", "table") and pv.table is not None:
-        body = frame_html(pv.table)
+        body = frame_html(pv.table, PANE_ROWS) + _rows_note(pv)
     elif pv.kind == "text":
         body = f'<pre style="max-height:18em;overflow:auto;margin:0">{_esc(pv.text or "")}</pre>'
     else:
