@@ -666,7 +666,8 @@ class Preview:
 
     Attributes:
         kind: ``folder`` (``table`` lists entries), ``table`` (head of a data file), ``text``
-            (first lines), ``binary`` (size only), ``missing``, ``refused``, ``outside``.
+            (first lines), ``binary`` (size only), ``missing``, ``refused``, ``asked`` (a call
+            whose rule asked the user), ``outside``.
         path: the object path as logged.
         table: a DataFrame for ``folder``/``table`` kinds (secrets redacted), else ``None``.
         text: the text for ``text`` kind (redacted) or an explanation for the others.
@@ -981,6 +982,13 @@ class ReplayStep:
         or an ``ask`` whose outcome the log does not record (its note says so)."""
         return self.decision != "allow"
 
+    @property
+    def asked(self) -> bool:
+        """The door logged ``ask``: a rule asked the agent's user and the log does not say what
+        they answered.  Nothing is opened (:attr:`refused` is true), but it is not counted or
+        shown as a refusal: the sessions list and the session's header do not count it either."""
+        return self.decision == "ask"
+
 
 class ReplayPlan:
     """The ordered steps of one door session's Replay and where the playback is.
@@ -1167,11 +1175,13 @@ class ReplayPlan:
     # -- where playback is, for a panel that shows only part of the plan ---------------------
     def refused_before(self, i: int) -> int:
         """How many of the steps before index ``i`` (``steps[:i]``, ``i`` clamped to 0…n) the door
-        refused.  Counted once per plan (the steps' decisions do not change), then O(1)."""
+        refused (an ``ask`` whose outcome the log does not record is not counted:
+        :attr:`ReplayStep.asked`).  Counted once per plan (the steps' decisions do not change),
+        then O(1)."""
         if self._refused_prefix is None or len(self._refused_prefix) != len(self.steps) + 1:
             acc, prefix = 0, [0]
             for s in self.steps:
-                acc += s.refused
+                acc += s.refused and not s.asked
                 prefix.append(acc)
             self._refused_prefix = prefix
         return self._refused_prefix[max(0, min(int(i), len(self.steps)))]

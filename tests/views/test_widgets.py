@@ -158,6 +158,44 @@ def test_a_call_logged_ask_is_neither_reached_nor_refused(demo_incident):
     assert "asked" in {v["status"] for v in spec["datasets"][next(iter(spec["datasets"]))]}
 
 
+def test_replay_neither_counts_nor_words_an_ask_as_a_refusal(demo_incident):
+    """A call the door logged ``ask`` (the log does not say what the user answered): the session's
+    header said "0 refused" while its Replay panel counted "1 in all", crossed the step out,
+    drew its slice of the overview red and the pane said "The agent was refused it"; clicking
+    its object said "(refused)"."""
+    from types import SimpleNamespace
+
+    from replaybook.join import join_sessions
+
+    calls = demo_incident.calls.copy()
+    i = calls.index[(calls["door_session"] == S2) & (calls["seq"] == 2)][0]
+    calls.loc[i, "decision"] = "ask"
+    calls.loc[i, "rule"] = "ask-first"
+    inc = SimpleNamespace(calls=calls, steps=demo_incident.steps, join=join_sessions(demo_incident.steps, calls,
+                                                                                     window_s=60),
+                          data_root=demo_incident.data_root, window_s=60, manifest={})
+    v = SessionView(inc, S2, charts=False)
+    assert "4 calls, 0 refused" in v.header.value
+    v.replay_start(run=False)
+    v.replay_step()
+    v.replay_step()
+    head = dict(re.findall(r'data-([\w-]+)="([^"]*)"', re.search(r'<div class="rb-replay-head"[^>]*>', v.panel.value)[0]))
+    assert head["refused"] == "0" and "refused so far" not in v.panel.value
+    li = panel_items(v.panel.value)[1]
+    assert li["seq"] == "2" and li["state"] == "current"
+    assert "rb-step-asked" in v.panel.value and "rb-step-refused" not in v.panel.value and "<s>" not in v.panel.value
+    assert 'data-kind="asked"' in v.viewer.value and "refused" not in v.viewer.value
+    assert ("demo/cars.xpt — the rule ask-first asked the user; the log does not say what they answered, "
+            "so nothing is opened.") in v.viewer.value
+    while v.replay_step():
+        pass
+    assert panel_items(v.panel.value)[1]["mark"] == "?"
+    assert "rb-ov-refused" not in v.overview.value
+    shown = v.open_object(2)
+    assert 'data-kind="asked"' in shown and "refused" not in shown and "<s>" not in shown
+    assert "(asked the user)" in shown
+
+
 def test_a_tool_call_with_free_text_input_shows_that_text(demo_incident):
     """Codex's apply_patch sends a patch, not JSON arguments (args_key NA): the conversation had
     shown only the tool's name, so a file write was invisible."""

@@ -645,7 +645,7 @@ def call_preview(data_root: str | Path | None, call: Any, *, later: LaterWrites 
         return Preview("missing", "", text="no such door call")
     if str(call.decision) != "allow":
         if str(call.decision) == "ask":
-            return Preview("refused", obj or "", text=ASKED_NOTE.format(rule=f" {call.rule}" if not _na(call.rule)
+            return Preview("asked", obj or "", text=ASKED_NOTE.format(rule=f" {call.rule}" if not _na(call.rule)
                                                                         else "") + ", so nothing is opened")
         rule = f"refused by rule {call.rule}" if not _na(call.rule) else "refused by the door"
         return Preview("refused", obj or "", text=f"{rule}: the agent was refused this object, so nothing is opened")
@@ -918,10 +918,12 @@ def _thin_ticks(ev: pd.DataFrame) -> pd.DataFrame:
 
 
 def step_mark(step: ReplayStep) -> str:
-    """The panel's mark for a step: ``▶`` current, ``✓`` done, ``✗`` refused, ``–`` skipped
-    for another reason, ``·`` pending."""
+    """The panel's mark for a step: ``▶`` current, ``✓`` done, ``✗`` refused, ``?`` asked (the
+    log does not say what the user answered), ``–`` skipped for another reason, ``·`` pending."""
     if step.state == "current":
         return "▶"
+    if step.asked and step.state in ("skipped", "done"):
+        return "?"
     if step.refused and step.state in ("skipped", "done"):
         return "✗"
     return {"done": "✓", "skipped": "–"}.get(step.state, "·")
@@ -959,14 +961,15 @@ def panel_window(plan: ReplayPlan, *, before: int = PANEL_BEFORE, after: int = P
 
 def _step_li(s: ReplayStep) -> str:
     mark = step_mark(s)
-    cls = f"rb-step rb-step-{s.state}" + (" rb-step-refused" if s.refused else "")
+    denied = s.refused and not s.asked  # (an ask's outcome is not logged: not shown as refused)
+    cls = f"rb-step rb-step-{s.state}" + (" rb-step-asked" if s.asked else " rb-step-refused" if denied else "")
     label = _esc(_step_label(s))
-    if s.refused:
+    if denied:
         label = f"<s>{label}</s>"
     if s.state == "current":
         label = f"<b>{label}</b>"
     note = f' <span class="rb-step-note">— {_esc(s.note)}</span>' if s.note else ""
-    style = "color:#d62728;" if s.refused else ("color:#b35900;" if s.changed else "")
+    style = "color:#d62728;" if denied else ("color:#b35900;" if s.changed or s.asked else "")
     return (f'<li class="{cls}" data-index="{s.index}" data-state="{s.state}" data-mark="{mark}" '
             f'data-seq="{s.call_seq}" style="list-style:none;{style}">'
             f'<span class="rb-step-mark" style="display:inline-block;width:1.4em">{mark}</span>{label}{note}</li>')
@@ -1089,7 +1092,8 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
     The outer ``<div class="rb-preview" data-kind=… data-path=…>`` tells what is shown:
     ``folder``/``table``/``text``/``binary``/``missing``/``outside`` from
     :func:`~replaybook.replay.preview`, ``refused`` for an object the door refused (never
-    opened), ``nothing`` for a Replay step that opens nothing, ``changed`` for a step whose
+    opened), ``asked`` for one whose rule asked the user (the log does not say what they
+    answered: never opened, not said to be refused), ``nothing`` for a Replay step that opens nothing, ``changed`` for a step whose
     object changed since the run.  ``data-source`` is ``disk`` (the file as it is now) or
     ``evidence`` (the response the door kept for the call); the preview's caveat
     (:attr:`~replaybook.replay.Preview.caveat`) is the ``<div class="rb-preview-caveat">`` under
@@ -1098,9 +1102,11 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
     (:func:`_rows_note`: ``Showing the first 20 of 32 rows.``).
     """
     if pv is None and step is not None:
-        kind = "refused" if step.refused else ("changed" if step.changed else "nothing")
+        kind = "asked" if step.asked else "refused" if step.refused else ("changed" if step.changed else "nothing")
         path = step.object or ""
-        if step.refused:
+        if step.asked:  # (the log does not say what the user answered: not said to be refused)
+            body = (f'<div style="color:#b35900">{_esc(path)} — {_esc(step.note)}, so nothing is opened.</div>')
+        elif step.refused:
             body = (f'<div style="color:#d62728"><s>{_esc(path)}</s> — {_esc(step.note or "refused")}. '
                     "The agent was refused it, so there is nothing to open.</div>")
         elif step.changed:
@@ -1125,6 +1131,8 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
     red = f" · redacted: {html.escape(', '.join(pv.redactions))}" if pv.redactions else ""
     if pv.kind == "refused":
         body = f'<div style="color:#d62728"><s>{head}</s> — {_esc(pv.text or "refused")}</div>'
+    elif pv.kind == "asked":
+        body = f'<div style="color:#b35900">{head} — {_esc(pv.text or "asked")}</div>'
     elif pv.kind in ("folder", "table") and pv.table is not None:
         body = frame_html(pv.table, PANE_ROWS) + _rows_note(pv)
     elif pv.kind == "text":
@@ -1132,7 +1140,8 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
     else:
         body = f"<div>{_esc(pv.text or pv.kind)}</div>"
     label = {"folder": "folder", "table": "data file", "text": "text file", "binary": "file",
-             "missing": "not available", "outside": "outside the data root", "refused": "refused"}.get(pv.kind, pv.kind)
+             "missing": "not available", "outside": "outside the data root", "refused": "refused",
+             "asked": "asked the user"}.get(pv.kind, pv.kind)
     if src == "evidence":
         label, size = "the response the door kept", f" · {pv.size:,} bytes" if pv.size is not None else ""
     return (f'<div class="rb-preview rb-preview-{html.escape(pv.kind)}" data-kind="{html.escape(pv.kind)}" '
