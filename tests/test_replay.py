@@ -144,6 +144,29 @@ def test_paths_the_file_system_cannot_resolve_open_nothing_and_raise_nothing(roo
     assert listing.loc["a.csv", "kind"] == "file"
 
 
+def test_a_folder_holding_a_name_that_is_not_utf8_is_listed(tmp_path):
+    """A folder holding a file whose name is not UTF-8 (Latin-1 ``café.txt``) made the listing
+    raise UnicodeEncodeError (pandas' string columns hold no lone surrogate): Replay stopped
+    at the folder's step and clicking it opened nothing."""
+    from replaybook.views import session as S
+
+    (tmp_path / "d").mkdir()
+    with open(os.path.join(os.fsencode(tmp_path / "d"), b"caf\xe9.txt"), "wb") as fh:
+        fh.write(b"hi\n")
+    (tmp_path / "d" / "plain.txt").write_text("x")
+    pv = preview(tmp_path, "d")
+    assert pv.kind == "folder"
+    assert pv.table.to_dict("records") == [{"name": "caf\\xe9.txt", "kind": "file", "bytes": 3},
+                                           {"name": "plain.txt", "kind": "file", "bytes": 1}]
+    assert "caf\\xe9.txt" in S.preview_html(pv)
+    calls = CALLS.build([dict(door_session="s1", agent="a", seq=1, ts=pd.Timestamp("2026-09-13T10:00:00Z"),
+                              tool="list_folder", arguments={}, args_key="{}", object="d", decision="allow")])
+    plan = ReplayPlan.from_calls(calls, tmp_path)
+    plan.start()
+    step, shown = plan.advance()
+    assert step.opens == "folder" and shown.table["name"].tolist() == ["caf\\xe9.txt", "plain.txt"]
+
+
 def test_preview_counts_the_rows_of_text_tables(tmp_path):
     """A CSV beside a Parquet copy had 'rows in the file —', so the two could not be compared."""
     from replaybook import replay

@@ -703,7 +703,8 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
     table pandas cannot read (a JSON file holding one object) — their first ``max_lines`` lines
     (at most ``max_bytes``); anything else only its size.  Paths outside the
     data root give ``kind="outside"`` and are never opened; nor is anything but a regular file
-    or folder (a named pipe, socket or device: ``kind="binary"``, never read).
+    or folder (a named pipe, socket or device: ``kind="binary"``, never read).  A folder's entry
+    whose name is not UTF-8 is listed with its bytes written out (``caf\\xe9.txt``).
     """
     try:
         path = resolve_in_root(data_root, obj)
@@ -716,15 +717,16 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
     if path.is_dir():
         rows = []
         for e in sorted(path.iterdir(), key=lambda p: p.name):
+            name = _shown_name(e.name)
             try:
                 if e.is_symlink() and not _inside(data_root, e):
-                    rows.append({"name": e.name, "kind": "link outside data root", "bytes": None})
+                    rows.append({"name": name, "kind": "link outside data root", "bytes": None})
                     continue
-                rows.append({"name": e.name + ("/" if e.is_dir() else ""),
+                rows.append({"name": name + ("/" if e.is_dir() else ""),
                              "kind": "folder" if e.is_dir() else "file",
                              "bytes": None if e.is_dir() else e.stat().st_size})
             except (OSError, RuntimeError):  # a dangling link, a link loop
-                rows.append({"name": e.name, "kind": "broken link" if e.is_symlink() else "unreadable",
+                rows.append({"name": name, "kind": "broken link" if e.is_symlink() else "unreadable",
                              "bytes": None})
         return Preview("folder", str(obj), table=pd.DataFrame(rows, columns=["name", "kind", "bytes"]))
     size = path.stat().st_size
@@ -748,6 +750,17 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
     text = "\n".join(text.splitlines()[:max_lines])
     red, fired = redact_text(text)
     return Preview("text", str(obj), text=red, size=size, redactions=fired)
+
+
+def _shown_name(name: str) -> str:
+    """A file name as a folder's listing shows it: the bytes of a name that is not UTF-8 (which
+    Python holds as lone surrogates, no text a table or a page can carry) written out as
+    ``\\xNN`` — ``caf\\xe9.txt`` for a Latin-1 ``café.txt``."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _data_stem(name: str) -> str:
