@@ -162,7 +162,7 @@ def test_replay_neither_counts_nor_words_an_ask_as_a_refusal(demo_incident):
     """A call the door logged ``ask`` (the log does not say what the user answered): the session's
     header said "0 refused" while its Replay panel counted "1 in all", crossed the step out,
     drew its slice of the overview red and the pane said "The agent was refused it"; clicking
-    its object said "(refused)"."""
+    its object said "(refused)", and the door table crossed it out."""
     from types import SimpleNamespace
 
     from replaybook.join import join_sessions
@@ -194,6 +194,9 @@ def test_replay_neither_counts_nor_words_an_ask_as_a_refusal(demo_incident):
     shown = v.open_object(2)
     assert 'data-kind="asked"' in shown and "refused" not in shown and "<s>" not in shown
     assert "(asked the user)" in shown
+    b = v.object_buttons[2]  # the door table: not crossed out as refused either
+    assert "rb-asked" in b._dom_classes and "rb-refused" not in b._dom_classes
+    assert "rb-refused" in Workbook(demo_incident, charts=False).open_session(S1).object_buttons[5]._dom_classes
 
 
 def test_a_tool_call_with_free_text_input_shows_that_text(demo_incident):

@@ -59,7 +59,7 @@ CSS_CLASSES = {
     "conversation": "rb-conversation",
     "no_transcript": "rb-no-transcript",
     "door_table": "rb-door-table",
-    "object_button": "rb-object-button",  # + rb-call-<seq>, rb-refused when refused
+    "object_button": "rb-object-button",  # + rb-call-<seq>, rb-refused when refused, rb-asked when asked
     "replay": "rb-replay-button",
     "stop": "rb-stop-button",
     "step_ms": "rb-step-ms",
@@ -297,7 +297,11 @@ class SessionView:
         button_layout = W.Layout(width="auto", height="24px")
         cell_layout = W.Layout()
         for row, r in zip(t.index[:_MAX_TABLE_ROWS], t.head(_MAX_TABLE_ROWS).itertuples(index=False)):
-            red = "color:#d62728;text-decoration:line-through;" if r.refused else ""
+            # a call the door logged ask (the log does not say what the user answered) is not
+            # shown as refused: the sessions list and the header do not count it as one
+            asked = str(r.decision) == "ask"
+            denied = bool(r.refused) and not asked
+            red = "color:#d62728;text-decoration:line-through;" if denied else "color:#b35900;" if asked else ""
             obj = None if S._na(r.object) else str(r.object)  # pandas 3 reads a missing object as NaN
             b = W.Button(description=S.visible(obj) or "(no object)", tooltip=f"open {S.visible(obj)}",
                          layout=button_layout, disabled=obj is None)
@@ -305,8 +309,10 @@ class SessionView:
             seq = None if S._na(r.seq) else int(r.seq)  # (a frame built by hand may leave it NA)
             if seq is not None:
                 b.add_class(f"rb-call-{seq}")
-            if r.refused:
+            if denied:
                 b.add_class("rb-refused")
+            elif asked:
+                b.add_class("rb-asked")
             # the row itself, not its number: a door that restarted numbers its calls from 1 again
             b.on_click(lambda _b, call=r: self._show_call(call))
             if seq is not None:
@@ -314,7 +320,8 @@ class SessionView:
             self.row_buttons[int(row)] = b
             children += [_cells([(r.seq, "", None), (S._hms(r.ts), "", None), (r.tool, red, None)], _LEFT_COLS,
                                 layout=cell_layout), b,
-                         _cells([(r.decision, "color:#d62728;font-weight:bold" if r.refused else "", None),
+                         _cells([(r.decision, "color:#d62728;font-weight:bold" if denied else
+                                  "color:#b35900;font-weight:bold" if asked else "", None),
                                  (r.rule, "", None), ("" if S._na(r.rows) else f"{int(r.rows):,}", "", None),
                                  ("" if S._na(r.bytes) else f"{int(r.bytes):,}", "", None), (r.note, "", r.note)],
                                 _RIGHT_COLS, layout=cell_layout)]
