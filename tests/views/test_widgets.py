@@ -61,6 +61,31 @@ def test_sessions_list_from_the_demo(demo_incident):
     assert CSS_CLASSES["row_replay"] in wb.sessions.replay_buttons[S2]._dom_classes
 
 
+def test_the_sessions_list_of_many_sessions_is_a_few_widgets_a_row(demo_incident):
+    """A widget a cell and a layout and style a button: an incident of 2,000 door sessions made
+    the list some 86,000 widgets, 25 s to build in the kernel and more than a browser tab draws."""
+    from ipywidgets.widgets.widget import _instances
+
+    from replaybook.frames import CALLS, STEPS
+    from replaybook.join import join_sessions
+    from replaybook.views.widgets import SessionsList
+
+    t0 = pd.Timestamp("2026-09-13T10:00:00Z")
+    n = 300
+    calls = CALLS.build([dict(door_session=f"s{i:04}", agent="a", seq=1, ts=t0 + pd.Timedelta(seconds=i),
+                              tool="read_file", arguments={}, args_key="{}", object="demo/a.txt",
+                              decision="deny" if i == 7 else "allow", rule="r") for i in range(n)])
+    before = len(_instances)
+    sl = SessionsList(join_sessions(STEPS.empty(), calls, window_s=60), lambda ds: None, lambda ds: None)
+    assert len(_instances) - before <= 4 * n + 20, len(_instances) - before
+    assert list(sl.open_buttons) == [f"s{i:04}" for i in range(n)] and len(sl.replay_buttons) == n
+    rows = [c for c in sl.widget.children[0].children if "rb-grid-row" in getattr(c, "_dom_classes", ())]
+    assert len(rows) == n + 1  # the head, then a row a session
+    cells = re.findall(r">([^<]*)</span>", rows[8].value)  # s0007: one call, refused
+    assert cells == ["a", "10:00:07.000", "10:00:07.000", "1", "1", "— none —", "", "unmatched", "", "", ""]
+    assert 'style="color:#d62728;font-weight:bold">1<' in rows[8].value
+
+
 def test_the_workbook_opens_an_incident_with_more_door_calls_than_altair_draws(demo_incident):
     """The brush strip under the timeline drew one tick per event: above 5,000 door calls Altair
     refused the data and the workbook did not open at all."""
