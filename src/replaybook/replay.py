@@ -245,7 +245,7 @@ _TEXT_TABLES = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".txt")
 def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: tuple | None = None,
                   door_session: str | None = None, kind: str = "text", damaged: str | None = None,
                   none_if_plain: bool = False, storage_write: tuple | None = None, obj=None,
-                  storage_writes: Sequence[tuple] | None = None) -> str | None:
+                  storage_writes: Sequence[tuple] | None = None, digest_differs: bool = False) -> str | None:
     """What a preview of a call's object must say about when the file is from (plain text).
 
     Always: the file is shown as it is now, not as the call read it (or, for a write, as it is
@@ -264,6 +264,8 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
     JSON or a write's answer is not the file).  ``damaged``: why a response the door kept could
     not be shown (:func:`evidence_preview` raised), said first.  ``none_if_plain``: ``None`` when
     there is nothing to say beyond the first sentence (for a table whose every file is today's).
+    ``digest_differs``: the file's bytes no longer hash to the ``object_digest`` the door logged
+    for the call (a file, not a folder) — it has changed since, said before the sizes.
     """
     wrote = writes(tool)
     if kind == "table" and obj is not None and not _na(obj) and str(obj).lower().endswith(_TEXT_TABLES):
@@ -272,9 +274,14 @@ def as_now_caveat(*, tool=None, logged_bytes=None, size_now=None, later_write: t
              "Shown as it is on disk now: this call wrote to it, and the file may have changed again since"]
     lb = None if logged_bytes is None or _na(logged_bytes) else int(logged_bytes)
     said_changed = False
+    if digest_differs and kind in ("text", "table", "binary"):
+        parts.append("its bytes no longer hash to the digest the door logged for this call, so it has changed since")
+        said_changed = True
     if kind in ("text", "table", "binary") and lb is not None and size_now is not None and lb != int(size_now):
         said = f"the door logged {lb:,} bytes for this call; the file is {int(size_now):,} bytes now"
-        if wrote:
+        if said_changed:
+            pass  # (the digest said it)
+        elif wrote:
             said += " (a write's answer is not the file: no sign it changed)"
         elif kind == "text" and _reads_whole(tool):
             said += ": it has changed since"
@@ -399,11 +406,14 @@ def kept_text(data: bytes, max_bytes: int | None = None) -> str:
 
 
 def kept_or_now(data_root, obj, *, tool=None, logged_bytes=None, later_write=None, door_session=None,
-                evidence=None, response_digest=None, evidence_where: str = "the evidence store") -> "Preview":
+                evidence=None, response_digest=None, evidence_where: str = "the evidence store",
+                object_digest=None) -> "Preview":
     """What a call's preview shows: the response the door kept (:func:`evidence_preview`) when
     ``evidence`` holds ``response_digest`` and the tool does not write; else ``obj`` as it is now
     (:func:`preview`) with :func:`as_now_caveat` — which says so first when the kept response
-    could not be read or is damaged (its bytes no longer hash to the digest)."""
+    could not be read or is damaged (its bytes no longer hash to the digest), and that the file
+    has changed since when it no longer hashes to ``object_digest`` (the digest the door logged
+    of the object the call read, ``sha256:<hex>``; :func:`file_digest`)."""
     from .capsule.errors import CapsuleError
 
     damaged = None
@@ -419,9 +429,15 @@ def kept_or_now(data_root, obj, *, tool=None, logged_bytes=None, later_write=Non
         return Preview("missing", "" if obj is None else str(obj), text="the incident names no data root",
                        caveat=None if damaged is None else f"{damaged[:1].upper()}{damaged[1:]}.")
     pv = preview(data_root, obj)
+    differs = False
+    if pv.kind in ("text", "table", "binary") and object_digest is not None and not _na(object_digest):
+        try:
+            differs = file_digest(resolve_in_root(data_root, obj)) != str(object_digest)
+        except (OSError, OutsideDataRoot):  # (not a regular file, gone since: nothing to compare)
+            differs = False
     if pv.kind in ("text", "table", "binary", "folder"):
         pv.caveat = as_now_caveat(tool=tool, logged_bytes=logged_bytes, size_now=pv.size, later_write=later_write, obj=obj,
-                                  door_session=door_session, kind=pv.kind, damaged=damaged)
+                                  door_session=door_session, kind=pv.kind, damaged=damaged, digest_differs=differs)
     elif damaged:
         pv.caveat = f"{damaged[:1].upper()}{damaged[1:]}."
     return pv

@@ -565,6 +565,29 @@ def test_changed_since_the_run_says_so(demo_copy):
     assert [i["mark"] for i in panel_items(v.panel.value)] == ["✓", "–", "✓", "✓", "✗"]
 
 
+def test_clicking_an_object_that_changed_since_the_run_says_so(demo_copy):
+    """Replay says call #2's file "changed since the run" (it no longer hashes to the digest the
+    door logged), but clicking the same call's object in the door's table showed the file with
+    no word of it: only "Shown as it is on disk now, not as the call read it"."""
+    log = demo_copy / "door" / "analyst" / "door-20260913T100005-a1.jsonl"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    lines[1]["object_digest"] = "sha256:" + "0" * 64  # the agent read different bytes
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    v = Workbook(Incident.load(demo_copy), charts=False).open_session(S1)
+
+    def caveat(seq):
+        return re.findall(r'class="rb-preview-caveat"[^>]*>([^<]*)<', v.open_object(seq))
+
+    assert caveat(2) == ["Shown as it is on disk now, not as the call read it; its bytes no longer hash to the digest "
+                         "the door logged for this call, so it has changed since."]
+    from replaybook.replay import file_digest
+
+    lines[1]["object_digest"] = file_digest(demo_copy / "data" / "demo" / "cars.xpt")  # the bytes it read
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    v = Workbook(Incident.load(demo_copy), charts=False).open_session(S1)
+    assert caveat(2) == ["Shown as it is on disk now, not as the call read it."]
+
+
 # -- timeline span ---------------------------------------------------------------------------------
 
 

@@ -638,7 +638,8 @@ def call_preview(data_root: str | Path | None, call: Any, *, later: LaterWrites 
     :func:`replaybook.replay.preview` opens the file read-only inside the data root, secrets
     redacted, and its ``caveat`` says it is the file as it is now, not as the call read it, and
     what shows it changed since (:func:`replaybook.replay.as_now_caveat`: the ``bytes`` the door
-    logged, a later write in ``later``).
+    logged, a later write in ``later``, a file that no longer hashes to the ``object_digest`` the
+    door logged — Replay's "changed since the run").
     """
     obj = None if call is None or _na(call.object) else str(call.object)
     if call is None:
@@ -656,7 +657,8 @@ def call_preview(data_root: str | Path | None, call: Any, *, later: LaterWrites 
     lw = later.after(obj, getattr(call, "ts", None)) if later is not None else None
     return kept_or_now(data_root, obj, tool=call.tool, logged_bytes=getattr(call, "bytes", None), later_write=lw,
                        door_session=getattr(call, "door_session", None), evidence=evidence,
-                       response_digest=resp, evidence_where=evidence_where)
+                       response_digest=resp, evidence_where=evidence_where,
+                       object_digest=getattr(call, "object_digest", None))
 
 
 def evidence_store(incident) -> tuple[Any, str | None, str | None]:
