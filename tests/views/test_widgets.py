@@ -175,8 +175,10 @@ def test_a_call_logged_ask_is_neither_reached_nor_refused(demo_incident):
     assert row["status"] == "asked" and "REFUSED" not in row["reach"]
     assert row["reach"] == ("demo/cars.xpt · ASKED the user by rule ask-first · the log does not say what they "
                             "answered · the door logged 32 rows, 2,720 B returned")
-    note = S.door_table(calls, j, S1).set_index("seq").loc[2, "note"]
-    assert note == "the rule ask-first asked the user; the log does not say what they answered"
+    table = S.door_table(calls, j, S1).set_index("seq")
+    assert table.loc[2, "note"] == "the rule ask-first asked the user; the log does not say what they answered"
+    # the static workbook shows this table: not refused, as the header counts it
+    assert table["refused"].tolist() == [False, False, False, False, True]
     step = next(s for s in ReplayPlan.from_calls(calls, demo_incident.data_root, door_session=S1).steps if s.call_seq == 2)
     assert step.note == "the rule ask-first asked the user; the log does not say what they answered"
     spec = S.conversation_chart(conv).to_dict()

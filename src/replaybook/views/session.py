@@ -231,7 +231,8 @@ def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
     """The door's own table for one session, in the door's order.
 
     Columns: ``seq``, ``ts``, ``tool``, ``object``, ``decision``, ``rule``, ``rows``,
-    ``bytes``, ``refused`` (bool), ``claimed`` (a step of the matched transcript claims the
+    ``bytes``, ``refused`` (bool: the door did not allow the call; ``False`` for an ``ask``, whose
+    outcome the log does not record), ``claimed`` (a step of the matched transcript claims the
     call), ``note`` (``2 calls carry #2`` — a number the session uses more than once: name the
     call by its time or row, :func:`call_row` — / ``refused by rule …`` / ``no transcript step
     claims this call``).  Row ``i`` (the index, 0…n-1) is what :func:`call_row` calls ``row=i``.
@@ -247,7 +248,9 @@ def door_table(calls: pd.DataFrame, join, door_session: str) -> pd.DataFrame:
     shared = {int(k): int(v) for k, v in shared[shared > 1].items()}
     rows = []
     for r in c.itertuples(index=False):
-        refused = str(r.decision) != "allow"  # (an ask whose outcome is not logged: not shown as reached)
+        # (an ask whose outcome is not logged: neither reached nor refused — the sessions list and
+        # the header do not count it as refused)
+        refused = str(r.decision) not in ("allow", "ask")
         seq = _int(r.seq)
         claimed = int(r.frame_row) in claimed_rows
         notes = []
