@@ -167,6 +167,18 @@ def test_a_folder_holding_a_name_that_is_not_utf8_is_listed(tmp_path):
     assert step.opens == "folder" and shown.table["name"].tolist() == ["caf\\xe9.txt", "plain.txt"]
 
 
+def test_a_name_with_a_colon_second_is_a_file_in_the_data_root_and_a_drive_is_not(tmp_path):
+    """``a:b.csv`` — a legal POSIX name — had been refused as "an absolute path": Replay said
+    the agent's object lay outside the data root and opened nothing."""
+    (tmp_path / "a:b.csv").write_text("k,v\n1,2\n")
+    assert resolve_in_root(tmp_path, "a:b.csv") == (tmp_path / "a:b.csv").resolve()
+    pv = preview(tmp_path, "a:b.csv")
+    assert pv.kind == "table" and pv.table.to_dict("records") == [{"k": 1, "v": 2}]
+    for bad in ("C:\\x", "C:/x", "c:", "/etc/passwd"):
+        with pytest.raises(OutsideDataRoot, match="absolute path"):
+            resolve_in_root(tmp_path, bad)
+
+
 def test_preview_counts_the_rows_of_text_tables(tmp_path):
     """A CSV beside a Parquet copy had 'rows in the file —', so the two could not be compared."""
     from replaybook import replay

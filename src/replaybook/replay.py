@@ -578,7 +578,10 @@ def resolve_in_root(data_root: str | Path, obj: str) -> Path:
         raise OutsideDataRoot("empty object path")
     s = str(obj)
     pp = PurePosixPath(s.replace("\\", "/"))
-    if pp.is_absolute() or s.startswith(("/", "\\")) or (len(s) > 1 and s[1] == ":"):
+    # a Windows drive (C:\x, C:/x, C:): a name that merely holds a colon second (a:b.csv, legal
+    # on POSIX) is a file in the data root — it had been refused as "an absolute path"
+    drive = len(s) > 1 and s[1] == ":" and s[0].isascii() and s[0].isalpha() and (len(s) == 2 or s[2] in "/\\")
+    if pp.is_absolute() or s.startswith(("/", "\\")) or drive:
         raise OutsideDataRoot(f"{s!r} is an absolute path; Replay opens only paths inside the data root")
     if ".." in pp.parts:
         raise OutsideDataRoot(f"{s!r} climbs out with '..'; Replay opens only paths inside the data root")
