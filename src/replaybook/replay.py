@@ -735,15 +735,22 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
         return Preview("missing", str(obj), text="not on disk now")
     if path.is_dir():
         rows = []
-        for e in sorted(path.iterdir(), key=lambda p: p.name):
+        # os.scandir: the kind of each entry comes with its name (one stat a file, for its size,
+        # none a folder); a Path a name, asked is_symlink, is_dir and stat, had taken 7 s over a
+        # folder of 100,000 files, the kernel deaf to Stop and Escape meanwhile
+        with os.scandir(path) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
             name = _shown_name(e.name)
             try:
-                if e.is_symlink() and not _inside(data_root, e):
+                link = e.is_symlink()
+                if link and not _inside(data_root, Path(e.path)):
                     rows.append({"name": name, "kind": "link outside data root", "bytes": None})
                     continue
-                rows.append({"name": name + ("/" if e.is_dir() else ""),
-                             "kind": "folder" if e.is_dir() else "file",
-                             "bytes": None if e.is_dir() else e.stat().st_size})
+                is_dir = e.is_dir()
+                rows.append({"name": name + ("/" if is_dir else ""),
+                             "kind": "folder" if is_dir else "file",
+                             "bytes": None if is_dir else e.stat().st_size})
             except (OSError, RuntimeError):  # a dangling link, a link loop
                 rows.append({"name": name, "kind": "broken link" if e.is_symlink() else "unreadable",
                              "bytes": None})
