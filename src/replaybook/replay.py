@@ -378,12 +378,13 @@ def evidence_preview(store, digest, obj: str | None, *, max_lines: int = 40, max
     import json
 
     data = store.get(str(digest))
-    text = kept_text(data, max_bytes)
-    text = "\n".join(text[:max_bytes].splitlines()[:max_lines])
+    whole = kept_text(data, max_bytes)
+    lines = whole[:max_bytes].splitlines()
+    text = "\n".join(lines[:max_lines])
     red, fired = redact_text(text)
     short = str(digest)[:19] + "…"
     return Preview("text", "" if obj is None else str(obj), text=red, size=len(data), redactions=fired,
-                   source="evidence",
+                   source="evidence", cut=len(lines) > max_lines or len(whole) > max_bytes or len(data) > max_bytes,
                    caveat=f"The response the door kept for this call ({short}, in {where}): what the call got, "
                           "not the file as it is now.")
 
@@ -700,6 +701,7 @@ class Preview:
         source: ``disk`` (the file as it is now, in the data root) or ``evidence`` (the response
             the door kept for the call: :func:`evidence_preview`; ``size`` is then its bytes).
         caveat: what the pane says about when this is from (:func:`as_now_caveat`), or ``None``.
+        cut: for ``text``, the text is the first lines (``max_lines``, ``max_bytes``) of more.
     """
 
     kind: str
@@ -711,6 +713,7 @@ class Preview:
     rows: int | None = None
     source: str = "disk"
     caveat: str | None = None
+    cut: bool = False
 
 
 def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: int = 40,
@@ -773,9 +776,11 @@ def preview(data_root: str | Path, obj: str, *, max_rows: int = 20, max_lines: i
         return Preview("binary", str(obj), size=size, text=f"binary file, {size} bytes" if failed is None else
                        f"binary file, {size} bytes: could not read as a table ({type(failed).__name__}: {failed})")
     text = head.decode("utf-8", "replace")
-    text = "\n".join(text.splitlines()[:max_lines])
+    lines = text.splitlines()
+    text = "\n".join(lines[:max_lines])
     red, fired = redact_text(text)
-    return Preview("text", str(obj), text=red, size=size, redactions=fired)
+    return Preview("text", str(obj), text=red, size=size, redactions=fired,
+                   cut=len(lines) > max_lines or size > len(head))
 
 
 def _shown_name(name: str) -> str:

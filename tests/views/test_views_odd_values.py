@@ -171,3 +171,17 @@ def test_the_preview_pane_says_a_table_or_folder_is_shown_in_part(tmp_path):
     (tmp_path / "d2" / "one.txt").write_text("x")
     assert "rb-preview-rows" not in S.preview_html(preview(tmp_path, "small.csv"))
     assert "rb-preview-rows" not in S.preview_html(preview(tmp_path, "d2"))
+
+
+def test_the_preview_pane_says_a_text_is_shown_in_part(tmp_path):
+    """A text file of 1,000 lines showed its first 40 in the pane with no word that there were
+    more (only its size in bytes)."""
+    from replaybook.replay import preview
+
+    (tmp_path / "long.txt").write_text("".join(f"line {i}\n" for i in range(1000)))
+    (tmp_path / "short.txt").write_text("one\ntwo\n")
+    (tmp_path / "wide.txt").write_text("x" * 100_000)  # one line, longer than is read
+    h = S.preview_html(preview(tmp_path, "long.txt"))
+    assert "Showing the first 40 lines: there is more." in h and "line 39" in h and "line 40" not in h
+    assert "Showing the first 1 line: there is more." in S.preview_html(preview(tmp_path, "wide.txt"))
+    assert "rb-preview-rows" not in S.preview_html(preview(tmp_path, "short.txt"))

@@ -1104,7 +1104,8 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
     (:attr:`~replaybook.replay.Preview.caveat`) is the ``<div class="rb-preview-caveat">`` under
     the head.  A Replay step of a tool that writes says so in the head (``writes``).  A table
     or folder shown in part (its first :data:`PANE_ROWS` rows or entries) says so under it
-    (:func:`_rows_note`: ``Showing the first 20 of 32 rows.``).
+    (:func:`_rows_note`: ``Showing the first 20 of 32 rows.``); so does a text shown in part
+    (its first lines: ``Showing the first 40 lines: there is more.``).
     """
     if pv is None and step is not None:
         kind = "asked" if step.asked else "refused" if step.refused else ("changed" if step.changed else "nothing")
@@ -1142,6 +1143,10 @@ def preview_html(pv: Preview | None, *, step: ReplayStep | None = None) -> str:
         body = frame_html(pv.table, PANE_ROWS) + _rows_note(pv)
     elif pv.kind == "text":
         body = f'<pre style="max-height:18em;overflow:auto;margin:0">{_esc(pv.text or "")}</pre>'
+        if getattr(pv, "cut", False):
+            n = len((pv.text or "").splitlines())
+            body += (f'<div class="rb-preview-rows" data-shown="{n}" data-total="" style="color:#555;'
+                     f'font-style:italic">Showing the first {n:,} line{"" if n == 1 else "s"}: there is more.</div>')
     else:
         body = f"<div>{_esc(pv.text or pv.kind)}</div>"
     label = {"folder": "folder", "table": "data file", "text": "text file", "binary": "file",
