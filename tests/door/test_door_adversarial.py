@@ -740,6 +740,35 @@ def test_a_client_that_hangs_up_mid_call_leaves_the_call_logged(hostile):
         ("slow", "allow", 1, None)]  # answered within the door's grace period: logged as answered
 
 
+def test_a_call_the_client_cancels_is_logged_as_cancelled_at_once(hostile):
+    """A server that honours notifications/cancelled never answers the call (the MCP SDKs do
+    not): its line is written when the client cancels, not at the end of the session, and the
+    door does not wait for that answer on the way down."""
+    import time
+
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.initialize()
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/a"}}, rid=2)
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/b"}}, rid=3)
+    door.notify("notifications/cancelled", {"requestId": 2, "reason": "the user pressed Esc"})
+    door.notify("notifications/cancelled", {"requestId": "3"})  # (the SDKs read "3" as id 3 too)
+    assert door.call("echo", {"path": "demo/c"}, rid=4)["result"]["structuredContent"] == {
+        "received": {"path": "demo/c"}}
+    lines = validate_lines(hostile["log"]())
+    assert [(o["seq"], o["arguments"], o["decision"], o["rows"], o["error"]) for o in lines] == [
+        (1, {"path": "demo/a"}, "allow", None, "cancelled by the client before the answer: the user pressed Esc"),
+        (2, {"path": "demo/b"}, "allow", None, "cancelled by the client before the answer"),
+        (3, {"path": "demo/c"}, "allow", 1, None)]
+    t0 = time.monotonic()
+    assert door.close() == 0
+    assert time.monotonic() - t0 < 4  # (the door waits up to 5 s for calls still unanswered)
+    assert len(validate_lines(hostile["log"]())) == 3
+    cancels = [m["params"] for m in hostile["seen"]() if m.get("method") == "notifications/cancelled"]
+    assert cancels == [{"requestId": 2, "reason": "the user pressed Esc"}, {"requestId": "3"}]  # passed on
+
+
 # -- a log that cannot be written, evidence that cannot be kept ----------------------------------------
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])

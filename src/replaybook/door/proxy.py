@@ -417,6 +417,8 @@ class Door:
                             code=types.INTERNAL_ERROR, message="the door in front of this server decides paths under "
                                                                "its rules' roots: the client's roots are not passed on"))))
                     continue
+            if isinstance(msg, types.JSONRPCNotification) and msg.method == "notifications/cancelled":
+                self._cancelled(msg)
             if isinstance(msg, types.JSONRPCNotification) and not msg.method.startswith("notifications/"):
                 # "tools/call" without an id (or with one JSON-RPC does not allow) reads as a
                 # notification: never forwarded, since no rule would decide it and no line log it
@@ -444,6 +446,33 @@ class Door:
                         caps = (msg.params or {}).get("capabilities") if isinstance(msg.params, dict) else None
                         self.client_can_ask = isinstance(caps, dict) and isinstance(caps.get("elicitation"), dict)
             await server_write.send(_session_message(msg))
+
+    def _cancelled(self, msg: types.JSONRPCNotification) -> None:
+        """The client's ``notifications/cancelled`` for a call in flight: the call is logged now
+        as cancelled (its ``reason``, when given, in ``error``) and no longer waits for an answer.
+        The notification itself is then passed on, as every notification is.  A server that
+        honours it never answers the call (the MCP SDKs do not), so without this the call would
+        be logged only when the session ends, as if the client had hung up, and the door would
+        wait for that answer on the way down; an answer that comes anyway is not passed on (the
+        client has stopped waiting for it).  A ``requestId`` written as the text of an integer
+        names that integer id too, as the MCP SDKs read it."""
+        params = msg.params if isinstance(msg.params, dict) else {}
+        rid = params.get("requestId")
+        if not isinstance(rid, (int, str)) or isinstance(rid, bool):
+            return
+        if rid not in self.pending and isinstance(rid, str):
+            try:
+                rid = int(rid)
+            except ValueError:
+                return
+        call = self.pending.pop(rid, None)
+        if call is None:
+            return
+        reason = params.get("reason")
+        why = "cancelled by the client before the answer"
+        if isinstance(reason, str) and reason:
+            why += f": {safe_str(reason)[:300]}"
+        self._write(self._record(call, error=why))
 
     def _held_at_stop(self, msg, inc) -> None:
         """A line read before a stop signal, held back until the server answers ``initialize``
