@@ -769,6 +769,38 @@ def test_a_call_the_client_cancels_is_logged_as_cancelled_at_once(hostile):
     assert cancels == [{"requestId": 2, "reason": "the user pressed Esc"}, {"requestId": "3"}]  # passed on
 
 
+def test_a_call_cancelled_while_its_user_is_asked_is_never_passed_on(hostile):
+    """The user approving after the agent gave the call up must not run it: the call is refused
+    (approval cancelled), the question withdrawn, and the late answer reaches no server."""
+    import json
+
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+                                "clientInfo": {"name": "raw-test", "version": "0"}}, rid=1)
+    door.recv()
+    door.notify("notifications/initialized")
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "private/x"}}, rid=5)
+    question = door.recv()
+    assert question["method"] == "elicitation/create"
+    door.notify("notifications/cancelled", {"requestId": 5, "reason": "gave up"})
+    withdrawn = door.recv()
+    assert withdrawn["method"] == "notifications/cancelled"
+    assert withdrawn["params"]["requestId"] == question["id"]
+    door.send_raw(json.dumps({"jsonrpc": "2.0", "id": question["id"],
+                              "result": {"action": "accept", "content": {"approve": True}}}).encode())
+    assert door.call("echo", {"path": "demo/a"}, rid=6)["id"] == 6  # (the cancelled call got no answer)
+    assert door.close() == 0
+    assert _calls_seen(hostile["seen"]()) == [{"path": "demo/a"}]
+    assert [m for m in hostile["seen"]() if "method" not in m] == []  # the late answer stayed with the door
+    lines = validate_lines(hostile["log"]())
+    assert [(o["arguments"], o["decision"], o["rule"], o.get("approval"), o["error"]) for o in lines] == [
+        ({"path": "private/x"}, "deny", "ask-before-echoing-private", "cancelled",
+         "cancelled by the client before the answer: gave up"),
+        ({"path": "demo/a"}, "allow", "allow-demo", None, None)]
+
+
 # -- a log that cannot be written, evidence that cannot be kept ----------------------------------------
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])

@@ -124,6 +124,10 @@ class _Call:
     meta: dict | None
     decision: Decision
     extra: dict = field(default_factory=dict)
+    #: the id of the door's own question to the user about this call (a rule that asks)
+    ask_id: str | None = None
+    #: why the client cancelled this call while its question waited for the user's answer
+    cancelled: str | None = None
 
 
 def _jsonable(v: Any) -> tuple[Any, bytes | None, bool]:
@@ -218,6 +222,7 @@ class Door:
         self._asks: dict[str, list] = {}   # our elicitation request id → [answered event, answer]
         self._asking: dict[Any, _Call] = {}  # client request id → a call waiting for its user's answer
         self._n_asks = 0
+        self._asked: set[str] = set()       # every question's id (a late answer to one is not the server's)
         self._tg = None                     # the relay's task group (a question waits in its own task)
         #: the server reads this machine's filesystem (the door started it): a path is decided
         #: on the object it reaches through symlinks too (:meth:`.Rules.decide`)
@@ -409,6 +414,10 @@ class Door:
                 asked[1] = msg
                 asked[0].set()
                 continue
+            if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)) and msg.id in self._asked:
+                # a late answer to the door's question (withdrawn, or timed out): nothing the server asked
+                _say(f"the client answered the door's question {msg.id!r} after it was closed: not passed on")
+                continue
             if isinstance(msg, types.JSONRPCResponse) and msg.id in self._roots_asked:
                 self._roots_asked.discard(msg.id)
                 if not self._roots_agree(msg.result):
@@ -418,7 +427,7 @@ class Door:
                                                                "its rules' roots: the client's roots are not passed on"))))
                     continue
             if isinstance(msg, types.JSONRPCNotification) and msg.method == "notifications/cancelled":
-                self._cancelled(msg)
+                await self._cancelled(peer, msg)
             if isinstance(msg, types.JSONRPCNotification) and not msg.method.startswith("notifications/"):
                 # "tools/call" without an id (or with one JSON-RPC does not allow) reads as a
                 # notification: never forwarded, since no rule would decide it and no line log it
@@ -447,9 +456,12 @@ class Door:
                         self.client_can_ask = isinstance(caps, dict) and isinstance(caps.get("elicitation"), dict)
             await server_write.send(_session_message(msg))
 
-    def _cancelled(self, msg: types.JSONRPCNotification) -> None:
+    async def _cancelled(self, peer: ClientPeer, msg: types.JSONRPCNotification) -> None:
         """The client's ``notifications/cancelled`` for a call in flight: the call is logged now
         as cancelled (its ``reason``, when given, in ``error``) and no longer waits for an answer.
+        A call whose rule's question still waits for the user's answer is never passed on: it is
+        logged as refused (``approval: cancelled``) and the question is withdrawn (a
+        ``notifications/cancelled`` for it to the client).
         The notification itself is then passed on, as every notification is.  A server that
         honours it never answers the call (the MCP SDKs do not), so without this the call would
         be logged only when the session ends, as if the client had hung up, and the door would
@@ -460,19 +472,29 @@ class Door:
         rid = params.get("requestId")
         if not isinstance(rid, (int, str)) or isinstance(rid, bool):
             return
-        if rid not in self.pending and isinstance(rid, str):
+        if rid not in self.pending and rid not in self._asking and isinstance(rid, str):
             try:
                 rid = int(rid)
             except ValueError:
                 return
-        call = self.pending.pop(rid, None)
-        if call is None:
-            return
         reason = params.get("reason")
         why = "cancelled by the client before the answer"
         if isinstance(reason, str) and reason:
             why += f": {safe_str(reason)[:300]}"
-        self._write(self._record(call, error=why))
+        call = self.pending.pop(rid, None)
+        if call is not None:
+            self._write(self._record(call, error=why))
+            return
+        call = self._asking.get(rid)
+        if call is None or call.cancelled is not None:
+            return
+        call.cancelled = why
+        asked = self._asks.get(call.ask_id) if call.ask_id is not None else None
+        if asked is not None:
+            asked[0].set()  # (no answer: the question task logs the refusal)
+            await self._safe_send(peer, types.JSONRPCNotification(
+                jsonrpc="2.0", method="notifications/cancelled",
+                params={"requestId": call.ask_id, "reason": "the agent cancelled the call this question is about"}))
 
     def _held_at_stop(self, msg, inc) -> None:
         """A line read before a stop signal, held back until the server answers ``initialize``
@@ -504,7 +526,8 @@ class Door:
             call.extra["error_detail"] = "request id already in flight"
         if call.decision.decision == "ask" and self._tg is not None:
             # the question waits for the user in a task of its own: this loop must go on
-            # reading, since the answer comes back through it
+            # reading, since the answer comes back through it (and a cancellation of the call)
+            self._asking[msg.id] = call
             self._tg.start_soon(self._ask_then_relay, peer, server_write, msg, call)
             return
         if call.decision.decision == "ask":  # (no relay running: nobody to ask)
@@ -531,10 +554,17 @@ class Door:
         """A call a rule asks about: ask the user (:meth:`_ask`), then relay it (approved) or
         refuse it, logging the decision that came of it with ``approval``."""
         self._asking[msg.id] = call
-        approval = await self._ask(peer, call)  # (cancelled: the entry stays, for _abandon to log)
+        # (the task cancelled: the entry stays, for _abandon to log)
+        approval = await self._ask(peer, call) if call.cancelled is None else "cancelled"
         self._asking.pop(msg.id, None)
-        call.extra["approval"] = approval
         d = call.decision
+        if call.cancelled is not None:  # the client gave the call up while its user was asked
+            call.extra["approval"] = "cancelled"
+            call.decision = Decision("deny", d.rule, d.object, d.objects)
+            self.refused += 1
+            self._write(self._record(call, error=call.cancelled))
+            return  # (a cancelled request is not answered)
+        call.extra["approval"] = approval
         call.decision = Decision("allow" if approval == "approved" else "deny", d.rule, d.object, d.objects)
         if approval == "approved" and self._in_flight(msg.id):  # (the client reused the id meanwhile)
             call.decision = Decision("deny", "door:invalid-request", d.object, d.objects)
@@ -565,6 +595,8 @@ class Door:
         # unguessable: a server must not be able to send the client a question of its own with
         # this id, whose answer the door would take for the user's answer to its question
         rid = f"replaybook-door-ask-{self._n_asks}-{secrets.token_hex(8)}"
+        call.ask_id = rid
+        self._asked.add(rid)
         answered = anyio.Event()
         self._asks[rid] = [answered, None]
         objects = list(call.decision.objects) or ([call.decision.object] if call.decision.object else [])
