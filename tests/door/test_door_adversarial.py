@@ -644,6 +644,9 @@ def test_an_answer_that_is_not_json_rpc_is_answered_with_an_error_and_logged(hos
     err = hostile["err"]()
     assert err.count("is not JSON-RPC: answered with an error") == 4
     assert err.count("sent something that is not JSON-RPC (passed over)") == 5
+    # what the MCP SDK logs about those lines comes as one line each, never a Python traceback
+    assert "Traceback" not in err and 'File "' not in err
+    assert "replaybook door: MCP SDK: Failed to parse JSONRPC message from server (ValidationError: " in err
 
 
 def test_an_id_already_in_flight_is_refused_whatever_the_method(hostile):

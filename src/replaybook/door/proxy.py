@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import math
 import os
 import posixpath
@@ -972,6 +973,39 @@ def _stop_signals(door: Door):
                 pass
 
 
+class _OneLine(logging.Formatter):
+    """A log record of the MCP SDK as one line on stderr: ``replaybook door: MCP SDK: <message>``,
+    and for an exception only its type and first line, never a Python traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = safe_str(record.getMessage())
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            first = safe_str(str(exc)).strip().splitlines()
+            text += f" ({type(exc).__name__}{': ' + first[0][:300] if first else ''})"
+        return f"replaybook door: MCP SDK: {text}"
+
+
+@contextlib.contextmanager
+def _sdk_log_lines():
+    """While inside, what the MCP SDK logs (``mcp.*`` loggers, warnings and up: a server line it
+    cannot read, a failed session end …) goes to stderr as single lines (:class:`_OneLine`)
+    instead of through Python's last-resort handler, which printed a traceback for every answer
+    a server got wrong — the door says what it did about such an answer itself."""
+    sdk = logging.getLogger("mcp")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    handler.setLevel(logging.WARNING)
+    saved = sdk.propagate
+    sdk.addHandler(handler)
+    sdk.propagate = False
+    try:
+        yield
+    finally:
+        sdk.removeHandler(handler)
+        sdk.propagate = saved
+
+
 def _session_message(msg: types.JSONRPCMessage):
     from mcp.shared.message import SessionMessage
 
@@ -1000,7 +1034,7 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
     door.on_disk = True
     ended = None
     async with StdioPeer(max_line=max_message_bytes) as peer:
-        with _stop_signals(door) as outer, outer:
+        with _sdk_log_lines(), _stop_signals(door) as outer, outer:
             async with stdio_client(params, errlog=sys.stderr) as (server_read, server_write):
                 ended = await _serve_until_stopped(door, peer, server_read, server_write)
     return ended if ended is not None else (door.stopped_by or "client")
@@ -1043,7 +1077,7 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
     ended = None
     async with StdioPeer(max_line=max_message_bytes) as peer, client:
         try:
-            with _stop_signals(door) as outer, outer:
+            with _sdk_log_lines(), _stop_signals(door) as outer, outer:
                 async with streamable_http_client(url, http_client=client) as (server_read, server_write):
                     ended = await _serve_until_stopped(door, peer, server_read, server_write)
         except BaseExceptionGroup as group:
