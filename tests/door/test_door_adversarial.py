@@ -772,6 +772,33 @@ def test_a_call_the_client_cancels_is_logged_as_cancelled_at_once(hostile):
     assert cancels == [{"requestId": 2, "reason": "the user pressed Esc"}, {"requestId": "3"}]  # passed on
 
 
+def test_a_line_the_door_cannot_read_is_answered_to_its_own_top_level_id(hostile):
+    """The id an over-long or broken line is answered to is the member of its top-level object,
+    wherever the client writes it (the TypeScript MCP SDK writes it after params, past the bytes
+    the door keeps of an over-long line) — never an argument named id, which would answer another
+    request of the client's and leave this one waiting."""
+    import json
+
+    door = hostile["start"](extra=["--max-message-bytes", "2000"])
+    door.initialize()
+    pad = "z" * 5000
+    for rid, args in [(7, {"path": "demo/a", "text": pad}), (8, {"id": 3, "path": "demo/a", "text": pad})]:
+        door.send_raw(json.dumps({"method": "tools/call", "params": {"name": "echo", "arguments": args},
+                                  "jsonrpc": "2.0", "id": rid}).encode())
+        got = door.recv()
+        assert (got["id"], got["error"]["code"]) == (rid, -32600)
+        assert "door:message-too-large" in got["error"]["message"]
+    door.send_raw(json.dumps({"jsonrpc": "2.0", "id": "nine", "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"id": 4, "method": "ping", "text": pad}}}).encode())
+    assert door.recv()["id"] == "nine"
+    door.send_raw(b'{"method":"tools/call","params":{"name":"echo","arguments":{"id":4,"x":tru}},"jsonrpc":"2.0","id":10}')
+    broken = door.recv()
+    assert (broken["id"], broken["error"]["code"]) == (10, -32700)
+    door.send_raw(b'{"method":"tools/call","params":{"arguments":{"id":4,"x":"' + b"q" * 5000 + b'"')  # cut short
+    assert door.recv()["id"] is None  # (its own id is nowhere: JSON-RPC's null, not the argument's 4)
+    assert door.close() == 0
+
+
 def test_a_call_cancelled_while_its_user_is_asked_is_never_passed_on(hostile):
     """The user approving after the agent gave the call up must not run it: the call is refused
     (approval cancelled), the question withdrawn, and the late answer reaches no server."""

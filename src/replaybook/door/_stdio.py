@@ -109,15 +109,80 @@ def _depth(v: object) -> int:
     return deepest
 
 
-def _hints(head: bytes) -> tuple[int | str | None, str | None]:
+def _top_level_strings(buf: bytes, *, from_end: bool) -> set[int]:
+    """Offsets in ``buf`` of the opening quotes of the strings directly inside the top-level
+    JSON object (its keys, and values that are strings).  ``buf`` is the first bytes of a line
+    (``from_end`` false) or its last bytes (true): read from that edge, where the nesting is
+    known, whatever lies beyond the other edge."""
+    out: set[int] = set()
+    depth, in_str = 0, False
+    if not from_end:
+        esc = False
+        for i, c in enumerate(buf):
+            if in_str:
+                if esc:
+                    esc = False
+                elif c == 0x5C:  # backslash
+                    esc = True
+                elif c == 0x22:
+                    in_str = False
+            elif c == 0x22:
+                in_str = True
+                if depth == 1:
+                    out.add(i)
+            elif c in b"{[":
+                depth += 1
+            elif c in b"}]":
+                depth -= 1
+        return out
+    for i in range(len(buf) - 1, -1, -1):
+        c = buf[i]
+        if c == 0x22:
+            n = 0  # backslashes right before it: an odd number escapes it (within a string)
+            while i - 1 - n >= 0 and buf[i - 1 - n] == 0x5C:
+                n += 1
+            if n % 2 == 0:
+                if in_str and depth == 1:
+                    out.add(i)
+                in_str = not in_str
+        elif not in_str:
+            if c in b"}]":
+                depth += 1
+            elif c in b"{[":
+                depth -= 1
+    return out
+
+
+def _top_level_match(pattern: re.Pattern, head: bytes, tail: bytes):
+    """The first match of ``pattern`` (``"key": value``) whose key is a member of the line's
+    top-level object — never one nested in ``params`` (a tool's argument named ``id``) — in
+    the line's first bytes ``head``, else in its last bytes ``tail`` (where a client that
+    writes ``id`` after ``params``, as the TypeScript MCP SDK does, puts it)."""
+    for buf, from_end in ((head, False), (tail, True)):
+        if not buf:
+            continue
+        if from_end:
+            buf = buf.rstrip()
+            if not buf.endswith(b"}"):  # (a line cut short: its nesting cannot be read from its end)
+                continue
+        keys = _top_level_strings(buf, from_end=from_end)
+        for m in pattern.finditer(buf):
+            if m.start() in keys:
+                return m
+    return None
+
+
+def _hints(head: bytes, tail: bytes = b"") -> tuple[int | str | None, str | None]:
+    """``(id, method)`` of a line that cannot be read as a message, from its first bytes
+    ``head`` and its last bytes ``tail``: members of its top-level object only."""
     rid = None
-    m = _ID_RE.search(head)
+    m = _top_level_match(_ID_RE, head, tail)
     if m:
         try:
             rid = orjson.loads(m.group(1))
         except orjson.JSONDecodeError:
             rid = None
-    mm = _METHOD_RE.search(head)
+    mm = _top_level_match(_METHOD_RE, head, tail)
     method = mm.group(1).decode("utf-8", "replace") if mm else None
     return rid, method
 
@@ -198,7 +263,7 @@ def _parse(raw: bytes) -> Incoming:
                 depth = _depth(o)
                 rid, method, tool, args = _request_hints(o, depth, safe=False)
         except orjson.JSONDecodeError as refused:
-            rid, method = _hints(raw[:4096])
+            rid, method = _hints(raw[:4096], raw[-4096:] if len(raw) > 4096 else b"")
             if str(refused).startswith("depth limit exceeded"):  # (orjson's words past 1,024 levels)
                 json_ok, depth = True, _MAX_READ_DEPTH + 1
                 tool = _hints_tool(raw[:4096]) if method == "tools/call" else None
@@ -317,12 +382,12 @@ class StdioPeer:
     async def _iter_lines(self):
         buf = bytearray()
         discarding = 0  # > 0: bytes of an over-long line seen so far
-        head = b""
+        head = tail = b""  # an over-long line's first and last 4,096 bytes
         while True:
             chunk = await self._read_chunk()
             if not chunk:
                 if discarding:
-                    rid, method = _hints(head)
+                    rid, method = _hints(head, tail)
                     yield Incoming(None, f"message of {discarding} bytes exceeds the door's limit of {self.max_line}",
                                    discarding, False, rid, method, True)
                 elif buf.strip():
@@ -334,8 +399,10 @@ class StdioPeer:
                 piece = chunk[start:] if i < 0 else chunk[start:i]
                 if discarding:
                     discarding += len(piece)
+                    tail = (tail + piece)[-4096:]
                 elif len(buf) + len(piece) > self.max_line:
                     head = bytes(buf[:4096]) + piece[: max(0, 4096 - len(buf))]
+                    tail = (bytes(buf[-4096:]) + piece)[-4096:]
                     discarding = len(buf) + len(piece)
                     buf.clear()
                 else:
@@ -343,10 +410,10 @@ class StdioPeer:
                 if i < 0:
                     break
                 if discarding:
-                    rid, method = _hints(head)
+                    rid, method = _hints(head, tail)
                     yield Incoming(None, f"message of {discarding} bytes exceeds the door's limit of {self.max_line}",
                                    discarding, False, rid, method, True)
-                    discarding, head = 0, b""
+                    discarding, head, tail = 0, b"", b""
                 elif buf.strip():
                     yield _parse(bytes(buf))
                 buf.clear()
