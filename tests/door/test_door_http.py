@@ -332,6 +332,43 @@ def test_a_door_in_front_of_a_remote_server_stops_on_signals_with_its_status(rul
         server.wait(10)
 
 
+def test_a_door_whose_client_hung_up_does_not_wait_on_a_remote_server_that_never_answers(rules_file, tmp_path):
+    """The client closes its end with a call in flight, before a remote server that answers
+    nothing (not the call, not the session's closing DELETE): the call is logged and the door
+    exits 0 within its grace period and a few seconds more — it had waited out the HTTP read
+    timeout (five minutes), holding its log, for a session no one used any more."""
+    import json
+
+    port = _free_port()
+    server = _silent_server(port, "silent")
+    try:
+        log_root = tmp_path / "door"
+        door = subprocess.Popen(_door_url(rules_file, log_root, f"http://127.0.0.1:{port}/mcp"),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            door.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"}}}).encode() + b"\n")
+            door.stdin.flush()
+            assert json.loads(door.stdout.readline())["result"]["serverInfo"]["name"] == "silent-http"
+            door.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+                             b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_folder",'
+                             b'"arguments":{"path":"demo"}}}\n')
+            door.stdin.close()
+            t0 = time.monotonic()
+            assert door.wait(60) == 0, door.stderr.read().decode()[-2000:]
+            assert time.monotonic() - t0 < 30
+        finally:
+            if door.poll() is None:
+                door.kill()
+                door.wait(10)
+        lines = validate_lines(log_root / "analyst" / "web-1.jsonl")
+        assert [(o["seq"], o["error"]) for o in lines] == [(1, "the client closed the connection before the answer")]
+    finally:
+        server.kill()
+        server.wait(10)
+
+
 @pytest.mark.parametrize("call,expected", [
     ({"name": "list_folder", "arguments": {"path": "demo"}},
      ("allow", "the door was stopped (SIGTERM) before the call was passed on")),

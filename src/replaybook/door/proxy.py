@@ -1080,6 +1080,9 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
             with _sdk_log_lines(), _stop_signals(door) as outer, outer:
                 async with streamable_http_client(url, http_client=client) as (server_read, server_write):
                     ended = await _serve_until_stopped(door, peer, server_read, server_write)
+                    # every call is logged: the session's end (its DELETE, the streams) gets
+                    # the grace period, not the HTTP read timeout of a server that answers nothing
+                    outer.deadline = min(outer.deadline, anyio.current_time() + max(grace_s, 1.0))
         except BaseExceptionGroup as group:
             lost, rest = group.split(httpx2.HTTPError)  # cannot connect, TLS, a timeout, a dropped stream
             if lost is None:
