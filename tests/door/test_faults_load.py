@@ -370,6 +370,24 @@ def test_a_call_nested_deeper_than_the_sdk_reads_is_refused_by_name_and_logged(t
     assert (second["decision"], second["rule"]) == ("allow", "allow-demo")
 
 
+@pytest.mark.parametrize("session,arguments,rule", [
+    ("deep", b'{"path":"demo/notes.txt","x":' + b"[" * 250 + b"]" * 250 + b'}', "door:nested-too-deep"),
+    ("surrogate", b'{"path":"demo/\\ud800.csv"}', "door:invalid-utf8"),
+])
+def test_a_call_refused_before_the_sdk_could_read_it_keeps_its_meta(tmp_path, data_root, fault_rules, session,
+                                                                     arguments, rule):
+    """The client's tool-use id in ``_meta`` links a logged call to the agent's transcript; a
+    line the SDK cannot read (nested too deep, a lone surrogate) was logged with ``meta: null``,
+    so the refusal could not be linked to the tool use that asked for it."""
+    meta = b', "_meta": {"claudecode/toolUseId": "toolu_01"}'
+    ans, (first, second), _ = _one_call(tmp_path, data_root, fault_rules, session, arguments + meta)
+    assert ans["id"] == 2 and rule in ans["error"]["message"]
+    assert (first["tool"], first["rule"], first["meta"]) == ("read_object", rule, {"claudecode/toolUseId": "toolu_01"})
+    assert second["meta"] is None
+    res = load_door(tmp_path / "logs")
+    assert res.quarantine.empty and res.frame["meta_call_id"].tolist()[:1] == ["toolu_01"]
+
+
 def test_a_number_beyond_the_double_range_is_refused_not_passed_on_as_null(tmp_path, data_root, fault_rules):
     """The SDK reads 1e400 as infinity and writes it as null: the server would have got other
     arguments than the agent sent.  The log had said the *string* "Infinity", which a transcript

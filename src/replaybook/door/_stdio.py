@@ -49,6 +49,7 @@ class Incoming:
         too_large: the line was longer than the transport's limit (discarded unread).
         json_ok: the line is JSON (but not a JSON-RPC message), as opposed to not JSON at all.
         depth: how deeply the line nests (set when it is JSON but not a message).
+        meta_hint: the line's ``params._meta`` (an object), when it is JSON but not a message.
         tool_hint, arguments_hint: a ``tools/call`` line's tool name and arguments, when the line
             is JSON but not a message (so a refusal can log what was asked).
         has_id: a message read as a notification has an ``id`` member (of a type JSON-RPC does
@@ -70,6 +71,7 @@ class Incoming:
     depth: int = 0
     tool_hint: str | None = None
     arguments_hint: object = None
+    meta_hint: dict | None = None
     has_id: bool = False
     raw: bytes | None = None
     lone_surrogate: bool = False
@@ -200,22 +202,26 @@ def _pollable(fd: int) -> bool:
 
 
 def _request_hints(o: object, depth: int, *, safe: bool) -> tuple:
-    """``(id, method, tool, arguments)`` that a line the door refuses names, read from its parsed
-    JSON ``o`` (each ``None`` where it names none), so the refusal is answered to its id and logged
-    with what it asked for.  ``safe``: the line held lone surrogates — the id is kept only when it
-    is text as written (else the answer's id is null, as JSON-RPC says), the names are made safe,
-    and arguments nested as deep as the SDK refuses are left out."""
+    """``(id, method, tool, arguments, meta)`` that a line the door refuses names, read from its
+    parsed JSON ``o`` (each ``None`` where it names none), so the refusal is answered to its id and
+    logged with what it asked for — and with its ``params._meta`` (an object), which carries the
+    client's tool-use id the join links the call by.  ``safe``: the line held lone surrogates —
+    the id is kept only when it is text as written (else the answer's id is null, as JSON-RPC
+    says), the names are made safe, and arguments (and a ``_meta``) nested as deep as the SDK
+    refuses are left out."""
     from .._text import deep_safe, safe_str
 
     if not isinstance(o, dict):
-        return None, None, None, None
+        return None, None, None, None, None
     v = o.get("id")
     rid = v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
     if safe and isinstance(rid, str) and safe_str(rid) != rid:
         rid = None
     method = o.get("method") if isinstance(o.get("method"), str) else None
     params = o.get("params")
-    tool = args = None
+    tool = args = meta = None
+    if isinstance(params, dict) and isinstance(params.get("_meta"), dict):
+        meta = params["_meta"]
     if method == "tools/call" and isinstance(params, dict):
         tool = params.get("name") if isinstance(params.get("name"), str) else None
         args = params.get("arguments")
@@ -225,7 +231,11 @@ def _request_hints(o: object, depth: int, *, safe: bool) -> tuple:
             args = deep_safe(args) if depth < SDK_MAX_DEPTH else None
         except RecursionError:
             args = None
-    return rid, method, tool, args
+        try:
+            meta = deep_safe(meta) if depth < SDK_MAX_DEPTH else None
+        except RecursionError:
+            meta = None
+    return rid, method, tool, args, meta
 
 
 def _lone_surrogates(text: str, size: int, bad: bool) -> Incoming | None:
@@ -238,9 +248,10 @@ def _lone_surrogates(text: str, size: int, bad: bool) -> Incoming | None:
     except (ValueError, RecursionError):
         return None
     depth = _depth(o)
-    rid, method, tool, args = _request_hints(o, depth, safe=True)
+    rid, method, tool, args, meta = _request_hints(o, depth, safe=True)
     return Incoming(None, "a string holds a lone surrogate escape (\\ud800 …): not Unicode text",
                     size, bad, rid, method, json_ok=True, depth=depth, tool_hint=tool, arguments_hint=args,
+                    meta_hint=meta,
                     lone_surrogate=True)
 
 
@@ -255,13 +266,13 @@ def _parse(raw: bytes) -> Incoming:
         msg = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError as exc:
         rid, method, json_ok = None, None, False
-        depth, tool, args = 0, None, None
+        depth, tool, args, meta = 0, None, None, None
         try:
             o = _json.loads(text if bad else raw)  # (bytes that are not UTF-8: read as the SDK read them)
             json_ok = True
             if isinstance(o, dict):
                 depth = _depth(o)
-                rid, method, tool, args = _request_hints(o, depth, safe=False)
+                rid, method, tool, args, meta = _request_hints(o, depth, safe=False)
         except orjson.JSONDecodeError as refused:
             rid, method = _hints(raw[:4096], raw[-4096:] if len(raw) > 4096 else b"")
             if str(refused).startswith("depth limit exceeded"):  # (orjson's words past 1,024 levels)
@@ -279,7 +290,7 @@ def _parse(raw: bytes) -> Incoming:
         elif depth >= SDK_MAX_DEPTH:
             why = f"nested {depth} levels deep, deeper than the MCP SDK reads (about {SDK_MAX_DEPTH})"
         return Incoming(None, why[:300], len(raw), bad, rid, method, json_ok=json_ok, depth=depth,
-                        tool_hint=tool, arguments_hint=args)
+                        tool_hint=tool, arguments_hint=args, meta_hint=meta)
     if isinstance(msg, types.JSONRPCNotification) and b'"id"' in raw:
         # a request whose id JSON-RPC does not allow (null, 7.0, true …) reads as a notification
         try:

@@ -672,7 +672,7 @@ class Door:
         tool = safe_str(inc.tool_hint)[:_MAX_NAME] if inc.tool_hint else name
         # what the agent asked for, when the line said it (a refusal a reviewer can read)
         args = _canon(inc.arguments_hint) if isinstance(inc.arguments_hint, dict) else None
-        call = self._new_call(name, tool, args, None, Decision("deny", rule))
+        call = self._new_call(name, tool, args, getattr(inc, "meta_hint", None), Decision("deny", rule))
         call.extra["message_bytes"] = inc.size
         self.refused += 1
         await self._server_named()
