@@ -591,6 +591,31 @@ def test_an_answer_no_request_waits_for_never_reaches_the_client(hostile):
     assert "answered id 10, which no request is waiting for" in err and "answered id 3, which" in err
 
 
+def test_an_answer_naming_its_requests_id_as_text_or_number_is_that_requests(hostile):
+    """A server that answers request 5 with id "5" (or request "6" with 6): the MCP SDKs match such
+    an answer to its request, so a client had got it when connected directly — behind the door it
+    was dropped as an answer to no request, and the client waited forever. It is relayed with
+    the id as the client wrote it, and logged as the call's answer."""
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.initialize()
+    answer = '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"hi"}]}}'
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "demo/a"},
+                                "_garble": [answer % '"ID_TEXT"']}, rid=5)
+    assert door.recv() == {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "hi"}]}}
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "demo/b"},
+                                "_garble": [answer % "ID_TEXT"]}, rid="6")
+    assert door.recv()["id"] == "6"
+    door.request("ping", {"_garble": ['{"jsonrpc":"2.0","id":"ID_TEXT","result":{}}']}, rid=7)
+    assert door.recv() == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert door.close() == 0
+    lines = validate_lines(hostile["log"]())
+    assert [(o["arguments"], o["rows"], o["bytes"], o["error"]) for o in lines] == [
+        ({"path": "demo/a"}, 1, 2, None), ({"path": "demo/b"}, 1, 2, None)]
+    assert "which no request is waiting for" not in hostile["err"]()
+
+
 def test_an_answer_that_is_not_json_rpc_is_answered_with_an_error_and_logged(hostile):
     import sys
     import time

@@ -743,7 +743,7 @@ class Door:
     async def _from_server(self, peer: ClientPeer, server_read) -> None:
         async for item in server_read:
             if isinstance(item, Exception):  # a line the stdio transport could not read as JSON-RPC
-                msg = _broken_answer(item)
+                msg = _broken_answer(item)  # (its id must be the request's, of the same type: it settles nothing else)
                 if msg is None or (msg.id not in self.pending and msg.id not in self._passing):
                     _say("the MCP server sent something that is not JSON-RPC (passed over): "
                          f"{type(item).__name__}: {safe_str(str(item))[:500]}")
@@ -752,6 +752,8 @@ class Door:
             else:
                 msg = item.message
             if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)):
+                if not isinstance(item, Exception):  # (a well-formed answer)
+                    msg = self._as_asked(msg)
                 if msg.id in self._init_ids:
                     self._sniff(msg)
                 call = self.pending.pop(msg.id, None)
@@ -769,6 +771,27 @@ class Door:
             elif isinstance(msg, types.JSONRPCRequest) and msg.method == "roots/list":
                 self._roots_asked.add(msg.id)
             await self._safe_send(peer, msg)
+
+    def _as_asked(self, msg):
+        """A server's well-formed answer with the id of the request it answers as the client
+        wrote it: an answer to request ``7`` that names ``"7"`` (or to ``"7"`` naming ``7``) is
+        that request's — the MCP SDKs (Python and TypeScript) match ids so, and a client behind
+        the door would otherwise wait forever for an answer the server gave — unless a request
+        with the id as the server wrote it is in flight too.  (An answer that is not JSON-RPC
+        settles only a request of its own id and type, :func:`_broken_answer`.)"""
+        rid = msg.id
+        if rid in self.pending or rid in self._passing:
+            return msg
+        if isinstance(rid, str):
+            try:
+                other = int(rid)
+            except ValueError:
+                return msg
+        else:
+            other = str(rid)
+        if other in self.pending or other in self._passing:
+            return msg.model_copy(update={"id": other})
+        return msg
 
     def _roots_agree(self, result: Any) -> bool:
         """The client's answer to the server's ``roots/list`` may reach the server: the rules set
