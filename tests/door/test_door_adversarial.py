@@ -768,6 +768,33 @@ def test_a_client_that_hangs_up_mid_call_leaves_the_call_logged(hostile):
         ("slow", "allow", 1, None)]  # answered within the door's grace period: logged as answered
 
 
+def test_a_server_that_dies_leaves_no_request_unanswered(hostile, monkeypatch):
+    """The server exits with a call and a passed-through request (prompts/list) in flight: the
+    call is logged, and both are answered with the reason — the passed-through one had been left
+    unanswered, its client seeing only a closed pipe — and the door exits 1."""
+    import os
+    import signal
+    import time
+
+    from .conftest import validate_lines
+
+    pidfile = hostile["tmp"] / "server.pid"
+    monkeypatch.setenv("HOSTILE_SERVER_PID", str(pidfile))
+    door = hostile["start"]()
+    door.initialize()
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/a"}}, rid=2)
+    door.request("prompts/list", rid=3)  # (answered after a second)
+    time.sleep(0.3)
+    os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    got = sorted([door.recv(), door.recv()], key=lambda m: m["id"])
+    assert [(m["id"], m["error"]["message"]) for m in got] == [
+        (2, "the upstream MCP server exited before answering"), (3, "the upstream MCP server exited before answering")]
+    assert door.close() == 1
+    lines = validate_lines(hostile["log"]())
+    assert [(o["object"], o["error"]) for o in lines] == [
+        ("demo/a", "the upstream MCP server closed the connection before answering")]
+
+
 def test_a_call_the_client_cancels_is_logged_as_cancelled_at_once(hostile):
     """A server that honours notifications/cancelled never answers the call (the MCP SDKs do
     not): its line is written when the client cancels, not at the end of the session, and the

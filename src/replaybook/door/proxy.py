@@ -876,7 +876,13 @@ class Door:
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
                     pass
                 server_ended = True
-                for rid in self._abandon("the upstream MCP server closed the connection before answering"):
+                # every call still waiting is logged; it and every request passed through (initialize,
+                # tools/list …) is answered, so the client is told why rather than left with a closed pipe
+                passing = list(self._passing)
+                self._passing.clear()
+                self._init_ids.difference_update(passing)
+                for rid in [*self._abandon("the upstream MCP server closed the connection before answering"),
+                            *passing]:
                     await self._safe_send(peer, types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
                         code=types.INTERNAL_ERROR, message="the upstream MCP server exited before answering")))
                 tg.cancel_scope.cancel()
