@@ -386,6 +386,21 @@ _GENAI_MARKS = (b'"gen_ai.', b'"mcp.', b'"traceloop.', b'"openinference.', b'"ll
 _FRAG_SPAN = re.compile(rb'"(traceId|trace_id|spanId|span_id|startTimeUnixNano|start_time_unix_nano)"')
 
 
+def _export_lines(sample: bytes, keys) -> tuple[int, int]:
+    """Of the sample's first 200 non-blank lines: how many are JSON objects holding one of
+    ``keys`` (export requests of a signal), and how many there are."""
+    lines = [x for x in sample.split(b"\n")[:200] if x.strip()]
+    ok = 0
+    for raw in lines:
+        try:
+            o = _json.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(o, dict) and any(k in o for k in keys):
+            ok += 1
+    return ok, len(lines)
+
+
 def sniff(sample: bytes) -> float:
     """Confidence in [0, 1] that ``sample`` (a file's first bytes) is OTLP JSON traces.
 
@@ -400,28 +415,11 @@ def sniff(sample: bytes) -> float:
     if not _FRAG.search(sample):
         if not _FRAG_OTHER.search(sample):
             return 0.0
-        lines = [x for x in sample.split(b"\n")[:200] if x.strip()]
-        ok = 0
-        for raw in lines:
-            try:
-                o = _json.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(o, dict) and any(k in o for k in _OTHER_SIGNALS):
-                ok += 1
-        return 0.6 if ok and ok >= len(lines) - 1 else 0.0
+        ok, seen = _export_lines(sample, _OTHER_SIGNALS)
+        return 0.6 if ok and ok >= seen - 1 else 0.0
     has_span = bool(_FRAG_SPAN.search(sample))
     genai = any(m in sample for m in _GENAI_MARKS)
-    lines = [x for x in sample.split(b"\n")[:200] if x.strip()]
-    ok = seen = 0
-    for raw in lines:
-        seen += 1
-        try:
-            o = _json.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(o, dict) and any(k in o for k in _RS):
-            ok += 1
+    ok, seen = _export_lines(sample, _RS)
     if ok and ok >= seen - 1:  # JSON Lines (the last line may be cut)
         return 0.97 if genai else 0.95
     if has_span:
