@@ -579,3 +579,33 @@ def test_a_full_disk_is_said_with_the_file_and_leaves_no_half_written_report(tin
     assert main(["report", str(tiny_incident), "--out", str(tmp_path / "out2")]) == 2
     assert f"cannot write {tmp_path / 'out2' / name}: No space left on device" in capsys.readouterr().err
     assert list((tmp_path / "out2").iterdir()) == []
+
+
+def test_a_full_temporary_folder_is_not_the_report_folders_and_leaves_an_earlier_report_alone(tiny_incident, tmp_path,
+                                                                                              monkeypatch, capsys):
+    """The temporary folder filling up before papermill wrote the notebook (the sniffed-files list
+    handed to the kernel) had been said as the report notebook's disk being full, and the earlier
+    report's notebook removed, though this run had not written it."""
+    import errno
+
+    from replaybook.cli import main
+    from replaybook.report import render
+    from replaybook.sources import registry
+
+    out = tmp_path / "out"
+    out.mkdir()
+    ipynb, html, _ = render.report_files(tiny_incident, out)
+    ipynb.write_text("the earlier report, with the reviewer's notes")
+    html.write_text("<html>the earlier report</html>")
+
+    def full(path):
+        Path(path).write_text("[")
+        raise OSError(errno.ENOSPC, "No space left on device")  # (a write names no file)
+
+    monkeypatch.setattr(registry, "export_verdicts", full)
+    with pytest.raises(render.ReportError, match="No space left on device"):
+        render_report(tiny_incident, out, timeout=20)
+    assert ipynb.read_text() == "the earlier report, with the reviewer's notes"
+    assert main(["report", str(tiny_incident), "--out", str(out)]) == 1
+    assert f"cannot write {ipynb}" not in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == [html.name, ipynb.name]

@@ -196,13 +196,33 @@ def _subclass_names(cls: type) -> set[str]:
 _WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
 
 
-def _lost_write(exc: BaseException, path: Path, written: Iterable[Path]) -> OSError | None:
+def _stamp(path: Path) -> tuple | None:
+    """What tells whether ``path`` was written since: its inode, mtime (ns) and size; ``None``
+    when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _lost_write(exc: BaseException, path: Path, written: Iterable[Path], before: dict[Path, tuple | None],
+                only_path: bool = True) -> OSError | None:
     """When ``exc`` is the disk refusing a write (no space left, read-only, an I/O error), the
-    files this run wrote (``written``: a half-written file is no report) are removed and the
-    error to raise is returned, naming ``path``; otherwise ``None``."""
+    files this run wrote (those of ``written`` changed since ``before``, their :func:`_stamp`
+    at the start: a half-written file is no report) are removed and the error to raise is
+    returned, naming ``path``; otherwise ``None``.  With ``only_path=False`` the failed step
+    wrote other files too (papermill's run: the temporary folder, the kernel's connection
+    file): the error is ``path``'s only when it names ``path``, or names no file and ``path``
+    was written — a full temporary folder is not the report folder's, and an earlier report
+    there is not this run's to remove."""
     if not isinstance(exc, OSError) or exc.errno not in _WRITE_ERRNOS:
         return None
+    if not only_path and exc.filename != str(path) and (exc.filename is not None or _stamp(path) == before.get(path)):
+        return None
     for f in written:
+        if _stamp(f) == before.get(f):  # (not written by this run: an earlier report stays)
+            continue
         try:
             f.unlink(missing_ok=True)
         except OSError:
@@ -400,6 +420,7 @@ def render_report(
     slug = _slug(incident)
     out_ipynb, out_html, out_sums = report_files(incident, out_dir)
     parameters = _parameters(template, incident_file, out_sums.name)
+    before = {p: _stamp(p) for p in (out_ipynb, out_html, out_sums)}  # (what this run writes: see _lost_write)
 
     attempts = 0
     last: BaseException | None = None
@@ -412,7 +433,7 @@ def render_report(
         except ReplaybookError:
             raise
         except Exception as exc:  # noqa: BLE001 - classified below
-            lost = _lost_write(exc, out_ipynb, [out_ipynb])  # (papermill writes it as cells run)
+            lost = _lost_write(exc, out_ipynb, [out_ipynb], before, only_path=False)  # (papermill writes it as cells run)
             if lost is not None:
                 raise lost from None
             if _is_kernel_failure(exc):
@@ -454,7 +475,7 @@ def render_report(
     try:
         nbformat.write(nb, str(out_ipynb))
     except OSError as exc:
-        if (lost := _lost_write(exc, out_ipynb, [out_ipynb])) is None:
+        if (lost := _lost_write(exc, out_ipynb, [out_ipynb], before)) is None:
             raise
         raise lost from None
     findings = _findings(nb)
@@ -462,13 +483,13 @@ def render_report(
     try:
         to_html(out_ipynb, out_html)
     except Exception as exc:  # noqa: BLE001
-        if (lost := _lost_write(exc, out_html, [out_ipynb, out_html])) is not None:
+        if (lost := _lost_write(exc, out_html, [out_ipynb, out_html], before)) is not None:
             raise lost from None
         raise ReportError(f"HTML conversion of {out_ipynb} failed: {type(exc).__name__}: {exc}") from exc
     try:
         sums = _write_checksums(nb, out_sums)
     except OSError as exc:
-        if (lost := _lost_write(exc, out_sums, [out_ipynb, out_html, out_sums])) is None:
+        if (lost := _lost_write(exc, out_sums, [out_ipynb, out_html, out_sums], before)) is None:
             raise
         raise lost from None
     return ReportPaths(ipynb=out_ipynb, html=out_html, seconds=time.perf_counter() - t0, attempts=attempts,
