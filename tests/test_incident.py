@@ -960,6 +960,22 @@ def test_a_double_star_glob_does_not_follow_symbolic_links_to_folders(tmp_path):
     assert [r["path"] for r in replaybook.Incident.load(m).inputs[1:]] == [f"t/{one}", f"t/sub/{two}", "t/a"]
 
 
+def test_a_folder_link_a_glob_reads_through_is_not_listed_as_not_followed(tmp_path):
+    """`t/**/runs/*.jsonl` enters `t/runs -> /archive/runs` by its `runs` part and reads the
+    transcript there; the link had been listed all the same as skipped, not followed."""
+    src = DEMO.parent / "transcripts"
+    one = "3b4173aa-345d-5382-aff0-c40b872f81ae.jsonl"
+    (tmp_path / "archive" / "runs").mkdir(parents=True)
+    (tmp_path / "archive" / "runs" / one).write_bytes((src / one).read_bytes())
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "runs").symlink_to(tmp_path / "archive" / "runs", target_is_directory=True)
+    m = tmp_path / "incident.yaml"
+    m.write_text('title: t\ntranscripts:\n  - "t/**/runs/*.jsonl"\n')
+    inc = replaybook.Incident.load(m)
+    assert sorted(set(inc.steps["source_file"])) == [str(tmp_path / "t" / "runs" / one)]
+    assert [(r["path"], r["note"]) for r in inc.inputs[1:]] == [(f"archive/runs/{one}", None)]
+
+
 @pytest.mark.parametrize("body, line, words", [
     ("transcripts:\n  - transcripts/" + "a" * 300 + ".jsonl\n", 3, "cannot be looked up: File name too long"),
     ('transcripts:\n  - "transcripts\\0/*.jsonl"\n', 3, "a path cannot hold a NUL character"),
