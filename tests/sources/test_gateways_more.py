@@ -348,3 +348,19 @@ def test_mcp_http_two_initialize_requests_open_at_once_pair_the_last_sent_and_sa
     assert _cols(res.frame, "door_session", "agent") == [["S1", "agent-one"], ["S2", "agent-two"]]
     assert "the initialize response on line 3 is paired with the request sent last, line 2; it may answer " \
            "line 1 instead (same JSON-RPC id, no Mcp-Session-Id on the requests)" in res.inputs[0]["notes"]
+
+
+def test_mcp_http_a_capture_of_requests_alone_names_its_one_client(tmp_path):
+    # a capture that holds the client's requests but not the server's answers (the initialize
+    # answer names the session): its one client, named by its initialize request, had been lost
+    # (agent NA, the synthetic session "unknown-agent") since a client was read off the answer alone
+    p = tmp_path / "mcp.jsonl"
+    p.write_text(_mcp_lines(_initialize(0, "claude-code"), _call("S1", 1, "b", "a.csv")))
+    assert _cols(gm.load_mcp_http(p).frame, "door_session", "agent") == [["S1", "claude-code"]]
+    p.write_text(_mcp_lines(_initialize(0, "claude-code"), _call(None, 1, "b", "a.csv")))
+    assert _cols(gm.load_mcp_http(p).frame, "door_session", "agent") == [["mcp-http:claude-code:mcp.jsonl",
+                                                                         "claude-code"]]
+    # two clients named, neither session's initialize answered: neither name is guessed
+    p.write_text(_mcp_lines(_initialize(0, "agent-one"), _call("S1", 1, "b", "a.csv"),
+                            _initialize(0, "agent-two"), _call("S2", 1, "b", "b.csv")))
+    assert _cols(gm.load_mcp_http(p).frame, "door_session", "agent") == [["S1", None], ["S2", None]]

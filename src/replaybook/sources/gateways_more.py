@@ -697,6 +697,8 @@ def _read_mcp_http(path: Path, data: bytes, info: dict, rows: list[dict], quaran
                     name = str_or_none(ci.get("name")) if isinstance(ci, dict) else None
                     if own is not None and name:
                         clients[own] = name
+                    if name:  # (every client the capture names, its answer captured or not)
+                        state.setdefault("named", set()).add(name)
                     init_ids.setdefault((own, _json.dumps(m.get("id"))), []).append((name, ln))
                     state["last_sess"] = own
                 if m["method"] not in ("tools/call", "resources/read") or "id" not in m:
@@ -775,11 +777,12 @@ def _mcp_http_finish(rows: list[dict], files: list[tuple[Path, dict]], state: di
     each file's notes (see :func:`_read_mcp_http`)."""
     clients, servers = state.get("clients", {}), state.get("servers", {})
 
-    def only(names: dict) -> str | None:   # a session whose initialize is not in the capture: the
-        known = set(names.values())        # capture's one client (server) if it names only one
-        return known.pop() if len(known) == 1 else None
+    def only(known: set) -> str | None:    # a session whose initialize is not in the capture: the
+        return known.pop() if len(known) == 1 else None  # capture's one client (server) if it names only one
 
-    any_client, any_server = only(clients), only(servers)
+    # (a client is named by its initialize request, whether or not the capture holds the answer)
+    any_client = only(set(clients.values()) | state.get("named", set()))
+    any_server = only(set(servers.values()))
     synth: dict[str, int] = {}
     for r in rows:
         sess = r["door_session"]
