@@ -478,6 +478,26 @@ def test_a_step_logged_without_arguments_agrees_by_tool_and_time_with_a_call_ano
     assert res.unclaimed_calls.empty
 
 
+def test_tool_and_time_never_pairs_a_step_with_a_call_whose_arguments_differ():
+    """t's read of x agrees by content with s2's call; s1 logged a read of y, then a read without
+    arguments.  In s1 the read of x is a tool-and-time candidate of the call without arguments
+    and t's read without arguments one of both calls: paired by rank within that group, the read
+    of x had taken the read of y (both logged, and they differ) and s1 went to t, matched with
+    margin 1, on a pair the arguments contradict."""
+    steps = steps_frame([("t", 1, "read", {"p": "x"}, None), ("t", 5, "read", {}, None)])
+    steps.loc[1, "args_key"] = None  # (the client's arguments did not parse)
+    calls = calls_frame([("s2", 1.1, "read", {"p": "x"}, None), ("s1", 1.2, "read", {"p": "y"}, None),
+                         ("s1", 5.1, "read", {}, None)])
+    calls.loc[2, "args_key"] = None
+    res = join_sessions(steps, calls, max_offset_s=0)
+    p = res.pairs
+    assert list(zip(p.door_session, p.step_seq, p.call_seq, p.how)) == [("s1", 1, 3, "tool_time")]
+    s = res.sessions.set_index("door_session")
+    assert s.loc["s1", "agreed"] == 1 and s.loc["s1", "status"] == "ambiguous"
+    sc = res.scores.set_index(["door_session", "transcript_id"])["agreed"].to_dict()
+    assert sc == {("s1", "t"): 1, ("s2", "t"): 1}
+
+
 def test_a_step_agrees_by_content_or_by_tool_and_time_in_one_session_never_both():
     """Within one (transcript, session) a step its content pairs hold is not paired again by tool
     and time, nor a call: s1's second read (logged without arguments) stays unclaimed."""

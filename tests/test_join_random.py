@@ -273,7 +273,10 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
                  if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and free(i, j) and ids_allow(i, j)}
         cands |= {(i, j) for i in s_pool if S[i]["args"] is None for j in c_args
                   if S[i]["tool"] == C[j]["tool"] and within_t(i, j) and free(i, j) and ids_allow(i, j)}
-        tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"], t_off) if within_t(*p)]
+        # (a group pairs by rank: only a candidate pair agrees — not a step and a call with other
+        # arguments, nor a pair the ids veto, met there through other candidates of the group)
+        tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"], t_off) if within_t(*p)
+                and p in cands]
     pairs = [(i, j, "content") for i, j in content] + [(i, j, "tool_time") for i, j in tool] + \
             [(i, j, "meta_id") for i, j in exact]
     # agreement per (transcript, session)

@@ -1999,10 +1999,19 @@ def join_sessions(
                         r, c = r[~bad], c[~bad]
                 cands.append((spos[ss[r]], cpos[CA.item[c]]))
         if cands:
-            sp, cp = _rank_pair(np.concatenate([x[0] for x in cands]), np.concatenate([x[1] for x in cands]),
-                                S2, C2, t_codes, s_codes, n_sx)
+            all_sp, all_cp = np.concatenate([x[0] for x in cands]), np.concatenate([x[1] for x in cands])
+            sp, cp = _rank_pair(all_sp, all_cp, S2, C2, t_codes, s_codes, n_sx)
+            # a group pairs its steps and calls by rank: a step with arguments and a call with
+            # other arguments (each a candidate with another item of the group), or a pair the
+            # ids veto, may meet there — no agreement: only a candidate pair is kept
+            n_cp = max(len(C2.item), 1)
+            cand_key = all_sp * n_cp
+            cand_key += all_cp
+            pair_key = sp * n_cp
+            pair_key += cp
             m2s, m2c = S2.item[sp], C2.item[cp]
             keep = np.abs(c_ms[m2c] - s_door[m2s]) <= window_ms
+            keep &= _in_sorted(_sorted(cand_key), pair_key)
             m2s, m2c = m2s[keep], m2c[keep]
             parts.append((m2s, m2c, HOW_TOOL_TIME, off if t_own is None and declared is None
                           else s_door[m2s] - s_ms[m2s]))
