@@ -1395,49 +1395,46 @@ def _result_pairs(r_idx: np.ndarray, r_door: np.ndarray, r_text: np.ndarray, r_b
     near = end >= r_door[ri] - window_ms
     # (the tests below that need no text, as arrays: a busy log can put many calls in a window)
     tool_r = r_tool[ri]
-    has_err = np.fromiter((isinstance(e, str) for e in c_error[ci]), bool, len(ci))
+    # (whether each call logged an error: once per call, not per candidate)
+    has_err = np.fromiter((isinstance(e, str) for e in c_error[c_sorted]), bool, len(c_sorted))[cj]
     near &= (tool_r < 0) | (tool_r == c_tool[ci])
     near &= has_err | (tool_r >= 0) | ((r_bytes[ri] > 0) & (r_bytes[ri] == c_bytes[ci]))
-    ri, ci, end = ri[near], ci[near], end[near]
+    ri, ci, end, err = ri[near], ci[near], end[near], has_err[near]
     if len(held) and len(ri):  # (a call a pair of the result's own transcript holds)
         q = ci * n_tx
         q += r_t[ri]
         free = ~_in_sorted(held, q)
-        ri, ci, end = ri[free], ci[free], end[free]
-    out_r, out_c, out_h, out_rank = [], [], [], []
-    for a, c, e in zip(ri.tolist(), ci.tolist(), end.tolist()):
-        tool_r, tool_k = int(r_tool[a]), int(c_tool[c])
-        if tool_r >= 0 and tool_r != tool_k:
-            continue
-        err = c_error[c]
-        if isinstance(err, str):
-            if not _texts_agree(r_text[a], err):
-                continue
-            how, tier = HOW_RESULT_TEXT, 0
-        elif tool_r >= 0:
-            how, tier = HOW_RESULT_TOOL, 1
-        elif r_bytes[a] > 0 and r_bytes[a] == c_bytes[c]:
-            how, tier = HOW_RESULT_SIZE, 2
-        else:
-            continue
-        dist = min(abs(int(r_door[a]) - int(c_ms[c])), abs(int(r_door[a]) - e))
-        out_r.append(a)
-        out_c.append(c)
-        out_h.append(how)
-        out_rank.append((tier, dist))
-    if not out_r:
+        ri, ci, end, err = ri[free], ci[free], end[free], err[free]
+    # (as arrays: every claim a result could make in a busy log is a candidate here — all the
+    # calls of its tool in the window, of every session — and only an error's text needs Python)
+    tool_r = r_tool[ri]
+    ok = np.ones(len(ri), bool)
+    tier = np.where(tool_r >= 0, 1, 2).astype(np.int64)
+    if err.any():
+        e_at = np.flatnonzero(err)
+        ok[e_at] = np.fromiter((_texts_agree(r_text[a], c_error[c]) for a, c in zip(ri[e_at].tolist(),
+                                                                                    ci[e_at].tolist())),
+                               bool, len(e_at))
+        tier[e_at] = 0
+    ok &= err | (tool_r >= 0) | ((r_bytes[ri] > 0) & (r_bytes[ri] == c_bytes[ci]))
+    ri, ci, end, tier = ri[ok], ci[ok], end[ok], tier[ok]
+    if not len(ri):
         return _EMPTY, _EMPTY, _EMPTY
-    best: dict[tuple[int, int], int] = {}  # (result, session) → its strongest, nearest candidate
-    for k, (a, c) in enumerate(zip(out_r, out_c)):
-        key = (a, int(c_session[c]))
-        if key not in best or out_rank[k] < out_rank[best[key]]:
-            best[key] = k
-    owner: dict[tuple[int, int], int] = {}  # (call, transcript) → the strongest, nearest result claiming it
-    for k in sorted(best.values(), key=lambda k: (out_rank[k], out_r[k])):
-        owner.setdefault((out_c[k], int(r_t[out_r[k]])), k)
-    keep = sorted(owner.values())
-    return (np.asarray([r_idx[out_r[k]] for k in keep], np.int64), np.asarray([out_c[k] for k in keep], np.int64),
-            np.asarray([out_h[k] for k in keep], np.int8))
+    dist = np.minimum(np.abs(r_door[ri] - c_ms[ci]), np.abs(r_door[ri] - end))
+    k = np.arange(len(ri))
+    # per result and door session its strongest, nearest candidate (of equal ones the first)
+    sess = c_session[ci].astype(np.int64)
+    o = np.lexsort((k, dist, tier, sess, ri))
+    first = np.r_[True, (ri[o][1:] != ri[o][:-1]) | (sess[o][1:] != sess[o][:-1])]
+    best = o[first]
+    # each call to the strongest, nearest result of each transcript claiming it
+    rt = r_t[ri[best]].astype(np.int64)
+    cb = ci[best]
+    o = np.lexsort((ri[best], dist[best], tier[best], rt, cb))
+    first = np.r_[True, (cb[o][1:] != cb[o][:-1]) | (rt[o][1:] != rt[o][:-1])] if len(o) else np.zeros(0, bool)
+    keep = np.sort(best[o[first]])
+    how = np.array([HOW_RESULT_TEXT, HOW_RESULT_TOOL, HOW_RESULT_SIZE], np.int8)[tier[keep]]
+    return r_idx[ri[keep]].astype(np.int64), ci[keep].astype(np.int64), how
 
 
 def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
