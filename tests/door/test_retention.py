@@ -695,7 +695,7 @@ def test_a_log_root_sharing_the_store_now_on_another_device_keeps_all_evidence(w
     """A volume not mounted leaves its mount point: an empty folder of the device below it. It
     had read as a log root with no sessions, so the evidence its door's sessions reference was
     removed. The record names the device the root was on; a root found on another is not read as
-    empty, and a door started on it records it anew."""
+    empty, and a door started on it does not record it anew."""
     import hashlib
     import os
 
@@ -714,10 +714,18 @@ def test_a_log_root_sharing_the_store_now_on_another_device_keeps_all_evidence(w
     assert rep.evidence_removed == [] and world["store"].has(d["only_old"])
     assert any(line.startswith(f"could not read {mnt}, a log root that shares the evidence store (it is on another "
                                "device than when its door recorded it: a volume not mounted (its empty mount "
-                               "point)? A door started on it records it anew)") for line in rep.lines())
+                               "point)?)") for line in rep.lines())
     assert "kept all evidence: a session that could not be read may still reference it" in rep.lines()
-    # a door started there records it anew: an empty root then, read as such
-    register_log_root(ev, mnt)
+    # a door started on the empty mount point does not make it the root (the volume's sessions
+    # would lose their evidence at the next prune): the record stays, and the door is told why
+    warning = register_log_root(ev, mnt)
+    assert warning == (f"{os.path.realpath(mnt)} is on another device than the evidence store recorded for it "
+                       f"({record}): a volume not mounted yet? prune keeps all evidence while it is so; if the log "
+                       "root moved for good, remove that record and start the door again")
+    assert record.read_bytes().endswith(b"\0dev=%d" % (here + 1))
+    # moved for good: the record removed, the next door records the root where it is now
+    record.unlink()
+    assert register_log_root(ev, mnt) is None
     assert record.read_bytes().endswith(b"\0dev=%d" % here)
     _session(world["root"], "deployer", "old3", NOW - timedelta(days=90), [d["only_old"]])
     rep = prune(world["root"], timedelta(days=30), evidence=ev)

@@ -131,7 +131,9 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
 
         store = EvidenceStore(evidence)
         try:  # so that `replaybook prune` of another log root keeps what this one references
-            register_log_root(evidence, log_root)
+            warning = register_log_root(evidence, log_root)
+            if warning:
+                click.echo(f"replaybook door: warning: {warning}", err=True)
         except OSError as exc:
             click.echo(f"replaybook door: cannot record the log root in the evidence store: {exc}", err=True)
     click.echo(f"replaybook door: session {log.session}, log {log.path}"

@@ -377,10 +377,16 @@ def _linked(path: Path) -> SessionInfo:
     return info
 
 
-def register_log_root(evidence: str | Path, log_root: str | Path) -> None:
+def register_log_root(evidence: str | Path, log_root: str | Path) -> str | None:
     """Record in the evidence store ``evidence`` that the doors of ``log_root`` keep objects in
-    it (``<evidence>/log-roots/<sha256 of the log root's real path>``, holding that path), so
-    that :func:`prune` of another log root keeps what this one's sessions reference.
+    it (``<evidence>/log-roots/<sha256 of the log root's real path>``, holding that path and the
+    device it is on), so that :func:`prune` of another log root keeps what this one's sessions
+    reference.
+
+    A record naming another device is never replaced: a door started on the empty mount point
+    of a volume not mounted yet would otherwise make that folder the root, and prune would
+    remove what the volume's sessions reference.  Such a record is left as it is and a warning
+    is returned (``None`` otherwise) saying how to record the root anew if it moved for good.
 
     Raises:
         OSError: the record cannot be written.
@@ -389,21 +395,27 @@ def register_log_root(evidence: str | Path, log_root: str | Path) -> None:
     folder = Path(evidence) / _LOG_ROOTS
     folder.mkdir(parents=True, exist_ok=True)
     p = folder / hashlib.sha256(os.fsencode(real)).hexdigest()
-    # the path, then the device it is on: a volume unmounted leaves its mount point, an empty
-    # folder of another device, which must not read as a log root with no sessions
     try:  # (a root its door has not made yet: the path alone, the device recorded at the next start)
-        record = os.fsencode(real) + b"\0dev=%d" % os.stat(real).st_dev
+        dev: int | None = os.stat(real).st_dev
     except FileNotFoundError:
-        record = os.fsencode(real)
+        dev = None
+    record = os.fsencode(real) + (b"\0dev=%d" % dev if dev is not None else b"")
     try:
         with open(p, "rb") as fh:
-            if fh.read(8192) == record:
-                return
+            had = fh.read(8192)
     except OSError:
-        pass
+        had = None
+    if had == record:
+        return None
+    old = had.partition(b"\0")[2] if had is not None else b""
+    if re.fullmatch(rb"dev=[0-9]+", old) and (dev is None or int(old[4:]) != dev):
+        return (f"{real} is on another device than the evidence store recorded for it ({p}): a volume "
+                "not mounted yet? prune keeps all evidence while it is so; if the log root moved for good, "
+                "remove that record and start the door again")
     tmp = folder / f".tmp-{os.getpid()}-{p.name[:16]}"
     tmp.write_bytes(record)
     os.replace(tmp, p)
+    return None
 
 
 def _shared_roots(evidence: Path, log_root: Path) -> tuple[list[tuple[Path, int | None]], bool]:
@@ -455,7 +467,7 @@ def _shared_sessions(root: Path, exclude: Iterable[Path] = (), dev: int | None =
     if dev is not None and st.st_dev != dev:
         return [SessionInfo(root, None, status="unreadable",
                             why="it is on another device than when its door recorded it: a volume not mounted "
-                                "(its empty mount point)? A door started on it records it anew")]
+                                "(its empty mount point)?")]
     return _linked_folder(root, [p for p in exclude if os.path.realpath(p) != os.path.realpath(root)])
 
 
