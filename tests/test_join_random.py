@@ -11,8 +11,9 @@ and the sparse matcher's shortcut against the plain solver.
 from __future__ import annotations
 
 import statistics
-from itertools import combinations
 from datetime import datetime, timedelta, timezone
+from fractions import Fraction
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -291,7 +292,9 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
     sessions = sorted({c["s"] for c in C})
 
     def best(forbid=None):
-        """Every one-to-one assignment: the best (total agreement, -total proximity penalty)."""
+        """Every one-to-one assignment: the best (total agreement, -total proximity penalty).  The
+        penalties are summed as exact fractions: two assignments whose medians add up alike are
+        tied, which float sums (0.2 against 1/30 + 1/6) would tell apart by their rounding."""
         out = []
 
         def rec(k, used_t, tot, pen, chosen):
@@ -303,9 +306,9 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
             for (t, s2), (a, _, m) in edges.items():
                 if s2 == s and t not in used_t and (t, s) != forbid:
                     chosen[s] = t
-                    rec(k + 1, used_t | {t}, tot + a, pen + min(m / max(W, 1), 1.0), chosen)
+                    rec(k + 1, used_t | {t}, tot + a, pen + min(Fraction(m) / max(W, 1), 1), chosen)
                     del chosen[s]
-        rec(0, frozenset(), 0, 0.0, {})
+        rec(0, frozenset(), 0, Fraction(0), {})
         return out
 
     alls = best()
@@ -496,7 +499,7 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
                          + [(s, True, False, False) for s in range(100, 124)]
                          + [(s, False, True, False) for s in range(200, 212)]
                          + [(s, True, True, False) for s in range(300, 306)]
-                         + [(s, True, False, True) for s in range(400, 412)]
+                         + [(s, True, False, True) for s in [*range(400, 412), 32]]
                          + [(s, False, False, False) for s in range(500, 512)])
 def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
     rng = np.random.default_rng(seed)
@@ -606,6 +609,38 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
             assert res.offset_ms is None
         else:
             assert res.offset_ms == pytest.approx(float(np.median(timed.delta_ms)))
+
+
+def test_assignments_whose_medians_add_up_alike_are_tied_whatever_the_float_sums_say():
+    """Two sessions both agree best with t2 (3 steps: 2 s and 0 s median |Δt|) and once with t1
+    (12 s and 10 s).  Either way round the total agreement is 4 and the medians add up to 12 s, so
+    neither assignment is nearer: a tie, each session's margin 0.  Summed as floats the penalties
+    differ in their last bit (1/30 + 1/6 = 0.19999999999999998 against 0.2): the reference sums
+    them exactly so as not to call one of them the only best."""
+    p0 = {"path": "p0"}
+    steps = STEPS.build([dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(seconds=sec),
+                              kind="tool_call", tool_raw=f"mcp__door__{tool}", server="door", tool=tool,
+                              call_id=cid, arguments=p0, args_key=canonical_args(p0))
+                         for i, (t, sec, tool, cid) in enumerate([
+                             ("t2", 46, "list", "toolu_1"), ("t2", 62, "list", "toolu_2"), ("t2", 53, "read", "toolu_6"),
+                             ("t2", 60, "list", "toolu_7"), ("t2", 60, "read", "toolu_x25"),
+                             ("t1", 50, "list", "toolu_x69")])])
+    calls = CALLS.build([dict(door_session=s, agent="analyst", seq=i + 1, ts=T0 + timedelta(seconds=sec), tool=tool,
+                              arguments=p0, args_key=canonical_args(p0), decision="allow", meta_call_id=meta)
+                         for i, (s, sec, tool, meta) in enumerate([
+                             ("s0", 222, "list", None), ("s0", 208, "list", "toolu_1"), ("s0", 224, "list", "toolu_2"),
+                             ("s2", 220, "read", None), ("s2", 214, "read", "toolu_6"), ("s2", 220, "list", None)])])
+    res = J.join_sessions(steps, calls)
+    assert sorted(zip(res.scores.door_session, res.scores.transcript_id, res.scores.agreed,
+                      res.scores.median_abs_delta_ms)) == [("s0", "t1", 1, 12000.0), ("s0", "t2", 3, 2000.0),
+                                                            ("s2", "t1", 1, 10000.0), ("s2", "t2", 3, 0.0)]
+    ref = brute_join(steps, calls)
+    assert ref["best_total"] == 4
+    assert sorted(ref["winners"], key=lambda w: w["s0"]) == [{"s0": "t1", "s2": "t2"}, {"s0": "t2", "s2": "t1"}]
+    assert res.assignments() in ref["winners"]
+    s = res.sessions.set_index("door_session")
+    assert s.margin.to_dict() == {"s0": 0.0, "s2": 0.0}
+    assert s.status.to_dict() == {"s0": "ambiguous", "s2": "ambiguous"}
 
 
 def test_many_sessions_repeating_the_same_call_at_the_same_time():
