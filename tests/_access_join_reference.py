@@ -50,13 +50,17 @@ from replaybook.errors import JoinError
 from replaybook.frames import ACCESS, ACCESS_DUPLICATES, ACCESS_LINKS, UTC
 
 
-def _object_match(access_uri: str | None, access_action: str, call_uri: str | None) -> bool:
-    """The access row's resource is what a call on ``call_uri`` reaches (module docstring,
-    "Objects")."""
+def _object_match(access_uri: str | None, access_action: str, call_uri: str | None, tool: str | None = None) -> bool:
+    """The access row's resource is what a call (``tool``) on ``call_uri`` reaches (module
+    docstring, "Objects")."""
     if not access_uri or not call_uri:
         return False
-    if access_uri == call_uri or (access_uri == call_uri + "/" and access_uri not in ("s3://", "gs://", "az://")):
-        return True  # the call's URI, or its folder marker (the door logs a folder without its slash)
+    if access_uri == call_uri:
+        return True
+    if access_uri == call_uri + "/" and access_uri not in ("s3://", "gs://", "az://"):
+        # its folder marker (the door logs a folder without its slash): a write or delete of it
+        # only a call that changes objects explains
+        return access_action not in ("write", "delete") or operation_kinds_agree(tool, access_action)
     if access_action in ("list", "head"):
         # a listing or stat of the folder the call names, or of what is in it: the call's URI
         # may name the folder without its slash (an object equal to a storage_map key written
@@ -233,7 +237,7 @@ def join_access(
                 found.update(by_uri.get(uri + "/", ()))
             if action == "list" and uri.endswith("/"):
                 found.update(i for u, i in folder_calls if u.startswith(uri))
-        idx = np.array(sorted(i for i in found if any(_object_match(uri, action, u) for u in c_uris[i])),
+        idx = np.array(sorted(i for i in found if any(_object_match(uri, action, u, tools[i]) for u in c_uris[i])),
                        dtype=np.int64)
         st = np.where(valid[idx], start_ns[idx], np.iinfo(np.int64).max) if len(idx) else np.zeros(0, np.int64)
         o = np.argsort(st, kind="stable")
@@ -446,7 +450,7 @@ def join_access(
                     why = not_theirs(usable[0])
             else:
                 fitting = [i for i in usable if fits(i, t, res, kind)
-                           and any(_object_match(uri, action, u) for u in c_uris[i])]
+                           and any(_object_match(uri, action, u, tools[i]) for u in c_uris[i])]
                 pool = [i for i in fitting if theirs(i)]
                 if pool:
                     chosen, how = min(pool, key=lambda i: rank(i, t, res)), "correlation+object+time"
@@ -532,7 +536,7 @@ def join_access(
             "action": r["action"],
             "outcome": r["outcome"],
             "resource_uri": r["resource_uri"],
-            "call_uri": next((u for u in c_uris[chosen] if _object_match(uris[pos], actions[pos], u)),
+            "call_uri": next((u for u in c_uris[chosen] if _object_match(uris[pos], actions[pos], u, tools[chosen])),
                              c_uri[chosen]),
             "call_ts": c_start.iat[chosen],
             "access_ts": a_ts.iat[pos],

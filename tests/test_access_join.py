@@ -357,3 +357,22 @@ def test_a_bucket_level_listing_is_not_warned_of_as_a_prefix_no_request_has():
     assert list(res.links["request_id"]) == ["a1"]
     assert res.warnings == ["storage_map 'other/' → 'gs://elsewhere/other/' names a storage prefix no request in the "
                             "access logs has: no call on those objects can be linked"]
+
+
+@pytest.mark.parametrize("tool", ["list_folder", "read_file", "get_file_info"])
+@pytest.mark.parametrize("action", ["write", "delete"])
+def test_a_folder_markers_change_is_not_a_reading_calls(tool, action):
+    """A listing, read or stat of ``demo/newdir`` creates or deletes no folder marker: the marker's
+    PutObject / DeleteObject made meanwhile stays a request no door call explains (a read of the
+    marker, or a listing of the folder, is still that call's)."""
+    calls = CALLS.build([{"door_session": "s", "agent": "analyst", "seq": 1, "ts": "2026-09-13T10:00:05Z",
+                          "ts_end": "2026-09-13T10:00:06Z", "tool": tool, "object": "demo/newdir",
+                          "decision": "allow", "rule": "r", "arguments": {}}])
+    access = ACCESS.build([{"ts": pd.Timestamp("2026-09-13T10:00:05Z"), "time_kind": "received",
+                            "source": "aws.s3_access", "principal": ROLE, "action": act,
+                            "resource_uri": "s3://acme-data/demo/newdir/", "outcome": "allowed", "request_id": f"R{i}",
+                            "raw": {}} for i, act in enumerate([action, "read", "list"])])
+    res = join_access(calls, access, storage_map=SMAP, offset_s=0)
+    assert list(res.links["request_id"]) == ["R1", "R2"]
+    assert list(res.unexplained["request_id"]) == ["R0"]
+    assert res.unexplained["why"].iat[0] == "no door call on this object"

@@ -728,10 +728,27 @@ def join_access(
         ptr, ru = (rel.ptr, rel.u) if indexed else (rel.ptr_all, rel.u_all)
         return tables.pairs(ptr, ru, key[rows], lo, hi, dedupe=dedupe, n_calls=n_c, cap=cap)
 
+    # a write or delete of a folder marker (``demo/newdir/``) that is not itself one of the URIs
+    # of a call on ``demo/newdir``: a change no listing or read of that folder made
+    where_uri = {u: j for j, u in enumerate(uris_of_calls)}
+    marker_k = np.array([bool(u) and u.endswith("/") and u not in _SCHEMES and u[:-1] in where_uri
+                         for u in key_uri_names] + [False], bool)
+    exact_k = np.array([where_uri.get(u, -1) if u else -1 for u in key_uri_names] + [-1], np.int64)
+    call_has = set((cu_call.astype(np.int64) * max(len(uris_of_calls), 1) + cu_uri.astype(np.int64)).tolist())
+
     def batch_ok(row: np.ndarray, call: np.ndarray) -> np.ndarray:
         """A keyless batch (``row``) is only a call's that changes objects (or whose tool is not
-        known); every other request, any call's its object matches."""
-        return ~batch[row] | (c_kind[call] != _READ)
+        known); so is a write or delete of a folder marker that only its folder's call reaches
+        (a listing of ``demo/newdir`` does not create or delete ``demo/newdir/``); every other
+        request, any call's its object matches."""
+        ok = ~batch[row] | (c_kind[call] != _READ)
+        k = key[row] if len(row) else np.zeros(0, np.int64)
+        chk = marker_k[k] & (a_kind[row] == _CHANGE) & (c_kind[call] == _READ)
+        if chk.any():
+            at = np.flatnonzero(chk)
+            code = call[at].astype(np.int64) * max(len(uris_of_calls), 1) + exact_k[k[at]]
+            ok[at] &= np.array([exact_k[k[i]] >= 0 and int(q) in call_has for i, q in zip(at, code)], bool)
+        return ok
 
     def fits(call: np.ndarray, t: np.ndarray, res: np.ndarray, recv: np.ndarray) -> np.ndarray:
         """The requests (logged at ``t``, door clock, within ``res`` ns) fit the calls' windows."""
@@ -973,6 +990,20 @@ def join_access(
     if len(b_rest):  # a keyless batch: the nearest call that changes objects under its folder
         changes = _CallTables(cu_call, cu_uri, valid, c_kind != _READ, start_ns, only_refused=True, uniq=tables.uniq)
         nearest[b_rest] = _nearest(rel, changes, key[un_pos[b_rest]], t_un[b_rest])
+    # a folder marker's write or delete: not near a call that only read or listed its folder
+    m_rest = rest_rows[marker_k[key[un_pos[rest_rows]]] & (a_kind[un_pos[rest_rows]] == _CHANGE)
+                       & ~batch[un_pos[rest_rows]] & (nearest[rest_rows] >= 0)]
+    if len(m_rest):
+        keep = batch_ok(un_pos[m_rest], nearest[m_rest])
+        redo = m_rest[~keep]
+        for k in np.unique(key[un_pos[redo]]):  # the calls that change objects, or hold the marker itself
+            at = redo[key[un_pos[redo]] == k]
+            own = np.zeros(n_c, bool)
+            if exact_k[k] >= 0:
+                own[cu_call[cu_uri == exact_k[k]]] = True
+            fit = _CallTables(cu_call, cu_uri, valid, (c_kind != _READ) | own, start_ns, only_refused=True,
+                              uniq=tables.uniq)
+            nearest[at] = _nearest(rel, fit, key[un_pos[at]], t_un[at])
     door_principal = None
     if all_patterns:
         door_principal = np.array([_principal_match(p, all_patterns) for p in who_names] + [False], bool)
