@@ -616,6 +616,42 @@ def test_an_answer_naming_its_requests_id_as_text_or_number_is_that_requests(hos
     assert "which no request is waiting for" not in hostile["err"]()
 
 
+def test_a_late_answer_to_a_cancelled_call_never_settles_the_call_of_its_ids_number(hostile):
+    """Calls "5" and 5 in flight, "5" cancelled: the server's late answer to "5" is the cancelled
+    call's (not relayed), never call 5's — which would reach the client and the log as 5's result."""
+    import time
+
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.initialize()
+    door.request("tools/call", {"name": "slow", "arguments": {"path": "demo/a", "seconds": 0.5}}, rid="5")
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/b"}}, rid=5)
+    door.notify("notifications/cancelled", {"requestId": "5", "reason": "Esc"})
+    time.sleep(1.5)
+    assert door.call("echo", {"path": "demo/c"}, rid=9)["id"] == 9  # (nothing was relayed before it)
+    lines = validate_lines(hostile["log"]())
+    assert [(o["arguments"]["path"], o["rows"], o["error"]) for o in lines] == [
+        ("demo/a", None, "cancelled by the client before the answer: Esc"), ("demo/c", 1, None)]
+    assert "answered id '5', which no request is waiting for" in hostile["err"]()
+
+
+def test_a_cancelled_passed_through_request_is_not_the_call_of_its_ids_number(hostile):
+    """A cancellation of request "5" (a ping passed through) while call 5 is in flight cancels
+    the ping only: call 5 is answered and logged with its own result."""
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.initialize()
+    door.request("tools/call", {"name": "slow", "arguments": {"path": "demo/b", "seconds": 0.5}}, rid=5)
+    door.request("ping", {"_garble": []}, rid="5")  # (the server never answers it)
+    door.notify("notifications/cancelled", {"requestId": "5", "reason": "gave up the ping"})
+    got = door.recv()
+    assert got["id"] == 5 and got["result"]["content"][0]["text"] == "slow done"
+    lines = validate_lines(hostile["log"]())
+    assert [(o["arguments"]["path"], o["rows"], o["error"]) for o in lines] == [("demo/b", 1, None)]
+
+
 def test_an_answer_that_is_not_json_rpc_is_answered_with_an_error_and_logged(hostile):
     import sys
     import time

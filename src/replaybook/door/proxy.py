@@ -224,6 +224,9 @@ class Door:
         self._asking: dict[Any, _Call] = {}  # client request id → a call waiting for its user's answer
         self._n_asks = 0
         self._asked: set[str] = set()       # every question's id (a late answer to one is not the server's)
+        #: ids of calls the client cancelled whose answer has not come: a late answer naming one
+        #: is that call's, never another request's whose id is its text or number (:meth:`_as_asked`)
+        self._cancelled_ids: set = set()
         self._tg = None                     # the relay's task group (a question waits in its own task)
         #: the server reads this machine's filesystem (the door started it): a path is decided
         #: on the object it reaches through symlinks too (:meth:`.Rules.decide`)
@@ -473,6 +476,8 @@ class Door:
         rid = params.get("requestId")
         if not isinstance(rid, (int, str)) or isinstance(rid, bool):
             return
+        if rid in self._passing:  # a request passed through (tools/list …): nothing to log here
+            return
         if rid not in self.pending and rid not in self._asking and isinstance(rid, str):
             try:
                 rid = int(rid)
@@ -484,6 +489,7 @@ class Door:
             why += f": {safe_str(reason)[:300]}"
         call = self.pending.pop(rid, None)
         if call is not None:
+            self._cancelled_ids.add(rid)
             self._write(self._record(call, error=why))
             return
         call = self._asking.get(rid)
@@ -760,6 +766,7 @@ class Door:
                 if call is not None:
                     msg = self._complete(call, msg)
                 elif self._passing.pop(msg.id, None) is None:
+                    self._cancelled_ids.discard(msg.id)
                     # an answer to no request in flight (a refused id, a second answer, an id the
                     # client has not used yet): relayed, it would reach the client unlogged
                     _say(f"the MCP server answered id {msg.id!r}, which no request is waiting for: not passed on")
@@ -780,8 +787,8 @@ class Door:
         with the id as the server wrote it is in flight too.  (An answer that is not JSON-RPC
         settles only a request of its own id and type, :func:`_broken_answer`.)"""
         rid = msg.id
-        if rid in self.pending or rid in self._passing:
-            return msg
+        if rid in self.pending or rid in self._passing or rid in self._cancelled_ids:
+            return msg  # (an answer to a call the client cancelled: that call's, relayed to no one)
         if isinstance(rid, str):
             try:
                 other = int(rid)
