@@ -70,7 +70,8 @@ source and destination) reaches each of them.  An access row matches a call when
 
 * equals the call's URI, or is its folder marker (``s3://acme-data/demo/newdir/`` for a call on
   ``demo/newdir``: the door logs a folder without its slash, and a client creates, reads or
-  deletes a folder of object storage as the object ``newdir/``), or
+  deletes a folder of object storage as the object ``newdir/``; its write or delete only for a
+  call that changes objects — a listing of ``demo/newdir`` creates no folder), or
 * is that URI as a folder, or lies under it, or is the call's folder written without its
   slash (``s3://acme-data/demo`` for ``s3://acme-data/demo/``: ``aws s3 ls s3://acme-data/demo``
   lists ``prefix=demo``), and the access is a ``list`` or ``head``: a folder listing may page,
@@ -1314,7 +1315,8 @@ class _Relation:
             us.append(pos[hit].astype(np.int64))
             ind.append(np.ones(len(hit), bool))
             # the folder marker of the call's URI (``demo/newdir/`` for a call on ``demo/newdir``:
-            # the door logs a folder without its slash), whatever the request did to it
+            # the door logs a folder without its slash); its write or delete only a call that
+            # changes objects explains (``batch_ok`` in ``join_access``)
             mk = [k for k in range(n_k) if key_uri[k] and key_uri[k].endswith("/") and key_uri[k] not in _SCHEMES]
             if mk:
                 pos = pd.Index(u_arr, dtype=object).get_indexer(np.array([key_uri[k][:-1] for k in mk], dtype=object))
