@@ -532,3 +532,31 @@ def test_a_directory_buckets_requests_are_storage_requests(tmp_path, shape):
     assert list(f["resource_uri"]) == ["s3://acme--euw1-az1--x-s3/demo/c.csv", "s3://acme--euw1-az1--x-s3/demo/d e.csv",
                                        "s3://acme--euw1-az1--x-s3/"]
     assert list(f["action"]) == ["read", "read", "list"]
+
+
+@pytest.mark.parametrize("shape", ["delivery", "jsonl"])
+def test_a_directory_buckets_create_session_is_no_storage_request(tmp_path, shape):
+    """A directory bucket's SDK calls CreateSession for session credentials before its reads and
+    writes (every few minutes): CloudTrail logs it from ``s3express.amazonaws.com`` on the bucket.
+    It reaches no object and no door call makes it, so it is another cloud event (its ARN kept),
+    not a storage request every agent's read from such a bucket would leave unexplained."""
+    from replaybook.access_join import join_access, on_storage
+    from replaybook.frames import CALLS
+
+    session = {**_express(None), "eventName": "CreateSession", "requestID": "XS"}
+    recs = [session, _express("demo/c.csv")]
+    p = tmp_path / "ct.json"
+    if shape == "delivery":
+        p.write_text(json.dumps({"Records": recs}, separators=(",", ":")))
+    else:
+        p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    f = load_cloudtrail(p).frame
+    assert list(f["resource_uri"]) == ["arn:aws:s3express:eu-west-1:123456789012:bucket/acme--euw1-az1--x-s3",
+                                       "s3://acme--euw1-az1--x-s3/demo/c.csv"]
+    assert [on_storage(u) for u in f["resource_uri"]] == [False, True]
+    calls = CALLS.build([{"door_session": "s", "agent": "analyst", "seq": 1, "ts": "2026-09-13T10:00:05Z",
+                          "ts_end": "2026-09-13T10:00:06Z", "tool": "read_file", "object": "demo/c.csv",
+                          "decision": "allow", "rule": "r", "arguments": {}}])
+    res = join_access(calls, f, storage_map={"demo/": "s3://acme--euw1-az1--x-s3/demo/"}, offset_s=0)
+    assert list(res.links["request_id"]) == ["Xdemo/c.csv"]
+    assert [on_storage(u) for u in res.unexplained["resource_uri"]] == [False]  # (an other service's event)

@@ -181,7 +181,7 @@ def _fields(r, _rsn=_RSN, _arn_uri=_ARN_URI, _types=ct._TYPES, _s3_actions=ct.S3
                 corr = None
     nbytes = None
     es = r.get("eventSource")
-    if es.__class__ is str and es in ct.S3_EVENT_SOURCES:
+    if ct.is_storage_event(es, en):
         action = _s3_actions.get(en, "other")
         uri = None
         res = r.get("resources")
@@ -561,7 +561,7 @@ def _tfields(r: _Rec, text, _types=ct._TYPES, _s3_actions=ct.S3_ACTIONS,
             corr = None
     nbytes = None
     res = r.resources
-    if r.eventSource in ct.S3_EVENT_SOURCES:
+    if ct.is_storage_event(r.eventSource, en):
         action = _s3_actions.get(en, "other")
         uri = None
         if res:

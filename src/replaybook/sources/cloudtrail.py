@@ -161,6 +161,16 @@ _S3_EXPRESS_ARN = re.compile(r"^arn:aws[\w-]*:s3express:[^:/]*:[^:/]*:bucket/([^
 #: ``eventSource`` of S3's requests: general purpose buckets, and directory buckets (S3 Express
 #: One Zone), whose data events CloudTrail logs from ``s3express.amazonaws.com``
 S3_EVENT_SOURCES = frozenset({"s3.amazonaws.com", "s3express.amazonaws.com"})
+#: ``(eventSource, eventName)`` of S3 events that are no storage request: a directory bucket's
+#: ``CreateSession`` hands out the session credentials its SDK asks for before its reads and
+#: writes (as STS's ``AssumeRole`` does) — no door call makes it, and it reaches no object
+NOT_STORAGE = frozenset({("s3express.amazonaws.com", "CreateSession")})
+
+
+def is_storage_event(source: object, name: object) -> bool:
+    """A record of ``eventSource`` ``source`` and ``eventName`` ``name`` is a storage request:
+    an S3 event (:data:`S3_EVENT_SOURCES`) other than those of :data:`NOT_STORAGE`."""
+    return source.__class__ is str and source in S3_EVENT_SOURCES and (source, name) not in NOT_STORAGE
 _OBJECT_TYPES = ("AWS::S3::Object", "AWS::S3Express::Object")
 _DIGEST_KEYS = ("digestStartTime", "digestEndTime", "logFiles", "digestSignatureAlgorithm")
 _WRAPPERS = ("Records", "Events")
@@ -308,7 +318,7 @@ def _row(rec: dict, env: dict | None, path: str, line_no: int | None,
     row["principal"], row["principal_type"] = _principal(ui)
     row["action_raw"] = en
     source = rec.get("eventSource")
-    is_s3 = isinstance(source, str) and source in S3_EVENT_SOURCES  # (a list or object must not crash the load)
+    is_s3 = is_storage_event(source, en)  # (a list or object must not crash the load)
     if is_s3:
         row["action"] = S3_ACTIONS.get(en, "other")
         row["resource_uri"] = _s3_uri(rec)
