@@ -34,7 +34,9 @@ One row per CloudTrail record — storage events and all others (``DescribeInsta
 ``AssumeRole`` …), so nothing is dropped; only S3 events get storage URIs: those of
 ``eventSource`` ``s3.amazonaws.com`` and, for directory buckets (S3 Express One Zone),
 ``s3express.amazonaws.com`` (:data:`S3_EVENT_SOURCES`; a directory bucket's object ARN
-``arn:aws:s3express:<region>:<account>:bucket/<name>/<key>`` is ``s3://<name>/<key>``).
+``arn:aws:s3express:<region>:<account>:bucket/<name>/<key>`` is ``s3://<name>/<key>``) — but
+not a directory bucket's ``CreateSession``, the session credentials its SDK asks for before
+its reads and writes (:data:`NOT_STORAGE`: another cloud event, with the bucket's ARN).
 
 ===============  ==========================================================================
 column           from
@@ -114,7 +116,7 @@ from ._cloud import (
 )
 from .registry import Source, register
 
-__all__ = ["load_cloudtrail", "sniff", "S3_ACTIONS", "S3_EVENT_SOURCES", "KEYLESS_BATCH_ACTIONS", "LOADER", "SOURCE"]
+__all__ = ["load_cloudtrail", "sniff", "S3_ACTIONS", "S3_EVENT_SOURCES", "NOT_STORAGE", "is_storage_event", "KEYLESS_BATCH_ACTIONS", "LOADER", "SOURCE"]
 
 #: Registry name, quarantine ``loader`` and ``access.source`` value.
 LOADER = SOURCE = "aws.cloudtrail"
