@@ -359,6 +359,23 @@ def test_a_bucket_level_listing_is_not_warned_of_as_a_prefix_no_request_has():
                             "access logs has: no call on those objects can be linked"]
 
 
+def test_an_s3_bucket_level_listing_hides_no_typo_in_the_storage_map():
+    """An S3 listing names its prefix: one of the whole bucket (`aws s3 ls s3://acme-data/`) had
+    silenced the warning for a storage_map prefix with a typo in it (dmeo/), which no request
+    has — only a GCS audit log's bucket-level listing stands for its folders."""
+    calls = CALLS.build([{"door_session": "s", "agent": "analyst", "seq": 1, "ts": "2026-09-13T10:00:10Z",
+                          "ts_end": "2026-09-13T10:00:11Z", "tool": "read_file", "object": "demo/a.csv",
+                          "decision": "allow", "rule": "r", "arguments": {}}])
+    access = ACCESS.build([{"ts": pd.Timestamp("2026-09-13T10:00:10.3Z"), "time_kind": "received",
+                            "source": "aws.s3_access", "principal": ROLE, "action": act, "resource_uri": uri,
+                            "outcome": "allowed", "request_id": f"R{i}", "raw": {}}
+                           for i, (act, uri) in enumerate([("read", "s3://acme-data/demo/a.csv"),
+                                                           ("list", "s3://acme-data/")])])
+    res = join_access(calls, access, storage_map={"demo/": "s3://acme-data/dmeo/"}, offset_s=0)
+    assert res.warnings == ["storage_map 'demo/' → 's3://acme-data/dmeo/' names a storage prefix no request in the "
+                            "access logs has: no call on those objects can be linked"]
+
+
 @pytest.mark.parametrize("tool", ["list_folder", "read_file", "get_file_info"])
 @pytest.mark.parametrize("action", ["write", "delete"])
 def test_a_folder_markers_change_is_not_a_reading_calls(tool, action):

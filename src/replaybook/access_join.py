@@ -1520,9 +1520,11 @@ def settings_matching_nothing(access: pd.DataFrame, storage_map: Mapping[str, st
         return []
     out: list[str] = []
     uris = [u for u in pd.unique(access["resource_uri"].dropna().astype(str))]
-    # a listing of a folder above the prefix reaches the calls on it too (GCS audit logs record a
-    # listing at bucket level, whatever its prefix: "Objects" in the module docstring)
-    listed = access["resource_uri"].where(access["action"].astype("string") == "list")
+    # a GCS audit log's listing of a folder above the prefix reaches the calls on it too (it
+    # records a listing at bucket level, whatever its prefix: "Objects" in the module docstring);
+    # an S3 or Azure listing names its prefix, so a bucket-level one there hides no typo
+    listed = access["resource_uri"].where((access["action"].astype("string") == "list")
+                                          & (access["source"].astype("string") == "gcp.audit"))
     above = [u for u in pd.unique(listed.dropna().astype(str)) if u.endswith("/") and u not in _SCHEMES]
     for prefix, target in (storage_map or {}).items():
         if isinstance(target, str) and not any(u.startswith(target) for u in uris) \
