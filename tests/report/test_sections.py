@@ -1040,6 +1040,25 @@ def test_arguments_a_gateway_logged_but_could_not_compare_are_shown():
     assert "(as logged; not compared)" in h and h.count("(as logged; not compared)") == 1  # none for no arguments
 
 
+def test_what_the_door_logged_instead_of_arguments_is_shown():
+    """A refused call whose arguments were not an object (``["/etc/shadow"]``) or too large to log
+    had read "—" in both tables: the door's record of its target, or of its size and digest, was
+    in the frame and not on the page."""
+    t = pd.Timestamp("2026-11-20T14:00:00Z")
+    calls = CALLS.build([
+        dict(door_session="g", seq=1, ts=t, tool="write_file", decision="deny", rule="door:arguments-too-large",
+             arguments=None, arguments_bytes=2_500_000, arguments_digest="sha256:" + "ab" * 32),
+        dict(door_session="g", seq=2, ts=t, tool="read_file", decision="deny", rule="door:invalid-arguments",
+             arguments=None, arguments_invalid='["/etc/shadow"]'),
+        dict(door_session="g", seq=3, ts=t, tool="list", decision="allow", arguments=None)])
+    for h in (S.refused_calls(calls), S.session_calls(calls, None, "g")):
+        h = html.unescape(re.sub("<wbr/>", "", h))
+        assert '["/etc/shadow"] (as logged: not an object, so not compared)' in h
+        assert f"not logged: 2,500,000 bytes, too large; sha256:{'ab' * 32} of them, not compared" in h
+    h = html.unescape(re.sub("<wbr/>", "", S.session_calls(calls, None, "g")))
+    assert h.count("not logged") == 1 and h.count("not an object") == 1  # nothing for a gateway that logs none
+
+
 def test_arguments_are_shown_as_logged_with_what_the_join_compared():
     """Tables had shown only the canonical text: a reviewer never saw the log's own
     ``{"sql": …, "limit": 1.0}``, nor that the pair matched only after canonical form."""

@@ -482,6 +482,24 @@ def _frame_name(column: str) -> str:
     return column[: -len("_html")] if column.endswith("_html") else column
 
 
+def _not_logged_words(df: pd.DataFrame, i: int) -> str | None:
+    """What the door logged in place of row ``i``'s arguments (``calls`` columns
+    ``arguments_invalid``, ``arguments_bytes`` + ``arguments_digest``, ``message_bytes``), in
+    words; None when it logged none of them."""
+    def get(col: str) -> Any:
+        return None if col not in df.columns or _isna(df[col].iat[i]) else df[col].iat[i]
+    invalid, size, digest, message = (get("arguments_invalid"), get("arguments_bytes"),
+                                      get("arguments_digest"), get("message_bytes"))
+    if invalid is not None:
+        return f"{invalid} (as logged: not an object, so not compared)"
+    if size is not None:
+        return (f"not logged: {int(size):,} bytes, too large" + (f"; {digest} of them" if digest is not None else "")
+                + ", not compared")
+    if message is not None:
+        return f"not logged: a {int(message):,}-byte message the door could not read as a call"
+    return None
+
+
 def _args_shown(df: pd.DataFrame | None, limit: int = MAX_ROWS) -> pd.DataFrame | None:
     """``df`` with ``args_key`` replaced, for display in its first ``limit`` rows (the rows a table
     shows), by the arguments *as logged*: the ``arguments`` value in its own key order and
@@ -489,7 +507,11 @@ def _args_shown(df: pd.DataFrame | None, limit: int = MAX_ROWS) -> pd.DataFrame 
     two differ (key order, ``1.0`` for ``1``, spacing), or "(as logged; not compared)" where a
     loader kept arguments it could not compare (a gateway's redacted or truncated arguments, a
     Codex call whose arguments are not JSON).  A reviewer had seen only the canonical form, never
-    what the log holds."""
+    what the log holds.  A call whose arguments the door did not log (``arguments`` None) shows
+    what it logged instead: the arguments that are not an object (``arguments_invalid``), the
+    size and digest of arguments too large to log (``arguments_bytes``, ``arguments_digest``) or
+    the size of a line it could not read as a call (``message_bytes``) — a refused call's target
+    had read "—", as if the door had logged nothing."""
     if df is None or not len(df) or "args_key" not in df.columns or "arguments" not in df.columns:
         return df
     n = min(len(df), limit + 1)
@@ -498,6 +520,9 @@ def _args_shown(df: pd.DataFrame | None, limit: int = MAX_ROWS) -> pd.DataFrame 
         a = df["arguments"].iat[i]
         key = shown[i]
         if a is None or (isinstance(a, float) and math.isnan(a)) or a is pd.NA:
+            instead = _not_logged_words(df, i)
+            if instead is not None and _isna(key):
+                shown[i] = instead
             continue
         try:  # (replaybook._json: exact integers, and room for nesting a parser accepted)
             text = a if isinstance(a, str) else _json.dumps(a, default=str).decode("utf-8")
