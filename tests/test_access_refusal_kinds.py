@@ -96,9 +96,13 @@ def test_another_principals_write_hours_later_is_a_fact_of_its_own():
     h = _text(S.header("t", "incident.yaml", unexplained=un))
     assert "anyway" not in h
     assert (f"1 object refused to the agent at the door was requested in storage by another principal: {RULE} (PutObject "
-            f"by {ALICE}, 8 h 13 min after the refusal) — not the agent's principal, so not the agent getting round "
-            "the door") in h
+            f"by {ALICE}, 8 h 13 min after the refusal) — not the agent's principal; the logs name the credentials "
+            "used, not who used them") in h
     sec = _text(S._refused_then_reached(un.assign(origin="")))
+    # the principal is whose credentials they were, not who sent them: an agent that read another
+    # principal's keys would look the same, so the report does not clear the agent
+    assert "getting round" not in h and "getting round" not in sec
+    assert "not who used them" in sec
     assert "Refused at the door, requested in storage by another principal" in sec
     assert "8 h 13 min after the refusal" in sec and "reached in storage anyway" not in sec
     f = S.findings(pd.DataFrame({"status": []}), _calls(), None, un)

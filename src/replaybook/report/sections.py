@@ -840,12 +840,12 @@ def header(
                              f"{'was' if n_obj == 1 else 'were'} {how}</a></strong>: {_refused_objects(hit)}"
                              + ("" if hit is reached else f" ({_tried_words(hit)})"))
         others = refused_then_other_principal(unexplained)
-        if len(others):  # a fact of its own: not the agent getting round the door
+        if len(others):  # a fact of its own: not the agent's credentials (who used them, no log says)
             n_obj = others["resource_uri"].nunique()
             facts.append(f'<a href="#access">{_count(n_obj, "object")} refused to the agent at the door '
                          f"{'was' if n_obj == 1 else 'were'} requested in storage by another principal</a>: "
-                         f"{_refused_objects(others)} — not the agent's principal, so not the agent getting round "
-                         "the door")
+                         f"{_refused_objects(others)} — not the agent's principal; the logs name the credentials "
+                         "used, not who used them")
     if unexplained is not None and unmapped_calls is not None and len(unmapped_calls) and not (
             len(unexplained) and unmapped):  # (all unmapped: the storage_map advice above says it)
         head, _, objs = _unmapped_words(unmapped_calls).partition(": ")
@@ -3085,8 +3085,9 @@ def refused_then_other_principal(unexplained: pd.DataFrame | None) -> pd.DataFra
     made by another principal than the refused call's agent acts as
     (``AccessJoinResult.unexplained`` rows with ``refused_session`` and
     ``refused_agents_principal`` False: the manifest's ``principals`` say whose the agent's
-    are) — a person's or another job's request, however soon after the refusal: not the agent
-    getting round the door, so not in :func:`refused_then_requested`, but a fact of its own.
+    are) — made with another principal's credentials, however soon after the refusal: not the
+    agent's own access, so not in :func:`refused_then_requested`, but a fact of its own (whoever
+    used those credentials — a person, another job, an agent that had them — no log here says).
     The rows' columns and order; an empty frame when there are none."""
     if unexplained is None or "refused_session" not in unexplained.columns or not len(unexplained):
         return unexplained.iloc[0:0] if unexplained is not None else pd.DataFrame()
@@ -3153,8 +3154,9 @@ def _refused_then_reached(un: pd.DataFrame) -> str:
             out += ("<h3>Refused at the door, requested in storage by another principal</h3>"
                     f"<p>The door refused the agent {_count(objs, 'object')}, and <b>{_count(len(hit), 'storage request')}"
                     f"</b> by another principal than the agent's requested {it}, with no door call behind {them}. "
-                    "The door's refusal binds the agent, not them: this is not the agent getting round the door, "
-                    "but whoever this principal is (a person, another job) touched what the agent was refused; "
+                    "The door's refusal binds the agent's principal, not this one: whoever held this principal's "
+                    "credentials (a person, another job — or anyone, the agent included, who had them) touched "
+                    "what the agent was refused; the logs name the credentials used, not who used them. "
                     "<b>when</b> says how long after the refusal.</p>")
         elif got:
             out += ("<h3>Refused at the door, reached in storage anyway</h3>"
