@@ -318,6 +318,13 @@ def test_clock_offset_says_when_sessions_run_on_clocks_of_their_own():
     assert ("The sessions' clocks differ (below): over every agreeing pair the door's clock reads a median of "
             "1,200 ms later than the transcripts' clocks, an offset no one session has.") in h
     assert "The sessions' offsets differ, from +400 ms to +2,000 ms" in h
+    # +40,300 ms (4 pairs) and -39,700 ms (3 pairs): the median over every pair is s1's own offset,
+    # and "an offset no one session has" sat above a table whose first row has it
+    apart = same.assign(offset_ms=[40300.0, -39700.0])
+    h = html.unescape(re.sub("<[^>]+>", "", S.clock_offset(40300.0, apart)))
+    assert "no one session has" not in h
+    assert ("a median of 40,300 ms later than the transcripts' clocks, door session s1's offset, not every "
+            "session's.") in h
 
 
 def test_clock_offset_names_a_pair_far_from_its_sessions_offset(frames):

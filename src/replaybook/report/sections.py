@@ -1633,9 +1633,15 @@ def clock_offset(offset_ms: float | None, sessions: pd.DataFrame | None = None,
     own = (sessions["offset_ms"].dropna() if sessions is not None and len(sessions) and "offset_ms" in sessions.columns
            else pd.Series(dtype="float64"))
     differ = len(own) > 1 and float(own.max() - own.min()) > OFFSETS_DIFFER_MS
-    if differ:  # (no one figure holds for all: the median over every pair is no agent's)
+    if differ:  # (no one figure holds for all: the median over every pair is at most some sessions')
+        # a session whose pairs are most of them has the median for its own offset: say whose it is
+        near = [str(k) for k, v in zip(sessions.loc[own.index, "door_session"], own)
+                if abs(float(v) - off) <= OFFSETS_DIFFER_MS / 2] if "door_session" in sessions.columns else []
+        whose = ("an offset no one session has" if not near else
+                 f"door session {esc(near[0])}'s offset, not every session's" if len(near) == 1 else
+                 f"the offset of {len(near):,} of the {len(own):,} sessions, not every session's")
         body = (f"<p>The sessions' clocks differ (below): over every agreeing pair the door's clock reads a median "
-                f"of {abs(off):,.0f} ms {direction} the transcripts' clocks, an offset no one session has. Each "
+                f"of {abs(off):,.0f} ms {direction} the transcripts' clocks, {whose}. Each "
                 "session's own offset includes the time a call takes to travel from the client to the door; times "
                 "in this report are shown as each side logged them, not corrected.</p>")
     else:
