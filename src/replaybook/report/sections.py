@@ -2267,6 +2267,12 @@ def unassigned_transcripts(steps: pd.DataFrame, transcript_ids: Sequence[str], *
         mcp = t.loc[t["kind"] == "tool_call", "server"].notna().sum() if "server" in t else n_calls
         builtin_only = (" — built-in tools only: they never pass through a door, so no door log was expected "
                         "to hold them" if n_calls and not mcp else "")
+        if mcp and "server" in t:  # calls a door could have decided, which no door log among the inputs holds
+            servers = sorted(t.loc[t["kind"] == "tool_call", "server"].dropna().astype(str).unique())
+            builtin_only = (f" — {mcp:,} of them to MCP server{'' if len(servers) == 1 else 's'} "
+                            f"{', '.join(servers[:5])}{' …' if len(servers) > 5 else ''}, which no door session "
+                            "among the inputs holds: if a door stood in front of "
+                            f"{'it' if len(servers) == 1 else 'them'}, its log of this conversation is missing")
         body = table(t, [("seq", "step", "num"), ("ts", "time (UTC)", "ts"), ("who", "who", "text"),
                          ("what", "what", "html"), ("got_back", "what the agent got back", "html")],
                      max_rows=max_rows, empty="Nothing the agent was asked, said or called.")
