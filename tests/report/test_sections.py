@@ -1712,6 +1712,9 @@ def test_a_tool_and_time_link_does_not_blame_a_gateway_for_arguments_the_door_di
     assert ("some calls agree on tool and time only (the log holds no arguments for them: a gateway that logs none, "
             "or calls whose arguments the door did not log, too large or not an object)") in s
     assert "their gateway logged no arguments" not in s
+    # nor are those calls said to agree on "same tool and canonical arguments": the log holds none
+    assert "5 of 5 calls (100%) agree (same tool and, where the log holds them, canonical arguments, at times" in s
+    assert "(same tool and canonical arguments" not in s
 
 
 def test_a_call_id_numbered_per_answer_gives_each_call_its_own_result_size():

@@ -1113,7 +1113,9 @@ def _confidence_sentence(row: Mapping, window_s: float | None = None) -> str:
     margin_f = 0.0 if _isna(margin) else float(margin)
     # what the content agreement compared: arguments too, or (a gateway that logs none) tool and time only
     tool_time_only = "tool_time" in method and "content" not in method
-    compared = "tool" if tool_time_only else "tool and canonical arguments"
+    # (some pairs by tool and time: "same canonical arguments" would claim arguments the log lacks)
+    compared = ("tool" if tool_time_only else "tool and, where the log holds them, canonical arguments"
+                if "tool_time" in method else "tool and canonical arguments")
     ic = row.get("id_conflicts")
     n_ic = 0 if _isna(ic) else int(ic)
     im = row.get("id_mismatches")
