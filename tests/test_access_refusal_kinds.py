@@ -142,3 +142,16 @@ def test_the_why_of_a_request_hours_after_the_nearest_call_says_hours():
     un = join_access(_calls(), access, storage_map=SMAP, principals={"deployer": "*door-s3/*"},
                      offset_s=0).unexplained
     assert "(nearest: session s seq 1, 8 h 11 min after that call)" in un["why"].iat[0]
+
+
+def test_when_says_it_is_on_the_doors_clock_when_the_storage_clock_is_off():
+    """With the storage log's clock 39.7 s behind the door's, a request 30 s after a refusal is
+    logged 10 s before the refusal's time; the table showed that time beside "30 s after the
+    refusal" with nothing to say why."""
+    access = _access(("2026-12-01T07:44:30Z", ALICE, "write", "PutObject", RULE))
+    un = join_access(_calls(), access, storage_map=SMAP, principals={"deployer": "*door-s3/*"}, offset_s=0).unexplained
+    sec = _text(S._refused_then_reached(un.assign(origin=""), -39.71))
+    assert ("when is on the door's clock: the storage log's clock reads 40 s behind the door's (Clock offset, "
+            "below), and each request time is shown as the storage log wrote it, so set beside the refused call's "
+            "time it reads 40 s earlier than it was on the door's clock.") in sec
+    assert "on the door's clock" not in _text(S._refused_then_reached(un.assign(origin=""), 0.4))

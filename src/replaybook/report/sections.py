@@ -2920,7 +2920,7 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
                        "used elsewhere — not proof: a client names itself, and an address can be shared"
                        if ip and ip in door_ips and ua in door_uas else "")
                     for ip, ua in zip(ips, uas)]
-    body += _refused_then_reached(un)
+    body += _refused_then_reached(un, getattr(result, "offset_s", None))
     body += "<h3>Requests no door call explains</h3>"
     shown = un.head(max_rows)
     shown = shown if not len(shown) else shown.assign(
@@ -3144,15 +3144,24 @@ def _tried_words(tried: pd.DataFrame) -> str:
     return f"{' or '.join(outs)}, {reached}{whose}"
 
 
-def _refused_then_reached(un: pd.DataFrame) -> str:
+def _refused_then_reached(un: pd.DataFrame, offset_s: Any = None) -> str:
     """The storage requests no door call explains on objects the door had refused a call on
     (``AccessJoinResult.unexplained`` rows with ``refused_session``; ``origin`` already HTML), in
     two parts (:func:`refused_then_requested`): those storage allowed — the agent was refused
     the object, and it was reached anyway — and those it denied (or that failed): tried, not
     reached, a finding all the same; then, apart, those another principal than the agent's made
-    (:func:`refused_then_other_principal`)."""
+    (:func:`refused_then_other_principal`).  ``offset_s``: the access join's storage − door clock
+    offset, seconds: when it is a second or more, each part says that **when** is measured on
+    the door's clock, while the request time is as the storage log wrote it — a request 40 s
+    "after" a refusal had shown a time before the refusal's, with nothing beside it to say why."""
     reached, tried = refused_then_requested(un)
     out = ""
+    moved = ("" if offset_s is None or _isna(offset_s) or abs(float(offset_s)) < 1 else
+             f" <b>when</b> is on the door's clock: the storage log's clock reads "
+             f"{_span(float(offset_s))} {'ahead of' if float(offset_s) > 0 else 'behind'} the door's "
+             "(Clock offset, below), and each request time is shown as the storage log wrote it, so set beside "
+             f"the refused call's time it reads {_span(float(offset_s))} "
+             f"{'later' if float(offset_s) > 0 else 'earlier'} than it was on the door's clock.")
     for got, hit in ((True, reached), (False, tried), (None, refused_then_other_principal(un))):
         if not len(hit):
             continue
@@ -3183,6 +3192,8 @@ def _refused_then_reached(un: pd.DataFrame) -> str:
                     f"</b> tried {it} anyway, with no door call behind {them}: {esc(_tried_words(hit))}. A finding "
                     "all the same: whoever sent each request (its principal, address and client) tried to reach what "
                     "the door kept from the agent.</p>")
+        if moved:
+            out += f'<p class="rb-note">{moved.strip()}</p>'
         out += table(hit, [("resource_uri", "object", "code"), ("refused", "refused call", "html"),
                            ("ts", "request time (UTC)", "ts"), ("when", "when", "text"),
                            ("principal", "principal", "code"), ("door_principal", "door's principal", "text"),
