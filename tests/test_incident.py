@@ -999,3 +999,24 @@ def test_a_path_the_system_cannot_look_up_is_bad_input_with_its_line(tmp_path, c
         assert main([*cmd, str(d / "incident.yaml")]) == 2
         err = capsys.readouterr().err
         assert f"incident.yaml:{line}: " in err and words in err and "internal error" not in err
+
+
+def test_a_legal_hold_beside_a_door_session_is_listed_with_its_sha256(tmp_path):
+    """``replaybook hold`` writes ``<session>.hold`` beside a door session, inside the folder the
+    manifest's ``door:`` names. The walk passed it over as a side file and no loader listed it:
+    a file of the evidence folder missing from Inputs and from the ``.sha256`` file."""
+    import shutil
+
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+    shutil.copytree(demo / "transcripts", tmp_path / "transcripts")
+    shutil.copytree(demo / "door", tmp_path / "door")
+    (tmp_path / "incident.yaml").write_text("title: t\ntranscripts:\n  - transcripts/\ndoor:\n  - door/\n")
+    hold = tmp_path / "door" / "analyst" / "door-20260913T100005-a1.hold"
+    hold.write_text('{"reason": "CASE-1"}\n')
+    inc = replaybook.Incident.load(tmp_path / "incident.yaml")
+    rows = [r for r in inc.inputs if r["path"] == "door/analyst/door-20260913T100005-a1.hold"]
+    assert len(rows) == 1
+    assert rows[0]["format"] == "door legal hold"
+    assert rows[0]["sha256"] == hashlib.sha256(hold.read_bytes()).hexdigest()
+    assert rows[0]["side_of"] == "door/analyst/door-20260913T100005-a1.jsonl"
+    assert len(inc.calls) == 9  # holds no calls

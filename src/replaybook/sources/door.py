@@ -315,6 +315,29 @@ def _drop_repeated_calls(frame: Any, quarantine: list[dict], inputs: list[dict])
     return frame[keep].reset_index(drop=True)
 
 
+#: the ``format`` of a legal hold's file beside its session (``replaybook hold``)
+HOLD_FORMAT = "door legal hold"
+
+
+def _list_hold(path: Path, info: dict) -> None:
+    """A legal hold beside the session file ``path`` (``<session>.hold``, written by
+    ``replaybook hold``; :func:`replaybook.door.retention.hold_path`), listed in
+    ``info["side_files"]`` (format :data:`HOLD_FORMAT`) so the incident's inputs name it and its
+    ``.sha256`` file checks it: the walk had passed it over as a side file, and nothing listed it.
+    It holds no calls and is not read as any."""
+    from .._jsonl import read_side_file
+
+    if not path.name.endswith(".jsonl"):
+        return
+    hold = path.with_name(path.name[: -len(".jsonl")] + ".hold")
+    if not hold.is_file():
+        return
+    _, entry = read_side_file(hold, path, HOLD_FORMAT)
+    if entry["note"] is None:
+        entry["note"] = "a legal hold on this session (replaybook hold): not a call log, holds no calls"
+    info.setdefault("side_files", []).append(entry)
+
+
 def _load_file(path: Path, fast: bool, cols: Any, quarantine: list[dict], inputs: list[dict]) -> None:
     """Read one file into ``cols`` (a ``_door_fast.Columns``): the fast way when ``fast`` and
     it can, else line by line; its ``inputs`` entry appended to ``inputs``."""
@@ -322,6 +345,7 @@ def _load_file(path: Path, fast: bool, cols: Any, quarantine: list[dict], inputs
 
     data, info = read_source(path, LOADER, "door log", count_lines=False, holds="call's arguments or object")
     inputs.append(info)
+    _list_hold(path, info)
     default_agent = path.parent.name or None
     spath = str(path)
     if not (fast and _door_fast.decode_file(data, info, spath, default_agent, cols)):
