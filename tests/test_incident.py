@@ -354,8 +354,13 @@ def test_check_inputs_finds_a_file_in_the_wrong_list_without_loading_it(tmp_path
     m.write_text(f"title: t\ntranscripts: ['{codex}']\ndoor: ['{gw}']\n")
     replaybook.Incident.load(m).check_inputs()  # every file in its list: nothing to say
     m.write_text(f"title: t\ntranscripts: ['{codex}']\ndoor: [{{path: '{codex}', format: codex}}]\n")
-    with pytest.raises(ManifestError, match="door: format 'codex' yields steps, not door or gateway call logs"):
-        replaybook.Incident.load(m).check_inputs()
+    # said when the manifest is read, with its line and where the entry belongs (it had named no
+    # line and said "yields steps", leaving the user to work out the remedy)
+    with pytest.raises(ManifestError) as wrong_list:
+        replaybook.Incident.load(m)
+    assert wrong_list.value.line_no == 3
+    assert ("door: format 'codex' reads transcripts, not door or gateway call logs: move the entry under "
+            "transcripts:, or name a format of door or gateway call logs") in str(wrong_list.value)
 
 
 def test_demo_report_access_section_names_the_operation_and_says_yes_or_no():

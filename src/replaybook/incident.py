@@ -140,6 +140,15 @@ def load_manifest(path: str | Path) -> dict:
             if isinstance(fmt, str) and fmt not in known:
                 raise ManifestError(f"{key}: unknown format {fmt!r}{registry.did_you_mean(fmt)} "
                                     "(`replaybook sources` lists every format)", p, _line_of_value(raw, key, fmt))
+            frame = next((k for k, (list_key, _) in _MANIFEST_KEY.items() if list_key == key), None)
+            src = registry.get(fmt) if isinstance(fmt, str) and frame is not None else None
+            if src is not None and src.frame != frame:  # a format of another list: said here, with its line
+                right = _MANIFEST_KEY.get(src.frame)
+                raise ManifestError(
+                    f"{key}: format {fmt!r} reads {right[1] if right else src.frame}, not {_MANIFEST_KEY[frame][1]}"
+                    + (f": move the entry under {right[0]}:, or name a format of {_MANIFEST_KEY[frame][1]} "
+                       f"(`replaybook sources` lists them by frame)" if right else ""),
+                    p, _line_of_value(raw, key, fmt))
     data.setdefault("window_s", DEFAULT_WINDOW_S)
     data.setdefault("min_agreed", DEFAULT_MIN_AGREED)
     data.setdefault("max_offset_s", DEFAULT_MAX_OFFSET_S)
