@@ -671,6 +671,45 @@ def _distinct_sorted(major: np.ndarray, minor: np.ndarray, n_minor: int) -> tupl
     return mj[keep], mn[keep]
 
 
+def _least_per_group(cols: list[np.ndarray], sizes: list[int], n_group: int) -> list[np.ndarray]:
+    """Of the rows of the columns ``cols`` (non-negative int64 arrays of one length, each below
+    its ``sizes`` entry, no two rows equal in every column), the least of each group of rows
+    equal in the first ``n_group`` columns, comparing column by column (``n_group = 0``: every
+    row).  Returns columns like ``cols``, those rows in that order.  One sort of the columns
+    packed into int64 keys when they fit in 63 bits, ``np.lexsort`` otherwise."""
+    n = len(cols[0])
+    if not n:
+        return [_EMPTY for _ in cols]
+    bits = [max(int(z) - 1, 1).bit_length() for z in sizes]
+    if sum(bits) <= 63:
+        key = cols[0].astype(np.int64)
+        for c, b in zip(cols[1:], bits[1:]):
+            key <<= b
+            key |= c
+        key = _sorted(key)
+        if n_group:
+            g = key >> sum(bits[n_group:])
+            first = np.empty(n, bool)
+            first[0] = True
+            np.not_equal(g[1:], g[:-1], out=first[1:])
+            del g
+            key = key[first]
+        out = []
+        for b in reversed(bits):
+            out.append(key & ((1 << b) - 1))
+            key >>= b
+        return out[::-1]
+    o = np.lexsort(cols[::-1])
+    out = [c[o] for c in cols]
+    if n_group:
+        first = np.zeros(n, bool)
+        first[0] = True
+        for c in out[:n_group]:
+            first[1:] |= c[1:] != c[:-1]
+        out = [c[first] for c in out]
+    return out
+
+
 def _rank_pair(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, t_codes: np.ndarray,
                s_codes: np.ndarray, n_sx: int, off: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Pair candidate steps and calls one-to-one in time order within (transcript, session, key).
@@ -1376,65 +1415,115 @@ def _result_pairs(r_idx: np.ndarray, r_door: np.ndarray, r_text: np.ndarray, r_b
     A call that logged an error is claimed only by a result with its text.  Per result and door
     session the strongest candidate is kept (``result_text`` first), then the nearest in time;
     each call goes to one result of each transcript (the strongest, nearest claim).  Returns
-    ``(step positions, call rows, how codes)``."""
+    ``(step positions, call rows, how codes)``, by result, then call time and row.
+
+    A result searches only the calls it could claim: those of the tool it names, or (naming
+    none) those that logged an error and those of its size, each by a (key, time) index; the
+    choices are sorts of packed int64 keys.  The work grows with the calls of a result's tool in
+    its window (every door session's: its output, one claim per result and session, may be as
+    large), not with every call in the window."""
     if not len(r_idx) or not len(c_idx):
         return _EMPTY, _EMPTY, _EMPTY
+    n_c = len(c_ms)
     cs = c_ms[c_idx]
     ce = np.where(c_end_ns[c_idx] != _NAT, c_end_ns[c_idx] // 1_000_000, cs)
-    ce = np.maximum(ce, cs)
-    order = np.argsort(cs, kind="stable")
-    c_sorted, cs_sorted = c_idx[order], cs[order]
+    np.maximum(ce, cs, out=ce)
+    c_end = np.zeros(n_c, np.int64)  # (when the door was done with each call, ms: once per call)
+    c_end[c_idx] = ce
     longest = int((ce - cs).max())
-    lo = np.searchsorted(cs_sorted, r_door - window_ms - longest, "left")
-    hi = np.searchsorted(cs_sorted, r_door + window_ms, "right")
-    ri, cj = _expand(lo, hi)
-    if not len(ri):
+    lo_ms, hi_ms = r_door - window_ms - longest, r_door + window_ms
+    c_err = np.zeros(n_c, bool)  # (whether each call logged an error)
+    c_err[c_idx] = np.fromiter((isinstance(e, str) for e in c_error[c_idx]), bool, len(c_idx))
+    # (each call's rank in (time, row) order, and back: the order a result lists its candidates)
+    by_rank = c_idx[np.argsort(cs, kind="stable")]
+    rank = np.empty(n_c, np.int64)
+    rank[by_rank] = np.arange(len(c_idx))
+    # each result meets only the calls it could claim, in its window: those of the tool it names,
+    # or (naming none) those with an error, and those without one that sent back its size — one
+    # (key, time) index each, so a busy log's other tools and sizes are never candidates
+    named = r_tool >= 0
+    found = []  # (results, calls)
+
+    def search(rs: np.ndarray, rows: np.ndarray, key: np.ndarray, r_key: np.ndarray, n_keys: int):
+        if not len(rs) or not len(rows):
+            return
+        ix = _KeyTime(rows, key, c_ms, n_keys)
+        lo, hi = ix.ranges(r_key, lo_ms[rs], hi_ms[rs])
+        a, pos = _expand(lo, hi)
+        if len(a):
+            found.append((rs[a], ix.item[pos]))
+    c_tool_ok = c_idx[c_tool[c_idx] >= 0]
+    if named.any() and len(c_tool_ok):
+        rs = np.flatnonzero(named)
+        n_tools = int(c_tool[c_tool_ok].max()) + 1
+        rs = rs[r_tool[rs] < n_tools]
+        search(rs, c_tool_ok, c_tool, r_tool[rs], n_tools)
+    if not named.all():
+        rs = np.flatnonzero(~named)
+        search(rs, c_idx[c_err[c_idx]], np.zeros(n_c, np.int64), np.zeros(len(rs), np.int64), 1)
+        sized = c_idx[~c_err[c_idx]]
+        sized = sized[c_bytes[sized] > 0]
+        rs = rs[r_bytes[rs] > 0]
+        if len(rs) and len(sized):
+            sizes, b_code = np.unique(c_bytes[sized], return_inverse=True)
+            key = np.zeros(n_c, np.int64)
+            key[sized] = b_code.reshape(-1)
+            at = np.minimum(np.searchsorted(sizes, r_bytes[rs]), len(sizes) - 1)
+            rs_in = sizes[at] == r_bytes[rs]
+            search(rs[rs_in], sized, key, at[rs_in].astype(np.int64), len(sizes))
+    if not found:
         return _EMPTY, _EMPTY, _EMPTY
-    ci = c_sorted[cj]
-    end = np.maximum(np.where(c_end_ns[ci] != _NAT, c_end_ns[ci] // 1_000_000, c_ms[ci]), c_ms[ci])
-    near = end >= r_door[ri] - window_ms
-    # (the tests below that need no text, as arrays: a busy log can put many calls in a window)
-    tool_r = r_tool[ri]
-    # (whether each call logged an error: once per call, not per candidate)
-    has_err = np.fromiter((isinstance(e, str) for e in c_error[c_sorted]), bool, len(c_sorted))[cj]
-    near &= (tool_r < 0) | (tool_r == c_tool[ci])
-    near &= has_err | (tool_r >= 0) | ((r_bytes[ri] > 0) & (r_bytes[ri] == c_bytes[ci]))
-    ri, ci, end, err = ri[near], ci[near], end[near], has_err[near]
+    ri = np.concatenate([f[0] for f in found])
+    ci = np.concatenate([f[1] for f in found])
+    del found
+    near = c_end[ci] >= r_door[ri] - window_ms
+    ri, ci = ri[near], ci[near]
     if len(held) and len(ri):  # (a call a pair of the result's own transcript holds)
-        q = ci * n_tx
-        q += r_t[ri]
-        free = ~_in_sorted(held, q)
-        ri, ci, end, err = ri[free], ci[free], end[free], err[free]
+        # most held calls are held by one transcript: compare with it, and look up only the
+        # candidates whose call several hold
+        h_c, h_t = held // n_tx, held % n_tx
+        holder = np.full(n_c, -1, np.int64)  # the transcript holding each call; -2: several
+        holder[h_c] = h_t
+        several = np.r_[(h_c[1:] == h_c[:-1]) & (h_t[1:] != h_t[:-1]), False]
+        holder[h_c[several]] = -2
+        hc = holder[ci]
+        free = hc != r_t[ri]
+        many = np.flatnonzero(hc == -2)
+        if len(many):
+            q = ci[many] * n_tx
+            q += r_t[ri[many]]
+            free[many] = ~_in_sorted(held, q)
+        ri, ci = ri[free], ci[free]
     # (as arrays: every claim a result could make in a busy log is a candidate here — all the
     # calls of its tool in the window, of every session — and only an error's text needs Python)
-    tool_r = r_tool[ri]
-    ok = np.ones(len(ri), bool)
-    tier = np.where(tool_r >= 0, 1, 2).astype(np.int64)
+    err = c_err[ci]
+    tier = np.where(r_tool[ri] >= 0, 1, 2)
     if err.any():
         e_at = np.flatnonzero(err)
-        ok[e_at] = np.fromiter((_texts_agree(r_text[a], c_error[c]) for a, c in zip(ri[e_at].tolist(),
-                                                                                    ci[e_at].tolist())),
-                               bool, len(e_at))
+        ok = np.fromiter((_texts_agree(r_text[a], c_error[c]) for a, c in zip(ri[e_at].tolist(),
+                                                                               ci[e_at].tolist())),
+                         bool, len(e_at))
         tier[e_at] = 0
-    ok &= err | (tool_r >= 0) | ((r_bytes[ri] > 0) & (r_bytes[ri] == c_bytes[ci]))
-    ri, ci, end, tier = ri[ok], ci[ok], end[ok], tier[ok]
+        ok_all = np.ones(len(ri), bool)
+        ok_all[e_at] = ok
+        ri, ci, tier = ri[ok_all], ci[ok_all], tier[ok_all]
     if not len(ri):
         return _EMPTY, _EMPTY, _EMPTY
-    dist = np.minimum(np.abs(r_door[ri] - c_ms[ci]), np.abs(r_door[ri] - end))
-    k = np.arange(len(ri))
-    # per result and door session its strongest, nearest candidate (of equal ones the first)
+    dist = np.minimum(np.abs(r_door[ri] - c_ms[ci]), np.abs(r_door[ri] - c_end[ci]))
+    n_r, n_ranks, d_max = len(r_idx), len(c_idx), int(dist.max()) + 1
+    # per result and door session its strongest, nearest candidate (of equal ones the first in
+    # time and row)
     sess = c_session[ci].astype(np.int64)
-    o = np.lexsort((k, dist, tier, sess, ri))
-    first = np.r_[True, (ri[o][1:] != ri[o][:-1]) | (sess[o][1:] != sess[o][:-1])]
-    best = o[first]
+    ri, sess, tier, dist, k = _least_per_group(
+        [ri, sess, tier, dist, rank[ci]], [n_r, int(sess.max()) + 1, 3, d_max, n_ranks], 2)
+    del sess
     # each call to the strongest, nearest result of each transcript claiming it
-    rt = r_t[ri[best]].astype(np.int64)
-    cb = ci[best]
-    o = np.lexsort((ri[best], dist[best], tier[best], rt, cb))
-    first = np.r_[True, (cb[o][1:] != cb[o][:-1]) | (rt[o][1:] != rt[o][:-1])] if len(o) else np.zeros(0, bool)
-    keep = np.sort(best[o[first]])
-    how = np.array([HOW_RESULT_TEXT, HOW_RESULT_TOOL, HOW_RESULT_SIZE], np.int8)[tier[keep]]
-    return r_idx[ri[keep]].astype(np.int64), ci[keep].astype(np.int64), how
+    k, _, tier, dist, ri = _least_per_group(
+        [k, r_t[ri].astype(np.int64), tier, dist, ri], [n_ranks, n_tx, 3, d_max, n_r], 2)
+    # by result, then call time and row
+    ri, k, tier = _least_per_group([ri, k, tier], [n_r, n_ranks, 3], 0)
+    how = np.array([HOW_RESULT_TEXT, HOW_RESULT_TOOL, HOW_RESULT_SIZE], np.int8)[tier]
+    return r_idx[ri].astype(np.int64), by_rank[k].astype(np.int64), how
 
 
 def sub_agent_parents(steps: pd.DataFrame) -> dict[str, str]:
