@@ -15,6 +15,9 @@ Three generators:
   ``response_digest`` / ``duration_ms`` (evidence-keeping doors), some are refused or failed.
 * :func:`build_join_frames` — in-memory ``steps`` (tool_call rows only) and ``calls`` frames with
   the exact STEPS / CALLS columns and dtypes, built with numpy (no files, no ``FrameSpec.build``).
+* :func:`build_result_join_frames` — in-memory frames of many door sessions running at once, whose
+  Codex transcripts lack some tool calls' lines (only the results remain): the join's tier that
+  pairs such a result with a door call by its tool and time.
 * :func:`build_access_frames` — in-memory ``calls`` and ``access`` frames for the door-call ↔
   cloud-access join (CloudTrail- and S3-server-access-like rows, duplicates, unexplained rows).
 
@@ -800,6 +803,45 @@ def build_join_frames(n_calls: int, n_steps: int, seed: int = 3, mean_session: i
             "_truth": {sess_names[tr_sess[i]]: tr_names[i] for i in np.unique(all_tr)}}
     return steps, calls, info
 
+
+
+def build_result_join_frames(n_sessions: int, calls_per: int = 20, span_s: float = 600.0,
+                             missing: float = 0.1, seed: int = 0):
+    """In-memory ``(steps, calls, info)`` frames for the join's tier of tool results whose call's
+    line is missing: ``n_sessions`` door sessions of ``calls_per`` calls each, all within the same
+    ``span_s`` seconds (agents running at once), alternating two tools with arguments of their
+    own; each session has its Codex transcript (no tool-use ids), in which a ``missing`` share of
+    the tool calls' lines are gone and only their result remains (300 ms after the call, naming
+    its tool).  Every result's window then holds the calls of every session: the candidates
+    grow with results × sessions.  ``info["_truth"]``: door session → its transcript."""
+    import pandas as pd
+    from replaybook.frames import CALLS, STEPS
+
+    rng = np.random.default_rng(seed)
+    t0 = pd.Timestamp(EPOCH_MS, unit="ms", tz="UTC")
+    srows, crows = [], []
+    for s in range(n_sessions):
+        for i, m in enumerate(np.sort(rng.integers(0, int(span_s * 1000), calls_per)).tolist()):
+            tool = "read_object" if i % 2 else "list_folder"
+            args = {"path": f"warehouse/s{s}/obj_{i}.parquet"}
+            args_key = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+            ts = t0 + pd.Timedelta(milliseconds=m)
+            crows.append(dict(door_session=f"door-s{s:07d}", agent=f"agent-{s % 24:02d}", seq=i + 1, ts=ts,
+                              tool=tool, arguments=args, args_key=args_key, decision="allow", bytes=100 + i))
+            if rng.random() < missing:
+                srows.append(dict(transcript_id=f"codex-t{s:07d}", client="codex", seq=i,
+                                  ts=ts + pd.Timedelta(milliseconds=300), kind="tool_result", tool=tool,
+                                  call_id=f"call_lost_{s}_{i}", text="ok", text_bytes=2))
+            else:
+                srows.append(dict(transcript_id=f"codex-t{s:07d}", client="codex", seq=i, ts=ts,
+                                  kind="tool_call", tool_raw=tool, server="door", tool=tool,
+                                  call_id=f"call_{s}_{i}", arguments=args, args_key=args_key))
+    steps, calls = STEPS.build(srows), CALLS.build(crows)
+    results = int((steps["kind"] == "tool_result").sum())
+    info = {"calls": len(calls), "steps": len(steps), "sessions": n_sessions, "transcripts": n_sessions,
+            "results_without_call": results,
+            "_truth": {f"door-s{s:07d}": f"codex-t{s:07d}" for s in range(n_sessions)}}
+    return steps, calls, info
 
 
 # --------------------------------------------------------------------------- access-join frames

@@ -4,11 +4,14 @@ join — wall time, throughput, peak memory.
 Stages: ``steps`` (Claude Code transcripts), ``calls`` (door log), ``cloudtrail`` (1 M records in
 gzipped ``{"Records": [...]}`` delivery files under ``AWSLogs/<acct>/CloudTrail/<region>/YYYY/MM/DD/``;
 MB/s over the decompressed JSON, vs read over the .gz bytes read), ``s3`` (1 M S3 server access log
-lines), ``join``, ``access`` (``join_access``: 200 k door calls × 1 M storage requests, in memory).
+lines), ``join``, ``join-results`` (the join of 1,000 door sessions running in the same ten minutes
+whose transcripts lack a tenth of their tool calls' lines: results paired by tool and time),
+``access`` (``join_access``: 200 k door calls × 1 M storage requests, in memory).
 
     .venv/bin/python bench/run.py                 # full sizes (generates ~1 GB into bench/out/ once)
     .venv/bin/python bench/run.py --quick         # small sizes, ~20 s smoke run
     .venv/bin/python bench/run.py --stages join --join-sizes 1000000x400000
+    .venv/bin/python bench/run.py --stages join-results --result-sessions 300,1000
     .venv/bin/python bench/run.py --stages cloudtrail,s3
     .venv/bin/python bench/run.py --stages access --access-sizes 200000x1000000
     .venv/bin/python bench/run.py --profile lines # also write line-level hot spots per stage
@@ -41,7 +44,8 @@ OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
 
 TARGETS = {"steps": ("MB/s", 500.0), "calls": ("MB/s", 300.0), "cloudtrail": ("MB/s", 200.0),
-           "s3": ("MB/s", 100.0), "join": ("s", 3.0), "incident": ("MB/s", None), "access": ("s", 10.0)}
+           "s3": ("MB/s", 100.0), "join": ("s", 3.0), "incident": ("MB/s", None), "access": ("s", 10.0),
+           "join-results": ("s", None)}
 #: stages that read files (``incident``: what `replaybook report` does before its first section —
 #: an incident.yaml naming the transcripts and the door log root, every file's list checked by
 #: content, both frames loaded, the join — with no target of its own, for comparison)
@@ -50,10 +54,11 @@ LOAD_STAGES = ("steps", "calls", "cloudtrail", "s3", "incident")
 SIZES = {
     "full": {"transcripts": (2000, 500_000_000), "door_lines": 1_500_000,
              "cloudtrail_records": 1_000_000, "s3_lines": 1_000_000,
-             "join": [(5_000_000, 2_000_000), (1_000_000, 400_000)], "access": [(200_000, 1_000_000)]},
+             "join": [(5_000_000, 2_000_000), (1_000_000, 400_000)], "access": [(200_000, 1_000_000)],
+             "join-results": [(1000,)]},
     "quick": {"transcripts": (40, 10_000_000), "door_lines": 30_000,
               "cloudtrail_records": 20_000, "s3_lines": 20_000,
-              "join": [(50_000, 20_000)], "access": [(5_000, 25_000)]},
+              "join": [(50_000, 20_000)], "access": [(5_000, 25_000)], "join-results": [(300,)]},
 }
 
 
@@ -277,6 +282,21 @@ def child(spec: dict) -> None:
             phase("join")
             run = lambda: join_access(calls, access, storage_map=ACCESS_STORAGE_MAP,  # noqa: E731
                                       principals=ACCESS_PRINCIPALS)
+        elif spec["stage"] == "join-results":
+            from generate import build_result_join_frames
+            from replaybook.join import join_sessions
+
+            phase("build-frames")
+            t0 = time.perf_counter()
+            steps, calls, info = build_result_join_frames(spec["size"][0], seed=spec.get("seed", 0))
+            res["build_s"] = time.perf_counter() - t0
+            truth = info.pop("_truth", None)
+            res["data"] = info
+            gc.collect()
+            res["rss_before_mb"] = round(_status_kb("VmRSS") / 1024, 1)
+            res["hwm_reset"] = _reset_hwm()
+            phase("join")
+            run = lambda: join_sessions(steps, calls)  # noqa: E731
         else:
             from generate import build_join_frames
             from replaybook.join import join_sessions
@@ -298,7 +318,7 @@ def child(spec: dict) -> None:
             phase("join")
             run = lambda: join_sessions(steps, calls)  # noqa: E731
 
-        if prof_kind == "lines" or (prof_kind is None and spec["stage"] in ("join", "access")):
+        if prof_kind == "lines" or (prof_kind is None and spec["stage"] in ("join", "join-results", "access")):
             # join measurement runs keep a coarse (50 ms) sampler on, so a run stopped at the
             # timeout still says where its time went; the overhead is negligible
             prof_kind = prof_kind or "coarse"
@@ -332,8 +352,9 @@ def child(spec: dict) -> None:
             made = truth[out.links["access_index"].to_numpy(dtype=np.int64)]
             res["truth_correct"] = f"{int((got == made).sum())}/{len(got)} links name the call that made the request"
         else:
-            n = sum(spec["size"])
+            n = sum(spec["size"]) if spec["stage"] == "join" else res["data"]["calls"] + res["data"]["steps"]
             res["rows_s"] = n / res["wall_s"]
+            res["by_how"] = {k: int(v) for k, v in out.pairs["how"].value_counts().items()}
             st = out.sessions["status"].value_counts().to_dict()
             res["sessions_status"] = {k: int(v) for k, v in st.items()}
             res["pairs"] = len(out.pairs)
@@ -480,6 +501,8 @@ def _size_label(r: dict) -> str:
     if r["stage"] == "join":
         c, s = r["size"]
         return f"{_n(c)} calls x {_n(s)} steps"
+    if r["stage"] == "join-results":
+        return f"{_n(r['size'][0])} sessions at once"
     if "bytes" not in r:
         return "-"
     if r["stage"] == "cloudtrail":
@@ -508,9 +531,9 @@ def table(results: list[dict]) -> str:
         else:
             thr = ((f"{r['rows_s'] / 1e6:.2f}M" if r["rows_s"] >= 1e5 else f"{r['rows_s'] / 1e3:.1f}k") + " rows/s"
                    if ok else "-")
-            target = f"< {tgt:g} s"
+            target = f"< {tgt:g} s" if tgt is not None else "-"
             vs = "n/a"
-            hit = ok and r["wall_s"] < tgt
+            hit = ok and (tgt is None or r["wall_s"] < tgt)
         wall = f"{r['wall_s']:.2f}" if ok else f">{r.get('stopped_after_s', r.get('child_wall_s', 0)):.0f}"
         peak = _fmt_mb(r.get("ru_maxrss_mb") if r.get("ru_maxrss_mb") else r.get("monitor_peak_rss_mb"))
         hwm = _fmt_mb(r.get("vm_hwm_stage_mb"))
@@ -575,11 +598,12 @@ def machine_reference() -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes (~20 s smoke run)")
-    ap.add_argument("--stages", default="steps,calls,cloudtrail,s3,join,incident,access",
-                    help="comma list of steps,calls,cloudtrail,s3,join,incident,access")
+    ap.add_argument("--stages", default="steps,calls,cloudtrail,s3,join,join-results,incident,access",
+                    help="comma list of steps,calls,cloudtrail,s3,join,join-results,incident,access")
     ap.add_argument("--regen", action="store_true", help="regenerate the data even if it is current")
     ap.add_argument("--join-sizes", help="comma list of CALLSxSTEPS, e.g. 5000000x2000000,1000000x400000")
     ap.add_argument("--access-sizes", help="comma list of CALLSxACCESS_ROWS for the access join, e.g. 200000x1000000")
+    ap.add_argument("--result-sessions", help="comma list of session counts for join-results, e.g. 300,1000")
     ap.add_argument("--join-all", action="store_true",
                     help="run every join size (default: stop at the first size that completes)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per measurement (default 900, quick 120)")
@@ -612,6 +636,9 @@ def main(argv: list[str] | None = None) -> int:
                   if a.join_sizes else SIZES[mode]["join"])
     access_sizes = ([tuple(int(v) for v in s.lower().split("x")) for s in a.access_sizes.split(",")]
                     if a.access_sizes else SIZES[mode]["access"])
+
+    result_sizes = ([(int(v),) for v in a.result_sessions.split(",")] if a.result_sessions
+                    else SIZES[mode]["join-results"])
 
     def log(msg: str) -> None:
         print(msg, flush=True)
@@ -647,6 +674,15 @@ def main(argv: list[str] | None = None) -> int:
                 if a.profile and r["status"] == "ok":
                     log(f"profiling access join {_n(size[0])}x{_n(size[1])} ({a.profile}) ...")
                     results.append(measure({**spec, "profile": a.profile}, join_timeout, a.mem_limit_gb, log))
+        elif st == "join-results":
+            for size in result_sizes:
+                log(f"measuring join of {_n(size[0])} sessions at once, results without their call lines ...")
+                spec = {"stage": st, "size": list(size)}
+                r = measure(spec, join_timeout, a.mem_limit_gb, log)
+                results.append(r)
+                if a.profile and r["status"] == "ok":
+                    log(f"profiling join-results {_n(size[0])} ({a.profile}) ...")
+                    results.append(measure({**spec, "profile": a.profile}, join_timeout, a.mem_limit_gb, log))
         else:
             for size in join_sizes:
                 log(f"measuring join {_n(size[0])} calls x {_n(size[1])} steps ...")
@@ -676,6 +712,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['build_s']:.1f} s; sessions {r['sessions_status']}; correct {r.get('truth_correct')}; "
                   f"residual frames ({r['residual_rows'][0]:,} unclaimed calls, {r['residual_rows'][1]:,} "
                   f"unmatched steps) taken on first use in a further {r['residual_s']:.2f} s")
+        elif r["stage"] == "join-results" and r["status"] == "ok":
+            d = r["data"]
+            print(f"join-results {_n(r['size'][0])}: {d['calls']:,} calls, {d['steps']:,} steps of which "
+                  f"{d['results_without_call']:,} results without their call's line; frames built in "
+                  f"{r['build_s']:.1f} s; pairs {r['by_how']}; sessions {r['sessions_status']}; "
+                  f"correct {r.get('truth_correct')}")
         elif r["stage"] == "access" and r["status"] == "ok":
             d = r["data"]
             print(f"access {_n(r['size'][0])}x{_n(r['size'][1])}: {d['sessions']} door sessions, "
