@@ -702,6 +702,21 @@ def test_stable_order_and_isna():
     assert np.array_equal(J._isna_str(o), o.isna().to_numpy())
 
 
+@pytest.mark.parametrize("sizes", [[5, 3, 3, 40], [2**40, 3, 2**30, 7]])  # packed in 63 bits; lexsort
+@pytest.mark.parametrize("n_group", [0, 1, 2])
+def test_least_per_group_is_the_first_row_of_each_group_in_sorted_order(sizes, n_group):
+    rng = np.random.default_rng(len(sizes) + n_group + sizes[0] % 97)
+    rows = {tuple(int(rng.integers(0, min(z, 6 if i < 2 else z))) for i, z in enumerate(sizes)) for _ in range(400)}
+    cols = [np.array(c, np.int64) for c in zip(*sorted(rows, key=lambda r: rng.random()))]
+    want = {}
+    for r in sorted(rows):  # the least row of each group (n_group 0: every row), groups in order
+        want.setdefault(r[:n_group] if n_group else r, r)
+    got = J._least_per_group(cols, sizes, n_group)
+    assert [tuple(int(v) for v in r) for r in zip(*got)] == list(want.values())
+    if n_group:
+        assert len(got[0]) < len(rows)  # (groups of several rows were there to reduce)
+
+
 @pytest.mark.parametrize("n", [10, J._POLARS_SORT_MIN - 1, J._POLARS_SORT_MIN, 300_000])
 def test_sorted_gives_numpy_sorts_values_writable_and_leaves_a_large_input_alone(n):
     rng = np.random.default_rng(n)
