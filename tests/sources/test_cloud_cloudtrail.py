@@ -515,7 +515,7 @@ def _express(key: str | None, *, params: bool = True) -> dict:
             "eventType": "AwsApiCall", "managementEvent": False, "eventCategory": "Data"}
 
 
-@pytest.mark.parametrize("shape", ["delivery", "jsonl"])
+@pytest.mark.parametrize("shape", ["compact", "indented", "jsonl"])
 def test_a_directory_buckets_requests_are_storage_requests(tmp_path, shape):
     """CloudTrail logs a directory bucket's (S3 Express One Zone) data events from
     ``s3express.amazonaws.com``: they were read as other cloud events with the bucket's ARN — not
@@ -523,18 +523,13 @@ def test_a_directory_buckets_requests_are_storage_requests(tmp_path, shape):
     explain it.  They are S3 requests: ``s3://<bucket>/<key>``, from the request's parameters or
     the object's ``arn:aws:s3express:…:bucket/<bucket>/<key>``."""
     recs = [_express("demo/c.csv"), _express("demo/d e.csv", params=False), _express(None)]
-    p = tmp_path / "ct.json"
-    if shape == "delivery":
-        p.write_text(json.dumps({"Records": recs}, separators=(",", ":")))
-    else:
-        p.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    f = load_cloudtrail(p).frame
+    f = load_cloudtrail(_write_shaped(tmp_path / "ct.json", recs, shape)).frame
     assert list(f["resource_uri"]) == ["s3://acme--euw1-az1--x-s3/demo/c.csv", "s3://acme--euw1-az1--x-s3/demo/d e.csv",
                                        "s3://acme--euw1-az1--x-s3/"]
     assert list(f["action"]) == ["read", "read", "list"]
 
 
-@pytest.mark.parametrize("shape", ["delivery", "jsonl"])
+@pytest.mark.parametrize("shape", ["compact", "indented", "jsonl"])
 def test_a_directory_buckets_create_session_is_no_storage_request(tmp_path, shape):
     """A directory bucket's SDK calls CreateSession for session credentials before its reads and
     writes (every few minutes): CloudTrail logs it from ``s3express.amazonaws.com`` on the bucket.
@@ -545,12 +540,7 @@ def test_a_directory_buckets_create_session_is_no_storage_request(tmp_path, shap
 
     session = {**_express(None), "eventName": "CreateSession", "requestID": "XS"}
     recs = [session, _express("demo/c.csv")]
-    p = tmp_path / "ct.json"
-    if shape == "delivery":
-        p.write_text(json.dumps({"Records": recs}, separators=(",", ":")))
-    else:
-        p.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    f = load_cloudtrail(p).frame
+    f = load_cloudtrail(_write_shaped(tmp_path / "ct.json", recs, shape)).frame
     assert list(f["resource_uri"]) == ["arn:aws:s3express:eu-west-1:123456789012:bucket/acme--euw1-az1--x-s3",
                                        "s3://acme--euw1-az1--x-s3/demo/c.csv"]
     assert [on_storage(u) for u in f["resource_uri"]] == [False, True]
