@@ -1025,3 +1025,20 @@ def test_a_legal_hold_beside_a_door_session_is_listed_with_its_sha256(tmp_path):
     assert rows[0]["sha256"] == hashlib.sha256(hold.read_bytes()).hexdigest()
     assert rows[0]["side_of"] == "door/analyst/door-20260913T100005-a1.jsonl"
     assert len(inc.calls) == 9  # holds no calls
+
+
+@pytest.mark.parametrize("key", ["transcripts", "door", "access"])
+def test_one_entry_written_without_its_list_says_how_to_write_it(tmp_path, key):
+    """`transcripts: transcripts/` (one path, no list around it) had named its line and "is not of
+    type 'array'" only: the message now says the fix."""
+    m = tmp_path / "incident.yaml"
+    body = {"transcripts": "transcripts: [t/]\n", "door": "door: [d/]\n", "access": ""}
+    body[key] = f"{key}: logs/\n"
+    m.write_text("title: t\n" + body["transcripts"] + body["door"] + body["access"])
+    line = 1 + ["transcripts", "door", "access"].index(key) + 1
+    from replaybook.incident import load_manifest
+
+    with pytest.raises(ManifestError) as got:
+        load_manifest(m)
+    assert str(got.value) == (f"{m}:{line}: invalid manifest at {key}: 'logs/' is not of type 'array'; write it as "
+                              f"a list: {key}: [logs/]")

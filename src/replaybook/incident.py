@@ -121,6 +121,9 @@ def load_manifest(path: str | Path) -> dict:
     found = first_error_at(schema, data)
     if found is not None:
         where, message = found
+        if len(where) == 1 and where[0] in _LIST_KEYS and isinstance(data[where[0]], str):
+            # (`transcripts: transcripts/`: one entry written without the list around it)
+            message += f"; write it as a list: {where[0]}: [{data[where[0]]}]"
         raise ManifestError(f"invalid manifest at {'/'.join(map(str, where)) or '(top level)'}: {message}",
                             p, _line_at(raw, where) if where else None)
     for key in ("window_s", "max_offset_s", "storage_clock_ahead_s"):  # YAML's .nan passes every bound a schema can set
@@ -298,6 +301,9 @@ def _expand(base: Path, pattern: str, manifest: Path, key: str) -> list[Path]:
         raise error(f"{key}: {pattern!r} is an empty folder: no file in it to read")
     return [full]
 
+
+#: the manifest's keys that hold a list of paths, globs or ``{path, format}`` entries
+_LIST_KEYS = ("transcripts", "door", "access")
 
 #: the manifest's keys that hold seconds (a number, or a mapping of names to numbers)
 _SECONDS_KEYS = ("window_s", "max_offset_s", "storage_clock_ahead_s", "clock_offsets")
