@@ -567,6 +567,22 @@ def test_a_forced_source_note_reaches_the_cli(capsys):
     assert f"  note {path}: read as codex, as asked, but its content is claude-code (steps)" in err
 
 
+def test_codex_prompt_history_given_to_load_points_at_the_rollouts(tmp_path):
+    """Codex CLI's ``~/.codex/history.jsonl`` (each prompt's text, codex-rs message_history) had
+    been "no source recognised this content": it now says what it is and where the
+    conversations are; a file of other lines with a ``text`` is not taken for it."""
+    sid = "0199a1b2-0000-7000-8000-000000000001"
+    (tmp_path / "history.jsonl").write_text(
+        f'{{"session_id":"{sid}","ts":1757750400,"text":"list demo/"}}\n'
+        f'{{"conversation_id":"{sid}","ts":1757750460,"text":"average mpg?"}}\n')
+    (tmp_path / "notes.jsonl").write_text(f'{{"session_id":"{sid}","ts":"yesterday","text":"x"}}\n')
+    files = replaybook.load(tmp_path).files.set_index("path")
+    assert files.loc[str(tmp_path / "history.jsonl"), "note"] == (
+        "Codex CLI's prompt history (~/.codex/history.jsonl: each prompt's text alone, no tool calls): the "
+        "conversations are the rollouts under ~/.codex/sessions/YYYY/MM/DD/")
+    assert files.loc[str(tmp_path / "notes.jsonl"), "note"] == "no source recognised this content"
+
+
 def test_a_packet_session_log_given_to_load_is_named_as_such(tmp_path):
     """``load auto`` over a PR's folder said "no source recognised this content" of the replay
     packet's session log, replaybook's own format: it now says which commands read it."""

@@ -428,8 +428,8 @@ def _unrecognised_note(path: str | Path) -> str:
     manifest (a YAML mapping with ``title`` and one of ``transcripts``/``door``/``access``: the
     user meant ``replaybook report`` or ``join``), a data file — Parquet (its ``PAR1`` magic), a
     SAS transport file (XPORT v5/v8: its ``HEADER RECORD*******LIB…`` first record) or a SAS
-    dataset (``.sas7bdat``: its 32-byte magic number) —, a replay packet's session log, or "no source
-    recognised this content"."""
+    dataset (``.sas7bdat``: its 32-byte magic number) —, Codex CLI's prompt history, a replay
+    packet's session log, or "no source recognised this content"."""
     wide = _wide_text(path)
     if wide:
         return wide
@@ -447,6 +447,9 @@ def _unrecognised_note(path: str | Path) -> str:
                     else "a SAS dataset (sas7bdat)" if head[:32] == _SAS7BDAT_MAGIC else None)
             if kind:
                 return f"{kind}: replaybook reads logs and transcripts, not data files"
+            if _codex_history_sample(sample_of(head)):
+                return ("Codex CLI's prompt history (~/.codex/history.jsonl: each prompt's text alone, no tool "
+                        "calls): the conversations are the rollouts under ~/.codex/sessions/YYYY/MM/DD/")
             if _packet_log_sample(sample_of(head)):
                 return (f"a replay packet's session log: `replaybook packet claims PR_BODY.md {p.name}` or "
                         f"`replaybook packet replay {p.name}` reads it (an incident names it under packet: log:)")
@@ -459,6 +462,25 @@ def _unrecognised_note(path: str | Path) -> str:
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         pass
     return "no source recognised this content"
+
+
+def _codex_history_sample(sample: bytes) -> bool:
+    """Whether a file's first lines are Codex CLI's prompt history (``history.jsonl``, codex-rs
+    ``message_history``: ``{session_id | conversation_id, ts, text}`` a line), every one of them."""
+    import orjson
+
+    lines = [x for x in sample.split(b"\n")[:50] if x.strip()]
+    if not lines:
+        return False
+    for raw in lines:
+        try:
+            o = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return False
+        if not (isinstance(o, dict) and isinstance(o.get("text"), str) and isinstance(o.get("ts"), int)
+                and isinstance(o.get("session_id", o.get("conversation_id")), str)):
+            return False
+    return True
 
 
 def _packet_log_sample(sample: bytes) -> bool:
