@@ -654,15 +654,17 @@ def join_access(
 
 
 def _settings_warnings(access: pd.DataFrame, storage_map, pats: dict[str, list[str]]) -> list[str]:
-    """Row by row: each storage prefix no request's URI starts with, each principal pattern no
-    request's principal matches (the sentences :func:`join_access` gives)."""
+    """Row by row: each storage prefix no request's URI starts with (nor a GCS audit log's
+    bucket-level listing above it), each principal pattern no request's principal matches (the
+    sentences :func:`join_access` gives)."""
     if not len(access):
         return []
     out = []
     rows = access.astype(object).where(access.notna(), None).to_dict("records")
     for prefix, target in (storage_map or {}).items():
         if not any(isinstance(r["resource_uri"], str) and (r["resource_uri"].startswith(target) or (
-                r["action"] == "list" and r["resource_uri"].endswith("/") and target.startswith(r["resource_uri"])
+                r["action"] == "list" and r["source"] == "gcp.audit" and r["resource_uri"].endswith("/")
+                and target.startswith(r["resource_uri"])
                 and r["resource_uri"] not in ("s3://", "gs://", "az://"))) for r in rows):
             hint = " (a blank at its end?)" if target != target.strip() else ""
             out.append(f"storage_map {prefix!r} → {target!r} names a storage prefix no request in the access logs "
