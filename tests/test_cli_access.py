@@ -451,3 +451,18 @@ def test_the_storage_clock_for_every_other_agent_is_given_as_star(tmp_path, caps
     assert main(["access", m, "--storage-clock-ahead", "*=-6.5", "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["offset"]["offset_s"] == -6.5 and d["offset"]["given"] is True and d["offset"]["doors"] == []
+
+
+def test_an_unexplained_request_of_no_storage_action_says_the_logs_own_name_for_it(capsys):
+    """The demo's AWS Config request had printed as "other  s3://acme-data/", where the README
+    and the report say what it is (the bucket's ACL read): an ``other`` action is shown with the
+    log's own name for it, and the JSON carries that name too."""
+    demo = DEMO / "incident.yaml"
+    assert main(["access", str(demo)]) == 0
+    out = capsys.readouterr().out
+    assert "\n2026-09-13T10:04:00.000Z  other (GetBucketAcl)  s3://acme-data/\n  principal   config.amazonaws.com\n" in out
+    assert "\n2026-09-13T10:03:12.000Z  read  s3://acme-data/reference/.env\n" in out
+    assert main(["access", str(demo), "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(u["action"], u["action_raw"]) for u in got["unexplained"]] == [("read", "GetObject"),
+                                                                            ("other", "GetBucketAcl")]

@@ -977,7 +977,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
         un_rows.append({
             "ts": _iso(r.ts), "principal": None if pd.isna(r.principal) else r.principal,
             "principal_name": None if pd.isna(getattr(r, "principal_name", None)) else r.principal_name,
-            "action": r.action,
+            "action": r.action, "action_raw": None if pd.isna(r.action_raw) else r.action_raw,
             "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
             "source_ip": source_ip(raw), "user_agent": None if pd.isna(r.user_agent) else r.user_agent,
             "outcome": None if pd.isna(r.outcome) else r.outcome,
@@ -1105,7 +1105,8 @@ def _shared_why(rows: list[dict]) -> str | None:
 
 def _unexplained_out(rows: list[dict], limit: int, *, shared_why: str | None = None) -> None:
     """``access``'s text for requests no door call explains (its JSON ``unexplained`` entries):
-    per request its time, action and resource, then one labelled line a fact, the refused
+    per request its time, action (an ``other`` one with the log's own name for it: ``other
+    (GetBucketAcl)``) and resource, then one labelled line a fact, the refused
     call on its object (and whether storage let the request through) last.  A ``shared_why``
     (every request's reason, :func:`_shared_why`) is said once before them, not on each."""
     from ._text import one_line
@@ -1121,7 +1122,10 @@ def _unexplained_out(rows: list[dict], limit: int, *, shared_why: str | None = N
             u["refused_call"] = {k: one_line(v) if isinstance(v, str) else v for k, v in u["refused_call"].items()}
         if u.get("also_logged_at"):
             u["also_logged_at"] = [one_line(x) for x in u["also_logged_at"]]
-        click.echo(f"\n{u['ts'] or '(no time)'}  {u['action']}  {u['resource_uri'] or '(no resource)'}")
+        action = u["action"]
+        if action == "other" and u.get("action_raw"):  # ("other" says nothing: the log's own name does)
+            action = f"other ({u['action_raw']})"
+        click.echo(f"\n{u['ts'] or '(no time)'}  {action}  {u['resource_uri'] or '(no resource)'}")
         client = ", ".join(x for x in (u["source_ip"], u["user_agent"]) if x)
         outcome = (u["outcome"] or "(not logged)") + (f" (code {u['error_code']})" if u["error_code"] else "")
         who = u["principal"] or "(none the log names)"
