@@ -12,6 +12,7 @@ PR_BODY.md --junit PR_BODY.md`` the PR body (the packet's files are listed by
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from contextlib import contextmanager
@@ -19,7 +20,12 @@ from typing import Iterable, Iterator
 
 import click
 
-__all__ = ["refuse_over_evidence", "check_writable", "cannot_write", "writing", "stat_or_refuse"]
+__all__ = ["refuse_over_evidence", "check_writable", "cannot_write", "writing", "stat_or_refuse", "DISK_ERRNOS"]
+
+
+#: errors of the disk an output is written to (no space left, a quota, read-only, an I/O error,
+#: a file too large) — the system's refusal, said as :func:`cannot_write`'s usage error
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
 
 
 def _why(exc: OSError) -> str:

@@ -12,7 +12,6 @@ Exit codes:
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 
@@ -228,10 +227,11 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
         try:
             built = build_capsule(inc, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
         except OSError as exc:
-            if exc.errno not in _DISK_ERRNOS:
+            from .._guard import DISK_ERRNOS, cannot_write
+
+            if exc.errno not in DISK_ERRNOS:
                 raise
             _remove_made(made)  # (a half-built capsule is no capsule)
-            from .._guard import cannot_write
 
             raise cannot_write(out_dir, exc) from None
     except InputError as exc:
@@ -246,10 +246,6 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
     click.echo(_verify_table(rep), err=True)
     for hint in build_hints(built):
         click.echo(f"replaybook: note: {hint}", err=True)
-
-
-#: errors of the disk a capsule is written to: no space left, read-only, an I/O error
-_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
 
 
 def _made_by_build(out: "Path") -> list["Path"]:

@@ -20,7 +20,6 @@ reports from two threads of one process at once.  Every cell has an execution ti
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import re
@@ -33,6 +32,7 @@ from typing import Iterable, NamedTuple
 
 import nbformat
 
+from .._guard import DISK_ERRNOS
 from ..errors import InputError, ReplaybookError, ReportError
 from .checksums import CHECKSUMS_MIME, SUFFIX, write_sha256sum
 
@@ -192,10 +192,6 @@ def _subclass_names(cls: type) -> set[str]:
     return {cls.__name__}.union(*(_subclass_names(c) for c in cls.__subclasses__()))
 
 
-#: errors of the disk the report is written to (not of the notebook, not of the kernel)
-_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
-
-
 def _stamp(path: Path) -> tuple | None:
     """What tells whether ``path`` was written since: its inode, mtime (ns) and size; ``None``
     when nothing is there."""
@@ -216,7 +212,7 @@ def _lost_write(exc: BaseException, path: Path, written: Iterable[Path], before:
     file): the error is ``path``'s only when it names ``path``, or names no file and ``path``
     was written — a full temporary folder is not the report folder's, and an earlier report
     there is not this run's to remove."""
-    if not isinstance(exc, OSError) or exc.errno not in _WRITE_ERRNOS:
+    if not isinstance(exc, OSError) or exc.errno not in DISK_ERRNOS:
         return None
     if not only_path and exc.filename != str(path) and (exc.filename is not None or _stamp(path) == before.get(path)):
         return None
@@ -510,7 +506,7 @@ def _write_checksums(nb, dest: Path) -> Path | None:
     try:
         write_sha256sum(entries, dest)
     except OSError as exc:
-        if exc.errno in _WRITE_ERRNOS:
+        if exc.errno in DISK_ERRNOS:
             raise  # (the disk: see _lost_write)
         raise ReportError(f"cannot write the inputs' checksum file {dest}: {exc}") from exc
     except (ValueError, TypeError) as exc:
