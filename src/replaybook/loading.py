@@ -433,6 +433,7 @@ def _unrecognised_note(path: str | Path) -> str:
     wide = _wide_text(path)
     if wide:
         return wide
+    from .sources.codex import is_prompt_history
     from .sources.registry import SNIFF_BYTES, archive_kind, sample_of
 
     p = Path(path)
@@ -447,7 +448,7 @@ def _unrecognised_note(path: str | Path) -> str:
                     else "a SAS dataset (sas7bdat)" if head[:32] == _SAS7BDAT_MAGIC else None)
             if kind:
                 return f"{kind}: replaybook reads logs and transcripts, not data files"
-            if _codex_history_sample(sample_of(head)):
+            if is_prompt_history(sample_of(head)):
                 return ("Codex CLI's prompt history (~/.codex/history.jsonl: each prompt's text alone, no tool "
                         "calls): the conversations are the rollouts under ~/.codex/sessions/YYYY/MM/DD/")
             if _packet_log_sample(sample_of(head)):
@@ -462,25 +463,6 @@ def _unrecognised_note(path: str | Path) -> str:
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         pass
     return "no source recognised this content"
-
-
-def _codex_history_sample(sample: bytes) -> bool:
-    """Whether a file's first lines are Codex CLI's prompt history (``history.jsonl``, codex-rs
-    ``message_history``: ``{session_id | conversation_id, ts, text}`` a line), every one of them."""
-    import orjson
-
-    lines = [x for x in sample.split(b"\n")[:50] if x.strip()]
-    if not lines:
-        return False
-    for raw in lines:
-        try:
-            o = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return False
-        if not (isinstance(o, dict) and isinstance(o.get("text"), str) and isinstance(o.get("ts"), int)
-                and isinstance(o.get("session_id", o.get("conversation_id")), str)):
-            return False
-    return True
 
 
 def _packet_log_sample(sample: bytes) -> bool:

@@ -201,6 +201,7 @@ from .registry import Source, register
 __all__ = [
     "load_codex",
     "sniff",
+    "is_prompt_history",
     "split_codex_name",
     "exec_output",
     "EXEC_OUTPUT_TOOLS",
@@ -1389,6 +1390,25 @@ def _orphan_output(r: dict, out: Any) -> None:
     if ex is not None:
         text, r["is_error"], code = ex
         r["text"], r["text_bytes"] = truncate(_exec_text(text, code))
+
+
+def is_prompt_history(sample: bytes) -> bool:
+    """Whether a file's first lines are Codex CLI's prompt history (``~/.codex/history.jsonl``,
+    codex-rs ``message_history``: ``{session_id | conversation_id, ts, text}`` a line — each
+    prompt's text alone, no tool calls), every one of them.  Not a transcript: ``load`` says
+    what it is and where the rollouts are."""
+    lines = [x for x in sample.split(b"\n")[:50] if x.strip()]
+    if not lines:
+        return False
+    for raw in lines:
+        try:
+            o = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return False
+        if not (isinstance(o, dict) and isinstance(o.get("text"), str) and isinstance(o.get("ts"), int)
+                and isinstance(o.get("session_id", o.get("conversation_id")), str)):
+            return False
+    return True
 
 
 def load_codex(paths: str | Path | Iterable[str | Path]) -> LoadResult:
