@@ -1066,3 +1066,40 @@ def test_an_s3_request_that_names_no_bucket_is_a_storage_request_no_listing_expl
     assert unexplained(res) == ["L2"]
     summary = res.to_dict()
     assert [u["request_id"] for u in summary["unexplained"]] == ["L2"] and summary["unexplained_other"] == []
+
+
+def test_an_event_without_a_request_id_delivered_twice_is_one_event(tmp_path):
+    """A console sign-in carries no ``requestID`` (the record's ``requestID`` is optional; its
+    ``eventID``, CloudTrail's own id of the event, never is).  CloudTrail delivers the event in
+    the 10:05 file and again in the 10:10 file: one other cloud event no door call explains,
+    the copy listed as delivered again — and a second sign-in, another ``eventID`` at the same
+    second, is still an event of its own."""
+    write_door(tmp_path, {"s": [call(1, 20.8, 21.3, "demo/cars.csv")]})
+    login = {"eventVersion": "1.08", "eventTime": whole(30.0), "eventSource": "signin.amazonaws.com",
+             "eventName": "ConsoleLogin", "awsRegion": "eu-west-1", "sourceIPAddress": "203.0.113.9",
+             "userAgent": "Mozilla/5.0", "requestParameters": None,
+             "responseElements": {"ConsoleLogin": "Success"},
+             "userIdentity": {"type": "IAMUser", "principalId": "AIDAEXAMPLE", "accountId": ACCOUNT,
+                              "arn": f"arn:aws:iam::{ACCOUNT}:user/ops", "userName": "ops"},
+             "eventID": "3fcfb10c-7b3c-4b3e-9d0f-0f7b1c2a9e01", "readOnly": False, "eventType": "AwsConsoleSignIn",
+             "managementEvent": True, "recipientAccountId": ACCOUNT, "eventCategory": "Management"}
+    again = dict(login, eventID="3fcfb10c-7b3c-4b3e-9d0f-0f7b1c2a9e02")
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", 21.0, "demo/cars.csv", "R1", out=2048), login])
+    write_cloudtrail(tmp_path, "1010Z_B", [login, again])
+    inc, res = investigate(tmp_path, principals=PRINCIPALS)
+    assert len(inc.access) == 4  # the frame holds what the logs hold
+    assert pairs(res) == [("R1", "s", 1)]
+    other = res.to_dict()["unexplained_other"]
+    assert sorted(u["request_id"] for u in other) == ["3fcfb10c-7b3c-4b3e-9d0f-0f7b1c2a9e01",
+                                                     "3fcfb10c-7b3c-4b3e-9d0f-0f7b1c2a9e02"]
+    dup = res.duplicates
+    assert list(dup["request_id"]) == ["3fcfb10c-7b3c-4b3e-9d0f-0f7b1c2a9e01"]
+    assert list(dup["how"]) == ["delivered again"]
+    copy, kept = inc.access.loc[int(dup["access_index"].iat[0])], inc.access.loc[int(dup["same_as"].iat[0])]
+    assert kept["source_file"].endswith("T1005Z_A.json.gz") and copy["source_file"].endswith("T1010Z_B.json.gz")
+    # the report counts the sign-ins CloudTrail logged, not the records it delivered
+    from replaybook.report import sections as S
+
+    h = S.access_section(res, inc.access)
+    assert "Other cloud events (2 events, not on storage)" in h
+    assert "1 of these record repeats a request another one holds (1 delivered twice)" in h

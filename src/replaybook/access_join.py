@@ -19,7 +19,8 @@ One request, one row
 The logs may hold one request more than once: CloudTrail delivers every event at least once (the
 same ``eventID`` twice, in one delivery file or two), S3 server access logs are best effort and
 now and then deliver a record twice, and a bucket with CloudTrail data events *and* a server
-access log has every request in both, under the same request id (S3's ``x-amz-request-id``).
+access log has every request in both, under the same request id (S3's ``x-amz-request-id``; a
+CloudTrail event without a ``requestID`` carries its ``eventID`` as its request id).
 Rows of one provider with the same request id, action and resource, no further apart than a call
 may last (``window_s + lag_s + 2·skew_s``), are one request: the first (by time, then row order)
 stands for it, and the others are listed in ``duplicates`` — never linked (one request cannot be

@@ -429,7 +429,7 @@ ACCESS = FrameSpec(
         ("error_code", "string", "the source's error code (AccessDenied, 7 …), if any"),
         ("bytes", "Int64", "bytes sent to the requester"),
         ("rows", "Int64", "items listed / rows returned, where the source says"),
-        ("request_id", "string", "the source's request id"),
+        ("request_id", "string", "the source's request id (CloudTrail: requestID, else the event's eventID)"),
         ("user_agent", "string", "the client's user agent"),
         ("correlation", "string", "a correlation token the door propagated (role session name, "
                                   "source identity, custom audit field, client request id)"),

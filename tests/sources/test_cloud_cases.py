@@ -69,7 +69,8 @@ def test_cloudtrail_tree_details():
     res = load_cloudtrail(CLOUD / "cloudtrail-tree" / "AWSLogs")
     f = res.frame
     assert list(f["action_raw"]) == ["ListObjects", "GetObject", "GetObject", "GetBucketAcl"]
-    assert list(f["request_id"].fillna("-")) == ["REQ0", "REQ1", "REQ2", "-"]
+    # CloudTrail's own GetBucketAcl carries no requestID: its eventID stands in
+    assert list(f["request_id"].fillna("-")) == ["REQ0", "REQ1", "REQ2", "e3"]
     assert list(f["time_kind"].unique()) == ["completed"]
     assert list(f["source"].unique()) == ["aws.cloudtrail"]
     # the ListObjects row carries the listed prefix (resources[].ARNPrefix), record index 2

@@ -620,3 +620,25 @@ def test_a_date_alone_is_set_aside_by_every_path(tmp_path):
     res = cloudtrail.load_cloudtrail(tmp_path)
     assert len(res.frame) == 8 and len(res.quarantine) == 4
     assert all(e.endswith("is not a date-time") for e in res.quarantine["error"])
+
+
+@pytest.mark.parametrize("compact", [True, False], ids=["tier1", "tier2"])
+def test_an_event_without_a_request_id_carries_its_event_id_on_every_path(tmp_path, compact):
+    """An event without ``requestID`` (a sign-in, an AWS service's own event) is told by its
+    ``eventID`` — on the fast tiers as on the reference — so that the access join can tell a
+    copy CloudTrail delivered again; an event with a request id keeps it, and neither id (or an
+    ``eventID`` that is not text) leaves it NA."""
+    login = dict(eventSource="signin.amazonaws.com", eventName="ConsoleLogin", resources=_DROP,
+                 userIdentity={"type": "IAMUser", "arn": "arn:aws:iam::1:user/ops", "userName": "ops"})
+    recs = [_rec(0), _rec(1, requestID=_DROP, **login), _rec(2, requestID="", eventID="E2b"),
+            _rec(3, requestID=_DROP, eventID=_DROP), _rec(4, requestID=None, requestId="lower-id")]
+    if not compact:
+        recs.append(_rec(5, requestID=_DROP, eventID=5))
+    body = json.dumps({"Records": recs}, separators=(",", ":") if compact else None).encode()
+    (tmp_path / "a.json").write_bytes(body)
+    assert (_ct_fast.read_compact(tmp_path / "a.json", body) is not None) is compact
+    assert _ct_fast.read_fast(tmp_path / "a.json", body) is not None
+    same_ct(tmp_path)
+    got = cloudtrail.load_cloudtrail(tmp_path).frame
+    want = ["R0", "E1", "E2b", None, "lower-id"] + ([] if compact else [None])
+    assert [None if pd.isna(v) else v for v in got.sort_values("line_no")["request_id"]] == want

@@ -226,7 +226,9 @@ def _fields(r, _rsn=_RSN, _arn_uri=_ARN_URI, _types=ct._TYPES, _s3_actions=ct.S3
             outcome = _OUTCOME[code] = http_outcome(None, code)
     rid = r.get("requestID") or r.get("requestId")
     if rid.__class__ is not str or not rid:
-        rid = None
+        rid = r.get("eventID")  # an event without a request id: CloudTrail's own id of it
+        if rid.__class__ is not str or not rid:
+            rid = None
     ua = r.get("userAgent")
     if ua.__class__ is not str or not ua:
         ua = None
@@ -309,6 +311,7 @@ class _Rec(msgspec.Struct, gc=False):
     errorCode: str | None = None
     requestID: str | None = None
     requestId: str | None = None
+    eventID: str | None = None
     userAgent: str | None = None
     # requestParameters (read only when the resources give no S3 URI) and responseElements
     # (only for a ConsoleLogin without errorCode) are decoded from the record's text on demand
@@ -602,7 +605,7 @@ def _tfields(r: _Rec, text, _types=ct._TYPES, _s3_actions=ct.S3_ACTIONS,
         if outcome is None:
             outcome = _outcome[code] = http_outcome(None, code)
     return (et, principal, ptype, action, en, uri, code, outcome, nbytes,
-            r.requestID or r.requestId or None, r.userAgent or None, corr)
+            r.requestID or r.requestId or r.eventID or None, r.userAgent or None, corr)
 
 
 _NO_UI = _UI()

@@ -59,7 +59,11 @@ outcome          no ``errorCode`` (absent, ``null``, ``""``) → allowed; ``Acce
                  an object) says an error without saying which: error, never allowed, with a note
 error_code       ``errorCode``; one that is not text as written in JSON (``403``, ``{"code":"x"}``)
 bytes            ``additionalEventData.bytesTransferredOut`` (bytes, S3 data events)
-request_id       ``requestID``
+request_id       ``requestID``; for an event without one (a console sign-in, an event an AWS
+                 service emits: ``requestID`` is optional) its ``eventID``, the id CloudTrail gives
+                 each event — so that an event delivered twice (CloudTrail delivers at least once,
+                 in one file or two) is one event to the access join, its copy listed in
+                 ``duplicates`` as a requestID copy is
 correlation      ``userIdentity.sessionContext.sourceIdentity`` (or ``userIdentity.sourceIdentity``),
                  else the role session name of an assumed-role ARN
 raw              the CloudTrail record (envelopes kept under ``_envelope``), strings made
@@ -353,6 +357,8 @@ def _row(rec: dict, env: dict | None, path: str, line_no: int | None,
     else:
         row["outcome"] = "allowed"
     rid = rec.get("requestID") or rec.get("requestId")
+    if not isinstance(rid, str) or not rid:
+        rid = rec.get("eventID")  # an event without a request id: CloudTrail's own id of it
     row["request_id"] = rid if isinstance(rid, str) and rid else None
     ua = rec.get("userAgent")
     row["user_agent"] = ua if isinstance(ua, str) and ua else None
