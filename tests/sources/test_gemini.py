@@ -57,7 +57,8 @@ def test_tool_calls_fields(main):
     assert (a["server"], a["tool"], a["tool_raw"]) == ("door", "read_object", "mcp_door_read_object")
     assert a["args_key"] == '{"bucket":"reports","key":"2025/q3 summary.csv"}'
     assert a["is_error"] == False and a["result_text"] == "region,revenue\nEU,100\n"  # noqa: E712
-    assert str(a["ts"]) == "2025-10-01 12:00:03.500000+00:00" and a["ts"] == a["result_ts"]
+    # asked for in g1's answer (recorded 12:00:02), completed at 12:00:03.5
+    assert str(a["ts"]) == "2025-10-01 12:00:02+00:00" and str(a["result_ts"]) == "2025-10-01 12:00:03.500000+00:00"
     b = f.loc["read_file-1759320004000-1"]                        # built-in, status error
     assert pd.isna(b["server"]) and b["is_error"] == True  # noqa: E712
     assert b["result_text"] == "File not found: /work/notes.md"

@@ -250,8 +250,10 @@ def test_timestamps_with_offsets_missing_or_unreadable(tmp_path):
         {**call("t1", "mcp_door_list", {}, 0), "timestamp": "2026-03-01T12:00:03.500+02:00"},
         {k: v for k, v in call("t2", "mcp_door_list", {}, 0).items() if k != "timestamp"},
         {**call("t3", "mcp_door_list", {}, 0), "timestamp": "soon"}])]))
-    assert [str(t) for t in calls_of(res)["ts"]] == ["2026-03-01 10:00:03.500000+00:00", "2026-03-01 10:00:02+00:00",
-                                                     "NaT"]
+    # t1 completed at 10:00:03.5 UTC; it started after its message was recorded (10:00:02)
+    assert [str(t) for t in calls_of(res)["result_ts"]] == ["2026-03-01 10:00:03.500000+00:00",
+                                                            "2026-03-01 10:00:02+00:00", "NaT"]
+    assert [str(t) for t in calls_of(res)["ts"]] == ["2026-03-01 10:00:02+00:00", "2026-03-01 10:00:02+00:00", "NaT"]
     assert any("soon" in n for n in res.inputs[0]["notes"])
 
 
@@ -352,8 +354,57 @@ def test_a_tool_call_timestamp_written_null_or_as_a_number_is_noted_and_the_mess
     res = load_gemini(path)
     t = calls_of(res)
     assert t["call_id"].tolist() == ["c1", "c2", "c3", "c4", "c5"]
-    assert [str(x) for x in t["ts"]] == ["2026-03-01 10:00:02+00:00"] * 3 + ["2026-03-01 10:00:05+00:00",
-                                                                              "2026-03-01 10:00:02+00:00"]
+    assert [str(x) for x in t["ts"]] == ["2026-03-01 10:00:02+00:00"] * 5  # (c4 started after its message)
+    assert [str(x) for x in t["result_ts"]] == ["2026-03-01 10:00:02+00:00"] * 3 + ["2026-03-01 10:00:05+00:00",
+                                                                                     "2026-03-01 10:00:02+00:00"]
     assert res.inputs[0]["notes"] == [
         "3 tool calls with a timestamp that is empty or not text, read as the message's time: "
         "line 3 (null), line 3 (1772359200000), line 3 ('')"]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_a_call_longer_than_the_join_window_is_timed_from_its_start_and_meets_its_door_call(tmp_path):
+    """A ``ToolCallRecord.timestamp`` is written when the call completed (gemini-cli
+    ``recordCompletedToolCalls``); the door logs when the call started.  A 93-s read had its
+    ``ts`` at its end and met no door call within the 60-s window.  The record has no start
+    time; the latest time its message recorded before it is the nearest one before its start:
+
+    * c1, c2 (one batch, 1 ms apart) — asked for in g1's answer, recorded at 2 s: from 2 s;
+    * c3 — a later batch appended to g1 (a tool-only answer without thoughts): from the end of
+      the batch before it (c2's record, 95.001 s);
+    * c4 — a new message gemini-cli wrote as it recorded the call (a tool-only answer with
+      thoughts; the message's time is after the call's): from its last thought, 300.5 s;
+    * c5 — a new message without thoughts after a prompt: nothing before it, its own time.
+
+    ``result_ts`` stays when each call completed."""
+    long_read = dict(server="door", tool="read_object", output="r")
+    recording(tmp_path, [meta(), user("u1", 1, "go"), gemini("g1", 2, "reading", [
+        call("c1", "mcp_door_read_object", {"path": "demo/big.csv"}, 95.0, **long_read),
+        call("c2", "mcp_door_read_object", {"path": "demo/small.csv"}, 95.001, **long_read),
+        call("c3", "mcp_door_read_object", {"path": "demo/huge.csv"}, 200.0, **long_read)],
+        thoughts=[{"subject": "Plan", "description": "read both", "timestamp": at(1.5)}]),
+        gemini("g2", 400.001, calls=[call("c4", "mcp_door_read_object", {"path": "demo/x.csv"}, 400.0, **long_read)],
+               thoughts=[{"subject": "Next", "description": "x", "timestamp": at(300.2)},
+                         {"subject": "Next", "description": "x", "timestamp": at(300.5)}]),
+        user("u2", 450, "and y"),
+        gemini("g3", 520.001, calls=[call("c5", "mcp_door_read_object", {"path": "demo/y.csv"}, 520.0, **long_read)])])
+    steps = load_gemini(tmp_path).frame
+    t = steps[steps["kind"] == "tool_call"]
+    assert [str(x) for x in t["ts"]] == ["2026-03-01 10:00:02+00:00", "2026-03-01 10:00:02+00:00",
+                                         "2026-03-01 10:01:35.001000+00:00", "2026-03-01 10:05:00.500000+00:00",
+                                         "2026-03-01 10:08:40+00:00"]
+    assert [str(x) for x in t["result_ts"]] == ["2026-03-01 10:01:35+00:00", "2026-03-01 10:01:35.001000+00:00",
+                                                "2026-03-01 10:03:20+00:00", "2026-03-01 10:06:40+00:00",
+                                                "2026-03-01 10:08:40+00:00"]
+    door = tmp_path / "door" / "analyst" / "door-1.jsonl"
+    door.parent.mkdir(parents=True)
+    door.write_text("".join(json.dumps({"ts": at(sec), "seq": i + 1, "session": "door-1", "agent": "analyst",
+                                        "tool": "read_object", "arguments": {"path": p}, "decision": "allow",
+                                        "rule": "r"}) + "\n"
+                            for i, (sec, p) in enumerate([(2.4, "demo/big.csv"), (2.4, "demo/small.csv"),
+                                                          (97.0, "demo/huge.csv"), (301.0, "demo/x.csv"),
+                                                          (519.0, "demo/y.csv")])))
+    res = join_sessions(steps, load_door(door).frame)
+    s = res.sessions.iloc[0]
+    assert (s["transcript_id"], s["agreed"], s["status"], s["unclaimed_calls"]) == (S, 5, "matched", 0)

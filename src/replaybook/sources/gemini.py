@@ -67,10 +67,22 @@ Decisions
   read as 10); any other value (``5.5``, ``"ten"``, ``true``, one past a 64-bit integer), or a
   ``tokens`` that is not an object, is NA with a note in ``inputs[i]["notes"]`` naming the line
   (``line 5: message m4 tokens.output is not a whole number (5.5): output_tokens left NA``).
-* Tool call ``ts`` is the record's own ``timestamp`` (written when the call is recorded), else the
-  message's — also when it is written empty or not text (``null``, a number), which the file's
-  ``inputs`` notes say (``1 tool call with a timestamp that is empty or not text, read as the
-  message's time: line 4 (null)``); ``result_ts`` is that record timestamp when a result is present.  ``is_error``:
+* **Tool call times.**  The format records no start time: a ``ToolCallRecord.timestamp`` is
+  written when the call *completed* (gemini-cli ``recordCompletedToolCalls``, after the tool
+  answered), while the door logs when the call started — so a call longer than the join window
+  would meet no door call.  What the record's message holds is earlier times: its own
+  ``timestamp`` (when the model's answer was recorded, before the calls it asked for ran — or,
+  for a message gemini-cli created to hold the calls, when they were recorded), its
+  ``thoughts[].timestamp`` (as the answer streamed in) and the ``timestamp`` of calls recorded in
+  it before (a later tool-only answer is appended to the same message).  ``ts`` is the latest of
+  these at least :data:`SAME_BATCH_S` (1 s) before the call's own ``timestamp`` — the nearest time
+  known before the call started (the model's answer; as for Claude Code, before any wait for the
+  user to approve it) — else the call's own ``timestamp`` (a message created as its calls were
+  recorded, after a prompt, holds nothing earlier).  ``result_ts`` is the call's own
+  ``timestamp`` (its completion) when a result is present.  A call whose ``timestamp`` is
+  missing, or written empty or not text (``null``, a number), takes the message's time for both,
+  which the file's ``inputs`` notes say for the latter (``1 tool call with a timestamp that is
+  empty or not text, read as the message's time: line 4 (null)``).  ``is_error``:
   ``status`` ``error``/``cancelled`` → True, ``success`` → False, else NA.
 * MCP names (:func:`split_gemini_name`): ``displayName`` ``"<tool> (<server> MCP Server)"`` is
   authoritative; else what a ``displayName`` said for the same name elsewhere in the load (a
@@ -103,6 +115,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import orjson
+import pandas as pd
 
 from .. import _json
 from .._jsonl import (Damaged, control_repair, expand_paths, iter_objects, json_doc_items, line_scores, name_stem,
@@ -632,6 +645,42 @@ def _tool_row(base: dict, tc: dict, msg_ts: str | None, msg_id: str | None,
     return row, tts, (tts if has_result else None)
 
 
+#: Calls of one batch are recorded in one pass (their ``timestamp`` a few ms apart); a time the
+#: message recorded this much or more before a call's own is from before the call's batch.
+SAME_BATCH_S = 1.0
+
+
+def _recorded_times(rec: dict, calls: Any) -> list[str]:
+    """Every time a ``gemini`` message record holds as text: its ``timestamp``, its thoughts'
+    (written as the model's answer streamed in) and its tool calls' own (each written when the
+    call completed)."""
+    out = [rec.get("timestamp")]
+    thoughts = rec.get("thoughts")
+    out += [t.get("timestamp") for t in thoughts if isinstance(t, dict)] if isinstance(thoughts, list) else []
+    out += [tc.get("timestamp") for tc in calls if isinstance(tc, dict)] if isinstance(calls, list) else []
+    return [t for t in out if isinstance(t, str) and t]
+
+
+def _start_times(started: list[tuple[int, str, list[str]]], ts: list) -> None:
+    """Set ``ts[row]`` of each tool call to the nearest time before its start its message
+    recorded (see the module docstring): the latest of ``recorded`` at least
+    :data:`SAME_BATCH_S` before the call's own (completion) time; a call with none, or whose
+    own time cannot be read, keeps its own."""
+    if not started:
+        return
+    texts = sorted({t for _, own, recorded in started for t in (own, *recorded)})
+    ns = dict(zip(texts, to_utc(texts).array.asi8.tolist()))
+    nat = pd.NaT.value
+    gap = int(SAME_BATCH_S * 1e9)
+    for row, own, recorded in started:
+        end = ns[own]
+        if end == nat:
+            continue
+        before = [(ns[t], t) for t in recorded if ns[t] != nat and ns[t] <= end - gap]
+        if before:
+            ts[row] = max(before)[1]
+
+
 def _known_names(st: _State) -> dict[str, tuple[str, str]]:
     """``{tool name: (server, tool)}`` from every ``displayName`` of the load that names an MCP
     server; a name two servers claim is left out (nothing decides between them)."""
@@ -722,6 +771,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
 
     # checkpoint pairing state, per file
     pending_calls: dict[int, dict[str, list[int]]] = {}
+    started: list[tuple[int, str, list[str]]] = []  # (row, own timestamp, its message's recorded times)
     for _order, what, obj in items:
         if what == "meta":
             session, fi, ln, meta = obj
@@ -751,11 +801,15 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                                                      "call of this message can be read", line_no=m.line_no,
                                                      raw=_json.dumps(calls)[:400]))
                     calls = None
+                recorded = _recorded_times(rec, calls)
                 for tc in calls or []:
                     if isinstance(tc, dict):
                         row, t1, t2 = _tool_row(b, tc, mts, rec["id"], known, inputs[m.file_idx]["notes"],
                                                 bad_call_times.setdefault(m.file_idx, []))
-                        add(row, t1, t2)
+                        i = add(row, t1, t2)
+                        own = tc.get("timestamp")
+                        if isinstance(own, str) and own:  # its completion: its start is looked for below
+                            started.append((i, own, recorded))
             elif t in ("info", "error", "warning"):
                 add({**b, "kind": "system", "line_type": t, "text": text, "text_bytes": nb,
                      "message_id": rec["id"]}, mts)
@@ -814,6 +868,7 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
                     add({**b, "kind": "tool_result", "line_type": "user/functionResponse", "tool_raw": name,
                          "server": server, "tool": tool, "call_id": cid, "is_error": is_err, "text": rtext,
                          "text_bytes": rnb}, None)
+    _start_times(started, ts)
     for fi, got in bad_times.items():
         note_non_text_times(inputs[fi], got)
     for fi, got in bad_call_times.items():
