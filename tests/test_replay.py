@@ -94,6 +94,58 @@ def test_stop_halts_playback(root):
         ReplayPlan.from_calls(calls([]), root, step_ms=0)
 
 
+def test_pause_holds_the_step_and_resume_goes_on_from_it(root):
+    plan = ReplayPlan.from_calls(calls([
+        ("list_folder", "demo/", "allow", "allow-demo", None),
+        ("read_object", "demo/a.csv", "allow", "allow-demo", None),
+        ("read_object", "reference/.env", "deny", "no-dotenv", None),
+        ("read_object", "demo/notes.txt", "ask", "ask-notes", None),
+        ("read_object", "demo/notes.txt", "allow", "allow-demo", None),
+    ]), root)
+    assert plan.pause() is False and plan.status == "idle"  # nothing to pause before start
+    plan.start()
+    plan.advance(), plan.advance()
+    assert plan.pause() is True and plan.status == "paused"
+    assert plan.advance() is None and plan.position == 1  # paused: no further, nothing lost
+    assert [s.state for s in plan.steps] == ["done", "current", "pending", "pending", "pending"]
+    # one step at a time: the refused step and the asked one open nothing
+    step, pv = plan.step_forward()
+    assert (step.index, pv, step.state) == (2, None, "current") and plan.steps[1].state == "done"
+    step, pv = plan.step_forward()
+    assert (step.index, pv) == (3, None) and plan.steps[2].state == "skipped"
+    step, pv = plan.step_forward()
+    assert (step.index, pv.kind, pv.path) == (4, "text", "demo/notes.txt")
+    # bounded at the last step: stepping does not finish playback
+    assert plan.step_forward() is None and plan.position == 4 and plan.status == "paused"
+    step, pv = plan.step_back()
+    assert (step.index, pv) == (3, None) and [s.state for s in plan.steps][3:] == ["current", "pending"]
+    for want in (2, 1, 0):
+        assert plan.step_back()[0].index == want
+    assert plan.step_back() is None and plan.position == 0  # bounded at the first step
+    assert [s.state for s in plan.steps] == ["current"] + ["pending"] * 4
+    step, pv = plan.step_forward()
+    assert (step.index, pv.kind) == (1, "table") and plan.done == 1
+    # resumed: on from the step it is on, not from the first
+    assert plan.resume() is True and plan.resume() is False
+    assert plan.step_forward() is None and plan.step_back() is None  # only while paused
+    assert [r[0].index for r in iter(plan.advance, None)] == [2, 3, 4]
+    assert plan.status == "finished" and plan.pause() is False
+    assert [s.state for s in plan.steps] == ["done", "done", "skipped", "skipped", "done"]
+
+
+def test_stop_while_paused_ends_playback_and_start_begins_again(root):
+    plan = ReplayPlan.from_calls(calls([("list_folder", "demo/", "allow", "r", None)] * 3), root)
+    plan.start()
+    plan.advance(), plan.advance()
+    plan.pause()
+    plan.stop()
+    assert plan.status == "stopped" and plan.resume() is False and plan.step_forward() is None
+    assert plan.advance() is None and plan.position == 1
+    plan.start()
+    assert plan.position == -1 and [s.state for s in plan.steps] == ["pending"] * 3
+    assert plan.advance()[0].index == 0
+
+
 def test_demo_session_replay_never_opens_the_refused_env():
     inc = replaybook.Incident.load(DEMO)
     first = inc.join.sessions.door_session.iloc[0]

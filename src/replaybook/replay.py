@@ -3,9 +3,10 @@
 A :class:`ReplayPlan` is the ordered list of a door session's calls, each turned into a
 :class:`ReplayStep` that knows what to open: a folder the agent listed, an object it read or
 queried.  A refused call opens nothing.  The plan is a plain object with a small state machine
-(``idle → running → finished | stopped``); the workbook's widget drives it with a timer
-(:data:`DEFAULT_STEP_MS` per step) and renders what :meth:`ReplayPlan.advance` returns.  Replay
-asks nothing of the door's rules: it only follows the log.
+(``idle → running ⇄ paused → finished | stopped``); the workbook's widget drives it with a timer
+(:data:`DEFAULT_STEP_MS` per step) and renders what :meth:`ReplayPlan.advance` returns.  Paused,
+it moves one step at a time (:meth:`ReplayPlan.step_forward`, :meth:`ReplayPlan.step_back`) and
+resumes from the step it is on.  Replay asks nothing of the door's rules: it only follows the log.
 
 Every path is resolved by :func:`resolve_in_root`, which refuses anything that would leave the
 incident's data root (``..``, absolute paths, symlinks pointing outside).  Previews
@@ -1038,13 +1039,16 @@ class ReplayPlan:
     """The ordered steps of one door session's Replay and where the playback is.
 
     Build with :meth:`from_calls`.  Drive with :meth:`start`, then :meth:`advance` every
-    :attr:`step_ms` milliseconds until it returns ``None``; :meth:`stop` halts it (Escape).
+    :attr:`step_ms` milliseconds until it returns ``None``; :meth:`stop` halts it (Escape), and
+    the next :meth:`start` begins again from the first step.  :meth:`pause` holds it on the
+    current step; paused, :meth:`step_forward` and :meth:`step_back` move one step (never past
+    the first or the last), and :meth:`resume` lets :meth:`advance` go on from where it is.
 
     Attributes:
         steps: the steps in the door's order (ts, then seq).
         data_root: the incident's data root.
         step_ms: milliseconds per step.
-        status: ``idle``, ``running``, ``stopped`` or ``finished``.
+        status: ``idle``, ``running``, ``paused``, ``stopped`` or ``finished``.
         position: index of the current step, or -1 before the first.
     """
 
@@ -1173,20 +1177,28 @@ class ReplayPlan:
         Returns:
             ``(step, preview)`` — ``preview`` is ``None`` for a step that opens nothing (refused,
             no object, outside the data root, changed since the run) — or ``None`` when the
-            plan is finished or stopped.  The preview is the response the door kept for the call
-            when :attr:`evidence` holds it (``source="evidence"``), else the file as it is now,
-            its ``caveat`` saying so (:func:`as_now_caveat`).
+            plan is not running (finished, stopped, paused; paused, the position is kept).  The
+            preview is the response the door kept for the call when :attr:`evidence` holds it
+            (``source="evidence"``), else the file as it is now, its ``caveat`` saying so
+            (:func:`as_now_caveat`).
         """
         if self.status != "running":
             return None
         if 0 <= self.position < len(self.steps):
-            cur = self.steps[self.position]
-            cur.state = "done" if cur.kept or (cur.opens != "nothing" and not cur.changed) else "skipped"
+            self._tick(self.steps[self.position])
         self.position += 1
         if self.position >= len(self.steps):
             self.status = "finished"
             return None
-        step = self.steps[self.position]
+        return self._show(self.steps[self.position])
+
+    @staticmethod
+    def _tick(step: ReplayStep) -> None:
+        """Mark a step playback has gone past: ``done``, or ``skipped`` when it opened nothing."""
+        step.state = "done" if step.kept or (step.opens != "nothing" and not step.changed) else "skipped"
+
+    def _show(self, step: ReplayStep) -> tuple[ReplayStep, Preview | None]:
+        """Make ``step`` the current one and say what it shows (``None``: it opens nothing)."""
         step.state = "current"
         if step.kept:
             return step, self.preview_of(step)
@@ -1204,9 +1216,48 @@ class ReplayPlan:
                            evidence_where=self.evidence_where)
 
     def stop(self) -> None:
-        """Halt playback where it is (the current step keeps its state)."""
-        if self.status == "running":
+        """Halt playback where it is (the current step keeps its state); running or paused, it
+        is ``stopped``: :meth:`resume` no longer applies and :meth:`start` begins again."""
+        if self.status in ("running", "paused"):
             self.status = "stopped"
+
+    def pause(self) -> bool:
+        """Hold a running playback on its current step (``paused``): :meth:`advance` moves no
+        further until :meth:`resume`.  Returns ``False`` (and changes nothing) unless running."""
+        if self.status != "running":
+            return False
+        self.status = "paused"
+        return True
+
+    def resume(self) -> bool:
+        """Let a paused playback go on from the step it is on (the next :meth:`advance` shows
+        the step after it), not from the first.  Returns ``False`` unless paused."""
+        if self.status != "paused":
+            return False
+        self.status = "running"
+        return True
+
+    def step_forward(self) -> tuple[ReplayStep, Preview | None] | None:
+        """Paused: make the next step current (the one left ticked off, as :meth:`advance` does)
+        and return it with what to show, as :meth:`advance` does; a refused step still opens
+        nothing.  ``None`` when not paused or already on the last step (playback stays there:
+        stepping never finishes it)."""
+        if self.status != "paused" or self.position >= len(self.steps) - 1:
+            return None
+        if self.position >= 0:
+            self._tick(self.steps[self.position])
+        self.position += 1
+        return self._show(self.steps[self.position])
+
+    def step_back(self) -> tuple[ReplayStep, Preview | None] | None:
+        """Paused: make the step before the current one current again (the one left goes back
+        to ``pending``) and return it with what to show, as :meth:`advance` does.  ``None`` when
+        not paused or on the first step (or before it)."""
+        if self.status != "paused" or self.position <= 0 or self.position >= len(self.steps):
+            return None
+        self.steps[self.position].state = "pending"
+        self.position -= 1
+        return self._show(self.steps[self.position])
 
     def to_frame(self) -> pd.DataFrame:
         """The plan as a table: index, call_seq, ts (UTC), tool, object, decision, rule, opens,
