@@ -113,6 +113,29 @@ def test_a_replay_step_sends_a_window_of_steps_not_the_whole_plan(demo_copy, sen
         assert max(m["bytes"] for m in measured) < whole / 100
 
 
+def test_a_step_taken_by_hand_sends_what_a_played_step_sends(demo_copy, sent):
+    """Paused on a 4,000-step plan, ◀ and ▶ send the panel's window, the preview and the
+    progress bar — no more than a played step; pausing and resuming send a few small updates."""
+    measured, v = _measure(_long_session(demo_copy, 4000), 100, sent)
+    played = max(m["bytes"] for m in measured)
+    sent.clear()
+    assert v.replay_pause()
+    # the panel's status and the buttons that apply now (Pause, Resume); nothing whole-plan
+    assert len(sent) <= 4 and sum(sent) <= _json_bytes(v.panel.value) + 4 * ENVELOPE, sent
+    for forward in [False] * 10 + [True] * 15:
+        before = v.plan.position
+        sent.clear()
+        assert (v.replay_step_forward() if forward else v.replay_step_back())
+        assert v.plan.position == before + (1 if forward else -1)
+        assert len(sent) == 3, sent  # the panel, the preview pane, the progress bar
+        assert sum(sent) <= played + 2 * ENVELOPE, (sent, played)
+    sent.clear()
+    assert v.replay_resume(run=False)
+    assert len(sent) <= 4 and sum(sent) <= _json_bytes(v.panel.value) + 4 * ENVELOPE, sent
+    sent.clear()
+    assert v.replay_step() and v.plan.position == 105 and len(sent) == 3
+
+
 def test_the_panel_says_where_playback_is_in_the_whole_plan(demo_copy, sent):
     """Step i of n, what was done, and the refused steps before and after the window."""
     inc = _long_session(demo_copy, 4000)

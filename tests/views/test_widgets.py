@@ -482,6 +482,121 @@ def test_stop_and_escape_halt_replay(demo_incident):
     assert v.plan.status == "stopped"
 
 
+def controls(v: SessionView) -> dict[str, bool]:
+    """Which of the Replay buttons can be pressed."""
+    return {k: not b.disabled for k, b in [("pause", v.pause_button), ("resume", v.resume_button),
+                                            ("back", v.step_back_button), ("forward", v.step_forward_button),
+                                            ("stop", v.stop_button)]}
+
+
+def test_pause_holds_the_step_and_the_step_buttons_move_one_at_a_time(demo_incident):
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    assert set(controls(v).values()) == {False}  # nothing to pause or step before Replay
+    assert CSS_CLASSES["pause"] in v.pause_button._dom_classes
+    assert CSS_CLASSES["step_forward"] in v.step_forward_button._dom_classes
+    v.replay_start(run=False)
+    assert controls(v) == {"pause": True, "resume": False, "back": True, "forward": True, "stop": True}
+    v.replay_step(), v.replay_step()
+    v.pause_button.click()
+    assert v.plan.status == "paused" and v.replay_paused and not v.replay_running
+    assert controls(v) == {"pause": False, "resume": True, "back": True, "forward": True, "stop": True}
+    head = dict(re.findall(r'data-([\w-]+)="([^"]*)"', v.panel.value.split("<b>")[0]))
+    assert (head["status"], head["position"], head["done"]) == ("paused", "1", "1")
+    assert "paused · step 2 of 5" in v.panel.value and v.escape.armed
+    shown = v.viewer.value
+    # paused: playing a step moves nothing
+    assert v.replay_step() is False and v.plan.position == 1 and v.viewer.value == shown
+    assert states(v) == ["done", "current", "pending", "pending", "pending"]
+    # one step forward at a time, to the last: the refused reference/.env opens nothing
+    for want in (2, 3, 4):
+        v.step_forward_button.click()
+        assert v.plan.position == want and states(v)[want] == "current" and v.plan.status == "paused"
+        assert f'data-seq="{want + 1}"' in v.viewer.value
+        assert [i["mark"] for i in panel_items(v.panel.value)][want] == "▶"
+        assert (v.progress.value, v.progress.max) == (want + 1, 5)
+    assert re.search(r'data-kind="(\w+)"', v.viewer.value).group(1) == "refused"
+    assert not any(x in v.viewer.value for x in SECRETS)
+    assert controls(v)["forward"] is False and controls(v)["back"] is True
+    assert v.replay_step_forward() is False and v.plan.position == 4 and v.plan.status == "paused"
+    # and back, to the first: the step left is pending again
+    for want in (3, 2, 1, 0):
+        v.step_back_button.click()
+        assert v.plan.position == want and states(v)[want + 1:] == ["pending"] * (4 - want)
+    assert states(v) == ["current"] + ["pending"] * 4 and 'data-seq="1"' in v.viewer.value
+    assert 'data-kind="folder"' in v.viewer.value
+    assert controls(v)["back"] is False and controls(v)["forward"] is True
+    assert v.replay_step_back() is False and v.plan.position == 0
+    assert [i for i, _ in v.replay_log] == [0, 1, 2, 3, 4, 3, 2, 1, 0]
+    v.step_forward_button.click()
+    # resumed: on from the step shown (index 1), not from the first
+    v.resume_button.click()
+    assert v.plan.status == "running" and controls(v)["pause"] and not controls(v)["resume"]
+    assert v.replay_step() and v.plan.position == 2 and states(v)[:3] == ["done", "done", "current"]
+    while v.replay_step():
+        pass
+    assert [i for i, _ in v.replay_log][-4:] == [1, 2, 3, 4]
+    assert v.plan.status == "finished" and set(controls(v).values()) == {False}
+    assert [i["mark"] for i in panel_items(v.panel.value)] == ["✓", "✓", "✓", "✓", "✗"]
+
+
+def test_a_step_button_pressed_while_replay_plays_pauses_it_there(demo_incident):
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    v.replay_start(run=False)
+    v.replay_step(), v.replay_step(), v.replay_step()
+    v.step_back_button.click()
+    assert v.plan.status == "paused" and v.plan.position == 1 and states(v)[2:] == ["pending"] * 3
+    v.replay_resume(run=False)
+    v.replay_step_forward()
+    assert v.plan.status == "paused" and v.plan.position == 2
+
+
+def test_stop_and_escape_end_a_paused_replay_and_the_next_begins_again(demo_incident):
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    v.replay_start(run=False)
+    v.replay_step(), v.replay_step(), v.replay_step()
+    v.replay_pause()
+    v.stop_button.click()
+    assert v.plan.status == "stopped" and 'data-status="stopped"' in v.panel.value and not v.escape.armed
+    assert set(controls(v).values()) == {False}
+    assert v.replay_resume() is False and v.replay_step_forward() is False and v.plan.position == 2
+    v.replay_start(run=False)
+    assert v.plan.position == -1 and states(v) == ["pending"] * 5
+    assert v.replay_step() and v.plan.position == 0
+    v.replay_pause()
+    v.escape.presses += 1  # Escape stops a paused Replay too
+    assert v.plan.status == "stopped" and not v.escape.armed
+    assert v.replay_pause() is False and v.plan.status == "stopped"
+
+
+def test_pause_stops_the_playing_task_and_resume_plays_on_from_the_paused_step(demo_incident):
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    v.step_ms.value = 60
+
+    async def main():
+        v.replay_start()
+        while v.plan.position < 1:  # the second step has played
+            await asyncio.sleep(0.005)
+        assert v.replay_pause()
+        pos = v.plan.position
+        await asyncio.sleep(0.3)  # five step times: a task still playing would have moved on
+        held = (v.plan.position, v.plan.status, len(v.replay_log))
+        t_resume = time.monotonic()
+        assert v.replay_resume()
+        while v.replay_running:
+            await asyncio.sleep(0.005)
+        return pos, held, t_resume
+
+    pos, held, t_resume = asyncio.run(main())
+    assert held == (pos, "paused", pos + 1) and 1 <= pos < 4
+    # on from the paused step: every step shown once, in order, none from the start again
+    assert [i for i, _ in v.replay_log] == [0, 1, 2, 3, 4] and v.plan.status == "finished"
+    # the paused step stays a whole step time after Resume before the next one shows
+    nxt = v.replay_log[pos + 1][1]
+    assert nxt - t_resume >= 0.05, nxt - t_resume
+    times = [t for _, t in v.replay_log[pos + 1:]]
+    assert all(b - a >= 0.04 for a, b in zip(times, times[1:])), times
+
+
 def test_replay_runs_on_the_event_loop_without_blocking(demo_incident):
     v = Workbook(demo_incident, charts=False).open_session(S1)
     v.step_ms.value = 60

@@ -21,7 +21,13 @@ Replay is driven by :class:`~replaybook.replay.ReplayPlan`: :meth:`SessionView.r
 starts it and schedules an asyncio task on the kernel's loop that calls
 :meth:`SessionView.replay_step`, then waits ``step_ms`` milliseconds after each step is shown —
 a step slow to open is still on screen a whole step time — (never ``time.sleep``, so the
-kernel stays responsive: Stop and Escape work while it plays).  Tests call
+kernel stays responsive: Pause, Stop and Escape work while it plays).  Pause
+(:meth:`~SessionView.replay_pause`) holds it on the current step; the step buttons (◀ and ▶,
+:meth:`~SessionView.replay_step_back` / :meth:`~SessionView.replay_step_forward`) then move it
+one step at a time, pausing it first if it plays, and stop at the first and the last step;
+Resume (:meth:`~SessionView.replay_resume`) plays on from the step shown, which stays a whole
+step time before the next.  Stop (or Escape) ends it: Replay then begins again from the first
+step.  A step taken by hand sends the page what a played step does.  Tests call
 :meth:`~SessionView.replay_step` by hand.
 
 Every interactive element carries a stable CSS class (``rb-…``) for browser tests; see
@@ -62,6 +68,10 @@ CSS_CLASSES = {
     "object_button": "rb-object-button",  # + rb-call-<seq>, rb-refused when refused, rb-asked when asked
     "replay": "rb-replay-button",
     "stop": "rb-stop-button",
+    "pause": "rb-pause-button",
+    "resume": "rb-resume-button",
+    "step_back": "rb-step-back-button",
+    "step_forward": "rb-step-forward-button",
     "step_ms": "rb-step-ms",
     "panel": "rb-replay-panel",
     "overview": "rb-replay-overview",  # the whole plan as one bar, refused slices red
@@ -187,7 +197,8 @@ class SessionView:
         conversation: :func:`replaybook.views.session.conversation` frame, or ``None``.
         table: :func:`replaybook.views.session.door_table` frame.
         plan: the current :class:`~replaybook.replay.ReplayPlan` (``None`` before Replay).
-        replay_log: ``(step index, monotonic seconds)`` each time a step became current.
+        replay_log: ``(step index, monotonic seconds)`` each time a step became current (played,
+            or stepped to by hand).
         panel: the Replay panel (:func:`replaybook.views.session.panel_html`).
         overview: the bar of the whole plan (:func:`replaybook.views.session.overview_html`).
         progress: steps reached so far (the current one included) of the whole plan.
@@ -225,6 +236,18 @@ class SessionView:
         self.replay_button.add_class(f"rb-session-{sl}")
         self.stop_button = W.Button(description="Stop", icon="stop", tooltip="Stop Replay (Escape)", disabled=True)
         self.stop_button.add_class(CSS_CLASSES["stop"])
+        self.pause_button = W.Button(description="Pause", icon="pause", disabled=True,
+                                     tooltip="Hold Replay on the step it shows")
+        self.pause_button.add_class(CSS_CLASSES["pause"])
+        self.resume_button = W.Button(description="Resume", icon="play", disabled=True,
+                                      tooltip="Play on from the step shown")
+        self.resume_button.add_class(CSS_CLASSES["resume"])
+        self.step_back_button = W.Button(description="", icon="step-backward", disabled=True,
+                                         tooltip="One step back (pauses Replay)", layout=W.Layout(width="40px"))
+        self.step_back_button.add_class(CSS_CLASSES["step_back"])
+        self.step_forward_button = W.Button(description="", icon="step-forward", disabled=True,
+                                            tooltip="One step forward (pauses Replay)", layout=W.Layout(width="40px"))
+        self.step_forward_button.add_class(CSS_CLASSES["step_forward"])
         self.step_ms = W.BoundedIntText(value=int(step_ms), min=50, max=60000, step=100, description="ms/step",
                                         layout=W.Layout(width="160px"))
         self.step_ms.add_class(CSS_CLASSES["step_ms"])
@@ -234,6 +257,10 @@ class SessionView:
         self.close_button.add_class(CSS_CLASSES["close"])
         self.replay_button.on_click(lambda _b: self.replay_start())
         self.stop_button.on_click(lambda _b: self.replay_stop())
+        self.pause_button.on_click(lambda _b: self.replay_pause())
+        self.resume_button.on_click(lambda _b: self.replay_resume())
+        self.step_back_button.on_click(lambda _b: self.replay_step_back())
+        self.step_forward_button.on_click(lambda _b: self.replay_step_forward())
         self.escape.observe(self._on_escape, names="presses")
 
         self.panel = W.HTML()
@@ -270,7 +297,8 @@ class SessionView:
         self.row_buttons: dict[int, W.Button] = {}
         self._render_table()
 
-        controls = W.HBox([self.replay_button, self.stop_button, self.step_ms, self.escape, self.close_button],
+        controls = W.HBox([self.replay_button, self.pause_button, self.resume_button, self.step_back_button,
+                           self.step_forward_button, self.stop_button, self.step_ms, self.escape, self.close_button],
                           layout=W.Layout(align_items="center"))
         right = W.VBox([self.overview, self.progress, self.panel, self.viewer],
                        layout=W.Layout(width="40%", min_width="300px"))
@@ -424,31 +452,94 @@ class SessionView:
         self.stop_button.disabled = False
         self.viewer.value = S.preview_html(None)
         self._render_panel()
+        self._sync_controls()
         if run:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = asyncio.get_event_loop()
-            self._task = loop.create_task(self._run(self.plan))
+            self._schedule(self.plan)
         return self.plan
 
+    def _schedule(self, plan: ReplayPlan, *, wait_first: bool = False) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = asyncio.get_event_loop()
+        self._task = loop.create_task(self._run(plan, wait_first=wait_first))
+
     def replay_step(self) -> bool:
-        """Advance Replay by one step and render it; ``False`` once it is finished or stopped."""
+        """Advance a playing Replay by one step and render it; ``False`` once it is finished or
+        stopped, and while it is paused (the step shown stays)."""
         plan = self.plan
-        if plan is None:
+        if plan is None or plan.status == "paused":
             return False
         r = plan.advance()
         if r is None:
             self._finish()
             return False
-        step, pv = r
+        self._show_step(*r)
+        return True
+
+    def _show_step(self, step, pv) -> None:
+        # the preview pane, the panel's window and the progress bar: what a played step sends
         self.replay_log.append((step.index, time.monotonic()))
         self.viewer.value = S.preview_html(pv, step=step)
         self._render_panel()
+
+    def replay_pause(self) -> bool:
+        """Hold a playing Replay on the step it shows (Pause button): nothing plays until
+        :meth:`replay_resume`; Escape and Stop still end it.  ``False`` (nothing changes) when
+        Replay is not playing."""
+        plan = self.plan
+        if plan is None or plan.status != "running":
+            return False
+        self._cancel_task()
+        plan.pause()
+        self._render_panel()
+        self._sync_controls()
         return True
 
+    def replay_resume(self, *, run: bool = True) -> bool:
+        """Play a paused Replay on from the step it shows, not from the first (Resume button):
+        that step stays a whole step time (``step_ms``) before the next.  ``False`` when Replay
+        is not paused.
+
+        Args:
+            run: schedule the playback on the running asyncio loop; ``False`` only lets it go
+                on, for a caller that drives :meth:`replay_step` itself.
+        """
+        plan = self.plan
+        if plan is None or not plan.resume():
+            return False
+        self._render_panel()
+        self._sync_controls()
+        if run:
+            self._schedule(plan, wait_first=plan.position >= 0)
+        return True
+
+    def replay_step_forward(self) -> bool:
+        """Show the next step of Replay (▶ button), pausing it first if it plays; a refused or
+        asked step opens nothing, as when played.  ``False`` on the last step (it stays there:
+        Resume ends the Replay) or when no Replay is playing or paused."""
+        return self._step_by_hand(forward=True)
+
+    def replay_step_back(self) -> bool:
+        """Show the step before the current one again (◀ button), pausing Replay first if it
+        plays; the step left goes back to pending.  ``False`` on the first step or when no
+        Replay is playing or paused."""
+        return self._step_by_hand(forward=False)
+
+    def _step_by_hand(self, *, forward: bool) -> bool:
+        plan = self.plan
+        if plan is None or plan.status not in ("running", "paused"):
+            return False
+        self.replay_pause()
+        r = plan.step_forward() if forward else plan.step_back()
+        if r is not None:
+            self._show_step(*r)
+        self._sync_controls()
+        return r is not None
+
     def replay_stop(self) -> None:
-        """Stop Replay where it is (Stop button, Escape)."""
+        """Stop Replay where it is (Stop button, Escape), playing or paused: the next Replay
+        begins from the first step."""
         self._cancel_task()
         if self.plan is not None:
             self.plan.stop()
@@ -458,14 +549,29 @@ class SessionView:
         self.escape.armed = False
         self.stop_button.disabled = True
         self._render_panel()
+        self._sync_controls()
+
+    def _sync_controls(self) -> None:
+        """Enable the buttons that apply now.  Playing, they do not change from step to step
+        (a step sends no button state); paused, ◀ and ▶ are off at the first and the last step."""
+        plan = self.plan
+        status = plan.status if plan is not None else "idle"
+        running, paused = status == "running", status == "paused"
+        n = len(plan.steps) if plan is not None else 0
+        self.pause_button.disabled = not running
+        self.resume_button.disabled = not paused
+        self.step_back_button.disabled = not (running or (paused and plan.position > 0))
+        self.step_forward_button.disabled = not (running or (paused and plan.position < n - 1))
 
     def _cancel_task(self) -> None:
         t, self._task = self._task, None
         if t is not None and not t.done() and t is not _current_task():
             t.cancel()
 
-    async def _run(self, plan: ReplayPlan) -> None:
+    async def _run(self, plan: ReplayPlan, *, wait_first: bool = False) -> None:
         try:
+            if wait_first:  # resumed: the step shown stays its whole step time before the next
+                await asyncio.sleep(plan.step_ms / 1000)
             while plan is self.plan and plan.status == "running":
                 if not self.replay_step():
                     break
@@ -486,13 +592,18 @@ class SessionView:
             self._finish()
 
     def _on_escape(self, _change) -> None:
-        if self.plan is not None and self.plan.status == "running":
+        if self.plan is not None and self.plan.status in ("running", "paused"):
             self.replay_stop()
 
     @property
     def replay_running(self) -> bool:
-        """Replay is playing."""
+        """Replay is playing (not paused)."""
         return self.plan is not None and self.plan.status == "running"
+
+    @property
+    def replay_paused(self) -> bool:
+        """Replay is paused on a step."""
+        return self.plan is not None and self.plan.status == "paused"
 
 
 def _current_task():
