@@ -3,7 +3,8 @@
 Opens ``notebooks/investigate.ipynb`` on the demo incident, runs all cells, opens a session
 from the sessions list, presses Replay and watches the panel: the steps are ticked off in
 order about 700 ms apart, the refused ``reference/.env`` opens nothing (and its content never
-reaches the page), Stop and Escape halt playback, Replay on a session's row opens that
+reaches the page), Stop and Escape halt playback, Pause holds a step, ◀ and ▶ move one step at
+a time and Resume plays on from the step shown, Replay on a session's row opens that
 session's tab and plays it, and a brush on the timeline filters the tables.  Screenshots go
 to ``test-artifacts/``.  Network requests leaving 127.0.0.1 are blocked.
 """
@@ -77,6 +78,14 @@ def _replay_until(page, view_sel: str, index: int, timeout_s: float = 10) -> Non
         "(i) => { const l = window.__rbLog; if (!l.length) return false; const s = l[l.length-1];"
         " return s.status === 'running' && s.states.indexOf('current') >= i; }",
         arg=index, timeout=timeout_s * 1000)
+
+
+def _wait_current(page, index: int, timeout_s: float = 5) -> list[dict]:
+    """Wait until the panel shows step ``index`` as current and the pane shows its call."""
+    page.wait_for_function(
+        "(i) => { const l = window.__rbLog; if (!l.length) return false; const s = l[l.length-1];"
+        " return s.states.indexOf('current') === i && s.seq === s.seqs[i]; }", arg=index, timeout=timeout_s * 1000)
+    return _log(page)
 
 
 def _became_current(log: list[dict]) -> dict[int, float]:
@@ -185,6 +194,35 @@ def test_replay_in_jupyterlab(lab_page, lab_server):
     esc_at = _current(log[-1])
     time.sleep(2.5 * STEP_MS / 1000)
     assert _log(page)[-1]["status"] == "stopped" and _current(_log(page)[-1]) == esc_at
+
+    # Pause holds the step shown; ◀ and ▶ move one step; Resume plays on from the step shown
+    _replay_until(page, view_sel, 1)
+    page.click(f"{view_sel} .rb-pause-button")
+    log = _wait_status(page, "paused", timeout_s=5)
+    paused_at = _current(log[-1])
+    time.sleep(2.5 * STEP_MS / 1000)
+    assert _log(page)[-1]["status"] == "paused" and _current(_log(page)[-1]) == paused_at and paused_at in (1, 2)
+    forward, back = page.locator(f"{view_sel} .rb-step-forward-button"), page.locator(f"{view_sel} .rb-step-back-button")
+    for i in range(paused_at + 1, 5):
+        forward.click()
+        s = _wait_current(page, i)[-1]
+        assert s["status"] == "paused" and s["states"][:i] == ["done"] * i and s["states"][i + 1:] == ["pending"] * (4 - i)
+    s = _log(page)[-1]
+    assert s["kind"] == "refused" and not s["table"] and "nothing to open" in s["text"]
+    assert not any(x in page.inner_text("body") for x in SECRETS)
+    page.wait_for_function("(sel) => document.querySelector(sel).disabled",
+                           arg=f"{view_sel} .rb-step-forward-button", timeout=5_000)  # the last step
+    back.click()
+    s = _wait_current(page, 3)[-1]
+    assert s["status"] == "paused" and s["kind"] == "table" and s["states"][4] == "pending"
+    page.screenshot(path=str(ARTIFACTS / "lab_replay_paused.png"))
+    page.evaluate("() => { window.__rbLog.length = 0; }")
+    page.click(f"{view_sel} .rb-resume-button")
+    log = _wait_status(page, "finished", timeout_s=10)
+    became = _became_current(log)
+    assert sorted(became) == [3, 4], became  # on from the step shown, not from the first
+    assert became[4] - became[3] >= 0.5 * STEP_MS, became
+    assert log[-1]["marks"] == ["✓", "✓", "✓", "✓", "✗"]
 
     # Replay on the second session's row opens its tab and plays it (its own transcript)
     page.click(f".rb-row-replay.rb-session-{S2}")
