@@ -93,6 +93,30 @@ def test_comments_hide_the_markers_inside_them_as_commonmark_reads_them():
     assert mask_code("a `<!--` b <!-- c --> d") == "a " + " " * 6 + " b " + " " * 10 + " d"
 
 
+@pytest.mark.parametrize("body,markers", [
+    # CommonMark 0.31.2 §4.6, §5: an HTML block starts at the start of a line *after* its container
+    # markers, runs to --> (across blank lines) and ends with its list item or block quote
+    ("- <!--\n  hidden [seq:1]\n\n  -->\n- Tests pass [seq:2]\n", [(5, 2)]),
+    ("- <!-- todo [seq:1]\n", []),
+    ("> <!--\n> hidden [seq:1]\n", []),
+    ("1.  text\n    <!-- c\n\n    [seq:1]\n    -->\n", []),
+    ("- > <!--\n  > [seq:1]\n  > -->\n\nok [seq:2]\n", [(5, 2)]),
+    # ... and no further: the comment of a list item or a quote ends where the container does
+    ("- item\n  <!-- unclosed\n\nTests pass [seq:1]\n", [(4, 1)]),
+    ("> <!-- unclosed\n\nTests pass [seq:1]\n", [(3, 1)]),
+    ("> <!-- unclosed\n> more\nTests pass [seq:1]\n", [(3, 1)]),
+    # an inline comment ends with its paragraph, which a quote's blank line (">") ends
+    ("> a <!-- x\n>\n> [seq:1] -->\n", [(3, 1)]),
+    ("- text <!-- x\n\n  [seq:1] -->\n", [(3, 1)]),
+    # lazy continuation lines stay in the quote's paragraph, and an inline comment spans them
+    ("> a <!-- x\n[seq:1] -->\n", []),
+])
+def test_comments_in_list_items_and_block_quotes_follow_commonmark(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+
+
 def test_a_marker_beyond_any_seq_a_log_holds_cites_a_missing_step_not_a_crash(tmp_path: Path):
     huge = "9" * 4301  # more digits than int() converts
     report = lint_claims_text(f"All tests pass [seq:{huge}] and [seq:{2**63}] and [seq:{2**63 - 1}].\n", STEPS,

@@ -98,6 +98,7 @@ clause) does not count.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from dataclasses import dataclass, field
@@ -641,20 +642,199 @@ def mask_code(text: str) -> str:
     """``text`` with fenced code blocks, inline code spans and HTML comments blanked out.
 
     Every masked character becomes a space except newlines, so offsets and line numbers of the
-    result are those of ``text``.  As in CommonMark (0.31.2): an unclosed fence runs to the end;
-    a backtick run with no closing run of the same length in its paragraph is literal; a line
-    that begins with ``<!--`` (up to three spaces in) starts an HTML block, masked up to the
-    first ``-->`` or, with none, to the end of the body (§4.6, type 2); elsewhere ``<!--`` is a
-    comment only up to a ``-->`` in the same paragraph, and without one it is literal text
-    (§6.6).  Code spans and comments are read left to right, so ``<!--`` inside a code span is
-    code, and a backtick inside a comment is comment.
+    result are those of ``text``.  As in CommonMark (0.31.2), with lines read after the markers of
+    the block quotes and list items holding them (``> ``, a list item's indentation): an unclosed
+    fence runs to the end of its container (of the body, outside any); a backtick run with no
+    closing run of the same length in its paragraph is literal; a line that begins with ``<!--``
+    (up to three spaces in, after its container markers: ``- <!--``, ``> <!--``) starts an HTML
+    block, masked up to the first ``-->`` or, with none, to the end of its list item or block
+    quote, or of the body (§4.6, type 2); elsewhere ``<!--`` is a comment only up to a ``-->`` in
+    the same paragraph, and without one it is literal text (§6.6).  Code spans and comments are
+    read left to right, so ``<!--`` inside a code span is code, and a backtick inside a comment
+    is comment.
     """
     return _mask(text)[0]
 
 
-_HTML_COMMENT_BLOCK = re.compile(r"^ {0,3}<!--")
 _INLINE_START = re.compile(r"`|<!--")
-_PARA_END = re.compile(r"\n[ \t]*\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_FENCE_RUN = re.compile(r"`{3,}|~{3,}")
+_LIST_MARKER = re.compile(r"(?:[-+*]|(\d{1,9})[.)])(?=[ \t]|$)")
+_THEMATIC_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_ATX_HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
+
+
+def _spaces(s: str, i: int, col: int, upto: int | None = None) -> tuple[int, int]:
+    """Index and column after the spaces and tabs at ``s[i:]`` (a tab runs to the next multiple of
+    4), stopping once the column reaches ``upto`` when it is given."""
+    while i < len(s) and s[i] in " \t" and (upto is None or col < upto):
+        col = col + 4 - col % 4 if s[i] == "\t" else col + 1
+        i += 1
+    return i, col
+
+
+class _BlockScan:
+    """The block structure of a Markdown body as CommonMark 0.31.2 reads it, as far as masking needs
+    it: block quotes (§5.1) and list items (§5.2) as containers, and inside them fenced code (§4.5),
+    HTML comment blocks (§4.6 type 2) and paragraphs.
+
+    A line is read after the markers of the containers it continues (``> ``, a list item's
+    indentation), so ``- <!--`` and ``> <!--`` start a comment block as ``<!--`` does at the start
+    of a line, and it runs to ``-->`` across blank lines.  A fence or comment block also ends where
+    its list item or block quote does (a line not indented under the item, a line without ``>``):
+    only a paragraph's lines continue lazily.
+
+    ``masked``: ``(start, end)`` offsets to blank (fences whole; a comment block from ``<!--`` to
+    ``-->``, the rest of that line shown).  :meth:`paragraph_end`: where the paragraph holding an
+    offset ends, for inline code spans and comments, which never cross it.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.masked: list[tuple[int, int]] = []
+        self._starts: list[int] = []
+        self._line_end: list[int] = []
+        self._para_of: list[int | None] = []
+        self._para_ends: list[int] = []
+        containers: list[tuple[str, int]] = []  # ("quote", 0) or ("item", content column)
+        fence: tuple[str, int, int] | None = None  # (character, length, start offset)
+        comment: int | None = None  # start offset of an open comment block
+        para: int | None = None  # the open paragraph (an index into _para_ends)
+        prev_end = 0
+        for m in _LINE.finditer(text):
+            base = m.start()
+            s = m.group(0).rstrip("\r\n")
+            i, col, matched = 0, 0, 0
+            for kind, width in containers:  # the containers this line continues
+                j, c = _spaces(s, i, col)
+                if kind == "quote" and c - col <= 3 and j < len(s) and s[j] == ">":
+                    i, col = j + 1, c + 1
+                    if i < len(s) and s[i] in " \t":
+                        i, col = _spaces(s, i, col, col + 1)
+                elif kind == "item" and j == len(s):  # a blank line stays in the item
+                    i, col = j, c
+                elif kind == "item" and c >= width:
+                    i, col = _spaces(s, i, col, width)
+                else:
+                    break
+                matched += 1
+            whole = matched == len(containers)
+            if comment is not None:
+                if whole:
+                    k = s.find("-->", i)
+                    if k >= 0:
+                        self.masked.append((comment, base + k + 3))
+                        comment = None
+                    self._line(base, s, None)
+                    prev_end = base + len(s)
+                    continue
+                self.masked.append((comment, prev_end))  # its container ended, and so does it
+                comment = None
+            if fence is not None:
+                if whole:
+                    j, c = _spaces(s, i, col)
+                    f = _FENCE_RUN.match(s, j)
+                    if c - col <= 3 and f and f.group(0)[0] == fence[0] and len(f.group(0)) >= fence[1] \
+                            and not s[f.end():].strip():
+                        self.masked.append((fence[2], base + len(s)))
+                        fence = None
+                    self._line(base, s, None)
+                    prev_end = base + len(s)
+                    continue
+                self.masked.append((fence[2], prev_end))
+                fence = None
+            # containers this line opens: "> ", "- ", "1. " (as many as it starts with)
+            new: list[tuple[str, int]] = []
+            while True:
+                j, c = _spaces(s, i, col)
+                if j == len(s) or c - col > 3:
+                    break
+                if s[j] == ">":
+                    i, col = j + 1, c + 1
+                    if i < len(s) and s[i] in " \t":
+                        i, col = _spaces(s, i, col, col + 1)
+                    new.append(("quote", 0))
+                    continue
+                lm = _LIST_MARKER.match(s, j)
+                if lm is None or _THEMATIC_BREAK.match(s, j):
+                    break
+                after = c + lm.end() - j
+                k, kc = _spaces(s, lm.end(), after)
+                empty = k == len(s)
+                if para is not None and not new and (empty or (lm.group(1) is not None and int(lm.group(1)) != 1)):
+                    break  # (such an item cannot interrupt a paragraph: the line is the paragraph's)
+                if empty:
+                    width, i, col = after + 1, k, kc
+                elif kc - after > 4:  # (indented code in the item: its content starts one space in)
+                    width = after + 1
+                    i, col = _spaces(s, lm.end(), after, width)
+                else:
+                    width, i, col = kc, k, kc
+                new.append(("item", width))
+            j, c = _spaces(s, i, col)
+            indent = c - col
+            f = _FENCE_RUN.match(s, j) if indent <= 3 else None
+            if f and f.group(0)[0] == "`" and "`" in s[f.end():]:
+                f = None  # (a backtick fence's info string holds no backtick: ```x``` is inline code)
+            if j == len(s):
+                what = "blank"
+            elif f:
+                what = "fence"
+            elif indent <= 3 and s.startswith("<!--", j):
+                what = "comment"
+            elif indent <= 3 and _ATX_HEADING.match(s, j):
+                what = "heading"
+            elif indent <= 3 and _THEMATIC_BREAK.match(s, j):
+                what = "break"
+            elif indent > 3 and (para is None or new):
+                what = "code"  # (indented code: it cannot interrupt a paragraph)
+            else:
+                what = "text"
+            if what == "text" and not whole and not new and para is not None:
+                self._line(base, s, para)  # a lazy continuation line: the paragraph goes on
+                prev_end = base + len(s)
+                continue
+            containers = containers[:matched] + new
+            if new or not whole or what != "text":
+                para = None
+            if what == "fence":
+                fence = (f.group(0)[0], len(f.group(0)), base)
+            elif what == "comment":
+                k = s.find("-->", j + 2)  # (<!--> and <!---> close at once)
+                if k >= 0:  # the rest of the line is shown: only the comment is masked
+                    self.masked.append((base + j, base + k + 3))
+                else:
+                    comment = base + j
+            elif what in ("text", "heading"):
+                if para is None:
+                    para = len(self._para_ends)
+                    self._para_ends.append(0)
+                self._line(base, s, para)
+                if what == "heading":
+                    para = None
+                prev_end = base + len(s)
+                continue
+            self._line(base, s, None)
+            prev_end = base + len(s)
+        if fence is not None:
+            self.masked.append((fence[2], len(text)))
+        if comment is not None:
+            self.masked.append((comment, len(text)))
+
+    def _line(self, base: int, s: str, para: int | None) -> None:
+        self._starts.append(base)
+        self._line_end.append(base + len(s))
+        self._para_of.append(para)
+        if para is not None:
+            self._para_ends[para] = base + len(s)
+
+    def paragraph_end(self, offset: int) -> int:
+        """Where the paragraph holding ``offset`` ends (its last line's end); the end of the line
+        for a line in no paragraph."""
+        k = bisect.bisect_right(self._starts, offset) - 1
+        if k < 0:
+            return 0
+        para = self._para_of[k]
+        return self._para_ends[para] if para is not None else self._line_end[k]
 
 
 def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
@@ -667,39 +847,11 @@ def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
             if out[i] != "\n":
                 out[i] = " "
 
-    # blocks, line by line: fenced code, and HTML comment blocks (a line beginning with <!--)
-    pos = 0
-    fence: tuple[str, int] | None = None
-    fence_start = 0
-    comment_start: int | None = None
-    for line in text.splitlines(keepends=True):
-        if comment_start is not None:  # inside an HTML comment block: it ends at the first -->
-            k = line.find("-->")
-            if k >= 0:
-                blank(comment_start, pos + k + 3)
-                comment_start = None
-            pos += len(line)
-            continue
-        m = _FENCE_OPEN.match(line)
-        if fence is None:
-            # (CommonMark: a backtick fence's info string holds no backtick — ```x``` is inline code)
-            if m and not (m.group(1)[0] == "`" and "`" in line[m.end():]):
-                fence = (m.group(1)[0], len(m.group(1)))
-                fence_start = pos
-            elif (c := _HTML_COMMENT_BLOCK.match(line)) is not None:
-                k = line.find("-->", c.end() - 2)  # (<!--> and <!---> close at once)
-                if k >= 0:  # the rest of the line is shown: only the comment is masked
-                    blank(pos + c.end() - 4, pos + k + 3)
-                else:
-                    comment_start = pos + c.end() - 4
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not line[m.end():].strip():
-            blank(fence_start, pos + len(line))
-            fence = None
-        pos += len(line)
-    if fence is not None:
-        blank(fence_start, len(text))
-    if comment_start is not None:
-        blank(comment_start, len(text))
+    # blocks, line by line, inside the list items and block quotes that hold them: fenced code and
+    # HTML comment blocks; and which paragraph each line is in, for the inline pass below
+    blocks = _BlockScan(text)
+    for a, b in blocks.masked:
+        blank(a, b)
     masked = "".join(out)
     # inline, left to right: a code span (a run of N backticks closes at the next run of exactly N
     # in the same paragraph) or an HTML comment (<!-- closes at the next --> in the same paragraph)
@@ -710,8 +862,7 @@ def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
         if m is None:
             break
         i = m.start()
-        para = _PARA_END.search(masked, i)
-        para_end = para.start() if para else n
+        para_end = blocks.paragraph_end(i)
         if masked[i] == "<":
             k = masked.find("-->", i + 2, para_end)
             if k >= 0:
