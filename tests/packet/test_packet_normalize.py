@@ -80,6 +80,27 @@ def test_a_temporary_path_is_rewritten_where_a_path_starts(text: str, expected: 
     assert got.text == expected and "tmp_path" in got.fired
 
 
+@pytest.mark.parametrize("text,expected", [
+    # a ".." leaves the temporary folder: only the folder's part is rewritten, where it went is kept
+    ("read /tmp/../etc/passwd", "read <TMP>/../etc/passwd"),
+    ("wrote /tmp/pytest-7/../../home/u/.ssh/id", "wrote <TMP>/../../home/u/.ssh/id"),
+    ("/tmp/pytest-7/../x.txt: ok", "<TMP>/../x.txt: ok"),
+    ("cd /tmp/..", "cd <TMP>/.."),
+    # a name holding two dots is no ".." step
+    ("x /tmp/a..b/c", "x <TMP>"),
+])
+def test_a_temporary_path_leaving_the_folder_keeps_where_it_goes(text: str, expected: str):
+    got = normalize(text)
+    assert got.text == expected and "tmp_path" in got.fired
+
+
+def test_outputs_reaching_different_files_through_a_temporary_folder_hash_differently():
+    a, b = normalize("read /tmp/../etc/passwd"), normalize("read /tmp/../etc/shadow")
+    assert a.sha256 != b.sha256
+    # the run-to-run part before the ".." still compares equal
+    assert normalize("/tmp/pytest-7/../x").sha256 == normalize("/tmp/pytest-9/../x").sha256
+
+
 def test_outputs_that_differ_only_in_bytes_that_are_not_utf8_hash_differently():
     a, b = decode_output(b"status \xff done\n"), decode_output(b"status \xfe done\n")
     assert (a, b) == ("status \udcff done\n", "status \udcfe done\n")

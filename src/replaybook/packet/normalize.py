@@ -16,9 +16,9 @@ carriage_return   ``\\r\\n`` line ends; text before a bare ``\\r``       ``\\n``
                   followed by more text (a redraw)                       redraw
 root              the repository root's absolute path (recorded tree     ``<ROOT>``
                   or replay worktree), and its resolved form
-tmp_path          ``/tmp/…``, ``/var/tmp/…``, ``/var/folders/…``,        ``<TMP>``
-                  ``/private/var/folders/…``, ``$TMPDIR/…`` where a path
-                  starts (not ``data/tmp/…``, ``https://host/tmp/…``)
+tmp_path          ``/tmp/…``, ``/var/tmp/…``, ``/var/folders/…``,        ``<TMP>``; from a
+                  ``/private/var/folders/…``, ``$TMPDIR/…`` where a path     ``..`` step on, kept
+                  starts (not ``data/tmp/…``, ``https://host/tmp/…``)    (``<TMP>/../etc/x``)
 iso_timestamp     ``2024-05-01T12:34:56.789Z``, ``2024-05-01 12:34:56``  ``<TS>``
                   (optional fraction and offset)
 hex_address       ``0x`` and 6 or more hex digits (``0x7f3a2c1b4d90``)   ``0xADDR``
@@ -212,8 +212,18 @@ def _tmp(text: str, roots: tuple[str, ...]) -> tuple[str, bool]:
     if tmpdir and len(tmpdir) > 1:
         prefixes.append(tmpdir + "/")
     alt = "|".join(re.escape(p) for p in sorted(set(prefixes), key=len, reverse=True))
-    new = re.sub(_TMP_START + r"(?:" + alt + r")[^\s:'\"`,;()\[\]<>]*", "<TMP>", text)
+    new = re.sub(_TMP_START + r"(?:" + alt + r")[^\s:'\"`,;()\[\]<>]*", _tmp_part, text)
     return new, new != text
+
+
+def _tmp_part(m: re.Match[str]) -> str:
+    """``<TMP>`` for a temporary path, keeping from its first ``..`` step on: ``/tmp/../etc/passwd``
+    leaves the temporary folder, and where it went is compared (``<TMP>/../etc/passwd``)."""
+    up = _UP_STEP.search(m.group(0))
+    return "<TMP>" if up is None else "<TMP>" + m.group(0)[up.start():]
+
+
+_UP_STEP = re.compile(r"/\.\.(?=/|$)")
 
 
 #: A temporary path is rewritten only where a path starts: at the start of the text or a line, after
@@ -238,7 +248,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule("root", "the repository root's absolute path (recorded tree or replay worktree) → <ROOT>",
          func=_root),
     Rule("tmp_path", "/tmp/…, /var/tmp/…, /var/folders/…, /private/var/folders/…, $TMPDIR/… where a path starts "
-         "(not data/tmp/… or https://host/tmp/…) → <TMP>",
+         "(not data/tmp/… or https://host/tmp/…) → <TMP>, keeping a path's first .. step and what follows it",
          func=_tmp),
     Rule("iso_timestamp", "ISO 8601 date-times with optional fraction and offset → <TS>",
          r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])",
