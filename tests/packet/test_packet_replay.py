@@ -948,3 +948,42 @@ def test_a_replayed_step_cannot_change_the_reviewers_repository(repo: Path, tmp_
     assert len(written) == 40 and subprocess.run(["git", "cat-file", "-e", written], cwd=repo).returncode != 0
     assert not (tmp_path / "evil-hooks").exists() and not (repo / ".git" / "hooks" / "pre-commit").exists()
     assert list((tmp_path / "tmp").iterdir()) == []  # the clone is gone
+
+
+def test_a_local_filter_is_named_and_never_run_by_the_replay(repo: Path, tmp_path: Path):
+    """A filter set only in the repository's own config (git-crypt, say) converts files on checkout;
+    the replay's clean clone does not have it, so a step reading such a file can diverge for a
+    reason that is not the change's.  The replay says so, and does not run the filter's program:
+    the packet's repository names it, and nobody asked to run it."""
+    ran = tmp_path / "smudge-ran"
+    (repo / ".gitattributes").write_text("*.secret filter=crypt\n")
+    (repo / "a.secret").write_text("stored\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "secret")
+    git(repo, "config", "filter.crypt.smudge", f"touch {ran}; sed s/stored/plain/")
+    git(repo, "config", "filter.crypt.clean", "sed s/plain/stored/")
+    (repo / "a.secret").unlink()
+    git(repo, "checkout", "--", "a.secret")
+    assert (repo / "a.secret").read_text() == "plain\n" and ran.exists()
+    ran.unlink()
+    assert rec(repo, "cat a.secret").exit == 0
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert not ran.exists()  # the clone never ran the filter
+    assert v.verdict == "DIVERGED" and v.steps[0].output == "stored"
+    assert ("this repository's own config (.git/config) sets filter.crypt (clean, smudge); the replay's clean "
+            "clone does not run it (a filter runs a program, and the replay runs only the packet's steps): files "
+            "it converts are checked out as committed, and a step reading them may diverge") in v.warnings
+
+
+def test_line_ending_settings_of_the_repository_are_carried_into_the_replay(repo: Path):
+    """``core.autocrlf`` in the repository's own config writes CRLF line ends on checkout; it runs
+    no program, so the replay's clone takes it, and a step reading the file replays as recorded."""
+    git(repo, "config", "core.autocrlf", "true")
+    (repo / "sub" / "data.txt").unlink()
+    git(repo, "checkout", "--", "sub/data.txt")
+    assert (repo / "sub" / "data.txt").read_bytes() == b"alpha\r\nbeta\r\n"
+    assert rec(repo, PY, "-c", "print(open('sub/data.txt', 'rb').read())").exit == 0
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "PASS", v.to_dict()
+    assert v.steps[0].output == "b'alpha\\r\\nbeta\\r\\n'"
+    assert not any("core.autocrlf" in w for w in v.warnings)

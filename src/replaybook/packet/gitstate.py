@@ -282,6 +282,60 @@ def differing_paths(a: TreeState, b: TreeState) -> list[str]:
 #: no filters, no aliases.
 _COPIED_CONFIG = ("user.name", "user.email")
 
+#: Settings of the repository's own config (``.git/config``) carried into a replay clone before its
+#: checkout: how git writes line ends into the files it checks out and reads them back.  They name
+#: no program, and without them a step reading a file sees other bytes than it did when recorded.
+#: The user's and the system's config need no copy: the clone reads them as the repository does.
+CARRIED_LOCAL_CONFIG = ("core.autocrlf", "core.eol", "core.safecrlf", "core.checkRoundtripEncoding")
+
+
+def local_config_not_carried(repo: str | os.PathLike) -> list[str]:
+    """What the repository's own config sets that a replay clone does not have and that can change
+    what a step sees: one message per filter (``filter.<name>.clean|smudge|process``), text
+    conversion for diffs (``diff.<name>.textconv``), attributes file (``core.attributesFile`` in
+    ``.git/config``, or ``.git/info/attributes``).  Each of these runs a program or picks one, and a
+    replay never runs a program the packet's repository names (only the packet's steps), so none
+    is carried over (:data:`CARRIED_LOCAL_CONFIG` is).  Empty when nothing is set, or the config
+    cannot be read."""
+    env = clean_git_env()
+    raw = git(["config", "--local", "--null", "--get-regexp", r"^(filter|diff)\.|^core\.attributesfile$"],
+              repo, check=False, env=env)
+    found: dict[tuple[str, str], list[str]] = {}
+    for item in raw.split(b"\0"):
+        key = item.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        section, _, rest = key.partition(".")
+        name, _, var = rest.rpartition(".")
+        if section == "filter" and name and var in ("clean", "smudge", "process"):
+            found.setdefault(("filter", name), []).append(var)
+        elif section == "diff" and name and var == "textconv":
+            found.setdefault(("diff", name), []).append(var)
+        elif key.lower() == "core.attributesfile":
+            found.setdefault(("core", "attributesFile"), [])
+    out = []
+    for (section, name), kinds in found.items():
+        if section == "filter":
+            out.append(f"this repository's own config (.git/config) sets filter.{name} ({', '.join(sorted(set(kinds)))}); "
+                       "the replay's clean clone does not run it (a filter runs a program, and the replay runs only "
+                       "the packet's steps): files it converts are checked out as committed, and a step reading them "
+                       "may diverge")
+        elif section == "diff":
+            out.append(f"this repository's own config (.git/config) sets diff.{name}.textconv; the replay's clean clone "
+                       "does not run it: a step running git diff or git log -p shows those files as committed")
+        else:
+            out.append("this repository's own config (.git/config) sets core.attributesFile; the replay's clean clone "
+                       "does not read it: the attributes it gives (line ends, filters) do not apply there")
+    info = git(["rev-parse", "--git-path", "info/attributes"], repo, check=False, env=env).strip()
+    path = Path(repo) / info.decode("utf-8", "surrogateescape") if info else None
+    try:
+        held = path is not None and any(
+            line.strip() and not line.lstrip().startswith(b"#") for line in path.read_bytes().splitlines())
+    except OSError:
+        held = False
+    if held:
+        out.append("this repository has attributes in .git/info/attributes; the replay's clean clone does not read "
+                   "them: the line ends and filters they give do not apply there")
+    return out
+
 
 @contextmanager
 def temporary_clone(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
@@ -291,7 +345,9 @@ def temporary_clone(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
     ``objects/info/alternates`` — read-only: objects never change, and any object a step writes
     goes to the clone — so it takes no copy of them and is quick whatever the repository's size.
     It shares nothing else with the repository: it has its own config (git never copies a
-    repository's local config or hooks into a clone; only :data:`_COPIED_CONFIG` is set), its own
+    repository's local config or hooks into a clone; only :data:`_COPIED_CONFIG` and, from the
+    repository's own config, the line-end settings of :data:`CARRIED_LOCAL_CONFIG` are set, before
+    the checkout; :func:`local_config_not_carried` says what is left out), its own
     refs (copies of the repository's branches and tags, so ``git describe`` and branch names work
     as they do there) and no remote, so a replayed step that runs ``git config``, ``git tag``,
     ``git branch -f``, ``git push`` or installs a hook changes only the clone.  Unlike a
@@ -314,6 +370,10 @@ def temporary_clone(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
         git(["remote", "remove", "origin"], wt, env=env)
         for key in _COPIED_CONFIG:
             value = git(["config", "--get", key], repo, check=False, env=env).rstrip(b"\n")
+            if value:
+                git(["config", key, value.decode("utf-8", "surrogateescape")], wt, env=env)
+        for key in CARRIED_LOCAL_CONFIG:
+            value = git(["config", "--local", "--get", key], repo, check=False, env=env).rstrip(b"\n")
             if value:
                 git(["config", key, value.decode("utf-8", "surrogateescape")], wt, env=env)
         git(["checkout", "--detach", "--quiet", commit], wt, env=env)

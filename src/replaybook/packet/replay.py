@@ -2,7 +2,9 @@
 
 :func:`replay` makes a throwaway clone of the repository checked out at the recorded commit (or
 ``checkout``; :func:`~.gitstate.temporary_clone`: it shares no config, refs or hooks with the
-repository, so what a step does to git there stays there),
+repository, so what a step does to git there stays there; of the repository's own config only its
+line-end settings are carried over, and filters and the like it sets are named in the warnings,
+never run: :func:`~.gitstate.local_config_not_carried`),
 re-runs every step in its recorded working directory with a timeout, captures the merged
 output exactly as the recorder did, redacts and normalizes it with the rules found in the
 worktree, and compares the exit code and ``out_sha``.  The clone is always removed.
@@ -54,8 +56,8 @@ from typing import Callable, Mapping, Sequence
 from .capture import SHELLS, run_merged
 from .errors import PacketError, PacketLogError, RulesError
 from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commit_exists, commit_state,
-                       differing_paths, entries_state, git, repo_root, resolve_commit, temporary_clone,
-                       tree_state)
+                       differing_paths, entries_state, git, local_config_not_carried, repo_root, resolve_commit,
+                       temporary_clone, tree_state)
 from .log import ChainFinding, LogStep, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, decode_output, load_rules, out_sha
 from .record import excluded_paths
@@ -511,6 +513,8 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
         return _unrunnable(log_path, str(exc), checkout=checkout)
     verdict = PacketVerdict("PASS", str(log_path), commit=target, checkout=checkout,
                             warnings=log.chain_messages() + log.gap_warnings(), log_chain=log.chain)
+    # what the repository's own config does to its files that the clean clone leaves out (filters)
+    verdict.warnings += local_config_not_carried(repo_path)
     # a chained log with lines removed, renumbered, edited or cut off is not evidence of what ran
     if log.chain_findings:
         verdict.problems.append(_chain_problem(log.chain_findings, log_path))
