@@ -1131,3 +1131,49 @@ def test_a_command_named_for_several_cited_steps_needs_one_of_them_to_run_it():
     report = lint_claims_text("`ruff check` is clean [seq:3][seq:4].", steps, commands=cmds)
     assert [(f.kind, f.seq) for f in report.findings] == [("cites_other_command", 3), ("cites_other_command", 4)]
     assert "names `ruff check`, which no step cited there runs" in report.findings[0].message
+
+
+@pytest.mark.parametrize("cmd,output", [
+    ("pytest -q", "tests/test_a.py::test_a\n1 test collected in <DUR>"),        # addopts = "--collect-only"
+    ("python -m pytest", "ss\n2 skipped in <DUR>"),                             # a conftest.py skipping all
+    ("pytest -q", "no tests ran in <DUR>"),
+    ("go test -run TestParse ./...", "ok  \texample.com/p\t0.01s [no tests to run]"),
+    ("python -m unittest", "\nRan 0 tests in 0.000s\n\nOK"),
+])
+def test_a_pass_claim_citing_a_runner_whose_output_shows_no_test_ran_is_a_finding(cmd: str, output: str):
+    report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: cmd}, outputs={1: output})
+    assert [(f.kind, f.seq) for f in report.findings] == [("cites_non_check_step", 1)]
+    assert "its output shows it ran no test" in report.findings[0].message
+    # the same command whose output shows tests ran backs the claim
+    ran = {"pytest -q": "1 passed in <DUR>", "python -m pytest": "2 passed, 1 skipped in <DUR>",
+           "go test -run TestParse ./...": "ok  \texample.com/p\t0.01s",
+           "python -m unittest": "Ran 2 tests in 0.000s\n\nOK"}[cmd]
+    report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: cmd}, outputs={1: ran})
+    assert report.findings == [] and report.warnings == [] and report.accepted_steps == [1]
+
+
+def test_a_pass_claim_on_a_name_filter_without_a_stored_output_cannot_be_verified():
+    # `go test -run X` exits 0 when X matches no test: without the output, nothing shows one ran
+    report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: "go test -run TestParse ./..."})
+    assert report.findings == [] and [(w.kind, w.seq) for w in report.warnings] == [
+        ("cites_unrecognised_command", 1)]
+    assert ("cannot tell whether it runs tests: `go test -run TestParse` exits 0 also when its pattern matches "
+            "no test, and the step's output was not stored") in report.warnings[0].message
+    # without a filter the exit code is read as before
+    report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: "go test ./..."})
+    assert report.findings == [] and report.warnings == []
+
+
+def test_a_recorded_pytest_run_that_addopts_made_collect_only_does_not_back_tests_pass(repo: Path):
+    from packet_helpers import PY, git, rec
+
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_a.py").write_text("def test_a():\n    assert False\n")
+    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--collect-only -p no:cacheprovider"\n')
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "tests")
+    assert rec(repo, PY, "-m", "pytest", "-q", "tests/test_a.py").exit == 0  # the failing test never ran
+    (repo / "PR_BODY.md").write_text("All tests pass [seq:1].\n")
+    report = lint_claims(repo / "PR_BODY.md", repo / "session.jsonl")
+    assert [(f.kind, f.seq, f.line) for f in report.findings] == [("cites_non_check_step", 1, 1)]
+    assert "its output shows it ran no test (`1 test collected in" in report.findings[0].message

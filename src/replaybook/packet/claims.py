@@ -18,7 +18,10 @@ Findings (failures — the linter exits non-zero when there is one):
                          ``echo "1 passed"``, ``true``, ``cat old-output.txt``, ``ls``, a runner
                          of another kind (``ruff check`` for "tests pass"), or a runner whose
                          exit code the line hides (``pytest | tee log`` without pipefail,
-                         ``pytest || true``).  Or its clause says something failed, but no
+                         ``pytest || true``), or a test runner whose stored output shows it ran
+                         no test (:func:`~.runners.ran_no_tests`: ``1 test collected``, ``no tests
+                         ran`` — ``addopts`` or ``PYTEST_ADDOPTS`` the line does not show).  Or its
+                         clause says something failed, but no
                          failing step cited there failed because such a check failed, and this
                          step is known not to have: ``false``, ``exit 1``, ``! pytest``, a runner
                          that stopped before checking anything (``pytest`` exiting 5)
@@ -68,7 +71,9 @@ Warnings (reported, never failures):
 ``cites_unrecognised_command``  as ``cites_non_check_step``, but the linter cannot tell what the
                          step runs (``./run_tests.sh``, ``make demo``, ``python -c …``, a line it
                          cannot parse, a pipe in a log that does not record pipefail), or whose
-                         failure its exit code is (``cd tests && pytest``: maybe ``cd``'s)
+                         failure its exit code is (``cd tests && pytest``: maybe ``cd``'s), or whether
+                         a test ran (``go test -run X`` whose output was not stored: a name filter
+                         exits 0 also when it matches nothing)
 
 A pass claim backs a passing step only when the step can show it: a clause about a check
 (:data:`CHECK_SUBJECTS` — "all tests pass", "lint is clean", "the build is green", "mypy is
@@ -111,7 +116,7 @@ from .normalize import BUILTIN_RULES, RuleSet
 from .normalize import out_sha as normalized_sha
 from .redact import redact_command
 from .runners import (BUILD, KINDS, LINT, TEST, TYPECHECK, FailureCheck, StepCheck, classify_command,
-                      classify_failed_step, classify_failure, classify_step)
+                      classify_failed_step, classify_failure, classify_step, ran_no_tests)
 
 __all__ = [
     "EXPECTED_FAILURE",
@@ -1860,6 +1865,9 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
     if failures is None:
         failures = _Lazy((q for q in commands if q in steps),
                          lambda seq: classify_failure(commands[seq], exit=steps[seq], output=_text(outputs.get(seq))))
+    raws = raw_outputs or {}
+    by_command = checks
+    checks = _Lazy(by_command, lambda seq: _what_ran(by_command[seq], steps.get(seq), outputs.get(seq), raws.get(seq)))
     masked, spans = _mask(body)
     marked = _mark_code(masked, spans)
     starts = _line_starts(body)
@@ -1887,6 +1895,29 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
     report.steps_with_findings = sorted(flagged)
     report.accepted_steps = sorted(judge.accepted - flagged)
     return report
+
+
+def _what_ran(check: StepCheck, exit: int | None, output: object, raw: object) -> StepCheck:
+    """What a passing step's exit code 0 shows once its stored output is read: a test runner whose
+    output says it ran no test (:func:`~.runners.ran_no_tests`: told to run nothing by what the
+    command line does not show, ``addopts`` or ``PYTEST_ADDOPTS``) shows no test passed; a test
+    runner given a name filter (``go test -run X``) whose output was not stored is ``unknown``: it
+    exits 0 also when the filter matches nothing.  ``check`` itself otherwise."""
+    if exit != 0 or check.verdict != "check" or TEST not in check.kinds:
+        return check
+    text = output if isinstance(output, str) else _plain(raw) if isinstance(raw, str) else None
+    if text is None:
+        if check.filtered:
+            return StepCheck("unknown", reason=f"{check.filtered} exits 0 also when its pattern matches no test, and "
+                                               "the step's output was not stored (record with --store-output) to "
+                                               "show that one ran")
+        return check
+    why = ran_no_tests(check, text)
+    if why is None:
+        return check
+    reason = f"it runs {', '.join(check.runners)}, but {why}"
+    kinds = check.kinds - {TEST}
+    return StepCheck("check", kinds, check.runners, reason) if kinds else StepCheck("no_check", reason=reason)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ __all__ = [
     "classify_step",
     "classify_failure",
     "classify_failed_step",
+    "ran_no_tests",
 ]
 
 TEST = "test"
@@ -595,12 +596,16 @@ class StepCheck:
         runners: the names of the runners whose success it shows (``("pytest",)``).
         reason: why it is ``no_check`` or ``unknown``, in words, naming the program
             (``"`echo` only prints"``); for ``check``, what it runs (``"it runs pytest"``).
+        filtered: for ``check``, a test runner's name filter the line gives, which exits 0 also
+            when it matches no test (```go test -run TestParse```); empty when none.  Only the
+            step's output can show that a test ran (:func:`ran_no_tests`).
     """
 
     verdict: str
     kinds: frozenset[str] = _NONE
     runners: tuple[str, ...] = ()
     reason: str = ""
+    filtered: str = ""
 
 
 # ----- what one simple command runs ------------------------------------------------------------
@@ -614,6 +619,7 @@ class _Prog:
     reason: str = ""
     aborted: Mapping[int, str] = field(default_factory=dict)  # Runner.aborted
     aborted_output: tuple[tuple[str, str], ...] = ()  # Runner.aborted_output
+    filtered: str = ""  # StepCheck.filtered
 
 
 @dataclass
@@ -868,6 +874,7 @@ def _runner(prog: str, args: list[str], env: Mapping[str, str] | None = None, fa
             kinds, why_passed = _limit(_unclustered(passed, r.flags), r.after_dashdash or {}, kinds, f"{name} --",
                                        r.not_info)
             why = why_passed or why
+        filtered = ""
         if kinds & _k(TEST) and (r.name_filters or r.name_skips):
             words = [*extra, *own]
             runs = _values(words, r.name_filters)
@@ -881,12 +888,15 @@ def _runner(prog: str, args: list[str], env: Mapping[str, str] | None = None, fa
                 kinds = kinds - _k(TEST)
                 x = next(x for x in skips if _skips_every_test(x, r.test_names))
                 why = f"`{name} -skip {shlex.quote(x)}` runs no test: the pattern matches every test's name"
+            elif runs:
+                filtered = f"`{name} {opt} {shlex.quote(runs[-1])}`"
         if not kinds:
             return _Prog(name, "no_check", reason=why)
         unsure = _has([*extra, *own], r.unsure)
         if unsure and not failed:
             return _Prog(name, "unknown", reason=f"`{name} {unsure}` {r.unsure[unsure]}")
-        return _Prog(name, "check", kinds, reason=why, aborted=r.aborted, aborted_output=r.aborted_output)
+        return _Prog(name, "check", kinds, reason=why, aborted=r.aborted, aborted_output=r.aborted_output,
+                     filtered=filtered)
     return None
 
 
@@ -1761,7 +1771,8 @@ def _verdict(seen: _Seen) -> StepCheck:
         names = tuple(dict.fromkeys(p.name for p in runners))
         narrowed = [p.reason for p in runners if p.reason]  # `go test -c` only compiles
         return StepCheck("check", frozenset().union(*(p.kinds for p in runners)), names,
-                         "it runs " + ", ".join(names) + (f" ({'; '.join(narrowed)})" if narrowed else ""))
+                         "it runs " + ", ".join(names) + (f" ({'; '.join(narrowed)})" if narrowed else ""),
+                         filtered=next((p.filtered for p in runners if p.filtered), ""))
     hidden = [(p, why) for p, why in seen.hidden if p.verdict == "check"]
     unknown = [p for p in seen.proven if p.verdict == "unknown"]
     if unknown:
@@ -1827,3 +1838,64 @@ def _logged_pipefail(step: Mapping) -> bool | None:
     if "pipefail" in step or step.get("shell") is not None:
         return False
     return None
+
+
+# ----- what a passing test runner's output says it ran -------------------------------------------
+
+# pytest's last line: "3 passed, 1 skipped in 0.12s", "no tests ran in 0.01s", "5 tests collected in
+# 0.01s", "2/7 tests collected (5 deselected) in 0.01s" (normalized: "in <DUR>"), between "=" rules
+_PYTEST_SUMMARY = re.compile(
+    r"^=*\s*(?P<body>(?:no tests ran|\d+(?:/\d+)? tests? collected(?: \(\d+ deselected\))?"
+    r"|\d+ [a-z]+(?:, \d+ [a-z]+)*))\s+in\s+(?:<DUR>|\d+(?:\.\d+)?s)(?![\w.]).*$", re.M)
+_PYTEST_RAN = re.compile(r"\b[1-9]\d* (?:passed|failed|xfailed|xpassed|errors?)\b")
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in\b.*$", re.M)
+_GO_RESULT = re.compile(r"^(?:ok|\?|FAIL)\s+\S+\s.*$", re.M)
+_GO_NOTHING = re.compile(r"\[no tests to run\]|\[no test files\]")
+_CARGO_RUNNING = re.compile(r"^running (\d+) tests?$", re.M)
+
+
+def ran_no_tests(check: StepCheck, output: str | None) -> str | None:
+    """Why a passing step's ``output`` shows that its test runner ran no test, naming the line that
+    says so; ``None`` when it shows a test ran, or says nothing either way (no summary line of the
+    runner, no output).
+
+    Read for ``pytest`` (its last line: ``no tests ran``, ``5 tests collected`` with
+    ``--collect-only``, only skipped or deselected tests), ``unittest`` (``Ran 0 tests``), ``go
+    test`` (every package ``[no tests to run]`` or ``[no test files]``) and ``cargo test`` (every
+    ``running 0 tests``).  A run of the runners of ``check`` (:attr:`StepCheck.runners`) that is
+    told to run nothing by what the command line does not show — ``addopts`` in ``pyproject.toml``
+    or ``pytest.ini``, a variable exported before the recording (``PYTEST_ADDOPTS``), a name filter
+    that matches no test — exits 0 and says so there.  ``output`` is the step's stored output,
+    normalized or raw.
+    """
+    if not output or check.verdict != "check" or TEST not in check.kinds:
+        return None
+    names = set(check.runners)
+    lines: list[str] = []  # the runners' result lines, each saying whether tests ran
+    causes: list[str] = []
+    ran = False
+    if names & {"pytest", "py.test"}:
+        for m in _PYTEST_SUMMARY.finditer(output):
+            lines.append(m.group(0).strip("= \t"))
+            ran |= bool(_PYTEST_RAN.search(m.group("body")))
+        causes.append("an `addopts` in pyproject.toml, pytest.ini, tox.ini or setup.cfg, PYTEST_ADDOPTS exported "
+                      "before the recording, or a conftest.py that skips every test")
+    if "unittest" in names:
+        for m in _UNITTEST_RAN.finditer(output):
+            lines.append(m.group(0).strip())
+            ran |= m.group(1) != "0"
+        causes.append("a `-k` pattern or a discovery pattern that matches no test")
+    if "go test" in names:
+        for m in _GO_RESULT.finditer(output):
+            lines.append(re.sub(r"\s+", " ", m.group(0).strip()))
+            ran |= not _GO_NOTHING.search(m.group(0))
+        causes.append("a `-run` pattern that matches no test's name, or GOFLAGS exported before the recording")
+    if names & {"cargo test", "cargo nextest run", "cargo miri test"}:
+        for m in _CARGO_RUNNING.finditer(output):
+            lines.append(m.group(0).strip())
+            ran |= m.group(1) != "0"
+        causes.append("a name filter that matches no test")
+    if not lines or ran:
+        return None
+    return (f"its output shows it ran no test (`{lines[-1]}`; {' or '.join(causes)} can make it run none and "
+            f"exit 0)")
