@@ -483,10 +483,11 @@ def test_tool_and_time_never_pairs_a_step_with_a_call_whose_arguments_differ():
     arguments.  In s1 the read of x is a tool-and-time candidate of the call without arguments
     and t's read without arguments one of both calls: paired by rank within that group, the read
     of x had taken the read of y (both logged, and they differ) and s1 went to t, matched with
-    margin 1, on a pair the arguments contradict."""
+    margin 1, on a pair the arguments contradict.  (s2's call is 0.3 s from its step, s1's pair
+    0.1 s: s1 is the nearer of the two equally agreeing sessions, so t is s1's.)"""
     steps = steps_frame([("t", 1, "read", {"p": "x"}, None), ("t", 5, "read", {}, None)])
     steps.loc[1, "args_key"] = None  # (the client's arguments did not parse)
-    calls = calls_frame([("s2", 1.1, "read", {"p": "x"}, None), ("s1", 1.2, "read", {"p": "y"}, None),
+    calls = calls_frame([("s2", 1.3, "read", {"p": "x"}, None), ("s1", 1.2, "read", {"p": "y"}, None),
                          ("s1", 5.1, "read", {}, None)])
     calls.loc[2, "args_key"] = None
     res = join_sessions(steps, calls, max_offset_s=0)

@@ -53,10 +53,23 @@ and a session whose pairs' median offset still lies beyond it (its transcript wi
 of a nearer applied offset) is named in ``JoinResult.notes``, never joined silently.  The **agreement** of a pair is its number of agreeing steps.
 
 Transcripts are then assigned to sessions **one-to-one**, maximising the total agreement over
-all sessions (ties broken by time proximity: the smaller median |Δt| wins), and never below
-``min_agreed``.  This is what the naive "each session takes its best transcript" rule gets
-wrong when a second session a minute later repeats some of the first one's calls: both sessions'
-best transcript is then the first one.
+all sessions (ties broken by time proximity: the smaller median |Δt| wins — summed over the
+assignment, each capped at the window), and never below ``min_agreed``.  This is what the naive
+"each session takes its best transcript" rule gets wrong when a second session a minute later
+repeats some of the first one's calls: both sessions' best transcript is then the first one.
+
+**Exact ties.**  Where assignments are equal in total agreement *and* in summed proximity (two
+door sessions with the same calls at the same times, a transcript copied under another id), the
+join reports the one that pairs them in order of first activity: going through the door
+sessions by their first call (then by id), each takes the transcript earliest by its first tool
+step as recorded (then by id) that some best assignment still gives it, and no transcript only
+when none does — the earliest session with the earliest transcript.  Proximity is compared
+exactly (medians are multiples of 0.5 ms), so float rounding decides nothing, and neither does
+the order of the input files or rows.  The tie is still reported: each session it gives a
+transcript is ``ambiguous`` with margin 0 (one it leaves without is ``unmatched``).  This holds in groups of sessions and transcripts small enough to be
+solved exactly (:data:`_EXACT_MARGIN_LIMIT`); in a larger group (many agents sharing a call,
+chained into one) the solver picks among exact ties, the same way for the same ids whatever the
+order of the rows (:func:`_settle_ties`).
 
 For each session the result reports the transcript, agreement, share, runner-up, **margin**
 (how much the best total agreement drops when this session may not have its transcript: 0 means
@@ -2160,6 +2173,20 @@ def join_sessions(
     # 5. one-to-one assignment, maximising agreement; ties by time proximity.
     el = agreed >= min_agreed
 
+    first_steps: list[np.ndarray] = []
+
+    def first_step_ns(codes: np.ndarray) -> np.ndarray:
+        """Each of the transcript ``codes``' first tool step as recorded (its sub-agents' included),
+        ns; NaT (_NAT) when none has a time.  Worked out for every transcript at once (one pass
+        over the steps), the first time the assignment meets a tie, and only then."""
+        if not first_steps:
+            out = np.full(n_t, _I64_MAX, np.int64)
+            rows = np.flatnonzero((s_ns != _NAT) & (t_codes >= 0))
+            np.minimum.at(out, t_codes[rows], s_ns[rows])
+            out[out == _I64_MAX] = _NAT
+            first_steps.append(out)
+        return first_steps[0][codes]
+
     def scores_frame() -> pd.DataFrame:
         """scores: by door session, then agreement (descending), then transcript."""
         amax = int(agreed.max()) if len(agreed) else 0
@@ -2174,7 +2201,8 @@ def join_sessions(
         })
 
     (assign_arr, mg), scores = _together(
-        lambda: _assign(sc_s[el], sc_t[el], agreed[el].astype("float64"), med[el], n_s, n_t, window_ms),
+        lambda: _assign(sc_s[el], sc_t[el], agreed[el].astype("float64"), med[el], n_s, n_t, window_ms,
+                        start_ns, first_step_ns),
         scores_frame)
 
     # a session the one-to-one assignment left out may continue a transcript another session has
@@ -2714,7 +2742,8 @@ def _runners_up(sc_s, sc_t, agreed, med, assign_arr) -> tuple[np.ndarray, np.nda
 
 
 def _assign(s: np.ndarray, t: np.ndarray, agreed: np.ndarray, med: np.ndarray, n_s: int, n_t: int,
-            window_ms: int) -> tuple[np.ndarray, np.ndarray]:
+            window_ms: int, s_first: np.ndarray | None = None,
+            t_first=None) -> tuple[np.ndarray, np.ndarray]:
     """Maximum-agreement one-to-one assignment per connected component of the score graph.
 
     ``s``, ``t``, ``agreed``, ``med``: one entry per eligible (session, transcript) pair.
@@ -2722,6 +2751,11 @@ def _assign(s: np.ndarray, t: np.ndarray, agreed: np.ndarray, med: np.ndarray, n
     over any assignment, so agreement always decides and proximity only breaks ties.  Small
     components (≤ ``_EXACT_MARGIN_LIMIT`` nodes) are solved densely and get exact margins: the
     best total agreement minus the best total when this session may not keep its transcript.
+    Where a small component holds a session of margin 0, the assignments equal in agreement *and*
+    in summed proximity (exactly: :func:`_settle_ties`) are ordered by first activity:
+    ``s_first`` (per session code, its first call, ns; NaT: :data:`_NAT`) and ``t_first`` (a
+    function of an array of transcript codes giving each one's first tool step, ns, the same way;
+    called only where such a tie is found), ids (codes) between equal times.
     Larger ones (many sessions repeating the same calls at the same time chain into one) are
     solved as a sparse bipartite matching — never a dense matrix — after fixing the pairs every
     optimum contains (:func:`_match_sparse`); their margin is the assigned agreement minus the
@@ -2761,12 +2795,22 @@ def _assign(s: np.ndarray, t: np.ndarray, agreed: np.ndarray, med: np.ndarray, n
             r, c = linear_sum_assignment(w, maximize=True)
             best = {int(x): int(y) for x, y in zip(r, c) if agr[x, y] > 0}
             total = sum(agr[x, y] for x, y in best.items())
+            mg_of = {}
+            for x, y in best.items():
+                mg_of[x] = _margin_without(agr, x, y, total)
+            if s_first is not None and t_first is not None and any(v <= 0 for v in mg_of.values()):
+                # an equally good alternative: which of the tied assignments is reported is the
+                # rule's, not the solver's (its float weights, the order of the ids)
+                p_int = np.minimum(np.rint(cm * 2), 2 * max(window_ms, 1))  # (a median is a multiple of 0.5 ms)
+                settled = _settle_ties(rows, cols, ca, p_int, best, mg_of, _first_key(s_first[ss]),
+                                       _first_key(t_first(tt)))
+                if settled is not None:
+                    mg_of = {x: mg_of[x] if best.get(x) == y else _margin_without(agr, x, y, total)
+                             for x, y in settled.items()}
+                    best = settled
             for x, y in best.items():
                 assign[ss[x]] = tt[y]
-                w2 = agr.copy()
-                w2[x, y] = 0
-                r2, c2 = linear_sum_assignment(w2, maximize=True)
-                margin[ss[x]] = float(total - w2[r2, c2].sum())
+                margin[ss[x]] = mg_of[x]
             continue
         chosen = _match_sparse(rows, cols, weight, len(ss), len(tt))
         # margin per assigned row: its agreement minus the best alternative on either side —
@@ -2782,6 +2826,77 @@ def _assign(s: np.ndarray, t: np.ndarray, agreed: np.ndarray, med: np.ndarray, n
         assign[ss[x]] = tt[chosen[x]]
         margin[ss[x]] = got[x] - np.maximum(alt[x], alt_t[chosen[x]])
     return assign, margin
+
+
+def _margin_without(agr: np.ndarray, x: int, y: int, total: float) -> float:
+    """How much the best total agreement of the dense matrix ``agr`` drops when row ``x`` may not
+    have column ``y`` (``total``: the best total)."""
+    w2 = agr.copy()
+    w2[x, y] = 0
+    r2, c2 = linear_sum_assignment(w2, maximize=True)
+    return float(total - w2[r2, c2].sum())
+
+
+def _first_key(first_ns: np.ndarray) -> np.ndarray:
+    """First-activity times (ns) as an order key: NaT (:data:`_NAT`) after every time."""
+    return np.where(first_ns == _NAT, _I64_MAX, first_ns)
+
+
+def _settle_ties(rows: np.ndarray, cols: np.ndarray, agreed: np.ndarray, penalty: np.ndarray,
+                 best: dict[int, int], margin: dict[int, float], row_first: np.ndarray,
+                 col_first: np.ndarray) -> dict[int, int] | None:
+    """The one of the exactly tied best assignments of a small component the join reports.
+
+    ``rows``, ``cols``, ``agreed``, ``penalty``: the component's edges (row and column indexes,
+    agreeing steps, the proximity penalty in whole units: twice the median |Δt|, ms, at most
+    twice the window); ``best``: an assignment maximising the total agreement (row → column), with
+    ``margin`` per row of it; ``row_first``, ``col_first``: each row's and column's first activity
+    (int64, ns; NaT already after every time).  Assignments are compared by total agreement, then
+    by total penalty (the smaller), in integers, so that two whose medians add up alike tie
+    whatever float sums would say.  Among those tied on both, the rule: going through the rows
+    (door sessions) in order of first activity, then index (their id's order), each takes the
+    column (transcript) earliest in first activity, then index, that some best assignment still
+    gives it — no column only when none does.  A row whose margin is above 0 keeps its column
+    (every best assignment has it).  Each check solves the rest of the component once; only
+    components with a tie get here.  Returns the assignment (row → column), or ``None`` when the
+    integer weights would pass float64's exact range (2**53: nothing real comes near).
+    """
+    nr, nc = int(rows.max()) + 1, int(cols.max()) + 1
+    big = float(penalty.max()) * min(nr, nc) + 1  # more than any assignment's summed penalty
+    w = np.zeros((nr, nc))
+    w[rows, cols] = agreed * big - penalty
+    if np.sort(w.max(axis=1))[::-1][:nc].sum() * 2 >= 2.0 ** 53:
+        return None
+
+    def value(rs: np.ndarray, cs: np.ndarray) -> float:
+        if not len(rs) or not len(cs):
+            return 0.0
+        sub = w[np.ix_(rs, cs)]
+        r, c = linear_sum_assignment(sub, maximize=True)
+        return float(sub[r, c].sum())
+
+    free_r, free_c = np.ones(nr, bool), np.ones(nc, bool)
+    out = {}
+    for x, y in best.items():  # in every best assignment: nothing to choose
+        if margin[x] > 0:
+            out[x] = y
+            free_r[x] = free_c[y] = False
+    opt = value(np.flatnonzero(free_r), np.flatnonzero(free_c))
+    col_order = np.lexsort((np.arange(nc), col_first))
+    for x in np.lexsort((np.arange(nr), row_first)).tolist():
+        if not free_r[x]:
+            continue
+        free_r[x] = False
+        rest_r = np.flatnonzero(free_r)
+        for y in col_order[(w[x, col_order] > 0) & free_c[col_order]].tolist():
+            free_c[y] = False
+            got = w[x, y] + value(rest_r, np.flatnonzero(free_c))
+            if got == opt:
+                out[x] = y
+                opt -= w[x, y]
+                break
+            free_c[y] = True
+    return out
 
 
 def _top2(group: np.ndarray, w: np.ndarray, edge: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
