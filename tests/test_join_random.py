@@ -314,6 +314,20 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
     alls = best()
     top = max(x[:2] for x in alls)
     winners = [x[2] for x in alls if x[:2] == top]
+    # of exactly tied assignments, the one pairing in order of first activity: the sessions by
+    # first call (then id), each taking the transcript earliest by first tool step (then id) that
+    # some best assignment still gives it — no transcript only when none does
+    inf = float("inf")
+    first_s, first_t = {}, {}
+    for c in C:
+        if c["ms"] is not None:
+            first_s[c["s"]] = min(first_s.get(c["s"], inf), c["ms"])
+    for x in S:
+        if x["ms"] is not None:
+            first_t[x["t"]] = min(first_t.get(x["t"], inf), x["ms"])
+    by_first = sorted(sessions, key=lambda s: (first_s.get(s, inf), s))
+    t_rank = {t: k for k, t in enumerate(sorted({t for t, _ in edges}, key=lambda t: (first_t.get(t, inf), t)))}
+    chosen = min(winners, key=lambda w: [t_rank[w[s]] if s in w else inf for s in by_first])
     # door-bound servers: the servers of steps that agree with some call (in any session, any
     # tier), and of steps some door call has the tool and arguments of, at any time (the same
     # tool where the call or the step logged no arguments); every server when there are none
@@ -322,7 +336,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
         c["s"] is not None and c["tool"] == s["tool"]
         and (c["args"] is None or s["args"] is None or c["args"] == s["args"]) for c in C)}
     door_servers = sorted(x for x in door if x is not None)
-    return dict(S=S, C=C, pairs=pairs, scores=scores, offset=off, best_total=top[0], winners=winners,
+    return dict(S=S, C=C, pairs=pairs, scores=scores, offset=off, best_total=top[0], winners=winners, chosen=chosen,
                 edges=edges, best=best, sessions=sessions, vetoed=vetoed, door_servers=door_servers)
 
 
@@ -410,7 +424,7 @@ def resumed(steps, calls, one: dict) -> dict:
 
 
 def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: bool = False,
-                    resumes: bool = False):
+                    resumes: bool = False, copies: bool = False):
     """Steps and calls of a small random incident; with ``clocks``, each transcript's machine
     has a clock of its own (differing by up to ±150 s), and some steps line up by coincidence
     with another session's call at the door's common skew; with ``orphans``, some tool calls'
@@ -419,7 +433,10 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
     whose steps repeat door calls a day off (a door session no clock within reach joins), one
     of tools no door call has, and built-in tools; with ``resumes``, every step has a uuid and
     some transcripts' first step names as its parent a step of another transcript (a resumed
-    conversation), of its own, or one no step has."""
+    conversation), of its own, or one no step has; with ``copies``, no call logs a tool-use id,
+    and a session's calls or a transcript's steps may be repeated under another id (sorting
+    before or after the others), at the same times or with one call (step) of their own a little
+    before: exact ties, settled by first activity or by id."""
     n_t, n_s, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
     grid = int(rng.choice([1, 500, 1000]))  # coarse clocks make equal timestamps common
     skew = int(rng.choice([0, 400, 1200, 90_000]))
@@ -445,6 +462,26 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
             calls.append((f"s{s}", ms + skew + t_skew[t] + int(rng.integers(0, 3)) * grid, tool, args, meta,
                           rng.random() < 0.1))
             seq += 1
+    if copies:
+        calls = [c[:4] + (None,) + c[5:] for c in calls]
+        for _ in range(int(rng.integers(0, 3))):  # a session's calls again, under another id
+            src = f"s{int(rng.integers(0, n_s))}"
+            name = f"{rng.choice(['a', 'z'])}-copy{len(calls)}"
+            mine = [c for c in calls if c[0] == src]
+            if rng.random() < 0.4:  # a call of its own first (a tool no transcript has)
+                calls.append((name, min(c[1] for c in mine) - int(rng.integers(1, 3)) * 500, "ping", {"n": 1},
+                              None, False))
+            calls += [(name,) + c[1:] for c in mine]
+        for _ in range(int(rng.integers(0, 3))):  # a transcript's steps again, under another id
+            src = f"t{int(rng.integers(0, n_t))}"
+            name = f"{rng.choice(['a', 'z'])}-copy{len(steps)}"
+            mine = [x for x in steps if x[0] == src]
+            if not mine:
+                continue
+            if rng.random() < 0.4:  # a step of its own first (a tool no door call has)
+                steps.append((name, min(x[1] for x in mine) - int(rng.integers(1, 3)) * 500, "note",
+                              {"text": "x"}, f"toolu_e{len(steps)}", False))
+            steps += [(name, x[1], x[2], x[3], f"{x[4]}c{len(steps)}", x[5]) for x in mine]
     if clocks and calls and rng.random() < 0.8:  # coincidences: a step lined up with some call at the
         for _ in range(int(rng.integers(1, 4))):  # door's common skew, whatever its own machine's clock
             s_, ms_, tool, args, _m, _n = calls[int(rng.integers(0, len(calls)))]
@@ -500,12 +537,16 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
                          + [(s, False, True, False) for s in range(200, 212)]
                          + [(s, True, True, False) for s in range(300, 306)]
                          + [(s, True, False, True) for s in [*range(400, 412), 32]]
-                         + [(s, False, False, False) for s in range(500, 512)])
+                         + [(s, False, False, False) for s in range(500, 512)]
+                         + [(s, False, False, False) for s in range(600, 612)]
+                         + [(s, True, False, False) for s in range(700, 706)])
 def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
     rng = np.random.default_rng(seed)
-    resumes = seed >= 500
+    resumes = 500 <= seed < 600
+    copies = seed >= 600
+    ties = 0
     for _ in range(12):
-        steps, calls = random_incident(rng, clocks, orphans, servers, resumes)
+        steps, calls = random_incident(rng, clocks, orphans, servers, resumes, copies)
         window_s = float(rng.choice([0.5, 2.0, 60.0]))
         min_agreed = int(rng.choice([1, 1, 2]))
         max_offset_s = float(rng.choice([0.0, 300.0]))
@@ -528,8 +569,9 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
         one = {s: t for s, t in res.assignments().items() if t is not None and (
             pd.isna(sess.loc[s, "continues"]) or sess.loc[sess.loc[s, "continues"], "transcript_id"] != t)}
         assert sum(ref["edges"][(t, s)][0] for s, t in one.items()) == ref["best_total"]
-        if len(ref["winners"]) == 1:
-            assert one == ref["winners"][0]
+        # the best one, and of exactly tied ones the one in order of first activity
+        assert one == ref["chosen"]
+        ties += len(ref["winners"]) > 1
         assert len(set(one.values())) == len(one)
         # sessions continuing a transcript another session has, given that assignment
         cont = continuations(ref, one, min_agreed)
@@ -609,6 +651,15 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
             assert res.offset_ms is None
         else:
             assert res.offset_ms == pytest.approx(float(np.median(timed.delta_ms)))
+        if copies:  # the rows in another order: the same links, the same verdicts
+            sh = J.join_sessions(steps.iloc[rng.permutation(len(steps))].reset_index(drop=True),
+                                 calls.iloc[rng.permutation(len(calls))].reset_index(drop=True),
+                                 window_s=window_s, min_agreed=min_agreed, max_offset_s=max_offset_s,
+                                 clock_offsets=clock_offsets)
+            cols = ["door_session", "transcript_id", "status", "margin", "agreed", "continues"]
+            pd.testing.assert_frame_equal(sh.sessions[cols], res.sessions[cols])
+    if copies:  # (the copies make exact ties: the rule, not the solver, chose among them)
+        assert ties >= 2
 
 
 def test_assignments_whose_medians_add_up_alike_are_tied_whatever_the_float_sums_say():
@@ -616,7 +667,9 @@ def test_assignments_whose_medians_add_up_alike_are_tied_whatever_the_float_sums
     (12 s and 10 s).  Either way round the total agreement is 4 and the medians add up to 12 s, so
     neither assignment is nearer: a tie, each session's margin 0.  Summed as floats the penalties
     differ in their last bit (1/30 + 1/6 = 0.19999999999999998 against 0.2): the reference sums
-    them exactly so as not to call one of them the only best."""
+    them exactly so as not to call one of them the only best, and the join takes the one the
+    rule gives: s0 calls first (208 s, s2 at 214 s) and t2 steps first (46 s, t1 at 50 s), so s0
+    is t2's and s2 t1's."""
     p0 = {"path": "p0"}
     steps = STEPS.build([dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(seconds=sec),
                               kind="tool_call", tool_raw=f"mcp__door__{tool}", server="door", tool=tool,
@@ -637,7 +690,7 @@ def test_assignments_whose_medians_add_up_alike_are_tied_whatever_the_float_sums
     ref = brute_join(steps, calls)
     assert ref["best_total"] == 4
     assert sorted(ref["winners"], key=lambda w: w["s0"]) == [{"s0": "t1", "s2": "t2"}, {"s0": "t2", "s2": "t1"}]
-    assert res.assignments() in ref["winners"]
+    assert res.assignments() == ref["chosen"] == {"s0": "t2", "s2": "t1"}
     s = res.sessions.set_index("door_session")
     assert s.margin.to_dict() == {"s0": 0.0, "s2": 0.0}
     assert s.status.to_dict() == {"s0": "ambiguous", "s2": "ambiguous"}
