@@ -449,3 +449,70 @@ def test_a_full_disk_while_building_is_said_and_leaves_no_half_built_capsule(dem
     r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
     assert r.exit_code == 2 and f"cannot write {out}: No space left on device" in r.output
     assert (sorted(p.name for p in out.iterdir()) == ["README"]) if existed else not out.exists()
+
+
+def _eio_on(monkeypatch, failing, how):
+    """From when ``capsule build`` starts building (the incident is loaded), the disk answers an
+    I/O error (EIO) on reading the file ``failing(path)`` picks: at ``open``, or at ``stat``."""
+    import builtins
+    import errno
+    import os
+
+    from replaybook.capsule import build
+
+    real_build, real_open, real_stat = build.build_capsule, builtins.open, os.stat
+
+    def fake_open(file, mode="r", *a, **kw):
+        if "r" in mode and not isinstance(file, int) and failing(Path(file)):
+            raise OSError(errno.EIO, "Input/output error")
+        return real_open(file, mode, *a, **kw)
+
+    def fake_stat(path, *a, **kw):
+        if not isinstance(path, int) and failing(Path(path)):
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return real_stat(path, *a, **kw)
+
+    def build_capsule(*a, **kw):
+        monkeypatch.setattr(builtins, "open", fake_open)
+        if how == "stat":
+            monkeypatch.setattr(os, "stat", fake_stat)
+        return real_build(*a, **kw)
+
+    monkeypatch.setattr(build, "build_capsule", build_capsule)
+
+
+@pytest.mark.parametrize("what, how", [("store object", "open"), ("store object", "stat"), ("door log", "open"),
+                                       ("transcript", "open")])
+def test_an_io_error_reading_the_doors_evidence_is_said_as_a_read_of_that_file(demo, tmp_path, monkeypatch,
+                                                                              what, how):
+    """An I/O error on reading an object of the door's evidence store (or the door's log, read
+    again to be kept in the capsule) was said as "cannot write <out>" — the reader looked for a
+    fault on the disk written to — or ended in exit 1; one on the transcript's prompt line left
+    the prompt cut short in the capsule, unsaid.  Each names the file that could not be read,
+    exits 2, and leaves no half-built capsule."""
+    target = {"store object": demo / "door-evidence" / "sha256" /
+                              "f1008b3dadcf93bb0075ac7c5c692651e5031bae3ced2aa52d41e794a4df5017",
+              "door log": demo / "door" / "deployer" / "door-20260913T164203-d1.jsonl",
+              "transcript": demo / "transcripts" / "9eca9def-ae83-5f09-8d79-7ead15ceeee1.jsonl"}[what]
+    _eio_on(monkeypatch, lambda p: p.name == target.name, how)
+    out = tmp_path / "c"
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    assert r.exit_code == 2, (r.output, r.exception)
+    assert f"replaybook: error: cannot read {target}: Input/output error" in r.output
+    assert "cannot write" not in r.output
+    assert not out.exists()
+
+
+def test_an_io_error_writing_the_capsule_is_still_said_as_a_write(demo, tmp_path, monkeypatch):
+    """The same error on the disk written to stays "cannot write <out>"."""
+    import errno
+    import os
+
+    def fsync(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    out = tmp_path / "c"
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    assert r.exit_code == 2 and f"cannot write {out}: Input/output error" in r.output
+    assert "cannot read" not in r.output and not out.exists()

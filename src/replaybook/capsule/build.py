@@ -42,6 +42,7 @@ rather than complete without it.
 
 from __future__ import annotations
 
+import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,9 +55,10 @@ import yaml
 from .. import _yaml
 from .._jsonl import read_bytes
 from .._schema import short_message
+from ..errors import InputError
 from ..incident import Incident
 from .digest import door_request_digest, request_digest
-from .errors import CapsuleFormatError
+from .errors import CapsuleFormatError, EvidenceMissing
 from .model import EFFECTS, Capsule, _plain, evidence_ref, guess_effect, iso_z
 from .repo import repo_state
 from .store import EvidenceStore
@@ -346,12 +348,67 @@ def match_door_calls(conv: pd.DataFrame, calls: pd.DataFrame,
     return out
 
 
+def _cannot_read(path: str | Path, exc: OSError) -> InputError:
+    """The error for an input file (the door's log, an object of its evidence store, a
+    transcript) the system could not read — an I/O error, no permission — naming that file:
+    ``cannot read <path>: Input/output error``; not the capsule's folder, which is written."""
+    from .._text import one_line
+
+    err = InputError(f"cannot read {one_line(str(path))}: {exc.strerror or exc}")
+    err.path = str(path)
+    return err
+
+
+def _read_input(path: str | Path) -> bytes:
+    """A file's bytes as they are on disk (read-only).
+
+    Raises:
+        InputError: the file cannot be read (:func:`_cannot_read`)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise _cannot_read(path, exc) from None
+
+
+def _door_object(door: EvidenceStore, digest: str, call_id: str) -> bytes | None:
+    """The door's captured response ``digest`` from its evidence store, verified; ``None`` when
+    the store does not hold it.
+
+    Raises:
+        InputError: its file cannot be read (:func:`_cannot_read`: the I/O error names that file).
+        IntegrityError: its bytes hash to another digest (names ``call_id``).
+        EvidenceMissing: it is a link out of the store, or not a file."""
+    try:
+        if not door.has(digest):
+            return None
+        return door.get(digest, call_id=call_id)
+    except OSError as exc:  # (its file looked up: the disk answered an error)
+        raise _cannot_read(door.path(digest), exc) from None
+    except EvidenceMissing as exc:
+        if isinstance(exc.__cause__, OSError):  # (opened or read: the disk answered an error)
+            raise _cannot_read(door.path(digest), exc.__cause__) from None
+        raise
+
+
 def _line_obj(row: Any) -> dict | None:
+    """The JSON object of a transcript row's line (re-read: the frame holds no whole line);
+    ``None`` when the line is not there or not JSON.
+
+    Raises:
+        InputError: the transcript cannot be read now (:func:`_cannot_read`)."""
     try:
         data = read_bytes(row.source_file)
+    except gzip.BadGzipFile:
+        return None
+    except OSError as exc:
+        raise _cannot_read(row.source_file, exc) from None
+    except (TypeError, ValueError):  # (no file named)
+        return None
+    try:
         lines = data.split(b"\n")
         return orjson.loads(lines[int(row.line_no) - 1])
-    except (OSError, IndexError, ValueError, TypeError, orjson.JSONDecodeError):
+    except (IndexError, ValueError, TypeError, orjson.JSONDecodeError):
         return None
 
 
@@ -422,6 +479,9 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
         ManifestError: the incident manifest is bad.
         CapsuleFormatError: the incident has no door calls, or the checkout is not a git checkout.
         IntegrityError: an object in the door's folder does not match its digest (names the call).
+        InputError: an input — the door's log, an object of its evidence store, the transcript —
+            cannot be read (an I/O error, no permission): ``cannot read <that file>: <why>``.
+        OSError: writing ``out_dir`` failed (no space left, an I/O error …).
     """
     from .verify import verify_capsule
 
@@ -442,8 +502,9 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
         server = _opt(row.server) or "unknown"
         resp = _opt(row.response_digest)
         ref = None
-        if resp and door is not None and door.has(resp):
-            store.put(door.get(resp, call_id=call_id))
+        got = _door_object(door, resp, call_id) if resp and door is not None else None
+        if got is not None:
+            store.put(got)
             ref = evidence_ref(op, call_id)
         effect = cap.tool_effects.get(f"{server}/{row.tool}") or guess_effect(row.tool)
         observed = row.ts_end if not pd.isna(row.ts_end) else row.ts
@@ -499,7 +560,7 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
     for i, info in enumerate(x for x in inc.loaded_inputs() if x["format"] == "door"):
         p = Path(info["path"])
         p = p if p.is_absolute() else inc.root / p
-        logs.append({"digest": store.put_file(p), "ref": evidence_ref(op, f"door-log.{i + 1}")})
+        logs.append({"digest": store.put(_read_input(p)), "ref": evidence_ref(op, f"door-log.{i + 1}")})
 
     sys_d, sys_r = keep(cap.system_prompt, "prompt.system")
     task_d, task_r = keep(task, "prompt.task")

@@ -226,7 +226,7 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
         made = _made_by_build(Path(out_dir))
         try:
             built = build_capsule(inc, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
-        except OSError as exc:
+        except OSError as exc:  # (the capsule's folder written: an input that cannot be read is an InputError)
             from .._guard import DISK_ERRNOS, cannot_write
 
             if exc.errno not in DISK_ERRNOS:
@@ -234,6 +234,9 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
             _remove_made(made)  # (a half-built capsule is no capsule)
 
             raise cannot_write(out_dir, exc) from None
+        except InputError:  # an input that cannot be read ("cannot read <file>"), met while building
+            _remove_made(made)
+            raise
     except InputError as exc:
         _input_error(ctx, exc)
         return

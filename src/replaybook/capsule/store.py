@@ -128,8 +128,9 @@ class EvidenceStore:
         """The object's bytes, verified against ``digest``.
 
         Raises:
-            EvidenceMissing: no object for ``digest``, it cannot be read, or it is a link out of
-                the store (``what='object'``).
+            EvidenceMissing: no object for ``digest``, it cannot be read (the ``OSError`` the
+                system gave is its ``__cause__``), or it is a link out of the store
+                (``what='object'``).
             IntegrityError: the bytes hash to something else (names ``call_id`` when given).
         """
         try:
@@ -155,7 +156,7 @@ class EvidenceStore:
         except OSError as exc:  # a folder in its place, no permission, an I/O error …
             who = f" (call {call_id})" if call_id else ""
             raise EvidenceMissing(f"evidence object {digest}{who} cannot be read from {self.root}: "
-                                  f"{exc.strerror or exc}", call_id=call_id, what="object") from None
+                                  f"{exc.strerror or exc}", call_id=call_id, what="object") from exc
         actual = sha256_digest(data)
         if actual != digest:
             who = f" for call {call_id}" if call_id else ""
