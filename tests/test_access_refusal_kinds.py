@@ -155,3 +155,30 @@ def test_when_says_it_is_on_the_doors_clock_when_the_storage_clock_is_off():
             "below), and each request time is shown as the storage log wrote it, so set beside the refused call's "
             "time it reads 40 s earlier than it was on the door's clock.") in sec
     assert "on the door's clock" not in _text(S._refused_then_reached(un.assign(origin=""), 0.4))
+
+
+def test_the_headers_time_after_a_refusal_says_it_is_on_the_doors_clock_as_the_section_does():
+    """The header's "30 s after the refusal" is measured on the door's clock, as the section's
+    **when** is; with the storage log's clock 40 s behind the door's, the section's table shows
+    the request logged 10 s before the refusal.  The section said why, the header did not."""
+    access = _access(("2026-11-30T23:31:03Z", AGENT_ARN, "write", "PutObject", RULE))
+    un = join_access(_calls(), access, storage_map=SMAP, principals={"deployer": "*door-s3/*"},
+                     offset_s=-39.71).unexplained
+    h = _text(S.header("t", "incident.yaml", unexplained=un, access_offset_s=-39.71))
+    assert (f"1 object refused to the agent at the door was reached in storage anyway: {RULE} (PutObject by "
+            f"{AGENT_ARN}, 30 s after the refusal); the time after the refusal is on the door's clock: the storage "
+            "log's clock reads 40 s behind the door's (Clock offset, below), so a request time the storage log "
+            "wrote reads 40 s earlier than it was on the door's clock") in h
+    # the same words as the section's note
+    assert ("the storage log's clock reads 40 s behind the door's (Clock offset, below)"
+            in _text(S._refused_then_reached(un.assign(origin=""), -39.71)))
+    # under a second apart (or no offset given): nothing to reconcile, no note
+    for off in (0.4, None):
+        assert "on the door's clock" not in _text(S.header("t", "incident.yaml", unexplained=un, access_offset_s=off))
+    # another principal's request: the same note beside its time
+    access = _access(("2026-11-30T23:31:03Z", ALICE, "write", "PutObject", RULE))
+    un = join_access(_calls(), access, storage_map=SMAP, principals={"deployer": "*door-s3/*"},
+                     offset_s=-39.71).unexplained
+    h = _text(S.header("t", "incident.yaml", unexplained=un, access_offset_s=-39.71))
+    assert ("not who used them; the time after the refusal is on the door's clock: the storage log's clock reads "
+            "40 s behind the door's") in h

@@ -236,3 +236,25 @@ def test_a_records_documents_set_aside_records_are_named_as_records():
         "(odd.json records 3, 4, PT1H.json:7)"]
     assert S.cloud_loss_words(losses[1:], markup=False) == [
         "1 line of 1 Azure Storage log set aside: the requests on it are not counted (PT1H.json:7)"]
+
+
+def test_the_headers_refused_then_reached_line_says_its_time_is_on_the_doors_clock(tmp_path):
+    """The demo with its storage logs' clock set 40 s behind the door's: the header's ".env …
+    151 s after the refusal" is on the door's clock, while the section's table shows the time
+    the storage log wrote.  The section said so; the header, read first, did not."""
+    import shutil
+
+    from conftest import DEMO, render_in_subprocess
+
+    inc = tmp_path / "demo"
+    shutil.copytree(DEMO.parent, inc)
+    (inc / "incident.yaml").write_text(DEMO.read_text(encoding="utf-8") + "storage_clock_ahead_s: -40\n",
+                                       encoding="utf-8")
+    page = text(html.unescape(open(render_in_subprocess(inc / "incident.yaml", tmp_path / "out")["html"],
+                                   encoding="utf-8").read()))
+    head = page[:page.index("What the agent was asked")]  # (the header: the section's own note is worded apart)
+    assert ("1 object refused to the agent at the door was reached in storage anyway: s3://acme-data/reference/.env "
+            "(GetObject by arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst, 151 s after the refusal); "
+            "the time after the refusal is on the door's clock: the storage log's clock reads 40 s behind the "
+            "door's (Clock offset, below), so a request time the storage log wrote reads 40 s earlier than it was "
+            "on the door's clock") in head

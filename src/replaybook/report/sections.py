@@ -741,6 +741,7 @@ def header(
     packet: Mapping | None = None,
     storage_writes: Sequence[Mapping] = (),
     capsule: Any = None,
+    access_offset_s: float | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -751,7 +752,10 @@ def header(
     ``inputs`` rows (:attr:`~replaybook.Incident.inputs`) their format read nothing from
     (``read_nothing``: a format forced on the wrong file), linked to Inputs, of the storage requests
     no door call explains (``unexplained``: ``AccessJoinResult.unexplained``), linked to that
-    section, and the objects among them the door had refused the agent, with the door calls
+    section, and the objects among them the door had refused the agent — each with its time after
+    the refusal, on the door's clock, which a note says when ``access_offset_s`` (the access join's
+    storage − door clock offset, seconds: ``AccessJoin.offset_s``) is a second or more, as the
+    section's does — with the door calls
     whose objects no ``storage_map`` entry covers (``unmapped_calls``:
     ``AccessJoinResult.unmapped_calls``) beside them, of the cloud log files and lines the
     quarantine holds (:func:`cloud_log_losses`: the requests in them are in no count), of the
@@ -833,19 +837,31 @@ def header(
             facts.append(f'<strong><a href="#access">{_count(n_st, "storage request")} no door call explains</a>'
                          "</strong>" + (f" ({by_door:,} made with the door's own principal)" if by_door else ""))
         reached, tried = refused_then_requested(unexplained)
+        # the time from the refusal is on the door's clock; the section's table sets it beside the
+        # storage log's own request times: with the clocks apart, say so here as the section does
+        clock = _storage_clock_words(access_offset_s)
+
+        def on_doors_clock(hit: pd.DataFrame) -> str:
+            if not clock or not hit["since_refusal_s"].notna().any():
+                return ""
+            off = float(access_offset_s)
+            return (f"; the time after the refusal is on the door's clock: {clock}, so a request time the "
+                    f"storage log wrote reads {_span(off)} {'later' if off > 0 else 'earlier'} than it was on "
+                    "the door's clock")
+
         for hit, how in ((reached, "reached in storage anyway"), (tried, "tried in storage anyway")):
             if len(hit):
                 n_obj = hit["resource_uri"].nunique()
                 facts.append(f'<strong><a href="#access">{_count(n_obj, "object")} refused to the agent at the door '
                              f"{'was' if n_obj == 1 else 'were'} {how}</a></strong>: {_refused_objects(hit)}"
-                             + ("" if hit is reached else f" ({_tried_words(hit)})"))
+                             + ("" if hit is reached else f" ({_tried_words(hit)})") + on_doors_clock(hit))
         others = refused_then_other_principal(unexplained)
         if len(others):  # a fact of its own: not the agent's credentials (who used them, no log says)
             n_obj = others["resource_uri"].nunique()
             facts.append(f'<a href="#access">{_count(n_obj, "object")} refused to the agent at the door '
                          f"{'was' if n_obj == 1 else 'were'} requested in storage by another principal</a>: "
                          f"{_refused_objects(others)} — not the agent's principal; the logs name the credentials "
-                         "used, not who used them")
+                         "used, not who used them" + on_doors_clock(others))
     if unexplained is not None and unmapped_calls is not None and len(unmapped_calls) and not (
             len(unexplained) and unmapped):  # (all unmapped: the storage_map advice above says it)
         head, _, objs = _unmapped_words(unmapped_calls).partition(": ")
@@ -3144,6 +3160,17 @@ def _tried_words(tried: pd.DataFrame) -> str:
     return f"{' or '.join(outs)}, {reached}{whose}"
 
 
+def _storage_clock_words(offset_s: Any) -> str:
+    """The storage log's clock against the door's, for a time from a refusal (measured on the
+    door's clock) shown beside times the storage log wrote: ``the storage log's clock reads 40 s
+    behind the door's (Clock offset, below)`` for ``offset_s`` −39.7 (the access join's storage −
+    door offset, seconds); ``""`` when it is under a second, NA or ``None``."""
+    if offset_s is None or _isna(offset_s) or abs(float(offset_s)) < 1:
+        return ""
+    return (f"the storage log's clock reads {_span(float(offset_s))} "
+            f"{'ahead of' if float(offset_s) > 0 else 'behind'} the door's (Clock offset, below)")
+
+
 def _refused_then_reached(un: pd.DataFrame, offset_s: Any = None) -> str:
     """The storage requests no door call explains on objects the door had refused a call on
     (``AccessJoinResult.unexplained`` rows with ``refused_session``; ``origin`` already HTML), in
@@ -3156,11 +3183,10 @@ def _refused_then_reached(un: pd.DataFrame, offset_s: Any = None) -> str:
     "after" a refusal had shown a time before the refusal's, with nothing beside it to say why."""
     reached, tried = refused_then_requested(un)
     out = ""
-    moved = ("" if offset_s is None or _isna(offset_s) or abs(float(offset_s)) < 1 else
-             f" <b>when</b> is on the door's clock: the storage log's clock reads "
-             f"{_span(float(offset_s))} {'ahead of' if float(offset_s) > 0 else 'behind'} the door's "
-             "(Clock offset, below), and each request time is shown as the storage log wrote it, so set beside "
-             f"the refused call's time it reads {_span(float(offset_s))} "
+    clock = _storage_clock_words(offset_s)
+    moved = ("" if not clock else
+             f" <b>when</b> is on the door's clock: {clock}, and each request time is shown as the storage log "
+             f"wrote it, so set beside the refused call's time it reads {_span(float(offset_s))} "
              f"{'later' if float(offset_s) > 0 else 'earlier'} than it was on the door's clock.")
     for got, hit in ((True, reached), (False, tried), (None, refused_then_other_principal(un))):
         if not len(hit):
