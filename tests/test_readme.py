@@ -2,10 +2,68 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
+
+from click.testing import CliRunner
+
+from replaybook.cli import cli, main
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+
+
+def test_the_join_usage_reads_as_the_command_takes_it():
+    """The usage line read ``replaybook join [INCIDENT] --transcripts PATH --calls PATH``, as if
+    both options were needed with an INCIDENT too: the command takes an INCIDENT, or both
+    options, never the two together."""
+    readme = README.read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `replaybook join"))
+    assert row.startswith("| `replaybook join INCIDENT [--window 60] [--min-agreed 1] [--max-offset 300] "
+                          "[--clock-offset TRANSCRIPT=S] [--format table\\|json]` or `replaybook join --transcripts "
+                          "PATH --calls PATH [same options]` |")
+    assert "without one, `--transcripts` and `--calls` are both needed, and with one neither is taken (exit 2)" in row
+    demo = REPO / "data" / "demo"
+    both = CliRunner().invoke(cli, ["join", str(demo), "--transcripts", str(demo / "transcripts")])
+    assert both.exit_code == 2 and "give an INCIDENT manifest or --transcripts and --calls, not both" in both.output
+    one = CliRunner().invoke(cli, ["join", "--transcripts", str(demo / "transcripts")])
+    assert one.exit_code == 2 and "give an INCIDENT manifest, or both --transcripts and --calls" in one.output
+    helped = CliRunner().invoke(cli, ["join", "--help"])
+    assert "join [OPTIONS] [INCIDENT]\n" in helped.output
+    for option in ("--window", "--min-agreed", "--max-offset", "--clock-offset", "--format"):
+        assert option in helped.output
+
+
+def test_the_report_example_prints_the_paths_its_command_writes(tmp_path, monkeypatch, capsys):
+    """The example's command wrote ``--out reports/my-incident`` while its output named
+    ``/home/me/reports/demo``: the command is run here in a checkout of its own, and what it
+    prints, with that checkout's path written as the example's, is the example's output."""
+    from replaybook.report import render
+
+    readme = README.read_text(encoding="utf-8")
+    block = readme[readme.index("```text\n$ cd /home/me/replaybook && replaybook report"):].split("\n```")[0]
+    shown = block.splitlines()[1:]
+    root, manifest, out = re.fullmatch(r"\$ cd (\S+) && replaybook report (\S+) --out (\S+)", shown[0]).groups()
+    checkout = tmp_path / "replaybook"
+    shutil.copytree(REPO / "data" / "demo", checkout / Path(manifest).parent)
+    monkeypatch.chdir(checkout)
+
+    def render_report(incident, out_dir, timeout):  # (the notebook's run is the report tests')
+        files = render.report_files(incident, out_dir)
+        return render.ReportPaths(ipynb=files.ipynb.resolve(), html=files.html.resolve(), findings={},
+                                  checksums=files.checksums.resolve())
+
+    monkeypatch.setattr(render, "render_report", render_report)
+    assert main(["report", manifest, "--out", out]) == 0
+    got = capsys.readouterr()
+    said = [line.replace(str(checkout.resolve()), root) for line in got.err.splitlines()]
+    assert shown[2] == said[-1] == (
+        "replaybook: every input's SHA-256 is in /home/me/replaybook/reports/my-incident/demo.sha256; check them "
+        "with: cd /home/me/replaybook/data/demo && sha256sum -c /home/me/replaybook/reports/my-incident/demo.sha256")
+    assert shown[3:] == [got.out.strip().replace(str(checkout.resolve()), root)] == [
+        "/home/me/replaybook/reports/my-incident/demo.html"]
+    assert shown[1].startswith("replaybook: 2 door sessions (2 matched); 9 door calls, 1 refused;")
 
 
 def _first_screen() -> str:
