@@ -89,6 +89,12 @@ def test_join_takes_an_incident_manifest(tmp_path, capsys):
     assert "give an INCIDENT manifest or --transcripts and --calls, not both" in capsys.readouterr().err
     assert main(["join", "--calls", str(demo.parent / "door")]) == 2
     assert "give an INCIDENT manifest, or both --transcripts and --calls" in capsys.readouterr().err
+    # a format forced on an incident's inputs was taken and then not applied, without a word
+    for opt in ("--transcripts-format", "--calls-format"):
+        assert main(["join", str(demo), opt, "codex"]) == 2
+        err = capsys.readouterr().err
+        assert f"{opt} forces a format on the paths given with --" in err
+        assert "an INCIDENT manifest names each input's format ({path, format} entries)" in err
     bad = tmp_path / "incident.yaml"
     bad.write_text("title: x\nwindow_s: sixty\n")
     assert main(["join", str(bad)]) == 2

@@ -109,6 +109,9 @@ def test_access_bad_usage_and_input_exit_2(tmp_path, capsys):
     assert "give an INCIDENT manifest or --calls and --access, not both" in capsys.readouterr().err
     assert main(["access", "--calls", str(tmp_path / "door")]) == 2
     assert "give an INCIDENT manifest, or both --calls and --access" in capsys.readouterr().err
+    for opt in ("--calls-format", "--access-format"):
+        assert main(["access", m, opt, "cloudtrail"]) == 2
+        assert f"{opt} forces a format on the paths given with --" in capsys.readouterr().err
     assert main(["access", m, "--storage-map", "demo/"]) == 2
     assert "give DOOR_PREFIX=STORAGE_URI" in capsys.readouterr().err
     assert main(["access", m, "--storage-map", "demo/=/srv/demo"]) == 2

@@ -535,7 +535,8 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
         if not eq or not tid or value != value or abs(value) > 1e9:
             raise click.BadParameter(f"{item!r}: give TRANSCRIPT=SECONDS, e.g. 9c58f26c-…=7200", param_hint="--clock-offset")
         offsets[tid] = value
-    inc = _incident_or_paths(incident, {"--transcripts": transcripts, "--calls": calls})
+    inc = _incident_or_paths(incident, {"--transcripts": transcripts, "--calls": calls},
+                             {"--transcripts-format": transcripts_format, "--calls-format": calls_format})
     if inc is not None:
         steps, calls_f = inc.steps, inc.calls
         for kind in ("steps", "calls"):  # as for --transcripts/--calls: an empty frame is no all-clear
@@ -721,13 +722,20 @@ def _load_two(first: tuple, second: tuple, *, inputs: list | None = None) -> tup
     return a.frame, b.frame, pd.concat([a.quarantine, b.quarantine], ignore_index=True)
 
 
-def _incident_or_paths(incident, paths: dict[str, tuple]):
+def _incident_or_paths(incident, paths: dict[str, tuple], formats: dict[str, str | None] | None = None):
     """The :class:`~replaybook.incident.Incident` an INCIDENT argument names, its inputs checked
     as ``report`` checks them (each warning to stderr); ``None`` when the lists of paths
-    (``{option: paths}``) are given instead.  Raises click.UsageError for both or neither."""
+    (``{option: paths}``) are given instead.  ``formats``: ``{format option: value}`` of the
+    options that force a format on those paths (``--calls-format``), which an incident does not
+    take.  Raises click.UsageError for both or neither, or a format forced on an incident."""
     names = " and ".join(paths)
     if incident is not None and any(paths.values()):
         raise click.UsageError(f"give an INCIDENT manifest or {names}, not both")
+    forced = [opt for opt, value in (formats or {}).items() if value]
+    if incident is not None and forced:  # (it had been taken, then not applied, without a word)
+        opt = forced[0]
+        raise click.UsageError(f"{opt} forces a format on the paths given with {opt.removesuffix('-format')}; "
+                               "an INCIDENT manifest names each input's format ({path, format} entries)")
     if incident is None:
         if not all(paths.values()):
             raise click.UsageError(f"give an INCIDENT manifest, or both {names}")
@@ -915,7 +923,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
     princ_cli = _pairs_option(principal, "AGENT=PRINCIPAL", "analyst='arn:aws:sts::123456789012:assumed-role/r/*'",
                               "--principal")
     ahead_cli, doors_cli = _clock_ahead_option(clock_ahead)
-    inc = _incident_or_paths(incident, {"--calls": calls, "--access": access_paths})
+    inc = _incident_or_paths(incident, {"--calls": calls, "--access": access_paths},
+                             {"--calls-format": calls_format, "--access-format": access_format})
     if inc is not None:
         if not inc.has_access:
             raise InputError("the manifest names no cloud access logs (access:): there is nothing to compare the "
