@@ -5,6 +5,7 @@ Hostile input must be sent as raw bytes, so these tests drive the door over its 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import selectors
@@ -450,3 +451,22 @@ def test_a_call_nested_past_every_reader_is_still_refused_by_name(tmp_path, data
     assert (first["tool"], first["rule"], first["arguments"]) == ("read_object", "door:nested-too-deep", None)
     assert first["error"].startswith("nested more than 1,024 levels deep")
     assert second["rule"] == "allow-demo"
+
+
+def test_a_meta_larger_than_the_argument_limit_is_logged_by_size_and_digest_keeping_its_tool_use_id(
+        tmp_path, data_root, fault_rules):
+    """``_meta`` had no bound while arguments have one (``max_argument_bytes``): a client could make
+    one log line as long as its message.  Such a ``_meta`` is logged as its size and digest, like
+    arguments over the limit, keeping only the tool-use id the join reads (when that is small)."""
+    meta = b'{"claudecode/toolUseId":"toolu_02","pad":"' + b"m" * 150_000 + b'"}'
+    ans, (first, second), _ = _one_call(tmp_path, data_root, fault_rules, "bigmeta",
+                                        b'{"path":"demo/notes.txt"}, "_meta": ' + meta)
+    assert not ans["result"]["isError"] and ans["result"]["content"][0]["text"] == "cars from 1974\n"
+    assert (first["decision"], first["rule"], first["meta"]) == ("allow", "allow-demo", {"claudecode/toolUseId": "toolu_02"})
+    assert first["meta_bytes"] == len(meta) and first["meta_digest"] == "sha256:" + hashlib.sha256(meta).hexdigest()
+    assert "meta_bytes" not in second and second["meta"] is None
+    assert max(len(x) for x in (tmp_path / "logs" / "analyst" / "bigmeta.jsonl").read_bytes().splitlines()) < 2_000
+    res = load_door(tmp_path / "logs")
+    assert res.quarantine.empty and res.frame["meta_call_id"].tolist()[0] == "toolu_02"
+    assert res.frame["meta_call_id"].isna().tolist() == [False, True]
+    assert not res.inputs[0].get("notes")  # (meta_bytes and meta_digest are keys of the format)

@@ -35,7 +35,11 @@ from .. import _json
 from ..canonical import canonical_args
 from ..errors import InputError
 
-__all__ = ["CallLog", "rfc3339", "new_session_id", "check_name", "canonical_object", "NAME_RE"]
+__all__ = ["CallLog", "rfc3339", "new_session_id", "check_name", "canonical_object", "NAME_RE", "META_CALL_ID_KEYS"]
+
+#: ``meta`` keys holding a client's tool-use id, in the order the loader prefers them
+#: (:func:`replaybook.sources.door.meta_call_id`); a ``_meta`` too large to log keeps these.
+META_CALL_ID_KEYS = ("claudecode/toolUseId", "toolUseId", "tool_use_id", "call_id", "openai/callId")
 
 #: Agent and session names: they become a folder and a file name.
 NAME_RE = re.compile(r"^[A-Za-z0-9@_+=-][A-Za-z0-9@._+=-]{0,127}$")

@@ -59,7 +59,7 @@ import orjson
 
 from .. import _json
 from .._text import deep_safe, safe_str
-from .calllog import CallLog, canonical_object, rfc3339
+from .calllog import META_CALL_ID_KEYS, CallLog, canonical_object, rfc3339
 from .results import (DOOR_REFUSED, error_evidence_bytes, evidence_bytes, measure, refusal_result,
                       tool_error_text)
 from .rules import Decision, Rules, refusal_text
@@ -305,9 +305,27 @@ class Door:
     # -- building a call ----------------------------------------------------------------------------
     def _new_call(self, method: str, tool: str, arguments: Any, meta: Any, decision: Decision,
                   extra: dict | None = None) -> _Call:
+        extra = extra or {}
+        logged = self._logged_meta(meta, extra) if isinstance(meta, dict) else None
         return _Call(seq=self.log.next_seq(), ts_ns=self.clock_ns(), t0=time.perf_counter(), method=method,
-                     tool=tool, arguments=arguments, meta=_canon(meta) if isinstance(meta, dict) else None,
-                     decision=decision, extra=extra or {})
+                     tool=tool, arguments=arguments, meta=logged, decision=decision, extra=extra)
+
+    def _logged_meta(self, meta: dict, extra: dict) -> dict | None:
+        """The request's ``_meta`` as the log keeps it: in canonical form; or, when its compact
+        JSON (UTF-8, keys in the client's order) is larger than the rules' ``max_argument_bytes``
+        — the bound arguments have — only its tool-use id keys (:data:`~.calllog.META_CALL_ID_KEYS`,
+        the join's) and the protocol version key, each when its value is text of at most
+        :data:`_MAX_NAME` bytes (``None`` when none is), with ``meta_bytes`` (that size) and
+        ``meta_digest`` (``sha256:<hex>`` of those bytes) added to ``extra``.  The request itself
+        is forwarded as sent: the bound is the log line's, not a refusal."""
+        _, data, _ = _jsonable(meta)
+        if data is None or len(data) <= self.rules.max_argument_bytes:
+            return _canon(meta)
+        extra["meta_bytes"] = len(data)
+        extra["meta_digest"] = "sha256:" + hashlib.sha256(data).hexdigest()
+        kept = {k: v for k in (*META_CALL_ID_KEYS, _PROTOCOL_VERSION_META_KEY)
+                if isinstance(v := meta.get(k), str) and len(v.encode("utf-8", "surrogatepass")) <= _MAX_NAME}
+        return _canon(kept) if kept else None
 
     def _decide_request(self, msg: types.JSONRPCRequest, bad_utf8: bool, raw: bytes | None = None) -> _Call:
         ts_ns, t0 = self.clock_ns(), time.perf_counter()

@@ -120,6 +120,8 @@ class Rec(Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     arguments_bytes: Union[_U63, None] = None
     arguments_digest: Union[_DIGEST, None] = None
     message_bytes: Union[_U63, None] = None
+    meta_bytes: Union[_U63, None] = None  # (a _meta too large to log: checked, not read)
+    meta_digest: Union[_DIGEST, None] = None
 
 
 _DECODER = msgspec.json.Decoder(Rec)

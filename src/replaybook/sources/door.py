@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._schema import first_error, package_schema
+from ..door.calllog import META_CALL_ID_KEYS as _META_CALL_ID_KEYS
 from ..canonical import canonical_args
 from .._jsonl import (_count_lines, expand_paths, iter_objects, lines_words, quarantine_row, read_source,
                       sample_objects, zoneless_at)
@@ -47,8 +48,9 @@ from .registry import Source, register
 
 __all__ = ["load_door", "door_schema", "sniff", "META_CALL_ID_KEYS", "meta_call_id", "zoneless_notes"]
 
-#: ``meta`` keys holding a client's tool-use id, in order of preference.
-META_CALL_ID_KEYS = ("claudecode/toolUseId", "toolUseId", "tool_use_id", "call_id", "openai/callId")
+#: ``meta`` keys holding a client's tool-use id, in order of preference (the door keeps them
+#: when the rest of a ``_meta`` is too large to log).
+META_CALL_ID_KEYS = _META_CALL_ID_KEYS
 
 LOADER = "door"
 
@@ -65,7 +67,7 @@ _KNOWN_FAST = frozenset({"ts", "ts_end", "seq", "session", "agent", "server", "t
                          "object", "decision", "rule", "rows", "bytes", "meta", "error", "v",
                          "duration_ms", "response_digest", "object_digest", "correlation", "method",
                          "approval", "objects", "arguments_bytes", "arguments_digest", "arguments_invalid",
-                         "message_bytes"})
+                         "message_bytes", "meta_bytes", "meta_digest"})
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _APPROVALS = frozenset({None, "approved", "declined", "cancelled", "timed_out", "unavailable", "failed"})
 
@@ -114,11 +116,11 @@ def _quick_ok(o: dict) -> bool:
     d = o.get("duration_ms")
     if d is not None and (type(d) not in (int, float) or not d >= 0):
         return False
-    for k in ("response_digest", "object_digest", "arguments_digest"):
+    for k in ("response_digest", "object_digest", "arguments_digest", "meta_digest"):
         v = o.get(k)
         if v is not None and (type(v) is not str or not _DIGEST.fullmatch(v)):
             return False
-    for k in ("arguments_bytes", "message_bytes"):
+    for k in ("arguments_bytes", "message_bytes", "meta_bytes"):
         v = o.get(k)
         if v is not None and (type(v) is not int or not 0 <= v < _INT64):
             return False
