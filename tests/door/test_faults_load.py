@@ -16,6 +16,7 @@ from pathlib import Path
 
 import mcp_types as types
 import orjson
+import pandas as pd
 import pytest
 
 from replaybook.sources.door import load_door
@@ -176,7 +177,7 @@ def test_hostile_requests_get_clear_errors_and_log_lines_and_the_door_survives(t
         ("secrets/dump", "deny", "door:method-not-allowed"),
         ("(invalid)", "deny", "door:invalid-request"),
         ("read_object", "deny", "door:invalid-arguments"),
-        ("tools/call", "deny", "door:message-too-large"),
+        ("read_object", "deny", "door:message-too-large"),  # (its name read from the line's start)
         ("read_object", "allow", "allow-demo"),
     ]
     assert lines[0]["arguments"] is None and lines[0]["arguments_bytes"] > 300_000
@@ -470,3 +471,52 @@ def test_a_meta_larger_than_the_argument_limit_is_logged_by_size_and_digest_keep
     assert res.quarantine.empty and res.frame["meta_call_id"].tolist()[0] == "toolu_02"
     assert res.frame["meta_call_id"].isna().tolist() == [False, True]
     assert not res.inputs[0].get("notes")  # (meta_bytes and meta_digest are keys of the format)
+
+
+def test_an_over_long_call_is_logged_by_the_tool_name_its_first_bytes_give_and_joins_by_tool_and_time(
+        tmp_path, data_root, fault_rules):
+    """A line over --max-message-bytes was logged as tool 'tools/call', so nothing tied the refusal
+    to the agent's step.  The name is read from the line's first 4 KiB when ``params.name`` is
+    there, never from a "name" nested in the arguments; when it is not there, the line keeps
+    'tools/call'."""
+    from replaybook.canonical import canonical_args
+    from replaybook.frames import STEPS
+    from replaybook.join import join_sessions
+
+    log_root = tmp_path / "logs"
+    door = RawDoor(door_cmd(fault_rules, log_root, fixture_server_cmd(data_root), session="long",
+                            extra=["--max-message-bytes", "100000"]), tmp_path / "door.err")
+    pad = b"y" * 200_000
+    try:
+        door.initialize()
+        door.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_object",'
+                      b'"arguments":{"path":"demo/notes.txt","pad":"' + pad + b'"}}}')
+        first = door.recv()
+        # a "name" among the arguments, ahead of the tool's own name (past the first 4 KiB)
+        door.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":{"name":"list_folder",'
+                      b'"pad":"' + pad + b'"},"name":"read_object"}}')
+        second = door.recv()
+        door.send_raw(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_\\u006fbject",'
+                      b'"arguments":{"pad":"' + pad + b'"}}}')  # (an escape in the name: read as JSON reads it)
+        third = door.recv()
+    finally:
+        rc = door.close()
+    assert rc == 0, (tmp_path / "door.err").read_text()
+    assert first["id"] == 2 and "rule 'door:message-too-large' denies this read_object call" in first["error"]["message"]
+    assert second["id"] == 3 and "denies this message" in second["error"]["message"]
+    assert third["id"] == 4 and "denies this read_object call" in third["error"]["message"]
+    lines = validate_lines(log_root / "analyst" / "long.jsonl")
+    assert [(o["tool"], o["rule"], o["arguments"]) for o in lines] == [
+        ("read_object", "door:message-too-large", None), ("tools/call", "door:message-too-large", None),
+        ("read_object", "door:message-too-large", None)]
+    assert all(o["message_bytes"] > 200_000 and "method" not in o for o in lines)
+    calls = load_door(log_root).frame
+    assert calls["args_key"].isna().all()
+    # the agent's step for the first call, a moment before the door received it: paired by tool and time
+    step = STEPS.build([dict(transcript_id="t1", client="claude-code", seq=0, ts=calls["ts"].iloc[0] - pd.Timedelta("200ms"),
+                             kind="tool_call", tool_raw="mcp__door__read_object", server="door", tool="read_object",
+                             call_id="toolu_9", arguments={"path": "demo/notes.txt", "pad": pad.decode()},
+                             args_key=canonical_args({"path": "demo/notes.txt", "pad": pad.decode()}))])
+    res = join_sessions(step, calls.iloc[:1].reset_index(drop=True), max_offset_s=0)
+    assert res.assignments() == {"long": "t1"}
+    assert list(zip(res.pairs.call_seq, res.pairs.how)) == [(1, "tool_time")]

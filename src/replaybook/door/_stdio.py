@@ -51,7 +51,9 @@ class Incoming:
         depth: how deeply the line nests (set when it is JSON but not a message).
         meta_hint: the line's ``params._meta`` (an object), when it is JSON but not a message.
         tool_hint, arguments_hint: a ``tools/call`` line's tool name and arguments, when the line
-            is JSON but not a message (so a refusal can log what was asked).
+            is JSON but not a message (so a refusal can log what was asked); for a line that cannot
+            be parsed (too long, nested past every reader, not JSON) the tool name alone, when its
+            first :data:`HEAD_BYTES` give ``params.name``.
         has_id: a message read as a notification has an ``id`` member (of a type JSON-RPC does
             not allow for requests: null, a fraction, a boolean …).
         raw: the line's bytes, for a message (so a refusal can log numbers the SDK read as
@@ -81,19 +83,69 @@ class Incoming:
 SDK_MAX_DEPTH = 200
 #: Nesting orjson reads (the door reads a refused line with it to log what it asked for).
 _MAX_READ_DEPTH = 1024
-_NAME_RE = re.compile(rb'"name"\s*:\s*"((?:[^"\\]|\\.){1,256})"')
+#: How many of a line's first bytes are read for its tool name when it cannot be parsed.
+HEAD_BYTES = 4096
+
+
+def _head_string(head: bytes, path: tuple[str, ...]) -> str | None:
+    """The text value at ``path`` (member names from the top-level object down, e.g.
+    ``("params", "name")``) of a JSON line of which ``head`` is the first bytes — read without
+    parsing the whole line (it may be too long, or nested too deep, to parse): one pass over
+    ``head`` that follows the nesting, so a ``"name"`` nested in the arguments is never taken for
+    the tool's.  ``None`` when ``head`` ends before the value, the value is not text, or the
+    member is given twice within ``head`` (which of them a reader takes is not sure)."""
+    stack: list[list] = []  # per open container: [is_object, its current member name]
+    found: list[str] = []
+    i, n = 0, len(head)
+    while i < n:
+        c = head[i]
+        if c == 0x22:  # a string: a member name or a value
+            j = i + 1
+            while j < n and head[j] != 0x22:
+                j += 2 if head[j] == 0x5C else 1
+            if j >= n:
+                break  # cut off at the head's end
+            k = j + 1
+            while k < n and head[k] in b" \t\r\n":
+                k += 1
+            in_object = bool(stack) and stack[-1][0]
+            if in_object and k < n and head[k] == 0x3A:  # a member name
+                depth = len(stack)
+                if depth <= len(path):  # (only names on the way to the value are read)
+                    try:
+                        stack[-1][1] = orjson.loads(head[i:j + 1])
+                    except orjson.JSONDecodeError:
+                        return None
+                else:
+                    stack[-1][1] = None
+                i = k + 1
+                continue
+            if in_object and len(stack) == len(path) and all(e[0] and e[1] == p for e, p in zip(stack, path)):
+                try:
+                    v = orjson.loads(head[i:j + 1])
+                except orjson.JSONDecodeError:
+                    return None
+                found.append(v)
+            i = j + 1
+            continue
+        if c in b"{[":
+            stack.append([c == 0x7B, None])
+        elif c in b"}]":
+            if not stack:
+                return None
+            stack.pop()
+            if not stack:
+                break  # the top-level value ended
+        i += 1
+    return found[0] if len(found) == 1 and isinstance(found[0], str) and found[0] else None
 
 
 def _hints_tool(head: bytes) -> str | None:
-    """The ``"name"`` of a ``tools/call`` line too deep to parse, from its first bytes."""
-    m = _NAME_RE.search(head)
-    if m is None:
-        return None
-    try:
-        v = orjson.loads(b'"' + m.group(1) + b'"')
-    except orjson.JSONDecodeError:
-        return None
-    return v if isinstance(v, str) else None
+    """The tool name (``params.name``) of a ``tools/call`` line the door cannot parse (too long,
+    nested too deep, not JSON), from its first bytes (:func:`_head_string`), when at most 256
+    characters; ``None`` otherwise."""
+    name = _head_string(head, ("params", "name"))
+    return name if name is not None and len(name) <= 256 else None
 
 
 def _depth(v: object) -> int:
@@ -274,10 +326,10 @@ def _parse(raw: bytes) -> Incoming:
                 depth = _depth(o)
                 rid, method, tool, args, meta = _request_hints(o, depth, safe=False)
         except orjson.JSONDecodeError as refused:
-            rid, method = _hints(raw[:4096], raw[-4096:] if len(raw) > 4096 else b"")
+            rid, method = _hints(raw[:HEAD_BYTES], raw[-HEAD_BYTES:] if len(raw) > HEAD_BYTES else b"")
+            tool = _hints_tool(raw[:HEAD_BYTES]) if method == "tools/call" else None
             if str(refused).startswith("depth limit exceeded"):  # (orjson's words past 1,024 levels)
                 json_ok, depth = True, _MAX_READ_DEPTH + 1
-                tool = _hints_tool(raw[:4096]) if method == "tools/call" else None
             elif "surrogate in string" in str(refused):  # (orjson's words for a lone surrogate escape)
                 lone = _lone_surrogates(text, len(raw), bad)
                 if lone is not None:
@@ -390,6 +442,15 @@ class StdioPeer:
 
         return await anyio.to_thread.run_sync(os.read, self._in_fd, 1 << 16)
 
+    def _over_long(self, size: int, head: bytes, tail: bytes) -> Incoming:
+        """A line longer than :attr:`max_line` (discarded unread but for its first and last
+        :data:`HEAD_BYTES`): its id and method from its top-level members, and for a
+        ``tools/call`` its tool's name from its first bytes, when they hold ``params.name``."""
+        rid, method = _hints(head, tail)
+        tool = _hints_tool(head) if method == "tools/call" else None
+        return Incoming(None, f"message of {size} bytes exceeds the door's limit of {self.max_line}",
+                        size, False, rid, method, True, tool_hint=tool)
+
     async def _iter_lines(self):
         buf = bytearray()
         discarding = 0  # > 0: bytes of an over-long line seen so far
@@ -398,9 +459,7 @@ class StdioPeer:
             chunk = await self._read_chunk()
             if not chunk:
                 if discarding:
-                    rid, method = _hints(head, tail)
-                    yield Incoming(None, f"message of {discarding} bytes exceeds the door's limit of {self.max_line}",
-                                   discarding, False, rid, method, True)
+                    yield self._over_long(discarding, head, tail)
                 elif buf.strip():
                     yield _parse(bytes(buf))
                 return
@@ -410,10 +469,10 @@ class StdioPeer:
                 piece = chunk[start:] if i < 0 else chunk[start:i]
                 if discarding:
                     discarding += len(piece)
-                    tail = (tail + piece)[-4096:]
+                    tail = (tail + piece)[-HEAD_BYTES:]
                 elif len(buf) + len(piece) > self.max_line:
-                    head = bytes(buf[:4096]) + piece[: max(0, 4096 - len(buf))]
-                    tail = (bytes(buf[-4096:]) + piece)[-4096:]
+                    head = bytes(buf[:HEAD_BYTES]) + piece[: max(0, HEAD_BYTES - len(buf))]
+                    tail = (bytes(buf[-HEAD_BYTES:]) + piece)[-HEAD_BYTES:]
                     discarding = len(buf) + len(piece)
                     buf.clear()
                 else:
@@ -421,9 +480,7 @@ class StdioPeer:
                 if i < 0:
                     break
                 if discarding:
-                    rid, method = _hints(head, tail)
-                    yield Incoming(None, f"message of {discarding} bytes exceeds the door's limit of {self.max_line}",
-                                   discarding, False, rid, method, True)
+                    yield self._over_long(discarding, head, tail)
                     discarding, head, tail = 0, b"", b""
                 elif buf.strip():
                     yield _parse(bytes(buf))
