@@ -804,6 +804,41 @@ def test_a_client_that_hangs_up_mid_call_leaves_the_call_logged(hostile):
         ("slow", "allow", 1, None)]  # answered within the door's grace period: logged as answered
 
 
+def test_a_call_the_server_does_not_answer_within_the_call_timeout_is_answered_and_logged(hostile):
+    """Without a bound, a server that never answers one call left the client waiting forever.
+    With --call-timeout, the call is logged as not answered in time, the client gets a JSON-RPC
+    error (-32001), the server a notifications/cancelled for it, and an answer that comes after
+    that is dropped and said on stderr — it does not reach the client as another call's."""
+    import time
+
+    from .conftest import validate_lines
+
+    door = hostile["start"](extra=["--call-timeout", "0.5"])
+    door.initialize()
+    t0 = time.monotonic()
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/a"}}, rid=2)
+    door.request("tools/call", {"name": "slow", "arguments": {"path": "demo/b", "seconds": 1.5}}, rid=3)
+    got = sorted([door.recv(timeout=5), door.recv(timeout=5)], key=lambda m: m["id"])
+    assert time.monotonic() - t0 < 1.4  # (before the slow answer)
+    assert [(m["id"], m["error"]["code"]) for m in got] == [(2, -32001), (3, -32001)]
+    assert "did not answer within 0.5 s" in got[0]["error"]["message"]
+    time.sleep(1.5)  # the slow call's late answer comes, and is dropped
+    ok = door.call("echo", {"path": "demo/c"}, rid=4)
+    assert ok["result"]["structuredContent"] == {"received": {"path": "demo/c"}}
+    assert door.close() == 0
+    lines = validate_lines(hostile["log"]())
+    assert [(o["tool"], o["decision"], o["rows"], o["error"]) for o in lines] == [
+        ("hang", "allow", None, "no answer from the upstream MCP server within 0.5 s (--call-timeout): "
+                                "the client was answered with an error"),
+        ("slow", "allow", None, "no answer from the upstream MCP server within 0.5 s (--call-timeout): "
+                                "the client was answered with an error"),
+        ("echo", "allow", 1, None)]
+    assert all(500 <= o["duration_ms"] < 1400 for o in lines[:2])
+    cancels = [m["params"] for m in hostile["seen"]() if m.get("method") == "notifications/cancelled"]
+    assert [c["requestId"] for c in cancels] == [2, 3]
+    assert "the MCP server answered id 3 after the door's --call-timeout (0.5 s): dropped" in hostile["err"]()
+
+
 def test_a_server_that_dies_leaves_no_request_unanswered(hostile, monkeypatch):
     """The server exits with a call and a passed-through request (prompts/list) in flight: the
     call is logged, and both are answered with the reason — the passed-through one had been left

@@ -47,6 +47,9 @@ def _fast_start() -> None:
               help="Upstream server name in the log (default: its serverInfo.name, else the command's name).")
 @click.option("--max-message-bytes", type=click.IntRange(1024), default=16 << 20, show_default=True,
               help="Longest JSON-RPC line accepted from the client.")
+@click.option("--call-timeout", type=click.FloatRange(0, min_open=True), default=None, metavar="SECONDS",
+              help="How long a call waits for the server's answer; then the client gets an error and the call "
+                   "is logged as not answered in time (default: no limit).")
 @click.option("--cwd", type=click.Path(file_okay=False, exists=True), default=None,
               help="Working folder of the server process.")
 @click.option("--url", default=None, metavar="URL",
@@ -60,7 +63,7 @@ def _fast_start() -> None:
 @click.option("--no-fsync", is_flag=True, hidden=True, help="Do not fsync log lines (benchmarks only).")
 @click.argument("server_cmd", nargs=-1, required=False, type=click.UNPROCESSED)
 def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None, session: str | None,
-         server_name: str | None, max_message_bytes: int, cwd: str | None, url: str | None,
+         server_name: str | None, max_message_bytes: int, call_timeout: float | None, cwd: str | None, url: str | None,
          headers: tuple[str, ...], header_envs: tuple[str, ...], no_fsync: bool, server_cmd: tuple[str, ...]) -> None:
     """Put a door in front of the MCP server SERVER_CMD (after `--`), or of the remote one at
     --url: stdio in, stdio (or Streamable HTTP) out.
@@ -141,10 +144,12 @@ def door(rules_path: str, log_root: str, evidence: str | None, agent: str | None
     try:
         if url:
             ended = anyio.run(lambda: run_door_url(rules, log, url, headers=sent, evidence=store,
-                                                   server_name=server_name, max_message_bytes=max_message_bytes))
+                                                   server_name=server_name, max_message_bytes=max_message_bytes,
+                                                   call_timeout_s=call_timeout))
         else:
             ended = anyio.run(lambda: run_door(rules, log, list(server_cmd), evidence=store, server_name=server_name,
-                                               cwd=cwd, max_message_bytes=max_message_bytes))
+                                               cwd=cwd, max_message_bytes=max_message_bytes,
+                                               call_timeout_s=call_timeout))
     except OSError as exc:
         from .proxy import UpstreamUnreachable
 

@@ -34,6 +34,8 @@ If the log line cannot be written, the client gets an error instead of the answe
 allowed call is forwarded until lines can be written again (fail closed); an answer that cannot
 be kept as evidence is not given either.
 If the server exits, every call still waiting is logged with an error and answered with one.
+With a call timeout (:attr:`Door.call_timeout_s`, ``--call-timeout``), so is a call the server
+has not answered in time; its late answer is dropped.
 """
 
 from __future__ import annotations
@@ -129,6 +131,8 @@ class _Call:
     ask_id: str | None = None
     #: why the client cancelled this call while its question waited for the user's answer
     cancelled: str | None = None
+    #: when the call, forwarded, stops waiting for the server's answer (``time.monotonic``), if ever
+    deadline: float | None = None
 
 
 def _jsonable(v: Any) -> tuple[Any, bytes | None, bool]:
@@ -183,11 +187,16 @@ class Door:
         default_server: the name used before/without ``serverInfo`` (e.g. the command's name).
         clock_ns: the door's wall clock (``time.time_ns``); rules' time windows use it too.
         grace_s: how long to wait for answers still in flight after the client hangs up.
+        call_timeout_s: how long a forwarded call waits for the server's answer, seconds
+            (``None``: as long as it takes).  When it expires the call is logged as not answered
+            in time, the client gets a JSON-RPC error (:data:`~mcp_types.REQUEST_TIMEOUT`), the
+            server a ``notifications/cancelled`` for it, and an answer that comes later is dropped
+            (said on stderr).
     """
 
     def __init__(self, rules: Rules, log: CallLog, *, evidence=None, server_name: str | None = None,
                  default_server: str | None = None, clock_ns: Callable[[], int] = time.time_ns,
-                 grace_s: float = 5.0):
+                 grace_s: float = 5.0, call_timeout_s: float | None = None):
         self.rules = rules
         self.log = log
         self.evidence = evidence
@@ -197,6 +206,9 @@ class Door:
         self.default_server = default_server
         self.clock_ns = clock_ns
         self.grace_s = grace_s
+        self.call_timeout_s = call_timeout_s
+        #: ids of calls answered with the door's timeout error whose late answer has not come
+        self._timed_out_ids: set = set()
         self.pending: dict[Any, _Call] = {}
         #: the signal that stopped the door (``SIGTERM`` …), once one has
         self.stopped_by: str | None = None
@@ -566,8 +578,45 @@ class Door:
             ok = self._write(self._record(call, error=call.extra.pop("error_detail", None)))
             await self._safe_send(peer, self._refusal(call, msg.id) if ok else self._log_failed(msg.id))
             return
-        self.pending[msg.id] = call
+        self._forwarding(msg.id, call)
         await server_write.send(_session_message(msg))
+
+    def _forwarding(self, rid, call: _Call) -> None:
+        """``call`` (id ``rid``) goes to the server now: it waits for the answer, until its
+        deadline when the door has a call timeout."""
+        self._timed_out_ids.discard(rid)  # (an id used again: its answer is this call's)
+        if self.call_timeout_s is not None:
+            call.deadline = time.monotonic() + self.call_timeout_s
+        self.pending[rid] = call
+
+    def _timeout_words(self) -> str:
+        return f"{self.call_timeout_s:g} s"
+
+    async def _expire_calls(self, peer: ClientPeer, server_write) -> None:
+        """While the relay runs: every call whose answer has not come by its deadline is logged as
+        not answered in time, answered with a JSON-RPC error, and cancelled at the server (MCP's
+        ``notifications/cancelled``); an answer that comes after that is dropped (:meth:`_from_server`)."""
+        tick = min(0.25, max(0.01, self.call_timeout_s / 10))
+        while True:
+            await anyio.sleep(tick)
+            now = time.monotonic()
+            for rid, call in list(self.pending.items()):
+                if call.deadline is None or now < call.deadline or self.pending.get(rid) is not call:
+                    continue
+                del self.pending[rid]
+                self._timed_out_ids.add(rid)
+                within = self._timeout_words()
+                ok = self._write(self._record(call, error=f"no answer from the upstream MCP server within {within} "
+                                                          "(--call-timeout): the client was answered with an error"))
+                await self._safe_send(peer, types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+                    code=types.REQUEST_TIMEOUT, message=f"the upstream MCP server did not answer within {within} "
+                                                        "(the door's --call-timeout)")) if ok else self._log_failed(rid))
+                try:
+                    await server_write.send(_session_message(types.JSONRPCNotification(
+                        jsonrpc="2.0", method="notifications/cancelled",
+                        params={"requestId": rid, "reason": f"no answer within {within} (the door's call timeout)"})))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass  # the server is gone: its wind-down handles the rest
 
     @staticmethod
     def _log_broken(call: _Call) -> None:
@@ -597,7 +646,7 @@ class Door:
         elif approval == "approved" and not self._log_ready():
             self._log_broken(call)
         elif approval == "approved":
-            self.pending[msg.id] = call
+            self._forwarding(msg.id, call)
             try:
                 await server_write.send(_session_message(msg))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -783,6 +832,11 @@ class Door:
                 call = self.pending.pop(msg.id, None)
                 if call is not None:
                     msg = self._complete(call, msg)
+                elif msg.id in self._timed_out_ids:
+                    self._timed_out_ids.discard(msg.id)
+                    _say(f"the MCP server answered id {msg.id!r} after the door's --call-timeout "
+                         f"({self._timeout_words()}): dropped (the client was answered with an error)")
+                    continue
                 elif self._passing.pop(msg.id, None) is None:
                     self._cancelled_ids.discard(msg.id)
                     # an answer to no request in flight (a refused id, a second answer, an id the
@@ -805,8 +859,8 @@ class Door:
         with the id as the server wrote it is in flight too.  (An answer that is not JSON-RPC
         settles only a request of its own id and type, :func:`_broken_answer`.)"""
         rid = msg.id
-        if rid in self.pending or rid in self._passing or rid in self._cancelled_ids:
-            return msg  # (an answer to a call the client cancelled: that call's, relayed to no one)
+        if rid in self.pending or rid in self._passing or rid in self._cancelled_ids or rid in self._timed_out_ids:
+            return msg  # (an answer to a call cancelled or timed out: that call's, relayed to no one)
         if isinstance(rid, str):
             try:
                 other = int(rid)
@@ -913,6 +967,8 @@ class Door:
                 tg.cancel_scope.cancel()
 
             tg.start_soon(from_server)
+            if self.call_timeout_s is not None:
+                tg.start_soon(self._expire_calls, peer, server_write)
             try:
                 await self._from_client(peer, server_write)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -1067,8 +1123,10 @@ def _session_message(msg: types.JSONRPCMessage):
 
 
 async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=None, server_name: str | None = None,
-                   cwd: str | Path | None = None, max_message_bytes: int = 16 << 20, grace_s: float = 5.0) -> str:
+                   cwd: str | Path | None = None, max_message_bytes: int = 16 << 20, grace_s: float = 5.0,
+                   call_timeout_s: float | None = None) -> str:
     """Start ``command`` as the upstream MCP server and relay this process's stdio to it.
+    ``call_timeout_s``: how long a call waits for the server's answer (:class:`Door`; ``None``: no bound).
 
     Returns:
         who ended the session: ``client``, ``server``, or the name of the signal that stopped
@@ -1084,7 +1142,7 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
     params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(os.environ), cwd=cwd,
                                    encoding_error_handler="replace")
     door = Door(rules, log, evidence=evidence, server_name=server_name,
-                default_server=Path(command[0]).name, grace_s=grace_s)
+                default_server=Path(command[0]).name, grace_s=grace_s, call_timeout_s=call_timeout_s)
     door.on_disk = True
     ended = None
     async with StdioPeer(max_line=max_message_bytes) as peer:
@@ -1096,12 +1154,12 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
 
 async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[str, str] | None = None,
                        evidence=None, server_name: str | None = None, max_message_bytes: int = 16 << 20,
-                       grace_s: float = 5.0) -> str:
+                       grace_s: float = 5.0, call_timeout_s: float | None = None) -> str:
     """Relay this process's stdio to the remote MCP server at ``url`` over Streamable HTTP (MCP
     2025-03-26 and later; the SDK's client transport: ``Mcp-Session-Id``, SSE answers, redirects
     only within the endpoint's origin).  ``headers`` (e.g. ``Authorization``) go with every
     request and are never logged.  Before the server names itself, calls are logged with the
-    URL's host as ``server``.
+    URL's host as ``server``.  ``call_timeout_s``: as for :func:`run_door`.
 
     Returns:
         who ended the session: ``client``, ``server``, or the name of the signal that stopped
@@ -1115,7 +1173,8 @@ async def run_door_url(rules: Rules, log: CallLog, url: str, *, headers: dict[st
     from ._stdio import StdioPeer
 
     door = Door(rules, log, evidence=evidence, server_name=server_name,
-                default_server=urlsplit(url).hostname or "remote", grace_s=grace_s)
+                default_server=urlsplit(url).hostname or "remote", grace_s=grace_s,
+                call_timeout_s=call_timeout_s)
     door.hold_until_initialized = True
     shown = shown_url(url)
     async def refused_by_http(response) -> None:
