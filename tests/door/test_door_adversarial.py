@@ -1054,6 +1054,45 @@ def test_no_line_sent_after_the_stop_signal_is_decided(hostile):
     assert len(validate_lines(hostile["log"]())) <= 2
 
 
+def test_the_doors_signal_handlers_leave_an_ignored_signal_ignored_and_give_back_the_ones_before():
+    """The door's handlers replaced every disposition it found: a SIGHUP ignored by whoever started
+    the door (``nohup``) stopped it all the same, and a program running :func:`run_door` lost its
+    own handlers afterwards (SIGTERM then killed it outright)."""
+    import os
+    import signal
+    import types as pytypes
+
+    import anyio
+
+    from replaybook.door.proxy import _stop_signals
+
+    def mine(signum, frame):
+        raise AssertionError("the program's own handler ran while the door's was in place")
+
+    door = pytypes.SimpleNamespace(stopped_by=None, _stop_scope=None)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGHUP, signal.SIGTERM)}
+    seen = {}
+
+    async def main():
+        with _stop_signals(door):
+            seen["term"] = signal.getsignal(signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGHUP)
+            await anyio.sleep(0.1)
+            seen["stopped_by"] = door.stopped_by
+
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, mine)
+        anyio.run(main)
+        after = signal.getsignal(signal.SIGHUP), signal.getsignal(signal.SIGTERM)
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+    assert seen["term"] is not mine  # (the door's, while it runs)
+    assert seen["stopped_by"] is None  # an ignored SIGHUP stays ignored
+    assert after == (signal.SIG_IGN, mine)
+
+
 def test_a_second_signal_does_not_cut_the_wind_down_short(hostile):
     """Ctrl-C twice: the second signal must not kill the door half-way through logging the
     calls in flight (300 here), nor turn into a traceback."""

@@ -1043,12 +1043,17 @@ def _stop_signals(door: Door):
     must not cut the wind-down short — and then cancels the scope this yields, which the caller
     wraps around its transport (a remote server that never answers the session's closing DELETE
     would otherwise hold the door for the HTTP client's read timeout).  Outside the main thread,
-    or without an asyncio loop, no handler is set (the scope is still yielded)."""
+    or without an asyncio loop, no handler is set (the scope is still yielded).
+
+    A signal ignored when the door starts (``nohup`` ignores SIGHUP, a shell's background job
+    SIGINT) stays ignored, as Python itself leaves an ignored SIGINT.  On the way out each
+    handler found on the way in is set again (asyncio's own removal would leave the default), so
+    a program that runs the door keeps its handlers."""
     import asyncio
     import signal
     import threading
 
-    installed: list[int] = []
+    installed: list[tuple[int, Any]] = []  # (signal, the handler before the door's)
     loop = None
     outer = anyio.CancelScope()  # the transport: cancelled by a later signal once every call is logged
     if threading.current_thread() is threading.main_thread():
@@ -1070,17 +1075,25 @@ def _stop_signals(door: Door):
             for name in STOP_SIGNALS:
                 sig = getattr(signal, name)
                 try:
+                    before = signal.getsignal(sig)
+                    if before == signal.SIG_IGN:  # ignored by whoever started the door: not a stop
+                        continue
                     loop.add_signal_handler(sig, on_signal, sig)
                 except (NotImplementedError, RuntimeError, ValueError):
                     continue
-                installed.append(sig)
+                installed.append((sig, before))
         yield outer
     finally:
-        for sig in installed:
+        for sig, before in installed:
             try:
                 loop.remove_signal_handler(sig)
             except (RuntimeError, ValueError):  # (a loop already closed)
                 pass
+            if before is not None:  # (None: a handler not set from Python, which cannot be set again)
+                try:
+                    signal.signal(sig, before)
+                except (TypeError, ValueError, OSError):
+                    pass
 
 
 class _OneLine(logging.Formatter):
