@@ -11,7 +11,9 @@ its tools:
   them are counted and the call's answer says how many came;
 * ``slow`` — answers after ``seconds`` seconds;
 * ``hang`` — never answers;
-* ``twice`` — answers the call twice (the second answer says ``"second"``).
+* ``twice`` — answers the call twice (the second answer says ``"second"``);
+* ``latin1`` — answers with its ``text`` argument, the whole line written in Latin-1 (so a
+  character such as ``é`` is a byte that is not UTF-8).
 
 Any request whose ``params`` hold ``"_garble": [line, …]`` is answered with those lines instead,
 written as given, with ``ID`` replaced by the request's id as JSON and ``ID_TEXT`` by its text;
@@ -50,7 +52,8 @@ def result(rid, text: str, structured=None) -> None:
     send({"jsonrpc": "2.0", "id": rid, "result": res})
 
 
-TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "spoof", "storm", "slow", "hang", "twice")]
+TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "spoof", "storm", "slow", "hang", "twice",
+                                                                    "latin1")]
 
 
 def handle(msg: dict) -> None:
@@ -106,6 +109,13 @@ def handle(msg: dict) -> None:
             threading.Thread(target=later, daemon=True).start()
         elif name == "hang":
             pass
+        elif name == "latin1":
+            res = {"content": [{"type": "text", "text": str(args.get("text", ""))}], "isError": False}
+            with _out_lock:
+                sys.stdout.flush()
+                sys.stdout.buffer.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": res},
+                                                   ensure_ascii=False).encode("latin-1") + b"\n")
+                sys.stdout.buffer.flush()
         elif name == "twice":
             result(rid, "first")
             result(rid, "second")

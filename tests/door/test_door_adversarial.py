@@ -468,7 +468,7 @@ rules:
     paths: ["private/**"]
   - id: allow-demo
     decision: allow
-    tools: [echo, slow, hang, twice]
+    tools: [echo, slow, hang, twice, latin1]
     paths: ["demo", "demo/**"]
   - id: allow-tools
     decision: allow
@@ -837,6 +837,31 @@ def test_a_call_the_server_does_not_answer_within_the_call_timeout_is_answered_a
     cancels = [m["params"] for m in hostile["seen"]() if m.get("method") == "notifications/cancelled"]
     assert [c["requestId"] for c in cancels] == [2, 3]
     assert "the MCP server answered id 3 after the door's --call-timeout (0.5 s): dropped" in hostile["err"]()
+
+
+def test_bytes_that_are_not_utf8_from_either_side_are_said_on_stderr(hostile):
+    """The MCP SDK's stdio transport reads a server's bytes that are not UTF-8 as U+FFFD without a
+    word, and the door passed a client's such bytes (in a message it does not decide) on the same
+    way: the agent got, or the server was sent, other text than was written, and nothing said so."""
+    from .conftest import validate_lines
+
+    door = hostile["start"]()
+    door.initialize()
+    got = door.call("latin1", {"path": "demo/a", "text": "caf\u00e9 cr\u00e8me"}, rid=2)
+    assert got["result"]["content"][0]["text"] == "caf\ufffd cr\ufffdme"  # (what the SDK made of it)
+    ok = door.call("echo", {"path": "demo/b"}, rid=3)  # (nothing to say about this one)
+    assert ok["result"]["structuredContent"] == {"received": {"path": "demo/b"}}
+    door.send_raw(b'{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"\xff"}}')
+    assert door.recv()["id"] == 4
+    assert door.close() == 0
+    err = hostile["err"]()
+    assert ("the MCP server's answer to id 2 (call 1, latin1) held 2 bytes that are not UTF-8: the MCP SDK read "
+            "them as U+FFFD, which the client gets in their place") in err
+    assert "id 3" not in err
+    assert ("the client's request 'ping' (id 4) held bytes that are not UTF-8: passed on with U+FFFD in their "
+            "place") in err
+    assert [m.get("params") for m in hostile["seen"]() if m.get("method") == "ping"] == [{"x": "\ufffd"}]
+    assert len(validate_lines(hostile["log"]())) == 2
 
 
 def test_a_server_that_dies_leaves_no_request_unanswered(hostile, monkeypatch):

@@ -33,6 +33,8 @@ roots (a server could otherwise move off them).
 If the log line cannot be written, the client gets an error instead of the answer, and no
 allowed call is forwarded until lines can be written again (fail closed); an answer that cannot
 be kept as evidence is not given either.
+Bytes that are not UTF-8 (read as U+FFFD, by the SDK on the server's side) are said on stderr,
+from either side.
 If the server exits, every call still waiting is logged with an error and answered with one.
 With a call timeout (:attr:`Door.call_timeout_s`, ``--call-timeout``), so is a call the server
 has not answered in time; its late answer is dropped.
@@ -40,6 +42,7 @@ has not answered in time; its late answer is dropped.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import hashlib
 import logging
@@ -89,6 +92,35 @@ def _say(text: str) -> None:
         print(f"replaybook door: {text}", file=sys.stderr)
     except (OSError, ValueError):
         pass
+
+
+class _Undecodable:
+    """Bytes that are not UTF-8 the MCP SDK's stdio client read from the server, counted by the
+    codec error handler :data:`_UTF8_NOTED` it decodes with (as ``replace`` would, it puts U+FFFD
+    in their place — the SDK accepts only ``strict``, ``ignore`` or ``replace`` and says nothing)."""
+
+    bytes = 0
+
+
+def _replace_counted(exc: UnicodeError) -> tuple[str, int]:
+    """``replace``, counting the bytes a decode replaces (:class:`_Undecodable`)."""
+    if isinstance(exc, UnicodeDecodeError):
+        _Undecodable.bytes += exc.end - exc.start
+        return "\ufffd", exc.end
+    return codecs.replace_errors(exc)
+
+
+#: The codec error handler the door gives the SDK's stdio client (registered on first use).
+_UTF8_NOTED = "replaybook-door-replace-counted"
+
+
+def _what(msg) -> str:
+    """A message from either side in words: ``answer to id 7``, ``request 'ping' (id 4)`` …"""
+    if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)):
+        return f"answer to id {msg.id!r}"
+    if isinstance(msg, types.JSONRPCRequest):
+        return f"request {safe_str(msg.method)[:_MAX_NAME]!r} (id {msg.id!r})"
+    return f"notification {safe_str(getattr(msg, 'method', ''))[:_MAX_NAME]!r}"
 
 
 def _result_for(method: str, version: str | None, result) -> dict:
@@ -246,6 +278,10 @@ class Door:
         #: hold every other client message until the server has answered ``initialize`` (over
         #: HTTP the session id comes with that answer; a notification sent before it is refused)
         self.hold_until_initialized = False
+        #: how many bytes that are not UTF-8 the transport has read from the server so far
+        #: (replaced with U+FFFD), when it can tell (:func:`run_door`); those said on stderr
+        self.server_undecodable: Callable[[], int] | None = None
+        self._undecodable_said = 0
 
     @property
     def server_name(self) -> str | None:
@@ -434,6 +470,9 @@ class Door:
             if msg is None:
                 await self._bad_line(peer, inc)
                 continue
+            if inc.bad_utf8 and not (isinstance(msg, types.JSONRPCRequest) and msg.method in DECIDED_METHODS):
+                # (a call is refused for it, door:invalid-utf8; anything else goes on as the SDK would take it)
+                _say(f"the client's {_what(msg)} held bytes that are not UTF-8: passed on with U+FFFD in their place")
             if (self.hold_until_initialized and self._init_ids and self._init_answered is not None
                     and not (isinstance(msg, types.JSONRPCRequest) and msg.method == "initialize")):
                 try:
@@ -813,8 +852,35 @@ class Door:
             rec = self._record(call, error=f"upstream error {e.code}: {safe_str(str(e.message))[:500]}", digest=digest)
         return msg if self._write(rec) else self._log_failed(msg.id)
 
+    def _say_undecodable(self, msg) -> None:
+        """Say on stderr that the server's message ``msg`` (``None``: its output, at the end) held
+        bytes that are not UTF-8, which the transport read as U+FFFD — when it has read such bytes
+        since this was last said and ``msg`` holds a U+FFFD (bytes in a line still being read are
+        said with that line)."""
+        if self.server_undecodable is None:
+            return
+        n = self.server_undecodable() - self._undecodable_said
+        if n <= 0:
+            return
+        where = "output"
+        if msg is not None:
+            try:
+                text = msg.model_dump_json(by_alias=True, exclude_unset=True)
+            except Exception:  # noqa: BLE001 - cannot be written: it is said as the output's
+                text = "\ufffd"
+            if "\ufffd" not in text:
+                return
+            where = _what(msg)
+            call = self.pending.get(msg.id) if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)) else None
+            if call is not None:
+                where += f" (call {call.seq}, {call.tool})"
+        self._undecodable_said += n
+        _say(f"the MCP server's {where} held {n} byte{'' if n == 1 else 's'} that {'is' if n == 1 else 'are'} not "
+             "UTF-8: the MCP SDK read them as U+FFFD, which the client gets in their place")
+
     async def _from_server(self, peer: ClientPeer, server_read) -> None:
         async for item in server_read:
+            self._say_undecodable(None if isinstance(item, Exception) else item.message)
             if isinstance(item, Exception):  # a line the stdio transport could not read as JSON-RPC
                 msg = _broken_answer(item)  # (its id must be the request's, of the same type: it settles nothing else)
                 if msg is None or (msg.id not in self.pending and msg.id not in self._passing):
@@ -930,6 +996,7 @@ class Door:
         except _ServerEnded:
             ended = "server"
         finally:
+            self._say_undecodable(None)
             if self.stopped_by is not None:  # a signal cancelled the relay: no call goes unlogged
                 self._wind_down(f"the door was stopped ({self.stopped_by}) before the answer")
         # (another error, such as a remote server that cannot be reached, is the caller's to log)
@@ -1154,9 +1221,18 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
 
     params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(os.environ), cwd=cwd,
                                    encoding_error_handler="replace")
+    # "replace", counting what it replaces, so the door can say so (the SDK's field takes only the
+    # names of the standard handlers, hence the copy without validation)
+    try:
+        codecs.lookup_error(_UTF8_NOTED)
+    except LookupError:
+        codecs.register_error(_UTF8_NOTED, _replace_counted)
+    params = params.model_copy(update={"encoding_error_handler": _UTF8_NOTED})
     door = Door(rules, log, evidence=evidence, server_name=server_name,
                 default_server=Path(command[0]).name, grace_s=grace_s, call_timeout_s=call_timeout_s)
     door.on_disk = True
+    door.server_undecodable = lambda: _Undecodable.bytes
+    door._undecodable_said = _Undecodable.bytes
     ended = None
     async with StdioPeer(max_line=max_message_bytes) as peer:
         with _sdk_log_lines(), _stop_signals(door) as outer, outer:
