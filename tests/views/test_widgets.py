@@ -816,6 +816,41 @@ def test_a_replay_that_fails_says_why_instead_of_sitting_at_running(demo_inciden
     assert "&lt;secret&gt;" in v.viewer.value and "<secret>" not in v.viewer.value
 
 
+def test_a_step_taken_by_hand_that_fails_says_why(demo_incident, monkeypatch):
+    """An error opening a step reached with ▶ or ◀ (an unreadable file, say) went out of the
+    button's handler into the kernel's log alone: Replay stayed paused on the step pressed for,
+    the pane still showing the step before, with no word.  It ends Replay as a played step's
+    error does, saying why in the pane."""
+    from replaybook.replay import ReplayPlan
+
+    v = Workbook(demo_incident, charts=False).open_session(S1)
+    real = ReplayPlan.preview_of
+    broken = {2}
+
+    def preview_of(self, step):
+        if step.index in broken:
+            raise PermissionError(13, "Permission denied", "demo/<secret>.csv")
+        return real(self, step)
+
+    monkeypatch.setattr(ReplayPlan, "preview_of", preview_of)
+    v.replay_start(run=False)
+    v.replay_step(), v.replay_step()
+    assert v.replay_step_forward() is False  # step 3 cannot be opened
+    assert v.plan.status == "stopped" and not v.replay_paused and not v.escape.armed
+    assert v.replay_error == "PermissionError: [Errno 13] Permission denied: 'demo/<secret>.csv'"
+    assert "Replay stopped after step 2:" in v.viewer.value
+    assert "&lt;secret&gt;" in v.viewer.value and "<secret>" not in v.viewer.value
+    assert set(controls(v).values()) == {False}
+    # and back: the step ◀ returns to fails the same way
+    broken.clear()
+    v.replay_start(run=False)
+    for _ in range(4):
+        v.replay_step()
+    broken.add(2)
+    assert v.replay_step_back() is False and v.plan.status == "stopped"
+    assert "Replay stopped after step 4:" in v.viewer.value and [i for i, _ in v.replay_log] == [0, 1, 2, 3]
+
+
 def test_opening_a_session_the_incident_does_not_have_names_those_it_has(demo_incident):
     wb = Workbook(demo_incident, charts=False)
     with pytest.raises(KeyError, match="no door session 'door-nope' in this incident; it has door-20260913T100005-a1, "

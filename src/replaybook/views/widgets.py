@@ -517,13 +517,16 @@ class SessionView:
     def replay_step_forward(self) -> bool:
         """Show the next step of Replay (▶ button), pausing it first if it plays; a refused or
         asked step opens nothing, as when played.  ``False`` on the last step (it stays there:
-        Resume ends the Replay) or when no Replay is playing or paused."""
+        Resume ends the Replay) or when no Replay is playing or paused; ``False`` too when the
+        step cannot be opened: as for a played step, Replay ends and the pane says why
+        (``replay_error``)."""
         return self._step_by_hand(forward=True)
 
     def replay_step_back(self) -> bool:
         """Show the step before the current one again (◀ button), pausing Replay first if it
         plays; the step left goes back to pending.  ``False`` on the first step or when no
-        Replay is playing or paused."""
+        Replay is playing or paused; ``False`` too when the step cannot be opened (Replay ends,
+        the pane saying why, as for :meth:`replay_step_forward`)."""
         return self._step_by_hand(forward=False)
 
     def _step_by_hand(self, *, forward: bool) -> bool:
@@ -531,9 +534,16 @@ class SessionView:
         if plan is None or plan.status not in ("running", "paused"):
             return False
         self.replay_pause()
-        r = plan.step_forward() if forward else plan.step_back()
-        if r is not None:
-            self._show_step(*r)
+        shown = plan.position
+        try:
+            r = plan.step_forward() if forward else plan.step_back()
+            if r is not None:
+                self._show_step(*r)
+        except Exception as exc:  # noqa: BLE001 - a button's error reaches no one: say it in the pane
+            # (as a played step's does: the step pressed for had left Replay paused on it, the
+            # pane still showing the step before, and the error in the kernel's log alone)
+            self._failed(plan, exc, shown)
+            return False
         self._sync_controls()
         return r is not None
 
@@ -584,12 +594,17 @@ class SessionView:
             pass
         except Exception as exc:  # noqa: BLE001 - a task's error reaches no one: say it in the pane
             # (an unreadable file, say): Replay had sat at "running" with no word
-            plan.stop()
-            self.replay_error = f"{type(exc).__name__}: {exc}"
-            where = f"after step {plan.position + 1}" if plan.position >= 0 else "before its first step"
-            self.viewer.value = (f'<div class="{CSS_CLASSES["replay_error"]}"><b>Replay stopped {where}:</b> '
-                                 f"{html.escape(S.visible(self.replay_error))}</div>")
-            self._finish()
+            self._failed(plan, exc, plan.position)
+
+    def _failed(self, plan: ReplayPlan, exc: Exception, shown: int) -> None:
+        """End Replay on an error, saying it in the preview pane after the last step shown
+        (index ``shown``, -1 before the first): ``replay_error`` holds ``"<type>: <message>"``."""
+        plan.stop()
+        self.replay_error = f"{type(exc).__name__}: {exc}"
+        where = f"after step {shown + 1}" if shown >= 0 else "before its first step"
+        self.viewer.value = (f'<div class="{CSS_CLASSES["replay_error"]}"><b>Replay stopped {where}:</b> '
+                             f"{html.escape(S.visible(self.replay_error))}</div>")
+        self._finish()
 
     def _on_escape(self, _change) -> None:
         if self.plan is not None and self.plan.status in ("running", "paused"):
