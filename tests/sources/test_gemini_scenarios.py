@@ -408,3 +408,21 @@ def test_a_call_longer_than_the_join_window_is_timed_from_its_start_and_meets_it
     res = join_sessions(steps, load_door(door).frame)
     s = res.sessions.iloc[0]
     assert (s["transcript_id"], s["agreed"], s["status"], s["unclaimed_calls"]) == (S, 5, "matched", 0)
+
+
+def test_a_call_timed_from_its_message_still_has_its_own_zoneless_time_noted(tmp_path):
+    """A call's own ``timestamp`` without a time zone, read as UTC, was said in the file's notes
+    while it was the call's ``ts``; timed from its message (a time with a zone) it stayed the
+    call's ``result_ts`` with no word of the zone it lacked.  It is noted, its line once."""
+    lr = dict(server="door", tool="read_object", output="r")
+    own = "2026-03-01T10:00:05.000"
+    path = recording(tmp_path, [meta(), user("u1", 1, "go"), gemini("g1", 2, "reading", [
+        {**call("c1", "mcp_door_read_object", {"path": "demo/a.csv"}, 0, **lr), "timestamp": own}]),
+        gemini("g2", 9, "next", [call("c2", "mcp_door_read_object", {"path": "demo/b.csv"}, 12, **lr)])])
+    res = load_gemini(path)
+    t = calls_of(res)
+    assert [str(x) for x in t["ts"]] == ["2026-03-01 10:00:02+00:00", "2026-03-01 10:00:09+00:00"]
+    assert [str(x) for x in t["result_ts"]] == ["2026-03-01 10:00:05+00:00", "2026-03-01 10:00:12+00:00"]
+    assert res.inputs[0]["notes"] == [
+        f"a time without a time zone on line 3 ('{own}'): read as UTC; RFC 3339 requires an offset — "
+        "if Gemini CLI wrote local time, these lines are off by the zone's offset"]

@@ -878,7 +878,12 @@ def load_gemini(paths: str | Path | Iterable[str | Path]) -> LoadResult:
         frame["ts"] = to_utc(ts).array
         frame["result_ts"] = to_utc(rts).array
         note_unreadable_times(ts, frame["ts"], frame["source_file"], frame["line_no"], inputs)
-        note_zoneless_times(ts, frame["ts"], frame["source_file"], frame["line_no"], inputs, writer="Gemini CLI")
+        # a call timed from its message keeps its own (completion) time as result_ts: a zone it
+        # lacks is said too
+        own = [r if r is not None and r != t else None for t, r in zip(ts, rts)]
+        note_zoneless_times(ts + own, pd.concat([frame["ts"], frame["result_ts"]], ignore_index=True),
+                            [*frame["source_file"], *frame["source_file"]], [*frame["line_no"], *frame["line_no"]],
+                            inputs, writer="Gemini CLI")
     return LoadResult(frame=frame, quarantine=QUARANTINE.build(quarantine), inputs=inputs)
 
 
