@@ -238,6 +238,32 @@ def test_the_capsules_files_are_inputs_with_their_sha256(tmp_path):
     assert gone not in dict(checksum_entries(replaybook.Incident.load(m).inputs))
 
 
+def test_a_capsule_object_that_cannot_be_read_is_an_input_said_so(tmp_path, monkeypatch):
+    # an object the disk could not read was listed as "not in the evidence store": an
+    # investigator reads that as never captured
+    import builtins
+    import errno
+
+    from replaybook.capsule.model import load_capsule
+    from replaybook.report.checksums import checksum_entries
+
+    m = _capsule_copy(tmp_path)
+    d = load_capsule(tmp_path / "capsule").prompts["task_digest"].removeprefix("sha256:")
+    real_open = builtins.open
+
+    def fake_open(file, mode="r", *a, **kw):
+        if "r" in mode and not isinstance(file, int) and Path(file).name == d:
+            raise OSError(errno.EIO, "Input/output error")
+        return real_open(file, mode, *a, **kw)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    rows = replaybook.Incident.load(m).inputs
+    row = next(r for r in rows if r["path"] == f"capsule/evidence/sha256/{d}")
+    assert (row["sha256"], row["note"]) == (
+        None, "prompt.task: in the evidence store, but cannot be read: Input/output error")
+    assert row["path"] not in dict(checksum_entries(rows))
+
+
 def test_packet_in_the_manifest_reaches_the_report_section(tmp_path):
     import shutil
 

@@ -954,8 +954,9 @@ class Incident:
         ``capsule.yaml`` references that verification re-hashes (``capsule evidence object``,
         note: what it is, e.g. ``call toolu_…``), each with ``path`` (relative to the manifest's
         folder, else absolute), ``sha256`` (of the bytes on disk), ``bytes``, ``lines`` and
-        ``note``.  An object the store lacks, or a link leading out of the store (never read), is
-        listed with a note and no SHA-256; a damaged one with the SHA-256 of its bytes and a note.
+        ``note``.  An object the store lacks, one whose file cannot be read (the note gives the
+        system's reason), or a link leading out of the store (never read), is listed with a note
+        and no SHA-256; a damaged one with the SHA-256 of its bytes and a note.
         Objects of the store that ``capsule.yaml`` does not reference (another capsule's) are not
         this capsule's evidence and are left out.
 
@@ -994,6 +995,10 @@ class Incident:
                             "format": "capsule evidence object", "read_nothing": False,
                             "note": f"{r.what}: a link out of the evidence store ({store.outside(r.digest)}): "
                                     "not read, not this capsule's evidence"})
+            elif r.status == "unreadable":
+                out.append({"path": shown, "sha256": None, "bytes": None, "lines": None,
+                            "format": "capsule evidence object", "read_nothing": False,
+                            "note": f"{r.what}: in the evidence store, but cannot be read: {r.reason}"})
             elif r.status == "missing" or not p.is_file():
                 out.append({"path": shown, "sha256": None, "bytes": None, "lines": None,
                             "format": "capsule evidence object", "read_nothing": False,

@@ -516,3 +516,53 @@ def test_an_io_error_writing_the_capsule_is_still_said_as_a_write(demo, tmp_path
     r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
     assert r.exit_code == 2 and f"cannot write {out}: Input/output error" in r.output
     assert "cannot read" not in r.output and not out.exists()
+
+
+
+def _eio_reading(monkeypatch, failing):
+    """The disk answers an I/O error (EIO) on opening for reading any file ``failing(path)`` picks."""
+    import builtins
+    import errno
+
+    real_open = builtins.open
+
+    def fake_open(file, mode="r", *a, **kw):
+        if "r" in mode and not isinstance(file, int) and failing(Path(file)):
+            raise OSError(errno.EIO, "Input/output error")
+        return real_open(file, mode, *a, **kw)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+
+
+def test_verify_says_an_object_that_cannot_be_read_is_not_missing(tmp_path, monkeypatch):
+    """An object whose file is there but that the disk cannot read was "missing object: …", the
+    investigator's word for never captured: it is "cannot be read: <why>", counted apart from the
+    missing ones, and the capsule stays unproven (exit 4, as for a missing object)."""
+    import shutil
+
+    import yaml
+
+    w = tmp_path / "demo"
+    shutil.copytree(DEMO, w)
+    cap = yaml.safe_load((w / "capsule" / "capsule.yaml").read_text())
+    task = cap["prompts"]["task_digest"]
+    call = cap["tool_evidence"][0]
+    bad = {task.removeprefix("sha256:"), call["response_digest"].removeprefix("sha256:")}
+    _eio_reading(monkeypatch, lambda p: p.name in bad)
+    r = run("verify", w / "capsule")
+    assert r.exit_code == 4, r.output
+    out = " ".join(r.output.split())
+    assert f"unreadable object: prompt.task ({task}): cannot be read: Input/output error" in out
+    assert (f"unreadable object: call {call['call_id']} ({call['response_digest']}): cannot be read: "
+            "Input/output error") in out
+    assert "task prompt cannot be read from the store: Input/output error" in out
+    assert f"MCP responses: response in the store cannot be read: {call['call_id']}" in out
+    assert "objects checked: 12; integrity failures: 0; missing: 0; cannot be read: 2" in out
+    assert "missing object" not in out and "not in the store" not in out
+    r = run("verify", w / "capsule", "--format", "json")
+    d = json.loads(r.output)
+    assert (r.exit_code, d["completeness"], d["missing_objects"]) == (4, "unproven", 0)
+    assert d["unreadable_objects"] == [
+        {"what": "prompt.task", "call_id": None, "digest": task, "reason": "Input/output error"},
+        {"what": f"call {call['call_id']}", "call_id": call["call_id"], "digest": call["response_digest"],
+         "reason": "Input/output error"}]

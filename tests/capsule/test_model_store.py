@@ -14,6 +14,7 @@ from replaybook.capsule.digest import (json_digest, request_digest, response_sha
                                        short)
 from replaybook.capsule.errors import CapsuleFormatError, EvidenceMissing, IntegrityError
 from replaybook.capsule.model import MissingEvidencePolicy, guess_effect, iso_z
+from replaybook.capsule.store import ObjectCheck
 from replaybook.errors import InputError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "capsule"
@@ -156,3 +157,35 @@ def test_diff_with_an_evidence_store_that_is_a_file_still_compares(tmp_path):
     r = CliRunner().invoke(capsule, ["diff", str(tmp_path / "incident.json"), str(demo / "live.json")])
     assert r.exit_code == 0, r.output
     assert "verdict    diverged at checkpoint 12" in r.output
+
+
+@pytest.mark.parametrize("err, how", [("EIO", "open"), ("EACCES", "open"), ("EIO", "stat")])
+def test_an_object_there_but_unreadable_is_unreadable_not_missing(tmp_path, monkeypatch, err, how):
+    """An object the disk cannot read (an I/O error, no permission) was re-hashed as ``missing``
+    — never captured, to whoever reads it — and an I/O error on looking it up ended in a
+    traceback: it is ``unreadable``, with the system's reason."""
+    import builtins
+    import errno
+
+    store = EvidenceStore(tmp_path / "ev")
+    d = store.put(b"hello")
+    p = store.path(d)
+    code = getattr(errno, err)
+    real_open, real_stat = builtins.open, os.stat
+
+    def fake_open(file, mode="r", *a, **kw):
+        if "r" in mode and not isinstance(file, int) and Path(file) == p:
+            raise OSError(code, os.strerror(code))
+        return real_open(file, mode, *a, **kw)
+
+    def fake_stat(path, *a, **kw):
+        if not isinstance(path, int) and Path(path) == p:
+            raise OSError(code, os.strerror(code), str(path))
+        return real_stat(path, *a, **kw)
+
+    monkeypatch.setattr(*((builtins, "open", fake_open) if how == "open" else (os, "stat", fake_stat)))
+    assert store.check(d) == ObjectCheck(d, "unreadable", reason=os.strerror(code))
+    assert store.digests() == [d]
+    monkeypatch.undo()
+    assert store.check(d) == ObjectCheck(d, "ok", d, 5)
+    assert store.check(sha256_digest(b"never stored")).status == "missing"

@@ -60,7 +60,7 @@ def _verify_table(rep: VerifyReport) -> str:
               + (f" (capsule declares {rep.declared})" if rep.declared != rep.completeness else "")]
     lines += [f"  - {r}" for r in rep.reasons]
     lines.append(f"objects checked: {len(rep.objects)}; integrity failures: {len(rep.integrity_failures)}; "
-                 f"missing: {len(rep.missing_objects)}")
+                 f"missing: {len(rep.missing_objects)}; cannot be read: {len(rep.unreadable_objects)}")
     for r in rep.integrity_failures.itertuples(index=False):
         lines.append(f"INTEGRITY FAILURE: {r.what}: evidence object {r.digest} hashes to {r.actual}")
     for x in rep.log_disagreements:

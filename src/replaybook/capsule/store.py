@@ -9,12 +9,17 @@ overwriting them.  Reading and verification open files read-only and never write
 An object is the file in the store: a symbolic link leading out of the store's folder is
 ``outside`` — never followed, never read (it could name any file on the reviewer's machine, or
 one that changes after verification) — and the capsule does not hold that object.
+
+An object file that is there but cannot be read (the disk answers an I/O error, no permission)
+is ``unreadable``, with the system's reason: it is not ``missing`` — "missing" says the object was
+never captured or was removed, "unreadable" that it is there and its bytes cannot be checked.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +30,7 @@ from .errors import EvidenceMissing, IntegrityError
 __all__ = ["EvidenceStore", "ObjectCheck", "OBJECT_STATUSES"]
 
 #: Values of :attr:`ObjectCheck.status`.
-OBJECT_STATUSES = ("ok", "missing", "mismatch", "outside")
+OBJECT_STATUSES = ("ok", "missing", "unreadable", "mismatch", "outside")
 
 _CHUNK = 1 << 20
 
@@ -36,11 +41,15 @@ class ObjectCheck:
 
     Attributes:
         digest: the digest asked for (``sha256:<hex>``).
-        status: ``ok``, ``missing`` (no such object, or it cannot be read), ``mismatch`` (bytes
-            hash to ``actual``) or ``outside`` (a link leading out of the store, not followed).
-        actual: the digest of the bytes found (``None`` when missing or outside).
-        size: the object's size in bytes (``None`` when missing or outside).
+        status: ``ok``, ``missing`` (no such object, or something that is not a file — a folder,
+            a pipe — in its place), ``unreadable`` (the file is there but cannot be read: an I/O
+            error, no permission; see ``reason``), ``mismatch`` (bytes hash to ``actual``) or
+            ``outside`` (a link leading out of the store, not followed).
+        actual: the digest of the bytes found (``None`` unless ok or mismatch).
+        size: the object's size in bytes (``None`` unless ok or mismatch).
         target: where an ``outside`` link leads (``None`` otherwise).
+        reason: why an ``unreadable`` object cannot be read, in the system's words
+            (``Input/output error``, ``Permission denied``); ``None`` otherwise.
     """
 
     digest: str
@@ -48,6 +57,7 @@ class ObjectCheck:
     actual: str | None = None
     size: int | None = None
     target: str | None = None
+    reason: str | None = None
 
 
 def _hash_file(path: Path) -> tuple[str, int]:
@@ -58,6 +68,15 @@ def _hash_file(path: Path) -> tuple[str, int]:
             h.update(chunk)
             n += len(chunk)
     return "sha256:" + h.hexdigest(), n
+
+
+def _listed(p: Path) -> bool:
+    """True for a file or a link in the store's folder; also for an entry the system cannot
+    stat (it is checked, and said to be unreadable, rather than left out unsaid)."""
+    try:
+        return p.is_file() or p.is_symlink()
+    except OSError:
+        return True
 
 
 class EvidenceStore:
@@ -107,21 +126,32 @@ class EvidenceStore:
         if not d.is_dir():
             return []
         return sorted("sha256:" + p.name for p in d.iterdir()
-                      if (p.is_file() or p.is_symlink()) and is_digest("sha256:" + p.name))
+                      if _listed(p) and is_digest("sha256:" + p.name))
 
     def check(self, digest: str) -> ObjectCheck:
-        """Re-hash one object (read-only); an object that cannot be read is ``missing``, a link
-        out of the store ``outside`` (not read)."""
+        """Re-hash one object (read-only, never raises for the object's file).
+
+        Returns:
+            ``outside`` for a link out of the store (not read); ``missing`` when there is no
+            object file (or a folder or a pipe is in its place: not read); ``unreadable`` with
+            the system's ``reason`` when the file is there but cannot be read (an I/O error, no
+            permission); else ``ok`` or ``mismatch`` with the bytes' digest and size.
+
+        Raises:
+            ValueError: ``digest`` is not ``sha256:<64 hex>``.
+        """
         target = self.outside(digest)
         if target is not None:
             return ObjectCheck(digest, "outside", target=target)
         p = self.path(digest)
-        if not p.is_file():
-            return ObjectCheck(digest, "missing")
         try:
+            if not stat.S_ISREG(os.stat(p).st_mode):
+                return ObjectCheck(digest, "missing")
             actual, size = _hash_file(p)
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):  # (no object, or the store's root is a file)
             return ObjectCheck(digest, "missing")
+        except OSError as exc:  # there, but the disk or the permissions refuse it
+            return ObjectCheck(digest, "unreadable", reason=exc.strerror or str(exc))
         return ObjectCheck(digest, "ok" if actual == digest else "mismatch", actual, size)
 
     def get(self, digest: str, *, call_id: str | None = None) -> bytes:

@@ -25,7 +25,10 @@ clock and feature flags    started_at, every observed_at and          a clock_so
 ``completeness`` is ``complete`` only when every row is pinned *and* captured and no object is
 missing or damaged; otherwise ``unproven``, with the reasons.  An object whose bytes do not hash
 to its digest is an **integrity failure** naming the call (or the input) it belongs to.  A link
-leading out of the store is not an object the capsule holds (``outside``: not read).
+leading out of the store is not an object the capsule holds (``outside``: not read).  An object
+whose file is there but cannot be read (an I/O error, no permission) is ``unreadable``, said with
+the system's reason ("cannot be read: Input/output error") and counted apart from the missing
+ones: its bytes cannot be checked, so the capsule is ``unproven`` (exit 4), as for a missing one.
 
 Objects in the store that the capsule does not reference (another capsule's, when two share a
 store) are checked and listed as ``unreferenced``, but they are not this capsule's evidence: a
@@ -78,9 +81,11 @@ OBJECTS = FrameSpec(
         Column("what", "string", "what the object is: `call <id>`, `prompt.task`, `unreferenced` …"),
         Column("call_id", "string", "the tool call, for responses"),
         Column("digest", "string", "the recorded digest (sha256:<hex>)"),
-        Column("status", "string", "`ok`, `missing`, `mismatch` or `outside` (a link out of the store)"),
+        Column("status", "string", "`ok`, `missing`, `unreadable` (there, but cannot be read), `mismatch` or "
+                                   "`outside` (a link out of the store)"),
         Column("actual", "string", "digest of the bytes found, when they differ"),
         Column("bytes", "Int64", "object size in bytes"),
+        Column("reason", "string", "why an `unreadable` object cannot be read (`Input/output error` …)"),
     ),
     "One row per evidence object checked.",
 )
@@ -125,15 +130,22 @@ class VerifyReport:
         return o[o["status"].isin(["missing", "outside"]) & (o["what"] != "unreferenced")].reset_index(drop=True)
 
     @property
+    def unreadable_objects(self) -> pd.DataFrame:
+        """Referenced objects whose file is in the store but cannot be read (``reason`` says why)."""
+        o = self.objects
+        return o[(o["status"] == "unreadable") & (o["what"] != "unreferenced")].reset_index(drop=True)
+
+    @property
     def exit_code(self) -> int:
         """3 on an integrity failure (a damaged object, or a response the door's log disagrees
-        with), else 4 when unproven, else 0."""
+        with), else 4 when unproven (a missing or unreadable object makes it so), else 0."""
         if len(self.integrity_failures) or self.log_disagreements:
             return EXIT_INTEGRITY
         return EXIT_OK if self.completeness == "complete" else EXIT_INCOMPLETE
 
     def to_dict(self) -> dict:
-        """JSON-ready summary: operation, completeness, reasons, inventory rows, integrity failures."""
+        """JSON-ready summary: operation, completeness, reasons, inventory rows, integrity failures,
+        the count of missing objects and the unreadable ones (``[{what, call_id, digest, reason}]``)."""
         return {
             "operation_id": self.capsule.operation_id,
             "completeness": self.completeness,
@@ -144,6 +156,10 @@ class VerifyReport:
                  "actual": r.actual} for r in self.integrity_failures.itertuples(index=False)],
             "door_log_disagreements": [dict(x) for x in self.log_disagreements],
             "missing_objects": int(len(self.missing_objects)),
+            "unreadable_objects": [
+                {"what": r.what, "call_id": None if pd.isna(r.call_id) else r.call_id, "digest": r.digest,
+                 "reason": None if pd.isna(r.reason) else r.reason}
+                for r in self.unreadable_objects.itertuples(index=False)],
             "objects_checked": int(len(self.objects)),
             "notes": list(self.notes),
             "inventory": [dict(zip(INVENTORY.names, row)) for row in
@@ -170,6 +186,7 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     rows: list[dict] = []
     status: dict[str, str] = {}
     targets: dict[str, str] = {}
+    why_not: dict[str, str] = {}  # digest → why its file cannot be read
 
     def check(what: str, digest: str | None, ref: str | None, call_id: str | None = None) -> None:
         if not digest or not ref:
@@ -178,8 +195,11 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
         status[digest] = c.status
         if c.target is not None:
             targets[digest] = c.target
+        if c.reason is not None:
+            why_not[digest] = c.reason
         rows.append({"what": what, "call_id": call_id, "digest": digest, "status": c.status,
-                     "actual": c.actual if c.status == "mismatch" else None, "bytes": c.size})
+                     "actual": c.actual if c.status == "mismatch" else None, "bytes": c.size,
+                     "reason": c.reason})
 
     repo, prm, mdl, rt = cap.repository, cap.prompts, cap.model, cap.runtime
     auth = cap.data.get("authority") or {}
@@ -200,6 +220,12 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
 
     def ok(digest: str | None, ref: str | None) -> bool:
         return bool(digest) and bool(ref) and status.get(digest) == "ok"
+
+    def gone(noun: str, digest: str | None) -> str:
+        """Why ``noun``'s object does not count as captured: not in the store, or there but unreadable."""
+        if digest and status.get(digest) == "unreadable":
+            return f"{noun} cannot be read from the store: {why_not.get(digest)}"
+        return f"{noun} not in the store"
 
     def not_a_file(digest: str | None) -> bool:
         """Something that is not a file (a folder, a pipe) is in the object's place: not read."""
@@ -222,7 +248,7 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     if not repo.get("dirty_tree_digest"):
         why.append("no dirty-tree digest")
     if not got:
-        why.append("dirty-tree object not in the store")
+        why.append(gone("dirty-tree object", repo.get("dirty_tree_digest")))
     if not inv:
         inv.append({"input_class": "repository tree", "pinned": pinned, "captured": "yes" if got else "no",
                     "why": "; ".join(why) or f"commit {str(repo['commit'])[:12]} + dirty-tree object"})
@@ -235,7 +261,7 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
         if not d:
             why.append(f"{k} prompt not pinned")
         elif not ok(d, r):
-            why.append(f"{k} prompt not in the store")
+            why.append(gone(f"{k} prompt", d))
     inv.append({"input_class": "system and task prompts", "pinned": pinned, "captured": _level(n, 2),
                 "why": "; ".join(why) or "both prompts stored"})
     # model
@@ -247,7 +273,7 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     if not mdl.get("parameters_digest"):
         why.append("parameters not pinned")
     elif not got:
-        why.append("parameters object not in the store")
+        why.append(gone("parameters object", mdl.get("parameters_digest")))
     inv.append({"input_class": "model and parameters", "pinned": pinned, "captured": "yes" if got else "no",
                 "why": "; ".join(why) or f"{mdl.get('model')} + parameters object"})
     # MCP responses
@@ -260,9 +286,13 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     if no_digest:
         why.append("no response digest: " + ", ".join(no_digest))
     replaced = [ev.call_id for ev in needed if ev.call_id in not_stored and not_a_file(ev.response_digest)]
-    absent = [c for c in not_stored if c not in replaced]
+    unreadable = [ev.call_id for ev in needed if ev.call_id in not_stored
+                  and status.get(ev.response_digest) == "unreadable"]
+    absent = [c for c in not_stored if c not in replaced and c not in unreadable]
     if absent:
         why.append("response not in the store: " + ", ".join(absent))
+    if unreadable:
+        why.append("response in the store cannot be read: " + ", ".join(unreadable))
     if replaced:
         why.append("response's place in the store holds something that is not a file (a folder, a pipe): "
                    + ", ".join(replaced))
@@ -282,7 +312,8 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     if with_policy < total:
         why.append(f"{total - with_policy} calls without a captured decision")
     if not got:
-        why.append("decision point's logs not in the store")
+        bad = [x["digest"] for x in logs if status.get(x["digest"]) == "unreadable"]
+        why.append(gone("decision point's logs", bad[0] if bad else None))
     inv.append({"input_class": "policy decisions", "pinned": pinned, "captured": "yes" if got else "no",
                 "why": "; ".join(why) or f"{auth.get('policy_version')}; {total} decisions; {len(logs)} door logs"})
     # credential scope
@@ -291,7 +322,7 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     got = ok(auth.get("token_info_digest"), auth.get("token_info_ref"))
     why = [f"{f} not recorded" for f in ("principal", "scopes") if f in a.missing()]
     if not got:
-        why.append("token introspection record not in the store")
+        why.append(gone("token introspection record", auth.get("token_info_digest")))
     inv.append({"input_class": "credential scope", "pinned": pinned, "captured": "yes" if got else "no",
                 "why": "; ".join(why) or f"{a.principal} [{', '.join(a.scopes or ())}]"})
     # runtime image
@@ -299,7 +330,7 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
     got = ok(rt.get("image_digest"), rt.get("image_ref"))
     why = [t for t, c in (("image not pinned", not rt.get("image_digest")),
                           ("start time not recorded", not rt.get("started_at")),
-                          ("image manifest not in the store", rt.get("image_digest") and not got)) if c]
+                          (gone("image manifest", rt.get("image_digest")), rt.get("image_digest") and not got)) if c]
     inv.append({"input_class": "runtime image", "pinned": pinned, "captured": "yes" if got else "no",
                 "why": "; ".join(why) or "image manifest stored"})
     # clock and feature flags
@@ -311,7 +342,8 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
                           ("calls without observed_at: " + ", ".join(untimed), untimed),
                           ("feature flags not pinned", not parts[2]),
                           ("no clock source", not rt.get("clock_source")),
-                          ("flag snapshot not in the store", rt.get("flags_digest") and not got_flags)) if c]
+                          (gone("flag snapshot", rt.get("flags_digest")),
+                           rt.get("flags_digest") and not got_flags)) if c]
     inv.append({"input_class": "clock and feature flags", "pinned": _level(sum(parts), 3),
                 "captured": _level(n_cap, 2),
                 "why": "; ".join(why) or f"{rt.get('clock_source')} clock; flag snapshot stored"})
@@ -327,12 +359,16 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
             elif r.status == "outside":
                 notes.append(f"an object this capsule does not reference is a link out of the store: {r.digest} "
                              f"(to {targets.get(r.digest)})")
+            elif r.status == "unreadable":
+                notes.append(f"an object this capsule does not reference cannot be read: {r.digest}: {r.reason}")
             continue
         if r.status == "mismatch":
             reasons.append(f"integrity: {r.what}: object {r.digest} hashes to {r.actual}")
         elif r.status == "outside":
             reasons.append(f"outside the store: {r.what}: object {r.digest} is a link to {targets.get(r.digest)}, "
                            "which the capsule does not hold")
+        elif r.status == "unreadable":
+            reasons.append(f"unreadable object: {r.what} ({r.digest}): cannot be read: {r.reason}")
     for r in objects[objects["status"] == "missing"].itertuples(index=False):
         if r.what != "unreferenced" and not any(r.what.removeprefix("call ") in x for x in reasons):
             reasons.append(f"missing object: {r.what} ({r.digest})" + (
