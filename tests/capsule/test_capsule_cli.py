@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -566,3 +567,87 @@ def test_verify_says_an_object_that_cannot_be_read_is_not_missing(tmp_path, monk
         {"what": "prompt.task", "call_id": None, "digest": task, "reason": "Input/output error"},
         {"what": f"call {call['call_id']}", "call_id": call["call_id"], "digest": call["response_digest"],
          "reason": "Input/output error"}]
+
+
+def _eio_on_written_objects(monkeypatch, out):
+    """Once ``build_capsule`` has returned, the disk answers an I/O error (EIO) on reading any
+    object of the evidence store written into ``out``."""
+    from replaybook.capsule import build
+
+    real_build = build.build_capsule
+    store = (Path(out) / "evidence" / "sha256").resolve()
+
+    def build_capsule(*a, **kw):
+        built = real_build(*a, **kw)
+        _eio_reading(monkeypatch, lambda p: p.resolve().parent == store)
+        return built
+
+    monkeypatch.setattr(build, "build_capsule", build_capsule)
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_capsule_that_cannot_be_read_back_is_a_failed_build(demo, tmp_path, monkeypatch, existed):
+    """With the disk failing to read back the objects just written, `capsule build` printed
+    "missing: 6", exited 0 and left the capsule in place, as if built: it is a failed build
+    naming the first object's file, and what the build wrote is removed (nothing else)."""
+    import yaml
+
+    out = tmp_path / "c"
+    if existed:
+        out.mkdir()
+        (out / "README").write_text("mine")
+    _eio_on_written_objects(monkeypatch, out)
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    assert r.exit_code == 2, (r.output, r.exception)
+    monkeypatch.undo()
+    task = yaml.safe_load((demo / "capsule" / "capsule.yaml").read_text())["prompts"]["task_digest"][7:]
+    assert r.output.strip().splitlines() == [
+        f"replaybook: error: the capsule just written cannot be read back: {out / 'evidence' / 'sha256' / task}: "
+        "Input/output error (and 5 more of its objects)"]
+    assert (sorted(p.name for p in out.iterdir()) == ["README"]) if existed else not out.exists()
+
+
+def test_a_response_the_door_never_captured_leaves_the_build_a_success(demo, tmp_path):
+    """A response the door's store lacks is not an object of the capsule: the capsule says so in
+    its inventory, and the build succeeds."""
+    import shutil
+
+    import yaml
+
+    door = tmp_path / "door-evidence"
+    shutil.copytree(demo / "door-evidence", door)
+    call = yaml.safe_load((demo / "capsule" / "capsule.yaml").read_text())["tool_evidence"][0]
+    (door / "sha256" / call["response_digest"].removeprefix("sha256:")).unlink()
+    out = tmp_path / "c"
+    r = run("build", demo, "--evidence", door, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert f"MCP responses: response not in the store: {call['call_id']}" in " ".join(r.output.split())
+    assert "cannot be read back" not in r.output and (out / "capsule.yaml").is_file()
+
+
+def test_a_capsule_whose_object_reads_back_changed_is_a_failed_build(demo, tmp_path, monkeypatch):
+    """An object that reads back with other bytes than were written fails the build the same way."""
+    import os
+
+    import yaml
+
+    from replaybook.capsule import build
+
+    real_build = build.build_capsule
+    out = tmp_path / "c"
+    task = yaml.safe_load((demo / "capsule" / "capsule.yaml").read_text())["prompts"]["task_digest"]
+    victim = out / "evidence" / "sha256" / task[7:]
+
+    def build_capsule(*a, **kw):
+        built = real_build(*a, **kw)
+        os.chmod(victim, 0o644)
+        victim.write_bytes(b"other bytes")
+        return built
+
+    monkeypatch.setattr(build, "build_capsule", build_capsule)
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    assert r.exit_code == 2, (r.output, r.exception)
+    assert r.output.strip().splitlines() == [
+        f"replaybook: error: the capsule just written cannot be read back: {victim}: its bytes hash to "
+        f"sha256:{hashlib.sha256(b'other bytes').hexdigest()}, not to {task}"]
+    assert not out.exists()

@@ -4,7 +4,9 @@ The lead registers the group on the main CLI (``cli.add_command(capsule)``).
 
 Exit codes:
     ``0`` verified complete / a verdict was reached (reproduced or diverged);
-    ``2`` bad input (unreadable or schema-invalid capsule, run record or capture file);
+    ``2`` bad input (unreadable or schema-invalid capsule, run record or capture file); for
+        ``build``, also a capsule just written that its own verification cannot read back (an
+        object missing, unreadable or damaged: what the build wrote is removed);
     ``3`` integrity failure (an evidence object does not hash to its digest);
     ``4`` incomplete evidence (capsule ``unproven``; diff verdict ``not_re_derivable``);
     ``1`` with ``diff --exit-code`` only: the runs diverged.
@@ -194,7 +196,11 @@ def diff_cmd(ctx: click.Context, run_a: str, run_b: str, fmt: str, exit_code: bo
 @click.pass_context
 def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str | None,
               capture_path: str | None, operation_id: str | None, out_dir: str) -> None:
-    """Build a capsule from INCIDENT (incident.yaml or its folder) and print its inventory."""
+    """Build a capsule from INCIDENT (incident.yaml or its folder) and print its inventory.
+
+    The capsule written is verified at once: when any object it references cannot be read back
+    as written (missing, unreadable, damaged), the build fails (exit 2, naming the first one's
+    file) and what it wrote is removed."""
     from ..errors import InputError
     from .build import build_capsule, load_capture
     from .verify import verify_capsule
@@ -245,10 +251,36 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
         ctx.exit(EXIT_INTEGRITY)
         return
     rep = verify_capsule(built)
+    unread = _not_read_back(rep, built.store())
+    if unread is not None:  # (what was written is not what is there: no capsule to hand on)
+        _remove_made(made)
+        from .._text import one_line
+
+        click.echo(f"replaybook: error: the capsule just written cannot be read back: {one_line(unread)}", err=True)
+        ctx.exit(EXIT_INPUT)
+        return
     click.echo(str(built.path))
     click.echo(_verify_table(rep), err=True)
     for hint in build_hints(built):
         click.echo(f"replaybook: note: {hint}", err=True)
+
+
+def _not_read_back(rep: VerifyReport, store) -> str | None:
+    """``FILE: why`` for the first object the capsule just built references that its own
+    verification found missing, unreadable, damaged or a link out of the store (with how many
+    more), else ``None``.  Responses the door never captured are not among them: the capsule
+    holds no object for those (no ``captured_response_ref``), and says so in its inventory."""
+    o = rep.objects
+    bad = o[(o["what"] != "unreferenced") & o["status"].isin(["missing", "unreadable", "mismatch", "outside"])]
+    if bad.empty:
+        return None
+    r = next(bad.itertuples(index=False))
+    why = {"missing": "not there",
+           "unreadable": r.reason,
+           "mismatch": f"its bytes hash to {r.actual}, not to {r.digest}",
+           "outside": "a link out of the evidence store"}[r.status]
+    more = f" (and {len(bad) - 1} more of its objects)" if len(bad) > 1 else ""
+    return f"{store.path(r.digest)}: {why}{more}"
 
 
 def _made_by_build(out: "Path") -> list["Path"]:
