@@ -13,7 +13,8 @@ its tools:
 * ``hang`` — never answers;
 * ``twice`` — answers the call twice (the second answer says ``"second"``);
 * ``latin1`` — answers with its ``text`` argument, the whole line written in Latin-1 (so a
-  character such as ``é`` is a byte that is not UTF-8).
+  character such as ``é`` is a byte that is not UTF-8);
+* ``wedge`` — never answers, and stops reading its stdin (a server stuck for good).
 
 Any request whose ``params`` hold ``"_garble": [line, …]`` is answered with those lines instead,
 written as given, with ``ID`` replaced by the request's id as JSON and ``ID_TEXT`` by its text;
@@ -53,7 +54,7 @@ def result(rid, text: str, structured=None) -> None:
 
 
 TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "spoof", "storm", "slow", "hang", "twice",
-                                                                    "latin1")]
+                                                                    "latin1", "wedge")]
 
 
 def handle(msg: dict) -> None:
@@ -109,6 +110,8 @@ def handle(msg: dict) -> None:
             threading.Thread(target=later, daemon=True).start()
         elif name == "hang":
             pass
+        elif name == "wedge":
+            time.sleep(3600)
         elif name == "latin1":
             res = {"content": [{"type": "text", "text": str(args.get("text", ""))}], "isError": False}
             with _out_lock:

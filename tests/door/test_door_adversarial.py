@@ -468,7 +468,7 @@ rules:
     paths: ["private/**"]
   - id: allow-demo
     decision: allow
-    tools: [echo, slow, hang, twice, latin1]
+    tools: [echo, slow, hang, twice, latin1, wedge]
     paths: ["demo", "demo/**"]
   - id: allow-tools
     decision: allow
@@ -837,6 +837,33 @@ def test_a_call_the_server_does_not_answer_within_the_call_timeout_is_answered_a
     cancels = [m["params"] for m in hostile["seen"]() if m.get("method") == "notifications/cancelled"]
     assert [c["requestId"] for c in cancels] == [2, 3]
     assert "the MCP server answered id 3 after the door's --call-timeout (0.5 s): dropped" in hostile["err"]()
+
+
+def test_the_call_timeout_answers_every_call_when_the_server_stops_reading(hostile):
+    """A server stuck for good stops reading its stdin.  The door's notifications/cancelled for
+    the first call that timed out could then not be delivered, and waiting to deliver it held back
+    every later call's timeout: the calls behind it were never answered nor logged, and the client
+    waited forever — the very case --call-timeout is for."""
+    import signal
+    import time
+
+    from .conftest import validate_lines
+
+    door = hostile["start"](extra=["--call-timeout", "0.5"])
+    door.initialize()
+    door.request("tools/call", {"name": "wedge", "arguments": {"path": "demo/a"}}, rid=2)
+    time.sleep(0.2)  # (the server has stopped reading: the next call fills its stdin's pipe)
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "demo/b", "pad": "p" * 300_000}}, rid=3)
+    door.request("tools/call", {"name": "echo", "arguments": {"path": "demo/c"}}, rid=4)
+    got = sorted(((m := door.recv(timeout=5))["id"], m["error"]["code"]) for _ in range(3))
+    assert got == [(2, -32001), (3, -32001), (4, -32001)]
+    door.proc.send_signal(signal.SIGTERM)
+    assert door.proc.wait(20) == 143
+    lines = validate_lines(hostile["log"]())
+    assert [(o["tool"], o["error"]) for o in lines] == [
+        (tool, "no answer from the upstream MCP server within 0.5 s (--call-timeout): the client was answered "
+               "with an error") for tool in ("wedge", "echo", "echo")]
+    assert "Traceback" not in hostile["err"]()
 
 
 def test_bytes_that_are_not_utf8_from_either_side_are_said_on_stderr(hostile):

@@ -650,12 +650,19 @@ class Door:
                 await self._safe_send(peer, types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
                     code=types.REQUEST_TIMEOUT, message=f"the upstream MCP server did not answer within {within} "
                                                         "(the door's --call-timeout)")) if ok else self._log_failed(rid))
-                try:
-                    await server_write.send(_session_message(types.JSONRPCNotification(
-                        jsonrpc="2.0", method="notifications/cancelled",
-                        params={"requestId": rid, "reason": f"no answer within {within} (the door's call timeout)"})))
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    pass  # the server is gone: its wind-down handles the rest
+                # in a task of its own: a server that has stopped reading its stdin would hold the
+                # cancellation, and with it every later call's timeout, for good
+                self._tg.start_soon(self._cancel_at_server, server_write, rid, within)
+
+    @staticmethod
+    async def _cancel_at_server(server_write, rid, within: str) -> None:
+        """Send the server a ``notifications/cancelled`` for the timed-out call ``rid``."""
+        try:
+            await server_write.send(_session_message(types.JSONRPCNotification(
+                jsonrpc="2.0", method="notifications/cancelled",
+                params={"requestId": rid, "reason": f"no answer within {within} (the door's call timeout)"})))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the server is gone: its wind-down handles the rest
 
     @staticmethod
     def _log_broken(call: _Call) -> None:
