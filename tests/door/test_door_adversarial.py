@@ -866,6 +866,20 @@ def test_the_call_timeout_answers_every_call_when_the_server_stops_reading(hosti
     assert "Traceback" not in hostile["err"]()
 
 
+def test_a_timed_out_calls_id_used_again_by_a_request_passed_through_gets_its_answer(hostile):
+    """After a call timed out, its id was kept to drop the server's late answer — ahead of a request
+    passed through (``tools/list``) that used the id again, whose answer was then dropped in its
+    place: the client waited forever.  An id used again is the new request's, as for a call."""
+    door = hostile["start"](extra=["--call-timeout", "0.3"])
+    door.initialize()
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/a"}}, rid=2)
+    assert door.recv(timeout=5)["error"]["code"] == -32001
+    door.request("tools/list", rid=2)
+    ans = door.recv(timeout=5)
+    assert ans["id"] == 2 and [t["name"] for t in ans["result"]["tools"]][:3] == ["echo", "spoof", "storm"]
+    assert door.close() == 0
+
+
 def test_bytes_that_are_not_utf8_from_either_side_are_said_on_stderr(hostile):
     """The MCP SDK's stdio transport reads a server's bytes that are not UTF-8 as U+FFFD without a
     word, and the door passed a client's such bytes (in a message it does not decide) on the same

@@ -520,6 +520,7 @@ class Door:
                                                             "in flight")))
                     continue
                 self._passing[msg.id] = msg.method
+                self._timed_out_ids.discard(msg.id)  # (an id used again: its answer is this request's)
                 if msg.method in ("initialize", "server/discover"):
                     self._init_ids.add(msg.id)
                     if self._init_answered is None or self._init_answered.is_set():
