@@ -880,6 +880,40 @@ def test_a_timed_out_calls_id_used_again_by_a_request_passed_through_gets_its_an
     assert door.close() == 0
 
 
+def test_many_calls_timing_out_as_their_answers_come_get_one_answer_and_one_line_each(hostile):
+    """Calls whose answers come at the moment their time is up (and others never answered): each
+    gets exactly one answer — the server's or the door's timeout error — and one log line that
+    says which, never both nor none."""
+    from .conftest import validate_lines
+
+    door = hostile["start"](extra=["--call-timeout", "0.5"])
+    door.initialize()
+    n = 60
+    for i in range(n):
+        if i % 3 == 0:
+            door.request("tools/call", {"name": "hang", "arguments": {"path": f"demo/{i}"}}, rid=10 + i)
+        else:
+            door.request("tools/call", {"name": "slow", "arguments": {"path": f"demo/{i}", "seconds": 0.5}},
+                         rid=10 + i)
+    got = [door.recv(timeout=10) for _ in range(n)]
+    with pytest.raises(TimeoutError):
+        door.recv(timeout=1.5)  # (no second answer to any call)
+    assert sorted(m["id"] for m in got) == list(range(10, 10 + n))
+    timed_out = {m["id"] for m in got if "error" in m}
+    assert all(m["error"]["code"] == -32001 for m in got if "error" in m)
+    assert {10 + i for i in range(0, n, 3)} <= timed_out
+    assert door.close() == 0
+    lines = validate_lines(hostile["log"]())
+    assert len(lines) == n
+    by_path = {o["arguments"]["path"]: o for o in lines}
+    for i in range(n):
+        o = by_path[f"demo/{i}"]
+        if 10 + i in timed_out:
+            assert o["error"].startswith("no answer from the upstream MCP server within 0.5 s") and o["rows"] is None
+        else:
+            assert o["error"] is None and o["rows"] == 1
+
+
 def test_bytes_that_are_not_utf8_from_either_side_are_said_on_stderr(hostile):
     """The MCP SDK's stdio transport reads a server's bytes that are not UTF-8 as U+FFFD without a
     word, and the door passed a client's such bytes (in a message it does not decide) on the same
