@@ -1193,6 +1193,44 @@ def test_the_doors_signal_handlers_leave_an_ignored_signal_ignored_and_give_back
     assert after == (signal.SIG_IGN, mine)
 
 
+def test_the_doors_signal_handlers_give_back_an_asyncio_programs_own_handler():
+    """A program on asyncio that set its own SIGTERM handler on its loop
+    (``loop.add_signal_handler``) and ran the door: on the way out the door set the signal's
+    Python-level handler back (asyncio's, which only wakes the loop) but not the loop's handler,
+    so SIGTERM did nothing at all afterwards — neither the program's handler nor the default."""
+    import asyncio
+    import os
+    import signal
+    import types as pytypes
+
+    from replaybook.door.proxy import _stop_signals
+
+    ran = []
+    saved = signal.getsignal(signal.SIGTERM)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, ran.append, "mine")
+        door = pytypes.SimpleNamespace(stopped_by=None, _stop_scope=None)
+        try:
+            with _stop_signals(door):
+                os.kill(os.getpid(), signal.SIGTERM)
+                await asyncio.sleep(0.1)
+                assert door.stopped_by == "SIGTERM" and ran == []  # (the door's, while it runs)
+                raise RuntimeError("the door ends by an exception")
+        except RuntimeError:
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(0.1)
+        loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        asyncio.run(main())
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+    assert ran == ["mine"]
+
+
 def test_a_second_signal_does_not_cut_the_wind_down_short(hostile):
     """Ctrl-C twice: the second signal must not kill the door half-way through logging the
     calls in flight (300 here), nor turn into a traceback."""

@@ -1122,13 +1122,14 @@ def _stop_signals(door: Door):
 
     A signal ignored when the door starts (``nohup`` ignores SIGHUP, a shell's background job
     SIGINT) stays ignored, as Python itself leaves an ignored SIGINT.  On the way out each
-    handler found on the way in is set again (asyncio's own removal would leave the default), so
-    a program that runs the door keeps its handlers."""
+    handler found on the way in is set again (asyncio's own removal would leave the default) —
+    for a handler set on the running loop (``loop.add_signal_handler``), on that loop — so a
+    program that runs the door keeps its handlers."""
     import asyncio
     import signal
     import threading
 
-    installed: list[tuple[int, Any]] = []  # (signal, the handler before the door's)
+    installed: list[tuple[int, Any, Any]] = []  # (signal, the handler before the door's, the loop's before it)
     loop = None
     outer = anyio.CancelScope()  # the transport: cancelled by a later signal once every call is logged
     if threading.current_thread() is threading.main_thread():
@@ -1153,17 +1154,27 @@ def _stop_signals(door: Door):
                     before = signal.getsignal(sig)
                     if before == signal.SIG_IGN:  # ignored by whoever started the door: not a stop
                         continue
+                    # a handler the program set on this loop (loop.add_signal_handler): asyncio
+                    # keeps it on the loop, behind a Python-level handler that only wakes the loop
+                    loops = getattr(loop, "_signal_handlers", None)
+                    own = loops.get(sig) if isinstance(loops, dict) else None
                     loop.add_signal_handler(sig, on_signal, sig)
                 except (NotImplementedError, RuntimeError, ValueError):
                     continue
-                installed.append((sig, before))
+                installed.append((sig, before, own))
         yield outer
     finally:
-        for sig, before in installed:
+        for sig, before, own in installed:
             try:
                 loop.remove_signal_handler(sig)
             except (RuntimeError, ValueError):  # (a loop already closed)
                 pass
+            if own is not None:  # the loop's own handler again (setting asyncio's alone would do nothing)
+                try:
+                    loop.add_signal_handler(sig, own._callback, *own._args)
+                    continue
+                except (AttributeError, NotImplementedError, RuntimeError, TypeError, ValueError):
+                    before = None  # (cannot: the default, as asyncio leaves it, rather than a signal that does nothing)
             if before is not None:  # (None: a handler not set from Python, which cannot be set again)
                 try:
                     signal.signal(sig, before)
