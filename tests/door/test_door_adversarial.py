@@ -939,6 +939,41 @@ def test_bytes_that_are_not_utf8_from_either_side_are_said_on_stderr(hostile):
     assert len(validate_lines(hostile["log"]())) == 2
 
 
+def test_the_door_still_relays_when_the_sdks_stdio_parameters_cannot_take_its_codec_handler(hostile, monkeypatch):
+    """The door gives the MCP SDK's stdio client a codec error handler of its own by copying the
+    SDK's ``StdioServerParameters`` (a pydantic model) without validation.  An SDK whose
+    parameters are no longer such a model made the door die with a Python traceback before
+    relaying anything; it must fall back to the SDK's own ``replace``, and say that such bytes
+    then go unsaid."""
+    import os
+
+    shim = hostile["tmp"] / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import dataclasses, pathlib\n"
+        "import mcp.client.stdio as s\n"
+        "@dataclasses.dataclass\n"
+        "class StdioServerParameters:\n"
+        "    command: str\n"
+        "    args: list = dataclasses.field(default_factory=list)\n"
+        "    env: dict | None = None\n"
+        "    cwd: str | pathlib.Path | None = None\n"
+        "    encoding: str = 'utf-8'\n"
+        "    encoding_error_handler: str = 'strict'\n"
+        "s.StdioServerParameters = StdioServerParameters\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(shim), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    door = hostile["start"]()
+    door.initialize()
+    got = door.call("latin1", {"path": "demo/a", "text": "caf\u00e9"}, rid=2)
+    assert got["result"]["content"][0]["text"] == "caf\ufffd"  # ("replace", as the SDK reads it)
+    assert door.close() == 0
+    err = hostile["err"]()
+    assert "Traceback" not in err and "internal error" not in err
+    assert ("this MCP SDK's stdio client cannot be given the door's codec error handler: bytes from the server "
+            "that are not UTF-8 are read as U+FFFD and not said") in err
+    assert "held 1 byte" not in err
+
+
 def test_a_server_that_dies_leaves_no_request_unanswered(hostile, monkeypatch):
     """The server exits with a call and a passed-through request (prompts/list) in flight: the
     call is logged, and both are answered with the reason — the passed-through one had been left

@@ -114,6 +114,27 @@ def _replace_counted(exc: UnicodeError) -> tuple[str, int]:
 _UTF8_NOTED = "replaybook-door-replace-counted"
 
 
+def _counting_replacements(params):
+    """The SDK's stdio parameters ``params`` with the codec error handler :data:`_UTF8_NOTED`
+    (``replace``, counting what it replaces, so the door can say so) and ``True``; the SDK's field
+    takes only the names of the standard handlers, hence a copy without validation.  When the
+    SDK's parameters cannot be copied so (another SDK), ``params`` as they are and ``False``:
+    bytes that are not UTF-8 are then still replaced, and stderr says once that they go unsaid."""
+    try:
+        try:
+            codecs.lookup_error(_UTF8_NOTED)
+        except LookupError:
+            codecs.register_error(_UTF8_NOTED, _replace_counted)
+        copied = params.model_copy(update={"encoding_error_handler": _UTF8_NOTED})
+    except Exception:  # noqa: BLE001 - the SDK changed: relay as it reads, uncounted
+        copied = None
+    if getattr(copied, "encoding_error_handler", None) != _UTF8_NOTED:
+        _say("this MCP SDK's stdio client cannot be given the door's codec error handler: bytes from the "
+             "server that are not UTF-8 are read as U+FFFD and not said")
+        return params, False
+    return copied, True
+
+
 def _what(msg) -> str:
     """A message from either side in words: ``answer to id 7``, ``request 'ping' (id 4)`` …"""
     if isinstance(msg, (types.JSONRPCResponse, types.JSONRPCError)):
@@ -1240,18 +1261,13 @@ async def run_door(rules: Rules, log: CallLog, command: list[str], *, evidence=N
 
     params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(os.environ), cwd=cwd,
                                    encoding_error_handler="replace")
-    # "replace", counting what it replaces, so the door can say so (the SDK's field takes only the
-    # names of the standard handlers, hence the copy without validation)
-    try:
-        codecs.lookup_error(_UTF8_NOTED)
-    except LookupError:
-        codecs.register_error(_UTF8_NOTED, _replace_counted)
-    params = params.model_copy(update={"encoding_error_handler": _UTF8_NOTED})
+    params, counted = _counting_replacements(params)
     door = Door(rules, log, evidence=evidence, server_name=server_name,
                 default_server=Path(command[0]).name, grace_s=grace_s, call_timeout_s=call_timeout_s)
     door.on_disk = True
-    door.server_undecodable = lambda: _Undecodable.bytes
-    door._undecodable_said = _Undecodable.bytes
+    if counted:
+        door.server_undecodable = lambda: _Undecodable.bytes
+        door._undecodable_said = _Undecodable.bytes
     ended = None
     async with StdioPeer(max_line=max_message_bytes) as peer:
         with _sdk_log_lines(), _stop_signals(door) as outer, outer:
