@@ -520,3 +520,20 @@ def test_an_over_long_call_is_logged_by_the_tool_name_its_first_bytes_give_and_j
     res = join_sessions(step, calls.iloc[:1].reset_index(drop=True), max_offset_s=0)
     assert res.assignments() == {"long": "t1"}
     assert list(zip(res.pairs.call_seq, res.pairs.how)) == [(1, "tool_time")]
+
+
+def test_a_meta_too_large_to_log_keeps_a_tool_use_id_that_is_not_text_so_the_loader_says_so(
+        tmp_path, data_root, fault_rules):
+    """A ``_meta`` over ``max_argument_bytes`` kept only text tool-use ids: one that is not text
+    (a number) vanished from the log, so the loader no longer said why the call cannot be joined
+    by tool-use id, as it does for the same ``_meta`` under the limit — the reader saw a call that
+    seemed to carry no id at all.  A small value that is not text is kept as it came."""
+    meta = b'{"claudecode/toolUseId":12345,"pad":"' + b"m" * 150_000 + b'"}'
+    ans, (first, second), _ = _one_call(tmp_path, data_root, fault_rules, "bigmeta-int",
+                                        b'{"path":"demo/notes.txt"}, "_meta": ' + meta)
+    assert not ans["result"]["isError"]
+    assert first["meta"] == {"claudecode/toolUseId": 12345} and first["meta_bytes"] == len(meta)
+    res = load_door(tmp_path / "logs")
+    assert res.quarantine.empty and res.frame["meta_call_id"].isna().all()
+    assert res.inputs[0]["notes"] == [
+        "line 1: meta 'claudecode/toolUseId' is not text (12345): the call cannot be joined by tool-use id"]

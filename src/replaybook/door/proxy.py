@@ -221,6 +221,17 @@ def _as_written(raw: bytes | None, method: str, args: Any) -> Any:
     return got if isinstance(got, dict) else args
 
 
+def _small(v: Any) -> bool:
+    """``v`` is text of at most :data:`_MAX_NAME` bytes (UTF-8), or another value (not null)
+    whose compact JSON is at most that long."""
+    if isinstance(v, str):
+        return len(v.encode("utf-8", "surrogatepass")) <= _MAX_NAME
+    if v is None:
+        return False
+    data = _jsonable(v)[1]
+    return data is not None and len(data) <= _MAX_NAME
+
+
 def _canon(v: Any) -> Any:
     try:
         return canonical_object(v)
@@ -384,7 +395,8 @@ class Door:
         JSON (UTF-8, keys in the client's order) is larger than the rules' ``max_argument_bytes``
         — the bound arguments have — only its tool-use id keys (:data:`~.calllog.META_CALL_ID_KEYS`,
         the join's) and the protocol version key, each when its value is text of at most
-        :data:`_MAX_NAME` bytes (``None`` when none is), with ``meta_bytes`` (that size) and
+        :data:`_MAX_NAME` bytes, or another value (a number …) whose JSON is that small, so the
+        loader can still say an id is not text (``None`` when none is), with ``meta_bytes`` (that size) and
         ``meta_digest`` (``sha256:<hex>`` of those bytes) added to ``extra``.  The request itself
         is forwarded as sent: the bound is the log line's, not a refusal."""
         _, data, _ = _jsonable(meta)
@@ -392,8 +404,7 @@ class Door:
             return _canon(meta)
         extra["meta_bytes"] = len(data)
         extra["meta_digest"] = "sha256:" + hashlib.sha256(data).hexdigest()
-        kept = {k: v for k in (*META_CALL_ID_KEYS, _PROTOCOL_VERSION_META_KEY)
-                if isinstance(v := meta.get(k), str) and len(v.encode("utf-8", "surrogatepass")) <= _MAX_NAME}
+        kept = {k: meta[k] for k in (*META_CALL_ID_KEYS, _PROTOCOL_VERSION_META_KEY) if k in meta and _small(meta[k])}
         return _canon(kept) if kept else None
 
     def _decide_request(self, msg: types.JSONRPCRequest, bad_utf8: bool, raw: bytes | None = None) -> _Call:
