@@ -341,6 +341,12 @@ REJECTED = {
     "arguments-bytes-huge": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow","arguments_bytes":9223372036854775808}',
     "arguments-digest-upper": {**GOOD, "arguments": None, "arguments_digest": "sha256:" + "A" * 64},
     "message-bytes-float": {**GOOD, "message_bytes": 1.5},
+    "meta-bytes-negative": {**GOOD, "meta_bytes": -1, "meta_digest": "sha256:" + "a" * 64},
+    "meta-bytes-string": {**GOOD, "meta_bytes": "72"},
+    "meta-bytes-huge": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow","meta_bytes":9223372036854775808}',
+    "meta-digest-upper": {**GOOD, "meta_bytes": 72, "meta_digest": "sha256:" + "A" * 64},
+    "meta-kept-id-number": {**GOOD, "meta": {"claudecode/toolUseId": 12345}, "meta_bytes": 2_000_000,
+                            "meta_digest": "sha256:" + "b" * 64},
 }
 
 # lines the fast path takes, with values that are easy to get wrong
@@ -389,6 +395,10 @@ ACCEPTED = {
     "arguments-too-large-and-logged": {**GOOD, "arguments_bytes": 0, "arguments_digest": None},
     "message-bytes": {**GOOD, "tool": "(invalid)", "arguments": None, "decision": "deny",
                       "rule": "door:message-too-large", "message_bytes": 16 << 20},
+    # a _meta too large to log: its size and digest, and the tool-use id kept (or none)
+    "meta-too-large": {**GOOD, "meta": {"claudecode/toolUseId": "toolu_1"}, "meta_bytes": 2**63 - 1,
+                       "meta_digest": "sha256:" + "c" * 64},
+    "meta-too-large-no-id": {**GOOD, "meta": None, "meta_bytes": 1_048_577, "meta_digest": "sha256:" + "d" * 64},
     "arguments-null-spaced": b'{"ts":"2026-09-13T10:00:05Z","session":"s","tool":"t","decision":"allow","arguments" : null }',
     "arguments-absent": {k: v for k, v in GOOD.items() if k != "arguments"},
 }
