@@ -914,6 +914,25 @@ def test_many_calls_timing_out_as_their_answers_come_get_one_answer_and_one_line
             assert o["error"] is None and o["rows"] == 1
 
 
+def test_a_call_the_client_cancelled_is_not_timed_out_too(hostile):
+    """A call the client cancels before its time is up is logged once, as cancelled: its timeout
+    later neither answers the client nor writes a second line."""
+    from .conftest import validate_lines
+
+    door = hostile["start"](extra=["--call-timeout", "0.4"])
+    door.initialize()
+    door.request("tools/call", {"name": "hang", "arguments": {"path": "demo/a"}}, rid=2)
+    door.notify("notifications/cancelled", {"requestId": 2, "reason": "user pressed Esc"})
+    with pytest.raises(TimeoutError):
+        door.recv(timeout=1.2)
+    assert door.call("echo", {"path": "demo/b"}, rid=3)["result"]["structuredContent"] == {
+        "received": {"path": "demo/b"}}
+    assert door.close() == 0
+    lines = validate_lines(hostile["log"]())
+    assert [(o["tool"], o["error"]) for o in lines] == [
+        ("hang", "cancelled by the client before the answer: user pressed Esc"), ("echo", None)]
+
+
 def test_bytes_that_are_not_utf8_from_either_side_are_said_on_stderr(hostile):
     """The MCP SDK's stdio transport reads a server's bytes that are not UTF-8 as U+FFFD without a
     word, and the door passed a client's such bytes (in a message it does not decide) on the same

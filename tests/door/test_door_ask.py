@@ -179,3 +179,24 @@ def test_the_report_says_what_the_user_answered():
     assert _reach(rows[0]) == "demo/a · allow (ask-first, the user was asked: approved) · 3 rows · 10 B"
     assert _reach(rows[1]) == "demo/b · REFUSED by rule ask-first, the user was asked: timed out · nothing returned"
     assert _reach(rows[2]) == "x/.env · REFUSED by rule no-env · nothing returned"
+
+
+def test_the_call_timeout_counts_from_when_the_approved_call_is_passed_on(tmp_path, data_root, ask_rules):
+    """--call-timeout bounds the wait for the server's answer, not the user's: a call the user
+    approves after longer than the timeout is passed on and answered, and logged once."""
+    import anyio
+    import mcp_types as types
+
+    async def answer(message):
+        await anyio.sleep(1.0)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def one(s):
+        return await s.call_tool("read_object", {"path": "demo/notes.txt"})
+
+    log_root = tmp_path / "door"
+    out, asked = _session(door_cmd(ask_rules, log_root, fixture_server_cmd(data_root), session="t",
+                                   extra=["--call-timeout", "0.4"]), one, answer)
+    assert len(asked) == 1 and not out.is_error and out.content[0].text == "cars from 1974\n"
+    lines = validate_lines(log_root / "analyst" / "t.jsonl")
+    assert [(o["decision"], o["approval"], o["error"], o["rows"]) for o in lines] == [("allow", "approved", None, 1)]
