@@ -187,6 +187,12 @@ def test_a_server_lost_mid_session_answers_and_logs_the_call_in_flight(data_root
     (["--url", "http://127.0.0.1:9/mcp", "--header", "Authorization: Bearer s3cr3t\u00dc"], "non-ASCII character"),
     (["--url", "http://127.0.0.1:9/mcp", "--header-env", "Authorization=REPLAYBOOK_TEST_UNSET"],
      "REPLAYBOOK_TEST_UNSET is not"),
+    # not a number of seconds: "nan" passed the range check and answered every call with the
+    # timeout error at once ("did not answer within nan s")
+    (["--call-timeout", "nan", "--", sys.executable, "x.py"],
+     "Invalid value for '--call-timeout': nan is not a number of seconds greater than 0"),
+    (["--call-timeout", "inf", "--", sys.executable, "x.py"],
+     "Invalid value for '--call-timeout': inf is not a number of seconds greater than 0"),
 ])
 def test_door_usage_mistakes_exit_2_and_say_what_to_do(rules_file, tmp_path, args, says):
     cmd = [sys.executable, "-m", "replaybook.door", "door", "--rules", str(rules_file),

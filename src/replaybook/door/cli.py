@@ -21,6 +21,15 @@ __all__ = ["door", "serve_capsule", "prune", "door_group", "main"]
 _AGENT_ENV = "REPLAYBOOK_DOOR_AGENT"
 
 
+def _seconds(value: float | None) -> float | None:
+    """``--call-timeout``: a finite number of seconds (``nan`` and ``inf`` pass click's range check)."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds greater than 0")
+    return value
+
+
 def _fast_start() -> None:
     """Skip ``rfc3987_syntax`` when jsonschema is first imported in this process.
 
@@ -48,6 +57,7 @@ def _fast_start() -> None:
 @click.option("--max-message-bytes", type=click.IntRange(1024), default=16 << 20, show_default=True,
               help="Longest JSON-RPC line accepted from the client.")
 @click.option("--call-timeout", type=click.FloatRange(0, min_open=True), default=None, metavar="SECONDS",
+              callback=lambda ctx, param, v: _seconds(v),
               help="How long a call waits for the server's answer; then the client gets an error and the call "
                    "is logged as not answered in time (default: no limit).")
 @click.option("--cwd", type=click.Path(file_okay=False, exists=True), default=None,
