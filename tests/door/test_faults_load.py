@@ -537,3 +537,30 @@ def test_a_meta_too_large_to_log_keeps_a_tool_use_id_that_is_not_text_so_the_loa
     assert res.quarantine.empty and res.frame["meta_call_id"].isna().all()
     assert res.inputs[0]["notes"] == [
         "line 1: meta 'claudecode/toolUseId' is not text (12345): the call cannot be joined by tool-use id"]
+
+
+@pytest.mark.parametrize("head, name", [
+    (b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","arguments":{"pad":"', "a"),
+    # a "name" among the arguments, in an escaped string, or in _meta, ahead of the tool's own
+    (b'{"method":"tools/call","params":{"arguments":{"x":"\\"name\\":\\"evil\\"","name":"evil2"},"name":"a"', "a"),
+    (b'{"method":"tools/call","params":{"_meta":{"name":"evil"},"name":"a","arguments":{', "a"),
+    (b'{"method":"tools/call","params":{"_meta":{"name":"evil"},"arguments":{"name":"evil2","pad":"', None),
+    (b'{"method":"tools/call","params":{"x":[{"name":"evil"}],"arguments":{', None),
+    (b'{"method":"tools/call","name":"evil","params":{"arguments":{', None),
+    # escapes in member names, read as JSON reads them
+    (b'{"method":"tools/call","params":{"\\u006eame":"a","arguments":{', "a"),
+    (b'{"method":"tools/call","\\u0070arams":{"name":"a","arguments":{', "a"),
+    # given twice within the head: which a reader takes is not sure
+    (b'{"method":"tools/call","params":{"name":"a"},"params":{"name":"b","arguments":{', None),
+    (b'{"method":"tools/call","params":{"name":"a","n\\u0061me":"b","arguments":{', None),
+    # not text, empty, over 256 characters, not valid JSON text
+    (b'{"method":"tools/call","params":{"name":5,"arguments":{', None),
+    (b'{"method":"tools/call","params":{"name":"","arguments":{', None),
+    (b'{"method":"tools/call","params":{"name":"' + b"n" * 257 + b'","arguments":{', None),
+    (b'{"method":"tools/call","params":{"name":"a\xff","arguments":{', None),
+    (b'{"method":"tools/call","params":{"name":"abc', None),  # (cut off at the head's end)
+])
+def test_the_tool_name_of_a_line_too_long_to_parse_is_only_ever_params_name(head, name):
+    from replaybook.door._stdio import _hints_tool
+
+    assert _hints_tool(head) == name
