@@ -83,7 +83,13 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
               for k, c, t in zip(steps["kind"], steps["call_id"], steps["transcript_id"])]
     st = steps[((steps["kind"] == "tool_call") & steps["tool"].notna()).to_numpy(bool) | np.array(orphan, bool)]
     S = [dict(t=r.transcript_id, ms=_ms(r.ts), tool=_na(r.tool), args=_na(r.args_key), cid=_na(r.call_id),
-              server=_na(r.server), seq=r.seq, orphan=r.kind == "tool_result") for r in st.itertuples()]
+              server=_na(r.server), seq=r.seq, orphan=r.kind == "tool_result", end=_ms(r.result_ts))
+         for r in st.itertuples()]
+    # how long each tool call waited for its result (ms): the door receives a call once the client
+    # runs it — after the user approved it — and before its result is written
+    for x in S:
+        x["wait"] = (x["end"] - x["ms"] if not x["orphan"] and x["ms"] is not None and x["end"] is not None
+                     and x["end"] > x["ms"] else 0)
     C = [dict(s=r.door_session, ms=_ms(r.ts), tool=_na(r.tool), args=_na(r.args_key), meta=_na(r.meta_call_id),
               seq=r.seq) for r in calls.reset_index(drop=True).itertuples()]
     # tier 1: the tool-use id; each step takes the first call logging its id, each call the
@@ -147,6 +153,23 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
         [(i, j) for i in common for j in c_args
          if key(S[i]) == key(C[j]) and within(i, j) and ids_allow(i, j)], S, C, lambda i: key(S[i]),
         lambda i: off) if within(*p)]
+
+    def late(i, j, o):  # beyond the window of the step's time, within the window of its result
+        return W < C[j]["ms"] - o - S[i]["ms"] <= S[i]["wait"] + W
+
+    def waited(first, cands, group_key, o):
+        """A step the window left without a call of a session takes, in time order, one of that
+        session's calls no step of its transcript took (``first``: the window's pairs), from
+        ``cands`` (the calls beyond the window of its time, within the window of its result);
+        only candidate pairs agree."""
+        ss_, ct_ = {(i, C[j]["s"]) for i, j in first}, {(j, S[i]["t"]) for i, j in first}
+        free_ = [(i, j) for i, j in cands if (i, C[j]["s"]) not in ss_ and (j, S[i]["t"]) not in ct_]
+        return [p for p in _rank_pairs(free_, S, C, group_key, o) if p in set(free_)]
+
+    vetoed |= {(i, j) for i in common for j in c_args
+               if key(S[i]) == key(C[j]) and late(i, j, off) and not ids_allow(i, j)}
+    late_content = waited(content, [(i, j) for i in common for j in c_args if key(S[i]) == key(C[j])
+                                    and late(i, j, off) and ids_allow(i, j)], lambda i: key(S[i]), lambda i: off)
     # a transcript fewer than two of whose steps agreed by id, and fewer than half of whose steps with
     # arguments agreed by content, may take a clock of its own: the fullest 2 s span of its own
     # differences (of equal ones the nearest to the common offset), when it holds ≥ max(min_agreed,
@@ -235,6 +258,9 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
 
     # each transcript's own clock: the one the investigator gave, else one it took
     clock = {**own_off, **id_off, **declared}
+    # (the clocks above are read from the pairs within the window of their step's time alone: a
+    # call that waited for the user's approval is no clock)
+    content = content + late_content
 
     def step_off(i):
         return clock.get(S[i]["t"], off) if (i, "own") in own_pairs_steps else off
@@ -250,6 +276,11 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
         own_content = [p for p in _rank_pairs(
             [(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j]) and within_own(i, j) and ids_allow(i, j)],
             S, C, lambda i: key(S[i]), lambda i: clock[S[i]["t"]]) if within_own(*p)]
+        vetoed |= {(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j])
+                   and late(i, j, clock[S[i]["t"]]) and not ids_allow(i, j)}
+        own_content += waited(own_content, [(i, j) for i in mine for j in c_args if key(S[i]) == key(C[j])
+                                            and late(i, j, clock[S[i]["t"]]) and ids_allow(i, j)],
+                              lambda i: key(S[i]), lambda i: clock[S[i]["t"]])
         own_pairs_steps = {(i, "own") for i, _ in own_content}
         content = [p for p in content if S[p[0]]["t"] not in own_off and S[p[0]]["t"] not in id_off] + own_content
     # the tool-and-time tier reads each step on its transcript's clock: its own, where it has one
@@ -278,15 +309,35 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
         # arguments, nor a pair the ids veto, met there through other candidates of the group)
         tool = [p for p in _rank_pairs(sorted(cands), S, C, lambda i: S[i]["tool"], t_off) if within_t(*p)
                 and p in cands]
+
+        def late_t(i, j):
+            return late(i, j, t_off(i))
+        vetoed |= {(i, j) for i in s_pool for j in c_noargs if S[i]["tool"] == C[j]["tool"] and late_t(i, j)
+                   and free(i, j) and not ids_allow(i, j)}
+        vetoed |= {(i, j) for i in s_pool if S[i]["args"] is None for j in c_args
+                   if S[i]["tool"] == C[j]["tool"] and late_t(i, j) and free(i, j) and not ids_allow(i, j)}
+        cands = {(i, j) for i in s_pool for j in c_noargs
+                 if S[i]["tool"] == C[j]["tool"] and late_t(i, j) and free(i, j) and ids_allow(i, j)}
+        cands |= {(i, j) for i in s_pool if S[i]["args"] is None for j in c_args
+                  if S[i]["tool"] == C[j]["tool"] and late_t(i, j) and free(i, j) and ids_allow(i, j)}
+        tool += waited(tool, sorted(cands), lambda i: S[i]["tool"], t_off)
     pairs = [(i, j, "content") for i, j in content] + [(i, j, "tool_time") for i, j in tool] + \
             [(i, j, "meta_id") for i, j in exact]
-    # agreement per (transcript, session)
+    # agreement per (transcript, session); a call that waited beyond the window of its step's time
+    # is as near as it lies past the step's result (none within the wait)
     agg: dict = {}
+    applied, late_pairs = {}, set()
     for i, j, how in pairs:
         a = agg.setdefault((S[i]["t"], C[j]["s"]), [0, 0, []])
         a[0] += 1
         a[1] += how == "meta_id"
-        a[2].append(abs(C[j]["ms"] - {"content": step_off(i), "tool_time": t_off(i)}.get(how, off) - S[i]["ms"]))
+        applied[(i, j)] = {"content": step_off(i), "tool_time": t_off(i)}.get(how, off)
+        d = C[j]["ms"] - applied[(i, j)] - S[i]["ms"]
+        if how != "meta_id" and d > W:
+            late_pairs.add((i, j))
+            a[2].append(max(d - S[i]["wait"], 0))
+        else:
+            a[2].append(abs(d))
     scores = {k: (v[0], v[1], statistics.median(v[2])) for k, v in agg.items()}
     edges = {k: v for k, v in scores.items() if v[0] >= min_agreed}
     sessions = sorted({c["s"] for c in C})
@@ -336,7 +387,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
         c["s"] is not None and c["tool"] == s["tool"]
         and (c["args"] is None or s["args"] is None or c["args"] == s["args"]) for c in C)}
     door_servers = sorted(x for x in door if x is not None)
-    return dict(S=S, C=C, pairs=pairs, scores=scores, offset=off, best_total=top[0], winners=winners, chosen=chosen,
+    return dict(S=S, C=C, pairs=pairs, scores=scores, offset=off, applied=applied, late=late_pairs, best_total=top[0], winners=winners, chosen=chosen,
                 edges=edges, best=best, sessions=sessions, vetoed=vetoed, door_servers=door_servers)
 
 
@@ -424,7 +475,7 @@ def resumed(steps, calls, one: dict) -> dict:
 
 
 def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: bool = False,
-                    resumes: bool = False, copies: bool = False):
+                    resumes: bool = False, copies: bool = False, waits: bool = False):
     """Steps and calls of a small random incident; with ``clocks``, each transcript's machine
     has a clock of its own (differing by up to ±150 s), and some steps line up by coincidence
     with another session's call at the door's common skew; with ``orphans``, some tool calls'
@@ -436,13 +487,16 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
     conversation), of its own, or one no step has; with ``copies``, no call logs a tool-use id,
     and a session's calls or a transcript's steps may be repeated under another id (sorting
     before or after the others), at the same times or with one call (step) of their own a little
-    before: exact ties, settled by first activity or by id."""
+    before: exact ties, settled by first activity or by id; with ``waits``, tool calls have a result
+    time, and some calls waited for their user's approval: the door received them a minute to
+    three after the step asked, before its result (or, now and then, after it and its window)."""
     n_t, n_s, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
     grid = int(rng.choice([1, 500, 1000]))  # coarse clocks make equal timestamps common
     skew = int(rng.choice([0, 400, 1200, 90_000]))
     t_skew = [int(rng.choice([0, 0, 70_000, -90_000, 150_000])) if clocks else 0 for _ in range(n_t + 1)]
     keys = [(TOOLS[k % 3], {"path": f"p{k // 3}"}) for k in range(n_keys)]
     steps, calls = [], []
+    result_at = {}  # tool-use id → when its result was written (ms)
     seq = 0
     for s in range(n_s):  # each session copies some transcript (or none), with noise
         t = int(rng.integers(0, n_t + 1))
@@ -459,7 +513,15 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
             meta = tid if rng.random() < 0.2 else None
             if meta is None and rng.random() < 0.05:  # an id some other call (or none) also logs
                 meta = f"toolu_{int(rng.integers(0, seq + 1)):04d}"
-            calls.append((f"s{s}", ms + skew + t_skew[t] + int(rng.integers(0, 3)) * grid, tool, args, meta,
+            wait = 0
+            if waits:
+                r = rng.random()
+                if r < 0.3:  # approved late: the call a minute or more after the step, its result after it
+                    wait = int(rng.integers(61, 200)) * 1000
+                    result_at[tid] = ms + wait + int(rng.integers(-100, 5)) * 1000
+                elif r < 0.8:  # run at once
+                    result_at[tid] = ms + int(rng.integers(0, 4000))
+            calls.append((f"s{s}", ms + wait + skew + t_skew[t] + int(rng.integers(0, 3)) * grid, tool, args, meta,
                           rng.random() < 0.1))
             seq += 1
     if copies:
@@ -517,7 +579,8 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
                 parent[i] = "u-none"
     st = STEPS.build([dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(milliseconds=ms),
                            kind="tool_call", tool_raw=f"mcp__{server}__{tool}" if server else tool, server=server,
-                           tool=tool, call_id=cid, arguments=args, args_key=None if noargs else canonical_args(args))
+                           tool=tool, call_id=cid, arguments=args, args_key=None if noargs else canonical_args(args),
+                           result_ts=T0 + timedelta(milliseconds=result_at[cid]) if cid in result_at else None)
                       if noargs != "result" else
                       dict(transcript_id=t, client="claude-code", seq=i, ts=T0 + timedelta(milliseconds=ms),
                            kind="tool_result", call_id=cid, text="a result")
@@ -539,14 +602,19 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
                          + [(s, True, False, True) for s in [*range(400, 412), 32]]
                          + [(s, False, False, False) for s in range(500, 512)]
                          + [(s, False, False, False) for s in range(600, 612)]
-                         + [(s, True, False, False) for s in range(700, 706)])
+                         + [(s, True, False, False) for s in range(700, 706)]
+                         + [(s, False, False, False) for s in range(800, 812)]
+                         + [(s, True, False, False) for s in range(900, 908)]
+                         + [(s, False, True, False) for s in range(1000, 1004)]
+                         + [(s, True, False, True) for s in range(1050, 1054)])
 def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
     rng = np.random.default_rng(seed)
     resumes = 500 <= seed < 600
-    copies = seed >= 600
-    ties = 0
+    copies = 600 <= seed < 800
+    waits = seed >= 800  # (calls that waited for their user's approval)
+    ties = late = 0
     for _ in range(12):
-        steps, calls = random_incident(rng, clocks, orphans, servers, resumes, copies)
+        steps, calls = random_incident(rng, clocks, orphans, servers, resumes, copies, waits)
         window_s = float(rng.choice([0.5, 2.0, 60.0]))
         min_agreed = int(rng.choice([1, 1, 2]))
         max_offset_s = float(rng.choice([0.0, 300.0]))
@@ -646,11 +714,17 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
         else:
             assert res.warnings == []
         # the clock offset is read from the tool calls' pairs (a result's time is when its call ended)
-        timed = res.pairs[res.pairs.step_kind == "tool_call"]
-        if timed.empty:
+        # within the window of their step's time (a call that waited for its approval is no clock;
+        # where every pair waited, the offset applied to them)
+        mine = [(i, j) for i, j, _ in ref["pairs"] if asg.get(C[j]["s"]) == S[i]["t"] and not S[i]["orphan"]]
+        clocked = [C[j]["ms"] - S[i]["ms"] for i, j in mine if (i, j) not in ref["late"]]
+        late += len(mine) - len(clocked)
+        if not mine:
             assert res.offset_ms is None
+        elif clocked:
+            assert res.offset_ms == pytest.approx(float(np.median(clocked)))
         else:
-            assert res.offset_ms == pytest.approx(float(np.median(timed.delta_ms)))
+            assert res.offset_ms == pytest.approx(float(np.median([ref["applied"][p] for p in mine])))
         if copies:  # the rows in another order: the same links, the same verdicts
             sh = J.join_sessions(steps.iloc[rng.permutation(len(steps))].reset_index(drop=True),
                                  calls.iloc[rng.permutation(len(calls))].reset_index(drop=True),
@@ -660,6 +734,8 @@ def test_join_agrees_with_brute_force(seed, clocks, orphans, servers):
             pd.testing.assert_frame_equal(sh.sessions[cols], res.sessions[cols])
     if copies:  # (the copies make exact ties: the rule, not the solver, chose among them)
         assert ties >= 2
+    if waits and not orphans:  # (calls that waited were paired, and tested)
+        assert late >= 1
 
 
 def test_assignments_whose_medians_add_up_alike_are_tied_whatever_the_float_sums_say():

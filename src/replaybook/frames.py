@@ -358,6 +358,11 @@ PAIRS = FrameSpec(
                                 "(`how` `meta_id`), or else by what the door logged of the answer (`how` "
                                 "`result_text`, `result_tool`, `result_size`); `tool` and `args_key` NA unless "
                                 "the result names them"),
+        ("step_result_ts", UTC, "when the transcript wrote the tool call's result (steps.result_ts), UTC; NA "
+                                "without one.  The door receives a call only once the client runs it — after "
+                                "the user approved it — and before that result: a call the join pairs beyond "
+                                "the window of `step_ts` waited, and lies within the window of this time "
+                                "or before it"),
     ),
     "One row per agreeing (transcript tool call, door call) pair within an assigned session.",
 )

@@ -8,11 +8,11 @@ call when
   (``how = "meta_id"``: that exact key decides, whatever the times or arguments say), or
 * the tool is the same (after the client's ``mcp__<server>__`` prefix is stripped), the
   canonical arguments are equal (:func:`replaybook.canonical_args`) and the door's time, after
-  subtracting the estimated clock offset, is within ``window_s`` of the step's time
-  (``how = "content"``), or
+  subtracting the estimated clock offset, is within ``window_s`` of the step's time — or, for a
+  call that waited, up to ``window_s`` after the step's result (below) — (``how = "content"``), or
 * one side has no arguments to compare (``args_key`` NA: a gateway that logs only a count or a
   hash, a client whose arguments did not parse), and the tool is the same within the window
-  (``how = "tool_time"``).  This is weaker evidence —
+  (again up to the window after the step's result for a call that waited; ``how = "tool_time"``).  This is weaker evidence —
   the session's ``method`` says so, and the report lowers its confidence.  It pairs, per
   (transcript, session), the steps and calls no content pair of that same transcript and
   session holds: a step whose arguments agree with a call of *another* session still agrees
@@ -41,6 +41,24 @@ transcript's pairs per session, so no call is claimed twice).
 Within one (transcript, session) pair, steps and calls with the same tool and arguments are
 paired in time order, one call per step, so a step repeated twice needs two calls to agree
 twice.
+
+**A call that waited.**  A step's ``ts`` is when the model asked for the call (Claude Code: the
+assistant message; Gemini CLI: the message's time; Codex: the ``function_call`` line); the door receives
+the call only once the client runs it — after the user approved it, which Claude Code, Codex and
+Gemini CLI ask for before an MCP tool that is not allowed, and which may take minutes — and
+before the step's result is written (``steps.result_ts``).  So a step with a ``result_ts`` agrees
+(content and tool-and-time tiers; the tool-use id ignores time already) with a call whose time,
+after the offset, lies in [``ts − window_s``, ``result_ts + window_s``]: first every step is paired
+within the window of its ``ts`` as above; then a step left without a call of a session takes,
+in time order per (transcript, session, key), one of that session's calls that no step of its
+transcript took, lying beyond the window of its ``ts`` and no more than the window past its
+result (:func:`_late_pairs`; one binary search more per step, for its own upper bound).  A call
+within the window of a step's ``ts`` is so never taken by an earlier step that ran long, and a
+step repeated twice still needs two calls.  Such a pair reads no clock: the clock offsets
+(common, a transcript's own, the one a session reports, ``JoinResult.offset_ms``) are read from
+the pairs within the window of ``ts`` only (a session whose every pair waited reports the offset
+applied to them); its time proximity (which breaks ties) is how far it lies past the step's
+result, none within the wait.
 
 **Clock offset and window.**  The clock offset the join applies (the common one, a transcript's
 own, the one the tool-use ids measure) never exceeds ``max_offset_s``; only the offsets the
@@ -163,7 +181,9 @@ class JoinResult:
             session — and ``sessions.transcript_id`` names the parent; ``pairs.transcript_id``
             names each step's own transcript.  :meth:`transcripts_of` lists a conversation's.
         offset_ms: the door clock minus the transcript clock, median over all agreeing pairs
-            (ms), or ``None`` when nothing agreed.
+            of tool calls within the window of their step's time (ms; a call that waited for the
+            user's approval is no clock: where every pair waited, the median offset applied to
+            them), or ``None`` when nothing agreed.
         window_s: the window used, seconds.
         min_agreed: the minimum agreement used.
         door_servers: MCP server names (as the clients call the door) the door's calls show are
@@ -627,18 +647,36 @@ class _KeyTime:
         return self._ranges(key, np.searchsorted(self.t_sorted, lo_ms, "left"),
                             np.searchsorted(self.t_sorted, hi_ms, "right"))
 
-    def window(self, other: "_KeyTime", lo_shift: int, hi_shift: int) -> tuple[np.ndarray, np.ndarray]:
+    def window(self, other: "_KeyTime", lo_shift: int, hi_shift: int,
+               extra: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """:meth:`ranges` for every position of ``other``: its key, its time + ``lo_shift`` …
-        + ``hi_shift``.  The time look-ups run in ``other``'s time order (sorted needles)."""
+        + ``hi_shift``.  The time look-ups run in ``other``'s time order (sorted needles).  With
+        ``extra`` (int64 ms ≥ 0 per position of ``other``), also each position's own upper end,
+        its time + ``extra`` + ``hi_shift``: returns ``(lo, hi, hi2)`` (its needles nearly in
+        order, the extras being small beside the times' spread)."""
         base = other.packed >> other.bits
         base <<= self.bits
 
-        def bound(shift: int, side: str) -> np.ndarray:
+        def bound(shift, side: str) -> np.ndarray:
             r = np.searchsorted(self.t_sorted, other.t_sorted + shift, side)[other.trank]
             r |= base
             return np.searchsorted(self.packed, r, "left")
-        lo, hi = _together(lambda: bound(lo_shift, "left"), lambda: bound(hi_shift, "right"))
-        return lo, hi
+        if extra is None:
+            lo, hi = _together(lambda: bound(lo_shift, "left"), lambda: bound(hi_shift, "right"))
+            return lo, hi
+
+        def own_bound() -> np.ndarray:
+            by_time = np.empty(len(extra), np.int64)
+            by_time[other.trank] = extra  # (in time order, as the needles)
+            by_time += hi_shift
+            return bound(by_time, "right")
+        return tuple(_together(lambda: bound(lo_shift, "left"), lambda: bound(hi_shift, "right"), own_bound))
+
+    def upper(self, key: np.ndarray, hi_ms: np.ndarray) -> np.ndarray:
+        """The end (exclusive) of :meth:`ranges`' positions alone: after the items with ``key`` and
+        time ≤ ``hi_ms`` (elementwise; ``hi_ms`` need not be sorted)."""
+        return np.searchsorted(self.packed, (key << self.bits) | np.searchsorted(self.t_sorted, hi_ms, "right"),
+                               "left")
 
     def _ranges(self, key: np.ndarray, r_lo: np.ndarray, r_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         base = key << self.bits
@@ -1193,15 +1231,8 @@ def _explains(pt: np.ndarray, ps: np.ndarray, dt: np.ndarray, n_sx: int) -> tupl
     return keep, mutual
 
 
-def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: np.ndarray,
-                  s_codes: np.ndarray, n_sx: int, veto=None) -> tuple[np.ndarray, np.ndarray]:
-    """Content agreement of the steps in ``S`` with the calls in ``C``: equal key,
-    |Δt − off| ≤ window, paired in time order per (transcript, session, key).  Returns
-    (step rows, call rows) ordered by (transcript, session, key, rank).  ``veto(step rows,
-    call rows)``, when given, marks candidate pairs that may not agree (:class:`_IdVeto`)."""
-    lo, hi = C.window(S, off - window_ms, off + window_ms)
-    cs, cc = _expand(lo, hi)
-    del lo, hi
+def _unvetoed(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, veto) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate pairs (positions in ``S``/``C``) ``veto`` (:class:`_IdVeto`, or None) allows."""
     if veto is not None and len(cc):
         m = veto.call_has_id[C.item][cc]  # (flags by position: one gather of rows, not one per candidate)
         if m.any():
@@ -1211,6 +1242,28 @@ def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: n
                 keep = np.ones(len(cs), bool)
                 keep[idx[bad]] = False
                 cs, cc = cs[keep], cc[keep]
+    return cs, cc
+
+
+def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: np.ndarray,
+                  s_codes: np.ndarray, n_sx: int, veto=None,
+                  wait_ms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Content agreement of the steps in ``S`` with the calls in ``C``: equal key,
+    |Δt − off| ≤ window, paired in time order per (transcript, session, key).  Then, with
+    ``wait_ms`` (per step row: how long after its time its result was written, ms, 0 for none),
+    the calls that waited (:func:`_late_pairs`): a step left without a call of a session takes
+    one of that session's calls no step of its transcript took, with ``window < Δt − off ≤
+    wait + window``.  Returns (step rows, call rows): the window's pairs ordered by (transcript,
+    session, key, rank), then the waiting ones.  ``veto(step rows, call rows)``, when given,
+    marks candidate pairs that may not agree (:class:`_IdVeto`)."""
+    w = wait_ms[S.item] if wait_ms is not None else None  # (per position)
+    if w is not None and w.any():
+        lo, hi, hi2 = C.window(S, off - window_ms, off + window_ms, w)
+    else:
+        (lo, hi), hi2 = C.window(S, off - window_ms, off + window_ms), None
+    cs, cc = _expand(lo, hi)
+    del lo
+    cs, cc = _unvetoed(cs, cc, S, C, veto)
     sp, cp = _rank_pair(cs, cc, S, C, t_codes, s_codes, n_sx, off)
     del cs, cc
     d = C.times(cp)
@@ -1219,7 +1272,51 @@ def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: n
     np.abs(d, out=d)
     keep = d <= window_ms
     del d
-    return S.item[sp[keep]], C.item[cp[keep]]
+    sp, cp = sp[keep], cp[keep]
+    if hi2 is not None:
+        # (the part of each step's range past the window: from its end to the window past the result)
+        xp = np.flatnonzero(hi2 > hi)
+        if len(xp):
+            xs, xc = _expand(hi[xp], hi2[xp])
+            xs = xp[xs]
+            xs, xc = _unvetoed(xs, xc, S, C, veto)
+            ls, lc = _late_pairs(xs, xc, sp, cp, S, C, t_codes, s_codes, n_sx, off)
+            if len(ls):
+                sp, cp = np.concatenate([sp, ls]), np.concatenate([cp, lc])
+    return S.item[sp], C.item[cp]
+
+
+def _late_pairs(xs: np.ndarray, xc: np.ndarray, ps: np.ndarray, pc: np.ndarray, S: _KeyTime, C: _KeyTime,
+                t_codes: np.ndarray, s_codes: np.ndarray, n_sx: int, off) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of calls that waited (for the user's approval) before the door received them.
+
+    ``xs``/``xc``: candidate pairs (positions in ``S``/``C``) whose call lies beyond the window of
+    its step's time and no further than the window past the step's result; ``ps``/``pc``: the
+    pairs the window of the steps' times gave (positions).  A candidate stays only where neither
+    side is paired there already: the step with no call of that session, the call with no step
+    of that transcript.  Those are paired in time order per (transcript, session, key) as
+    :func:`_rank_pair` pairs (``off``: the clock offset, ms), and only candidate pairs are kept.  Returns the pairs' positions."""
+    if not len(xs):
+        return _EMPTY, _EMPTY
+    n_tx = int(t_codes.max()) + 2 if len(t_codes) else 1
+    if len(ps):
+        mark = np.zeros(len(S.item), bool)
+        mark[xs] = True
+        m = mark[ps]
+        taken = _sorted(ps[m] * n_sx + s_codes[C.item[pc[m]]])
+        free = ~_in_sorted(taken, xs * n_sx + s_codes[C.item[xc]])
+        mark = np.zeros(len(C.item), bool)
+        mark[xc] = True
+        m = mark[pc]
+        taken = _sorted(pc[m] * n_tx + (t_codes[S.item[ps[m]]] + 1))
+        free &= ~_in_sorted(taken, xc * n_tx + (t_codes[S.item[xs]] + 1))
+        xs, xc = xs[free], xc[free]
+        if not len(xs):
+            return _EMPTY, _EMPTY
+    sp, cp = _rank_pair(xs, xc, S, C, t_codes, s_codes, n_sx, off)
+    n_cp = max(len(C.item), 1)
+    ok = _in_sorted(_sorted(xs * n_cp + xc), sp * n_cp + cp)
+    return sp[ok], cp[ok]
 
 
 class _IdVeto:
@@ -1693,10 +1790,13 @@ def join_sessions(
             used, and ``tool_result`` rows whose call's own line is missing
             (:func:`orphan_results`): by their tool-use id, else by the door's error text, their
             tool or the answer's size and time (:func:`_result_pairs`); columns used:
-            ``transcript_id``, ``seq``, ``ts``, ``server``, ``tool``, ``args_key``, ``call_id``,
-            and for those results ``text`` and ``text_bytes``).
+            ``transcript_id``, ``seq``, ``ts``, ``result_ts`` (a call that waited for its approval
+            may reach the door up to ``window_s`` after it), ``server``, ``tool``, ``args_key``,
+            ``call_id``, and for those results ``text`` and ``text_bytes``).
         calls: a :data:`~replaybook.frames.CALLS` frame.
-        window_s: agreement window in seconds (> 0), applied after the clock offset.
+        window_s: agreement window in seconds (> 0), applied after the clock offset: around the
+            step's ``ts``, and up to this long after its ``result_ts`` for a call that waited
+            (for the user's approval) before the door received it.
         min_agreed: a transcript is never assigned with fewer agreeing steps than this (≥ 1).
         max_offset_s: how far apart (seconds) the two clocks may be: no clock offset the join
             applies (the common one, a transcript's own, the ids' one) lies beyond it.  The
@@ -1838,6 +1938,16 @@ def join_sessions(
     s_ok = (s_ns != _NAT) & (t_codes >= 0)
     if orphan is not None:  # (no tool, no arguments: nothing to compare but the id)
         s_ok &= ~orphan
+    # how long each step waited for its result (ms; 0 without one): the door receives a call only
+    # once the client runs it, after the user approved it, and before its result is written
+    r_ns = _ns(steps["result_ts"] if whole else steps["result_ts"].iloc[sel])
+    wait_ms = np.where(s_ok & (r_ns != _NAT) & (r_ns > s_ns), r_ns // 1_000_000 - s_ms, 0)
+    del r_ns
+    if orphan is not None:
+        wait_ms[orphan] = 0
+    np.minimum(wait_ms, int(MAX_SECONDS * 1000), out=wait_ms)
+    if not wait_ms.any():
+        wait_ms = None
     c_ok = (c_ns != _NAT) & (tool_c >= 0) & (s_codes >= 0)  # some gateways log neither
 
     ts_end_col, decision_col, agent_col = calls["ts_end"], calls["decision"], calls["agent"]
@@ -1963,7 +2073,7 @@ def join_sessions(
     if (meta_has_id := ~_isna_str(meta_col)).any() and step_has_id.any():
         veto = _IdVeto(step_has_id if whole else step_has_id[sel], scol("call_id"), meta_has_id,
                        _objects(meta_col))
-    msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx, veto)
+    msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx, veto, wait_ms)
     parts = [(msi, mci, HOW_CONTENT, off)]  # (step rows, call rows, how, offset: ms or per pair)
     # transcripts on a clock of their own (another machine): fewer than OWN_CLOCK_SHARE of their
     # steps agreed at the common offset, and fewer than two by id; each may take its own (its pairs then
@@ -1973,8 +2083,14 @@ def join_sessions(
     if max_offset_ms > 0 and len(s_common_idx):
         # a pair in a session another transcript explains better at the common offset (the other
         # agent's own session, its calls repeated by this one) is no sign of this one's clock
-        mine_pair, own_session = _explains(t_codes[msi], s_codes[mci], np.abs(c_ms[mci] - s_ms[msi] - off), n_sx)
-        agreed_t = np.bincount(t_codes[msi][mine_pair], minlength=n_t + 1)
+        # (read from the pairs within the window of their step's time: a call that waited for the
+        # user's approval is no clock)
+        wsi, wci = msi, mci
+        if wait_ms is not None:
+            near = c_ms[mci] - s_ms[msi] - off <= window_ms
+            wsi, wci = msi[near], mci[near]
+        mine_pair, own_session = _explains(t_codes[wsi], s_codes[wci], np.abs(c_ms[wci] - s_ms[wsi] - off), n_sx)
+        agreed_t = np.bincount(t_codes[wsi][mine_pair], minlength=n_t + 1)
         # (a transcript whose every step has its clock from the investigator has none here)
         with_args_t = np.bincount(t_codes[s_common_idx], minlength=n_t + 1)
         # (none of its other steps has arguments: nothing agrees at the common offset either)
@@ -1986,10 +2102,10 @@ def join_sessions(
         q = s_common_idx[maybe[t_codes[s_common_idx]]]
         claimed = None
         if len(q):
-            strong = ~maybe[t_codes[msi]] & own_session
+            strong = ~maybe[t_codes[wsi]] & own_session
             if strong.any():
                 claimed = np.zeros(n_c, bool)
-                claimed[mci[strong]] = True
+                claimed[wci[strong]] = True
         own = _own_clocks(C, q, k_s, s_ms, t_codes, n_t, off, max_offset_ms + window_ms, window_ms,
                           max(min_agreed, 2), agreed_t, claimed, max_offset_ms)
     # a transcript the tool-use ids pair runs on the clock they measure: its other steps are found
@@ -2033,7 +2149,7 @@ def join_sessions(
         shifted = s_ms.copy()
         shifted[rows] += offs  # on the door's clock: the pairs are then found at offset 0
         S_own = _KeyTime(rows, k_s, shifted, n_keys)
-        osi, oci = _window_pairs(S_own, C, 0, window_ms, t_codes, s_codes, n_sx, veto)
+        osi, oci = _window_pairs(S_own, C, 0, window_ms, t_codes, s_codes, n_sx, veto, wait_ms)
         del S_own
         parts.append((osi, oci, HOW_CONTENT, (shifted[osi] - s_ms[osi])))
         del shifted
@@ -2074,44 +2190,57 @@ def join_sessions(
         spos[S2.item] = np.arange(len(S2.item))
         cpos = np.full(n_c, -1, np.int64)
         cpos[C2.item] = np.arange(len(C2.item))
-        cands = []
+        cands, waits = [], []
         for ss, cc, by_step in ((s_idx, c_tool_idx, True), (s_idx[s_noargs[s_idx]], c_idx, False)):
             if len(ss) and len(cc):
                 CA = _KeyTime(cc, kt_c, c_ms, n_tkeys)
                 lo, hi = CA.ranges(kt_s[ss], s_door[ss] - window_ms, s_door[ss] + window_ms)
-                r, c = _expand(lo, hi)
-                # (a call without arguments holds no content pair, nor does a step without: only
-                # the other side's can be taken)
-                if by_step and len(taken_ss):
-                    q = ss[r] * n_sx
-                    q += s_codes[CA.item[c]]
-                    free = ~_in_sorted(taken_ss, q)
-                    r, c = r[free], c[free]
-                elif not by_step and len(taken_ct):
-                    q = CA.item[c] * n_tx
-                    q += t_codes[ss[r]]
-                    free = ~_in_sorted(taken_ct, q)
-                    r, c = r[free], c[free]
-                if veto is not None:
-                    bad = veto(ss[r], CA.item[c])
-                    if bad is not None:
-                        r, c = r[~bad], c[~bad]
-                cands.append((spos[ss[r]], cpos[CA.item[c]]))
-        if cands:
-            all_sp, all_cp = np.concatenate([x[0] for x in cands]), np.concatenate([x[1] for x in cands])
-            sp, cp = _rank_pair(all_sp, all_cp, S2, C2, t_codes, s_codes, n_sx)
-            # a group pairs its steps and calls by rank: a step with arguments and a call with
-            # other arguments (each a candidate with another item of the group), or a pair the
-            # ids veto, may meet there — no agreement: only a candidate pair is kept
-            n_cp = max(len(C2.item), 1)
-            cand_key = all_sp * n_cp
-            cand_key += all_cp
-            pair_key = sp * n_cp
-            pair_key += cp
+                found = [(_expand(lo, hi), cands)]
+                if wait_ms is not None:  # (past the window: a call that waited for its approval)
+                    xp = np.flatnonzero(wait_ms[ss] > 0)
+                    hi2 = CA.upper(kt_s[ss[xp]], s_door[ss[xp]] + wait_ms[ss[xp]] + window_ms)
+                    more = hi2 > hi[xp]
+                    r, c = _expand(hi[xp][more], hi2[more])
+                    found.append(((xp[more][r], c), waits))
+                for (r, c), into in found:
+                    # (a call without arguments holds no content pair, nor does a step without: only
+                    # the other side's can be taken)
+                    if by_step and len(taken_ss):
+                        q = ss[r] * n_sx
+                        q += s_codes[CA.item[c]]
+                        free = ~_in_sorted(taken_ss, q)
+                        r, c = r[free], c[free]
+                    elif not by_step and len(taken_ct):
+                        q = CA.item[c] * n_tx
+                        q += t_codes[ss[r]]
+                        free = ~_in_sorted(taken_ct, q)
+                        r, c = r[free], c[free]
+                    if veto is not None:
+                        bad = veto(ss[r], CA.item[c])
+                        if bad is not None:
+                            r, c = r[~bad], c[~bad]
+                    into.append((spos[ss[r]], cpos[CA.item[c]]))
+        if cands or waits:
+            sp, cp = _EMPTY, _EMPTY
+            if cands:
+                all_sp, all_cp = np.concatenate([x[0] for x in cands]), np.concatenate([x[1] for x in cands])
+                sp, cp = _rank_pair(all_sp, all_cp, S2, C2, t_codes, s_codes, n_sx)
+                # a group pairs its steps and calls by rank: a step with arguments and a call with
+                # other arguments (each a candidate with another item of the group), or a pair the
+                # ids veto, may meet there — no agreement: only a candidate pair is kept
+                n_cp = max(len(C2.item), 1)
+                cand_key = all_sp * n_cp
+                cand_key += all_cp
+                pair_key = sp * n_cp
+                pair_key += cp
+                keep = np.abs(c_ms[C2.item[cp]] - s_door[S2.item[sp]]) <= window_ms
+                keep &= _in_sorted(_sorted(cand_key), pair_key)
+                sp, cp = sp[keep], cp[keep]
+            if waits:  # a step the window left without a call of a session: one that waited
+                ls, lc = _late_pairs(np.concatenate([x[0] for x in waits]), np.concatenate([x[1] for x in waits]),
+                                     sp, cp, S2, C2, t_codes, s_codes, n_sx, 0)
+                sp, cp = np.concatenate([sp, ls]), np.concatenate([cp, lc])
             m2s, m2c = S2.item[sp], C2.item[cp]
-            keep = np.abs(c_ms[m2c] - s_door[m2s]) <= window_ms
-            keep &= _in_sorted(_sorted(cand_key), pair_key)
-            m2s, m2c = m2s[keep], m2c[keep]
             parts.append((m2s, m2c, HOW_TOOL_TIME, off if t_own is None and declared is None
                           else s_door[m2s] - s_ms[m2s]))
     if orphan is not None:
@@ -2163,10 +2292,19 @@ def join_sessions(
     else:
         m_d -= off
 
+    # a call that waited (for the user's approval) beyond the window of its step's time: the
+    # content and tool-and-time pairs that lie there (:func:`_late_pairs`)
+    m_late = (m_d > window_ms) & ((m_how == HOW_CONTENT) | (m_how == HOW_TOOL_TIME))
+    if wait_ms is None:  # (none waited: every such pair lies within the window)
+        m_late[:] = False
+    m_prox = np.abs(m_d)
+    if m_late.any():  # (its time proximity: how far past the step's result; none within the wait)
+        m_prox[m_late] = np.maximum(m_d[m_late] - wait_ms[m_si[m_late]], 0)
+
     # 4. agreement per (transcript, session): count, tool-use id matches, median |Δt|
     pcode = m_t * n_sx
     pcode += m_s
-    upc, agreed, med = _group_median(pcode, np.abs(m_d))
+    upc, agreed, med = _group_median(pcode, m_prox)
     exact_n = np.bincount(np.searchsorted(upc, pcode[m_how == HOW_META]), minlength=len(upc)).astype(np.int64)
     sc_t, sc_s = upc // n_sx, upc % n_sx
 
@@ -2227,6 +2365,7 @@ def join_sessions(
     has_t = assign_arr >= 0
     in_pair = assign_arr[m_s] == m_t
     p_si, p_ci, p_s, p_t, p_how = m_si[in_pair], m_ci[in_pair], m_s[in_pair], m_t[in_pair], m_how[in_pair]
+    p_late, p_rel = m_late[in_pair], m_d[in_pair]
     p_dint = c_ms[p_ci] - s_ms[p_si]
     # pairs ordered by (door_session, call_ts); equal ones keep their order of discovery: tier
     # (content, tool_time, meta_id), then key (numbered in order of first appearance), rank
@@ -2241,7 +2380,8 @@ def join_sessions(
             m_rank = np.empty(len(pos), np.int64)
             m_rank[discovered] = pos
             fo = np.lexsort((m_rank, cts_key[p_ci], cs_key[p_ci]))
-    p_si, p_ci, p_s, p_t, p_how, p_dint = (x[fo] for x in (p_si, p_ci, p_s, p_t, p_how, p_dint))
+    p_si, p_ci, p_s, p_t, p_how, p_dint, p_late, p_rel = (x[fo] for x in (p_si, p_ci, p_s, p_t, p_how, p_dint,
+                                                                          p_late, p_rel))
     p_delta = p_dint.astype("float64")
     st_rows = p_si if whole else sel[p_si]
     agreeing = np.zeros(n_st, bool)
@@ -2271,6 +2411,7 @@ def join_sessions(
         "delta_ms": p_delta,
         "how": _str_take(np.asarray(_HOW_NAMES, dtype=object), p_how.astype(np.int64)),
         "step_kind": steps["kind"].array.take(st_rows),
+        "step_result_ts": steps["result_ts"].array.take(st_rows),
     })
     # the pairs whose step is a tool result standing in for its missing tool call
     p_orphan = orphan[p_si] if orphan is not None else np.zeros(len(p_si), bool)
@@ -2302,8 +2443,16 @@ def join_sessions(
     # (a result was written after its call ran: its time says when the call ended, not when it was
     # made, so the clock offset is read from the tool calls' pairs)
     timed = ~p_orphan
-    if timed.any():
-        ps_, _, pmed = _group_median(p_s[timed].astype(np.int64), p_dint[timed])
+    # (nor from a call that waited for the user's approval: no clock either; a session whose every
+    # pair waited shows the offset applied to them)
+    clocked = timed & ~p_late
+    if clocked.any():
+        ps_, _, pmed = _group_median(p_s[clocked].astype(np.int64), p_dint[clocked])
+        off_ms[ps_] = pmed
+    only_waited = timed & p_late
+    only_waited[only_waited] &= np.isnan(off_ms[p_s[only_waited]])
+    if only_waited.any():
+        ps_, _, pmed = _group_median(p_s[only_waited].astype(np.int64), (p_dint - p_rel)[only_waited])
         off_ms[ps_] = pmed
     by_result = np.bincount(p_s[p_orphan], minlength=n_s)[:n_s] if n_s else np.zeros(0, np.int64)
     how_bits = np.zeros(n_s, np.int64)
@@ -2379,8 +2528,8 @@ def join_sessions(
     })
     if len(sessions):
         sessions = sessions.sort_values(["start", "door_session"], kind="stable").reset_index(drop=True)
-    notes = notes + _beyond_max_offset(p_s, p_t, p_how, p_dint, ~p_orphan & (True if declared is None
-                                                                            else ~declared[p_si]),
+    notes = notes + _beyond_max_offset(p_s, p_t, p_how, p_dint, clocked & (True if declared is None
+                                                                          else ~declared[p_si]),
                                        s_names, t_names, max_offset_ms, off, t_own, window_ms)
     assigned_names = set(t_names[assign_arr[has_t]].tolist())
     if whole:
@@ -2388,7 +2537,8 @@ def join_sessions(
     else:
         all_t = sorted({str(t) for t in _codes(_objects(steps["transcript_id"]), sort=True, runs=True)[1]
                         if not pd.isna(t) and t not in parents})
-    offset_all = float(np.median(p_delta[~p_orphan])) if (~p_orphan).any() else None
+    offset_all = (float(np.median(p_delta[clocked])) if clocked.any() else
+                  float(np.median((p_dint - p_rel)[timed])) if timed.any() else None)
     unclaimed_rows = np.flatnonzero(~claimed_call)
     if c_rank is not None and len(unclaimed_rows):
         unclaimed_rows = unclaimed_rows[_stable_order(c_rank[unclaimed_rows])]

@@ -1,0 +1,141 @@
+"""A tool call the user approved late still agrees with its door call.
+
+A step's ``ts`` is when the model asked for the call; the door receives it only once the client
+runs it, after the user approved it — two minutes later is common.  The step's ``result_ts``
+bounds when the call can have reached the door: a call within the window of
+[``ts``, ``result_ts``] agrees with it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pandas as pd
+import pytest
+
+from replaybook.join import join_sessions
+from test_join import T0, calls_frame, steps_frame
+
+A, B, C, D = {"path": "a"}, {"path": "b"}, {"path": "c"}, {"path": "d"}
+
+
+def with_results(steps: pd.DataFrame, result_s: dict[int, float]) -> pd.DataFrame:
+    """``steps`` with ``result_ts`` set (seconds after T0) on the rows of ``result_s``."""
+    rts = [T0 + timedelta(seconds=result_s[i]) if i in result_s else None for i in range(len(steps))]
+    return steps.assign(result_ts=pd.Series(rts, dtype="object").pipe(pd.to_datetime, utc=True)
+                        .astype(steps["result_ts"].dtype))
+
+
+def _late_write():
+    steps = with_results(steps_frame([("t1", 0, "read", A, None), ("t1", 10, "read", B, None),
+                                      ("t1", 20, "write", C, None), ("t1", 300, "read", D, None)]), {2: 146})
+    calls = calls_frame([("s1", 0.3, "read", A, None), ("s1", 10.3, "read", B, None),
+                         ("s1", 145, "write", C, None), ("s1", 300.3, "read", D, None)])
+    return steps, calls
+
+
+def test_a_call_approved_two_minutes_late_agrees_with_its_step():
+    steps, calls = _late_write()
+    res = join_sessions(steps, calls)
+    s = res.sessions.iloc[0]
+    assert res.assignments() == {"s1": "t1"}
+    assert int(s.agreed) == 4 and int(s.unclaimed_calls) == 0 and int(s.unmatched_steps) == 0
+    assert res.n_unclaimed_calls == 0 and res.n_unmatched_steps == 0
+    late = res.pairs[res.pairs.tool == "write"].iloc[0]
+    assert late.how == "content" and late.delta_ms == 125_000.0
+    # the wait is no clock: the offsets are read from the pairs within the window of their step
+    assert s.offset_ms == 300.0 and res.offset_ms == 300.0
+    assert res.pairs.step_result_ts.tolist()[2] == T0 + timedelta(seconds=146)
+
+
+def test_without_a_result_time_the_window_of_the_step_alone_decides():
+    steps, calls = _late_write()
+    steps["result_ts"] = steps["result_ts"].where(steps["seq"] < 0)  # (no result time)
+    res = join_sessions(steps, calls)
+    assert int(res.sessions.iloc[0].agreed) == 3
+    assert res.unclaimed_calls.tool.tolist() == ["write"] and res.unmatched_steps.tool.tolist() == ["write"]
+
+
+def test_a_call_after_the_result_and_its_window_does_not_agree():
+    steps, calls = _late_write()
+    calls.loc[2, "ts"] = T0 + timedelta(seconds=146 + 60.5)  # (after the result, beyond the window)
+    res = join_sessions(steps, calls)
+    assert int(res.sessions.iloc[0].agreed) == 3 and res.unclaimed_calls.tool.tolist() == ["write"]
+    calls.loc[2, "ts"] = T0 + timedelta(seconds=146 + 59.5)  # (within the window of the result)
+    assert int(join_sessions(steps, calls).sessions.iloc[0].agreed) == 4
+
+
+def test_a_call_the_window_before_the_step_still_agrees_and_not_earlier():
+    steps, calls = _late_write()
+    calls.loc[2, "ts"] = T0 + timedelta(seconds=20 - 59)
+    assert int(join_sessions(steps, calls).sessions.iloc[0].agreed) == 4
+    calls.loc[2, "ts"] = T0 + timedelta(seconds=20 - 61)
+    assert int(join_sessions(steps, calls).sessions.iloc[0].agreed) == 3
+
+
+def test_tool_and_time_agree_with_a_late_call_the_door_logged_without_arguments():
+    steps, calls = _late_write()
+    calls["args_key"] = pd.array([None] * len(calls), dtype="string")
+    res = join_sessions(steps, calls)
+    assert int(res.sessions.iloc[0].agreed) == 4 and res.n_unclaimed_calls == 0
+    assert set(res.pairs.how) == {"tool_time"}
+    assert res.pairs[res.pairs.tool == "write"].delta_ms.tolist() == [125_000.0]
+
+
+def test_a_long_running_read_does_not_take_a_later_repeats_call():
+    """Two identical reads: the first waits for approval until 130 s (its result at 131 s), the
+    second asked at 100 s runs at once (100.3 s).  Each takes its own call: the first the one at
+    130 s, though the second's call lies within the first's span too."""
+    steps = with_results(steps_frame([("t1", 0, "list", A, None), ("t1", 10, "read", B, None),
+                                      ("t1", 100, "read", B, None)]), {1: 131, 2: 101})
+    calls = calls_frame([("s1", 0.3, "list", A, None), ("s1", 100.3, "read", B, None),
+                         ("s1", 130, "read", B, None)])
+    res = join_sessions(steps, calls)
+    got = sorted(zip(res.pairs.step_seq, res.pairs.call_seq))
+    assert got == [(0, 1), (1, 3), (2, 2)]
+    assert res.n_unclaimed_calls == 0 and res.n_unmatched_steps == 0
+
+
+@pytest.mark.parametrize("calls_at,want", [((10.3, 100.3), [(1, 2), (2, 3)]), ((100.3,), [(2, 2)])])
+def test_a_long_running_read_keeps_its_own_call_and_leaves_the_later_repeat_its_own(calls_at, want):
+    """Two identical reads, the first long-running: the door received it at once (10.3 s) but its
+    result came at 131 s; the second asked at 100 s ran at once.  The later call (100.3 s) lies
+    within the first read's span, but the second read is nearer: it keeps it — also where the
+    first read's own call is not in the log."""
+    steps = with_results(steps_frame([("t1", 0, "list", A, None), ("t1", 10, "read", B, None),
+                                      ("t1", 100, "read", B, None)]), {1: 131, 2: 101})
+    calls = calls_frame([("s1", 0.3, "list", A, None)] + [("s1", t, "read", B, None) for t in calls_at])
+    res = join_sessions(steps, calls)
+    assert sorted(zip(res.pairs.step_seq, res.pairs.call_seq)) == [(0, 1), *want]
+    assert res.unmatched_steps.seq.tolist() == ([] if len(calls_at) == 2 else [1])
+    assert res.sessions.iloc[0].offset_ms == 300.0
+
+
+def test_a_repeated_step_needs_two_calls_however_long_it_waited():
+    steps = with_results(steps_frame([("t1", 0, "list", A, None), ("t1", 10, "read", B, None),
+                                      ("t1", 20, "read", B, None)]), {1: 200, 2: 200})
+    calls = calls_frame([("s1", 0.3, "list", A, None), ("s1", 150, "read", B, None)])
+    res = join_sessions(steps, calls)
+    assert int(res.sessions.iloc[0].agreed) == 2 and res.n_unmatched_steps == 1
+    # (the one call goes to the step it is nearer: the second, asked 130 s before it, not 140 s)
+    assert res.pairs.step_seq.tolist() == [0, 2]
+
+
+def test_a_call_within_a_steps_span_is_near_it_when_ties_are_broken():
+    """Two transcripts each agree on one call: t1's step asked at 0 s and waited until its result
+    at 150 s, the call at 120 s inside that span; t2 asked at 90 s (no result time), 30 s away.
+    Inside the span is nearer than 30 s away.  (A third agent's session sets the clock offset:
+    300 ms.)"""
+    steps = with_results(steps_frame([("t1", 0, "write", C, None), ("t2", 90, "write", C, None),
+                                      ("t3", 0, "read", A, None), ("t3", 5, "read", B, None),
+                                      ("t3", 9, "read", D, None)]), {0: 150})
+    calls = calls_frame([("s1", 120, "write", C, None), ("s2", 0.3, "read", A, None), ("s2", 5.3, "read", B, None),
+                         ("s2", 9.3, "read", D, None)])
+    res = join_sessions(steps, calls)
+    assert res.offset_ms == 300.0
+    sc = res.scores[res.scores.door_session == "s1"].set_index("transcript_id")
+    assert sc.loc["t1", "median_abs_delta_ms"] == 0.0 and sc.loc["t2", "median_abs_delta_ms"] == 29_700.0
+    assert res.assignments() == {"s1": "t1", "s2": "t3"}
+    # (its pair's own difference is what the door logged: 120 s after the agent asked)
+    assert res.pairs[res.pairs.door_session == "s1"].delta_ms.tolist() == [120_000.0]
+
