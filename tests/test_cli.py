@@ -575,6 +575,36 @@ def test_join_names_a_pair_far_from_its_sessions_offset(tmp_path, capsys):
     assert "+20,000 ms" in far[0]
 
 
+def test_join_pairs_a_call_approved_late_and_says_it_waited(tmp_path, capsys):
+    """The user took 100 s to approve the agent's read: the door received it then, and the result
+    came after.  Beyond the window of the step's time, within it of the result: it agrees."""
+    import json as _json
+    import shutil
+
+    shutil.copytree(FIX / "join_trap", tmp_path / "jt")
+    log = tmp_path / "jt" / "door" / "analyst" / "door-sess-a.jsonl"
+    recs = [_json.loads(x) for x in log.read_text().splitlines()]
+    assert recs[4]["tool"] == "read_object" and recs[4]["ts"] == "2026-09-13T10:01:20.400Z"
+    recs[4]["ts"] = "2026-09-13T10:03:00.400Z"
+    log.write_text("".join(_json.dumps(r) + "\n" for r in recs))
+    tr = tmp_path / "jt" / "transcripts" / "11111111-aaaa-4aaa-8aaa-111111111111.jsonl"
+    lines = tr.read_text().splitlines()
+    at = [i for i, x in enumerate(lines) if '"timestamp": "2026-09-13T10:01:20.700Z"' in x]
+    assert len(at) == 1 and '"tool_result"' in lines[at[0]]
+    lines[at[0]] = lines[at[0]].replace("2026-09-13T10:01:20.700Z", "2026-09-13T10:03:01.000Z")
+    tr.write_text("\n".join(lines) + "\n")
+    assert main(["join", "--transcripts", str(tmp_path / "jt" / "transcripts"),
+                 "--calls", str(tmp_path / "jt" / "door"), "--format", "json"]) == 0
+    out = _json.loads(capsys.readouterr().out)
+    a = [x for x in out["sessions"] if x["door_session"] == "door-sess-a"][0]
+    assert a["agreed"] == 5 and a["unclaimed_calls"] == 0 and a["offset_ms"] == 400.0
+    assert main(["join", "--transcripts", str(tmp_path / "jt" / "transcripts"),
+                 "--calls", str(tmp_path / "jt" / "door")]) == 0
+    far = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("far from")]
+    assert far == ["far from its session's offset: door-sess-a #5 read_object (transcript step 14) +100,000 ms: "
+                   "the door received this call 100 s after the agent asked for it — it waited (approval?)"]
+
+
 def test_join_takes_the_incident_folder_as_report_does(capsys):
     demo = Path(__file__).resolve().parents[1] / "data" / "demo"
     assert main(["join", str(demo), "--format", "json"]) == 0

@@ -139,3 +139,33 @@ def test_a_call_within_a_steps_span_is_near_it_when_ties_are_broken():
     # (its pair's own difference is what the door logged: 120 s after the agent asked)
     assert res.pairs[res.pairs.door_session == "s1"].delta_ms.tolist() == [120_000.0]
 
+
+def test_far_pairs_say_plainly_that_a_call_waited():
+    from replaybook.join import far_pair_text, far_pairs
+
+    steps, calls = _late_write()
+    res = join_sessions(steps, calls)
+    far = far_pairs(res.pairs, res.sessions)
+    assert far.tool.tolist() == ["write"] and far.off_by.tolist() == [124_700.0] and far.waited.tolist() == [True]
+    assert far_pair_text(124_700.0, True) == ("the door received this call 125 s after the agent asked for it — "
+                                              "it waited (approval?)")
+    # a call logged after its step's result and more than 5 s beyond it did not wait for that step
+    late = res.pairs.copy()
+    late["step_result_ts"] = late["step_ts"] + pd.Timedelta(seconds=1)
+    assert far_pairs(late, res.sessions).waited.tolist() == [False]
+    assert far_pairs(late.drop(columns="step_result_ts"), res.sessions).waited.tolist() == [False]
+
+
+def test_the_report_and_join_say_a_far_pair_waited(tmp_path, capsys):
+    import re
+
+    from replaybook.report import sections as S
+
+    steps, calls = _late_write()
+    res = join_sessions(steps, calls)
+    h = S.clock_offset(res.offset_ms, res.sessions, res.pairs)
+    text = re.sub(r"\s+", " ", re.sub("<[^>]+>", "", h))
+    assert "1 call reached the door after the agent asked for it and before its result was written" in text
+    cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", h[h.index("more than 5 s"):])]
+    assert cells[-1] == "the door received this call 125 s after the agent asked for it — it waited (approval?)"
+    assert cells[2:4] == ["2", "write"]

@@ -651,7 +651,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
             click.echo(f"… and {len(changed) - 20:,} more door sessions joined otherwise than at --max-offset "
                        f"{float(changed['default_max_offset_s'].iloc[0]):g} (the default; the JSON lists them)")
         off = "n/a" if res.offset_ms is None else f"{res.offset_ms:+.0f} ms"
-        from .join import OFFSETS_DIFFER_MS, far_pairs
+        from .join import OFFSETS_DIFFER_MS, far_pair_text, far_pairs
 
         own = res.sessions["offset_ms"].dropna()
         if len(own) > 1 and float(own.max() - own.min()) > OFFSETS_DIFFER_MS:  # agents on machines of their own
@@ -665,8 +665,7 @@ def join_cmd(incident, transcripts, calls, transcripts_format, calls_format, win
 
         for r in far_pairs(res.pairs, res.sessions).head(20).itertuples(index=False):
             click.echo(f"far from its session's offset: {r.door_session} #{r.call_seq} {r.tool} "
-                       f"(transcript step {r.step_seq}) {r.off_by:+,.0f} ms: a call that waited, a retry, or "
-                       "another call with the same tool and arguments")
+                       f"(transcript step {r.step_seq}) {r.off_by:+,.0f} ms: {far_pair_text(r.off_by, r.waited)}")
         # per session: what its tool-use ids say (column, level, what the counted calls did)
         for col, level, what in _ID_NOTES:
             for ds, n in zip(res.sessions["door_session"], res.sessions[col].fillna(0).astype(int)):

@@ -58,7 +58,7 @@ step repeated twice still needs two calls.  Such a pair reads no clock: the cloc
 (common, a transcript's own, the one a session reports, ``JoinResult.offset_ms``) are read from
 the pairs within the window of ``ts`` only (a session whose every pair waited reports the offset
 applied to them); its time proximity (which breaks ties) is how far it lies past the step's
-result, none within the wait.
+result, none within the wait; :func:`far_pairs` says it waited.
 
 **Clock offset and window.**  The clock offset the join applies (the common one, a transcript's
 own, the one the tool-use ids measure) never exceeds ``max_offset_s``; only the offsets the
@@ -135,7 +135,7 @@ except ImportError:  # pragma: no cover
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
 
 __all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "resumptions", "orphan_results", "untimed_note",
-           "far_pairs", "far_clocks",
+           "far_pairs", "far_pair_text", "far_clocks",
            "offset_changes", "unknown_clock_offsets", "clock_offsets_warning",
            "offset_change_text", "DEFAULT_WINDOW_S", "DEFAULT_MIN_AGREED", "DEFAULT_MAX_OFFSET_S", "MAX_SECONDS",
            "FAR_PAIR_MS", "OFFSETS_DIFFER_MS", "FAR_CLOCK_HORIZON_S", "GATEWAY_SEPARATORS", "prefixed_alike"]
@@ -3130,15 +3130,38 @@ def far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame | None,
     """The agreeing pairs (``JoinResult.pairs`` rows; of tool calls: a result standing in for
     its missing call was written when the call ended) whose ``delta_ms`` lies more than
     ``far_ms`` (ms) from their door session's ``offset_ms`` (``JoinResult.sessions``), with
-    ``off_by`` (float64 ms: ``delta_ms`` − the session's offset), by session and call seq; empty
-    when there are none."""
+    ``off_by`` (float64 ms: ``delta_ms`` − the session's offset: how long after the agent asked
+    for it the door received the call, on one clock) and ``waited`` (bool: the door received it
+    after the agent asked and, on the transcript's clock, no more than ``far_ms`` after the
+    step's result was written, ``step_result_ts`` — the call waited, for the user's approval most
+    likely, rather than a clock drifting or another call with the same tool and arguments being
+    taken for it), by session and call seq; empty when there are none."""
     if pairs is None or not len(pairs) or sessions is None or "offset_ms" not in sessions.columns:
-        return pd.DataFrame(columns=[*(pairs.columns if pairs is not None else ()), "off_by"])
+        return pd.DataFrame(columns=[*(pairs.columns if pairs is not None else ()), "off_by", "waited"])
     if "step_kind" in pairs.columns:  # (a result's time is when its call ended: no clock reading)
         pairs = pairs[(pairs["step_kind"] != "tool_result").fillna(True).to_numpy(bool)]
     off = sessions.set_index("door_session")["offset_ms"].astype("float64")
-    p = pairs.assign(off_by=pairs["delta_ms"].astype("float64") - pairs["door_session"].map(off).astype("float64"))
+    session_off = pairs["door_session"].map(off).astype("float64")
+    p = pairs.assign(off_by=pairs["delta_ms"].astype("float64") - session_off)
+    waited = np.zeros(len(p), bool)
+    if "step_result_ts" in p.columns and len(p):
+        # the door's time on the transcript's clock, against the result's time (ms)
+        door_ms = (_ns(p["call_ts"]) // 1_000_000).astype("float64") - session_off.to_numpy()
+        res_ns = _ns(p["step_result_ts"])
+        ok = (res_ns != _NAT) & (_ns(p["call_ts"]) != _NAT)
+        waited = ok & (p["off_by"].to_numpy() > 0) & (door_ms <= (res_ns // 1_000_000) + far_ms)
+    p = p.assign(waited=waited)
     return p[p["off_by"].abs() > far_ms].sort_values(["door_session", "call_seq"])
+
+
+def far_pair_text(off_by_ms: float, waited: bool) -> str:
+    """What a pair :func:`far_pairs` names says, in words: for one that ``waited``, "the door
+    received this call N s after the agent asked for it — it waited (approval?)"; else that it
+    is a call that waited, a retry, or another call with the same tool and arguments."""
+    if waited:
+        return (f"the door received this call {off_by_ms / 1000:,.0f} s after the agent asked for it — "
+                "it waited (approval?)")
+    return "a call that waited, a retry, or another call with the same tool and arguments"
 
 
 #: how far apart :func:`far_clocks` looks for clocks, seconds (a day: a clock set to another time

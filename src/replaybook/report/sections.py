@@ -32,7 +32,7 @@ from .. import _json
 from .._text import SHOW_INVISIBLE
 from ..access_join import SECONDS_SPAN_S as _SECONDS_SPAN_S, duration_words as _span
 from ..frames import QUARANTINE
-from ..join import FAR_PAIR_MS, OFFSETS_DIFFER_MS, far_pairs, prefixed_alike
+from ..join import FAR_PAIR_MS, OFFSETS_DIFFER_MS, far_pair_text, far_pairs, prefixed_alike
 
 __all__ = [
     "STYLE",
@@ -1707,14 +1707,23 @@ def _far_pairs(pairs: pd.DataFrame | None, sessions: pd.DataFrame, far_ms: float
     if not len(far):
         return ""
     n = len(far)
+    cols = [("door_session", "door session", "code"), ("call_seq", "call seq", "num"),
+            ("step_seq", "step", "num"), ("tool", "tool", "code"), ("args_key", "arguments", "code"),
+            ("step_ts", "transcript time (UTC)", "ts"), ("call_ts", "door time (UTC)", "ts"),
+            ("off_by", "off the session's offset (ms)", "ms")]
+    waited = far["waited"].to_numpy(bool)
+    if waited.any():  # (the door received it between the agent's asking and the result: say so plainly)
+        far = far.assign(reading=[far_pair_text(o, True) if w else "" for o, w in zip(far["off_by"], waited)])
+        cols.append(("reading", "what it says", "prose"))
     return (f'<p><b>{_count(n, "agreeing pair")} lie{"s" if n == 1 else ""} more than {far_ms / 1000:g} s from '
             f"{'its' if n == 1 else 'their'} session's offset</b>. One clock does not drift that far within a session: such a pair is a "
             "call that waited (for an approval, say) before the door logged it, a retry, or another call with "
-            "the same tool and arguments that the join took for this one. Compare the two times below.</p>"
-            + table(far, [("door_session", "door session", "code"), ("call_seq", "call seq", "num"),
-                          ("step_seq", "step", "num"), ("tool", "tool", "code"), ("args_key", "arguments", "code"),
-                          ("step_ts", "transcript time (UTC)", "ts"), ("call_ts", "door time (UTC)", "ts"),
-                          ("off_by", "off the session's offset (ms)", "ms")]))
+            "the same tool and arguments that the join took for this one. Compare the two times below"
+            + (f"; {_count(int(waited.sum()), 'call')} reached the door after the agent asked for "
+               f"{'it' if waited.sum() == 1 else 'them'} and before {'its' if waited.sum() == 1 else 'their'} "
+               "result was written: it waited, most likely for the user's approval"
+               if waited.any() else "") + ".</p>"
+            + table(far, cols))
 
 
 def timeline_section(steps: pd.DataFrame, calls: pd.DataFrame, pairs: pd.DataFrame | None = None,
