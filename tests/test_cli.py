@@ -95,6 +95,10 @@ def test_join_takes_an_incident_manifest(tmp_path, capsys):
         err = capsys.readouterr().err
         assert f"{opt} forces a format on the paths given with --" in err
         assert "an INCIDENT manifest names each input's format ({path, format} entries)" in err
+        # an empty value (a shell variable left unset) is a format forced all the same: with paths
+        # it is an unknown format (exit 2), so with an INCIDENT it may not pass unsaid
+        assert main(["join", str(demo), opt, ""]) == 2
+        assert f"{opt} forces a format on the paths given with --" in capsys.readouterr().err
     bad = tmp_path / "incident.yaml"
     bad.write_text("title: x\nwindow_s: sixty\n")
     assert main(["join", str(bad)]) == 2

@@ -112,6 +112,8 @@ def test_access_bad_usage_and_input_exit_2(tmp_path, capsys):
     for opt in ("--calls-format", "--access-format"):
         assert main(["access", m, opt, "cloudtrail"]) == 2
         assert f"{opt} forces a format on the paths given with --" in capsys.readouterr().err
+        assert main(["access", m, opt, ""]) == 2  # empty (a shell variable left unset): forced all the same
+        assert f"{opt} forces a format on the paths given with --" in capsys.readouterr().err
     assert main(["access", m, "--storage-map", "demo/"]) == 2
     assert "give DOOR_PREFIX=STORAGE_URI" in capsys.readouterr().err
     assert main(["access", m, "--storage-map", "demo/=/srv/demo"]) == 2

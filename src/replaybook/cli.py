@@ -730,7 +730,7 @@ def _incident_or_paths(incident, paths: dict[str, tuple], formats: dict[str, str
     names = " and ".join(paths)
     if incident is not None and any(paths.values()):
         raise click.UsageError(f"give an INCIDENT manifest or {names}, not both")
-    forced = [opt for opt, value in (formats or {}).items() if value]
+    forced = [opt for opt, value in (formats or {}).items() if value is not None]  # ("" too: forced, unknown)
     if incident is not None and forced:  # (it had been taken, then not applied, without a word)
         opt = forced[0]
         raise click.UsageError(f"{opt} forces a format on the paths given with {opt.removesuffix('-format')}; "
