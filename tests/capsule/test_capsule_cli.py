@@ -651,3 +651,67 @@ def test_a_capsule_whose_object_reads_back_changed_is_a_failed_build(demo, tmp_p
         f"replaybook: error: the capsule just written cannot be read back: {victim}: its bytes hash to "
         f"sha256:{hashlib.sha256(b'other bytes').hexdigest()}, not to {task}"]
     assert not out.exists()
+
+
+def _door_copy_with_last_response_damaged(demo, tmp_path):
+    """A copy of the demo's door evidence whose last call's response no longer hashes to its
+    digest (the earlier calls' responses are written to the capsule before it is met)."""
+    import shutil
+
+    import yaml
+
+    door = tmp_path / "door-evidence"
+    shutil.copytree(demo / "door-evidence", door)
+    last = yaml.safe_load((demo / "capsule" / "capsule.yaml").read_text())["tool_evidence"][-1]
+    victim = door / "sha256" / last["response_digest"].removeprefix("sha256:")
+    victim.chmod(0o644)
+    victim.write_bytes(b'{"changed": true}')
+    return door, last
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_damaged_door_response_fails_the_build_leaving_no_half_built_capsule(demo, tmp_path, existed):
+    """A door response that does not hash to its digest ends the build as an integrity failure
+    (exit 3) — and the responses written before it was met had been left in --out, a capsule
+    store without its capsule.yaml: what the build wrote is removed, nothing else."""
+    door, last = _door_copy_with_last_response_damaged(demo, tmp_path)
+    out = tmp_path / "c"
+    if existed:
+        out.mkdir()
+        (out / "README").write_text("mine")
+    r = run("build", demo, "--evidence", door, "--out", out)
+    assert r.exit_code == 3, (r.output, r.exception)
+    assert f"replaybook: integrity failure: evidence object {last['response_digest']} for call" in r.output
+    assert (sorted(p.name for p in out.iterdir()) == ["README"]) if existed else not out.exists()
+
+
+@pytest.mark.parametrize("when", ["writing", "verifying"])
+def test_a_build_interrupted_leaves_no_half_built_capsule(demo, tmp_path, monkeypatch, when):
+    """A build stopped with Ctrl-C after it had written objects (or its capsule.yaml, before
+    verifying it) left them in --out: a store without a capsule.yaml, or a capsule.yaml never
+    verified that the next build into that folder refuses to replace."""
+    from replaybook.capsule import store, verify
+
+    out = tmp_path / "c"
+    if when == "writing":
+        real_put, n = store.EvidenceStore.put, []
+
+        def put(self, data):
+            n.append(1)
+            if len(n) == 5:
+                raise KeyboardInterrupt
+            return real_put(self, data)
+
+        monkeypatch.setattr(store.EvidenceStore, "put", put)
+    else:
+        def verify_capsule(*a, **kw):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(verify, "verify_capsule", verify_capsule)
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    assert r.exit_code != 0 and isinstance(r.exception, SystemExit) and "Aborted!" in r.output
+    assert not out.exists()
+    monkeypatch.undo()
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    assert r.exit_code == 0, r.output
+

@@ -200,7 +200,8 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
 
     The capsule written is verified at once: when any object it references cannot be read back
     as written (missing, unreadable, damaged), the build fails (exit 2, naming the first one's
-    file) and what it wrote is removed."""
+    file) and what it wrote is removed — as it is when the build ends any other way (an input it
+    cannot read, a damaged door object: exit 3, Ctrl-C)."""
     from ..errors import InputError
     from .build import build_capsule, load_capture
     from .verify import verify_capsule
@@ -232,16 +233,14 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
         made = _made_by_build(Path(out_dir))
         try:
             built = build_capsule(inc, evidence, out_dir, repo=repo, capture=cap, operation_id=operation_id)
-        except OSError as exc:  # (the capsule's folder written: an input that cannot be read is an InputError)
+            rep = verify_capsule(built)
+            unread = _not_read_back(rep, built.store())
+        except BaseException as exc:  # a half-built capsule is no capsule, whatever ended the build:
+            _remove_made(made)        # an input it cannot read, a damaged door object, Ctrl-C …
             from .._guard import DISK_ERRNOS, cannot_write
 
-            if exc.errno not in DISK_ERRNOS:
-                raise
-            _remove_made(made)  # (a half-built capsule is no capsule)
-
-            raise cannot_write(out_dir, exc) from None
-        except InputError:  # an input that cannot be read ("cannot read <file>"), met while building
-            _remove_made(made)
+            if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:  # (the capsule's folder written:
+                raise cannot_write(out_dir, exc) from None                # an unreadable input is an InputError)
             raise
     except InputError as exc:
         _input_error(ctx, exc)
@@ -250,8 +249,6 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
         click.echo(f"replaybook: integrity failure: {exc}", err=True)
         ctx.exit(EXIT_INTEGRITY)
         return
-    rep = verify_capsule(built)
-    unread = _not_read_back(rep, built.store())
     if unread is not None:  # (what was written is not what is there: no capsule to hand on)
         _remove_made(made)
         from .._text import one_line
