@@ -715,3 +715,26 @@ def test_a_build_interrupted_leaves_no_half_built_capsule(demo, tmp_path, monkey
     r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
     assert r.exit_code == 0, r.output
 
+
+
+def test_an_object_already_in_the_out_store_that_cannot_be_read_is_said_by_its_file(demo, tmp_path, monkeypatch):
+    """--out's evidence store already holding an object the build stores (two capsules sharing a
+    store), whose file the disk cannot read: the build ended in exit 1, naming only the store's
+    folder, and left the objects it had written.  It says "cannot read <that file>", exits 2
+    and removes what it wrote — never the store's own objects."""
+    import shutil
+
+    import yaml
+
+    out = tmp_path / "c"
+    shutil.copytree(demo / "capsule" / "evidence", out / "evidence")
+    before = sorted(p.name for p in (out / "evidence" / "sha256").iterdir())
+    task = yaml.safe_load((demo / "capsule" / "capsule.yaml").read_text())["prompts"]["task_digest"][7:]
+    target = out / "evidence" / "sha256" / task
+    _eio_reading(monkeypatch, lambda p: p == target)
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    monkeypatch.undo()
+    assert r.exit_code == 2, (r.output, r.exception)
+    assert r.output.strip().splitlines() == [f"replaybook: error: cannot read {target}: Input/output error"]
+    assert sorted(p.name for p in out.iterdir()) == ["evidence"]
+    assert sorted(p.name for p in (out / "evidence" / "sha256").iterdir()) == before

@@ -57,7 +57,7 @@ from .._jsonl import read_bytes
 from .._schema import short_message
 from ..errors import InputError
 from ..incident import Incident
-from .digest import door_request_digest, request_digest
+from .digest import door_request_digest, request_digest, sha256_digest
 from .errors import CapsuleFormatError, EvidenceMissing
 from .model import EFFECTS, Capsule, _plain, evidence_ref, guess_effect, iso_z
 from .repo import repo_state
@@ -391,6 +391,22 @@ def _door_object(door: EvidenceStore, digest: str, call_id: str) -> bytes | None
         raise
 
 
+def _put(store: EvidenceStore, data: bytes) -> str:
+    """``store.put(data)``: the digest.  An object already in the store (``--out``'s store shared
+    with another capsule) is verified, not written again.
+
+    Raises:
+        InputError: that object's file cannot be read (:func:`_cannot_read`: names that file).
+        IntegrityError: that object's bytes hash to another digest.
+        OSError: writing the object failed (no space left, an I/O error …)."""
+    try:
+        return store.put(data)
+    except EvidenceMissing as exc:
+        if isinstance(exc.__cause__, OSError):  # (there, but the disk answered an error on reading it)
+            raise _cannot_read(store.path(sha256_digest(data)), exc.__cause__) from None
+        raise
+
+
 def _line_obj(row: Any) -> dict | None:
     """The JSON object of a transcript row's line (re-read: the frame holds no whole line);
     ``None`` when the line is not there or not JSON.
@@ -479,8 +495,9 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
         ManifestError: the incident manifest is bad.
         CapsuleFormatError: the incident has no door calls, or the checkout is not a git checkout.
         IntegrityError: an object in the door's folder does not match its digest (names the call).
-        InputError: an input — the door's log, an object of its evidence store, the transcript —
-            cannot be read (an I/O error, no permission): ``cannot read <that file>: <why>``.
+        InputError: an input — the door's log, an object of its evidence store, the transcript,
+            an object ``out_dir``'s store already held — cannot be read (an I/O error, no
+            permission): ``cannot read <that file>: <why>``.
         OSError: writing ``out_dir`` failed (no space left, an I/O error …).
     """
     from .verify import verify_capsule
@@ -504,7 +521,7 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
         ref = None
         got = _door_object(door, resp, call_id) if resp and door is not None else None
         if got is not None:
-            store.put(got)
+            _put(store, got)
             ref = evidence_ref(op, call_id)
         effect = cap.tool_effects.get(f"{server}/{row.tool}") or guess_effect(row.tool)
         observed = row.ts_end if not pd.isna(row.ts_end) else row.ts
@@ -518,7 +535,7 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
     def keep(data: bytes | None, name: str) -> tuple[str | None, str | None]:
         if data is None:
             return None, None
-        return store.put(data), evidence_ref(op, name)
+        return _put(store, data), evidence_ref(op, name)
 
     # repository
     if repo is not None:
@@ -560,7 +577,7 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
     for i, info in enumerate(x for x in inc.loaded_inputs() if x["format"] == "door"):
         p = Path(info["path"])
         p = p if p.is_absolute() else inc.root / p
-        logs.append({"digest": store.put(_read_input(p)), "ref": evidence_ref(op, f"door-log.{i + 1}")})
+        logs.append({"digest": _put(store, _read_input(p)), "ref": evidence_ref(op, f"door-log.{i + 1}")})
 
     sys_d, sys_r = keep(cap.system_prompt, "prompt.system")
     task_d, task_r = keep(task, "prompt.task")
