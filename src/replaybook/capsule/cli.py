@@ -289,7 +289,9 @@ def _made_by_build(out: "Path") -> list["Path"]:
 
 
 def _remove_made(paths: list["Path"]) -> None:
-    """Remove what a failed build made (:func:`_made_by_build`); what cannot be removed stays."""
+    """Remove what a failed build made (:func:`_made_by_build`); what cannot be removed stays.
+    Objects the build added to an evidence store that was already there stay too (another
+    build may be storing them into that shared store)."""
     import shutil
 
     for p in paths:
