@@ -570,19 +570,19 @@ def test_verify_says_an_object_that_cannot_be_read_is_not_missing(tmp_path, monk
 
 
 def _eio_on_written_objects(monkeypatch, out):
-    """Once ``build_capsule`` has returned, the disk answers an I/O error (EIO) on reading any
-    object of the evidence store written into ``out``."""
-    from replaybook.capsule import build
+    """Once the build has written its objects (it verifies the capsule: reads them back), the
+    disk answers an I/O error (EIO) on reading any object of the evidence store written into
+    ``out``."""
+    from replaybook.capsule import verify
 
-    real_build = build.build_capsule
+    real_verify = verify.verify_capsule
     store = (Path(out) / "evidence" / "sha256").resolve()
 
-    def build_capsule(*a, **kw):
-        built = real_build(*a, **kw)
+    def verify_capsule(*a, **kw):
         _eio_reading(monkeypatch, lambda p: p.resolve().parent == store)
-        return built
+        return real_verify(*a, **kw)
 
-    monkeypatch.setattr(build, "build_capsule", build_capsule)
+    monkeypatch.setattr(verify, "verify_capsule", verify_capsule)
 
 
 @pytest.mark.parametrize("existed", [False, True])
@@ -631,20 +631,19 @@ def test_a_capsule_whose_object_reads_back_changed_is_a_failed_build(demo, tmp_p
 
     import yaml
 
-    from replaybook.capsule import build
+    from replaybook.capsule import verify
 
-    real_build = build.build_capsule
+    real_verify = verify.verify_capsule
     out = tmp_path / "c"
     task = yaml.safe_load((demo / "capsule" / "capsule.yaml").read_text())["prompts"]["task_digest"]
     victim = out / "evidence" / "sha256" / task[7:]
 
-    def build_capsule(*a, **kw):
-        built = real_build(*a, **kw)
+    def verify_capsule(*a, **kw):  # (once written, before it is read back)
         os.chmod(victim, 0o644)
         victim.write_bytes(b"other bytes")
-        return built
+        return real_verify(*a, **kw)
 
-    monkeypatch.setattr(build, "build_capsule", build_capsule)
+    monkeypatch.setattr(verify, "verify_capsule", verify_capsule)
     r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
     assert r.exit_code == 2, (r.output, r.exception)
     assert r.output.strip().splitlines() == [
@@ -738,3 +737,32 @@ def test_an_object_already_in_the_out_store_that_cannot_be_read_is_said_by_its_f
     assert r.output.strip().splitlines() == [f"replaybook: error: cannot read {target}: Input/output error"]
     assert sorted(p.name for p in out.iterdir()) == ["evidence"]
     assert sorted(p.name for p in (out / "evidence" / "sha256").iterdir()) == before
+
+
+def test_a_build_reads_each_object_it_wrote_back_once(demo, tmp_path, monkeypatch):
+    """The build verified the capsule it had written (to say its completeness in capsule.yaml),
+    then `capsule build` verified it again to print the table: every object was read back and
+    hashed twice — seconds per gigabyte of responses, for no new answer.  Once is enough; the
+    table printed is the same."""
+    from collections import Counter
+
+    from replaybook.capsule import store
+
+    read = Counter()
+    real = store._hash_file
+
+    def hash_file(path):
+        read[Path(path).name] += 1
+        return real(path)
+
+    monkeypatch.setattr(store, "_hash_file", hash_file)
+    out = tmp_path / "c"
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--capture", demo / "capture.yaml", "--out", out)
+    assert r.exit_code == 0, r.output
+    written = sorted(p.name for p in (out / "evidence" / "sha256").iterdir())
+    assert len(written) == 12 and read == Counter({name: 1 for name in written})
+    monkeypatch.undo()
+    again = run("verify", out)
+    table = again.output[again.output.index("\n"):]  # (after the line naming the capsule's path)
+    assert again.exit_code == 0 and table.strip() and table in r.output
+    assert "capsule declares" not in r.output

@@ -43,7 +43,7 @@ rather than complete without it.
 from __future__ import annotations
 
 import gzip
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -489,7 +489,8 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
 
     Returns:
         The saved, schema-valid :class:`~replaybook.capsule.model.Capsule`, with ``completeness``
-        and ``completeness_reasons`` computed by :func:`~replaybook.capsule.verify.verify_capsule`.
+        and ``completeness_reasons`` computed by :func:`~replaybook.capsule.verify.verify_capsule`,
+        whose report (every object read back once it was written) is its ``verification``.
 
     Raises:
         ManifestError: the incident manifest is bad.
@@ -610,9 +611,10 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
     }
     capsule = Capsule.from_dict(data, out / "capsule.yaml")
     capsule.save(out)
-    report = verify_capsule(capsule)
+    report = verify_capsule(capsule)  # (every object read back from disk and re-hashed)
     capsule.data["completeness"] = report.completeness
     capsule.data["completeness_reasons"] = report.reasons
     capsule.save(out)
+    capsule.verification = replace(report, declared=report.completeness)  # (as a verify now would say)
     return capsule
 

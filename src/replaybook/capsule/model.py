@@ -283,11 +283,15 @@ class Capsule:
     Attributes:
         data: the capsule mapping exactly as in ``capsule.yaml`` (times as ISO strings).
         path: the ``capsule.yaml`` it was read from (``None`` for one built in memory).
+        verification: for a capsule :func:`~replaybook.capsule.build.build_capsule` has just
+            written, the :class:`~replaybook.capsule.verify.VerifyReport` of reading its objects
+            back (each object re-hashed from disk once it was written); ``None`` otherwise.
     """
 
     data: dict
     path: Path | None = None
     _evidence: list[ToolEvidence] | None = field(default=None, repr=False)
+    verification: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, data: dict, path: str | Path | None = None) -> "Capsule":
