@@ -766,3 +766,35 @@ def test_a_build_reads_each_object_it_wrote_back_once(demo, tmp_path, monkeypatc
     table = again.output[again.output.index("\n"):]  # (after the line naming the capsule's path)
     assert again.exit_code == 0 and table.strip() and table in r.output
     assert "capsule declares" not in r.output
+
+
+def test_verify_says_a_response_whose_file_cannot_be_looked_up_cannot_be_read(tmp_path, monkeypatch):
+    """An I/O error on looking a response's file up (stat) ended `capsule verify` in a traceback
+    (exit 1): the object is unreadable, as when opening it fails, and the capsule unproven."""
+    import errno
+    import os
+    import shutil
+
+    import yaml
+
+    w = tmp_path / "demo"
+    shutil.copytree(DEMO, w)
+    call = yaml.safe_load((w / "capsule" / "capsule.yaml").read_text())["tool_evidence"][0]
+    bad = call["response_digest"].removeprefix("sha256:")
+    real_stat = os.stat
+
+    def fake_stat(path, *a, **kw):
+        if not isinstance(path, int) and Path(path).name == bad:
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return real_stat(path, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", fake_stat)
+    r = run("verify", w / "capsule")
+    monkeypatch.undo()
+    assert r.exit_code == 4, (r.output, r.exception)
+    out = " ".join(r.output.split())
+    assert (f"unreadable object: call {call['call_id']} ({call['response_digest']}): cannot be read: "
+            "Input/output error") in out
+    assert f"MCP responses: response in the store cannot be read: {call['call_id']}" in out
+    assert "objects checked: 12; integrity failures: 0; missing: 0; cannot be read: 1" in out
+    assert "not a file" not in out and "not in the store" not in out

@@ -233,7 +233,12 @@ def verify_capsule(capsule: Capsule | str | Path, store: EvidenceStore | None = 
             p = st.path(digest) if digest else None
         except ValueError:  # (not a digest: no place in the store)
             return False
-        return p is not None and p.exists() and not p.is_file()
+        if digest and status.get(digest) == "unreadable":  # (the system could not look at it)
+            return False
+        try:
+            return p is not None and p.exists() and not p.is_file()
+        except OSError:  # (an I/O error on looking it up now: it was read, or said unreadable)
+            return False
 
     inv: list[dict] = []
     # repository tree
