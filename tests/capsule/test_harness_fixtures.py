@@ -69,6 +69,45 @@ def test_1b_removed_evidence_object_stops_and_verify_says_unproven(capsule_dir, 
     assert diff_runs(incident, rec).verdict == "not_re_derivable"
 
 
+@pytest.mark.parametrize("how", ["open", "stat"])
+def test_1c_an_evidence_object_that_cannot_be_read_stops_the_replay_saying_so(capsule_dir, workspace, incident,
+                                                                                monkeypatch, how):
+    """An object verify calls unreadable (the disk answers an I/O error) stops a forensic replay
+    as replay_incomplete, saying it cannot be read — an I/O error on looking its file up had
+    escaped the harness (an OSError out of serve-capsule's call: no log line, no run status)."""
+    import builtins
+    import errno
+    import os
+    from pathlib import Path
+
+    cap = load_capsule(capsule_dir)
+    ev = catalogue_entry(cap)
+    bad = cap.store().path(ev.response_digest)
+    real_open, real_stat = builtins.open, os.stat
+
+    def fake_open(file, mode="r", *a, **kw):
+        if "r" in mode and not isinstance(file, int) and Path(file) == bad:
+            raise OSError(errno.EIO, "Input/output error")
+        return real_open(file, mode, *a, **kw)
+
+    def fake_stat(path, *a, **kw):
+        if not isinstance(path, int) and Path(path) == bad:
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return real_stat(path, *a, **kw)
+
+    monkeypatch.setattr(*((builtins, "open", fake_open) if how == "open" else (os, "stat", fake_stat)))
+    assert verify_capsule(cap).unreadable_objects["what"].tolist() == [f"call {ev.call_id}"]
+    rec = ForensicHarness(cap, workspace).run(deploy_rule_agent)
+    monkeypatch.undo()
+    assert rec.status == "replay_incomplete"
+    assert rec.stop_reason == (f"missing_evidence: evidence object {ev.response_digest} (call {ev.call_id}) "
+                               f"cannot be read from {cap.store().root}: Input/output error: service-catalogue "
+                               f"get_service (request {CATALOGUE_RD})")
+    assert rec.stop_detail == {"what": "object", "server": "service-catalogue", "method": "get_service",
+                               "request_digest": CATALOGUE_RD, "call_id": ev.call_id}
+    assert diff_runs(incident, rec).verdict == "not_re_derivable"
+
+
 # 2. Change an evidence object without changing its digest -> integrity failure ----------------------
 
 def test_2_changed_evidence_object_is_an_integrity_failure_naming_the_call(capsule_dir, workspace):

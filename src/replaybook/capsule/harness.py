@@ -416,7 +416,11 @@ class ForensicHarness(Harness):
         elif not self.store.has(ev.response_digest):
             reason = f"evidence object {ev.response_digest} (call {ev.call_id}) is not in the store"
         if reason is None:
-            data = self.store.get(ev.response_digest, call_id=ev.call_id)  # IntegrityError on damage
+            try:
+                data = self.store.get(ev.response_digest, call_id=ev.call_id)  # IntegrityError on damage
+            except EvidenceMissing as exc:  # (there, but it cannot be read: the replay stops, naming the call)
+                raise EvidenceMissing(f"{exc}: {server} {method} (request {rd})", server=server, method=method,
+                                      request_digest=rd, call_id=ev.call_id, what="object") from exc
             self.captured_responses_used += 1
             return data, "ok", {"ref": ev.captured_response_ref, "observed_at": ev.observed_at,
                                 "request_digest": rd, "source": "captured"}

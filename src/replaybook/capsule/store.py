@@ -116,8 +116,18 @@ class EvidenceStore:
 
     def has(self, digest: str) -> bool:
         """True when an object file for ``digest`` is in the store (its bytes are not checked;
-        a link out of the store does not count)."""
-        return is_digest(digest) and self.path(digest).is_file() and self.outside(digest) is None
+        a link out of the store does not count) — also when something is there that the system
+        cannot look at (an I/O error: :meth:`check` says ``unreadable``, :meth:`get` raises
+        saying why), never raising for it."""
+        if not is_digest(digest):
+            return False
+        try:
+            mode = os.stat(self.path(digest)).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError:  # (there, but the disk answers an error)
+            return True
+        return stat.S_ISREG(mode) and self.outside(digest) is None
 
     def digests(self) -> list[str]:
         """Every object's digest by file name, sorted (files and links; names that are not 64
@@ -172,7 +182,13 @@ class EvidenceStore:
             who = f" (call {call_id})" if call_id else ""
             raise EvidenceMissing(f"evidence object {digest}{who} is a link out of {self.root} (to {target}): "
                                   "the store does not hold it", call_id=call_id, what="object")
-        if p.exists() and not p.is_file():  # (a pipe in its place would be waited on for ever)
+        try:
+            there = p.exists() and not p.is_file()
+        except OSError as exc:  # (looking the file up: the disk answered an error)
+            who = f" (call {call_id})" if call_id else ""
+            raise EvidenceMissing(f"evidence object {digest}{who} cannot be read from {self.root}: "
+                                  f"{exc.strerror or exc}", call_id=call_id, what="object") from exc
+        if there:  # (a pipe in its place would be waited on for ever)
             who = f" (call {call_id})" if call_id else ""
             raise EvidenceMissing(f"evidence object {digest}{who} in {self.root} is not a file (a folder or a pipe "
                                   "is in its place)", call_id=call_id, what="object")
