@@ -117,6 +117,24 @@ def test_comments_in_list_items_and_block_quotes_follow_commonmark(body: str, ma
     assert cited_markers(body) == markers
 
 
+@pytest.mark.parametrize("body,markers", [
+    # CommonMark 0.31.2 §5.2: a list item begins with at most one blank line, so an item with
+    # nothing after its marker ends at a blank line, and what follows is outside it
+    ("-\n\n  <!--\n[seq:1]\n-->\nTests pass [seq:2]\n", [(6, 2)]),
+    ("1.\n\n   <!--\n[seq:1]\n-->\nTests pass [seq:2]\n", [(6, 2)]),
+    ("- \n  \n  <!--\n[seq:1]\n", []),
+    ("-\n\n  ```\n[seq:1]\n```\nTests pass [seq:2]\n", [(6, 2)]),
+    ("-\r\n\r\n  <!--\r\n[seq:1]\r\n-->\r\nTests pass [seq:2]\r\n", [(6, 2)]),
+    ("> -\n>\n>   <!--\n> [seq:1]\n", []),
+    # an item whose text starts on the next line holds it, and the blank lines after it
+    ("-\n  text\n\n  <!-- x\n\n  [seq:1]\n-->\nTests pass [seq:2]\n", [(8, 2)]),
+])
+def test_an_empty_list_item_ends_at_a_blank_line_as_commonmark_reads_it(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+
+
 def test_a_marker_beyond_any_seq_a_log_holds_cites_a_missing_step_not_a_crash(tmp_path: Path):
     huge = "9" * 4301  # more digits than int() converts
     report = lint_claims_text(f"All tests pass [seq:{huge}] and [seq:{2**63}] and [seq:{2**63 - 1}].\n", STEPS,

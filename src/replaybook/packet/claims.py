@@ -686,8 +686,9 @@ class _BlockScan:
     A line is read after the markers of the containers it continues (``> ``, a list item's
     indentation), so ``- <!--`` and ``> <!--`` start a comment block as ``<!--`` does at the start
     of a line, and it runs to ``-->`` across blank lines.  A fence or comment block also ends where
-    its list item or block quote does (a line not indented under the item, a line without ``>``):
-    only a paragraph's lines continue lazily.
+    its list item or block quote does (a line not indented under the item, a line without ``>``;
+    for an item with nothing after its marker, a blank line right after it, §5.2): only a
+    paragraph's lines continue lazily.
 
     ``masked``: ``(start, end)`` offsets to blank (fences whole; a comment block from ``<!--`` to
     ``-->``, the rest of that line shown).  :meth:`paragraph_end`: where the paragraph holding an
@@ -704,18 +705,22 @@ class _BlockScan:
         fence: tuple[str, int, int] | None = None  # (character, length, start offset)
         comment: int | None = None  # start offset of an open comment block
         para: int | None = None  # the open paragraph (an index into _para_ends)
+        bare: int | None = None  # the list item the line before opened with nothing after its marker
         prev_end = 0
         for m in _LINE.finditer(text):
             base = m.start()
             s = m.group(0).rstrip("\r\n")
             i, col, matched = 0, 0, 0
+            was_bare, bare = bare, None
             for kind, width in containers:  # the containers this line continues
                 j, c = _spaces(s, i, col)
                 if kind == "quote" and c - col <= 3 and j < len(s) and s[j] == ">":
                     i, col = j + 1, c + 1
                     if i < len(s) and s[i] in " \t":
                         i, col = _spaces(s, i, col, col + 1)
-                elif kind == "item" and j == len(s):  # a blank line stays in the item
+                elif kind == "item" and j == len(s):  # a blank line stays in the item, unless it is empty
+                    if matched == was_bare:
+                        break
                     i, col = j, c
                 elif kind == "item" and c >= width:
                     i, col = _spaces(s, i, col, width)
@@ -767,8 +772,9 @@ class _BlockScan:
                 empty = k == len(s)
                 if para is not None and not new and (empty or (lm.group(1) is not None and int(lm.group(1)) != 1)):
                     break  # (such an item cannot interrupt a paragraph: the line is the paragraph's)
-                if empty:
+                if empty:  # (a blank line next ends the item: it begins with at most one blank line)
                     width, i, col = after + 1, k, kc
+                    bare = len(containers[:matched]) + len(new)
                 elif kc - after > 4:  # (indented code in the item: its content starts one space in)
                     width = after + 1
                     i, col = _spaces(s, lm.end(), after, width)
