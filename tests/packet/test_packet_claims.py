@@ -135,6 +135,24 @@ def test_an_empty_list_item_ends_at_a_blank_line_as_commonmark_reads_it(body: st
     assert cited_markers(body) == markers
 
 
+@pytest.mark.parametrize("body,markers", [
+    # a list item numbered other than 1, or with nothing after its marker, cannot interrupt a
+    # paragraph (§5.2), but a line outside the paragraph's list item or quote is no part of it:
+    # it starts a list, and an inline comment or code span of the paragraph does not reach it
+    ("- a <!-- x\n2. b [seq:1] -->\n", [(2, 1)]),
+    ("> a <!-- x\n2) b [seq:1] -->\n", [(2, 1)]),
+    ("> Tests pass `x\n-\n[seq:1]`\n", [(3, 1)]),
+    # in the paragraph's own container it is the paragraph's text
+    ("a <!-- x\n2. b [seq:1] -->\n", []),
+    ("- a <!-- x\n  2. b [seq:1] -->\n", []),
+    ("> a <!-- x\n> 2) b [seq:1] -->\n", []),
+])
+def test_a_list_item_after_a_paragraph_in_another_container_starts_a_list(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+
+
 def test_a_marker_beyond_any_seq_a_log_holds_cites_a_missing_step_not_a_crash(tmp_path: Path):
     huge = "9" * 4301  # more digits than int() converts
     report = lint_claims_text(f"All tests pass [seq:{huge}] and [seq:{2**63}] and [seq:{2**63 - 1}].\n", STEPS,

@@ -770,7 +770,8 @@ class _BlockScan:
                 after = c + lm.end() - j
                 k, kc = _spaces(s, lm.end(), after)
                 empty = k == len(s)
-                if para is not None and not new and (empty or (lm.group(1) is not None and int(lm.group(1)) != 1)):
+                if para is not None and whole and not new \
+                        and (empty or (lm.group(1) is not None and int(lm.group(1)) != 1)):
                     break  # (such an item cannot interrupt a paragraph: the line is the paragraph's)
                 if empty:  # (a blank line next ends the item: it begins with at most one blank line)
                     width, i, col = after + 1, k, kc
