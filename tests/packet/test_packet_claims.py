@@ -153,6 +153,23 @@ def test_a_list_item_after_a_paragraph_in_another_container_starts_a_list(body: 
     assert cited_markers(body) == markers
 
 
+@pytest.mark.parametrize("body,markers", [
+    # a line of = or - under a paragraph makes it a setext heading (§4.3), which ends there: an
+    # inline code span or comment opened in the heading does not reach the lines below it
+    ("Title `a\n===\nTests pass [seq:1]`\n", [(3, 1)]),
+    ("Summary <!-- x\n-\nTests pass [seq:1] -->\n", [(3, 1)]),
+    ("> Title `a\n> ==\n> Tests pass [seq:1]`\n", [(3, 1)]),
+    # not an underline: indented four spaces, text after it, or a line outside the quote
+    ("Title `a\n    ===\n[seq:1]`\n", []),
+    ("Title `a\n=== x\n[seq:1]`\n", []),
+    ("> Title `a\n===\n[seq:1]`\n", []),
+])
+def test_a_setext_heading_ends_at_its_underline(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+
+
 def test_a_marker_beyond_any_seq_a_log_holds_cites_a_missing_step_not_a_crash(tmp_path: Path):
     huge = "9" * 4301  # more digits than int() converts
     report = lint_claims_text(f"All tests pass [seq:{huge}] and [seq:{2**63}] and [seq:{2**63 - 1}].\n", STEPS,

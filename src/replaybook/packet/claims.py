@@ -667,6 +667,7 @@ _FENCE_RUN = re.compile(r"`{3,}|~{3,}")
 _LIST_MARKER = re.compile(r"(?:[-+*]|(\d{1,9})[.)])(?=[ \t]|$)")
 _THEMATIC_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _ATX_HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
+_SETEXT_UNDERLINE = re.compile(r"(?:=+|-+)[ \t]*$")
 
 
 def _spaces(s: str, i: int, col: int, upto: int | None = None) -> tuple[int, int]:
@@ -793,6 +794,8 @@ class _BlockScan:
                 what = "fence"
             elif indent <= 3 and s.startswith("<!--", j):
                 what = "comment"
+            elif indent <= 3 and para is not None and whole and not new and _SETEXT_UNDERLINE.match(s, j):
+                what = "break"  # (a setext heading's underline: the paragraph above is a heading, and ends)
             elif indent <= 3 and _ATX_HEADING.match(s, j):
                 what = "heading"
             elif indent <= 3 and _THEMATIC_BREAK.match(s, j):
