@@ -1230,3 +1230,14 @@ def test_a_recorded_pytest_run_that_addopts_made_collect_only_does_not_back_test
     report = lint_claims(repo / "PR_BODY.md", repo / "session.jsonl")
     assert [(f.kind, f.seq, f.line) for f in report.findings] == [("cites_non_check_step", 1, 1)]
     assert "its output shows it ran no test (`1 test collected in" in report.findings[0].message
+
+
+@pytest.mark.parametrize("cmd", ["npx mocha -t 5000", "mocha -t 5000 test/", "npx tap -t 60 test/"])
+def test_a_timeout_option_spelled_like_jests_name_filter_is_not_a_name_filter(cmd: str):
+    # mocha's and tap's -t is a timeout: it runs every test, and the exit code shows them passing
+    report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: cmd})
+    assert report.findings == [] and report.warnings == [] and report.accepted_steps == [1]
+    # jest's and vitest's -t is one
+    for cmd in ("npx jest -t parse", "npx vitest run -t parse"):
+        report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: cmd})
+        assert [(w.kind, w.seq) for w in report.warnings] == [("cites_unrecognised_command", 1)]

@@ -314,10 +314,15 @@ RUNNERS: tuple[Runner, ...] = (
     # JavaScript / TypeScript
     Runner("npm test", ("npm", "pnpm", "yarn", "bun"), _k(TEST), sub=("test", "t", "tst"), value_options=_NPM_OPTS,
            aborted_output=_NPM_ABORTS),
-    Runner("jest", ("jest", "vitest", "mocha", "ava", "jasmine", "karma", "tap"), _k(TEST),
+    Runner("jest", ("jest", "vitest"), _k(TEST),
            limits={"--listTests": (_NONE, "only lists the tests"), "list": (_NONE, "only lists the tests"),
                    "--showConfig": (_NONE, "only prints its configuration")},
            name_filters=_opts("-t", "--testNamePattern"),
+           unsure={"--passWithNoTests": _NO_TESTS_FOUND_OK}),
+    # (their -t is no name filter: mocha's and tap's sets a timeout, ava's asks for TAP output)
+    Runner("mocha", ("mocha", "ava", "jasmine", "karma", "tap"), _k(TEST),
+           limits={"--listTests": (_NONE, "only lists the tests"), "list": (_NONE, "only lists the tests"),
+                   "--showConfig": (_NONE, "only prints its configuration")},
            unsure={"--passWithNoTests": _NO_TESTS_FOUND_OK}),
     Runner("playwright test", ("playwright",), _k(TEST), sub=("test",),
            limits={"--list": (_NONE, "only lists the tests")}),
