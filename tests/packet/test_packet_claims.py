@@ -1241,3 +1241,15 @@ def test_a_timeout_option_spelled_like_jests_name_filter_is_not_a_name_filter(cm
     for cmd in ("npx jest -t parse", "npx vitest run -t parse"):
         report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: cmd})
         assert [(w.kind, w.seq) for w in report.warnings] == [("cites_unrecognised_command", 1)]
+
+
+def test_a_build_claim_on_a_filtered_test_run_is_backed_by_its_exit_code():
+    # `go test -run X` builds every package whether or not X matches a test: exit 0 shows the build
+    for body in ("The build passes [seq:1].\n", "It compiles [seq:1].\n"):
+        report = lint_claims_text(body, {1: 0}, commands={1: "go test -run TestParse ./..."})
+        assert report.findings == [] and report.warnings == [] and report.accepted_steps == [1]
+    # what it cannot show is that a test ran
+    report = lint_claims_text("All tests pass and it builds [seq:1].\n", {1: 0},
+                              commands={1: "go test -run TestParse ./..."})
+    assert report.findings == [] and [(w.kind, w.seq) for w in report.warnings] == [("cites_unrecognised_command", 1)]
+    assert "cannot tell whether it runs tests: `go test -run TestParse` exits 0" in report.warnings[0].message

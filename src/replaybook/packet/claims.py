@@ -1327,7 +1327,7 @@ class _Judge:
             clause = self.shown(clause)
             noun, examples = _kind_words(wanted)
             pronoun = "them" if noun == "tests" else "one"
-            if check.verdict == "unknown":
+            if check.verdict == "unknown" or check.unsure & wanted:
                 runs = noun if noun == "tests" else f"a {noun}"
                 return ("cites_unrecognised_command", "warning",
                         f"exited 0, but the linter cannot tell whether it runs {runs}: {check.reason}; \"{clause}\" "
@@ -1911,16 +1911,19 @@ def _what_ran(check: StepCheck, exit: int | None, output: object, raw: object) -
     """What a passing step's exit code 0 shows once its stored output is read: a test runner whose
     output says it ran no test (:func:`~.runners.ran_no_tests`: told to run nothing by what the
     command line does not show, ``addopts`` or ``PYTEST_ADDOPTS``) shows no test passed; a test
-    runner given a name filter (``go test -run X``) whose output was not stored is ``unknown``: it
-    exits 0 also when the filter matches nothing.  ``check`` itself otherwise."""
+    runner given a name filter (``go test -run X``) whose output was not stored is ``unknown`` about
+    tests (:attr:`~.runners.StepCheck.unsure`: it exits 0 also when the filter matches nothing),
+    and still shows what else it runs (``go test``'s build).  ``check`` itself otherwise."""
     if exit != 0 or check.verdict != "check" or TEST not in check.kinds:
         return check
     text = output if isinstance(output, str) else _plain(raw) if isinstance(raw, str) else None
     if text is None:
         if check.filtered:
-            return StepCheck("unknown", reason=f"{check.filtered} exits 0 also when its pattern matches no test, and "
-                                               "the step's output was not stored (record with --store-output) to "
-                                               "show that one ran")
+            reason = (f"{check.filtered} exits 0 also when its pattern matches no test, and the step's output was not "
+                      "stored (record with --store-output) to show that one ran")
+            kinds = check.kinds - {TEST}  # (what else it runs, go test's build, its exit code still shows)
+            return StepCheck("check", kinds, check.runners, reason, unsure=frozenset({TEST})) if kinds \
+                else StepCheck("unknown", reason=reason)
         return check
     why = ran_no_tests(check, text)
     if why is None:

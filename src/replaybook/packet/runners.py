@@ -604,6 +604,9 @@ class StepCheck:
         filtered: for ``check``, a test runner's name filter the line gives, which exits 0 also
             when it matches no test (```go test -run TestParse```); empty when none.  Only the
             step's output can show that a test ran (:func:`ran_no_tests`).
+        unsure: for ``check``, kinds of check the line may or may not have run, which its exit
+            code 0 cannot show (``go test -run TestParse`` builds, but may run no test), ``reason``
+            saying why; a claim about one of them cannot be verified.  Empty for most.
     """
 
     verdict: str
@@ -611,6 +614,7 @@ class StepCheck:
     runners: tuple[str, ...] = ()
     reason: str = ""
     filtered: str = ""
+    unsure: frozenset[str] = _NONE
 
 
 # ----- what one simple command runs ------------------------------------------------------------
