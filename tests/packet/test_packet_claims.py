@@ -1192,6 +1192,8 @@ def test_a_command_named_for_several_cited_steps_needs_one_of_them_to_run_it():
     ("pytest -q", "no tests ran in <DUR>"),
     ("go test -run TestParse ./...", "ok  \texample.com/p\t0.01s [no tests to run]"),
     ("python -m unittest", "\nRan 0 tests in 0.000s\n\nOK"),
+    ("npx jest -t parse", "Test Suites: 2 skipped, 0 of 2 total\nTests:       5 skipped, 5 total\nSnapshots:   0 total"),
+    ("npx vitest run -t parse", " Test Files  2 skipped (2)\n      Tests  5 skipped (5)\n"),
 ])
 def test_a_pass_claim_citing_a_runner_whose_output_shows_no_test_ran_is_a_finding(cmd: str, output: str):
     report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: cmd}, outputs={1: output})
@@ -1200,7 +1202,9 @@ def test_a_pass_claim_citing_a_runner_whose_output_shows_no_test_ran_is_a_findin
     # the same command whose output shows tests ran backs the claim
     ran = {"pytest -q": "1 passed in <DUR>", "python -m pytest": "2 passed, 1 skipped in <DUR>",
            "go test -run TestParse ./...": "ok  \texample.com/p\t0.01s",
-           "python -m unittest": "Ran 2 tests in 0.000s\n\nOK"}[cmd]
+           "python -m unittest": "Ran 2 tests in 0.000s\n\nOK",
+           "npx jest -t parse": "Tests:       1 passed, 4 skipped, 5 total\n",
+           "npx vitest run -t parse": "      Tests  1 passed | 4 skipped (5)\n"}[cmd]
     report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: cmd}, outputs={1: ran})
     assert report.findings == [] and report.warnings == [] and report.accepted_steps == [1]
 
@@ -1253,3 +1257,14 @@ def test_a_build_claim_on_a_filtered_test_run_is_backed_by_its_exit_code():
                               commands={1: "go test -run TestParse ./..."})
     assert report.findings == [] and [(w.kind, w.seq) for w in report.warnings] == [("cites_unrecognised_command", 1)]
     assert "cannot tell whether it runs tests: `go test -run TestParse` exits 0" in report.warnings[0].message
+
+
+@pytest.mark.parametrize("cmd,output", [
+    ("go test -json -run TestParse ./...", '{"Action":"pass","Package":"example.com/p","Elapsed":0.01}\n'),
+    ("npx jest -t parse", "PASS src/parse.test.js\n"),
+])
+def test_a_name_filter_whose_stored_output_shows_no_summary_cannot_be_verified(cmd: str, output: str):
+    # the output was stored, but holds no line of the runner saying whether its filter matched a test
+    report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: cmd}, outputs={1: output})
+    assert report.findings == [] and [(w.kind, w.seq) for w in report.warnings] == [("cites_unrecognised_command", 1)]
+    assert "the step's stored output holds no summary line of it" in report.warnings[0].message

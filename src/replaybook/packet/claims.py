@@ -72,8 +72,9 @@ Warnings (reported, never failures):
                          step runs (``./run_tests.sh``, ``make demo``, ``python -c …``, a line it
                          cannot parse, a pipe in a log that does not record pipefail), or whose
                          failure its exit code is (``cd tests && pytest``: maybe ``cd``'s), or whether
-                         a test ran (``go test -run X`` whose output was not stored: a name filter
-                         exits 0 also when it matches nothing)
+                         a test ran (``go test -run X`` whose output was not stored, or holds no
+                         summary line of the runner: a name filter exits 0 also when it matches
+                         nothing)
 
 A pass claim backs a passing step only when the step can show it: a clause about a check
 (:data:`CHECK_SUBJECTS` — "all tests pass", "lint is clean", "the build is green", "mypy is
@@ -116,7 +117,8 @@ from .normalize import BUILTIN_RULES, RuleSet
 from .normalize import out_sha as normalized_sha
 from .redact import redact_command
 from .runners import (BUILD, KINDS, LINT, TEST, TYPECHECK, FailureCheck, StepCheck, classify_command,
-                      classify_failed_step, classify_failure, classify_step, ran_no_tests)
+                      classify_failed_step, classify_failure, classify_step, ran_no_tests,
+                      test_summary_lines)
 
 __all__ = [
     "EXPECTED_FAILURE",
@@ -1911,7 +1913,8 @@ def _what_ran(check: StepCheck, exit: int | None, output: object, raw: object) -
     """What a passing step's exit code 0 shows once its stored output is read: a test runner whose
     output says it ran no test (:func:`~.runners.ran_no_tests`: told to run nothing by what the
     command line does not show, ``addopts`` or ``PYTEST_ADDOPTS``) shows no test passed; a test
-    runner given a name filter (``go test -run X``) whose output was not stored is ``unknown`` about
+    runner given a name filter (``go test -run X``) whose output was not stored, or holds no summary
+    line of the runner (:func:`~.runners.test_summary_lines`: ``go test -json``), is ``unknown`` about
     tests (:attr:`~.runners.StepCheck.unsure`: it exits 0 also when the filter matches nothing),
     and still shows what else it runs (``go test``'s build).  ``check`` itself otherwise."""
     if exit != 0 or check.verdict != "check" or TEST not in check.kinds:
@@ -1919,18 +1922,27 @@ def _what_ran(check: StepCheck, exit: int | None, output: object, raw: object) -
     text = output if isinstance(output, str) else _plain(raw) if isinstance(raw, str) else None
     if text is None:
         if check.filtered:
-            reason = (f"{check.filtered} exits 0 also when its pattern matches no test, and the step's output was not "
-                      "stored (record with --store-output) to show that one ran")
-            kinds = check.kinds - {TEST}  # (what else it runs, go test's build, its exit code still shows)
-            return StepCheck("check", kinds, check.runners, reason, unsure=frozenset({TEST})) if kinds \
-                else StepCheck("unknown", reason=reason)
+            return _unsure_of_tests(check, "the step's output was not stored (record with --store-output) to show "
+                                           "that one ran")
         return check
     why = ran_no_tests(check, text)
     if why is None:
+        if check.filtered and not test_summary_lines(check, text):
+            return _unsure_of_tests(check, "the step's stored output holds no summary line of it (`2 passed`, `ok  "
+                                           "example.com/p`) that shows one ran")
         return check
     reason = f"it runs {', '.join(check.runners)}, but {why}"
     kinds = check.kinds - {TEST}
     return StepCheck("check", kinds, check.runners, reason) if kinds else StepCheck("no_check", reason=reason)
+
+
+def _unsure_of_tests(check: StepCheck, why: str) -> StepCheck:
+    """``check`` of a step whose name filter may have matched no test, ``why`` nothing shows one
+    ran: ``unknown`` about tests, still showing what else it runs (``go test``'s build)."""
+    reason = f"{check.filtered} exits 0 also when its pattern matches no test, and {why}"
+    kinds = check.kinds - {TEST}
+    return StepCheck("check", kinds, check.runners, reason, unsure=frozenset({TEST})) if kinds \
+        else StepCheck("unknown", reason=reason)
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,7 @@ __all__ = [
     "classify_failure",
     "classify_failed_step",
     "ran_no_tests",
+    "test_summary_lines",
 ]
 
 TEST = "test"
@@ -1861,6 +1862,10 @@ _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in\b.*$", re.M)
 _GO_RESULT = re.compile(r"^(?:ok|\?|FAIL)\s+\S+\s.*$", re.M)
 _GO_NOTHING = re.compile(r"\[no tests to run\]|\[no test files\]")
 _CARGO_RUNNING = re.compile(r"^running (\d+) tests?$", re.M)
+# jest: "Tests:       1 failed, 4 skipped, 5 total"; vitest: "      Tests  1 failed | 4 skipped (5)"
+_JS_TESTS = re.compile(r"^(?:Tests:[ \t]+(?P<j>(?:\d+ [a-z]+, )*\d+ total)"
+                       r"|[ \t]*Tests[ \t]{2,}(?P<v>\d+ [a-z]+(?: \| \d+ [a-z]+)*) \(\d+\)).*$", re.M)
+_JS_RAN = re.compile(r"\b[1-9]\d* (?:passed|failed)\b")
 
 
 def ran_no_tests(check: StepCheck, output: str | None) -> str | None:
@@ -1870,15 +1875,32 @@ def ran_no_tests(check: StepCheck, output: str | None) -> str | None:
 
     Read for ``pytest`` (its last line: ``no tests ran``, ``5 tests collected`` with
     ``--collect-only``, only skipped or deselected tests), ``unittest`` (``Ran 0 tests``), ``go
-    test`` (every package ``[no tests to run]`` or ``[no test files]``) and ``cargo test`` (every
-    ``running 0 tests``).  A run of the runners of ``check`` (:attr:`StepCheck.runners`) that is
+    test`` (every package ``[no tests to run]`` or ``[no test files]``), ``cargo test`` (every
+    ``running 0 tests``), ``jest`` (``Tests: 5 skipped, 5 total``) and ``vitest`` (``Tests  5
+    skipped (5)``).  A run of the runners of ``check`` (:attr:`StepCheck.runners`) that is
     told to run nothing by what the command line does not show — ``addopts`` in ``pyproject.toml``
     or ``pytest.ini``, a variable exported before the recording (``PYTEST_ADDOPTS``), a name filter
     that matches no test — exits 0 and says so there.  ``output`` is the step's stored output,
     normalized or raw.
     """
-    if not output or check.verdict != "check" or TEST not in check.kinds:
+    lines, ran, causes = _test_summary(check, output)
+    if not lines or ran:
         return None
+    return (f"its output shows it ran no test (`{lines[-1]}`; {' or '.join(causes)} can make it run none and "
+            f"exit 0)")
+
+
+def test_summary_lines(check: StepCheck, output: str | None) -> list[str]:
+    """The summary lines of the test runners of ``check`` in a step's ``output`` (``2 passed in
+    0.12s``, ``ok  example.com/p  0.01s``), each telling whether tests ran, in output order; empty
+    when it holds none this module reads (:func:`ran_no_tests`) or ``check`` runs no test."""
+    return _test_summary(check, output)[0]
+
+
+def _test_summary(check: StepCheck, output: str | None) -> tuple[list[str], bool, list[str]]:
+    """(the runners' summary lines, whether one shows a test ran, what can make them run none)."""
+    if not output or check.verdict != "check" or TEST not in check.kinds:
+        return [], False, []
     names = set(check.runners)
     lines: list[str] = []  # the runners' result lines, each saying whether tests ran
     causes: list[str] = []
@@ -1904,7 +1926,9 @@ def ran_no_tests(check: StepCheck, output: str | None) -> str | None:
             lines.append(m.group(0).strip())
             ran |= m.group(1) != "0"
         causes.append("a name filter that matches no test")
-    if not lines or ran:
-        return None
-    return (f"its output shows it ran no test (`{lines[-1]}`; {' or '.join(causes)} can make it run none and "
-            f"exit 0)")
+    if names & {"jest", "vitest"}:
+        for m in _JS_TESTS.finditer(output):
+            lines.append(re.sub(r"\s+", " ", m.group(0).strip()))
+            ran |= bool(_JS_RAN.search(m.group("j") or m.group("v")))
+        causes.append("a `-t` pattern that matches no test's name, or a configuration that skips every test")
+    return lines, ran, causes
