@@ -18,7 +18,8 @@ root              the repository root's absolute path (recorded tree     ``<ROOT
                   or replay worktree), and its resolved form
 tmp_path          ``/tmp/…``, ``/var/tmp/…``, ``/var/folders/…``,        ``<TMP>``; from a
                   ``/private/var/folders/…``, ``$TMPDIR/…`` where a path     ``..`` step on, kept
-                  starts (not ``data/tmp/…``, ``https://host/tmp/…``)    (``<TMP>/../etc/x``)
+                  starts (not ``data/tmp/…``, ``https://host/tmp/…``)    if the path leaves
+                                                                         them (``<TMP>/../etc/x``)
 iso_timestamp     ``2024-05-01T12:34:56.789Z``, ``2024-05-01 12:34:56``  ``<TS>``
                   (optional fraction and offset)
 hex_address       ``0x`` and 6 or more hex digits (``0x7f3a2c1b4d90``)   ``0xADDR``
@@ -50,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -212,15 +214,20 @@ def _tmp(text: str, roots: tuple[str, ...]) -> tuple[str, bool]:
     if tmpdir and len(tmpdir) > 1:
         prefixes.append(tmpdir + "/")
     alt = "|".join(re.escape(p) for p in sorted(set(prefixes), key=len, reverse=True))
-    new = re.sub(_TMP_START + r"(?:" + alt + r")[^\s:'\"`,;()\[\]<>]*", _tmp_part, text)
+    new = re.sub(_TMP_START + r"(?:" + alt + r")[^\s:'\"`,;()\[\]<>]*", lambda m: _tmp_part(m, prefixes), text)
     return new, new != text
 
 
-def _tmp_part(m: re.Match[str]) -> str:
-    """``<TMP>`` for a temporary path, keeping from its first ``..`` step on: ``/tmp/../etc/passwd``
-    leaves the temporary folder, and where it went is compared (``<TMP>/../etc/passwd``)."""
-    up = _UP_STEP.search(m.group(0))
-    return "<TMP>" if up is None else "<TMP>" + m.group(0)[up.start():]
+def _tmp_part(m: re.Match[str], prefixes: list[str]) -> str:
+    """``<TMP>`` for a temporary path, keeping from its first ``..`` step on when its ``..`` steps
+    lead out of the temporary folders (``prefixes``): ``/tmp/../etc/passwd`` leaves them, and where
+    it went is compared (``<TMP>/../etc/passwd``).  One that stays in them (``/tmp/pytest-7/w/../x``
+    is ``/tmp/pytest-7/x``) is a temporary path like any other: ``<TMP>``."""
+    path = m.group(0)
+    up = _UP_STEP.search(path)
+    if up is None or any((posixpath.normpath(path) + "/").startswith(p) for p in prefixes):
+        return "<TMP>"
+    return "<TMP>" + path[up.start():]
 
 
 _UP_STEP = re.compile(r"/\.\.(?=/|$)")
@@ -248,7 +255,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule("root", "the repository root's absolute path (recorded tree or replay worktree) → <ROOT>",
          func=_root),
     Rule("tmp_path", "/tmp/…, /var/tmp/…, /var/folders/…, /private/var/folders/…, $TMPDIR/… where a path starts "
-         "(not data/tmp/… or https://host/tmp/…) → <TMP>, keeping a path's first .. step and what follows it",
+         "(not data/tmp/… or https://host/tmp/…) → <TMP>, keeping the first .. step and what follows it of a "
+         "path that leads out of the temporary folders",
          func=_tmp),
     Rule("iso_timestamp", "ISO 8601 date-times with optional fraction and offset → <TS>",
          r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])",
