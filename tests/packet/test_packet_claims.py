@@ -170,6 +170,26 @@ def test_a_setext_heading_ends_at_its_underline(body: str, markers: list):
     assert cited_markers(body) == markers
 
 
+def test_reading_deeply_nested_list_items_takes_time_in_proportion_to_the_body(monkeypatch):
+    """A body of a few kilobytes (200 list items nested on one line, then blank lines) took time in
+    proportion to the nesting times the lines: each blank line was matched against every open item
+    (100 kB took 50 s).  Each line's indentation is now read once."""
+    from replaybook.packet import claims
+
+    calls = 0
+    spaces = claims._spaces
+
+    def counted(*args):
+        nonlocal calls
+        calls += 1
+        return spaces(*args)
+
+    monkeypatch.setattr(claims, "_spaces", counted)
+    body = "- + " * 200 + "a\n" + "\n" * 2000 + "Tests pass [seq:1]\n"
+    assert claims.cited_markers(body) == [(2002, 1)]
+    assert calls < 10 * 2002 + 4 * 400, calls
+
+
 def test_a_marker_beyond_any_seq_a_log_holds_cites_a_missing_step_not_a_crash(tmp_path: Path):
     huge = "9" * 4301  # more digits than int() converts
     report = lint_claims_text(f"All tests pass [seq:{huge}] and [seq:{2**63}] and [seq:{2**63 - 1}].\n", STEPS,

@@ -705,6 +705,7 @@ class _BlockScan:
         self._para_of: list[int | None] = []
         self._para_ends: list[int] = []
         containers: list[tuple[str, int]] = []  # ("quote", 0) or ("item", content column)
+        quotes: list[int] = []  # the indices of the quotes in containers, in order
         fence: tuple[str, int, int] | None = None  # (character, length, start offset)
         comment: int | None = None  # start offset of an open comment block
         para: int | None = None  # the open paragraph (an index into _para_ends)
@@ -715,20 +716,29 @@ class _BlockScan:
             s = m.group(0).rstrip("\r\n")
             i, col, matched = 0, 0, 0
             was_bare, bare = bare, None
-            for kind, width in containers:  # the containers this line continues
-                j, c = _spaces(s, i, col)
-                if kind == "quote" and c - col <= 3 and j < len(s) and s[j] == ">":
+            end = len(s.rstrip(" \t"))  # (the line is blank from i on when i >= end)
+            while matched < len(containers):  # the containers this line continues
+                kind, width = containers[matched]
+                if i >= end:  # a blank line stays in the list items up to the next quote, unless one is empty
+                    q = bisect.bisect_left(quotes, matched)
+                    stop = quotes[q] if q < len(quotes) else len(containers)
+                    if was_bare is not None and matched <= was_bare < stop:
+                        stop = was_bare
+                    matched = stop
+                    i, col = _spaces(s, i, col)
+                    break
+                if kind == "quote":
+                    j, c = _spaces(s, i, col, col + 4)
+                    if c - col > 3 or j == len(s) or s[j] != ">":
+                        break
                     i, col = j + 1, c + 1
                     if i < len(s) and s[i] in " \t":
                         i, col = _spaces(s, i, col, col + 1)
-                elif kind == "item" and j == len(s):  # a blank line stays in the item, unless it is empty
-                    if matched == was_bare:
+                else:
+                    j, c = _spaces(s, i, col, width)
+                    if c < width:
                         break
                     i, col = j, c
-                elif kind == "item" and c >= width:
-                    i, col = _spaces(s, i, col, width)
-                else:
-                    break
                 matched += 1
             whole = matched == len(containers)
             if comment is not None:
@@ -810,7 +820,10 @@ class _BlockScan:
                 self._line(base, s, para)  # a lazy continuation line: the paragraph goes on
                 prev_end = base + len(s)
                 continue
-            containers = containers[:matched] + new
+            del containers[matched:]
+            del quotes[bisect.bisect_left(quotes, matched):]
+            quotes += [len(containers) + k for k, (kind, _w) in enumerate(new) if kind == "quote"]
+            containers += new
             if new or not whole or what != "text":
                 para = None
             if what == "fence":
