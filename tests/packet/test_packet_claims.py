@@ -170,6 +170,23 @@ def test_a_setext_heading_ends_at_its_underline(body: str, markers: list):
     assert cited_markers(body) == markers
 
 
+@pytest.mark.parametrize("body,markers", [
+    # a tab after a list item's marker or a quote's ">", or in a line's indentation under an item,
+    # is taken by the markers only up to the content's column (§2.2): the rest of it indents the
+    # content, and four columns of it make indented code, not a comment block
+    (">\t  <!--\n> Tests pass [seq:1]\n", [(2, 1)]),
+    ("-\t  <!--\n  Tests pass [seq:1]\n", [(2, 1)]),
+    ("- a\n\t  <!--\n\t  Tests pass [seq:1]\n", [(3, 1)]),
+    # with less than four columns left it is a comment block
+    (">\t <!--\n> [seq:1]\n", []),
+    ("- a\n\t <!--\n\t [seq:1]\n", []),
+])
+def test_a_tab_after_container_markers_indents_the_content_as_commonmark_reads_it(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+
+
 def test_reading_deeply_nested_list_items_takes_time_in_proportion_to_the_body(monkeypatch):
     """A body of a few kilobytes (200 list items nested on one line, then blank lines) took time in
     proportion to the nesting times the lines: each blank line was matched against every open item

@@ -681,6 +681,17 @@ def _spaces(s: str, i: int, col: int, upto: int | None = None) -> tuple[int, int
     return i, col
 
 
+def _after_quote(s: str, j: int, c: int) -> tuple[int, int, int]:
+    """Index, column and content column after the ``>`` at ``s[j]`` (column ``c``) and the one space
+    that may follow it; of a tab there, that space is only the tab's first column, and the rest
+    indents the content."""
+    i, col = j + 1, c + 1
+    if i < len(s) and s[i] in " \t":
+        i, col = _spaces(s, i, col, col + 1)
+        return i, col, c + 2
+    return i, col, col
+
+
 class _BlockScan:
     """The block structure of a Markdown body as CommonMark 0.31.2 reads it, as far as masking needs
     it: block quotes (§5.1) and list items (§5.2) as containers, and inside them fenced code (§4.5),
@@ -715,6 +726,7 @@ class _BlockScan:
             base = m.start()
             s = m.group(0).rstrip("\r\n")
             i, col, matched = 0, 0, 0
+            start = 0  # the column the content begins at: before col when markers took part of a tab
             was_bare, bare = bare, None
             end = len(s.rstrip(" \t"))  # (the line is blank from i on when i >= end)
             while matched < len(containers):  # the containers this line continues
@@ -728,17 +740,15 @@ class _BlockScan:
                     i, col = _spaces(s, i, col)
                     break
                 if kind == "quote":
-                    j, c = _spaces(s, i, col, col + 4)
-                    if c - col > 3 or j == len(s) or s[j] != ">":
+                    j, c = _spaces(s, i, col, start + 4)
+                    if c - start > 3 or j == len(s) or s[j] != ">":
                         break
-                    i, col = j + 1, c + 1
-                    if i < len(s) and s[i] in " \t":
-                        i, col = _spaces(s, i, col, col + 1)
+                    i, col, start = _after_quote(s, j, c)
                 else:
                     j, c = _spaces(s, i, col, width)
                     if c < width:
                         break
-                    i, col = j, c
+                    i, col, start = j, c, width
                 matched += 1
             whole = matched == len(containers)
             if comment is not None:
@@ -756,7 +766,7 @@ class _BlockScan:
                 if whole:
                     j, c = _spaces(s, i, col)
                     f = _FENCE_RUN.match(s, j)
-                    if c - col <= 3 and f and f.group(0)[0] == fence[0] and len(f.group(0)) >= fence[1] \
+                    if c - start <= 3 and f and f.group(0)[0] == fence[0] and len(f.group(0)) >= fence[1] \
                             and not s[f.end():].strip():
                         self.masked.append((fence[2], base + len(s)))
                         fence = None
@@ -769,12 +779,10 @@ class _BlockScan:
             new: list[tuple[str, int]] = []
             while True:
                 j, c = _spaces(s, i, col)
-                if j == len(s) or c - col > 3:
+                if j == len(s) or c - start > 3:
                     break
                 if s[j] == ">":
-                    i, col = j + 1, c + 1
-                    if i < len(s) and s[i] in " \t":
-                        i, col = _spaces(s, i, col, col + 1)
+                    i, col, start = _after_quote(s, j, c)
                     new.append(("quote", 0))
                     continue
                 lm = _LIST_MARKER.match(s, j)
@@ -787,16 +795,17 @@ class _BlockScan:
                         and (empty or (lm.group(1) is not None and int(lm.group(1)) != 1)):
                     break  # (such an item cannot interrupt a paragraph: the line is the paragraph's)
                 if empty:  # (a blank line next ends the item: it begins with at most one blank line)
-                    width, i, col = after + 1, k, kc
+                    width, i, col, start = after + 1, k, kc, kc
                     bare = len(containers[:matched]) + len(new)
                 elif kc - after > 4:  # (indented code in the item: its content starts one space in)
                     width = after + 1
                     i, col = _spaces(s, lm.end(), after, width)
+                    start = width
                 else:
-                    width, i, col = kc, k, kc
+                    width, i, col, start = kc, k, kc, kc
                 new.append(("item", width))
             j, c = _spaces(s, i, col)
-            indent = c - col
+            indent = c - start
             f = _FENCE_RUN.match(s, j) if indent <= 3 else None
             if f and f.group(0)[0] == "`" and "`" in s[f.end():]:
                 f = None  # (a backtick fence's info string holds no backtick: ```x``` is inline code)
