@@ -187,6 +187,22 @@ def test_a_tab_after_container_markers_indents_the_content_as_commonmark_reads_i
     assert cited_markers(body) == markers
 
 
+@pytest.mark.parametrize("body,markers", [
+    # a line indented four columns past its container's content, where it cannot continue a
+    # paragraph, is indented code (§4.4): the reader sees a marker there as code, not a citation
+    ("Tests pass [seq:1]\n\n    example [seq:2]\n", [(1, 1)]),
+    ("- item\n\n      [seq:1]\n", []),
+    ("> a\n>\n>     [seq:1]\n", []),
+    # under a paragraph it is the paragraph's text
+    ("Tests pass\n    [seq:1]\n", [(2, 1)]),
+    ("- a\n    [seq:1]\n", [(2, 1)]),
+])
+def test_markers_in_indented_code_are_not_citations(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+
+
 def test_reading_deeply_nested_list_items_takes_time_in_proportion_to_the_body(monkeypatch):
     """A body of a few kilobytes (200 list items nested on one line, then blank lines) took time in
     proportion to the nesting times the lines: each blank line was matched against every open item

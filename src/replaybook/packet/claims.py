@@ -589,8 +589,8 @@ class ReplayedMarker:
 
 def cited_markers(body: str) -> list[tuple[int, int]]:
     """``(line, seq)`` of every ``[seq:N]`` marker with a step number in a PR body's Markdown, in body
-    order, leaving out those in fenced code, inline code and HTML comments (as the linter does).
-    Lines are 1-based."""
+    order, leaving out those in fenced or indented code, inline code and HTML comments (as the linter
+    does).  Lines are 1-based."""
     masked = mask_code(body)
     starts = _line_starts(body)
     return [(_line_of(starts, m.start()), _seq_of(m.group(1).strip())) for m in _MARKER.finditer(masked)
@@ -646,7 +646,7 @@ def read_replay_json(path: str | os.PathLike) -> dict[int, tuple[str, list[str]]
 
 
 def mask_code(text: str) -> str:
-    """``text`` with fenced code blocks, inline code spans and HTML comments blanked out.
+    """``text`` with fenced and indented code blocks, inline code spans and HTML comments blanked out.
 
     Every masked character becomes a space except newlines, so offsets and line numbers of the
     result are those of ``text``.  As in CommonMark (0.31.2), with lines read after the markers of
@@ -694,8 +694,8 @@ def _after_quote(s: str, j: int, c: int) -> tuple[int, int, int]:
 
 class _BlockScan:
     """The block structure of a Markdown body as CommonMark 0.31.2 reads it, as far as masking needs
-    it: block quotes (§5.1) and list items (§5.2) as containers, and inside them fenced code (§4.5),
-    HTML comment blocks (§4.6 type 2) and paragraphs.
+    it: block quotes (§5.1) and list items (§5.2) as containers, and inside them fenced and
+    indented code (§4.5, §4.4), HTML comment blocks (§4.6 type 2) and paragraphs.
 
     A line is read after the markers of the containers it continues (``> ``, a list item's
     indentation), so ``- <!--`` and ``> <!--`` start a comment block as ``<!--`` does at the start
@@ -835,7 +835,9 @@ class _BlockScan:
             containers += new
             if new or not whole or what != "text":
                 para = None
-            if what == "fence":
+            if what == "code":  # (its text is code, as a fence's is)
+                self.masked.append((base + j, base + len(s)))
+            elif what == "fence":
                 fence = (f.group(0)[0], len(f.group(0)), base)
             elif what == "comment":
                 k = s.find("-->", j + 2)  # (<!--> and <!---> close at once)
