@@ -203,6 +203,20 @@ def test_markers_in_indented_code_are_not_citations(body: str, markers: list):
     assert cited_markers(body) == markers
 
 
+@pytest.mark.parametrize("body,markers", [
+    # a list item in a quote continues on lines indented under it counted from the quote's content,
+    # wherever the line's ">" stands (up to three spaces in)
+    ("> - ```\n   > Tests pass [seq:1]\n", [(2, 1)]),
+    ("   > - <!--\n> Tests pass [seq:1]\n", [(2, 1)]),
+    ("> - <!--\n   >   [seq:1]\n", []),
+    ("   > - <!--\n>   [seq:1]\n", []),
+])
+def test_a_list_item_in_a_quote_is_continued_under_the_quotes_content(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+
+
 def test_reading_deeply_nested_list_items_takes_time_in_proportion_to_the_body(monkeypatch):
     """A body of a few kilobytes (200 list items nested on one line, then blank lines) took time in
     proportion to the nesting times the lines: each blank line was matched against every open item

@@ -715,7 +715,8 @@ class _BlockScan:
         self._line_end: list[int] = []
         self._para_of: list[int | None] = []
         self._para_ends: list[int] = []
-        containers: list[tuple[str, int]] = []  # ("quote", 0) or ("item", content column)
+        # ("quote", 0) or ("item", its content's column, counted from where its container's starts)
+        containers: list[tuple[str, int]] = []
         quotes: list[int] = []  # the indices of the quotes in containers, in order
         fence: tuple[str, int, int] | None = None  # (character, length, start offset)
         comment: int | None = None  # start offset of an open comment block
@@ -745,10 +746,11 @@ class _BlockScan:
                         break
                     i, col, start = _after_quote(s, j, c)
                 else:
-                    j, c = _spaces(s, i, col, width)
-                    if c < width:
+                    need = start + width  # (the item's content column, under its quote's content)
+                    j, c = _spaces(s, i, col, need)
+                    if c < need:
                         break
-                    i, col, start = j, c, width
+                    i, col, start = j, c, need
                 matched += 1
             whole = matched == len(containers)
             if comment is not None:
@@ -781,6 +783,7 @@ class _BlockScan:
                 j, c = _spaces(s, i, col)
                 if j == len(s) or c - start > 3:
                     break
+                outer = start  # (where the content of the container holding it starts)
                 if s[j] == ">":
                     i, col, start = _after_quote(s, j, c)
                     new.append(("quote", 0))
@@ -803,7 +806,7 @@ class _BlockScan:
                     start = width
                 else:
                     width, i, col, start = kc, k, kc, kc
-                new.append(("item", width))
+                new.append(("item", width - outer))
             j, c = _spaces(s, i, col)
             indent = c - start
             f = _FENCE_RUN.match(s, j) if indent <= 3 else None
