@@ -2,8 +2,8 @@
 
 A step's ``ts`` is when the model asked for the call; the door receives it only once the client
 runs it, after the user approved it — two minutes later is common.  The step's ``result_ts``
-bounds when the call can have reached the door: a call within the window of
-[``ts``, ``result_ts``] agrees with it.
+bounds when the call can have reached the door: a call within the window of ``ts``, or after it
+and before ``result_ts`` (give or take the window, at most 5 s), agrees with it.
 """
 
 from __future__ import annotations
@@ -56,13 +56,21 @@ def test_without_a_result_time_the_window_of_the_step_alone_decides():
     assert res.unclaimed_calls.tool.tolist() == ["write"] and res.unmatched_steps.tool.tolist() == ["write"]
 
 
-def test_a_call_after_the_result_and_its_window_does_not_agree():
+@pytest.mark.parametrize("window_s,after_s,agrees", [(60.0, 4.5, True), (60.0, 5.5, False), (60.0, 30.0, False),
+                                                    (60.0, 59.5, False), (2.0, 1.5, True), (2.0, 2.5, False)])
+def test_a_call_the_door_received_after_the_steps_result_did_not_wait_for_it(window_s, after_s, agrees):
+    """The door receives a call before the client writes its result: a call beyond the window of
+    the step's time agrees only up to the result, give or take the window but no more than 5 s
+    (FAR_PAIR_MS: one clock does not drift further within a session) — the reading far_pairs and
+    the report give it.  A call half a minute after the result is another call, left unclaimed."""
+    from replaybook.join import far_pairs
+
     steps, calls = _late_write()
-    calls.loc[2, "ts"] = T0 + timedelta(seconds=146 + 60.5)  # (after the result, beyond the window)
-    res = join_sessions(steps, calls)
-    assert int(res.sessions.iloc[0].agreed) == 3 and res.unclaimed_calls.tool.tolist() == ["write"]
-    calls.loc[2, "ts"] = T0 + timedelta(seconds=146 + 59.5)  # (within the window of the result)
-    assert int(join_sessions(steps, calls).sessions.iloc[0].agreed) == 4
+    calls.loc[2, "ts"] = T0 + timedelta(seconds=146 + after_s)
+    res = join_sessions(steps, calls, window_s=window_s)
+    assert int(res.sessions.iloc[0].agreed) == (4 if agrees else 3)
+    assert res.unclaimed_calls.tool.tolist() == ([] if agrees else ["write"])
+    assert far_pairs(res.pairs, res.sessions).waited.tolist() == ([True] if agrees else [])
 
 
 def test_a_call_the_window_before_the_step_still_agrees_and_not_earlier():

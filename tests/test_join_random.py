@@ -154,13 +154,13 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
          if key(S[i]) == key(C[j]) and within(i, j) and ids_allow(i, j)], S, C, lambda i: key(S[i]),
         lambda i: off) if within(*p)]
 
-    def late(i, j, o):  # beyond the window of the step's time, within the window of its result
-        return W < C[j]["ms"] - o - S[i]["ms"] <= S[i]["wait"] + W
+    def late(i, j, o):  # beyond the window of the step's time, before its result (give or take
+        return W < C[j]["ms"] - o - S[i]["ms"] <= S[i]["wait"] + min(W, 5000)  # the window, ≤ 5 s)
 
     def waited(first, cands, group_key, o):
         """A step the window left without a call of a session takes, in time order, one of that
         session's calls no step of its transcript took (``first``: the window's pairs), from
-        ``cands`` (the calls beyond the window of its time, within the window of its result);
+        ``cands`` (the calls beyond the window of its time, before its result);
         only candidate pairs agree."""
         ss_, ct_ = {(i, C[j]["s"]) for i, j in first}, {(j, S[i]["t"]) for i, j in first}
         free_ = [(i, j) for i, j in cands if (i, C[j]["s"]) not in ss_ and (j, S[i]["t"]) not in ct_]
@@ -489,7 +489,7 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
     before or after the others), at the same times or with one call (step) of their own a little
     before: exact ties, settled by first activity or by id; with ``waits``, tool calls have a result
     time, and some calls waited for their user's approval: the door received them a minute to
-    three after the step asked, before its result (or, now and then, after it and its window)."""
+    three after the step asked, before its result (or, now and then, a few seconds after it)."""
     n_t, n_s, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
     grid = int(rng.choice([1, 500, 1000]))  # coarse clocks make equal timestamps common
     skew = int(rng.choice([0, 400, 1200, 90_000]))
@@ -518,7 +518,9 @@ def random_incident(rng, clocks: bool = False, orphans: bool = False, servers: b
                 r = rng.random()
                 if r < 0.3:  # approved late: the call a minute or more after the step, its result after it
                     wait = int(rng.integers(61, 200)) * 1000
-                    result_at[tid] = ms + wait + int(rng.integers(-100, 5)) * 1000
+                    # (now and then written a little before the door logged the call: a clock's
+                    # jitter, or beyond it — then the call did not wait for it)
+                    result_at[tid] = ms + wait + int(rng.integers(-10, 30)) * 1000
                 elif r < 0.8:  # run at once
                     result_at[tid] = ms + int(rng.integers(0, 4000))
             calls.append((f"s{s}", ms + wait + skew + t_skew[t] + int(rng.integers(0, 3)) * grid, tool, args, meta,

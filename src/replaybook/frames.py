@@ -361,8 +361,8 @@ PAIRS = FrameSpec(
         ("step_result_ts", UTC, "when the transcript wrote the tool call's result (steps.result_ts), UTC; NA "
                                 "without one.  The door receives a call only once the client runs it — after "
                                 "the user approved it — and before that result: a call the join pairs beyond "
-                                "the window of `step_ts` waited, and lies within the window of this time "
-                                "or before it"),
+                                "the window of `step_ts` waited, and lies before this time (give or take "
+                                "the window, at most 5 s)"),
     ),
     "One row per agreeing (transcript tool call, door call) pair within an assigned session.",
 )

@@ -9,10 +9,10 @@ call when
 * the tool is the same (after the client's ``mcp__<server>__`` prefix is stripped), the
   canonical arguments are equal (:func:`replaybook.canonical_args`) and the door's time, after
   subtracting the estimated clock offset, is within ``window_s`` of the step's time — or, for a
-  call that waited, up to ``window_s`` after the step's result (below) — (``how = "content"``), or
+  call that waited, up to the step's result (below) — (``how = "content"``), or
 * one side has no arguments to compare (``args_key`` NA: a gateway that logs only a count or a
   hash, a client whose arguments did not parse), and the tool is the same within the window
-  (again up to the window after the step's result for a call that waited; ``how = "tool_time"``).  This is weaker evidence —
+  (again up to the step's result for a call that waited; ``how = "tool_time"``).  This is weaker evidence —
   the session's ``method`` says so, and the report lowers its confidence.  It pairs, per
   (transcript, session), the steps and calls no content pair of that same transcript and
   session holds: a step whose arguments agree with a call of *another* session still agrees
@@ -48,11 +48,14 @@ the call only once the client runs it — after the user approved it, which Clau
 Gemini CLI ask for before an MCP tool that is not allowed, and which may take minutes — and
 before the step's result is written (``steps.result_ts``).  So a step with a ``result_ts`` agrees
 (content and tool-and-time tiers; the tool-use id ignores time already) with a call whose time,
-after the offset, lies in [``ts − window_s``, ``result_ts + window_s``]: first every step is paired
-within the window of its ``ts`` as above; then a step left without a call of a session takes,
-in time order per (transcript, session, key), one of that session's calls that no step of its
-transcript took, lying beyond the window of its ``ts`` and no more than the window past its
-result (:func:`_late_pairs`; one binary search more per step, for its own upper bound).  A call
+after the offset, lies in [``ts − window_s``, ``result_ts + slack``], the slack being the window
+but no more than :data:`FAR_PAIR_MS` (5 s: one clock does not drift further within a session; a
+call the door received after the result was written did not wait for that step, and the report
+would not say it waited): first every step is paired within the window of its ``ts`` as above;
+then a step left without a call of a session takes, in time order per (transcript, session,
+key), one of that session's calls that no step of its transcript took, lying beyond the window
+of its ``ts`` and no later than the slack past its result (:func:`_late_pairs`; one binary
+search more per step, for its own upper bound).  A call
 within the window of a step's ``ts`` is so never taken by an earlier step that ran long, and a
 step repeated twice still needs two calls.  Such a pair reads no clock: the clock offsets
 (common, a transcript's own, the one a session reports, ``JoinResult.offset_ms``) are read from
@@ -1247,16 +1250,17 @@ def _unvetoed(cs: np.ndarray, cc: np.ndarray, S: _KeyTime, C: _KeyTime, veto) ->
 
 def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: np.ndarray,
                   s_codes: np.ndarray, n_sx: int, veto=None,
-                  wait_ms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  reach_ms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Content agreement of the steps in ``S`` with the calls in ``C``: equal key,
     |Δt − off| ≤ window, paired in time order per (transcript, session, key).  Then, with
-    ``wait_ms`` (per step row: how long after its time its result was written, ms, 0 for none),
-    the calls that waited (:func:`_late_pairs`): a step left without a call of a session takes
-    one of that session's calls no step of its transcript took, with ``window < Δt − off ≤
-    wait + window``.  Returns (step rows, call rows): the window's pairs ordered by (transcript,
+    ``reach_ms`` (per step row: how far past the window of its time a call that waited may lie,
+    ms, 0 for none: up to its result, give or take the window but no more than
+    :data:`FAR_PAIR_MS`), the calls that waited (:func:`_late_pairs`): a step left without a
+    call of a session takes one of that session's calls no step of its transcript took, with
+    ``window < Δt − off ≤ window + reach``.  Returns (step rows, call rows): the window's pairs ordered by (transcript,
     session, key, rank), then the waiting ones.  ``veto(step rows, call rows)``, when given,
     marks candidate pairs that may not agree (:class:`_IdVeto`)."""
-    w = wait_ms[S.item] if wait_ms is not None else None  # (per position)
+    w = reach_ms[S.item] if reach_ms is not None else None  # (per position)
     if w is not None and w.any():
         lo, hi, hi2 = C.window(S, off - window_ms, off + window_ms, w)
     else:
@@ -1274,7 +1278,7 @@ def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: n
     del d
     sp, cp = sp[keep], cp[keep]
     if hi2 is not None:
-        # (the part of each step's range past the window: from its end to the window past the result)
+        # (the part of each step's range past the window: from its end to the step's result)
         xp = np.flatnonzero(hi2 > hi)
         if len(xp):
             xs, xc = _expand(hi[xp], hi2[xp])
@@ -1791,12 +1795,13 @@ def join_sessions(
             (:func:`orphan_results`): by their tool-use id, else by the door's error text, their
             tool or the answer's size and time (:func:`_result_pairs`); columns used:
             ``transcript_id``, ``seq``, ``ts``, ``result_ts`` (a call that waited for its approval
-            may reach the door up to ``window_s`` after it), ``server``, ``tool``, ``args_key``,
+            reaches the door before it), ``server``, ``tool``, ``args_key``,
             ``call_id``, and for those results ``text`` and ``text_bytes``).
         calls: a :data:`~replaybook.frames.CALLS` frame.
         window_s: agreement window in seconds (> 0), applied after the clock offset: around the
-            step's ``ts``, and up to this long after its ``result_ts`` for a call that waited
-            (for the user's approval) before the door received it.
+            step's ``ts``; a call that waited (for the user's approval) before the door received
+            it agrees up to the step's ``result_ts``, give or take the window but no more than
+            :data:`FAR_PAIR_MS`.
         min_agreed: a transcript is never assigned with fewer agreeing steps than this (≥ 1).
         max_offset_s: how far apart (seconds) the two clocks may be: no clock offset the join
             applies (the common one, a transcript's own, the ids' one) lies beyond it.  The
@@ -1948,6 +1953,14 @@ def join_sessions(
     np.minimum(wait_ms, int(MAX_SECONDS * 1000), out=wait_ms)
     if not wait_ms.any():
         wait_ms = None
+    # how far past the window of its time a call that waited may lie (ms): up to the step's result,
+    # give or take the window but no more than FAR_PAIR_MS (one clock does not drift further within
+    # a session) — a call the door received after the result was written did not wait for it
+    late_reach = None
+    if wait_ms is not None:
+        late_reach = np.maximum(wait_ms + min(window_ms, int(FAR_PAIR_MS)) - window_ms, 0)
+        if not late_reach.any():
+            late_reach = None
     c_ok = (c_ns != _NAT) & (tool_c >= 0) & (s_codes >= 0)  # some gateways log neither
 
     ts_end_col, decision_col, agent_col = calls["ts_end"], calls["decision"], calls["agent"]
@@ -2073,7 +2086,7 @@ def join_sessions(
     if (meta_has_id := ~_isna_str(meta_col)).any() and step_has_id.any():
         veto = _IdVeto(step_has_id if whole else step_has_id[sel], scol("call_id"), meta_has_id,
                        _objects(meta_col))
-    msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx, veto, wait_ms)
+    msi, mci = _window_pairs(S, C, off, window_ms, t_codes, s_codes, n_sx, veto, late_reach)
     parts = [(msi, mci, HOW_CONTENT, off)]  # (step rows, call rows, how, offset: ms or per pair)
     # transcripts on a clock of their own (another machine): fewer than OWN_CLOCK_SHARE of their
     # steps agreed at the common offset, and fewer than two by id; each may take its own (its pairs then
@@ -2149,7 +2162,7 @@ def join_sessions(
         shifted = s_ms.copy()
         shifted[rows] += offs  # on the door's clock: the pairs are then found at offset 0
         S_own = _KeyTime(rows, k_s, shifted, n_keys)
-        osi, oci = _window_pairs(S_own, C, 0, window_ms, t_codes, s_codes, n_sx, veto, wait_ms)
+        osi, oci = _window_pairs(S_own, C, 0, window_ms, t_codes, s_codes, n_sx, veto, late_reach)
         del S_own
         parts.append((osi, oci, HOW_CONTENT, (shifted[osi] - s_ms[osi])))
         del shifted
@@ -2196,9 +2209,9 @@ def join_sessions(
                 CA = _KeyTime(cc, kt_c, c_ms, n_tkeys)
                 lo, hi = CA.ranges(kt_s[ss], s_door[ss] - window_ms, s_door[ss] + window_ms)
                 found = [(_expand(lo, hi), cands)]
-                if wait_ms is not None:  # (past the window: a call that waited for its approval)
-                    xp = np.flatnonzero(wait_ms[ss] > 0)
-                    hi2 = CA.upper(kt_s[ss[xp]], s_door[ss[xp]] + wait_ms[ss[xp]] + window_ms)
+                if late_reach is not None:  # (past the window: a call that waited for its approval)
+                    xp = np.flatnonzero(late_reach[ss] > 0)
+                    hi2 = CA.upper(kt_s[ss[xp]], s_door[ss[xp]] + late_reach[ss[xp]] + window_ms)
                     more = hi2 > hi[xp]
                     r, c = _expand(hi[xp][more], hi2[more])
                     found.append(((xp[more][r], c), waits))
