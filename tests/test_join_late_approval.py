@@ -177,3 +177,25 @@ def test_the_report_and_join_say_a_far_pair_waited(tmp_path, capsys):
     cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", h[h.index("more than 5 s"):])]
     assert cells[-1] == "the door received this call 125 s after the agent asked for it — it waited (approval?)"
     assert cells[2:4] == ["2", "write"]
+
+
+@pytest.mark.parametrize("door_args", [True, False])
+def test_a_step_the_door_received_at_once_takes_no_other_sessions_call_as_waited(door_args):
+    """t1's write reached s1 at once (2 s after the agent asked) and ran long: its result came at
+    200 s.  s2, another agent's session (its transcript not given), wrote the same at 150 s, inside
+    that span.  The step has its call within the window of its time: it did not wait, and s2's
+    write is no pair of it.  s1 stays t1's, sure as before (margin 1); s2 is unmatched, its write
+    a door call no step claims — also where the door logged no arguments (tool and time)."""
+    steps = with_results(steps_frame([("t1", 20, "write", C, None), ("t3", 0, "read", A, None),
+                                      ("t3", 5, "read", B, None), ("t3", 9, "read", D, None)]), {0: 200})
+    calls = calls_frame([("s1", 22.3, "write", C, None), ("s2", 150, "write", C, None),
+                         ("s3", 0.3, "read", A, None), ("s3", 5.3, "read", B, None), ("s3", 9.3, "read", D, None)])
+    if not door_args:
+        calls.loc[calls.tool == "write", "args_key"] = pd.NA
+    res = join_sessions(steps, calls)
+    assert res.assignments() == {"s1": "t1", "s2": None, "s3": "t3"}
+    s = res.sessions.set_index("door_session")
+    assert s.loc["s1", "status"] == "matched" and s.loc["s1", "margin"] == 1.0
+    assert pd.isna(s.loc["s1", "runner_up"]) and pd.isna(s.loc["s2", "runner_up"])
+    assert res.scores[["door_session", "transcript_id"]].values.tolist() == [["s1", "t1"], ["s3", "t3"]]
+    assert res.unclaimed_calls.door_session.tolist() == ["s2"]

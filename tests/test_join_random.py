@@ -157,13 +157,13 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
     def late(i, j, o):  # beyond the window of the step's time, before its result (give or take
         return W < C[j]["ms"] - o - S[i]["ms"] <= S[i]["wait"] + min(W, 5000)  # the window, ≤ 5 s)
 
-    def waited(first, cands, group_key, o):
-        """A step the window left without a call of a session takes, in time order, one of that
-        session's calls no step of its transcript took (``first``: the window's pairs), from
-        ``cands`` (the calls beyond the window of its time, before its result);
-        only candidate pairs agree."""
-        ss_, ct_ = {(i, C[j]["s"]) for i, j in first}, {(j, S[i]["t"]) for i, j in first}
-        free_ = [(i, j) for i, j in cands if (i, C[j]["s"]) not in ss_ and (j, S[i]["t"]) not in ct_]
+    def waited(first, cands, group_key, o, barred=frozenset()):
+        """A step the window left without a call in every session (``first``: the window's pairs;
+        ``barred``: steps another tier's window gave a call) takes, in time order, one of a
+        session's calls no step of its transcript took, from ``cands`` (the calls beyond the window
+        of its time, before its result); only candidate pairs agree."""
+        st_, ct_ = {i for i, _ in first} | set(barred), {(j, S[i]["t"]) for i, j in first}
+        free_ = [(i, j) for i, j in cands if i not in st_ and (j, S[i]["t"]) not in ct_]
         return [p for p in _rank_pairs(free_, S, C, group_key, o) if p in set(free_)]
 
     vetoed |= {(i, j) for i in common for j in c_args
@@ -320,7 +320,8 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
                  if S[i]["tool"] == C[j]["tool"] and late_t(i, j) and free(i, j) and ids_allow(i, j)}
         cands |= {(i, j) for i in s_pool if S[i]["args"] is None for j in c_args
                   if S[i]["tool"] == C[j]["tool"] and late_t(i, j) and free(i, j) and ids_allow(i, j)}
-        tool += waited(tool, sorted(cands), lambda i: S[i]["tool"], t_off)
+        near_content = {i for i, j in content if abs(C[j]["ms"] - step_off(i) - S[i]["ms"]) <= W}
+        tool += waited(tool, sorted(cands), lambda i: S[i]["tool"], t_off, near_content)
     pairs = [(i, j, "content") for i, j in content] + [(i, j, "tool_time") for i, j in tool] + \
             [(i, j, "meta_id") for i, j in exact]
     # agreement per (transcript, session); a call that waited beyond the window of its step's time

@@ -52,12 +52,15 @@ after the offset, lies in [``ts − window_s``, ``result_ts + slack``], the slac
 but no more than :data:`FAR_PAIR_MS` (5 s: one clock does not drift further within a session; a
 call the door received after the result was written did not wait for that step, and the report
 would not say it waited): first every step is paired within the window of its ``ts`` as above;
-then a step left without a call of a session takes, in time order per (transcript, session,
-key), one of that session's calls that no step of its transcript took, lying beyond the window
-of its ``ts`` and no later than the slack past its result (:func:`_late_pairs`; one binary
-search more per step, for its own upper bound).  A call
-within the window of a step's ``ts`` is so never taken by an earlier step that ran long, and a
-step repeated twice still needs two calls.  Such a pair reads no clock: the clock offsets
+then a step left without a call within the window of its ``ts`` in *every* session takes, in
+time order per (transcript, session, key), one of a session's calls that no step of its
+transcript took, lying beyond the window of its ``ts`` and no later than the slack past its
+result (:func:`_late_pairs`; one binary search more per step, for its own upper bound).  A step
+some session's call answers within the window (content first; in the tool-and-time tier, a
+content pair's or its own) did not wait: a call of another session in its span is another
+agent's, and stays a door call no step claims.  A call within the window of a step's ``ts`` is
+so never taken by an earlier step that ran long, and a step repeated twice still needs two
+calls.  Such a pair reads no clock: the clock offsets
 (common, a transcript's own, the one a session reports, ``JoinResult.offset_ms``) are read from
 the pairs within the window of ``ts`` only (a session whose every pair waited reports the offset
 applied to them); its time proximity (which breaks ties) is how far it lies past the step's
@@ -1256,8 +1259,8 @@ def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: n
     ``reach_ms`` (per step row: how far past the window of its time a call that waited may lie,
     ms, 0 for none: up to its result, give or take the window but no more than
     :data:`FAR_PAIR_MS`), the calls that waited (:func:`_late_pairs`): a step left without a
-    call of a session takes one of that session's calls no step of its transcript took, with
-    ``window < Δt − off ≤ window + reach``.  Returns (step rows, call rows): the window's pairs ordered by (transcript,
+    call within the window of its time (in any session) takes one of a session's calls no step
+    of its transcript took, with ``window < Δt − off ≤ window + reach``.  Returns (step rows, call rows): the window's pairs ordered by (transcript,
     session, key, rank), then the waiting ones.  ``veto(step rows, call rows)``, when given,
     marks candidate pairs that may not agree (:class:`_IdVeto`)."""
     w = reach_ms[S.item] if reach_ms is not None else None  # (per position)
@@ -1291,32 +1294,37 @@ def _window_pairs(S: _KeyTime, C: _KeyTime, off: int, window_ms: int, t_codes: n
 
 
 def _late_pairs(xs: np.ndarray, xc: np.ndarray, ps: np.ndarray, pc: np.ndarray, S: _KeyTime, C: _KeyTime,
-                t_codes: np.ndarray, s_codes: np.ndarray, n_sx: int, off) -> tuple[np.ndarray, np.ndarray]:
+                t_codes: np.ndarray, s_codes: np.ndarray, n_sx: int, off,
+                barred: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The pairs of calls that waited (for the user's approval) before the door received them.
 
     ``xs``/``xc``: candidate pairs (positions in ``S``/``C``) whose call lies beyond the window of
-    its step's time and no further than the window past the step's result; ``ps``/``pc``: the
-    pairs the window of the steps' times gave (positions).  A candidate stays only where neither
-    side is paired there already: the step with no call of that session, the call with no step
-    of that transcript.  Those are paired in time order per (transcript, session, key) as
+    its step's time and no later than the step's result (give or take the window, at most
+    :data:`FAR_PAIR_MS`); ``ps``/``pc``: the pairs the window of the steps' times gave
+    (positions); ``barred`` (bool per step row, or None): steps that have a call within the window
+    of their time otherwise (another tier's).  A candidate stays only where neither side is paired
+    already: the step with no call within the window of its time in any session (it has its call,
+    which did not wait: a call of another session in its span is another agent's), the call with
+    no step of that transcript.  Those are paired in time order per (transcript, session, key) as
     :func:`_rank_pair` pairs (``off``: the clock offset, ms), and only candidate pairs are kept.  Returns the pairs' positions."""
     if not len(xs):
         return _EMPTY, _EMPTY
     n_tx = int(t_codes.max()) + 2 if len(t_codes) else 1
-    if len(ps):
+    if barred is not None:
+        free = ~barred[S.item[xs]]
+        xs, xc = xs[free], xc[free]
+    if len(ps) and len(xs):
         mark = np.zeros(len(S.item), bool)
-        mark[xs] = True
-        m = mark[ps]
-        taken = _sorted(ps[m] * n_sx + s_codes[C.item[pc[m]]])
-        free = ~_in_sorted(taken, xs * n_sx + s_codes[C.item[xc]])
+        mark[ps] = True
+        free = ~mark[xs]
         mark = np.zeros(len(C.item), bool)
         mark[xc] = True
         m = mark[pc]
         taken = _sorted(pc[m] * n_tx + (t_codes[S.item[ps[m]]] + 1))
         free &= ~_in_sorted(taken, xc * n_tx + (t_codes[S.item[xs]] + 1))
         xs, xc = xs[free], xc[free]
-        if not len(xs):
-            return _EMPTY, _EMPTY
+    if not len(xs):
+        return _EMPTY, _EMPTY
     sp, cp = _rank_pair(xs, xc, S, C, t_codes, s_codes, n_sx, off)
     n_cp = max(len(C.item), 1)
     ok = _in_sorted(_sorted(xs * n_cp + xc), sp * n_cp + cp)
@@ -2249,9 +2257,15 @@ def join_sessions(
                 keep = np.abs(c_ms[C2.item[cp]] - s_door[S2.item[sp]]) <= window_ms
                 keep &= _in_sorted(_sorted(cand_key), pair_key)
                 sp, cp = sp[keep], cp[keep]
-            if waits:  # a step the window left without a call of a session: one that waited
+            if waits:  # a step the window left without a call of any session: one that waited
+                # (nor one with a content pair within the window of its time)
+                near_content = np.zeros(n_st, bool)
+                for p_si_, p_ci_, _h, p_off in parts:
+                    d_ = c_ms[p_ci_] - s_ms[p_si_]
+                    d_ -= p_off
+                    near_content[p_si_[np.abs(d_) <= window_ms]] = True
                 ls, lc = _late_pairs(np.concatenate([x[0] for x in waits]), np.concatenate([x[1] for x in waits]),
-                                     sp, cp, S2, C2, t_codes, s_codes, n_sx, 0)
+                                     sp, cp, S2, C2, t_codes, s_codes, n_sx, 0, near_content)
                 sp, cp = np.concatenate([sp, ls]), np.concatenate([cp, lc])
             m2s, m2c = S2.item[sp], C2.item[cp]
             parts.append((m2s, m2c, HOW_TOOL_TIME, off if t_own is None and declared is None
