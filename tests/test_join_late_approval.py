@@ -129,23 +129,31 @@ def test_a_repeated_step_needs_two_calls_however_long_it_waited():
     assert res.pairs.step_seq.tolist() == [0, 2]
 
 
-def test_a_call_within_a_steps_span_is_near_it_when_ties_are_broken():
-    """Two transcripts each agree on one call: t1's step asked at 0 s and waited until its result
-    at 150 s, the call at 120 s inside that span; t2 asked at 90 s (no result time), 30 s away.
-    Inside the span is nearer than 30 s away.  (A third agent's session sets the clock offset:
-    300 ms.)"""
-    steps = with_results(steps_frame([("t1", 0, "write", C, None), ("t2", 90, "write", C, None),
+@pytest.mark.parametrize("t2_at,t2_result", [(90, None), (148, 151)])
+def test_a_call_within_the_window_of_a_steps_time_is_nearer_than_one_that_waited(t2_at, t2_result):
+    """Two transcripts each agree on s1's one write at 120 s (149.7 s, on the transcripts'
+    clock): t1's step asked at 0 s and its result came at 150 s — the call lies in that span, so
+    it may have waited; t2's asked at 90 s (no result time) or at 148 s (result at 151 s), within
+    the window.  A call within the window of a step's time is the usual case; one that waited is
+    only possible: it is no nearer than the window's edge, so t2 is the nearer — the link stays
+    ambiguous (margin 0), t1's step a tool call with no door call.  (A third agent's session sets
+    the clock offset: 300 ms.)"""
+    call_at = 120 if t2_at == 90 else 150
+    steps = with_results(steps_frame([("t1", 0, "write", C, None), ("t2", t2_at, "write", C, None),
                                       ("t3", 0, "read", A, None), ("t3", 5, "read", B, None),
-                                      ("t3", 9, "read", D, None)]), {0: 150})
-    calls = calls_frame([("s1", 120, "write", C, None), ("s2", 0.3, "read", A, None), ("s2", 5.3, "read", B, None),
-                         ("s2", 9.3, "read", D, None)])
+                                      ("t3", 9, "read", D, None)]), {0: 150 if t2_at == 90 else 200}
+                         | ({1: t2_result} if t2_result else {}))
+    calls = calls_frame([("s1", call_at, "write", C, None), ("s2", 0.3, "read", A, None),
+                         ("s2", 5.3, "read", B, None), ("s2", 9.3, "read", D, None)])
     res = join_sessions(steps, calls)
     assert res.offset_ms == 300.0
     sc = res.scores[res.scores.door_session == "s1"].set_index("transcript_id")
-    assert sc.loc["t1", "median_abs_delta_ms"] == 0.0 and sc.loc["t2", "median_abs_delta_ms"] == 29_700.0
-    assert res.assignments() == {"s1": "t1", "s2": "t3"}
-    # (its pair's own difference is what the door logged: 120 s after the agent asked)
-    assert res.pairs[res.pairs.door_session == "s1"].delta_ms.tolist() == [120_000.0]
+    near = round((call_at - 0.3 - t2_at) * 1000)
+    assert sc.loc["t1", "median_abs_delta_ms"] == 60_000.0 and sc.loc["t2", "median_abs_delta_ms"] == near
+    assert res.assignments() == {"s1": "t2", "s2": "t3"}
+    s = res.sessions.set_index("door_session")
+    assert s.loc["s1", "status"] == "ambiguous" and s.loc["s1", "margin"] == 0.0
+    assert res.pairs[res.pairs.door_session == "s1"].step_seq.tolist() == [1]
 
 
 def test_far_pairs_say_plainly_that_a_call_waited():

@@ -325,7 +325,7 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
     pairs = [(i, j, "content") for i, j in content] + [(i, j, "tool_time") for i, j in tool] + \
             [(i, j, "meta_id") for i, j in exact]
     # agreement per (transcript, session); a call that waited beyond the window of its step's time
-    # is as near as it lies past the step's result (none within the wait)
+    # is as near as the window's edge
     agg: dict = {}
     applied, late_pairs = {}, set()
     for i, j, how in pairs:
@@ -334,9 +334,9 @@ def brute_join(steps, calls, window_s=60.0, min_agreed=1, max_offset_s=300.0, cl
         a[1] += how == "meta_id"
         applied[(i, j)] = {"content": step_off(i), "tool_time": t_off(i)}.get(how, off)
         d = C[j]["ms"] - applied[(i, j)] - S[i]["ms"]
-        if how != "meta_id" and d > W:
+        if how != "meta_id" and d > W:  # (a call that waited: no nearer than the window's edge)
             late_pairs.add((i, j))
-            a[2].append(max(d - S[i]["wait"], 0))
+            a[2].append(W)
         else:
             a[2].append(abs(d))
     scores = {k: (v[0], v[1], statistics.median(v[2])) for k, v in agg.items()}

@@ -63,8 +63,10 @@ so never taken by an earlier step that ran long, and a step repeated twice still
 calls.  Such a pair reads no clock: the clock offsets
 (common, a transcript's own, the one a session reports, ``JoinResult.offset_ms``) are read from
 the pairs within the window of ``ts`` only (a session whose every pair waited reports the offset
-applied to them); its time proximity (which breaks ties) is how far it lies past the step's
-result, none within the wait; :func:`far_pairs` says it waited.
+applied to them); its time proximity (which breaks ties, ``scores.median_abs_delta_ms``) is the
+window's edge, so that it is never nearer than a pair within the window of its step's time — a
+call answering a step at once is the usual case, one that waited only a possible one;
+:func:`far_pairs` says it waited.
 
 **Clock offset and window.**  The clock offset the join applies (the common one, a transcript's
 own, the one the tool-use ids measure) never exceeds ``max_offset_s``; only the offsets the
@@ -170,7 +172,8 @@ class JoinResult:
             assigned (session, transcript) pairs.
         scores: every (door_session, transcript_id) pair with any agreement: columns
             ``door_session``, ``transcript_id`` (string), ``agreed`` (Int64), ``exact`` (Int64,
-            agreeing steps matched by tool-use id), ``median_abs_delta_ms`` (float64).
+            agreeing steps matched by tool-use id), ``median_abs_delta_ms`` (float64; a call that
+            waited counts as the window, never nearer than a call within it).
         unclaimed_calls: rows of ``calls`` that no step of their session's transcript claims
             (all calls of unmatched sessions), in (door_session, ts) order, indexed by their
             position in ``calls``.
@@ -2107,7 +2110,7 @@ def join_sessions(
         # (read from the pairs within the window of their step's time: a call that waited for the
         # user's approval is no clock)
         wsi, wci = msi, mci
-        if wait_ms is not None:
+        if late_reach is not None:
             near = c_ms[mci] - s_ms[msi] - off <= window_ms
             wsi, wci = msi[near], mci[near]
         mine_pair, own_session = _explains(t_codes[wsi], s_codes[wci], np.abs(c_ms[wci] - s_ms[wsi] - off), n_sx)
@@ -2322,11 +2325,12 @@ def join_sessions(
     # a call that waited (for the user's approval) beyond the window of its step's time: the
     # content and tool-and-time pairs that lie there (:func:`_late_pairs`)
     m_late = (m_d > window_ms) & ((m_how == HOW_CONTENT) | (m_how == HOW_TOOL_TIME))
-    if wait_ms is None:  # (none waited: every such pair lies within the window)
+    if late_reach is None:  # (none waited: every such pair lies within the window)
         m_late[:] = False
     m_prox = np.abs(m_d)
-    if m_late.any():  # (its time proximity: how far past the step's result; none within the wait)
-        m_prox[m_late] = np.maximum(m_d[m_late] - wait_ms[m_si[m_late]], 0)
+    # (its time proximity: the window's edge — a call within the window of a step's time is the
+    # usual case, one that waited only a possible one: never the nearer of the two)
+    m_prox[m_late] = window_ms
 
     # 4. agreement per (transcript, session): count, tool-use id matches, median |Δt|
     pcode = m_t * n_sx
