@@ -48,9 +48,14 @@ def test_a_call_approved_two_minutes_late_agrees_with_its_step():
     assert res.pairs.step_result_ts.tolist()[2] == T0 + timedelta(seconds=146)
 
 
-def test_without_a_result_time_the_window_of_the_step_alone_decides():
+@pytest.mark.parametrize("result_s", [None, 10.0, 20.0])
+def test_without_a_result_time_after_the_step_the_window_of_the_step_alone_decides(result_s):
+    """No result time, or one at or before the step's own (a clock that stepped back): nothing
+    bounds a wait, so the write's call at 145 s agrees with no step and stays unclaimed."""
     steps, calls = _late_write()
     steps["result_ts"] = steps["result_ts"].where(steps["seq"] < 0)  # (no result time)
+    if result_s is not None:
+        steps.loc[2, "result_ts"] = T0 + timedelta(seconds=result_s)
     res = join_sessions(steps, calls)
     assert int(res.sessions.iloc[0].agreed) == 3
     assert res.unclaimed_calls.tool.tolist() == ["write"] and res.unmatched_steps.tool.tolist() == ["write"]
