@@ -212,3 +212,30 @@ def test_a_step_the_door_received_at_once_takes_no_other_sessions_call_as_waited
     assert pd.isna(s.loc["s1", "runner_up"]) and pd.isna(s.loc["s2", "runner_up"])
     assert res.scores[["door_session", "transcript_id"]].values.tolist() == [["s1", "t1"], ["s3", "t3"]]
     assert res.unclaimed_calls.door_session.tolist() == ["s2"]
+
+
+@pytest.mark.parametrize("said", [
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+    "the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how "
+    "to proceed.",
+    "The user doesn't want to take this action right now. STOP what you are doing and wait for the user to tell "
+    "you how to proceed.",
+])
+def test_a_call_its_user_declined_takes_no_call_that_came_while_they_were_asked(said):
+    """Claude Code writes its own error result when the user says no: the call never ran, so a door
+    call of that session with the same tool and arguments that came while the user was being asked
+    is another agent's and stays a call no step claims; the declined step stays without a door
+    call (the report says why)."""
+    steps, calls = _late_write()
+    steps = steps.assign(client="claude-code")
+    steps.loc[2, ["is_error", "result_text"]] = [True, said]
+    res = join_sessions(steps, calls)
+    s = res.sessions.iloc[0]
+    assert res.assignments() == {"s1": "t1"} and int(s.agreed) == 3
+    assert res.unclaimed_calls["seq"].tolist() == [3] and res.unmatched_steps["seq"].tolist() == [2]
+    # an error of the tool's own (the call ran) still waited for its approval
+    steps.loc[2, "result_text"] = "Error: refused by rule no-writes"
+    assert int(join_sessions(steps, calls).sessions.iloc[0].agreed) == 4
+    # another client's wording is not read as Claude Code's
+    steps.loc[2, ["client", "result_text"]] = ["codex", said]
+    assert int(join_sessions(steps, calls).sessions.iloc[0].agreed) == 4

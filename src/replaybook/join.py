@@ -57,7 +57,9 @@ time order per (transcript, session, key), one of a session's calls that no step
 transcript took, lying beyond the window of its ``ts`` and no later than the slack past its
 result (:func:`_late_pairs`; one binary search more per step, for its own upper bound).  A step
 some session's call answers within the window (content first; in the tool-and-time tier, a
-content pair's or its own) did not wait: a call of another session in its span is another
+content pair's or its own) did not wait, nor did a step its user declined (its result is the
+client's own "the user doesn't want to proceed": :mod:`replaybook.sources._declined`; the client
+never ran it): a call of another session in its span is another
 agent's, and stays a door call no step claims.  A call within the window of a step's ``ts`` is
 so never taken by an earlier step that ran long, and a step repeated twice still needs two
 calls.  Such a pair reads no clock: the clock offsets
@@ -141,6 +143,7 @@ try:  # optional: a faster hash join for tool-use ids
 except ImportError:  # pragma: no cover
     pl = None
 from .frames import CALLS, PAIRS, SESSIONS, STEPS
+from .sources._declined import declined_by_user
 
 __all__ = ["JoinResult", "join_sessions", "sub_agent_parents", "resumptions", "orphan_results", "untimed_note",
            "far_pairs", "far_pair_text", "far_clocks",
@@ -1961,6 +1964,8 @@ def join_sessions(
     del r_ns
     if orphan is not None:
         wait_ms[orphan] = 0
+    # a call its user declined never ran: no door received it, however long the user took to say no
+    wait_ms[declined_by_user(steps if whole else steps.iloc[sel])] = 0
     np.minimum(wait_ms, int(MAX_SECONDS * 1000), out=wait_ms)
     if not wait_ms.any():
         wait_ms = None

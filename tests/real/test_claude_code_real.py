@@ -216,3 +216,24 @@ def test_a_real_session_with_a_torn_write_loses_only_the_torn_record(cc_dir, tmp
     q = res.quarantine
     assert list(zip(q["line_no"], q["kind"])) == [(i + 1, "invalid")]
     assert q["raw"].iloc[0] == lines[i][:cut][:200].decode()
+
+
+def test_tool_calls_their_user_declined(cc_dir):
+    """Counted by hand: the tool_result blocks with ``is_error: true`` whose text starts "The user
+    doesn't want to" (``grep -c "doesn't want to" FILE``: 1 in the deep-manifest session, an
+    ExitPlanMode; 4 in JSSoundRecorder — three Bash and an Edit, a Bash and the Edit declined with
+    Escape, "doesn't want to take this action right now")."""
+    from replaybook.sources._declined import declined_by_user
+
+    found = {}
+    for rel in ("-src-deep-manifest/a7da6a22-facc-4fcd-8bab-f83c87862004.jsonl",
+                "-Users-dain-workspace-JSSoundRecorder/7acd37a8-2745-4b58-a8a9-46164b22ad9e.jsonl"):
+        st = load_claude_code(cc_dir / rel).frame
+        d = st[declined_by_user(st)]
+        assert (d["kind"] == "tool_call").all() and d["is_error"].all()
+        found[rel.split("/")[0]] = sorted(d["tool_raw"].tolist())
+        escaped = d["result_text"].str.startswith("The user doesn't want to take this action right now.")
+        found[rel.split("/")[0] + " escape"] = sorted(d.loc[escaped, "tool_raw"].tolist())
+    assert found == {"-src-deep-manifest": ["ExitPlanMode"], "-src-deep-manifest escape": [],
+                     "-Users-dain-workspace-JSSoundRecorder": ["Bash", "Bash", "Bash", "Edit"],
+                     "-Users-dain-workspace-JSSoundRecorder escape": ["Bash", "Edit"]}
