@@ -547,6 +547,28 @@ def test_residuals_have_their_own_section_and_the_caveats_point_to_it(frames):
     assert "None: every door" not in none and none.count("No door calls in this incident (none listed, or none read from what was: see Inputs): nothing to compare.") == 2
 
 
+def test_residuals_say_which_steps_without_a_door_call_their_user_declined(frames):
+    """A tool call the user declined never ran, so its missing door call is no lead: the table of
+    transcript tool calls with no door call says so for each, from Claude Code's own result."""
+    steps, calls, pairs, sessions = frames
+    unmatched = steps[steps.call_id.isin(["toolu_lost", "toolu_env"])].copy()
+    unmatched["client"] = "claude-code"
+    unmatched.loc[unmatched.call_id == "toolu_lost", ["is_error", "result_text"]] = [
+        True, "The user doesn't want to proceed with this tool use. The tool use was rejected " + XSS]
+    h = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=unmatched, unmatched_transcripts=[],
+                    sessions=sessions)
+    no_raw_html(h)
+    assert "1 of these was declined by the agent's user when the client asked" in h
+    assert h.count("declined by its user: never ran") == 1 and "its transcript says" in h
+    row = re.search(r"<tr[^>]*>(?:(?!</tr>).)*toolu_lost(?:(?!</tr>).)*</tr>", h, re.S).group(0)
+    assert "declined by its user: never ran" in row
+    # an error of the tool's own is not a declined call, and no column is added when none is
+    unmatched.loc[unmatched.call_id == "toolu_lost", "result_text"] = "Error: no such table"
+    h = S.residuals(unclaimed_calls=CALLS.empty(), unmatched_steps=unmatched, unmatched_transcripts=[],
+                    sessions=sessions)
+    assert "declined" not in h and "its transcript says" not in h
+
+
 def test_timeline_section_embeds_an_offline_chart(frames):
     steps, calls, pairs, _ = frames
     h = S.timeline_section(steps, calls, pairs)

@@ -3494,10 +3494,23 @@ def residuals(
                               ("conversation_session", "that conversation's door session", "code")],
                       max_rows=max_rows)
     body += "<h3>Transcript tool calls with no door call</h3>"
-    body += table(_args_shown(unmatched_steps, max_rows),
-                  [("transcript_id", "transcript", "code"), ("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"),
-                   ("tool_raw", "tool", "code"), ("call_id", "tool-use id", "code"), ("args_key", "arguments", "code"),
-                   ("is_error", "error result", "text")],
+    shown_steps = _args_shown(unmatched_steps, max_rows)
+    step_cols = [("transcript_id", "transcript", "code"), ("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"),
+                 ("tool_raw", "tool", "code"), ("call_id", "tool-use id", "code"), ("args_key", "arguments", "code"),
+                 ("is_error", "error result", "text")]
+    # a call its user declined never ran, so no door had it: no lead (sources._declined)
+    from ..sources._declined import declined_by_user
+
+    declined = declined_by_user(unmatched_steps) if unmatched_steps is not None else np.zeros(0, bool)
+    if declined.any():
+        n = int(declined.sum())
+        body += (f'<p class="rb-note">{n:,} of these {"was" if n == 1 else "were"} declined by the agent\'s user '
+                 "when the client asked (the transcript holds the client's own result for a declined call, "
+                 f"\"The user doesn't want to proceed …\"): the client never ran {'it' if n == 1 else 'them'}, so "
+                 "no door call is expected.</p>")
+        shown_steps = shown_steps.assign(declined=np.where(declined, "declined by its user: never ran", None))
+        step_cols.append(("declined", "its transcript says", "text"))
+    body += table(shown_steps, step_cols,
                   max_rows=max_rows,
                   empty=nothing if no_door else (
                       "None: every door-bound tool call of an assigned transcript reached the door."
