@@ -220,6 +220,11 @@ def test_a_step_the_door_received_at_once_takes_no_other_sessions_call_as_waited
     "to proceed.",
     "The user doesn't want to take this action right now. STOP what you are doing and wait for the user to tell "
     "you how to proceed.",
+    # a sub-agent's call its user declined (Claude Code 2.1: the sub-agent is told to try another way)
+    "Permission for this tool use was denied. The tool use was rejected (eg. if it was a file edit, the new_string "
+    "was NOT written to the file). Try a different approach or report the limitation to complete your task.",
+    "Permission for this tool use was denied. The tool use was rejected (eg. if it was a file edit, the new_string "
+    "was NOT written to the file). The user said:\nnot that table",
 ])
 def test_a_call_its_user_declined_takes_no_call_that_came_while_they_were_asked(said):
     """Claude Code writes its own error result when the user says no: the call never ran, so a door

@@ -3505,7 +3505,7 @@ def residuals(
     if declined.any():
         n = int(declined.sum())
         body += (f'<p class="rb-note">{n:,} of these {"was" if n == 1 else "were"} declined by the agent\'s user '
-                 "when the client asked (the transcript holds the client's own result for a declined call, "
+                 "when the client asked (the transcript holds the client's own result for a declined call, such as "
                  f"\"The user doesn't want to proceed …\"): the client never ran {'it' if n == 1 else 'them'}, so "
                  "no door call is expected.</p>")
         shown_steps = shown_steps.assign(declined=np.where(declined, "declined by its user: never ran", None))

@@ -8,6 +8,11 @@ wording, a ``tool_call`` step can be told apart from a call that ran:
   ``The user doesn't want to proceed with this tool use.`` (the user chose "No", with or without
   a reason after it) or ``The user doesn't want to take this action right now.`` (the user pressed
   Escape at the prompt; the next user line is ``[Request interrupted by user for tool use]``).
+  A sub-agent's call its user declined reads ``Permission for this tool use was denied.`` instead
+  (2.1: the sub-agent is told to try another way rather than to stop; a reason the user typed
+  follows ``The user said:``).  A call a permission rule or mode refused without asking
+  (``Permission to use … has been denied``, ``… auto-denied in dontAsk mode``) is not read as
+  declined: no user was asked, so it did not wait.
 
 Codex CLI records no such result for a declined call and Gemini CLI an ``error`` status shared
 with tools' own failures, so their steps are never read as declined here.
@@ -28,7 +33,8 @@ __all__ = ["DECLINED_RESULT_PREFIXES", "declined_by_user"]
 #: declined
 DECLINED_RESULT_PREFIXES: dict[str, tuple[str, ...]] = {
     "claude-code": ("The user doesn't want to proceed with this tool use.",
-                    "The user doesn't want to take this action right now."),
+                    "The user doesn't want to take this action right now.",
+                    "Permission for this tool use was denied."),
 }
 
 
