@@ -1965,6 +1965,7 @@ def join_sessions(
     if orphan is not None:
         wait_ms[orphan] = 0
     # a call its user declined never ran: no door received it, however long the user took to say no
+    # (a call stopped while it ran reads alike: one that waited for approval then loses its late pair)
     wait_ms[declined_by_user(steps if whole else steps.iloc[sel])] = 0
     np.minimum(wait_ms, int(MAX_SECONDS * 1000), out=wait_ms)
     if not wait_ms.any():

@@ -3498,17 +3498,19 @@ def residuals(
     step_cols = [("transcript_id", "transcript", "code"), ("seq", "step seq", "num"), ("ts", "time (UTC)", "ts"),
                  ("tool_raw", "tool", "code"), ("call_id", "tool-use id", "code"), ("args_key", "arguments", "code"),
                  ("is_error", "error result", "text")]
-    # a call its user declined never ran, so no door had it: no lead (sources._declined)
+    # a call its user declined never ran, so no door had it: no lead (sources._declined; the client
+    # writes the same result for a call its user stopped while it ran, hence "or stopped")
     from ..sources._declined import declined_by_user
 
     declined = declined_by_user(unmatched_steps) if unmatched_steps is not None else np.zeros(0, bool)
     if declined.any():
         n = int(declined.sum())
-        body += (f'<p class="rb-note">{n:,} of these {"was" if n == 1 else "were"} declined by the agent\'s user '
-                 "when the client asked (the transcript holds the client's own result for a declined call, such as "
-                 f"\"The user doesn't want to proceed …\"): the client never ran {'it' if n == 1 else 'them'}, so "
-                 "no door call is expected.</p>")
-        shown_steps = shown_steps.assign(declined=np.where(declined, "declined by its user: never ran", None))
+        body += (f'<p class="rb-note">{n:,} of these {"was" if n == 1 else "were"} declined or stopped by the '
+                 "agent's user (the transcript holds the client's own result for such a call, such as \"The user "
+                 "doesn't want to proceed …\"): a call declined when the client asked never ran, so no door call "
+                 "is expected; the client writes the same result for a call stopped while it ran, which may "
+                 "have reached the door.</p>")
+        shown_steps = shown_steps.assign(declined=np.where(declined, "declined or stopped by its user", None))
         step_cols.append(("declined", "its transcript says", "text"))
     body += table(shown_steps, step_cols,
                   max_rows=max_rows,

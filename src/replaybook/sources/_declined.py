@@ -1,4 +1,4 @@
-"""Tool calls the agent's user declined: the client never ran them, so no door received them.
+"""Tool calls the agent's user declined (or stopped): a declined call never ran, so no door received it.
 
 A client that asks its user before running a tool writes, when the user says no, a tool result
 of its own in place of the tool's answer.  Where that result's text is the client's fixed
@@ -13,6 +13,13 @@ wording, a ``tool_call`` step can be told apart from a call that ran:
   follows ``The user said:``).  A call a permission rule or mode refused without asking
   (``Permission to use … has been denied``, ``… auto-denied in dontAsk mode``) is not read as
   declined: no user was asked, so it did not wait.
+
+Claude Code writes the same "doesn't want to proceed" result for a call its user stopped with
+Escape while it ran (its ``toolUseResult``, not read into the frame, tells the two apart: "User
+rejected tool use" for a stopped call, as public reconstructions of its tool executor show; no
+such record is in the real files tested), so a row read as declined may have run and reached a
+door: the report says "declined or stopped", and only a call that came while the user was being
+asked — beyond the window of the step's time — is kept from it.
 
 Codex CLI records no such result for a declined call and Gemini CLI an ``error`` status shared
 with tools' own failures, so their steps are never read as declined here.
