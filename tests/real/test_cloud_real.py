@@ -157,3 +157,14 @@ def test_case_fixture_copies_match_shared_cases(cases_dir):
         for p in src.rglob("*"):
             if p.is_file():
                 assert (here / case / p.relative_to(src)).read_bytes() == p.read_bytes(), p
+
+
+def test_a_real_event_without_a_request_id_is_told_by_its_event_id(cloud):
+    """The LookupEvents export holds one service event, SharedSnapshotVolumeCreated, whose
+    CloudTrailEvent has no ``requestID`` (read by hand: ``jq -r '.CloudTrailEvent | fromjson |
+    [.eventName, .requestID, .eventID]'``); it is told by its ``eventID``, so a second delivery of
+    it is found as one.  The others keep their ``requestID``."""
+    f = load_cloudtrail(cloud / LOOKUP).frame.set_index("action_raw")["request_id"]
+    assert f["SharedSnapshotVolumeCreated"] == "ec783cd8-fad8-41a8-abac-569a78c42e33"  # its eventID
+    assert f["RunInstances"] == "25e584a8-c452-4d73-bf06-99f951583043"  # its requestID, not its eventID
+    assert f["DescribeInstances"] == "5e2d469d-002a-40b1-9922-a2e7dca03332"
