@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -111,3 +113,74 @@ def test_the_tests_section_says_what_the_suite_does_without_the_shared_folder(tm
             "sample files) are skipped locally without them: see [Tests](#tests).") in screen
     assert "On a fresh clone `make demo` takes about 70 s on 2 cores" in screen
     assert "`make test` about 15 minutes" in screen
+
+
+def _make(target: str, venv: Path, *assignments: str) -> subprocess.CompletedProcess:
+    """Run this checkout's Makefile for ``target`` with ``venv`` (a folder of stand-in commands) as
+    its ``.venv`` and no Python to make one: only the recipes themselves run."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), target, f"VENV={venv}", "PYTHON=true",
+                           *assignments], capture_output=True, text=True, timeout=60, env=env)
+
+
+def _stand_in(venv: Path, name: str, script: str) -> None:
+    """``venv/bin/name``: a shell script standing in for pip, python or replaybook."""
+    command = venv / "bin" / name
+    command.parent.mkdir(parents=True, exist_ok=True)
+    command.write_text("#!/bin/sh\n" + script)
+    command.chmod(0o755)
+
+
+def test_make_keeps_pips_warnings_in_a_log_and_says_how_many(tmp_path):
+    """pip, configured with index folders that do not exist, gave a warning per package per folder
+    (140 on a fresh clone) ahead of what ``make demo`` prints: they go to ``.venv/pip.log`` and make
+    says how many, and the first; pip is run quiet, without its version check."""
+    venv = tmp_path / "venv"
+    _stand_in(venv, "pip", 'echo "$*" >> "$(dirname "$0")/../argv"\n'
+                           "for p in pandas click; do\n"
+                           "  echo \"WARNING: Location 'file:///opt/pypi/simple/$p/' is ignored: it is neither a file "
+                           "nor a directory.\" >&2\n"
+                           "done\n")
+    made = _make(str(venv / ".installed"), venv)
+    assert made.returncode == 0, made.stderr
+    log = venv / "pip.log"
+    assert made.stdout.splitlines() == [
+        "true -m venv " + str(venv),
+        f"make: installing replaybook with its test extras into {venv} (pip's output: {log})",
+        f"make: pip gave 4 warnings, all in {log}; the first:",
+        "WARNING: Location 'file:///opt/pypi/simple/pandas/' is ignored: it is neither a file nor a directory."]
+    assert made.stderr == ""
+    assert log.read_text().count("is ignored: it is neither a file nor a directory") == 4
+    quiet = "install --quiet --disable-pip-version-check --no-warn-script-location"
+    assert (venv / "argv").read_text().splitlines() == [f"{quiet} --upgrade pip", f"{quiet} -e .[test]"]
+    assert (venv / ".installed").exists()
+
+
+def test_make_shows_all_of_pips_output_when_it_fails_or_says_more_than_warnings(tmp_path):
+    """Keeping pip's warnings in a log must not hide its errors: a failed install prints everything
+    pip said and stops; an install that succeeded with an error said (a dependency conflict, which
+    pip exits 0 on) prints everything too."""
+    failing = tmp_path / "failing"
+    _stand_in(failing, "pip", 'case "$*" in *upgrade*) exit 0;; esac\n'
+                              "echo \"WARNING: Location 'file:///opt/pypi/simple/x/' is ignored\" >&2\n"
+                              "echo 'ERROR: No matching distribution found for papermill>=2.6' >&2\nexit 1\n")
+    made = _make(str(failing / ".installed"), failing)
+    assert made.returncode != 0
+    assert made.stdout.splitlines()[-2:] == ["WARNING: Location 'file:///opt/pypi/simple/x/' is ignored",
+                                             "ERROR: No matching distribution found for papermill>=2.6"]
+    assert f"make: pip failed: its output is above, and in {failing / 'pip.log'}" in made.stderr
+    assert not (failing / ".installed").exists()
+
+    conflicted = tmp_path / "conflicted"
+    _stand_in(conflicted, "pip", 'case "$*" in *upgrade*) exit 0;; esac\n'
+                                 "echo 'WARNING: Location x is ignored' >&2\n"
+                                 "echo \"ERROR: pip's dependency resolver does not currently take into account all "
+                                 "the packages that are installed.\" >&2\n"
+                                 "echo 'nbclient 0.10.2 requires jupyter-client>=6.1.12, which is not installed.' >&2\n")
+    made = _make(str(conflicted / ".installed"), conflicted)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.splitlines()[-3:] == [
+        "WARNING: Location x is ignored",
+        "ERROR: pip's dependency resolver does not currently take into account all the packages that are installed.",
+        "nbclient 0.10.2 requires jupyter-client>=6.1.12, which is not installed."]
+
