@@ -1,5 +1,5 @@
 # replaybook — the two commands a user needs:
-#   make demo   render the bundled demo incident's review report and print the HTML path
+#   make demo   render the bundled demo incident's review report and print the HTML path (the last line)
 #   make test   run the whole test suite
 # Both create .venv and install the package into it first.
 
@@ -35,8 +35,12 @@ $(VENV)/.installed: pyproject.toml
 	$(call logged_pip,replaybook with its test extras,$(PIP_INSTALL) --upgrade pip && $(PIP_INSTALL) -e '.[test]')
 	@touch $@
 
+# The report command prints the HTML path alone on stdout; make demo prints it last, labelled.
+DEMO_REPORT := $(VENV)/bin/replaybook report data/demo/incident.yaml --out $(REPORT_DIR)
+
 demo: $(VENV)/.installed
-	$(VENV)/bin/replaybook report data/demo/incident.yaml --out $(REPORT_DIR)
+	@echo "$(DEMO_REPORT)"
+	@html=$$($(DEMO_REPORT)) && echo "demo report (open in a browser): $$html"
 
 test: $(VENV)/.installed
 	$(PY) -m pytest $(PYTEST_ARGS)

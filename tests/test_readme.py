@@ -184,3 +184,27 @@ def test_make_shows_all_of_pips_output_when_it_fails_or_says_more_than_warnings(
         "ERROR: pip's dependency resolver does not currently take into account all the packages that are installed.",
         "nbclient 0.10.2 requires jupyter-client>=6.1.12, which is not installed."]
 
+
+def test_make_demo_prints_the_report_path_last_and_labelled(tmp_path):
+    """``make demo``'s last line is the HTML path the report command printed, labelled, after the
+    findings the command writes on stderr; a report that fails fails ``make demo``, with no path."""
+    venv = tmp_path / "venv"
+    _stand_in(venv, "pip", "")
+    _stand_in(venv, "replaybook", 'echo "$*" > "$(dirname "$0")/../argv"\n'
+                                  "echo 'replaybook: 2 door sessions (2 matched)' >&2\n"
+                                  "echo /home/me/replaybook/reports/elsewhere/demo.html\n")
+    made = _make("demo", venv, "REPORT_DIR=reports/elsewhere")
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.splitlines()[-2:] == [
+        f"{venv}/bin/replaybook report data/demo/incident.yaml --out reports/elsewhere",
+        "demo report (open in a browser): /home/me/replaybook/reports/elsewhere/demo.html"]
+    assert made.stderr == "replaybook: 2 door sessions (2 matched)\n"
+    assert (venv / "argv").read_text() == "report data/demo/incident.yaml --out reports/elsewhere\n"
+    assert "make demo    # creates .venv, installs (with test extras), renders the bundled demo incident's report, " \
+           "prints the HTML path as its last line\n" in README.read_text(encoding="utf-8")
+
+    _stand_in(venv, "replaybook", "echo 'replaybook: error: data/demo/incident.yaml: no such file' >&2\nexit 2\n")
+    made = _make("demo", venv)
+    assert made.returncode != 0
+    assert "demo report" not in made.stdout and "no such file" in made.stderr
+
