@@ -1,6 +1,6 @@
 # replaybook — the two commands a user needs:
 #   make demo   render the bundled demo incident's review report and print the HTML path (the last line)
-#   make test   run the whole test suite
+#   make test   run the whole test suite (make test PYTEST_ARGS='-rs -x' passes options to pytest)
 # Both create .venv and install the package into it first.
 
 PYTHON ?= python3

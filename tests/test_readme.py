@@ -208,3 +208,16 @@ def test_make_demo_prints_the_report_path_last_and_labelled(tmp_path):
     assert made.returncode != 0
     assert "demo report" not in made.stdout and "no such file" in made.stderr
 
+
+def test_make_test_hands_pytest_args_to_pytest_and_ci_runs_make_test(tmp_path):
+    """The README's ``make test PYTEST_ARGS=-rs`` (to list the skipped tests) reaches pytest; CI runs
+    ``make test`` itself, with nothing added."""
+    venv = tmp_path / "venv"
+    _stand_in(venv, "pip", "")
+    _stand_in(venv, "python", 'echo "$*" > "$(dirname "$0")/../argv"\n')
+    made = _make("test", venv, "PYTEST_ARGS=-rs tests/test_readme.py")
+    assert made.returncode == 0, made.stderr
+    assert (venv / "argv").read_text() == "-m pytest -rs tests/test_readme.py\n"
+    assert "make test PYTEST_ARGS=-rs" in " ".join(_section("Tests").split())
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert ci.rstrip().splitlines()[-1] == "make test"
