@@ -652,6 +652,110 @@ def test_a_capsule_whose_object_reads_back_changed_is_a_failed_build(demo, tmp_p
     assert not out.exists()
 
 
+def _capsule_yaml_written_short(monkeypatch):
+    """The disk keeps only the first half of what is written to the capsule.yaml being saved
+    (its temporary file ``.capsule-*``), while saying all of it was written — the evidence
+    objects are written whole."""
+    import os
+
+    real_fdopen = os.fdopen
+
+    class Short:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            self.fh.write(data[:len(data) // 2])
+            return len(data)
+
+        def __enter__(self):
+            self.fh.__enter__()
+            return self
+
+        def __exit__(self, *exc):
+            return self.fh.__exit__(*exc)
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    def fdopen(fd, *a, **kw):
+        fh = real_fdopen(fd, *a, **kw)
+        return Short(fh) if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(".capsule-") else fh
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_capsule_yaml_that_reads_back_short_is_a_failed_build(demo, tmp_path, monkeypatch, existed):
+    """The build read back every evidence object it wrote, but not capsule.yaml: a manifest the
+    disk kept only half of was "built" (exit 0), its path printed.  It is read back and compared
+    with what was meant: a failed build naming the file (exit 2), and what the build wrote is
+    removed (nothing else)."""
+    out = tmp_path / "c"
+    if existed:
+        out.mkdir()
+        (out / "README").write_text("mine")
+    _capsule_yaml_written_short(monkeypatch)
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    monkeypatch.undo()
+    assert r.exit_code == 2, (r.output, r.exception)
+    failed = r.output
+    assert (sorted(p.name for p in out.iterdir()) == ["README"]) if existed else not out.exists()
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)  # (the same --out, again)
+    assert r.exit_code == 0, r.output
+    meant = len((out / "capsule.yaml").read_bytes())
+    assert meant > 1000
+    assert failed.strip().splitlines() == [
+        f"replaybook: error: the capsule just written cannot be read back: {out / 'capsule.yaml'}: "
+        f"{meant // 2} bytes read back, {meant} written"]
+
+
+def test_a_capsule_yaml_that_cannot_be_read_back_is_a_failed_build(demo, tmp_path, monkeypatch):
+    """The disk answering an I/O error on reading the capsule.yaml just written: a failed build
+    naming the file with the system's reason, as for an object."""
+    out = tmp_path / "c"
+    _eio_reading(monkeypatch, lambda p: p == out / "capsule.yaml")
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    monkeypatch.undo()
+    assert r.exit_code == 2, (r.output, r.exception)
+    assert r.output.strip().splitlines() == [
+        f"replaybook: error: the capsule just written cannot be read back: {out / 'capsule.yaml'}: "
+        "Input/output error"]
+    assert not out.exists()
+
+
+def test_the_capsule_yaml_built_is_fsynced_with_its_folder_entry(demo, tmp_path, monkeypatch):
+    """capsule.yaml was renamed into place unsynced: a crash after the build said it succeeded
+    could leave it empty or absent.  Its bytes are synced before the rename, the folder entry
+    the rename made after it (as the final capsule.yaml, the one read back)."""
+    import os
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def replace(src, dst, *a, **kw):
+        events.append(("replace", str(src), str(dst)))
+        return real_replace(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    out = tmp_path / "c"
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    monkeypatch.undo()
+    assert r.exit_code == 0, r.output
+    saves = [i for i, e in enumerate(events) if e[0] == "replace" and e[2] == str(out / "capsule.yaml")]
+    assert len(saves) == 2  # (written, then written again with the completeness its verification found)
+    for i in saves:
+        tmp = events[i][1]
+        assert Path(tmp).parent == out and Path(tmp).name.startswith(".capsule-")
+        assert events[i - 1] == ("fsync", tmp)             # its bytes, before the rename
+        assert events[i + 1] == ("fsync", str(out))        # the folder entry the rename made
+
+
 def _door_copy_with_last_response_damaged(demo, tmp_path):
     """A copy of the demo's door evidence whose last call's response no longer hashes to its
     digest (the earlier calls' responses are written to the capsule before it is met)."""

@@ -32,7 +32,7 @@ from .checkpoints import CHECKPOINT_KINDS, CHECKPOINT_STATUSES, CHECKPOINTS, Che
 from .diff import CLASSIFICATIONS, VERDICTS, RunDiff, align, diff_runs
 from .digest import request_digest, response_shape, sha256_digest
 from .errors import (AuthorityUnproven, CapsuleError, CapsuleFormatError, EvidenceMissing, IntegrityError,
-                     NetworkBlocked, ToolDenied)
+                     NetworkBlocked, ReadBackError, ToolDenied)
 from .extract import incident_run
 from .harness import ForensicHarness, LiveHarness, LiveTransport, PolicyDecision, run_forensic, run_live
 from .model import Authority, Capsule, MissingEvidencePolicy, ToolEvidence, capsule_schema, load_capsule
@@ -57,5 +57,5 @@ __all__ = [
     "side_by_side", "side_by_side_styler", "replay_verdict", "replay_results", "review_section", "CapsuleSection",
     "request_digest", "response_shape", "sha256_digest",
     "CapsuleError", "CapsuleFormatError", "IntegrityError", "EvidenceMissing", "AuthorityUnproven",
-    "NetworkBlocked", "ToolDenied",
+    "NetworkBlocked", "ToolDenied", "ReadBackError",
 ]

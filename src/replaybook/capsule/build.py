@@ -58,7 +58,7 @@ from .._schema import short_message
 from ..errors import InputError
 from ..incident import Incident
 from .digest import door_request_digest, request_digest, sha256_digest
-from .errors import CapsuleFormatError, EvidenceMissing
+from .errors import CapsuleFormatError, EvidenceMissing, ReadBackError
 from .model import EFFECTS, Capsule, _plain, evidence_ref, guess_effect, iso_z
 from .repo import repo_state
 from .store import EvidenceStore
@@ -490,12 +490,15 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
     Returns:
         The saved, schema-valid :class:`~replaybook.capsule.model.Capsule`, with ``completeness``
         and ``completeness_reasons`` computed by :func:`~replaybook.capsule.verify.verify_capsule`,
-        whose report (every object read back once it was written) is its ``verification``.
+        whose report (every object read back once it was written) is its ``verification``;
+        its ``capsule.yaml`` is ``fsync``'d with its folder entry and read back byte for byte.
 
     Raises:
         ManifestError: the incident manifest is bad.
         CapsuleFormatError: the incident has no door calls, or the checkout is not a git checkout.
         IntegrityError: an object in the door's folder does not match its digest (names the call).
+        ReadBackError: the ``capsule.yaml`` written does not read back as written (short, other
+            bytes, unreadable): what was written is no capsule.
         InputError: an input — the door's log, an object of its evidence store, the transcript,
             an object ``out_dir``'s store already held — cannot be read (an I/O error, no
             permission): ``cannot read <that file>: <why>``.
@@ -614,7 +617,25 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
     report = verify_capsule(capsule)  # (every object read back from disk and re-hashed)
     capsule.data["completeness"] = report.completeness
     capsule.data["completeness_reasons"] = report.reasons
-    capsule.save(out)
+    _read_back(capsule.save(out), capsule.to_yaml().encode("utf-8"))
     capsule.verification = replace(report, declared=report.completeness)  # (as a verify now would say)
     return capsule
+
+
+def _read_back(path: Path, meant: bytes) -> None:
+    """Read the ``capsule.yaml`` just saved back from disk and compare it with the bytes meant
+    (as each evidence object is read back): a manifest the disk kept short or changed is no
+    capsule.
+
+    Raises:
+        ReadBackError: its bytes differ (``N bytes read back, M written``, or ``its bytes differ
+            from those written``), or it cannot be read (the system's reason)."""
+    try:
+        with open(path, "rb") as fh:
+            got = fh.read()
+    except OSError as exc:
+        raise ReadBackError(path, exc.strerror or str(exc)) from None
+    if got != meant:
+        raise ReadBackError(path, f"{len(got)} bytes read back, {len(meant)} written" if len(got) != len(meant)
+                            else "its bytes differ from those written")
 

@@ -5,8 +5,9 @@ The lead registers the group on the main CLI (``cli.add_command(capsule)``).
 Exit codes:
     ``0`` verified complete / a verdict was reached (reproduced or diverged);
     ``2`` bad input (unreadable or schema-invalid capsule, run record or capture file); for
-        ``build``, also a capsule just written that its own verification cannot read back (an
-        object missing, unreadable or damaged: what the build wrote is removed);
+        ``build``, also a capsule just written that cannot be read back as written (its
+        ``capsule.yaml`` short, changed or unreadable; an object missing, unreadable or damaged:
+        what the build wrote is removed);
     ``3`` integrity failure (an evidence object does not hash to its digest);
     ``4`` incomplete evidence (capsule ``unproven``; diff verdict ``not_re_derivable``);
     ``1`` with ``diff --exit-code`` only: the runs diverged.
@@ -22,7 +23,7 @@ import pandas as pd
 
 from .diff import RunDiff, align, diff_runs
 from .digest import short
-from .errors import CapsuleFormatError, IntegrityError
+from .errors import CapsuleFormatError, IntegrityError, ReadBackError
 from .verify import EXIT_INCOMPLETE, EXIT_INTEGRITY, VerifyReport
 
 __all__ = ["capsule", "EXIT_INPUT", "EXIT_DIVERGED"]
@@ -198,9 +199,10 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
               capture_path: str | None, operation_id: str | None, out_dir: str) -> None:
     """Build a capsule from INCIDENT (incident.yaml or its folder) and print its inventory.
 
-    The capsule written is verified at once: when any object it references cannot be read back
-    as written (missing, unreadable, damaged), the build fails (exit 2, naming the first one's
-    file) and what it wrote is removed — as it is when the build ends any other way (an input it
+    The capsule written is verified at once: when its capsule.yaml (synced to disk with its
+    folder entry) or any object it references cannot be read back as written (short, missing,
+    unreadable, damaged), the build fails (exit 2, naming the first such file) and what it
+    wrote is removed — as it is when the build ends any other way (an input it
     cannot read, a damaged door object: exit 3, Ctrl-C)."""
     from ..errors import InputError
     from .build import build_capsule, load_capture
@@ -244,7 +246,7 @@ def build_cmd(ctx: click.Context, incident: str, evidence: str | None, repo: str
             if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:  # (the capsule's folder written:
                 raise cannot_write(out_dir, exc) from None                # an unreadable input is an InputError)
             raise
-    except InputError as exc:
+    except (InputError, ReadBackError) as exc:  # (capsule.yaml read back short: what was made is removed)
         _input_error(ctx, exc)
         return
     except IntegrityError as exc:

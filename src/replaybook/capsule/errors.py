@@ -7,6 +7,7 @@
         ├── CapsuleFormatError        capsule.yaml, a run record or a capture file is malformed
         │                             (also an InputError: the CLI exits 2 and names the file)
         ├── IntegrityError            an evidence object does not hash to its recorded digest
+        ├── ReadBackError             a file the build just wrote does not read back as written
         ├── EvidenceMissing           a forensic replay needs evidence the capsule does not hold
         ├── AuthorityUnproven         the effective principal, scopes or policy version is unknown
         ├── NetworkBlocked            network access was attempted inside a forensic replay
@@ -23,6 +24,7 @@ __all__ = [
     "CapsuleError",
     "CapsuleFormatError",
     "IntegrityError",
+    "ReadBackError",
     "EvidenceMissing",
     "AuthorityUnproven",
     "NetworkBlocked",
@@ -60,6 +62,26 @@ class IntegrityError(CapsuleError):
                  call_id: str | None = None):
         super().__init__(message)
         self.digest, self.actual, self.call_id = digest, actual, call_id
+
+
+class ReadBackError(CapsuleError):
+    """A file ``capsule build`` has just written (its ``capsule.yaml``) does not read back as
+    written: shorter, other bytes, or the disk cannot read it.  The build has failed (the CLI
+    exits 2 naming the file and removes what the build made).
+
+    Message: ``the capsule just written cannot be read back: <path>: <why>``.
+
+    Attributes:
+        path: the file.
+        why: what was found (``1234 bytes read back, 2468 written``, ``its bytes differ from
+            those written``, or the system's reason: ``Input/output error``).
+    """
+
+    def __init__(self, path: str | Path, why: str):
+        from .._text import one_line
+
+        super().__init__(f"the capsule just written cannot be read back: {one_line(str(path))}: {why}")
+        self.path, self.why = str(path), why
 
 
 class EvidenceMissing(CapsuleError):

@@ -381,10 +381,15 @@ class Capsule:
             yaml.safe_dump(self.data, sort_keys=False, allow_unicode=True, width=120)
 
     def save(self, path: str | Path) -> Path:
-        """Write ``capsule.yaml`` atomically (a folder means ``<folder>/capsule.yaml``).
+        """Write ``capsule.yaml`` atomically and durably (a folder means ``<folder>/capsule.yaml``):
+        its UTF-8 bytes (:meth:`to_yaml`) go to a temporary file in the same folder, which is
+        ``fsync``'d, renamed into place, and the folder ``fsync``'d so the new entry lasts a crash.
 
         Returns:
             The file written; :attr:`path` is set to it.
+
+        Raises:
+            OSError: writing, syncing or renaming failed (no space left, an I/O error …).
         """
         p = Path(path)
         if p.is_dir() or p.suffix == "":
@@ -392,14 +397,37 @@ class Capsule:
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".capsule-", dir=p.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(self.to_yaml())
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self.to_yaml().encode("utf-8"))
+                fh.flush()
+                os.fsync(fh.fileno())
             os.replace(tmp, p)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        sync_folder(p.parent)
         self.path = p
         return p
+
+
+def sync_folder(folder: str | Path) -> None:
+    """``fsync`` a folder, so the entries just made in it (a file renamed into place) last a
+    crash.  A file system that cannot sync a folder (``EINVAL``: it keeps no such state to
+    sync) is left as it is.
+
+    Raises:
+        OSError: the folder cannot be opened, or syncing it failed (an I/O error …).
+    """
+    import errno
+
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
 
 
 def load_capsule(path: str | Path) -> Capsule:
