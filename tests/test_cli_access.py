@@ -471,3 +471,70 @@ def test_an_unexplained_request_of_no_storage_action_says_the_logs_own_name_for_
     got = json.loads(capsys.readouterr().out)
     assert [(u["action"], u["action_raw"]) for u in got["unexplained"]] == [("read", "GetObject"),
                                                                             ("other", "GetBucketAcl")]
+
+
+#: CloudTrail's ids of the two events below that carry no ``requestID``
+EVENT_ROGUE = "6d2f5a0e-1c4b-4e8a-9f3d-2b7c8e1a0f95"
+EVENT_OTHER_CLIENT = "b41e7c93-05d2-4a6f-8e1b-7c3a9d2f6e08"
+
+
+def test_an_event_told_by_its_event_id_is_labelled_event_id(tmp_path, capsys):
+    """A CloudTrail event without a ``requestID`` is told by its ``eventID``; ``access`` printed
+    that id as "request id", a value no request carries.  It says "event id" where the id is
+    the event's (both lists, and ``request_id_kind`` in the JSON), "request id" where it is one."""
+    objs = {1: ("demo/a.csv", 10.0), 2: ("demo/b.csv", 25.0), 3: ("demo/c.csv", 40.0)}
+    write_door(tmp_path, {"s": [call(i, t, t + 0.5, o) for i, (o, t) in objs.items()]})
+    rogue = ct_event("GetObject", 70.0, "demo/customers.csv", "-", event_id=EVENT_ROGUE, out=90210,
+                     ip="203.0.113.66", ua="curl/8.4.0")
+    other = ct_event("GetObject", 25.4, "demo/b.csv", "-", event_id=EVENT_OTHER_CLIENT, out=100,
+                     ip="203.0.113.66", ua="curl/8.4.0")
+    del rogue["requestID"], other["requestID"]
+    write_cloudtrail(tmp_path, "1005Z_A", [ct_event("GetObject", t + 0.3, o, f"C{i}", out=100)
+                                           for i, (o, t) in objs.items()] + [other, rogue]
+                     + [ct_event("GetObject", 80.0, "demo/orders.csv", "R10", out=7, ip="203.0.113.66")])
+    ct = (f"cloud/AWSLogs/{ACCOUNT}/CloudTrail/eu-west-1/2026/09/13/"
+          f"{ACCOUNT}_CloudTrail_eu-west-1_20260913T1005Z_A.json.gz")
+    # written as AWS writes it (no blank between records): its records are read on first use
+    f = tmp_path / ct
+    f.write_bytes(gzip.compress(json.dumps(json.loads(gzip.decompress(f.read_bytes())), separators=(",", ":"))
+                                .encode()))
+    m = _manifest(tmp_path)
+    assert main(["access", m]) == 0
+    out = capsys.readouterr().out
+    assert ("2026-09-13T10:01:10.000Z  read  s3://acme-data/demo/customers.csv\n"
+            f"  principal   {DOOR_ARN}\n"
+            "  from        203.0.113.66, curl/8.4.0\n"
+            "  outcome     allowed\n"
+            f"  event id    {EVENT_ROGUE}\n"
+            f"  logged at   {ct} record 5\n") in out
+    assert ("2026-09-13T10:01:20.000Z  read  s3://acme-data/demo/orders.csv\n"
+            f"  principal   {DOOR_ARN}\n"
+            "  from        203.0.113.66, [aws-sdk-python/1.34 door/1.2]\n"
+            "  outcome     allowed\n"
+            "  request id  R10\n") in out
+    assert out.endswith(
+        "  2026-09-13T10:00:25.000Z  read  s3://acme-data/demo/b.csv  -> session s seq 2: another address/client; "
+        f"{DOOR_ARN}, 203.0.113.66, curl/8.4.0; event id {EVENT_OTHER_CLIENT}; {ct} record 4\n")
+    assert f"request id {EVENT_ROGUE}" not in out and f"request id {EVENT_OTHER_CLIENT}" not in out
+    assert main(["access", m, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [(u["request_id"], u["request_id_kind"]) for u in d["unexplained"]] == [
+        (EVENT_ROGUE, "event id"), ("R10", "request id")]
+    assert [(f["request_id"], f["request_id_kind"]) for f in d["flagged"]] == [(EVENT_OTHER_CLIENT, "event id")]
+
+    # the report cites it the same way, and says the id once (it had "request id X, eventID X")
+    import re
+
+    from replaybook.incident import Incident
+    from replaybook.report import sections as S
+
+    inc = Incident.load(m)
+    res = inc.access_join
+    assert type(inc.access["raw"].iloc[0]).__name__ == "SliceRecord"  # (a mapping, parsed on first use)
+    assert [(u["request_id"], u["request_id_kind"]) for u in res.to_dict()["unexplained"]] == [
+        (EVENT_ROGUE, "event id"), ("R10", "request id")]
+    page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", S.access_section(res, inc.access).replace("<wbr/>", "")))
+    ct_name = ct.rsplit("/", 1)[1]
+    assert f"aws.cloudtrailevent id {EVENT_ROGUE}{ct_name} record 5" in page
+    assert f"aws.cloudtrailrequest id R10, eventID ev-R10{ct_name} record 6" in page
+    assert f"request id {EVENT_ROGUE}" not in page and f"eventID {EVENT_ROGUE}" not in page

@@ -209,6 +209,8 @@ __all__ = [
     "map_object",
     "on_storage",
     "source_ip",
+    "request_id_kind",
+    "REQUEST_ID_KINDS",
     "address_host",
     "ACCESS_LINKS",
     "ACCESS_DUPLICATES",
@@ -358,7 +360,9 @@ class AccessJoinResult:
         storage requests, ``unexplained_other`` the other services' events (:func:`on_storage`),
         as ``replaybook access`` and the report count them — duplicates, windows and the clock
         offsets.  ``line_no`` is a record's number in a whole-file JSON log (a CloudTrail
-        delivery file, a JSON array), its line elsewhere."""
+        delivery file, a JSON array), its line elsewhere; ``request_id_kind`` says what
+        ``request_id`` is (:func:`request_id_kind`: ``event id`` for a CloudTrail event told by
+        its ``eventID``)."""
         def short(r) -> dict:
             return {"access_index": int(r.access_index), "ts": r.ts.isoformat().replace("+00:00", "Z"),
                     "source": r.source, "principal": None if pd.isna(r.principal) else r.principal,
@@ -366,6 +370,7 @@ class AccessJoinResult:
                     "action": r.action, "resource_uri": None if pd.isna(r.resource_uri) else r.resource_uri,
                     "outcome": r.outcome, "why": r.why,
                     "request_id": None if pd.isna(r.request_id) else r.request_id,
+                    "request_id_kind": request_id_kind(r.source, getattr(r, "raw", None), r.request_id),
                     "source_file": None if pd.isna(r.source_file) else r.source_file,
                     "line_no": None if pd.isna(r.line_no) else int(r.line_no),
                     "refused_call": None if pd.isna(r.refused_session) else {
@@ -420,6 +425,36 @@ def source_ip(raw: Any) -> str | None:
     if not isinstance(v, str) or not v or v == "-" or v.endswith(".amazonaws.com"):
         return None
     return v
+
+
+#: What an access row's ``request_id`` holds, as output labels it (:func:`request_id_kind`).
+REQUEST_ID_KINDS = ("request id", "event id", "insert id")
+
+
+def request_id_kind(source: Any, raw: Any, request_id: Any) -> str:
+    """What an access row's ``request_id`` is — the label output gives it (one of
+    :data:`REQUEST_ID_KINDS`) — from the row's ``source``, ``raw`` record and ``request_id``:
+
+    * ``event id``: a CloudTrail event without a ``requestID`` (a service event, a console
+      sign-in) is told by its ``eventID``, the id CloudTrail gives the event — no request's id;
+    * ``insert id``: a GCP audit entry's ``insertId``, the log entry's own id (audit entries
+      carry no request id);
+    * ``request id`` otherwise (CloudTrail's ``requestID``, the S3 server access log's Request
+      ID, Azure's ``x-ms-request-id``), and wherever ``raw`` does not show which (``None``, not
+      a mapping, a record whose ``eventID`` / ``insertId`` is not ``request_id``)."""
+    if raw is None or not isinstance(request_id, str) or not request_id:
+        return "request id"
+    try:
+        get = raw.get
+    except AttributeError:
+        return "request id"
+    if source == "aws.cloudtrail":
+        rid = get("requestID") or get("requestId")
+        if not (isinstance(rid, str) and rid) and get("eventID") == request_id:
+            return "event id"
+    elif source == "gcp.audit" and get("insertId") == request_id:
+        return "insert id"
+    return "request id"
 
 
 #: an address logged with the client's TCP port (Azure's ``callerIpAddress`` / Storage

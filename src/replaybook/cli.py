@@ -910,7 +910,7 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
     """
     import pandas as pd
 
-    from .access_join import join_access, source_ip
+    from .access_join import join_access, request_id_kind, source_ip
     from .incident import storage_clock_ahead
 
     smap_cli = {k: v[-1] for k, v in _pairs_option(storage_map, "DOOR_PREFIX=STORAGE_URI", "demo/=s3://acme-data/demo/",
@@ -990,7 +990,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
             "source_ip": source_ip(raw), "user_agent": None if pd.isna(r.user_agent) else r.user_agent,
             "outcome": None if pd.isna(r.outcome) else r.outcome,
             "error_code": None if pd.isna(r.error_code) else r.error_code,
-            "why": r.why, "request_id": None if pd.isna(r.request_id) else r.request_id, "source": r.source,
+            "why": r.why, "request_id": None if pd.isna(r.request_id) else r.request_id,
+            "request_id_kind": request_id_kind(r.source, r.raw, r.request_id), "source": r.source,
             "logged_at": _where(r.source_file, r.line_no, base, records),
             "also_logged_at": also.get(int(r.access_index), []),
             "access_index": int(r.access_index),
@@ -1006,8 +1007,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
     # linked requests whose principal or client is not the session's usual one (or no usual one)
     lk = res.links
     odd = lk[lk["other_principal"].fillna(True) | lk["other_client"].fillna(True)] if len(lk) else lk
-    odd_files = (access_f.loc[odd["access_index"].to_numpy(), ["source_file", "line_no"]] if unique and len(odd)
-                 else None)
+    odd_files = (access_f.loc[odd["access_index"].to_numpy(), ["source_file", "line_no", "raw"]]
+                 if unique and len(odd) else None)
     flagged = []
     for j, r in enumerate(odd.itertuples(index=False)):
         flagged.append({
@@ -1018,7 +1019,10 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
             "user_agent": None if pd.isna(r.user_agent) else r.user_agent,
             "other_principal": None if pd.isna(r.other_principal) else bool(r.other_principal),
             "other_client": None if pd.isna(r.other_client) else bool(r.other_client),
-            "request_id": None if pd.isna(r.request_id) else r.request_id, "how": r.how,
+            "request_id": None if pd.isna(r.request_id) else r.request_id,
+            "request_id_kind": request_id_kind(r.source, None if odd_files is None else odd_files["raw"].iat[j],
+                                               r.request_id),
+            "how": r.how,
             "logged_at": "-" if odd_files is None else _where(odd_files["source_file"].iat[j],
                                                               odd_files["line_no"].iat[j], base, records),
             "access_index": int(r.access_index)})
@@ -1090,8 +1094,8 @@ def access_cmd(incident, calls, access_paths, calls_format, access_format, stora
                                                  ("no usual address/client", f["other_client"] is None)) if on)
                 client = ", ".join(x for x in (f["source_ip"], f["user_agent"]) if x) or "(not logged)"
                 click.echo(f"  {f['ts']}  {f['action']}  {f['resource_uri']}  -> session {f['door_session']} seq "
-                           f"{f['call_seq']}: {what}; {f['principal'] or '(no principal)'}, {client}; request id "
-                           f"{f['request_id'] or '-'}; {f['logged_at']}")
+                           f"{f['call_seq']}: {what}; {f['principal'] or '(no principal)'}, {client}; "
+                           f"{f['request_id_kind']} {f['request_id'] or '-'}; {f['logged_at']}")
             if len(flagged) > limit:
                 click.echo(f"  … and {len(flagged) - limit:,} more (--format json lists them all)")
     _quarantine_summary(set_aside_rows, records)
@@ -1142,7 +1146,7 @@ def _unexplained_out(rows: list[dict], limit: int, *, shared_why: str | None = N
         for label, value in (("principal", who),
                              ("from", client or "(not logged)"), ("outcome", outcome),
                              ("why", None if shared_why is not None else u["why"]),
-                             ("request id", u["request_id"] or "-"),
+                             (u.get("request_id_kind") or "request id", u["request_id"] or "-"),
                              ("logged at", u["logged_at"] + (f" (also {', '.join(u['also_logged_at'])})"
                                                              if u["also_logged_at"] else ""))):
             if value is not None:

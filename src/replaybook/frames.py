@@ -434,7 +434,10 @@ ACCESS = FrameSpec(
         ("error_code", "string", "the source's error code (AccessDenied, 7 …), if any"),
         ("bytes", "Int64", "bytes sent to the requester"),
         ("rows", "Int64", "items listed / rows returned, where the source says"),
-        ("request_id", "string", "the source's request id (CloudTrail: requestID, else the event's eventID)"),
+        ("request_id", "string", "the source's request id (CloudTrail: requestID, else the event's eventID; "
+                                 "GCP audit: the entry's insertId); which one a row holds is read from its "
+                                 "source and raw record (access_join.request_id_kind: `request id`, `event id`, "
+                                 "`insert id`), as output labels it"),
         ("user_agent", "string", "the client's user agent"),
         ("correlation", "string", "a correlation token the door propagated (role session name, "
                                   "source identity, custom audit field, client request id)"),

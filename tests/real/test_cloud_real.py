@@ -168,3 +168,49 @@ def test_a_real_event_without_a_request_id_is_told_by_its_event_id(cloud):
     assert f["SharedSnapshotVolumeCreated"] == "ec783cd8-fad8-41a8-abac-569a78c42e33"  # its eventID
     assert f["RunInstances"] == "25e584a8-c452-4d73-bf06-99f951583043"  # its requestID, not its eventID
     assert f["DescribeInstances"] == "5e2d469d-002a-40b1-9922-a2e7dca03332"
+
+
+def test_a_real_event_told_by_its_event_id_is_labelled_event_id(cloud, tmp_path, capsys):
+    """``replaybook access`` labelled every access row's id "request id": the
+    SharedSnapshotVolumeCreated event's is its ``eventID`` (it has no ``requestID``), so it is
+    labelled "event id" (text and JSON); RunInstances keeps "request id".  The export is read in
+    place."""
+    import json
+
+    from test_access_scenarios import call, write_door
+
+    from replaybook.access_join import request_id_kind
+    from replaybook.cli import main
+
+    f = load_cloudtrail(cloud / LOOKUP).frame.set_index("action_raw")
+    assert {a: request_id_kind(s, r, i) for a, s, r, i in zip(f.index, f["source"], f["raw"], f["request_id"])} == {
+        "SharedSnapshotVolumeCreated": "event id", **dict.fromkeys(
+        ["DescribeInstances", "TerminateInstances", "StopInstances", "RunInstances", "CreateSecurityGroup"],
+        "request id")}
+    # (the id compared: a record that carries no requestID, read beside another id, says nothing)
+    row = f.loc["SharedSnapshotVolumeCreated"]
+    assert request_id_kind(row["source"], row["raw"], "another-id") == "request id"
+    # a GCP audit entry is told by its insertId (line 1's, read by hand: ``jq -r .insertId``)
+    g = load_gcp_audit(cloud / GCP).frame.set_index("line_no")
+    assert g.loc[1, "request_id"] == "iv9wx9d16l2"
+    assert request_id_kind(g.loc[1, "source"], g.loc[1, "raw"], g.loc[1, "request_id"]) == "insert id"
+
+    write_door(tmp_path, {"s": [call(1, 10.0, 10.5, "demo/a.csv")]})
+    assert main(["access", "--calls", str(tmp_path / "door"), "--access", str(cloud / LOOKUP)]) == 0
+    out = capsys.readouterr().out
+    assert ("2022-02-07T22:19:07.000Z  other (SharedSnapshotVolumeCreated)  (no resource)\n"
+            "  principal   ec2.amazonaws.com\n"
+            "  from        ec2.amazonaws.com\n"  # (its user agent: a service names no address)
+            "  outcome     allowed\n"
+            "  event id    ec783cd8-fad8-41a8-abac-569a78c42e33\n") in out
+    assert "  request id  25e584a8-c452-4d73-bf06-99f951583043\n" in out  # RunInstances
+    assert "request id  ec783cd8" not in out
+    assert main(["access", "--calls", str(tmp_path / "door"), "--access", str(cloud / LOOKUP),
+                 "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert {u["action_raw"]: (u["request_id"], u["request_id_kind"]) for u in d["unexplained_other"]}[
+        "SharedSnapshotVolumeCreated"] == ("ec783cd8-fad8-41a8-abac-569a78c42e33", "event id")
+    assert {u["action_raw"]: u["request_id_kind"] for u in d["unexplained_other"]}["RunInstances"] == "request id"
+
+    # the export's events are not on storage: the report counts them by operation, with no ids
+    # (its citing of a storage request by its ids: tests/test_cli_access.py)

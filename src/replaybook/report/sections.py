@@ -2863,7 +2863,8 @@ def access_section(result: Any, access: pd.DataFrame | None, *, max_rows: int = 
             each request's file is shown by (else its name).
 
     Each request no door call explains is shown with what cites it: its source, request id
-    (and CloudTrail ``eventID``), the file and line (a delivery file's record) it was read from,
+    (labelled ``event id`` for a CloudTrail event told by its ``eventID``, ``insert id`` for a
+    GCP audit entry's; a CloudTrail ``eventID`` beside a ``requestID``), the file and line (a delivery file's record) it was read from,
     and the other records of the same request (``result.duplicates``: in another log, or
     delivered again).
     """
@@ -3064,7 +3065,9 @@ def _with_principal_names(un: pd.DataFrame) -> pd.DataFrame:
 def _request_cells(un: pd.DataFrame, access: pd.DataFrame | None, dups: pd.DataFrame | None,
                    inputs: Sequence[Mapping]) -> list[str]:
     """For each unexplained request (``AccessJoinResult.unexplained`` rows): what cites it —
-    its source, request id (and a CloudTrail record's ``eventID``), the file and line it was
+    its source, request id labelled as what it is (:func:`~replaybook.access_join.request_id_kind`:
+    ``event id`` for a CloudTrail event told by its ``eventID``, ``insert id`` for a GCP
+    audit entry's) and a CloudTrail record's ``eventID`` beside its request id, the file and line it was
     read from, and where the logs hold it again (``dups``: ``ACCESS_DUPLICATES`` rows whose
     ``same_as`` is the request's ``access_index``; their file and line from ``access``)."""
     by_name: dict[str, list[str]] = {}
@@ -3080,11 +3083,16 @@ def _request_cells(un: pd.DataFrame, access: pd.DataFrame | None, dups: pd.DataF
             a = access.loc[d.access_index]
             again.setdefault(int(d.same_as), []).append((d.how, d.source, a.get("source_file"), a.get("line_no")))
     out = []
+    from ..access_join import request_id_kind
+
     for r in un.to_dict("records"):
-        raw = r.get("raw")
-        event_id = raw.get("eventID") if isinstance(raw, dict) and r.get("source") == "aws.cloudtrail" else None
+        raw = r.get("raw")  # (a dict, or a SourceRecord: a mapping parsed on first use)
+        event_id = raw.get("eventID") if isinstance(raw, Mapping) and r.get("source") == "aws.cloudtrail" else None
+        kind = request_id_kind(r.get("source"), raw, r.get("request_id"))  # ("event id": no requestID)
+        if kind == "event id":
+            event_id = None  # (the same id: said once, as what it is)
         parts = [esc(r.get("source")),
-                 ("request id —" if _isna(r.get("request_id")) else f"request id <code>{_breakable(r['request_id'])}</code>")
+                 (f"{kind} —" if _isna(r.get("request_id")) else f"{kind} <code>{_breakable(r['request_id'])}</code>")
                  + (f", eventID <code>{_breakable(event_id)}</code>" if isinstance(event_id, str) and event_id else ""),
                  _where_logged(r.get("source"), r.get("source_file"), r.get("line_no"), by_name, records)]
         idx = r.get("access_index")
