@@ -987,3 +987,35 @@ def test_line_ending_settings_of_the_repository_are_carried_into_the_replay(repo
     assert v.verdict == "PASS", v.to_dict()
     assert v.steps[0].output == "b'alpha\\r\\nbeta\\r\\n'"
     assert not any("core.autocrlf" in w for w in v.warnings)
+
+
+def _own_git_config(monkeypatch, tmp_path: Path, text: str = "") -> None:
+    """The user's global config is ``text`` (a file of its own), and no system config is read:
+    the line-end settings a replay sees are the test's, not the machine's."""
+    g = tmp_path / "global-gitconfig"
+    g.write_text(text)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(g))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+@pytest.mark.parametrize("written, global_text, stored", [
+    ("[core]\n\tautocrlf\n", "", b"alpha\r\nbeta\r\n"),                     # a bare key: git's true
+    ("[core]\n\tautocrlf =\n", "[core]\n\tautocrlf = true\n", b"alpha\nbeta\n")])  # empty: false, over the user's true
+def test_a_line_end_setting_written_without_a_value_is_carried_into_the_replay(repo: Path, tmp_path: Path,
+                                                                              monkeypatch, written, global_text,
+                                                                              stored):
+    """``[core] autocrlf`` with no ``=`` is git's boolean true, and ``autocrlf =`` (empty) its
+    false; ``git config --get`` prints both as an empty line, which the replay took for "not set":
+    the clone checked the file out with other line ends than the repository (LF for the bare key;
+    CRLF from the user's own ``autocrlf = true`` for the empty one) and the step diverged.  Each is
+    carried as git reads it."""
+    _own_git_config(monkeypatch, tmp_path, global_text)
+    with open(repo / ".git" / "config", "a") as fh:
+        fh.write(written)
+    (repo / "sub" / "data.txt").unlink()
+    git(repo, "checkout", "--", "sub/data.txt")
+    assert (repo / "sub" / "data.txt").read_bytes() == stored
+    assert rec(repo, PY, "-c", "print(open('sub/data.txt', 'rb').read())").exit == 0
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "PASS", v.to_dict()
+    assert v.steps[0].output == repr(stored)

@@ -49,6 +49,8 @@ __all__ = [
     "temporary_worktree",
     "checkout",
     "clean_git_env",
+    "CARRIED_LOCAL_CONFIG",
+    "local_line_end_config",
 ]
 
 #: Path components whose files are tool caches, left out of the tree digest.
@@ -288,6 +290,38 @@ _COPIED_CONFIG = ("user.name", "user.email")
 #: The user's and the system's config need no copy: the clone reads them as the repository does.
 CARRIED_LOCAL_CONFIG = ("core.autocrlf", "core.eol", "core.safecrlf", "core.checkRoundtripEncoding")
 
+#: :data:`CARRIED_LOCAL_CONFIG` as ``git config --get-regexp`` matches them (git lowercases the
+#: section and variable names it reads)
+_LINE_END_KEYS = r"^core\.(autocrlf|eol|safecrlf|checkroundtripencoding)$"
+
+
+def _config_items(raw: bytes, scoped: bool) -> list[tuple[str | None, str, str]]:
+    """``(scope, key, value)`` of ``git config [--show-scope] --null --get-regexp`` output, in
+    the order git read them (the last one of a key is the one in force), the key named as in
+    :data:`CARRIED_LOCAL_CONFIG`.  A key written without a value (``[core] autocrlf``: git's
+    boolean true) is ``"true"``; an empty value (``autocrlf =``: false) stays ``""``."""
+    names = {k.lower(): k for k in CARRIED_LOCAL_CONFIG}
+    parts = raw.split(b"\0")[:-1]  # (every item ends with NUL)
+    out = []
+    step = 2 if scoped else 1
+    for i in range(0, len(parts) - step + 1, step):
+        scope = parts[i].decode("utf-8", "surrogateescape") if scoped else None
+        key, nl, value = parts[i + step - 1].partition(b"\n")
+        name = names.get(key.decode("utf-8", "surrogateescape").lower())
+        if name is not None:
+            out.append((scope, name, value.decode("utf-8", "surrogateescape") if nl else "true"))
+    return out
+
+
+def local_line_end_config(repo: str | os.PathLike) -> dict[str, str]:
+    """The line-end settings (:data:`CARRIED_LOCAL_CONFIG`) the repository's own config
+    (``.git/config``) sets: ``{name: value}`` as git reads them — a key written without a value
+    (``[core]`` ``autocrlf``, git's boolean true) is ``"true"``, an empty value (false) ``""``;
+    the last one set wins.  Empty when none is set or the config cannot be read."""
+    raw = git(["config", "--local", "--null", "--get-regexp", _LINE_END_KEYS], repo, check=False,
+              env=clean_git_env())
+    return {name: value for _scope, name, value in _config_items(raw, scoped=False)}
+
 
 def local_config_not_carried(repo: str | os.PathLike) -> list[str]:
     """What the repository's own config sets that a replay clone does not have and that can change
@@ -347,7 +381,7 @@ def temporary_clone(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
     It shares nothing else with the repository: it has its own config (git never copies a
     repository's local config or hooks into a clone; only :data:`_COPIED_CONFIG` and, from the
     repository's own config, the line-end settings of :data:`CARRIED_LOCAL_CONFIG` are set, before
-    the checkout; :func:`local_config_not_carried` says what is left out), its own
+    the checkout, as git reads them there (:func:`local_line_end_config`); :func:`local_config_not_carried` says what is left out), its own
     refs (copies of the repository's branches and tags, so ``git describe`` and branch names work
     as they do there) and no remote, so a replayed step that runs ``git config``, ``git tag``,
     ``git branch -f``, ``git push`` or installs a hook changes only the clone.  Unlike a
@@ -372,10 +406,8 @@ def temporary_clone(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
             value = git(["config", "--get", key], repo, check=False, env=env).rstrip(b"\n")
             if value:
                 git(["config", key, value.decode("utf-8", "surrogateescape")], wt, env=env)
-        for key in CARRIED_LOCAL_CONFIG:
-            value = git(["config", "--local", "--get", key], repo, check=False, env=env).rstrip(b"\n")
-            if value:
-                git(["config", key, value.decode("utf-8", "surrogateescape")], wt, env=env)
+        for key, value in local_line_end_config(repo).items():  # (a bare "autocrlf" as true, "" as "")
+            git(["config", key, value], wt, env=env)
         git(["checkout", "--detach", "--quiet", commit], wt, env=env)
         yield wt
     finally:
