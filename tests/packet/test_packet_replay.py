@@ -49,8 +49,9 @@ def test_replay_passes_in_a_clean_worktree_and_removes_it(packet: Path, repo: Pa
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     assert lines[0].startswith("replaying session.jsonl at recorded commit ")
-    assert lines[1].startswith("[ok]       seq=1 exit=1/1 ")
-    assert lines[2] == "[ok]       seq=2 exit=0/0 touch feature.flag"
+    assert lines[1].startswith("line ends: ")  # (the settings the clone checked files out with)
+    assert lines[2].startswith("[ok]       seq=1 exit=1/1 ")
+    assert lines[3] == "[ok]       seq=2 exit=0/0 touch feature.flag"
     assert lines[-1] == "VERDICT: PASS"
     assert _worktrees(repo) == 1
     assert not (repo / "feature.flag").exists()  # the replay never touched the user's tree
@@ -582,9 +583,9 @@ def test_control_characters_in_a_command_are_shown_escaped(repo: Path, tmp_path:
     res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", str(junit)])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert lines[1] == "[ok]       seq=1 exit=0/0 echo hi #\\r[ok]       seq=2 exit=0/0 pytest -q"
-    assert lines[2] == "[ok]       seq=2 exit=127/127 true\\n[ok]       seq=3 exit=0/0 pytest -q\\x1b[2K"
-    assert lines[3] == "VERDICT: PASS" and "\r" not in res.output and "\x1b" not in res.output
+    assert lines[2] == "[ok]       seq=1 exit=0/0 echo hi #\\r[ok]       seq=2 exit=0/0 pytest -q"
+    assert lines[3] == "[ok]       seq=2 exit=127/127 true\\n[ok]       seq=3 exit=0/0 pytest -q\\x1b[2K"
+    assert lines[4] == "VERDICT: PASS" and "\r" not in res.output and "\x1b" not in res.output
     names = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
     assert names == ["seq 1: echo hi #\\r[ok]       seq=2 exit=0/0 pytest -q",
                      "seq 2: true\\n[ok]       seq=3 exit=0/0 pytest -q\\x1b[2K"]
@@ -689,8 +690,8 @@ def test_a_matching_step_whose_stored_output_was_edited_says_so_on_its_line(pack
     res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", str(junit)])
     assert res.exit_code == 1
     lines = res.output.splitlines()
-    assert lines[1] == f"[ok]       seq=1 exit=1/1 {PY} check.py   STORED OUTPUT EDITED"
-    assert lines[3] == "[ok]       seq=2 exit=0/0 touch feature.flag"
+    assert lines[2] == f"[ok]       seq=1 exit=1/1 {PY} check.py   STORED OUTPUT EDITED"
+    assert lines[4] == "[ok]       seq=2 exit=0/0 touch feature.flag"
     root = ET.parse(junit).getroot()
     assert root.find("testsuite").get("failures") == "1"
     fails = [(c.get("name"), f.get("type")) for c in root.iter("testcase") for f in c.iter("failure")]
@@ -1019,3 +1020,38 @@ def test_a_line_end_setting_written_without_a_value_is_carried_into_the_replay(r
     v = replay(repo / "session.jsonl", repo=repo)
     assert v.verdict == "PASS", v.to_dict()
     assert v.steps[0].output == repr(stored)
+    assert v.line_ends["core.autocrlf"] == {"value": "true" if stored.endswith(b"\r\n") else "", "scope": "local"}
+
+
+def test_the_replay_records_the_line_end_settings_its_clone_ran_with(repo: Path, tmp_path: Path, monkeypatch):
+    """A reader of a replay could not tell which line-end settings its clone checked files out
+    with: those carried from the repository's own config, the user's global ones, or none.  The
+    verdict records each (``line_ends``: value and where git read it, or None: not set, git's
+    default), the JSON and the JUnit report carry it, and the text says it before the first step."""
+    _own_git_config(monkeypatch, tmp_path, "[core]\n\teol = lf\n")
+    git(repo, "config", "core.autocrlf", "input")
+    assert rec(repo, PY, "check.py").exit == 1
+    monkeypatch.chdir(repo)
+    junit = tmp_path / "packet.xml"
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", str(junit)])
+    assert res.exit_code == 0, res.output
+    words = ("line ends: core.autocrlf=input (the repository's own config, carried into the clone), "
+             "core.eol=lf (the user's global config); not set (git's defaults): core.safecrlf, "
+             "core.checkRoundtripEncoding")
+    assert res.output.splitlines()[1] == words
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert props["line_ends"] == words.removeprefix("line ends: ")
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--format", "json"])
+    assert json.loads(res.output)["line_ends"] == {
+        "core.autocrlf": {"value": "input", "scope": "local"}, "core.eol": {"value": "lf", "scope": "global"},
+        "core.safecrlf": None, "core.checkRoundtripEncoding": None}
+    # none set: said so; a replay that made no clone records none
+    git(repo, "config", "--unset", "core.autocrlf")
+    _own_git_config(monkeypatch, tmp_path)
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.line_ends == dict.fromkeys(["core.autocrlf", "core.eol", "core.safecrlf", "core.checkRoundtripEncoding"])
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl"])
+    assert res.output.splitlines()[1] == ("line ends: none of core.autocrlf, core.eol, core.safecrlf, "
+                                          "core.checkRoundtripEncoding is set (git's defaults)")
+    (repo / "empty.jsonl").write_text("")
+    assert replay(repo / "empty.jsonl", repo=repo).line_ends is None

@@ -140,7 +140,7 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
     Exit 0 PASS, 1 DIVERGED, 2 UNRUNNABLE (empty or malformed log, unknown commit, dirty record).
     """
     from .junit import write_junit
-    from .replay import replay
+    from .replay import line_end_words, replay
 
     cites = _read_cites(body_path) if body_path else None  # before the replay: a bad path fails at once
     if junit_path:  # (the report goes beside the evidence, never over it)
@@ -157,6 +157,8 @@ def replay_cmd(log_path: str, ref: str | None, timeout: float, junit_path: str |
         chain = "" if v.log_chain != "unchained" else "; the log is unchained (no digest chain: lines removed " \
                                                       "from it show only as gaps in seq)"
         click.echo(f"replaying {log_path} at {where} in a clean checkout (a throwaway clone){chain}")
+        if v.line_ends is not None:
+            click.echo(f"line ends: {line_end_words(v.line_ends)}")
         if v.rules:
             click.echo(f"project normalization rules ({v.rules_origin}):")
             for r in v.rules:

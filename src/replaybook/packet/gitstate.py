@@ -51,6 +51,7 @@ __all__ = [
     "clean_git_env",
     "CARRIED_LOCAL_CONFIG",
     "local_line_end_config",
+    "line_end_config",
 ]
 
 #: Path components whose files are tool caches, left out of the tree digest.
@@ -323,6 +324,20 @@ def local_line_end_config(repo: str | os.PathLike) -> dict[str, str]:
     return {name: value for _scope, name, value in _config_items(raw, scoped=False)}
 
 
+def line_end_config(worktree: str | os.PathLike) -> dict[str, dict | None]:
+    """Each line-end setting (:data:`CARRIED_LOCAL_CONFIG`, in that order) as git reads it in
+    ``worktree`` — its own config, the user's global config, the system's, ``GIT_CONFIG_*`` in
+    the environment: ``{"value": <as git reads it, as in local_line_end_config>, "scope":
+    <where git read it: local, global, system, worktree or command>}``, or ``None`` when it is
+    not set (git's default)."""
+    raw = git(["config", "--show-scope", "--null", "--get-regexp", _LINE_END_KEYS], worktree, check=False,
+              env=clean_git_env())
+    out: dict[str, dict | None] = dict.fromkeys(CARRIED_LOCAL_CONFIG)
+    for scope, name, value in _config_items(raw, scoped=True):
+        out[name] = {"value": value, "scope": scope}
+    return out
+
+
 def local_config_not_carried(repo: str | os.PathLike) -> list[str]:
     """What the repository's own config sets that a replay clone does not have and that can change
     what a step sees: one message per filter (``filter.<name>.clean|smudge|process``), text
@@ -381,7 +396,8 @@ def temporary_clone(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
     It shares nothing else with the repository: it has its own config (git never copies a
     repository's local config or hooks into a clone; only :data:`_COPIED_CONFIG` and, from the
     repository's own config, the line-end settings of :data:`CARRIED_LOCAL_CONFIG` are set, before
-    the checkout, as git reads them there (:func:`local_line_end_config`); :func:`local_config_not_carried` says what is left out), its own
+    the checkout, as git reads them there (:func:`local_line_end_config`; :func:`line_end_config`
+    says which the clone then has); :func:`local_config_not_carried` says what is left out), its own
     refs (copies of the repository's branches and tags, so ``git describe`` and branch names work
     as they do there) and no remote, so a replayed step that runs ``git config``, ``git tag``,
     ``git branch -f``, ``git push`` or installs a hook changes only the clone.  Unlike a

@@ -9,7 +9,10 @@ edited has a ``<failure type="EDITED_OUTPUT">``.  A DIVERGED replay whose verdic
 its steps do not show (the PR head is not the last recorded state, the log's chain is broken, a
 stored output no step names was edited) adds a ``<testcase name="replay">`` with a ``<failure type="DIVERGED">`` listing
 them, so a report never shows no failure for a verdict that is not PASS.  An UNRUNNABLE replay
-adds a ``<testcase name="replay">`` with an ``<error type="UNRUNNABLE">``.  The format follows
+adds a ``<testcase name="replay">`` with an ``<error type="UNRUNNABLE">``.  The suite's
+``<properties>`` are ``verdict`` (the headline), ``commit``, ``checkout`` and ``line_ends`` (the
+line-end settings the replay's clone had, in words: :func:`~.replay.line_end_words`; empty when
+no clone was made).  The format follows
 the de-facto JUnit schema read by Jenkins, GitLab and GitHub test-report actions.
 """
 
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from .errors import PacketError
 from .log import printable
-from .replay import PacketVerdict
+from .replay import PacketVerdict, line_end_words
 
 __all__ = ["junit_xml", "write_junit"]
 
@@ -47,7 +50,7 @@ def junit_xml(verdict: PacketVerdict) -> str:
                           errors=str(errors), skipped="0", time=f"{total_s:.3f}")
     props = ET.SubElement(suite, "properties")
     for k, v in (("verdict", verdict.headline), ("commit", verdict.commit or ""),
-                 ("checkout", verdict.checkout or "")):
+                 ("checkout", verdict.checkout or ""), ("line_ends", line_end_words(verdict.line_ends) or "")):
         ET.SubElement(props, "property", name=k, value=_clean(v))
     for s in verdict.steps:
         case = ET.SubElement(suite, "testcase", classname=classname, name=printable(f"seq {s.seq}: {s.cmd}"),

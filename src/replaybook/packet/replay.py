@@ -4,7 +4,8 @@
 ``checkout``; :func:`~.gitstate.temporary_clone`: it shares no config, refs or hooks with the
 repository, so what a step does to git there stays there; of the repository's own config only its
 line-end settings are carried over, and filters and the like it sets are named in the warnings,
-never run: :func:`~.gitstate.local_config_not_carried`),
+never run: :func:`~.gitstate.local_config_not_carried`; the line-end settings the clone then has,
+carried or the user's own, are recorded in the verdict: :attr:`PacketVerdict.line_ends`),
 re-runs every step in its recorded working directory with a timeout, captures the merged
 output exactly as the recorder did, redacts and normalizes it with the rules found in the
 worktree, and compares the exit code and ``out_sha``.  The clone is always removed.
@@ -56,14 +57,14 @@ from typing import Callable, Mapping, Sequence
 from .capture import SHELLS, run_merged
 from .errors import PacketError, PacketLogError, RulesError
 from .gitstate import (TreeState, checkout as git_checkout, clean_git_env, commit_exists, commit_state,
-                       differing_paths, entries_state, git, local_config_not_carried, repo_root, resolve_commit,
-                       temporary_clone, tree_state)
+                       differing_paths, entries_state, git, line_end_config, local_config_not_carried, repo_root,
+                       resolve_commit, temporary_clone, tree_state)
 from .log import ChainFinding, LogStep, outputs_dir_for, read_log
 from .normalize import ALTERED_LIMIT, BUILTIN_VERSION, Rule, RuleSet, decode_output, load_rules, out_sha
 from .record import excluded_paths
 from .redact import Redactor, redact_command, secret_advice
 
-__all__ = ["StepResult", "PacketVerdict", "replay", "VERDICTS", "DIFF_LINES"]
+__all__ = ["StepResult", "PacketVerdict", "replay", "line_end_words", "VERDICTS", "DIFF_LINES"]
 
 #: The three verdicts and their exit codes.
 VERDICTS = {"PASS": 0, "DIVERGED": 1, "UNRUNNABLE": 2}
@@ -157,6 +158,13 @@ class PacketVerdict:
         log_chain: the log's chain (:attr:`~.log.SessionLog.chain`): ``chained``, ``unchained``
             or ``damaged`` (its findings are warnings and problems: the verdict is ``DIVERGED``);
             ``None`` when the log could not be read.
+        line_ends: the line-end settings the replay's clone checked files out with
+            (:func:`~.gitstate.line_end_config`): for each of ``core.autocrlf``, ``core.eol``,
+            ``core.safecrlf`` and ``core.checkRoundtripEncoding``, ``{"value", "scope"}`` (``scope``
+            ``local``: carried from the repository's own config; ``global``, ``system`` …: the
+            user's or the machine's, which the clone reads as the repository does) or ``None``
+            (not set: git's default); ``None`` when no clone was made.  :func:`line_end_words`
+            says it in words.
     """
 
     verdict: str
@@ -171,6 +179,7 @@ class PacketVerdict:
     rules: list[dict] = field(default_factory=list)
     rules_origin: str | None = None
     log_chain: str | None = None
+    line_ends: dict[str, dict | None] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -205,7 +214,34 @@ class PacketVerdict:
                 "reason": self.reason, "commit": self.commit, "checkout": self.checkout,
                 "warnings": list(self.warnings), "problems": list(self.problems), "head": self.head,
                 "rules": list(self.rules), "rules_origin": self.rules_origin, "log_chain": self.log_chain,
+                "line_ends": None if self.line_ends is None else {k: None if v is None else dict(v)
+                                                                  for k, v in self.line_ends.items()},
                 "steps": [s.to_dict() for s in self.steps]}
+
+
+#: How :func:`line_end_words` names where git read a setting (``git config --show-scope``).
+_SCOPE_WORDS = {"local": "the repository's own config, carried into the clone", "global": "the user's global config",
+                "system": "the system's config", "worktree": "the worktree's config",
+                "command": "GIT_CONFIG_* in the environment"}
+
+
+def line_end_words(line_ends: Mapping[str, dict | None] | None) -> str | None:
+    """:attr:`PacketVerdict.line_ends` in words: ``core.autocrlf=true (the repository's own
+    config, carried into the clone), core.eol=lf (the user's global config); not set (git's
+    defaults): core.safecrlf, core.checkRoundtripEncoding`` — or ``none of core.autocrlf, … is
+    set (git's defaults)``; ``None`` for ``None`` (no clone made).  Values are shown as
+    :func:`~.._text.one_line` writes them (a config value may hold any character)."""
+    from .._text import one_line
+
+    if line_ends is None:
+        return None
+    set_ = [(k, v) for k, v in line_ends.items() if v is not None]
+    unset = [k for k, v in line_ends.items() if v is None]
+    if not set_:
+        return f"none of {', '.join(unset)} is set (git's defaults)"
+    words = ", ".join(f"{k}={one_line(v['value'])} ({_SCOPE_WORDS.get(v['scope'], one_line(str(v['scope'])))})"
+                      for k, v in set_)
+    return words + (f"; not set (git's defaults): {', '.join(unset)}" if unset else "")
 
 
 def _unrunnable(log_path, reason: str, **kw) -> PacketVerdict:
@@ -527,6 +563,8 @@ def replay(log_path: str | os.PathLike, *, repo: str | os.PathLike | None = None
             verdict.problems.append(f"{which} missing from the log before step {s.seq} ({log_path}:{s.line_no})")
     try:
         with temporary_clone(repo_path, target) as wt:
+            verdict.line_ends = line_end_config(wt)  # (what its checkouts write line ends by)
+
             def rules_at(commit: str) -> RuleSet:
                 return load_rules(wt, label=f"pyproject.toml at commit {commit[:12]}")
 
