@@ -41,6 +41,23 @@ def tool_id(*parts: str) -> str:
     return "toolu_01" + hashlib.sha256("/".join(parts).encode()).hexdigest()[:22]
 
 
+#: The created/modified stamp the SAS transport file's headers carry: the time the committed
+#: cars.xpt was first written.  pyreadstat stamps the current time, so without this every run
+#: wrote a file with other bytes (and another SHA-256) for the same data.
+XPT_STAMP = b"29NOV26:19:58:35"
+
+
+def _pin_xpt_stamps(path: Path) -> None:
+    """Set the created and modified stamps (``DDMONYY:HH:MM:SS``) of a version 5 transport
+    file's library and member headers to :data:`XPT_STAMP`; the data records are left alone."""
+    import re
+
+    b = path.read_bytes()
+    head = b.index(b"HEADER RECORD*******NAMESTR HEADER RECORD")  # the variables' and data records follow
+    stamps = re.compile(rb"\d\d[A-Z]{3}\d\d:\d\d:\d\d:\d\d")
+    path.write_bytes(stamps.sub(XPT_STAMP, b[:head]) + b[head:])
+
+
 def make_data(root: Path) -> pd.DataFrame:
     import pyreadstat
 
@@ -58,6 +75,7 @@ def make_data(root: Path) -> pd.DataFrame:
     (root / "demo").mkdir(parents=True, exist_ok=True)
     (root / "reference").mkdir(parents=True, exist_ok=True)
     pyreadstat.write_xport(cars, str(root / "demo" / "cars.xpt"), table_name="CARS", file_format_version=5)
+    _pin_xpt_stamps(root / "demo" / "cars.xpt")
     stale = pd.concat([cars, cars[cars["cyl"] == 8].head(3)], ignore_index=True)  # 3 rows twice
     stale.to_parquet(root / "demo" / "cars.parquet", index=False)
     (root / "demo" / "README.txt").write_text(
