@@ -106,6 +106,43 @@ def test_manifest_errors_name_the_field(tmp_path):
         replaybook.Incident.load(tmp_path)
 
 
+def test_the_demo_lead_names_the_wrong_figure_the_right_one_and_what_was_queried_instead():
+    """The lead said the agent "answered with a wrong number" without the number, and that the
+    second session "queried cars.xpt instead" without saying instead of what.  It now gives the
+    figures the evidence holds: each file's mean as the data root has it, the result each session's
+    query got and the answer each gave, as their transcripts say."""
+    inc = replaybook.Incident.load(DEMO)
+    lead = " ".join(inc.manifest["description"].split())
+    xpt = pd.read_sas(inc.data_root / "demo" / "cars.xpt", format="xport", encoding="infer")
+    parquet = pd.read_parquet(inc.data_root / "demo" / "cars.parquet")
+    assert (f"{parquet['mpg'].mean():.2f}", f"{xpt['mpg'].mean():.2f}") == ("19.90", "20.35")
+    assert len(parquet) - len(xpt) == 3
+    sess = inc.join.sessions.set_index("door_session")["transcript_id"]
+    t = inc.steps
+
+    def said(door_session: str, kind: str) -> list[str]:
+        own = t[(t["transcript_id"] == sess[door_session]) & (t["kind"] == kind)]
+        return [x for x in own["text" if kind != "tool_call" else "result_text"] if isinstance(x, str) and x]
+
+    first, second = "door-20260913T100005-a1", "door-20260913T100052-b7"
+    assert said(first, "model_request")[-1] == "The average mpg of the cars in demo/ is 19.90."
+    assert said(second, "model_request")[-1] == "The average mpg is 20.35 (from cars.xpt)."
+    assert "avg_mpg\n19.9000" in said(first, "tool_call") and "mpg mean 20.35, cyl mode 8" in said(first, "tool_call")
+    assert "avg_mpg\n20.3500" in said(second, "tool_call")
+    assert lead.startswith("Asked 'what is the average mpg of the cars in demo/?', the analyst agent answered 19.90: "
+                           "its query of cars.parquet, an export made for dashboards that holds 3 rows twice, "
+                           "returned 19.9000, while cars.xpt, which demo/README.txt names the source of truth, gives "
+                           "20.35, as the agent's own summary of it had said.")
+    assert "then queried cars.xpt instead of cars.parquet and answered 20.35." in lead
+    assert "source of truth" in (inc.data_root / "demo" / "README.txt").read_text(encoding="utf-8")
+    # the third transcript is not the analyst's: another conversation, with no door call
+    other = t[t["transcript_id"] == inc.join.unmatched_transcripts[0]]
+    assert other.loc[other["kind"] == "user_prompt", "text"].tolist() == ["Rename the variables in utils.py"]
+    assert other.loc[other["kind"] == "tool_call", "tool"].tolist() == ["Read"]
+    assert lead.endswith("The third transcript is another conversation (renaming variables in utils.py) that made "
+                         "no door call.")
+
+
 def test_demo_incident_cloudtrail_lane_and_unexplained_access():
     inc = replaybook.Incident.load(DEMO)
     assert inc.has_access and len(inc.access) == 10
