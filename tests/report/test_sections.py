@@ -595,6 +595,60 @@ def test_asked_and_answered_quotes_the_transcript_escaped():
     assert "<script>" not in S.asked_and_answered(steps, inc.join.sessions)
 
 
+def test_what_happened_comes_conversation_by_conversation_with_its_door_calls_and_the_transcripts_left_out():
+    """The demo's first screen showed two join tables before anything about the conversations,
+    and said "the agent" where a third, unrelated transcript sat in the incident.  The section
+    that opens the report now gives each conversation's question, its door calls (the refused
+    one named, with its rule) and its answer, and names the transcript no door session was
+    assigned with what it was asked and that its one call was to a built-in tool."""
+    import replaybook
+
+    inc = replaybook.Incident.load(Path(__file__).resolve().parents[2] / "data" / "demo" / "incident.yaml")
+    h = S.asked_and_answered(inc.steps, inc.join.sessions, calls=inc.calls, unassigned=inc.join.unmatched_transcripts)
+    blocks = re.sub(r"</?(p|blockquote|h\d)\b[^>]*>", " ", h)  # (a block's end is a space; inline tags are not)
+    text = re.sub(r"\s+", " ", html.unescape(re.sub("<[^>]+>", "", blocks)))
+    assert "<h2 id=\"asked\">What each conversation was asked, and what it answered</h2>" in h
+    assert ("Each transcript is one conversation, and an incident's transcripts need not be one agent's. The door's "
+            "log does not say which conversation made a call") in text
+    first = text.index("Door session door-20260913T100005-a1 · transcript 919dc839-23e1-56e5-8bd5-430e87d6a897")
+    second = text.index("Door session door-20260913T100052-b7 · transcript 3b4173aa-345d-5382-aff0-c40b872f81ae")
+    one, two = text[first:second], text[second:]
+    assert ("Asked: What is the average mpg of the cars in demo/? Door calls: 5 — 4 allowed, reaching demo/, "
+            "demo/cars.xpt, demo/cars.parquet; 1 refused: read_object reference/.env (#5, rule no-dotenv). "
+            "Answered (last text): The average mpg of the cars in demo/ is 19.90.") in one
+    assert ("Door calls: 4, all allowed, reaching demo/, demo/cars.xpt. Answered (last text): The average mpg is "
+            "20.35 (from cars.xpt).") in two
+    assert ("1 transcript no door session was assigned, so it is not among the conversations above: "
+            "9c58f26c-cf9c-524b-8de3-1d9c34ca864a (asked “Rename the variables in utils.py”; 1 tool call to built-in "
+            "tools only (they never pass through a door)). Its steps are in Transcripts no door session explains.") \
+        in two
+    assert '<a href="#unassigned">' in h and '<a href="#sessions">' in h
+    # without the calls and the unassigned transcripts: the question and the answer alone, as before
+    bare = S.asked_and_answered(inc.steps, inc.join.sessions)
+    assert "Door calls" not in bare and "no door session was assigned" not in bare
+
+
+def test_a_conversations_door_calls_name_sessions_cap_the_lists_and_count_asked_calls():
+    """Two door sessions of one conversation (the door restarted): each refused call is named with
+    its session; past ``named`` objects and refusals, the others are counted; a call a rule asked
+    about with no outcome logged is counted apart."""
+    rows = [dict(door_session="d1", agent="a", seq=i, ts=s(i), tool="read", object=f"f{i}.csv", decision="allow")
+            for i in range(1, 8)]
+    rows += [dict(door_session="d2", agent="a", seq=i, ts=s(20 + i), tool="read", object=f"secret{i}",
+                  decision="deny", rule="no-secrets") for i in range(1, 4)]
+    rows += [dict(door_session="d2", agent="a", seq=9, ts=s(40), tool="write", object="out.csv", decision="ask",
+                  rule="ask-first"),
+             dict(door_session="d3", agent="a", seq=1, ts=s(50), tool="read", object="x", decision="deny")]
+    calls = CALLS.build(rows)
+    words = html.unescape(re.sub("<[^>]+>", "", S._door_calls_words(calls, ["d1", "d2"], named=2)))
+    assert words == ("Door calls: 11 — 7 allowed, reaching f1.csv, f2.csv and 5 more; 3 refused: read secret1 "
+                     "(d2 #1, rule no-secrets); read secret2 (d2 #2, rule no-secrets) and 1 more; 1 on which a rule "
+                     "asked the user, the answer not logged.")
+    assert html.unescape(re.sub("<[^>]+>", "", S._door_calls_words(calls, ["d3"]))) == \
+        "Door calls: 1 — 1 refused: read x (#1)."
+    assert S._door_calls_words(calls, ["nothing"]) == "Door calls: none in the door's log."
+
+
 def test_residuals_name_sessions_a_gateway_did_not_name(frames):
     # a gateway logging no session id gives one synthetic session per client per day: the report
     # must say it may hold several conversations, and list it; named sessions are not listed

@@ -946,8 +946,9 @@ def header(
                      + ("it" if len(unread) == 1 else "them") + ": "
                      + ", ".join(f"<code>{esc(str(r['path']))}</code> ({esc(str(r.get('format')))})"
                                  for r in unread[:5]))
-    intro = ("<p>What the agent saw, in the order it saw it: the agent's own transcripts set beside "
-             "the door's (MCP gateway's) record of every call it decided. All times are UTC.</p>")
+    # (a transcript is one conversation: an incident's transcripts need not be one agent's)
+    intro = ("<p>What each agent conversation saw, in the order it saw it: each transcript, one conversation, set "
+             "beside the door's (MCP gateway's) record of every call the door decided. All times are UTC.</p>")
     if description and not _isna(description):  # the investigator's own summary, from the manifest
         intro = f"<p><b>{esc(description)}</b></p>" + intro
     return STYLE + _section(None, f"<h1>{esc(title)}</h1>" + intro
@@ -1239,18 +1240,34 @@ _NO_CONVERSATION = ('<div class="rb-section"><h2 id="{anchor}">{title}</h2><p cl
                     '<a href="#unassigned">Transcripts no door session explains</a>.</p></div>')
 
 
+#: the title of :func:`asked_and_answered`'s section
+ASKED_TITLE = "What each conversation was asked, and what it answered"
+
+
 def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: int = 600,
-                       quarantine: pd.DataFrame | None = None) -> str:
-    """Per door session with a transcript: what the user asked (every prompt, in order) and the
-    agent's last text answer, quoted from the transcript (escaped, truncated to ``limit``
-    characters), so the report states the question and the answer in plain text.
+                       quarantine: pd.DataFrame | None = None, calls: pd.DataFrame | None = None,
+                       unassigned: Sequence[str] | None = None, named: int = 5) -> str:
+    """What happened, conversation by conversation, before how the join found it: per door
+    session with a transcript, what the user asked (every prompt, in order) and the agent's last
+    text answer, quoted from the transcript (escaped, truncated to ``limit`` characters), so the
+    report states the question and the answer in plain text.
+
+    ``calls`` (a :data:`~replaybook.frames.CALLS` frame), when given: under each question, the
+    door calls of the conversation's door sessions — how many the door allowed and the objects
+    they reached, and each call it refused with its tool, object, call number and rule (the
+    first ``named`` of each, the count of the others given).  ``unassigned`` (the transcripts no
+    door session was assigned, ``JoinResult.unmatched_transcripts``), when given: a closing note
+    names them, each with its first prompt and its tool calls (built-in ones never pass through a
+    door), and links to the section that shows them — an incident's transcripts need not all be
+    the conversations the door saw.
 
     ``quarantine`` (a :data:`~replaybook.frames.QUARANTINE` frame, ``source_file`` as the loaders
     wrote it: :attr:`~replaybook.Incident.loaded_quarantine`), when given: lines of the
     transcript's files set aside after every line read from them (a last line cut mid-write)
     are named under the answer — the final answer may be in one of them."""
+    others = _unassigned_note(steps, unassigned, named=named)
     if sessions is None or not len(sessions):
-        return _NO_CONVERSATION.format(title="What the agent was asked, and what it answered", anchor="asked")
+        return _NO_CONVERSATION.format(title=ASKED_TITLE, anchor="asked")
     items = []
     rows = sessions.to_dict("records")
     # one conversation per transcript: the sessions that continue it are named with its first
@@ -1276,13 +1293,84 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
                          f"aside, after every line read from its file: {esc(after)}. "
                          f"{'A later answer' if answers else 'The answer'} may be in it — see Quarantine.</p>")
         names = [str(r["door_session"])] + more_of.get(str(r["door_session"]), [])
+        door = "" if calls is None else f"<p>{_door_calls_words(calls, names, named=named)}</p>"
         items.append(f"<h3>Door session{'' if len(names) == 1 else 's'} "
                      + ", ".join(f"<code>{esc(n)}</code>" for n in names)
-                     + f" · transcript <code>{esc(tid)}</code></h3><p>Asked:</p>{asked}<p>Answered (last text):</p>"
-                     f"{answered}")
+                     + f" · transcript <code>{esc(tid)}</code></h3><p>Asked:</p>{asked}{door}"
+                     f"<p>Answered (last text):</p>{answered}")
     if not items:
-        return _NO_CONVERSATION.format(title="What the agent was asked, and what it answered", anchor="asked")
-    return _section("What the agent was asked, and what it answered", "".join(items), anchor="asked")
+        return _NO_CONVERSATION.format(title=ASKED_TITLE, anchor="asked")
+    intro = ("<p>Each transcript is one conversation, and an incident's transcripts need not be one agent's. The "
+             "door's log does not say which conversation made a call: the join links each door session to the "
+             "transcript whose tool calls agree with it, and each heading below names the pair (how sure each link "
+             'is: <a href="#sessions">Sessions and the join</a>).</p>')
+    return _section(ASKED_TITLE, intro + "".join(items) + others, anchor="asked")
+
+
+def _door_calls_words(calls: pd.DataFrame, door_sessions: Sequence[str], *, named: int = 5) -> str:
+    """One conversation's door calls in a sentence (HTML): ``Door calls: 5 — 4 allowed, reaching
+    demo/, demo/cars.xpt, demo/cars.parquet; 1 refused: read_object reference/.env (#5, rule
+    no-dotenv).``  With more than one door session each call number is named with its session;
+    the first ``named`` objects and refused calls are named, the count of the others given."""
+    c = calls[calls["door_session"].astype("string").isin([str(d) for d in door_sessions]).fillna(False)]
+    if not len(c):
+        return "Door calls: none in the door's log."
+    c = c.sort_values(["ts", "door_session", "seq"], kind="stable")
+    dec = c["decision"].astype("string")
+    allowed, refused = c[dec.eq("allow").fillna(False)], c[dec.eq("deny").fillna(False)]
+    asked = int(dec.eq("ask").fillna(False).sum())
+    several = len(door_sessions) > 1
+
+    def more(n: int) -> str:
+        return f" and {n - named:,} more" if n > named else ""
+
+    parts = []
+    if len(allowed):
+        objs = list(dict.fromkeys(str(o) for o in allowed["object"] if not _isna(o)))
+        parts.append(f"{len(allowed):,} allowed" + (", reaching " + ", ".join(f"<code>{esc(o)}</code>"
+                                                                              for o in objs[:named]) + more(len(objs))
+                                                    if objs else ""))
+    if len(refused):
+        said = []
+        for r in refused.head(named).to_dict("records"):
+            what = " ".join(f"<code>{esc(x)}</code>" for x in (r.get("tool"), r.get("object")) if not _isna(x))
+            where = (f"{esc(r['door_session'])} " if several else "") + ("" if _isna(r.get("seq")) else f"#{r['seq']}")
+            why = "" if _isna(r.get("rule")) else f"rule <code>{esc(r['rule'])}</code>"
+            inside = ", ".join(x for x in (where.strip(), why) if x)
+            said.append((what or "a call") + (f" ({inside})" if inside else ""))
+        parts.append(f"{len(refused):,} refused: " + "; ".join(said) + more(len(refused)))
+    if asked:
+        parts.append(f"{asked:,} on which a rule asked the user, the answer not logged")
+    if len(allowed) == len(c):  # (nothing refused or asked: "4 — 4 allowed" says it twice)
+        return f"Door calls: {len(c):,}, all {parts[0][len(f'{len(allowed):,} '):]}."
+    return f"Door calls: {len(c):,} — " + "; ".join(parts) + "."
+
+
+def _unassigned_note(steps: pd.DataFrame, unassigned: Sequence[str] | None, *, named: int = 5) -> str:
+    """A note naming the transcripts no door session was assigned (HTML; ``""`` when none), each
+    with its first prompt (cut to 120 characters) and its tool calls — built-in ones never pass
+    through a door — linked to the section that shows them step by step."""
+    ids = [str(t) for t in (unassigned or ()) if not _isna(t)]
+    if not ids or steps is None or not len(steps):
+        return ""
+    said = []
+    for tid in ids[:named]:
+        t = steps[steps["transcript_id"] == tid]
+        prompts = t.loc[t["kind"] == "user_prompt", "text"].dropna()
+        tc = t[t["kind"] == "tool_call"]
+        mcp = int(tc["server"].notna().sum()) if "server" in tc.columns else len(tc)
+        tools = ("no tool call" if not len(tc) else
+                 f"{_count(len(tc), 'tool call')}"
+                 + (" to built-in tools only (they never pass through a door)" if not mcp else
+                    f", {mcp:,} of them to {'an MCP server' if mcp == 1 else 'MCP servers'}"))
+        said.append(f"<code>{esc(tid)}</code> (" + (f"asked “{esc(prompts.iloc[0], 120)}”; " if len(prompts) else "")
+                    + f"{tools})")
+    n = len(ids)
+    return (f'<p class="rb-note">{_count(n, "transcript")} no door session was assigned, so '
+            f"{'it is' if n == 1 else 'they are'} not among the conversations above: " + "; ".join(said)
+            + (f" and {n - named:,} more" if n > named else "")
+            + f'. {"Its" if n == 1 else "Their"} steps are in <a href="#unassigned">Transcripts no door session '
+              "explains</a>.</p>")
 
 
 def _door_words(agents: Sequence[str], servers: Sequence[str]) -> str:
