@@ -252,7 +252,7 @@ def test_the_headers_refused_then_reached_line_says_its_time_is_on_the_doors_clo
                                        encoding="utf-8")
     page = text(html.unescape(open(render_in_subprocess(inc / "incident.yaml", tmp_path / "out")["html"],
                                    encoding="utf-8").read()))
-    head = page[:page.index("What the agent was asked")]  # (the header: the section's own note is worded apart)
+    head = page[:page.index("What each conversation was asked")]  # (the header: the section's own note is worded apart)
     assert ("1 object refused to the agent at the door was reached in storage anyway: s3://acme-data/reference/.env "
             "(GetObject by arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst, 151 s after the refusal); "
             "the time after the refusal is on the door's clock: the storage log's clock reads 40 s behind the "

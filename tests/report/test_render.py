@@ -214,6 +214,18 @@ def test_demo_report_renders(rendered_demo):
     # the transcript with no door calls is named as a residual
     residual = html[html.index("Transcripts assigned to no door session"):]
     assert re.search(r"<li><code>[0-9a-f-]{36}</code></li>", residual)
+    # what happened before how the join found it: each conversation's question, door calls and
+    # answer, then the conversation in order, then the join's tables
+    order = [html.index(f">{t}</h2>") for t in ("What each conversation was asked, and what it answered",
+                                                 "The conversation, in order", "Sessions and the join")]
+    assert order == sorted(order) and html.index("What each link rests on") > order[-1]
+    screen = re.sub(r"\s+", " ", html_lib.unescape(re.sub("<[^>]+>", "", html[:order[1]].replace("<wbr/>", ""))))
+    assert ("Door calls: 5 — 4 allowed, reaching demo/, demo/cars.xpt, demo/cars.parquet; 1 refused: read_object "
+            "reference/.env (#5, rule no-dotenv).") in screen
+    assert "The average mpg of the cars in demo/ is 19.90." in screen and "The average mpg is 20.35 (from cars.xpt)." \
+        in screen
+    assert "What each agent conversation saw, in the order it saw it: each transcript, one conversation," in screen
+    assert "What the agent saw" not in screen
     # why the answer was wrong, up top: the file described and the file computed from disagree
     head = re.sub("<[^>]+>", "", html[:html.index("Sessions and the join")])
     assert ("2 files the agent reached look like one dataset but hold different rows: demo/cars.xpt (32 rows), "
