@@ -64,7 +64,7 @@ def test_a_refused_write_is_not_the_refusal_a_read_follows():
     assert len(reached) == 0 and len(tried) == 0
     h = _text(S.header("t", "incident.yaml", unexplained=un))
     assert "anyway" not in h
-    assert "1 storage request no door call explains (1 made with the door's own principal)" in h
+    assert "1 storage request no door call explains (1 made with the door's own principal: the cloud identity" in h
 
 
 def test_a_refused_write_is_the_refusal_the_agents_write_follows():

@@ -124,7 +124,9 @@ def test_every_place_counts_the_storage_requests_and_names_the_other_events_apar
     assert "; 2 storage requests no door call explains; 1 other cloud event (not on storage) no door call explains;" \
         in line
     h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=res.unexplained))
-    assert "2 storage requests no door call explains (1 made with the door's own principal)" in h
+    assert ("2 storage requests no door call explains (1 made with the door's own principal: the cloud identity the "
+            "door itself uses to reach storage, as the manifest's principals give it, so the cloud log shows the "
+            "door's role, not the agent's)") in h
     a = _text(S.access_section(res, inc.access))
     assert "2 storage requests match no door call, listed below (requests made with the door's own principal " \
            "first, then by time)" in a

@@ -91,7 +91,9 @@ def test_door_calls_on_objects_no_storage_map_entry_covers_are_named(cloud_case)
         "on customers/ACME-4412/profile.json, 160 s after that call)"]
     h = S.header("t", "/x/incident.yaml", unexplained=un, unmapped_calls=res.unmapped_calls)
     facts = [text(x) for x in re.findall(r"<li>(.*?)</li>", h)]
-    i = facts.index("2 storage requests no door call explains (2 made with the door's own principal)")
+    i = facts.index("2 storage requests no door call explains (2 made with the door's own principal: the cloud "
+                    "identity the door itself uses to reach storage, as the manifest's principals give it, so the "
+                    "cloud log shows the door's role, not the agent's)")
     assert facts[i + 1] == ("2 allowed door calls reach objects no storage_map entry covers: "
                             "customers/ACME-4411/profile.json, customers/ACME-4412/profile.json. A request they made "
                             "is listed as one no door call explains; add their folders to storage_map")

@@ -947,8 +947,10 @@ def test_header_raises_storage_requests_no_door_call_explains():
 
     inc = replaybook.Incident.load(Path(__file__).resolve().parents[2] / "data" / "demo" / "incident.yaml")
     h = S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained)
+    # "the door's own principal" is said what it is where the report first names it
     assert ('<strong><a href="#access">2 storage requests no door call explains</a></strong> '
-            "(1 made with the door's own principal)") in h
+            "(1 made with the door's own principal: the cloud identity the door itself uses to reach storage, as the "
+            "manifest's principals give it, so the cloud log shows the door's role, not the agent's)") in h
     assert "no door call explains" not in S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained.iloc[:0])
     # the wrong average: which copy each session read last, so which one its figure came from
     o = S.objects_section(inc.calls, inc.data_root)

@@ -707,6 +707,10 @@ def other_client_words(flagged: Sequence[Mapping], markup: bool = True) -> str:
             + (f" and {n - 3:,} more" if n > 3 else ""))
 
 
+#: what "the door's own principal" is, said where the report first names it
+DOOR_PRINCIPAL = ("the cloud identity the door itself uses to reach storage, as the manifest's principals give it, "
+                  "so the cloud log shows the door's role, not the agent's")
+
 #: what the report says when the manifest gives no ``principals`` for an incident with access logs
 NO_PRINCIPALS = ("no principals in the manifest: storage requests are linked to door calls by object and time "
                  "alone, so a read anyone made on the agent's object at the agent's time counts as the agent's "
@@ -752,7 +756,8 @@ def header(
     ``inputs`` rows (:attr:`~replaybook.Incident.inputs`) their format read nothing from
     (``read_nothing``: a format forced on the wrong file), linked to Inputs, of the storage requests
     no door call explains (``unexplained``: ``AccessJoinResult.unexplained``), linked to that
-    section, and the objects among them the door had refused the agent — each with its time after
+    section, with what "the door's own principal" is (:data:`DOOR_PRINCIPAL`), and the objects
+    among them the door had refused the agent — each with its time after
     the refusal, on the door's clock, which a note says when ``access_offset_s`` (the access join's
     storage − door clock offset, seconds: ``AccessJoin.offset_s``) is a second or more, as the
     section's does — with the door calls
@@ -835,7 +840,8 @@ def header(
                          "the manifest (door object prefix → storage URI prefix)")
         elif n_st:
             facts.append(f'<strong><a href="#access">{_count(n_st, "storage request")} no door call explains</a>'
-                         "</strong>" + (f" ({by_door:,} made with the door's own principal)" if by_door else ""))
+                         "</strong>" + (f" ({by_door:,} made with the door's own principal: {DOOR_PRINCIPAL})"
+                                        if by_door else ""))
         reached, tried = refused_then_requested(unexplained)
         # the time from the refusal is on the door's clock; the section's table sets it beside the
         # storage log's own request times: with the clocks apart, say so here as the section does
