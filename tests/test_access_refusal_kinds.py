@@ -78,8 +78,9 @@ def test_a_refused_write_is_the_refusal_the_agents_write_follows():
     reached, _ = S.refused_then_requested(un)
     assert list(reached["request_id"]) == ["R0"]
     h = _text(S.header("t", "incident.yaml", unexplained=un))
-    assert (f"1 object refused to the agent at the door was reached in storage anyway: {RULE} (PutObject by {AGENT_ARN}, "
-            "30 s after the refusal)") in h
+    assert (f"1 object the door refused was reached in storage with no door call behind it: {RULE} (PutObject by "
+            f"{AGENT_ARN}, the door's own principal; 30 s after the refusal in door session s #3, rule "
+            "ask-before-writing); the logs name the credentials used, not who used them") in h
 
 
 def test_another_principals_write_hours_later_is_a_fact_of_its_own():
@@ -95,9 +96,10 @@ def test_another_principals_write_hours_later_is_a_fact_of_its_own():
     assert list(S.refused_then_other_principal(un)["request_id"]) == ["R0"]
     h = _text(S.header("t", "incident.yaml", unexplained=un))
     assert "anyway" not in h
-    assert (f"1 object refused to the agent at the door was requested in storage by another principal: {RULE} (PutObject "
-            f"by {ALICE}, 8 h 13 min after the refusal) — not the agent's principal; the logs name the credentials "
-            "used, not who used them") in h
+    assert (f"1 object the door refused was requested in storage by another principal: {RULE} (PutObject by {ALICE}, "
+            "not a principal the manifest gives the door; 8 h 13 min after the refusal in door session s #3, rule "
+            "ask-before-writing) — not the agent's principal; the logs name the credentials used, not who used "
+            "them") in h
     sec = _text(S._refused_then_reached(un.assign(origin="")))
     # the principal is whose credentials they were, not who sent them: an agent that read another
     # principal's keys would look the same, so the report does not clear the agent
@@ -117,8 +119,9 @@ def test_without_principals_a_later_write_is_still_set_beside_the_refusal():
     assert pd.isna(un["refused_agents_principal"].iat[0])
     reached, _ = S.refused_then_requested(un)
     assert list(reached["request_id"]) == ["R0"]
-    assert f"(PutObject by {ALICE}, 8 h 13 min after the refusal)" in _text(S.header("t", "incident.yaml",
-                                                                                      unexplained=un))
+    h = _text(S.header("t", "incident.yaml", unexplained=un))
+    assert f"(PutObject by {ALICE}; 8 h 13 min after the refusal in door session s #3, rule ask-before-writing)" in h
+    assert "own principal" not in h and "not a principal the manifest gives" not in h  # (whose: not known)
 
 
 @pytest.mark.parametrize("tool, action, agree", [
@@ -165,10 +168,11 @@ def test_the_headers_time_after_a_refusal_says_it_is_on_the_doors_clock_as_the_s
     un = join_access(_calls(), access, storage_map=SMAP, principals={"deployer": "*door-s3/*"},
                      offset_s=-39.71).unexplained
     h = _text(S.header("t", "incident.yaml", unexplained=un, access_offset_s=-39.71))
-    assert (f"1 object refused to the agent at the door was reached in storage anyway: {RULE} (PutObject by "
-            f"{AGENT_ARN}, 30 s after the refusal); the time after the refusal is on the door's clock: the storage "
-            "log's clock reads 40 s behind the door's (Clock offset, below), so a request time the storage log "
-            "wrote reads 40 s earlier than it was on the door's clock") in h
+    assert (f"1 object the door refused was reached in storage with no door call behind it: {RULE} (PutObject by "
+            f"{AGENT_ARN}, the door's own principal; 30 s after the refusal in door session s #3, rule "
+            "ask-before-writing); the logs name the credentials used, not who used them; the times measured from "
+            "door calls are on the door's clock: the storage log's clock reads 40 s behind the door's (Clock offset, "
+            "below), so a request time the storage log wrote reads 40 s earlier than it was on the door's clock") in h
     # the same words as the section's note
     assert ("the storage log's clock reads 40 s behind the door's (Clock offset, below)"
             in _text(S._refused_then_reached(un.assign(origin=""), -39.71)))
@@ -180,5 +184,62 @@ def test_the_headers_time_after_a_refusal_says_it_is_on_the_doors_clock_as_the_s
     un = join_access(_calls(), access, storage_map=SMAP, principals={"deployer": "*door-s3/*"},
                      offset_s=-39.71).unexplained
     h = _text(S.header("t", "incident.yaml", unexplained=un, access_offset_s=-39.71))
-    assert ("not who used them; the time after the refusal is on the door's clock: the storage log's clock reads "
+    assert ("not who used them; the times measured from door calls are on the door's clock: the storage log's "
+            "clock reads "
             "40 s behind the door's") in h
+
+
+def _bullet(access: pd.DataFrame, *extra: dict) -> str:
+    """The header's line on the refused object, given the door calls (and ``extra`` ones) as the
+    report gives them: when the request came beside the door sessions, and whether the door
+    allowed any call on the object."""
+    calls = _calls(*extra)
+    res = join_access(calls, access, storage_map=SMAP, principals={"deployer": "*door-s3/*"}, offset_s=0)
+    h = _text(S.header("t", "incident.yaml", unexplained=res.unexplained, calls=calls, per_call=res.per_call))
+    return h[h.index("1 object the door refused"):]
+
+
+@pytest.mark.parametrize("at, beside", [
+    # the declined write ran 23:31:13–23:31:25, the session's first call started 23:31:08
+    ("2026-11-30T23:31:43Z", "30 s after the refusal in door session s #3, rule ask-before-writing; after door "
+                             "session s had ended: its last call ended 18 s before"),
+    ("2026-11-30T23:31:20Z", "7.0 s after the refusal in door session s #3, rule ask-before-writing; while door "
+                             "session s was running (between its first and last call)"),
+    ("2026-11-30T23:31:00Z", "13 s before the refusal in door session s #3, rule ask-before-writing; before any door "
+                             "session began: 8.0 s before the first door call"),
+])
+def test_the_header_says_when_a_refused_object_was_reached_beside_the_door_sessions(at, beside):
+    """The demo's header read "refused to the agent at the door was reached in storage anyway",
+    as if the agent had got round the door, where the door's own role read the file after every
+    door session had ended.  The line now says what the logs show: whose credentials (the
+    door's own principal), when beside the refusal and the door sessions, that the door allowed
+    no call on the object — and that the logs do not say who sent it."""
+    got = _bullet(_access((at, AGENT_ARN, "write", "PutObject", RULE)))
+    assert got == (f"1 object the door refused was reached in storage with no door call behind it: {RULE} "
+                   f"(PutObject by {AGENT_ARN}, the door's own principal; {beside}; the door allowed no call on this object); the "
+                   "logs name the credentials used, not who used them")
+    assert "anyway" not in got and "getting round" not in got
+
+
+def test_the_header_names_an_allowed_call_on_the_refused_object_and_every_session_of_the_agent():
+    """An hour earlier another session of the agent read the rule, allowed: the line says the door
+    allowed a call on the object, none that explains this request; with two sessions of the
+    agent ended, "every door session" — of the agent, when the calls have another agent's too
+    (another door may keep another clock: its session, running at the request's time, is left
+    out of the comparison)."""
+    read = {"door_session": "r", "agent": "deployer", "seq": 1, "ts": "2026-11-30T22:30:00Z",
+            "ts_end": "2026-11-30T22:30:01Z", "tool": "get_object", "object": "deploy/rules/checkout.yaml",
+            "decision": "allow", "rule": "read", "arguments": {}}
+    other = {"door_session": "o", "agent": "auditor", "seq": 1, "ts": "2026-11-30T23:31:40Z",
+             "ts_end": "2026-11-30T23:31:50Z", "tool": "list_objects", "object": "deploy/",
+             "decision": "allow", "rule": "read", "arguments": {}}
+    access = _access(("2026-11-30T23:31:43Z", AGENT_ARN, "write", "PutObject", RULE))
+    assert ("30 s after the refusal in door session s #3, rule ask-before-writing; after every door session had "
+            "ended: the last door call ended 18 s before; the door allowed 1 call on this object (first: door session "
+            "r #1), none that explains this request)") in _bullet(access, read)
+    assert ("after every door session of agent deployer had ended: the last door call ended 18 s before; the door "
+            "allowed 1 call on this object") in _bullet(access, read, other)
+    # between two sessions of the agent, neither running
+    later = dict(read, door_session="q", ts="2026-11-30T23:40:00Z", ts_end="2026-11-30T23:40:01Z")
+    assert ("between door sessions, none running: the last door call before it ended 18 s before"
+            in _bullet(access, later))

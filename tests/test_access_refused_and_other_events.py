@@ -75,10 +75,12 @@ def test_a_refused_object_storage_denied_is_tried_not_reached(tmp_path):
     assert f"refused at the door, tried in storage anyway ({words}): {ENV}" in line
     assert "reached in storage anyway" not in line
 
-    h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=un))
-    assert (f"1 object refused to the agent at the door was tried in storage anyway: {ENV} (storage.objects.get by "
-            f"{GCP_SA}, 60 s after the refusal) ({words})") in h
-    assert "reached in storage anyway" not in h
+    h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=un, calls=inc.calls, per_call=res.per_call))
+    assert (f"1 object the door refused was tried in storage with no door call behind it: {ENV} (storage.objects.get "
+            f"by {GCP_SA}, the door's own principal; 60 s after the refusal in door session s #2, rule default-deny; "
+            f"after door session s had ended: its last call ended 60 s before; the door allowed no call on this "
+            f"object) ({words}); the logs name the credentials used, not who used them") in h
+    assert "reached in storage" not in h
 
     a = S.access_section(res, inc.access)
     assert "Refused at the door, reached in storage anyway" not in a
@@ -96,8 +98,12 @@ def test_a_refused_object_storage_allowed_is_still_reached(tmp_path, capsys):
     f = S.findings(inc.join.sessions, inc.calls, inc.quarantine, res.unexplained, join=inc.join)
     assert f["refused_then_reached"] == [ENV] and f["refused_then_tried"] == []
     assert f"refused at the door, reached in storage anyway: {ENV}" in _findings_line(f)
-    h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=res.unexplained))
-    assert f"1 object refused to the agent at the door was reached in storage anyway: {ENV}" in h
+    h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=res.unexplained, calls=inc.calls,
+                       per_call=res.per_call))
+    assert (f"1 object the door refused was reached in storage with no door call behind it: {ENV} (storage.objects.get "
+            f"by {GCP_SA}, the door's own principal; 60 s after the refusal in door session s #2, rule default-deny; "
+            "after door session s had ended: its last call ended 60 s before; the door allowed no call on this "
+            "object); the logs name the credentials used, not who used them") in h
     a = S.access_section(res, inc.access)
     assert "Refused at the door, reached in storage anyway" in a and "tried in storage anyway" not in a
     assert main(["access", str(tmp_path)]) == 0

@@ -255,8 +255,11 @@ def test_the_headers_refused_then_reached_line_says_its_time_is_on_the_doors_clo
     page = text(html.unescape(open(render_in_subprocess(inc / "incident.yaml", tmp_path / "out")["html"],
                                    encoding="utf-8").read()))
     head = page[:page.index("What each conversation was asked")]  # (the header: the section's own note is worded apart)
-    assert ("1 object refused to the agent at the door was reached in storage anyway: s3://acme-data/reference/.env "
-            "(GetObject by arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst, 151 s after the refusal); "
-            "the time after the refusal is on the door's clock: the storage log's clock reads 40 s behind the "
-            "door's (Clock offset, below), so a request time the storage log wrote reads 40 s earlier than it was "
-            "on the door's clock") in head
+    assert ("1 object the door refused was reached in storage with no door call behind it: "
+            "s3://acme-data/reference/.env (GetObject by "
+            "arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst, the door's own principal; 151 s after the refusal in door session door-20260913T100005-a1 #5, rule "
+            "no-dotenv; after every door session had ended: the last door call ended 151 s before; the door allowed no "
+            "call on this object); the logs name the credentials used, not who used them; the times measured from "
+            "door calls are on the door's clock: the storage log's clock reads 40 s behind the door's (Clock offset, "
+            "below), so a request time the storage log wrote reads 40 s earlier than it was on the door's "
+            "clock") in head

@@ -946,7 +946,8 @@ def test_header_raises_storage_requests_no_door_call_explains():
     import replaybook
 
     inc = replaybook.Incident.load(Path(__file__).resolve().parents[2] / "data" / "demo" / "incident.yaml")
-    h = S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained)
+    h = S.header("t", "/x/incident.yaml", unexplained=inc.access_join.unexplained, calls=inc.calls,
+                 per_call=inc.access_join.per_call)
     # "the door's own principal" is said what it is where the report first names it
     assert ('<strong><a href="#access">2 storage requests no door call explains</a></strong> '
             "(1 made with the door's own principal: the cloud identity the door itself uses to reach storage, as the "
@@ -959,9 +960,20 @@ def test_header_raises_storage_requests_no_door_call_explains():
             "<code>demo/cars.xpt</code> (#4, query). The logs do not say which file a figure came from — a "
             "sub-agent's call counts in its parent's session — so set the answer beside each file's data (the rows "
             "below).") in o
-    # the demo's story: the agent was refused reference/.env, and the door's role read it 111 s later
-    assert ('<strong><a href="#access">1 object refused to the agent at the door was reached in storage anyway</a>'
-            "</strong>: <code>s3://acme-data/reference/.env</code>") in h
+    # the demo's story: the agent was refused reference/.env, and the door's role read it 111 s
+    # later, once every door session had ended; it had read as the agent getting round the door
+    text = html.unescape(re.sub("<[^>]+>", "", h))
+    assert ("1 object the door refused was reached in storage with no door call behind it: "
+            "s3://acme-data/reference/.env (GetObject by "
+            "arn:aws:sts::123456789012:assumed-role/door-reader/door-analyst, the door's own principal; 111 s after the refusal in door session door-20260913T100005-a1 #5, rule "
+            "no-dotenv; after every door session had ended: the last door call ended 111 s before; the door allowed no "
+            "call on this object); the logs name the credentials used, not who used them") in text
+    assert "anyway" not in text
+    # the request's time beside the door sessions: the refusal at 10:01:21.030, the last call's end
+    # (door-…-b7 #4) at 10:01:21.330, the read at 10:03:12 (on the door's clock: the offset is under 1 s)
+    env = inc.access_join.unexplained.iloc[0]
+    assert (env["refused_seq"], round(env["since_refusal_s"], 1), abs(inc.access_join.offset_s) < 1) == (5, 111.0, True)
+    assert inc.calls["ts_end"].max() == pd.Timestamp("2026-09-13T10:01:21.330Z")
     a = S.access_section(inc.access_join, inc.access)
     no_raw_html(a)
     top = a.split("<h3>Refused at the door, reached in storage anyway</h3>")[1].split("<h3>")[0]

@@ -746,6 +746,7 @@ def header(
     storage_writes: Sequence[Mapping] = (),
     capsule: Any = None,
     access_offset_s: float | None = None,
+    per_call: pd.DataFrame | None = None,
 ) -> str:
     """Title block (with the report CSS): incident title, manifest (its folder and file name
     only: a report is shared, the investigator's own paths stay out of it), generation time
@@ -757,8 +758,11 @@ def header(
     (``read_nothing``: a format forced on the wrong file), linked to Inputs, of the storage requests
     no door call explains (``unexplained``: ``AccessJoinResult.unexplained``), linked to that
     section, with what "the door's own principal" is (:data:`DOOR_PRINCIPAL`), and the objects
-    among them the door had refused the agent — each with its time after
-    the refusal, on the door's clock, which a note says when ``access_offset_s`` (the access join's
+    among them the door had refused a call on — each with what the logs show
+    (:func:`_refused_objects`: the principal and whether it is the door's own, the time after the
+    refusal and beside the door sessions of ``calls``, and, with ``per_call``
+    (``AccessJoinResult.per_call``), whether the door allowed any call on the object), its time
+    on the door's clock, which a note says when ``access_offset_s`` (the access join's
     storage − door clock offset, seconds: ``AccessJoin.offset_s``) is a second or more, as the
     section's does — with the door calls
     whose objects no ``storage_map`` entry covers (``unmapped_calls``:
@@ -843,31 +847,38 @@ def header(
                          "</strong>" + (f" ({by_door:,} made with the door's own principal: {DOOR_PRINCIPAL})"
                                         if by_door else ""))
         reached, tried = refused_then_requested(unexplained)
-        # the time from the refusal is on the door's clock; the section's table sets it beside the
-        # storage log's own request times: with the clocks apart, say so here as the section does
+        # the times from the refusal and from the door sessions' calls are on the door's clock; the
+        # section's table sets them beside the storage log's own request times: with the clocks
+        # apart, say so here as the section does
         clock = _storage_clock_words(access_offset_s)
 
         def on_doors_clock(hit: pd.DataFrame) -> str:
             if not clock or not hit["since_refusal_s"].notna().any():
                 return ""
             off = float(access_offset_s)
-            return (f"; the time after the refusal is on the door's clock: {clock}, so a request time the "
+            return (f"; the times measured from door calls are on the door's clock: {clock}, so a request time the "
                     f"storage log wrote reads {_span(off)} {'later' if off > 0 else 'earlier'} than it was on "
                     "the door's clock")
 
-        for hit, how in ((reached, "reached in storage anyway"), (tried, "tried in storage anyway")):
+        # what the logs show, and no more: whose credentials, when beside the door sessions, and
+        # whether the door allowed any call on the object — not who sent it (a request "reached
+        # anyway" had read as the agent getting round the door)
+        for hit, how in ((reached, "reached"), (tried, "tried")):
             if len(hit):
                 n_obj = hit["resource_uri"].nunique()
-                facts.append(f'<strong><a href="#access">{_count(n_obj, "object")} refused to the agent at the door '
-                             f"{'was' if n_obj == 1 else 'were'} {how}</a></strong>: {_refused_objects(hit)}"
-                             + ("" if hit is reached else f" ({_tried_words(hit)})") + on_doors_clock(hit))
+                facts.append(f'<strong><a href="#access">{_count(n_obj, "object")} the door refused '
+                             f"{'was' if n_obj == 1 else 'were'} {how} in storage with no door call behind "
+                             f"{'it' if n_obj == 1 else 'them'}</a></strong>: "
+                             f"{_refused_objects(hit, calls=calls, per_call=per_call)}"
+                             + ("" if hit is reached else f" ({_tried_words(hit)})")
+                             + "; the logs name the credentials used, not who used them" + on_doors_clock(hit))
         others = refused_then_other_principal(unexplained)
         if len(others):  # a fact of its own: not the agent's credentials (who used them, no log says)
             n_obj = others["resource_uri"].nunique()
-            facts.append(f'<a href="#access">{_count(n_obj, "object")} refused to the agent at the door '
+            facts.append(f'<a href="#access">{_count(n_obj, "object")} the door refused '
                          f"{'was' if n_obj == 1 else 'were'} requested in storage by another principal</a>: "
-                         f"{_refused_objects(others)} — not the agent's principal; the logs name the credentials "
-                         "used, not who used them" + on_doors_clock(others))
+                         f"{_refused_objects(others, calls=calls, per_call=per_call)} — not the agent's principal; "
+                         "the logs name the credentials used, not who used them" + on_doors_clock(others))
     if unexplained is not None and unmapped_calls is not None and len(unmapped_calls) and not (
             len(unexplained) and unmapped):  # (all unmapped: the storage_map advice above says it)
         head, _, objs = _unmapped_words(unmapped_calls).partition(": ")
@@ -3235,10 +3246,19 @@ def refused_then_other_principal(unexplained: pd.DataFrame | None) -> pd.DataFra
     return unexplained[unexplained["refused_session"].notna().to_numpy(bool) & _other_principal(unexplained)]
 
 
-def _refused_objects(hit: pd.DataFrame, named: int = 5) -> str:
-    """The objects of refused-then-requested rows (HTML), each with its first request's
-    operation, principal and time from the refusal: ``<code>s3://b/k</code> (GetObject by
-    <code>arn:…</code>, 2.1 s after the refusal)``; the first ``named``."""
+def _refused_objects(hit: pd.DataFrame, named: int = 5, *, calls: pd.DataFrame | None = None,
+                     per_call: pd.DataFrame | None = None) -> str:
+    """The objects of refused-then-requested rows (HTML), each with what the logs show of its
+    first request: the operation, the principal and whose it is (``door_principal``: the door's
+    own — :data:`DOOR_PRINCIPAL` — or none the manifest gives the door; nothing when the
+    manifest names no principals), the time from the refusal and the refused call; with
+    ``calls`` (a CALLS frame), when that was beside the door sessions of the refused call's
+    agent (:func:`_beside_sessions`); with ``per_call`` (``AccessJoinResult.per_call``), whether
+    the door allowed any call on the object.  ``<code>s3://b/.env</code> (GetObject by
+    <code>arn:…</code>, the door's own principal; 111 s after the refusal in door session
+    <code>s1</code> #5, rule <code>no-dotenv</code>; after every door session had ended: the last
+    door call ended 111 s before; the door allowed no call on this object)``; the first
+    ``named``.  Who sent a request no log says: the principal is whose credentials it carried."""
     from ..access_join import _delta_words
 
     out = []
@@ -3246,10 +3266,95 @@ def _refused_objects(hit: pd.DataFrame, named: int = 5) -> str:
     for r in first.head(named).to_dict("records"):
         op = r.get("action_raw") if not _isna(r.get("action_raw")) else r.get("action")
         who = "" if _isna(r.get("principal")) else f" by <code>{esc(r['principal'])}</code>"
-        when = "" if _isna(r.get("since_refusal_s")) else f", {_delta_words(float(r['since_refusal_s']))} the refusal"
-        out.append(f"<code>{esc(r['resource_uri'])}</code> ({esc(op or 'a request')}{who}{when})")
+        dp = r.get("door_principal")
+        whose = ("" if _isna(dp) or not who else ", the door's own principal" if bool(dp) else
+                 ", not a principal the manifest gives the door")
+        parts = [f"{esc(op or 'a request')}{who}{whose}"]
+        since = r.get("since_refusal_s")
+        if not _isna(since):
+            where = "" if _isna(r.get("refused_session")) else (
+                f" in door session <code>{esc(r['refused_session'])}</code>"
+                + ("" if _isna(r.get("refused_seq")) else f" #{esc(r['refused_seq'])}")
+                + ("" if _isna(r.get("refused_rule")) else f", rule <code>{esc(r['refused_rule'])}</code>"))
+            parts.append(f"{_delta_words(float(since))} the refusal{where}")
+            beside = _beside_sessions(calls, r.get("refused_session"), r.get("refused_seq"), float(since))
+            if beside:
+                parts.append(esc(beside))
+        allowed = _allowed_on(per_call, r.get("resource_uri"))
+        if allowed:
+            parts.append(esc(allowed))
+        out.append(f"<code>{esc(r['resource_uri'])}</code> ({'; '.join(parts)})")
     more = f" and {len(first) - named:,} more" if len(first) > named else ""
     return ", ".join(out) + more
+
+
+def _beside_sessions(calls: pd.DataFrame | None, session: Any, seq: Any, since_s: float) -> str:
+    """When a request came beside the door sessions, in words: the request's time is the refused
+    call's (``session``, ``seq``) start plus ``since_s`` seconds (the access join's, on that
+    call's door clock), set against the span of each door session of the same door agent (first
+    call's start to last call's end, ``ts_end`` else ``ts``: one door's clock) — ``while door
+    session s1 was running (between its first and last call)``, ``after every door session had
+    ended: the last door call ended 111 s before``, ``before any door session began: 3.0 s before
+    the first door call``, ``between door sessions, none running: the last door call before it
+    ended 2 min before``.  Sessions of another agent are left out (another door may keep
+    another clock), and the agent is named when the calls have more than one.  ``""`` without
+    ``calls`` or when the refused call or its time is not among them."""
+    from ..access_join import duration_words
+
+    if calls is None or not len(calls) or _isna(session) or _isna(seq) or not {"door_session", "seq", "ts"} <= set(
+            calls.columns):
+        return ""
+    ds = calls["door_session"].astype("string")
+    ref = calls[(ds == str(session)).fillna(False).to_numpy(bool)
+                & (pd.to_numeric(calls["seq"], errors="coerce") == int(seq)).fillna(False).to_numpy(bool)]
+    if not len(ref) or _isna(ref["ts"].iat[0]):
+        return ""
+    t = pd.Timestamp(ref["ts"].iat[0]) + pd.Timedelta(seconds=since_s)
+    agents = calls["agent"].astype("string") if "agent" in calls.columns else pd.Series(pd.NA, index=calls.index,
+                                                                                            dtype="string")
+    agent = agents.loc[ref.index[0]]
+    same = calls[(agents.isna() if _isna(agent) else agents.eq(agent)).fillna(False).to_numpy(bool)]
+    end = same["ts_end"].fillna(same["ts"]) if "ts_end" in same.columns else same["ts"]
+    spans = pd.DataFrame({"session": same["door_session"].astype("string"), "start": same["ts"],
+                          "end": end}).dropna(subset=["start"]).groupby("session").agg(start=("start", "min"),
+                                                                                       end=("end", "max"))
+    if not len(spans):
+        return ""
+    whose = ("" if agents.nunique(dropna=False) <= 1 else
+             " with no agent logged" if _isna(agent) else f" of agent {agent}")
+    running = spans[(spans["start"] <= t) & (spans["end"] >= t)]
+    if len(running):
+        names = list(running.index.astype(str))
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3:,} more" if len(names) > 3 else "")
+        return (f"while door session{'' if len(names) == 1 else 's'} {shown} {'was' if len(names) == 1 else 'were'} "
+                f"running (between {'its' if len(names) == 1 else 'their'} first and last call)")
+    if t > spans["end"].max():
+        gap = duration_words((t - spans["end"].max()).total_seconds())
+        if len(spans) == 1:
+            return f"after door session {spans.index[0]}{whose} had ended: its last call ended {gap} before"
+        return f"after every door session{whose} had ended: the last door call ended {gap} before"
+    if t < spans["start"].min():
+        return (f"before any door session{whose} began: "
+                f"{duration_words((spans['start'].min() - t).total_seconds())} before the first door call")
+    gap = duration_words((t - spans.loc[spans["end"] < t, "end"].max()).total_seconds())
+    return f"between door sessions{whose}, none running: the last door call before it ended {gap} before"
+
+
+def _allowed_on(per_call: pd.DataFrame | None, uri: Any) -> str:
+    """Whether the door allowed any call on the storage object ``uri`` (``per_call``:
+    ``AccessJoinResult.per_call``, each call's object through ``storage_map`` as ``call_uri``):
+    ``the door allowed no call on this object``, or ``the door allowed 2 calls on this object
+    (first: door session s1 #3), none that explains this request``; ``""`` without ``per_call``."""
+    if per_call is None or _isna(uri) or not {"call_uri", "decision"} <= set(per_call.columns):
+        return ""
+    on = per_call[per_call["call_uri"].astype("string").eq(str(uri)).fillna(False).to_numpy(bool)
+                  & per_call["decision"].astype("string").eq("allow").fillna(False).to_numpy(bool)]
+    if not len(on):
+        return "the door allowed no call on this object"
+    on = on.sort_values("ts", kind="stable") if "ts" in on.columns else on
+    f = on.iloc[0]
+    return (f"the door allowed {_count(len(on), 'call')} on this object (first: door session {f['door_session']} "
+            f"#{f['seq']}), none that explains this request")
 
 
 #: How a refused object's request that reached nothing ended, by ``outcome``.
