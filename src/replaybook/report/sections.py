@@ -1293,6 +1293,9 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     for r in rows:
         if not _isna(r.get("continues")) and str(r["door_session"]) not in apart:
             more_of.setdefault(str(r["continues"]), []).append(str(r["door_session"]))
+    # each session's calls, found once (an incident can hold thousands of sessions)
+    by_session = {} if calls is None else {
+        str(k): g for k, g in calls.groupby(calls["door_session"].astype("string"), sort=False, dropna=True)}
     for r in rows:
         tid = r.get("transcript_id")
         if _isna(tid) or (not _isna(r.get("continues")) and str(r["door_session"]) not in apart):
@@ -1310,7 +1313,9 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
                          f"aside, after every line read from its file: {esc(after)}. "
                          f"{'A later answer' if answers else 'The answer'} may be in it — see Quarantine.</p>")
         names = [str(r["door_session"])] + more_of.get(str(r["door_session"]), [])
-        door = "" if calls is None else f"<p>{_door_calls_words(calls, names, named=named)}</p>"
+        own = [by_session[n] for n in names if n in by_session]
+        door = "" if calls is None else \
+            f"<p>{_door_calls_words(pd.concat(own) if own else calls.iloc[0:0], names, named=named)}</p>"
         items.append(f"<h3>Door session{'' if len(names) == 1 else 's'} "
                      + ", ".join(f"<code>{esc(n)}</code>" for n in names)
                      + f" · transcript <code>{esc(tid)}</code></h3><p>Asked:</p>{asked}{door}"
@@ -3305,14 +3310,14 @@ def _beside_sessions(calls: pd.DataFrame | None, session: Any, seq: Any, since_s
             calls.columns):
         return ""
     ds = calls["door_session"].astype("string")
-    ref = calls[(ds == str(session)).fillna(False).to_numpy(bool)
-                & (pd.to_numeric(calls["seq"], errors="coerce") == int(seq)).fillna(False).to_numpy(bool)]
-    if not len(ref) or _isna(ref["ts"].iat[0]):
+    at = np.flatnonzero((ds == str(session)).fillna(False).to_numpy(bool)
+                        & (pd.to_numeric(calls["seq"], errors="coerce") == int(seq)).fillna(False).to_numpy(bool))
+    if not len(at) or _isna(calls["ts"].iat[at[0]]):
         return ""
-    t = pd.Timestamp(ref["ts"].iat[0]) + pd.Timedelta(seconds=since_s)
+    t = pd.Timestamp(calls["ts"].iat[at[0]]) + pd.Timedelta(seconds=since_s)
     agents = calls["agent"].astype("string") if "agent" in calls.columns else pd.Series(pd.NA, index=calls.index,
                                                                                             dtype="string")
-    agent = agents.loc[ref.index[0]]
+    agent = agents.iat[at[0]]
     same = calls[(agents.isna() if _isna(agent) else agents.eq(agent)).fillna(False).to_numpy(bool)]
     end = same["ts_end"].fillna(same["ts"]) if "ts_end" in same.columns else same["ts"]
     spans = pd.DataFrame({"session": same["door_session"].astype("string"), "start": same["ts"],
@@ -3353,8 +3358,8 @@ def _allowed_on(per_call: pd.DataFrame | None, uri: Any) -> str:
         return "the door allowed no call on this object"
     on = on.sort_values("ts", kind="stable") if "ts" in on.columns else on
     f = on.iloc[0]
-    return (f"the door allowed {_count(len(on), 'call')} on this object (first: door session {f['door_session']} "
-            f"#{f['seq']}), none that explains this request")
+    first = f"door session {f['door_session']}" + ("" if _isna(f.get("seq")) else f" #{f['seq']}")
+    return f"the door allowed {_count(len(on), 'call')} on this object (first: {first}), none that explains this request"
 
 
 #: How a refused object's request that reached nothing ended, by ``outcome``.
