@@ -54,7 +54,7 @@ def _text(h: str) -> str:
 
 def test_a_refused_write_is_not_the_refusal_a_read_follows():
     """The agent's read of the rule, 2 s before its declined write: no refusal beside it, and no
-    "reached in storage anyway" in the header."""
+    "reached in storage" finding in the header."""
     access = _access(("2026-11-30T23:31:11Z", AGENT_ARN, "read", "GetObject", RULE))
     res = join_access(_calls(), access, storage_map=SMAP, principals={"deployer": "*door-s3/*"}, offset_s=0)
     un = res.unexplained
@@ -106,7 +106,7 @@ def test_another_principals_write_hours_later_is_a_fact_of_its_own():
     assert "getting round" not in h and "getting round" not in sec
     assert "not who used them" in sec
     assert "Refused at the door, requested in storage by another principal" in sec
-    assert "8 h 13 min after the refusal" in sec and "reached in storage anyway" not in sec
+    assert "8 h 13 min after the refusal" in sec and "reached in storage with no door call" not in sec
     f = S.findings(pd.DataFrame({"status": []}), _calls(), None, un)
     assert f["refused_then_reached"] == [] and f["refused_then_other_principal"] == [RULE]
 

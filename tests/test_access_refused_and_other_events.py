@@ -72,8 +72,8 @@ def test_a_refused_object_storage_denied_is_tried_not_reached(tmp_path):
     words = "denied by storage, so nothing was reached; with the door's own principal"
     assert f["refused_then_tried_words"] == words
     line = _findings_line(f)
-    assert f"refused at the door, tried in storage anyway ({words}): {ENV}" in line
-    assert "reached in storage anyway" not in line
+    assert f"refused at the door, tried in storage with no door call ({words}): {ENV}" in line
+    assert "reached in storage with no door call" not in line
 
     h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=un, calls=inc.calls, per_call=res.per_call))
     assert (f"1 object the door refused was tried in storage with no door call behind it: {ENV} (storage.objects.get "
@@ -83,8 +83,8 @@ def test_a_refused_object_storage_denied_is_tried_not_reached(tmp_path):
     assert "reached in storage" not in h
 
     a = S.access_section(res, inc.access)
-    assert "Refused at the door, reached in storage anyway" not in a
-    part = a.split("<h3>Refused at the door, tried in storage anyway</h3>")[1].split("<h3>")[0]
+    assert "Refused at the door, reached in storage with no door call" not in a
+    part = a.split("<h3>Refused at the door, tried in storage with no door call</h3>")[1].split("<h3>")[0]
     assert _text(part).startswith(
         f"The door refused the agent 1 object, and 1 storage request tried it anyway, with no door call behind it: "
         f"{words}. A finding all the same")
@@ -97,7 +97,7 @@ def test_a_refused_object_storage_allowed_is_still_reached(tmp_path, capsys):
     inc, res = investigate(tmp_path, storage_map=SMAP, principals={"analyst": GCP_SA})
     f = S.findings(inc.join.sessions, inc.calls, inc.quarantine, res.unexplained, join=inc.join)
     assert f["refused_then_reached"] == [ENV] and f["refused_then_tried"] == []
-    assert f"refused at the door, reached in storage anyway: {ENV}" in _findings_line(f)
+    assert f"refused at the door, reached in storage with no door call: {ENV}" in _findings_line(f)
     h = _text(S.header("t", tmp_path / "incident.yaml", unexplained=res.unexplained, calls=inc.calls,
                        per_call=res.per_call))
     assert (f"1 object the door refused was reached in storage with no door call behind it: {ENV} (storage.objects.get "
@@ -105,7 +105,7 @@ def test_a_refused_object_storage_allowed_is_still_reached(tmp_path, capsys):
             "after door session s had ended: its last call ended 60 s before; the door allowed no call on this "
             "object); the logs name the credentials used, not who used them") in h
     a = S.access_section(res, inc.access)
-    assert "Refused at the door, reached in storage anyway" in a and "tried in storage anyway" not in a
+    assert "Refused at the door, reached in storage with no door call" in a and "tried in storage with no door call" not in a
     assert main(["access", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert ("on this object, 60 s before this request; storage allowed this request: it reached what the door "

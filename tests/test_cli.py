@@ -507,7 +507,7 @@ def test_report_says_its_findings_and_a_replaced_report_on_stderr(tmp_path, monk
         "one dataset but hold different data: demo/cars.xpt, demo/cars.parquet; left unpaired by the join: 1 door "
         "call no step claims and 2 door-bound tool calls with no door call; 1 agreeing pair more than 5 s off its "
         "session's clock offset; 2 lines set aside (see Quarantine); 3 storage requests no door call explains; "
-        "refused at the door, reached in storage anyway: s3://b/.env",
+        "refused at the door, reached in storage with no door call: s3://b/.env",
         f"replaybook: every input's SHA-256 is in {sums}; check them with: "
         f"cd {shlex.quote(str(demo.parent))} && sha256sum -c {shlex.quote(str(sums))}"]
 

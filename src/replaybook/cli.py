@@ -1327,8 +1327,8 @@ def _findings_line(f: dict) -> str:
 
         parts.append(NO_PRINCIPALS)
     parts.extend(f.get("cloud_log_loss_words") or [])  # requests the counts above leave out
-    for key, how in (("refused_then_reached", "reached in storage anyway"),
-                     ("refused_then_tried", "tried in storage anyway"),
+    for key, how in (("refused_then_reached", "reached in storage with no door call"),
+                     ("refused_then_tried", "tried in storage with no door call"),
                      ("refused_then_other_principal", "requested in storage by another principal")):
         hit = f.get(key) or []
         words = f.get("refused_then_tried_words") if key == "refused_then_tried" else None

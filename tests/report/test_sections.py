@@ -976,7 +976,7 @@ def test_header_raises_storage_requests_no_door_call_explains():
     assert inc.calls["ts_end"].max() == pd.Timestamp("2026-09-13T10:01:21.330Z")
     a = S.access_section(inc.access_join, inc.access)
     no_raw_html(a)
-    top = a.split("<h3>Refused at the door, reached in storage anyway</h3>")[1].split("<h3>")[0]
+    top = a.split("<h3>Refused at the door, reached in storage with no door call</h3>")[1].split("<h3>")[0]
     assert "The door refused the agent 1 object, and <b>1 storage request</b> reached it anyway" in top
     cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", top)]
     assert cells[:4] == ["s3://acme-data/reference/.env", "door-20260913T100005-a1 seq 5, rule no-dotenv",

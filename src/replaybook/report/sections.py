@@ -3429,12 +3429,12 @@ def _refused_then_reached(un: pd.DataFrame, offset_s: Any = None) -> str:
                     "what the agent was refused; the logs name the credentials used, not who used them. "
                     "<b>when</b> says how long after the refusal.</p>")
         elif got:
-            out += ("<h3>Refused at the door, reached in storage anyway</h3>"
+            out += ("<h3>Refused at the door, reached in storage with no door call</h3>"
                     f"<p>The door refused the agent {_count(objs, 'object')}, and <b>{_count(len(hit), 'storage request')}"
                     f"</b> reached {it} anyway, with no door call behind {them}. Whoever sent each request (its "
                     "principal, address and client) reached what the door kept from the agent.</p>")
         else:
-            out += ("<h3>Refused at the door, tried in storage anyway</h3>"
+            out += ("<h3>Refused at the door, tried in storage with no door call</h3>"
                     f"<p>The door refused the agent {_count(objs, 'object')}, and <b>{_count(len(hit), 'storage request')}"
                     f"</b> tried {it} anyway, with no door call behind {them}: {esc(_tried_words(hit))}. A finding "
                     "all the same: whoever sent each request (its principal, address and client) tried to reach what "
