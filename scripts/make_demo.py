@@ -253,7 +253,7 @@ def description(cars: pd.DataFrame, stale: pd.DataFrame) -> str:
     return (f"Asked 'what is the average mpg of the cars in demo/?', the analyst agent answered {wrong}: its query "
             f"of cars.parquet, an export made for dashboards that holds {again} rows twice, returned "
             f"{stale['mpg'].mean():.4f}, while cars.xpt, which demo/README.txt names the source of truth, gives "
-            f"{right}, as the agent's own summary of it had said. The door also refused it reference/.env. A second "
+            f"{right}, as the agent's own summary of it had said. The door also refused its read of reference/.env. A second "
             "session of the same agent, started 50 s later and running alongside the first, repeated the first "
             f"three calls, then queried cars.xpt instead of cars.parquet and answered {right}. The third transcript "
             "is another conversation (renaming variables in utils.py) that made no door call.")
