@@ -756,6 +756,92 @@ def test_the_capsule_yaml_built_is_fsynced_with_its_folder_entry(demo, tmp_path,
         assert events[i + 1] == ("fsync", str(out))        # the folder entry the rename made
 
 
+def _fsyncs_and_renames(monkeypatch, fail_folder=None):
+    """Record every ``fsync`` (by the path of the file or folder synced) and ``os.replace`` in
+    order; a folder's ``fsync`` raises ``fail_folder`` (an errno) when one is given."""
+    import os
+    import stat
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        if fail_folder is not None and stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(fail_folder, os.strerror(fail_folder))
+        return real_fsync(fd)
+
+    def replace(src, dst, *a, **kw):
+        events.append(("replace", str(src), str(dst)))
+        return real_replace(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return events
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_evidence_stores_folders_are_fsynced_once_before_capsule_yaml(demo, tmp_path, monkeypatch, shared):
+    """Each evidence object's bytes were synced before its rename, but not the folders the
+    renames wrote: a crash after the build said it succeeded could leave a capsule.yaml naming
+    objects that are gone.  The store's sha256/ folder and the store's own folder are synced
+    once each, after the last object is in place and before capsule.yaml is written — also
+    for a store another capsule already filled."""
+    import os
+
+    out = tmp_path / "c"
+    if shared:  # (a store that holds another build's objects: kept, and synced all the same)
+        assert run("build", demo, "--evidence", demo / "door-evidence", "--out", tmp_path / "first").exit_code == 0
+        out.mkdir()
+        (out / "evidence").symlink_to(tmp_path / "first" / "evidence")
+    events = _fsyncs_and_renames(monkeypatch)
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    monkeypatch.undo()
+    assert r.exit_code == 0, (r.output, r.exception)
+    root = os.path.realpath(out / "evidence")
+    objects, store = os.path.join(root, "sha256"), root
+    synced = [e[1] for e in events if e[0] == "fsync"]
+    assert (synced.count(objects), synced.count(store)) == (1, 1)
+    at = {e: i for i, e in enumerate(events)}
+    put = [i for i, e in enumerate(events) if e[0] == "replace" and os.path.dirname(e[2]) == objects]
+    assert len(put) == (0 if shared else len(os.listdir(objects))) and (shared or len(put) > 5)
+    first_yaml = next(i for i, e in enumerate(events) if e[0] == "replace" and e[2] == str(out / "capsule.yaml"))
+    assert max(put, default=-1) < at[("fsync", objects)] < at[("fsync", store)] < first_yaml
+    assert sorted(p.name for p in out.iterdir()) == ["capsule.yaml", "evidence"]
+
+
+@pytest.mark.parametrize("err", ["EINVAL", "ENOTSUP"])
+def test_a_file_system_that_cannot_sync_folders_still_builds(demo, tmp_path, monkeypatch, err):
+    """A file system that keeps no folder state to sync answers EINVAL or ENOTSUP to a folder's
+    fsync: the build goes on, as it does for capsule.yaml's folder."""
+    import errno
+
+    _fsyncs_and_renames(monkeypatch, fail_folder=getattr(errno, err))
+    out = tmp_path / "c"
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    monkeypatch.undo()
+    assert r.exit_code == 0, (r.output, r.exception)
+    assert r.output.splitlines()[0] == str(out / "capsule.yaml")
+    assert json.loads(run("verify", out, "--format", "json").output)["integrity_failures"] == []
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_an_io_error_syncing_the_evidence_store_is_a_failed_build(demo, tmp_path, monkeypatch, existed):
+    """An I/O error syncing the store's folders is the disk written to failing: "cannot write
+    <out>" (exit 2), and what the build made is removed — nothing that was there before."""
+    import errno
+
+    out = tmp_path / "c"
+    if existed:
+        out.mkdir()
+        (out / "README").write_text("mine")
+    _fsyncs_and_renames(monkeypatch, fail_folder=errno.EIO)
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    monkeypatch.undo()
+    assert r.exit_code == 2 and f"cannot write {out}: Input/output error" in r.output, (r.output, r.exception)
+    assert (sorted(p.name for p in out.iterdir()) == ["README"]) if existed else not out.exists()
+
+
 def _door_copy_with_last_response_damaged(demo, tmp_path):
     """A copy of the demo's door evidence whose last call's response no longer hashes to its
     digest (the earlier calls' responses are written to the capsule before it is met)."""

@@ -491,7 +491,8 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
         The saved, schema-valid :class:`~replaybook.capsule.model.Capsule`, with ``completeness``
         and ``completeness_reasons`` computed by :func:`~replaybook.capsule.verify.verify_capsule`,
         whose report (every object read back once it was written) is its ``verification``;
-        its ``capsule.yaml`` is ``fsync``'d with its folder entry and read back byte for byte.
+        its ``capsule.yaml`` is ``fsync``'d with its folder entry and read back byte for byte, after
+        the evidence store's folders are ``fsync``'d (:meth:`~.store.EvidenceStore.sync`).
 
     Raises:
         ManifestError: the incident manifest is bad.
@@ -612,6 +613,8 @@ def build_capsule(incident: str | Path | Incident, door_evidence: str | Path | N
         "completeness": "unproven",
         "completeness_reasons": ["not verified yet"],
     }
+    # the objects' folder entries reach the disk before the capsule.yaml naming them is written
+    store.sync()
     capsule = Capsule.from_dict(data, out / "capsule.yaml")
     capsule.save(out)
     report = verify_capsule(capsule)  # (every object read back from disk and re-hashed)

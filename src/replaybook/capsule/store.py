@@ -3,8 +3,8 @@
 Layout: ``<root>/sha256/<64 hex>``, one file per object, named by the SHA-256 of its exact bytes
 (the same layout the door uses for the responses it keeps).  Objects are written atomically
 (temporary file in the same folder, ``fsync``, ``os.replace``) and then made read-only
-(mode ``0444``); writing an object that already exists checks the existing bytes instead of
-overwriting them.  Reading and verification open files read-only and never write.
+(mode ``0444``), and :meth:`EvidenceStore.sync` syncs the folders they were renamed into;
+writing an object that already exists checks the existing bytes instead of overwriting them.  Reading and verification open files read-only and never write.
 
 An object is the file in the store: a symbolic link leading out of the store's folder is
 ``outside`` — never followed, never read (it could name any file on the reviewer's machine, or
@@ -234,6 +234,23 @@ class EvidenceStore:
             Path(tmp).unlink(missing_ok=True)
             raise
         return digest
+
+    def sync(self) -> None:
+        """``fsync`` the store's folders, once each: ``sha256/``, whose entries are the objects
+        renamed into place, and the store's own folder, which holds ``sha256/``'s entry.  Each
+        object's bytes are synced before its rename (:meth:`put`); without this the renames
+        themselves could be lost in a crash, leaving a capsule whose objects are gone.  A folder
+        not there (nothing stored) is skipped; a file system that cannot sync a folder
+        (``EINVAL``, ``ENOTSUP``) is left as it is (:func:`~.model.sync_folder`).
+
+        Raises:
+            OSError: a folder cannot be opened, or syncing it failed (an I/O error …).
+        """
+        from .model import sync_folder
+
+        for folder in (self.root / "sha256", self.root):
+            if folder.is_dir():
+                sync_folder(folder)
 
     def put_file(self, path: str | Path) -> str:
         """Store a file's bytes (read-only open); return the digest."""
