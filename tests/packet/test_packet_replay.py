@@ -1055,3 +1055,37 @@ def test_the_replay_records_the_line_end_settings_its_clone_ran_with(repo: Path,
                                           "core.checkRoundtripEncoding is set (git's defaults)")
     (repo / "empty.jsonl").write_text("")
     assert replay(repo / "empty.jsonl", repo=repo).line_ends is None
+
+
+@pytest.mark.parametrize("where", ["include", "worktree", "includeIf"])
+def test_line_end_settings_the_repository_reads_from_elsewhere_are_carried(repo: Path, tmp_path: Path,
+                                                                          monkeypatch, where):
+    """Only the settings written in .git/config itself were carried (``git config --local``
+    reads no ``[include]`` and no worktree config), so a repository whose ``core.autocrlf = true``
+    comes from a file its config includes, from its worktree's own config (``config.worktree``),
+    or from the user's ``[includeIf "gitdir:…"]`` (which matches the repository, not the clone's
+    temporary folder) checked files out with CRLF while the replay's clone wrote LF, and a step
+    reading such a file diverged.  The clone is given every line-end setting as the repository
+    reads it."""
+    included = tmp_path / "line-ends.gitconfig"
+    included.write_text("[core]\n\tautocrlf = true\n")
+    _own_git_config(monkeypatch, tmp_path)
+    work = repo
+    if where == "include":
+        git(repo, "config", "include.path", str(included))
+    elif where == "worktree":
+        git(repo, "config", "extensions.worktreeConfig", "true")
+        work = tmp_path / "linked"
+        git(repo, "worktree", "add", "-q", "--detach", str(work), "HEAD")
+        git(work, "config", "--worktree", "core.autocrlf", "true")
+    else:
+        _own_git_config(monkeypatch, tmp_path, f'[includeIf "gitdir:{repo.resolve()}/"]\n\tpath = {included}\n')
+    (work / "sub" / "data.txt").unlink()
+    git(work, "checkout", "--", "sub/data.txt")
+    assert (work / "sub" / "data.txt").read_bytes() == b"alpha\r\nbeta\r\n"
+    assert rec(work, PY, "-c", "print(open('sub/data.txt', 'rb').read())").exit == 0
+    v = replay(work / "session.jsonl", repo=work)
+    assert v.verdict == "PASS", v.to_dict()
+    assert v.steps[0].output == "b'alpha\\r\\nbeta\\r\\n'"
+    assert v.line_ends["core.autocrlf"] == {"value": "true", "scope": "local"}
+

@@ -51,6 +51,7 @@ __all__ = [
     "clean_git_env",
     "CARRIED_LOCAL_CONFIG",
     "local_line_end_config",
+    "effective_line_end_config",
     "line_end_config",
 ]
 
@@ -324,6 +325,17 @@ def local_line_end_config(repo: str | os.PathLike) -> dict[str, str]:
     return {name: value for _scope, name, value in _config_items(raw, scoped=False)}
 
 
+def effective_line_end_config(path: str | os.PathLike) -> dict[str, str]:
+    """The line-end settings (:data:`CARRIED_LOCAL_CONFIG`) in force in the repository at ``path``,
+    as its checkouts read them: from every config git reads there — its own (with the files it
+    includes), its worktree's (``config.worktree``), the user's global one (with an
+    ``[includeIf "gitdir:…"]`` matching that repository), the system's — ``{name: value}``, the
+    last one set winning, values as :func:`local_line_end_config` gives them.  Empty when none is
+    set or the config cannot be read."""
+    raw = git(["config", "--null", "--get-regexp", _LINE_END_KEYS], path, check=False, env=clean_git_env())
+    return {name: value for _scope, name, value in _config_items(raw, scoped=False)}
+
+
 def line_end_config(worktree: str | os.PathLike) -> dict[str, dict | None]:
     """Each line-end setting (:data:`CARRIED_LOCAL_CONFIG`, in that order) as git reads it in
     ``worktree`` — its own config, the user's global config, the system's, ``GIT_CONFIG_*`` in
@@ -395,9 +407,11 @@ def temporary_clone(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
     goes to the clone — so it takes no copy of them and is quick whatever the repository's size.
     It shares nothing else with the repository: it has its own config (git never copies a
     repository's local config or hooks into a clone; only :data:`_COPIED_CONFIG` and, from the
-    repository's own config, the line-end settings of :data:`CARRIED_LOCAL_CONFIG` are set, before
-    the checkout, as git reads them there (:func:`local_line_end_config`; :func:`line_end_config`
-    says which the clone then has); :func:`local_config_not_carried` says what is left out), its own
+    repository's config, the line-end settings of :data:`CARRIED_LOCAL_CONFIG` are set, before
+    the checkout, where the repository reads them otherwise than the clone would — from its own
+    config, a file it includes, its worktree's config, a conditional include of the user's
+    (:func:`effective_line_end_config`; :func:`line_end_config` says which the clone then has);
+    :func:`local_config_not_carried` says what is left out), its own
     refs (copies of the repository's branches and tags, so ``git describe`` and branch names work
     as they do there) and no remote, so a replayed step that runs ``git config``, ``git tag``,
     ``git branch -f``, ``git push`` or installs a hook changes only the clone.  Unlike a
@@ -422,8 +436,13 @@ def temporary_clone(repo: str | os.PathLike, commit: str) -> Iterator[Path]:
             value = git(["config", "--get", key], repo, check=False, env=env).rstrip(b"\n")
             if value:
                 git(["config", key, value.decode("utf-8", "surrogateescape")], wt, env=env)
-        for key, value in local_line_end_config(repo).items():  # (a bare "autocrlf" as true, "" as "")
-            git(["config", key, value], wt, env=env)
+        # each setting the repository reads otherwise than the clone would: a value from its own
+        # config, a file it includes, its worktree's config, or a conditional include of the
+        # user's that names the repository's folder (the clone's is another)
+        have = effective_line_end_config(wt)
+        for key, value in effective_line_end_config(repo).items():  # (a bare "autocrlf" as true, "" as "")
+            if have.get(key) != value:
+                git(["config", key, value], wt, env=env)
         git(["checkout", "--detach", "--quiet", commit], wt, env=env)
         yield wt
     finally:
