@@ -15,6 +15,7 @@ from replaybook.packet import read_log, replay
 from replaybook.packet.errors import PacketLogError
 from replaybook.packet.cli import packet as packet_cli
 from replaybook.packet.normalize import normalize
+from replaybook.packet.replay import line_end_words
 
 from packet_helpers import PY, edit_log, git, log_lines, rec, write_check, write_lines
 
@@ -1089,3 +1090,29 @@ def test_line_end_settings_the_repository_reads_from_elsewhere_are_carried(repo:
     assert v.steps[0].output == "b'alpha\\r\\nbeta\\r\\n'"
     assert v.line_ends["core.autocrlf"] == {"value": "true", "scope": "local"}
 
+
+def test_a_git_without_show_scope_still_records_the_line_end_settings(repo: Path, tmp_path: Path, monkeypatch):
+    """A git before 2.26 (Ubuntu 20.04's 2.25) refuses ``--show-scope`` and prints nothing: the
+    replay then said "none of core.autocrlf, … is set (git's defaults)" of a clone that had
+    ``core.autocrlf = true`` carried into it.  The values are read without it, where each was
+    read from is said not to be known."""
+    import shutil
+
+    _own_git_config(monkeypatch, tmp_path)
+    real = shutil.which("git")
+    old = tmp_path / "old-git"
+    old.mkdir()
+    (old / "git").write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = --show-scope ] && '
+                             '{ echo "error: unknown option \\`show-scope\'" >&2; exit 129; }; done\n'
+                             f'exec {real} "$@"\n')
+    (old / "git").chmod(0o755)
+    git(repo, "config", "core.autocrlf", "true")
+    assert rec(repo, PY, "check.py").exit == 1
+    monkeypatch.setenv("PATH", f"{old}{os.pathsep}{os.environ['PATH']}")
+    v = replay(repo / "session.jsonl", repo=repo)
+    assert v.verdict == "PASS", v.to_dict()
+    assert v.line_ends == {"core.autocrlf": {"value": "true", "scope": None}, "core.eol": None,
+                           "core.safecrlf": None, "core.checkRoundtripEncoding": None}
+    assert line_end_words(v.line_ends) == (
+        "core.autocrlf=true (where git read it not known: git before 2.26 cannot say); not set (git's defaults): "
+        "core.eol, core.safecrlf, core.checkRoundtripEncoding")

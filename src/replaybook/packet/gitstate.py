@@ -340,12 +340,16 @@ def line_end_config(worktree: str | os.PathLike) -> dict[str, dict | None]:
     """Each line-end setting (:data:`CARRIED_LOCAL_CONFIG`, in that order) as git reads it in
     ``worktree`` — its own config, the user's global config, the system's, ``GIT_CONFIG_*`` in
     the environment: ``{"value": <as git reads it, as in local_line_end_config>, "scope":
-    <where git read it: local, global, system, worktree or command>}``, or ``None`` when it is
-    not set (git's default)."""
+    <where git read it: local, global, system, worktree or command; None where git cannot say:
+    before 2.26 it has no --show-scope>}``, or ``None`` when it is not set (git's default)."""
     raw = git(["config", "--show-scope", "--null", "--get-regexp", _LINE_END_KEYS], worktree, check=False,
               env=clean_git_env())
+    items = _config_items(raw, scoped=True)
+    if not items:  # (none set — or a git before 2.26, which refuses --show-scope and prints nothing)
+        raw = git(["config", "--null", "--get-regexp", _LINE_END_KEYS], worktree, check=False, env=clean_git_env())
+        items = _config_items(raw, scoped=False)
     out: dict[str, dict | None] = dict.fromkeys(CARRIED_LOCAL_CONFIG)
-    for scope, name, value in _config_items(raw, scoped=True):
+    for scope, name, value in items:
         out[name] = {"value": value, "scope": scope}
     return out
 

@@ -162,7 +162,8 @@ class PacketVerdict:
             (:func:`~.gitstate.line_end_config`): for each of ``core.autocrlf``, ``core.eol``,
             ``core.safecrlf`` and ``core.checkRoundtripEncoding``, ``{"value", "scope"}`` (``scope``
             ``local``: carried from the repository's own config; ``global``, ``system`` …: the
-            user's or the machine's, which the clone reads as the repository does) or ``None``
+            user's or the machine's, which the clone reads as the repository does; ``None`` where
+            git cannot say, before 2.26) or ``None``
             (not set: git's default); ``None`` when no clone was made.  :func:`line_end_words`
             says it in words.
     """
@@ -239,7 +240,9 @@ def line_end_words(line_ends: Mapping[str, dict | None] | None) -> str | None:
     unset = [k for k, v in line_ends.items() if v is None]
     if not set_:
         return f"none of {', '.join(unset)} is set (git's defaults)"
-    words = ", ".join(f"{k}={one_line(v['value'])} ({_SCOPE_WORDS.get(v['scope'], one_line(str(v['scope'])))})"
+    words = ", ".join(f"{k}={one_line(v['value'])} ("
+                      + ("where git read it not known: git before 2.26 cannot say" if v.get("scope") is None
+                         else _SCOPE_WORDS.get(v["scope"], one_line(str(v["scope"])))) + ")"
                       for k, v in set_)
     return words + (f"; not set (git's defaults): {', '.join(unset)}" if unset else "")
 
