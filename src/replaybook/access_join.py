@@ -449,12 +449,28 @@ def request_id_kind(source: Any, raw: Any, request_id: Any) -> str:
     except AttributeError:
         return "request id"
     if source == "aws.cloudtrail":
+        if getattr(raw, "parsed", True) is False and _names_request_id(raw.text, request_id):
+            return "request id"  # (a compact delivery file's record, told without parsing it)
         rid = get("requestID") or get("requestId")
         if not (isinstance(rid, str) and rid) and get("eventID") == request_id:
             return "event id"
     elif source == "gcp.audit" and get("insertId") == request_id:
         return "insert id"
     return "request id"
+
+
+def _names_request_id(text: Any, request_id: str) -> bool:
+    """Whether a CloudTrail record's source text (a :class:`~.sources._record.SourceRecord`'s,
+    compact JSON as delivered) writes ``"requestID":"<request_id>"``: then its ``request_id`` is
+    its ``requestID``, told in a substring search instead of parsing the record (about 130 µs a
+    record, for every row of a large result).  ``False`` says only "not told so": the caller
+    parses."""
+    for key in ('"requestID":"', '"requestId":"'):
+        needle = f'{key}{request_id}"'
+        if (needle.encode("utf-8", "surrogatepass") if isinstance(text, (bytes, bytearray))
+                else needle) in text:
+            return True
+    return False
 
 
 #: an address logged with the client's TCP port (Azure's ``callerIpAddress`` / Storage
