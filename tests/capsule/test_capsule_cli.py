@@ -988,3 +988,28 @@ def test_verify_says_a_response_whose_file_cannot_be_looked_up_cannot_be_read(tm
     assert f"MCP responses: response in the store cannot be read: {call['call_id']}" in out
     assert "objects checked: 12; integrity failures: 0; missing: 0; cannot be read: 1" in out
     assert "not a file" not in out and "not in the store" not in out
+
+
+@pytest.mark.parametrize("err", ["EACCES", "EPERM"])
+def test_a_folder_that_cannot_be_opened_for_reading_is_not_synced_and_the_build_goes_on(demo, tmp_path, monkeypatch,
+                                                                                       err):
+    """A folder the builder may write but not read (mode 0333) cannot be opened to sync it: the
+    entries are made all the same, so the build goes on (it had succeeded before folders were
+    synced, and a build into such an ``--out`` must not become an internal error)."""
+    import errno
+    import os
+
+    real_open = os.open
+
+    def refusing_open(path, flags, *a, **k):
+        if flags & getattr(os, "O_DIRECTORY", 0) or os.path.isdir(path):
+            raise OSError(getattr(errno, err), os.strerror(getattr(errno, err)), str(path))
+        return real_open(path, flags, *a, **k)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    out = tmp_path / "c"
+    r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
+    monkeypatch.undo()
+    assert r.exit_code == 0, (r.output, r.exception)
+    assert r.output.splitlines()[0] == str(out / "capsule.yaml")
+    assert json.loads(run("verify", out, "--format", "json").output)["integrity_failures"] == []

@@ -413,14 +413,19 @@ class Capsule:
 def sync_folder(folder: str | Path) -> None:
     """``fsync`` a folder, so the entries just made in it (a file renamed into place) last a
     crash.  A file system that cannot sync a folder (``EINVAL``: it keeps no such state to
-    sync) is left as it is.
+    sync) is left as it is, and so is a folder this process may write but not open for reading
+    (``EACCES``, ``EPERM``: mode 0333): its entries are made all the same, only not forced to disk.
 
     Raises:
-        OSError: the folder cannot be opened, or syncing it failed (an I/O error …).
+        OSError: the folder cannot be opened for another reason, or syncing it failed (an I/O
+            error …).
     """
     import errno
 
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except PermissionError:
+        return
     try:
         os.fsync(fd)
     except OSError as exc:
