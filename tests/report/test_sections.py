@@ -1826,3 +1826,47 @@ def test_a_call_id_numbered_per_answer_gives_each_call_its_own_result_size():
     # u: one call whose result the file holds before it (a resumed copy) → that result
     assert got.index.tolist() == [0, 2, 4, 6, 7]
     assert got.astype(object).where(got.notna(), None).tolist() == [5, 6000, 7, None, 9]
+
+
+def test_asked_and_answered_past_max_sessions_names_the_rest_and_stays_small():
+    """The report's first section listed every conversation: at 2,000 door sessions it was 2.7 MB
+    of HTML and took 26 s, where every other section shows ``MAX_SESSIONS`` and names the rest.
+    It now shows as many as the conversation section does, in its order (a refused call first),
+    and names the others with where to see them."""
+    from replaybook.join import join_sessions
+
+    n = 7
+    steps = STEPS.build([r for i in range(n) for r in (
+        dict(transcript_id=f"t{i}", seq=0, ts=s(i * 100 - 1), kind="user_prompt", text=f"question {i}"),
+        dict(transcript_id=f"t{i}", seq=1, ts=s(i * 100), kind="tool_call", tool="read_object",
+             tool_raw="mcp__door__read_object", server="door", args_key=f'{{"path":"p{i}"}}', call_id=f"toolu_{i}"),
+        dict(transcript_id=f"t{i}", seq=2, ts=s(i * 100 + 5), kind="model_request", text=f"answer {i}"))])
+    calls = CALLS.build([dict(door_session=f"d{i}", agent="a", seq=1, ts=s(i * 100 + 0.3), tool="read_object",
+                              args_key=f'{{"path":"p{i}"}}', object=f"p{i}", decision="deny" if i == 4 else "allow",
+                              rule="r") for i in range(n)])
+    res = join_sessions(steps, calls)
+    h = S.asked_and_answered(steps, res.sessions, calls=calls, max_sessions=3)
+    assert re.findall(r"<h3>Door session <code>(d\d)</code> · transcript", h) == ["d4", "d0", "d1"]
+    assert "answer 2" not in h and "question 6" not in h
+    text = html.unescape(re.sub("<[^>]+>", "", h))
+    assert ("4 more conversations not shown here (this report shows 3, sessions with a refused call first): "
+            "door sessions d2, d3, d5, d6. The workbook's session view shows any of them.") in text
+    # the conversation section shows the same ones, so the two read side by side
+    conv = S.conversations(steps, calls, res, max_sessions=3)
+    assert re.findall(r"<h3[^>]*>Door session (d\d) · transcript", conv) == ["d4", "d0", "d1"]
+    assert S.MAX_SESSIONS == 50 and "max_sessions" in S.asked_and_answered.__code__.co_varnames
+
+
+def test_asked_and_answered_cuts_a_long_run_of_prompts():
+    """Every prompt of a conversation was quoted: an interactive session of 400 prompts put 400
+    quotes on the report's first screen.  The first few are quoted and the others counted."""
+    steps = STEPS.build([dict(transcript_id="t1", seq=i, ts=s(i), kind="user_prompt", text=f"prompt number {i}")
+                         for i in range(400)]
+                        + [dict(transcript_id="t1", seq=400, ts=s(400), kind="model_request", text="done")])
+    sessions = SESSIONS.build([dict(door_session="d1", agent="a", start=s(0), end=s(1), calls=1, refused=0,
+                                    transcript_id="t1", status="matched")])
+    h = S.asked_and_answered(steps, sessions)
+    assert h.count("<blockquote>") == S.ASKED_PROMPTS + 1  # (the answer's quote)
+    assert "prompt number 0" in h and f"prompt number {S.ASKED_PROMPTS - 1}<" in h and "prompt number 399" not in h
+    assert (f"and {400 - S.ASKED_PROMPTS:,} more prompts: every one is in "
+            '<a href="#conversation">The conversation, in order</a>') in h

@@ -1260,14 +1260,26 @@ _NO_CONVERSATION = ('<div class="rb-section"><h2 id="{anchor}">{title}</h2><p cl
 #: the title of :func:`asked_and_answered`'s section
 ASKED_TITLE = "What each conversation was asked, and what it answered"
 
+#: door sessions (and conversations) a report shows in full; the others are listed by name, so
+#: an incident of thousands of sessions stays a page a browser opens
+MAX_SESSIONS = 50
+
+#: the prompts :func:`asked_and_answered` quotes per conversation (the first ones; the others are
+#: counted): a long interactive conversation's every prompt is in the conversation section
+ASKED_PROMPTS = 5
+
 
 def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: int = 600,
                        quarantine: pd.DataFrame | None = None, calls: pd.DataFrame | None = None,
-                       unassigned: Sequence[str] | None = None, named: int = 5) -> str:
+                       unassigned: Sequence[str] | None = None, named: int = 5,
+                       max_sessions: int = MAX_SESSIONS, prompts: int = ASKED_PROMPTS) -> str:
     """What happened, conversation by conversation, before how the join found it: per door
-    session with a transcript, what the user asked (every prompt, in order) and the agent's last
-    text answer, quoted from the transcript (escaped, truncated to ``limit`` characters), so the
-    report states the question and the answer in plain text.
+    session with a transcript, what the user asked (the first ``prompts`` prompts, in order, the
+    count of the others given) and the agent's last text answer, quoted from the transcript
+    (escaped, truncated to ``limit`` characters), so the report states the question and the
+    answer in plain text.  At most ``max_sessions`` conversations, chosen and ordered as
+    :func:`conversations` chooses them (past ``max_sessions``, sessions with a refused call
+    first); the others are named.
 
     ``calls`` (a :data:`~replaybook.frames.CALLS` frame), when given: under each question, the
     door calls of the conversation's door sessions — how many the door allowed and the objects
@@ -1296,15 +1308,27 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     # each session's calls, found once (an incident can hold thousands of sessions)
     by_session = {} if calls is None else {
         str(k): g for k, g in calls.groupby(calls["door_session"].astype("string"), sort=False, dropna=True)}
+    rows = [r for r in rows if not _isna(r.get("transcript_id"))
+            and (_isna(r.get("continues")) or str(r["door_session"]) in apart)]
+    skipped: list[str] = []
+    if len(rows) > max_sessions:  # (as the conversation section chooses, so the two read side by side)
+        if calls is not None:
+            refused = set(calls.loc[calls["decision"] == "deny", "door_session"].dropna().astype(str))
+        else:
+            refused = {str(r["door_session"]) for r in rows if not _isna(r.get("refused")) and int(r["refused"])}
+        rows = sorted(rows, key=lambda r: str(r["door_session"]) not in refused)  # (stable)
+        skipped = [str(r["door_session"]) for r in rows[max_sessions:]]
+        rows = rows[:max_sessions]
     for r in rows:
         tid = r.get("transcript_id")
-        if _isna(tid) or (not _isna(r.get("continues")) and str(r["door_session"]) not in apart):
-            continue
         t = steps[(steps["transcript_id"] == tid) & steps["agent_id"].isna()]
-        prompts = t[t["kind"] == "user_prompt"]["text"].dropna().tolist()
+        said = t[t["kind"] == "user_prompt"]["text"].dropna().tolist()
         answers = t[(t["kind"] == "model_request") & t["text"].notna()]["text"].tolist()
-        asked = "".join(f"<blockquote>{esc(p, limit)}</blockquote>" for p in prompts) or \
+        asked = "".join(f"<blockquote>{esc(p, limit)}</blockquote>" for p in said[:prompts]) or \
             '<p class="rb-note">no prompt in the transcript</p>'
+        if len(said) > prompts:
+            asked += (f'<p class="rb-note">and {len(said) - prompts:,} more prompts: every one is in '
+                      '<a href="#conversation">The conversation, in order</a>.</p>')
         answered = f"<blockquote>{esc(answers[-1], limit)}</blockquote>" if answers else \
             '<p class="rb-note">no text answer in the transcript</p>'
         after = _set_aside_after(steps[steps["transcript_id"] == tid], quarantine)
@@ -1322,6 +1346,11 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
                      f"<p>Answered (last text):</p>{answered}")
     if not items:
         return _NO_CONVERSATION.format(title=ASKED_TITLE, anchor="asked")
+    if skipped:
+        items.append(f'<p class="rb-note">{_count(len(skipped), "more conversation")} not shown here (this report '
+                     f"shows {max_sessions}, sessions with a refused call first): door sessions "
+                     + esc(", ".join(skipped[:200])) + (f" and {len(skipped) - 200:,} more" if len(skipped) > 200 else "")
+                     + ". The workbook's session view shows any of them.</p>")
     intro = ("<p>Each transcript is one conversation, and an incident's transcripts need not be one agent's. The "
              "door's log does not say which conversation made a call: the join links each door session to the "
              "transcript whose tool calls agree with it, and each heading below names the pair (how sure each link "
@@ -2027,11 +2056,6 @@ def session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, door_session:
     return _section(f"Door session {door_session}",
                     f'<p class="rb-note">{esc(sub)}</p>' + table(c, cols, max_rows=max_rows, row_class=_refused_row),
                     level=3)
-
-
-#: door sessions (and conversations) a report shows in full; the others are listed by name, so
-#: an incident of thousands of sessions stays a page a browser opens
-MAX_SESSIONS = 50
 
 
 def all_session_calls(calls: pd.DataFrame, pairs: pd.DataFrame | None, sessions: pd.DataFrame | None = None, *,
