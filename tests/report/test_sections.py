@@ -1870,3 +1870,34 @@ def test_asked_and_answered_cuts_a_long_run_of_prompts():
     assert "prompt number 0" in h and f"prompt number {S.ASKED_PROMPTS - 1}<" in h and "prompt number 399" not in h
     assert (f"and {400 - S.ASKED_PROMPTS:,} more prompts: every one is in "
             '<a href="#conversation">The conversation, in order</a>') in h
+
+
+def test_an_unassigned_transcripts_sub_agent_calls_count_toward_its_mcp_calls():
+    """A conversation whose only own call started a sub-agent (Task), the sub-agent calling the
+    door's MCP tool, was said to have made '1 tool call to built-in tools only (they never pass
+    through a door)': the sub-agent's file is a transcript of its own, which the note did not
+    count.  Its calls are the conversation's, as in Transcripts no door session explains."""
+    from replaybook.join import join_sessions
+
+    steps = STEPS.build([
+        dict(transcript_id="t2", client_session_id="t2", seq=0, ts=s(0), kind="tool_call", tool="read_object",
+             tool_raw="mcp__door__read_object", server="door", args_key='{"path":"a"}', call_id="toolu_a"),
+        dict(transcript_id="p1", client_session_id="p1", seq=0, ts=s(100), kind="user_prompt", text="Check the data"),
+        dict(transcript_id="p1", client_session_id="p1", seq=1, ts=s(101), kind="tool_call", tool="Task",
+             tool_raw="Task", arguments={"prompt": "read the env"}, args_key='{"prompt":"read the env"}',
+             call_id="toolu_task"),
+        dict(transcript_id="agent-x", client_session_id="p1", agent_id="x", seq=0, ts=s(102), kind="user_prompt",
+             text="read the env"),
+        dict(transcript_id="agent-x", client_session_id="p1", agent_id="x", seq=1, ts=s(103), kind="tool_call",
+             tool="read_object", tool_raw="mcp__door__read_object", server="door", args_key='{"path":".env"}',
+             call_id="toolu_env"),
+    ])
+    calls = CALLS.build([dict(door_session="d1", agent="a", seq=1, ts=s(0.3), tool="read_object",
+                              args_key='{"path":"a"}', object="a", decision="allow")])
+    res = join_sessions(steps, calls)
+    assert res.unmatched_transcripts == ["p1"] and res.sub_agents == {"agent-x": "p1"}
+    h = S.asked_and_answered(steps, res.sessions, calls=calls, unassigned=res.unmatched_transcripts,
+                             sub_agents=res.sub_agents)
+    text = html.unescape(re.sub("<[^>]+>", "", h))
+    assert "built-in tools only" not in text
+    assert "p1 (asked “Check the data”; 2 tool calls, its sub-agents' among them, 1 of them to an MCP server)" in text

@@ -1272,7 +1272,8 @@ ASKED_PROMPTS = 5
 def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: int = 600,
                        quarantine: pd.DataFrame | None = None, calls: pd.DataFrame | None = None,
                        unassigned: Sequence[str] | None = None, named: int = 5,
-                       max_sessions: int = MAX_SESSIONS, prompts: int = ASKED_PROMPTS) -> str:
+                       max_sessions: int = MAX_SESSIONS, prompts: int = ASKED_PROMPTS,
+                       sub_agents: Mapping[str, str] | None = None) -> str:
     """What happened, conversation by conversation, before how the join found it: per door
     session with a transcript, what the user asked (the first ``prompts`` prompts, in order, the
     count of the others given) and the agent's last text answer, quoted from the transcript
@@ -1288,13 +1289,14 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     door session was assigned, ``JoinResult.unmatched_transcripts``), when given: a closing note
     names them, each with its first prompt and its tool calls (built-in ones never pass through a
     door), and links to the section that shows them — an incident's transcripts need not all be
-    the conversations the door saw.
+    the conversations the door saw; ``sub_agents`` (sub-agent transcript → parent,
+    ``JoinResult.sub_agents``): a sub-agent's calls are counted with its parent's.
 
     ``quarantine`` (a :data:`~replaybook.frames.QUARANTINE` frame, ``source_file`` as the loaders
     wrote it: :attr:`~replaybook.Incident.loaded_quarantine`), when given: lines of the
     transcript's files set aside after every line read from them (a last line cut mid-write)
     are named under the answer — the final answer may be in one of them."""
-    others = _unassigned_note(steps, unassigned, named=named)
+    others = _unassigned_note(steps, unassigned, named=named, sub_agents=sub_agents)
     if sessions is None or not len(sessions):
         return _NO_CONVERSATION.format(title=ASKED_TITLE, anchor="asked")
     items = []
@@ -1397,10 +1399,12 @@ def _door_calls_words(calls: pd.DataFrame, door_sessions: Sequence[str], *, name
     return f"Door calls: {len(c):,} — " + "; ".join(parts) + "."
 
 
-def _unassigned_note(steps: pd.DataFrame, unassigned: Sequence[str] | None, *, named: int = 5) -> str:
+def _unassigned_note(steps: pd.DataFrame, unassigned: Sequence[str] | None, *, named: int = 5,
+                     sub_agents: Mapping[str, str] | None = None) -> str:
     """A note naming the transcripts no door session was assigned (HTML; ``""`` when none), each
-    with its first prompt (cut to 120 characters) and its tool calls — built-in ones never pass
-    through a door — linked to the section that shows them step by step."""
+    with its first prompt (cut to 120 characters) and its tool calls, its sub-agents' among them
+    (``sub_agents``: sub-agent transcript → parent, ``JoinResult.sub_agents``) — built-in ones
+    never pass through a door — linked to the section that shows them step by step."""
     ids = [str(t) for t in (unassigned or ()) if not _isna(t)]
     if not ids or steps is None or not len(steps):
         return ""
@@ -1408,10 +1412,12 @@ def _unassigned_note(steps: pd.DataFrame, unassigned: Sequence[str] | None, *, n
     for tid in ids[:named]:
         t = steps[steps["transcript_id"] == tid]
         prompts = t.loc[t["kind"] == "user_prompt", "text"].dropna()
-        tc = t[t["kind"] == "tool_call"]
+        subs = [x for x, p in (sub_agents or {}).items() if p == tid]
+        tc = steps[steps["transcript_id"].isin([tid] + subs) & steps["kind"].eq("tool_call")]
         mcp = int(tc["server"].notna().sum()) if "server" in tc.columns else len(tc)
+        theirs = subs and tc["transcript_id"].isin(subs).any()
         tools = ("no tool call" if not len(tc) else
-                 f"{_count(len(tc), 'tool call')}"
+                 f"{_count(len(tc), 'tool call')}" + (", its sub-agents' among them" if theirs else "")
                  + (" to built-in tools only (they never pass through a door)" if not mcp else
                     f", {mcp:,} of them to {'an MCP server' if mcp == 1 else 'MCP servers'}"))
         said.append(f"<code>{esc(tid)}</code> (" + (f"asked “{esc(prompts.iloc[0], 120)}”; " if len(prompts) else "")
