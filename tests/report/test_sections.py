@@ -1935,3 +1935,21 @@ def test_the_first_section_quotes_what_the_user_asked_not_claude_codes_local_com
     assert ("5 lines Claude Code wrote for local commands (a caveat, a command's output) or left empty are not "
             "quoted here; The conversation, in order shows them.") in text
     assert "t9 (asked “What is the average mpg?”; no tool call)" in text  # (its first words to the agent)
+
+
+def test_with_no_conversation_paired_the_first_section_still_names_what_each_transcript_was_asked():
+    """An incident of transcripts with no door log (or a door log none of them agrees with)
+    opened with 'No door session has a transcript assigned' and nothing of what any transcript
+    was asked: the note naming them was built and dropped."""
+    steps = STEPS.build([dict(transcript_id="t1", seq=0, ts=s(0), kind="user_prompt", text="Rename <b>x</b>"),
+                         dict(transcript_id="t1", seq=1, ts=s(1), kind="tool_call", tool="Edit", tool_raw="Edit")])
+    lonely = SESSIONS.build([dict(door_session="d1", agent="a", start=s(0), end=s(1), calls=1, refused=0,
+                                  status="unmatched")])
+    for sessions in (SESSIONS.empty(), None, lonely):
+        h = S.asked_and_answered(steps, sessions, unassigned=["t1"])
+        text = html.unescape(re.sub("<[^>]+>", "", h))
+        assert "No door session has a transcript assigned" in text
+        assert ("1 transcript no door session was assigned: t1 (asked “Rename <b>x</b>”; 1 tool call to built-in "
+                "tools only (they never pass through a door)). Its steps are in Transcripts no door session "
+                "explains.") in text
+        assert "<b>x</b>" not in h and 'id="asked"' in h

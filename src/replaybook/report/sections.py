@@ -1320,15 +1320,17 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     names them, each with its first prompt and its tool calls (built-in ones never pass through a
     door), and links to the section that shows them — an incident's transcripts need not all be
     the conversations the door saw; ``sub_agents`` (sub-agent transcript → parent,
-    ``JoinResult.sub_agents``): a sub-agent's calls are counted with its parent's.
+    ``JoinResult.sub_agents``): a sub-agent's calls are counted with its parent's.  With no
+    conversation to show (no door log, or no door session paired with a transcript) the note
+    follows the line that says so.
 
     ``quarantine`` (a :data:`~replaybook.frames.QUARANTINE` frame, ``source_file`` as the loaders
     wrote it: :attr:`~replaybook.Incident.loaded_quarantine`), when given: lines of the
     transcript's files set aside after every line read from them (a last line cut mid-write)
     are named under the answer — the final answer may be in one of them."""
-    others = _unassigned_note(steps, unassigned, named=named, sub_agents=sub_agents)
-    if sessions is None or not len(sessions):
-        return _NO_CONVERSATION.format(title=ASKED_TITLE, anchor="asked")
+    if sessions is None or not len(sessions):  # (what each transcript was asked, all the same)
+        return _with_note(_NO_CONVERSATION.format(title=ASKED_TITLE, anchor="asked"),
+                          _unassigned_note(steps, unassigned, named=named, sub_agents=sub_agents, above=False))
     items = []
     rows = sessions.to_dict("records")
     # one conversation per transcript: the sessions that continue it are named with its first
@@ -1384,7 +1386,9 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
                      + f" · transcript <code>{esc(tid)}</code></h3><p>Asked:</p>{asked}{door}"
                      f"<p>Answered (last text):</p>{answered}")
     if not items:
-        return _NO_CONVERSATION.format(title=ASKED_TITLE, anchor="asked")
+        return _with_note(_NO_CONVERSATION.format(title=ASKED_TITLE, anchor="asked"),
+                          _unassigned_note(steps, unassigned, named=named, sub_agents=sub_agents, above=False))
+    others = _unassigned_note(steps, unassigned, named=named, sub_agents=sub_agents)
     if skipped:
         items.append(f'<p class="rb-note">{_count(len(skipped), "more conversation")} not shown here (this report '
                      f"shows {max_sessions}, sessions with a refused call first): door sessions "
@@ -1436,12 +1440,18 @@ def _door_calls_words(calls: pd.DataFrame, door_sessions: Sequence[str], *, name
     return f"Door calls: {len(c):,} — " + "; ".join(parts) + "."
 
 
+def _with_note(section: str, note: str) -> str:
+    """``section`` (one ``<div>``) with ``note`` added at its end."""
+    return section[: -len("</div>")] + note + "</div>" if note else section
+
+
 def _unassigned_note(steps: pd.DataFrame, unassigned: Sequence[str] | None, *, named: int = 5,
-                     sub_agents: Mapping[str, str] | None = None) -> str:
+                     sub_agents: Mapping[str, str] | None = None, above: bool = True) -> str:
     """A note naming the transcripts no door session was assigned (HTML; ``""`` when none), each
     with its first prompt (cut to 120 characters) and its tool calls, its sub-agents' among them
     (``sub_agents``: sub-agent transcript → parent, ``JoinResult.sub_agents``) — built-in ones
-    never pass through a door — linked to the section that shows them step by step."""
+    never pass through a door — linked to the section that shows them step by step; ``above``:
+    the section shows conversations above the note (it says these are not among them)."""
     ids = [str(t) for t in (unassigned or ()) if not _isna(t)]
     if not ids or steps is None or not len(steps):
         return ""
@@ -1463,8 +1473,9 @@ def _unassigned_note(steps: pd.DataFrame, unassigned: Sequence[str] | None, *, n
         said.append(f"<code>{esc(tid)}</code> (" + (f"asked “{esc(prompts[0], 120)}”; " if prompts else "")
                     + f"{tools})")
     n = len(ids)
-    return (f'<p class="rb-note">{_count(n, "transcript")} no door session was assigned, so '
-            f"{'it is' if n == 1 else 'they are'} not among the conversations above: " + "; ".join(said)
+    return (f'<p class="rb-note">{_count(n, "transcript")} no door session was assigned'
+            + (f", so {'it is' if n == 1 else 'they are'} not among the conversations above" if above else "")
+            + ": " + "; ".join(said)
             + (f" and {n - named:,} more" if n > named else "")
             + f'. {"Its" if n == 1 else "Their"} steps are in <a href="#unassigned">Transcripts no door session '
               "explains</a>.</p>")
