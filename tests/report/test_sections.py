@@ -1953,3 +1953,22 @@ def test_with_no_conversation_paired_the_first_section_still_names_what_each_tra
                 "tools only (they never pass through a door)). Its steps are in Transcripts no door session "
                 "explains.") in text
         assert "<b>x</b>" not in h and 'id="asked"' in h
+
+
+def test_the_first_section_says_when_a_conversations_door_session_is_an_unproven_link():
+    """Two transcripts agree equally with one door session (ambiguous): the first section put the
+    session's door calls, a refused one among them, under one transcript's question as if they
+    were its own, and only Sessions and the join, further down, said the link is unproven."""
+    steps = STEPS.build([dict(transcript_id="t1", seq=0, ts=s(0), kind="user_prompt", text="q1"),
+                         dict(transcript_id="t1", seq=2, ts=s(3), kind="model_request", text="a1")])
+    calls = CALLS.build([dict(door_session="d1", agent="a", seq=1, ts=s(1), tool="read_object", object=".env",
+                              decision="deny", rule="no-dotenv")])
+    sessions = SESSIONS.build([dict(door_session="d1", agent="a", start=s(1), end=s(1), calls=1, refused=1,
+                                    transcript_id="t1", agreed=1, runner_up="t2", runner_up_agreed=1, margin=0.0,
+                                    status="ambiguous")])
+    h = S.asked_and_answered(steps, sessions, calls=calls)
+    text = re.sub(r"\s+", " ", html.unescape(re.sub("<[^>]+>", " ", h)))
+    assert ("Door session d1 · transcript t1 (ambiguous: transcript t2 agrees with the door session as well; "
+            "these door calls may be its)") in text
+    matched = S.asked_and_answered(steps, sessions.assign(status="matched", margin=1.0), calls=calls)
+    assert "ambiguous" not in matched

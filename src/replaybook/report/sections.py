@@ -1315,7 +1315,9 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
     ``calls`` (a :data:`~replaybook.frames.CALLS` frame), when given: under each question, the
     door calls of the conversation's door sessions — how many the door allowed and the objects
     they reached, and each call it refused with its tool, object, call number and rule (the
-    first ``named`` of each, the count of the others given).  ``unassigned`` (the transcripts no
+    first ``named`` of each, the count of the others given); a session the join could not pair
+    for sure (``status`` ambiguous) is said to be so, with the transcript that agrees as well.
+    ``unassigned`` (the transcripts no
     door session was assigned, ``JoinResult.unmatched_transcripts``), when given: a closing note
     names them, each with its first prompt and its tool calls (built-in ones never pass through a
     door), and links to the section that shows them — an incident's transcripts need not all be
@@ -1381,9 +1383,14 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
         own = [by_session[n] for n in names if n in by_session]
         door = "" if calls is None else \
             f"<p>{_door_calls_words(pd.concat(own) if own else calls.iloc[0:0], names, named=named)}</p>"
+        # a link the join could not prove: the calls under this question may be another's
+        unsure = "" if r.get("status") != "ambiguous" else (
+            " (ambiguous: " + ("another transcript" if _isna(r.get("runner_up")) else
+                               f"transcript <code>{esc(r['runner_up'])}</code>")
+            + " agrees with the door session as well; these door calls may be its)")
         items.append(f"<h3>Door session{'' if len(names) == 1 else 's'} "
                      + ", ".join(f"<code>{esc(n)}</code>" for n in names)
-                     + f" · transcript <code>{esc(tid)}</code></h3><p>Asked:</p>{asked}{door}"
+                     + f" · transcript <code>{esc(tid)}</code>{unsure}</h3><p>Asked:</p>{asked}{door}"
                      f"<p>Answered (last text):</p>{answered}")
     if not items:
         return _with_note(_NO_CONVERSATION.format(title=ASKED_TITLE, anchor="asked"),
