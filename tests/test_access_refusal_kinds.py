@@ -243,3 +243,21 @@ def test_the_header_names_an_allowed_call_on_the_refused_object_and_every_sessio
     later = dict(read, door_session="q", ts="2026-11-30T23:40:00Z", ts_end="2026-11-30T23:40:01Z")
     assert ("between door sessions, none running: the last door call before it ended 18 s before"
             in _bullet(access, later))
+
+
+def test_another_door_agents_principal_is_not_called_the_doors_own():
+    """Two door agents, each with its own role: the reviewer's role read the rule the door had
+    refused the deployer.  The header called it 'the door's own principal' and then 'not the
+    agent's principal' in one breath; it is the principal the manifest gives the door for
+    another agent."""
+    reviewer = "arn:aws:sts::1:assumed-role/door-review/door-reviewer"
+    access = _access(("2026-11-30T23:40:00Z", reviewer, "write", "PutObject", RULE))
+    res = join_access(_calls(), access, storage_map=SMAP, offset_s=0,
+                      principals={"deployer": "*door-s3/*", "reviewer": "*door-review/*"})
+    un = res.unexplained
+    assert bool(un["door_principal"].iat[0]) is True and bool(un["refused_agents_principal"].iat[0]) is False
+    h = _text(S.header("t", "incident.yaml", unexplained=un, calls=_calls()))
+    assert "the door's own principal;" not in h
+    assert (f"1 object the door refused was requested in storage by another principal: {RULE} (PutObject by "
+            f"{reviewer}, a principal the manifest gives the door for another agent, not the refused call's agent; "
+            "9 min after the refusal in door session s #3, rule ask-before-writing") in h

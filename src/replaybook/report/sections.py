@@ -3343,8 +3343,9 @@ def _refused_objects(hit: pd.DataFrame, named: int = 5, *, calls: pd.DataFrame |
                      per_call: pd.DataFrame | None = None) -> str:
     """The objects of refused-then-requested rows (HTML), each with what the logs show of its
     first request: the operation, the principal and whose it is (``door_principal``: the door's
-    own — :data:`DOOR_PRINCIPAL` — or none the manifest gives the door; nothing when the
-    manifest names no principals), the time from the refusal and the refused call; with
+    own — :data:`DOOR_PRINCIPAL` —, one the manifest gives the door for another agent than the
+    refused call's (``refused_agents_principal`` False), or none the manifest gives the door;
+    nothing when the manifest names no principals), the time from the refusal and the refused call; with
     ``calls`` (a CALLS frame), when that was beside the door sessions of the refused call's
     agent (:func:`_beside_sessions`); with ``per_call`` (``AccessJoinResult.per_call``), whether
     the door allowed any call on the object.  ``<code>s3://b/.env</code> (GetObject by
@@ -3359,9 +3360,11 @@ def _refused_objects(hit: pd.DataFrame, named: int = 5, *, calls: pd.DataFrame |
     for r in first.head(named).to_dict("records"):
         op = r.get("action_raw") if not _isna(r.get("action_raw")) else r.get("action")
         who = "" if _isna(r.get("principal")) else f" by <code>{esc(r['principal'])}</code>"
-        dp = r.get("door_principal")
-        whose = ("" if _isna(dp) or not who else ", the door's own principal" if bool(dp) else
-                 ", not a principal the manifest gives the door")
+        dp, own = r.get("door_principal"), r.get("refused_agents_principal")
+        # (a principal the manifest gives the door for another agent is not this agent's door's)
+        whose = ("" if _isna(dp) or not who else ", not a principal the manifest gives the door" if not bool(dp) else
+                 ", a principal the manifest gives the door for another agent, not the refused call's agent"
+                 if not _isna(own) and not bool(own) else ", the door's own principal")
         parts = [f"{esc(op or 'a request')}{who}{whose}"]
         since = r.get("since_refusal_s")
         if not _isna(since):
