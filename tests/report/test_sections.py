@@ -1972,3 +1972,15 @@ def test_the_first_section_says_when_a_conversations_door_session_is_an_unproven
             "these door calls may be its)") in text
     matched = S.asked_and_answered(steps, sessions.assign(status="matched", margin=1.0), calls=calls)
     assert "ambiguous" not in matched
+
+
+def test_a_conversations_door_calls_with_no_decision_logged_are_counted():
+    """A gateway line with no decision read 'Door calls: 2 — .' (and one allowed call beside such
+    a line, '2 — 1 allowed', the other unaccounted for)."""
+    def words(*decs):
+        c = CALLS.build([dict(door_session="d", agent="a", seq=i + 1, ts=s(i), tool="t", object="o", decision=d)
+                         for i, d in enumerate(decs)])
+        return S._door_calls_words(c, ["d"])
+    assert words(None, None) == "Door calls: 2 — 2 with no decision logged."
+    assert words("allow", None) == "Door calls: 2 — 1 allowed, reaching <code>o</code>; 1 with no decision logged."
+    assert words("allow", "allow") == "Door calls: 2, all allowed, reaching <code>o</code>."

@@ -1442,6 +1442,9 @@ def _door_calls_words(calls: pd.DataFrame, door_sessions: Sequence[str], *, name
         parts.append(f"{len(refused):,} refused: " + "; ".join(said) + more(len(refused)))
     if asked:
         parts.append(f"{asked:,} on which a rule asked the user, the answer not logged")
+    unknown = len(c) - len(allowed) - len(refused) - asked
+    if unknown:  # (a gateway line that logs no decision)
+        parts.append(f"{unknown:,} with no decision logged")
     if len(allowed) == len(c):  # (nothing refused or asked: "4 — 4 allowed" says it twice)
         return f"Door calls: {len(c):,}, all {parts[0][len(f'{len(allowed):,} '):]}."
     return f"Door calls: {len(c):,} — " + "; ".join(parts) + "."
