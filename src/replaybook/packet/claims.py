@@ -105,6 +105,7 @@ clause) does not count.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -432,7 +433,6 @@ FIGURE = re.compile(
 )
 
 _MARKER = re.compile(r"\[\s*seq\s*:\s*([^\]\n]*)\]", re.I)
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|")
@@ -590,7 +590,11 @@ class ReplayedMarker:
 def cited_markers(body: str) -> list[tuple[int, int]]:
     """``(line, seq)`` of every ``[seq:N]`` marker with a step number in a PR body's Markdown, in body
     order, leaving out those in fenced or indented code, inline code and HTML comments (as the linter
-    does).  Lines are 1-based."""
+    does).  Lines are 1-based.
+
+    Raises:
+        InputError: markdown-it-py failed on the body (:func:`mask_code`).
+    """
     masked = mask_code(body)
     starts = _line_starts(body)
     return [(_line_of(starts, m.start()), _seq_of(m.group(1).strip())) for m in _MARKER.finditer(masked)
@@ -646,244 +650,111 @@ def read_replay_json(path: str | os.PathLike) -> dict[int, tuple[str, list[str]]
 
 
 def mask_code(text: str) -> str:
-    """``text`` with fenced and indented code blocks, inline code spans and HTML comments blanked out.
+    """``text`` with fenced and indented code blocks, inline code spans and HTML comments blanked
+    out.
 
     Every masked character becomes a space except newlines, so offsets and line numbers of the
-    result are those of ``text``.  As in CommonMark (0.31.2), with lines read after the markers of
-    the block quotes and list items holding them (``> ``, a list item's indentation): an unclosed
-    fence runs to the end of its container (of the body, outside any); a backtick run with no
-    closing run of the same length in its paragraph is literal; a line that begins with ``<!--``
-    (up to three spaces in, after its container markers: ``- <!--``, ``> <!--``) starts an HTML
-    block, masked up to the first ``-->`` or, with none, to the end of its list item or block
-    quote, or of the body (§4.6, type 2); elsewhere ``<!--`` is a comment only up to a ``-->`` in
-    the same paragraph, and without one it is literal text (§6.6).  Code spans and comments are
-    read left to right, so ``<!--`` inside a code span is code, and a backtick inside a comment
+    result are those of ``text``.  The body is read as CommonMark (0.31.2) reads it, by markdown-it-py
+    (:func:`_markdown`): code and comments inside list items and block quotes end with them (an
+    unclosed fence runs to the end of its container, or of the body outside any); a backtick run
+    with no closing run of the same length in its paragraph is literal; a line that begins with
+    ``<!--`` (after its container markers: ``- <!--``, ``> <!--``) starts an HTML block, in which
+    each comment is masked up to its ``-->`` or, with none, to the end of the block (its list item
+    or block quote, or the body), and the rest is shown; elsewhere ``<!--`` is a comment only up to
+    a ``-->`` in the same paragraph, and without one it is literal text.  Code spans and comments
+    are read left to right, so ``<!--`` inside a code span is code, and a backtick inside a comment
     is comment.
+
+    A backslash before ASCII punctuation is an escape: ``\\``` opens no code span, ``\\<!--`` no
+    comment.  In code and HTML a backslash is no escape.
+
+    Lines nested deeper than markdown-it-py reads (20 levels of list items and block quotes) are
+    kept as prose: their markers count.
+
+    Raises:
+        InputError: markdown-it-py failed on the body (a fault of the library, which the message names).
     """
     return _mask(text)[0]
 
 
-_INLINE_START = re.compile(r"`|<!--")
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-_FENCE_RUN = re.compile(r"`{3,}|~{3,}")
-_LIST_MARKER = re.compile(r"(?:[-+*]|(\d{1,9})[.)])(?=[ \t]|$)")
-_THEMATIC_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_ATX_HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
-_SETEXT_UNDERLINE = re.compile(r"(?:=+|-+)[ \t]*$")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # (the lines markdown-it-py reads, \r alone included)
+_READING = "replaybook.claims"  # where the rules below find the _Inline reading a paragraph (markdown-it's env)
 
 
-def _spaces(s: str, i: int, col: int, upto: int | None = None) -> tuple[int, int]:
-    """Index and column after the spaces and tabs at ``s[i:]`` (a tab runs to the next multiple of
-    4), stopping once the column reaches ``upto`` when it is given."""
-    while i < len(s) and s[i] in " \t" and (upto is None or col < upto):
-        col = col + 4 - col % 4 if s[i] == "\t" else col + 1
-        i += 1
-    return i, col
+class _Inline:
+    """What the inline reading of one paragraph or heading found, as offsets into its text
+    (markdown-it-py's ``inline`` token content): ``spans`` ``(start, end, content)`` of code spans,
+    ``comments`` ``(start, end)`` of HTML comments.  ``bases``: where the text of each image
+    description being read starts in the paragraph's (markdown-it-py reads an image's description
+    as a text of its own)."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int, str]] = []
+        self.comments: list[tuple[int, int]] = []
+        self.bases: list[int] = []
+
+    @property
+    def base(self) -> int:
+        return self.bases[-1] if self.bases else 0
 
 
-def _after_quote(s: str, j: int, c: int) -> tuple[int, int, int]:
-    """Index, column and content column after the ``>`` at ``s[j]`` (column ``c``) and the one space
-    that may follow it; of a tab there, that space is only the tab's first column, and the rest
-    indents the content."""
-    i, col = j + 1, c + 1
-    if i < len(s) and s[i] in " \t":
-        i, col = _spaces(s, i, col, col + 1)
-        return i, col, c + 2
-    return i, col, col
+def _recorded(name: str, rule: Callable) -> Callable:
+    """markdown-it-py's inline rule ``rule``, which also notes in the :class:`_Inline` reading what
+    it read and where: markdown-it-py's inline tokens carry no offsets, but a rule runs with the
+    parser at the offset where its token starts, and leaves it where the token ends."""
+
+    def run(state, silent: bool) -> bool:
+        reading: _Inline | None = state.env.get(_READING)
+        start = state.pos
+        if silent or reading is None:  # (a look-ahead: nothing is read for good)
+            return rule(state, silent)
+        if name == "image":  # the description is read as a text of its own, starting after "!["
+            reading.bases.append(reading.base + start + 2)
+            try:
+                return rule(state, silent)
+            finally:
+                reading.bases.pop()
+        if not rule(state, silent):
+            return False
+        src, end, base = state.src, state.pos, reading.base
+        if name == "backticks":
+            run_end = start
+            while run_end < end and src[run_end] == "`":
+                run_end += 1
+            if end > run_end:  # (else a run with no closing run: literal backticks)
+                n = run_end - start
+                reading.spans.append((base + start, base + end, re.sub(r"\s+", " ", src[run_end:end - n]).strip()))
+        elif name == "html_inline":
+            if src.startswith("<!--", start):
+                reading.comments.append((base + start, base + end))
+        return True
+
+    return run
 
 
-class _BlockScan:
-    """The block structure of a Markdown body as CommonMark 0.31.2 reads it, as far as masking needs
-    it: block quotes (§5.1) and list items (§5.2) as containers, and inside them fenced and
-    indented code (§4.5, §4.4), HTML comment blocks (§4.6 type 2) and paragraphs.
+@functools.cache
+def _markdown():
+    """The CommonMark reader: markdown-it-py's ``commonmark`` preset, whose inline rules for code spans,
+    raw HTML and images also note where what they read is (:func:`_recorded`).
+    Paragraphs are read by :func:`_mask` itself (the core ``inline`` rule is off)."""
+    from markdown_it import MarkdownIt, rules_inline
 
-    A line is read after the markers of the containers it continues (``> ``, a list item's
-    indentation), so ``- <!--`` and ``> <!--`` start a comment block as ``<!--`` does at the start
-    of a line, and it runs to ``-->`` across blank lines.  A fence or comment block also ends where
-    its list item or block quote does (a line not indented under the item, a line without ``>``;
-    for an item with nothing after its marker, a blank line right after it, §5.2): only a
-    paragraph's lines continue lazily.
-
-    ``masked``: ``(start, end)`` offsets to blank (fences whole; a comment block from ``<!--`` to
-    ``-->``, the rest of that line shown).  :meth:`paragraph_end`: where the paragraph holding an
-    offset ends, for inline code spans and comments, which never cross it.
-    """
-
-    def __init__(self, text: str) -> None:
-        self.masked: list[tuple[int, int]] = []
-        self._starts: list[int] = []
-        self._line_end: list[int] = []
-        self._para_of: list[int | None] = []
-        self._para_ends: list[int] = []
-        # ("quote", 0) or ("item", its content's column, counted from where its container's starts)
-        containers: list[tuple[str, int]] = []
-        quotes: list[int] = []  # the indices of the quotes in containers, in order
-        fence: tuple[str, int, int] | None = None  # (character, length, start offset)
-        comment: int | None = None  # start offset of an open comment block
-        para: int | None = None  # the open paragraph (an index into _para_ends)
-        bare: int | None = None  # the list item the line before opened with nothing after its marker
-        prev_end = 0
-        for m in _LINE.finditer(text):
-            base = m.start()
-            s = m.group(0).rstrip("\r\n")
-            i, col, matched = 0, 0, 0
-            start = 0  # the column the content begins at: before col when markers took part of a tab
-            was_bare, bare = bare, None
-            end = len(s.rstrip(" \t"))  # (the line is blank from i on when i >= end)
-            while matched < len(containers):  # the containers this line continues
-                kind, width = containers[matched]
-                if i >= end:  # a blank line stays in the list items up to the next quote, unless one is empty
-                    q = bisect.bisect_left(quotes, matched)
-                    stop = quotes[q] if q < len(quotes) else len(containers)
-                    if was_bare is not None and matched <= was_bare < stop:
-                        stop = was_bare
-                    matched = stop
-                    i, col = _spaces(s, i, col)
-                    break
-                if kind == "quote":
-                    j, c = _spaces(s, i, col, start + 4)
-                    if c - start > 3 or j == len(s) or s[j] != ">":
-                        break
-                    i, col, start = _after_quote(s, j, c)
-                else:
-                    need = start + width  # (the item's content column, under its quote's content)
-                    j, c = _spaces(s, i, col, need)
-                    if c < need:
-                        break
-                    i, col, start = j, c, need
-                matched += 1
-            whole = matched == len(containers)
-            if comment is not None:
-                if whole:
-                    k = s.find("-->", i)
-                    if k >= 0:
-                        self.masked.append((comment, base + k + 3))
-                        comment = None
-                    self._line(base, s, None)
-                    prev_end = base + len(s)
-                    continue
-                self.masked.append((comment, prev_end))  # its container ended, and so does it
-                comment = None
-            if fence is not None:
-                if whole:
-                    j, c = _spaces(s, i, col)
-                    f = _FENCE_RUN.match(s, j)
-                    if c - start <= 3 and f and f.group(0)[0] == fence[0] and len(f.group(0)) >= fence[1] \
-                            and not s[f.end():].strip():
-                        self.masked.append((fence[2], base + len(s)))
-                        fence = None
-                    self._line(base, s, None)
-                    prev_end = base + len(s)
-                    continue
-                self.masked.append((fence[2], prev_end))
-                fence = None
-            # containers this line opens: "> ", "- ", "1. " (as many as it starts with)
-            new: list[tuple[str, int]] = []
-            while True:
-                j, c = _spaces(s, i, col)
-                if j == len(s) or c - start > 3:
-                    break
-                outer = start  # (where the content of the container holding it starts)
-                if s[j] == ">":
-                    i, col, start = _after_quote(s, j, c)
-                    new.append(("quote", 0))
-                    continue
-                lm = _LIST_MARKER.match(s, j)
-                if lm is None or _THEMATIC_BREAK.match(s, j):
-                    break
-                after = c + lm.end() - j
-                k, kc = _spaces(s, lm.end(), after)
-                empty = k == len(s)
-                if para is not None and whole and not new \
-                        and (empty or (lm.group(1) is not None and int(lm.group(1)) != 1)):
-                    break  # (such an item cannot interrupt a paragraph: the line is the paragraph's)
-                if empty:  # (a blank line next ends the item: it begins with at most one blank line)
-                    width, i, col, start = after + 1, k, kc, kc
-                    bare = len(containers[:matched]) + len(new)
-                elif kc - after > 4:  # (indented code in the item: its content starts one space in)
-                    width = after + 1
-                    i, col = _spaces(s, lm.end(), after, width)
-                    start = width
-                else:
-                    width, i, col, start = kc, k, kc, kc
-                new.append(("item", width - outer))
-            j, c = _spaces(s, i, col)
-            indent = c - start
-            f = _FENCE_RUN.match(s, j) if indent <= 3 else None
-            if f and f.group(0)[0] == "`" and "`" in s[f.end():]:
-                f = None  # (a backtick fence's info string holds no backtick: ```x``` is inline code)
-            if j == len(s):
-                what = "blank"
-            elif f:
-                what = "fence"
-            elif indent <= 3 and s.startswith("<!--", j):
-                what = "comment"
-            elif indent <= 3 and para is not None and whole and not new and _SETEXT_UNDERLINE.match(s, j):
-                what = "break"  # (a setext heading's underline: the paragraph above is a heading, and ends)
-            elif indent <= 3 and _ATX_HEADING.match(s, j):
-                what = "heading"
-            elif indent <= 3 and _THEMATIC_BREAK.match(s, j):
-                what = "break"
-            elif indent > 3 and (para is None or new):
-                what = "code"  # (indented code: it cannot interrupt a paragraph)
-            else:
-                what = "text"
-            if what == "text" and not whole and not new and para is not None:
-                self._line(base, s, para)  # a lazy continuation line: the paragraph goes on
-                prev_end = base + len(s)
-                continue
-            del containers[matched:]
-            del quotes[bisect.bisect_left(quotes, matched):]
-            quotes += [len(containers) + k for k, (kind, _w) in enumerate(new) if kind == "quote"]
-            containers += new
-            if new or not whole or what != "text":
-                para = None
-            if what == "code":  # (its text is code, as a fence's is)
-                self.masked.append((base + j, base + len(s)))
-            elif what == "fence":
-                fence = (f.group(0)[0], len(f.group(0)), base)
-            elif what == "comment":
-                k = s.find("-->", j + 2)  # (<!--> and <!---> close at once)
-                if k >= 0:  # the rest of the line is shown: only the comment is masked
-                    self.masked.append((base + j, base + k + 3))
-                else:
-                    comment = base + j
-            elif what in ("text", "heading"):
-                if para is None:
-                    para = len(self._para_ends)
-                    self._para_ends.append(0)
-                self._line(base, s, para)
-                if what == "heading":
-                    para = None
-                prev_end = base + len(s)
-                continue
-            self._line(base, s, None)
-            prev_end = base + len(s)
-        if fence is not None:
-            self.masked.append((fence[2], len(text)))
-        if comment is not None:
-            self.masked.append((comment, len(text)))
-
-    def _line(self, base: int, s: str, para: int | None) -> None:
-        self._starts.append(base)
-        self._line_end.append(base + len(s))
-        self._para_of.append(para)
-        if para is not None:
-            self._para_ends[para] = base + len(s)
-
-    def paragraph_end(self, offset: int) -> int:
-        """Where the paragraph holding ``offset`` ends (its last line's end); the end of the line
-        for a line in no paragraph."""
-        k = bisect.bisect_right(self._starts, offset) - 1
-        if k < 0:
-            return 0
-        para = self._para_of[k]
-        return self._para_ends[para] if para is not None else self._line_end[k]
+    md = MarkdownIt("commonmark")
+    for name, rule in (("backticks", rules_inline.backtick), ("html_inline", rules_inline.html_inline),
+                       ("image", rules_inline.image)):
+        md.inline.ruler.at(name, _recorded(name, rule))
+    md.core.ruler.disable("inline")
+    return md
 
 
 def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
-    """:func:`mask_code`'s text, and the inline code spans it blanked: ``(start, end, content)``."""
-    spans: list[tuple[int, int, str]] = []
+    """:func:`mask_code`'s text, and the inline code spans it blanked: ``(start, end, content)``
+    (``content`` with its whitespace collapsed), in body order.
+
+    Raises:
+        InputError: markdown-it-py failed on the body (a fault of the library, saying which).
+    """
+    md = _markdown()
     out = list(text)
 
     def blank(a: int, b: int) -> None:
@@ -891,42 +762,124 @@ def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
             if out[i] != "\n":
                 out[i] = " "
 
-    # blocks, line by line, inside the list items and block quotes that hold them: fenced code and
-    # HTML comment blocks; and which paragraph each line is in, for the inline pass below
-    blocks = _BlockScan(text)
-    for a, b in blocks.masked:
-        blank(a, b)
-    masked = "".join(out)
-    # inline, left to right: a code span (a run of N backticks closes at the next run of exactly N
-    # in the same paragraph) or an HTML comment (<!-- closes at the next --> in the same paragraph)
-    n = len(masked)
-    i = 0
-    while True:
-        m = _INLINE_START.search(masked, i)
-        if m is None:
-            break
-        i = m.start()
-        para_end = blocks.paragraph_end(i)
-        if masked[i] == "<":
-            k = masked.find("-->", i + 2, para_end)
-            if k >= 0:
-                blank(i, k + 3)
-                i = k + 3
-            else:
-                i += 4  # no closing --> in its paragraph: literal text
+    starts: list[int] = []  # each line's offset, and its text without the line end (NUL read as U+FFFD)
+    lines: list[str] = []
+    for m in _LINE.finditer(text):
+        starts.append(m.start())
+        lines.append(m.group(0).rstrip("\r\n").replace("\0", "\ufffd"))
+
+    def end_of(line: int) -> int:
+        return starts[line] + len(lines[line])
+
+    spans: list[tuple[int, int, str]] = []
+    # (a final line end changes nothing CommonMark reads, and markdown-it-py 4.3.0 fails without one
+    # on a body ending in a list item's HTML block inside a quote: "> - <!--" then ">")
+    try:
+        tokens = md.parse(text if text.endswith(("\n", "\r")) or not text else text + "\n", {})
+        readings = {k: _Inline() for k, tok in enumerate(tokens) if tok.type == "inline"}
+        for k, reading in readings.items():
+            md.inline.parse(tokens[k].content, md, {_READING: reading}, [])
+    except Exception as exc:  # (IndexError, RuntimeError: the library's own faults, never the body's)
+        raise InputError(f"cannot read the PR body as Markdown: markdown-it-py {_markdown_version()} failed "
+                         f"({type(exc).__name__}: {exc}); please report it with the body") from exc
+    for k, tok in enumerate(tokens):
+        if tok.map is None:
             continue
-        j = i
-        while j < n and masked[j] == "`":
-            j += 1
-        run = j - i
-        close = re.compile(r"(?<!`)`{%d}(?!`)" % run).search(masked, j, para_end)
-        if close:
-            spans.append((i, close.end(), re.sub(r"\s+", " ", masked[j:close.start()]).strip()))
-            blank(i, close.end())
-            i = close.end()
-        else:
-            i = j
+        first, stop = tok.map
+        if tok.type in ("fence", "code_block"):  # whole lines, with their container markers
+            blank(starts[first], end_of(stop - 1))
+        elif tok.type == "html_block":  # raw HTML is shown, but for its comments
+            end = end_of(stop - 1)
+            i = text.find("<!--", starts[first], end)
+            while i >= 0:
+                close = text.find("-->", i + 2, end)  # (<!--> and <!---> close at once)
+                blank(i, close + 3 if close >= 0 else end)
+                i = text.find("<!--", close + 3, end) if close >= 0 else -1
+        elif tok.type == "inline":
+            atx = k > 0 and tokens[k - 1].type == "heading_open" and tokens[k - 1].markup.startswith("#")
+            spans += _mask_inline(readings[k], tok.content, range(first, stop), atx, starts, lines, out, blank)
     return "".join(out), spans
+
+
+def _markdown_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("markdown-it-py")
+    except PackageNotFoundError:
+        return "(version unknown)"
+
+
+def _mask_inline(reading: _Inline, content: str, lines_at: range, atx: bool, starts: list[int], lines: list[str],
+                 out: list[str], blank: Callable[[int, int], None]) -> list[tuple[int, int, str]]:
+    """Blank in ``out`` what ``reading`` found in the inline text ``content`` of a paragraph or heading
+    on body lines ``lines_at`` (code spans, HTML comments), and return its code spans as body
+    offsets."""
+    if not (reading.spans or reading.comments):
+        return []
+    begins: list[int] = []  # where each line of content starts in it,
+    heads: list[int] = []  # where its text (blanks aside) starts in it,
+    at: list[int] = []  # and where that text is in the body
+    i = 0
+    for line, offset, part in _placed(content.split("\n"), lines_at, atx, lines):
+        kept = part.lstrip(_markdown_trim())
+        begins.append(i)
+        heads.append(i + len(part) - len(kept))
+        at.append(starts[line] + offset)
+        i += len(part) + 1
+
+    def body(c: int) -> int:
+        n = bisect.bisect_right(begins, c) - 1
+        return at[n] + max(c - heads[n], 0)
+
+    for a, b in reading.comments:
+        blank(body(a), body(b - 1) + 1)
+    found = [(body(a), body(b - 1) + 1, content_) for a, b, content_ in reading.spans]
+    for a, b, _c in found:
+        blank(a, b)
+    return found
+
+
+def _placed(parts: list[str], lines_at: range, atx: bool, lines: list[str]) -> list[tuple[int, int, str]]:
+    """``(body line, offset in it, part)``: where each line ``part`` of a paragraph's or heading's inline
+    text starts (blanks aside) in the body lines ``lines_at`` that hold it.
+
+    markdown-it-py gives that text without the markers of its containers and the blanks that start
+    its lines, trimmed at both ends (lines of blanks alone included): each of its lines, blanks
+    aside, is the end of a body line (the last one before its trailing blanks), and a heading's the
+    text after its ``#`` run.  The first line where they all fit is taken."""
+    trim = _markdown_trim()
+    kept = [part.strip(trim) if n == len(parts) - 1 else part.lstrip(trim) for n, part in enumerate(parts)]
+
+    def offset(n: int, s: str) -> int:
+        if atx:
+            h = s.find("#")
+            while 0 <= h < len(s) and s[h] == "#":
+                h += 1
+            return s.find(kept[n], max(h, 0))
+        end = len(s.rstrip(trim)) if n == len(parts) - 1 else len(s)
+        return end - len(kept[n]) if s.startswith(kept[n], end - len(kept[n])) else -1
+
+    for first in range(lines_at.start, max(lines_at.stop - len(parts), lines_at.start) + 1):
+        where: list[int] = []
+        for n in range(min(len(parts), len(lines) - first)):
+            where.append(offset(n, lines[first + n]))
+            if where[-1] < 0:
+                break
+        if len(where) == len(parts) and where[-1] >= 0:
+            return [(first + n, p, part) for n, (p, part) in enumerate(zip(where, parts))]
+    # (not met: the text is read from the first line on, each part where it last shows)
+    return [(line, max(lines[line].rfind(kept[n]), 0), part)
+            for n, (line, part) in enumerate(zip(range(lines_at.start, len(lines)), parts))]
+
+
+@functools.cache
+def _markdown_trim() -> str | None:
+    """The blanks markdown-it-py trims from a paragraph's text: CommonMark's (``MD_TRIM_CHARS``, 4.3
+    on), else Python's (``None``: ``str.strip()``)."""
+    from markdown_it.common import utils
+
+    return getattr(utils, "MD_TRIM_CHARS", None)
 
 
 _CODE_MARK = 0xE000  # inline code span k stands in a clause as chr(_CODE_MARK + k) (a private-use character)
@@ -1896,6 +1849,9 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
 
     Returns:
         :class:`ClaimsReport`.
+
+    Raises:
+        InputError: markdown-it-py failed on the body (naming ``body_path``).
     """
     commands = commands or {}
     if checks is None:
@@ -1907,7 +1863,10 @@ def lint_claims_text(body: str, steps: dict[int, int], *, body_path: str = "PR_B
     raws = raw_outputs or {}
     by_command = checks
     checks = _Lazy(by_command, lambda seq: _what_ran(by_command[seq], steps.get(seq), outputs.get(seq), raws.get(seq)))
-    masked, spans = _mask(body)
+    try:
+        masked, spans = _mask(body)
+    except InputError as exc:
+        raise InputError(exc.message, body_path) from exc
     marked = _mark_code(masked, spans)
     starts = _line_starts(body)
     report = ClaimsReport(body_path, log_path)

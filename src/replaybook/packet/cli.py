@@ -272,7 +272,7 @@ def _read_cites(body_path: str) -> list[tuple[int, int]]:
     """``(line, seq)`` of the body's markers (:func:`.claims.cited_markers`).
 
     Raises:
-        InputError: the body cannot be read.
+        InputError: the body cannot be read, or read as Markdown.
     """
     from ..errors import InputError
     from .claims import cited_markers
@@ -281,7 +281,10 @@ def _read_cites(body_path: str) -> list[tuple[int, int]]:
         body = open(body_path, encoding="utf-8", errors="replace").read()
     except OSError as exc:
         raise InputError(f"cannot read PR body: {exc.strerror or exc}", body_path) from exc
-    return cited_markers(body)
+    try:
+        return cited_markers(body)
+    except InputError as exc:  # (markdown-it-py failed on it)
+        raise InputError(exc.message, body_path) from exc
 
 
 def _cited_divergence(verdict, cites: list[tuple[int, int]]) -> dict:
