@@ -238,6 +238,36 @@ def test_reading_a_large_or_deeply_nested_body_takes_well_under_a_second_or_two(
     assert time.perf_counter() - start < 5
 
 
+@pytest.mark.parametrize("body,markers", [
+    # later lines of a paragraph: after a line end, a lazy continuation line, a code span across lines
+    ("The fix\nworks and\ntests pass [seq:1].\n", [(3, 1)]),
+    ("> The fix works\nand tests pass [seq:1].\n", [(2, 1)]),
+    ("Run `pytest\n-q`, and\ntests pass [seq:1].\n", [(3, 1)]),
+    ("Done <!-- a\nb --> and\ntests pass [seq:1] <!--\nc --> [seq:2]\n", [(3, 1), (4, 2)]),
+    # in list items and block quotes, nested
+    ("- a\n- b\n  tests pass [seq:1]\n  1. c\n     d [seq:2]\n", [(3, 1), (5, 2)]),
+    ("> a\n> > b\n> > c [seq:1]\n>\n> d `e` [seq:2]\n", [(3, 1), (5, 2)]),
+    ("- > a `x`\n  > tests pass [seq:1]\n", [(2, 1)]),
+    ("1.\ta\n\n\t`b` [seq:1]\n", [(3, 1)]),
+    # after a fence, indented code and a comment block
+    ("```\n[seq:9]\n```\nTests pass [seq:1].\n", [(4, 1)]),
+    ("- ```\n  [seq:9]\n  ```\n  Tests `x` pass [seq:1].\n", [(4, 1)]),
+    ("    [seq:9]\n\nTests pass [seq:1].\n", [(3, 1)]),
+    ("<!--\n[seq:9]\n-->\n\n> Tests\n> pass `x` [seq:1]\n", [(6, 1)]),
+    # CRLF line ends, headings (a closing #-run, a setext underline)
+    ("a\r\n`b`\r\nc [seq:1]\r\n", [(3, 1)]),
+    ("## Tests pass `x` [seq:1] ##\n", [(1, 1)]),
+    ("Tests `a`\n=====\n\nok `b` [seq:2]\n", [(4, 2)]),
+])
+def test_markers_are_found_on_the_lines_they_are_on(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+    # a finding names the same line
+    report = lint_claims_text(body.replace("[seq:2]", "[seq:1]"), {1: 1, 9: 1})
+    assert [f.line for f in report.findings] == [line for line, _seq in markers]
+
+
 def test_a_body_markdown_it_py_fails_on_is_an_error_naming_it(tmp_path: Path, monkeypatch):
     from replaybook.errors import InputError
     from replaybook.packet import claims
