@@ -239,6 +239,43 @@ def test_reading_a_large_or_deeply_nested_body_takes_well_under_a_second_or_two(
 
 
 @pytest.mark.parametrize("body,markers", [
+    # CommonMark 0.31.2 §2.4: a backslash before ASCII punctuation shows that character, so the
+    # reader sees [seq:1] in all of these (the last two had been a malformed marker and no marker)
+    ("Tests pass \\[seq:1].\n", [(1, 1)]),
+    ("Tests pass \\[seq:1\\] and \\[seq:2\\].\n", [(1, 1), (1, 2)]),
+    ("Tests pass [seq:1\\].\n", [(1, 1)]),
+    ("Tests pass [seq\\:1].\n", [(1, 1)]),
+    # an escaped backtick opens no code span, an escaped "<" no comment (both had hidden the marker)
+    ("A literal \\` here, tests pass [seq:1], then `code`.\n", [(1, 1)]),
+    ("\\<!-- not a comment: tests pass [seq:1] -->\n", [(1, 1)]),
+    ("Tests pass \\<!-- [seq:1] -->.\n", [(1, 1)]),
+    # an escaped backslash escapes nothing after it; in a code span a backslash is no escape
+    ("A \\\\`[seq:1]` span, and \\\\<!-- [seq:2] --> a comment.\n", []),
+    ("`a\\` tests pass [seq:1].\n", [(1, 1)]),
+    ("```\n\\[seq:1\\]\n```\n", []),
+    # an escaped marker in a list item, a quote, a heading, on a later line of its paragraph
+    ("- a\n  tests pass \\[seq:1\\]\n> b\n> tests pass [seq:2\\]\n# Fix [seq\\:3]\n", [(2, 1), (4, 2), (5, 3)]),
+])
+def test_backslash_escapes_are_read_as_commonmark_reads_them(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+
+
+def test_an_escaped_marker_is_judged_as_the_marker_the_reader_sees():
+    report = lint_claims_text("All tests pass [seq:3\\]. It works \\[seq:2\\].\nBuilds [seq:\\2].\n", STEPS)
+    assert [(f.line, f.seq, f.kind) for f in report.findings] == [
+        (1, 3, "cites_failing_step"), (2, None, "malformed_marker")]  # (\2 is no escape: "2" is no punctuation)
+    assert report.findings[0].message.startswith("[seq:3] cites step 3")
+    assert report.accepted_steps == [2]
+    # the masked text blanks an escape's backslash, but not one that begins a line: "\# text" is a
+    # sentence, not a heading (a heading is never an unsupported claim)
+    assert mask_code("a \\[seq:1\\] `b`\n\\# c\n") == "a  [seq:1 ]    \n\\# c\n"
+    assert [(w.line, w.kind) for w in lint_claims_text("\\# Fixes the crash.\n", STEPS).warnings] == [
+        (1, "unsupported_claim")]
+
+
+@pytest.mark.parametrize("body,markers", [
     # later lines of a paragraph: after a line end, a lazy continuation line, a code span across lines
     ("The fix\nworks and\ntests pass [seq:1].\n", [(3, 1)]),
     ("> The fix works\nand tests pass [seq:1].\n", [(2, 1)]),

@@ -108,6 +108,7 @@ import bisect
 import functools
 import os
 import re
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
@@ -651,7 +652,7 @@ def read_replay_json(path: str | os.PathLike) -> dict[int, tuple[str, list[str]]
 
 def mask_code(text: str) -> str:
     """``text`` with fenced and indented code blocks, inline code spans and HTML comments blanked
-    out.
+    out, and the backslash of each backslash escape.
 
     Every masked character becomes a space except newlines, so offsets and line numbers of the
     result are those of ``text``.  The body is read as CommonMark (0.31.2) reads it, by markdown-it-py
@@ -666,7 +667,9 @@ def mask_code(text: str) -> str:
     is comment.
 
     A backslash before ASCII punctuation is an escape: ``\\``` opens no code span, ``\\<!--`` no
-    comment.  In code and HTML a backslash is no escape.
+    comment, and ``[seq:3\\]`` is the marker ``[seq:3]`` the reader sees.  An escape that begins a
+    line keeps its backslash (``\\# text`` is read on as no heading, ``\\- text`` as no list item).
+    In code and HTML a backslash is no escape.
 
     Lines nested deeper than markdown-it-py reads (20 levels of list items and block quotes) are
     kept as prose: their markers count.
@@ -678,19 +681,21 @@ def mask_code(text: str) -> str:
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # (the lines markdown-it-py reads, \r alone included)
+_PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes (CommonMark §2.4)
 _READING = "replaybook.claims"  # where the rules below find the _Inline reading a paragraph (markdown-it's env)
 
 
 class _Inline:
     """What the inline reading of one paragraph or heading found, as offsets into its text
     (markdown-it-py's ``inline`` token content): ``spans`` ``(start, end, content)`` of code spans,
-    ``comments`` ``(start, end)`` of HTML comments.  ``bases``: where the text of each image
-    description being read starts in the paragraph's (markdown-it-py reads an image's description
-    as a text of its own)."""
+    ``comments`` ``(start, end)`` of HTML comments, ``escapes`` (offsets of escaping backslashes).
+    ``bases``: where the text of each image description being read starts in the paragraph's
+    (markdown-it-py reads an image's description as a text of its own)."""
 
     def __init__(self) -> None:
         self.spans: list[tuple[int, int, str]] = []
         self.comments: list[tuple[int, int]] = []
+        self.escapes: list[int] = []
         self.bases: list[int] = []
 
     @property
@@ -727,6 +732,9 @@ def _recorded(name: str, rule: Callable) -> Callable:
         elif name == "html_inline":
             if src.startswith("<!--", start):
                 reading.comments.append((base + start, base + end))
+        elif name == "escape":
+            if src[start + 1] in _PUNCTUATION:  # (not a hard line break, nor "\a": a backslash shown)
+                reading.escapes.append(base + start)
         return True
 
     return run
@@ -735,13 +743,13 @@ def _recorded(name: str, rule: Callable) -> Callable:
 @functools.cache
 def _markdown():
     """The CommonMark reader: markdown-it-py's ``commonmark`` preset, whose inline rules for code spans,
-    raw HTML and images also note where what they read is (:func:`_recorded`).
+    raw HTML, backslash escapes and images also note where what they read is (:func:`_recorded`).
     Paragraphs are read by :func:`_mask` itself (the core ``inline`` rule is off)."""
     from markdown_it import MarkdownIt, rules_inline
 
     md = MarkdownIt("commonmark")
     for name, rule in (("backticks", rules_inline.backtick), ("html_inline", rules_inline.html_inline),
-                       ("image", rules_inline.image)):
+                       ("escape", rules_inline.escape), ("image", rules_inline.image)):
         md.inline.ruler.at(name, _recorded(name, rule))
     md.core.ruler.disable("inline")
     return md
@@ -813,9 +821,9 @@ def _markdown_version() -> str:
 def _mask_inline(reading: _Inline, content: str, lines_at: range, atx: bool, starts: list[int], lines: list[str],
                  out: list[str], blank: Callable[[int, int], None]) -> list[tuple[int, int, str]]:
     """Blank in ``out`` what ``reading`` found in the inline text ``content`` of a paragraph or heading
-    on body lines ``lines_at`` (code spans, HTML comments), and return its code spans as body
-    offsets."""
-    if not (reading.spans or reading.comments):
+    on body lines ``lines_at`` (code spans, HTML comments, escaping backslashes), and return its code
+    spans as body offsets."""
+    if not (reading.spans or reading.comments or reading.escapes):
         return []
     begins: list[int] = []  # where each line of content starts in it,
     heads: list[int] = []  # where its text (blanks aside) starts in it,
@@ -834,6 +842,10 @@ def _mask_inline(reading: _Inline, content: str, lines_at: range, atx: bool, sta
 
     for a, b in reading.comments:
         blank(body(a), body(b - 1) + 1)
+    line_heads = set(heads)
+    for e in reading.escapes:
+        if e not in line_heads:  # (kept at a line's start: "\# text" is no heading to what reads the sentences)
+            out[body(e)] = " "
     found = [(body(a), body(b - 1) + 1, content_) for a, b, content_ in reading.spans]
     for a, b, _c in found:
         blank(a, b)
