@@ -305,6 +305,18 @@ def test_markers_are_found_on_the_lines_they_are_on(body: str, markers: list):
     assert [f.line for f in report.findings] == [line for line, _seq in markers]
 
 
+@pytest.mark.parametrize("body,markers", [
+    # CommonMark 0.31.2 §6.6: an inline comment runs to the first -->, whatever dashes come before
+    # it; markdown-it-py read the first as text and the second as running on to the second -->
+    ("Done <!-- draft [seq:1] ----> and tests pass [seq:2].\n", [(1, 2)]),
+    ("Done <!-- a ---> tests pass [seq:1] -->.\n", [(1, 1)]),
+])
+def test_lines_markdown_it_py_reads_otherwise_are_read_as_commonmark_reads_them(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers
+
+
 def test_a_body_markdown_it_py_fails_on_is_an_error_naming_it(tmp_path: Path, monkeypatch):
     from replaybook.errors import InputError
     from replaybook.packet import claims

@@ -671,8 +671,10 @@ def mask_code(text: str) -> str:
     line keeps its backslash (``\\# text`` is read on as no heading, ``\\- text`` as no list item).
     In code and HTML a backslash is no escape.
 
-    Lines nested deeper than markdown-it-py reads (20 levels of list items and block quotes) are
-    kept as prose: their markers count.
+    Where markdown-it-py reads otherwise than CommonMark, the body is read as CommonMark reads it:
+    an inline comment ends at its first ``-->`` (:func:`_comment`).  Lines nested deeper than
+    markdown-it-py reads (20 levels of list items and block quotes) are kept as prose: their markers
+    count.
 
     Raises:
         InputError: markdown-it-py failed on the body (a fault of the library, which the message names).
@@ -697,10 +699,17 @@ class _Inline:
         self.comments: list[tuple[int, int]] = []
         self.escapes: list[int] = []
         self.bases: list[int] = []
+        self._closes: dict[str, int] = {}
 
     @property
     def base(self) -> int:
         return self.bases[-1] if self.bases else 0
+
+    def last_close(self, src: str) -> int:
+        """Where the last ``-->`` of ``src`` starts (-1: none), found once per text."""
+        if src not in self._closes:
+            self._closes[src] = src.rfind("-->")
+        return self._closes[src]
 
 
 def _recorded(name: str, rule: Callable) -> Callable:
@@ -711,6 +720,8 @@ def _recorded(name: str, rule: Callable) -> Callable:
     def run(state, silent: bool) -> bool:
         reading: _Inline | None = state.env.get(_READING)
         start = state.pos
+        if name == "html_inline" and state.src.startswith("<!--", start):
+            return _comment(state, silent, reading)
         if silent or reading is None:  # (a look-ahead: nothing is read for good)
             return rule(state, silent)
         if name == "image":  # the description is read as a text of its own, starting after "!["
@@ -729,15 +740,31 @@ def _recorded(name: str, rule: Callable) -> Callable:
             if end > run_end:  # (else a run with no closing run: literal backticks)
                 n = run_end - start
                 reading.spans.append((base + start, base + end, re.sub(r"\s+", " ", src[run_end:end - n]).strip()))
-        elif name == "html_inline":
-            if src.startswith("<!--", start):
-                reading.comments.append((base + start, base + end))
         elif name == "escape":
             if src[start + 1] in _PUNCTUATION:  # (not a hard line break, nor "\a": a backslash shown)
                 reading.escapes.append(base + start)
         return True
 
     return run
+
+
+def _comment(state, silent: bool, reading: _Inline | None) -> bool:
+    """An inline HTML comment as CommonMark 0.31.2 reads it (§6.6): ``<!-->``, ``<!--->``, or ``<!--``
+    up to the first ``-->`` in the paragraph; without one, ``<!--`` is text.
+
+    Read here, not by markdown-it-py, whose pattern for a comment (``--`` only before ``>``) reads
+    ``<!-- a ---->`` as text, and ``<!-- a ---> b -->`` as one comment up to the second ``-->``."""
+    src, start = state.src, state.pos
+    last = reading.last_close(src) if reading is not None else src.rfind("-->")
+    close = src.find("-->", start + 2, state.posMax) if last >= start + 2 else -1
+    if close < 0:
+        return False
+    if not silent:
+        state.push("html_inline", "", 0).content = src[start:close + 3]
+        if reading is not None:
+            reading.comments.append((reading.base + start, reading.base + close + 3))
+    state.pos = close + 3
+    return True
 
 
 @functools.cache
