@@ -306,8 +306,17 @@ def test_markers_are_found_on_the_lines_they_are_on(body: str, markers: list):
 
 
 @pytest.mark.parametrize("body,markers", [
-    # CommonMark 0.31.2 §6.6: an inline comment runs to the first -->, whatever dashes come before
-    # it; markdown-it-py read the first as text and the second as running on to the second -->
+    # CommonMark 0.31.2 §5.1: a line outside a quote nested in a quote, indented four columns (where
+    # no block starts), continues the quote's paragraph; markdown-it-py read it as indented code
+    ("> > The fix works\n    <!-- and tests pass [seq:1]\n", [(2, 1)]),
+    ("> > The fix works\n    ```\n    and tests pass [seq:1]\n", [(3, 1)]),
+    # §5.2: so does a line outside a list item whose text starts five columns in, indented four
+    ("1.   The fix works\n    # and tests pass [seq:1]\n", [(2, 1)]),
+    ("10.  Fixed\n    <!-- and tests pass [seq:1]\n", [(2, 1)]),
+    # ... but a line indented four columns past the item's own text is indented code in it
+    ("- a\n\n      [seq:1]\n", []),
+    # §6.6: an inline comment runs to the first -->, whatever dashes come before it; markdown-it-py
+    # read the first as text and the second as running on to the second -->
     ("Done <!-- draft [seq:1] ----> and tests pass [seq:2].\n", [(1, 2)]),
     ("Done <!-- a ---> tests pass [seq:1] -->.\n", [(1, 1)]),
 ])

@@ -672,9 +672,9 @@ def mask_code(text: str) -> str:
     In code and HTML a backslash is no escape.
 
     Where markdown-it-py reads otherwise than CommonMark, the body is read as CommonMark reads it:
-    an inline comment ends at its first ``-->`` (:func:`_comment`).  Lines nested deeper than
-    markdown-it-py reads (20 levels of list items and block quotes) are kept as prose: their markers
-    count.
+    an inline comment ends at its first ``-->`` (:func:`_comment`), and a line that continues a
+    paragraph lazily starts no block (:func:`_lazy`).  Lines nested deeper than markdown-it-py reads
+    (20 levels of list items and block quotes) are kept as prose: their markers count.
 
     Raises:
         InputError: markdown-it-py failed on the body (a fault of the library, which the message names).
@@ -767,6 +767,49 @@ def _comment(state, silent: bool, reading: _Inline | None) -> bool:
     return True
 
 
+_INDENTS = "replaybook.claims.indents"  # (markdown-it's env: where the lists being read stand, in columns)
+
+
+def _block_rule(name: str, rule: Callable) -> Callable:
+    """markdown-it-py's block rule ``rule`` (one that may end a paragraph), which, asked whether a
+    line starts its block (``silent``), says no for a line that continues a paragraph lazily
+    (:func:`_lazy`); a list also notes where it stands while it is read."""
+
+    def run(state, start: int, end: int, silent: bool) -> bool:
+        if silent:
+            return False if _lazy(state, start) else rule(state, start, end, silent)
+        if name != "list":
+            return rule(state, start, end, silent)
+        indents = state.env.setdefault(_INDENTS, [])
+        indents.append(state.blkIndent)
+        try:
+            return rule(state, start, end, silent)
+        finally:
+            indents.pop()
+
+    return run
+
+
+def _lazy(state, line: int) -> bool:
+    """The line continues a paragraph lazily (CommonMark 0.31.2 §5.1, §5.2): it is outside the list
+    item or block quote holding the paragraph, and indented four columns or more past the start of
+    the container it is in, where no block starts.
+
+    markdown-it-py misses it in two cases, reading the line as the start of a block (a comment
+    block, a fence, a heading, a list item) that ends the paragraph, and then as indented code: in a
+    block quote inside a block quote (``> > a`` then ``    <!-- x``: the outer quote marks the line
+    lazy, ``sCount`` -1, and forgets its indentation), and under a list item whose text starts five
+    columns in or more (``1.   a`` then ``    # x``: the line is measured from the item's text, not
+    from where the list stands)."""
+    indent = state.sCount[line]
+    if indent < 0:
+        return True
+    if indent >= state.blkIndent:
+        return False
+    base = next((i for i in reversed(state.env.get(_INDENTS, ())) if i <= indent), 0)
+    return indent - base >= 4
+
+
 @functools.cache
 def _markdown():
     """The CommonMark reader: markdown-it-py's ``commonmark`` preset, whose inline rules for code spans,
@@ -778,6 +821,9 @@ def _markdown():
     for name, rule in (("backticks", rules_inline.backtick), ("html_inline", rules_inline.html_inline),
                        ("escape", rules_inline.escape), ("image", rules_inline.image)):
         md.inline.ruler.at(name, _recorded(name, rule))
+    for block in list(md.block.ruler.__rules__):  # (the rules that may end a paragraph)
+        if block.alt:
+            md.block.ruler.at(block.name, _block_rule(block.name, block.fn), {"alt": list(block.alt)})
     md.core.ruler.disable("inline")
     return md
 
