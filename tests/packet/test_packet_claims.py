@@ -326,6 +326,19 @@ def test_lines_markdown_it_py_reads_otherwise_are_read_as_commonmark_reads_them(
     assert cited_markers(body) == markers
 
 
+def test_markers_are_those_commonmark_js_sees_in_500_generated_bodies():
+    """Bodies mixing list items, quotes, fences, code spans, comments, HTML blocks, links, images,
+    tabs and escapes, with the markers commonmark.js 0.31.2 shows in each (markers.js beside them):
+    half of them read wrongly by the hand-written reader this one replaced, or by markdown-it-py alone."""
+    from replaybook.packet.claims import cited_markers
+
+    cases = [json.loads(line) for line in (CASE.parent / "commonmark" / "markers.jsonl").read_text().splitlines()]
+    assert len(cases) == 500
+    wrong = [(c["body"], c["seqs"], got) for c in cases
+             if (got := [seq for _line, seq in cited_markers(c["body"])]) != c["seqs"]]
+    assert wrong == []
+
+
 def test_a_body_markdown_it_py_fails_on_is_an_error_naming_it(tmp_path: Path, monkeypatch):
     from replaybook.errors import InputError
     from replaybook.packet import claims
