@@ -861,7 +861,9 @@ def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
         for k, reading in readings.items():
             md.inline.parse(tokens[k].content, md, {_READING: reading}, [])
     except Exception as exc:  # (IndexError, RuntimeError: the library's own faults, never the body's)
-        raise InputError(f"cannot read the PR body as Markdown: markdown-it-py {_markdown_version()} failed "
+        import markdown_it
+
+        raise InputError(f"cannot read the PR body as Markdown: markdown-it-py {markdown_it.__version__} failed "
                          f"({type(exc).__name__}: {exc}); please report it with the body") from exc
     for k, tok in enumerate(tokens):
         if tok.map is None:
@@ -882,15 +884,6 @@ def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
     return "".join(out), spans
 
 
-def _markdown_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("markdown-it-py")
-    except PackageNotFoundError:
-        return "(version unknown)"
-
-
 def _mask_inline(reading: _Inline, content: str, lines_at: range, atx: bool, starts: list[int], lines: list[str],
                  out: list[str], blank: Callable[[int, int], None]) -> list[tuple[int, int, str]]:
     """Blank in ``out`` what ``reading`` found in the inline text ``content`` of a paragraph or heading
@@ -903,7 +896,7 @@ def _mask_inline(reading: _Inline, content: str, lines_at: range, atx: bool, sta
     at: list[int] = []  # and where that text is in the body
     i = 0
     for line, offset, part in _placed(content.split("\n"), lines_at, atx, lines):
-        kept = part.lstrip(_markdown_trim())
+        kept = part.lstrip(_blanks())
         begins.append(i)
         heads.append(i + len(part) - len(kept))
         at.append(starts[line] + offset)
@@ -933,7 +926,7 @@ def _placed(parts: list[str], lines_at: range, atx: bool, lines: list[str]) -> l
     its lines, trimmed at both ends (lines of blanks alone included): each of its lines, blanks
     aside, is the end of a body line (the last one before its trailing blanks), and a heading's the
     text after its ``#`` run.  The first line where they all fit is taken."""
-    trim = _markdown_trim()
+    trim = _blanks()
     kept = [part.strip(trim) if n == len(parts) - 1 else part.lstrip(trim) for n, part in enumerate(parts)]
 
     def offset(n: int, s: str) -> int:
@@ -959,12 +952,11 @@ def _placed(parts: list[str], lines_at: range, atx: bool, lines: list[str]) -> l
 
 
 @functools.cache
-def _markdown_trim() -> str | None:
-    """The blanks markdown-it-py trims from a paragraph's text: CommonMark's (``MD_TRIM_CHARS``, 4.3
-    on), else Python's (``None``: ``str.strip()``)."""
-    from markdown_it.common import utils
+def _blanks() -> str:
+    """The blanks markdown-it-py trims from a paragraph's text (CommonMark's)."""
+    from markdown_it.common.utils import MD_TRIM_CHARS
 
-    return getattr(utils, "MD_TRIM_CHARS", None)
+    return MD_TRIM_CHARS
 
 
 _CODE_MARK = 0xE000  # inline code span k stands in a clause as chr(_CODE_MARK + k) (a private-use character)
