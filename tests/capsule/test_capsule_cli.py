@@ -728,21 +728,7 @@ def test_the_capsule_yaml_built_is_fsynced_with_its_folder_entry(demo, tmp_path,
     """capsule.yaml was renamed into place unsynced: a crash after the build said it succeeded
     could leave it empty or absent.  Its bytes are synced before the rename, the folder entry
     the rename made after it (as the final capsule.yaml, the one read back)."""
-    import os
-
-    events = []
-    real_fsync, real_replace = os.fsync, os.replace
-
-    def fsync(fd):
-        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
-        return real_fsync(fd)
-
-    def replace(src, dst, *a, **kw):
-        events.append(("replace", str(src), str(dst)))
-        return real_replace(src, dst, *a, **kw)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "replace", replace)
+    events = _fsyncs_and_renames(monkeypatch)
     out = tmp_path / "c"
     r = run("build", demo, "--evidence", demo / "door-evidence", "--out", out)
     monkeypatch.undo()

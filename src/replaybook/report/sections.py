@@ -1299,6 +1299,15 @@ MAX_SESSIONS = 50
 ASKED_PROMPTS = 5
 
 
+def _more_conversations(skipped: list[str], max_sessions: int) -> str:
+    """The note under a section that shows ``max_sessions`` conversations: how many more there
+    are, the first 200 of their door session ids (escaped), and where to see them."""
+    more = f" and {len(skipped) - 200:,} more" if len(skipped) > 200 else ""
+    return (f'<p class="rb-note">{_count(len(skipped), "more conversation")} not shown here (this report '
+            f"shows {max_sessions}, sessions with a refused call first): door sessions "
+            + esc(", ".join(skipped[:200])) + more + ". The workbook's session view shows any of them.</p>")
+
+
 def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: int = 600,
                        quarantine: pd.DataFrame | None = None, calls: pd.DataFrame | None = None,
                        unassigned: Sequence[str] | None = None, named: int = 5,
@@ -1397,10 +1406,7 @@ def asked_and_answered(steps: pd.DataFrame, sessions: pd.DataFrame, *, limit: in
                           _unassigned_note(steps, unassigned, named=named, sub_agents=sub_agents, above=False))
     others = _unassigned_note(steps, unassigned, named=named, sub_agents=sub_agents)
     if skipped:
-        items.append(f'<p class="rb-note">{_count(len(skipped), "more conversation")} not shown here (this report '
-                     f"shows {max_sessions}, sessions with a refused call first): door sessions "
-                     + esc(", ".join(skipped[:200])) + (f" and {len(skipped) - 200:,} more" if len(skipped) > 200 else "")
-                     + ". The workbook's session view shows any of them.</p>")
+        items.append(_more_conversations(skipped, max_sessions))
     intro = ("<p>Each transcript is one conversation, and an incident's transcripts need not be one agent's. The "
              "door's log does not say which conversation made a call: the join links each door session to the "
              "transcript whose tool calls agree with it, and each heading below names the pair (how sure each link "
@@ -2309,10 +2315,7 @@ def conversations(steps: pd.DataFrame, calls: pd.DataFrame, join: Any, *, max_ro
     if not parts:
         return _NO_CONVERSATION.format(title="The conversation, in order", anchor="conversation")
     if skipped:
-        parts.append(f'<p class="rb-note">{_count(len(skipped), "more conversation")} not shown here (this report '
-                     f"shows {max_sessions}, sessions with a refused call first): door sessions "
-                     + esc(", ".join(skipped[:200])) + (f" and {len(skipped) - 200:,} more" if len(skipped) > 200 else "")
-                     + ". The workbook's session view shows any of them.</p>")
+        parts.append(_more_conversations(skipped, max_sessions))
     intro = ("<p>What each agent was asked, what it said, what it called and what it got back, in the order it "
              "happened, from its transcript; beside each tool call, what the door decided and reached (<b>step</b> "
              "is the transcript's step number, as in the tables below; <b>#N</b> beside what the door reached is "
