@@ -1460,3 +1460,34 @@ def test_a_name_filter_whose_stored_output_shows_no_summary_cannot_be_verified(c
     report = lint_claims_text("All tests pass [seq:1].\n", {1: 0}, commands={1: cmd}, outputs={1: output})
     assert report.findings == [] and [(w.kind, w.seq) for w in report.warnings] == [("cites_unrecognised_command", 1)]
     assert "the step's stored output holds no summary line of it" in report.warnings[0].message
+
+
+def test_two_lints_at_once_read_code_alike(monkeypatch):
+    """The reader is shared by every lint in the process (a workbook or report kernel may lint in two
+    threads at once): the first reading in one thread must not find its rules half built by another."""
+    import functools
+    import threading
+    import time
+
+    from markdown_it import ruler
+
+    from replaybook.packet import claims
+
+    monkeypatch.setattr(claims, "_markdown", functools.cache(claims._markdown.__wrapped__))
+    claims._markdown()
+    build = ruler.Ruler.__compile__
+
+    def slow_build(self):  # (markdown-it-py empties the lists, then fills them: widen that window)
+        self.__cache__ = {}
+        time.sleep(0.05)
+        build(self)
+
+    monkeypatch.setattr(ruler.Ruler, "__compile__", slow_build)
+    got: list = []
+    threads = [threading.Thread(target=lambda: got.append(claims.cited_markers("Run `[seq:1]`, tests pass [seq:2]\n")))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [[(1, 2)], [(1, 2)]]

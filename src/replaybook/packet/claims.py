@@ -825,6 +825,10 @@ def _markdown():
         if block.alt:
             md.block.ruler.at(block.name, _block_rule(block.name, block.fn), {"alt": list(block.alt)})
     md.core.ruler.disable("inline")
+    # each ruler builds its lists of rules on first use, emptied while it fills them: built here, before
+    # the reader is shared, a second thread's first lint does not see them empty and read no code
+    for ruler in (md.core.ruler, md.block.ruler, md.inline.ruler, md.inline.ruler2):
+        ruler.getRules("")
     return md
 
 
