@@ -222,7 +222,7 @@ def test_a_list_item_in_a_quote_is_continued_under_the_quotes_content(body: str,
     # every open item (100 kB took 50 s)
     ("- + " * 200 + "a\n" + "\n" * 100_000 + "Tests pass [seq:1]\n", [(100_002, 1)]),
     # 50,000 list items nested on one line (100 kB) had taken 95 s.  Lines nested deeper than
-    # markdown-it-py reads (20 levels) are kept as prose: their markers count
+    # markdown-it-py reads (100 levels: a list item counts two) are kept as prose: their markers count
     ("- " * 50_000 + "Tests pass [seq:1]\n\nDone [seq:2]\n", [(1, 1), (3, 2)]),
     ("> " * 50_000 + "Tests pass [seq:1]\n\nDone [seq:2]\n", [(1, 1), (3, 2)]),
     # a paragraph of 100 kB, with a code span and a comment on each line
@@ -1491,3 +1491,16 @@ def test_two_lints_at_once_read_code_alike(monkeypatch):
     for t in threads:
         t.join()
     assert got == [[(1, 2)], [(1, 2)]]
+
+
+@pytest.mark.parametrize("body,markers", [
+    # a code span and a fence 30 list items deep, and 60 quotes deep, hide their markers as CommonMark
+    # reads them (markdown-it-py's commonmark preset stopped at 20 levels: 10 list items, 20 quotes)
+    ("".join("  " * i + "- a\n" for i in range(30)) + "  " * 30 + "Run `[seq:9]`, tests pass [seq:1]\n", [(31, 1)]),
+    ("> " * 60 + "```\n" + "> " * 60 + "[seq:9]\n\nTests pass [seq:1]\n", [(4, 1)]),
+    ("- " * 49 + "Run `[seq:9]`, tests pass [seq:1]\n", [(1, 1)]),
+])
+def test_code_nested_in_many_list_items_or_quotes_is_still_code(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers

@@ -674,7 +674,8 @@ def mask_code(text: str) -> str:
     Where markdown-it-py reads otherwise than CommonMark, the body is read as CommonMark reads it:
     an inline comment ends at its first ``-->`` (:func:`_comment`), and a line that continues a
     paragraph lazily starts no block (:func:`_lazy`).  Lines nested deeper than markdown-it-py reads
-    (20 levels of list items and block quotes) are kept as prose: their markers count.
+    (100 levels, where a block quote counts one and a list item two: 99 quotes, 49 list items) are kept
+    as prose: their markers count.
 
     Raises:
         InputError: markdown-it-py failed on the body (a fault of the library, which the message names).
@@ -818,6 +819,10 @@ def _markdown():
     from markdown_it import MarkdownIt, rules_inline
 
     md = MarkdownIt("commonmark")
+    # the preset stops reading at 20 levels of tokens, and each list takes two (the list, its item): a
+    # code span 10 lists deep was read as prose.  100 is markdown-it's own default, and takes about 320
+    # frames of Python's 1000 at its deepest
+    md.options["maxNesting"] = 100
     for name, rule in (("backticks", rules_inline.backtick), ("html_inline", rules_inline.html_inline),
                        ("escape", rules_inline.escape), ("image", rules_inline.image)):
         md.inline.ruler.at(name, _recorded(name, rule))
