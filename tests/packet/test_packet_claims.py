@@ -1504,3 +1504,20 @@ def test_code_nested_in_many_list_items_or_quotes_is_still_code(body: str, marke
     from replaybook.packet.claims import cited_markers
 
     assert cited_markers(body) == markers
+
+
+@pytest.mark.parametrize("body,markers", [
+    # CommonMark 0.31.2 §4.7: a link reference definition is read out of its paragraph, and a line
+    # indented four columns after it goes on with that paragraph; markdown-it-py read the line as
+    # indented code, hiding its marker
+    ("[docs]: https://example.com/docs\n    and tests pass [seq:1]\n", [(2, 1)]),
+    ("> [docs]: /docs\n    and tests pass [seq:1]\n", [(2, 1)]),
+    ("- [docs]: /docs\n      and tests pass [seq:1]\n", [(2, 1)]),
+    ("[a]: /a\n[b]: /b 'B'\n\tand tests pass [seq:1]\n", [(3, 1)]),
+    # ... after a blank line it is indented code
+    ("[docs]: /docs\n\n    [seq:1]\n", []),
+])
+def test_a_line_after_a_link_reference_definition_goes_on_with_its_paragraph(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers

@@ -811,12 +811,32 @@ def _lazy(state, line: int) -> bool:
     return indent - base >= 4
 
 
+def _reference(rule: Callable) -> Callable:
+    """markdown-it-py's rule for a link reference definition, which leaves the definition to the
+    paragraph holding it when the line after it continues that paragraph lazily (CommonMark 0.31.2
+    §4.7: a definition is read out of a paragraph): ``[foo]: /url`` then ``    text`` is the definition
+    and the text ``text``; markdown-it-py ended the definition there and read ``text`` as indented
+    code (or outside the block quote holding the definition)."""
+
+    def run(state, start: int, end: int, silent: bool) -> bool:
+        if not rule(state, start, end, silent):
+            return False
+        line = state.line
+        if not silent and line < state.lineMax and not state.isEmpty(line) \
+                and (_lazy(state, line) or state.sCount[line] - state.blkIndent >= 4):
+            state.line = start  # (the paragraph rule reads it, definition and all: as prose)
+            return False
+        return True
+
+    return run
+
+
 @functools.cache
 def _markdown():
     """The CommonMark reader: markdown-it-py's ``commonmark`` preset, whose inline rules for code spans,
     raw HTML, backslash escapes and images also note where what they read is (:func:`_recorded`).
     Paragraphs are read by :func:`_mask` itself (the core ``inline`` rule is off)."""
-    from markdown_it import MarkdownIt, rules_inline
+    from markdown_it import MarkdownIt, rules_block, rules_inline
 
     md = MarkdownIt("commonmark")
     # the preset stops reading at 20 levels of tokens, and each list takes two (the list, its item): a
@@ -829,6 +849,7 @@ def _markdown():
     for block in list(md.block.ruler.__rules__):  # (the rules that may end a paragraph)
         if block.alt:
             md.block.ruler.at(block.name, _block_rule(block.name, block.fn), {"alt": list(block.alt)})
+    md.block.ruler.at("reference", _reference(rules_block.reference))
     md.core.ruler.disable("inline")
     # each ruler builds its lists of rules on first use, emptied while it fills them: built here, before
     # the reader is shared, a second thread's first lint does not see them empty and read no code
