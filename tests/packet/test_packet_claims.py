@@ -1521,3 +1521,21 @@ def test_a_line_after_a_link_reference_definition_goes_on_with_its_paragraph(bod
     from replaybook.packet.claims import cited_markers
 
     assert cited_markers(body) == markers
+
+
+@pytest.mark.parametrize("body,markers", [
+    # CommonMark 0.31.2 §5.1: a ">" indented four columns goes on with no block quote.  After a
+    # paragraph it continues the paragraph lazily (a "<!--" there is text); after anything else the
+    # quote ends and the line is indented code.  markdown-it-py kept such lines in the quote
+    ("> The fix works\n    > <!-- and tests pass [seq:1]\n", [(2, 1)]),
+    ("> # Results\n    > [seq:1]\n", []),
+    (">\n\t> [seq:1]\n", []),
+    ("- > # Results\n      > [seq:1]\n", []),
+    ("> > The fix works\n>     > <!-- and tests pass [seq:1]\n", [(2, 1)]),
+    # up to three spaces in, it is the quote's
+    ("> # Results\n   > tests pass [seq:1]\n", [(2, 1)]),
+])
+def test_a_quote_marker_indented_four_columns_does_not_go_on_with_the_quote(body: str, markers: list):
+    from replaybook.packet.claims import cited_markers
+
+    assert cited_markers(body) == markers

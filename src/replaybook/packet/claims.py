@@ -673,9 +673,10 @@ def mask_code(text: str) -> str:
 
     Where markdown-it-py reads otherwise than CommonMark, the body is read as CommonMark reads it:
     an inline comment ends at its first ``-->`` (:func:`_comment`), and a line that continues a
-    paragraph lazily starts no block (:func:`_lazy`).  Lines nested deeper than markdown-it-py reads
-    (100 levels, where a block quote counts one and a list item two: 99 quotes, 49 list items) are kept
-    as prose: their markers count.
+    paragraph lazily starts no block (:func:`_lazy`), nor ends a link reference definition's
+    paragraph (:func:`_reference`), and a ``>`` indented four columns goes on with no quote
+    (:func:`_quote`).  Lines nested deeper than markdown-it-py reads (100 levels, where a block quote
+    counts one and a list item two: 99 quotes, 49 list items) are kept as prose: their markers count.
 
     Raises:
         InputError: markdown-it-py failed on the body (a fault of the library, which the message names).
@@ -831,6 +832,32 @@ def _reference(rule: Callable) -> Callable:
     return run
 
 
+def _quote(rule: Callable) -> Callable:
+    """markdown-it-py's block quote rule, for which a ``>`` indented four columns or more past where
+    the quote stands does not go on with the quote (CommonMark 0.31.2 §5.1: up to three spaces): such
+    a line continues the quote's paragraph lazily, or is indented code after it; markdown-it-py read
+    ``>`` then ``    > <!-- [seq:1]`` as a comment block in the quote, ``# h`` then ``    > [seq:1]``
+    as a marker in it."""
+
+    def run(state, start: int, end: int, silent: bool) -> bool:
+        if silent:
+            return rule(state, start, end, silent)
+        moved: list[tuple[int, int]] = []
+        line = start + 1
+        while line < end and not state.isEmpty(line):  # (an empty line ends the quote)
+            if state.sCount[line] - state.blkIndent >= 4 and state.src[state.bMarks[line] + state.tShift[line]] == ">":
+                moved.append((line, state.tShift[line]))
+                state.tShift[line] = 0  # (the rule then sees the blanks before it, not a ">")
+            line += 1
+        try:
+            return rule(state, start, end, silent)
+        finally:
+            for line, shift in moved:
+                state.tShift[line] = shift
+
+    return run
+
+
 @functools.cache
 def _markdown():
     """The CommonMark reader: markdown-it-py's ``commonmark`` preset, whose inline rules for code spans,
@@ -850,6 +877,8 @@ def _markdown():
         if block.alt:
             md.block.ruler.at(block.name, _block_rule(block.name, block.fn), {"alt": list(block.alt)})
     md.block.ruler.at("reference", _reference(rules_block.reference))
+    md.block.ruler.at("blockquote", _quote(md.block.ruler.__rules__[md.block.ruler.__find__("blockquote")].fn),
+                      {"alt": list(md.block.ruler.__rules__[md.block.ruler.__find__("blockquote")].alt)})
     md.core.ruler.disable("inline")
     # each ruler builds its lists of rules on first use, emptied while it fills them: built here, before
     # the reader is shared, a second thread's first lint does not see them empty and read no code
