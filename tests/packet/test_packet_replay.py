@@ -1116,3 +1116,28 @@ def test_a_git_without_show_scope_still_records_the_line_end_settings(repo: Path
     assert line_end_words(v.line_ends) == (
         "core.autocrlf=true (where git read it not known: git before 2.26 cannot say); not set (git's defaults): "
         "core.eol, core.safecrlf, core.checkRoundtripEncoding")
+
+
+def test_junit_keeps_a_markdown_file_beside_the_log_the_reader_cannot_read(packet: Path, repo: Path, monkeypatch):
+    """A Markdown file beside the log is the packet's when it cites steps; where the Markdown
+    reader fails on it (markdown-it-py raising), whether it cites steps is not known, so it is
+    kept as the packet's — refused as a target with exit 2 naming it — rather than ending in an
+    error that names no file, or being written over."""
+    import hashlib
+
+    from replaybook.errors import InputError
+    from replaybook.packet import claims
+
+    def failing(text, *a, **k):
+        raise InputError("the Markdown reader failed on this body: boom", "?")
+
+    monkeypatch.chdir(repo)
+    notes = repo / "NOTES.md"
+    notes.write_text("Fails before the fix [seq:1].\n")
+    before = hashlib.sha256(notes.read_bytes()).hexdigest()
+    monkeypatch.setattr(claims, "cited_markers", failing)
+    res = CliRunner().invoke(packet_cli, ["replay", "session.jsonl", "--junit", "NOTES.md"])
+    assert res.exit_code == 2, res.output
+    assert "NOTES.md" in res.output and "is one of the inputs" in " ".join(res.output.split())
+    assert "replaying" not in res.output
+    assert hashlib.sha256(notes.read_bytes()).hexdigest() == before

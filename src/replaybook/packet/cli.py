@@ -213,7 +213,7 @@ def _packet_files(target: str, log_path: str, body_path: str | None, head_ignore
     session log; the body (``--body``); what ``--head-ignore`` names (a path, from here or from the
     repository's root; and ``target`` itself when a folder or glob of it names it); the files beside
     the log that the packet holds (``PR_BODY.md``, and ``target`` when it is a Markdown file there
-    citing ``[seq:N]`` steps: a body); and the stored outputs (``--outputs`` and ``session.outputs/``
+    citing ``[seq:N]`` steps: a body, or one the Markdown reader fails on); and the stored outputs (``--outputs`` and ``session.outputs/``
     beside the log)."""
     from .claims import cited_markers
     from .gitstate import repo_root
@@ -249,7 +249,11 @@ def _packet_files(target: str, log_path: str, body_path: str | None, head_ignore
             text = where.read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = ""
-        if cited_markers(text):
+        try:
+            cites = bool(cited_markers(text))
+        except ReplaybookError:  # (the Markdown reader failed on it: it may be a body, so it is kept)
+            cites = True
+        if cites:
             files.append(out)
     return files, folders
 
